@@ -1,0 +1,99 @@
+/* array.c - dense host tensors: allocation, element sizes, deterministic random fill. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/mi.h"
+
+MI_API size_t mi_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
+    case MI_DTYPE_FLOAT16: return 2;
+    case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: case MI_DTYPE_INT4: return 1;
+    case MI_DTYPE_INT64: return 8;
+    default: return 0;
+  }
+}
+
+MI_API size_t mi_dtype_bytes_for(int32_t dtype, int64_t count) {
+  if (count < 0) return 0;
+  if (dtype == MI_DTYPE_INT4) return (size_t)(count + 1) / 2;
+  return (size_t)count * mi_dtype_size(dtype);
+}
+
+MI_API const char *mi_dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case MI_DTYPE_FLOAT32: return "float32";
+    case MI_DTYPE_FLOAT16: return "float16";
+    case MI_DTYPE_INT8: return "int8";
+    case MI_DTYPE_UINT8: return "uint8";
+    case MI_DTYPE_INT4: return "int4";
+    case MI_DTYPE_INT32: return "int32";
+    case MI_DTYPE_INT64: return "int64";
+    case MI_DTYPE_BOOL: return "bool";
+    default: return "undefined";
+  }
+}
+
+MI_API mi_array_t *mi_array_create(int32_t dtype, int32_t rank, const int64_t *dims) {
+  int64_t n = 1;
+  size_t bytes, alloc;
+  mi_array_t *a;
+  if (rank < 0 || rank > MI_MAX_RANK || mi_dtype_size(dtype) == 0) return NULL;
+  for (int32_t i = 0; i < rank; i++) {
+    if (dims[i] < 0 || (dims[i] > 0 && n > INT64_MAX / 16 / dims[i])) return NULL;
+    n *= dims[i];
+  }
+  bytes = mi_dtype_bytes_for(dtype, n);
+  a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  alloc = (bytes + 63) / 64 * 64;
+  a->data = aligned_alloc(64, alloc ? alloc : 64);
+  if (!a->data) {
+    free(a);
+    return NULL;
+  }
+  memset(a->data, 0, alloc ? alloc : 64);
+  a->dtype = dtype;
+  a->rank = rank;
+  for (int32_t i = 0; i < rank; i++) a->dims[i] = dims[i];
+  a->nbytes = bytes;
+  return a;
+}
+
+MI_API void mi_array_destroy(mi_array_t *a) {
+  if (!a) return;
+  free(a->data);
+  free(a);
+}
+
+MI_API int64_t mi_array_numel(const mi_array_t *a) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < a->rank; i++) n *= a->dims[i];
+  return n;
+}
+
+/* splitmix64: small, fast, and the same sequence on every platform. */
+static uint64_t splitmix64(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed) {
+  int64_t n = mi_array_numel(a);
+  uint64_t s = seed;
+  if (a->dtype == MI_DTYPE_FLOAT32) {
+    float *p = a->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((splitmix64(&s) >> 40) * (2.0 / 16777216.0) - 1.0);
+  } else if (a->dtype == MI_DTYPE_INT64) {
+    int64_t *p = a->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)(splitmix64(&s) % 16);
+  } else if (a->dtype == MI_DTYPE_INT32) {
+    int32_t *p = a->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(splitmix64(&s) % 16);
+  } else {
+    unsigned char *p = a->data;
+    for (size_t i = 0; i < a->nbytes; i++) p[i] = (unsigned char)splitmix64(&s);
+  }
+}
