@@ -244,8 +244,12 @@ typedef struct mi_variant_desc {
   char knobs[256];       /* comma-separated knob names this variant reads */
 } mi_variant_desc_t;
 
+/** Counter kinds. TIMER and ENERGY counters are cumulative since create() (device time or
+ * energy spent so far): a reading never decreases. The others are instantaneous readings.
+ * Units: TIMER ns|us|ms|s, MEMORY bytes, ENERGY J|mJ|uJ, POWER W|mW, FREQUENCY Hz|kHz|MHz|GHz,
+ * TEMPERATURE C. */
 typedef enum mi_counter_kind {
-  MI_COUNTER_TIMER = 0,       /* device time of a run */
+  MI_COUNTER_TIMER = 0,       /* cumulative device time */
   MI_COUNTER_MEMORY = 1,      /* bytes in use / peak */
   MI_COUNTER_ENERGY = 2,
   MI_COUNTER_POWER = 3,

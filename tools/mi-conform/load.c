@@ -1,0 +1,108 @@
+/* load.c - mi-conform's own plugin loading: like the host loader, but with the negotiation
+ * parameters under the rule's control, so rules can probe older and newer hosts. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conform.h"
+
+static void host_log(void *host_ctx, int32_t level, const char *plugin, const char *message) {
+  (void)host_ctx;
+  if (level <= MI_LOG_WARN) fprintf(stderr, "[%s] %s\n", plugin ? plugin : "?", message ? message : "");
+}
+static void *host_alloc(void *host_ctx, size_t size) { (void)host_ctx; return malloc(size); }
+static void host_free(void *host_ctx, void *p) { (void)host_ctx; free(p); }
+static const char *host_setting(void *host_ctx, const char *key) {
+  (void)host_ctx;
+  (void)key;
+  return NULL;
+}
+
+int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
+  const mi_plugin_api_t *table;
+  mi_error_t err = {0};
+  size_t need = offsetof(mi_plugin_api_t, kernel_release) + sizeof(void *);
+  size_t n;
+  int32_t rc;
+
+  c->loaded = 0;
+  c->load_error[0] = '\0';
+  c->dl = dlopen(c->so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!c->dl) {
+    snprintf(c->load_error, sizeof c->load_error, "dlopen failed: %s", dlerror());
+    return MI_ERR_ABI;
+  }
+  *(void **)(&c->entry) = dlsym(c->dl, MI_PLUGIN_ENTRY_NAME);
+  if (!c->entry) {
+    snprintf(c->load_error, sizeof c->load_error, "missing entry symbol %s", MI_PLUGIN_ENTRY_NAME);
+    return MI_ERR_ABI;
+  }
+  memset(&c->host, 0, sizeof c->host);
+  c->host.struct_size = sizeof c->host;
+  c->host.abi_major = major;
+  c->host.abi_minor = minor;
+  c->host.host_ctx = c;
+  c->host.log = host_log;
+  c->host.alloc = host_alloc;
+  c->host.free = host_free;
+  c->host.get_setting = host_setting;
+  table = c->entry(&c->host, &err);
+  if (!table) {
+    snprintf(c->load_error, sizeof c->load_error, "negotiation refused: %s", err.message);
+    return MI_ERR_ABI;
+  }
+  if (table->struct_size < need) {
+    snprintf(c->load_error, sizeof c->load_error,
+             "function table too small (%u bytes, ABI v1 needs at least %zu)",
+             table->struct_size, need);
+    return MI_ERR_ABI;
+  }
+  if (table->abi_major != major) {
+    snprintf(c->load_error, sizeof c->load_error, "plugin speaks ABI major %u, host %u",
+             table->abi_major, major);
+    return MI_ERR_ABI;
+  }
+  memset(&c->plugin.api, 0, sizeof c->plugin.api);
+  n = table->struct_size < sizeof c->plugin.api ? table->struct_size : sizeof c->plugin.api;
+  memcpy(&c->plugin.api, table, n);
+  c->plugin.declared_size = table->struct_size;
+  c->plugin.abi_major = table->abi_major;
+  c->plugin.abi_minor = table->abi_minor;
+  c->plugin.name = (char *)(table->name ? table->name : "");
+  c->plugin.version = (char *)(table->version ? table->version : "");
+  c->plugin.path = (char *)c->so_path;
+  c->plugin.dl = c->dl;
+  {
+    const mi_plugin_api_t *a = &c->plugin.api;
+    if (!a->create || !a->destroy || !a->device_count || !a->device_info || !a->knob_count ||
+        !a->knob_desc || !a->variant_count || !a->variant_desc || !a->buffer_alloc ||
+        !a->buffer_write || !a->buffer_read || !a->buffer_free || !a->kernel_prepare ||
+        !a->kernel_run || !a->kernel_release) {
+      snprintf(c->load_error, sizeof c->load_error, "a required function is NULL");
+      return MI_ERR_ABI;
+    }
+  }
+  rc = c->plugin.api.create(&c->host, &c->plugin.ctx, &err);
+  if (rc != MI_OK || !c->plugin.ctx) {
+    snprintf(c->load_error, sizeof c->load_error, "create failed: %s", err.message);
+    c->plugin.ctx = NULL;
+    return rc != MI_OK ? rc : MI_ERR_INTERNAL;
+  }
+  rc = c->plugin.api.device_count(c->plugin.ctx, &c->plugin.device_count, &err);
+  if (rc != MI_OK) {
+    snprintf(c->load_error, sizeof c->load_error, "device_count failed: %s", err.message);
+    return rc;
+  }
+  c->loaded = 1;
+  return MI_OK;
+}
+
+void conform_unload(conform_ctx_t *c) {
+  if (c->plugin.ctx && c->plugin.api.destroy) c->plugin.api.destroy(c->plugin.ctx);
+  c->plugin.ctx = NULL;
+  if (c->dl) dlclose(c->dl);
+  c->dl = NULL;
+  c->entry = NULL;
+  c->loaded = 0;
+}

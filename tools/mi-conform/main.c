@@ -1,0 +1,338 @@
+/* main.c - mi-conform: runs the numbered conformance rules against plugins, each rule in its
+ * own child process so a plugin that crashes or hangs fails that rule and nothing else. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conform.h"
+#include "plugin/plugin_internal.h"
+
+const conform_rule_t conform_rules[] = {
+    {1, "exports", "only the entry symbol is exported", conform_rule_exports, 0},
+    {2, "negotiation", "negotiates with older and newer hosts, refuses another major",
+     conform_rule_negotiation, 0},
+    {3, "struct-sizes", "honours the caller's struct sizes (smaller and larger, canaries intact)",
+     conform_rule_struct_sizes, 1},
+    {4, "device-index", "refuses out-of-range devices; zero devices is not a crash",
+     conform_rule_device_index, 1},
+    {5, "descriptors", "descriptions are valid (unique names, domains, defaults, constraints)",
+     conform_rule_descriptors, 1},
+    {6, "invalid-knobs", "invalid knob values and combinations are refused with a reason",
+     conform_rule_invalid_knobs, 1},
+    {7, "reference", "every variant matches the reference interpreter over sampled knobs/shapes",
+     conform_rule_reference, 1},
+    {8, "counters", "counters are monotonic, non-negative, in their declared units",
+     conform_rule_counters, 1},
+    {9, "buffers", "buffers round-trip exactly; out-of-range access is refused",
+     conform_rule_buffers, 1},
+    {10, "error-paths", "bad calls return errors with messages and never abort",
+     conform_rule_error_paths, 1},
+    {11, "lifecycle", "repeated load, use and unload does not leak", conform_rule_lifecycle, 1},
+};
+const int conform_rule_count = (int)(sizeof conform_rules / sizeof conform_rules[0]);
+
+typedef struct result {
+  int status;
+  char why[512];
+  double seconds;
+} result_t;
+
+static const char *k_status_names[] = {"pass", "fail", "skip"};
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: mi-conform --plugins DIR [--plugin NAME] [--rule N]... [--json]\n"
+          "                  [--timeout SECONDS] [--list-rules]\n"
+          "Runs the numbered conformance rules (docs/conformance.md) against every plugin whose\n"
+          "manifest (*.mi-plugin) is in DIR, each rule in its own process. Prints pass, fail or\n"
+          "skip per rule with the reason and a summary; exits 1 when any rule fails, 2 on bad\n"
+          "usage.\n");
+}
+
+/* Runs one rule in a child; the child writes "<status>\t<reason>" into a pipe. */
+static void run_rule(const char *name, const char *so_path, const conform_rule_t *rule,
+                     int timeout_s, result_t *res) {
+  int fds[2];
+  pid_t pid;
+  struct timespec t0, t1;
+  char buf[600];
+  size_t got = 0;
+  int wstatus = 0, timed_out = 0;
+
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  res->status = CONFORM_FAIL;
+  res->why[0] = '\0';
+  if (pipe(fds) != 0) {
+    snprintf(res->why, sizeof res->why, "pipe: %s", strerror(errno));
+    return;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  pid = fork();
+  if (pid < 0) {
+    snprintf(res->why, sizeof res->why, "fork: %s", strerror(errno));
+    close(fds[0]);
+    close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    conform_ctx_t c;
+    char why[512] = "";
+    int st, len;
+    close(fds[0]);
+    /* A plugin must never write to stdout; keep the report clean even when one does. */
+    if (!freopen("/dev/null", "w", stdout)) _exit(3);
+    memset(&c, 0, sizeof c);
+    c.name = name;
+    c.so_path = so_path;
+    if (rule->needs_load && conform_load(&c, MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR) != MI_OK) {
+      st = CONFORM_SKIP;
+      snprintf(why, sizeof why, "plugin does not load: %s", c.load_error);
+    } else {
+      st = rule->run(&c, why, sizeof why);
+    }
+    conform_unload(&c);
+    len = snprintf(buf, sizeof buf, "%d\t%s", st, why);
+    if (write(fds[1], buf, (size_t)(len < (int)sizeof buf ? len : (int)sizeof buf - 1)) < 0) _exit(4);
+    _exit(0);
+  }
+  close(fds[1]);
+  for (;;) {
+    struct pollfd p = {fds[0], POLLIN, 0};
+    double elapsed;
+    int r;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (elapsed >= timeout_s) {
+      timed_out = 1;
+      kill(pid, SIGKILL);
+      break;
+    }
+    r = poll(&p, 1, 200);
+    if (r > 0) {
+      ssize_t n = read(fds[0], buf + got, sizeof buf - 1 - got);
+      if (n <= 0) break;
+      got += (size_t)n;
+      if (got >= sizeof buf - 1) break;
+    } else if (r < 0 && errno != EINTR) {
+      break;
+    }
+  }
+  close(fds[0]);
+  waitpid(pid, &wstatus, 0);
+  buf[got] = '\0';
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  res->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  if (timed_out) {
+    snprintf(res->why, sizeof res->why, "timed out after %d s (the plugin hangs)", timeout_s);
+  } else if (WIFSIGNALED(wstatus)) {
+    snprintf(res->why, sizeof res->why, "the plugin crashed the process (signal %d, %s)",
+             WTERMSIG(wstatus), strsignal(WTERMSIG(wstatus)));
+  } else if (got == 0 || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+    snprintf(res->why, sizeof res->why, "the plugin ended the process (exit status %d)",
+             WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+  } else {
+    char *tab = strchr(buf, '\t');
+    res->status = (int)strtol(buf, NULL, 10);
+    if (res->status < CONFORM_PASS || res->status > CONFORM_SKIP) res->status = CONFORM_FAIL;
+    snprintf(res->why, sizeof res->why, "%s", tab ? tab + 1 : "");
+  }
+}
+
+static void json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') printf("\\%c", ch);
+    else if (ch < 0x20) printf("\\u%04x", ch);
+    else putchar(ch);
+  }
+  putchar('"');
+}
+
+typedef struct options {
+  const char *dir;
+  const char *only_plugin;
+  int rules[64];
+  int rule_filter_count;
+  int json;
+  int timeout_s;
+} options_t;
+
+static int rule_selected(const options_t *o, int number) {
+  if (o->rule_filter_count == 0) return 1;
+  for (int i = 0; i < o->rule_filter_count; i++)
+    if (o->rules[i] == number) return 1;
+  return 0;
+}
+
+static int name_cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Runs the selected rules on one manifest; prints as it goes; returns the number of fails. */
+static int conform_plugin(const options_t *o, const char *manifest_path, int *first_json) {
+  mi__manifest_t m = {0};
+  mi_error_t err;
+  char so_path[PATH_MAX], dir[PATH_MAX];
+  int fails = 0, passes = 0, skips = 0;
+  const char *slash;
+
+  if (mi__manifest_load(manifest_path, &m, &err) != MI_OK) {
+    fprintf(stderr, "mi-conform: %s\n", err.message);
+    return 1;
+  }
+  if (o->only_plugin && strcmp(o->only_plugin, m.name) != 0) {
+    mi__manifest_clear(&m);
+    return -1;
+  }
+  slash = strrchr(manifest_path, '/');
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - manifest_path) : 1,
+           slash ? manifest_path : ".");
+  if (snprintf(so_path, sizeof so_path, "%s/%s", dir, m.library) >= (int)sizeof so_path) {
+    fprintf(stderr, "mi-conform: %s: library path too long\n", manifest_path);
+    mi__manifest_clear(&m);
+    return 1;
+  }
+
+  if (o->json) {
+    printf("%s{\"plugin\":", *first_json ? "" : ",");
+    json_string(m.name);
+    printf(",\"library\":");
+    json_string(so_path);
+    printf(",\"rules\":[");
+    *first_json = 0;
+  } else {
+    printf("plugin %s (%s)\n", m.name, so_path);
+  }
+  int first_rule = 1;
+  for (int i = 0; i < conform_rule_count; i++) {
+    const conform_rule_t *r = &conform_rules[i];
+    result_t res;
+    if (!rule_selected(o, r->number)) continue;
+    run_rule(m.name, so_path, r, o->timeout_s, &res);
+    if (res.status == CONFORM_FAIL) fails++;
+    else if (res.status == CONFORM_PASS) passes++;
+    else skips++;
+    if (o->json) {
+      printf("%s{\"rule\":%d,\"id\":", first_rule ? "" : ",", r->number);
+      json_string(r->id);
+      printf(",\"status\":\"%s\",\"reason\":", k_status_names[res.status]);
+      json_string(res.why);
+      printf(",\"seconds\":%.3f}", res.seconds);
+    } else {
+      printf("  %-4s R%-2d %-14s %s%s%s\n", k_status_names[res.status], r->number, r->id,
+             r->title, res.why[0] ? ": " : "", res.why);
+    }
+    fflush(stdout);
+    first_rule = 0;
+  }
+  if (o->json)
+    printf("],\"passed\":%d,\"failed\":%d,\"skipped\":%d}", passes, fails, skips);
+  else
+    printf("  summary: %d passed, %d failed, %d skipped\n", passes, fails, skips);
+  mi__manifest_clear(&m);
+  return fails;
+}
+
+int main(int argc, char **argv) {
+  options_t o = {0};
+  DIR *d;
+  struct dirent *de;
+  char **names = NULL;
+  size_t count = 0, cap = 0;
+  int total_fails = 0, matched = 0, first_json = 1;
+
+  o.timeout_s = 120;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    } else if (!strcmp(a, "--plugins") && i + 1 < argc) {
+      o.dir = argv[++i];
+    } else if (!strcmp(a, "--plugin") && i + 1 < argc) {
+      o.only_plugin = argv[++i];
+    } else if (!strcmp(a, "--json")) {
+      o.json = 1;
+    } else if (!strcmp(a, "--rule") && i + 1 < argc) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > conform_rule_count || o.rule_filter_count >= 64) {
+        fprintf(stderr, "mi-conform: --rule %s: expected a rule number 1..%d\n", argv[i],
+                conform_rule_count);
+        return 2;
+      }
+      o.rules[o.rule_filter_count++] = (int)v;
+    } else if (!strcmp(a, "--timeout") && i + 1 < argc) {
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > 3600) {
+        fprintf(stderr, "mi-conform: --timeout %s: expected seconds 1..3600\n", argv[i]);
+        return 2;
+      }
+      o.timeout_s = (int)v;
+    } else if (!strcmp(a, "--list-rules")) {
+      for (int r = 0; r < conform_rule_count; r++)
+        printf("R%-2d %-14s %s\n", conform_rules[r].number, conform_rules[r].id,
+               conform_rules[r].title);
+      return 0;
+    } else {
+      fprintf(stderr, "mi-conform: unknown or incomplete argument '%s' (see --help)\n", a);
+      return 2;
+    }
+  }
+  if (!o.dir) {
+    fprintf(stderr, "mi-conform: --plugins DIR is required (see --help)\n");
+    return 2;
+  }
+  d = opendir(o.dir);
+  if (!d) {
+    fprintf(stderr, "mi-conform: %s: cannot open plugin directory: %s\n", o.dir, strerror(errno));
+    return 2;
+  }
+  while ((de = readdir(d))) {
+    size_t len = strlen(de->d_name);
+    if (len < 10 || strcmp(de->d_name + len - 10, ".mi-plugin") != 0) continue;
+    if (count == cap) {
+      char **grown = realloc(names, (cap ? cap * 2 : 16) * sizeof *names);
+      if (!grown) break;
+      names = grown;
+      cap = cap ? cap * 2 : 16;
+    }
+    size_t need = strlen(o.dir) + len + 2;
+    names[count] = malloc(need);
+    if (!names[count]) break;
+    snprintf(names[count], need, "%s/%s", o.dir, de->d_name);
+    count++;
+  }
+  closedir(d);
+  qsort(names, count, sizeof *names, name_cmp);
+
+  if (o.json) printf("{\"plugins\":[");
+  for (size_t i = 0; i < count; i++) {
+    int f = conform_plugin(&o, names[i], &first_json);
+    if (f >= 0) {
+      matched++;
+      total_fails += f;
+    }
+    free(names[i]);
+  }
+  free(names);
+  if (o.json) printf("],\"failed\":%d}\n", total_fails);
+  if (matched == 0) {
+    fprintf(stderr, "mi-conform: %s: no plugin %s%s\n", o.dir,
+            o.only_plugin ? "named " : "manifest (*.mi-plugin) found",
+            o.only_plugin ? o.only_plugin : "");
+    return 2;
+  }
+  return total_fails ? 1 : 0;
+}
