@@ -59,6 +59,7 @@ int conform_rule_reference(conform_ctx_t *c, char *why, size_t n) {
     for (uint32_t vi = 0; vi < d.variant_count; vi++) {
       const mi_variant_desc_t *v = &d.variants[vi];
       int accepted = 0, cases = 0;
+      char last_refusal[MI_ERROR_MESSAGE_SIZE] = "";
       for (int ci = 0; ci < MAX_CASES; ci++) {
         mi_graph_t *g = conform_case_graph(v->op_type, ci, 7 + (uint64_t)ci);
         if (!g) break;
@@ -82,7 +83,10 @@ int conform_rule_reference(conform_ctx_t *c, char *why, size_t n) {
               continue;
           }
           rc = conform_compare(c, dev, g, v->id, kv, nk, 99 + (uint64_t)ci, &rel, &err);
-          if (rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG) continue;
+          if (rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG) {
+            snprintf(last_refusal, sizeof last_refusal, "%s", err.message);
+            continue;
+          }
           if (rc != MI_OK) {
             snprintf(why, n, "device %u variant '%s' case %d: %s", dev, v->id, ci, err.message);
             mi_graph_destroy(g);
@@ -110,8 +114,8 @@ int conform_rule_reference(conform_ctx_t *c, char *why, size_t n) {
       }
       variants_checked++;
       if (!accepted) {
-        snprintf(why, n, "device %u variant '%s' (%s) accepted none of its %d case shape(s)", dev,
-                 v->id, v->op_type, cases);
+        snprintf(why, n, "device %u variant '%s' (%s) accepted none of its %d case shape(s); last "
+                 "refusal: %s", dev, v->id, v->op_type, cases, last_refusal);
         conform_descs_free(&d);
         return CONFORM_FAIL;
       }

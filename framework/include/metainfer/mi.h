@@ -165,6 +165,10 @@ MI_API int32_t mi_session_run(mi_session_t *s, const mi_array_t *const *inputs,
 /** Nodes that run on the host because the device refused them (count, and each name). */
 MI_API int32_t mi_session_fallback_count(const mi_session_t *s);
 MI_API const char *mi_session_fallback_node(const mi_session_t *s, int32_t index);
+/** Device time of the last successful mi_session_run, summed over its device kernels. Returns 1
+ * and sets *ns when every device kernel of that run reported a device timer; else 0 and *ns is
+ * left alone (nothing was measured, so nothing is claimed). Always 0 on the reference path. */
+MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns);
 /** Frees kernels and buffers. NULL is a no-op. */
 MI_API void mi_session_destroy(mi_session_t *s);
 

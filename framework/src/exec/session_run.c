@@ -1,0 +1,203 @@
+/* session_run.c - one inference of a device session: device kernels in node order, host
+ * fallback nodes in between, data moved between device and host only at those boundaries. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "ref/ref.h"
+
+static int32_t plugin_error(mi_error_t *err, int32_t rc, const mi_error_t *perr,
+                            const char *what, const char *name) {
+  return mi_errorf(err, rc, "%s '%s': %s", what, name,
+                   perr->message[0] ? perr->message : mi_status_message(rc));
+}
+
+/* Replaces the host copy of tensor t by `a` (owned by the run, or borrowed when !own). */
+static void set_host(mi_session_t *s, int32_t t, const mi_array_t *a, int own) {
+  if (s->hown[t] && s->hown[t] != a) mi_array_destroy(s->hown[t]);
+  s->hown[t] = own ? (mi_array_t *)a : NULL;
+  s->hval[t] = a;
+}
+
+/* Makes the device buffer of t hold its current value, uploading the host copy if needed. */
+static int32_t to_device(mi_session_t *s, int32_t t, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  const mi_array_t *a = s->hval[t];
+  mi_error_t perr = {0};
+  int32_t rc;
+  if (s->on_device[t]) return MI_OK;
+  if (!a)
+    return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", s->g->tensors[t].name);
+  if (a->nbytes != s->buf_bytes[t])
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "tensor '%s' is %zu bytes, the session prepared it for %llu",
+                     s->g->tensors[t].name, a->nbytes, (unsigned long long)s->buf_bytes[t]);
+  rc = p->api.buffer_write(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
+  if (rc) return plugin_error(err, rc, &perr, "upload of tensor", s->g->tensors[t].name);
+  s->on_device[t] = 1;
+  return MI_OK;
+}
+
+/* Makes a host copy of t available, downloading it from the device if needed. */
+static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  const mi_tensor_t *tt = &s->g->tensors[t];
+  mi_array_t *a;
+  mi_error_t perr = {0};
+  int32_t rc;
+  if (s->hval[t]) return MI_OK;
+  if (!s->on_device[t])
+    return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", tt->name);
+  a = mi_array_create(tt->dtype, tt->rank, tt->dims);
+  if (!a) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", tt->name);
+  rc = p->api.buffer_read(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
+  if (rc) {
+    mi_array_destroy(a);
+    return plugin_error(err, rc, &perr, "download of tensor", tt->name);
+  }
+  set_host(s, t, a, 1);
+  return MI_OK;
+}
+
+static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  const mi_node_t *n = &s->g->nodes[st->node];
+  mi_buffer_t *ins[64], *outs[16];
+  mi_run_stats_t stats;
+  mi_error_t perr = {0};
+  char lb[32];
+  int32_t rc;
+  if (st->input_count > 64 || st->output_count > 16)
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs",
+                     mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type);
+  for (int32_t j = 0; j < st->input_count; j++) {
+    if ((rc = to_device(s, st->inputs[j], err))) return rc;
+    ins[j] = s->bufs[st->inputs[j]];
+  }
+  for (int32_t j = 0; j < st->output_count; j++) outs[j] = s->bufs[st->outputs[j]];
+  memset(&stats, 0, sizeof stats);
+  stats.struct_size = (uint32_t)sizeof stats;
+  rc = p->api.kernel_run(p->ctx, st->kernel, ins, st->input_count, outs, st->output_count,
+                         &stats, &perr);
+  if (rc)
+    return mi_errorf(err, rc, "node '%s' (%s): %s", mi__node_label(s->g, st->node, lb, sizeof lb),
+                     n->op_type, perr.message[0] ? perr.message : mi_status_message(rc));
+  if (MI_HAS_FIELD(&stats, mi_run_stats_t, device_time_ns) && stats.has_device_time)
+    s->device_time_ns += stats.device_time_ns;
+  else
+    s->has_device_time = 0;
+  for (int32_t j = 0; j < st->output_count; j++) {
+    set_host(s, st->outputs[j], NULL, 0);
+    s->on_device[st->outputs[j]] = 1;
+  }
+  return MI_OK;
+}
+
+static int32_t run_host_step(mi_session_t *s, const mi__step_t *st, mi_error_t *err) {
+  const mi_node_t *n = &s->g->nodes[st->node];
+  const mi_array_t *ins[64];
+  mi_array_t *outs[16] = {0};
+  char lb[32];
+  int32_t rc;
+  if (n->input_count > 64 || n->output_count > 16)
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs",
+                     mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type);
+  for (int32_t j = 0; j < n->input_count; j++) {
+    int32_t t = n->inputs[j];
+    ins[j] = NULL;
+    if (t < 0) continue;
+    if (s->consts[t]) {
+      ins[j] = s->consts[t];
+      continue;
+    }
+    if ((rc = to_host(s, t, err))) return rc;
+    ins[j] = s->hval[t];
+  }
+  rc = mi__ref_node(s->g, st->node, ins, outs, err);
+  if (rc) return rc;
+  for (int32_t j = 0; j < n->output_count; j++) {
+    int32_t t = n->outputs[j];
+    if (t < 0) {
+      mi_array_destroy(outs[j]);
+      continue;
+    }
+    set_host(s, t, outs[j], 1);
+    s->on_device[t] = 0;
+  }
+  return MI_OK;
+}
+
+/* Hands the value of graph output t to the caller as a new array. */
+static int32_t take_output(mi_session_t *s, int32_t t, mi_array_t **out, mi_error_t *err) {
+  const mi_array_t *src;
+  int32_t rc;
+  if (s->consts[t]) {
+    src = s->consts[t];
+  } else {
+    if ((rc = to_host(s, t, err))) return rc;
+    src = s->hval[t];
+    if (s->hown[t] == src) { /* the run made it: hand it over rather than copy */
+      *out = s->hown[t];
+      s->hown[t] = NULL;
+      s->hval[t] = NULL;
+      return MI_OK;
+    }
+  }
+  *out = mi_array_create(src->dtype, src->rank, src->dims);
+  if (!*out) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "output '%s': out of memory",
+                              s->g->tensors[t].name);
+  if (src->nbytes) memcpy((*out)->data, src->data, src->nbytes);
+  return MI_OK;
+}
+
+static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
+  size_t n = 0;
+  n += (size_t)snprintf(buf, cap, "[");
+  for (int32_t d = 0; d < rank && n < cap; d++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "," : "", (long long)dims[d]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+static int32_t check_input(const mi_session_t *s, int32_t i, const mi_array_t *a,
+                           mi_error_t *err) {
+  const mi_tensor_t *t = &s->g->tensors[s->g->inputs[i]];
+  char got[96], want[96];
+  int same = a->dtype == t->dtype && a->rank == t->rank;
+  for (int32_t d = 0; same && d < t->rank; d++) same = a->dims[d] == t->dims[d];
+  if (same) return MI_OK;
+  format_dims(got, sizeof got, a->rank, a->dims);
+  format_dims(want, sizeof want, t->rank, t->dims);
+  return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                   "input '%s': got %s %s, the session was prepared for %s %s", t->name,
+                   mi_dtype_name(a->dtype), got, mi_dtype_name(t->dtype), want);
+}
+
+int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
+                               mi_array_t **outputs, mi_error_t *err) {
+  const mi_graph_t *g = s->g;
+  int32_t rc = MI_OK;
+  memset(s->on_device, 0, (size_t)g->tensor_count);
+  int32_t device_steps = 0;
+  s->device_time_ns = 0;
+  s->has_device_time = 1;
+  for (int32_t i = 0; i < g->input_count; i++) {
+    if ((rc = check_input(s, i, inputs[i], err))) goto done;
+    set_host(s, g->inputs[i], inputs[i], 0);
+  }
+  for (int32_t i = 0; i < s->step_count && rc == MI_OK; i++) {
+    const mi__step_t *st = &s->steps[i];
+    if (st->kind == MI__STEP_DEVICE) {
+      rc = run_device_step(s, st, err);
+      device_steps++;
+    } else if (st->kind == MI__STEP_HOST) rc = run_host_step(s, st, err);
+  }
+  for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++)
+    rc = take_output(s, g->outputs[i], &outputs[i], err);
+  /* A run with no device kernel measured nothing on the device. */
+  if (device_steps == 0) s->has_device_time = 0;
+done:
+  /* Host copies live for one run only. */
+  for (int32_t t = 0; t < g->tensor_count; t++) set_host(s, t, NULL, 0);
+  return rc;
+}

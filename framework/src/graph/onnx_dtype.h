@@ -1,0 +1,46 @@
+/* onnx_dtype.h - mapping between ONNX TensorProto data types and mi_dtype. */
+#ifndef METAINFER_ONNX_DTYPE_H
+#define METAINFER_ONNX_DTYPE_H
+
+#include <stdint.h>
+
+#include "metainfer/mi_plugin.h"
+
+/* ONNX TensorProto.DataType values (stable in the ONNX spec). */
+enum {
+  MI__ONNX_FLOAT = 1, MI__ONNX_UINT8 = 2, MI__ONNX_INT8 = 3, MI__ONNX_UINT16 = 4,
+  MI__ONNX_INT16 = 5, MI__ONNX_INT32 = 6, MI__ONNX_INT64 = 7, MI__ONNX_STRING = 8,
+  MI__ONNX_BOOL = 9, MI__ONNX_FLOAT16 = 10, MI__ONNX_DOUBLE = 11, MI__ONNX_UINT32 = 12,
+  MI__ONNX_UINT64 = 13, MI__ONNX_BFLOAT16 = 16
+};
+
+/** ONNX element type of an mi_dtype, or 0 when ONNX (IR 8) has none. */
+static inline int32_t mi__onnx_from_dtype(int32_t d) {
+  switch (d) {
+  case MI_DTYPE_FLOAT32: return MI__ONNX_FLOAT;
+  case MI_DTYPE_FLOAT16: return MI__ONNX_FLOAT16;
+  case MI_DTYPE_INT8: return MI__ONNX_INT8;
+  case MI_DTYPE_UINT8: return MI__ONNX_UINT8;
+  case MI_DTYPE_INT32: return MI__ONNX_INT32;
+  case MI_DTYPE_INT64: return MI__ONNX_INT64;
+  case MI_DTYPE_BOOL: return MI__ONNX_BOOL;
+  default: return 0;
+  }
+}
+
+/** mi_dtype an ONNX element type is loaded as (DOUBLE and BFLOAT16 become float32), or
+ * MI_DTYPE_UNDEFINED when we do not support it. */
+static inline int32_t mi__dtype_from_onnx(int32_t e) {
+  switch (e) {
+  case MI__ONNX_FLOAT: case MI__ONNX_DOUBLE: case MI__ONNX_BFLOAT16: return MI_DTYPE_FLOAT32;
+  case MI__ONNX_FLOAT16: return MI_DTYPE_FLOAT16;
+  case MI__ONNX_INT8: return MI_DTYPE_INT8;
+  case MI__ONNX_UINT8: return MI_DTYPE_UINT8;
+  case MI__ONNX_INT32: return MI_DTYPE_INT32;
+  case MI__ONNX_INT64: return MI_DTYPE_INT64;
+  case MI__ONNX_BOOL: return MI_DTYPE_BOOL;
+  default: return MI_DTYPE_UNDEFINED;
+  }
+}
+
+#endif /* METAINFER_ONNX_DTYPE_H */

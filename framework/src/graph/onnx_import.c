@@ -1,0 +1,444 @@
+/* onnx_import.c - loads an ONNX ModelProto (parsed by protobuf-c) into the graph IR. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/onnx_dtype.h"
+#include "graph/onnx_internal.h"
+
+/* Name -> tensor index, open addressing; models have thousands of tensors and a linear
+ * mi_graph_find_tensor per reference would be quadratic. */
+typedef struct name_map {
+  const char **keys; /* borrowed from the graph's tensors */
+  int32_t *vals;
+  size_t cap, count;
+} name_map_t;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+  return h;
+}
+
+static int32_t map_get(const name_map_t *m, const char *k) {
+  if (!m->cap) return -1;
+  for (size_t i = hash_str(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->keys[i]) return -1;
+    if (strcmp(m->keys[i], k) == 0) return m->vals[i];
+  }
+}
+
+static int map_put(name_map_t *m, const char *k, int32_t v) {
+  if ((m->count + 1) * 2 > m->cap) {
+    size_t nc = m->cap ? m->cap * 2 : 256;
+    const char **nk = calloc(nc, sizeof *nk);
+    int32_t *nv = calloc(nc, sizeof *nv);
+    if (!nk || !nv) {
+      free(nk);
+      free(nv);
+      return -1;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+      if (!m->keys[i]) continue;
+      size_t j = hash_str(m->keys[i]) & (nc - 1);
+      while (nk[j]) j = (j + 1) & (nc - 1);
+      nk[j] = m->keys[i];
+      nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = nc;
+  }
+  size_t i = hash_str(k) & (m->cap - 1);
+  while (m->keys[i]) i = (i + 1) & (m->cap - 1);
+  m->keys[i] = k;
+  m->vals[i] = v;
+  m->count++;
+  return 0;
+}
+
+typedef struct importer {
+  const char *label; /* the model file, first word of every error */
+  const char *base_dir;
+  mi_graph_t *g;
+  name_map_t map;
+  mi_error_t *err;
+} importer_t;
+
+static int32_t oom(importer_t *im) {
+  return mi_errorf(im->err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", im->label);
+}
+
+/* Adds a tensor whose name must be new. */
+static int32_t new_tensor(importer_t *im, const char *name, int32_t *out) {
+  if (map_get(&im->map, name) >= 0)
+    return mi_errorf(im->err, MI_ERR_PARSE, "%s: tensor '%s' is defined twice", im->label, name);
+  int32_t t = mi_graph_add_tensor(im->g, name, MI_DTYPE_UNDEFINED, -1, NULL);
+  if (t < 0 || map_put(&im->map, im->g->tensors[t].name, t)) return oom(im);
+  *out = t;
+  return MI_OK;
+}
+
+static int32_t add_value(importer_t *im, const char *name, mi__onnx_value_t *v) {
+  int32_t t, rc = new_tensor(im, name, &t);
+  if (rc != MI_OK) {
+    free(v->data);
+    return rc;
+  }
+  mi_tensor_t *x = &im->g->tensors[t];
+  x->dtype = v->dtype;
+  mi__tensor_set_shape(x, v->rank, v->dims);
+  x->data = v->data;
+  x->nbytes = v->nbytes;
+  v->data = NULL;
+  return MI_OK;
+}
+
+/* Applies a ValueInfo's type to a tensor; `strict` (graph inputs) refuses element types we do
+ * not support instead of leaving the tensor untyped. */
+static int32_t apply_type(importer_t *im, mi_tensor_t *x, const Onnx__TypeProto *tp, int strict) {
+  if (!tp) return MI_OK; /* no type at all: left unknown, to be bound at run time */
+  if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
+    if (strict)
+      return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->label,
+                       x->name);
+    return MI_OK;
+  }
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  int32_t dt = mi__dtype_from_onnx(tt->has_elem_type ? tt->elem_type : 0);
+  if (dt == MI_DTYPE_UNDEFINED && strict)
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' has unsupported element type %d",
+                     im->label, x->name, (int)tt->elem_type);
+  if (dt != MI_DTYPE_UNDEFINED) x->dtype = dt;
+  if (!tt->shape) return MI_OK;
+  if (tt->shape->n_dim > MI_MAX_RANK)
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has rank %zu (at most %d)",
+                     im->label, x->name, tt->shape->n_dim, MI_MAX_RANK);
+  int64_t dims[MI_MAX_RANK] = {0};
+  int32_t rank = (int32_t)tt->shape->n_dim;
+  for (int32_t i = 0; i < rank; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    dims[i] = d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE && d->dim_value >= 0
+                  ? d->dim_value
+                  : MI_DIM_DYNAMIC;
+  }
+  mi__tensor_set_shape(x, rank, dims);
+  for (int32_t i = 0; i < rank; i++) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM && d->dim_param &&
+        d->dim_param[0] && !(x->dim_names[i] = mi__strdup(d->dim_param)))
+      return oom(im);
+  }
+  return MI_OK;
+}
+
+static const char *node_label(const Onnx__NodeProto *np, size_t idx, char *buf, size_t n) {
+  if (np->name && np->name[0]) return np->name;
+  snprintf(buf, n, "%s_%zu", np->op_type ? np->op_type : "node", idx);
+  return buf;
+}
+
+/* A Constant node becomes an initializer named after its output. */
+static int32_t import_constant(importer_t *im, const Onnx__NodeProto *np, const char *nname) {
+  if (np->n_output < 1 || !np->output[0][0])
+    return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' (Constant) has no output", im->label,
+                     nname);
+  mi__onnx_value_t v = {0};
+  for (size_t i = 0; i < np->n_attribute; i++) {
+    const Onnx__AttributeProto *a = np->attribute[i];
+    const char *an = a->name ? a->name : "";
+    int32_t rc = MI_OK;
+    if (strcmp(an, "value") == 0 && a->t) {
+      rc = mi__onnx_decode_tensor(a->t, im->base_dir, im->label, &v, im->err);
+    } else if (strcmp(an, "value_float") == 0 || strcmp(an, "value_floats") == 0) {
+      int scalar = an[11] == '\0';
+      size_t n = scalar ? 1 : a->n_floats;
+      v.dtype = MI_DTYPE_FLOAT32;
+      v.rank = scalar ? 0 : 1;
+      v.dims[0] = (int64_t)n;
+      if (!(v.data = malloc(n ? n * sizeof(float) : 1))) return oom(im);
+      if (scalar) memcpy(v.data, &a->f, sizeof(float));
+      else if (n) memcpy(v.data, a->floats, n * sizeof(float));
+      v.nbytes = n * sizeof(float);
+    } else if (strcmp(an, "value_int") == 0 || strcmp(an, "value_ints") == 0) {
+      int scalar = an[9] == '\0';
+      size_t n = scalar ? 1 : a->n_ints;
+      v.dtype = MI_DTYPE_INT64;
+      v.rank = scalar ? 0 : 1;
+      v.dims[0] = (int64_t)n;
+      if (!(v.data = malloc(n ? n * sizeof(int64_t) : 1))) return oom(im);
+      if (scalar) memcpy(v.data, &a->i, sizeof(int64_t));
+      else if (n) memcpy(v.data, a->ints, n * sizeof(int64_t));
+      v.nbytes = n * sizeof(int64_t);
+    } else {
+      return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
+                       "%s: node '%s' (Constant, opset %lld): attribute '%s' unsupported",
+                       im->label, nname, (long long)im->g->opset, an);
+    }
+    if (rc != MI_OK) return rc;
+    return add_value(im, np->output[0], &v);
+  }
+  return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' (Constant) has no value attribute",
+                   im->label, nname);
+}
+
+static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributeProto *a) {
+  mi_attr_t m = {0};
+  int32_t type = a->has_type ? (int32_t)a->type : 0;
+  if (!a->has_type) { /* very old exporters leave the type out */
+    if (a->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+    else if (a->n_floats) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    else if (a->has_s) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    else if (a->has_f) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    else if (a->has_i) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+  }
+  if (!(m.name = mi__strdup(a->name ? a->name : ""))) return oom(im);
+  switch (type) {
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: m.type = MI_ATTR_INT; m.i = a->i; break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: m.type = MI_ATTR_FLOAT; m.f = a->f; break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: {
+    int64_t *p = malloc(a->n_ints ? a->n_ints * sizeof *p : 1);
+    m.type = MI_ATTR_INTS;
+    m.count = (int32_t)a->n_ints;
+    m.ints = p;
+    if (!p) break;
+    if (a->n_ints) memcpy(p, a->ints, a->n_ints * sizeof *p);
+    break;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
+    float *p = malloc(a->n_floats ? a->n_floats * sizeof *p : 1);
+    m.type = MI_ATTR_FLOATS;
+    m.count = (int32_t)a->n_floats;
+    m.floats = p;
+    if (!p) break;
+    if (a->n_floats) memcpy(p, a->floats, a->n_floats * sizeof *p);
+    break;
+  }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
+    char *p = malloc(a->s.len + 1);
+    m.type = MI_ATTR_STRING;
+    m.s = p;
+    if (!p) break;
+    if (a->s.len) memcpy(p, a->s.data, a->s.len);
+    p[a->s.len] = '\0';
+    break;
+  }
+  default:
+    mi__attr_release(&m);
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
+                     "%s: node '%s' (%s, opset %lld): attribute '%s' of type %d unsupported",
+                     im->label, n->name, n->op_type, (long long)im->g->opset,
+                     a->name ? a->name : "", (int)type);
+  }
+  if ((m.type == MI_ATTR_INTS && !m.ints) || (m.type == MI_ATTR_FLOATS && !m.floats) ||
+      (m.type == MI_ATTR_STRING && !m.s)) {
+    mi__attr_release(&m);
+    return oom(im);
+  }
+  return mi__node_put_attr(n, &m) == MI_OK ? MI_OK : oom(im);
+}
+
+static int is_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
+
+static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
+  const Onnx__GraphProto *gp = mp->graph;
+  int32_t rc = MI_OK;
+  char nb[128];
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    mi__onnx_value_t v;
+    const char *nm = gp->initializer[i]->name;
+    if (!nm || !nm[0])
+      return mi_errorf(im->err, MI_ERR_PARSE, "%s: initializer %zu has no name", im->label, i);
+    if ((rc = mi__onnx_decode_tensor(gp->initializer[i], im->base_dir, im->label, &v, im->err)))
+      return rc;
+    if ((rc = add_value(im, nm, &v))) return rc;
+  }
+  for (size_t i = 0; i < gp->n_input; i++) {
+    const Onnx__ValueInfoProto *vi = gp->input[i];
+    if (!vi->name || !vi->name[0])
+      return mi_errorf(im->err, MI_ERR_PARSE, "%s: graph input %zu has no name", im->label, i);
+    int32_t t = map_get(&im->map, vi->name);
+    if (t >= 0 && im->g->tensors[t].data) continue; /* an initializer: not a runtime input */
+    if ((rc = new_tensor(im, vi->name, &t))) return rc;
+    if ((rc = apply_type(im, &im->g->tensors[t], vi->type, 1))) return rc;
+    if (mi_graph_add_input(im->g, t) != MI_OK) return oom(im);
+  }
+  /* Outputs first, so that a graph whose nodes are not in order still resolves. */
+  for (size_t i = 0; i < gp->n_node; i++) {
+    const Onnx__NodeProto *np = gp->node[i];
+    const char *nn = node_label(np, i, nb, sizeof nb);
+    if (!np->op_type || !np->op_type[0])
+      return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' has no op_type", im->label, nn);
+    if (!is_default_domain(np->domain))
+      return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
+                       "%s: node '%s' (%s) uses operator domain '%s', which is not supported",
+                       im->label, nn, np->op_type, np->domain);
+    if (strcmp(np->op_type, "Constant") == 0) {
+      if ((rc = import_constant(im, np, nn))) return rc;
+      continue;
+    }
+    for (size_t k = 0; k < np->n_output; k++) {
+      int32_t t;
+      if (!np->output[k][0]) continue;
+      if (map_get(&im->map, np->output[k]) >= 0)
+        return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' (%s): output '%s' is already defined",
+                         im->label, nn, np->op_type, np->output[k]);
+      if ((rc = new_tensor(im, np->output[k], &t))) return rc;
+    }
+  }
+  for (size_t i = 0; i < gp->n_node; i++) {
+    const Onnx__NodeProto *np = gp->node[i];
+    if (strcmp(np->op_type, "Constant") == 0) continue;
+    const char *nn = node_label(np, i, nb, sizeof nb);
+    int32_t ins[64], outs[64], ni = (int32_t)np->n_input, no = 0;
+    if (np->n_input > 64 || np->n_output > 64)
+      return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: node '%s' (%s) has too many inputs/outputs",
+                       im->label, nn, np->op_type);
+    for (size_t k = 0; k < np->n_input; k++) {
+      ins[k] = np->input[k][0] ? map_get(&im->map, np->input[k]) : -1;
+      if (np->input[k][0] && ins[k] < 0)
+        return mi_errorf(im->err, MI_ERR_PARSE,
+                         "%s: node '%s' (%s): input '%s' is never defined", im->label, nn,
+                         np->op_type, np->input[k]);
+    }
+    /* Trailing omitted outputs are dropped; an omitted one in the middle gets a placeholder. */
+    size_t last = np->n_output;
+    while (last > 0 && !np->output[last - 1][0]) last--;
+    for (size_t k = 0; k < last; k++) {
+      if (np->output[k][0]) {
+        outs[no++] = map_get(&im->map, np->output[k]);
+      } else {
+        char ph[192];
+        snprintf(ph, sizeof ph, "%s:unused%zu", nn, k);
+        if ((rc = new_tensor(im, ph, &outs[no++]))) return rc;
+      }
+    }
+    int32_t n = mi_graph_add_node(im->g, np->op_type, nn, ni, ins, no, outs);
+    if (n < 0) return oom(im);
+    for (size_t k = 0; k < np->n_attribute; k++)
+      if ((rc = import_attr(im, &im->g->nodes[n], np->attribute[k]))) return rc;
+  }
+  for (size_t i = 0; i < gp->n_value_info; i++) {
+    const Onnx__ValueInfoProto *vi = gp->value_info[i];
+    int32_t t = vi->name ? map_get(&im->map, vi->name) : -1;
+    if (t >= 0 && !im->g->tensors[t].data && (rc = apply_type(im, &im->g->tensors[t], vi->type, 0)))
+      return rc;
+  }
+  for (size_t i = 0; i < gp->n_output; i++) {
+    const Onnx__ValueInfoProto *vi = gp->output[i];
+    int32_t t = vi->name ? map_get(&im->map, vi->name) : -1;
+    if (t < 0)
+      return mi_errorf(im->err, MI_ERR_PARSE, "%s: graph output '%s' is never defined", im->label,
+                       vi->name ? vi->name : "");
+    mi_tensor_t *x = &im->g->tensors[t];
+    if (!x->data && (rc = apply_type(im, x, vi->type, 0))) return rc;
+    if (mi_graph_add_output(im->g, t) != MI_OK) return oom(im);
+  }
+  mi_error_t e = {0};
+  if ((rc = mi_graph_toposort(im->g, &e)) != MI_OK)
+    return mi_errorf(im->err, rc, "%s: %s", im->label, e.message);
+  return MI_OK;
+}
+
+static int32_t import_model(const void *data, size_t size, const char *base_dir,
+                            const char *label, mi_graph_t **out, mi_error_t *err) {
+  importer_t im = {.label = label, .base_dir = base_dir, .err = err};
+  int32_t rc = MI_OK;
+  Onnx__ModelProto *mp = NULL;
+  if (size == 0) {
+    rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (empty file)", label);
+    goto done;
+  }
+  if (!(mp = onnx__model_proto__unpack(NULL, size, data))) {
+    rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (protobuf parse failed)", label);
+    goto done;
+  }
+  if (!mp->graph) {
+    rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (no graph)", label);
+    goto done;
+  }
+  int64_t opset = -1;
+  for (size_t i = 0; i < mp->n_opset_import; i++)
+    if (is_default_domain(mp->opset_import[i]->domain))
+      opset = mp->opset_import[i]->has_version ? mp->opset_import[i]->version : 1;
+  if (opset < 0 && mp->graph->n_node) {
+    rc = mi_errorf(err, MI_ERR_PARSE, "%s: the model declares no default-domain opset", label);
+    goto done;
+  }
+  if (opset >= 0 && (opset < 7 || opset > 21)) {
+    rc = mi_errorf(err, MI_ERR_UNSUPPORTED,
+                   "%s: default-domain opset %lld is not supported (supported: 7..21)", label,
+                   (long long)opset);
+    goto done;
+  }
+  if (!(im.g = mi_graph_create(mp->graph->name && mp->graph->name[0] ? mp->graph->name : "graph"))) {
+    rc = oom(&im);
+    goto done;
+  }
+  im.g->opset = opset >= 0 ? opset : 13;
+  rc = import_graph(&im, mp);
+done:
+  free(im.map.keys);
+  free(im.map.vals);
+  if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+  if (rc != MI_OK) {
+    mi_graph_destroy(im.g);
+    im.g = NULL;
+  }
+  *out = im.g;
+  return rc;
+}
+
+MI_API int32_t mi_onnx_load_buffer(const void *data, size_t size, const char *base_dir,
+                                   mi_graph_t **out, mi_error_t *err) {
+  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: out is NULL");
+  *out = NULL;
+  if (!data && size) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: data is NULL");
+  return import_model(data, size, base_dir, "<memory>", out, err);
+}
+
+MI_API int32_t mi_onnx_load(const char *path, mi_graph_t **out, mi_error_t *err) {
+  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: out is NULL");
+  *out = NULL;
+  if (!path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: path is NULL");
+  int32_t rc = MI_OK;
+  uint8_t *buf = NULL;
+  char *dir = NULL;
+  size_t size = 0, cap = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return mi_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  for (;;) {
+    if (size == cap) {
+      size_t nc = cap ? cap * 2 : 65536;
+      uint8_t *p = realloc(buf, nc);
+      if (!p) {
+        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        goto done;
+      }
+      buf = p;
+      cap = nc;
+    }
+    size_t got = fread(buf + size, 1, cap - size, f);
+    size += got;
+    if (got == 0) break;
+  }
+  if (ferror(f)) {
+    rc = mi_errorf(err, MI_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+    goto done;
+  }
+  const char *slash = strrchr(path, '/');
+  if (!(dir = mi__strdup(slash ? path : "."))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    goto done;
+  }
+  if (slash) dir[slash == path ? 1 : slash - path] = '\0';
+  rc = import_model(buf, size, dir, path, out, err);
+done:
+  fclose(f);
+  free(buf);
+  free(dir);
+  return rc;
+}

@@ -1,0 +1,174 @@
+/* shape_infer.c - shape inference driver: known-value tracking, shared helpers, dispatch. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/onnx_dtype.h"
+#include "graph/shape_infer.h"
+
+int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *fmt, ...) {
+  char msg[MI_ERROR_MESSAGE_SIZE];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return mi_errorf(c->err, code, "node '%s' (%s, opset %lld): %s", n->name, n->op_type,
+                   (long long)c->g->opset, msg);
+}
+
+const mi_tensor_t *mi__si_in(const mi__si_t *c, const mi_node_t *n, int32_t k) {
+  if (k < 0 || k >= n->input_count || n->inputs[k] < 0) return NULL;
+  return &c->g->tensors[n->inputs[k]];
+}
+
+int32_t mi__si_need(mi__si_t *c, const mi_node_t *n, int32_t min) {
+  for (int32_t k = 0; k < min; k++)
+    if (!mi__si_in(c, n, k))
+      return mi__si_fail(c, n, MI_ERR_PARSE, "needs at least %d inputs, input %d is missing",
+                         (int)min, (int)k);
+  if (n->output_count < 1) return mi__si_fail(c, n, MI_ERR_PARSE, "has no output");
+  return MI_OK;
+}
+
+void mi__si_set(mi__si_t *c, const mi_node_t *n, int32_t k, int32_t dtype, int32_t rank,
+                const int64_t *dims) {
+  if (k >= n->output_count) return;
+  mi_tensor_t *t = &c->g->tensors[n->outputs[k]];
+  t->dtype = dtype;
+  int64_t d[MI_MAX_RANK] = {0};
+  for (int32_t i = 0; i < rank; i++) d[i] = dims[i] < 0 ? MI_DIM_DYNAMIC : dims[i];
+  mi__tensor_set_shape(t, rank, d);
+}
+
+const double *mi__si_val(const mi__si_t *c, const mi_node_t *n, int32_t k, int64_t *count) {
+  if (k < 0 || k >= n->input_count || n->inputs[k] < 0) return NULL;
+  *count = c->val_n[n->inputs[k]];
+  return c->val[n->inputs[k]];
+}
+
+void mi__si_set_val(mi__si_t *c, const mi_node_t *n, int32_t k, const double *v, int64_t count) {
+  if (k >= n->output_count || count > MI__SI_MAX_VALUES || count < 0) return;
+  int32_t t = n->outputs[k];
+  double *p = malloc((size_t)(count ? count : 1) * sizeof *p);
+  if (!p) return; /* values only sharpen shapes; without them dims stay dynamic */
+  if (count) memcpy(p, v, (size_t)count * sizeof *p);
+  free(c->val[t]);
+  c->val[t] = p;
+  c->val_n[t] = count;
+}
+
+int64_t mi__si_d2i(double v) {
+  if (v >= 9.2e18) return INT64_MAX;
+  if (v <= -9.2e18) return INT64_MIN;
+  return (int64_t)v;
+}
+
+int64_t mi__si_ints(const mi__si_t *c, const mi_node_t *n, int32_t k, int64_t *out, int64_t max) {
+  int64_t cnt = 0;
+  const double *v = mi__si_val(c, n, k, &cnt);
+  if (!v || cnt > max) return -1;
+  for (int64_t i = 0; i < cnt; i++) {
+    if (isnan(v[i])) return -1;
+    out[i] = mi__si_d2i(v[i]);
+  }
+  return cnt;
+}
+
+int32_t mi__si_axis(mi__si_t *c, const mi_node_t *n, int64_t axis, int32_t rank, int32_t *out) {
+  if (axis < -rank || axis >= rank)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "axis %lld out of range for rank %d", (long long)axis,
+                       (int)rank);
+  *out = (int32_t)(axis < 0 ? axis + rank : axis);
+  return MI_OK;
+}
+
+static void fmt_dims(char *buf, size_t n, int32_t rank, const int64_t *d) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf + o, n - o, "[");
+  for (int32_t i = 0; i < rank && o < n; i++)
+    o += (size_t)snprintf(buf + o, n - o, i ? ",%lld" : "%lld", (long long)d[i]);
+  if (o < n) snprintf(buf + o, n - o, "]");
+}
+
+int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int64_t *a,
+                         int32_t rb, const int64_t *b, int32_t *rout, int64_t *out) {
+  int32_t r = ra > rb ? ra : rb;
+  for (int32_t i = 0; i < r; i++) {
+    int64_t x = i < r - ra ? 1 : a[i - (r - ra)];
+    int64_t y = i < r - rb ? 1 : b[i - (r - rb)];
+    if (x == y) out[i] = x;
+    else if (x == 1) out[i] = y;
+    else if (y == 1) out[i] = x;
+    else if (x < 0) out[i] = y; /* a dynamic dim must match the known one, or be 1 */
+    else if (y < 0) out[i] = x;
+    else {
+      char sa[96], sb[96];
+      fmt_dims(sa, sizeof sa, ra, a);
+      fmt_dims(sb, sizeof sb, rb, b);
+      return mi__si_fail(c, n, MI_ERR_PARSE, "cannot broadcast shapes %s and %s", sa, sb);
+    }
+  }
+  *rout = r;
+  return MI_OK;
+}
+
+static int32_t lookup_and_run(mi__si_t *c, const mi_node_t *n) {
+  if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op (domain '%s')", n->domain);
+  mi__si_fn fn = mi__si_lookup_elementwise(n->op_type);
+  if (!fn) fn = mi__si_lookup_nn(n->op_type);
+  if (!fn) fn = mi__si_lookup_tensor(n->op_type);
+  if (!fn) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op");
+  return fn(c, n);
+}
+
+/* Loads the values of small constant tensors so shape arithmetic can run on them. */
+static void load_values(mi__si_t *c) {
+  for (int32_t t = 0; t < c->g->tensor_count; t++) {
+    const mi_tensor_t *x = &c->g->tensors[t];
+    int64_t cnt = mi__tensor_numel(x);
+    if (!x->data || cnt < 0 || cnt > MI__SI_MAX_VALUES) continue;
+    if (x->nbytes < mi_dtype_bytes_for(x->dtype, cnt)) continue;
+    double *v = malloc((size_t)(cnt ? cnt : 1) * sizeof *v);
+    if (!v) continue;
+    int ok = 1;
+    for (int64_t i = 0; i < cnt && ok; i++) {
+      switch (x->dtype) {
+      case MI_DTYPE_FLOAT32: v[i] = ((const float *)x->data)[i]; break;
+      case MI_DTYPE_INT64: v[i] = (double)((const int64_t *)x->data)[i]; break;
+      case MI_DTYPE_INT32: v[i] = ((const int32_t *)x->data)[i]; break;
+      case MI_DTYPE_INT8: v[i] = ((const int8_t *)x->data)[i]; break;
+      case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: v[i] = ((const uint8_t *)x->data)[i]; break;
+      default: ok = 0; break;
+      }
+    }
+    if (!ok) {
+      free(v);
+      continue;
+    }
+    c->val[t] = v;
+    c->val_n[t] = cnt;
+  }
+}
+
+MI_API int32_t mi_graph_infer_shapes(mi_graph_t *g, mi_error_t *err) {
+  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "infer shapes: graph is NULL");
+  int32_t rc = mi_graph_toposort(g, err);
+  if (rc != MI_OK) return rc;
+  mi__si_t c = {.g = g, .err = err};
+  c.val = calloc((size_t)g->tensor_count + 1, sizeof *c.val);
+  c.val_n = calloc((size_t)g->tensor_count + 1, sizeof *c.val_n);
+  if (!c.val || !c.val_n) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "infer shapes: out of memory");
+    goto done;
+  }
+  load_values(&c);
+  for (int32_t i = 0; i < g->node_count && rc == MI_OK; i++) rc = lookup_and_run(&c, &g->nodes[i]);
+done:
+  if (c.val)
+    for (int32_t t = 0; t < g->tensor_count; t++) free(c.val[t]);
+  free(c.val);
+  free(c.val_n);
+  return rc;
+}

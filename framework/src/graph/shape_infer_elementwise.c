@@ -1,0 +1,257 @@
+/* shape_infer_elementwise.c - shapes of unary, broadcasting and normalization ops, with value
+ * evaluation for the arithmetic that shape subgraphs do (Add, Mul, Div, Cast, Where, ...). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/onnx_dtype.h"
+#include "graph/shape_infer.h"
+
+static int is_int_dtype(int32_t d) {
+  return d == MI_DTYPE_INT64 || d == MI_DTYPE_INT32 || d == MI_DTYPE_INT8 || d == MI_DTYPE_UINT8;
+}
+
+static int32_t same_shape(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
+  return MI_OK;
+}
+
+/* Unary ops whose value we also evaluate (they appear in shape arithmetic). */
+static int32_t unary_eval(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = same_shape(c, n);
+  if (rc) return rc;
+  int64_t cnt = 0;
+  const double *v = mi__si_val(c, n, 0, &cnt);
+  if (!v) return MI_OK;
+  double *o = malloc((size_t)(cnt ? cnt : 1) * sizeof *o);
+  if (!o) return MI_OK;
+  for (int64_t i = 0; i < cnt; i++) {
+    if (strcmp(n->op_type, "Neg") == 0) o[i] = -v[i];
+    else if (strcmp(n->op_type, "Abs") == 0) o[i] = fabs(v[i]);
+    else if (strcmp(n->op_type, "Sqrt") == 0) o[i] = sqrt(v[i]);
+    else o[i] = v[i]; /* Identity */
+  }
+  mi__si_set_val(c, n, 0, o, cnt);
+  free(o);
+  return MI_OK;
+}
+
+static int32_t dropout(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = unary_eval(c, n);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 1, MI_DTYPE_BOOL, x->rank, x->dims);
+  return MI_OK;
+}
+
+static double apply(const char *op, double a, double b, int is_int) {
+  if (strcmp(op, "Add") == 0) return a + b;
+  if (strcmp(op, "Sub") == 0) return a - b;
+  if (strcmp(op, "Mul") == 0) return a * b;
+  if (strcmp(op, "Div") == 0) return is_int ? (b == 0 ? NAN : trunc(a / b)) : a / b;
+  if (strcmp(op, "Pow") == 0) return pow(a, b);
+  if (strcmp(op, "Max") == 0) return a > b ? a : b;
+  if (strcmp(op, "Min") == 0) return a < b ? a : b;
+  if (strcmp(op, "Equal") == 0) return a == b;
+  return NAN;
+}
+
+/* Evaluates a broadcasting op over known inputs. `where` selects Where's 3-input form. */
+static void eval_broadcast(mi__si_t *c, const mi_node_t *n, int32_t rank, const int64_t *od) {
+  int32_t ni = n->input_count;
+  const double *v[3];
+  int64_t cnt[3], total = 1;
+  if (ni > 3) return;
+  for (int32_t i = 0; i < rank; i++) {
+    if (od[i] < 0) return;
+    total *= od[i];
+  }
+  if (total > MI__SI_MAX_VALUES) return;
+  for (int32_t k = 0; k < ni; k++) {
+    const mi_tensor_t *t = mi__si_in(c, n, k);
+    if (!t || !(v[k] = mi__si_val(c, n, k, &cnt[k])) || mi__tensor_numel(t) != cnt[k]) return;
+  }
+  double *o = malloc((size_t)(total ? total : 1) * sizeof *o);
+  if (!o) return;
+  int is_where = strcmp(n->op_type, "Where") == 0;
+  int is_int = is_int_dtype(mi__si_in(c, n, is_where ? 1 : 0)->dtype);
+  for (int64_t f = 0; f < total; f++) {
+    double x[3] = {0, 0, 0};
+    for (int32_t k = 0; k < ni; k++) {
+      const mi_tensor_t *t = mi__si_in(c, n, k);
+      int64_t idx = 0, rem = f, stride = 1;
+      /* Walk output dims from the innermost, mapping onto this input's (right-aligned) dims. */
+      for (int32_t d = rank - 1; d >= 0; d--) {
+        int64_t coord = rem % od[d];
+        rem /= od[d];
+        int32_t td = d - (rank - t->rank);
+        if (td < 0) continue;
+        if (t->dims[td] != 1) idx += coord * stride;
+        stride *= t->dims[td];
+      }
+      x[k] = v[k][idx];
+    }
+    if (is_where) o[f] = (x[0] != 0 && !isnan(x[0])) ? x[1] : x[2];
+    else o[f] = apply(n->op_type, x[0], x[1], is_int);
+    if (is_where && isnan(x[0])) o[f] = NAN;
+  }
+  mi__si_set_val(c, n, 0, o, total);
+  free(o);
+}
+
+static int32_t broadcast_op(mi__si_t *c, const mi_node_t *n) {
+  int32_t min = strcmp(n->op_type, "Where") == 0 ? 3 : (strcmp(n->op_type, "Max") == 0 ||
+                                                        strcmp(n->op_type, "Min") == 0) ? 1 : 2;
+  int32_t rc = mi__si_need(c, n, min);
+  if (rc) return rc;
+  int32_t rank = 0;
+  int64_t dims[MI_MAX_RANK];
+  int unknown = 0;
+  for (int32_t k = 0; k < n->input_count; k++) {
+    const mi_tensor_t *t = mi__si_in(c, n, k);
+    if (!t) continue;
+    if (t->rank < 0) {
+      unknown = 1;
+      continue;
+    }
+    int64_t out[MI_MAX_RANK];
+    int32_t r;
+    if (t->rank > MI_MAX_RANK || (rc = mi__si_broadcast(c, n, rank, dims, t->rank, t->dims, &r, out)))
+      return rc ? rc : mi__si_fail(c, n, MI_ERR_PARSE, "rank too large");
+    rank = r;
+    memcpy(dims, out, sizeof out);
+  }
+  int32_t dtype = mi__si_in(c, n, 0)->dtype;
+  if (strcmp(n->op_type, "Equal") == 0) dtype = MI_DTYPE_BOOL;
+  if (strcmp(n->op_type, "Where") == 0) dtype = mi__si_in(c, n, 1)->dtype;
+  if (unknown) {
+    mi__si_set(c, n, 0, dtype, -1, NULL);
+    return MI_OK;
+  }
+  mi__si_set(c, n, 0, dtype, rank, dims);
+  eval_broadcast(c, n, rank, dims);
+  return MI_OK;
+}
+
+static int32_t cast(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const mi_attr_t *to = mi_node_attr(n, "to");
+  int32_t dt = to && to->type == MI_ATTR_INT ? mi__dtype_from_onnx((int32_t)to->i) : 0;
+  if (dt == MI_DTYPE_UNDEFINED)
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "cast target type %lld unsupported",
+                       to ? (long long)to->i : -1LL);
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, dt, x->rank, x->dims);
+  int64_t cnt = 0;
+  const double *v = mi__si_val(c, n, 0, &cnt);
+  if (!v) return MI_OK;
+  double *o = malloc((size_t)(cnt ? cnt : 1) * sizeof *o);
+  if (!o) return MI_OK;
+  for (int64_t i = 0; i < cnt; i++) {
+    if (dt == MI_DTYPE_BOOL) o[i] = isnan(v[i]) ? NAN : v[i] != 0;
+    else if (is_int_dtype(dt)) o[i] = trunc(v[i]);
+    else o[i] = v[i];
+  }
+  mi__si_set_val(c, n, 0, o, cnt);
+  free(o);
+  return MI_OK;
+}
+
+static int32_t softmax(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = same_shape(c, n);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  /* Before opset 13 the input is coerced to 2-D at `axis` (default 1); from 13 the softmax
+   * runs along `axis` (default -1). The shape is kept either way; the axis must be valid. */
+  int64_t axis = mi_node_attr_int(n, "axis", c->g->opset >= 13 ? -1 : 1);
+  int32_t a;
+  if (x->rank >= 0 && (rc = mi__si_axis(c, n, axis, x->rank > 0 ? x->rank : 1, &a))) return rc;
+  return MI_OK;
+}
+
+static int32_t batchnorm(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 5);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
+  if (x->rank >= 2)
+    for (int32_t k = 1; k < n->output_count; k++) mi__si_set(c, n, k, x->dtype, 1, &x->dims[1]);
+  return MI_OK;
+}
+
+static int32_t layernorm(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 2);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
+  if (x->rank < 0) return MI_OK;
+  int32_t a;
+  if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", -1), x->rank, &a))) return rc;
+  int64_t d[MI_MAX_RANK];
+  for (int32_t i = 0; i < x->rank; i++) d[i] = i < a ? x->dims[i] : 1;
+  mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, x->rank, d);
+  mi__si_set(c, n, 2, MI_DTYPE_FLOAT32, x->rank, d);
+  return MI_OK;
+}
+
+static int32_t clip(mi__si_t *c, const mi_node_t *n) {
+  /* min/max are attributes before opset 11 and optional inputs from 11; either way the
+   * output has the input's shape. Inputs past X only exist from opset 11. */
+  if (c->g->opset < 11 && n->input_count > 1)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "min/max are attributes before opset 11, not inputs");
+  return same_shape(c, n);
+}
+
+static int32_t constant(mi__si_t *c, const mi_node_t *n) {
+  const mi_attr_t *a;
+  if ((a = mi_node_attr(n, "value_float")) && a->type == MI_ATTR_FLOAT) {
+    double v = a->f;
+    mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 0, NULL);
+    mi__si_set_val(c, n, 0, &v, 1);
+  } else if ((a = mi_node_attr(n, "value_int")) && a->type == MI_ATTR_INT) {
+    double v = (double)a->i;
+    mi__si_set(c, n, 0, MI_DTYPE_INT64, 0, NULL);
+    mi__si_set_val(c, n, 0, &v, 1);
+  } else if ((a = mi_node_attr(n, "value_ints")) && a->type == MI_ATTR_INTS) {
+    int64_t d = a->count;
+    mi__si_set(c, n, 0, MI_DTYPE_INT64, 1, &d);
+    double *v = malloc((size_t)(a->count + 1) * sizeof *v);
+    if (v) {
+      for (int32_t i = 0; i < a->count; i++) v[i] = (double)a->ints[i];
+      mi__si_set_val(c, n, 0, v, a->count);
+      free(v);
+    }
+  } else if ((a = mi_node_attr(n, "value_floats")) && a->type == MI_ATTR_FLOATS) {
+    int64_t d = a->count;
+    mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 1, &d);
+  } else {
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "Constant without a supported value attribute");
+  }
+  return MI_OK;
+}
+
+static const struct {
+  const char *op;
+  mi__si_fn fn;
+} k_ops[] = {
+    {"Relu", same_shape},       {"LeakyRelu", same_shape},   {"HardSigmoid", same_shape},
+    {"HardSwish", same_shape},  {"Sigmoid", same_shape},     {"Tanh", same_shape},
+    {"Erf", same_shape},        {"Gelu", same_shape},        {"Log", same_shape},
+    {"Exp", same_shape},        {"Reciprocal", same_shape},  {"Sqrt", unary_eval},
+    {"Neg", unary_eval},        {"Abs", unary_eval},         {"Identity", unary_eval},
+    {"Dropout", dropout},       {"Add", broadcast_op},       {"Sub", broadcast_op},
+    {"Mul", broadcast_op},      {"Div", broadcast_op},       {"Pow", broadcast_op},
+    {"Max", broadcast_op},      {"Min", broadcast_op},       {"Equal", broadcast_op},
+    {"Where", broadcast_op},    {"Cast", cast},              {"Softmax", softmax},
+    {"BatchNormalization", batchnorm}, {"LayerNormalization", layernorm}, {"Clip", clip},
+    {"Constant", constant},
+};
+
+mi__si_fn mi__si_lookup_elementwise(const char *op) {
+  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
+    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
+  return NULL;
+}

@@ -1,0 +1,200 @@
+/* main.c - mi-run: runs an ONNX model on the reference interpreter or a plugin device, writes
+ * its outputs as .npy and reports latency. Bad input is one line on stderr and exit code 2. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mi_run.h"
+
+/* Exit status for a failure: 2 when the input was at fault, 1 when the device or host failed. */
+static int exit_code(int32_t rc) {
+  switch (rc) {
+    case MI_ERR_DEVICE: case MI_ERR_OUT_OF_MEMORY: case MI_ERR_INTERNAL: case MI_ERR_CRASHED:
+    case MI_ERR_TIMEOUT:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Plugins come from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. */
+static int32_t scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err) {
+  char exe[PATH_MAX], path[PATH_MAX + 16];
+  ssize_t n;
+  const char *env = getenv("MI_PLUGIN_PATH");
+  if (dir) return mi_registry_scan(r, dir, err);
+  if (env && env[0]) return mi_registry_scan_env(r, err);
+  n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0)
+    return mi_errorf(err, MI_ERR_NOT_FOUND, "cannot locate the plugin folder: use --plugins");
+  exe[n] = '\0';
+  if (strrchr(exe, '/')) *strrchr(exe, '/') = '\0';
+  snprintf(path, sizeof path, "%s/../plugins", exe);
+  return mi_registry_scan(r, path, err);
+}
+
+/* The device knob "threads", when the plugin declares one; else a warning. */
+static int32_t threads_knob(const mi_plugin_t *p, uint32_t device, int threads,
+                            mi_knob_value_t *kv, int *count, mi_error_t *err) {
+  mi_knob_desc_t *knobs = NULL;
+  uint32_t n = 0;
+  int32_t rc;
+  *count = 0;
+  if (!p) {
+    fprintf(stderr, "mi-run: warning: --threads is ignored on the reference interpreter\n");
+    return MI_OK;
+  }
+  if ((rc = mi_plugin_knobs(p, device, &knobs, &n, err))) return rc;
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(knobs[i].name, "threads") == 0 && knobs[i].scope == MI_KNOB_SCOPE_DEVICE) {
+      kv->name = "threads";
+      kv->i = threads;
+      *count = 1;
+    }
+  free(knobs);
+  if (!*count)
+    fprintf(stderr,
+            "mi-run: warning: plugin '%s' has no device knob 'threads'; --threads ignored\n",
+            p->name);
+  return MI_OK;
+}
+
+/* Every op must be one the reference interpreter implements when it runs the whole model. */
+static int32_t check_ref_ops(const mi_graph_t *g, mi_error_t *err) {
+  for (int32_t i = 0; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    if (!mi_ref_supports(n->op_type, g->opset))
+      return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                       "node '%s' (%s, opset %lld): not supported by the reference interpreter",
+                       n->name ? n->name : "", n->op_type, (long long)g->opset);
+  }
+  return MI_OK;
+}
+
+static void free_outputs(mi_array_t **outs, int32_t n) {
+  for (int32_t i = 0; outs && i < n; i++) {
+    mi_array_destroy(outs[i]);
+    outs[i] = NULL;
+  }
+}
+
+/* Warm-up runs, then timed runs; the last run's outputs stay in `outs`. */
+static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inputs,
+                         mi_array_t **outs, int warmup, int repeat, run_summary_t *sum,
+                         mi_error_t *err) {
+  double *lat = calloc((size_t)repeat, sizeof *lat), *dev = calloc((size_t)repeat, sizeof *dev);
+  int have_dev = 1;
+  int32_t rc = MI_OK;
+  if (!lat || !dev) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < warmup + repeat && rc == MI_OK; i++) {
+    double t0, t1;
+    uint64_t ns = 0;
+    free_outputs(outs, g->output_count);
+    t0 = now_ms();
+    rc = mi_session_run(s, (const mi_array_t *const *)inputs, g->input_count, outs,
+                        g->output_count, err);
+    t1 = now_ms();
+    if (rc || i < warmup) continue;
+    lat[i - warmup] = t1 - t0;
+    if (mi_session_device_time(s, &ns)) dev[i - warmup] = (double)ns / 1e6;
+    else have_dev = 0;
+  }
+  if (rc == MI_OK) {
+    run_stats_compute(lat, repeat, &sum->latency);
+    sum->has_device_time = have_dev;
+    if (have_dev) run_stats_compute(dev, repeat, &sum->device_time);
+  }
+  free(lat);
+  free(dev);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  run_opts_t o;
+  mi_error_t err = {0};
+  mi_graph_t *g = NULL;
+  mi_array_t **inputs = NULL, **outs = NULL;
+  mi_registry_t *reg = NULL;
+  mi_plugin_t *plugin = NULL;
+  mi_session_t *s = NULL;
+  mi_knob_value_t kv = {0};
+  mi_session_options_t opts;
+  run_summary_t sum;
+  uint32_t device = 0;
+  int warmup, repeat, status = 0;
+  int32_t rc;
+
+  if ((rc = run_parse_args(argc, argv, &o, &err))) goto done;
+  if (o.help) {
+    run_usage(stdout);
+    goto done;
+  }
+  if ((rc = mi_onnx_load(o.model, &g, &err))) goto done;
+  if ((rc = mi_graph_toposort(g, &err))) goto done;
+  if ((rc = run_prepare_inputs(g, &o, &inputs, &err))) goto done;
+  if ((rc = mi_graph_infer_shapes(g, &err))) goto done;
+  memset(&opts, 0, sizeof opts);
+  opts.struct_size = (uint32_t)sizeof opts;
+  opts.allow_host_fallback = 1;
+  if (strcmp(o.device, "ref") == 0) {
+    if ((rc = check_ref_ops(g, &err))) goto done;
+  } else {
+    if (!(reg = mi_registry_create())) {
+      rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+      goto done;
+    }
+    if ((rc = scan_plugins(reg, o.plugins_dir, &err))) goto done;
+    if ((rc = mi_registry_device(reg, o.device, &plugin, &device, &err))) goto done;
+  }
+  if (o.threads > 0) {
+    if ((rc = threads_knob(plugin, device, o.threads, &kv, &opts.device_knob_count, &err)))
+      goto done;
+    opts.device_knobs = &kv;
+  }
+  if ((rc = mi_session_create(g, plugin, device, &opts, &s, &err))) goto done;
+  outs = calloc((size_t)g->output_count + 1, sizeof *outs);
+  if (!outs) {
+    rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  repeat = o.repeat > 0 ? o.repeat : 1;
+  warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 ? 2 : 0;
+  memset(&sum, 0, sizeof sum);
+  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, &err))) goto done;
+  if (o.output_dir && (rc = run_write_outputs(g, o.output_dir, outs, &err))) goto done;
+  sum.opts = &o;
+  sum.g = g;
+  sum.outputs = outs;
+  sum.session = s;
+  sum.warmup = warmup;
+  if (o.json) run_print_json(stdout, &sum);
+  else run_print_summary(stdout, &sum);
+  if (fflush(stdout) != 0) rc = mi_errorf(&err, MI_ERR_IO, "cannot write to stdout");
+done:
+  if (rc) {
+    /* One line, whatever the message carried. */
+    for (char *c = err.message; *c; c++)
+      if (*c == '\n' || *c == '\r') *c = ' ';
+    fprintf(stderr, "mi-run: %s\n", err.message[0] ? err.message : mi_status_message(rc));
+    status = exit_code(rc);
+  }
+  if (g) {
+    free_outputs(outs, g->output_count);
+    for (int32_t i = 0; inputs && i < g->input_count; i++) mi_array_destroy(inputs[i]);
+  }
+  free(outs);
+  free(inputs);
+  mi_session_destroy(s);
+  mi_registry_destroy(reg);
+  mi_graph_destroy(g);
+  run_free_args(&o);
+  return status;
+}

@@ -1,0 +1,65 @@
+/* mi_run.h - shared declarations of the mi-run tool: options, inputs, reporting. */
+#ifndef MI_RUN_H
+#define MI_RUN_H
+
+#include <stdio.h>
+
+#include "metainfer/mi.h"
+
+/* Command-line options; strings point into argv. */
+typedef struct run_opts {
+  const char *plugins_dir;
+  const char *model;
+  const char *device;
+  const char *output_dir;
+  const char **inputs; /* NAME=FILE.npy */
+  int input_count;
+  const char **shapes; /* NAME=D0,D1,... */
+  int shape_count;
+  int repeat;          /* timed runs; 0 when --repeat was not given (one untimed-by-request run) */
+  int warmup;          /* -1: default */
+  int threads;         /* 0: not given */
+  int json;
+  int help;
+  uint64_t seed;
+} run_opts_t;
+
+/* Parses argv into o. MI_ERR_INVALID_ARGUMENT with the reason in err on a bad command line. */
+int32_t run_parse_args(int argc, char **argv, run_opts_t *o, mi_error_t *err);
+void run_free_args(run_opts_t *o);
+void run_usage(FILE *f);
+
+/* Builds one array per graph input (graph input order) from --input files, --shape sizes and
+ * deterministic random data, checks them against the model, and writes their shapes into the
+ * graph's input tensors so shape inference sees concrete dims. */
+int32_t run_prepare_inputs(mi_graph_t *g, const run_opts_t *o, mi_array_t ***out,
+                           mi_error_t *err);
+
+/* Latency statistics over timed runs, in milliseconds. */
+typedef struct run_stats {
+  double median, p10, p90, cv, mean;
+  int count;
+} run_stats_t;
+void run_stats_compute(const double *samples, int n, run_stats_t *out);
+
+/* Writes each output as DIR/<sanitized name>.npy (DIR is created when missing). */
+int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *const *outputs,
+                          mi_error_t *err);
+/* Replaces characters unsafe in file names by '_' ("." and ".." become "_"). */
+void run_safe_name(const char *name, char *out, size_t cap);
+
+/* What the summary reports. */
+typedef struct run_summary {
+  const run_opts_t *opts;
+  const mi_graph_t *g;
+  mi_array_t *const *outputs;
+  const mi_session_t *session;
+  run_stats_t latency;
+  int warmup;
+  int has_device_time;
+  run_stats_t device_time;
+} run_summary_t;
+void run_print_summary(FILE *f, const run_summary_t *s);
+void run_print_json(FILE *f, const run_summary_t *s);
+
+#endif

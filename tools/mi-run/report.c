@@ -1,0 +1,168 @@
+/* report.c - what mi-run reports: latency statistics, output files, text and JSON summaries. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "mi_run.h"
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Percentile with linear interpolation between the closest ranks (numpy's default). */
+static double percentile(const double *sorted, int n, double q) {
+  double pos = q * (n - 1);
+  int lo = (int)pos;
+  if (lo >= n - 1) return sorted[n - 1];
+  return sorted[lo] + (pos - lo) * (sorted[lo + 1] - sorted[lo]);
+}
+
+void run_stats_compute(const double *samples, int n, run_stats_t *out) {
+  double *s, sum = 0, var = 0;
+  memset(out, 0, sizeof *out);
+  if (n <= 0 || !(s = malloc((size_t)n * sizeof *s))) return;
+  memcpy(s, samples, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  for (int i = 0; i < n; i++) sum += s[i];
+  out->mean = sum / n;
+  for (int i = 0; i < n; i++) var += (s[i] - out->mean) * (s[i] - out->mean);
+  /* Sample standard deviation over the mean; one run has no spread to speak of. */
+  out->cv = n > 1 && out->mean > 0 ? sqrt(var / (n - 1)) / out->mean : 0;
+  out->median = percentile(s, n, 0.5);
+  out->p10 = percentile(s, n, 0.1);
+  out->p90 = percentile(s, n, 0.9);
+  out->count = n;
+  free(s);
+}
+
+void run_safe_name(const char *name, char *out, size_t cap) {
+  size_t n = 0;
+  for (; name[n] && n + 1 < cap; n++) {
+    char c = name[n];
+    int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '.' || c == '-' || c == '_';
+    out[n] = ok ? c : '_';
+  }
+  out[n] = '\0';
+  if (n == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, cap, "_");
+}
+
+/* mkdir -p */
+static int32_t make_dirs(const char *dir, mi_error_t *err) {
+  char path[4096];
+  size_t len = strlen(dir);
+  if (len == 0 || len >= sizeof path)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--output-dir: bad path");
+  memcpy(path, dir, len + 1);
+  for (size_t i = 1; i <= len; i++) {
+    if (path[i] != '/' && path[i] != '\0') continue;
+    path[i] = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return mi_errorf(err, MI_ERR_IO, "%s: cannot create directory: %s", path, strerror(errno));
+    path[i] = i < len ? '/' : '\0';
+  }
+  {
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+      return mi_errorf(err, MI_ERR_IO, "%s: not a directory", dir);
+  }
+  return MI_OK;
+}
+
+int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *const *outputs,
+                          mi_error_t *err) {
+  int32_t rc = make_dirs(dir, err);
+  for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++) {
+    char safe[200], path[4400];
+    run_safe_name(g->tensors[g->outputs[i]].name, safe, sizeof safe);
+    snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
+    rc = mi_npy_save(path, outputs[i], err);
+  }
+  return rc;
+}
+
+static void print_dims(FILE *f, const mi_array_t *a) {
+  fputc('[', f);
+  for (int32_t d = 0; d < a->rank; d++) fprintf(f, "%s%lld", d ? "," : "", (long long)a->dims[d]);
+  fputc(']', f);
+}
+
+void run_print_summary(FILE *f, const run_summary_t *s) {
+  int32_t nf = mi_session_fallback_count(s->session);
+  fprintf(f, "model: %s\ndevice: %s\n", s->opts->model, s->opts->device);
+  fprintf(f, "fallback nodes: %s", nf ? "" : "none");
+  for (int32_t i = 0; i < nf; i++)
+    fprintf(f, "%s%s", i ? ", " : "", mi_session_fallback_node(s->session, i));
+  fputc('\n', f);
+  for (int32_t i = 0; i < s->g->output_count; i++) {
+    fprintf(f, "output '%s': %s ", s->g->tensors[s->g->outputs[i]].name,
+            mi_dtype_name(s->outputs[i]->dtype));
+    print_dims(f, s->outputs[i]);
+    if (s->opts->output_dir) {
+      char safe[200];
+      run_safe_name(s->g->tensors[s->g->outputs[i]].name, safe, sizeof safe);
+      fprintf(f, " -> %s/%s.npy", s->opts->output_dir, safe);
+    }
+    fputc('\n', f);
+  }
+  fprintf(f, "latency (ms, host wall clock): median %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  "
+          "(%d runs after %d warm-up)\n", s->latency.median, s->latency.p10, s->latency.p90,
+          s->latency.cv * 100.0, s->latency.count, s->warmup);
+  if (s->has_device_time)
+    fprintf(f, "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
+            "p90 %.4f\n",
+            s->device_time.median, s->device_time.p10, s->device_time.p90);
+}
+
+static void json_string(FILE *f, const char *str) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void json_stats(FILE *f, const run_stats_t *st) {
+  fprintf(f, "{\"median\": %.6g, \"p10\": %.6g, \"p90\": %.6g, \"cv\": %.6g, \"repeats\": %d}",
+          st->median, st->p10, st->p90, st->cv, st->count);
+}
+
+void run_print_json(FILE *f, const run_summary_t *s) {
+  int32_t nf = mi_session_fallback_count(s->session);
+  fputs("{\"model\": ", f);
+  json_string(f, s->opts->model);
+  fputs(", \"device\": ", f);
+  json_string(f, s->opts->device);
+  fputs(", \"outputs\": [", f);
+  for (int32_t i = 0; i < s->g->output_count; i++) {
+    if (i) fputs(", ", f);
+    json_string(f, s->g->tensors[s->g->outputs[i]].name);
+  }
+  fputs("], \"output_shapes\": [", f);
+  for (int32_t i = 0; i < s->g->output_count; i++) {
+    fputs(i ? ", " : "", f);
+    print_dims(f, s->outputs[i]);
+  }
+  fputs("], \"fallback_nodes\": [", f);
+  for (int32_t i = 0; i < nf; i++) {
+    if (i) fputs(", ", f);
+    json_string(f, mi_session_fallback_node(s->session, i));
+  }
+  fputs("], \"latency_ms\": ", f);
+  json_stats(f, &s->latency);
+  fprintf(f, ", \"warmup\": %d", s->warmup);
+  if (s->has_device_time) {
+    fputs(", \"device_time_ms\": ", f);
+    json_stats(f, &s->device_time);
+  }
+  if (s->opts->output_dir) {
+    fputs(", \"output_dir\": ", f);
+    json_string(f, s->opts->output_dir);
+  }
+  fputs("}\n", f);
+}
