@@ -1,0 +1,273 @@
+/* ref.c - the reference interpreter's walker: op table, one node, and a whole graph. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/ref.h"
+#include "ref/ref_ops.h"
+
+/* The newest opset whose semantics these ops were checked against; a newer opset may change
+ * an op in ways we would silently get wrong, so it is refused instead. */
+#define REF_MAX_OPSET 21
+
+typedef struct ref_op {
+  const char *name;
+  mi__ref_op_fn fn;
+} ref_op_t;
+
+static const ref_op_t REF_OPS[] = {
+    {"Relu", mi__ref_unary},          {"LeakyRelu", mi__ref_unary},
+    {"HardSigmoid", mi__ref_unary},   {"HardSwish", mi__ref_unary},
+    {"Sigmoid", mi__ref_unary},       {"Tanh", mi__ref_unary},
+    {"Erf", mi__ref_unary},           {"Gelu", mi__ref_unary},
+    {"Sqrt", mi__ref_unary},          {"Log", mi__ref_unary},
+    {"Exp", mi__ref_unary},           {"Neg", mi__ref_unary},
+    {"Abs", mi__ref_unary},           {"Reciprocal", mi__ref_unary},
+    {"Not", mi__ref_unary},           {"Clip", mi__ref_clip},
+    {"Add", mi__ref_binary},          {"Sub", mi__ref_binary},
+    {"Mul", mi__ref_binary},          {"Div", mi__ref_binary},
+    {"Pow", mi__ref_binary},          {"Equal", mi__ref_binary},
+    {"Less", mi__ref_binary},         {"Greater", mi__ref_binary},
+    {"Max", mi__ref_variadic},        {"Min", mi__ref_variadic},
+    {"Sum", mi__ref_variadic},        {"Mean", mi__ref_variadic},
+    {"Where", mi__ref_where},         {"Conv", mi__ref_conv},
+    {"ConvTranspose", mi__ref_conv_transpose},
+    {"MaxPool", mi__ref_pool},        {"AveragePool", mi__ref_pool},
+    {"GlobalAveragePool", mi__ref_global_pool},
+    {"GlobalMaxPool", mi__ref_global_pool},
+    {"MatMul", mi__ref_matmul},       {"Gemm", mi__ref_gemm},
+    {"BatchNormalization", mi__ref_batchnorm},
+    {"LayerNormalization", mi__ref_layernorm},
+    {"Softmax", mi__ref_softmax},     {"LogSoftmax", mi__ref_softmax},
+    {"ReduceMean", mi__ref_reduce},   {"ReduceMax", mi__ref_reduce},
+    {"ReduceMin", mi__ref_reduce},    {"ReduceSum", mi__ref_reduce},
+    {"Resize", mi__ref_resize},       {"Upsample", mi__ref_resize},
+    {"Reshape", mi__ref_reshape},     {"Flatten", mi__ref_flatten},
+    {"Squeeze", mi__ref_squeeze},     {"Unsqueeze", mi__ref_squeeze},
+    {"Shape", mi__ref_shape},         {"Cast", mi__ref_cast},
+    {"Constant", mi__ref_constant},   {"Identity", mi__ref_identity},
+    {"Dropout", mi__ref_identity},    {"Transpose", mi__ref_transpose},
+    {"Concat", mi__ref_concat},       {"Slice", mi__ref_slice},
+    {"Gather", mi__ref_gather},
+};
+
+static mi__ref_op_fn ref_find(const char *op_type) {
+  if (!op_type) return NULL;
+  for (size_t i = 0; i < sizeof REF_OPS / sizeof REF_OPS[0]; i++)
+    if (strcmp(REF_OPS[i].name, op_type) == 0) return REF_OPS[i].fn;
+  return NULL;
+}
+
+MI_API int mi_ref_supports(const char *op_type, int64_t opset) {
+  return opset >= 1 && opset <= REF_MAX_OPSET && ref_find(op_type) != NULL;
+}
+
+int32_t mi__ref_node(const mi_graph_t *g, int32_t node, const mi_array_t *const *inputs,
+                     mi_array_t **outputs, mi_error_t *err) {
+  mi__ref_call_t c;
+  mi__ref_op_fn fn;
+  int32_t rc;
+  if (!g || node < 0 || node >= g->node_count || (!inputs && g->nodes[node].input_count) ||
+      !outputs)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi__ref_node: bad arguments");
+  memset(&c, 0, sizeof c);
+  c.g = g;
+  c.node = &g->nodes[node];
+  c.opset = g->opset;
+  c.nin = c.node->input_count;
+  c.in = inputs;
+  c.nout = c.node->output_count;
+  c.out = outputs;
+  c.err = err;
+  for (int32_t i = 0; i < c.nout; i++) outputs[i] = NULL;
+  if (c.node->domain && c.node->domain[0] && strcmp(c.node->domain, "ai.onnx") != 0)
+    return mi__ref_fail(&c, MI_ERR_UNSUPPORTED, "domain '%s' is not supported",
+                        c.node->domain);
+  fn = ref_find(c.node->op_type);
+  if (!fn) return mi__ref_fail(&c, MI_ERR_UNSUPPORTED, "op type is not supported");
+  if (!mi_ref_supports(c.node->op_type, c.opset))
+    return mi__ref_fail(&c, MI_ERR_UNSUPPORTED, "opset outside the supported range 1..%d",
+                        REF_MAX_OPSET);
+  rc = fn(&c);
+  for (int32_t i = 0; rc == MI_OK && i < c.nout; i++)
+    if (!outputs[i] && mi__ref_out_wanted(&c, i))
+      rc = mi__ref_fail(&c, MI_ERR_UNSUPPORTED, "output %d is not produced by this op", (int)i);
+  if (rc != MI_OK)
+    for (int32_t i = 0; i < c.nout; i++) {
+      mi_array_destroy(outputs[i]);
+      outputs[i] = NULL;
+    }
+  return rc;
+}
+
+/* How the walker holds each tensor's value. */
+enum { HELD_NONE = 0, HELD_BORROWED = 1, HELD_OWNED = 2, HELD_VIEW = 3 };
+
+static void release_value(mi_array_t **vals, uint8_t *held, int32_t t) {
+  if (held[t] == HELD_OWNED) mi_array_destroy(vals[t]);
+  if (held[t] == HELD_VIEW) free(vals[t]);
+  vals[t] = NULL;
+  held[t] = HELD_NONE;
+}
+
+static int32_t check_input(const mi_graph_t *g, int32_t i, const mi_array_t *a, mi_error_t *err) {
+  const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+  if (!a) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' is missing", t->name);
+  if (t->dtype != MI_DTYPE_UNDEFINED && a->dtype != t->dtype)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' is %s, the graph expects %s",
+                     t->name, mi_dtype_name(a->dtype), mi_dtype_name(t->dtype));
+  if (t->rank >= 0 && a->rank != t->rank)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has rank %d, the graph expects %d",
+                     t->name, (int)a->rank, (int)t->rank);
+  for (int32_t d = 0; t->rank >= 0 && d < t->rank; d++)
+    if (t->dims[d] >= 0 && t->dims[d] != a->dims[d])
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "input '%s' has dimension %d = %lld, the graph expects %lld", t->name,
+                       (int)d, (long long)a->dims[d], (long long)t->dims[d]);
+  return MI_OK;
+}
+
+/* Wraps an initializer's data in an array header without copying it. */
+static mi_array_t *view_initializer(const mi_tensor_t *t) {
+  mi_array_t *a = calloc(1, sizeof *a);
+  if (!a) return NULL;
+  a->dtype = t->dtype;
+  a->rank = t->rank;
+  for (int32_t d = 0; d < t->rank; d++) a->dims[d] = t->dims[d];
+  a->data = t->data;
+  a->nbytes = t->nbytes;
+  return a;
+}
+
+MI_API int32_t mi_ref_run(const mi_graph_t *g, const mi_array_t *const *inputs,
+                          int32_t input_count, mi_array_t **outputs, int32_t output_count,
+                          mi_error_t *err) {
+  int32_t rc = MI_OK, nt;
+  mi_array_t **vals = NULL;
+  uint8_t *held = NULL;
+  int32_t *last_use = NULL;
+  const mi_array_t **nin = NULL;
+  mi_array_t **nout = NULL;
+  int32_t max_in = 1, max_out = 1;
+
+  for (int32_t i = 0; outputs && i < output_count; i++) outputs[i] = NULL;
+  if (!g || (!inputs && input_count) || !outputs)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_ref_run: NULL argument");
+  if (input_count != g->input_count || output_count != g->output_count)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "mi_ref_run: graph '%s' has %d inputs and %d outputs, got %d and %d",
+                     g->name ? g->name : "", (int)g->input_count, (int)g->output_count,
+                     (int)input_count, (int)output_count);
+  nt = g->tensor_count;
+  for (int32_t n = 0; n < g->node_count; n++) {
+    if (g->nodes[n].input_count > max_in) max_in = g->nodes[n].input_count;
+    if (g->nodes[n].output_count > max_out) max_out = g->nodes[n].output_count;
+  }
+  vals = calloc((size_t)nt + 1, sizeof *vals);
+  held = calloc((size_t)nt + 1, 1);
+  last_use = malloc(((size_t)nt + 1) * sizeof *last_use);
+  nin = calloc((size_t)max_in, sizeof *nin);
+  nout = calloc((size_t)max_out, sizeof *nout);
+  if (!vals || !held || !last_use || !nin || !nout) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_ref_run: out of memory");
+    goto done;
+  }
+
+  /* Last consumer of every tensor, so intermediates are freed as soon as possible; graph
+   * outputs are kept to the end. -1: nobody reads it. */
+  for (int32_t t = 0; t < nt; t++) last_use[t] = -1;
+  for (int32_t n = 0; n < g->node_count; n++)
+    for (int32_t k = 0; k < g->nodes[n].input_count; k++)
+      if (g->nodes[n].inputs[k] >= 0 && g->nodes[n].inputs[k] < nt)
+        last_use[g->nodes[n].inputs[k]] = n;
+  for (int32_t i = 0; i < g->output_count; i++) last_use[g->outputs[i]] = g->node_count;
+
+  for (int32_t t = 0; t < nt; t++) {
+    const mi_tensor_t *ts = &g->tensors[t];
+    if (ts->data) {
+      vals[t] = view_initializer(ts);
+      held[t] = HELD_VIEW;
+    } else if (ts->producer < 0 && ts->rank >= 0 && ts->nbytes == 0) {
+      int64_t numel = 1;
+      for (int32_t d = 0; d < ts->rank; d++) numel *= ts->dims[d];
+      if (numel != 0) continue; /* a runtime value, filled below or by a node */
+      vals[t] = mi_array_create(ts->dtype, ts->rank, ts->dims); /* an empty initializer */
+      held[t] = HELD_OWNED;
+    } else {
+      continue;
+    }
+    if (!vals[t]) {
+      held[t] = HELD_NONE;
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_ref_run: out of memory");
+      goto done;
+    }
+  }
+  for (int32_t i = 0; i < input_count; i++) {
+    int32_t t = g->inputs[i];
+    rc = check_input(g, i, inputs[i], err);
+    if (rc != MI_OK) goto done;
+    release_value(vals, held, t);
+    vals[t] = (mi_array_t *)inputs[i];
+    held[t] = HELD_BORROWED;
+  }
+
+  for (int32_t n = 0; n < g->node_count; n++) {
+    const mi_node_t *node = &g->nodes[n];
+    for (int32_t k = 0; k < node->input_count; k++) {
+      int32_t t = node->inputs[k];
+      nin[k] = t >= 0 ? vals[t] : NULL;
+      if (t >= 0 && !vals[t]) {
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "node '%s' (%s, opset %lld): input '%s' has no value (not computed yet?)",
+                       node->name ? node->name : "", node->op_type, (long long)g->opset,
+                       g->tensors[t].name);
+        goto done;
+      }
+    }
+    rc = mi__ref_node(g, n, nin, nout, err);
+    if (rc != MI_OK) goto done;
+    for (int32_t k = 0; k < node->output_count; k++) {
+      int32_t t = node->outputs[k];
+      if (t < 0 || last_use[t] < 0) {
+        mi_array_destroy(nout[k]);
+      } else {
+        release_value(vals, held, t);
+        vals[t] = nout[k];
+        held[t] = nout[k] ? HELD_OWNED : HELD_NONE;
+      }
+      nout[k] = NULL;
+    }
+    for (int32_t k = 0; k < node->input_count; k++) {
+      int32_t t = node->inputs[k];
+      if (t >= 0 && last_use[t] == n && held[t] == HELD_OWNED) release_value(vals, held, t);
+    }
+  }
+
+  for (int32_t i = 0; i < output_count; i++) {
+    int32_t t = g->outputs[i];
+    if (!vals[t]) {
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "graph output '%s' was never computed",
+                     g->tensors[t].name);
+      goto done;
+    }
+    outputs[i] = mi__ref_clone(vals[t]);
+    if (!outputs[i]) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_ref_run: out of memory");
+      goto done;
+    }
+  }
+
+done:
+  if (rc != MI_OK)
+    for (int32_t i = 0; i < output_count; i++) {
+      mi_array_destroy(outputs[i]);
+      outputs[i] = NULL;
+    }
+  if (vals && held)
+    for (int32_t t = 0; t < nt; t++) release_value(vals, held, t);
+  free(vals);
+  free(held);
+  free(last_use);
+  free(nin);
+  free(nout);
+  return rc;
+}

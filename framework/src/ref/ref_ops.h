@@ -1,0 +1,113 @@
+/* ref_ops.h - the interface between the reference walker (ref.c) and its op families. */
+#ifndef MI_REF_REF_OPS_H
+#define MI_REF_REF_OPS_H
+
+#include <stdint.h>
+
+#include "metainfer/mi.h"
+
+/** Everything one op implementation sees: the node, its input arrays and where its outputs
+ * go. Ops compute output shapes from the actual inputs, never from inferred tensor shapes,
+ * so that graphs with dynamic dimensions run as they are. */
+typedef struct mi__ref_call {
+  const mi_graph_t *g;
+  const mi_node_t *node;
+  int64_t opset;
+  int32_t nin;
+  const mi_array_t *const *in; /* NULL for an omitted optional input */
+  int32_t nout;
+  mi_array_t **out;            /* the op creates outputs[i]; the caller cleans up on failure */
+  mi_error_t *err;
+} mi__ref_call_t;
+
+typedef int32_t (*mi__ref_op_fn)(mi__ref_call_t *c);
+
+/** Fills err with "node 'NAME' (OPTYPE, opset N): <message>" and returns code. */
+int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** Input i, or NULL when it is omitted or beyond the node's inputs. */
+const mi_array_t *mi__ref_in(const mi__ref_call_t *c, int32_t i);
+/** Input i, required to be present and of one of the dtypes in `dtype_mask`
+ * (MI_DTYPE_BIT bits; 0 accepts any). On failure *a is NULL and err says why. */
+int32_t mi__ref_need(const mi__ref_call_t *c, int32_t i, uint32_t dtype_mask,
+                     const mi_array_t **a);
+/** Creates output i (zeroed) with the given shape; MI_OK or MI_ERR_OUT_OF_MEMORY. */
+int32_t mi__ref_make_out(mi__ref_call_t *c, int32_t i, int32_t dtype, int32_t rank,
+                         const int64_t *dims, mi_array_t **out);
+/** True when output i is wanted (exists and is not an omitted "" output). */
+int mi__ref_out_wanted(const mi__ref_call_t *c, int32_t i);
+
+/** Normalises a possibly negative axis against rank (ONNX range [-rank, rank-1]). */
+int32_t mi__ref_axis(const mi__ref_call_t *c, int64_t axis, int32_t rank, int32_t *out);
+/** Reads an int64/int32 array (scalar or 1-D) into `vals`; at most `cap` values. */
+int32_t mi__ref_read_ints(const mi__ref_call_t *c, const mi_array_t *a, const char *what,
+                          int64_t *vals, int32_t cap, int32_t *count);
+/** Reads a scalar (or one-element) float32 array. */
+int32_t mi__ref_read_float(const mi__ref_call_t *c, const mi_array_t *a, const char *what,
+                           float *v);
+/** Reads an INTS attribute into `vals` (at most cap); *count = -1 when absent. */
+int32_t mi__ref_attr_ints(const mi__ref_call_t *c, const char *name, int64_t *vals, int32_t cap,
+                          int32_t *count);
+
+/** Numpy broadcasting of n arrays: the output shape, and for each array the element stride
+ * of every output dimension (0 where the array is broadcast). */
+typedef struct mi__ref_bcast {
+  int32_t rank;
+  int64_t dims[MI_MAX_RANK];
+  int64_t strides[3][MI_MAX_RANK];
+  int64_t numel;
+} mi__ref_bcast_t;
+int32_t mi__ref_broadcast(const mi__ref_call_t *c, int32_t n, const mi_array_t *const *arrs,
+                          mi__ref_bcast_t *b);
+
+/** Float16 bits <-> float32. */
+float mi__ref_half_to_float(uint16_t h);
+uint16_t mi__ref_float_to_half(float f);
+
+/** A new array with the same dtype, shape and contents; NULL when out of memory. */
+mi_array_t *mi__ref_clone(const mi_array_t *a);
+
+/** Row-major element strides of a shape. */
+void mi__ref_strides(int32_t rank, const int64_t *dims, int64_t *strides);
+
+/** The sliding-window geometry of Conv and the pools, for 1-D and 2-D inputs. A 1-D input
+ * is treated as 2-D with a height of 1, so every array here has two entries (H, W). */
+typedef struct mi__ref_window {
+  int64_t in[2], k[2], stride[2], dil[2], pad_begin[2], pad_end[2], out[2];
+} mi__ref_window_t;
+/** Reads strides, dilations, pads and auto_pad of the node and computes the output size of
+ * input x for a kernel of `kernel` (x->rank - 2 entries). ceil_mode as in the pools. */
+int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64_t *kernel,
+                       int ceil_mode, mi__ref_window_t *w);
+
+/* Op families; each dispatches on node->op_type. */
+int32_t mi__ref_unary(mi__ref_call_t *c);      /* ref_elementwise.c */
+int32_t mi__ref_binary(mi__ref_call_t *c);     /* ref_elementwise.c */
+int32_t mi__ref_variadic(mi__ref_call_t *c);   /* ref_elementwise.c: Max, Min, Sum, Mean */
+int32_t mi__ref_where(mi__ref_call_t *c);      /* ref_elementwise.c */
+int32_t mi__ref_clip(mi__ref_call_t *c);       /* ref_elementwise.c */
+int32_t mi__ref_conv(mi__ref_call_t *c);       /* ref_conv.c */
+int32_t mi__ref_conv_transpose(mi__ref_call_t *c); /* ref_conv.c */
+int32_t mi__ref_pool(mi__ref_call_t *c);       /* ref_pool.c: MaxPool, AveragePool */
+int32_t mi__ref_global_pool(mi__ref_call_t *c); /* ref_pool.c */
+int32_t mi__ref_matmul(mi__ref_call_t *c);     /* ref_matmul.c */
+int32_t mi__ref_gemm(mi__ref_call_t *c);       /* ref_matmul.c */
+int32_t mi__ref_batchnorm(mi__ref_call_t *c);  /* ref_norm.c */
+int32_t mi__ref_layernorm(mi__ref_call_t *c);  /* ref_norm.c */
+int32_t mi__ref_softmax(mi__ref_call_t *c);    /* ref_norm.c: Softmax, LogSoftmax */
+int32_t mi__ref_reduce(mi__ref_call_t *c);     /* ref_reduce.c */
+int32_t mi__ref_resize(mi__ref_call_t *c);     /* ref_resize.c: Resize, Upsample */
+int32_t mi__ref_reshape(mi__ref_call_t *c);    /* ref_shape.c */
+int32_t mi__ref_flatten(mi__ref_call_t *c);    /* ref_shape.c */
+int32_t mi__ref_squeeze(mi__ref_call_t *c);    /* ref_shape.c: Squeeze, Unsqueeze */
+int32_t mi__ref_shape(mi__ref_call_t *c);      /* ref_shape.c */
+int32_t mi__ref_cast(mi__ref_call_t *c);       /* ref_shape.c */
+int32_t mi__ref_constant(mi__ref_call_t *c);   /* ref_shape.c */
+int32_t mi__ref_identity(mi__ref_call_t *c);   /* ref_shape.c: Identity, Dropout */
+int32_t mi__ref_transpose(mi__ref_call_t *c);  /* ref_layout.c */
+int32_t mi__ref_concat(mi__ref_call_t *c);     /* ref_layout.c */
+int32_t mi__ref_slice(mi__ref_call_t *c);      /* ref_layout.c */
+int32_t mi__ref_gather(mi__ref_call_t *c);     /* ref_layout.c */
+
+#endif /* MI_REF_REF_OPS_H */

@@ -1,0 +1,202 @@
+/* ref_util.c - helpers every reference op shares: errors, input checks, broadcasting, fp16. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ref/ref_ops.h"
+
+int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...) {
+  char msg[MI_ERROR_MESSAGE_SIZE];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return mi_errorf(c->err, code, "node '%s' (%s, opset %lld): %s",
+                   c->node->name ? c->node->name : "", c->node->op_type,
+                   (long long)c->opset, msg);
+}
+
+const mi_array_t *mi__ref_in(const mi__ref_call_t *c, int32_t i) {
+  return (i >= 0 && i < c->nin) ? c->in[i] : NULL;
+}
+
+int32_t mi__ref_need(const mi__ref_call_t *c, int32_t i, uint32_t dtype_mask,
+                     const mi_array_t **a) {
+  const mi_array_t *x = mi__ref_in(c, i);
+  *a = NULL;
+  if (!x) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d is missing", (int)i);
+  if (dtype_mask && !(dtype_mask & MI_DTYPE_BIT(x->dtype)))
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED,
+                        "input %d has dtype %s, which this op does not take", (int)i,
+                        mi_dtype_name(x->dtype));
+  *a = x;
+  return MI_OK;
+}
+
+int32_t mi__ref_make_out(mi__ref_call_t *c, int32_t i, int32_t dtype, int32_t rank,
+                         const int64_t *dims, mi_array_t **out) {
+  mi_array_t *a;
+  *out = NULL;
+  if (i >= c->nout) return mi__ref_fail(c, MI_ERR_INTERNAL, "output %d does not exist", (int)i);
+  a = mi_array_create(dtype, rank, dims);
+  if (!a) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "cannot allocate output %d", (int)i);
+  c->out[i] = a;
+  *out = a;
+  return MI_OK;
+}
+
+int mi__ref_out_wanted(const mi__ref_call_t *c, int32_t i) {
+  return i < c->node->output_count && c->node->outputs[i] >= 0;
+}
+
+int32_t mi__ref_axis(const mi__ref_call_t *c, int64_t axis, int32_t rank, int32_t *out) {
+  if (axis < -(int64_t)rank || axis >= rank)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                        (long long)axis, (int)rank);
+  *out = (int32_t)(axis < 0 ? axis + rank : axis);
+  return MI_OK;
+}
+
+int32_t mi__ref_read_ints(const mi__ref_call_t *c, const mi_array_t *a, const char *what,
+                          int64_t *vals, int32_t cap, int32_t *count) {
+  int64_t n;
+  if (a->rank > 1)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s must be 1-D, got rank %d", what,
+                        (int)a->rank);
+  n = mi_array_numel(a);
+  if (n > cap)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "%s has %lld values, at most %d are supported",
+                        what, (long long)n, (int)cap);
+  for (int64_t i = 0; i < n; i++) {
+    if (a->dtype == MI_DTYPE_INT64)
+      vals[i] = ((const int64_t *)a->data)[i];
+    else if (a->dtype == MI_DTYPE_INT32)
+      vals[i] = ((const int32_t *)a->data)[i];
+    else
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s must be int64 or int32, got %s", what,
+                          mi_dtype_name(a->dtype));
+  }
+  *count = (int32_t)n;
+  return MI_OK;
+}
+
+int32_t mi__ref_read_float(const mi__ref_call_t *c, const mi_array_t *a, const char *what,
+                           float *v) {
+  if (mi_array_numel(a) != 1)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s must hold exactly one value", what);
+  if (a->dtype != MI_DTYPE_FLOAT32)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "%s must be float32, got %s", what,
+                        mi_dtype_name(a->dtype));
+  *v = ((const float *)a->data)[0];
+  return MI_OK;
+}
+
+int32_t mi__ref_attr_ints(const mi__ref_call_t *c, const char *name, int64_t *vals, int32_t cap,
+                          int32_t *count) {
+  const mi_attr_t *a = mi_node_attr(c->node, name);
+  *count = -1;
+  if (!a) return MI_OK;
+  if (a->type == MI_ATTR_INT) {
+    vals[0] = a->i;
+    *count = 1;
+    return MI_OK;
+  }
+  if (a->type != MI_ATTR_INTS)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "attribute '%s' must be a list of ints", name);
+  if (a->count > cap)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "attribute '%s' has %d values, at most %d allowed",
+                        name, (int)a->count, (int)cap);
+  for (int32_t i = 0; i < a->count; i++) vals[i] = a->ints[i];
+  *count = a->count;
+  return MI_OK;
+}
+
+mi_array_t *mi__ref_clone(const mi_array_t *a) {
+  mi_array_t *b = mi_array_create(a->dtype, a->rank, a->dims);
+  if (b && a->nbytes) memcpy(b->data, a->data, a->nbytes);
+  return b;
+}
+
+void mi__ref_strides(int32_t rank, const int64_t *dims, int64_t *strides) {
+  int64_t s = 1;
+  for (int32_t d = rank - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= dims[d];
+  }
+}
+
+int32_t mi__ref_broadcast(const mi__ref_call_t *c, int32_t n, const mi_array_t *const *arrs,
+                          mi__ref_bcast_t *b) {
+  memset(b, 0, sizeof *b);
+  for (int32_t k = 0; k < n; k++)
+    if (arrs[k]->rank > b->rank) b->rank = arrs[k]->rank;
+  /* Align shapes on the right; each output dim is the non-1 size, all others must be 1. */
+  for (int32_t d = 0; d < b->rank; d++) {
+    int64_t size = 1;
+    for (int32_t k = 0; k < n; k++) {
+      int32_t ad = d - (b->rank - arrs[k]->rank);
+      int64_t s = ad >= 0 ? arrs[k]->dims[ad] : 1;
+      if (s == 1) continue;
+      if (size != 1 && size != s)
+        return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                            "shapes cannot be broadcast: dimension %d is %lld and %lld", (int)d,
+                            (long long)size, (long long)s);
+      size = s;
+    }
+    b->dims[d] = size;
+  }
+  b->numel = 1;
+  for (int32_t d = 0; d < b->rank; d++) b->numel *= b->dims[d];
+  for (int32_t k = 0; k < n; k++) {
+    int64_t st[MI_MAX_RANK];
+    int32_t off = b->rank - arrs[k]->rank;
+    mi__ref_strides(arrs[k]->rank, arrs[k]->dims, st);
+    for (int32_t d = 0; d < b->rank; d++) {
+      int32_t ad = d - off;
+      b->strides[k][d] = (ad >= 0 && arrs[k]->dims[ad] != 1) ? st[ad] : 0;
+    }
+  }
+  return MI_OK;
+}
+
+float mi__ref_half_to_float(uint16_t h) {
+  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  float v;
+  if (exp == 0)
+    v = ldexpf((float)man, -24); /* subnormal */
+  else if (exp == 31)
+    v = man ? NAN : INFINITY;
+  else
+    v = ldexpf((float)(man | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+uint16_t mi__ref_float_to_half(float f) {
+  uint32_t x, sign, man;
+  int32_t exp;
+  memcpy(&x, &f, 4);
+  sign = (x >> 16) & 0x8000u;
+  exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+  man = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    /* Subnormal half (or zero): shift the mantissa with its implicit bit, round to nearest even. */
+    uint32_t m, shift, r, half;
+    if (exp < -10) return (uint16_t)sign;
+    m = man | 0x800000u;
+    shift = (uint32_t)(14 - exp);
+    r = m >> shift;
+    half = 1u << (shift - 1);
+    if ((m & ((1u << shift) - 1)) > half || ((m & ((1u << shift) - 1)) == half && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+  }
+  {
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rest = man & 0x1fffu;
+    /* Round to nearest even; a carry into the exponent is the right answer too. */
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
+    return (uint16_t)h;
+  }
+}

@@ -1,0 +1,381 @@
+/* template_plugin.c - a minimal Meta Infer plugin: Relu and Add (FP32) on host memory.
+ *
+ * Copy this folder to start a plugin. It builds against the installed SDK alone and shows
+ * every part of the contract: the entry point, one device, one knob, one variant per op, a
+ * timer counter, buffers, and kernels that refuse what they cannot run. */
+/* clock_gettime and sysconf are POSIX, outside strict C11. */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <metainfer/mi_plugin.h>
+
+#define TEMPLATE_NAME "template"
+
+/* One instance per create(); no global mutable state, so two hosts may load it at once. */
+struct mi_plugin_ctx {
+  const mi_host_api_t *host;
+  uint64_t last_run_ns; /* timer counter: the last kernel_run's duration */
+  int has_last_run;
+};
+
+struct mi_buffer {
+  uint64_t bytes;
+  unsigned char *data;
+};
+
+enum { OP_RELU, OP_ADD };
+
+struct mi_kernel {
+  int op;
+  int64_t numel;
+  int64_t chunk; /* the "chunk" knob: elements per inner loop */
+};
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src) {
+  size_t n = strlen(src);
+  if (n >= cap) n = cap - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+static int32_t t_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
+  mi_plugin_ctx_t *ctx = calloc(1, sizeof *ctx);
+  *out = NULL;
+  if (!ctx) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "template: out of memory");
+  ctx->host = host;
+  *out = ctx;
+  return MI_OK;
+}
+
+static void t_destroy(mi_plugin_ctx_t *ctx) { free(ctx); }
+
+static int32_t t_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err) {
+  (void)ctx;
+  (void)err;
+  *count = 1;
+  return MI_OK;
+}
+
+static int32_t check_device(uint32_t device, mi_error_t *err) {
+  return device == 0 ? MI_OK
+                     : mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such device");
+}
+
+static int32_t t_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
+                             mi_error_t *err) {
+  mi_device_desc_t d;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  /* Fill a full local struct, then let mi_sdk_fill copy what the host has room for. */
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.kind = MI_DEVICE_CPU;
+  copy_str(d.name, sizeof d.name, "template-cpu (host memory, 1 thread)");
+  copy_str(d.vendor, sizeof d.vendor, "Meta Infer SDK template");
+  copy_str(d.driver_version, sizeof d.driver_version, "template-1.0");
+  copy_str(d.isa, sizeof d.isa, "c11-scalar");
+  d.global_memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+  d.compute_units = 1;
+  d.max_threads = 1;
+  d.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  d.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
+  d.channel_alignment = 1;
+  return mi_sdk_fill(out, &d, sizeof d);
+}
+
+static int32_t t_knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
+                            mi_error_t *err) {
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  *count = 1;
+  return MI_OK;
+}
+
+static int32_t t_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                           mi_knob_desc_t *out, mi_error_t *err) {
+  static const int64_t chunks[] = {64, 256, 1024, 4096};
+  mi_knob_desc_t k;
+  uint32_t i;
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such knob");
+  memset(&k, 0, sizeof k);
+  k.struct_size = sizeof k;
+  copy_str(k.name, sizeof k.name, "chunk");
+  copy_str(k.description, sizeof k.description, "elements processed per inner loop");
+  copy_str(k.unit, sizeof k.unit, "elements");
+  k.scope = MI_KNOB_SCOPE_OP;
+  k.type = MI_KNOB_INT;
+  k.mutability = MI_KNOB_AT_PREPARE;
+  k.value_count = sizeof chunks / sizeof chunks[0];
+  for (i = 0; i < k.value_count; i++) k.values[i] = chunks[i];
+  k.min = chunks[0];
+  k.max = chunks[k.value_count - 1];
+  k.step = 1;
+  k.default_int = 1024;
+  return mi_sdk_fill(out, &k, sizeof k);
+}
+
+static int32_t t_variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
+                               mi_error_t *err) {
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  *count = 2;
+  return MI_OK;
+}
+
+static int32_t t_variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                              mi_variant_desc_t *out, mi_error_t *err) {
+  mi_variant_desc_t v;
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (index > 1) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such variant");
+  memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  copy_str(v.id, sizeof v.id, index == 0 ? "relu.scalar" : "add.scalar");
+  copy_str(v.op_type, sizeof v.op_type, index == 0 ? "Relu" : "Add");
+  copy_str(v.description, sizeof v.description,
+           index == 0 ? "max(x, 0), element by element" : "a + b, same shapes only");
+  v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  v.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
+  v.fuse_mask = 0;
+  copy_str(v.knobs, sizeof v.knobs, "chunk");
+  return mi_sdk_fill(out, &v, sizeof v);
+}
+
+static int32_t t_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
+                              mi_buffer_t **out, mi_error_t *err) {
+  mi_buffer_t *b;
+  (void)ctx;
+  *out = NULL;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  b = calloc(1, sizeof *b);
+  if (b) b->data = calloc(1, bytes ? (size_t)bytes : 1);
+  if (!b || !b->data) {
+    free(b);
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "template: buffer allocation failed");
+  }
+  b->bytes = bytes;
+  *out = b;
+  return MI_OK;
+}
+
+static int32_t t_buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset,
+                              const void *src, uint64_t bytes, mi_error_t *err) {
+  (void)ctx;
+  if (!buf || offset > buf->bytes || bytes > buf->bytes - offset)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: write outside the buffer");
+  if (bytes) memcpy(buf->data + offset, src, (size_t)bytes);
+  return MI_OK;
+}
+
+static int32_t t_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset, void *dst,
+                             uint64_t bytes, mi_error_t *err) {
+  (void)ctx;
+  if (!buf || offset > buf->bytes || bytes > buf->bytes - offset)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: read outside the buffer");
+  if (bytes) memcpy(dst, buf->data + offset, (size_t)bytes);
+  return MI_OK;
+}
+
+static void t_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *buf) {
+  (void)ctx;
+  if (!buf) return;
+  free(buf->data);
+  free(buf);
+}
+
+static int same_shape(const mi_tensor_desc_t *a, const mi_tensor_desc_t *b) {
+  int32_t i;
+  if (a->rank != b->rank) return 0;
+  for (i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return 0;
+  return 1;
+}
+
+static int32_t t_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
+                                const mi_kernel_desc_t *desc, mi_kernel_t **out,
+                                mi_error_t *err) {
+  const mi_node_desc_t *node;
+  const mi_tensor_desc_t *t0;
+  mi_kernel_t *k;
+  int op, i, want_inputs;
+  int64_t chunk;
+  (void)ctx;
+  *out = NULL;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (desc->node_count != 1)
+    return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: fused groups are not supported");
+  node = desc->nodes[0];
+  if (strcmp(node->op_type, "Relu") == 0)
+    op = OP_RELU;
+  else if (strcmp(node->op_type, "Add") == 0)
+    op = OP_ADD;
+  else
+    return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: only Relu and Add are implemented");
+  if (desc->variant_id && desc->variant_id[0] &&
+      strcmp(desc->variant_id, op == OP_RELU ? "relu.scalar" : "add.scalar") != 0)
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "template: unknown variant for this op");
+  chunk = mi_sdk_knob_int(desc, "chunk", 1024);
+  if (chunk != 64 && chunk != 256 && chunk != 1024 && chunk != 4096)
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
+                        "template: knob 'chunk' must be one of 64, 256, 1024, 4096");
+  want_inputs = op == OP_RELU ? 1 : 2;
+  if (desc->input_count != want_inputs || desc->output_count != 1 ||
+      node->input_count != want_inputs)
+    return mi_sdk_error(err, MI_ERR_UNSUPPORTED,
+                        "template: constant operands are not supported (inputs must be runtime)");
+  t0 = desc->tensors[desc->outputs[0]];
+  for (i = 0; i < want_inputs; i++) {
+    const mi_tensor_desc_t *t = desc->tensors[desc->inputs[i]];
+    if (t->dtype != MI_DTYPE_FLOAT32)
+      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: only FLOAT32 is supported");
+    if (!same_shape(t, t0))
+      return mi_sdk_error(err, MI_ERR_UNSUPPORTED,
+                          "template: Add needs inputs of the output's shape (no broadcasting)");
+  }
+  if (t0->dtype != MI_DTYPE_FLOAT32)
+    return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: only FLOAT32 is supported");
+  k = calloc(1, sizeof *k);
+  if (!k) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "template: out of memory");
+  k->op = op;
+  k->numel = mi_sdk_numel(t0);
+  k->chunk = chunk;
+  *out = k;
+  return MI_OK;
+}
+
+static int32_t t_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *inputs,
+                            int32_t input_count, mi_buffer_t *const *outputs,
+                            int32_t output_count, mi_run_stats_t *stats, mi_error_t *err) {
+  uint64_t bytes = (uint64_t)k->numel * sizeof(float), t0;
+  const float *a, *b;
+  float *y;
+  int64_t i, j;
+  int32_t want = k->op == OP_RELU ? 1 : 2;
+  if (input_count != want || output_count != 1)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: wrong number of buffers");
+  for (i = 0; i < want; i++)
+    if (inputs[i]->bytes < bytes)
+      return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: input buffer too small");
+  if (outputs[0]->bytes < bytes)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: output buffer too small");
+  a = (const float *)inputs[0]->data;
+  b = want == 2 ? (const float *)inputs[1]->data : NULL;
+  y = (float *)outputs[0]->data;
+  t0 = now_ns();
+  for (i = 0; i < k->numel; i += k->chunk) {
+    int64_t end = i + k->chunk < k->numel ? i + k->chunk : k->numel;
+    if (k->op == OP_RELU)
+      for (j = i; j < end; j++) y[j] = a[j] > 0.0f ? a[j] : 0.0f;
+    else
+      for (j = i; j < end; j++) y[j] = a[j] + b[j];
+  }
+  ctx->last_run_ns = now_ns() - t0;
+  ctx->has_last_run = 1;
+  if (stats) {
+    /* The device is the host CPU, so the host monotonic clock is its timer. */
+    mi_run_stats_t s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    s.has_device_time = 1;
+    s.device_time_ns = ctx->last_run_ns;
+    mi_sdk_fill(stats, &s, sizeof s);
+  }
+  return MI_OK;
+}
+
+static void t_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
+  (void)ctx;
+  free(k);
+}
+
+static int32_t t_counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
+                               mi_error_t *err) {
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  *count = 1;
+  return MI_OK;
+}
+
+static int32_t t_counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                              mi_counter_desc_t *out, mi_error_t *err) {
+  mi_counter_desc_t c;
+  struct timespec res;
+  (void)ctx;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such counter");
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  copy_str(c.name, sizeof c.name, "last_run_time (host monotonic clock)");
+  c.kind = MI_COUNTER_TIMER;
+  copy_str(c.unit, sizeof c.unit, "ns");
+  c.resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0
+                     ? (double)res.tv_sec * 1e9 + (double)res.tv_nsec
+                     : 1.0;
+  c.modeled = 0;
+  return mi_sdk_fill(out, &c, sizeof c);
+}
+
+static int32_t t_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                              mi_counter_sample_t *out, mi_error_t *err) {
+  mi_counter_sample_t s;
+  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such counter");
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  /* Before the first run there is no sample: say so instead of reporting 0. */
+  s.has_value = ctx->has_last_run;
+  s.value = ctx->has_last_run ? (double)ctx->last_run_ns : 0.0;
+  s.timestamp_ns = now_ns();
+  return mi_sdk_fill(out, &s, sizeof s);
+}
+
+static const mi_plugin_api_t k_api = {
+    .struct_size = sizeof(mi_plugin_api_t),
+    .abi_major = MI_ABI_VERSION_MAJOR,
+    .abi_minor = MI_ABI_VERSION_MINOR,
+    .name = TEMPLATE_NAME,
+    .version = "1.0.0",
+    .create = t_create,
+    .destroy = t_destroy,
+    .device_count = t_device_count,
+    .device_info = t_device_info,
+    .knob_count = t_knob_count,
+    .knob_desc = t_knob_desc,
+    .variant_count = t_variant_count,
+    .variant_desc = t_variant_desc,
+    .buffer_alloc = t_buffer_alloc,
+    .buffer_write = t_buffer_write,
+    .buffer_read = t_buffer_read,
+    .buffer_free = t_buffer_free,
+    .kernel_prepare = t_kernel_prepare,
+    .kernel_run = t_kernel_run,
+    .kernel_release = t_kernel_release,
+    /* No constraints, no config check, no device knobs: those optional entries stay NULL. */
+    .counter_count = t_counter_count,
+    .counter_desc = t_counter_desc,
+    .counter_read = t_counter_read,
+};
+
+/* The one exported symbol. */
+MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,
+                                                        mi_error_t *err) {
+  if (!host || host->abi_major != MI_ABI_VERSION_MAJOR) {
+    mi_sdk_error(err, MI_ERR_ABI, "template speaks ABI major 1 only");
+    return NULL;
+  }
+  return &k_api;
+}

@@ -1,0 +1,72 @@
+/* test_loader_util.h - helpers shared by the loader tests: test plugin folders and checks. */
+#ifndef MI_TEST_LOADER_UTIL_H
+#define MI_TEST_LOADER_UTIL_H
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/mi.h"
+
+static int g_failures;
+
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+      g_failures++;                                                              \
+    }                                                                            \
+  } while (0)
+
+#define CHECK_CONTAINS(text, word)                                                       \
+  do {                                                                                   \
+    const char *t_ = (text);                                                             \
+    if (!t_ || !strstr(t_, (word))) {                                                    \
+      fprintf(stderr, "%s:%d: '%s' does not contain '%s'\n", __FILE__, __LINE__,         \
+              t_ ? t_ : "(null)", (word));                                               \
+      g_failures++;                                                                      \
+    }                                                                                    \
+  } while (0)
+
+/* $MI_BUILD/tests/plugins/<case> */
+static inline const char *tp_dir(const char *c) {
+  static char buf[PATH_MAX];
+  const char *b = getenv("MI_BUILD");
+  snprintf(buf, sizeof buf, "%s/tests/plugins/%s", b ? b : ".", c);
+  return buf;
+}
+
+/* Scans one case folder into a fresh registry; the scan itself must succeed. */
+static inline mi_registry_t *tp_scan(const char *c) {
+  mi_registry_t *r = mi_registry_create();
+  mi_error_t err;
+  mi_error_clear(&err);
+  if (!r || mi_registry_scan(r, tp_dir(c), &err) != MI_OK) {
+    fprintf(stderr, "scan %s failed: %s\n", tp_dir(c), err.message);
+    exit(1);
+  }
+  return r;
+}
+
+/* The one rejection reason of a folder that holds exactly one bad plugin. */
+static inline const char *tp_only_reason(mi_registry_t *r) {
+  if (mi_registry_plugin_count(r) != 0 || mi_registry_rejected_count(r) != 1) {
+    fprintf(stderr, "expected 0 plugins and 1 rejected, got %d and %d\n",
+            mi_registry_plugin_count(r), mi_registry_rejected_count(r));
+    g_failures++;
+    return NULL;
+  }
+  return mi_registry_rejected(r, 0, NULL);
+}
+
+static inline int tp_finish(const char *name) {
+  if (g_failures) {
+    fprintf(stderr, "%s: %d check(s) failed\n", name, g_failures);
+    return 1;
+  }
+  printf("%s: ok\n", name);
+  return 0;
+}
+
+#endif

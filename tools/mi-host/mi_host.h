@@ -1,0 +1,44 @@
+/* mi_host.h - what mi-host's commands share: options, the lazily loaded registry, JSON output. */
+#ifndef MI_HOST_H
+#define MI_HOST_H
+
+#include <stdio.h>
+
+#include "metainfer/mi.h"
+
+/** Exit codes: 0 done, 1 the work failed, 2 the command line was wrong. */
+enum { MI_HOST_OK = 0, MI_HOST_FAIL = 1, MI_HOST_USAGE = 2 };
+
+#define MI_HOST_MAX_DIRS 32
+
+/** Global state of one mi-host run. */
+typedef struct mi_host {
+  const char *argv0;
+  const char *plugin_dirs[MI_HOST_MAX_DIRS]; /* --plugins, in order */
+  int plugin_dir_count;
+  int json;                                  /* --json */
+  mi_registry_t *registry;                   /* loaded on first use */
+} mi_host_t;
+
+/** Loads plugins from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. Prints the
+ * reason and returns NULL when a directory named on the command line cannot be read. */
+mi_registry_t *mi_host_registry(mi_host_t *h);
+
+/** Prints "mi-host: <message>" to stderr and returns MI_HOST_USAGE. */
+int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Every command, declared from the table. */
+#define MI_HOST_COMMAND(name, help) int mi_host_cmd_##name(mi_host_t *h, int argc, char **argv);
+#include "commands.def"
+#undef MI_HOST_COMMAND
+
+/* ---------------------------------------------------------------- JSON output (json.c) */
+
+/** Writes `s` as a JSON string literal (quotes included). NULL writes null. */
+void mi_json_string(FILE *f, const char *s);
+/** Writes a number; non-finite values become null (JSON has no NaN). */
+void mi_json_double(FILE *f, double v);
+/** Writes `"key":` with a leading comma unless `*first`; clears *first. */
+void mi_json_key(FILE *f, int *first, const char *key);
+
+#endif
