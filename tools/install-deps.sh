@@ -6,7 +6,7 @@ PKGS=(
   build-essential cmake pkg-config clang libclang-rt-14-dev
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libsqlite3-dev libyaml-dev
-  libblis-dev
+  libblis-dev libblis-pthread-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools
   python3

@@ -1,0 +1,246 @@
+/* blis_conv.c - Conv: geometry, variant choice, fused epilogue, im2col+GEMM and 1x1 GEMM. */
+#include <string.h>
+
+#include "blis_conv.h"
+
+static int32_t ints_attr(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want,
+                         int64_t dflt) {
+  const mi_attr_t *a = mi_sdk_attr(n, name);
+  int32_t i;
+  for (i = 0; i < want; i++) out[i] = dflt;
+  if (!a) return 1;
+  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
+  for (i = 0; i < want; i++) out[i] = a->ints[i];
+  return 1;
+}
+
+/* Fills geometry from the node; rank-3 (1-D) convs run as H = 1. */
+static int32_t conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_conv_t *c,
+                         mi_error_t *err) {
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, c->x), *w = mi__blis_tensor(p, c->w),
+                         *y = mi__blis_tensor(p, c->y);
+  int64_t k[2], s[2], d[2], pads[4];
+  int32_t sp, i;
+  const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
+  if (!x || !w || !y || (x->rank != 4 && x->rank != 3) || w->rank != x->rank || y->rank != x->rank)
+    return mi__blis_unsupported(err, n, "only 1-D and 2-D convolutions");
+  if (!w->data || w->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 constant");
+  sp = x->rank - 2;
+  if (!ints_attr(n, "strides", s, sp, 1) || !ints_attr(n, "dilations", d, sp, 1) ||
+      !ints_attr(n, "pads", pads, 2 * sp, 0))
+    return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
+  for (i = 0; i < sp; i++) k[i] = w->dims[2 + i];
+  c->N = x->dims[0];
+  c->C = x->dims[1];
+  c->M = w->dims[0];
+  c->G = mi_sdk_attr_int(n, "group", 1);
+  c->nhwc_in = x->rank == 4 && x->layout == MI_LAYOUT_NHWC;
+  c->nhwc_out = y->rank == 4 && y->layout == MI_LAYOUT_NHWC;
+  if (c->nhwc_in) c->C = x->dims[1]; /* dims stay in ONNX order whatever the layout */
+  c->H = sp == 2 ? x->dims[2] : 1;
+  c->W = x->dims[x->rank - 1];
+  c->KH = sp == 2 ? k[0] : 1;
+  c->KW = k[sp - 1];
+  c->sh = sp == 2 ? s[0] : 1;
+  c->sw = s[sp - 1];
+  c->dh = sp == 2 ? d[0] : 1;
+  c->dw = d[sp - 1];
+  c->OH = sp == 2 ? y->dims[2] : 1;
+  c->OW = y->dims[y->rank - 1];
+  c->pt = sp == 2 ? pads[0] : 0;
+  c->pl = pads[sp - 1];
+  if (ap && ap->type == MI_ATTR_STRING && ap->s &&
+      (strcmp(ap->s, "SAME_UPPER") == 0 || strcmp(ap->s, "SAME_LOWER") == 0)) {
+    int64_t th = (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1 - c->H;
+    int64_t tw = (c->OW - 1) * c->sw + (c->KW - 1) * c->dw + 1 - c->W;
+    th = th > 0 ? th : 0;
+    tw = tw > 0 ? tw : 0;
+    c->pt = ap->s[5] == 'U' ? th / 2 : th - th / 2;
+    c->pl = ap->s[5] == 'U' ? tw / 2 : tw - tw / 2;
+  } else if (ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "VALID") == 0) {
+    c->pt = c->pl = 0;
+  }
+  if (c->G < 1 || c->C % c->G || c->M % c->G || w->dims[1] != c->C / c->G || y->dims[1] != c->M)
+    return mi__blis_unsupported(err, n, "channel counts do not match group/weights");
+  return MI_OK;
+}
+
+/* Absorbs Add(bias)/BN/activations/residual Add that follow the conv in the kernel's chain. */
+static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_node_desc_t *conv) {
+  int32_t cur = c->y, used = 1, j, bias = mi__blis_in(conv, 2);
+  int64_t m, onumel = c->N * c->M * c->OH * c->OW;
+  for (m = 0; m < c->M; m++) {
+    c->scale[m] = 1.f;
+    c->shift[m] = 0.f;
+  }
+  if (bias >= 0) {
+    const mi_tensor_desc_t *b = mi__blis_tensor(p, bias);
+    for (m = 0; m < c->M; m++) c->shift[m] = ((const float *)b->data)[m];
+    c->affine = 1;
+  }
+  for (j = 1;; j++) {
+    const mi_node_desc_t *n = mi__blis_node(p, j);
+    int32_t kind, other;
+    float a, b;
+    if (!n || mi__blis_in(n, 0) < 0) break;
+    if (mi__blis_consumers(p, cur) != 1 || mi__blis_is_kernel_output(p, cur)) break;
+    if (strcmp(n->op_type, "BatchNormalization") == 0 && c->epi_n == 0 && mi__blis_in(n, 0) == cur) {
+      float sc[1], *bs = mi__blis_alloc(p->ctx, (uint64_t)c->M * 2 * sizeof(float));
+      int ok = bs && mi__blis_bn_fold(p, n, c->M, bs, bs + c->M) && mi__blis_out(n, 1) < 0;
+      (void)sc;
+      if (ok)
+        for (m = 0; m < c->M; m++) {
+          c->scale[m] *= bs[m];
+          c->shift[m] = c->shift[m] * bs[m] + bs[c->M + m];
+        }
+      mi__blis_free(p->ctx, bs);
+      if (!ok) break;
+      c->affine = 1;
+    } else if (strcmp(n->op_type, "Add") == 0 && n->input_count == 2 && c->epi_n < MI__EPI_MAX) {
+      const mi_tensor_desc_t *o;
+      other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0) : -1;
+      o = mi__blis_tensor(p, other);
+      if (!o || other == cur || mi_sdk_numel(o) != onumel || o->rank != mi__blis_tensor(p, c->y)->rank ||
+          o->layout != mi__blis_tensor(p, c->y)->layout || o->dtype != MI_DTYPE_FLOAT32)
+        break;
+      c->epi[c->epi_n].act = MI__ACT_NONE;
+      c->epi[c->epi_n++].tensor = other;
+    } else if (mi__blis_in(n, 0) == cur && c->epi_n < MI__EPI_MAX &&
+               strcmp(n->op_type, "Add") != 0 && mi__blis_act_of(p, n, &kind, &a, &b)) {
+      c->epi[c->epi_n].act = kind;
+      c->epi[c->epi_n].a = a;
+      c->epi[c->epi_n++].b = b;
+    } else {
+      break;
+    }
+    cur = mi__blis_out(n, 0);
+    used++;
+  }
+  c->y = cur;
+  p->nodes_used = used;
+  return used;
+}
+
+void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
+  int64_t i, len = c->OH * c->OW;
+  int32_t e;
+  if (c->affine) {
+    float s = c->scale[m], b = c->shift[m];
+    for (i = 0; i < len; i++) row[i] = row[i] * s + b;
+  }
+  for (e = 0; e < c->epi_n; e++) {
+    const mi__blis_epi_op_t *op = &c->epi[e];
+    if (op->act == MI__ACT_NONE) {
+      const float *r = (const float *)t[op->tensor] + (n * c->M + m) * len;
+      for (i = 0; i < len; i++) row[i] += r[i];
+    } else {
+      mi__blis_act_apply(op->act, op->a, op->b, row, len);
+    }
+  }
+}
+
+static void im2col(const mi__blis_conv_t *c, const float *x, int64_t p0, int64_t cb, float *col) {
+  int64_t cg = c->C / c->G, ci, kh, kw, j;
+  for (ci = 0; ci < cg; ci++)
+    for (kh = 0; kh < c->KH; kh++)
+      for (kw = 0; kw < c->KW; kw++) {
+        float *dst = col + ((ci * c->KH + kh) * c->KW + kw) * cb;
+        const float *xc = x + ci * c->H * c->W;
+        int64_t oh = p0 / c->OW, ow = p0 % c->OW;
+        for (j = 0; j < cb; j++) {
+          int64_t ih = oh * c->sh - c->pt + kh * c->dh, iw = ow * c->sw - c->pl + kw * c->dw;
+          dst[j] = (ih >= 0 && ih < c->H && iw >= 0 && iw < c->W) ? xc[ih * c->W + iw] : 0.f;
+          if (++ow == c->OW) {
+            ow = 0;
+            oh++;
+          }
+        }
+      }
+}
+
+static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                             mi_error_t *err) {
+  const mi__blis_conv_t *c = s->state;
+  const float *x = t[c->x], *w = t[c->w];
+  float *y = t[c->y];
+  int64_t n, g, m, p0, ohw = c->OH * c->OW, cg = c->C / c->G, mg = c->M / c->G;
+  int64_t kk = cg * c->KH * c->KW, cb = c->block > 0 && c->block < ohw ? c->block : ohw;
+  for (n = 0; n < c->N; n++) {
+    for (g = 0; g < c->G; g++) {
+      const float *xg = x + (n * c->C + g * cg) * c->H * c->W, *wg = w + g * mg * kk;
+      float *yg = y + (n * c->M + g * mg) * ohw;
+      if (c->variant == MI__CONV_1X1) {
+        mi__blis_sgemm(env, mg, ohw, cg, 1.f, wg, kk, 1, xg, ohw, 1, 0.f, yg, ohw, 1);
+        continue;
+      }
+      for (p0 = 0; p0 < ohw; p0 += cb) {
+        int64_t len = ohw - p0 < cb ? ohw - p0 : cb;
+        im2col(c, xg, p0, len, c->scratch);
+        mi__blis_sgemm(env, mg, len, kk, 1.f, wg, kk, 1, c->scratch, len, 1, 0.f, yg + p0, ohw, 1);
+      }
+    }
+    if (c->affine || c->epi_n)
+      for (m = 0; m < c->M; m++) mi__blis_epi_row(c, t, n, m, y + (n * c->M + m) * ohw);
+  }
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *wt;
+  mi__blis_conv_t *c;
+  int32_t rc, is1x1, isdw;
+  uint64_t aux = 0;
+  if (strcmp(n->op_type, "ConvTranspose") == 0) return mi__blis_prep_convt(p, s, err);
+  wt = mi__blis_tensor(p, mi__blis_in(n, 1));
+  if (!wt || wt->rank < 3) return mi__blis_unsupported(err, n, "weights missing or rank < 3");
+  c = mi__blis_calloc(p->ctx, sizeof *c + (uint64_t)wt->dims[0] * 2 * sizeof(float));
+  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = c;
+  c->scale = (float *)(c + 1);
+  c->shift = c->scale + wt->dims[0];
+  c->x = mi__blis_in(n, 0);
+  c->w = mi__blis_in(n, 1);
+  c->y = mi__blis_out(n, 0);
+  rc = conv_geom(p, n, c, err);
+  if (rc != MI_OK) return rc;
+  if (mi__blis_in(n, 2) >= 0 && (!mi__blis_is_const(p, mi__blis_in(n, 2)) ||
+                                 mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 2))) != c->M))
+    return mi__blis_unsupported(err, n, "bias must be a constant of M elements");
+  is1x1 = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
+          c->OH == c->H && c->OW == c->W;
+  isdw = c->G == c->C && c->G > 1;
+  if (!p->variant) c->variant = isdw ? MI__CONV_DW : is1x1 ? MI__CONV_1X1 : MI__CONV_IM2COL;
+  else if (strcmp(p->variant, "conv.im2col_gemm") == 0) c->variant = MI__CONV_IM2COL;
+  else if (strcmp(p->variant, "conv.1x1_gemm") == 0) c->variant = MI__CONV_1X1;
+  else if (strcmp(p->variant, "conv.depthwise_direct") == 0) c->variant = MI__CONV_DW;
+  else c->variant = MI__CONV_NHWC;
+  if (c->variant == MI__CONV_1X1 && !is1x1)
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: conv.1x1_gemm needs a 1x1 kernel, stride 1, pad 0");
+  if (c->variant == MI__CONV_DW && !isdw)
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: conv.depthwise_direct needs group == C > 1");
+  if ((c->nhwc_in || c->nhwc_out) && c->variant != MI__CONV_NHWC)
+    return mi__blis_unsupported(err, n, "NHWC tensors need variant conv.direct_nhwc");
+  build_epilogue(p, c, n);
+  if (c->variant == MI__CONV_IM2COL) {
+    int64_t ohw = c->OH * c->OW;
+    c->block = mi_sdk_knob_int(p->desc, "im2col_block", 0);
+    if (c->block <= 0 || c->block > ohw) c->block = ohw;
+    aux = (uint64_t)(c->C / c->G * c->KH * c->KW * c->block) * sizeof(float);
+    s->aux = mi__blis_alloc(p->ctx, aux ? aux : 1);
+    if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    c->scratch = s->aux;
+  } else if (c->variant == MI__CONV_NHWC) {
+    uint64_t wn = (uint64_t)mi_sdk_numel(wt), xn = c->nhwc_in ? 0 : (uint64_t)(c->N * c->C * c->H * c->W);
+    c->block = mi_sdk_knob_int(p->desc, "oc_block", 32);
+    s->aux = mi__blis_alloc(p->ctx, (wn + xn + 1) * sizeof(float));
+    if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    c->packed = s->aux;
+    c->scratch = c->packed + wn;
+    mi__blis_conv_pack_nhwc(c, p->k->ptr[c->w]);
+  }
+  s->run = c->variant == MI__CONV_IM2COL || c->variant == MI__CONV_1X1 ? run_gemm_conv
+                                                                        : mi__blis_conv_run_direct;
+  return MI_OK;
+}

@@ -1,0 +1,94 @@
+/* blis_convt.c - ConvTranspose as BLIS sgemm (W^T x X) followed by col2im and bias. */
+#include <string.h>
+
+#include "blis_conv.h"
+
+static int32_t run_convt(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                         mi_error_t *err) {
+  const mi__blis_conv_t *c = s->state;
+  const float *x = t[c->x], *w = t[c->w];
+  float *y = t[c->y], *col = c->scratch;
+  int64_t n, g, hw = c->H * c->W, ohw = c->OH * c->OW, cg = c->C / c->G, mg = c->M / c->G;
+  int64_t kk = c->KH * c->KW, r, ih, iw, m;
+  memset(y, 0, (size_t)(c->N * c->M * ohw) * sizeof(float));
+  for (n = 0; n < c->N; n++) {
+    for (g = 0; g < c->G; g++) {
+      /* col[(m,kh,kw), (ih,iw)] = sum_c W[c, m, kh, kw] * X[c, ih, iw] */
+      mi__blis_sgemm(env, mg * kk, hw, cg, 1.f, w + g * cg * mg * kk, 1, mg * kk,
+                     x + (n * c->C + g * cg) * hw, hw, 1, 0.f, col, hw, 1);
+      for (r = 0; r < mg * kk; r++) {
+        int64_t mo = r / kk, kh = (r % kk) / c->KW, kw = r % c->KW;
+        float *yc = y + (n * c->M + g * mg + mo) * ohw;
+        for (ih = 0; ih < c->H; ih++) {
+          int64_t oh = ih * c->sh - c->pt + kh * c->dh;
+          if (oh < 0 || oh >= c->OH) continue;
+          for (iw = 0; iw < c->W; iw++) {
+            int64_t ow = iw * c->sw - c->pl + kw * c->dw;
+            if (ow >= 0 && ow < c->OW) yc[oh * c->OW + ow] += col[r * hw + ih * c->W + iw];
+          }
+        }
+      }
+    }
+    if (c->affine)
+      for (m = 0; m < c->M; m++) mi__blis_epi_row(c, t, n, m, y + (n * c->M + m) * ohw);
+  }
+  return MI_OK;
+}
+
+static int ints_or(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want, int64_t d) {
+  const mi_attr_t *a = mi_sdk_attr(n, name);
+  int32_t i;
+  for (i = 0; i < want; i++) out[i] = d;
+  if (!a) return 1;
+  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
+  for (i = 0; i < want; i++) out[i] = a->ints[i];
+  return 1;
+}
+
+int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
+  int64_t st[2], d[2], pads[4], m, g;
+  int32_t bias = mi__blis_in(n, 2);
+  mi__blis_conv_t *c;
+  if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4 || !w->data)
+    return mi__blis_unsupported(err, n, "only 2-D with constant weights");
+  if (x->layout == MI_LAYOUT_NHWC || y->layout == MI_LAYOUT_NHWC) return mi__blis_unsupported(err, n, "NHWC");
+  if (ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "NOTSET") != 0 && strcmp(ap->s, "VALID") != 0)
+    return mi__blis_unsupported(err, n, "auto_pad SAME");
+  if (p->variant && strcmp(p->variant, "convtranspose.gemm_col2im") != 0)
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: variant does not implement ConvTranspose");
+  if (!ints_or(n, "strides", st, 2, 1) || !ints_or(n, "dilations", d, 2, 1) || !ints_or(n, "pads", pads, 4, 0))
+    return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
+  g = mi_sdk_attr_int(n, "group", 1);
+  c = mi__blis_calloc(p->ctx, sizeof *c + (uint64_t)y->dims[1] * 2 * sizeof(float));
+  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = c;
+  c->scale = (float *)(c + 1);
+  c->shift = c->scale + y->dims[1];
+  c->x = mi__blis_in(n, 0);
+  c->w = mi__blis_in(n, 1);
+  c->y = mi__blis_out(n, 0);
+  c->N = x->dims[0]; c->C = x->dims[1]; c->H = x->dims[2]; c->W = x->dims[3];
+  c->M = y->dims[1]; c->OH = y->dims[2]; c->OW = y->dims[3]; c->G = g;
+  c->KH = w->dims[2]; c->KW = w->dims[3];
+  c->sh = st[0]; c->sw = st[1]; c->dh = d[0]; c->dw = d[1];
+  c->pt = ap && ap->s && strcmp(ap->s, "VALID") == 0 ? 0 : pads[0];
+  c->pl = ap && ap->s && strcmp(ap->s, "VALID") == 0 ? 0 : pads[1];
+  if (g < 1 || c->C % g || w->dims[0] != c->C || w->dims[1] * g != c->M)
+    return mi__blis_unsupported(err, n, "channel counts do not match group/weights");
+  for (m = 0; m < c->M; m++) c->scale[m] = 1.f;
+  if (bias >= 0) {
+    const mi_tensor_desc_t *b = mi__blis_tensor(p, bias);
+    if (!b || !b->data || mi_sdk_numel(b) != c->M) return mi__blis_unsupported(err, n, "bias must be constant");
+    for (m = 0; m < c->M; m++) c->shift[m] = ((const float *)b->data)[m];
+    c->affine = 1;
+  }
+  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(c->M / g * c->KH * c->KW * c->H * c->W) * sizeof(float) + 4);
+  if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  c->scratch = s->aux;
+  s->run = run_convt;
+  return MI_OK;
+}

@@ -1,0 +1,214 @@
+/* blis_device.c - CPU probing, counted allocations and the per-architecture BLIS contexts. */
+#include <blis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blis_internal.h"
+
+/* The native context initialisers of each kernel set; exported by the static libblis.a
+ * (hidden in libblis.so), which is why the plugin links the archive. */
+void bli_cntx_init_skx(cntx_t *cntx);
+void bli_cntx_init_haswell(cntx_t *cntx);
+void bli_cntx_init_zen3(cntx_t *cntx);
+void bli_cntx_init_zen2(cntx_t *cntx);
+void bli_cntx_init_zen(cntx_t *cntx);
+void bli_cntx_init_generic(cntx_t *cntx);
+
+#define MI__ALLOC_HDR 64
+
+/* BLIS's state lives inside this .so (static archive): release its pools when the plugin is
+ * unloaded so repeated dlopen/dlclose does not leak. bli_init first makes finalize safe even
+ * when no kernel ever ran. */
+__attribute__((destructor)) static void blis_unload(void) {
+  bli_init();
+  bli_finalize();
+}
+
+void *mi__blis_alloc(mi_plugin_ctx_t *ctx, uint64_t bytes) {
+  uint64_t now, peak;
+  char *p = NULL;
+  if (posix_memalign((void **)&p, 64, (size_t)bytes + MI__ALLOC_HDR) != 0) return NULL;
+  memcpy(p, &bytes, sizeof bytes);
+  now = atomic_fetch_add(&ctx->cur_bytes, bytes) + bytes;
+  peak = atomic_load(&ctx->peak_bytes);
+  while (now > peak && !atomic_compare_exchange_weak(&ctx->peak_bytes, &peak, now)) {
+  }
+  return p + MI__ALLOC_HDR;
+}
+
+void *mi__blis_calloc(mi_plugin_ctx_t *ctx, uint64_t bytes) {
+  void *p = mi__blis_alloc(ctx, bytes);
+  if (p) memset(p, 0, (size_t)bytes);
+  return p;
+}
+
+void mi__blis_free(mi_plugin_ctx_t *ctx, void *p) {
+  uint64_t bytes;
+  char *base;
+  if (!p) return;
+  base = (char *)p - MI__ALLOC_HDR;
+  memcpy(&bytes, base, sizeof bytes);
+  atomic_fetch_sub(&ctx->cur_bytes, bytes);
+  free(base);
+}
+
+static uint64_t read_cache_size(int index) {
+  char path[128], buf[64];
+  FILE *f;
+  char *end;
+  uint64_t v;
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+  f = fopen(path, "r");
+  if (!f) return 0;
+  if (!fgets(buf, sizeof buf, f)) buf[0] = '\0';
+  fclose(f);
+  v = strtoull(buf, &end, 10);
+  if (*end == 'K') v *= 1024;
+  else if (*end == 'M') v *= 1024 * 1024;
+  return v;
+}
+
+static int read_cache_level(int index, char *type, size_t type_size) {
+  char path[128], buf[64];
+  FILE *f;
+  int level = 0;
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", index);
+  f = fopen(path, "r");
+  if (!f) return 0;
+  if (fgets(buf, sizeof buf, f)) level = (int)strtol(buf, NULL, 10);
+  fclose(f);
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", index);
+  f = fopen(path, "r");
+  type[0] = '\0';
+  if (f) {
+    if (!fgets(type, (int)type_size, f)) type[0] = '\0';
+    fclose(f);
+  }
+  return level;
+}
+
+void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
+  FILE *f;
+  char line[512];
+  long n, pages, psize;
+  int i;
+  memset(cpu, 0, sizeof *cpu);
+  snprintf(cpu->model, sizeof cpu->model, "x86_64 CPU");
+  f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    while (fgets(line, sizeof line, f)) {
+      if (strncmp(line, "model name", 10) == 0) {
+        char *c = strchr(line, ':');
+        size_t len;
+        if (!c) continue;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        len = strcspn(c, "\n");
+        if (len >= sizeof cpu->model) len = sizeof cpu->model - 1;
+        memcpy(cpu->model, c, len);
+        cpu->model[len] = '\0';
+        break;
+      }
+    }
+    fclose(f);
+  }
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) cpu->isa |= MI__ISA_AVX2;
+  if (__builtin_cpu_supports("fma")) cpu->isa |= MI__ISA_FMA;
+  if (__builtin_cpu_supports("avx512f")) cpu->isa |= MI__ISA_AVX512F;
+  if (__builtin_cpu_supports("avx512vnni")) cpu->isa |= MI__ISA_AVX512VNNI;
+  if (__builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl"))
+    cpu->isa |= MI__ISA_AVX512DQBWVL;
+  {
+    /* gcc 12 has no "f16c" name for __builtin_cpu_supports: CPUID.1:ECX bit 29. */
+    unsigned a = 1, b = 0, c = 0, d = 0;
+    __asm__("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+    if (c & (1u << 29)) cpu->isa |= MI__ISA_F16C;
+  }
+  n = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu->cores = n > 0 ? (uint32_t)n : 1;
+  pages = sysconf(_SC_PHYS_PAGES);
+  psize = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && psize > 0) cpu->memory_bytes = (uint64_t)pages * (uint64_t)psize;
+  for (i = 0; i < 8; i++) {
+    char type[32];
+    int level = read_cache_level(i, type, sizeof type);
+    uint64_t sz;
+    if (level == 0) break;
+    sz = read_cache_size(i);
+    if (level == 1 && strncmp(type, "Instruction", 11) != 0) cpu->l1d_bytes = sz;
+    if (level == 2) cpu->l2_bytes = sz;
+    if (level == 3) cpu->l3_bytes = sz;
+  }
+}
+
+const char *mi__blis_arch_name(int32_t arch) {
+  static const char *const names[MI__ARCH_COUNT] = {"auto", "blis", "skx",  "haswell",
+                                                     "zen3", "zen2", "zen", "generic"};
+  return arch >= 0 && arch < MI__ARCH_COUNT ? names[arch] : "?";
+}
+
+int mi__blis_arch_supported(const mi__blis_cpu_t *cpu, int32_t arch) {
+  const uint32_t avx2 = MI__ISA_AVX2 | MI__ISA_FMA;
+  const uint32_t avx512 = MI__ISA_AVX512F | MI__ISA_AVX512DQBWVL;
+  switch (arch) {
+  case MI__ARCH_AUTO:
+  case MI__ARCH_BLIS:
+  case MI__ARCH_GENERIC: return 1;
+  case MI__ARCH_SKX: return (cpu->isa & avx512) == avx512 && (cpu->isa & avx2) == avx2;
+  default: return (cpu->isa & avx2) == avx2;
+  }
+}
+
+const void *mi__blis_cntx(mi_plugin_ctx_t *ctx, int32_t arch, mi_error_t *err, int32_t *rc) {
+  cntx_t *c;
+  *rc = MI_OK;
+  if (arch == MI__ARCH_AUTO) {
+    arch = mi__blis_arch_supported(&ctx->cpu, MI__ARCH_SKX)       ? MI__ARCH_SKX
+           : mi__blis_arch_supported(&ctx->cpu, MI__ARCH_HASWELL) ? MI__ARCH_HASWELL
+                                                                   : MI__ARCH_BLIS;
+  }
+  if (arch == MI__ARCH_BLIS) return NULL;
+  if (arch < 0 || arch >= MI__ARCH_COUNT || !mi__blis_arch_supported(&ctx->cpu, arch)) {
+    *rc = mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: knob arch names a kernel set this CPU lacks");
+    return NULL;
+  }
+  if (ctx->cntx[arch]) return ctx->cntx[arch];
+  c = mi__blis_calloc(ctx, sizeof *c);
+  if (!c) {
+    *rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: cannot allocate a BLIS context");
+    return NULL;
+  }
+  bli_init();
+  switch (arch) {
+  case MI__ARCH_SKX: bli_cntx_init_skx(c); break;
+  case MI__ARCH_HASWELL: bli_cntx_init_haswell(c); break;
+  case MI__ARCH_ZEN3: bli_cntx_init_zen3(c); break;
+  case MI__ARCH_ZEN2: bli_cntx_init_zen2(c); break;
+  case MI__ARCH_ZEN: bli_cntx_init_zen(c); break;
+  default: bli_cntx_init_generic(c); break;
+  }
+  ctx->cntx[arch] = c;
+  return c;
+}
+
+void mi__blis_cntx_release(mi_plugin_ctx_t *ctx) {
+  int i;
+  for (i = 0; i < MI__ARCH_COUNT; i++) {
+    mi__blis_free(ctx, ctx->cntx[i]);
+    ctx->cntx[i] = NULL;
+  }
+}
+
+void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                    int64_t csb, float beta, float *c, int64_t rsc, int64_t csc) {
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  if (m <= 0 || n <= 0) return;
+  bli_rntm_set_num_threads(env->threads > 0 ? env->threads : 1, &rntm);
+  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (float *)a, rsa, csa,
+               (float *)b, rsb, csb, &beta, c, rsc, csc, (cntx_t *)env->cntx, &rntm);
+}

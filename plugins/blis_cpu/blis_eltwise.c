@@ -1,0 +1,300 @@
+/* blis_eltwise.c - activations, unary math, BatchNormalization and broadcasting binary ops. */
+#include <math.h>
+#include <string.h>
+
+#include "blis_internal.h"
+
+static float const_scalar(const mi__blis_prep_t *p, int32_t idx, float dflt, int *ok) {
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
+  if (idx < 0) return dflt;
+  if (!t || !t->data || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1) {
+    *ok = 0;
+    return dflt;
+  }
+  return *(const float *)t->data;
+}
+
+int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *kind, float *a,
+                    float *b) {
+  static const struct {
+    const char *op;
+    int32_t kind;
+  } simple[] = {{"Relu", MI__ACT_RELU},       {"Sigmoid", MI__ACT_SIGMOID},  {"Tanh", MI__ACT_TANH},
+                {"Erf", MI__ACT_ERF},         {"Sqrt", MI__ACT_SQRT},        {"Log", MI__ACT_LOG},
+                {"Exp", MI__ACT_EXP},         {"Neg", MI__ACT_NEG},          {"Abs", MI__ACT_ABS},
+                {"Reciprocal", MI__ACT_RECIP}, {"Softplus", MI__ACT_SOFTPLUS}, {"Floor", MI__ACT_FLOOR},
+                {"Ceil", MI__ACT_CEIL},       {"HardSwish", MI__ACT_HSWISH}};
+  size_t i;
+  int ok = 1;
+  *a = 0.f;
+  *b = 0.f;
+  for (i = 0; i < sizeof simple / sizeof simple[0]; i++)
+    if (strcmp(n->op_type, simple[i].op) == 0) {
+      *kind = simple[i].kind;
+      return 1;
+    }
+  if (strcmp(n->op_type, "LeakyRelu") == 0) {
+    *kind = MI__ACT_LEAKY;
+    *a = mi_sdk_attr_float(n, "alpha", 0.01f);
+  } else if (strcmp(n->op_type, "Elu") == 0) {
+    *kind = MI__ACT_ELU;
+    *a = mi_sdk_attr_float(n, "alpha", 1.0f);
+  } else if (strcmp(n->op_type, "HardSigmoid") == 0) {
+    *kind = MI__ACT_HSIGMOID;
+    *a = mi_sdk_attr_float(n, "alpha", 0.2f);
+    *b = mi_sdk_attr_float(n, "beta", 0.5f);
+  } else if (strcmp(n->op_type, "Gelu") == 0) {
+    const mi_attr_t *ap = mi_sdk_attr(n, "approximate");
+    *kind = ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "tanh") == 0 ? MI__ACT_GELU_TANH
+                                                                                      : MI__ACT_GELU;
+  } else if (strcmp(n->op_type, "Clip") == 0) {
+    *kind = MI__ACT_CLIP;
+    if (n->opset < 11) {
+      *a = mi_sdk_attr_float(n, "min", -INFINITY);
+      *b = mi_sdk_attr_float(n, "max", INFINITY);
+    } else {
+      /* min/max must be constants to be folded into the kernel. */
+      *a = const_scalar(p, mi__blis_in(n, 1), -INFINITY, &ok);
+      *b = const_scalar(p, mi__blis_in(n, 2), INFINITY, &ok);
+    }
+  } else if (strcmp(n->op_type, "Identity") == 0 || strcmp(n->op_type, "Dropout") == 0) {
+    *kind = MI__ACT_IDENTITY;
+  } else {
+    return 0;
+  }
+  return ok;
+}
+
+void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
+  int64_t i;
+  switch (kind) {
+  case MI__ACT_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f; break;
+  case MI__ACT_LEAKY: for (i = 0; i < n; i++) x[i] = x[i] >= 0.f ? x[i] : a * x[i]; break;
+  case MI__ACT_CLIP: for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]); break;
+  case MI__ACT_HSIGMOID:
+    for (i = 0; i < n; i++) x[i] = fmaxf(0.f, fminf(1.f, a * x[i] + b));
+    break;
+  case MI__ACT_HSWISH:
+    for (i = 0; i < n; i++) x[i] = x[i] * fmaxf(0.f, fminf(1.f, x[i] / 6.f + 0.5f));
+    break;
+  case MI__ACT_SIGMOID: for (i = 0; i < n; i++) x[i] = 1.f / (1.f + expf(-x[i])); break;
+  case MI__ACT_TANH: for (i = 0; i < n; i++) x[i] = tanhf(x[i]); break;
+  case MI__ACT_ERF: for (i = 0; i < n; i++) x[i] = erff(x[i]); break;
+  case MI__ACT_GELU:
+    for (i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678118654752f));
+    break;
+  case MI__ACT_GELU_TANH:
+    for (i = 0; i < n; i++)
+      x[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+    break;
+  case MI__ACT_SQRT: for (i = 0; i < n; i++) x[i] = sqrtf(x[i]); break;
+  case MI__ACT_LOG: for (i = 0; i < n; i++) x[i] = logf(x[i]); break;
+  case MI__ACT_EXP: for (i = 0; i < n; i++) x[i] = expf(x[i]); break;
+  case MI__ACT_NEG: for (i = 0; i < n; i++) x[i] = -x[i]; break;
+  case MI__ACT_ABS: for (i = 0; i < n; i++) x[i] = fabsf(x[i]); break;
+  case MI__ACT_RECIP: for (i = 0; i < n; i++) x[i] = 1.f / x[i]; break;
+  case MI__ACT_ELU: for (i = 0; i < n; i++) x[i] = x[i] >= 0.f ? x[i] : a * (expf(x[i]) - 1.f); break;
+  case MI__ACT_SOFTPLUS: for (i = 0; i < n; i++) x[i] = log1pf(expf(x[i])); break;
+  case MI__ACT_FLOOR: for (i = 0; i < n; i++) x[i] = floorf(x[i]); break;
+  case MI__ACT_CEIL: for (i = 0; i < n; i++) x[i] = ceilf(x[i]); break;
+  default: break;
+  }
+}
+
+typedef struct unary_state {
+  int32_t in, out, kind;
+  float a, b;
+  int64_t n;
+} unary_state_t;
+
+static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                         mi_error_t *err) {
+  const unary_state_t *u = s->state;
+  float *y = t[u->out];
+  if (y != t[u->in]) memcpy(y, t[u->in], (size_t)u->n * sizeof(float));
+  mi__blis_act_apply(u->kind, u->a, u->b, y, u->n);
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  unary_state_t *u;
+  int32_t kind;
+  float a, b;
+  if (!mi__blis_act_of(p, n, &kind, &a, &b))
+    return mi__blis_unsupported(err, n, "activation parameters must be constant scalars");
+  u = mi__blis_calloc(p->ctx, sizeof *u);
+  if (!u) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  u->in = mi__blis_in(n, 0);
+  u->out = mi__blis_out(n, 0);
+  u->kind = kind;
+  u->a = a;
+  u->b = b;
+  u->n = mi_sdk_numel(mi__blis_tensor(p, u->out));
+  s->state = u;
+  s->run = run_unary;
+  return MI_OK;
+}
+
+/* ---- BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias */
+
+typedef struct bn_state {
+  int32_t in, out;
+  int64_t n, c, inner;
+  float *ab; /* c scales then c shifts, in s->aux */
+} bn_state_t;
+
+static int32_t run_bn(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                      mi_error_t *err) {
+  const bn_state_t *b = s->state;
+  const float *x = t[b->in], *sc = s->aux, *sh = (const float *)s->aux + b->c;
+  float *y = t[b->out];
+  int64_t i, j, k;
+  for (i = 0; i < b->n; i++)
+    for (j = 0; j < b->c; j++) {
+      const float *xi = x + (i * b->c + j) * b->inner;
+      float *yi = y + (i * b->c + j) * b->inner;
+      for (k = 0; k < b->inner; k++) yi[k] = xi[k] * sc[j] + sh[j];
+    }
+  return MI_OK;
+}
+
+/* Folds BN's four constant inputs into per-channel scale/shift; 0 if they are not constant. */
+int mi__blis_bn_fold(const mi__blis_prep_t *p, const mi_node_desc_t *n, int64_t c, float *scale,
+                     float *shift) {
+  const mi_tensor_desc_t *g = mi__blis_tensor(p, mi__blis_in(n, 1)), *bb = mi__blis_tensor(p, mi__blis_in(n, 2));
+  const mi_tensor_desc_t *m = mi__blis_tensor(p, mi__blis_in(n, 3)), *v = mi__blis_tensor(p, mi__blis_in(n, 4));
+  float eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
+  int64_t j;
+  if (!g || !bb || !m || !v || !g->data || !bb->data || !m->data || !v->data) return 0;
+  if (mi_sdk_numel(g) != c || mi_sdk_numel(bb) != c || mi_sdk_numel(m) != c || mi_sdk_numel(v) != c) return 0;
+  if (mi_sdk_attr_int(n, "training_mode", 0) != 0) return 0;
+  for (j = 0; j < c; j++) {
+    float gs = ((const float *)g->data)[j] / sqrtf(((const float *)v->data)[j] + eps);
+    scale[j] = gs;
+    shift[j] = ((const float *)bb->data)[j] - ((const float *)m->data)[j] * gs;
+  }
+  return 1;
+}
+
+int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  bn_state_t *b;
+  int32_t i;
+  if (!x || x->rank < 2) return mi__blis_unsupported(err, n, "input rank < 2");
+  if (n->output_count > 1 && mi__blis_out(n, 1) >= 0)
+    return mi__blis_unsupported(err, n, "training-mode outputs");
+  b = mi__blis_calloc(p->ctx, sizeof *b);
+  if (!b) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = b;
+  b->in = mi__blis_in(n, 0);
+  b->out = mi__blis_out(n, 0);
+  b->n = x->dims[0];
+  b->c = x->dims[1];
+  b->inner = 1;
+  for (i = 2; i < x->rank; i++) b->inner *= x->dims[i];
+  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(2 * b->c) * sizeof(float));
+  if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  if (!mi__blis_bn_fold(p, n, b->c, s->aux, (float *)s->aux + b->c))
+    return mi__blis_unsupported(err, n, "scale/bias/mean/var must be constants of C elements");
+  s->run = run_bn;
+  return MI_OK;
+}
+
+/* ---- binary ops with numpy broadcasting */
+
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN };
+
+typedef struct bin_state {
+  int32_t a, b, out, op, rank;
+  int64_t dims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK];
+  int64_t n;
+} bin_state_t;
+
+static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
+                    int64_t n) {
+  int64_t i;
+  switch (op) {
+  case B_ADD: for (i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb]; break;
+  case B_SUB: for (i = 0; i < n; i++) y[i] = a[i * sa] - b[i * sb]; break;
+  case B_MUL: for (i = 0; i < n; i++) y[i] = a[i * sa] * b[i * sb]; break;
+  case B_DIV: for (i = 0; i < n; i++) y[i] = a[i * sa] / b[i * sb]; break;
+  case B_POW: for (i = 0; i < n; i++) y[i] = powf(a[i * sa], b[i * sb]); break;
+  case B_MAX: for (i = 0; i < n; i++) y[i] = fmaxf(a[i * sa], b[i * sb]); break;
+  default: for (i = 0; i < n; i++) y[i] = fminf(a[i * sa], b[i * sb]); break;
+  }
+}
+
+static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  const bin_state_t *st = s->state;
+  const float *a = t[st->a], *b = t[st->b];
+  float *y = t[st->out];
+  int64_t idx[MI_MAX_RANK] = {0}, inner = st->dims[st->rank - 1], rows = st->n / (inner ? inner : 1), r;
+  int32_t d;
+  for (r = 0; r < rows; r++) {
+    int64_t oa = 0, ob = 0;
+    for (d = 0; d < st->rank - 1; d++) {
+      oa += idx[d] * st->sa[d];
+      ob += idx[d] * st->sb[d];
+    }
+    bin_row(st->op, a + oa, st->sa[st->rank - 1], b + ob, st->sb[st->rank - 1], y + r * inner, inner);
+    for (d = st->rank - 2; d >= 0; d--) {
+      if (++idx[d] < st->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return MI_OK;
+}
+
+/* Broadcast strides of `t` against output dims (right-aligned, 0 where the dim is 1). */
+static void bcast_strides(const mi_tensor_desc_t *t, int32_t rank, const int64_t *dims, int64_t *st) {
+  int64_t stride = 1;
+  int32_t d, td;
+  for (d = rank - 1; d >= 0; d--) {
+    td = d - (rank - t->rank);
+    if (td < 0 || t->dims[td] == 1) st[d] = 0;
+    else {
+      st[d] = stride;
+      stride *= t->dims[td];
+    }
+    (void)dims;
+  }
+}
+
+int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *ta, *tb, *ty;
+  bin_state_t *st;
+  int32_t i;
+  if (n->input_count != 2) return mi__blis_unsupported(err, n, "only two inputs are supported");
+  ta = mi__blis_tensor(p, mi__blis_in(n, 0));
+  tb = mi__blis_tensor(p, mi__blis_in(n, 1));
+  ty = mi__blis_tensor(p, mi__blis_out(n, 0));
+  if (!ta || !tb || !ty) return mi__blis_unsupported(err, n, "missing operand");
+  if (ta->dtype != MI_DTYPE_FLOAT32 || tb->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "operands must be FLOAT32");
+  st = mi__blis_calloc(p->ctx, sizeof *st);
+  if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = st;
+  for (i = 0; i < 7; i++)
+    if (strcmp(n->op_type, names[i]) == 0) st->op = i;
+  st->a = mi__blis_in(n, 0);
+  st->b = mi__blis_in(n, 1);
+  st->out = mi__blis_out(n, 0);
+  st->rank = ty->rank > 0 ? ty->rank : 1;
+  for (i = 0; i < st->rank; i++) st->dims[i] = ty->rank > 0 ? ty->dims[i] : 1;
+  for (i = 0; i < ta->rank; i++)
+    if (ta->dims[i] != 1 && ta->dims[i] != st->dims[i + st->rank - ta->rank])
+      return mi__blis_unsupported(err, n, "shapes do not broadcast to the output");
+  for (i = 0; i < tb->rank; i++)
+    if (tb->dims[i] != 1 && tb->dims[i] != st->dims[i + st->rank - tb->rank])
+      return mi__blis_unsupported(err, n, "shapes do not broadcast to the output");
+  bcast_strides(ta, st->rank, st->dims, st->sa);
+  bcast_strides(tb, st->rank, st->dims, st->sb);
+  st->n = mi_sdk_numel(ty);
+  s->run = run_binary;
+  return MI_OK;
+}

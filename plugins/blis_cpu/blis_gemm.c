@@ -1,0 +1,164 @@
+/* blis_gemm.c - Gemm and batched, broadcasting MatMul through BLIS sgemm. */
+#include <string.h>
+
+#include "blis_internal.h"
+
+typedef struct gemm_state {
+  int32_t a, b, c, y;
+  int64_t m, n, k;
+  int64_t rsa, csa, rsb, csb;
+  float alpha, beta;
+  int64_t crs, ccs; /* broadcast strides of C over [m, n] */
+} gemm_state_t;
+
+static int32_t run_gemm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                        mi_error_t *err) {
+  const gemm_state_t *g = s->state;
+  float *y = t[g->y], beta = 0.f;
+  int64_t i, j;
+  if (g->c >= 0 && g->beta != 0.f) {
+    const float *c = t[g->c];
+    for (i = 0; i < g->m; i++)
+      for (j = 0; j < g->n; j++) y[i * g->n + j] = c[i * g->crs + j * g->ccs];
+    beta = g->beta;
+  }
+  mi__blis_sgemm(env, g->m, g->n, g->k, g->alpha, t[g->a], g->rsa, g->csa, t[g->b], g->rsb, g->csb,
+                 beta, y, g->n, 1);
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *c = mi__blis_tensor(p, mi__blis_in(n, 2));
+  int64_t ta = mi_sdk_attr_int(n, "transA", 0), tb = mi_sdk_attr_int(n, "transB", 0);
+  gemm_state_t *g;
+  if (!a || !b || a->rank != 2 || b->rank != 2) return mi__blis_unsupported(err, n, "A and B must be 2-D");
+  if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "A and B must be FLOAT32");
+  g = mi__blis_calloc(p->ctx, sizeof *g);
+  if (!g) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = g;
+  g->a = mi__blis_in(n, 0);
+  g->b = mi__blis_in(n, 1);
+  g->c = mi__blis_in(n, 2);
+  g->y = mi__blis_out(n, 0);
+  g->m = ta ? a->dims[1] : a->dims[0];
+  g->k = ta ? a->dims[0] : a->dims[1];
+  g->n = tb ? b->dims[0] : b->dims[1];
+  if ((tb ? b->dims[1] : b->dims[0]) != g->k) return mi__blis_unsupported(err, n, "inner dims differ");
+  /* Transposes are expressed as strides: BLIS reads any row/column stride. */
+  g->rsa = ta ? 1 : a->dims[1];
+  g->csa = ta ? a->dims[1] : 1;
+  g->rsb = tb ? 1 : b->dims[1];
+  g->csb = tb ? b->dims[1] : 1;
+  g->alpha = mi_sdk_attr_float(n, "alpha", 1.f);
+  g->beta = mi_sdk_attr_float(n, "beta", 1.f);
+  if (c) {
+    int64_t cm = c->rank == 2 ? c->dims[0] : 1, cn = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
+    if (c->rank > 2 || (cm != 1 && cm != g->m) || (cn != 1 && cn != g->n))
+      return mi__blis_unsupported(err, n, "C does not broadcast to [M, N]");
+    g->crs = cm == 1 ? 0 : cn;
+    g->ccs = cn == 1 ? 0 : 1;
+  }
+  s->run = run_gemm;
+  return MI_OK;
+}
+
+/* ---- MatMul: numpy matmul semantics, batch dims broadcast. */
+
+typedef struct matmul_state {
+  int32_t a, b, y;
+  int64_t m, n, k;
+  int32_t brank;
+  int64_t bdims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK];
+  int64_t batches;
+} matmul_state_t;
+
+static int32_t run_matmul(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  const matmul_state_t *mm = s->state;
+  const float *a = t[mm->a], *b = t[mm->b];
+  float *y = t[mm->y];
+  int64_t idx[MI_MAX_RANK] = {0}, bi;
+  int32_t d;
+  for (bi = 0; bi < mm->batches; bi++) {
+    int64_t oa = 0, ob = 0;
+    for (d = 0; d < mm->brank; d++) {
+      oa += idx[d] * mm->sa[d];
+      ob += idx[d] * mm->sb[d];
+    }
+    mi__blis_sgemm(env, mm->m, mm->n, mm->k, 1.f, a + oa, mm->k, 1, b + ob, mm->n, 1, 0.f,
+                   y + bi * mm->m * mm->n, mm->n, 1);
+    for (d = mm->brank - 1; d >= 0; d--) {
+      if (++idx[d] < mm->bdims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  matmul_state_t *mm;
+  int32_t d, abr, bbr;
+  int64_t stride;
+  if (!a || !b || !y || a->rank < 1 || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
+  if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "operands must be FLOAT32");
+  mm = mi__blis_calloc(p->ctx, sizeof *mm);
+  if (!mm) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = mm;
+  mm->a = mi__blis_in(n, 0);
+  mm->b = mi__blis_in(n, 1);
+  mm->y = mi__blis_out(n, 0);
+  mm->m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
+  mm->k = a->dims[a->rank - 1];
+  mm->n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+  if ((b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]) != mm->k)
+    return mi__blis_unsupported(err, n, "inner dims differ");
+  abr = a->rank > 2 ? a->rank - 2 : 0;
+  bbr = b->rank > 2 ? b->rank - 2 : 0;
+  mm->brank = abr > bbr ? abr : bbr;
+  mm->batches = 1;
+  for (d = 0; d < mm->brank; d++) {
+    int32_t da = d - (mm->brank - abr), db = d - (mm->brank - bbr);
+    int64_t ea = da >= 0 ? a->dims[da] : 1, eb = db >= 0 ? b->dims[db] : 1;
+    if (ea != eb && ea != 1 && eb != 1) return mi__blis_unsupported(err, n, "batch dims do not broadcast");
+    mm->bdims[d] = ea > eb ? ea : eb;
+    mm->batches *= mm->bdims[d];
+  }
+  if (mm->batches * mm->m * mm->n != mi_sdk_numel(y))
+    return mi__blis_unsupported(err, n, "output shape does not match");
+  stride = mm->m * mm->k;
+  for (d = mm->brank - 1; d >= 0; d--) {
+    int32_t da = d - (mm->brank - abr);
+    int64_t e = da >= 0 ? a->dims[da] : 1;
+    mm->sa[d] = e == 1 ? 0 : stride;
+    stride *= e;
+  }
+  stride = mm->k * mm->n;
+  for (d = mm->brank - 1; d >= 0; d--) {
+    int32_t db = d - (mm->brank - bbr);
+    int64_t e = db >= 0 ? b->dims[db] : 1;
+    mm->sb[d] = e == 1 ? 0 : stride;
+    stride *= e;
+  }
+  /* A's batches are contiguous and B is shared: one tall GEMM instead of many small ones. */
+  {
+    int shared_b = 1, full_a = 1;
+    for (d = 0; d < mm->brank; d++) {
+      shared_b &= mm->sb[d] == 0;
+      full_a &= mm->sa[d] != 0 || mm->bdims[d] == 1;
+    }
+    if (mm->brank && shared_b && full_a) {
+      mm->m *= mm->batches;
+      mm->batches = 1;
+      mm->brank = 0;
+    }
+  }
+  s->run = run_matmul;
+  return MI_OK;
+}

@@ -1,0 +1,169 @@
+/* blis_internal.h - shared types of the blis-cpu plugin (context, kernels, op registry). */
+#ifndef MI_BLIS_INTERNAL_H
+#define MI_BLIS_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "metainfer/mi_plugin.h"
+
+/* BLIS kernel sets the plugin can select; index = knob `arch` enum value before filtering. */
+enum {
+  MI__ARCH_AUTO = 0, /* the plugin's pick: best kernel set the CPU supports */
+  MI__ARCH_BLIS,     /* BLIS's own cpuid detection */
+  MI__ARCH_SKX,
+  MI__ARCH_HASWELL,
+  MI__ARCH_ZEN3,
+  MI__ARCH_ZEN2,
+  MI__ARCH_ZEN,
+  MI__ARCH_GENERIC,
+  MI__ARCH_COUNT
+};
+
+#define MI__ISA_AVX2 (1u << 0)
+#define MI__ISA_FMA (1u << 1)
+#define MI__ISA_AVX512F (1u << 2)
+#define MI__ISA_AVX512VNNI (1u << 3)
+#define MI__ISA_F16C (1u << 4)
+#define MI__ISA_AVX512DQBWVL (1u << 5)
+
+typedef struct mi__blis_cpu {
+  char model[128];
+  uint32_t isa;
+  uint32_t cores;
+  uint64_t memory_bytes;
+  uint64_t l1d_bytes, l2_bytes, l3_bytes;
+} mi__blis_cpu_t;
+
+struct mi_plugin_ctx {
+  const mi_host_api_t *host;
+  mi__blis_cpu_t cpu;
+  int32_t threads;                 /* device knob `threads` */
+  int32_t arch;                    /* device knob `arch` (MI__ARCH_*) */
+  int32_t arch_ids[MI__ARCH_COUNT]; /* knob enum index -> MI__ARCH_* */
+  int32_t arch_n;
+  char arch_choices[256];
+  void *cntx[MI__ARCH_COUNT];      /* cntx_t*, built lazily, owned */
+  atomic_uint_least64_t cur_bytes, peak_bytes;
+  atomic_uint_least64_t last_run_ns;
+  atomic_int has_run;
+};
+
+/* ---- allocation (64-byte aligned, counted towards the peak-bytes counter) */
+void *mi__blis_alloc(mi_plugin_ctx_t *ctx, uint64_t bytes);
+void *mi__blis_calloc(mi_plugin_ctx_t *ctx, uint64_t bytes);
+void mi__blis_free(mi_plugin_ctx_t *ctx, void *p);
+
+/* ---- device probing */
+void mi__blis_probe_cpu(mi__blis_cpu_t *cpu);
+int mi__blis_arch_supported(const mi__blis_cpu_t *cpu, int32_t arch);
+const char *mi__blis_arch_name(int32_t arch);
+/* Returns the cntx_t* for an arch (NULL = BLIS default); builds it on first use. */
+const void *mi__blis_cntx(mi_plugin_ctx_t *ctx, int32_t arch, mi_error_t *err, int32_t *rc);
+void mi__blis_cntx_release(mi_plugin_ctx_t *ctx);
+
+/* ---- GEMM through BLIS: C = alpha * A(m x k) * B(k x n) + beta * C, general strides. */
+typedef struct mi__blis_env {
+  const void *cntx;
+  int32_t threads;
+} mi__blis_env_t;
+void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
+                    int64_t csb, float beta, float *c, int64_t rsc, int64_t csc);
+
+/* ---- kernels */
+#define MI__MAX_STEP_IO 8
+
+typedef struct mi__blis_step mi__blis_step_t;
+typedef int32_t (*mi__blis_run_fn)(const mi__blis_step_t *s, void *const *t,
+                                   const mi__blis_env_t *env, mi_error_t *err);
+
+struct mi__blis_step {
+  mi__blis_run_fn run;
+  void *state; /* op parameters, freed with mi__blis_free */
+  void *aux;   /* second owned block (packed weights, scratch), freed with mi__blis_free */
+};
+
+struct mi_kernel {
+  int32_t tensor_count;
+  void **ptr;       /* per tensor: constant copy, intermediate, or the run's buffer */
+  uint8_t *owned;   /* 1 when ptr[i] is owned by the kernel */
+  int32_t input_count, output_count;
+  int32_t *inputs, *outputs;
+  int32_t step_count;
+  mi__blis_step_t *steps;
+  int32_t threads; /* 0 = device knob */
+  int32_t arch;    /* -1 = device knob */
+};
+
+/* What an op's prepare function sees. */
+typedef struct mi__blis_prep {
+  mi_plugin_ctx_t *ctx;
+  mi_kernel_t *k;
+  const mi_kernel_desc_t *desc;
+  int32_t node_index;    /* first node of this step */
+  int32_t nodes_used;    /* out: how many nodes the step absorbed (>= 1) */
+  const char *variant;   /* variant id requested for this node, NULL = default */
+} mi__blis_prep_t;
+
+typedef int32_t (*mi__blis_prep_fn)(mi__blis_prep_t *p, mi__blis_step_t *step, mi_error_t *err);
+
+/* Helpers for prepare functions. */
+const mi_node_desc_t *mi__blis_node(const mi__blis_prep_t *p, int32_t offset);
+const mi_tensor_desc_t *mi__blis_tensor(const mi__blis_prep_t *p, int32_t idx);
+/* Node input/output tensor index (-1 when absent). */
+int32_t mi__blis_in(const mi_node_desc_t *n, int32_t i);
+int32_t mi__blis_out(const mi_node_desc_t *n, int32_t i);
+int mi__blis_is_const(const mi__blis_prep_t *p, int32_t idx);
+int mi__blis_is_kernel_output(const mi__blis_prep_t *p, int32_t idx);
+/* Number of node inputs (in this kernel) that read tensor idx. */
+int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx);
+/* Reads an integer list from a constant INT64/INT32 tensor; returns count or -1. */
+int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max);
+int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why);
+
+/* Op families (each in its own file). */
+int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+
+/* ---- elementwise epilogue shared by Conv and the standalone activations */
+enum {
+  MI__ACT_NONE = 0, MI__ACT_RELU, MI__ACT_LEAKY, MI__ACT_CLIP, MI__ACT_HSIGMOID,
+  MI__ACT_HSWISH, MI__ACT_SIGMOID, MI__ACT_TANH, MI__ACT_ERF, MI__ACT_GELU, MI__ACT_GELU_TANH,
+  MI__ACT_SQRT, MI__ACT_LOG, MI__ACT_EXP, MI__ACT_NEG, MI__ACT_ABS, MI__ACT_RECIP,
+  MI__ACT_ELU, MI__ACT_SOFTPLUS, MI__ACT_FLOOR, MI__ACT_CEIL, MI__ACT_IDENTITY
+};
+/* Maps an activation node to MI__ACT_* and its two parameters; 0 when not an activation. */
+int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *kind, float *a,
+                    float *b);
+void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n);
+
+/* Variant table (for descriptions and validation). */
+typedef struct mi__blis_variant {
+  const char *id, *op, *description;
+  uint32_t layouts, fuse;
+  const char *knobs;
+} mi__blis_variant_t;
+extern const mi__blis_variant_t mi__blis_variants[];
+extern const int32_t mi__blis_variant_n;
+const mi__blis_variant_t *mi__blis_find_variant(const char *id);
+
+
+/* Declared here so kernel and plugin files agree. */
+int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs, int32_t n,
+                             mi_error_t *err);
+int mi__blis_is_direct_id(const char *id);
+void *mi__blis_buffer_data(mi_buffer_t *b, uint64_t *bytes);
+#endif

@@ -1,0 +1,284 @@
+/* blis_kernel.c - kernel_prepare/run/release: tensors, steps per node group, op dispatch. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blis_internal.h"
+
+/* True for the generated "<op>.direct" ids of the plain-loop ops (suffix, not substring:
+ * "conv.direct_nhwc" is a table variant). */
+int mi__blis_is_direct_id(const char *id) {
+  size_t n = id ? strlen(id) : 0;
+  return n > 7 && strcmp(id + n - 7, ".direct") == 0;
+}
+
+static const struct {
+  const char *op;
+  mi__blis_prep_fn prep;
+} ops[] = {
+    {"Conv", mi__blis_prep_conv}, {"ConvTranspose", mi__blis_prep_conv},
+    {"Gemm", mi__blis_prep_gemm}, {"MatMul", mi__blis_prep_matmul},
+    {"BatchNormalization", mi__blis_prep_bn}, {"Softmax", mi__blis_prep_softmax},
+    {"LayerNormalization", mi__blis_prep_layernorm}, {"GlobalAveragePool", mi__blis_prep_pool},
+    {"GlobalMaxPool", mi__blis_prep_pool}, {"MaxPool", mi__blis_prep_pool},
+    {"AveragePool", mi__blis_prep_pool}, {"ReduceMean", mi__blis_prep_reduce},
+    {"ReduceMax", mi__blis_prep_reduce}, {"ReduceMin", mi__blis_prep_reduce},
+    {"ReduceSum", mi__blis_prep_reduce}, {"Reshape", mi__blis_prep_copy},
+    {"Flatten", mi__blis_prep_copy}, {"Squeeze", mi__blis_prep_copy},
+    {"Unsqueeze", mi__blis_prep_copy}, {"Identity", mi__blis_prep_copy},
+    {"Dropout", mi__blis_prep_copy}, {"Transpose", mi__blis_prep_transpose},
+    {"Concat", mi__blis_prep_concat}, {"Slice", mi__blis_prep_slice},
+    {"Add", mi__blis_prep_binary}, {"Sub", mi__blis_prep_binary}, {"Mul", mi__blis_prep_binary},
+    {"Div", mi__blis_prep_binary}, {"Pow", mi__blis_prep_binary}, {"Max", mi__blis_prep_binary},
+    {"Min", mi__blis_prep_binary}, {"Relu", mi__blis_prep_unary},
+    {"LeakyRelu", mi__blis_prep_unary}, {"Clip", mi__blis_prep_unary},
+    {"HardSigmoid", mi__blis_prep_unary}, {"HardSwish", mi__blis_prep_unary},
+    {"Sigmoid", mi__blis_prep_unary}, {"Tanh", mi__blis_prep_unary}, {"Erf", mi__blis_prep_unary},
+    {"Gelu", mi__blis_prep_unary}, {"Elu", mi__blis_prep_unary}, {"Softplus", mi__blis_prep_unary},
+    {"Floor", mi__blis_prep_unary}, {"Ceil", mi__blis_prep_unary}, {"Sqrt", mi__blis_prep_unary},
+    {"Log", mi__blis_prep_unary}, {"Exp", mi__blis_prep_unary}, {"Neg", mi__blis_prep_unary},
+    {"Abs", mi__blis_prep_unary}, {"Reciprocal", mi__blis_prep_unary},
+};
+#define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
+
+const mi_node_desc_t *mi__blis_node(const mi__blis_prep_t *p, int32_t offset) {
+  int32_t i = p->node_index + offset;
+  return i < p->desc->node_count ? p->desc->nodes[i] : NULL;
+}
+
+const mi_tensor_desc_t *mi__blis_tensor(const mi__blis_prep_t *p, int32_t idx) {
+  return idx >= 0 && idx < p->desc->tensor_count ? p->desc->tensors[idx] : NULL;
+}
+
+int32_t mi__blis_in(const mi_node_desc_t *n, int32_t i) {
+  return i < n->input_count ? n->inputs[i] : -1;
+}
+
+int32_t mi__blis_out(const mi_node_desc_t *n, int32_t i) {
+  return i < n->output_count ? n->outputs[i] : -1;
+}
+
+int mi__blis_is_const(const mi__blis_prep_t *p, int32_t idx) {
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
+  return t && t->data != NULL;
+}
+
+int mi__blis_is_kernel_output(const mi__blis_prep_t *p, int32_t idx) {
+  int32_t i;
+  for (i = 0; i < p->desc->output_count; i++)
+    if (p->desc->outputs[i] == idx) return 1;
+  return 0;
+}
+
+int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx) {
+  int32_t i, j, n = 0;
+  for (i = 0; i < p->desc->node_count; i++)
+    for (j = 0; j < p->desc->nodes[i]->input_count; j++) n += p->desc->nodes[i]->inputs[j] == idx;
+  return n;
+}
+
+int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max) {
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
+  int64_t n, i;
+  if (!t || !t->data) return -1;
+  n = mi_sdk_numel(t);
+  if (n > max) return -1;
+  for (i = 0; i < n; i++) {
+    if (t->dtype == MI_DTYPE_INT64) out[i] = ((const int64_t *)t->data)[i];
+    else if (t->dtype == MI_DTYPE_INT32) out[i] = ((const int32_t *)t->data)[i];
+    else return -1;
+  }
+  return (int32_t)n;
+}
+
+int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why) {
+  char msg[MI_ERROR_MESSAGE_SIZE];
+  snprintf(msg, sizeof msg, "blis-cpu: %s '%s': %s", n->op_type, n->name ? n->name : "", why);
+  return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+}
+
+static uint64_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
+  case MI_DTYPE_INT64: return 8;
+  case MI_DTYPE_FLOAT16: return 2;
+  case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+/* The variant must belong to the first node's op: "<op>.direct" or a table entry. */
+static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
+  const char *id = desc->variant_id, *op = desc->nodes[0]->op_type;
+  const mi__blis_variant_t *v;
+  char msg[MI_ERROR_MESSAGE_SIZE], want[72];
+  size_t i, n = strlen(op);
+  if (!id || !id[0]) return MI_OK;
+  v = mi__blis_find_variant(id);
+  if (v && strcmp(v->op, op) == 0) return MI_OK;
+  for (i = 0; i < n && i + 8 < sizeof want; i++)
+    want[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] - 'A' + 'a' : op[i]);
+  memcpy(want + i, ".direct", 8);
+  if (!v && strcmp(want, id) == 0) return MI_OK;
+  snprintf(msg, sizeof msg, "blis-cpu: variant '%s' %s op %s", id, v ? "does not implement" : "is unknown for", op);
+  return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+}
+
+void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
+  int32_t i;
+  if (!k) return;
+  for (i = 0; i < k->step_count; i++) {
+    mi__blis_free(ctx, k->steps[i].state);
+    mi__blis_free(ctx, k->steps[i].aux);
+  }
+  if (k->ptr)
+    for (i = 0; i < k->tensor_count; i++)
+      if (k->owned[i]) mi__blis_free(ctx, k->ptr[i]);
+  free(k->steps);
+  free(k->ptr);
+  free(k->owned);
+  free(k->inputs);
+  free(k->outputs);
+  free(k);
+}
+
+static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
+                               mi_error_t *err) {
+  int32_t i, j;
+  char msg[MI_ERROR_MESSAGE_SIZE];
+  for (i = 0; i < d->tensor_count; i++) {
+    const mi_tensor_desc_t *t = d->tensors[i];
+    uint64_t es = dtype_size(t->dtype), bytes;
+    int is_io = 0;
+    if (t->rank < 0 || t->rank > MI_MAX_RANK)
+      return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: tensor rank out of range");
+    bytes = (uint64_t)mi_sdk_numel(t) * es;
+    if (t->data) {
+      if (t->data_bytes < bytes)
+        return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: constant data shorter than its shape");
+      k->ptr[i] = mi__blis_alloc(ctx, bytes ? bytes : 1);
+      if (!k->ptr[i]) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+      k->owned[i] = 1;
+      memcpy(k->ptr[i], t->data, (size_t)bytes);
+      continue;
+    }
+    if (t->dtype != MI_DTYPE_FLOAT32) {
+      snprintf(msg, sizeof msg, "blis-cpu: runtime tensor %d has dtype %d; only FLOAT32 is run", i, t->dtype);
+      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+    }
+    if (t->rank == 4 && t->layout == MI_LAYOUT_NCHWC)
+      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "blis-cpu: blocked NCHWc tensors are not accepted");
+    for (j = 0; j < d->input_count; j++) is_io |= d->inputs[j] == i;
+    for (j = 0; j < d->output_count; j++) is_io |= d->outputs[j] == i;
+    if (!is_io) {
+      /* An intermediate of a fused group: scratch owned by the kernel. */
+      k->ptr[i] = mi__blis_calloc(ctx, bytes ? bytes : 1);
+      if (!k->ptr[i]) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+      k->owned[i] = 1;
+    }
+  }
+  return MI_OK;
+}
+
+int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *d,
+                                mi_kernel_t **out, mi_error_t *err) {
+  mi_kernel_t *k = NULL;
+  int32_t rc, i, n;
+  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: out is NULL");
+  *out = NULL;
+  if (!ctx || !d || d->node_count < 1 || !d->nodes || d->tensor_count < 1 || !d->tensors)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: empty description");
+  if (device != 0) return mi_sdk_error(err, MI_ERR_NOT_FOUND, "blis-cpu: only device 0 exists");
+  rc = mi__blis_check_knobs(ctx, d->knobs, d->knob_count, err);
+  if (rc == MI_OK) rc = check_variant(d, err);
+  if (rc != MI_OK) return rc;
+  k = calloc(1, sizeof *k);
+  if (!k) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  k->tensor_count = d->tensor_count;
+  k->ptr = calloc((size_t)d->tensor_count, sizeof *k->ptr);
+  k->owned = calloc((size_t)d->tensor_count, 1);
+  k->inputs = calloc((size_t)d->input_count + 1, sizeof *k->inputs);
+  k->outputs = calloc((size_t)d->output_count + 1, sizeof *k->outputs);
+  k->steps = calloc((size_t)d->node_count, sizeof *k->steps);
+  if (!k->ptr || !k->owned || !k->inputs || !k->outputs || !k->steps) {
+    rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    goto fail;
+  }
+  k->input_count = d->input_count;
+  k->output_count = d->output_count;
+  for (i = 0; i < d->input_count; i++) k->inputs[i] = d->inputs[i];
+  for (i = 0; i < d->output_count; i++) k->outputs[i] = d->outputs[i];
+  k->threads = (int32_t)mi_sdk_knob_int(d, "threads", 0);
+  n = (int32_t)mi_sdk_knob_int(d, "arch", -1);
+  k->arch = n >= 0 ? ctx->arch_ids[n] : -1;
+  {
+    const void *cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
+    (void)cntx;
+    if (rc != MI_OK) goto fail;
+  }
+  rc = prepare_tensors(ctx, k, d, err);
+  if (rc != MI_OK) goto fail;
+  for (i = 0; i < d->node_count;) {
+    mi__blis_prep_t p;
+    const mi_node_desc_t *node = d->nodes[i];
+    int32_t j;
+    memset(&p, 0, sizeof p);
+    p.ctx = ctx;
+    p.k = k;
+    p.desc = d;
+    p.node_index = i;
+    p.nodes_used = 1;
+    p.variant = i == 0 && d->variant_id && d->variant_id[0] && !mi__blis_is_direct_id(d->variant_id) ? d->variant_id : NULL;
+    for (j = 0; j < OPS_N; j++)
+      if (strcmp(ops[j].op, node->op_type) == 0) break;
+    if (j == OPS_N) {
+      rc = mi__blis_unsupported(err, node, "op not implemented by blis-cpu");
+      goto fail;
+    }
+    rc = ops[j].prep(&p, &k->steps[k->step_count], err);
+    if (rc != MI_OK) goto fail;
+    k->step_count++;
+    i += p.nodes_used > 0 ? p.nodes_used : 1;
+  }
+  *out = k;
+  return MI_OK;
+fail:
+  mi__blis_kernel_release(ctx, k);
+  return rc;
+}
+
+int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *in, int32_t nin,
+                            mi_buffer_t *const *outs, int32_t nout, mi_run_stats_t *stats,
+                            mi_error_t *err) {
+  mi__blis_env_t env;
+  struct timespec t0, t1;
+  int32_t i, rc = MI_OK;
+  uint64_t ns, bytes;
+  if (!ctx || !k) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL kernel");
+  if (nin != k->input_count || nout != k->output_count)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: wrong buffer count");
+  for (i = 0; i < nin; i++) {
+    if (!in[i]) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL input");
+    k->ptr[k->inputs[i]] = mi__blis_buffer_data(in[i], &bytes);
+  }
+  for (i = 0; i < nout; i++) {
+    if (!outs[i]) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL output");
+    k->ptr[k->outputs[i]] = mi__blis_buffer_data(outs[i], &bytes);
+  }
+  env.threads = k->threads > 0 ? k->threads : ctx->threads;
+  env.cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
+  if (rc != MI_OK) return rc;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (i = 0; i < k->step_count && rc == MI_OK; i++) rc = k->steps[i].run(&k->steps[i], k->ptr, &env, err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc != MI_OK) return rc;
+  ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+  atomic_store(&ctx->last_run_ns, ns);
+  atomic_store(&ctx->has_run, 1);
+  if (stats && MI_HAS_FIELD(stats, mi_run_stats_t, device_time_ns)) {
+    stats->has_device_time = 1;
+    stats->device_time_ns = ns;
+  }
+  return MI_OK;
+}

@@ -1,0 +1,203 @@
+/* blis_nn.c - Softmax, LayerNormalization, pooling and reductions. */
+#include <math.h>
+#include <string.h>
+
+#include "blis_internal.h"
+
+typedef struct norm_state {
+  int32_t x, y, scale, bias;
+  int64_t outer, len, inner; /* softmax: reduce over len with stride inner */
+  float eps;
+} norm_state_t;
+
+static int32_t norm_axis(const mi_tensor_desc_t *x, int64_t axis, int64_t *outer, int64_t *len,
+                         int64_t *inner) {
+  int32_t i;
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= (x->rank ? x->rank : 1)) return 0;
+  *outer = *len = *inner = 1;
+  for (i = 0; i < x->rank; i++) {
+    if (i < axis) *outer *= x->dims[i];
+    else if (i == axis) *len = x->dims[i];
+    else *inner *= x->dims[i];
+  }
+  return 1;
+}
+
+static int32_t run_softmax(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                           mi_error_t *err) {
+  const norm_state_t *st = s->state;
+  const float *x = t[st->x];
+  float *y = t[st->y];
+  int64_t o, i, j;
+  for (o = 0; o < st->outer; o++)
+    for (i = 0; i < st->inner; i++) {
+      const float *xr = x + o * st->len * st->inner + i;
+      float *yr = y + o * st->len * st->inner + i, mx = -INFINITY, sum = 0.f;
+      for (j = 0; j < st->len; j++) mx = fmaxf(mx, xr[j * st->inner]);
+      for (j = 0; j < st->len; j++) sum += (yr[j * st->inner] = expf(xr[j * st->inner] - mx));
+      for (j = 0; j < st->len; j++) yr[j * st->inner] /= sum;
+    }
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  norm_state_t *st = mi__blis_calloc(p->ctx, sizeof *st);
+  int64_t axis;
+  if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = st;
+  st->x = mi__blis_in(n, 0);
+  st->y = mi__blis_out(n, 0);
+  axis = mi_sdk_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+  if (!x || !norm_axis(x, axis, &st->outer, &st->len, &st->inner))
+    return mi__blis_unsupported(err, n, "axis out of range");
+  if (n->opset < 13) {
+    /* Before opset 13 the input is flattened to 2-D at axis: one softmax per row. */
+    st->len *= st->inner;
+    st->inner = 1;
+  }
+  s->run = run_softmax;
+  return MI_OK;
+}
+
+static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                             mi_error_t *err) {
+  const norm_state_t *st = s->state;
+  const float *x = t[st->x], *g = st->scale >= 0 ? t[st->scale] : NULL, *b = st->bias >= 0 ? t[st->bias] : NULL;
+  float *y = t[st->y];
+  int64_t o, j;
+  for (o = 0; o < st->outer; o++) {
+    const float *xr = x + o * st->len;
+    float *yr = y + o * st->len;
+    double mean = 0., var = 0.;
+    float inv;
+    for (j = 0; j < st->len; j++) mean += xr[j];
+    mean /= (double)st->len;
+    for (j = 0; j < st->len; j++) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= (double)st->len;
+    inv = (float)(1.0 / sqrt(var + st->eps));
+    for (j = 0; j < st->len; j++) {
+      float v = (float)(xr[j] - mean) * inv;
+      yr[j] = v * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
+    }
+  }
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  norm_state_t *st;
+  int64_t axis = mi_sdk_attr_int(n, "axis", -1);
+  int32_t i;
+  if (!x) return mi__blis_unsupported(err, n, "missing input");
+  if (mi__blis_out(n, 1) >= 0 || mi__blis_out(n, 2) >= 0)
+    return mi__blis_unsupported(err, n, "Mean/InvStdDev outputs");
+  if (mi_sdk_attr_int(n, "stash_type", 1) != 1) return mi__blis_unsupported(err, n, "stash_type");
+  st = mi__blis_calloc(p->ctx, sizeof *st);
+  if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = st;
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
+  st->x = mi__blis_in(n, 0);
+  st->scale = mi__blis_in(n, 1);
+  st->bias = mi__blis_in(n, 2);
+  st->y = mi__blis_out(n, 0);
+  st->eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
+  st->outer = 1;
+  st->len = 1;
+  for (i = 0; i < x->rank; i++) {
+    if (i < axis) st->outer *= x->dims[i];
+    else st->len *= x->dims[i];
+  }
+  if ((st->scale >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->scale)) != st->len) ||
+      (st->bias >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->bias)) != st->len))
+    return mi__blis_unsupported(err, n, "scale/bias must cover the normalized dims exactly");
+  s->run = run_layernorm;
+  return MI_OK;
+}
+
+/* ---- reductions over any set of axes */
+
+typedef struct reduce_state {
+  int32_t x, y, op, rank;
+  int64_t dims[MI_MAX_RANK], ostride[MI_MAX_RANK]; /* ostride 0 on reduced axes */
+  int64_t n, on, count;
+} reduce_state_t;
+
+enum { R_MEAN, R_MAX, R_MIN, R_SUM };
+
+static int32_t run_reduce(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  const reduce_state_t *r = s->state;
+  const float *x = t[r->x];
+  float *y = t[r->y];
+  int64_t idx[MI_MAX_RANK] = {0}, i, o = 0;
+  int32_t d;
+  for (i = 0; i < r->on; i++) y[i] = r->op == R_MAX ? -INFINITY : r->op == R_MIN ? INFINITY : 0.f;
+  for (i = 0; i < r->n; i++) {
+    float v = x[i];
+    if (r->op == R_MAX) y[o] = fmaxf(y[o], v);
+    else if (r->op == R_MIN) y[o] = fminf(y[o], v);
+    else y[o] += v;
+    for (d = r->rank - 1; d >= 0; d--) {
+      o += r->ostride[d];
+      if (++idx[d] < r->dims[d]) break;
+      o -= r->ostride[d] * r->dims[d];
+      idx[d] = 0;
+    }
+  }
+  if (r->op == R_MEAN)
+    for (i = 0; i < r->on; i++) y[i] /= (float)r->count;
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  reduce_state_t *r;
+  int64_t axes[MI_MAX_RANK], stride = 1;
+  int32_t na = 0, d, i, red[MI_MAX_RANK] = {0};
+  const mi_attr_t *aa = mi_sdk_attr(n, "axes");
+  if (!x || x->rank < 1) return mi__blis_unsupported(err, n, "input rank < 1");
+  if (aa && aa->type == MI_ATTR_INTS && aa->count <= MI_MAX_RANK) {
+    na = aa->count;
+    for (i = 0; i < na; i++) axes[i] = aa->ints[i];
+  } else if (mi__blis_in(n, 1) >= 0) {
+    na = mi__blis_const_ints(p, mi__blis_in(n, 1), axes, MI_MAX_RANK);
+    if (na < 0) return mi__blis_unsupported(err, n, "axes must be a constant");
+  }
+  if (na == 0 && mi_sdk_attr_int(n, "noop_with_empty_axes", 0))
+    return mi__blis_unsupported(err, n, "noop_with_empty_axes");
+  r = mi__blis_calloc(p->ctx, sizeof *r);
+  if (!r) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = r;
+  for (i = 0; i < na; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    if (a < 0 || a >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
+    red[a] = 1;
+  }
+  r->op = strcmp(n->op_type, "ReduceMean") == 0 ? R_MEAN : strcmp(n->op_type, "ReduceMax") == 0 ? R_MAX
+          : strcmp(n->op_type, "ReduceMin") == 0 ? R_MIN : R_SUM;
+  r->x = mi__blis_in(n, 0);
+  r->y = mi__blis_out(n, 0);
+  r->rank = x->rank;
+  r->count = 1;
+  for (d = x->rank - 1; d >= 0; d--) {
+    r->dims[d] = x->dims[d];
+    if (na == 0 || red[d]) {
+      r->ostride[d] = 0;
+      r->count *= x->dims[d];
+    } else {
+      r->ostride[d] = stride;
+      stride *= x->dims[d];
+    }
+  }
+  r->n = mi_sdk_numel(x);
+  r->on = stride;
+  if (r->on != mi_sdk_numel(mi__blis_tensor(p, r->y))) return mi__blis_unsupported(err, n, "output size");
+  s->run = run_reduce;
+  return MI_OK;
+}

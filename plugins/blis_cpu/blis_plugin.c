@@ -1,0 +1,458 @@
+/* blis_plugin.c - the blis-cpu entry point: instance, descriptions, knobs, counters, buffers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blis_internal.h"
+
+#define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
+#define NCHW (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
+#define EPI (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD)
+
+const mi__blis_variant_t mi__blis_variants[] = {
+    {"conv.im2col_gemm", "Conv", "im2col in column chunks + BLIS sgemm, fused epilogue", NCHW, EPI,
+     "threads,arch,im2col_block"},
+    {"conv.1x1_gemm", "Conv", "pointwise conv (1x1, stride 1, pad 0) as one BLIS sgemm", NCHW, EPI,
+     "threads,arch"},
+    {"conv.depthwise_direct", "Conv", "direct depthwise conv (group == C), fused epilogue", NCHW,
+     EPI, ""},
+    {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
+     "oc_block"},
+    {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, MI_FUSE_BIAS,
+     "threads,arch"},
+    {"gemm.blis", "Gemm", "BLIS sgemm with transA/transB/alpha/beta", NCHW, MI_FUSE_BIAS,
+     "threads,arch"},
+    {"matmul.blis", "MatMul", "batched BLIS sgemm with numpy broadcasting", NCHW, 0,
+     "threads,arch"},
+};
+const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);
+
+/* Ops run by one plain loop each; they get the id "<op lower-case>.direct" at describe time. */
+static const char *const direct_ops[] = {
+    "BatchNormalization", "Relu", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Sigmoid",
+    "Tanh", "Erf", "Gelu", "Elu", "Softplus", "Floor", "Ceil", "Sqrt", "Log", "Exp", "Neg", "Abs",
+    "Reciprocal", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Softmax",
+    "LayerNormalization", "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
+    "Concat", "Reshape", "Flatten", "Transpose", "ReduceMean", "ReduceMax", "ReduceMin",
+    "ReduceSum", "Squeeze", "Unsqueeze", "Slice", "Identity", "Dropout"};
+#define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
+
+const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
+  int32_t i;
+  for (i = 0; i < mi__blis_variant_n; i++)
+    if (strcmp(mi__blis_variants[i].id, id) == 0) return &mi__blis_variants[i];
+  return NULL;
+}
+
+static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
+  mi_plugin_ctx_t *ctx;
+  int32_t a;
+  size_t off = 0;
+  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu create: out is NULL");
+  *out = NULL;
+  ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu create: out of memory");
+  ctx->host = host;
+  mi__blis_probe_cpu(&ctx->cpu);
+  ctx->threads = (int32_t)ctx->cpu.cores;
+  ctx->arch = MI__ARCH_AUTO;
+  for (a = 0; a < MI__ARCH_COUNT; a++) {
+    if (!mi__blis_arch_supported(&ctx->cpu, a)) continue;
+    ctx->arch_ids[ctx->arch_n++] = a;
+    off += (size_t)snprintf(ctx->arch_choices + off, sizeof ctx->arch_choices - off, "%s%s",
+                            off ? "|" : "", mi__blis_arch_name(a));
+  }
+  atomic_init(&ctx->cur_bytes, 0);
+  atomic_init(&ctx->peak_bytes, 0);
+  atomic_init(&ctx->last_run_ns, 0);
+  atomic_init(&ctx->has_run, 0);
+  *out = ctx;
+  return MI_OK;
+}
+
+static void destroy(mi_plugin_ctx_t *ctx) {
+  if (!ctx) return;
+  mi__blis_cntx_release(ctx);
+  free(ctx);
+}
+
+static int32_t check_dev(mi_plugin_ctx_t *ctx, uint32_t device, mi_error_t *err) {
+  if (!ctx) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: ctx is NULL");
+  if (device != 0) return mi_sdk_error(err, MI_ERR_NOT_FOUND, "blis-cpu: only device 0 exists");
+  return MI_OK;
+}
+
+static int32_t device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err) {
+  if (!ctx || !count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu device_count: NULL");
+  *count = 1;
+  return MI_OK;
+}
+
+static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
+                           mi_error_t *err) {
+  mi_device_desc_t d;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu device_info: out is NULL");
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  d.kind = MI_DEVICE_CPU;
+  snprintf(d.name, sizeof d.name, "pthread-%.110s", ctx->cpu.model);
+  snprintf(d.vendor, sizeof d.vendor, "%s", strstr(ctx->cpu.model, "AMD") ? "AMD" : strstr(ctx->cpu.model, "Intel") ? "Intel" : "unknown");
+  snprintf(d.driver_version, sizeof d.driver_version, "blis-0.9.0-pthread-static");
+  snprintf(d.isa, sizeof d.isa, "x86_64%s%s%s%s%s", (ctx->cpu.isa & MI__ISA_AVX2) ? "-avx2" : "",
+           (ctx->cpu.isa & MI__ISA_FMA) ? "-fma" : "", (ctx->cpu.isa & MI__ISA_F16C) ? "-f16c" : "",
+           (ctx->cpu.isa & MI__ISA_AVX512F) ? "-avx512f" : "",
+           (ctx->cpu.isa & MI__ISA_AVX512VNNI) ? "-avx512vnni" : "");
+  d.global_memory_bytes = ctx->cpu.memory_bytes;
+  d.local_memory_bytes = ctx->cpu.l2_bytes;
+  d.cache_bytes = ctx->cpu.l3_bytes ? ctx->cpu.l3_bytes : ctx->cpu.l2_bytes;
+  d.compute_units = ctx->cpu.cores;
+  d.max_threads = ctx->cpu.cores;
+  d.dtype_mask = F32;
+  d.layout_mask = NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC);
+  d.channel_alignment = (ctx->cpu.isa & MI__ISA_AVX512F) ? 16 : 8;
+  d.buffer_alignment = 64;
+  /* Peak is left 0 (unknown): the benchmark measures it rather than the plugin guessing. */
+  return mi_sdk_fill(out, &d, sizeof d);
+}
+
+enum { KNOB_THREADS, KNOB_ARCH, KNOB_IM2COL, KNOB_OCB, KNOB_N };
+
+static int32_t knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu knob_count: NULL");
+  *count = KNOB_N;
+  return MI_OK;
+}
+
+static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, mi_knob_desc_t *out,
+                         mi_error_t *err) {
+  mi_knob_desc_t k;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out || index >= KNOB_N) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu knob_desc: bad index");
+  memset(&k, 0, sizeof k);
+  k.struct_size = sizeof k;
+  k.step = 1;
+  switch (index) {
+  case KNOB_THREADS:
+    snprintf(k.name, sizeof k.name, "threads");
+    snprintf(k.description, sizeof k.description, "BLIS threads per call (set through rntm)");
+    snprintf(k.unit, sizeof k.unit, "threads");
+    k.scope = MI_KNOB_SCOPE_DEVICE;
+    k.type = MI_KNOB_INT;
+    k.mutability = MI_KNOB_AT_RUN;
+    k.min = 1;
+    k.max = ctx->cpu.cores;
+    k.default_int = ctx->cpu.cores;
+    break;
+  case KNOB_ARCH:
+    snprintf(k.name, sizeof k.name, "arch");
+    snprintf(k.description, sizeof k.description,
+             "BLIS kernel set: auto = best this CPU supports, blis = BLIS's own detection");
+    k.scope = MI_KNOB_SCOPE_OP;
+    k.type = MI_KNOB_ENUM;
+    k.mutability = MI_KNOB_AT_PREPARE;
+    snprintf(k.choices, sizeof k.choices, "%s", ctx->arch_choices);
+    k.max = ctx->arch_n - 1;
+    break;
+  case KNOB_IM2COL:
+    snprintf(k.name, sizeof k.name, "im2col_block");
+    snprintf(k.description, sizeof k.description, "output pixels per im2col chunk (0 = whole image)");
+    snprintf(k.unit, sizeof k.unit, "pixels");
+    k.scope = MI_KNOB_SCOPE_VARIANT;
+    k.type = MI_KNOB_INT;
+    k.mutability = MI_KNOB_AT_PREPARE;
+    k.value_count = 5;
+    k.values[0] = 0; k.values[1] = 256; k.values[2] = 1024; k.values[3] = 4096; k.values[4] = 16384;
+    k.max = 16384;
+    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm");
+    break;
+  default:
+    snprintf(k.name, sizeof k.name, "oc_block");
+    snprintf(k.description, sizeof k.description, "output channels accumulated per pass");
+    snprintf(k.unit, sizeof k.unit, "channels");
+    k.scope = MI_KNOB_SCOPE_VARIANT;
+    k.type = MI_KNOB_INT;
+    k.mutability = MI_KNOB_AT_PREPARE;
+    k.value_count = 4;
+    k.values[0] = 8; k.values[1] = 16; k.values[2] = 32; k.values[3] = 64;
+    k.min = 8;
+    k.max = 64;
+    k.default_int = 32;
+    snprintf(k.applies_to, sizeof k.applies_to, "conv.direct_nhwc");
+    break;
+  }
+  return mi_sdk_fill(out, &k, sizeof k);
+}
+
+static int32_t variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu variant_count: NULL");
+  *count = (uint32_t)(mi__blis_variant_n + DIRECT_N);
+  return MI_OK;
+}
+
+static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                            mi_variant_desc_t *out, mi_error_t *err) {
+  mi_variant_desc_t v;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out || index >= (uint32_t)(mi__blis_variant_n + DIRECT_N))
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu variant_desc: bad index");
+  memset(&v, 0, sizeof v);
+  v.struct_size = sizeof v;
+  v.dtype_mask = F32;
+  if (index < (uint32_t)mi__blis_variant_n) {
+    const mi__blis_variant_t *s = &mi__blis_variants[index];
+    snprintf(v.id, sizeof v.id, "%s", s->id);
+    snprintf(v.op_type, sizeof v.op_type, "%s", s->op);
+    snprintf(v.description, sizeof v.description, "%s", s->description);
+    v.layout_mask = s->layouts;
+    v.fuse_mask = s->fuse;
+    snprintf(v.knobs, sizeof v.knobs, "%s", s->knobs);
+  } else {
+    const char *op = direct_ops[index - (uint32_t)mi__blis_variant_n];
+    size_t i, n = strlen(op);
+    for (i = 0; i < n && i + 8 < sizeof v.id; i++)
+      v.id[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] - 'A' + 'a' : op[i]);
+    memcpy(v.id + i, ".direct", 8);
+    snprintf(v.op_type, sizeof v.op_type, "%s", op);
+    snprintf(v.description, sizeof v.description, "plain loop over host memory");
+    v.layout_mask = NCHW;
+  }
+  return mi_sdk_fill(out, &v, sizeof v);
+}
+
+/* ---- constraints and configuration checks */
+
+static int32_t constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu constraint_count: NULL");
+  *count = 1;
+  return MI_OK;
+}
+
+static int32_t constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                               mi_constraint_desc_t *out, mi_error_t *err) {
+  mi_constraint_desc_t c;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out || index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu constraint_desc: bad index");
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.kind = MI_CONSTRAINT_LESS_EQUAL;
+  snprintf(c.a, sizeof c.a, "threads");
+  c.value = ctx->cpu.cores;
+  snprintf(c.reason, sizeof c.reason, "threads must not exceed the %u online cores", ctx->cpu.cores);
+  return mi_sdk_fill(out, &c, sizeof c);
+}
+
+/* Validates knob values; shared by check_config, set_device_knobs and kernel_prepare. */
+int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs, int32_t n,
+                             mi_error_t *err) {
+  int32_t i, j;
+  char msg[MI_ERROR_MESSAGE_SIZE];
+  for (i = 0; i < n; i++) {
+    const char *name = knobs[i].name ? knobs[i].name : "";
+    int64_t v = knobs[i].i;
+    if (strcmp(name, "threads") == 0) {
+      if (v < 1 || v > ctx->cpu.cores) {
+        snprintf(msg, sizeof msg, "blis-cpu: knob threads=%lld outside [1,%u]", (long long)v, ctx->cpu.cores);
+        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+      }
+    } else if (strcmp(name, "arch") == 0) {
+      if (v < 0 || v >= ctx->arch_n) {
+        snprintf(msg, sizeof msg, "blis-cpu: knob arch=%lld outside %.150s", (long long)v, ctx->arch_choices);
+        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+      }
+    } else if (strcmp(name, "im2col_block") == 0 || strcmp(name, "oc_block") == 0) {
+      static const int64_t im[] = {0, 256, 1024, 4096, 16384}, oc[] = {8, 16, 32, 64};
+      const int64_t *set = name[0] == 'i' ? im : oc;
+      int32_t cnt = name[0] == 'i' ? 5 : 4, ok = 0;
+      for (j = 0; j < cnt; j++) ok |= set[j] == v;
+      if (!ok) {
+        snprintf(msg, sizeof msg, "blis-cpu: knob %s=%lld is not one of its values", name, (long long)v);
+        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+      }
+    } else {
+      snprintf(msg, sizeof msg, "blis-cpu: unknown knob '%s'", name);
+      return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+    }
+  }
+  return MI_OK;
+}
+
+static int32_t check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
+                            const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (variant_id && variant_id[0] && !mi__blis_find_variant(variant_id) &&
+      !mi__blis_is_direct_id(variant_id)) {
+    char msg[MI_ERROR_MESSAGE_SIZE];
+    snprintf(msg, sizeof msg, "blis-cpu: unknown variant '%s'", variant_id);
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+  }
+  return mi__blis_check_knobs(ctx, knobs, knob_count, err);
+}
+
+static int32_t set_device_knobs(mi_plugin_ctx_t *ctx, uint32_t device, const mi_knob_value_t *knobs,
+                                int32_t n, mi_error_t *err) {
+  int32_t i, rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  rc = mi__blis_check_knobs(ctx, knobs, n, err);
+  if (rc != MI_OK) return rc;
+  for (i = 0; i < n; i++) {
+    if (strcmp(knobs[i].name, "threads") == 0) ctx->threads = (int32_t)knobs[i].i;
+    else if (strcmp(knobs[i].name, "arch") == 0) ctx->arch = ctx->arch_ids[knobs[i].i];
+  }
+  return MI_OK;
+}
+
+/* ---- counters: a run timer and the peak of the plugin's own allocations; no energy. */
+
+static int32_t counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu counter_count: NULL");
+  *count = 2;
+  return MI_OK;
+}
+
+static int32_t counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                            mi_counter_desc_t *out, mi_error_t *err) {
+  mi_counter_desc_t c;
+  struct timespec res;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out || index > 1) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu counter_desc: bad index");
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  if (index == 0) {
+    snprintf(c.name, sizeof c.name, "run_time");
+    c.kind = MI_COUNTER_TIMER;
+    snprintf(c.unit, sizeof c.unit, "ns");
+    c.resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0 ? (double)res.tv_sec * 1e9 + (double)res.tv_nsec : 1.0;
+  } else {
+    snprintf(c.name, sizeof c.name, "peak_alloc_bytes");
+    c.kind = MI_COUNTER_MEMORY;
+    snprintf(c.unit, sizeof c.unit, "bytes");
+    c.resolution = 1.0;
+  }
+  return mi_sdk_fill(out, &c, sizeof c);
+}
+
+static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                            mi_counter_sample_t *out, mi_error_t *err) {
+  mi_counter_sample_t s;
+  struct timespec ts;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out || index > 1) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu counter_read: bad index");
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  s.timestamp_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  if (index == 0) {
+    s.has_value = atomic_load(&ctx->has_run);
+    s.value = (double)atomic_load(&ctx->last_run_ns);
+  } else {
+    s.has_value = 1;
+    s.value = (double)atomic_load(&ctx->peak_bytes);
+  }
+  return mi_sdk_fill(out, &s, sizeof s);
+}
+
+/* ---- buffers: host memory, 64-byte aligned */
+
+struct mi_buffer {
+  uint64_t bytes;
+  void *data;
+};
+
+void *mi__blis_buffer_data(mi_buffer_t *b, uint64_t *bytes) {
+  *bytes = b->bytes;
+  return b->data;
+}
+
+static int32_t buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes, mi_buffer_t **out,
+                            mi_error_t *err) {
+  mi_buffer_t *b;
+  int32_t rc = check_dev(ctx, device, err);
+  if (rc != MI_OK) return rc;
+  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_alloc: out is NULL");
+  *out = NULL;
+  b = calloc(1, sizeof *b);
+  if (!b || !(b->data = mi__blis_calloc(ctx, bytes ? bytes : 1))) {
+    free(b);
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu buffer_alloc: out of memory");
+  }
+  b->bytes = bytes;
+  *out = b;
+  return MI_OK;
+}
+
+static int32_t buffer_io(mi_buffer_t *b, uint64_t off, uint64_t bytes, mi_error_t *err) {
+  if (!b) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer: NULL buffer");
+  if (off > b->bytes || bytes > b->bytes - off)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer: range outside the buffer");
+  return MI_OK;
+}
+
+static int32_t buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, const void *src,
+                            uint64_t bytes, mi_error_t *err) {
+  int32_t rc = buffer_io(b, off, bytes, err);
+  if (rc != MI_OK) return rc;
+  if (bytes && !src) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_write: src NULL");
+  if (bytes) memcpy((char *)b->data + off, src, (size_t)bytes);
+  return MI_OK;
+}
+
+static int32_t buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, void *dst,
+                           uint64_t bytes, mi_error_t *err) {
+  int32_t rc = buffer_io(b, off, bytes, err);
+  if (rc != MI_OK) return rc;
+  if (bytes && !dst) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_read: dst NULL");
+  if (bytes) memcpy(dst, (const char *)b->data + off, (size_t)bytes);
+  return MI_OK;
+}
+
+static void buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
+  if (!b) return;
+  mi__blis_free(ctx, b->data);
+  free(b);
+}
+
+int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *desc,
+                                mi_kernel_t **out, mi_error_t *err);
+int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *in, int32_t nin,
+                            mi_buffer_t *const *outs, int32_t nout, mi_run_stats_t *stats,
+                            mi_error_t *err);
+void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k);
+
+static const mi_plugin_api_t api = {
+    sizeof(mi_plugin_api_t), MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR, "blis-cpu", "0.1.0",
+    create, destroy, device_count, device_info, knob_count, knob_desc, variant_count,
+    variant_desc, buffer_alloc, buffer_write, buffer_read, buffer_free, mi__blis_kernel_prepare,
+    mi__blis_kernel_run, mi__blis_kernel_release, constraint_count, constraint_desc,
+    check_config, counter_count, counter_desc, counter_read, set_device_knobs};
+
+MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
+  if (!host) {
+    mi_sdk_error(err, MI_ERR_ABI, "blis-cpu: host api is NULL");
+    return NULL;
+  }
+  if (host->abi_major != MI_ABI_VERSION_MAJOR) {
+    char msg[MI_ERROR_MESSAGE_SIZE];
+    snprintf(msg, sizeof msg, "blis-cpu speaks ABI major %d, host offers %u", MI_ABI_VERSION_MAJOR,
+             host->abi_major);
+    mi_sdk_error(err, MI_ERR_ABI, msg);
+    return NULL;
+  }
+  return &api;
+}

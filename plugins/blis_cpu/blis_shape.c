@@ -1,0 +1,205 @@
+/* blis_shape.c - data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze/Identity, Transpose,
+ * Concat and Slice. Shapes come concrete from the host, so only the copy pattern is computed. */
+#include <string.h>
+
+#include "blis_internal.h"
+
+typedef struct copy_state {
+  int32_t x, y;
+  uint64_t bytes;
+} copy_state_t;
+
+static int32_t run_copy(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                        mi_error_t *err) {
+  const copy_state_t *c = s->state;
+  if (t[c->y] != t[c->x]) memcpy(t[c->y], t[c->x], (size_t)c->bytes);
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  copy_state_t *c;
+  if (!x || !y || mi_sdk_numel(x) != mi_sdk_numel(y) || x->dtype != y->dtype)
+    return mi__blis_unsupported(err, n, "input and output sizes differ");
+  if (strcmp(n->op_type, "Dropout") == 0 && mi__blis_out(n, 1) >= 0)
+    return mi__blis_unsupported(err, n, "Dropout mask output");
+  if ((x->rank == 4 && x->layout == MI_LAYOUT_NHWC) != (y->rank == 4 && y->layout == MI_LAYOUT_NHWC))
+    return mi__blis_unsupported(err, n, "layout change through a reshape");
+  c = mi__blis_calloc(p->ctx, sizeof *c);
+  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = c;
+  c->x = mi__blis_in(n, 0);
+  c->y = mi__blis_out(n, 0);
+  c->bytes = (uint64_t)mi_sdk_numel(x) * 4u;
+  s->run = run_copy;
+  return MI_OK;
+}
+
+/* ---- generic strided gather: y[out index] = x[sum idx[d] * xs[d] + base] */
+
+typedef struct gather_state {
+  int32_t x, y, rank;
+  int64_t dims[MI_MAX_RANK], xs[MI_MAX_RANK], base, n;
+} gather_state_t;
+
+static int32_t run_gather(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  const gather_state_t *g = s->state;
+  const float *x = t[g->x];
+  float *y = t[g->y];
+  int64_t idx[MI_MAX_RANK] = {0}, i, off = g->base;
+  int32_t d;
+  for (i = 0; i < g->n; i++) {
+    y[i] = x[off];
+    for (d = g->rank - 1; d >= 0; d--) {
+      off += g->xs[d];
+      if (++idx[d] < g->dims[d]) break;
+      off -= g->xs[d] * g->dims[d];
+      idx[d] = 0;
+    }
+  }
+  return MI_OK;
+}
+
+static gather_state_t *gather_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n) {
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  gather_state_t *g = mi__blis_calloc(p->ctx, sizeof *g);
+  int32_t d;
+  if (!g) return NULL;
+  s->state = g;
+  g->x = mi__blis_in(n, 0);
+  g->y = mi__blis_out(n, 0);
+  g->rank = y->rank > 0 ? y->rank : 1;
+  for (d = 0; d < g->rank; d++) g->dims[d] = y->rank > 0 ? y->dims[d] : 1;
+  g->n = mi_sdk_numel(y);
+  s->run = run_gather;
+  return g;
+}
+
+static void x_strides(const mi_tensor_desc_t *x, int64_t *st) {
+  int64_t s = 1;
+  int32_t d;
+  for (d = x->rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= x->dims[d];
+  }
+}
+
+int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  const mi_attr_t *pa = mi_sdk_attr(n, "perm");
+  int64_t st[MI_MAX_RANK];
+  gather_state_t *g;
+  int32_t d;
+  if (!x || x->rank < 1) return mi__blis_unsupported(err, n, "missing input");
+  if (pa && (pa->type != MI_ATTR_INTS || pa->count != x->rank)) return mi__blis_unsupported(err, n, "bad perm");
+  if (!(g = gather_new(p, s, n))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  x_strides(x, st);
+  for (d = 0; d < x->rank; d++) {
+    int64_t src = pa ? pa->ints[d] : x->rank - 1 - d;
+    if (src < 0 || src >= x->rank) return mi__blis_unsupported(err, n, "bad perm");
+    g->xs[d] = st[src];
+  }
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  int64_t st[MI_MAX_RANK], starts[MI_MAX_RANK], ends[MI_MAX_RANK], axes[MI_MAX_RANK], steps[MI_MAX_RANK];
+  int32_t ns, na, nst, i;
+  gather_state_t *g;
+  if (!x || x->rank < 1) return mi__blis_unsupported(err, n, "missing input");
+  if (n->opset < 10) {
+    const mi_attr_t *a = mi_sdk_attr(n, "starts"), *e = mi_sdk_attr(n, "ends"), *ax = mi_sdk_attr(n, "axes");
+    if (!a || !e || a->count != e->count || a->count > MI_MAX_RANK) return mi__blis_unsupported(err, n, "starts/ends");
+    ns = a->count;
+    for (i = 0; i < ns; i++) {
+      starts[i] = a->ints[i];
+      ends[i] = e->ints[i];
+      axes[i] = ax && ax->count == ns ? ax->ints[i] : i;
+      steps[i] = 1;
+    }
+  } else {
+    ns = mi__blis_const_ints(p, mi__blis_in(n, 1), starts, MI_MAX_RANK);
+    if (ns < 0 || mi__blis_const_ints(p, mi__blis_in(n, 2), ends, MI_MAX_RANK) != ns)
+      return mi__blis_unsupported(err, n, "starts/ends must be constants");
+    na = mi__blis_in(n, 3) >= 0 ? mi__blis_const_ints(p, mi__blis_in(n, 3), axes, MI_MAX_RANK) : -2;
+    nst = mi__blis_in(n, 4) >= 0 ? mi__blis_const_ints(p, mi__blis_in(n, 4), steps, MI_MAX_RANK) : -2;
+    if (na == -1 || nst == -1 || (na >= 0 && na != ns) || (nst >= 0 && nst != ns))
+      return mi__blis_unsupported(err, n, "axes/steps must be constants");
+    for (i = 0; i < ns; i++) {
+      if (na < 0) axes[i] = i;
+      if (nst < 0) steps[i] = 1;
+    }
+  }
+  if (!(g = gather_new(p, s, n))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  x_strides(x, st);
+  for (i = 0; i < x->rank; i++) g->xs[i] = st[i];
+  for (i = 0; i < ns; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i], dim, b;
+    if (a < 0 || a >= x->rank || steps[i] == 0) return mi__blis_unsupported(err, n, "bad axis/step");
+    dim = x->dims[a];
+    b = starts[i] < 0 ? starts[i] + dim : starts[i];
+    /* Clamp as ONNX does: [0, dim] for positive steps, [0, dim-1] for negative ones. */
+    if (steps[i] > 0) b = b < 0 ? 0 : b > dim ? dim : b;
+    else b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+    g->base += b * st[a];
+    g->xs[a] = st[a] * steps[i];
+  }
+  return MI_OK;
+}
+
+/* ---- Concat: each input is copied as `outer` blocks of its axis-slab. */
+
+typedef struct concat_state {
+  int32_t y, count;
+  int64_t outer, inner_y;
+  int32_t in[32];
+  int64_t inner[32];
+} concat_state_t;
+
+static int32_t run_concat(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  const concat_state_t *c = s->state;
+  float *y = t[c->y];
+  int64_t o, off = 0;
+  int32_t i;
+  for (i = 0; i < c->count; i++) {
+    const float *x = t[c->in[i]];
+    for (o = 0; o < c->outer; o++)
+      memcpy(y + o * c->inner_y + off, x + o * c->inner[i], (size_t)c->inner[i] * sizeof(float));
+    off += c->inner[i];
+  }
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  int64_t axis = mi_sdk_attr_int(n, "axis", 0), total = 0;
+  concat_state_t *c;
+  int32_t i, d;
+  if (!y || y->rank < 1 || n->input_count > 32) return mi__blis_unsupported(err, n, "too many inputs");
+  if (axis < 0) axis += y->rank;
+  if (axis < 0 || axis >= y->rank) return mi__blis_unsupported(err, n, "axis out of range");
+  c = mi__blis_calloc(p->ctx, sizeof *c);
+  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = c;
+  c->y = mi__blis_out(n, 0);
+  c->outer = 1;
+  for (d = 0; d < axis; d++) c->outer *= y->dims[d];
+  c->inner_y = c->outer ? mi_sdk_numel(y) / c->outer : 0;
+  for (i = 0; i < n->input_count; i++) {
+    const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, i));
+    if (!x || x->dtype != MI_DTYPE_FLOAT32 || x->rank != y->rank) return mi__blis_unsupported(err, n, "input rank/dtype");
+    c->in[c->count] = mi__blis_in(n, i);
+    c->inner[c->count++] = c->outer ? mi_sdk_numel(x) / c->outer : 0;
+    total += c->outer ? mi_sdk_numel(x) / c->outer : 0;
+  }
+  if (total != c->inner_y) return mi__blis_unsupported(err, n, "input sizes do not add up");
+  s->run = run_concat;
+  return MI_OK;
+}

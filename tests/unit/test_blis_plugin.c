@@ -1,0 +1,134 @@
+/* test_blis_plugin.c - blis-cpu entry, descriptions, knobs, counters and threads-invariance. */
+#include "test_blis_util.h"
+
+static void entry_refuses_other_major(void) {
+  char path[1024];
+  const char *b = getenv("MI_BUILD");
+  void *dl;
+  mi_plugin_entry_fn entry;
+  mi_host_api_t host;
+  mi_error_t err = {0, ""};
+  snprintf(path, sizeof path, "%s/plugins/libmi_blis_cpu.so", b ? b : ".");
+  dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(dl != NULL, "dlopen %s", path);
+  if (!dl) return;
+  *(void **)&entry = dlsym(dl, MI_PLUGIN_ENTRY_NAME);
+  memset(&host, 0, sizeof host);
+  host.struct_size = sizeof host;
+  host.abi_major = 2;
+  CHECK(entry && entry(&host, &err) == NULL && err.code == MI_ERR_ABI && strstr(err.message, "ABI"),
+        "major 2 accepted: %s", err.message);
+  CHECK(dlsym(dl, "bli_sgemm") == NULL, "BLIS symbols leak out of the plugin");
+  dlclose(dl);
+}
+
+static void descriptions(tb_plugin_t *p) {
+  mi_device_desc_t d;
+  mi_knob_desc_t k;
+  mi_variant_desc_t v;
+  mi_counter_desc_t c;
+  uint32_t n, i, found = 0;
+  mi_error_t err = {0, ""};
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  CHECK(p->api->device_info(p->ctx, 0, &d, &err) == MI_OK, "device_info: %s", err.message);
+  CHECK(d.kind == MI_DEVICE_CPU && d.compute_units >= 1 && d.global_memory_bytes > 0 && d.name[0],
+        "device desc %s", d.name);
+  CHECK(p->api->device_info(p->ctx, 1, &d, &err) == MI_ERR_NOT_FOUND, "device 1 exists");
+  CHECK(p->api->knob_count(p->ctx, 0, &n, &err) == MI_OK && n >= 2, "knob count");
+  for (i = 0; i < n; i++) {
+    memset(&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    CHECK(p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK, "knob %u", i);
+    if (strcmp(k.name, "threads") == 0) {
+      found |= 1;
+      CHECK(k.min == 1 && k.max == d.compute_units && k.default_int == d.compute_units, "threads domain");
+    }
+    if (strcmp(k.name, "arch") == 0) {
+      found |= 2;
+      CHECK(k.type == MI_KNOB_ENUM && strncmp(k.choices, "auto|blis", 9) == 0 && strstr(k.choices, "generic"),
+            "arch choices %s", k.choices);
+    }
+  }
+  CHECK(found == 3, "threads and arch knobs present");
+  found = 0;
+  CHECK(p->api->variant_count(p->ctx, 0, &n, &err) == MI_OK, "variant count");
+  for (i = 0; i < n; i++) {
+    memset(&v, 0, sizeof v);
+    v.struct_size = sizeof v;
+    CHECK(p->api->variant_desc(p->ctx, 0, i, &v, &err) == MI_OK, "variant %u", i);
+    if (strcmp(v.op_type, "Conv") == 0) {
+      found++;
+      CHECK((v.fuse_mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ADD)) == (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ADD),
+            "conv variant %s fuse mask", v.id);
+    }
+  }
+  CHECK(found == 4, "four conv variants, got %u", found);
+  CHECK(p->api->counter_count(p->ctx, 0, &n, &err) == MI_OK && n == 2, "two counters");
+  for (i = 0; i < n; i++) {
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    CHECK(p->api->counter_desc(p->ctx, 0, i, &c, &err) == MI_OK, "counter desc");
+    CHECK(c.kind != MI_COUNTER_ENERGY && c.kind != MI_COUNTER_POWER, "energy counter declared");
+    CHECK(c.resolution > 0., "resolution");
+  }
+}
+
+/* Runs a 96x80x72 Gemm with threads=1 and threads=max; results match exactly the naive sum. */
+static void threads_and_counters(tb_plugin_t *p) {
+  int64_t ad[2] = {96, 72}, bd[2] = {72, 80}, yd[2] = {96, 80}, i, j, k;
+  float *a = malloc(96 * 72 * 4), *bm = malloc(72 * 80 * 4), *y1 = malloc(96 * 80 * 4), *y2 = malloc(96 * 80 * 4);
+  float *ref = malloc(96 * 80 * 4);
+  const float *ins[1] = {a};
+  mi_knob_value_t t1 = {"threads", 1, 0.}, tn = {"threads", 1, 0.}, bad = {"threads", 0, 0.};
+  mi_counter_sample_t s;
+  mi_device_desc_t d;
+  mi_error_t err = {0, ""};
+  tb_t b;
+  int x0, x1, x2;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  p->api->device_info(p->ctx, 0, &d, &err);
+  tn.i = d.compute_units;
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  CHECK(p->api->counter_read(p->ctx, 0, 0, &s, &err) == MI_OK && s.has_value == 0, "timer before any run");
+  tb_fill(a, 96 * 72, 60);
+  tb_fill(bm, 72 * 80, 61);
+  memset(&b, 0, sizeof b);
+  x0 = tb_tensor(&b, 2, ad, NULL);
+  x1 = tb_tensor(&b, 2, bd, bm);
+  x2 = tb_tensor(&b, 2, yd, NULL);
+  {
+    int in[2] = {x0, x1};
+    tb_node(&b, "Gemm", 13, 2, in, x2);
+  }
+  tb_finish(&b, x2);
+  CHECK(tb_run(p, &b, "gemm.blis", &t1, 1, ins, y1, &err) == MI_OK, "threads=1: %s", err.message);
+  CHECK(tb_run(p, &b, "gemm.blis", &tn, 1, ins, y2, &err) == MI_OK, "threads=N: %s", err.message);
+  for (i = 0; i < 96; i++)
+    for (j = 0; j < 80; j++) {
+      double acc = 0.;
+      for (k = 0; k < 72; k++) acc += (double)a[i * 72 + k] * bm[k * 80 + j];
+      ref[i * 80 + j] = (float)acc;
+    }
+  CHECK(tb_rel_l2(y1, ref, 96 * 80) < 1e-5 && tb_rel_l2(y2, y1, 96 * 80) < 1e-6, "threads change results");
+  CHECK(p->api->counter_read(p->ctx, 0, 0, &s, &err) == MI_OK && s.has_value == 1 && s.value > 0., "timer");
+  CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.has_value == 1 && s.value >= 96. * 80 * 4,
+        "peak bytes %g", s.value);
+  CHECK(p->api->set_device_knobs(p->ctx, 0, &bad, 1, &err) == MI_ERR_INVALID_CONFIG, "set threads=0");
+  CHECK(p->api->check_config(p->ctx, 0, "conv.nope", NULL, 0, &err) == MI_ERR_INVALID_CONFIG, "check_config");
+  CHECK(p->api->check_config(p->ctx, 0, "conv.1x1_gemm", &t1, 1, &err) == MI_OK, "check_config ok");
+  free(a); free(bm); free(y1); free(y2); free(ref);
+}
+
+int main(void) {
+  tb_plugin_t p;
+  entry_refuses_other_major();
+  if (!tb_load(&p)) return 1;
+  descriptions(&p);
+  threads_and_counters(&p);
+  tb_unload(&p);
+  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
+  return tb_failures ? 1 : 0;
+}
