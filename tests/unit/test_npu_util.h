@@ -1,0 +1,320 @@
+/* test_npu_util.h - shared helpers of the npu-stub tests: load the plugin, build kernel
+ * descriptions, run kernels and read counters. */
+#ifndef TEST_NPU_UTIL_H
+#define TEST_NPU_UTIL_H
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/mi_plugin.h"
+
+#define CHECK(cond)                                                                      \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
+      exit(1);                                                                           \
+    }                                                                                    \
+  } while (0)
+
+typedef struct npu {
+  void *dl;
+  const mi_plugin_api_t *api;
+  mi_plugin_ctx_t *ctx;
+  mi_host_api_t host;
+  const char *devices_setting; /* value of "npu_stub.devices", or NULL */
+} npu_t;
+
+static inline const char *npu_get_setting(void *host_ctx, const char *key) {
+  npu_t *p = host_ctx;
+  if (strcmp(key, "npu_stub.devices") == 0) return p->devices_setting;
+  return NULL;
+}
+
+static inline const char *npu_build_dir(void) {
+  const char *b = getenv("MI_BUILD");
+  return b && b[0] ? b : ".";
+}
+
+/* Loads the .so from $MI_BUILD/plugins with dlopen and creates an instance; returns the
+ * create() status (the message is in err). */
+static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
+  char path[1024];
+  mi_plugin_entry_fn entry;
+  memset(p, 0, sizeof *p);
+  memset(err, 0, sizeof *err);
+  snprintf(path, sizeof path, "%s/plugins/libmi_npu_stub.so", npu_build_dir());
+  p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!p->dl) {
+    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
+    exit(1);
+  }
+  *(void **)(&entry) = dlsym(p->dl, MI_PLUGIN_ENTRY_NAME);
+  CHECK(entry != NULL);
+  p->devices_setting = devices;
+  p->host.struct_size = sizeof p->host;
+  p->host.abi_major = MI_ABI_VERSION_MAJOR;
+  p->host.abi_minor = MI_ABI_VERSION_MINOR;
+  p->host.host_ctx = p;
+  p->host.get_setting = npu_get_setting;
+  p->api = entry(&p->host, err);
+  CHECK(p->api != NULL);
+  CHECK(strcmp(p->api->name, "npu-stub") == 0);
+  return p->api->create(&p->host, &p->ctx, err);
+}
+
+static inline void npu_close(npu_t *p) {
+  if (p->ctx) p->api->destroy(p->ctx);
+  if (p->dl) dlclose(p->dl);
+  memset(p, 0, sizeof *p);
+}
+
+static inline void npu_set(npu_t *p, uint32_t dev, const char *knob, int64_t v) {
+  mi_error_t err;
+  mi_knob_value_t kv;
+  kv.name = knob;
+  kv.i = v;
+  kv.f = 0;
+  if (p->api->set_device_knobs(p->ctx, dev, &kv, 1, &err) != MI_OK) {
+    fprintf(stderr, "set %s=%lld: %s\n", knob, (long long)v, err.message);
+    exit(1);
+  }
+}
+
+static inline int npu_counter(npu_t *p, uint32_t dev, const char *name, double *value) {
+  uint32_t n = 0, i;
+  mi_error_t err;
+  CHECK(p->api->counter_count(p->ctx, dev, &n, &err) == MI_OK);
+  for (i = 0; i < n; i++) {
+    mi_counter_desc_t d;
+    mi_counter_sample_t s;
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    CHECK(p->api->counter_desc(p->ctx, dev, i, &d, &err) == MI_OK);
+    if (strcmp(d.name, name) != 0) continue;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    CHECK(p->api->counter_read(p->ctx, dev, i, &s, &err) == MI_OK);
+    *value = s.value;
+    return s.has_value;
+  }
+  fprintf(stderr, "no counter %s\n", name);
+  exit(1);
+}
+
+/* ---------------------------------------------------------------- kernel descriptions */
+
+#define KB_T 24
+#define KB_N 8
+#define KB_A 8
+
+typedef struct kb {
+  mi_tensor_desc_t t[KB_T];
+  const mi_tensor_desc_t *tp[KB_T];
+  int nt;
+  mi_node_desc_t n[KB_N];
+  const mi_node_desc_t *np[KB_N];
+  int nn;
+  int32_t nin[KB_N][8], nout[KB_N][2];
+  mi_attr_t attrs[KB_N][KB_A];
+  int64_t ints[KB_N][KB_A][4];
+  int32_t inputs[KB_T], outputs[KB_T];
+  mi_knob_value_t knobs[8];
+  int nk;
+  mi_kernel_desc_t d;
+} kb_t;
+
+static inline int kb_tensor(kb_t *k, int32_t dtype, int rank, const int64_t *dims,
+                            const void *data, uint64_t bytes) {
+  mi_tensor_desc_t *t = &k->t[k->nt];
+  int i;
+  CHECK(k->nt < KB_T);
+  memset(t, 0, sizeof *t);
+  t->struct_size = sizeof *t;
+  t->dtype = dtype;
+  t->layout = rank == 4 ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY;
+  t->rank = rank;
+  for (i = 0; i < rank; i++) t->dims[i] = dims[i];
+  t->data = data;
+  t->data_bytes = bytes;
+  t->scale = 1.0f;
+  k->tp[k->nt] = t;
+  return k->nt++;
+}
+
+static inline void kb_quant(kb_t *k, int idx, float scale, int32_t zp) {
+  k->t[idx].scale = scale;
+  k->t[idx].zero_point = zp;
+}
+
+static inline int kb_node(kb_t *k, const char *op, const int32_t *ins, int nin, int32_t out) {
+  mi_node_desc_t *n = &k->n[k->nn];
+  CHECK(k->nn < KB_N);
+  memset(n, 0, sizeof *n);
+  n->struct_size = sizeof *n;
+  n->op_type = op;
+  n->name = op;
+  n->opset = 17;
+  memcpy(k->nin[k->nn], ins, sizeof(int32_t) * (size_t)nin);
+  k->nout[k->nn][0] = out;
+  n->input_count = nin;
+  n->inputs = k->nin[k->nn];
+  n->output_count = 1;
+  n->outputs = k->nout[k->nn];
+  n->attrs = k->attrs[k->nn];
+  k->np[k->nn] = n;
+  return k->nn++;
+}
+
+static inline void kb_ints(kb_t *k, int node, const char *name, const int64_t *v, int count) {
+  mi_node_desc_t *n = &k->n[node];
+  mi_attr_t *a = &k->attrs[node][n->attr_count];
+  memset(a, 0, sizeof *a);
+  memcpy(k->ints[node][n->attr_count], v, sizeof(int64_t) * (size_t)count);
+  a->name = name;
+  a->type = MI_ATTR_INTS;
+  a->count = count;
+  a->ints = k->ints[node][n->attr_count];
+  n->attr_count++;
+}
+
+static inline void kb_int(kb_t *k, int node, const char *name, int64_t v) {
+  mi_node_desc_t *n = &k->n[node];
+  mi_attr_t *a = &k->attrs[node][n->attr_count];
+  memset(a, 0, sizeof *a);
+  a->name = name;
+  a->type = MI_ATTR_INT;
+  a->i = v;
+  n->attr_count++;
+}
+
+static inline void kb_knob(kb_t *k, const char *name, int64_t v) {
+  k->knobs[k->nk].name = name;
+  k->knobs[k->nk].i = v;
+  k->knobs[k->nk].f = 0;
+  k->nk++;
+}
+
+/* Runtime inputs: non-constant tensors no node produces, in order of first use. */
+static inline mi_kernel_desc_t *kb_finish(kb_t *k, int out) {
+  int i, j, c, ni = 0;
+  for (i = 0; i < k->nn; i++)
+    for (j = 0; j < k->n[i].input_count; j++) {
+      int32_t t = k->nin[i][j], produced = 0, seen = 0;
+      if (t < 0 || k->t[t].data) continue;
+      for (c = 0; c < k->nn; c++) produced |= k->nout[c][0] == t;
+      for (c = 0; c < ni; c++) seen |= k->inputs[c] == t;
+      if (!produced && !seen) k->inputs[ni++] = t;
+    }
+  k->outputs[0] = out;
+  memset(&k->d, 0, sizeof k->d);
+  k->d.struct_size = sizeof k->d;
+  k->d.node_count = k->nn;
+  k->d.nodes = k->np;
+  k->d.tensor_count = k->nt;
+  k->d.tensors = k->tp;
+  k->d.input_count = ni;
+  k->d.inputs = k->inputs;
+  k->d.output_count = 1;
+  k->d.outputs = k->outputs;
+  k->d.knob_count = k->nk;
+  k->d.knobs = k->knobs;
+  return &k->d;
+}
+
+static inline uint64_t kb_bytes(const mi_tensor_desc_t *t) {
+  uint64_t n = 1;
+  int i;
+  for (i = 0; i < t->rank; i++) n *= (uint64_t)t->dims[i];
+  return n * (t->dtype == MI_DTYPE_INT8 ? 1u : t->dtype == MI_DTYPE_FLOAT16 ? 2u : 4u);
+}
+
+/* A prepared kernel with its buffers. */
+typedef struct kr {
+  npu_t *p;
+  uint32_t dev;
+  mi_kernel_t *kernel;
+  mi_buffer_t *in[8], *out;
+  int nin;
+  uint64_t out_bytes;
+} kr_t;
+
+static inline int32_t kr_prepare(kr_t *r, npu_t *p, uint32_t dev, kb_t *k, int out,
+                                 const void *const *inputs, mi_error_t *err) {
+  mi_kernel_desc_t *d = kb_finish(k, out);
+  int i;
+  int32_t rc;
+  memset(r, 0, sizeof *r);
+  r->p = p;
+  r->dev = dev;
+  rc = p->api->kernel_prepare(p->ctx, dev, d, &r->kernel, err);
+  if (rc != MI_OK) return rc;
+  r->nin = d->input_count;
+  for (i = 0; i < r->nin; i++) {
+    uint64_t b = kb_bytes(&k->t[d->inputs[i]]);
+    CHECK(p->api->buffer_alloc(p->ctx, dev, b, &r->in[i], err) == MI_OK);
+    CHECK(p->api->buffer_write(p->ctx, r->in[i], 0, inputs[i], b, err) == MI_OK);
+  }
+  r->out_bytes = kb_bytes(&k->t[out]);
+  CHECK(p->api->buffer_alloc(p->ctx, dev, r->out_bytes, &r->out, err) == MI_OK);
+  return MI_OK;
+}
+
+static inline void kr_run(kr_t *r, void *out, mi_run_stats_t *st) {
+  mi_error_t err;
+  mi_run_stats_t local;
+  if (!st) st = &local;
+  memset(st, 0, sizeof *st);
+  st->struct_size = sizeof *st;
+  if (r->p->api->kernel_run(r->p->ctx, r->kernel, r->in, r->nin, &r->out, 1, st, &err) != MI_OK) {
+    fprintf(stderr, "kernel_run: %s\n", err.message);
+    exit(1);
+  }
+  CHECK(st->has_device_time == 1 && st->has_energy == 1 && st->energy_modeled == 1);
+  if (out) CHECK(r->p->api->buffer_read(r->p->ctx, r->out, 0, out, r->out_bytes, &err) == MI_OK);
+}
+
+static inline void kr_release(kr_t *r) {
+  int i;
+  for (i = 0; i < r->nin; i++) r->p->api->buffer_free(r->p->ctx, r->in[i]);
+  r->p->api->buffer_free(r->p->ctx, r->out);
+  r->p->api->kernel_release(r->p->ctx, r->kernel);
+}
+
+/* Median device time (ns) and median energy (J) over `reps` runs. */
+static inline void kr_measure(kr_t *r, int reps, double *time_ns, double *energy_j) {
+  double t[16], e[16];
+  int i, j;
+  CHECK(reps <= 16);
+  for (i = 0; i < reps; i++) {
+    mi_run_stats_t st;
+    kr_run(r, NULL, &st);
+    t[i] = (double)st.device_time_ns;
+    e[i] = st.energy_j;
+  }
+  for (i = 0; i < reps; i++)
+    for (j = i + 1; j < reps; j++) {
+      if (t[j] < t[i]) { double x = t[i]; t[i] = t[j]; t[j] = x; }
+      if (e[j] < e[i]) { double x = e[i]; e[i] = e[j]; e[j] = x; }
+    }
+  if (time_ns) *time_ns = t[reps / 2];
+  if (energy_j) *energy_j = e[reps / 2];
+}
+
+/* Deterministic test data. */
+static inline uint32_t lcg(uint32_t *s) {
+  *s = *s * 1664525u + 1013904223u;
+  return *s >> 8;
+}
+static inline void fill_i8(int8_t *v, size_t n, int lo, int hi, uint32_t seed) {
+  size_t i;
+  for (i = 0; i < n; i++) v[i] = (int8_t)(lo + (int)(lcg(&seed) % (uint32_t)(hi - lo + 1)));
+}
+static inline void fill_f32(float *v, size_t n, float lo, float hi, uint32_t seed) {
+  size_t i;
+  for (i = 0; i < n; i++) v[i] = lo + (hi - lo) * (float)(lcg(&seed) % 100000u) / 100000.0f;
+}
+
+#endif
