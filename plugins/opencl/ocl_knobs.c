@@ -1,0 +1,319 @@
+/* ocl_knobs.c - the variants, knobs and declared constraints of the OpenCL plugin, and the
+ * check of a knob assignment against them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ocl.h"
+
+#define B(k) (1u << (k))
+#define MM_FUSE (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD)
+#define EW_FUSE (MI_FUSE_RELU | MI_FUSE_ACT)
+#define TILED (B(K_WG_X) | B(K_WG_Y) | B(K_TILE_M) | B(K_TILE_N) | B(K_TILE_K) | B(K_LOCAL) | B(K_UNROLL))
+#define VEC (B(K_WG_X) | B(K_WG_Y) | B(K_TILE_M) | B(K_TILE_N) | B(K_VW) | B(K_UNROLL))
+#define NAIVE (B(K_WG_X) | B(K_WG_Y) | B(K_UNROLL))
+/* defaults: wg_x wg_y tile_m tile_n tile_k vw local unroll */
+#define D_TILED {8, 8, 32, 32, 8, 1, 1, 4}
+#define D_VEC {8, 8, 32, 64, 8, 4, 0, 1}
+#define D_NAIVE {16, 4, 1, 1, 1, 1, 0, 1}
+#define D_1D {64, 1, 1, 1, 1, 1, 0, 1}
+#define SIMPLE(id, op, desc, fuse) {id, op, desc, fuse, B(K_WG_X), D_1D}
+
+static const ocl_variant_t k_variants[] = {
+    {"conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED},
+    {"conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
+     B(K_WG_X) | B(K_UNROLL), D_1D},
+    {"conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
+     B(K_WG_X) | B(K_UNROLL), D_1D},
+    {"gemm.tiled", "Gemm", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED},
+    {"gemm.regblock", "Gemm", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC, D_VEC},
+    {"gemm.naive", "Gemm", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE},
+    {"matmul.tiled", "MatMul", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED},
+    {"matmul.regblock", "MatMul", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC,
+     D_VEC},
+    {"matmul.naive", "MatMul", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE},
+    SIMPLE("ew.Relu", "Relu", "element-wise", EW_FUSE),
+    SIMPLE("ew.Clip", "Clip", "element-wise", EW_FUSE),
+    SIMPLE("ew.LeakyRelu", "LeakyRelu", "element-wise", EW_FUSE),
+    SIMPLE("ew.Sigmoid", "Sigmoid", "element-wise", EW_FUSE),
+    SIMPLE("ew.Tanh", "Tanh", "element-wise", EW_FUSE),
+    SIMPLE("ew.HardSigmoid", "HardSigmoid", "element-wise", EW_FUSE),
+    SIMPLE("ew.HardSwish", "HardSwish", "element-wise", EW_FUSE),
+    SIMPLE("ew.Gelu", "Gelu", "element-wise", EW_FUSE),
+    SIMPLE("ew.Erf", "Erf", "element-wise", EW_FUSE),
+    SIMPLE("ew.Exp", "Exp", "element-wise", EW_FUSE),
+    SIMPLE("ew.Log", "Log", "element-wise", EW_FUSE),
+    SIMPLE("ew.Sqrt", "Sqrt", "element-wise", EW_FUSE),
+    SIMPLE("ew.Neg", "Neg", "element-wise", EW_FUSE),
+    SIMPLE("ew.Abs", "Abs", "element-wise", EW_FUSE),
+    SIMPLE("ew.Reciprocal", "Reciprocal", "element-wise", EW_FUSE),
+    SIMPLE("ew.Elu", "Elu", "element-wise", EW_FUSE),
+    SIMPLE("ew.Softplus", "Softplus", "element-wise", EW_FUSE),
+    SIMPLE("ew.Floor", "Floor", "element-wise", EW_FUSE),
+    SIMPLE("ew.Ceil", "Ceil", "element-wise", EW_FUSE),
+    SIMPLE("ew.BatchNormalization", "BatchNormalization", "per-channel affine (inference)",
+           EW_FUSE),
+    SIMPLE("ew.Add", "Add", "element-wise with broadcasting", EW_FUSE),
+    SIMPLE("ew.Sub", "Sub", "element-wise with broadcasting", EW_FUSE),
+    SIMPLE("ew.Mul", "Mul", "element-wise with broadcasting", EW_FUSE),
+    SIMPLE("ew.Div", "Div", "element-wise with broadcasting", EW_FUSE),
+    SIMPLE("ew.Max", "Max", "element-wise with broadcasting (two inputs)", EW_FUSE),
+    SIMPLE("ew.Min", "Min", "element-wise with broadcasting (two inputs)", EW_FUSE),
+    SIMPLE("ew.Pow", "Pow", "element-wise with broadcasting", EW_FUSE),
+    SIMPLE("ew.PRelu", "PRelu", "element-wise with broadcasting slope", EW_FUSE),
+    SIMPLE("reduce.ReduceMean", "ReduceMean", "one output per work-item", 0),
+    SIMPLE("reduce.ReduceSum", "ReduceSum", "one output per work-item", 0),
+    SIMPLE("reduce.ReduceMax", "ReduceMax", "one output per work-item", 0),
+    SIMPLE("reduce.ReduceMin", "ReduceMin", "one output per work-item", 0),
+    SIMPLE("reduce.ReduceSumSquare", "ReduceSumSquare", "one output per work-item", 0),
+    SIMPLE("reduce.ReduceL1", "ReduceL1", "one output per work-item", 0),
+    SIMPLE("reduce.ReduceL2", "ReduceL2", "one output per work-item", 0),
+    SIMPLE("reduce.GlobalAveragePool", "GlobalAveragePool", "mean over H, W", 0),
+    SIMPLE("reduce.GlobalMaxPool", "GlobalMaxPool", "max over H, W", 0),
+    SIMPLE("softmax.Softmax", "Softmax", "one row per work-item", 0),
+    SIMPLE("softmax.LogSoftmax", "LogSoftmax", "one row per work-item", 0),
+    SIMPLE("norm.LayerNormalization", "LayerNormalization", "one row per work-item", 0),
+    SIMPLE("pool.MaxPool", "MaxPool", "2-D, one output per work-item", 0),
+    SIMPLE("pool.AveragePool", "AveragePool", "2-D, one output per work-item", 0),
+    SIMPLE("copy.Reshape", "Reshape", "buffer copy", 0),
+    SIMPLE("copy.Flatten", "Flatten", "buffer copy", 0),
+    SIMPLE("copy.Squeeze", "Squeeze", "buffer copy", 0),
+    SIMPLE("copy.Unsqueeze", "Unsqueeze", "buffer copy", 0),
+    SIMPLE("copy.Identity", "Identity", "buffer copy", 0),
+    SIMPLE("copy.Dropout", "Dropout", "buffer copy (inference)", 0),
+    SIMPLE("copy.Transpose", "Transpose", "strided copy", 0),
+    SIMPLE("copy.Concat", "Concat", "one strided copy per input", 0),
+};
+
+typedef struct knob_def {
+  const char *name;
+  const char *description;
+  int type;
+  int nvalues;
+  int64_t values[12];
+  int64_t dflt;
+} knob_def_t;
+
+static const knob_def_t k_knobs[K_COUNT] = {
+    {"wg_x", "work-group size along x (columns / elements)", MI_KNOB_INT, 11,
+     {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, 8},
+    {"wg_y", "work-group size along y (rows)", MI_KNOB_INT, 7, {1, 2, 4, 8, 16, 32, 64}, 8},
+    {"tile_m", "rows of C computed by one work-group", MI_KNOB_INT, 8,
+     {1, 2, 4, 8, 16, 32, 64, 128}, 32},
+    {"tile_n", "columns of C computed by one work-group", MI_KNOB_INT, 8,
+     {1, 2, 4, 8, 16, 32, 64, 128}, 32},
+    {"tile_k", "depth of the K slice staged per step", MI_KNOB_INT, 7, {1, 2, 4, 8, 16, 32, 64}, 8},
+    {"vector_width", "floatN width of B loads and accumulators", MI_KNOB_INT, 4, {1, 2, 4, 8}, 4},
+    {"use_local_memory", "stage tiles in __local memory", MI_KNOB_BOOL, 0, {0}, 1},
+    {"unroll", "unroll hint of the innermost loop", MI_KNOB_INT, 4, {1, 2, 4, 8}, 1},
+};
+
+uint32_t mi__ocl_variant_count(void) { return (uint32_t)(sizeof k_variants / sizeof k_variants[0]); }
+
+const ocl_variant_t *mi__ocl_variant(uint32_t i) {
+  return i < mi__ocl_variant_count() ? &k_variants[i] : NULL;
+}
+
+const ocl_variant_t *mi__ocl_variant_find(const char *id) {
+  uint32_t i;
+  for (i = 0; i < mi__ocl_variant_count(); i++)
+    if (strcmp(k_variants[i].id, id) == 0) return &k_variants[i];
+  return NULL;
+}
+
+const ocl_variant_t *mi__ocl_variant_default(const char *op) {
+  uint32_t i;
+  for (i = 0; i < mi__ocl_variant_count(); i++) /* the first listed for an op is its default */
+    if (strcmp(k_variants[i].op, op) == 0) return &k_variants[i];
+  return NULL;
+}
+
+static void applies_list(uint32_t knob_bit, char *out, size_t size) {
+  uint32_t i;
+  size_t w = 0;
+  out[0] = '\0';
+  for (i = 0; i < mi__ocl_variant_count(); i++) {
+    if (!(k_variants[i].knob_mask & knob_bit)) continue;
+    w += (size_t)snprintf(out + w, w < size ? size - w : 0, "%s%s", w ? "," : "", k_variants[i].id);
+    if (w >= size) { /* too many to list: "" means all */
+      out[0] = '\0';
+      return;
+    }
+  }
+}
+
+int32_t mi__ocl_knob_desc(const ocl_device_t *dev, uint32_t i, mi_knob_desc_t *out) {
+  mi_knob_desc_t d;
+  const knob_def_t *k;
+  int j;
+  (void)dev;
+  if (i >= K_COUNT) return MI_ERR_INVALID_ARGUMENT;
+  k = &k_knobs[i];
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  snprintf(d.name, sizeof d.name, "%s", k->name);
+  snprintf(d.description, sizeof d.description, "%s", k->description);
+  snprintf(d.unit, sizeof d.unit, "%s", i <= K_WG_Y ? "work-items" : "");
+  d.scope = MI_KNOB_SCOPE_VARIANT;
+  d.type = k->type;
+  d.mutability = MI_KNOB_AT_PREPARE;
+  if (k->type == MI_KNOB_BOOL) {
+    d.min = 0;
+    d.max = 1;
+    d.step = 1;
+  } else {
+    d.value_count = (uint32_t)k->nvalues;
+    for (j = 0; j < k->nvalues; j++) d.values[j] = k->values[j];
+    d.min = k->values[0];
+    d.max = k->values[k->nvalues - 1];
+    d.step = 1;
+  }
+  d.default_int = k->dflt;
+  applies_list(1u << i, d.applies_to, sizeof d.applies_to);
+  return mi_sdk_fill(out, &d, sizeof d);
+}
+
+/* ---------------------------------------------------------------- constraints */
+
+enum { C_WGY_TM, C_WGX_TN, C_WG_MAX, C_LOCAL, C_VW, C_REGS, C_COUNT };
+#define MM2D "conv.im2col_gemm,gemm.tiled,gemm.regblock,matmul.tiled,matmul.regblock"
+#define TILEDV "conv.im2col_gemm,gemm.tiled,matmul.tiled"
+#define VECV "gemm.regblock,matmul.regblock"
+#define MAX_ACC 64
+
+uint32_t mi__ocl_constraint_count(void) { return C_COUNT; }
+
+int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out) {
+  mi_constraint_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  switch (i) {
+  case C_WGY_TM:
+    d.kind = MI_CONSTRAINT_DIVIDES;
+    snprintf(d.a, sizeof d.a, "wg_y");
+    snprintf(d.b, sizeof d.b, "tile_m");
+    snprintf(d.applies_to, sizeof d.applies_to, MM2D);
+    snprintf(d.reason, sizeof d.reason, "wg_y must divide tile_m (each work-item computes tile_m/wg_y rows)");
+    break;
+  case C_WGX_TN:
+    d.kind = MI_CONSTRAINT_DIVIDES;
+    snprintf(d.a, sizeof d.a, "wg_x");
+    snprintf(d.b, sizeof d.b, "tile_n");
+    snprintf(d.applies_to, sizeof d.applies_to, MM2D);
+    snprintf(d.reason, sizeof d.reason, "wg_x must divide tile_n (each work-item computes tile_n/wg_x columns)");
+    break;
+  case C_WG_MAX:
+    d.kind = MI_CONSTRAINT_PRODUCT_LE;
+    snprintf(d.a, sizeof d.a, "wg_x");
+    snprintf(d.b, sizeof d.b, "wg_y");
+    d.value = (int64_t)dev->max_wg;
+    snprintf(d.reason, sizeof d.reason,
+             "work-group size wg_x*wg_y must not exceed CL_DEVICE_MAX_WORK_GROUP_SIZE (%zu)", dev->max_wg);
+    break;
+  case C_LOCAL:
+    d.kind = MI_CONSTRAINT_CUSTOM;
+    snprintf(d.a, sizeof d.a, "tile_k");
+    snprintf(d.b, sizeof d.b, "use_local_memory");
+    d.value = (int64_t)dev->local_mem;
+    snprintf(d.applies_to, sizeof d.applies_to, TILEDV);
+    snprintf(d.reason, sizeof d.reason,
+             "local memory (tile_m*tile_k + tile_k*tile_n)*4 bytes must fit CL_DEVICE_LOCAL_MEM_SIZE "
+             "(%llu bytes) when use_local_memory=1", (unsigned long long)dev->local_mem);
+    break;
+  case C_VW:
+    d.kind = MI_CONSTRAINT_CUSTOM;
+    snprintf(d.a, sizeof d.a, "vector_width");
+    snprintf(d.b, sizeof d.b, "tile_n");
+    snprintf(d.applies_to, sizeof d.applies_to, VECV);
+    snprintf(d.reason, sizeof d.reason,
+             "vector_width must divide tile_n/wg_x (the columns each work-item computes)");
+    break;
+  case C_REGS:
+    d.kind = MI_CONSTRAINT_CUSTOM;
+    snprintf(d.a, sizeof d.a, "tile_m");
+    snprintf(d.b, sizeof d.b, "tile_n");
+    d.value = MAX_ACC;
+    snprintf(d.applies_to, sizeof d.applies_to, MM2D);
+    snprintf(d.reason, sizeof d.reason,
+             "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %d", MAX_ACC);
+    break;
+  default:
+    return MI_ERR_INVALID_ARGUMENT;
+  }
+  return mi_sdk_fill(out, &d, sizeof d);
+}
+
+static int listed(const char *list, const char *id) {
+  size_t n = strlen(id);
+  const char *p = list;
+  if (!*list) return 1;
+  while ((p = strstr(p, id)) != NULL) {
+    if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return 1;
+    p += n;
+  }
+  return 0;
+}
+
+static int32_t check_rules(const ocl_device_t *dev, const ocl_variant_t *v, const int64_t *k,
+                           mi_error_t *err) {
+  uint32_t i;
+  for (i = 0; i < C_COUNT; i++) {
+    mi_constraint_desc_t c;
+    int broken = 0;
+    c.struct_size = sizeof c;
+    mi__ocl_constraint_desc(dev, i, &c);
+    if (!listed(c.applies_to, v->id)) continue;
+    switch (i) {
+    case C_WGY_TM: broken = k[K_TILE_M] % k[K_WG_Y] != 0; break;
+    case C_WGX_TN: broken = k[K_TILE_N] % k[K_WG_X] != 0; break;
+    case C_WG_MAX: broken = (uint64_t)(k[K_WG_X] * k[K_WG_Y]) > (uint64_t)dev->max_wg; break;
+    case C_LOCAL:
+      broken = k[K_LOCAL] &&
+               (uint64_t)((k[K_TILE_M] + k[K_TILE_N]) * k[K_TILE_K] * 4) > dev->local_mem;
+      break;
+    case C_VW: broken = (k[K_TILE_N] / k[K_WG_X]) % k[K_VW] != 0; break;
+    case C_REGS: broken = (k[K_TILE_M] / k[K_WG_Y]) * (k[K_TILE_N] / k[K_WG_X]) > MAX_ACC; break;
+    default: break;
+    }
+    if (broken)
+      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG,
+                            "%s: %s (wg_x=%lld wg_y=%lld tile_m=%lld tile_n=%lld tile_k=%lld "
+                            "vector_width=%lld)", v->id, c.reason, (long long)k[K_WG_X],
+                            (long long)k[K_WG_Y], (long long)k[K_TILE_M], (long long)k[K_TILE_N],
+                            (long long)k[K_TILE_K], (long long)k[K_VW]);
+  }
+  return MI_OK;
+}
+
+int32_t mi__ocl_knobs_resolve(const ocl_device_t *dev, const ocl_variant_t *v,
+                              const mi_knob_value_t *knobs, int32_t count, ocl_knobs_t *out,
+                              mi_error_t *err) {
+  int32_t i;
+  int j, m;
+  memcpy(out->v, v->dflt, sizeof out->v);
+  for (i = 0; i < count; i++) {
+    const char *name = knobs[i].name;
+    int found = -1;
+    if (!name) return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %d has no name", v->id, (int)i);
+    for (j = 0; j < K_COUNT; j++)
+      if (strcmp(k_knobs[j].name, name) == 0) found = j;
+    if (found < 0)
+      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown knob '%s'", v->id, name);
+    if (!(v->knob_mask & (1u << found))) continue; /* a knob this variant does not read */
+    if (k_knobs[found].type == MI_KNOB_BOOL) {
+      if (knobs[i].i != 0 && knobs[i].i != 1)
+        return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %s=%lld is not 0 or 1", v->id,
+                              name, (long long)knobs[i].i);
+    } else {
+      int ok = 0;
+      for (m = 0; m < k_knobs[found].nvalues; m++) ok |= k_knobs[found].values[m] == knobs[i].i;
+      if (!ok)
+        return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG,
+                              "%s: knob %s=%lld is outside its domain (powers of two %lld..%lld)",
+                              v->id, name, (long long)knobs[i].i,
+                              (long long)k_knobs[found].values[0],
+                              (long long)k_knobs[found].values[k_knobs[found].nvalues - 1]);
+    }
+    out->v[found] = knobs[i].i;
+  }
+  return check_rules(dev, v, out->v, err);
+}

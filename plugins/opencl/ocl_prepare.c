@@ -1,0 +1,268 @@
+/* ocl_prepare.c - kernel_prepare: validation, variant and knob choice, and the helpers that
+ * build launches (programs, arguments, constant uploads, work sizes). */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl.h"
+
+static size_t dtype_size(int32_t dt) {
+  switch (dt) {
+  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
+  case MI_DTYPE_INT64: return 8;
+  case MI_DTYPE_FLOAT16: return 2;
+  case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: return 1;
+  default: return 0;
+  }
+}
+
+int32_t mi__ocl_upload(ocl_prep_t *p, const void *data, size_t bytes, ocl_arg_t *out) {
+  cl_int rc;
+  cl_mem m;
+  mi_kernel_t *k = p->k;
+  if (k->nb >= OCL_MAX_BUFS)
+    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: more than %d constant buffers", OCL_MAX_BUFS);
+  m = clCreateBuffer(p->dev->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes ? bytes : 4,
+                     (void *)data, &rc);
+  if (!m) return mi__ocl_fail(p->err, "clCreateBuffer", rc);
+  k->bufs[k->nb] = m;
+  memset(out, 0, sizeof *out);
+  out->kind = ARG_BUF;
+  out->index = k->nb++;
+  return MI_OK;
+}
+
+int32_t mi__ocl_bind(ocl_prep_t *p, int t, ocl_arg_t *out) {
+  const mi_kernel_desc_t *d = p->desc;
+  const mi_tensor_desc_t *td = mi__ocl_tensor(d, t);
+  int32_t i;
+  memset(out, 0, sizeof *out);
+  for (i = 0; i < d->input_count; i++) {
+    if (d->inputs[i] == t) {
+      out->kind = ARG_IN;
+      out->index = i;
+      return MI_OK;
+    }
+  }
+  for (i = 0; i < d->output_count; i++) {
+    if (d->outputs[i] == t) {
+      out->kind = ARG_OUT;
+      out->index = i;
+      return MI_OK;
+    }
+  }
+  if (td && td->data && td->dtype == MI_DTYPE_FLOAT32)
+    return mi__ocl_upload(p, td->data, (size_t)mi_sdk_numel(td) * 4, out);
+  return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED,
+                        "opencl: tensor %d is neither a runtime input, an output nor FP32 data", t);
+}
+
+ocl_launch_t *mi__ocl_launch_new(ocl_prep_t *p, const char *source, const char *options,
+                                 const char *name, int32_t *rc) {
+  size_t n1 = strlen(mi__ocl_src_prelude), n2 = strlen(source);
+  char *full;
+  cl_program prog = NULL;
+  ocl_launch_t *l;
+  cl_int crc;
+  if (p->k->nl >= OCL_MAX_LAUNCHES) {
+    *rc = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: more than %d launches", OCL_MAX_LAUNCHES);
+    return NULL;
+  }
+  full = malloc(n1 + n2 + 1);
+  if (!full) {
+    *rc = mi__ocl_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    return NULL;
+  }
+  memcpy(full, mi__ocl_src_prelude, n1);
+  memcpy(full + n1, source, n2 + 1);
+  *rc = mi__ocl_program(p->ctx, p->dev, full, options, &prog, p->err);
+  free(full);
+  if (*rc != MI_OK) return NULL;
+  l = &p->k->launches[p->k->nl];
+  memset(l, 0, sizeof *l);
+  l->k = clCreateKernel(prog, name, &crc);
+  if (!l->k) {
+    *rc = mi__ocl_fail(p->err, "clCreateKernel", crc);
+    return NULL;
+  }
+  p->k->nl++;
+  return l;
+}
+
+void mi__ocl_arg(ocl_launch_t *l, ocl_arg_t a) {
+  if (l->nargs < OCL_MAX_ARGS) l->args[l->nargs++] = a;
+}
+
+void mi__ocl_arg_raw(ocl_launch_t *l, const void *v, size_t size) {
+  ocl_arg_t a;
+  memset(&a, 0, sizeof a);
+  a.kind = ARG_RAW;
+  a.size = size;
+  memcpy(&a.v, v, size);
+  mi__ocl_arg(l, a);
+}
+
+void mi__ocl_arg_int(ocl_launch_t *l, cl_int v) { mi__ocl_arg_raw(l, &v, sizeof v); }
+void mi__ocl_arg_float(ocl_launch_t *l, cl_float v) { mi__ocl_arg_raw(l, &v, sizeof v); }
+
+int32_t mi__ocl_arg_epi(ocl_prep_t *p, ocl_launch_t *l, const ocl_epi_t *e, int chan_inner) {
+  ocl_arg_t a;
+  cl_int4 ei;
+  cl_float4 ef;
+  cl_int2 ch;
+  int32_t st;
+  int i;
+  memset(&a, 0, sizeof a);
+  a.kind = ARG_DUMMY;
+  if (e->flags & 1) {
+    if ((st = mi__ocl_upload(p, e->scale, (size_t)e->nchan * 4, &a)) != MI_OK) return st;
+    mi__ocl_arg(l, a);
+    if ((st = mi__ocl_upload(p, e->shift, (size_t)e->nchan * 4, &a)) != MI_OK) return st;
+    mi__ocl_arg(l, a);
+  } else {
+    mi__ocl_arg(l, a);
+    mi__ocl_arg(l, a);
+  }
+  if (e->flags & 2) {
+    if ((st = mi__ocl_bind(p, e->res_tensor, &a)) != MI_OK) return st;
+  } else {
+    a.kind = ARG_DUMMY;
+  }
+  mi__ocl_arg(l, a);
+  memset(&ei, 0, sizeof ei);
+  ei.s[0] = e->flags;
+  ei.s[1] = e->act0;
+  ei.s[2] = e->act1;
+  for (i = 0; i < 4; i++) ef.s[i] = e->p[i];
+  ch.s[0] = chan_inner > 0 ? chan_inner : 1;
+  ch.s[1] = e->nchan > 0 ? e->nchan : 1;
+  mi__ocl_arg_raw(l, &ei, sizeof ei);
+  mi__ocl_arg_raw(l, &ef, sizeof ef);
+  mi__ocl_arg_raw(l, &ch, sizeof ch);
+  return MI_OK;
+}
+
+void mi__ocl_grid1(ocl_launch_t *l, size_t n, size_t wg) {
+  if (wg < 1) wg = 1;
+  l->dim = 1;
+  l->gws[0] = ((n + wg - 1) / wg) * wg;
+  if (l->gws[0] == 0) l->gws[0] = wg;
+  l->gws[1] = l->gws[2] = 1;
+  l->lws[0] = wg;
+  l->lws[1] = l->lws[2] = 1;
+  l->has_lws = 1;
+}
+
+int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l) {
+  size_t kmax = 0, want = l->lws[0] * l->lws[1] * l->lws[2];
+  cl_int rc;
+  if (!l->has_lws) return MI_OK;
+  rc = clGetKernelWorkGroupInfo(l->k, p->dev->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax, &kmax,
+                                NULL);
+  if (rc != CL_SUCCESS) return mi__ocl_fail(p->err, "clGetKernelWorkGroupInfo", rc);
+  if (want > kmax)
+    return mi__ocl_errorf(p->err, MI_ERR_INVALID_CONFIG,
+                          "%s: work-group of %zu work-items exceeds CL_KERNEL_WORK_GROUP_SIZE %zu "
+                          "of this kernel", p->var->id, want, kmax);
+  return MI_OK;
+}
+
+static int32_t check_tensors(const mi_kernel_desc_t *d, mi_error_t *err) {
+  int32_t i;
+  if (d->input_count > OCL_MAX_IO || d->output_count > OCL_MAX_IO || d->output_count < 1)
+    return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: %d inputs / %d outputs not supported",
+                          (int)d->input_count, (int)d->output_count);
+  for (i = 0; i < d->tensor_count; i++) {
+    const mi_tensor_desc_t *t = d->tensors[i];
+    if (!t) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: tensor %d is NULL", (int)i);
+    if (t->rank < 0 || t->rank > MI_MAX_RANK || mi_sdk_numel(t) > INT_MAX)
+      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: rank or size out of range", (int)i);
+    if (t->dtype != MI_DTYPE_FLOAT32 && !(t->dtype == MI_DTYPE_INT64 && t->data))
+      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED,
+                            "opencl: tensor %d has dtype %d; only FP32 activations are implemented",
+                            (int)i, (int)t->dtype);
+    if (t->layout != MI_LAYOUT_ANY && t->layout != MI_LAYOUT_NCHW)
+      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: layout %d not supported",
+                            (int)i, (int)t->layout);
+  }
+  return MI_OK;
+}
+
+static int32_t io_sizes(const mi_kernel_desc_t *d, mi_kernel_t *k, mi_error_t *err) {
+  int32_t i;
+  for (i = 0; i < d->input_count + d->output_count; i++) {
+    int32_t t = i < d->input_count ? d->inputs[i] : d->outputs[i - d->input_count];
+    const mi_tensor_desc_t *td = mi__ocl_tensor(d, t);
+    if (!td) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: bad tensor index %d", (int)t);
+    if (i < d->input_count)
+      k->in_bytes[i] = (uint64_t)mi_sdk_numel(td) * dtype_size(td->dtype);
+    else
+      k->out_bytes[i - d->input_count] = (uint64_t)mi_sdk_numel(td) * dtype_size(td->dtype);
+  }
+  k->n_in = d->input_count;
+  k->n_out = d->output_count;
+  return MI_OK;
+}
+
+static const ocl_variant_t *default_variant(const mi_kernel_desc_t *d) {
+  const mi_node_desc_t *n = d->nodes[0];
+  if (strcmp(n->op_type, "Conv") == 0 && n->input_count >= 2) {
+    const mi_tensor_desc_t *x = mi__ocl_tensor(d, n->inputs[0]);
+    int64_t g = mi_sdk_attr_int(n, "group", 1);
+    if (x && x->rank == 4 && g > 1 && g == x->dims[1]) return mi__ocl_variant_find("conv.depthwise");
+  }
+  return mi__ocl_variant_default(n->op_type);
+}
+
+int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *desc,
+                               mi_kernel_t **out, mi_error_t *err) {
+  ocl_prep_t p;
+  int32_t st;
+  const char *op;
+  if (out) *out = NULL;
+  if (!ctx || !desc || !out || desc->node_count < 1 || !desc->nodes || !desc->tensors)
+    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: NULL or empty description");
+  if (device >= ctx->ndev)
+    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: no device %u", device);
+  memset(&p, 0, sizeof p);
+  p.ctx = ctx;
+  p.dev = &ctx->devs[device];
+  p.desc = desc;
+  p.err = err;
+  op = desc->nodes[0]->op_type;
+  if (!op) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: node without op_type");
+  if (desc->variant_id && desc->variant_id[0]) {
+    p.var = mi__ocl_variant_find(desc->variant_id);
+    if (!p.var)
+      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'", desc->variant_id);
+    if (strcmp(p.var->op, op) != 0)
+      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: variant %s implements %s, not %s",
+                            p.var->id, p.var->op, op);
+  } else {
+    p.var = default_variant(desc);
+    if (!p.var) return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: op %s is not implemented", op);
+  }
+  st = mi__ocl_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, &p.kn, err);
+  if (st != MI_OK) return st;
+  if ((st = check_tensors(desc, err)) != MI_OK) return st;
+  p.k = calloc(1, sizeof *p.k);
+  if (!p.k) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  p.k->dev = p.dev;
+  p.k->device = device;
+  st = io_sizes(desc, p.k, err);
+  if (st == MI_OK) {
+    if (strcmp(op, "Conv") == 0)
+      st = mi__ocl_prepare_conv(&p);
+    else if (strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0)
+      st = mi__ocl_prepare_gemm(&p);
+    else
+      st = mi__ocl_prepare_op(&p);
+  }
+  if (st != MI_OK) {
+    mi__ocl_kernel_release(ctx, p.k);
+    return st;
+  }
+  *out = p.k;
+  return MI_OK;
+}

@@ -1,0 +1,118 @@
+/* test_opencl_cache.c - the OpenCL plugin's program cache: built once per instance, found on
+ * disk by a second instance, and rebuilt when the disk entry is corrupt. */
+#include <dirent.h>
+
+#include "test_opencl_common.h"
+
+#define M 9
+#define K 11
+#define N 13
+
+static float A[M * K], B[K * N], Y[M * N], R[M * N];
+
+/* One MatMul through matmul.naive (one program), checked against the naive GEMM. */
+static void run_once(ocl_t *o) {
+  kd_t k;
+  int64_t da[2] = {M, K}, db[2] = {K, N}, dy[2] = {M, N};
+  int in[2];
+  const float *ins[2] = {A, B};
+  float *outs[1] = {Y};
+  mi_error_t err = {0, ""};
+  memset(&k, 0, sizeof k);
+  in[0] = kd_tensor(&k, 2, da, NULL);
+  in[1] = kd_tensor(&k, 2, db, NULL);
+  k.ins[k.nin++] = in[0];
+  k.ins[k.nin++] = in[1];
+  k.outs[k.nout++] = kd_tensor(&k, 2, dy, NULL);
+  kd_node(&k, "MatMul", 2, in, k.outs[0]);
+  kd_knob(&k, "unroll", 2);
+  memset(Y, 0, sizeof Y);
+  if (ocl_run(o, kd_finish(&k, "matmul.naive"), ins, outs, NULL, &err) != MI_OK)
+    fprintf(stderr, "run: %s\n", err.message);
+  CHECK(err.code == 0);
+  CHECK(rel_l2(Y, R, M * N) < 1e-5);
+}
+
+/* Overwrites the middle of every cache entry; returns how many entries there were. */
+static int corrupt_entries(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  CHECK(d);
+  while ((e = readdir(d)) != NULL) {
+    char path[600];
+    FILE *f;
+    long size;
+    if (!strstr(e->d_name, ".bin") || strstr(e->d_name, ".tmp")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    f = fopen(path, "r+b");
+    CHECK(f);
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    CHECK(size > 64);
+    fseek(f, size / 2, SEEK_SET);
+    fwrite("garbage!garbage!", 1, 16, f);
+    fclose(f);
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+int main(void) {
+  ocl_t o;
+  char dir[300];
+  double t;
+  memset(&o, 0, sizeof o);
+  ocl_env(&o);
+  if (!ocl_open(&o)) {
+    printf("SKIP: no OpenCL device\n");
+    ocl_close(&o);
+    ocl_rm_cache(&o);
+    return 0;
+  }
+  fill(A, M * K, 31);
+  fill(B, K * N, 32);
+  ref_gemm(A, B, R, M, N, K);
+  snprintf(dir, sizeof dir, "%s/opencl", o.cache_dir);
+
+  /* first instance: built from source once, the second prepare hits the memory cache */
+  run_once(&o);
+  CHECK(ocl_counter(&o, "programs_built") == 1);
+  CHECK(ocl_counter(&o, "program_disk_hits") == 0);
+  t = ocl_counter(&o, "compile_ns");
+  fprintf(stderr, "cold build: %.1f ms\n", t / 1e6);
+  CHECK(t > 0);
+  run_once(&o);
+  CHECK(ocl_counter(&o, "programs_built") == 1);
+  CHECK(ocl_counter(&o, "program_memory_hits") >= 1);
+  ocl_close(&o);
+
+  /* second instance: the binary comes from disk */
+  CHECK(ocl_open(&o));
+  run_once(&o);
+  fprintf(stderr, "disk hit: %.1f ms\n", ocl_counter(&o, "compile_ns") / 1e6);
+  CHECK(ocl_counter(&o, "program_disk_hits") == 1);
+  CHECK(ocl_counter(&o, "programs_built") == 0);
+  ocl_close(&o);
+
+  /* corrupt entry: detected, rebuilt from source and rewritten */
+  CHECK(corrupt_entries(dir) == 1);
+  CHECK(ocl_open(&o));
+  run_once(&o);
+  CHECK(ocl_counter(&o, "program_disk_corrupt") == 1);
+  CHECK(ocl_counter(&o, "programs_built") == 1);
+  CHECK(strstr(o.last_log, "corrupt") != NULL);
+  ocl_close(&o);
+
+  /* the rewritten entry is good again */
+  CHECK(ocl_open(&o));
+  run_once(&o);
+  CHECK(ocl_counter(&o, "program_disk_hits") == 1);
+  CHECK(ocl_counter(&o, "program_disk_corrupt") == 0);
+  ocl_close(&o);
+
+  ocl_rm_cache(&o);
+  printf("ok\n");
+  return 0;
+}

@@ -1,0 +1,236 @@
+/* test_opencl_ops.c - element-wise (with broadcasting), activation, reduction, normalization,
+ * pooling and copy ops of the OpenCL plugin against naive C loops. */
+#include "test_opencl_common.h"
+
+static float X[2 * 3 * 8 * 6], X2[2 * 3 * 8 * 6], Y[2 * 3 * 8 * 6], R[2 * 3 * 8 * 6];
+static ocl_t o;
+
+/* Runs k (inputs X, X2 in that order) and compares the output with R. */
+static void run_check(kd_t *k, const char *what) {
+  const float *ins[2] = {X, X2};
+  float *outs[1] = {Y};
+  mi_error_t err = {0, ""};
+  double e;
+  size_t n = (size_t)mi_sdk_numel(k->tp[k->outs[0]]);
+  memset(Y, 0, sizeof Y);
+  if (ocl_run(&o, kd_finish(k, NULL), ins, outs, NULL, &err) != MI_OK)
+    fprintf(stderr, "%s: %s\n", what, err.message);
+  CHECK(err.code == 0);
+  e = rel_l2(Y, R, n);
+  fprintf(stderr, "%-20s rel L2 %.3g\n", what, e);
+  CHECK(e < 1e-5);
+}
+
+static void binary_broadcast(void) {
+  kd_t k;
+  int64_t da[4] = {2, 3, 8, 6}, db[3] = {3, 1, 6};
+  int in[2], i;
+  memset(&k, 0, sizeof k);
+  in[0] = kd_tensor(&k, 4, da, NULL);
+  in[1] = kd_tensor(&k, 3, db, NULL);
+  k.ins[k.nin++] = in[0];
+  k.ins[k.nin++] = in[1];
+  k.outs[k.nout++] = kd_tensor(&k, 4, da, NULL);
+  kd_node(&k, "Sub", 2, in, k.outs[0]);
+  for (i = 0; i < 2 * 3 * 8 * 6; i++) {
+    int w = i % 6, c = (i / 48) % 3;
+    R[i] = X[i] - X2[c * 6 + w];
+  }
+  run_check(&k, "Sub broadcast");
+}
+
+static void binary_fused_act(void) {
+  kd_t k;
+  int64_t da[2] = {8, 6}, db[4] = {2, 3, 8, 6};
+  int in[2], t, i;
+  memset(&k, 0, sizeof k);
+  in[0] = kd_tensor(&k, 2, da, NULL); /* X broadcast against X2 */
+  in[1] = kd_tensor(&k, 4, db, NULL);
+  k.ins[k.nin++] = in[0];
+  k.ins[k.nin++] = in[1];
+  t = kd_tensor(&k, 4, db, NULL);
+  kd_node(&k, "Mul", 2, in, t);
+  k.outs[k.nout++] = kd_tensor(&k, 4, db, NULL);
+  kd_node(&k, "Sigmoid", 1, &t, k.outs[0]);
+  for (i = 0; i < 2 * 3 * 8 * 6; i++) R[i] = (float)(1.0 / (1.0 + exp(-(double)X[i % 48] * X2[i])));
+  run_check(&k, "Mul+Sigmoid");
+}
+
+static double act_ref(const char *op, double v) {
+  if (!strcmp(op, "Gelu")) return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+  if (!strcmp(op, "HardSwish")) return v * fmin(fmax(v / 6.0 + 0.5, 0.0), 1.0);
+  if (!strcmp(op, "LeakyRelu")) return v >= 0 ? v : 0.01 * v;
+  if (!strcmp(op, "Tanh")) return tanh(v);
+  if (!strcmp(op, "HardSigmoid")) return fmin(fmax(0.2 * v + 0.5, 0.0), 1.0);
+  return erf(v);
+}
+
+static void unary(const char *op) {
+  kd_t k;
+  int64_t d[2] = {6, 48};
+  int x, i;
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 2, d, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 2, d, NULL);
+  kd_node(&k, op, 1, &x, k.outs[0]);
+  for (i = 0; i < 6 * 48; i++) R[i] = (float)act_ref(op, 3.0 * X[i]);
+  for (i = 0; i < 6 * 48; i++) X2[i] = X[i], X[i] *= 3.0f;
+  run_check(&k, op);
+  for (i = 0; i < 6 * 48; i++) X[i] = X2[i];
+  fill(X2, sizeof X2 / 4, 22);
+}
+
+static void softmax_layernorm(void) {
+  kd_t k;
+  int64_t d[3] = {3, 5, 4}, dn[1] = {4};
+  static float g[4] = {1.0f, 0.5f, -2.0f, 1.5f}, b[4] = {0.1f, 0.2f, 0.3f, 0.4f};
+  int x, i, j, r, in[3];
+  mi_node_desc_t *n;
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 3, d, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 3, d, NULL);
+  n = kd_node(&k, "Softmax", 1, &x, k.outs[0]);
+  kd_attr_int(&k, n, "axis", 1);
+  for (r = 0; r < 3; r++)
+    for (j = 0; j < 4; j++) {
+      double m = -1e30, s = 0;
+      for (i = 0; i < 5; i++) m = fmax(m, X[r * 20 + i * 4 + j]);
+      for (i = 0; i < 5; i++) s += exp(X[r * 20 + i * 4 + j] - m);
+      for (i = 0; i < 5; i++) R[r * 20 + i * 4 + j] = (float)(exp(X[r * 20 + i * 4 + j] - m) / s);
+    }
+  run_check(&k, "Softmax axis 1");
+  memset(&k, 0, sizeof k);
+  in[0] = x = kd_tensor(&k, 3, d, NULL);
+  in[1] = kd_tensor(&k, 1, dn, g);
+  in[2] = kd_tensor(&k, 1, dn, b);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 3, d, NULL);
+  kd_node(&k, "LayerNormalization", 3, in, k.outs[0]);
+  for (r = 0; r < 15; r++) {
+    double m = 0, v = 0;
+    for (j = 0; j < 4; j++) m += X[r * 4 + j] / 4.0;
+    for (j = 0; j < 4; j++) v += (X[r * 4 + j] - m) * (X[r * 4 + j] - m) / 4.0;
+    for (j = 0; j < 4; j++) R[r * 4 + j] = (float)((X[r * 4 + j] - m) / sqrt(v + 1e-5) * g[j] + b[j]);
+  }
+  run_check(&k, "LayerNormalization");
+}
+
+static void pools(int is_max) {
+  kd_t k;
+  int64_t dx[4] = {2, 3, 8, 6}, dy[4] = {2, 3, 4, 3};
+  static int64_t ks[2] = {3, 3}, st[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+  int x, nc, oh, ow, kh, kw;
+  mi_node_desc_t *n;
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 4, dx, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 4, dy, NULL);
+  n = kd_node(&k, is_max ? "MaxPool" : "AveragePool", 1, &x, k.outs[0]);
+  kd_attr_ints(&k, n, "kernel_shape", 2, ks);
+  kd_attr_ints(&k, n, "strides", 2, st);
+  kd_attr_ints(&k, n, "pads", 4, pads);
+  for (nc = 0; nc < 6; nc++)
+    for (oh = 0; oh < 4; oh++)
+      for (ow = 0; ow < 3; ow++) {
+        double acc = is_max ? -1e30 : 0;
+        int cnt = 0;
+        for (kh = 0; kh < 3; kh++)
+          for (kw = 0; kw < 3; kw++) {
+            int ih = oh * 2 - 1 + kh, iw = ow * 2 - 1 + kw;
+            if (ih < 0 || ih >= 8 || iw < 0 || iw >= 6) continue;
+            acc = is_max ? fmax(acc, X[nc * 48 + ih * 6 + iw]) : acc + X[nc * 48 + ih * 6 + iw];
+            cnt++;
+          }
+        R[nc * 12 + oh * 3 + ow] = (float)(is_max ? acc : acc / cnt);
+      }
+  run_check(&k, is_max ? "MaxPool 3x3 s2 p1" : "AveragePool 3x3 s2 p1");
+}
+
+static void reduce_and_copies(void) {
+  kd_t k;
+  int64_t dx[4] = {2, 3, 8, 6}, dy[4] = {2, 1, 8, 6}, dg[4] = {2, 3, 1, 1}, dt[4] = {2, 8, 6, 3};
+  static int64_t axes[1] = {1}, perm[4] = {0, 2, 3, 1};
+  int x, i, c, in[2];
+  mi_node_desc_t *n;
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 4, dx, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 4, dy, NULL);
+  n = kd_node(&k, "ReduceMean", 1, &x, k.outs[0]);
+  kd_attr_ints(&k, n, "axes", 1, axes);
+  n->opset = 13;
+  for (i = 0; i < 2 * 48; i++) {
+    int b = i / 48, hw = i % 48;
+    R[i] = (X[b * 144 + hw] + X[b * 144 + 48 + hw] + X[b * 144 + 96 + hw]) / 3.0f;
+  }
+  run_check(&k, "ReduceMean axis 1");
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 4, dx, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 4, dg, NULL);
+  kd_node(&k, "GlobalAveragePool", 1, &x, k.outs[0]);
+  for (c = 0; c < 6; c++) {
+    double s = 0;
+    for (i = 0; i < 48; i++) s += X[c * 48 + i];
+    R[c] = (float)(s / 48);
+  }
+  run_check(&k, "GlobalAveragePool");
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 4, dx, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 4, dt, NULL);
+  n = kd_node(&k, "Transpose", 1, &x, k.outs[0]);
+  kd_attr_ints(&k, n, "perm", 4, perm);
+  for (i = 0; i < 288; i++) {
+    int b = i / 144, h = (i / 18) % 8, w = (i / 3) % 6;
+    c = i % 3;
+    R[i] = X[((b * 3 + c) * 8 + h) * 6 + w];
+  }
+  run_check(&k, "Transpose 0,2,3,1");
+  memset(&k, 0, sizeof k);
+  dy[1] = 2;
+  in[0] = kd_tensor(&k, 4, dy, NULL);
+  dg[1] = 1, dg[2] = 8, dg[3] = 6;
+  in[1] = kd_tensor(&k, 4, dg, NULL);
+  k.ins[k.nin++] = in[0];
+  k.ins[k.nin++] = in[1];
+  k.outs[k.nout++] = kd_tensor(&k, 4, dx, NULL);
+  n = kd_node(&k, "Concat", 2, in, k.outs[0]);
+  kd_attr_int(&k, n, "axis", 1);
+  for (i = 0; i < 288; i++) {
+    int b = i / 144, cc = (i / 48) % 3, hw = i % 48;
+    R[i] = cc < 2 ? X[b * 96 + cc * 48 + hw] : X2[b * 48 + hw];
+  }
+  run_check(&k, "Concat axis 1");
+}
+
+int main(void) {
+  memset(&o, 0, sizeof o);
+  ocl_env(&o);
+  if (!ocl_open(&o)) {
+    printf("SKIP: no OpenCL device\n");
+    ocl_close(&o);
+    ocl_rm_cache(&o);
+    return 0;
+  }
+  fill(X, sizeof X / 4, 21);
+  fill(X2, sizeof X2 / 4, 22);
+  binary_broadcast();
+  binary_fused_act();
+  unary("Gelu");
+  unary("HardSwish");
+  unary("LeakyRelu");
+  unary("Tanh");
+  unary("HardSigmoid");
+  unary("Erf");
+  softmax_layernorm();
+  pools(1);
+  pools(0);
+  reduce_and_copies();
+  ocl_close(&o);
+  ocl_rm_cache(&o);
+  printf("ok\n");
+  return 0;
+}
