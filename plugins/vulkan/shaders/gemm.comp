@@ -1,0 +1,84 @@
+// gemm.comp - batched GEMM Y = alpha * op(A) op(B) with the fused epilogue. -DNAIVE: one output
+// per invocation. Otherwise tiles of A and B are staged in shared memory and each invocation
+// keeps an RM x RN block of outputs in registers (RM = RN = 1 is the plain tiled variant).
+#version 450
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x_id = 0, local_size_y_id = 1) in;
+layout(constant_id = 0) const uint LX = 16;
+layout(constant_id = 1) const uint LY = 16;
+layout(constant_id = 2) const uint TK = 8;
+layout(constant_id = 3) const uint UNROLL = 1;
+layout(constant_id = 4) const uint RM = 1;
+layout(constant_id = 5) const uint RN = 1;
+layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform P {
+  int M, N, K, sAb, sBb, transA, transB; float alpha;
+  int flags, act0, act1, nchan, cinner; float p0, p1, p2, p3;
+} pc;
+#include "act.glsl"
+#include "epi.glsl"
+
+float loadA(uint bz, uint m, uint k) {
+  return a[bz * uint(pc.sAb) + (pc.transA != 0 ? k * uint(pc.M) + m : m * uint(pc.K) + k)];
+}
+float loadB(uint bz, uint k, uint n) {
+  return b[bz * uint(pc.sBb) + (pc.transB != 0 ? n * uint(pc.K) + k : k * uint(pc.N) + n)];
+}
+
+#ifdef NAIVE
+void main() {
+  uint n = gl_GlobalInvocationID.x, m = gl_GlobalInvocationID.y, bz = gl_WorkGroupID.z;
+  if (m >= uint(pc.M) || n >= uint(pc.N)) return;
+  float acc = 0.0;
+  for (uint k = 0; k < uint(pc.K); k++) acc += loadA(bz, m, k) * loadB(bz, k, n);
+  uint idx = (bz * uint(pc.M) + m) * uint(pc.N) + n;
+  y[idx] = epi(pc.alpha * acc, idx);
+}
+#else
+const uint TM = LY * RM, TN = LX * RN, NT = LX * LY;
+shared float As[TM * TK];
+shared float Bs[TK * TN];
+
+void main() {
+  uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * LX + tx;
+  uint bz = gl_WorkGroupID.z;
+  uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * TN;
+  uint M = uint(pc.M), N = uint(pc.N), K = uint(pc.K);
+  float acc[RM * RN];
+  float ar[RM];
+  float br[RN];
+  for (uint i = 0; i < RM * RN; i++) acc[i] = 0.0;
+  for (uint k0 = 0; k0 < K; k0 += TK) {
+    for (uint e = tid; e < TM * TK; e += NT) {
+      uint r = e / TK, c = e % TK;
+      As[e] = (m0 + r < M && k0 + c < K) ? loadA(bz, m0 + r, k0 + c) : 0.0;
+    }
+    for (uint e = tid; e < TK * TN; e += NT) {
+      uint r = e / TN, c = e % TN;
+      Bs[e] = (k0 + r < K && n0 + c < N) ? loadB(bz, k0 + r, n0 + c) : 0.0;
+    }
+    barrier();
+    for (uint kk = 0; kk < TK; kk += UNROLL) {
+      for (uint u = 0; u < UNROLL; u++) {
+        for (uint i = 0; i < RM; i++) ar[i] = As[(ty + i * LY) * TK + kk + u];
+        for (uint j = 0; j < RN; j++) br[j] = Bs[(kk + u) * TN + tx + j * LX];
+        for (uint i = 0; i < RM; i++)
+          for (uint j = 0; j < RN; j++) acc[i * RN + j] += ar[i] * br[j];
+      }
+    }
+    barrier();
+  }
+  for (uint i = 0; i < RM; i++) {
+    uint m = m0 + ty + i * LY;
+    if (m >= M) continue;
+    for (uint j = 0; j < RN; j++) {
+      uint n = n0 + tx + j * LX;
+      if (n >= N) continue;
+      uint idx = (bz * M + m) * N + n;
+      y[idx] = epi(pc.alpha * acc[i * RN + j], idx);
+    }
+  }
+}
+#endif

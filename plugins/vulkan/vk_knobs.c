@@ -1,0 +1,245 @@
+/* vk_knobs.c - the variants, knobs (specialization constants) and declared constraints of the
+ * Vulkan plugin, and the check of a knob assignment against the device limits. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk.h"
+
+#define B(k) (1u << (k))
+#define MM_FUSE (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD)
+#define TILED (B(K_LOCAL_X) | B(K_LOCAL_Y) | B(K_TILE_K) | B(K_UNROLL))
+#define REG (TILED | B(K_REG_M) | B(K_REG_N))
+/* defaults: local_x local_y tile_k unroll reg_m reg_n */
+#define D_1D {64, 1, 1, 1, 1, 1}
+#define D_NAIVE {16, 4, 1, 1, 1, 1}
+#define D_TILED {16, 16, 16, 4, 1, 1}
+#define D_REG {16, 8, 16, 4, 4, 4}
+#define EW(op, desc) {"ew." op, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D}
+#define ROW(id, op, desc) {id, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D}
+
+static const vk_variant_t k_variants[] = {
+    {"conv.direct", "Conv", "direct convolution (groups, strides, pads, dilations)", MM_FUSE,
+     B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D},
+    {"conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
+     B(K_LOCAL_X), SH_1D, D_1D},
+    {"gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG},
+    {"gemm.tiled", "Gemm", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED},
+    {"gemm.naive", "Gemm", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE},
+    {"matmul.regblock", "MatMul", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG},
+    {"matmul.tiled", "MatMul", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED},
+    {"matmul.naive", "MatMul", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE},
+    EW("Relu", "element-wise"), EW("Clip", "element-wise"), EW("LeakyRelu", "element-wise"),
+    EW("Sigmoid", "element-wise"), EW("Tanh", "element-wise"), EW("HardSigmoid", "element-wise"),
+    EW("HardSwish", "element-wise"), EW("Gelu", "element-wise"), EW("Erf", "element-wise"),
+    EW("Exp", "element-wise"), EW("Log", "element-wise"), EW("Sqrt", "element-wise"),
+    EW("Neg", "element-wise"), EW("Abs", "element-wise"), EW("Reciprocal", "element-wise"),
+    EW("Elu", "element-wise"), EW("Softplus", "element-wise"), EW("Floor", "element-wise"),
+    EW("Ceil", "element-wise"), EW("Identity", "copy"),
+    EW("Add", "numpy broadcasting"), EW("Sub", "numpy broadcasting"),
+    EW("Mul", "numpy broadcasting"), EW("Div", "numpy broadcasting"),
+    EW("Max", "numpy broadcasting (two inputs)"), EW("Min", "numpy broadcasting (two inputs)"),
+    EW("Pow", "numpy broadcasting"), EW("PRelu", "broadcast slope"),
+    EW("BatchNormalization", "per-channel affine (inference)"),
+    EW("Transpose", "strided copy"), EW("Concat", "one strided copy per input"),
+    EW("Reshape", "buffer copy"), EW("Flatten", "buffer copy"), EW("Squeeze", "buffer copy"),
+    EW("Unsqueeze", "buffer copy"),
+    ROW("pool.MaxPool", "MaxPool", "2-D, one output per invocation"),
+    ROW("pool.AveragePool", "AveragePool", "2-D, one output per invocation"),
+    ROW("pool.GlobalAveragePool", "GlobalAveragePool", "mean over H, W"),
+    ROW("pool.GlobalMaxPool", "GlobalMaxPool", "max over H, W"),
+    ROW("row.Softmax", "Softmax", "one row per invocation"),
+    ROW("row.LogSoftmax", "LogSoftmax", "one row per invocation"),
+    ROW("row.LayerNormalization", "LayerNormalization", "one row per invocation"),
+    ROW("row.ReduceMean", "ReduceMean", "contiguous axes, one output per invocation"),
+    ROW("row.ReduceSum", "ReduceSum", "contiguous axes, one output per invocation"),
+    ROW("row.ReduceMax", "ReduceMax", "contiguous axes, one output per invocation"),
+    ROW("row.ReduceMin", "ReduceMin", "contiguous axes, one output per invocation"),
+};
+
+#define NVAR (sizeof k_variants / sizeof k_variants[0])
+
+uint32_t mi__vk_variant_count(void) { return (uint32_t)NVAR; }
+const vk_variant_t *mi__vk_variant(uint32_t i) { return i < NVAR ? &k_variants[i] : NULL; }
+
+const vk_variant_t *mi__vk_variant_find(const char *id) {
+  uint32_t i;
+  for (i = 0; id && i < NVAR; i++)
+    if (strcmp(k_variants[i].id, id) == 0) return &k_variants[i];
+  return NULL;
+}
+
+/* The first listed variant of an op is its default (register-blocked GEMM, direct conv). */
+const vk_variant_t *mi__vk_variant_default(const char *op) {
+  uint32_t i;
+  for (i = 0; op && i < NVAR; i++)
+    if (strcmp(k_variants[i].op, op) == 0) return &k_variants[i];
+  return NULL;
+}
+
+typedef struct knob_def {
+  const char *name, *description;
+  int64_t dflt;
+  int nvals;
+  int64_t vals[12];
+} knob_def_t;
+
+static const knob_def_t k_knobs[K_COUNT] = {
+    {"local_x", "work-group size x (specialization constant)", 64, 11, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}},
+    {"local_y", "work-group size y (specialization constant)", 8, 11, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}},
+    {"tile_k", "K depth of the shared-memory tiles", 16, 7, {1, 2, 4, 8, 16, 32, 64}},
+    {"unroll", "inner-loop unroll factor", 1, 4, {1, 2, 4, 8}},
+    {"reg_m", "rows of outputs kept in registers per invocation", 4, 4, {1, 2, 4, 8}},
+    {"reg_n", "columns of outputs kept in registers per invocation", 4, 4, {1, 2, 4, 8}},
+};
+
+uint32_t mi__vk_knob_count(void) { return K_COUNT; }
+
+static void applies(uint32_t knob_bit, int shape, char *out, size_t size) {
+  size_t n = 0;
+  uint32_t i;
+  out[0] = '\0';
+  for (i = 0; i < NVAR; i++) {
+    if (knob_bit && !(k_variants[i].knob_mask & knob_bit)) continue;
+    if (shape >= 0 && k_variants[i].shape != shape) continue;
+    if (n + strlen(k_variants[i].id) + 2 >= size) break;
+    n += (size_t)snprintf(out + n, size - n, "%s%s", n ? "," : "", k_variants[i].id);
+  }
+}
+
+int32_t mi__vk_knob_desc(const vk_device_t *d, uint32_t i, mi_knob_desc_t *out) {
+  mi_knob_desc_t k;
+  int j;
+  (void)d;
+  if (i >= K_COUNT) return MI_ERR_INVALID_ARGUMENT;
+  memset(&k, 0, sizeof k);
+  k.struct_size = sizeof k;
+  snprintf(k.name, sizeof k.name, "%s", k_knobs[i].name);
+  snprintf(k.description, sizeof k.description, "%s", k_knobs[i].description);
+  snprintf(k.unit, sizeof k.unit, "%s", i <= K_LOCAL_Y ? "invocations" : "");
+  k.scope = MI_KNOB_SCOPE_VARIANT;
+  k.type = MI_KNOB_INT;
+  k.mutability = MI_KNOB_AT_PREPARE;
+  k.value_count = (uint32_t)k_knobs[i].nvals;
+  for (j = 0; j < k_knobs[i].nvals; j++) k.values[j] = k_knobs[i].vals[j];
+  k.min = k.values[0];
+  k.max = k.values[k.value_count - 1];
+  k.step = 1;
+  k.default_int = k_knobs[i].dflt;
+  applies(1u << i, -1, k.applies_to, sizeof k.applies_to);
+  return mi_sdk_fill(out, &k, sizeof k);
+}
+
+enum { C_INVOC, C_SIZE_X, C_SIZE_Y, C_UNROLL_TK, C_SHARED, C_UNROLL_KW, C_COUNT };
+
+uint32_t mi__vk_constraint_count(void) { return C_COUNT; }
+
+static int64_t shared_bytes(const int64_t *v) {
+  return (v[K_LOCAL_Y] * v[K_REG_M] + v[K_LOCAL_X] * v[K_REG_N]) * v[K_TILE_K] * 4;
+}
+
+int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_desc_t *out) {
+  mi_constraint_desc_t c;
+  const VkPhysicalDeviceLimits *l = &d->props.limits;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  switch (i) {
+  case C_INVOC:
+    c.kind = MI_CONSTRAINT_PRODUCT_LE;
+    snprintf(c.a, sizeof c.a, "local_x");
+    snprintf(c.b, sizeof c.b, "local_y");
+    c.value = l->maxComputeWorkGroupInvocations;
+    applies(B(K_LOCAL_Y), -1, c.applies_to, sizeof c.applies_to);
+    snprintf(c.reason, sizeof c.reason, "local_x * local_y <= maxComputeWorkGroupInvocations (%u)",
+             l->maxComputeWorkGroupInvocations);
+    break;
+  case C_SIZE_X:
+    c.kind = MI_CONSTRAINT_LESS_EQUAL;
+    snprintf(c.a, sizeof c.a, "local_x");
+    c.value = l->maxComputeWorkGroupSize[0];
+    snprintf(c.reason, sizeof c.reason, "local_x <= maxComputeWorkGroupSize[0] (%u)",
+             l->maxComputeWorkGroupSize[0]);
+    break;
+  case C_SIZE_Y:
+    c.kind = MI_CONSTRAINT_LESS_EQUAL;
+    snprintf(c.a, sizeof c.a, "local_y");
+    c.value = l->maxComputeWorkGroupSize[1];
+    applies(B(K_LOCAL_Y), -1, c.applies_to, sizeof c.applies_to);
+    snprintf(c.reason, sizeof c.reason, "local_y <= maxComputeWorkGroupSize[1] (%u)",
+             l->maxComputeWorkGroupSize[1]);
+    break;
+  case C_UNROLL_TK:
+    c.kind = MI_CONSTRAINT_DIVIDES;
+    snprintf(c.a, sizeof c.a, "unroll");
+    snprintf(c.b, sizeof c.b, "tile_k");
+    applies(0, SH_GEMM_TILED, c.applies_to, sizeof c.applies_to);
+    snprintf(c.reason, sizeof c.reason, "unroll divides tile_k");
+    break;
+  case C_SHARED:
+    c.kind = MI_CONSTRAINT_CUSTOM;
+    snprintf(c.a, sizeof c.a, "tile_k");
+    c.value = l->maxComputeSharedMemorySize;
+    applies(0, SH_GEMM_TILED, c.applies_to, sizeof c.applies_to);
+    snprintf(c.reason, sizeof c.reason,
+             "(local_y*reg_m + local_x*reg_n) * tile_k * 4 <= maxComputeSharedMemorySize (%u bytes)",
+             l->maxComputeSharedMemorySize);
+    break;
+  case C_UNROLL_KW:
+    c.kind = MI_CONSTRAINT_LESS_EQUAL;
+    snprintf(c.a, sizeof c.a, "unroll");
+    c.value = 8;
+    applies(0, SH_CONV, c.applies_to, sizeof c.applies_to);
+    snprintf(c.reason, sizeof c.reason, "unroll <= 8 kernel columns");
+    break;
+  default:
+    return MI_ERR_INVALID_ARGUMENT;
+  }
+  return mi_sdk_fill(out, &c, sizeof c);
+}
+
+int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *var,
+                             const mi_knob_value_t *knobs, int32_t count, uint32_t *spec,
+                             mi_error_t *err) {
+  const VkPhysicalDeviceLimits *l = &d->props.limits;
+  int64_t v[K_COUNT];
+  int32_t i;
+  int j, k;
+  for (k = 0; k < K_COUNT; k++) v[k] = var->dflt[k];
+  for (i = 0; i < count; i++) {
+    const char *name = knobs[i].name;
+    int ok = 0;
+    if (!name) return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob without a name", var->id);
+    for (k = 0; k < K_COUNT && strcmp(k_knobs[k].name, name) != 0; k++) {}
+    if (k == K_COUNT || !(var->knob_mask & B(k)))
+      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob '%s' is not read by this variant",
+                           var->id, name);
+    for (j = 0; j < k_knobs[k].nvals; j++) ok |= k_knobs[k].vals[j] == knobs[i].i;
+    if (!ok)
+      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG,
+                           "%s: knob '%s' = %lld is outside its domain (powers of two %lld..%lld)",
+                           var->id, name, (long long)knobs[i].i, (long long)k_knobs[k].vals[0],
+                           (long long)k_knobs[k].vals[k_knobs[k].nvals - 1]);
+    v[k] = knobs[i].i;
+  }
+  if (v[K_LOCAL_X] > l->maxComputeWorkGroupSize[0])
+    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: local_x %lld breaks local_x <= maxComputeWorkGroupSize[0] (%u)",
+                         var->id, (long long)v[K_LOCAL_X], l->maxComputeWorkGroupSize[0]);
+  if ((var->knob_mask & B(K_LOCAL_Y)) && v[K_LOCAL_Y] > l->maxComputeWorkGroupSize[1])
+    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: local_y %lld breaks local_y <= maxComputeWorkGroupSize[1] (%u)",
+                         var->id, (long long)v[K_LOCAL_Y], l->maxComputeWorkGroupSize[1]);
+  if (v[K_LOCAL_X] * v[K_LOCAL_Y] > l->maxComputeWorkGroupInvocations)
+    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG,
+                         "%s: local_x * local_y = %lld breaks local_x * local_y <= maxComputeWorkGroupInvocations (%u)",
+                         var->id, (long long)(v[K_LOCAL_X] * v[K_LOCAL_Y]), l->maxComputeWorkGroupInvocations);
+  if (var->shape == SH_GEMM_TILED) {
+    if (v[K_TILE_K] % v[K_UNROLL] != 0)
+      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unroll %lld breaks 'unroll divides tile_k' (tile_k %lld)",
+                           var->id, (long long)v[K_UNROLL], (long long)v[K_TILE_K]);
+    if (shared_bytes(v) > l->maxComputeSharedMemorySize)
+      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG,
+                           "%s: shared memory %lld bytes breaks (local_y*reg_m + local_x*reg_n) * tile_k * 4 <= "
+                           "maxComputeSharedMemorySize (%u)",
+                           var->id, (long long)shared_bytes(v), l->maxComputeSharedMemorySize);
+  }
+  for (k = 0; k < K_COUNT; k++) spec[k] = (uint32_t)v[k];
+  return MI_OK;
+}

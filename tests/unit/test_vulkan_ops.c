@@ -1,0 +1,209 @@
+/* test_vulkan_ops.c - each Vulkan kernel variant on odd shapes against mi_ref_run (rel L2 <
+ * 1e-4), knob constraints refused with the rule, device time, and the buffer-range limit. */
+#include "test_vulkan_util.h"
+
+static mi_plugin_t *g_p;
+
+static mi_graph_t *g1(const char *op, int nin, int rank, const int64_t *dims, int32_t *x, int32_t *y) {
+  mi_graph_t *g = mi_graph_create(op);
+  char name[8];
+  for (int i = 0; i < nin; i++) {
+    snprintf(name, sizeof name, "x%d", i);
+    x[i] = mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, rank, dims);
+    mi_graph_add_input(g, x[i]);
+  }
+  *y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_output(g, *y);
+  return g;
+}
+
+static void expect(mi_graph_t *g, const char *what, const char *variant, const mi_knob_value_t *k, int nk) {
+  mi_error_t err = {0, ""};
+  int fb = -1;
+  uint64_t ns = 0;
+  double e = tv_compare(g_p, g, "n", variant, k, nk, 0, &fb, &ns, &err);
+  CHECK(e >= 0 && e < 1e-4, "%s [%s]: rel L2 %g (%s)", what, variant ? variant : "default", e, err.message);
+  CHECK(fb == 0, "%s: %d host fallbacks", what, fb);
+  CHECK(ns > 0, "%s: no device time reported", what);
+  mi_graph_destroy(g);
+}
+
+static void conv_case(const char *variant, int64_t C, int64_t K, int64_t group, int64_t stride,
+                      int64_t dil, const mi_knob_value_t *kn, int nk) {
+  int64_t xd[4] = {2, C, 11, 9}, wd[4] = {K, C / group, 3, 3}, bd[1] = {K};
+  int64_t st[2] = {stride, stride}, pads[4] = {1, 2, 1, 0}, dl[2] = {dil, 1};
+  int32_t x, y, in[3];
+  mi_graph_t *g = g1("Conv", 1, 4, xd, &x, &y);
+  int n;
+  in[0] = x;
+  in[1] = tv_const(g, "w", 4, wd, 3);
+  in[2] = tv_const(g, "b", 1, bd, 4);
+  n = mi_graph_add_node(g, "Conv", "n", 3, in, 1, &y);
+  mi_node_set_int(g, n, "group", group);
+  mi_node_set_ints(g, n, "strides", 2, st);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_ints(g, n, "dilations", 2, dl);
+  expect(g, "Conv", variant, kn, nk);
+}
+
+static void matmul_case(const char *op, const char *variant, const int64_t *ad, int ar, const int64_t *bd,
+                        const mi_knob_value_t *kn, int nk) {
+  int32_t x, y, in[3];
+  mi_graph_t *g = g1(op, 1, ar, ad, &x, &y);
+  int64_t cd[1] = {bd[0]};
+  int n;
+  in[0] = x;
+  in[1] = tv_const(g, "b", 2, bd, 5);
+  if (op[0] == 'G') {
+    in[2] = tv_const(g, "c", 1, cd, 6);
+    n = mi_graph_add_node(g, op, "n", 3, in, 1, &y);
+    mi_node_set_int(g, n, "transB", 1);
+    mi_node_set_float(g, n, "alpha", 0.5f);
+  } else {
+    mi_graph_add_node(g, op, "n", 2, in, 1, &y);
+  }
+  expect(g, op, variant, kn, nk);
+}
+
+static void binary_case(const char *op, int rank_b, const int64_t *bdims) {
+  int64_t xd[4] = {2, 3, 4, 5};
+  int32_t x, y, in[2];
+  mi_graph_t *g = g1(op, 1, 4, xd, &x, &y);
+  in[0] = x;
+  in[1] = mi_graph_add_tensor(g, "b", MI_DTYPE_FLOAT32, rank_b, bdims);
+  mi_graph_add_input(g, in[1]);
+  mi_graph_add_node(g, op, "n", 2, in, 1, &y);
+  expect(g, op, NULL, NULL, 0);
+}
+
+static void unary_case(const char *op) {
+  int64_t xd[3] = {3, 5, 7};
+  int32_t x, y;
+  mi_graph_t *g = g1(op, 1, 3, xd, &x, &y);
+  int n = mi_graph_add_node(g, op, "n", 1, &x, 1, &y);
+  if (!strcmp(op, "LeakyRelu")) mi_node_set_float(g, n, "alpha", 0.3f);
+  expect(g, op, NULL, NULL, 0);
+}
+
+static void misc_cases(void) {
+  int64_t xd[4] = {2, 3, 11, 10}, k3[2] = {3, 3}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+  int64_t perm[4] = {0, 2, 3, 1}, axes[1] = {2}, cd[1] = {3}, ld[3] = {4, 6, 33}, gd[1] = {33};
+  const char *ops[] = {"MaxPool", "AveragePool", "GlobalAveragePool", "Softmax", "Transpose",
+                       "ReduceMean", "ReduceMax", "Concat", "BatchNormalization", "LayerNormalization"};
+  for (unsigned i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+    const char *op = ops[i];
+    int ln = !strcmp(op, "LayerNormalization");
+    int32_t x[2], y, in[5];
+    mi_graph_t *g = g1(op, !strcmp(op, "Concat") ? 2 : 1, ln ? 3 : 4, ln ? ld : xd, x, &y);
+    int n, nin = 1;
+    in[0] = x[0];
+    if (!strcmp(op, "Concat")) in[1] = x[1], nin = 2;
+    if (!strcmp(op, "BatchNormalization")) {
+      float var[3] = {0.5f, 1.5f, 2.0f};
+      for (int k = 1; k < 4; k++) {
+        char nm[4] = {'p', (char)('0' + k), 0, 0};
+        in[k] = tv_const(g, nm, 1, cd, (uint64_t)k);
+      }
+      in[4] = mi_graph_add_const_f32(g, "var", 1, cd, var);
+      nin = 5;
+    }
+    if (ln) in[1] = tv_const(g, "gm", 1, gd, 8), in[2] = tv_const(g, "bt", 1, gd, 9), nin = 3;
+    n = mi_graph_add_node(g, op, "n", nin, in, 1, &y);
+    if (strstr(op, "Pool") && op[0] != 'G') {
+      mi_node_set_ints(g, n, "kernel_shape", 2, k3);
+      mi_node_set_ints(g, n, "strides", 2, s2);
+      mi_node_set_ints(g, n, "pads", 4, p1);
+    }
+    if (!strcmp(op, "Transpose")) mi_node_set_ints(g, n, "perm", 4, perm);
+    if (!strncmp(op, "Reduce", 6)) mi_node_set_ints(g, n, "axes", 1, axes);
+    if (!strcmp(op, "Concat")) mi_node_set_int(g, n, "axis", 1);
+    if (!strcmp(op, "Softmax")) mi_node_set_int(g, n, "axis", 2);
+    expect(g, op, NULL, NULL, 0);
+  }
+}
+
+static void knob_rules(void) {
+  mi_error_t err = {0, ""};
+  mi_knob_value_t big[2] = {{"local_x", 64, 0}, {"local_y", 64, 0}};
+  mi_knob_value_t shm[5] = {{"local_x", 32, 0}, {"local_y", 16, 0}, {"reg_m", 8, 0}, {"reg_n", 8, 0}, {"tile_k", 64, 0}};
+  mi_knob_value_t unr[2] = {{"tile_k", 4, 0}, {"unroll", 8, 0}};
+  mi_knob_value_t bad[1] = {{"local_x", 3, 0}};
+  mi_knob_value_t ok[2] = {{"local_x", 8, 0}, {"local_y", 8, 0}};
+  const mi_plugin_api_t *a = &g_p->api;
+  int32_t rc = a->check_config(g_p->ctx, 0, "matmul.tiled", big, 2, &err);
+  CHECK(rc == MI_ERR_INVALID_CONFIG && strstr(err.message, "maxComputeWorkGroupInvocations"), "invocations: %d %s", rc, err.message);
+  rc = a->check_config(g_p->ctx, 0, "gemm.regblock", shm, 5, &err);
+  CHECK(rc == MI_ERR_INVALID_CONFIG && strstr(err.message, "maxComputeSharedMemorySize"), "shared: %d %s", rc, err.message);
+  rc = a->check_config(g_p->ctx, 0, "matmul.tiled", unr, 2, &err);
+  CHECK(rc == MI_ERR_INVALID_CONFIG && strstr(err.message, "unroll divides tile_k"), "unroll: %d %s", rc, err.message);
+  rc = a->check_config(g_p->ctx, 0, "conv.direct", bad, 1, &err);
+  CHECK(rc == MI_ERR_INVALID_CONFIG && strstr(err.message, "domain"), "domain: %d %s", rc, err.message);
+  rc = a->check_config(g_p->ctx, 0, "matmul.tiled", ok, 2, &err);
+  CHECK(rc == MI_OK, "valid config refused: %s", err.message);
+  { /* the same rule through kernel preparation, without host fallback */
+    int64_t ad[2] = {8, 8}, bd[2] = {8, 8};
+    int32_t x, y, in[2];
+    mi_graph_t *g = g1("MatMul", 1, 2, ad, &x, &y);
+    double e;
+    in[0] = x;
+    in[1] = tv_const(g, "b", 2, bd, 1);
+    mi_graph_add_node(g, "MatMul", "n", 2, in, 1, &y);
+    e = tv_compare(g_p, g, "n", "matmul.tiled", big, 2, 0, NULL, NULL, &err);
+    CHECK(e == -(double)MI_ERR_INVALID_CONFIG && strstr(err.message, "maxComputeWorkGroupInvocations"),
+          "session: %g %s", e, err.message);
+    mi_graph_destroy(g);
+  }
+}
+
+static void buffer_limit(void) {
+  mi_device_desc_t d;
+  mi_buffer_t *b = NULL;
+  mi_error_t err = {0, ""};
+  int32_t rc;
+  memset(&d, 0, sizeof d);
+  d.struct_size = sizeof d;
+  rc = g_p->api.device_info(g_p->ctx, 0, &d, &err);
+  CHECK(rc == MI_OK && d.max_buffer_bytes > 0, "device_info: %s", err.message);
+  rc = g_p->api.buffer_alloc(g_p->ctx, 0, d.max_buffer_bytes + 4, &b, &err);
+  CHECK(rc == MI_ERR_UNSUPPORTED && !b && strstr(err.message, "maxStorageBufferRange"), "over-range buffer: %d %s", rc, err.message);
+  rc = g_p->api.buffer_alloc(g_p->ctx, 0, 1 << 20, &b, &err);
+  CHECK(rc == MI_OK && b, "1 MiB buffer: %s", err.message);
+  g_p->api.buffer_free(g_p->ctx, b);
+}
+
+int main(void) {
+  mi_registry_t *r = tv_load(&g_p, "/tmp/mi-test-vulkan-ops-cache");
+  int64_t ad[2] = {37, 45}, bd[2] = {45, 29}, bt[2] = {29, 45}, a4[4] = {2, 3, 17, 19}, b4[2] = {19, 23};
+  int64_t bb1[3] = {3, 1, 5}, bb2[1] = {1}, bb3[4] = {2, 1, 4, 1};
+  mi_knob_value_t tiled[3] = {{"local_x", 8, 0}, {"local_y", 8, 0}, {"tile_k", 8, 0}};
+  mi_knob_value_t reg[6] = {{"local_x", 8, 0}, {"local_y", 4, 0}, {"reg_m", 2, 0}, {"reg_n", 4, 0}, {"tile_k", 16, 0}, {"unroll", 4, 0}};
+  mi_knob_value_t unroll[2] = {{"local_x", 32, 0}, {"unroll", 2, 0}};
+  const char *un[] = {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Erf", "Exp", "Abs", "Neg"};
+  if (!g_p) {
+    printf("SKIP: no Vulkan device\n");
+    mi_registry_destroy(r);
+    return 0;
+  }
+  conv_case("conv.direct", 6, 4, 2, 2, 2, NULL, 0);
+  conv_case("conv.direct", 3, 5, 1, 1, 1, unroll, 2);
+  conv_case("conv.depthwise", 8, 8, 8, 2, 1, NULL, 0);
+  conv_case(NULL, 8, 8, 8, 1, 1, NULL, 0);
+  matmul_case("MatMul", "matmul.naive", ad, 2, bd, NULL, 0);
+  matmul_case("MatMul", "matmul.tiled", ad, 2, bd, tiled, 3);
+  matmul_case("MatMul", "matmul.regblock", ad, 2, bd, reg, 6);
+  matmul_case("MatMul", NULL, a4, 4, b4, NULL, 0);
+  matmul_case("Gemm", "gemm.naive", ad, 2, bt, NULL, 0);
+  matmul_case("Gemm", "gemm.tiled", ad, 2, bt, tiled, 3);
+  matmul_case("Gemm", "gemm.regblock", ad, 2, bt, reg, 6);
+  binary_case("Add", 3, bb1);
+  binary_case("Mul", 1, bb2);
+  binary_case("Sub", 4, bb3);
+  binary_case("Div", 3, bb1);
+  for (unsigned i = 0; i < sizeof un / sizeof un[0]; i++) unary_case(un[i]);
+  misc_cases();
+  knob_rules();
+  buffer_limit();
+  mi_registry_destroy(r);
+  if (tv_failures) fprintf(stderr, "%d failure(s)\n", tv_failures);
+  return tv_failures ? 1 : 0;
+}

@@ -1,0 +1,114 @@
+/* test_vulkan_util.h - helpers for the Vulkan plugin tests: lavapipe selection, loading the
+ * plugin through the host registry, one-node graphs, and session-vs-reference comparison. */
+#ifndef TEST_VULKAN_UTIL_H
+#define TEST_VULKAN_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/mi.h"
+
+static int tv_failures;
+
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      tv_failures++;                                                  \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fprintf(stderr, "\n");                                          \
+    }                                                                 \
+  } while (0)
+
+/* Loads the registry from $MI_BUILD/plugins with lavapipe selected; NULL plugin means skip. */
+static inline mi_registry_t *tv_load(mi_plugin_t **plugin, const char *cache_dir) {
+  char dir[1024];
+  const char *b = getenv("MI_BUILD");
+  mi_error_t err = {0, ""};
+  mi_registry_t *r;
+  setenv("VK_DRIVER_FILES", "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", 1);
+  if (cache_dir) setenv("MI_CACHE_DIR", cache_dir, 1);
+  *plugin = NULL;
+  snprintf(dir, sizeof dir, "%s/plugins", b ? b : ".");
+  if (!(r = mi_registry_create())) return NULL;
+  if (mi_registry_scan(r, dir, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
+  *plugin = mi_registry_find(r, "vulkan");
+  if (*plugin && (*plugin)->device_count == 0) *plugin = NULL;
+  return r;
+}
+
+static inline float tv_rand(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((*s >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static inline int32_t tv_const(mi_graph_t *g, const char *name, int rank, const int64_t *dims, uint64_t seed) {
+  int64_t n = 1;
+  float *v;
+  int32_t t;
+  for (int i = 0; i < rank; i++) n *= dims[i];
+  v = malloc((size_t)n * sizeof *v);
+  for (int64_t i = 0; i < n; i++) v[i] = tv_rand(&seed);
+  t = mi_graph_add_const_f32(g, name, rank, dims, v);
+  free(v);
+  return t;
+}
+
+static inline double tv_rel_l2(const mi_array_t *a, const mi_array_t *b) {
+  const float *x = a->data, *y = b->data;
+  double num = 0, den = 0;
+  int64_t n = mi_array_numel(b);
+  if (mi_array_numel(a) != n) return INFINITY;
+  for (int64_t i = 0; i < n; i++) num += (double)(x[i] - y[i]) * (x[i] - y[i]), den += (double)y[i] * y[i];
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Runs g on vulkan:0 (every node given `variant`/knobs) and on the reference; returns the
+ * rel L2 of output 0 or a negative status; *fallbacks and *dev_ns are filled. */
+static inline double tv_compare(mi_plugin_t *p, mi_graph_t *g, const char *node, const char *variant,
+                                const mi_knob_value_t *knobs, int nk, int allow_fallback,
+                                int *fallbacks, uint64_t *dev_ns, mi_error_t *err) {
+  mi_session_options_t o;
+  mi_node_choice_t ch;
+  mi_session_t *s = NULL;
+  mi_array_t *in[8] = {0}, *out_d = NULL, *out_r = NULL;
+  int32_t i, nin = g->input_count, rc;
+  double e = -1;
+  if (mi_graph_infer_shapes(g, err) != MI_OK) return -2;
+  for (i = 0; i < nin; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    in[i] = mi_array_create(MI_DTYPE_FLOAT32, t->rank, t->dims);
+    mi_array_fill_random(in[i], 7 + (uint64_t)i);
+  }
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = allow_fallback;
+  if (node) {
+    memset(&ch, 0, sizeof ch);
+    ch.node = node;
+    ch.variant_id = variant;
+    ch.knobs = knobs;
+    ch.knob_count = nk;
+    o.choices = &ch;
+    o.choice_count = 1;
+  }
+  rc = mi_session_create(g, p, 0, &o, &s, err);
+  if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)in, nin, &out_d, 1, err);
+  if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, &out_r, 1, err);
+  if (rc == MI_OK) {
+    e = tv_rel_l2(out_d, out_r);
+    if (fallbacks) *fallbacks = mi_session_fallback_count(s);
+    if (dev_ns && !mi_session_device_time(s, dev_ns)) *dev_ns = 0;
+  } else {
+    e = -(double)rc;
+  }
+  mi_session_destroy(s);
+  for (i = 0; i < nin; i++) mi_array_destroy(in[i]);
+  mi_array_destroy(out_d);
+  mi_array_destroy(out_r);
+  return e;
+}
+
+#endif
