@@ -133,6 +133,11 @@ MI_API int32_t mi_graph_toposort(mi_graph_t *g, mi_error_t *err);
  * MI_ERR_PARSE for inconsistent shapes. */
 MI_API int32_t mi_graph_infer_shapes(mi_graph_t *g, mi_error_t *err);
 
+/** Removes the nodes with drop[i] != 0 (node_count entries), then every tensor that no kept
+ * node, graph input or graph output refers to; tensor indices are renumbered and producers
+ * recomputed. MI_OK, or an error leaving the graph unchanged. */
+MI_API int32_t mi_graph_remove_nodes(mi_graph_t *g, const uint8_t *drop, mi_error_t *err);
+
 /** Loads an ONNX model file (external data is resolved relative to the file).
  * On failure *out is NULL and err names the file and what is wrong. */
 MI_API int32_t mi_onnx_load(const char *path, mi_graph_t **out, mi_error_t *err);

@@ -39,10 +39,14 @@ static void fill_value_info(vi_store_t *s, const mi_tensor_t *t) {
   s->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
   s->tp.tensor_type = &s->tt;
   int32_t et = mi__onnx_from_dtype(t->dtype);
-  if (et > 0) {
-    s->tt.has_elem_type = 1;
-    s->tt.elem_type = et;
+  if (et <= 0) {
+    /* A tensor type without element type is invalid ONNX (runtimes reject "data type 0");
+     * no type at all lets the reader infer it. */
+    s->vi.type = NULL;
+    return;
   }
+  s->tt.has_elem_type = 1;
+  s->tt.elem_type = et;
   if (t->rank < 0) return;
   s->tt.shape = &s->sh;
   s->sh.n_dim = (size_t)t->rank;

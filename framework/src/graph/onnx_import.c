@@ -185,8 +185,55 @@ static int32_t import_constant(importer_t *im, const Onnx__NodeProto *np, const 
                    im->label, nname);
 }
 
+/* A one-element TENSOR attribute (ConstantOfShape's `value`) becomes a FLOAT or INT attribute
+ * of the same name plus `value_dtype` (mi_dtype), since mi_attr_t has no tensor type. */
+static int32_t import_scalar_tensor_attr(importer_t *im, mi_node_t *n,
+                                         const Onnx__AttributeProto *a) {
+  mi__onnx_value_t v = {0};
+  mi_attr_t m = {0}, d = {0};
+  int32_t rc = mi__onnx_decode_tensor(a->t, im->base_dir, im->label, &v, im->err);
+  if (rc != MI_OK) return rc;
+  size_t es = mi_dtype_size(v.dtype);
+  if (es == 0 || v.nbytes != es || v.dtype == MI_DTYPE_INT4) {
+    free(v.data);
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
+                     "%s: node '%s' (%s, opset %lld): tensor attribute '%s' must hold one value",
+                     im->label, n->name, n->op_type, (long long)im->g->opset, a->name);
+  }
+  m.name = mi__strdup(a->name);
+  d.name = mi__strdup("value_dtype");
+  d.type = MI_ATTR_INT;
+  d.i = v.dtype;
+  if (v.dtype == MI_DTYPE_FLOAT32) {
+    m.type = MI_ATTR_FLOAT;
+    memcpy(&m.f, v.data, sizeof m.f);
+  } else {
+    m.type = MI_ATTR_INT;
+    switch (v.dtype) {
+    case MI_DTYPE_INT64: memcpy(&m.i, v.data, sizeof m.i); break;
+    case MI_DTYPE_INT32: { int32_t x; memcpy(&x, v.data, sizeof x); m.i = x; break; }
+    case MI_DTYPE_INT8: m.i = *(const int8_t *)v.data; break;
+    default: m.i = *(const uint8_t *)v.data; break; /* uint8, bool */
+    }
+  }
+  free(v.data);
+  if (!m.name || !d.name) {
+    mi__attr_release(&m);
+    mi__attr_release(&d);
+    return oom(im);
+  }
+  if (mi__node_put_attr(n, &m) != MI_OK) {
+    mi__attr_release(&d);
+    return oom(im);
+  }
+  return mi__node_put_attr(n, &d) == MI_OK ? MI_OK : oom(im);
+}
+
 static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributeProto *a) {
   mi_attr_t m = {0};
+  if (a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t &&
+      strcmp(n->op_type, "ConstantOfShape") == 0)
+    return import_scalar_tensor_attr(im, n, a);
   int32_t type = a->has_type ? (int32_t)a->type : 0;
   if (!a->has_type) { /* very old exporters leave the type out */
     if (a->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;

@@ -119,6 +119,7 @@ static int32_t lookup_and_run(mi__si_t *c, const mi_node_t *n) {
   mi__si_fn fn = mi__si_lookup_elementwise(n->op_type);
   if (!fn) fn = mi__si_lookup_nn(n->op_type);
   if (!fn) fn = mi__si_lookup_tensor(n->op_type);
+  if (!fn) fn = mi__si_lookup_generate(n->op_type);
   if (!fn) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op");
   return fn(c, n);
 }

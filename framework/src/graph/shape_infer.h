@@ -49,5 +49,6 @@ int64_t mi__si_d2i(double v);
 mi__si_fn mi__si_lookup_elementwise(const char *op);
 mi__si_fn mi__si_lookup_nn(const char *op);
 mi__si_fn mi__si_lookup_tensor(const char *op);
+mi__si_fn mi__si_lookup_generate(const char *op); /* shape_infer_generate.c */
 
 #endif /* METAINFER_SHAPE_INFER_H */

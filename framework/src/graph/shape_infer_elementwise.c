@@ -31,6 +31,11 @@ static int32_t unary_eval(mi__si_t *c, const mi_node_t *n) {
     if (strcmp(n->op_type, "Neg") == 0) o[i] = -v[i];
     else if (strcmp(n->op_type, "Abs") == 0) o[i] = fabs(v[i]);
     else if (strcmp(n->op_type, "Sqrt") == 0) o[i] = sqrt(v[i]);
+    else if (strcmp(n->op_type, "Floor") == 0) o[i] = floor(v[i]);
+    else if (strcmp(n->op_type, "Ceil") == 0) o[i] = ceil(v[i]);
+    else if (strcmp(n->op_type, "Round") == 0) o[i] = nearbyint(v[i]);
+    else if (strcmp(n->op_type, "Sign") == 0) o[i] = v[i] > 0 ? 1 : v[i] < 0 ? -1 : v[i];
+    else if (strcmp(n->op_type, "Not") == 0) o[i] = isnan(v[i]) ? NAN : !v[i];
     else o[i] = v[i]; /* Identity */
   }
   mi__si_set_val(c, n, 0, o, cnt);
@@ -54,7 +59,15 @@ static double apply(const char *op, double a, double b, int is_int) {
   if (strcmp(op, "Pow") == 0) return pow(a, b);
   if (strcmp(op, "Max") == 0) return a > b ? a : b;
   if (strcmp(op, "Min") == 0) return a < b ? a : b;
+  if (isnan(a) || isnan(b)) return NAN; /* an unknown dim gives an unknown truth value */
   if (strcmp(op, "Equal") == 0) return a == b;
+  if (strcmp(op, "Less") == 0) return a < b;
+  if (strcmp(op, "Greater") == 0) return a > b;
+  if (strcmp(op, "LessOrEqual") == 0) return a <= b;
+  if (strcmp(op, "GreaterOrEqual") == 0) return a >= b;
+  if (strcmp(op, "And") == 0) return a != 0 && b != 0;
+  if (strcmp(op, "Or") == 0) return a != 0 || b != 0;
+  if (strcmp(op, "Xor") == 0) return (a != 0) != (b != 0);
   return NAN;
 }
 
@@ -124,7 +137,10 @@ static int32_t broadcast_op(mi__si_t *c, const mi_node_t *n) {
     memcpy(dims, out, sizeof out);
   }
   int32_t dtype = mi__si_in(c, n, 0)->dtype;
-  if (strcmp(n->op_type, "Equal") == 0) dtype = MI_DTYPE_BOOL;
+  static const char *to_bool[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+                                  "And", "Or", "Xor"};
+  for (size_t i = 0; i < sizeof to_bool / sizeof to_bool[0]; i++)
+    if (strcmp(n->op_type, to_bool[i]) == 0) dtype = MI_DTYPE_BOOL;
   if (strcmp(n->op_type, "Where") == 0) dtype = mi__si_in(c, n, 1)->dtype;
   if (unknown) {
     mi__si_set(c, n, 0, dtype, -1, NULL);
@@ -233,6 +249,24 @@ static int32_t constant(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
+/* QuantizeLinear: the input's shape in the zero point's dtype (uint8 without one). */
+static int32_t quantize_linear(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 2);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0), *zp = mi__si_in(c, n, 2);
+  mi__si_set(c, n, 0, zp ? zp->dtype : MI_DTYPE_UINT8, x->rank, x->dims);
+  return MI_OK;
+}
+
+/* DequantizeLinear: the input's shape in float32. */
+static int32_t dequantize_linear(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 2);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, x->rank, x->dims);
+  return MI_OK;
+}
+
 static const struct {
   const char *op;
   mi__si_fn fn;
@@ -248,6 +282,12 @@ static const struct {
     {"Where", broadcast_op},    {"Cast", cast},              {"Softmax", softmax},
     {"BatchNormalization", batchnorm}, {"LayerNormalization", layernorm}, {"Clip", clip},
     {"Constant", constant},
+    {"Sign", unary_eval},       {"Floor", unary_eval},       {"Ceil", unary_eval},
+    {"Round", unary_eval},      {"Not", unary_eval},         {"Softplus", same_shape},
+    {"Less", broadcast_op},     {"Greater", broadcast_op},   {"LessOrEqual", broadcast_op},
+    {"GreaterOrEqual", broadcast_op}, {"And", broadcast_op}, {"Or", broadcast_op},
+    {"Xor", broadcast_op},
+    {"QuantizeLinear", quantize_linear}, {"DequantizeLinear", dequantize_linear},
 };
 
 mi__si_fn mi__si_lookup_elementwise(const char *op) {

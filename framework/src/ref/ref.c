@@ -14,6 +14,8 @@ typedef struct ref_op {
   mi__ref_op_fn fn;
 } ref_op_t;
 
+int32_t mi__ref_quant(mi__ref_call_t *c); /* ref_quant.c: QuantizeLinear, DequantizeLinear */
+
 static const ref_op_t REF_OPS[] = {
     {"Relu", mi__ref_unary},          {"LeakyRelu", mi__ref_unary},
     {"HardSigmoid", mi__ref_unary},   {"HardSwish", mi__ref_unary},
@@ -48,6 +50,14 @@ static const ref_op_t REF_OPS[] = {
     {"Dropout", mi__ref_identity},    {"Transpose", mi__ref_transpose},
     {"Concat", mi__ref_concat},       {"Slice", mi__ref_slice},
     {"Gather", mi__ref_gather},
+    {"Sign", mi__ref_unary},          {"Floor", mi__ref_unary},
+    {"Ceil", mi__ref_unary},          {"Round", mi__ref_unary},
+    {"Softplus", mi__ref_unary},      {"LessOrEqual", mi__ref_binary},
+    {"GreaterOrEqual", mi__ref_binary}, {"And", mi__ref_binary},
+    {"Or", mi__ref_binary},           {"Xor", mi__ref_binary},
+    {"Expand", mi__ref_expand},       {"ConstantOfShape", mi__ref_constant_of_shape},
+    {"Range", mi__ref_range},         {"Tile", mi__ref_tile},
+    {"QuantizeLinear", mi__ref_quant}, {"DequantizeLinear", mi__ref_quant},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

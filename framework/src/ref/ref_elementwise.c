@@ -20,13 +20,15 @@ static float sigmoidf(float x) {
 
 enum {
   U_RELU, U_LEAKY, U_HSIG, U_HSWISH, U_SIGMOID, U_TANH, U_ERF, U_GELU,
-  U_SQRT, U_LOG, U_EXP, U_NEG, U_ABS, U_RECIP, U_NOT
+  U_SQRT, U_LOG, U_EXP, U_NEG, U_ABS, U_RECIP, U_NOT,
+  U_SIGN, U_FLOOR, U_CEIL, U_ROUND, U_SOFTPLUS
 };
 
 static int unary_code(const char *op) {
   static const char *names[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
                                 "Tanh", "Erf",       "Gelu",        "Sqrt",      "Log",
-                                "Exp",  "Neg",       "Abs",         "Reciprocal", "Not"};
+                                "Exp",  "Neg",       "Abs",         "Reciprocal", "Not",
+                                "Sign", "Floor",     "Ceil",        "Round",     "Softplus"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(op, names[i]) == 0) return i;
   return -1;
@@ -106,6 +108,11 @@ int32_t mi__ref_unary(mi__ref_call_t *c) {
       case U_NEG: r = -v; break;
       case U_ABS: r = fabsf(v); break;
       case U_RECIP: r = 1.0f / v; break;
+      case U_SIGN: r = v > 0 ? 1.0f : v < 0 ? -1.0f : v; /* keeps NaN and 0 */ break;
+      case U_FLOOR: r = floorf(v); break;
+      case U_CEIL: r = ceilf(v); break;
+      case U_ROUND: r = nearbyintf(v); /* halves to even, the default rounding mode */ break;
+      case U_SOFTPLUS: r = v > 20.0f ? v : log1pf(expf(v)); /* no overflow for large v */ break;
     }
     yp[i] = r;
   }
@@ -154,11 +161,13 @@ static void bcast_next(const mi__ref_bcast_t *b, int32_t n, int64_t *idx, int64_
   }
 }
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT };
+enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT, OP_LE, OP_GE,
+       OP_AND, OP_OR, OP_XOR };
 
 static int binary_code(const char *op) {
   static const char *names[] = {"Add", "Sub", "Mul", "Div",   "Pow",
-                                "Max", "Min", "Equal", "Less", "Greater"};
+                                "Max", "Min", "Equal", "Less", "Greater",
+                                "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(op, names[i]) == 0) return i;
   return -1;
@@ -190,7 +199,16 @@ static int64_t apply_i(int op, int64_t a, int64_t b) {
 }
 
 static int compare(int op, double a, double b) {
-  return op == OP_EQ ? a == b : op == OP_LT ? a < b : a > b;
+  switch (op) {
+    case OP_EQ: return a == b;
+    case OP_LT: return a < b;
+    case OP_GT: return a > b;
+    case OP_LE: return a <= b;
+    case OP_GE: return a >= b;
+    case OP_AND: return a != 0 && b != 0;
+    case OP_OR: return a != 0 || b != 0;
+    default: return (a != 0) != (b != 0); /* Xor */
+  }
 }
 
 static double load(const mi_array_t *a, int64_t i) {
@@ -213,15 +231,19 @@ static int32_t binary_apply(mi__ref_call_t *c, int op, const mi_array_t *a, cons
   const mi_array_t *ab[2] = {a, b};
   mi__ref_bcast_t bc;
   int64_t idx[MI_MAX_RANK] = {0}, off[2] = {0, 0};
-  int cmp = op == OP_EQ || op == OP_LT || op == OP_GT;
+  int logic = op == OP_AND || op == OP_OR || op == OP_XOR;
+  int cmp = op == OP_EQ || op == OP_LT || op == OP_GT || op == OP_LE || op == OP_GE || logic;
   int32_t rc, dtype = cmp ? MI_DTYPE_BOOL : a->dtype;
   mi_array_t *y;
   *res = NULL;
   if (a->dtype != b->dtype && !(op == OP_POW && a->dtype == MI_DTYPE_FLOAT32))
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "operands have different dtypes %s and %s",
                         mi_dtype_name(a->dtype), mi_dtype_name(b->dtype));
-  if (a->dtype == MI_DTYPE_BOOL && op != OP_EQ)
+  if (a->dtype == MI_DTYPE_BOOL && op != OP_EQ && !logic)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "bool operands are only supported by Equal");
+  if (logic && a->dtype != MI_DTYPE_BOOL)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "operands must be bool, not %s",
+                        mi_dtype_name(a->dtype));
   if (op == OP_POW && a->dtype != MI_DTYPE_FLOAT32)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "Pow is supported on float32 bases only");
   if (!(MI_DTYPE_BIT(a->dtype) & (F32 | INTS | BOOL)))

@@ -109,5 +109,9 @@ int32_t mi__ref_transpose(mi__ref_call_t *c);  /* ref_layout.c */
 int32_t mi__ref_concat(mi__ref_call_t *c);     /* ref_layout.c */
 int32_t mi__ref_slice(mi__ref_call_t *c);      /* ref_layout.c */
 int32_t mi__ref_gather(mi__ref_call_t *c);     /* ref_layout.c */
+int32_t mi__ref_expand(mi__ref_call_t *c);     /* ref_generate.c */
+int32_t mi__ref_constant_of_shape(mi__ref_call_t *c); /* ref_generate.c */
+int32_t mi__ref_range(mi__ref_call_t *c);      /* ref_generate.c */
+int32_t mi__ref_tile(mi__ref_call_t *c);       /* ref_generate.c */
 
 #endif /* MI_REF_REF_OPS_H */

@@ -1,0 +1,215 @@
+/* mi_transform.h - model-side transforms (BN folding, fusion, layout, padding, pruning,
+ * quantization), their configuration as data, and accuracy measurement on the reference path. */
+#ifndef METAINFER_MI_TRANSFORM_H
+#define METAINFER_MI_TRANSFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metainfer/mi_graph.h"
+#include "metainfer/mi_plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef MI_API
+#define MI_API __attribute__((visibility("default")))
+#endif
+
+struct mi_array;
+
+/* ---------------------------------------------------------------- configuration */
+
+/** Weight precision of a layer. INT4 values are stored as INT8 in [-8, 7] (the IR and the
+ * ONNX export have no packed INT4 initializer); the scale is what makes them 4-bit. */
+typedef enum mi_xf_precision {
+  MI_XF_FP32 = 0,
+  MI_XF_FP16 = 1,
+  MI_XF_INT8 = 2,
+  MI_XF_INT4 = 3
+} mi_xf_precision;
+
+/** Scale granularity of quantized weights (symmetric, zero point 0). */
+typedef enum mi_xf_granularity { MI_XF_PER_TENSOR = 0, MI_XF_PER_CHANNEL = 1 } mi_xf_granularity;
+
+/** How activation ranges are calibrated. */
+typedef enum mi_xf_calib { MI_XF_CALIB_MINMAX = 0, MI_XF_CALIB_PERCENTILE = 1 } mi_xf_calib;
+
+/** Bits of mi_xf_layer_t.set: which fields an override sets (defaults set all). */
+enum {
+  MI_XF_SET_WEIGHTS = 1u << 0,
+  MI_XF_SET_SCALES = 1u << 1,
+  MI_XF_SET_ACTS = 1u << 2,
+  MI_XF_SET_PRUNE = 1u << 3
+};
+
+/** What happens to one weighted layer (Conv, Gemm, MatMul with a constant weight). */
+typedef struct mi_xf_layer {
+  uint32_t set;          /* MI_XF_SET_* bits of the fields below that are given */
+  int32_t weights;       /* mi_xf_precision */
+  int32_t scales;        /* mi_xf_granularity */
+  int32_t activations;   /* MI_XF_FP32 or MI_XF_INT8 (asymmetric uint8, calibrated) */
+  double prune;          /* share of output channels removed, [0, 0.95] */
+} mi_xf_layer_t;
+
+/** A per-layer override, by node name or by op type. */
+typedef struct mi_xf_override {
+  char *name;            /* node name (layers) or op type (ops), owned */
+  mi_xf_layer_t layer;
+  int32_t line, column;  /* where it was written (0 when built in code) */
+} mi_xf_override_t;
+
+/** A model-side configuration. Build one with mi_xf_config_create (all passes off, every
+ * layer FP32) or load it from YAML; resolution order for a layer is
+ * defaults < ops[op type] < layers[node name]. */
+typedef struct mi_xf_config {
+  int32_t fold_bn;        /* 0/1 */
+  int32_t fuse;           /* 0/1: group chains the plugin's variants can run fused */
+  int32_t layout;         /* mi_layout: ANY keeps the model's (NCHW) */
+  int32_t block;          /* channel block when layout == MI_LAYOUT_NCHWC */
+  int32_t channel_align;  /* 1 (off), 4, 8 or 16 */
+  int32_t calib_method;   /* mi_xf_calib */
+  double percentile;      /* for MI_XF_CALIB_PERCENTILE, in (50, 100] */
+  mi_xf_layer_t defaults;
+  int32_t op_count;
+  mi_xf_override_t *ops;
+  int32_t layer_count;
+  mi_xf_override_t *layers;
+  char *source;           /* the file or name it was loaded from (errors cite it), owned */
+} mi_xf_config_t;
+
+/** A configuration with every pass off and every layer FP32. NULL when out of memory. */
+MI_API mi_xf_config_t *mi_xf_config_create(void);
+/** Frees a configuration. NULL is a no-op. */
+MI_API void mi_xf_config_destroy(mi_xf_config_t *c);
+/** Deep copy; NULL when out of memory. */
+MI_API mi_xf_config_t *mi_xf_config_clone(const mi_xf_config_t *c);
+/** Adds or replaces the override of node `node` (kind 0) or op type `node` (kind 1). */
+MI_API int32_t mi_xf_config_set_layer(mi_xf_config_t *c, int32_t kind, const char *node,
+                                      const mi_xf_layer_t *layer, mi_error_t *err);
+/** Loads a configuration from YAML text; `what` names it in errors, which carry
+ * "what:LINE:COLUMN: message". On failure *out is NULL. */
+MI_API int32_t mi_xf_config_parse(const char *text, size_t len, const char *what,
+                                  mi_xf_config_t **out, mi_error_t *err);
+/** Loads a configuration from a YAML file (see docs/transforms.md). */
+MI_API int32_t mi_xf_config_load(const char *path, mi_xf_config_t **out, mi_error_t *err);
+/** The canonical text of a configuration: fields in a fixed order, overrides sorted by name,
+ * numbers normalized, so equal configurations give equal strings. *out is malloc'd. */
+MI_API int32_t mi_xf_config_canonical(const mi_xf_config_t *c, char **out, mi_error_t *err);
+/** 64-bit FNV-1a hash of the canonical text (0 on failure). */
+MI_API uint64_t mi_xf_config_hash(const mi_xf_config_t *c);
+/** Checks that every layers[] override names a node of `g` (ops[] names are free).
+ * MI_ERR_NOT_FOUND naming the override, its line and column. */
+MI_API int32_t mi_xf_config_check(const mi_xf_config_t *c, const mi_graph_t *g, mi_error_t *err);
+/** The effective setting of node `node` of `g` (defaults, then op, then layer override). */
+MI_API void mi_xf_config_resolve(const mi_xf_config_t *c, const mi_graph_t *g, int32_t node,
+                                 mi_xf_layer_t *out);
+/** Names for precision / granularity / calibration values ("int8", "per_channel", ...). */
+MI_API const char *mi_xf_precision_name(int32_t p);
+
+/* ---------------------------------------------------------------- passes */
+
+/** What the passes did, for reports. */
+typedef struct mi_xf_stats {
+  int32_t bn_folded;
+  int32_t groups;             /* fused groups formed */
+  int32_t grouped_nodes;      /* nodes inside them */
+  int32_t layout_tensors;     /* activations given the target layout */
+  int32_t layout_converts;    /* conversion nodes inserted at layout boundaries */
+  int32_t padded_layers;      /* convs whose output channels were padded */
+  int64_t padded_channels;
+  int32_t pruned_layers;
+  int32_t prune_skipped;      /* layers asked to prune but skipped (residual, flatten, ...) */
+  int64_t pruned_channels;
+  int32_t quantized_layers;   /* weights changed precision */
+  int32_t quantized_acts;     /* activations with a QuantizeLinear/DequantizeLinear pair */
+} mi_xf_stats_t;
+
+/** Folds BatchNormalization into the preceding Conv / Gemm when it is the only consumer. */
+MI_API int32_t mi_xf_fold_bn(mi_graph_t *g, mi_xf_stats_t *st, mi_error_t *err);
+/** Sets mi_node_t.group for Conv/Gemm [+BN] [+act] [+Add [+act]] chains that one of the
+ * variants (of the anchor's op type) declares in its fuse_mask. Numerics are unchanged. */
+MI_API int32_t mi_xf_fuse(mi_graph_t *g, const mi_variant_desc_t *variants, uint32_t count,
+                          mi_xf_stats_t *st, mi_error_t *err);
+/** Assigns `layout` (NHWC or NCHWC with `block`) to the 4-D activations of every connected
+ * region that holds a conv or pool, and inserts one conversion node per boundary tensor. */
+MI_API int32_t mi_xf_layout(mi_graph_t *g, int32_t layout, int32_t block, mi_xf_stats_t *st,
+                            mi_error_t *err);
+/** Pads the output channels of Conv layers feeding only group-1 Convs (through Relu-like
+ * activations) up to a multiple of `align`, with zero filters and zero input weights. */
+MI_API int32_t mi_xf_pad_channels(mi_graph_t *g, int32_t align, mi_xf_stats_t *st,
+                                  mi_error_t *err);
+/** Removes the `ratio` lowest-L1 filters of Conv node `node`, following depthwise layers,
+ * BatchNormalization, activations and Concat to the consuming convs. Returns MI_OK and sets
+ * *done = 0 when the layer cannot be pruned consistently (residual Add, Flatten, output). */
+MI_API int32_t mi_xf_prune_layer(mi_graph_t *g, int32_t node, double ratio, int *done,
+                                 mi_xf_stats_t *st, mi_error_t *err);
+
+/** A set of input samples: sample s is inputs[s * input_count .. + input_count). */
+typedef struct mi_xf_samples {
+  int32_t input_count;
+  int32_t sample_count;
+  struct mi_array **inputs;
+  int32_t synthetic;   /* 1 when generated (deterministic random), not read from files */
+} mi_xf_samples_t;
+
+/** Options of mi_xf_apply. Zero-initialise. */
+typedef struct mi_xf_apply_opts {
+  const mi_xf_samples_t *calib;        /* needed for INT8 activations */
+  const mi_variant_desc_t *variants;   /* for fusion; NULL: fusion is skipped */
+  uint32_t variant_count;
+} mi_xf_apply_opts_t;
+
+/** Applies a configuration to a copy of `g`: fold BN, prune, pad, quantize (with calibration),
+ * layout, fuse, in that order. *out is shape-inferred and sorted; NULL on failure. */
+MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
+                           const mi_xf_apply_opts_t *opts, mi_graph_t **out, mi_xf_stats_t *st,
+                           mi_error_t *err);
+
+/* ---------------------------------------------------------------- accuracy */
+
+/** Deterministic random samples (values in [-1, 1)) for every graph input (dynamic dims
+ * become 1); `seed` picks the stream. *out is freed with mi_xf_samples_destroy. */
+MI_API int32_t mi_xf_samples_random(const mi_graph_t *g, int32_t count, uint64_t seed,
+                                    mi_xf_samples_t **out, mi_error_t *err);
+/** Every *.npy file of `dir` in name order, one sample each, for a one-input graph. */
+MI_API int32_t mi_xf_samples_load_dir(const mi_graph_t *g, const char *dir,
+                                      mi_xf_samples_t **out, mi_error_t *err);
+/** Moves samples [from, count) of `s` into a new set *out (s keeps the first `from`). */
+MI_API int32_t mi_xf_samples_split(mi_xf_samples_t *s, int32_t from, mi_xf_samples_t **out,
+                                   mi_error_t *err);
+MI_API void mi_xf_samples_destroy(mi_xf_samples_t *s);
+
+/** How far a transformed model is from its original over a set of samples. */
+typedef struct mi_xf_metrics {
+  int32_t samples;
+  double rel_l2;       /* ||y - y0|| / ||y0|| over every output element of every sample */
+  double cosine;       /* cosine similarity of the same vectors */
+  double max_abs;      /* largest absolute difference */
+  double top1;         /* share of rows whose argmax agrees; -1 when not a classifier */
+} mi_xf_metrics_t;
+
+/** Runs `orig` and `xf` on the reference interpreter over `s` and compares every output. */
+MI_API int32_t mi_xf_compare(const mi_graph_t *orig, const mi_graph_t *xf,
+                             const mi_xf_samples_t *s, mi_xf_metrics_t *out, mi_error_t *err);
+
+/** One layer's sensitivity: the error of the model with only this layer transformed. */
+typedef struct mi_xf_sensitivity {
+  char node[96];
+  mi_xf_layer_t layer;     /* the setting that was measured */
+  mi_xf_metrics_t metrics;
+} mi_xf_sensitivity_t;
+
+/** For each weighted layer whose setting (from `c`, or `probe` for all when not NULL) is not
+ * plain FP32, applies it to that layer alone (passes of `c` stay on) and measures the error on
+ * `eval`. *out (malloc'd, *count entries) is in node order. */
+MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
+                                 const mi_xf_layer_t *probe, const mi_xf_samples_t *calib,
+                                 const mi_xf_samples_t *eval, mi_xf_sensitivity_t **out,
+                                 int32_t *count, mi_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* METAINFER_MI_TRANSFORM_H */

@@ -1,0 +1,150 @@
+/* ref_fold.c - constant folding: nodes computable before run time (constants only, or shape
+ * queries of fully known shapes) are evaluated on the reference interpreter and replaced by
+ * initializers. It lives in ref because graph may not call ref (module order). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/ref.h"
+
+/* Folding must not blow a model up (Expand or ConstantOfShape to a huge constant). */
+#define FOLD_MAX_BYTES ((size_t)64 << 20)
+
+static int is_const(const mi_graph_t *g, int32_t t) {
+  return t < 0 || g->tensors[t].data != NULL;
+}
+
+static int shape_known(const mi_tensor_t *t) {
+  if (t->rank < 0) return 0;
+  for (int32_t d = 0; d < t->rank; d++)
+    if (t->dims[d] < 0) return 0;
+  return 1;
+}
+
+/* Shape (with opset-15 start/end) and Size of a tensor whose shape is known. */
+static mi_array_t *shape_query(const mi_graph_t *g, const mi_node_t *n) {
+  const mi_tensor_t *in = &g->tensors[n->inputs[0]];
+  mi_array_t *a;
+  if (strcmp(n->op_type, "Size") == 0) {
+    int64_t numel = 1;
+    for (int32_t d = 0; d < in->rank; d++) numel *= in->dims[d];
+    if ((a = mi_array_create(MI_DTYPE_INT64, 0, NULL))) *(int64_t *)a->data = numel;
+    return a;
+  }
+  int64_t start = mi_node_attr_int(n, "start", 0), end = mi_node_attr_int(n, "end", in->rank);
+  if (start < 0) start += in->rank;
+  if (end < 0) end += in->rank;
+  start = start < 0 ? 0 : start > in->rank ? in->rank : start;
+  end = end < 0 ? 0 : end > in->rank ? in->rank : end;
+  int64_t count = end > start ? end - start : 0;
+  if ((a = mi_array_create(MI_DTYPE_INT64, 1, &count)))
+    for (int64_t i = 0; i < count; i++) ((int64_t *)a->data)[i] = in->dims[start + i];
+  return a;
+}
+
+/* 1 when node n can be evaluated now; shape queries set *query. */
+static int foldable(const mi_graph_t *g, const mi_node_t *n, int *query) {
+  *query = 0;
+  if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return 0;
+  if (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0)
+    return 0;
+  if (!mi_ref_supports(n->op_type, g->opset)) return 0;
+  for (int32_t k = 0; k < n->output_count; k++) {
+    const mi_tensor_t *o = &g->tensors[n->outputs[k]];
+    if (shape_known(o)) {
+      int64_t numel = 1;
+      for (int32_t d = 0; d < o->rank; d++) numel *= o->dims[d];
+      if (mi_dtype_bytes_for(o->dtype, numel) > FOLD_MAX_BYTES) return 0;
+    }
+  }
+  if ((strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0) &&
+      n->input_count >= 1 && n->inputs[0] >= 0 && n->output_count == 1) {
+    *query = shape_known(&g->tensors[n->inputs[0]]);
+    return *query;
+  }
+  for (int32_t k = 0; k < n->input_count; k++)
+    if (!is_const(g, n->inputs[k])) return 0;
+  return 1;
+}
+
+/* A non-owning array header over an initializer's data. */
+static void view(const mi_tensor_t *t, mi_array_t *a) {
+  memset(a, 0, sizeof *a);
+  a->dtype = t->dtype;
+  a->rank = t->rank;
+  for (int32_t d = 0; d < t->rank; d++) a->dims[d] = t->dims[d];
+  a->data = t->data;
+  a->nbytes = t->nbytes;
+}
+
+/* Makes tensor t the constant `a`. */
+static int32_t store(mi_graph_t *g, int32_t t, const mi_array_t *a, mi_error_t *err) {
+  mi_tensor_t *x = &g->tensors[t];
+  int32_t rc;
+  if (a->nbytes > FOLD_MAX_BYTES) return 0;
+  if ((rc = mi_graph_set_data(g, t, a->data, a->nbytes)))
+    return mi_errorf(err, rc, "fold constants: cannot store the value of '%s'", x->name);
+  x->dtype = a->dtype;
+  x->rank = a->rank;
+  for (int32_t d = 0; d < MI_MAX_RANK; d++) {
+    x->dims[d] = d < a->rank ? a->dims[d] : 0;
+    free(x->dim_names[d]);
+    x->dim_names[d] = NULL;
+  }
+  x->producer = -1;
+  return MI_OK;
+}
+
+/* Evaluates node i into its outputs' tensors. Returns 1 when folded, 0 when it could not be
+ * stored whole (too large), or -status. */
+static int32_t fold_node(mi_graph_t *g, int32_t i, int query, mi_error_t *err) {
+  const mi_node_t *n = &g->nodes[i];
+  mi_array_t views[16], *outs[16] = {0};
+  const mi_array_t *ins[16];
+  int32_t rc = MI_OK, res = 1;
+  if (n->input_count > 16 || n->output_count > 16) return 0;
+  if (query) {
+    if (!(outs[0] = shape_query(g, n)))
+      return -mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "fold constants: out of memory");
+  } else {
+    for (int32_t k = 0; k < n->input_count; k++) {
+      ins[k] = NULL;
+      if (n->inputs[k] < 0) continue;
+      view(&g->tensors[n->inputs[k]], &views[k]);
+      ins[k] = &views[k];
+    }
+    if ((rc = mi__ref_node(g, i, ins, outs, err))) return -rc;
+  }
+  for (int32_t k = 0; k < n->output_count; k++)
+    if (!outs[k] || outs[k]->nbytes > FOLD_MAX_BYTES) res = 0;
+  for (int32_t k = 0; res == 1 && k < n->output_count; k++)
+    if ((rc = store(g, n->outputs[k], outs[k], err))) res = -rc;
+  for (int32_t k = 0; k < n->output_count; k++) mi_array_destroy(outs[k]);
+  return res;
+}
+
+MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err) {
+  uint8_t *drop = NULL;
+  int32_t rc, count = 0;
+  if (folded) *folded = 0;
+  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fold constants: graph is NULL");
+  if ((rc = mi_graph_toposort(g, err))) return rc;
+  if (!(drop = calloc((size_t)g->node_count + 1, 1)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "fold constants: out of memory");
+  /* Topological order: a node's constant inputs were folded before it is looked at. */
+  for (int32_t i = 0; i < g->node_count; i++) {
+    int query = 0;
+    if (!foldable(g, &g->nodes[i], &query)) continue;
+    int32_t r = fold_node(g, i, query, err);
+    if (r < 0) {
+      rc = -r;
+      goto done;
+    }
+    drop[i] = (uint8_t)r;
+    count += r;
+  }
+  if (count) rc = mi_graph_remove_nodes(g, drop, err);
+done:
+  free(drop);
+  if (rc == MI_OK && folded) *folded = count;
+  return rc;
+}

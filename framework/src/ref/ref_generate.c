@@ -1,0 +1,146 @@
+/* ref_generate.c - reference ops that make tensors from shapes: Expand, ConstantOfShape,
+ * Range and Tile (the shape plumbing of PyTorch and tf2onnx exports). */
+#include <math.h>
+#include <string.h>
+
+#include "ref/ref_ops.h"
+
+#define INTS (MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32))
+
+/* Reads a shape input: every value >= 0 (Expand also allows 1 as "keep"). */
+static int32_t read_shape(mi__ref_call_t *c, int32_t i, const char *what, int64_t *dims,
+                          int32_t *rank) {
+  const mi_array_t *s;
+  int32_t rc;
+  if ((rc = mi__ref_need(c, i, INTS, &s)) != MI_OK) return rc;
+  if ((rc = mi__ref_read_ints(c, s, what, dims, MI_MAX_RANK, rank)) != MI_OK) return rc;
+  for (int32_t d = 0; d < *rank; d++)
+    if (dims[d] < 0)
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s[%d] = %lld is negative", what, (int)d,
+                          (long long)dims[d]);
+  return MI_OK;
+}
+
+int32_t mi__ref_expand(mi__ref_call_t *c) {
+  const mi_array_t *x;
+  mi_array_t shape_only, *y;
+  mi__ref_bcast_t b;
+  int64_t idx[MI_MAX_RANK] = {0}, off = 0;
+  int32_t rc, rank;
+  size_t es;
+  if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
+  memset(&shape_only, 0, sizeof shape_only);
+  if ((rc = read_shape(c, 1, "shape", shape_only.dims, &rank)) != MI_OK) return rc;
+  shape_only.rank = rank;
+  shape_only.dtype = x->dtype;
+  const mi_array_t *pair[2] = {x, &shape_only};
+  /* Expand broadcasts both ways: a 1 in `shape` keeps the input's dim. */
+  if ((rc = mi__ref_broadcast(c, 2, pair, &b)) != MI_OK) return rc;
+  if ((rc = mi__ref_make_out(c, 0, x->dtype, b.rank, b.dims, &y)) != MI_OK) return rc;
+  es = mi_dtype_size(x->dtype);
+  for (int64_t i = 0; i < b.numel; i++) {
+    memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+    for (int32_t d = b.rank - 1; d >= 0; d--) { /* odometer over the output */
+      idx[d]++;
+      off += b.strides[0][d];
+      if (idx[d] < b.dims[d]) break;
+      off -= b.strides[0][d] * b.dims[d];
+      idx[d] = 0;
+    }
+  }
+  return MI_OK;
+}
+
+int32_t mi__ref_constant_of_shape(mi__ref_call_t *c) {
+  int64_t dims[MI_MAX_RANK];
+  int32_t rank, rc;
+  mi_array_t *y;
+  const mi_attr_t *v = mi_node_attr(c->node, "value");
+  int32_t dtype = (int32_t)mi_node_attr_int(c->node, "value_dtype",
+                                            v && v->type == MI_ATTR_INT ? MI_DTYPE_INT64
+                                                                        : MI_DTYPE_FLOAT32);
+  if ((rc = read_shape(c, 0, "shape", dims, &rank)) != MI_OK) return rc;
+  if ((rc = mi__ref_make_out(c, 0, dtype, rank, dims, &y)) != MI_OK) return rc;
+  if (!v) return MI_OK; /* default: float32 zeros */
+  int64_t n = mi_array_numel(y);
+  for (int64_t i = 0; i < n; i++) {
+    switch (dtype) {
+      case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = v->type == MI_ATTR_FLOAT ? v->f : (float)v->i; break;
+      case MI_DTYPE_INT64: ((int64_t *)y->data)[i] = v->i; break;
+      case MI_DTYPE_INT32: ((int32_t *)y->data)[i] = (int32_t)v->i; break;
+      case MI_DTYPE_INT8: ((int8_t *)y->data)[i] = (int8_t)v->i; break;
+      case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = (uint8_t)v->i; break;
+      default: return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "value dtype %s is not supported",
+                                   mi_dtype_name(dtype));
+    }
+  }
+  return MI_OK;
+}
+
+static double scalar(const mi_array_t *a) {
+  switch (a->dtype) {
+    case MI_DTYPE_FLOAT32: return ((const float *)a->data)[0];
+    case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[0];
+    default: return ((const int32_t *)a->data)[0];
+  }
+}
+
+int32_t mi__ref_range(mi__ref_call_t *c) {
+  const mi_array_t *a[3];
+  const uint32_t ok = INTS | MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  int32_t rc;
+  mi_array_t *y;
+  for (int32_t i = 0; i < 3; i++) {
+    if ((rc = mi__ref_need(c, i, ok, &a[i])) != MI_OK) return rc;
+    if (mi_array_numel(a[i]) != 1 || a[i]->dtype != a[0]->dtype)
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                          "start, limit and delta must be scalars of one dtype");
+  }
+  double start = scalar(a[0]), limit = scalar(a[1]), delta = scalar(a[2]);
+  if (delta == 0) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "delta is 0");
+  /* The count formula of the ONNX spec: max(ceil((limit - start) / delta), 0). */
+  double cnt = ceil((limit - start) / delta);
+  int64_t n = cnt > 0 ? (int64_t)cnt : 0;
+  if ((rc = mi__ref_make_out(c, 0, a[0]->dtype, 1, &n, &y)) != MI_OK) return rc;
+  for (int64_t i = 0; i < n; i++) {
+    if (a[0]->dtype == MI_DTYPE_FLOAT32)
+      ((float *)y->data)[i] = (float)(start + (double)i * delta);
+    else if (a[0]->dtype == MI_DTYPE_INT64)
+      ((int64_t *)y->data)[i] = (int64_t)start + i * (int64_t)delta;
+    else
+      ((int32_t *)y->data)[i] = (int32_t)((int64_t)start + i * (int64_t)delta);
+  }
+  return MI_OK;
+}
+
+int32_t mi__ref_tile(mi__ref_call_t *c) {
+  const mi_array_t *x, *r;
+  int64_t reps[MI_MAX_RANK], od[MI_MAX_RANK], xs[MI_MAX_RANK], idx[MI_MAX_RANK] = {0};
+  int32_t rc, n;
+  mi_array_t *y;
+  if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
+  if ((rc = mi__ref_need(c, 1, INTS, &r)) != MI_OK) return rc;
+  if ((rc = mi__ref_read_ints(c, r, "repeats", reps, MI_MAX_RANK, &n)) != MI_OK) return rc;
+  if (n != x->rank)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "repeats has %d values for rank %d", (int)n,
+                        (int)x->rank);
+  for (int32_t d = 0; d < n; d++) {
+    if (reps[d] < 0)
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "repeats[%d] is negative", (int)d);
+    od[d] = x->dims[d] * reps[d];
+  }
+  if ((rc = mi__ref_make_out(c, 0, x->dtype, x->rank, od, &y)) != MI_OK) return rc;
+  mi__ref_strides(x->rank, x->dims, xs);
+  size_t es = mi_dtype_size(x->dtype);
+  int64_t total = mi_array_numel(y);
+  for (int64_t i = 0; i < total; i++) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < x->rank; d++) off += (idx[d] % x->dims[d]) * xs[d];
+    memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+    for (int32_t d = x->rank - 1; d >= 0; d--) {
+      if (++idx[d] < od[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return MI_OK;
+}

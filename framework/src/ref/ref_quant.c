@@ -1,0 +1,105 @@
+/* ref_quant.c - QuantizeLinear / DequantizeLinear (per tensor or per axis) on the reference path,
+ * so QDQ-quantized graphs run with their real integer rounding and saturation. */
+#include <math.h>
+#include <string.h>
+
+#include "ref/ref_ops.h"
+
+/* Scale and zero point of element i: per tensor, or per index along `axis`. */
+typedef struct qparams {
+  const float *scale;
+  const mi_array_t *zp;
+  int64_t count;       /* 1 = per tensor */
+  int64_t inner, dim;  /* element i belongs to channel (i / inner) % dim */
+} qparams_t;
+
+static int32_t read_params(mi__ref_call_t *c, const mi_array_t *x, qparams_t *q) {
+  const mi_array_t *s = NULL, *zp = mi__ref_in(c, 2);
+  int32_t rc = mi__ref_need(c, 1, MI_DTYPE_BIT(MI_DTYPE_FLOAT32), &s), axis = 0;
+  if (rc != MI_OK) return rc;
+  memset(q, 0, sizeof *q);
+  q->scale = s->data;
+  q->zp = zp;
+  q->count = mi_array_numel(s);
+  q->inner = 1;
+  q->dim = 1;
+  if (zp && mi_array_numel(zp) != q->count)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "zero point has %lld values, scale %lld",
+                        (long long)mi_array_numel(zp), (long long)q->count);
+  if (zp && zp->dtype != MI_DTYPE_INT8 && zp->dtype != MI_DTYPE_UINT8 &&
+      zp->dtype != MI_DTYPE_INT32)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "zero point dtype %s", mi_dtype_name(zp->dtype));
+  if (s->rank == 0 || (q->count == 1 && s->rank <= 1)) return MI_OK;
+  if ((rc = mi__ref_axis(c, mi_node_attr_int(c->node, "axis", 1), x->rank, &axis)) != MI_OK)
+    return rc;
+  if (x->dims[axis] != q->count)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                        "per-axis scale has %lld values, axis %d has %lld", (long long)q->count,
+                        (int)axis, (long long)x->dims[axis]);
+  q->dim = q->count;
+  for (int32_t d = axis + 1; d < x->rank; d++) q->inner *= x->dims[d];
+  return MI_OK;
+}
+
+static double zp_at(const qparams_t *q, int64_t ch) {
+  if (!q->zp) return 0.0;
+  switch (q->zp->dtype) {
+    case MI_DTYPE_INT8: return ((const int8_t *)q->zp->data)[ch];
+    case MI_DTYPE_UINT8: return ((const uint8_t *)q->zp->data)[ch];
+    default: return ((const int32_t *)q->zp->data)[ch];
+  }
+}
+
+static int32_t quantize(mi__ref_call_t *c) {
+  const mi_array_t *x = NULL;
+  mi_array_t *y = NULL;
+  qparams_t q;
+  int32_t rc = mi__ref_need(c, 0, MI_DTYPE_BIT(MI_DTYPE_FLOAT32), &x);
+  if (rc == MI_OK) rc = read_params(c, x, &q);
+  if (rc != MI_OK) return rc;
+  int32_t dt = q.zp ? q.zp->dtype : MI_DTYPE_UINT8;
+  double lo = dt == MI_DTYPE_INT8 ? -128.0 : dt == MI_DTYPE_UINT8 ? 0.0 : -2147483648.0;
+  double hi = dt == MI_DTYPE_INT8 ? 127.0 : dt == MI_DTYPE_UINT8 ? 255.0 : 2147483647.0;
+  if ((rc = mi__ref_make_out(c, 0, dt, x->rank, x->dims, &y)) != MI_OK) return rc;
+  int64_t n = mi_array_numel(x);
+  const float *xv = x->data;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t ch = q.count == 1 ? 0 : (i / q.inner) % q.dim;
+    /* ONNX: saturate(round_half_to_even(x / scale) + zero_point). */
+    double v = rint((double)(xv[i] / q.scale[ch])) + zp_at(&q, ch);
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (dt == MI_DTYPE_INT8) ((int8_t *)y->data)[i] = (int8_t)v;
+    else if (dt == MI_DTYPE_UINT8) ((uint8_t *)y->data)[i] = (uint8_t)v;
+    else ((int32_t *)y->data)[i] = (int32_t)v;
+  }
+  c->out[0] = y;
+  return MI_OK;
+}
+
+static int32_t dequantize(mi__ref_call_t *c) {
+  const mi_array_t *x = NULL;
+  mi_array_t *y = NULL;
+  qparams_t q;
+  uint32_t ok = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
+                MI_DTYPE_BIT(MI_DTYPE_INT32);
+  int32_t rc = mi__ref_need(c, 0, ok, &x);
+  if (rc == MI_OK) rc = read_params(c, x, &q);
+  if (rc != MI_OK) return rc;
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, x->rank, x->dims, &y)) != MI_OK) return rc;
+  int64_t n = mi_array_numel(x);
+  float *yv = y->data;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t ch = q.count == 1 ? 0 : (i / q.inner) % q.dim;
+    double v = x->dtype == MI_DTYPE_INT8    ? ((const int8_t *)x->data)[i]
+               : x->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)x->data)[i]
+                                            : ((const int32_t *)x->data)[i];
+    yv[i] = (float)((v - zp_at(&q, ch)) * q.scale[ch]);
+  }
+  c->out[0] = y;
+  return MI_OK;
+}
+
+int32_t mi__ref_quant(mi__ref_call_t *c) {
+  if (strcmp(c->node->op_type, "QuantizeLinear") == 0) return quantize(c);
+  return dequantize(c);
+}

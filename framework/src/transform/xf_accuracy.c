@@ -1,0 +1,266 @@
+/* xf_accuracy.c - input samples (random or .npy), output comparison, per-layer sensitivity. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transform/xf_internal.h"
+
+static mi_xf_samples_t *samples_new(int32_t inputs, int32_t count) {
+  mi_xf_samples_t *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->input_count = inputs;
+  s->sample_count = count;
+  s->inputs = calloc((size_t)inputs * (size_t)count + 1, sizeof *s->inputs);
+  if (!s->inputs) {
+    free(s);
+    return NULL;
+  }
+  return s;
+}
+
+MI_API void mi_xf_samples_destroy(mi_xf_samples_t *s) {
+  if (!s) return;
+  for (int32_t i = 0; i < s->input_count * s->sample_count; i++) mi_array_destroy(s->inputs[i]);
+  free(s->inputs);
+  free(s);
+}
+
+MI_API int32_t mi_xf_samples_random(const mi_graph_t *g, int32_t count, uint64_t seed,
+                                    mi_xf_samples_t **out, mi_error_t *err) {
+  mi_xf_samples_t *s;
+  if (out) *out = NULL;
+  if (!g || !out || count < 1) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "samples: bad arguments");
+  if (!(s = samples_new(g->input_count, count)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "samples: out of memory");
+  s->synthetic = 1;
+  for (int32_t k = 0; k < count; k++)
+    for (int32_t i = 0; i < g->input_count; i++) {
+      const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+      int64_t dims[MI_MAX_RANK];
+      if (t->dtype != MI_DTYPE_FLOAT32 || t->rank < 0) {
+        mi_xf_samples_destroy(s);
+        return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                         "samples: input '%s' is %s of rank %d; random data needs a float32 input "
+                         "of known rank", t->name, mi_dtype_name(t->dtype), (int)t->rank);
+      }
+      for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d] < 0 ? 1 : t->dims[d];
+      mi_array_t *a = mi_array_create(MI_DTYPE_FLOAT32, t->rank, dims);
+      if (!a) {
+        mi_xf_samples_destroy(s);
+        return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "samples: out of memory");
+      }
+      uint64_t st = seed * 1000003u + (uint64_t)(k * g->input_count + i);
+      mi_array_fill_random(a, mi__xf_rng(&st));
+      s->inputs[k * g->input_count + i] = a;
+    }
+  *out = s;
+  return MI_OK;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+MI_API int32_t mi_xf_samples_load_dir(const mi_graph_t *g, const char *dir,
+                                      mi_xf_samples_t **out, mi_error_t *err) {
+  DIR *d;
+  struct dirent *e;
+  char **names = NULL;
+  int32_t n = 0, cap = 0, rc = MI_OK;
+  mi_xf_samples_t *s = NULL;
+  if (out) *out = NULL;
+  if (!g || !dir || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "samples: bad arguments");
+  if (g->input_count != 1)
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: .npy samples need a one-input model ('%s' has %d)",
+                     dir, g->name ? g->name : "", (int)g->input_count);
+  if (!(d = opendir(dir))) return mi_errorf(err, MI_ERR_IO, "%s: cannot open the directory", dir);
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 5 || strcmp(e->d_name + len - 4, ".npy") != 0) continue;
+    if (n == cap) {
+      char **p = realloc(names, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *p);
+      if (!p) { rc = MI_ERR_OUT_OF_MEMORY; break; }
+      names = p;
+    }
+    if (!(names[n] = malloc(len + 1))) { rc = MI_ERR_OUT_OF_MEMORY; break; }
+    memcpy(names[n++], e->d_name, len + 1);
+  }
+  closedir(d);
+  if (rc != MI_OK) {
+    rc = mi_errorf(err, rc, "%s: out of memory", dir);
+    goto done;
+  }
+  if (n == 0) {
+    rc = mi_errorf(err, MI_ERR_NOT_FOUND, "%s: no .npy files", dir);
+    goto done;
+  }
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  if (!(s = samples_new(1, n))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+    goto done;
+  }
+  const mi_tensor_t *t = &g->tensors[g->inputs[0]];
+  for (int32_t i = 0; i < n && rc == MI_OK; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if ((rc = mi_npy_load(path, &s->inputs[i], err)) != MI_OK) break;
+    const mi_array_t *a = s->inputs[i];
+    int bad = t->dtype != MI_DTYPE_UNDEFINED && a->dtype != t->dtype;
+    bad |= t->rank >= 0 && a->rank != t->rank;
+    for (int32_t k = 0; !bad && t->rank >= 0 && k < t->rank; k++)
+      bad |= t->dims[k] >= 0 && t->dims[k] != a->dims[k];
+    if (bad) rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: dtype or shape does not match input '%s'",
+                            path, t->name);
+  }
+done:
+  for (int32_t i = 0; i < n; i++) free(names[i]);
+  free(names);
+  if (rc != MI_OK) mi_xf_samples_destroy(s);
+  else *out = s;
+  return rc;
+}
+
+MI_API int32_t mi_xf_samples_split(mi_xf_samples_t *s, int32_t from, mi_xf_samples_t **out,
+                                   mi_error_t *err) {
+  if (out) *out = NULL;
+  if (!s || !out || from < 0 || from > s->sample_count)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "samples split: bad arguments");
+  mi_xf_samples_t *t = samples_new(s->input_count, s->sample_count - from);
+  if (!t) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "samples split: out of memory");
+  size_t k = (size_t)s->input_count;
+  memcpy(t->inputs, s->inputs + (size_t)from * k, (size_t)(s->sample_count - from) * k * sizeof *t->inputs);
+  t->synthetic = s->synthetic;
+  s->sample_count = from;
+  *out = t;
+  return MI_OK;
+}
+
+MI_API int32_t mi_xf_compare(const mi_graph_t *orig, const mi_graph_t *xf,
+                             const mi_xf_samples_t *s, mi_xf_metrics_t *m, mi_error_t *err) {
+  double d2 = 0, a2 = 0, b2 = 0, ab = 0, mx = 0;
+  int64_t rows = 0, agree = 0;
+  int32_t rc = MI_OK, no;
+  mi_array_t **ya = NULL, **yb = NULL;
+  if (!orig || !xf || !s || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: NULL argument");
+  memset(m, 0, sizeof *m);
+  no = orig->output_count;
+  if (xf->output_count != no)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: %d outputs against %d", (int)no,
+                     (int)xf->output_count);
+  ya = calloc((size_t)no + 1, sizeof *ya);
+  yb = calloc((size_t)no + 1, sizeof *yb);
+  if (!ya || !yb) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
+    goto done;
+  }
+  for (int32_t k = 0; k < s->sample_count && rc == MI_OK; k++) {
+    const mi_array_t *const *in = (const mi_array_t *const *)s->inputs + (size_t)k * s->input_count;
+    if ((rc = mi_ref_run(orig, in, s->input_count, ya, no, err)) != MI_OK) break;
+    if ((rc = mi_ref_run(xf, in, s->input_count, yb, no, err)) != MI_OK) break;
+    for (int32_t o = 0; o < no && rc == MI_OK; o++) {
+      const mi_array_t *a = ya[o], *b = yb[o];
+      int64_t n = mi_array_numel(a);
+      if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32 || mi_array_numel(b) != n) {
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: output %d differs in dtype or size",
+                       (int)o);
+        break;
+      }
+      const float *pa = a->data, *pb = b->data;
+      for (int64_t i = 0; i < n; i++) {
+        double x = pa[i], y = pb[i], d = fabs(x - y);
+        d2 += d * d;
+        a2 += x * x;
+        b2 += y * y;
+        ab += x * y;
+        if (d > mx || isnan(d)) mx = d;
+      }
+      /* Top-1 on the first output when it is [rows, classes]. */
+      if (o == 0 && a->rank == 2 && a->dims[1] > 1)
+        for (int64_t r = 0; r < a->dims[0]; r++) {
+          int64_t ia = 0, ib = 0, cls = a->dims[1];
+          for (int64_t c = 1; c < cls; c++) {
+            if (pa[r * cls + c] > pa[r * cls + ia]) ia = c;
+            if (pb[r * cls + c] > pb[r * cls + ib]) ib = c;
+          }
+          rows++;
+          agree += ia == ib;
+        }
+    }
+    for (int32_t o = 0; o < no; o++) {
+      mi_array_destroy(ya[o]);
+      mi_array_destroy(yb[o]);
+      ya[o] = yb[o] = NULL;
+    }
+  }
+  if (rc == MI_OK) {
+    m->samples = s->sample_count;
+    m->rel_l2 = a2 > 0 ? sqrt(d2 / a2) : sqrt(d2);
+    m->cosine = a2 > 0 && b2 > 0 ? ab / sqrt(a2 * b2) : (d2 == 0 ? 1.0 : 0.0);
+    m->max_abs = mx;
+    m->top1 = rows ? (double)agree / (double)rows : -1.0;
+  }
+done:
+  free(ya);
+  free(yb);
+  return rc;
+}
+
+static int trivial(const mi_xf_layer_t *l) {
+  return l->weights == MI_XF_FP32 && l->activations == MI_XF_FP32 && !(l->prune > 0.0);
+}
+
+MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
+                                 const mi_xf_layer_t *probe, const mi_xf_samples_t *calib,
+                                 const mi_xf_samples_t *eval, mi_xf_sensitivity_t **out,
+                                 int32_t *count, mi_error_t *err) {
+  int32_t rc = MI_OK, n_out = 0;
+  mi_xf_sensitivity_t *res = NULL;
+  mi_xf_config_t *one = NULL;
+  if (out) *out = NULL;
+  if (count) *count = 0;
+  if (!g || !c || !eval || !out || !count)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "sensitivity: NULL argument");
+  res = calloc((size_t)g->node_count + 1, sizeof *res);
+  if (!res) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "sensitivity: out of memory");
+  for (int32_t n = 0; n < g->node_count && rc == MI_OK; n++) {
+    mi_xf_layer_t l;
+    mi_graph_t *x = NULL;
+    mi_xf_apply_opts_t opts = {.calib = calib ? calib : eval};
+    if (!mi__xf_is_weighted(g, n) || !g->nodes[n].name) continue;
+    if (probe) l = *probe;
+    else mi_xf_config_resolve(c, g, n, &l);
+    l.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS | MI_XF_SET_PRUNE;
+    if (trivial(&l)) continue;
+    /* The same passes, every layer FP32 and unpruned, except this one. */
+    if (!(one = mi_xf_config_clone(c))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "sensitivity: out of memory");
+      break;
+    }
+    for (int32_t i = 0; i < one->op_count; i++) free(one->ops[i].name);
+    for (int32_t i = 0; i < one->layer_count; i++) free(one->layers[i].name);
+    one->op_count = one->layer_count = 0;
+    one->defaults.weights = MI_XF_FP32;
+    one->defaults.activations = MI_XF_FP32;
+    one->defaults.prune = 0.0;
+    rc = mi_xf_config_set_layer(one, 0, g->nodes[n].name, &l, err);
+    if (rc == MI_OK) rc = mi_xf_apply(g, one, &opts, &x, NULL, err);
+    if (rc == MI_OK) rc = mi_xf_compare(g, x, eval, &res[n_out].metrics, err);
+    if (rc == MI_OK) {
+      snprintf(res[n_out].node, sizeof res[n_out].node, "%s", g->nodes[n].name);
+      res[n_out].layer = l;
+      n_out++;
+    }
+    mi_graph_destroy(x);
+    mi_xf_config_destroy(one);
+    one = NULL;
+  }
+  if (rc != MI_OK) {
+    free(res);
+    return rc;
+  }
+  *out = res;
+  *count = n_out;
+  return MI_OK;
+}

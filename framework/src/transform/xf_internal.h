@@ -1,0 +1,58 @@
+/* xf_internal.h - graph-editing helpers shared by the transform passes. */
+#ifndef MI_TRANSFORM_XF_INTERNAL_H
+#define MI_TRANSFORM_XF_INTERNAL_H
+
+#include <stdint.h>
+
+#include "metainfer/mi.h"
+#include "metainfer/mi_transform.h"
+
+/** Number of nodes reading tensor t (a node reading it twice counts twice), plus one when t
+ * is a graph output. */
+int32_t mi__xf_use_count(const mi_graph_t *g, int32_t t);
+/** True when t is a graph output. */
+int mi__xf_is_output(const mi_graph_t *g, int32_t t);
+/** The only node reading t (and t is not a graph output), or -1. */
+int32_t mi__xf_sole_consumer(const mi_graph_t *g, int32_t t);
+/** Constant FP32 data of input k of node n (NULL when absent, not constant or not FP32). */
+float *mi__xf_const_f32(const mi_graph_t *g, const mi_node_t *n, int32_t k);
+/** Adds a new FP32 constant named "<base><suffix>" (made unique); returns its index or -1. */
+int32_t mi__xf_add_const(mi_graph_t *g, const char *base, const char *suffix, int32_t dtype,
+                         int32_t rank, const int64_t *dims, const void *data, size_t nbytes);
+/** Adds a runtime tensor named "<base><suffix>" (made unique) with t's dtype and shape. */
+int32_t mi__xf_add_value(mi_graph_t *g, const char *base, const char *suffix, int32_t like);
+/** Removes node n, freeing what it owns; later nodes move down by one. */
+void mi__xf_remove_node(mi_graph_t *g, int32_t n);
+/** Replaces every read of tensor `from` by nodes (not graph outputs) with `to`, except by node
+ * `skip` (-1 for none). */
+void mi__xf_replace_uses(mi_graph_t *g, int32_t from, int32_t to, int32_t skip);
+/** Drops tensors nothing reads, writes or exposes (initializers replaced by the passes) and
+ * renumbers the rest. */
+int32_t mi__xf_compact(mi_graph_t *g, mi_error_t *err);
+/** Re-sorts and re-infers shapes; MI_OK or the error naming the node. */
+int32_t mi__xf_refresh(mi_graph_t *g, mi_error_t *err);
+/** True for activations f with f(0) == 0 that act elementwise (Relu, Clip with min <= 0, ...). */
+int mi__xf_is_zero_act(const mi_graph_t *g, const mi_node_t *n);
+/** True for one-input elementwise activations. */
+int mi__xf_is_act(const mi_node_t *n);
+/** True when node n is a Conv / Gemm / MatMul with a constant FP32 weight (input 1). */
+int mi__xf_is_weighted(const mi_graph_t *g, int32_t n);
+
+/** Quantizes the weights of node n and, for INT8 activations, inserts Q/DQ around its input
+ * using `ranges` (per tensor: min, max; NaN when not calibrated). xf_quant.c */
+int32_t mi__xf_quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
+                              const float *ranges, int32_t *act_qdq, mi_xf_stats_t *st,
+                              mi_error_t *err);
+/** Calibrates activation ranges of the input tensors of every node flagged in `want` (node
+ * count entries) over `calib`: ranges[2*t], ranges[2*t+1] = lo, hi. xf_calib.c */
+int32_t mi__xf_calibrate(const mi_graph_t *g, const uint8_t *want, const mi_xf_samples_t *calib,
+                         int32_t method, double percentile, float *ranges, mi_error_t *err);
+
+/** Elements of tensor t: from its data when constant, else its static shape (-1 unknown). */
+int64_t mi__xf_numel(const mi_graph_t *g, int32_t t);
+/** malloc'd copy of s (non-NULL), or NULL when out of memory. */
+char *mi__xf_strdup(const char *s);
+/** Deterministic splitmix64 step. */
+uint64_t mi__xf_rng(uint64_t *state);
+
+#endif

@@ -1,0 +1,164 @@
+/* xf_quant.c - per-layer weight quantization (FP16, INT8, INT4) and activation QDQ insertion in
+ * the ONNX QDQ style, so the reference interpreter runs the real quantized numerics. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/ref_ops.h"
+#include "transform/xf_internal.h"
+
+/* The output-channel axis of node n's weight. */
+static int32_t weight_axis(const mi_graph_t *g, const mi_node_t *x) {
+  const mi_tensor_t *w = &g->tensors[x->inputs[1]];
+  if (strcmp(x->op_type, "Conv") == 0) return 0;
+  if (strcmp(x->op_type, "Gemm") == 0) return mi_node_attr_int(x, "transB", 0) ? 0 : 1;
+  return w->rank - 1; /* MatMul: B is [..., K, N] */
+}
+
+/* FP16: the weight becomes a float16 initializer read through Cast(to=FLOAT). */
+static int32_t to_fp16(mi_graph_t *g, int32_t n) {
+  int32_t w = g->nodes[n].inputs[1], rc = MI_ERR_OUT_OF_MEMORY, th, tf;
+  int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK];
+  int32_t rank = g->tensors[w].rank;
+  memcpy(dims, g->tensors[w].dims, sizeof dims);
+  uint16_t *h = malloc((size_t)cnt * sizeof *h + 1);
+  if (!h) return rc;
+  for (int64_t i = 0; i < cnt; i++) h[i] = mi__ref_float_to_half(((const float *)g->tensors[w].data)[i]);
+  th = mi__xf_add_const(g, g->nodes[n].name, ".w_fp16", MI_DTYPE_FLOAT16, rank, dims, h,
+                        (size_t)cnt * sizeof *h);
+  free(h);
+  if (th < 0) return rc;
+  if ((tf = mi__xf_add_value(g, g->nodes[n].name, ".w_f32", w)) < 0) return rc;
+  char name[256];
+  snprintf(name, sizeof name, "%s.cast_w", g->nodes[n].name);
+  int32_t c = mi_graph_add_node(g, "Cast", name, 1, &th, 1, &tf);
+  if (c < 0 || mi_node_set_int(g, c, "to", 1) != MI_OK) return rc;
+  g->nodes[n].inputs[1] = tf;
+  return MI_OK;
+}
+
+/* INT8 / INT4 symmetric: W_q (int8), scale, zero point 0 -> DequantizeLinear -> W. */
+static int32_t to_int(mi_graph_t *g, int32_t n, int32_t bits4, int32_t per_channel) {
+  int32_t w = g->nodes[n].inputs[1], rc = MI_ERR_OUT_OF_MEMORY, axis = weight_axis(g, &g->nodes[n]);
+  int32_t rank = g->tensors[w].rank, tq, ts, tz, tf, dq;
+  int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK], ch, inner = 1, sdim;
+  const float *wv = g->tensors[w].data;
+  const float qmax = bits4 ? 7.0f : 127.0f;
+  memcpy(dims, g->tensors[w].dims, sizeof dims);
+  ch = per_channel ? dims[axis] : 1;
+  for (int32_t d = axis + 1; d < rank; d++) inner *= dims[d];
+  float *scale = calloc((size_t)ch, sizeof *scale);
+  int8_t *q = malloc((size_t)cnt + 1), *zp = calloc((size_t)ch, 1);
+  if (!scale || !q || !zp) goto done;
+  for (int64_t i = 0; i < cnt; i++) {
+    int64_t c = per_channel ? (i / inner) % ch : 0;
+    float a = fabsf(wv[i]);
+    if (a > scale[c]) scale[c] = a;
+  }
+  /* An all-zero channel (padding) keeps scale 1 so dequantization stays finite. */
+  for (int64_t c = 0; c < ch; c++) scale[c] = scale[c] > 0.0f ? scale[c] / qmax : 1.0f;
+  for (int64_t i = 0; i < cnt; i++) {
+    int64_t c = per_channel ? (i / inner) % ch : 0;
+    float v = rintf(wv[i] / scale[c]);
+    q[i] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+  }
+  sdim = ch;
+  tq = mi__xf_add_const(g, g->nodes[n].name, bits4 ? ".w_int4" : ".w_int8", MI_DTYPE_INT8, rank,
+                        dims, q, (size_t)cnt);
+  ts = mi__xf_add_const(g, g->nodes[n].name, ".w_scale", MI_DTYPE_FLOAT32, per_channel ? 1 : 0,
+                        &sdim, scale, (size_t)ch * sizeof *scale);
+  tz = mi__xf_add_const(g, g->nodes[n].name, ".w_zero", MI_DTYPE_INT8, per_channel ? 1 : 0, &sdim,
+                        zp, (size_t)ch);
+  if (tq < 0 || ts < 0 || tz < 0 || (tf = mi__xf_add_value(g, g->nodes[n].name, ".w_dq", w)) < 0)
+    goto done;
+  /* Plugins read the quantization from the tensor fields. */
+  mi_tensor_t *tt = &g->tensors[tq];
+  if (per_channel) {
+    tt->channel_axis = axis;
+    tt->channel_count = (uint32_t)ch;
+    tt->channel_scales = malloc((size_t)ch * sizeof *scale);
+    if (!tt->channel_scales) goto done;
+    memcpy(tt->channel_scales, scale, (size_t)ch * sizeof *scale);
+    tt->scale = 0.0f;
+    for (int64_t c = 0; c < ch; c++)
+      if (scale[c] > tt->scale) tt->scale = scale[c]; /* nonzero: "quantized" */
+  } else {
+    tt->scale = scale[0];
+  }
+  tt->zero_point = 0;
+  char name[256];
+  int32_t ins[3] = {tq, ts, tz};
+  snprintf(name, sizeof name, "%s.dq_w", g->nodes[n].name);
+  if ((dq = mi_graph_add_node(g, "DequantizeLinear", name, 3, ins, 1, &tf)) < 0) goto done;
+  if (per_channel && mi_node_set_int(g, dq, "axis", axis) != MI_OK) goto done;
+  g->nodes[n].inputs[1] = tf;
+  rc = MI_OK;
+done:
+  free(scale);
+  free(q);
+  free(zp);
+  return rc;
+}
+
+/* QuantizeLinear + DequantizeLinear (asymmetric uint8) on activation t; returns the DQ output. */
+static int32_t act_qdq(mi_graph_t *g, int32_t t, float lo, float hi) {
+  float s;
+  uint8_t z;
+  int32_t ts, tz, tq, td, ins[3];
+  char name[256];
+  if (lo > 0.0f) lo = 0.0f; /* zero must be exact (padding, ReLU outputs) */
+  if (hi < 0.0f) hi = 0.0f;
+  s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  float zf = rintf(-lo / s);
+  z = (uint8_t)(zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf);
+  const char *base = g->tensors[t].name;
+  char bname[200];
+  snprintf(bname, sizeof bname, "%s", base);
+  if ((ts = mi__xf_add_const(g, bname, ".a_scale", MI_DTYPE_FLOAT32, 0, NULL, &s, sizeof s)) < 0 ||
+      (tz = mi__xf_add_const(g, bname, ".a_zero", MI_DTYPE_UINT8, 0, NULL, &z, 1)) < 0 ||
+      (tq = mi__xf_add_value(g, bname, ".q", t)) < 0 || (td = mi__xf_add_value(g, bname, ".dq", t)) < 0)
+    return -1;
+  g->tensors[tq].dtype = MI_DTYPE_UINT8;
+  g->tensors[tq].scale = s;
+  g->tensors[tq].zero_point = z;
+  ins[0] = t;
+  ins[1] = ts;
+  ins[2] = tz;
+  snprintf(name, sizeof name, "%s.quant", bname);
+  if (mi_graph_add_node(g, "QuantizeLinear", name, 3, ins, 1, &tq) < 0) return -1;
+  ins[0] = tq;
+  snprintf(name, sizeof name, "%s.dequant", bname);
+  if (mi_graph_add_node(g, "DequantizeLinear", name, 3, ins, 1, &td) < 0) return -1;
+  return td;
+}
+
+int32_t mi__xf_quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
+                              const float *ranges, int32_t *act_cache, mi_xf_stats_t *st,
+                              mi_error_t *err) {
+  int32_t rc = MI_OK;
+  if (!mi__xf_is_weighted(g, n)) return MI_OK;
+  switch (l->weights) {
+    case MI_XF_FP16: rc = to_fp16(g, n); break;
+    case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL); break;
+    case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL); break;
+    default: break;
+  }
+  if (rc != MI_OK)
+    return mi_errorf(err, rc, "quantize: node '%s': %s", g->nodes[n].name, mi_status_message(rc));
+  if (l->weights != MI_XF_FP32 && st) st->quantized_layers++;
+  if (l->activations == MI_XF_INT8) {
+    int32_t x = g->nodes[n].inputs[0];
+    if (act_cache[x] < 0) {
+      if (!ranges || isnan(ranges[2 * x]))
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                         "quantize: node '%s': activation '%s' has no calibrated range",
+                         g->nodes[n].name, g->tensors[x].name);
+      int32_t td = act_qdq(g, x, ranges[2 * x], ranges[2 * x + 1]);
+      if (td < 0) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "quantize: out of memory");
+      act_cache[x] = td;
+      if (st) st->quantized_acts++;
+    }
+    g->nodes[n].inputs[0] = act_cache[x];
+  }
+  return MI_OK;
+}

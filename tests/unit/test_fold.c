@@ -1,0 +1,119 @@
+/* test_fold.c - constant folding: a Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain
+ * becomes one constant shape once the input shape is known, the result is unchanged, and
+ * nothing is folded while the shape is still dynamic. */
+#include "test_ref_common.h"
+
+/* y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])) + (c1 + c2) */
+static mi_graph_t *build(int64_t d0) {
+  mi_graph_t *g = mi_graph_create("fold");
+  int64_t xd[3] = {d0, 3, 4}, zero = 0, minus1 = -1, one = 1;
+  float c1v[1] = {1}, c2v[1] = {10};
+  int32_t x = tin(g, "x", MI_DTYPE_FLOAT32, 3, xd);
+  int32_t idx = mi_graph_add_tensor(g, "idx", MI_DTYPE_INT64, 0, NULL);
+  mi_graph_set_data(g, idx, &zero, sizeof zero);
+  int32_t axes = mi_graph_add_const_i64(g, "axes", 1, &zero);
+  int32_t tail = mi_graph_add_const_i64(g, "tail", 1, &minus1);
+  int32_t c1 = mi_graph_add_const_f32(g, "c1", 1, &one, c1v);
+  int32_t c2 = mi_graph_add_const_f32(g, "c2", 1, &one, c2v);
+  int32_t s = node1(g, "Shape", "shape", 1, &x, NULL);
+  int32_t gi[2] = {s, idx};
+  int32_t n0 = node1(g, "Gather", "gather", 2, gi, NULL);
+  int32_t ui[2] = {n0, axes};
+  int32_t u = node1(g, "Unsqueeze", "unsq", 2, ui, NULL);
+  int32_t ci[2] = {u, tail};
+  int32_t cat = node1(g, "Concat", "concat", 2, ci, NULL);
+  mi_node_set_int(g, g->node_count - 1, "axis", 0);
+  int32_t ri[2] = {x, cat};
+  int32_t r = node1(g, "Reshape", "reshape", 2, ri, NULL);
+  int32_t ai[2] = {c1, c2};
+  int32_t sum = node1(g, "Add", "constadd", 2, ai, NULL);
+  int32_t yi[2] = {r, sum};
+  mi_graph_add_output(g, node1(g, "Add", "out", 2, yi, NULL));
+  return g;
+}
+
+static mi_array_t *run(mi_graph_t *g, mi_array_t *x) {
+  mi_array_t *y = NULL;
+  mi_error_t err = {0};
+  CHECK(mi_ref_run(g, (const mi_array_t *const *)&x, 1, &y, 1, &err) == MI_OK, "run: %s",
+        err.message);
+  return y;
+}
+
+static void test_static_chain(void) {
+  mi_graph_t *g = build(2);
+  mi_error_t err = {0};
+  int64_t xd[3] = {2, 3, 4};
+  mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 3, xd);
+  for (int i = 0; i < 24; i++) ((float *)x->data)[i] = (float)i * 0.5f - 3.0f;
+  CHECK(mi_graph_infer_shapes(g, &err) == MI_OK, "infer: %s", err.message);
+  mi_array_t *before = run(g, x);
+  int32_t folded = -1, tensors_before = g->tensor_count;
+  CHECK(mi_graph_fold_constants(g, &folded, &err) == MI_OK, "fold: %s", err.message);
+  /* Shape, Gather, Unsqueeze, Concat and the constant Add go; Reshape and the last Add stay. */
+  CHECK(folded == 5, "folded %d nodes, want 5", (int)folded);
+  CHECK(g->node_count == 2, "%d nodes left, want 2", (int)g->node_count);
+  for (int32_t i = 0; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    CHECK(strcmp(n->op_type, "Reshape") == 0 || strcmp(n->op_type, "Add") == 0,
+          "unexpected node %s left", n->op_type);
+    for (int32_t k = 0; k < n->input_count; k++) {
+      const mi_tensor_t *t = &g->tensors[n->inputs[k]];
+      if (strcmp(n->op_type, "Reshape") == 0 && k == 1) {
+        CHECK(t->data && t->dtype == MI_DTYPE_INT64 && t->nbytes == 16 &&
+                  ((int64_t *)t->data)[0] == 2 && ((int64_t *)t->data)[1] == -1,
+              "Reshape's shape is not the constant [2,-1]");
+      }
+    }
+  }
+  CHECK(g->tensor_count < tensors_before, "dead tensors were kept (%d -> %d)",
+        (int)tensors_before, (int)g->tensor_count);
+  mi_array_t *after = run(g, x);
+  int64_t yd[2] = {2, 12};
+  if (before) expect_f32("folded graph", after, 2, yd, (const float *)before->data, 0);
+  /* Hand check of two elements: x[i] + (1 + 10). */
+  if (after) {
+    CHECK(((float *)after->data)[0] == -3.0f + 11.0f, "y[0] = %g", ((float *)after->data)[0]);
+    CHECK(((float *)after->data)[23] == 8.5f + 11.0f, "y[23] = %g", ((float *)after->data)[23]);
+  }
+  mi_array_destroy(before);
+  mi_array_destroy(after);
+  mi_array_destroy(x);
+  mi_graph_destroy(g);
+}
+
+static void test_dynamic_kept(void) {
+  mi_graph_t *g = build(MI_DIM_DYNAMIC);
+  mi_error_t err = {0};
+  int32_t folded = -1;
+  CHECK(mi_graph_infer_shapes(g, &err) == MI_OK, "infer: %s", err.message);
+  CHECK(mi_graph_fold_constants(g, &folded, &err) == MI_OK, "fold: %s", err.message);
+  /* Only the constant Add can go: the shape chain needs the batch dim. */
+  CHECK(folded == 1, "folded %d nodes, want 1", (int)folded);
+  CHECK(g->node_count == 6, "%d nodes left, want 6", (int)g->node_count);
+  mi_graph_destroy(g);
+}
+
+static void test_errors(void) {
+  mi_error_t err = {0};
+  int32_t folded = 7;
+  CHECK(mi_graph_fold_constants(NULL, &folded, &err) == MI_ERR_INVALID_ARGUMENT && folded == 0,
+        "NULL graph");
+  /* Folding evaluates: an impossible constant reshape is reported, naming the node. */
+  mi_graph_t *g = mi_graph_create("bad");
+  int64_t two = 2, bad = 3;
+  float v[2] = {1, 2};
+  int32_t ins[2] = {mi_graph_add_const_f32(g, "c", 1, &two, v),
+                    mi_graph_add_const_i64(g, "s", 1, &bad)};
+  mi_graph_add_output(g, node1(g, "Reshape", "badreshape", 2, ins, NULL));
+  CHECK(mi_graph_fold_constants(g, &folded, &err) != MI_OK, "reshape 2 -> 3 folded");
+  CHECK(strstr(err.message, "badreshape") != NULL, "message names the node: %s", err.message);
+  mi_graph_destroy(g);
+}
+
+int main(void) {
+  test_static_chain();
+  test_dynamic_kept();
+  test_errors();
+  return finish("test_fold");
+}

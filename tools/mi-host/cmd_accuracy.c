@@ -1,0 +1,226 @@
+/* cmd_accuracy.c - `mi-host accuracy`: a model-side configuration's accuracy cost against FP32,
+ * measured on the reference interpreter over calibration and held-out inputs. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mi_host.h"
+
+typedef struct acc_args {
+  const char *model, *config, *calib, *device;
+  int sensitivity, json, samples;
+} acc_args_t;
+
+static int parse_args(int argc, char **argv, acc_args_t *a) {
+  memset(a, 0, sizeof *a);
+  a->samples = 4;
+  for (int i = 1; i < argc; i++) {
+    const char *s = argv[i];
+    const char **dst = strcmp(s, "--model") == 0    ? &a->model
+                       : strcmp(s, "--config") == 0 ? &a->config
+                       : strcmp(s, "--calib") == 0  ? &a->calib
+                       : strcmp(s, "--device") == 0 ? &a->device
+                                                    : NULL;
+    if (dst) {
+      if (i + 1 >= argc) return mi_host_usage_error("accuracy: %s needs a value", s);
+      *dst = argv[++i];
+    } else if (strcmp(s, "--samples") == 0) {
+      char *end = NULL;
+      if (i + 1 >= argc) return mi_host_usage_error("accuracy: --samples needs a value");
+      long v = strtol(argv[++i], &end, 10);
+      if (!end || *end || v < 1 || v > 1000)
+        return mi_host_usage_error("accuracy: --samples must be 1..1000, got '%s'", argv[i]);
+      a->samples = (int)v;
+    } else if (strcmp(s, "--sensitivity") == 0) {
+      a->sensitivity = 1;
+    } else if (strcmp(s, "--json") == 0) {
+      a->json = 1;
+    } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
+      puts("usage: mi-host [--plugins DIR] accuracy --model M.onnx --config C.yaml [--calib DIR]\n"
+           "       [--samples N] [--device PLUGIN:INDEX] [--sensitivity] [--json]\n\n"
+           "Applies the model-side configuration and compares the result with the FP32 model on\n"
+           "the reference interpreter. --calib DIR: *.npy inputs, the first half calibrates and\n"
+           "the rest is held out; without it, N deterministic random inputs each (reported).\n"
+           "--device: fuse for that device's kernel variants. See docs/transforms.md.");
+      return -1;
+    } else {
+      return mi_host_usage_error("accuracy: unknown argument '%s'", s);
+    }
+  }
+  if (!a->model || !a->config) return mi_host_usage_error("accuracy: --model and --config are required");
+  return 0;
+}
+
+static void json_metrics(FILE *f, int *first, const char *key, const mi_xf_metrics_t *m) {
+  int inner = 1;
+  mi_json_key(f, first, key);
+  fputc('{', f);
+  mi_json_key(f, &inner, "samples");
+  fprintf(f, "%d", (int)m->samples);
+  mi_json_key(f, &inner, "rel_l2");
+  mi_json_double(f, m->rel_l2);
+  mi_json_key(f, &inner, "cosine");
+  mi_json_double(f, m->cosine);
+  mi_json_key(f, &inner, "max_abs");
+  mi_json_double(f, m->max_abs);
+  mi_json_key(f, &inner, "top1");
+  if (m->top1 < 0) fputs("null", f);
+  else mi_json_double(f, m->top1);
+  fputc('}', f);
+}
+
+static void text_metrics(const char *what, const mi_xf_metrics_t *m) {
+  printf("%-10s %3d samples  rel L2 %.6f  cosine %.6f  max |d| %.4g", what, (int)m->samples,
+         m->rel_l2, m->cosine, m->max_abs);
+  if (m->top1 >= 0) printf("  top-1 agreement %.1f%%", 100.0 * m->top1);
+  putchar('\n');
+}
+
+static void report(const acc_args_t *a, int json, const char *canon, uint64_t hash,
+                   const mi_xf_stats_t *st, const mi_xf_samples_t *calib, int shared,
+                   const mi_xf_metrics_t *mc, const mi_xf_metrics_t *mh,
+                   const mi_xf_sensitivity_t *sens, int32_t ns) {
+  if (json) {
+    int first = 1;
+    fputc('{', stdout);
+    mi_json_key(stdout, &first, "model");
+    mi_json_string(stdout, a->model);
+    mi_json_key(stdout, &first, "config");
+    mi_json_string(stdout, a->config);
+    mi_json_key(stdout, &first, "config_hash");
+    fprintf(stdout, "\"%016" PRIx64 "\"", hash);
+    mi_json_key(stdout, &first, "config_canonical");
+    mi_json_string(stdout, canon);
+    mi_json_key(stdout, &first, "inputs");
+    mi_json_string(stdout, calib->synthetic ? "deterministic random" : a->calib);
+    mi_json_key(stdout, &first, "held_out_shares_calibration");
+    fputs(shared ? "true" : "false", stdout);
+    mi_json_key(stdout, &first, "stats");
+    fprintf(stdout,
+            "{\"bn_folded\":%d,\"groups\":%d,\"layout_converts\":%d,\"padded_layers\":%d,"
+            "\"pruned_layers\":%d,\"pruned_channels\":%lld,\"prune_skipped\":%d,"
+            "\"quantized_layers\":%d,\"quantized_activations\":%d}",
+            (int)st->bn_folded, (int)st->groups, (int)st->layout_converts, (int)st->padded_layers,
+            (int)st->pruned_layers, (long long)st->pruned_channels, (int)st->prune_skipped,
+            (int)st->quantized_layers, (int)st->quantized_acts);
+    json_metrics(stdout, &first, "calibration", mc);
+    json_metrics(stdout, &first, "held_out", mh);
+    if (sens) {
+      mi_json_key(stdout, &first, "sensitivity");
+      fputc('[', stdout);
+      for (int32_t i = 0; i < ns; i++) {
+        int f2 = 1;
+        fputs(i ? ",{" : "{", stdout);
+        mi_json_key(stdout, &f2, "node");
+        mi_json_string(stdout, sens[i].node);
+        mi_json_key(stdout, &f2, "weights");
+        mi_json_string(stdout, mi_xf_precision_name(sens[i].layer.weights));
+        mi_json_key(stdout, &f2, "activations");
+        mi_json_string(stdout, mi_xf_precision_name(sens[i].layer.activations));
+        mi_json_key(stdout, &f2, "prune");
+        mi_json_double(stdout, sens[i].layer.prune);
+        json_metrics(stdout, &f2, "metrics", &sens[i].metrics);
+        fputc('}', stdout);
+      }
+      fputc(']', stdout);
+    }
+    fputs("}\n", stdout);
+    return;
+  }
+  printf("model      %s\nconfig     %s (hash %016" PRIx64 ")\n", a->model, a->config, hash);
+  if (calib->synthetic)
+    printf("inputs     deterministic random data (no --calib given): figures are not dataset accuracy\n");
+  else
+    printf("inputs     %s%s\n", a->calib, shared ? " (one file: held-out set = calibration set)" : "");
+  printf("passes     %d BN folded, %d fused groups, %d layout conversions, %d layers padded\n",
+         (int)st->bn_folded, (int)st->groups, (int)st->layout_converts, (int)st->padded_layers);
+  printf("           %d layers pruned (%lld channels, %d skipped), %d layers quantized, %d "
+         "activations quantized\n",
+         (int)st->pruned_layers, (long long)st->pruned_channels, (int)st->prune_skipped,
+         (int)st->quantized_layers, (int)st->quantized_acts);
+  text_metrics("calib", mc);
+  text_metrics("held-out", mh);
+  if (sens) {
+    printf("per-layer sensitivity (this layer alone transformed, held-out set):\n");
+    for (int32_t i = 0; i < ns; i++)
+      printf("  %-32s w=%s a=%s prune=%.2f  rel L2 %.6f  cosine %.6f\n", sens[i].node,
+             mi_xf_precision_name(sens[i].layer.weights),
+             mi_xf_precision_name(sens[i].layer.activations), sens[i].layer.prune,
+             sens[i].metrics.rel_l2, sens[i].metrics.cosine);
+  }
+}
+
+int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
+  acc_args_t a;
+  mi_error_t err;
+  mi_graph_t *g = NULL, *x = NULL;
+  mi_xf_config_t *c = NULL;
+  mi_xf_samples_t *calib = NULL, *held = NULL;
+  mi_xf_sensitivity_t *sens = NULL;
+  mi_variant_desc_t *variants = NULL;
+  uint32_t nv = 0;
+  int32_t ns = 0;
+  char *canon = NULL;
+  int rc = MI_HOST_FAIL, shared = 0, usage = parse_args(argc, argv, &a);
+  mi_xf_stats_t st;
+  mi_xf_metrics_t mc, mh;
+  if (usage) return usage < 0 ? MI_HOST_OK : usage;
+  mi_error_clear(&err);
+  if (mi_onnx_load(a.model, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK ||
+      mi_xf_config_load(a.config, &c, &err) != MI_OK || mi_xf_config_check(c, g, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: %s\n", err.message);
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
+  if (a.device) {
+    mi_registry_t *r = mi_host_registry(h);
+    mi_plugin_t *p = NULL;
+    uint32_t dev = 0;
+    if (!r || mi_registry_device(r, a.device, &p, &dev, &err) != MI_OK ||
+        mi_plugin_variants(p, dev, &variants, &nv, &err) != MI_OK) {
+      fprintf(stderr, "mi-host: %s\n", r ? err.message : "no plugins");
+      rc = MI_HOST_USAGE;
+      goto done;
+    }
+  }
+  if (a.calib) {
+    if (mi_xf_samples_load_dir(g, a.calib, &calib, &err) != MI_OK) {
+      fprintf(stderr, "mi-host: %s\n", err.message);
+      rc = MI_HOST_USAGE;
+      goto done;
+    }
+    if (calib->sample_count == 1) {
+      shared = 1;
+    } else if (mi_xf_samples_split(calib, (calib->sample_count + 1) / 2, &held, &err) != MI_OK) {
+      goto fail;
+    }
+  } else if (mi_xf_samples_random(g, a.samples, 1, &calib, &err) != MI_OK ||
+             mi_xf_samples_random(g, a.samples, 2, &held, &err) != MI_OK) {
+    goto fail;
+  }
+  mi_xf_apply_opts_t opts = {.calib = calib, .variants = variants, .variant_count = nv};
+  if (mi_xf_apply(g, c, &opts, &x, &st, &err) != MI_OK ||
+      mi_xf_compare(g, x, calib, &mc, &err) != MI_OK ||
+      mi_xf_compare(g, x, held ? held : calib, &mh, &err) != MI_OK ||
+      mi_xf_config_canonical(c, &canon, &err) != MI_OK)
+    goto fail;
+  if (a.sensitivity &&
+      mi_xf_sensitivity(g, c, NULL, calib, held ? held : calib, &sens, &ns, &err) != MI_OK)
+    goto fail;
+  report(&a, a.json || h->json, canon, mi_xf_config_hash(c), &st, calib, shared, &mc, &mh,
+         a.sensitivity ? sens : NULL, ns);
+  rc = MI_HOST_OK;
+  goto done;
+fail:
+  fprintf(stderr, "mi-host: %s\n", err.message);
+done:
+  free(canon);
+  free(sens);
+  free(variants);
+  mi_xf_samples_destroy(calib);
+  mi_xf_samples_destroy(held);
+  mi_xf_config_destroy(c);
+  mi_graph_destroy(x);
+  mi_graph_destroy(g);
+  return rc;
+}

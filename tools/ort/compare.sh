@@ -1,0 +1,75 @@
+#!/bin/bash
+# compare.sh - runs zoo models and the fetched real models on Meta Infer's reference
+# interpreter (mi-run --device ref) and on ONNX Runtime's CPU provider (ort_run.js) with the
+# same inputs, and prints the relative L2 error of every output (target <= 1e-4).
+# A benchmark-style check, not a test. Needs tools/ort/setup.sh and a build.
+# usage: tools/ort/compare.sh [BUILD_DIR]   (env MI_MODEL_DIR: the fetch.sh cache)
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${1:-${MI_BUILD:-$here/../../build}}"
+models="${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -d "$here/node_modules/onnxruntime-node" ] || { echo "compare.sh: run tools/ort/setup.sh first" >&2; exit 2; }
+[ -x "$build/bin/mi-run" ] || { echo "compare.sh: no mi-run in $build/bin" >&2; exit 2; }
+
+worst=0
+fails=0
+# name model.onnx [NAME=D0,D1,... for dynamic dims]
+compare() {
+  local name="$1" model="$2"; shift 2
+  local d="$tmp/$name" args=()
+  mkdir -p "$d/mi" "$d/ort"
+  if ! mapfile -t ins < <(node "$here/gen_inputs.js" "$model" "$d/in" "$@"); then
+    echo "$name: cannot make inputs"; fails=$((fails + 1)); return
+  fi
+  for i in "${ins[@]}"; do args+=(--input "$i"); done
+  if ! node "$here/ort_run.js" --model "$model" "${args[@]}" --output-dir "$d/ort" >/dev/null; then
+    echo "$name: onnxruntime failed"; fails=$((fails + 1)); return
+  fi
+  if ! "$build/bin/mi-run" --model "$model" --device ref "${args[@]}" --output-dir "$d/mi" >/dev/null; then
+    echo "$name: mi-run failed"; fails=$((fails + 1)); return
+  fi
+  python3 - "$d/ort" "$d/mi" "$name" <<'PY' || fails=$((fails + 1))
+import math, os, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0] if b[6] == 1 else struct.unpack("<I", b[8:12])[0]
+    st = 10 if b[6] == 1 else 12
+    h = b[st:st + hl].decode("latin1"); body = b[st + hl:]
+    for key, fmt, size in (("<f4", "f", 4), ("<i8", "q", 8), ("<i4", "i", 4), ("|b1", "B", 1), ("|u1", "B", 1)):
+        if key in h:
+            return struct.unpack("<%d%s" % (len(body) // size, fmt), body)
+    raise SystemExit(f"{p}: dtype not compared")
+ort_dir, mi_dir, name = sys.argv[1:4]
+bad = 0
+for f in sorted(os.listdir(ort_dir)):
+    a = load(os.path.join(ort_dir, f)); m = os.path.join(mi_dir, f)
+    if not os.path.exists(m):
+        print(f"{name} {f}: missing from mi-run"); bad = 1; continue
+    b = load(m)
+    if len(a) != len(b):
+        print(f"{name} {f}: {len(a)} vs {len(b)} elements"); bad = 1; continue
+    num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+    den = math.sqrt(sum(x * x for x in a)) or 1.0
+    rel = num / den
+    print(f"{name} {f}: {len(a)} values, relative L2 {rel:.3g} {'ok' if rel <= 1e-4 else 'ABOVE 1e-4'}")
+    bad |= rel > 1e-4
+sys.exit(bad)
+PY
+}
+
+for fam in $("$build/bin/mi-zoo" --list | awk '{print $1}'); do
+  "$build/bin/mi-zoo" "$fam" --out "$tmp/$fam.onnx" >/dev/null 2>&1 || { echo "zoo $fam: mi-zoo failed"; continue; }
+  compare "zoo-$fam" "$tmp/$fam.onnx"
+done
+
+# Real exported models (tools/models/fetch.sh), with small inputs for their dynamic dims.
+real() { [ -f "$models/$2" ] && compare "$1" "$models/$2" "${@:3}"; }
+real oww-hello-deepa oww_hello_deepa.onnx
+real ppocr-v2-cls ppocr_v2_cls.onnx --image x=1,3,48,192
+real ppocr-v4-det ppocr_v4_det.onnx --image x=1,3,96,128
+real ppocr-v4-rec ppocr_v4_rec.onnx --image x=1,3,48,160
+
+echo "compare.sh: $fails model(s) failed or above 1e-4"
+[ "$fails" -eq 0 ]

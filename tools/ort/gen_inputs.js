@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// gen_inputs.js - writes deterministic random .npy inputs for a model (names, dtypes and
+// shapes read through ONNX Runtime), so that mi-run and ort_run.js see the same data.
+// usage: node gen_inputs.js MODEL.onnx OUTDIR [--image] [NAME=D0,D1,...]...   prints NAME=FILE
+// --image fills 4-D float inputs with a normalised synthetic page (dark text-like strokes on a
+// light background) instead of noise, so detectors give non-trivial maps.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const ort = require('onnxruntime-node');
+
+function npyBytes(descr, dims, data) {
+  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
+  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
+  header += ' '.repeat((64 - ((10 + header.length + 1) % 64)) % 64) + '\n';
+  const pre = Buffer.alloc(10);
+  pre.write('\x93NUMPY', 0, 'latin1');
+  pre[6] = 1;
+  pre.writeUInt16LE(header.length, 8);
+  return Buffer.concat([pre, Buffer.from(header, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]);
+}
+
+async function main() {
+  let [model, outDir, ...specs] = process.argv.slice(2);
+  const image = specs.includes('--image');
+  specs = specs.filter((x) => x !== '--image');
+  if (!model || !outDir) throw new Error('usage: gen_inputs.js MODEL.onnx OUTDIR [NAME=D0,D1,...]...');
+  const fixed = {};
+  for (const s of specs) {
+    const eq = s.indexOf('=');
+    if (eq <= 0) throw new Error(`'${s}': expected NAME=D0,D1,...`);
+    fixed[s.slice(0, eq)] = s.slice(eq + 1).split(',').filter((x) => x.length).map(Number);
+  }
+  const sess = await ort.InferenceSession.create(model);
+  fs.mkdirSync(outDir, { recursive: true });
+  let seed = 12345;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  sess.inputNames.forEach((name, i) => {
+    const meta = Array.isArray(sess.inputMetadata) ? sess.inputMetadata[i] : {};
+    const dims = fixed[name] || (meta.shape || []).map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
+    const n = dims.reduce((a, b) => a * b, 1);
+    let buf;
+    if (meta.type === 'int64') {
+      const d = new BigInt64Array(n); buf = npyBytes('<i8', dims, d);
+    } else if (meta.type === 'int32') {
+      const d = new Int32Array(n); buf = npyBytes('<i4', dims, d);
+    } else {
+      const d = new Float32Array(n);
+      for (let k = 0; k < n; k++) d[k] = rnd() * 2 - 1;
+      if (image && dims.length === 4) {
+        const [, , h, w] = dims;
+        for (let k = 0; k < n; k++) {
+          const x = k % w, y = Math.floor(k / w) % h;
+          // Rows of "words": strokes 2 px wide every 5 px, in bands 12 px high.
+          const ink = (y % 24) >= 6 && (y % 24) < 18 && (x % 5) < 2 && (Math.floor(x / 20) % 3) !== 2;
+          const v = (ink ? 0.1 : 0.9) + 0.05 * (rnd() - 0.5);
+          d[k] = (v - 0.5) / 0.5; // PaddleOCR normalisation: mean 0.5, std 0.5
+        }
+      }
+      buf = npyBytes('<f4', dims, d);
+    }
+    const f = path.join(outDir, `in${i}.npy`);
+    fs.writeFileSync(f, buf);
+    process.stdout.write(`${name}=${f}\n`);
+  });
+}
+
+main().catch((e) => { process.stderr.write(`gen_inputs: ${String(e.message || e).split('\n')[0]}\n`); process.exit(2); });
