@@ -52,6 +52,8 @@ int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n);    /* rules_l
 /** Loads c->so_path into c (dlopen, entry, negotiate with `major`/`minor`, create).
  * Fills c->load_error and returns an mi status on failure. */
 int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor);
+/** Destroys the plugin instance (if any) and creates a new one in the loaded library. */
+int32_t conform_recreate(conform_ctx_t *c);
 /** Destroys the instance and unloads the library. */
 void conform_unload(conform_ctx_t *c);
 

@@ -24,7 +24,6 @@ int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
   mi_error_t err = {0};
   size_t need = offsetof(mi_plugin_api_t, kernel_release) + sizeof(void *);
   size_t n;
-  int32_t rc;
 
   c->loaded = 0;
   c->load_error[0] = '\0';
@@ -83,6 +82,15 @@ int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
       return MI_ERR_ABI;
     }
   }
+  return conform_recreate(c);
+}
+
+int32_t conform_recreate(conform_ctx_t *c) {
+  mi_error_t err = {0};
+  int32_t rc;
+  c->loaded = 0;
+  if (c->plugin.ctx) c->plugin.api.destroy(c->plugin.ctx);
+  c->plugin.ctx = NULL;
   rc = c->plugin.api.create(&c->host, &c->plugin.ctx, &err);
   if (rc != MI_OK || !c->plugin.ctx) {
     snprintf(c->load_error, sizeof c->load_error, "create failed: %s", err.message);
