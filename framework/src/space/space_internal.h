@@ -1,0 +1,75 @@
+/* space_internal.h - the representation of a joint search space, shared by the space's files. */
+#ifndef MI_SPACE_INTERNAL_H
+#define MI_SPACE_INTERNAL_H
+
+#include "metainfer/mi.h"
+#include "metainfer/mi_tune.h"
+
+/* Model-side choices, by the kind of dimension (value labels live in space_model.c). */
+typedef enum {
+  MI__MD_PRECISION = 0, /* per weighted node */
+  MI__MD_PRUNE = 1,     /* per Conv node */
+  MI__MD_FUSE = 2,
+  MI__MD_LAYOUT = 3,
+  MI__MD_FOLD_BN = 4
+} mi__model_dim;
+
+typedef struct mi__dim {
+  char *name;           /* canonical key */
+  int32_t kind;         /* mi_dim_kind */
+  int32_t node;         /* graph node, -1 when global */
+  int32_t count;
+  int32_t dflt;         /* default value index */
+  char **labels;        /* count labels */
+  int64_t *ivals;       /* knob values (INT, BOOL, ENUM index); model dims: the choice code */
+  double *fvals;        /* FLOAT knobs */
+  int32_t knob;         /* MI_DIM_KNOB: index into the space's knobs */
+  int32_t model;        /* MI_DIM_MODEL: mi__model_dim */
+  int32_t variant_dim;  /* per-node knob: the node's variant dimension, -1 if none */
+  uint32_t *reads;      /* per-node knob: bit v set when the node's variant v reads the knob */
+} mi__dim_t;
+
+/* A node the plugin can run: its variant dimension and variant indices per value. */
+typedef struct mi__node {
+  int32_t node;         /* graph node */
+  int32_t variant_dim;
+  int32_t *variants;    /* global variant index per value */
+  int32_t first_dim;    /* its dimensions are [first_dim, end_dim) */
+  int32_t end_dim;
+} mi__node_t;
+
+struct mi_space {
+  const mi_graph_t *g;
+  const mi_plugin_t *plugin;
+  uint32_t device;
+  mi_space_options_t opts;
+  mi_device_desc_t dev;
+  mi_knob_desc_t *knobs;
+  uint32_t knob_count;
+  mi_variant_desc_t *variants;
+  uint32_t variant_count;
+  mi_constraint_desc_t *cons;
+  uint32_t con_count;
+  int32_t dim_count, dim_cap;
+  mi__dim_t *dims;
+  int32_t node_count;
+  mi__node_t *nodes;
+  int32_t *device_dim;  /* per knob: its device-scope dimension, -1 if none */
+};
+
+/* space_build.c */
+int32_t mi__space_add_dim(mi_space_t *s, const char *name, int32_t kind, int32_t node,
+                          int32_t count, mi_error_t *err);
+int mi__variant_reads(const mi_variant_desc_t *v, const mi_knob_desc_t *k);
+int mi__list_has(const char *list, const char *item);
+/* space_model.c */
+int32_t mi__space_add_model_dims(mi_space_t *s, mi_error_t *err);
+int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t node, const int32_t *vars,
+                                      int32_t nvar, mi_error_t *err);
+/* space_check.c */
+int32_t mi__space_knob_value(const mi_space_t *s, const int32_t *pt, int32_t node_slot,
+                             uint32_t knob, mi_knob_value_t *out);
+/* space_ops.c */
+void mi__space_normalize(const mi_space_t *s, int32_t *pt);
+
+#endif

@@ -1,0 +1,161 @@
+/* space_model.c - the model-side dimensions, defined by a table, and their transform config. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/mi_transform.h"
+#include "space/space_internal.h"
+
+/* Precision choices: the transform's precision and granularity, and the dtype a variant must
+ * compute in for the choice to be offered. */
+typedef struct {
+  const char *label;
+  int32_t weights;
+  int32_t scales;
+  int32_t dtype;
+} precision_t;
+
+static const precision_t k_precisions[] = {
+    {"fp32", MI_XF_FP32, MI_XF_PER_TENSOR, MI_DTYPE_FLOAT32},
+    {"fp16", MI_XF_FP16, MI_XF_PER_TENSOR, MI_DTYPE_FLOAT16},
+    {"int8_tensor", MI_XF_INT8, MI_XF_PER_TENSOR, MI_DTYPE_INT8},
+    {"int8_channel", MI_XF_INT8, MI_XF_PER_CHANNEL, MI_DTYPE_INT8},
+};
+#define PRECISION_N ((int32_t)(sizeof k_precisions / sizeof k_precisions[0]))
+
+/* A node whose second input is a constant weight: the layers precision and pruning act on. */
+static int weighted(const mi_graph_t *g, int32_t n) {
+  const mi_node_t *node = &g->nodes[n];
+  if (strcmp(node->op_type, "Conv") && strcmp(node->op_type, "Gemm") &&
+      strcmp(node->op_type, "MatMul"))
+    return 0;
+  return node->input_count >= 2 && node->inputs[1] >= 0 && g->tensors[node->inputs[1]].data;
+}
+
+static int32_t add_choice_dim(mi_space_t *s, const char *name, int32_t node, int32_t model,
+                              const char *const *labels, const int64_t *codes, int32_t count,
+                              mi_error_t *err) {
+  int32_t rc = mi__space_add_dim(s, name, MI_DIM_MODEL, node, count, err);
+  mi__dim_t *d;
+  if (rc != MI_OK) return rc;
+  d = &s->dims[s->dim_count - 1];
+  d->model = model;
+  for (int32_t i = 0; i < count; i++) {
+    d->ivals[i] = codes ? codes[i] : i;
+    d->labels[i] = strdup(labels[i]);
+    if (!d->labels[i]) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
+  }
+  return MI_OK;
+}
+
+int32_t mi__space_add_model_dims(mi_space_t *s, mi_error_t *err) {
+  static const char *const k_onoff[] = {"off", "on"};
+  static const char *const k_layouts[] = {"nchw", "nhwc"};
+  uint32_t fuse = 0, nhwc = 0;
+  int has_bn = 0;
+  int32_t rc = MI_OK;
+  for (uint32_t v = 0; v < s->variant_count; v++) {
+    fuse |= s->variants[v].fuse_mask;
+    if (!strcmp(s->variants[v].op_type, "Conv"))
+      nhwc |= s->variants[v].layout_mask & MI_LAYOUT_BIT(MI_LAYOUT_NHWC);
+  }
+  for (int32_t n = 0; n < s->g->node_count; n++)
+    has_bn |= !strcmp(s->g->nodes[n].op_type, "BatchNormalization");
+  if ((s->opts.model_dims & MI_SPACE_FOLD_BN) && has_bn)
+    rc = add_choice_dim(s, "model.fold_bn", -1, MI__MD_FOLD_BN, k_onoff, NULL, 2, err);
+  if (rc == MI_OK && (s->opts.model_dims & MI_SPACE_FUSE) && fuse)
+    rc = add_choice_dim(s, "model.fuse", -1, MI__MD_FUSE, k_onoff, NULL, 2, err);
+  if (rc == MI_OK && (s->opts.model_dims & MI_SPACE_LAYOUT) && nhwc) {
+    static const int64_t codes[] = {MI_LAYOUT_ANY, MI_LAYOUT_NHWC};
+    rc = add_choice_dim(s, "model.layout", -1, MI__MD_LAYOUT, k_layouts, codes, 2, err);
+  }
+  return rc;
+}
+
+int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, const int32_t *vars,
+                                      int32_t nvar, mi_error_t *err) {
+  const mi_node_t *node = &s->g->nodes[n];
+  const char *labels[PRECISION_N + 8];
+  int64_t codes[PRECISION_N + 8];
+  uint32_t dtypes = 0;
+  int32_t count = 0, rc;
+  char name[256], nb[32];
+  const char *nn = node->name && node->name[0] ? node->name : nb;
+  snprintf(nb, sizeof nb, "#%d", (int)n);
+  if (!weighted(s->g, n)) return MI_OK;
+  for (int32_t i = 0; i < nvar; i++) dtypes |= s->variants[vars[i]].dtype_mask;
+  if (s->opts.model_dims & MI_SPACE_PRECISION) {
+    /* Only precisions one of the node's variants computes in: a choice no kernel can run
+     * would only move the layer to the host. */
+    for (int32_t p = 0; p < PRECISION_N; p++)
+      if (p == 0 || (dtypes & MI_DTYPE_BIT(k_precisions[p].dtype))) {
+        labels[count] = k_precisions[p].label;
+        codes[count++] = p;
+      }
+    if (count > 1) {
+      snprintf(name, sizeof name, "node.%s.precision", nn);
+      if ((rc = add_choice_dim(s, name, n, MI__MD_PRECISION, labels, codes, count, err)) != MI_OK)
+        return rc;
+    }
+  }
+  if ((s->opts.model_dims & MI_SPACE_PRUNE) && !strcmp(node->op_type, "Conv") &&
+      mi_node_attr_int(node, "group", 1) == 1) {
+    char text[8][16];
+    int32_t levels = s->opts.prune_levels > 8 ? 8 : s->opts.prune_levels;
+    for (int32_t i = 0; i < levels; i++) {
+      /* Ratios 0 .. 0.5 in percent, so labels stay exact. */
+      codes[i] = (int64_t)(50 * i / (levels - 1));
+      snprintf(text[i], sizeof text[i], "%.2f", (double)codes[i] / 100.0);
+      labels[i] = text[i];
+    }
+    snprintf(name, sizeof name, "node.%s.prune", nn);
+    if ((rc = add_choice_dim(s, name, n, MI__MD_PRUNE, labels, codes, levels, err)) != MI_OK)
+      return rc;
+  }
+  return MI_OK;
+}
+
+int32_t mi_space_xf_config(const mi_space_t *s, const int32_t *pt, mi_xf_config_t **out,
+                           mi_error_t *err) {
+  mi_xf_config_t *c;
+  int32_t rc = MI_OK;
+  if (out) *out = NULL;
+  if (!s || !pt || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "space: NULL argument");
+  c = mi_xf_config_create();
+  if (!c) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
+  for (int32_t i = 0; i < s->dim_count && rc == MI_OK; i++) {
+    const mi__dim_t *d = &s->dims[i];
+    int64_t code = d->ivals[pt[i]];
+    if (d->kind != MI_DIM_MODEL) continue;
+    switch (d->model) {
+      case MI__MD_FOLD_BN: c->fold_bn = (int32_t)code; break;
+      case MI__MD_FUSE: c->fuse = (int32_t)code; break;
+      case MI__MD_LAYOUT: c->layout = (int32_t)code; break;
+      default: {
+        const mi_node_t *node = &s->g->nodes[d->node];
+        mi_xf_layer_t layer;
+        char nb[32];
+        if (code == 0) break; /* fp32 / no pruning: the defaults */
+        snprintf(nb, sizeof nb, "#%d", (int)d->node);
+        /* Keep what an earlier dimension of the same node set. */
+        mi_xf_config_resolve(c, s->g, d->node, &layer);
+        if (d->model == MI__MD_PRECISION) {
+          layer.set |= MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES;
+          layer.weights = k_precisions[code].weights;
+          layer.scales = k_precisions[code].scales;
+        } else {
+          layer.set |= MI_XF_SET_PRUNE;
+          layer.prune = (double)code / 100.0;
+        }
+        rc = mi_xf_config_set_layer(c, 0, node->name && node->name[0] ? node->name : nb, &layer,
+                                    err);
+      }
+    }
+  }
+  if (rc != MI_OK) {
+    mi_xf_config_destroy(c);
+    return rc;
+  }
+  *out = c;
+  return MI_OK;
+}

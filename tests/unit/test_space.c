@@ -1,0 +1,180 @@
+/* test_space.c - the joint space on the real npu-stub and blis-cpu plugins: dimensions from the
+ * declarations, constraints and repair, canonical text and hash, deterministic operators. */
+#include <math.h>
+
+#include "metainfer/mi_transform.h"
+#include "test_space_util.h"
+
+static void test_npu(mi_registry_t *r, const mi_graph_t *g) {
+  mi_plugin_t *p = mi_registry_find(r, "npu-stub");
+  mi_space_t *s = NULL;
+  mi_error_t err;
+  int32_t *pt, *q, n, changed = 0, df, ov, d;
+  char *text = NULL, size[32];
+  mi_rng_t a, b;
+  CHECK(p != NULL, "npu-stub not loaded");
+  if (!p) return;
+  CHECK(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "%s", err.message);
+  if (!s) return;
+  n = mi_space_dim_count(s);
+  pt = calloc((size_t)n, sizeof *pt);
+  q = calloc((size_t)n, sizeof *q);
+  /* Device knobs once, op knobs per node, model-side choices for weighted layers. */
+  CHECK(tsu_dim(s, "device.cores") >= 0 && tsu_dim(s, "device.dvfs_level") >= 0, "device knobs");
+  CHECK(tsu_dim(s, "node.conv1.knob.cores") < 0, "device knob repeated per node");
+  df = tsu_dim(s, "node.conv1.knob.dataflow");
+  ov = tsu_dim(s, "node.conv1.knob.dma_overlap");
+  CHECK(df >= 0 && ov >= 0, "conv1 op knobs");
+  CHECK(tsu_dim(s, "node.relu1.knob.dataflow") < 0, "relu variant does not read dataflow");
+  d = tsu_dim(s, "node.conv1.precision");
+  CHECK(d >= 0 && tsu_value(s, d, "int8_channel") >= 0 && tsu_value(s, d, "fp16") >= 0,
+        "npu offers int8 and fp16 for conv1");
+  CHECK(tsu_dim(s, "node.conv1.prune") >= 0 && tsu_dim(s, "model.fold_bn") >= 0, "model dims");
+  CHECK(mi_space_log10_size(s) > 5, "log10 size %g", mi_space_log10_size(s));
+  CHECK(mi_space_exact_size(s) > 0 && log10((double)mi_space_exact_size(s)) <= mi_space_log10_size(s) + 1e-9,
+        "exact size %lld", (long long)mi_space_exact_size(s));
+  mi_space_size_text(s, size, sizeof size);
+  CHECK(size[0] != '\0', "size text");
+
+  mi_space_default(s, pt);
+  CHECK(mi_space_check(s, pt, &err) == MI_OK, "default breaks a rule: %s", err.message);
+
+  /* output_stationary implies dma_overlap = 1 (a declared IMPLIES constraint). */
+  pt[df] = tsu_value(s, df, "output_stationary");
+  pt[ov] = tsu_value(s, ov, "0");
+  CHECK(mi_space_check(s, pt, &err) == MI_ERR_INVALID_CONFIG && strstr(err.message, "conv1"),
+        "broken IMPLIES not seen: %s", err.message);
+  CHECK(mi_space_repair(s, pt, &changed, &err) == MI_OK, "repair: %s", err.message);
+  CHECK(changed > 0, "repair moved nothing");
+  CHECK(!strcmp(mi_space_dim_label(s, df, pt[df]), "weight_stationary") ||
+            !strcmp(mi_space_dim_label(s, ov, pt[ov]), "1"),
+        "repair did not fix dataflow/dma_overlap");
+
+  /* Canonical text round-trips and equal points hash equal. */
+  CHECK(mi_space_canonical(s, pt, &text, &err) == MI_OK, "%s", err.message);
+  CHECK(text && strstr(text, "device.cores=") && strstr(text, "node.conv1.variant=npu.conv"),
+        "canonical: %s", text ? text : "");
+  CHECK(mi_space_parse(s, text, q, &err) == MI_OK, "parse: %s", err.message);
+  CHECK(!memcmp(pt, q, (size_t)n * sizeof *pt), "parse(canonical) differs");
+  CHECK(mi_space_hash(s, pt) == mi_space_hash(s, q) && mi_space_hash(s, pt) != 0, "hash");
+  CHECK(mi_space_parse(s, "node.nope.variant=x\n", q, &err) == MI_ERR_PARSE &&
+            strstr(err.message, "line 1"),
+        "unknown key accepted: %s", err.message);
+  free(text);
+
+  /* Samples all satisfy the rules and are a pure function of the seed. */
+  mi_rng_seed(&a, 42);
+  mi_rng_seed(&b, 42);
+  {
+    int distinct = 0;
+    uint64_t first = 0;
+    for (int i = 0; i < 100; i++) {
+      CHECK(mi_space_sample(s, &a, pt, &err) == MI_OK, "sample: %s", err.message);
+      CHECK(mi_space_check(s, pt, &err) == MI_OK, "sample breaks: %s", err.message);
+      CHECK(mi_space_sample(s, &b, q, &err) == MI_OK, "sample: %s", err.message);
+      CHECK(mi_space_hash(s, pt) == mi_space_hash(s, q), "same seed, different sample");
+      if (i == 0) first = mi_space_hash(s, pt);
+      else distinct += mi_space_hash(s, pt) != first;
+    }
+    CHECK(distinct > 90, "samples hardly vary: %d", distinct);
+  }
+  /* Mutation changes something; crossover takes each node's dims from one parent. */
+  {
+    uint64_t h = mi_space_hash(s, pt);
+    int32_t *c = calloc((size_t)n, sizeof *c);
+    CHECK(mi_space_mutate(s, &a, 0.0, pt, &err) == MI_OK, "%s", err.message);
+    CHECK(mi_space_hash(s, pt) != h, "mutate with p=0 changed nothing");
+    mi_space_sample(s, &a, q, &err);
+    CHECK(mi_space_crossover(s, &a, pt, q, c, &err) == MI_OK, "%s", err.message);
+    for (d = 0; d < n; d++)
+      CHECK(c[d] == pt[d] || c[d] == q[d] || mi_space_dim_kind(s, d) == MI_DIM_KNOB,
+            "crossover invented %s", mi_space_dim_name(s, d));
+    free(c);
+  }
+  /* The model half becomes a transform configuration. */
+  {
+    mi_xf_config_t *xc = NULL;
+    char *canon = NULL;
+    int32_t pd = tsu_dim(s, "node.conv2.precision"), pr = tsu_dim(s, "node.conv1.prune");
+    mi_space_default(s, pt);
+    pt[pd] = tsu_value(s, pd, "int8_channel");
+    pt[pr] = tsu_value(s, pr, "0.50");
+    CHECK(pt[pd] >= 0 && pt[pr] >= 0, "values");
+    CHECK(mi_space_xf_config(s, pt, &xc, &err) == MI_OK, "%s", err.message);
+    CHECK(xc && mi_xf_config_canonical(xc, &canon, &err) == MI_OK, "%s", err.message);
+    CHECK(canon && strstr(canon, "conv2") && strstr(canon, "conv1"), "xf canonical: %s",
+          canon ? canon : "");
+    if (xc) {
+      mi_xf_layer_t l;
+      int32_t node = -1;
+      for (int32_t i = 0; i < g->node_count; i++)
+        if (!strcmp(g->nodes[i].name, "conv2")) node = i;
+      mi_xf_config_resolve(xc, g, node, &l);
+      CHECK(l.weights == MI_XF_INT8 && l.scales == MI_XF_PER_CHANNEL, "conv2 not int8/channel");
+    }
+    free(canon);
+    mi_xf_config_destroy(xc);
+  }
+  /* The hardware half becomes session options. */
+  {
+    mi_space_hw_t *hw = NULL;
+    const mi_session_options_t *o;
+    CHECK(mi_space_hw_create(s, pt, &hw, &err) == MI_OK, "%s", err.message);
+    o = mi_space_hw_options(hw);
+    CHECK(o && o->device_knob_count >= 3 && o->choice_count > 0, "hw options");
+    CHECK(o && !strcmp(o->choices[0].variant_id, mi_space_dim_label(s, tsu_dim(s, "node.conv1.variant"), 0)),
+          "variant id");
+    mi_space_hw_destroy(hw);
+  }
+  free(pt);
+  free(q);
+  mi_space_destroy(s);
+}
+
+static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
+  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
+  mi_space_t *s = NULL;
+  mi_error_t err;
+  int32_t *pt, n, vd, im, gemm = -1, other = -1;
+  char *text = NULL;
+  CHECK(p != NULL, "blis-cpu not loaded");
+  if (!p) return;
+  CHECK(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "%s", err.message);
+  if (!s) return;
+  n = mi_space_dim_count(s);
+  pt = calloc((size_t)n, sizeof *pt);
+  /* blis-cpu computes only in FP32: no precision dimension is offered. */
+  CHECK(tsu_dim(s, "node.conv1.precision") < 0, "fp32-only plugin offered precisions");
+  vd = tsu_dim(s, "node.conv1.variant");
+  im = tsu_dim(s, "node.conv1.knob.im2col_block");
+  CHECK(vd >= 0 && im >= 0, "conv1 variant / im2col_block");
+  if (vd >= 0 && im >= 0) {
+    for (int32_t v = 0; v < mi_space_dim_size(s, vd); v++) {
+      if (!strcmp(mi_space_dim_label(s, vd, v), "conv.im2col_gemm")) gemm = v;
+      else other = v;
+    }
+    mi_space_default(s, pt);
+    pt[vd] = gemm;
+    CHECK(mi_space_active(s, pt, im), "im2col_block inactive for conv.im2col_gemm");
+    pt[vd] = other;
+    CHECK(other < 0 || !mi_space_active(s, pt, im), "variant knob active for another variant");
+    pt[im] = 2;
+    mi_space_repair(s, pt, NULL, &err);
+    CHECK(mi_space_canonical(s, pt, &text, &err) == MI_OK && !strstr(text, "node.conv1.knob.im2col_block"),
+          "inactive knob in canonical text: %s", text ? text : "");
+    free(text);
+  }
+  free(pt);
+  mi_space_destroy(s);
+}
+
+int main(void) {
+  mi_registry_t *r = tsu_registry();
+  mi_graph_t *g = tsu_small_cnn();
+  test_npu(r, g);
+  test_blis(r, g);
+  mi_graph_destroy(g);
+  mi_registry_destroy(r);
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
+}
