@@ -140,14 +140,25 @@ void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64
   }
 }
 
-static void im2col(const mi__blis_conv_t *c, const float *x, int64_t p0, int64_t cb, float *col) {
-  int64_t cg = c->C / c->G, ci, kh, kw, j;
-  for (ci = 0; ci < cg; ci++)
+typedef struct conv_task {
+  const mi__blis_conv_t *c;
+  void *const *t;
+  const float *x;
+  float *y;
+  int64_t n, p0, cb;
+} conv_task_t;
+
+/* Items are input channels of the group: each writes its own KH*KW rows of the columns. */
+static void im2col_part(void *arg, int64_t c0, int64_t c1) {
+  const conv_task_t *ct = arg;
+  const mi__blis_conv_t *c = ct->c;
+  int64_t ci, kh, kw, j, cb = ct->cb;
+  for (ci = c0; ci < c1; ci++)
     for (kh = 0; kh < c->KH; kh++)
       for (kw = 0; kw < c->KW; kw++) {
-        float *dst = col + ((ci * c->KH + kh) * c->KW + kw) * cb;
-        const float *xc = x + ci * c->H * c->W;
-        int64_t oh = p0 / c->OW, ow = p0 % c->OW;
+        float *dst = c->scratch + ((ci * c->KH + kh) * c->KW + kw) * cb;
+        const float *xc = ct->x + ci * c->H * c->W;
+        int64_t oh = ct->p0 / c->OW, ow = ct->p0 % c->OW;
         for (j = 0; j < cb; j++) {
           int64_t ih = oh * c->sh - c->pt + kh * c->dh, iw = ow * c->sw - c->pl + kw * c->dw;
           dst[j] = (ih >= 0 && ih < c->H && iw >= 0 && iw < c->W) ? xc[ih * c->W + iw] : 0.f;
@@ -159,13 +170,25 @@ static void im2col(const mi__blis_conv_t *c, const float *x, int64_t p0, int64_t
       }
 }
 
+/* Items are output channels of image ct->n. */
+static void epi_part(void *arg, int64_t m0, int64_t m1) {
+  const conv_task_t *ct = arg;
+  int64_t m, ohw = ct->c->OH * ct->c->OW;
+  for (m = m0; m < m1; m++) mi__blis_epi_row(ct->c, ct->t, ct->n, m, ct->y + (ct->n * ct->c->M + m) * ohw);
+}
+
 static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                              mi_error_t *err) {
   const mi__blis_conv_t *c = s->state;
   const float *x = t[c->x], *w = t[c->w];
   float *y = t[c->y];
-  int64_t n, g, m, p0, ohw = c->OH * c->OW, cg = c->C / c->G, mg = c->M / c->G;
+  int64_t n, g, p0, ohw = c->OH * c->OW, cg = c->C / c->G, mg = c->M / c->G;
   int64_t kk = cg * c->KH * c->KW, cb = c->block > 0 && c->block < ohw ? c->block : ohw;
+  conv_task_t ct;
+  (void)err;
+  ct.c = c;
+  ct.t = t;
+  ct.y = y;
   for (n = 0; n < c->N; n++) {
     for (g = 0; g < c->G; g++) {
       const float *xg = x + (n * c->C + g * cg) * c->H * c->W, *wg = w + g * mg * kk;
@@ -175,13 +198,15 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
         continue;
       }
       for (p0 = 0; p0 < ohw; p0 += cb) {
-        int64_t len = ohw - p0 < cb ? ohw - p0 : cb;
-        im2col(c, xg, p0, len, c->scratch);
-        mi__blis_sgemm(env, mg, len, kk, 1.f, wg, kk, 1, c->scratch, len, 1, 0.f, yg + p0, ohw, 1);
+        ct.x = xg;
+        ct.p0 = p0;
+        ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
+        mi__blis_parallel(env, cg, 1, im2col_part, &ct);
+        mi__blis_sgemm(env, mg, ct.cb, kk, 1.f, wg, kk, 1, c->scratch, ct.cb, 1, 0.f, yg + p0, ohw, 1);
       }
     }
-    if (c->affine || c->epi_n)
-      for (m = 0; m < c->M; m++) mi__blis_epi_row(c, t, n, m, y + (n * c->M + m) * ohw);
+    ct.n = n;
+    if (c->affine || c->epi_n) mi__blis_parallel(env, c->M, 1, epi_part, &ct);
   }
   return MI_OK;
 }

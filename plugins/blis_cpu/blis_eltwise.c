@@ -107,12 +107,26 @@ typedef struct unary_state {
   int64_t n;
 } unary_state_t;
 
+typedef struct unary_task {
+  const unary_state_t *u;
+  const float *x;
+  float *y;
+} unary_task_t;
+
+static void unary_part(void *arg, int64_t b, int64_t e) {
+  const unary_task_t *ut = arg;
+  if (ut->y != ut->x) memcpy(ut->y + b, ut->x + b, (size_t)(e - b) * sizeof(float));
+  mi__blis_act_apply(ut->u->kind, ut->u->a, ut->u->b, ut->y + b, e - b);
+}
+
 static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                          mi_error_t *err) {
-  const unary_state_t *u = s->state;
-  float *y = t[u->out];
-  if (y != t[u->in]) memcpy(y, t[u->in], (size_t)u->n * sizeof(float));
-  mi__blis_act_apply(u->kind, u->a, u->b, y, u->n);
+  unary_task_t ut;
+  ut.u = s->state;
+  ut.x = t[ut.u->in];
+  ut.y = t[ut.u->out];
+  (void)err;
+  mi__blis_parallel(env, ut.u->n, 4096, unary_part, &ut);
   return MI_OK;
 }
 
@@ -144,18 +158,33 @@ typedef struct bn_state {
   float *ab; /* c scales then c shifts, in s->aux */
 } bn_state_t;
 
+typedef struct bn_task {
+  const bn_state_t *b;
+  const float *x, *sc, *sh;
+  float *y;
+} bn_task_t;
+
+/* Items are (image, channel) planes. */
+static void bn_part(void *arg, int64_t p0, int64_t p1) {
+  const bn_task_t *bt = arg;
+  int64_t p, k, inner = bt->b->inner;
+  for (p = p0; p < p1; p++) {
+    const float *xi = bt->x + p * inner;
+    float *yi = bt->y + p * inner, sc = bt->sc[p % bt->b->c], sh = bt->sh[p % bt->b->c];
+    for (k = 0; k < inner; k++) yi[k] = xi[k] * sc + sh;
+  }
+}
+
 static int32_t run_bn(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                       mi_error_t *err) {
-  const bn_state_t *b = s->state;
-  const float *x = t[b->in], *sc = s->aux, *sh = (const float *)s->aux + b->c;
-  float *y = t[b->out];
-  int64_t i, j, k;
-  for (i = 0; i < b->n; i++)
-    for (j = 0; j < b->c; j++) {
-      const float *xi = x + (i * b->c + j) * b->inner;
-      float *yi = y + (i * b->c + j) * b->inner;
-      for (k = 0; k < b->inner; k++) yi[k] = xi[k] * sc[j] + sh[j];
-    }
+  bn_task_t bt;
+  bt.b = s->state;
+  bt.x = t[bt.b->in];
+  bt.sc = s->aux;
+  bt.sh = (const float *)s->aux + bt.b->c;
+  bt.y = t[bt.b->out];
+  (void)err;
+  mi__blis_parallel(env, bt.b->n * bt.b->c, 1, bn_part, &bt);
   return MI_OK;
 }
 
@@ -226,14 +255,25 @@ static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int6
   }
 }
 
-static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                          mi_error_t *err) {
-  const bin_state_t *st = s->state;
-  const float *a = t[st->a], *b = t[st->b];
-  float *y = t[st->out];
-  int64_t idx[MI_MAX_RANK] = {0}, inner = st->dims[st->rank - 1], rows = st->n / (inner ? inner : 1), r;
+typedef struct bin_task {
+  const bin_state_t *st;
+  const float *a, *b;
+  float *y;
+} bin_task_t;
+
+/* Items are output rows (last dim); the first row's index is unravelled, then counted up. */
+static void bin_part(void *arg, int64_t r0, int64_t r1) {
+  const bin_task_t *bt = arg;
+  const bin_state_t *st = bt->st;
+  const float *a = bt->a, *b = bt->b;
+  float *y = bt->y;
+  int64_t idx[MI_MAX_RANK] = {0}, inner = st->dims[st->rank - 1], r, rem = r0;
   int32_t d;
-  for (r = 0; r < rows; r++) {
+  for (d = st->rank - 2; d >= 0; d--) {
+    idx[d] = rem % st->dims[d];
+    rem /= st->dims[d];
+  }
+  for (r = r0; r < r1; r++) {
     int64_t oa = 0, ob = 0;
     for (d = 0; d < st->rank - 1; d++) {
       oa += idx[d] * st->sa[d];
@@ -245,6 +285,20 @@ static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__bl
       idx[d] = 0;
     }
   }
+}
+
+static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  bin_task_t bt;
+  int64_t inner;
+  bt.st = s->state;
+  bt.a = t[bt.st->a];
+  bt.b = t[bt.st->b];
+  bt.y = t[bt.st->out];
+  inner = bt.st->dims[bt.st->rank - 1];
+  (void)err;
+  mi__blis_parallel(env, bt.st->n / (inner ? inner : 1), inner >= 1024 ? 1 : 4096 / (inner ? inner : 1),
+                    bin_part, &bt);
   return MI_OK;
 }
 

@@ -27,6 +27,8 @@ enum {
 #define MI__ISA_F16C (1u << 4)
 #define MI__ISA_AVX512DQBWVL (1u << 5)
 
+typedef struct mi__blis_pool mi__blis_pool_t;
+
 typedef struct mi__blis_cpu {
   char model[128];
   uint32_t isa;
@@ -44,9 +46,9 @@ struct mi_plugin_ctx {
   int32_t arch_n;
   char arch_choices[256];
   void *cntx[MI__ARCH_COUNT];      /* cntx_t*, built lazily, owned */
+  mi__blis_pool_t *pool;           /* owned; workers start on first parallel loop */
   atomic_uint_least64_t cur_bytes, peak_bytes;
-  atomic_uint_least64_t last_run_ns;
-  atomic_int has_run;
+  atomic_uint_least64_t total_run_ns; /* kernel_run time summed since create */
 };
 
 /* ---- allocation (64-byte aligned, counted towards the peak-bytes counter) */
@@ -66,10 +68,21 @@ void mi__blis_cntx_release(mi_plugin_ctx_t *ctx);
 typedef struct mi__blis_env {
   const void *cntx;
   int32_t threads;
+  mi__blis_pool_t *pool; /* the instance's pool for the plugin's own loops */
 } mi__blis_env_t;
 void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
                     int64_t csb, float beta, float *c, int64_t rsc, int64_t csc);
+
+/* ---- the plugin's own threads (blis_threads.c). A task computes items [begin, end); every item
+ * is computed the same way whatever the split, so results do not depend on the thread count. */
+typedef void (*mi__blis_task_fn)(void *arg, int64_t begin, int64_t end);
+mi__blis_pool_t *mi__blis_pool_create(int32_t max_threads);
+void mi__blis_pool_destroy(mi__blis_pool_t *pool);
+/* Splits [0, count) into env->threads parts on multiples of `grain` and runs them on the pool;
+ * runs serially when the pool is busy with another kernel. */
+void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, mi__blis_task_fn fn,
+                       void *arg);
 
 /* ---- kernels */
 #define MI__MAX_STEP_IO 8
@@ -136,6 +149,7 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 
 /* ---- elementwise epilogue shared by Conv and the standalone activations */

@@ -39,6 +39,7 @@ static const struct {
     {"Floor", mi__blis_prep_unary}, {"Ceil", mi__blis_prep_unary}, {"Sqrt", mi__blis_prep_unary},
     {"Log", mi__blis_prep_unary}, {"Exp", mi__blis_prep_unary}, {"Neg", mi__blis_prep_unary},
     {"Abs", mi__blis_prep_unary}, {"Reciprocal", mi__blis_prep_unary},
+    {"QuantizeLinear", mi__blis_prep_quant}, {"DequantizeLinear", mi__blis_prep_quant},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 
@@ -143,6 +144,20 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
   free(k);
 }
 
+/* INT8/UINT8 runtime tensors are accepted only where every node touching them is a
+ * Quantize/DequantizeLinear, the ops that check their dtypes; the float ops would misread them. */
+static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
+  int32_t i, j;
+  for (i = 0; i < d->node_count; i++) {
+    const mi_node_desc_t *n = d->nodes[i];
+    int touches = 0;
+    for (j = 0; j < n->input_count; j++) touches |= n->inputs[j] == t;
+    for (j = 0; j < n->output_count; j++) touches |= n->outputs[j] == t;
+    if (touches && strcmp(n->op_type, "QuantizeLinear") && strcmp(n->op_type, "DequantizeLinear")) return 0;
+  }
+  return 1;
+}
+
 static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
                                mi_error_t *err) {
   int32_t i, j;
@@ -163,8 +178,9 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
       memcpy(k->ptr[i], t->data, (size_t)bytes);
       continue;
     }
-    if (t->dtype != MI_DTYPE_FLOAT32) {
-      snprintf(msg, sizeof msg, "blis-cpu: runtime tensor %d has dtype %d; only FLOAT32 is run", i, t->dtype);
+    if (t->dtype != MI_DTYPE_FLOAT32 &&
+        !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8) && only_qdq_touch(d, i))) {
+      snprintf(msg, sizeof msg, "blis-cpu: runtime tensor %d has dtype %d; only FLOAT32 is run (INT8/UINT8 only by Q/DQ)", i, t->dtype);
       return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }
     if (t->rank == 4 && t->layout == MI_LAYOUT_NCHWC)
@@ -267,6 +283,7 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
     k->ptr[k->outputs[i]] = mi__blis_buffer_data(outs[i], &bytes);
   }
   env.threads = k->threads > 0 ? k->threads : ctx->threads;
+  env.pool = ctx->pool;
   env.cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
   if (rc != MI_OK) return rc;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -274,8 +291,7 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc != MI_OK) return rc;
   ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
-  atomic_store(&ctx->last_run_ns, ns);
-  atomic_store(&ctx->has_run, 1);
+  atomic_fetch_add(&ctx->total_run_ns, ns);
   if (stats && MI_HAS_FIELD(stats, mi_run_stats_t, device_time_ns)) {
     stats->has_device_time = 1;
     stats->device_time_ns = ns;

@@ -24,13 +24,19 @@ static int32_t norm_axis(const mi_tensor_desc_t *x, int64_t axis, int64_t *outer
   return 1;
 }
 
-static int32_t run_softmax(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                           mi_error_t *err) {
-  const norm_state_t *st = s->state;
-  const float *x = t[st->x];
-  float *y = t[st->y];
+typedef struct norm_task {
+  const norm_state_t *st;
+  void *const *t;
+} norm_task_t;
+
+/* Items are outer slices; each normalises its inner columns alone. */
+static void softmax_part(void *arg, int64_t o0, int64_t o1) {
+  const norm_task_t *nt = arg;
+  const norm_state_t *st = nt->st;
+  const float *x = nt->t[st->x];
+  float *y = nt->t[st->y];
   int64_t o, i, j;
-  for (o = 0; o < st->outer; o++)
+  for (o = o0; o < o1; o++)
     for (i = 0; i < st->inner; i++) {
       const float *xr = x + o * st->len * st->inner + i;
       float *yr = y + o * st->len * st->inner + i, mx = -INFINITY, sum = 0.f;
@@ -38,6 +44,15 @@ static int32_t run_softmax(const mi__blis_step_t *s, void *const *t, const mi__b
       for (j = 0; j < st->len; j++) sum += (yr[j * st->inner] = expf(xr[j * st->inner] - mx));
       for (j = 0; j < st->len; j++) yr[j * st->inner] /= sum;
     }
+}
+
+static int32_t run_softmax(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                           mi_error_t *err) {
+  norm_task_t nt;
+  nt.st = s->state;
+  nt.t = t;
+  (void)err;
+  mi__blis_parallel(env, nt.st->outer, 1, softmax_part, &nt);
   return MI_OK;
 }
 
@@ -62,13 +77,14 @@ int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   return MI_OK;
 }
 
-static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                             mi_error_t *err) {
-  const norm_state_t *st = s->state;
+static void layernorm_part(void *arg, int64_t o0, int64_t o1) {
+  const norm_task_t *nt = arg;
+  const norm_state_t *st = nt->st;
+  void *const *t = nt->t;
   const float *x = t[st->x], *g = st->scale >= 0 ? t[st->scale] : NULL, *b = st->bias >= 0 ? t[st->bias] : NULL;
   float *y = t[st->y];
   int64_t o, j;
-  for (o = 0; o < st->outer; o++) {
+  for (o = o0; o < o1; o++) {
     const float *xr = x + o * st->len;
     float *yr = y + o * st->len;
     double mean = 0., var = 0.;
@@ -83,6 +99,15 @@ static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi_
       yr[j] = v * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
     }
   }
+}
+
+static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                             mi_error_t *err) {
+  norm_task_t nt;
+  nt.st = s->state;
+  nt.t = t;
+  (void)err;
+  mi__blis_parallel(env, nt.st->outer, 1, layernorm_part, &nt);
   return MI_OK;
 }
 

@@ -35,7 +35,8 @@ static const char *const direct_ops[] = {
     "Reciprocal", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Softmax",
     "LayerNormalization", "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
     "Concat", "Reshape", "Flatten", "Transpose", "ReduceMean", "ReduceMax", "ReduceMin",
-    "ReduceSum", "Squeeze", "Unsqueeze", "Slice", "Identity", "Dropout"};
+    "ReduceSum", "Squeeze", "Unsqueeze", "Slice", "Identity", "Dropout", "QuantizeLinear",
+    "DequantizeLinear"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
@@ -65,14 +66,19 @@ static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error
   }
   atomic_init(&ctx->cur_bytes, 0);
   atomic_init(&ctx->peak_bytes, 0);
-  atomic_init(&ctx->last_run_ns, 0);
-  atomic_init(&ctx->has_run, 0);
+  atomic_init(&ctx->total_run_ns, 0);
+  ctx->pool = mi__blis_pool_create((int32_t)ctx->cpu.cores);
+  if (!ctx->pool) {
+    free(ctx);
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu create: out of memory");
+  }
   *out = ctx;
   return MI_OK;
 }
 
 static void destroy(mi_plugin_ctx_t *ctx) {
   if (!ctx) return;
+  mi__blis_pool_destroy(ctx->pool);
   mi__blis_cntx_release(ctx);
   free(ctx);
 }
@@ -140,7 +146,7 @@ static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, 
   switch (index) {
   case KNOB_THREADS:
     snprintf(k.name, sizeof k.name, "threads");
-    snprintf(k.description, sizeof k.description, "BLIS threads per call (set through rntm)");
+    snprintf(k.description, sizeof k.description, "threads per call: BLIS (through rntm) and the plugin's own loops");
     snprintf(k.unit, sizeof k.unit, "threads");
     k.scope = MI_KNOB_SCOPE_DEVICE;
     k.type = MI_KNOB_INT;
@@ -224,6 +230,8 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     snprintf(v.op_type, sizeof v.op_type, "%s", op);
     snprintf(v.description, sizeof v.description, "plain loop over host memory");
     v.layout_mask = NCHW;
+    if (strstr(op, "QuantizeLinear"))
+      v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
   }
   return mi_sdk_fill(out, &v, sizeof v);
 }
@@ -359,8 +367,10 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
   clock_gettime(CLOCK_MONOTONIC, &ts);
   s.timestamp_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   if (index == 0) {
-    s.has_value = atomic_load(&ctx->has_run);
-    s.value = (double)atomic_load(&ctx->last_run_ns);
+    /* Cumulative by the ABI: kernel time summed since create (0 before the first run is a
+     * true reading, not a missing one). */
+    s.has_value = 1;
+    s.value = (double)atomic_load(&ctx->total_run_ns);
   } else {
     s.has_value = 1;
     s.value = (double)atomic_load(&ctx->peak_bytes);

@@ -9,13 +9,20 @@ typedef struct pool_state {
   int64_t NC, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
 } pool_state_t;
 
-static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                        mi_error_t *err) {
-  const pool_state_t *q = s->state;
-  const float *x = t[q->x];
-  float *y = t[q->y];
+typedef struct pool_task {
+  const pool_state_t *q;
+  const float *x;
+  float *y;
+} pool_task_t;
+
+/* Items are (image, channel) planes. */
+static void pool_part(void *arg, int64_t c0, int64_t c1) {
+  const pool_task_t *pt = arg;
+  const pool_state_t *q = pt->q;
+  const float *x = pt->x;
+  float *y = pt->y;
   int64_t c, oh, ow, kh, kw;
-  for (c = 0; c < q->NC; c++) {
+  for (c = c0; c < c1; c++) {
     const float *xc = x + c * q->H * q->W;
     for (oh = 0; oh < q->OH; oh++)
       for (ow = 0; ow < q->OW; ow++) {
@@ -45,6 +52,16 @@ static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis
         y[(c * q->OH + oh) * q->OW + ow] = acc;
       }
   }
+}
+
+static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                        mi_error_t *err) {
+  pool_task_t pt;
+  pt.q = s->state;
+  pt.x = t[pt.q->x];
+  pt.y = t[pt.q->y];
+  (void)err;
+  mi__blis_parallel(env, pt.q->NC, 1, pool_part, &pt);
   return MI_OK;
 }
 

@@ -2,6 +2,8 @@
  * naive convolution written here. */
 #include "test_blis_util.h"
 
+static int64_t g_cores = 1; /* device compute units, for the threads-invariance runs */
+
 typedef struct cshape {
   int64_t n, c, h, w, m, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, g;
 } cshape_t;
@@ -98,6 +100,17 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
     e = tb_rel_l2(got, ref, yn);
     CHECK(e < 1e-5, "%s: rel L2 %g", name, e);
   }
+  if (rc == MI_OK && nk == 0) {
+    /* The plugin's own loops split work per item: 1 and N threads give the same bits. */
+    mi_knob_value_t th = {"threads", 1, 0.};
+    float *one = malloc((size_t)yn * 4);
+    rc = tb_run(p, &b, variant, &th, 1, ins, one, &err);
+    th.i = g_cores > 4 ? 4 : g_cores;
+    if (rc == MI_OK) rc = tb_run(p, &b, variant, &th, 1, ins, got, &err);
+    CHECK(rc == MI_OK && memcmp(one, got, (size_t)yn * 4) == 0, "%s: threads=1 and threads=%lld differ (%s)",
+          name, (long long)th.i, err.message);
+    free(one);
+  }
   free(x); free(w); free(bias); free(bn); free(res); free(ref); free(got);
 }
 
@@ -143,6 +156,13 @@ int main(void) {
   mi_knob_value_t ob[1] = {{"oc_block", 8, 0.}};
   mi_knob_value_t arch[1] = {{"arch", 1, 0.}}; /* "blis": BLIS's own detection */
   if (!tb_load(&p)) return 1;
+  {
+    mi_device_desc_t d;
+    mi_error_t err = {0, ""};
+    memset(&d, 0, sizeof d);
+    d.struct_size = sizeof d;
+    if (p.api->device_info(p.ctx, 0, &d, &err) == MI_OK) g_cores = d.compute_units;
+  }
   conv_case(&p, "im2col dense", dense, "conv.im2col_gemm", 0, NULL, 0);
   conv_case(&p, "im2col dense chunked 1 thread", dense, "conv.im2col_gemm", 0, k1, 2);
   conv_case(&p, "im2col dense arch=blis", dense, "conv.im2col_gemm", 0, arch, 1);

@@ -1,4 +1,5 @@
-/* test_blis_util.h - helpers for the blis-cpu tests: load the plugin, build kernel descs, run. */
+/* test_blis_util.h - helpers for the blis-cpu tests: load the plugin through the host loader,
+ * build kernel descs, run. */
 #ifndef TEST_BLIS_UTIL_H
 #define TEST_BLIS_UTIL_H
 
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi_plugin.h"
+#include "metainfer/mi.h"
 
 #define TB_MAXT 24
 #define TB_MAXN 8
@@ -25,40 +26,37 @@ static int tb_failures = 0;
     }                                                                      \
   } while (0)
 
+/* The plugin as the host loads it: manifest scan of $MI_BUILD/plugins, then "blis-cpu". */
 typedef struct tb_plugin {
-  void *dl;
+  mi_registry_t *reg;
   const mi_plugin_api_t *api;
   mi_plugin_ctx_t *ctx;
-  mi_host_api_t host;
 } tb_plugin_t;
 
 static inline int tb_load(tb_plugin_t *p) {
-  char path[1024];
+  char dir[1024];
   const char *b = getenv("MI_BUILD");
-  mi_plugin_entry_fn entry;
+  mi_plugin_t *pl = NULL;
+  uint32_t dev = 0;
   mi_error_t err = {0, ""};
   memset(p, 0, sizeof *p);
-  snprintf(path, sizeof path, "%s/plugins/libmi_blis_cpu.so", b ? b : ".");
-  p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!p->dl) {
-    fprintf(stderr, "cannot load %s: %s\n", path, dlerror());
+  snprintf(dir, sizeof dir, "%s/plugins", b ? b : ".");
+  p->reg = mi_registry_create();
+  if (!p->reg || mi_registry_scan(p->reg, dir, &err) != MI_OK ||
+      mi_registry_device(p->reg, "blis-cpu:0", &pl, &dev, &err) != MI_OK) {
+    fprintf(stderr, "cannot load blis-cpu from %s: %s\n", dir, err.message);
+    mi_registry_destroy(p->reg);
+    p->reg = NULL;
     return 0;
   }
-  *(void **)&entry = dlsym(p->dl, MI_PLUGIN_ENTRY_NAME);
-  p->host.struct_size = sizeof p->host;
-  p->host.abi_major = MI_ABI_VERSION_MAJOR;
-  p->host.abi_minor = MI_ABI_VERSION_MINOR;
-  p->api = entry ? entry(&p->host, &err) : NULL;
-  if (!p->api || p->api->create(&p->host, &p->ctx, &err) != MI_OK) {
-    fprintf(stderr, "plugin refused: %s\n", err.message);
-    return 0;
-  }
+  p->api = &pl->api;
+  p->ctx = pl->ctx;
   return 1;
 }
 
 static inline void tb_unload(tb_plugin_t *p) {
-  if (p->api && p->ctx) p->api->destroy(p->ctx);
-  if (p->dl) dlclose(p->dl);
+  mi_registry_destroy(p->reg);
+  p->reg = NULL;
 }
 
 typedef struct tb {
