@@ -70,7 +70,14 @@ MI_API int32_t mi_ref_run(const mi_graph_t *g, const mi_array_t *const *inputs,
                           mi_error_t *err);
 /** True when the reference interpreter implements `op_type` at `opset`. */
 MI_API int mi_ref_supports(const char *op_type, int64_t opset);
-
+/** Constant folding: evaluates on the reference interpreter every node whose inputs are all
+ * constants, and every Shape/Size of a tensor whose shape is fully known, and replaces them by
+ * initializers (chains such as Shape -> Gather -> Concat -> Reshape end as one constant
+ * shape), then drops the tensors left unused. Run it after mi_graph_infer_shapes with the
+ * concrete input shapes, so that the executed graph is static. Quantize/DequantizeLinear
+ * stay (devices may compute on quantized weights); results larger than 64 MiB are not
+ * materialised. *folded (may be NULL) gets the number of nodes removed. */
+MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err);
 
 /* ---------------------------------------------------------------- plugins */
 
@@ -169,10 +176,21 @@ MI_API const char *mi_session_fallback_node(const mi_session_t *s, int32_t index
  * and sets *ns when every device kernel of that run reported a device timer; else 0 and *ns is
  * left alone (nothing was measured, so nothing is claimed). Always 0 on the reference path. */
 MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns);
+/** Per-node timing of the last successful mi_session_run: wall time of graph node `node` and,
+ * when its device kernel reported one, its device time. Returns 0 when the node did not run
+ * (folded, or no run yet), 1 for wall time only, 2 for wall and device time. */
+MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *wall_ns,
+                                uint64_t *device_ns);
 /** Frees kernels and buffers. NULL is a no-op. */
 MI_API void mi_session_destroy(mi_session_t *s);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* Measurement, history and fingerprints (declared apart to keep this header readable). */
+#include "metainfer/mi_measure.h"
+/* The joint search space, Pareto selection, recipes and search strategies. */
+#include "metainfer/mi_tune.h"
+#include "metainfer/mi_transform.h"
 #endif /* METAINFER_MI_H */

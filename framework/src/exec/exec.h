@@ -41,6 +41,11 @@ struct mi_session {
   char **fallback;         /* node names */
   int has_device_time;
   uint64_t device_time_ns;
+  /* Per node, timing of the last run (mi_session_node_time); allocated on the first run.
+   * node_timed: 0 did not run, 1 wall time only, 2 wall and device time. */
+  uint64_t *node_wall_ns;
+  uint64_t *node_dev_ns;
+  uint8_t *node_timed;
 };
 
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */

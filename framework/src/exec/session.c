@@ -276,6 +276,9 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->hval);
   free(s->hown);
   free(s->on_device);
+  free(s->node_wall_ns);
+  free(s->node_dev_ns);
+  free(s->node_timed);
   for (int32_t i = 0; i < s->fallback_count; i++) free(s->fallback[i]);
   free(s->fallback);
   mi_graph_destroy(s->own);
@@ -323,4 +326,13 @@ MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns) {
   if (!s || !s->has_device_time) return 0;
   if (ns) *ns = s->device_time_ns;
   return 1;
+}
+
+MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *wall_ns,
+                                uint64_t *device_ns) {
+  if (!s || !s->node_timed || node < 0 || node >= s->g->node_count || !s->node_timed[node])
+    return 0;
+  if (wall_ns) *wall_ns = s->node_wall_ns[node];
+  if (device_ns && s->node_timed[node] == 2) *device_ns = s->node_dev_ns[node];
+  return s->node_timed[node];
 }

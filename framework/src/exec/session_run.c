@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec/exec.h"
 #include "ref/ref.h"
@@ -83,10 +84,13 @@ static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t
   if (rc)
     return mi_errorf(err, rc, "node '%s' (%s): %s", mi__node_label(s->g, st->node, lb, sizeof lb),
                      n->op_type, perr.message[0] ? perr.message : mi_status_message(rc));
-  if (MI_HAS_FIELD(&stats, mi_run_stats_t, device_time_ns) && stats.has_device_time)
+  if (MI_HAS_FIELD(&stats, mi_run_stats_t, device_time_ns) && stats.has_device_time) {
     s->device_time_ns += stats.device_time_ns;
-  else
+    s->node_dev_ns[st->node] = stats.device_time_ns;
+    s->node_timed[st->node] = 2;
+  } else {
     s->has_device_time = 0;
+  }
   for (int32_t j = 0; j < st->output_count; j++) {
     set_host(s, st->outputs[j], NULL, 0);
     s->on_device[st->outputs[j]] = 1;
@@ -173,6 +177,12 @@ static int32_t check_input(const mi_session_t *s, int32_t i, const mi_array_t *a
                    mi_dtype_name(a->dtype), got, mi_dtype_name(t->dtype), want);
 }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
                                mi_array_t **outputs, mi_error_t *err) {
   const mi_graph_t *g = s->g;
@@ -185,12 +195,29 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
     if ((rc = check_input(s, i, inputs[i], err))) goto done;
     set_host(s, g->inputs[i], inputs[i], 0);
   }
+  if (!s->node_timed) {
+    s->node_wall_ns = calloc((size_t)g->node_count + 1, sizeof *s->node_wall_ns);
+    s->node_dev_ns = calloc((size_t)g->node_count + 1, sizeof *s->node_dev_ns);
+    s->node_timed = calloc((size_t)g->node_count + 1, 1);
+    if (!s->node_wall_ns || !s->node_dev_ns || !s->node_timed) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory for node timings");
+      goto done;
+    }
+  }
+  memset(s->node_timed, 0, (size_t)g->node_count);
   for (int32_t i = 0; i < s->step_count && rc == MI_OK; i++) {
     const mi__step_t *st = &s->steps[i];
+    uint64_t t0 = now_ns();
     if (st->kind == MI__STEP_DEVICE) {
       rc = run_device_step(s, st, err);
       device_steps++;
-    } else if (st->kind == MI__STEP_HOST) rc = run_host_step(s, st, err);
+    } else if (st->kind == MI__STEP_HOST) {
+      rc = run_host_step(s, st, err);
+    } else {
+      continue;
+    }
+    s->node_wall_ns[st->node] = now_ns() - t0;
+    if (!s->node_timed[st->node]) s->node_timed[st->node] = 1;
   }
   for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++)
     rc = take_output(s, g->outputs[i], &outputs[i], err);

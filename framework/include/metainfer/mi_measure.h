@@ -1,0 +1,365 @@
+/* mi_measure.h - measuring honestly: robust statistics, the measurement protocol, crash-isolated
+ * workers, the evaluation log (history) and the model/device/software fingerprints. */
+#ifndef METAINFER_MI_MEASURE_H
+#define METAINFER_MI_MEASURE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "metainfer/mi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- hashing */
+
+/** FNV-1a 64-bit hash of `n` bytes, continuing from `h` (start with MI_HASH64_SEED). */
+#define MI_HASH64_SEED 0xcbf29ce484222325ull
+MI_API uint64_t mi_hash64(const void *data, size_t n, uint64_t h);
+/** Writes a hash as 16 lower-case hex digits and a NUL into out[17]. */
+MI_API void mi_hash64_hex(uint64_t h, char out[17]);
+
+/* ---------------------------------------------------------------- statistics */
+
+/** Robust summary of a sample set (all in the samples' unit). */
+typedef struct mi_stats {
+  int32_t n;
+  double min, max, mean, median, trimmed_mean, p10, p90, stddev;
+  double cv; /* stddev / mean; 0 for a single sample */
+} mi_stats_t;
+
+/** Summarises `n` >= 1 samples; `trim` is the fraction cut from each end for the trimmed mean
+ * (0 <= trim < 0.5). Percentiles interpolate linearly between order statistics. */
+MI_API int32_t mi_stats_compute(const double *samples, int32_t n, double trim, mi_stats_t *out,
+                                mi_error_t *err);
+/** The q-quantile (0..1) of `n` sorted samples, linear interpolation. */
+MI_API double mi_stats_quantile(const double *sorted, int32_t n, double q);
+
+/* ---------------------------------------------------------------- the protocol */
+
+#define MI_MEASURE_MAX_SAMPLES 256
+
+/** How to measure. Fill with mi_measure_options_default(), then change fields. */
+typedef struct mi_measure_options {
+  uint32_t struct_size;
+  int32_t warmup;            /* untimed runs first (default 2) */
+  int32_t min_repeats;       /* timed repeats per round, at least 5 (default 5) */
+  int32_t max_repeats;       /* more repeats while the CV is above threshold (default 30) */
+  double cv_threshold;       /* re-measure above this CV (default 0.05) */
+  int32_t max_remeasure;     /* extra rounds when a round ends unsettled (default 2) */
+  double budget_s;           /* wall-time budget of one measurement (default 20) */
+  double trim;               /* trimmed-mean fraction per end (default 0.1) */
+  double temp_tolerance_c;   /* a temperature move beyond this discards the sample (default 2) */
+  int32_t flush_cache;       /* CPU devices: flush caches between repeats (default 0) */
+} mi_measure_options_t;
+
+MI_API void mi_measure_options_default(mi_measure_options_t *o);
+
+/** Where samples come from. run() performs one repeat and returns its duration in seconds;
+ * it sets *state_changed when the device state (frequency, temperature) moved during it. */
+typedef struct mi_sample_source {
+  void *user;
+  int32_t (*run)(void *user, double *seconds, int *state_changed, mi_error_t *err);
+  void (*begin_round)(void *user); /* optional: a fresh round starts (re-measure) */
+  void (*between)(void *user);     /* optional: between repeats (cache flush) */
+} mi_sample_source_t;
+
+/** What the protocol measured: the statistics of the kept samples of the final round. */
+typedef struct mi_measure_result {
+  mi_stats_t stats;
+  int32_t rounds;        /* 1 + re-measures */
+  int32_t runs;          /* every run, warm-up and discarded included */
+  int32_t discarded;     /* samples dropped because the device state changed */
+  int32_t settled;       /* 1 when the final CV <= threshold */
+  int32_t sample_count;
+  double samples[MI_MEASURE_MAX_SAMPLES]; /* kept samples of the final round, in order */
+} mi_measure_result_t;
+
+/** Runs the protocol: warm-up, >= min_repeats timed repeats, more while the CV is above the
+ * threshold (up to max_repeats and the budget), a fresh round when it still is (up to
+ * max_remeasure times). Fails when a run fails or no sample could be kept. */
+MI_API int32_t mi_measure_run(const mi_sample_source_t *src, const mi_measure_options_t *o,
+                              mi_measure_result_t *out, mi_error_t *err);
+
+/* ---------------------------------------------------------------- profiling a session */
+
+/** Which clock end-to-end latency was taken on. */
+typedef enum mi_clock { MI_CLOCK_WALL = 0, MI_CLOCK_DEVICE = 1 } mi_clock;
+
+/** Per node: where it ran and its time over the kept repeats of the final round. */
+typedef struct mi_layer_profile {
+  char name[64];
+  char op_type[32];
+  int32_t node;            /* index in the graph */
+  int32_t where;           /* 0 device kernel, 1 host fallback, 2 folded at create time */
+  int32_t has_device_time;
+  mi_stats_t wall;         /* seconds */
+  mi_stats_t device;       /* seconds, when has_device_time */
+} mi_layer_profile_t;
+
+/** A profile of one model on one device. */
+typedef struct mi_profile {
+  char plugin_name[64];
+  char plugin_version[32];
+  uint32_t device;
+  mi_device_desc_t desc;
+  int32_t clock;               /* mi_clock of `latency` */
+  mi_measure_result_t latency; /* end-to-end, seconds */
+  mi_stats_t wall;             /* end-to-end wall time of the same repeats */
+  double prepare_s;            /* session create (compile/prepare), apart from run time */
+  int32_t has_energy;
+  int32_t energy_modeled;      /* 1: the energy counter is a model, not a sensor */
+  double energy_j;             /* median energy per run */
+  uint64_t peak_memory_bytes;  /* peak device memory counter, else the worker's peak RSS */
+  int32_t peak_memory_source;  /* 0 unknown, 1 device counter, 2 host RSS */
+  int32_t fallback_count;
+  int32_t checked;             /* a reference check was done */
+  int32_t check_ok;
+  double check_error;          /* max |out - ref| / max |ref| */
+  int32_t layer_count;
+  mi_layer_profile_t *layers;
+} mi_profile_t;
+
+/** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
+ * (may be NULL). With `check` the outputs are compared with the reference interpreter.
+ * *out is a new profile (mi_profile_destroy) or NULL on failure. */
+MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
+                              const mi_session_options_t *so, const mi_measure_options_t *mo,
+                              int check, mi_profile_t **out, mi_error_t *err);
+MI_API void mi_profile_destroy(mi_profile_t *p);
+/** The layers as a JSON array (malloc'd; free()); NULL when out of memory. */
+MI_API char *mi_profile_layers_json(const mi_profile_t *p);
+
+/* ---------------------------------------------------------------- crash-isolated workers */
+
+/** A pool of worker processes, one per device; each loads the plugins itself. */
+typedef struct mi_worker_pool mi_worker_pool_t;
+
+typedef struct mi_worker_options {
+  uint32_t struct_size;
+  const char *plugin_dirs;   /* colon-separated folders; NULL = MI_PLUGIN_PATH */
+  double timeout_s;          /* per job; a worker silent for longer is killed (default 60) */
+  int32_t quarantine_after;  /* consecutive failures that quarantine a device (default 3) */
+  const char *const *env;    /* "KEY=VALUE" set in every worker's environment; NULL-ended */
+} mi_worker_options_t;
+
+MI_API void mi_worker_options_default(mi_worker_options_t *o);
+MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *o, mi_worker_pool_t **out,
+                                     mi_error_t *err);
+/** Kills and reaps every worker. NULL is a no-op. */
+MI_API void mi_worker_pool_destroy(mi_worker_pool_t *p);
+
+/** Profiles the model file `model` on device `spec` ("PLUGIN:INDEX") in its worker, with the
+ * device knobs of `so` (may be NULL; per-node choices are not carried yet: MI_ERR_UNSUPPORTED,
+ * at most 16 knobs of INT/BOOL/ENUM value). On MI_OK
+ * *out is a new profile. Otherwise the measurement failed and err says why in one line:
+ * "crashed: signal N (...)", "timed out after S s", "wrong results: ...", "quarantined: ...",
+ * or the plugin's error. MI_ERR_CRASHED, MI_ERR_TIMEOUT, MI_ERR_CONSTRAINT (wrong results),
+ * MI_ERR_UNSUPPORTED (quarantined) or the worker's code. */
+MI_API int32_t mi_worker_profile(mi_worker_pool_t *p, const char *spec, const char *model,
+                                 const mi_session_options_t *so,
+                                 const mi_measure_options_t *mo, int check, mi_profile_t **out,
+                                 mi_error_t *err);
+/** 1 when `spec` failed quarantine_after times in a row and is no longer run. */
+MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
+
+/* ---------------------------------------------------------------- fingerprints */
+
+#define MI_FEATURE_MAX_OPS 48
+
+/** Static features of a model (shapes inferred). */
+typedef struct mi_model_features {
+  int32_t layer_count;           /* nodes that compute (not constants) */
+  int32_t op_kinds;
+  char op_names[MI_FEATURE_MAX_OPS][32];
+  int32_t op_counts[MI_FEATURE_MAX_OPS];
+  double flops;                  /* per inference, multiply-add = 2 */
+  int64_t params;                /* constant elements */
+  int64_t max_width;             /* largest channel (4-D) or feature (2-D/3-D) dimension */
+  int64_t input_scale;           /* input elements per batch item */
+  int64_t batch;
+  char input_shapes[256];        /* "input:1x3x96x96;..." */
+} mi_model_features_t;
+
+/** Static features of one layer. */
+typedef struct mi_layer_features {
+  char name[64];
+  char op_type[32];
+  char in_shape[64], out_shape[64];
+  double flops;
+  double bytes;                  /* inputs + weights + outputs */
+  double intensity;              /* flops / bytes */
+  int32_t fusable;               /* can fold into its producer (activation, BN, Add after conv) */
+  int32_t alignment;             /* largest power of two (<= 64) dividing the channel count */
+} mi_layer_features_t;
+
+/** Computes model and (when `layers` is not NULL) per-layer features; *layers is malloc'd. */
+MI_API int32_t mi_model_features(const mi_graph_t *g, mi_model_features_t *out,
+                                 mi_layer_features_t **layers, int32_t *layer_count,
+                                 mi_error_t *err);
+/** Model features as a JSON object (malloc'd; free()); NULL when out of memory. */
+MI_API char *mi_model_features_json(const mi_model_features_t *f);
+/** Hash of a file's bytes (the model hash), as hex. */
+MI_API int32_t mi_file_hash(const char *path, char out[17], mi_error_t *err);
+
+#define MI_PROBE_COUNT 5
+
+/** Declared features plus micro-benchmarks of a device. */
+typedef struct mi_device_fingerprint {
+  mi_device_desc_t desc;
+  double gemm_gflops;                /* measured: a 256^3 FP32 MatMul */
+  double add_gbs;                    /* measured: a large Add, bytes moved / s */
+  double probe_us[MI_PROBE_COUNT];   /* median latencies of the fixed probe layers */
+  double vector[4 + MI_PROBE_COUNT]; /* log-scaled embedding for similarity */
+  char hash[17];                     /* of the declared features only: stable across runs */
+} mi_device_fingerprint_t;
+
+/** Hash of a device's declared features (name, vendor, driver, ISA, kind, units, memory). */
+MI_API void mi_device_hash(const mi_device_desc_t *desc, char out[17]);
+/** Names of the probe layers, index 0..MI_PROBE_COUNT-1. */
+MI_API const char *mi_probe_name(int32_t index);
+/** Measures the fingerprint of a device in this process. */
+MI_API int32_t mi_device_fingerprint(mi_plugin_t *plugin, uint32_t device,
+                                     mi_device_fingerprint_t *out, mi_error_t *err);
+/** The fingerprint as a JSON object (malloc'd; free()). */
+MI_API char *mi_device_fingerprint_json(const mi_device_fingerprint_t *f);
+/** The software stack of a record: compiler, framework, ABI, plugin name and version, driver.
+ * Writes the text into out (cap bytes) and its hash into hash[17]. */
+MI_API void mi_stack_describe(const char *plugin_name, const char *plugin_version,
+                              const mi_device_desc_t *desc, char *out, size_t cap,
+                              char hash[17]);
+/** Measures a device fingerprint in the worker of `spec` (crash-isolated). */
+MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
+                                     mi_device_fingerprint_t *out, mi_error_t *err);
+
+/* ---------------------------------------------------------------- the evaluation log */
+
+/** Where energy figures came from. */
+typedef enum mi_energy_source {
+  MI_ENERGY_NONE = 0, MI_ENERGY_MEASURED = 1, MI_ENERGY_MODELED = 2
+} mi_energy_source;
+
+/** One measurement record, with its task, configuration, device and software stack. Strings
+ * may be NULL where marked. */
+typedef struct mi_record {
+  /* task */
+  const char *model_hash;
+  const char *model_name;            /* may be NULL */
+  const char *model_features_json;   /* may be NULL */
+  int64_t batch;
+  const char *input_shapes;
+  /* device */
+  const char *device_spec;           /* "blis-cpu:0" */
+  const char *device_name;
+  const char *device_hash;           /* fingerprint hash */
+  const char *device_json;           /* fingerprint, may be NULL */
+  /* configuration: hardware side (variant/knobs per node + device knobs) and model side */
+  const char *config_canonical;
+  const char *model_config_canonical; /* from the transform passes; may be NULL */
+  /* software stack */
+  const char *stack;
+  const char *stack_hash;
+  /* result */
+  int64_t run_id;
+  int32_t ok;
+  const char *failure;               /* NULL when ok */
+  const char *clock;                 /* "wall" | "device" */
+  mi_stats_t latency_s;
+  const char *samples_json;          /* the kept samples, seconds */
+  int32_t repeats, rounds, discarded;
+  double prepare_s;
+  uint64_t peak_memory_bytes;        /* 0 = unknown */
+  double energy_j;
+  int32_t energy_source;             /* mi_energy_source */
+  const char *accuracy_json;         /* may be NULL */
+  const char *layers_json;           /* may be NULL */
+} mi_record_t;
+
+/** A row a query returns (borrowed for the callback). */
+typedef struct mi_history_row {
+  int64_t id;
+  const char *model_hash;
+  const char *device_hash;
+  const char *stack_hash;
+  const char *config_canonical;
+  const char *config_hash;
+  int32_t ok;
+  const char *failure;
+  double median_s, p90_s, cv;
+} mi_history_row_t;
+
+typedef struct mi_history_query {
+  const char *model_hash;  /* NULL = any */
+  const char *device_hash; /* NULL = any */
+  const char *stack_hash;  /* required for warm starts unless any_stack */
+  int32_t any_stack;
+  int32_t ok_only;
+  int32_t limit;           /* 0 = no limit */
+} mi_history_query_t;
+
+typedef int (*mi_history_row_fn)(void *user, const mi_history_row_t *row);
+
+typedef struct mi_history_stats {
+  int64_t runs, tasks, configs, stacks, devices, measurements, failed;
+  int32_t schema_version;
+} mi_history_stats_t;
+
+/** The store behind the log: a table of functions so another database can be added. */
+typedef struct mi_store_ops {
+  const char *name;
+  int32_t (*open)(const char *where, void **state, mi_error_t *err);
+  void (*close)(void *state);
+  int32_t (*begin)(void *state, mi_error_t *err);
+  int32_t (*commit)(void *state, mi_error_t *err);
+  void (*rollback)(void *state);
+  int32_t (*put_run)(void *state, const char *tool, const char *note, int64_t *id,
+                     mi_error_t *err);
+  int32_t (*put_measurement)(void *state, const mi_record_t *r, int64_t *id, mi_error_t *err);
+  int32_t (*query)(void *state, const mi_history_query_t *q, mi_history_row_fn fn, void *user,
+                   mi_error_t *err);
+  int32_t (*stats)(void *state, mi_history_stats_t *out, mi_error_t *err);
+  int32_t (*export_jsonl)(void *state, FILE *f, int64_t *count, mi_error_t *err);
+  /* Imports one line; *added = 0 when the record was already there. */
+  int32_t (*import_line)(void *state, const char *line, int *added, mi_error_t *err);
+} mi_store_ops_t;
+
+/** The SQLite store (WAL, versioned schema, migrations). */
+MI_API const mi_store_ops_t *mi_store_sqlite(void);
+
+typedef struct mi_history mi_history_t;
+
+/** Current schema version of the SQLite store, and of export lines. */
+#define MI_HISTORY_SCHEMA_VERSION 2
+#define MI_HISTORY_FORMAT_VERSION 1
+
+/** Opens (creating and migrating) the log at `path` with the SQLite store. */
+MI_API int32_t mi_history_open(const char *path, mi_history_t **out, mi_error_t *err);
+/** Opens with any store. */
+MI_API int32_t mi_history_open_store(const mi_store_ops_t *ops, const char *where,
+                                     mi_history_t **out, mi_error_t *err);
+MI_API void mi_history_close(mi_history_t *h);
+/** Starts a run (one invocation of a tool); its id goes into each record. */
+MI_API int32_t mi_history_begin_run(mi_history_t *h, const char *tool, const char *note,
+                                    int64_t *run_id, mi_error_t *err);
+/** Records one measurement in its own transaction, committed before it returns. */
+MI_API int32_t mi_history_put(mi_history_t *h, const mi_record_t *r, int64_t *id,
+                              mi_error_t *err);
+MI_API int32_t mi_history_query(mi_history_t *h, const mi_history_query_t *q,
+                                mi_history_row_fn fn, void *user, mi_error_t *err);
+MI_API int32_t mi_history_stats(mi_history_t *h, mi_history_stats_t *out, mi_error_t *err);
+/** Writes every measurement as one JSON line with its format version. */
+MI_API int32_t mi_history_export(mi_history_t *h, FILE *f, int64_t *count, mi_error_t *err);
+/** Imports JSON lines; a bad line stops the import with "line N: why" (lines before it stay).
+ * Records already present are skipped, so importing twice adds nothing. */
+MI_API int32_t mi_history_import(mi_history_t *h, FILE *f, int64_t *added, int64_t *skipped,
+                                 mi_error_t *err);
+
+/** The canonical text of a hardware-side configuration: device knobs, then node choices sorted
+ * by node name, knobs sorted by name. "default" when nothing is chosen. malloc'd. */
+MI_API char *mi_config_canonical(const mi_session_options_t *o);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* METAINFER_MI_MEASURE_H */

@@ -1,0 +1,38 @@
+/* history_internal.h - the SQLite store's shared state, its migrations and record writer. */
+#ifndef MI_HISTORY_INTERNAL_H
+#define MI_HISTORY_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "metainfer/mi.h"
+
+typedef struct mi__sqlite {
+  sqlite3 *db;
+} mi__sqlite_t;
+
+/* Brings the schema of `db` up to version `target` (<= MI_HISTORY_SCHEMA_VERSION), one
+ * migration per version step, each in its own transaction. Tests use it to make old files. */
+int32_t mi__sqlite_migrate(sqlite3 *db, int target, mi_error_t *err);
+/* The schema version of `db` (0 for an empty file), or -1 on error. */
+int mi__sqlite_version(sqlite3 *db);
+
+/* Runs SQL without results; err names `what`. */
+int32_t mi__sqlite_exec(sqlite3 *db, const char *sql, const char *what, mi_error_t *err);
+
+/* Writes a record inside the caller's transaction. `uuid` NULL = a new one; `run_uuid` names
+ * the run for imported records (else r->run_id is used). *added = 0 when the uuid was there. */
+int32_t mi__sqlite_put(mi__sqlite_t *st, const mi_record_t *r, const char *uuid,
+                       const char *run_uuid, const char *run_started, const char *run_tool,
+                       const char *created_at, int64_t *id, int *added, mi_error_t *err);
+
+/* 32 hex digits from /dev/urandom (time and pid when it cannot be read). */
+void mi__uuid(char out[33]);
+
+/* The store's import and export (sqlite_io.c). */
+int32_t mi__sqlite_export(void *state, FILE *f, int64_t *count, mi_error_t *err);
+int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_error_t *err);
+int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_row_fn fn,
+                         void *user, mi_error_t *err);
+int32_t mi__sqlite_stats(void *state, mi_history_stats_t *out, mi_error_t *err);
+
+#endif

@@ -1,0 +1,65 @@
+/* measure_internal.h - helpers the measure, history and feature modules share: a growable
+ * string buffer, a monotonic clock, and the worker's frames. */
+#ifndef MI_MEASURE_INTERNAL_H
+#define MI_MEASURE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metainfer/mi.h"
+
+/* A growable NUL-terminated string. `failed` sticks once an allocation fails. */
+typedef struct mi__sbuf {
+  char *s;
+  size_t len, cap;
+  int failed;
+} mi__sbuf_t;
+
+void mi__sbuf_printf(mi__sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends `s` as a JSON string literal. */
+void mi__sbuf_json_string(mi__sbuf_t *b, const char *s);
+/* Appends a number, null when not finite. */
+void mi__sbuf_json_double(mi__sbuf_t *b, double v);
+/* Hands the string over (NULL when an allocation failed, and the buffer is freed). */
+char *mi__sbuf_take(mi__sbuf_t *b);
+
+/* Seconds on the monotonic clock. */
+double mi__now_s(void);
+
+/* Appends stats as a JSON object {"n":..,"median":..,...}, values scaled by `scale`. */
+void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
+
+/* Worker frames: a header, then `length` payload bytes. */
+enum {
+  MI__FRAME_MAGIC = 0x4d49574bu, /* "MIWK" */
+  MI__JOB_PROFILE = 1,
+  MI__JOB_FINGERPRINT = 2,
+  MI__REPLY_PROFILE = 11,        /* mi_profile_t, then layer_count mi_layer_profile_t */
+  MI__REPLY_FINGERPRINT = 12,    /* mi_device_fingerprint_t */
+  MI__REPLY_ERROR = 13           /* mi_error_t */
+};
+
+typedef struct mi__frame {
+  uint32_t magic, type, length;
+} mi__frame_t;
+
+/* A job, sent as raw bytes: parent and worker are the same program (fork). */
+typedef struct mi__job {
+  char model[4096];
+  mi_measure_options_t mo;
+  int32_t check;
+  int32_t knob_count;        /* device knobs */
+  char knob_name[16][64];
+  int64_t knob_value[16];
+} mi__job_t;
+
+/* Writes a frame (header + two payload parts); MI_ERR_IO when the peer is gone. */
+int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb);
+/* Reads exactly n bytes before `deadline` (mi__now_s seconds; <= 0: no deadline).
+ * Returns 1 done, 0 peer closed, -1 timeout, -2 I/O error. */
+int mi__read_full(int fd, void *buf, size_t n, double deadline);
+
+/* The worker's main loop: loads plugins from `dirs`, resolves `spec`, serves jobs on `fd`. */
+void mi__worker_main(int fd, const char *dirs, const char *spec) __attribute__((noreturn));
+
+#endif

@@ -1,0 +1,346 @@
+/* profile.c - profiles a model on a device in this process: the session's prepare time apart
+ * from run time, end-to-end and per-node statistics, counters read around every repeat. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/measure_internal.h"
+
+typedef struct counters {
+  int32_t freq, temp, energy, memory; /* counter indices, -1 when the device has none */
+  double freq_res;
+  int32_t energy_modeled;
+} counters_t;
+
+typedef struct prof_src {
+  mi_session_t *s;
+  const mi_graph_t *g;
+  mi_plugin_t *plugin;
+  uint32_t device;
+  const mi_measure_options_t *mo;
+  counters_t c;
+  mi_array_t **in, **outs;
+  int32_t nin, nout;
+  int use_device;              /* samples are device time */
+  int32_t k;                   /* kept samples of this round */
+  double *wall, *energy;       /* per kept sample */
+  double *node_wall, *node_dev;/* node_count x MI_MEASURE_MAX_SAMPLES */
+  uint8_t *node_has_dev;
+  double peak_mem;
+  unsigned char *flush;
+  size_t flush_bytes;
+} prof_src_t;
+
+static int read_counter(prof_src_t *p, int32_t idx, double *v) {
+  mi_counter_sample_t s;
+  mi_error_t e;
+  if (idx < 0 || !p->plugin->api.counter_read) return 0;
+  memset(&s, 0, sizeof s);
+  s.struct_size = (uint32_t)sizeof s;
+  if (p->plugin->api.counter_read(p->plugin->ctx, p->device, (uint32_t)idx, &s, &e) != MI_OK)
+    return 0;
+  if (!s.has_value) return 0;
+  *v = s.value;
+  return 1;
+}
+
+static void find_counters(prof_src_t *p) {
+  mi_counter_desc_t *d = NULL;
+  uint32_t n = 0;
+  p->c.freq = p->c.temp = p->c.energy = p->c.memory = -1;
+  if (mi_plugin_counters(p->plugin, p->device, &d, &n, NULL) != MI_OK) return;
+  for (uint32_t i = 0; i < n; i++) {
+    int32_t *slot = NULL;
+    switch (d[i].kind) {
+    case MI_COUNTER_FREQUENCY: slot = &p->c.freq; p->c.freq_res = d[i].resolution; break;
+    case MI_COUNTER_TEMPERATURE: slot = &p->c.temp; break;
+    case MI_COUNTER_ENERGY: slot = &p->c.energy; p->c.energy_modeled = d[i].modeled; break;
+    case MI_COUNTER_MEMORY: slot = &p->c.memory; break;
+    default: break;
+    }
+    if (slot && *slot < 0) *slot = (int32_t)i;
+  }
+  free(d);
+}
+
+static void flush_between(void *user) {
+  prof_src_t *p = user;
+  /* Write every cache line so the next repeat starts from memory, as a cold inference would. */
+  for (size_t i = 0; p->flush && i < p->flush_bytes; i += 64) p->flush[i]++;
+}
+
+static void begin_round(void *user) { ((prof_src_t *)user)->k = 0; }
+
+static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
+  prof_src_t *p = user;
+  double f0 = 0, f1 = 0, t0 = 0, t1 = 0, e0 = 0, e1 = 0, m = 0, w0, w1;
+  int hf0 = read_counter(p, p->c.freq, &f0), ht0 = read_counter(p, p->c.temp, &t0);
+  int he0 = read_counter(p, p->c.energy, &e0);
+  uint64_t dev = 0;
+  int32_t rc;
+  w0 = mi__now_s();
+  rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
+  w1 = mi__now_s();
+  for (int32_t i = 0; i < p->nout; i++) {
+    mi_array_destroy(p->outs[i]);
+    p->outs[i] = NULL;
+  }
+  if (rc) return rc;
+  *changed = 0;
+  if (hf0 && read_counter(p, p->c.freq, &f1) && fabs(f1 - f0) > p->c.freq_res * 0.5) *changed = 1;
+  if (ht0 && read_counter(p, p->c.temp, &t1) && fabs(t1 - t0) > p->mo->temp_tolerance_c)
+    *changed = 1;
+  if (read_counter(p, p->c.memory, &m) && m > p->peak_mem) p->peak_mem = m;
+  if (p->use_device && mi_session_device_time(p->s, &dev)) *seconds = (double)dev * 1e-9;
+  else *seconds = w1 - w0;
+  if (*changed || p->k >= MI_MEASURE_MAX_SAMPLES) return MI_OK;
+  p->wall[p->k] = w1 - w0;
+  p->energy[p->k] = he0 && read_counter(p, p->c.energy, &e1) ? e1 - e0 : NAN;
+  for (int32_t n = 0; n < p->g->node_count; n++) {
+    uint64_t wn = 0, dn = 0;
+    int r = mi_session_node_time(p->s, n, &wn, &dn);
+    p->node_wall[(size_t)n * MI_MEASURE_MAX_SAMPLES + (size_t)p->k] = (double)wn * 1e-9;
+    p->node_dev[(size_t)n * MI_MEASURE_MAX_SAMPLES + (size_t)p->k] = (double)dn * 1e-9;
+    if (r == 2) p->node_has_dev[n] = 1;
+  }
+  p->k++;
+  return MI_OK;
+}
+
+static uint64_t peak_rss(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  uint64_t kb = 0;
+  if (!f) return 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, "VmHWM:", 6) == 0) kb = strtoull(line + 6, NULL, 10);
+  fclose(f);
+  return kb * 1024;
+}
+
+static void reset_peak_rss(void) {
+  /* "5" resets the peak RSS (Linux >= 4.0), so the worker reports this job's peak. */
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return;
+  fputs("5", f);
+  fclose(f);
+}
+
+static int32_t check_reference(prof_src_t *p, mi_profile_t *out, mi_error_t *err) {
+  mi_array_t **ref = calloc((size_t)p->nout + 1, sizeof *ref);
+  double maxdiff = 0, maxref = 0;
+  int32_t rc;
+  if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+  rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
+  if (!rc) rc = mi_ref_run(p->g, (const mi_array_t *const *)p->in, p->nin, ref, p->nout, err);
+  for (int32_t i = 0; !rc && i < p->nout; i++) {
+    const float *a = p->outs[i]->data, *b = ref[i]->data;
+    int64_t n = mi_array_numel(ref[i]);
+    if (p->outs[i]->dtype != MI_DTYPE_FLOAT32 || ref[i]->dtype != MI_DTYPE_FLOAT32 ||
+        mi_array_numel(p->outs[i]) != n) {
+      maxdiff = INFINITY;
+      continue;
+    }
+    for (int64_t j = 0; j < n; j++) {
+      double d = fabs((double)a[j] - (double)b[j]);
+      if (!(d <= maxdiff)) maxdiff = d; /* NaN counts as the worst */
+      if (fabs((double)b[j]) > maxref) maxref = fabs((double)b[j]);
+    }
+  }
+  for (int32_t i = 0; i < p->nout; i++) {
+    mi_array_destroy(p->outs[i]);
+    p->outs[i] = NULL;
+    mi_array_destroy(ref[i]);
+  }
+  free(ref);
+  if (rc) return rc;
+  out->checked = 1;
+  out->check_error = maxdiff / (maxref > 1e-6 ? maxref : 1e-6);
+  /* FP16 devices stay well inside 5% of the output range; a wrong kernel does not. */
+  out->check_ok = out->check_error <= 0.05;
+  return MI_OK;
+}
+
+static int32_t fill_layers(prof_src_t *p, mi_profile_t *out, double trim, mi_error_t *err) {
+  const mi_graph_t *g = p->g;
+  int32_t rc;
+  out->layers = calloc((size_t)g->node_count + 1, sizeof *out->layers);
+  if (!out->layers) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+  for (int32_t n = 0; n < g->node_count; n++) {
+    mi_layer_profile_t *l = &out->layers[out->layer_count];
+    int r = mi_session_node_time(p->s, n, NULL, NULL);
+    l->node = n;
+    snprintf(l->name, sizeof l->name, "%s", g->nodes[n].name ? g->nodes[n].name : "");
+    snprintf(l->op_type, sizeof l->op_type, "%s", g->nodes[n].op_type);
+    if (r == 0) {
+      l->where = 2;
+    } else {
+      double *ws = &p->node_wall[(size_t)n * MI_MEASURE_MAX_SAMPLES];
+      double *ds = &p->node_dev[(size_t)n * MI_MEASURE_MAX_SAMPLES];
+      l->where = 0;
+      for (int32_t i = 0; i < mi_session_fallback_count(p->s); i++)
+        if (g->nodes[n].name && strcmp(mi_session_fallback_node(p->s, i), g->nodes[n].name) == 0)
+          l->where = 1;
+      if ((rc = mi_stats_compute(ws, p->k, trim, &l->wall, err))) return rc;
+      if (p->node_has_dev[n]) {
+        l->has_device_time = 1;
+        if ((rc = mi_stats_compute(ds, p->k, trim, &l->device, err))) return rc;
+      }
+    }
+    out->layer_count++;
+  }
+  return MI_OK;
+}
+
+static void src_free(prof_src_t *p) {
+  for (int32_t i = 0; p->in && i < p->nin; i++) mi_array_destroy(p->in[i]);
+  for (int32_t i = 0; p->outs && i < p->nout; i++) mi_array_destroy(p->outs[i]);
+  free(p->in);
+  free(p->outs);
+  free(p->wall);
+  free(p->energy);
+  free(p->node_wall);
+  free(p->node_dev);
+  free(p->node_has_dev);
+  free(p->flush);
+  mi_session_destroy(p->s);
+}
+
+static int32_t src_init(prof_src_t *p, const mi_graph_t *g, mi_error_t *err) {
+  size_t cells = (size_t)(g->node_count + 1) * MI_MEASURE_MAX_SAMPLES;
+  p->nin = g->input_count;
+  p->nout = g->output_count;
+  p->in = calloc((size_t)p->nin + 1, sizeof *p->in);
+  p->outs = calloc((size_t)p->nout + 1, sizeof *p->outs);
+  p->wall = calloc(MI_MEASURE_MAX_SAMPLES, sizeof *p->wall);
+  p->energy = calloc(MI_MEASURE_MAX_SAMPLES, sizeof *p->energy);
+  p->node_wall = calloc(cells, sizeof *p->node_wall);
+  p->node_dev = calloc(cells, sizeof *p->node_dev);
+  p->node_has_dev = calloc((size_t)g->node_count + 1, 1);
+  if (!p->in || !p->outs || !p->wall || !p->energy || !p->node_wall || !p->node_dev ||
+      !p->node_has_dev)
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+  for (int32_t i = 0; i < p->nin; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    p->in[i] = mi_array_create(t->dtype, t->rank, t->dims);
+    if (!p->in[i])
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "profile: input '%s' has no concrete shape to make data for", t->name);
+    if (t->dtype == MI_DTYPE_FLOAT32) mi_array_fill_random(p->in[i], 42 + (uint64_t)i);
+  }
+  return MI_OK;
+}
+
+MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
+                              const mi_session_options_t *so, const mi_measure_options_t *mo,
+                              int check, mi_profile_t **out, mi_error_t *err) {
+  prof_src_t p;
+  mi_measure_options_t o;
+  mi_sample_source_t src;
+  mi_profile_t *r = NULL;
+  double t0, tmp[MI_MEASURE_MAX_SAMPLES];
+  int32_t rc, ne = 0;
+  uint64_t dev;
+  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_profile_run: out is NULL");
+  *out = NULL;
+  if (!g || !plugin) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_profile_run: NULL graph or plugin");
+  memset(&p, 0, sizeof p);
+  mi_measure_options_default(&o);
+  if (mo) memcpy(&o, mo, mo->struct_size < sizeof o ? mo->struct_size : sizeof o);
+  r = calloc(1, sizeof *r);
+  if (!r) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+  snprintf(r->plugin_name, sizeof r->plugin_name, "%s", plugin->name);
+  snprintf(r->plugin_version, sizeof r->plugin_version, "%s", plugin->version);
+  r->device = device;
+  if ((rc = mi_plugin_device_info(plugin, device, &r->desc, err))) goto done;
+  reset_peak_rss();
+  p.plugin = plugin;
+  p.device = device;
+  p.mo = &o;
+  p.g = g;
+  if ((rc = src_init(&p, g, err))) goto done;
+  find_counters(&p);
+  t0 = mi__now_s();
+  if ((rc = mi_session_create(g, plugin, device, so, &p.s, err))) goto done;
+  r->prepare_s = mi__now_s() - t0;
+  r->fallback_count = mi_session_fallback_count(p.s);
+  if (o.flush_cache && r->desc.kind == MI_DEVICE_CPU) {
+    p.flush_bytes = r->desc.cache_bytes ? 2 * r->desc.cache_bytes : (32u << 20);
+    if (p.flush_bytes > (256u << 20)) p.flush_bytes = 256u << 20;
+    p.flush = calloc(p.flush_bytes, 1);
+  }
+  /* The first run says which clock to trust: the device's own timer when every kernel has one. */
+  rc = mi_session_run(p.s, (const mi_array_t *const *)p.in, p.nin, p.outs, p.nout, err);
+  for (int32_t i = 0; i < p.nout; i++) {
+    mi_array_destroy(p.outs[i]);
+    p.outs[i] = NULL;
+  }
+  if (rc) goto done;
+  p.use_device = mi_session_device_time(p.s, &dev);
+  r->clock = p.use_device ? MI_CLOCK_DEVICE : MI_CLOCK_WALL;
+  memset(&src, 0, sizeof src);
+  src.user = &p;
+  src.run = one_run;
+  src.begin_round = begin_round;
+  if (p.flush) src.between = flush_between;
+  if ((rc = mi_measure_run(&src, &o, &r->latency, err))) goto done;
+  if ((rc = mi_stats_compute(p.wall, p.k, o.trim, &r->wall, err))) goto done;
+  for (int32_t i = 0; i < p.k; i++)
+    if (isfinite(p.energy[i])) tmp[ne++] = p.energy[i];
+  if (ne > 0) {
+    mi_stats_t es;
+    if ((rc = mi_stats_compute(tmp, ne, o.trim, &es, err))) goto done;
+    r->has_energy = 1;
+    r->energy_modeled = p.c.energy_modeled;
+    r->energy_j = es.median;
+  }
+  if (p.peak_mem > 0) {
+    r->peak_memory_bytes = (uint64_t)p.peak_mem;
+    r->peak_memory_source = 1;
+  } else if ((r->peak_memory_bytes = peak_rss()) > 0) {
+    r->peak_memory_source = 2;
+  }
+  if ((rc = fill_layers(&p, r, o.trim, err))) goto done;
+  if (check && (rc = check_reference(&p, r, err))) goto done;
+done:
+  src_free(&p);
+  if (rc) {
+    mi_profile_destroy(r);
+    return rc;
+  }
+  *out = r;
+  return MI_OK;
+}
+
+MI_API void mi_profile_destroy(mi_profile_t *p) {
+  if (!p) return;
+  free(p->layers);
+  free(p);
+}
+
+MI_API char *mi_profile_layers_json(const mi_profile_t *p) {
+  static const char *const where[] = {"device", "host", "folded"};
+  mi__sbuf_t b = {0};
+  if (!p) return NULL;
+  mi__sbuf_printf(&b, "[");
+  for (int32_t i = 0; i < p->layer_count; i++) {
+    const mi_layer_profile_t *l = &p->layers[i];
+    mi__sbuf_printf(&b, "%s{\"node\":%d,\"name\":", i ? "," : "", (int)l->node);
+    mi__sbuf_json_string(&b, l->name);
+    mi__sbuf_printf(&b, ",\"op\":");
+    mi__sbuf_json_string(&b, l->op_type);
+    mi__sbuf_printf(&b, ",\"where\":\"%s\"", where[l->where < 0 || l->where > 2 ? 2 : l->where]);
+    if (l->where != 2) {
+      mi__sbuf_printf(&b, ",\"wall_ms\":");
+      mi__sbuf_json_stats(&b, &l->wall, 1e3);
+    }
+    if (l->has_device_time) {
+      mi__sbuf_printf(&b, ",\"device_ms\":");
+      mi__sbuf_json_stats(&b, &l->device, 1e3);
+    }
+    mi__sbuf_printf(&b, "}");
+  }
+  mi__sbuf_printf(&b, "]");
+  return mi__sbuf_take(&b);
+}

@@ -1,0 +1,92 @@
+/* protocol.c - the measurement protocol: warm-up, timed repeats until the spread settles,
+ * re-measure rounds, samples dropped while the device state moved. */
+#include <string.h>
+
+#include "measure/measure_internal.h"
+
+MI_API void mi_measure_options_default(mi_measure_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof *o);
+  o->struct_size = (uint32_t)sizeof *o;
+  o->warmup = 2;
+  o->min_repeats = 5;
+  o->max_repeats = 30;
+  o->cv_threshold = 0.05;
+  o->max_remeasure = 2;
+  o->budget_s = 20;
+  o->trim = 0.1;
+  o->temp_tolerance_c = 2.0;
+  o->flush_cache = 0;
+}
+
+/* One round: fresh samples until min_repeats are kept and the CV settles, or a cap is hit. */
+static int32_t round_run(const mi_sample_source_t *src, const mi_measure_options_t *o,
+                         double deadline, mi_measure_result_t *r, mi_error_t *err) {
+  int32_t rc, attempts = 0;
+  /* Discarded samples count against a cap too, so a device that never settles ends. */
+  int32_t max_attempts = 2 * o->max_repeats + 10;
+  r->sample_count = 0;
+  if (src->begin_round) src->begin_round(src->user);
+  for (;;) {
+    double t = 0;
+    int changed = 0;
+    if (r->sample_count >= o->min_repeats) {
+      if ((rc = mi_stats_compute(r->samples, r->sample_count, o->trim, &r->stats, err)))
+        return rc;
+      if (r->stats.cv <= o->cv_threshold || r->sample_count >= o->max_repeats ||
+          mi__now_s() > deadline)
+        return MI_OK;
+    } else if (attempts > 0 && mi__now_s() > deadline && r->sample_count > 0) {
+      /* Out of time before the minimum: report what was kept, it stays unsettled. */
+      return mi_stats_compute(r->samples, r->sample_count, o->trim, &r->stats, err);
+    }
+    if (attempts++ >= max_attempts) break;
+    if (src->between) src->between(src->user);
+    if ((rc = src->run(src->user, &t, &changed, err))) return rc;
+    r->runs++;
+    if (changed) {
+      r->discarded++;
+      continue;
+    }
+    if (r->sample_count < MI_MEASURE_MAX_SAMPLES) r->samples[r->sample_count++] = t;
+  }
+  if (r->sample_count == 0)
+    return mi_errorf(err, MI_ERR_DEVICE,
+                     "measure: every one of %d samples was taken while the device state changed",
+                     (int)r->discarded);
+  return mi_stats_compute(r->samples, r->sample_count, o->trim, &r->stats, err);
+}
+
+MI_API int32_t mi_measure_run(const mi_sample_source_t *src, const mi_measure_options_t *opts,
+                              mi_measure_result_t *out, mi_error_t *err) {
+  mi_measure_options_t o;
+  double deadline;
+  int32_t rc;
+  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_measure_run: out is NULL");
+  memset(out, 0, sizeof *out);
+  if (!src || !src->run)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_measure_run: no sample source");
+  mi_measure_options_default(&o);
+  if (opts) memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+  o.struct_size = (uint32_t)sizeof o;
+  /* The protocol's floor: never fewer than five timed repeats. */
+  if (o.min_repeats < 5) o.min_repeats = 5;
+  if (o.min_repeats > MI_MEASURE_MAX_SAMPLES) o.min_repeats = MI_MEASURE_MAX_SAMPLES;
+  if (o.max_repeats < o.min_repeats) o.max_repeats = o.min_repeats;
+  if (o.max_repeats > MI_MEASURE_MAX_SAMPLES) o.max_repeats = MI_MEASURE_MAX_SAMPLES;
+  if (o.max_remeasure < 0) o.max_remeasure = 0;
+  deadline = mi__now_s() + (o.budget_s > 0 ? o.budget_s : 1e9);
+  for (int32_t i = 0; i < o.warmup; i++) {
+    double t;
+    int changed;
+    if ((rc = src->run(src->user, &t, &changed, err))) return rc;
+    out->runs++;
+  }
+  for (;;) {
+    out->rounds++;
+    if ((rc = round_run(src, &o, deadline, out, err))) return rc;
+    out->settled = out->stats.cv <= o.cv_threshold;
+    if (out->settled || out->rounds > o.max_remeasure || mi__now_s() > deadline) break;
+  }
+  return MI_OK;
+}

@@ -1,0 +1,171 @@
+/* worker_child.c - the worker process: loads the plugins itself, serves jobs for one device, and
+ * the frame I/O both sides use. A plugin that crashes or hangs here takes only this process. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "measure/measure_internal.h"
+
+int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b,
+                       size_t nb) {
+  mi__frame_t h = {MI__FRAME_MAGIC, type, (uint32_t)(na + nb)};
+  const void *parts[3] = {&h, a, b};
+  size_t sizes[3] = {sizeof h, na, nb};
+  for (int i = 0; i < 3; i++) {
+    const char *p = parts[i];
+    size_t left = sizes[i];
+    while (left > 0) {
+      /* MSG_NOSIGNAL: a dead peer is an error value, not a SIGPIPE. */
+      ssize_t w = send(fd, p, left, MSG_NOSIGNAL);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return MI_ERR_IO;
+      p += w;
+      left -= (size_t)w;
+    }
+  }
+  return MI_OK;
+}
+
+int mi__read_full(int fd, void *buf, size_t n, double deadline) {
+  char *p = buf;
+  while (n > 0) {
+    ssize_t r;
+    if (deadline > 0) {
+      struct pollfd pfd = {fd, POLLIN, 0};
+      double left = deadline - mi__now_s();
+      int pr;
+      if (left <= 0) return -1;
+      pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr < 0) return -2;
+      if (pr == 0) return -1;
+    }
+    r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -2;
+    if (r == 0) return 0;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 1;
+}
+
+static void send_error(int fd, const mi_error_t *e) {
+  mi__frame_send(fd, MI__REPLY_ERROR, e, sizeof *e, NULL, 0);
+}
+
+static int32_t load_plugins(mi_registry_t *r, const char *dirs, mi_error_t *err) {
+  char *copy, *save = NULL;
+  int32_t rc = MI_OK;
+  if (!dirs) return mi_registry_scan_env(r, err);
+  if (!(copy = strdup(dirs))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (char *d = strtok_r(copy, ":", &save); d && !rc; d = strtok_r(NULL, ":", &save))
+    rc = mi_registry_scan(r, d, err);
+  free(copy);
+  return rc;
+}
+
+static int32_t load_model(const char *path, mi_graph_t **g, mi_error_t *err) {
+  int32_t rc = mi_onnx_load(path, g, err);
+  if (!rc) rc = mi_graph_toposort(*g, err);
+  if (!rc) rc = mi_graph_infer_shapes(*g, err);
+  if (rc) {
+    mi_graph_destroy(*g);
+    *g = NULL;
+  }
+  return rc;
+}
+
+static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__job_t *job,
+                          mi_graph_t **g, char *loaded, size_t cap) {
+  mi_error_t e;
+  mi_profile_t *prof = NULL;
+  mi_error_clear(&e);
+  if (!*g || strcmp(loaded, job->model) != 0) {
+    mi_graph_destroy(*g);
+    *g = NULL;
+    loaded[0] = '\0';
+    if (load_model(job->model, g, &e)) {
+      send_error(fd, &e);
+      return;
+    }
+    snprintf(loaded, cap, "%s", job->model);
+  }
+  {
+    mi_knob_value_t kv[16];
+    mi_session_options_t so;
+    memset(&so, 0, sizeof so);
+    so.struct_size = (uint32_t)sizeof so;
+    for (int32_t i = 0; i < job->knob_count && i < 16; i++) {
+      kv[i].name = job->knob_name[i];
+      kv[i].i = job->knob_value[i];
+      kv[i].f = 0;
+    }
+    so.device_knob_count = job->knob_count;
+    so.device_knobs = kv;
+    if (mi_profile_run(*g, pl, dev, &so, &job->mo, job->check, &prof, &e)) {
+      send_error(fd, &e);
+      return;
+    }
+  }
+  mi__frame_send(fd, MI__REPLY_PROFILE, prof, sizeof *prof, prof->layers,
+                 (size_t)prof->layer_count * sizeof *prof->layers);
+  mi_profile_destroy(prof);
+}
+
+void mi__worker_main(int fd, const char *dirs, const char *spec) {
+  mi_registry_t *reg;
+  mi_plugin_t *pl = NULL;
+  uint32_t dev = 0;
+  mi_error_t setup;
+  mi_graph_t *g = NULL;
+  char loaded[4096] = "";
+  int32_t setup_rc;
+  /* A worker must not outlive the host that measures with it. */
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  signal(SIGPIPE, SIG_IGN);
+  mi_error_clear(&setup);
+  reg = mi_registry_create();
+  setup_rc = reg ? load_plugins(reg, dirs, &setup)
+                 : mi_errorf(&setup, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  if (!setup_rc) setup_rc = mi_registry_device(reg, spec, &pl, &dev, &setup);
+  for (;;) {
+    mi__frame_t h;
+    union {
+      mi__job_t job;
+      char raw[1];
+    } *buf;
+    if (mi__read_full(fd, &h, sizeof h, 0) != 1 || h.magic != MI__FRAME_MAGIC ||
+        h.length > sizeof(mi__job_t))
+      break;
+    buf = calloc(1, sizeof *buf);
+    if (!buf || mi__read_full(fd, buf, h.length, 0) != 1) {
+      free(buf);
+      break;
+    }
+    if (setup_rc) {
+      send_error(fd, &setup);
+    } else if (h.type == MI__JOB_PROFILE && h.length == sizeof(mi__job_t)) {
+      serve_profile(fd, pl, dev, &buf->job, &g, loaded, sizeof loaded);
+    } else if (h.type == MI__JOB_FINGERPRINT) {
+      mi_device_fingerprint_t fp;
+      mi_error_t e;
+      mi_error_clear(&e);
+      if (mi_device_fingerprint(pl, dev, &fp, &e)) send_error(fd, &e);
+      else mi__frame_send(fd, MI__REPLY_FINGERPRINT, &fp, sizeof fp, NULL, 0);
+    } else {
+      mi_errorf(&setup, MI_ERR_INTERNAL, "worker: unknown job %u", h.type);
+      send_error(fd, &setup);
+      mi_error_clear(&setup);
+    }
+    free(buf);
+  }
+  /* No cleanup: _exit keeps the parent's atexit handlers and stdio buffers out of it. */
+  _exit(0);
+}

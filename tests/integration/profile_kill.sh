@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# profile_kill.sh - mi-host profile end to end: JSON figures, a crashing device recorded with
+# its reason while the others go on, SIGKILL in the middle of a run (the database opens clean
+# and keeps the completed measurements), and history export/import through the CLI.
+set -u
+B=${MI_BUILD:?MI_BUILD is not set}
+T=$(mktemp -d /tmp/mi-profile-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+HOST="$B/bin/mi-host --plugins $B/plugins"
+
+"$B/bin/mi-zoo" mlp --out "$T/m.onnx" > /dev/null || fail "mi-zoo"
+
+# 1. --json: end-to-end figures and layers at the top level, one record in the db.
+$HOST profile --model "$T/m.onnx" --device npu-stub:0 --db "$T/a.db" --repeat 5 \
+  --no-fingerprint --json > "$T/p.json" || fail "profile exit $?"
+python3 - "$T/p.json" <<'PY' || fail "profile JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["latency_ms"]["median"] > 0, d
+assert d["latency_ms"]["p10"] <= d["latency_ms"]["median"] <= d["latency_ms"]["p90"], d
+assert len(d["layers"]) == 6 and d["energy_source"] == "modeled", d
+assert d["results"][0]["ok"] is True and d["failed"] == 0
+PY
+
+# 2. A crashing NPU: the host survives, records why, and still measures the CPU.
+MI_NPU_FAULT=crash $HOST profile --model "$T/m.onnx" --device npu-stub:0 --device blis-cpu:0 \
+  --knob threads=1@blis-cpu:0 --db "$T/a.db" --repeat 5 --no-fingerprint --json > "$T/c.json"
+[ $? -eq 1 ] || fail "a failed device should make the exit status 1"
+python3 - "$T/c.json" "$T/a.db" <<'PY' || fail "crash record"
+import json, sqlite3, sys
+d = json.load(open(sys.argv[1]))
+r = {x["device"]: x for x in d["results"]}
+assert r["npu-stub:0"]["ok"] is False and "signal 11" in r["npu-stub:0"]["failure"], r
+assert r["blis-cpu:0"]["ok"] is True and r["blis-cpu:0"]["latency_ms"]["median"] > 0, r
+db = sqlite3.connect(sys.argv[2])
+rows = db.execute("SELECT device_spec, ok, failure FROM measurements ORDER BY id").fetchall()
+assert len(rows) == 3, rows
+assert rows[1][0] == "npu-stub:0" and rows[1][1] == 0 and "signal 11" in rows[1][2], rows
+assert rows[2][1] == 1, rows
+PY
+
+# 3. SIGKILL mid-run: many rounds, killed after a moment.
+$HOST profile --model "$T/m.onnx" --device npu-stub:0 --db "$T/k.db" --repeat 5 \
+  --rounds 100000 --no-fingerprint > /dev/null 2>&1 &
+pid=$!
+for i in $(seq 1 50); do
+  sleep 0.2
+  n=$(python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from measurements').fetchone()[0])" "$T/k.db" 2>/dev/null || echo 0)
+  [ "${n:-0}" -ge 3 ] && break
+done
+kill -9 $pid
+wait $pid 2>/dev/null
+python3 - "$T/k.db" <<'PY' || fail "database after SIGKILL"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+n = db.execute("SELECT count(*) FROM measurements WHERE ok = 1 AND median_s > 0").fetchone()[0]
+assert n >= 3, n
+print("measurements kept after SIGKILL:", n)
+PY
+$HOST history stats --db "$T/k.db" > /dev/null || fail "mi-host opens the killed db"
+
+# 4. Export, import twice, bad line with its number.
+$HOST history export --db "$T/a.db" --out "$T/a.jsonl" 2> /dev/null || fail "export"
+[ "$(wc -l < "$T/a.jsonl")" -eq 3 ] || fail "3 lines expected"
+$HOST history import --db "$T/b.db" "$T/a.jsonl" | grep -q "imported 3 records" || fail "import"
+$HOST history import --db "$T/b.db" "$T/a.jsonl" | grep -q "imported 0 records, skipped 3" \
+  || fail "second import must add nothing"
+{ head -1 "$T/a.jsonl"; echo '{"format":1,"kind":"measurement"'; } > "$T/bad.jsonl"
+$HOST history import --db "$T/c.db" "$T/bad.jsonl" 2> "$T/err" > /dev/null && fail "bad line accepted"
+grep -q "line 2" "$T/err" || fail "bad line number: $(cat "$T/err")"
+echo "profile_kill: ok"

@@ -1,0 +1,212 @@
+/* test_history.c - the evaluation log: records and queries, the same-stack rule, JSON Lines
+ * export/import round trip, idempotent import, bad lines reported by number, and migration of
+ * a file written at schema version 1. */
+#define _GNU_SOURCE 1
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "history/history_internal.h"
+#include "test_measure_util.h"
+
+static void fill(mi_record_t *r, int ok, double median, const char *stack_hash) {
+  static const double samples[] = {0.001, 0.0011, 0.0012};
+  memset(r, 0, sizeof *r);
+  r->model_hash = "00000000000000aa";
+  r->model_name = "m.onnx";
+  r->model_features_json = "{\"layers\":2}";
+  r->batch = 1;
+  r->input_shapes = "x:1x8x8x8";
+  r->device_spec = "npu-stub:0";
+  r->device_name = "npu \"gen1\"";
+  r->device_hash = "00000000000000bb";
+  r->config_canonical = ok ? "device{threads=2}" : "default";
+  r->stack = stack_hash[15] == '1' ? "compiler=gcc;plugin=a 1" : "compiler=gcc;plugin=a 2";
+  r->stack_hash = stack_hash;
+  r->ok = ok;
+  r->failure = ok ? NULL : "crashed: signal 11 (Segmentation fault)";
+  if (ok) {
+    r->clock = "device";
+    mi_stats_compute(samples, 3, 0, &r->latency_s, NULL);
+    r->latency_s.median = median;
+    r->samples_json = "[0.001,0.0011,0.0012]";
+    r->repeats = 5;
+    r->rounds = 1;
+    r->prepare_s = 0.002;
+    r->energy_j = 1e-5;
+    r->energy_source = MI_ENERGY_MODELED;
+    r->layers_json = "[{\"node\":0,\"name\":\"conv\"}]";
+  }
+}
+
+static int count_rows(void *u, const mi_history_row_t *row) {
+  (void)row;
+  (*(int *)u)++;
+  return 0;
+}
+
+static int count_in(mi_history_t *h, const char *stack, int any) {
+  mi_history_query_t q = {0};
+  int n = 0;
+  q.stack_hash = stack;
+  q.any_stack = any;
+  if (mi_history_query(h, &q, count_rows, &n, NULL)) return -1;
+  return n;
+}
+
+static void test_put_query_roundtrip(const char *dir) {
+  char a[128], b[128], jl[128], bad[128];
+  mi_history_t *h = NULL, *h2 = NULL;
+  mi_record_t r;
+  mi_history_stats_t st;
+  mi_error_t err;
+  int64_t run = 0, id = 0, n = 0, added = 0, skipped = 0;
+  FILE *f;
+  snprintf(a, sizeof a, "%s/a.db", dir);
+  snprintf(b, sizeof b, "%s/b.db", dir);
+  snprintf(jl, sizeof jl, "%s/a.jsonl", dir);
+  snprintf(bad, sizeof bad, "%s/bad.jsonl", dir);
+  CHECK(mi_history_open(a, &h, &err) == MI_OK, "%s", err.message);
+  if (!h) return;
+  CHECK(mi_history_begin_run(h, "test", "note", &run, &err) == MI_OK && run > 0, "%s", err.message);
+  fill(&r, 1, 0.001, "0000000000000001");
+  r.run_id = run;
+  CHECK(mi_history_put(h, &r, &id, &err) == MI_OK && id > 0, "%s", err.message);
+  fill(&r, 0, 0, "0000000000000001");
+  r.run_id = run;
+  CHECK(mi_history_put(h, &r, &id, &err) == MI_OK, "%s", err.message);
+  fill(&r, 1, 0.002, "0000000000000002");
+  CHECK(mi_history_put(h, &r, &id, &err) == MI_OK, "%s", err.message);
+  fill(&r, 1, 0.002, "0000000000000002");
+  r.stack_hash = NULL;
+  CHECK(mi_history_put(h, &r, &id, &err) == MI_ERR_INVALID_ARGUMENT, "incomplete record");
+  CHECK(mi_history_stats(h, &st, &err) == MI_OK, "%s", err.message);
+  CHECK(st.measurements == 3 && st.failed == 1 && st.stacks == 2 && st.tasks == 1 &&
+            st.devices == 1 && st.configs == 2 && st.schema_version == MI_HISTORY_SCHEMA_VERSION,
+        "stats m %lld f %lld s %lld t %lld", (long long)st.measurements, (long long)st.failed,
+        (long long)st.stacks, (long long)st.tasks);
+  /* Warm starts see only their own stack unless asked otherwise. */
+  CHECK(count_in(h, "0000000000000001", 0) == 2, "stack 1");
+  CHECK(count_in(h, "0000000000000002", 0) == 1, "stack 2");
+  CHECK(count_in(h, NULL, 1) == 3, "any stack");
+  CHECK(count_in(h, NULL, 0) == -1, "a stack is required");
+  /* Export, import into a fresh file, import again: nothing doubles. */
+  f = fopen(jl, "w");
+  CHECK(f && mi_history_export(h, f, &n, &err) == MI_OK && n == 3, "export %lld: %s",
+        (long long)n, err.message);
+  if (f) fclose(f);
+  CHECK(mi_history_open(b, &h2, &err) == MI_OK, "%s", err.message);
+  for (int pass = 0; h2 && pass < 2; pass++) {
+    f = fopen(jl, "r");
+    CHECK(f && mi_history_import(h2, f, &added, &skipped, &err) == MI_OK, "import: %s",
+          err.message);
+    if (f) fclose(f);
+    CHECK(added == (pass ? 0 : 3) && skipped == (pass ? 3 : 0), "pass %d added %lld skipped %lld",
+          pass, (long long)added, (long long)skipped);
+  }
+  if (h2) {
+    mi_history_stats_t s2;
+    CHECK(mi_history_stats(h2, &s2, &err) == MI_OK && s2.measurements == 3 && s2.failed == 1 &&
+              s2.stacks == 2 && s2.runs == 1,
+          "imported m %lld runs %lld", (long long)s2.measurements, (long long)s2.runs);
+    CHECK(count_in(h2, "0000000000000001", 0) == 2, "stack kept on import");
+  }
+  /* The round trip is exact: exporting the copy gives the same lines. */
+  {
+    char *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    FILE *fx = open_memstream(&x, &nx), *fy = open_memstream(&y, &ny);
+    mi_history_export(h, fx, &n, NULL);
+    if (h2) mi_history_export(h2, fy, &n, NULL);
+    fclose(fx);
+    fclose(fy);
+    CHECK(x && y && strcmp(x, y) == 0, "round trip differs:\n%s\n%s", x, y);
+    free(x);
+    free(y);
+  }
+  /* A bad line stops the import and names its number; the lines before it stay. */
+  f = fopen(bad, "w");
+  if (f) {
+    fputs("\n", f);
+    fputs("{\"format\":1,\"kind\":\"measurement\",\"uuid\":\"u-new\",\"task\":{\"model_hash\":\"m2\","
+          "\"input_shapes\":\"x:1\"},\"device\":{\"hash\":\"d2\"},\"stack\":{\"hash\":\"s\","
+          "\"text\":\"t\"},\"config\":{\"canonical\":\"default\"},\"result\":{\"ok\":false,"
+          "\"failure\":\"timed out\"}}\n", f);
+    fputs("{\"format\":1,\"kind\":\"measurement\",\"uuid\":\"u-bad\"}\n", f);
+    fputs("not json\n", f);
+    fclose(f);
+  }
+  f = fopen(bad, "r");
+  CHECK(f && mi_history_import(h2 ? h2 : h, f, &added, &skipped, &err) == MI_ERR_PARSE, "bad");
+  CHECK(strstr(err.message, "line 3") && strstr(err.message, "task.model_hash"), "message: %s",
+        err.message);
+  CHECK(added == 1, "line 2 imported: %lld", (long long)added);
+  if (f) fclose(f);
+  f = fopen(bad, "w");
+  if (f) {
+    fputs("{\"format\":99,\"kind\":\"measurement\",\"uuid\":\"u\",\"task\":{\"model_hash\":\"m\","
+          "\"input_shapes\":\"x\"},\"device\":{\"hash\":\"d\"},\"stack\":{\"hash\":\"s\","
+          "\"text\":\"t\"},\"config\":{\"canonical\":\"c\"},\"result\":{\"ok\":true}}\n{oops\n", f);
+    fclose(f);
+  }
+  f = fopen(bad, "r");
+  CHECK(f && mi_history_import(h, f, &added, &skipped, &err) == MI_ERR_UNSUPPORTED &&
+            strstr(err.message, "line 1") && strstr(err.message, "format"),
+        "format version: %s", err.message);
+  if (f) fclose(f);
+  mi_history_close(h);
+  mi_history_close(h2);
+  mi_history_close(NULL);
+}
+
+static void test_migration(const char *dir) {
+  char path[128];
+  sqlite3 *db = NULL;
+  mi_history_t *h = NULL;
+  mi_history_stats_t st;
+  mi_error_t err;
+  snprintf(path, sizeof path, "%s/old.db", dir);
+  /* A file as version 1 wrote it, with one measurement in it. */
+  CHECK(sqlite3_open(path, &db) == SQLITE_OK, "open");
+  CHECK(mi__sqlite_migrate(db, 1, &err) == MI_OK, "%s", err.message);
+  CHECK(mi__sqlite_version(db) == 1, "v1");
+  CHECK(sqlite3_exec(db,
+                     "INSERT INTO stacks VALUES(1,'s','t'); INSERT INTO devices VALUES(1,'d','n',NULL);"
+                     "INSERT INTO tasks VALUES(1,'m',NULL,NULL,1,1,'x');"
+                     "INSERT INTO configs VALUES(1,'c','default','',NULL);"
+                     "INSERT INTO measurements(uuid,task_id,config_id,stack_id,created_at,ok,"
+                     "median_s) VALUES('old',1,1,1,'2024-01-01T00:00:00Z',1,0.5);",
+                     NULL, NULL, NULL) == SQLITE_OK,
+        "%s", sqlite3_errmsg(db));
+  CHECK(sqlite3_exec(db, "SELECT discarded FROM measurements", NULL, NULL, NULL) != SQLITE_OK,
+        "v1 has no discarded column");
+  sqlite3_close(db);
+  CHECK(mi_history_open(path, &h, &err) == MI_OK, "%s", err.message);
+  CHECK(h && mi_history_stats(h, &st, &err) == MI_OK && st.schema_version == 2 &&
+            st.measurements == 1,
+        "migrated: v%d m %lld", st.schema_version, (long long)st.measurements);
+  mi_history_close(h);
+  sqlite3_open(path, &db);
+  CHECK(sqlite3_exec(db, "SELECT discarded FROM measurements", NULL, NULL, NULL) == SQLITE_OK,
+        "v2 column");
+  /* A file from a newer build is refused, not damaged. */
+  sqlite3_exec(db, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
+  sqlite3_close(db);
+  h = NULL;
+  CHECK(mi_history_open(path, &h, &err) == MI_ERR_UNSUPPORTED && !h &&
+            strstr(err.message, "newer"),
+        "newer: %s", err.message);
+}
+
+int main(void) {
+  char dir[64];
+  if (!tm_tempdir(dir, "history")) return 1;
+  test_put_query_roundtrip(dir);
+  test_migration(dir);
+  if (g_failures) fprintf(stderr, "%d failure(s), files in %s\n", g_failures, dir);
+  else {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd)) return 1;
+  }
+  return g_failures ? 1 : 0;
+}

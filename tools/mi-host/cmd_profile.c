@@ -1,0 +1,377 @@
+/* cmd_profile.c - `mi-host profile`: measures a model on devices in crash-isolated workers,
+ * prints per-layer and end-to-end figures and records every measurement in the history. */
+/* open_memstream and readlink are POSIX 2008. */
+#define _GNU_SOURCE 1
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mi_host.h"
+
+#define MAX_DEVICES 16
+
+typedef struct prof_args {
+  const char *model, *db, *devices[MAX_DEVICES];
+  int ndev, rounds, check, fingerprint;
+  mi_measure_options_t mo;
+  double timeout_s;
+  int nknob;
+  char knob_names[16][64];
+  const char *knob_dev[16]; /* NULL: every device */
+  mi_knob_value_t knobs[16];
+} prof_args_t;
+
+typedef struct task_info {
+  char hash[17];
+  const char *name;
+  char *features;
+  mi_model_features_t f;
+} task_info_t;
+
+static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
+  mi_measure_options_default(&a->mo);
+  a->db = "history.db";
+  a->rounds = 1;
+  a->fingerprint = 1;
+  a->timeout_s = 60;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    char *end = NULL;
+    if (!strcmp(o, "--json")) { h->json = 1; continue; }
+    if (!strcmp(o, "--check")) { a->check = 1; continue; }
+    if (!strcmp(o, "--flush")) { a->mo.flush_cache = 1; continue; }
+    if (!strcmp(o, "--no-fingerprint")) { a->fingerprint = 0; continue; }
+    if (!v) return mi_host_usage_error("profile: %s needs a value", o);
+    i++;
+    if (!strcmp(o, "--knob")) {
+      const char *eq = strchr(v, '=');
+      long kv;
+      if (!eq || eq == v || (size_t)(eq - v) >= sizeof a->knob_names[0] || a->nknob == 16)
+        return mi_host_usage_error("profile: --knob wants NAME=INT, got '%s'", v);
+      kv = strtol(eq + 1, &end, 10);
+      if ((*end && *end != '@') || end == eq + 1 || (*end == '@' && !end[1]))
+        return mi_host_usage_error("profile: --knob wants NAME=INT[@DEVICE], got '%s'", v);
+      a->knob_dev[a->nknob] = *end == '@' ? end + 1 : NULL;
+      memcpy(a->knob_names[a->nknob], v, (size_t)(eq - v));
+      a->knob_names[a->nknob][eq - v] = '\0';
+      a->knobs[a->nknob].name = a->knob_names[a->nknob];
+      a->knobs[a->nknob].i = kv;
+      a->nknob++;
+    } else if (!strcmp(o, "--model")) a->model = v;
+    else if (!strcmp(o, "--db")) a->db = v;
+    else if (!strcmp(o, "--device")) {
+      if (a->ndev == MAX_DEVICES) return mi_host_usage_error("profile: at most %d devices", MAX_DEVICES);
+      a->devices[a->ndev++] = v;
+    } else if (!strcmp(o, "--timeout")) {
+      a->timeout_s = strtod(v, &end);
+      if (*end || a->timeout_s <= 0) return mi_host_usage_error("profile: bad --timeout '%s'", v);
+    } else {
+      long n = strtol(v, &end, 10);
+      if (*end || n < 0 || n > 100000) return mi_host_usage_error("profile: bad %s '%s'", o, v);
+      if (!strcmp(o, "--repeat")) {
+        a->mo.min_repeats = (int32_t)n;
+        if (a->mo.max_repeats < n) a->mo.max_repeats = (int32_t)n;
+      } else if (!strcmp(o, "--warmup")) a->mo.warmup = (int32_t)n;
+      else if (!strcmp(o, "--rounds")) a->rounds = (int)n;
+      else return mi_host_usage_error("profile: unknown option '%s'", o);
+    }
+  }
+  if (!a->model || a->ndev == 0)
+    return mi_host_usage_error("profile needs --model M.onnx and --device PLUGIN:INDEX");
+  return MI_HOST_OK;
+}
+
+/* Folders the workers load plugins from: --plugins, else MI_PLUGIN_PATH (NULL), else the
+ * plugins folder next to the program, as the other commands do. */
+static char *plugin_dirs(const mi_host_t *h) {
+  size_t n = 1;
+  char *s;
+  if (h->plugin_dir_count == 0) {
+    char exe[PATH_MAX], *slash;
+    ssize_t len;
+    if (getenv("MI_PLUGIN_PATH")) return NULL;
+    len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) return NULL;
+    exe[len] = '\0';
+    if (!(slash = strrchr(exe, '/'))) return NULL;
+    *slash = '\0';
+    n = strlen(exe) + 16;
+    if ((s = malloc(n))) snprintf(s, n, "%s/../plugins", exe);
+    return s;
+  }
+  for (int i = 0; i < h->plugin_dir_count; i++) n += strlen(h->plugin_dirs[i]) + 1;
+  if (!(s = calloc(n, 1))) return NULL;
+  for (size_t at = 0, i = 0; i < (size_t)h->plugin_dir_count; i++)
+    at += (size_t)snprintf(s + at, n - at, "%s%s", i ? ":" : "", h->plugin_dirs[i]);
+  return s;
+}
+
+static int32_t load_task(const char *path, task_info_t *t, mi_error_t *err) {
+  mi_graph_t *g = NULL;
+  int32_t rc;
+  const char *slash = strrchr(path, '/');
+  t->name = slash ? slash + 1 : path;
+  if ((rc = mi_file_hash(path, t->hash, err))) return rc;
+  if ((rc = mi_onnx_load(path, &g, err))) return rc;
+  if (!(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
+      !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
+    t->features = mi_model_features_json(&t->f);
+  mi_graph_destroy(g);
+  return rc;
+}
+
+static void print_profile(FILE *f, const char *spec, const mi_profile_t *p) {
+  const mi_stats_t *s = &p->latency.stats;
+  fprintf(f, "%s (%s): median %.4f ms  trimmed %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  n %d  "
+          "rounds %d  discarded %d  [%s clock]\n",
+          spec, p->desc.name, s->median * 1e3, s->trimmed_mean * 1e3, s->p10 * 1e3,
+          s->p90 * 1e3, s->cv * 100, (int)s->n, (int)p->latency.rounds,
+          (int)p->latency.discarded, p->clock == MI_CLOCK_DEVICE ? "device" : "wall");
+  fprintf(f, "  prepare %.3f ms (apart from run time)", p->prepare_s * 1e3);
+  if (p->has_energy)
+    fprintf(f, "  energy %.6g J/run (%s)", p->energy_j, p->energy_modeled ? "modeled" : "measured");
+  else
+    fprintf(f, "  energy: no counter");
+  if (p->peak_memory_source)
+    fprintf(f, "  peak memory %.1f MiB (%s)", (double)p->peak_memory_bytes / 1048576.0,
+            p->peak_memory_source == 1 ? "device counter" : "worker RSS");
+  fprintf(f, "\n  %-28s %-18s %-7s %10s %10s %7s\n", "layer", "op", "where", "median ms",
+          "p90 ms", "cv %");
+  for (int32_t i = 0; i < p->layer_count; i++) {
+    const mi_layer_profile_t *l = &p->layers[i];
+    const mi_stats_t *ls = l->has_device_time ? &l->device : &l->wall;
+    if (l->where == 2) continue;
+    fprintf(f, "  %-28.28s %-18.18s %-7s %10.4f %10.4f %7.2f\n", l->name, l->op_type,
+            l->where ? "host" : "device", ls->median * 1e3, ls->p90 * 1e3, ls->cv * 100);
+  }
+}
+
+static void json_profile(FILE *f, const char *spec, const mi_profile_t *p, const char *fail) {
+  int first = 1;
+  fputc('{', f);
+  mi_json_key(f, &first, "device");
+  mi_json_string(f, spec);
+  mi_json_key(f, &first, "ok");
+  fputs(p ? "true" : "false", f);
+  if (!p) {
+    mi_json_key(f, &first, "failure");
+    mi_json_string(f, fail);
+    fputc('}', f);
+    return;
+  }
+  {
+    char *layers = mi_profile_layers_json(p);
+    const mi_stats_t *s = &p->latency.stats;
+    mi_json_key(f, &first, "device_name");
+    mi_json_string(f, p->desc.name);
+    mi_json_key(f, &first, "clock");
+    mi_json_string(f, p->clock == MI_CLOCK_DEVICE ? "device" : "wall");
+    fprintf(f, ",\"latency_ms\":{\"median\":");
+    mi_json_double(f, s->median * 1e3);
+    fprintf(f, ",\"trimmed_mean\":");
+    mi_json_double(f, s->trimmed_mean * 1e3);
+    fprintf(f, ",\"p10\":");
+    mi_json_double(f, s->p10 * 1e3);
+    fprintf(f, ",\"p90\":");
+    mi_json_double(f, s->p90 * 1e3);
+    fprintf(f, ",\"cv\":");
+    mi_json_double(f, s->cv);
+    fprintf(f, ",\"n\":%d,\"rounds\":%d,\"discarded\":%d}", (int)s->n, (int)p->latency.rounds,
+            (int)p->latency.discarded);
+    fprintf(f, ",\"prepare_ms\":");
+    mi_json_double(f, p->prepare_s * 1e3);
+    fprintf(f, ",\"energy_j\":");
+    if (p->has_energy) mi_json_double(f, p->energy_j);
+    else fputs("null", f);
+    fprintf(f, ",\"energy_source\":%s", !p->has_energy ? "null"
+                                        : p->energy_modeled ? "\"modeled\"" : "\"measured\"");
+    fprintf(f, ",\"peak_memory_bytes\":%llu", (unsigned long long)p->peak_memory_bytes);
+    fprintf(f, ",\"layers\":%s}", layers ? layers : "[]");
+    free(layers);
+  }
+}
+
+/* Builds the history record of one measurement (p == NULL: a failure with its reason). */
+static int32_t record(mi_history_t *hist, int64_t run, const task_info_t *t, const char *spec,
+                      const mi_device_fingerprint_t *fp, const char *canon, const mi_profile_t *p,
+                      const char *failure, mi_error_t *err) {
+  mi_record_t r;
+  char stack[512], shash[17], dhash[17], *fpj = NULL, *layers = NULL, *samples = NULL;
+  const mi_device_desc_t *desc = p ? &p->desc : fp && fp->hash[0] ? &fp->desc : NULL;
+  int32_t rc;
+  memset(&r, 0, sizeof r);
+  r.model_hash = t->hash;
+  r.model_name = t->name;
+  r.model_features_json = t->features;
+  r.batch = t->f.batch;
+  r.input_shapes = t->f.input_shapes;
+  r.device_spec = spec;
+  if (desc) {
+    mi_device_hash(desc, dhash);
+    r.device_name = desc->name;
+    mi_stack_describe(p ? p->plugin_name : NULL, p ? p->plugin_version : NULL, desc, stack,
+                      sizeof stack, shash);
+  } else {
+    /* Nothing came back from the device: name it by its spec and say the stack is unknown. */
+    mi_hash64_hex(mi_hash64(spec, strlen(spec), MI_HASH64_SEED), dhash);
+    r.device_name = spec;
+    snprintf(stack, sizeof stack, "unknown;device=%s", spec);
+    mi_hash64_hex(mi_hash64(stack, strlen(stack), MI_HASH64_SEED), shash);
+  }
+  if (fp && fp->hash[0]) fpj = mi_device_fingerprint_json(fp);
+  r.device_hash = dhash;
+  r.device_json = fpj;
+  r.config_canonical = canon;
+  r.stack = stack;
+  r.stack_hash = shash;
+  r.run_id = run;
+  r.ok = p != NULL;
+  r.failure = failure;
+  if (p) {
+    size_t n = 0, cap = (size_t)p->latency.sample_count * 24 + 4;
+    samples = malloc(cap);
+    if (samples) {
+      n += (size_t)snprintf(samples, cap, "[");
+      for (int32_t i = 0; i < p->latency.sample_count; i++)
+        n += (size_t)snprintf(samples + n, cap - n, "%s%.9g", i ? "," : "", p->latency.samples[i]);
+      snprintf(samples + n, cap - n, "]");
+    }
+    layers = mi_profile_layers_json(p);
+    r.clock = p->clock == MI_CLOCK_DEVICE ? "device" : "wall";
+    r.latency_s = p->latency.stats;
+    r.samples_json = samples;
+    r.repeats = p->latency.runs;
+    r.rounds = p->latency.rounds;
+    r.discarded = p->latency.discarded;
+    r.prepare_s = p->prepare_s;
+    r.peak_memory_bytes = p->peak_memory_bytes;
+    r.energy_j = p->energy_j;
+    r.energy_source = !p->has_energy ? MI_ENERGY_NONE
+                      : p->energy_modeled ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
+    r.layers_json = layers;
+  }
+  rc = mi_history_put(hist, &r, NULL, err);
+  free(fpj);
+  free(layers);
+  free(samples);
+  return rc;
+}
+
+int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
+  prof_args_t a;
+  task_info_t task;
+  mi_history_t *hist = NULL;
+  mi_worker_pool_t *pool = NULL;
+  mi_worker_options_t wo;
+  mi_device_fingerprint_t fps[MAX_DEVICES];
+  mi_error_t err, rerr;
+  char *dirs = NULL, *jbuf = NULL;
+  size_t jlen = 0;
+  FILE *js = NULL;
+  long first_ok = -1;
+  mi_session_options_t so;
+  char *canon = NULL;
+  int64_t run = 0;
+  int rc, failed = 0, printed = 0;
+  memset(&a, 0, sizeof a);
+  memset(&task, 0, sizeof task);
+  memset(fps, 0, sizeof fps);
+  memset(&so, 0, sizeof so);
+  if ((rc = parse(h, argc, argv, &a)) != MI_HOST_OK) return rc;
+  mi_error_clear(&err);
+  if (load_task(a.model, &task, &err) || mi_history_open(a.db, &hist, &err) ||
+      mi_history_begin_run(hist, "mi-host profile", a.model, &run, &err)) {
+    fprintf(stderr, "mi-host: profile: %s\n", err.message);
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
+  dirs = plugin_dirs(h);
+  mi_worker_options_default(&wo);
+  wo.plugin_dirs = dirs;
+  wo.timeout_s = a.timeout_s;
+  if (mi_worker_pool_create(&wo, &pool, &err)) {
+    fprintf(stderr, "mi-host: profile: %s\n", err.message);
+    rc = MI_HOST_FAIL;
+    goto done;
+  }
+  if (h->json && !(js = open_memstream(&jbuf, &jlen))) {
+    fprintf(stderr, "mi-host: profile: out of memory\n");
+    rc = MI_HOST_FAIL;
+    goto done;
+  }
+  for (int r = 0; r < a.rounds; r++) {
+    for (int d = 0; d < a.ndev; d++) {
+      const char *spec = a.devices[d];
+      mi_profile_t *p = NULL;
+      mi_knob_value_t kv[16];
+      mi_error_clear(&err);
+      /* The knobs meant for this device: unbound ones, and those bound to it with @DEVICE. */
+      memset(&so, 0, sizeof so);
+      so.struct_size = (uint32_t)sizeof so;
+      so.device_knobs = kv;
+      for (int k = 0; k < a.nknob; k++)
+        if (!a.knob_dev[k] || !strcmp(a.knob_dev[k], spec))
+          kv[so.device_knob_count++] = a.knobs[k];
+      free(canon);
+      canon = mi_config_canonical(&so);
+      if (mi_worker_quarantined(pool, spec)) continue;
+      if (r == 0 && a.fingerprint && mi_worker_fingerprint(pool, spec, &fps[d], &err) == MI_OK)
+        mi_error_clear(&err);
+      if (!err.message[0] || err.code == MI_OK)
+        mi_worker_profile(pool, spec, a.model, &so, &a.mo, a.check, &p, &err);
+      if (!p) failed++;
+      if (record(hist, run, &task, spec, &fps[d], canon, p, p ? NULL : err.message, &rerr)) {
+        fprintf(stderr, "mi-host: profile: cannot record: %s\n", rerr.message);
+        failed++;
+      }
+      if (js) {
+        long at = ftell(js);
+        if (printed++) fputc(',', js);
+        json_profile(js, spec, p, err.message);
+        if (p && first_ok < 0) first_ok = at + (printed > 1);
+      } else if (p) {
+        print_profile(stdout, spec, p);
+      } else {
+        printf("%s: FAILED: %s%s\n", spec, err.message,
+               mi_worker_quarantined(pool, spec) ? " (device quarantined)" : "");
+      }
+      fflush(stdout);
+      mi_profile_destroy(p);
+    }
+  }
+  if (js) {
+    fclose(js);
+    js = NULL;
+    /* The first good result's fields also sit at the top level, for the one-device case. */
+    printf("{\"model\":");
+    mi_json_string(stdout, a.model);
+    printf(",\"failed\":%d,\"results\":[%s]", failed, jbuf ? jbuf : "");
+    if (first_ok >= 0 && jbuf) {
+      int depth = 0;
+      size_t end = (size_t)first_ok;
+      /* find the end of that object */
+      for (int in_str = 0; jbuf[end]; end++) {
+        char c = jbuf[end];
+        if (in_str) {
+          if (c == '\\') end++;
+          else if (c == '"') in_str = 0;
+        } else if (c == '"') in_str = 1;
+        else if (c == '{') depth++;
+        else if (c == '}' && --depth == 0) break;
+      }
+      printf(",%.*s", (int)(end - (size_t)first_ok - 1), jbuf + first_ok + 1);
+    }
+    printf("}\n");
+  }
+  rc = failed ? MI_HOST_FAIL : MI_HOST_OK;
+done:
+  if (js) fclose(js);
+  free(jbuf);
+  mi_worker_pool_destroy(pool);
+  mi_history_close(hist);
+  free(task.features);
+  free(dirs);
+  free(canon);
+  return rc;
+}
