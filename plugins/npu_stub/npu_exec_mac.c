@@ -16,15 +16,15 @@ static double w_scale(const npu_tensor_t *w, int64_t c) {
   return w->ccount ? (double)w->cscale[c] : (double)w->scale;
 }
 
-/* Bias in accumulator units: INT32 as given, float quantized with scale s_in * s_w[c]. */
-static int32_t bias_q(const npu_tensor_t *b, int64_t i, double acc_scale, double beta) {
-  double v;
-  if (!b) return 0;
-  if (b->i32) return b->i32[b->numel == 1 ? 0 : i];
-  v = nearbyint(beta * (double)b->f[b->numel == 1 ? 0 : i] / acc_scale);
-  if (v > 2147483647.0) v = 2147483647.0;
-  if (v < -2147483648.0) v = -2147483648.0;
-  return (int32_t)v;
+/* Bias: INT32 joins the accumulator (accumulator units, scale s_in * s_w[c]); FLOAT32 is
+ * added by the output stage in the requantization, in output units, so a QDQ model whose bias
+ * stays FP32 (the host quantizer's form) gets exactly the reference's rounding. */
+static int32_t bias_acc(const npu_tensor_t *b, int64_t i) {
+  return b && b->i32 ? b->i32[b->numel == 1 ? 0 : i] : 0;
+}
+
+static double bias_out(const npu_tensor_t *b, int64_t i, double beta, float y_scale) {
+  return b && b->f ? beta * (double)b->f[b->numel == 1 ? 0 : i] / (double)y_scale : 0.0;
 }
 
 static void conv(mi_kernel_t *k, const npu_node_t *n) {
@@ -41,7 +41,8 @@ static void conv(mi_kernel_t *k, const npu_node_t *n) {
       const int64_t wbase = oc * cg * KH * KW;
       double sw = k->fp ? 1 : w_scale(w, oc);
       double mult = k->fp ? 0 : (double)x->scale * sw / (double)y->scale;
-      int32_t bq = k->fp ? 0 : bias_q(b, oc, (double)x->scale * sw, 1.0);
+      int32_t bq = k->fp ? 0 : bias_acc(b, oc);
+      double bo = k->fp ? 0 : bias_out(b, oc, 1.0, y->scale);
       float bf = k->fp && b ? b->f[b->numel == 1 ? 0 : oc] : 0.0f;
       for (oh = 0; oh < Ho; oh++) {
         for (ow = 0; ow < Wo; ow++) {
@@ -67,7 +68,8 @@ static void conv(mi_kernel_t *k, const npu_node_t *n) {
           if (k->fp)
             y->f[((in * M + oc) * Ho + oh) * Wo + ow] = npu__fp16_round(facc + bf);
           else
-            y->q[((in * M + oc) * Ho + oh) * Wo + ow] = requant((double)acc * mult, y->zp);
+            y->q[((in * M + oc) * Ho + oh) * Wo + ow] =
+                requant((double)acc * mult + bo, y->zp);
         }
       }
     }
@@ -86,8 +88,7 @@ static void matmul(mi_kernel_t *k, const npu_node_t *n) {
     int64_t ao = bt * M * K, bo = b->rank == 2 ? 0 : bt * K * N, yo = bt * M * N;
     for (j = 0; j < N; j++) {
       double sb = k->fp ? 1 : w_scale(b, j);
-      double acc_scale = (double)a->scale * sb;
-      double mult = k->fp ? 0 : (double)n->alpha * acc_scale / (double)y->scale;
+      double mult = k->fp ? 0 : (double)n->alpha * (double)a->scale * sb / (double)y->scale;
       for (i = 0; i < M; i++) {
         int64_t ci = c ? (c->numel == N ? j : (c->numel == 1 ? 0 : i * N + j)) : 0;
         int32_t acc = 0;
@@ -102,9 +103,10 @@ static void matmul(mi_kernel_t *k, const npu_node_t *n) {
           float v = n->alpha * facc + (c ? n->beta * c->f[ci] : 0.0f);
           y->f[yo + i * N + j] = npu__fp16_round(v);
         } else {
-          /* the bias joins the accumulator before the alpha-scaled requantization */
-          if (c) acc += c->i32 ? c->i32[ci] : bias_q(c, ci, acc_scale * n->alpha, n->beta);
-          y->q[yo + i * N + j] = requant((double)acc * mult, y->zp);
+          /* INT32 bias joins the accumulator, FP32 bias the requantization */
+          if (c) acc += bias_acc(c, ci);
+          y->q[yo + i * N + j] = requant((double)acc * mult + bias_out(c, ci, n->beta, y->scale),
+                                         y->zp);
         }
       }
     }

@@ -146,6 +146,21 @@ int32_t npu__variant_desc(uint32_t index, mi_variant_desc_t *out);
 int npu__variant_op(const char *variant_id);
 int npu__op_from_name(const char *op_type);
 
+/* npu_qdq.c: a kernel description with its QDQ nodes lowered away (all storage owned here). */
+typedef struct npu_lowered {
+  mi_kernel_desc_t desc;
+  mi_tensor_desc_t *t;
+  const mi_tensor_desc_t **tp;
+  mi_node_desc_t *n;
+  const mi_node_desc_t **np;
+  int32_t *idx;   /* node input/output and kernel input/output indices */
+  int32_t *alias; /* tensor -> the tensor that stands for it */
+  uint8_t *drop;  /* per host node: a Q/DQ node that disappeared */
+} npu_lowered_t;
+int32_t npu__qdq_lower(const mi_kernel_desc_t *d, npu_lowered_t *lo, int *lowered,
+                       mi_error_t *err);
+void npu__qdq_free(npu_lowered_t *lo);
+
 /* npu_prepare.c */
 int32_t npu__prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *desc,
                      mi_kernel_t **out, mi_error_t *err);

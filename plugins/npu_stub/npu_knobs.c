@@ -47,7 +47,8 @@ int32_t npu__variant_desc(uint32_t index, mi_variant_desc_t *out) {
   snprintf(v.id, sizeof v.id, "%s", VARIANT_IDS[op]);
   snprintf(v.op_type, sizeof v.op_type, "%s", OP_NAMES[op]);
   /* compute dtypes: FLOAT32 tensors are accepted but computed in FP16, so FP32 is not one */
-  v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
+  v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
+                 MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
   v.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY);
   if (is_mac(op)) {
     v.dtype_mask |= MI_DTYPE_BIT(MI_DTYPE_INT4);

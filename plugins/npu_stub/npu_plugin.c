@@ -196,8 +196,8 @@ static int32_t npu_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_
   d.compute_units = (uint32_t)s->cores;
   d.max_threads = (uint32_t)s->cores;
   /* compute dtypes; FLOAT32 tensors are accepted and executed in FP16 */
-  d.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_INT4) |
-                 MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
+  d.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
+                 MI_DTYPE_BIT(MI_DTYPE_INT4) | MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
   d.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY);
   d.channel_alignment = (uint32_t)s->channel_align;
   d.buffer_alignment = 64;

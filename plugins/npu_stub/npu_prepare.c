@@ -55,7 +55,9 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
     return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
   }
   t->scale = src->scale;
-  t->zp = src->zero_point;
+  /* UINT8 codes are held as INT8 codes u - 128 with zero point z - 128: the same reals, so
+   * the arithmetic is unchanged (asymmetric uint8 is what the host quantizer emits) */
+  t->zp = src->dtype == MI_DTYPE_UINT8 ? src->zero_point - 128 : src->zero_point;
   t->is_const = src->data != NULL;
   if (src->channel_count > 0 && src->channel_scales) {
     t->ccount = src->channel_count;
@@ -65,10 +67,10 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   }
   if (!t->is_const) {
     if (k->fp ? (t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16)
-              : t->dtype != MI_DTYPE_INT8) {
+              : (t->dtype != MI_DTYPE_INT8 && t->dtype != MI_DTYPE_UINT8)) {
       snprintf(msg, sizeof msg,
-               "npu-stub: tensor %d: activations must all be INT8 or all FLOAT32/FLOAT16 (got "
-               "dtype %d)", idx, t->dtype);
+               "npu-stub: tensor %d: activations must all be INT8/UINT8 or all FLOAT32/FLOAT16 "
+               "(got dtype %d)", idx, t->dtype);
       return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }
     if (!k->fp && !(t->scale > 0)) {
@@ -82,10 +84,13 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   }
   switch (t->dtype) {
   case MI_DTYPE_INT8:
+  case MI_DTYPE_UINT8:
     if (src->data_bytes < (uint64_t)n) goto short_data;
     t->q = malloc((size_t)n);
     if (!t->q) goto oom;
     memcpy(t->q, src->data, (size_t)n);
+    if (t->dtype == MI_DTYPE_UINT8)
+      for (j = 0; j < n; j++) t->q[j] = (int8_t)(((const unsigned char *)src->data)[j] ^ 0x80u);
     break;
   case MI_DTYPE_INT4: {
     /* unpacked to INT8 once: the array computes INT4 weights as INT8 */
@@ -139,7 +144,8 @@ oom:
 
 static double device_bytes(const mi_kernel_t *k, const npu_tensor_t *t) {
   switch (t->dtype) {
-  case MI_DTYPE_INT8: return (double)t->numel;
+  case MI_DTYPE_INT8:
+  case MI_DTYPE_UINT8: return (double)t->numel;
   case MI_DTYPE_INT4: return (double)t->numel * 0.5;
   case MI_DTYPE_INT32: return (double)t->numel * 4;
   case MI_DTYPE_FLOAT32:
@@ -150,8 +156,24 @@ static double device_bytes(const mi_kernel_t *k, const npu_tensor_t *t) {
 
 static int is_mac(int op) { return op == NPU_CONV || op == NPU_GEMM || op == NPU_MATMUL; }
 
+static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *desc,
+                       mi_kernel_t **out, mi_error_t *err);
+
+/* A QDQ group (DequantizeLinear -> op -> QuantizeLinear) is first lowered to the INT8 kernel
+ * it stands for (npu_qdq.c); everything else is prepared as given. */
 int32_t npu__prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *desc,
                      mi_kernel_t **out, mi_error_t *err) {
+  npu_lowered_t lo;
+  int lowered = 0;
+  int32_t rc = npu__qdq_lower(desc, &lo, &lowered, err);
+  if (rc != MI_OK || !lowered) return rc != MI_OK ? rc : prepare(d, device, desc, out, err);
+  rc = prepare(d, device, &lo.desc, out, err);
+  npu__qdq_free(&lo);
+  return rc;
+}
+
+static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *desc,
+                       mi_kernel_t **out, mi_error_t *err) {
   mi_kernel_t *k = NULL;
   int64_t vals[NPU_KNOB_COUNT];
   uint32_t given = 0;
@@ -193,11 +215,12 @@ int32_t npu__prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *d
   if (!k) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
   k->device = device;
   switch (desc->tensors[first_in]->dtype) {
-  case MI_DTYPE_INT8: k->fp = 0; break;
+  case MI_DTYPE_INT8:
+  case MI_DTYPE_UINT8: k->fp = 0; break;
   case MI_DTYPE_FLOAT32:
   case MI_DTYPE_FLOAT16: k->fp = 1; break;
   default:
-    rc = unsupported(err, "input dtype is neither INT8 nor FLOAT32/FLOAT16",
+    rc = unsupported(err, "input dtype is neither INT8/UINT8 nor FLOAT32/FLOAT16",
                      desc->nodes[0]->name);
     goto fail;
   }

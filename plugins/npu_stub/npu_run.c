@@ -9,7 +9,8 @@
 
 static uint64_t host_bytes(const npu_tensor_t *t) {
   switch (t->dtype) {
-  case MI_DTYPE_INT8: return (uint64_t)t->numel;
+  case MI_DTYPE_INT8:
+  case MI_DTYPE_UINT8: return (uint64_t)t->numel;
   case MI_DTYPE_FLOAT16: return (uint64_t)t->numel * 2;
   default: return (uint64_t)t->numel * 4;
   }
@@ -19,6 +20,10 @@ static void load(npu_tensor_t *t, const unsigned char *src) {
   int64_t i;
   if (t->dtype == MI_DTYPE_INT8) {
     memcpy(t->q, src, (size_t)t->numel);
+    return;
+  }
+  if (t->dtype == MI_DTYPE_UINT8) { /* held as INT8 codes u - 128 (npu_prepare.c) */
+    for (i = 0; i < t->numel; i++) t->q[i] = (int8_t)(src[i] ^ 0x80u);
     return;
   }
   for (i = 0; i < t->numel; i++) {
@@ -37,11 +42,12 @@ static void load(npu_tensor_t *t, const unsigned char *src) {
 static void store(const npu_tensor_t *t, unsigned char *dst, int wrong) {
   int64_t i;
   for (i = 0; i < t->numel; i++) {
-    if (t->dtype == MI_DTYPE_INT8) {
+    if (t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8) {
       int v = t->q[i];
       /* injected fault: every third value is off by a few codes */
       if (wrong && i % 3 == 0) v = v > 100 ? v - 7 : v + 7;
       dst[i] = (unsigned char)(int8_t)v;
+      if (t->dtype == MI_DTYPE_UINT8) dst[i] ^= 0x80u;
     } else {
       float v = t->f[i];
       if (wrong && i % 3 == 0) v = v * 1.25f + 0.5f;

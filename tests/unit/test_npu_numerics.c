@@ -112,6 +112,27 @@ static void check_conv(npu_t *p, rconv_t c, uint32_t seed) {
     for (i = 0; i < 256; i++) distinct += hist[i] > 0;
     CHECK(distinct > 20);
   }
+  /* UINT8 activations (what the host quantizer emits): codes u = q + 128 with zero points
+   * z + 128 are the same reals, so the output codes are the INT8 ones shifted by 128 */
+  {
+    unsigned char *xu = malloc(nx), *yu = malloc(ny);
+    CHECK(xu && yu);
+    for (i = 0; i < nx; i++) xu[i] = (unsigned char)(x[i] + 128);
+    memset(&k, 0, sizeof k);
+    xt = kb_tensor(&k, MI_DTYPE_UINT8, 4, xd, NULL, 0);
+    kb_quant(&k, xt, c.sx, c.zx + 128);
+    yt = add_conv(&k, &c, xt, w, MI_DTYPE_INT8, w, nw);
+    k.t[yt].dtype = MI_DTYPE_UINT8;
+    kb_quant(&k, yt, c.sy, c.zy + 128);
+    ins[0] = xu;
+    CHECK(kr_prepare(&r, p, 0, &k, yt, ins, &err) == MI_OK);
+    kr_run(&r, yu, NULL);
+    kr_release(&r);
+    for (i = 0; i < ny; i++) CHECK((int)yu[i] == ref[i] + 128);
+    free(xu);
+    free(yu);
+    ins[0] = x;
+  }
   /* INT4 weights: the same values packed two per byte give the same result */
   if (c.group == 1) {
     int8_t *w4 = malloc(nw);
@@ -211,7 +232,8 @@ static void check_fused_chain(npu_t *p) {
     }
 }
 
-/* Gemm with transB, per-channel scales and a FLOAT32 bias quantized at s_a * s_b[n]. */
+/* Gemm with transB, per-channel scales and a FLOAT32 bias, which the output stage adds in
+ * output units during the requantization (the host quantizer keeps biases FP32). */
 static void check_gemm(npu_t *p) {
   enum { M = 3, K = 40, N = 24 };
   int8_t a[M * K], b[N * K], y[M * N];
@@ -249,8 +271,8 @@ static void check_gemm(npu_t *p) {
       long long acc = 0;
       double accs = (double)0.02f * (double)sb[j];
       for (kk = 0; kk < K; kk++) acc += (long long)(a[i * K + kk] + 4) * b[j * K + kk];
-      acc += (long long)rhe((double)bias[j] / accs);
-      CHECK(y[i * N + j] == sat(rhe((double)acc * (accs / (double)0.15f)) + 1));
+      CHECK(y[i * N + j] ==
+            sat(rhe((double)acc * (accs / (double)0.15f) + (double)bias[j] / (double)0.15f) + 1));
     }
 }
 

@@ -1,15 +1,14 @@
-/* test_npu_util.h - shared helpers of the npu-stub tests: load the plugin, build kernel
- * descriptions, run kernels and read counters. */
+/* test_npu_util.h - shared helpers of the npu-stub tests: load the plugin through the host
+ * loader, build kernel descriptions, run kernels and read counters. */
 #ifndef TEST_NPU_UTIL_H
 #define TEST_NPU_UTIL_H
 
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi_plugin.h"
+#include "metainfer/mi.h"
 
 #define CHECK(cond)                                                                      \
   do {                                                                                   \
@@ -19,55 +18,75 @@
     }                                                                                    \
   } while (0)
 
+/* The plugin as the host loaded it: `api` and `ctx` point into the registry's entry. */
 typedef struct npu {
-  void *dl;
+  mi_registry_t *reg;
+  mi_plugin_t *plugin;
   const mi_plugin_api_t *api;
   mi_plugin_ctx_t *ctx;
-  mi_host_api_t host;
-  const char *devices_setting; /* value of "npu_stub.devices", or NULL */
 } npu_t;
 
-static inline const char *npu_get_setting(void *host_ctx, const char *key) {
-  npu_t *p = host_ctx;
-  if (strcmp(key, "npu_stub.devices") == 0) return p->devices_setting;
-  return NULL;
-}
+/* The host hands plugins settings from MI_SETTING_<KEY>; "npu_stub.devices" becomes this. */
+#define NPU_DEVICES_SETTING_ENV "MI_SETTING_NPU_STUB_DEVICES"
 
 static inline const char *npu_build_dir(void) {
   const char *b = getenv("MI_BUILD");
   return b && b[0] ? b : ".";
 }
 
-/* Loads the .so from $MI_BUILD/plugins with dlopen and creates an instance; returns the
- * create() status (the message is in err). */
-static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
-  char path[1024];
-  mi_plugin_entry_fn entry;
-  memset(p, 0, sizeof *p);
-  memset(err, 0, sizeof *err);
-  snprintf(path, sizeof path, "%s/plugins/libmi_npu_stub.so", npu_build_dir());
-  p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!p->dl) {
-    fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-    exit(1);
+/* The status a rejection reason "create failed (<status message>): ..." names. */
+static inline int32_t npu_status_of(const char *reason) {
+  int32_t c;
+  char want[96];
+  for (c = 1; c <= MI_ERR_CONSTRAINT; c++) {
+    snprintf(want, sizeof want, "create failed (%s)", mi_status_message(c));
+    if (strstr(reason, want)) return c;
   }
-  *(void **)(&entry) = dlsym(p->dl, MI_PLUGIN_ENTRY_NAME);
-  CHECK(entry != NULL);
-  p->devices_setting = devices;
-  p->host.struct_size = sizeof p->host;
-  p->host.abi_major = MI_ABI_VERSION_MAJOR;
-  p->host.abi_minor = MI_ABI_VERSION_MINOR;
-  p->host.host_ctx = p;
-  p->host.get_setting = npu_get_setting;
-  p->api = entry(&p->host, err);
-  CHECK(p->api != NULL);
-  CHECK(strcmp(p->api->name, "npu-stub") == 0);
-  return p->api->create(&p->host, &p->ctx, err);
+  return MI_ERR_ABI;
 }
 
+/* Loads every plugin of $MI_BUILD/plugins with the host loader (mi_registry_scan) and picks
+ * npu-stub. `devices` (or NULL) is passed as the host setting npu_stub.devices. Returns MI_OK,
+ * or the status of the plugin's failed create() with the loader's reason in err. */
+static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
+  char dir[1024];
+  int32_t i;
+  memset(p, 0, sizeof *p);
+  memset(err, 0, sizeof *err);
+  if (devices) setenv(NPU_DEVICES_SETTING_ENV, devices, 1);
+  else unsetenv(NPU_DEVICES_SETTING_ENV);
+  snprintf(dir, sizeof dir, "%s/plugins", npu_build_dir());
+  p->reg = mi_registry_create();
+  CHECK(p->reg != NULL);
+  if (mi_registry_scan(p->reg, dir, err) != MI_OK) {
+    fprintf(stderr, "scan %s: %s\n", dir, err->message);
+    exit(1);
+  }
+  unsetenv(NPU_DEVICES_SETTING_ENV);
+  p->plugin = mi_registry_find(p->reg, "npu-stub");
+  if (!p->plugin) {
+    for (i = 0; i < mi_registry_rejected_count(p->reg); i++) {
+      const char *path = NULL, *why = mi_registry_rejected(p->reg, i, &path);
+      const char *base = path ? strrchr(path, '/') : NULL;
+      base = base ? base + 1 : path;
+      if (base && why && (strstr(base, "npu-stub") || strstr(base, "npu_stub"))) {
+        snprintf(err->message, sizeof err->message, "%s", why);
+        err->code = npu_status_of(why);
+        return err->code;
+      }
+    }
+    fprintf(stderr, "npu-stub is neither loaded nor rejected in %s\n", dir);
+    exit(1);
+  }
+  CHECK(strcmp(p->plugin->name, "npu-stub") == 0);
+  p->api = &p->plugin->api;
+  p->ctx = p->plugin->ctx;
+  return MI_OK;
+}
+
+/* Destroys the instance and unloads every plugin; safe on a failed open. */
 static inline void npu_close(npu_t *p) {
-  if (p->ctx) p->api->destroy(p->ctx);
-  if (p->dl) dlclose(p->dl);
+  mi_registry_destroy(p->reg);
   memset(p, 0, sizeof *p);
 }
 
@@ -228,7 +247,9 @@ static inline uint64_t kb_bytes(const mi_tensor_desc_t *t) {
   uint64_t n = 1;
   int i;
   for (i = 0; i < t->rank; i++) n *= (uint64_t)t->dims[i];
-  return n * (t->dtype == MI_DTYPE_INT8 ? 1u : t->dtype == MI_DTYPE_FLOAT16 ? 2u : 4u);
+  return n * (t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 ? 1u
+              : t->dtype == MI_DTYPE_FLOAT16                        ? 2u
+                                                                    : 4u);
 }
 
 /* A prepared kernel with its buffers. */
