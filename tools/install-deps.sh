@@ -10,6 +10,8 @@ PKGS=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools
   python3
+  libxgboost-dev liblapacke-dev liblapack-dev
+  chromium
 )
 
 missing=()

@@ -10,24 +10,6 @@
 #include "tune.h"
 
 
-typedef struct {
-  int tty, json;
-  const char *spec;
-} progress_t;
-
-static void progress(void *ctx, const mi_trial_t *t, int32_t used, int64_t budget, double el) {
-  progress_t *p = ctx;
-  double eta = used > 0 ? el / used * (double)(budget - used) : 0;
-  if (p->json) return;
-  if (p->tty)
-    fprintf(stderr, "\r%-24s %3d/%-3lld  last %8.3f ms  eta %5.0f s ", p->spec, used, (long long)budget,
-            t->objectives[MI_OBJ_LATENCY], eta);
-  else
-    fprintf(stderr, "tune: %s: %d/%lld %s%s %s\n", p->spec, used, (long long)budget,
-            t->status == MI_OK ? "ok" : "failed", t->from_history ? " (history)" : "",
-            t->status == MI_OK ? "" : t->message);
-}
-
 static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, mi_error_t *err) {
   for (int32_t i = 0; i < r->input_count; i++) {
     int32_t t = mi_graph_find_tensor(g, r->inputs[i].name);
@@ -38,33 +20,124 @@ static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, mi_error_t *err) 
   return mi_graph_infer_shapes(g, err);
 }
 
-static void tune_one(mi_host_t *h, const mi_recipe_t *r, const mi_graph_t *g, mi_plugin_t *p,
-                     uint32_t dev, mi_tune_run_t *run) {
+/* What every (model, device) of one run of mi-host tune shares. */
+typedef struct tune_ctx {
+  mi_host_t *h;
+  const mi_recipe_t *r;
+  mi_registry_t *reg;
+  mi_tune_progress_t progress;
+  int32_t verify;
+  int32_t jobs;
+  pthread_mutex_t next_lock;
+  int32_t next;                  /* next device of the current model (parallel devices) */
+  int32_t model;
+  const mi_graph_t *graph;
+  const char *inputs;
+  char model_hash[17];
+  char *features;
+  mi_tune_run_t *runs;           /* this model's row of runs */
+} tune_ctx_t;
+
+static void shapes_text(const mi_graph_t *g, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < g->input_count && at < cap; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    at += (size_t)snprintf(buf + at, cap - at, "%s%s:", i ? ";" : "", t->name);
+    for (int32_t d = 0; d < t->rank && at < cap; d++)
+      at += (size_t)snprintf(buf + at, cap - at, d ? "x%lld" : "%lld", (long long)t->dims[d]);
+  }
+}
+
+/* Re-measures every configuration of the front `n` times; counts those that break a bound. */
+static void verify_front(mi_tune_task_t *task, mi_tune_run_t *run, const mi_search_options_t *o, int32_t n) {
+  run->verify_bad = calloc((size_t)run->front_n + 1, sizeof *run->verify_bad);
+  run->verify_failed = calloc((size_t)run->front_n + 1, sizeof *run->verify_failed);
+  if (!run->verify_bad || !run->verify_failed) return;
+  run->verify_n = n;
+  for (int32_t k = 0; k < run->front_n; k++)
+    for (int32_t i = 0; i < n; i++) {
+      double obj[MI_OBJ_COUNT], viol = 0;
+      mi_error_t e;
+      for (int j = 0; j < MI_OBJ_COUNT; j++) obj[j] = NAN;
+      if (mi_tune_evaluate(task, run->space, run->res->trials[run->front[k]].point, obj, &e) != MI_OK) {
+        run->verify_failed[k]++;
+        continue;
+      }
+      /* Only bounds on what was measured the first time: a figure the device never reports
+       * is no violation now either. */
+      for (int32_t b = 0; b < o->bound_count; b++) {
+        int32_t col = o->bounds[b].objective;
+        if (isfinite(run->res->trials[run->front[k]].objectives[col]) && !(obj[col] <= o->bounds[b].max)) viol = 1;
+      }
+      run->verify_bad[k] += viol > 0;
+      mi_tune_progress_set(task->progress, task->line, 0, "%-14s verifying %d/%d of %d front configurations",
+                           task->spec, (int)(k * n + i + 1), (int)(run->front_n * n), (int)run->front_n);
+    }
+}
+
+static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_history_t *hist) {
+  const mi_recipe_t *r = c->r;
+  mi_tune_run_t *run = &c->runs[d];
+  mi_plugin_t *p = NULL;
+  uint32_t dev = 0;
   mi_space_options_t so;
   mi_search_options_t o;
   mi_tune_task_t task;
   mi_bound_t bounds[MI_OBJ_COUNT];
   int32_t objs[MI_OBJ_COUNT];
-  progress_t pr = {isatty(2), h->json, run->spec};
   mi_error_t err;
   mi_device_desc_t desc;
+  mi_record_t base;
+  char dhash[17], shapes[1024];
   memset(&task, 0, sizeof task);
+  memset(&base, 0, sizeof base);
   mi_error_clear(&err);
+  task.progress = &c->progress;
+  task.line = d;
+  if (!(p = mi_registry_find(c->reg, r->pool[d].plugin)) || (uint32_t)r->pool[d].device >= p->device_count) {
+    snprintf(run->message, sizeof run->message, "no device %s", run->spec);
+    goto done;
+  }
+  dev = (uint32_t)r->pool[d].device;
   mi_space_options_default(&so);
   so.model_dims = r->model_dims;
-  if (mi_plugin_device_info(p, dev, &desc, &err) != MI_OK ||
-      mi_space_create(g, p, dev, &so, &run->space, &err) != MI_OK ||
-      mi_plugin_variants(p, dev, &task.variants, &task.variant_count, &err) != MI_OK ||
-      mi_xf_samples_random(g, 2, r->seed, &task.samples, &err) != MI_OK)
-    goto done;
+  mi_tune_progress_set(&c->progress, d, 1, "%-14s building the joint space", run->spec);
+  if (mi_plugin_device_info(p, dev, &desc, &err) != MI_OK) goto done;
+  run->capacity = desc.global_memory_bytes;
+  if (mi_space_create(c->graph, p, dev, &so, &run->space, &err) != MI_OK) goto done;
+  run->pruned = mi_space_pruned_variants(run->space, &run->probes);
   mi_stack_describe(p->name, p->version, &desc, run->stack, sizeof run->stack, run->stack_hash);
   mi_space_size_text(run->space, run->size, sizeof run->size);
-  if (!h->json) fprintf(stderr, "tune: %s: %s: joint space of %s configurations\n", run->model, run->spec, run->size);
-  task.graph = g;
-  task.plugin = p;
-  task.device = dev;
+  mi_device_hash(&desc, dhash);
+  shapes_text(c->graph, shapes, sizeof shapes);
+  base.model_hash = c->model_hash;
+  base.model_name = r->models[c->model].written;
+  base.model_features_json = c->features;
+  base.batch = c->graph->input_count ? c->graph->tensors[c->graph->inputs[0]].dims[0] : 1;
+  base.input_shapes = shapes;
+  base.device_spec = run->spec;
+  base.device_name = desc.name;
+  base.device_hash = dhash;
+  base.stack = run->stack;
+  base.stack_hash = run->stack_hash;
+  task.recipe = r;
+  task.model_path = r->models[c->model].path;
+  task.inputs = c->inputs;
+  task.spec = run->spec;
+  task.pool = pool;
   task.repeats = r->repeats;
   task.warmup = r->warmup;
+  task.history = hist;
+  task.base = &base;
+  task.best = INFINITY;
+  if (hist && (mi_history_begin_run(hist, "mi-host tune", r->path, &task.run_id, &err) != MI_OK ||
+               mi_tune_load_known(&task, &err) != MI_OK))
+    goto done;
+  if (!c->h->json)
+    fprintf(stderr, "tune: %s: %s: joint space of %s configurations (%d variant(s) pruned after %d prepare probes)%s\n",
+            run->model, run->spec, run->size, (int)run->pruned, (int)run->probes,
+            task.known_count ? "; resuming from the history" : "");
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.strategy = r->strategy ? mi_strategy_find(r->strategy) : MI_STRATEGY_NSGA2;
@@ -83,7 +156,6 @@ static void tune_one(mi_host_t *h, const mi_recipe_t *r, const mi_graph_t *g, mi
     free(cs);
     for (int32_t j = 0; j < r->objective_count; j++)
       if (r->objectives[j] != MI_OBJ_ENERGY || energy) objs[o.objective_count++] = r->objectives[j];
-      else if (!h->json) fprintf(stderr, "tune: %s: no energy counter: energy is not an objective here\n", run->spec);
     if (o.objective_count == 0) objs[o.objective_count++] = MI_OBJ_LATENCY;
   }
   o.objectives = objs;
@@ -95,41 +167,95 @@ static void tune_one(mi_host_t *h, const mi_recipe_t *r, const mi_graph_t *g, mi
   o.bounds = bounds;
   o.evaluate = mi_tune_evaluate;
   o.evaluate_ctx = &task;
-  o.progress = progress;
-  o.progress_ctx = &pr;
+  o.lookup_point = mi_tune_lookup;
+  o.lookup_ctx = &task;
+  o.progress = mi_tune_progress_trial;
+  o.progress_ctx = &task;
+  task.first_objective = objs[0];
+  task.bounds = bounds;
+  task.bound_count = o.bound_count;
+  task.budget = r->budget_measurements;
   if (r->budget_measurements == 0 || mi_search_run(run->space, &o, &run->res, &err) != MI_OK) goto done;
-  if (pr.tty && !h->json) fputc('\n', stderr);
   run->front = malloc(((size_t)run->res->count + 1) * sizeof *run->front);
   if (!run->front) goto done;
   run->front_n = mi_search_front(run->res, &o, r->preference, r->preference_count, run->front);
-  run->energy_modeled = task.energy_modeled;
   if (r->objective_count <= 3 && run->front_n > 0) {
     /* Reference point: the worst value of each objective over the successful trials, +10%. */
     double ref[MI_OBJ_COUNT], *pts = malloc((size_t)run->front_n * MI_OBJ_COUNT * sizeof *pts);
-    for (int32_t j = 0; j < r->objective_count; j++) {
+    for (int32_t j = 0; j < o.objective_count; j++) {
       ref[j] = 0;
       for (int32_t i = 0; i < run->res->count; i++)
-        if (run->res->trials[i].status == MI_OK && isfinite(run->res->trials[i].objectives[r->objectives[j]]))
-          ref[j] = fmax(ref[j], run->res->trials[i].objectives[r->objectives[j]] * 1.1);
+        if (run->res->trials[i].status == MI_OK && isfinite(run->res->trials[i].objectives[objs[j]]))
+          ref[j] = fmax(ref[j], run->res->trials[i].objectives[objs[j]] * 1.1);
     }
     if (pts) {
       for (int32_t i = 0; i < run->front_n; i++)
-        for (int32_t j = 0; j < r->objective_count; j++)
-          pts[i * r->objective_count + j] = run->res->trials[run->front[i]].objectives[r->objectives[j]];
-      run->hv = mi_pareto_hypervolume(pts, run->front_n, r->objective_count, ref, 1, 0);
+        for (int32_t j = 0; j < o.objective_count; j++)
+          pts[i * o.objective_count + j] = run->res->trials[run->front[i]].objectives[objs[j]];
+      run->hv = mi_pareto_hypervolume(pts, run->front_n, o.objective_count, ref, 1, 0);
       free(pts);
     }
   }
+  if (c->verify > 0 && run->front_n > 0) verify_front(&task, run, &o, c->verify);
+  run->energy_modeled = task.energy_modeled;
   run->ok = 1;
+  mi_tune_progress_set(&c->progress, d, 1, "%-14s done: %d measured, %d from the history, front of %d%s",
+                       run->spec, (int)run->res->measured, (int)run->res->replayed, (int)run->front_n,
+                       mi_worker_quarantined(pool, run->spec) ? " (device quarantined)" : "");
 done:
-  if (!run->ok) snprintf(run->message, sizeof run->message, "%s", err.message);
-  free(task.variants);
-  mi_xf_samples_destroy(task.samples);
+  if (!run->ok) {
+    if (!run->message[0]) snprintf(run->message, sizeof run->message, "%s", err.message);
+    mi_tune_progress_set(&c->progress, d, 1, "%-14s failed: %s", run->spec, run->message);
+  }
+  mi_tune_free_known(&task);
+}
+
+/* One thread: takes the next device of the current model until none is left. Each thread has
+ * its own workers and its own connection to the history (SQLite in WAL mode). */
+static void *device_thread(void *arg) {
+  tune_ctx_t *c = arg;
+  mi_worker_options_t wo;
+  mi_worker_pool_t *pool = NULL;
+  mi_history_t *hist = NULL;
+  char dirs[8192] = "";
+  size_t at = 0;
+  mi_error_t err;
+  for (int i = 0; i < c->h->plugin_dir_count && at < sizeof dirs; i++)
+    at += (size_t)snprintf(dirs + at, sizeof dirs - at, "%s%s", i ? ":" : "", c->h->plugin_dirs[i]);
+  mi_worker_options_default(&wo);
+  wo.plugin_dirs = dirs[0] ? dirs : NULL;
+  wo.timeout_s = 120;
+  if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK) return NULL;
+  if (c->r->history && mi_history_open(c->r->history, &hist, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: %s\n", err.message);
+    hist = NULL;
+  }
+  for (;;) {
+    int32_t d;
+    pthread_mutex_lock(&c->next_lock);
+    d = c->next < c->r->device_count ? c->next++ : -1;
+    pthread_mutex_unlock(&c->next_lock);
+    if (d < 0) break;
+    tune_one(c, d, pool, hist);
+  }
+  mi_history_close(hist);
+  mi_worker_pool_destroy(pool);
+  return NULL;
+}
+
+static void tune_model(tune_ctx_t *c) {
+  pthread_t th[16];
+  int32_t n = c->jobs < c->r->device_count ? c->jobs : c->r->device_count, started = 0;
+  c->next = 0;
+  if (n > 16) n = 16;
+  for (int32_t i = 1; i < n; i++)
+    if (pthread_create(&th[started], NULL, device_thread, c) == 0) started++;
+  device_thread(c);
+  for (int32_t i = 0; i < started; i++) pthread_join(th[i], NULL);
 }
 
 int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   const char *recipe_path = NULL, *out = NULL;
-  mi_registry_t *reg;
   mi_recipe_t *r = NULL;
   mi_error_t err;
   mi_tune_run_t *runs = NULL;
@@ -137,23 +263,33 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   int32_t n = 0, rc = MI_HOST_FAIL;
   char outbuf[4096];
   long long seed = -1;
+  tune_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.h = h;
+  c.jobs = 1;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+    else if ((!strcmp(argv[i], "--seed") || !strcmp(argv[i], "--verify") || !strcmp(argv[i], "--jobs")) && i + 1 < argc) {
       char *end;
-      seed = strtoll(argv[++i], &end, 10);
-      if (*end || seed < 0) return mi_host_usage_error("--seed needs a non-negative integer");
+      const char *opt = argv[i];
+      long long v = strtoll(argv[++i], &end, 10);
+      if (*end || v < 0 || v > 1000000) return mi_host_usage_error("%s needs a non-negative integer", opt);
+      if (!strcmp(opt, "--seed")) seed = v;
+      else if (!strcmp(opt, "--verify")) c.verify = (int32_t)v;
+      else c.jobs = v < 1 ? 1 : (int32_t)v;
     } else if (!strcmp(argv[i], "--json")) h->json = 1;
     else if (argv[i][0] == '-') return mi_host_usage_error("tune: unknown option '%s'", argv[i]);
     else if (!recipe_path) recipe_path = argv[i];
     else return mi_host_usage_error("tune: one recipe at a time");
   }
-  if (!recipe_path) return mi_host_usage_error("tune needs a recipe: mi-host tune RECIPE [--out DIR] [--seed S]");
-  if (!(reg = mi_host_registry(h))) return MI_HOST_FAIL;
-  if (mi_recipe_load(recipe_path, reg, &r, &err) != MI_OK) {
+  if (!recipe_path)
+    return mi_host_usage_error("tune needs a recipe: mi-host tune RECIPE [--out DIR] [--seed S] [--verify N] [--jobs N] [--json]");
+  if (!(c.reg = mi_host_registry(h))) return MI_HOST_FAIL;
+  if (mi_recipe_load(recipe_path, c.reg, &r, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
     return MI_HOST_USAGE;
   }
+  c.r = r;
   if (seed >= 0) r->seed = (uint64_t)seed;
   if (!out) {
     snprintf(outbuf, sizeof outbuf, "%s/tune-out", r->dir);
@@ -164,38 +300,65 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     goto done;
   }
   runs = calloc((size_t)r->model_count * (size_t)r->device_count + 1, sizeof *runs);
-  if (!runs) goto done;
   graphs = calloc((size_t)r->model_count + 1, sizeof *graphs);
-  if (!graphs) goto done;
+  if (!runs || !graphs || mi_tune_progress_init(&c.progress, r->device_count, h->json) != MI_OK) goto done;
+  pthread_mutex_init(&c.next_lock, NULL);
   for (int32_t m = 0; m < r->model_count; m++) {
-    if (mi_onnx_load(r->models[m].path, &graphs[m], &err) != MI_OK || set_inputs(graphs[m], r, &err) != MI_OK) {
+    char inputs[2048] = "";
+    size_t at = 0;
+    mi_model_features_t f;
+    for (int32_t i = 0; i < r->input_count && at < sizeof inputs; i++) {
+      at += (size_t)snprintf(inputs + at, sizeof inputs - at, "%s%s:", i ? ";" : "", r->inputs[i].name);
+      for (int32_t d = 0; d < r->inputs[i].rank && at < sizeof inputs; d++)
+        at += (size_t)snprintf(inputs + at, sizeof inputs - at, d ? "x%lld" : "%lld", (long long)r->inputs[i].dims[d]);
+    }
+    if (mi_onnx_load(r->models[m].path, &graphs[m], &err) != MI_OK || set_inputs(graphs[m], r, &err) != MI_OK ||
+        mi_graph_toposort(graphs[m], &err) != MI_OK || mi_file_hash(r->models[m].path, c.model_hash, &err) != MI_OK) {
       fprintf(stderr, "mi-host: %s\n", err.message);
       goto done;
     }
+    free(c.features);
+    c.features = mi_model_features(graphs[m], &f, NULL, NULL, NULL) == MI_OK ? mi_model_features_json(&f) : NULL;
+    c.model = m;
+    c.graph = graphs[m];
+    c.inputs = inputs;
+    c.runs = &runs[n];
     for (int32_t d = 0; d < r->device_count; d++) {
       mi_tune_run_t *run = &runs[n++];
-      mi_plugin_t *p = mi_registry_find(reg, r->pool[d].plugin);
       run->model = r->models[m].written;
+      run->model_index = m;
       snprintf(run->spec, sizeof run->spec, "%s:%d", r->pool[d].plugin, (int)r->pool[d].device);
-      if (!p || (uint32_t)r->pool[d].device >= p->device_count) {
-        snprintf(run->message, sizeof run->message, "no device %s", run->spec);
-        continue;
-      }
-      tune_one(h, r, graphs[m], p, (uint32_t)r->pool[d].device, run);
-      if (!run->ok && !h->json) fprintf(stderr, "tune: %s: %s: %s\n", run->model, run->spec, run->message);
+      mi_tune_progress_set(&c.progress, d, 0, "%-14s waiting", run->spec);
     }
+    if (!h->json) fprintf(stderr, "tune: model %d/%d: %s on %d device(s)\n", (int)m + 1, (int)r->model_count,
+                          r->models[m].written, (int)r->device_count);
+    c.progress.drawn = 0;
+    tune_model(&c);
   }
+  mi_tune_assign(r, runs, n);
   if ((rc = mi_tune_write(r, out, runs, n, h->json)) != MI_HOST_OK) goto done;
   rc = MI_HOST_OK;
+  for (int32_t i = 0; i < n; i++)
+    for (int32_t k = 0; runs[i].verify_bad && k < runs[i].front_n; k++)
+      if (runs[i].verify_bad[k] || runs[i].verify_failed[k]) {
+        if (!h->json)
+          fprintf(stderr, "tune: %s on %s: front configuration %d broke a bound in %d and failed in %d of %d re-measurements\n",
+                  runs[i].model, runs[i].spec, (int)k, (int)runs[i].verify_bad[k], (int)runs[i].verify_failed[k], (int)runs[i].verify_n);
+        rc = MI_HOST_FAIL;
+      }
 done:
   for (int32_t i = 0; runs && i < n; i++) {
     mi_space_destroy(runs[i].space);
     mi_search_result_destroy(runs[i].res);
     free(runs[i].front);
+    free(runs[i].verify_bad);
+    free(runs[i].verify_failed);
   }
   free(runs);
-  for (int32_t m = 0; graphs && m < r->model_count; m++) mi_graph_destroy(graphs[m]);
+  for (int32_t m = 0; graphs && r && m < r->model_count; m++) mi_graph_destroy(graphs[m]);
   free(graphs);
+  free(c.features);
+  mi_tune_progress_free(&c.progress);
   mi_recipe_destroy(r);
   return rc;
 }

@@ -1,29 +1,73 @@
-/* tune.h - what mi-host tune's files share: one (model, device) task and the evaluator. */
+/* tune.h - what mi-host tune's files share: one (model, device) task, the evaluator that
+ * measures in crash-isolated workers, the history glue, progress lines and the outputs. */
 #ifndef MI_HOST_TUNE_H
 #define MI_HOST_TUNE_H
 
-#include "metainfer/mi_transform.h"
+#include <pthread.h>
+
 #include "mi_host.h"
+#include "metainfer/mi_measure.h"
+#include "metainfer/mi_transform.h"
+
+/** A measurement already in the history for this task (resume). */
+typedef struct mi_tune_known {
+  char *hw;       /* hardware-side canonical text (mi_config_canonical) */
+  char *model;    /* model-side canonical text (mi_xf_config_canonical), "" when none */
+  int32_t ok;
+  char *failure;
+  double obj[MI_OBJ_COUNT];
+} mi_tune_known_t;
+
+/** Progress of the pool: one line per device, redrawn on a terminal. */
+typedef struct mi_tune_progress {
+  pthread_mutex_t lock;
+  int tty, json;
+  int32_t lines, drawn;
+  char (*text)[160];
+} mi_tune_progress_t;
 
 /** One (model, device) being tuned. */
 typedef struct mi_tune_task {
-  const mi_graph_t *graph;
-  mi_plugin_t *plugin;
-  uint32_t device;
-  mi_variant_desc_t *variants;  /* for fusion */
-  uint32_t variant_count;
-  mi_xf_samples_t *samples;     /* accuracy and calibration inputs */
+  const mi_recipe_t *recipe;
+  const char *model_path;       /* ONNX file the worker loads */
+  const char *inputs;           /* "name:1x3x32x32;..." from the recipe, or "" */
+  const char *spec;             /* "PLUGIN:INDEX" */
+  mi_worker_pool_t *pool;       /* this task's workers */
   int32_t repeats, warmup;
   int energy_modeled;           /* 1 once an energy figure came from a model */
+  /* history (NULL when the recipe has none) */
+  mi_history_t *history;
+  int64_t run_id;
+  const mi_record_t *base;      /* task, device and stack fields of every record */
+  mi_tune_known_t *known;
+  int32_t known_count;
+  int32_t recorded;             /* records written */
+  /* progress */
+  mi_tune_progress_t *progress;
+  int32_t line;
+  int64_t budget;
+  double best;                  /* best feasible first objective so far */
+  int32_t first_objective;
+  const mi_bound_t *bounds;
+  int32_t bound_count;
 } mi_tune_task_t;
 
-/** mi_evaluate_fn for a mi_tune_task_t. */
+/** mi_evaluate_fn for a mi_tune_task_t: the configuration measured in the device's worker,
+ * then recorded in the history. */
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err);
+/** The search's lookup_point: a configuration already in the history for this task. */
+int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                   int32_t *status, char *message);
+/** Loads the task's known measurements from its history (same model, input shapes, device
+ * and stack). */
+int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err);
+void mi_tune_free_known(mi_tune_task_t *t);
 
 /* The result of one (model, device). */
 typedef struct mi_tune_run {
   const char *model;
+  int32_t model_index;
   char spec[96];
   char stack[512], stack_hash[17];
   char size[32];
@@ -35,10 +79,34 @@ typedef struct mi_tune_run {
   int32_t *front;
   double hv;
   int energy_modeled;
+  int32_t pruned, probes;        /* variants the space left out after probing */
+  uint64_t capacity;             /* device global memory, 0 unknown */
+  int32_t verify_n;              /* re-measurements per front configuration (0: none) */
+  int32_t *verify_bad;           /* per front entry: re-measurements that broke a bound */
+  int32_t *verify_failed;        /* per front entry: re-measurements that failed */
+  int32_t assigned;              /* 1: the capacity assignment put the model here */
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with
  * `json`, also one JSON summary on stdout. MI_HOST_OK or MI_HOST_FAIL. */
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json);
+
+/** The Pareto plot of one run as an SVG element (tune_out.c). */
+void mi_tune_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run);
+/** The self-contained report page (tune_html.c). */
+void mi_tune_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n);
+
+/* Progress (tune_progress.c). */
+int32_t mi_tune_progress_init(mi_tune_progress_t *p, int32_t lines, int json);
+void mi_tune_progress_free(mi_tune_progress_t *p);
+/** Sets line `line` and redraws (terminal) or prints it as one log line (otherwise). */
+void mi_tune_progress_set(mi_tune_progress_t *p, int32_t line, int log, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/** mi_progress_fn for a mi_tune_task_t. */
+void mi_tune_progress_trial(void *ctx, const mi_trial_t *t, int32_t used, int64_t budget,
+                            double elapsed_s);
+
+/** Greedy assignment of models to devices by capacity (tune_assign.c): sets runs[].assigned. */
+void mi_tune_assign(const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n);
 
 #endif

@@ -1,49 +1,192 @@
-/* tune_eval.c - mi-host tune's evaluator: a point becomes a transformed graph and session
- * options, measured with the measurement protocol, with its accuracy drop on the reference path. */
+/* tune_eval.c - mi-host tune's evaluator: a point becomes a transform configuration text and
+ * session options, measured in the device's crash-isolated worker (which applies the transform
+ * and computes the accuracy drop), recorded in the history; and the history replayed (resume). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi_transform.h"
 #include "tune.h"
+
+/* The two canonical halves of a point: hardware (mi_config_canonical) and model side. */
+static int32_t halves(const mi_space_t *s, const int32_t *pt, char **hw_text, char **xf_text,
+                      mi_space_hw_t **hw, mi_xf_config_t **xcp, mi_error_t *err) {
+  mi_xf_config_t *xc = NULL;
+  int32_t rc;
+  *hw_text = *xf_text = NULL;
+  *hw = NULL;
+  if ((rc = mi_space_xf_config(s, pt, &xc, err)) != MI_OK) return rc;
+  rc = mi_xf_config_canonical(xc, xf_text, err);
+  if (xcp && rc == MI_OK) *xcp = xc;
+  else mi_xf_config_destroy(xc);
+  if (rc != MI_OK) return rc;
+  if ((rc = mi_space_hw_create(s, pt, hw, err)) != MI_OK) goto fail;
+  if (!(*hw_text = mi_config_canonical(mi_space_hw_options(*hw)))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+    goto fail;
+  }
+  return MI_OK;
+fail:
+  if (xcp) {
+    mi_xf_config_destroy(*xcp);
+    *xcp = NULL;
+  }
+  free(*xf_text);
+  *xf_text = NULL;
+  mi_space_hw_destroy(*hw);
+  *hw = NULL;
+  return rc;
+}
+
+static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc,
+                   const mi_profile_t *prof, const mi_worker_config_result_t *res,
+                   const char *failure) {
+  mi_record_t r = *t->base;
+  char acc[128];
+  char *layers = NULL;
+  if (!t->history) return;
+  r.run_id = t->run_id;
+  r.config_canonical = hw;
+  r.model_config_canonical = xf;
+  r.ok = rc == MI_OK;
+  r.failure = rc == MI_OK ? NULL : failure;
+  r.clock = "wall";
+  if (prof) {
+    r.clock = prof->clock == MI_CLOCK_DEVICE ? "device" : "wall";
+    r.latency_s = prof->latency.stats;
+    r.repeats = prof->latency.runs;
+    r.rounds = prof->latency.rounds;
+    r.discarded = prof->latency.discarded;
+    r.prepare_s = prof->prepare_s;
+    r.peak_memory_bytes = prof->peak_memory_source ? prof->peak_memory_bytes : 0;
+    r.energy_j = prof->energy_j;
+    r.energy_source = !prof->has_energy ? MI_ENERGY_NONE
+                      : prof->energy_modeled ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
+    layers = mi_profile_layers_json(prof);
+    r.layers_json = layers;
+  }
+  if (res && res->has_accuracy) {
+    snprintf(acc, sizeof acc, "{\"rel_l2\":%.17g,\"top1\":%.17g}", res->rel_l2, res->top1);
+    r.accuracy_json = acc;
+  }
+  if (mi_history_put(t->history, &r, NULL, NULL) == MI_OK) t->recorded++;
+  free(layers);
+}
 
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err) {
   mi_tune_task_t *t = ctx;
-  mi_xf_config_t *xc = NULL;
-  mi_graph_t *xg = NULL;
   mi_space_hw_t *hw = NULL;
   mi_profile_t *prof = NULL;
-  mi_xf_apply_opts_t ao;
-  mi_xf_metrics_t met;
   mi_measure_options_t mo;
+  mi_worker_config_t wc;
+  mi_worker_config_result_t res;
+  char *hw_text = NULL, *xf_text = NULL;
   int32_t rc;
-  if ((rc = mi_space_xf_config(s, pt, &xc, err)) != MI_OK) goto done;
-  memset(&ao, 0, sizeof ao);
-  ao.calib = t->samples;
-  ao.variants = t->variants;
-  ao.variant_count = t->variant_count;
-  if ((rc = mi_xf_apply(t->graph, xc, &ao, &xg, NULL, err)) != MI_OK) goto done;
-  if ((rc = mi_space_hw_create(s, pt, &hw, err)) != MI_OK) goto done;
+  memset(&res, 0, sizeof res);
+  mi_xf_config_t *xc = NULL;
+  if ((rc = halves(s, pt, &hw_text, &xf_text, &hw, &xc, err)) != MI_OK) return rc;
   mi_measure_options_default(&mo);
   mo.warmup = t->warmup;
   mo.min_repeats = t->repeats;
   mo.max_repeats = t->repeats * 2;
   mo.budget_s = 5;
-  rc = mi_profile_run(xg, t->plugin, t->device, mi_space_hw_options(hw), &mo, 0, &prof, err);
-  if (rc != MI_OK) goto done;
-  obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
-  obj[MI_OBJ_MEMORY] = prof->peak_memory_source ? (double)prof->peak_memory_bytes / 1048576.0 : NAN;
-  obj[MI_OBJ_ENERGY] = prof->has_energy ? prof->energy_j * 1e3 : NAN;
-  t->energy_modeled |= prof->has_energy && prof->energy_modeled;
-  /* Accuracy drop: relative L2 error of the transformed model against the original, both on
-   * the reference interpreter (the device's own numerics are checked by conformance). */
-  if ((rc = mi_xf_compare(t->graph, xg, t->samples, &met, err)) != MI_OK) goto done;
-  obj[MI_OBJ_ACCURACY] = met.rel_l2;
-done:
+  memset(&wc, 0, sizeof wc);
+  wc.struct_size = sizeof wc;
+  wc.model = t->model_path;
+  wc.inputs = t->inputs;
+  wc.xf = xc;
+  wc.so = mi_space_hw_options(hw);
+  wc.calibration = t->recipe->calibration;
+  wc.seed = t->recipe->seed;
+  wc.samples = 2;
+  wc.accuracy = 1;
+  rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
+  if (rc == MI_OK) {
+    obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
+    obj[MI_OBJ_MEMORY] = prof->peak_memory_source ? (double)prof->peak_memory_bytes / 1048576.0 : NAN;
+    obj[MI_OBJ_ENERGY] = prof->has_energy ? prof->energy_j * 1e3 : NAN;
+    obj[MI_OBJ_ACCURACY] = res.has_accuracy ? res.rel_l2 : NAN;
+    t->energy_modeled |= prof->has_energy && prof->energy_modeled;
+  }
+  record(t, hw_text, xf_text, rc, prof, &res, err ? err->message : "failed");
   mi_profile_destroy(prof);
-  mi_space_hw_destroy(hw);
-  mi_graph_destroy(xg);
   mi_xf_config_destroy(xc);
+  mi_space_hw_destroy(hw);
+  free(hw_text);
+  free(xf_text);
   return rc;
+}
+
+int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                   int32_t *status, char *message) {
+  mi_tune_task_t *t = ctx;
+  mi_space_hw_t *hw = NULL;
+  char *hw_text = NULL, *xf_text = NULL;
+  int found = 0;
+  if (t->known_count == 0 || halves(s, pt, &hw_text, &xf_text, &hw, NULL, NULL) != MI_OK) return 0;
+  /* Rows come good ones first, fastest first: the first match is the best record. */
+  for (int32_t i = 0; i < t->known_count && !found; i++) {
+    const mi_tune_known_t *k = &t->known[i];
+    if (strcmp(k->hw, hw_text) != 0 || strcmp(k->model, xf_text) != 0) continue;
+    memcpy(obj, k->obj, sizeof k->obj);
+    *status = k->ok ? MI_OK : MI_ERR_INTERNAL;
+    if (!k->ok) snprintf(message, MI_ERROR_MESSAGE_SIZE, "%s", k->failure ? k->failure : "failed");
+    found = 1;
+  }
+  mi_space_hw_destroy(hw);
+  free(hw_text);
+  free(xf_text);
+  return found;
+}
+
+static int add_known(void *user, const mi_history_row_t *row) {
+  mi_tune_task_t *t = user;
+  mi_tune_known_t *k, *nk = realloc(t->known, ((size_t)t->known_count + 1) * sizeof *nk);
+  if (!nk) return 1;
+  t->known = nk;
+  k = &t->known[t->known_count];
+  memset(k, 0, sizeof *k);
+  k->hw = strdup(row->config_canonical ? row->config_canonical : "default");
+  k->model = strdup(row->model_canonical ? row->model_canonical : "");
+  k->failure = row->failure ? strdup(row->failure) : NULL;
+  if (!k->hw || !k->model) {
+    free(k->hw);
+    free(k->model);
+    free(k->failure);
+    return 1;
+  }
+  k->ok = row->ok;
+  for (int j = 0; j < MI_OBJ_COUNT; j++) k->obj[j] = NAN;
+  if (row->ok) {
+    const char *a = row->accuracy_json ? strstr(row->accuracy_json, "\"rel_l2\":") : NULL;
+    k->obj[MI_OBJ_LATENCY] = row->median_s * 1e3;
+    if (row->peak_memory_bytes) k->obj[MI_OBJ_MEMORY] = (double)row->peak_memory_bytes / 1048576.0;
+    if (row->energy_source != MI_ENERGY_NONE) k->obj[MI_OBJ_ENERGY] = row->energy_j * 1e3;
+    if (row->energy_source == MI_ENERGY_MODELED) t->energy_modeled = 1;
+    if (a) k->obj[MI_OBJ_ACCURACY] = strtod(a + 9, NULL);
+  }
+  t->known_count++;
+  return 0;
+}
+
+int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err) {
+  mi_history_query_t q;
+  if (!t->history) return MI_OK;
+  memset(&q, 0, sizeof q);
+  q.model_hash = t->base->model_hash;
+  q.device_hash = t->base->device_hash;
+  q.stack_hash = t->base->stack_hash;
+  q.input_shapes = t->base->input_shapes;
+  return mi_history_query(t->history, &q, add_known, t, err);
+}
+
+void mi_tune_free_known(mi_tune_task_t *t) {
+  for (int32_t i = 0; i < t->known_count; i++) {
+    free(t->known[i].hw);
+    free(t->known[i].model);
+    free(t->known[i].failure);
+  }
+  free(t->known);
+  t->known = NULL;
+  t->known_count = 0;
 }

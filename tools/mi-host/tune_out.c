@@ -48,13 +48,18 @@ static int write_deployment(const mi_recipe_t *r, const char *dir, mi_tune_run_t
       fprintf(f, "    status: \"%s\"\n", run->ok ? "no configuration met the constraints" : run->message);
       continue;
     }
-    fprintf(f, "    stack: \"%s\"\n    stack_hash: \"%s\"\n", run->stack, run->stack_hash);
+    fprintf(f, "    assigned: %s\n    stack: \"%s\"\n    stack_hash: \"%s\"\n",
+            run->assigned ? "true" : "false", run->stack, run->stack_hash);
     for (int32_t k = 0; k < run->front_n; k++) {
       const mi_trial_t *t = &run->res->trials[run->front[k]];
       const char *ind = k == 0 ? "    " : "        ";
       if (k == 0) fprintf(f, "    chosen:\n");
       if (k == 1) fprintf(f, "    fallbacks:\n");
       fprintf(f, "%s%sconfig_id: \"%016llx\"\n", k == 0 ? "  " : "      ", k == 0 ? ind : "- ", (unsigned long long)t->hash);
+      if (run->verify_n > 0)
+        fprintf(f, "%s  verified: \"%s\"   # %d re-measurements: %d broke a bound, %d failed\n", ind,
+                run->verify_bad[k] || run->verify_failed[k] ? "VIOLATED" : "ok", (int)run->verify_n,
+                (int)run->verify_bad[k], (int)run->verify_failed[k]);
       fprintf(f, "%s  measured:\n", ind);
       {
         char deeper[32];
@@ -65,11 +70,16 @@ static int write_deployment(const mi_recipe_t *r, const char *dir, mi_tune_run_t
       }
     }
   }
+  fputs("# Each model on one device (greedy by capacity, docs/tuning.md).\nassignment:\n", f);
+  for (int32_t i = 0; i < n; i++)
+    if (runs[i].assigned)
+      fprintf(f, "  - model: \"%s\"\n    device: \"%s\"\n", runs[i].model, runs[i].spec);
   fclose(f);
   return 1;
 }
 
-static void json_trial(FILE *f, const mi_trial_t *t) {
+/* One trial as a JSON object; with bad >= 0 also its re-measurement counts. */
+static void json_trial(FILE *f, const mi_trial_t *t, int32_t bad, int32_t failed) {
   int first = 1;
   fprintf(f, "{\"config_id\":\"%016llx\",\"ok\":%s,\"from_history\":%s", (unsigned long long)t->hash,
           t->status == MI_OK ? "true" : "false", t->from_history ? "true" : "false");
@@ -83,6 +93,7 @@ static void json_trial(FILE *f, const mi_trial_t *t) {
     fputs(",\"failure\":", f);
     mi_json_string(f, t->message);
   }
+  if (bad >= 0) fprintf(f, ",\"verify_violations\":%d,\"verify_failures\":%d", (int)bad, (int)failed);
   fputc('}', f);
 }
 
@@ -110,15 +121,18 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
     mi_json_string(f, run->size);
     fprintf(f, ",\"measured\":%d,\"replayed\":%d,\"hypervolume\":", run->res->measured, run->res->replayed);
     mi_json_double(f, run->hv);
-    fprintf(f, ",\"energy_modeled\":%s,\"front\":[", run->energy_modeled ? "true" : "false");
+    fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
+            run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,
+            (int)run->probes, (int)run->verify_n);
     for (int32_t k = 0; k < run->front_n; k++) {
       if (k) fputc(',', f);
-      json_trial(f, &run->res->trials[run->front[k]]);
+      json_trial(f, &run->res->trials[run->front[k]], run->verify_n > 0 ? run->verify_bad[k] : -1,
+                 run->verify_n > 0 ? run->verify_failed[k] : 0);
     }
     fputs("],\"trials\":[", f);
     for (int32_t k = 0; k < run->res->count; k++) {
       if (k) fputc(',', f);
-      json_trial(f, &run->res->trials[k]);
+      json_trial(f, &run->res->trials[k], -1, 0);
     }
     fputs("]}", f);
   }
@@ -127,7 +141,7 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
 
 /* A scatter of every successful trial on the first two objectives (or latency against
  * measurement index when there is one), the front joined by a line, the choice circled. */
-static void write_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run) {
+void mi_tune_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run) {
   const double W = 480, H = 320, M = 50;
   int32_t ox = r->objectives[0], oy = r->objective_count > 1 ? r->objectives[1] : -1;
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
@@ -141,8 +155,8 @@ static void write_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run) {
   }
   if (!(x1 > x0)) { x1 = x0 + 1; x0 -= 1; }
   if (!(y1 > y0)) { y1 = y0 + 1; y0 -= 1; }
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"front\" width=\"%.0f\" height=\"%.0f\" "
-             "viewBox=\"0 0 %.0f %.0f\"><title>%s on %s</title>\n", W, H, W, H, run->model, run->spec);
+  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"front\" data-device=\"%s\" width=\"%.0f\" height=\"%.0f\" "
+             "viewBox=\"0 0 %.0f %.0f\"><title>%s on %s</title>\n", run->spec, W, H, W, H, run->model, run->spec);
   fprintf(f, "<rect x=\"%.0f\" y=\"10\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", M, W - M - 10, H - M - 10);
   fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">%s (%.4g .. %.4g)</text>\n", M, H - 12,
           oy >= 0 ? mi_objective_name(ox, NULL) : "measurement", x0, x1);
@@ -189,63 +203,6 @@ static void write_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run) {
 #undef PY
 }
 
-static void html_escape(FILE *f, const char *s) {
-  for (; s && *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else fputc(*s, f);
-  }
-}
-
-static void write_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n) {
-  fputs("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Meta Infer tuning report</title>\n"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}pre{font-size:12px}</style>\n"
-        "</head><body>\n<h1>Meta Infer tuning report</h1>\n<p>Recipe: ", f);
-  html_escape(f, r->path);
-  fputs("</p>\n", f);
-  for (int32_t i = 0; i < n; i++) {
-    mi_tune_run_t *run = &runs[i];
-    fputs("<section class=\"run\"><h2>", f);
-    html_escape(f, run->model);
-    fputs(" on ", f);
-    html_escape(f, run->spec);
-    fputs("</h2>\n", f);
-    if (!run->ok) {
-      fputs("<p class=\"error\">", f);
-      html_escape(f, run->message);
-      fputs("</p></section>\n", f);
-      continue;
-    }
-    fprintf(f, "<p>Joint space: %s configurations; %d measured, %d from the history; hypervolume %.6g%s.</p>\n",
-            run->size, run->res->measured, run->res->replayed, run->hv,
-            run->energy_modeled ? "; energy figures are <b>modeled</b>, not measured" : "");
-    write_svg(f, r, run);
-    fputs("<h3>Pareto front (first row: the chosen configuration)</h3>\n<table class=\"front\"><tr><th>config</th>", f);
-    for (int32_t k = 0; k < MI_OBJ_COUNT; k++) fprintf(f, "<th>%s</th>", mi_objective_name(k, NULL));
-    fputs("</tr>\n", f);
-    for (int32_t k = 0; k < run->front_n; k++) {
-      const mi_trial_t *t = &run->res->trials[run->front[k]];
-      fprintf(f, "<tr class=\"%s\"><td>%016llx</td>", k == 0 ? "chosen" : "fallback", (unsigned long long)t->hash);
-      for (int32_t j = 0; j < MI_OBJ_COUNT; j++) fprintf(f, isfinite(t->objectives[j]) ? "<td>%.4g</td>" : "<td>-</td>", t->objectives[j]);
-      fputs("</tr>\n", f);
-    }
-    fputs("</table>\n<h3>Search progress (best feasible first objective so far)</h3>\n<pre class=\"progress\">", f);
-    {
-      double best = INFINITY;
-      for (int32_t k = 0; k < run->res->count; k++) {
-        const mi_trial_t *t = &run->res->trials[k];
-        if (t->status == MI_OK && t->objectives[r->objectives[0]] < best) best = t->objectives[r->objectives[0]];
-        fprintf(f, "%3d  %.4g\n", k + 1, best);
-      }
-    }
-    fputs("</pre></section>\n", f);
-  }
-  fputs("</body></html>\n", f);
-}
-
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json) {
   char path[4200], name[256];
   FILE *f;
@@ -260,11 +217,11 @@ int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, in
     for (c = name; *c; c++)
       if (*c == ':' || *c == '/') *c = '_';
     if (!(f = open_out(out, name, path, sizeof path))) return MI_HOST_FAIL;
-    write_svg(f, r, &runs[i]);
+    mi_tune_svg(f, r, &runs[i]);
     fclose(f);
   }
   if (!(f = open_out(out, "report.html", path, sizeof path))) return MI_HOST_FAIL;
-  write_html(f, r, runs, n);
+  mi_tune_html(f, r, runs, n);
   fclose(f);
   if (json) write_json(stdout, r, runs, n);
   else fprintf(stderr, "tune: wrote %s/deployment.yaml, pareto.json, report.html\n", out);

@@ -161,6 +161,40 @@ MI_API int32_t mi_worker_profile(mi_worker_pool_t *p, const char *spec, const ch
                                  const mi_session_options_t *so,
                                  const mi_measure_options_t *mo, int check, mi_profile_t **out,
                                  mi_error_t *err);
+struct mi_xf_config;
+/** A configuration to measure in a worker (mi_worker_profile_config): the worker loads the
+ * model, applies the model-side transform configuration and prepares the session with the
+ * hardware-side choices itself, so neither the transform of a plugin's weights nor the plugin
+ * ever runs in the caller. Zero-initialise and set struct_size. */
+typedef struct mi_worker_config {
+  uint32_t struct_size;
+  const char *model;               /* ONNX file */
+  const char *inputs;              /* fixed input shapes "NAME:1x3x32x32;NAME2:4x8" or NULL */
+  const struct mi_xf_config *xf;   /* model-side transform configuration; NULL: the model as is */
+  const mi_session_options_t *so;  /* device knobs and per-node variants/knobs; may be NULL */
+  const char *calibration;         /* folder of .npy samples; NULL: deterministic random ones */
+  uint64_t seed;                   /* stream of the random samples */
+  int32_t samples;                 /* random samples for calibration and accuracy (default 2) */
+  int32_t accuracy;                /* 1: also compare the transformed model with the original
+                                    * on the reference interpreter (accuracy drop) */
+} mi_worker_config_t;
+
+/** What a configuration job returns besides the profile. */
+typedef struct mi_worker_config_result {
+  int32_t has_accuracy;
+  double rel_l2;                   /* ||y - y0|| / ||y0||, the accuracy drop of the tuner */
+  double top1;                     /* share of argmax agreement, -1 when not a classifier */
+  double transform_s;              /* seconds spent applying the transform in the worker */
+} mi_worker_config_result_t;
+
+/** Measures configuration `cfg` on device `spec` in its worker: the same failure classes and
+ * quarantine as mi_worker_profile (a transform that fails is the worker's error, not a crash).
+ * On MI_OK *out is a new profile and *res (may be NULL) the accuracy. */
+MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
+                                        const mi_worker_config_t *cfg,
+                                        const mi_measure_options_t *mo, int check,
+                                        mi_profile_t **out, mi_worker_config_result_t *res,
+                                        mi_error_t *err);
 /** 1 when `spec` failed quarantine_after times in a row and is no longer run. */
 MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
 
@@ -287,6 +321,13 @@ typedef struct mi_history_row {
   int32_t ok;
   const char *failure;
   double median_s, p90_s, cv;
+  /* Added for resume: the rest of a trial's objectives and its model side. */
+  const char *model_canonical;       /* model-side configuration text, NULL when none */
+  const char *input_shapes;
+  uint64_t peak_memory_bytes;        /* 0 = unknown */
+  double energy_j;                   /* NaN when absent */
+  int32_t energy_source;             /* mi_energy_source */
+  const char *accuracy_json;         /* NULL when absent */
 } mi_history_row_t;
 
 typedef struct mi_history_query {
@@ -296,6 +337,7 @@ typedef struct mi_history_query {
   int32_t any_stack;
   int32_t ok_only;
   int32_t limit;           /* 0 = no limit */
+  const char *input_shapes; /* NULL = any workload; else the task's input shapes exactly */
 } mi_history_query_t;
 
 typedef int (*mi_history_row_fn)(void *user, const mi_history_row_t *row);

@@ -61,6 +61,7 @@ typedef struct mi_space_options {
   int32_t int_levels;     /* an integer range wider than this is cut to this many values */
   int32_t float_levels;   /* a float range becomes this many evenly spaced values */
   int32_t prune_levels;   /* pruning ratios 0, 0.5/(n-1), ..., 0.5 (n values) */
+  int32_t no_probe;       /* 1: do not ask kernel_prepare which variants accept each node */
 } mi_space_options_t;
 
 MI_API void mi_space_options_default(mi_space_options_t *o);
@@ -91,6 +92,10 @@ MI_API double mi_space_log10_size(const mi_space_t *s);
 /** The number of distinct valid-looking points when it fits in 2^62, else -1 (for the
  * exhaustive strategy: counts active combinations only). */
 MI_API int64_t mi_space_exact_size(const mi_space_t *s);
+/** (node, variant) pairs left out because the plugin's kernel_prepare refused the node with
+ * the variant's default knobs, probed once per distinct node signature at build time; the
+ * number of kernel_prepare probes in *probes (may be NULL). */
+MI_API int32_t mi_space_pruned_variants(const mi_space_t *s, int32_t *probes);
 /** Writes "10^143" style text (or the plain number below a million) into buf. */
 MI_API void mi_space_size_text(const mi_space_t *s, char *buf, size_t cap);
 
@@ -300,6 +305,10 @@ typedef struct mi_search_options {
   void *lookup_ctx;
   mi_progress_fn progress;
   void *progress_ctx;
+  /** Optional, tried before `lookup`: the same with the point itself, for a history keyed by
+   * configuration text; fills `message` (MI_ERROR_MESSAGE_SIZE) for a failure. */
+  int (*lookup_point)(void *ctx, const mi_space_t *s, const int32_t *pt, double *objectives,
+                      int32_t *status, char *message);
 } mi_search_options_t;
 
 /** The trials of a search, in evaluation order. */

@@ -1,5 +1,6 @@
 /* sqlite_io.c - the SQLite store's reads: JSON Lines export and import (built and parsed with
  * SQLite's own JSON functions), warm-start queries and summary counts. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,10 +179,12 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
   if (sqlite3_prepare_v2(
           s->db,
           "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
-          " m.median_s, m.p90_s, m.cv FROM measurements m JOIN tasks t ON t.id = m.task_id"
+          " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
+          " m.energy_j, m.energy_source, m.accuracy FROM measurements m JOIN tasks t ON t.id = m.task_id"
           " JOIN devices d ON d.id = t.device_id JOIN configs c ON c.id = m.config_id"
           " JOIN stacks s ON s.id = m.stack_id WHERE (?1 IS NULL OR t.model_hash = ?1)"
           " AND (?2 IS NULL OR d.hash = ?2) AND (?3 OR s.hash = ?4) AND (?5 = 0 OR m.ok = 1)"
+          " AND (?7 IS NULL OR t.input_shapes = ?7)"
           " ORDER BY m.ok DESC, m.median_s LIMIT ?6",
           -1, &st, NULL) != SQLITE_OK)
     return mi_errorf(err, MI_ERR_IO, "history: query: %s", sqlite3_errmsg(s->db));
@@ -191,6 +194,7 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
   if (q->stack_hash) sqlite3_bind_text(st, 4, q->stack_hash, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 5, q->ok_only ? 1 : 0);
   sqlite3_bind_int64(st, 6, q->limit > 0 ? q->limit : -1);
+  if (q->input_shapes) sqlite3_bind_text(st, 7, q->input_shapes, -1, SQLITE_STATIC);
   while ((r = sqlite3_step(st)) == SQLITE_ROW) {
     mi_history_row_t row;
     row.id = sqlite3_column_int64(st, 0);
@@ -204,6 +208,16 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
     row.median_s = sqlite3_column_double(st, 8);
     row.p90_s = sqlite3_column_double(st, 9);
     row.cv = sqlite3_column_double(st, 10);
+    row.model_canonical = (const char *)sqlite3_column_text(st, 11);
+    row.input_shapes = (const char *)sqlite3_column_text(st, 12);
+    row.peak_memory_bytes = (uint64_t)sqlite3_column_int64(st, 13);
+    row.energy_j = sqlite3_column_type(st, 14) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 14);
+    {
+      const char *es = (const char *)sqlite3_column_text(st, 15);
+      row.energy_source = !es ? MI_ENERGY_NONE
+                          : strcmp(es, "modeled") == 0 ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
+    }
+    row.accuracy_json = (const char *)sqlite3_column_text(st, 16);
     if (fn(user, &row)) break;
   }
   sqlite3_finalize(st);

@@ -36,7 +36,9 @@ enum {
   MI__JOB_FINGERPRINT = 2,
   MI__REPLY_PROFILE = 11,        /* mi_profile_t, then layer_count mi_layer_profile_t */
   MI__REPLY_FINGERPRINT = 12,    /* mi_device_fingerprint_t */
-  MI__REPLY_ERROR = 13           /* mi_error_t */
+  MI__REPLY_ERROR = 13,          /* mi_error_t */
+  MI__JOB_CONFIG = 3,            /* mi__config_job_t, then its texts (worker_config.c) */
+  MI__REPLY_CONFIG = 14          /* mi_worker_config_result_t, mi_profile_t, then its layers */
 };
 
 typedef struct mi__frame {
@@ -58,6 +60,24 @@ int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const vo
 /* Reads exactly n bytes before `deadline` (mi__now_s seconds; <= 0: no deadline).
  * Returns 1 done, 0 peer closed, -1 timeout, -2 I/O error. */
 int mi__read_full(int fd, void *buf, size_t n, double deadline);
+
+/* Configuration jobs (worker_config.c): the child's cache of the original model and samples,
+ * and the function that serves one job. */
+typedef struct mi__config_cache {
+  char key[8192];                 /* model path, input shapes, calibration, seed */
+  struct mi_graph *g;
+  void *samples;                  /* mi_xf_samples_t */
+} mi__config_cache_t;
+#define MI__CONFIG_JOB_MAX (16u << 20)
+void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
+                             size_t n, mi__config_cache_t *cache);
+void mi__config_cache_free(mi__config_cache_t *c);
+/* Parent side (worker.c): sends a job, reads a reply of `prefix` bytes + profile + layers. */
+struct mi_worker_pool;
+struct mi_profile;
+int32_t mi__worker_job(struct mi_worker_pool *p, const char *spec, uint32_t type, const void *job,
+                       size_t njob, uint32_t reply_type, size_t prefix, void *prefix_out,
+                       struct mi_profile **out, mi_error_t *err);
 
 /* The worker's main loop: loads plugins from `dirs`, resolves `spec`, serves jobs on `fd`. */
 void mi__worker_main(int fd, const char *dirs, const char *spec) __attribute__((noreturn));

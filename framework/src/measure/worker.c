@@ -301,3 +301,54 @@ MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
   count(p, s, rc);
   return rc;
 }
+
+/* A job whose reply is `prefix` bytes (copied to prefix_out when not NULL), a profile, then its
+ * layers: the configuration jobs of worker_config.c. Same classification and quarantine. */
+int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, const void *job,
+                       size_t njob, uint32_t reply_type, size_t prefix, void *prefix_out,
+                       mi_profile_t **out, mi_error_t *err) {
+  mi__frame_t h;
+  void *pl = NULL;
+  slot_t *s;
+  mi_profile_t *r = NULL;
+  int32_t rc;
+  *out = NULL;
+  if ((rc = slot_for(p, spec, &s, err))) return rc;
+  rc = exchange(p, s, type, job, njob, &h, &pl, err);
+  if (rc == MI_OK && h.type == reply_type && h.length >= prefix + sizeof *r) {
+    const char *at = (const char *)pl + prefix;
+    if (prefix_out) memcpy(prefix_out, pl, prefix);
+    if (!(r = malloc(sizeof *r))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+      goto done;
+    }
+    memcpy(r, at, sizeof *r);
+    r->layers = NULL;
+    if (r->layer_count < 0 ||
+        h.length != prefix + sizeof *r + (size_t)r->layer_count * sizeof(mi_layer_profile_t)) {
+      r->layer_count = 0;
+      rc = mi_errorf(err, MI_ERR_INTERNAL, "worker %s: profile reply of the wrong size", spec);
+      goto done;
+    }
+    if (!(r->layers = calloc((size_t)r->layer_count + 1, sizeof *r->layers))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+      goto done;
+    }
+    memcpy(r->layers, at + sizeof *r, (size_t)r->layer_count * sizeof *r->layers);
+    if (r->checked && !r->check_ok)
+      rc = mi_errorf(err, MI_ERR_CONSTRAINT,
+                     "wrong results: max error %.3g of the output range against the reference",
+                     r->check_error);
+  } else if (rc == MI_OK) {
+    rc = reply_error(&h, pl, err);
+  }
+done:
+  free(pl);
+  count(p, s, rc);
+  if (rc) {
+    mi_profile_destroy(r);
+    r = NULL;
+  }
+  *out = r;
+  return rc;
+}

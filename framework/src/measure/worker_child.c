@@ -126,11 +126,13 @@ void mi__worker_main(int fd, const char *dirs, const char *spec) {
   mi_error_t setup;
   mi_graph_t *g = NULL;
   char loaded[4096] = "";
+  mi__config_cache_t cc;
   int32_t setup_rc;
   /* A worker must not outlive the host that measures with it. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   signal(SIGPIPE, SIG_IGN);
   mi_error_clear(&setup);
+  memset(&cc, 0, sizeof cc);
   reg = mi_registry_create();
   setup_rc = reg ? load_plugins(reg, dirs, &setup)
                  : mi_errorf(&setup, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
@@ -142,9 +144,10 @@ void mi__worker_main(int fd, const char *dirs, const char *spec) {
       char raw[1];
     } *buf;
     if (mi__read_full(fd, &h, sizeof h, 0) != 1 || h.magic != MI__FRAME_MAGIC ||
-        h.length > sizeof(mi__job_t))
+        (h.length > sizeof(mi__job_t) && (h.type != MI__JOB_CONFIG || h.length > MI__CONFIG_JOB_MAX)))
       break;
-    buf = calloc(1, sizeof *buf);
+    /* Configuration jobs carry texts of any length up to MI__CONFIG_JOB_MAX. */
+    buf = calloc(1, h.length > sizeof *buf ? h.length + 1 : sizeof *buf);
     if (!buf || mi__read_full(fd, buf, h.length, 0) != 1) {
       free(buf);
       break;
@@ -153,6 +156,8 @@ void mi__worker_main(int fd, const char *dirs, const char *spec) {
       send_error(fd, &setup);
     } else if (h.type == MI__JOB_PROFILE && h.length == sizeof(mi__job_t)) {
       serve_profile(fd, pl, dev, &buf->job, &g, loaded, sizeof loaded);
+    } else if (h.type == MI__JOB_CONFIG) {
+      mi__worker_serve_config(fd, pl, dev, buf, h.length, &cc);
     } else if (h.type == MI__JOB_FINGERPRINT) {
       mi_device_fingerprint_t fp;
       mi_error_t e;

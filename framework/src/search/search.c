@@ -41,7 +41,9 @@ int32_t mi__search_eval(mi__search_t *st, const int32_t *pt, int *fresh) {
   for (int k = 0; k < MI_OBJ_COUNT; k++) t->objectives[k] = NAN;
   r->count++;
   *fresh = 1;
-  if (st->o->lookup && st->o->lookup(st->o->lookup_ctx, h, t->objectives, &t->status)) {
+  if ((st->o->lookup_point &&
+       st->o->lookup_point(st->o->lookup_ctx, st->s, pt, t->objectives, &t->status, t->message)) ||
+      (st->o->lookup && st->o->lookup(st->o->lookup_ctx, h, t->objectives, &t->status))) {
     /* Already measured for this task and stack: replay it, free of charge. */
     t->from_history = 1;
     r->replayed++;

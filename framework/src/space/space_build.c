@@ -189,7 +189,13 @@ static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
   char nb[32], name[256];
   mi__node_t *slot;
   for (uint32_t v = 0; v < s->variant_count && nvar < 32; v++)
-    if (strcmp(s->variants[v].op_type, node->op_type) == 0) vars[nvar++] = (int32_t)v;
+    if (strcmp(s->variants[v].op_type, node->op_type) == 0) {
+      if (s->probe_consts && !mi__space_probe(s, n, (int32_t)v)) {
+        s->pruned++; /* the plugin refuses this node with this variant: never offer it */
+        continue;
+      }
+      vars[nvar++] = (int32_t)v;
+    }
   if (nvar == 0) return MI_OK; /* the host runs it: nothing to choose */
   slot = &s->nodes[s->node_count];
   memset(slot, 0, sizeof *slot);
@@ -269,8 +275,13 @@ int32_t mi_space_create(const mi_graph_t *g, const mi_plugin_t *plugin, uint32_t
     s->device_dim[k] = s->dim_count - 1;
   }
   if ((rc = mi__space_add_model_dims(s, err)) != MI_OK) goto fail;
+  if (!s->opts.no_probe && mi__space_probe_begin(s) != MI_OK) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
+    goto fail;
+  }
   for (int32_t n = 0; n < g->node_count; n++)
     if ((rc = add_node(s, n, err)) != MI_OK) goto fail;
+  mi__space_probe_end(s);
   *out = s;
   return MI_OK;
 fail:
@@ -289,6 +300,7 @@ void mi_space_destroy(mi_space_t *s) {
     free(d->reads);
     free(d->name);
   }
+  mi__space_probe_end(s);
   for (int32_t i = 0; i < s->node_count; i++) free(s->nodes[i].variants);
   free(s->nodes);
   free(s->dims);

@@ -55,6 +55,11 @@ struct mi_space {
   int32_t node_count;
   mi__node_t *nodes;
   int32_t *device_dim;  /* per knob: its device-scope dimension, -1 if none */
+  /* Probing at build time (space_probe.c): constant views, answers per (signature, variant). */
+  struct mi_array **probe_consts;
+  struct { uint64_t sig; int32_t variant, ok; } *probe_cache;
+  int32_t probe_cache_n, probe_cache_cap;
+  int32_t probes, pruned; /* kernel_prepare calls; (node, variant) pairs removed */
 };
 
 /* space_build.c */
@@ -69,6 +74,10 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t node, const int32_t
 /* space_check.c */
 int32_t mi__space_knob_value(const mi_space_t *s, const int32_t *pt, int32_t node_slot,
                              uint32_t knob, mi_knob_value_t *out);
+/* space_probe.c */
+int32_t mi__space_probe_begin(mi_space_t *s);
+void mi__space_probe_end(mi_space_t *s);
+int mi__space_probe(mi_space_t *s, int32_t node, int32_t variant);
 /* space_ops.c */
 void mi__space_normalize(const mi_space_t *s, int32_t *pt);
 

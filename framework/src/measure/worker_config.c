@@ -1,0 +1,387 @@
+/* worker_config.c - configuration jobs: the worker loads the model, applies the model-side
+ * transform and prepares the session with per-node choices itself, then profiles it. */
+#define _GNU_SOURCE 1
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/measure_internal.h"
+#include "metainfer/mi_measure.h"
+#include "metainfer/mi_transform.h"
+
+enum { T_MODEL, T_INPUTS, T_XF, T_HW, T_CALIB, T_COUNT };
+
+/* The job as sent: this header, then T_COUNT texts, each NUL-terminated, lengths included. */
+typedef struct cjob {
+  mi_measure_options_t mo;
+  int32_t check, samples, accuracy;
+  uint64_t seed;
+  uint32_t len[T_COUNT];
+} cjob_t;
+
+/* The hardware side as text lines with tab-separated fields (names never hold tabs):
+ *   D name int float   device knob      N node variant    node choice (variant may be empty)
+ *   K name int float   knob of the last node               F allow_host_fallback */
+static char *hw_text(const mi_session_options_t *so, mi_error_t *err) {
+  mi__sbuf_t b = {0};
+  mi__sbuf_printf(&b, "%s", "");
+  for (int32_t i = 0; so && i < so->device_knob_count; i++)
+    mi__sbuf_printf(&b, "D\t%s\t%lld\t%a\n", so->device_knobs[i].name,
+                    (long long)so->device_knobs[i].i, so->device_knobs[i].f);
+  for (int32_t i = 0; so && i < so->choice_count; i++) {
+    const mi_node_choice_t *c = &so->choices[i];
+    mi__sbuf_printf(&b, "N\t%s\t%s\n", c->node ? c->node : "", c->variant_id ? c->variant_id : "");
+    for (int32_t k = 0; k < c->knob_count; k++)
+      mi__sbuf_printf(&b, "K\t%s\t%lld\t%a\n", c->knobs[k].name, (long long)c->knobs[k].i,
+                      c->knobs[k].f);
+  }
+  if (so && so->allow_host_fallback) mi__sbuf_printf(&b, "F\t1\n");
+  {
+    char *s = mi__sbuf_take(&b);
+    if (!s) mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    return s;
+  }
+}
+
+/* The transform configuration as text lines with tab-separated fields, floats in %a so they
+ * travel exactly:  G fold_bn fuse layout block align calib percentile
+ *                  L|O|Y name set weights scales activations prune   (defaults, op, layer) */
+static void xf_layer(mi__sbuf_t *b, char kind, const char *name, const mi_xf_layer_t *l) {
+  mi__sbuf_printf(b, "%c\t%s\t%u\t%d\t%d\t%d\t%a\n", kind, name, (unsigned)l->set, (int)l->weights,
+                  (int)l->scales, (int)l->activations, l->prune);
+}
+
+static char *xf_text(const mi_xf_config_t *c, mi_error_t *err) {
+  mi__sbuf_t b = {0};
+  char *s;
+  mi__sbuf_printf(&b, "%s", "");
+  if (c) {
+    mi__sbuf_printf(&b, "G\t%d\t%d\t%d\t%d\t%d\t%d\t%a\n", (int)c->fold_bn, (int)c->fuse,
+                    (int)c->layout, (int)c->block, (int)c->channel_align, (int)c->calib_method,
+                    c->percentile);
+    xf_layer(&b, 'L', "-", &c->defaults);
+    for (int32_t i = 0; i < c->op_count; i++) xf_layer(&b, 'O', c->ops[i].name, &c->ops[i].layer);
+    for (int32_t i = 0; i < c->layer_count; i++)
+      xf_layer(&b, 'Y', c->layers[i].name, &c->layers[i].layer);
+  }
+  if (!(s = mi__sbuf_take(&b))) mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  return s;
+}
+
+static int32_t xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *err) {
+  char *copy = strdup(text), *save = NULL;
+  mi_xf_config_t *c = mi_xf_config_create();
+  int32_t rc = MI_OK;
+  *out = NULL;
+  if (!copy || !c) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    goto done;
+  }
+  for (char *line = strtok_r(copy, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+    char *f[8] = {0};
+    int nf = 0;
+    for (char *q = line; q && nf < 8;) f[nf++] = strsep(&q, "\t");
+    if (line[0] == 'G' && nf == 8) {
+      c->fold_bn = (int32_t)strtol(f[1], NULL, 10);
+      c->fuse = (int32_t)strtol(f[2], NULL, 10);
+      c->layout = (int32_t)strtol(f[3], NULL, 10);
+      c->block = (int32_t)strtol(f[4], NULL, 10);
+      c->channel_align = (int32_t)strtol(f[5], NULL, 10);
+      c->calib_method = (int32_t)strtol(f[6], NULL, 10);
+      c->percentile = strtod(f[7], NULL);
+    } else if ((line[0] == 'L' || line[0] == 'O' || line[0] == 'Y') && nf == 7) {
+      mi_xf_layer_t l;
+      memset(&l, 0, sizeof l);
+      l.set = (uint32_t)strtoul(f[2], NULL, 10);
+      l.weights = (int32_t)strtol(f[3], NULL, 10);
+      l.scales = (int32_t)strtol(f[4], NULL, 10);
+      l.activations = (int32_t)strtol(f[5], NULL, 10);
+      l.prune = strtod(f[6], NULL);
+      if (line[0] == 'L') c->defaults = l;
+      else rc = mi_xf_config_set_layer(c, line[0] == 'O' ? 1 : 0, f[1], &l, err);
+    } else {
+      rc = mi_errorf(err, MI_ERR_PARSE, "worker: bad transform line '%.40s'", line);
+    }
+  }
+done:
+  free(copy);
+  if (rc) mi_xf_config_destroy(c);
+  else *out = c;
+  return rc;
+}
+
+/* Session options parsed from hw_text; every pointer points into `text` or the arrays. */
+typedef struct hw_parsed {
+  mi_session_options_t so;
+  mi_knob_value_t *dev;
+  mi_node_choice_t *nodes;
+  mi_knob_value_t *knobs;
+} hw_parsed_t;
+
+static int32_t hw_parse(char *text, hw_parsed_t *h, mi_error_t *err) {
+  size_t lines = 1;
+  int32_t nd = 0, nn = 0, nk = 0;
+  memset(h, 0, sizeof *h);
+  h->so.struct_size = (uint32_t)sizeof h->so;
+  for (const char *p = text; *p; p++) lines += *p == '\n';
+  h->dev = calloc(lines, sizeof *h->dev);
+  h->nodes = calloc(lines, sizeof *h->nodes);
+  h->knobs = calloc(lines, sizeof *h->knobs);
+  if (!h->dev || !h->nodes || !h->knobs)
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+       line = strtok_r(NULL, "\n", &save)) {
+    char *f[4] = {0}, *s2 = NULL;
+    int nf = 0;
+    /* strsep keeps empty fields (an empty variant id). */
+    for (char *q = line; q && nf < 4;) f[nf++] = strsep(&q, "\t");
+    (void)s2;
+    if (line[0] == 'D' && nf == 4) {
+      h->dev[nd].name = f[1];
+      h->dev[nd].i = strtoll(f[2], NULL, 10);
+      h->dev[nd++].f = strtod(f[3], NULL);
+    } else if (line[0] == 'N' && nf >= 3) {
+      h->nodes[nn].node = f[1];
+      h->nodes[nn].variant_id = f[2][0] ? f[2] : NULL;
+      h->nodes[nn].knobs = &h->knobs[nk];
+      nn++;
+    } else if (line[0] == 'K' && nf == 4 && nn > 0) {
+      h->knobs[nk].name = f[1];
+      h->knobs[nk].i = strtoll(f[2], NULL, 10);
+      h->knobs[nk++].f = strtod(f[3], NULL);
+      h->nodes[nn - 1].knob_count++;
+    } else if (line[0] == 'F') {
+      h->so.allow_host_fallback = 1;
+    } else {
+      return mi_errorf(err, MI_ERR_PARSE, "worker: bad configuration line '%.40s'", line);
+    }
+  }
+  h->so.device_knob_count = nd;
+  h->so.device_knobs = h->dev;
+  h->so.choice_count = nn;
+  h->so.choices = h->nodes;
+  return MI_OK;
+}
+
+static void hw_free(hw_parsed_t *h) {
+  free(h->dev);
+  free(h->nodes);
+  free(h->knobs);
+}
+
+MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
+                                        const mi_worker_config_t *cfg,
+                                        const mi_measure_options_t *mo, int check,
+                                        mi_profile_t **out, mi_worker_config_result_t *res,
+                                        mi_error_t *err) {
+  const char *texts[T_COUNT];
+  char *hw = NULL, *xf = NULL, *payload = NULL;
+  size_t total = sizeof(cjob_t);
+  cjob_t job;
+  int32_t rc;
+  if (res) memset(res, 0, sizeof *res);
+  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: out is NULL");
+  *out = NULL;
+  if (!p || !spec || !cfg || !cfg->model)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: NULL argument");
+  if (!(hw = hw_text(cfg->so, err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(xf = xf_text(cfg->xf, err))) {
+    free(hw);
+    return MI_ERR_OUT_OF_MEMORY;
+  }
+  texts[T_MODEL] = cfg->model;
+  texts[T_INPUTS] = cfg->inputs ? cfg->inputs : "";
+  texts[T_XF] = xf;
+  texts[T_HW] = hw;
+  texts[T_CALIB] = cfg->calibration ? cfg->calibration : "";
+  memset(&job, 0, sizeof job);
+  mi_measure_options_default(&job.mo);
+  if (mo) memcpy(&job.mo, mo, mo->struct_size < sizeof job.mo ? mo->struct_size : sizeof job.mo);
+  job.mo.struct_size = (uint32_t)sizeof job.mo;
+  job.check = check;
+  job.samples = cfg->samples > 0 ? cfg->samples : 2;
+  job.accuracy = cfg->accuracy;
+  job.seed = cfg->seed;
+  for (int i = 0; i < T_COUNT; i++) total += (job.len[i] = (uint32_t)strlen(texts[i]) + 1);
+  if (total > MI__CONFIG_JOB_MAX) {
+    free(hw);
+    free(xf);
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configuration too large");
+  }
+  if (!(payload = malloc(total))) {
+    free(hw);
+    free(xf);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  }
+  memcpy(payload, &job, sizeof job);
+  {
+    size_t at = sizeof job;
+    for (int i = 0; i < T_COUNT; i++) {
+      memcpy(payload + at, texts[i], job.len[i]);
+      at += job.len[i];
+    }
+  }
+  free(hw);
+  free(xf);
+  rc = mi__worker_job(p, spec, MI__JOB_CONFIG, payload, total, MI__REPLY_CONFIG,
+                      sizeof(mi_worker_config_result_t), res, out, err);
+  free(payload);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- the worker's side */
+
+static int32_t set_inputs(mi_graph_t *g, const char *spec, mi_error_t *err) {
+  char *copy = strdup(spec), *save = NULL;
+  int32_t rc = MI_OK;
+  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  for (char *it = strtok_r(copy, ";", &save); it && !rc; it = strtok_r(NULL, ";", &save)) {
+    char *colon = strrchr(it, ':'), *q;
+    int32_t t, rank = 0;
+    int64_t dims[MI_MAX_RANK];
+    if (!colon) {
+      rc = mi_errorf(err, MI_ERR_PARSE, "worker: bad input shape '%s'", it);
+      break;
+    }
+    *colon = '\0';
+    for (q = colon + 1; *q && rank < MI_MAX_RANK;) {
+      dims[rank++] = strtoll(q, &q, 10);
+      if (*q == 'x') q++;
+    }
+    if ((t = mi_graph_find_tensor(g, it)) < 0) {
+      rc = mi_errorf(err, MI_ERR_NOT_FOUND, "worker: the model has no input '%s'", it);
+      break;
+    }
+    g->tensors[t].rank = rank;
+    memcpy(g->tensors[t].dims, dims, (size_t)rank * sizeof *dims);
+  }
+  free(copy);
+  return rc;
+}
+
+void mi__config_cache_free(mi__config_cache_t *c) {
+  mi_graph_destroy(c->g);
+  mi_xf_samples_destroy(c->samples);
+  memset(c, 0, sizeof *c);
+}
+
+/* The original model and its samples, loaded once per (model, inputs, calibration, seed). */
+static int32_t cached_model(mi__config_cache_t *c, const cjob_t *job, const char *const *t,
+                            mi_error_t *err) {
+  char key[sizeof c->key];
+  mi_xf_samples_t *smp = NULL;
+  int32_t rc;
+  snprintf(key, sizeof key, "%s|%s|%s|%llu|%d", t[T_MODEL], t[T_INPUTS], t[T_CALIB],
+           (unsigned long long)job->seed, (int)job->samples);
+  if (c->g && strcmp(key, c->key) == 0) return MI_OK;
+  mi__config_cache_free(c);
+  if ((rc = mi_onnx_load(t[T_MODEL], &c->g, err))) return rc;
+  if (t[T_INPUTS][0] && (rc = set_inputs(c->g, t[T_INPUTS], err))) goto fail;
+  if ((rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err))) goto fail;
+  rc = t[T_CALIB][0] ? mi_xf_samples_load_dir(c->g, t[T_CALIB], &smp, err)
+                     : mi_xf_samples_random(c->g, job->samples, job->seed, &smp, err);
+  if (rc) goto fail;
+  c->samples = smp;
+  snprintf(c->key, sizeof c->key, "%s", key);
+  return MI_OK;
+fail:
+  mi__config_cache_free(c);
+  return rc;
+}
+
+static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
+                          char *hwtext, mi__config_cache_t *cache, mi_profile_t **prof,
+                          mi_worker_config_result_t *res, mi_error_t *err) {
+  mi_xf_config_t *xc = NULL;
+  mi_graph_t *xg = NULL;
+  mi_variant_desc_t *vars = NULL;
+  uint32_t nvar = 0;
+  hw_parsed_t hw;
+  int32_t rc;
+  double t0 = mi__now_s();
+  memset(&hw, 0, sizeof hw);
+  if ((rc = cached_model(cache, job, t, err))) goto done;
+  if (t[T_XF][0]) {
+    mi_xf_apply_opts_t ao;
+    if ((rc = xf_parse(t[T_XF], &xc, err))) goto done;
+    if ((rc = mi_plugin_variants(pl, dev, &vars, &nvar, err))) goto done;
+    memset(&ao, 0, sizeof ao);
+    ao.calib = cache->samples;
+    ao.variants = vars;
+    ao.variant_count = nvar;
+    if ((rc = mi_xf_apply(cache->g, xc, &ao, &xg, NULL, err))) goto done;
+  }
+  res->transform_s = mi__now_s() - t0;
+  if ((rc = hw_parse(hwtext, &hw, err))) goto done;
+  if ((rc = mi_profile_run(xg ? xg : cache->g, pl, dev, &hw.so, &job->mo, job->check, prof, err)))
+    goto done;
+  if (job->accuracy) {
+    mi_xf_metrics_t met;
+    if (!xg) {
+      res->has_accuracy = 1; /* the model unchanged: no drop by definition */
+      res->top1 = 1;
+    } else if ((rc = mi_xf_compare(cache->g, xg, cache->samples, &met, err)) == MI_OK) {
+      res->has_accuracy = 1;
+      res->rel_l2 = met.rel_l2;
+      res->top1 = met.top1;
+    }
+  }
+done:
+  hw_free(&hw);
+  free(vars);
+  mi_graph_destroy(xg);
+  mi_xf_config_destroy(xc);
+  return rc;
+}
+
+void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
+                             size_t n, mi__config_cache_t *cache) {
+  cjob_t job;
+  const char *t[T_COUNT];
+  char *hw = NULL;
+  size_t at = sizeof job;
+  mi_error_t e;
+  mi_profile_t *prof = NULL;
+  mi_worker_config_result_t res;
+  mi_error_clear(&e);
+  memset(&res, 0, sizeof res);
+  if (n < sizeof job) {
+    mi_errorf(&e, MI_ERR_INTERNAL, "worker: short configuration job");
+    goto fail;
+  }
+  memcpy(&job, payload, sizeof job);
+  for (int i = 0; i < T_COUNT; i++) {
+    if (job.len[i] == 0 || at + job.len[i] > n || ((const char *)payload)[at + job.len[i] - 1]) {
+      mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed configuration job");
+      goto fail;
+    }
+    t[i] = (const char *)payload + at;
+    at += job.len[i];
+  }
+  if (!(hw = strdup(t[T_HW]))) {
+    mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    goto fail;
+  }
+  if (run_config(pl, dev, &job, t, hw, cache, &prof, &res, &e)) goto fail;
+  free(hw);
+  {
+    /* One frame: the result, the profile, then its layers. */
+    size_t nl = (size_t)prof->layer_count * sizeof *prof->layers;
+    char *buf = malloc(sizeof res + sizeof *prof + 1);
+    if (buf) {
+      memcpy(buf, &res, sizeof res);
+      memcpy(buf + sizeof res, prof, sizeof *prof);
+      mi__frame_send(fd, MI__REPLY_CONFIG, buf, sizeof res + sizeof *prof, prof->layers, nl);
+      free(buf);
+    } else {
+      mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+      mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+    }
+  }
+  mi_profile_destroy(prof);
+  return;
+fail:
+  free(hw);
+  mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+}
