@@ -181,6 +181,17 @@ MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns);
  * (folded, or no run yet), 1 for wall time only, 2 for wall and device time. */
 MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *wall_ns,
                                 uint64_t *device_ns);
+/** Device kernels the session prepared: a fused group, a quantized layer lowered with its
+ * Q/DQ nodes, or a layout conversion counts once each. -1 on the reference path or for NULL. */
+MI_API int32_t mi_session_kernel_count(const mi_session_t *s);
+/** The graph nodes device kernel `index` runs (execution order): returns their count and
+ * points *nodes at them (valid while the session lives); 0 for a bad index. */
+MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,
+                                       const int32_t **nodes);
+/** Multi-node kernels the device refused, so that their nodes ran one kernel each: count, and
+ * one line each ("group of 'conv1' (3 nodes): <the plugin's reason>"). */
+MI_API int32_t mi_session_unfused_count(const mi_session_t *s);
+MI_API const char *mi_session_unfused(const mi_session_t *s, int32_t index);
 /** Frees kernels and buffers. NULL is a no-op. */
 MI_API void mi_session_destroy(mi_session_t *s);
 
@@ -193,4 +204,6 @@ MI_API void mi_session_destroy(mi_session_t *s);
 /* The joint search space, Pareto selection, recipes and search strategies. */
 #include "metainfer/mi_tune.h"
 #include "metainfer/mi_transform.h"
+/* Surrogate cost models, meta-learning across tasks and the surrogate-guided strategy. */
+#include "metainfer/mi_meta.h"
 #endif /* METAINFER_MI_H */

@@ -1,0 +1,63 @@
+/* meta_internal.h - the state the surrogate-guided strategy shares between its files. */
+#ifndef MI_META_INTERNAL_H
+#define MI_META_INTERNAL_H
+
+#include "metainfer/mi.h"
+
+/* A source task re-expressed in the target's space: its best points mapped, a model per
+ * objective fitted on its standardised log objectives. */
+typedef struct mi__source {
+  int32_t task;                 /* index in options.sources */
+  int32_t count;
+  double *X;                    /* count x F features of the mapped points */
+  double *Y;                    /* count x m standardised log objectives (NaN: missing) */
+  mi_surrogate_t *model[MI_OBJ_COUNT];
+  double weight[MI_OBJ_COUNT];
+} mi__source_t;
+
+typedef struct mi__meta {
+  const mi_space_t *s;
+  const mi_search_options_t *so;
+  mi_meta_options_t mo;
+  mi_search_result_t *r;
+  int32_t cap, D, F, m;
+  int64_t budget;
+  double t0;
+  mi_rng_t rng;
+  int32_t source_count;
+  mi__source_t *src;
+  /* the target model, per objective, on standardised log objectives */
+  mi_surrogate_t *model[MI_OBJ_COUNT];
+  double ymu[MI_OBJ_COUNT], ysd[MI_OBJ_COUNT];
+  double target_weight[MI_OBJ_COUNT];
+  int32_t sources_off;          /* cold fallback */
+  double radius;                /* trust region: share of dimensions allowed to differ */
+  int32_t *center;              /* trust-region centre (best point so far) */
+  double *feat;                 /* scratch: F per candidate */
+} mi__meta_t;
+
+/* 1 while measurements and seconds remain. */
+int mi__meta_has_budget(mi__meta_t *st);
+/* Evaluates pt once (replay through lookup is free); the trial index, -1 out of memory. */
+int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh);
+/* log of objective j of a trial (NaN when missing or failed). */
+double mi__meta_logobj(const mi__meta_t *st, const mi_trial_t *t, int32_t j);
+/* Fits the target models and the source weights on the trials so far. */
+int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err);
+/* Predicts n feature rows: mean and std (standardised log scale) per objective, n x m. */
+int32_t mi__meta_predict(mi__meta_t *st, const double *X, int32_t n, double *mean, double *sd,
+                         mi_error_t *err);
+/* Builds the sources from the options (retrieval, mapping, models). */
+int32_t mi__meta_sources(mi__meta_t *st, mi_error_t *err);
+void mi__meta_sources_free(mi__meta_t *st);
+/* Screens candidates on the surrogate and writes up to `want` distinct unmeasured points
+ * (D each) into out; returns how many. */
+int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *err);
+/* Warm-start points, the cold design, the best trial on the first objective (strategy.c). */
+int32_t mi__meta_warm(mi__meta_t *st, int32_t *pt, mi_error_t *err);
+int32_t mi__meta_cold(mi__meta_t *st, int32_t count, int32_t *pt, mi_error_t *err);
+int32_t mi__meta_best(const mi__meta_t *st);
+/* Holds frozen dimensions at their defaults and repairs. */
+int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);
+
+#endif

@@ -1,0 +1,167 @@
+/* strategy_run.c - mi_meta_search_run: the rounds of the surrogate-guided search and the
+ * per-round report of prediction error. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "meta/meta_internal.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The trust region follows TuRBO: two successes in a row double it, three failures halve
+ * it, and a region smaller than one dimension restarts wide. */
+static void adapt(mi__meta_t *st, int improved, int32_t *succ, int32_t *fail) {
+  if (improved) {
+    (*succ)++;
+    *fail = 0;
+  } else {
+    (*fail)++;
+    *succ = 0;
+  }
+  if (*succ >= 2) {
+    st->radius = st->radius * 2 > 1 ? 1 : st->radius * 2;
+    *succ = 0;
+  }
+  if (*fail >= 3) {
+    st->radius /= 2;
+    *fail = 0;
+    if (st->radius * st->D < 1) st->radius = 1;
+  }
+}
+
+static int32_t round_report(mi__meta_t *st, int32_t round, const int32_t *batch, int32_t n,
+                            const int32_t *tidx, mi_error_t *err) {
+  mi_meta_report_t *rep = st->mo.report;
+  double *X = malloc((size_t)(n ? n : 1) * st->F * sizeof *X), *mu = malloc((size_t)(n ? n : 1) * st->m * sizeof *mu);
+  double *sd = malloc((size_t)(n ? n : 1) * st->m * sizeof *sd), pred[64], truth[64], sw = 0;
+  int32_t c = 0, rc = MI_OK;
+  if (!X || !mu || !sd) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
+  for (int32_t i = 0; i < n && rc == MI_OK; i++) mi_meta_encode(st->s, batch + (size_t)i * st->D, X + (size_t)i * st->F);
+  if (rc == MI_OK) rc = mi__meta_predict(st, X, n, mu, sd, err);
+  for (int32_t i = 0; i < n && rc == MI_OK && c < 64; i++) {
+    double v = tidx[i] >= 0 ? mi__meta_logobj(st, &st->r->trials[tidx[i]], 0) : NAN;
+    if (!isfinite(v)) continue;
+    pred[c] = exp(st->ymu[0] + st->ysd[0] * mu[(size_t)i * st->m]);
+    truth[c++] = exp(v);
+  }
+  if (rc == MI_OK && round < MI_META_MAX_ROUNDS) {
+    for (int32_t k = 0; k < st->source_count; k++) sw += st->sources_off ? 0 : st->src[k].weight[0];
+    rep->spearman[round] = mi_metric_spearman(pred, truth, c);
+    rep->mape[round] = mi_metric_mape(pred, truth, c);
+    rep->within10[round] = mi_metric_within(pred, truth, c, 0.1);
+    rep->source_weight[round] = sw;
+  }
+  free(X);
+  free(mu);
+  free(sd);
+  return rc;
+}
+
+int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
+                           const mi_meta_options_t *mo, mi_search_result_t **out,
+                           mi_error_t *err) {
+  mi__meta_t st;
+  int32_t rc = MI_OK, *pt = NULL, *batch = NULL, tidx[64], round = 0, succ = 0, fail = 0, low = 0;
+  int fresh;
+  if (out) *out = NULL;
+  if (!s || !so || !out || !so->evaluate || so->objective_count <= 0 || so->objective_count > MI_OBJ_COUNT)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "meta search: a space, an evaluator and 1..%d objectives are required", MI_OBJ_COUNT);
+  memset(&st, 0, sizeof st);
+  if (mo) st.mo = *mo;
+  else mi_meta_options_default(&st.mo);
+  if (st.mo.batch < 1) st.mo.batch = 8;
+  if (st.mo.batch > 64) st.mo.batch = 64;
+  if (st.mo.report) memset(st.mo.report, 0, sizeof *st.mo.report);
+  st.s = s;
+  st.so = so;
+  st.D = mi_space_dim_count(s);
+  st.F = mi_meta_feature_count(s);
+  st.m = so->objective_count;
+  st.budget = so->max_measurements > 0 ? so->max_measurements : 40;
+  st.t0 = now_s();
+  mi_rng_seed(&st.rng, so->seed);
+  st.r = calloc(1, sizeof *st.r);
+  pt = malloc((size_t)st.D * sizeof *pt + 1);
+  batch = malloc((size_t)st.mo.batch * st.D * sizeof *batch + 1);
+  st.center = malloc((size_t)st.D * sizeof *st.center + 1);
+  if (!st.r || !pt || !batch || !st.center) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+    goto done;
+  }
+  if ((rc = mi__meta_sources(&st, err)) != MI_OK) goto done;
+  /* Priors from similar tasks start narrower; new hardware or no priors start wide. */
+  st.radius = st.source_count > 0 ? 0.5 : 1.0;
+  if ((rc = mi__meta_warm(&st, pt, err)) != MI_OK) goto done;
+  {
+    int32_t init = st.mo.init_points > 0 ? st.mo.init_points : 6;
+    /* With priors the cold design shrinks: a few random points still guard against them. */
+    if (st.source_count > 0 && init > 3) init = 3;
+    if ((rc = mi__meta_cold(&st, init, pt, err)) != MI_OK) goto done;
+  }
+  while (mi__meta_has_budget(&st)) {
+    int32_t want = st.mo.batch, got, b0 = mi__meta_best(&st), b1;
+    double before = b0 >= 0 ? mi__meta_logobj(&st, &st.r->trials[b0], 0) : INFINITY;
+    if (want > st.budget - st.r->measured) want = (int32_t)(st.budget - st.r->measured);
+    if ((rc = mi__meta_fit(&st, round, err)) != MI_OK) break;
+    if (st.source_count > 0 && !st.sources_off) {
+      /* Cold-start fallback: sources that keep losing the ranking contest are dropped. */
+      double sw = 0;
+      for (int32_t k = 0; k < st.source_count; k++) sw += st.src[k].weight[0];
+      low = sw < 0.05 ? low + 1 : 0;
+      if (low >= 2) {
+        st.sources_off = 1;
+        st.radius = 1;
+        if (st.mo.report) st.mo.report->cold_fallback = 1;
+      }
+    }
+    if (b0 >= 0) memcpy(st.center, st.r->trials[b0].point, (size_t)st.D * sizeof *st.center);
+    got = mi__meta_screen(&st, want, batch, err);
+    if (got < 0) {
+      rc = err ? err->code : MI_ERR_INTERNAL;
+      break;
+    }
+    if (st.mo.report && round < MI_META_MAX_ROUNDS) {
+      st.mo.report->measured[round] = st.r->measured;
+      st.mo.report->trust_radius[round] = st.radius;
+    }
+    if (got == 0) {
+      /* The screen found nothing new: fall back to random points so the budget is used. */
+      if (mi_space_sample(s, &st.rng, pt, NULL) != MI_OK || mi__meta_fix(&st, pt) != MI_OK) break;
+      memcpy(batch, pt, (size_t)st.D * sizeof *pt);
+      got = 1;
+    }
+    for (int32_t i = 0; i < got && mi__meta_has_budget(&st); i++) {
+      tidx[i] = mi__meta_eval(&st, batch + (size_t)i * st.D, &fresh);
+      if (tidx[i] < 0) {
+        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+        goto done;
+      }
+    }
+    if (st.mo.report && round < MI_META_MAX_ROUNDS) {
+      st.mo.report->learner[round] = mi_surrogate_kind_used(st.model[0]);
+      if ((rc = round_report(&st, round, batch, got, tidx, err)) != MI_OK) break;
+      st.mo.report->rounds = round + 1;
+    }
+    b1 = mi__meta_best(&st);
+    adapt(&st, b1 >= 0 && mi__meta_logobj(&st, &st.r->trials[b1], 0) < before - 1e-3, &succ, &fail);
+    round++;
+  }
+done:
+  for (int32_t j = 0; j < MI_OBJ_COUNT; j++) mi_surrogate_destroy(st.model[j]);
+  mi__meta_sources_free(&st);
+  free(pt);
+  free(batch);
+  free(st.center);
+  if (st.r) st.r->seconds = now_s() - st.t0;
+  if (rc != MI_OK) {
+    mi_search_result_destroy(st.r);
+    return rc;
+  }
+  *out = st.r;
+  return MI_OK;
+}
