@@ -2,6 +2,7 @@
 #ifndef MI_VK_H
 #define MI_VK_H
 
+#include <pthread.h>
 #include <vulkan/vulkan.h>
 
 #include "metainfer/mi_plugin.h"
@@ -13,6 +14,7 @@
 #define VK_MAX_DISP 24
 #define VK_MAX_OWN 24
 #define VK_MAX_IO 32
+#define VK_MAX_DEVICES 16
 
 typedef struct mi__vk_spirv {
   const char *name;
@@ -29,7 +31,31 @@ typedef struct vk_pipe {
   VkPipeline pipe;
 } vk_pipe_t;
 
+/* A VkDevice and its compiled pipelines, shared by every plugin instance of the loaded
+ * library (vk_shared.c). */
+typedef struct mi__vk_shared_dev {
+  VkPhysicalDevice phys;
+  VkDevice dev;
+  VkQueue queue;
+  uint32_t qfamily;
+  uint64_t ts_mask;           /* valid timestamp bits */
+  int has_fp16;               /* shaderFloat16 + storageBuffer16BitAccess, enabled */
+  pthread_mutex_t queue_lock; /* vkQueueSubmit/vkQueueWaitIdle need the queue to themselves */
+  VkDescriptorSetLayout dsl;  /* one layout for every shader */
+  VkPipelineLayout layout;
+  pthread_mutex_t pipe_lock;  /* guards modules and pipes */
+  int locks;                  /* the two mutexes are initialised */
+  VkShaderModule modules[16]; /* per entry of mi__vk_spirv, created on first use */
+  vk_pipe_t *pipes;
+  int npipes, cap_pipes;
+} mi__vk_shared_dev_t;
+
+/* The library's instance and devices, created on the first call; *ndev is 0 without a driver. */
+int32_t mi__vk_shared_get(mi_plugin_ctx_t *ctx, mi__vk_shared_dev_t **devs, uint32_t *ndev,
+                          mi_error_t *err);
+
 typedef struct vk_device {
+  mi__vk_shared_dev_t *shared; /* owner of dev and queue */
   VkPhysicalDevice phys;
   VkDevice dev;
   VkQueue queue;
@@ -38,10 +64,7 @@ typedef struct vk_device {
   VkFence fence;
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
-  VkPipelineCache cache;
-  VkShaderModule modules[16]; /* per entry of mi__vk_spirv, created on first use */
-  vk_pipe_t *pipes;
-  int npipes, cap_pipes;
+  VkPipelineCache cache;       /* this instance's, persisted on disk */
   VkPhysicalDeviceProperties props;
   VkPhysicalDeviceMemoryProperties mem;
   char driver_name[VK_MAX_DRIVER_NAME_SIZE];
@@ -61,7 +84,6 @@ typedef struct vk_device {
 
 struct mi_plugin_ctx {
   const mi_host_api_t *host;
-  VkInstance instance;
   vk_device_t *devs;
   uint32_t ndev;
 };
@@ -127,7 +149,8 @@ void mi__vk_devices_close(mi_plugin_ctx_t *ctx);
 int32_t mi__vk_cache_open(mi_plugin_ctx_t *ctx, vk_device_t *d, mi_error_t *err);
 /* Writes the cache atomically (temp file + rename); failures are logged, not fatal. */
 void mi__vk_cache_save(mi_plugin_ctx_t *ctx, vk_device_t *d);
-/* A pipeline for (shader, spec constants), created once per device and kept. */
+/* A pipeline for (shader, spec constants), created once per shared device and kept until the
+ * library unloads (vk_shared.c). */
 int32_t mi__vk_pipeline(mi_plugin_ctx_t *ctx, vk_device_t *d, const char *shader,
                         const uint32_t *spec, VkPipeline *out, mi_error_t *err);
 
@@ -152,8 +175,11 @@ typedef struct vk_variant {
   uint32_t knob_mask; /* bit per K_* it reads */
   int shape;          /* SH_*: which constraints apply */
   int64_t dflt[K_COUNT];
+  int fp16;           /* FP16 weights and products: listed only on devices with FP16 */
 } vk_variant_t;
 
+/* Variants listed on device d: the FP16 ones come last and only when the device has FP16. */
+uint32_t mi__vk_variant_count_on(const vk_device_t *d);
 uint32_t mi__vk_variant_count(void);
 const vk_variant_t *mi__vk_variant(uint32_t i);
 const vk_variant_t *mi__vk_variant_find(const char *id);

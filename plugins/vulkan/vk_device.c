@@ -1,38 +1,15 @@
-/* vk_device.c - the Vulkan instance, one plugin device per physical device with a compute
- * queue, its description, and the per-device objects every kernel shares (layouts, pipelines). */
+/* vk_device.c - one plugin device per shared VkDevice (vk_shared.c): its description and the
+ * per-instance objects every kernel shares (command pool, fence, layouts, pipelines). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vk.h"
 
-static int32_t pick_queue(VkPhysicalDevice pd, uint32_t *family, uint64_t *ts_mask) {
-  VkQueueFamilyProperties q[16];
-  uint32_t n = 16, i, best = UINT32_MAX;
-  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
-  /* A compute-only family is usually the dedicated async-compute queue; otherwise any. */
-  for (i = 0; i < n; i++)
-    if ((q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) {
-      best = i;
-      break;
-    }
-  for (i = 0; best == UINT32_MAX && i < n; i++)
-    if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) best = i;
-  if (best == UINT32_MAX) return 0;
-  *family = best;
-  *ts_mask = q[best].timestampValidBits >= 64 ? UINT64_MAX
-             : q[best].timestampValidBits ? ((uint64_t)1 << q[best].timestampValidBits) - 1
-                                          : 0;
-  return 1;
-}
-
 static void describe(vk_device_t *d) {
   VkPhysicalDeviceDriverProperties drv;
   VkPhysicalDeviceSubgroupProperties sg;
   VkPhysicalDeviceProperties2 p2;
-  VkPhysicalDeviceShaderFloat16Int8Features f16;
-  VkPhysicalDevice16BitStorageFeatures s16;
-  VkPhysicalDeviceFeatures2 f2;
   mi_device_desc_t *o = &d->desc;
   uint64_t heap = 0;
   uint32_t i, v = d->props.apiVersion;
@@ -49,16 +26,7 @@ static void describe(vk_device_t *d) {
   d->subgroup_size = sg.subgroupSize;
   snprintf(d->driver_name, sizeof d->driver_name, "%s", drv.driverName);
   snprintf(d->driver_info, sizeof d->driver_info, "%s", drv.driverInfo);
-  memset(&s16, 0, sizeof s16);
-  s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
-  memset(&f16, 0, sizeof f16);
-  f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
-  f16.pNext = &s16;
-  memset(&f2, 0, sizeof f2);
-  f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  f2.pNext = &f16;
-  vkGetPhysicalDeviceFeatures2(d->phys, &f2);
-  d->has_fp16 = f16.shaderFloat16 && s16.storageBuffer16BitAccess;
+  d->has_fp16 = d->shared->has_fp16;
   vkGetPhysicalDeviceMemoryProperties(d->phys, &d->mem);
   for (i = 0; i < d->mem.memoryHeapCount; i++)
     if (d->mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -77,7 +45,6 @@ static void describe(vk_device_t *d) {
   o->global_memory_bytes = heap;
   o->local_memory_bytes = d->props.limits.maxComputeSharedMemorySize;
   o->max_threads = d->props.limits.maxComputeWorkGroupInvocations;
-  /* FP16 kernels are not written yet: only FP32 is claimed, whatever the device supports. */
   o->dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
   o->layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
   o->channel_alignment = 1;
@@ -86,29 +53,9 @@ static void describe(vk_device_t *d) {
 }
 
 static int32_t open_device(mi_plugin_ctx_t *ctx, vk_device_t *d, mi_error_t *err) {
-  float prio = 1.0f;
-  VkDeviceQueueCreateInfo qi;
-  VkDeviceCreateInfo di;
   VkCommandPoolCreateInfo pi;
   VkFenceCreateInfo fi;
-  VkDescriptorSetLayoutBinding b[VK_NBIND];
-  VkDescriptorSetLayoutCreateInfo li;
-  VkPushConstantRange pr;
-  VkPipelineLayoutCreateInfo pli;
   VkResult r;
-  uint32_t i;
-  memset(&qi, 0, sizeof qi);
-  qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
-  qi.queueFamilyIndex = d->qfamily;
-  qi.queueCount = 1;
-  qi.pQueuePriorities = &prio;
-  memset(&di, 0, sizeof di);
-  di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-  di.queueCreateInfoCount = 1;
-  di.pQueueCreateInfos = &qi;
-  if ((r = vkCreateDevice(d->phys, &di, NULL, &d->dev)) != VK_SUCCESS)
-    return mi__vk_fail(err, "vkCreateDevice", r);
-  vkGetDeviceQueue(d->dev, d->qfamily, 0, &d->queue);
   memset(&pi, 0, sizeof pi);
   pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -119,73 +66,31 @@ static int32_t open_device(mi_plugin_ctx_t *ctx, vk_device_t *d, mi_error_t *err
   fi.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
   if ((r = vkCreateFence(d->dev, &fi, NULL, &d->fence)) != VK_SUCCESS)
     return mi__vk_fail(err, "vkCreateFence", r);
-  /* One layout for every shader: six storage buffers and a 128-byte push block. */
-  memset(b, 0, sizeof b);
-  for (i = 0; i < VK_NBIND; i++) {
-    b[i].binding = i;
-    b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    b[i].descriptorCount = 1;
-    b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  }
-  memset(&li, 0, sizeof li);
-  li.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
-  li.bindingCount = VK_NBIND;
-  li.pBindings = b;
-  if ((r = vkCreateDescriptorSetLayout(d->dev, &li, NULL, &d->dsl)) != VK_SUCCESS)
-    return mi__vk_fail(err, "vkCreateDescriptorSetLayout", r);
-  pr.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  pr.offset = 0;
-  pr.size = VK_PUSH_WORDS * 4;
-  memset(&pli, 0, sizeof pli);
-  pli.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
-  pli.setLayoutCount = 1;
-  pli.pSetLayouts = &d->dsl;
-  pli.pushConstantRangeCount = 1;
-  pli.pPushConstantRanges = &pr;
-  if ((r = vkCreatePipelineLayout(d->dev, &pli, NULL, &d->layout)) != VK_SUCCESS)
-    return mi__vk_fail(err, "vkCreatePipelineLayout", r);
+  d->dsl = d->shared->dsl;
+  d->layout = d->shared->layout;
   if (mi__vk_cache_open(ctx, d, err) != MI_OK) return err ? err->code : MI_ERR_DEVICE;
   return mi__vk_buffer_alloc(ctx, (uint32_t)(d - ctx->devs), 64, &d->dummy, err);
 }
 
 int32_t mi__vk_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
-  VkApplicationInfo app;
-  VkInstanceCreateInfo ii;
-  VkPhysicalDevice pds[16];
-  uint32_t n = 16, i;
-  VkResult r;
+  mi__vk_shared_dev_t *sh;
+  uint32_t n, i;
   int32_t rc;
-  memset(&app, 0, sizeof app);
-  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
-  app.pApplicationName = "metainfer";
-  app.pEngineName = "metainfer-vulkan";
-  app.apiVersion = VK_API_VERSION_1_1;
-  memset(&ii, 0, sizeof ii);
-  ii.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
-  ii.pApplicationInfo = &app;
-  r = vkCreateInstance(&ii, NULL, &ctx->instance);
-  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
-    /* No Vulkan driver installed: a plugin with zero devices, not a failure. */
-    ctx->instance = VK_NULL_HANDLE;
-    mi__vk_log(ctx, MI_LOG_INFO, "vkCreateInstance: %s: no Vulkan device", mi__vk_result_name(r));
-    return MI_OK;
-  }
-  if (r != VK_SUCCESS) return mi__vk_fail(err, "vkCreateInstance", r);
-  r = vkEnumeratePhysicalDevices(ctx->instance, &n, pds);
-  if (r != VK_SUCCESS && r != VK_INCOMPLETE) return mi__vk_fail(err, "vkEnumeratePhysicalDevices", r);
-  ctx->devs = calloc(n ? n : 1, sizeof *ctx->devs);
-  if (!ctx->devs) return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+  if ((rc = mi__vk_shared_get(ctx, &sh, &n, err)) != MI_OK) return rc;
+  if (n == 0) return MI_OK;
+  if (!(ctx->devs = calloc(n, sizeof *ctx->devs)))
+    return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   for (i = 0; i < n; i++) {
-    vk_device_t *d = &ctx->devs[ctx->ndev];
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(pds[i], &props);
-    if (VK_API_VERSION_MINOR(props.apiVersion) < 1 && VK_API_VERSION_MAJOR(props.apiVersion) == 1)
-      continue;
-    if (!pick_queue(pds[i], &d->qfamily, &d->ts_mask)) continue;
-    d->phys = pds[i];
-    d->props = props;
-    d->has_timer = d->ts_mask != 0 && props.limits.timestampComputeAndGraphics;
-    d->ts_period = props.limits.timestampPeriod;
+    vk_device_t *d = &ctx->devs[i];
+    d->shared = &sh[i]; /* outlives every instance */
+    d->phys = sh[i].phys;
+    d->dev = sh[i].dev;
+    d->queue = sh[i].queue;
+    d->qfamily = sh[i].qfamily;
+    d->ts_mask = sh[i].ts_mask;
+    vkGetPhysicalDeviceProperties(d->phys, &d->props);
+    d->has_timer = d->ts_mask != 0 && d->props.limits.timestampComputeAndGraphics;
+    d->ts_period = d->props.limits.timestampPeriod;
     describe(d);
     ctx->ndev++;
     if ((rc = open_device(ctx, d, err)) != MI_OK) return rc;
@@ -195,96 +100,22 @@ int32_t mi__vk_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
 
 void mi__vk_devices_close(mi_plugin_ctx_t *ctx) {
   uint32_t i;
-  int j;
   for (i = 0; i < ctx->ndev; i++) {
     vk_device_t *d = &ctx->devs[i];
     if (!d->dev) continue;
-    vkDeviceWaitIdle(d->dev);
+    /* Runs are synchronous, so only a timed-out run can still be on the queue. */
+    pthread_mutex_lock(&d->shared->queue_lock);
+    vkQueueWaitIdle(d->queue);
+    pthread_mutex_unlock(&d->shared->queue_lock);
     mi__vk_buffer_free(ctx, d->dummy);
-    for (j = 0; j < d->npipes; j++) vkDestroyPipeline(d->dev, d->pipes[j].pipe, NULL);
-    free(d->pipes);
-    for (j = 0; j < 16; j++)
-      if (d->modules[j]) vkDestroyShaderModule(d->dev, d->modules[j], NULL);
     if (d->cache) {
       mi__vk_cache_save(ctx, d);
       vkDestroyPipelineCache(d->dev, d->cache, NULL);
     }
-    if (d->layout) vkDestroyPipelineLayout(d->dev, d->layout, NULL);
-    if (d->dsl) vkDestroyDescriptorSetLayout(d->dev, d->dsl, NULL);
     if (d->fence) vkDestroyFence(d->dev, d->fence, NULL);
     if (d->cmd_pool) vkDestroyCommandPool(d->dev, d->cmd_pool, NULL);
-    vkDestroyDevice(d->dev, NULL);
   }
   free(ctx->devs);
   ctx->devs = NULL;
   ctx->ndev = 0;
-  if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
-  ctx->instance = VK_NULL_HANDLE;
-}
-
-int32_t mi__vk_pipeline(mi_plugin_ctx_t *ctx, vk_device_t *d, const char *shader,
-                        const uint32_t *spec, VkPipeline *out, mi_error_t *err) {
-  VkSpecializationMapEntry me[VK_NSPEC];
-  VkSpecializationInfo si;
-  VkComputePipelineCreateInfo ci;
-  VkResult r;
-  uint64_t t0;
-  int i, m = -1;
-  *out = VK_NULL_HANDLE;
-  for (i = 0; i < d->npipes; i++)
-    if (strcmp(d->pipes[i].shader, shader) == 0 &&
-        memcmp(d->pipes[i].spec, spec, sizeof d->pipes[i].spec) == 0) {
-      *out = d->pipes[i].pipe;
-      return MI_OK;
-    }
-  for (i = 0; mi__vk_spirv[i].name; i++)
-    if (strcmp(mi__vk_spirv[i].name, shader) == 0) m = i;
-  if (m < 0 || m >= 16) return mi__vk_errorf(err, MI_ERR_INTERNAL, "vulkan: no shader '%s'", shader);
-  if (!d->modules[m]) {
-    VkShaderModuleCreateInfo smi;
-    memset(&smi, 0, sizeof smi);
-    smi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
-    smi.codeSize = mi__vk_spirv[m].words * 4;
-    smi.pCode = mi__vk_spirv[m].code;
-    if ((r = vkCreateShaderModule(d->dev, &smi, NULL, &d->modules[m])) != VK_SUCCESS)
-      return mi__vk_fail(err, "vkCreateShaderModule", r);
-  }
-  if (d->npipes == d->cap_pipes) {
-    int cap = d->cap_pipes ? d->cap_pipes * 2 : 16;
-    vk_pipe_t *np = realloc(d->pipes, (size_t)cap * sizeof *np);
-    if (!np) return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
-    d->pipes = np;
-    d->cap_pipes = cap;
-  }
-  for (i = 0; i < VK_NSPEC; i++) {
-    me[i].constantID = (uint32_t)i;
-    me[i].offset = (uint32_t)(i * 4);
-    me[i].size = 4;
-  }
-  si.mapEntryCount = VK_NSPEC;
-  si.pMapEntries = me;
-  si.dataSize = VK_NSPEC * 4;
-  si.pData = spec;
-  memset(&ci, 0, sizeof ci);
-  ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
-  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
-  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  ci.stage.module = d->modules[m];
-  ci.stage.pName = "main";
-  ci.stage.pSpecializationInfo = &si;
-  ci.layout = d->layout;
-  t0 = mi__vk_now_ns();
-  r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
-  d->pipeline_ns += mi__vk_now_ns() - t0;
-  if (r != VK_SUCCESS) {
-    *out = VK_NULL_HANDLE;
-    return mi__vk_fail(err, "vkCreateComputePipelines", r);
-  }
-  mi__vk_log(ctx, MI_LOG_DEBUG, "pipeline %s [%u %u %u %u %u %u] created in %.3f ms", shader,
-             spec[0], spec[1], spec[2], spec[3], spec[4], spec[5],
-             (double)(mi__vk_now_ns() - t0) / 1e6);
-  snprintf(d->pipes[d->npipes].shader, sizeof d->pipes[d->npipes].shader, "%s", shader);
-  memcpy(d->pipes[d->npipes].spec, spec, sizeof d->pipes[d->npipes].spec);
-  d->pipes[d->npipes++].pipe = *out;
-  return MI_OK;
 }

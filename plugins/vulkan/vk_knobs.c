@@ -14,20 +14,20 @@
 #define D_NAIVE {16, 4, 1, 1, 1, 1}
 #define D_TILED {16, 16, 16, 4, 1, 1}
 #define D_REG {16, 8, 16, 4, 4, 4}
-#define EW(op, desc) {"ew." op, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D}
-#define ROW(id, op, desc) {id, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D}
+#define EW(op, desc) {"ew." op, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D, 0}
+#define ROW(id, op, desc) {id, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D, 0}
 
 static const vk_variant_t k_variants[] = {
     {"conv.direct", "Conv", "direct convolution (groups, strides, pads, dilations)", MM_FUSE,
-     B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D},
+     B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D, 0},
     {"conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
-     B(K_LOCAL_X), SH_1D, D_1D},
-    {"gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG},
-    {"gemm.tiled", "Gemm", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED},
-    {"gemm.naive", "Gemm", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE},
-    {"matmul.regblock", "MatMul", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG},
-    {"matmul.tiled", "MatMul", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED},
-    {"matmul.naive", "MatMul", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE},
+     B(K_LOCAL_X), SH_1D, D_1D, 0},
+    {"gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG, 0},
+    {"gemm.tiled", "Gemm", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED, 0},
+    {"gemm.naive", "Gemm", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE, 0},
+    {"matmul.regblock", "MatMul", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG, 0},
+    {"matmul.tiled", "MatMul", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED, 0},
+    {"matmul.naive", "MatMul", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE, 0},
     EW("Relu", "element-wise"), EW("Clip", "element-wise"), EW("LeakyRelu", "element-wise"),
     EW("Sigmoid", "element-wise"), EW("Tanh", "element-wise"), EW("HardSigmoid", "element-wise"),
     EW("HardSwish", "element-wise"), EW("Gelu", "element-wise"), EW("Erf", "element-wise"),
@@ -54,11 +54,20 @@ static const vk_variant_t k_variants[] = {
     ROW("row.ReduceSum", "ReduceSum", "contiguous axes, one output per invocation"),
     ROW("row.ReduceMax", "ReduceMax", "contiguous axes, one output per invocation"),
     ROW("row.ReduceMin", "ReduceMin", "contiguous axes, one output per invocation"),
+    /* FP16 variants last (mi__vk_variant_count_on hides them on devices without FP16). */
+    {"gemm.regblock.fp16", "Gemm", "regblock with FP16 weights and products, FP32 sums and I/O",
+     MM_FUSE, REG, SH_GEMM_TILED, D_REG, 1},
+    {"matmul.regblock.fp16", "MatMul", "regblock with FP16 weights and products, FP32 sums and I/O",
+     MM_FUSE, REG, SH_GEMM_TILED, D_REG, 1},
 };
+#define NFP16 2
 
 #define NVAR (sizeof k_variants / sizeof k_variants[0])
 
 uint32_t mi__vk_variant_count(void) { return (uint32_t)NVAR; }
+uint32_t mi__vk_variant_count_on(const vk_device_t *d) {
+  return (uint32_t)(d->has_fp16 ? NVAR : NVAR - NFP16);
+}
 const vk_variant_t *mi__vk_variant(uint32_t i) { return i < NVAR ? &k_variants[i] : NULL; }
 
 const vk_variant_t *mi__vk_variant_find(const char *id) {

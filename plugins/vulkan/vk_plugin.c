@@ -81,7 +81,7 @@ static int32_t p_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index
 static int32_t p_variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
                                mi_error_t *err) {
   int32_t st = dev_check(ctx, device, count, err);
-  if (st == MI_OK) *count = mi__vk_variant_count();
+  if (st == MI_OK) *count = mi__vk_variant_count_on(&ctx->devs[device]);
   return st;
 }
 
@@ -94,14 +94,15 @@ static int32_t p_variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
   int k;
   int32_t st = dev_check(ctx, device, out, err);
   if (st != MI_OK) return st;
-  if (!(v = mi__vk_variant(index)))
+  if (index >= mi__vk_variant_count_on(&ctx->devs[device]) || !(v = mi__vk_variant(index)))
     return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: no variant %u", index);
   memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
   snprintf(d.id, sizeof d.id, "%s", v->id);
   snprintf(d.op_type, sizeof d.op_type, "%s", v->op);
   snprintf(d.description, sizeof d.description, "%s", v->description);
-  d.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  /* FP16 variants take FP32 buffers but compute in FP16: they declare the FP16 precision. */
+  d.dtype_mask = MI_DTYPE_BIT(v->fp16 ? MI_DTYPE_FLOAT16 : MI_DTYPE_FLOAT32);
   d.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
   d.fuse_mask = v->fuse;
   for (k = 0; k < K_COUNT; k++)
@@ -142,6 +143,9 @@ static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char 
   if (!variant_id || !(v = mi__vk_variant_find(variant_id)))
     return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: unknown variant '%s'",
                          variant_id ? variant_id : "(null)");
+  if (v->fp16 && !ctx->devs[device].has_fp16)
+    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: %s needs shaderFloat16 and "
+                         "storageBuffer16BitAccess, which %s lacks", v->id, ctx->devs[device].props.deviceName);
   return mi__vk_knobs_resolve(&ctx->devs[device], v, knobs, knob_count, spec, err);
 }
 

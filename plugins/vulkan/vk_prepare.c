@@ -88,9 +88,11 @@ int mi__vk_act_of(const mi_kernel_desc_t *desc, const mi_node_desc_t *n, int *co
   *a = *b = 0.0f;
   if (strcmp(op, "Relu") == 0) *code = ACT_RELU;
   else if (strcmp(op, "Clip") == 0) {
+    /* Bounds are attributes up to opset 10 and optional inputs from opset 11. */
+    int attrs = n->opset > 0 && n->opset < 11;
     *code = ACT_CLIP;
-    *a = mi_sdk_attr_float(n, "min", -INFINITY);
-    *b = mi_sdk_attr_float(n, "max", INFINITY);
+    *a = attrs ? mi_sdk_attr_float(n, "min", -INFINITY) : -INFINITY;
+    *b = attrs ? mi_sdk_attr_float(n, "max", INFINITY) : INFINITY;
     for (int i = 1; i < 3 && i < n->input_count; i++) {
       const mi_tensor_desc_t *t = mi__vk_tensor(desc, n->inputs[i]);
       if (n->inputs[i] < 0) continue;

@@ -1,5 +1,6 @@
 /* vk_prepare_mm.c - kernel_prepare for the compute-heavy ops: Conv (direct, depthwise) and
  * Gemm/MatMul (naive, tiled, register-blocked), each with its fused epilogue. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk.h"
@@ -80,6 +81,47 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   return rc;
 }
 
+/* IEEE binary16 of f, rounded to nearest even (overflow to infinity, subnormals kept). */
+static uint16_t to_half(float f) {
+  uint32_t x, sign, mant;
+  int32_t exp;
+  memcpy(&x, &f, 4);
+  sign = (x >> 16) & 0x8000u;
+  exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+  mant = x & 0x7fffffu;
+  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    uint32_t shift, half, r;
+    if (exp < -10) return (uint16_t)sign;
+    mant |= 0x800000u;
+    shift = (uint32_t)(14 - exp);
+    half = 1u << (shift - 1);
+    r = mant >> shift;
+    if ((mant & ((1u << shift) - 1)) > half || ((mant & ((1u << shift) - 1)) == half && (r & 1))) r++;
+    return (uint16_t)(sign | r);
+  }
+  {
+    uint32_t r = ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (r & 1))) r++; /* a carry into exp is still right */
+    return (uint16_t)(sign | r);
+  }
+}
+
+/* The FP16 variants read B (constant weights) as FP16 from a buffer of their own. */
+static int32_t upload_half(vk_prep_t *p, const mi_tensor_desc_t *b, vk_ref_t *out) {
+  int64_t i, n = mi_sdk_numel(b);
+  uint16_t *h;
+  int32_t rc;
+  if (!b->data || b->dtype != MI_DTYPE_FLOAT32)
+    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: B must be constant FP32 weights", p->var->id);
+  if (!(h = malloc((size_t)n * sizeof *h))) return mi__vk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+  for (i = 0; i < n; i++) h[i] = to_half(((const float *)b->data)[i]);
+  rc = mi__vk_upload(p, h, (size_t)n * sizeof *h, out);
+  free(h);
+  return rc;
+}
+
 /* Batch stride of an operand whose batch dims are all of the output's or none. */
 static int batch_stride(const mi_tensor_desc_t *t, int64_t batch, int64_t mat, int64_t *out) {
   int64_t nb = t->rank > 2 ? mi_sdk_numel(t) / mat : 1;
@@ -154,7 +196,7 @@ int32_t mi__vk_prepare_gemm(vk_prep_t *p) {
     rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: the group must write its first output");
   d = NULL;
   if (rc == MI_OK)
-    d = mi__vk_disp_new(p, p->var->shape == SH_GEMM_NAIVE ? "gemm_naive" : "gemm_tiled", &rc);
+    d = mi__vk_disp_new(p, p->var->fp16 ? "gemm_f16" : p->var->shape == SH_GEMM_NAIVE ? "gemm_naive" : "gemm_tiled", &rc);
   if (d) {
     uint32_t tn = p->spec[K_LOCAL_X] * (p->var->shape == SH_GEMM_NAIVE ? 1 : p->spec[K_REG_N]);
     uint32_t tm = p->spec[K_LOCAL_Y] * (p->var->shape == SH_GEMM_NAIVE ? 1 : p->spec[K_REG_M]);
@@ -163,7 +205,7 @@ int32_t mi__vk_prepare_gemm(vk_prep_t *p) {
     d->push[5] = (uint32_t)ta, d->push[6] = (uint32_t)tb;
     fpush(d, 7, alpha);
     rc = mi__vk_bind(p, n->inputs[0], &d->bind[0]);
-    if (rc == MI_OK) rc = mi__vk_bind(p, n->inputs[1], &d->bind[1]);
+    if (rc == MI_OK) rc = p->var->fp16 ? upload_half(p, b, &d->bind[1]) : mi__vk_bind(p, n->inputs[1], &d->bind[1]);
     if (rc == MI_OK) rc = mi__vk_bind(p, desc->outputs[0], &d->bind[2]);
     if (rc == MI_OK) rc = mi__vk_epi_bind(p, d, &e, 8);
     d->groups[0] = (uint32_t)((N + tn - 1) / tn);

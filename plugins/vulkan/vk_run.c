@@ -110,6 +110,9 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
     if (strcmp(p.var->op, op) != 0)
       return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: variant '%s' implements %s, not %s",
                            p.var->id, p.var->op, op);
+    if (p.var->fp16 && !p.dev->has_fp16)
+      return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s needs shaderFloat16 and storageBuffer16BitAccess",
+                           p.var->id);
   } else if (!(p.var = mi__vk_variant_default(op))) {
     return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
   }
@@ -247,10 +250,15 @@ int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *con
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   si.commandBufferCount = 1;
   si.pCommandBuffers = &k->cmd;
-  if ((r = vkQueueSubmit(d->queue, 1, &si, d->fence)) != VK_SUCCESS) return mi__vk_fail(err, "vkQueueSubmit", r);
+  pthread_mutex_lock(&d->shared->queue_lock);
+  r = vkQueueSubmit(d->queue, 1, &si, d->fence);
+  pthread_mutex_unlock(&d->shared->queue_lock);
+  if (r != VK_SUCCESS) return mi__vk_fail(err, "vkQueueSubmit", r);
   r = vkWaitForFences(d->dev, 1, &d->fence, VK_TRUE, 120ull * 1000000000ull);
   if (r == VK_TIMEOUT) {
-    vkDeviceWaitIdle(d->dev);
+    pthread_mutex_lock(&d->shared->queue_lock);
+    vkQueueWaitIdle(d->queue);
+    pthread_mutex_unlock(&d->shared->queue_lock);
     vkResetFences(d->dev, 1, &d->fence);
     return mi__vk_errorf(err, MI_ERR_TIMEOUT, "vulkan: vkWaitForFences: VK_TIMEOUT after 120 s");
   }

@@ -1,5 +1,6 @@
 /* test_vulkan_util.h - helpers for the Vulkan plugin tests: lavapipe selection, loading the
- * plugin through the host registry, one-node graphs, and session-vs-reference comparison. */
+ * plugin through the host registry, one-node graphs, session-vs-reference comparison, and kernel
+ * descriptions built by hand from a graph. */
 #ifndef TEST_VULKAN_UTIL_H
 #define TEST_VULKAN_UTIL_H
 
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "metainfer/mi.h"
+#include "metainfer/mi_graph.h"
 
 static int tv_failures;
 
@@ -109,6 +111,59 @@ static inline double tv_compare(mi_plugin_t *p, mi_graph_t *g, const char *node,
   mi_array_destroy(out_d);
   mi_array_destroy(out_r);
   return e;
+}
+
+#define TV_MAXT 32
+
+/* One kernel description covering every node of g (shapes inferred): internal tensors appear
+ * only in tensors[]; the graph inputs must be listed in order of first use. */
+typedef struct tv_desc {
+  mi_tensor_desc_t td[TV_MAXT];
+  const mi_tensor_desc_t *tp[TV_MAXT];
+  mi_node_desc_t nd[8];
+  const mi_node_desc_t *np[8];
+  mi_kernel_desc_t k;
+} tv_desc_t;
+
+static inline void tv_desc_build(const mi_graph_t *g, const char *variant, tv_desc_t *f) {
+  memset(f, 0, sizeof *f);
+  for (int32_t i = 0; i < g->tensor_count && i < TV_MAXT; i++) {
+    const mi_tensor_t *t = &g->tensors[i];
+    mi_tensor_desc_t *d = &f->td[i];
+    d->struct_size = sizeof *d;
+    d->dtype = t->dtype;
+    d->layout = t->rank == 4 ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY;
+    d->rank = t->rank;
+    memcpy(d->dims, t->dims, sizeof d->dims);
+    d->data = t->data;
+    d->data_bytes = t->data ? t->nbytes : 0;
+    f->tp[i] = d;
+  }
+  for (int32_t i = 0; i < g->node_count && i < 8; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    mi_node_desc_t *d = &f->nd[i];
+    d->struct_size = sizeof *d;
+    d->op_type = n->op_type;
+    d->name = n->name;
+    d->opset = (int32_t)g->opset;
+    d->input_count = n->input_count;
+    d->inputs = n->inputs;
+    d->output_count = n->output_count;
+    d->outputs = n->outputs;
+    d->attr_count = n->attr_count;
+    d->attrs = n->attrs;
+    f->np[i] = d;
+  }
+  f->k.struct_size = sizeof f->k;
+  f->k.node_count = g->node_count;
+  f->k.nodes = f->np;
+  f->k.tensor_count = g->tensor_count;
+  f->k.tensors = f->tp;
+  f->k.input_count = g->input_count;
+  f->k.inputs = g->inputs;
+  f->k.output_count = g->output_count;
+  f->k.outputs = g->outputs;
+  f->k.variant_id = variant;
 }
 
 #endif

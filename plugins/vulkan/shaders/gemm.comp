@@ -1,8 +1,17 @@
 // gemm.comp - batched GEMM Y = alpha * op(A) op(B) with the fused epilogue. -DNAIVE: one output
 // per invocation. Otherwise tiles of A and B are staged in shared memory and each invocation
 // keeps an RM x RN block of outputs in registers (RM = RN = 1 is the plain tiled variant).
+// -DFP16: the same with FP16 weights, tiles and products (shaderFloat16 + 16-bit storage).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#ifdef FP16
+// B (the constant weights) is stored as FP16 and products are FP16; sums stay FP32.
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#define HT float16_t
+#else
+#define HT float
+#endif
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 layout(constant_id = 0) const uint LX = 16;
 layout(constant_id = 1) const uint LY = 16;
@@ -11,7 +20,7 @@ layout(constant_id = 3) const uint UNROLL = 1;
 layout(constant_id = 4) const uint RM = 1;
 layout(constant_id = 5) const uint RN = 1;
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
-layout(std430, set = 0, binding = 1) readonly buffer B { float b[]; };
+layout(std430, set = 0, binding = 1) readonly buffer B { HT b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
   int M, N, K, sAb, sBb, transA, transB; float alpha;
@@ -23,7 +32,7 @@ layout(push_constant) uniform P {
 float loadA(uint bz, uint m, uint k) {
   return a[bz * uint(pc.sAb) + (pc.transA != 0 ? k * uint(pc.M) + m : m * uint(pc.K) + k)];
 }
-float loadB(uint bz, uint k, uint n) {
+HT loadB(uint bz, uint k, uint n) {
   return b[bz * uint(pc.sBb) + (pc.transB != 0 ? n * uint(pc.K) + k : k * uint(pc.N) + n)];
 }
 
@@ -32,14 +41,14 @@ void main() {
   uint n = gl_GlobalInvocationID.x, m = gl_GlobalInvocationID.y, bz = gl_WorkGroupID.z;
   if (m >= uint(pc.M) || n >= uint(pc.N)) return;
   float acc = 0.0;
-  for (uint k = 0; k < uint(pc.K); k++) acc += loadA(bz, m, k) * loadB(bz, k, n);
+  for (uint k = 0; k < uint(pc.K); k++) acc += loadA(bz, m, k) * float(loadB(bz, k, n));
   uint idx = (bz * uint(pc.M) + m) * uint(pc.N) + n;
   y[idx] = epi(pc.alpha * acc, idx);
 }
 #else
 const uint TM = LY * RM, TN = LX * RN, NT = LX * LY;
-shared float As[TM * TK];
-shared float Bs[TK * TN];
+shared HT As[TM * TK];
+shared HT Bs[TK * TN];
 
 void main() {
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * LX + tx;
@@ -47,17 +56,17 @@ void main() {
   uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * TN;
   uint M = uint(pc.M), N = uint(pc.N), K = uint(pc.K);
   float acc[RM * RN];
-  float ar[RM];
-  float br[RN];
+  HT ar[RM];
+  HT br[RN];
   for (uint i = 0; i < RM * RN; i++) acc[i] = 0.0;
   for (uint k0 = 0; k0 < K; k0 += TK) {
     for (uint e = tid; e < TM * TK; e += NT) {
       uint r = e / TK, c = e % TK;
-      As[e] = (m0 + r < M && k0 + c < K) ? loadA(bz, m0 + r, k0 + c) : 0.0;
+      As[e] = HT((m0 + r < M && k0 + c < K) ? loadA(bz, m0 + r, k0 + c) : 0.0);
     }
     for (uint e = tid; e < TK * TN; e += NT) {
       uint r = e / TN, c = e % TN;
-      Bs[e] = (k0 + r < K && n0 + c < N) ? loadB(bz, k0 + r, n0 + c) : 0.0;
+      Bs[e] = (k0 + r < K && n0 + c < N) ? loadB(bz, k0 + r, n0 + c) : HT(0.0);
     }
     barrier();
     for (uint kk = 0; kk < TK; kk += UNROLL) {
@@ -65,7 +74,7 @@ void main() {
         for (uint i = 0; i < RM; i++) ar[i] = As[(ty + i * LY) * TK + kk + u];
         for (uint j = 0; j < RN; j++) br[j] = Bs[(kk + u) * TN + tx + j * LX];
         for (uint i = 0; i < RM; i++)
-          for (uint j = 0; j < RN; j++) acc[i * RN + j] += ar[i] * br[j];
+          for (uint j = 0; j < RN; j++) acc[i * RN + j] += float(ar[i] * br[j]);
       }
     }
     barrier();

@@ -1,0 +1,298 @@
+/* vk_shared.c - the VkInstance and one VkDevice per physical device, shared by every plugin
+ * instance of this loaded library: created on first use, destroyed when the library unloads. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk.h"
+
+/* The one deliberate piece of library-wide state. Creating and destroying a VkInstance and its
+ * VkDevices per plugin instance makes the loader re-dlopen the ICD and lavapipe start and join
+ * its threads every cycle, which leaves a few KiB of heap behind each time (measured without the
+ * plugin: +144 B per instance with tcache off, +4.2 KB per instance + device with glibc's
+ * defaults). The driver objects live as long as the library; each plugin instance still owns
+ * its command pool, fence, layouts, pipelines and buffers. */
+static struct {
+  pthread_mutex_t lock;  /* guards everything below */
+  int opened;            /* 1 once the instance and devices exist (or no driver was found) */
+  VkInstance instance;
+  uint32_t ndev;
+  mi__vk_shared_dev_t devs[VK_MAX_DEVICES];
+} g_vk = {PTHREAD_MUTEX_INITIALIZER, 0, VK_NULL_HANDLE, 0, {{0}}};
+
+static int pick_queue(VkPhysicalDevice pd, uint32_t *family, uint64_t *ts_mask) {
+  VkQueueFamilyProperties q[16];
+  uint32_t n = 16, i, best = UINT32_MAX;
+  vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
+  /* A compute-only family is usually the dedicated async-compute queue; otherwise any. */
+  for (i = 0; i < n; i++)
+    if ((q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && !(q[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) {
+      best = i;
+      break;
+    }
+  for (i = 0; best == UINT32_MAX && i < n; i++)
+    if (q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) best = i;
+  if (best == UINT32_MAX) return 0;
+  *family = best;
+  *ts_mask = q[best].timestampValidBits >= 64 ? UINT64_MAX
+             : q[best].timestampValidBits ? ((uint64_t)1 << q[best].timestampValidBits) - 1
+                                          : 0;
+  return 1;
+}
+
+/* 16-bit storage and FP16 arithmetic are enabled when the device has both (FP16 variants). */
+static int query_fp16(VkPhysicalDevice pd) {
+  VkPhysicalDeviceShaderFloat16Int8Features f16;
+  VkPhysicalDevice16BitStorageFeatures s16;
+  VkPhysicalDeviceFeatures2 f2;
+  memset(&s16, 0, sizeof s16);
+  s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  memset(&f16, 0, sizeof f16);
+  f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  f16.pNext = &s16;
+  memset(&f2, 0, sizeof f2);
+  f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  f2.pNext = &f16;
+  vkGetPhysicalDeviceFeatures2(pd, &f2);
+  return f16.shaderFloat16 && s16.storageBuffer16BitAccess;
+}
+
+/* One layout for every shader: six storage buffers and a 128-byte push block. */
+static VkResult make_layouts(mi__vk_shared_dev_t *s) {
+  VkDescriptorSetLayoutBinding b[VK_NBIND];
+  VkDescriptorSetLayoutCreateInfo li;
+  VkPushConstantRange pr;
+  VkPipelineLayoutCreateInfo pli;
+  VkResult r;
+  uint32_t i;
+  memset(b, 0, sizeof b);
+  for (i = 0; i < VK_NBIND; i++) {
+    b[i].binding = i;
+    b[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    b[i].descriptorCount = 1;
+    b[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  memset(&li, 0, sizeof li);
+  li.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+  li.bindingCount = VK_NBIND;
+  li.pBindings = b;
+  if ((r = vkCreateDescriptorSetLayout(s->dev, &li, NULL, &s->dsl)) != VK_SUCCESS) return r;
+  pr.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  pr.offset = 0;
+  pr.size = VK_PUSH_WORDS * 4;
+  memset(&pli, 0, sizeof pli);
+  pli.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &s->dsl;
+  pli.pushConstantRangeCount = 1;
+  pli.pPushConstantRanges = &pr;
+  return vkCreatePipelineLayout(s->dev, &pli, NULL, &s->layout);
+}
+
+static VkResult open_one(mi__vk_shared_dev_t *s) {
+  float prio = 1.0f;
+  VkDeviceQueueCreateInfo qi;
+  VkDeviceCreateInfo di;
+  VkPhysicalDeviceShaderFloat16Int8Features f16;
+  VkPhysicalDevice16BitStorageFeatures s16;
+  VkResult r;
+  memset(&qi, 0, sizeof qi);
+  qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  qi.queueFamilyIndex = s->qfamily;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &prio;
+  memset(&di, 0, sizeof di);
+  di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  if (s->has_fp16) {
+    memset(&s16, 0, sizeof s16);
+    s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    s16.storageBuffer16BitAccess = VK_TRUE;
+    memset(&f16, 0, sizeof f16);
+    f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+    f16.shaderFloat16 = VK_TRUE;
+    f16.pNext = &s16;
+    di.pNext = &f16;
+  }
+  if ((r = vkCreateDevice(s->phys, &di, NULL, &s->dev)) != VK_SUCCESS) return r;
+  vkGetDeviceQueue(s->dev, s->qfamily, 0, &s->queue);
+  pthread_mutex_init(&s->queue_lock, NULL);
+  pthread_mutex_init(&s->pipe_lock, NULL);
+  s->locks = 1;
+  return make_layouts(s);
+}
+
+static void close_all(void) {
+  uint32_t i;
+  for (i = 0; i < g_vk.ndev; i++) {
+    mi__vk_shared_dev_t *s = &g_vk.devs[i];
+    int j;
+    if (!s->dev) continue;
+    vkDeviceWaitIdle(s->dev);
+    for (j = 0; j < s->npipes; j++) vkDestroyPipeline(s->dev, s->pipes[j].pipe, NULL);
+    free(s->pipes);
+    for (j = 0; j < 16; j++)
+      if (s->modules[j]) vkDestroyShaderModule(s->dev, s->modules[j], NULL);
+    if (s->layout) vkDestroyPipelineLayout(s->dev, s->layout, NULL);
+    if (s->dsl) vkDestroyDescriptorSetLayout(s->dev, s->dsl, NULL);
+    vkDestroyDevice(s->dev, NULL);
+    if (s->locks) {
+      pthread_mutex_destroy(&s->queue_lock);
+      pthread_mutex_destroy(&s->pipe_lock);
+    }
+  }
+  memset(g_vk.devs, 0, sizeof g_vk.devs);
+  g_vk.ndev = 0;
+  if (g_vk.instance) vkDestroyInstance(g_vk.instance, NULL);
+  g_vk.instance = VK_NULL_HANDLE;
+  g_vk.opened = 0;
+}
+
+static int32_t open_all(mi_plugin_ctx_t *ctx, mi_error_t *err) {
+  VkApplicationInfo app;
+  VkInstanceCreateInfo ii;
+  VkPhysicalDevice pds[VK_MAX_DEVICES];
+  uint32_t n = VK_MAX_DEVICES, i;
+  VkResult r;
+  memset(&app, 0, sizeof app);
+  app.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO;
+  app.pApplicationName = "metainfer";
+  app.pEngineName = "metainfer-vulkan";
+  app.apiVersion = VK_API_VERSION_1_1;
+  memset(&ii, 0, sizeof ii);
+  ii.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
+  ii.pApplicationInfo = &app;
+  r = vkCreateInstance(&ii, NULL, &g_vk.instance);
+  if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
+    /* No Vulkan driver installed: a plugin with zero devices, not a failure. */
+    g_vk.instance = VK_NULL_HANDLE;
+    g_vk.opened = 1;
+    mi__vk_log(ctx, MI_LOG_INFO, "vkCreateInstance: %s: no Vulkan device", mi__vk_result_name(r));
+    return MI_OK;
+  }
+  if (r != VK_SUCCESS) {
+    g_vk.instance = VK_NULL_HANDLE;
+    return mi__vk_fail(err, "vkCreateInstance", r);
+  }
+  r = vkEnumeratePhysicalDevices(g_vk.instance, &n, pds);
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    close_all();
+    return mi__vk_fail(err, "vkEnumeratePhysicalDevices", r);
+  }
+  for (i = 0; i < n; i++) {
+    mi__vk_shared_dev_t *s = &g_vk.devs[g_vk.ndev];
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(pds[i], &props);
+    if (VK_API_VERSION_MINOR(props.apiVersion) < 1 && VK_API_VERSION_MAJOR(props.apiVersion) == 1)
+      continue;
+    if (!pick_queue(pds[i], &s->qfamily, &s->ts_mask)) continue;
+    s->phys = pds[i];
+    s->has_fp16 = query_fp16(pds[i]);
+    g_vk.ndev++;
+    if ((r = open_one(s)) != VK_SUCCESS) {
+      close_all();
+      return mi__vk_fail(err, "vkCreateDevice", r);
+    }
+  }
+  g_vk.opened = 1;
+  return MI_OK;
+}
+
+int32_t mi__vk_shared_get(mi_plugin_ctx_t *ctx, mi__vk_shared_dev_t **devs, uint32_t *ndev,
+                          mi_error_t *err) {
+  int32_t rc = MI_OK;
+  pthread_mutex_lock(&g_vk.lock);
+  if (!g_vk.opened) rc = open_all(ctx, err);
+  *devs = g_vk.devs;
+  *ndev = rc == MI_OK ? g_vk.ndev : 0;
+  pthread_mutex_unlock(&g_vk.lock);
+  return rc;
+}
+
+/* Looks up or compiles; the caller holds s->pipe_lock. Compile time counts for instance d. */
+static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shared_dev_t *s,
+                               const char *shader, const uint32_t *spec, VkPipeline *out,
+                               mi_error_t *err) {
+  VkSpecializationMapEntry me[VK_NSPEC];
+  VkSpecializationInfo si;
+  VkComputePipelineCreateInfo ci;
+  VkResult r;
+  uint64_t t0;
+  int i, m = -1;
+  *out = VK_NULL_HANDLE;
+  for (i = 0; i < s->npipes; i++)
+    if (strcmp(s->pipes[i].shader, shader) == 0 &&
+        memcmp(s->pipes[i].spec, spec, sizeof s->pipes[i].spec) == 0) {
+      *out = s->pipes[i].pipe;
+      return MI_OK;
+    }
+  for (i = 0; mi__vk_spirv[i].name; i++)
+    if (strcmp(mi__vk_spirv[i].name, shader) == 0) m = i;
+  if (m < 0 || m >= 16) return mi__vk_errorf(err, MI_ERR_INTERNAL, "vulkan: no shader '%s'", shader);
+  if (!s->modules[m]) {
+    VkShaderModuleCreateInfo smi;
+    memset(&smi, 0, sizeof smi);
+    smi.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
+    smi.codeSize = mi__vk_spirv[m].words * 4;
+    smi.pCode = mi__vk_spirv[m].code;
+    if ((r = vkCreateShaderModule(d->dev, &smi, NULL, &s->modules[m])) != VK_SUCCESS)
+      return mi__vk_fail(err, "vkCreateShaderModule", r);
+  }
+  if (s->npipes == s->cap_pipes) {
+    int cap = s->cap_pipes ? s->cap_pipes * 2 : 16;
+    vk_pipe_t *np = realloc(s->pipes, (size_t)cap * sizeof *np);
+    if (!np) return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    s->pipes = np;
+    s->cap_pipes = cap;
+  }
+  for (i = 0; i < VK_NSPEC; i++) {
+    me[i].constantID = (uint32_t)i;
+    me[i].offset = (uint32_t)(i * 4);
+    me[i].size = 4;
+  }
+  si.mapEntryCount = VK_NSPEC;
+  si.pMapEntries = me;
+  si.dataSize = VK_NSPEC * 4;
+  si.pData = spec;
+  memset(&ci, 0, sizeof ci);
+  ci.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = s->modules[m];
+  ci.stage.pName = "main";
+  ci.stage.pSpecializationInfo = &si;
+  ci.layout = s->layout;
+  t0 = mi__vk_now_ns();
+  r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
+  d->pipeline_ns += mi__vk_now_ns() - t0;
+  if (r != VK_SUCCESS) {
+    *out = VK_NULL_HANDLE;
+    return mi__vk_fail(err, "vkCreateComputePipelines", r);
+  }
+  mi__vk_log(ctx, MI_LOG_DEBUG, "pipeline %s [%u %u %u %u %u %u] created in %.3f ms", shader,
+             spec[0], spec[1], spec[2], spec[3], spec[4], spec[5],
+             (double)(mi__vk_now_ns() - t0) / 1e6);
+  snprintf(s->pipes[s->npipes].shader, sizeof s->pipes[s->npipes].shader, "%s", shader);
+  memcpy(s->pipes[s->npipes].spec, spec, sizeof s->pipes[s->npipes].spec);
+  s->pipes[s->npipes++].pipe = *out;
+  return MI_OK;
+}
+
+int32_t mi__vk_pipeline(mi_plugin_ctx_t *ctx, vk_device_t *d, const char *shader,
+                        const uint32_t *spec, VkPipeline *out, mi_error_t *err) {
+  int32_t rc;
+  pthread_mutex_lock(&d->shared->pipe_lock);
+  rc = pipeline_locked(ctx, d, d->shared, shader, spec, out, err);
+  pthread_mutex_unlock(&d->shared->pipe_lock);
+  return rc;
+}
+
+/* Runs at dlclose (and at exit, after the ICD's own atexit handlers): every plugin instance is
+ * gone by then, so nothing else uses these objects. */
+__attribute__((destructor)) static void vk_shared_fini(void) {
+  pthread_mutex_lock(&g_vk.lock);
+  close_all();
+  pthread_mutex_unlock(&g_vk.lock);
+}
