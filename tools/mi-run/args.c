@@ -19,6 +19,9 @@ void run_usage(FILE *f) {
         "                        the input has dynamic dims. Other inputs get deterministic\n"
         "                        random data of the declared shape\n"
         "  --seed S              seed of the random inputs (default 0)\n"
+        "  --config C.yaml       apply a model-side transform configuration first (BN folding,\n"
+        "                        pruning, padding, quantization, layout, fusion for the\n"
+        "                        device's variants; see docs/transforms.md) and list the passes\n"
         "  --output-dir DIR      write each output as DIR/<output name>.npy\n"
         "  --repeat N            N timed runs after the warm-up: median, p10, p90, CV\n"
         "  --warmup N            warm-up runs before timing (default 2 with --repeat)\n"
@@ -89,6 +92,7 @@ int32_t run_parse_args(int argc, char **argv, run_opts_t *o, mi_error_t *err) {
     else if (strcmp(name, "--device") == 0) o->device = v;
     else if (strcmp(name, "--plugins") == 0) o->plugins_dir = v;
     else if (strcmp(name, "--output-dir") == 0) o->output_dir = v;
+    else if (strcmp(name, "--config") == 0) o->config = v;
     else if (strcmp(name, "--input") == 0) rc = push(&o->inputs, &o->input_count, v, err);
     else if (strcmp(name, "--shape") == 0) rc = push(&o->shapes, &o->shape_count, v, err);
     else if (strcmp(name, "--repeat") == 0) rc = parse_int(name, v, 0, &o->repeat, err);

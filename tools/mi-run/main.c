@@ -128,7 +128,9 @@ int main(int argc, char **argv) {
   mi_knob_value_t kv = {0};
   mi_session_options_t opts;
   run_summary_t sum;
+  run_xf_t xf;
   uint32_t device = 0;
+  int32_t folded = 0;
   int warmup, repeat, status = 0;
   int32_t rc;
 
@@ -141,12 +143,12 @@ int main(int argc, char **argv) {
   if ((rc = mi_graph_toposort(g, &err))) goto done;
   if ((rc = run_prepare_inputs(g, &o, &inputs, &err))) goto done;
   if ((rc = mi_graph_infer_shapes(g, &err))) goto done;
+  /* With the input shapes fixed, shape subgraphs fold away: the executed graph is static. */
+  if ((rc = mi_graph_fold_constants(g, &folded, &err))) goto done;
   memset(&opts, 0, sizeof opts);
   opts.struct_size = (uint32_t)sizeof opts;
   opts.allow_host_fallback = 1;
-  if (strcmp(o.device, "ref") == 0) {
-    if ((rc = check_ref_ops(g, &err))) goto done;
-  } else {
+  if (strcmp(o.device, "ref") != 0) {
     if (!(reg = mi_registry_create())) {
       rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
       goto done;
@@ -154,6 +156,13 @@ int main(int argc, char **argv) {
     if ((rc = scan_plugins(reg, o.plugins_dir, &err))) goto done;
     if ((rc = mi_registry_device(reg, o.device, &plugin, &device, &err))) goto done;
   }
+  if (o.config) {
+    int32_t again = 0;
+    if ((rc = run_apply_config(&g, &o, plugin, device, &xf, &err))) goto done;
+    if ((rc = mi_graph_fold_constants(g, &again, &err))) goto done;
+    folded += again;
+  }
+  if (!plugin && (rc = check_ref_ops(g, &err))) goto done;
   if (o.threads > 0) {
     if ((rc = threads_knob(plugin, device, o.threads, &kv, &opts.device_knob_count, &err)))
       goto done;
@@ -175,6 +184,8 @@ int main(int argc, char **argv) {
   sum.outputs = outs;
   sum.session = s;
   sum.warmup = warmup;
+  sum.folded = folded;
+  sum.xf = o.config ? &xf : NULL;
   if (o.json) run_print_json(stdout, &sum);
   else run_print_summary(stdout, &sum);
   if (fflush(stdout) != 0) rc = mi_errorf(&err, MI_ERR_IO, "cannot write to stdout");

@@ -12,6 +12,7 @@ typedef struct run_opts {
   const char *model;
   const char *device;
   const char *output_dir;
+  const char *config;  /* --config: a model-side transform configuration (YAML) */
   const char **inputs; /* NAME=FILE.npy */
   int input_count;
   const char **shapes; /* NAME=D0,D1,... */
@@ -48,6 +49,22 @@ int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *cons
 /* Replaces characters unsafe in file names by '_' ("." and ".." become "_"). */
 void run_safe_name(const char *name, char *out, size_t cap);
 
+/* What --config did: the passes that ran and their statistics. */
+typedef struct run_xf {
+  int applied;
+  uint64_t hash;
+  int calib_samples;   /* deterministic random calibration samples (INT8 activations) */
+  int fold_bn, fuse, layout, block, channel_align;
+  mi_xf_stats_t st;
+} run_xf_t;
+
+/* Loads o->config and applies it to *g (replaced by the transformed graph); fusion uses the
+ * variants of `p` (none on the reference interpreter). */
+int32_t run_apply_config(mi_graph_t **g, const run_opts_t *o, const mi_plugin_t *p,
+                         uint32_t device, run_xf_t *out, mi_error_t *err);
+/* The passes that ran: lines of text, or a ", \"transform\": {...}" JSON member. */
+void run_print_passes(FILE *f, const run_xf_t *x, int json);
+
 /* What the summary reports. */
 typedef struct run_summary {
   const run_opts_t *opts;
@@ -58,6 +75,8 @@ typedef struct run_summary {
   int warmup;
   int has_device_time;
   run_stats_t device_time;
+  int32_t folded;          /* nodes removed by constant folding */
+  const run_xf_t *xf;      /* NULL without --config */
 } run_summary_t;
 void run_print_summary(FILE *f, const run_summary_t *s);
 void run_print_json(FILE *f, const run_summary_t *s);

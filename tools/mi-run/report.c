@@ -93,6 +93,12 @@ static void print_dims(FILE *f, const mi_array_t *a) {
 void run_print_summary(FILE *f, const run_summary_t *s) {
   int32_t nf = mi_session_fallback_count(s->session);
   fprintf(f, "model: %s\ndevice: %s\n", s->opts->model, s->opts->device);
+  fprintf(f, "constant folding: %d nodes folded\n", (int)s->folded);
+  if (s->xf) run_print_passes(f, s->xf, 0);
+  if (s->session && mi_session_kernel_count(s->session) >= 0)
+    fprintf(f, "device kernels: %d\n", (int)mi_session_kernel_count(s->session));
+  for (int32_t i = 0; i < mi_session_unfused_count(s->session); i++)
+    fprintf(f, "not fused: %s\n", mi_session_unfused(s->session, i));
   fprintf(f, "fallback nodes: %s", nf ? "" : "none");
   for (int32_t i = 0; i < nf; i++)
     fprintf(f, "%s%s", i ? ", " : "", mi_session_fallback_node(s->session, i));
@@ -155,7 +161,10 @@ void run_print_json(FILE *f, const run_summary_t *s) {
   }
   fputs("], \"latency_ms\": ", f);
   json_stats(f, &s->latency);
-  fprintf(f, ", \"warmup\": %d", s->warmup);
+  fprintf(f, ", \"warmup\": %d, \"folded_nodes\": %d", s->warmup, (int)s->folded);
+  if (mi_session_kernel_count(s->session) >= 0)
+    fprintf(f, ", \"device_kernels\": %d", (int)mi_session_kernel_count(s->session));
+  if (s->xf) run_print_passes(f, s->xf, 1);
   if (s->has_device_time) {
     fputs(", \"device_time_ms\": ", f);
     json_stats(f, &s->device_time);

@@ -206,4 +206,6 @@ MI_API void mi_session_destroy(mi_session_t *s);
 #include "metainfer/mi_transform.h"
 /* Surrogate cost models, meta-learning across tasks and the surrogate-guided strategy. */
 #include "metainfer/mi_meta.h"
+/* The deployment table, the runtime and its drift monitor. */
+#include "metainfer/mi_runtime.h"
 #endif /* METAINFER_MI_H */

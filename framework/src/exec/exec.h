@@ -12,9 +12,11 @@ typedef enum mi__step_kind {
 } mi__step_kind;
 
 typedef struct mi__step {
-  int32_t node;
+  int32_t node;          /* the graph node it runs; for a multi-node kernel, its anchor */
   int32_t kind;          /* mi__step_kind */
   mi_kernel_t *kernel;   /* MI__STEP_DEVICE only */
+  int32_t node_count;    /* graph nodes the kernel runs (1, or a fused group / lowered layer) */
+  int32_t *nodes;        /* NULL when node_count == 1 (then it is `node`) */
   int32_t input_count;   /* runtime inputs in kernel_run order (graph tensor indices) */
   int32_t *inputs;
   int32_t output_count;  /* outputs in kernel_run order (graph tensor indices) */
@@ -33,6 +35,13 @@ struct mi_session {
   uint8_t *const_owned;
   mi_buffer_t **bufs;      /* per tensor: device buffer, NULL when no device kernel touches it */
   uint64_t *buf_bytes;
+  /* Per tensor: how its device buffer is stored (mi_layout, block). Host copies are always
+   * logical (ONNX order, what the reference interpreter reads); the transfers convert. */
+  int8_t *dlayout;
+  int32_t *dblock;
+  int32_t kernel_count;    /* MI__STEP_DEVICE steps */
+  int32_t unfused_count;
+  char **unfused;          /* multi-node kernels the device refused, one line each */
   /* Per-run state, reset by every run (a session runs one inference at a time). */
   const mi_array_t **hval; /* valid host copy of a tensor, or NULL */
   mi_array_t **hown;       /* the host copies this run allocated */
@@ -51,29 +60,97 @@ struct mi_session {
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
 typedef struct mi__kdesc {
   mi_kernel_desc_t desc;
-  mi_node_desc_t node;
-  const mi_node_desc_t *node_ptr;
+  int32_t node_count;
+  mi_node_desc_t *node;
+  const mi_node_desc_t **node_ptrs;
   int32_t tensor_count;
   int32_t *tmap;                   /* local tensor index -> graph tensor index */
   mi_tensor_desc_t *tensors;
   const mi_tensor_desc_t **tensor_ptrs;
-  int32_t *node_inputs, *node_outputs;
+  int32_t *slots;                  /* every node's input and output lists, back to back */
   int32_t input_count, output_count;
   int32_t *inputs, *outputs;       /* local indices (what the desc holds) */
   int32_t *graph_inputs, *graph_outputs; /* the same, as graph tensor indices */
+  mi_attr_t attr;                  /* the perm of a synthesized Transpose */
+  int64_t perm[MI_MAX_RANK];
 } mi__kdesc_t;
 
-/* Describes node `node` of `g` for kernel_prepare. `consts[t]` is tensor t's constant value
- * or NULL for a runtime tensor. The choice (variant, knobs) is left for the caller to set. */
+/* What one kernel runs: graph nodes in execution order, with optional tensor substitutions
+ * (a quantized layer reads its codes tensor instead of the DequantizeLinear's output). */
+typedef struct mi__kreq {
+  const int32_t *nodes;
+  int32_t node_count;
+  const int32_t *subst_from, *subst_to; /* graph tensor subst_from[i] reads as subst_to[i] */
+  int32_t subst_count;
+  int plain_layout;  /* describe 4-D activations as NCHW whatever their storage (elementwise) */
+} mi__kreq_t;
+
+/* Describes the nodes of `req` for kernel_prepare. `consts[t]` is tensor t's constant value
+ * or NULL for a runtime tensor. Inputs are the runtime tensors the nodes read that none of
+ * them produces; outputs are what they produce that is read elsewhere, is a graph output, or
+ * is not read by a later node of the kernel. The choice (variant, knobs) is left to the caller. */
+int32_t mi__kdesc_build_req(mi__kdesc_t *k, const mi_graph_t *g, const mi__kreq_t *req,
+                            mi_array_t *const *consts, mi_error_t *err);
+/* The same for node `node` alone (used by the space module's probes too). */
 int32_t mi__kdesc_build(mi__kdesc_t *k, const mi_graph_t *g, int32_t node,
                         mi_array_t *const *consts, mi_error_t *err);
+/* Describes a layout conversion (an Identity from tensor `in` to `out`, stored differently) as
+ * a plain Transpose between dense buffers. MI_ERR_UNSUPPORTED when no Transpose expresses it. */
+int32_t mi__kdesc_layout(mi__kdesc_t *k, const mi_graph_t *g, int32_t node, int32_t in_layout,
+                         int32_t out_layout, int32_t block, mi_error_t *err);
 void mi__kdesc_free(mi__kdesc_t *k);
+
+/* Storage of logical (ONNX order) data in another layout (layout.c). NCHWc pads the channels
+ * up to a multiple of the block with zeros. */
+uint64_t mi__stored_bytes(const mi_tensor_t *t, int32_t layout, int32_t block, int *ok);
+void mi__layout_pack(const mi_array_t *a, int32_t layout, int32_t block, void *dst);
+void mi__layout_unpack(const void *src, int32_t layout, int32_t block, mi_array_t *a);
+
+/* Planning (plan.c): which nodes form one kernel. */
+typedef struct mi__plan {
+  int32_t node_count;
+  int8_t *role;        /* mi__role per node */
+  int32_t *unit;       /* per node: the unit it belongs to, -1 for none */
+  int32_t unit_count;
+  struct mi__unit *units;
+} mi__plan_t;
+
+enum mi__role {
+  MI__ROLE_NODE = 0,     /* prepared on its own */
+  MI__ROLE_MEMBER = 1,   /* inside a unit; the unit's step runs at the unit's position */
+  MI__ROLE_DQ_SKIP = 2   /* a DequantizeLinear every reader of which is a lowered layer */
+};
+
+typedef struct mi__unit {
+  int32_t kind;          /* 0: fused group, 1: quantized layer lowered with its Q/DQ */
+  int32_t count;
+  int32_t nodes[8];      /* graph nodes in execution order */
+  int32_t at;            /* the node position where its step goes */
+  int32_t op;            /* lowered: the Conv/Gemm/MatMul; group: the anchor */
+  int32_t dqx, dqw, act, q; /* lowered: the DequantizeLinear of input / weight, activation, Q */
+  int32_t dead;          /* refused: its nodes run one by one */
+} mi__unit_t;
+
+/* Plans fused groups (mi_node_t.group) and quantized layers the device can run in INT8. */
+int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
+                       const mi_variant_desc_t *vars, uint32_t var_count, mi_error_t *err);
+void mi__plan_free(mi__plan_t *p);
+/* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
+const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
+                                   int32_t layout);
+/* True when the op is elementwise over same-shaped 4-D operands, so the storage order of its
+ * activations does not change what it computes. */
+int mi__layout_transparent(const mi_graph_t *g, int32_t node, mi_array_t *const *consts);
 
 /* Evaluates a node whose value is known at create time (all inputs constant, or a shape
  * query on a tensor of known shape). Returns 1 and fills outputs (node->output_count new
  * arrays) when it did, 0 when the node is not foldable, or a negative status on error. */
 int32_t mi__fold_node(const mi_graph_t *g, int32_t node, mi_array_t *const *consts,
                       mi_array_t **outputs, mi_error_t *err);
+/* The same for a DequantizeLinear of constants (a quantized weight no device kernel reads as
+ * codes): its float value. */
+int32_t mi__fold_dq(const mi_graph_t *g, int32_t node, mi_array_t *const *consts,
+                    mi_array_t **outputs, mi_error_t *err);
 
 /* A view of a graph initializer as an array (no ownership: never mi_array_destroy it). */
 mi_array_t *mi__const_view(const mi_tensor_t *t);
@@ -83,6 +160,9 @@ uint64_t mi__tensor_bytes(const mi_tensor_t *t, int *ok);
 
 /* Node name for messages: the name, or "#INDEX" for an unnamed node. */
 const char *mi__node_label(const mi_graph_t *g, int32_t node, char *buf, size_t cap);
+
+/* Folds, plans and prepares every step, then allocates device buffers (prepare.c). */
+int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

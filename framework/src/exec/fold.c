@@ -40,16 +40,23 @@ static int32_t fold_shape_query(const mi_graph_t *g, const mi_node_t *n, mi_arra
 int32_t mi__fold_node(const mi_graph_t *g, int32_t node, mi_array_t *const *consts,
                       mi_array_t **outputs, mi_error_t *err) {
   const mi_node_t *n = &g->nodes[node];
-  const mi_array_t *ins[64];
-  int32_t rc;
   if (n->domain && n->domain[0]) return 0;
   if ((strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0) &&
       n->input_count >= 1 && n->inputs[0] >= 0 && n->output_count == 1 && n->outputs[0] >= 0) {
     return fold_shape_query(g, n, outputs, err);
   }
-  /* Quantized weights stay visible to the device, which may compute on them directly. */
+  /* Quantized weights stay visible to the device, which may compute on them directly; the
+   * session folds the ones no kernel reads as codes with mi__fold_dq once it has planned. */
   if (strcmp(n->op_type, "DequantizeLinear") == 0 || strcmp(n->op_type, "QuantizeLinear") == 0)
     return 0;
+  return mi__fold_dq(g, node, consts, outputs, err);
+}
+
+int32_t mi__fold_dq(const mi_graph_t *g, int32_t node, mi_array_t *const *consts,
+                    mi_array_t **outputs, mi_error_t *err) {
+  const mi_node_t *n = &g->nodes[node];
+  const mi_array_t *ins[64];
+  int32_t rc;
   if (n->input_count > (int32_t)(sizeof ins / sizeof ins[0])) return 0;
   for (int32_t i = 0; i < n->input_count; i++) {
     int32_t t = n->inputs[i];

@@ -46,17 +46,18 @@ static int32_t local_index(mi__kdesc_t *k, int32_t t) {
 }
 
 /* Activations are NCHW unless the graph says otherwise; weights and other ranks say ANY. */
-static int32_t default_layout(const mi_tensor_t *t, int is_const) {
-  if (t->layout != MI_LAYOUT_ANY) return t->layout;
+static int32_t default_layout(const mi_tensor_t *t, int is_const, int plain) {
+  if (t->layout != MI_LAYOUT_ANY && !(plain && !is_const && t->rank == 4)) return t->layout;
   return t->rank == 4 && !is_const ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY;
 }
 
-static void describe_tensor(mi_tensor_desc_t *d, const mi_tensor_t *t, const mi_array_t *c) {
+static void describe_tensor(mi_tensor_desc_t *d, const mi_tensor_t *t, const mi_array_t *c,
+                            int plain) {
   memset(d, 0, sizeof *d);
   d->struct_size = (uint32_t)sizeof *d;
   d->dtype = c ? c->dtype : t->dtype;
-  d->layout = default_layout(t, c != NULL);
-  d->block = t->block;
+  d->layout = default_layout(t, c != NULL, plain);
+  d->block = d->layout == MI_LAYOUT_NCHWC ? t->block : 0;
   d->rank = c ? c->rank : t->rank;
   for (int32_t i = 0; i < d->rank; i++) d->dims[i] = c ? c->dims[i] : t->dims[i];
   d->scale = t->scale;
@@ -70,88 +71,250 @@ static void describe_tensor(mi_tensor_desc_t *d, const mi_tensor_t *t, const mi_
   }
 }
 
-int32_t mi__kdesc_build(mi__kdesc_t *k, const mi_graph_t *g, int32_t node,
-                        mi_array_t *const *consts, mi_error_t *err) {
-  const mi_node_t *n = &g->nodes[node];
-  int32_t cap = n->input_count + n->output_count;
-  memset(k, 0, sizeof *k);
-  k->tmap = calloc((size_t)cap + 1, sizeof *k->tmap);
-  k->tensors = calloc((size_t)cap + 1, sizeof *k->tensors);
-  k->tensor_ptrs = calloc((size_t)cap + 1, sizeof *k->tensor_ptrs);
-  k->node_inputs = calloc((size_t)n->input_count + 1, sizeof *k->node_inputs);
-  k->node_outputs = calloc((size_t)n->output_count + 1, sizeof *k->node_outputs);
-  k->inputs = calloc((size_t)n->input_count + 1, sizeof *k->inputs);
-  k->graph_inputs = calloc((size_t)n->input_count + 1, sizeof *k->graph_inputs);
-  k->outputs = calloc((size_t)n->output_count + 1, sizeof *k->outputs);
-  k->graph_outputs = calloc((size_t)n->output_count + 1, sizeof *k->graph_outputs);
-  if (!k->tmap || !k->tensors || !k->tensor_ptrs || !k->node_inputs || !k->node_outputs ||
-      !k->inputs || !k->graph_inputs || !k->outputs || !k->graph_outputs) {
-    mi__kdesc_free(k);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory describing node %d", (int)node);
-  }
-  for (int32_t i = 0; i < n->input_count; i++) {
-    int32_t t = n->inputs[i], li, seen = 0;
-    if (t < 0) {
-      k->node_inputs[i] = -1;
-      continue;
-    }
-    for (int32_t j = 0; j < k->tensor_count; j++) seen |= k->tmap[j] == t;
-    li = local_index(k, t);
-    k->node_inputs[i] = li;
-    /* Runtime inputs are passed once each, in order of first appearance. */
-    if (!seen && !consts[t]) {
-      k->inputs[k->input_count] = li;
-      k->graph_inputs[k->input_count++] = t;
+static int32_t subst(const mi__kreq_t *r, int32_t t) {
+  for (int32_t i = 0; t >= 0 && i < r->subst_count; i++)
+    if (r->subst_from[i] == t) return r->subst_to[i];
+  return t;
+}
+
+static int in_list(const int32_t *list, int32_t n, int32_t x) {
+  for (int32_t i = 0; i < n; i++)
+    if (list[i] == x) return 1;
+  return 0;
+}
+
+/* True when graph tensor t must leave the kernel: a graph output, read by a node outside the
+ * kernel, or not read by any later node of it (the last node's results). */
+static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, int32_t t) {
+  int read_later = 0;
+  if (r->node_count == 1 || in_list(g->outputs, g->output_count, t)) return 1;
+  for (int32_t i = 0; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    int32_t at = -1;
+    for (int32_t m = 0; m < r->node_count; m++)
+      if (r->nodes[m] == i) at = m;
+    for (int32_t j = 0; j < n->input_count; j++) {
+      if (n->inputs[j] != t) continue;
+      if (at < 0) return 1;
+      if (at > pos) read_later = 1;
     }
   }
-  for (int32_t i = 0; i < n->output_count; i++) {
-    int32_t t = n->outputs[i];
-    if (t < 0) {
-      k->node_outputs[i] = -1;
-      continue;
-    }
-    k->node_outputs[i] = local_index(k, t);
-    k->outputs[k->output_count] = k->node_outputs[i];
-    k->graph_outputs[k->output_count++] = t;
-  }
-  for (int32_t i = 0; i < k->tensor_count; i++) {
-    int32_t t = k->tmap[i];
-    describe_tensor(&k->tensors[i], &g->tensors[t], consts[t]);
-    k->tensor_ptrs[i] = &k->tensors[i];
-  }
-  k->node.struct_size = (uint32_t)sizeof k->node;
-  k->node.op_type = n->op_type;
-  k->node.name = n->name ? n->name : "";
-  k->node.opset = (int32_t)g->opset;
-  k->node.input_count = n->input_count;
-  k->node.inputs = k->node_inputs;
-  k->node.output_count = n->output_count;
-  k->node.outputs = k->node_outputs;
-  k->node.attr_count = n->attr_count;
-  k->node.attrs = n->attrs;
-  k->node_ptr = &k->node;
+  return !read_later;
+}
+
+static void free_parts(mi__kdesc_t *k) {
+  free(k->node);
+  free(k->node_ptrs);
+  free(k->tmap);
+  free(k->tensors);
+  free(k->tensor_ptrs);
+  free(k->slots);
+  free(k->inputs);
+  free(k->graph_inputs);
+  free(k->outputs);
+  free(k->graph_outputs);
+}
+
+static int32_t alloc_parts(mi__kdesc_t *k, int32_t nodes, int32_t slots) {
+  k->node = calloc((size_t)nodes + 1, sizeof *k->node);
+  k->node_ptrs = calloc((size_t)nodes + 1, sizeof *k->node_ptrs);
+  k->tmap = calloc((size_t)slots + 1, sizeof *k->tmap);
+  k->tensors = calloc((size_t)slots + 1, sizeof *k->tensors);
+  k->tensor_ptrs = calloc((size_t)slots + 1, sizeof *k->tensor_ptrs);
+  k->slots = calloc((size_t)slots + 1, sizeof *k->slots);
+  k->inputs = calloc((size_t)slots + 1, sizeof *k->inputs);
+  k->graph_inputs = calloc((size_t)slots + 1, sizeof *k->graph_inputs);
+  k->outputs = calloc((size_t)slots + 1, sizeof *k->outputs);
+  k->graph_outputs = calloc((size_t)slots + 1, sizeof *k->graph_outputs);
+  if (!k->node || !k->node_ptrs || !k->tmap || !k->tensors || !k->tensor_ptrs || !k->slots ||
+      !k->inputs || !k->graph_inputs || !k->outputs || !k->graph_outputs)
+    return MI_ERR_OUT_OF_MEMORY;
+  k->node_count = nodes;
+  return MI_OK;
+}
+
+static void finish_desc(mi__kdesc_t *k) {
+  for (int32_t i = 0; i < k->node_count; i++) k->node_ptrs[i] = &k->node[i];
+  for (int32_t i = 0; i < k->tensor_count; i++) k->tensor_ptrs[i] = &k->tensors[i];
   k->desc.struct_size = (uint32_t)sizeof k->desc;
-  k->desc.node_count = 1;
-  k->desc.nodes = &k->node_ptr;
+  k->desc.node_count = k->node_count;
+  k->desc.nodes = k->node_ptrs;
   k->desc.tensor_count = k->tensor_count;
   k->desc.tensors = k->tensor_ptrs;
   k->desc.input_count = k->input_count;
   k->desc.inputs = k->inputs;
   k->desc.output_count = k->output_count;
   k->desc.outputs = k->outputs;
+}
+
+int32_t mi__kdesc_build(mi__kdesc_t *k, const mi_graph_t *g, int32_t node,
+                        mi_array_t *const *consts, mi_error_t *err) {
+  mi__kreq_t req;
+  memset(&req, 0, sizeof req);
+  req.nodes = &node;
+  req.node_count = 1;
+  return mi__kdesc_build_req(k, g, &req, consts, err);
+}
+
+int32_t mi__kdesc_build_req(mi__kdesc_t *k, const mi_graph_t *g, const mi__kreq_t *req,
+                            mi_array_t *const *consts, mi_error_t *err) {
+  int32_t cap = 0, used = 0;
+  memset(k, 0, sizeof *k);
+  for (int32_t m = 0; m < req->node_count; m++)
+    cap += g->nodes[req->nodes[m]].input_count + g->nodes[req->nodes[m]].output_count;
+  if (alloc_parts(k, req->node_count, cap)) {
+    mi__kdesc_free(k);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory describing node %d",
+                     (int)req->nodes[0]);
+  }
+  for (int32_t m = 0; m < req->node_count; m++) {
+    const mi_node_t *n = &g->nodes[req->nodes[m]];
+    mi_node_desc_t *nd = &k->node[m];
+    int32_t *ins = k->slots + used, *outs = ins + n->input_count;
+    used += n->input_count + n->output_count;
+    for (int32_t i = 0; i < n->input_count; i++) {
+      int32_t t = subst(req, n->inputs[i]), li, seen = 0, produced = 0;
+      if (t < 0) {
+        ins[i] = -1;
+        continue;
+      }
+      for (int32_t j = 0; j < k->tensor_count; j++) seen |= k->tmap[j] == t;
+      /* Produced by an earlier node of this kernel: an intermediate, not an input. */
+      for (int32_t p = 0; p < m; p++)
+        for (int32_t j = 0; j < g->nodes[req->nodes[p]].output_count; j++)
+          produced |= subst(req, g->nodes[req->nodes[p]].outputs[j]) == t;
+      li = local_index(k, t);
+      ins[i] = li;
+      /* Runtime inputs are passed once each, in order of first appearance. */
+      if (!seen && !produced && !consts[t]) {
+        k->inputs[k->input_count] = li;
+        k->graph_inputs[k->input_count++] = t;
+      }
+    }
+    for (int32_t i = 0; i < n->output_count; i++) {
+      int32_t t = subst(req, n->outputs[i]);
+      if (t < 0) {
+        outs[i] = -1;
+        continue;
+      }
+      outs[i] = local_index(k, t);
+      if (leaves_kernel(g, req, m, n->outputs[i])) {
+        k->outputs[k->output_count] = outs[i];
+        k->graph_outputs[k->output_count++] = t;
+      }
+    }
+    nd->struct_size = (uint32_t)sizeof *nd;
+    nd->op_type = n->op_type;
+    nd->name = n->name ? n->name : "";
+    nd->opset = (int32_t)g->opset;
+    nd->input_count = n->input_count;
+    nd->inputs = ins;
+    nd->output_count = n->output_count;
+    nd->outputs = outs;
+    nd->attr_count = n->attr_count;
+    nd->attrs = n->attrs;
+  }
+  for (int32_t i = 0; i < k->tensor_count; i++) {
+    int32_t t = k->tmap[i];
+    describe_tensor(&k->tensors[i], &g->tensors[t], consts[t], req->plain_layout);
+  }
+  finish_desc(k);
+  return MI_OK;
+}
+
+/* The dense shape a layout's buffer has, and the permutation from NCHW order into it. */
+static int stored_shape(const mi_tensor_t *t, int32_t layout, int32_t block, int32_t *rank,
+                        int64_t *dims, int64_t *perm_from_nchw) {
+  int64_t n = t->dims[0], c = t->dims[1], h = t->dims[2], w = t->dims[3];
+  if (layout == MI_LAYOUT_NHWC) {
+    int64_t d[4] = {n, h, w, c}, p[4] = {0, 2, 3, 1};
+    *rank = 4;
+    memcpy(dims, d, sizeof d);
+    memcpy(perm_from_nchw, p, sizeof p);
+    return 1;
+  }
+  if (layout == MI_LAYOUT_NCHWC && block > 0 && c % block == 0) {
+    /* NCHW viewed as [N, C/b, b, H, W]; NCHWc is [N, C/b, H, W, b]. */
+    int64_t d[5] = {n, c / block, h, w, block}, p[5] = {0, 1, 3, 4, 2};
+    *rank = 5;
+    memcpy(dims, d, sizeof d);
+    memcpy(perm_from_nchw, p, sizeof p);
+    return 1;
+  }
+  return 0;
+}
+
+int32_t mi__kdesc_layout(mi__kdesc_t *k, const mi_graph_t *g, int32_t node, int32_t in_layout,
+                         int32_t out_layout, int32_t block, mi_error_t *err) {
+  const mi_node_t *n = &g->nodes[node];
+  const mi_tensor_t *x = &g->tensors[n->inputs[0]];
+  int64_t sdims[MI_MAX_RANK], perm[MI_MAX_RANK];
+  int32_t srank, to_nchw = out_layout == MI_LAYOUT_NCHW, other = to_nchw ? in_layout : out_layout;
+  memset(k, 0, sizeof *k);
+  if (x->rank != 4 || (in_layout != MI_LAYOUT_NCHW && out_layout != MI_LAYOUT_NCHW) ||
+      !stored_shape(x, other, block, &srank, sdims, perm))
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "no Transpose expresses this layout conversion");
+  if (alloc_parts(k, 1, 2)) {
+    mi__kdesc_free(k);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  k->tensor_count = 2;
+  k->tmap[0] = n->inputs[0];
+  k->tmap[1] = n->outputs[0];
+  for (int32_t i = 0; i < 2; i++) {
+    mi_tensor_desc_t *d = &k->tensors[i];
+    int plain = (i == 0) != to_nchw; /* the NCHW side */
+    d->struct_size = (uint32_t)sizeof *d;
+    d->dtype = x->dtype;
+    d->scale = x->scale;
+    d->zero_point = x->zero_point;
+    if (plain && srank == 4) {
+      d->rank = 4;
+      d->layout = MI_LAYOUT_NCHW;
+      memcpy(d->dims, x->dims, 4 * sizeof *d->dims);
+    } else if (plain) { /* [N, C/b, b, H, W] */
+      int64_t v[5] = {x->dims[0], x->dims[1] / block, block, x->dims[2], x->dims[3]};
+      d->rank = 5;
+      d->layout = MI_LAYOUT_ANY;
+      memcpy(d->dims, v, sizeof v);
+    } else {
+      d->rank = srank;
+      d->layout = srank == 4 ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY; /* dense, in the dims given */
+      memcpy(d->dims, sdims, (size_t)srank * sizeof *d->dims);
+    }
+  }
+  /* Into the stored order: perm as is; back to NCHW: its inverse. */
+  for (int32_t i = 0; i < srank; i++) {
+    if (to_nchw) k->perm[perm[i]] = i;
+    else k->perm[i] = perm[i];
+  }
+  k->attr.name = "perm";
+  k->attr.type = MI_ATTR_INTS;
+  k->attr.count = srank;
+  k->attr.ints = k->perm;
+  k->slots[0] = 0;
+  k->slots[1] = 1;
+  k->node[0].struct_size = (uint32_t)sizeof k->node[0];
+  k->node[0].op_type = "Transpose";
+  k->node[0].name = n->name ? n->name : "";
+  k->node[0].opset = (int32_t)g->opset;
+  k->node[0].input_count = 1;
+  k->node[0].inputs = &k->slots[0];
+  k->node[0].output_count = 1;
+  k->node[0].outputs = &k->slots[1];
+  k->node[0].attr_count = 1;
+  k->node[0].attrs = &k->attr;
+  k->input_count = k->output_count = 1;
+  k->inputs[0] = 0;
+  k->outputs[0] = 1;
+  k->graph_inputs[0] = n->inputs[0];
+  k->graph_outputs[0] = n->outputs[0];
+  finish_desc(k);
   return MI_OK;
 }
 
 void mi__kdesc_free(mi__kdesc_t *k) {
   if (!k) return;
-  free(k->tmap);
-  free(k->tensors);
-  free(k->tensor_ptrs);
-  free(k->node_inputs);
-  free(k->node_outputs);
-  free(k->inputs);
-  free(k->graph_inputs);
-  free(k->outputs);
-  free(k->graph_outputs);
+  free_parts(k);
   memset(k, 0, sizeof *k);
 }

@@ -25,138 +25,6 @@ static int shapes_concrete(const mi_graph_t *g) {
   return 1;
 }
 
-static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
-  int32_t count = OPT(opts, choice_count, 0);
-  const mi_node_choice_t *choices = OPT(opts, choices, NULL);
-  for (int32_t i = 0; i < count && choices; i++)
-    if (choices[i].node && node && strcmp(choices[i].node, node) == 0) return &choices[i];
-  return NULL;
-}
-
-static int32_t add_fallback(mi_session_t *s, const char *label, mi_error_t *err) {
-  char **grown = realloc(s->fallback, (size_t)(s->fallback_count + 1) * sizeof *grown);
-  if (!grown) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-  s->fallback = grown;
-  s->fallback[s->fallback_count] = strdup(label);
-  if (!s->fallback[s->fallback_count])
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-  s->fallback_count++;
-  return MI_OK;
-}
-
-static int32_t copy_indices(int32_t **dst, const int32_t *src, int32_t count) {
-  *dst = malloc((size_t)count * sizeof **dst + 1);
-  if (!*dst) return MI_ERR_OUT_OF_MEMORY;
-  if (count) memcpy(*dst, src, (size_t)count * sizeof **dst);
-  return MI_OK;
-}
-
-/* Prepares node `i` on the device, or records it as a host fallback when the device refuses
- * it and fallback is allowed. */
-static int32_t prepare_node(mi_session_t *s, int32_t i, const mi_session_options_t *opts,
-                            mi_error_t *err) {
-  const mi_graph_t *g = s->g;
-  const mi_node_t *n = &g->nodes[i];
-  const mi_plugin_t *p = s->plugin;
-  mi__step_t *st = &s->steps[s->step_count];
-  const mi_node_choice_t *choice = find_choice(opts, n->name);
-  mi_error_t perr = {0};
-  mi__kdesc_t k;
-  char lb[32];
-  const char *label = mi__node_label(g, i, lb, sizeof lb);
-  int32_t rc = mi__kdesc_build(&k, g, i, s->consts, err);
-  if (rc) return rc;
-  if (choice) {
-    k.desc.variant_id = choice->variant_id;
-    k.desc.knob_count = choice->knob_count;
-    k.desc.knobs = choice->knobs;
-  }
-  st->node = i;
-  if (copy_indices(&st->inputs, k.graph_inputs, k.input_count) ||
-      copy_indices(&st->outputs, k.graph_outputs, k.output_count)) {
-    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-    goto done;
-  }
-  st->input_count = k.input_count;
-  st->output_count = k.output_count;
-  s->step_count++;
-  rc = p->api.kernel_prepare(p->ctx, s->device, &k.desc, &st->kernel, &perr);
-  if (rc == MI_OK && !st->kernel) rc = mi_errorf(&perr, MI_ERR_INTERNAL, "no kernel returned");
-  if (rc == MI_OK) {
-    st->kind = MI__STEP_DEVICE;
-  } else if (rc == MI_ERR_UNSUPPORTED && OPT(opts, allow_host_fallback, 1)) {
-    st->kernel = NULL;
-    st->kind = MI__STEP_HOST;
-    if (!mi_ref_supports(n->op_type, g->opset))
-      rc = mi_errorf(err, MI_ERR_UNSUPPORTED,
-                     "node '%s' (%s): %s; the reference interpreter lacks it too", label,
-                     n->op_type, perr.message[0] ? perr.message : "refused by the device");
-    else
-      rc = add_fallback(s, label, err);
-  } else {
-    st->kernel = NULL;
-    rc = mi_errorf(err, rc, "node '%s' (%s): %s", label, n->op_type,
-                   perr.message[0] ? perr.message : mi_status_message(rc));
-  }
-done:
-  mi__kdesc_free(&k);
-  return rc;
-}
-
-/* Evaluates foldable nodes once; their outputs become constants. Returns 1 when folded. */
-static int32_t fold(mi_session_t *s, int32_t i, mi_error_t *err) {
-  const mi_node_t *n = &s->g->nodes[i];
-  mi_array_t *outs[16] = {0};
-  char lb[32];
-  int32_t rc;
-  if (n->output_count > 16) return 0;
-  rc = mi__fold_node(s->g, i, s->consts, outs, err);
-  if (rc < 0) {
-    mi_error_t inner = err ? *err : (mi_error_t){0};
-    return mi_errorf(err, -rc, "node '%s' (%s): %s", mi__node_label(s->g, i, lb, sizeof lb),
-                     n->op_type, inner.message);
-  }
-  if (rc == 0) return 0;
-  for (int32_t j = 0; j < n->output_count; j++) {
-    int32_t t = n->outputs[j];
-    if (t < 0) {
-      mi_array_destroy(outs[j]);
-      continue;
-    }
-    s->consts[t] = outs[j];
-    s->const_owned[t] = 1;
-  }
-  s->steps[s->step_count].node = i;
-  s->steps[s->step_count].kind = MI__STEP_FOLDED;
-  s->step_count++;
-  return 1;
-}
-
-/* One device buffer per runtime tensor a device kernel touches. */
-static int32_t alloc_buffers(mi_session_t *s, mi_error_t *err) {
-  const mi_plugin_t *p = s->plugin;
-  for (int32_t i = 0; i < s->step_count; i++) {
-    const mi__step_t *st = &s->steps[i];
-    if (st->kind != MI__STEP_DEVICE) continue;
-    for (int32_t j = 0; j < st->input_count + st->output_count; j++) {
-      int32_t t = j < st->input_count ? st->inputs[j] : st->outputs[j - st->input_count];
-      mi_error_t perr = {0};
-      int ok;
-      int32_t rc;
-      if (s->bufs[t]) continue;
-      s->buf_bytes[t] = mi__tensor_bytes(&s->g->tensors[t], &ok);
-      rc = p->api.buffer_alloc(p->ctx, s->device, s->buf_bytes[t] ? s->buf_bytes[t] : 1,
-                               &s->bufs[t], &perr);
-      if (rc == MI_OK && !s->bufs[t]) rc = MI_ERR_INTERNAL;
-      if (rc)
-        return mi_errorf(err, rc, "tensor '%s': cannot allocate %llu device bytes: %s",
-                         s->g->tensors[t].name, (unsigned long long)s->buf_bytes[t],
-                         perr.message[0] ? perr.message : mi_status_message(rc));
-    }
-  }
-  return MI_OK;
-}
-
 static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
                              mi_error_t *err) {
   const mi_graph_t *g = s->g;
@@ -171,8 +39,10 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
   s->hval = calloc((size_t)nt + 1, sizeof *s->hval);
   s->hown = calloc((size_t)nt + 1, sizeof *s->hown);
   s->on_device = calloc((size_t)nt + 1, 1);
+  s->dlayout = calloc((size_t)nt + 1, sizeof *s->dlayout);
+  s->dblock = calloc((size_t)nt + 1, sizeof *s->dblock);
   if (!s->steps || !s->consts || !s->const_owned || !s->bufs || !s->buf_bytes || !s->hval ||
-      !s->hown || !s->on_device)
+      !s->hown || !s->on_device || !s->dlayout || !s->dblock)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory creating a session");
   if (knob_count > 0) {
     mi_error_t perr = {0};
@@ -190,13 +60,7 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
     s->consts[t] = mi__const_view(&g->tensors[t]);
     if (!s->consts[t]) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  for (int32_t i = 0; i < g->node_count; i++) {
-    rc = fold(s, i, err);
-    if (rc == 1) continue;
-    if (rc) return rc;
-    if ((rc = prepare_node(s, i, opts, err))) return rc;
-  }
-  return alloc_buffers(s, err);
+  return mi__session_prepare(s, opts, err);
 }
 
 MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
@@ -257,6 +121,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
     if (s->steps[i].kernel) p->api.kernel_release(p->ctx, s->steps[i].kernel);
     free(s->steps[i].inputs);
     free(s->steps[i].outputs);
+    free(s->steps[i].nodes);
   }
   free(s->steps);
   for (int32_t t = 0; s->g && t < s->g->tensor_count; t++) {
@@ -281,6 +146,10 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->node_timed);
   for (int32_t i = 0; i < s->fallback_count; i++) free(s->fallback[i]);
   free(s->fallback);
+  for (int32_t i = 0; i < s->unfused_count; i++) free(s->unfused[i]);
+  free(s->unfused);
+  free(s->dlayout);
+  free(s->dblock);
   mi_graph_destroy(s->own);
   free(s);
 }
@@ -335,4 +204,30 @@ MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *w
   if (wall_ns) *wall_ns = s->node_wall_ns[node];
   if (device_ns && s->node_timed[node] == 2) *device_ns = s->node_dev_ns[node];
   return s->node_timed[node];
+}
+
+MI_API int32_t mi_session_kernel_count(const mi_session_t *s) {
+  return s && s->plugin ? s->kernel_count : -1;
+}
+
+MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,
+                                       const int32_t **nodes) {
+  if (nodes) *nodes = NULL;
+  if (!s || index < 0) return 0;
+  for (int32_t i = 0; i < s->step_count; i++) {
+    const mi__step_t *st = &s->steps[i];
+    if (st->kind != MI__STEP_DEVICE || index-- > 0) continue;
+    if (nodes) *nodes = st->node_count > 1 ? st->nodes : &st->node;
+    return st->node_count > 1 ? st->node_count : 1;
+  }
+  return 0;
+}
+
+MI_API int32_t mi_session_unfused_count(const mi_session_t *s) {
+  return s ? s->unfused_count : 0;
+}
+
+MI_API const char *mi_session_unfused(const mi_session_t *s, int32_t index) {
+  if (!s || index < 0 || index >= s->unfused_count) return NULL;
+  return s->unfused[index];
 }

@@ -30,6 +30,23 @@ static int32_t to_device(mi_session_t *s, int32_t t, mi_error_t *err) {
   if (s->on_device[t]) return MI_OK;
   if (!a)
     return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", s->g->tensors[t].name);
+  if (s->dlayout[t] != MI_LAYOUT_NCHW) {
+    /* Stored in another layout on the device: convert on the way. */
+    void *tmp = malloc(s->buf_bytes[t] ? s->buf_bytes[t] : 1);
+    if (!tmp) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory",
+                               s->g->tensors[t].name);
+    if (a->rank != 4 || mi_dtype_size(a->dtype) == 0) {
+      free(tmp);
+      return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s': not a 4-D activation",
+                       s->g->tensors[t].name);
+    }
+    mi__layout_pack(a, s->dlayout[t], s->dblock[t], tmp);
+    rc = p->api.buffer_write(p->ctx, s->bufs[t], 0, tmp, s->buf_bytes[t], &perr);
+    free(tmp);
+    if (rc) return plugin_error(err, rc, &perr, "upload of tensor", s->g->tensors[t].name);
+    s->on_device[t] = 1;
+    return MI_OK;
+  }
   if (a->nbytes != s->buf_bytes[t])
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "tensor '%s' is %zu bytes, the session prepared it for %llu",
@@ -52,7 +69,15 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
     return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", tt->name);
   a = mi_array_create(tt->dtype, tt->rank, tt->dims);
   if (!a) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", tt->name);
-  rc = p->api.buffer_read(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
+  if (s->dlayout[t] != MI_LAYOUT_NCHW) {
+    void *tmp = malloc(s->buf_bytes[t] ? s->buf_bytes[t] : 1);
+    rc = tmp ? p->api.buffer_read(p->ctx, s->bufs[t], 0, tmp, s->buf_bytes[t], &perr)
+             : mi_errorf(&perr, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (rc == MI_OK) mi__layout_unpack(tmp, s->dlayout[t], s->dblock[t], a);
+    free(tmp);
+  } else {
+    rc = p->api.buffer_read(p->ctx, s->bufs[t], 0, a->data, a->nbytes, &perr);
+  }
   if (rc) {
     mi_array_destroy(a);
     return plugin_error(err, rc, &perr, "download of tensor", tt->name);

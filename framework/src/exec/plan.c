@@ -1,0 +1,265 @@
+/* plan.c - which graph nodes a session runs as one kernel: fused groups (mi_node_t.group, set
+ * by the transform's fusion pass) and quantized layers lowered with their Q/DQ nodes when the
+ * device computes that op in INT8 (docs/abi.md, "Fused groups and quantized kernels"). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+
+#define INT8_BITS (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8))
+
+static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
+  return n >= 0 && strcmp(g->nodes[n].op_type, op) == 0 &&
+         !(g->nodes[n].domain && g->nodes[n].domain[0]);
+}
+
+static int is_graph_output(const mi_graph_t *g, int32_t t) {
+  for (int32_t i = 0; i < g->output_count; i++)
+    if (g->outputs[i] == t) return 1;
+  return 0;
+}
+
+/* The one node reading t (through any slot), or -1 when none or several. */
+static int32_t sole_reader(const mi_graph_t *g, int32_t t) {
+  int32_t found = -1;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+      if (g->nodes[i].inputs[j] == t) {
+        if (found >= 0 && found != i) return -1;
+        found = i;
+      }
+  return found;
+}
+
+const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
+                                   int32_t layout) {
+  for (uint32_t i = 0; i < n; i++)
+    if (strncmp(vars[i].op_type, op, sizeof vars[i].op_type) == 0 &&
+        (vars[i].layout_mask & MI_LAYOUT_BIT(layout)))
+      return vars[i].id;
+  return NULL;
+}
+
+static int int8_variant(const mi_variant_desc_t *vars, uint32_t n, const char *op) {
+  for (uint32_t i = 0; i < n; i++)
+    if (strncmp(vars[i].op_type, op, sizeof vars[i].op_type) == 0 &&
+        (vars[i].dtype_mask & INT8_BITS))
+      return 1;
+  return 0;
+}
+
+int mi__layout_transparent(const mi_graph_t *g, int32_t node, mi_array_t *const *consts) {
+  static const char *const ops[] = {
+      "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu",
+      "Softplus", "Gelu", "Erf", "Abs", "Neg", "Exp", "Log", "Sqrt", "Reciprocal", "Floor",
+      "Ceil", "Add", "Sub", "Mul", "Div", "Max", "Min", "Pow", "Identity", "Dropout",
+      "QuantizeLinear", "DequantizeLinear"};
+  const mi_node_t *n = &g->nodes[node];
+  const mi_tensor_t *ref = NULL;
+  int known = 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) known |= strcmp(n->op_type, ops[i]) == 0;
+  if (!known || n->output_count < 1 || n->outputs[0] < 0) return 0;
+  ref = &g->tensors[n->outputs[0]];
+  if (ref->rank != 4) return 0;
+  /* Every runtime operand has the output's shape and storage; constants are scalars. */
+  for (int32_t j = 0; j < n->input_count + n->output_count; j++) {
+    int32_t t = j < n->input_count ? n->inputs[j] : n->outputs[j - n->input_count];
+    const mi_tensor_t *x;
+    int64_t numel = 1;
+    if (t < 0) continue;
+    x = &g->tensors[t];
+    if (consts[t]) {
+      for (int32_t d = 0; d < consts[t]->rank; d++) numel *= consts[t]->dims[d];
+      if (numel != 1) return 0;
+      continue;
+    }
+    if (x->rank != 4 || x->layout != ref->layout || x->block != ref->block) return 0;
+    /* Padded blocks put pad elements among the data: not a plain run of values. */
+    if (x->layout == MI_LAYOUT_NCHWC && (x->block < 1 || x->dims[1] % x->block)) return 0;
+    for (int32_t d = 0; d < 4; d++)
+      if (x->dims[d] != ref->dims[d]) return 0;
+  }
+  return 1;
+}
+
+/* Clip bound from a constant scalar input; `dflt` when absent, NAN when not constant. */
+static double clip_bound(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t i,
+                         double dflt) {
+  const mi_node_t *n = &g->nodes[node];
+  const mi_array_t *a;
+  if (n->input_count <= i || n->inputs[i] < 0) {
+    if (n->input_count == 1 && g->opset < 11) { /* attributes before opset 11 */
+      return i == 1 ? mi_node_attr_float(n, "min", (float)dflt)
+                    : mi_node_attr_float(n, "max", (float)dflt);
+    }
+    return dflt;
+  }
+  a = consts[n->inputs[i]];
+  return a && a->dtype == MI_DTYPE_FLOAT32 && a->nbytes >= 4 ? (double)*(const float *)a->data : NAN;
+}
+
+/* True when quantizing with q's parameters already performs activation `act`: Relu, or
+ * Clip(0, hi), is exact when the lowest code means 0 and hi is at or above the top code. */
+static int act_implied(const mi_graph_t *g, mi_array_t *const *consts, int32_t act,
+                       const mi_tensor_t *yq) {
+  int32_t qmin = yq->dtype == MI_DTYPE_UINT8 ? 0 : -128, qmax = yq->dtype == MI_DTYPE_UINT8 ? 255 : 127;
+  double hi = INFINITY;
+  if (yq->zero_point != qmin || !(yq->scale > 0)) return 0;
+  if (is_op(g, act, "Clip")) {
+    if (clip_bound(g, consts, act, 1, -INFINITY) != 0.0) return 0;
+    hi = clip_bound(g, consts, act, 2, INFINITY);
+    return hi / (double)yq->scale >= (double)(qmax - qmin) - 0.49;
+  }
+  return is_op(g, act, "Relu");
+}
+
+/* DequantizeLinear feeding input slot `slot` of node n: its node, or -1. */
+static int32_t dq_of(const mi_graph_t *g, int32_t n, int32_t slot) {
+  int32_t t = slot < g->nodes[n].input_count ? g->nodes[n].inputs[slot] : -1;
+  int32_t p = t >= 0 ? g->tensors[t].producer : -1;
+  return p >= 0 && is_op(g, p, "DequantizeLinear") && !is_graph_output(g, t) ? p : -1;
+}
+
+/* Matches DQ(xq) -> op(DQ(wq), bias) [-> Relu/Clip] -> Q(y) around weighted node n. */
+static int match_lowered(const mi_graph_t *g, mi_array_t *const *consts, int32_t n,
+                         mi__unit_t *u) {
+  const mi_node_t *x = &g->nodes[n];
+  int32_t dqx, dqw, y, r, act = -1, q, xq, wq;
+  if (!(is_op(g, n, "Conv") || is_op(g, n, "Gemm") || is_op(g, n, "MatMul")) ||
+      x->output_count != 1 || x->input_count < 2 || x->outputs[0] < 0)
+    return 0;
+  if ((dqx = dq_of(g, n, 0)) < 0 || (dqw = dq_of(g, n, 1)) < 0) return 0;
+  xq = g->nodes[dqx].inputs[0];
+  wq = g->nodes[dqw].inputs[0];
+  if (xq < 0 || consts[xq] || !(g->tensors[xq].scale > 0) ||
+      (g->tensors[xq].dtype != MI_DTYPE_UINT8 && g->tensors[xq].dtype != MI_DTYPE_INT8))
+    return 0;
+  if (wq < 0 || !consts[wq] || consts[wq]->dtype != MI_DTYPE_INT8 || !(g->tensors[wq].scale > 0))
+    return 0;
+  if (x->input_count > 2 && x->inputs[2] >= 0 && !consts[x->inputs[2]]) return 0;
+  y = x->outputs[0];
+  if (is_graph_output(g, y) || (r = sole_reader(g, y)) < 0) return 0;
+  if (is_op(g, r, "Relu") || is_op(g, r, "Clip")) {
+    act = r;
+    if (g->nodes[r].output_count != 1 || g->nodes[r].inputs[0] != y) return 0;
+    y = g->nodes[r].outputs[0];
+    if (y < 0 || is_graph_output(g, y) || (r = sole_reader(g, y)) < 0) return 0;
+  }
+  q = r;
+  if (!is_op(g, q, "QuantizeLinear") || g->nodes[q].inputs[0] != y ||
+      g->nodes[q].output_count != 1 || g->nodes[q].outputs[0] < 0)
+    return 0;
+  {
+    const mi_tensor_t *yq = &g->tensors[g->nodes[q].outputs[0]];
+    if (!(yq->scale > 0) || (yq->dtype != MI_DTYPE_UINT8 && yq->dtype != MI_DTYPE_INT8)) return 0;
+    if (act >= 0 && !act_implied(g, consts, act, yq)) return 0;
+  }
+  memset(u, 0, sizeof *u);
+  u->kind = 1;
+  u->op = n;
+  u->dqx = dqx;
+  u->dqw = dqw;
+  u->act = act;
+  u->q = q;
+  u->at = n;
+  u->nodes[u->count++] = n;
+  if (act >= 0) u->nodes[u->count++] = act;
+  u->nodes[u->count++] = q;
+  return 1;
+}
+
+/* Members of group `id` in node order; 0 when it cannot be one kernel here. */
+static int match_group(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
+                       int32_t id, mi__unit_t *u) {
+  memset(u, 0, sizeof *u);
+  for (int32_t i = 0; i < g->node_count; i++) {
+    if (g->nodes[i].group != id) continue;
+    if (u->count == 8 || p->role[i] != MI__ROLE_NODE) return 0;
+    for (int32_t j = 0; j < g->nodes[i].output_count; j++)
+      if (g->nodes[i].outputs[j] >= 0 && consts[g->nodes[i].outputs[j]]) return 0; /* folded */
+    u->nodes[u->count++] = i;
+  }
+  if (u->count < 2) return 0;
+  u->at = u->nodes[u->count - 1];
+  u->op = u->nodes[0];
+  u->dqx = u->dqw = u->act = u->q = -1;
+  /* The kernel runs at its last member: nothing outside may read a member's result earlier. */
+  for (int32_t i = 0; i < g->node_count; i++) {
+    int member = g->nodes[i].group == id;
+    if (member) continue;
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++) {
+      int32_t t = g->nodes[i].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
+      if (pr >= 0 && g->nodes[pr].group == id && i < u->at) return 0;
+    }
+  }
+  return 1;
+}
+
+static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u) {
+  mi__unit_t *grown = realloc(p->units, (size_t)(p->unit_count + 1) * sizeof *grown);
+  if (!grown) return MI_ERR_OUT_OF_MEMORY;
+  p->units = grown;
+  p->units[p->unit_count] = *u;
+  for (int32_t i = 0; i < u->count; i++) {
+    p->role[u->nodes[i]] = MI__ROLE_MEMBER;
+    p->unit[u->nodes[i]] = p->unit_count;
+  }
+  p->unit_count++;
+  return MI_OK;
+}
+
+/* A DequantizeLinear is skipped when every reader is a lowered layer reading its codes. */
+static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
+  for (int32_t d = 0; d < g->node_count; d++) {
+    int32_t t, readers = 0, lowered = 0;
+    if (!is_op(g, d, "DequantizeLinear") || p->role[d] != MI__ROLE_NODE) continue;
+    t = g->nodes[d].outputs[0];
+    if (t < 0 || is_graph_output(g, t)) continue;
+    for (int32_t i = 0; i < g->node_count; i++)
+      for (int32_t j = 0; j < g->nodes[i].input_count; j++) {
+        const mi__unit_t *u;
+        if (g->nodes[i].inputs[j] != t) continue;
+        readers++;
+        u = p->unit[i] >= 0 ? &p->units[p->unit[i]] : NULL;
+        if (u && u->kind == 1 && u->op == i && ((j == 0 && u->dqx == d) || (j == 1 && u->dqw == d)))
+          lowered++;
+      }
+    if (readers > 0 && readers == lowered) p->role[d] = MI__ROLE_DQ_SKIP;
+  }
+}
+
+int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
+                       const mi_variant_desc_t *vars, uint32_t var_count, mi_error_t *err) {
+  int32_t max_group = -1;
+  mi__unit_t u;
+  memset(p, 0, sizeof *p);
+  p->node_count = g->node_count;
+  p->role = calloc((size_t)g->node_count + 1, sizeof *p->role);
+  p->unit = malloc(((size_t)g->node_count + 1) * sizeof *p->unit);
+  if (!p->role || !p->unit) goto oom;
+  for (int32_t i = 0; i < g->node_count; i++) p->unit[i] = -1;
+  for (int32_t n = 0; n < g->node_count; n++) {
+    if (p->role[n] != MI__ROLE_NODE || !match_lowered(g, consts, n, &u)) continue;
+    if (!int8_variant(vars, var_count, g->nodes[n].op_type)) continue;
+    if (p->role[u.q] != MI__ROLE_NODE || (u.act >= 0 && p->role[u.act] != MI__ROLE_NODE)) continue;
+    if (add_unit(p, &u)) goto oom;
+  }
+  for (int32_t n = 0; n < g->node_count; n++)
+    if (g->nodes[n].group > max_group) max_group = g->nodes[n].group;
+  for (int32_t id = 0; id <= max_group; id++)
+    if (match_group(g, p, consts, id, &u) && add_unit(p, &u)) goto oom;
+  mark_dq_skips(p, g);
+  return MI_OK;
+oom:
+  mi__plan_free(p);
+  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory planning kernels");
+}
+
+void mi__plan_free(mi__plan_t *p) {
+  if (!p) return;
+  free(p->role);
+  free(p->unit);
+  free(p->units);
+  memset(p, 0, sizeof *p);
+}

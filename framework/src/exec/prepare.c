@@ -1,0 +1,393 @@
+/* prepare.c - session preparation: folds what is known at create time, then prepares one
+ * kernel per node, per fused group or per lowered quantized layer, in execution order, with
+ * host fallback for what the device refuses; layout conversions become Transpose kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "ref/ref.h"
+
+/* Reads a field of the caller's options only when the struct they declared contains it. */
+#define OPT(opts, field, dflt) \
+  ((opts) && MI_HAS_FIELD(opts, mi_session_options_t, field) ? (opts)->field : (dflt))
+
+typedef struct prep {
+  mi_session_t *s;
+  const mi_session_options_t *opts;
+  mi_variant_desc_t *vars;
+  uint32_t var_count;
+  mi__plan_t plan;
+  uint8_t *folded;
+} prep_t;
+
+static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
+  int32_t count = OPT(opts, choice_count, 0);
+  const mi_node_choice_t *choices = OPT(opts, choices, NULL);
+  for (int32_t i = 0; i < count && choices; i++)
+    if (choices[i].node && node && strcmp(choices[i].node, node) == 0) return &choices[i];
+  return NULL;
+}
+
+static int32_t push_line(char ***list, int32_t *count, const char *line, mi_error_t *err) {
+  char **grown = realloc(*list, (size_t)(*count + 1) * sizeof *grown);
+  if (!grown) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  *list = grown;
+  if (!(grown[*count] = strdup(line))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  (*count)++;
+  return MI_OK;
+}
+
+static int32_t copy_indices(int32_t **dst, const int32_t *src, int32_t count) {
+  *dst = malloc((size_t)count * sizeof **dst + 1);
+  if (!*dst) return MI_ERR_OUT_OF_MEMORY;
+  if (count) memcpy(*dst, src, (size_t)count * sizeof **dst);
+  return MI_OK;
+}
+
+/* Records node i as a host step (the reference interpreter runs it). */
+static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err) {
+  mi_session_t *s = p->s;
+  const mi_node_t *n = &s->g->nodes[i];
+  mi__step_t *st = &s->steps[s->step_count];
+  char lb[32];
+  const char *label = mi__node_label(s->g, i, lb, sizeof lb);
+  if (!OPT(p->opts, allow_host_fallback, 1))
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): %s", label, n->op_type, why);
+  if (!mi_ref_supports(n->op_type, s->g->opset))
+    return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                     "node '%s' (%s): %s; the reference interpreter lacks it too", label,
+                     n->op_type, why);
+  memset(st, 0, sizeof *st);
+  st->node = i;
+  st->node_count = 1;
+  st->kind = MI__STEP_HOST;
+  s->step_count++;
+  return push_line(&s->fallback, &s->fallback_count, label, err);
+}
+
+/* Prepares the kernel `k` describes; on success appends a device step for `nodes`. Returns the
+ * plugin's status (its message in perr) or a host error (in err, with *fatal set). */
+static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32_t count,
+                          const char *variant, mi_error_t *perr, int *fatal, mi_error_t *err) {
+  mi_session_t *s = p->s;
+  const mi_plugin_t *pl = s->plugin;
+  const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[nodes[0]].name);
+  mi__step_t *st = &s->steps[s->step_count];
+  mi_kernel_t *kernel = NULL;
+  int32_t rc;
+  *fatal = 0;
+  if (choice) {
+    k->desc.variant_id = choice->variant_id;
+    k->desc.knob_count = choice->knob_count;
+    k->desc.knobs = choice->knobs;
+  }
+  if ((!k->desc.variant_id || !k->desc.variant_id[0]) && variant) k->desc.variant_id = variant;
+  rc = pl->api.kernel_prepare(pl->ctx, s->device, &k->desc, &kernel, perr);
+  if (rc == MI_OK && !kernel) rc = mi_errorf(perr, MI_ERR_INTERNAL, "no kernel returned");
+  if (rc != MI_OK) {
+    if (kernel) pl->api.kernel_release(pl->ctx, kernel);
+    return rc;
+  }
+  memset(st, 0, sizeof *st);
+  st->node = nodes[0];
+  st->kind = MI__STEP_DEVICE;
+  st->kernel = kernel;
+  st->node_count = count;
+  st->input_count = k->input_count;
+  st->output_count = k->output_count;
+  s->step_count++; /* from here destroy releases what the step holds */
+  s->kernel_count++;
+  if (copy_indices(&st->inputs, k->graph_inputs, k->input_count) ||
+      copy_indices(&st->outputs, k->graph_outputs, k->output_count) ||
+      (count > 1 && copy_indices(&st->nodes, nodes, count))) {
+    *fatal = 1;
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  return MI_OK;
+}
+
+/* The storage layout a node's activations use, when it is not plain NCHW. */
+static int32_t node_layout(const mi_session_t *s, int32_t i) {
+  const mi_node_t *n = &s->g->nodes[i];
+  for (int32_t j = 0; j < n->input_count + n->output_count; j++) {
+    int32_t t = j < n->input_count ? n->inputs[j] : n->outputs[j - n->input_count];
+    if (t >= 0 && s->dlayout[t] != MI_LAYOUT_NCHW) return s->dlayout[t];
+  }
+  return MI_LAYOUT_NCHW;
+}
+
+static int is_layout_convert(const mi_session_t *s, int32_t i) {
+  const mi_node_t *n = &s->g->nodes[i];
+  return strcmp(n->op_type, "Identity") == 0 && n->input_count == 1 && n->output_count == 1 &&
+         n->inputs[0] >= 0 && n->outputs[0] >= 0 && !s->consts[n->inputs[0]] &&
+         s->dlayout[n->inputs[0]] != s->dlayout[n->outputs[0]];
+}
+
+static int32_t finish(prep_t *p, int32_t i, int32_t rc, int fatal, const mi_error_t *perr,
+                      mi_error_t *err) {
+  char lb[32];
+  const mi_node_t *n = &p->s->g->nodes[i];
+  if (rc == MI_OK || fatal) return rc;
+  if (rc == MI_ERR_UNSUPPORTED)
+    return host_step(p, i, perr->message[0] ? perr->message : "refused by the device", err);
+  return mi_errorf(err, rc, "node '%s' (%s): %s", mi__node_label(p->s->g, i, lb, sizeof lb),
+                   n->op_type, perr->message[0] ? perr->message : mi_status_message(rc));
+}
+
+/* One node on its own: a layout conversion, or an op in whatever storage its tensors use. */
+static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
+  mi_session_t *s = p->s;
+  const mi_node_t *n = &s->g->nodes[i];
+  mi_error_t perr = {0};
+  mi__kdesc_t k;
+  mi__kreq_t req;
+  const char *variant = NULL;
+  int32_t lay = node_layout(s, i), rc;
+  int fatal = 0;
+  if (is_layout_convert(s, i)) {
+    int32_t in = n->inputs[0], out = n->outputs[0];
+    rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],
+                          s->dblock[in] ? s->dblock[in] : s->dblock[out], &perr);
+    if (rc == MI_OK) rc = try_kernel(p, &k, &i, 1, NULL, &perr, &fatal, err);
+    mi__kdesc_free(&k);
+    /* Refused: the host converts on the way (its copies are logical, so Identity copies). */
+    if (rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG) return host_step(p, i, perr.message, err);
+    return finish(p, i, rc, fatal, &perr, err);
+  }
+  memset(&req, 0, sizeof req);
+  req.nodes = &i;
+  req.node_count = 1;
+  if (lay != MI_LAYOUT_NCHW) {
+    const mi_node_choice_t *c = find_choice(p->opts, n->name);
+    if (mi__layout_transparent(s->g, i, s->consts)) {
+      req.plain_layout = 1;
+    } else if (!c || !c->variant_id || !c->variant_id[0]) {
+      variant = mi__variant_for_layout(p->vars, p->var_count, n->op_type, lay);
+      if (!variant) {
+        char why[96];
+        snprintf(why, sizeof why, "no variant of the device takes %s tensors",
+                 lay == MI_LAYOUT_NHWC ? "NHWC" : "NCHWc");
+        return host_step(p, i, why, err);
+      }
+    }
+  }
+  if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
+  rc = try_kernel(p, &k, &i, 1, variant, &perr, &fatal, err);
+  mi__kdesc_free(&k);
+  return finish(p, i, rc, fatal, &perr, err);
+}
+
+static int32_t fold_outputs(prep_t *p, int32_t i, mi_array_t **outs) {
+  mi_session_t *s = p->s;
+  const mi_node_t *n = &s->g->nodes[i];
+  for (int32_t j = 0; j < n->output_count; j++) {
+    int32_t t = n->outputs[j];
+    if (t < 0) {
+      mi_array_destroy(outs[j]);
+      continue;
+    }
+    s->consts[t] = outs[j];
+    s->const_owned[t] = 1;
+  }
+  memset(&s->steps[s->step_count], 0, sizeof s->steps[0]);
+  s->steps[s->step_count].node = i;
+  s->steps[s->step_count].node_count = 1;
+  s->steps[s->step_count].kind = MI__STEP_FOLDED;
+  s->step_count++;
+  p->folded[i] = 1;
+  return 1;
+}
+
+/* Evaluates a foldable node once (dq: a DequantizeLinear of constants). Returns 1 when folded,
+ * 0 when not foldable, -status on error. */
+static int32_t fold(prep_t *p, int32_t i, int dq, mi_error_t *err) {
+  const mi_graph_t *g = p->s->g;
+  const mi_node_t *n = &g->nodes[i];
+  mi_array_t *outs[16] = {0};
+  char lb[32];
+  int32_t rc;
+  if (n->output_count > 16) return 0;
+  rc = dq ? mi__fold_dq(g, i, p->s->consts, outs, err) : mi__fold_node(g, i, p->s->consts, outs, err);
+  if (rc < 0) {
+    mi_error_t inner = err ? *err : (mi_error_t){0};
+    return -mi_errorf(err, -rc, "node '%s' (%s): %s", mi__node_label(g, i, lb, sizeof lb),
+                      n->op_type, inner.message);
+  }
+  return rc == 0 ? 0 : fold_outputs(p, i, outs);
+}
+
+static const char *int8_variant_id(const prep_t *p, const char *op) {
+  for (uint32_t i = 0; i < p->var_count; i++)
+    if (strncmp(p->vars[i].op_type, op, sizeof p->vars[i].op_type) == 0 &&
+        (p->vars[i].dtype_mask & (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8))))
+      return p->vars[i].id;
+  return NULL;
+}
+
+static int32_t note_refusal(prep_t *p, const mi__unit_t *u, const mi_error_t *perr,
+                            mi_error_t *err) {
+  char line[MI_ERROR_MESSAGE_SIZE + 160], lb[32];
+  snprintf(line, sizeof line, "%s of '%s' (%d nodes): %s; ran node by node",
+           u->kind ? "quantized layer" : "group",
+           mi__node_label(p->s->g, u->op, lb, sizeof lb), (int)u->count,
+           perr->message[0] ? perr->message : mi_status_message(perr->code));
+  return push_line(&p->s->unfused, &p->s->unfused_count, line, err);
+}
+
+/* A lowered layer: the op alone, reading the input codes and the INT8 weight, writing the
+ * output codes of the QuantizeLinear. Refused: its Q/DQ nodes run as ordinary ops again. */
+static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
+  mi_session_t *s = p->s;
+  const mi_graph_t *g = s->g;
+  const mi_node_t *op = &g->nodes[u->op];
+  int32_t from[3] = {op->inputs[0], op->inputs[1], op->outputs[0]};
+  int32_t to[3] = {g->nodes[u->dqx].inputs[0], g->nodes[u->dqw].inputs[0],
+                   g->nodes[u->q].outputs[0]};
+  mi__kreq_t req = {&u->op, 1, from, to, 3, 0};
+  mi_error_t perr = {0};
+  mi__kdesc_t k;
+  int fatal = 0;
+  int32_t rc;
+  if ((rc = mi__kdesc_build_req(&k, g, &req, s->consts, err))) return rc;
+  rc = try_kernel(p, &k, u->nodes, u->count, int8_variant_id(p, op->op_type), &perr, &fatal, err);
+  mi__kdesc_free(&k);
+  if (rc == MI_OK || fatal) return rc;
+  if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
+    return finish(p, u->op, rc, 0, &perr, err);
+  u->dead = 1;
+  perr.code = rc;
+  if ((rc = note_refusal(p, u, &perr, err))) return rc;
+  /* Its DequantizeLinears were skipped when only lowered layers read them: revive them. */
+  if (p->plan.role[u->dqx] == MI__ROLE_DQ_SKIP) {
+    p->plan.role[u->dqx] = MI__ROLE_NODE;
+    if ((rc = prepare_single(p, u->dqx, err))) return rc;
+  }
+  if (p->plan.role[u->dqw] == MI__ROLE_DQ_SKIP && !p->folded[u->dqw]) {
+    p->plan.role[u->dqw] = MI__ROLE_NODE;
+    rc = fold(p, u->dqw, 1, err);
+    if (rc < 0) return -rc;
+    if (rc == 0 && (rc = prepare_single(p, u->dqw, err))) return rc;
+  }
+  return prepare_single(p, u->op, err);
+}
+
+/* A fused group, described with the anchor's choice; refused: its nodes one by one. */
+static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
+  mi_session_t *s = p->s;
+  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0};
+  mi_error_t perr = {0};
+  mi__kdesc_t k;
+  const char *variant = NULL;
+  int32_t lay = node_layout(s, u->op), rc;
+  int fatal = 0;
+  if (lay != MI_LAYOUT_NCHW)
+    variant = mi__variant_for_layout(p->vars, p->var_count, s->g->nodes[u->op].op_type, lay);
+  if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
+  rc = try_kernel(p, &k, u->nodes, u->count, variant, &perr, &fatal, err);
+  mi__kdesc_free(&k);
+  if (rc == MI_OK || fatal) return rc;
+  if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
+    return finish(p, u->op, rc, 0, &perr, err);
+  u->dead = 1;
+  perr.code = rc;
+  if ((rc = note_refusal(p, u, &perr, err))) return rc;
+  for (int32_t m = 0; m < u->count; m++)
+    if ((rc = prepare_single(p, u->nodes[m], err))) return rc;
+  return MI_OK;
+}
+
+static int dq_of_constants(const mi_session_t *s, int32_t i) {
+  const mi_node_t *n = &s->g->nodes[i];
+  if (strcmp(n->op_type, "DequantizeLinear") != 0) return 0;
+  for (int32_t j = 0; j < n->input_count; j++)
+    if (n->inputs[j] >= 0 && !s->consts[n->inputs[j]]) return 0;
+  return 1;
+}
+
+static int32_t prepare_all(prep_t *p, mi_error_t *err) {
+  mi_session_t *s = p->s;
+  const mi_graph_t *g = s->g;
+  int32_t rc;
+  for (int32_t i = 0; i < g->node_count; i++) {
+    mi__unit_t *u;
+    if (p->folded[i] || p->plan.role[i] == MI__ROLE_DQ_SKIP) continue;
+    if (p->plan.role[i] == MI__ROLE_MEMBER) {
+      u = &p->plan.units[p->plan.unit[i]];
+      if (u->dead) rc = prepare_single(p, i, err);
+      else if (i != u->at) continue;
+      else rc = u->kind ? prepare_lowered(p, u, err) : prepare_group(p, u, err);
+    } else if (dq_of_constants(s, i)) {
+      /* A quantized weight no kernel reads as codes: its float value, once. */
+      rc = fold(p, i, 1, err);
+      if (rc == 1) continue;
+      rc = rc < 0 ? -rc : prepare_single(p, i, err);
+    } else {
+      rc = prepare_single(p, i, err);
+    }
+    if (rc) return rc;
+  }
+  return MI_OK;
+}
+
+/* Device buffers: one per runtime tensor a device kernel touches, in its stored layout. */
+static int32_t alloc_buffers(mi_session_t *s, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  for (int32_t i = 0; i < s->step_count; i++) {
+    const mi__step_t *st = &s->steps[i];
+    if (st->kind != MI__STEP_DEVICE) continue;
+    for (int32_t j = 0; j < st->input_count + st->output_count; j++) {
+      int32_t t = j < st->input_count ? st->inputs[j] : st->outputs[j - st->input_count];
+      mi_error_t perr = {0};
+      int ok;
+      int32_t rc;
+      if (s->bufs[t]) continue;
+      s->buf_bytes[t] = mi__stored_bytes(&s->g->tensors[t], s->dlayout[t], s->dblock[t], &ok);
+      rc = p->api.buffer_alloc(p->ctx, s->device, s->buf_bytes[t] ? s->buf_bytes[t] : 1,
+                               &s->bufs[t], &perr);
+      if (rc == MI_OK && !s->bufs[t]) rc = MI_ERR_INTERNAL;
+      if (rc)
+        return mi_errorf(err, rc, "tensor '%s': cannot allocate %llu device bytes: %s",
+                         s->g->tensors[t].name, (unsigned long long)s->buf_bytes[t],
+                         perr.message[0] ? perr.message : mi_status_message(rc));
+    }
+  }
+  return MI_OK;
+}
+
+int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err) {
+  const mi_graph_t *g = s->g;
+  prep_t p;
+  int32_t rc = MI_OK;
+  memset(&p, 0, sizeof p);
+  p.s = s;
+  p.opts = opts;
+  if (!(p.folded = calloc((size_t)g->node_count + 1, 1)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int32_t t = 0; t < g->tensor_count; t++) {
+    const mi_tensor_t *x = &g->tensors[t];
+    int stored = x->rank == 4 && !x->data &&
+                 (x->layout == MI_LAYOUT_NHWC || (x->layout == MI_LAYOUT_NCHWC && x->block > 0));
+    s->dlayout[t] = (int8_t)(stored ? x->layout : MI_LAYOUT_NCHW);
+    s->dblock[t] = stored && x->layout == MI_LAYOUT_NCHWC ? x->block : 0;
+  }
+  /* Variants say which layouts and dtypes each op accepts; a plugin without them gets none. */
+  if (mi_plugin_variants(s->plugin, s->device, &p.vars, &p.var_count, NULL) != MI_OK) {
+    p.vars = NULL;
+    p.var_count = 0;
+  }
+  for (int32_t i = 0; i < g->node_count; i++)
+    if ((rc = fold(&p, i, 0, err)) < 0) {
+      rc = -rc;
+      goto done;
+    }
+  rc = MI_OK;
+  if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count, err))) goto done;
+  if ((rc = prepare_all(&p, err))) goto done;
+  rc = alloc_buffers(s, err);
+done:
+  mi__plan_free(&p.plan);
+  free(p.vars);
+  free(p.folded);
+  return rc;
+}

@@ -1,0 +1,60 @@
+/* test_exec_layout.c - graphs from the layout pass (NHWC / blocked NCHWc regions, Identity
+ * conversions between them) run with the storage they ask for: conversions as device Transpose
+ * kernels or on the host, nodes the device does not take in that layout on the host. */
+#include "test_exec_util.h"
+
+static int layout_node_on_host(const mi_session_t *s) {
+  for (int32_t i = 0; i < mi_session_fallback_count(s); i++)
+    if (strncmp(mi_session_fallback_node(s, i), "layout.", 7) == 0) return 1;
+  return 0;
+}
+
+/* Runs the configured graph on p and on the reference; returns the rel. L2 between them. */
+static double check(mi_plugin_t *p, const char *family, const char *yaml, double tol,
+                    int want_device_converts) {
+  mi_graph_t *g = zoo(family, 0.5, 2, 32), *x = transform(g, yaml, p);
+  mi_array_t *in = input_for(g, 21), *got[4] = {0}, *want[4] = {0};
+  mi_session_t *s = session(x, p);
+  int32_t converts = 0;
+  double d;
+  for (int32_t i = 0; i < x->node_count; i++)
+    converts += x->nodes[i].name && strncmp(x->nodes[i].name, "layout.", 7) == 0;
+  run(s, x, in, got);
+  ref(g, in, want); /* the untransformed model: layout changes nothing logically */
+  d = rel_l2(got[0], want[0]);
+  printf("%s %s [%.*s]: %d conversions, %d kernels, %d host nodes, rel L2 %.2e\n", p->name,
+         family, (int)strcspn(yaml, "\n"), yaml, converts, mi_session_kernel_count(s), mi_session_fallback_count(s), d);
+  CHECK(converts >= 2, "the layout pass inserted conversions");
+  CHECK(d < tol, "%s %s: rel L2 %.3e >= %.1e", p->name, family, d, tol);
+  if (want_device_converts) CHECK(!layout_node_on_host(s), "conversions ran as device kernels");
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  mi_graph_destroy(x);
+  mi_graph_destroy(g);
+  return d;
+}
+
+int main(void) {
+  mi_registry_t *r = open_plugins();
+  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *npu = mi_registry_find(r, "npu-stub");
+  CHECK(blis != NULL, "blis-cpu is loaded");
+  if (blis) {
+    /* NHWC convs run in blis-cpu's conv.direct_nhwc, chosen because it declares NHWC. */
+    check(blis, "resnet", "passes: {layout: nhwc}\n", 1e-5, 1);
+    check(blis, "resnet", "passes: {fold_bn: true, fuse: true, layout: nhwc}\n", 1e-5, 1);
+    check(blis, "mobilenetv2", "passes: {fold_bn: true, layout: nhwc}\n", 1e-5, 1);
+    /* No blis-cpu variant takes NCHWc: the host runs those nodes on logical data, and the
+     * stored buffers are packed and unpacked on the way (block 5 pads the channels). */
+    check(blis, "resnet", "passes: {layout: nchwc, block: 8}\n", 1e-5, 0);
+    check(blis, "resnet", "passes: {layout: nchwc, block: 5}\n", 1e-5, 0);
+  }
+  /* npu-stub refuses every NHWC tensor: host fallback, FP16 elsewhere. */
+  if (npu) check(npu, "resnet", "passes: {fold_bn: true, layout: nhwc}\n", 2e-2, 0);
+  mi_registry_destroy(r);
+  if (g_failures) fprintf(stderr, "test_exec_layout: %d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
+}

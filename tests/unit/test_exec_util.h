@@ -1,0 +1,131 @@
+/* test_exec_util.h - helpers of the executor tests: plugins from $MI_BUILD/plugins, zoo models,
+ * transform configurations, sessions and their comparison with the reference interpreter. */
+#ifndef TEST_EXEC_UTIL_H
+#define TEST_EXEC_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metainfer/mi.h"
+#include "zoo.h"
+
+static int g_failures;
+
+#define CHECK(cond, ...)                                                \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);   \
+      fprintf(stderr, __VA_ARGS__);                                     \
+      fprintf(stderr, "\n");                                            \
+      g_failures++;                                                     \
+    }                                                                   \
+  } while (0)
+
+static inline void die(const char *what, const mi_error_t *err) {
+  fprintf(stderr, "FAIL %s: %s\n", what, err ? err->message : "");
+  exit(1);
+}
+
+static inline mi_registry_t *open_plugins(void) {
+  const char *b = getenv("MI_BUILD");
+  char dir[1024];
+  mi_registry_t *r = mi_registry_create();
+  mi_error_t err = {0};
+  if (!b || !r) die("MI_BUILD is not set", NULL);
+  snprintf(dir, sizeof dir, "%s/plugins", b);
+  if (mi_registry_scan(r, dir, &err) != MI_OK) die("scan", &err);
+  return r;
+}
+
+static inline mi_graph_t *zoo(const char *family, double width, int32_t depth, int32_t res) {
+  mi_zoo_options_t o;
+  mi_graph_t *g = NULL;
+  mi_error_t err = {0};
+  mi_zoo_options_default(&o);
+  o.width = width;
+  o.depth = depth;
+  o.resolution = res;
+  o.seed = 5;
+  if (mi_zoo_build(family, &o, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK)
+    die(family, &err);
+  return g;
+}
+
+/* Applies YAML configuration text to g; fusion for p's variants when p is given. */
+static inline mi_graph_t *transform(const mi_graph_t *g, const char *yaml, const mi_plugin_t *p) {
+  mi_xf_config_t *c = NULL;
+  mi_xf_samples_t *calib = NULL;
+  mi_variant_desc_t *vars = NULL;
+  uint32_t nv = 0;
+  mi_xf_apply_opts_t o;
+  mi_graph_t *x = NULL;
+  mi_error_t err = {0};
+  memset(&o, 0, sizeof o);
+  if (mi_xf_config_parse(yaml, strlen(yaml), "test", &c, &err) != MI_OK) die("config", &err);
+  if (p && mi_plugin_variants(p, 0, &vars, &nv, &err) != MI_OK) die("variants", &err);
+  if (mi_xf_samples_random(g, 4, 9, &calib, &err) != MI_OK) die("samples", &err);
+  o.calib = calib;
+  o.variants = vars;
+  o.variant_count = nv;
+  if (mi_xf_apply(g, c, &o, &x, NULL, &err) != MI_OK) die("mi_xf_apply", &err);
+  free(vars);
+  mi_xf_samples_destroy(calib);
+  mi_xf_config_destroy(c);
+  return x;
+}
+
+static inline mi_array_t *input_for(const mi_graph_t *g, uint64_t seed) {
+  const mi_tensor_t *t = &g->tensors[g->inputs[0]];
+  mi_array_t *a = mi_array_create(t->dtype, t->rank, t->dims);
+  if (!a) die("input", NULL);
+  mi_array_fill_random(a, seed);
+  return a;
+}
+
+static inline mi_session_t *session(const mi_graph_t *g, mi_plugin_t *p) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  return s;
+}
+
+/* Runs s on x; outs gets g->output_count new arrays. */
+static inline void run(mi_session_t *s, const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
+  mi_error_t err = {0};
+  if (mi_session_run(s, &x, 1, outs, g->output_count, &err) != MI_OK) die("mi_session_run", &err);
+}
+
+static inline void ref(const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
+  mi_error_t err = {0};
+  if (mi_ref_run(g, &x, 1, outs, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
+}
+
+static inline double rel_l2(const mi_array_t *a, const mi_array_t *b) {
+  double num = 0, den = 0;
+  int64_t n = mi_array_numel(b);
+  if (!a || a->dtype != MI_DTYPE_FLOAT32 || mi_array_numel(a) != n) return INFINITY;
+  for (int64_t i = 0; i < n; i++) {
+    double x = ((const float *)a->data)[i], y = ((const float *)b->data)[i];
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* Kernels of s that run more than one graph node. */
+static inline int32_t multi_node_kernels(const mi_session_t *s) {
+  int32_t n = 0;
+  for (int32_t k = 0; k < mi_session_kernel_count(s); k++) {
+    const int32_t *nodes;
+    n += mi_session_kernel_nodes(s, k, &nodes) > 1;
+  }
+  return n;
+}
+
+#endif
