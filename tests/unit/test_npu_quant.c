@@ -297,16 +297,18 @@ static int check_layer(npu_t *p, const mi_graph_t *g, int32_t n, const mi_array_
   return 1;
 }
 
-/* The quantized graph as a session on npu-stub:0 runs today: one kernel per node, so every
- * weighted layer reads a runtime weight (the DequantizeLinear's output) and is refused. */
-static void session_today(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
-                          const mi_array_t *x, const mi_array_t *want) {
+/* The quantized graph as a session on npu-stub:0: the executor lowers each
+ * DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear pattern into one INT8 kernel and folds
+ * the weight DequantizeLinear nodes nobody else reads, so no weighted layer falls back to the
+ * host; what is left in float runs in FP16 on the device. */
+static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
+                            const mi_array_t *x, const mi_array_t *want) {
   mi_session_options_t o;
   mi_session_t *s = NULL;
   mi_array_t *got = NULL;
   mi_error_t err = {0};
-  int32_t i, conv_fb = 0, qdq_fb = 0, other_fb = 0;
-  double num = 0, den = 0;
+  int32_t i, weighted_fb = 0, other_fb = 0;
+  double num = 0, den = 0, rel;
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.allow_host_fallback = 1;
@@ -321,22 +323,24 @@ static void session_today(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
     for (j = 0; j < q->node_count; j++)
       if (q->nodes[j].name && strcmp(q->nodes[j].name, name) == 0) break;
     CHECK(j < q->node_count);
-    if (is_op(q, j, "Conv") || is_op(q, j, "Gemm") || is_op(q, j, "MatMul")) conv_fb++;
-    else if (is_op(q, j, "QuantizeLinear") || is_op(q, j, "DequantizeLinear")) qdq_fb++;
+    if (is_op(q, j, "Conv") || is_op(q, j, "Gemm") || is_op(q, j, "MatMul")) weighted_fb++;
     else other_fb++;
   }
-  /* the NPU has no variant for QuantizeLinear/DequantizeLinear: each one is the host's */
-  for (i = 0; i < q->node_count; i++)
-    if (is_op(q, i, "QuantizeLinear") || is_op(q, i, "DequantizeLinear")) qdq_fb--;
-  CHECK(qdq_fb == 0);
+  CHECK(weighted_fb == 0);
   for (i = 0; i < mi_array_numel(want); i++) {
     double d = (double)((const float *)got->data)[i] - ((const float *)want->data)[i];
     num += d * d;
     den += (double)((const float *)want->data)[i] * ((const float *)want->data)[i];
   }
-  printf("%s as a session today: %d nodes, host fallback: %d weighted, all Q/DQ, %d other; "
-         "rel L2 vs host %.2e\n", m->family, q->node_count, conv_fb, other_fb,
-         sqrt(num / (den > 0 ? den : 1)));
+  rel = sqrt(num / (den > 0 ? den : 1));
+  printf("%s as a session: %d nodes, %d device kernels, host fallback: %d weighted, %d other; "
+         "rel L2 vs host %.2e\n", m->family, q->node_count, mi_session_kernel_count(s),
+         weighted_fb, other_fb, rel);
+  /* Float ops between the INT8 layers (residual Adds, pools) run in FP16 on the device, and a
+   * code that lands one step off there shifts every later layer: measured 0 (kws), 6.7e-3
+   * (resnet), 4.0e-2 (mobilenetv2, 17 blocks deep). The bound says the session computes the same
+   * model, not that it is bit-exact; the bit-exact claim is checked per layer above. */
+  CHECK(rel < 5e-2);
   mi_array_destroy(got);
   mi_session_destroy(s);
 }
@@ -391,7 +395,7 @@ static void run_model(npu_t *p, const zoo_model_t *m, tally_t *t) {
   /* layers whose output reaches its QuantizeLinear through an Add or a pool keep a float
    * intermediate in this representation and are not checked (see docs/backends/npu-stub.md) */
   CHECK(checked > 0);
-  session_today(p, m, q, x, outs[0]);
+  session_lowered(p, m, q, x, outs[0]);
   for (i = 0; i < probe->output_count; i++) mi_array_destroy(outs[i]);
   free(outs);
   mi_array_destroy(x);
