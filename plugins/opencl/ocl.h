@@ -38,8 +38,8 @@ typedef struct ocl_device {
   uint64_t seq;      /* makes temporary cache file names unique within the process */
   /* debug counters, read through counter_read */
   uint64_t compile_ns, built_from_source, disk_hits, disk_corrupt, mem_hits, bytes_allocated;
-  uint64_t last_run_ns;
-  int has_last_run;
+  uint64_t run_ns_total; /* device time summed over every run since create (TIMER is cumulative) */
+  int has_run;
 } ocl_device_t;
 
 struct mi_plugin_ctx {
@@ -124,6 +124,7 @@ extern const char mi__ocl_src_prelude[];
 extern const char mi__ocl_src_ew[];
 extern const char mi__ocl_src_conv[];
 extern const char mi__ocl_src_gemm[];
+extern const char mi__ocl_src_shape[];
 
 /* ---------------------------------------------------------------- knobs (ocl_knobs.c) */
 
@@ -216,6 +217,8 @@ int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l);
 int32_t mi__ocl_prepare_conv(ocl_prep_t *p);
 int32_t mi__ocl_prepare_gemm(ocl_prep_t *p);
 int32_t mi__ocl_prepare_op(ocl_prep_t *p);
+/* Slice, Split, Pad, Gather, Resize (ocl_prepare_shape.c) */
+int32_t mi__ocl_prepare_shape(ocl_prep_t *p);
 
 /* ---------------------------------------------------------------- api (ocl_run.c) */
 

@@ -82,6 +82,11 @@ static const ocl_variant_t k_variants[] = {
     SIMPLE("copy.Dropout", "Dropout", "buffer copy (inference)", 0),
     SIMPLE("copy.Transpose", "Transpose", "strided copy", 0),
     SIMPLE("copy.Concat", "Concat", "one strided copy per input", 0),
+    SIMPLE("shape.Slice", "Slice", "strided copy (constant starts/ends/axes/steps)", 0),
+    SIMPLE("shape.Split", "Split", "one strided copy per output", 0),
+    SIMPLE("shape.Pad", "Pad", "constant, reflect or edge, constant pads", 0),
+    SIMPLE("shape.Gather", "Gather", "constant INT64 indices along one axis", 0),
+    SIMPLE("shape.Resize", "Resize", "nearest or linear over the last two axes", 0),
 };
 
 typedef struct knob_def {

@@ -198,7 +198,7 @@ static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char 
   return mi__ocl_knobs_resolve(&ctx->devs[device], v, knobs, knob_count, &kn, err);
 }
 
-/* counters: device time of the last run, then the program cache's debug counters */
+/* counters: device time summed since create (TIMER counters are cumulative by the ABI), then the program cache's debug counters */
 static const struct {
   const char *name;
   int kind;
@@ -247,7 +247,7 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
   s.struct_size = sizeof s;
   s.has_value = 1;
   switch (index) {
-  case 0: s.has_value = d->has_last_run; s.value = (double)d->last_run_ns; break;
+  case 0: s.has_value = d->has_run; s.value = (double)d->run_ns_total; break;
   case 1: s.value = (double)d->compile_ns; break;
   case 2: s.value = (double)d->built_from_source; break;
   case 3: s.value = (double)d->disk_hits; break;

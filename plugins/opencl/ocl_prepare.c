@@ -205,13 +205,19 @@ static int32_t io_sizes(const mi_kernel_desc_t *d, mi_kernel_t *k, mi_error_t *e
   return MI_OK;
 }
 
-static const ocl_variant_t *default_variant(const mi_kernel_desc_t *d) {
+static const ocl_variant_t *default_variant(const ocl_device_t *dev, const mi_kernel_desc_t *d) {
   const mi_node_desc_t *n = d->nodes[0];
   if (strcmp(n->op_type, "Conv") == 0 && n->input_count >= 2) {
     const mi_tensor_desc_t *x = mi__ocl_tensor(d, n->inputs[0]);
     int64_t g = mi_sdk_attr_int(n, "group", 1);
     if (x && x->rank == 4 && g > 1 && g == x->dims[1]) return mi__ocl_variant_find("conv.depthwise");
   }
+  /* On a CPU device __local memory is ordinary memory plus barriers, so staging tiles costs
+   * more than it saves: register blocking is 2-20x faster there (tools/bench/opencl). */
+  if (dev->desc.kind == MI_DEVICE_CPU && strcmp(n->op_type, "Gemm") == 0)
+    return mi__ocl_variant_find("gemm.regblock");
+  if (dev->desc.kind == MI_DEVICE_CPU && strcmp(n->op_type, "MatMul") == 0)
+    return mi__ocl_variant_find("matmul.regblock");
   return mi__ocl_variant_default(n->op_type);
 }
 
@@ -240,7 +246,7 @@ int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_k
       return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: variant %s implements %s, not %s",
                             p.var->id, p.var->op, op);
   } else {
-    p.var = default_variant(desc);
+    p.var = default_variant(p.dev, desc);
     if (!p.var) return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: op %s is not implemented", op);
   }
   st = mi__ocl_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, &p.kn, err);

@@ -382,5 +382,6 @@ int32_t mi__ocl_prepare_op(ocl_prep_t *p) {
   if (strncmp(id, "softmax.", 8) == 0) return prep_softmax(p, n);
   if (strncmp(id, "norm.", 5) == 0) return prep_layernorm(p, n);
   if (strncmp(id, "pool.", 5) == 0) return prep_pool(p, n);
+  if (strncmp(id, "shape.", 6) == 0) return mi__ocl_prepare_shape(p);
   return prep_copy(p, n);
 }

@@ -97,8 +97,8 @@ int32_t mi__ocl_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *co
     clReleaseEvent(ev[i]);
   }
   if (st == MI_OK) {
-    k->dev->last_run_ns = total;
-    k->dev->has_last_run = nev > 0;
+    k->dev->run_ns_total += total;
+    if (nev > 0) k->dev->has_run = 1;
     if (stats && MI_HAS_FIELD(stats, mi_run_stats_t, device_time_ns) && nev > 0) {
       stats->has_device_time = 1;
       stats->device_time_ns = total;

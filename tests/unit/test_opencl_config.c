@@ -21,6 +21,7 @@ static void descriptions(void) {
   mi_device_desc_t d;
   uint32_t n = 0, i;
   int saw_conv = 0, saw_dw = 0, saw_local_rule = 0, saw_wg_rule = 0;
+  uint32_t variant_dtypes = 0, dev_dtypes;
   memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
   CHECK(o.api->device_info(o.ctx, 0, &d, NULL) == MI_OK);
@@ -30,6 +31,7 @@ static void descriptions(void) {
   CHECK(d.name[0] && d.driver_version[0] && strstr(d.isa, "OpenCL C") != NULL);
   CHECK(d.compute_units > 0 && d.max_threads > 0 && d.global_memory_bytes > 0);
   CHECK(d.dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32));
+  dev_dtypes = d.dtype_mask;
   /* small host struct: the plugin writes only what fits and says so */
   d.struct_size = 8;
   CHECK(o.api->device_info(o.ctx, 0, &d, NULL) == MI_OK && d.struct_size == 8);
@@ -39,11 +41,16 @@ static void descriptions(void) {
     memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
     CHECK(o.api->variant_desc(o.ctx, 0, i, &v, NULL) == MI_OK);
+    variant_dtypes |= v.dtype_mask;
     saw_conv |= strcmp(v.id, "conv.im2col_gemm") == 0 && strstr(v.knobs, "tile_k") &&
                 (v.fuse_mask & MI_FUSE_BN);
     saw_dw |= strcmp(v.id, "conv.depthwise") == 0 && strcmp(v.op_type, "Conv") == 0;
   }
   CHECK(saw_conv && saw_dw);
+  /* the device declares FP16 only when some variant computes in it (none does yet), whatever
+   * cl_khr_fp16 says */
+  CHECK(!(dev_dtypes & MI_DTYPE_BIT(MI_DTYPE_FLOAT16)) ||
+        (variant_dtypes & MI_DTYPE_BIT(MI_DTYPE_FLOAT16)));
   CHECK(o.api->constraint_count(o.ctx, 0, &n, NULL) == MI_OK && n >= 4);
   for (i = 0; i < n; i++) {
     mi_constraint_desc_t c;

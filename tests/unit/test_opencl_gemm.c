@@ -17,7 +17,7 @@ static void matmul_variant(ocl_t *o, const char *variant, int64_t wgx, int64_t w
   float *outs[1] = {Y};
   mi_error_t err = {0, ""};
   mi_run_stats_t st;
-  double e;
+  double e, t0 = ocl_counter(o, "kernel_time"), t1;
   memset(&k, 0, sizeof k);
   in[0] = kd_tensor(&k, 2, da, NULL);
   in[1] = kd_tensor(&k, 2, db, B);
@@ -43,6 +43,9 @@ static void matmul_variant(ocl_t *o, const char *variant, int64_t wgx, int64_t w
           (unsigned long long)st.device_time_ns);
   CHECK(e < 1e-5);
   CHECK(st.has_device_time == 1 && st.device_time_ns > 0);
+  /* kernel_time is cumulative since create (TIMER counters are, by the ABI): this run added */
+  t1 = ocl_counter(o, "kernel_time");
+  CHECK(t1 >= (t0 > 0 ? t0 : 0) + (double)st.device_time_ns - 0.5);
 }
 
 /* Gemm(A, B^T, C) alpha=0.5 beta=2 then Relu: the transposed constant B, the bias and the
