@@ -145,7 +145,35 @@ static void check_examples(void) {
   CHECK(seen >= 3, "only %d examples", seen);
 }
 
+/* An empty file, a file of comments only and `~` are the empty configuration; float_output
+ * changes the hash only when set. */
+static void check_empty(void) {
+  const char *texts[] = {"", "# nothing\n", "~\n"};
+  mi_xf_config_t *base = mi_xf_config_create();
+  for (int i = 0; i < 3; i++) {
+    mi_error_t err;
+    mi_xf_config_t *c = NULL;
+    CHECK(mi_xf_config_parse(texts[i], strlen(texts[i]), "empty.yaml", &c, &err) == MI_OK,
+          "'%s': %s", texts[i], err.message);
+    CHECK(c && mi_xf_config_hash(c) == mi_xf_config_hash(base), "'%s' is not the empty config", texts[i]);
+    mi_xf_config_destroy(c);
+  }
+  mi_error_t err;
+  mi_xf_config_t *f = NULL;
+  const char *y = "passes: {float_output: true}\n";
+  CHECK(mi_xf_config_parse(y, strlen(y), "f.yaml", &f, &err) == MI_OK && f && f->float_output == 1,
+        "float_output");
+  char *canon = NULL;
+  CHECK(f && mi_xf_config_canonical(f, &canon, &err) == MI_OK && strstr(canon, "float_output=1"),
+        "canonical: %s", canon ? canon : "");
+  CHECK(f && mi_xf_config_hash(f) != mi_xf_config_hash(base), "float_output hash");
+  free(canon);
+  mi_xf_config_destroy(f);
+  mi_xf_config_destroy(base);
+}
+
 int main(void) {
+  check_empty();
   check_canonical();
   check_errors();
   check_examples();

@@ -146,6 +146,21 @@ static void check_prune(void) {
   mi_graph_destroy(x);
   mi_graph_destroy(mb);
   mi_graph_destroy(g);
+  /* MLP: the output features of every Gemm another Gemm reads; the classifier is skipped. */
+  mi_graph_t *mlp = zoo("mlp", 12);
+  x = mlp ? apply(mlp, "defaults: {prune: 0.25}\n", &st) : NULL;
+  CHECK(x != NULL, "mlp prune");
+  if (x) {
+    mi_xf_metrics_t m = compare(mlp, x, 2);
+    printf("prune   mlp 25%%: %d Gemm layers pruned (%lld features), %d skipped, rel_l2 %.4f\n",
+           (int)st.pruned_layers, (long long)st.pruned_channels, (int)st.prune_skipped, m.rel_l2);
+    CHECK(st.pruned_layers == 2 && st.prune_skipped == 1, "mlp: %d pruned, %d skipped",
+          (int)st.pruned_layers, (int)st.prune_skipped);
+    CHECK(mi_zoo_param_count(x) < mi_zoo_param_count(mlp), "mlp: no parameters removed");
+    CHECK(isfinite(m.rel_l2) && m.rel_l2 > 0.0, "mlp prune rel_l2 %g", m.rel_l2);
+  }
+  mi_graph_destroy(x);
+  mi_graph_destroy(mlp);
 }
 
 static void check_sensitivity(void) {

@@ -6,9 +6,12 @@
 
 #include "mi_host.h"
 
+#define ACC_MAX_CALIB 16
+
 typedef struct acc_args {
-  const char *model, *config, *calib, *device;
-  int sensitivity, json, samples;
+  const char *model, *config, *device;
+  const char *calib[ACC_MAX_CALIB]; /* DIR, or INPUT=DIR per input of a multi-input model */
+  int calib_count, sensitivity, json, samples;
 } acc_args_t;
 
 static int parse_args(int argc, char **argv, acc_args_t *a) {
@@ -18,12 +21,16 @@ static int parse_args(int argc, char **argv, acc_args_t *a) {
     const char *s = argv[i];
     const char **dst = strcmp(s, "--model") == 0    ? &a->model
                        : strcmp(s, "--config") == 0 ? &a->config
-                       : strcmp(s, "--calib") == 0  ? &a->calib
                        : strcmp(s, "--device") == 0 ? &a->device
                                                     : NULL;
     if (dst) {
       if (i + 1 >= argc) return mi_host_usage_error("accuracy: %s needs a value", s);
       *dst = argv[++i];
+    } else if (strcmp(s, "--calib") == 0) {
+      if (i + 1 >= argc) return mi_host_usage_error("accuracy: --calib needs a value");
+      if (a->calib_count == ACC_MAX_CALIB)
+        return mi_host_usage_error("accuracy: at most %d --calib options", ACC_MAX_CALIB);
+      a->calib[a->calib_count++] = argv[++i];
     } else if (strcmp(s, "--samples") == 0) {
       char *end = NULL;
       if (i + 1 >= argc) return mi_host_usage_error("accuracy: --samples needs a value");
@@ -37,11 +44,14 @@ static int parse_args(int argc, char **argv, acc_args_t *a) {
       a->json = 1;
     } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
       puts("usage: mi-host [--plugins DIR] accuracy --model M.onnx --config C.yaml [--calib DIR]\n"
-           "       [--samples N] [--device PLUGIN:INDEX] [--sensitivity] [--json]\n\n"
+           "       [--calib INPUT=DIR ...] [--samples N] [--device PLUGIN:INDEX] [--sensitivity]\n"
+           "       [--json]\n\n"
            "Applies the model-side configuration and compares the result with the FP32 model on\n"
            "the reference interpreter. --calib DIR: *.npy inputs, the first half calibrates and\n"
-           "the rest is held out; without it, N deterministic random inputs each (reported).\n"
-           "--device: fuse for that device's kernel variants. See docs/transforms.md.");
+           "the rest is held out; a multi-input model takes one subfolder per input (named after\n"
+           "it) or one --calib INPUT=DIR per input. Without --calib, N deterministic random\n"
+           "inputs each (reported). --device: fuse for that device's kernel variants.\n"
+           "See docs/transforms.md.");
       return -1;
     } else {
       return mi_host_usage_error("accuracy: unknown argument '%s'", s);
@@ -92,7 +102,7 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
     mi_json_key(stdout, &first, "config_canonical");
     mi_json_string(stdout, canon);
     mi_json_key(stdout, &first, "inputs");
-    mi_json_string(stdout, calib->synthetic ? "deterministic random" : a->calib);
+    mi_json_string(stdout, calib->synthetic ? "deterministic random" : a->calib[0]);
     mi_json_key(stdout, &first, "held_out_shares_calibration");
     fputs(shared ? "true" : "false", stdout);
     mi_json_key(stdout, &first, "stats");
@@ -131,7 +141,8 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
   if (calib->synthetic)
     printf("inputs     deterministic random data (no --calib given): figures are not dataset accuracy\n");
   else
-    printf("inputs     %s%s\n", a->calib, shared ? " (one file: held-out set = calibration set)" : "");
+    printf("inputs     %s%s%s\n", a->calib[0], a->calib_count > 1 ? " ..." : "",
+           shared ? " (one file: held-out set = calibration set)" : "");
   printf("passes     %d BN folded, %d fused groups, %d layout conversions, %d layers padded\n",
          (int)st->bn_folded, (int)st->groups, (int)st->layout_converts, (int)st->padded_layers);
   printf("           %d layers pruned (%lld channels, %d skipped), %d layers quantized, %d "
@@ -183,8 +194,8 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
       goto done;
     }
   }
-  if (a.calib) {
-    if (mi_xf_samples_load_dir(g, a.calib, &calib, &err) != MI_OK) {
+  if (a.calib_count) {
+    if (mi_xf_samples_load_dirs(g, a.calib, a.calib_count, &calib, &err) != MI_OK) {
       fprintf(stderr, "mi-host: %s\n", err.message);
       rc = MI_HOST_USAGE;
       goto done;

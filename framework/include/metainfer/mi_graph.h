@@ -38,6 +38,10 @@ typedef struct mi_tensor {
   uint32_t channel_count;
   float *channel_scales;         /* owned */
   int32_t producer;              /* index of the producing node, -1 for inputs/initializers */
+  /* Bits the values really use when fewer than the dtype holds, 0 otherwise. The quantizer's
+   * INT4 weights are INT8 data in [-7, 7] (ONNX export has no packed INT4) with value_bits 4:
+   * a plugin may be given them packed as MI_DTYPE_INT4 (see docs/transforms.md). */
+  int32_t value_bits;
 } mi_tensor_t;
 
 /** A node: one op (ONNX semantics). Attributes use the SDK's mi_attr_t; the node owns every

@@ -21,8 +21,9 @@ struct mi_array;
 
 /* ---------------------------------------------------------------- configuration */
 
-/** Weight precision of a layer. INT4 values are stored as INT8 in [-8, 7] (the IR and the
- * ONNX export have no packed INT4 initializer); the scale is what makes them 4-bit. */
+/** Weight precision of a layer. INT4 values are stored as INT8 data in [-7, 7] (the IR and the
+ * ONNX export have no packed INT4 initializer) with mi_tensor_t.value_bits = 4, which says a
+ * plugin may receive them packed as MI_DTYPE_INT4 (two per byte, low nibble first). */
 typedef enum mi_xf_precision {
   MI_XF_FP32 = 0,
   MI_XF_FP16 = 1,
@@ -77,6 +78,8 @@ typedef struct mi_xf_config {
   int32_t layer_count;
   mi_xf_override_t *layers;
   char *source;           /* the file or name it was loaded from (errors cite it), owned */
+  int32_t float_output;   /* 0/1: INT8 quantization leaves the graph outputs float (by
+                           * default they get a Q/DQ pair like every activation a device stores) */
 } mi_xf_config_t;
 
 /** A configuration with every pass off and every layer FP32. NULL when out of memory. */
@@ -173,9 +176,14 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
  * become 1); `seed` picks the stream. *out is freed with mi_xf_samples_destroy. */
 MI_API int32_t mi_xf_samples_random(const mi_graph_t *g, int32_t count, uint64_t seed,
                                     mi_xf_samples_t **out, mi_error_t *err);
-/** Every *.npy file of `dir` in name order, one sample each, for a one-input graph. */
+/** Every *.npy file of `dir` in name order, one sample each. For a graph with several inputs,
+ * `dir` holds one subfolder per input, named after it, with the same number of files. */
 MI_API int32_t mi_xf_samples_load_dir(const mi_graph_t *g, const char *dir,
                                       mi_xf_samples_t **out, mi_error_t *err);
+/** Like mi_xf_samples_load_dir with `count` specifications: one plain DIR (as above), or one
+ * "INPUT=DIR" per graph input (sample k is the k-th file in name order of every folder). */
+MI_API int32_t mi_xf_samples_load_dirs(const mi_graph_t *g, const char *const *specs,
+                                       int32_t count, mi_xf_samples_t **out, mi_error_t *err);
 /** Moves samples [from, count) of `s` into a new set *out (s keeps the first `from`). */
 MI_API int32_t mi_xf_samples_split(mi_xf_samples_t *s, int32_t from, mi_xf_samples_t **out,
                                    mi_error_t *err);

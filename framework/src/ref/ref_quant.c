@@ -65,8 +65,11 @@ static int32_t quantize(mi__ref_call_t *c) {
   const float *xv = x->data;
   for (int64_t i = 0; i < n; i++) {
     int64_t ch = q.count == 1 ? 0 : (i / q.inner) % q.dim;
-    /* ONNX: saturate(round_half_to_even(x / scale) + zero_point). */
-    double v = rint((double)(xv[i] / q.scale[ch])) + zp_at(&q, ch);
+    /* ONNX: saturate(round_half_to_even(x / scale) + zero_point). The division is done in
+     * double, as an integer device's requantization is specified (docs/backends/npu-stub.md):
+     * a float quotient would be rounded once before rint() and could land on a tie that the
+     * exact quotient does not. rint() rounds half to even in the default rounding mode. */
+    double v = rint((double)xv[i] / (double)q.scale[ch]) + zp_at(&q, ch);
     v = v < lo ? lo : v > hi ? hi : v;
     if (dt == MI_DTYPE_INT8) ((int8_t *)y->data)[i] = (int8_t)v;
     else if (dt == MI_DTYPE_UINT8) ((uint8_t *)y->data)[i] = (uint8_t)v;
@@ -93,7 +96,9 @@ static int32_t dequantize(mi__ref_call_t *c) {
     double v = x->dtype == MI_DTYPE_INT8    ? ((const int8_t *)x->data)[i]
                : x->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)x->data)[i]
                                             : ((const int32_t *)x->data)[i];
-    yv[i] = (float)((v - zp_at(&q, ch)) * q.scale[ch]);
+    /* For 8-bit codes (q - z) * s is exact in double (9 bits times a 24-bit float), so the
+     * only rounding is the one to the float output. */
+    yv[i] = (float)((v - zp_at(&q, ch)) * (double)q.scale[ch]);
   }
   c->out[0] = y;
   return MI_OK;

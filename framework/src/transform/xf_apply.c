@@ -49,33 +49,40 @@ static int32_t prune_all(mi_graph_t *g, const mi_xf_config_t *c, mi_xf_stats_t *
 static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_samples_t *calib,
                             mi_xf_stats_t *st, mi_error_t *err) {
   int32_t rc = MI_OK, nn = g->node_count, nt = g->tensor_count, need_calib = 0;
-  uint8_t *want = calloc((size_t)nn + 1, 1);
+  uint8_t *int8 = calloc((size_t)nn + 1, 1), *qt = calloc((size_t)nt + 1, 1);
   mi_xf_layer_t *set = calloc((size_t)nn + 1, sizeof *set);
   float *ranges = malloc(((size_t)nt + 1) * 2 * sizeof *ranges);
-  int32_t *cache = malloc(((size_t)nt + 1) * sizeof *cache);
-  if (!want || !set || !ranges || !cache) {
+  if (!int8 || !qt || !set || !ranges) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "quantize: out of memory");
     goto done;
   }
-  for (int32_t t = 0; t < nt; t++) cache[t] = -1;
   for (int32_t n = 0; n < nn; n++) {
     if (!mi__xf_is_weighted(g, n)) continue;
     mi_xf_config_resolve(c, g, n, &set[n]);
-    want[n] = set[n].activations == MI_XF_INT8;
-    need_calib |= want[n];
+    int8[n] = set[n].activations == MI_XF_INT8;
   }
+  if ((rc = mi__xf_plan_qdq(g, int8, c->float_output, qt, err)) != MI_OK) goto done;
+  for (int32_t t = 0; t < nt; t++) need_calib |= qt[t];
   if (need_calib &&
-      (rc = mi__xf_calibrate(g, want, calib, c->calib_method, c->percentile, ranges, err)) != MI_OK)
+      (rc = mi__xf_calibrate(g, qt, calib, c->calib_method, c->percentile, ranges, err)) != MI_OK)
     goto done;
-  /* New nodes go to the end and indices below nn stay put until the refresh. */
+  /* New nodes and tensors go to the end: indices below nn and nt stay put until the refresh. */
   for (int32_t n = 0; n < nn && rc == MI_OK; n++)
-    if (set[n].set) rc = mi__xf_quantize_layer(g, n, &set[n], need_calib ? ranges : NULL, cache, st, err);
+    if (set[n].set) rc = mi__xf_quantize_weights(g, n, &set[n], st, err);
+  for (int32_t t = 0; t < nt && rc == MI_OK; t++) {
+    if (!qt[t]) continue;
+    if (isnan(ranges[2 * t]))
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "quantize: activation '%s' has no calibrated range", g->tensors[t].name);
+    else if ((rc = mi__xf_insert_qdq(g, t, ranges[2 * t], ranges[2 * t + 1], err)) == MI_OK && st)
+      st->quantized_acts++;
+  }
   if (rc == MI_OK) rc = mi__xf_refresh(g, err);
 done:
-  free(want);
+  free(int8);
+  free(qt);
   free(set);
   free(ranges);
-  free(cache);
   return rc;
 }
 

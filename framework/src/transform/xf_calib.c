@@ -57,15 +57,17 @@ int32_t mi__xf_calibrate(const mi_graph_t *g, const uint8_t *want, const mi_xf_s
   c = mi_graph_clone(g);
   acc = calloc((size_t)g->tensor_count + 1, sizeof *acc);
   if (!c || !acc) goto oom;
-  /* The activation read by every flagged node becomes an extra output of the copy. */
-  for (int32_t n = 0; n < g->node_count; n++) {
-    if (!want[n]) continue;
-    int32_t t = g->nodes[n].inputs[0], seen = 0;
-    for (int32_t i = 0; i < na; i++) seen |= acc[i].tensor == t;
-    if (seen || g->tensors[t].data) continue;
-    acc[na] = (calib_acc_t){.tensor = t, .out_index = c->output_count, .lo = INFINITY, .hi = -INFINITY};
-    if (mi_graph_add_output(c, t) != MI_OK) goto oom;
-    na++;
+  /* Every flagged tensor becomes an output of the copy (or is one already). */
+  for (int32_t t = 0; t < g->tensor_count; t++) {
+    int32_t at = -1;
+    if (!want[t] || g->tensors[t].data) continue;
+    for (int32_t i = 0; i < c->output_count && at < 0; i++)
+      if (c->outputs[i] == t) at = i;
+    if (at < 0) {
+      at = c->output_count;
+      if (mi_graph_add_output(c, t) != MI_OK) goto oom;
+    }
+    acc[na++] = (calib_acc_t){.tensor = t, .out_index = at, .lo = INFINITY, .hi = -INFINITY};
   }
   outs = calloc((size_t)c->output_count + 1, sizeof *outs);
   if (!outs) goto oom;

@@ -219,7 +219,10 @@ MI_API int32_t mi_xf_config_canonical(const mi_xf_config_t *c, char **out, mi_er
   put(&b, "fold_bn=%d fuse=%d layout=%s", c->fold_bn ? 1 : 0, c->fuse ? 1 : 0,
       layout_name(c->layout));
   if (c->layout == MI_LAYOUT_NCHWC) put(&b, "/%d", (int)c->block);
-  put(&b, " channel_align=%d\n", c->channel_align > 1 ? (int)c->channel_align : 1);
+  put(&b, " channel_align=%d", c->channel_align > 1 ? (int)c->channel_align : 1);
+  /* Only written when set, so configurations older than the option keep their hash. */
+  if (c->float_output) put(&b, " float_output=1");
+  put(&b, "\n");
   if (c->calib_method == MI_XF_CALIB_PERCENTILE) put(&b, "calibration=percentile:%.6g\n", c->percentile);
   else put(&b, "calibration=minmax\n");
   put(&b, "defaults:");

@@ -134,6 +134,7 @@ static int32_t parse_passes(const yctx_t *y, const yaml_node_t *m, mi_xf_config_
     double d;
     if (key && strcmp(key, "fold_bn") == 0) rc = get_bool(y, v, key, &c->fold_bn);
     else if (key && strcmp(key, "fuse") == 0) rc = get_bool(y, v, key, &c->fuse);
+    else if (key && strcmp(key, "float_output") == 0) rc = get_bool(y, v, key, &c->float_output);
     else if (key && strcmp(key, "layout") == 0) rc = get_enum(y, v, key, layouts, "keep, nchw, nhwc, nchwc", &c->layout);
     else if (key && strcmp(key, "block") == 0) {
       if ((rc = get_double(y, v, key, 2, 64, &d)) == MI_OK) c->block = (int32_t)d;
@@ -144,7 +145,7 @@ static int32_t parse_passes(const yctx_t *y, const yaml_node_t *m, mi_xf_config_
           rc = fail_at(y, v, "channel_align: expected 1, 4, 8 or 16, got '%s'%s", scalar(v), NULL);
       }
     } else {
-      rc = fail_at(y, k, "unknown pass '%s' (fold_bn, fuse, layout, block, channel_align)%s", key, NULL);
+      rc = fail_at(y, k, "unknown pass '%s' (fold_bn, fuse, layout, block, channel_align, float_output)%s", key, NULL);
     }
   }
   if (rc == MI_OK && c->layout == MI_LAYOUT_NCHWC && c->block < 2)
@@ -167,7 +168,13 @@ static int32_t parse_calib(const yctx_t *y, const yaml_node_t *m, mi_xf_config_t
 
 static int32_t parse_root(const yctx_t *y, mi_xf_config_t *c) {
   yaml_node_t *root = yaml_document_get_root_node(y->doc);
-  if (!root) return mi_errorf(y->err, MI_ERR_PARSE, "%s:1:1: empty document", y->what);
+  /* An empty file (or one holding only comments, or a bare `~`) is the empty configuration:
+   * no pass, every layer FP32. */
+  if (!root) return MI_OK;
+  if (root->type == YAML_SCALAR_NODE && (root->data.scalar.length == 0 ||
+                                         strcmp((const char *)root->data.scalar.value, "~") == 0 ||
+                                         strcmp((const char *)root->data.scalar.value, "null") == 0))
+    return MI_OK;
   int32_t rc = need_map(y, root, "the configuration");
   for (yaml_node_pair_t *p = root->data.mapping.pairs.start; rc == MI_OK && p < root->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(y->doc, p->key), *v = yaml_document_get_node(y->doc, p->value);

@@ -38,13 +38,23 @@ int mi__xf_is_act(const mi_node_t *n);
 /** True when node n is a Conv / Gemm / MatMul with a constant FP32 weight (input 1). */
 int mi__xf_is_weighted(const mi_graph_t *g, int32_t n);
 
-/** Quantizes the weights of node n and, for INT8 activations, inserts Q/DQ around its input
- * using `ranges` (per tensor: min, max; NaN when not calibrated). xf_quant.c */
-int32_t mi__xf_quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
-                              const float *ranges, int32_t *act_qdq, mi_xf_stats_t *st,
-                              mi_error_t *err);
-/** Calibrates activation ranges of the input tensors of every node flagged in `want` (node
- * count entries) over `calib`: ranges[2*t], ranges[2*t+1] = lo, hi. xf_calib.c */
+/** Prunes the `ratio` lowest-L1 output features of Gemm/MatMul `node` when another Gemm/MatMul
+ * reads them (through bias Adds and activations); *done = 0 when it cannot. xf_prune_fc.c */
+int32_t mi__xf_prune_fc(mi_graph_t *g, int32_t node, double ratio, int *done, mi_xf_stats_t *st,
+                        mi_error_t *err);
+/** Quantizes the weights of node n as `l` says (FP16, INT8, INT4). xf_quant.c */
+int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
+                                mi_xf_stats_t *st, mi_error_t *err);
+/** Marks in qt (tensor_count entries) every activation an INT8 device would store, given the
+ * weighted layers with INT8 activations (int8_layer, node_count entries). xf_qdq.c */
+int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep_float_output,
+                        uint8_t *qt, mi_error_t *err);
+/** Puts QuantizeLinear -> DequantizeLinear (asymmetric uint8 over [lo, hi] widened to hold 0)
+ * on activation t; every reader then reads the DequantizeLinear. A graph output keeps its
+ * name: the DequantizeLinear writes it. xf_qdq.c */
+int32_t mi__xf_insert_qdq(mi_graph_t *g, int32_t t, float lo, float hi, mi_error_t *err);
+/** Calibrates the range of every tensor flagged in `want` (tensor_count entries) over `calib`:
+ * ranges[2*t], ranges[2*t+1] = lo, hi (NaN where not measured). xf_calib.c */
 int32_t mi__xf_calibrate(const mi_graph_t *g, const uint8_t *want, const mi_xf_samples_t *calib,
                          int32_t method, double percentile, float *ranges, mi_error_t *err);
 

@@ -145,6 +145,13 @@ MI_API int32_t mi_xf_prune_layer(mi_graph_t *g, int32_t node, double ratio, int 
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "prune: bad node or ratio %g", ratio);
   memset(&p, 0, sizeof p);
   const mi_node_t *x = &g->nodes[node];
+  if ((strcmp(x->op_type, "Gemm") == 0 || strcmp(x->op_type, "MatMul") == 0) &&
+      mi__xf_is_weighted(g, node)) {
+    int fc_done = 0;
+    rc = mi__xf_prune_fc(g, node, ratio, &fc_done, st, err);
+    if (done) *done = fc_done;
+    return rc;
+  }
   if (strcmp(x->op_type, "Conv") != 0 || !mi__xf_is_weighted(g, node) ||
       mi_node_attr_int(x, "group", 1) != 1 || x->output_count != 1)
     goto skip;

@@ -1,5 +1,5 @@
-/* xf_quant.c - per-layer weight quantization (FP16, INT8, INT4) and activation QDQ insertion in
- * the ONNX QDQ style, so the reference interpreter runs the real quantized numerics. */
+/* xf_quant.c - per-layer weight quantization (FP16, INT8, INT4) in the ONNX QDQ style, so the
+ * reference interpreter runs the real quantized numerics. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +86,7 @@ static int32_t to_int(mi_graph_t *g, int32_t n, int32_t bits4, int32_t per_chann
     tt->scale = scale[0];
   }
   tt->zero_point = 0;
+  tt->value_bits = bits4 ? 4 : 0;
   char name[256];
   int32_t ins[3] = {tq, ts, tz};
   snprintf(name, sizeof name, "%s.dq_w", g->nodes[n].name);
@@ -100,41 +101,8 @@ done:
   return rc;
 }
 
-/* QuantizeLinear + DequantizeLinear (asymmetric uint8) on activation t; returns the DQ output. */
-static int32_t act_qdq(mi_graph_t *g, int32_t t, float lo, float hi) {
-  float s;
-  uint8_t z;
-  int32_t ts, tz, tq, td, ins[3];
-  char name[256];
-  if (lo > 0.0f) lo = 0.0f; /* zero must be exact (padding, ReLU outputs) */
-  if (hi < 0.0f) hi = 0.0f;
-  s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-  float zf = rintf(-lo / s);
-  z = (uint8_t)(zf < 0.0f ? 0.0f : zf > 255.0f ? 255.0f : zf);
-  const char *base = g->tensors[t].name;
-  char bname[200];
-  snprintf(bname, sizeof bname, "%s", base);
-  if ((ts = mi__xf_add_const(g, bname, ".a_scale", MI_DTYPE_FLOAT32, 0, NULL, &s, sizeof s)) < 0 ||
-      (tz = mi__xf_add_const(g, bname, ".a_zero", MI_DTYPE_UINT8, 0, NULL, &z, 1)) < 0 ||
-      (tq = mi__xf_add_value(g, bname, ".q", t)) < 0 || (td = mi__xf_add_value(g, bname, ".dq", t)) < 0)
-    return -1;
-  g->tensors[tq].dtype = MI_DTYPE_UINT8;
-  g->tensors[tq].scale = s;
-  g->tensors[tq].zero_point = z;
-  ins[0] = t;
-  ins[1] = ts;
-  ins[2] = tz;
-  snprintf(name, sizeof name, "%s.quant", bname);
-  if (mi_graph_add_node(g, "QuantizeLinear", name, 3, ins, 1, &tq) < 0) return -1;
-  ins[0] = tq;
-  snprintf(name, sizeof name, "%s.dequant", bname);
-  if (mi_graph_add_node(g, "DequantizeLinear", name, 3, ins, 1, &td) < 0) return -1;
-  return td;
-}
-
-int32_t mi__xf_quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
-                              const float *ranges, int32_t *act_cache, mi_xf_stats_t *st,
-                              mi_error_t *err) {
+int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
+                                mi_xf_stats_t *st, mi_error_t *err) {
   int32_t rc = MI_OK;
   if (!mi__xf_is_weighted(g, n)) return MI_OK;
   switch (l->weights) {
@@ -146,19 +114,5 @@ int32_t mi__xf_quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
   if (rc != MI_OK)
     return mi_errorf(err, rc, "quantize: node '%s': %s", g->nodes[n].name, mi_status_message(rc));
   if (l->weights != MI_XF_FP32 && st) st->quantized_layers++;
-  if (l->activations == MI_XF_INT8) {
-    int32_t x = g->nodes[n].inputs[0];
-    if (act_cache[x] < 0) {
-      if (!ranges || isnan(ranges[2 * x]))
-        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                         "quantize: node '%s': activation '%s' has no calibrated range",
-                         g->nodes[n].name, g->tensors[x].name);
-      int32_t td = act_qdq(g, x, ranges[2 * x], ranges[2 * x + 1]);
-      if (td < 0) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "quantize: out of memory");
-      act_cache[x] = td;
-      if (st) st->quantized_acts++;
-    }
-    g->nodes[n].inputs[0] = act_cache[x];
-  }
   return MI_OK;
 }
