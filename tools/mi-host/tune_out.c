@@ -52,7 +52,8 @@ static int write_deployment(const mi_recipe_t *r, const char *dir, mi_tune_run_t
             run->assigned ? "true" : "false", run->stack, run->stack_hash);
     for (int32_t k = 0; k < run->front_n; k++) {
       const mi_trial_t *t = &run->res->trials[run->front[k]];
-      const char *ind = k == 0 ? "    " : "        ";
+      /* keys of the chosen entry sit under "chosen:", a fallback's under its "- " item */
+      const char *ind = k == 0 ? "    " : "      ";
       if (k == 0) fprintf(f, "    chosen:\n");
       if (k == 1) fprintf(f, "    fallbacks:\n");
       fprintf(f, "%s%sconfig_id: \"%016llx\"\n", k == 0 ? "  " : "      ", k == 0 ? ind : "- ", (unsigned long long)t->hash);

@@ -118,6 +118,7 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
 }
 
 int main(int argc, char **argv) {
+  if (mi_run_wants_deployment(argc, argv)) return mi_run_deployment_main(argc, argv);
   run_opts_t o;
   mi_error_t err = {0};
   mi_graph_t *g = NULL;

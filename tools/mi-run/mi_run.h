@@ -81,4 +81,8 @@ typedef struct run_summary {
 void run_print_summary(FILE *f, const run_summary_t *s);
 void run_print_json(FILE *f, const run_summary_t *s);
 
+/* --deployment (run_deployment.c): true when argv asks for it; the whole command then. */
+int mi_run_wants_deployment(int argc, char **argv);
+int mi_run_deployment_main(int argc, char **argv);
+
 #endif

@@ -1,0 +1,220 @@
+/* test_runtime_table.c - the deployment table (strict parse, round trip, atomic write that a
+ * SIGKILL cannot leave half-written) and the drift detector on synthetic latency streams. */
+#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "metainfer/mi.h"
+
+#define CHECK(cond)                                                                  \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
+      exit(1);                                                                       \
+    }                                                                                \
+  } while (0)
+
+static const char *TABLE =
+    "# Meta Infer deployment table, written by mi-host tune from /tmp/r/recipe.yaml\n"
+    "version: 1\n"
+    "deployments:\n"
+    "  - model: \"net.onnx\"\n"
+    "    device: \"npu-stub:0\"\n"
+    "    assigned: true\n"
+    "    stack: \"gcc 12; npu-stub 1.0\"\n"
+    "    stack_hash: \"0123456789abcdef\"\n"
+    "    chosen:\n"
+    "      config_id: \"00000000000000aa\"\n"
+    "      verified: \"ok\"   # 2 re-measurements\n"
+    "      measured:\n"
+    "        latency_ms: 0.25\n"
+    "        energy_mj: 0.5   # modeled, not measured\n"
+    "        accuracy_drop: 0.001\n"
+    "      configuration:\n"
+    "        \"device.dvfs_level\": \"4\"\n"
+    "        \"node.fc1.variant\": \"npu.gemm\"\n"
+    "    fallbacks:\n"
+    "      - config_id: \"00000000000000bb\"\n"
+    "        measured:\n"
+    "          latency_ms: 0.4\n"
+    "        configuration:\n"
+    "          \"device.dvfs_level\": \"2\"\n"
+    "  - model: \"net.onnx\"\n"
+    "    device: \"blis-cpu:0\"\n"
+    "    status: \"no configuration met the constraints\"\n"
+    "assignment:\n"
+    "  - model: \"net.onnx\"\n"
+    "    device: \"npu-stub:0\"\n";
+
+static void check_table(const mi_deploy_table_t *t) {
+  const mi_deploy_entry_t *e = &t->entries[0];
+  CHECK(t->entry_count == 2 && e->config_count == 2 && t->entries[1].config_count == 0);
+  CHECK(strcmp(e->device, "npu-stub:0") == 0 && e->assigned == 1);
+  CHECK(strcmp(e->configs[0].id, "00000000000000aa") == 0 && strcmp(e->configs[0].verified, "ok") == 0);
+  CHECK(e->configs[0].measured[MI_OBJ_LATENCY] == 0.25 && isnan(e->configs[0].measured[MI_OBJ_MEMORY]));
+  CHECK(e->configs[1].measured[MI_OBJ_LATENCY] == 0.4 && e->configs[1].kv_count == 1);
+  CHECK(t->assignment_count == 1 && mi_deploy_find(t, NULL, NULL) == 0);
+  CHECK(mi_deploy_find(t, "net.onnx", "npu-stub") == 0 && mi_deploy_find(t, NULL, "blis-cpu:0") == -1);
+  {
+    char *text = mi_deploy_config_text(&e->configs[0]);
+    CHECK(text && strcmp(text, "device.dvfs_level=4\nnode.fc1.variant=npu.gemm\n") == 0);
+    free(text);
+  }
+}
+
+/* A broken table is refused with PATH:LINE:COLUMN and the reason. */
+static void bad(const char *from, const char *to, const char *where, const char *what) {
+  char text[4096], *at;
+  mi_deploy_table_t *t = (mi_deploy_table_t *)1;
+  mi_error_t err;
+  snprintf(text, sizeof text, "%s", TABLE);
+  at = strstr(text, from);
+  CHECK(at);
+  {
+    char rest[4096];
+    snprintf(rest, sizeof rest, "%s", at + strlen(from));
+    snprintf(at, sizeof text - (size_t)(at - text), "%s%s", to, rest);
+  }
+  CHECK(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
+  if (!strstr(err.message, where) || !strstr(err.message, what)) {
+    fprintf(stderr, "got '%s', want '%s' and '%s'\n", err.message, where, what);
+    exit(1);
+  }
+}
+
+static void test_parse(void) {
+  mi_deploy_table_t *t = NULL;
+  mi_error_t err;
+  CHECK(mi_deploy_parse(TABLE, strlen(TABLE), "/x/dep.yaml", &t, &err) == MI_OK);
+  check_table(t);
+  CHECK(strcmp(t->recipe, "/tmp/r/recipe.yaml") == 0 && strcmp(t->dir, "/x") == 0);
+  mi_deploy_destroy(t);
+  mi_deploy_destroy(NULL);
+  bad("    assigned: true", "    assigned: true\n    colour: red", "dep.yaml:7:5:", "unknown key 'colour'");
+  bad("\"00000000000000bb\"", "\"xyz\"", "dep.yaml:20:", "16 lowercase hex");
+  bad("latency_ms: 0.4", "latency_ms: fast", "dep.yaml:22:23:", "must be a number");
+  bad("version: 1", "version: 2", "dep.yaml:2:10:", "'version' must be 1");
+  bad("    stack_hash: \"0123456789abcdef\"\n", "", "dep.yaml:4:5:", "needs 'stack'");
+  bad("deployments:", "deployments: [", "dep.yaml:", "");
+  bad("        \"device.dvfs_level\": \"4\"\n", "        \"node.fc1.variant\": \"x\"\n", "dep.yaml:18:", "given twice");
+}
+
+static int count_tmp(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  int n = 0;
+  CHECK(d);
+  while ((de = readdir(d)))
+    if (strstr(de->d_name, ".tmp.")) n++;
+  closedir(d);
+  return n;
+}
+
+/* Round trip, then a writer killed with SIGKILL at random moments: the file on disk always
+ * parses and is one complete version or the other. */
+static void test_write(const char *dir) {
+  char path[512], bad_path[600];
+  mi_deploy_table_t *t = NULL, *u = NULL;
+  mi_error_t err;
+  CHECK(mi_deploy_parse(TABLE, strlen(TABLE), "dep.yaml", &t, &err) == MI_OK);
+  snprintf(path, sizeof path, "%s/deployment.yaml", dir);
+  t->has_bound[MI_OBJ_LATENCY] = 1;
+  t->bound[MI_OBJ_LATENCY] = 2.5;
+  CHECK(mi_deploy_write(t, path, &err) == MI_OK);
+  CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
+  check_table(u);
+  CHECK(u->has_bound[MI_OBJ_LATENCY] && u->bound[MI_OBJ_LATENCY] == 2.5);
+  CHECK(strcmp(u->entries[0].stack, t->entries[0].stack) == 0);
+  mi_deploy_destroy(u);
+  CHECK(count_tmp(dir) == 0);
+  snprintf(bad_path, sizeof bad_path, "%s/no/such/dir/d.yaml", dir);
+  CHECK(mi_deploy_write(t, bad_path, &err) == MI_ERR_IO && strstr(err.message, "no/such"));
+
+  for (int round = 0; round < 12; round++) {
+    pid_t pid = fork();
+    int status;
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      /* Alternate two versions as fast as possible until killed. */
+      for (int i = 0;; i++) {
+        t->entries[0].configs[0].measured[MI_OBJ_LATENCY] = i % 2 ? 0.25 : 0.75;
+        if (mi_deploy_write(t, path, NULL) != MI_OK) _exit(3);
+      }
+    }
+    {
+      struct timespec ts = {0, 2000000 + (long)round * 1700000};
+      nanosleep(&ts, NULL);
+    }
+    kill(pid, SIGKILL);
+    CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
+    CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
+    {
+      double v = u->entries[0].configs[0].measured[MI_OBJ_LATENCY];
+      CHECK(v == 0.25 || v == 0.75);
+    }
+    CHECK(u->entry_count == 2 && u->entries[0].config_count == 2 && u->assignment_count == 1);
+    mi_deploy_destroy(u);
+  }
+  mi_deploy_destroy(t);
+}
+
+/* Deterministic N(0,1) (Box-Muller over a splitmix stream). */
+static double gauss(mi_rng_t *r) {
+  double u = mi_rng_uniform(r), v = mi_rng_uniform(r);
+  return sqrt(-2.0 * log(u + 1e-300)) * cos(2 * M_PI * v);
+}
+
+static void test_detector(void) {
+  mi_drift_detector_t d;
+  mi_rng_t r;
+  int alarms = 0, at = -1;
+  /* Noise alone (3% and 6% sigma) with one 10x outlier every 37 runs: never an alarm. */
+  for (int s = 0; s < 2; s++) {
+    mi_rng_seed(&r, 11 + (uint64_t)s);
+    mi_drift_init(&d, 1.0, 0, 0, 0);
+    for (int i = 0; i < 5000; i++) {
+      double x = 1.0 * exp((s ? 0.06 : 0.03) * gauss(&r));
+      if (i % 37 == 36) x *= 10;
+      alarms += mi_drift_add(&d, x);
+    }
+    CHECK(alarms == 0);
+  }
+  /* Two outliers in a row do not move a median of 5 either. */
+  mi_drift_init(&d, 1.0, 5, 0, 0);
+  for (int i = 0; i < 200; i++) alarms += mi_drift_add(&d, i % 50 < 2 ? 50.0 : 1.0);
+  CHECK(alarms == 0);
+  /* A sustained 30% slowdown at run 100 with 3% noise: detected within the bound
+   * window/2 + 1 + ceil(lambda / (log 1.3 - allowance)) = 3 + 2 runs (allowance = delta + 3
+   * standard errors of the median, about 0.10 here), plus 3 of slack for noise. */
+  mi_rng_seed(&r, 5);
+  mi_drift_init(&d, 2.0, 5, 0.05, 0.25);
+  for (int i = 0; i < 300 && at < 0; i++)
+    if (mi_drift_add(&d, 2.0 * (i >= 100 ? 1.3 : 1.0) * exp(0.03 * gauss(&r)))) at = i;
+  CHECK(at >= 100 && at <= 108);
+  /* A slowdown below delta never accumulates. */
+  mi_drift_init(&d, 2.0, 5, 0.05, 0.25);
+  for (int i = 0; i < 3000; i++) CHECK(!mi_drift_add(&d, 2.0 * 1.03));
+  /* Garbage samples are not evidence. */
+  CHECK(!mi_drift_add(&d, NAN) && !mi_drift_add(&d, -1) && !mi_drift_add(NULL, 1));
+  CHECK(mi_stack_policy_find("revalidate") == MI_STACK_REVALIDATE && mi_stack_policy_find("x") == -1);
+}
+
+int main(void) {
+  char dir[] = "/tmp/mi_rt_tableXXXXXX";
+  char cmd[600];
+  CHECK(mkdtemp(dir));
+  test_parse();
+  test_write(dir);
+  test_detector();
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  CHECK(system(cmd) == 0);
+  printf("ok\n");
+  return 0;
+}
