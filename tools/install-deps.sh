@@ -12,6 +12,7 @@ PKGS=(
   python3
   libxgboost-dev liblapacke-dev liblapack-dev
   chromium
+  postgresql libpq-dev libssl-dev iproute2
 )
 
 missing=()

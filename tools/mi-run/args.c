@@ -7,6 +7,7 @@
 
 void run_usage(FILE *f) {
   fputs("usage: mi-run [--plugins DIR] --model M.onnx --device DEV [options]\n"
+        "       mi-run --deployment DIR/deployment.yaml [options]   (see mi-run --deployment --help)\n"
         "\n"
         "Runs an ONNX model once (or --repeat N times) and reports outputs and latency.\n"
         "\n"

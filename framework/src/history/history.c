@@ -7,6 +7,7 @@
 
 #include "history/history_internal.h"
 #include "measure/measure_internal.h"
+#include "metainfer/mi_farm.h"
 
 struct mi_history {
   const mi_store_ops_t *ops;
@@ -32,6 +33,13 @@ MI_API int32_t mi_history_open_store(const mi_store_ops_t *ops, const char *wher
 }
 
 MI_API int32_t mi_history_open(const char *path, mi_history_t **out, mi_error_t *err) {
+  /* A postgresql:// URL selects the shared store (pg_store.c); anything else is a file. */
+  if (mi_history_is_url(path)) {
+    if (out) *out = NULL;
+    if (!mi_store_pg())
+      return mi_errorf(err, MI_ERR_UNSUPPORTED, "history: this build has no PostgreSQL client (libpq)");
+    return mi_history_open_store(mi_store_pg(), path, out, err);
+  }
   return mi_history_open_store(mi_store_sqlite(), path, out, err);
 }
 
