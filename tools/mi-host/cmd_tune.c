@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tune.h"
+#include "tune_farm.h"
 
 
 static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, mi_error_t *err) {
@@ -28,6 +29,7 @@ typedef struct tune_ctx {
   mi_tune_progress_t progress;
   int32_t verify;
   int32_t jobs;
+  int agents;                    /* --agents: measurements go to the farm (tune_farm.c) */
   pthread_mutex_t next_lock;
   int32_t next;                  /* next device of the current model (parallel devices) */
   int32_t model;
@@ -35,6 +37,7 @@ typedef struct tune_ctx {
   const char *inputs;
   char model_hash[17];
   char *features;
+  mi_model_features_t mf;        /* the current model's features (task descriptor) */
   mi_tune_run_t *runs;           /* this model's row of runs */
 } tune_ctx_t;
 
@@ -74,6 +77,66 @@ static void verify_front(mi_tune_task_t *task, mi_tune_run_t *run, const mi_sear
       mi_tune_progress_set(task->progress, task->line, 0, "%-14s verifying %d/%d of %d front configurations",
                            task->spec, (int)(k * n + i + 1), (int)(run->front_n * n), (int)run->front_n);
     }
+}
+
+/* The measurement (1-based, among those made in this run) that found the best feasible value
+ * of the first objective; 0 when none was feasible. */
+static int32_t best_at(const mi_search_result_t *res, const mi_search_options_t *o) {
+  int32_t at = 0, k = 0;
+  double best = INFINITY;
+  for (int32_t i = 0; i < res->count; i++) {
+    const mi_trial_t *t = &res->trials[i];
+    double v = 0, y = t->objectives[o->objectives[0]];
+    if (t->from_history) continue;
+    k++;
+    mi_pareto_violation(t->objectives, 1, MI_OBJ_COUNT, o->bounds, o->bound_count, &v);
+    if (t->status == MI_OK && v == 0 && y < best) {
+      best = y;
+      at = k;
+    }
+  }
+  return at;
+}
+
+/* The surrogate-guided search, its priors loaded from the history's other tasks. */
+static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
+                        const mi_search_options_t *o, mi_error_t *err) {
+  mi_tune_sources_t src;
+  mi_meta_options_t mo;
+  mi_meta_report_t *rep = calloc(1, sizeof *rep);
+  int32_t rc;
+  if (!rep) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  if ((rc = mi_tune_sources_load(task, run->space, &c->mf, &src, err)) != MI_OK) {
+    free(rep);
+    return rc;
+  }
+  mi_meta_options_default(&mo);
+  mo.graph = c->graph;
+  mo.report = rep;
+  mo.sources = src.tasks;
+  mo.source_count = src.count;
+  memcpy(mo.desc, src.desc, sizeof mo.desc);
+  mo.stack_hash = strtoull(run->stack_hash, NULL, 16);
+  /* Small budgets (the demo's 6) still get a few model-guided rounds. */
+  if (o->max_measurements > 0 && o->max_measurements < 24) {
+    mo.batch = o->max_measurements < 10 ? 2 : 4;
+    mo.init_points = o->max_measurements < 10 ? 2 : 4;
+    mo.warm_points = o->max_measurements < 10 ? 2 : 4;
+  }
+  if (c->r->budget_measurements <= 64) mo.screen = 20000; /* 10^5 costs seconds per round */
+  run->meta = 1;
+  run->sources = src.count < mo.max_sources ? src.count : mo.max_sources;
+  run->source_rows = src.rows;
+  rc = mi_meta_search_run(run->space, o, &mo, &run->res, err);
+  if (rc == MI_OK) {
+    run->warm_points = rep->warm_points;
+    run->cold_fallback = rep->cold_fallback;
+    run->best_at = best_at(run->res, o);
+    run->last_spearman = rep->rounds > 0 ? rep->spearman[rep->rounds - 1] : NAN;
+  }
+  mi_tune_sources_free(&src);
+  free(rep);
+  return rc;
 }
 
 static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_history_t *hist) {
@@ -140,7 +203,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
             task.known_count ? "; resuming from the history" : "");
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
-  o.strategy = r->strategy ? mi_strategy_find(r->strategy) : MI_STRATEGY_NSGA2;
+  o.strategy = r->strategy ? mi_strategy_find(r->strategy) : MI_STRATEGY_META;
   o.seed = r->seed;
   o.max_measurements = r->budget_measurements;
   o.max_seconds = r->budget_seconds;
@@ -165,7 +228,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       bounds[o.bound_count++].max = r->bound[k];
     }
   o.bounds = bounds;
-  o.evaluate = mi_tune_evaluate;
+  o.evaluate = c->agents ? mi_tune_farm_evaluate : mi_tune_evaluate;
   o.evaluate_ctx = &task;
   o.lookup_point = mi_tune_lookup;
   o.lookup_ctx = &task;
@@ -175,7 +238,12 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.bounds = bounds;
   task.bound_count = o.bound_count;
   task.budget = r->budget_measurements;
-  if (r->budget_measurements == 0 || mi_search_run(run->space, &o, &run->res, &err) != MI_OK) goto done;
+  if (r->budget_measurements == 0) goto done;
+  if (o.strategy == MI_STRATEGY_META) {
+    if (run_meta(c, &task, run, &o, &err) != MI_OK) goto done;
+  } else if (mi_search_run(run->space, &o, &run->res, &err) != MI_OK) {
+    goto done;
+  }
   run->front = malloc(((size_t)run->res->count + 1) * sizeof *run->front);
   if (!run->front) goto done;
   run->front_n = mi_search_front(run->res, &o, r->preference, r->preference_count, run->front);
@@ -195,6 +263,17 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       run->hv = mi_pareto_hypervolume(pts, run->front_n, o.objective_count, ref, 1, 0);
       free(pts);
     }
+  }
+  if (run->meta && !c->h->json) {
+    if (run->warm_points > 0)
+      fprintf(stderr, "tune: %s: %s: warm start: the first %d of %d measurements were configurations of %d similar past task(s) "
+              "in the history (%d configurations offered)%s; best %s found at measurement %d\n",
+              run->model, run->spec, (int)run->warm_points, (int)run->res->measured, (int)run->sources,
+              (int)run->source_rows, run->cold_fallback ? ", later dropped as misleading (cold fallback)" : "",
+              mi_objective_name(objs[0], NULL), (int)run->best_at);
+    else
+      fprintf(stderr, "tune: %s: %s: cold start (no similar task on this software stack in the history); best %s found at measurement %d of %d\n",
+              run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
   }
   if (c->verify > 0 && run->front_n > 0) verify_front(&task, run, &o, c->verify);
   run->energy_modeled = task.energy_modeled;
@@ -278,6 +357,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
       else if (!strcmp(opt, "--verify")) c.verify = (int32_t)v;
       else c.jobs = v < 1 ? 1 : (int32_t)v;
     } else if (!strcmp(argv[i], "--json")) h->json = 1;
+    else if (!strcmp(argv[i], "--agents")) c.agents = 1;
     else if (argv[i][0] == '-') return mi_host_usage_error("tune: unknown option '%s'", argv[i]);
     else if (!recipe_path) recipe_path = argv[i];
     else return mi_host_usage_error("tune: one recipe at a time");
@@ -290,6 +370,10 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     return MI_HOST_USAGE;
   }
   c.r = r;
+  if (c.agents && !mi_history_is_url(r->history)) {
+    fprintf(stderr, "mi-host: tune --agents needs a postgresql:// history in the recipe\n");
+    goto done;
+  }
   if (seed >= 0) r->seed = (uint64_t)seed;
   if (!out) {
     snprintf(outbuf, sizeof outbuf, "%s/tune-out", r->dir);
@@ -318,7 +402,9 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
       goto done;
     }
     free(c.features);
+    memset(&f, 0, sizeof f);
     c.features = mi_model_features(graphs[m], &f, NULL, NULL, NULL) == MI_OK ? mi_model_features_json(&f) : NULL;
+    c.mf = f;
     c.model = m;
     c.graph = graphs[m];
     c.inputs = inputs;

@@ -64,6 +64,23 @@ int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *ob
 int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err);
 void mi_tune_free_known(mi_tune_task_t *t);
 
+/** Past tasks of the history on the same stack, read into a new task's space (tune_sources.c). */
+typedef struct mi_tune_sources {
+  int32_t count;                 /* source tasks */
+  int32_t rows;                  /* their configurations read into the space */
+  mi_meta_task_t *tasks;
+  int32_t **points;              /* per task, owned */
+  double **obj;
+  double desc[MI_META_DESC_SIZE]; /* the new task's descriptor */
+} mi_tune_sources_t;
+
+/** Loads every other task of the history on t's software stack (any model, device, workload)
+ * with its measured configurations read into `s` (mi_space_from_canonical). */
+int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
+                             const mi_model_features_t *mf, mi_tune_sources_t *out,
+                             mi_error_t *err);
+void mi_tune_sources_free(mi_tune_sources_t *s);
+
 /* The result of one (model, device). */
 typedef struct mi_tune_run {
   const char *model;
@@ -85,6 +102,13 @@ typedef struct mi_tune_run {
   int32_t *verify_bad;           /* per front entry: re-measurements that broke a bound */
   int32_t *verify_failed;        /* per front entry: re-measurements that failed */
   int32_t assigned;              /* 1: the capacity assignment put the model here */
+  /* the surrogate-guided strategy (strategy meta) */
+  int32_t meta;                  /* 1 when it ran */
+  int32_t sources, source_rows;  /* past tasks and their configurations offered as priors */
+  int32_t warm_points;           /* measured candidates that came from the sources */
+  int32_t cold_fallback;         /* 1: sources dropped as misleading */
+  int32_t best_at;               /* measurement (1-based, this run) that found the best; 0 none */
+  double last_spearman;          /* last round's predicted-vs-measured rank correlation */
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with

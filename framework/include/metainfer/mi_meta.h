@@ -174,6 +174,15 @@ MI_API int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t
                                   const mi_meta_options_t *mo, mi_search_result_t **out,
                                   mi_error_t *err);
 
+/** The strategy's predictor outside a search: fits the target model on n measured points (pts,
+ * n x dims; obj, n x MI_OBJ_COUNT) together with the RGPE-weighted sources of `mo`, and
+ * predicts the first objective of so->objectives at q query points, in its own units. For
+ * benchmarks (leave-one-device-out rank correlation). */
+MI_API int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *so,
+                                      const mi_meta_options_t *mo, const int32_t *pts,
+                                      const double *obj, int32_t n, const int32_t *query,
+                                      int32_t q, double *pred, mi_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -96,6 +96,15 @@ MI_API int64_t mi_space_exact_size(const mi_space_t *s);
  * the variant's default knobs, probed once per distinct node signature at build time; the
  * number of kernel_prepare probes in *probes (may be NULL). */
 MI_API int32_t mi_space_pruned_variants(const mi_space_t *s, int32_t *probes);
+/** Reads a measured configuration back into a point of `s`, which may belong to another
+ * model or device: `hw` is the hardware side as mi_config_canonical writes it, `xf` the model
+ * side as mi_xf_config_canonical writes it (either may be NULL). Device knobs and nodes match
+ * by name; a node `s` has that the text does not name takes the choice of the source node at
+ * the nearest relative position whose variant it also offers; weighted layers not named take
+ * the source's prevailing precision; knob values the nearest level; the rest the defaults.
+ * Then repaired. *matched (may be NULL) counts the dimensions set from the text. */
+MI_API int32_t mi_space_from_canonical(const mi_space_t *s, const char *hw, const char *xf,
+                                       int32_t *pt, int32_t *matched, mi_error_t *err);
 /** Writes "10^143" style text (or the plain number below a million) into buf. */
 MI_API void mi_space_size_text(const mi_space_t *s, char *buf, size_t cap);
 
@@ -266,7 +275,8 @@ typedef int32_t (*mi_evaluate_fn)(void *ctx, const mi_space_t *s, const int32_t 
 typedef enum mi_strategy {
   MI_STRATEGY_RANDOM = 0,
   MI_STRATEGY_EXHAUSTIVE = 1,
-  MI_STRATEGY_NSGA2 = 2
+  MI_STRATEGY_NSGA2 = 2,
+  MI_STRATEGY_META = 3 /* surrogate-guided (mi_meta.h); through mi_search_run: no sources */
 } mi_strategy;
 MI_API int32_t mi_strategy_find(const char *name); /* -1 when unknown */
 MI_API const char *mi_strategy_name(int32_t s);
@@ -309,6 +319,9 @@ typedef struct mi_search_options {
    * configuration text; fills `message` (MI_ERROR_MESSAGE_SIZE) for a failure. */
   int (*lookup_point)(void *ctx, const mi_space_t *s, const int32_t *pt, double *objectives,
                       int32_t *status, char *message);
+  /** Optional: dimensions held at their default (mi_space_dim_count entries, 1 = frozen), to
+   * search a restricted space (benchmarks with exhaustive ground truth). */
+  const uint8_t *frozen;
 } mi_search_options_t;
 
 /** The trials of a search, in evaluation order. */

@@ -67,7 +67,10 @@ int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh) {
   for (int k = 0; k < MI_OBJ_COUNT; k++) t->objectives[k] = NAN;
   r->count++;
   *fresh = 1;
-  if (st->so->lookup && st->so->lookup(st->so->lookup_ctx, h, t->objectives, &t->status)) {
+  /* lookup_point first, as mi_search_run does: mi-host tune's history is keyed by text. */
+  if ((st->so->lookup_point &&
+       st->so->lookup_point(st->so->lookup_ctx, st->s, pt, t->objectives, &t->status, t->message)) ||
+      (st->so->lookup && st->so->lookup(st->so->lookup_ctx, h, t->objectives, &t->status))) {
     t->from_history = 1; /* known for this task and stack: free of charge */
     r->replayed++;
   } else {

@@ -233,7 +233,7 @@ static int32_t parse_search(ctx_t *c, const yaml_node_t *n) {
     int32_t rc = MI_OK;
     if (!strcmp(ks, "strategy")) {
       if ((rc = get_string(c, v, "search.strategy", &s)) == MI_OK && mi_strategy_find(s) < 0)
-        rc = at(c, v, MI_ERR_PARSE, "unknown strategy '%s' (known: random, exhaustive, nsga2)", s);
+        rc = at(c, v, MI_ERR_PARSE, "unknown strategy '%s' (known: meta, random, exhaustive, nsga2)", s);
       if (rc == MI_OK && !(c->r->strategy = strdup(s))) rc = mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
     } else if (!strcmp(ks, "seed")) {
       if ((rc = get_int(c, v, "search.seed", 0, &x)) == MI_OK) c->r->seed = (uint64_t)x;
@@ -460,12 +460,12 @@ int32_t mi_objective_find(const char *name) {
 
 /* Strategy names are recipe vocabulary; the search module implements them. */
 int32_t mi_strategy_find(const char *name) {
-  for (int32_t i = 0; i <= MI_STRATEGY_NSGA2; i++)
+  for (int32_t i = 0; i <= MI_STRATEGY_META; i++)
     if (name && !strcmp(name, mi_strategy_name(i))) return i;
   return -1;
 }
 
 const char *mi_strategy_name(int32_t s) {
-  static const char *const names[] = {"random", "exhaustive", "nsga2"};
-  return s >= 0 && s <= MI_STRATEGY_NSGA2 ? names[s] : NULL;
+  static const char *const names[] = {"random", "exhaustive", "nsga2", "meta"};
+  return s >= 0 && s <= MI_STRATEGY_META ? names[s] : NULL;
 }

@@ -21,8 +21,17 @@ int mi__search_has_budget(mi__search_t *st) {
 int32_t mi__search_eval(mi__search_t *st, const int32_t *pt, int *fresh) {
   mi_search_result_t *r = st->r;
   mi_trial_t *t;
-  uint64_t h = mi_space_hash(st->s, pt);
+  uint64_t h;
   *fresh = 0;
+  if (st->o->frozen && st->fixed) {
+    /* A restricted space: frozen dimensions go back to their defaults before anything else. */
+    memcpy(st->scratch, pt, (size_t)st->dims * sizeof *pt);
+    for (int32_t d = 0; d < st->dims; d++)
+      if (st->o->frozen[d]) st->scratch[d] = st->fixed[d];
+    mi_space_repair(st->s, st->scratch, NULL, NULL);
+    pt = st->scratch;
+  }
+  h = mi_space_hash(st->s, pt);
   for (int32_t i = 0; i < r->count; i++)
     if (r->trials[i].hash == h) return i;
   if (r->count == st->cap) {
@@ -110,11 +119,13 @@ static int32_t run_exhaustive(mi__search_t *st, mi_error_t *err) {
     free(norm);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "search: out of memory");
   }
+  for (int32_t d = 0; d < n && st->o->frozen; d++)
+    if (st->o->frozen[d]) pt[d] = st->fixed[d];
   for (;;) {
     int canonical = 1;
     for (int32_t d = 0; d < n; d++) {
       norm[d] = pt[d];
-      if (!mi_space_active(st->s, pt, d) && pt[d] != 0) canonical = 0;
+      if (!(st->o->frozen && st->o->frozen[d]) && !mi_space_active(st->s, pt, d) && pt[d] != 0) canonical = 0;
     }
     if (canonical && mi_space_check(st->s, pt, NULL) == MI_OK) {
       if (!mi__search_has_budget(st)) break;
@@ -125,7 +136,9 @@ static int32_t run_exhaustive(mi__search_t *st, mi_error_t *err) {
     }
     {
       int32_t d = 0;
-      while (d < n && ++pt[d] == mi_space_dim_size(st->s, d)) pt[d++] = 0;
+      /* Frozen dimensions do not move: only the restricted space is enumerated. */
+      while (d < n && (st->o->frozen && st->o->frozen[d] ? 1 : ++pt[d] == mi_space_dim_size(st->s, d)))
+        pt[d] = st->o->frozen && st->o->frozen[d] ? st->fixed[d] : 0, d++;
       if (d == n) break;
     }
   }
@@ -153,8 +166,22 @@ int32_t mi_search_run(const mi_space_t *s, const mi_search_options_t *o, mi_sear
   st.budget = o->max_measurements > 0 ? o->max_measurements : 40;
   st.t0 = now_s();
   mi_rng_seed(&st.rng, o->seed);
+  if (o->strategy == MI_STRATEGY_META) {
+    mi_meta_options_t mo;
+    mi_meta_options_default(&mo);
+    mo.frozen = o->frozen;
+    return mi_meta_search_run(s, o, &mo, out, err);
+  }
   st.r = calloc(1, sizeof *st.r);
-  if (!st.r) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "search: out of memory");
+  st.fixed = malloc((size_t)st.dims * sizeof *st.fixed + 1);
+  st.scratch = malloc((size_t)st.dims * sizeof *st.scratch + 1);
+  if (!st.r || !st.fixed || !st.scratch) {
+    free(st.r);
+    free(st.fixed);
+    free(st.scratch);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "search: out of memory");
+  }
+  mi_space_default(s, st.fixed);
   switch (o->strategy) {
     case MI_STRATEGY_RANDOM: rc = run_random(&st, err); break;
     case MI_STRATEGY_EXHAUSTIVE: rc = run_exhaustive(&st, err); break;
@@ -162,6 +189,8 @@ int32_t mi_search_run(const mi_space_t *s, const mi_search_options_t *o, mi_sear
     default: rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "search: unknown strategy %d", (int)o->strategy);
   }
   st.r->seconds = now_s() - st.t0;
+  free(st.fixed);
+  free(st.scratch);
   if (rc != MI_OK) {
     mi_search_result_destroy(st.r);
     return rc;

@@ -1,0 +1,57 @@
+/* predict.c - the surrogate-guided strategy's predictor (target model plus RGPE-weighted
+ * sources) fitted on given measurements, for benchmarks that judge it apart from a search. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta/meta_internal.h"
+
+int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *so,
+                               const mi_meta_options_t *mo, const int32_t *pts,
+                               const double *obj, int32_t n, const int32_t *query,
+                               int32_t q, double *pred, mi_error_t *err) {
+  mi__meta_t st;
+  int32_t rc = MI_OK;
+  double *X = NULL, *mu = NULL, *sd = NULL;
+  if (!s || !so || !pts || !obj || !query || !pred || n < 1 || q < 1 || so->objective_count < 1)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "meta predict: points, queries and an objective are required");
+  memset(&st, 0, sizeof st);
+  if (mo) st.mo = *mo;
+  else mi_meta_options_default(&st.mo);
+  st.s = s;
+  st.so = so;
+  st.D = mi_space_dim_count(s);
+  st.F = mi_meta_feature_count(s);
+  st.m = so->objective_count;
+  mi_rng_seed(&st.rng, so->seed);
+  st.r = calloc(1, sizeof *st.r);
+  if (st.r) st.r->trials = calloc((size_t)n, sizeof *st.r->trials);
+  X = malloc((size_t)q * st.F * sizeof *X);
+  mu = malloc((size_t)q * st.m * sizeof *mu);
+  sd = malloc((size_t)q * st.m * sizeof *sd);
+  if (!st.r || !st.r->trials || !X || !mu || !sd) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta predict: out of memory");
+    goto done;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    mi_trial_t *t = &st.r->trials[i];
+    t->point = (int32_t *)(pts + (size_t)i * st.D); /* borrowed: not freed below */
+    t->status = MI_OK;
+    memcpy(t->objectives, obj + (size_t)i * MI_OBJ_COUNT, sizeof t->objectives);
+  }
+  st.r->count = n;
+  if ((rc = mi__meta_sources(&st, err)) != MI_OK) goto done;
+  if ((rc = mi__meta_fit(&st, 0, err)) != MI_OK) goto done;
+  for (int32_t i = 0; i < q; i++) mi_meta_encode(s, query + (size_t)i * st.D, X + (size_t)i * st.F);
+  if ((rc = mi__meta_predict(&st, X, q, mu, sd, err)) != MI_OK) goto done;
+  for (int32_t i = 0; i < q; i++) pred[i] = exp(st.ymu[0] + st.ysd[0] * mu[(size_t)i * st.m]);
+done:
+  for (int32_t j = 0; j < MI_OBJ_COUNT; j++) mi_surrogate_destroy(st.model[j]);
+  mi__meta_sources_free(&st);
+  if (st.r) free(st.r->trials);
+  free(st.r);
+  free(X);
+  free(mu);
+  free(sd);
+  return rc;
+}

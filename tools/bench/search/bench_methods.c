@@ -1,0 +1,234 @@
+/* bench_methods.c - the search benchmark's methods on the cached table: random, NSGA-II, an
+ * AutoTVM-like baseline (XGBoost rank:pairwise + simulated annealing on the model), ours cold,
+ * ours warm-started from the other tasks, ours with a deliberately misleading history. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_search.h"
+
+const char *const bs_method_names[BS_METHODS] = {"random", "nsga2", "autotvm-like", "ours cold",
+                                                 "ours warm", "ours misleading"};
+
+int32_t bs_find(const bs_task_t *t, uint64_t hash) {
+  for (int32_t i = 0; i < t->n; i++)
+    if (t->rows[i].hash == hash) return i;
+  return -1;
+}
+
+void bs_sources_build(bs_task_t *tasks, int32_t ntask, int32_t target, int exclude_device,
+                      int mislead, uint64_t seed, int32_t per_source, bs_sources_t *out) {
+  mi_rng_t rng;
+  memset(out, 0, sizeof *out);
+  mi_rng_seed(&rng, seed * 977u + 13u);
+  for (int32_t k = 0; k < ntask; k++) {
+    bs_task_t *t = &tasks[k];
+    mi_meta_task_t *mt;
+    int32_t c = 0;
+    if (k == target || t->stack != tasks[target].stack || t->n == 0) continue;
+    if (exclude_device && !strcmp(t->spec, tasks[target].spec)) continue;
+    mt = &out->tasks[out->count];
+    out->pts[out->count] = malloc((size_t)per_source * t->D * sizeof(int32_t) + 1);
+    out->obj[out->count] = malloc((size_t)per_source * MI_OBJ_COUNT * sizeof(double) + 1);
+    if (!out->pts[out->count] || !out->obj[out->count]) break;
+    /* A past tuning measured a sample of its space, not all of it. */
+    for (int32_t i = 0; i < per_source; i++) {
+      const bs_row_t *r = &t->rows[mi_rng_below(&rng, (uint32_t)t->n)];
+      if (!r->ok) continue;
+      memcpy(out->pts[out->count] + (size_t)c * t->D, r->pt, (size_t)t->D * sizeof(int32_t));
+      memcpy(out->obj[out->count] + (size_t)c * MI_OBJ_COUNT, r->obj, sizeof r->obj);
+      if (mislead) {
+        /* The history ranks the opposite way: fast where this task is slow. */
+        double *o = out->obj[out->count] + (size_t)c * MI_OBJ_COUNT;
+        o[MI_OBJ_LATENCY] = t->ref * t->ref * 4 / o[MI_OBJ_LATENCY];
+      }
+      c++;
+    }
+    mt->name = t->name;
+    mt->space = t->space;
+    mt->graph = t->graph;
+    memcpy(mt->desc, t->desc, sizeof mt->desc);
+    mt->stack_hash = t->stack;
+    mt->count = c;
+    mt->points = out->pts[out->count];
+    mt->objectives = out->obj[out->count];
+    out->count++;
+  }
+}
+
+void bs_sources_free(bs_sources_t *s) {
+  for (int32_t i = 0; i < s->count; i++) {
+    free(s->pts[i]);
+    free(s->obj[i]);
+  }
+  s->count = 0;
+}
+
+/* ---------------------------------------------------------------- AutoTVM-like */
+
+static void freeze(const bs_task_t *t, const int32_t *dflt, int32_t *pt) {
+  for (int32_t d = 0; d < t->D; d++)
+    if (t->frozen[d]) pt[d] = dflt[d];
+  mi_space_repair(t->space, pt, NULL, NULL);
+}
+
+/* Predicted log latency of m points (higher = slower) by the ranker ensemble. */
+static void score(const mi_surrogate_t *m, const mi_space_t *s, const int32_t *pts, int32_t n,
+                  int32_t D, int32_t F, double *out) {
+  double *X = malloc((size_t)n * F * sizeof *X + 1);
+  if (!X) return;
+  for (int32_t i = 0; i < n; i++) mi_meta_encode(s, pts + (size_t)i * D, X + (size_t)i * F);
+  mi_surrogate_predict(m, X, n, out, NULL, NULL);
+  free(X);
+}
+
+/* AutoTVM's loop: a cold start of random points, then rounds of: fit XGBoost (rank:pairwise),
+ * simulated annealing of parallel chains on the model, the best unmeasured points of the
+ * annealing's end points as the next batch (random points top it up; no epsilon-greedy). */
+static int32_t run_autotvm(bs_task_t *t, uint64_t seed, int32_t budget, mi_search_result_t **out,
+                           mi_error_t *err) {
+  enum { CHAINS = 64, STEPS = 40, BATCH = 8 };
+  int32_t D = t->D, F = mi_meta_feature_count(t->space), rc = MI_OK;
+  int32_t *dflt = malloc((size_t)D * sizeof *dflt), *cur = malloc((size_t)CHAINS * D * sizeof *cur);
+  int32_t *nxt = malloc((size_t)CHAINS * D * sizeof *nxt), *pick = malloc((size_t)BATCH * D * sizeof *pick);
+  double *cs = malloc(CHAINS * sizeof *cs), *ns = malloc(CHAINS * sizeof *ns);
+  mi_search_result_t *r = calloc(1, sizeof *r);
+  mi_rng_t rng;
+  if (!dflt || !cur || !nxt || !pick || !cs || !ns || !r || !(r->trials = calloc((size_t)budget + 1, sizeof *r->trials))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "autotvm: out of memory");
+    goto done;
+  }
+  mi_rng_seed(&rng, seed);
+  mi_space_default(t->space, dflt);
+  while (r->count < budget) {
+    int32_t want = budget - r->count < BATCH ? budget - r->count : BATCH, got = 0;
+    mi_surrogate_t *m = NULL;
+    if (r->count >= BATCH) {
+      mi_surrogate_options_t so;
+      double *X = malloc((size_t)r->count * F * sizeof *X), *y = malloc((size_t)r->count * sizeof *y);
+      int32_t n = 0;
+      for (int32_t i = 0; X && y && i < r->count; i++)
+        if (r->trials[i].status == MI_OK) {
+          mi_meta_encode(t->space, r->trials[i].point, X + (size_t)n * F);
+          y[n++] = log(r->trials[i].objectives[MI_OBJ_LATENCY]);
+        }
+      mi_surrogate_options_default(&so);
+      so.kind = MI_SURROGATE_XGB_RANK;
+      so.seed = seed + (uint64_t)r->count;
+      if (n >= 4) mi_surrogate_fit(X, y, n, F, &so, &m, NULL);
+      free(X);
+      free(y);
+    }
+    if (m) {
+      /* Annealing: temperature from 1 to 0 over the steps; the visits' best go to the batch. */
+      for (int32_t c = 0; c < CHAINS; c++) {
+        mi_space_sample(t->space, &rng, cur + (size_t)c * D, NULL);
+        freeze(t, dflt, cur + (size_t)c * D);
+      }
+      score(m, t->space, cur, CHAINS, D, F, cs);
+      for (int32_t step = 0; step < STEPS; step++) {
+        double temp = 1.0 - (double)step / STEPS;
+        memcpy(nxt, cur, (size_t)CHAINS * D * sizeof *nxt);
+        for (int32_t c = 0; c < CHAINS; c++) {
+          mi_space_mutate(t->space, &rng, 0, nxt + (size_t)c * D, NULL);
+          freeze(t, dflt, nxt + (size_t)c * D);
+        }
+        score(m, t->space, nxt, CHAINS, D, F, ns);
+        for (int32_t c = 0; c < CHAINS; c++)
+          if (ns[c] < cs[c] || mi_rng_uniform(&rng) < exp(-(ns[c] - cs[c]) / (temp * 0.2 + 1e-9))) {
+            memcpy(cur + (size_t)c * D, nxt + (size_t)c * D, (size_t)D * sizeof *cur);
+            cs[c] = ns[c];
+          }
+      }
+      /* The chains' end points, best first, unmeasured and distinct. */
+      for (int32_t k = 0; k < want && got < want; k++) {
+        int32_t b = -1;
+        for (int32_t c = 0; c < CHAINS; c++) {
+          uint64_t h = mi_space_hash(t->space, cur + (size_t)c * D);
+          int seen = 0;
+          for (int32_t i = 0; i < r->count && !seen; i++) seen = r->trials[i].hash == h;
+          for (int32_t i = 0; i < got && !seen; i++) seen = mi_space_hash(t->space, pick + (size_t)i * D) == h;
+          if (!seen && isfinite(cs[c]) && (b < 0 || cs[c] < cs[b])) b = c;
+        }
+        if (b < 0) break;
+        memcpy(pick + (size_t)got++ * D, cur + (size_t)b * D, (size_t)D * sizeof *pick);
+        cs[b] = INFINITY;
+      }
+      mi_surrogate_destroy(m);
+    }
+    for (int32_t tries = 0; got < want && tries < 200; tries++) {
+      /* Cold start and top-up: random points. */
+      uint64_t h;
+      int seen = 0;
+      mi_space_sample(t->space, &rng, pick + (size_t)got * D, NULL);
+      freeze(t, dflt, pick + (size_t)got * D);
+      h = mi_space_hash(t->space, pick + (size_t)got * D);
+      for (int32_t i = 0; i < r->count && !seen; i++) seen = r->trials[i].hash == h;
+      if (!seen) got++;
+    }
+    if (got == 0) break;
+    for (int32_t i = 0; i < got && r->count < budget; i++) {
+      mi_trial_t *tr = &r->trials[r->count];
+      mi_error_t e;
+      memset(tr, 0, sizeof *tr);
+      if (!(tr->point = malloc((size_t)D * sizeof *tr->point))) break;
+      memcpy(tr->point, pick + (size_t)i * D, (size_t)D * sizeof *tr->point);
+      tr->hash = mi_space_hash(t->space, tr->point);
+      tr->status = bs_evaluate(t, t->space, tr->point, tr->objectives, &e);
+      r->count++;
+      r->measured++;
+    }
+  }
+done:
+  free(dflt);
+  free(cur);
+  free(nxt);
+  free(pick);
+  free(cs);
+  free(ns);
+  if (rc != MI_OK) {
+    mi_search_result_destroy(r);
+    r = NULL;
+  }
+  *out = r;
+  return rc;
+}
+
+int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
+                      uint64_t seed, int32_t budget, mi_search_result_t **out, mi_error_t *err) {
+  bs_task_t *t = &tasks[target];
+  mi_search_options_t o;
+  int32_t objs[2] = {MI_OBJ_LATENCY, MI_OBJ_MEMORY}, rc;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.seed = seed;
+  o.max_measurements = budget;
+  o.objective_count = 2;
+  o.objectives = objs;
+  o.evaluate = bs_evaluate;
+  o.evaluate_ctx = t;
+  o.frozen = t->frozen;
+  o.population = 8;
+  if (method == BS_RANDOM || method == BS_NSGA2) {
+    o.strategy = method == BS_RANDOM ? MI_STRATEGY_RANDOM : MI_STRATEGY_NSGA2;
+    return mi_search_run(t->space, &o, out, err);
+  }
+  if (method == BS_AUTOTVM) return run_autotvm(t, seed, budget, out, err);
+  {
+    mi_meta_options_t mo;
+    bs_sources_t src;
+    mi_meta_options_default(&mo);
+    mo.graph = t->graph;
+    mo.frozen = t->frozen;
+    mo.screen = 4000; /* the restricted spaces hold hundreds of points, not 10^5 */
+    memcpy(mo.desc, t->desc, sizeof mo.desc);
+    mo.stack_hash = t->stack;
+    memset(&src, 0, sizeof src);
+    if (method != BS_OURS_COLD) bs_sources_build(tasks, ntask, target, 0, method == BS_OURS_MISLEAD, seed, 64, &src);
+    mo.sources = src.tasks;
+    mo.source_count = src.count;
+    rc = mi_meta_search_run(t->space, &o, &mo, out, err);
+    bs_sources_free(&src);
+    return rc;
+  }
+}

@@ -1,0 +1,269 @@
+/* bench_search.c - the search and meta-learning benchmark (issue 12): zoo models on npu-stub
+ * gen1/gen2 (restricted spaces, exhaustive ground truth) and blis-cpu (pooled reference), every
+ * configuration measured for real once into a cached table that all methods draw from.
+ * Usage: bench_search PLUGIN_DIR ZOO_DIR TABLE_FILE [SEEDS [TASK,TASK,...]] */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_search.h"
+#include "metainfer/mi_transform.h"
+
+#define BUDGET 64
+
+int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                    mi_error_t *err) {
+  bs_task_t *t = ctx;
+  uint64_t h = mi_space_hash(s, pt);
+  int32_t i = bs_find(t, h), rc;
+  mi_xf_config_t *xc = NULL;
+  mi_space_hw_t *hw = NULL;
+  mi_profile_t *prof = NULL;
+  mi_worker_config_t wc;
+  mi_worker_config_result_t res;
+  mi_measure_options_t mo;
+  bs_row_t *r;
+  for (int j = 0; j < MI_OBJ_COUNT; j++) obj[j] = NAN;
+  if (i < 0 && !t->pool) return mi_errorf(err, MI_ERR_NOT_FOUND, "bench: not in the table");
+  if (i < 0) {
+    /* A miss: measured for real once, then kept in the table (and its file). */
+    if (t->n == t->cap) {
+      bs_row_t *nr = realloc(t->rows, (size_t)(t->cap ? t->cap * 2 : 256) * sizeof *nr);
+      if (!nr) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "bench: out of memory");
+      t->rows = nr;
+      t->cap = t->cap ? t->cap * 2 : 256;
+    }
+    r = &t->rows[t->n];
+    memset(r, 0, sizeof *r);
+    r->hash = h;
+    for (int j = 0; j < MI_OBJ_COUNT; j++) r->obj[j] = NAN;
+    if (!(r->pt = malloc((size_t)t->D * sizeof *r->pt))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "bench: oom");
+    memcpy(r->pt, pt, (size_t)t->D * sizeof *pt);
+    memset(&res, 0, sizeof res);
+    rc = mi_space_xf_config(s, pt, &xc, err);
+    if (rc == MI_OK) rc = mi_space_hw_create(s, pt, &hw, err);
+    if (rc == MI_OK) {
+      mi_measure_options_default(&mo);
+      mo.warmup = 2;
+      mo.min_repeats = 5;
+      mo.max_repeats = 10;
+      mo.budget_s = 3;
+      memset(&wc, 0, sizeof wc);
+      wc.struct_size = sizeof wc;
+      wc.model = t->model;
+      wc.xf = xc;
+      wc.so = mi_space_hw_options(hw);
+      wc.seed = 1;
+      wc.samples = 2;
+      rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
+    }
+    r->ok = rc == MI_OK;
+    if (rc == MI_OK) {
+      r->obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
+      r->obj[MI_OBJ_MEMORY] = prof->peak_memory_source ? (double)prof->peak_memory_bytes / 1048576.0 : NAN;
+      r->obj[MI_OBJ_ENERGY] = prof->has_energy ? prof->energy_j * 1e3 : NAN;
+    }
+    mi_profile_destroy(prof);
+    mi_space_hw_destroy(hw);
+    mi_xf_config_destroy(xc);
+    t->fresh++;
+    if (t->cache) {
+      fprintf(t->cache, "%s %016llx %d %.9g %.9g %.9g", t->name, (unsigned long long)h, r->ok,
+              r->obj[0], r->obj[1], r->obj[2]);
+      for (int32_t d = 0; d < t->D; d++) fprintf(t->cache, " %d", (int)pt[d]);
+      fprintf(t->cache, "\n");
+      fflush(t->cache);
+    }
+    i = t->n++;
+    if (r->ok && !(r->obj[0] >= t->ref)) t->ref = r->obj[0];
+  }
+  r = &t->rows[i];
+  if (!r->ok) return mi_errorf(err, MI_ERR_INTERNAL, "bench: this configuration failed when measured");
+  memcpy(obj, r->obj, sizeof r->obj);
+  return MI_OK;
+}
+
+/* Reads the table file: "TASK HASH OK LAT MEM ENERGY D0 D1 ..." lines. */
+static void load_table(bs_task_t *tasks, int32_t n, const char *path) {
+  FILE *f = fopen(path, "r");
+  char line[8192];
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    char name[64], *p = line, *end;
+    unsigned long long h;
+    int ok, used;
+    double a, b, c;
+    if (sscanf(p, "%63s %llx %d %lf %lf %lf%n", name, &h, &ok, &a, &b, &c, &used) != 6) continue;
+    p += used;
+    for (int32_t k = 0; k < n; k++) {
+      bs_task_t *t = &tasks[k];
+      bs_row_t *r;
+      int32_t d;
+      if (strcmp(t->name, name) || bs_find(t, h) >= 0) continue;
+      if (t->n == t->cap) {
+        bs_row_t *nr = realloc(t->rows, (size_t)(t->cap ? t->cap * 2 : 256) * sizeof *nr);
+        if (!nr) break;
+        t->rows = nr;
+        t->cap = t->cap ? t->cap * 2 : 256;
+      }
+      r = &t->rows[t->n];
+      if (!(r->pt = malloc((size_t)t->D * sizeof *r->pt))) break;
+      for (d = 0; d < t->D; d++, p = end) {
+        r->pt[d] = (int32_t)strtol(p, &end, 10);
+        if (end == p) break;
+      }
+      /* A table from another build of the space is not trusted. */
+      if (d < t->D || mi_space_hash(t->space, r->pt) != h) {
+        free(r->pt);
+        break;
+      }
+      r->hash = h;
+      r->ok = ok;
+      r->obj[0] = a;
+      r->obj[1] = b;
+      r->obj[2] = c;
+      r->obj[3] = NAN;
+      if (ok && !(a >= t->ref)) t->ref = a;
+      t->n++;
+    }
+  }
+  fclose(f);
+}
+
+/* Frees every dimension except the device knobs and those of the first `nodes` node slots. */
+static void restrict_space(bs_task_t *t, int32_t nodes) {
+  int32_t seen = 0, last = -2;
+  for (int32_t d = 0; d < t->D; d++) {
+    int32_t node = mi_space_dim_node(t->space, d);
+    if (node >= 0 && node != last) {
+      seen++;
+      last = node;
+    }
+    const char *name = mi_space_dim_name(t->space, d);
+    t->frozen[d] = !(node < 0 ? !strncmp(name, "device.", 7) : seen <= nodes);
+    /* The batch changes the workload, not how it runs; the ISA is the machine's. */
+    if (!strcmp(name, "device.batch") || strstr(name, ".knob.arch")) t->frozen[d] = 1;
+  }
+}
+
+static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, uint32_t dev,
+                          uint32_t model_dims, int32_t nodes, mi_error_t *err) {
+  mi_space_options_t so;
+  mi_model_features_t mf;
+  int32_t rc;
+  if (!(t->plugin = mi_registry_find(reg, plugin))) return mi_errorf(err, MI_ERR_NOT_FOUND, "no plugin %s", plugin);
+  if ((rc = mi_onnx_load(t->model, &t->graph, err)) || (rc = mi_graph_infer_shapes(t->graph, err)) ||
+      (rc = mi_graph_toposort(t->graph, err)))
+    return rc;
+  mi_space_options_default(&so);
+  so.model_dims = model_dims;
+  if ((rc = mi_space_create(t->graph, t->plugin, dev, &so, &t->space, err))) return rc;
+  t->D = mi_space_dim_count(t->space);
+  if (!(t->frozen = calloc((size_t)t->D, 1))) return MI_ERR_OUT_OF_MEMORY;
+  restrict_space(t, nodes);
+  memset(&mf, 0, sizeof mf);
+  mi_model_features(t->graph, &mf, NULL, NULL, NULL);
+  mi_meta_describe(&mf, NULL, t->desc);
+  /* No fingerprint is measured here: the device enters the descriptor as its index. */
+  t->desc[MI_META_DESC_SIZE - 1] = dev;
+  t->stack = mi_hash64(plugin, strlen(plugin), 0xcbf29ce484222325ull);
+  t->ref = INFINITY;
+  return MI_OK;
+}
+
+/* Fills the table: the whole restricted space (exhaustive) or a random pool. */
+static void fill_table(bs_task_t *t, int exhaustive, int32_t pool) {
+  mi_search_options_t o;
+  mi_search_result_t *r = NULL;
+  int32_t objs[1] = {MI_OBJ_LATENCY};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.strategy = exhaustive ? MI_STRATEGY_EXHAUSTIVE : MI_STRATEGY_RANDOM;
+  o.seed = 12345;
+  o.max_measurements = pool;
+  o.objective_count = 1;
+  o.objectives = objs;
+  o.evaluate = bs_evaluate;
+  o.evaluate_ctx = t;
+  o.frozen = t->frozen;
+  mi_search_run(t->space, &o, &r, NULL);
+  mi_search_result_destroy(r);
+}
+
+int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds);
+
+int main(int argc, char **argv) {
+  static const struct { const char *name, *file, *plugin; uint32_t dev; int exh; } spec[] = {
+      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1},
+      {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1},
+      {"kws-gen1", "kws.onnx", "npu-stub", 0, 1}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1},
+      {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1}, {"mbv2-blis", "mobilenetv2.onnx", "blis-cpu", 0, 1}};
+  int32_t n = (int32_t)(sizeof spec / sizeof spec[0]), seeds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 10;
+  bs_task_t tasks[BS_MAX_TASKS];
+  int32_t keep[BS_MAX_TASKS];
+  mi_registry_t *reg = NULL;
+  mi_worker_pool_t *pool = NULL;
+  mi_worker_options_t wo;
+  mi_error_t err;
+  FILE *cache;
+  int rc = 1;
+  if (argc < 4) {
+    fprintf(stderr, "usage: bench_search PLUGIN_DIR ZOO_DIR TABLE_FILE [SEEDS]\n");
+    return 2;
+  }
+  memset(tasks, 0, sizeof tasks);
+  if (argc > 5) {
+    /* Only the named tasks (the others are neither measured nor used as history). */
+    int32_t m = 0;
+    for (int32_t k = 0; k < n; k++)
+      if (strstr(argv[5], spec[k].name)) keep[m++] = k;
+    n = m;
+  } else {
+    for (int32_t k = 0; k < n; k++) keep[k] = k;
+  }
+  if (!(reg = mi_registry_create()) || mi_registry_scan(reg, argv[1], &err) != MI_OK) {
+    fprintf(stderr, "bench_search: %s\n", err.message);
+    goto done;
+  }
+  mi_worker_options_default(&wo);
+  wo.plugin_dirs = argv[1];
+  wo.timeout_s = 60;
+  if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK) goto done;
+  cache = fopen(argv[3], "a");
+  for (int32_t k = 0; k < n; k++) {
+    bs_task_t *t = &tasks[k];
+    int32_t q = keep[k];
+    snprintf(t->name, sizeof t->name, "%s", spec[q].name);
+    snprintf(t->model, sizeof t->model, "%s/%s", argv[2], spec[q].file);
+    snprintf(t->spec, sizeof t->spec, "%s:%u", spec[q].plugin, spec[q].dev);
+    t->exhaustive = spec[q].exh;
+    if (setup_task(t, reg, spec[q].plugin, spec[q].dev, !strcmp(spec[q].plugin, "npu-stub") ? MI_SPACE_PRECISION : 0, 1, &err) != MI_OK) {
+      fprintf(stderr, "bench_search: %s: %s\n", t->name, err.message);
+      goto done;
+    }
+  }
+  for (int32_t k = 0; k < n; k++) load_table(&tasks[k], 1, argv[3]);
+  for (int32_t k = 0; k < n; k++) {
+    bs_task_t *t = &tasks[k];
+    t->pool = pool;
+    t->cache = cache;
+    fill_table(t, t->exhaustive, t->exhaustive ? 4000 : 96);
+    fprintf(stderr, "bench_search: %s: %d configurations in the table (%d measured now), best %.4g ms\n",
+            t->name, (int)t->n, (int)t->fresh, t->ref);
+    /* npu-stub tables are complete: a miss there would be a bug, so it must fail loudly. */
+    if (t->exhaustive) t->pool = NULL;
+  }
+  rc = bs_report(tasks, n, seeds);
+  if (cache) fclose(cache);
+done:
+  for (int32_t k = 0; k < n; k++) {
+    for (int32_t i = 0; i < tasks[k].n; i++) free(tasks[k].rows[i].pt);
+    free(tasks[k].rows);
+    free(tasks[k].frozen);
+    mi_space_destroy(tasks[k].space);
+    mi_graph_destroy(tasks[k].graph);
+  }
+  mi_worker_pool_destroy(pool);
+  mi_registry_destroy(reg);
+  return rc;
+}

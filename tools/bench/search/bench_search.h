@@ -1,0 +1,66 @@
+/* bench_search.h - what the search benchmark's files share: tasks, the cached measurement
+ * table that every method draws from, and the methods. */
+#ifndef BENCH_SEARCH_H
+#define BENCH_SEARCH_H
+
+#include <stdio.h>
+
+#include "metainfer/mi.h"
+
+#define BS_MAX_TASKS 16
+
+/* One measured configuration of a task. */
+typedef struct bs_row {
+  uint64_t hash;
+  int32_t *pt;
+  double obj[MI_OBJ_COUNT];
+  int ok;
+} bs_row_t;
+
+/* One (model, device) task with its restricted space and its table. */
+typedef struct bs_task {
+  char name[64];
+  char model[512];
+  char spec[32];
+  int exhaustive;              /* 1: the table is the whole restricted space (ground truth) */
+  mi_graph_t *graph;
+  mi_plugin_t *plugin;
+  mi_space_t *space;
+  uint8_t *frozen;
+  int32_t D;
+  bs_row_t *rows;
+  int32_t n, cap;
+  double desc[MI_META_DESC_SIZE];
+  uint64_t stack;
+  double ref;                  /* best latency of the table (reference optimum) */
+  mi_worker_pool_t *pool;      /* measures on a table miss (NULL: a miss fails) */
+  FILE *cache;                 /* table file, appended on every new measurement */
+  int32_t fresh;               /* measurements made for real in this process */
+} bs_task_t;
+
+/* The table evaluator: a configuration comes from the table, or is measured once for real. */
+int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                    mi_error_t *err);
+int32_t bs_find(const bs_task_t *t, uint64_t hash);
+
+/* Methods: each returns the trials of one run of `budget` measurements with `seed`. */
+enum { BS_RANDOM, BS_NSGA2, BS_AUTOTVM, BS_OURS_COLD, BS_OURS_WARM, BS_OURS_MISLEAD, BS_METHODS };
+extern const char *const bs_method_names[BS_METHODS];
+
+/* Sources for a warm start: the other tasks (sampled) of the same stack; `mislead` inverts
+ * their latencies. Arrays are owned by the caller (bs_sources_free). */
+typedef struct bs_sources {
+  int32_t count;
+  mi_meta_task_t tasks[BS_MAX_TASKS];
+  int32_t *pts[BS_MAX_TASKS];
+  double *obj[BS_MAX_TASKS];
+} bs_sources_t;
+
+void bs_sources_build(bs_task_t *tasks, int32_t ntask, int32_t target, int exclude_device,
+                      int mislead, uint64_t seed, int32_t per_source, bs_sources_t *out);
+void bs_sources_free(bs_sources_t *s);
+
+int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
+                      uint64_t seed, int32_t budget, mi_search_result_t **out, mi_error_t *err);
+
+#endif

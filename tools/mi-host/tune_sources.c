@@ -1,0 +1,123 @@
+/* tune_sources.c - past tasks of the history (same software stack) as warm-start sources of
+ * the surrogate-guided search: their measured configurations read into the new task's space. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+/* Measurements kept per source task: rows come fastest first, so these are its best. */
+#define MAX_ROWS_PER_SOURCE 256
+#define MAX_SOURCES 32
+
+typedef struct {
+  mi_tune_sources_t *out;
+  const mi_tune_task_t *t;
+  const mi_space_t *s;
+  int32_t D;
+  char keys[MAX_SOURCES][200];
+  int32_t cap[MAX_SOURCES];
+  int32_t *pt;
+} load_ctx_t;
+
+static int add_row(void *user, const mi_history_row_t *row) {
+  load_ctx_t *c = user;
+  mi_tune_sources_t *o = c->out;
+  const mi_record_t *b = c->t->base;
+  char key[200];
+  int32_t k, matched = 0;
+  mi_meta_task_t *task;
+  double *obj;
+  if (!row->ok) return 0;
+  /* The task itself is replayed by the lookup, not used as its own prior. */
+  if (!strcmp(row->model_hash, b->model_hash) && !strcmp(row->device_hash, b->device_hash) &&
+      row->input_shapes && !strcmp(row->input_shapes, b->input_shapes))
+    return 0;
+  snprintf(key, sizeof key, "%s|%s|%s", row->model_hash, row->device_hash,
+           row->input_shapes ? row->input_shapes : "");
+  for (k = 0; k < o->count && strcmp(c->keys[k], key); k++) continue;
+  if (k == o->count) {
+    if (o->count == MAX_SOURCES) return 0;
+    snprintf(c->keys[k], sizeof c->keys[k], "%s", key);
+    task = &o->tasks[o->count++];
+    memset(task, 0, sizeof *task);
+    task->space = c->s;
+    task->stack_hash = strtoull(row->stack_hash, NULL, 16);
+    /* Only this run's model has known features: another model's task ranks behind. */
+    if (!strcmp(row->model_hash, b->model_hash)) memcpy(task->desc, o->desc, sizeof task->desc);
+    else for (int32_t i = 0; i < MI_META_DESC_SIZE; i++) task->desc[i] = 0;
+    task->name = "history";
+  }
+  task = &o->tasks[k];
+  if (task->count >= MAX_ROWS_PER_SOURCE) return 0;
+  if (c->cap[k] == 0) {
+    o->points[k] = malloc((size_t)MAX_ROWS_PER_SOURCE * c->D * sizeof *o->points[k] + 1);
+    o->obj[k] = malloc((size_t)MAX_ROWS_PER_SOURCE * MI_OBJ_COUNT * sizeof *o->obj[k]);
+    if (!o->points[k] || !o->obj[k]) return 1;
+    c->cap[k] = MAX_ROWS_PER_SOURCE;
+    task->points = o->points[k];
+    task->objectives = o->obj[k];
+  }
+  if (mi_space_from_canonical(c->s, row->config_canonical, row->model_canonical, c->pt, &matched, NULL) != MI_OK)
+    return 0;
+  memcpy(o->points[k] + (size_t)task->count * c->D, c->pt, (size_t)c->D * sizeof *c->pt);
+  obj = o->obj[k] + (size_t)task->count * MI_OBJ_COUNT;
+  for (int j = 0; j < MI_OBJ_COUNT; j++) obj[j] = NAN;
+  obj[MI_OBJ_LATENCY] = row->median_s * 1e3;
+  if (row->peak_memory_bytes) obj[MI_OBJ_MEMORY] = (double)row->peak_memory_bytes / 1048576.0;
+  if (row->energy_source != MI_ENERGY_NONE) obj[MI_OBJ_ENERGY] = row->energy_j * 1e3;
+  if (row->accuracy_json) {
+    const char *a = strstr(row->accuracy_json, "\"rel_l2\":");
+    if (a) obj[MI_OBJ_ACCURACY] = strtod(a + 9, NULL);
+  }
+  task->count++;
+  o->rows++;
+  return 0;
+}
+
+int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
+                             const mi_model_features_t *mf, mi_tune_sources_t *out,
+                             mi_error_t *err) {
+  mi_history_query_t q;
+  load_ctx_t *c;
+  int32_t rc;
+  memset(out, 0, sizeof *out);
+  mi_meta_describe(mf, NULL, out->desc);
+  if (!t->history) return MI_OK;
+  c = calloc(1, sizeof *c);
+  out->tasks = calloc(MAX_SOURCES, sizeof *out->tasks);
+  out->points = calloc(MAX_SOURCES, sizeof *out->points);
+  out->obj = calloc(MAX_SOURCES, sizeof *out->obj);
+  if (!c || !out->tasks || !out->points || !out->obj ||
+      !(c->pt = malloc((size_t)mi_space_dim_count(s) * sizeof *c->pt + 1))) {
+    free(c);
+    mi_tune_sources_free(out);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  }
+  c->out = out;
+  c->t = t;
+  c->s = s;
+  c->D = mi_space_dim_count(s);
+  memset(&q, 0, sizeof q);
+  q.stack_hash = t->base->stack_hash; /* same software stack only (docs/meta.md) */
+  q.ok_only = 1;
+  rc = mi_history_query(t->history, &q, add_row, c, err);
+  /* A task whose rows all failed to map is no source. */
+  for (int32_t k = 0; k < out->count; k++)
+    if (out->tasks[k].count == 0) out->tasks[k].objectives = NULL;
+  free(c->pt);
+  free(c);
+  if (rc != MI_OK) mi_tune_sources_free(out);
+  return rc;
+}
+
+void mi_tune_sources_free(mi_tune_sources_t *s) {
+  for (int32_t k = 0; s->points && k < MAX_SOURCES; k++) {
+    free(s->points[k]);
+    free(s->obj[k]);
+  }
+  free(s->points);
+  free(s->obj);
+  free(s->tasks);
+  memset(s, 0, sizeof *s);
+}
