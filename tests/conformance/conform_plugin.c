@@ -10,6 +10,12 @@
 #ifndef BREAK
 #define BREAK 0
 #endif
+/* Built with -DZERO_DEVICES=1, the plugin loads but offers no device: every rule must still
+ * pass or skip, never crash. */
+#ifndef ZERO_DEVICES
+#define ZERO_DEVICES 0
+#endif
+static const uint32_t k_device_count = ZERO_DEVICES ? 0u : 1u;
 
 #if BREAK == 1 /* R1: a second exported symbol */
 MI_PLUGIN_EXPORT int conform_leaked_symbol = 1;
@@ -40,7 +46,8 @@ static int32_t bad_device(uint32_t device, mi_error_t *err) {
   (void)err;
   return MI_OK;
 #else
-  if (device != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "conform-test: no such device");
+  if (device >= k_device_count)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "conform-test: no such device");
   return MI_OK;
 #endif
 }
@@ -64,7 +71,7 @@ static void destroy(mi_plugin_ctx_t *c) { free(c); }
 static int32_t device_count(mi_plugin_ctx_t *c, uint32_t *n, mi_error_t *err) {
   (void)c;
   (void)err;
-  *n = 1;
+  *n = k_device_count;
   return MI_OK;
 }
 
