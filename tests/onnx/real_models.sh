@@ -1,8 +1,8 @@
 #!/bin/bash
 # real_models.sh - every real exported model present in the cache (tools/models/fetch.sh)
-# imports and runs on the reference interpreter through mi-run with finite outputs; models
-# known to need unsupported control flow (Silero VAD: If) must fail cleanly with exit 2 and
-# one line naming the op. Exit 77 (skipped) when no model is present.
+# imports and runs on the reference interpreter through mi-run with finite outputs (Silero VAD
+# through its If subgraphs and LSTM, at both sample rates); a truncated model fails cleanly
+# with exit 2 and one line. Exit 77 (skipped) when no model is present.
 set -u
 models="${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}"
 run="$MI_BUILD/bin/mi-run"
@@ -54,8 +54,32 @@ check_runs oww-hello-deepa oww_hello_deepa.onnx
 check_runs ppocr-v2-cls ppocr_v2_cls.onnx --shape x=1,3,48,192
 check_runs ppocr-v4-det ppocr_v4_det.onnx --shape x=1,3,64,96
 check_runs ppocr-v4-rec ppocr_v4_rec.onnx --shape x=1,3,48,96
-check_refused silero-vad-v4 silero_vad_v4.onnx If
-check_refused silero-vad-v5 silero_vad_v5.onnx If
+# Silero VAD's sample rate picks the If branch: 16 kHz and 8 kHz windows, zero state.
+npy() { # FILE DESCR SHAPE FMT VALUE
+  python3 - "$@" <<'PY'
+import struct, sys
+f, descr, shape, fmt, v = sys.argv[1:6]
+dims = [int(x) for x in shape.split(",") if x]
+n = 1
+for d in dims: n *= d
+sh = "()" if not dims else "(%s,)" % dims[0] if len(dims) == 1 else "(%s)" % ", ".join(map(str, dims))
+h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, sh)
+h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+body = struct.pack("<%d%s" % (n, fmt), *([float(v) if fmt == "f" else int(v)] * n))
+open(f, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + body)
+PY
+}
+for sr in 16000 8000; do
+  win=$((sr / 16000 * 256 + 256))
+  npy "$tmp/x$sr.npy" '<f4' "1,$win" f 0.25
+  npy "$tmp/sr$sr.npy" '<i8' "" q "$sr"
+  npy "$tmp/h.npy" '<f4' "2,1,64" f 0
+  npy "$tmp/s.npy" '<f4' "2,1,128" f 0
+  check_runs "silero-vad-v4-$sr" silero_vad_v4.onnx --input "input=$tmp/x$sr.npy" \
+    --input "sr=$tmp/sr$sr.npy" --input "h=$tmp/h.npy" --input "c=$tmp/h.npy"
+  check_runs "silero-vad-v5-$sr" silero_vad_v5.onnx --input "input=$tmp/x$sr.npy" \
+    --input "sr=$tmp/sr$sr.npy" --input "state=$tmp/s.npy"
+done
 
 # A truncated real model is a clean parse error too.
 if [ -f "$models/ppocr_v2_cls.onnx" ]; then

@@ -70,6 +70,11 @@ real oww-hello-deepa oww_hello_deepa.onnx
 real ppocr-v2-cls ppocr_v2_cls.onnx --image x=1,3,48,192
 real ppocr-v4-det ppocr_v4_det.onnx --image x=1,3,96,128
 real ppocr-v4-rec ppocr_v4_rec.onnx --image x=1,3,48,160
+# Silero VAD: If/Loop subgraphs and LSTM; one 32 ms window at 16 kHz with random state.
+real silero-vad-v4 silero_vad_v4.onnx input=1,512 h=2,1,64 c=2,1,64 --value sr=16000
+real silero-vad-v5 silero_vad_v5.onnx input=1,512 state=2,1,128 --value sr=16000
+real silero-vad-v4-8k silero_vad_v4.onnx input=1,256 h=2,1,64 c=2,1,64 --value sr=8000
+real silero-vad-v5-8k silero_vad_v5.onnx input=1,256 state=2,1,128 --value sr=8000
 
 echo "compare.sh: $fails model(s) failed or above 1e-4"
 [ "$fails" -eq 0 ]

@@ -4,13 +4,14 @@
 // usage: node gen_inputs.js MODEL.onnx OUTDIR [--image] [NAME=D0,D1,...]...   prints NAME=FILE
 // --image fills 4-D float inputs with a normalised synthetic page (dark text-like strokes on a
 // light background) instead of noise, so detectors give non-trivial maps.
+// --value NAME=V fills input NAME with V everywhere (Silero VAD's sample rate `sr`).
 'use strict';
 const fs = require('fs');
 const path = require('path');
 const ort = require('onnxruntime-node');
 
 function npyBytes(descr, dims, data) {
-  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
+  const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`; // () for a scalar
   let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
   header += ' '.repeat((64 - ((10 + header.length + 1) % 64)) % 64) + '\n';
   const pre = Buffer.alloc(10);
@@ -24,6 +25,13 @@ async function main() {
   let [model, outDir, ...specs] = process.argv.slice(2);
   const image = specs.includes('--image');
   specs = specs.filter((x) => x !== '--image');
+  const values = {};
+  for (let k = specs.indexOf('--value'); k >= 0; k = specs.indexOf('--value')) {
+    const [n, v] = (specs[k + 1] || '').split('=');
+    if (!n || v === undefined) throw new Error('--value expects NAME=V');
+    values[n] = Number(v);
+    specs.splice(k, 2);
+  }
   if (!model || !outDir) throw new Error('usage: gen_inputs.js MODEL.onnx OUTDIR [NAME=D0,D1,...]...');
   const fixed = {};
   for (const s of specs) {
@@ -40,13 +48,14 @@ async function main() {
     const dims = fixed[name] || (meta.shape || []).map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
     const n = dims.reduce((a, b) => a * b, 1);
     let buf;
+    const v = values[name];
     if (meta.type === 'int64') {
-      const d = new BigInt64Array(n); buf = npyBytes('<i8', dims, d);
+      const d = new BigInt64Array(n); if (v !== undefined) d.fill(BigInt(v)); buf = npyBytes('<i8', dims, d);
     } else if (meta.type === 'int32') {
-      const d = new Int32Array(n); buf = npyBytes('<i4', dims, d);
+      const d = new Int32Array(n); if (v !== undefined) d.fill(v); buf = npyBytes('<i4', dims, d);
     } else {
       const d = new Float32Array(n);
-      for (let k = 0; k < n; k++) d[k] = rnd() * 2 - 1;
+      for (let k = 0; k < n; k++) d[k] = v !== undefined ? v : rnd() * 2 - 1;
       if (image && dims.length === 4) {
         const [, , h, w] = dims;
         for (let k = 0; k < n; k++) {

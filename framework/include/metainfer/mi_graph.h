@@ -57,6 +57,16 @@ typedef struct mi_node {
   int32_t attr_count;
   mi_attr_t *attrs;
   int32_t group;                 /* fused group id, -1 when not fused */
+  /* Graph-valued attributes (If's branches, Loop's and Scan's body), kept here rather than in
+   * mi_attr_t so the plugin ABI is untouched; a node with subgraphs always runs on the host.
+   * A subgraph names a value of an enclosing graph by a tensor of the same name that is
+   * neither an input, an initializer nor produced inside it (a capture); the node lists the
+   * outer tensors it captures as its last `implicit_inputs` inputs, so ordering, liveness
+   * and pruning see the dependency. */
+  int32_t subgraph_count;
+  struct mi_graph **subgraphs;   /* owned */
+  char **subgraph_names;         /* attribute names ("then_branch", "body"), owned */
+  int32_t implicit_inputs;
 } mi_node_t;
 
 /** A graph. Nodes are kept in topological order once mi_graph_toposort() succeeded. */
@@ -71,6 +81,10 @@ typedef struct mi_graph {
   int32_t *inputs;
   int32_t output_count;
   int32_t *outputs;
+  /* In a subgraph (mi_node_t.subgraphs): tensors bound by name to values of the enclosing
+   * graphs when it runs; they count as defined like inputs. 0 / NULL in a main graph. */
+  int32_t capture_count;
+  int32_t *captures;
 } mi_graph_t;
 
 /** Size in bytes of one element of `dtype` (INT4: 1, two values share a byte; see
@@ -141,6 +155,17 @@ MI_API int32_t mi_graph_infer_shapes(mi_graph_t *g, mi_error_t *err);
  * node, graph input or graph output refers to; tensor indices are renumbered and producers
  * recomputed. MI_OK, or an error leaving the graph unchanged. */
 MI_API int32_t mi_graph_remove_nodes(mi_graph_t *g, const uint8_t *drop, mi_error_t *err);
+
+/** The subgraph attribute `name` of a node, or NULL. */
+MI_API struct mi_graph *mi_node_subgraph(const mi_node_t *n, const char *name);
+/** Marks tensor t of subgraph `sub` as a capture: bound at run time to the enclosing graph's
+ * tensor of the same name. */
+MI_API int32_t mi_graph_add_capture(struct mi_graph *sub, int32_t t);
+/** Attaches `sub` to a node as its subgraph attribute `name`, taking ownership of it (also on
+ * failure), and appends the enclosing tensors it captures (found by name in g) to the node's
+ * implicit inputs. MI_ERR_PARSE when a capture names no tensor of g. */
+MI_API int32_t mi_node_add_subgraph(struct mi_graph *g, int32_t node, const char *name,
+                                    struct mi_graph *sub, mi_error_t *err);
 
 /** Loads an ONNX model file (external data is resolved relative to the file).
  * On failure *out is NULL and err names the file and what is wrong. */

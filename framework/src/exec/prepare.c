@@ -145,6 +145,8 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
   const char *variant = NULL;
   int32_t lay = node_layout(s, i), rc;
   int fatal = 0;
+  /* Subgraphs live only in the host's IR (a kernel descriptor cannot carry them). */
+  if (n->subgraph_count) return host_step(p, i, "a node with subgraphs runs on the host", err);
   if (is_layout_convert(s, i)) {
     int32_t in = n->inputs[0], out = n->outputs[0];
     rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],

@@ -31,7 +31,19 @@ void mi__node_release(mi_node_t *n) {
   free(n->outputs);
   for (int32_t i = 0; i < n->attr_count; i++) mi__attr_release(&n->attrs[i]);
   free(n->attrs);
+  for (int32_t i = 0; i < n->subgraph_count; i++) {
+    mi_graph_destroy(n->subgraphs[i]);
+    if (n->subgraph_names) free(n->subgraph_names[i]);
+  }
+  free(n->subgraphs);
+  free(n->subgraph_names);
   memset(n, 0, sizeof *n);
+}
+
+MI_API mi_graph_t *mi_node_subgraph(const mi_node_t *n, const char *name) {
+  for (int32_t i = 0; n && name && i < n->subgraph_count; i++)
+    if (n->subgraph_names[i] && strcmp(n->subgraph_names[i], name) == 0) return n->subgraphs[i];
+  return NULL;
 }
 
 int64_t mi__tensor_numel(const mi_tensor_t *t) {
@@ -74,6 +86,7 @@ MI_API void mi_graph_destroy(mi_graph_t *g) {
   free(g->nodes);
   free(g->inputs);
   free(g->outputs);
+  free(g->captures);
   free(g->name);
   free(g);
 }
@@ -118,6 +131,18 @@ static int clone_node(mi_node_t *d, const mi_node_t *s) {
       d->attr_count = i + 1;
     }
   }
+  d->implicit_inputs = s->implicit_inputs;
+  if (s->subgraph_count) {
+    if (!(d->subgraphs = calloc((size_t)s->subgraph_count, sizeof *d->subgraphs)) ||
+        !(d->subgraph_names = calloc((size_t)s->subgraph_count, sizeof *d->subgraph_names)))
+      return -1;
+    for (int32_t i = 0; i < s->subgraph_count; i++) {
+      d->subgraph_count = i + 1;
+      if (!(d->subgraphs[i] = mi_graph_clone(s->subgraphs[i])) ||
+          !(d->subgraph_names[i] = mi__strdup(s->subgraph_names[i])))
+        return -1;
+    }
+  }
   return 0;
 }
 
@@ -150,6 +175,10 @@ MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
       !(c->outputs = dup_bytes(g->outputs, (size_t)g->output_count * sizeof(int32_t))))
     goto fail;
   c->output_count = g->output_count;
+  if (g->capture_count &&
+      !(c->captures = dup_bytes(g->captures, (size_t)g->capture_count * sizeof(int32_t))))
+    goto fail;
+  c->capture_count = g->capture_count;
   return c;
 fail:
   mi_graph_destroy(c);

@@ -7,64 +7,16 @@
 #include "graph/onnx_dtype.h"
 #include "graph/onnx_internal.h"
 
-/* Name -> tensor index, open addressing; models have thousands of tensors and a linear
- * mi_graph_find_tensor per reference would be quadratic. */
-typedef struct name_map {
-  const char **keys; /* borrowed from the graph's tensors */
-  int32_t *vals;
-  size_t cap, count;
-} name_map_t;
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-  return h;
-}
-
-static int32_t map_get(const name_map_t *m, const char *k) {
-  if (!m->cap) return -1;
-  for (size_t i = hash_str(k) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-    if (!m->keys[i]) return -1;
-    if (strcmp(m->keys[i], k) == 0) return m->vals[i];
-  }
-}
-
-static int map_put(name_map_t *m, const char *k, int32_t v) {
-  if ((m->count + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 256;
-    const char **nk = calloc(nc, sizeof *nk);
-    int32_t *nv = calloc(nc, sizeof *nv);
-    if (!nk || !nv) {
-      free(nk);
-      free(nv);
-      return -1;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->keys[i]) continue;
-      size_t j = hash_str(m->keys[i]) & (nc - 1);
-      while (nk[j]) j = (j + 1) & (nc - 1);
-      nk[j] = m->keys[i];
-      nv[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = nc;
-  }
-  size_t i = hash_str(k) & (m->cap - 1);
-  while (m->keys[i]) i = (i + 1) & (m->cap - 1);
-  m->keys[i] = k;
-  m->vals[i] = v;
-  m->count++;
-  return 0;
-}
+/* Subgraphs nest (a Loop inside an If); deeper than this is a malformed or hostile model. */
+#define MAX_SUBGRAPH_DEPTH 16
 
 typedef struct importer {
   const char *label; /* the model file, first word of every error */
   const char *base_dir;
   mi_graph_t *g;
-  name_map_t map;
+  mi__name_map_t map;
+  struct importer *parent; /* the enclosing graph's importer, NULL for the main graph */
+  int depth;
   mi_error_t *err;
 } importer_t;
 
@@ -74,10 +26,31 @@ static int32_t oom(importer_t *im) {
 
 /* Adds a tensor whose name must be new. */
 static int32_t new_tensor(importer_t *im, const char *name, int32_t *out) {
-  if (map_get(&im->map, name) >= 0)
+  if (mi__name_map_get(&im->map, name) >= 0)
     return mi_errorf(im->err, MI_ERR_PARSE, "%s: tensor '%s' is defined twice", im->label, name);
   int32_t t = mi_graph_add_tensor(im->g, name, MI_DTYPE_UNDEFINED, -1, NULL);
-  if (t < 0 || map_put(&im->map, im->g->tensors[t].name, t)) return oom(im);
+  if (t < 0 || mi__name_map_put(&im->map, im->g->tensors[t].name, t)) return oom(im);
+  *out = t;
+  return MI_OK;
+}
+
+/* A name used in this graph: defined here or, in a subgraph, a value of an enclosing graph,
+ * which becomes a capture (a local tensor of the same name bound when the subgraph runs).
+ * *out is -1 when nobody defines it. */
+static int32_t resolve(importer_t *im, const char *name, int32_t *out) {
+  int32_t t = mi__name_map_get(&im->map, name), pt = -1, rc;
+  *out = t;
+  if (t >= 0 || !im->parent) return MI_OK;
+  if ((rc = resolve(im->parent, name, &pt)) != MI_OK || pt < 0) return rc;
+  if ((rc = new_tensor(im, name, &t))) return rc;
+  mi_tensor_t *x = &im->g->tensors[t];
+  const mi_tensor_t *px = &im->parent->g->tensors[pt];
+  x->dtype = px->dtype;
+  mi__tensor_set_shape(x, px->rank, px->dims);
+  int32_t *caps = realloc(im->g->captures, (size_t)(im->g->capture_count + 1) * sizeof *caps);
+  if (!caps) return oom(im);
+  im->g->captures = caps;
+  caps[im->g->capture_count++] = t;
   *out = t;
   return MI_OK;
 }
@@ -229,8 +202,57 @@ static int32_t import_scalar_tensor_attr(importer_t *im, mi_node_t *n,
   return mi__node_put_attr(n, &d) == MI_OK ? MI_OK : oom(im);
 }
 
+static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp);
+
+/* Appends tensor t to the node's implicit inputs unless it is already there. */
+static int32_t add_implicit(importer_t *im, mi_node_t *n, int32_t t) {
+  for (int32_t k = n->input_count - n->implicit_inputs; k < n->input_count; k++)
+    if (n->inputs[k] == t) return MI_OK;
+  int32_t *p = realloc(n->inputs, (size_t)(n->input_count + 1) * sizeof *p);
+  if (!p) return oom(im);
+  n->inputs = p;
+  p[n->input_count++] = t;
+  n->implicit_inputs++;
+  return MI_OK;
+}
+
+/* A GRAPH attribute (If's branches, Loop's body) becomes a subgraph of the node; the values
+ * it takes from enclosing graphs become implicit inputs of the node. */
+static int32_t import_subgraph(importer_t *im, mi_node_t *n, const Onnx__AttributeProto *a) {
+  importer_t sub = {.label = im->label, .base_dir = im->base_dir, .parent = im,
+                    .depth = im->depth + 1, .err = im->err};
+  char nm[256];
+  int32_t rc = MI_OK;
+  if (sub.depth > MAX_SUBGRAPH_DEPTH)
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
+                     "%s: node '%s' (%s): subgraphs nested deeper than %d", im->label, n->name,
+                     n->op_type, MAX_SUBGRAPH_DEPTH);
+  snprintf(nm, sizeof nm, "%s/%s", n->name, a->name ? a->name : "");
+  mi_graph_t **gs = realloc(n->subgraphs, (size_t)(n->subgraph_count + 1) * sizeof *gs);
+  if (gs) n->subgraphs = gs;
+  char **ns = realloc(n->subgraph_names, (size_t)(n->subgraph_count + 1) * sizeof *ns);
+  if (ns) n->subgraph_names = ns;
+  if (!gs || !ns || !(sub.g = mi_graph_create(nm))) return oom(im);
+  sub.g->opset = im->g->opset;
+  if ((rc = import_graph(&sub, a->g))) goto done;
+  if (!(n->subgraph_names[n->subgraph_count] = mi__strdup(a->name ? a->name : ""))) {
+    rc = oom(im);
+    goto done;
+  }
+  n->subgraphs[n->subgraph_count++] = sub.g;
+  for (int32_t i = 0; i < sub.g->capture_count && rc == MI_OK; i++)
+    rc = add_implicit(im, n, mi__name_map_get(&im->map, sub.g->tensors[sub.g->captures[i]].name));
+  sub.g = NULL;
+done:
+  mi__name_map_free(&sub.map);
+  mi_graph_destroy(sub.g);
+  return rc;
+}
+
 static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributeProto *a) {
   mi_attr_t m = {0};
+  if (a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH && a->g)
+    return import_subgraph(im, n, a);
   if (a->has_type && a->type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR && a->t &&
       strcmp(n->op_type, "ConstantOfShape") == 0)
     return import_scalar_tensor_attr(im, n, a);
@@ -290,8 +312,7 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
 
 static int is_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
 
-static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
-  const Onnx__GraphProto *gp = mp->graph;
+static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
   int32_t rc = MI_OK;
   char nb[128];
   for (size_t i = 0; i < gp->n_initializer; i++) {
@@ -307,7 +328,7 @@ static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
     const Onnx__ValueInfoProto *vi = gp->input[i];
     if (!vi->name || !vi->name[0])
       return mi_errorf(im->err, MI_ERR_PARSE, "%s: graph input %zu has no name", im->label, i);
-    int32_t t = map_get(&im->map, vi->name);
+    int32_t t = mi__name_map_get(&im->map, vi->name);
     if (t >= 0 && im->g->tensors[t].data) continue; /* an initializer: not a runtime input */
     if ((rc = new_tensor(im, vi->name, &t))) return rc;
     if ((rc = apply_type(im, &im->g->tensors[t], vi->type, 1))) return rc;
@@ -330,7 +351,7 @@ static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
     for (size_t k = 0; k < np->n_output; k++) {
       int32_t t;
       if (!np->output[k][0]) continue;
-      if (map_get(&im->map, np->output[k]) >= 0)
+      if (mi__name_map_get(&im->map, np->output[k]) >= 0)
         return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' (%s): output '%s' is already defined",
                          im->label, nn, np->op_type, np->output[k]);
       if ((rc = new_tensor(im, np->output[k], &t))) return rc;
@@ -345,7 +366,8 @@ static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
       return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: node '%s' (%s) has too many inputs/outputs",
                        im->label, nn, np->op_type);
     for (size_t k = 0; k < np->n_input; k++) {
-      ins[k] = np->input[k][0] ? map_get(&im->map, np->input[k]) : -1;
+      ins[k] = -1;
+      if (np->input[k][0] && (rc = resolve(im, np->input[k], &ins[k]))) return rc;
       if (np->input[k][0] && ins[k] < 0)
         return mi_errorf(im->err, MI_ERR_PARSE,
                          "%s: node '%s' (%s): input '%s' is never defined", im->label, nn,
@@ -356,7 +378,7 @@ static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
     while (last > 0 && !np->output[last - 1][0]) last--;
     for (size_t k = 0; k < last; k++) {
       if (np->output[k][0]) {
-        outs[no++] = map_get(&im->map, np->output[k]);
+        outs[no++] = mi__name_map_get(&im->map, np->output[k]);
       } else {
         char ph[192];
         snprintf(ph, sizeof ph, "%s:unused%zu", nn, k);
@@ -370,13 +392,14 @@ static int32_t import_graph(importer_t *im, const Onnx__ModelProto *mp) {
   }
   for (size_t i = 0; i < gp->n_value_info; i++) {
     const Onnx__ValueInfoProto *vi = gp->value_info[i];
-    int32_t t = vi->name ? map_get(&im->map, vi->name) : -1;
+    int32_t t = vi->name ? mi__name_map_get(&im->map, vi->name) : -1;
     if (t >= 0 && !im->g->tensors[t].data && (rc = apply_type(im, &im->g->tensors[t], vi->type, 0)))
       return rc;
   }
   for (size_t i = 0; i < gp->n_output; i++) {
     const Onnx__ValueInfoProto *vi = gp->output[i];
-    int32_t t = vi->name ? map_get(&im->map, vi->name) : -1;
+    int32_t t = -1;
+    if (vi->name && (rc = resolve(im, vi->name, &t))) return rc;
     if (t < 0)
       return mi_errorf(im->err, MI_ERR_PARSE, "%s: graph output '%s' is never defined", im->label,
                        vi->name ? vi->name : "");
@@ -426,10 +449,9 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
     goto done;
   }
   im.g->opset = opset >= 0 ? opset : 13;
-  rc = import_graph(&im, mp);
+  rc = import_graph(&im, mp->graph);
 done:
-  free(im.map.keys);
-  free(im.map.vals);
+  mi__name_map_free(&im.map);
   if (mp) onnx__model_proto__free_unpacked(mp, NULL);
   if (rc != MI_OK) {
     mi_graph_destroy(im.g);

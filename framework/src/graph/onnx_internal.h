@@ -22,4 +22,16 @@ typedef struct mi__onnx_value {
 int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir,
                                const char *label, mi__onnx_value_t *v, mi_error_t *err);
 
+/** Name -> tensor index map; keys are borrowed (the graph's tensor names). */
+typedef struct mi__name_map {
+  const char **keys;
+  int32_t *vals;
+  size_t cap, count;
+} mi__name_map_t;
+/** The index stored for `k`, or -1. */
+int32_t mi__name_map_get(const mi__name_map_t *m, const char *k);
+/** Adds k -> v (k must be new); 0, or -1 when out of memory. */
+int mi__name_map_put(mi__name_map_t *m, const char *k, int32_t v);
+void mi__name_map_free(mi__name_map_t *m);
+
 #endif /* METAINFER_ONNX_INTERNAL_H */

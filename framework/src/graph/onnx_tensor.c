@@ -153,6 +153,21 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
   v->dtype = dtype;
   size_t esz = onnx_elem_size(e), want = (size_t)count * esz;
   size_t out_bytes = mi_dtype_bytes_for(dtype, count);
+  /* A few bytes of protobuf can declare 2^40 elements: make sure inline data is all there
+   * before allocating for it (external data is checked against its file). */
+  if (!(tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
+    size_t present = e == MI__ONNX_FLOAT    ? tp->n_float_data
+                     : e == MI__ONNX_INT64  ? tp->n_int64_data
+                     : e == MI__ONNX_DOUBLE ? tp->n_double_data
+                                            : tp->n_int32_data;
+    if (tp->has_raw_data && tp->raw_data.len != want)
+      return mi_errorf(err, MI_ERR_PARSE,
+                       "%s: tensor '%s' has %zu bytes of raw data, its shape needs %zu", label,
+                       name, tp->raw_data.len, want);
+    if (!tp->has_raw_data && present != (size_t)count)
+      return mi_errorf(err, MI_ERR_PARSE, "%s: tensor '%s' has %zu values, its shape needs %lld",
+                       label, name, present, (long long)count);
+  }
   uint8_t *data = malloc(out_bytes ? out_bytes : 1);
   uint8_t *ext = NULL;
   int32_t rc = MI_OK;

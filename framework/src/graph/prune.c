@@ -9,6 +9,7 @@
 static void mark_used(const mi_graph_t *g, uint8_t *used) {
   for (int32_t i = 0; i < g->input_count; i++) used[g->inputs[i]] = 1;
   for (int32_t i = 0; i < g->output_count; i++) used[g->outputs[i]] = 1;
+  for (int32_t i = 0; i < g->capture_count; i++) used[g->captures[i]] = 1;
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *nd = &g->nodes[n];
     for (int32_t k = 0; k < nd->input_count; k++)
@@ -59,6 +60,7 @@ MI_API int32_t mi_graph_remove_nodes(mi_graph_t *g, const uint8_t *drop, mi_erro
   g->tensor_count = kept;
   remap(g->inputs, g->input_count, map);
   remap(g->outputs, g->output_count, map);
+  remap(g->captures, g->capture_count, map);
   for (int32_t t = 0; t < g->tensor_count; t++) g->tensors[t].producer = -1;
   for (int32_t n = 0; n < g->node_count; n++) {
     mi_node_t *nd = &g->nodes[n];

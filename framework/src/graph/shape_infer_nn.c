@@ -235,7 +235,14 @@ static int32_t resize(mi__si_t *c, const mi_node_t *n) {
           double q = (double)sz[i] / (double)x->dims[axes[i]];
           s = larger ? (q > s ? q : s) : (q < s ? q : s);
         }
-        for (int32_t i = 0; i < na; i++) d[axes[i]] = (int64_t)floor(s * (double)x->dims[axes[i]] + 0.5);
+        for (int32_t i = 0; i < na; i++) {
+          double r = floor(s * (double)x->dims[axes[i]] + 0.5);
+          /* Converting an out-of-range double to int64 is undefined: refuse it instead. */
+          if (!(r >= 0 && r < 0x1p62))
+            return mi__si_fail(c, n, MI_ERR_PARSE, "output size %g of axis %lld is out of range",
+                               r, (long long)axes[i]);
+          d[axes[i]] = (int64_t)r;
+        }
       }
     }
   } else if (have_scales || (st && (v = mi__si_val(c, n, scales_in, &cnt)))) {
@@ -246,7 +253,11 @@ static int32_t resize(mi__si_t *c, const mi_node_t *n) {
     }
     for (int32_t i = 0; i < na; i++) {
       int64_t in = x->dims[axes[i]];
-      d[axes[i]] = in < 0 || isnan(sc[i]) ? MI_DIM_DYNAMIC : (int64_t)floor((double)in * sc[i] + 1e-9);
+      double r = in < 0 || isnan(sc[i]) ? -1 : floor((double)in * sc[i] + 1e-9);
+      if (in >= 0 && !isnan(sc[i]) && !(r >= 0 && r < 0x1p62))
+        return mi__si_fail(c, n, MI_ERR_PARSE, "scale %g of axis %lld gives an output size out of range",
+                           sc[i], (long long)axes[i]);
+      d[axes[i]] = r < 0 ? MI_DIM_DYNAMIC : (int64_t)r;
     }
   } else if (st && mi__tensor_numel(st) != 0) {
     for (int32_t i = 0; i < na; i++) d[axes[i]] = MI_DIM_DYNAMIC;

@@ -50,7 +50,8 @@ static int32_t reshape(mi__si_t *c, const mi_node_t *n) {
     } else if (d[i] < -1) {
       return mi__si_fail(c, n, MI_ERR_PARSE, "shape[%lld] = %lld is invalid", (long long)i, (long long)d[i]);
     }
-    if (d[i] >= 0) known *= d[i];
+    if (d[i] >= 0 && __builtin_mul_overflow(known, d[i], &known))
+      return mi__si_fail(c, n, MI_ERR_PARSE, "shape's element count overflows");
   }
   int64_t total = mi__tensor_numel(x);
   if (minus >= 0) {

@@ -38,6 +38,8 @@ static int32_t heap_pop(int32_t *h, int32_t *n) {
 static int is_graph_input(const mi_graph_t *g, int32_t t) {
   for (int32_t i = 0; i < g->input_count; i++)
     if (g->inputs[i] == t) return 1;
+  for (int32_t i = 0; i < g->capture_count; i++) /* bound from the enclosing graph */
+    if (g->captures[i] == t) return 1;
   return 0;
 }
 

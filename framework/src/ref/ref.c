@@ -15,6 +15,11 @@ typedef struct ref_op {
 } ref_op_t;
 
 int32_t mi__ref_quant(mi__ref_call_t *c); /* ref_quant.c: QuantizeLinear, DequantizeLinear */
+int32_t mi__ref_if(mi__ref_call_t *c);    /* ref_control.c */
+int32_t mi__ref_loop(mi__ref_call_t *c);  /* ref_control.c */
+int32_t mi__ref_pad(mi__ref_call_t *c);   /* ref_pad.c */
+int32_t mi__ref_size(mi__ref_call_t *c);  /* ref_pad.c */
+int32_t mi__ref_lstm(mi__ref_call_t *c);  /* ref_rnn.c */
 
 static const ref_op_t REF_OPS[] = {
     {"Relu", mi__ref_unary},          {"LeakyRelu", mi__ref_unary},
@@ -58,6 +63,9 @@ static const ref_op_t REF_OPS[] = {
     {"Expand", mi__ref_expand},       {"ConstantOfShape", mi__ref_constant_of_shape},
     {"Range", mi__ref_range},         {"Tile", mi__ref_tile},
     {"QuantizeLinear", mi__ref_quant}, {"DequantizeLinear", mi__ref_quant},
+    {"If", mi__ref_if},               {"Loop", mi__ref_loop},
+    {"Pad", mi__ref_pad},             {"Size", mi__ref_size},
+    {"LSTM", mi__ref_lstm},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {
@@ -151,6 +159,12 @@ static mi_array_t *view_initializer(const mi_tensor_t *t) {
 MI_API int32_t mi_ref_run(const mi_graph_t *g, const mi_array_t *const *inputs,
                           int32_t input_count, mi_array_t **outputs, int32_t output_count,
                           mi_error_t *err) {
+  return mi__ref_run_scoped(g, inputs, input_count, NULL, outputs, output_count, err);
+}
+
+int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
+                           int32_t input_count, const mi_array_t *const *captures,
+                           mi_array_t **outputs, int32_t output_count, mi_error_t *err) {
   int32_t rc = MI_OK, nt;
   mi_array_t **vals = NULL;
   uint8_t *held = NULL;
@@ -210,6 +224,12 @@ MI_API int32_t mi_ref_run(const mi_graph_t *g, const mi_array_t *const *inputs,
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_ref_run: out of memory");
       goto done;
     }
+  }
+  for (int32_t i = 0; captures && i < g->capture_count; i++) {
+    int32_t t = g->captures[i];
+    release_value(vals, held, t);
+    vals[t] = (mi_array_t *)captures[i];
+    held[t] = captures[i] ? HELD_BORROWED : HELD_NONE;
   }
   for (int32_t i = 0; i < input_count; i++) {
     int32_t t = g->inputs[i];

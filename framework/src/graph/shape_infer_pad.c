@@ -1,0 +1,85 @@
+/* shape_infer_pad.c - shapes of Pad (attribute or input pads by opset), Size and LSTM. */
+#include <string.h>
+
+#include "graph/shape_infer.h"
+
+static int32_t pad(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  int64_t pads[2 * MI_MAX_RANK], axes[MI_MAX_RANK], d[MI_MAX_RANK];
+  int64_t np = -1, na = -1;
+  if (x->rank < 0) {
+    mi__si_set(c, n, 0, x->dtype, -1, NULL);
+    return MI_OK;
+  }
+  if (c->g->opset < 11) {
+    const mi_attr_t *a = mi_node_attr(n, "pads");
+    if (a && a->type == MI_ATTR_INTS && a->count <= 2 * MI_MAX_RANK) {
+      np = a->count;
+      for (int32_t i = 0; i < a->count; i++) pads[i] = a->ints[i];
+    }
+  } else {
+    np = mi__si_ints(c, n, 1, pads, 2 * MI_MAX_RANK);
+    if (mi__si_in(c, n, 3)) na = mi__si_ints(c, n, 3, axes, MI_MAX_RANK);
+  }
+  if (np < 0 || (mi__si_in(c, n, 3) && na < 0)) { /* pads known only at run time */
+    for (int32_t i = 0; i < x->rank; i++) d[i] = MI_DIM_DYNAMIC;
+    mi__si_set(c, n, 0, x->dtype, x->rank, d);
+    return MI_OK;
+  }
+  if (na < 0) {
+    na = x->rank;
+    for (int32_t i = 0; i < x->rank; i++) axes[i] = i;
+  }
+  if (np != 2 * na)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "pads has %lld values for %lld axes", (long long)np,
+                       (long long)na);
+  memcpy(d, x->dims, sizeof d);
+  for (int64_t k = 0; k < na; k++) {
+    int32_t a;
+    if ((rc = mi__si_axis(c, n, axes[k], x->rank, &a))) return rc;
+    if (d[a] < 0) continue;
+    d[a] += pads[k] + pads[k + na];
+    if (d[a] < 0)
+      return mi__si_fail(c, n, MI_ERR_PARSE, "pads make dimension %d negative", (int)a);
+  }
+  mi__si_set(c, n, 0, x->dtype, x->rank, d);
+  return MI_OK;
+}
+
+static int32_t size(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  int64_t numel = mi__tensor_numel(mi__si_in(c, n, 0));
+  mi__si_set(c, n, 0, MI_DTYPE_INT64, 0, NULL);
+  if (numel >= 0) {
+    double v = (double)numel;
+    mi__si_set_val(c, n, 0, &v, 1);
+  }
+  return MI_OK;
+}
+
+static int32_t lstm(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 3);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  int64_t H = mi_node_attr_int(n, "hidden_size", 0);
+  int64_t dirs = strcmp(mi_node_attr_string(n, "direction", "forward"), "bidirectional") == 0 ? 2 : 1;
+  if (H <= 0) return mi__si_fail(c, n, MI_ERR_PARSE, "hidden_size must be positive");
+  if (x->rank >= 0 && x->rank != 3)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "X has rank %d, expected 3", (int)x->rank);
+  int64_t S = x->rank == 3 ? x->dims[0] : MI_DIM_DYNAMIC, N = x->rank == 3 ? x->dims[1] : MI_DIM_DYNAMIC;
+  int64_t y[4] = {S, dirs, N, H}, h[3] = {dirs, N, H};
+  mi__si_set(c, n, 0, x->dtype, 4, y);
+  mi__si_set(c, n, 1, x->dtype, 3, h);
+  mi__si_set(c, n, 2, x->dtype, 3, h);
+  return MI_OK;
+}
+
+mi__si_fn mi__si_lookup_pad(const char *op) {
+  if (strcmp(op, "Pad") == 0) return pad;
+  if (strcmp(op, "Size") == 0) return size;
+  if (strcmp(op, "LSTM") == 0) return lstm;
+  return NULL;
+}
