@@ -12,11 +12,12 @@
 typedef struct command {
   const char *name;
   const char *help;
+  const char *usage;
   int (*run)(mi_host_t *h, int argc, char **argv);
 } command_t;
 
 static const command_t k_commands[] = {
-#define MI_HOST_COMMAND(name, help) {#name, help, mi_host_cmd_##name},
+#define MI_HOST_COMMAND(name, help, usage) {#name, help, usage, mi_host_cmd_##name},
 #include "commands.def"
 #undef MI_HOST_COMMAND
 };
@@ -132,6 +133,14 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], k_commands[c].name) == 0) break;
   if (c == sizeof k_commands / sizeof k_commands[0])
     return mi_host_usage_error("unknown command '%s'", argv[i]);
+  /* `mi-host COMMAND --help` is answered here, the same way for every command. */
+  for (int k = i + 1; k < argc; k++) {
+    if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
+      printf("usage: mi-host [--plugins DIR]... [--json] %s\n\n%s\n", k_commands[c].usage,
+             k_commands[c].help);
+      return MI_HOST_OK;
+    }
+  }
   rc = k_commands[c].run(&h, argc - i, argv + i);
   mi_registry_destroy(h.registry);
   return rc;

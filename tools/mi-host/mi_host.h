@@ -28,7 +28,7 @@ mi_registry_t *mi_host_registry(mi_host_t *h);
 int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Every command, declared from the table. */
-#define MI_HOST_COMMAND(name, help) int mi_host_cmd_##name(mi_host_t *h, int argc, char **argv);
+#define MI_HOST_COMMAND(name, help, usage) int mi_host_cmd_##name(mi_host_t *h, int argc, char **argv);
 #include "commands.def"
 #undef MI_HOST_COMMAND
 
