@@ -24,10 +24,12 @@ void mi_meta_options_default(mi_meta_options_t *o) {
   o->screen = 100000;
   o->kappa = 1.0;
   o->learner = MI_SURROGATE_AUTO;
+  o->primary_share = 0.5;
 }
 
 int mi__meta_has_budget(mi__meta_t *st) {
-  if (st->r->measured >= st->budget) return 0;
+  /* Replayed trials count: a resumed run ends where the uninterrupted one would have. */
+  if (st->r->measured + st->r->replayed >= st->budget) return 0;
   if (st->so->max_seconds > 0 && now_s() - st->t0 >= st->so->max_seconds) return 0;
   return 1;
 }

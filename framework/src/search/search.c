@@ -13,7 +13,8 @@ static double now_s(void) {
 }
 
 int mi__search_has_budget(mi__search_t *st) {
-  if (st->r->measured >= st->budget) return 0;
+  /* Replayed trials count: a resumed run ends where the uninterrupted one would have. */
+  if (st->r->measured + st->r->replayed >= st->budget) return 0;
   if (st->o->max_seconds > 0 && now_s() - st->t0 >= st->o->max_seconds) return 0;
   return 1;
 }
