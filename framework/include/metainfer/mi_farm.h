@@ -4,7 +4,7 @@
 #ifndef METAINFER_MI_FARM_H
 #define METAINFER_MI_FARM_H
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 #include "metainfer/mi_measure.h"
 
 #ifdef __cplusplus

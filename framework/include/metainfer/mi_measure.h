@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -328,6 +328,11 @@ typedef struct mi_history_row {
   double energy_j;                   /* NaN when absent */
   int32_t energy_source;             /* mi_energy_source */
   const char *accuracy_json;         /* NULL when absent */
+  /* Added for retrieval across models and devices: the task's model features
+   * (mi_model_features_json) and the device's fingerprint (mi_device_fingerprint_json) as
+   * stored with the task and the device; NULL when the writer had none. */
+  const char *model_features_json;
+  const char *device_fingerprint_json;
 } mi_history_row_t;
 
 typedef struct mi_history_query {

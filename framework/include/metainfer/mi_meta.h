@@ -5,7 +5,9 @@
 
 #include <stdint.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
+#include "metainfer/mi_measure.h"
+#include "metainfer/mi_tune.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +90,13 @@ MI_API void mi_meta_encode(const mi_space_t *s, const int32_t *pt, double *x);
 MI_API void mi_meta_describe(const mi_model_features_t *mf, const mi_device_fingerprint_t *fp,
                              double desc[MI_META_DESC_SIZE]);
 
+/** The descriptor of a task from the JSON the history keeps: model features as written by
+ * mi_model_features_json and a device fingerprint as written by mi_device_fingerprint_json
+ * (either may be NULL). Returns a mask of what was read: 1 model features, 2 fingerprint;
+ * the parts not read are zeros, as in mi_meta_describe. */
+MI_API int32_t mi_meta_describe_json(const char *features_json, const char *fingerprint_json,
+                                     double desc[MI_META_DESC_SIZE]);
+
 /** A past task with its measurements: the source of a warm start. Borrowed by the search. */
 typedef struct mi_meta_task {
   const char *name;
@@ -160,6 +169,9 @@ typedef struct mi_meta_options {
   int32_t acquisition;            /* 0 UCB on random scalarisations, 1 predicted mean only */
   const uint8_t *frozen;          /* dims held at their default (may be NULL) */
   mi_meta_report_t *report;       /* filled when not NULL */
+  /* Added: the share of each batch (and of the screen's generations) chosen on the first
+   * objective alone, the primary one; the rest on random scalarisations (default 0.5). */
+  double primary_share;
 } mi_meta_options_t;
 
 MI_API void mi_meta_options_default(mi_meta_options_t *o);

@@ -1,0 +1,203 @@
+/* mi_core.h - the core of libmetainfer's public API: errors, host arrays, .npy files, the
+ * reference interpreter, the plugin registry and sessions. Included by mi.h and by the other
+ * public headers that need it. */
+#ifndef METAINFER_MI_CORE_H
+#define METAINFER_MI_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metainfer/mi_plugin.h"
+
+#ifndef MI_API
+#define MI_API __attribute__((visibility("default")))
+#endif
+
+#include "metainfer/mi_graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- core */
+
+/** The library version, "MAJOR.MINOR.PATCH". */
+MI_API const char *mi_version(void);
+/** The fixed message of a status code ("invalid argument", ...). Never NULL. */
+MI_API const char *mi_status_message(int32_t code);
+
+/** Sets err (when not NULL) to `code` and a printf-style message; returns code. */
+MI_API int32_t mi_errorf(mi_error_t *err, int32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Clears err to MI_OK and an empty message. */
+MI_API void mi_error_clear(mi_error_t *err);
+
+/* ---------------------------------------------------------------- host arrays */
+
+/** A dense host tensor (row-major, ONNX dim order). */
+typedef struct mi_array {
+  int32_t dtype; /* mi_dtype */
+  int32_t rank;
+  int64_t dims[MI_MAX_RANK];
+  void *data;    /* owned, 64-byte aligned */
+  size_t nbytes;
+} mi_array_t;
+
+/** Allocates a zeroed array; NULL when out of memory or the shape is invalid. */
+MI_API mi_array_t *mi_array_create(int32_t dtype, int32_t rank, const int64_t *dims);
+/** Frees an array. NULL is a no-op. */
+MI_API void mi_array_destroy(mi_array_t *a);
+/** Number of elements. */
+MI_API int64_t mi_array_numel(const mi_array_t *a);
+/** Fills a float32 array with deterministic pseudo-random values in [-1, 1) from `seed`. */
+MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed);
+
+/** Reads a .npy file (v1-v3, little-endian float32/float16/int8/uint8/int32/int64/bool,
+ * C order). On failure *out is NULL and err names the file and the problem. */
+MI_API int32_t mi_npy_load(const char *path, mi_array_t **out, mi_error_t *err);
+/** Parses a .npy image held in memory; `what` names it in errors. */
+MI_API int32_t mi_npy_parse(const void *buf, size_t size, const char *what, mi_array_t **out,
+                            mi_error_t *err);
+/** Writes an array as a .npy v1 file, atomically (temporary file, then rename). */
+MI_API int32_t mi_npy_save(const char *path, const mi_array_t *a, mi_error_t *err);
+
+/* ---------------------------------------------------------------- reference interpreter */
+
+/** Runs a graph on the FP32 reference interpreter. `inputs` are in graph input order;
+ * on success `outputs[i]` (graph output order, output_count entries) are new arrays the caller
+ * destroys. The graph must be topologically sorted. */
+MI_API int32_t mi_ref_run(const mi_graph_t *g, const mi_array_t *const *inputs,
+                          int32_t input_count, mi_array_t **outputs, int32_t output_count,
+                          mi_error_t *err);
+/** True when the reference interpreter implements `op_type` at `opset`. */
+MI_API int mi_ref_supports(const char *op_type, int64_t opset);
+/** Constant folding: evaluates on the reference interpreter every node whose inputs are all
+ * constants, and every Shape/Size of a tensor whose shape is fully known, and replaces them by
+ * initializers (chains such as Shape -> Gather -> Concat -> Reshape end as one constant
+ * shape), then drops the tensors left unused. Run it after mi_graph_infer_shapes with the
+ * concrete input shapes, so that the executed graph is static. Quantize/DequantizeLinear
+ * stay (devices may compute on quantized weights); results larger than 64 MiB are not
+ * materialised. *folded (may be NULL) gets the number of nodes removed. */
+MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err);
+
+/* ---------------------------------------------------------------- plugins */
+
+/** A loaded plugin. `api` is the host's copy of the plugin's table, zero-filled past the
+ * size the plugin declared, so an optional function the plugin does not know reads NULL. */
+typedef struct mi_plugin {
+  char *name;            /* from the plugin's table */
+  char *version;
+  char *path;            /* the .so that was loaded */
+  char *manifest;        /* the manifest that named it */
+  uint32_t abi_major;
+  uint32_t abi_minor;    /* the minor the plugin was built with */
+  uint32_t declared_size; /* the plugin's sizeof(mi_plugin_api_t) */
+  mi_plugin_api_t api;
+  mi_plugin_ctx_t *ctx;
+  uint32_t device_count;
+  void *dl;              /* dlopen handle */
+} mi_plugin_t;
+
+/** The set of loaded plugins, and the ones that were refused with the reason. */
+typedef struct mi_registry mi_registry_t;
+
+/** Creates an empty registry. NULL when out of memory. */
+MI_API mi_registry_t *mi_registry_create(void);
+/** Destroys every plugin instance and unloads the libraries. NULL is a no-op. */
+MI_API void mi_registry_destroy(mi_registry_t *r);
+/** Loads every plugin whose manifest (*.mi-plugin) is in `dir`. A bad plugin is recorded as
+ * rejected with its reason and never stops the others; only an unreadable `dir` is an error. */
+MI_API int32_t mi_registry_scan(mi_registry_t *r, const char *dir, mi_error_t *err);
+/** Scans each directory of MI_PLUGIN_PATH (colon-separated); ignored in setuid programs. */
+MI_API int32_t mi_registry_scan_env(mi_registry_t *r, mi_error_t *err);
+MI_API int32_t mi_registry_plugin_count(const mi_registry_t *r);
+MI_API mi_plugin_t *mi_registry_plugin(const mi_registry_t *r, int32_t index);
+/** The plugin named `name`, or NULL. */
+MI_API mi_plugin_t *mi_registry_find(const mi_registry_t *r, const char *name);
+/** Rejected plugins: count, and for each the path and the one-line reason. */
+MI_API int32_t mi_registry_rejected_count(const mi_registry_t *r);
+MI_API const char *mi_registry_rejected(const mi_registry_t *r, int32_t index,
+                                        const char **path);
+/** Resolves a device spec "PLUGIN:INDEX" (INDEX defaults to 0). MI_ERR_NOT_FOUND with the
+ * list of known plugins in err when there is no such plugin or device. */
+MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_plugin_t **plugin,
+                                  uint32_t *device, mi_error_t *err);
+
+/** Description queries through the plugin's table: they zero `out`, set its struct_size,
+ * call the plugin, and check what came back (terminated strings, sane values). */
+MI_API int32_t mi_plugin_device_info(const mi_plugin_t *p, uint32_t device, mi_device_desc_t *out,
+                                     mi_error_t *err);
+MI_API int32_t mi_plugin_knobs(const mi_plugin_t *p, uint32_t device, mi_knob_desc_t **out,
+                               uint32_t *count, mi_error_t *err); /* free(*out) */
+MI_API int32_t mi_plugin_variants(const mi_plugin_t *p, uint32_t device, mi_variant_desc_t **out,
+                                  uint32_t *count, mi_error_t *err); /* free(*out) */
+MI_API int32_t mi_plugin_counters(const mi_plugin_t *p, uint32_t device, mi_counter_desc_t **out,
+                                  uint32_t *count, mi_error_t *err); /* free(*out) */
+MI_API int32_t mi_plugin_constraints(const mi_plugin_t *p, uint32_t device,
+                                     mi_constraint_desc_t **out, uint32_t *count,
+                                     mi_error_t *err); /* free(*out) */
+
+/* ---------------------------------------------------------------- sessions (graph execution) */
+
+/** The variant and knob values chosen for one node (by node name). */
+typedef struct mi_node_choice {
+  const char *node;        /* node name */
+  const char *variant_id;  /* NULL = plugin default */
+  int32_t knob_count;
+  const mi_knob_value_t *knobs;
+} mi_node_choice_t;
+
+/** How to run a graph on a device. Zero-initialise, then set struct_size. */
+typedef struct mi_session_options {
+  uint32_t struct_size;
+  int32_t device_knob_count;          /* device-scope knobs (threads, DVFS level) */
+  const mi_knob_value_t *device_knobs;
+  int32_t choice_count;               /* per-node choices; other nodes use defaults */
+  const mi_node_choice_t *choices;
+  int32_t allow_host_fallback;        /* 1: ops the device refuses run on the reference path */
+} mi_session_options_t;
+
+/** A graph prepared for one device: kernels prepared, constants uploaded. */
+typedef struct mi_session mi_session_t;
+
+/** Prepares `g` (shapes inferred, topologically sorted) for `device` of `plugin`, or for the
+ * reference interpreter when plugin is NULL. `opts` may be NULL. The graph must outlive the
+ * session. On failure err names the node and the reason. */
+MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
+                                 const mi_session_options_t *opts, mi_session_t **out,
+                                 mi_error_t *err);
+/** Runs one inference. Inputs in graph input order; outputs[i] are new arrays. */
+MI_API int32_t mi_session_run(mi_session_t *s, const mi_array_t *const *inputs,
+                              int32_t input_count, mi_array_t **outputs, int32_t output_count,
+                              mi_error_t *err);
+/** Nodes that run on the host because the device refused them (count, and each name). */
+MI_API int32_t mi_session_fallback_count(const mi_session_t *s);
+MI_API const char *mi_session_fallback_node(const mi_session_t *s, int32_t index);
+/** Device time of the last successful mi_session_run, summed over its device kernels. Returns 1
+ * and sets *ns when every device kernel of that run reported a device timer; else 0 and *ns is
+ * left alone (nothing was measured, so nothing is claimed). Always 0 on the reference path. */
+MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns);
+/** Per-node timing of the last successful mi_session_run: wall time of graph node `node` and,
+ * when its device kernel reported one, its device time. Returns 0 when the node did not run
+ * (folded, or no run yet), 1 for wall time only, 2 for wall and device time. */
+MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *wall_ns,
+                                uint64_t *device_ns);
+/** Device kernels the session prepared: a fused group, a quantized layer lowered with its
+ * Q/DQ nodes, or a layout conversion counts once each. -1 on the reference path or for NULL. */
+MI_API int32_t mi_session_kernel_count(const mi_session_t *s);
+/** The graph nodes device kernel `index` runs (execution order): returns their count and
+ * points *nodes at them (valid while the session lives); 0 for a bad index. */
+MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,
+                                       const int32_t **nodes);
+/** Multi-node kernels the device refused, so that their nodes ran one kernel each: count, and
+ * one line each ("group of 'conv1' (3 nodes): <the plugin's reason>"). */
+MI_API int32_t mi_session_unfused_count(const mi_session_t *s);
+MI_API const char *mi_session_unfused(const mi_session_t *s, int32_t index);
+/** Frees kernels and buffers. NULL is a no-op. */
+MI_API void mi_session_destroy(mi_session_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* METAINFER_MI_CORE_H */
