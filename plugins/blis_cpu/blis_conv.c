@@ -1,7 +1,7 @@
 /* blis_conv.c - Conv: geometry, variant choice, fused epilogue, im2col+GEMM and 1x1 GEMM. */
 #include <string.h>
 
-#include "blis_conv.h"
+#include "blis_qgemm.h"
 
 static int32_t ints_attr(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want,
                          int64_t dflt) {
@@ -15,8 +15,8 @@ static int32_t ints_attr(const mi_node_desc_t *n, const char *name, int64_t *out
 }
 
 /* Fills geometry from the node; rank-3 (1-D) convs run as H = 1. */
-static int32_t conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_conv_t *c,
-                         mi_error_t *err) {
+int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_conv_t *c,
+                           mi_error_t *err) {
   const mi_tensor_desc_t *x = mi__blis_tensor(p, c->x), *w = mi__blis_tensor(p, c->w),
                          *y = mi__blis_tensor(p, c->y);
   int64_t k[2], s[2], d[2], pads[4];
@@ -24,8 +24,8 @@ static int32_t conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_c
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   if (!x || !w || !y || (x->rank != 4 && x->rank != 3) || w->rank != x->rank || y->rank != x->rank)
     return mi__blis_unsupported(err, n, "only 1-D and 2-D convolutions");
-  if (!w->data || w->dtype != MI_DTYPE_FLOAT32)
-    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 constant");
+  if (!w->data || (w->dtype != MI_DTYPE_FLOAT32 && w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4))
+    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 (or INT8/INT4) constant");
   sp = x->rank - 2;
   if (!ints_attr(n, "strides", s, sp, 1) || !ints_attr(n, "dilations", d, sp, 1) ||
       !ints_attr(n, "pads", pads, 2 * sp, 0))
@@ -122,24 +122,6 @@ static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_n
   return used;
 }
 
-void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
-  int64_t i, len = c->OH * c->OW;
-  int32_t e;
-  if (c->affine) {
-    float s = c->scale[m], b = c->shift[m];
-    for (i = 0; i < len; i++) row[i] = row[i] * s + b;
-  }
-  for (e = 0; e < c->epi_n; e++) {
-    const mi__blis_epi_op_t *op = &c->epi[e];
-    if (op->act == MI__ACT_NONE) {
-      const float *r = (const float *)t[op->tensor] + (n * c->M + m) * len;
-      for (i = 0; i < len; i++) row[i] += r[i];
-    } else {
-      mi__blis_act_apply(op->act, op->a, op->b, row, len);
-    }
-  }
-}
-
 typedef struct conv_task {
   const mi__blis_conv_t *c;
   void *const *t;
@@ -148,27 +130,63 @@ typedef struct conv_task {
   int64_t n, p0, cb;
 } conv_task_t;
 
-/* Items are input channels of the group: each writes its own KH*KW rows of the columns. */
-static void im2col_part(void *arg, int64_t c0, int64_t c1) {
-  const conv_task_t *ct = arg;
+/* Items are input channels of the group: each writes its own KH*KW rows of the columns. Each
+ * column row is filled output row by output row: zeros where the tap falls in the padding, a
+ * plain (or strided) copy over the valid run of output columns. */
+static inline __attribute__((always_inline)) void im2col_body(const conv_task_t *ct, int64_t c0,
+                                                               int64_t c1) {
   const mi__blis_conv_t *c = ct->c;
-  int64_t ci, kh, kw, j, cb = ct->cb;
+  int64_t ci, kh, kw, cb = ct->cb, pend = ct->p0 + cb;
   for (ci = c0; ci < c1; ci++)
     for (kh = 0; kh < c->KH; kh++)
       for (kw = 0; kw < c->KW; kw++) {
-        float *dst = c->scratch + ((ci * c->KH + kh) * c->KW + kw) * cb;
+        float *dst = c->scratch + ((ci * c->KH + kh) * c->KW + kw) * cb - ct->p0;
         const float *xc = ct->x + ci * c->H * c->W;
-        int64_t oh = ct->p0 / c->OW, ow = ct->p0 % c->OW;
-        for (j = 0; j < cb; j++) {
-          int64_t ih = oh * c->sh - c->pt + kh * c->dh, iw = ow * c->sw - c->pl + kw * c->dw;
-          dst[j] = (ih >= 0 && ih < c->H && iw >= 0 && iw < c->W) ? xc[ih * c->W + iw] : 0.f;
-          if (++ow == c->OW) {
-            ow = 0;
-            oh++;
+        int64_t off = kw * c->dw - c->pl, lo = 0, hi = c->OW, p = ct->p0;
+        /* output columns whose input column ow*sw + off lies in [0, W) */
+        if (off < 0) lo = (-off + c->sw - 1) / c->sw;
+        hi = c->W - 1 - off >= 0 ? (c->W - 1 - off) / c->sw + 1 : 0;
+        if (hi > c->OW) hi = c->OW;
+        if (lo > hi) lo = hi;
+        while (p < pend) {
+          int64_t oh = p / c->OW, ow = p % c->OW, e = (oh + 1) * c->OW, ih, j, a, b;
+          if (e > pend) e = pend;
+          ih = oh * c->sh - c->pt + kh * c->dh;
+          if (ih < 0 || ih >= c->H) {
+            for (j = p; j < e; j++) dst[j] = 0.f;
+          } else {
+            const float *xr = xc + ih * c->W + off;
+            float *dr = dst + oh * c->OW;
+            int64_t oe = e - oh * c->OW;
+            a = lo > ow ? lo : ow;
+            b = hi < oe ? hi : oe;
+            if (a > b) a = b;
+            for (j = ow; j < a; j++) dr[j] = 0.f;
+            if (c->sw == 1) {
+              for (j = a; j < b; j++) dr[j] = xr[j]; /* a loop: see im2col_avx512 */
+            } else if (c->sw == 2) { /* constant stride: the compiler vectorises it */
+              for (j = a; j < b; j++) dr[j] = xr[j * 2];
+            } else {
+              for (j = a; j < b; j++) dr[j] = xr[j * c->sw];
+            }
+            for (j = b > ow ? b : ow; j < oe; j++) dr[j] = 0.f;
           }
+          p = e;
         }
       }
 }
+
+/* The strided copies vectorise only with AVX2/AVX-512 permutes: one body, three targets. The
+ * short row copies stay loops: turned into memcpy they are expanded as `rep movs`, slow here. */
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"), optimize("no-tree-loop-distribute-patterns")))
+static void im2col_avx512(void *arg, int64_t c0, int64_t c1) {
+  im2col_body(arg, c0, c1);
+}
+__attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns")))
+static void im2col_avx2(void *arg, int64_t c0, int64_t c1) {
+  im2col_body(arg, c0, c1);
+}
+static void im2col_c(void *arg, int64_t c0, int64_t c1) { im2col_body(arg, c0, c1); }
 
 /* Items are output channels of image ct->n. */
 static void epi_part(void *arg, int64_t m0, int64_t m1) {
@@ -201,12 +219,15 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
         ct.x = xg;
         ct.p0 = p0;
         ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
-        mi__blis_parallel(env, cg, 1, im2col_part, &ct);
+        mi__blis_parallel(env, cg, 1, c->KH * c->KW * ct.cb,
+                          c->simd == MI__SIMD_AVX512 ? im2col_avx512
+                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2 : im2col_c,
+                          &ct);
         mi__blis_sgemm(env, mg, ct.cb, kk, 1.f, wg, kk, 1, c->scratch, ct.cb, 1, 0.f, yg + p0, ohw, 1);
       }
     }
     ct.n = n;
-    if (c->affine || c->epi_n) mi__blis_parallel(env, c->M, 1, epi_part, &ct);
+    if (c->affine || c->epi_n) mi__blis_parallel(env, c->M, 1, ohw * (1 + c->epi_n), epi_part, &ct);
   }
   return MI_OK;
 }
@@ -218,6 +239,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   int32_t rc, is1x1, isdw;
   uint64_t aux = 0;
   if (strcmp(n->op_type, "ConvTranspose") == 0) return mi__blis_prep_convt(p, s, err);
+  if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) return mi__blis_prep_qconv(p, s, err);
   wt = mi__blis_tensor(p, mi__blis_in(n, 1));
   if (!wt || wt->rank < 3) return mi__blis_unsupported(err, n, "weights missing or rank < 3");
   c = mi__blis_calloc(p->ctx, sizeof *c + (uint64_t)wt->dims[0] * 2 * sizeof(float));
@@ -228,8 +250,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   c->x = mi__blis_in(n, 0);
   c->w = mi__blis_in(n, 1);
   c->y = mi__blis_out(n, 0);
-  rc = conv_geom(p, n, c, err);
+  c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  rc = mi__blis_conv_geom(p, n, c, err);
   if (rc != MI_OK) return rc;
+  if (wt->dtype != MI_DTYPE_FLOAT32 || mi__blis_tensor(p, c->x)->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "FLOAT32 conv needs FLOAT32 input and weights");
   if (mi__blis_in(n, 2) >= 0 && (!mi__blis_is_const(p, mi__blis_in(n, 2)) ||
                                  mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 2))) != c->M))
     return mi__blis_unsupported(err, n, "bias must be a constant of M elements");

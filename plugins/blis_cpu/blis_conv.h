@@ -14,6 +14,7 @@ typedef struct mi__blis_epi_op {
 
 typedef struct mi__blis_conv {
   int32_t variant; /* MI__CONV_* */
+  int32_t simd;    /* MI__SIMD_*: code path of the depthwise planes and the epilogue */
   int32_t x, w, y; /* tensor indices */
   int32_t nhwc_in, nhwc_out;
   int64_t N, C, H, W, M, KH, KW, OH, OW, G, sh, sw, dh, dw, pt, pl;
@@ -27,6 +28,15 @@ typedef struct mi__blis_conv {
 } mi__blis_conv_t;
 
 enum { MI__CONV_IM2COL = 0, MI__CONV_1X1, MI__CONV_DW, MI__CONV_NHWC };
+enum { MI__SIMD_C = 0, MI__SIMD_AVX2, MI__SIMD_AVX512 };
+
+/* Widest code path this CPU runs (cpuid bits and the compiler's runtime check agree). */
+int32_t mi__blis_simd_level(uint32_t isa);
+/* Floats of the largest plane the SIMD depthwise path takes (its padded copy lives on the stack). */
+#define MI__DW_PLANE_MAX 16384
+/* One depthwise plane (channel m of image n: input plane xc, filter wm) into row; 0 when the
+ * padded plane is too large for the SIMD path (the caller runs the plain loops). */
+int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm, float *row);
 
 /* Applies bias/BN, activations and residual adds to channel m's OH*OW row of image n. */
 void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row);

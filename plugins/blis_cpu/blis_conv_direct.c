@@ -25,6 +25,10 @@ static void dw_part(void *arg, int64_t p0, int64_t p1) {
     {
       const float *xc = x + (n * c->C + m / mult) * c->H * c->W, *wm = w + m * c->KH * c->KW;
       float *row = y + (n * c->M + m) * ohw;
+      if (mi__blis_dw_plane(c, xc, wm, row)) {
+        if (c->affine || c->epi_n) mi__blis_epi_row(c, t, n, m, row);
+        continue;
+      }
       for (oh = 0; oh < c->OH; oh++) {
         float *yr = row + oh * c->OW;
         for (ow = 0; ow < c->OW; ow++) yr[ow] = 0.f;
@@ -151,11 +155,11 @@ static void run_nhwc(const mi__blis_conv_t *c, void *const *t, const mi__blis_en
   dt.y = t[c->y];
   if (!c->nhwc_in) {
     /* NCHW -> NHWC once per run; the layout change is part of this variant's cost. */
-    mi__blis_parallel(env, c->N * c->C, 1, to_nhwc_part, &dt);
+    mi__blis_parallel(env, c->N * c->C, 1, c->H * c->W, to_nhwc_part, &dt);
     dt.x = c->scratch;
   }
-  mi__blis_parallel(env, c->N * c->OH, 1, nhwc_part, &dt);
-  if (!c->nhwc_out && (c->affine || c->epi_n)) mi__blis_parallel(env, c->N * c->M, 1, nchw_epi_part, &dt);
+  mi__blis_parallel(env, c->N * c->OH, 1, c->OW * c->KH * c->KW * (c->C / c->G) * c->M, nhwc_part, &dt);
+  if (!c->nhwc_out && (c->affine || c->epi_n)) mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * (1 + c->epi_n), nchw_epi_part, &dt);
 }
 
 int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
@@ -166,7 +170,7 @@ int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const
     direct_task_t dt;
     dt.c = c;
     dt.t = t;
-    mi__blis_parallel(env, c->N * c->M, 1, dw_part, &dt);
+    mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * (c->KH * c->KW + 1 + c->epi_n), dw_part, &dt);
   } else {
     run_nhwc(c, t, env);
   }

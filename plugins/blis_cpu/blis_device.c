@@ -207,8 +207,16 @@ void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, 
                     const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
                     int64_t csb, float beta, float *c, int64_t rsc, int64_t csc) {
   rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  int64_t nt = env->threads > 0 ? env->threads : 1;
+  double macs = (double)m * (double)n * (double)k;
   if (m <= 0 || n <= 0) return;
-  bli_rntm_set_num_threads(env->threads > 0 ? env->threads : 1, &rntm);
+  /* BLIS's threads meet at spinning barriers several times per call: for a GEMM this small the
+   * meetings cost more than the work, and on a loaded machine a descheduled thread stalls them
+   * all (measured: 0.1-0.4 s runs). Give each thread at least MI__GEMM_MIN_MACS. */
+  if ((double)nt * MI__GEMM_MIN_MACS > macs) nt = (int64_t)(macs / MI__GEMM_MIN_MACS);
+  bli_rntm_set_num_threads(nt > 0 ? nt : 1, &rntm);
   bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (float *)a, rsa, csa,
-               (float *)b, rsb, csb, &beta, c, rsc, csc, (cntx_t *)env->cntx, &rntm);
+               (float *)b, rsb, csb, &beta, c, rsc, csc,
+               (cntx_t *)(env->cntx_small && macs < MI__AUTO_SMALL_MACS ? env->cntx_small : env->cntx),
+               &rntm);
 }

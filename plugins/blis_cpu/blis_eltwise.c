@@ -126,7 +126,7 @@ static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__bli
   ut.x = t[ut.u->in];
   ut.y = t[ut.u->out];
   (void)err;
-  mi__blis_parallel(env, ut.u->n, 4096, unary_part, &ut);
+  mi__blis_parallel(env, ut.u->n, 4096, 4, unary_part, &ut);
   return MI_OK;
 }
 
@@ -184,7 +184,7 @@ static int32_t run_bn(const mi__blis_step_t *s, void *const *t, const mi__blis_e
   bt.sh = (const float *)s->aux + bt.b->c;
   bt.y = t[bt.b->out];
   (void)err;
-  mi__blis_parallel(env, bt.b->n * bt.b->c, 1, bn_part, &bt);
+  mi__blis_parallel(env, bt.b->n * bt.b->c, 1, bt.b->inner, bn_part, &bt);
   return MI_OK;
 }
 
@@ -298,7 +298,7 @@ static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__bl
   inner = bt.st->dims[bt.st->rank - 1];
   (void)err;
   mi__blis_parallel(env, bt.st->n / (inner ? inner : 1), inner >= 1024 ? 1 : 4096 / (inner ? inner : 1),
-                    bin_part, &bt);
+                    inner ? inner : 1, bin_part, &bt);
   return MI_OK;
 }
 

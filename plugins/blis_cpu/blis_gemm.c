@@ -1,7 +1,7 @@
 /* blis_gemm.c - Gemm and batched, broadcasting MatMul through BLIS sgemm. */
 #include <string.h>
 
-#include "blis_internal.h"
+#include "blis_qgemm.h"
 
 typedef struct gemm_state {
   int32_t a, b, c, y;
@@ -33,6 +33,7 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   const mi_tensor_desc_t *c = mi__blis_tensor(p, mi__blis_in(n, 2));
   int64_t ta = mi_sdk_attr_int(n, "transA", 0), tb = mi_sdk_attr_int(n, "transB", 0);
   gemm_state_t *g;
+  if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
   if (!a || !b || a->rank != 2 || b->rank != 2) return mi__blis_unsupported(err, n, "A and B must be 2-D");
   if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "A and B must be FLOAT32");
@@ -105,6 +106,7 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   matmul_state_t *mm;
   int32_t d, abr, bbr;
   int64_t stride;
+  if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
   if (!a || !b || !y || a->rank < 1 || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
   if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "operands must be FLOAT32");

@@ -67,9 +67,14 @@ void mi__blis_cntx_release(mi_plugin_ctx_t *ctx);
 /* ---- GEMM through BLIS: C = alpha * A(m x k) * B(k x n) + beta * C, general strides. */
 typedef struct mi__blis_env {
   const void *cntx;
+  const void *cntx_small; /* arch=auto: the kernel set for GEMMs under MI__AUTO_SMALL_MACS */
   int32_t threads;
   mi__blis_pool_t *pool; /* the instance's pool for the plugin's own loops */
 } mi__blis_env_t;
+#define MI__GEMM_MIN_MACS (1 << 21) /* multiply-adds per BLIS thread, at least */
+/* Under this many multiply-adds arch=auto uses haswell's context, whose small-matrix (sup) kernels
+ * skip packing; skx's context has none and packs with reference code (see blis-cpu.md). */
+#define MI__AUTO_SMALL_MACS (1 << 24)
 void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
                     int64_t csb, float beta, float *c, int64_t rsc, int64_t csc);
@@ -80,9 +85,12 @@ typedef void (*mi__blis_task_fn)(void *arg, int64_t begin, int64_t end);
 mi__blis_pool_t *mi__blis_pool_create(int32_t max_threads);
 void mi__blis_pool_destroy(mi__blis_pool_t *pool);
 /* Splits [0, count) into env->threads parts on multiples of `grain` and runs them on the pool;
- * runs serially when the pool is busy with another kernel. */
-void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, mi__blis_task_fn fn,
-                       void *arg);
+ * runs serially when the pool is busy with another kernel. `item_work` estimates the elementary
+ * operations of one item: no part gets less than MI__PAR_MIN_WORK of them, so a small loop runs
+ * on the calling thread instead of paying a wake-up (ruinous on a loaded machine). */
+#define MI__PAR_MIN_WORK (1 << 15)
+void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
+                       mi__blis_task_fn fn, void *arg);
 
 /* ---- kernels */
 #define MI__MAX_STEP_IO 8

@@ -105,6 +105,7 @@ static uint64_t dtype_size(int32_t dtype) {
   case MI_DTYPE_INT64: return 8;
   case MI_DTYPE_FLOAT16: return 2;
   case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: return 1;
+  case MI_DTYPE_INT4: return 1; /* two per byte: see tensor_bytes */
   default: return 0;
   }
 }
@@ -145,7 +146,8 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
 }
 
 /* INT8/UINT8 runtime tensors are accepted only where every node touching them is a
- * Quantize/DequantizeLinear, the ops that check their dtypes; the float ops would misread them. */
+ * Quantize/DequantizeLinear or a lowered INT8 Conv/Gemm/MatMul, the ops that check their dtypes;
+ * the float ops would misread them. */
 static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
   int32_t i, j;
   for (i = 0; i < d->node_count; i++) {
@@ -153,7 +155,9 @@ static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
     int touches = 0;
     for (j = 0; j < n->input_count; j++) touches |= n->inputs[j] == t;
     for (j = 0; j < n->output_count; j++) touches |= n->outputs[j] == t;
-    if (touches && strcmp(n->op_type, "QuantizeLinear") && strcmp(n->op_type, "DequantizeLinear")) return 0;
+    if (touches && strcmp(n->op_type, "QuantizeLinear") && strcmp(n->op_type, "DequantizeLinear") &&
+        strcmp(n->op_type, "Conv") && strcmp(n->op_type, "Gemm") && strcmp(n->op_type, "MatMul"))
+      return 0;
   }
   return 1;
 }
@@ -168,7 +172,7 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
     int is_io = 0;
     if (t->rank < 0 || t->rank > MI_MAX_RANK)
       return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: tensor rank out of range");
-    bytes = (uint64_t)mi_sdk_numel(t) * es;
+    bytes = t->dtype == MI_DTYPE_INT4 ? ((uint64_t)mi_sdk_numel(t) + 1) / 2 : (uint64_t)mi_sdk_numel(t) * es;
     if (t->data) {
       if (t->data_bytes < bytes)
         return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: constant data shorter than its shape");
@@ -232,6 +236,11 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     const void *cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
     (void)cntx;
     if (rc != MI_OK) goto fail;
+    if ((k->arch >= 0 ? k->arch : ctx->arch) == MI__ARCH_AUTO &&
+        mi__blis_arch_supported(&ctx->cpu, MI__ARCH_HASWELL)) {
+      (void)mi__blis_cntx(ctx, MI__ARCH_HASWELL, err, &rc); /* built now, not during a run */
+      if (rc != MI_OK) goto fail;
+    }
   }
   rc = prepare_tensors(ctx, k, d, err);
   if (rc != MI_OK) goto fail;
@@ -286,6 +295,9 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
   env.pool = ctx->pool;
   env.cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
   if (rc != MI_OK) return rc;
+  env.cntx_small = NULL;
+  if ((k->arch >= 0 ? k->arch : ctx->arch) == MI__ARCH_AUTO && ctx->cntx[MI__ARCH_HASWELL])
+    env.cntx_small = ctx->cntx[MI__ARCH_HASWELL];
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (i = 0; i < k->step_count && rc == MI_OK; i++) rc = k->steps[i].run(&k->steps[i], k->ptr, &env, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);

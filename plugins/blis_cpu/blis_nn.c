@@ -52,7 +52,7 @@ static int32_t run_softmax(const mi__blis_step_t *s, void *const *t, const mi__b
   nt.st = s->state;
   nt.t = t;
   (void)err;
-  mi__blis_parallel(env, nt.st->outer, 1, softmax_part, &nt);
+  mi__blis_parallel(env, nt.st->outer, 1, nt.st->len * nt.st->inner * 8, softmax_part, &nt);
   return MI_OK;
 }
 
@@ -107,7 +107,7 @@ static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi_
   nt.st = s->state;
   nt.t = t;
   (void)err;
-  mi__blis_parallel(env, nt.st->outer, 1, layernorm_part, &nt);
+  mi__blis_parallel(env, nt.st->outer, 1, nt.st->len * nt.st->inner * 8, layernorm_part, &nt);
   return MI_OK;
 }
 

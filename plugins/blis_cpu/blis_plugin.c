@@ -11,7 +11,7 @@
 #define EPI (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD)
 
 const mi__blis_variant_t mi__blis_variants[] = {
-    {"conv.im2col_gemm", "Conv", "im2col in column chunks + BLIS sgemm, fused epilogue", NCHW, EPI,
+    {"conv.im2col_gemm", "Conv", "im2col + BLIS sgemm, fused epilogue; INT8 codes: int32 GEMM", NCHW, EPI,
      "threads,arch,im2col_block"},
     {"conv.1x1_gemm", "Conv", "pointwise conv (1x1, stride 1, pad 0) as one BLIS sgemm", NCHW, EPI,
      "threads,arch"},
@@ -221,6 +221,10 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     v.layout_mask = s->layouts;
     v.fuse_mask = s->fuse;
     snprintf(v.knobs, sizeof v.knobs, "%s", s->knobs);
+    /* The first variant of Conv, Gemm and MatMul also runs lowered INT8 layers (input codes,
+     * INT8/INT4 weights, output codes): the executor hands them to it (docs/abi.md). */
+    if (!strcmp(s->id, "conv.im2col_gemm") || !strcmp(s->id, "gemm.blis") || !strcmp(s->id, "matmul.blis"))
+      v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
   } else {
     const char *op = direct_ops[index - (uint32_t)mi__blis_variant_n];
     size_t i, n = strlen(op);

@@ -34,7 +34,10 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
           for (kw = 0; kw < q->KW; kw++) {
             int64_t iw = w0 + kw * q->dw;
             if (iw < 0 || iw >= q->W) continue;
-            acc = q->is_max ? fmaxf(acc, xc[ih * q->W + iw]) : acc + xc[ih * q->W + iw];
+            float v = xc[ih * q->W + iw];
+            /* fmaxf without the libm call: acc starts at -inf and never becomes NaN, and a
+             * NaN v leaves acc as fmaxf does */
+            acc = q->is_max ? (v > acc ? v : acc) : acc + v;
             cnt++;
           }
         }
@@ -61,7 +64,7 @@ static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis
   pt.x = t[pt.q->x];
   pt.y = t[pt.q->y];
   (void)err;
-  mi__blis_parallel(env, pt.q->NC, 1, pool_part, &pt);
+  mi__blis_parallel(env, pt.q->NC, 1, pt.q->OH * pt.q->OW * pt.q->KH * pt.q->KW, pool_part, &pt);
   return MI_OK;
 }
 

@@ -23,6 +23,17 @@ static void quant_part(void *arg, int64_t b, int64_t e) {
   const quant_task_t *qt = arg;
   const quant_state_t *q = qt->q;
   int64_t i;
+  if (q->quantize && q->channels == 1) { /* per tensor: no per-element channel index */
+    float s = q->scale[0], z = (float)q->zp[0], lo = q->is_u8 ? 0.f : -128.f, hi = q->is_u8 ? 255.f : 127.f;
+    const float *x = qt->x;
+    for (i = b; i < e; i++) {
+      float v = nearbyintf(x[i] / s) + z;
+      v = v < lo ? lo : v > hi ? hi : v;
+      if (q->is_u8) ((uint8_t *)qt->y)[i] = (uint8_t)v;
+      else ((int8_t *)qt->y)[i] = (int8_t)v;
+    }
+    return;
+  }
   for (i = b; i < e; i++) {
     int64_t c = (i / q->inner) % q->channels;
     if (q->quantize) {
@@ -45,7 +56,7 @@ static int32_t run_quant(const mi__blis_step_t *s, void *const *t, const mi__bli
   qt.x = t[qt.q->x];
   qt.y = t[qt.q->y];
   (void)err;
-  mi__blis_parallel(env, qt.q->n, 4096, quant_part, &qt);
+  mi__blis_parallel(env, qt.q->n, 4096, 4, quant_part, &qt);
   return MI_OK;
 }
 

@@ -106,12 +106,14 @@ static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
   return pool->spawned;
 }
 
-void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, mi__blis_task_fn fn,
-                       void *arg) {
+void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
+                       mi__blis_task_fn fn, void *arg) {
   mi__blis_pool_t *pool = env ? env->pool : NULL;
   int32_t parts = env ? env->threads : 1;
   int64_t b, e;
+  double work = (double)count * (double)(item_work > 0 ? item_work : 1);
   if (grain < 1) grain = 1;
+  if ((double)parts * MI__PAR_MIN_WORK > work) parts = (int32_t)(work / MI__PAR_MIN_WORK);
   if (parts > (count + grain - 1) / grain) parts = (int32_t)((count + grain - 1) / grain);
   if (count <= 0) return;
   if (parts <= 1 || !pool || pthread_mutex_trylock(&pool->region) != 0) {

@@ -150,10 +150,18 @@ int main(void) {
   cshape_t dense = {2, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 1};
   cshape_t dilated = {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2};
   cshape_t pw = {2, 8, 7, 5, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1};
+  cshape_t tall = {1, 3, 40, 37, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  cshape_t tall2 = {1, 3, 60, 45, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
   cshape_t dw = {1, 6, 9, 11, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 6};
   cshape_t dw2 = {2, 3, 8, 8, 6, 5, 5, 1, 2, 2, 1, 4, 2, 0, 3, 3};
+  /* Rows of 37 and 18 outputs: full 16-wide SIMD blocks plus a partial one. */
+  cshape_t dwwide = {1, 4, 6, 37, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
+  cshape_t dwwide2 = {1, 4, 7, 37, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4};
+  /* A 130x130 plane does not fit the SIMD path's stack buffer: the plain loops run. */
+  cshape_t dwbig = {1, 2, 130, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2};
   mi_knob_value_t k1[2] = {{"threads", 1, 0.}, {"im2col_block", 256, 0.}};
   mi_knob_value_t ob[1] = {{"oc_block", 8, 0.}};
+  mi_knob_value_t k256[1] = {{"im2col_block", 256, 0.}}; /* chunks that start mid output row */
   mi_knob_value_t arch[1] = {{"arch", 1, 0.}}; /* "blis": BLIS's own detection */
   if (!tb_load(&p)) return 1;
   {
@@ -166,6 +174,8 @@ int main(void) {
   conv_case(&p, "im2col dense", dense, "conv.im2col_gemm", 0, NULL, 0);
   conv_case(&p, "im2col dense chunked 1 thread", dense, "conv.im2col_gemm", 0, k1, 2);
   conv_case(&p, "im2col dense arch=blis", dense, "conv.im2col_gemm", 0, arch, 1);
+  conv_case(&p, "im2col 40x37 chunks of 256", tall, "conv.im2col_gemm", 0, k256, 1);
+  conv_case(&p, "im2col strided 30x23 chunks of 256", tall2, "conv.im2col_gemm", 1, k256, 1);
   conv_case(&p, "im2col dilated grouped", dilated, "conv.im2col_gemm", 0, NULL, 0);
   conv_case(&p, "direct_nhwc dense", dense, "conv.direct_nhwc", 0, ob, 1);
   conv_case(&p, "direct_nhwc dilated grouped", dilated, "conv.direct_nhwc", 0, NULL, 0);
@@ -174,6 +184,9 @@ int main(void) {
   conv_case(&p, "depthwise", dw, "conv.depthwise_direct", 0, NULL, 0);
   conv_case(&p, "depthwise multiplier 2", dw2, "conv.depthwise_direct", 0, NULL, 0);
   conv_case(&p, "depthwise via im2col", dw, "conv.im2col_gemm", 0, NULL, 0);
+  conv_case(&p, "depthwise wide rows", dwwide, "conv.depthwise_direct", 0, NULL, 0);
+  conv_case(&p, "depthwise wide rows stride 2", dwwide2, "conv.depthwise_direct", 1, NULL, 0);
+  conv_case(&p, "depthwise large plane", dwbig, "conv.depthwise_direct", 1, NULL, 0);
   conv_case(&p, "fused im2col+bn+relu+add", dense, "conv.im2col_gemm", 1, NULL, 0);
   conv_case(&p, "fused 1x1+bn+relu+add", pw, "conv.1x1_gemm", 1, NULL, 0);
   conv_case(&p, "fused dw+bn+relu+add", dw, "conv.depthwise_direct", 1, NULL, 0);

@@ -143,8 +143,18 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
   if (!s) return;
   n = mi_space_dim_count(s);
   pt = calloc((size_t)n, sizeof *pt);
-  /* blis-cpu computes only in FP32: no precision dimension is offered. */
-  CHECK(tsu_dim(s, "node.conv1.precision") < 0, "fp32-only plugin offered precisions");
+  /* blis-cpu's conv variants compute in FP32 and INT8 (not FP16): the precision dimension
+   * offers INT8 choices and no FP16. */
+  {
+    int32_t pd = tsu_dim(s, "node.conv1.precision"), int8 = 0, fp16 = 0;
+    CHECK(pd >= 0, "blis-cpu offers no precision dimension");
+    for (int32_t v = 0; pd >= 0 && v < mi_space_dim_size(s, pd); v++) {
+      const char *l = mi_space_dim_label(s, pd, v);
+      if (strstr(l, "int8")) int8 = 1;
+      if (strstr(l, "fp16")) fp16 = 1;
+    }
+    CHECK(pd < 0 || (int8 && !fp16), "precision choices: int8 %d, fp16 %d", int8, fp16);
+  }
   vd = tsu_dim(s, "node.conv1.variant");
   im = tsu_dim(s, "node.conv1.knob.im2col_block");
   CHECK(vd >= 0 && im >= 0, "conv1 variant / im2col_block");

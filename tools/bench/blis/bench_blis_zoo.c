@@ -1,5 +1,6 @@
 /* bench_blis_zoo.c - end-to-end latency of one mi-zoo model on blis-cpu:0 through mi_session, the
- * best of a few configurations; also writes the model and its input for the ONNX Runtime peer.
+ * best of a few configurations (kernel set x plain/fused graph); also writes the model and its
+ * input for the ONNX Runtime peer.
  * Usage: bench_blis_zoo BUILD_DIR FAMILY THREADS OUT_DIR [REPEAT]. Prints one JSON line. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "metainfer/mi.h"
+#include "metainfer/mi_transform.h"
 #include "zoo.h"
 
 static double now_ms(void) {
@@ -22,7 +24,8 @@ static int cmp(const void *a, const void *b) {
 
 /* Median, p10, p90 (ms) of `reps` session runs after 3 warm-ups; -1 when the session fails. */
 static double time_session(const mi_graph_t *g, mi_plugin_t *p, const mi_session_options_t *o,
-                           const mi_array_t *in, int reps, double *p10, double *p90, int *fallbacks) {
+                           const mi_array_t *in, int reps, double *p10, double *p90, int *fallbacks,
+                           int *kernels) {
   mi_session_t *s = NULL;
   mi_error_t err = {0};
   double t[256], med = -1.;
@@ -32,6 +35,7 @@ static double time_session(const mi_graph_t *g, mi_plugin_t *p, const mi_session
     return -1.;
   }
   *fallbacks = mi_session_fallback_count(s);
+  *kernels = mi_session_kernel_count(s);
   for (r = -3; r < reps && ok; r++) {
     mi_array_t *out = NULL;
     double t0 = now_ms();
@@ -59,7 +63,9 @@ int main(int argc, char **argv) {
   mi_knob_desc_t *knobs = NULL;
   mi_node_choice_t *ch = NULL;
   uint32_t nknobs = 0, dev = 0, ki;
-  char path[1024], archs[256] = "", *save = NULL, *tok;
+  char path[1024], archs[256] = "", archs_all[256] = "", *save = NULL, *tok;
+  mi_graph_t *graphs[2] = {NULL, NULL};
+  int gi;
   int32_t threads, reps, i, rc = 1;
   const mi_zoo_family_t *fam;
   double best = -1., bp10 = 0., bp90 = 0.;
@@ -96,39 +102,66 @@ int main(int argc, char **argv) {
   if (mi_npy_save(path, in, &err) != MI_OK) goto fail;
   if (mi_plugin_knobs(p, dev, &knobs, &nknobs, &err) != MI_OK) goto fail;
   for (ki = 0; ki < nknobs; ki++)
-    if (strcmp(knobs[ki].name, "arch") == 0) snprintf(archs, sizeof archs, "%s", knobs[ki].choices);
+    if (strcmp(knobs[ki].name, "arch") == 0) snprintf(archs_all, sizeof archs_all, "%s", knobs[ki].choices);
+  /* The fused graph: BN folded into the convs, chains grouped for blis-cpu's fuse masks, as
+   * ONNX Runtime's default session does with its own graph optimizer. */
+  {
+    mi_xf_config_t *xc = mi_xf_config_create();
+    mi_xf_apply_opts_t ao;
+    mi_xf_stats_t st;
+    mi_variant_desc_t *vars = NULL;
+    uint32_t nv = 0;
+    int32_t xrc = xc ? mi_plugin_variants(p, dev, &vars, &nv, &err) : MI_ERR_OUT_OF_MEMORY;
+    memset(&ao, 0, sizeof ao);
+    if (xrc == MI_OK) {
+      xc->fold_bn = 1;
+      xc->fuse = 1;
+      ao.variants = vars;
+      ao.variant_count = nv;
+      xrc = mi_xf_apply(g, xc, &ao, &graphs[1], &st, &err);
+    }
+    free(vars);
+    mi_xf_config_destroy(xc);
+    if (xrc != MI_OK) goto fail;
+  }
+  graphs[0] = g;
   ch = calloc((size_t)g->node_count + 1, sizeof *ch);
   if (!ch) goto done;
-  /* Configurations: the `arch` kernel set for every BLIS-backed node (auto first); the plugin's
-   * default variants, which the conv benchmark shows are the fastest per conv shape. */
-  for (tok = strtok_r(archs, "|", &save), ki = 0; tok; tok = strtok_r(NULL, "|", &save), ki++) {
-    mi_knob_value_t kv[2] = {{"arch", (int64_t)ki, 0.}, {"threads", threads, 0.}};
-    mi_session_options_t o;
-    double p10 = 0., p90 = 0., med;
-    int32_t n = 0;
-    int fb = 0;
-    if (strcmp(tok, "generic") == 0 || strcmp(tok, "blis") == 0) continue; /* reference kernels */
-    for (i = 0; i < g->node_count; i++) {
-      const char *op = g->nodes[i].op_type;
-      if (strcmp(op, "Conv") && strcmp(op, "Gemm") && strcmp(op, "MatMul")) continue;
-      ch[n].node = g->nodes[i].name;
-      ch[n].knob_count = 1;
-      ch[n++].knobs = kv;
-    }
-    memset(&o, 0, sizeof o);
-    o.struct_size = (uint32_t)sizeof o;
-    o.device_knob_count = 1;
-    o.device_knobs = &kv[1];
-    o.choice_count = n;
-    o.choices = ch;
-    o.allow_host_fallback = 1;
-    med = time_session(g, p, &o, in, reps, &p10, &p90, &fb);
-    fprintf(stderr, "  %s threads=%d arch=%s: median %.3f ms (fallbacks %d)\n", argv[2], threads, tok, med, fb);
-    if (med > 0. && (best < 0. || med < best)) {
-      best = med;
-      bp10 = p10;
-      bp90 = p90;
-      snprintf(best_cfg, sizeof best_cfg, "arch=%s", tok);
+  for (gi = 0; gi < 2; gi++) {
+    const mi_graph_t *gx = graphs[gi];
+    snprintf(archs, sizeof archs, "%s", archs_all);
+    /* Configurations: the `arch` kernel set for every BLIS-backed node (auto first); the plugin's
+     * default variants, which the conv benchmark shows are the fastest per conv shape. */
+    for (tok = strtok_r(archs, "|", &save), ki = 0; tok; tok = strtok_r(NULL, "|", &save), ki++) {
+      mi_knob_value_t kv[2] = {{"arch", (int64_t)ki, 0.}, {"threads", threads, 0.}};
+      mi_session_options_t o;
+      double p10 = 0., p90 = 0., med;
+      int32_t n = 0;
+      int fb = 0, nk = 0;
+      if (strcmp(tok, "generic") == 0 || strcmp(tok, "blis") == 0) continue; /* reference kernels */
+      for (i = 0; i < gx->node_count; i++) {
+        const char *op = gx->nodes[i].op_type;
+        if (strcmp(op, "Conv") && strcmp(op, "Gemm") && strcmp(op, "MatMul")) continue;
+        ch[n].node = gx->nodes[i].name;
+        ch[n].knob_count = 1;
+        ch[n++].knobs = kv;
+      }
+      memset(&o, 0, sizeof o);
+      o.struct_size = (uint32_t)sizeof o;
+      o.device_knob_count = 1;
+      o.device_knobs = &kv[1];
+      o.choice_count = n;
+      o.choices = ch;
+      o.allow_host_fallback = 1;
+      med = time_session(gx, p, &o, in, reps, &p10, &p90, &fb, &nk);
+      fprintf(stderr, "  %s threads=%d %s arch=%s: median %.3f ms (kernels %d, fallbacks %d)\n", argv[2],
+              threads, gi ? "fused" : "plain", tok, med, nk, fb);
+      if (med > 0. && (best < 0. || med < best)) {
+        best = med;
+        bp10 = p10;
+        bp90 = p90;
+        snprintf(best_cfg, sizeof best_cfg, "%s,%s", gi ? "fused" : "plain", tok);
+      }
     }
   }
   printf("{\"family\":\"%s\",\"input\":\"%s\",\"threads\":%d,\"best\":\"%s\",\"median_ms\":%.4f,"
@@ -142,6 +175,7 @@ done:
   free(ch);
   free(knobs);
   mi_array_destroy(in);
+  mi_graph_destroy(graphs[1]);
   mi_graph_destroy(g);
   mi_registry_destroy(r);
   return rc;

@@ -1,0 +1,293 @@
+/* blis_qgemm.c - INT8 Conv, Gemm and MatMul: the lowered QDQ layers of docs/abi.md. Input codes
+ * minus their zero point times the INT8 (or INT4) weights, accumulated exactly in int32, bias and
+ * scales applied in the output stage, output codes rounded half to even. */
+#include <math.h>
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+typedef struct qconv {
+  mi__blis_conv_t g; /* geometry; g.x, g.w, g.y tensor indices */
+  int32_t zx, zy, x_u8, y_u8, dw; /* dw: one input channel per group, direct loops */
+  int64_t kk;        /* C/G * KH * KW */
+  double *mult, *bias;
+  int16_t *wq;       /* [M][kk] */
+  float *wf;         /* depthwise: the weights as floats, for the float SIMD planes */
+  int16_t *col;      /* [kk][OH*OW] scratch */
+  int32_t *acc;      /* [M/G][OH*OW] scratch */
+} qconv_t;
+
+typedef struct qconv_task {
+  const qconv_t *q;
+  const void *x; /* image n, group g input */
+  void *y;       /* image n, group g output */
+  int64_t g;
+} qconv_task_t;
+
+static inline int32_t code(const void *x, int32_t u8, int64_t i) {
+  return u8 ? ((const uint8_t *)x)[i] : ((const int8_t *)x)[i];
+}
+
+/* Items are input channels of the group: (x - zx) columns, 0 in the padding (real zero). */
+static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t ci, kh, kw, oh, ow, ohw = c->OH * c->OW;
+  for (ci = c0; ci < c1; ci++)
+    for (kh = 0; kh < c->KH; kh++)
+      for (kw = 0; kw < c->KW; kw++) {
+        int16_t *dst = q->col + ((ci * c->KH + kh) * c->KW + kw) * ohw;
+        int64_t base = ci * c->H * c->W;
+        for (oh = 0; oh < c->OH; oh++) {
+          int64_t ih = oh * c->sh - c->pt + kh * c->dh;
+          for (ow = 0; ow < c->OW; ow++) {
+            int64_t iw = ow * c->sw - c->pl + kw * c->dw;
+            dst[oh * c->OW + ow] = (int16_t)(ih >= 0 && ih < c->H && iw >= 0 && iw < c->W
+                                                 ? code(t->x, q->x_u8, base + ih * c->W + iw) - q->zx
+                                                 : 0);
+          }
+        }
+      }
+}
+
+/* Items are output channels of the group: accumulate, then requantize the row. */
+static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t m, ohw = c->OH * c->OW, mg = c->M / c->G;
+  mi__blis_qgemm(c->simd, m0, m1, ohw, q->kk, q->wq + t->g * mg * q->kk, q->col, q->acc);
+  for (m = m0; m < m1; m++) {
+    int64_t oc = t->g * mg + m;
+    void *yr = (uint8_t *)t->y + m * ohw; /* 1-byte codes */
+    mi__blis_requant(c->simd, q->acc + m * ohw, ohw, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
+  }
+}
+
+/* Depthwise (one input channel per group): items are (image, output channel) planes, taps read
+ * straight from the codes, no columns. Same exact sums and output stage as the GEMM path. */
+static void qdw_part(void *arg, int64_t p0, int64_t p1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t pl, oh, ow, kh, kw, ohw = c->OH * c->OW, mult = c->M / c->C;
+  for (pl = p0; pl < p1; pl++) {
+    int64_t n = pl / c->M, m = pl % c->M, xo = (n * c->C + m / mult) * c->H * c->W, i;
+    const int16_t *wm = q->wq + m * c->KH * c->KW;
+    int32_t *acc = q->acc + pl * ohw;
+    if (q->wf && c->H * c->W <= MI__DW_PLANE_MAX && ohw <= MI__DW_PLANE_MAX) {
+      /* Integer codes as floats: every product (< 2^15) and partial sum (taps * 255 * 127 <
+       * 2^24) is exact in float, so the float SIMD plane computes the exact integer sum. */
+      float xf[MI__DW_PLANE_MAX], yf[MI__DW_PLANE_MAX];
+      for (i = 0; i < c->H * c->W; i++) xf[i] = (float)(code(t->x, q->x_u8, xo + i) - q->zx);
+      if (mi__blis_dw_plane(c, xf, q->wf + m * c->KH * c->KW, yf)) {
+        for (i = 0; i < ohw; i++) acc[i] = (int32_t)yf[i];
+        mi__blis_requant(c->simd, acc, ohw, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, (uint8_t *)t->y + pl * ohw);
+        continue;
+      }
+    }
+    for (oh = 0; oh < c->OH; oh++)
+      for (ow = 0; ow < c->OW; ow++) {
+        int32_t sum = 0;
+        for (kh = 0; kh < c->KH; kh++) {
+          int64_t ih = oh * c->sh - c->pt + kh * c->dh;
+          if (ih < 0 || ih >= c->H) continue;
+          for (kw = 0; kw < c->KW; kw++) {
+            int64_t iw = ow * c->sw - c->pl + kw * c->dw;
+            if (iw < 0 || iw >= c->W) continue;
+            sum += (code(t->x, q->x_u8, xo + ih * c->W + iw) - q->zx) * wm[kh * c->KW + kw];
+          }
+        }
+        acc[oh * c->OW + ow] = sum;
+      }
+    mi__blis_requant(c->simd, acc, ohw, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, (uint8_t *)t->y + pl * ohw);
+  }
+}
+
+static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                         mi_error_t *err) {
+  const qconv_t *q = s->state;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t n, g, cg = c->C / c->G, mg = c->M / c->G, ohw = c->OH * c->OW;
+  qconv_task_t task;
+  (void)err;
+  task.q = q;
+  if (q->dw) {
+    task.x = t[c->x];
+    task.y = t[c->y];
+    mi__blis_parallel(env, c->N * c->M, 1, ohw * c->KH * c->KW, qdw_part, &task);
+    return MI_OK;
+  }
+  for (n = 0; n < c->N; n++)
+    for (g = 0; g < c->G; g++) {
+      int64_t xo = (n * c->C + g * cg) * c->H * c->W, yo = (n * c->M + g * mg) * ohw;
+      task.g = g;
+      task.x = (const uint8_t *)t[c->x] + xo; /* 1-byte codes: byte offsets */
+      task.y = (uint8_t *)t[c->y] + yo;
+      mi__blis_parallel(env, cg, 1, c->KH * c->KW * ohw, qim2col_part, &task);
+      mi__blis_parallel(env, mg, 1, q->kk * ohw, qconv_rows, &task);
+    }
+  return MI_OK;
+}
+
+/* Output stage parameters of channel oc: mult = sx*sw/sy, bias = b/sy (docs/abi.md). */
+static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
+                         const mi_tensor_desc_t *w, const mi_tensor_desc_t *y, int32_t bias_idx,
+                         int64_t channels, double alpha, double beta, double *mult, double *bias,
+                         mi_error_t *err) {
+  const mi_tensor_desc_t *b = mi__blis_tensor(p, bias_idx);
+  int64_t c, bn = b ? mi_sdk_numel(b) : 0;
+  if (b && (!b->data || b->dtype != MI_DTYPE_FLOAT32 || (bn != 1 && bn != channels)))
+    return mi__blis_unsupported(err, n, "INT8: bias must be a FLOAT32 constant of 1 or N elements");
+  if (!(x->scale > 0.f) || !(y->scale > 0.f))
+    return mi__blis_unsupported(err, n, "INT8: input and output codes need a positive scale");
+  for (c = 0; c < channels; c++) {
+    double sw;
+    if (!mi__blis_qscale(w, channels, c, &sw))
+      return mi__blis_unsupported(err, n, "INT8: weight scales are neither per tensor nor per output channel");
+    mult[c] = alpha * (double)x->scale * sw / (double)y->scale;
+    bias[c] = b ? beta * (double)((const float *)b->data)[bn == 1 ? 0 : c] / (double)y->scale : 0.;
+  }
+  return MI_OK;
+}
+
+static int q8_pair(const mi_tensor_desc_t *x, const mi_tensor_desc_t *w, const mi_tensor_desc_t *y) {
+  return mi__blis_is_q8(x) && mi__blis_is_q8(y) && w && w->data &&
+         (w->dtype == MI_DTYPE_INT8 || w->dtype == MI_DTYPE_INT4) && w->zero_point == 0;
+}
+
+int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  qconv_t *q;
+  int64_t i, ohw, mg, wn, fw;
+  int32_t rc;
+  if (!q8_pair(x, w, y)) return mi__blis_unsupported(err, n, "INT8 conv needs codes in and out and an INT8/INT4 weight with zero point 0");
+  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 conv runs alone, not in a fused group");
+  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)w->dims[0] * 2 * sizeof(double));
+  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = q;
+  q->mult = (double *)(q + 1);
+  q->bias = q->mult + w->dims[0];
+  q->g.x = mi__blis_in(n, 0);
+  q->g.w = mi__blis_in(n, 1);
+  q->g.y = mi__blis_out(n, 0);
+  q->g.simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  if ((rc = mi__blis_conv_geom(p, n, &q->g, err)) != MI_OK) return rc;
+  if (q->g.nhwc_in || q->g.nhwc_out) return mi__blis_unsupported(err, n, "INT8 conv is NCHW only");
+  rc = out_stage(p, n, x, w, y, mi__blis_in(n, 2), q->g.M, 1., 1., q->mult, q->bias, err);
+  if (rc != MI_OK) return rc;
+  q->zx = x->zero_point;
+  q->zy = y->zero_point;
+  q->x_u8 = x->dtype == MI_DTYPE_UINT8;
+  q->y_u8 = y->dtype == MI_DTYPE_UINT8;
+  q->kk = q->g.C / q->g.G * q->g.KH * q->g.KW;
+  ohw = q->g.OH * q->g.OW;
+  mg = q->g.M / q->g.G;
+  wn = q->g.M * q->kk;
+  if (q->kk >= 32768) return mi__blis_unsupported(err, n, "INT8 conv: reduction too long for int32");
+  q->dw = q->g.C == q->g.G && q->g.G > 1;
+  /* acc holds one group's rows, or every plane of the batch for the depthwise path */
+  fw = q->dw && q->g.KH * q->g.KW <= 64 ? wn : 0; /* 64 taps keep the float sums below 2^24 */
+  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(wn + q->kk * ohw) * sizeof(int16_t) +
+                                      (uint64_t)((q->dw ? q->g.N * q->g.M : mg) * ohw) * sizeof(int32_t) +
+                                      (uint64_t)fw * sizeof(float) + 64);
+  if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  q->acc = s->aux; /* int32 first keeps it aligned */
+  q->wf = fw ? (float *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) : NULL;
+  q->wq = (int16_t *)((char *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) + fw * sizeof(float));
+  q->col = q->wq + wn;
+  for (i = 0; i < wn; i++) q->wq[i] = (int16_t)mi__blis_qweight(w, i); /* OIHW = [M][kk] */
+  if (q->wf)
+    for (i = 0; i < wn; i++) q->wf[i] = (float)q->wq[i];
+  s->run = run_qconv;
+  return MI_OK;
+}
+
+/* ---- Gemm (transA 0) and MatMul with a constant 2-D B. */
+
+typedef struct qgemm {
+  int32_t a, y, za, zy, a_u8, y_u8, simd;
+  int64_t m, n, k;
+  double *mult, *bias; /* n each */
+  int16_t *b;          /* [k][n] */
+  int16_t *a16;        /* [m][k] scratch */
+  int32_t *acc;        /* [m][n] scratch */
+} qgemm_t;
+
+typedef struct qgemm_task {
+  const qgemm_t *q;
+  const void *a;
+  void *y;
+} qgemm_task_t;
+
+static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
+  const qgemm_task_t *t = arg;
+  const qgemm_t *q = t->q;
+  int64_t i;
+  for (i = r0 * q->k; i < r1 * q->k; i++) q->a16[i] = (int16_t)(code(t->a, q->a_u8, i) - q->za);
+  mi__blis_qgemm(q->simd, r0, r1, q->n, q->k, q->a16, q->b, q->acc);
+  for (i = r0; i < r1; i++)
+    mi__blis_requant(q->simd, q->acc + i * q->n, q->n, q->mult, q->bias, 1, q->zy, q->y_u8,
+                     (uint8_t *)t->y + i * q->n); /* 1-byte codes: byte offsets */
+}
+
+static int32_t run_qgemm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                         mi_error_t *err) {
+  qgemm_task_t task;
+  (void)err;
+  task.q = s->state;
+  task.a = t[task.q->a];
+  task.y = t[task.q->y];
+  mi__blis_parallel(env, task.q->m, 1, task.q->n * task.q->k, qgemm_rows, &task);
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  int is_gemm = strcmp(n->op_type, "Gemm") == 0;
+  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j;
+  double alpha = is_gemm ? mi_sdk_attr_float(n, "alpha", 1.f) : 1., beta = is_gemm ? mi_sdk_attr_float(n, "beta", 1.f) : 1.;
+  qgemm_t *q;
+  int32_t rc;
+  if (!q8_pair(a, w, y) || w->rank != 2 || a->rank < 1)
+    return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul needs codes in and out and a 2-D INT8/INT4 constant B");
+  if (is_gemm && (mi_sdk_attr_int(n, "transA", 0) != 0 || a->rank != 2))
+    return mi__blis_unsupported(err, n, "INT8 Gemm: only transA = 0 with a 2-D A");
+  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul runs alone");
+  kk = tb ? w->dims[1] : w->dims[0];
+  nn = tb ? w->dims[0] : w->dims[1];
+  if (a->dims[a->rank - 1] != kk || kk >= 32768) return mi__blis_unsupported(err, n, "INT8: inner dims differ or too long");
+  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)nn * 2 * sizeof(double));
+  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = q;
+  q->mult = (double *)(q + 1);
+  q->bias = q->mult + nn;
+  q->a = mi__blis_in(n, 0);
+  q->y = mi__blis_out(n, 0);
+  q->k = kk;
+  q->n = nn;
+  q->m = mi_sdk_numel(a) / kk;
+  if (q->m * nn != mi_sdk_numel(y)) return mi__blis_unsupported(err, n, "INT8: output shape does not match");
+  rc = out_stage(p, n, a, w, y, is_gemm ? mi__blis_in(n, 2) : -1, nn, alpha, beta, q->mult, q->bias, err);
+  if (rc != MI_OK) return rc;
+  q->za = a->zero_point;
+  q->zy = y->zero_point;
+  q->a_u8 = a->dtype == MI_DTYPE_UINT8;
+  q->y_u8 = y->dtype == MI_DTYPE_UINT8;
+  q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
+                                      (uint64_t)(kk * nn + q->m * kk) * sizeof(int16_t) + 64);
+  if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  q->acc = s->aux;
+  q->b = (int16_t *)(q->acc + q->m * nn);
+  q->a16 = q->b + kk * nn;
+  for (i = 0; i < kk; i++)
+    for (j = 0; j < nn; j++) q->b[i * nn + j] = (int16_t)mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);
+  s->run = run_qgemm;
+  return MI_OK;
+}

@@ -1,0 +1,26 @@
+/* blis_qgemm.h - INT8 Conv / Gemm / MatMul (lowered QDQ layers, docs/abi.md): shared core. */
+#ifndef MI_BLIS_QGEMM_H
+#define MI_BLIS_QGEMM_H
+
+#include "blis_conv.h"
+
+/* acc[m0..m1)[n] = a[m][k] * b[k][n] in int32, exactly; simd is MI__SIMD_*. */
+void mi__blis_qgemm(int32_t simd, int64_t m0, int64_t m1, int64_t n, int64_t k, const int16_t *a,
+                    const int16_t *b, int32_t *acc);
+/* Writes n codes y[i] = clamp(round_half_even(acc[i]*mult[i*mstep] + bias[i*mstep]) + zy), UINT8
+ * or INT8; mstep 1 for per-column parameters, 0 for one pair. */
+void mi__blis_requant(int32_t simd, const int32_t *acc, int64_t n, const double *mult,
+                      const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y);
+/* Element i of an INT8 or packed INT4 (low nibble first) constant. */
+int32_t mi__blis_qweight(const mi_tensor_desc_t *w, int64_t i);
+/* Scale of output channel c of a weight with `channels` channels (per tensor or per channel);
+ * 0 when the tensor's quantization does not fit. */
+int mi__blis_qscale(const mi_tensor_desc_t *w, int64_t channels, int64_t c, double *s);
+int mi__blis_is_q8(const mi_tensor_desc_t *t);
+
+int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_conv_t *c,
+                           mi_error_t *err);
+int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+
+#endif

@@ -1,0 +1,205 @@
+/* blis_simd.c - depthwise conv planes and the fused conv epilogue, compiled for AVX-512, AVX2 and
+ * plain C from one body; the conv's prepare picks the widest level the CPU runs. */
+#include <string.h>
+
+#include "blis_conv.h"
+
+/* Floats of the padded, stride-phased input plane kept on the stack (64 KiB); larger planes run
+ * the plain loops of blis_conv_direct.c. */
+#define DW_BUF MI__DW_PLANE_MAX
+/* Output pixels per register block: one zmm, two ymm, or what the C compiler makes of it. */
+#define DW_VEC 16
+/* Most filter taps (KH*KW) the SIMD path takes. */
+#define DW_TAPS 64
+/* GCC vector type: one zmm, two ymm or four xmm depending on the function's target. */
+typedef float mi__v16 __attribute__((vector_size(DW_VEC * sizeof(float))));
+typedef float mi__v8 __attribute__((vector_size(DW_VEC / 2 * sizeof(float))));
+
+int32_t mi__blis_simd_level(uint32_t isa) {
+  __builtin_cpu_init();
+  if ((isa & MI__ISA_AVX512F) && (isa & MI__ISA_AVX512DQBWVL) && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return MI__SIMD_AVX512;
+  if ((isa & MI__ISA_AVX2) && (isa & MI__ISA_FMA) && __builtin_cpu_supports("avx2")) return MI__SIMD_AVX2;
+  return MI__SIMD_C;
+}
+
+/* One depthwise plane. The input plane is copied once into a zero-padded buffer whose rows are
+ * split into `sw` phases (phase r holds padded columns r, r+sw, ...), so every tap of every
+ * stride reads a contiguous run with no bounds checks: input column ow*sw + kw*dw of the padded
+ * row is phase (kw*dw) % sw, element ow + (kw*dw) / sw. Each output pixel sums its taps in
+ * (kh, kw) order starting from 0, whichever block it falls in. */
+static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *c, const float *xc,
+                                                         const float *wm, float *row) {
+  float buf[DW_BUF];
+  int64_t sw = c->sw, hp = c->H + c->pt, wp = c->W + c->pl, lp, ih, oh, ow0, kh, kw;
+  int64_t need_h = (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1;
+  int64_t need_w = (c->OW - 1) * sw + (c->KW - 1) * c->dw + 1;
+  int64_t tr[DW_TAPS], tq[DW_TAPS], off[DW_TAPS], nt, oh_n = c->OH, ow_n = c->OW, rs = c->sh * sw;
+  float wt[DW_TAPS];
+  if (hp < need_h) hp = need_h;
+  if (wp < need_w) wp = need_w;
+  lp = (wp + sw - 1) / sw;
+  if (hp * sw * lp + DW_VEC > DW_BUF || c->KH * c->KW > DW_TAPS) return 0;
+  rs *= lp;
+  /* Plain loops, not memset/memcpy (see MI__AVX512 below). */
+  for (ih = 0; ih < hp * sw * lp + DW_VEC; ih++) buf[ih] = 0.f;
+  for (ih = 0; ih < c->H; ih++) {
+    float *pr = buf + (ih + c->pt) * sw * lp;
+    const float *xr = xc + ih * c->W;
+    if (sw == 1) {
+      float *dst = pr + c->pl;
+      int64_t j, w = c->W;
+      for (j = 0; j < w; j++) dst[j] = xr[j];
+    } else {
+      int64_t r, j, j0, j1;
+      for (r = 0; r < sw; r++) {
+        /* padded column j*sw + r is input column j*sw + r - pl; a branch-free strided copy over
+         * the j where that column exists, so the compiler vectorises it */
+        float *dst = pr + r * lp;
+        const float *src = xr + r - c->pl;
+        j0 = c->pl > r ? (c->pl - r + sw - 1) / sw : 0;
+        j1 = c->W - 1 + c->pl - r >= 0 ? (c->W - 1 + c->pl - r) / sw + 1 : 0;
+        if (j1 > lp) j1 = lp;
+        if (sw == 2) /* constant stride: vectorised with permutes */
+          for (j = j0; j < j1; j++) dst[j] = src[j * 2];
+        else
+          for (j = j0; j < j1; j++) dst[j] = src[j * sw];
+      }
+    }
+  }
+  for (kw = 0; kw < c->KW; kw++) {
+    tr[kw] = (kw * c->dw) % sw;
+    tq[kw] = (kw * c->dw) / sw;
+  }
+  /* Flat tap table: tap t = kh*KW + kw reads base + off[t] + ow. Locals, so the stores to the
+   * output (char-typed memcpy) do not force the geometry to be reloaded. */
+  nt = c->KH * c->KW;
+  for (kh = 0; kh < c->KH; kh++)
+    for (kw = 0; kw < c->KW; kw++) {
+      off[kh * c->KW + kw] = kh * c->dh * sw * lp + tr[kw] * lp + tq[kw];
+      wt[kh * c->KW + kw] = wm[kh * c->KW + kw];
+    }
+  for (oh = 0; oh < oh_n; oh++) {
+    float *yr = row + oh * ow_n;
+    const float *base = buf + oh * rs;
+    /* Full blocks, then one partial block whose extra lanes read the next padded values (the
+     * buffer has DW_VEC floats of slack) and are not stored. */
+    for (ow0 = 0; ow0 < ow_n; ow0 += DW_VEC) {
+      int64_t nl = ow_n - ow0 < DW_VEC ? ow_n - ow0 : DW_VEC, t;
+      const float *b0 = base + ow0;
+      if (nl > DW_VEC / 2) {
+        mi__v16 acc = {0}, v;
+        if (nt == 9) {
+#define TAP(i) memcpy(&v, b0 + off[i], sizeof v), acc += wt[i] * v
+          TAP(0); TAP(1); TAP(2); TAP(3); TAP(4); TAP(5); TAP(6); TAP(7); TAP(8);
+#undef TAP
+        } else {
+          for (t = 0; t < nt; t++) {
+            memcpy(&v, b0 + off[t], sizeof v); /* unaligned load */
+            acc += wt[t] * v;
+          }
+        }
+        if (nl == DW_VEC) {
+          memcpy(yr + ow0, &acc, sizeof acc);
+        } else { /* lane by lane: a variable-length memcpy becomes `rep movs` here */
+          for (t = 0; t < nl; t++) yr[ow0 + t] = acc[t];
+        }
+      } else {
+        mi__v8 acc = {0}, v;
+        for (t = 0; t < nt; t++) {
+          memcpy(&v, b0 + off[t], sizeof v);
+          acc += wt[t] * v;
+        }
+        for (t = 0; t < nl; t++) yr[ow0 + t] = acc[t];
+      }
+    }
+  }
+  return 1;
+}
+
+/* Bias / folded BN, then the chain of activations and residual adds, on one output row. The
+ * common activations are inlined here so they vectorise with the row; the rest call the
+ * shared scalar code. */
+static inline __attribute__((always_inline)) void epi_body(const mi__blis_conv_t *c, void *const *t,
+                                                           int64_t n, int64_t m, float *row,
+                                                           int64_t len, int64_t rstride) {
+  int64_t i;
+  int32_t e;
+  if (c->affine) {
+    float s = c->scale[m], b = c->shift[m];
+    for (i = 0; i < len; i++) row[i] = row[i] * s + b;
+  }
+  for (e = 0; e < c->epi_n; e++) {
+    const mi__blis_epi_op_t *op = &c->epi[e];
+    float a = op->a, b = op->b;
+    switch (op->act) {
+    case MI__ACT_NONE: {
+      const float *r = (const float *)t[op->tensor] + (n * c->M + m) * rstride;
+      for (i = 0; i < len; i++) row[i] += r[i];
+      break;
+    }
+    case MI__ACT_RELU:
+      for (i = 0; i < len; i++) row[i] = row[i] > 0.f ? row[i] : 0.f;
+      break;
+    case MI__ACT_CLIP:
+      for (i = 0; i < len; i++) row[i] = row[i] < a ? a : (row[i] > b ? b : row[i]);
+      break;
+    case MI__ACT_HSWISH:
+      for (i = 0; i < len; i++) {
+        float h = row[i] / 6.f + 0.5f;
+        h = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
+        row[i] = row[i] * h;
+      }
+      break;
+    default:
+      mi__blis_act_apply(op->act, a, b, row, len);
+      break;
+    }
+  }
+}
+
+/* no-tree-loop-distribute-patterns: keep the short row copies as loops; turned back into
+ * memcpy/memset they are expanded as `rep movs/stos` in these functions, slow on short rows. */
+#define MI__AVX512                                                                                 \
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"),                                     \
+                 optimize("no-tree-loop-distribute-patterns")))
+#define MI__AVX2 __attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns")))
+
+MI__AVX512 static int dw_avx512(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
+  return dw_body(c, x, w, y);
+}
+MI__AVX2 static int dw_avx2(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
+  return dw_body(c, x, w, y);
+}
+static int dw_c(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
+  return dw_body(c, x, w, y);
+}
+
+int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm, float *row) {
+  switch (c->simd) {
+  case MI__SIMD_AVX512: return dw_avx512(c, xc, wm, row);
+  case MI__SIMD_AVX2: return dw_avx2(c, xc, wm, row);
+  default: return dw_c(c, xc, wm, row);
+  }
+}
+
+MI__AVX512 static void epi_avx512(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
+                                  float *row) {
+  epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);
+}
+MI__AVX2 static void epi_avx2(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
+                              float *row) {
+  epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);
+}
+static void epi_c(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
+  epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);
+}
+
+void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
+  switch (c->simd) {
+  case MI__SIMD_AVX512: epi_avx512(c, t, n, m, row); break;
+  case MI__SIMD_AVX2: epi_avx2(c, t, n, m, row); break;
+  default: epi_c(c, t, n, m, row); break;
+  }
+}

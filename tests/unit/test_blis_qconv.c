@@ -1,0 +1,254 @@
+/* test_blis_qconv.c - blis-cpu's INT8 Conv / Gemm / MatMul (the lowered QDQ layers of
+ * docs/abi.md) against an integer reference written here: output codes must be equal, bit for
+ * bit, for UINT8/INT8 codes, per-tensor and per-channel scales, INT4 packed weights, groups,
+ * strides and pads, and for 1 and 2 threads. */
+#include <math.h>
+
+#include "test_blis_util.h"
+
+/* Same contract as the kernel: exact int32 sum, then round half to even of acc*mult + bias in
+ * double (nearbyint, default rounding mode), plus the zero point, saturated. */
+static int32_t ref_code(int64_t acc, double mult, double bias, int32_t zy, int u8) {
+  double r = nearbyint((double)acc * mult + bias) + zy;
+  int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+  return r < lo ? lo : r > hi ? hi : (int32_t)r;
+}
+
+static uint32_t g_rng = 12345u;
+static int32_t rnd(int32_t lo, int32_t hi) {
+  g_rng = g_rng * 1103515245u + 12345u;
+  return lo + (int32_t)((g_rng >> 8) % (uint32_t)(hi - lo + 1));
+}
+
+/* Prepares and runs one kernel over byte buffers; returns the status. */
+static int32_t run_bytes(tb_plugin_t *p, tb_t *b, int threads, const void *const *ins,
+                         const uint64_t *in_bytes, void *out, uint64_t out_bytes, mi_error_t *err) {
+  mi_kernel_desc_t d;
+  mi_kernel_t *k = NULL;
+  mi_buffer_t *ib[4] = {0}, *ob = NULL;
+  mi_knob_value_t kv[1] = {{"threads", threads, 0.}};
+  int32_t rc;
+  int i;
+  tb_desc(b, &d, NULL, kv, 1);
+  rc = p->api->kernel_prepare(p->ctx, 0, &d, &k, err);
+  if (rc != MI_OK) return rc;
+  for (i = 0; i < b->nkin && rc == MI_OK; i++) {
+    rc = p->api->buffer_alloc(p->ctx, 0, in_bytes[i], &ib[i], err);
+    if (rc == MI_OK) rc = p->api->buffer_write(p->ctx, ib[i], 0, ins[i], in_bytes[i], err);
+  }
+  if (rc == MI_OK) rc = p->api->buffer_alloc(p->ctx, 0, out_bytes, &ob, err);
+  if (rc == MI_OK) rc = p->api->kernel_run(p->ctx, k, ib, b->nkin, &ob, 1, NULL, err);
+  if (rc == MI_OK) rc = p->api->buffer_read(p->ctx, ob, 0, out, out_bytes, err);
+  for (i = 0; i < b->nkin; i++) p->api->buffer_free(p->ctx, ib[i]);
+  p->api->buffer_free(p->ctx, ob);
+  p->api->kernel_release(p->ctx, k);
+  return rc;
+}
+
+static int32_t code_at(const void *x, int u8, int64_t i) {
+  return u8 ? ((const uint8_t *)x)[i] : ((const int8_t *)x)[i];
+}
+
+typedef struct qcase {
+  const char *name;
+  int64_t n, c, h, w, m, k, s, pad, g;
+  int x_u8, y_u8, per_channel, int4;
+  int ties; /* dyadic scales: acc * mult + bias lands on .5 for every odd acc */
+} qcase_t;
+
+static void conv_case(tb_plugin_t *p, const qcase_t *q) {
+  int64_t oh = (q->h + 2 * q->pad - q->k) / q->s + 1, ow = (q->w + 2 * q->pad - q->k) / q->s + 1;
+  int64_t cg = q->c / q->g, mg = q->m / q->g, xn = q->n * q->c * q->h * q->w, wn = q->m * cg * q->k * q->k;
+  int64_t yn = q->n * q->m * oh * ow, i, n, m, y0, x0, ci, a, bb;
+  int64_t xd[4] = {q->n, q->c, q->h, q->w}, wd[4] = {q->m, cg, q->k, q->k}, bd = q->m, yd[4] = {q->n, q->m, oh, ow};
+  int64_t strides[2] = {q->s, q->s}, pads[4] = {q->pad, q->pad, q->pad, q->pad};
+  uint8_t *x = malloc((size_t)xn), *y1 = malloc((size_t)yn), *y2 = malloc((size_t)yn), *want = malloc((size_t)yn);
+  int8_t *w8 = malloc((size_t)wn);
+  uint8_t *w4 = calloc((size_t)(wn + 1) / 2, 1);
+  float *bias = malloc((size_t)q->m * sizeof(float)), *cs = malloc((size_t)q->m * sizeof(float));
+  float sx = 0.043f, sy = 0.117f;
+  int32_t zx = q->x_u8 ? 131 : -5, zy = q->y_u8 ? 120 : 4, rc1, rc2;
+  int64_t ties = 0;
+  tb_t b;
+  int tx, tw, tbias, ty, node;
+  mi_error_t err = {0, ""};
+  const void *ins[1];
+  uint64_t inb[1] = {(uint64_t)xn};
+  if (!x || !y1 || !y2 || !want || !w8 || !w4 || !bias || !cs) {
+    CHECK(0, "%s: out of memory", q->name);
+    goto done;
+  }
+  for (i = 0; i < xn; i++) x[i] = (uint8_t)(q->x_u8 ? rnd(0, 255) : rnd(-128, 127));
+  for (i = 0; i < wn; i++) {
+    w8[i] = (int8_t)(q->int4 ? rnd(-7, 7) : rnd(-127, 127));
+    w4[i / 2] |= (uint8_t)((w8[i] & 15) << (i & 1 ? 4 : 0)); /* low nibble first */
+  }
+  for (m = 0; m < q->m; m++) {
+    bias[m] = q->ties ? (float)rnd(-8, 8) * 0.125f : (float)rnd(-300, 300) * 0.01f;
+    cs[m] = q->ties ? 0.25f : (float)rnd(1, 40) * 0.0007f;
+  }
+  if (q->ties) {
+    sx = 0.5f;
+    sy = 0.25f; /* mult = 0.5 * 0.25 / 0.25 = 1/2: every odd acc + bias*8 is an exact half */
+  }
+  memset(&b, 0, sizeof b);
+  tx = tb_tensor(&b, 4, xd, NULL);
+  b.t[tx].dtype = q->x_u8 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  b.t[tx].scale = sx;
+  b.t[tx].zero_point = zx;
+  tw = tb_tensor(&b, 4, wd, NULL);
+  b.t[tw].dtype = q->int4 ? MI_DTYPE_INT4 : MI_DTYPE_INT8;
+  b.t[tw].data = q->int4 ? (const void *)w4 : (const void *)w8;
+  b.t[tw].data_bytes = q->int4 ? (uint64_t)(wn + 1) / 2 : (uint64_t)wn;
+  b.t[tw].scale = q->per_channel ? 0.028f : cs[0];
+  if (q->per_channel) {
+    b.t[tw].channel_axis = 0;
+    b.t[tw].channel_count = (uint32_t)q->m;
+    b.t[tw].channel_scales = cs;
+  }
+  tbias = tb_tensor(&b, 1, &bd, bias);
+  ty = tb_tensor(&b, 4, yd, NULL);
+  b.t[ty].dtype = q->y_u8 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  b.t[ty].scale = sy;
+  b.t[ty].zero_point = zy;
+  {
+    int in[3] = {tx, tw, tbias};
+    node = tb_node(&b, "Conv", 13, 3, in, ty);
+    tb_attr_is(&b, node, "strides", 2, strides);
+    tb_attr_is(&b, node, "pads", 4, pads);
+    tb_attr_i(&b, node, "group", q->g);
+  }
+  tb_finish(&b, ty);
+  for (n = 0; n < q->n; n++)
+    for (m = 0; m < q->m; m++) {
+      int64_t gi = m / mg;
+      double sw = q->per_channel ? (double)cs[m] : (double)cs[0];
+      double mult = (double)sx * sw / (double)sy, bo = (double)bias[m] / (double)sy;
+      for (y0 = 0; y0 < oh; y0++)
+        for (x0 = 0; x0 < ow; x0++) {
+          int64_t acc = 0;
+          for (ci = 0; ci < cg; ci++)
+            for (a = 0; a < q->k; a++)
+              for (bb = 0; bb < q->k; bb++) {
+                int64_t ih = y0 * q->s - q->pad + a, iw = x0 * q->s - q->pad + bb;
+                if (ih < 0 || ih >= q->h || iw < 0 || iw >= q->w) continue;
+                acc += (int64_t)(code_at(x, q->x_u8, ((n * q->c + gi * cg + ci) * q->h + ih) * q->w + iw) - zx) *
+                       w8[((m * cg + ci) * q->k + a) * q->k + bb];
+              }
+          i = ((n * q->m + m) * oh + y0) * ow + x0;
+          want[i] = (uint8_t)ref_code(acc, mult, bo, zy, q->y_u8);
+          {
+            double v = (double)acc * mult + bo;
+            ties += v - floor(v) == 0.5 && fabs(v + zy) < 100.; /* a tie that is not saturated */
+          }
+        }
+    }
+  ins[0] = x;
+  rc1 = run_bytes(p, &b, 1, ins, inb, y1, (uint64_t)yn, &err);
+  CHECK(rc1 == MI_OK, "%s (1 thread): %s", q->name, err.message);
+  rc2 = run_bytes(p, &b, 2, ins, inb, y2, (uint64_t)yn, &err);
+  CHECK(rc2 == MI_OK, "%s (2 threads): %s", q->name, err.message);
+  if (rc1 == MI_OK && rc2 == MI_OK) {
+    int64_t diff = 0;
+    for (i = 0; i < yn; i++) diff += y1[i] != want[i];
+    CHECK(diff == 0, "%s: %lld of %lld codes differ from the integer reference", q->name, (long long)diff, (long long)yn);
+    CHECK(!q->ties || ties > 0, "%s: no exact tie occurred; the case tests nothing", q->name);
+    CHECK(memcmp(y1, y2, (size_t)yn) == 0, "%s: 1 and 2 threads differ", q->name);
+  }
+done:
+  free(x); free(y1); free(y2); free(want); free(w8); free(w4); free(bias); free(cs);
+}
+
+/* Gemm (transB 1, per-channel, alpha, beta, bias) or MatMul (batched A, per-tensor B). */
+static void gemm_case(tb_plugin_t *p, int matmul) {
+  const char *name = matmul ? "int8 matmul" : "int8 gemm";
+  int64_t M = matmul ? 6 : 3, K = 20, N = 7, i, j, kk;
+  int64_t ad[3] = {2, 3, K}, a2[2] = {M, K}, bd[2] = {matmul ? K : N, matmul ? N : K}, cd = N;
+  int64_t yd[3] = {2, 3, N}, y2d[2] = {M, N};
+  uint8_t a[6 * 20], y1[6 * 7], y2[6 * 7], want[6 * 7];
+  int8_t w[20 * 7];
+  float cs[7], bias[7], sx = 0.02f, sy = 0.05f, alpha = matmul ? 1.f : 0.5f, beta = matmul ? 1.f : 2.f;
+  int32_t zx = matmul ? 9 : 100, zy = matmul ? -3 : 77, rc1, rc2;
+  int xu8 = !matmul, yu8 = !matmul;
+  tb_t b;
+  int ta, tw, tc, ty, node;
+  mi_error_t err = {0, ""};
+  const void *ins[1] = {a};
+  uint64_t inb[1] = {(uint64_t)(M * K)};
+  for (i = 0; i < M * K; i++) a[i] = (uint8_t)(xu8 ? rnd(0, 255) : rnd(-128, 127));
+  for (i = 0; i < K * N; i++) w[i] = (int8_t)rnd(-127, 127);
+  for (j = 0; j < N; j++) {
+    cs[j] = (float)rnd(1, 30) * 0.001f;
+    bias[j] = (float)rnd(-100, 100) * 0.01f;
+  }
+  memset(&b, 0, sizeof b);
+  ta = matmul ? tb_tensor(&b, 3, ad, NULL) : tb_tensor(&b, 2, a2, NULL);
+  b.t[ta].dtype = xu8 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  b.t[ta].scale = sx;
+  b.t[ta].zero_point = zx;
+  tw = tb_tensor(&b, 2, bd, NULL);
+  b.t[tw].dtype = MI_DTYPE_INT8;
+  b.t[tw].data = w;
+  b.t[tw].data_bytes = (uint64_t)(K * N);
+  b.t[tw].scale = matmul ? cs[0] : 0.03f;
+  if (!matmul) {
+    b.t[tw].channel_axis = 0; /* transB: rows are output channels */
+    b.t[tw].channel_count = (uint32_t)N;
+    b.t[tw].channel_scales = cs;
+  }
+  tc = tb_tensor(&b, 1, &cd, bias);
+  ty = matmul ? tb_tensor(&b, 3, yd, NULL) : tb_tensor(&b, 2, y2d, NULL);
+  b.t[ty].dtype = yu8 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  b.t[ty].scale = sy;
+  b.t[ty].zero_point = zy;
+  {
+    int in[3] = {ta, tw, tc};
+    node = tb_node(&b, matmul ? "MatMul" : "Gemm", 13, matmul ? 2 : 3, in, ty);
+    if (!matmul) {
+      tb_attr_i(&b, node, "transB", 1);
+      tb_attr_f(&b, node, "alpha", alpha);
+      tb_attr_f(&b, node, "beta", beta);
+    }
+  }
+  tb_finish(&b, ty);
+  for (i = 0; i < M; i++)
+    for (j = 0; j < N; j++) {
+      int64_t acc = 0;
+      double sw = matmul ? (double)cs[0] : (double)cs[j];
+      for (kk = 0; kk < K; kk++)
+        acc += (int64_t)(code_at(a, xu8, i * K + kk) - zx) * (matmul ? w[kk * N + j] : w[j * K + kk]);
+      want[i * N + j] = (uint8_t)ref_code(acc, (double)alpha * (double)sx * sw / (double)sy,
+                                          matmul ? 0. : (double)beta * (double)bias[j] / (double)sy, zy, yu8);
+    }
+  rc1 = run_bytes(p, &b, 1, ins, inb, y1, (uint64_t)(M * N), &err);
+  CHECK(rc1 == MI_OK, "%s (1 thread): %s", name, err.message);
+  rc2 = run_bytes(p, &b, 2, ins, inb, y2, (uint64_t)(M * N), &err);
+  CHECK(rc2 == MI_OK, "%s (2 threads): %s", name, err.message);
+  if (rc1 == MI_OK && rc2 == MI_OK) {
+    CHECK(memcmp(y1, want, (size_t)(M * N)) == 0, "%s: codes differ from the integer reference", name);
+    CHECK(memcmp(y1, y2, (size_t)(M * N)) == 0, "%s: 1 and 2 threads differ", name);
+  }
+}
+
+int main(void) {
+  tb_plugin_t p;
+  /* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties */
+  const qcase_t cases[] = {
+      {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0},
+      {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0},
+      {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0},
+      {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0},
+      {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0},
+      {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0},
+      {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0},
+      {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1},
+  };
+  size_t i;
+  if (!tb_load(&p)) return 1;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
+  gemm_case(&p, 0);
+  gemm_case(&p, 1);
+  tb_unload(&p);
+  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
+  return tb_failures ? 1 : 0;
+}
