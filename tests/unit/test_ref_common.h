@@ -125,6 +125,94 @@ static __attribute__((unused)) void expect_i64(const char *what, const mi_array_
     }
 }
 
+/* A one-node graph under construction: build it with case_begin, set attributes on
+ * k.g / k.node, then case_run. */
+typedef struct op_case {
+  mi_graph_t *g;
+  int32_t node;
+  int32_t nrt;
+  mi_array_t *rt[8]; /* the runtime inputs, borrowed */
+} op_case_t;
+
+/* ins[i] NULL: an omitted input; bit i of const_mask: an initializer, else a graph input. */
+static __attribute__((unused)) void case_begin(op_case_t *k, const char *op, int64_t opset,
+                                               int32_t nin, mi_array_t **ins,
+                                               uint32_t const_mask, int32_t nout) {
+  int32_t t[8], o[8];
+  char name[32];
+  memset(k, 0, sizeof *k);
+  k->g = mi_graph_create(op);
+  k->g->opset = opset;
+  for (int32_t i = 0; i < nin; i++) {
+    snprintf(name, sizeof name, "in%d", (int)i);
+    t[i] = -1;
+    if (!ins[i]) continue;
+    t[i] = mi_graph_add_tensor(k->g, name, ins[i]->dtype, ins[i]->rank, ins[i]->dims);
+    if (const_mask & (1u << i)) {
+      mi_graph_set_data(k->g, t[i], ins[i]->data, ins[i]->nbytes);
+    } else {
+      mi_graph_add_input(k->g, t[i]);
+      k->rt[k->nrt++] = ins[i];
+    }
+  }
+  for (int32_t i = 0; i < nout; i++) {
+    snprintf(name, sizeof name, "out%d", (int)i);
+    o[i] = tval(k->g, name);
+    mi_graph_add_output(k->g, o[i]);
+  }
+  k->node = mi_graph_add_node(k->g, op, op, nin, t, nout, o);
+}
+
+/* Runs the case on ref into outs[] (graph output count entries), then infers shapes on a copy
+ * and checks that every inferred output shape and dtype equals the run's; with dyn_ok an
+ * inferred dynamic dim is accepted. Frees the graph; returns the run's status. */
+static __attribute__((unused)) int32_t case_run(op_case_t *k, mi_array_t **outs, int dyn_ok,
+                                                mi_error_t *err) {
+  const char *op = k->g->nodes[k->node].op_type;
+  int32_t nout = k->g->output_count;
+  int32_t rc = mi_ref_run(k->g, (const mi_array_t *const *)k->rt, k->nrt, outs, nout, err);
+  if (rc == MI_OK) {
+    mi_graph_t *c = mi_graph_clone(k->g);
+    mi_error_t e2 = {0};
+    int32_t rc2 = mi_graph_infer_shapes(c, &e2);
+    CHECK(rc2 == MI_OK, "%s shape inference: %s", op, e2.message);
+    for (int32_t i = 0; rc2 == MI_OK && i < nout; i++) {
+      const mi_tensor_t *ty = &c->tensors[c->outputs[i]];
+      CHECK(ty->rank == outs[i]->rank && ty->dtype == outs[i]->dtype,
+            "%s output %d: inferred rank %d dtype %s, ran rank %d dtype %s", op, (int)i,
+            (int)ty->rank, mi_dtype_name(ty->dtype), (int)outs[i]->rank,
+            mi_dtype_name(outs[i]->dtype));
+      for (int32_t d = 0; ty->rank == outs[i]->rank && d < ty->rank; d++)
+        CHECK(ty->dims[d] == outs[i]->dims[d] || (dyn_ok && ty->dims[d] == MI_DIM_DYNAMIC),
+              "%s output %d: inferred dim %d = %lld, ran %lld", op, (int)i, (int)d,
+              (long long)ty->dims[d], (long long)outs[i]->dims[d]);
+    }
+    mi_graph_destroy(c);
+  }
+  mi_graph_destroy(k->g);
+  k->g = NULL;
+  return rc;
+}
+
+/* Like case_run for a case that must fail: both the run and shape inference refuse it, with
+ * `code` from the run; returns the run's message in err. */
+static __attribute__((unused)) void case_refused(op_case_t *k, int32_t code, mi_error_t *err) {
+  const char *op = k->g->nodes[k->node].op_type;
+  mi_array_t *outs[8] = {NULL};
+  mi_graph_t *c = mi_graph_clone(k->g);
+  mi_error_t e2 = {0};
+  CHECK(mi_graph_infer_shapes(c, &e2) != MI_OK, "%s: shape inference should refuse", op);
+  CHECK(strstr(e2.message, op) != NULL, "%s: inference message names the op: %s", op, e2.message);
+  mi_graph_destroy(c);
+  int32_t rc = mi_ref_run(k->g, (const mi_array_t *const *)k->rt, k->nrt, outs,
+                          k->g->output_count, err);
+  CHECK(rc == code, "%s: run gave %d, want %d (%s)", op, (int)rc, (int)code, err->message);
+  for (int32_t i = 0; i < k->g->output_count; i++)
+    CHECK(outs[i] == NULL, "%s: output %d left behind on failure", op, (int)i);
+  mi_graph_destroy(k->g);
+  k->g = NULL;
+}
+
 static __attribute__((unused)) int finish(const char *name) {
   if (g_failures) {
     fprintf(stderr, "%s: %d failure(s)\n", name, g_failures);

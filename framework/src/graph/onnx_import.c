@@ -1,5 +1,4 @@
-/* onnx_import.c - loads an ONNX ModelProto (parsed by protobuf-c) into the graph IR. */
-#include <errno.h>
+/* onnx_import.c - turns a parsed ONNX GraphProto (and its subgraphs) into the graph IR. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,7 +309,7 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
   return mi__node_put_attr(n, &m) == MI_OK ? MI_OK : oom(im);
 }
 
-static int is_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
+int mi__onnx_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
 
 static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
   int32_t rc = MI_OK;
@@ -340,7 +339,7 @@ static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
     const char *nn = node_label(np, i, nb, sizeof nb);
     if (!np->op_type || !np->op_type[0])
       return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' has no op_type", im->label, nn);
-    if (!is_default_domain(np->domain))
+    if (!mi__onnx_default_domain(np->domain))
       return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
                        "%s: node '%s' (%s) uses operator domain '%s', which is not supported",
                        im->label, nn, np->op_type, np->domain);
@@ -413,101 +412,10 @@ static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
   return MI_OK;
 }
 
-static int32_t import_model(const void *data, size_t size, const char *base_dir,
-                            const char *label, mi_graph_t **out, mi_error_t *err) {
-  importer_t im = {.label = label, .base_dir = base_dir, .err = err};
-  int32_t rc = MI_OK;
-  Onnx__ModelProto *mp = NULL;
-  if (size == 0) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (empty file)", label);
-    goto done;
-  }
-  if (!(mp = onnx__model_proto__unpack(NULL, size, data))) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (protobuf parse failed)", label);
-    goto done;
-  }
-  if (!mp->graph) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (no graph)", label);
-    goto done;
-  }
-  int64_t opset = -1;
-  for (size_t i = 0; i < mp->n_opset_import; i++)
-    if (is_default_domain(mp->opset_import[i]->domain))
-      opset = mp->opset_import[i]->has_version ? mp->opset_import[i]->version : 1;
-  if (opset < 0 && mp->graph->n_node) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s: the model declares no default-domain opset", label);
-    goto done;
-  }
-  if (opset >= 0 && (opset < 7 || opset > 21)) {
-    rc = mi_errorf(err, MI_ERR_UNSUPPORTED,
-                   "%s: default-domain opset %lld is not supported (supported: 7..21)", label,
-                   (long long)opset);
-    goto done;
-  }
-  if (!(im.g = mi_graph_create(mp->graph->name && mp->graph->name[0] ? mp->graph->name : "graph"))) {
-    rc = oom(&im);
-    goto done;
-  }
-  im.g->opset = opset >= 0 ? opset : 13;
-  rc = import_graph(&im, mp->graph);
-done:
+int32_t mi__onnx_import_main(mi_graph_t *g, const Onnx__GraphProto *gp, const char *base_dir,
+                             const char *label, mi_error_t *err) {
+  importer_t im = {.label = label, .base_dir = base_dir, .g = g, .err = err};
+  int32_t rc = import_graph(&im, gp);
   mi__name_map_free(&im.map);
-  if (mp) onnx__model_proto__free_unpacked(mp, NULL);
-  if (rc != MI_OK) {
-    mi_graph_destroy(im.g);
-    im.g = NULL;
-  }
-  *out = im.g;
-  return rc;
-}
-
-MI_API int32_t mi_onnx_load_buffer(const void *data, size_t size, const char *base_dir,
-                                   mi_graph_t **out, mi_error_t *err) {
-  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: out is NULL");
-  *out = NULL;
-  if (!data && size) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: data is NULL");
-  return import_model(data, size, base_dir, "<memory>", out, err);
-}
-
-MI_API int32_t mi_onnx_load(const char *path, mi_graph_t **out, mi_error_t *err) {
-  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: out is NULL");
-  *out = NULL;
-  if (!path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: path is NULL");
-  int32_t rc = MI_OK;
-  uint8_t *buf = NULL;
-  char *dir = NULL;
-  size_t size = 0, cap = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return mi_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  for (;;) {
-    if (size == cap) {
-      size_t nc = cap ? cap * 2 : 65536;
-      uint8_t *p = realloc(buf, nc);
-      if (!p) {
-        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        goto done;
-      }
-      buf = p;
-      cap = nc;
-    }
-    size_t got = fread(buf + size, 1, cap - size, f);
-    size += got;
-    if (got == 0) break;
-  }
-  if (ferror(f)) {
-    rc = mi_errorf(err, MI_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-    goto done;
-  }
-  const char *slash = strrchr(path, '/');
-  if (!(dir = mi__strdup(slash ? path : "."))) {
-    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    goto done;
-  }
-  if (slash) dir[slash == path ? 1 : slash - path] = '\0';
-  rc = import_model(buf, size, dir, path, out, err);
-done:
-  fclose(f);
-  free(buf);
-  free(dir);
   return rc;
 }

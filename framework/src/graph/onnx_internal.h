@@ -22,6 +22,13 @@ typedef struct mi__onnx_value {
 int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir,
                                const char *label, mi__onnx_value_t *v, mi_error_t *err);
 
+/** True for the default ONNX domain ("" or "ai.onnx"). */
+int mi__onnx_default_domain(const char *d);
+/** Imports a model's main graph into g (whose opset is set); `label` (the model file) starts
+ * every error message and base_dir resolves external data. */
+int32_t mi__onnx_import_main(mi_graph_t *g, const Onnx__GraphProto *gp, const char *base_dir,
+                             const char *label, mi_error_t *err);
+
 /** Name -> tensor index map; keys are borrowed (the graph's tensor names). */
 typedef struct mi__name_map {
   const char **keys;

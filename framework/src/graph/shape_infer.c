@@ -122,6 +122,8 @@ static int32_t lookup_and_run(mi__si_t *c, const mi_node_t *n) {
   if (!fn) fn = mi__si_lookup_generate(n->op_type);
   if (!fn) fn = mi__si_lookup_control(n->op_type);
   if (!fn) fn = mi__si_lookup_pad(n->op_type);
+  if (!fn) fn = mi__si_lookup_select(n->op_type);
+  if (!fn) fn = mi__si_lookup_rearrange(n->op_type);
   if (!fn) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op");
   return fn(c, n);
 }

@@ -52,5 +52,7 @@ mi__si_fn mi__si_lookup_tensor(const char *op);
 mi__si_fn mi__si_lookup_generate(const char *op); /* shape_infer_generate.c */
 mi__si_fn mi__si_lookup_control(const char *op);  /* shape_infer_control.c: If, Loop */
 mi__si_fn mi__si_lookup_pad(const char *op);      /* shape_infer_pad.c: Pad, Size, LSTM */
+mi__si_fn mi__si_lookup_select(const char *op);   /* shape_infer_select.c: ArgMax, TopK, ... */
+mi__si_fn mi__si_lookup_rearrange(const char *op); /* shape_infer_rearrange.c: Split, ... */
 
 #endif /* METAINFER_SHAPE_INFER_H */

@@ -112,7 +112,9 @@ static int32_t tile(mi__si_t *c, const mi_node_t *n) {
   for (int32_t i = 0; i < x->rank; i++) {
     if (cnt >= 0 && reps[i] < 0)
       return mi__si_fail(c, n, MI_ERR_PARSE, "repeats[%d] is negative", (int)i);
-    d[i] = cnt < 0 || x->dims[i] < 0 ? MI_DIM_DYNAMIC : x->dims[i] * reps[i];
+    if (cnt < 0 || x->dims[i] < 0) d[i] = MI_DIM_DYNAMIC;
+    else if (__builtin_mul_overflow(x->dims[i], reps[i], &d[i]))
+      return mi__si_fail(c, n, MI_ERR_PARSE, "repeats[%d] overflows the output dim", (int)i);
   }
   mi__si_set(c, n, 0, x->dtype, x->rank, d);
   return MI_OK;

@@ -403,6 +403,8 @@ static const struct {
     {"ReduceMean", reduce},   {"ReduceMax", reduce},    {"ReduceSum", reduce},
     {"Squeeze", squeeze},     {"Unsqueeze", unsqueeze}, {"Concat", concat},
     {"Shape", shape},         {"Gather", gather},       {"Slice", slice},
+    {"ReduceMin", reduce},    {"ReduceProd", reduce},   {"ReduceL2", reduce},
+    {"ReduceLogSumExp", reduce},
 };
 
 mi__si_fn mi__si_lookup_tensor(const char *op) {

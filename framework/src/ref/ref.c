@@ -20,6 +20,18 @@ int32_t mi__ref_loop(mi__ref_call_t *c);  /* ref_control.c */
 int32_t mi__ref_pad(mi__ref_call_t *c);   /* ref_pad.c */
 int32_t mi__ref_size(mi__ref_call_t *c);  /* ref_pad.c */
 int32_t mi__ref_lstm(mi__ref_call_t *c);  /* ref_rnn.c */
+int32_t mi__ref_einsum(mi__ref_call_t *c);      /* ref_einsum.c */
+int32_t mi__ref_argminmax(mi__ref_call_t *c);   /* ref_select.c: ArgMax, ArgMin */
+int32_t mi__ref_topk(mi__ref_call_t *c);        /* ref_select.c */
+int32_t mi__ref_nonzero(mi__ref_call_t *c);     /* ref_select.c */
+int32_t mi__ref_split(mi__ref_call_t *c);       /* ref_rearrange.c */
+int32_t mi__ref_trilu(mi__ref_call_t *c);       /* ref_rearrange.c */
+int32_t mi__ref_depth_space(mi__ref_call_t *c); /* ref_rearrange.c: DepthToSpace, SpaceToDepth */
+int32_t mi__ref_cumsum(mi__ref_call_t *c);      /* ref_rearrange.c */
+int32_t mi__ref_prelu(mi__ref_call_t *c);       /* ref_pointwise.c */
+int32_t mi__ref_mod(mi__ref_call_t *c);         /* ref_pointwise.c */
+int32_t mi__ref_isnan_isinf(mi__ref_call_t *c); /* ref_pointwise.c */
+int32_t mi__ref_instancenorm(mi__ref_call_t *c); /* ref_norm.c */
 
 static const ref_op_t REF_OPS[] = {
     {"Relu", mi__ref_unary},          {"LeakyRelu", mi__ref_unary},
@@ -66,6 +78,16 @@ static const ref_op_t REF_OPS[] = {
     {"If", mi__ref_if},               {"Loop", mi__ref_loop},
     {"Pad", mi__ref_pad},             {"Size", mi__ref_size},
     {"LSTM", mi__ref_lstm},
+    {"ReduceProd", mi__ref_reduce},   {"ReduceL2", mi__ref_reduce},
+    {"ReduceLogSumExp", mi__ref_reduce},
+    {"Einsum", mi__ref_einsum},       {"ArgMax", mi__ref_argminmax},
+    {"ArgMin", mi__ref_argminmax},    {"TopK", mi__ref_topk},
+    {"NonZero", mi__ref_nonzero},     {"Split", mi__ref_split},
+    {"Trilu", mi__ref_trilu},         {"DepthToSpace", mi__ref_depth_space},
+    {"SpaceToDepth", mi__ref_depth_space}, {"CumSum", mi__ref_cumsum},
+    {"PRelu", mi__ref_prelu},         {"Mod", mi__ref_mod},
+    {"IsNaN", mi__ref_isnan_isinf},   {"IsInf", mi__ref_isnan_isinf},
+    {"InstanceNormalization", mi__ref_instancenorm},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

@@ -1,4 +1,5 @@
-/* ref_norm.c - reference BatchNormalization (inference), LayerNormalization and Softmax. */
+/* ref_norm.c - reference BatchNormalization (inference), InstanceNormalization,
+ * LayerNormalization and Softmax. */
 #include <math.h>
 #include <string.h>
 
@@ -39,6 +40,38 @@ int32_t mi__ref_batchnorm(mi__ref_call_t *c) {
       const float *xp = (const float *)x->data + (n * C + ch) * inner;
       float *yp = (float *)y->data + (n * C + ch) * inner;
       for (int64_t i = 0; i < inner; i++) yp[i] = (xp[i] - mean[ch]) * k + bias[ch];
+    }
+  return MI_OK;
+}
+
+/* Each (n, c) plane is normalised by its own mean and biased variance, then scaled. */
+int32_t mi__ref_instancenorm(mi__ref_call_t *c) {
+  const mi_array_t *x, *scale, *bias;
+  mi_array_t *y;
+  float eps = mi_node_attr_float(c->node, "epsilon", 1e-5f);
+  int32_t rc;
+  if ((rc = mi__ref_need(c, 0, F32, &x)) != MI_OK) return rc;
+  if ((rc = mi__ref_need(c, 1, F32, &scale)) != MI_OK) return rc;
+  if ((rc = mi__ref_need(c, 2, F32, &bias)) != MI_OK) return rc;
+  if (x->rank < 3)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input rank %d is below 3", (int)x->rank);
+  int64_t N = x->dims[0], C = x->dims[1], inner = prod(x->dims, 2, x->rank);
+  if (mi_array_numel(scale) != C || mi_array_numel(bias) != C)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "scale and B must hold C = %lld values",
+                        (long long)C);
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, x->rank, x->dims, &y)) != MI_OK) return rc;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < C; ch++) {
+      const float *xp = (const float *)x->data + (n * C + ch) * inner;
+      float *yp = (float *)y->data + (n * C + ch) * inner;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < inner; i++) mean += xp[i];
+      mean = inner ? mean / (double)inner : 0;
+      for (int64_t i = 0; i < inner; i++) var += (xp[i] - mean) * (xp[i] - mean);
+      var = inner ? var / (double)inner : 0;
+      double k = ((const float *)scale->data)[ch] / sqrt(var + eps);
+      for (int64_t i = 0; i < inner; i++)
+        yp[i] = (float)((xp[i] - mean) * k + ((const float *)bias->data)[ch]);
     }
   return MI_OK;
 }

@@ -1,0 +1,100 @@
+/* shape_infer_select.c - shapes of ArgMax/ArgMin, TopK, NonZero and Einsum. */
+#include <string.h>
+
+#include "graph/einsum.h"
+#include "graph/shape_infer.h"
+
+static int32_t argminmax(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1), a, r = 0;
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  int keep = mi_node_attr_int(n, "keepdims", 1) != 0;
+  int64_t d[MI_MAX_RANK];
+  if (x->rank < 0) {
+    mi__si_set(c, n, 0, MI_DTYPE_INT64, -1, NULL);
+    return MI_OK;
+  }
+  if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", 0), x->rank, &a))) return rc;
+  for (int32_t i = 0; i < x->rank; i++)
+    if (i != a || keep) d[r++] = i == a ? 1 : x->dims[i];
+  mi__si_set(c, n, 0, MI_DTYPE_INT64, r, d);
+  return MI_OK;
+}
+
+static int32_t topk(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, c->g->opset >= 10 ? 2 : 1), a;
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  int64_t d[MI_MAX_RANK], k = MI_DIM_DYNAMIC;
+  if (x->rank < 0) {
+    mi__si_set(c, n, 0, x->dtype, -1, NULL);
+    mi__si_set(c, n, 1, MI_DTYPE_INT64, -1, NULL);
+    return MI_OK;
+  }
+  if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", -1), x->rank, &a))) return rc;
+  if (c->g->opset < 10) k = mi_node_attr_int(n, "k", MI_DIM_DYNAMIC);
+  else if (mi__si_ints(c, n, 1, &k, 1) != 1) k = MI_DIM_DYNAMIC;
+  if (k != MI_DIM_DYNAMIC && (k < 0 || (x->dims[a] >= 0 && k > x->dims[a])))
+    return mi__si_fail(c, n, MI_ERR_PARSE, "k = %lld is outside [0, %lld]", (long long)k,
+                       (long long)x->dims[a]);
+  memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  d[a] = k;
+  mi__si_set(c, n, 0, x->dtype, x->rank, d);
+  mi__si_set(c, n, 1, MI_DTYPE_INT64, x->rank, d);
+  return MI_OK;
+}
+
+/* The count of non-zeros is data: the second dim stays dynamic even for constant input. */
+static int32_t nonzero(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  int64_t d[2] = {x->rank >= 0 ? x->rank : MI_DIM_DYNAMIC, MI_DIM_DYNAMIC};
+  mi__si_set(c, n, 0, MI_DTYPE_INT64, 2, d);
+  return MI_OK;
+}
+
+static int32_t einsum(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const char *eq = mi_node_attr_string(n, "equation", NULL), *why = NULL;
+  mi__einsum_t e;
+  int64_t size[MI__EINSUM_MAX_LABELS], d[MI_MAX_RANK];
+  if (!eq) return mi__si_fail(c, n, MI_ERR_PARSE, "attribute 'equation' is missing");
+  if (mi__einsum_parse(eq, n->input_count, &e, &why) != 0)
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "equation '%s' is not supported: %s", eq, why);
+  for (int32_t k = 0; k < e.nlab; k++) size[k] = MI_DIM_DYNAMIC;
+  for (int32_t i = 0; i < e.nin; i++) {
+    const mi_tensor_t *x = mi__si_in(c, n, i);
+    if (!x) return mi__si_fail(c, n, MI_ERR_PARSE, "operand %d is missing", (int)i);
+    if (x->rank < 0) continue;
+    if (x->rank != e.in_rank[i])
+      return mi__si_fail(c, n, MI_ERR_PARSE, "equation '%s' gives operand %d %d labels, it has "
+                         "rank %d", eq, (int)i, (int)e.in_rank[i], (int)x->rank);
+    for (int32_t k = 0; k < x->rank; k++) {
+      int32_t l = e.in_lab[i][k];
+      if (x->dims[k] < 0) continue;
+      if (size[l] >= 0 && size[l] != x->dims[k])
+        return mi__si_fail(c, n, MI_ERR_PARSE, "equation '%s': one label has sizes %lld and %lld",
+                           eq, (long long)size[l], (long long)x->dims[k]);
+      size[l] = x->dims[k];
+    }
+  }
+  for (int32_t k = 0; k < e.out_rank; k++) d[k] = size[e.out_lab[k]];
+  mi__si_set(c, n, 0, mi__si_in(c, n, 0)->dtype, e.out_rank, d);
+  return MI_OK;
+}
+
+static const struct {
+  const char *op;
+  mi__si_fn fn;
+} k_ops[] = {
+    {"ArgMax", argminmax}, {"ArgMin", argminmax}, {"TopK", topk},
+    {"NonZero", nonzero},  {"Einsum", einsum},
+};
+
+mi__si_fn mi__si_lookup_select(const char *op) {
+  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
+    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
+  return NULL;
+}
