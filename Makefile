@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-asan clean
+.PHONY: all deps build demo test test-asan fuzz clean
 
 all: build
 
@@ -18,14 +18,27 @@ build: deps
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
-# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The whole suite under AddressSanitizer + UndefinedBehaviorSanitizer (any report fails the
+# test). LeakSanitizer suppressions cover third-party drivers only (tests/fuzz/lsan.supp).
+# handle_segv/sigbus/sigfpe=0: the crash-isolation tests make workers die by a real signal on
+# purpose; ASan's own handler would turn that into "exit 1". MI_LOADER_NODELETE=1:
+# plugins and their drivers stay mapped, so leaks are attributed to named code.
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0 \
+	MI_LOADER_NODELETE=1
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan -DMI_WERROR=ON -DMI_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS)
+	$(ASAN_ENV) ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS)
+
+# Every parser under libFuzzer for FUZZ_SECONDS each (docs/fuzzing.md).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	bash tools/fuzz.sh $(FUZZ_SECONDS)
 
 demo: build
 	@bash tools/demo.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan
+	rm -rf $(BUILD) $(BUILD)-asan build-fuzz

@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
-# tools/fuzz.sh [SECONDS]: builds the libFuzzer targets with clang (build-fuzz/) and runs each
-# for SECONDS (default 60) on a copy of its seed corpus. New crashes are left in build-fuzz/.
+# tools/fuzz.sh [SECONDS] [TARGET...]: builds the libFuzzer targets with clang (build-fuzz/) and
+# runs each for SECONDS (default 60) on a copy of its seed corpus (tests/fuzz/corpus/<name>).
+# Any crash, leak or UBSan report fails the run; the input is left in build-fuzz/artifacts-<name>/.
+# docs/fuzzing.md: targets, figures of the long campaign, how to reproduce a finding.
 set -euo pipefail
 SECS=${1:-60}
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(onnx npy manifest recipe xfconfig history deploy)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B="$ROOT/build-fuzz"
-CC=clang cmake -S "$ROOT" -B "$B" -DMI_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$B" -j"$(nproc)" --target fuzz-onnx fuzz-npy fuzz-manifest
+B=${MI_FUZZ_BUILD:-$ROOT/build-fuzz}
+# UBSan reports must stop the run like ASan ones, or they scroll by unnoticed.
+CC=clang cmake -S "$ROOT" -B "$B" -DMI_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_FLAGS="-fno-sanitize-recover=undefined" >/dev/null
+cmake --build "$B" -j"${JOBS:-$(nproc)}" --target "${TARGETS[@]/#/fuzz-}"
 status=0
-for t in onnx npy manifest; do
+for t in "${TARGETS[@]}"; do
   work="$B/corpus-$t"
-  mkdir -p "$work"
+  art="$B/artifacts-$t"
+  mkdir -p "$work" "$art"
   cp -n "$ROOT/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null || true
   echo "== fuzz-$t for ${SECS}s"
-  if ! (cd "$B" && ASAN_OPTIONS=detect_leaks=1 "$B/bin/fuzz-$t" -max_total_time="$SECS" \
-        -max_len=65536 -print_final_stats=1 "$work" 2>&1 | tail -12); then
+  # -timeout: one input taking 10 s is a hang worth reporting; -rss_limit_mb: a parser that
+  # allocates a GiB for a small file is a finding too.
+  if ! (cd "$B" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        "$B/bin/fuzz-$t" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
+        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" "$work" \
+        >"$B/fuzz-$t.log" 2>&1); then
     status=1
+    echo "fuzz-$t FAILED (log: $B/fuzz-$t.log, input in $art/):"
+    grep -E "ERROR|runtime error|SUMMARY" "$B/fuzz-$t.log" | head -5 || true
   fi
+  grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added)" \
+    "$B/fuzz-$t.log" || true
+  echo "corpus: $(ls "$work" | wc -l) inputs"
 done
 exit $status

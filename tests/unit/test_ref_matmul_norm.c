@@ -9,7 +9,7 @@ static mi_array_t *run_op(const char *op, int64_t opset, int32_t nin, mi_array_t
                           void (*setup)(mi_graph_t *, int32_t), int32_t *rc_out) {
   mi_graph_t *g = mi_graph_create("op");
   int32_t t[8], n;
-  char name[8];
+  char name[16];
   g->opset = opset;
   for (int32_t i = 0; i < nin; i++) {
     snprintf(name, sizeof name, "in%d", (int)i);
@@ -215,5 +215,5 @@ int main(void) {
   test_softmax();
   test_norms();
   test_reduce();
-  return finish("test_ref_matmul_norm");
+  return tu_finish("test_ref_matmul_norm");
 }

@@ -200,6 +200,9 @@ int32_t mi__sqlite_put(mi__sqlite_t *s, const mi_record_t *r, const char *uuid,
                          r->ok ? &r->prepare_s : NULL, mem > 0 ? &mem : NULL,
                          has_e ? &r->energy_j : NULL, src, r->accuracy_json};
     const void *b[27];
+    /* One type letter per parameter: run() reads exactly strlen(fmt) entries of b. */
+    static const char fmt[] = "tiiiittittiddddddtiididttti";
+    _Static_assert(sizeof fmt - 1 == sizeof b / sizeof b[0], "one letter per parameter");
     memcpy(b, a, sizeof a);
     b[25] = r->layers_json;
     b[26] = &disc;
@@ -209,7 +212,7 @@ int32_t mi__sqlite_put(mi__sqlite_t *s, const mi_record_t *r, const char *uuid,
                   "trimmed_mean_s, p10_s, p90_s, cv, samples, repeats, rounds, prepare_s, "
                   "peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded) "
                   "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-                  "tiiiittittiddddddtiididtttti", b, id, err)))
+                  fmt, b, id, err)))
       return rc;
   }
   *added = 1;

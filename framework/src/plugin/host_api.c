@@ -1,4 +1,6 @@
 /* host_api.c - the services the host hands each plugin (logging, allocation, settings). */
+/* secure_getenv is a GNU extension. */
+#define _GNU_SOURCE 1
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,7 +41,8 @@ static void host_free(void *host_ctx, void *ptr) {
 
 /* Settings come from the environment as MI_SETTING_<KEY> (key upper-cased, other characters
  * as '_'); a recipe-driven host may replace this later. The returned string is owned by the
- * environment and stays valid while it is not modified. */
+ * environment and stays valid while it is not modified. Like MI_PLUGIN_PATH, they are ignored
+ * in setuid/setgid processes: whoever runs such a program must not steer its plugins. */
 static const char *host_get_setting(void *host_ctx, const char *key) {
   char name[128];
   size_t n = sizeof "MI_SETTING_" - 1, i;
@@ -51,7 +54,7 @@ static const char *host_get_setting(void *host_ctx, const char *key) {
     name[n + i] = isalnum(c) ? (char)toupper(c) : '_';
   }
   name[n + i] = '\0';
-  return getenv(name);
+  return secure_getenv(name);
 }
 
 void mi__host_api_init(mi__plugin_entry_t *e) {
