@@ -1,34 +1,14 @@
 # mi_run_bad_input.sh - every kind of bad input to mi-run gives exactly one line
 # "mi-run: ..." on stderr that names the problem, and exit code 2; never a crash.
 set -uo pipefail
-B=${MI_BUILD:?MI_BUILD is not set}
-RUN=$B/bin/mi-run
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "${BASH_SOURCE[0]%/*}/lib.bash"
+mi_wire_py
 failures=0
 
 python3 - "$T" <<'EOF'
 import struct, sys
-out = sys.argv[1]
-def varint(n):
-    b = b""
-    while True:
-        c = n & 0x7f; n >>= 7
-        b += bytes([c | (0x80 if n else 0)])
-        if not n: return b
-def ld(f, data): return varint(f << 3 | 2) + varint(len(data)) + data
-def vi(f, n): return varint(f << 3) + varint(n)
-def s(f, text): return ld(f, text.encode())
-def vinfo(name, elem, dims):
-    d = b"".join(ld(1, s(2, x) if isinstance(x, str) else vi(1, x)) for x in dims)
-    return s(1, name) + ld(2, ld(1, vi(1, elem) + ld(2, d)))
-def node(op, name, ins, outs):
-    return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) + s(3, name) + s(4, op)
-def model(nodes, inputs, outputs):
-    g = b"".join(ld(1, n) for n in nodes) + s(2, "g")
-    g += b"".join(ld(11, vinfo(*i)) for i in inputs) + b"".join(ld(12, vinfo(*o)) for o in outputs)
-    return vi(1, 8) + ld(7, g) + ld(8, s(1, "") + vi(2, 13))
-def save(name, data): open(f"{out}/{name}", "wb").write(data)
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
 good = model([node("Relu", "relu", ["x"], ["y"])], [("x", 1, ["N", 4])], [("y", 1, ["N", 4])])
 save("good.onnx", good)
 save("truncated.onnx", good[: len(good) // 2])
@@ -36,11 +16,6 @@ save("garbage.onnx", bytes((i * 131 + 7) % 256 for i in range(300)))
 save("empty.onnx", b"")
 save("unsupported.onnx", model([node("FrobnicateV9", "frob", ["x"], ["y"])],
                                [("x", 1, [2, 4])], [("y", 1, [2, 4])]))
-def npy(descr, shape, data):
-    sh = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, sh)
-    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
 save("ok.npy", npy("<f4", (3, 4), bytes(48)))
 save("int64.npy", npy("<i8", (3, 4), bytes(96)))
 save("rank3.npy", npy("<f4", (1, 3, 4), bytes(48)))

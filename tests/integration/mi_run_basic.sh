@@ -2,36 +2,18 @@
 # from .npy files checked against values computed here, --shape, seeds, and the template plugin
 # with host fallback giving the reference's outputs.
 set -euo pipefail
-B=${MI_BUILD:?MI_BUILD is not set}
-RUN=$B/bin/mi-run
-ZOO=$B/bin/mi-zoo
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "${BASH_SOURCE[0]%/*}/lib.bash"
+mi_wire_py
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Small hand-encoded ONNX models (protobuf wire format), so this test needs no generator.
 python3 - "$T" <<'EOF'
 import struct, sys
-out = sys.argv[1]
-def varint(n):
-    b = b""
-    while True:
-        c = n & 0x7f; n >>= 7
-        b += bytes([c | (0x80 if n else 0)])
-        if not n: return b
-def ld(f, data): return varint(f << 3 | 2) + varint(len(data)) + data
-def vi(f, n): return varint(f << 3) + varint(n)
-def s(f, text): return ld(f, text.encode())
-def vinfo(name, elem, dims):
-    d = b"".join(ld(1, s(2, x) if isinstance(x, str) else vi(1, x)) for x in dims)
-    return s(1, name) + ld(2, ld(1, vi(1, elem) + ld(2, d)))
-def node(op, name, ins, outs):
-    return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) + s(3, name) + s(4, op)
+sys.path.insert(0, sys.argv[1])
+import mi_wire
+from mi_wire import *
 def model(nodes, inputs, outputs, inits=b""):
-    g = b"".join(ld(1, n) for n in nodes) + s(2, "g") + inits
-    g += b"".join(ld(11, vinfo(*i)) for i in inputs) + b"".join(ld(12, vinfo(*o)) for o in outputs)
-    return vi(1, 8) + s(2, "mi_run_test") + ld(7, g) + ld(8, s(1, "") + vi(2, 13))
-def save(name, data): open(f"{out}/{name}", "wb").write(data)
+    return mi_wire.model(nodes, inputs, outputs, inits, "mi_run_test")
 # x[N,4] -> Relu -> Sigmoid -> "out/prob:0" (a name that is unsafe as a file name)
 save("dyn.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Sigmoid", "sig", ["r"], ["out/prob:0"])],
                        [("x", 1, ["N", 4])], [("out/prob:0", 1, ["N", 4])]))
@@ -39,11 +21,6 @@ save("dyn.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Sigmoid", "sig
 save("ras.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "y"], ["a"]),
                         node("Sigmoid", "sig", ["a"], ["s"])],
                        [("x", 1, [2, 8]), ("y", 1, [2, 8])], [("s", 1, [2, 8])]))
-def npy(descr, shape, data):
-    sh = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
-    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, sh)
-    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
 vals = [(-1.5 + 0.25 * i) for i in range(12)]
 save("x34.npy", npy("<f4", (3, 4), struct.pack("<12f", *vals)))
 EOF

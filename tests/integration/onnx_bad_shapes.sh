@@ -2,34 +2,14 @@
 # dynamic dim) and ops used with the wrong number of inputs give one line "mi-run: ..." that
 # names the node, and exit code 2; never a crash.
 set -uo pipefail
-B=${MI_BUILD:?MI_BUILD is not set}
-RUN=$B/bin/mi-run
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+. "${BASH_SOURCE[0]%/*}/lib.bash"
+mi_wire_py
 failures=0
 
 python3 - "$T" <<'EOF2'
 import sys
-out = sys.argv[1]
-def varint(n):
-    b = b""
-    while True:
-        c = n & 0x7f; n >>= 7
-        b += bytes([c | (0x80 if n else 0)])
-        if not n: return b
-def ld(f, data): return varint(f << 3 | 2) + varint(len(data)) + data
-def vi(f, n): return varint(f << 3) + varint(n)
-def s(f, text): return ld(f, text.encode())
-def vinfo(name, elem, dims):
-    d = b"".join(ld(1, s(2, x) if isinstance(x, str) else vi(1, x)) for x in dims)
-    return s(1, name) + ld(2, ld(1, vi(1, elem) + ld(2, d)))
-def node(op, name, ins, outs):
-    return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) + s(3, name) + s(4, op)
-def model(nodes, inputs, outputs):
-    g = b"".join(ld(1, n) for n in nodes) + s(2, "g")
-    g += b"".join(ld(11, vinfo(*i)) for i in inputs) + b"".join(ld(12, vinfo(*o)) for o in outputs)
-    return vi(1, 8) + ld(7, g) + ld(8, s(1, "") + vi(2, 13))
-def save(name, data): open(f"{out}/{name}", "wb").write(data)
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
 save("bcast.onnx", model([node("Add", "add_bad", ["a", "b"], ["y"])],
                          [("a", 1, [2, 3]), ("b", 1, [4])], [("y", 1, [])]))
 save("bound.onnx", model([node("Add", "add_bound", ["a", "b"], ["y"])],

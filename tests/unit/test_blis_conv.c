@@ -97,7 +97,7 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
   rc = tb_run(p, &b, variant, knobs, nk, ins, got, &err);
   CHECK(rc == MI_OK, "%s: run failed: %s", name, err.message);
   if (rc == MI_OK) {
-    e = tb_rel_l2(got, ref, yn);
+    e = tu_rel_l2(got, ref, yn);
     CHECK(e < 1e-5, "%s: rel L2 %g", name, e);
   }
   if (rc == MI_OK && nk == 0) {
@@ -193,6 +193,6 @@ int main(void) {
   conv_case(&p, "fused nhwc+bn+relu+add", dilated, "conv.direct_nhwc", 1, NULL, 0);
   refusals(&p);
   tb_unload(&p);
-  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
-  return tb_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

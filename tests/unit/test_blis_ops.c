@@ -10,7 +10,7 @@ static void expect(tb_plugin_t *p, tb_t *b, const char *name, const float *const
   int32_t rc = tb_run(p, b, NULL, knobs, nk, ins, got, &err);
   CHECK(rc == MI_OK, "%s: %s", name, err.message);
   if (rc == MI_OK) {
-    double e = tb_rel_l2(got, ref, n);
+    double e = tu_rel_l2(got, ref, n);
     CHECK(e < 1e-5, "%s: rel L2 %g", name, e);
   }
   free(got);
@@ -236,6 +236,6 @@ int main(void) {
   binary_case(&p, "Max");
   binary_case(&p, "Min");
   tb_unload(&p);
-  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
-  return tb_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

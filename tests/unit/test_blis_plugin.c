@@ -1,14 +1,15 @@
 /* test_blis_plugin.c - blis-cpu entry, descriptions, knobs, counters and threads-invariance. */
+#include <dlfcn.h>
+
 #include "test_blis_util.h"
 
 static void entry_refuses_other_major(void) {
   char path[1024];
-  const char *b = getenv("MI_BUILD");
   void *dl;
   mi_plugin_entry_fn entry;
   mi_host_api_t host;
   mi_error_t err = {0, ""};
-  snprintf(path, sizeof path, "%s/plugins/libmi_blis_cpu.so", b ? b : ".");
+  tu_build_path(path, sizeof path, "plugins/libmi_blis_cpu.so");
   dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   CHECK(dl != NULL, "dlopen %s", path);
   if (!dl) return;
@@ -116,7 +117,7 @@ static void threads_and_counters(tb_plugin_t *p) {
       for (k = 0; k < 72; k++) acc += (double)a[i * 72 + k] * bm[k * 80 + j];
       ref[i * 80 + j] = (float)acc;
     }
-  CHECK(tb_rel_l2(y1, ref, 96 * 80) < 1e-5 && tb_rel_l2(y2, y1, 96 * 80) < 1e-6, "threads change results");
+  CHECK(tu_rel_l2(y1, ref, 96 * 80) < 1e-5 && tu_rel_l2(y2, y1, 96 * 80) < 1e-6, "threads change results");
   CHECK(p->api->counter_read(p->ctx, 0, 0, &s, &err) == MI_OK && s.has_value == 1 && s.value > t_before,
         "timer grows: %g -> %g", t_before, s.value);
   CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.has_value == 1 && s.value >= 96. * 80 * 4,
@@ -134,6 +135,6 @@ int main(void) {
   descriptions(&p);
   threads_and_counters(&p);
   tb_unload(&p);
-  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
-  return tb_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

@@ -249,6 +249,6 @@ int main(void) {
   gemm_case(&p, 0);
   gemm_case(&p, 1);
   tb_unload(&p);
-  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
-  return tb_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

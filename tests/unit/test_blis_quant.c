@@ -82,6 +82,6 @@ int main(void) {
   qdq_case(&p, "per-axis", 1);
   int8_into_relu_refused(&p);
   tb_unload(&p);
-  if (tb_failures) fprintf(stderr, "%d failure(s)\n", tb_failures);
-  return tb_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

@@ -3,28 +3,14 @@
 #ifndef TEST_BLIS_UTIL_H
 #define TEST_BLIS_UTIL_H
 
-#include <dlfcn.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "test_util.h"
 
-#include "metainfer/mi.h"
+/* The old name of the failure count, which tools/bench still reads. */
+#define tb_failures g_failures
 
 #define TB_MAXT 24
 #define TB_MAXN 8
 #define TB_MAXA 12
-
-static int tb_failures = 0;
-#define CHECK(cond, ...)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      tb_failures++;                                                       \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
-      fprintf(stderr, __VA_ARGS__);                                        \
-      fprintf(stderr, "\n");                                               \
-    }                                                                      \
-  } while (0)
 
 /* The plugin as the host loads it: manifest scan of $MI_BUILD/plugins, then "blis-cpu". */
 typedef struct tb_plugin {
@@ -34,17 +20,14 @@ typedef struct tb_plugin {
 } tb_plugin_t;
 
 static inline int tb_load(tb_plugin_t *p) {
-  char dir[1024];
-  const char *b = getenv("MI_BUILD");
   mi_plugin_t *pl = NULL;
   uint32_t dev = 0;
   mi_error_t err = {0, ""};
   memset(p, 0, sizeof *p);
-  snprintf(dir, sizeof dir, "%s/plugins", b ? b : ".");
   p->reg = mi_registry_create();
-  if (!p->reg || mi_registry_scan(p->reg, dir, &err) != MI_OK ||
+  if (!p->reg || tu_scan_plugins(p->reg, &err) != MI_OK ||
       mi_registry_device(p->reg, "blis-cpu:0", &pl, &dev, &err) != MI_OK) {
-    fprintf(stderr, "cannot load blis-cpu from %s: %s\n", dir, err.message);
+    fprintf(stderr, "cannot load blis-cpu from %s/plugins: %s\n", tu_build_dir(), err.message);
     mi_registry_destroy(p->reg);
     p->reg = NULL;
     return 0;
@@ -193,18 +176,6 @@ static inline int32_t tb_run(tb_plugin_t *p, tb_t *b, const char *variant, const
   p->api->buffer_free(p->ctx, ob);
   p->api->kernel_release(p->ctx, k);
   return rc;
-}
-
-static inline double tb_rel_l2(const float *a, const float *ref, int64_t n) {
-  double num = 0., den = 0.;
-  int64_t i;
-  for (i = 0; i < n; i++) {
-    double d = (double)a[i] - (double)ref[i];
-    num += d * d;
-    den += (double)ref[i] * ref[i];
-  }
-  if (den == 0.) return sqrt(num);
-  return sqrt(num / den);
 }
 
 /* Deterministic pseudo-random fill in [-1, 1). */

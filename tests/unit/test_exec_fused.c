@@ -32,8 +32,8 @@ static void fused_vs_unfused(mi_plugin_t *p, const char *family, double width, i
   ref(plain, x, want);
   k1 = mi_session_kernel_count(s1);
   k2 = mi_session_kernel_count(s2);
-  d_fused = rel_l2(o2[0], o1[0]);
-  d_ref = rel_l2(o2[0], want[0]);
+  d_fused = tu_rel_l2_arrays(o2[0], o1[0]);
+  d_ref = tu_rel_l2_arrays(o2[0], want[0]);
   printf("%s %s: %d groups of %d nodes; kernels %d unfused, %d fused (%d multi-node), %d refused;"
          " rel L2 fused vs unfused %.2e, vs reference %.2e\n", p->name, family, groups, grouped,
          k1, k2, multi_node_kernels(s2), mi_session_unfused_count(s2), d_fused, d_ref);
@@ -76,7 +76,7 @@ static void refused_groups(mi_plugin_t *blis, mi_plugin_t *npu) {
   double d;
   run(s, x, in, got);
   ref(x, in, want);
-  d = rel_l2(got[0], want[0]);
+  d = tu_rel_l2_arrays(got[0], want[0]);
   printf("npu-stub refused %d of %d groups; rel L2 vs reference %.2e (FP16 path)\n",
          mi_session_unfused_count(s), groups, d);
   CHECK(groups > 0 && mi_session_unfused_count(s) == groups, "every group refused and recorded");

@@ -21,7 +21,7 @@ static double check(mi_plugin_t *p, const char *family, const char *yaml, double
     converts += x->nodes[i].name && strncmp(x->nodes[i].name, "layout.", 7) == 0;
   run(s, x, in, got);
   ref(g, in, want); /* the untransformed model: layout changes nothing logically */
-  d = rel_l2(got[0], want[0]);
+  d = tu_rel_l2_arrays(got[0], want[0]);
   printf("%s %s [%.*s]: %d conversions, %d kernels, %d host nodes, rel L2 %.2e\n", p->name,
          family, (int)strcspn(yaml, "\n"), yaml, converts, mi_session_kernel_count(s), mi_session_fallback_count(s), d);
   CHECK(converts >= 2, "the layout pass inserted conversions");

@@ -81,7 +81,7 @@ static void npu_codes(mi_plugin_t *npu, const char *family, double width, int32_
       differ += ((const uint8_t *)got[o]->data)[b] != ((const uint8_t *)want[o]->data)[b];
     }
   }
-  d = rel_l2(got[0], want[0]);
+  d = tu_rel_l2_arrays(got[0], want[0]);
   printf("npu-stub %s: %d of %d kernels are lowered INT8 layers; %d had the reference's input "
          "codes: %ld output codes, %ld differ (%d others had FP16-shifted inputs); %d host "
          "nodes; float output rel L2 %.2e (FP16 for the float ops)\n",
@@ -113,7 +113,7 @@ static void blis_qdq(mi_plugin_t *blis) {
   double d;
   run(s, q, in, got);
   ref(q, in, want);
-  d = rel_l2(got[0], want[0]);
+  d = tu_rel_l2_arrays(got[0], want[0]);
   printf("blis-cpu resnet QDQ: %d kernels (%d multi-node), %d host nodes, rel L2 %.2e\n",
          mi_session_kernel_count(s), multi_node_kernels(s), mi_session_fallback_count(s), d);
   CHECK(multi_node_kernels(s) > 0, "INT8 variants: quantized layers lowered");

@@ -3,25 +3,8 @@
 #ifndef TEST_EXEC_UTIL_H
 #define TEST_EXEC_UTIL_H
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "metainfer/mi.h"
+#include "test_util.h"
 #include "zoo.h"
-
-static int g_failures;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-      g_failures++;                                                     \
-    }                                                                   \
-  } while (0)
 
 static inline void die(const char *what, const mi_error_t *err) {
   fprintf(stderr, "FAIL %s: %s\n", what, err ? err->message : "");
@@ -29,13 +12,10 @@ static inline void die(const char *what, const mi_error_t *err) {
 }
 
 static inline mi_registry_t *open_plugins(void) {
-  const char *b = getenv("MI_BUILD");
-  char dir[1024];
   mi_registry_t *r = mi_registry_create();
   mi_error_t err = {0};
-  if (!b || !r) die("MI_BUILD is not set", NULL);
-  snprintf(dir, sizeof dir, "%s/plugins", b);
-  if (mi_registry_scan(r, dir, &err) != MI_OK) die("scan", &err);
+  if (!getenv("MI_BUILD") || !r) die("MI_BUILD is not set", NULL);
+  if (tu_scan_plugins(r, &err) != MI_OK) die("scan", &err);
   return r;
 }
 
@@ -104,18 +84,6 @@ static inline void run(mi_session_t *s, const mi_graph_t *g, const mi_array_t *x
 static inline void ref(const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
   mi_error_t err = {0};
   if (mi_ref_run(g, &x, 1, outs, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
-}
-
-static inline double rel_l2(const mi_array_t *a, const mi_array_t *b) {
-  double num = 0, den = 0;
-  int64_t n = mi_array_numel(b);
-  if (!a || a->dtype != MI_DTYPE_FLOAT32 || mi_array_numel(a) != n) return INFINITY;
-  for (int64_t i = 0; i < n; i++) {
-    double x = ((const float *)a->data)[i], y = ((const float *)b->data)[i];
-    num += (x - y) * (x - y);
-    den += y * y;
-  }
-  return sqrt(num / (den > 0 ? den : 1));
 }
 
 /* Kernels of s that run more than one graph node. */

@@ -55,7 +55,7 @@ static void test_stack(void) {
 
 static void test_device(void) {
   const char *build = getenv("MI_BUILD");
-  char dir[512], h[17], *js;
+  char h[17], *js;
   mi_registry_t *r = mi_registry_create();
   mi_plugin_t *p = NULL;
   uint32_t dev = 0;
@@ -65,8 +65,7 @@ static void test_device(void) {
     CHECK(0, "MI_BUILD is not set");
     return;
   }
-  snprintf(dir, sizeof dir, "%s/plugins", build);
-  CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "%s", err.message);
+  CHECK(tu_scan_plugins(r, &err) == MI_OK, "%s", err.message);
   CHECK(mi_registry_device(r, "npu-stub:0", &p, &dev, &err) == MI_OK, "%s", err.message);
   if (p) {
     CHECK(mi_device_fingerprint(p, dev, &fp, &err) == MI_OK, "%s", err.message);

@@ -115,5 +115,5 @@ int main(void) {
   test_static_chain();
   test_dynamic_kept();
   test_errors();
-  return finish("test_fold");
+  return tu_finish("test_fold");
 }

@@ -5,14 +5,8 @@
 
 #include "metainfer/mi.h"
 
-static int g_fail = 0;
-#define CHECK(c)                                                                   \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);        \
-      g_fail = 1;                                                                  \
-    }                                                                              \
-  } while (0)
+#define CHECK(c) TU_CHECK_BARE(c)
+#include "test_util.h"
 
 static void test_builder_and_attrs(void) {
   mi_graph_t *g = mi_graph_create("b");
@@ -115,7 +109,7 @@ static void test_toposort(void) {
 int main(void) {
   test_builder_and_attrs();
   test_toposort();
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("ok\n");
   return 0;
 }

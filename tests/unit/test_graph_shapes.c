@@ -6,14 +6,8 @@
 
 #include "metainfer/mi.h"
 
-static int g_fail = 0;
-#define CHECK(c)                                                                   \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);        \
-      g_fail = 1;                                                                  \
-    }                                                                              \
-  } while (0)
+#define CHECK(c) TU_CHECK_BARE(c)
+#include "test_util.h"
 
 static int32_t input(mi_graph_t *g, const char *name, int32_t rank, const int64_t *dims) {
   int32_t t = mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, rank, dims);
@@ -281,7 +275,7 @@ int main(void) {
   test_reshape_squeeze_slice();
   test_shape_arithmetic();
   test_unsupported();
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("ok\n");
   return 0;
 }

@@ -199,14 +199,10 @@ static void test_migration(const char *dir) {
 
 int main(void) {
   char dir[64];
-  if (!tm_tempdir(dir, "history")) return 1;
+  if (!tu_tempdir(dir, sizeof dir, "history")) return 1;
   test_put_query_roundtrip(dir);
   test_migration(dir);
   if (g_failures) fprintf(stderr, "%d failure(s), files in %s\n", g_failures, dir);
-  else {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd)) return 1;
-  }
+  else if (tu_rmtree(dir)) return 1;
   return g_failures ? 1 : 0;
 }

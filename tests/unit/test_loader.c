@@ -178,5 +178,5 @@ int main(void) {
   test_template_loads();
   test_mixed();
   test_registry_basics();
-  return tp_finish("test_loader");
+  return tu_finish("test_loader");
 }

@@ -232,5 +232,5 @@ int main(void) {
   test_smaller_device_struct();
   test_template_kernels();
   test_template_descriptions();
-  return tp_finish("test_loader_desc");
+  return tu_finish("test_loader_desc");
 }

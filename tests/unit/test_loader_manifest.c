@@ -138,5 +138,5 @@ int main(void) {
   test_parse();
   test_refusals();
   test_env_path();
-  return tp_finish("test_loader_manifest");
+  return tu_finish("test_loader_manifest");
 }

@@ -3,21 +3,9 @@
 #define MI_TEST_LOADER_UTIL_H
 
 #include <limits.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "metainfer/mi.h"
-
-static int g_failures;
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-      g_failures++;                                                              \
-    }                                                                            \
-  } while (0)
+#define CHECK(cond) TU_CHECK_BARE(cond)
+#include "test_util.h"
 
 #define CHECK_CONTAINS(text, word)                                                       \
   do {                                                                                   \
@@ -32,9 +20,9 @@ static int g_failures;
 /* $MI_BUILD/tests/plugins/<case> */
 static inline const char *tp_dir(const char *c) {
   static char buf[PATH_MAX];
-  const char *b = getenv("MI_BUILD");
-  snprintf(buf, sizeof buf, "%s/tests/plugins/%s", b ? b : ".", c);
-  return buf;
+  char rel[PATH_MAX / 2];
+  snprintf(rel, sizeof rel, "tests/plugins/%s", c);
+  return tu_build_path(buf, sizeof buf, rel);
 }
 
 /* Scans one case folder into a fresh registry; the scan itself must succeed. */
@@ -58,15 +46,6 @@ static inline const char *tp_only_reason(mi_registry_t *r) {
     return NULL;
   }
   return mi_registry_rejected(r, 0, NULL);
-}
-
-static inline int tp_finish(const char *name) {
-  if (g_failures) {
-    fprintf(stderr, "%s: %d check(s) failed\n", name, g_failures);
-    return 1;
-  }
-  printf("%s: ok\n", name);
-  return 0;
 }
 
 #endif

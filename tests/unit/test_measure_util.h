@@ -1,31 +1,9 @@
-/* test_measure_util.h - what the measure, history and feature tests share: CHECK, a temp dir
- * and a small model written to disk. */
+/* test_measure_util.h - what the measure, history and feature tests share besides test_util.h:
+ * a small model every device runs. */
 #ifndef TEST_MEASURE_UTIL_H
 #define TEST_MEASURE_UTIL_H
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "metainfer/mi.h"
-
-static int g_failures;
-
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-      g_failures++;                                                   \
-    }                                                                 \
-  } while (0)
-
-/* A fresh private folder under /tmp; the path is written into dir[64]. */
-static inline int tm_tempdir(char dir[64], const char *tag) {
-  snprintf(dir, 64, "/tmp/mi-%s-XXXXXX", tag);
-  return mkdtemp(dir) != NULL;
-}
+#include "test_util.h"
 
 /* x[1,8,8,8] -> Conv 3x3 (16 out, pads 1) -> Relu -> y: a model every device runs. */
 static inline mi_graph_t *tm_conv_relu(void) {

@@ -40,7 +40,7 @@ int main(void) {
   mi_worker_pool_t *p;
   mi_error_t err;
   int32_t rc;
-  if (!build || !g || !tm_tempdir(dir, "worker")) {
+  if (!build || !g || !tu_tempdir(dir, sizeof dir, "worker")) {
     fprintf(stderr, "MI_BUILD is not set or setup failed\n");
     return 1;
   }

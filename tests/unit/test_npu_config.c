@@ -223,7 +223,6 @@ static void test_device_files(void) {
 int main(void) {
   npu_t p;
   mi_error_t err;
-  char cmd[300];
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_config.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL);
   unsetenv("MI_NPU_DEVICES");
@@ -238,8 +237,7 @@ int main(void) {
   test_unsupported(&p);
   npu_close(&p);
   test_device_files();
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  CHECK(system(cmd) == 0);
+  CHECK(tu_rmtree(g_dir) == 0);
   printf("npu config: ok\n");
   return 0;
 }

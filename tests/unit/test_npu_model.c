@@ -329,11 +329,7 @@ int main(void) {
   test_throttle();
   test_noise();
   test_faults();
-  {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    CHECK(system(cmd) == 0);
-  }
+  CHECK(tu_rmtree(g_dir) == 0);
   printf("npu model: ok\n");
   return 0;
 }

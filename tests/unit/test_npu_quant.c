@@ -3,7 +3,6 @@
  * each quantized Conv/Gemm is described to the NPU the way the executor would after collapsing
  * its DequantizeLinear -> op -> QuantizeLinear pattern, fed the host's input codes, and its
  * output codes are compared with the host reference's codes at the same QuantizeLinear. */
-#include <sys/wait.h>
 
 #include "metainfer/mi_transform.h"
 #include "test_npu_util.h"
@@ -27,23 +26,6 @@ typedef struct tally {
   long layers, values, off_by_one, worse;
   long hist[256]; /* host codes seen, so an all-zero comparison cannot pass */
 } tally_t;
-
-static mi_graph_t *make_model(const zoo_model_t *m) {
-  char cmd[1024], path[512];
-  mi_graph_t *g = NULL;
-  mi_error_t err = {0};
-  int rc;
-  snprintf(path, sizeof path, "%s/%s.onnx", g_dir, m->family);
-  snprintf(cmd, sizeof cmd, "'%s/bin/mi-zoo' %s --out '%s' %s > /dev/null", npu_build_dir(),
-           m->family, path, m->args);
-  rc = system(cmd);
-  CHECK(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
-  if (mi_onnx_load(path, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
-    fprintf(stderr, "%s: %s\n", m->family, err.message);
-    exit(1);
-  }
-  return g;
-}
 
 /* INT8 per-channel weights, INT8 (asymmetric uint8) activations calibrated on random inputs,
  * BN folded first: the configuration an INT8 NPU deployment uses. */
@@ -346,7 +328,7 @@ static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
 }
 
 static void run_model(npu_t *p, const zoo_model_t *m, tally_t *t) {
-  mi_graph_t *g = make_model(m), *q = quantize(g), *probe = mi_graph_clone(q);
+  mi_graph_t *g = npu_zoo_model(g_dir, m->family, m->args), *q = quantize(g), *probe = mi_graph_clone(q);
   const mi_tensor_t *xt = &q->tensors[q->inputs[0]];
   mi_array_t *x = mi_array_create(xt->dtype, xt->rank, xt->dims), **outs;
   mi_error_t err = {0};
@@ -409,7 +391,6 @@ int main(void) {
   mi_error_t err;
   tally_t t;
   int distinct = 0;
-  char cmd[300];
   size_t i;
   memset(&t, 0, sizeof t);
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_quant.XXXXXX");
@@ -428,8 +409,7 @@ int main(void) {
   CHECK(t.layers > 0 && t.worse == 0 && t.off_by_one == 0);
   for (i = 0; i < 256; i++) distinct += t.hist[i] > 0;
   CHECK(distinct > 100);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  CHECK(system(cmd) == 0);
+  CHECK(tu_rmtree(g_dir) == 0);
   printf("npu quant: ok\n");
   return 0;
 }

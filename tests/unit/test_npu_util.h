@@ -3,20 +3,11 @@
 #ifndef TEST_NPU_UTIL_H
 #define TEST_NPU_UTIL_H
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+/* Every check here and in the npu tests stops the test at once. */
+#include <sys/wait.h>
 
-#include "metainfer/mi.h"
-
-#define CHECK(cond)                                                                      \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
+#define CHECK(cond) TU_REQUIRE(cond)
+#include "test_util.h"
 
 /* The plugin as the host loaded it: `api` and `ctx` point into the registry's entry. */
 typedef struct npu {
@@ -28,11 +19,6 @@ typedef struct npu {
 
 /* The host hands plugins settings from MI_SETTING_<KEY>; "npu_stub.devices" becomes this. */
 #define NPU_DEVICES_SETTING_ENV "MI_SETTING_NPU_STUB_DEVICES"
-
-static inline const char *npu_build_dir(void) {
-  const char *b = getenv("MI_BUILD");
-  return b && b[0] ? b : ".";
-}
 
 /* The status a rejection reason "create failed (<status message>): ..." names. */
 static inline int32_t npu_status_of(const char *reason) {
@@ -55,10 +41,10 @@ static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
   memset(err, 0, sizeof *err);
   if (devices) setenv(NPU_DEVICES_SETTING_ENV, devices, 1);
   else unsetenv(NPU_DEVICES_SETTING_ENV);
-  snprintf(dir, sizeof dir, "%s/plugins", npu_build_dir());
+  tu_build_path(dir, sizeof dir, "plugins");
   p->reg = mi_registry_create();
   CHECK(p->reg != NULL);
-  if (mi_registry_scan(p->reg, dir, err) != MI_OK) {
+  if (tu_scan_plugins(p->reg, err) != MI_OK) {
     fprintf(stderr, "scan %s: %s\n", dir, err->message);
     exit(1);
   }
@@ -82,6 +68,23 @@ static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
   p->api = &p->plugin->api;
   p->ctx = p->plugin->ctx;
   return MI_OK;
+}
+
+/* Writes zoo model `family` (extra mi-zoo options in args) as <dir>/<family>.onnx with the mi-zoo
+ * program and loads it, shapes inferred; exits on failure. */
+static inline mi_graph_t *npu_zoo_model(const char *dir, const char *family, const char *args) {
+  char cmd[1024], path[512];
+  mi_graph_t *g = NULL;
+  mi_error_t err = {0};
+  int rc;
+  snprintf(path, sizeof path, "%s/%s.onnx", dir, family);
+  rc = tu_mi_zoo(cmd, sizeof cmd, family, path, args);
+  CHECK(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  if (mi_onnx_load(path, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
+    fprintf(stderr, "%s: %s\n", family, err.message);
+    exit(1);
+  }
+  return g;
 }
 
 /* Destroys the instance and unloads every plugin; safe on a failed open. */

@@ -2,7 +2,6 @@
  * session with host fallback: the NPU computes them in FP16, the host runs what it refuses, and
  * the result stays within the FP16 tolerance of the reference interpreter. */
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include "test_npu_util.h"
 
@@ -37,24 +36,6 @@ static double rel_l2(const mi_array_t *got, const mi_array_t *want) {
     den += (double)b[i] * b[i];
   }
   return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
-/* Writes the model with the mi-zoo program and loads it; shapes inferred. */
-static mi_graph_t *make_model(const zoo_model_t *m) {
-  char cmd[1024], path[512];
-  mi_graph_t *g = NULL;
-  mi_error_t err = {0};
-  int rc;
-  snprintf(path, sizeof path, "%s/%s.onnx", g_dir, m->family);
-  snprintf(cmd, sizeof cmd, "'%s/bin/mi-zoo' %s --out '%s' %s", npu_build_dir(), m->family, path,
-           m->args);
-  rc = system(cmd);
-  CHECK(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
-  if (mi_onnx_load(path, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
-    fprintf(stderr, "%s: %s\n", m->family, err.message);
-    exit(1);
-  }
-  return g;
 }
 
 static const mi_node_t *node_by_name(const mi_graph_t *g, const char *name) {
@@ -101,7 +82,7 @@ static int npu_lists_op(const npu_t *p, const char *op) {
 }
 
 static void run_model(npu_t *p, const zoo_model_t *m) {
-  mi_graph_t *g = make_model(m);
+  mi_graph_t *g = npu_zoo_model(g_dir, m->family, m->args);
   const mi_tensor_t *xt = &g->tensors[g->inputs[0]];
   mi_array_t *x = mi_array_create(xt->dtype, xt->rank, xt->dims), *want = NULL, *got = NULL;
   mi_session_options_t o;
@@ -159,7 +140,6 @@ static void run_model(npu_t *p, const zoo_model_t *m) {
 int main(void) {
   npu_t p;
   mi_error_t err;
-  char cmd[300];
   size_t i;
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_zoo.XXXXXX");
   CHECK(mkdtemp(g_dir) != NULL);
@@ -171,8 +151,7 @@ int main(void) {
   }
   for (i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) run_model(&p, &MODELS[i]);
   npu_close(&p);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-  CHECK(system(cmd) == 0);
+  CHECK(tu_rmtree(g_dir) == 0);
   printf("npu zoo: ok\n");
   return 0;
 }

@@ -8,17 +8,7 @@
 
 #include "metainfer/mi.h"
 
-static int g_failures;
-
-#define CHECK(cond, ...)                                    \
-  do {                                                      \
-    if (!(cond)) {                                          \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                         \
-      fprintf(stderr, "\n");                                \
-      g_failures++;                                         \
-    }                                                       \
-  } while (0)
+#include "test_util.h"
 
 static char g_dir[64];
 

@@ -9,14 +9,8 @@
 
 #include "metainfer/mi.h"
 
-static int g_fail = 0;
-#define CHECK(c)                                                                   \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);        \
-      g_fail = 1;                                                                  \
-    }                                                                              \
-  } while (0)
+#define CHECK(c) TU_CHECK_BARE(c)
+#include "test_util.h"
 
 typedef struct pb {
   uint8_t d[4096];
@@ -89,7 +83,7 @@ static mi_graph_t *load(const char *name, const pb_t *m, int32_t *rc, mi_error_t
   *rc = mi_onnx_load(path, &g, err);
   if (*rc != MI_OK && g != NULL) {
     fprintf(stderr, "  failed load left *out non-NULL\n");
-    g_fail = 1;
+    g_failures = 1;
   }
   return g;
 }
@@ -304,7 +298,7 @@ int main(void) {
     if (!getenv("KEEP")) unlink(p);
   }
   if (!getenv("KEEP")) rmdir(g_dir);
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("ok\n");
   return 0;
 }

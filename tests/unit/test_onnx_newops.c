@@ -206,5 +206,5 @@ static void test_opset18(void) {
 int main(void) {
   test_opset11();
   test_opset18();
-  return finish("test_onnx_newops");
+  return tu_finish("test_onnx_newops");
 }

@@ -7,14 +7,8 @@
 
 #include "metainfer/mi.h"
 
-static int g_fail = 0;
-#define CHECK(c)                                                                   \
-  do {                                                                             \
-    if (!(c)) {                                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);        \
-      g_fail = 1;                                                                  \
-    }                                                                              \
-  } while (0)
+#define CHECK(c) TU_CHECK_BARE(c)
+#include "test_util.h"
 
 static mi_graph_t *build(void) {
   mi_graph_t *g = mi_graph_create("roundtrip");
@@ -122,7 +116,7 @@ int main(void) {
   unlink(path);
   unlink(path2);
   rmdir(dir);
-  if (g_fail) return 1;
+  if (g_failures) return 1;
   printf("ok\n");
   return 0;
 }

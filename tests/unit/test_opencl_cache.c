@@ -30,7 +30,7 @@ static void run_once(ocl_t *o) {
   if (ocl_run(o, kd_finish(&k, "matmul.naive"), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "run: %s\n", err.message);
   CHECK(err.code == 0);
-  CHECK(rel_l2(Y, R, M * N) < 1e-5);
+  CHECK(tu_rel_l2(Y, R, M * N) < 1e-5);
 }
 
 /* Overwrites the middle of every cache entry; returns how many entries there were. */

@@ -4,22 +4,14 @@
 #define TEST_OPENCL_COMMON_H
 
 #include <dlfcn.h>
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "metainfer/mi_plugin.h"
-
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      exit(1);                                                               \
-    }                                                                        \
-  } while (0)
+/* Every check here and in the OpenCL tests stops the test at once; tools/bench/opencl builds
+ * this against the plugin SDK alone. */
+#define CHECK(cond) TU_REQUIRE(cond)
+#define TU_SDK_ONLY 1
+#include "test_util.h"
 
 typedef struct ocl_t {
   void *lib;
@@ -60,21 +52,21 @@ static inline void ocl_env(ocl_t *o) {
   setenv("POCL_CACHE_DIR", pocl, 0);
 }
 
-static inline void ocl_rm_cache(ocl_t *o) {
-  char cmd[400];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", o->cache_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", o->cache_dir);
-}
+static inline void ocl_rm_cache(ocl_t *o) { tu_rmtree(o->cache_dir); }
 
 /* Loads the plugin and creates an instance; returns 0 when there is no OpenCL device. */
 static inline int ocl_open(ocl_t *o) {
-  const char *b = getenv("MI_BUILD");
   char path[512];
   mi_error_t err = {0, ""};
   mi_plugin_entry_fn entry;
   uint32_t n = 0;
-  snprintf(path, sizeof path, "%s/plugins/libmi_opencl.so", b ? b : ".");
-  o->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  tu_build_path(path, sizeof path, "plugins/libmi_opencl.so");
+  /* As the host loader does under MI_LOADER_NODELETE (make test-asan): the plugin and the ICD
+   * loader it pulls in stay mapped, so LeakSanitizer sees their globals (ocl-icd's platforms). */
+  {
+    const char *nd = getenv("MI_LOADER_NODELETE");
+    o->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | (nd && nd[0] == '1' ? RTLD_NODELETE : 0));
+  }
   if (!o->lib) fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
   CHECK(o->lib);
   *(void **)&entry = dlsym(o->lib, MI_PLUGIN_ENTRY_NAME);
@@ -255,17 +247,6 @@ static inline int32_t ocl_run(ocl_t *o, const mi_kernel_desc_t *d, const float *
   for (i = 0; i < d->output_count; i++) o->api->buffer_free(o->ctx, bo[i]);
   o->api->kernel_release(o->ctx, k);
   return st;
-}
-
-static inline double rel_l2(const float *a, const float *ref, size_t n) {
-  double num = 0, den = 0;
-  size_t i;
-  for (i = 0; i < n; i++) {
-    double d = (double)a[i] - (double)ref[i];
-    num += d * d;
-    den += (double)ref[i] * ref[i];
-  }
-  return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 static inline void fill(float *v, size_t n, unsigned seed) {

@@ -55,7 +55,7 @@ static void conv_variant(ocl_t *o, const char *variant, int group, const char *k
     fprintf(stderr, "%s: %s\n", variant, err.message);
   CHECK(err.code == 0);
   ref_conv(X, Wt, Bs, R, NB, C, H, W, OC, KS, KS, S, P, group, OH, OW);
-  e = rel_l2(Y, R, sizeof Y / 4);
+  e = tu_rel_l2(Y, R, sizeof Y / 4);
   fprintf(stderr, "%-18s group %d: rel L2 %.3g, device %llu ns\n", variant, group, e,
           (unsigned long long)st.device_time_ns);
   CHECK(e < 1e-5);
@@ -101,7 +101,7 @@ static void fused(ocl_t *o, const char *variant) {
     double v = (R[i] - bn_m[c]) / sqrt(bn_v[c] + 1e-3) * bn_s[c] + bn_b[c];
     R[i] = (float)((v > 0 ? v : 0) + RES[i]);
   }
-  CHECK(rel_l2(Y, R, sizeof Y / 4) < 1e-5);
+  CHECK(tu_rel_l2(Y, R, sizeof Y / 4) < 1e-5);
 }
 
 int main(void) {

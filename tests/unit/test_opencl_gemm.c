@@ -37,7 +37,7 @@ static void matmul_variant(ocl_t *o, const char *variant, int64_t wgx, int64_t w
     fprintf(stderr, "%s: %s\n", variant, err.message);
   CHECK(err.code == 0);
   ref_gemm(A, B, R, M, N, K);
-  e = rel_l2(Y, R, M * N);
+  e = tu_rel_l2(Y, R, M * N);
   fprintf(stderr, "%-16s wg %lldx%lld tile %lldx%lld vw %lld: rel L2 %.3g, device %llu ns\n",
           variant, (long long)wgx, (long long)wgy, (long long)tm, (long long)tn, (long long)vw, e,
           (unsigned long long)st.device_time_ns);
@@ -80,7 +80,7 @@ static void gemm_attrs(ocl_t *o) {
     float v = 0.5f * R[i] + 2.0f * BIAS[i % N];
     R[i] = v > 0 ? v : 0;
   }
-  CHECK(rel_l2(Y, R, M * N) < 1e-5);
+  CHECK(tu_rel_l2(Y, R, M * N) < 1e-5);
 }
 
 /* MatMul [2,3,M,K] x [K,N]: the batch runs in the third grid dimension, B broadcast. */
@@ -101,7 +101,7 @@ static void batched(ocl_t *o, const char *variant) {
     fprintf(stderr, "batched: %s\n", err.message);
   CHECK(err.code == 0);
   for (b = 0; b < 6; b++) ref_gemm(A + b * M * K, B, R + b * M * N, M, N, K);
-  CHECK(rel_l2(Y, R, 6 * M * N) < 1e-5);
+  CHECK(tu_rel_l2(Y, R, 6 * M * N) < 1e-5);
 }
 
 int main(void) {

@@ -10,17 +10,7 @@
 #include "metainfer/mi.h"
 #include "metainfer/mi_graph.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                              \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);  \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fprintf(stderr, "\n");                                           \
-      failures++;                                                      \
-    }                                                                  \
-  } while (0)
+#include "test_util.h"
 
 typedef struct config {
   const char *family;
@@ -42,18 +32,6 @@ static double norm(const mi_array_t *a) {
   int64_t i, n = mi_array_numel(a);
   for (i = 0; i < n; i++) s += (double)v[i] * v[i];
   return sqrt(s);
-}
-
-static double rel_l2(const mi_array_t *got, const mi_array_t *want) {
-  const float *a = got->data, *b = want->data;
-  double num = 0., den = 0.;
-  int64_t i, n = mi_array_numel(want);
-  for (i = 0; i < n; i++) {
-    double d = (double)a[i] - (double)b[i];
-    num += d * d;
-    den += (double)b[i] * b[i];
-  }
-  return den > 0. ? sqrt(num / den) : sqrt(num);
 }
 
 /* Sets every graph input's shape (the given one for input 0 when rank > 0, dynamic dims 1)
@@ -93,42 +71,42 @@ static void run_model(const char *name, const char *path, int32_t rank, const in
   int timed;
   rc = mi_onnx_load(path, &g, &err);
   if (rc == MI_OK) rc = mi_graph_toposort(g, &err);
-  EXPECT(rc == MI_OK, "%s: load: %s", name, err.message);
+  CHECK(rc == MI_OK, "%s: load: %s", name, err.message);
   if (rc != MI_OK) goto done;
   nin = make_inputs(g, rank, dims, in, MAX_IO);
   nout = g->output_count;
-  EXPECT(nin >= 0 && nout <= MAX_IO, "%s: inputs", name);
+  CHECK(nin >= 0 && nout <= MAX_IO, "%s: inputs", name);
   if (nin < 0 || nout > MAX_IO) goto done;
   rc = mi_graph_infer_shapes(g, &err);
   if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, want, nout, &err);
-  EXPECT(rc == MI_OK, "%s: reference: %s", name, err.message);
+  CHECK(rc == MI_OK, "%s: reference: %s", name, err.message);
   if (rc != MI_OK) goto done;
   memset(&o, 0, sizeof o);
   o.struct_size = (uint32_t)sizeof o;
   o.allow_host_fallback = 1;
   rc = mi_session_create(g, p, dev, &o, &s, &err);
-  EXPECT(rc == MI_OK, "%s: session: %s", name, err.message);
+  CHECK(rc == MI_OK, "%s: session: %s", name, err.message);
   if (rc != MI_OK) goto done;
   nodes = (int32_t)g->node_count;
   for (i = 0; i < mi_session_fallback_count(s); i++)
     fprintf(stderr, "  %s: host fallback for node '%s'\n", name, mi_session_fallback_node(s, i));
   /* fallback is allowed, but a model that never reaches the device proves nothing */
-  EXPECT(mi_session_fallback_count(s) < nodes, "%s: every node fell back", name);
+  CHECK(mi_session_fallback_count(s) < nodes, "%s: every node fell back", name);
   rc = mi_session_run(s, (const mi_array_t *const *)in, nin, got, nout, &err);
-  EXPECT(rc == MI_OK, "%s: run: %s", name, err.message);
+  CHECK(rc == MI_OK, "%s: run: %s", name, err.message);
   if (rc != MI_OK) goto done;
   timed = mi_session_device_time(s, &ns);
   for (i = 0; i < nout; i++) {
     double e;
     if (want[i]->dtype != MI_DTYPE_FLOAT32) continue;
-    EXPECT(got[i]->nbytes == want[i]->nbytes, "%s: output %d size %zu vs %zu", name, (int)i,
+    CHECK(got[i]->nbytes == want[i]->nbytes, "%s: output %d size %zu vs %zu", name, (int)i,
            got[i]->nbytes, want[i]->nbytes);
-    e = got[i]->nbytes == want[i]->nbytes ? rel_l2(got[i], want[i]) : 1.;
+    e = got[i]->nbytes == want[i]->nbytes ? tu_rel_l2_arrays(got[i], want[i]) : 1.;
     fprintf(stderr, "  %-14s out%d nodes=%d fallback=%d |ref|=%.3g rel_l2=%.3g device_time=%s%.3f ms\n",
             name, (int)i, nodes, mi_session_fallback_count(s), norm(want[i]), e,
             timed ? "" : "(not every kernel timed) ", (double)ns / 1e6);
-    EXPECT(e < 1e-4, "%s: output %d rel L2 %.3g >= 1e-4", name, (int)i, e);
-    EXPECT(norm(want[i]) > 0., "%s: output %d is all zeros, which proves nothing", name, (int)i);
+    CHECK(e < 1e-4, "%s: output %d rel L2 %.3g >= 1e-4", name, (int)i, e);
+    CHECK(norm(want[i]) > 0., "%s: output %d is all zeros, which proves nothing", name, (int)i);
   }
 done:
   mi_session_destroy(s);
@@ -147,7 +125,7 @@ static void run_family(const config_t *c, const char *build, const char *tmp, mi
   snprintf(cmd, sizeof cmd, "'%s/bin/mi-zoo' %s --out '%s' %s --seed 7 >/dev/null", build,
            c->family, path, c->args);
   if (system(cmd) != 0) {
-    EXPECT(0, "%s: %s failed", c->family, cmd);
+    CHECK(0, "%s: %s failed", c->family, cmd);
     return;
   }
   run_model(c->family, path, 0, NULL, p, dev);
@@ -207,13 +185,13 @@ int main(int argc, char **argv) {
   }
   r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build);
-  EXPECT(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
+  CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
   if (mi_registry_device(r, "opencl:0", &p, &dev, &err) != MI_OK) {
     /* no OpenCL platform on this machine: nothing to run */
     fprintf(stderr, "SKIP: opencl:0: %s\n", err.message);
     mi_registry_destroy(r);
     rmdir(tmp);
-    return failures ? 1 : 0;
+    return g_failures ? 1 : 0;
   }
   for (i = 0; i < sizeof configs / sizeof configs[0]; i++)
     if (argc < 2 || strcmp(argv[1], configs[i].family) == 0)
@@ -221,6 +199,6 @@ int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "real") == 0) run_real(p, dev);
   mi_registry_destroy(r);
   rmdir(tmp);
-  if (failures) fprintf(stderr, "test_opencl_models: %d failure(s)\n", failures);
-  return failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "test_opencl_models: %d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

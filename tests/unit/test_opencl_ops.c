@@ -16,7 +16,7 @@ static void run_check(kd_t *k, const char *what) {
   if (ocl_run(&o, kd_finish(k, NULL), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "%s: %s\n", what, err.message);
   CHECK(err.code == 0);
-  e = rel_l2(Y, R, n);
+  e = tu_rel_l2(Y, R, n);
   fprintf(stderr, "%-20s rel L2 %.3g\n", what, e);
   CHECK(e < 1e-5);
 }

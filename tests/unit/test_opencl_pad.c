@@ -59,7 +59,7 @@ static void pad_case(int mode, const int64_t *pads, float value) {
   if (ocl_run(&o, kd_finish(&k, NULL), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "Pad %s: %s\n", modes[mode], err.message);
   CHECK(err.code == 0);
-  e = rel_l2(Y, R, (size_t)(dy[0] * dy[1] * dy[2]));
+  e = tu_rel_l2(Y, R, (size_t)(dy[0] * dy[1] * dy[2]));
   fprintf(stderr, "Pad %-8s pads %lld,%lld,%lld / %lld,%lld,%lld: rel L2 %.3g\n", modes[mode],
           (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3],
           (long long)pads[4], (long long)pads[5], e);

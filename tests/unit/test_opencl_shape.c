@@ -10,17 +10,7 @@
 #include "metainfer/mi.h"
 #include "metainfer/mi_graph.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                              \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);  \
-      fprintf(stderr, __VA_ARGS__);                                    \
-      fprintf(stderr, "\n");                                           \
-      failures++;                                                      \
-    }                                                                  \
-  } while (0)
+#include "test_util.h"
 
 typedef struct gb {
   mi_graph_t *g;
@@ -50,25 +40,25 @@ static void check(const char *what, gb_t *b, mi_plugin_t *p, uint32_t dev) {
   int32_t rc, i, nout = b->g->output_count;
   const mi_tensor_t *t = &b->g->tensors[b->x];
   rc = mi_graph_infer_shapes(b->g, &err);
-  EXPECT(rc == MI_OK, "%s: shapes: %s", what, err.message);
+  CHECK(rc == MI_OK, "%s: shapes: %s", what, err.message);
   if (rc != MI_OK) goto done;
   in = mi_array_create(MI_DTYPE_FLOAT32, t->rank, t->dims);
   mi_array_fill_random(in, 5);
   rc = mi_ref_run(b->g, (const mi_array_t *const *)&in, 1, want, nout, &err);
-  EXPECT(rc == MI_OK, "%s: reference: %s", what, err.message);
+  CHECK(rc == MI_OK, "%s: reference: %s", what, err.message);
   if (rc != MI_OK) goto done;
   memset(&o, 0, sizeof o);
   o.struct_size = (uint32_t)sizeof o;
   rc = mi_session_create(b->g, p, dev, &o, &s, &err);
-  EXPECT(rc == MI_OK, "%s: session (no fallback): %s", what, err.message);
+  CHECK(rc == MI_OK, "%s: session (no fallback): %s", what, err.message);
   if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)&in, 1, got, nout, &err);
-  EXPECT(rc == MI_OK, "%s: run: %s", what, err.message);
+  CHECK(rc == MI_OK, "%s: run: %s", what, err.message);
   if (rc != MI_OK) goto done;
   for (i = 0; i < nout; i++) {
     const float *a = got[i]->data, *r = want[i]->data;
     double num = 0., den = 0.;
     int64_t k, n = mi_array_numel(want[i]);
-    EXPECT(got[i]->nbytes == want[i]->nbytes && n > 0, "%s: output %d size", what, (int)i);
+    CHECK(got[i]->nbytes == want[i]->nbytes && n > 0, "%s: output %d size", what, (int)i);
     if (got[i]->nbytes != want[i]->nbytes) continue;
     for (k = 0; k < n; k++) {
       num += ((double)a[k] - r[k]) * ((double)a[k] - r[k]);
@@ -76,7 +66,7 @@ static void check(const char *what, gb_t *b, mi_plugin_t *p, uint32_t dev) {
     }
     fprintf(stderr, "  %-34s out%d %lld values, rel L2 %.3g\n", what, (int)i, (long long)n,
             sqrt(num / (den > 0 ? den : 1)));
-    EXPECT(sqrt(num / (den > 0 ? den : 1)) < 1e-6, "%s: output %d differs", what, (int)i);
+    CHECK(sqrt(num / (den > 0 ? den : 1)) < 1e-6, "%s: output %d differs", what, (int)i);
   }
 done:
   mi_session_destroy(s);
@@ -181,7 +171,7 @@ int main(void) {
   setenv("MI_CACHE_DIR", dir, 0);
   r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build);
-  EXPECT(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
+  CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
   if (mi_registry_device(r, "opencl:0", &p, &dev, &err) != MI_OK) {
     fprintf(stderr, "SKIP: opencl:0: %s\n", err.message);
   } else {
@@ -190,6 +180,6 @@ int main(void) {
     resizes(p, dev);
   }
   mi_registry_destroy(r);
-  if (failures) fprintf(stderr, "test_opencl_shape: %d failure(s)\n", failures);
-  return failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "test_opencl_shape: %d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

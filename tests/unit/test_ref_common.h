@@ -2,24 +2,7 @@
 #ifndef TEST_REF_COMMON_H
 #define TEST_REF_COMMON_H
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "metainfer/mi.h"
-
-static int g_failures;
-
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                              \
-      fprintf(stderr, "\n");                                     \
-      g_failures++;                                              \
-    }                                                            \
-  } while (0)
+#include "test_util.h"
 
 /* A runtime value whose shape the interpreter decides. */
 static __attribute__((unused)) int32_t tval(mi_graph_t *g, const char *name) {
@@ -211,15 +194,6 @@ static __attribute__((unused)) void case_refused(op_case_t *k, int32_t code, mi_
     CHECK(outs[i] == NULL, "%s: output %d left behind on failure", op, (int)i);
   mi_graph_destroy(k->g);
   k->g = NULL;
-}
-
-static __attribute__((unused)) int finish(const char *name) {
-  if (g_failures) {
-    fprintf(stderr, "%s: %d failure(s)\n", name, g_failures);
-    return 1;
-  }
-  printf("%s: ok\n", name);
-  return 0;
 }
 
 #endif /* TEST_REF_COMMON_H */

@@ -136,5 +136,5 @@ int main(void) {
   test_loop();
   test_pad();
   test_lstm_size();
-  return finish("test_ref_control");
+  return tu_finish("test_ref_control");
 }

@@ -293,5 +293,5 @@ int main(void) {
   test_conv_transpose();
   test_pools();
   test_mobilenet_sized();
-  return finish("test_ref_conv");
+  return tu_finish("test_ref_conv");
 }

@@ -229,5 +229,5 @@ int main(void) {
   test_clip();
   test_broadcast();
   test_variadic_and_where();
-  return finish("test_ref_elementwise");
+  return tu_finish("test_ref_elementwise");
 }

@@ -177,5 +177,5 @@ int main(void) {
   test_unary();
   test_compare_logic();
   test_errors();
-  return finish("test_ref_generate");
+  return tu_finish("test_ref_generate");
 }

@@ -281,5 +281,5 @@ int main(void) {
   test_mod();
   test_isnan_isinf();
   test_instancenorm();
-  return finish("test_ref_rearrange");
+  return tu_finish("test_ref_rearrange");
 }

@@ -117,5 +117,5 @@ int main(void) {
   rcase_t crop = {"Resize", 13, "linear", "tf_crop_and_resize", NULL, 0, 0};
   y = run_resize(&crop, &rc, &err);
   CHECK(rc == MI_ERR_UNSUPPORTED && y == NULL, "tf_crop_and_resize accepted (rc %d)", (int)rc);
-  return finish("test_ref_resize");
+  return tu_finish("test_ref_resize");
 }

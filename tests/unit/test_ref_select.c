@@ -191,5 +191,5 @@ int main(void) {
   test_nonzero();
   test_einsum();
   test_reduce();
-  return finish("test_ref_select");
+  return tu_finish("test_ref_select");
 }

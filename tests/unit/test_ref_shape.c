@@ -174,5 +174,5 @@ int main(void) {
   test_slice_opset9();
   test_gather();
   test_misc();
-  return finish("test_ref_shape");
+  return tu_finish("test_ref_shape");
 }

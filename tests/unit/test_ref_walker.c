@@ -85,5 +85,5 @@ int main(void) {
   test_unsupported();
   test_dynamic_and_reuse();
   test_dropout_mask();
-  return finish("test_ref_walker");
+  return tu_finish("test_ref_walker");
 }

@@ -10,13 +10,9 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
+#define CHECK(cond) TU_REQUIRE(cond)
+#include "test_util.h"
+
 #define OK(call)                                                                     \
   do {                                                                               \
     mi_error_t e_;                                                                   \

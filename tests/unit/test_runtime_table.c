@@ -13,13 +13,8 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
+#define CHECK(cond) TU_REQUIRE(cond)
+#include "test_util.h"
 
 static const char *TABLE =
     "# Meta Infer deployment table, written by mi-host tune from /tmp/r/recipe.yaml\n"

@@ -6,17 +6,7 @@
 
 #include "metainfer/mi.h"
 
-static int g_failures;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-      g_failures++;                                                     \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 
 static const int64_t k_dims[4] = {2, 3, 4, 4};
 

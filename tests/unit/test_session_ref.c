@@ -6,17 +6,7 @@
 
 #include "metainfer/mi.h"
 
-static int g_failures;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-      g_failures++;                                                     \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 
 /* x[2,3,4,5] -> Relu -> Add(bias[5]) -> Sigmoid -> MatMul(w[5,3]) -> y; also Relu out as z. */
 static mi_graph_t *build_graph(void) {

@@ -2,33 +2,14 @@
 #ifndef TEST_SPACE_UTIL_H
 #define TEST_SPACE_UTIL_H
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "metainfer/mi.h"
-
-static int g_failures __attribute__((unused));
-
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-      g_failures++;                                                   \
-    }                                                                 \
-  } while (0)
+#include "test_util.h"
 
 /* The built plugins (MI_BUILD/plugins); exits 77-style with a message when not there. */
 static inline mi_registry_t *tsu_registry(void) {
-  char dir[4096];
-  const char *b = getenv("MI_BUILD");
   mi_error_t err;
   mi_registry_t *r = mi_registry_create();
-  snprintf(dir, sizeof dir, "%s/plugins", b ? b : "build");
-  if (!r || mi_registry_scan(r, dir, &err) != MI_OK) {
-    fprintf(stderr, "cannot scan %s\n", dir);
+  if (!r || tu_scan_plugins(r, &err) != MI_OK) {
+    fprintf(stderr, "cannot scan %s/plugins\n", tu_build_dir());
     exit(1);
   }
   return r;

@@ -2,25 +2,8 @@
 #ifndef TEST_TRANSFORM_COMMON_H
 #define TEST_TRANSFORM_COMMON_H
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "metainfer/mi.h"
+#include "test_util.h"
 #include "zoo.h"
-
-static int g_failures;
-
-#define CHECK(cond, ...)                                                          \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);    \
-      fprintf(stderr, __VA_ARGS__);                                               \
-      fprintf(stderr, "\n");                                                      \
-      g_failures++;                                                               \
-    }                                                                             \
-  } while (0)
 
 /* A zoo model at a small resolution so the reference runs stay fast. */
 static __attribute__((unused)) mi_graph_t *zoo(const char *family, int32_t resolution) {

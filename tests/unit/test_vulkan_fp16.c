@@ -87,7 +87,7 @@ int main(void) {
     }
   }
   mi_registry_destroy(r);
-  if (tv_failures) fprintf(stderr, "%d failure(s)\n", tv_failures);
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
   else printf("ok\n");
-  return tv_failures ? 1 : 0;
+  return g_failures ? 1 : 0;
 }

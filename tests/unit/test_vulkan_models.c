@@ -6,15 +6,13 @@
 
 static void model(mi_plugin_t *p, const char *name, const char *args) {
   char cmd[2048], path[512];
-  const char *b = getenv("MI_BUILD");
   mi_graph_t *g = NULL;
   mi_error_t err = {0, ""};
   int fb = -1;
   uint64_t ns = 0;
   double e;
   snprintf(path, sizeof path, "/tmp/mi-test-vulkan-%s.onnx", name);
-  snprintf(cmd, sizeof cmd, "%s/bin/mi-zoo %s --out %s %s", b ? b : ".", name, path, args);
-  CHECK(system(cmd) == 0, "%s failed", cmd);
+  CHECK(tu_mi_zoo(cmd, sizeof cmd, name, path, args) == 0, "%s failed", cmd);
   if (mi_onnx_load(path, &g, &err) != MI_OK) {
     CHECK(0, "load %s: %s", path, err.message);
     return;
@@ -84,6 +82,6 @@ int main(void) {
   if (p) model(p, "mlp", "");
   mi_registry_destroy(r);
   CHECK(path[0] && header_ok(path), "corrupt pipeline cache not rewritten");
-  if (tv_failures) fprintf(stderr, "%d failure(s)\n", tv_failures);
-  return tv_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

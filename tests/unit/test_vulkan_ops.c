@@ -6,7 +6,7 @@ static mi_plugin_t *g_p;
 
 static mi_graph_t *g1(const char *op, int nin, int rank, const int64_t *dims, int32_t *x, int32_t *y) {
   mi_graph_t *g = mi_graph_create(op);
-  char name[8];
+  char name[16];
   for (int i = 0; i < nin; i++) {
     snprintf(name, sizeof name, "x%d", i);
     x[i] = mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, rank, dims);
@@ -204,6 +204,6 @@ int main(void) {
   knob_rules();
   buffer_limit();
   mi_registry_destroy(r);
-  if (tv_failures) fprintf(stderr, "%d failure(s)\n", tv_failures);
-  return tv_failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }

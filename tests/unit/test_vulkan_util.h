@@ -4,38 +4,21 @@
 #ifndef TEST_VULKAN_UTIL_H
 #define TEST_VULKAN_UTIL_H
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "test_util.h"
 
-#include "metainfer/mi.h"
+/* The old name of the failure count, which tools/bench still reads. */
+#define tv_failures g_failures
 #include "metainfer/mi_graph.h"
-
-static int tv_failures;
-
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      tv_failures++;                                                  \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-    }                                                                 \
-  } while (0)
 
 /* Loads the registry from $MI_BUILD/plugins with lavapipe selected; NULL plugin means skip. */
 static inline mi_registry_t *tv_load(mi_plugin_t **plugin, const char *cache_dir) {
-  char dir[1024];
-  const char *b = getenv("MI_BUILD");
   mi_error_t err = {0, ""};
   mi_registry_t *r;
   setenv("VK_DRIVER_FILES", "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json", 1);
   if (cache_dir) setenv("MI_CACHE_DIR", cache_dir, 1);
   *plugin = NULL;
-  snprintf(dir, sizeof dir, "%s/plugins", b ? b : ".");
   if (!(r = mi_registry_create())) return NULL;
-  if (mi_registry_scan(r, dir, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
+  if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
   *plugin = mi_registry_find(r, "vulkan");
   if (*plugin && (*plugin)->device_count == 0) *plugin = NULL;
   return r;
@@ -56,15 +39,6 @@ static inline int32_t tv_const(mi_graph_t *g, const char *name, int rank, const 
   t = mi_graph_add_const_f32(g, name, rank, dims, v);
   free(v);
   return t;
-}
-
-static inline double tv_rel_l2(const mi_array_t *a, const mi_array_t *b) {
-  const float *x = a->data, *y = b->data;
-  double num = 0, den = 0;
-  int64_t n = mi_array_numel(b);
-  if (mi_array_numel(a) != n) return INFINITY;
-  for (int64_t i = 0; i < n; i++) num += (double)(x[i] - y[i]) * (x[i] - y[i]), den += (double)y[i] * y[i];
-  return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 /* Runs g on vulkan:0 (every node given `variant`/knobs) and on the reference; returns the
@@ -100,7 +74,7 @@ static inline double tv_compare(mi_plugin_t *p, mi_graph_t *g, const char *node,
   if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)in, nin, &out_d, 1, err);
   if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, &out_r, 1, err);
   if (rc == MI_OK) {
-    e = tv_rel_l2(out_d, out_r);
+    e = tu_rel_l2_arrays(out_d, out_r);
     if (fallbacks) *fallbacks = mi_session_fallback_count(s);
     if (dev_ns && !mi_session_device_time(s, dev_ns)) *dev_ns = 0;
   } else {

@@ -9,17 +9,7 @@
 #include "metainfer/mi.h"
 #include "zoo.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      failures++;                                          \
-    }                                                      \
-  } while (0)
+#include "test_util.h"
 
 typedef struct config {
   const char *family;
@@ -223,7 +213,7 @@ int main(void) {
   }
   check_bad_options();
   rmdir(dir);
-  if (failures) fprintf(stderr, "test_zoo: %d failures\n", failures);
+  if (g_failures) fprintf(stderr, "test_zoo: %d g_failures\n", g_failures);
   else printf("test_zoo: all checks passed\n");
-  return failures ? 1 : 0;
+  return g_failures ? 1 : 0;
 }

@@ -10,17 +10,7 @@
 #include "metainfer/mi_transform.h"
 #include "zoo.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);   \
-      fprintf(stderr, __VA_ARGS__);                                     \
-      fprintf(stderr, "\n");                                            \
-      failures++;                                                       \
-    }                                                                   \
-  } while (0)
+#include "test_util.h"
 
 typedef struct config {
   const char *family;
@@ -33,18 +23,6 @@ static const config_t configs[] = {
     {"mobilenetv2", 0.5, 3, 40, 2}, {"mobilenetv3", 0.5, 4, 48, 1}, {"resnet", 0.5, 4, 40, 2},
     {"transformer", 0.5, 2, 7, 2},  {"mlp", 0.5, 3, 12, 3},         {"kws", 0.5, 2, 31, 2},
 };
-
-static double rel_l2(const mi_array_t *got, const mi_array_t *want) {
-  const float *a = got->data, *b = want->data;
-  double num = 0., den = 0.;
-  int64_t i, n = mi_array_numel(want);
-  for (i = 0; i < n; i++) {
-    double d = (double)a[i] - (double)b[i];
-    num += d * d;
-    den += (double)b[i] * b[i];
-  }
-  return den > 0. ? sqrt(num / den) : sqrt(num);
-}
 
 /* Runs one model on the session with the given device knobs; compares with `want`. Returns the
  * output (caller destroys) or NULL. */
@@ -78,7 +56,7 @@ static mi_array_t *run_one(const config_t *c, mi_graph_t *g, mi_plugin_t *p, con
     double e;
     CHECK(got->nbytes == want->nbytes, "%s: output size %zu vs %zu", c->family, got->nbytes,
           want->nbytes);
-    e = got->nbytes == want->nbytes ? rel_l2(got, want) : 1.;
+    e = got->nbytes == want->nbytes ? tu_rel_l2_arrays(got, want) : 1.;
     fprintf(stderr, "  %-12s threads=%d rel_l2=%.3g\n", c->family, threads, e);
     CHECK(e < tol, "%s: rel L2 %.3g >= %.0e (threads %d)", c->family, e, tol, threads);
   }
@@ -211,6 +189,6 @@ int main(void) {
     for (i = 0; i < sizeof configs / sizeof configs[0]; i++) run_family(&configs[i], p, th);
   }
   mi_registry_destroy(r);
-  if (failures) fprintf(stderr, "test_zoo_blis: %d failure(s)\n", failures);
-  return failures ? 1 : 0;
+  if (g_failures) fprintf(stderr, "test_zoo_blis: %d failure(s)\n", g_failures);
+  return g_failures ? 1 : 0;
 }
