@@ -106,7 +106,7 @@ void npu__advance(npu_device_t *d, const npu_cost_t *c) {
   if (!d->throttled && d->temp_c > s->throttle_c) d->throttled = 1;
   else if (d->throttled && d->temp_c < s->throttle_c - 3) d->throttled = 0;
   d->sim_time_s += c->time_s;
-  d->energy_j += c->energy_j;
+  d->energy_pj += (uint64_t)llround(c->energy_j * 1e12);
   d->runs++;
   d->has_last = 1;
   d->last_time_s = c->time_s;

@@ -39,7 +39,9 @@ typedef struct npu_device {
   double temp_c;
   int throttled;
   double sim_time_s; /* simulated device time accumulated over all runs */
-  double energy_j;   /* cumulative modeled energy */
+  uint64_t energy_pj; /* cumulative modeled energy in whole pJ (the counter's resolution):
+                        * an integer sum, so the energy of a run read as a difference of two
+                        * readings does not depend on what ran before */
   uint64_t runs;
   uint64_t rng;
   int has_last;

@@ -177,7 +177,7 @@ int32_t npu__counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
     break;
   case C_ENERGY:
     s.has_value = d->has_last;
-    s.value = d->energy_j;
+    s.value = (double)d->energy_pj * 1e-12;
     break;
   case C_POWER:
     s.has_value = d->has_last;

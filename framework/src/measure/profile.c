@@ -9,7 +9,7 @@
 
 typedef struct counters {
   int32_t freq, temp, energy, memory; /* counter indices, -1 when the device has none */
-  double freq_res;
+  double freq_res, energy_res; /* counter resolutions, in their units */
   int32_t energy_modeled;
 } counters_t;
 
@@ -55,7 +55,11 @@ static void find_counters(prof_src_t *p) {
     switch (d[i].kind) {
     case MI_COUNTER_FREQUENCY: slot = &p->c.freq; p->c.freq_res = d[i].resolution; break;
     case MI_COUNTER_TEMPERATURE: slot = &p->c.temp; break;
-    case MI_COUNTER_ENERGY: slot = &p->c.energy; p->c.energy_modeled = d[i].modeled; break;
+    case MI_COUNTER_ENERGY:
+      slot = &p->c.energy;
+      p->c.energy_modeled = d[i].modeled;
+      p->c.energy_res = d[i].resolution;
+      break;
     case MI_COUNTER_MEMORY: slot = &p->c.memory; break;
     default: break;
     }
@@ -97,6 +101,11 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
   if (*changed || p->k >= MI_MEASURE_MAX_SAMPLES) return MI_OK;
   p->wall[p->k] = w1 - w0;
   p->energy[p->k] = he0 && read_counter(p, p->c.energy, &e1) ? e1 - e0 : NAN;
+  /* A difference of two cumulative readings carries rounding noise from everything counted
+   * before (the same run reads 4.87212912500005e-05 or 4.872129125e-05 J depending on what the
+   * worker measured earlier). The counter only resolves its declared step: keep that. */
+  if (p->c.energy_res > 0 && isfinite(p->energy[p->k]))
+    p->energy[p->k] = round(p->energy[p->k] / p->c.energy_res) * p->c.energy_res;
   for (int32_t n = 0; n < p->g->node_count; n++) {
     uint64_t wn = 0, dn = 0;
     int r = mi_session_node_time(p->s, n, &wn, &dn);
