@@ -55,6 +55,9 @@ struct mi_session {
   uint64_t *node_wall_ns;
   uint64_t *node_dev_ns;
   uint8_t *node_timed;
+  /* Shapes inference left dynamic were fixed at create time by a probe run (probe.c): a run
+   * whose host-computed shapes differ is refused rather than fed to kernels prepared for others. */
+  int shapes_probed;
 };
 
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
@@ -160,6 +163,12 @@ uint64_t mi__tensor_bytes(const mi_tensor_t *t, int *ok);
 
 /* Node name for messages: the name, or "#INDEX" for an unnamed node. */
 const char *mi__node_label(const mi_graph_t *g, int32_t node, char *buf, size_t cap);
+
+/* Resolves every tensor shape of `g` that static inference left dynamic by running its nodes
+ * once on the reference interpreter with zero inputs of the (concrete) graph input shapes, and
+ * writing the shapes the values had into the tensors. Shapes that depend on input values are
+ * thus those of the zero input (docs/architecture.md, exec). */
+int32_t mi__graph_probe_shapes(mi_graph_t *g, mi_error_t *err);
 
 /* Folds, plans and prepares every step, then allocates device buffers (prepare.c). */
 int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err);

@@ -159,7 +159,15 @@ int32_t mi__kdesc_build(mi__kdesc_t *k, const mi_graph_t *g, int32_t node,
 int32_t mi__kdesc_build_req(mi__kdesc_t *k, const mi_graph_t *g, const mi__kreq_t *req,
                             mi_array_t *const *consts, mi_error_t *err) {
   int32_t cap = 0, used = 0;
+  char lb[32];
   memset(k, 0, sizeof *k);
+  /* Subgraphs live only in the host's IR, and their captures make the input count unbounded:
+   * such a node is never described to a plugin. */
+  for (int32_t m = 0; m < req->node_count; m++)
+    if (g->nodes[req->nodes[m]].subgraph_count)
+      return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): a node with subgraphs runs on "
+                       "the host", mi__node_label(g, req->nodes[m], lb, sizeof lb),
+                       g->nodes[req->nodes[m]].op_type);
   for (int32_t m = 0; m < req->node_count; m++)
     cap += g->nodes[req->nodes[m]].input_count + g->nodes[req->nodes[m]].output_count;
   if (alloc_parts(k, req->node_count, cap)) {

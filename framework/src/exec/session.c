@@ -25,6 +25,13 @@ static int shapes_concrete(const mi_graph_t *g) {
   return 1;
 }
 
+static int inputs_concrete(const mi_graph_t *g) {
+  int ok = 1;
+  for (int32_t i = 0; i < g->input_count && ok; i++)
+    mi__tensor_bytes(&g->tensors[g->inputs[i]], &ok);
+  return ok;
+}
+
 static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
                              mi_error_t *err) {
   const mi_graph_t *g = s->g;
@@ -96,6 +103,12 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
     }
     if ((rc = mi_graph_infer_shapes(s->own, err))) goto done;
     s->g = s->own;
+    /* Static inference cannot see through value-dependent control flow (an If on an input):
+     * one reference run on zero inputs shows the shapes, fixed from here on. */
+    if (!shapes_concrete(s->g) && inputs_concrete(s->g)) {
+      if ((rc = mi__graph_probe_shapes(s->own, err))) goto done;
+      s->shapes_probed = 1;
+    }
     if (!shapes_concrete(s->g)) {
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "graph '%s': shapes are not concrete (fix dynamic input dims first)",

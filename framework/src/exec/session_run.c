@@ -123,38 +123,70 @@ static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t
   return MI_OK;
 }
 
+static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
+  size_t n = 0;
+  n += (size_t)snprintf(buf, cap, "[");
+  for (int32_t d = 0; d < rank && n < cap; d++)
+    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "," : "", (long long)dims[d]);
+  if (n < cap) snprintf(buf + n, cap - n, "]");
+}
+
+/* Refuses a host result whose shape is not the one the session was prepared with: with shapes
+ * fixed by the create-time probe, a value-dependent shape (an If branch) may change per run. */
+static int32_t check_probed(const mi_session_t *s, int32_t node, int32_t t, const mi_array_t *a,
+                            mi_error_t *err) {
+  const mi_tensor_t *tt = &s->g->tensors[t];
+  char got[96], want[96], lb[32];
+  int same = a->dtype == tt->dtype && a->rank == tt->rank;
+  for (int32_t d = 0; same && d < tt->rank; d++) same = a->dims[d] == tt->dims[d];
+  if (same) return MI_OK;
+  format_dims(got, sizeof got, a->rank, a->dims);
+  format_dims(want, sizeof want, tt->rank, tt->dims);
+  return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                   "node '%s' (%s): output '%s' is %s %s but the session fixed it at %s %s when "
+                   "it was created (shapes that depend on input values are fixed then)",
+                   mi__node_label(s->g, node, lb, sizeof lb), s->g->nodes[node].op_type, tt->name,
+                   mi_dtype_name(a->dtype), got, mi_dtype_name(tt->dtype), want);
+}
+
 static int32_t run_host_step(mi_session_t *s, const mi__step_t *st, mi_error_t *err) {
   const mi_node_t *n = &s->g->nodes[st->node];
-  const mi_array_t *ins[64];
-  mi_array_t *outs[16] = {0};
-  char lb[32];
-  int32_t rc;
-  if (n->input_count > 64 || n->output_count > 16)
-    return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): too many inputs or outputs",
-                     mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type);
+  /* A node with subgraphs captures every outer value it uses as an input: no fixed bound. */
+  const mi_array_t **ins = calloc((size_t)n->input_count + 1, sizeof *ins);
+  mi_array_t **outs = calloc((size_t)n->output_count + 1, sizeof *outs);
+  int32_t rc = MI_OK;
+  if (!ins || !outs) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory running a host node");
+    goto done;
+  }
   for (int32_t j = 0; j < n->input_count; j++) {
     int32_t t = n->inputs[j];
-    ins[j] = NULL;
     if (t < 0) continue;
     if (s->consts[t]) {
       ins[j] = s->consts[t];
       continue;
     }
-    if ((rc = to_host(s, t, err))) return rc;
+    if ((rc = to_host(s, t, err))) goto done;
     ins[j] = s->hval[t];
   }
-  rc = mi__ref_node(s->g, st->node, ins, outs, err);
-  if (rc) return rc;
+  if ((rc = mi__ref_node(s->g, st->node, ins, outs, err))) goto done;
   for (int32_t j = 0; j < n->output_count; j++) {
     int32_t t = n->outputs[j];
-    if (t < 0) {
-      mi_array_destroy(outs[j]);
-      continue;
-    }
+    if (t < 0) continue;
+    if (s->shapes_probed && (rc = check_probed(s, st->node, t, outs[j], err))) goto done;
+  }
+  for (int32_t j = 0; j < n->output_count; j++) {
+    int32_t t = n->outputs[j];
+    if (t < 0) continue;
     set_host(s, t, outs[j], 1);
+    outs[j] = NULL;
     s->on_device[t] = 0;
   }
-  return MI_OK;
+done:
+  for (int32_t j = 0; outs && j < n->output_count; j++) mi_array_destroy(outs[j]);
+  free(ins);
+  free(outs);
+  return rc;
 }
 
 /* Hands the value of graph output t to the caller as a new array. */
@@ -178,14 +210,6 @@ static int32_t take_output(mi_session_t *s, int32_t t, mi_array_t **out, mi_erro
                               s->g->tensors[t].name);
   if (src->nbytes) memcpy((*out)->data, src->data, src->nbytes);
   return MI_OK;
-}
-
-static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims) {
-  size_t n = 0;
-  n += (size_t)snprintf(buf, cap, "[");
-  for (int32_t d = 0; d < rank && n < cap; d++)
-    n += (size_t)snprintf(buf + n, cap - n, "%s%lld", d ? "," : "", (long long)dims[d]);
-  if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
 static int32_t check_input(const mi_session_t *s, int32_t i, const mi_array_t *a,

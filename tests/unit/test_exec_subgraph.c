@@ -1,0 +1,200 @@
+/* test_exec_subgraph.c - device sessions of graphs with If subgraphs: the If runs on the host
+ * whatever its input count, shapes static inference leaves dynamic are fixed at create time by
+ * a zero-input probe, a run whose If picks a branch of another shape is refused, and the real
+ * Silero VAD models (when cached) match the reference interpreter on every plugin device. */
+#include <stdint.h>
+
+#include "test_util.h"
+
+static mi_registry_t *g_reg;
+
+static mi_plugin_t *device(const char *name, uint32_t *dev) {
+  mi_plugin_t *p = NULL;
+  mi_error_t err = {0};
+  if (mi_registry_device(g_reg, name, &p, dev, &err) != MI_OK) {
+    fprintf(stderr, "%s:%d: FAIL device %s: %s\n", __FILE__, __LINE__, name, err.message);
+    g_failures++;
+    return NULL;
+  }
+  return p;
+}
+
+/* A branch reading the captured x: then = Relu(x) of x's shape, else = Concat(x, x), twice as
+ * long. Which one runs depends on the value of the input `sel`. */
+static mi_graph_t *branch(int twice) {
+  mi_graph_t *s = mi_graph_create(twice ? "else" : "then");
+  int32_t x = mi_graph_add_tensor(s, "x", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t y = mi_graph_add_tensor(s, twice ? "y_else" : "y_then", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t ins[2] = {x, x};
+  mi_graph_add_capture(s, x);
+  int32_t n = mi_graph_add_node(s, twice ? "Concat" : "Relu", twice ? "cat" : "relu",
+                                twice ? 2 : 1, ins, 1, &y);
+  if (twice) mi_node_set_int(s, n, "axis", 0);
+  mi_graph_add_output(s, y);
+  return s;
+}
+
+/* out = Relu(y * y), y = If(sel == 0, Relu(x), Concat(x, x)). */
+static mi_graph_t *if_graph(void) {
+  int64_t xd[1] = {4}, zero = 0;
+  mi_graph_t *g = mi_graph_create("value_shaped_if");
+  mi_error_t err = {0};
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
+  int32_t sel = mi_graph_add_tensor(g, "sel", MI_DTYPE_INT64, 0, NULL);
+  int32_t k0 = mi_graph_add_const_i64(g, "zero", 1, &zero);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t z = mi_graph_add_tensor(g, "z", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t out = mi_graph_add_tensor(g, "out", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t eq[2] = {sel, k0}, sq[2] = {y, y}, node;
+  mi_graph_add_input(g, x);
+  mi_graph_add_input(g, sel);
+  mi_graph_add_node(g, "Equal", "eq", 2, eq, 1, &c);
+  node = mi_graph_add_node(g, "If", "if", 1, &c, 1, &y);
+  mi_graph_add_node(g, "Mul", "sq", 2, sq, 1, &z);
+  mi_graph_add_node(g, "Relu", "act", 1, &z, 1, &out);
+  mi_graph_add_output(g, out);
+  TU_REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
+  TU_REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
+  TU_REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  return g;
+}
+
+static void test_value_shaped_if(void) {
+  int64_t xd[1] = {4};
+  float xv[4] = {1.5f, -2.0f, 0.25f, 3.0f};
+  mi_graph_t *g = if_graph();
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = device("blis-cpu:0", &dev);
+  mi_session_t *s = NULL;
+  mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 1, xd);
+  mi_array_t *sel = mi_array_create(MI_DTYPE_INT64, 0, NULL);
+  const mi_array_t *ins[2] = {x, sel};
+  TU_REQUIRE(x && sel);
+  if (!p) goto done;
+  memcpy(x->data, xv, sizeof xv);
+  CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
+  if (!s) goto done;
+  CHECK(mi_session_kernel_count(s) >= 1, "Mul/Relu after the If run on the device (%d kernels)",
+        (int)mi_session_kernel_count(s));
+  int if_on_host = 0;
+  for (int32_t i = 0; i < mi_session_fallback_count(s); i++)
+    if_on_host |= strcmp(mi_session_fallback_node(s, i), "if") == 0;
+  CHECK(if_on_host, "the If is a host step");
+  for (int v = 0; v < 2; v++) {
+    mi_array_t *ref = NULL, *got = NULL;
+    int32_t rc;
+    *(int64_t *)sel->data = v;
+    CHECK(mi_ref_run(g, ins, 2, &ref, 1, &err) == MI_OK, "ref sel=%d: %s", v, err.message);
+    CHECK(ref && ref->rank == 1 && ref->dims[0] == (v ? 8 : 4), "ref output length for sel=%d", v);
+    rc = mi_session_run(s, ins, 2, &got, 1, &err);
+    if (v == 0) {
+      /* The branch the zero probe took: the shapes the session was prepared with. */
+      CHECK(rc == MI_OK, "run sel=0: %s", err.message);
+      CHECK(got && got->rank == 1 && got->dims[0] == 4, "device output [4]");
+      CHECK(tu_rel_l2_arrays(got, ref) < 1e-6, "blis vs ref rel L2 %g", tu_rel_l2_arrays(got, ref));
+    } else {
+      CHECK(rc == MI_ERR_INVALID_ARGUMENT && !got, "the other branch's shape is refused (rc %d)",
+            (int)rc);
+      CHECK(strstr(err.message, "'y'") && strstr(err.message, "[8]") &&
+                strstr(err.message, "[4]") && strstr(err.message, "fixed"),
+            "clear refusal: %s", err.message);
+    }
+    mi_array_destroy(ref);
+    mi_array_destroy(got);
+  }
+done:
+  mi_session_destroy(s);
+  mi_array_destroy(x);
+  mi_array_destroy(sel);
+  mi_graph_destroy(g);
+}
+
+/* Deterministic pseudo-random float32 values in [-a, a). */
+static void fill(mi_array_t *arr, uint32_t seed, float a) {
+  float *f = arr->data;
+  for (int64_t i = 0; i < mi_array_numel(arr); i++) {
+    seed = seed * 1664525u + 1013904223u;
+    f[i] = a * ((float)(seed >> 8) / 8388608.0f - 1.0f);
+  }
+}
+
+/* Runs a Silero model at one sample rate on every plugin device against the reference. */
+static void silero(const char *dir, const char *file, int v5, int64_t sr) {
+  char path[1024];
+  mi_graph_t *g = NULL;
+  mi_error_t err = {0};
+  mi_array_t *ins[4] = {0}, *ref[3] = {0};
+  int64_t win[2] = {1, sr == 16000 ? 512 : 256}, st[3] = {2, 1, v5 ? 128 : 64};
+  static const char *devs[4] = {"blis-cpu:0", "opencl:0", "vulkan:0", "npu-stub:0"};
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    printf("SKIP %s: not in %s (tools/models/fetch.sh)\n", file, dir);
+    return;
+  }
+  fclose(f);
+  if (mi_onnx_load(path, &g, &err) != MI_OK || mi_graph_toposort(g, &err) != MI_OK) {
+    CHECK(0, "load %s: %s", file, err.message);
+    mi_graph_destroy(g);
+    return;
+  }
+  for (int32_t i = 0; i < g->input_count && i < 4; i++) {
+    mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    int is_sr = strcmp(t->name, "sr") == 0, is_x = strcmp(t->name, "input") == 0;
+    t->rank = is_sr ? 0 : is_x ? 2 : 3;
+    for (int32_t d = 0; d < t->rank; d++) t->dims[d] = is_x ? win[d] : st[d];
+    ins[i] = mi_array_create(t->dtype, t->rank, t->dims);
+    TU_REQUIRE(ins[i]);
+    if (is_sr) *(int64_t *)ins[i]->data = sr;
+    else fill(ins[i], 7u + (uint32_t)i, is_x ? 0.5f : 0.3f);
+  }
+  TU_REQUIRE(g->output_count <= 3);
+  CHECK(mi_ref_run(g, (const mi_array_t *const *)ins, g->input_count, ref, g->output_count,
+                   &err) == MI_OK, "%s ref: %s", file, err.message);
+  for (int d = 0; d < 4 && ref[0]; d++) {
+    uint32_t dev = 0;
+    mi_plugin_t *p = device(devs[d], &dev);
+    mi_session_t *s = NULL;
+    mi_array_t *got[3] = {0};
+    double worst = 0, tol = strncmp(devs[d], "npu", 3) == 0 ? 1e-2 : 1e-4;
+    if (!p) continue;
+    if (mi_session_create(g, p, dev, NULL, &s, &err) != MI_OK ||
+        mi_session_run(s, (const mi_array_t *const *)ins, g->input_count, got, g->output_count,
+                       &err) != MI_OK) {
+      CHECK(0, "%s sr=%lld on %s: %s", file, (long long)sr, devs[d], err.message);
+    } else {
+      for (int32_t o = 0; o < g->output_count; o++) {
+        double e = tu_rel_l2_arrays(got[o], ref[o]);
+        worst = e > worst ? e : worst;
+      }
+      CHECK(worst <= tol, "%s sr=%lld on %s: rel L2 %g > %g", file, (long long)sr, devs[d],
+            worst, tol);
+      printf("%s sr=%lld %s: %d kernels, %d host nodes, worst rel L2 %.3g\n", file,
+             (long long)sr, devs[d], (int)mi_session_kernel_count(s),
+             (int)mi_session_fallback_count(s), worst);
+    }
+    for (int32_t o = 0; o < 3; o++) mi_array_destroy(got[o]);
+    mi_session_destroy(s);
+  }
+  for (int i = 0; i < 4; i++) mi_array_destroy(ins[i]);
+  for (int i = 0; i < 3; i++) mi_array_destroy(ref[i]);
+  mi_graph_destroy(g);
+}
+
+int main(void) {
+  mi_error_t err = {0};
+  char dir[1024];
+  const char *md = getenv("MI_MODEL_DIR"), *home = getenv("HOME");
+  g_reg = mi_registry_create();
+  TU_REQUIRE(g_reg && tu_scan_plugins(g_reg, &err) == MI_OK);
+  test_value_shaped_if();
+  snprintf(dir, sizeof dir, "%s", md ? md : "");
+  if (!md) snprintf(dir, sizeof dir, "%s/.cache/metainfer/models", home ? home : ".");
+  silero(dir, "silero_vad_v4.onnx", 0, 16000);
+  silero(dir, "silero_vad_v5.onnx", 1, 16000);
+  silero(dir, "silero_vad_v5.onnx", 1, 8000);
+  mi_registry_destroy(g_reg);
+  return tu_finish("test_exec_subgraph");
+}
