@@ -1,5 +1,6 @@
 /* cmd_accuracy.c - `mi-host accuracy`: a model-side configuration's accuracy cost against FP32,
  * measured on the reference interpreter over calibration and held-out inputs. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,11 +8,15 @@
 #include "mi_host.h"
 
 #define ACC_MAX_CALIB 16
+#define ACC_MAX_SPECS 16
+#define MI_MAX_INPUTS_ACC 64
 
 typedef struct acc_args {
   const char *model, *config, *device;
   const char *calib[ACC_MAX_CALIB]; /* DIR, or INPUT=DIR per input of a multi-input model */
-  int calib_count, sensitivity, json, samples;
+  const char *shapes[ACC_MAX_SPECS]; /* NAME=D0,D1,...: the shape of a random input */
+  const char *inputs[ACC_MAX_SPECS]; /* NAME=FILE.npy: a fixed value in every sample */
+  int calib_count, shape_count, input_count, sensitivity, json, samples;
 } acc_args_t;
 
 static int parse_args(int argc, char **argv, acc_args_t *a) {
@@ -31,6 +36,15 @@ static int parse_args(int argc, char **argv, acc_args_t *a) {
       if (a->calib_count == ACC_MAX_CALIB)
         return mi_host_usage_error("accuracy: at most %d --calib options", ACC_MAX_CALIB);
       a->calib[a->calib_count++] = argv[++i];
+    } else if (strcmp(s, "--shape") == 0 || strcmp(s, "--input") == 0) {
+      int is_shape = s[2] == 's';
+      int *n = is_shape ? &a->shape_count : &a->input_count;
+      if (i + 1 >= argc || !strchr(argv[i + 1], '='))
+        return mi_host_usage_error("accuracy: %s needs NAME=%s", s,
+                                   is_shape ? "D0,D1,..." : "FILE.npy");
+      if (*n == ACC_MAX_SPECS)
+        return mi_host_usage_error("accuracy: at most %d %s options", ACC_MAX_SPECS, s);
+      (is_shape ? a->shapes : a->inputs)[(*n)++] = argv[++i];
     } else if (strcmp(s, "--samples") == 0) {
       char *end = NULL;
       if (i + 1 >= argc) return mi_host_usage_error("accuracy: --samples needs a value");
@@ -44,13 +58,15 @@ static int parse_args(int argc, char **argv, acc_args_t *a) {
       a->json = 1;
     } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
       puts("usage: mi-host [--plugins DIR] accuracy --model M.onnx --config C.yaml [--calib DIR]\n"
-           "       [--calib INPUT=DIR ...] [--samples N] [--device PLUGIN:INDEX] [--sensitivity]\n"
-           "       [--json]\n\n"
+           "       [--calib INPUT=DIR ...] [--samples N] [--shape NAME=D0,D1,... ...]\n"
+           "       [--input NAME=FILE.npy ...] [--device PLUGIN:INDEX] [--sensitivity] [--json]\n\n"
            "Applies the model-side configuration and compares the result with the FP32 model on\n"
            "the reference interpreter. --calib DIR: *.npy inputs, the first half calibrates and\n"
            "the rest is held out; a multi-input model takes one subfolder per input (named after\n"
            "it) or one --calib INPUT=DIR per input. Without --calib, N deterministic random\n"
-           "inputs each (reported). --device: fuse for that device's kernel variants.\n"
+           "inputs each (reported):\n"
+           "--shape sets the shape of an input with dynamic dims, --input gives an input one\n"
+           "fixed value in every sample (non-float inputs, recurrent state). --device: fuse for that device's kernel variants.\n"
            "See docs/transforms.md.");
       return -1;
     } else {
@@ -58,7 +74,114 @@ static int parse_args(int argc, char **argv, acc_args_t *a) {
     }
   }
   if (!a->model || !a->config) return mi_host_usage_error("accuracy: --model and --config are required");
+  if (a->calib_count && (a->shape_count || a->input_count))
+    return mi_host_usage_error("accuracy: --shape and --input are for random samples, not with "
+                               "--calib (give every input a --calib INPUT=DIR)");
   return 0;
+}
+
+/* Index of the graph input named by the NAME of "NAME=VALUE", or an error naming the option. */
+static int32_t spec_input(const mi_graph_t *g, const char *opt, const char *spec, int32_t *index,
+                          mi_error_t *err) {
+  const char *eq = strchr(spec, '=');
+  for (int32_t i = 0; eq && i < g->input_count; i++) {
+    const char *nm = g->tensors[g->inputs[i]].name;
+    if (strlen(nm) == (size_t)(eq - spec) && strncmp(nm, spec, (size_t)(eq - spec)) == 0) {
+      *index = i;
+      return MI_OK;
+    }
+  }
+  return mi_errorf(err, MI_ERR_NOT_FOUND, "%s '%s': the model has no such input (%d inputs)",
+                   opt, spec, (int)g->input_count);
+}
+
+/* Gives graph input t a concrete shape, checked against the declared one, so that shape
+ * inference and the passes see the shapes the samples will have. */
+static int32_t set_input_shape(mi_tensor_t *t, const char *where, int32_t rank,
+                               const int64_t *dims, mi_error_t *err) {
+  if (t->rank >= 0 && rank != t->rank)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): rank %d, the model declares "
+                     "rank %d", t->name, where, (int)rank, (int)t->rank);
+  for (int32_t d = 0; d < rank; d++)
+    if (t->rank >= 0 && t->dims[d] >= 0 && t->dims[d] != dims[d])
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): dim %d is %lld, the model "
+                       "declares %lld", t->name, where, (int)d, (long long)dims[d],
+                       (long long)t->dims[d]);
+  for (int32_t d = 0; d < MI_MAX_RANK; d++) {
+    if (t->rank >= 0 && d < t->rank) {
+      free(t->dim_names[d]);
+      t->dim_names[d] = NULL;
+    }
+    t->dims[d] = d < rank ? dims[d] : 0;
+  }
+  t->rank = rank;
+  return MI_OK;
+}
+
+/* Applies --input files (loaded into fixed[], one slot per graph input) and --shape sizes to
+ * the graph inputs, then checks that every input left random is float32 of static shape. */
+static int32_t fix_inputs(mi_graph_t *g, const acc_args_t *a, mi_array_t **fixed,
+                          mi_error_t *err) {
+  int32_t rc = MI_OK, idx = 0;
+  uint8_t shaped[MI_MAX_INPUTS_ACC] = {0};
+  for (int i = 0; i < a->input_count && rc == MI_OK; i++) {
+    const char *file = strchr(a->inputs[i], '=') + 1;
+    mi_tensor_t *t;
+    if ((rc = spec_input(g, "--input", a->inputs[i], &idx, err)) != MI_OK) break;
+    t = &g->tensors[g->inputs[idx]];
+    if (fixed[idx]) {
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: input '%s' is given twice", t->name);
+    } else if ((rc = mi_npy_load(file, &fixed[idx], err)) == MI_OK) {
+      if (t->dtype != MI_DTYPE_UNDEFINED && fixed[idx]->dtype != t->dtype)
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s, the model "
+                       "declares %s", t->name, file, mi_dtype_name(fixed[idx]->dtype),
+                       mi_dtype_name(t->dtype));
+      else
+        rc = set_input_shape(t, file, fixed[idx]->rank, fixed[idx]->dims, err);
+    }
+  }
+  for (int i = 0; i < a->shape_count && rc == MI_OK; i++) {
+    int64_t dims[MI_MAX_RANK];
+    int32_t rank = 0;
+    const char *p = strchr(a->shapes[i], '=') + 1;
+    if ((rc = spec_input(g, "--shape", a->shapes[i], &idx, err)) != MI_OK) break;
+    while (*p && rc == MI_OK) {
+      char *end = NULL;
+      long long v;
+      errno = 0;
+      v = strtoll(p, &end, 10);
+      if (errno || end == p || v < 0 || (*end && *end != ',') || rank >= MI_MAX_RANK)
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': expected NAME=D0,D1,... with "
+                       "up to %d dims >= 0", a->shapes[i], MI_MAX_RANK);
+      else
+        dims[rank++] = v;
+      p = end && *end ? end + 1 : "";
+    }
+    if (rc != MI_OK) break;
+    if (fixed[idx] || shaped[idx])
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': input already has a %s",
+                     a->shapes[i], fixed[idx] ? "--input file" : "--shape");
+    else
+      rc = set_input_shape(&g->tensors[g->inputs[idx]], "--shape", rank, dims, err);
+    shaped[idx] = 1;
+  }
+  for (int32_t i = 0; i < g->input_count && rc == MI_OK; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    if (fixed[i]) continue;
+    if (t->dtype != MI_DTYPE_FLOAT32)
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' is %s: random samples are float32 "
+                     "only: give --input %s=FILE.npy", t->name, mi_dtype_name(t->dtype), t->name);
+    else if (t->rank < 0)
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has no declared shape: give "
+                     "--shape %s=D0,D1,...", t->name, t->name);
+    for (int32_t d = 0; rc == MI_OK && d < t->rank; d++)
+      if (t->dims[d] < 0)
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has dynamic dim %d%s%s%s: give "
+                       "--shape %s=D0,D1,...", t->name, (int)d, t->dim_names[d] ? " ('" : "",
+                       t->dim_names[d] ? t->dim_names[d] : "", t->dim_names[d] ? "')" : "",
+                       t->name);
+  }
+  return rc;
 }
 
 static void json_metrics(FILE *f, int *first, const char *key, const mi_xf_metrics_t *m) {
@@ -169,6 +292,7 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
   mi_xf_samples_t *calib = NULL, *held = NULL;
   mi_xf_sensitivity_t *sens = NULL;
   mi_variant_desc_t *variants = NULL;
+  mi_array_t **fixed = NULL;
   uint32_t nv = 0;
   int32_t ns = 0;
   char *canon = NULL;
@@ -177,7 +301,22 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
   mi_xf_metrics_t mc, mh;
   if (usage) return usage < 0 ? MI_HOST_OK : usage;
   mi_error_clear(&err);
-  if (mi_onnx_load(a.model, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK ||
+  if (mi_onnx_load(a.model, &g, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: %s\n", err.message);
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
+  if (!(fixed = calloc((size_t)g->input_count + 1, sizeof *fixed))) {
+    mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "accuracy: out of memory");
+    goto fail;
+  }
+  if (g->input_count > MI_MAX_INPUTS_ACC) {
+    mi_errorf(&err, MI_ERR_UNSUPPORTED, "accuracy: %s has %d inputs, at most %d are supported",
+              a.model, (int)g->input_count, MI_MAX_INPUTS_ACC);
+    goto fail;
+  }
+  if ((!a.calib_count && fix_inputs(g, &a, fixed, &err) != MI_OK) ||
+      mi_graph_infer_shapes(g, &err) != MI_OK ||
       mi_xf_config_load(a.config, &c, &err) != MI_OK || mi_xf_config_check(c, g, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
     rc = MI_HOST_USAGE;
@@ -205,8 +344,10 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
     } else if (mi_xf_samples_split(calib, (calib->sample_count + 1) / 2, &held, &err) != MI_OK) {
       goto fail;
     }
-  } else if (mi_xf_samples_random(g, a.samples, 1, &calib, &err) != MI_OK ||
-             mi_xf_samples_random(g, a.samples, 2, &held, &err) != MI_OK) {
+  } else if (mi_xf_samples_random_fixed(g, a.samples, 1, (const mi_array_t *const *)fixed,
+                                        &calib, &err) != MI_OK ||
+             mi_xf_samples_random_fixed(g, a.samples, 2, (const mi_array_t *const *)fixed,
+                                        &held, &err) != MI_OK) {
     goto fail;
   }
   mi_xf_apply_opts_t opts = {.calib = calib, .variants = variants, .variant_count = nv};
@@ -225,6 +366,8 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
 fail:
   fprintf(stderr, "mi-host: %s\n", err.message);
 done:
+  for (int32_t i = 0; fixed && i < g->input_count; i++) mi_array_destroy(fixed[i]);
+  free(fixed);
   free(canon);
   free(sens);
   free(variants);

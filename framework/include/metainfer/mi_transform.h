@@ -176,6 +176,12 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
  * become 1); `seed` picks the stream. *out is freed with mi_xf_samples_destroy. */
 MI_API int32_t mi_xf_samples_random(const mi_graph_t *g, int32_t count, uint64_t seed,
                                     mi_xf_samples_t **out, mi_error_t *err);
+/** Like mi_xf_samples_random, except that input i takes a copy of fixed[i] in every sample
+ * when fixed (input_count entries, or NULL) has one; only the other inputs are random, so
+ * non-float inputs (a sample rate, a recurrent state) can be given. */
+MI_API int32_t mi_xf_samples_random_fixed(const mi_graph_t *g, int32_t count, uint64_t seed,
+                                          const struct mi_array *const *fixed,
+                                          mi_xf_samples_t **out, mi_error_t *err);
 /** Every *.npy file of `dir` in name order, one sample each. For a graph with several inputs,
  * `dir` holds one subfolder per input, named after it, with the same number of files. */
 MI_API int32_t mi_xf_samples_load_dir(const mi_graph_t *g, const char *dir,

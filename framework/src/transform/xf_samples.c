@@ -30,6 +30,12 @@ MI_API void mi_xf_samples_destroy(mi_xf_samples_t *s) {
 
 MI_API int32_t mi_xf_samples_random(const mi_graph_t *g, int32_t count, uint64_t seed,
                                     mi_xf_samples_t **out, mi_error_t *err) {
+  return mi_xf_samples_random_fixed(g, count, seed, NULL, out, err);
+}
+
+MI_API int32_t mi_xf_samples_random_fixed(const mi_graph_t *g, int32_t count, uint64_t seed,
+                                          const mi_array_t *const *fixed,
+                                          mi_xf_samples_t **out, mi_error_t *err) {
   mi_xf_samples_t *s;
   if (out) *out = NULL;
   if (!g || !out || count < 1) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "samples: bad arguments");
@@ -40,20 +46,33 @@ MI_API int32_t mi_xf_samples_random(const mi_graph_t *g, int32_t count, uint64_t
     for (int32_t i = 0; i < g->input_count; i++) {
       const mi_tensor_t *t = &g->tensors[g->inputs[i]];
       int64_t dims[MI_MAX_RANK];
-      if (t->dtype != MI_DTYPE_FLOAT32 || t->rank < 0) {
-        mi_xf_samples_destroy(s);
-        return mi_errorf(err, MI_ERR_UNSUPPORTED,
-                         "samples: input '%s' is %s of rank %d; random data needs a float32 input "
-                         "of known rank", t->name, mi_dtype_name(t->dtype), (int)t->rank);
+      mi_array_t *a;
+      if (fixed && fixed[i]) {
+        /* Each sample owns its arrays, so a fixed value is copied into every one. */
+        a = mi_array_create(fixed[i]->dtype, fixed[i]->rank, fixed[i]->dims);
+        if (a && a->nbytes == fixed[i]->nbytes) memcpy(a->data, fixed[i]->data, a->nbytes);
+        else if (a) {
+          mi_array_destroy(a);
+          a = NULL;
+        }
+      } else {
+        if (t->dtype != MI_DTYPE_FLOAT32 || t->rank < 0) {
+          mi_xf_samples_destroy(s);
+          return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                           "samples: input '%s' is %s of rank %d; random data needs a float32 "
+                           "input of known rank (give this input a fixed value)", t->name,
+                           mi_dtype_name(t->dtype), (int)t->rank);
+        }
+        for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d] < 0 ? 1 : t->dims[d];
+        if ((a = mi_array_create(MI_DTYPE_FLOAT32, t->rank, dims))) {
+          uint64_t st = seed * 1000003u + (uint64_t)(k * g->input_count + i);
+          mi_array_fill_random(a, mi__xf_rng(&st));
+        }
       }
-      for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d] < 0 ? 1 : t->dims[d];
-      mi_array_t *a = mi_array_create(MI_DTYPE_FLOAT32, t->rank, dims);
       if (!a) {
         mi_xf_samples_destroy(s);
         return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "samples: out of memory");
       }
-      uint64_t st = seed * 1000003u + (uint64_t)(k * g->input_count + i);
-      mi_array_fill_random(a, mi__xf_rng(&st));
       s->inputs[k * g->input_count + i] = a;
     }
   *out = s;
