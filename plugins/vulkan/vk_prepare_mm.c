@@ -1,5 +1,5 @@
-/* vk_prepare_mm.c - kernel_prepare for the compute-heavy ops: Conv (direct, depthwise) and
- * Gemm/MatMul (naive, tiled, register-blocked), each with its fused epilogue. */
+/* vk_prepare_mm.c - kernel_prepare for the compute-heavy ops: Conv (direct, depthwise),
+ * ConvTranspose and Gemm/MatMul (naive, tiled, register-blocked), each with its fused epilogue. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +19,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   int64_t v[16]; /* N C H W K OH OW KH KW sh sw ph pw dh dw G */
   int two_d, i, depthwise = strcmp(p->var->id, "conv.depthwise") == 0;
+  int transposed = strcmp(n->op_type, "ConvTranspose") == 0;
   vk_epi_t e;
   vk_disp_t *d;
   int32_t rc;
@@ -40,6 +41,8 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   v[11] = two_d ? ints_at(n, "pads", 0, 0) : 0, v[12] = ints_at(n, "pads", two_d ? 1 : 0, 0);
   v[13] = two_d ? ints_at(n, "dilations", 0, 1) : 1, v[14] = ints_at(n, "dilations", two_d ? 1 : 0, 1);
   v[15] = mi_sdk_attr_int(n, "group", 1);
+  if (transposed && ((ap && ap->s && strcmp(ap->s, "NOTSET") != 0) || mi_sdk_attr(n, "output_shape")))
+    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: ConvTranspose: auto_pad and output_shape not implemented");
   if (ap && ap->s && strncmp(ap->s, "SAME", 4) == 0) {
     for (i = 0; i < 2; i++) {
       int64_t in = v[2 + i], out = v[5 + i], k = v[7 + i];
@@ -48,7 +51,9 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
       v[11 + i] = strcmp(ap->s, "SAME_LOWER") == 0 ? tot - tot / 2 : tot / 2;
     }
   }
-  if (v[15] < 1 || v[1] % v[15] || v[4] % v[15] || w->dims[1] * v[15] != v[1])
+  /* W is [K, C/G, KH, KW] for Conv and [C, K/G, KH, KW] for ConvTranspose. */
+  if (v[15] < 1 || v[1] % v[15] || v[4] % v[15] ||
+      (transposed ? w->dims[0] != v[1] || w->dims[1] * v[15] != v[4] : w->dims[1] * v[15] != v[1]))
     return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: inconsistent group %lld", (long long)v[15]);
   if (depthwise && (v[15] != v[1] || v[4] != v[1]))
     return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED,
@@ -69,7 +74,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   rc = MI_OK;
   if (e.out_tensor != desc->outputs[0])
     rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: the group must write its first output");
-  if (rc == MI_OK && (d = mi__vk_disp_new(p, depthwise ? "convdw" : "conv", &rc))) {
+  if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw" : "conv", &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
     rc = mi__vk_bind(p, n->inputs[0], &d->bind[0]);
     if (rc == MI_OK) rc = mi__vk_bind(p, n->inputs[1], &d->bind[1]);

@@ -148,6 +148,106 @@ static int32_t transpose(vk_prep_t *p, const mi_node_desc_t *n) {
   return mi__vk_bind(p, n->outputs[0], &d->bind[2]);
 }
 
+/* Attribute (opset < 10) or constant INT64 input `slot` (opset >= 10) of Slice; -1 when absent,
+ * -2 when it is a runtime tensor. */
+static int slice_arg(vk_prep_t *p, const mi_node_desc_t *n, int slot, const char *attr, const int64_t **v) {
+  const mi_tensor_desc_t *t;
+  const mi_attr_t *a;
+  *v = NULL;
+  if (n->opset > 0 && n->opset < 10) {
+    if (!(a = mi_sdk_attr(n, attr)) || a->type != MI_ATTR_INTS) return -1;
+    *v = a->ints;
+    return (int)a->count;
+  }
+  if (slot >= n->input_count || n->inputs[slot] < 0) return -1;
+  t = mi__vk_tensor(p->desc, n->inputs[slot]);
+  if (!t || !t->data || t->dtype != MI_DTYPE_INT64) return -2;
+  *v = t->data;
+  return (int)mi_sdk_numel(t);
+}
+
+/* Slice is a strided copy: per axis the input stride times the step, and the first element's
+ * offset in push word 7 (eltwise reads it as A's offset when op == 0). The output shape comes
+ * from shape inference, so only the clamped starts are computed here. */
+static int32_t slice(vk_prep_t *p, const mi_node_desc_t *n) {
+  const mi_tensor_desc_t *x = mi__vk_tensor(p->desc, n->inputs[0]), *y = mi__vk_tensor(p->desc, n->outputs[0]);
+  const int64_t *st, *en, *ax, *sp;
+  int64_t start[EW_RANK] = {0}, step[EW_RANK] = {1, 1, 1, 1, 1, 1}, off = 0;
+  uint32_t in_st[EW_RANK];
+  int ns = slice_arg(p, n, 1, "starts", &st), ne = slice_arg(p, n, 2, "ends", &en);
+  int na = slice_arg(p, n, 3, "axes", &ax), np = slice_arg(p, n, 4, "steps", &sp);
+  int i, r = x->rank;
+  vk_disp_t *d;
+  int32_t rc;
+  if (r < 1 || r > EW_RANK || !y || y->rank != r || ns < 0 || ne != ns || na == -2 || (na >= 0 && na != ns) ||
+      np == -2 || (np >= 0 && np != ns))
+    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Slice: needs constant starts/ends/axes/steps, rank <= %d",
+                         EW_RANK);
+  for (i = 0; i < ns; i++) {
+    int64_t a = na >= 0 ? ax[i] : i, dim, s0 = st[i], k = np >= 0 ? sp[i] : 1;
+    if (a < 0) a += r;
+    if (a < 0 || a >= r || k == 0) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Slice: bad axis or step");
+    dim = x->dims[a];
+    if (s0 < 0) s0 += dim;
+    if (s0 < 0) s0 = 0;
+    if (k > 0 && s0 > dim) s0 = dim;
+    if (k < 0 && s0 > dim - 1) s0 = dim - 1;
+    start[a] = s0, step[a] = k;
+  }
+  contiguous(x->dims, r, in_st);
+  if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, r, y->dims, &rc))) return rc;
+  contiguous(y->dims, r, &d->push[26]);
+  for (i = 0; i < r; i++) {
+    d->push[14 + i] = (uint32_t)(int32_t)(in_st[i] * step[i]);
+    off += start[i] * in_st[i];
+  }
+  d->push[7] = (uint32_t)off;
+  if ((rc = mi__vk_bind(p, n->inputs[0], &d->bind[0])) != MI_OK) return rc;
+  return mi__vk_bind(p, n->outputs[0], &d->bind[2]);
+}
+
+/* Resize by integer factors with nearest sampling where every mode picks floor(o / f): the
+ * output is viewed with one extra dim of size f (input stride 0) after each upsampled axis,
+ * which makes it a broadcast copy. */
+static int32_t resize(vk_prep_t *p, const mi_node_desc_t *n) {
+  const mi_tensor_desc_t *x = mi__vk_tensor(p->desc, n->inputs[0]), *y = mi__vk_tensor(p->desc, n->outputs[0]);
+  const mi_tensor_desc_t *sc = n->input_count > 2 && n->inputs[2] >= 0 ? mi__vk_tensor(p->desc, n->inputs[2]) : NULL;
+  const mi_attr_t *mode = mi_sdk_attr(n, "mode"), *ctm = mi_sdk_attr(n, "coordinate_transformation_mode");
+  const mi_attr_t *nm = mi_sdk_attr(n, "nearest_mode");
+  const char *c = ctm && ctm->s ? ctm->s : "half_pixel", *r = nm && nm->s ? nm->s : "round_prefer_floor";
+  int64_t dims[EW_RANK];
+  uint32_t in_st[MI_MAX_RANK], st[EW_RANK];
+  int i, k = 0, ok;
+  vk_disp_t *d;
+  int32_t rc;
+  /* half_pixel maps o = f*i + j into (i - 1/2, i + 1/2), so both round modes give i. */
+  ok = n->opset >= 11 && (!mode || !mode->s || !strcmp(mode->s, "nearest")) && y && y->rank == x->rank &&
+       ((!strcmp(c, "asymmetric") && !strcmp(r, "floor")) ||
+        (!strcmp(c, "half_pixel") && !strncmp(r, "round_prefer_", 13)));
+  if (ok && sc && mi_sdk_numel(sc) > 0 && (!sc->data || sc->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(sc) != x->rank))
+    ok = 0;
+  if (ok) contiguous(x->dims, x->rank, in_st);
+  for (i = 0; ok && i < x->rank; i++) {
+    int64_t f = x->dims[i] > 0 ? y->dims[i] / x->dims[i] : 0;
+    if (f < 1 || y->dims[i] != f * x->dims[i] || (sc && mi_sdk_numel(sc) > 0 && ((const float *)sc->data)[i] != (float)f) ||
+        k + (f > 1) >= EW_RANK) {
+      ok = 0;
+      break;
+    }
+    dims[k] = x->dims[i], st[k++] = in_st[i];
+    if (f > 1) dims[k] = f, st[k++] = 0;
+  }
+  if (!ok)
+    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED,
+                         "vulkan: Resize: only nearest by integer factors (asymmetric+floor or half_pixel), at most %d view dims",
+                         EW_RANK);
+  if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, k, dims, &rc))) return rc;
+  contiguous(dims, k, &d->push[26]);
+  for (i = 0; i < k; i++) d->push[14 + i] = st[i];
+  if ((rc = mi__vk_bind(p, n->inputs[0], &d->bind[0])) != MI_OK) return rc;
+  return mi__vk_bind(p, n->outputs[0], &d->bind[2]);
+}
+
 static int32_t concat(vk_prep_t *p, const mi_node_desc_t *n) {
   const mi_tensor_desc_t *y = mi__vk_tensor(p->desc, n->outputs[0]);
   int64_t axis = mi_sdk_attr_int(n, "axis", 0), off = 0, outer, inner, dims[3];
@@ -177,7 +277,7 @@ static int32_t concat(vk_prep_t *p, const mi_node_desc_t *n) {
 static int32_t pool(vk_prep_t *p, const mi_node_desc_t *n, int mode) {
   const mi_tensor_desc_t *x = mi__vk_tensor(p->desc, n->inputs[0]), *y = mi__vk_tensor(p->desc, n->outputs[0]);
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
-  int64_t v[15];
+  int64_t v[17];
   vk_disp_t *d;
   int32_t rc;
   int i;
@@ -189,14 +289,16 @@ static int32_t pool(vk_prep_t *p, const mi_node_desc_t *n, int mode) {
   v[9] = ints_at(n, "pads", 0, 0), v[10] = ints_at(n, "pads", 1, 0);
   v[11] = ints_at(n, "dilations", 0, 1), v[12] = ints_at(n, "dilations", 1, 1);
   v[13] = mode, v[14] = mi_sdk_attr_int(n, "count_include_pad", 0);
+  v[15] = ints_at(n, "pads", 2, v[9]), v[16] = ints_at(n, "pads", 3, v[10]);
   if (ap && ap->s && strncmp(ap->s, "SAME", 4) == 0)
     for (i = 0; i < 2; i++) {
       int64_t tot = (v[3 + i] - 1) * v[7 + i] + (v[5 + i] - 1) * v[11 + i] + 1 - v[1 + i];
       if (tot < 0) tot = 0;
       v[9 + i] = strcmp(ap->s, "SAME_LOWER") == 0 ? tot - tot / 2 : tot / 2;
+      v[15 + i] = tot - v[9 + i];
     }
   if (!(d = mi__vk_disp_new(p, "pool", &rc))) return rc;
-  for (i = 0; i < 15; i++) d->push[i] = (uint32_t)v[i];
+  for (i = 0; i < 17; i++) d->push[i] = (uint32_t)v[i];
   mi__vk_grid1(p, d, (uint64_t)(v[0] * v[3] * v[4]));
   if ((rc = mi__vk_bind(p, n->inputs[0], &d->bind[0])) != MI_OK) return rc;
   return mi__vk_bind(p, n->outputs[0], &d->bind[2]);
@@ -280,6 +382,8 @@ int32_t mi__vk_prepare_op(vk_prep_t *p) {
   if (!strcmp(op, "BatchNormalization")) return batchnorm(p, n);
   if (!strcmp(op, "Transpose")) return transpose(p, n);
   if (!strcmp(op, "Concat")) return concat(p, n);
+  if (!strcmp(op, "Slice")) return slice(p, n);
+  if (!strcmp(op, "Resize")) return resize(p, n);
   if (!strcmp(op, "MaxPool")) return pool(p, n, 0);
   if (!strcmp(op, "AveragePool")) return pool(p, n, 1);
   if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool")) {

@@ -1,5 +1,6 @@
 // conv.comp - direct 2-D convolution (groups, strides, pads, dilations), one output per
-// invocation; with -DDEPTHWISE the group == channels case without the channel loop.
+// invocation; with -DDEPTHWISE the group == channels case without the channel loop, with
+// -DTRANSPOSE ConvTranspose (the same push block, one output per invocation).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0) in;
@@ -33,6 +34,23 @@ void main() {
     for (int kw = 0; kw < pc.KW; kw++) {
       int iw = ow * pc.sw - pc.pw + kw * pc.dw;
       if (iw >= 0 && iw < pc.W) acc += x[xb + ih * pc.W + iw] * w[wb + kh * pc.KW + kw];
+    }
+  }
+#elif defined(TRANSPOSE)
+  // ConvTranspose gathers: output (oh, ow) takes input (ih, iw) through tap (kh, kw) when
+  // oh + ph - kh*dh == ih*sh. W is [C, K/G, KH, KW].
+  int cpg = pc.C / pc.G, kpg = pc.K / pc.G, g = k / kpg, kk = k % kpg;
+  for (int c = 0; c < cpg; c++) {
+    int xb = (n * pc.C + g * cpg + c) * pc.H * pc.W, wb = ((g * cpg + c) * kpg + kk) * pc.KH * pc.KW;
+    for (int kh = 0; kh < pc.KH; kh++) {
+      int th = oh + pc.ph - kh * pc.dh;
+      if (th < 0 || th % pc.sh != 0 || th / pc.sh >= pc.H) continue;
+      int ih = th / pc.sh;
+      for (int kw = 0; kw < pc.KW; kw++) {
+        int tw = ow + pc.pw - kw * pc.dw;
+        if (tw >= 0 && tw % pc.sw == 0 && tw / pc.sw < pc.W)
+          acc += x[xb + ih * pc.W + tw / pc.sw] * w[wb + kh * pc.KW + kw];
+      }
     }
   }
 #else

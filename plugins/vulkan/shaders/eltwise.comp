@@ -1,5 +1,5 @@
 // eltwise.comp - unary/binary element-wise ops with numpy broadcasting, strided copies
-// (Transpose, Concat slices) and the per-channel affine of BatchNormalization.
+// (Transpose, Concat, Slice, nearest Resize) and the per-channel affine of BatchNormalization.
 #version 450
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x_id = 0) in;
@@ -12,11 +12,26 @@ layout(push_constant) uniform P {
 } pc;
 #include "act.glsl"
 
+// GLSL's pow(x, y) is undefined for x < 0 (lavapipe gives NaN), and for x == 0 with
+// y <= 0, but ONNX Pow follows C powf: a negative base with an integral exponent is exact up
+// to sign, e.g. the (x - mean)^2 of a decomposed LayerNorm.
+float pow_c(float x, float y) {
+  if (y == 0.0) return 1.0;
+  if (y == 1.0) return x;
+  if (y == 2.0) return x * x;
+  float ax = abs(x);
+  float r = ax == 0.0 ? (y > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u)) : pow(ax, y);
+  if (x >= 0.0 || isnan(x)) return x >= 0.0 ? r : x;
+  if (floor(y) != y) return uintBitsToFloat(0x7fc00000u);
+  return mod(y, 2.0) == 1.0 ? -r : r;
+}
+
 void main() {
   uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   if (i >= pc.n) return;
   uint r = i;
-  int oa = 0, ob = 0, oo = pc.ooff;
+  // boff2 is BatchNormalization's shift offset in B, and A's start offset for copies (Slice).
+  int oa = pc.op == 0 ? pc.boff2 : 0, ob = 0, oo = pc.ooff;
   for (int d = pc.rank - 1; d >= 0; d--) {
     int c = int(r % uint(pc.dims[d]));
     r /= uint(pc.dims[d]);
@@ -32,7 +47,7 @@ void main() {
   case 4: v = x / b[ob]; break;
   case 5: v = max(x, b[ob]); break;
   case 6: v = min(x, b[ob]); break;
-  case 7: v = pow(x, b[ob]); break;
+  case 7: v = pow_c(x, b[ob]); break;
   case 8: v = x < 0.0 ? x * b[ob] : x; break;
   case 9: v = x * b[ob] + b[ob + pc.boff2]; break;
   default: break;

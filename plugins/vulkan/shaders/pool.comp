@@ -5,7 +5,7 @@ layout(local_size_x_id = 0) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { float x[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
-  int NC, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, mode, include_pad;
+  int NC, H, W, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, mode, include_pad, peh, pew;
 } pc;
 
 void main() {
@@ -26,7 +26,9 @@ void main() {
         if (inside) acc = max(acc, x[(nc * pc.H + ih) * pc.W + iw]);
       } else {
         if (inside) { acc += x[(nc * pc.H + ih) * pc.W + iw]; cnt++; }
-        else if (pc.include_pad != 0 && ih < pc.H + pc.ph && iw < pc.W + pc.pw) cnt++;
+        // count_include_pad counts the explicit end pads (which may differ from the begin pads),
+        // not what ceil_mode adds past them.
+        else if (pc.include_pad != 0 && ih < pc.H + pc.peh && iw < pc.W + pc.pew) cnt++;
       }
     }
   }
