@@ -262,8 +262,9 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
       goto fail;
     }
     rc = ops[j].prep(&p, &k->steps[k->step_count], err);
-    if (rc != MI_OK) goto fail;
+    /* Counted even when refused: a prep may already hold its state/aux, released with the rest. */
     k->step_count++;
+    if (rc != MI_OK) goto fail;
     i += p.nodes_used > 0 ? p.nodes_used : 1;
   }
   *out = k;
