@@ -95,6 +95,11 @@ int main(void) {
   expect_error("version: 1\nmodel: models/net.onnx\npool: [{plugin: x, dev: 1}]\n", 3, 20, "unknown key 'dev'");
   expect_error("version: 1\nmodel: [models/net.onnx\n", 3, 1, "");
   expect_error("version: 1\nmodel: models/net.onnx\ninputs: {x: [1, 0]}\npool: [npu-stub]\n", 3, 17, "at least 1");
+  /* a key given twice is refused (the fuzzer found the second value leaking the first) */
+  expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\n"
+               "search: {strategy: random, strategy: nsga2}\n", 4, 28, "given twice (first at line 4)");
+  expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nversion: 1\n", 4, 1,
+               "key 'version' given twice");
 
   /* Plugin names are checked only when the registry is known. */
   {

@@ -66,11 +66,11 @@ static int32_t get_number(ctx_t *c, const yaml_node_t *n, const char *key, doubl
   return MI_OK;
 }
 
-/* A path relative to the recipe's folder; absolute paths stay. */
+/* A path relative to the recipe's folder; absolute paths and URLs (postgresql://...) stay. */
 static char *resolve(const mi_recipe_t *r, const char *p) {
   size_t n;
   char *out;
-  if (p[0] == '/') return strdup(p);
+  if (p[0] == '/' || strstr(p, "://")) return strdup(p);
   n = strlen(r->dir) + strlen(p) + 2;
   out = malloc(n);
   if (out) snprintf(out, n, "%s/%s", r->dir, p);
@@ -287,6 +287,32 @@ static int32_t path_key(ctx_t *c, const yaml_node_t *v, const char *key, char **
   return *out ? MI_OK : mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
 }
 
+/* A key given twice in one mapping is an error (YAML leaves it undefined, and the second value
+ * would silently replace the first). Checked over the whole document before parsing. */
+static int32_t unique_keys(ctx_t *c, const yaml_node_t *n, int depth) {
+  if (!n || depth > 64) return MI_OK;
+  if (n->type == YAML_SEQUENCE_NODE) {
+    for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
+      int32_t rc = unique_keys(c, yaml_document_get_node(c->doc, *i), depth + 1);
+      if (rc != MI_OK) return rc;
+    }
+  } else if (n->type == YAML_MAPPING_NODE) {
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+      const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+      int32_t rc;
+      for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p && scalar(k); q++) {
+        const yaml_node_t *k2 = yaml_document_get_node(c->doc, q->key);
+        if (scalar(k2) && !strcmp(scalar(k), scalar(k2)))
+          return at(c, k, MI_ERR_PARSE, "key '%s' given twice (first at line %d)", scalar(k),
+                    (int)k2->start_mark.line + 1);
+      }
+      rc = unique_keys(c, yaml_document_get_node(c->doc, p->value), depth + 1);
+      if (rc != MI_OK) return rc;
+    }
+  }
+  return MI_OK;
+}
+
 static int32_t parse_root(ctx_t *c, const yaml_node_t *root) {
   int seen_version = 0, seen_model = 0, seen_pool = 0, seen_pref = 0;
   if (!root || root->type != YAML_MAPPING_NODE) return at(c, root, MI_ERR_PARSE, "a recipe is a YAML mapping");
@@ -388,7 +414,8 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
   c.r = r;
   c.reg = reg;
   c.err = err;
-  rc = parse_root(&c, yaml_document_get_root_node(&doc));
+  rc = unique_keys(&c, yaml_document_get_root_node(&doc), 0);
+  if (rc == MI_OK) rc = parse_root(&c, yaml_document_get_root_node(&doc));
   yaml_document_delete(&doc);
   yaml_parser_delete(&parser);
   if (rc != MI_OK) {
