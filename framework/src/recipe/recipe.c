@@ -288,12 +288,17 @@ static int32_t path_key(ctx_t *c, const yaml_node_t *v, const char *key, char **
 }
 
 /* A key given twice in one mapping is an error (YAML leaves it undefined, and the second value
- * would silently replace the first). Checked over the whole document before parsing. */
-static int32_t unique_keys(ctx_t *c, const yaml_node_t *n, int depth) {
-  if (!n || depth > 64) return MI_OK;
+ * would silently replace the first). Checked over the whole document before parsing; each node
+ * is visited once, since aliases (`&a [*a, *a]`) can make the node graph cyclic. */
+static int32_t unique_keys(ctx_t *c, const yaml_node_t *n, unsigned char *seen) {
+  size_t id;
+  if (!n) return MI_OK;
+  id = (size_t)(n - c->doc->nodes.start);
+  if (seen[id]) return MI_OK;
+  seen[id] = 1;
   if (n->type == YAML_SEQUENCE_NODE) {
     for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
-      int32_t rc = unique_keys(c, yaml_document_get_node(c->doc, *i), depth + 1);
+      int32_t rc = unique_keys(c, yaml_document_get_node(c->doc, *i), seen);
       if (rc != MI_OK) return rc;
     }
   } else if (n->type == YAML_MAPPING_NODE) {
@@ -306,7 +311,7 @@ static int32_t unique_keys(ctx_t *c, const yaml_node_t *n, int depth) {
           return at(c, k, MI_ERR_PARSE, "key '%s' given twice (first at line %d)", scalar(k),
                     (int)k2->start_mark.line + 1);
       }
-      rc = unique_keys(c, yaml_document_get_node(c->doc, p->value), depth + 1);
+      rc = unique_keys(c, yaml_document_get_node(c->doc, p->value), seen);
       if (rc != MI_OK) return rc;
     }
   }
@@ -414,7 +419,13 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
   c.r = r;
   c.reg = reg;
   c.err = err;
-  rc = unique_keys(&c, yaml_document_get_root_node(&doc), 0);
+  {
+    size_t nodes = (size_t)(doc.nodes.top - doc.nodes.start);
+    unsigned char *seen = calloc(nodes ? nodes : 1, 1);
+    rc = seen ? unique_keys(&c, yaml_document_get_root_node(&doc), seen)
+              : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
+    free(seen);
+  }
   if (rc == MI_OK) rc = parse_root(&c, yaml_document_get_root_node(&doc));
   yaml_document_delete(&doc);
   yaml_parser_delete(&parser);
