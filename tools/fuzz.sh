@@ -21,10 +21,13 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$work" "$art"
   cp -n "$ROOT/tests/fuzz/corpus/$t/"* "$work/" 2>/dev/null || true
   echo "== fuzz-$t for ${SECS}s"
+  # -seed: MI_FUZZ_SEED (0, the default, lets libFuzzer pick one; CI fixes it so that its short
+  # run explores the same way each time and a red CI means a change broke a parser).
   # -timeout: one input taking 10 s is a hang worth reporting; -rss_limit_mb: a parser that
   # allocates a GiB for a small file is a finding too.
   if ! (cd "$B" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         "$B/bin/fuzz-$t" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
+        -seed="${MI_FUZZ_SEED:-0}" \
         -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$art/" "$work" \
         >"$B/fuzz-$t.log" 2>&1); then
     status=1
