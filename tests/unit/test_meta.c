@@ -195,6 +195,38 @@ static void test_map_identity(const mi_space_t *s, const mi_graph_t *g) {
   free(b);
 }
 
+/* A space smaller than the budget: every dimension frozen but the first one with 2+ values.
+ * The search must end (it once looped forever once every point was measured) and measure
+ * each point at most once. */
+static void test_exhausted(const mi_space_t *s) {
+  int32_t D = mi_space_dim_count(s), free_dim = -1;
+  uint8_t *frozen = malloc((size_t)D);
+  synth_t y = {5, 1, 0};
+  mi_search_options_t o;
+  mi_meta_options_t mo;
+  mi_search_result_t *r = NULL;
+  mi_error_t err;
+  for (int32_t d = 0; d < D; d++) {
+    frozen[d] = 1;
+    if (free_dim < 0 && mi_space_dim_size(s, d) >= 2 && mi_space_dim_kind(s, d) != MI_DIM_VARIANT) {
+      free_dim = d;
+      frozen[d] = 0;
+    }
+  }
+  CHECK(free_dim >= 0, "a dimension to free");
+  options(&o, &y, 3, 40);
+  o.frozen = frozen;
+  mi_meta_options_default(&mo);
+  mo.screen = 500;
+  CHECK(mi_meta_search_run(s, &o, &mo, &r, &err) == MI_OK, "%s", err.message);
+  if (r) {
+    CHECK(r->count <= mi_space_dim_size(s, free_dim) && r->count >= 1, "%d trials for %d points", (int)r->count,
+          (int)mi_space_dim_size(s, free_dim));
+  }
+  mi_search_result_destroy(r);
+  free(frozen);
+}
+
 int main(void) {
   mi_registry_t *reg = tsu_registry();
   mi_graph_t *g = tsu_small_cnn();
@@ -207,6 +239,7 @@ int main(void) {
   if (p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK) {
     printf("space: %d dims, %d features\n", mi_space_dim_count(s), mi_meta_feature_count(s));
     test_map_identity(s, g);
+    test_exhausted(s);
     test_strategy(s, g);
   } else {
     CHECK(0, "space: %s", err.message);

@@ -135,11 +135,11 @@ int main(void) {
   check_learner(MI_SURROGATE_XGB, 300, 0.85, 0);
   check_learner(MI_SURROGATE_XGB_RANK, 300, 0.85, 0);
   {
-    /* AUTO: the GP below the threshold, XGBoost above it. */
+    /* AUTO: the GP (with ARD) below the threshold, XGBoost above it. */
     double X[3] = {0.1, 0.2, 0.3}, y[1] = {1};
     mi_surrogate_t *s = NULL;
     CHECK(mi_surrogate_fit(X, y, 1, 3, NULL, &s, NULL) == MI_OK);
-    CHECK(mi_surrogate_kind_used(s) == MI_SURROGATE_GP);
+    CHECK(mi_surrogate_kind_used(s) == MI_SURROGATE_GP_ARD);
     mi_surrogate_destroy(s);
     mi_surrogate_destroy(NULL);
     CHECK(mi_surrogate_fit(NULL, y, 1, 3, NULL, &s, NULL) == MI_ERR_INVALID_ARGUMENT && !s);

@@ -18,6 +18,8 @@ typedef struct {
   char keys[MAX_SOURCES][200];
   int32_t cap[MAX_SOURCES];
   int32_t *pt;
+  int target_fp;                 /* 1: fp holds the target device's fingerprint part */
+  double fp[MI_META_DESC_SIZE - MI_META_FP_OFFSET];
 } load_ctx_t;
 
 static int add_row(void *user, const mi_history_row_t *row) {
@@ -25,10 +27,18 @@ static int add_row(void *user, const mi_history_row_t *row) {
   mi_tune_sources_t *o = c->out;
   const mi_record_t *b = c->t->base;
   char key[200];
-  int32_t k, matched = 0;
+  int32_t k, matched = 0, got;
   mi_meta_task_t *task;
   double *obj;
   if (!row->ok) return 0;
+  if (!c->target_fp && row->device_fingerprint_json && !strcmp(row->device_hash, b->device_hash)) {
+    /* The target device's fingerprint, when an earlier run (mi-host profile) stored it. */
+    double d[MI_META_DESC_SIZE];
+    if (mi_meta_describe_json(NULL, row->device_fingerprint_json, d) & 2) {
+      memcpy(c->fp, d + MI_META_FP_OFFSET, sizeof c->fp);
+      c->target_fp = 1;
+    }
+  }
   /* The task itself is replayed by the lookup, not used as its own prior. */
   if (!strcmp(row->model_hash, b->model_hash) && !strcmp(row->device_hash, b->device_hash) &&
       row->input_shapes && !strcmp(row->input_shapes, b->input_shapes))
@@ -43,9 +53,12 @@ static int add_row(void *user, const mi_history_row_t *row) {
     memset(task, 0, sizeof *task);
     task->space = c->s;
     task->stack_hash = strtoull(row->stack_hash, NULL, 16);
-    /* Only this run's model has known features: another model's task ranks behind. */
-    if (!strcmp(row->model_hash, b->model_hash)) memcpy(task->desc, o->desc, sizeof task->desc);
-    else for (int32_t i = 0; i < MI_META_DESC_SIZE; i++) task->desc[i] = 0;
+    /* The task's own model features and its device's fingerprint, as stored with it; a row
+     * written without features takes this run's when it is the same model (else zeros: it
+     * ranks behind). */
+    got = mi_meta_describe_json(row->model_features_json, row->device_fingerprint_json, task->desc);
+    if (!(got & 1) && !strcmp(row->model_hash, b->model_hash))
+      memcpy(task->desc, o->desc, MI_META_FP_OFFSET * sizeof *task->desc);
     task->name = "history";
   }
   task = &o->tasks[k];
@@ -101,7 +114,19 @@ int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
   memset(&q, 0, sizeof q);
   q.stack_hash = t->base->stack_hash; /* same software stack only (docs/meta.md) */
   q.ok_only = 1;
+  if (t->base->device_json &&
+      (mi_meta_describe_json(NULL, t->base->device_json, out->desc) & 2)) {
+    /* This run measured the fingerprint itself. */
+    memcpy(c->fp, out->desc + MI_META_FP_OFFSET, sizeof c->fp);
+    c->target_fp = 1;
+  }
+  mi_meta_describe(mf, NULL, out->desc);
   rc = mi_history_query(t->history, &q, add_row, c, err);
+  /* Devices enter retrieval only when the target's fingerprint is known: otherwise the
+   * sources' fingerprints are dropped and model features alone decide. */
+  for (int32_t k = 0; k < out->count && !c->target_fp; k++)
+    for (int32_t i = MI_META_FP_OFFSET; i < MI_META_DESC_SIZE; i++) out->tasks[k].desc[i] = 0;
+  if (c->target_fp) memcpy(out->desc + MI_META_FP_OFFSET, c->fp, sizeof c->fp);
   /* A task whose rows all failed to map is no source. */
   for (int32_t k = 0; k < out->count; k++)
     if (out->tasks[k].count == 0) out->tasks[k].objectives = NULL;

@@ -28,13 +28,14 @@ MI_API double mi_metric_rank_loss(const double *score, const double *truth, int3
 
 /* ---------------------------------------------------------------- surrogate models */
 
-/** Learners. AUTO picks the Gaussian process below `auto_threshold` points, XGBoost above
+/** Learners. AUTO picks the Gaussian process with ARD below `auto_threshold` points, XGBoost above
  * (docs/meta.md gives the measurements behind that choice). */
 typedef enum mi_surrogate_kind {
   MI_SURROGATE_AUTO = 0,
   MI_SURROGATE_GP = 1,       /* Matern 5/2 GP, LAPACK Cholesky, hyperparameters by likelihood */
   MI_SURROGATE_XGB = 2,      /* bootstrap ensemble of XGBoost regressors (reg:squarederror) */
-  MI_SURROGATE_XGB_RANK = 3  /* bootstrap ensemble of XGBoost rankers (rank:pairwise) */
+  MI_SURROGATE_XGB_RANK = 3, /* bootstrap ensemble of XGBoost rankers (rank:pairwise) */
+  MI_SURROGATE_GP_ARD = 4    /* added: the GP with one relevance weight per feature (ARD) */
 } mi_surrogate_kind;
 
 /** Fill with mi_surrogate_options_default, then change fields. */
@@ -84,6 +85,8 @@ MI_API void mi_meta_encode(const mi_space_t *s, const int32_t *pt, double *x);
 
 /** Length of a task descriptor (model features then the device fingerprint embedding). */
 #define MI_META_DESC_SIZE 24
+/** Where the device fingerprint part of a descriptor starts (model features before it). */
+#define MI_META_FP_OFFSET 13
 
 /** A task descriptor from model features and a device fingerprint (either may be NULL:
  * zeros); log-scaled sizes, an op-mix histogram, the fingerprint's vector. */
@@ -164,7 +167,7 @@ typedef struct mi_meta_options {
   int32_t init_points;            /* cold design points before the first fit (default 6) */
   int32_t batch;                  /* measurements per round, 5..20 (default 8) */
   int32_t screen;                 /* candidates scored on the surrogate per round (1e5) */
-  double kappa;                   /* UCB exploration weight (default 1.0) */
+  double kappa;                   /* UCB exploration weight (default 2.0) */
   int32_t learner;                /* mi_surrogate_kind for the target model (AUTO) */
   int32_t acquisition;            /* 0 UCB on random scalarisations, 1 predicted mean only */
   const uint8_t *frozen;          /* dims held at their default (may be NULL) */

@@ -79,6 +79,6 @@ void mi_meta_describe(const mi_model_features_t *mf, const mi_device_fingerprint
       desc[6 + op_family(mf->op_names[i])] += total > 0 ? mf->op_counts[i] / total : 0;
   }
   if (fp)
-    for (int i = 0; i < 4 + MI_PROBE_COUNT && 13 + i < MI_META_DESC_SIZE; i++)
-      desc[13 + i] = fp->vector[i];
+    for (int i = 0; i < 4 + MI_PROBE_COUNT && MI_META_FP_OFFSET + i < MI_META_DESC_SIZE; i++)
+      desc[MI_META_FP_OFFSET + i] = fp->vector[i];
 }

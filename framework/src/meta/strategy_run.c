@@ -67,6 +67,7 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
                            mi_error_t *err) {
   mi__meta_t st;
   int32_t rc = MI_OK, *pt = NULL, *batch = NULL, tidx[64], round = 0, succ = 0, fail = 0, low = 0;
+  int32_t stale = 0;
   int fresh;
   if (out) *out = NULL;
   if (!s || !so || !out || !so->evaluate || so->objective_count <= 0 || so->objective_count > MI_OBJ_COUNT)
@@ -131,17 +132,33 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
       st.mo.report->trust_radius[round] = st.radius;
     }
     if (got == 0) {
-      /* The screen found nothing new: fall back to random points so the budget is used. */
-      if (mi_space_sample(s, &st.rng, pt, NULL) != MI_OK || mi__meta_fix(&st, pt) != MI_OK) break;
-      memcpy(batch, pt, (size_t)st.D * sizeof *pt);
-      got = 1;
-    }
-    for (int32_t i = 0; i < got && mi__meta_has_budget(&st); i++) {
-      tidx[i] = mi__meta_eval(&st, batch + (size_t)i * st.D, &fresh);
-      if (tidx[i] < 0) {
-        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
-        goto done;
+      /* The screen found nothing new: fall back to a random point not tried yet, so the
+       * budget is used. */
+      for (int32_t tries = 0; tries < 64 && got == 0; tries++) {
+        uint64_t h;
+        int seen = 0;
+        if (mi_space_sample(s, &st.rng, pt, NULL) != MI_OK || mi__meta_fix(&st, pt) != MI_OK) continue;
+        h = mi_space_hash(s, pt);
+        for (int32_t i = 0; i < st.r->count && !seen; i++) seen = st.r->trials[i].hash == h;
+        if (seen) continue;
+        memcpy(batch, pt, (size_t)st.D * sizeof *pt);
+        got = 1;
       }
+    }
+    {
+      int32_t nfresh = 0;
+      for (int32_t i = 0; i < got && mi__meta_has_budget(&st); i++) {
+        tidx[i] = mi__meta_eval(&st, batch + (size_t)i * st.D, &fresh);
+        if (tidx[i] < 0) {
+          rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+          goto done;
+        }
+        nfresh += fresh;
+      }
+      /* A space smaller than the budget (or one the screen cannot leave) runs out of new
+       * points: three rounds without one end the search instead of looping forever. */
+      stale = nfresh ? 0 : stale + 1;
+      if (stale >= 3) break;
     }
     if (st.mo.report && round < MI_META_MAX_ROUNDS) {
       st.mo.report->learner[round] = mi_surrogate_kind_used(st.model[0]);

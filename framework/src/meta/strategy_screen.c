@@ -44,6 +44,7 @@ static double score(const mi__meta_t *st, const double *lam, const double *mu, c
   double mx = -INFINITY, sum = 0;
   for (int32_t j = 0; j < st->m; j++) {
     double v = lam[j] * (mu[j] - st->mo.kappa * sd[j] - ideal[j]);
+    if (lam[j] <= 0) continue; /* a zero weight must not clamp the maximum at 0 */
     if (v > mx) mx = v;
     sum += v;
   }
@@ -52,6 +53,12 @@ static double score(const mi__meta_t *st, const double *lam, const double *mu, c
 
 static void draw_lambda(mi__meta_t *st, double *lam) {
   double s = 0;
+  if (st->m > 1 && mi_rng_uniform(&st->rng) < st->mo.primary_share) {
+    /* The first objective is the primary one: a share of the effort goes to it alone, so a
+     * noisy or flat second objective cannot take the whole batch. */
+    for (int32_t j = 0; j < st->m; j++) lam[j] = j == 0 ? 1 : 0;
+    return;
+  }
   for (int32_t j = 0; j < st->m; j++) {
     lam[j] = -log(mi_rng_uniform(&st->rng) + 1e-12);
     s += lam[j];

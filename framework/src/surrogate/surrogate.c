@@ -41,8 +41,9 @@ int32_t mi_surrogate_fit(const double *X, const double *y, int32_t n, int32_t d,
   if (!s) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "surrogate: out of memory");
   s->kind = o->kind;
   if (s->kind == MI_SURROGATE_AUTO)
-    s->kind = n < (o->auto_threshold > 0 ? o->auto_threshold : 200) ? MI_SURROGATE_GP : MI_SURROGATE_XGB;
-  if (s->kind == MI_SURROGATE_GP) rc = mi__gp_fit(X, y, n, d, &s->gp, err);
+    s->kind = n < (o->auto_threshold > 0 ? o->auto_threshold : 200) ? MI_SURROGATE_GP_ARD : MI_SURROGATE_XGB;
+  if (s->kind == MI_SURROGATE_GP || s->kind == MI_SURROGATE_GP_ARD)
+    rc = mi__gp_fit(X, y, n, d, s->kind == MI_SURROGATE_GP_ARD, &s->gp, err);
   else if (s->kind == MI_SURROGATE_XGB || s->kind == MI_SURROGATE_XGB_RANK)
     rc = mi__xgb_fit(X, y, n, d, o, s->kind == MI_SURROGATE_XGB_RANK, &s->xgb, err);
   else rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "surrogate: unknown learner %d", (int)s->kind);

@@ -5,8 +5,9 @@
 #include "metainfer/mi.h"
 
 typedef struct mi__gp mi__gp_t;
-int32_t mi__gp_fit(const double *X, const double *y, int32_t n, int32_t d, mi__gp_t **out,
-                   mi_error_t *err);
+/* use_ard: one relevance weight per feature by marginal likelihood (MI_SURROGATE_GP_ARD). */
+int32_t mi__gp_fit(const double *X, const double *y, int32_t n, int32_t d, int use_ard,
+                   mi__gp_t **out, mi_error_t *err);
 int32_t mi__gp_predict(const mi__gp_t *g, const double *X, int32_t m, double *mean,
                        double *std, mi_error_t *err);
 void mi__gp_destroy(mi__gp_t *g);

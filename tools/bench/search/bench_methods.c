@@ -221,6 +221,17 @@ int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int metho
     mo.graph = t->graph;
     mo.frozen = t->frozen;
     mo.screen = 4000; /* the restricted spaces hold hundreds of points, not 10^5 */
+    {
+      /* Experiment knobs (docs/benchmarks.md): MI_BENCH_LEARNER (mi_surrogate_kind),
+       * MI_BENCH_KAPPA, MI_BENCH_BATCH, MI_BENCH_INIT, MI_BENCH_SCREEN, MI_BENCH_PRIMARY. */
+      const char *e;
+      if ((e = getenv("MI_BENCH_LEARNER"))) mo.learner = (int32_t)strtol(e, NULL, 10);
+      if ((e = getenv("MI_BENCH_KAPPA"))) mo.kappa = strtod(e, NULL);
+      if ((e = getenv("MI_BENCH_BATCH"))) mo.batch = (int32_t)strtol(e, NULL, 10);
+      if ((e = getenv("MI_BENCH_INIT"))) mo.init_points = (int32_t)strtol(e, NULL, 10);
+      if ((e = getenv("MI_BENCH_SCREEN"))) mo.screen = (int32_t)strtol(e, NULL, 10);
+      if ((e = getenv("MI_BENCH_PRIMARY"))) mo.primary_share = strtod(e, NULL);
+    }
     memcpy(mo.desc, t->desc, sizeof mo.desc);
     mo.stack_hash = t->stack;
     memset(&src, 0, sizeof src);

@@ -20,6 +20,13 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static double worst(const double *v, int n) {
+  double w = NAN;
+  for (int i = 0; i < n; i++)
+    if (isfinite(v[i]) && !(w >= v[i])) w = v[i];
+  return w;
+}
+
 /* 1-based measurement at which the best-so-far latency came within 5% of ref; BUDGET+1 never. */
 static double to_within(const mi_search_result_t *r, double ref) {
   double best = INFINITY;
@@ -125,14 +132,23 @@ done:
   free(truth);
 }
 
+/* MI_BENCH_METHODS (comma list of method names) runs only those: for quick experiments. */
+static int wanted(int m) {
+  const char *f = getenv("MI_BENCH_METHODS");
+  return !f || !f[0] || strstr(f, bs_method_names[m]) != NULL;
+}
+
 int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
   double v[BS_METHODS][4][64], cold64[64], warm20[64], cold20[64];
+  const char *lodo_env = getenv("MI_BENCH_LODO");
+  for (int32_t s = 0; s < 64; s++) cold64[s] = cold20[s] = warm20[s] = v[BS_OURS_MISLEAD][3][s] = NAN;
   printf("\n| task | reference | method | meas. to 5%% (median) | reached in %d | HV ratio @64 | best @20 / ref |\n", BUDGET);
   printf("| --- | --- | --- | --- | --- | --- | --- |\n");
   for (int32_t k = 0; k < n; k++) {
     bs_task_t *t = &tasks[k];
     for (int m = 0; m < BS_METHODS; m++) {
       int32_t reached = 0;
+      if (!wanted(m)) continue;
       for (int32_t s = 0; s < seeds; s++) {
         mi_search_result_t *r = NULL;
         mi_error_t e;
@@ -162,9 +178,13 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
         fflush(stdout);
       }
     }
-    printf("| %s | | misleading / cold, best latency | @20: %.3f | @64: %.3f (median over seeds) | | |\n", t->name,
-           median(warm20, seeds), median(v[BS_OURS_MISLEAD][3], seeds));
+    if (wanted(BS_OURS_COLD) && wanted(BS_OURS_MISLEAD)) {
+      double w20 = worst(warm20, seeds), w64 = worst(v[BS_OURS_MISLEAD][3], seeds);
+      printf("| %s | | misleading / cold, best latency, median (worst seed) | @20: %.3f (%.3f) | @64: %.3f (%.3f) | | |\n",
+             t->name, median(warm20, seeds), w20, median(v[BS_OURS_MISLEAD][3], seeds), w64);
+    }
   }
+  if (lodo_env && !strcmp(lodo_env, "0")) return 0;
   printf("\n| task (held-out device) | 10 samples, no sources: Spearman / within 10%% | + other devices' history | + misleading history |\n");
   printf("| --- | --- | --- | --- |\n");
   for (int32_t k = 0; k < n; k++) {

@@ -31,6 +31,7 @@ typedef struct bs_task {
   bs_row_t *rows;
   int32_t n, cap;
   double desc[MI_META_DESC_SIZE];
+  mi_model_features_t mf;
   uint64_t stack;
   double ref;                  /* best latency of the table (reference optimum) */
   mi_worker_pool_t *pool;      /* measures on a table miss (NULL: a miss fails) */

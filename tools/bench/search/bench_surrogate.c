@@ -35,12 +35,12 @@ static double median(double *v, int n) {
 
 int main(void) {
   static const int sizes[] = {10, 20, 40, 80, 160, 320};
-  static const int kinds[] = {MI_SURROGATE_GP, MI_SURROGATE_XGB, MI_SURROGATE_XGB_RANK};
-  static const char *names[] = {"", "gp", "xgb", "xgb-rank"};
+  static const int kinds[] = {MI_SURROGATE_GP, MI_SURROGATE_GP_ARD, MI_SURROGATE_XGB, MI_SURROGATE_XGB_RANK};
+  static const char *names[] = {"", "gp", "xgb", "xgb-rank", "gp-ard"};
   printf("| n | learner | Spearman | Kendall | MAPE | within 10%% | 2-sd coverage | fit+predict ms |\n");
   printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
-    for (size_t ki = 0; ki < 3; ki++) {
+    for (size_t ki = 0; ki < sizeof kinds / sizeof *kinds; ki++) {
       double sp[SEEDS], kt[SEEDS], mp[SEEDS], wi[SEEDS], cv[SEEDS], ms[SEEDS];
       int n = sizes[si];
       for (int s = 0; s < SEEDS; s++) {
