@@ -1,6 +1,7 @@
 /* cmd_tune.c - mi-host tune RECIPE: the joint search per (model, device) of a recipe, with a
  * deployment table, Pareto fronts as JSON and SVG, and an offline HTML report. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,6 +334,41 @@ static void tune_model(tune_ctx_t *c) {
   for (int32_t i = 0; i < started; i++) pthread_join(th[i], NULL);
 }
 
+/* Says which of the recipe's paths lead outside the recipe's folder (absolute, or through
+ * ".."), so a recipe cannot point at surprising places without the user seeing where. */
+static void show_outside_paths(const mi_recipe_t *r) {
+  char dir[PATH_MAX], p[PATH_MAX];
+  const char *what[64], *path[64];
+  int n = 0;
+  size_t dl;
+  if (!realpath(r->dir, dir)) return;
+  dl = strlen(dir);
+  for (int32_t i = 0; i < r->model_count && n < 62; i++, n++) {
+    what[n] = "model";
+    path[n] = r->models[i].path;
+  }
+  if (r->calibration) {
+    what[n] = "calibration";
+    path[n++] = r->calibration;
+  }
+  if (r->history && !mi_history_is_url(r->history)) {
+    what[n] = "history";
+    path[n++] = r->history;
+  }
+  for (int i = 0; i < n; i++) {
+    char parent[PATH_MAX];
+    const char *slash = strrchr(path[i], '/');
+    /* the history file may not exist yet: resolve its folder then */
+    if (!realpath(path[i], p)) {
+      snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - path[i]) : 1, slash ? path[i] : ".");
+      if (!realpath(parent, p)) continue;
+    }
+    if (strncmp(p, dir, dl) != 0 || (p[dl] != '/' && p[dl] != '\0'))
+      fprintf(stderr, "mi-host: note: %s: %s '%s' is outside the recipe's folder (%s)\n", r->path,
+              what[i], path[i], p);
+  }
+}
+
 int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   const char *recipe_path = NULL, *out = NULL;
   mi_recipe_t *r = NULL;
@@ -370,6 +406,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     return MI_HOST_USAGE;
   }
   c.r = r;
+  show_outside_paths(r);
   if (c.agents && !mi_history_is_url(r->history)) {
     fprintf(stderr, "mi-host: tune --agents needs a postgresql:// history in the recipe\n");
     goto done;
