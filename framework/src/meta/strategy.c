@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "meta/meta_internal.h"
+#include "space/space_internal.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -47,44 +48,11 @@ int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt) {
 }
 
 int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh) {
-  mi_search_result_t *r = st->r;
-  mi_trial_t *t;
-  uint64_t h = mi_space_hash(st->s, pt);
-  *fresh = 0;
-  for (int32_t i = 0; i < r->count; i++)
-    if (r->trials[i].hash == h) return i;
-  if (r->count == st->cap) {
-    int32_t cap = st->cap ? st->cap * 2 : 64;
-    mi_trial_t *nt = realloc(r->trials, (size_t)cap * sizeof *nt);
-    if (!nt) return -1;
-    r->trials = nt;
-    st->cap = cap;
-  }
-  t = &r->trials[r->count];
-  memset(t, 0, sizeof *t);
-  t->point = malloc((size_t)st->D * sizeof *t->point + 1);
-  if (!t->point) return -1;
-  memcpy(t->point, pt, (size_t)st->D * sizeof *pt);
-  t->hash = h;
-  for (int k = 0; k < MI_OBJ_COUNT; k++) t->objectives[k] = NAN;
-  r->count++;
-  *fresh = 1;
-  /* lookup_point first, as mi_search_run does: mi-host tune's history is keyed by text. */
-  if ((st->so->lookup_point &&
-       st->so->lookup_point(st->so->lookup_ctx, st->s, pt, t->objectives, &t->status, t->message)) ||
-      (st->so->lookup && st->so->lookup(st->so->lookup_ctx, h, t->objectives, &t->status))) {
-    t->from_history = 1; /* known for this task and stack: free of charge */
-    r->replayed++;
-  } else {
-    mi_error_t e;
-    mi_error_clear(&e);
-    t->status = st->so->evaluate(st->so->evaluate_ctx, st->s, pt, t->objectives, &e);
-    if (t->status != MI_OK) memcpy(t->message, e.message, sizeof t->message);
-    r->measured++;
-  }
-  if (st->so->progress)
-    st->so->progress(st->so->progress_ctx, t, r->measured, st->budget, now_s() - st->t0);
-  return r->count - 1;
+  int32_t i = mi__trial_eval(st->s, st->so, st->r, &st->cap, pt, fresh);
+  if (i >= 0 && *fresh && st->so->progress)
+    st->so->progress(st->so->progress_ctx, &st->r->trials[i], st->r->measured, st->budget,
+                     now_s() - st->t0);
+  return i;
 }
 
 /* The best measured trial on the first objective (the trust region's centre), or -1. */

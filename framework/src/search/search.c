@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "search/search_internal.h"
+#include "space/space_internal.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -21,8 +22,7 @@ int mi__search_has_budget(mi__search_t *st) {
 
 int32_t mi__search_eval(mi__search_t *st, const int32_t *pt, int *fresh) {
   mi_search_result_t *r = st->r;
-  mi_trial_t *t;
-  uint64_t h;
+  int32_t i;
   *fresh = 0;
   if (st->o->frozen && st->fixed) {
     /* A restricted space: frozen dimensions go back to their defaults before anything else. */
@@ -32,41 +32,11 @@ int32_t mi__search_eval(mi__search_t *st, const int32_t *pt, int *fresh) {
     mi_space_repair(st->s, st->scratch, NULL, NULL);
     pt = st->scratch;
   }
-  h = mi_space_hash(st->s, pt);
-  for (int32_t i = 0; i < r->count; i++)
-    if (r->trials[i].hash == h) return i;
-  if (r->count == st->cap) {
-    int32_t cap = st->cap ? st->cap * 2 : 64;
-    mi_trial_t *nt = realloc(r->trials, (size_t)cap * sizeof *nt);
-    if (!nt) return -1;
-    r->trials = nt;
-    st->cap = cap;
-  }
-  t = &r->trials[r->count];
-  memset(t, 0, sizeof *t);
-  t->point = malloc((size_t)st->dims * sizeof *t->point + 1);
-  if (!t->point) return -1;
-  memcpy(t->point, pt, (size_t)st->dims * sizeof *pt);
-  t->hash = h;
-  for (int k = 0; k < MI_OBJ_COUNT; k++) t->objectives[k] = NAN;
-  r->count++;
-  *fresh = 1;
-  if ((st->o->lookup_point &&
-       st->o->lookup_point(st->o->lookup_ctx, st->s, pt, t->objectives, &t->status, t->message)) ||
-      (st->o->lookup && st->o->lookup(st->o->lookup_ctx, h, t->objectives, &t->status))) {
-    /* Already measured for this task and stack: replay it, free of charge. */
-    t->from_history = 1;
-    r->replayed++;
-  } else {
-    mi_error_t e;
-    mi_error_clear(&e);
-    t->status = st->o->evaluate(st->o->evaluate_ctx, st->s, pt, t->objectives, &e);
-    if (t->status != MI_OK) memcpy(t->message, e.message, sizeof t->message);
-    r->measured++;
-  }
-  if (st->o->progress)
-    st->o->progress(st->o->progress_ctx, t, r->measured, st->budget, now_s() - st->t0);
-  return r->count - 1;
+  i = mi__trial_eval(st->s, st->o, r, &st->cap, pt, fresh);
+  if (i >= 0 && *fresh && st->o->progress)
+    st->o->progress(st->o->progress_ctx, &r->trials[i], r->measured, st->budget,
+                    now_s() - st->t0);
+  return i;
 }
 
 void mi__search_matrix(const mi__search_t *st, const int32_t *idx, int32_t n, double *obj,

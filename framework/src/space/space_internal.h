@@ -81,4 +81,10 @@ int mi__space_probe(mi_space_t *s, int32_t node, int32_t variant);
 /* space_ops.c */
 void mi__space_normalize(const mi_space_t *s, int32_t *pt);
 
+/** Records `pt` in the trial log `r` (capacity *cap): the index of the trial with the same
+ * hash, or of a new one replayed through o->lookup_point / o->lookup or measured through
+ * o->evaluate (*fresh = 1); -1 when out of memory. Shared by every strategy (search, meta). */
+int32_t mi__trial_eval(const mi_space_t *s, const mi_search_options_t *o, mi_search_result_t *r,
+                       int32_t *cap, const int32_t *pt, int *fresh);
+
 #endif
