@@ -128,18 +128,7 @@ static void run_job(const mi_agent_args_t *a, mi_farm_t *f, int64_t agent, mi_wo
   snprintf(res.failure, sizeof res.failure, "%s", rc == MI_OK ? "" : err.message);
   res.latency_ms = res.memory_mb = res.energy_mj = res.rel_l2 = NAN;
   if (prof) {
-    r.clock = prof->clock == MI_CLOCK_DEVICE ? "device" : "wall";
-    r.latency_s = prof->latency.stats;
-    r.repeats = prof->latency.runs;
-    r.rounds = prof->latency.rounds;
-    r.discarded = prof->latency.discarded;
-    r.prepare_s = prof->prepare_s;
-    r.peak_memory_bytes = prof->peak_memory_source ? prof->peak_memory_bytes : 0;
-    r.energy_j = prof->energy_j;
-    r.energy_source = !prof->has_energy ? MI_ENERGY_NONE
-                      : prof->energy_modeled ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
-    layers = mi_profile_layers_json(prof);
-    r.layers_json = layers;
+    layers = mi_record_set_profile(&r, prof);
     res.latency_ms = prof->latency.stats.median * 1e3;
     if (prof->peak_memory_source) res.memory_mb = (double)prof->peak_memory_bytes / 1048576.0;
     if (prof->has_energy) res.energy_mj = prof->energy_j * 1e3;

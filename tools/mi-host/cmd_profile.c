@@ -237,19 +237,8 @@ static int32_t record(mi_history_t *hist, int64_t run, const task_info_t *t, con
         n += (size_t)snprintf(samples + n, cap - n, "%s%.9g", i ? "," : "", p->latency.samples[i]);
       snprintf(samples + n, cap - n, "]");
     }
-    layers = mi_profile_layers_json(p);
-    r.clock = p->clock == MI_CLOCK_DEVICE ? "device" : "wall";
-    r.latency_s = p->latency.stats;
+    layers = mi_record_set_profile(&r, p);
     r.samples_json = samples;
-    r.repeats = p->latency.runs;
-    r.rounds = p->latency.rounds;
-    r.discarded = p->latency.discarded;
-    r.prepare_s = p->prepare_s;
-    r.peak_memory_bytes = p->peak_memory_bytes;
-    r.energy_j = p->energy_j;
-    r.energy_source = !p->has_energy ? MI_ENERGY_NONE
-                      : p->energy_modeled ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
-    r.layers_json = layers;
   }
   rc = mi_history_put(hist, &r, NULL, err);
   free(fpj);

@@ -51,18 +51,7 @@ static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc
   r.failure = rc == MI_OK ? NULL : failure;
   r.clock = "wall";
   if (prof) {
-    r.clock = prof->clock == MI_CLOCK_DEVICE ? "device" : "wall";
-    r.latency_s = prof->latency.stats;
-    r.repeats = prof->latency.runs;
-    r.rounds = prof->latency.rounds;
-    r.discarded = prof->latency.discarded;
-    r.prepare_s = prof->prepare_s;
-    r.peak_memory_bytes = prof->peak_memory_source ? prof->peak_memory_bytes : 0;
-    r.energy_j = prof->energy_j;
-    r.energy_source = !prof->has_energy ? MI_ENERGY_NONE
-                      : prof->energy_modeled ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
-    layers = mi_profile_layers_json(prof);
-    r.layers_json = layers;
+    layers = mi_record_set_profile(&r, prof);
   }
   if (res && res->has_accuracy) {
     snprintf(acc, sizeof acc, "{\"rel_l2\":%.17g,\"top1\":%.17g}", res->rel_l2, res->top1);

@@ -389,6 +389,12 @@ MI_API void mi_history_close(mi_history_t *h);
 /** Starts a run (one invocation of a tool); its id goes into each record. */
 MI_API int32_t mi_history_begin_run(mi_history_t *h, const char *tool, const char *note,
                                     int64_t *run_id, mi_error_t *err);
+/** Fills the measured part of a record from a profile: clock, latency statistics, repeats,
+ * rounds, discarded samples, prepare time, peak memory (0 when no source measured it), energy
+ * with its source, and layers. Returns the layers JSON that r->layers_json now points to; the
+ * caller frees it after mi_history_put (NULL when out of memory: layers are then left out). */
+MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p);
+
 /** Records one measurement in its own transaction, committed before it returns. */
 MI_API int32_t mi_history_put(mi_history_t *h, const mi_record_t *r, int64_t *id,
                               mi_error_t *err);

@@ -55,6 +55,22 @@ MI_API int32_t mi_history_begin_run(mi_history_t *h, const char *tool, const cha
   return h->ops->put_run(h->state, tool, note, run_id, err);
 }
 
+MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p) {
+  r->clock = p->clock == MI_CLOCK_DEVICE ? "device" : "wall";
+  r->latency_s = p->latency.stats;
+  r->repeats = p->latency.runs;
+  r->rounds = p->latency.rounds;
+  r->discarded = p->latency.discarded;
+  r->prepare_s = p->prepare_s;
+  r->peak_memory_bytes = p->peak_memory_source ? p->peak_memory_bytes : 0;
+  r->energy_j = p->energy_j;
+  r->energy_source = !p->has_energy     ? MI_ENERGY_NONE
+                     : p->energy_modeled ? MI_ENERGY_MODELED
+                                         : MI_ENERGY_MEASURED;
+  r->layers_json = mi_profile_layers_json(p);
+  return (char *)r->layers_json;
+}
+
 MI_API int32_t mi_history_put(mi_history_t *h, const mi_record_t *r, int64_t *id,
                               mi_error_t *err) {
   int64_t tmp;
