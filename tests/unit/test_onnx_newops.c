@@ -4,28 +4,7 @@
  * values worked out by hand. The protobuf writer here is independent of the importer. */
 #include "test_ref_common.h"
 
-typedef struct pb {
-  uint8_t d[2048];
-  size_t n;
-} pb_t;
-
-static void varint(pb_t *b, uint64_t v) {
-  do {
-    uint8_t c = v & 0x7f;
-    v >>= 7;
-    b->d[b->n++] = c | (v ? 0x80 : 0);
-  } while (v);
-}
-static void tag(pb_t *b, int field, int wt) { varint(b, ((uint64_t)field << 3) | (uint64_t)wt); }
-static void put_int(pb_t *b, int field, int64_t v) { tag(b, field, 0); varint(b, (uint64_t)v); }
-static void put_bytes(pb_t *b, int field, const void *p, size_t n) {
-  tag(b, field, 2);
-  varint(b, n);
-  memcpy(b->d + b->n, p, n);
-  b->n += n;
-}
-static void put_str(pb_t *b, int field, const char *s) { put_bytes(b, field, s, strlen(s)); }
-static void put_msg(pb_t *b, int field, const pb_t *m) { put_bytes(b, field, m->d, m->n); }
+#include "test_pb.h"
 
 /* AttributeProto: INT (type 2), STRING (3), INTS (7). */
 static void attr_int(pb_t *node, const char *name, int64_t v) {
