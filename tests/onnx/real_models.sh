@@ -34,8 +34,18 @@ check_runs() { # NAME FILE [mi-run args...]
   if ! "$run" --model "$file" --device ref --output-dir "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1; then
     echo "FAIL $name: mi-run failed: $(tail -n 1 "$tmp/$name.log")"; fail=1; return
   fi
-  if ! finite "$tmp/$name"; then echo "FAIL $name: bad outputs"; fail=1; return; fi
+  if ! finite "$tmp/$name" >"$tmp/$name.out"; then
+    echo "FAIL $name: bad outputs: $(tail -n 1 "$tmp/$name.out")"; fail=1; return
+  fi
+  cat "$tmp/$name.out"
   echo "ok   $name"
+}
+
+want_count() { # NAME FILE.npy N: the run of NAME (if any) wrote N values to FILE.npy
+  [ -f "$tmp/$1.out" ] || return 0
+  if ! grep -q "^  $2: $3 finite values" "$tmp/$1.out"; then
+    echo "FAIL $1: want $3 values in $2"; fail=1
+  fi
 }
 
 check_refused() { # NAME FILE OP: exit 2, one line on stderr naming OP
@@ -51,6 +61,12 @@ check_refused() { # NAME FILE OP: exit 2, one line on stderr naming OP
 }
 
 check_runs oww-hello-deepa oww_hello_deepa.onnx
+# openWakeWord's front end: mel spectrogram (PyTorch) and the speech embedding (tf2onnx) with
+# a dynamic batch of 2: [2,76,32,1] (NHWC) -> [2,1,1,96].
+check_runs oww-melspectrogram oww_melspectrogram.onnx --shape input=1,1280
+want_count oww-melspectrogram output.npy 160
+check_runs oww-embedding oww_embedding.onnx --shape input_1=2,76,32,1
+want_count oww-embedding conv2d_19.npy 192
 check_runs ppocr-v2-cls ppocr_v2_cls.onnx --shape x=1,3,48,192
 check_runs ppocr-v4-det ppocr_v4_det.onnx --shape x=1,3,64,96
 check_runs ppocr-v4-rec ppocr_v4_rec.onnx --shape x=1,3,48,96

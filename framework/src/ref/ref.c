@@ -17,6 +17,7 @@ typedef struct ref_op {
 int32_t mi__ref_quant(mi__ref_call_t *c); /* ref_quant.c: QuantizeLinear, DequantizeLinear */
 int32_t mi__ref_if(mi__ref_call_t *c);    /* ref_control.c */
 int32_t mi__ref_loop(mi__ref_call_t *c);  /* ref_control.c */
+int32_t mi__ref_scan(mi__ref_call_t *c);  /* ref_control.c */
 int32_t mi__ref_pad(mi__ref_call_t *c);   /* ref_pad.c */
 int32_t mi__ref_size(mi__ref_call_t *c);  /* ref_pad.c */
 int32_t mi__ref_lstm(mi__ref_call_t *c);  /* ref_rnn.c */
@@ -76,6 +77,7 @@ static const ref_op_t REF_OPS[] = {
     {"Range", mi__ref_range},         {"Tile", mi__ref_tile},
     {"QuantizeLinear", mi__ref_quant}, {"DequantizeLinear", mi__ref_quant},
     {"If", mi__ref_if},               {"Loop", mi__ref_loop},
+    {"Scan", mi__ref_scan},
     {"Pad", mi__ref_pad},             {"Size", mi__ref_size},
     {"LSTM", mi__ref_lstm},
     {"ReduceProd", mi__ref_reduce},   {"ReduceL2", mi__ref_reduce},
