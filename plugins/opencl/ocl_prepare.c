@@ -258,7 +258,7 @@ int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_k
   p.k->device = device;
   st = io_sizes(desc, p.k, err);
   if (st == MI_OK) {
-    if (strcmp(op, "Conv") == 0)
+    if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)
       st = mi__ocl_prepare_conv(&p);
     else if (strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0)
       st = mi__ocl_prepare_gemm(&p);

@@ -1,5 +1,5 @@
-/* ocl_prepare_mm.c - prepares convolution (direct, depthwise, im2col + GEMM) and Gemm/MatMul
- * kernels with their fused epilogues. */
+/* ocl_prepare_mm.c - prepares convolution (direct, depthwise, im2col + GEMM), transposed
+ * convolution and Gemm/MatMul kernels with their fused epilogues. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +91,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   int32_t st = MI_OK;
   int C, H, W, OC, OH, OW, KH, KW, G, N, i;
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
+  int transposed = strcmp(n->op_type, "ConvTranspose") == 0;
   memset(&e, 0, sizeof e);
   if (n->input_count < 2 || n->output_count < 1)
     return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Conv: needs X and W");
@@ -99,19 +100,39 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   y = mi__ocl_tensor(d, n->outputs[0]);
   if (n->input_count > 2 && n->inputs[2] >= 0) bias = mi__ocl_tensor(d, n->inputs[2]);
   if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Conv: only 2-D convolution (4-D tensors)");
+    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D convolution (4-D tensors)",
+                          n->op_type);
   N = (int)x->dims[0]; C = (int)x->dims[1]; H = (int)x->dims[2]; W = (int)x->dims[3];
   OC = (int)y->dims[1]; OH = (int)y->dims[2]; OW = (int)y->dims[3];
   KH = (int)w->dims[2]; KW = (int)w->dims[3];
   G = (int)mi_sdk_attr_int(n, "group", 1);
-  if (G < 1 || C % G || OC % G || w->dims[0] != OC || w->dims[1] != C / G)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Conv: inconsistent group/weight shape");
+  /* W is [OC, C/G, KH, KW] for Conv and [C, OC/G, KH, KW] for ConvTranspose. */
+  if (G < 1 || C % G || OC % G ||
+      (transposed ? w->dims[0] != C || w->dims[1] != OC / G
+                  : w->dims[0] != OC || w->dims[1] != C / G))
+    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: inconsistent group/weight shape",
+                          n->op_type);
   g[0] = C; g[1] = H; g[2] = W; g[3] = OC; g[4] = OH; g[5] = OW; g[6] = KH; g[7] = KW;
   g[8] = (cl_int)ints_at(n, "strides", 0, 1); g[9] = (cl_int)ints_at(n, "strides", 1, 1);
   g[10] = (cl_int)ints_at(n, "pads", 0, 0); g[11] = (cl_int)ints_at(n, "pads", 1, 0);
   g[12] = (cl_int)ints_at(n, "dilations", 0, 1); g[13] = (cl_int)ints_at(n, "dilations", 1, 1);
   g[14] = G;
-  if (ap && ap->type == MI_ATTR_STRING && ap->s && strncmp(ap->s, "SAME", 4) == 0) {
+  if (transposed && (mi_sdk_attr(n, "output_shape") ||
+                     (ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "NOTSET") != 0))) {
+    /* The begin pads follow from the inferred output size, as the reference computes them:
+     * total = S*(in-1) + output_padding + (K-1)*D + 1 - out, the odd one at the end for
+     * SAME_UPPER and at the start otherwise (VALID gives total 0). */
+    int upper = ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "SAME_UPPER") == 0;
+    for (i = 0; i < 2; i++) {
+      int in = i ? W : H, o = i ? OW : OH, k = i ? KW : KH;
+      int tot = g[8 + i] * (in - 1) + (int)ints_at(n, "output_padding", i, 0) +
+                (k - 1) * g[12 + i] + 1 - o;
+      if (tot < 0) tot = 0;
+      g[10 + i] = upper ? tot / 2 : tot - tot / 2;
+    }
+  }
+  if (!transposed && ap && ap->type == MI_ATTR_STRING && ap->s &&
+      strncmp(ap->s, "SAME", 4) == 0) {
     for (i = 0; i < 2; i++) { /* pads from the inferred output size */
       int in = i ? W : H, o = i ? OW : OH, k = i ? KW : KH;
       int tot = (o - 1) * g[8 + i] + (k - 1) * g[12 + i] + 1 - in;
@@ -124,7 +145,8 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   if (bias) {
     const float *b = bias->data;
     if (!b || bias->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(bias) != OC) {
-      st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Conv: bias must be constant FP32 [OC]");
+      st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bias must be constant FP32 [OC]",
+                          n->op_type);
       goto done;
     }
     /* the bias comes before BN: shift' = shift + bias * scale */
@@ -177,6 +199,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     st = add_gemm(p, GK_TILED, aw, acol, ay, &gg, &e, P);
   } else {
     int dw = strcmp(p->var->id, "conv.depthwise") == 0;
+    const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw" : "conv_direct";
     char opt[64];
     ocl_launch_t *l;
     if (dw && (G != C || OC % C)) {
@@ -184,7 +207,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
       goto done;
     }
     snprintf(opt, sizeof opt, "-D UNROLL=%d", (int)p->kn.v[K_UNROLL]);
-    if (!(l = mi__ocl_launch_new(p, mi__ocl_src_conv, opt, dw ? "conv_dw" : "conv_direct", &st))) goto done;
+    if (!(l = mi__ocl_launch_new(p, mi__ocl_src_conv, opt, kname, &st))) goto done;
     mi__ocl_arg(l, ax);
     mi__ocl_arg(l, aw);
     mi__ocl_arg(l, ay);

@@ -1,5 +1,5 @@
-/* ocl_src_mm.c - OpenCL C sources: convolution (direct, depthwise, im2col) and GEMM (naive,
- * tiled with local memory, register-blocked with vector types). Tunables arrive as -D. */
+/* ocl_src_mm.c - OpenCL C sources: convolution (direct, depthwise, transposed, im2col) and GEMM
+ * (naive, tiled with local memory, register-blocked with vector types). Tunables arrive as -D. */
 #include "ocl.h"
 
 /* g: C, H, W, OC, OH, OW, KH, KW, SH, SW, PH, PW, DH, DW, G */
@@ -47,6 +47,34 @@ const char mi__ocl_src_conv[] =
     "    for (int kw = 0; kw < KW; kw++) {\n"
     "      int iw = ow * SW - PW + kw * DW;\n"
     "      if (iw >= 0 && iw < W) acc += xp[ih * W + iw] * wp[kh * KW + kw];\n"
+    "    }\n"
+    "  }\n"
+    "  y[i] = EPI(acc, i);\n"
+    "}\n"
+    /* ConvTranspose, W [C][OC/G][KH][KW]: output (oh, ow) takes input (ih, iw) through tap
+     * (kh, kw) when oh = ih * SH - PH + kh * DH (and the same along W). */
+    "__kernel void conv_transpose(__global const float *x, __global const float *w,\n"
+    "                             __global float *y, int n, __global const int *g, EPI_PARAMS) {\n"
+    "  int i = get_global_id(0);\n"
+    "  if (i >= n) return;\n"
+    "  int C = g[0], H = g[1], W = g[2], OC = g[3], OH = g[4], OW = g[5], KH = g[6], KW = g[7];\n"
+    "  int SH = g[8], SW = g[9], PH = g[10], PW = g[11], DH = g[12], DW = g[13], G = g[14];\n"
+    "  int ow = i % OW, oh = (i / OW) % OH, oc = (i / (OW * OH)) % OC, nn = i / (OW * OH * OC);\n"
+    "  int Cg = C / G, OCg = OC / G, gi = oc / OCg, ocg = oc % OCg;\n"
+    "  float acc = 0.0f;\n"
+    "  for (int ic = 0; ic < Cg; ic++) {\n"
+    "    __global const float *xp = x + ((nn * C + gi * Cg + ic) * H) * W;\n"
+    "    __global const float *wp = w + ((gi * Cg + ic) * OCg + ocg) * KH * KW;\n"
+    "    for (int kh = 0; kh < KH; kh++) {\n"
+    "      int th = oh + PH - kh * DH;\n"
+    "      if (th < 0 || th % SH != 0 || th / SH >= H) continue;\n"
+    "      int ih = th / SH;\n"
+    "      UNROLL_HINT(UNROLL)\n"
+    "      for (int kw = 0; kw < KW; kw++) {\n"
+    "        int tw = ow + PW - kw * DW;\n"
+    "        if (tw >= 0 && tw % SW == 0 && tw / SW < W)\n"
+    "          acc += xp[ih * W + tw / SW] * wp[kh * KW + kw];\n"
+    "      }\n"
     "    }\n"
     "  }\n"
     "  y[i] = EPI(acc, i);\n"
