@@ -232,6 +232,87 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
   return MI_OK;
 }
 
+/* Without im2col: the group's input planes are copied once into zero-padded planes split into
+ * sh x sw stride phases of pg_hp x pg_wp (padded row r goes to phase r % sh, row r / sh; columns
+ * alike), so output (oh, ow) of tap (ci, kh, kw) reads flat element koff[k] + oh*wp + ow of its
+ * phase: B is those planes at per-row offsets, over (OH-1)*wp + OW flat pixels whose columns past
+ * OW are computed and dropped. Then the rows are compacted and the epilogue runs on them. */
+static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
+                    int64_t g, const float *xg) {
+  int64_t cg = c->C / c->G, mg = c->M / c->G, hp = c->pg_hp, wp = c->pg_wp, ohw = c->OH * c->OW;
+  int64_t nf = (c->OH - 1) * wp + c->OW, ph = c->sh * c->sw, ci, i, j, m, oh;
+  float *pad = c->scratch, *y = (float *)t[c->y] + (n * c->M + g * mg) * ohw;
+  for (i = 0; i < cg * ph * hp * wp; i++) pad[i] = 0.f;
+  for (ci = 0; ci < cg; ci++)
+    for (i = 0; i < c->H; i++) {
+      int64_t pr = i + c->pt, r = pr % c->sh, i2 = pr / c->sh, j1 = c->W;
+      const float *xr = xg + (ci * c->H + i) * c->W;
+      if (i2 >= hp) break;
+      if (c->sw == 1) {
+        float *dst = pad + ((ci * ph + r) * hp + i2) * wp + c->pl;
+        if (j1 > wp - c->pl) j1 = wp - c->pl;
+        for (j = 0; j < j1; j++) dst[j] = xr[j];
+      } else {
+        int64_t rc;
+        for (rc = 0; rc < c->sw; rc++) { /* column phase rc: input columns j = j2*sw + rc - pl */
+          float *dst = pad + ((ci * ph + r * c->sw + rc) * hp + i2) * wp;
+          const float *src = xr + rc - c->pl;
+          int64_t a = c->pl > rc ? (c->pl - rc + c->sw - 1) / c->sw : 0;
+          int64_t b = c->W - 1 + c->pl - rc >= 0 ? (c->W - 1 + c->pl - rc) / c->sw + 1 : 0;
+          if (b > wp) b = wp;
+          if (c->sw == 2)
+            for (j = a; j < b; j++) dst[j] = src[2 * j];
+          else
+            for (j = a; j < b; j++) dst[j] = src[j * c->sw];
+        }
+      }
+    }
+  mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, nf, c->pg_raw, nf);
+  for (m = 0; m < mg; m++) {
+    float *row = y + m * ohw;
+    const float *r = c->pg_raw + m * nf;
+    for (oh = 0; oh < c->OH; oh++)
+      for (j = 0; j < c->OW; j++) row[oh * c->OW + j] = r[oh * wp + j];
+    if (c->affine || c->epi_n) mi__blis_epi_row(c, t, n, g * mg + m, row);
+  }
+}
+
+/* conv.packed_gemm: per image and group, the packed GEMM on the input (pointwise) or on im2col
+ * columns filled chunk by chunk; the epilogue is inside the GEMM. */
+static int32_t run_pg_conv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                           mi_error_t *err) {
+  const mi__blis_conv_t *c = s->state;
+  const float *x = t[c->x];
+  int64_t n, g, p0, ohw = c->OH * c->OW, cg = c->C / c->G, cb = c->block;
+  conv_task_t ct;
+  (void)err;
+  ct.c = c;
+  ct.t = t;
+  for (n = 0; n < c->N; n++)
+    for (g = 0; g < c->G; g++) {
+      const float *xg = x + (n * c->C + g * cg) * c->H * c->W;
+      if (c->pg_direct) {
+        mi__blis_pg_gemm(c, t, env, n, g, xg, ohw, 0, ohw);
+        continue;
+      }
+      if (c->pg_hp) {
+        pg_flat(c, t, env, n, g, xg);
+        continue;
+      }
+      for (p0 = 0; p0 < ohw; p0 += cb) {
+        ct.x = xg;
+        ct.p0 = p0;
+        ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
+        mi__blis_parallel(env, cg, 1, c->KH * c->KW * ct.cb,
+                          c->simd == MI__SIMD_AVX512 ? im2col_avx512
+                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2 : im2col_c,
+                          &ct);
+        mi__blis_pg_gemm(c, t, env, n, g, c->scratch, ct.cb, p0, ct.cb);
+      }
+    }
+  return MI_OK;
+}
+
 int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *wt;
@@ -261,7 +342,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   is1x1 = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
           c->OH == c->H && c->OW == c->W;
   isdw = c->G == c->C && c->G > 1;
-  if (!p->variant) c->variant = isdw ? MI__CONV_DW : is1x1 ? MI__CONV_1X1 : MI__CONV_IM2COL;
+  /* Default: depthwise direct, else the packed SIMD GEMM where the CPU has AVX2 or AVX-512,
+   * else BLIS (1x1 or im2col). */
+  if (!p->variant)
+    c->variant = isdw ? MI__CONV_DW : c->simd != MI__SIMD_C ? MI__CONV_PG : is1x1 ? MI__CONV_1X1 : MI__CONV_IM2COL;
+  else if (strcmp(p->variant, "conv.packed_gemm") == 0) c->variant = MI__CONV_PG;
   else if (strcmp(p->variant, "conv.im2col_gemm") == 0) c->variant = MI__CONV_IM2COL;
   else if (strcmp(p->variant, "conv.1x1_gemm") == 0) c->variant = MI__CONV_1X1;
   else if (strcmp(p->variant, "conv.depthwise_direct") == 0) c->variant = MI__CONV_DW;
@@ -273,7 +358,71 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if ((c->nhwc_in || c->nhwc_out) && c->variant != MI__CONV_NHWC)
     return mi__blis_unsupported(err, n, "NHWC tensors need variant conv.direct_nhwc");
   build_epilogue(p, c, n);
-  if (c->variant == MI__CONV_IM2COL) {
+  {
+    /* the leading epilogue ops the SIMD kernels apply in registers; the rest run scalar after */
+    int32_t e;
+    for (e = 0; e < c->epi_n; e++) {
+      int32_t a = c->epi[e].act;
+      if (a != MI__ACT_NONE && a != MI__ACT_RELU && a != MI__ACT_CLIP && a != MI__ACT_HSWISH) break;
+    }
+    c->pg_vec_ops = e;
+    c->pg_ek = c->epi_n == 0                                        ? MI__EK_NONE
+               : c->epi_n == 1 && c->epi[0].act == MI__ACT_RELU ? MI__EK_RELU
+               : c->epi_n == 1 && c->epi[0].act == MI__ACT_CLIP ? MI__EK_CLIP
+               : c->epi_n == 1 && c->epi[0].act == MI__ACT_NONE ? MI__EK_ADD
+               : c->epi_n == 2 && c->epi[0].act == MI__ACT_NONE && c->epi[1].act == MI__ACT_RELU
+                   ? MI__EK_ADD_RELU
+                   : MI__EK_GENERIC;
+  }
+  if (c->variant == MI__CONV_PG || c->variant == MI__CONV_DW) {
+    int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
+    if (si > 0 && si < p->ctx->simd_n) c->simd = p->ctx->simd_ids[si];
+  }
+  if (c->variant == MI__CONV_PG) {
+    int64_t ohw = c->OH * c->OW;
+    uint64_t packed;
+    int64_t kk = c->C / c->G * c->KH * c->KW, nf = 0;
+    uint64_t scratch;
+    c->pg_direct = is1x1;
+    c->block = mi_sdk_knob_int(p->desc, "im2col_block", 0);
+    if (c->pg_direct || c->block <= 0 || c->block > ohw) c->block = ohw;
+    if (!c->pg_direct && c->sh <= 4 && c->sw <= 4 && c->block == ohw) {
+      c->pg_hp = c->OH + (c->KH - 1) * c->dh / c->sh;
+      c->pg_wp = c->OW + (c->KW - 1) * c->dw / c->sw;
+      nf = (c->OH - 1) * c->pg_wp + c->OW;
+    }
+    c->pg_mv = (c->pg_hp ? nf : c->block) < 40;
+    c->pg_mr = mi__blis_pg_panel(c->simd, c->pg_mv);
+    packed = mi__blis_pg_packed_floats(c);
+    scratch = c->pg_direct ? 0
+              : c->pg_hp   ? (uint64_t)(c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp + c->M / c->G * nf)
+                           : (uint64_t)(kk * c->block);
+    /* aux: row offsets (int64, first: 64-byte aligned), packed weights, scratch */
+    aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + packed + scratch;
+    s->aux = mi__blis_alloc(p->ctx, (aux + 1) * sizeof(float));
+    if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    c->packed = (float *)s->aux + (c->pg_hp ? 2 * kk : 0);
+    c->scratch = c->packed + packed;
+    if (c->pg_hp) {
+      int64_t ci, a, b, k = 0;
+      c->pg_koff = s->aux;
+      c->pg_raw = c->scratch + c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp;
+      for (ci = 0; ci < c->C / c->G; ci++)
+        for (a = 0; a < c->KH; a++)
+          for (b = 0; b < c->KW; b++) {
+            int64_t ph = (ci * c->sh + a * c->dh % c->sh) * c->sw + b * c->dw % c->sw;
+            c->pg_koff[k++] = (ph * c->pg_hp + a * c->dh / c->sh) * c->pg_wp + b * c->dw / c->sw;
+          }
+    }
+    mi__blis_pg_pack(c, p->k->ptr[c->w]);
+  } else if (c->variant == MI__CONV_DW && c->simd == MI__SIMD_AVX512 && mi__blis_dw_cl_fits(c)) {
+    uint64_t fl = (uint64_t)((c->M + 15) / 16 * 16 * c->KH * c->KW);
+    s->aux = mi__blis_alloc(p->ctx, fl * sizeof(float));
+    if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    c->packed = s->aux;
+    c->dw_cl = 1;
+    mi__blis_dw_cl_pack(c, p->k->ptr[c->w], c->packed);
+  } else if (c->variant == MI__CONV_IM2COL) {
     int64_t ohw = c->OH * c->OW;
     c->block = mi_sdk_knob_int(p->desc, "im2col_block", 0);
     if (c->block <= 0 || c->block > ohw) c->block = ohw;
@@ -290,7 +439,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     c->scratch = c->packed + wn;
     mi__blis_conv_pack_nhwc(c, p->k->ptr[c->w]);
   }
-  s->run = c->variant == MI__CONV_IM2COL || c->variant == MI__CONV_1X1 ? run_gemm_conv
+  s->run = c->variant == MI__CONV_PG                                        ? run_pg_conv
+           : c->variant == MI__CONV_IM2COL || c->variant == MI__CONV_1X1 ? run_gemm_conv
                                                                         : mi__blis_conv_run_direct;
   return MI_OK;
 }

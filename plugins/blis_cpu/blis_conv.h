@@ -24,11 +24,22 @@ typedef struct mi__blis_conv {
   mi__blis_epi_op_t epi[MI__EPI_MAX];
   float *scale, *shift;  /* M each, inside the state block */
   float *packed;         /* variant-specific, inside aux */
+  int32_t pg_mv;         /* conv.packed_gemm: 1 = channels in the vector lanes (small planes) */
+  int32_t pg_vec_ops;    /* conv.packed_gemm: leading epilogue ops applied in registers */
+  int32_t pg_ek;         /* MI__EK_*: the epilogue chain when it is one of the common ones */
+  int64_t pg_mr;         /* conv.packed_gemm: rows per packed weight panel */
+  int32_t pg_direct;     /* conv.packed_gemm: B is the input itself (pointwise, stride 1) */
+  int64_t pg_hp, pg_wp;  /* conv.packed_gemm, stride 1: padded plane (0 = im2col instead) */
+  int64_t *pg_koff;      /* ... offset of row k = (ci, kh, kw) in the padded planes, inside aux */
+  float *pg_raw;         /* ... raw sums over the flat padded pixels, inside aux */
+  int32_t dw_cl;         /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
   float *scratch;        /* im2col columns or NHWC input copy, inside aux */
 } mi__blis_conv_t;
 
-enum { MI__CONV_IM2COL = 0, MI__CONV_1X1, MI__CONV_DW, MI__CONV_NHWC };
+enum { MI__CONV_IM2COL = 0, MI__CONV_1X1, MI__CONV_DW, MI__CONV_NHWC, MI__CONV_PG };
 enum { MI__SIMD_C = 0, MI__SIMD_AVX2, MI__SIMD_AVX512 };
+/* Epilogue chains after bias/BN that the AVX-512 GEMM tile has specialised code for. */
+enum { MI__EK_GENERIC = 0, MI__EK_NONE, MI__EK_RELU, MI__EK_CLIP, MI__EK_ADD, MI__EK_ADD_RELU };
 
 /* Widest code path this CPU runs (cpuid bits and the compiler's runtime check agree). */
 int32_t mi__blis_simd_level(uint32_t isa);
@@ -40,6 +51,37 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
 
 /* Applies bias/BN, activations and residual adds to channel m's OH*OW row of image n. */
 void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row);
+/* conv.packed_gemm (blis_pgemm.c): rows per weight panel, packed size, packing, and one GEMM over
+ * group g of image n, pixels [p0, p0 + npix) of each output row, B[k][p] at b + k * ldb + p. */
+int64_t mi__blis_pg_panel(int32_t simd, int mv);
+uint64_t mi__blis_pg_packed_floats(const mi__blis_conv_t *c);
+void mi__blis_pg_pack(mi__blis_conv_t *c, const float *w);
+void mi__blis_pg_gemm(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
+                      int64_t g, const float *b, int64_t ldb, int64_t p0, int64_t npix);
+/* Epilogue ops from index `from` on (and bias/BN first when `affine`), scalar, on pixels
+ * [p0, p0 + len) of channel m of image n, stored at row. */
+void mi__blis_epi_tail(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, int64_t p0,
+                       float *row, int64_t len, int32_t from, int affine);
+/* AVX-512 depthwise plane with the epilogue (blis_dw512.c); 0 when the geometry is not taken. */
+int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
+                         const float *xc, const float *wm, float *row);
+/* The same with B[k][p] at b + koff[k] + p when koff is set, and, when raw is set, the plain sums
+ * written to raw (row m at raw + m * ldraw, no epilogue). */
+void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env,
+                         int64_t n, int64_t g, const float *b, int64_t ldb, const int64_t *koff,
+                         int64_t p0, int64_t npix, float *raw, int64_t ldraw);
+/* Depthwise with channels in the lanes (AVX-512, blis_dw512.c) for planes whose padded input and
+ * output hold at most MI__DW_CL_PIX pixels: whether the conv fits, the weights packed per block
+ * of 16 channels ([block][tap][16], 16 * taps floats per block), one block of image n. */
+#define MI__DW_CL_PIX 1024
+int mi__blis_dw_cl_fits(const mi__blis_conv_t *c);
+void mi__blis_dw_cl_pack(const mi__blis_conv_t *c, const float *w, float *packed);
+void mi__blis_dw_cl_block(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk);
+/* Vectorised activations (blis_vmath.c): Exp, Erf, Tanh, Sigmoid, Gelu (erf/tanh) in place on
+ * AVX-512 or AVX2; 0 when the kind or level is not covered (the caller runs the libm loops).
+ * Softmax of one contiguous row, AVX-512 only; 0 when not taken. */
+int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n);
+int mi__blis_softmax_simd(int32_t simd, const float *x, float *y, int64_t len);
 int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                                  mi_error_t *err);
 int32_t mi__blis_conv_pack_nhwc(mi__blis_conv_t *c, const float *w);

@@ -25,6 +25,7 @@ static void dw_part(void *arg, int64_t p0, int64_t p1) {
     {
       const float *xc = x + (n * c->C + m / mult) * c->H * c->W, *wm = w + m * c->KH * c->KW;
       float *row = y + (n * c->M + m) * ohw;
+      if (c->simd == MI__SIMD_AVX512 && mi__blis_dw512_plane(c, t, n, m, xc, wm, row)) continue;
       if (mi__blis_dw_plane(c, xc, wm, row)) {
         if (c->affine || c->epi_n) mi__blis_epi_row(c, t, n, m, row);
         continue;
@@ -53,6 +54,13 @@ static void dw_part(void *arg, int64_t p0, int64_t p1) {
       if (c->affine || c->epi_n) mi__blis_epi_row(c, t, n, m, row);
     }
   }
+}
+
+/* Items are (image, block of 16 channels). */
+static void dw_cl_part(void *arg, int64_t p0, int64_t p1) {
+  const direct_task_t *dt = arg;
+  int64_t p, blocks = (dt->c->M + 15) / 16;
+  for (p = p0; p < p1; p++) mi__blis_dw_cl_block(dt->c, dt->t, p / blocks, p % blocks);
 }
 
 /* Repacks OIHW weights to [G][KH][KW][C/G][M/G] so the inner loop runs over output channels. */
@@ -166,7 +174,12 @@ int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const
                                  mi_error_t *err) {
   const mi__blis_conv_t *c = s->state;
   (void)err;
-  if (c->variant == MI__CONV_DW) {
+  if (c->variant == MI__CONV_DW && c->dw_cl) {
+    direct_task_t dt;
+    dt.c = c;
+    dt.t = t;
+    mi__blis_parallel(env, c->N * ((c->M + 15) / 16), 1, 16 * c->OH * c->OW * (c->KH * c->KW + 2), dw_cl_part, &dt);
+  } else if (c->variant == MI__CONV_DW) {
     direct_task_t dt;
     dt.c = c;
     dt.t = t;

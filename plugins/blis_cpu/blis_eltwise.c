@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "blis_internal.h"
+#include "blis_conv.h"
 
 static float const_scalar(const mi__blis_prep_t *p, int32_t idx, float dflt, int *ok) {
   const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
@@ -71,11 +71,18 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   case MI__ACT_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f; break;
   case MI__ACT_LEAKY: for (i = 0; i < n; i++) x[i] = x[i] >= 0.f ? x[i] : a * x[i]; break;
   case MI__ACT_CLIP: for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]); break;
+  /* Comparisons rather than fminf/fmaxf (libm calls here); NaN in gives NaN out either way. */
   case MI__ACT_HSIGMOID:
-    for (i = 0; i < n; i++) x[i] = fmaxf(0.f, fminf(1.f, a * x[i] + b));
+    for (i = 0; i < n; i++) {
+      float h = a * x[i] + b;
+      x[i] = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
+    }
     break;
   case MI__ACT_HSWISH:
-    for (i = 0; i < n; i++) x[i] = x[i] * fmaxf(0.f, fminf(1.f, x[i] / 6.f + 0.5f));
+    for (i = 0; i < n; i++) {
+      float h = x[i] / 6.f + 0.5f;
+      x[i] = x[i] * (h < 0.f ? 0.f : (h > 1.f ? 1.f : h));
+    }
     break;
   case MI__ACT_SIGMOID: for (i = 0; i < n; i++) x[i] = 1.f / (1.f + expf(-x[i])); break;
   case MI__ACT_TANH: for (i = 0; i < n; i++) x[i] = tanhf(x[i]); break;
@@ -102,7 +109,7 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
 }
 
 typedef struct unary_state {
-  int32_t in, out, kind;
+  int32_t in, out, kind, simd;
   float a, b;
   int64_t n;
 } unary_state_t;
@@ -116,7 +123,8 @@ typedef struct unary_task {
 static void unary_part(void *arg, int64_t b, int64_t e) {
   const unary_task_t *ut = arg;
   if (ut->y != ut->x) memcpy(ut->y + b, ut->x + b, (size_t)(e - b) * sizeof(float));
-  mi__blis_act_apply(ut->u->kind, ut->u->a, ut->u->b, ut->y + b, e - b);
+  if (!mi__blis_act_simd(ut->u->simd, ut->u->kind, ut->y + b, e - b))
+    mi__blis_act_apply(ut->u->kind, ut->u->a, ut->u->b, ut->y + b, e - b);
 }
 
 static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
@@ -142,6 +150,11 @@ int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   u->in = mi__blis_in(n, 0);
   u->out = mi__blis_out(n, 0);
   u->kind = kind;
+  u->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  {
+    int64_t si = mi_sdk_knob_int(p->desc, "simd", 0); /* knob `simd`: 0 = auto */
+    if (si > 0 && si < p->ctx->simd_n) u->simd = p->ctx->simd_ids[si];
+  }
   u->a = a;
   u->b = b;
   u->n = mi_sdk_numel(mi__blis_tensor(p, u->out));
@@ -244,6 +257,34 @@ typedef struct bin_state {
 static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
                     int64_t n) {
   int64_t i;
+  /* The common stride patterns as their own loops, which the compiler vectorises: both operands
+   * contiguous, or one of them a scalar broadcast over the row. */
+  if (op <= B_DIV && sa == 1 && (sb == 1 || sb == 0)) {
+    float bv = b[0];
+    if (sb == 1) {
+      switch (op) {
+      case B_ADD: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; return;
+      case B_SUB: for (i = 0; i < n; i++) y[i] = a[i] - b[i]; return;
+      case B_MUL: for (i = 0; i < n; i++) y[i] = a[i] * b[i]; return;
+      default: for (i = 0; i < n; i++) y[i] = a[i] / b[i]; return;
+      }
+    }
+    switch (op) {
+    case B_ADD: for (i = 0; i < n; i++) y[i] = a[i] + bv; return;
+    case B_SUB: for (i = 0; i < n; i++) y[i] = a[i] - bv; return;
+    case B_MUL: for (i = 0; i < n; i++) y[i] = a[i] * bv; return;
+    default: for (i = 0; i < n; i++) y[i] = a[i] / bv; return;
+    }
+  }
+  if (op <= B_DIV && sa == 0 && sb == 1) {
+    float av = a[0];
+    switch (op) {
+    case B_ADD: for (i = 0; i < n; i++) y[i] = av + b[i]; return;
+    case B_SUB: for (i = 0; i < n; i++) y[i] = av - b[i]; return;
+    case B_MUL: for (i = 0; i < n; i++) y[i] = av * b[i]; return;
+    default: for (i = 0; i < n; i++) y[i] = av / b[i]; return;
+    }
+  }
   switch (op) {
   case B_ADD: for (i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb]; break;
   case B_SUB: for (i = 0; i < n; i++) y[i] = a[i * sa] - b[i * sb]; break;
@@ -349,6 +390,19 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   bcast_strides(ta, st->rank, st->dims, st->sa);
   bcast_strides(tb, st->rank, st->dims, st->sb);
   st->n = mi_sdk_numel(ty);
+  /* Merge the last two dims while each operand walks them as one (contiguous or broadcast over
+   * both): [1,C,H,W] * [1,C,1,1] runs as C rows of H*W instead of C*H rows of W. */
+  while (st->rank > 1) {
+    int32_t d = st->rank - 2;
+    int64_t w = st->dims[d + 1];
+    int ok_a = (st->sa[d] == 0 && st->sa[d + 1] == 0) || (st->sa[d + 1] != 0 && st->sa[d] == st->sa[d + 1] * w);
+    int ok_b = (st->sb[d] == 0 && st->sb[d + 1] == 0) || (st->sb[d + 1] != 0 && st->sb[d] == st->sb[d + 1] * w);
+    if (!ok_a || !ok_b) break;
+    st->dims[d] *= w;
+    st->sa[d] = st->sa[d + 1];
+    st->sb[d] = st->sb[d + 1];
+    st->rank--;
+  }
   s->run = run_binary;
   return MI_OK;
 }

@@ -45,6 +45,12 @@ struct mi_plugin_ctx {
   int32_t arch_ids[MI__ARCH_COUNT]; /* knob enum index -> MI__ARCH_* */
   int32_t arch_n;
   char arch_choices[256];
+  int32_t simd_ids[4];             /* knob `simd` enum index -> MI__SIMD_* level (0 = widest) */
+  int32_t simd_n;
+  char simd_choices[64];
+  int32_t qdot_ids[5];             /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
+  int32_t qdot_n;
+  char qdot_choices[64];
   void *cntx[MI__ARCH_COUNT];      /* cntx_t*, built lazily, owned */
   mi__blis_pool_t *pool;           /* owned; workers start on first parallel loop */
   atomic_uint_least64_t cur_bytes, peak_bytes;

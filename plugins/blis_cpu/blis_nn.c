@@ -2,11 +2,12 @@
 #include <math.h>
 #include <string.h>
 
-#include "blis_internal.h"
+#include "blis_conv.h"
 
 typedef struct norm_state {
   int32_t x, y, scale, bias;
   int64_t outer, len, inner; /* softmax: reduce over len with stride inner */
+  int32_t simd;              /* softmax: MI__SIMD_* level of the contiguous rows */
   float eps;
 } norm_state_t;
 
@@ -40,6 +41,7 @@ static void softmax_part(void *arg, int64_t o0, int64_t o1) {
     for (i = 0; i < st->inner; i++) {
       const float *xr = x + o * st->len * st->inner + i;
       float *yr = y + o * st->len * st->inner + i, mx = -INFINITY, sum = 0.f;
+      if (st->inner == 1 && mi__blis_softmax_simd(st->simd, xr, yr, st->len)) continue;
       for (j = 0; j < st->len; j++) mx = fmaxf(mx, xr[j * st->inner]);
       for (j = 0; j < st->len; j++) sum += (yr[j * st->inner] = expf(xr[j * st->inner] - mx));
       for (j = 0; j < st->len; j++) yr[j * st->inner] /= sum;
@@ -65,6 +67,11 @@ int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   s->state = st;
   st->x = mi__blis_in(n, 0);
   st->y = mi__blis_out(n, 0);
+  st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  {
+    int64_t si = mi_sdk_knob_int(p->desc, "simd", 0); /* knob `simd`: 0 = auto */
+    if (si > 0 && si < p->ctx->simd_n) st->simd = p->ctx->simd_ids[si];
+  }
   axis = mi_sdk_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
   if (!x || !norm_axis(x, axis, &st->outer, &st->len, &st->inner))
     return mi__blis_unsupported(err, n, "axis out of range");
@@ -77,29 +84,43 @@ int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   return MI_OK;
 }
 
-static void layernorm_part(void *arg, int64_t o0, int64_t o1) {
-  const norm_task_t *nt = arg;
+/* Mean and variance in double over eight interleaved partial sums (a fixed order, so the result
+ * does not depend on the thread split), combined pairwise; one body for three targets. */
+static inline __attribute__((always_inline)) void layernorm_body(const norm_task_t *nt, int64_t o0, int64_t o1) {
   const norm_state_t *st = nt->st;
   void *const *t = nt->t;
   const float *x = t[st->x], *g = st->scale >= 0 ? t[st->scale] : NULL, *b = st->bias >= 0 ? t[st->bias] : NULL;
   float *y = t[st->y];
-  int64_t o, j;
+  int64_t o, j, l, len = st->len, body = len / 8 * 8;
   for (o = o0; o < o1; o++) {
-    const float *xr = x + o * st->len;
-    float *yr = y + o * st->len;
-    double mean = 0., var = 0.;
-    float inv;
-    for (j = 0; j < st->len; j++) mean += xr[j];
-    mean /= (double)st->len;
-    for (j = 0; j < st->len; j++) var += (xr[j] - mean) * (xr[j] - mean);
-    var /= (double)st->len;
+    const float *xr = x + o * len;
+    float *yr = y + o * len;
+    double ps[8] = {0}, pv[8] = {0}, mean, var;
+    float inv, mf;
+    for (j = 0; j < body; j += 8)
+      for (l = 0; l < 8; l++) ps[l] += xr[j + l];
+    for (l = 0; j + l < len; l++) ps[l] += xr[j + l];
+    mean = (((ps[0] + ps[4]) + (ps[2] + ps[6])) + ((ps[1] + ps[5]) + (ps[3] + ps[7]))) / (double)len;
+    for (j = 0; j < body; j += 8)
+      for (l = 0; l < 8; l++) pv[l] += (xr[j + l] - mean) * (xr[j + l] - mean);
+    for (l = 0; j + l < len; l++) pv[l] += (xr[j + l] - mean) * (xr[j + l] - mean);
+    var = (((pv[0] + pv[4]) + (pv[2] + pv[6])) + ((pv[1] + pv[5]) + (pv[3] + pv[7]))) / (double)len;
     inv = (float)(1.0 / sqrt(var + st->eps));
-    for (j = 0; j < st->len; j++) {
-      float v = (float)(xr[j] - mean) * inv;
+    mf = (float)mean;
+    for (j = 0; j < len; j++) {
+      float v = (xr[j] - mf) * inv;
       yr[j] = v * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
     }
   }
 }
+
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void layernorm_avx512(void *arg, int64_t o0, int64_t o1) {
+  layernorm_body(arg, o0, o1);
+}
+__attribute__((target("avx2,fma"))) static void layernorm_avx2(void *arg, int64_t o0, int64_t o1) {
+  layernorm_body(arg, o0, o1);
+}
+static void layernorm_c(void *arg, int64_t o0, int64_t o1) { layernorm_body(arg, o0, o1); }
 
 static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                              mi_error_t *err) {
@@ -107,7 +128,10 @@ static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi_
   nt.st = s->state;
   nt.t = t;
   (void)err;
-  mi__blis_parallel(env, nt.st->outer, 1, nt.st->len * nt.st->inner * 8, layernorm_part, &nt);
+  mi__blis_parallel(env, nt.st->outer, 1, nt.st->len * nt.st->inner * 8,
+                    nt.st->simd == MI__SIMD_AVX512 ? layernorm_avx512
+                    : nt.st->simd == MI__SIMD_AVX2 ? layernorm_avx2 : layernorm_c,
+                    &nt);
   return MI_OK;
 }
 
@@ -131,6 +155,7 @@ int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
   st->bias = mi__blis_in(n, 2);
   st->y = mi__blis_out(n, 0);
   st->eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
+  st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   st->outer = 1;
   st->len = 1;
   for (i = 0; i < x->rank; i++) {

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "blis_internal.h"
+#include "blis_qgemm.h"
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define NCHW (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
@@ -12,19 +12,22 @@
 
 const mi__blis_variant_t mi__blis_variants[] = {
     {"conv.im2col_gemm", "Conv", "im2col + BLIS sgemm, fused epilogue; INT8 codes: int32 GEMM", NCHW, EPI,
-     "threads,arch,im2col_block"},
+     "threads,arch,im2col_block,int8_dot"},
     {"conv.1x1_gemm", "Conv", "pointwise conv (1x1, stride 1, pad 0) as one BLIS sgemm", NCHW, EPI,
      "threads,arch"},
+    {"conv.packed_gemm", "Conv",
+     "weights packed at prepare, register-blocked SIMD GEMM on the input (1x1) or im2col columns, "
+     "epilogue in registers", NCHW, EPI, "threads,simd,im2col_block"},
     {"conv.depthwise_direct", "Conv", "direct depthwise conv (group == C), fused epilogue", NCHW,
-     EPI, ""},
+     EPI, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
      "oc_block"},
     {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, MI_FUSE_BIAS,
      "threads,arch"},
     {"gemm.blis", "Gemm", "BLIS sgemm with transA/transB/alpha/beta", NCHW, MI_FUSE_BIAS,
-     "threads,arch"},
+     "threads,arch,int8_dot"},
     {"matmul.blis", "MatMul", "batched BLIS sgemm with numpy broadcasting", NCHW, 0,
-     "threads,arch"},
+     "threads,arch,int8_dot"},
 };
 const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);
 
@@ -63,6 +66,28 @@ static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error
     ctx->arch_ids[ctx->arch_n++] = a;
     off += (size_t)snprintf(ctx->arch_choices + off, sizeof ctx->arch_choices - off, "%s%s",
                             off ? "|" : "", mi__blis_arch_name(a));
+  }
+  {
+    /* knob `simd`: auto (the widest), then every code path this CPU runs, widest first */
+    static const char *const names[] = {"c", "avx2", "avx512"};
+    int32_t top = mi__blis_simd_level(ctx->cpu.isa), l;
+    off = (size_t)snprintf(ctx->simd_choices, sizeof ctx->simd_choices, "auto");
+    ctx->simd_ids[ctx->simd_n++] = top;
+    for (l = top; l >= MI__SIMD_C; l--) {
+      ctx->simd_ids[ctx->simd_n++] = l;
+      off += (size_t)snprintf(ctx->simd_choices + off, sizeof ctx->simd_choices - off, "|%s", names[l]);
+    }
+  }
+  {
+    /* knob `int8_dot`: auto, then every pair-dot path this CPU runs, widest first */
+    static const char *const names[] = {"c", "avx2_madd", "avx512_madd", "avx512_vnni"};
+    int32_t top = mi__blis_qdot_level(ctx->cpu.isa, mi__blis_simd_level(ctx->cpu.isa)), l;
+    off = (size_t)snprintf(ctx->qdot_choices, sizeof ctx->qdot_choices, "auto");
+    ctx->qdot_ids[ctx->qdot_n++] = top;
+    for (l = top; l >= MI__QDOT_C; l--) {
+      ctx->qdot_ids[ctx->qdot_n++] = l;
+      off += (size_t)snprintf(ctx->qdot_choices + off, sizeof ctx->qdot_choices - off, "|%s", names[l]);
+    }
   }
   atomic_init(&ctx->cur_bytes, 0);
   atomic_init(&ctx->peak_bytes, 0);
@@ -124,7 +149,7 @@ static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc
   return mi_sdk_fill(out, &d, sizeof d);
 }
 
-enum { KNOB_THREADS, KNOB_ARCH, KNOB_IM2COL, KNOB_OCB, KNOB_N };
+enum { KNOB_THREADS, KNOB_ARCH, KNOB_IM2COL, KNOB_OCB, KNOB_SIMD, KNOB_QDOT, KNOB_N };
 
 static int32_t knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
   int32_t rc = check_dev(ctx, device, err);
@@ -175,7 +200,31 @@ static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, 
     k.value_count = 5;
     k.values[0] = 0; k.values[1] = 256; k.values[2] = 1024; k.values[3] = 4096; k.values[4] = 16384;
     k.max = 16384;
-    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm");
+    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm,conv.packed_gemm");
+    break;
+  case KNOB_SIMD:
+    snprintf(k.name, sizeof k.name, "simd");
+    snprintf(k.description, sizeof k.description,
+             "SIMD code path of the conv kernels and exp/erf activations: auto = the widest this CPU runs");
+    k.scope = MI_KNOB_SCOPE_VARIANT;
+    k.type = MI_KNOB_ENUM;
+    k.mutability = MI_KNOB_AT_PREPARE;
+    snprintf(k.choices, sizeof k.choices, "%s", ctx->simd_choices);
+    k.max = ctx->simd_n - 1;
+    snprintf(k.applies_to, sizeof k.applies_to,
+             "conv.packed_gemm,conv.depthwise_direct,gelu.direct,erf.direct,tanh.direct,sigmoid.direct,"
+             "exp.direct,softmax.direct");
+    break;
+  case KNOB_QDOT:
+    snprintf(k.name, sizeof k.name, "int8_dot");
+    snprintf(k.description, sizeof k.description,
+             "int16 pair products of the INT8 layers: vpdpwssd (VNNI), vpmaddwd (AVX-512/AVX2) or C");
+    k.scope = MI_KNOB_SCOPE_VARIANT;
+    k.type = MI_KNOB_ENUM;
+    k.mutability = MI_KNOB_AT_PREPARE;
+    snprintf(k.choices, sizeof k.choices, "%s", ctx->qdot_choices);
+    k.max = ctx->qdot_n - 1;
+    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm,gemm.blis,matmul.blis");
     break;
   default:
     snprintf(k.name, sizeof k.name, "oc_block");
@@ -232,8 +281,14 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       v.id[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] - 'A' + 'a' : op[i]);
     memcpy(v.id + i, ".direct", 8);
     snprintf(v.op_type, sizeof v.op_type, "%s", op);
-    snprintf(v.description, sizeof v.description, "plain loop over host memory");
     v.layout_mask = NCHW;
+    if (!strcmp(op, "Gelu") || !strcmp(op, "Erf") || !strcmp(op, "Tanh") || !strcmp(op, "Sigmoid") ||
+        !strcmp(op, "Exp") || !strcmp(op, "Softmax")) {
+      snprintf(v.description, sizeof v.description, "loop over host memory, vectorised exp/erf (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else {
+      snprintf(v.description, sizeof v.description, "plain loop over host memory");
+    }
     if (strstr(op, "QuantizeLinear"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
   }
@@ -281,6 +336,16 @@ int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs,
     } else if (strcmp(name, "arch") == 0) {
       if (v < 0 || v >= ctx->arch_n) {
         snprintf(msg, sizeof msg, "blis-cpu: knob arch=%lld outside %.150s", (long long)v, ctx->arch_choices);
+        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+      }
+    } else if (strcmp(name, "int8_dot") == 0) {
+      if (v < 0 || v >= ctx->qdot_n) {
+        snprintf(msg, sizeof msg, "blis-cpu: knob int8_dot=%lld outside %.150s", (long long)v, ctx->qdot_choices);
+        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+      }
+    } else if (strcmp(name, "simd") == 0) {
+      if (v < 0 || v >= ctx->simd_n) {
+        snprintf(msg, sizeof msg, "blis-cpu: knob simd=%lld outside %.150s", (long long)v, ctx->simd_choices);
         return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
       }
     } else if (strcmp(name, "im2col_block") == 0 || strcmp(name, "oc_block") == 0) {

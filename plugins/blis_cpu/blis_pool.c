@@ -2,12 +2,48 @@
 #include <math.h>
 #include <string.h>
 
-#include "blis_internal.h"
+#include <immintrin.h>
+
+#include "blis_conv.h"
 
 typedef struct pool_state {
-  int32_t x, y, is_max, include_pad;
+  int32_t x, y, is_max, include_pad, simd;
   int64_t NC, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
 } pool_state_t;
+
+/* Horizontal max of a 3-wide, stride-2 window over one row vm of W values (columns outside [0, W)
+ * are skipped, as padding): yr[ow] = max over kw of vm[2 * ow - pl + kw], -inf when none. Sixteen
+ * outputs per step from three masked runs of 16 (-inf in the masked lanes): the even lanes, the
+ * odd lanes and the even lanes shifted by one give the three taps; taps are taken in kw order with
+ * the same `v > acc` rule as the plain loops. */
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void
+hmax3s2_avx512(const float *vm, int64_t W, int64_t pl, float *yr, int64_t OW) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  int64_t ow0, r;
+  for (ow0 = 0; ow0 < OW; ow0 += 16) {
+    int64_t b = 2 * ow0 - pl;
+    __m512 l[3], acc = ninf;
+    __mmask16 kout = OW - ow0 >= 16 ? 0xffff : (__mmask16)((1u << (OW - ow0)) - 1u);
+    for (r = 0; r < 3; r++) { /* lanes whose column lies in [0, W); masked lanes are not read */
+      int64_t lo = -(b + 16 * r), hi = W - (b + 16 * r);
+      uint32_t m;
+      lo = lo < 0 ? 0 : lo;
+      hi = hi > 16 ? 16 : hi;
+      m = hi > lo ? ((1u << hi) - 1u) & ~((1u << lo) - 1u) : 0u;
+      l[r] = _mm512_mask_loadu_ps(ninf, (__mmask16)m, vm + b + 16 * r);
+    }
+    {
+      __m512 e0 = _mm512_permutex2var_ps(l[0], even, l[1]), o0 = _mm512_permutex2var_ps(l[0], odd, l[1]);
+      __m512 e1 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l[2]), _mm512_castps_si512(e0), 1));
+      acc = _mm512_max_ps(e0, acc); /* max_ps(v, acc) = v > acc ? v : acc */
+      acc = _mm512_max_ps(o0, acc);
+      acc = _mm512_max_ps(e1, acc);
+    }
+    _mm512_mask_storeu_ps(yr + ow0, kout, acc);
+  }
+}
 
 typedef struct pool_task {
   const pool_state_t *q;
@@ -22,6 +58,70 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
   const float *x = pt->x;
   float *y = pt->y;
   int64_t c, oh, ow, kh, kw;
+  if (q->KH == q->H && q->KW == q->W && q->OH == 1 && q->OW == 1 && !q->pt && !q->pl && !q->pb && !q->pr) {
+    /* Global pools: one contiguous run per plane, eight partial sums / maxima (vectorisable), then
+     * combined in a fixed order, so the result does not depend on the thread split. */
+    int64_t hw = q->H * q->W;
+    for (c = c0; c < c1; c++) {
+      const float *xc = x + c * hw;
+      float part[8];
+      int64_t i, j;
+      if (q->is_max) {
+        for (j = 0; j < 8; j++) part[j] = -INFINITY;
+        for (i = 0; i + 8 <= hw; i += 8)
+          for (j = 0; j < 8; j++) part[j] = xc[i + j] > part[j] ? xc[i + j] : part[j];
+        for (j = 0; i + j < hw; j++) part[j] = xc[i + j] > part[j] ? xc[i + j] : part[j];
+        for (j = 1; j < 8; j++) part[0] = part[j] > part[0] ? part[j] : part[0];
+      } else {
+        for (j = 0; j < 8; j++) part[j] = 0.f;
+        for (i = 0; i + 8 <= hw; i += 8)
+          for (j = 0; j < 8; j++) part[j] += xc[i + j];
+        for (j = 0; i + j < hw; j++) part[j] += xc[i + j];
+        for (j = 1; j < 8; j++) part[0] += part[j];
+      }
+      y[c] = q->is_max ? part[0] : part[0] / (float)hw;
+    }
+    return;
+  }
+  if (q->is_max && q->dh == 1 && q->dw == 1 && q->W <= 4096) {
+    /* Max without dilation, separably: the running max of the window's input rows first (one
+     * contiguous pass per row), then the horizontal max over that row's taps, on the run of output
+     * columns whose input column exists. Max is order-free here: the value starts at -inf and a
+     * NaN never replaces it (`v > acc` is false), as in the tap-by-tap loop below. */
+    float vm[4096];
+    for (c = c0; c < c1; c++) {
+      const float *xc = x + c * q->H * q->W;
+      for (oh = 0; oh < q->OH; oh++) {
+        float *yr = y + (c * q->OH + oh) * q->OW;
+        int64_t iw;
+        for (iw = 0; iw < q->W; iw++) vm[iw] = -INFINITY;
+        for (kh = 0; kh < q->KH; kh++) {
+          int64_t ih = oh * q->sh - q->pt + kh;
+          const float *xr = xc + ih * q->W;
+          if (ih < 0 || ih >= q->H) continue;
+          for (iw = 0; iw < q->W; iw++) vm[iw] = xr[iw] > vm[iw] ? xr[iw] : vm[iw];
+        }
+        if (q->simd == MI__SIMD_AVX512 && q->KW == 3 && q->sw == 2) {
+          hmax3s2_avx512(vm, q->W, q->pl, yr, q->OW);
+          continue;
+        }
+        for (ow = 0; ow < q->OW; ow++) yr[ow] = -INFINITY;
+        for (kw = 0; kw < q->KW; kw++) {
+          int64_t off = kw - q->pl, lo = 0, hi;
+          const float *vr = vm + off;
+          if (off < 0) lo = (-off + q->sw - 1) / q->sw;
+          hi = q->W - 1 - off >= 0 ? (q->W - 1 - off) / q->sw + 1 : 0;
+          if (hi > q->OW) hi = q->OW;
+          if (q->sw == 2) {
+            for (ow = lo; ow < hi; ow++) yr[ow] = vr[2 * ow] > yr[ow] ? vr[2 * ow] : yr[ow];
+          } else {
+            for (ow = lo; ow < hi; ow++) yr[ow] = vr[ow * q->sw] > yr[ow] ? vr[ow * q->sw] : yr[ow];
+          }
+        }
+      }
+    }
+    return;
+  }
   for (c = c0; c < c1; c++) {
     const float *xc = x + c * q->H * q->W;
     for (oh = 0; oh < q->OH; oh++)
@@ -102,6 +202,7 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   q->x = mi__blis_in(n, 0);
   q->y = mi__blis_out(n, 0);
   q->is_max = strstr(n->op_type, "Max") != NULL;
+  q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   q->include_pad = (int32_t)mi_sdk_attr_int(n, "count_include_pad", 0);
   q->NC = x->dims[0] * x->dims[1];
   q->H = x->dims[2];

@@ -1,68 +1,143 @@
 /* blis_qcore.c - the integer core of the INT8 layers: int16 x int16 -> int32 GEMM (AVX-512, AVX2
  * or plain C from one body), requantization, and reading INT8/INT4 weights. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
 #include "blis_qgemm.h"
 
-typedef int32_t mi__v16i __attribute__((vector_size(64)));
-typedef int16_t mi__v16h __attribute__((vector_size(32)));
+/* acc[m][n] = sum_k a[m][k] * b[k][n], exactly, with k taken in pairs: b2 holds b as
+ * [k/2][n][2] (pair p of column j at b2 + (p * n + j) * 2), a's rows hold the pairs contiguously
+ * (row stride ka, even, zero past k). A pair of int16 products summed in int32 is exact here
+ * (|a|, |b| <= 255), and so is the int32 sum (K < 2^15). Rows m0..m1 only, so the pool can split
+ * over m; register blocks of 4 rows x 32 (AVX-512) or 16 (AVX2) columns, masked at the column tail
+ * (no reads past b2's last pair).
+ *  - AVX-512 VNNI: vpdpwssd (pair products and the add in one instruction, no saturation);
+ *  - AVX-512BW / AVX2: vpmaddwd then vpaddd;
+ *  - plain C: the same sums, scalar. */
 
-/* acc[m][n] = sum_k a[m][k] * b[k][n], exactly (|a|, |b| <= 255 and K < 2^15 keep it in int32).
- * Rows m0..m1 only, so the pool can split over m. Register blocks of 4 rows x 16 columns; a
- * partial column block reads up to 15 values past b's last row (callers leave that slack) and
- * stores only its n - j0 lanes. */
-static inline __attribute__((always_inline)) void qgemm_body(int64_t m0, int64_t m1, int64_t n,
-                                                             int64_t k, const int16_t *a,
-                                                             const int16_t *b, int32_t *acc) {
-  int64_t i, j0, p, l;
-  for (i = m0; i < m1; i += 4) {
-    int64_t rows = m1 - i < 4 ? m1 - i : 4;
+#define QROWS 4
+
+/* The AVX-512 body as a macro over the pair-dot step DOT(acc, b, a): the VNNI function must be the
+ * only one built with the VNNI target (the compiler may fuse vpmaddwd + vpaddd into vpdpwssd). */
+#define Q512_BODY(DOT)                                                                             \
+  int64_t i, j0, p;                                                                                \
+  for (i = m0; i < m1; i += QROWS) {                                                               \
+    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                                \
+    const int16_t *ar[QROWS];                                                                      \
+    int r;                                                                                         \
+    for (r = 0; r < QROWS; r++) ar[r] = a + (i + (r < rows ? r : 0)) * ka;                         \
+    for (j0 = 0; j0 < n; j0 += 32) {                                                               \
+      int64_t left = n - j0;                                                                       \
+      __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                          \
+      __mmask16 k1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u) : 0;   \
+      __m512i c0[QROWS], c1[QROWS];                                                                \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm512_setzero_si512();  \
+      for (p = 0; p < kp; p++) {                                                                   \
+        const int16_t *bp = b2 + (p * n + j0) * 2;                                                 \
+        __m512i b0 = _mm512_maskz_loadu_epi32(k0, bp), b1 = _mm512_maskz_loadu_epi32(k1, bp + 32); \
+        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                      \
+          int32_t pr;                                                                              \
+          __m512i av;                                                                              \
+          memcpy(&pr, ar[r] + 2 * p, sizeof pr);                                                   \
+          av = _mm512_set1_epi32(pr);                                                              \
+          c0[r] = DOT(c0[r], b0, av);                                                              \
+          c1[r] = DOT(c1[r], b1, av);                                                              \
+        }                                                                                          \
+      }                                                                                            \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                        \
+        if (r < rows) {                                                                            \
+          _mm512_mask_storeu_epi32(acc + (i + r) * n + j0, k0, c0[r]);                             \
+          if (k1) _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16, k1, c1[r]);                \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+  }
+
+#define DOT_VNNI(c, b, a) _mm512_dpwssd_epi32(c, b, a)
+#define DOT_MADD512(c, b, a) _mm512_add_epi32(c, _mm512_madd_epi16(b, a))
+
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"))) static void
+q512_vnni(int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a, int64_t ka, const int16_t *b2,
+          int32_t *acc) {
+  Q512_BODY(DOT_VNNI)
+}
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void
+q512_madd(int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a, int64_t ka, const int16_t *b2,
+          int32_t *acc) {
+  Q512_BODY(DOT_MADD512)
+}
+
+__attribute__((target("avx2,fma"))) static void q256_madd(int64_t m0, int64_t m1, int64_t n, int64_t kp,
+                                                          const int16_t *a, int64_t ka,
+                                                          const int16_t *b2, int32_t *acc) {
+  int64_t i, j0, p;
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (i = m0; i < m1; i += QROWS) {
+    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;
+    const int16_t *ar[QROWS];
+    int r;
+    for (r = 0; r < QROWS; r++) ar[r] = a + (i + (r < rows ? r : 0)) * ka;
     for (j0 = 0; j0 < n; j0 += 16) {
-      mi__v16i c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0};
-      int64_t nl = n - j0 < 16 ? n - j0 : 16;
-      const int16_t *a0 = a + i * k, *a1 = a0 + (rows > 1) * k, *a2 = a0 + (rows > 2) * 2 * k,
-                    *a3 = a0 + (rows > 3) * 3 * k;
-      for (p = 0; p < k; p++) {
-        mi__v16h bh;
-        mi__v16i bv;
-        memcpy(&bh, b + p * n + j0, sizeof bh);
-        bv = __builtin_convertvector(bh, mi__v16i);
-        c0 += a0[p] * bv;
-        c1 += a1[p] * bv;
-        c2 += a2[p] * bv;
-        c3 += a3[p] * bv;
+      int64_t left = n - j0;
+      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);
+      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 : 0)), iota);
+      __m256i c0[QROWS], c1[QROWS];
+#pragma GCC unroll 4
+      for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm256_setzero_si256();
+      for (p = 0; p < kp; p++) {
+        const int16_t *bp = b2 + (p * n + j0) * 2;
+        __m256i b0 = _mm256_maskload_epi32((const int *)bp, k0);
+        __m256i b1 = _mm256_maskload_epi32((const int *)(bp + 16), k1);
+#pragma GCC unroll 4
+        for (r = 0; r < QROWS; r++) {
+          int32_t pr;
+          __m256i av;
+          memcpy(&pr, ar[r] + 2 * p, sizeof pr);
+          av = _mm256_set1_epi32(pr);
+          c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(b0, av));
+          c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));
+        }
       }
-      for (l = 0; l < nl; l++) {
-        acc[i * n + j0 + l] = c0[l];
-        if (rows > 1) acc[(i + 1) * n + j0 + l] = c1[l];
-        if (rows > 2) acc[(i + 2) * n + j0 + l] = c2[l];
-        if (rows > 3) acc[(i + 3) * n + j0 + l] = c3[l];
+#pragma GCC unroll 4
+      for (r = 0; r < QROWS; r++) {
+        if (r < rows) {
+          _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);
+          if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);
+        }
       }
     }
   }
 }
 
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void
-qgemm_avx512(int64_t m0, int64_t m1, int64_t n, int64_t k, const int16_t *a, const int16_t *b,
-             int32_t *acc) {
-  qgemm_body(m0, m1, n, k, a, b, acc);
-}
-__attribute__((target("avx2,fma"))) static void qgemm_avx2(int64_t m0, int64_t m1, int64_t n,
-                                                           int64_t k, const int16_t *a,
-                                                           const int16_t *b, int32_t *acc) {
-  qgemm_body(m0, m1, n, k, a, b, acc);
-}
-static void qgemm_c(int64_t m0, int64_t m1, int64_t n, int64_t k, const int16_t *a,
-                    const int16_t *b, int32_t *acc) {
-  qgemm_body(m0, m1, n, k, a, b, acc);
+static void qc(int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a, int64_t ka,
+               const int16_t *b2, int32_t *acc) {
+  int64_t i, j, p;
+  for (i = m0; i < m1; i++)
+    for (j = 0; j < n; j++) {
+      int32_t sum = 0;
+      for (p = 0; p < kp; p++)
+        sum += a[i * ka + 2 * p] * b2[(p * n + j) * 2] + a[i * ka + 2 * p + 1] * b2[(p * n + j) * 2 + 1];
+      acc[i * n + j] = sum;
+    }
 }
 
-void mi__blis_qgemm(int32_t simd, int64_t m0, int64_t m1, int64_t n, int64_t k, const int16_t *a,
-                    const int16_t *b, int32_t *acc) {
-  if (simd == MI__SIMD_AVX512) qgemm_avx512(m0, m1, n, k, a, b, acc);
-  else if (simd == MI__SIMD_AVX2) qgemm_avx2(m0, m1, n, k, a, b, acc);
-  else qgemm_c(m0, m1, n, k, a, b, acc);
+void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
+                    int64_t ka, const int16_t *b2, int32_t *acc) {
+  switch (dot) {
+  case MI__QDOT_VNNI: q512_vnni(m0, m1, n, kp, a, ka, b2, acc); break;
+  case MI__QDOT_AVX512: q512_madd(m0, m1, n, kp, a, ka, b2, acc); break;
+  case MI__QDOT_AVX2: q256_madd(m0, m1, n, kp, a, ka, b2, acc); break;
+  default: qc(m0, m1, n, kp, a, ka, b2, acc); break;
+  }
+}
+
+int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd) {
+  if (simd == MI__SIMD_AVX512 && (isa & MI__ISA_AVX512VNNI) && __builtin_cpu_supports("avx512vnni"))
+    return MI__QDOT_VNNI;
+  if (simd == MI__SIMD_AVX512) return MI__QDOT_AVX512;
+  if (simd == MI__SIMD_AVX2) return MI__QDOT_AVX2;
+  return MI__QDOT_C;
 }
 
 /* Round half to even without a libm call: adding and removing 1.5 * 2^52 leaves the nearest

@@ -9,11 +9,12 @@
 typedef struct qconv {
   mi__blis_conv_t g; /* geometry; g.x, g.w, g.y tensor indices */
   int32_t zx, zy, x_u8, y_u8, dw; /* dw: one input channel per group, direct loops */
-  int64_t kk;        /* C/G * KH * KW */
+  int32_t dot;       /* MI__QDOT_*: pair-dot path of the int32 core (knob int8_dot) */
+  int64_t kk, ka;    /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
   double *mult, *bias;
-  int16_t *wq;       /* [M][kk] */
-  float *wf;         /* depthwise: the weights as floats, for the float SIMD planes */
-  int16_t *col;      /* [kk][OH*OW] scratch */
+  int16_t *wq;       /* [M][ka], zero past kk */
+  float *wf;         /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
+  int16_t *col;      /* [ka/2][OH*OW][2] scratch: pairs of column rows */
   int32_t *acc;      /* [M/G][OH*OW] scratch */
 } qconv_t;
 
@@ -28,7 +29,8 @@ static inline int32_t code(const void *x, int32_t u8, int64_t i) {
   return u8 ? ((const uint8_t *)x)[i] : ((const int8_t *)x)[i];
 }
 
-/* Items are input channels of the group: (x - zx) columns, 0 in the padding (real zero). */
+/* Items are input channels of the group: (x - zx) columns, 0 in the padding (real zero), written
+ * as pairs of rows (row k is half k & 1 of pair k / 2) for the int32 core. */
 static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
   const qconv_task_t *t = arg;
   const qconv_t *q = t->q;
@@ -37,13 +39,14 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
   for (ci = c0; ci < c1; ci++)
     for (kh = 0; kh < c->KH; kh++)
       for (kw = 0; kw < c->KW; kw++) {
-        int16_t *dst = q->col + ((ci * c->KH + kh) * c->KW + kw) * ohw;
+        int64_t k = (ci * c->KH + kh) * c->KW + kw;
+        int16_t *dst = q->col + (k >> 1) * ohw * 2 + (k & 1);
         int64_t base = ci * c->H * c->W;
         for (oh = 0; oh < c->OH; oh++) {
           int64_t ih = oh * c->sh - c->pt + kh * c->dh;
           for (ow = 0; ow < c->OW; ow++) {
             int64_t iw = ow * c->sw - c->pl + kw * c->dw;
-            dst[oh * c->OW + ow] = (int16_t)(ih >= 0 && ih < c->H && iw >= 0 && iw < c->W
+            dst[(oh * c->OW + ow) * 2] = (int16_t)(ih >= 0 && ih < c->H && iw >= 0 && iw < c->W
                                                  ? code(t->x, q->x_u8, base + ih * c->W + iw) - q->zx
                                                  : 0);
           }
@@ -57,7 +60,7 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
   int64_t m, ohw = c->OH * c->OW, mg = c->M / c->G;
-  mi__blis_qgemm(c->simd, m0, m1, ohw, q->kk, q->wq + t->g * mg * q->kk, q->col, q->acc);
+  mi__blis_qgemm(q->dot, m0, m1, ohw, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
   for (m = m0; m < m1; m++) {
     int64_t oc = t->g * mg + m;
     void *yr = (uint8_t *)t->y + m * ohw; /* 1-byte codes */
@@ -74,7 +77,7 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
   int64_t pl, oh, ow, kh, kw, ohw = c->OH * c->OW, mult = c->M / c->C;
   for (pl = p0; pl < p1; pl++) {
     int64_t n = pl / c->M, m = pl % c->M, xo = (n * c->C + m / mult) * c->H * c->W, i;
-    const int16_t *wm = q->wq + m * c->KH * c->KW;
+    const int16_t *wm = q->wq + m * q->ka;
     int32_t *acc = q->acc + pl * ohw;
     if (q->wf && c->H * c->W <= MI__DW_PLANE_MAX && ohw <= MI__DW_PLANE_MAX) {
       /* Integer codes as floats: every product (< 2^15) and partial sum (taps * 255 * 127 <
@@ -152,6 +155,13 @@ static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi_t
   return MI_OK;
 }
 
+/* Pair-dot path of the int32 core: knob int8_dot (0 = auto, the widest this CPU runs). */
+static int32_t int8_dot(const mi__blis_prep_t *p, int32_t simd) {
+  int64_t v = mi_sdk_knob_int(p->desc, "int8_dot", 0);
+  if (v > 0 && v < p->ctx->qdot_n) return p->ctx->qdot_ids[v];
+  return mi__blis_qdot_level(p->ctx->cpu.isa, simd);
+}
+
 static int q8_pair(const mi_tensor_desc_t *x, const mi_tensor_desc_t *w, const mi_tensor_desc_t *y) {
   return mi__blis_is_q8(x) && mi__blis_is_q8(y) && w && w->data &&
          (w->dtype == MI_DTYPE_INT8 || w->dtype == MI_DTYPE_INT4) && w->zero_point == 0;
@@ -184,14 +194,16 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->x_u8 = x->dtype == MI_DTYPE_UINT8;
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
   q->kk = q->g.C / q->g.G * q->g.KH * q->g.KW;
+  q->ka = (q->kk + 1) / 2 * 2;
+  q->dot = int8_dot(p, q->g.simd);
   ohw = q->g.OH * q->g.OW;
   mg = q->g.M / q->g.G;
-  wn = q->g.M * q->kk;
+  wn = q->g.M * q->ka;
   if (q->kk >= 32768) return mi__blis_unsupported(err, n, "INT8 conv: reduction too long for int32");
   q->dw = q->g.C == q->g.G && q->g.G > 1;
   /* acc holds one group's rows, or every plane of the batch for the depthwise path */
-  fw = q->dw && q->g.KH * q->g.KW <= 64 ? wn : 0; /* 64 taps keep the float sums below 2^24 */
-  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(wn + q->kk * ohw) * sizeof(int16_t) +
+  fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
+  s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + q->ka * ohw) * sizeof(int16_t) +
                                       (uint64_t)((q->dw ? q->g.N * q->g.M : mg) * ohw) * sizeof(int32_t) +
                                       (uint64_t)fw * sizeof(float) + 64);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
@@ -199,9 +211,11 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->wf = fw ? (float *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) : NULL;
   q->wq = (int16_t *)((char *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) + fw * sizeof(float));
   q->col = q->wq + wn;
-  for (i = 0; i < wn; i++) q->wq[i] = (int16_t)mi__blis_qweight(w, i); /* OIHW = [M][kk] */
-  if (q->wf)
-    for (i = 0; i < wn; i++) q->wf[i] = (float)q->wq[i];
+  /* OIHW = [M][kk], rows padded to ka with 0; calloc leaves the odd pair halves of col 0 */
+  for (i = 0; i < q->g.M * q->kk; i++) {
+    q->wq[i / q->kk * q->ka + i % q->kk] = (int16_t)mi__blis_qweight(w, i);
+    if (q->wf) q->wf[i] = (float)mi__blis_qweight(w, i);
+  }
   s->run = run_qconv;
   return MI_OK;
 }
@@ -209,11 +223,11 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
 /* ---- Gemm (transA 0) and MatMul with a constant 2-D B. */
 
 typedef struct qgemm {
-  int32_t a, y, za, zy, a_u8, y_u8, simd;
-  int64_t m, n, k;
+  int32_t a, y, za, zy, a_u8, y_u8, simd, dot;
+  int64_t m, n, k, ka;  /* ka: k rounded up to even */
   double *mult, *bias; /* n each */
-  int16_t *b;          /* [k][n] */
-  int16_t *a16;        /* [m][k] scratch */
+  int16_t *b;          /* [ka/2][n][2]: pairs of rows */
+  int16_t *a16;        /* [m][ka] scratch, zero past k */
   int32_t *acc;        /* [m][n] scratch */
 } qgemm_t;
 
@@ -226,9 +240,10 @@ typedef struct qgemm_task {
 static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   const qgemm_task_t *t = arg;
   const qgemm_t *q = t->q;
-  int64_t i;
-  for (i = r0 * q->k; i < r1 * q->k; i++) q->a16[i] = (int16_t)(code(t->a, q->a_u8, i) - q->za);
-  mi__blis_qgemm(q->simd, r0, r1, q->n, q->k, q->a16, q->b, q->acc);
+  int64_t i, j;
+  for (i = r0; i < r1; i++)
+    for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - q->za);
+  mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
   for (i = r0; i < r1; i++)
     mi__blis_requant(q->simd, q->acc + i * q->n, q->n, q->mult, q->bias, 1, q->zy, q->y_u8,
                      (uint8_t *)t->y + i * q->n); /* 1-byte codes: byte offsets */
@@ -280,14 +295,17 @@ int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->a_u8 = a->dtype == MI_DTYPE_UINT8;
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
-  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
-                                      (uint64_t)(kk * nn + q->m * kk) * sizeof(int16_t) + 64);
+  q->dot = int8_dot(p, q->simd);
+  q->ka = (kk + 1) / 2 * 2;
+  s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
+                                       (uint64_t)(q->ka * nn + q->m * q->ka) * sizeof(int16_t) + 64);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux;
   q->b = (int16_t *)(q->acc + q->m * nn);
-  q->a16 = q->b + kk * nn;
-  for (i = 0; i < kk; i++)
-    for (j = 0; j < nn; j++) q->b[i * nn + j] = (int16_t)mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);
+  q->a16 = q->b + q->ka * nn;
+  for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
+    for (j = 0; j < nn; j++)
+      q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);
   s->run = run_qgemm;
   return MI_OK;
 }

@@ -4,9 +4,16 @@
 
 #include "blis_conv.h"
 
-/* acc[m0..m1)[n] = a[m][k] * b[k][n] in int32, exactly; simd is MI__SIMD_*. */
-void mi__blis_qgemm(int32_t simd, int64_t m0, int64_t m1, int64_t n, int64_t k, const int16_t *a,
-                    const int16_t *b, int32_t *acc);
+/* Int16 pair dot products of the int32 core (knob int8_dot): plain C, vpmaddwd on AVX2 or
+ * AVX-512BW, vpdpwssd on AVX-512 VNNI. */
+enum { MI__QDOT_C = 0, MI__QDOT_AVX2, MI__QDOT_AVX512, MI__QDOT_VNNI };
+/* Widest pair-dot path for this CPU at SIMD level simd. */
+int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
+/* acc[m0..m1)[n] = a[m][k] * b[k][n] in int32, exactly, k in kp pairs: b2 is b as [kp][n][2]
+ * (pair p of column j at b2 + (p * n + j) * 2; an odd k's last pair ends in 0), a's rows have
+ * stride ka = 2 * kp (zero past k). */
+void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
+                    int64_t ka, const int16_t *b2, int32_t *acc);
 /* Writes n codes y[i] = clamp(round_half_even(acc[i]*mult[i*mstep] + bias[i*mstep]) + zy), UINT8
  * or INT8; mstep 1 for per-column parameters, 0 for one pair. */
 void mi__blis_requant(int32_t simd, const int32_t *acc, int64_t n, const double *mult,

@@ -40,10 +40,11 @@ static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *
   if (hp < need_h) hp = need_h;
   if (wp < need_w) wp = need_w;
   lp = (wp + sw - 1) / sw;
-  if (hp * sw * lp + DW_VEC > DW_BUF || c->KH * c->KW > DW_TAPS) return 0;
+  /* 2 * DW_VEC + KW * dw floats of slack: the flat stride-1 path below reads past the last row */
+  if (hp * sw * lp + 2 * DW_VEC + c->KW * c->dw > DW_BUF || c->KH * c->KW > DW_TAPS) return 0;
   rs *= lp;
   /* Plain loops, not memset/memcpy (see MI__AVX512 below). */
-  for (ih = 0; ih < hp * sw * lp + DW_VEC; ih++) buf[ih] = 0.f;
+  for (ih = 0; ih < hp * sw * lp + 2 * DW_VEC + c->KW * c->dw; ih++) buf[ih] = 0.f;
   for (ih = 0; ih < c->H; ih++) {
     float *pr = buf + (ih + c->pt) * sw * lp;
     const float *xr = xc + ih * c->W;
@@ -80,6 +81,37 @@ static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *
       off[kh * c->KW + kw] = kh * c->dh * sw * lp + tr[kw] * lp + tq[kw];
       wt[kh * c->KW + kw] = wm[kh * c->KW + kw];
     }
+  if (c->sh == 1 && sw == 1) {
+    /* Stride 1: output (oh, ow) reads buf[off[t] + oh * lp + ow], so the whole plane is one flat
+     * run of OH * lp outputs (columns ow >= OW are computed and dropped): full vectors even on
+     * narrow planes (kws: 5 wide), no per-row blocks. */
+    float flat[DW_BUF];
+    int64_t q, total = oh_n * lp;
+    if (total + DW_VEC <= DW_BUF) {
+      for (q = 0; q < total; q += DW_VEC) {
+        mi__v16 acc = {0}, v;
+        const float *b0 = buf + q;
+        if (nt == 9) {
+#define TAP(i) memcpy(&v, b0 + off[i], sizeof v), acc += wt[i] * v
+          TAP(0); TAP(1); TAP(2); TAP(3); TAP(4); TAP(5); TAP(6); TAP(7); TAP(8);
+#undef TAP
+        } else {
+          int64_t t;
+          for (t = 0; t < nt; t++) {
+            memcpy(&v, b0 + off[t], sizeof v);
+            acc += wt[t] * v;
+          }
+        }
+        memcpy(flat + q, &acc, sizeof acc);
+      }
+      for (oh = 0; oh < oh_n; oh++) {
+        float *yr = row + oh * ow_n;
+        const float *fr = flat + oh * lp;
+        for (ow0 = 0; ow0 < ow_n; ow0++) yr[ow0] = fr[ow0];
+      }
+      return 1;
+    }
+  }
   for (oh = 0; oh < oh_n; oh++) {
     float *yr = row + oh * ow_n;
     const float *base = buf + oh * rs;

@@ -12,29 +12,38 @@ struct mi__blis_pool {
   pthread_cond_t go, done;
   pthread_t th[MI__POOL_MAX];
   int32_t spawned, max_workers;
-  uint64_t gen;
-  int32_t pending, quit;
+  _Atomic uint64_t gen;  /* bumped when a region opens */
+  int32_t open;          /* under m: workers may still join the current region */
+  int32_t active;        /* under m: workers inside the current region */
+  int32_t sleepers;      /* under m: workers blocked on `go` */
+  _Atomic int32_t quit;
   mi__blis_task_fn fn;
   void *arg;
-  int64_t count, grain;
-  int32_t parts;
+  int64_t count, grain, chunk; /* chunk: items claimed at a time, a multiple of grain */
+  int32_t parts;               /* threads of the current region, the caller included */
+  _Atomic int64_t next;        /* first unclaimed item */
 };
 
 typedef struct worker_arg {
   mi__blis_pool_t *pool;
-  int32_t index;      /* part index this worker runs (1..) */
+  int32_t index;      /* 1..: joins a region only when index < the region's parts */
   uint64_t start_gen; /* generation when spawned: a region opened right after is not missed */
 } worker_arg_t;
 
-/* Part i of `parts` over [0, count), boundaries on multiples of grain so that every element is
- * computed by the same code path (same vector/tail split) whatever the thread count. */
-static void part_range(int64_t count, int64_t grain, int32_t parts, int32_t i, int64_t *b, int64_t *e) {
-  int64_t units = (count + grain - 1) / grain;
-  *b = units * i / parts * grain;
-  *e = units * (i + 1) / parts * grain;
-  if (*b > count) *b = count;
-  if (*e > count) *e = count;
+/* Claims chunks of the current region until none is left. Chunks start on multiples of grain, so
+ * every item is computed by the same code (same vector/tail split) whoever runs it. */
+static void run_chunks(mi__blis_pool_t *pool) {
+  for (;;) {
+    int64_t b = atomic_fetch_add(&pool->next, pool->chunk), e;
+    if (b >= pool->count) break;
+    e = b + pool->chunk < pool->count ? b + pool->chunk : pool->count;
+    pool->fn(pool->arg, b, e);
+  }
 }
+
+/* Spin iterations a worker waits for the next region before it sleeps: regions come in quick
+ * succession during a run, and a futex wake-up per region costs more than the small ones. */
+#define MI__POOL_SPIN 20000
 
 static void *worker(void *p) {
   worker_arg_t *wa = p;
@@ -42,23 +51,32 @@ static void *worker(void *p) {
   int32_t idx = wa->index;
   uint64_t seen = wa->start_gen;
   free(wa);
-  pthread_mutex_lock(&pool->m);
   for (;;) {
-    while (pool->gen == seen && !pool->quit) pthread_cond_wait(&pool->go, &pool->m);
-    if (pool->quit) break;
-    seen = pool->gen;
-    if (idx < pool->parts) {
-      int64_t b, e;
-      mi__blis_task_fn fn = pool->fn;
-      void *arg = pool->arg;
-      part_range(pool->count, pool->grain, pool->parts, idx, &b, &e);
-      pthread_mutex_unlock(&pool->m);
-      if (b < e) fn(arg, b, e);
-      pthread_mutex_lock(&pool->m);
+    int32_t spin;
+    for (spin = 0; spin < MI__POOL_SPIN && atomic_load(&pool->gen) == seen && !atomic_load(&pool->quit); spin++)
+      __builtin_ia32_pause();
+    pthread_mutex_lock(&pool->m);
+    while (atomic_load(&pool->gen) == seen && !atomic_load(&pool->quit)) {
+      pool->sleepers++;
+      pthread_cond_wait(&pool->go, &pool->m);
+      pool->sleepers--;
     }
-    if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+    if (atomic_load(&pool->quit)) {
+      pthread_mutex_unlock(&pool->m);
+      break;
+    }
+    seen = atomic_load(&pool->gen);
+    if (!pool->open || idx >= pool->parts) { /* finished by the caller alone, or not needed */
+      pthread_mutex_unlock(&pool->m);
+      continue;
+    }
+    pool->active++;
+    pthread_mutex_unlock(&pool->m);
+    run_chunks(pool);
+    pthread_mutex_lock(&pool->m);
+    if (--pool->active == 0) pthread_cond_signal(&pool->done);
+    pthread_mutex_unlock(&pool->m);
   }
-  pthread_mutex_unlock(&pool->m);
   return NULL;
 }
 
@@ -77,7 +95,7 @@ void mi__blis_pool_destroy(mi__blis_pool_t *pool) {
   int32_t i;
   if (!pool) return;
   pthread_mutex_lock(&pool->m);
-  pool->quit = 1;
+  atomic_store(&pool->quit, 1);
   pthread_cond_broadcast(&pool->go);
   pthread_mutex_unlock(&pool->m);
   for (i = 0; i < pool->spawned; i++) pthread_join(pool->th[i], NULL);
@@ -96,7 +114,7 @@ static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
     if (!wa) break;
     wa->pool = pool;
     wa->index = pool->spawned + 1;
-    wa->start_gen = pool->gen;
+    wa->start_gen = atomic_load(&pool->gen);
     if (pthread_create(&pool->th[pool->spawned], NULL, worker, wa) != 0) {
       free(wa);
       break;
@@ -106,35 +124,47 @@ static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
   return pool->spawned;
 }
 
+/* The caller opens the region and claims chunks itself; workers that are awake join and claim
+ * the rest. The caller then waits only for chunks a worker has already claimed, never for a
+ * worker that the OS has not scheduled yet (on a loaded machine that wait stalled whole runs). */
 void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
                        mi__blis_task_fn fn, void *arg) {
   mi__blis_pool_t *pool = env ? env->pool : NULL;
   int32_t parts = env ? env->threads : 1;
-  int64_t b, e;
+  int64_t units;
   double work = (double)count * (double)(item_work > 0 ? item_work : 1);
   if (grain < 1) grain = 1;
+  units = (count + grain - 1) / grain;
   if ((double)parts * MI__PAR_MIN_WORK > work) parts = (int32_t)(work / MI__PAR_MIN_WORK);
-  if (parts > (count + grain - 1) / grain) parts = (int32_t)((count + grain - 1) / grain);
+  if (parts > units) parts = (int32_t)units;
   if (count <= 0) return;
   if (parts <= 1 || !pool || pthread_mutex_trylock(&pool->region) != 0) {
     fn(arg, 0, count);
     return;
   }
   pthread_mutex_lock(&pool->m);
-  if (ensure_workers(pool, parts - 1) + 1 < parts) parts = pool->spawned + 1;
+  if (ensure_workers(pool, parts - 1) == 0) {
+    pthread_mutex_unlock(&pool->m);
+    pthread_mutex_unlock(&pool->region);
+    fn(arg, 0, count);
+    return;
+  }
   pool->fn = fn;
   pool->arg = arg;
   pool->count = count;
   pool->grain = grain;
   pool->parts = parts;
-  pool->pending = pool->spawned;
-  pool->gen++;
-  pthread_cond_broadcast(&pool->go);
+  /* about four chunks per part, so a late worker still finds work and an early one does more */
+  pool->chunk = (units + 4 * parts - 1) / (4 * parts) * grain;
+  atomic_store(&pool->next, 0);
+  pool->open = 1;
+  atomic_fetch_add(&pool->gen, 1);
+  if (pool->sleepers) pthread_cond_broadcast(&pool->go);
   pthread_mutex_unlock(&pool->m);
-  part_range(count, grain, parts, 0, &b, &e);
-  if (b < e) fn(arg, b, e);
+  run_chunks(pool);
   pthread_mutex_lock(&pool->m);
-  while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->m);
+  pool->open = 0;
+  while (pool->active > 0) pthread_cond_wait(&pool->done, &pool->m);
   pthread_mutex_unlock(&pool->m);
   pthread_mutex_unlock(&pool->region);
 }

@@ -73,23 +73,42 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
   ins[0] = x;
   ins[1] = res;
   if (fused) {
+    /* Conv -> BN -> the chain of fused mode `fused` (R Relu, S Sigmoid, A residual Add, C Clip 0..6) */
+    static const char *const chains[] = {"", "RA", "SA", "AR", "C", "R", "A"};
+    const char *ch = chains[fused], *o;
     int g = tb_tensor(&b, 1, &md, bn), be = tb_tensor(&b, 1, &md, bn + s.m), mu = tb_tensor(&b, 1, &md, bn + 2 * s.m),
-        va = tb_tensor(&b, 1, &md, bn + 3 * s.m), tr;
-    int bnin[5] = {ty, g, be, mu, va}, ai[2];
+        va = tb_tensor(&b, 1, &md, bn + 3 * s.m), tr = -1, cur;
+    int bnin[5] = {ty, g, be, mu, va};
     t1 = tb_tensor(&b, 4, yd, NULL);
     tb_node(&b, "BatchNormalization", 15, 5, bnin, t1);
-    t2 = tb_tensor(&b, 4, yd, NULL);
-    tb_node(&b, "Relu", 14, 1, &t1, t2);
-    tr = tb_tensor(&b, 4, yd, NULL);
-    t3 = tb_tensor(&b, 4, yd, NULL);
-    ai[0] = tr;
-    ai[1] = t2;
-    tb_node(&b, "Add", 14, 2, ai, t3);
-    tb_finish(&b, t3);
+    cur = t1;
+    for (o = ch; *o; o++) {
+      int nx = tb_tensor(&b, 4, yd, NULL), nd;
+      if (*o == 'A') {
+        int ai[2];
+        tr = tb_tensor(&b, 4, yd, NULL);
+        ai[0] = tr;
+        ai[1] = cur;
+        tb_node(&b, "Add", 14, 2, ai, nx);
+      } else {
+        nd = tb_node(&b, *o == 'R' ? "Relu" : *o == 'S' ? "Sigmoid" : "Clip", *o == 'C' ? 6 : 14, 1, &cur, nx);
+        if (*o == 'C') {
+          tb_attr_f(&b, nd, "min", 0.f);
+          tb_attr_f(&b, nd, "max", 6.f);
+        }
+      }
+      cur = nx;
+    }
+    (void)t2;
+    (void)t3;
+    tb_finish(&b, cur);
     for (i = 0; i < yn; i++) {
       int64_t m = (i / (oh * ow)) % s.m;
       float v = (ref[i] - bn[2 * s.m + m]) / sqrtf(bn[3 * s.m + m] + 1e-5f) * bn[m] + bn[s.m + m];
-      ref[i] = (v > 0.f ? v : 0.f) + res[i];
+      for (o = ch; *o; o++)
+        v = *o == 'A' ? v + res[i] : *o == 'R' ? (v > 0.f ? v : 0.f) : *o == 'S' ? 1.f / (1.f + expf(-v))
+                                                                     : (v < 0.f ? 0.f : v > 6.f ? 6.f : v);
+      ref[i] = v;
     }
   } else {
     tb_finish(&b, ty);
@@ -144,6 +163,71 @@ static void refusals(tb_plugin_t *p) {
   CHECK(tb_run(p, &b, "conv.im2col_gemm", NULL, 0, ins, y, &err) == MI_OK, "valid run: %s", err.message);
 }
 
+/* Number of values of the `simd` knob on this CPU (auto, then each code path, widest first). */
+static int64_t simd_choices(tb_plugin_t *p) {
+  uint32_t n = 0, i;
+  mi_error_t err = {0, ""};
+  if (p->api->knob_count(p->ctx, 0, &n, &err) != MI_OK) return 0;
+  for (i = 0; i < n; i++) {
+    mi_knob_desc_t k;
+    memset(&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    if (p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
+  }
+  return 0;
+}
+
+/* conv.packed_gemm (pixels in the lanes for planes of 16+ pixels, channels in the lanes below)
+ * and the depthwise kernels, on every SIMD code path this CPU runs (knob `simd`), plain and with
+ * each fused chain after BN: Relu+Add, Sigmoid+Add (the scalar tail), Add+Relu, Clip, Relu, Add
+ * (the last four have specialised AVX-512 GEMM epilogues). */
+static void packed_cases(tb_plugin_t *p) {
+  /* n c h w m kh kw sh sw dh dw pt pl pb pr g */
+  static const struct {
+    const char *name, *variant;
+    cshape_t s;
+    int64_t block;
+  } cases[] = {
+      {"packed dense 2 images, 30-pixel planes", "conv.packed_gemm", {2, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 1}, 0},
+      {"packed 40x37, 19 rows", "conv.packed_gemm", {1, 3, 40, 37, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"packed 40x37 chunks of 256", "conv.packed_gemm", {1, 3, 40, 37, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 256},
+      {"packed pointwise 35 pixels", "conv.packed_gemm", {2, 8, 7, 5, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed pointwise 64 pixels, 70 rows", "conv.packed_gemm", {1, 24, 8, 8, 70, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed pointwise stride 2", "conv.packed_gemm", {1, 16, 8, 8, 12, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed 3x3 plane, 40 rows (channels in lanes)", "conv.packed_gemm", {1, 16, 3, 3, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"packed 2x2 plane, 70 rows, 2 images", "conv.packed_gemm", {2, 20, 4, 4, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"packed 7-pixel 1-row plane", "conv.packed_gemm", {1, 6, 1, 7, 33, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed dilated grouped", "conv.packed_gemm", {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2}, 0},
+      {"depthwise 3x3 stride 2, 21 wide", "conv.depthwise_direct", {1, 8, 13, 21, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8}, 0},
+      {"depthwise 5x5 stride 2, 37 wide", "conv.depthwise_direct", {2, 3, 11, 37, 3, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 3}, 0},
+      {"depthwise 3x3 stride 2 pad 0, 3x3 plane", "conv.depthwise_direct", {1, 4, 6, 6, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 4}, 0},
+      /* 16 channels and a tail of 4 in the lanes; 5x5 taps; narrow rows of a taller plane */
+      {"depthwise 20 channels, 5x5, 6x6 plane", "conv.depthwise_direct", {2, 20, 6, 6, 20, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 20}, 0},
+      {"depthwise 25x5 plane", "conv.depthwise_direct", {1, 17, 25, 5, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 17}, 0},
+      /* planes too large for the channel-lane path (padded plane over 1024 pixels; with stride 2
+       * over 100 outputs): the masked-load stride-2 and the flat stride-1 planes */
+      {"depthwise 3x3 stride 2, 41x45 plane", "conv.depthwise_direct", {1, 3, 41, 45, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3}, 0},
+      {"depthwise 3x3 stride 1, 40x40 plane", "conv.depthwise_direct", {1, 2, 40, 40, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
+  };
+  int64_t ns = simd_choices(p), si;
+  size_t i;
+  CHECK(ns >= 2, "knob simd has %lld values (want auto and at least c)", (long long)ns);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[160];
+    int fused;
+    for (fused = 0; fused <= 6; fused++) {
+      mi_knob_value_t kb[1] = {{"im2col_block", cases[i].block, 0.}};
+      snprintf(name, sizeof name, "%s (auto, fused %d)", cases[i].name, fused);
+      conv_case(p, name, cases[i].s, cases[i].variant, fused, kb, cases[i].block ? 1 : 0);
+      for (si = 1; si < ns; si++) {
+        mi_knob_value_t kv[2] = {{"simd", si, 0.}, {"im2col_block", cases[i].block, 0.}};
+        snprintf(name, sizeof name, "%s (simd %lld, fused %d)", cases[i].name, (long long)si, fused);
+        conv_case(p, name, cases[i].s, cases[i].variant, fused, kv, cases[i].block ? 2 : 1);
+      }
+    }
+  }
+}
+
 int main(void) {
   tb_plugin_t p;
   /* n c h w m kh kw sh sw dh dw pt pl pb pr g */
@@ -191,6 +275,7 @@ int main(void) {
   conv_case(&p, "fused 1x1+bn+relu+add", pw, "conv.1x1_gemm", 1, NULL, 0);
   conv_case(&p, "fused dw+bn+relu+add", dw, "conv.depthwise_direct", 1, NULL, 0);
   conv_case(&p, "fused nhwc+bn+relu+add", dilated, "conv.direct_nhwc", 1, NULL, 0);
+  packed_cases(&p);
   refusals(&p);
   tb_unload(&p);
   if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);

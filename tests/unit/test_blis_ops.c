@@ -114,15 +114,19 @@ static void softmax_case(tb_plugin_t *p, int opset, int64_t axis) {
   expect(p, &b, name, ins, ref, NULL, 0);
 }
 
-static void layernorm_case(tb_plugin_t *p) {
-  int64_t d[3] = {2, 3, 8}, ld = 8, o, j;
-  float x[48], g[8], be[8], ref[48];
+/* LayerNormalization over the last dim of [2,3,len]: len 8 (one run of eight partial sums) and 37
+ * (four runs and a tail). */
+static void layernorm_case(tb_plugin_t *p, int64_t len) {
+  int64_t d[3] = {2, 3, len}, ld = len, o, j;
+  float x[6 * 40], g[40], be[40], ref[6 * 40];
   const float *ins[1] = {x};
+  char name[48];
   tb_t b;
   int t0, t1, t2, t3, node;
-  tb_fill(x, 48, 30);
-  tb_fill(g, 8, 31);
-  tb_fill(be, 8, 32);
+  if (len > 40) return;
+  tb_fill(x, 6 * len, 30);
+  tb_fill(g, len, 31);
+  tb_fill(be, len, 32);
   memset(&b, 0, sizeof b);
   t0 = tb_tensor(&b, 3, d, NULL);
   t1 = tb_tensor(&b, 1, &ld, g);
@@ -136,25 +140,27 @@ static void layernorm_case(tb_plugin_t *p) {
   tb_finish(&b, t3);
   for (o = 0; o < 6; o++) {
     double m = 0., v = 0.;
-    for (j = 0; j < 8; j++) m += x[o * 8 + j];
-    m /= 8;
-    for (j = 0; j < 8; j++) v += (x[o * 8 + j] - m) * (x[o * 8 + j] - m);
-    v /= 8;
-    for (j = 0; j < 8; j++) ref[o * 8 + j] = (float)((x[o * 8 + j] - m) / sqrt(v + 1e-5) * g[j] + be[j]);
+    for (j = 0; j < len; j++) m += x[o * len + j];
+    m /= (double)len;
+    for (j = 0; j < len; j++) v += (x[o * len + j] - m) * (x[o * len + j] - m);
+    v /= (double)len;
+    for (j = 0; j < len; j++) ref[o * len + j] = (float)((x[o * len + j] - m) / sqrt(v + 1e-5) * g[j] + be[j]);
   }
-  expect(p, &b, "layernorm", ins, ref, NULL, 0);
+  snprintf(name, sizeof name, "layernorm len %lld", (long long)len);
+  expect(p, &b, name, ins, ref, NULL, 0);
 }
 
 /* 3x3 stride 2 pad 1 pools on 8x7 with ceil_mode: the last window hangs over the edge. */
-static void pool_case(tb_plugin_t *p, const char *op, int include_pad) {
-  int64_t xd[4] = {1, 2, 8, 7}, k[2] = {3, 3}, s[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
-  int64_t oh = (8 + 2 - 3 + 1) / 2 + 1, ow = (7 + 2 - 3 + 1) / 2 + 1, yd[4] = {1, 2, oh, ow}, c, i, j, a, bb;
-  float x[112], ref[64];
+static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W) {
+  int64_t xd[4] = {1, 2, 8, W}, k[2] = {3, 3}, s[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
+  int64_t oh = (8 + 2 - 3 + 1) / 2 + 1, ow = (W + 2 - 3 + 1) / 2 + 1, yd[4] = {1, 2, oh, ow}, c, i, j, a, bb;
+  float x[16 * 40], ref[5 * 2 * 21];
   const float *ins[1] = {x};
   char name[64];
   int is_max = strcmp(op, "MaxPool") == 0, t0, t1, node;
   tb_t b;
-  tb_fill(x, 112, 40);
+  if (W > 40) return;
+  tb_fill(x, 16 * W, 40);
   memset(&b, 0, sizeof b);
   t0 = tb_tensor(&b, 4, xd, NULL);
   t1 = tb_tensor(&b, 4, yd, NULL);
@@ -173,14 +179,14 @@ static void pool_case(tb_plugin_t *p, const char *op, int include_pad) {
         for (a = 0; a < 3; a++)
           for (bb = 0; bb < 3; bb++) {
             int64_t ih = i * 2 - 1 + a, iw = j * 2 - 1 + bb;
-            if (ih <= 8 && iw <= 7) padcnt++; /* inside the padded input (pad 1 each side) */
-            if (ih < 0 || ih >= 8 || iw < 0 || iw >= 7) continue;
-            acc = is_max ? fmax(acc, x[(c * 8 + ih) * 7 + iw]) : acc + x[(c * 8 + ih) * 7 + iw];
+            if (ih <= 8 && iw <= W) padcnt++; /* inside the padded input (pad 1 each side) */
+            if (ih < 0 || ih >= 8 || iw < 0 || iw >= W) continue;
+            acc = is_max ? fmax(acc, x[(c * 8 + ih) * W + iw]) : acc + x[(c * 8 + ih) * W + iw];
             cnt++;
           }
         ref[(c * oh + i) * ow + j] = (float)(is_max ? acc : acc / (include_pad ? padcnt : cnt));
       }
-  snprintf(name, sizeof name, "%s ceil include_pad=%d", op, include_pad);
+  snprintf(name, sizeof name, "%s ceil include_pad=%d width %lld", op, include_pad, (long long)W);
   expect(p, &b, name, ins, ref, NULL, 0);
 }
 
@@ -211,9 +217,165 @@ static void binary_case(tb_plugin_t *p, const char *op) {
   expect(p, &b, op, ins, ref, NULL, 0);
 }
 
+/* 4-D broadcasting with merged inner dims: [2,3,4,5] op [1,3,1,1] (a scalar per row of 20),
+ * the operands swapped (the scalar on the left), and equal shapes (one contiguous run). */
+static void binary4_case(tb_plugin_t *p, const char *op, const int64_t *ad, const int64_t *bd) {
+  int64_t yd[4], an = 1, bn = 1, yn = 1, i, d;
+  float *a, *bm, *ref;
+  const float *ins[2];
+  char name[64];
+  tb_t b;
+  int t0, t1, t2;
+  for (d = 0; d < 4; d++) {
+    yd[d] = ad[d] > bd[d] ? ad[d] : bd[d];
+    an *= ad[d];
+    bn *= bd[d];
+    yn *= yd[d];
+  }
+  a = malloc((size_t)an * 4);
+  bm = malloc((size_t)bn * 4);
+  ref = malloc((size_t)yn * 4);
+  tb_fill(a, an, 60);
+  tb_fill(bm, bn, 61);
+  for (i = 0; i < bn; i++) bm[i] += 2.f;
+  for (i = 0; i < yn; i++) {
+    int64_t r = i, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (d = 3; d >= 0; d--) {
+      int64_t c = r % yd[d];
+      r /= yd[d];
+      ia += (ad[d] == 1 ? 0 : c) * sa;
+      ib += (bd[d] == 1 ? 0 : c) * sb;
+      sa *= ad[d];
+      sb *= bd[d];
+    }
+    ref[i] = op[0] == 'A' ? a[ia] + bm[ib] : op[0] == 'S' ? a[ia] - bm[ib] : op[0] == 'M' ? a[ia] * bm[ib] : a[ia] / bm[ib];
+  }
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 4, ad, NULL);
+  t1 = tb_tensor(&b, 4, bd, NULL);
+  t2 = tb_tensor(&b, 4, yd, NULL);
+  {
+    int in[2] = {t0, t1};
+    tb_node(&b, op, 14, 2, in, t2);
+  }
+  tb_finish(&b, t2);
+  ins[0] = a;
+  ins[1] = bm;
+  snprintf(name, sizeof name, "%s [%lld,%lld,%lld,%lld] by [%lld,%lld,%lld,%lld]", op, (long long)ad[0],
+           (long long)ad[1], (long long)ad[2], (long long)ad[3], (long long)bd[0], (long long)bd[1],
+           (long long)bd[2], (long long)bd[3]);
+  expect(p, &b, name, ins, ref, NULL, 0);
+  free(a);
+  free(bm);
+  free(ref);
+}
+
+/* GlobalAveragePool / GlobalMaxPool over 5x7 planes (four runs of 8 and a tail of 3). */
+static void global_pool_case(tb_plugin_t *p, const char *op) {
+  int64_t xd[4] = {2, 3, 5, 7}, yd[4] = {2, 3, 1, 1}, c, i;
+  float x[210], ref[6];
+  const float *ins[1] = {x};
+  tb_t b;
+  int t0, t1;
+  tb_fill(x, 210, 70);
+  for (c = 0; c < 6; c++) {
+    double acc = op[6] == 'M' ? -1e30 : 0.;
+    for (i = 0; i < 35; i++) acc = op[6] == 'M' ? (x[c * 35 + i] > acc ? x[c * 35 + i] : acc) : acc + x[c * 35 + i];
+    ref[c] = (float)(op[6] == 'M' ? acc : acc / 35.);
+  }
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 4, xd, NULL);
+  t1 = tb_tensor(&b, 4, yd, NULL);
+  tb_node(&b, op, 1, 1, &t0, t1);
+  tb_finish(&b, t1);
+  expect(p, &b, op, ins, ref, NULL, 0);
+}
+
+/* Number of values of the `simd` knob on this CPU (auto, then each code path, widest first). */
+static int64_t simd_choices(tb_plugin_t *p) {
+  uint32_t n = 0, i;
+  mi_error_t err = {0, ""};
+  if (p->api->knob_count(p->ctx, 0, &n, &err) != MI_OK) return 0;
+  for (i = 0; i < n; i++) {
+    mi_knob_desc_t k;
+    memset(&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    if (p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
+  }
+  return 0;
+}
+
+/* Activations with a vectorised path (Exp, Erf, Tanh, Sigmoid, Gelu erf/tanh) over [-9, 9] on 1037
+ * values (full vectors and a tail), each value within 1e-5 relative (plus 1e-6) of double. */
+static void unary_case(tb_plugin_t *p, const char *op, const char *approx, int64_t simd) {
+  mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
+  enum { N = 1037 };
+  int64_t d[2] = {17, 61}, i;
+  float *x = malloc(N * 4), *ref = malloc(N * 4), *got = malloc(N * 4);
+  const float *ins[1] = {x};
+  mi_error_t err = {0, ""};
+  tb_t b;
+  int t0, t1, node, bad = 0;
+  int32_t rc;
+  for (i = 0; i < N; i++) {
+    double v = -9. + 18. * (double)i / (N - 1), r;
+    x[i] = (float)v;
+    v = x[i];
+    if (!strcmp(op, "Exp")) r = exp(v);
+    else if (!strcmp(op, "Erf")) r = erf(v);
+    else if (!strcmp(op, "Tanh")) r = tanh(v);
+    else if (!strcmp(op, "Sigmoid")) r = 1. / (1. + exp(-v));
+    else if (approx) r = 0.5 * v * (1. + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    else r = 0.5 * v * (1. + erf(v / sqrt(2.)));
+    ref[i] = (float)r;
+  }
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 2, d, NULL);
+  t1 = tb_tensor(&b, 2, d, NULL);
+  node = tb_node(&b, op, !strcmp(op, "Gelu") ? 20 : 13, 1, &t0, t1);
+  if (approx) tb_attr_s(&b, node, "approximate", approx);
+  tb_finish(&b, t1);
+  rc = tb_run(p, &b, NULL, kv, 1, ins, got, &err);
+  CHECK(rc == MI_OK, "%s: %s", op, err.message);
+  for (i = 0; rc == MI_OK && i < N; i++)
+    if (!(fabs((double)got[i] - ref[i]) <= 1e-5 * fabs((double)ref[i]) + 1e-6) && bad++ < 3)
+      CHECK(0, "%s%s simd %lld: x=%g got %.9g want %.9g", op, approx ? " tanh" : "", (long long)simd, x[i],
+            got[i], ref[i]);
+  free(x); free(ref); free(got);
+}
+
+/* Softmax rows longer than a vector, with large logits (the max is subtracted first). */
+static void softmax_long_case(tb_plugin_t *p, int64_t len, int64_t simd) {
+  mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
+  int64_t d[2] = {3, len}, o, j;
+  float *x = malloc((size_t)(3 * len) * 4), *ref = malloc((size_t)(3 * len) * 4);
+  const float *ins[1] = {x};
+  char name[48];
+  tb_t b;
+  int t0, t1;
+  tb_fill(x, 3 * len, 31);
+  for (j = 0; j < 3 * len; j++) x[j] *= 40.f;
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 2, d, NULL);
+  t1 = tb_tensor(&b, 2, d, NULL);
+  tb_node(&b, "Softmax", 13, 1, &t0, t1);
+  tb_finish(&b, t1);
+  for (o = 0; o < 3; o++) {
+    double s = 0., m = -1e30;
+    for (j = 0; j < len; j++) m = x[o * len + j] > m ? x[o * len + j] : m;
+    for (j = 0; j < len; j++) s += exp(x[o * len + j] - m);
+    for (j = 0; j < len; j++) ref[o * len + j] = (float)(exp(x[o * len + j] - m) / s);
+  }
+  snprintf(name, sizeof name, "softmax rows of %lld, simd %lld", (long long)len, (long long)simd);
+  expect(p, &b, name, ins, ref, kv, 1);
+  free(x);
+  free(ref);
+}
+
 int main(void) {
   tb_plugin_t p;
   int ta, tb_;
+  int64_t si;
   if (!tb_load(&p)) return 1;
   for (ta = 0; ta < 2; ta++)
     for (tb_ = 0; tb_ < 2; tb_++) gemm_case(&p, ta, tb_, 0.75f, 0.5f, 2);
@@ -225,16 +387,43 @@ int main(void) {
   softmax_case(&p, 13, 1);
   softmax_case(&p, 11, 1);
   softmax_case(&p, 11, 0);
-  layernorm_case(&p);
-  pool_case(&p, "MaxPool", 0);
-  pool_case(&p, "AveragePool", 0);
-  pool_case(&p, "AveragePool", 1);
+  /* every code path of knob simd (auto, then e.g. avx512, avx2, c) */
+  CHECK(simd_choices(&p) >= 2, "knob simd has %lld values", (long long)simd_choices(&p));
+  for (si = 0; si < simd_choices(&p); si++) {
+    softmax_long_case(&p, 37, si);
+    softmax_long_case(&p, 100, si);
+    unary_case(&p, "Exp", NULL, si);
+    unary_case(&p, "Erf", NULL, si);
+    unary_case(&p, "Tanh", NULL, si);
+    unary_case(&p, "Sigmoid", NULL, si);
+    unary_case(&p, "Gelu", NULL, si);
+    unary_case(&p, "Gelu", "tanh", si);
+  }
+  layernorm_case(&p, 8);
+  layernorm_case(&p, 37);
+  pool_case(&p, "MaxPool", 0, 7);
+  pool_case(&p, "MaxPool", 0, 37); /* 19 outputs a row: a full block of 16 and a tail */
+  pool_case(&p, "AveragePool", 0, 7);
+  pool_case(&p, "AveragePool", 1, 7);
+  pool_case(&p, "AveragePool", 1, 37);
   binary_case(&p, "Add");
   binary_case(&p, "Sub");
   binary_case(&p, "Mul");
   binary_case(&p, "Div");
   binary_case(&p, "Max");
   binary_case(&p, "Min");
+  {
+    static const int64_t big[4] = {2, 3, 4, 5}, se[4] = {1, 3, 1, 1};
+    static const char *const ops4[4] = {"Add", "Sub", "Mul", "Div"};
+    int o;
+    for (o = 0; o < 4; o++) {
+      binary4_case(&p, ops4[o], big, se);
+      binary4_case(&p, ops4[o], se, big);
+      binary4_case(&p, ops4[o], big, big);
+    }
+  }
+  global_pool_case(&p, "GlobalAveragePool");
+  global_pool_case(&p, "GlobalMaxPool");
   tb_unload(&p);
   if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
   return g_failures ? 1 : 0;

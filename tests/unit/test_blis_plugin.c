@@ -64,7 +64,7 @@ static void descriptions(tb_plugin_t *p) {
             "conv variant %s fuse mask", v.id);
     }
   }
-  CHECK(found == 4, "four conv variants, got %u", found);
+  CHECK(found == 5, "five conv variants, got %u", found);
   CHECK(p->api->counter_count(p->ctx, 0, &n, &err) == MI_OK && n == 2, "two counters");
   for (i = 0; i < n; i++) {
     memset(&c, 0, sizeof c);

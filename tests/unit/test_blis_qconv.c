@@ -20,16 +20,19 @@ static int32_t rnd(int32_t lo, int32_t hi) {
   return lo + (int32_t)((g_rng >> 8) % (uint32_t)(hi - lo + 1));
 }
 
+/* Value of knob int8_dot for the runs (0 = auto); main runs every case under each value. */
+static int64_t g_dot = 0;
+
 /* Prepares and runs one kernel over byte buffers; returns the status. */
 static int32_t run_bytes(tb_plugin_t *p, tb_t *b, int threads, const void *const *ins,
                          const uint64_t *in_bytes, void *out, uint64_t out_bytes, mi_error_t *err) {
   mi_kernel_desc_t d;
   mi_kernel_t *k = NULL;
   mi_buffer_t *ib[4] = {0}, *ob = NULL;
-  mi_knob_value_t kv[1] = {{"threads", threads, 0.}};
+  mi_knob_value_t kv[2] = {{"threads", threads, 0.}, {"int8_dot", g_dot, 0.}};
   int32_t rc;
   int i;
-  tb_desc(b, &d, NULL, kv, 1);
+  tb_desc(b, &d, NULL, kv, 2);
   rc = p->api->kernel_prepare(p->ctx, 0, &d, &k, err);
   if (rc != MI_OK) return rc;
   for (i = 0; i < b->nkin && rc == MI_OK; i++) {
@@ -162,11 +165,11 @@ done:
 /* Gemm (transB 1, per-channel, alpha, beta, bias) or MatMul (batched A, per-tensor B). */
 static void gemm_case(tb_plugin_t *p, int matmul) {
   const char *name = matmul ? "int8 matmul" : "int8 gemm";
-  int64_t M = matmul ? 6 : 3, K = 20, N = 7, i, j, kk;
+  int64_t M = matmul ? 6 : 3, K = matmul ? 21 : 20, N = 7, i, j, kk; /* odd K: a half pair */
   int64_t ad[3] = {2, 3, K}, a2[2] = {M, K}, bd[2] = {matmul ? K : N, matmul ? N : K}, cd = N;
   int64_t yd[3] = {2, 3, N}, y2d[2] = {M, N};
-  uint8_t a[6 * 20], y1[6 * 7], y2[6 * 7], want[6 * 7];
-  int8_t w[20 * 7];
+  uint8_t a[6 * 21], y1[6 * 7], y2[6 * 7], want[6 * 7];
+  int8_t w[21 * 7];
   float cs[7], bias[7], sx = 0.02f, sy = 0.05f, alpha = matmul ? 1.f : 0.5f, beta = matmul ? 1.f : 2.f;
   int32_t zx = matmul ? 9 : 100, zy = matmul ? -3 : 77, rc1, rc2;
   int xu8 = !matmul, yu8 = !matmul;
@@ -244,10 +247,26 @@ int main(void) {
       {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1},
   };
   size_t i;
+  int64_t ndot = 0;
   if (!tb_load(&p)) return 1;
-  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
-  gemm_case(&p, 0);
-  gemm_case(&p, 1);
+  {
+    /* knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
+    uint32_t nk = 0, ki;
+    mi_error_t err = {0, ""};
+    if (p.api->knob_count(p.ctx, 0, &nk, &err) == MI_OK)
+      for (ki = 0; ki < nk; ki++) {
+        mi_knob_desc_t kd;
+        memset(&kd, 0, sizeof kd);
+        kd.struct_size = sizeof kd;
+        if (p.api->knob_desc(p.ctx, 0, ki, &kd, &err) == MI_OK && strcmp(kd.name, "int8_dot") == 0) ndot = kd.max + 1;
+      }
+  }
+  CHECK(ndot >= 2, "knob int8_dot has %lld values (want auto and at least c)", (long long)ndot);
+  for (g_dot = 0; g_dot < ndot; g_dot++) {
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
+    gemm_case(&p, 0);
+    gemm_case(&p, 1);
+  }
   tb_unload(&p);
   if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
   return g_failures ? 1 : 0;
