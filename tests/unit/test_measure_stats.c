@@ -1,7 +1,9 @@
 /* test_measure_stats.c - robust statistics on known samples, and the protocol with synthetic
  * sample sources: re-measure on a wide spread, more repeats, discarded samples, failures. */
 #include <math.h>
+#include <time.h>
 
+#include "measure/measure_internal.h"
 #include "test_measure_util.h"
 
 static int near(double a, double b) { return fabs(a - b) <= 1e-12 * (1 + fabs(b)); }
@@ -110,6 +112,80 @@ static void test_protocol(void) {
         "failure passes through: %s", err.message);
 }
 
+/* A source that takes real time: each run sleeps about 1 ms; its samples cycle through one low,
+ * six middle and one high value (CV 2.5%; the two warm-up runs are middle ones, the first five
+ * samples hold the low and the high), and it counts the batch it is given. */
+typedef struct slow {
+  int calls, batch;
+} slow_t;
+
+static int32_t slow_run(void *u, double *sec, int *changed, mi_error_t *err) {
+  static const double cycle[8] = {2, 2, 1.9, 2, 2, 2, 2.1, 2};
+  slow_t *s = u;
+  struct timespec ts = {0, 1000000};
+  (void)err;
+  nanosleep(&ts, NULL);
+  *changed = 0;
+  *sec = cycle[s->calls++ % 8] * 1e-4;
+  return MI_OK;
+}
+static void slow_batch(void *u, int32_t runs) { ((slow_t *)u)->batch = runs; }
+
+static void test_short_runs(void) {
+  mi_measure_options_t o;
+  mi_measure_result_t r;
+  mi_sample_source_t src = {0};
+  slow_t s = {0};
+  mi_error_t err;
+  double t0;
+  src.user = &s;
+  src.run = slow_run;
+  mi_measure_options_default(&o);
+  CHECK(o.min_warmup_s == 0 && o.median_ci == 0 && o.min_sample_s == 0, "defaults: off");
+  o.warmup = 2;
+  o.min_warmup_s = 0.03;
+  o.median_ci = 0;
+  /* Warm-up lasts min_warmup_s, not only two runs. */
+  t0 = mi__now_s();
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK, "%s", err.message);
+  CHECK(r.runs - r.stats.n > 2 && mi__now_s() - t0 >= 0.03, "time-based warm-up: %d runs",
+        (int)(r.runs - r.stats.n));
+  /* ... but never more than half the budget. */
+  memset(&s, 0, sizeof s);
+  o.min_warmup_s = 10;
+  o.budget_s = 0.04;
+  t0 = mi__now_s();
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && mi__now_s() - t0 < 1, "warm-up capped");
+  /* Without the confidence-interval rule a CV of 2.5% stops at five repeats; with it, repeats go
+   * on until the median is known to +-1%, here well before max_repeats. */
+  o.min_warmup_s = 0;
+  o.budget_s = 20;
+  o.max_repeats = 60;
+  memset(&s, 0, sizeof s);
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && r.stats.n == 5 && r.settled,
+        "no CI rule: n %d", r.stats.n);
+  CHECK(r.median_ci > 0.01, "five samples leave the median to +-%g", r.median_ci);
+  o.median_ci = 0.01;
+  memset(&s, 0, sizeof s);
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && r.stats.n > 5 && r.stats.n < 60 &&
+            r.median_ci <= 0.01 && fabs(r.stats.median - 2e-4) < 1e-12,
+        "CI rule: n %d ci %g", r.stats.n, r.median_ci);
+  /* Batching: never for a source that cannot; 2e-4 s runs under a 1.9 ms floor: 10 per sample. */
+  o.min_sample_s = 0.0019;
+  memset(&s, 0, sizeof s);
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && r.batch == 1 && s.batch == 0,
+        "no set_batch: batch %d", r.batch);
+  src.set_batch = slow_batch;
+  memset(&s, 0, sizeof s);
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && r.batch == 10 && s.batch == 10 &&
+            r.runs == 2 + 10 * r.stats.n,
+        "batch %d (source %d), runs %d of n %d", r.batch, s.batch, r.runs, r.stats.n);
+  o.min_sample_s = 1e-5; /* runs longer than the floor stay single */
+  memset(&s, 0, sizeof s);
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && r.batch == 1 && s.batch == 0,
+        "long runs: batch %d", r.batch);
+}
+
 static void test_hash_and_config(void) {
   char a[17], b[17], *c1, *c2;
   mi_knob_value_t dk[2] = {{"threads", 2, 0}, {"dvfs_level", 3, 0}};
@@ -136,6 +212,7 @@ static void test_hash_and_config(void) {
 int main(void) {
   test_stats();
   test_protocol();
+  test_short_runs();
   test_hash_and_config();
   if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
   return g_failures ? 1 : 0;

@@ -1,12 +1,115 @@
 /* test_measure_worker.c - crash isolation with the npu-stub's injected faults: a crashing,
  * hanging or wrong device fails with its reason, is quarantined after K failures in a row, and
- * the host goes on measuring on the other devices. */
+ * the host goes on measuring on the other devices; workers are exec'd mi-worker programs that
+ * inherit nothing of the host but their socket, and refuse a host of another build. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "measure/measure_internal.h"
 #include "test_measure_util.h"
 
+extern char **environ;
+
 static char g_dirs[512];
+
+/* Runs mi-worker as a pool would, but with the wire tag `wire`; returns the error of its answer
+ * to a fingerprint job (code 0 and an empty message when it answered otherwise). */
+static mi_error_t worker_with_tag(const char *build, const char *wire) {
+  char path[600], parent[32];
+  char *argv[] = {path, "--fd", "3", "--device", "npu-stub:0", "--parent", parent, "--wire",
+                  (char *)wire, "--plugins", g_dirs, NULL};
+  int sv[2];
+  pid_t pid;
+  mi_error_t e;
+  mi__frame_t h;
+  posix_spawn_file_actions_t fa;
+  memset(&e, 0, sizeof e);
+  snprintf(path, sizeof path, "%s/bin/mi-worker", build);
+  snprintf(parent, sizeof parent, "%ld", (long)getpid());
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return e;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+  if (posix_spawn(&pid, path, &fa, NULL, argv, environ) == 0) {
+    char dummy = 0;
+    if (mi__frame_send(sv[0], MI__JOB_FINGERPRINT, &dummy, 1, NULL, 0) == MI_OK &&
+        mi__read_full(sv[0], &h, sizeof h, mi__now_s() + 30) == 1 &&
+        h.type == MI__REPLY_ERROR && h.length == sizeof e)
+      mi__read_full(sv[0], &e, sizeof e, mi__now_s() + 30);
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+  } else {
+    close(sv[0]);
+  }
+  posix_spawn_file_actions_destroy(&fa);
+  close(sv[1]);
+  e.message[sizeof e.message - 1] = '\0';
+  return e;
+}
+
+/* The first child process of this one found in /proc, or -1. */
+static long child_pid(void) {
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  long found = -1;
+  while (d && found < 0 && (e = readdir(d))) {
+    char path[300], buf[512], *close_paren;
+    FILE *f;
+    long pid = strtol(e->d_name, &close_paren, 10), ppid = 0;
+    if (*close_paren || pid <= 0) continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    if (!(f = fopen(path, "r"))) continue;
+    if (fgets(buf, sizeof buf, f) && (close_paren = strrchr(buf, ')')) &&
+        sscanf(close_paren + 1, " %*c %ld", &ppid) == 1 && ppid == (long)getpid())
+      found = pid;
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* 1 when process `pid` holds a descriptor open on `target`. */
+static int holds(long pid, const char *target) {
+  char dir[64], link[600], to[512];
+  DIR *d;
+  struct dirent *e;
+  int found = 0;
+  snprintf(dir, sizeof dir, "/proc/%ld/fd", pid);
+  if (!(d = opendir(dir))) return 0;
+  while (!found && (e = readdir(d))) {
+    ssize_t n;
+    snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+    if ((n = readlink(link, to, sizeof to - 1)) > 0) {
+      to[n] = '\0';
+      found = strcmp(to, target) == 0;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+/* A thread that takes the stderr lock, says so on pipe `held`, and keeps it until a byte
+ * arrives on pipe `release`: starting a worker must need no lock another thread may hold. */
+typedef struct holder {
+  int held[2], release[2];
+} holder_t;
+
+static void *hold_lock(void *arg) {
+  holder_t *h = arg;
+  char c = 'h';
+  flockfile(stderr);
+  if (write(h->held[1], &c, 1) == 1)
+    while (read(h->release[0], &c, 1) < 0) {
+    }
+  funlockfile(stderr);
+  return NULL;
+}
 
 static mi_worker_pool_t *pool(const char *fault, double timeout) {
   static char env[64];
@@ -60,6 +163,89 @@ int main(void) {
   rc = mi_worker_profile(p, "nosuch:0", model, NULL, &mo, 0, &pr, &err);
   CHECK(rc == MI_ERR_NOT_FOUND && !pr, "unknown device: %d %s", rc, err.message);
   mi_worker_pool_destroy(p);
+
+  /* The worker is a new program (fork + exec of mi-worker), started while another thread of
+   * the host holds the stderr lock, and it holds none of the host's descriptors but its socket.
+   * A regression that takes a stdio lock to start a worker hangs here: the alarm ends it. */
+  {
+    char marker[128], exe[600] = "?", c;
+    int fd, inherited = 1, started;
+    long pid = -1;
+    ssize_t n = -1;
+    pthread_t th;
+    holder_t hold = {{-1, -1}, {-1, -1}};
+    snprintf(marker, sizeof marker, "%s/marker", dir);
+    fd = open(marker, O_CREAT | O_WRONLY, 0600); /* no O_CLOEXEC on purpose */
+    started = fd >= 0 && pipe(hold.held) == 0 && pipe(hold.release) == 0 &&
+              pthread_create(&th, NULL, hold_lock, &hold) == 0;
+    /* Nothing here prints until the lock is released. */
+    started = started && read(hold.held[0], &c, 1) == 1;
+    alarm(120);
+    p = pool("", 30);
+    rc = mi_worker_profile(p, "blis-cpu:0", model, NULL, &mo, 0, &pr, &err);
+    mi_profile_destroy(pr);
+    if ((pid = child_pid()) > 0) {
+      char link[64];
+      snprintf(link, sizeof link, "/proc/%ld/exe", pid);
+      if ((n = readlink(link, exe, sizeof exe - 1)) > 0) exe[n] = '\0';
+      inherited = holds(pid, marker);
+    }
+    mi_worker_pool_destroy(p);
+    alarm(0);
+    if (started) {
+      if (write(hold.release[1], "x", 1) != 1) started = 0;
+      pthread_join(th, NULL);
+    }
+    CHECK(started, "setup");
+    CHECK(rc == MI_OK, "profile next to a thread holding the stderr lock: %s", err.message);
+    CHECK(pid > 0, "the worker is a child of the host");
+    CHECK(n > 0 && strlen(exe) >= 10 && strcmp(exe + strlen(exe) - 10, "/mi-worker") == 0,
+          "the worker runs mi-worker, not a copy of the host: %s", exe);
+    CHECK(!inherited, "the worker does not inherit the host's descriptors");
+    for (int i = 0; i < 2; i++) {
+      close(hold.held[i]);
+      close(hold.release[i]);
+    }
+    close(fd);
+    remove(marker);
+  }
+
+  /* A worker from another build (another wire tag) refuses every job with a reason; run by
+   * hand, mi-worker says it is not meant to be. */
+  {
+    mi_error_t e = worker_with_tag(build, "0123456789abcdef");
+    char path[600];
+    int st = -1;
+    pid_t pid;
+    char *argv[] = {path, NULL};
+    CHECK(e.code == MI_ERR_ABI && strstr(e.message, "another build"), "wire mismatch: %d %s",
+          (int)e.code, e.message);
+    snprintf(path, sizeof path, "%s/bin/mi-worker", build);
+    if (posix_spawn(&pid, path, NULL, NULL, argv, environ) == 0) waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "mi-worker by hand: status %d", st);
+  }
+
+  /* A worker program that is missing, or that anyone may rewrite, is refused up front. */
+  {
+    mi_worker_options_t o;
+    char bad[128];
+    FILE *f;
+    mi_worker_options_default(&o);
+    o.worker_path = "/nonexistent/mi-worker";
+    p = NULL;
+    rc = mi_worker_pool_create(&o, &p, &err);
+    CHECK(rc == MI_ERR_NOT_FOUND && !p && strstr(err.message, "/nonexistent/mi-worker"),
+          "missing worker: %d %s", rc, err.message);
+    snprintf(bad, sizeof bad, "%s/mi-worker", dir);
+    f = fopen(bad, "w");
+    if (f) fclose(f);
+    chmod(bad, 0777);
+    o.worker_path = bad;
+    rc = mi_worker_pool_create(&o, &p, &err);
+    CHECK(rc == MI_ERR_ABI && !p && strstr(err.message, "world-writable"), "writable worker: %d %s",
+          rc, err.message);
+    remove(bad);
+  }
 
   /* Crash: signal reported, quarantined after two, the CPU device still measures. */
   p = pool("crash", 30);

@@ -52,6 +52,12 @@ typedef struct mi_measure_options {
   double trim;               /* trimmed-mean fraction per end (default 0.1) */
   double temp_tolerance_c;   /* a temperature move beyond this discards the sample (default 2) */
   int32_t flush_cache;       /* CPU devices: flush caches between repeats (default 0) */
+  double min_sample_s;       /* runs shorter than this are batched, a sample being the mean of
+                              * enough back-to-back runs to last it (default 0: off) */
+  double median_ci;          /* more repeats while the 95% confidence interval of the median is
+                              * wider than +-this share of it (default 0: off; 0.01 is +-1%) */
+  double min_warmup_s;       /* warm-up goes on until it has lasted this long too, within half
+                              * of budget_s, so short runs get a real warm-up (default 0: off) */
 } mi_measure_options_t;
 
 MI_API void mi_measure_options_default(mi_measure_options_t *o);
@@ -63,6 +69,9 @@ typedef struct mi_sample_source {
   int32_t (*run)(void *user, double *seconds, int *state_changed, mi_error_t *err);
   void (*begin_round)(void *user); /* optional: a fresh round starts (re-measure) */
   void (*between)(void *user);     /* optional: between repeats (cache flush) */
+  /* optional: from now on run() performs `runs` runs back to back and returns their mean; a
+   * source without it is never batched. */
+  void (*set_batch)(void *user, int32_t runs);
 } mi_sample_source_t;
 
 /** What the protocol measured: the statistics of the kept samples of the final round. */
@@ -74,11 +83,15 @@ typedef struct mi_measure_result {
   int32_t settled;       /* 1 when the final CV <= threshold */
   int32_t sample_count;
   double samples[MI_MEASURE_MAX_SAMPLES]; /* kept samples of the final round, in order */
+  int32_t batch;         /* runs per sample: 1, or more when min_sample_s batched short runs */
+  double median_ci;      /* half-width of the median's 95% confidence interval / median */
 } mi_measure_result_t;
 
 /** Runs the protocol: warm-up, >= min_repeats timed repeats, more while the CV is above the
- * threshold (up to max_repeats and the budget), a fresh round when it still is (up to
- * max_remeasure times). Fails when a run fails or no sample could be kept. */
+ * threshold or the median's confidence interval is wider than median_ci (up to max_repeats and
+ * the budget), a fresh round when the CV still is (up to max_remeasure times). Runs shorter
+ * than min_sample_s (judged by the fastest warm-up run) are batched per sample. Fails when a
+ * run fails or no sample could be kept. */
 MI_API int32_t mi_measure_run(const mi_sample_source_t *src, const mi_measure_options_t *o,
                               mi_measure_result_t *out, mi_error_t *err);
 
@@ -142,9 +155,13 @@ typedef struct mi_worker_options {
   double timeout_s;          /* per job; a worker silent for longer is killed (default 60) */
   int32_t quarantine_after;  /* consecutive failures that quarantine a device (default 3) */
   const char *const *env;    /* "KEY=VALUE" set in every worker's environment; NULL-ended */
+  const char *worker_path;   /* the mi-worker executable; NULL: the one next to the running
+                              * program, else the one of the build tree this library came from */
 } mi_worker_options_t;
 
 MI_API void mi_worker_options_default(mi_worker_options_t *o);
+/** Creates an empty pool (workers start on first use). MI_ERR_NOT_FOUND when no usable
+ * mi-worker executable is found (see worker_path). */
 MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *o, mi_worker_pool_t **out,
                                      mi_error_t *err);
 /** Kills and reaps every worker. NULL is a no-op. */
@@ -197,6 +214,11 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
                                         mi_error_t *err);
 /** 1 when `spec` failed quarantine_after times in a row and is no longer run. */
 MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
+/** The whole of the mi-worker program: a pool starts each worker as a new process running
+ * this (fork + exec, never a bare fork of a host that may run threads), and the worker serves
+ * one device's jobs on the socket named in argv until the pool closes it. Returns the exit
+ * status (2: arguments not from a pool). */
+MI_API int mi_worker_main(int argc, char **argv);
 
 /* ---------------------------------------------------------------- fingerprints */
 

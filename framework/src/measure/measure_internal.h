@@ -26,6 +26,10 @@ char *mi__sbuf_take(mi__sbuf_t *b);
 /* Seconds on the monotonic clock. */
 double mi__now_s(void);
 
+/* Half the width of the distribution-free 95% confidence interval of the median of n samples
+ * (order statistics n/2 -+ 0.98 sqrt(n)), relative to the median; INFINITY below 2 samples. */
+double mi__median_ci(const double *samples, int32_t n);
+
 /* Appends stats as a JSON object {"n":..,"median":..,...}, values scaled by `scale`. */
 void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
 
@@ -45,7 +49,8 @@ typedef struct mi__frame {
   uint32_t magic, type, length;
 } mi__frame_t;
 
-/* A job, sent as raw bytes: parent and worker are the same program (fork). */
+/* A job, sent as raw bytes: parent and worker (the mi-worker program) come from one build, and
+ * the worker checks that with mi__wire_tag before it serves anything. */
 typedef struct mi__job {
   char model[4096];
   mi_measure_options_t mo;
@@ -79,7 +84,10 @@ int32_t mi__worker_job(struct mi_worker_pool *p, const char *spec, uint32_t type
                        size_t njob, uint32_t reply_type, size_t prefix, void *prefix_out,
                        struct mi_profile **out, mi_error_t *err);
 
-/* The worker's main loop: loads plugins from `dirs`, resolves `spec`, serves jobs on `fd`. */
-void mi__worker_main(int fd, const char *dirs, const char *spec) __attribute__((noreturn));
+/* A hash of the version and the sizes of every struct that travels raw between host and worker:
+ * both sides compute it, the host passes its own to the worker (--wire). */
+uint64_t mi__wire_tag(void);
+/* The descriptor on which an exec'd worker finds its socket. */
+#define MI__WORKER_FD 3
 
 #endif

@@ -24,6 +24,7 @@ typedef struct prof_src {
   int32_t nin, nout;
   int use_device;              /* samples are device time */
   int32_t k;                   /* kept samples of this round */
+  int32_t batch;               /* runs per sample (mi_sample_source_t.set_batch) */
   double *wall, *energy;       /* per kept sample */
   double *node_wall, *node_dev;/* node_count x MI_MEASURE_MAX_SAMPLES */
   uint8_t *node_has_dev;
@@ -76,19 +77,39 @@ static void flush_between(void *user) {
 
 static void begin_round(void *user) { ((prof_src_t *)user)->k = 0; }
 
+static void set_batch(void *user, int32_t runs) { ((prof_src_t *)user)->batch = runs; }
+
+/* One sample: `batch` runs back to back, each timed on its own (the per-node bookkeeping between
+ * them stays outside the timed spans), their mean; counters are read around the whole batch. */
 static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
   prof_src_t *p = user;
-  double f0 = 0, f1 = 0, t0 = 0, t1 = 0, e0 = 0, e1 = 0, m = 0, w0, w1;
+  double f0 = 0, f1 = 0, t0 = 0, t1 = 0, e0 = 0, e1 = 0, m = 0, wall = 0, devsum = 0;
   int hf0 = read_counter(p, p->c.freq, &f0), ht0 = read_counter(p, p->c.temp, &t0);
-  int he0 = read_counter(p, p->c.energy, &e0);
-  uint64_t dev = 0;
-  int32_t rc;
-  w0 = mi__now_s();
-  rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
-  w1 = mi__now_s();
-  for (int32_t i = 0; i < p->nout; i++) {
-    mi_array_destroy(p->outs[i]);
-    p->outs[i] = NULL;
+  int he0 = read_counter(p, p->c.energy, &e0), all_dev = 1;
+  int32_t batch = p->batch > 0 ? p->batch : 1, rc = MI_OK;
+  size_t slot = (size_t)p->k, stride = MI_MEASURE_MAX_SAMPLES;
+  int keep_nodes = p->k < MI_MEASURE_MAX_SAMPLES;
+  for (int32_t n = 0; keep_nodes && n < p->g->node_count; n++)
+    p->node_wall[(size_t)n * stride + slot] = p->node_dev[(size_t)n * stride + slot] = 0;
+  for (int32_t b = 0; b < batch && rc == MI_OK; b++) {
+    uint64_t dev = 0;
+    double w0 = mi__now_s(), w1;
+    rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
+    w1 = mi__now_s();
+    for (int32_t i = 0; i < p->nout; i++) {
+      mi_array_destroy(p->outs[i]);
+      p->outs[i] = NULL;
+    }
+    wall += w1 - w0;
+    if (p->use_device && mi_session_device_time(p->s, &dev)) devsum += (double)dev * 1e-9;
+    else all_dev = 0;
+    for (int32_t n = 0; keep_nodes && n < p->g->node_count; n++) {
+      uint64_t wn = 0, dn = 0;
+      int r = mi_session_node_time(p->s, n, &wn, &dn);
+      p->node_wall[(size_t)n * stride + slot] += (double)wn * 1e-9 / batch;
+      p->node_dev[(size_t)n * stride + slot] += (double)dn * 1e-9 / batch;
+      if (r == 2) p->node_has_dev[n] = 1;
+    }
   }
   if (rc) return rc;
   *changed = 0;
@@ -96,23 +117,16 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
   if (ht0 && read_counter(p, p->c.temp, &t1) && fabs(t1 - t0) > p->mo->temp_tolerance_c)
     *changed = 1;
   if (read_counter(p, p->c.memory, &m) && m > p->peak_mem) p->peak_mem = m;
-  if (p->use_device && mi_session_device_time(p->s, &dev)) *seconds = (double)dev * 1e-9;
-  else *seconds = w1 - w0;
-  if (*changed || p->k >= MI_MEASURE_MAX_SAMPLES) return MI_OK;
-  p->wall[p->k] = w1 - w0;
+  *seconds = (p->use_device && all_dev ? devsum : wall) / batch;
+  if (*changed || !keep_nodes) return MI_OK;
+  p->wall[p->k] = wall / batch;
   p->energy[p->k] = he0 && read_counter(p, p->c.energy, &e1) ? e1 - e0 : NAN;
   /* A difference of two cumulative readings carries rounding noise from everything counted
    * before (the same run reads 4.87212912500005e-05 or 4.872129125e-05 J depending on what the
    * worker measured earlier). The counter only resolves its declared step: keep that. */
   if (p->c.energy_res > 0 && isfinite(p->energy[p->k]))
     p->energy[p->k] = round(p->energy[p->k] / p->c.energy_res) * p->c.energy_res;
-  for (int32_t n = 0; n < p->g->node_count; n++) {
-    uint64_t wn = 0, dn = 0;
-    int r = mi_session_node_time(p->s, n, &wn, &dn);
-    p->node_wall[(size_t)n * MI_MEASURE_MAX_SAMPLES + (size_t)p->k] = (double)wn * 1e-9;
-    p->node_dev[(size_t)n * MI_MEASURE_MAX_SAMPLES + (size_t)p->k] = (double)dn * 1e-9;
-    if (r == 2) p->node_has_dev[n] = 1;
-  }
+  p->energy[p->k] /= batch;
   p->k++;
   return MI_OK;
 }
@@ -292,7 +306,9 @@ MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t
   src.user = &p;
   src.run = one_run;
   src.begin_round = begin_round;
+  /* A cold-cache repeat is one run: the runs after the first of a batch would be warm. */
   if (p.flush) src.between = flush_between;
+  else src.set_batch = set_batch;
   if ((rc = mi_measure_run(&src, &o, &r->latency, err))) goto done;
   if ((rc = mi_stats_compute(p.wall, p.k, o.trim, &r->wall, err))) goto done;
   for (int32_t i = 0; i < p.k; i++)

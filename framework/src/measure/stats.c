@@ -57,3 +57,21 @@ MI_API int32_t mi_stats_compute(const double *samples, int32_t n, double trim, m
   free(s);
   return MI_OK;
 }
+
+double mi__median_ci(const double *samples, int32_t n) {
+  double *s, half, med, r;
+  int32_t lo, hi;
+  if (!samples || n < 2 || !(s = malloc((size_t)n * sizeof *s))) return INFINITY;
+  memcpy(s, samples, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  half = 0.98 * sqrt((double)n);
+  /* 1-based ranks of the interval's ends, widened to whole ranks. */
+  lo = (int32_t)floor(0.5 * n - half);
+  hi = (int32_t)ceil(0.5 * n + 1 + half);
+  if (lo < 1) lo = 1;
+  if (hi > n) hi = n;
+  med = mi_stats_quantile(s, n, 0.5);
+  r = med > 0 ? (s[hi - 1] - s[lo - 1]) / 2 / med : INFINITY;
+  free(s);
+  return r;
+}

@@ -2,12 +2,16 @@
  * a socket pair in frames, a deadline per job, failures classified and devices quarantined. */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,9 +31,64 @@ struct mi_worker_pool {
   mi_worker_options_t o;
   char *dirs;
   char **env;
+  char *path; /* the mi-worker executable */
   int32_t count;
   slot_t slots[MAX_WORKERS];
 };
+
+extern char **environ;
+
+static int usable(const char *path, mi_error_t *err) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || access(path, X_OK) != 0) return 0;
+  /* Whoever may rewrite the worker runs code in every measurement, like a plugin would. */
+  if (st.st_mode & S_IWOTH) {
+    mi_errorf(err, MI_ERR_ABI, "refused: worker %s is world-writable (mode %03o)", path,
+              (unsigned)(st.st_mode & 0777));
+    return -1;
+  }
+  return 1;
+}
+
+/* The mi-worker executable: the one asked for, else the one next to the running program
+ * (build/bin, or wherever the tools are installed), else the build tree's (MI_WORKER_BUILD_PATH:
+ * tests and benchmarks live in other folders of the build). */
+static int32_t find_worker(const char *given, char **out, mi_error_t *err) {
+  char self[PATH_MAX], next[PATH_MAX + 16];
+  const char *cand[3];
+  int n = 0;
+  ssize_t len;
+  *out = NULL;
+  if (given) {
+    cand[n++] = given;
+  } else {
+    if ((len = readlink("/proc/self/exe", self, sizeof self - 1)) > 0) {
+      char *slash;
+      self[len] = '\0';
+      if ((slash = strrchr(self, '/'))) {
+        *slash = '\0';
+        snprintf(next, sizeof next, "%s/mi-worker", self);
+        cand[n++] = next;
+      }
+    }
+#ifdef MI_WORKER_BUILD_PATH
+    cand[n++] = MI_WORKER_BUILD_PATH;
+#endif
+  }
+  for (int i = 0; i < n; i++) {
+    int u = usable(cand[i], err);
+    if (u < 0) return MI_ERR_ABI;
+    if (u > 0) {
+      if (!(*out = strdup(cand[i])))
+        return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker pool: out of memory");
+      return MI_OK;
+    }
+  }
+  if (given) return mi_errorf(err, MI_ERR_NOT_FOUND, "worker pool: %s is not an executable", given);
+  return mi_errorf(err, MI_ERR_NOT_FOUND, "worker pool: no mi-worker executable at %s%s%s "
+                   "(set worker_path)", n > 0 ? cand[0] : "(unknown program folder)",
+                   n > 1 ? " or " : "", n > 1 ? cand[1] : "");
+}
 
 MI_API void mi_worker_options_default(mi_worker_options_t *o) {
   if (!o) return;
@@ -42,7 +101,7 @@ MI_API void mi_worker_options_default(mi_worker_options_t *o) {
 MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *opts, mi_worker_pool_t **out,
                                      mi_error_t *err) {
   mi_worker_pool_t *p;
-  int32_t n = 0;
+  int32_t n = 0, rc;
   if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_pool_create: out is NULL");
   *out = NULL;
   p = calloc(1, sizeof *p);
@@ -57,8 +116,13 @@ MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *opts, mi_worker_
   if (!(p->env = calloc((size_t)n + 1, sizeof *p->env))) goto oom;
   for (int32_t i = 0; i < n; i++)
     if (!(p->env[i] = strdup(p->o.env[i]))) goto oom;
+  if ((rc = find_worker(p->o.worker_path, &p->path, err)) != MI_OK) {
+    mi_worker_pool_destroy(p);
+    return rc;
+  }
   p->o.plugin_dirs = NULL;
   p->o.env = NULL;
+  p->o.worker_path = NULL;
   *out = p;
   return MI_OK;
 oom:
@@ -83,6 +147,7 @@ MI_API void mi_worker_pool_destroy(mi_worker_pool_t *p) {
   for (int32_t i = 0; p->env && p->env[i]; i++) free(p->env[i]);
   free(p->env);
   free(p->dirs);
+  free(p->path);
   free(p);
 }
 
@@ -97,26 +162,97 @@ MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec) {
   return s ? s->quarantined : 0;
 }
 
+/* The worker's environment: the host's, with the pool's entries replacing or adding keys. */
+static char **worker_env(char *const *extra) {
+  size_t n = 0, m = 0, k = 0;
+  char **e;
+  while (environ && environ[n]) n++;
+  while (extra[m]) m++;
+  if (!(e = calloc(n + m + 1, sizeof *e))) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    size_t key = strcspn(environ[i], "=");
+    int replaced = 0;
+    for (size_t j = 0; j < m && !replaced; j++)
+      replaced = strncmp(extra[j], environ[i], key) == 0 && extra[j][key] == '=';
+    if (!replaced) e[k++] = environ[i];
+  }
+  for (size_t j = 0; j < m; j++) e[k++] = extra[j];
+  return e;
+}
+
+/* Starts the device's worker as a new program (posix_spawn: fork + exec). A bare fork would
+ * copy a host that may run threads (tuning threads, a heartbeat, driver threads) into a child
+ * that then runs malloc and driver code with whatever locks those threads held: undefined, and
+ * seen to hang under ASan. The exec'd worker starts clean and loads the plugins itself. */
 static int32_t spawn(mi_worker_pool_t *p, slot_t *s, mi_error_t *err) {
-  int sv[2];
+  int sv[2], rc;
   pid_t pid;
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+  char fd_s[16], parent_s[32], wire_s[32];
+  char *argv[13];
+  int a = 0;
+  char **envp;
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  sigset_t none, all;
+  /* CLOEXEC on both ends: a worker that another thread starts at the same time must not
+   * inherit this one's end, or this worker's death would never read as end-of-file. */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     return mi_errorf(err, MI_ERR_IO, "worker %s: socketpair: %s", s->spec, strerror(errno));
-  fflush(NULL); /* buffered output must not be written twice */
-  pid = fork();
-  if (pid < 0) {
+  if (sv[1] == MI__WORKER_FD) { /* dup2 onto itself would keep CLOEXEC */
+    int d = fcntl(sv[1], F_DUPFD_CLOEXEC, MI__WORKER_FD + 1);
+    close(sv[1]);
+    if ((sv[1] = d) < 0) {
+      close(sv[0]);
+      return mi_errorf(err, MI_ERR_IO, "worker %s: dup: %s", s->spec, strerror(errno));
+    }
+  }
+  if (!(envp = worker_env(p->env))) {
     close(sv[0]);
     close(sv[1]);
-    return mi_errorf(err, MI_ERR_IO, "worker %s: fork: %s", s->spec, strerror(errno));
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker %s: out of memory", s->spec);
   }
-  if (pid == 0) {
-    close(sv[0]);
-    for (int32_t i = 0; i < p->count; i++)
-      if (p->slots[i].fd >= 0) close(p->slots[i].fd);
-    for (int32_t i = 0; p->env[i]; i++) putenv(p->env[i]);
-    mi__worker_main(sv[1], p->dirs, s->spec);
+  snprintf(fd_s, sizeof fd_s, "%d", MI__WORKER_FD);
+  snprintf(parent_s, sizeof parent_s, "%ld", (long)getpid());
+  snprintf(wire_s, sizeof wire_s, "%016llx", (unsigned long long)mi__wire_tag());
+  argv[a++] = p->path;
+  argv[a++] = "--fd";
+  argv[a++] = fd_s;
+  argv[a++] = "--device";
+  argv[a++] = s->spec;
+  argv[a++] = "--parent";
+  argv[a++] = parent_s;
+  argv[a++] = "--wire";
+  argv[a++] = wire_s;
+  if (p->dirs) {
+    argv[a++] = "--plugins";
+    argv[a++] = p->dirs;
   }
+  argv[a] = NULL;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, sv[1], MI__WORKER_FD);
+  /* Nothing else of the host's: its database, its other workers, its drivers' descriptors. */
+  posix_spawn_file_actions_addclosefrom_np(&fa, MI__WORKER_FD + 1);
+  posix_spawnattr_init(&at);
+  sigemptyset(&none);
+  sigfillset(&all);
+  sigdelset(&all, SIGKILL);
+  sigdelset(&all, SIGSTOP);
+  posix_spawnattr_setsigmask(&at, &none);  /* the spawning thread's mask is not the worker's */
+  posix_spawnattr_setsigdefault(&at, &all); /* nor are signals the host ignores */
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  /* No fflush(NULL) first: exec discards the copied stdio buffers, so nothing is written
+   * twice, and flushing would take the lock of every stream, which another thread of the host
+   * may hold. */
+  rc = posix_spawn(&pid, p->path, &fa, &at, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&at);
+  free(envp);
   close(sv[1]);
+  if (rc != 0) {
+    close(sv[0]);
+    return mi_errorf(err, MI_ERR_IO, "worker %s: cannot start %s: %s", s->spec, p->path,
+                     strerror(rc));
+  }
   s->pid = pid;
   s->fd = sv[0];
   return MI_OK;
