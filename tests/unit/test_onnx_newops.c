@@ -6,90 +6,16 @@
 
 #include "test_pb.h"
 
-/* AttributeProto: INT (type 2), STRING (3), INTS (7). */
-static void attr_int(pb_t *node, const char *name, int64_t v) {
-  pb_t a = {0};
-  put_str(&a, 1, name);
-  put_int(&a, 3, v);
-  put_int(&a, 20, 2);
-  put_msg(node, 5, &a);
-}
-static void attr_str(pb_t *node, const char *name, const char *v) {
-  pb_t a = {0};
-  put_str(&a, 1, name);
-  put_str(&a, 4, v);
-  put_int(&a, 20, 3);
-  put_msg(node, 5, &a);
-}
-static void attr_ints(pb_t *node, const char *name, int n, const int64_t *v) {
-  pb_t a = {0}, packed = {0};
-  put_str(&a, 1, name);
-  for (int i = 0; i < n; i++) varint(&packed, (uint64_t)v[i]);
-  put_msg(&a, 8, &packed);
-  put_int(&a, 20, 7);
-  put_msg(node, 5, &a);
-}
 
-/* NodeProto with comma-separated inputs and outputs; the caller adds attributes to *n. */
-static void node_begin(pb_t *n, const char *op, const char *ins, const char *outs) {
-  char buf[128];
-  n->n = 0;
-  for (int field = 1; field <= 2; field++) {
-    snprintf(buf, sizeof buf, "%s", field == 1 ? ins : outs);
-    for (char *s = buf, *e; s; s = e) {
-      if ((e = strchr(s, ','))) *e++ = '\0';
-      put_str(n, field, s);
-    }
-  }
-  put_str(n, 3, op);
-  put_str(n, 4, op);
-}
 
-/* An INT64 1-D initializer. */
-static void init_i64(pb_t *g, const char *name, int n, const int64_t *v) {
-  pb_t t = {0}, packed = {0};
-  put_int(&t, 1, n);
-  put_int(&t, 2, 7);
-  for (int i = 0; i < n; i++) varint(&packed, (uint64_t)v[i]);
-  put_msg(&t, 7, &packed);
-  put_str(&t, 8, name);
-  put_msg(g, 5, &t);
-}
 
-/* A float graph input of the given static shape. */
-static void input_f32(pb_t *g, const char *name, int rank, const int64_t *dims) {
-  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
-  for (int i = 0; i < rank; i++) {
-    pb_t dim = {0};
-    put_int(&dim, 1, dims[i]);
-    put_msg(&sh, 1, &dim);
-  }
-  put_int(&tt, 1, 1);
-  put_msg(&tt, 2, &sh);
-  put_msg(&tp, 1, &tt);
-  put_str(&vi, 1, name);
-  put_msg(&vi, 2, &tp);
-  put_msg(g, 11, &vi);
-}
 
-static void output(pb_t *g, const char *name) {
-  pb_t vi = {0};
-  put_str(&vi, 1, name);
-  put_msg(g, 12, &vi);
-}
 
 static mi_graph_t *load_model(const pb_t *graph, int64_t opset) {
-  static pb_t m; /* too big for comfort on the stack next to the graph */
-  pb_t os = {0};
-  put_str(&os, 1, "");
-  put_int(&os, 2, opset);
-  m.n = 0;
-  put_int(&m, 1, 8);
-  put_msg(&m, 8, &os);
-  put_msg(&m, 7, graph);
+  const pb_t *m = pb_model(graph, opset);
   mi_graph_t *g = NULL;
   mi_error_t err = {0};
-  CHECK(mi_onnx_load_buffer(m.d, m.n, NULL, &g, &err) == MI_OK, "load: %s", err.message);
+  CHECK(mi_onnx_load_buffer(m->d, m->n, NULL, &g, &err) == MI_OK, "load: %s", err.message);
   return g;
 }
 
@@ -111,22 +37,22 @@ static void test_opset11(void) {
   static pb_t g, n;
   int64_t xd[2] = {2, 3}, d21[2] = {2, 1}, d22[2] = {2, 2};
   g.n = 0;
-  input_f32(&g, "x", 2, xd);
-  init_i64(&g, "k", 1, (int64_t[]){2});
-  node_begin(&n, "Split", "x", "a,b");
-  attr_int(&n, "axis", 1);
-  attr_ints(&n, "split", 2, (int64_t[]){1, 2});
+  pb_value_f32(&g, 11, "x", 2, xd, "N");
+  pb_init_i64(&g, "k", 1, (int64_t[]){2});
+  pb_node(&n, "Split", NULL, "x", "a,b");
+  pb_attr_int(&n, "axis", 1);
+  pb_attr_ints(&n, "split", 2, (int64_t[]){1, 2});
   put_msg(&g, 1, &n);
-  node_begin(&n, "Einsum", "b", "bt");
-  attr_str(&n, "equation", "ij->ji");
+  pb_node(&n, "Einsum", NULL, "b", "bt");
+  pb_attr_str(&n, "equation", "ij->ji");
   put_msg(&g, 1, &n);
-  node_begin(&n, "TopK", "x,k", "vals,idx");
-  attr_int(&n, "largest", 0);
+  pb_node(&n, "TopK", NULL, "x,k", "vals,idx");
+  pb_attr_int(&n, "largest", 0);
   put_msg(&g, 1, &n);
-  output(&g, "a");
-  output(&g, "bt");
-  output(&g, "vals");
-  output(&g, "idx");
+  pb_value_f32(&g, 12, "a", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "bt", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "vals", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "idx", -1, NULL, NULL);
   mi_graph_t *gr = load_model(&g, 11);
   if (!gr) return;
   int32_t e = -1;
@@ -150,21 +76,21 @@ static void test_opset18(void) {
   static pb_t g, n;
   int64_t xd[4] = {1, 4, 1, 2}, dp[4] = {1, 4, 1, 1}, ds[4] = {1, 1, 2, 4}, dr[4] = {1, 4, 1, 1};
   g.n = 0;
-  input_f32(&g, "x", 4, xd);
-  init_i64(&g, "axes", 1, (int64_t[]){3});
-  node_begin(&n, "Split", "x", "p,q");
-  attr_int(&n, "axis", 3);
-  attr_int(&n, "num_outputs", 2);
+  pb_value_f32(&g, 11, "x", 4, xd, "N");
+  pb_init_i64(&g, "axes", 1, (int64_t[]){3});
+  pb_node(&n, "Split", NULL, "x", "p,q");
+  pb_attr_int(&n, "axis", 3);
+  pb_attr_int(&n, "num_outputs", 2);
   put_msg(&g, 1, &n);
-  node_begin(&n, "DepthToSpace", "x", "s");
-  attr_int(&n, "blocksize", 2);
-  attr_str(&n, "mode", "CRD");
+  pb_node(&n, "DepthToSpace", NULL, "x", "s");
+  pb_attr_int(&n, "blocksize", 2);
+  pb_attr_str(&n, "mode", "CRD");
   put_msg(&g, 1, &n);
-  node_begin(&n, "ReduceLogSumExp", "x,axes", "r");
+  pb_node(&n, "ReduceLogSumExp", NULL, "x,axes", "r");
   put_msg(&g, 1, &n);
-  output(&g, "p");
-  output(&g, "s");
-  output(&g, "r");
+  pb_value_f32(&g, 12, "p", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "s", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "r", -1, NULL, NULL);
   mi_graph_t *gr = load_model(&g, 18);
   if (!gr) return;
   /* x[0][c][0][w] = 2c + w */

@@ -8,97 +8,14 @@
 
 #include "test_pb.h"
 
-/* AttributeProto: INT (type 2), INTS (7), GRAPH (5, field 6). */
-static void attr_int(pb_t *node, const char *name, int64_t v) {
-  pb_t a = {0};
-  put_str(&a, 1, name);
-  put_int(&a, 3, v);
-  put_int(&a, 20, 2);
-  put_msg(node, 5, &a);
-}
-static void attr_ints(pb_t *node, const char *name, int n, const int64_t *v) {
-  pb_t a = {0}, packed = {0};
-  put_str(&a, 1, name);
-  for (int i = 0; i < n; i++) varint(&packed, (uint64_t)v[i]);
-  put_msg(&a, 8, &packed);
-  put_int(&a, 20, 7);
-  put_msg(node, 5, &a);
-}
-static void attr_graph(pb_t *node, const char *name, const pb_t *graph) {
-  static pb_t a;
-  a.n = 0;
-  put_str(&a, 1, name);
-  put_msg(&a, 6, graph);
-  put_int(&a, 20, 5);
-  put_msg(node, 5, &a);
-}
 
-/* NodeProto with comma-separated inputs and outputs ("" for an omitted input). */
-static void node_begin(pb_t *n, const char *op, const char *name, const char *ins,
-                       const char *outs) {
-  char buf[128];
-  n->n = 0;
-  for (int field = 1; field <= 2; field++) {
-    snprintf(buf, sizeof buf, "%s", field == 1 ? ins : outs);
-    for (char *s = buf, *e; s; s = e) {
-      if ((e = strchr(s, ','))) *e++ = '\0';
-      put_str(n, field, s);
-    }
-  }
-  put_str(n, 3, name);
-  put_str(n, 4, op);
-}
 
-/* Float (dtype 1) or int64 (7) initializers, float ones as raw little-endian data. */
-static void init_f32(pb_t *g, const char *name, int rank, const int64_t *dims, const float *v) {
-  pb_t t = {0};
-  int64_t n = 1;
-  for (int i = 0; i < rank; i++) put_int(&t, 1, dims[i]), n *= dims[i];
-  put_int(&t, 2, 1);
-  put_str(&t, 8, name);
-  put_bytes(&t, 9, v, (size_t)n * sizeof *v);
-  put_msg(g, 5, &t);
-}
-static void init_i64(pb_t *g, const char *name, int n, const int64_t *v) {
-  pb_t t = {0}, packed = {0};
-  put_int(&t, 1, n);
-  put_int(&t, 2, 7);
-  for (int i = 0; i < n; i++) varint(&packed, (uint64_t)v[i]);
-  put_msg(&t, 7, &packed);
-  put_str(&t, 8, name);
-  put_msg(g, 5, &t);
-}
 
-/* A float value info (graph input, field 11, or output, 12); rank -1 leaves the type out. */
-static void value_f32(pb_t *g, int field, const char *name, int rank, const int64_t *dims) {
-  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
-  put_str(&vi, 1, name);
-  if (rank >= 0) {
-    for (int i = 0; i < rank; i++) {
-      pb_t dim = {0};
-      put_int(&dim, 1, dims[i]);
-      put_msg(&sh, 1, &dim);
-    }
-    put_int(&tt, 1, 1);
-    put_msg(&tt, 2, &sh);
-    put_msg(&tp, 1, &tt);
-    put_msg(&vi, 2, &tp);
-  }
-  put_msg(g, field, &vi);
-}
 
 static mi_graph_t *load_model(const pb_t *graph, int64_t opset, mi_error_t *err) {
-  static pb_t m;
-  pb_t os = {0};
-  put_str(&os, 1, "");
-  put_int(&os, 2, opset);
-  m.n = 0;
-  put_int(&m, 1, 8);
-  put_msg(&m, 8, &os);
-  put_msg(&m, 7, graph);
+  const pb_t *m = pb_model(graph, opset);
   mi_graph_t *g = NULL;
-  int32_t rc = mi_onnx_load_buffer(m.d, m.n, NULL, &g, err);
-  return rc == MI_OK ? g : NULL;
+  return mi_onnx_load_buffer(m->d, m->n, NULL, &g, err) == MI_OK ? g : NULL;
 }
 
 /* Infers shapes, runs on ref and checks each run shape against the inferred one. */
@@ -120,25 +37,25 @@ static int infer_and_run(mi_graph_t *g, int nin, mi_array_t **ins, mi_array_t **
 static void body_cumsum(pb_t *b, const char *w, int nscan_out) {
   static pb_t n;
   b->n = 0;
-  value_f32(b, 11, "s", -1, NULL);
-  value_f32(b, 11, "x_t", -1, NULL);
+  pb_value_f32(b, 11, "s", -1, NULL, "N");
+  pb_value_f32(b, 11, "x_t", -1, NULL, "N");
   if (w) {
     char ins[64];
     snprintf(ins, sizeof ins, "x_t,%s", w);
-    node_begin(&n, "Mul", "mul", ins, "xw");
+    pb_node(&n, "Mul", "mul", ins, "xw");
     put_msg(b, 1, &n);
   }
-  node_begin(&n, "Add", "add", w ? "s,xw" : "s,x_t", "s_out");
+  pb_node(&n, "Add", "add", w ? "s,xw" : "s,x_t", "s_out");
   put_msg(b, 1, &n);
-  node_begin(&n, "Identity", "y", "s_out", "y");
+  pb_node(&n, "Identity", "y", "s_out", "y");
   put_msg(b, 1, &n);
   if (nscan_out > 1) {
-    node_begin(&n, "Identity", "y2", "s_out", "y2");
+    pb_node(&n, "Identity", "y2", "s_out", "y2");
     put_msg(b, 1, &n);
   }
-  value_f32(b, 12, "s_out", -1, NULL);
-  value_f32(b, 12, "y", -1, NULL);
-  if (nscan_out > 1) value_f32(b, 12, "y2", -1, NULL);
+  pb_value_f32(b, 12, "s_out", -1, NULL, "N");
+  pb_value_f32(b, 12, "y", -1, NULL, "N");
+  if (nscan_out > 1) pb_value_f32(b, 12, "y2", -1, NULL, "N");
 }
 
 static void test_scan11(void) {
@@ -147,31 +64,31 @@ static void test_scan11(void) {
   float w[2] = {1, 10}, zero[2] = {0, 0};
   mi_error_t err = {0};
   g.n = 0;
-  value_f32(&g, 11, "x", 2, d32);
-  value_f32(&g, 11, "xt", 2, d23);
-  init_f32(&g, "w", 1, d2, w);
-  init_f32(&g, "s0", 1, d2, zero);
+  pb_value_f32(&g, 11, "x", 2, d32, "N");
+  pb_value_f32(&g, 11, "xt", 2, d23, "N");
+  pb_init_f32(&g, "w", 1, d2, w);
+  pb_init_f32(&g, "s0", 1, d2, zero);
   /* Forward along axis 0 of x [3,2], with the captured weight. */
   body_cumsum(&b, "w", 1);
-  node_begin(&n, "Scan", "scan_fwd", "s0,x", "s_final,ys");
-  attr_int(&n, "num_scan_inputs", 1);
-  attr_graph(&n, "body", &b);
+  pb_node(&n, "Scan", "scan_fwd", "s0,x", "s_final,ys");
+  pb_attr_int(&n, "num_scan_inputs", 1);
+  pb_attr_graph(&n, "body", &b);
   put_msg(&g, 1, &n);
   /* Reverse along axis 1 of xt [2,3]: y2 stacked forward along axis 1, y3 backward along -1. */
   body_cumsum(&b, NULL, 2);
-  node_begin(&n, "Scan", "scan_rev", "s0,xt", "r_final,r_fwd,r_back");
-  attr_int(&n, "num_scan_inputs", 1);
-  attr_ints(&n, "scan_input_axes", 1, (int64_t[]){1});
-  attr_ints(&n, "scan_input_directions", 1, (int64_t[]){1});
-  attr_ints(&n, "scan_output_axes", 2, (int64_t[]){1, -1});
-  attr_ints(&n, "scan_output_directions", 2, (int64_t[]){0, 1});
-  attr_graph(&n, "body", &b);
+  pb_node(&n, "Scan", "scan_rev", "s0,xt", "r_final,r_fwd,r_back");
+  pb_attr_int(&n, "num_scan_inputs", 1);
+  pb_attr_ints(&n, "scan_input_axes", 1, (int64_t[]){1});
+  pb_attr_ints(&n, "scan_input_directions", 1, (int64_t[]){1});
+  pb_attr_ints(&n, "scan_output_axes", 2, (int64_t[]){1, -1});
+  pb_attr_ints(&n, "scan_output_directions", 2, (int64_t[]){0, 1});
+  pb_attr_graph(&n, "body", &b);
   put_msg(&g, 1, &n);
-  value_f32(&g, 12, "s_final", -1, NULL);
-  value_f32(&g, 12, "ys", -1, NULL);
-  value_f32(&g, 12, "r_final", -1, NULL);
-  value_f32(&g, 12, "r_fwd", -1, NULL);
-  value_f32(&g, 12, "r_back", -1, NULL);
+  pb_value_f32(&g, 12, "s_final", -1, NULL, "N");
+  pb_value_f32(&g, 12, "ys", -1, NULL, "N");
+  pb_value_f32(&g, 12, "r_final", -1, NULL, "N");
+  pb_value_f32(&g, 12, "r_fwd", -1, NULL, "N");
+  pb_value_f32(&g, 12, "r_back", -1, NULL, "N");
   mi_graph_t *gr = load_model(&g, 11, &err);
   CHECK(gr, "load: %s", err.message);
   if (!gr) return;
@@ -205,17 +122,17 @@ static mi_graph_t *scan8_model(const int64_t *seq, int64_t direction, mi_error_t
   int64_t dx[3] = {2, 3, 1}, ds[2] = {2, 1};
   float s0[2] = {0, 100};
   g.n = 0;
-  value_f32(&g, 11, "x", 3, dx);
-  init_f32(&g, "s0", 2, ds, s0);
-  if (seq) init_i64(&g, "seq", 2, seq);
+  pb_value_f32(&g, 11, "x", 3, dx, "N");
+  pb_init_f32(&g, "s0", 2, ds, s0);
+  if (seq) pb_init_i64(&g, "seq", 2, seq);
   body_cumsum(&b, NULL, 1);
-  node_begin(&n, "Scan", "scan8", seq ? "seq,s0,x" : ",s0,x", "s_final,ys");
-  attr_int(&n, "num_scan_inputs", 1);
-  attr_ints(&n, "directions", 1, &direction);
-  attr_graph(&n, "body", &b);
+  pb_node(&n, "Scan", "scan8", seq ? "seq,s0,x" : ",s0,x", "s_final,ys");
+  pb_attr_int(&n, "num_scan_inputs", 1);
+  pb_attr_ints(&n, "directions", 1, &direction);
+  pb_attr_graph(&n, "body", &b);
   put_msg(&g, 1, &n);
-  value_f32(&g, 12, "s_final", -1, NULL);
-  value_f32(&g, 12, "ys", -1, NULL);
+  pb_value_f32(&g, 12, "s_final", -1, NULL, "N");
+  pb_value_f32(&g, 12, "ys", -1, NULL, "N");
   return load_model(&g, 8, err);
 }
 
@@ -259,23 +176,23 @@ static void test_scan_bad(void) {
   for (int k = 0; k < 2; k++) {
     mi_error_t err = {0};
     g.n = 0;
-    value_f32(&g, 11, "x", 1, d3);
-    value_f32(&g, 11, "z", 1, d4);
-    init_f32(&g, "s0", 1, d1, &zero);
+    pb_value_f32(&g, 11, "x", 1, d3, "N");
+    pb_value_f32(&g, 11, "z", 1, d4, "N");
+    pb_init_f32(&g, "s0", 1, d1, &zero);
     b.n = 0;
-    value_f32(&b, 11, "s", -1, NULL);
-    value_f32(&b, 11, "a", -1, NULL);
-    value_f32(&b, 11, "c", -1, NULL);
-    node_begin(&n, "Add", "add", "a,c", "t");
+    pb_value_f32(&b, 11, "s", -1, NULL, "N");
+    pb_value_f32(&b, 11, "a", -1, NULL, "N");
+    pb_value_f32(&b, 11, "c", -1, NULL, "N");
+    pb_node(&n, "Add", "add", "a,c", "t");
     put_msg(&b, 1, &n);
-    node_begin(&n, "Add", "acc", "s,t", "s_out");
+    pb_node(&n, "Add", "acc", "s,t", "s_out");
     put_msg(&b, 1, &n);
-    value_f32(&b, 12, "s_out", -1, NULL);
-    node_begin(&n, "Scan", "bad_scan", "s0,x,z", "s_final");
-    attr_int(&n, "num_scan_inputs", k == 0 ? 4 : 2);
-    attr_graph(&n, "body", &b);
+    pb_value_f32(&b, 12, "s_out", -1, NULL, "N");
+    pb_node(&n, "Scan", "bad_scan", "s0,x,z", "s_final");
+    pb_attr_int(&n, "num_scan_inputs", k == 0 ? 4 : 2);
+    pb_attr_graph(&n, "body", &b);
     put_msg(&g, 1, &n);
-    value_f32(&g, 12, "s_final", -1, NULL);
+    pb_value_f32(&g, 12, "s_final", -1, NULL, "N");
     mi_graph_t *gr = load_model(&g, 16, &err);
     CHECK(gr, "load: %s", err.message);
     if (!gr) continue;

@@ -9,145 +9,68 @@
 
 #include "test_pb.h"
 
-static void attr_int(pb_t *node, const char *name, int64_t v) {
-  pb_t a = {0};
-  put_str(&a, 1, name);
-  put_int(&a, 3, v);
-  put_int(&a, 20, 2);
-  put_msg(node, 5, &a);
-}
-static void attr_str(pb_t *node, const char *name, const char *v) {
-  pb_t a = {0};
-  put_str(&a, 1, name);
-  put_str(&a, 4, v);
-  put_int(&a, 20, 3);
-  put_msg(node, 5, &a);
-}
-static void attr_ints(pb_t *node, const char *name, int n, const int64_t *v) {
-  pb_t a = {0}, packed = {0};
-  put_str(&a, 1, name);
-  for (int i = 0; i < n; i++) varint(&packed, (uint64_t)v[i]);
-  put_msg(&a, 8, &packed);
-  put_int(&a, 20, 7);
-  put_msg(node, 5, &a);
-}
 
-static void node_begin(pb_t *n, const char *op, const char *name, const char *ins,
-                       const char *outs) {
-  char buf[128];
-  n->n = 0;
-  for (int field = 1; field <= 2; field++) {
-    snprintf(buf, sizeof buf, "%s", field == 1 ? ins : outs);
-    for (char *s = buf, *e; s; s = e) {
-      if ((e = strchr(s, ','))) *e++ = '\0';
-      put_str(n, field, s);
-    }
-  }
-  put_str(n, 3, name);
-  put_str(n, 4, op);
-}
 
-static void init_f32(pb_t *g, const char *name, int rank, const int64_t *dims, const float *v) {
-  pb_t t = {0};
-  int64_t n = 1;
-  for (int i = 0; i < rank; i++) put_int(&t, 1, dims[i]), n *= dims[i];
-  put_int(&t, 2, 1);
-  put_str(&t, 8, name);
-  put_bytes(&t, 9, v, (size_t)n * sizeof *v);
-  put_msg(g, 5, &t);
-}
-static void init_i64(pb_t *g, const char *name, int n, const int64_t *v) {
-  pb_t t = {0}, packed = {0};
-  put_int(&t, 1, n);
-  put_int(&t, 2, 7);
-  for (int i = 0; i < n; i++) varint(&packed, (uint64_t)v[i]);
-  put_msg(&t, 7, &packed);
-  put_str(&t, 8, name);
-  put_msg(g, 5, &t);
-}
 
-/* A float graph input; a negative dim becomes the dim_param "unk__12", as tf2onnx names them. */
-static void input_f32(pb_t *g, const char *name, int rank, const int64_t *dims) {
-  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
-  for (int i = 0; i < rank; i++) {
-    pb_t dim = {0};
-    if (dims[i] < 0)
-      put_str(&dim, 2, "unk__12");
-    else
-      put_int(&dim, 1, dims[i]);
-    put_msg(&sh, 1, &dim);
-  }
-  put_int(&tt, 1, 1);
-  put_msg(&tt, 2, &sh);
-  put_msg(&tp, 1, &tt);
-  put_str(&vi, 1, name);
-  put_msg(&vi, 2, &tp);
-  put_msg(g, 11, &vi);
-}
-static void output(pb_t *g, const char *name) {
-  pb_t vi = {0};
-  put_str(&vi, 1, name);
-  put_msg(g, 12, &vi);
-}
 
 static mi_graph_t *load(void) {
   static pb_t g, n, m;
   pb_t os = {0};
   int64_t dx[4] = {-1, 2, 2, 1}, dw[4] = {1, 1, 1, 1}, d1[1] = {1}, d0[1] = {0}, d2[1] = {2};
   g.n = 0;
-  input_f32(&g, "input_1:0", 4, dx);
-  init_f32(&g, "conv/kernel", 4, dw, (float[]){2});
-  init_f32(&g, "conv/bias", 1, d1, (float[]){1});
-  init_f32(&g, "roi__empty", 1, d0, (float[]){0});
-  init_f32(&g, "scales__empty", 1, d0, (float[]){0});
-  init_f32(&g, "resize/mul_y", 1, d2, (float[]){2, 2});
-  init_i64(&g, "const_starts__2", 1, (int64_t[]){2});
-  init_i64(&g, "const_ends__4", 1, (int64_t[]){4});
-  init_i64(&g, "const_starts__0", 1, (int64_t[]){0});
-  init_i64(&g, "squeeze_axes", 1, (int64_t[]){1});
-  node_begin(&n, "Transpose", "conv__6", "input_1:0", "conv__6:0");
-  attr_ints(&n, "perm", 4, (int64_t[]){0, 3, 1, 2});
+  pb_value_f32(&g, 11, "input_1:0", 4, dx, "unk__12");
+  pb_init_f32(&g, "conv/kernel", 4, dw, (float[]){2});
+  pb_init_f32(&g, "conv/bias", 1, d1, (float[]){1});
+  pb_init_f32(&g, "roi__empty", 1, d0, (float[]){0});
+  pb_init_f32(&g, "scales__empty", 1, d0, (float[]){0});
+  pb_init_f32(&g, "resize/mul_y", 1, d2, (float[]){2, 2});
+  pb_init_i64(&g, "const_starts__2", 1, (int64_t[]){2});
+  pb_init_i64(&g, "const_ends__4", 1, (int64_t[]){4});
+  pb_init_i64(&g, "const_starts__0", 1, (int64_t[]){0});
+  pb_init_i64(&g, "squeeze_axes", 1, (int64_t[]){1});
+  pb_node(&n, "Transpose", "conv__6", "input_1:0", "conv__6:0");
+  pb_attr_ints(&n, "perm", 4, (int64_t[]){0, 3, 1, 2});
   put_msg(&g, 1, &n);
-  node_begin(&n, "Conv", "conv/Conv2D", "conv__6:0,conv/kernel,conv/bias", "conv/BiasAdd:0");
-  attr_ints(&n, "kernel_shape", 2, (int64_t[]){1, 1});
-  attr_ints(&n, "strides", 2, (int64_t[]){1, 1});
+  pb_node(&n, "Conv", "conv/Conv2D", "conv__6:0,conv/kernel,conv/bias", "conv/BiasAdd:0");
+  pb_attr_ints(&n, "kernel_shape", 2, (int64_t[]){1, 1});
+  pb_attr_ints(&n, "strides", 2, (int64_t[]){1, 1});
   put_msg(&g, 1, &n);
-  node_begin(&n, "Shape", "resize/Shape", "conv/BiasAdd:0", "resize/Shape:0");
+  pb_node(&n, "Shape", "resize/Shape", "conv/BiasAdd:0", "resize/Shape:0");
   put_msg(&g, 1, &n);
-  node_begin(&n, "Slice", "resize/hw", "resize/Shape:0,const_starts__2,const_ends__4",
+  pb_node(&n, "Slice", "resize/hw", "resize/Shape:0,const_starts__2,const_ends__4",
              "resize/hw:0");
   put_msg(&g, 1, &n);
-  node_begin(&n, "Cast", "resize/Cast", "resize/hw:0", "resize/Cast:0");
-  attr_int(&n, "to", 1);
+  pb_node(&n, "Cast", "resize/Cast", "resize/hw:0", "resize/Cast:0");
+  pb_attr_int(&n, "to", 1);
   put_msg(&g, 1, &n);
-  node_begin(&n, "Mul", "resize/mul", "resize/Cast:0,resize/mul_y", "resize/mul:0");
+  pb_node(&n, "Mul", "resize/mul", "resize/Cast:0,resize/mul_y", "resize/mul:0");
   put_msg(&g, 1, &n);
-  node_begin(&n, "Cast", "resize/Cast_1", "resize/mul:0", "resize/Cast_1:0");
-  attr_int(&n, "to", 7);
+  pb_node(&n, "Cast", "resize/Cast_1", "resize/mul:0", "resize/Cast_1:0");
+  pb_attr_int(&n, "to", 7);
   put_msg(&g, 1, &n);
-  node_begin(&n, "Slice", "resize/nc", "resize/Shape:0,const_starts__0,const_starts__2",
+  pb_node(&n, "Slice", "resize/nc", "resize/Shape:0,const_starts__0,const_starts__2",
              "resize/nc:0");
   put_msg(&g, 1, &n);
-  node_begin(&n, "Concat", "resize/sizes", "resize/nc:0,resize/Cast_1:0", "resize/sizes:0");
-  attr_int(&n, "axis", 0);
+  pb_node(&n, "Concat", "resize/sizes", "resize/nc:0,resize/Cast_1:0", "resize/sizes:0");
+  pb_attr_int(&n, "axis", 0);
   put_msg(&g, 1, &n);
-  node_begin(&n, "Resize", "resize/ResizeNearestNeighbor",
+  pb_node(&n, "Resize", "resize/ResizeNearestNeighbor",
              "conv/BiasAdd:0,roi__empty,scales__empty,resize/sizes:0", "resize:0");
-  attr_str(&n, "mode", "nearest");
-  attr_str(&n, "coordinate_transformation_mode", "asymmetric");
-  attr_str(&n, "nearest_mode", "floor");
+  pb_attr_str(&n, "mode", "nearest");
+  pb_attr_str(&n, "coordinate_transformation_mode", "asymmetric");
+  pb_attr_str(&n, "nearest_mode", "floor");
   put_msg(&g, 1, &n);
-  node_begin(&n, "Transpose", "resize__12", "resize:0", "upsampled");
-  attr_ints(&n, "perm", 4, (int64_t[]){0, 2, 3, 1});
+  pb_node(&n, "Transpose", "resize__12", "resize:0", "upsampled");
+  pb_attr_ints(&n, "perm", 4, (int64_t[]){0, 2, 3, 1});
   put_msg(&g, 1, &n);
-  node_begin(&n, "ReduceMean", "mean", "upsampled", "mean:0");
-  attr_ints(&n, "axes", 2, (int64_t[]){1, 2});
-  attr_int(&n, "keepdims", 0);
+  pb_node(&n, "ReduceMean", "mean", "upsampled", "mean:0");
+  pb_attr_ints(&n, "axes", 2, (int64_t[]){1, 2});
+  pb_attr_int(&n, "keepdims", 0);
   put_msg(&g, 1, &n);
-  node_begin(&n, "Squeeze", "squeeze", "mean:0,squeeze_axes", "pooled");
+  pb_node(&n, "Squeeze", "squeeze", "mean:0,squeeze_axes", "pooled");
   put_msg(&g, 1, &n);
-  output(&g, "upsampled");
-  output(&g, "pooled");
+  pb_value_f32(&g, 12, "upsampled", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "pooled", -1, NULL, NULL);
   put_str(&os, 1, "");
   put_int(&os, 2, 13);
   m.n = 0;
