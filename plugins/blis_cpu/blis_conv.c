@@ -24,8 +24,9 @@ int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   if (!x || !w || !y || (x->rank != 4 && x->rank != 3) || w->rank != x->rank || y->rank != x->rank)
     return mi__blis_unsupported(err, n, "only 1-D and 2-D convolutions");
-  if (!w->data || (w->dtype != MI_DTYPE_FLOAT32 && w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4))
-    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 (or INT8/INT4) constant");
+  if (!w->data || (w->dtype != MI_DTYPE_FLOAT32 && w->dtype != MI_DTYPE_FLOAT16 &&
+                   w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4))
+    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 (or FLOAT16, INT8, INT4) constant");
   sp = x->rank - 2;
   if (!ints_attr(n, "strides", s, sp, 1) || !ints_attr(n, "dilations", d, sp, 1) ||
       !ints_attr(n, "pads", pads, 2 * sp, 0))
@@ -267,6 +268,10 @@ static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env
         }
       }
     }
+  if (c->pg_pix || c->pg_seg) { /* the tiles read the useful pixels only and run the epilogue */
+    mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, ohw, NULL, 0);
+    return;
+  }
   mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, nf, c->pg_raw, nf);
   for (m = 0; m < mg; m++) {
     float *row = y + m * ohw;
@@ -317,7 +322,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *wt;
   mi__blis_conv_t *c;
-  int32_t rc, is1x1, isdw;
+  int32_t rc, is1x1, isdw, w_half, pg16;
   uint64_t aux = 0;
   if (strcmp(n->op_type, "ConvTranspose") == 0) return mi__blis_prep_convt(p, s, err);
   if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) return mi__blis_prep_qconv(p, s, err);
@@ -334,8 +339,14 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   rc = mi__blis_conv_geom(p, n, c, err);
   if (rc != MI_OK) return rc;
-  if (wt->dtype != MI_DTYPE_FLOAT32 || mi__blis_tensor(p, c->x)->dtype != MI_DTYPE_FLOAT32)
-    return mi__blis_unsupported(err, n, "FLOAT32 conv needs FLOAT32 input and weights");
+  w_half = wt->dtype == MI_DTYPE_FLOAT16;
+  /* conv.packed_gemm_fp16: FP16 weight storage, FP32 compute (FLOAT16 weights kept as they are,
+   * FLOAT32 ones rounded to nearest even as the FP16 transform does). */
+  pg16 = p->variant && strcmp(p->variant, "conv.packed_gemm_fp16") == 0;
+  if ((wt->dtype != MI_DTYPE_FLOAT32 && !w_half) || mi__blis_tensor(p, c->x)->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "FLOAT32 conv needs FLOAT32 input and FLOAT32 or FLOAT16 weights");
+  if ((w_half || pg16) && !(p->ctx->cpu.isa & MI__ISA_F16C))
+    return mi__blis_unsupported(err, n, "FP16 weights need F16C half conversions, which this CPU lacks");
   if (mi__blis_in(n, 2) >= 0 && (!mi__blis_is_const(p, mi__blis_in(n, 2)) ||
                                  mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 2))) != c->M))
     return mi__blis_unsupported(err, n, "bias must be a constant of M elements");
@@ -346,7 +357,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
    * else BLIS (1x1 or im2col). */
   if (!p->variant)
     c->variant = isdw ? MI__CONV_DW : c->simd != MI__SIMD_C ? MI__CONV_PG : is1x1 ? MI__CONV_1X1 : MI__CONV_IM2COL;
-  else if (strcmp(p->variant, "conv.packed_gemm") == 0) c->variant = MI__CONV_PG;
+  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16) c->variant = MI__CONV_PG;
   else if (strcmp(p->variant, "conv.im2col_gemm") == 0) c->variant = MI__CONV_IM2COL;
   else if (strcmp(p->variant, "conv.1x1_gemm") == 0) c->variant = MI__CONV_1X1;
   else if (strcmp(p->variant, "conv.depthwise_direct") == 0) c->variant = MI__CONV_DW;
@@ -357,6 +368,18 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: conv.depthwise_direct needs group == C > 1");
   if ((c->nhwc_in || c->nhwc_out) && c->variant != MI__CONV_NHWC)
     return mi__blis_unsupported(err, n, "NHWC tensors need variant conv.direct_nhwc");
+  if (w_half && !pg16) {
+    /* The other variants compute from FLOAT32 weights: widen the constant copy once. */
+    uint64_t cnt = (uint64_t)mi_sdk_numel(wt);
+    float *wf;
+    if (mi__blis_consumers(p, c->w) != 1)
+      return mi__blis_unsupported(err, n, "FLOAT16 weights read by another node of the kernel");
+    wf = mi__blis_alloc(p->ctx, (cnt ? cnt : 1) * sizeof *wf);
+    if (!wf) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    mi__blis_h2f(p->k->ptr[c->w], wf, (int64_t)cnt);
+    mi__blis_free(p->ctx, p->k->ptr[c->w]);
+    p->k->ptr[c->w] = wf;
+  }
   build_epilogue(p, c, n);
   {
     /* the leading epilogue ops the SIMD kernels apply in registers; the rest run scalar after */
@@ -380,7 +403,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   }
   if (c->variant == MI__CONV_PG) {
     int64_t ohw = c->OH * c->OW;
-    uint64_t packed;
+    uint64_t packed, packed_fl;
+    int64_t pix;
     int64_t kk = c->C / c->G * c->KH * c->KW, nf = 0;
     uint64_t scratch;
     c->pg_direct = is1x1;
@@ -391,22 +415,55 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       c->pg_wp = c->OW + (c->KW - 1) * c->dw / c->sw;
       nf = (c->OH - 1) * c->pg_wp + c->OW;
     }
-    c->pg_mv = (c->pg_hp ? nf : c->block) < 40;
+    /* channels in the lanes for small planes; on the flat planes they read the useful pixels
+     * through a pixel table (no junk columns, no compaction) */
+    c->pg_mv = c->pg_hp ? ohw < (c->simd == MI__SIMD_AVX512 ? MI__PG_MV_FLAT : MI__PG_MV_PIX) : c->block < MI__PG_MV_PIX;
     c->pg_mr = mi__blis_pg_panel(c->simd, c->pg_mv);
     packed = mi__blis_pg_packed_floats(c);
+    packed_fl = pg16 ? (packed + 15) / 16 * 8 : packed; /* halves take half the floats (kept 32-byte multiples) */
+    /* On the flat planes the tiles read the useful pixels only when they can: "mv" tiles through a
+     * pixel table; with AVX-512, output rows as 16-pixel segments when they take no more lanes
+     * than the flat run with its junk columns (not kws' 5-wide rows: 5 of 16 lanes). Else the
+     * flat run goes to raw sums, compacted after. */
+    pix = c->pg_hp && c->pg_mv ? 2 * ohw : 0;
+    if (c->pg_hp && !c->pg_mv && c->simd == MI__SIMD_AVX512 &&
+        c->OH * ((c->OW + 15) / 16) * 16 <= (nf + 31) / 32 * 32) {
+      c->pg_nseg = c->OH * ((c->OW + 15) / 16);
+      pix = 6 * c->pg_nseg; /* floats for 3 int64 a segment */
+    }
     scratch = c->pg_direct ? 0
-              : c->pg_hp   ? (uint64_t)(c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp + c->M / c->G * nf)
+              : c->pg_hp   ? (uint64_t)(c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp + (pix ? 0 : c->M / c->G * nf))
                            : (uint64_t)(kk * c->block);
-    /* aux: row offsets (int64, first: 64-byte aligned), packed weights, scratch */
-    aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + packed + scratch;
+    /* aux: row offsets (int64, first: 64-byte aligned), pixel table or segments, packed weights,
+     * scratch */
+    aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + (uint64_t)pix + packed_fl + scratch;
     s->aux = mi__blis_alloc(p->ctx, (aux + 1) * sizeof(float));
     if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    c->packed = (float *)s->aux + (c->pg_hp ? 2 * kk : 0);
-    c->scratch = c->packed + packed;
+    c->packed = (float *)s->aux + (c->pg_hp ? 2 * kk : 0) + pix;
+    c->scratch = c->packed + packed_fl;
+    if (pg16) {
+      c->packed_h = (uint16_t *)c->packed;
+      c->packed = NULL;
+    }
+    if (pix && c->pg_mv) {
+      int64_t oh, ow;
+      c->pg_pix = (int64_t *)s->aux + kk;
+      for (oh = 0; oh < c->OH; oh++)
+        for (ow = 0; ow < c->OW; ow++) c->pg_pix[oh * c->OW + ow] = oh * c->pg_wp + ow;
+    } else if (pix) {
+      int64_t oh, ow, *sg = (int64_t *)s->aux + kk;
+      c->pg_seg = sg;
+      for (oh = 0; oh < c->OH; oh++)
+        for (ow = 0; ow < c->OW; ow += 16, sg += 3) {
+          sg[0] = oh * c->pg_wp + ow;
+          sg[1] = oh * c->OW + ow;
+          sg[2] = c->OW - ow < 16 ? c->OW - ow : 16;
+        }
+    }
     if (c->pg_hp) {
       int64_t ci, a, b, k = 0;
       c->pg_koff = s->aux;
-      c->pg_raw = c->scratch + c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp;
+      c->pg_raw = pix ? NULL : c->scratch + c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp;
       for (ci = 0; ci < c->C / c->G; ci++)
         for (a = 0; a < c->KH; a++)
           for (b = 0; b < c->KW; b++) {
@@ -414,7 +471,14 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
             c->pg_koff[k++] = (ph * c->pg_hp + a * c->dh / c->sh) * c->pg_wp + b * c->dw / c->sw;
           }
     }
-    mi__blis_pg_pack(c, p->k->ptr[c->w]);
+    mi__blis_pg_pack(c, p->k->ptr[c->w], w_half && pg16);
+    /* The packed panels are all the kernel reads: drop the constant copy (with FP16 storage the
+     * layer then holds half the bytes of its FP32 weights). */
+    if (mi__blis_consumers(p, c->w) == 1 && p->k->owned[c->w]) {
+      mi__blis_free(p->ctx, p->k->ptr[c->w]);
+      p->k->ptr[c->w] = NULL;
+      p->k->owned[c->w] = 0;
+    }
   } else if (c->variant == MI__CONV_DW && c->simd == MI__SIMD_AVX512 && mi__blis_dw_cl_fits(c)) {
     uint64_t fl = (uint64_t)((c->M + 15) / 16 * 16 * c->KH * c->KW);
     s->aux = mi__blis_alloc(p->ctx, fl * sizeof(float));

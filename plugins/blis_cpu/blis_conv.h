@@ -24,6 +24,7 @@ typedef struct mi__blis_conv {
   mi__blis_epi_op_t epi[MI__EPI_MAX];
   float *scale, *shift;  /* M each, inside the state block */
   float *packed;         /* variant-specific, inside aux */
+  uint16_t *packed_h;    /* conv.packed_gemm with FP16 storage: the panels as IEEE half, inside aux */
   int32_t pg_mv;         /* conv.packed_gemm: 1 = channels in the vector lanes (small planes) */
   int32_t pg_vec_ops;    /* conv.packed_gemm: leading epilogue ops applied in registers */
   int32_t pg_ek;         /* MI__EK_*: the epilogue chain when it is one of the common ones */
@@ -31,6 +32,10 @@ typedef struct mi__blis_conv {
   int32_t pg_direct;     /* conv.packed_gemm: B is the input itself (pointwise, stride 1) */
   int64_t pg_hp, pg_wp;  /* conv.packed_gemm, stride 1: padded plane (0 = im2col instead) */
   int64_t *pg_koff;      /* ... offset of row k = (ci, kh, kw) in the padded planes, inside aux */
+  int64_t *pg_pix;       /* ... "mv" tiles: flat offset oh*wp + ow of output pixel oh*OW + ow, inside aux */
+  int64_t *pg_seg;       /* ... AVX-512 "nv" tiles: output row segments of <= 16 pixels as
+                          * {flat offset, output pixel, length}, inside aux */
+  int64_t pg_nseg;
   float *pg_raw;         /* ... raw sums over the flat padded pixels, inside aux */
   int32_t dw_cl;         /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
   float *scratch;        /* im2col columns or NHWC input copy, inside aux */
@@ -55,7 +60,12 @@ void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64
  * group g of image n, pixels [p0, p0 + npix) of each output row, B[k][p] at b + k * ldb + p. */
 int64_t mi__blis_pg_panel(int32_t simd, int mv);
 uint64_t mi__blis_pg_packed_floats(const mi__blis_conv_t *c);
-void mi__blis_pg_pack(mi__blis_conv_t *c, const float *w);
+/* Packs w (FLOAT32, or IEEE half when w_half) into c->packed, or into c->packed_h as half when
+ * that is set (FP16 storage; the float values rounded to nearest even, as the FP16 transform). */
+void mi__blis_pg_pack(mi__blis_conv_t *c, const void *w, int w_half);
+/* IEEE half <-> float, n values (F16C; call only where the CPU has it). */
+void mi__blis_h2f(const uint16_t *h, float *f, int64_t n);
+void mi__blis_f2h(const float *f, uint16_t *h, int64_t n);
 void mi__blis_pg_gemm(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
                       int64_t g, const float *b, int64_t ldb, int64_t p0, int64_t npix);
 /* Epilogue ops from index `from` on (and bias/BN first when `affine`), scalar, on pixels
@@ -74,6 +84,11 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
  * output hold at most MI__DW_CL_PIX pixels: whether the conv fits, the weights packed per block
  * of 16 channels ([block][tap][16], 16 * taps floats per block), one block of image n. */
 #define MI__DW_CL_PIX 1024
+/* conv.packed_gemm puts the channels in the lanes ("mv" tiles) under this many output pixels per
+ * call (measured): on the input or im2col columns, and, with AVX-512, on the flat padded planes
+ * (resnet's 8x8 planes: 7.5 -> 6.4 us; the AVX2 "mv" tiles are slower than its "nv" ones there). */
+#define MI__PG_MV_PIX 40
+#define MI__PG_MV_FLAT 100
 int mi__blis_dw_cl_fits(const mi__blis_conv_t *c);
 void mi__blis_dw_cl_pack(const mi__blis_conv_t *c, const float *w, float *packed);
 void mi__blis_dw_cl_block(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk);

@@ -116,36 +116,6 @@ static int32_t cl_ops(const mi__blis_conv_t *c) {
   return e;
 }
 
-/* In-register transpose of a 16x16 block: r[i][j] becomes r[j][i]. Unpacks and in-lane shuffles
- * transpose the 4x4 blocks inside each 128-bit lane, two rounds of 128-bit lane shuffles move the
- * blocks. */
-static inline __attribute__((always_inline)) MI__AVX512_FN void tr16(__m512 *r) {
-  __m512 t[16], u[16];
-  int i, j;
-#pragma GCC unroll 8
-  for (i = 0; i < 8; i++) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-#pragma GCC unroll 4
-  for (i = 0; i < 4; i++) {
-    u[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  /* u[4i + j], 128-bit lane L: element 4L + j of rows 4i..4i+3 */
-#pragma GCC unroll 4
-  for (j = 0; j < 4; j++) {
-    __m512 v = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
-    __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-    r[j] = _mm512_shuffle_f32x4(v, v2, 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(v, v2, 0xDD);
-    r[4 + j] = _mm512_shuffle_f32x4(w, w2, 0x88);
-    r[12 + j] = _mm512_shuffle_f32x4(w, w2, 0xDD);
-  }
-}
-
 /* Output pixels of a row computed together (independent FMA chains, one weight load for all), and
  * the buffer slack their over-read needs: (CL_GROUP - 1) * sw pixels, sw <= 4. */
 #define CL_GROUP 8
@@ -187,7 +157,7 @@ MI__AVX512_FN void mi__blis_dw_cl_block(const mi__blis_conv_t *c, void *const *t
     int l;
 #pragma GCC unroll 16
     for (l = 0; l < 16; l++) r[l] = l < nch ? _mm512_maskz_loadu_ps(kp, x + l * hw + i) : _mm512_setzero_ps();
-    tr16(r);
+    mi__blis_tr16(r);
     for (l = 0; l < 16 && i + l < hw; l++) {
       int64_t ih = (i + l) / c->W + c->pt, iw = (i + l) % c->W + c->pl;
       if (ih < hp && iw < wp) _mm512_store_ps(buf + (ih * wp + iw) * 16, r[l]);
@@ -237,7 +207,7 @@ MI__AVX512_FN void mi__blis_dw_cl_block(const mi__blis_conv_t *c, void *const *t
     int l;
 #pragma GCC unroll 16
     for (l = 0; l < 16; l++) r[l] = i + l < ohw ? _mm512_load_ps(out + (i + l) * 16) : _mm512_setzero_ps();
-    tr16(r);
+    mi__blis_tr16(r);
     for (l = 0; l < nch; l++) _mm512_mask_storeu_ps(y + l * ohw + i, kp, r[l]);
   }
   for (ch = 0; ch < nch && nops < c->epi_n; ch++)

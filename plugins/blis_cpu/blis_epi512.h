@@ -38,4 +38,34 @@ mi__blis_epi512(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, 
   return v;
 }
 
+/* In-register transpose of a 16x16 block: r[i][j] becomes r[j][i]. Unpacks and in-lane shuffles
+ * transpose the 4x4 blocks inside each 128-bit lane, two rounds of 128-bit lane shuffles move the
+ * blocks. */
+static inline __attribute__((always_inline)) MI__AVX512_FN void mi__blis_tr16(__m512 *r) {
+  __m512 t[16], u[16];
+  int i, j;
+#pragma GCC unroll 8
+  for (i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (i = 0; i < 4; i++) {
+    u[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  /* u[4i + j], 128-bit lane L: element 4L + j of rows 4i..4i+3 */
+#pragma GCC unroll 4
+  for (j = 0; j < 4; j++) {
+    __m512 v = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88), w = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
+    __m512 v2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88), w2 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
+    r[j] = _mm512_shuffle_f32x4(v, v2, 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(v, v2, 0xDD);
+    r[4 + j] = _mm512_shuffle_f32x4(w, w2, 0x88);
+    r[12 + j] = _mm512_shuffle_f32x4(w, w2, 0xDD);
+  }
+}
+
 #endif

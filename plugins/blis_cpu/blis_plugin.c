@@ -18,6 +18,10 @@ const mi__blis_variant_t mi__blis_variants[] = {
     {"conv.packed_gemm", "Conv",
      "weights packed at prepare, register-blocked SIMD GEMM on the input (1x1) or im2col columns, "
      "epilogue in registers", NCHW, EPI, "threads,simd,im2col_block"},
+    /* listed only where the CPU has F16C (see listed()) */
+    {"conv.packed_gemm_fp16", "Conv",
+     "conv.packed_gemm with the weight panels stored as IEEE half (F16C), converted to float per "
+     "k block in the tiles; FP32 activations and sums", NCHW, EPI, "threads,simd,im2col_block"},
     {"conv.depthwise_direct", "Conv", "direct depthwise conv (group == C), fused epilogue", NCHW,
      EPI, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
@@ -200,7 +204,7 @@ static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, 
     k.value_count = 5;
     k.values[0] = 0; k.values[1] = 256; k.values[2] = 1024; k.values[3] = 4096; k.values[4] = 16384;
     k.max = 16384;
-    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm,conv.packed_gemm");
+    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm,conv.packed_gemm,conv.packed_gemm_fp16");
     break;
   case KNOB_SIMD:
     snprintf(k.name, sizeof k.name, "simd");
@@ -211,9 +215,9 @@ static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, 
     k.mutability = MI_KNOB_AT_PREPARE;
     snprintf(k.choices, sizeof k.choices, "%s", ctx->simd_choices);
     k.max = ctx->simd_n - 1;
-    snprintf(k.applies_to, sizeof k.applies_to,
-             "conv.packed_gemm,conv.depthwise_direct,gelu.direct,erf.direct,tanh.direct,sigmoid.direct,"
-             "exp.direct,softmax.direct");
+    /* applies_to left empty (all): the list would pass its 127 characters, and a variant reads
+     * the knob only when its own knob list names it (conv.packed_gemm, conv.packed_gemm_fp16,
+     * conv.depthwise_direct and the exp/erf activations). */
     break;
   case KNOB_QDOT:
     snprintf(k.name, sizeof k.name, "int8_dot");
@@ -244,11 +248,30 @@ static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, 
   return mi_sdk_fill(out, &k, sizeof k);
 }
 
+/* Whether this CPU lists table variant v: conv.packed_gemm_fp16 only with F16C. */
+static int listed(const mi_plugin_ctx_t *ctx, const mi__blis_variant_t *v) {
+  return (ctx->cpu.isa & MI__ISA_F16C) || strcmp(v->id, "conv.packed_gemm_fp16") != 0;
+}
+
+static int32_t table_n(const mi_plugin_ctx_t *ctx) {
+  int32_t i, n = 0;
+  for (i = 0; i < mi__blis_variant_n; i++) n += listed(ctx, &mi__blis_variants[i]);
+  return n;
+}
+
+/* The index-th listed table variant. */
+static const mi__blis_variant_t *table_at(const mi_plugin_ctx_t *ctx, uint32_t index) {
+  int32_t i;
+  for (i = 0; i < mi__blis_variant_n; i++)
+    if (listed(ctx, &mi__blis_variants[i]) && index-- == 0) return &mi__blis_variants[i];
+  return NULL;
+}
+
 static int32_t variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
   int32_t rc = check_dev(ctx, device, err);
   if (rc != MI_OK) return rc;
   if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu variant_count: NULL");
-  *count = (uint32_t)(mi__blis_variant_n + DIRECT_N);
+  *count = (uint32_t)(table_n(ctx) + DIRECT_N);
   return MI_OK;
 }
 
@@ -257,13 +280,14 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
   mi_variant_desc_t v;
   int32_t rc = check_dev(ctx, device, err);
   if (rc != MI_OK) return rc;
-  if (!out || index >= (uint32_t)(mi__blis_variant_n + DIRECT_N))
+  if (!out || index >= (uint32_t)(table_n(ctx) + DIRECT_N))
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu variant_desc: bad index");
   memset(&v, 0, sizeof v);
   v.struct_size = sizeof v;
   v.dtype_mask = F32;
-  if (index < (uint32_t)mi__blis_variant_n) {
-    const mi__blis_variant_t *s = &mi__blis_variants[index];
+  if (index < (uint32_t)table_n(ctx)) {
+    const mi__blis_variant_t *s = table_at(ctx, index);
+    if (!s) return mi_sdk_error(err, MI_ERR_INTERNAL, "blis-cpu variant_desc: variant table out of step");
     snprintf(v.id, sizeof v.id, "%s", s->id);
     snprintf(v.op_type, sizeof v.op_type, "%s", s->op);
     snprintf(v.description, sizeof v.description, "%s", s->description);
@@ -274,8 +298,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
      * INT8/INT4 weights, output codes): the executor hands them to it (docs/abi.md). */
     if (!strcmp(s->id, "conv.im2col_gemm") || !strcmp(s->id, "gemm.blis") || !strcmp(s->id, "matmul.blis"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
+    /* FP16 storage, FP32 compute: the precision variant (FLOAT16 weights, as the FP16 transform
+     * writes them; FLOAT32 ones are rounded to half at prepare). */
+    if (!strcmp(s->id, "conv.packed_gemm_fp16")) v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
   } else {
-    const char *op = direct_ops[index - (uint32_t)mi__blis_variant_n];
+    const char *op = direct_ops[index - (uint32_t)table_n(ctx)];
     size_t i, n = strlen(op);
     for (i = 0; i < n && i + 8 < sizeof v.id; i++)
       v.id[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] - 'A' + 'a' : op[i]);

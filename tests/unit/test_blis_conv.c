@@ -197,6 +197,13 @@ static void packed_cases(tb_plugin_t *p) {
       {"packed 3x3 plane, 40 rows (channels in lanes)", "conv.packed_gemm", {1, 16, 3, 3, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed 2x2 plane, 70 rows, 2 images", "conv.packed_gemm", {2, 20, 4, 4, 70, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed 7-pixel 1-row plane", "conv.packed_gemm", {1, 6, 1, 7, 33, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1}, 0},
+      /* 81 pixels: channels in the lanes through the pixel table, in two passes of tiles */
+      {"packed 9x9 plane, 40 rows", "conv.packed_gemm", {1, 12, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      /* 16x16 rows as whole 16-pixel segments; 20-wide rows as 16 + 4 */
+      {"packed 16x16 plane, 2 images", "conv.packed_gemm", {2, 5, 16, 16, 11, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"packed 20x12 plane stride 2", "conv.packed_gemm", {1, 4, 24, 40, 9, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, 0},
+      /* narrow rows (5 of 16 lanes as segments): the flat run with junk columns and compaction */
+      {"packed 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed dilated grouped", "conv.packed_gemm", {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2}, 0},
       {"depthwise 3x3 stride 2, 21 wide", "conv.depthwise_direct", {1, 8, 13, 21, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8}, 0},
       {"depthwise 5x5 stride 2, 37 wide", "conv.depthwise_direct", {2, 3, 11, 37, 3, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 3}, 0},

@@ -143,17 +143,21 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
   if (!s) return;
   n = mi_space_dim_count(s);
   pt = calloc((size_t)n, sizeof *pt);
-  /* blis-cpu's conv variants compute in FP32 and INT8 (not FP16): the precision dimension
-   * offers INT8 choices and no FP16. */
+  /* blis-cpu's conv variants compute in FP32 and INT8, and conv.packed_gemm_fp16 stores FP16
+   * weights where the CPU has F16C: the precision dimension offers INT8 choices, and FP16 exactly
+   * where that variant is listed. */
   {
-    int32_t pd = tsu_dim(s, "node.conv1.precision"), int8 = 0, fp16 = 0;
+    int32_t pd = tsu_dim(s, "node.conv1.precision"), int8 = 0, fp16 = 0, f16c = 0;
+    mi_device_desc_t dd;
+    memset(&dd, 0, sizeof dd);
+    if (mi_plugin_device_info(p, 0, &dd, &err) == MI_OK) f16c = strstr(dd.isa, "-f16c") != NULL;
     CHECK(pd >= 0, "blis-cpu offers no precision dimension");
     for (int32_t v = 0; pd >= 0 && v < mi_space_dim_size(s, pd); v++) {
       const char *l = mi_space_dim_label(s, pd, v);
       if (strstr(l, "int8")) int8 = 1;
       if (strstr(l, "fp16")) fp16 = 1;
     }
-    CHECK(pd < 0 || (int8 && !fp16), "precision choices: int8 %d, fp16 %d", int8, fp16);
+    CHECK(pd < 0 || (int8 && fp16 == f16c), "precision choices: int8 %d, fp16 %d (F16C %d)", int8, fp16, f16c);
   }
   vd = tsu_dim(s, "node.conv1.variant");
   im = tsu_dim(s, "node.conv1.knob.im2col_block");

@@ -1,6 +1,6 @@
 /* bench_blis.c - blis-cpu GFLOP/s for Gemm (per arch and thread count) and Conv (per variant),
  * against the FMA peak measured in the same run (kernel_run only: prepared once, median of
- * repeats). Usage: bench_blis [build dir]. */
+ * repeats), and FP16 weight storage against FP32. Usage: bench_blis [build dir] [fp16]. */
 #include <immintrin.h>
 #include <time.h>
 
@@ -112,6 +112,85 @@ static double time_kernel(tb_plugin_t *p, tb_t *b, const char *variant, const mi
   return s[reps / 2];
 }
 
+/* Bytes one prepared kernel keeps (packed weights, scratch, constants it still needs): with the
+ * plugin's peak_alloc_bytes counter (index 1) on a fresh instance, the peak after preparing the
+ * kernel twice minus the peak after once (the second prepare's transient copies sit on top of the
+ * first kernel's kept bytes). -1 when refused. */
+static double kernel_bytes(tb_plugin_t *p, tb_t *b, const char *variant) {
+  mi_plugin_ctx_t *ctx = NULL;
+  mi_kernel_desc_t d;
+  mi_kernel_t *k[2] = {NULL, NULL};
+  mi_counter_sample_t cs;
+  mi_error_t err = {0, ""};
+  double peak[2] = {-1., -1.};
+  int i;
+  if (p->api->create(NULL, &ctx, &err) != MI_OK) return -1.;
+  tb_desc(b, &d, variant, NULL, 0);
+  for (i = 0; i < 2; i++) {
+    memset(&cs, 0, sizeof cs);
+    cs.struct_size = sizeof cs;
+    if (p->api->kernel_prepare(ctx, 0, &d, &k[i], &err) == MI_OK &&
+        p->api->counter_read(ctx, 0, 1, &cs, &err) == MI_OK && cs.has_value)
+      peak[i] = cs.value;
+  }
+  for (i = 0; i < 2; i++)
+    if (k[i]) p->api->kernel_release(ctx, k[i]);
+  p->api->destroy(ctx);
+  return peak[0] >= 0. && peak[1] >= 0. ? peak[1] - peak[0] : -1.;
+}
+
+/* FP16 weight storage (conv.packed_gemm_fp16) against FP32 (conv.packed_gemm): kernel GFLOP/s per
+ * thread count and SIMD path, and the bytes the prepared kernel holds. */
+static void fp16_section(tb_plugin_t *p, int nthreads, const char *const *simd, int nsimd) {
+  /* c, hw, m, k: ResNet/MobileNet-like layers, the last two with weights larger than L2 */
+  static const int64_t shapes[][4] = {{64, 56, 64, 3}, {128, 28, 256, 1}, {256, 14, 256, 3}, {512, 7, 512, 3},
+                                      {256, 4, 256, 3}};
+  size_t s;
+  printf("\n%-22s %-8s %-7s %10s %10s %7s %12s %12s\n", "conv (FP16 storage)", "simd", "threads", "fp32 GF/s",
+         "fp16 GF/s", "ratio", "fp32 kept B", "fp16 kept B");
+  for (s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    int64_t c = shapes[s][0], hw = shapes[s][1], m = shapes[s][2], ks = shapes[s][3];
+    int64_t xd[4] = {1, c, hw, hw}, wd[4] = {m, c, ks, ks}, yd[4] = {1, m, hw, hw}, pads[4];
+    int64_t xn = c * hw * hw, wn = m * c * ks * ks, i;
+    float *x = malloc((size_t)xn * 4), *w = malloc((size_t)wn * 4), *y = malloc((size_t)(m * hw * hw) * 4);
+    const float *ins[1] = {x};
+    double flops = 2. * m * hw * hw * c * ks * ks, b32, b16;
+    tb_t b;
+    int x0, x1, x2, node, th, sv;
+    char name[40];
+    for (i = 0; i < 4; i++) pads[i] = ks / 2;
+    tb_fill(x, xn, 3);
+    tb_fill(w, wn, 4);
+    memset(&b, 0, sizeof b);
+    x0 = tb_tensor(&b, 4, xd, NULL);
+    x1 = tb_tensor(&b, 4, wd, w);
+    x2 = tb_tensor(&b, 4, yd, NULL);
+    {
+      int in[2] = {x0, x1};
+      node = tb_node(&b, "Conv", 17, 2, in, x2);
+    }
+    tb_attr_is(&b, node, "kernel_shape", 2, wd + 2);
+    tb_attr_is(&b, node, "pads", 4, pads);
+    tb_finish(&b, x2);
+    snprintf(name, sizeof name, "%lldx%lld %lld->%lld k%lld", (long long)hw, (long long)hw, (long long)c,
+             (long long)m, (long long)ks);
+    b32 = kernel_bytes(p, &b, "conv.packed_gemm");
+    b16 = kernel_bytes(p, &b, "conv.packed_gemm_fp16");
+    for (sv = 1; sv < nsimd; sv++) {
+      if (strcmp(simd[sv], "c") == 0) continue; /* the plain C tiles: slow either way */
+      for (th = 1; th <= nthreads; th++) {
+        mi_knob_value_t kv[2] = {{"threads", th, 0.}, {"simd", sv, 0.}};
+        double g32 = time_kernel(p, &b, "conv.packed_gemm", kv, 2, ins, y, flops, 9);
+        double g16 = time_kernel(p, &b, "conv.packed_gemm_fp16", kv, 2, ins, y, flops, 9);
+        if (g32 > 0 && g16 > 0)
+          printf("%-22s %-8s %-7d %10.1f %10.1f %7.2f %12.0f %12.0f\n", name, simd[sv], th, g32, g16, g16 / g32, b32,
+                 b16);
+      }
+    }
+    free(x); free(w); free(y);
+  }
+}
+
 int main(int argc, char **argv) {
   tb_plugin_t p;
   mi_knob_desc_t k;
@@ -123,6 +202,7 @@ int main(int argc, char **argv) {
   const char *arch[16], *simd[8];
   char simd_choices[256] = "";
   int narch = 0, nsimd = 0;
+  int only_fp16 = argc > 2 && strcmp(argv[2], "fp16") == 0; /* the FP16 storage table alone */
   if (argc > 1) setenv("MI_BUILD", argv[1], 1);
   (void)unused_failures;
   if (!tb_load(&p)) return 1;
@@ -159,7 +239,7 @@ int main(int argc, char **argv) {
     printf("%%peak1 below is against the larger of the two, one core\n\n");
   }
   printf("%-8s %-8s %-7s %10s %8s\n", "op", "arch", "threads", "GFLOP/s", "%peak1");
-  for (si = 0; si < 2; si++) {
+  for (si = only_fp16 ? 2 : 0; si < 2; si++) {
     int64_t n = sizes[si], d[2] = {n, n};
     float *A = malloc((size_t)(n * n) * 4), *B = malloc((size_t)(n * n) * 4), *C = malloc((size_t)(n * n) * 4);
     const float *ins[1] = {A};
@@ -186,7 +266,7 @@ int main(int argc, char **argv) {
       }
     free(A); free(B); free(C);
   }
-  {
+  if (!only_fp16) {
     /* A ResNet-ish 3x3 conv (64->64, 56x56) and a depthwise 3x3 (128ch, 28x28). */
     static const char *const vars[5] = {"conv.im2col_gemm", "conv.direct_nhwc", "conv.depthwise_direct", "conv.1x1_gemm",
                                         "conv.packed_gemm"};
@@ -236,6 +316,7 @@ int main(int argc, char **argv) {
       free(x); free(w); free(y);
     }
   }
+  fp16_section(&p, nthreads, simd, nsimd);
   tb_unload(&p);
   return 0;
 }
