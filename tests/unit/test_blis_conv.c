@@ -215,6 +215,15 @@ static void packed_cases(tb_plugin_t *p) {
        * over 100 outputs): the masked-load stride-2 and the flat stride-1 planes */
       {"depthwise 3x3 stride 2, 41x45 plane", "conv.depthwise_direct", {1, 3, 41, 45, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3}, 0},
       {"depthwise 3x3 stride 1, 40x40 plane", "conv.depthwise_direct", {1, 2, 40, 40, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
+      /* the 3x3 row kernels (each input row loaded once for the output rows it feeds): no or
+       * asymmetric padding, heights that leave a partial group of rows, narrow tall planes */
+      {"depthwise 3x3 stride 1 pad 0, 37x35 plane", "conv.depthwise_direct", {1, 3, 37, 35, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 3}, 0},
+      {"depthwise 3x3 stride 1, pads 2/0, 41x33", "conv.depthwise_direct", {1, 2, 41, 33, 2, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2, 2}, 0},
+      {"depthwise 3x3 stride 1, 300x3 plane", "conv.depthwise_direct", {1, 2, 300, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
+      {"depthwise 3x3 stride 2 pad 0, 43x34 plane", "conv.depthwise_direct", {1, 2, 43, 34, 2, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 2}, 0},
+      {"depthwise 3x3 stride 2, pads 0/1, 30x33", "conv.depthwise_direct", {1, 3, 30, 33, 3, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, 3}, 0},
+      {"depthwise 3x3 stride 1, multiplier 2, 20x30", "conv.depthwise_direct", {2, 2, 20, 30, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
+      {"depthwise 3x3 stride 2, multiplier 2, 25x40", "conv.depthwise_direct", {1, 2, 25, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}, 0},
   };
   int64_t ns = simd_choices(p), si;
   size_t i;
