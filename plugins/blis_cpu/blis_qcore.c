@@ -18,15 +18,59 @@
 
 #define QROWS 4
 
-/* The AVX-512 body as a macro over the pair-dot step DOT(acc, b, a): the VNNI function must be the
- * only one built with the VNNI target (the compiler may fuse vpmaddwd + vpaddd into vpdpwssd). */
-#define Q512_BODY(DOT)                                                                             \
+/* Packed INT4 operands (MI__QPACK_A4 / MI__QPACK_B4): one byte per k pair, the even k in the low
+ * nibble, the odd k in the high one, each a signed 4-bit value. They are widened to the int16
+ * pair the int32 core multiplies right before use: A rows per block of QROWS rows into a K panel
+ * (a_panels; per row and pair past A4_PANEL pairs), B per register block of columns and pair (a
+ * byte shuffle or vpmovzxbd, then shifts). */
+static inline __attribute__((always_inline)) int32_t nib_pair(uint8_t byte) {
+  int32_t lo = (int32_t)(int8_t)(uint8_t)(byte << 4) >> 4, hi = (int32_t)(int8_t)byte >> 4;
+  return (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xffffu));
+}
+
+/* Lanes hold a byte zero-extended to int32; out: the low nibble as int16 in the low half, the
+ * high nibble as int16 in the high half (an int16 pair). v << 12 puts the low nibble at bits
+ * 12..15, v << 24 the high one at bits 28..31 (no overlap, v < 256); an arithmetic shift of each
+ * int16 by 12 sign-extends both. */
+#define NIB_PAIRS(W, v)                                                                            \
+  _mm##W##_srai_epi16(_mm##W##_or_si##W(_mm##W##_slli_epi32(v, 12), _mm##W##_slli_epi32(v, 24)), 12)
+
+/* A operand: pair p of row r (int16 rows, or INT4 rows of one byte per pair). */
+#define A_I16(pr, r, p) memcpy(&pr, (const int16_t *)ar[r] + 2 * (p), sizeof pr)
+#define A_I4(pr, r, p) pr = nib_pair(((const uint8_t *)ar[r])[p])
+/* B operand, AVX-512: pairs p of columns j0.. (32) into b0, b1, masked at the column tail. */
+#define B512_I16(p)                                                                                \
+  const int16_t *bp = (const int16_t *)b + ((p) * n + j0) * 2;                                     \
+  __m512i b0 = _mm512_maskz_loadu_epi32(k0, bp), b1 = _mm512_maskz_loadu_epi32(k1, bp + 32)
+/* INT4, AVX-512: the 16 bytes of a column block, broadcast to the four 128-bit lanes; vpshufb puts
+ * byte j at bits 8..15 of both int16 halves of lane j, a shift by 4 of the low halves only brings
+ * its low nibble to bits 12..15 (the high nibble is there already), vpsraw by 12 sign-extends. */
+#define NIB512(v)                                                                                  \
+  _mm512_srai_epi16(_mm512_mask_slli_epi16(_mm512_shuffle_epi8(v, nib_ctl), 0x55555555u,           \
+                                           _mm512_shuffle_epi8(v, nib_ctl), 4), 12)
+#define B512_I4(p)                                                                                 \
+  const uint8_t *bp = (const uint8_t *)b + (p) * n + j0;                                           \
+  __m512i b0 = NIB512(_mm512_broadcast_i32x4(_mm_maskz_loadu_epi8(k0, bp)));                       \
+  __m512i b1 = NIB512(_mm512_broadcast_i32x4(_mm_maskz_loadu_epi8(k1, bp + 16)))
+/* vpshufb control of NIB512: int32 lane 4L+i reads byte 4L+i into bytes 1 and 3 (0x80: zero). */
+#define NIB512_CTL                                                                                 \
+  const __m512i nib_ctl = _mm512_set_epi32(                                                        \
+      0x0f800f80, 0x0e800e80, 0x0d800d80, 0x0c800c80, 0x0b800b80, 0x0a800a80, 0x09800980,          \
+      0x08800880, 0x07800780, 0x06800680, 0x05800580, 0x04800480, 0x03800380, 0x02800280,          \
+      0x01800180, 0x00800080)
+
+/* The AVX-512 body as a macro over the pair-dot step DOT(acc, b, a) and the operand loads
+ * (ALOAD, BLOAD): the VNNI functions must be the only ones built with the VNNI target (the compiler
+ * may fuse vpmaddwd + vpaddd into vpdpwssd). ab: bytes per A row. */
+#define Q512_BODY(DOT, ALOAD, BLOAD)                                                               \
   int64_t i, j0, p;                                                                                \
+  NIB512_CTL;                                                                                      \
+  (void)nib_ctl;                                                                                   \
   for (i = m0; i < m1; i += QROWS) {                                                               \
     int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                                \
-    const int16_t *ar[QROWS];                                                                      \
+    const char *ar[QROWS];                                                                         \
     int r;                                                                                         \
-    for (r = 0; r < QROWS; r++) ar[r] = a + (i + (r < rows ? r : 0)) * ka;                         \
+    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;           \
     for (j0 = 0; j0 < n; j0 += 32) {                                                               \
       int64_t left = n - j0;                                                                       \
       __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                          \
@@ -34,12 +78,11 @@
       __m512i c0[QROWS], c1[QROWS];                                                                \
       _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm512_setzero_si512();  \
       for (p = 0; p < kp; p++) {                                                                   \
-        const int16_t *bp = b2 + (p * n + j0) * 2;                                                 \
-        __m512i b0 = _mm512_maskz_loadu_epi32(k0, bp), b1 = _mm512_maskz_loadu_epi32(k1, bp + 32); \
+        BLOAD(p);                                                                                  \
         _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                      \
           int32_t pr;                                                                              \
           __m512i av;                                                                              \
-          memcpy(&pr, ar[r] + 2 * p, sizeof pr);                                                   \
+          ALOAD(pr, r, p);                                                                         \
           av = _mm512_set1_epi32(pr);                                                              \
           c0[r] = DOT(c0[r], b0, av);                                                              \
           c1[r] = DOT(c1[r], b1, av);                                                              \
@@ -57,79 +100,142 @@
 #define DOT_VNNI(c, b, a) _mm512_dpwssd_epi32(c, b, a)
 #define DOT_MADD512(c, b, a) _mm512_add_epi32(c, _mm512_madd_epi16(b, a))
 
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"))) static void
-q512_vnni(int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a, int64_t ka, const int16_t *b2,
-          int32_t *acc) {
-  Q512_BODY(DOT_VNNI)
-}
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void
-q512_madd(int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a, int64_t ka, const int16_t *b2,
-          int32_t *acc) {
-  Q512_BODY(DOT_MADD512)
-}
+#define QCORE_ARGS                                                                                 \
+  int64_t m0, int64_t m1, int64_t n, int64_t kp, const void *a, int64_t ab, const void *b, int32_t *acc
+#define T512 "avx512f,avx512vl,avx512bw,avx512dq"
+#define T512V "avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"
 
-__attribute__((target("avx2,fma"))) static void q256_madd(int64_t m0, int64_t m1, int64_t n, int64_t kp,
-                                                          const int16_t *a, int64_t ka,
-                                                          const int16_t *b2, int32_t *acc) {
-  int64_t i, j0, p;
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  for (i = m0; i < m1; i += QROWS) {
-    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;
-    const int16_t *ar[QROWS];
-    int r;
-    for (r = 0; r < QROWS; r++) ar[r] = a + (i + (r < rows ? r : 0)) * ka;
-    for (j0 = 0; j0 < n; j0 += 16) {
-      int64_t left = n - j0;
-      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);
-      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 : 0)), iota);
-      __m256i c0[QROWS], c1[QROWS];
-#pragma GCC unroll 4
-      for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm256_setzero_si256();
-      for (p = 0; p < kp; p++) {
-        const int16_t *bp = b2 + (p * n + j0) * 2;
-        __m256i b0 = _mm256_maskload_epi32((const int *)bp, k0);
-        __m256i b1 = _mm256_maskload_epi32((const int *)(bp + 16), k1);
-#pragma GCC unroll 4
-        for (r = 0; r < QROWS; r++) {
-          int32_t pr;
-          __m256i av;
-          memcpy(&pr, ar[r] + 2 * p, sizeof pr);
-          av = _mm256_set1_epi32(pr);
-          c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(b0, av));
-          c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));
-        }
-      }
-#pragma GCC unroll 4
-      for (r = 0; r < QROWS; r++) {
-        if (r < rows) {
-          _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);
-          if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);
-        }
-      }
-    }
+__attribute__((target(T512V))) static void q512_vnni(QCORE_ARGS) { Q512_BODY(DOT_VNNI, A_I16, B512_I16) }
+__attribute__((target(T512V))) static void q512_vnni_a4(QCORE_ARGS) { Q512_BODY(DOT_VNNI, A_I4, B512_I16) }
+__attribute__((target(T512V))) static void q512_vnni_b4(QCORE_ARGS) { Q512_BODY(DOT_VNNI, A_I16, B512_I4) }
+__attribute__((target(T512))) static void q512_madd(QCORE_ARGS) { Q512_BODY(DOT_MADD512, A_I16, B512_I16) }
+__attribute__((target(T512))) static void q512_madd_a4(QCORE_ARGS) { Q512_BODY(DOT_MADD512, A_I4, B512_I16) }
+__attribute__((target(T512))) static void q512_madd_b4(QCORE_ARGS) { Q512_BODY(DOT_MADD512, A_I16, B512_I4) }
+
+/* B operand, AVX2: pairs p of columns j0.. (16) into b0, b1, masked at the column tail (INT4: a
+ * zero-padded copy of the tail's bytes, so no read past the row). */
+#define B256_I16(p)                                                                                \
+  const int16_t *bp = (const int16_t *)b + ((p) * n + j0) * 2;                                     \
+  __m256i b0 = _mm256_maskload_epi32((const int *)bp, k0);                                         \
+  __m256i b1 = _mm256_maskload_epi32((const int *)(bp + 16), k1)
+#define B256_I4(p)                                                                                 \
+  const uint8_t *bp = (const uint8_t *)b + (p) * n + j0;                                           \
+  uint8_t tail[16] = {0};                                                                          \
+  __m256i b0, b1;                                                                                  \
+  if (left < 16) {                                                                                 \
+    memcpy(tail, bp, (size_t)left);                                                                \
+    bp = tail;                                                                                     \
+  }                                                                                                \
+  b0 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)bp)));                 \
+  b1 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bp + 8))))
+
+#define Q256_BODY(ALOAD, BLOAD)                                                                    \
+  int64_t i, j0, p;                                                                                \
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                  \
+  for (i = m0; i < m1; i += QROWS) {                                                               \
+    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                                \
+    const char *ar[QROWS];                                                                         \
+    int r;                                                                                         \
+    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;           \
+    for (j0 = 0; j0 < n; j0 += 16) {                                                               \
+      int64_t left = n - j0;                                                                       \
+      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);        \
+      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 : 0)), iota); \
+      __m256i c0[QROWS], c1[QROWS];                                                                \
+      (void)k0;                                                                                    \
+      (void)k1;                                                                                    \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm256_setzero_si256();  \
+      for (p = 0; p < kp; p++) {                                                                   \
+        BLOAD(p);                                                                                  \
+        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                      \
+          int32_t pr;                                                                              \
+          __m256i av;                                                                              \
+          ALOAD(pr, r, p);                                                                         \
+          av = _mm256_set1_epi32(pr);                                                              \
+          c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(b0, av));                              \
+          c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));                              \
+        }                                                                                          \
+      }                                                                                            \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                        \
+        if (r < rows) {                                                                            \
+          _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);                      \
+          if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);    \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
   }
+
+__attribute__((target("avx2,fma"))) static void q256_madd(QCORE_ARGS) { Q256_BODY(A_I16, B256_I16) }
+__attribute__((target("avx2,fma"))) static void q256_madd_a4(QCORE_ARGS) { Q256_BODY(A_I4, B256_I16) }
+__attribute__((target("avx2,fma"))) static void q256_madd_b4(QCORE_ARGS) { Q256_BODY(A_I16, B256_I4) }
+
+/* Plain C: element e (0 or 1) of pair p, row i of A / column j of B, for either storage. */
+static inline int32_t qc_a(int32_t pack, const void *a, int64_t ab, int64_t i, int64_t p, int e) {
+  if (pack == MI__QPACK_A4) {
+    uint8_t byte = ((const uint8_t *)a)[i * ab + p];
+    return e ? (int32_t)(int8_t)byte >> 4 : (int32_t)(int8_t)(uint8_t)(byte << 4) >> 4;
+  }
+  return ((const int16_t *)((const char *)a + i * ab))[2 * p + e];
+}
+static inline int32_t qc_b(int32_t pack, const void *b, int64_t n, int64_t p, int64_t j, int e) {
+  if (pack == MI__QPACK_B4) {
+    uint8_t byte = ((const uint8_t *)b)[p * n + j];
+    return e ? (int32_t)(int8_t)byte >> 4 : (int32_t)(int8_t)(uint8_t)(byte << 4) >> 4;
+  }
+  return ((const int16_t *)b)[(p * n + j) * 2 + e];
 }
 
-static void qc(int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a, int64_t ka,
-               const int16_t *b2, int32_t *acc) {
+static void qc(int32_t pack, QCORE_ARGS) {
   int64_t i, j, p;
   for (i = m0; i < m1; i++)
     for (j = 0; j < n; j++) {
       int32_t sum = 0;
       for (p = 0; p < kp; p++)
-        sum += a[i * ka + 2 * p] * b2[(p * n + j) * 2] + a[i * ka + 2 * p + 1] * b2[(p * n + j) * 2 + 1];
+        sum += qc_a(pack, a, ab, i, p, 0) * qc_b(pack, b, n, p, j, 0) +
+               qc_a(pack, a, ab, i, p, 1) * qc_b(pack, b, n, p, j, 1);
       acc[i * n + j] = sum;
     }
 }
 
+typedef void (*qcore_fn)(QCORE_ARGS);
+
+/* Packed INT4 A rows up to this many pairs are widened per block of QROWS rows into a K panel on
+ * the stack (32 KiB), once for all the column blocks; longer rows widen each pair at its use. */
+#define A4_PANEL 2048
+
+static void a_panels(qcore_fn i16, qcore_fn a4, QCORE_ARGS) {
+  int32_t pan[QROWS * A4_PANEL];
+  int64_t i, p;
+  if (kp > A4_PANEL) {
+    a4(m0, m1, n, kp, a, ab, b, acc);
+    return;
+  }
+  for (i = m0; i < m1; i += QROWS) {
+    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS, r;
+    for (r = 0; r < rows; r++) {
+      const uint8_t *row = (const uint8_t *)a + (i + r) * ab;
+      for (p = 0; p < kp; p++) pan[r * kp + p] = nib_pair(row[p]);
+    }
+    i16(0, rows, n, kp, pan, kp * (int64_t)sizeof(int32_t), b, acc + i * n);
+  }
+}
+
+void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t kp,
+                           const void *a, int64_t ka, const void *b, int32_t *acc) {
+  int64_t ab = pack == MI__QPACK_A4 ? ka / 2 : ka * (int64_t)sizeof(int16_t); /* bytes per A row */
+  int32_t v = pack == MI__QPACK_A4 ? 1 : pack == MI__QPACK_B4 ? 2 : 0;
+  static const qcore_fn cores[3][3] = {{q512_vnni, q512_vnni_a4, q512_vnni_b4},
+                                       {q512_madd, q512_madd_a4, q512_madd_b4},
+                                       {q256_madd, q256_madd_a4, q256_madd_b4}};
+  int32_t c = dot == MI__QDOT_VNNI ? 0 : dot == MI__QDOT_AVX512 ? 1 : dot == MI__QDOT_AVX2 ? 2 : -1;
+  if (c < 0) qc(pack, m0, m1, n, kp, a, ab, b, acc);
+  else if (v == 1) a_panels(cores[c][0], cores[c][1], m0, m1, n, kp, a, ab, b, acc);
+  else cores[c][v](m0, m1, n, kp, a, ab, b, acc);
+}
+
 void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
                     int64_t ka, const int16_t *b2, int32_t *acc) {
-  switch (dot) {
-  case MI__QDOT_VNNI: q512_vnni(m0, m1, n, kp, a, ka, b2, acc); break;
-  case MI__QDOT_AVX512: q512_madd(m0, m1, n, kp, a, ka, b2, acc); break;
-  case MI__QDOT_AVX2: q256_madd(m0, m1, n, kp, a, ka, b2, acc); break;
-  default: qc(m0, m1, n, kp, a, ka, b2, acc); break;
-  }
+  mi__blis_qgemm_packed(dot, MI__QPACK_NONE, m0, m1, n, kp, a, ka, b2, acc);
 }
 
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd) {
@@ -206,6 +312,17 @@ int32_t mi__blis_qweight(const mi_tensor_desc_t *w, int64_t i) {
     return v >= 8 ? v - 16 : v;
   }
   return ((const int8_t *)w->data)[i];
+}
+
+int mi__blis_qweight_4bit(const mi_tensor_desc_t *w) {
+  int64_t i, n = mi_sdk_numel(w);
+  if (w->dtype == MI_DTYPE_INT4) return 1;
+  if (w->dtype != MI_DTYPE_INT8) return 0;
+  for (i = 0; i < n; i++) {
+    int8_t v = ((const int8_t *)w->data)[i];
+    if (v < -8 || v > 7) return 0;
+  }
+  return 1;
 }
 
 int mi__blis_qscale(const mi_tensor_desc_t *w, int64_t channels, int64_t c, double *s) {

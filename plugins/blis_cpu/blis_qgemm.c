@@ -10,9 +10,11 @@ typedef struct qconv {
   mi__blis_conv_t g; /* geometry; g.x, g.w, g.y tensor indices */
   int32_t zx, zy, x_u8, y_u8, dw; /* dw: one input channel per group, direct loops */
   int32_t dot;       /* MI__QDOT_*: pair-dot path of the int32 core (knob int8_dot) */
+  int32_t w4;        /* INT4 weight kept packed: w4q, not wq */
   int64_t kk, ka;    /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
   double *mult, *bias;
-  int16_t *wq;       /* [M][ka], zero past kk */
+  int16_t *wq;       /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
+  uint8_t *w4q;      /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
   float *wf;         /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
   int16_t *col;      /* [ka/2][OH*OW][2] scratch: pairs of column rows */
   int32_t *acc;      /* [M/G][OH*OW] scratch */
@@ -60,7 +62,11 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
   int64_t m, ohw = c->OH * c->OW, mg = c->M / c->G;
-  mi__blis_qgemm(q->dot, m0, m1, ohw, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
+  if (q->w4)
+    mi__blis_qgemm_packed(q->dot, MI__QPACK_A4, m0, m1, ohw, q->ka / 2, q->w4q + t->g * mg * q->ka / 2,
+                          q->ka, q->col, q->acc);
+  else
+    mi__blis_qgemm(q->dot, m0, m1, ohw, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
   for (m = m0; m < m1; m++) {
     int64_t oc = t->g * mg + m;
     void *yr = (uint8_t *)t->y + m * ohw; /* 1-byte codes */
@@ -201,6 +207,10 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   wn = q->g.M * q->ka;
   if (q->kk >= 32768) return mi__blis_unsupported(err, n, "INT8 conv: reduction too long for int32");
   q->dw = q->g.C == q->g.G && q->g.G > 1;
+  /* INT4 GEMM path: the weights stay packed, one byte per pair (the depthwise path's few taps
+   * are kept widened) */
+  q->w4 = !q->dw && mi__blis_qweight_4bit(w);
+  if (q->w4) wn = (wn / 2 + 1) / 2; /* M * ka / 2 bytes, counted in int16 */
   /* acc holds one group's rows, or every plane of the batch for the depthwise path */
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + q->ka * ohw) * sizeof(int16_t) +
@@ -211,6 +221,18 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->wf = fw ? (float *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) : NULL;
   q->wq = (int16_t *)((char *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) + fw * sizeof(float));
   q->col = q->wq + wn;
+  if (q->w4) { /* OIHW = [M][kk] as [M][ka/2] pair bytes; an odd kk's last high nibble stays 0 */
+    q->w4q = (uint8_t *)q->wq;
+    q->wq = NULL;
+    for (i = 0; i < q->g.M * q->kk; i++) {
+      int64_t m = i / q->kk, k = i % q->kk;
+      int32_t v = mi__blis_qweight(w, i);
+      uint8_t *d = q->w4q + m * q->ka / 2 + k / 2;
+      *d = (uint8_t)(*d | mi__blis_nib_byte(k & 1 ? 0 : v, k & 1 ? v : 0));
+    }
+    s->run = run_qconv;
+    return MI_OK;
+  }
   /* OIHW = [M][kk], rows padded to ka with 0; calloc leaves the odd pair halves of col 0 */
   for (i = 0; i < q->g.M * q->kk; i++) {
     q->wq[i / q->kk * q->ka + i % q->kk] = (int16_t)mi__blis_qweight(w, i);
@@ -224,9 +246,11 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
 
 typedef struct qgemm {
   int32_t a, y, za, zy, a_u8, y_u8, simd, dot;
+  int32_t w4;          /* INT4 B kept packed: b4, not b */
   int64_t m, n, k, ka;  /* ka: k rounded up to even */
   double *mult, *bias; /* n each */
-  int16_t *b;          /* [ka/2][n][2]: pairs of rows */
+  int16_t *b;          /* [ka/2][n][2]: pairs of rows (INT8) */
+  uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
   int16_t *a16;        /* [m][ka] scratch, zero past k */
   int32_t *acc;        /* [m][n] scratch */
 } qgemm_t;
@@ -243,7 +267,10 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   int64_t i, j;
   for (i = r0; i < r1; i++)
     for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - q->za);
-  mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
+  if (q->w4)
+    mi__blis_qgemm_packed(q->dot, MI__QPACK_B4, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b4, q->acc);
+  else
+    mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
   for (i = r0; i < r1; i++)
     mi__blis_requant(q->simd, q->acc + i * q->n, q->n, q->mult, q->bias, 1, q->zy, q->y_u8,
                      (uint8_t *)t->y + i * q->n); /* 1-byte codes: byte offsets */
@@ -297,12 +324,25 @@ int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   q->dot = int8_dot(p, q->simd);
   q->ka = (kk + 1) / 2 * 2;
+  q->w4 = mi__blis_qweight_4bit(w);
+  /* int32 acc, int16 a16, then B: int16 pairs, or one byte per pair for INT4 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
-                                       (uint64_t)(q->ka * nn + q->m * q->ka) * sizeof(int16_t) + 64);
+                                       (uint64_t)(q->m * q->ka) * sizeof(int16_t) +
+                                       (uint64_t)(q->ka * nn) * (q->w4 ? 1u : 4u) / 2u + 64);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux;
-  q->b = (int16_t *)(q->acc + q->m * nn);
-  q->a16 = q->b + q->ka * nn;
+  q->a16 = (int16_t *)(q->acc + q->m * nn);
+  if (q->w4) {
+    q->b4 = (uint8_t *)(q->a16 + q->m * q->ka);
+    for (i = 0; i < kk; i++) /* row i is nibble i & 1 of pair i / 2; an odd k's last stays 0 */
+      for (j = 0; j < nn; j++) {
+        int32_t v = mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);
+        q->b4[(i >> 1) * nn + j] |= mi__blis_nib_byte(i & 1 ? 0 : v, i & 1 ? v : 0);
+      }
+    s->run = run_qgemm;
+    return MI_OK;
+  }
+  q->b = q->a16 + q->m * q->ka;
   for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
     for (j = 0; j < nn; j++)
       q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);

@@ -14,12 +14,26 @@ int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
  * stride ka = 2 * kp (zero past k). */
 void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
                     int64_t ka, const int16_t *b2, int32_t *acc);
+/* Storage of the core's operands: both int16 pairs, or one of them packed INT4, one byte per k
+ * pair (even k in the low nibble, odd k in the high one, signed), widened to int16 pairs inside
+ * the core right before use. A4: A rows of ka / 2 bytes; B4: B as [kp][n] bytes. */
+enum { MI__QPACK_NONE = 0, MI__QPACK_A4, MI__QPACK_B4 };
+/* mi__blis_qgemm with the storage `pack`: a and b are int16 pairs or packed INT4 as it says. */
+void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t kp,
+                           const void *a, int64_t ka, const void *b, int32_t *acc);
+/* Byte of packed INT4 pair (w0, w1) (each in -8..7): w0 in the low nibble. */
+static inline uint8_t mi__blis_nib_byte(int32_t w0, int32_t w1) {
+  return (uint8_t)(((uint32_t)w0 & 15u) | (((uint32_t)w1 & 15u) << 4));
+}
 /* Writes n codes y[i] = clamp(round_half_even(acc[i]*mult[i*mstep] + bias[i*mstep]) + zy), UINT8
  * or INT8; mstep 1 for per-column parameters, 0 for one pair. */
 void mi__blis_requant(int32_t simd, const int32_t *acc, int64_t n, const double *mult,
                       const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y);
 /* Element i of an INT8 or packed INT4 (low nibble first) constant. */
 int32_t mi__blis_qweight(const mi_tensor_desc_t *w, int64_t i);
+/* 1 when every value of an INT8 or INT4 constant fits 4 bits (-8..7): an MI_DTYPE_INT4 weight, or
+ * an INT4 layer's weight the host hands as INT8 values (docs/transforms.md); kept packed. */
+int mi__blis_qweight_4bit(const mi_tensor_desc_t *w);
 /* Scale of output channel c of a weight with `channels` channels (per tensor or per channel);
  * 0 when the tensor's quantization does not fit. */
 int mi__blis_qscale(const mi_tensor_desc_t *w, int64_t channels, int64_t c, double *s);

@@ -55,7 +55,7 @@ static int32_t code_at(const void *x, int u8, int64_t i) {
 typedef struct qcase {
   const char *name;
   int64_t n, c, h, w, m, k, s, pad, g;
-  int x_u8, y_u8, per_channel, int4;
+  int x_u8, y_u8, per_channel, int4; /* int4: 1 packed MI_DTYPE_INT4, 2 INT8 values in -8..7 */
   int ties; /* dyadic scales: acc * mult + bias lands on .5 for every odd acc */
 } qcase_t;
 
@@ -83,7 +83,7 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   }
   for (i = 0; i < xn; i++) x[i] = (uint8_t)(q->x_u8 ? rnd(0, 255) : rnd(-128, 127));
   for (i = 0; i < wn; i++) {
-    w8[i] = (int8_t)(q->int4 ? rnd(-7, 7) : rnd(-127, 127));
+    w8[i] = (int8_t)(q->int4 ? rnd(-8, 7) : rnd(-127, 127));
     w4[i / 2] |= (uint8_t)((w8[i] & 15) << (i & 1 ? 4 : 0)); /* low nibble first */
   }
   for (m = 0; m < q->m; m++) {
@@ -100,9 +100,9 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   b.t[tx].scale = sx;
   b.t[tx].zero_point = zx;
   tw = tb_tensor(&b, 4, wd, NULL);
-  b.t[tw].dtype = q->int4 ? MI_DTYPE_INT4 : MI_DTYPE_INT8;
-  b.t[tw].data = q->int4 ? (const void *)w4 : (const void *)w8;
-  b.t[tw].data_bytes = q->int4 ? (uint64_t)(wn + 1) / 2 : (uint64_t)wn;
+  b.t[tw].dtype = q->int4 == 1 ? MI_DTYPE_INT4 : MI_DTYPE_INT8;
+  b.t[tw].data = q->int4 == 1 ? (const void *)w4 : (const void *)w8;
+  b.t[tw].data_bytes = q->int4 == 1 ? (uint64_t)(wn + 1) / 2 : (uint64_t)wn;
   b.t[tw].scale = q->per_channel ? 0.028f : cs[0];
   if (q->per_channel) {
     b.t[tw].channel_axis = 0;
@@ -162,15 +162,18 @@ done:
   free(x); free(y1); free(y2); free(want); free(w8); free(w4); free(bias); free(cs);
 }
 
-/* Gemm (transB 1, per-channel, alpha, beta, bias) or MatMul (batched A, per-tensor B). */
-static void gemm_case(tb_plugin_t *p, int matmul) {
-  const char *name = matmul ? "int8 matmul" : "int8 gemm";
-  int64_t M = matmul ? 6 : 3, K = matmul ? 21 : 20, N = 7, i, j, kk; /* odd K: a half pair */
+/* Gemm (transB 1, per-channel, alpha, beta, bias) or MatMul (batched A, per-tensor B); int4: B
+ * in -8..7, packed two per byte (low nibble first, 1) or as INT8 (2, how a session hands an INT4
+ * layer), 37 columns (a full 32- or 16-column block and a tail). */
+static void gemm_case(tb_plugin_t *p, int matmul, int int4) {
+  const char *name = matmul ? (int4 == 1 ? "int4 matmul" : int4 ? "int4-as-int8 matmul" : "int8 matmul")
+                            : (int4 == 1 ? "int4 gemm" : int4 ? "int4-as-int8 gemm" : "int8 gemm");
+  int64_t M = matmul ? 6 : 3, K = matmul ? 21 : 20, N = int4 ? 37 : 7, i, j, kk; /* odd K: a half pair */
   int64_t ad[3] = {2, 3, K}, a2[2] = {M, K}, bd[2] = {matmul ? K : N, matmul ? N : K}, cd = N;
   int64_t yd[3] = {2, 3, N}, y2d[2] = {M, N};
-  uint8_t a[6 * 21], y1[6 * 7], y2[6 * 7], want[6 * 7];
-  int8_t w[21 * 7];
-  float cs[7], bias[7], sx = 0.02f, sy = 0.05f, alpha = matmul ? 1.f : 0.5f, beta = matmul ? 1.f : 2.f;
+  uint8_t a[6 * 21], y1[6 * 37], y2[6 * 37], want[6 * 37], w4[(21 * 37 + 1) / 2] = {0};
+  int8_t w[21 * 37];
+  float cs[37], bias[37], sx = 0.02f, sy = 0.05f, alpha = matmul ? 1.f : 0.5f, beta = matmul ? 1.f : 2.f;
   int32_t zx = matmul ? 9 : 100, zy = matmul ? -3 : 77, rc1, rc2;
   int xu8 = !matmul, yu8 = !matmul;
   tb_t b;
@@ -179,7 +182,10 @@ static void gemm_case(tb_plugin_t *p, int matmul) {
   const void *ins[1] = {a};
   uint64_t inb[1] = {(uint64_t)(M * K)};
   for (i = 0; i < M * K; i++) a[i] = (uint8_t)(xu8 ? rnd(0, 255) : rnd(-128, 127));
-  for (i = 0; i < K * N; i++) w[i] = (int8_t)rnd(-127, 127);
+  for (i = 0; i < K * N; i++) {
+    w[i] = (int8_t)(int4 ? rnd(-8, 7) : rnd(-127, 127));
+    w4[i / 2] |= (uint8_t)((w[i] & 15) << (i & 1 ? 4 : 0)); /* low nibble first */
+  }
   for (j = 0; j < N; j++) {
     cs[j] = (float)rnd(1, 30) * 0.001f;
     bias[j] = (float)rnd(-100, 100) * 0.01f;
@@ -190,9 +196,9 @@ static void gemm_case(tb_plugin_t *p, int matmul) {
   b.t[ta].scale = sx;
   b.t[ta].zero_point = zx;
   tw = tb_tensor(&b, 2, bd, NULL);
-  b.t[tw].dtype = MI_DTYPE_INT8;
-  b.t[tw].data = w;
-  b.t[tw].data_bytes = (uint64_t)(K * N);
+  b.t[tw].dtype = int4 == 1 ? MI_DTYPE_INT4 : MI_DTYPE_INT8;
+  b.t[tw].data = int4 == 1 ? (const void *)w4 : (const void *)w;
+  b.t[tw].data_bytes = int4 == 1 ? (uint64_t)(K * N + 1) / 2 : (uint64_t)(K * N);
   b.t[tw].scale = matmul ? cs[0] : 0.03f;
   if (!matmul) {
     b.t[tw].channel_axis = 0; /* transB: rows are output channels */
@@ -245,6 +251,10 @@ int main(void) {
       {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0},
       {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0},
       {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1},
+      {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0},
+      {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0},
+      {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0},
+      {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0},
   };
   size_t i;
   int64_t ndot = 0;
@@ -264,8 +274,11 @@ int main(void) {
   CHECK(ndot >= 2, "knob int8_dot has %lld values (want auto and at least c)", (long long)ndot);
   for (g_dot = 0; g_dot < ndot; g_dot++) {
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
-    gemm_case(&p, 0);
-    gemm_case(&p, 1);
+    gemm_case(&p, 0, 0);
+    gemm_case(&p, 1, 0);
+    gemm_case(&p, 0, 1);
+    gemm_case(&p, 1, 1);
+    gemm_case(&p, 0, 2);
   }
   tb_unload(&p);
   if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
