@@ -125,7 +125,7 @@ static void test_strategy(const mi_space_t *s, const mi_graph_t *g) {
   synth_t target = {11, 1, 0}, similar = {11, 1, 0.3}, liar = {11, -1, 0};
   mi_meta_task_t src[2];
   mi_search_result_t *keep[2];
-  int wins = 0, warm_not_worse = 0, liar_ok = 0;
+  int wins = 0, warm_not_worse = 0, liar_ok = 0, liar_caught = 0, liar_same = 0, warm_trusted = 0;
   double sum_r = 0, sum_m = 0;
   make_source(s, g, &similar, 77, &src[0], &keep[0]);
   make_source(s, g, &liar, 78, &src[1], &keep[1]);
@@ -156,10 +156,23 @@ static void test_strategy(const mi_space_t *s, const mi_graph_t *g) {
     mo.source_count = 1;
     CHECK(mi_meta_search_run(s, &o, &mo, &rw, &err) == MI_OK, "meta warm: %s", err.message);
     CHECK(rep.warm_points > 0, "no warm points");
+    warm_trusted += rep.warm_trusted;
+    /* The saving's two halves (docs/meta.md): a count within the run, a finite estimate. */
+    CHECK(rep.best_within5_at >= 1 && rep.best_within5_at <= BUDGET, "within 5%% at %d", rep.best_within5_at);
+    CHECK(!isnan(rep.cold_estimate) && rep.cold_estimate >= 1, "cold estimate %g", rep.cold_estimate);
     mo.sources = &src[1];
     CHECK(mi_meta_search_run(s, &o, &mo, &rl, &err) == MI_OK, "meta liar: %s", err.message);
     if (rw) warm_not_worse += best_of(rw) <= best_of(rm) * 1.02;
     if (rl) liar_ok += best_of(rl) <= best_of(rm) * 1.10;
+    /* Caught by the check of its best configurations: dropped at once, and the search after
+     * its warm points is the cold search (same points in the same order). */
+    liar_caught += rep.warm_trusted == 0 && rep.cold_fallback == 1 && rep.warm_points <= 2;
+    if (rl && rep.warm_points < BUDGET) {
+      int same = 1;
+      for (int32_t i = 0; i + rep.warm_points < rl->count && i < rm->count; i++)
+        same &= rl->trials[i + rep.warm_points].hash == rm->trials[i].hash;
+      liar_same += same;
+    }
     printf("seed %d: random %.4f meta %.4f warm %.4f misled %.4f (source weight last round %.2f, fallback %d)\n",
            (int)seed, best_of(rr), best_of(rm), rw ? best_of(rw) : NAN, rl ? best_of(rl) : NAN,
            rep.source_weight[rep.rounds > 0 ? rep.rounds - 1 : 0], rep.cold_fallback);
@@ -174,6 +187,42 @@ static void test_strategy(const mi_space_t *s, const mi_graph_t *g) {
   CHECK(sum_m < sum_r - 0.05, "meta not clearly better than random");
   CHECK(warm_not_worse >= 7, "warm start not better on %d seeds", warm_not_worse);
   CHECK(liar_ok >= 7, "misleading source cost more than 10%% on %d seeds", SEEDS - liar_ok);
+  printf("misleading source caught on %d, then the cold search on %d; similar source trusted on %d\n", liar_caught,
+         liar_same, warm_trusted);
+  CHECK(liar_caught >= 9, "misleading source caught on only %d of %d seeds", liar_caught, SEEDS);
+  CHECK(liar_same >= 8, "after a caught misleading source, the cold search on only %d of %d seeds", liar_same, SEEDS);
+  CHECK(warm_trusted >= 8, "similar source trusted on only %d of %d seeds", warm_trusted, SEEDS);
+  {
+    /* The predictor outside a search (with its calibration on the target's own points): 10
+     * measured points and the similar source rank 200 fresh ones. */
+    enum { NP = 10, NQ = 200 };
+    int32_t D = mi_space_dim_count(s), *pts = malloc(sizeof(int32_t) * (size_t)D * (NP + NQ));
+    double obj[NP * MI_OBJ_COUNT], pred[NQ], truth[NQ], rho;
+    mi_search_options_t o;
+    mi_meta_options_t mo;
+    mi_rng_t r;
+    mi_error_t err;
+    int ok = 1;
+    mi_rng_seed(&r, 21);
+    for (int32_t i = 0; i < NP + NQ; i++) CHECK(mi_space_sample(s, &r, pts + (size_t)i * D, NULL) == MI_OK, "sample");
+    for (int32_t i = 0; i < NP; i++) {
+      for (int j = 0; j < MI_OBJ_COUNT; j++) obj[i * MI_OBJ_COUNT + j] = NAN;
+      obj[i * MI_OBJ_COUNT + MI_OBJ_LATENCY] = synth_value(&target, s, pts + (size_t)i * D);
+    }
+    for (int32_t i = 0; i < NQ; i++) truth[i] = synth_value(&target, s, pts + (size_t)(NP + i) * D);
+    options(&o, &target, 1, 0);
+    mi_meta_options_default(&mo);
+    mo.sources = &src[0];
+    mo.source_count = 1;
+    CHECK(mi_meta_predict_points(s, &o, &mo, pts, obj, NP, pts + (size_t)NP * D, NQ, pred, &err) == MI_OK, "predict: %s",
+          err.message);
+    for (int32_t i = 0; i < NQ; i++) ok &= isfinite(pred[i]) && pred[i] > 0;
+    rho = mi_metric_spearman(pred, truth, NQ);
+    printf("predict_points, 10 points + similar source: Spearman %.3f on %d fresh points\n", rho, NQ);
+    CHECK(ok, "a prediction is not a positive number");
+    CHECK(rho >= 0.6, "Spearman %.3f", rho);
+    free(pts);
+  }
   for (int k = 0; k < 2; k++) {
     free((void *)src[k].points);
     free((void *)src[k].objectives);

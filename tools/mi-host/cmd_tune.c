@@ -134,6 +134,9 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     run->cold_fallback = rep->cold_fallback;
     run->best_at = best_at(run->res, o);
     run->last_spearman = rep->rounds > 0 ? rep->spearman[rep->rounds - 1] : NAN;
+    run->within5_at = rep->best_within5_at;
+    run->cold_estimate = rep->cold_estimate;
+    run->warm_trusted = rep->warm_trusted;
   }
   mi_tune_sources_free(&src);
   free(rep);
@@ -266,13 +269,33 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
     }
   }
   if (run->meta && !c->h->json) {
-    if (run->warm_points > 0)
-      fprintf(stderr, "tune: %s: %s: warm start: the first %d of %d measurements were configurations of %d similar past task(s) "
-              "in the history (%d configurations offered)%s; best %s found at measurement %d\n",
+    if (run->warm_points > 0) {
+      /* The saving as docs/meta.md defines it: a cold random search's expected count to come
+       * within 5% of this run's best (estimated on the surrogate) minus this run's count. */
+      char saved[320] = "saving unknown (no surrogate fitted)";
+      int32_t budget = r->budget_measurements, k = run->within5_at;
+      if (!run->warm_trusted) {
+        snprintf(saved, sizeof saved, "warm start saved nothing (its configurations measured worse than the cold design's, so "
+                 "the history was dropped as misleading and the search went on cold)");
+      } else if (k > 0 && budget > 0 && !(run->cold_estimate <= budget)) {
+        /* Beyond the budget the estimate is a bound, not a count (NAN excluded below). */
+        if (!isnan(run->cold_estimate))
+          snprintf(saved, sizeof saved, "warm start saved at least %d measurements (a cold random search needs more than "
+                   "the budget of %d to come within 5%% of this best, estimated on the surrogate; this run took %d)",
+                   (int)(budget - k), (int)budget, (int)k);
+      } else if (k > 0 && isfinite(run->cold_estimate)) {
+        double sv = run->cold_estimate - k;
+        char amount[64] = "nothing measurable";
+        if (sv >= 0.5) snprintf(amount, sizeof amount, "about %.0f measurements, likely more", sv);
+        snprintf(saved, sizeof saved, "warm start saved %s (a cold random search needs about %.0f to come within 5%% of this best, "
+                 "estimated on the surrogate, which under-states it; this run took %d)", amount, run->cold_estimate, (int)k);
+      }
+      fprintf(stderr, "tune: %s: %s: warm start: %d of %d measurements were configurations of %d similar past task(s) "
+              "in the history (%d configurations offered)%s; best %s found at measurement %d; %s\n",
               run->model, run->spec, (int)run->warm_points, (int)run->res->measured, (int)run->sources,
               (int)run->source_rows, run->cold_fallback ? ", later dropped as misleading (cold fallback)" : "",
-              mi_objective_name(objs[0], NULL), (int)run->best_at);
-    else
+              mi_objective_name(objs[0], NULL), (int)run->best_at, saved);
+    } else
       fprintf(stderr, "tune: %s: %s: cold start (no similar task on this software stack in the history); best %s found at measurement %d of %d\n",
               run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
   }

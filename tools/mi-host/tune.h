@@ -109,6 +109,10 @@ typedef struct mi_tune_run {
   int32_t cold_fallback;         /* 1: sources dropped as misleading */
   int32_t best_at;               /* measurement (1-based, this run) that found the best; 0 none */
   double last_spearman;          /* last round's predicted-vs-measured rank correlation */
+  /* the warm start's saving (docs/meta.md, "What the warm start saved") */
+  int32_t within5_at;            /* measurement that came within 5% of the final best; 0 none */
+  double cold_estimate;          /* measurements a cold random search needs for that; NAN unknown */
+  int32_t warm_trusted;          /* 0: the warm points failed the check against the cold design */
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with

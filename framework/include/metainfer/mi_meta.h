@@ -151,6 +151,17 @@ typedef struct mi_meta_report {
   double within10[MI_META_MAX_ROUNDS];
   double source_weight[MI_META_MAX_ROUNDS];    /* total weight of the sources */
   double trust_radius[MI_META_MAX_ROUNDS];     /* share of dimensions allowed to move */
+  /* Added: 1 when the warm-start points passed the check against the cold design's (the
+   * best of them at least as good as the design's median); 0 when caught misleading. */
+  int32_t warm_trusted;
+  /* Added, for the warm start's saving (docs/meta.md, "What the warm start saved"): the
+   * measurement (1-based, replayed ones included) at which the run first came within 5% of its
+   * final best on the first objective (0: nothing measured), and the number of measurements a
+   * cold random search is expected to need for the same, 1/p with p the share of 4,096 random
+   * configurations whose prediction by the final surrogate (mean) is within 5% of that best
+   * (NAN without a model; INFINITY when none is, i.e. more than 4,096). */
+  int32_t best_within5_at;
+  double cold_estimate;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */
@@ -193,10 +204,41 @@ MI_API int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t
  * n x dims; obj, n x MI_OBJ_COUNT) together with the RGPE-weighted sources of `mo`, and
  * predicts the first objective of so->objectives at q query points, in its own units. For
  * benchmarks (leave-one-device-out rank correlation). */
+/* (Added) The prediction is calibrated: its log at the n measured points is mapped by least
+ * squares onto their measured logs (from 5 points on), which keeps the order (docs/meta.md). */
 MI_API int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *so,
                                       const mi_meta_options_t *mo, const int32_t *pts,
                                       const double *obj, int32_t n, const int32_t *query,
                                       int32_t q, double *pred, mi_error_t *err);
+
+/* ---------------------------------------------------------------- per-layer prediction (added) */
+
+/** A task's per-layer measurements: for each measured configuration, the time of every graph
+ * node and the end-to-end latency. Borrowed. */
+typedef struct mi_meta_layer_task {
+  const mi_space_t *space;        /* the space its points belong to */
+  const mi_graph_t *graph;        /* its graph: static layer features, node indices */
+  double desc[MI_META_DESC_SIZE]; /* the device fingerprint part is an input of the model */
+  int32_t count;                  /* measured configurations */
+  const int32_t *points;          /* count x mi_space_dim_count(space) */
+  const double *layer_latency;    /* count x graph->node_count, seconds; NaN or <= 0: not
+                                   * timed (folded, failed) */
+  const double *latency;          /* count: end to end, any unit (the target's sets the unit of
+                                   * the predictions); NaN: unknown; may be NULL for sources */
+} mi_meta_layer_task_t;
+
+/** Per-layer prediction composed end to end (docs/meta.md): one surrogate (`so`, NULL: defaults,
+ * i.e. XGBoost above 200 rows) on rows of (the layer's static features, the configuration of
+ * that layer's node and of the device, keyed by dimension name so other models share the
+ * columns, the device fingerprint) -> log layer time, over the layers of every source and of the
+ * target; a configuration's prediction is the sum over the layers the target's measurements
+ * timed, calibrated by least squares on the target's end-to-end latencies (measured ~ a * sum +
+ * b, mi_calibration_fit). Writes q predictions of the target's `query` points and the
+ * calibration's R^2 (*r2, may be NULL: how additive the device is). */
+MI_API int32_t mi_meta_layer_predict(const mi_meta_layer_task_t *target,
+                                     const mi_meta_layer_task_t *sources, int32_t source_count,
+                                     const mi_surrogate_options_t *so, const int32_t *query,
+                                     int32_t q, double *pred, double *r2, mi_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,10 @@ typedef struct mi__source {
   double weight[MI_OBJ_COUNT];
 } mi__source_t;
 
+/* The least Spearman correlation between a source's predictions and the target's own
+ * measurements for the source to keep any weight (strategy_model.c). */
+#define MI_META_RANK_MIN 0.2
+
 typedef struct mi__meta {
   const mi_space_t *s;
   const mi_search_options_t *so;
@@ -31,6 +35,9 @@ typedef struct mi__meta {
   double ymu[MI_OBJ_COUNT], ysd[MI_OBJ_COUNT];
   double target_weight[MI_OBJ_COUNT];
   int32_t sources_off;          /* cold fallback */
+  /* Trials left out of the target model: warm-start points of a history the check caught
+   * misleading (strategy.c), so the search after it is the cold search. */
+  int32_t excluded[64], excluded_count;
   double radius;                /* trust region: share of dimensions allowed to differ */
   int32_t *center;              /* trust-region centre (best point so far) */
   double *feat;                 /* scratch: F per candidate */
@@ -40,6 +47,8 @@ typedef struct mi__meta {
 int mi__meta_has_budget(mi__meta_t *st);
 /* Evaluates pt once (replay through lookup is free); the trial index, -1 out of memory. */
 int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh);
+/* 1 when trial i is left out of the target model. */
+int mi__meta_excluded(const mi__meta_t *st, int32_t i);
 /* log of objective j of a trial (NaN when missing or failed). */
 double mi__meta_logobj(const mi__meta_t *st, const mi_trial_t *t, int32_t j);
 /* Fits the target models and the source weights on the trials so far. */
@@ -53,9 +62,9 @@ void mi__meta_sources_free(mi__meta_t *st);
 /* Screens candidates on the surrogate and writes up to `want` distinct unmeasured points
  * (D each) into out; returns how many. */
 int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *err);
-/* Warm-start points, the cold design, the best trial on the first objective (strategy.c). */
-int32_t mi__meta_warm(mi__meta_t *st, int32_t *pt, mi_error_t *err);
-int32_t mi__meta_cold(mi__meta_t *st, int32_t count, int32_t *pt, mi_error_t *err);
+/* Warm-start points interleaved with a cold design of `init` points, the warm points checked
+ * against the design's (*trusted: they passed); the best trial on the first objective. */
+int32_t mi__meta_warm_design(mi__meta_t *st, int32_t init, int32_t *pt, int *trusted, mi_error_t *err);
 int32_t mi__meta_best(const mi__meta_t *st);
 /* Holds frozen dimensions at their defaults and repairs. */
 int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);

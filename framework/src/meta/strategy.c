@@ -20,7 +20,7 @@ void mi_meta_options_default(mi_meta_options_t *o) {
   o->struct_size = sizeof *o;
   o->max_sources = 4;
   o->warm_points = 4;
-  o->init_points = 6;
+  o->init_points = 6; /* measured: docs/meta.md, "The cold design's size" */
   o->batch = 8;
   o->screen = 100000;
   o->kappa = 2.0; /* measured: docs/meta.md, "Why ours cold was slow" */
@@ -69,68 +69,148 @@ static int32_t best_trial(const mi__meta_t *st) {
   return b;
 }
 
-/* Warm start: each source's best points (first objective) mapped onto this space, taken
- * round-robin from the nearest source on. */
-static int32_t warm_start(mi__meta_t *st, int32_t *pt, mi_error_t *err) {
-  int32_t want = st->mo.warm_points, done = 0, fresh, progress = 1;
+/* The next warm-start candidate: each source's best points (first objective) mapped onto
+ * this space, taken round-robin from the nearest source on (next[k]: points taken from source
+ * k; *cursor: the source whose turn it is). Returns 1 with pt filled, 0 when none is left. */
+static int next_warm(mi__meta_t *st, int32_t *next, int32_t *cursor, int32_t *pt) {
+  for (int32_t turn = 0; turn < st->source_count; turn++) {
+    int32_t k = (*cursor + turn) % st->source_count;
+    const mi_meta_task_t *t = &st->mo.sources[st->src[k].task];
+    int32_t sd = mi_space_dim_count(t->space), pick = -1;
+    double pv = INFINITY;
+    /* The next-best source point not yet taken from this source. */
+    for (int32_t p = 0; p < t->count; p++) {
+      double v = t->objectives[(size_t)p * MI_OBJ_COUNT + st->so->objectives[0]];
+      int32_t rank = 0;
+      if (!isfinite(v)) continue;
+      for (int32_t q = 0; q < t->count; q++) {
+        double u = t->objectives[(size_t)q * MI_OBJ_COUNT + st->so->objectives[0]];
+        if (isfinite(u) && (u < v || (u == v && q < p))) rank++;
+      }
+      if (rank == next[k] && v < pv) {
+        pv = v;
+        pick = p;
+      }
+    }
+    if (pick < 0) continue;
+    next[k]++;
+    *cursor = (k + 1) % st->source_count;
+    if (mi_meta_map_point(t->space, t->graph, t->points + (size_t)pick * sd, st->s, st->mo.graph, pt, NULL) != MI_OK ||
+        mi__meta_fix(st, pt) != MI_OK)
+      return next_warm(st, next, cursor, pt); /* unmappable: the next one (next[] advanced) */
+    return 1;
+  }
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The check of the priors against measurements: the best warm-start point so far must be at
+ * least as good (first objective) as the median of the cold design's points so far. A
+ * misleading history offers its "best" configurations, which then measure badly here. */
+static int warm_trusted(const mi__meta_t *st, const int32_t *warm_trials, int32_t nw,
+                        const int32_t *cold_trials, int32_t nc) {
+  double bw = INFINITY, v[64];
+  int32_t c = 0;
+  for (int32_t i = 0; i < nw; i++) {
+    double x = mi__meta_logobj(st, &st->r->trials[warm_trials[i]], 0);
+    if (isfinite(x) && x < bw) bw = x;
+  }
+  for (int32_t i = 0; i < nc && c < 64; i++) {
+    double x = mi__meta_logobj(st, &st->r->trials[cold_trials[i]], 0);
+    if (isfinite(x)) v[c++] = x;
+  }
+  if (nw == 0 || c == 0) return nw > 0 ? 1 : 0; /* nothing to compare against yet */
+  qsort(v, (size_t)c, sizeof *v, cmp_double);
+  return bw <= (c % 2 ? v[c / 2] : 0.5 * (v[c / 2 - 1] + v[c / 2]));
+}
+
+/* Warm start and cold design together. The nearest source's best configuration is measured
+ * first (with a faithful history it is often the answer), then the default point, then the
+ * cold design's random points interleaved with further warm-start points, which are measured
+ * only while the warm points so far pass warm_trusted. The cold design keeps its full size, so
+ * a misleading history costs the one or two warm points it got before it was caught.
+ * *trusted: 1 when the priors passed the check at the end, 0 when not (or no sources). */
+static int32_t warm_and_design(mi__meta_t *st, int32_t init, int32_t *pt, int *trusted, mi_error_t *err) {
+  int32_t want = st->source_count > 0 ? st->mo.warm_points : 0, nw = 0, nc = 0, tries = 0, cursor = 0;
+  int32_t wt[64], ct[64], i;
+  int fresh, warm_left = want > 0, dflt = 0;
   int32_t *next = calloc((size_t)st->source_count + 1, sizeof *next);
   if (!next) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
-  while (done < want && progress && mi__meta_has_budget(st)) {
-    progress = 0;
-    for (int32_t k = 0; k < st->source_count && done < want && mi__meta_has_budget(st); k++) {
-      const mi_meta_task_t *t = &st->mo.sources[st->src[k].task];
-      int32_t sd = mi_space_dim_count(t->space), pick = -1;
-      double pv = INFINITY;
-      /* The next-best source point not yet tried from this source. */
-      for (int32_t p = 0; p < t->count; p++) {
-        double v = t->objectives[(size_t)p * MI_OBJ_COUNT + st->so->objectives[0]];
-        int32_t rank = 0;
-        if (!isfinite(v)) continue;
-        for (int32_t q = 0; q < t->count; q++) {
-          double u = t->objectives[(size_t)q * MI_OBJ_COUNT + st->so->objectives[0]];
-          if (isfinite(u) && (u < v || (u == v && q < p))) rank++;
-        }
-        if (rank == next[k] && v < pv) {
-          pv = v;
-          pick = p;
-        }
+  if (want > 64) want = 64;
+  if (init > 64) init = 64;
+  *trusted = 0;
+  while (mi__meta_has_budget(st)) {
+    int did = 0, ok = nw > 0 && warm_trusted(st, wt, nw, ct, nc);
+    /* Priors that passed the check leave room for a smaller cold design (3 points). */
+    int32_t design = ok && init > 3 ? 3 : init;
+    if (warm_left) {
+      /* A warm point: the first always, later ones only while the priors hold up. */
+      if (nw >= want || (nw > 0 && !ok)) {
+        warm_left = 0;
+      } else if (!next_warm(st, next, &cursor, pt)) {
+        warm_left = 0;
+      } else {
+        if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
+        if (fresh) wt[nw++] = i;
+        did = 1;
       }
-      if (pick < 0) continue;
-      next[k]++;
-      progress = 1;
-      if (mi_meta_map_point(t->space, t->graph, t->points + (size_t)pick * sd, st->s, st->mo.graph, pt, NULL) != MI_OK ||
-          mi__meta_fix(st, pt) != MI_OK)
-        continue;
-      if (mi__meta_eval(st, pt, &fresh) < 0) {
-        free(next);
-        return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
-      }
-      if (fresh) done++;
     }
+    if (nc < design && mi__meta_has_budget(st)) {
+      if (!dflt) {
+        /* The default point opens the cold design. */
+        dflt = 1;
+        did = 1;
+        mi_space_default(st->s, pt);
+        if (mi__meta_fix(st, pt) == MI_OK) {
+          if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
+          if (fresh) ct[nc++] = i;
+        }
+      } else {
+        int got = 0;
+        while (tries < 200 && !got) {
+          tries++;
+          if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
+          if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
+          if (fresh) {
+            ct[nc++] = i;
+            got = did = 1;
+          }
+        }
+      }
+    }
+    if (!did) break;
+  }
+  *trusted = nw > 0 && warm_trusted(st, wt, nw, ct, nc);
+  if (nw > 0 && !*trusted) {
+    /* Caught misleading: the sources are dropped now (cold fallback), and their warm points
+     * are left out of the target model, so what follows is exactly the cold search (same data,
+     * same random draws), later by the warm points measured. */
+    st->sources_off = 1;
+    for (int32_t k = 0; k < nw && st->excluded_count < 64; k++) st->excluded[st->excluded_count++] = wt[k];
+    if (st->mo.report) st->mo.report->cold_fallback = 1;
   }
   free(next);
-  if (st->mo.report) st->mo.report->warm_points = done;
-  return MI_OK;
-}
-
-static int32_t cold_design(mi__meta_t *st, int32_t count, int32_t *pt, mi_error_t *err) {
-  int32_t done = 0, tries = 0, fresh;
-  mi_space_default(st->s, pt);
-  if (mi__meta_fix(st, pt) == MI_OK) {
-    if (mi__meta_eval(st, pt, &fresh) < 0) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
-    done += fresh;
-  }
-  while (done < count && tries < 200 && mi__meta_has_budget(st)) {
-    tries++;
-    if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
-    if (mi__meta_eval(st, pt, &fresh) < 0) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
-    done += fresh;
+  if (st->mo.report) {
+    st->mo.report->warm_points = nw;
+    st->mo.report->warm_trusted = *trusted;
   }
   return MI_OK;
+oom:
+  free(next);
+  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
 }
 
-int32_t mi__meta_warm(mi__meta_t *st, int32_t *pt, mi_error_t *err) { return warm_start(st, pt, err); }
-int32_t mi__meta_cold(mi__meta_t *st, int32_t count, int32_t *pt, mi_error_t *err) {
-  return cold_design(st, count, pt, err);
+int32_t mi__meta_warm_design(mi__meta_t *st, int32_t init, int32_t *pt, int *trusted, mi_error_t *err) {
+  return warm_and_design(st, init, pt, trusted, err);
 }
 int32_t mi__meta_best(const mi__meta_t *st) { return best_trial(st); }
+
+int mi__meta_excluded(const mi__meta_t *st, int32_t i) {
+  for (int32_t k = 0; k < st->excluded_count; k++)
+    if (st->excluded[k] == i) return 1;
+  return 0;
+}

@@ -151,7 +151,7 @@ int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err) {
     st->model[j] = NULL;
     for (int32_t i = 0; i < N; i++) {
       double v = mi__meta_logobj(st, &st->r->trials[i], j);
-      if (!isfinite(v)) continue;
+      if (!isfinite(v) || mi__meta_excluded(st, i)) continue;
       mi_meta_encode(st->s, st->r->trials[i].point, X + (size_t)n * st->F);
       y[n++] = v;
     }
@@ -182,6 +182,19 @@ int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err) {
       }
     }
     mi_meta_rgpe_weights(pm, ps, M, y, n, 128, st->so->seed * 31u + (uint64_t)round, w);
+    if (n >= 5) {
+      /* Rank check on top of the draws: a source whose mean prediction orders the target's own
+       * measurements no better than weakly (Spearman below 0.2) gets weight 0 at once, so a
+       * misleading history stops steering the search after the cold design. */
+      double tot = 0;
+      for (int32_t k = 0; k < st->source_count; k++) {
+        if (mi_metric_spearman(pm + (size_t)k * n, y, n) < MI_META_RANK_MIN) w[k] = 0;
+        tot += w[k];
+      }
+      tot += w[M - 1];
+      if (tot <= 0) w[M - 1] = tot = 1;
+      for (int32_t k = 0; k < M; k++) w[k] /= tot;
+    }
     for (int32_t k = 0; k < st->source_count; k++) st->src[k].weight[j] = w[k];
     st->target_weight[j] = w[M - 1];
   }
@@ -207,8 +220,8 @@ int32_t mi__meta_predict(mi__meta_t *st, const double *X, int32_t n, double *mea
     for (int32_t k = -1; k < st->source_count && rc == MI_OK; k++) {
       mi_surrogate_t *m = k < 0 ? st->model[j] : st->src[k].model[j];
       double w = k < 0 ? st->target_weight[j] : st->src[k].weight[j];
-      if (k >= 0 && st->sources_off) w = 0;
       if (!st->model[j] && k >= 0) w = 1; /* no target model yet: the sources alone */
+      if (k >= 0 && st->sources_off) w = 0;
       if (!m || w <= 0) continue;
       if ((rc = mi_surrogate_predict(m, X, n, a, b, err)) != MI_OK) break;
       wsum += w;

@@ -108,7 +108,7 @@ int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *
     ideal[j] = 0;
     for (int32_t i = 0; i < st->r->count; i++) {
       double v = (mi__meta_logobj(st, &st->r->trials[i], j) - st->ymu[j]) / st->ysd[j];
-      if (isfinite(v) && v < ideal[j]) ideal[j] = v;
+      if (isfinite(v) && v < ideal[j] && !mi__meta_excluded(st, i)) ideal[j] = v;
     }
   }
   /* Seeds: the centre, mutations of it, and samples of the (trust-region) space. */

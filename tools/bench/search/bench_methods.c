@@ -195,7 +195,8 @@ done:
 }
 
 int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
-                      uint64_t seed, int32_t budget, mi_search_result_t **out, mi_error_t *err) {
+                      uint64_t seed, int32_t budget, mi_search_result_t **out,
+                      mi_meta_report_t *rep, mi_error_t *err) {
   bs_task_t *t = &tasks[target];
   mi_search_options_t o;
   int32_t objs[2] = {MI_OBJ_LATENCY, MI_OBJ_MEMORY}, rc;
@@ -221,6 +222,7 @@ int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int metho
     mo.graph = t->graph;
     mo.frozen = t->frozen;
     mo.screen = 4000; /* the restricted spaces hold hundreds of points, not 10^5 */
+    mo.report = rep;
     {
       /* Experiment knobs (docs/benchmarks.md): MI_BENCH_LEARNER (mi_surrogate_kind),
        * MI_BENCH_KAPPA, MI_BENCH_BATCH, MI_BENCH_INIT, MI_BENCH_SCREEN, MI_BENCH_PRIMARY. */

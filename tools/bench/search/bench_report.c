@@ -132,14 +132,152 @@ done:
   free(truth);
 }
 
+/* End to end against per layer, on the same data: 10 configurations of the held-out task
+ * from its per-layer table, and as history the other device's tasks, 64 rows of their
+ * per-layer tables each (the end-to-end model gets the same rows' end-to-end latencies).
+ * Spearman and share within 10% on every table entry not among the 10. */
+static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, double *out) {
+  enum { SAMPLES = 10, PER_SOURCE = 64 };
+  bs_task_t *t = &tasks[k];
+  mi_meta_layer_task_t lt, ls[BS_MAX_TASKS];
+  mi_meta_task_t es[BS_MAX_TASKS];
+  int32_t *spts[BS_MAX_TASKS] = {0}, ns = 0, q = 0, pick[SAMPLES], N = t->graph->node_count;
+  double *sobj[BS_MAX_TASKS] = {0}, *slat[BS_MAX_TASKS] = {0};
+  int32_t *pts = malloc((size_t)SAMPLES * t->D * sizeof *pts), *query = malloc((size_t)t->n * t->D * sizeof *query);
+  double *obj = malloc(SAMPLES * MI_OBJ_COUNT * sizeof *obj), *lat = malloc(SAMPLES * sizeof *lat);
+  double *lsec = malloc((size_t)SAMPLES * N * sizeof *lsec), *pred = malloc((size_t)t->n * sizeof *pred);
+  double *truth = malloc((size_t)t->n * sizeof *truth), r2 = NAN;
+  mi_rng_t rng;
+  mi_meta_options_t mo;
+  mi_search_options_t so;
+  int32_t objs[1] = {MI_OBJ_LATENCY};
+  for (int i = 0; i < 5; i++) out[i] = NAN;
+  if (!pts || !query || !obj || !lat || !lsec || !pred || !truth || t->ln < SAMPLES + 10) goto done;
+  mi_rng_seed(&rng, seed * 7919u + 5u);
+  for (int32_t i = 0; i < SAMPLES; i++) {
+    int dup;
+    do {
+      pick[i] = (int32_t)mi_rng_below(&rng, (uint32_t)t->ln);
+      dup = 0;
+      for (int32_t j = 0; j < i; j++) dup |= pick[j] == pick[i];
+    } while (dup);
+    memcpy(pts + (size_t)i * t->D, t->rows[t->lrow[pick[i]]].pt, (size_t)t->D * sizeof *pts);
+    memcpy(obj + (size_t)i * MI_OBJ_COUNT, t->rows[t->lrow[pick[i]]].obj, MI_OBJ_COUNT * sizeof *obj);
+    lat[i] = t->rows[t->lrow[pick[i]]].obj[MI_OBJ_LATENCY];
+    memcpy(lsec + (size_t)i * N, t->lsec + (size_t)pick[i] * N, (size_t)N * sizeof *lsec);
+  }
+  for (int32_t i = 0; i < t->n; i++) {
+    int used = !t->rows[i].ok;
+    for (int32_t j = 0; j < SAMPLES; j++) used |= t->lrow[pick[j]] == i;
+    if (used) continue;
+    memcpy(query + (size_t)q * t->D, t->rows[i].pt, (size_t)t->D * sizeof *query);
+    truth[q++] = t->rows[i].obj[MI_OBJ_LATENCY];
+  }
+  for (int32_t j = 0; j < n && ns < BS_MAX_TASKS; j++) {
+    bs_task_t *u = &tasks[j];
+    int32_t c = u->ln < PER_SOURCE ? u->ln : PER_SOURCE, Nu = u->graph->node_count;
+    double *lsu;
+    if (j == k || u->stack != t->stack || !strcmp(u->spec, t->spec) || u->ln == 0) continue;
+    spts[ns] = malloc((size_t)c * u->D * sizeof(int32_t));
+    sobj[ns] = malloc((size_t)c * MI_OBJ_COUNT * sizeof(double));
+    slat[ns] = malloc((size_t)c * sizeof(double));
+    lsu = malloc((size_t)c * Nu * sizeof *lsu);
+    if (!spts[ns] || !sobj[ns] || !slat[ns] || !lsu) {
+      free(lsu);
+      break;
+    }
+    for (int32_t i = 0; i < c; i++) {
+      /* A seed-dependent offset into the per-layer table (its rows are in random order). */
+      int32_t r = (int32_t)((i + seed * 17u) % (uint64_t)u->ln);
+      memcpy(spts[ns] + (size_t)i * u->D, u->rows[u->lrow[r]].pt, (size_t)u->D * sizeof(int32_t));
+      memcpy(sobj[ns] + (size_t)i * MI_OBJ_COUNT, u->rows[u->lrow[r]].obj, MI_OBJ_COUNT * sizeof(double));
+      slat[ns][i] = u->rows[u->lrow[r]].obj[MI_OBJ_LATENCY];
+      memcpy(lsu + (size_t)i * Nu, u->lsec + (size_t)r * Nu, (size_t)Nu * sizeof *lsu);
+    }
+    memset(&es[ns], 0, sizeof es[ns]);
+    es[ns].name = u->name;
+    es[ns].space = u->space;
+    es[ns].graph = u->graph;
+    memcpy(es[ns].desc, u->desc, sizeof u->desc);
+    es[ns].stack_hash = u->stack;
+    es[ns].count = c;
+    es[ns].points = spts[ns];
+    es[ns].objectives = sobj[ns];
+    memset(&ls[ns], 0, sizeof ls[ns]);
+    ls[ns].space = u->space;
+    ls[ns].graph = u->graph;
+    memcpy(ls[ns].desc, u->desc, sizeof u->desc);
+    ls[ns].count = c;
+    ls[ns].points = spts[ns];
+    ls[ns].layer_latency = lsu;
+    ls[ns].latency = slat[ns];
+    ns++;
+  }
+  /* End to end: the strategy's predictor. */
+  memset(&so, 0, sizeof so);
+  so.struct_size = sizeof so;
+  so.seed = seed;
+  so.objective_count = 1;
+  so.objectives = objs;
+  mi_meta_options_default(&mo);
+  mo.graph = t->graph;
+  mo.frozen = t->frozen;
+  memcpy(mo.desc, t->desc, sizeof mo.desc);
+  mo.stack_hash = t->stack;
+  mo.sources = es;
+  mo.source_count = ns;
+  if (mi_meta_predict_points(t->space, &so, &mo, pts, obj, SAMPLES, query, q, pred, NULL) == MI_OK) {
+    out[0] = mi_metric_spearman(pred, truth, q);
+    out[1] = mi_metric_within(pred, truth, q, 0.1);
+  }
+  /* Per layer, composed and calibrated. */
+  memset(&lt, 0, sizeof lt);
+  lt.space = t->space;
+  lt.graph = t->graph;
+  memcpy(lt.desc, t->desc, sizeof t->desc);
+  lt.count = SAMPLES;
+  lt.points = pts;
+  lt.layer_latency = lsec;
+  lt.latency = lat;
+  {
+    mi_surrogate_options_t sopt;
+    mi_surrogate_options_default(&sopt);
+    sopt.seed = seed;
+    if (mi_meta_layer_predict(&lt, ls, ns, &sopt, query, q, pred, &r2, NULL) == MI_OK) {
+      out[2] = mi_metric_spearman(pred, truth, q);
+      out[3] = mi_metric_within(pred, truth, q, 0.1);
+      out[4] = r2;
+    }
+  }
+done:
+  for (int32_t j = 0; j < ns; j++) {
+    free(spts[j]);
+    free(sobj[j]);
+    free(slat[j]);
+    free((void *)ls[j].layer_latency);
+  }
+  free(pts);
+  free(query);
+  free(obj);
+  free(lat);
+  free(lsec);
+  free(pred);
+  free(truth);
+}
+
 /* MI_BENCH_METHODS (comma list of method names) runs only those: for quick experiments. */
 static int wanted(int m) {
   const char *f = getenv("MI_BENCH_METHODS");
   return !f || !f[0] || strstr(f, bs_method_names[m]) != NULL;
 }
 
+static void lodo_table(bs_task_t *tasks, int32_t n, int32_t seeds);
+static void layers_table(bs_task_t *tasks, int32_t n, int32_t seeds);
+
 int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
-  double v[BS_METHODS][4][64], cold64[64], warm20[64], cold20[64];
+  double v[BS_METHODS][4][64], cold64[64], warm20[64], cold20[64], est[64], at[64], truth_cold[64];
+  mi_meta_report_t *rep = calloc(1, sizeof *rep);
+  if (!rep) return 1;
   const char *lodo_env = getenv("MI_BENCH_LODO");
   for (int32_t s = 0; s < 64; s++) cold64[s] = cold20[s] = warm20[s] = v[BS_OURS_MISLEAD][3][s] = NAN;
   printf("\n| task | reference | method | meas. to 5%% (median) | reached in %d | HV ratio @64 | best @20 / ref |\n", BUDGET);
@@ -153,7 +291,8 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
         mi_search_result_t *r = NULL;
         mi_error_t e;
         v[m][0][s] = v[m][1][s] = v[m][2][s] = NAN;
-        if (bs_run_method(tasks, n, k, m, (uint64_t)s + 1, BUDGET, &r, &e) != MI_OK) {
+        if (m == BS_OURS_WARM) est[s] = at[s] = NAN;
+        if (bs_run_method(tasks, n, k, m, (uint64_t)s + 1, BUDGET, &r, rep, &e) != MI_OK) {
           fprintf(stderr, "bench_search: %s %s: %s\n", t->name, bs_method_names[m], e.message);
           continue;
         }
@@ -162,6 +301,21 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
         v[m][1][s] = hv_ratio(t, r, BUDGET);
         v[m][2][s] = best_within(r, 20) / t->ref;
         if (m == BS_OURS_COLD) cold64[s] = best_within(r, BUDGET), cold20[s] = best_within(r, 20);
+        if (m == BS_OURS_WARM) {
+          /* The truth for the estimate: a random search without repeats over the table needs
+           * (N + 1) / (K + 1) draws on average to hit one of the K entries within 5% of this
+           * run's best. */
+          double b = best_within(r, BUDGET);
+          int32_t K = 0, N = 0;
+          for (int32_t i = 0; i < t->n; i++)
+            if (t->rows[i].ok) {
+              N++;
+              K += t->rows[i].obj[MI_OBJ_LATENCY] <= b * 1.05;
+            }
+          est[s] = rep->cold_estimate;
+          at[s] = rep->best_within5_at;
+          truth_cold[s] = (N + 1.0) / (K + 1.0);
+        }
         if (m == BS_OURS_MISLEAD) {
           warm20[s] = best_within(r, 20) / cold20[s];
           v[m][3][s] = best_within(r, BUDGET) / cold64[s];
@@ -178,13 +332,40 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
         fflush(stdout);
       }
     }
+    if (wanted(BS_OURS_WARM)) {
+      /* The saving mi-host tune reports (docs/meta.md): the surrogate's estimate of what a
+       * random cold search needs, against the warm run's own count; compare with the measured
+       * medians of random and ours cold in the rows above. */
+      double sv[64], tv[64];
+      for (int32_t s = 0; s < seeds; s++) {
+        sv[s] = est[s] - at[s];
+        tv[s] = truth_cold[s] - at[s];
+      }
+      printf("| %s | | ours warm: reached within 5%% of its best at / random cold count to that best, estimated (true) / saving, estimated (true); medians | %.1f | %.1f (%.1f) | %.1f (%.1f) | |\n",
+             t->name, median(at, seeds), median(est, seeds), median(truth_cold, seeds), median(sv, seeds), median(tv, seeds));
+    }
     if (wanted(BS_OURS_COLD) && wanted(BS_OURS_MISLEAD)) {
       double w20 = worst(warm20, seeds), w64 = worst(v[BS_OURS_MISLEAD][3], seeds);
+      double nf20[64], nf64[64];
       printf("| %s | | misleading / cold, best latency, median (worst seed) | @20: %.3f (%.3f) | @64: %.3f (%.3f) | | |\n",
              t->name, median(warm20, seeds), w20, median(v[BS_OURS_MISLEAD][3], seeds), w64);
+      /* The noise floor of that pairing: two cold runs of different seeds (s+1 against s). */
+      for (int32_t s = 0; s < seeds; s++) {
+        nf20[s] = cold20[(s + 1) % seeds] / cold20[s];
+        nf64[s] = cold64[(s + 1) % seeds] / cold64[s];
+      }
+      printf("| %s | | cold (next seed) / cold, best latency, median (worst seed) | @20: %.3f (%.3f) | @64: %.3f (%.3f) | | |\n",
+             t->name, median(nf20, seeds), worst(nf20, seeds), median(nf64, seeds), worst(nf64, seeds));
     }
   }
-  if (lodo_env && !strcmp(lodo_env, "0")) return 0;
+  free(rep);
+  if (!(lodo_env && !strcmp(lodo_env, "0"))) lodo_table(tasks, n, seeds);
+  layers_table(tasks, n, seeds);
+  return 0;
+}
+
+/* Leave-one-device-out with the strategy's end-to-end predictor. */
+static void lodo_table(bs_task_t *tasks, int32_t n, int32_t seeds) {
   printf("\n| task (held-out device) | 10 samples, no sources: Spearman / within 10%% | + other devices' history | + misleading history |\n");
   printf("| --- | --- | --- | --- |\n");
   for (int32_t k = 0; k < n; k++) {
@@ -197,5 +378,24 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
     printf("\n");
     fflush(stdout);
   }
-  return 0;
+}
+
+/* End to end against per layer (lodo_layers); MI_BENCH_LAYERS=0 skips it. */
+static void layers_table(bs_task_t *tasks, int32_t n, int32_t seeds) {
+  const char *lay = getenv("MI_BENCH_LAYERS");
+  if (lay && !strcmp(lay, "0")) return;
+  printf("\n| task (held-out device) | end to end: Spearman / within 10%% | per layer + calibration: Spearman / within 10%% | calibration R^2 |\n");
+  printf("| --- | --- | --- | --- |\n");
+  for (int32_t k = 0; k < n; k++) {
+    double r[5][64];
+    if (!tasks[k].exhaustive || tasks[k].ln == 0) continue;
+    for (int32_t s = 0; s < seeds; s++) {
+      double o[5];
+      lodo_layers(tasks, n, k, (uint64_t)s + 1, o);
+      for (int c = 0; c < 5; c++) r[c][s] = o[c];
+    }
+    printf("| %s | %.3f / %.2f | %.3f / %.2f | %.3f |\n", tasks[k].name, median(r[0], seeds), median(r[1], seeds),
+           median(r[2], seeds), median(r[3], seeds), median(r[4], seeds));
+    fflush(stdout);
+  }
 }

@@ -191,6 +191,122 @@ static void fill_table(bs_task_t *t, int exhaustive, int32_t pool) {
   mi_search_result_destroy(r);
 }
 
+/* Appends a row's node times to the task's per-layer table. */
+static int layer_add(bs_task_t *t, int32_t row, const double *sec) {
+  int32_t N = t->graph->node_count;
+  int32_t *nr = realloc(t->lrow, (size_t)(t->ln + 1) * sizeof *nr);
+  double *ns;
+  if (!nr) return -1;
+  t->lrow = nr;
+  if (!(ns = realloc(t->lsec, (size_t)(t->ln + 1) * N * sizeof *ns))) return -1;
+  t->lsec = ns;
+  memcpy(t->lsec + (size_t)t->ln * N, sec, (size_t)N * sizeof *sec);
+  t->lrow[t->ln++] = row;
+  return 0;
+}
+
+/* Measures one configuration again with each node's time: the device clock when the plugin
+ * has one (npu-stub), else the wall clock; nodes are matched to the graph by name. */
+static int32_t measure_layers(bs_task_t *t, mi_worker_pool_t *pool, const int32_t *pt, double *sec,
+                              mi_error_t *err) {
+  mi_xf_config_t *xc = NULL;
+  mi_space_hw_t *hw = NULL;
+  mi_profile_t *prof = NULL;
+  mi_worker_config_t wc;
+  mi_measure_options_t mo;
+  int32_t N = t->graph->node_count, rc;
+  for (int32_t i = 0; i < N; i++) sec[i] = NAN;
+  rc = mi_space_xf_config(t->space, pt, &xc, err);
+  if (rc == MI_OK) rc = mi_space_hw_create(t->space, pt, &hw, err);
+  if (rc == MI_OK) {
+    mi_measure_options_default(&mo);
+    mo.warmup = 2;
+    mo.min_repeats = 5;
+    mo.max_repeats = 10;
+    mo.budget_s = 3;
+    memset(&wc, 0, sizeof wc);
+    wc.struct_size = sizeof wc;
+    wc.model = t->model;
+    wc.xf = xc;
+    wc.so = mi_space_hw_options(hw);
+    wc.seed = 1;
+    wc.samples = 2;
+    rc = mi_worker_profile_config(pool, t->spec, &wc, &mo, 0, &prof, NULL, err);
+  }
+  for (int32_t l = 0; rc == MI_OK && l < prof->layer_count; l++) {
+    const mi_layer_profile_t *lp = &prof->layers[l];
+    if (lp->where == 2) continue;
+    for (int32_t nd = 0; nd < N; nd++)
+      if (t->graph->nodes[nd].name && !strcmp(t->graph->nodes[nd].name, lp->name)) {
+        sec[nd] = lp->has_device_time ? lp->device.median : lp->wall.median;
+        break;
+      }
+  }
+  mi_profile_destroy(prof);
+  mi_space_hw_destroy(hw);
+  mi_xf_config_destroy(xc);
+  return rc;
+}
+
+void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task) {
+  FILE *f = fopen(path, "r");
+  char *line = malloc(1 << 16);
+  if (!line) {
+    if (f) fclose(f);
+    return;
+  }
+  /* "TASK HASH NODES t0 t1 ..." lines (seconds, nan when not timed). */
+  while (f && fgets(line, 1 << 16, f)) {
+    char name[64], *p = line, *end;
+    unsigned long long h;
+    int nodes, used;
+    if (sscanf(p, "%63s %llx %d%n", name, &h, &nodes, &used) != 3) continue;
+    p += used;
+    for (int32_t k = 0; k < n; k++) {
+      bs_task_t *t = &tasks[k];
+      int32_t row = strcmp(t->name, name) ? -1 : bs_find(t, h), nd;
+      double sec[4096];
+      if (row < 0 || nodes != t->graph->node_count || nodes > 4096 || t->ln >= per_task) continue;
+      for (nd = 0; nd < nodes; nd++, p = end) {
+        sec[nd] = strtod(p, &end);
+        if (end == p) break;
+      }
+      if (nd == nodes) layer_add(t, row, sec);
+    }
+  }
+  if (f) fclose(f);
+  free(line);
+  f = NULL;
+  for (int32_t k = 0; k < n; k++) {
+    bs_task_t *t = &tasks[k];
+    mi_rng_t rng;
+    int32_t N = t->graph->node_count, tries = 0, made = 0;
+    double *sec;
+    if (!t->exhaustive || !t->pool || t->n < per_task || t->ln >= per_task) continue;
+    if (!(sec = malloc((size_t)N * sizeof *sec))) continue;
+    if (!f) f = fopen(path, "a");
+    mi_rng_seed(&rng, 4242u + (uint64_t)k);
+    while (t->ln < per_task && tries++ < 20 * per_task) {
+      int32_t row = (int32_t)mi_rng_below(&rng, (uint32_t)t->n), dup = !t->rows[row].ok;
+      mi_error_t e;
+      for (int32_t i = 0; i < t->ln && !dup; i++) dup = t->lrow[i] == row;
+      if (dup || measure_layers(t, t->pool, t->rows[row].pt, sec, &e) != MI_OK) continue;
+      layer_add(t, row, sec);
+      made++;
+      if (f) {
+        fprintf(f, "%s %016llx %d", t->name, (unsigned long long)t->rows[row].hash, (int)N);
+        for (int32_t nd = 0; nd < N; nd++) fprintf(f, " %.9g", sec[nd]);
+        fprintf(f, "\n");
+        fflush(f);
+      }
+    }
+    fprintf(stderr, "bench_search: %s: %d configurations in the per-layer table (%d measured now)\n", t->name,
+            (int)t->ln, (int)made);
+    free(sec);
+  }
+  if (f) fclose(f);
+}
+
 int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds);
 
 int main(int argc, char **argv) {
@@ -229,7 +345,10 @@ int main(int argc, char **argv) {
   mi_worker_options_default(&wo);
   wo.plugin_dirs = argv[1];
   wo.timeout_s = 60;
-  if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK) goto done;
+  if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK) {
+    fprintf(stderr, "bench_search: workers: %s\n", err.message);
+    goto done;
+  }
   cache = fopen(argv[3], "a");
   for (int32_t k = 0; k < n; k++) {
     bs_task_t *t = &tasks[k];
@@ -266,15 +385,24 @@ int main(int argc, char **argv) {
     fill_table(t, t->exhaustive, t->exhaustive ? 4000 : 96);
     fprintf(stderr, "bench_search: %s: %d configurations in the table (%d measured now), best %.4g ms\n",
             t->name, (int)t->n, (int)t->fresh, t->ref);
-    /* npu-stub tables are complete: a miss there would be a bug, so it must fail loudly. */
-    if (t->exhaustive) t->pool = NULL;
   }
+  {
+    /* The per-layer table: next to the table file, "<table>.layers". */
+    char lpath[4096];
+    snprintf(lpath, sizeof lpath, "%s.layers", argv[3]);
+    bs_layers_fill(tasks, n, lpath, 96);
+  }
+  for (int32_t k = 0; k < n; k++)
+    /* npu-stub tables are complete: a miss there would be a bug, so it must fail loudly. */
+    if (tasks[k].exhaustive) tasks[k].pool = NULL;
   rc = bs_report(tasks, n, seeds);
   if (cache) fclose(cache);
 done:
   for (int32_t k = 0; k < n; k++) {
     for (int32_t i = 0; i < tasks[k].n; i++) free(tasks[k].rows[i].pt);
     free(tasks[k].rows);
+    free(tasks[k].lrow);
+    free(tasks[k].lsec);
     free(tasks[k].frozen);
     mi_space_destroy(tasks[k].space);
     mi_graph_destroy(tasks[k].graph);

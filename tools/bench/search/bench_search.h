@@ -37,7 +37,16 @@ typedef struct bs_task {
   mi_worker_pool_t *pool;      /* measures on a table miss (NULL: a miss fails) */
   FILE *cache;                 /* table file, appended on every new measurement */
   int32_t fresh;               /* measurements made for real in this process */
+  /* Per-layer table (npu-stub tasks): a sample of the table's rows measured again with each
+   * node's time (seconds, graph->node_count per row; NaN: not timed). */
+  int32_t ln;
+  int32_t *lrow;               /* ln indices into rows */
+  double *lsec;                /* ln x graph->node_count */
 } bs_task_t;
+
+/* Fills (or reads back from `path`) the per-layer table of every exhaustive task: `per_task`
+ * rows each. */
+void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task);
 
 /* The table evaluator: a configuration comes from the table, or is measured once for real. */
 int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
@@ -61,7 +70,9 @@ void bs_sources_build(bs_task_t *tasks, int32_t ntask, int32_t target, int exclu
                       int mislead, uint64_t seed, int32_t per_source, bs_sources_t *out);
 void bs_sources_free(bs_sources_t *s);
 
+/* rep (may be NULL): the meta strategy's report, for ours. */
 int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
-                      uint64_t seed, int32_t budget, mi_search_result_t **out, mi_error_t *err);
+                      uint64_t seed, int32_t budget, mi_search_result_t **out,
+                      mi_meta_report_t *rep, mi_error_t *err);
 
 #endif

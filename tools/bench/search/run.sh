@@ -2,7 +2,8 @@
 # run.sh - the search benchmark in one command: zoo models, then bench_search on the cached
 # table (reused and extended between runs). Usage: tools/bench/search/run.sh [BUILD] [SEEDS] [TASKS]
 # TASKS: comma list (resnet-gen1,resnet-gen2,mbv2-gen1,mbv2-gen2,kws-gen1,kws-gen2,resnet-blis); all by default.
-# The first run measures the tables (minutes); later runs reuse them (docs/benchmarks.md).
+# The first run measures the tables and the per-layer tables (minutes); later runs reuse them
+# (docs/benchmarks.md).
 set -euo pipefail
 build=${1:-build}
 seeds=${2:-10}
