@@ -104,12 +104,15 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   case MI__ACT_SOFTPLUS: for (i = 0; i < n; i++) x[i] = log1pf(expf(x[i])); break;
   case MI__ACT_FLOOR: for (i = 0; i < n; i++) x[i] = floorf(x[i]); break;
   case MI__ACT_CEIL: for (i = 0; i < n; i++) x[i] = ceilf(x[i]); break;
+  case MI__ACT_ROUND: for (i = 0; i < n; i++) x[i] = nearbyintf(x[i]); break; /* halves to even */
+  case MI__ACT_SIGN: for (i = 0; i < n; i++) x[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f : x[i]; break;
   default: break;
   }
 }
 
 typedef struct unary_state {
   int32_t in, out, kind, simd;
+  int32_t ta, tb; /* Clip: runtime scalar min/max tensors, -1 when a/b hold constants */
   float a, b;
   int64_t n;
 } unary_state_t;
@@ -118,13 +121,14 @@ typedef struct unary_task {
   const unary_state_t *u;
   const float *x;
   float *y;
+  float a, b;
 } unary_task_t;
 
 static void unary_part(void *arg, int64_t b, int64_t e) {
   const unary_task_t *ut = arg;
   if (ut->y != ut->x) memcpy(ut->y + b, ut->x + b, (size_t)(e - b) * sizeof(float));
   if (!mi__blis_act_simd(ut->u->simd, ut->u->kind, ut->y + b, e - b))
-    mi__blis_act_apply(ut->u->kind, ut->u->a, ut->u->b, ut->y + b, e - b);
+    mi__blis_act_apply(ut->u->kind, ut->a, ut->b, ut->y + b, e - b);
 }
 
 static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
@@ -133,6 +137,8 @@ static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__bli
   ut.u = s->state;
   ut.x = t[ut.u->in];
   ut.y = t[ut.u->out];
+  ut.a = ut.u->ta >= 0 ? *(const float *)t[ut.u->ta] : ut.u->a;
+  ut.b = ut.u->tb >= 0 ? *(const float *)t[ut.u->tb] : ut.u->b;
   (void)err;
   mi__blis_parallel(env, ut.u->n, 4096, 4, unary_part, &ut);
   return MI_OK;
@@ -141,12 +147,33 @@ static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__bli
 int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   unary_state_t *u;
-  int32_t kind;
+  int32_t kind, ta = -1, tb = -1;
   float a, b;
-  if (!mi__blis_act_of(p, n, &kind, &a, &b))
-    return mi__blis_unsupported(err, n, "activation parameters must be constant scalars");
+  if (strcmp(n->op_type, "Round") == 0 || strcmp(n->op_type, "Sign") == 0) {
+    kind = n->op_type[0] == 'R' ? MI__ACT_ROUND : MI__ACT_SIGN;
+    a = b = 0.0f;
+  } else if (!mi__blis_act_of(p, n, &kind, &a, &b)) {
+    /* Clip-11+ may take its min/max as runtime FLOAT32 scalars, read at each run. */
+    int32_t i;
+    if (strcmp(n->op_type, "Clip") != 0 || n->opset < 11)
+      return mi__blis_unsupported(err, n, "activation parameters must be constant scalars");
+    kind = MI__ACT_CLIP;
+    a = -INFINITY;
+    b = INFINITY;
+    for (i = 1; i <= 2; i++) {
+      int32_t idx = mi__blis_in(n, i);
+      const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
+      if (idx < 0) continue;
+      if (!t || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1)
+        return mi__blis_unsupported(err, n, "min/max must be FLOAT32 scalars");
+      if (t->data) *(i == 1 ? &a : &b) = *(const float *)t->data;
+      else *(i == 1 ? &ta : &tb) = idx;
+    }
+  }
   u = mi__blis_calloc(p->ctx, sizeof *u);
   if (!u) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  u->ta = ta;
+  u->tb = tb;
   u->in = mi__blis_in(n, 0);
   u->out = mi__blis_out(n, 0);
   u->kind = kind;
@@ -246,7 +273,7 @@ int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err
 
 /* ---- binary ops with numpy broadcasting */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN };
+enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU, B_FMOD };
 
 typedef struct bin_state {
   int32_t a, b, out, op, rank;
@@ -292,6 +319,8 @@ static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int6
   case B_DIV: for (i = 0; i < n; i++) y[i] = a[i * sa] / b[i * sb]; break;
   case B_POW: for (i = 0; i < n; i++) y[i] = powf(a[i * sa], b[i * sb]); break;
   case B_MAX: for (i = 0; i < n; i++) y[i] = fmaxf(a[i * sa], b[i * sb]); break;
+  case B_PRELU: for (i = 0; i < n; i++) y[i] = a[i * sa] < 0 ? a[i * sa] * b[i * sb] : a[i * sa]; break;
+  case B_FMOD: for (i = 0; i < n; i++) y[i] = fmodf(a[i * sa], b[i * sb]); break;
   default: for (i = 0; i < n; i++) y[i] = fminf(a[i * sa], b[i * sb]); break;
   }
 }
@@ -359,7 +388,7 @@ static void bcast_strides(const mi_tensor_desc_t *t, int32_t rank, const int64_t
 }
 
 int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
-  static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min"};
+  static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Mod"};
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *ta, *tb, *ty;
   bin_state_t *st;
@@ -374,8 +403,16 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   st = mi__blis_calloc(p->ctx, sizeof *st);
   if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   s->state = st;
-  for (i = 0; i < 7; i++)
+  for (i = 0; i < 9; i++)
     if (strcmp(n->op_type, names[i]) == 0) st->op = i;
+  if (st->op == B_FMOD && mi_sdk_attr_int(n, "fmod", 0) == 0)
+    return mi__blis_unsupported(err, n, "FLOAT32 Mod needs fmod=1");
+  if (st->op == B_PRELU) {
+    /* Unidirectional: the slope broadcasts to X, never the other way. */
+    if (ta->rank != ty->rank) return mi__blis_unsupported(err, n, "slope does not broadcast to the input shape");
+    for (i = 0; i < ta->rank; i++)
+      if (ta->dims[i] != ty->dims[i]) return mi__blis_unsupported(err, n, "slope does not broadcast to the input shape");
+  }
   st->a = mi__blis_in(n, 0);
   st->b = mi__blis_in(n, 1);
   st->out = mi__blis_out(n, 0);
@@ -404,5 +441,69 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     st->rank--;
   }
   s->run = run_binary;
+  return MI_OK;
+}
+
+/* ---- Sum / Mean of any number of inputs, folded left to right with broadcasting as the
+ * reference does (Mean divides the sum by the input count at the end). */
+
+typedef struct nary_state {
+  int32_t out, count, rank, mean;
+  int32_t in[16];
+  int64_t dims[MI_MAX_RANK], st[16][MI_MAX_RANK];
+  int64_t n;
+} nary_state_t;
+
+static int32_t run_nary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                        mi_error_t *err) {
+  const nary_state_t *c = s->state;
+  float *y = t[c->out];
+  int32_t k, d;
+  int64_t i;
+  (void)env;
+  (void)err;
+  for (k = 0; k < c->count; k++) {
+    const float *x = t[c->in[k]];
+    int64_t idx[MI_MAX_RANK] = {0}, off = 0;
+    for (i = 0; i < c->n; i++) {
+      y[i] = k == 0 ? x[off] : y[i] + x[off];
+      for (d = c->rank - 1; d >= 0; d--) {
+        off += c->st[k][d];
+        if (++idx[d] < c->dims[d]) break;
+        off -= c->st[k][d] * c->dims[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  if (c->mean)
+    for (i = 0; i < c->n; i++) y[i] /= (float)c->count;
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *ty = mi__blis_tensor(p, mi__blis_out(n, 0));
+  nary_state_t *c;
+  int32_t k, i;
+  if (!ty || ty->dtype != MI_DTYPE_FLOAT32) return mi__blis_unsupported(err, n, "output must be FLOAT32");
+  if (n->input_count < 1 || n->input_count > 16) return mi__blis_unsupported(err, n, "1..16 inputs");
+  if (!(c = mi__blis_calloc(p->ctx, sizeof *c))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = c;
+  c->out = mi__blis_out(n, 0);
+  c->mean = strcmp(n->op_type, "Mean") == 0;
+  c->count = n->input_count;
+  c->rank = ty->rank > 0 ? ty->rank : 1;
+  for (i = 0; i < c->rank; i++) c->dims[i] = ty->rank > 0 ? ty->dims[i] : 1;
+  c->n = mi_sdk_numel(ty);
+  for (k = 0; k < n->input_count; k++) {
+    const mi_tensor_desc_t *tx = mi__blis_tensor(p, mi__blis_in(n, k));
+    if (!tx || tx->dtype != MI_DTYPE_FLOAT32 || tx->rank > c->rank) return mi__blis_unsupported(err, n, "inputs must be FLOAT32");
+    for (i = 0; i < tx->rank; i++)
+      if (tx->dims[i] != 1 && tx->dims[i] != c->dims[i + c->rank - tx->rank])
+        return mi__blis_unsupported(err, n, "shapes do not broadcast to the output");
+    c->in[k] = mi__blis_in(n, k);
+    bcast_strides(tx, c->rank, c->dims, c->st[k]);
+  }
+  s->run = run_nary;
   return MI_OK;
 }

@@ -165,13 +165,25 @@ int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
 int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_expand_tile(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_gather(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_depth_space(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_split(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_trilu(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 
 /* ---- elementwise epilogue shared by Conv and the standalone activations */
 enum {
   MI__ACT_NONE = 0, MI__ACT_RELU, MI__ACT_LEAKY, MI__ACT_CLIP, MI__ACT_HSIGMOID,
   MI__ACT_HSWISH, MI__ACT_SIGMOID, MI__ACT_TANH, MI__ACT_ERF, MI__ACT_GELU, MI__ACT_GELU_TANH,
   MI__ACT_SQRT, MI__ACT_LOG, MI__ACT_EXP, MI__ACT_NEG, MI__ACT_ABS, MI__ACT_RECIP,
-  MI__ACT_ELU, MI__ACT_SOFTPLUS, MI__ACT_FLOOR, MI__ACT_CEIL, MI__ACT_IDENTITY
+  MI__ACT_ELU, MI__ACT_SOFTPLUS, MI__ACT_FLOOR, MI__ACT_CEIL, MI__ACT_IDENTITY,
+  MI__ACT_ROUND, MI__ACT_SIGN /* standalone only: mi__blis_act_of does not offer them for fusion */
 };
 /* Maps an activation node to MI__ACT_* and its two parameters; 0 when not an activation. */
 int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *kind, float *a,

@@ -40,6 +40,17 @@ static const struct {
     {"Log", mi__blis_prep_unary}, {"Exp", mi__blis_prep_unary}, {"Neg", mi__blis_prep_unary},
     {"Abs", mi__blis_prep_unary}, {"Reciprocal", mi__blis_prep_unary},
     {"QuantizeLinear", mi__blis_prep_quant}, {"DequantizeLinear", mi__blis_prep_quant},
+    {"Resize", mi__blis_prep_resize}, {"Upsample", mi__blis_prep_resize},
+    {"Cast", mi__blis_prep_cast}, {"PRelu", mi__blis_prep_binary}, {"Pad", mi__blis_prep_pad},
+    {"Split", mi__blis_prep_split}, {"Expand", mi__blis_prep_expand_tile},
+    {"Tile", mi__blis_prep_expand_tile}, {"Gather", mi__blis_prep_gather},
+    {"DepthToSpace", mi__blis_prep_depth_space}, {"SpaceToDepth", mi__blis_prep_depth_space},
+    {"LogSoftmax", mi__blis_prep_softmax}, {"InstanceNormalization", mi__blis_prep_instancenorm},
+    {"Sum", mi__blis_prep_nary}, {"Mean", mi__blis_prep_nary},
+    {"Round", mi__blis_prep_unary}, {"Sign", mi__blis_prep_unary},
+    {"ReduceProd", mi__blis_prep_reduce}, {"ReduceL2", mi__blis_prep_reduce},
+    {"ReduceLogSumExp", mi__blis_prep_reduce}, {"CumSum", mi__blis_prep_cumsum},
+    {"Trilu", mi__blis_prep_trilu}, {"Mod", mi__blis_prep_binary},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 

@@ -8,6 +8,7 @@ typedef struct norm_state {
   int32_t x, y, scale, bias;
   int64_t outer, len, inner; /* softmax: reduce over len with stride inner */
   int32_t simd;              /* softmax: MI__SIMD_* level of the contiguous rows */
+  int32_t is_log;            /* LogSoftmax */
   float eps;
 } norm_state_t;
 
@@ -41,6 +42,15 @@ static void softmax_part(void *arg, int64_t o0, int64_t o1) {
     for (i = 0; i < st->inner; i++) {
       const float *xr = x + o * st->len * st->inner + i;
       float *yr = y + o * st->len * st->inner + i, mx = -INFINITY, sum = 0.f;
+      if (st->is_log) {
+        /* As the reference: the sum in double, y = (x - max) - log(sum). */
+        double dsum = 0.0, lg;
+        for (j = 0; j < st->len; j++) mx = fmaxf(mx, xr[j * st->inner]);
+        for (j = 0; j < st->len; j++) dsum += exp((double)(xr[j * st->inner] - mx));
+        lg = log(dsum);
+        for (j = 0; j < st->len; j++) yr[j * st->inner] = (float)((xr[j * st->inner] - mx) - lg);
+        continue;
+      }
       if (st->inner == 1 && mi__blis_softmax_simd(st->simd, xr, yr, st->len)) continue;
       for (j = 0; j < st->len; j++) mx = fmaxf(mx, xr[j * st->inner]);
       for (j = 0; j < st->len; j++) sum += (yr[j * st->inner] = expf(xr[j * st->inner] - mx));
@@ -67,6 +77,7 @@ int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   s->state = st;
   st->x = mi__blis_in(n, 0);
   st->y = mi__blis_out(n, 0);
+  st->is_log = strcmp(n->op_type, "LogSoftmax") == 0;
   st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   {
     int64_t si = mi_sdk_knob_int(p->desc, "simd", 0); /* knob `simd`: 0 = auto */
@@ -177,7 +188,53 @@ typedef struct reduce_state {
   int64_t n, on, count;
 } reduce_state_t;
 
-enum { R_MEAN, R_MAX, R_MIN, R_SUM };
+enum { R_MEAN, R_MAX, R_MIN, R_SUM, R_PROD, R_L2, R_LSE };
+
+/* ReduceProd, ReduceL2, ReduceLogSumExp: accumulated in double as the reference does
+ * (LogSumExp as log(sum(exp(v - max))) + max); s->aux holds on accumulators and on maxima. */
+static int32_t run_reduce_d(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                            mi_error_t *err) {
+  const reduce_state_t *r = s->state;
+  const float *x = t[r->x];
+  float *y = t[r->y];
+  double *acc = s->aux, *mx = acc + r->on;
+  int64_t idx[MI_MAX_RANK] = {0}, i, o = 0;
+  int32_t d, pass;
+  (void)env;
+  (void)err;
+  for (i = 0; i < r->on; i++) {
+    acc[i] = r->op == R_PROD ? 1.0 : 0.0;
+    mx[i] = -INFINITY;
+  }
+  /* LogSumExp walks the input twice: the maxima first. */
+  for (pass = r->op == R_LSE ? 0 : 1; pass < 2; pass++) {
+    for (i = 0; i < r->n; i++) {
+      double v = x[i];
+      if (pass == 0) {
+        if (v > mx[o]) mx[o] = v;
+      } else if (r->op == R_PROD) {
+        acc[o] *= v;
+      } else if (r->op == R_L2) {
+        acc[o] += v * v;
+      } else {
+        acc[o] += isinf(mx[o]) ? exp(v) : exp(v - mx[o]);
+      }
+      for (d = r->rank - 1; d >= 0; d--) {
+        o += r->ostride[d];
+        if (++idx[d] < r->dims[d]) break;
+        o -= r->ostride[d] * r->dims[d];
+        idx[d] = 0;
+      }
+    }
+  }
+  for (i = 0; i < r->on; i++) {
+    double v = acc[i];
+    if (r->op == R_L2) v = sqrt(v);
+    if (r->op == R_LSE) v = isinf(mx[i]) ? log(v) : log(v) + mx[i];
+    y[i] = (float)v;
+  }
+  return MI_OK;
+}
 
 static int32_t run_reduce(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                           mi_error_t *err) {
@@ -230,7 +287,9 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     red[a] = 1;
   }
   r->op = strcmp(n->op_type, "ReduceMean") == 0 ? R_MEAN : strcmp(n->op_type, "ReduceMax") == 0 ? R_MAX
-          : strcmp(n->op_type, "ReduceMin") == 0 ? R_MIN : R_SUM;
+          : strcmp(n->op_type, "ReduceMin") == 0 ? R_MIN : strcmp(n->op_type, "ReduceProd") == 0 ? R_PROD
+          : strcmp(n->op_type, "ReduceL2") == 0 ? R_L2 : strcmp(n->op_type, "ReduceLogSumExp") == 0 ? R_LSE
+          : R_SUM;
   r->x = mi__blis_in(n, 0);
   r->y = mi__blis_out(n, 0);
   r->rank = x->rank;
@@ -249,5 +308,68 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   r->on = stride;
   if (r->on != mi_sdk_numel(mi__blis_tensor(p, r->y))) return mi__blis_unsupported(err, n, "output size");
   s->run = run_reduce;
+  if (r->op >= R_PROD) {
+    if (!(s->aux = mi__blis_alloc(p->ctx, (uint64_t)(2 * r->on + 1) * sizeof(double))))
+      return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    s->run = run_reduce_d;
+  }
+  return MI_OK;
+}
+
+/* ---- InstanceNormalization: each (n, c) plane by its own mean and biased variance, in double
+ * as the reference computes them. */
+
+static void instnorm_part(void *arg, int64_t p0, int64_t p1) {
+  const norm_task_t *nt = arg;
+  const norm_state_t *st = nt->st;
+  const float *x = nt->t[st->x], *sc = nt->t[st->scale], *bi = nt->t[st->bias];
+  float *y = nt->t[st->y];
+  int64_t pl, i;
+  for (pl = p0; pl < p1; pl++) {
+    const float *xp = x + pl * st->inner;
+    float *yp = y + pl * st->inner;
+    int64_t ch = pl % st->len;
+    double mean = 0, var = 0, k;
+    for (i = 0; i < st->inner; i++) mean += xp[i];
+    mean = st->inner ? mean / (double)st->inner : 0;
+    for (i = 0; i < st->inner; i++) var += (xp[i] - mean) * (xp[i] - mean);
+    var = st->inner ? var / (double)st->inner : 0;
+    k = sc[ch] / sqrt(var + st->eps);
+    for (i = 0; i < st->inner; i++) yp[i] = (float)((xp[i] - mean) * k + bi[ch]);
+  }
+}
+
+static int32_t run_instnorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                            mi_error_t *err) {
+  norm_task_t nt;
+  nt.st = s->state;
+  nt.t = t;
+  (void)err;
+  mi__blis_parallel(env, nt.st->outer * nt.st->len, 1, nt.st->inner * 6, instnorm_part, &nt);
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  const mi_tensor_desc_t *sc = mi__blis_tensor(p, mi__blis_in(n, 1)), *bi = mi__blis_tensor(p, mi__blis_in(n, 2));
+  norm_state_t *st;
+  int32_t d;
+  if (!x || x->rank < 3 || x->dtype != MI_DTYPE_FLOAT32) return mi__blis_unsupported(err, n, "input must be FLOAT32 of rank >= 3");
+  if (!sc || !bi || sc->dtype != MI_DTYPE_FLOAT32 || bi->dtype != MI_DTYPE_FLOAT32 ||
+      mi_sdk_numel(sc) != x->dims[1] || mi_sdk_numel(bi) != x->dims[1])
+    return mi__blis_unsupported(err, n, "scale and B must be FLOAT32 with C values");
+  if (!(st = mi__blis_calloc(p->ctx, sizeof *st))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = st;
+  st->x = mi__blis_in(n, 0);
+  st->y = mi__blis_out(n, 0);
+  st->scale = mi__blis_in(n, 1);
+  st->bias = mi__blis_in(n, 2);
+  st->eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
+  st->outer = x->dims[0];
+  st->len = x->dims[1];
+  st->inner = 1;
+  for (d = 2; d < x->rank; d++) st->inner *= x->dims[d];
+  s->run = run_instnorm;
   return MI_OK;
 }

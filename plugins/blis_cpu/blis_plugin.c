@@ -43,7 +43,10 @@ static const char *const direct_ops[] = {
     "LayerNormalization", "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
     "Concat", "Reshape", "Flatten", "Transpose", "ReduceMean", "ReduceMax", "ReduceMin",
     "ReduceSum", "Squeeze", "Unsqueeze", "Slice", "Identity", "Dropout", "QuantizeLinear",
-    "DequantizeLinear"};
+    "DequantizeLinear", "Resize", "Upsample", "Cast", "PRelu", "Pad", "Split", "Expand", "Tile",
+    "Gather", "DepthToSpace", "SpaceToDepth", "LogSoftmax", "InstanceNormalization", "Sum", "Mean",
+    "Round", "Sign", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "CumSum",
+    "Trilu", "Mod"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

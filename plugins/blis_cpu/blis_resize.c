@@ -1,0 +1,268 @@
+/* blis_resize.c - Resize (opset 10, 11+, 18+ forms) and Upsample, nearest and linear, with the
+ * reference interpreter's semantics (framework/src/ref/ref_resize.c): the input is resized one
+ * axis at a time, each output position blending two input positions (weight 0 for nearest), so
+ * the results match the reference bit for bit. Scales and sizes must be constants; the index
+ * tables are computed at prepare. */
+#include <math.h>
+#include <string.h>
+
+#include "blis_internal.h"
+
+enum { CT_HALF_PIXEL, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_HALF_SYM };
+enum { NM_ROUND_FLOOR, NM_ROUND_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
+
+/* One resized axis: `outer` blocks of `in` x `inner` become `outer` blocks of `out` x `inner`. */
+typedef struct resize_pass {
+  int64_t outer, in, out, inner;
+  float scale;
+  int64_t *i0, *i1; /* into the step's aux block */
+  float *w;
+} resize_pass_t;
+
+typedef struct resize_state {
+  int32_t x, y, npass; /* npass 0: an identity resize, a copy of `bytes` */
+  uint64_t bytes;
+  resize_pass_t pass[MI_MAX_RANK];
+  float *scratch[2]; /* ping-pong buffers for the intermediate passes, into aux */
+} resize_state_t;
+
+static int pick(const char *s, const char *const *names, int count) {
+  int i;
+  for (i = 0; i < count; i++)
+    if (strcmp(s, names[i]) == 0) return i;
+  return -1;
+}
+
+static const char *attr_str(const mi_node_desc_t *n, const char *name, const char *dflt) {
+  const mi_attr_t *a = mi_sdk_attr(n, name);
+  return a && a->type == MI_ATTR_STRING && a->s ? a->s : dflt;
+}
+
+/* Output coordinate x mapped into the input, in float like the reference so ties round alike. */
+static float to_input(int ct, float x, float scale, int64_t in, int64_t out) {
+  switch (ct) {
+  case CT_HALF_PIXEL: return (x + 0.5f) / scale - 0.5f;
+  case CT_PYTORCH: return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
+  case CT_ALIGN: return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
+  case CT_TF_NN: return (x + 0.5f) / scale;
+  case CT_HALF_SYM: {
+    float adj = (float)out / (scale * (float)in), center = (float)in / 2.0f;
+    return center * (1.0f - adj) + (x + 0.5f) / scale - 0.5f;
+  }
+  default: return x / scale; /* asymmetric */
+  }
+}
+
+static int64_t nearest_index(int nm, float x, float scale) {
+  switch (nm) {
+  case NM_ROUND_FLOOR: return x == floorf(x) + 0.5f ? (int64_t)floorf(x) : (int64_t)roundf(x);
+  case NM_ROUND_CEIL: return (int64_t)roundf(x); /* roundf: ties away from zero */
+  case NM_FLOOR: return (int64_t)floorf(x);
+  case NM_CEIL: return (int64_t)ceilf(x);
+  default: return scale < 1.0f ? (int64_t)ceilf(x) : (int64_t)floorf(x);
+  }
+}
+
+/* Bytes of one pass's tables (two index arrays, one weight array), kept 8-byte aligned. */
+static uint64_t pass_bytes(int64_t out) {
+  return ((uint64_t)out * (2 * sizeof(int64_t) + sizeof(float)) + 7) & ~(uint64_t)7;
+}
+
+static void run_pass(const resize_pass_t *ps, const float *x, float *y) {
+  int64_t o, j, t;
+  for (o = 0; o < ps->outer; o++)
+    for (j = 0; j < ps->out; j++) {
+      const float *a = x + (o * ps->in + ps->i0[j]) * ps->inner, *b = x + (o * ps->in + ps->i1[j]) * ps->inner;
+      float *dst = y + (o * ps->out + j) * ps->inner, w = ps->w[j];
+      for (t = 0; t < ps->inner; t++) dst[t] = (1.0f - w) * a[t] + w * b[t];
+    }
+}
+
+static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  const resize_state_t *r = s->state;
+  const float *src = t[r->x];
+  int32_t i;
+  (void)env;
+  (void)err;
+  if (r->npass == 0 && t[r->y] != t[r->x]) memcpy(t[r->y], t[r->x], (size_t)r->bytes);
+  for (i = 0; i < r->npass; i++) {
+    float *dst = i == r->npass - 1 ? (float *)t[r->y] : r->scratch[i & 1];
+    run_pass(&r->pass[i], src, dst);
+    src = dst;
+  }
+  return MI_OK;
+}
+
+/* Reads a constant float vector (scales); count, 0 for an absent or empty input, -1 when not a
+ * constant FLOAT32 vector. */
+static int32_t const_floats(const mi__blis_prep_t *p, int32_t idx, float *out, int32_t max) {
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
+  int64_t n;
+  if (!t) return 0;
+  n = mi_sdk_numel(t);
+  if (n == 0) return 0;
+  if (!t->data || t->dtype != MI_DTYPE_FLOAT32 || t->rank > 1 || n > max) return -1;
+  memcpy(out, t->data, (size_t)n * sizeof *out);
+  return (int32_t)n;
+}
+
+int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  static const char *const modes[] = {"nearest", "linear", "bilinear"};
+  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                     "asymmetric", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
+  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  int upsample = strcmp(n->op_type, "Upsample") == 0, modern = !upsample && n->opset >= 11;
+  int linear, ct = CT_ASYM, nm = NM_SIMPLE, k;
+  float scales[MI_MAX_RANK], sel[MI_MAX_RANK];
+  int64_t sizes[MI_MAX_RANK], axes[MI_MAX_RANK], out[MI_MAX_RANK], cur[MI_MAX_RANK];
+  int32_t nscales = 0, nsizes = 0, naxes = -1, given, want, axis_of[MI_MAX_RANK], i, d;
+  uint64_t table = 0, scratch = 0;
+  resize_state_t *r;
+  char *aux;
+  if (!x || !y || x->rank < 1 || y->rank != x->rank || x->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "input must be a FLOAT32 tensor of the output's rank");
+  if ((k = pick(attr_str(n, "mode", "nearest"), modes, 3)) < 0) return mi__blis_unsupported(err, n, "mode not supported");
+  linear = k != 0;
+  if (upsample && n->opset < 7) return mi__blis_unsupported(err, n, "Upsample before opset 7");
+  if (modern) {
+    /* Upsample and Resize-10 have no such attributes: asymmetric with the "simple" nearest rule. */
+    if ((ct = pick(attr_str(n, "coordinate_transformation_mode", "half_pixel"), cts, 6)) < 0 ||
+        (ct == CT_HALF_SYM && n->opset < 19))
+      return mi__blis_unsupported(err, n, "coordinate_transformation_mode not supported");
+    if ((nm = pick(attr_str(n, "nearest_mode", "round_prefer_floor"), nms, 4)) < 0)
+      return mi__blis_unsupported(err, n, "nearest_mode not supported");
+    if (mi_sdk_attr_int(n, "antialias", 0) != 0) return mi__blis_unsupported(err, n, "antialias=1");
+    if (k == 2) return mi__blis_unsupported(err, n, "mode='bilinear' is not an opset 11+ mode");
+    if (n->opset >= 18 && mi_sdk_attr(n, "axes")) {
+      const mi_attr_t *a = mi_sdk_attr(n, "axes");
+      if (a->type != MI_ATTR_INTS || a->count > MI_MAX_RANK) return mi__blis_unsupported(err, n, "bad axes");
+      naxes = a->count;
+      for (i = 0; i < naxes; i++) axes[i] = a->ints[i];
+    }
+    nscales = const_floats(p, mi__blis_in(n, 2), scales, MI_MAX_RANK);
+    if (mi__blis_in(n, 3) >= 0 && mi__blis_tensor(p, mi__blis_in(n, 3)) &&
+        mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 3))) > 0) {
+      nsizes = mi__blis_const_ints(p, mi__blis_in(n, 3), sizes, MI_MAX_RANK);
+      if (nsizes <= 0) return mi__blis_unsupported(err, n, "sizes must be a constant");
+    }
+  } else if (upsample && n->opset < 9) {
+    const mi_attr_t *a = mi_sdk_attr(n, "scales");
+    if (a && a->type == MI_ATTR_FLOATS && a->count <= MI_MAX_RANK) {
+      nscales = a->count;
+      memcpy(scales, a->floats, (size_t)a->count * sizeof *scales);
+    }
+  } else {
+    nscales = const_floats(p, mi__blis_in(n, 1), scales, MI_MAX_RANK);
+  }
+  if (nscales < 0) return mi__blis_unsupported(err, n, "scales must be a constant FLOAT32 vector");
+  if ((nscales > 0) == (nsizes > 0)) return mi__blis_unsupported(err, n, "exactly one of scales and sizes is needed");
+  given = nscales > 0 ? nscales : nsizes;
+  want = naxes >= 0 ? naxes : x->rank;
+  if (given != want) return mi__blis_unsupported(err, n, "scales/sizes count differs from the rank");
+  for (i = 0; i < want; i++) {
+    int64_t a = naxes < 0 ? i : axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    if (a < 0 || a >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
+    axis_of[i] = (int32_t)a;
+  }
+  for (d = 0; d < x->rank; d++) {
+    sel[d] = 1.0f;
+    out[d] = x->dims[d];
+  }
+  {
+    const char *policy = attr_str(n, "keep_aspect_ratio_policy", "stretch");
+    if (nsizes > 0 && n->opset >= 18 && strcmp(policy, "stretch") != 0) {
+      /* One common scale, the smallest (not_larger) or largest (not_smaller) of the ratios. */
+      int larger = strcmp(policy, "not_smaller") == 0;
+      float sc = larger ? 0.0f : INFINITY;
+      if (!larger && strcmp(policy, "not_larger") != 0)
+        return mi__blis_unsupported(err, n, "keep_aspect_ratio_policy not supported");
+      for (i = 0; i < want; i++) {
+        float q = (float)sizes[i] / (float)x->dims[axis_of[i]];
+        sc = larger ? fmaxf(sc, q) : fminf(sc, q);
+      }
+      for (i = 0; i < want; i++) {
+        sel[axis_of[i]] = sc;
+        out[axis_of[i]] = (int64_t)roundf(sc * (float)x->dims[axis_of[i]]);
+      }
+    } else {
+      for (i = 0; i < want; i++) {
+        d = axis_of[i];
+        if (nscales > 0) {
+          if (!(scales[i] > 0.0f)) return mi__blis_unsupported(err, n, "scale is not positive");
+          sel[d] = scales[i];
+          out[d] = (int64_t)floorf(scales[i] * (float)x->dims[d]);
+        } else {
+          if (sizes[i] < 0 || x->dims[d] == 0) return mi__blis_unsupported(err, n, "invalid sizes");
+          out[d] = sizes[i];
+          sel[d] = (float)sizes[i] / (float)x->dims[d];
+        }
+      }
+    }
+  }
+  for (d = 0; d < x->rank; d++)
+    if (out[d] != y->dims[d]) return mi__blis_unsupported(err, n, "output shape differs from the computed one");
+
+  r = mi__blis_calloc(p->ctx, sizeof *r);
+  if (!r) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = r;
+  r->x = mi__blis_in(n, 0);
+  r->y = mi__blis_out(n, 0);
+  /* Plan the passes, sizing the index tables and the largest intermediate. */
+  memcpy(cur, x->dims, sizeof cur);
+  for (d = 0; d < x->rank; d++) {
+    resize_pass_t *ps = &r->pass[r->npass];
+    if (out[d] == x->dims[d] && sel[d] == 1.0f && ct != CT_TF_NN) continue; /* identity */
+    if (out[d] < 1 || x->dims[d] < 1) return mi__blis_unsupported(err, n, "resize to or from an empty axis");
+    ps->outer = ps->inner = 1;
+    for (i = 0; i < d; i++) ps->outer *= cur[i];
+    for (i = d + 1; i < x->rank; i++) ps->inner *= cur[i];
+    ps->in = cur[d];
+    ps->out = out[d];
+    ps->scale = sel[d];
+    cur[d] = out[d];
+    table += pass_bytes(ps->out);
+    r->npass++;
+  }
+  r->bytes = (uint64_t)mi_sdk_numel(x) * sizeof(float);
+  /* Intermediates are the outputs of every pass but the last; rounded to 16 floats so the
+   * tables after them stay 64-byte aligned. */
+  for (i = 0; i + 1 < r->npass; i++) {
+    uint64_t e = (uint64_t)(r->pass[i].outer * r->pass[i].out * r->pass[i].inner);
+    if (e > scratch) scratch = e;
+  }
+  scratch = (scratch + 15) & ~(uint64_t)15;
+  aux = mi__blis_alloc(p->ctx, table + 2 * scratch * sizeof(float) + 64);
+  if (!aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->aux = aux;
+  r->scratch[0] = (float *)aux;
+  r->scratch[1] = r->scratch[0] + scratch;
+  aux += 2 * scratch * sizeof(float);
+  for (i = 0; i < r->npass; i++) {
+    resize_pass_t *ps = &r->pass[i];
+    int64_t j;
+    float scale = ps->scale;
+    ps->i0 = (int64_t *)aux;
+    ps->i1 = ps->i0 + ps->out;
+    ps->w = (float *)(ps->i1 + ps->out);
+    aux += pass_bytes(ps->out);
+    for (j = 0; j < ps->out; j++) {
+      float xo = to_input(ct, (float)j, scale, ps->in, ps->out);
+      if (linear) {
+        if (xo < 0.0f) xo = 0.0f;
+        if (xo > (float)(ps->in - 1)) xo = (float)(ps->in - 1);
+        ps->i0[j] = (int64_t)xo;
+        ps->i1[j] = ps->i0[j] + 1 < ps->in ? ps->i0[j] + 1 : ps->in - 1;
+        ps->w[j] = xo - (float)ps->i0[j];
+      } else {
+        int64_t q = nearest_index(nm, xo, scale);
+        ps->i0[j] = ps->i1[j] = q < 0 ? 0 : q >= ps->in ? ps->in - 1 : q;
+        ps->w[j] = 0.0f;
+      }
+    }
+  }
+  s->run = run_resize;
+  return MI_OK;
+}

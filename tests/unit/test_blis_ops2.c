@@ -1,0 +1,601 @@
+/* test_blis_ops2.c - blis-cpu ops added for real exported models (Resize/Upsample, Cast, PRelu,
+ * Pad, Split, Expand, Tile, Gather, ...): each graph runs in a session on blis-cpu:0 with host
+ * fallback off and is compared with mi_ref_run (LogSoftmax, Sum and Mean at the kernel ABI: the
+ * host's shape inference lacks them); unsupported attribute values must be refused by blis-cpu
+ * with MI_ERR_UNSUPPORTED. */
+#include "test_blis_util.h"
+
+#include "metainfer/mi_graph.h"
+
+static mi_plugin_t *g_blis;
+static tb_plugin_t g_abi; /* the plugin at the kernel ABI, for ops a session cannot hold yet */
+
+static float rnd(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((*s >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+/* A graph of opset `opset` with one FLOAT32 input `x` of the given shape. */
+static mi_graph_t *graph_x(int64_t opset, int rank, const int64_t *dims, int32_t *x) {
+  mi_graph_t *g = mi_graph_create("t");
+  TU_REQUIRE(g);
+  g->opset = opset;
+  *x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, rank, dims);
+  mi_graph_add_input(g, *x);
+  return g;
+}
+
+static int32_t const_f32(mi_graph_t *g, const char *name, int rank, const int64_t *dims, uint64_t seed) {
+  float v[4096];
+  int64_t n = 1;
+  int i;
+  for (i = 0; i < rank; i++) n *= dims[i];
+  TU_REQUIRE(n <= 4096);
+  for (i = 0; i < n; i++) v[i] = rnd(&seed);
+  return mi_graph_add_const_f32(g, name, rank, dims, v);
+}
+
+/* Adds node `op` reading `ins`, writing a new output "y" (the graph output); returns the node. */
+static int32_t node_y(mi_graph_t *g, const char *op, int nin, const int32_t *ins) {
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL), node;
+  node = mi_graph_add_node(g, op, "n0", nin, ins, 1, &y);
+  mi_graph_add_output(g, y);
+  return node;
+}
+
+/* Runs g on blis-cpu:0 (no host fallback) and on the reference: MI_OK and *e = rel L2 of the
+ * output, or the session's status (err filled). */
+static int32_t compare(mi_graph_t *g, double *e, mi_error_t *err) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_array_t *in[4] = {0}, *out_d = NULL, *out_r = NULL;
+  int32_t i, nin = g->input_count, rc;
+  *e = INFINITY;
+  rc = mi_graph_infer_shapes(g, err);
+  for (i = 0; i < nin && rc == MI_OK; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    in[i] = mi_array_create(MI_DTYPE_FLOAT32, t->rank, t->dims);
+    mi_array_fill_random(in[i], 17 + (uint64_t)i);
+  }
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 0;
+  if (rc == MI_OK) rc = mi_session_create(g, g_blis, 0, &o, &s, err);
+  if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)in, nin, &out_d, 1, err);
+  if (rc == MI_OK && mi_session_fallback_count(s) != 0) {
+    snprintf(err->message, sizeof err->message, "%d node(s) ran on the host", mi_session_fallback_count(s));
+    rc = MI_ERR_INTERNAL;
+  }
+  if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, &out_r, 1, err);
+  if (rc == MI_OK) *e = tu_rel_l2_arrays(out_d, out_r);
+  mi_session_destroy(s);
+  for (i = 0; i < nin; i++) mi_array_destroy(in[i]);
+  mi_array_destroy(out_d);
+  mi_array_destroy(out_r);
+  return rc;
+}
+
+/* Runs and checks the match within `limit` relative L2; destroys g. */
+static void expect_within(mi_graph_t *g, const char *name, double limit) {
+  mi_error_t err = {0, ""};
+  double e;
+  int32_t rc = compare(g, &e, &err);
+  CHECK(rc == MI_OK, "%s: %s", name, err.message);
+  if (rc == MI_OK) CHECK(e <= limit, "%s: rel L2 %g (limit %g)", name, e, limit);
+  mi_graph_destroy(g);
+}
+
+static void expect_match(mi_graph_t *g, const char *name) { expect_within(g, name, 1e-6); }
+
+/* Runs and checks blis-cpu itself refuses it as unsupported; destroys g. */
+static void expect_refused(mi_graph_t *g, const char *name) {
+  mi_error_t err = {0, ""};
+  double e;
+  int32_t rc = compare(g, &e, &err);
+  CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "blis-cpu"), "%s: status %d (%s), expected blis-cpu's refusal",
+        name, rc, err.message);
+  mi_graph_destroy(g);
+}
+
+/* ---- Resize / Upsample */
+
+static void resize_case(int64_t opset, const char *mode, const char *ct, const char *nm,
+                        const float *scales, const int64_t *sizes, const int64_t *xd) {
+  int64_t four = 4;
+  int32_t x, in[4], node;
+  char name[160];
+  mi_graph_t *g = graph_x(opset, 4, xd, &x);
+  in[0] = x;
+  in[1] = -1; /* roi */
+  in[2] = scales ? mi_graph_add_const_f32(g, "scales", 1, &four, scales) : -1;
+  in[3] = sizes ? mi_graph_add_const_i64(g, "sizes", 4, sizes) : -1;
+  node = node_y(g, "Resize", sizes ? 4 : 3, in);
+  mi_node_set_string(g, node, "mode", mode);
+  if (ct) mi_node_set_string(g, node, "coordinate_transformation_mode", ct);
+  if (nm) mi_node_set_string(g, node, "nearest_mode", nm);
+  snprintf(name, sizeof name, "Resize-%lld %s %s %s %s", (long long)opset, mode, ct ? ct : "-",
+           nm ? nm : "-", sizes ? "sizes" : "scales");
+  expect_within(g, name, 0.0); /* same per-axis passes as the reference: the same bits */
+}
+
+static void resize_tests(void) {
+  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
+  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  const int64_t xd[4] = {1, 3, 5, 6};
+  const float up[4] = {1.f, 1.f, 2.f, 1.5f}, down[4] = {1.f, 1.f, 0.6f, 0.5f};
+  const int64_t sz[4] = {1, 3, 9, 4}, sz1[4] = {1, 3, 1, 7};
+  int c, k;
+  for (c = 0; c < 4; c++) {
+    resize_case(13, "linear", cts[c], NULL, up, NULL, xd);
+    resize_case(13, "linear", cts[c], NULL, down, NULL, xd);
+    resize_case(13, "linear", cts[c], NULL, NULL, sz, xd);
+    resize_case(13, "linear", cts[c], NULL, NULL, sz1, xd);
+    for (k = 0; k < 4; k++) {
+      resize_case(13, "nearest", cts[c], nms[k], up, NULL, xd);
+      resize_case(13, "nearest", cts[c], nms[k], down, NULL, xd);
+      resize_case(13, "nearest", cts[c], nms[k], NULL, sz, xd);
+    }
+  }
+  resize_case(11, "nearest", NULL, NULL, up, NULL, xd); /* defaults: half_pixel, round_prefer_floor */
+  {
+    /* Resize-10 and Upsample-9: scales as input 1, asymmetric with the simple nearest rule. */
+    const char *ops[2] = {"Resize", "Upsample"};
+    const int64_t opsets[2] = {10, 9};
+    const char *modes[2] = {"nearest", "linear"};
+    int o, m;
+    for (o = 0; o < 2; o++)
+      for (m = 0; m < 2; m++) {
+        int64_t four = 4;
+        int32_t x, in[2], node;
+        char name[64];
+        mi_graph_t *g = graph_x(opsets[o], 4, xd, &x);
+        in[0] = x;
+        in[1] = mi_graph_add_const_f32(g, "scales", 1, &four, m ? down : up);
+        node = node_y(g, ops[o], 2, in);
+        mi_node_set_string(g, node, "mode", modes[m]);
+        snprintf(name, sizeof name, "%s-%lld %s", ops[o], (long long)opsets[o], modes[m]);
+        expect_within(g, name, 0.0);
+      }
+  }
+  {
+    /* Upsample-7: scales as an attribute; "bilinear" is its name for linear. */
+    int32_t x, node;
+    mi_graph_t *g = graph_x(7, 4, xd, &x);
+    node = node_y(g, "Upsample", 1, &x);
+    mi_node_set_string(g, node, "mode", "bilinear");
+    mi_node_set_floats(g, node, "scales", 4, up);
+    expect_within(g, "Upsample-7 bilinear", 0.0);
+  }
+  {
+    /* Refused: cubic mode. */
+    int64_t four = 4;
+    int32_t x, in[3], node;
+    mi_graph_t *g = graph_x(13, 4, xd, &x);
+    in[0] = x;
+    in[1] = -1;
+    in[2] = mi_graph_add_const_f32(g, "scales", 1, &four, up);
+    node = node_y(g, "Resize", 3, in);
+    mi_node_set_string(g, node, "mode", "cubic");
+    expect_refused(g, "Resize cubic");
+  }
+}
+
+/* ---- Cast and Clip with a runtime min (oww_melspectrogram's tail) */
+
+static void cast_clip_test(void) {
+  const int64_t xd[3] = {1, 5, 8};
+  int32_t x, m, c, y, in[3], node;
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  m = mi_graph_add_tensor(g, "m", MI_DTYPE_FLOAT32, -1, NULL);
+  node = mi_graph_add_node(g, "ReduceMax", "rmax", 1, &x, 1, &m);
+  mi_node_set_int(g, node, "keepdims", 0);
+  c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, -1, NULL);
+  {
+    /* min = max(x) - 0.5 */
+    int64_t one = 1;
+    float h = 0.5f;
+    int32_t half = mi_graph_add_const_f32(g, "half", 0, &one, &h), sub = mi_graph_add_tensor(g, "s", MI_DTYPE_FLOAT32, -1, NULL);
+    in[0] = m;
+    in[1] = half;
+    mi_graph_add_node(g, "Sub", "sub", 2, in, 1, &sub);
+    node = mi_graph_add_node(g, "Cast", "cast", 1, &sub, 1, &c);
+    mi_node_set_int(g, node, "to", 1);
+  }
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  in[0] = x;
+  in[1] = c;
+  in[2] = -1;
+  mi_graph_add_node(g, "Clip", "clip", 2, in, 1, &y);
+  mi_graph_add_output(g, y);
+  expect_match(g, "Cast + Clip(runtime min)");
+  {
+    int32_t xx;
+    g = graph_x(13, 3, xd, &xx);
+    node = node_y(g, "Cast", 1, &xx);
+    mi_node_set_int(g, node, "to", 7);
+    expect_refused(g, "Cast to INT64");
+  }
+}
+
+/* ---- PRelu: slope per channel, scalar, full */
+
+static void prelu_test(void) {
+  const int64_t xd[4] = {2, 3, 4, 5}, sd[3][4] = {{3, 1, 1, 0}, {1, 0, 0, 0}, {2, 3, 4, 5}};
+  const int sr[3] = {3, 1, 4};
+  int k;
+  for (k = 0; k < 3; k++) {
+    int32_t x, in[2];
+    char name[32];
+    mi_graph_t *g = graph_x(13, 4, xd, &x);
+    in[0] = x;
+    in[1] = const_f32(g, "slope", sr[k], sd[k], 5 + (uint64_t)k);
+    node_y(g, "PRelu", 2, in);
+    snprintf(name, sizeof name, "PRelu slope rank %d", sr[k]);
+    expect_match(g, name);
+  }
+}
+
+/* ---- Pad */
+
+static void pad_case(int64_t opset, const char *mode, const int64_t *pads, float value) {
+  const int64_t xd[4] = {1, 2, 4, 5};
+  int32_t x, in[3], node;
+  char name[64];
+  mi_graph_t *g = graph_x(opset, 4, xd, &x);
+  in[0] = x;
+  if (opset >= 11) {
+    int64_t one = 1;
+    in[1] = mi_graph_add_const_i64(g, "pads", 8, pads);
+    in[2] = mi_graph_add_const_f32(g, "v", 0, &one, &value);
+    node = node_y(g, "Pad", 3, in);
+  } else {
+    node = node_y(g, "Pad", 1, in);
+    mi_node_set_ints(g, node, "pads", 8, pads);
+    mi_node_set_float(g, node, "value", value);
+  }
+  mi_node_set_string(g, node, "mode", mode);
+  snprintf(name, sizeof name, "Pad-%lld %s", (long long)opset, mode);
+  expect_match(g, name);
+}
+
+static void pad_tests(void) {
+  const int64_t pads[8] = {0, 1, 2, 3, 0, 0, 3, 1};
+  const int64_t neg[8] = {0, 0, -1, 2, 0, 1, 0, -2};
+  pad_case(13, "constant", pads, 1.5f);
+  pad_case(13, "edge", pads, 0.f);
+  pad_case(13, "reflect", pads, 0.f);
+  pad_case(13, "constant", neg, 0.f);
+  pad_case(2, "constant", pads, -2.f);
+  pad_case(2, "reflect", pads, 0.f);
+  {
+    int32_t x, in[2], node;
+    const int64_t xd[4] = {1, 2, 4, 5};
+    mi_graph_t *g = graph_x(13, 4, xd, &x);
+    in[0] = x;
+    in[1] = mi_graph_add_const_i64(g, "pads", 8, pads);
+    node = node_y(g, "Pad", 2, in);
+    mi_node_set_string(g, node, "mode", "wrap");
+    expect_refused(g, "Pad wrap");
+  }
+}
+
+/* ---- Split (into three, joined again in another order by a Concat) */
+
+static void split_test(int64_t opset) {
+  const int64_t xd[3] = {2, 9, 3}, parts[3] = {2, 4, 3};
+  int32_t x, o[3], in[2], y, node, i;
+  mi_graph_t *g = graph_x(opset, 3, xd, &x);
+  for (i = 0; i < 3; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "p%d", (int)i);
+    o[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_FLOAT32, -1, NULL);
+  }
+  in[0] = x;
+  if (opset >= 13) {
+    in[1] = mi_graph_add_const_i64(g, "split", 3, parts);
+    node = mi_graph_add_node(g, "Split", "split", 2, in, 3, o);
+  } else {
+    node = mi_graph_add_node(g, "Split", "split", 1, in, 3, o);
+    mi_node_set_ints(g, node, "split", 3, parts);
+  }
+  mi_node_set_int(g, node, "axis", 1);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  {
+    int32_t cin[3] = {o[2], o[0], o[1]};
+    node = mi_graph_add_node(g, "Concat", "cat", 3, cin, 1, &y);
+    mi_node_set_int(g, node, "axis", 1);
+  }
+  mi_graph_add_output(g, y);
+  expect_match(g, opset >= 13 ? "Split-13 + Concat" : "Split-11 + Concat");
+}
+
+/* ---- Expand, Tile, Gather */
+
+static void expand_tile_tests(void) {
+  const int64_t xd[3] = {3, 1, 4}, shape[4] = {2, 3, 5, 4}, reps[3] = {2, 3, 1};
+  int32_t x, in[2];
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  in[0] = x;
+  in[1] = mi_graph_add_const_i64(g, "shape", 4, shape);
+  node_y(g, "Expand", 2, in);
+  expect_match(g, "Expand [3,1,4] -> [2,3,5,4]");
+  g = graph_x(13, 3, xd, &x);
+  in[0] = x;
+  in[1] = mi_graph_add_const_i64(g, "reps", 3, reps);
+  node_y(g, "Tile", 2, in);
+  expect_match(g, "Tile [3,1,4] x [2,3,1]");
+}
+
+static void gather_case(int64_t axis, int scalar) {
+  const int64_t xd[3] = {4, 5, 6}, idx[4] = {3, -1, 0, 3};
+  int32_t x, in[2], node;
+  char name[48];
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  in[0] = x;
+  if (scalar) {
+    int64_t v = -2;
+    in[1] = mi_graph_add_tensor(g, "i", MI_DTYPE_INT64, 0, NULL);
+    mi_graph_set_data(g, in[1], &v, sizeof v);
+  } else {
+    in[1] = mi_graph_add_const_i64(g, "i", 4, idx);
+  }
+  node = node_y(g, "Gather", 2, in);
+  mi_node_set_int(g, node, "axis", axis);
+  snprintf(name, sizeof name, "Gather axis %lld %s", (long long)axis, scalar ? "scalar" : "vector");
+  expect_match(g, name);
+}
+
+/* ---- DepthToSpace / SpaceToDepth */
+
+static void depth_space_tests(void) {
+  const int64_t dd[4] = {2, 8, 3, 2}, sd[4] = {2, 3, 4, 6};
+  const char *modes[2] = {"DCR", "CRD"};
+  int32_t x, node;
+  int k;
+  for (k = 0; k < 2; k++) {
+    char name[32];
+    mi_graph_t *g = graph_x(13, 4, dd, &x);
+    node = node_y(g, "DepthToSpace", 1, &x);
+    mi_node_set_int(g, node, "blocksize", 2);
+    mi_node_set_string(g, node, "mode", modes[k]);
+    snprintf(name, sizeof name, "DepthToSpace %s", modes[k]);
+    expect_match(g, name);
+  }
+  {
+    mi_graph_t *g = graph_x(13, 4, sd, &x);
+    node = node_y(g, "SpaceToDepth", 1, &x);
+    mi_node_set_int(g, node, "blocksize", 2);
+    expect_match(g, "SpaceToDepth");
+  }
+}
+
+/* Runs the single node of g (graph input 0 random, FLOAT32 constants) at the kernel ABI and
+ * compares with mi_ref_run: for ops the host's shape inference does not know yet (LogSoftmax,
+ * Sum, Mean), which a session therefore cannot be created for. Destroys g. */
+static void abi_match(mi_graph_t *g, const char *name) {
+  const mi_node_t *nd = &g->nodes[0];
+  const mi_tensor_t *xt = &g->tensors[g->inputs[0]];
+  mi_array_t *in = mi_array_create(MI_DTYPE_FLOAT32, xt->rank, xt->dims), *ref = NULL;
+  mi_error_t err = {0, ""};
+  float *got = NULL;
+  const float *ins[1];
+  tb_t b;
+  int tmap[8], out, node, i;
+  int32_t rc;
+  TU_REQUIRE(in && nd->input_count <= 8 && nd->attr_count <= TB_MAXA);
+  mi_array_fill_random(in, 17);
+  rc = mi_ref_run(g, (const mi_array_t *const *)&in, 1, &ref, 1, &err);
+  CHECK(rc == MI_OK, "%s: reference: %s", name, err.message);
+  if (rc == MI_OK) {
+    memset(&b, 0, sizeof b);
+    for (i = 0; i < nd->input_count; i++) {
+      const mi_tensor_t *t = &g->tensors[nd->inputs[i]];
+      tmap[i] = tb_tensor(&b, t->rank, t->dims, t->data);
+    }
+    out = tb_tensor(&b, ref->rank, ref->dims, NULL);
+    node = tb_node(&b, nd->op_type, (int)g->opset, nd->input_count, tmap, out);
+    for (i = 0; i < nd->attr_count; i++) b.at[node][i] = nd->attrs[i];
+    b.n[node].attr_count = nd->attr_count;
+    tb_finish(&b, out);
+    got = calloc((size_t)mi_array_numel(ref) + 1, sizeof *got);
+    ins[0] = in->data;
+    rc = tb_run(&g_abi, &b, NULL, NULL, 0, ins, got, &err);
+    CHECK(rc == MI_OK, "%s: %s", name, err.message);
+    if (rc == MI_OK) {
+      double e = tu_rel_l2(got, ref->data, mi_array_numel(ref));
+      CHECK(e <= 1e-6, "%s: rel L2 %g", name, e);
+    }
+  }
+  free(got);
+  mi_array_destroy(in);
+  mi_array_destroy(ref);
+  mi_graph_destroy(g);
+}
+
+/* ---- LogSoftmax, InstanceNormalization, Sum / Mean */
+
+static void logsoftmax_test(int64_t opset, int64_t axis) {
+  const int64_t xd[3] = {3, 7, 5};
+  int32_t x, node;
+  char name[48];
+  mi_graph_t *g = graph_x(opset, 3, xd, &x);
+  node = node_y(g, "LogSoftmax", 1, &x);
+  mi_node_set_int(g, node, "axis", axis);
+  snprintf(name, sizeof name, "LogSoftmax-%lld axis %lld", (long long)opset, (long long)axis);
+  abi_match(g, name);
+}
+
+static void instnorm_test(int rank) {
+  const int64_t xd[4] = {2, 3, 6, 5}, c = 3;
+  int32_t x, in[3], node;
+  mi_graph_t *g = graph_x(13, rank, xd, &x);
+  in[0] = x;
+  in[1] = const_f32(g, "scale", 1, &c, 41);
+  in[2] = const_f32(g, "bias", 1, &c, 42);
+  node = node_y(g, "InstanceNormalization", 3, in);
+  mi_node_set_float(g, node, "epsilon", 1e-3f);
+  expect_match(g, rank == 4 ? "InstanceNormalization 4-D" : "InstanceNormalization 3-D");
+}
+
+static void nary_test(const char *op, int count) {
+  const int64_t xd[3] = {2, 3, 4}, bd[2] = {3, 1}, cd[3] = {2, 1, 4};
+  int32_t x, in[3];
+  char name[32];
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  in[0] = x;
+  in[1] = const_f32(g, "b", 2, bd, 51);
+  in[2] = const_f32(g, "c", 3, cd, 52);
+  node_y(g, op, count, in);
+  snprintf(name, sizeof name, "%s of %d", op, count);
+  abi_match(g, name);
+}
+
+/* ---- Round (halves to even) and Sign: t = Floor(x * 2.5) holds integers and zeros; Round reads
+ * t + 0.5, exact halves, so ties to even are exercised; Sign reads t. */
+
+static void round_sign_test(const char *op) {
+  const int64_t xd[2] = {4, 8};
+  int32_t x, t[4], in[2];
+  int64_t one = 1;
+  float k = 2.5f, h = 0.5f;
+  mi_graph_t *g = graph_x(13, 2, xd, &x);
+  int round = strcmp(op, "Round") == 0, i;
+  for (i = 0; i < 4; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "t%d", i);
+    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_FLOAT32, -1, NULL);
+  }
+  in[0] = x;
+  in[1] = mi_graph_add_const_f32(g, "k", 0, &one, &k);
+  mi_graph_add_node(g, "Mul", "mul", 2, in, 1, &t[0]);
+  mi_graph_add_node(g, "Floor", "floor", 1, &t[0], 1, &t[1]);
+  in[0] = t[1];
+  in[1] = mi_graph_add_const_f32(g, "h", 0, &one, &h);
+  mi_graph_add_node(g, "Add", "add", 2, in, 1, &t[2]);
+  mi_graph_add_node(g, op, "n0", 1, round ? &t[2] : &t[1], 1, &t[3]);
+  mi_graph_add_output(g, t[3]);
+  expect_match(g, op);
+}
+
+/* ---- ReduceProd, ReduceL2, ReduceLogSumExp */
+
+static void reduce_test(const char *op, int64_t opset, int keepdims) {
+  const int64_t xd[3] = {3, 5, 4}, axes[2] = {1, -1};
+  int32_t x, node, in[2];
+  char name[48];
+  mi_graph_t *g = graph_x(opset, 3, xd, &x);
+  in[0] = x;
+  if (opset >= 18) {
+    in[1] = mi_graph_add_const_i64(g, "axes", 2, axes);
+    node = node_y(g, op, 2, in);
+  } else {
+    node = node_y(g, op, 1, in);
+    mi_node_set_ints(g, node, "axes", 2, axes);
+  }
+  mi_node_set_int(g, node, "keepdims", keepdims);
+  snprintf(name, sizeof name, "%s-%lld keepdims %d", op, (long long)opset, keepdims);
+  expect_match(g, name);
+}
+
+/* ---- CumSum and Trilu */
+
+static void cumsum_test(int exclusive, int reverse) {
+  const int64_t xd[3] = {2, 6, 3};
+  int32_t x, in[2], node;
+  char name[48];
+  mi_graph_t *g = graph_x(14, 3, xd, &x);
+  in[0] = x;
+  in[1] = mi_graph_add_tensor(g, "axis", MI_DTYPE_INT64, 0, NULL);
+  {
+    int64_t a = -2;
+    mi_graph_set_data(g, in[1], &a, sizeof a);
+  }
+  node = node_y(g, "CumSum", 2, in);
+  mi_node_set_int(g, node, "exclusive", exclusive);
+  mi_node_set_int(g, node, "reverse", reverse);
+  snprintf(name, sizeof name, "CumSum exclusive %d reverse %d", exclusive, reverse);
+  expect_match(g, name);
+}
+
+static void trilu_test(int upper, int64_t k) {
+  const int64_t xd[3] = {2, 4, 5};
+  int32_t x, in[2], node;
+  char name[48];
+  mi_graph_t *g = graph_x(14, 3, xd, &x);
+  in[0] = x;
+  in[1] = mi_graph_add_tensor(g, "k", MI_DTYPE_INT64, 0, NULL);
+  mi_graph_set_data(g, in[1], &k, sizeof k);
+  node = node_y(g, "Trilu", 2, in);
+  mi_node_set_int(g, node, "upper", upper);
+  snprintf(name, sizeof name, "Trilu upper %d k %lld", upper, (long long)k);
+  expect_match(g, name);
+}
+
+/* ---- Mod (fmod=1 on FLOAT32; fmod=0 is refused) */
+
+static void mod_test(int fmod) {
+  const int64_t xd[3] = {2, 3, 4}, dd[1] = {4};
+  int32_t x, in[2], node;
+  float dv[4] = {0.3f, -0.7f, 0.45f, 1.1f};
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  in[0] = x;
+  in[1] = mi_graph_add_const_f32(g, "d", 1, dd, dv);
+  node = node_y(g, "Mod", 2, in);
+  mi_node_set_int(g, node, "fmod", fmod);
+  if (fmod) expect_match(g, "Mod fmod=1");
+  else expect_refused(g, "Mod fmod=0 on FLOAT32");
+}
+
+int main(void) {
+  mi_registry_t *r = mi_registry_create();
+  mi_error_t err = {0, ""};
+  TU_REQUIRE(r);
+  if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
+  g_blis = mi_registry_find(r, "blis-cpu");
+  if (!g_blis) {
+    printf("test_blis_ops2: skipped (blis-cpu not built)\n");
+    mi_registry_destroy(r);
+    return 0;
+  }
+  TU_REQUIRE(tb_load(&g_abi));
+  resize_tests();
+  cast_clip_test();
+  prelu_test();
+  pad_tests();
+  split_test(13);
+  split_test(11);
+  expand_tile_tests();
+  gather_case(0, 0);
+  gather_case(1, 0);
+  gather_case(2, 1);
+  depth_space_tests();
+  logsoftmax_test(13, 1);
+  logsoftmax_test(13, -1);
+  logsoftmax_test(11, 1);
+  instnorm_test(4);
+  instnorm_test(3);
+  nary_test("Sum", 3);
+  nary_test("Sum", 1);
+  nary_test("Mean", 3);
+  nary_test("Mean", 2);
+  round_sign_test("Round");
+  round_sign_test("Sign");
+  reduce_test("ReduceProd", 13, 1);
+  reduce_test("ReduceProd", 18, 0);
+  reduce_test("ReduceL2", 13, 0);
+  reduce_test("ReduceL2", 18, 1);
+  reduce_test("ReduceLogSumExp", 13, 1);
+  reduce_test("ReduceLogSumExp", 18, 0);
+  cumsum_test(0, 0);
+  cumsum_test(1, 0);
+  cumsum_test(0, 1);
+  cumsum_test(1, 1);
+  trilu_test(1, 0);
+  trilu_test(1, 2);
+  trilu_test(0, -1);
+  mod_test(1);
+  mod_test(0);
+  tb_unload(&g_abi);
+  mi_registry_destroy(r);
+  return tu_finish("test_blis_ops2");
+}
