@@ -256,6 +256,40 @@ static void test_shape_arithmetic(void) {
   }
 }
 
+/* The variadic ops (Max, Min, Sum, Mean) broadcast every input, and their known values (shape
+ * arithmetic) fold over every input; LogSoftmax keeps its input's shape. Each Reshape below
+ * reads a target shape that is right only when every input is folded in. */
+static void test_variadic(void) {
+  mi_error_t err = {0};
+  mi_graph_t *g = mi_graph_create("variadic");
+  int32_t a = input(g, "a", 3, (int64_t[]){2, 1, 4}), b = input(g, "b", 2, (int64_t[]){3, 1});
+  int32_t c = input(g, "c", 1, (int64_t[]){4});
+  int32_t sum = node(g, "Sum", 3, (int32_t[]){a, b, c}, NULL);
+  int32_t mean = node(g, "Mean", 3, (int32_t[]){a, b, c}, NULL);
+  int32_t lsm = node(g, "LogSoftmax", 1, &sum, NULL);
+  int32_t x = input(g, "x", 2, (int64_t[]){3, 4});
+  int32_t k1 = mi_graph_add_const_i64(g, "k1", 2, (int64_t[]){1, 0});
+  int32_t k2 = mi_graph_add_const_i64(g, "k2", 2, (int64_t[]){0, 3});
+  int32_t k3 = mi_graph_add_const_i64(g, "k3", 2, (int64_t[]){2, 6});
+  int32_t kn = mi_graph_add_const_i64(g, "kn", 2, (int64_t[]){-1, 6});
+  int32_t m3 = node(g, "Max", 3, (int32_t[]){k1, k2, k3}, NULL);             /* [2, 6] */
+  int32_t m1 = node(g, "Max", 1, &kn, NULL);                                  /* [-1, 6] */
+  int32_t s2 = node(g, "Sum", 3, (int32_t[]){k1, k1, k2}, NULL);              /* [2, 3] */
+  int32_t me = node(g, "Mean", 3, (int32_t[]){k3, k3, k3}, NULL);             /* [2, 6] */
+  int32_t r3 = node(g, "Reshape", 2, (int32_t[]){x, m3}, NULL);
+  int32_t r1 = node(g, "Reshape", 2, (int32_t[]){x, m1}, NULL);
+  int32_t y = input(g, "y", 1, (int64_t[]){6});
+  int32_t rs = node(g, "Reshape", 2, (int32_t[]){y, s2}, NULL);
+  int32_t rm = node(g, "Reshape", 2, (int32_t[]){x, me}, NULL);
+  g->opset = 13;
+  CHECK(mi_graph_infer_shapes(g, &err) == MI_OK);
+  CHECK(shape_is(g, sum, 3, (int64_t[]){2, 3, 4}) && shape_is(g, mean, 3, (int64_t[]){2, 3, 4}));
+  CHECK(shape_is(g, lsm, 3, (int64_t[]){2, 3, 4}));
+  CHECK(shape_is(g, r3, 2, (int64_t[]){2, 6}) && shape_is(g, r1, 2, (int64_t[]){2, 6}));
+  CHECK(shape_is(g, rm, 2, (int64_t[]){2, 6}) && shape_is(g, rs, 2, (int64_t[]){2, 3}));
+  mi_graph_destroy(g);
+}
+
 static void test_unsupported(void) {
   mi_graph_t *g = mi_graph_create("u");
   mi_error_t err = {0};
@@ -274,6 +308,7 @@ int main(void) {
   test_pool_broadcast_matmul();
   test_reshape_squeeze_slice();
   test_shape_arithmetic();
+  test_variadic();
   test_unsupported();
   if (g_failures) return 1;
   printf("ok\n");

@@ -52,7 +52,7 @@ static int32_t dropout(mi__si_t *c, const mi_node_t *n) {
 }
 
 static double apply(const char *op, double a, double b, int is_int) {
-  if (strcmp(op, "Add") == 0) return a + b;
+  if (strcmp(op, "Add") == 0 || strcmp(op, "Sum") == 0 || strcmp(op, "Mean") == 0) return a + b;
   if (strcmp(op, "Sub") == 0) return a - b;
   if (strcmp(op, "Mul") == 0) return a * b;
   if (strcmp(op, "Div") == 0) return is_int ? (b == 0 ? NAN : trunc(a / b)) : a / b;
@@ -106,8 +106,13 @@ static void eval_broadcast(mi__si_t *c, const mi_node_t *n, int32_t rank, const 
       }
       x[k] = v[k][idx];
     }
-    if (is_where) o[f] = (x[0] != 0 && !isnan(x[0])) ? x[1] : x[2];
-    else o[f] = apply(n->op_type, x[0], x[1], is_int);
+    if (is_where) {
+      o[f] = (x[0] != 0 && !isnan(x[0])) ? x[1] : x[2];
+    } else { /* a left fold, so the variadic Max, Min, Sum and Mean take every input */
+      o[f] = x[0];
+      for (int32_t k = 1; k < ni; k++) o[f] = apply(n->op_type, o[f], x[k], is_int);
+      if (strcmp(n->op_type, "Mean") == 0) o[f] /= ni;
+    }
     if (is_where && isnan(x[0])) o[f] = NAN;
   }
   mi__si_set_val(c, n, 0, o, total);
@@ -115,8 +120,10 @@ static void eval_broadcast(mi__si_t *c, const mi_node_t *n, int32_t rank, const 
 }
 
 static int32_t broadcast_op(mi__si_t *c, const mi_node_t *n) {
-  int32_t min = strcmp(n->op_type, "Where") == 0 ? 3 : (strcmp(n->op_type, "Max") == 0 ||
-                                                        strcmp(n->op_type, "Min") == 0) ? 1 : 2;
+  static const char *variadic[] = {"Max", "Min", "Sum", "Mean"};
+  int32_t min = strcmp(n->op_type, "Where") == 0 ? 3 : 2;
+  for (size_t i = 0; i < sizeof variadic / sizeof variadic[0]; i++)
+    if (strcmp(n->op_type, variadic[i]) == 0) min = 1;
   int32_t rc = mi__si_need(c, n, min);
   if (rc) return rc;
   int32_t rank = 0;
@@ -286,7 +293,8 @@ static const struct {
     {"Round", unary_eval},      {"Not", unary_eval},         {"Softplus", same_shape},
     {"Less", broadcast_op},     {"Greater", broadcast_op},   {"LessOrEqual", broadcast_op},
     {"GreaterOrEqual", broadcast_op}, {"And", broadcast_op}, {"Or", broadcast_op},
-    {"Xor", broadcast_op},
+    {"Xor", broadcast_op},      {"Sum", broadcast_op},       {"Mean", broadcast_op},
+    {"LogSoftmax", softmax},
     {"QuantizeLinear", quantize_linear}, {"DequantizeLinear", dequantize_linear},
 };
 
