@@ -1,6 +1,7 @@
 /* bench_methods.c - the search benchmark's methods on the cached table: random, NSGA-II, an
  * AutoTVM-like baseline (XGBoost rank:pairwise + simulated annealing on the model), ours cold,
- * ours warm-started from the other tasks, ours with a deliberately misleading history. */
+ * ours warm-started from the other tasks, ours with a deliberately misleading history, and
+ * model-then-hardware tuning (NSGA-II or ours cold in two phases). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,8 @@
 #include "bench_search.h"
 
 const char *const bs_method_names[BS_METHODS] = {"random", "nsga2", "autotvm-like", "ours cold",
-                                                 "ours warm", "ours misleading"};
+                                                 "ours warm", "ours misleading",
+                                                 "model-then-hw nsga2", "model-then-hw ours cold"};
 
 int32_t bs_find(const bs_task_t *t, uint64_t hash) {
   for (int32_t i = 0; i < t->n; i++)
@@ -194,9 +196,12 @@ done:
   return rc;
 }
 
-int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
-                      uint64_t seed, int32_t budget, mi_search_result_t **out,
-                      mi_meta_report_t *rep, mi_error_t *err) {
+/* One run of random, NSGA-II or ours on the task's space with `frozen` held at the defaults
+ * and `ev`/`ctx` as the evaluator. */
+static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
+                          uint64_t seed, int32_t budget, const uint8_t *frozen, mi_evaluate_fn ev,
+                          void *ctx, mi_search_result_t **out, mi_meta_report_t *rep,
+                          mi_error_t *err) {
   bs_task_t *t = &tasks[target];
   mi_search_options_t o;
   int32_t objs[2] = {MI_OBJ_LATENCY, MI_OBJ_MEMORY}, rc;
@@ -206,21 +211,20 @@ int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int metho
   o.max_measurements = budget;
   o.objective_count = 2;
   o.objectives = objs;
-  o.evaluate = bs_evaluate;
-  o.evaluate_ctx = t;
-  o.frozen = t->frozen;
+  o.evaluate = ev;
+  o.evaluate_ctx = ctx;
+  o.frozen = frozen;
   o.population = 8;
-  if (method == BS_RANDOM || method == BS_NSGA2) {
-    o.strategy = method == BS_RANDOM ? MI_STRATEGY_RANDOM : MI_STRATEGY_NSGA2;
+  if (method == BS_RANDOM || method == BS_NSGA2 || method == BS_EXHAUSTIVE) {
+    o.strategy = method == BS_RANDOM ? MI_STRATEGY_RANDOM : method == BS_NSGA2 ? MI_STRATEGY_NSGA2 : MI_STRATEGY_EXHAUSTIVE;
     return mi_search_run(t->space, &o, out, err);
   }
-  if (method == BS_AUTOTVM) return run_autotvm(t, seed, budget, out, err);
   {
     mi_meta_options_t mo;
     bs_sources_t src;
     mi_meta_options_default(&mo);
     mo.graph = t->graph;
-    mo.frozen = t->frozen;
+    mo.frozen = frozen;
     mo.screen = 4000; /* the restricted spaces hold hundreds of points, not 10^5 */
     mo.report = rep;
     {
@@ -244,4 +248,128 @@ int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int metho
     bs_sources_free(&src);
     return rc;
   }
+}
+
+/* ---------------------------------------------------------------- model-then-hardware */
+
+/* Phase 2's evaluator: the searched point with its model-side dimensions replaced by the
+ * choice phase 1 fixed, repaired, then measured like any other (the table). */
+typedef struct mth_ctx {
+  bs_task_t *t;
+  const int32_t *fix;     /* phase 1's best point */
+  const uint8_t *model;   /* 1: a model-side dimension (MI_DIM_MODEL) */
+} mth_ctx_t;
+
+static int32_t mth_map(const mth_ctx_t *c, const int32_t *pt, int32_t *q, mi_error_t *err) {
+  memcpy(q, pt, (size_t)c->t->D * sizeof *q);
+  for (int32_t d = 0; d < c->t->D; d++)
+    if (c->model[d]) q[d] = c->fix[d];
+  return mi_space_repair(c->t->space, q, NULL, err);
+}
+
+static int32_t mth_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                            mi_error_t *err) {
+  mth_ctx_t *c = ctx;
+  int32_t *q = malloc((size_t)c->t->D * sizeof *q), rc;
+  if (!q) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "model-then-hw: out of memory");
+  rc = mth_map(c, pt, q, err);
+  if (rc == MI_OK) rc = bs_evaluate(c->t, s, q, obj, err);
+  free(q);
+  return rc;
+}
+
+/* Model-then-hardware tuning with the same engine (`base`: NSGA-II or ours cold) and the same
+ * total budget: phase 1 searches the model-side dimensions only, the hardware side at the
+ * plugin's defaults, with half the budget (less when its space runs out first); phase 2 fixes
+ * phase 1's fastest feasible model side and searches the hardware-side dimensions (variants,
+ * knobs, device knobs) with the rest. The result holds both phases' trials in order, phase 2's
+ * with the configuration actually measured. */
+static int32_t run_model_then_hw(bs_task_t *tasks, int32_t ntask, int32_t target, int base,
+                                 uint64_t seed, int32_t budget, mi_search_result_t **out,
+                                 mi_error_t *err) {
+  bs_task_t *t = &tasks[target];
+  int32_t D = t->D, rc, best = -1;
+  uint8_t *fz1 = malloc((size_t)D), *fz2 = malloc((size_t)D), *model = malloc((size_t)D);
+  int32_t *fix = malloc((size_t)D * sizeof *fix);
+  mi_search_result_t *r1 = NULL, *r2 = NULL, *r = NULL;
+  mth_ctx_t c;
+  *out = NULL;
+  if (!fz1 || !fz2 || !model || !fix) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "model-then-hw: out of memory");
+    goto done;
+  }
+  for (int32_t d = 0; d < D; d++) {
+    model[d] = mi_space_dim_kind(t->space, d) == MI_DIM_MODEL;
+    fz1[d] = t->frozen[d] || !model[d];
+    fz2[d] = t->frozen[d] || model[d];
+  }
+  rc = run_search(tasks, ntask, target, base, seed, budget / 2, fz1, bs_evaluate, t, &r1, NULL, err);
+  if (rc != MI_OK) goto done;
+  mi_space_default(t->space, fix);
+  for (int32_t i = 0; i < r1->count; i++)
+    if (r1->trials[i].status == MI_OK &&
+        (best < 0 || r1->trials[i].objectives[MI_OBJ_LATENCY] < r1->trials[best].objectives[MI_OBJ_LATENCY]))
+      best = i;
+  if (best >= 0) memcpy(fix, r1->trials[best].point, (size_t)D * sizeof *fix);
+  c.t = t;
+  c.fix = fix;
+  c.model = model;
+  rc = run_search(tasks, ntask, target, base, seed * 31u + 7u, budget - r1->count, fz2, mth_evaluate, &c,
+                  &r2, NULL, err);
+  if (rc != MI_OK) goto done;
+  if (!(r = calloc(1, sizeof *r)) ||
+      !(r->trials = calloc((size_t)(r1->count + r2->count) + 1, sizeof *r->trials))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "model-then-hw: out of memory");
+    goto done;
+  }
+  memcpy(r->trials, r1->trials, (size_t)r1->count * sizeof *r->trials);
+  memcpy(r->trials + r1->count, r2->trials, (size_t)r2->count * sizeof *r->trials);
+  r->count = r1->count + r2->count;
+  r->measured = r1->measured + r2->measured;
+  r->seconds = r1->seconds + r2->seconds;
+  for (int32_t i = r1->count; i < r->count; i++) {
+    /* The point phase 2 measured (model side fixed), not the one its search held. */
+    int32_t *q = malloc((size_t)D * sizeof *q);
+    if (q && mth_map(&c, r->trials[i].point, q, NULL) == MI_OK) {
+      memcpy(r->trials[i].point, q, (size_t)D * sizeof *q);
+      r->trials[i].hash = mi_space_hash(t->space, q);
+    }
+    free(q);
+  }
+  r1->count = r2->count = 0; /* the points moved to r */
+done:
+  mi_search_result_destroy(r1);
+  mi_search_result_destroy(r2);
+  if (rc != MI_OK) {
+    mi_search_result_destroy(r);
+    r = NULL;
+  }
+  *out = r;
+  free(fz1);
+  free(fz2);
+  free(model);
+  free(fix);
+  return rc;
+}
+
+double bs_model_then_hw_oracle(bs_task_t *tasks, int32_t ntask, int32_t target) {
+  mi_search_result_t *r = NULL;
+  double best = INFINITY;
+  /* Each phase enumerated: the budget only has to exceed the table. */
+  if (run_model_then_hw(tasks, ntask, target, BS_EXHAUSTIVE, 1, 2 * tasks[target].n + 2, &r, NULL) != MI_OK) return NAN;
+  for (int32_t i = 0; i < r->count; i++)
+    if (r->trials[i].status == MI_OK && r->trials[i].objectives[MI_OBJ_LATENCY] < best)
+      best = r->trials[i].objectives[MI_OBJ_LATENCY];
+  mi_search_result_destroy(r);
+  return best;
+}
+
+int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
+                      uint64_t seed, int32_t budget, mi_search_result_t **out,
+                      mi_meta_report_t *rep, mi_error_t *err) {
+  bs_task_t *t = &tasks[target];
+  if (method == BS_AUTOTVM) return run_autotvm(t, seed, budget, out, err);
+  if (method == BS_MTH_NSGA2) return run_model_then_hw(tasks, ntask, target, BS_NSGA2, seed, budget, out, err);
+  if (method == BS_MTH_COLD) return run_model_then_hw(tasks, ntask, target, BS_OURS_COLD, seed, budget, out, err);
+  return run_search(tasks, ntask, target, method, seed, budget, t->frozen, bs_evaluate, t, out, rep, err);
 }

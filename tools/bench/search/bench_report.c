@@ -267,12 +267,19 @@ done:
 
 /* MI_BENCH_METHODS (comma list of method names) runs only those: for quick experiments. */
 static int wanted(int m) {
-  const char *f = getenv("MI_BENCH_METHODS");
-  return !f || !f[0] || strstr(f, bs_method_names[m]) != NULL;
+  const char *f = getenv("MI_BENCH_METHODS"), *p;
+  size_t len = strlen(bs_method_names[m]);
+  if (!f || !f[0]) return 1;
+  for (p = f; *p; p++) {
+    /* Whole items only: "nsga2" does not select "model-then-hw nsga2". */
+    if ((p == f || p[-1] == ',') && !strncmp(p, bs_method_names[m], len) && (p[len] == ',' || !p[len])) return 1;
+  }
+  return 0;
 }
 
 static void lodo_table(bs_task_t *tasks, int32_t n, int32_t seeds);
 static void layers_table(bs_task_t *tasks, int32_t n, int32_t seeds);
+static void mth_table(bs_task_t *tasks, int32_t n, int32_t seeds);
 
 int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
   double v[BS_METHODS][4][64], cold64[64], warm20[64], cold20[64], est[64], at[64], truth_cold[64];
@@ -284,7 +291,7 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
   printf("| --- | --- | --- | --- | --- | --- | --- |\n");
   for (int32_t k = 0; k < n; k++) {
     bs_task_t *t = &tasks[k];
-    for (int m = 0; m < BS_METHODS; m++) {
+    for (int m = 0; m < BS_MTH_FIRST; m++) {
       int32_t reached = 0;
       if (!wanted(m)) continue;
       for (int32_t s = 0; s < seeds; s++) {
@@ -359,6 +366,7 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
     }
   }
   free(rep);
+  mth_table(tasks, n, seeds);
   if (!(lodo_env && !strcmp(lodo_env, "0"))) lodo_table(tasks, n, seeds);
   layers_table(tasks, n, seeds);
   return 0;
@@ -397,5 +405,59 @@ static void layers_table(bs_task_t *tasks, int32_t n, int32_t seeds) {
     printf("| %s | %.3f / %.2f | %.3f / %.2f | %.3f |\n", tasks[k].name, median(r[0], seeds), median(r[1], seeds),
            median(r[2], seeds), median(r[3], seeds), median(r[4], seeds));
     fflush(stdout);
+  }
+}
+
+/* Joint search against model-then-hardware tuning with the same engine, at budgets 20 and 64
+ * (each run at its own budget): per seed, the best feasible latency of model-then-hardware over
+ * that of the joint search; medians over seeds, the worst and best seed, and each one's median
+ * best over the reference. MI_BENCH_MTH_TASKS (comma list) limits the tasks. */
+static void mth_table(bs_task_t *tasks, int32_t n, int32_t seeds) {
+  static const int32_t budgets[2] = {20, BUDGET};
+  const char *only = getenv("MI_BENCH_MTH_TASKS");
+  int any = 0;
+  for (int m = BS_MTH_FIRST; m < BS_METHODS; m++) any |= wanted(m);
+  if (!any) return;
+  printf("\n| task | engine | budget | model-then-hw / joint, best latency: median (max, min over seeds) | joint best / ref | model-then-hw best / ref | model-side dims free (points) | exhaustive model-then-hw / ref |\n");
+  printf("| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (int32_t k = 0; k < n; k++) {
+    bs_task_t *t = &tasks[k];
+    int32_t md = 0, mp = 1;
+    double oracle;
+    if (only && only[0] && !strstr(only, t->name)) continue;
+    oracle = bs_model_then_hw_oracle(tasks, n, k) / t->ref;
+    for (int32_t d = 0; d < t->D; d++)
+      if (!t->frozen[d] && mi_space_dim_kind(t->space, d) == MI_DIM_MODEL) {
+        md++;
+        mp *= mi_space_dim_size(t->space, d);
+      }
+    for (int m = BS_MTH_FIRST; m < BS_METHODS; m++) {
+      int joint = m == BS_MTH_NSGA2 ? BS_NSGA2 : BS_OURS_COLD;
+      if (!wanted(m)) continue;
+      for (int b = 0; b < 2; b++) {
+        double ratio[64], jb[64], sb[64], lo = NAN, hi = NAN;
+        for (int32_t s = 0; s < seeds; s++) {
+          mi_search_result_t *rj = NULL, *rs = NULL;
+          mi_error_t e;
+          ratio[s] = jb[s] = sb[s] = NAN;
+          if (bs_run_method(tasks, n, k, joint, (uint64_t)s + 1, budgets[b], &rj, NULL, &e) != MI_OK ||
+              bs_run_method(tasks, n, k, m, (uint64_t)s + 1, budgets[b], &rs, NULL, &e) != MI_OK) {
+            fprintf(stderr, "bench_search: %s %s: %s\n", t->name, bs_method_names[m], e.message);
+          } else {
+            jb[s] = best_within(rj, budgets[b]);
+            sb[s] = best_within(rs, budgets[b]);
+            ratio[s] = sb[s] / jb[s];
+            if (!(lo <= ratio[s])) lo = ratio[s];
+            if (!(hi >= ratio[s])) hi = ratio[s];
+          }
+          mi_search_result_destroy(rj);
+          mi_search_result_destroy(rs);
+        }
+        printf("| %s | %s | %d | %.3f (%.3f, %.3f) | %.3f | %.3f | %d (%d) | %.3f |\n", t->name, bs_method_names[joint],
+               (int)budgets[b], median(ratio, seeds), hi, lo, median(jb, seeds) / t->ref, median(sb, seeds) / t->ref,
+               (int)md, (int)mp, oracle);
+        fflush(stdout);
+      }
+    }
   }
 }

@@ -54,7 +54,14 @@ int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *o
 int32_t bs_find(const bs_task_t *t, uint64_t hash);
 
 /* Methods: each returns the trials of one run of `budget` measurements with `seed`. */
-enum { BS_RANDOM, BS_NSGA2, BS_AUTOTVM, BS_OURS_COLD, BS_OURS_WARM, BS_OURS_MISLEAD, BS_METHODS };
+enum {
+  BS_RANDOM, BS_NSGA2, BS_AUTOTVM, BS_OURS_COLD, BS_OURS_WARM, BS_OURS_MISLEAD,
+  BS_MTH_NSGA2, BS_MTH_COLD, /* model-then-hardware with NSGA-II / ours cold in both phases */
+  BS_METHODS
+};
+#define BS_MTH_FIRST BS_MTH_NSGA2
+/* Not a benchmarked method: every point of the (restricted) space, for the oracle below. */
+#define BS_EXHAUSTIVE (-1)
 extern const char *const bs_method_names[BS_METHODS];
 
 /* Sources for a warm start: the other tasks (sampled) of the same stack; `mislead` inverts
@@ -74,5 +81,10 @@ void bs_sources_free(bs_sources_t *s);
 int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int method,
                       uint64_t seed, int32_t budget, mi_search_result_t **out,
                       mi_meta_report_t *rep, mi_error_t *err);
+
+/* Model-then-hardware with each phase exhaustive: the fastest latency tuning in that order can
+ * reach at all (NaN on failure); against the reference optimum it bounds what any joint search
+ * can gain over it on this space. */
+double bs_model_then_hw_oracle(bs_task_t *tasks, int32_t ntask, int32_t target);
 
 #endif
