@@ -349,16 +349,10 @@ MI_API int32_t mi_worker_profile(mi_worker_pool_t *p, const char *spec, const ch
                                  const mi_measure_options_t *mo, int check, mi_profile_t **out,
                                  mi_error_t *err) {
   mi__job_t job;
-  mi__frame_t h;
-  void *pl = NULL;
-  slot_t *s;
-  mi_profile_t *r = NULL;
-  int32_t rc;
   if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile: out is NULL");
   *out = NULL;
   if (!p || !spec || !model)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile: NULL argument");
-  if ((rc = slot_for(p, spec, &s, err))) return rc;
   memset(&job, 0, sizeof job);
   if (strlen(model) >= sizeof job.model)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "model path too long");
@@ -378,43 +372,8 @@ MI_API int32_t mi_worker_profile(mi_worker_pool_t *p, const char *spec, const ch
     job.knob_value[i] = k->i;
     job.knob_count++;
   }
-  rc = exchange(p, s, MI__JOB_PROFILE, &job, sizeof job, &h, &pl, err);
-  if (rc == MI_OK && h.type == MI__REPLY_PROFILE && h.length >= sizeof *r) {
-    r = malloc(sizeof *r);
-    if (!r) {
-      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-      goto done;
-    }
-    memcpy(r, pl, sizeof *r);
-    r->layers = NULL;
-    if (r->layer_count < 0 ||
-        h.length != sizeof *r + (size_t)r->layer_count * sizeof(mi_layer_profile_t)) {
-      r->layer_count = 0;
-      rc = mi_errorf(err, MI_ERR_INTERNAL, "worker %s: profile reply of the wrong size", spec);
-      goto done;
-    }
-    r->layers = calloc((size_t)r->layer_count + 1, sizeof *r->layers);
-    if (!r->layers) {
-      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-      goto done;
-    }
-    memcpy(r->layers, (char *)pl + sizeof *r, (size_t)r->layer_count * sizeof *r->layers);
-    if (r->checked && !r->check_ok)
-      rc = mi_errorf(err, MI_ERR_CONSTRAINT,
-                     "wrong results: max error %.3g of the output range against the reference",
-                     r->check_error);
-  } else if (rc == MI_OK) {
-    rc = reply_error(&h, pl, err);
-  }
-done:
-  free(pl);
-  count(p, s, rc);
-  if (rc) {
-    mi_profile_destroy(r);
-    r = NULL;
-  }
-  *out = r;
-  return rc;
+  return mi__worker_job(p, spec, MI__JOB_PROFILE, &job, sizeof job, MI__REPLY_PROFILE, 0, NULL,
+                        out, err);
 }
 
 MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
