@@ -146,6 +146,38 @@ static void restrict_space(bs_task_t *t, int32_t nodes) {
   }
 }
 
+/* The rich restriction (MI_BENCH_RICH=1 tasks): the model-side dimensions and the SRAM tile of
+ * the first `nodes` node slots that have a model-side dimension, with the device knobs (as
+ * above), so that several layers' precision meets the hardware choices it interacts with (a
+ * tile's SRAM footprint depends on the weights' width). Prints what it kept. */
+static void restrict_rich(bs_task_t *t, int32_t nodes) {
+  int32_t keep[8], seen = 0, points = 1;
+  if (nodes > 8) nodes = 8;
+  for (int32_t d = 0; d < t->D && seen < nodes; d++) {
+    int32_t node = mi_space_dim_node(t->space, d), j = 0;
+    if (node < 0 || mi_space_dim_kind(t->space, d) != MI_DIM_MODEL) continue;
+    while (j < seen && keep[j] != node) j++;
+    if (j == seen) keep[seen++] = node;
+  }
+  for (int32_t d = 0; d < t->D; d++) {
+    int32_t node = mi_space_dim_node(t->space, d), j = 0;
+    const char *name = mi_space_dim_name(t->space, d);
+    while (j < seen && keep[j] != node) j++;
+    if (node < 0)
+      /* DVFS scales every configuration alike: left at its default to keep the table small. */
+      t->frozen[d] = strncmp(name, "device.", 7) != 0 || !strcmp(name, "device.dvfs_level");
+    else
+      t->frozen[d] = !(j < seen && (mi_space_dim_kind(t->space, d) == MI_DIM_MODEL || strstr(name, ".knob.sram_tile")));
+    if (!strcmp(name, "device.batch") || strstr(name, ".knob.arch")) t->frozen[d] = 1;
+    if (!t->frozen[d]) {
+      points *= mi_space_dim_size(t->space, d);
+      fprintf(stderr, "bench_search: %s: free %s (%d values, %s)\n", t->name, name, (int)mi_space_dim_size(t->space, d),
+              mi_space_dim_kind(t->space, d) == MI_DIM_MODEL ? "model" : "hardware");
+    }
+  }
+  fprintf(stderr, "bench_search: %s: %d points before repair\n", t->name, (int)points);
+}
+
 static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, uint32_t dev,
                           uint32_t model_dims, int32_t nodes, mi_error_t *err) {
   mi_space_options_t so;
@@ -160,7 +192,10 @@ static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, 
   if ((rc = mi_space_create(t->graph, t->plugin, dev, &so, &t->space, err))) return rc;
   t->D = mi_space_dim_count(t->space);
   if (!(t->frozen = calloc((size_t)t->D, 1))) return MI_ERR_OUT_OF_MEMORY;
-  restrict_space(t, nodes);
+  if (nodes > 1)
+    restrict_rich(t, nodes);
+  else
+    restrict_space(t, nodes);
   memset(&mf, 0, sizeof mf);
   mi_model_features(t->graph, &mf, NULL, NULL, NULL);
   /* The device enters through its fingerprint (main measures it); until then, its index. */
@@ -310,12 +345,18 @@ void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_t
 int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds);
 
 int main(int argc, char **argv) {
-  static const struct { const char *name, *file, *plugin; uint32_t dev; int exh; } spec[] = {
-      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1},
-      {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1},
-      {"kws-gen1", "kws.onnx", "npu-stub", 0, 1}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1},
-      {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1}};
-  int32_t n = (int32_t)(sizeof spec / sizeof spec[0]), seeds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 10;
+  /* nodes: 1 = the standard restriction; more = the rich one over that many layers. The rich
+   * tasks (last) join only with MI_BENCH_RICH=1. */
+  static const struct { const char *name, *file, *plugin; uint32_t dev; int exh, nodes; } spec[] = {
+      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1, 1}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1, 1},
+      {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1, 1}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1, 1},
+      {"kws-gen1", "kws.onnx", "npu-stub", 0, 1, 1}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1, 1},
+      {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1, 1},
+      {"resnet-rich1", "resnet.onnx", "npu-stub", 0, 1, 2}, {"resnet-rich2", "resnet.onnx", "npu-stub", 1, 1, 2},
+      {"mbv2-rich1", "mobilenetv2.onnx", "npu-stub", 0, 1, 2}, {"mbv2-rich2", "mobilenetv2.onnx", "npu-stub", 1, 1, 2},
+      {"kws-rich1", "kws.onnx", "npu-stub", 0, 1, 2}, {"kws-rich2", "kws.onnx", "npu-stub", 1, 1, 2}};
+  const char *rich = getenv("MI_BENCH_RICH");
+  int32_t n = (int32_t)(sizeof spec / sizeof spec[0]) - (rich && !strcmp(rich, "1") ? 0 : 6), seeds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 10;
   bs_task_t tasks[BS_MAX_TASKS];
   int32_t keep[BS_MAX_TASKS];
   mi_registry_t *reg = NULL;
@@ -357,7 +398,7 @@ int main(int argc, char **argv) {
     snprintf(t->model, sizeof t->model, "%s/%s", argv[2], spec[q].file);
     snprintf(t->spec, sizeof t->spec, "%s:%u", spec[q].plugin, spec[q].dev);
     t->exhaustive = spec[q].exh;
-    if (setup_task(t, reg, spec[q].plugin, spec[q].dev, !strcmp(spec[q].plugin, "npu-stub") ? MI_SPACE_PRECISION : 0, 1, &err) != MI_OK) {
+    if (setup_task(t, reg, spec[q].plugin, spec[q].dev, !strcmp(spec[q].plugin, "npu-stub") ? MI_SPACE_PRECISION : 0, spec[q].nodes, &err) != MI_OK) {
       fprintf(stderr, "bench_search: %s: %s\n", t->name, err.message);
       goto done;
     }
@@ -382,7 +423,7 @@ int main(int argc, char **argv) {
     bs_task_t *t = &tasks[k];
     t->pool = pool;
     t->cache = cache;
-    fill_table(t, t->exhaustive, t->exhaustive ? 4000 : 96);
+    fill_table(t, t->exhaustive, t->exhaustive ? 8000 : 96);
     fprintf(stderr, "bench_search: %s: %d configurations in the table (%d measured now), best %.4g ms\n",
             t->name, (int)t->n, (int)t->fresh, t->ref);
   }
