@@ -423,9 +423,14 @@ int main(int argc, char **argv) {
     bs_task_t *t = &tasks[k];
     t->pool = pool;
     t->cache = cache;
-    fill_table(t, t->exhaustive, t->exhaustive ? 8000 : 96);
+    const int32_t cap = t->exhaustive ? 8000 : 96;
+    fill_table(t, t->exhaustive, cap);
     fprintf(stderr, "bench_search: %s: %d configurations in the table (%d measured now), best %.4g ms\n",
             t->name, (int)t->n, (int)t->fresh, t->ref);
+    if (t->exhaustive && t->n >= cap)
+      fprintf(stderr, "bench_search: %s: warning: the exhaustive table stopped at its cap of %d "
+                      "configurations: the space may hold more, and the reference may not be its optimum\n",
+              t->name, (int)cap);
   }
   {
     /* The per-layer table: next to the table file, "<table>.layers". */
