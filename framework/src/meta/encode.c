@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "metainfer/mi.h"
+#include "meta_internal.h"
 
 /* A dimension is numeric when every label parses as a number: then one ordinal feature
  * carries its order; otherwise (kernel variants, precisions) a one-hot block. */
@@ -47,8 +48,9 @@ void mi_meta_encode(const mi_space_t *s, const int32_t *pt, double *x) {
   }
 }
 
-/* Op families of the op-mix histogram: what dominates a model's cost profile. */
-static int op_family(const char *op) {
+/* Op families of the op-mix histogram (and of a layer's features, layer.c): what dominates a
+ * model's cost profile. 0..5, or 6 for any other op. */
+int mi__meta_op_family(const char *op) {
   static const char *const fam[][6] = {
       {"Conv", "ConvTranspose", NULL},
       {"Gemm", "MatMul", NULL},
@@ -76,7 +78,7 @@ void mi_meta_describe(const mi_model_features_t *mf, const mi_device_fingerprint
     desc[5] = log10(1.0 + (double)mf->batch);
     for (int32_t i = 0; i < mf->op_kinds && i < MI_FEATURE_MAX_OPS; i++) total += mf->op_counts[i];
     for (int32_t i = 0; i < mf->op_kinds && i < MI_FEATURE_MAX_OPS; i++)
-      desc[6 + op_family(mf->op_names[i])] += total > 0 ? mf->op_counts[i] / total : 0;
+      desc[6 + mi__meta_op_family(mf->op_names[i])] += total > 0 ? mf->op_counts[i] / total : 0;
   }
   if (fp)
     for (int i = 0; i < 4 + MI_PROBE_COUNT && MI_META_FP_OFFSET + i < MI_META_DESC_SIZE; i++)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "metainfer/mi.h"
+#include "meta_internal.h"
 
 enum { STATIC_COLS = 12, FP_COLS = MI_META_DESC_SIZE - MI_META_FP_OFFSET, MAX_LABELS = 48, MAX_KEYS = 64 };
 
@@ -91,21 +92,6 @@ static void vocab_build(const mi_space_t *s, vocab_t *v) {
   v->cols += FP_COLS;
 }
 
-static int op_family(const char *op) {
-  static const char *const fam[][6] = {
-      {"Conv", "ConvTranspose", NULL},
-      {"Gemm", "MatMul", NULL},
-      {"Relu", "Clip", "HardSwish", "HardSigmoid", "Sigmoid", NULL},
-      {"Add", "Mul", "Sub", "Div", NULL},
-      {"BatchNormalization", "LayerNormalization", "Softmax", NULL},
-      {"MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", NULL},
-  };
-  for (int f = 0; f < 6; f++)
-    for (int i = 0; fam[f][i]; i++)
-      if (strcmp(op, fam[f][i]) == 0) return f;
-  return 6;
-}
-
 /* One row: static features of the layer, the configuration of its node and of the device,
  * the device fingerprint. */
 static void encode_row(const vocab_t *v, const mi_space_t *s, const int32_t *pt, int32_t node,
@@ -116,7 +102,7 @@ static void encode_row(const vocab_t *v, const mi_space_t *s, const int32_t *pt,
   x[2] = log10(1.0 + lf->intensity);
   x[3] = lf->fusable ? 1 : 0;
   x[4] = lf->alignment > 0 ? log2((double)lf->alignment) / 6.0 : 0;
-  x[5 + op_family(lf->op_type)] = 1;
+  x[5 + mi__meta_op_family(lf->op_type)] = 1;
   for (int32_t d = 0; d < mi_space_dim_count(s); d++) {
     int device;
     const char *key = dim_key(mi_space_dim_name(s, d), &device);

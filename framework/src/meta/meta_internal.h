@@ -44,6 +44,9 @@ typedef struct mi__meta {
 } mi__meta_t;
 
 /* 1 while measurements and seconds remain. */
+/* The op family of an ONNX op type (encode.c): 0..5, or 6 for any other op. */
+int mi__meta_op_family(const char *op);
+
 int mi__meta_has_budget(mi__meta_t *st);
 /* Evaluates pt once (replay through lookup is free); the trial index, -1 out of memory. */
 int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh);
