@@ -11,6 +11,28 @@
 
 #define BUDGET 64
 
+/* Measures one configuration of task t (model side xc, hardware side hw) in its worker with
+ * the benchmark's protocol: 2 warm-ups, then 5 to 10 repeats within 3 s. */
+static int32_t bench_profile(const bs_task_t *t, mi_worker_pool_t *pool, const mi_xf_config_t *xc,
+                             mi_space_hw_t *hw, mi_profile_t **prof,
+                             mi_worker_config_result_t *res, mi_error_t *err) {
+  mi_worker_config_t wc;
+  mi_measure_options_t mo;
+  mi_measure_options_default(&mo);
+  mo.warmup = 2;
+  mo.min_repeats = 5;
+  mo.max_repeats = 10;
+  mo.budget_s = 3;
+  memset(&wc, 0, sizeof wc);
+  wc.struct_size = sizeof wc;
+  wc.model = t->model;
+  wc.xf = xc;
+  wc.so = mi_space_hw_options(hw);
+  wc.seed = 1;
+  wc.samples = 2;
+  return mi_worker_profile_config(pool, t->spec, &wc, &mo, 0, prof, res, err);
+}
+
 int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                     mi_error_t *err) {
   bs_task_t *t = ctx;
@@ -19,9 +41,7 @@ int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *o
   mi_xf_config_t *xc = NULL;
   mi_space_hw_t *hw = NULL;
   mi_profile_t *prof = NULL;
-  mi_worker_config_t wc;
   mi_worker_config_result_t res;
-  mi_measure_options_t mo;
   bs_row_t *r;
   for (int j = 0; j < MI_OBJ_COUNT; j++) obj[j] = NAN;
   if (i < 0 && !t->pool) return mi_errorf(err, MI_ERR_NOT_FOUND, "bench: not in the table");
@@ -43,19 +63,7 @@ int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *o
     rc = mi_space_xf_config(s, pt, &xc, err);
     if (rc == MI_OK) rc = mi_space_hw_create(s, pt, &hw, err);
     if (rc == MI_OK) {
-      mi_measure_options_default(&mo);
-      mo.warmup = 2;
-      mo.min_repeats = 5;
-      mo.max_repeats = 10;
-      mo.budget_s = 3;
-      memset(&wc, 0, sizeof wc);
-      wc.struct_size = sizeof wc;
-      wc.model = t->model;
-      wc.xf = xc;
-      wc.so = mi_space_hw_options(hw);
-      wc.seed = 1;
-      wc.samples = 2;
-      rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
+      rc = bench_profile(t, t->pool, xc, hw, &prof, &res, err);
     }
     r->ok = rc == MI_OK;
     if (rc == MI_OK) {
@@ -247,26 +255,12 @@ static int32_t measure_layers(bs_task_t *t, mi_worker_pool_t *pool, const int32_
   mi_xf_config_t *xc = NULL;
   mi_space_hw_t *hw = NULL;
   mi_profile_t *prof = NULL;
-  mi_worker_config_t wc;
-  mi_measure_options_t mo;
   int32_t N = t->graph->node_count, rc;
   for (int32_t i = 0; i < N; i++) sec[i] = NAN;
   rc = mi_space_xf_config(t->space, pt, &xc, err);
   if (rc == MI_OK) rc = mi_space_hw_create(t->space, pt, &hw, err);
   if (rc == MI_OK) {
-    mi_measure_options_default(&mo);
-    mo.warmup = 2;
-    mo.min_repeats = 5;
-    mo.max_repeats = 10;
-    mo.budget_s = 3;
-    memset(&wc, 0, sizeof wc);
-    wc.struct_size = sizeof wc;
-    wc.model = t->model;
-    wc.xf = xc;
-    wc.so = mi_space_hw_options(hw);
-    wc.seed = 1;
-    wc.samples = 2;
-    rc = mi_worker_profile_config(pool, t->spec, &wc, &mo, 0, &prof, NULL, err);
+    rc = bench_profile(t, pool, xc, hw, &prof, NULL, err);
   }
   for (int32_t l = 0; rc == MI_OK && l < prof->layer_count; l++) {
     const mi_layer_profile_t *lp = &prof->layers[l];
