@@ -11,7 +11,7 @@ HOST="$B/bin/mi-host --plugins $B/plugins"
 
 "$B/bin/mi-zoo" mlp --out "$T/m.onnx" > /dev/null || fail "mi-zoo"
 
-# 1. --json: end-to-end figures and layers at the top level, one record in the db.
+# 1. --json: end-to-end figures and layers at the top level, one record in the db; --workers.
 $HOST profile --model "$T/m.onnx" --device npu-stub:0 --db "$T/a.db" --repeat 5 \
   --no-fingerprint --json > "$T/p.json" || fail "profile exit $?"
 python3 - "$T/p.json" <<'PY' || fail "profile JSON"
@@ -21,7 +21,17 @@ assert d["latency_ms"]["median"] > 0, d
 assert d["latency_ms"]["p10"] <= d["latency_ms"]["median"] <= d["latency_ms"]["p90"], d
 assert len(d["layers"]) == 6 and d["energy_source"] == "modeled", d
 assert d["results"][0]["ok"] is True and d["failed"] == 0
+# One figure from three fresh workers by default: the one reported is the median one.
+w = d["latency_ms"]["worker_medians"]
+assert d["latency_ms"]["workers"] == 3 and len(w) == 3, d["latency_ms"]
+assert sorted(w)[1] == d["latency_ms"]["median"], d["latency_ms"]
 PY
+$HOST profile --model "$T/m.onnx" --device npu-stub:0 --db "$T/w.db" --repeat 5 --workers 1 \
+  --no-fingerprint --json | python3 -c 'import json,sys; l=json.load(sys.stdin)["latency_ms"]; assert l["workers"] == 1 and l["worker_medians"] == [l["median"]], l' \
+  || fail "--workers 1"
+$HOST profile --model "$T/m.onnx" --device npu-stub:0 --db "$T/w.db" --workers 16 2> "$T/err" \
+  && fail "--workers 16 accepted"
+grep -q "workers wants 1..15" "$T/err" || fail "--workers error: $(cat "$T/err")"
 
 # 2. A crashing NPU: the host survives, records why, and still measures the CPU.
 MI_NPU_FAULT=crash $HOST profile --model "$T/m.onnx" --device npu-stub:0 --device blis-cpu:0 \

@@ -164,6 +164,31 @@ int main(void) {
   CHECK(rc == MI_ERR_NOT_FOUND && !pr, "unknown device: %d %s", rc, err.message);
   mi_worker_pool_destroy(p);
 
+  /* Retiring a device's worker makes its next job start in a new process (mi-host profile
+   * --workers measures one figure in several), and the old one is reaped, not left behind. */
+  {
+    long first = -1, second = -1, third = -1;
+    p = pool("", 30);
+    rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 0, &pr, &err);
+    mi_profile_destroy(pr);
+    first = child_pid();
+    mi_worker_retire(p, "npu-stub:0");
+    CHECK(child_pid() < 0, "a retired worker is reaped (child %ld left)", child_pid());
+    mi_worker_retire(p, "npu-stub:0"); /* nothing running: no-op */
+    mi_worker_retire(p, "nosuch:0");
+    if (rc == MI_OK) rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 0, &pr, &err);
+    mi_profile_destroy(pr);
+    second = child_pid();
+    if (rc == MI_OK) rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 0, &pr, &err);
+    mi_profile_destroy(pr);
+    third = child_pid();
+    mi_worker_pool_destroy(p);
+    CHECK(rc == MI_OK, "profile around a retire: %s", err.message);
+    CHECK(first > 0 && second > 0 && first != second, "a fresh worker after retire: %ld, %ld",
+          first, second);
+    CHECK(third == second, "without retire the worker is kept: %ld, %ld", second, third);
+  }
+
   /* The worker is a new program (fork + exec of mi-worker), started while another thread of
    * the host holds the stderr lock, and it holds none of the host's descriptors but its socket.
    * A regression that takes a stdio lock to start a worker hangs here: the alarm ends it. */

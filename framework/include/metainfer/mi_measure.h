@@ -214,6 +214,11 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
                                         mi_error_t *err);
 /** 1 when `spec` failed quarantine_after times in a row and is no longer run. */
 MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
+/** Ends the worker of device `spec` (it exits on end of input and is reaped), so that the
+ * device's next job starts in a fresh process; its failure count and quarantine stay. For
+ * measuring one figure in several processes (mi-host profile --workers). No-op when the device
+ * has no running worker. */
+MI_API void mi_worker_retire(mi_worker_pool_t *p, const char *spec);
 /** The whole of the mi-worker program: a pool starts each worker as a new process running
  * this (fork + exec, never a bare fork of a host that may run threads), and the worker serves
  * one device's jobs on the socket named in argv until the pool closes it. Returns the exit

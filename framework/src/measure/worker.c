@@ -162,6 +162,11 @@ MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec) {
   return s ? s->quarantined : 0;
 }
 
+MI_API void mi_worker_retire(mi_worker_pool_t *p, const char *spec) {
+  slot_t *s = p && spec ? find(p, spec) : NULL;
+  if (s) stop(s, 0);
+}
+
 /* The worker's environment: the host's, with the pool's entries replacing or adding keys. */
 static char **worker_env(char *const *extra) {
   size_t n = 0, m = 0, k = 0;
