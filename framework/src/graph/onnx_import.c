@@ -55,7 +55,7 @@ static int32_t resolve(importer_t *im, const char *name, int32_t *out) {
 }
 
 static int32_t add_value(importer_t *im, const char *name, mi__onnx_value_t *v) {
-  int32_t t, rc = new_tensor(im, name, &t);
+  int32_t t = -1, rc = new_tensor(im, name, &t);
   if (rc != MI_OK) {
     free(v->data);
     return rc;
