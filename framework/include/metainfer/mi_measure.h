@@ -360,6 +360,9 @@ typedef struct mi_history_row {
    * stored with the task and the device; NULL when the writer had none. */
   const char *model_features_json;
   const char *device_fingerprint_json;
+  /* Added for the per-layer model: the measurement's layers as mi_profile_layers_json wrote
+   * them (measurements.layers, in the schema since version 1); NULL when none were stored. */
+  const char *layers_json;
 } mi_history_row_t;
 
 typedef struct mi_history_query {

@@ -210,7 +210,7 @@ static int32_t pg_query(void *state, const mi_history_query_t *q, mi_history_row
     if ((rc = mi__pg_run(s->c,
              "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
              " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
-             " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint"
+             " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
              " FROM measurements m"
              " JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
              " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
@@ -247,6 +247,7 @@ static int32_t pg_query(void *state, const mi_history_query_t *q, mi_history_row
     row.accuracy_json = TXT(16);
     row.model_features_json = TXT(17);
     row.device_fingerprint_json = TXT(18);
+    row.layers_json = TXT(19);
 #undef TXT
     if (fn(user, &row)) break;
   }

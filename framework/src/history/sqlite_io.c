@@ -180,7 +180,7 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
           s->db,
           "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
           " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
-          " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint"
+          " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
           " FROM measurements m JOIN tasks t ON t.id = m.task_id"
           " JOIN devices d ON d.id = t.device_id JOIN configs c ON c.id = m.config_id"
           " JOIN stacks s ON s.id = m.stack_id WHERE (?1 IS NULL OR t.model_hash = ?1)"
@@ -221,6 +221,7 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
     row.accuracy_json = (const char *)sqlite3_column_text(st, 16);
     row.model_features_json = (const char *)sqlite3_column_text(st, 17);
     row.device_fingerprint_json = (const char *)sqlite3_column_text(st, 18);
+    row.layers_json = (const char *)sqlite3_column_text(st, 19);
     if (fn(user, &row)) break;
   }
   sqlite3_finalize(st);
