@@ -276,6 +276,31 @@ static void test_exhausted(const mi_space_t *s) {
   free(frozen);
 }
 
+/* A device on which every measurement fails: the search ends with every trial failed and no
+ * crash (the trust region's centre used to be read before any trial had succeeded). */
+static int32_t failing_eval(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                            mi_error_t *err) {
+  (void)ctx, (void)s, (void)pt, (void)obj;
+  return mi_errorf(err, MI_ERR_DEVICE, "device refused");
+}
+
+static void test_all_failed(const mi_space_t *s) {
+  mi_search_options_t o;
+  mi_meta_options_t mo;
+  mi_search_result_t *r = NULL;
+  mi_error_t err;
+  int32_t ok = 0;
+  options(&o, NULL, 5, 20);
+  o.evaluate = failing_eval;
+  mi_meta_options_default(&mo);
+  mo.screen = 500;
+  CHECK(mi_meta_search_run(s, &o, &mo, &r, &err) == MI_OK, "%s", err.message);
+  for (int32_t i = 0; r && i < r->count; i++) ok += r->trials[i].status == MI_OK;
+  CHECK(r && r->count >= 1 && ok == 0, "every trial failed: %d of %d ok", (int)ok,
+        r ? (int)r->count : -1);
+  mi_search_result_destroy(r);
+}
+
 int main(void) {
   mi_registry_t *reg = tsu_registry();
   mi_graph_t *g = tsu_small_cnn();
@@ -288,6 +313,7 @@ int main(void) {
   if (p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK) {
     printf("space: %d dims, %d features\n", mi_space_dim_count(s), mi_meta_feature_count(s));
     test_map_identity(s, g);
+    test_all_failed(s);
     test_exhausted(s);
     test_strategy(s, g);
   } else {

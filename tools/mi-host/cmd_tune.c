@@ -107,7 +107,7 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
   mi_meta_report_t *rep = calloc(1, sizeof *rep);
   int32_t rc;
   if (!rep) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
-  if ((rc = mi_tune_sources_load(task, run->space, &c->mf, &src, err)) != MI_OK) {
+  if ((rc = mi_tune_sources_load_graph(task, run->space, &c->mf, c->graph, &src, err)) != MI_OK) {
     free(rep);
     return rc;
   }
@@ -137,6 +137,11 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     run->within5_at = rep->best_within5_at;
     run->cold_estimate = rep->cold_estimate;
     run->warm_trusted = rep->warm_trusted;
+    run->layer_model = rep->layer_model;
+    run->layer_rows = rep->layer_rows;
+    run->layer_configs = src.layer_rows;
+    run->layer_trials = rep->layer_trials;
+    run->layer_weight = rep->rounds > 0 ? rep->layer_weight[rep->rounds - 1] : NAN;
   }
   mi_tune_sources_free(&src);
   free(rep);
@@ -236,6 +241,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   o.evaluate_ctx = &task;
   o.lookup_point = mi_tune_lookup;
   o.lookup_ctx = &task;
+  o.layer_times = mi_tune_layer_times; /* per-layer times of each measurement, for the surrogate */
+  o.layer_times_ctx = &task;
   o.progress = mi_tune_progress_trial;
   o.progress_ctx = &task;
   task.first_objective = objs[0];
@@ -268,6 +275,11 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       free(pts);
     }
   }
+  if (run->meta && !c->h->json && (run->layer_model || run->layer_trials > 0))
+    fprintf(stderr, "tune: %s: %s: per-layer model: %s %d layer rows from %d configurations of this model on other devices; "
+            "%d of this run's measurements came with per-layer times; its weight in the last round %.2f\n",
+            run->model, run->spec, run->layer_model ? "built on" : "not built (no per-layer history):", (int)run->layer_rows,
+            (int)run->layer_configs, (int)run->layer_trials, isnan(run->layer_weight) ? 0.0 : run->layer_weight);
   if (run->meta && !c->h->json) {
     if (run->warm_points > 0) {
       /* The saving as docs/meta.md defines it: a cold random search's expected count to come

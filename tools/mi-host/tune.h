@@ -50,12 +50,22 @@ typedef struct mi_tune_task {
   int32_t first_objective;
   const mi_bound_t *bounds;
   int32_t bound_count;
+  /* Added: the per-layer times of the last measurement mi_tune_evaluate made (none after a
+   * failure or a farm measurement): layer_sec[i] seconds for graph node layer_node[i], NaN for a
+   * folded node; the search fetches them through mi_tune_layer_times. Freed by
+   * mi_tune_free_known. */
+  int32_t layer_n, layer_cap;
+  int32_t *layer_node;
+  double *layer_sec;
 } mi_tune_task_t;
 
 /** mi_evaluate_fn for a mi_tune_task_t: the configuration measured in the device's worker,
  * then recorded in the history. */
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err);
+/** The search's layer_times (mi_search_options_t, added) for a mi_tune_task_t: the last
+ * measurement's per-layer times by graph node, from its mi_profile_t.layers. */
+int32_t mi_tune_layer_times(void *ctx, double *seconds, int32_t cap);
 /** The search's lookup_point: a configuration already in the history for this task. */
 int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                    int32_t *status, char *message);
@@ -72,6 +82,12 @@ typedef struct mi_tune_sources {
   int32_t **points;              /* per task, owned */
   double **obj;
   double desc[MI_META_DESC_SIZE]; /* the new task's descriptor */
+  /* Added: per task, the per-layer times of its configurations (count x graph node_count, NaN
+   * where none) when it is the same model as the new task on another device and the history
+   * stored layers (owned; tasks[k].layer_latency points here); and how many configurations
+   * came with layers. Other models' layers need their graphs, which the history does not keep. */
+  double **layers;
+  int32_t layer_rows;
 } mi_tune_sources_t;
 
 /** Loads every other task of the history on t's software stack (any model, device, workload)
@@ -79,6 +95,12 @@ typedef struct mi_tune_sources {
 int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
                              const mi_model_features_t *mf, mi_tune_sources_t *out,
                              mi_error_t *err);
+/** Added: the same, and with `g` (the new task's graph; may be NULL) the stored per-layer
+ * times of the sources that are g's model on another device (their layers' node indices are
+ * g's) into out->layers, with tasks[k].graph = g and tasks[k].layer_latency set. */
+int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
+                                   const mi_model_features_t *mf, const mi_graph_t *g,
+                                   mi_tune_sources_t *out, mi_error_t *err);
 void mi_tune_sources_free(mi_tune_sources_t *s);
 
 /* The result of one (model, device). */
@@ -113,6 +135,11 @@ typedef struct mi_tune_run {
   int32_t within5_at;            /* measurement that came within 5% of the final best; 0 none */
   double cold_estimate;          /* measurements a cold random search needs for that; NAN unknown */
   int32_t warm_trusted;          /* 0: the warm points failed the check against the cold design */
+  /* Added, the per-layer base model (docs/meta.md): 1 when built, its layer rows, the sources'
+   * configurations that came with per-layer times, this run's measurements that did, and its
+   * weight in the last round (NAN: took no part). */
+  int32_t layer_model, layer_rows, layer_configs, layer_trials;
+  double layer_weight;
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with

@@ -61,6 +61,38 @@ static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc
   free(layers);
 }
 
+/* The measurement's per-layer times, kept for the search (mi_tune_layer_times): the device's
+ * clock where the layer has one (as end to end), else wall; folded layers none. */
+static void keep_layers(mi_tune_task_t *t, const mi_profile_t *prof) {
+  if (prof->layer_count > t->layer_cap) {
+    int32_t *nn = realloc(t->layer_node, (size_t)prof->layer_count * sizeof *nn);
+    double *ns;
+    if (nn) t->layer_node = nn;
+    ns = nn ? realloc(t->layer_sec, (size_t)prof->layer_count * sizeof *ns) : NULL;
+    if (ns) t->layer_sec = ns;
+    if (!nn || !ns) return; /* layers are optional: the search goes on end to end */
+    t->layer_cap = prof->layer_count;
+  }
+  for (int32_t i = 0; i < prof->layer_count; i++) {
+    const mi_layer_profile_t *l = &prof->layers[i];
+    t->layer_node[i] = l->node;
+    t->layer_sec[i] = l->where == 2 ? NAN : l->has_device_time ? l->device.median : l->wall.median;
+  }
+  t->layer_n = prof->layer_count;
+}
+
+int32_t mi_tune_layer_times(void *ctx, double *seconds, int32_t cap) {
+  mi_tune_task_t *t = ctx;
+  int32_t got = 0;
+  for (int32_t i = 0; i < cap; i++) seconds[i] = NAN;
+  for (int32_t i = 0; i < t->layer_n; i++)
+    if (t->layer_node[i] >= 0 && t->layer_node[i] < cap) {
+      seconds[t->layer_node[i]] = t->layer_sec[i];
+      got++;
+    }
+  return got;
+}
+
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err) {
   mi_tune_task_t *t = ctx;
@@ -89,7 +121,9 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   wc.seed = t->recipe->seed;
   wc.samples = 2;
   wc.accuracy = 1;
+  t->layer_n = 0;
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
+  if (rc == MI_OK) keep_layers(t, prof);
   if (rc == MI_OK) {
     obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
     obj[MI_OBJ_MEMORY] = prof->peak_memory_source ? (double)prof->peak_memory_bytes / 1048576.0 : NAN;
@@ -178,4 +212,9 @@ void mi_tune_free_known(mi_tune_task_t *t) {
   free(t->known);
   t->known = NULL;
   t->known_count = 0;
+  free(t->layer_node);
+  free(t->layer_sec);
+  t->layer_node = NULL;
+  t->layer_sec = NULL;
+  t->layer_n = t->layer_cap = 0;
 }

@@ -20,7 +20,45 @@ typedef struct {
   int32_t *pt;
   int target_fp;                 /* 1: fp holds the target device's fingerprint part */
   double fp[MI_META_DESC_SIZE - MI_META_FP_OFFSET];
+  const mi_graph_t *g;           /* the new task's graph: per-layer times of its model (NULL: none) */
+  int32_t lrows[MAX_SOURCES];    /* per task, configurations that came with layers */
 } load_ctx_t;
+
+/* The first `needle` in [p, end), or NULL. */
+static const char *find_in(const char *p, const char *end, const char *needle) {
+  size_t n = strlen(needle);
+  for (; p + n <= end; p++)
+    if (!strncmp(p, needle, n)) return p;
+  return NULL;
+}
+
+/* The median (ms in the JSON, seconds here) of the stats object after `key` in [p, end). */
+static double stats_median(const char *p, const char *end, const char *key) {
+  const char *k = find_in(p, end, key), *m;
+  if (!k || !(m = find_in(k, end, "\"median\":"))) return NAN;
+  return strtod(m + 9, NULL) * 1e-3; /* "null" (NaN) reads as 0: rejected by the caller */
+}
+
+/* A measurement's per-layer times as mi_profile_layers_json wrote them, by node index into
+ * sec (N entries, NaN where none): the device clock where there is one, else wall. Returns the
+ * number of layers read. */
+static int32_t read_layers(const char *json, int32_t N, double *sec) {
+  const char *p = json, *end = json + strlen(json);
+  int32_t got = 0;
+  while ((p = find_in(p, end, "{\"node\":"))) {
+    const char *next = find_in(p + 1, end, "{\"node\":");
+    const char *stop = next ? next : end;
+    long node = strtol(p + 8, NULL, 10);
+    double v = stats_median(p, stop, "\"device_ms\":");
+    if (!(v > 0)) v = stats_median(p, stop, "\"wall_ms\":");
+    if (node >= 0 && node < N && v > 0 && !find_in(p, stop, "\"where\":\"folded\"")) {
+      sec[node] = v;
+      got++;
+    }
+    p = stop;
+  }
+  return got;
+}
 
 static int add_row(void *user, const mi_history_row_t *row) {
   load_ctx_t *c = user;
@@ -74,6 +112,19 @@ static int add_row(void *user, const mi_history_row_t *row) {
   if (mi_space_from_canonical(c->s, row->config_canonical, row->model_canonical, c->pt, &matched, NULL) != MI_OK)
     return 0;
   memcpy(o->points[k] + (size_t)task->count * c->D, c->pt, (size_t)c->D * sizeof *c->pt);
+  if (c->g && row->layers_json && !strcmp(row->model_hash, b->model_hash) && row->input_shapes &&
+      b->input_shapes && !strcmp(row->input_shapes, b->input_shapes)) {
+    /* The same model on another device: its layers are this graph's nodes. */
+    int32_t N = c->g->node_count;
+    if (!o->layers[k]) {
+      if (!(o->layers[k] = malloc((size_t)MAX_ROWS_PER_SOURCE * N * sizeof *o->layers[k] + 1))) return 1;
+      for (size_t q = 0; q < (size_t)MAX_ROWS_PER_SOURCE * N; q++) o->layers[k][q] = NAN;
+    }
+    if (read_layers(row->layers_json, N, o->layers[k] + (size_t)task->count * N) > 0) {
+      c->lrows[k]++;
+      o->layer_rows++;
+    }
+  }
   obj = o->obj[k] + (size_t)task->count * MI_OBJ_COUNT;
   for (int j = 0; j < MI_OBJ_COUNT; j++) obj[j] = NAN;
   obj[MI_OBJ_LATENCY] = row->median_s * 1e3;
@@ -91,6 +142,12 @@ static int add_row(void *user, const mi_history_row_t *row) {
 int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
                              const mi_model_features_t *mf, mi_tune_sources_t *out,
                              mi_error_t *err) {
+  return mi_tune_sources_load_graph(t, s, mf, NULL, out, err);
+}
+
+int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
+                                   const mi_model_features_t *mf, const mi_graph_t *g,
+                                   mi_tune_sources_t *out, mi_error_t *err) {
   mi_history_query_t q;
   load_ctx_t *c;
   int32_t rc;
@@ -101,7 +158,8 @@ int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
   out->tasks = calloc(MAX_SOURCES, sizeof *out->tasks);
   out->points = calloc(MAX_SOURCES, sizeof *out->points);
   out->obj = calloc(MAX_SOURCES, sizeof *out->obj);
-  if (!c || !out->tasks || !out->points || !out->obj ||
+  out->layers = calloc(MAX_SOURCES, sizeof *out->layers);
+  if (!c || !out->tasks || !out->points || !out->obj || !out->layers ||
       !(c->pt = malloc((size_t)mi_space_dim_count(s) * sizeof *c->pt + 1))) {
     free(c);
     mi_tune_sources_free(out);
@@ -111,6 +169,7 @@ int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
   c->t = t;
   c->s = s;
   c->D = mi_space_dim_count(s);
+  c->g = g;
   memset(&q, 0, sizeof q);
   q.stack_hash = t->base->stack_hash; /* same software stack only (docs/meta.md) */
   q.ok_only = 1;
@@ -130,6 +189,12 @@ int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
   /* A task whose rows all failed to map is no source. */
   for (int32_t k = 0; k < out->count; k++)
     if (out->tasks[k].count == 0) out->tasks[k].objectives = NULL;
+  /* Sources with per-layer times: the graph their node indices refer to, and the times. */
+  for (int32_t k = 0; k < out->count; k++)
+    if (c->lrows[k] > 0 && out->tasks[k].count > 0) {
+      out->tasks[k].graph = g;
+      out->tasks[k].layer_latency = out->layers[k];
+    }
   free(c->pt);
   free(c);
   if (rc != MI_OK) mi_tune_sources_free(out);
@@ -140,7 +205,9 @@ void mi_tune_sources_free(mi_tune_sources_t *s) {
   for (int32_t k = 0; s->points && k < MAX_SOURCES; k++) {
     free(s->points[k]);
     free(s->obj[k]);
+    if (s->layers) free(s->layers[k]);
   }
+  free(s->layers);
   free(s->points);
   free(s->obj);
   free(s->tasks);

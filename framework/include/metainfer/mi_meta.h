@@ -110,6 +110,10 @@ typedef struct mi_meta_task {
   int32_t count;                 /* measured configurations */
   const int32_t *points;         /* count x mi_space_dim_count(space) */
   const double *objectives;      /* count x MI_OBJ_COUNT (NaN: not measured / failed) */
+  /* Added: per-layer times of the same configurations, count x graph->node_count seconds (NaN
+   * or <= 0: not timed), or NULL when the history has none. Needs `graph` (the layers' static
+   * features). The surrogate-guided search builds its per-layer base model from these. */
+  const double *layer_latency;
 } mi_meta_task_t;
 
 /** The k nearest tasks to `desc` (standardised Euclidean distance), same stack unless
@@ -162,6 +166,17 @@ typedef struct mi_meta_report {
    * (NAN without a model; INFINITY when none is, i.e. more than 4,096). */
   int32_t best_within5_at;
   double cold_estimate;
+  /* Added, the per-layer base model (docs/meta.md, "Per-layer prediction composed end to end"):
+   * 1 when it was built from the sources' per-layer rows (0: no per-layer rows, or switched off),
+   * its training rows and the sources they came from, its weight in each round's ensemble as the
+   * round's fit gave it (first objective; 0 once the history is dropped as misleading; NAN
+   * without the model), and how many of the target's measurements came back
+   * with per-layer times from the evaluator (so->layer_times). */
+  int32_t layer_model;
+  int32_t layer_rows;
+  int32_t layer_sources;
+  double layer_weight[MI_META_MAX_ROUNDS];
+  int32_t layer_trials;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */
@@ -186,6 +201,9 @@ typedef struct mi_meta_options {
   /* Added: the share of each batch (and of the screen's generations) chosen on the first
    * objective alone, the primary one; the rest on random scalarisations (default 0.5). */
   double primary_share;
+  /* Added: 1 leaves the per-layer base model out even when sources carry per-layer times (for
+   * benchmarks that compare with and without it); default 0: used, weighted by measurement. */
+  int32_t no_layer_model;
 } mi_meta_options_t;
 
 MI_API void mi_meta_options_default(mi_meta_options_t *o);
@@ -205,7 +223,10 @@ MI_API int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t
  * predicts the first objective of so->objectives at q query points, in its own units. For
  * benchmarks (leave-one-device-out rank correlation). */
 /* (Added) The prediction is calibrated: its log at the n measured points is mapped by least
- * squares onto their measured logs (from 5 points on), which keeps the order (docs/meta.md). */
+ * squares onto their measured logs (from 5 points on), which keeps the order (docs/meta.md).
+ * (Added) Sources with per-layer times add the per-layer base model as in the search; with
+ * mo->report, its layer_model, layer_rows, layer_sources and layer_weight[0] (the weight the
+ * fit gave it) are written, nothing else. */
 MI_API int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *so,
                                       const mi_meta_options_t *mo, const int32_t *pts,
                                       const double *obj, int32_t n, const int32_t *query,

@@ -322,6 +322,13 @@ typedef struct mi_search_options {
   /** Optional: dimensions held at their default (mi_space_dim_count entries, 1 = frozen), to
    * search a restricted space (benchmarks with exhaustive ground truth). */
   const uint8_t *frozen;
+  /** Optional (added): the per-layer times of the evaluation `evaluate` has just returned MI_OK
+   * for, fetched right after it on the same thread: writes up to `cap` entries, one per node of
+   * the target's graph in graph order (seconds; NaN: not timed, e.g. folded), and returns how
+   * many it wrote (0: none for this evaluation). NULL: the evaluator reports end to end only.
+   * Strategies that do not use layer times never call it (the surrogate-guided one does). */
+  int32_t (*layer_times)(void *ctx, double *seconds, int32_t cap);
+  void *layer_times_ctx;
 } mi_search_options_t;
 
 /** The trials of a search, in evaluation order. */

@@ -41,7 +41,45 @@ typedef struct mi__meta {
   double radius;                /* trust region: share of dimensions allowed to differ */
   int32_t *center;              /* trust-region centre (best point so far) */
   double *feat;                 /* scratch: F per candidate */
+  /* The per-layer base model (strategy_layer.c): fitted once on the sources' per-layer rows,
+   * summed over the target's layers, calibrated on the target's first objective by least squares
+   * (measured ~ la * summed + lb, floored at lfloor; the residual sd lsd on the standardised log
+   * scale; lcal 0 until fitted), and weighted in
+   * the ensemble like a source (lweight). NULL when no source carries per-layer times. */
+  struct mi__layer_model *lmodel;
+  int32_t lrows, lsources;
+  double la, lb, lfloor, lsd, lweight;
+  int lcal;
+  uint8_t *luse;                /* target nodes summed (graph node_count) */
+  double *tls;                  /* per trial, the evaluator's per-layer seconds (N each) */
+  int32_t tls_cap, ltrials;
 } mi__meta_t;
+
+/* The per-layer model (layer.c): rows of the tasks laid out for the target space `s`. */
+typedef struct mi__layer_model mi__layer_model_t;
+int32_t mi__layer_model_fit(const mi_space_t *s, const mi_meta_layer_task_t *tasks, int32_t count,
+                            const mi_surrogate_options_t *so, mi__layer_model_t **out, int32_t *rows,
+                            mi_error_t *err);
+/* Summed predicted seconds of `count` points of space `s` (graph g, descriptor desc) over the
+ * nodes with use[nd] (NULL: every node with static features). */
+int32_t mi__layer_model_sum(mi__layer_model_t *lm, const mi_space_t *s, const mi_graph_t *g, const double *desc,
+                            const uint8_t *use, const int32_t *pts, int32_t count, double *out, mi_error_t *err);
+void mi__layer_model_free(mi__layer_model_t *lm);
+
+/* The search's per-layer base model (strategy_layer.c). Builds it from the sources that carry
+ * per-layer times (none: st->lmodel stays NULL and nothing changes). */
+int32_t mi__meta_layer_build(mi__meta_t *st, mi_error_t *err);
+void mi__meta_layer_free(mi__meta_t *st);
+/* Fetches the evaluator's per-layer times of fresh trial i (so->layer_times). */
+void mi__meta_layer_fetch(mi__meta_t *st, int32_t i);
+/* 1 when the per-layer model takes part for objective j now. */
+int mi__meta_layer_active(const mi__meta_t *st, int32_t j);
+/* Its prediction of n points on the target's standardised log first objective (sd: st->lsd). */
+int32_t mi__meta_layer_predict(mi__meta_t *st, const int32_t *pts, int32_t n, double *mean, mi_error_t *err);
+/* Fits its calibration on the target's trials `trial` (n) with standardised values y, and writes
+ * its prediction of them into pm and the draw spread into ps (for the RGPE weights). */
+int32_t mi__meta_layer_calibrate(mi__meta_t *st, const int32_t *trial, const double *y, int32_t n, double *pm,
+                                 double *ps, mi_error_t *err);
 
 /* 1 while measurements and seconds remain. */
 /* The op family of an ONNX op type (encode.c): 0..5, or 6 for any other op. */
@@ -57,7 +95,8 @@ double mi__meta_logobj(const mi__meta_t *st, const mi_trial_t *t, int32_t j);
 /* Fits the target models and the source weights on the trials so far. */
 int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err);
 /* Predicts n feature rows: mean and std (standardised log scale) per objective, n x m. */
-int32_t mi__meta_predict(mi__meta_t *st, const double *X, int32_t n, double *mean, double *sd,
+/* pts (n x D, may be NULL): the same points, for the per-layer base model (left out when NULL). */
+int32_t mi__meta_predict(mi__meta_t *st, const double *X, const int32_t *pts, int32_t n, double *mean, double *sd,
                          mi_error_t *err);
 /* Builds the sources from the options (retrieval, mapping, models). */
 int32_t mi__meta_sources(mi__meta_t *st, mi_error_t *err);

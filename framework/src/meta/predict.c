@@ -42,6 +42,13 @@ int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *s
   st.r->count = n;
   if ((rc = mi__meta_sources(&st, err)) != MI_OK) goto done;
   if ((rc = mi__meta_fit(&st, 0, err)) != MI_OK) goto done;
+  if (st.mo.report) {
+    /* What the per-layer base model got (mi_meta_sources built it; no report memset here). */
+    st.mo.report->layer_model = st.lmodel != NULL;
+    st.mo.report->layer_rows = st.lrows;
+    st.mo.report->layer_sources = st.lsources;
+    st.mo.report->layer_weight[0] = st.lmodel ? st.lweight : NAN;
+  }
   {
     /* Calibration on the target's own measurements (as for the per-layer composition): the
      * weighted mix ranks well but sources carry their own scale, so the log prediction is
@@ -58,7 +65,7 @@ int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *s
       goto done;
     }
     for (int32_t i = 0; i < n; i++) mi_meta_encode(s, pts + (size_t)i * st.D, X + (size_t)i * st.F);
-    rc = mi__meta_predict(&st, X, n, pm, ps, err);
+    rc = mi__meta_predict(&st, X, pts, n, pm, ps, err);
     for (int32_t i = 0; i < n && rc == MI_OK; i++) {
       double v = mi__meta_logobj(&st, &st.r->trials[i], 0);
       if (!isfinite(v)) continue;
@@ -79,7 +86,7 @@ int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *s
     if (rc != MI_OK) goto done;
   }
   for (int32_t i = 0; i < q; i++) mi_meta_encode(s, query + (size_t)i * st.D, X + (size_t)i * st.F);
-  if ((rc = mi__meta_predict(&st, X, q, mu, sd, err)) != MI_OK) goto done;
+  if ((rc = mi__meta_predict(&st, X, query, q, mu, sd, err)) != MI_OK) goto done;
   for (int32_t i = 0; i < q; i++) pred[i] = exp(st.ymu[0] + st.ysd[0] * (cal_a * mu[(size_t)i * st.m] + cal_b));
 done:
   for (int32_t j = 0; j < MI_OBJ_COUNT; j++) mi_surrogate_destroy(st.model[j]);

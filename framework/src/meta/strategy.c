@@ -49,6 +49,7 @@ int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt) {
 
 int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh) {
   int32_t i = mi__trial_eval(st->s, st->so, st->r, &st->cap, pt, fresh);
+  if (i >= 0 && *fresh) mi__meta_layer_fetch(st, i); /* per-layer times, when the evaluator has them */
   if (i >= 0 && *fresh && st->so->progress)
     st->so->progress(st->so->progress_ctx, &st->r->trials[i], st->r->measured, st->budget,
                      now_s() - st->t0);

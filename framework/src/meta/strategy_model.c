@@ -97,10 +97,13 @@ int32_t mi__meta_sources(mi__meta_t *st, mi_error_t *err) {
   }
   free(pt);
   free(y);
+  /* The per-layer base model from the sources that carry per-layer times (none: no change). */
+  if (rc == MI_OK) rc = mi__meta_layer_build(st, err);
   return rc;
 }
 
 void mi__meta_sources_free(mi__meta_t *st) {
+  mi__meta_layer_free(st);
   for (int32_t i = 0; i < st->source_count; i++) {
     free(st->src[i].X);
     free(st->src[i].Y);
@@ -137,22 +140,27 @@ static int32_t target_cv(mi__meta_t *st, const double *X, const double *y, int32
 }
 
 int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err) {
-  int32_t N = st->r->count, rc = MI_OK, M = st->source_count + 1;
+  /* M: the sources, the per-layer base model when there is one, the target's own model. */
+  int32_t N = st->r->count, rc = MI_OK, M = st->source_count + 1 + (st->lmodel != NULL);
   double *X = malloc((size_t)(N ? N : 1) * st->F * sizeof *X), *y = malloc((size_t)(N ? N : 1) * sizeof *y);
   double *pm = malloc((size_t)M * (N ? N : 1) * sizeof *pm), *ps = malloc((size_t)M * (N ? N : 1) * sizeof *ps);
-  double w[65];
-  if (!X || !y || !pm || !ps) {
+  double w[66];
+  int32_t *ti = malloc((size_t)(N ? N : 1) * sizeof *ti);
+  if (!X || !y || !pm || !ps || !ti) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
     goto done;
   }
   for (int32_t j = 0; j < st->m && rc == MI_OK; j++) {
-    int32_t n = 0;
+    int32_t n = 0, L = mi__meta_layer_active(st, j), S = st->source_count;
+    M = S + 1 + L; /* the per-layer model, when it takes part, sits between sources and target */
+    if (j == 0) st->lweight = 0;
     mi_surrogate_destroy(st->model[j]);
     st->model[j] = NULL;
     for (int32_t i = 0; i < N; i++) {
       double v = mi__meta_logobj(st, &st->r->trials[i], j);
       if (!isfinite(v) || mi__meta_excluded(st, i)) continue;
       mi_meta_encode(st->s, st->r->trials[i].point, X + (size_t)n * st->F);
+      ti[n] = i;
       y[n++] = v;
     }
     st->target_weight[j] = 1;
@@ -173,6 +181,18 @@ int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err) {
       rc = mi_surrogate_predict(st->src[k].model[j], X, n, pm + (size_t)k * n, ps + (size_t)k * n, err);
     }
     if (rc != MI_OK) break;
+    if (L) {
+      /* The per-layer model ranks the target's measurements out of sample (it was fitted on the
+       * sources' layers only); its calibration is monotone, so it cannot buy a better rank. */
+      if (n >= 3) {
+        if ((rc = mi__meta_layer_calibrate(st, ti, y, n, pm + (size_t)S * n, ps + (size_t)S * n, err)) != MI_OK) break;
+      } else {
+        for (int32_t i = 0; i < n; i++) {
+          pm[(size_t)S * n + i] = 0;
+          ps[(size_t)S * n + i] = 1e3;
+        }
+      }
+    }
     if (n >= 3) {
       if ((rc = target_cv(st, X, y, n, pm + (size_t)(M - 1) * n, ps + (size_t)(M - 1) * n, err)) != MI_OK) break;
     } else {
@@ -187,7 +207,7 @@ int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err) {
        * measurements no better than weakly (Spearman below 0.2) gets weight 0 at once, so a
        * misleading history stops steering the search after the cold design. */
       double tot = 0;
-      for (int32_t k = 0; k < st->source_count; k++) {
+      for (int32_t k = 0; k < S + L; k++) {
         if (mi_metric_spearman(pm + (size_t)k * n, y, n) < MI_META_RANK_MIN) w[k] = 0;
         tot += w[k];
       }
@@ -196,6 +216,7 @@ int32_t mi__meta_fit(mi__meta_t *st, int32_t round, mi_error_t *err) {
       for (int32_t k = 0; k < M; k++) w[k] /= tot;
     }
     for (int32_t k = 0; k < st->source_count; k++) st->src[k].weight[j] = w[k];
+    if (L) st->lweight = st->lcal ? w[S] : 0; /* uncalibrated (inverted or too few): no say */
     st->target_weight[j] = w[M - 1];
   }
 done:
@@ -203,10 +224,11 @@ done:
   free(y);
   free(pm);
   free(ps);
+  free(ti);
   return rc;
 }
 
-int32_t mi__meta_predict(mi__meta_t *st, const double *X, int32_t n, double *mean, double *sd,
+int32_t mi__meta_predict(mi__meta_t *st, const double *X, const int32_t *pts, int32_t n, double *mean, double *sd,
                          mi_error_t *err) {
   double *a = malloc((size_t)n * sizeof *a + 1), *b = malloc((size_t)n * sizeof *b + 1);
   int32_t rc = MI_OK;
@@ -228,6 +250,16 @@ int32_t mi__meta_predict(mi__meta_t *st, const double *X, int32_t n, double *mea
       for (int32_t i = 0; i < n; i++) {
         mean[(size_t)i * st->m + j] += w * a[i];
         sd[(size_t)i * st->m + j] += w * w * b[i] * b[i];
+      }
+    }
+    if (rc == MI_OK && pts && st->model[j] && mi__meta_layer_active(st, j) && st->lcal && st->lweight > 0) {
+      /* The per-layer base model, on the target's scale, with its calibration's spread. */
+      double w = st->lweight;
+      if ((rc = mi__meta_layer_predict(st, pts, n, a, err)) != MI_OK) break;
+      wsum += w;
+      for (int32_t i = 0; i < n; i++) {
+        mean[(size_t)i * st->m + j] += w * a[i];
+        sd[(size_t)i * st->m + j] += w * w * st->lsd * st->lsd;
       }
     }
     for (int32_t i = 0; i < n; i++) {

@@ -42,7 +42,7 @@ static int32_t round_report(mi__meta_t *st, int32_t round, const int32_t *batch,
   int32_t c = 0, rc = MI_OK;
   if (!X || !mu || !sd) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
   for (int32_t i = 0; i < n && rc == MI_OK; i++) mi_meta_encode(st->s, batch + (size_t)i * st->D, X + (size_t)i * st->F);
-  if (rc == MI_OK) rc = mi__meta_predict(st, X, n, mu, sd, err);
+  if (rc == MI_OK) rc = mi__meta_predict(st, X, batch, n, mu, sd, err);
   for (int32_t i = 0; i < n && rc == MI_OK && c < 64; i++) {
     double v = tidx[i] >= 0 ? mi__meta_logobj(st, &st->r->trials[tidx[i]], 0) : NAN;
     if (!isfinite(v)) continue;
@@ -70,7 +70,7 @@ static int32_t saving_report(mi__meta_t *st, mi_error_t *err) {
   mi_meta_report_t *rep = st->mo.report;
   int32_t b = mi__meta_best(st), rc = MI_OK, n = 0;
   double best, goal, p = 0, *X = NULL, *mu = NULL, *sd = NULL;
-  int32_t *pt = NULL;
+  int32_t *pt = NULL, *pts = NULL;
   rep->best_within5_at = 0;
   rep->cold_estimate = NAN;
   if (b < 0) return MI_OK;
@@ -88,18 +88,20 @@ static int32_t saving_report(mi__meta_t *st, mi_error_t *err) {
   mu = malloc((size_t)SAMPLES * st->m * sizeof *mu);
   sd = malloc((size_t)SAMPLES * st->m * sizeof *sd);
   pt = malloc((size_t)st->D * sizeof *pt + 1);
-  if (!X || !mu || !sd || !pt) {
+  pts = malloc((size_t)SAMPLES * st->D * sizeof *pts + 1);
+  if (!X || !mu || !sd || !pt || !pts) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
     goto done;
   }
   for (int32_t tries = 0; n < SAMPLES && tries < 4 * SAMPLES; tries++) {
     if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
     mi_meta_encode(st->s, pt, X + (size_t)n * st->F);
+    memcpy(pts + (size_t)n * st->D, pt, (size_t)st->D * sizeof *pt);
     n++;
   }
   /* The model (refitted on every measurement, sources as the run last weighted them). */
   if (n > 0 && (rc = mi__meta_fit(st, MI_META_MAX_ROUNDS, err)) == MI_OK &&
-      (rc = mi__meta_predict(st, X, n, mu, sd, err)) == MI_OK) {
+      (rc = mi__meta_predict(st, X, pts, n, mu, sd, err)) == MI_OK) {
     double z = (goal - st->ymu[0]) / st->ysd[0];
     /* The share predicted (mean) within 5%. Measured against the benchmark's truth it
      * under-states the cold count: the model's training points cluster around the good
@@ -114,6 +116,7 @@ done:
   free(mu);
   free(sd);
   free(pt);
+  free(pts);
   return rc;
 }
 
@@ -150,6 +153,9 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
     goto done;
   }
+  /* The trust region's centre moves to the best trial once there is one; until then (every
+   * measurement so far failed) it is the default point, never uninitialised memory. */
+  mi_space_default(s, st.center);
   if ((rc = mi__meta_sources(&st, err)) != MI_OK) goto done;
   {
     int trusted = 0;
@@ -164,10 +170,14 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     double before = b0 >= 0 ? mi__meta_logobj(&st, &st.r->trials[b0], 0) : INFINITY;
     if (want > st.budget - st.r->measured) want = (int32_t)(st.budget - st.r->measured);
     if ((rc = mi__meta_fit(&st, round, err)) != MI_OK) break;
+    /* The weight the fit gave the per-layer model (0 once the history is dropped). */
+    if (st.mo.report && round < MI_META_MAX_ROUNDS) st.mo.report->layer_weight[round] = st.lmodel ? st.lweight : NAN;
     if (st.source_count > 0 && !st.sources_off) {
       /* Cold-start fallback: sources that keep losing the ranking contest are dropped. */
       double sw = 0;
       for (int32_t k = 0; k < st.source_count; k++) sw += st.src[k].weight[0];
+      /* The per-layer base model is history too: its weight counts with the sources'. */
+      sw += st.lweight;
       low = sw < 0.05 ? low + 1 : 0;
       /* Sources that get no weight in the first round after the design were already caught by
        * the rank check (mi__meta_fit): fall back at once; later, after two rounds. */

@@ -88,7 +88,7 @@ static int32_t predict_pool(mi__meta_t *st, pool_t *p, int32_t from, mi_error_t 
   double *X = malloc((size_t)(n > 0 ? n : 1) * st->F * sizeof *X);
   if (!X) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta screen: out of memory");
   for (int32_t i = 0; i < n; i++) mi_meta_encode(st->s, p->pts + (size_t)(from + i) * st->D, X + (size_t)i * st->F);
-  rc = mi__meta_predict(st, X, n, p->mu + (size_t)from * st->m, p->sd + (size_t)from * st->m, err);
+  rc = mi__meta_predict(st, X, p->pts + (size_t)from * st->D, n, p->mu + (size_t)from * st->m, p->sd + (size_t)from * st->m, err);
   free(X);
   return rc;
 }

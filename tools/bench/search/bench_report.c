@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_lomo.h"
 #include "bench_search.h"
 
 #define BUDGET 64
@@ -369,6 +370,11 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
   mth_table(tasks, n, seeds);
   if (!(lodo_env && !strcmp(lodo_env, "0"))) lodo_table(tasks, n, seeds);
   layers_table(tasks, n, seeds);
+  {
+    /* Leave one model out (bench_lomo.c), only when asked: MI_BENCH_LOMO=1. */
+    const char *lomo = getenv("MI_BENCH_LOMO");
+    if (lomo && !strcmp(lomo, "1")) bs_lomo_tables(tasks, n, seeds);
+  }
   return 0;
 }
 
