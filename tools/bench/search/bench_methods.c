@@ -303,13 +303,19 @@ static int32_t run_model_then_hw(bs_task_t *tasks, int32_t ntask, int32_t target
     fz1[d] = t->frozen[d] || !model[d];
     fz2[d] = t->frozen[d] || model[d];
   }
+  t->hw_bounds_off = 1;
   rc = run_search(tasks, ntask, target, base, seed, budget / 2, fz1, bs_evaluate, t, &r1, NULL, err);
+  t->hw_bounds_off = 0;
   if (rc != MI_OK) goto done;
   mi_space_default(t->space, fix);
-  for (int32_t i = 0; i < r1->count; i++)
-    if (r1->trials[i].status == MI_OK &&
-        (best < 0 || r1->trials[i].objectives[MI_OBJ_LATENCY] < r1->trials[best].objectives[MI_OBJ_LATENCY]))
-      best = i;
+  /* The fastest model side that met the energy bound at the hardware defaults, else (none did)
+   * the fastest one: phase 2 then looks for hardware that meets it. */
+  for (int pass = 0; pass < 2 && best < 0; pass++)
+    for (int32_t i = 0; i < r1->count; i++)
+      if (r1->trials[i].status == MI_OK &&
+          (pass || !(t->energy_bound > 0) || r1->trials[i].objectives[MI_OBJ_ENERGY] <= t->energy_bound) &&
+          (best < 0 || r1->trials[i].objectives[MI_OBJ_LATENCY] < r1->trials[best].objectives[MI_OBJ_LATENCY]))
+        best = i;
   if (best >= 0) memcpy(fix, r1->trials[best].point, (size_t)D * sizeof *fix);
   c.t = t;
   c.fix = fix;
@@ -336,6 +342,11 @@ static int32_t run_model_then_hw(bs_task_t *tasks, int32_t ntask, int32_t target
     }
     free(q);
   }
+  for (int32_t i = 0; i < r1->count; i++)
+    /* Phase 1 ran without the energy bound: what broke it counts as infeasible, as anywhere. */
+    if (r->trials[i].status == MI_OK && t->energy_bound > 0 &&
+        !(r->trials[i].objectives[MI_OBJ_ENERGY] <= t->energy_bound))
+      r->trials[i].status = MI_ERR_INVALID_CONFIG;
   r1->count = r2->count = 0; /* the points moved to r */
 done:
   mi_search_result_destroy(r1);

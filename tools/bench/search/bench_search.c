@@ -1,6 +1,7 @@
 /* bench_search.c - the search and meta-learning benchmark (issue 12): zoo models on npu-stub
  * gen1/gen2 (restricted spaces, exhaustive ground truth) and blis-cpu (pooled reference), every
  * configuration measured for real once into a cached table that all methods draw from.
+ * MI_BENCH_RICH=1 and MI_BENCH_JOINT=1 add richer npu-stub tasks (the joint ones: bench_joint.c).
  * Usage: bench_search PLUGIN_DIR ZOO_DIR TABLE_FILE [SEEDS [TASK,TASK,...]] */
 #include <math.h>
 #include <stdlib.h>
@@ -88,6 +89,17 @@ int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *o
   r = &t->rows[i];
   if (!r->ok) return mi_errorf(err, MI_ERR_INTERNAL, "bench: this configuration failed when measured");
   memcpy(obj, r->obj, sizeof r->obj);
+  if (t->acc_bound > 0) {
+    /* The accuracy-drop bound as a hard constraint: a configuration over it is refused like one
+     * that fails, so every method (joint or in phases) sees it the same way and none can pick it. */
+    obj[MI_OBJ_ACCURACY] = bs_accuracy(t, pt);
+    if (!(obj[MI_OBJ_ACCURACY] <= t->acc_bound))
+      return mi_errorf(err, MI_ERR_INVALID_CONFIG, "bench: accuracy drop %.4g over the bound %.4g",
+                       obj[MI_OBJ_ACCURACY], t->acc_bound);
+  }
+  if (t->energy_bound > 0 && !t->hw_bounds_off && !(obj[MI_OBJ_ENERGY] <= t->energy_bound))
+    return mi_errorf(err, MI_ERR_INVALID_CONFIG, "bench: energy %.4g mJ over the bound %.4g mJ",
+                     obj[MI_OBJ_ENERGY], t->energy_bound);
   return MI_OK;
 }
 
@@ -187,7 +199,8 @@ static void restrict_rich(bs_task_t *t, int32_t nodes) {
 }
 
 static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, uint32_t dev,
-                          uint32_t model_dims, int32_t nodes, mi_error_t *err) {
+                          uint32_t model_dims, int32_t nodes, const char *layers, const char *hw,
+                          mi_error_t *err) {
   mi_space_options_t so;
   mi_model_features_t mf;
   int32_t rc;
@@ -200,7 +213,9 @@ static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, 
   if ((rc = mi_space_create(t->graph, t->plugin, dev, &so, &t->space, err))) return rc;
   t->D = mi_space_dim_count(t->space);
   if (!(t->frozen = calloc((size_t)t->D, 1))) return MI_ERR_OUT_OF_MEMORY;
-  if (nodes > 1)
+  if (layers)
+    bs_joint_restrict(t, layers, hw);
+  else if (nodes > 1)
     restrict_rich(t, nodes);
   else
     restrict_space(t, nodes);
@@ -338,19 +353,49 @@ void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_t
 
 int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds);
 
+/* The joint tasks' layers: the first conv of the last three residual blocks (the convs whose
+ * channels can be pruned: the others feed a residual add), and with it the last block's second. */
+#define JOINT_LAYERS3 "block1.conv1.conv,block2.conv1.conv,block3.conv1.conv"
+#define JOINT_LAYERS4 JOINT_LAYERS3 ",block3.conv2.conv"
+#define JOINT_PRUNABLE4 "block0.conv1.conv," JOINT_LAYERS3
+#define JOINT_WHOLE "model.fuse,model.fold_bn"
+#define JOINT_FUSE_DIMS (MI_SPACE_PRUNE | MI_SPACE_FUSE | MI_SPACE_FOLD_BN)
+
 int main(int argc, char **argv) {
-  /* nodes: 1 = the standard restriction; more = the rich one over that many layers. The rich
-   * tasks (last) join only with MI_BENCH_RICH=1. */
-  static const struct { const char *name, *file, *plugin; uint32_t dev; int exh, nodes; } spec[] = {
-      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1, 1}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1, 1},
-      {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1, 1}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1, 1},
-      {"kws-gen1", "kws.onnx", "npu-stub", 0, 1, 1}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1, 1},
-      {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1, 1},
-      {"resnet-rich1", "resnet.onnx", "npu-stub", 0, 1, 2}, {"resnet-rich2", "resnet.onnx", "npu-stub", 1, 1, 2},
-      {"mbv2-rich1", "mobilenetv2.onnx", "npu-stub", 0, 1, 2}, {"mbv2-rich2", "mobilenetv2.onnx", "npu-stub", 1, 1, 2},
-      {"kws-rich1", "kws.onnx", "npu-stub", 0, 1, 2}, {"kws-rich2", "kws.onnx", "npu-stub", 1, 1, 2}};
-  const char *rich = getenv("MI_BENCH_RICH");
-  int32_t n = (int32_t)(sizeof spec / sizeof spec[0]) - (rich && !strcmp(rich, "1") ? 0 : 6), seeds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 10;
+  /* nodes: 1 = the standard restriction; more = the rich one over that many layers (joint tasks:
+   * `layers` instead, bench_joint.c). */
+  /* set 0: always; 1: with MI_BENCH_RICH=1; 2: with MI_BENCH_JOINT=1 (joint tasks: the layers'
+   * precision and pruning against the hardware knobs named in `hw`, with an accuracy-drop bound). */
+  static const struct {
+    const char *name, *file, *plugin;
+    uint32_t dev;
+    int exh, nodes, set;
+    const char *layers, *hw;
+    double energy_q; /* joint tasks: > 0, an energy bound at this quantile of the table's energy */
+    uint32_t mdims;  /* joint tasks: the model-side dimensions (MI_SPACE_* bits) */
+  } spec[] = {
+      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0},
+      {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0},
+      {"kws-gen1", "kws.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0},
+      {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1, 1, 0, NULL, NULL, 0, 0},
+      {"resnet-rich1", "resnet.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0}, {"resnet-rich2", "resnet.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
+      {"mbv2-rich1", "mobilenetv2.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0}, {"mbv2-rich2", "mobilenetv2.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
+      {"kws-rich1", "kws.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0}, {"kws-rich2", "kws.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
+      /* Three layers' precision and pruning against the core count (6,912 configurations). */
+      {"resnetw-prune1", "resnet-wide.onnx", "npu-stub", 0, 1, 2, 2, JOINT_LAYERS3, "cores", 0, MI_SPACE_PRECISION | MI_SPACE_PRUNE},
+      {"resnetw-prune2", "resnet-wide.onnx", "npu-stub", 1, 1, 2, 2, JOINT_LAYERS3, "cores", 0, MI_SPACE_PRECISION | MI_SPACE_PRUNE},
+      /* Four layers' precision against cores and DVFS under an energy bound too (5,120). */
+      {"resnetw-energy1", "resnet-wide.onnx", "npu-stub", 0, 1, 2, 2, JOINT_LAYERS4, "cores,dvfs_level", 0.25, MI_SPACE_PRECISION},
+      {"resnetw-energy2", "resnet-wide.onnx", "npu-stub", 1, 1, 2, 2, JOINT_LAYERS4, "cores,dvfs_level", 0.25, MI_SPACE_PRECISION},
+      /* Four layers' pruning against the core count and those layers' dataflow (5,184). */
+      {"resnetw-flow1", "resnet-wide.onnx", "npu-stub", 0, 1, 2, 2, JOINT_PRUNABLE4, "cores,dataflow", 0, MI_SPACE_PRUNE},
+      {"resnetw-flow2", "resnet-wide.onnx", "npu-stub", 1, 1, 2, 2, JOINT_PRUNABLE4, "cores,dataflow", 0, MI_SPACE_PRUNE},
+      /* Fusion and BN folding (fewer ops: less launch and per-core sync) and three layers'
+       * pruning against cores and those layers' dataflow (3,456). */
+      {"resnetw-fuse1", "resnet-wide.onnx", "npu-stub", 0, 1, 2, 2, JOINT_WHOLE "," JOINT_LAYERS3, "cores,dataflow", 0, JOINT_FUSE_DIMS},
+      {"resnetw-fuse2", "resnet-wide.onnx", "npu-stub", 1, 1, 2, 2, JOINT_WHOLE "," JOINT_LAYERS3, "cores,dataflow", 0, JOINT_FUSE_DIMS}};
+  const char *rich = getenv("MI_BENCH_RICH"), *joint = getenv("MI_BENCH_JOINT");
+  int32_t n = 0, seeds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 10;
   bs_task_t tasks[BS_MAX_TASKS];
   int32_t keep[BS_MAX_TASKS];
   mi_registry_t *reg = NULL;
@@ -364,14 +409,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   memset(tasks, 0, sizeof tasks);
-  if (argc > 5) {
-    /* Only the named tasks (the others are neither measured nor used as history). */
-    int32_t m = 0;
-    for (int32_t k = 0; k < n; k++)
-      if (strstr(argv[5], spec[k].name)) keep[m++] = k;
-    n = m;
-  } else {
-    for (int32_t k = 0; k < n; k++) keep[k] = k;
+  for (int32_t k = 0; k < (int32_t)(sizeof spec / sizeof spec[0]) && n < BS_MAX_TASKS; k++) {
+    int on = spec[k].set == 0 || (spec[k].set == 1 && rich && !strcmp(rich, "1")) ||
+             (spec[k].set == 2 && joint && !strcmp(joint, "1"));
+    /* With a task list, only the named tasks (the others are neither measured nor used as
+     * history). */
+    if (on && (argc <= 5 || strstr(argv[5], spec[k].name))) keep[n++] = k;
   }
   if (!(reg = mi_registry_create()) || mi_registry_scan(reg, argv[1], &err) != MI_OK) {
     fprintf(stderr, "bench_search: %s\n", err.message);
@@ -392,10 +435,26 @@ int main(int argc, char **argv) {
     snprintf(t->model, sizeof t->model, "%s/%s", argv[2], spec[q].file);
     snprintf(t->spec, sizeof t->spec, "%s:%u", spec[q].plugin, spec[q].dev);
     t->exhaustive = spec[q].exh;
-    if (setup_task(t, reg, spec[q].plugin, spec[q].dev, !strcmp(spec[q].plugin, "npu-stub") ? MI_SPACE_PRECISION : 0, spec[q].nodes, &err) != MI_OK) {
+    /* Experiment knobs for the joint tasks: MI_BENCH_JOINT_LAYERS and MI_BENCH_JOINT_HW replace
+     * their layer and knob lists (use another MI_BENCH_DIR: the table does not record them). */
+    const char *layers = spec[q].layers && getenv("MI_BENCH_JOINT_LAYERS") ? getenv("MI_BENCH_JOINT_LAYERS") : spec[q].layers;
+    const char *hw = spec[q].layers && getenv("MI_BENCH_JOINT_HW") ? getenv("MI_BENCH_JOINT_HW") : spec[q].hw;
+    if (setup_task(t, reg, spec[q].plugin, spec[q].dev, !strcmp(spec[q].plugin, "npu-stub") ? (spec[q].mdims ? spec[q].mdims : MI_SPACE_PRECISION) : 0,
+                   spec[q].nodes, layers, hw, &err) != MI_OK) {
       fprintf(stderr, "bench_search: %s: %s\n", t->name, err.message);
       goto done;
     }
+  }
+  if (getenv("MI_BENCH_DESCRIBE") && !strcmp(getenv("MI_BENCH_DESCRIBE"), "1")) {
+    int bad = 0, joint_tasks = 0;
+    for (int32_t k = 0; k < n; k++)
+      if (spec[keep[k]].layers) {
+        bad += bs_joint_describe(&tasks[k], spec[keep[k]].mdims);
+        joint_tasks++;
+      }
+    rc = bad || joint_tasks == 0;
+    if (cache) fclose(cache);
+    goto done;
   }
   for (int32_t k = 0; k < n; k++) {
     /* Retrieval sees the device as mi-host tune does: its measured fingerprint (probe
@@ -417,7 +476,7 @@ int main(int argc, char **argv) {
     bs_task_t *t = &tasks[k];
     t->pool = pool;
     t->cache = cache;
-    const int32_t cap = t->exhaustive ? 8000 : 96;
+    const int32_t cap = !t->exhaustive ? 96 : spec[keep[k]].layers ? 20000 : 8000;
     fill_table(t, t->exhaustive, cap);
     fprintf(stderr, "bench_search: %s: %d configurations in the table (%d measured now), best %.4g ms\n",
             t->name, (int)t->n, (int)t->fresh, t->ref);
@@ -435,6 +494,19 @@ int main(int argc, char **argv) {
   for (int32_t k = 0; k < n; k++)
     /* npu-stub tables are complete: a miss there would be a bug, so it must fail loudly. */
     if (tasks[k].exhaustive) tasks[k].pool = NULL;
+  {
+    /* Joint tasks: the accuracy drop of every model side ("<table>.accuracy"), the exhaustive
+     * comparison at several bounds, then the bound the methods run under. */
+    char apath[4096];
+    int any = 0;
+    snprintf(apath, sizeof apath, "%s.accuracy", argv[3]);
+    for (int32_t k = 0; k < n; k++) {
+      if (!spec[keep[k]].layers) continue;
+      bs_accuracy_fill(&tasks[k], spec[keep[k]].dev, apath);
+      bs_joint_exhaustive(tasks, n, k, spec[keep[k]].energy_q, !any);
+      any = 1;
+    }
+  }
   rc = bs_report(tasks, n, seeds);
   if (cache) fclose(cache);
 done:
@@ -443,6 +515,8 @@ done:
     free(tasks[k].rows);
     free(tasks[k].lrow);
     free(tasks[k].lsec);
+    free(tasks[k].acc_key);
+    free(tasks[k].acc_val);
     free(tasks[k].frozen);
     mi_space_destroy(tasks[k].space);
     mi_graph_destroy(tasks[k].graph);

@@ -7,7 +7,7 @@
 
 #include "metainfer/mi.h"
 
-#define BS_MAX_TASKS 16
+#define BS_MAX_TASKS 24
 
 /* One measured configuration of a task. */
 typedef struct bs_row {
@@ -42,7 +42,32 @@ typedef struct bs_task {
   int32_t ln;
   int32_t *lrow;               /* ln indices into rows */
   double *lsec;                /* ln x graph->node_count */
+  /* Joint tasks (MI_BENCH_JOINT=1): every model-side point's accuracy drop (relative L2 error
+   * against the FP32 model on the reference path, the same figure a worker reports), keyed by
+   * the hash of the point with its hardware side at the defaults. */
+  double acc_bound;            /* > 0: a configuration whose drop exceeds it fails (both methods) */
+  int32_t acc_n, acc_cap;
+  uint64_t *acc_key;
+  double *acc_val;
+  /* > 0: a configuration whose (modeled) energy exceeds it fails too; model-then-hardware's
+   * phase 1 runs with hw_bounds_off = 1 (the energy a configuration needs is the hardware
+   * phase's business) and then prefers a model side that met the bound at the defaults. */
+  double energy_bound;
+  int hw_bounds_off;
 } bs_task_t;
+
+/* Joint tasks (bench_joint.c). The accuracy drop of pt's model side (NaN when unknown). */
+double bs_accuracy(const bs_task_t *t, const int32_t *pt);
+/* Frees the model side of the named layers (comma list; whole-model dimensions by name) and the
+ * named knobs (comma list: device knobs and those layers' per-node knobs); freezes the rest. */
+void bs_joint_restrict(bs_task_t *t, const char *layers, const char *hw);
+/* Reads back (`path`) or computes the accuracy drop of every model side in the task's table. */
+void bs_accuracy_fill(bs_task_t *t, uint32_t dev, const char *path);
+/* Prints the exhaustive joint optimum against model-then-hardware at several bounds, then sets
+ * the task's bounds for the methods and its reference to the best feasible latency. */
+void bs_joint_exhaustive(bs_task_t *tasks, int32_t n, int32_t k, double energy_q, int header);
+/* MI_BENCH_DESCRIBE=1: prints and checks a joint task's space; 1 when it fails a check. */
+int bs_joint_describe(const bs_task_t *t, uint32_t mdims);
 
 /* Fills (or reads back from `path`) the per-layer table of every exhaustive task: `per_task`
  * rows each. */
