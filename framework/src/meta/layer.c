@@ -92,10 +92,8 @@ static void vocab_build(const mi_space_t *s, vocab_t *v) {
   v->cols += FP_COLS;
 }
 
-/* One row: static features of the layer, the configuration of its node and of the device,
- * the device fingerprint. */
-static void encode_row(const vocab_t *v, const mi_space_t *s, const int32_t *pt, int32_t node,
-                       const mi_layer_features_t *lf, const double *desc, double *x) {
+/* The row's first columns, the layer's static features; the rest zeroed. */
+static void encode_static(const vocab_t *v, const mi_layer_features_t *lf, double *x) {
   memset(x, 0, (size_t)v->cols * sizeof *x);
   x[0] = log10(1.0 + lf->flops);
   x[1] = log10(1.0 + lf->bytes);
@@ -103,6 +101,13 @@ static void encode_row(const vocab_t *v, const mi_space_t *s, const int32_t *pt,
   x[3] = lf->fusable ? 1 : 0;
   x[4] = lf->alignment > 0 ? log2((double)lf->alignment) / 6.0 : 0;
   x[5 + mi__meta_op_family(lf->op_type)] = 1;
+}
+
+/* One row: static features of the layer, the configuration of its node and of the device,
+ * the device fingerprint. */
+static void encode_row(const vocab_t *v, const mi_space_t *s, const int32_t *pt, int32_t node,
+                       const mi_layer_features_t *lf, const double *desc, double *x) {
+  encode_static(v, lf, x);
   for (int32_t d = 0; d < mi_space_dim_count(s); d++) {
     int device;
     const char *key = dim_key(mi_space_dim_name(s, d), &device);
@@ -351,13 +356,7 @@ static int plan_build(const vocab_t *v, const mi_space_t *s, plan_t *p) {
 /* encode_row through a plan: the same row. */
 static void encode_fast(const vocab_t *v, const plan_t *p, const int32_t *pt, int32_t node,
                         const mi_layer_features_t *lf, const double *desc, double *x) {
-  memset(x, 0, (size_t)v->cols * sizeof *x);
-  x[0] = log10(1.0 + lf->flops);
-  x[1] = log10(1.0 + lf->bytes);
-  x[2] = log10(1.0 + lf->intensity);
-  x[3] = lf->fusable ? 1 : 0;
-  x[4] = lf->alignment > 0 ? log2((double)lf->alignment) / 6.0 : 0;
-  x[5 + mi__meta_op_family(lf->op_type)] = 1;
+  encode_static(v, lf, x);
   for (int32_t d = 0; d < p->D; d++) {
     int32_t at;
     if (p->node[d] != -1 && p->node[d] != node) continue;

@@ -98,30 +98,11 @@ static void predict(bs_task_t *tasks, int32_t ntask, int32_t k, int same_device,
   double *truth = malloc((size_t)t->n * sizeof *truth);
   mi_meta_report_t *rep = calloc(1, sizeof *rep);
   lomo_src_t h;
-  mi_rng_t rng;
   memset(&h, 0, sizeof h);
   for (int i = 0; i < 7; i++) out[i] = NAN;
   if (!pts || !query || !obj || !lat || !lsec || !pred || !truth || !rep || t->ln < SAMPLES + 10) goto done;
-  mi_rng_seed(&rng, seed * 7919u + 5u); /* the same 10 as the per-layer table of bench_report.c */
-  for (int32_t i = 0; i < SAMPLES; i++) {
-    int dup;
-    do {
-      pick[i] = (int32_t)mi_rng_below(&rng, (uint32_t)t->ln);
-      dup = 0;
-      for (int32_t j = 0; j < i; j++) dup |= pick[j] == pick[i];
-    } while (dup);
-    memcpy(pts + (size_t)i * t->D, t->rows[t->lrow[pick[i]]].pt, (size_t)t->D * sizeof *pts);
-    memcpy(obj + (size_t)i * MI_OBJ_COUNT, t->rows[t->lrow[pick[i]]].obj, MI_OBJ_COUNT * sizeof *obj);
-    lat[i] = t->rows[t->lrow[pick[i]]].obj[MI_OBJ_LATENCY];
-    memcpy(lsec + (size_t)i * N, t->lsec + (size_t)pick[i] * N, (size_t)N * sizeof *lsec);
-  }
-  for (int32_t i = 0; i < t->n; i++) {
-    int used = !t->rows[i].ok;
-    for (int32_t j = 0; j < SAMPLES; j++) used |= t->lrow[pick[j]] == i;
-    if (used) continue;
-    memcpy(query + (size_t)q * t->D, t->rows[i].pt, (size_t)t->D * sizeof *query);
-    truth[q++] = t->rows[i].obj[MI_OBJ_LATENCY];
-  }
+  /* the same 10 as the per-layer table of bench_report.c */
+  q = bs_layer_split(t, seed, SAMPLES, pick, pts, obj, lat, lsec, query, truth);
   src_build(tasks, ntask, k, same_device, seed, &h);
   if (h.n == 0) goto done;
   for (int v = 0; v < 2; v++) {

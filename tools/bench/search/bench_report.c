@@ -133,6 +133,39 @@ done:
   free(truth);
 }
 
+/* The held-out task's side of a prediction comparison: `samples` distinct rows of its per-layer
+ * table drawn from `seed` (points, objectives, end-to-end latencies, per-node seconds; `pick`
+ * gets their per-layer row indices) and, as queries, every other good row of its table with its
+ * latency in `truth`. Returns the query count. */
+int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32_t *pick,
+                       int32_t *pts, double *obj, double *lat, double *lsec, int32_t *query,
+                       double *truth) {
+  const int32_t N = t->graph->node_count;
+  int32_t q = 0;
+  mi_rng_t rng;
+  mi_rng_seed(&rng, seed * 7919u + 5u);
+  for (int32_t i = 0; i < samples; i++) {
+    int dup;
+    do {
+      pick[i] = (int32_t)mi_rng_below(&rng, (uint32_t)t->ln);
+      dup = 0;
+      for (int32_t j = 0; j < i; j++) dup |= pick[j] == pick[i];
+    } while (dup);
+    memcpy(pts + (size_t)i * t->D, t->rows[t->lrow[pick[i]]].pt, (size_t)t->D * sizeof *pts);
+    memcpy(obj + (size_t)i * MI_OBJ_COUNT, t->rows[t->lrow[pick[i]]].obj, MI_OBJ_COUNT * sizeof *obj);
+    lat[i] = t->rows[t->lrow[pick[i]]].obj[MI_OBJ_LATENCY];
+    memcpy(lsec + (size_t)i * N, t->lsec + (size_t)pick[i] * N, (size_t)N * sizeof *lsec);
+  }
+  for (int32_t i = 0; i < t->n; i++) {
+    int used = !t->rows[i].ok;
+    for (int32_t j = 0; j < samples; j++) used |= t->lrow[pick[j]] == i;
+    if (used) continue;
+    memcpy(query + (size_t)q * t->D, t->rows[i].pt, (size_t)t->D * sizeof *query);
+    truth[q++] = t->rows[i].obj[MI_OBJ_LATENCY];
+  }
+  return q;
+}
+
 /* End to end against per layer, on the same data: 10 configurations of the held-out task
  * from its per-layer table, and as history the other device's tasks, 64 rows of their
  * per-layer tables each (the end-to-end model gets the same rows' end-to-end latencies).
@@ -148,32 +181,12 @@ static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, d
   double *obj = malloc(SAMPLES * MI_OBJ_COUNT * sizeof *obj), *lat = malloc(SAMPLES * sizeof *lat);
   double *lsec = malloc((size_t)SAMPLES * N * sizeof *lsec), *pred = malloc((size_t)t->n * sizeof *pred);
   double *truth = malloc((size_t)t->n * sizeof *truth), r2 = NAN;
-  mi_rng_t rng;
   mi_meta_options_t mo;
   mi_search_options_t so;
   int32_t objs[1] = {MI_OBJ_LATENCY};
   for (int i = 0; i < 5; i++) out[i] = NAN;
   if (!pts || !query || !obj || !lat || !lsec || !pred || !truth || t->ln < SAMPLES + 10) goto done;
-  mi_rng_seed(&rng, seed * 7919u + 5u);
-  for (int32_t i = 0; i < SAMPLES; i++) {
-    int dup;
-    do {
-      pick[i] = (int32_t)mi_rng_below(&rng, (uint32_t)t->ln);
-      dup = 0;
-      for (int32_t j = 0; j < i; j++) dup |= pick[j] == pick[i];
-    } while (dup);
-    memcpy(pts + (size_t)i * t->D, t->rows[t->lrow[pick[i]]].pt, (size_t)t->D * sizeof *pts);
-    memcpy(obj + (size_t)i * MI_OBJ_COUNT, t->rows[t->lrow[pick[i]]].obj, MI_OBJ_COUNT * sizeof *obj);
-    lat[i] = t->rows[t->lrow[pick[i]]].obj[MI_OBJ_LATENCY];
-    memcpy(lsec + (size_t)i * N, t->lsec + (size_t)pick[i] * N, (size_t)N * sizeof *lsec);
-  }
-  for (int32_t i = 0; i < t->n; i++) {
-    int used = !t->rows[i].ok;
-    for (int32_t j = 0; j < SAMPLES; j++) used |= t->lrow[pick[j]] == i;
-    if (used) continue;
-    memcpy(query + (size_t)q * t->D, t->rows[i].pt, (size_t)t->D * sizeof *query);
-    truth[q++] = t->rows[i].obj[MI_OBJ_LATENCY];
-  }
+  q = bs_layer_split(t, seed, SAMPLES, pick, pts, obj, lat, lsec, query, truth);
   for (int32_t j = 0; j < n && ns < BS_MAX_TASKS; j++) {
     bs_task_t *u = &tasks[j];
     int32_t c = u->ln < PER_SOURCE ? u->ln : PER_SOURCE, Nu = u->graph->node_count;

@@ -72,6 +72,10 @@ int bs_joint_describe(const bs_task_t *t, uint32_t mdims);
 /* Fills (or reads back from `path`) the per-layer table of every exhaustive task: `per_task`
  * rows each. */
 void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task);
+/* The held-out task's sample and query rows of its per-layer table (bench_report.c). */
+int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32_t *pick,
+                       int32_t *pts, double *obj, double *lat, double *lsec, int32_t *query,
+                       double *truth);
 
 /* The table evaluator: a configuration comes from the table, or is measured once for real. */
 int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
