@@ -171,6 +171,31 @@ static void copy_vals(const npu_tensor_t *x, int64_t xo, npu_tensor_t *y, int64_
     for (i = 0; i < count; i++) y->q[yo + i] = npu__quant(real_at(x, xo + i, 0), y->scale, y->zp);
 }
 
+/* QuantizeLinear / DequantizeLinear as ONNX specifies them, in the FP32 the float side is held
+ * in: q = saturate(round_half_to_even(x / s) + z), x = (q - z) * s. The division is done in
+ * double (as the host reference does), so a quotient is never rounded onto a tie first; for
+ * 8-bit codes (q - z) * s is exact in double, leaving one rounding to the float. UINT8 codes
+ * are held as INT8 codes u - 128 (npu_prepare.c). */
+static void convert(mi_kernel_t *k, const npu_node_t *n) {
+  const npu_tensor_t *x = &k->t[n->in[0]], *sc = &k->t[n->in[1]];
+  const npu_tensor_t *zp = n->nin > 2 && n->in[2] >= 0 ? &k->t[n->in[2]] : NULL;
+  npu_tensor_t *y = &k->t[n->out];
+  int32_t off = n->qlo == 0 ? 128 : 0; /* stored code + off = the code's value */
+  int64_t i;
+  for (i = 0; i < y->numel; i++) {
+    int64_t ch = n->qdim == 1 ? 0 : (i / n->qinner) % n->qdim;
+    double s = (double)sc->f[ch], z = zp ? (double)(zp->q[ch] + off) : 0.0;
+    if (n->op == NPU_QUANT) {
+      double v = nearbyint((double)x->f[i] / s) + z;
+      if (isnan(v)) v = z; /* NaN has no code: the zero point's (the reference leaves it open) */
+      v = v < n->qlo ? n->qlo : (v > n->qhi ? n->qhi : v);
+      y->q[i] = (int8_t)((int32_t)v - off);
+    } else {
+      y->f[i] = (float)(((double)(x->q[i] + off) - z) * s);
+    }
+  }
+}
+
 void npu__exec_vec(mi_kernel_t *k, const npu_node_t *n) {
   const npu_tensor_t *x = &k->t[n->in[0]];
   npu_tensor_t *y = &k->t[n->out];
@@ -213,6 +238,8 @@ void npu__exec_vec(mi_kernel_t *k, const npu_node_t *n) {
     }
     return;
   }
+  case NPU_QUANT:
+  case NPU_DEQUANT: convert(k, n); return;
   case NPU_FLATTEN:
   case NPU_RESHAPE: copy_vals(x, 0, y, 0, y->numel, fp); return;
   default: { /* Concat */

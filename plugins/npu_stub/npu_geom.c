@@ -208,6 +208,51 @@ static int32_t setup_matmul(const npu_spec_t *s, mi_kernel_t *k, npu_node_t *n,
   return MI_OK;
 }
 
+static int is_codes(int32_t dt) { return dt == MI_DTYPE_INT8 || dt == MI_DTYPE_UINT8; }
+
+/* QuantizeLinear (float -> codes) and DequantizeLinear (codes -> float): constant FP32 scales,
+ * an optional constant zero point of the codes' dtype, one per scale; several scales run along
+ * `axis` (per-axis quantization costs one index division per element, so it is kept). */
+static int32_t setup_qdq(mi_kernel_t *k, npu_node_t *n, const mi_node_desc_t *nd,
+                         mi_error_t *err) {
+  const npu_tensor_t *x = &k->t[n->in[0]], *y = &k->t[n->out], *sc, *zp = NULL;
+  const npu_tensor_t *codes = n->op == NPU_QUANT ? y : x, *flt = n->op == NPU_QUANT ? x : y;
+  int32_t d;
+  if (!k->conv) return refuse(err, n, "QuantizeLinear/DequantizeLinear must be a kernel alone");
+  if (!is_codes(codes->dtype))
+    return refuse(err, n, "codes must be INT8 or UINT8 (INT32, INT4 and FP8 codes are not)");
+  if (!is_float(flt->dtype)) return refuse(err, n, "the float side must be FLOAT32 or FLOAT16");
+  if (x->numel != y->numel || x->rank != y->rank) return refuse(err, n, "shape mismatch");
+  if (mi_sdk_attr_int(nd, "block_size", 0) != 0)
+    return refuse(err, n, "blocked quantization (block_size) is not supported");
+  if (n->nin < 2 || n->in[1] < 0) return refuse(err, n, "needs a scale");
+  sc = &k->t[n->in[1]];
+  if (!sc->is_const || sc->dtype != MI_DTYPE_FLOAT32 || !sc->f || sc->numel < 1)
+    return refuse(err, n, "scale must be a constant FLOAT32");
+  for (d = 0; d < sc->numel; d++)
+    if (!(sc->f[d] > 0) || !isfinite(sc->f[d])) return refuse(err, n, "scales must be positive");
+  if (n->nin > 2 && n->in[2] >= 0) {
+    zp = &k->t[n->in[2]];
+    if (!zp->is_const || zp->dtype != codes->dtype || !zp->q || zp->numel != sc->numel)
+      return refuse(err, n, "zero point must be constant, of the codes' dtype, one per scale");
+  } else if (n->op == NPU_QUANT && codes->dtype != MI_DTYPE_UINT8) {
+    return refuse(err, n, "QuantizeLinear without a zero point writes UINT8");
+  }
+  n->qinner = 1;
+  n->qdim = 1;
+  if (sc->numel > 1 || sc->rank > 1) {
+    int64_t axis = mi_sdk_attr_int(nd, "axis", 1);
+    if (axis < 0) axis += x->rank;
+    if (axis < 0 || axis >= x->rank || x->dims[axis] != sc->numel)
+      return refuse(err, n, "per-axis scale count does not match the axis");
+    n->qdim = sc->numel;
+    for (d = (int32_t)axis + 1; d < x->rank; d++) n->qinner *= x->dims[d];
+  }
+  n->qlo = codes->dtype == MI_DTYPE_UINT8 ? 0 : -128;
+  n->qhi = codes->dtype == MI_DTYPE_UINT8 ? 255 : 127;
+  return MI_OK;
+}
+
 static int32_t setup_vec(const npu_spec_t *s, mi_kernel_t *k, npu_node_t *n,
                          const mi_node_desc_t *nd, mi_error_t *err) {
   const npu_tensor_t *x = &k->t[n->in[0]], *y = &k->t[n->out];
@@ -286,6 +331,8 @@ static int32_t setup_vec(const npu_spec_t *s, mi_kernel_t *k, npu_node_t *n,
     }
     n->eps = mi_sdk_attr_float(nd, "epsilon", 1e-5f);
     return MI_OK;
+  case NPU_QUANT:
+  case NPU_DEQUANT: return setup_qdq(k, n, nd, err); /* one vector op per element */
   case NPU_FLATTEN:
   case NPU_RESHAPE:
     n->vec_ops = 0; /* a view: only DMA */

@@ -65,7 +65,7 @@ struct mi_buffer {
 enum npu_op {
   NPU_CONV, NPU_GEMM, NPU_MATMUL, NPU_RELU, NPU_CLIP, NPU_HARDSWISH, NPU_HARDSIGMOID,
   NPU_SIGMOID, NPU_ADD, NPU_MUL, NPU_GAP, NPU_AVGPOOL, NPU_MAXPOOL, NPU_BN, NPU_FLATTEN,
-  NPU_RESHAPE, NPU_CONCAT, NPU_OP_COUNT
+  NPU_RESHAPE, NPU_CONCAT, NPU_QUANT, NPU_DEQUANT, NPU_OP_COUNT
 };
 
 /** A tensor inside a kernel: quantized (q) or FP16-valued floats (f), plus int32 bias. */
@@ -109,6 +109,10 @@ typedef struct npu_node {
   int fused;       /* 1: epilogue of the MAC op before it, free in the array's output stage */
   double vec_ops;  /* vector-unit element operations (non-MAC ops) */
   npu_mac_t mac;
+  /* QuantizeLinear/DequantizeLinear: element i uses scale/zero point (i / qinner) % qdim
+   * (qdim 1: per tensor); the codes side saturates to [qlo, qhi] (INT8 or UINT8 range) */
+  int64_t qinner, qdim;
+  int32_t qlo, qhi;
 } npu_node_t;
 
 struct mi_kernel {
@@ -125,6 +129,9 @@ struct mi_kernel {
   double io_bytes;                       /* external activations in + out, device format */
   double const_bytes;                    /* weights, biases, parameters, device format */
   int64_t samples;                       /* N of the first input */
+  int conv; /* 1: a standalone QuantizeLinear/DequantizeLinear: float on one side, codes on
+             * the other; its float side is held in FP32 (ONNX's conversion is specified in
+             * FP32), its codes side as INT8 codes */
 };
 
 /* Knob indices (the order knob_desc lists them). */

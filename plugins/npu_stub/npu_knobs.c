@@ -7,12 +7,13 @@
 static const char *const OP_NAMES[NPU_OP_COUNT] = {
     "Conv", "Gemm", "MatMul", "Relu", "Clip", "HardSwish", "HardSigmoid", "Sigmoid", "Add", "Mul",
     "GlobalAveragePool", "AveragePool", "MaxPool", "BatchNormalization", "Flatten", "Reshape",
-    "Concat"};
+    "Concat", "QuantizeLinear", "DequantizeLinear"};
 
 static const char *const VARIANT_IDS[NPU_OP_COUNT] = {
     "npu.conv", "npu.gemm", "npu.matmul", "npu.relu", "npu.clip", "npu.hardswish",
     "npu.hardsigmoid", "npu.sigmoid_lut", "npu.add", "npu.mul", "npu.global_avgpool",
-    "npu.avgpool", "npu.maxpool", "npu.batchnorm", "npu.flatten", "npu.reshape", "npu.concat"};
+    "npu.avgpool", "npu.maxpool", "npu.batchnorm", "npu.flatten", "npu.reshape", "npu.concat",
+    "npu.quantize", "npu.dequantize"};
 
 static const char *const KNOB_NAMES[NPU_KNOB_COUNT] = {"cores",    "dvfs_level", "dataflow",
                                                        "sram_tile", "dma_overlap", "batch"};
@@ -59,7 +60,12 @@ int32_t npu__variant_desc(uint32_t index, mi_variant_desc_t *out) {
     snprintf(v.knobs, sizeof v.knobs, "cores,dvfs_level,dataflow,sram_tile,dma_overlap,batch");
   } else {
     v.fuse_mask = (op == NPU_BN || op == NPU_ADD) ? (MI_FUSE_RELU | MI_FUSE_ACT) : 0;
-    snprintf(v.description, sizeof v.description, "%s on the vector unit%s; FLOAT32 runs as FP16", OP_NAMES[op],
+    if (op == NPU_QUANT || op == NPU_DEQUANT)
+      snprintf(v.description, sizeof v.description,
+               "%s on the vector unit: FLOAT32 <-> INT8/UINT8 codes in exact FP32 (half to "
+               "even, saturating)", OP_NAMES[op]);
+    else
+      snprintf(v.description, sizeof v.description, "%s on the vector unit%s; FLOAT32 runs as FP16", OP_NAMES[op],
              op == NPU_SIGMOID ? " (256-entry lookup table in INT8)" : "");
     snprintf(v.knobs, sizeof v.knobs, "cores,dvfs_level,dma_overlap,batch");
   }

@@ -65,6 +65,21 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
     if (!t->cscale) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
     memcpy(t->cscale, src->channel_scales, sizeof(float) * t->ccount);
   }
+  if (!t->is_const && k->conv) {
+    /* a conversion kernel: float on one side, codes on the other (the node checks which);
+     * the codes' scale and zero point are the node's inputs, not the tensor's fields */
+    int codes = t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8;
+    if (!codes && t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16) {
+      snprintf(msg, sizeof msg,
+               "npu-stub: tensor %d: a QuantizeLinear/DequantizeLinear converts between "
+               "FLOAT32/FLOAT16 and INT8/UINT8 (got dtype %d)", idx, t->dtype);
+      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+    }
+    if (codes) t->q = calloc((size_t)n, 1);
+    else t->f = calloc((size_t)n, sizeof(float));
+    if (!t->f && !t->q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
+    return MI_OK;
+  }
   if (!t->is_const) {
     if (k->fp ? (t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16)
               : (t->dtype != MI_DTYPE_INT8 && t->dtype != MI_DTYPE_UINT8)) {
@@ -117,8 +132,9 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
         memcpy(&h, (const char *)src->data + 2 * j, 2);
         v = npu__half_to_float(h);
       }
-      /* the FP16 path stores every float constant in half precision */
-      t->f[j] = k->fp ? npu__fp16_round(v) : v;
+      /* the FP16 path stores every float constant in half precision; a conversion's scales
+       * stay FP32 */
+      t->f[j] = k->fp && !k->conv ? npu__fp16_round(v) : v;
     }
     break;
   case MI_DTYPE_INT32:
@@ -148,7 +164,7 @@ static double device_bytes(const mi_kernel_t *k, const npu_tensor_t *t) {
   case MI_DTYPE_UINT8: return (double)t->numel;
   case MI_DTYPE_INT4: return (double)t->numel * 0.5;
   case MI_DTYPE_INT32: return (double)t->numel * 4;
-  case MI_DTYPE_FLOAT32:
+  case MI_DTYPE_FLOAT32: return (double)t->numel * (k->fp && !k->conv ? 2 : 4);
   case MI_DTYPE_FLOAT16: return (double)t->numel * (k->fp ? 2 : 4);
   default: return 0;
   }
@@ -165,7 +181,14 @@ int32_t npu__prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *d
                      mi_kernel_t **out, mi_error_t *err) {
   npu_lowered_t lo;
   int lowered = 0;
-  int32_t rc = npu__qdq_lower(desc, &lo, &lowered, err);
+  int32_t rc;
+  /* A QuantizeLinear/DequantizeLinear alone is a conversion kernel of its own (the vector
+   * unit's); inside a group it is lowered away. */
+  if (desc && desc->node_count == 1 && desc->nodes && desc->nodes[0] && desc->nodes[0]->op_type &&
+      (npu__op_from_name(desc->nodes[0]->op_type) == NPU_QUANT ||
+       npu__op_from_name(desc->nodes[0]->op_type) == NPU_DEQUANT))
+    return prepare(d, device, desc, out, err);
+  rc = npu__qdq_lower(desc, &lo, &lowered, err);
   if (rc != MI_OK || !lowered) return rc != MI_OK ? rc : prepare(d, device, desc, out, err);
   rc = prepare(d, device, &lo.desc, out, err);
   npu__qdq_free(&lo);
@@ -223,6 +246,17 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
     rc = unsupported(err, "input dtype is neither INT8/UINT8 nor FLOAT32/FLOAT16",
                      desc->nodes[0]->name);
     goto fail;
+  }
+  /* A conversion computes in float (scale multiply or divide) on the float lanes. */
+  if (npu__op_from_name(desc->nodes[0]->op_type) == NPU_QUANT ||
+      npu__op_from_name(desc->nodes[0]->op_type) == NPU_DEQUANT) {
+    if (desc->node_count != 1) {
+      rc = unsupported(err, "a QuantizeLinear/DequantizeLinear kernel holds that node alone",
+                       desc->nodes[0]->name);
+      goto fail;
+    }
+    k->conv = 1;
+    k->fp = 1;
   }
   k->dataflow = (int)vals[NPU_KNOB_DATAFLOW];
   k->sram_tile = (int)vals[NPU_KNOB_TILE];

@@ -16,7 +16,7 @@ static uint64_t host_bytes(const npu_tensor_t *t) {
   }
 }
 
-static void load(npu_tensor_t *t, const unsigned char *src) {
+static void load(const mi_kernel_t *k, npu_tensor_t *t, const unsigned char *src) {
   int64_t i;
   if (t->dtype == MI_DTYPE_INT8) {
     memcpy(t->q, src, (size_t)t->numel);
@@ -30,7 +30,8 @@ static void load(npu_tensor_t *t, const unsigned char *src) {
     if (t->dtype == MI_DTYPE_FLOAT32) {
       float v;
       memcpy(&v, src + 4 * i, 4);
-      t->f[i] = npu__fp16_round(v); /* FLOAT32 tensors execute in FP16 */
+      /* FLOAT32 tensors execute in FP16, except in a conversion kernel (exact FP32) */
+      t->f[i] = k->conv ? v : npu__fp16_round(v);
     } else {
       uint16_t h;
       memcpy(&h, src + 2 * i, 2);
@@ -89,7 +90,7 @@ int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const
   if (ctx->fault == NPU_FAULT_HANG)
     for (;;) sleep(1000);
   d = &ctx->dev[k->device];
-  for (i = 0; i < input_count; i++) load(&k->t[k->inputs[i]], inputs[i]->data);
+  for (i = 0; i < input_count; i++) load(k, &k->t[k->inputs[i]], inputs[i]->data);
   for (i = 0; i < k->node_count; i++) {
     const npu_node_t *n = &k->nodes[i];
     if (n->op == NPU_CONV || n->op == NPU_GEMM || n->op == NPU_MATMUL) npu__exec_mac(k, n);
