@@ -40,9 +40,10 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   a->db = "history.db";
   a->rounds = 1;
   a->fingerprint = 1;
-  /* One figure from three processes: on a shared virtual machine a process runs a few percent
-   * faster or slower than the next for its whole life, which more repeats inside it cannot
-   * average out (docs/measurement.md, "Reproducibility"). */
+  /* One figure from three processes, one after another: on a shared virtual machine a process
+   * runs a few percent faster or slower than the next, and the machine's speed moves over
+   * seconds; more repeats inside one process average out neither (docs/measurement.md,
+   * "Reproducibility"). */
   a->workers = 3;
   a->timeout_s = 60;
   for (int i = 1; i < argc; i++) {
