@@ -53,6 +53,9 @@ int32_t mi_agent_so_parse(const char *text, const mi_plugin_t *p, uint32_t dev, 
   int32_t rc = MI_OK;
   memset(out, 0, sizeof *out);
   out->so.struct_size = sizeof out->so;
+  /* As the tuner's own workers measure (mi_space_hw_create): a node the device refuses runs on
+   * the host, e.g. the QuantizeLinear that enters a region of INT8 activations. */
+  out->so.allow_host_fallback = 1;
   if (!strcmp(text, "default")) return MI_OK;
   if (!(out->text = strdup(text)) || !(out->knobs = calloc(cap, sizeof *out->knobs)) ||
       !(out->choices = calloc(cap, sizeof *out->choices))) {

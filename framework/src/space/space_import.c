@@ -152,7 +152,7 @@ static int32_t import_xf(const mi_space_t *s, char *text, int32_t *pt) {
   char dflt_prec[32] = "", name[256];
   char *line, *save = NULL;
   for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    char weights[16] = "", scales[16] = "per_tensor", *p;
+    char weights[16] = "", scales[16] = "per_tensor", acts[16] = "fp32", *p;
     double prune = -1;
     const char *layer = NULL;
     if (!strncmp(line, "fold_bn=", 8)) {
@@ -177,10 +177,14 @@ static int32_t import_xf(const mi_space_t *s, char *text, int32_t *pt) {
     }
     if ((p = strstr(line, "weights="))) sscanf(p + 8, "%15[a-z0-9]", weights);
     if ((p = strstr(line, "scales="))) sscanf(p + 7, "%15[a-z_]", scales);
+    if ((p = strstr(line, "activations="))) sscanf(p + 12, "%15[a-z0-9]", acts);
     if ((p = strstr(line, "prune="))) prune = strtod(p + 6, NULL);
     if (weights[0]) {
       char label[32];
-      if (!strcmp(weights, "int8")) snprintf(label, sizeof label, "int8_%s", strcmp(scales, "per_channel") ? "tensor" : "channel");
+      /* INT8 activations: the space has one label for them (per-channel weights), whatever
+       * the source's weight granularity. */
+      if (!strcmp(weights, "int8") && !strcmp(acts, "int8")) snprintf(label, sizeof label, "int8_act");
+      else if (!strcmp(weights, "int8")) snprintf(label, sizeof label, "int8_%s", strcmp(scales, "per_channel") ? "tensor" : "channel");
       else snprintf(label, sizeof label, "%s", weights);
       if (!layer) snprintf(dflt_prec, sizeof dflt_prec, "%s", label);
       snprintf(name, sizeof name, "node.%s.precision", layer ? layer : "");

@@ -6,20 +6,31 @@
 #include "metainfer/mi_transform.h"
 #include "space/space_internal.h"
 
-/* Precision choices: the transform's precision and granularity, and the dtype a variant must
- * compute in for the choice to be offered. */
+/* Precision choices: the transform's weight precision and granularity, its activation
+ * precision, and the dtypes a variant must compute in for the choice to be offered. A label's
+ * code is its index here: histories and recipes hold the labels and the codes, so entries are
+ * only appended. */
 typedef struct {
   const char *label;
   int32_t weights;
   int32_t scales;
-  int32_t dtype;
+  int32_t activations; /* MI_XF_FP32: weight-only, the layer keeps float activations */
+  uint32_t needs;      /* MI_DTYPE_BIT mask a variant must declare in full */
 } precision_t;
 
+/* int8_act: INT8 per-channel weights and calibrated asymmetric UINT8 activations (the host
+ * quantizer's QDQ form), which is what an INT8 engine (npu-stub's arrays, blis-cpu's INT8 core)
+ * needs to run the layer on codes; the weight-only INT8 labels leave the activations float, so
+ * such a device runs them on its float path. Offered where a variant declares both INT8 (the
+ * weights) and UINT8 (the activations). Its calibration is the recipe's calibration folder, or,
+ * without one, the worker's deterministic generated samples (docs/tuning.md). */
 static const precision_t k_precisions[] = {
-    {"fp32", MI_XF_FP32, MI_XF_PER_TENSOR, MI_DTYPE_FLOAT32},
-    {"fp16", MI_XF_FP16, MI_XF_PER_TENSOR, MI_DTYPE_FLOAT16},
-    {"int8_tensor", MI_XF_INT8, MI_XF_PER_TENSOR, MI_DTYPE_INT8},
-    {"int8_channel", MI_XF_INT8, MI_XF_PER_CHANNEL, MI_DTYPE_INT8},
+    {"fp32", MI_XF_FP32, MI_XF_PER_TENSOR, MI_XF_FP32, MI_DTYPE_BIT(MI_DTYPE_FLOAT32)},
+    {"fp16", MI_XF_FP16, MI_XF_PER_TENSOR, MI_XF_FP32, MI_DTYPE_BIT(MI_DTYPE_FLOAT16)},
+    {"int8_tensor", MI_XF_INT8, MI_XF_PER_TENSOR, MI_XF_FP32, MI_DTYPE_BIT(MI_DTYPE_INT8)},
+    {"int8_channel", MI_XF_INT8, MI_XF_PER_CHANNEL, MI_XF_FP32, MI_DTYPE_BIT(MI_DTYPE_INT8)},
+    {"int8_act", MI_XF_INT8, MI_XF_PER_CHANNEL, MI_XF_INT8,
+     MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8)},
 };
 #define PRECISION_N ((int32_t)(sizeof k_precisions / sizeof k_precisions[0]))
 
@@ -88,7 +99,7 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, const int32_t *v
     /* Only precisions one of the node's variants computes in: a choice no kernel can run
      * would only move the layer to the host. */
     for (int32_t p = 0; p < PRECISION_N; p++)
-      if (p == 0 || (dtypes & MI_DTYPE_BIT(k_precisions[p].dtype))) {
+      if (p == 0 || (dtypes & k_precisions[p].needs) == k_precisions[p].needs) {
         labels[count] = k_precisions[p].label;
         codes[count++] = p;
       }
@@ -143,6 +154,12 @@ int32_t mi_space_xf_config(const mi_space_t *s, const int32_t *pt, mi_xf_config_
           layer.set |= MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES;
           layer.weights = k_precisions[code].weights;
           layer.scales = k_precisions[code].scales;
+          /* The weight-only labels leave the activations at FP32 as before, so their configs
+           * and the hashes histories hold are unchanged. */
+          if (k_precisions[code].activations != MI_XF_FP32) {
+            layer.set |= MI_XF_SET_ACTS;
+            layer.activations = k_precisions[code].activations;
+          }
         } else {
           layer.set |= MI_XF_SET_PRUNE;
           layer.prune = (double)code / 100.0;
