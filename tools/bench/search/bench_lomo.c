@@ -109,16 +109,7 @@ static void predict(bs_task_t *tasks, int32_t ntask, int32_t k, int same_device,
     /* v 0: end to end only (the per-layer model off); v 1: the default blend. */
     mi_search_options_t so;
     mi_meta_options_t mo;
-    memset(&so, 0, sizeof so);
-    so.struct_size = sizeof so;
-    so.seed = seed;
-    so.objective_count = 1;
-    so.objectives = objs;
-    mi_meta_options_default(&mo);
-    mo.graph = t->graph;
-    mo.frozen = t->frozen;
-    memcpy(mo.desc, t->desc, sizeof mo.desc);
-    mo.stack_hash = t->stack;
+    bs_predict_options(t, seed, objs, &so, &mo);
     mo.sources = h.es;
     mo.source_count = h.n;
     mo.no_layer_model = v == 0;
@@ -211,13 +202,9 @@ static void search(bs_task_t *tasks, int32_t ntask, int32_t k, int no_layer, uin
   o.layer_times = lomo_layers;
   o.layer_times_ctx = &ev;
   o.frozen = t->frozen;
-  mi_meta_options_default(&mo);
-  mo.graph = t->graph;
-  mo.frozen = t->frozen;
+  bs_meta_options(t, &mo);
   mo.screen = 4000; /* as the benchmark's ours (bench_methods.c) */
   mo.report = rep;
-  memcpy(mo.desc, t->desc, sizeof mo.desc);
-  mo.stack_hash = t->stack;
   mo.sources = h.es;
   mo.source_count = h.n;
   mo.no_layer_model = no_layer;

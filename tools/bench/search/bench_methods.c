@@ -222,8 +222,7 @@ static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int m
   {
     mi_meta_options_t mo;
     bs_sources_t src;
-    mi_meta_options_default(&mo);
-    mo.graph = t->graph;
+    bs_meta_options(t, &mo);
     mo.frozen = frozen;
     mo.screen = 4000; /* the restricted spaces hold hundreds of points, not 10^5 */
     mo.report = rep;
@@ -238,8 +237,6 @@ static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int m
       if ((e = getenv("MI_BENCH_SCREEN"))) mo.screen = (int32_t)strtol(e, NULL, 10);
       if ((e = getenv("MI_BENCH_PRIMARY"))) mo.primary_share = strtod(e, NULL);
     }
-    memcpy(mo.desc, t->desc, sizeof mo.desc);
-    mo.stack_hash = t->stack;
     memset(&src, 0, sizeof src);
     if (method != BS_OURS_COLD) bs_sources_build(tasks, ntask, target, 0, method == BS_OURS_MISLEAD, seed, 64, &src);
     mo.sources = src.tasks;

@@ -106,16 +106,7 @@ static void lodo(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, int misl
     memcpy(query + (size_t)q * t->D, t->rows[i].pt, (size_t)t->D * sizeof *query);
     truth[q++] = t->rows[i].obj[MI_OBJ_LATENCY];
   }
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.seed = seed;
-  so.objective_count = 1;
-  so.objectives = objs;
-  mi_meta_options_default(&mo);
-  mo.graph = t->graph;
-  mo.frozen = t->frozen;
-  memcpy(mo.desc, t->desc, sizeof mo.desc);
-  mo.stack_hash = t->stack;
+  bs_predict_options(t, seed, objs, &so, &mo);
   memset(&src, 0, sizeof src);
   if (use_sources) bs_sources_build(tasks, n, k, 1, mislead, seed, 64, &src);
   mo.sources = src.tasks;
@@ -131,6 +122,27 @@ done:
   free(obj);
   free(pred);
   free(truth);
+}
+
+/* The strategy's options for task t: defaults, its graph, frozen dimensions, descriptor and
+ * stack; no sources. */
+void bs_meta_options(const bs_task_t *t, mi_meta_options_t *mo) {
+  mi_meta_options_default(mo);
+  mo->graph = t->graph;
+  mo->frozen = t->frozen;
+  memcpy(mo->desc, t->desc, sizeof mo->desc);
+  mo->stack_hash = t->stack;
+}
+
+/* Both options of a mi_meta_predict_points call on task t: one objective, `objs`. */
+void bs_predict_options(const bs_task_t *t, uint64_t seed, const int32_t *objs,
+                        mi_search_options_t *so, mi_meta_options_t *mo) {
+  memset(so, 0, sizeof *so);
+  so->struct_size = sizeof *so;
+  so->seed = seed;
+  so->objective_count = 1;
+  so->objectives = objs;
+  bs_meta_options(t, mo);
 }
 
 /* The held-out task's side of a prediction comparison: `samples` distinct rows of its per-layer
@@ -228,16 +240,7 @@ static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, d
     ns++;
   }
   /* End to end: the strategy's predictor. */
-  memset(&so, 0, sizeof so);
-  so.struct_size = sizeof so;
-  so.seed = seed;
-  so.objective_count = 1;
-  so.objectives = objs;
-  mi_meta_options_default(&mo);
-  mo.graph = t->graph;
-  mo.frozen = t->frozen;
-  memcpy(mo.desc, t->desc, sizeof mo.desc);
-  mo.stack_hash = t->stack;
+  bs_predict_options(t, seed, objs, &so, &mo);
   mo.sources = es;
   mo.source_count = ns;
   if (mi_meta_predict_points(t->space, &so, &mo, pts, obj, SAMPLES, query, q, pred, NULL) == MI_OK) {

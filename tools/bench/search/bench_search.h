@@ -72,6 +72,11 @@ int bs_joint_describe(const bs_task_t *t, uint32_t mdims);
 /* Fills (or reads back from `path`) the per-layer table of every exhaustive task: `per_task`
  * rows each. */
 void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task);
+/* Options of the meta strategy for a task (bench_report.c): defaults, its graph, frozen
+ * dimensions, descriptor and stack; and with them the search options of a prediction. */
+void bs_meta_options(const bs_task_t *t, mi_meta_options_t *mo);
+void bs_predict_options(const bs_task_t *t, uint64_t seed, const int32_t *objs,
+                        mi_search_options_t *so, mi_meta_options_t *mo);
 /* The held-out task's sample and query rows of its per-layer table (bench_report.c). */
 int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32_t *pick,
                        int32_t *pts, double *obj, double *lat, double *lsec, int32_t *query,
