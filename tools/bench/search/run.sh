@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - the search benchmark in one command: zoo models, then bench_search on the cached
 # table (reused and extended between runs). Usage: tools/bench/search/run.sh [BUILD] [SEEDS] [TASKS]
-# TASKS: comma list (resnet-gen1,resnet-gen2,mbv2-gen1,mbv2-gen2,kws-gen1,kws-gen2,resnet-blis); all by default.
+# TASKS: comma list (resnet-gen1,resnet-gen2,mbv2-gen1,mbv2-gen2,kws-gen1,kws-gen2,resnet-blis,kws-blis); all by default.
 # MI_BENCH_RICH=1 adds resnet-rich1/2, mbv2-rich1/2, kws-rich1/2: two layers' precision and SRAM
 # tile with the core count free (5,184 points each, exhaustive; docs/benchmarks.md).
 # MI_BENCH_JOINT=1 adds resnetw-prune1/2, resnetw-energy1/2, resnetw-flow1/2, resnetw-fuse1/2 on a
