@@ -300,7 +300,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
         char amount[64] = "nothing measurable";
         if (sv >= 0.5) snprintf(amount, sizeof amount, "about %.0f measurements, likely more", sv);
         snprintf(saved, sizeof saved, "warm start saved %s (a cold random search needs about %.0f to come within 5%% of this best, "
-                 "estimated on the surrogate, which under-states it; this run took %d)", amount, run->cold_estimate, (int)k);
+                 "estimated on the surrogate, which usually under-states it; this run took %d)", amount, run->cold_estimate, (int)k);
       }
       fprintf(stderr, "tune: %s: %s: warm start: %d of %d measurements were configurations of %d similar past task(s) "
               "in the history (%d configurations offered)%s; best %s found at measurement %d; %s\n",
