@@ -158,32 +158,8 @@ static void standalone(mi_plugin_t *npu) {
   mi_graph_destroy(g);
 }
 
-/* The host quantizer's INT8-activation form (what the tuner's int8_act asks for): BN folded,
- * INT8 per-channel weights, UINT8 activations calibrated on random samples; a QuantizeLinear on
- * the float graph input, a DequantizeLinear at the end and around float ops. */
-static mi_graph_t *quantize(const mi_graph_t *g) {
-  mi_xf_config_t *c = mi_xf_config_create();
-  mi_xf_samples_t *calib = NULL;
-  mi_xf_apply_opts_t o;
-  mi_graph_t *q = NULL;
-  mi_error_t err = {0};
-  CHECK(c != NULL);
-  c->fold_bn = 1;
-  c->defaults.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS;
-  c->defaults.weights = MI_XF_INT8;
-  c->defaults.scales = MI_XF_PER_CHANNEL;
-  c->defaults.activations = MI_XF_INT8;
-  memset(&o, 0, sizeof o);
-  if (mi_xf_samples_random(g, 4, 3, &calib, &err) != MI_OK) die("calibration samples", &err);
-  o.calib = calib;
-  if (mi_xf_apply(g, c, &o, &q, NULL, &err) != MI_OK) die("mi_xf_apply", &err);
-  mi_xf_samples_destroy(calib);
-  mi_xf_config_destroy(c);
-  return q;
-}
-
 static void quantized_model(mi_plugin_t *npu, const char *family, const char *args) {
-  mi_graph_t *g = npu_zoo_model(g_dir, family, args), *q = quantize(g);
+  mi_graph_t *g = npu_zoo_model(g_dir, family, args), *q = npu_quantize_int8(g);
   const mi_tensor_t *xt = &q->tensors[q->inputs[0]];
   mi_array_t *x = mi_array_create(xt->dtype, xt->rank, xt->dims), *got[1] = {0}, *want[1] = {0};
   mi_session_options_t o;

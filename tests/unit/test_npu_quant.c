@@ -27,35 +27,6 @@ typedef struct tally {
   long hist[256]; /* host codes seen, so an all-zero comparison cannot pass */
 } tally_t;
 
-/* INT8 per-channel weights, INT8 (asymmetric uint8) activations calibrated on random inputs,
- * BN folded first: the configuration an INT8 NPU deployment uses. */
-static mi_graph_t *quantize(const mi_graph_t *g) {
-  mi_xf_config_t *c = mi_xf_config_create();
-  mi_xf_samples_t *calib = NULL;
-  mi_xf_apply_opts_t o;
-  mi_graph_t *q = NULL;
-  mi_error_t err = {0};
-  CHECK(c != NULL);
-  c->fold_bn = 1;
-  c->defaults.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS;
-  c->defaults.weights = MI_XF_INT8;
-  c->defaults.scales = MI_XF_PER_CHANNEL;
-  c->defaults.activations = MI_XF_INT8;
-  memset(&o, 0, sizeof o);
-  if (mi_xf_samples_random(g, 4, 3, &calib, &err) != MI_OK) {
-    fprintf(stderr, "calibration samples: %s\n", err.message);
-    exit(1);
-  }
-  o.calib = calib;
-  if (mi_xf_apply(g, c, &o, &q, NULL, &err) != MI_OK) {
-    fprintf(stderr, "mi_xf_apply: %s\n", err.message);
-    exit(1);
-  }
-  mi_xf_samples_destroy(calib);
-  mi_xf_config_destroy(c);
-  return q;
-}
-
 static int is_op(const mi_graph_t *g, int32_t node, const char *op) {
   return node >= 0 && strcmp(g->nodes[node].op_type, op) == 0;
 }
@@ -328,7 +299,7 @@ static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
 }
 
 static void run_model(npu_t *p, const zoo_model_t *m, tally_t *t) {
-  mi_graph_t *g = npu_zoo_model(g_dir, m->family, m->args), *q = quantize(g), *probe = mi_graph_clone(q);
+  mi_graph_t *g = npu_zoo_model(g_dir, m->family, m->args), *q = npu_quantize_int8(g), *probe = mi_graph_clone(q);
   const mi_tensor_t *xt = &q->tensors[q->inputs[0]];
   mi_array_t *x = mi_array_create(xt->dtype, xt->rank, xt->dims), **outs;
   mi_error_t err = {0};

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #define CHECK(cond) TU_REQUIRE(cond)
+#include "metainfer/mi_transform.h"
 #include "test_util.h"
 
 /* The plugin as the host loaded it: `api` and `ctx` point into the registry's entry. */
@@ -85,6 +86,37 @@ static inline mi_graph_t *npu_zoo_model(const char *dir, const char *family, con
     exit(1);
   }
   return g;
+}
+
+/* The host quantizer's INT8 form an INT8 NPU deployment uses (and the tuner's int8_act asks
+ * for): BN folded, INT8 per-channel weights, INT8 (asymmetric uint8) activations calibrated on
+ * 4 random samples (seed 3); a QuantizeLinear on the float graph input, a DequantizeLinear at
+ * the end and around float ops. Exits on failure. */
+static inline mi_graph_t *npu_quantize_int8(const mi_graph_t *g) {
+  mi_xf_config_t *c = mi_xf_config_create();
+  mi_xf_samples_t *calib = NULL;
+  mi_xf_apply_opts_t o;
+  mi_graph_t *q = NULL;
+  mi_error_t err = {0};
+  CHECK(c != NULL);
+  c->fold_bn = 1;
+  c->defaults.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS;
+  c->defaults.weights = MI_XF_INT8;
+  c->defaults.scales = MI_XF_PER_CHANNEL;
+  c->defaults.activations = MI_XF_INT8;
+  memset(&o, 0, sizeof o);
+  if (mi_xf_samples_random(g, 4, 3, &calib, &err) != MI_OK) {
+    fprintf(stderr, "calibration samples: %s\n", err.message);
+    exit(1);
+  }
+  o.calib = calib;
+  if (mi_xf_apply(g, c, &o, &q, NULL, &err) != MI_OK) {
+    fprintf(stderr, "mi_xf_apply: %s\n", err.message);
+    exit(1);
+  }
+  mi_xf_samples_destroy(calib);
+  mi_xf_config_destroy(c);
+  return q;
 }
 
 /* Destroys the instance and unloads every plugin; safe on a failed open. */
