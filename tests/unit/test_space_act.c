@@ -141,31 +141,49 @@ static double layer_time(const mi_profile_t *p, const char *name) {
   return NAN;
 }
 
+/* A measurement bench for one plugin: the graph saved as <dir>/m.onnx, its space on device 0 and
+ * a worker pool over the build's plugins. 1 when all three are there (each failure is a CHECK). */
+typedef struct bench {
+  char dir[64], model[128];
+  mi_space_t *s;
+  mi_worker_pool_t *pool;
+} bench_t;
+
+static int bench_open(bench_t *b, mi_plugin_t *p, const mi_graph_t *g, const char *plugin) {
+  mi_worker_options_t o;
+  mi_error_t err = {0};
+  char plugins[512];
+  memset(b, 0, sizeof *b);
+  if (!p || !tu_tempdir(b->dir, sizeof b->dir, "space_act")) {
+    CHECK(0, "%s or temp dir missing", plugin);
+    return 0;
+  }
+  snprintf(b->model, sizeof b->model, "%s/m.onnx", b->dir);
+  CHECK(mi_onnx_save(g, b->model, &err) == MI_OK, "%s", err.message);
+  CHECK(mi_space_create(g, p, 0, NULL, &b->s, &err) == MI_OK, "%s", err.message);
+  mi_worker_options_default(&o);
+  o.plugin_dirs = tu_build_path(plugins, sizeof plugins, "plugins");
+  o.timeout_s = 60;
+  CHECK(b->s && mi_worker_pool_create(&o, &b->pool, &err) == MI_OK, "pool: %s", err.message);
+  return b->s && b->pool;
+}
+
+static void bench_close(bench_t *b) {
+  mi_worker_pool_destroy(b->pool);
+  mi_space_destroy(b->s);
+  if (b->dir[0]) tu_rmtree(b->dir);
+}
+
 static void test_npu_int8_path(mi_registry_t *r, mi_graph_t *g) {
   static const char *const labels[3] = {"fp32", "int8_channel", "int8_act"};
   mi_plugin_t *p = mi_registry_find(r, "npu-stub");
   mi_profile_t *prof[3] = {NULL, NULL, NULL};
   mi_worker_config_result_t res[3];
-  mi_worker_options_t o;
-  mi_worker_pool_t *pool = NULL;
-  mi_space_t *s = NULL;
-  mi_error_t err = {0};
-  char dir[64], model[128], plugins[512];
-  int ok = 1;
-  if (!p || !tu_tempdir(dir, sizeof dir, "space_act")) {
-    CHECK(0, "npu-stub or temp dir missing");
-    return;
-  }
-  snprintf(model, sizeof model, "%s/m.onnx", dir);
-  CHECK(mi_onnx_save(g, model, &err) == MI_OK, "%s", err.message);
-  CHECK(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "%s", err.message);
-  mi_worker_options_default(&o);
-  o.plugin_dirs = tu_build_path(plugins, sizeof plugins, "plugins");
-  o.timeout_s = 60;
-  CHECK(s && mi_worker_pool_create(&o, &pool, &err) == MI_OK, "pool: %s", err.message);
-  for (int i = 0; i < 3 && s && pool; i++)
-    ok &= measure(pool, "npu-stub:0", s, model, labels[i], &prof[i], &res[i]) == MI_OK;
-  if (ok && s && pool) {
+  bench_t b;
+  int ok = bench_open(&b, p, g, "npu-stub");
+  for (int i = 0; i < 3 && ok; i++)
+    ok &= measure(b.pool, "npu-stub:0", b.s, b.model, labels[i], &prof[i], &res[i]) == MI_OK;
+  if (ok) {
     for (int i = 0; i < 3; i++)
       fprintf(stderr,
               "npu-stub %-12s energy %.4f mJ  latency %.2f us  conv1 %.2f us  conv2 %.2f us  "
@@ -196,9 +214,7 @@ static void test_npu_int8_path(mi_registry_t *r, mi_graph_t *g) {
           "int8_act drop %.4g (weight-only %.4g)", res[2].rel_l2, res[1].rel_l2);
   }
   for (int i = 0; i < 3; i++) mi_profile_destroy(prof[i]);
-  mi_worker_pool_destroy(pool);
-  mi_space_destroy(s);
-  tu_rmtree(dir);
+  bench_close(&b);
 }
 
 /* Prepares the small CNN with every weighted layer at int8_act (calibrated on the worker's
@@ -277,24 +293,10 @@ static void test_blis(mi_registry_t *r, mi_graph_t *g) {
   mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
   mi_profile_t *prof[2] = {NULL, NULL};
   mi_worker_config_result_t res[2];
-  mi_worker_options_t o;
-  mi_worker_pool_t *pool = NULL;
-  mi_space_t *s = NULL;
-  mi_error_t err = {0};
-  char dir[64], model[128], plugins[512];
-  if (!p || !tu_tempdir(dir, sizeof dir, "space_act")) {
-    CHECK(0, "blis-cpu or temp dir missing");
-    return;
-  }
-  snprintf(model, sizeof model, "%s/m.onnx", dir);
-  CHECK(mi_onnx_save(g, model, &err) == MI_OK, "%s", err.message);
-  CHECK(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "%s", err.message);
-  mi_worker_options_default(&o);
-  o.plugin_dirs = tu_build_path(plugins, sizeof plugins, "plugins");
-  o.timeout_s = 60;
-  CHECK(s && mi_worker_pool_create(&o, &pool, &err) == MI_OK, "pool: %s", err.message);
-  for (int i = 0; i < 2 && s && pool; i++) {
-    if (measure(pool, "blis-cpu:0", s, model, labels[i], &prof[i], &res[i]) != MI_OK) continue;
+  bench_t b;
+  int ok = bench_open(&b, p, g, "blis-cpu");
+  for (int i = 0; i < 2 && ok; i++) {
+    if (measure(b.pool, "blis-cpu:0", b.s, b.model, labels[i], &prof[i], &res[i]) != MI_OK) continue;
     CHECK(prof[i]->checked && prof[i]->check_ok, "blis %s: device check failed (%.3g)", labels[i],
           prof[i]->check_error);
     fprintf(stderr, "blis-cpu %-8s latency %.2f us, layers:", labels[i],
@@ -305,9 +307,7 @@ static void test_blis(mi_registry_t *r, mi_graph_t *g) {
     fprintf(stderr, "\n");
   }
   for (int i = 0; i < 2; i++) mi_profile_destroy(prof[i]);
-  mi_worker_pool_destroy(pool);
-  mi_space_destroy(s);
-  tu_rmtree(dir);
+  bench_close(&b);
 }
 
 int main(void) {
