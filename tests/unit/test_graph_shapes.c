@@ -303,6 +303,23 @@ static void test_unsupported(void) {
   mi_graph_destroy(g);
 }
 
+/* Declared dims whose product overflows int64 (2^93 elements): the shape still propagates and
+ * nothing multiplies past the type (this used to be signed overflow in the constant
+ * evaluator, seen by the ONNX fuzzer under UBSan). */
+static void test_overflowing_numel(void) {
+  mi_graph_t *g = mi_graph_create("big");
+  mi_error_t err = {0};
+  const int64_t big = (int64_t)1 << 31, d[3] = {big, big, big};
+  int32_t x = input(g, "x", 3, d);
+  int32_t y = node(g, "Add", 2, (int32_t[]){x, x}, NULL);
+  int32_t z = node(g, "Mul", 2, (int32_t[]){y, x}, NULL);
+  mi_graph_add_output(g, z);
+  g->opset = 17;
+  CHECK(mi_graph_infer_shapes(g, &err) == MI_OK);
+  CHECK(shape_is(g, z, 3, d));
+  mi_graph_destroy(g);
+}
+
 int main(void) {
   test_conv();
   test_pool_broadcast_matmul();
@@ -310,6 +327,7 @@ int main(void) {
   test_shape_arithmetic();
   test_variadic();
   test_unsupported();
+  test_overflowing_numel();
   if (g_failures) return 1;
   printf("ok\n");
   return 0;

@@ -46,15 +46,20 @@ MI_API mi_graph_t *mi_node_subgraph(const mi_node_t *n, const char *name) {
   return NULL;
 }
 
-int64_t mi__tensor_numel(const mi_tensor_t *t) {
-  if (t->rank < 0) return -1;
+int64_t mi__dims_numel(int32_t rank, const int64_t *dims) {
+  if (rank < 0) return -1;
   int64_t n = 1;
-  for (int32_t i = 0; i < t->rank; i++) {
-    if (t->dims[i] < 0) return -1;
-    n *= t->dims[i];
+  for (int32_t i = 0; i < rank; i++)
+    if (dims[i] < 0) return -1;
+  for (int32_t i = 0; i < rank; i++) {
+    if (dims[i] == 0) return 0;
+    if (n > INT64_MAX / dims[i]) return -1;
+    n *= dims[i];
   }
   return n;
 }
+
+int64_t mi__tensor_numel(const mi_tensor_t *t) { return mi__dims_numel(t->rank, t->dims); }
 
 void mi__tensor_set_shape(mi_tensor_t *t, int32_t rank, const int64_t *dims) {
   for (int i = 0; i < MI_MAX_RANK; i++) {
@@ -239,12 +244,8 @@ MI_API int32_t mi_graph_set_data(mi_graph_t *g, int32_t t, const void *data, siz
 MI_API int32_t mi_graph_add_const_f32(mi_graph_t *g, const char *name, int32_t rank,
                                       const int64_t *dims, const float *data) {
   if (!g || rank < 0 || rank > MI_MAX_RANK || (rank > 0 && !dims)) return -1;
-  int64_t n = 1;
-  for (int32_t i = 0; i < rank; i++) {
-    if (dims[i] < 0) return -1;
-    n *= dims[i];
-  }
-  if (n > 0 && !data) return -1;
+  int64_t n = mi__dims_numel(rank, dims);
+  if (n < 0 || (n > 0 && !data)) return -1;
   int32_t t = mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, rank, dims);
   if (t < 0) return -1;
   if (mi_graph_set_data(g, t, data, (size_t)n * sizeof(float)) != MI_OK) {

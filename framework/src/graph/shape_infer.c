@@ -59,6 +59,7 @@ void mi__si_set_val(mi__si_t *c, const mi_node_t *n, int32_t k, const double *v,
 }
 
 int64_t mi__si_d2i(double v) {
+  if (isnan(v)) return INT64_MIN; /* callers test NaN first; this keeps the cast defined */
   if (v >= 9.2e18) return INT64_MAX;
   if (v <= -9.2e18) return INT64_MIN;
   return (int64_t)v;

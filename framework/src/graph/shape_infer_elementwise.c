@@ -75,13 +75,8 @@ static double apply(const char *op, double a, double b, int is_int) {
 static void eval_broadcast(mi__si_t *c, const mi_node_t *n, int32_t rank, const int64_t *od) {
   int32_t ni = n->input_count;
   const double *v[3];
-  int64_t cnt[3], total = 1;
-  if (ni > 3) return;
-  for (int32_t i = 0; i < rank; i++) {
-    if (od[i] < 0) return;
-    total *= od[i];
-  }
-  if (total > MI__SI_MAX_VALUES) return;
+  int64_t cnt[3], total = mi__dims_numel(rank, od);
+  if (ni > 3 || total < 0 || total > MI__SI_MAX_VALUES) return;
   for (int32_t k = 0; k < ni; k++) {
     const mi_tensor_t *t = mi__si_in(c, n, k);
     if (!t || !(v[k] = mi__si_val(c, n, k, &cnt[k])) || mi__tensor_numel(t) != cnt[k]) return;

@@ -83,6 +83,10 @@ static int32_t range(mi__si_t *c, const mi_node_t *n) {
   if (known) {
     if (s[2] == 0) return mi__si_fail(c, n, MI_ERR_PARSE, "delta is 0");
     double cnt = ceil((s[1] - s[0]) / s[2]);
+    /* Converting an out-of-range double to int64 is undefined: refuse it instead. */
+    if (isnan(cnt) || cnt >= 0x1p62)
+      return mi__si_fail(c, n, MI_ERR_PARSE, "start %g, limit %g and delta %g give %g elements (out of range)",
+                         s[0], s[1], s[2], cnt);
     len = cnt > 0 ? (int64_t)cnt : 0;
   }
   mi__si_set(c, n, 0, start->dtype, 1, &len);
