@@ -301,6 +301,56 @@ static void test_all_failed(const mi_space_t *s) {
   mi_search_result_destroy(r);
 }
 
+/* A source whose best configuration is good here, so the check trusts it and the cold design
+ * is shortened, but which ranks everything else the wrong way round: the ranking drops it after
+ * the design, and the search must then complete the cold design before its next round (a short
+ * design under misled rounds cost 2.1x over cold on one benchmark seed). */
+static void test_late_liar(const mi_space_t *s, const mi_graph_t *g) {
+  enum { SEEDS = 6, BUDGET = 40 };
+  synth_t target = {11, 1, 0}, liar = {11, -1, 0};
+  mi_meta_task_t src;
+  mi_search_result_t *keep = NULL, *probe = NULL;
+  mi_search_options_t o;
+  int32_t D = mi_space_dim_count(s), b = -1, late = 0, completed = 0;
+  double lo = INFINITY;
+  make_source(s, g, &liar, 78, &src, &keep);
+  options(&o, &target, 5, 200);
+  CHECK(mi_search_run(s, &o, &probe, NULL) == MI_OK && probe, "probe search");
+  if (!probe || src.count < 2) return;
+  for (int32_t i = 0; i < probe->count; i++)
+    if (probe->trials[i].status == MI_OK && (b < 0 || probe->trials[i].objectives[0] < probe->trials[b].objectives[0])) b = i;
+  for (int32_t i = 0; i < src.count; i++) lo = fmin(lo, src.objectives[(size_t)i * MI_OBJ_COUNT]);
+  /* The source's best entry: a configuration among the best of 200 here. */
+  memcpy((int32_t *)src.points, probe->trials[b].point, sizeof(int32_t) * (size_t)D);
+  ((double *)src.objectives)[MI_OBJ_LATENCY] = lo * 0.5;
+  for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+    mi_meta_options_t mo;
+    mi_meta_report_t rep;
+    mi_search_result_t *r = NULL;
+    mi_error_t err;
+    options(&o, &target, seed, BUDGET);
+    mi_meta_options_default(&mo);
+    mo.screen = 3000;
+    mo.report = &rep;
+    mo.sources = &src;
+    mo.source_count = 1;
+    CHECK(mi_meta_search_run(s, &o, &mo, &r, &err) == MI_OK, "meta: %s", err.message);
+    printf("late liar seed %d: trusted %d fallback %d design points %d\n", (int)seed, rep.warm_trusted,
+           rep.cold_fallback, rep.design_points);
+    if (rep.warm_trusted && rep.cold_fallback) {
+      late++;
+      completed += rep.design_points + 1 == mo.init_points; /* + the default point */
+    }
+    mi_search_result_destroy(r);
+  }
+  CHECK(late >= 3, "the good-first liar was trusted and then dropped on only %d of %d seeds", late, SEEDS);
+  CHECK(completed == late, "cold design completed on %d of %d late fallbacks", completed, late);
+  mi_search_result_destroy(probe);
+  mi_search_result_destroy(keep);
+  free((void *)src.points);
+  free((void *)src.objectives);
+}
+
 int main(void) {
   mi_registry_t *reg = tsu_registry();
   mi_graph_t *g = tsu_small_cnn();
@@ -316,6 +366,7 @@ int main(void) {
     test_all_failed(s);
     test_exhausted(s);
     test_strategy(s, g);
+    test_late_liar(s, g);
   } else {
     CHECK(0, "space: %s", err.message);
   }

@@ -177,6 +177,10 @@ typedef struct mi_meta_report {
   int32_t layer_sources;
   double layer_weight[MI_META_MAX_ROUNDS];
   int32_t layer_trials;
+  /* Added: the cold design's random points measured (the default point not counted). Priors
+   * that pass the check shorten the design to 3 points; when they are dropped later, the design
+   * is completed to init_points before the next round. */
+  int32_t design_points;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */

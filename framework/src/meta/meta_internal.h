@@ -38,6 +38,8 @@ typedef struct mi__meta {
   /* Trials left out of the target model: warm-start points of a history the check caught
    * misleading (strategy.c), so the search after it is the cold search. */
   int32_t excluded[64], excluded_count;
+  /* The cold design: its random points so far and the attempts to draw them (strategy.c). */
+  int32_t design_count, design_tries;
   double radius;                /* trust region: share of dimensions allowed to differ */
   int32_t *center;              /* trust-region centre (best point so far) */
   double *feat;                 /* scratch: F per candidate */
@@ -107,6 +109,9 @@ int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *
 /* Warm-start points interleaved with a cold design of `init` points, the warm points checked
  * against the design's (*trusted: they passed); the best trial on the first objective. */
 int32_t mi__meta_warm_design(mi__meta_t *st, int32_t init, int32_t *pt, int *trusted, mi_error_t *err);
+/* Completes the cold design to `init` points (default and random ones), budget permitting: for
+ * priors dropped after they had passed the check and shortened the design. */
+int32_t mi__meta_design_complete(mi__meta_t *st, int32_t init, int32_t *pt, mi_error_t *err);
 int32_t mi__meta_best(const mi__meta_t *st);
 /* Holds frozen dimensions at their defaults and repairs. */
 int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);

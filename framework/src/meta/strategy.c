@@ -129,6 +129,25 @@ static int warm_trusted(const mi__meta_t *st, const int32_t *warm_trials, int32_
   return bw <= (c % 2 ? v[c / 2] : 0.5 * (v[c / 2 - 1] + v[c / 2]));
 }
 
+/* Measures one fresh random point of the cold design (the space's sampler, repaired): 1 when
+ * one was measured (its trial in *idx), 0 when 200 draws in all found no new one, -1 when out
+ * of memory. */
+static int design_point(mi__meta_t *st, int32_t *pt, int32_t *idx) {
+  int32_t i;
+  int fresh;
+  while (st->design_tries < 200) {
+    st->design_tries++;
+    if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
+    if ((i = mi__meta_eval(st, pt, &fresh)) < 0) return -1;
+    if (fresh) {
+      st->design_count++;
+      *idx = i;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* Warm start and cold design together. The nearest source's best configuration is measured
  * first (with a faithful history it is often the answer), then the default point, then the
  * cold design's random points interleaved with further warm-start points, which are measured
@@ -136,7 +155,7 @@ static int warm_trusted(const mi__meta_t *st, const int32_t *warm_trials, int32_
  * a misleading history costs the one or two warm points it got before it was caught.
  * *trusted: 1 when the priors passed the check at the end, 0 when not (or no sources). */
 static int32_t warm_and_design(mi__meta_t *st, int32_t init, int32_t *pt, int *trusted, mi_error_t *err) {
-  int32_t want = st->source_count > 0 ? st->mo.warm_points : 0, nw = 0, nc = 0, tries = 0, cursor = 0;
+  int32_t want = st->source_count > 0 ? st->mo.warm_points : 0, nw = 0, nc = 0, cursor = 0;
   int32_t wt[64], ct[64], i;
   int fresh, warm_left = want > 0, dflt = 0;
   int32_t *next = calloc((size_t)st->source_count + 1, sizeof *next);
@@ -171,15 +190,11 @@ static int32_t warm_and_design(mi__meta_t *st, int32_t init, int32_t *pt, int *t
           if (fresh) ct[nc++] = i;
         }
       } else {
-        int got = 0;
-        while (tries < 200 && !got) {
-          tries++;
-          if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
-          if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
-          if (fresh) {
-            ct[nc++] = i;
-            got = did = 1;
-          }
+        int got = design_point(st, pt, &i);
+        if (got < 0) goto oom;
+        if (got) {
+          ct[nc++] = i;
+          did = 1;
         }
       }
     }
@@ -207,6 +222,17 @@ oom:
 
 int32_t mi__meta_warm_design(mi__meta_t *st, int32_t init, int32_t *pt, int *trusted, mi_error_t *err) {
   return warm_and_design(st, init, pt, trusted, err);
+}
+
+int32_t mi__meta_design_complete(mi__meta_t *st, int32_t init, int32_t *pt, mi_error_t *err) {
+  /* The default point counts as the design's first (warm_and_design always measures it). */
+  int32_t i;
+  while (st->design_count + 1 < init && mi__meta_has_budget(st)) {
+    int got = design_point(st, pt, &i);
+    if (got < 0) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta: out of memory");
+    if (!got) break;
+  }
+  return MI_OK;
 }
 int32_t mi__meta_best(const mi__meta_t *st) { return best_trial(st); }
 

@@ -342,6 +342,11 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
         }
         if (m == BS_OURS_MISLEAD) {
           warm20[s] = best_within(r, 20) / cold20[s];
+          /* MI_BENCH_PER_SEED=1: each seed's misleading run against its cold run, on stderr. */
+          if (getenv("MI_BENCH_PER_SEED"))
+            fprintf(stderr, "%s seed %d: misleading / cold best @20 %.4g / %.4g ms, @64 %.4g / %.4g ms; warm points %d, trusted %d, fallback %d, design points %d\n",
+                    t->name, (int)s + 1, best_within(r, 20), cold20[s], best_within(r, BUDGET), cold64[s],
+                    rep->warm_points, rep->warm_trusted, rep->cold_fallback, rep->design_points);
           v[m][3][s] = best_within(r, BUDGET) / cold64[s];
         }
         mi_search_result_destroy(r);

@@ -14,6 +14,7 @@
 # energy tasks, none elsewhere; when set, on every joint task); MI_BENCH_JOINT_ZOO (mi-zoo options), MI_BENCH_JOINT_LAYERS and
 # MI_BENCH_JOINT_HW (comma lists) change the model, layers and knobs for experiments (use another
 # MI_BENCH_DIR); MI_BENCH_DESCRIBE=1 only checks the joint spaces. docs/benchmarks.md.
+# MI_BENCH_PER_SEED=1 prints each seed's misleading run against its cold run on stderr.
 # The first run measures the tables and the per-layer tables (minutes); later runs reuse them
 # (docs/benchmarks.md).
 set -euo pipefail
