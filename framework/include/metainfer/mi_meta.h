@@ -194,7 +194,7 @@ typedef struct mi_meta_options {
   int32_t any_stack;              /* also use sources of another software stack */
   int32_t max_sources;            /* nearest sources kept (default 4) */
   int32_t warm_points;            /* mapped best configurations measured first (default 4) */
-  int32_t init_points;            /* cold design points before the first fit (default 6) */
+  int32_t init_points;            /* cold design points before the first fit (default 10) */
   int32_t batch;                  /* measurements per round, 5..20 (default 8) */
   int32_t screen;                 /* candidates scored on the surrogate per round (1e5) */
   double kappa;                   /* UCB exploration weight (default 2.0) */

@@ -20,7 +20,7 @@ void mi_meta_options_default(mi_meta_options_t *o) {
   o->struct_size = sizeof *o;
   o->max_sources = 4;
   o->warm_points = 4;
-  o->init_points = 6; /* measured: docs/meta.md, "The cold design's size" */
+  o->init_points = 10; /* measured: docs/meta.md, "The cold design's size" */
   o->batch = 8;
   o->screen = 100000;
   o->kappa = 2.0; /* measured: docs/meta.md, "Why ours cold was slow" */

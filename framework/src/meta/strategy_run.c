@@ -137,7 +137,7 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
   if (st.mo.batch < 1) st.mo.batch = 8;
   if (st.mo.batch > 64) st.mo.batch = 64;
   if (st.mo.report) memset(st.mo.report, 0, sizeof *st.mo.report);
-  init = st.mo.init_points > 0 ? st.mo.init_points : 6;
+  init = st.mo.init_points > 0 ? st.mo.init_points : 10;
   st.s = s;
   st.so = so;
   st.D = mi_space_dim_count(s);
