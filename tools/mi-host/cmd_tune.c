@@ -298,9 +298,10 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       } else if (k > 0 && isfinite(run->cold_estimate)) {
         double sv = run->cold_estimate - k;
         char amount[64] = "nothing measurable";
-        if (sv >= 0.5) snprintf(amount, sizeof amount, "about %.0f measurements, likely more", sv);
+        if (sv >= 0.5) snprintf(amount, sizeof amount, "about %.0f measurements", sv);
         snprintf(saved, sizeof saved, "warm start saved %s (a cold random search needs about %.0f to come within 5%% of this best, "
-                 "estimated on the surrogate, which usually under-states it; this run took %d)", amount, run->cold_estimate, (int)k);
+                 "estimated on the surrogate: within 0.9-2.3x of the truth on the search benchmark; this run took %d)",
+                 amount, run->cold_estimate, (int)k);
       }
       fprintf(stderr, "tune: %s: %s: warm start: %d of %d measurements were configurations of %d similar past task(s) "
               "in the history (%d configurations offered)%s; best %s found at measurement %d; %s\n",

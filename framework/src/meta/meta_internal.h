@@ -13,6 +13,7 @@ typedef struct mi__source {
   double *Y;                    /* count x m standardised log objectives (NaN: missing) */
   mi_surrogate_t *model[MI_OBJ_COUNT];
   double weight[MI_OBJ_COUNT];
+  double ysd[MI_OBJ_COUNT];     /* spread (sd) of the source's log objectives: its model's unit */
 } mi__source_t;
 
 /* The least Spearman correlation between a source's predictions and the target's own

@@ -90,6 +90,7 @@ int32_t mi__meta_sources(mi__meta_t *st, mi_error_t *err) {
         }
       if (q >= 3) {
         standardise(y, q, &mu, &s);
+        sc->ysd[j] = s;
         rc = fit_one(Xj, y, q, st->F, MI_SURROGATE_AUTO, st->so->seed + 7u * (uint64_t)i, &sc->model[j], err);
       }
       free(Xj);

@@ -62,9 +62,26 @@ static int32_t round_report(mi__meta_t *st, int32_t round, const int32_t *batch,
   return rc;
 }
 
+/* The unit of the ensemble's standardised predictions in log objective (first objective): each
+ * member predicts in its own training data's units (a source's model in the spread of that
+ * source's measurements, the target's in the spread of the target's), so the weighted mean of
+ * their spreads. The target's own measurements cluster around what the search found good; its
+ * spread alone made unexplored configurations look close to the best. */
+static double ensemble_unit(const mi__meta_t *st) {
+  double w = st->target_weight[0] + (st->lmodel && st->lcal ? st->lweight : 0), u = w * st->ysd[0];
+  for (int32_t k = 0; k < st->source_count && !st->sources_off; k++)
+    if (st->src[k].model[0] && st->src[k].weight[0] > 0) {
+      w += st->src[k].weight[0];
+      u += st->src[k].weight[0] * st->src[k].ysd[0];
+    }
+  return w > 0 ? u / w : st->ysd[0];
+}
+
 /* The warm start's saving, the two halves (mi_meta_report_t): where the run came within 5% of
  * its final best, and how many measurements a random cold search would need for that, from
- * the share of random configurations the final surrogate predicts to be that good. */
+ * the share of random configurations the final surrogate predicts to be that good: predicted
+ * (mean) no further above its prediction for the best configuration than 5%, in the
+ * ensemble's own unit (ensemble_unit). */
 static int32_t saving_report(mi__meta_t *st, mi_error_t *err) {
   enum { SAMPLES = 4096 };
   mi_meta_report_t *rep = st->mo.report;
@@ -84,11 +101,12 @@ static int32_t saving_report(mi__meta_t *st, mi_error_t *err) {
     }
   }
   if (!st->model[0]) return MI_OK;
-  X = malloc((size_t)SAMPLES * st->F * sizeof *X);
-  mu = malloc((size_t)SAMPLES * st->m * sizeof *mu);
-  sd = malloc((size_t)SAMPLES * st->m * sizeof *sd);
+  /* Row SAMPLES is the best configuration itself. */
+  X = malloc((size_t)(SAMPLES + 1) * st->F * sizeof *X);
+  mu = malloc((size_t)(SAMPLES + 1) * st->m * sizeof *mu);
+  sd = malloc((size_t)(SAMPLES + 1) * st->m * sizeof *sd);
   pt = malloc((size_t)st->D * sizeof *pt + 1);
-  pts = malloc((size_t)SAMPLES * st->D * sizeof *pts + 1);
+  pts = malloc((size_t)(SAMPLES + 1) * st->D * sizeof *pts + 1);
   if (!X || !mu || !sd || !pt || !pts) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
     goto done;
@@ -99,15 +117,13 @@ static int32_t saving_report(mi__meta_t *st, mi_error_t *err) {
     memcpy(pts + (size_t)n * st->D, pt, (size_t)st->D * sizeof *pt);
     n++;
   }
+  mi_meta_encode(st->s, st->r->trials[b].point, X + (size_t)n * st->F);
+  memcpy(pts + (size_t)n * st->D, st->r->trials[b].point, (size_t)st->D * sizeof *pt);
   /* The model (refitted on every measurement, sources as the run last weighted them). */
   if (n > 0 && (rc = mi__meta_fit(st, MI_META_MAX_ROUNDS, err)) == MI_OK &&
-      (rc = mi__meta_predict(st, X, pts, n, mu, sd, err)) == MI_OK) {
-    double z = (goal - st->ymu[0]) / st->ysd[0];
-    /* The share predicted (mean) within 5%. Measured against the benchmark's truth it
-     * under-states the cold count: the model's training points cluster around the good
-     * configurations the run found, which pulls its predictions for unexplored ones toward
-     * "good" (docs/meta.md: the alternatives tried were no better). */
-    for (int32_t i = 0; i < n; i++) p += mu[(size_t)i * st->m] <= z;
+      (rc = mi__meta_predict(st, X, pts, n + 1, mu, sd, err)) == MI_OK) {
+    double at = mu[(size_t)n * st->m], margin = log(1.05) / ensemble_unit(st);
+    for (int32_t i = 0; i < n; i++) p += mu[(size_t)i * st->m] <= at + margin;
     p /= n;
     rep->cold_estimate = p > 0 ? 1.0 / p : INFINITY; /* INFINITY: more than SAMPLES */
   }
