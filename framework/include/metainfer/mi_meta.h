@@ -208,6 +208,9 @@ typedef struct mi_meta_options {
   /* Added: 1 leaves the per-layer base model out even when sources carry per-layer times (for
    * benchmarks that compare with and without it); default 0: used, weighted by measurement. */
   int32_t no_layer_model;
+  /* Added: the share of each full batch (rounded down) measured at random untried points of the
+   * whole space instead of the screen's choices (default 0.125: one of 8; 0 turns it off). */
+  double explore_share;
 } mi_meta_options_t;
 
 MI_API void mi_meta_options_default(mi_meta_options_t *o);

@@ -26,6 +26,7 @@ void mi_meta_options_default(mi_meta_options_t *o) {
   o->kappa = 2.0; /* measured: docs/meta.md, "Why ours cold was slow" */
   o->learner = MI_SURROGATE_AUTO;
   o->primary_share = 0.5;
+  o->explore_share = 0.125; /* measured: docs/meta.md, "Exploration in the batch" */
 }
 
 int mi__meta_has_budget(mi__meta_t *st) {

@@ -62,6 +62,23 @@ static int32_t round_report(mi__meta_t *st, int32_t round, const int32_t *batch,
   return rc;
 }
 
+/* Writes a random configuration not measured yet and not among batch[0..k-1] into batch[k]:
+ * 1, or 0 when 64 draws found none (batch[k] is then left as it was). */
+static int32_t random_untried(mi__meta_t *st, int32_t *batch, int32_t k, int32_t *pt) {
+  for (int32_t tries = 0; tries < 64; tries++) {
+    uint64_t h;
+    int seen = 0;
+    if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
+    h = mi_space_hash(st->s, pt);
+    for (int32_t i = 0; i < st->r->count && !seen; i++) seen = st->r->trials[i].hash == h;
+    for (int32_t i = 0; i < k && !seen; i++) seen = mi_space_hash(st->s, batch + (size_t)i * st->D) == h;
+    if (seen) continue;
+    memcpy(batch + (size_t)k * st->D, pt, (size_t)st->D * sizeof *pt);
+    return 1;
+  }
+  return 0;
+}
+
 /* The unit of the ensemble's standardised predictions in log objective (first objective): each
  * member predicts in its own training data's units (a source's model in the spread of that
  * source's measurements, the target's in the spread of the target's), so the weighted mean of
@@ -222,16 +239,13 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     if (got == 0) {
       /* The screen found nothing new: fall back to a random point not tried yet, so the
        * budget is used. */
-      for (int32_t tries = 0; tries < 64 && got == 0; tries++) {
-        uint64_t h;
-        int seen = 0;
-        if (mi_space_sample(s, &st.rng, pt, NULL) != MI_OK || mi__meta_fix(&st, pt) != MI_OK) continue;
-        h = mi_space_hash(s, pt);
-        for (int32_t i = 0; i < st.r->count && !seen; i++) seen = st.r->trials[i].hash == h;
-        if (seen) continue;
-        memcpy(batch, pt, (size_t)st.D * sizeof *pt);
-        got = 1;
-      }
+      got = random_untried(&st, batch, 0, pt);
+    } else if (got == want) {
+      /* Exploration (explore_share of the batch, rounded down): the last members are random
+       * untried points of the whole space, so a round whose model sees one good region still
+       * looks elsewhere (AutoTVM's epsilon-greedy; docs/meta.md, "Exploration in the batch"). */
+      int32_t nr = (int32_t)floor(want * st.mo.explore_share + 1e-9);
+      for (int32_t q = 0; q < nr && q < got - 1; q++) random_untried(&st, batch, got - 1 - q, pt);
     }
     {
       int32_t nfresh = 0;

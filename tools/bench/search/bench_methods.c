@@ -236,6 +236,7 @@ static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int m
       if ((e = getenv("MI_BENCH_INIT"))) mo.init_points = (int32_t)strtol(e, NULL, 10);
       if ((e = getenv("MI_BENCH_SCREEN"))) mo.screen = (int32_t)strtol(e, NULL, 10);
       if ((e = getenv("MI_BENCH_PRIMARY"))) mo.primary_share = strtod(e, NULL);
+      if ((e = getenv("MI_BENCH_EXPLORE"))) mo.explore_share = strtod(e, NULL);
     }
     memset(&src, 0, sizeof src);
     if (method != BS_OURS_COLD) bs_sources_build(tasks, ntask, target, 0, method == BS_OURS_MISLEAD, seed, 64, &src);
