@@ -300,7 +300,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
         char amount[64] = "nothing measurable";
         if (sv >= 0.5) snprintf(amount, sizeof amount, "about %.0f measurements", sv);
         snprintf(saved, sizeof saved, "warm start saved %s (a cold random search needs about %.0f to come within 5%% of this best, "
-                 "estimated on the surrogate: within 0.9-2.3x of the truth on the search benchmark; this run took %d)",
+                 "estimated on the surrogate: 1-3x the truth on the search benchmark; this run took %d)",
                  amount, run->cold_estimate, (int)k);
       }
       fprintf(stderr, "tune: %s: %s: warm start: %d of %d measurements were configurations of %d similar past task(s) "
