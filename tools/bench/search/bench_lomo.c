@@ -120,25 +120,8 @@ static void predict(bs_task_t *tasks, int32_t ntask, int32_t k, int same_device,
       if (v) out[6] = rep->layer_model ? rep->layer_weight[0] : NAN;
     }
   }
-  {
-    /* Per layer only: composed over the other models' layers and the 10 target measurements'. */
-    mi_meta_layer_task_t lt;
-    mi_surrogate_options_t sopt;
-    memset(&lt, 0, sizeof lt);
-    lt.space = t->space;
-    lt.graph = t->graph;
-    memcpy(lt.desc, t->desc, sizeof t->desc);
-    lt.count = SAMPLES;
-    lt.points = pts;
-    lt.layer_latency = lsec;
-    lt.latency = lat;
-    mi_surrogate_options_default(&sopt);
-    sopt.seed = seed;
-    if (mi_meta_layer_predict(&lt, h.ls, h.n, &sopt, query, q, pred, NULL, NULL) == MI_OK) {
-      out[2] = mi_metric_spearman(pred, truth, q);
-      out[3] = mi_metric_within(pred, truth, q, 0.1);
-    }
-  }
+  /* Per layer only: composed over the other models' layers and the 10 target measurements'. */
+  bs_layer_score(t, SAMPLES, pts, lat, lsec, h.ls, h.n, seed, query, q, truth, pred, out + 2, NULL);
 done:
   src_free(&h);
   free(pts);

@@ -145,6 +145,30 @@ void bs_predict_options(const bs_task_t *t, uint64_t seed, const int32_t *objs,
   bs_meta_options(t, mo);
 }
 
+int32_t bs_layer_score(const bs_task_t *t, int32_t n, const int32_t *pts, const double *lat,
+                       const double *lsec, const mi_meta_layer_task_t *src, int32_t ns, uint64_t seed,
+                       const int32_t *query, int32_t q, const double *truth, double *pred,
+                       double *out, double *r2) {
+  mi_meta_layer_task_t lt;
+  mi_surrogate_options_t sopt;
+  int32_t rc;
+  memset(&lt, 0, sizeof lt);
+  lt.space = t->space;
+  lt.graph = t->graph;
+  memcpy(lt.desc, t->desc, sizeof t->desc);
+  lt.count = n;
+  lt.points = pts;
+  lt.layer_latency = lsec;
+  lt.latency = lat;
+  mi_surrogate_options_default(&sopt);
+  sopt.seed = seed;
+  if ((rc = mi_meta_layer_predict(&lt, src, ns, &sopt, query, q, pred, r2, NULL)) == MI_OK) {
+    out[0] = mi_metric_spearman(pred, truth, q);
+    out[1] = mi_metric_within(pred, truth, q, 0.1);
+  }
+  return rc;
+}
+
 /* The held-out task's side of a prediction comparison: `samples` distinct rows of its per-layer
  * table drawn from `seed` (points, objectives, end-to-end latencies, per-node seconds; `pick`
  * gets their per-layer row indices) and, as queries, every other good row of its table with its
@@ -185,7 +209,7 @@ int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32
 static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, double *out) {
   enum { SAMPLES = 10, PER_SOURCE = 64 };
   bs_task_t *t = &tasks[k];
-  mi_meta_layer_task_t lt, ls[BS_MAX_TASKS];
+  mi_meta_layer_task_t ls[BS_MAX_TASKS];
   mi_meta_task_t es[BS_MAX_TASKS];
   int32_t *spts[BS_MAX_TASKS] = {0}, ns = 0, q = 0, pick[SAMPLES], N = t->graph->node_count;
   double *sobj[BS_MAX_TASKS] = {0}, *slat[BS_MAX_TASKS] = {0};
@@ -248,24 +272,7 @@ static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, d
     out[1] = mi_metric_within(pred, truth, q, 0.1);
   }
   /* Per layer, composed and calibrated. */
-  memset(&lt, 0, sizeof lt);
-  lt.space = t->space;
-  lt.graph = t->graph;
-  memcpy(lt.desc, t->desc, sizeof t->desc);
-  lt.count = SAMPLES;
-  lt.points = pts;
-  lt.layer_latency = lsec;
-  lt.latency = lat;
-  {
-    mi_surrogate_options_t sopt;
-    mi_surrogate_options_default(&sopt);
-    sopt.seed = seed;
-    if (mi_meta_layer_predict(&lt, ls, ns, &sopt, query, q, pred, &r2, NULL) == MI_OK) {
-      out[2] = mi_metric_spearman(pred, truth, q);
-      out[3] = mi_metric_within(pred, truth, q, 0.1);
-      out[4] = r2;
-    }
-  }
+  if (bs_layer_score(t, SAMPLES, pts, lat, lsec, ls, ns, seed, query, q, truth, pred, out + 2, &r2) == MI_OK) out[4] = r2;
 done:
   for (int32_t j = 0; j < ns; j++) {
     free(spts[j]);

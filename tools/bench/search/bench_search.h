@@ -82,6 +82,14 @@ int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32
                        int32_t *pts, double *obj, double *lat, double *lsec, int32_t *query,
                        double *truth);
 
+/* Per layer, composed and calibrated (mi_meta_layer_predict): the task's n measured rows (pts,
+ * lat, lsec) and the sources' layers predict the query rows; out[0..1] gets Spearman and the
+ * share within 10% against truth, *r2 (may be NULL) the calibration's R^2 (bench_report.c). */
+int32_t bs_layer_score(const bs_task_t *t, int32_t n, const int32_t *pts, const double *lat,
+                       const double *lsec, const mi_meta_layer_task_t *src, int32_t ns, uint64_t seed,
+                       const int32_t *query, int32_t q, const double *truth, double *pred,
+                       double *out, double *r2);
+
 /* The table evaluator: a configuration comes from the table, or is measured once for real. */
 int32_t bs_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                     mi_error_t *err);
