@@ -180,7 +180,6 @@ typedef struct vk_variant {
 
 /* Variants listed on device d: the FP16 ones come last and only when the device has FP16. */
 uint32_t mi__vk_variant_count_on(const vk_device_t *d);
-uint32_t mi__vk_variant_count(void);
 const vk_variant_t *mi__vk_variant(uint32_t i);
 const vk_variant_t *mi__vk_variant_find(const char *id);
 const vk_variant_t *mi__vk_variant_default(const char *op);

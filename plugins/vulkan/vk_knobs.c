@@ -68,7 +68,6 @@ static const vk_variant_t k_variants[] = {
 
 #define NVAR (sizeof k_variants / sizeof k_variants[0])
 
-uint32_t mi__vk_variant_count(void) { return (uint32_t)NVAR; }
 uint32_t mi__vk_variant_count_on(const vk_device_t *d) {
   return (uint32_t)(d->has_fp16 ? NVAR : NVAR - NFP16);
 }

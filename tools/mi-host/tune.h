@@ -91,13 +91,10 @@ typedef struct mi_tune_sources {
 } mi_tune_sources_t;
 
 /** Loads every other task of the history on t's software stack (any model, device, workload)
- * with its measured configurations read into `s` (mi_space_from_canonical). */
-int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
-                             const mi_model_features_t *mf, mi_tune_sources_t *out,
-                             mi_error_t *err);
-/** Added: the same, and with `g` (the new task's graph; may be NULL) the stored per-layer
- * times of the sources that are g's model on another device (their layers' node indices are
- * g's) into out->layers, with tasks[k].graph = g and tasks[k].layer_latency set. */
+ * with its measured configurations read into `s` (mi_space_from_canonical), and with `g` (the
+ * new task's graph; may be NULL) the stored per-layer times of the sources that are g's model
+ * on another device (their layers' node indices are g's) into out->layers, with
+ * tasks[k].graph = g and tasks[k].layer_latency set. */
 int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
                                    const mi_model_features_t *mf, const mi_graph_t *g,
                                    mi_tune_sources_t *out, mi_error_t *err);

@@ -139,12 +139,6 @@ static int add_row(void *user, const mi_history_row_t *row) {
   return 0;
 }
 
-int32_t mi_tune_sources_load(const mi_tune_task_t *t, const mi_space_t *s,
-                             const mi_model_features_t *mf, mi_tune_sources_t *out,
-                             mi_error_t *err) {
-  return mi_tune_sources_load_graph(t, s, mf, NULL, out, err);
-}
-
 int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
                                    const mi_model_features_t *mf, const mi_graph_t *g,
                                    mi_tune_sources_t *out, mi_error_t *err) {

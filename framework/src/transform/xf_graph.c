@@ -13,13 +13,6 @@ int mi__xf_is_output(const mi_graph_t *g, int32_t t) {
   return 0;
 }
 
-int32_t mi__xf_use_count(const mi_graph_t *g, int32_t t) {
-  int32_t c = mi__xf_is_output(g, t);
-  for (int32_t n = 0; n < g->node_count; n++)
-    for (int32_t k = 0; k < g->nodes[n].input_count; k++) c += g->nodes[n].inputs[k] == t;
-  return c;
-}
-
 int32_t mi__xf_sole_consumer(const mi_graph_t *g, int32_t t) {
   int32_t who = -1;
   if (t < 0 || mi__xf_is_output(g, t)) return -1;

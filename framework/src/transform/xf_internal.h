@@ -7,9 +7,6 @@
 #include "metainfer/mi.h"
 #include "metainfer/mi_transform.h"
 
-/** Number of nodes reading tensor t (a node reading it twice counts twice), plus one when t
- * is a graph output. */
-int32_t mi__xf_use_count(const mi_graph_t *g, int32_t t);
 /** True when t is a graph output. */
 int mi__xf_is_output(const mi_graph_t *g, int32_t t);
 /** The only node reading t (and t is not a graph output), or -1. */
