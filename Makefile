@@ -24,8 +24,7 @@ test: build
 # caught signal 11" in some processes that still run driver threads (deterministically for
 # runtime_deploy in one checkout on 2026-11-30, intermittently before); without the TLS scan it
 # does not, and the few third-party allocations held only through thread-specific data are
-# suppressed by library (docs/fuzzing.md). A failing test is still run once more
-# (--repeat until-pass:2); a test that fails twice fails the run.
+# suppressed by library (docs/fuzzing.md). A failing test fails the run: no retry.
 # handle_segv/sigbus/sigfpe=0: the crash-isolation tests make workers die by a real signal on
 # purpose; ASan's own handler would turn that into "exit 1". MI_LOADER_NODELETE=1:
 # plugins and their drivers stay mapped, so leaks are attributed to named code.
@@ -36,7 +35,7 @@ ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:handle_segv=0:handle_sigbus=0:handle_sigf
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan -DMI_WERROR=ON -DMI_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-asan -j$(JOBS)
-	$(ASAN_ENV) ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS) --repeat until-pass:2
+	$(ASAN_ENV) ctest --test-dir $(BUILD)-asan --output-on-failure -j$(JOBS)
 
 # Every parser under libFuzzer for FUZZ_SECONDS each (docs/fuzzing.md).
 FUZZ_SECONDS ?= 60

@@ -9,15 +9,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "accuracy_real: $*" >&2; exit 1; }
 
-# Integration tests cannot report "skipped" (exit 77), so no cached model is a pass with a
-# SKIP line: fetching and loading the real models is covered by tests/onnx/real_models.sh.
+# No cached model: skipped (exit 77); fetching and loading the real models is covered by
+# tests/onnx/real_models.sh.
 present=()
 for n in ppocr_v2_cls ppocr_v4_det ppocr_v4_rec oww_hello_deepa silero_vad_v4 silero_vad_v5; do
   [ -f "$models/$n.onnx" ] && present+=("$models/$n.onnx")
 done
 if [ ${#present[@]} -eq 0 ]; then
   echo "SKIP: no real models in $models"
-  exit 0
+  exit 77
 fi
 
 cat >"$tmp/all.yaml" <<'YAML'

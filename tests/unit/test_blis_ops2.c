@@ -506,11 +506,9 @@ int main(void) {
   mi_error_t err = {0, ""};
   TU_REQUIRE(r);
   if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
-  g_blis = mi_registry_find(r, "blis-cpu");
-  if (!g_blis) {
-    printf("test_blis_ops2: skipped (blis-cpu not built)\n");
-    mi_registry_destroy(r);
-    return 0;
+  {
+    uint32_t dev = 0;
+    tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
   }
   resize_tests();
   cast_clip_test();

@@ -65,12 +65,7 @@ int main(void) {
   double t;
   memset(&o, 0, sizeof o);
   ocl_env(&o);
-  if (!ocl_open(&o)) {
-    printf("SKIP: no OpenCL device\n");
-    ocl_close(&o);
-    ocl_rm_cache(&o);
-    return 0;
-  }
+  ocl_open_or_skip(&o);
   fill(A, M * K, 31);
   fill(B, K * N, 32);
   ref_gemm(A, B, R, M, N, K);

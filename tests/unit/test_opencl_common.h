@@ -95,6 +95,15 @@ static inline void ocl_close(ocl_t *o) {
   o->lib = NULL;
 }
 
+/* ocl_open, or the whole test skipped (exit 77) when the machine has no OpenCL device. A plugin
+ * that does not load or create is a failure (ocl_open's checks), never a skip. */
+static inline void ocl_open_or_skip(ocl_t *o) {
+  if (ocl_open(o)) return;
+  ocl_close(o);
+  ocl_rm_cache(o);
+  TU_SKIP("no OpenCL device");
+}
+
 static inline double ocl_counter(ocl_t *o, const char *name) {
   uint32_t n = 0, i;
   CHECK(o->api->counter_count(o->ctx, 0, &n, NULL) == MI_OK);

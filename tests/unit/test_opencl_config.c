@@ -143,12 +143,7 @@ int main(void) {
   memset(&o, 0, sizeof o);
   o.local_mem_limit = "16384";
   ocl_env(&o);
-  if (!ocl_open(&o)) {
-    printf("SKIP: no OpenCL device\n");
-    ocl_close(&o);
-    ocl_rm_cache(&o);
-    return 0;
-  }
+  ocl_open_or_skip(&o);
   descriptions();
   refusals();
   prepare_refusals();

@@ -109,12 +109,7 @@ int main(void) {
   int i;
   memset(&o, 0, sizeof o);
   ocl_env(&o);
-  if (!ocl_open(&o)) {
-    printf("SKIP: no OpenCL device\n");
-    ocl_close(&o);
-    ocl_rm_cache(&o);
-    return 0;
-  }
+  ocl_open_or_skip(&o);
   fill(X, sizeof X / 4, 11);
   fill(Wt, sizeof Wt / 4, 12);
   fill(Bs, OC, 13);

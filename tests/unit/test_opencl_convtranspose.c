@@ -175,12 +175,9 @@ int main(void) {
   r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build_dir);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
-  if (mi_registry_device(r, "opencl:0", &p, &dev, &err) != MI_OK) {
-    fprintf(stderr, "SKIP: opencl:0: %s\n", err.message);
-  } else {
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i], p, dev);
-    refused(&cases[0], p, dev);
-  }
+  tu_device_or_skip(r, "opencl", "opencl:0", &p, &dev);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i], p, dev);
+  refused(&cases[0], p, dev);
   mi_registry_destroy(r);
   if (g_failures) fprintf(stderr, "test_opencl_convtranspose: %d failure(s)\n", g_failures);
   return g_failures ? 1 : 0;

@@ -108,12 +108,7 @@ int main(void) {
   ocl_t o;
   memset(&o, 0, sizeof o);
   ocl_env(&o);
-  if (!ocl_open(&o)) {
-    printf("SKIP: no OpenCL device\n");
-    ocl_close(&o);
-    ocl_rm_cache(&o);
-    return 0;
-  }
+  ocl_open_or_skip(&o);
   fill(A, sizeof A / 4, 1);
   fill(B, sizeof B / 4, 2);
   fill(BIAS, N, 3);

@@ -179,19 +179,13 @@ int main(int argc, char **argv) {
   snprintf(cache, sizeof cache, "%s/tests/mi-cache", build);
   mkdir(cache, 0755);
   setenv("MI_CACHE_DIR", cache, 0);
-  if (!mkdtemp(tmp)) {
-    fprintf(stderr, "test_opencl_models: mkdtemp failed\n");
-    return 1;
-  }
   r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
-  if (mi_registry_device(r, "opencl:0", &p, &dev, &err) != MI_OK) {
-    /* no OpenCL platform on this machine: nothing to run */
-    fprintf(stderr, "SKIP: opencl:0: %s\n", err.message);
-    mi_registry_destroy(r);
-    rmdir(tmp);
-    return g_failures ? 1 : 0;
+  tu_device_or_skip(r, "opencl", "opencl:0", &p, &dev);
+  if (!mkdtemp(tmp)) {
+    fprintf(stderr, "test_opencl_models: mkdtemp failed\n");
+    return 1;
   }
   for (i = 0; i < sizeof configs / sizeof configs[0]; i++)
     if (argc < 2 || strcmp(argv[1], configs[i].family) == 0)

@@ -209,12 +209,7 @@ static void reduce_and_copies(void) {
 int main(void) {
   memset(&o, 0, sizeof o);
   ocl_env(&o);
-  if (!ocl_open(&o)) {
-    printf("SKIP: no OpenCL device\n");
-    ocl_close(&o);
-    ocl_rm_cache(&o);
-    return 0;
-  }
+  ocl_open_or_skip(&o);
   fill(X, sizeof X / 4, 21);
   fill(X2, sizeof X2 / 4, 22);
   binary_broadcast();

@@ -111,12 +111,7 @@ int main(void) {
   static const int64_t crop[6] = {0, -1, 2, 0, 1, -2};
   memset(&o, 0, sizeof o);
   ocl_env(&o);
-  if (!ocl_open(&o)) {
-    printf("SKIP: no OpenCL device\n");
-    ocl_close(&o);
-    ocl_rm_cache(&o);
-    return 0;
-  }
+  ocl_open_or_skip(&o);
   fill(X, sizeof X / 4, 31);
   pad_case(0, p1, 0.25f);
   pad_case(1, p2, 0.f); /* reflect wider than the axis (3 + 4 on W=5) folds back twice */

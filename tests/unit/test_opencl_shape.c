@@ -172,13 +172,10 @@ int main(void) {
   r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
-  if (mi_registry_device(r, "opencl:0", &p, &dev, &err) != MI_OK) {
-    fprintf(stderr, "SKIP: opencl:0: %s\n", err.message);
-  } else {
-    slices(p, dev);
-    gathers(p, dev);
-    resizes(p, dev);
-  }
+  tu_device_or_skip(r, "opencl", "opencl:0", &p, &dev);
+  slices(p, dev);
+  gathers(p, dev);
+  resizes(p, dev);
   mi_registry_destroy(r);
   if (g_failures) fprintf(stderr, "test_opencl_shape: %d failure(s)\n", g_failures);
   return g_failures ? 1 : 0;

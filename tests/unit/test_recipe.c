@@ -53,7 +53,7 @@ int main(void) {
               "pool: [ {plugin: blis-cpu}, {plugin: npu-stub, device: 0} ]\n"
               "constraints: { latency_ms: 5, peak_memory_mb: 64, accuracy_drop: 0.005 }\n"
               "objectives: [latency, energy]\n"
-              "budget: { measurements: 40, seconds: 600 }\n"
+              "budget: { measurements: 17, seconds: 321 }\n"
               "history: history.db\n"
               "search: { strategy: random, seed: 9, model: [precision, fuse] }\n",
               NULL, &r, &err) == MI_OK,
@@ -70,7 +70,9 @@ int main(void) {
           "constraints");
     CHECK(r->objective_count == 2 && r->objectives[1] == MI_OBJ_ENERGY, "objectives");
     CHECK(r->preference_count == 2 && r->preference[0] == MI_OBJ_LATENCY, "preference defaults");
-    CHECK(r->budget_measurements == 40 && r->budget_seconds == 600, "budget");
+    /* Not the defaults (40, 600): an ignored budget block fails here. */
+    CHECK(r->budget_measurements == 17 && r->budget_seconds == 321, "budget %lld %g",
+          (long long)r->budget_measurements, (double)r->budget_seconds);
     CHECK(r->history && strstr(r->history, g_dir), "history path");
     CHECK(r->seed == 9 && r->strategy && !strcmp(r->strategy, "random"), "search");
     CHECK(r->model_dims == (MI_SPACE_PRECISION | MI_SPACE_FUSE), "model dims %u", r->model_dims);

@@ -113,11 +113,13 @@ static void test_strategy(const mi_space_t *s, int32_t strategy) {
     }
     if (i > 0) CHECK(r1->trials[idx[i - 1]].objectives[0] <= t->objectives[0], "%s: front not in preference order", name);
   }
-  /* Resume: with the first run as history, nothing measured there is measured again. */
+  /* Resume: with the first run as history, nothing measured there is measured again. Random
+   * search keeps the first run's seed, so it draws the first run's configurations again and
+   * must take each from the history; NSGA-II's new seed still breeds some of them. */
   {
     lookup_ctx_t l = {r1};
     base_options(&o, e3, strategy, 15);
-    o.seed = 6;
+    o.seed = strategy == MI_STRATEGY_RANDOM ? 5 : 6;
     o.lookup = lookup;
     o.lookup_ctx = &l;
     CHECK(mi_search_run(s, &o, &r3, &err) == MI_OK, "%s", err.message);
@@ -126,7 +128,7 @@ static void test_strategy(const mi_space_t *s, int32_t strategy) {
       for (int32_t i = 0; i < e3->seen_n; i++)
         for (int32_t j = 0; j < r1->count; j++)
           CHECK(e3->seen[i] != r1->trials[j].hash, "%s: re-measured a configuration in the history", name);
-      CHECK(strategy == MI_STRATEGY_RANDOM ? 1 : r3->replayed > 0, "%s: nothing replayed", name);
+      CHECK(r3->replayed > 0, "%s: nothing replayed", name);
     }
   }
   mi_search_result_destroy(r1);
@@ -185,12 +187,15 @@ int main(void) {
   mi_plugin_t *p = mi_registry_find(reg, "npu-stub");
   mi_space_t *s = NULL;
   mi_error_t err;
-  CHECK(p != NULL, "npu-stub not loaded");
-  if (p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK) {
-    test_strategy(s, MI_STRATEGY_RANDOM);
-    test_strategy(s, MI_STRATEGY_NSGA2);
-    test_exhaustive(p);
+  TU_REQUIRE(p != NULL);
+  /* A space that does not build fails the test: every strategy case needs it. */
+  if (mi_space_create(g, p, 0, NULL, &s, &err) != MI_OK) {
+    fprintf(stderr, "test_search: space: %s\n", err.message);
+    return 1;
   }
+  test_strategy(s, MI_STRATEGY_RANDOM);
+  test_strategy(s, MI_STRATEGY_NSGA2);
+  test_exhaustive(p);
   mi_space_destroy(s);
   mi_graph_destroy(g);
   mi_registry_destroy(reg);

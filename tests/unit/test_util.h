@@ -43,6 +43,20 @@ static int g_failures __attribute__((unused));
     }                                                                            \
   } while (0)
 
+/* The exit code ctest reports as "skipped" (SKIP_RETURN_CODE in tests/CMakeLists.txt). */
+#define TU_SKIP_CODE 77
+
+/* Ends the whole test as skipped, saying why. Only for what the machine lacks (no device, no
+ * fetched model, no root): what the code under test gets wrong is a failure, never a skip. */
+#define TU_SKIP(...)          \
+  do {                        \
+    fflush(stderr);           \
+    printf("SKIP: ");         \
+    printf(__VA_ARGS__);      \
+    printf("\n");             \
+    exit(TU_SKIP_CODE);       \
+  } while (0)
+
 /* A file that wants another CHECK (TU_CHECK_BARE, TU_REQUIRE) defines it before this header. */
 #ifndef CHECK
 #define CHECK TU_CHECK
@@ -110,6 +124,26 @@ static inline int tu_rmtree(const char *dir) {
 static inline int32_t tu_scan_plugins(mi_registry_t *r, mi_error_t *err) {
   char dir[1024];
   return mi_registry_scan(r, tu_build_path(dir, sizeof dir, "plugins"), err);
+}
+
+/* Plugin `name`'s device `spec` ("opencl:0") in r into *p and *dev. A plugin this build made
+ * (its manifest is in $MI_BUILD/plugins) that the loader refused is a failure (exit 1); one
+ * that loaded but sees no device on this machine, or one this build did not make, is a skip
+ * (exit 77). */
+static inline void tu_device_or_skip(const mi_registry_t *r, const char *name, const char *spec,
+                                     mi_plugin_t **p, uint32_t *dev) {
+  char manifest[1024], rel[256];
+  mi_error_t err = {0, ""};
+  snprintf(rel, sizeof rel, "plugins/%s.mi-plugin", name);
+  tu_build_path(manifest, sizeof manifest, rel);
+  if (!mi_registry_find(r, name)) {
+    FILE *f = fopen(manifest, "r");
+    if (!f) TU_SKIP("%s was not built here", name);
+    fclose(f);
+    fprintf(stderr, "FAIL: %s was built (%s) but the loader refused it\n", name, manifest);
+    exit(1);
+  }
+  if (mi_registry_device(r, spec, p, dev, &err) != MI_OK) TU_SKIP("%s: %s", spec, err.message);
 }
 
 /* tu_rel_l2 of two float32 arrays; INFINITY when a is missing or does not match ref. */

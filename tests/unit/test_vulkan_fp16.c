@@ -50,14 +50,9 @@ static void expect_fp16(mi_plugin_t *p, const char *op, const char *variant, con
 
 int main(void) {
   mi_plugin_t *p;
-  mi_registry_t *r = tv_load(&p, NULL);
+  mi_registry_t *r = tv_load_or_skip(&p, NULL);
   mi_knob_value_t kv[4] = {{"local_x", 8, 0}, {"local_y", 4, 0}, {"reg_m", 2, 0}, {"reg_n", 8, 0}};
   int32_t mask = 0;
-  if (!p) {
-    printf("SKIP: no Vulkan device (lavapipe) or plugin\n");
-    mi_registry_destroy(r);
-    return 0;
-  }
   if (!has_variant(p, "gemm.regblock.fp16", &mask)) {
     /* Only right when the device lacks FP16; lavapipe (Mesa 22.3) has both features. */
     mi_device_desc_t d;

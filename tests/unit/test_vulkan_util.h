@@ -10,7 +10,9 @@
 #define tv_failures g_failures
 #include "metainfer/mi_graph.h"
 
-/* Loads the registry from $MI_BUILD/plugins with lavapipe selected; NULL plugin means skip. */
+/* Loads the registry from $MI_BUILD/plugins with lavapipe selected; *plugin is NULL when the
+ * plugin sees no device or was not built. A plugin that was built and refused by the loader
+ * fails the test at once. */
 static inline mi_registry_t *tv_load(mi_plugin_t **plugin, const char *cache_dir) {
   mi_error_t err = {0, ""};
   mi_registry_t *r;
@@ -20,8 +22,26 @@ static inline mi_registry_t *tv_load(mi_plugin_t **plugin, const char *cache_dir
   if (!(r = mi_registry_create())) return NULL;
   if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
   *plugin = mi_registry_find(r, "vulkan");
+  if (!*plugin) {
+    char manifest[1024];
+    FILE *f = fopen(tu_build_path(manifest, sizeof manifest, "plugins/vulkan.mi-plugin"), "r");
+    if (f) {
+      fclose(f);
+      fprintf(stderr, "FAIL: the vulkan plugin was built (%s) but the loader refused it\n",
+              manifest);
+      exit(1);
+    }
+  }
   if (*plugin && (*plugin)->device_count == 0) *plugin = NULL;
   return r;
+}
+
+/* tv_load, or the whole test skipped (exit 77) when there is no Vulkan device or plugin. */
+static inline mi_registry_t *tv_load_or_skip(mi_plugin_t **plugin, const char *cache_dir) {
+  mi_registry_t *r = tv_load(plugin, cache_dir);
+  if (*plugin) return r;
+  mi_registry_destroy(r);
+  TU_SKIP("no Vulkan device (lavapipe) or plugin");
 }
 
 static inline float tv_rand(uint64_t *s) {
