@@ -11,7 +11,8 @@ PKGS=(
   libvulkan-dev mesa-vulkan-drivers glslc vulkan-tools
   python3
   libxgboost-dev liblapacke-dev liblapack-dev
-  chromium
+  # tests/report: headless Chromium renders report.html (with a font for its text), xmllint parses its SVGs
+  chromium fonts-dejavu-core libxml2-utils
   postgresql libpq-dev libssl-dev iproute2
 )
 

@@ -485,6 +485,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     for (int32_t d = 0; d < r->device_count; d++) {
       mi_tune_run_t *run = &runs[n++];
       run->model = r->models[m].written;
+      run->graph = graphs[m];
       run->model_index = m;
       snprintf(run->spec, sizeof run->spec, "%s:%d", r->pool[d].plugin, (int)r->pool[d].device);
       mi_tune_progress_set(&c.progress, d, 0, "%-14s waiting", run->spec);

@@ -137,13 +137,16 @@ typedef struct mi_tune_run {
    * weight in the last round (NAN: took no part). */
   int32_t layer_model, layer_rows, layer_configs, layer_trials;
   double layer_weight;
+  /* Added: the model's graph the space was built on (node op types for the report); owned by
+   * mi-host tune, alive until after mi_tune_write. NULL: unknown. */
+  const mi_graph_t *graph;
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with
  * `json`, also one JSON summary on stdout. MI_HOST_OK or MI_HOST_FAIL. */
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json);
 
-/** The Pareto plot of one run as an SVG element (tune_out.c). */
+/** The Pareto plot of one run as an SVG element (tune_plot.c). */
 void mi_tune_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run);
 /** The self-contained report page (tune_html.c). */
 void mi_tune_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n);

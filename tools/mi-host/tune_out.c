@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune_report.h"
 
 static FILE *open_out(const char *dir, const char *name, char *path, size_t cap) {
   FILE *f;
@@ -79,11 +79,30 @@ static int write_deployment(const mi_recipe_t *r, const char *dir, mi_tune_run_t
   return 1;
 }
 
-/* One trial as a JSON object; with bad >= 0 also its re-measurement counts. */
-static void json_trial(FILE *f, const mi_trial_t *t, int32_t bad, int32_t failed) {
+/* One trial as a JSON object; with bad >= 0 also its re-measurement counts. `feasible`: it
+ * succeeded and met every bound; `violated`: the bounds it broke, a missing figure as null. */
+static void json_trial(FILE *f, const mi_recipe_t *r, const mi_trial_t *t, int32_t bad, int32_t failed) {
   int first = 1;
-  fprintf(f, "{\"config_id\":\"%016llx\",\"ok\":%s,\"from_history\":%s", (unsigned long long)t->hash,
-          t->status == MI_OK ? "true" : "false", t->from_history ? "true" : "false");
+  uint32_t viol = 0;
+  int feasible = mi__tune_feasible(r, t, &viol);
+  fprintf(f, "{\"config_id\":\"%016llx\",\"ok\":%s,\"from_history\":%s,\"feasible\":%s,\"violated\":[",
+          (unsigned long long)t->hash, t->status == MI_OK ? "true" : "false", t->from_history ? "true" : "false",
+          feasible ? "true" : "false");
+  for (int32_t k = 0; k < MI_OBJ_COUNT; k++)
+    if (MI_TUNE_VIOLATES(viol, k)) {
+      const char *key;
+      fputs(first ? "{\"bound\":" : ",{\"bound\":", f);
+      mi_objective_name(k, &key);
+      mi_json_string(f, key);
+      fputs(",\"max\":", f);
+      mi_json_double(f, r->bound[k]);
+      fputs(",\"value\":", f);
+      mi_json_double(f, t->objectives[k]);
+      fputc('}', f);
+      first = 0;
+    }
+  fputc(']', f);
+  first = 1;
   fputs(",\"objectives\":{", f);
   for (int32_t k = 0; k < MI_OBJ_COUNT; k++) {
     mi_json_key(f, &first, mi_objective_name(k, NULL));
@@ -127,81 +146,17 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
             (int)run->probes, (int)run->verify_n);
     for (int32_t k = 0; k < run->front_n; k++) {
       if (k) fputc(',', f);
-      json_trial(f, &run->res->trials[run->front[k]], run->verify_n > 0 ? run->verify_bad[k] : -1,
+      json_trial(f, r, &run->res->trials[run->front[k]], run->verify_n > 0 ? run->verify_bad[k] : -1,
                  run->verify_n > 0 ? run->verify_failed[k] : 0);
     }
     fputs("],\"trials\":[", f);
     for (int32_t k = 0; k < run->res->count; k++) {
       if (k) fputc(',', f);
-      json_trial(f, &run->res->trials[k], -1, 0);
+      json_trial(f, r, &run->res->trials[k], -1, 0);
     }
     fputs("]}", f);
   }
   fputs("]}\n", f);
-}
-
-/* A scatter of every successful trial on the first two objectives (or latency against
- * measurement index when there is one), the front joined by a line, the choice circled. */
-void mi_tune_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run) {
-  const double W = 480, H = 320, M = 50;
-  int32_t ox = r->objectives[0], oy = r->objective_count > 1 ? r->objectives[1] : -1;
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-#define XV(t, i) (oy >= 0 ? (t)->objectives[ox] : (double)(i))
-#define YV(t) (oy >= 0 ? (t)->objectives[oy] : (t)->objectives[ox])
-  for (int32_t i = 0; i < run->res->count; i++) {
-    const mi_trial_t *t = &run->res->trials[i];
-    if (t->status != MI_OK || !isfinite(XV(t, i)) || !isfinite(YV(t))) continue;
-    x0 = fmin(x0, XV(t, i)); x1 = fmax(x1, XV(t, i));
-    y0 = fmin(y0, YV(t)); y1 = fmax(y1, YV(t));
-  }
-  if (!(x1 > x0)) { x1 = x0 + 1; x0 -= 1; }
-  if (!(y1 > y0)) { y1 = y0 + 1; y0 -= 1; }
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"front\" data-device=\"%s\" width=\"%.0f\" height=\"%.0f\" "
-             "viewBox=\"0 0 %.0f %.0f\"><title>%s on %s</title>\n", run->spec, W, H, W, H, run->model, run->spec);
-  fprintf(f, "<rect x=\"%.0f\" y=\"10\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" stroke=\"#888\"/>\n", M, W - M - 10, H - M - 10);
-  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\">%s (%.4g .. %.4g)</text>\n", M, H - 12,
-          oy >= 0 ? mi_objective_name(ox, NULL) : "measurement", x0, x1);
-  fprintf(f, "<text x=\"12\" y=\"%.0f\" font-size=\"12\" transform=\"rotate(-90 12 %.0f)\">%s (%.4g .. %.4g)</text>\n",
-          H - M, H - M, mi_objective_name(oy >= 0 ? oy : ox, NULL), y0, y1);
-#define PX(v) (M + ((v) - x0) / (x1 - x0) * (W - M - 20) + 5)
-#define PY(v) (H - M - ((v) - y0) / (y1 - y0) * (H - M - 30) - 5)
-  for (int32_t i = 0; i < run->res->count; i++) {
-    const mi_trial_t *t = &run->res->trials[i];
-    if (t->status != MI_OK || !isfinite(XV(t, i)) || !isfinite(YV(t))) continue;
-    fprintf(f, "<circle class=\"trial\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"#9ab\"/>\n", PX(XV(t, i)), PY(YV(t)));
-  }
-  if (oy >= 0 && run->front_n > 0) {
-    fputs("<polyline class=\"pareto\" fill=\"none\" stroke=\"#c33\" stroke-width=\"2\" points=\"", f);
-    /* The front in the order of the first objective. */
-    for (int32_t pass = 0, done = 0; done < run->front_n && pass < run->front_n; pass++) {
-      int32_t best = -1;
-      for (int32_t k = 0; k < run->front_n; k++) {
-        const mi_trial_t *t = &run->res->trials[run->front[k]];
-        int32_t rank = 0;
-        for (int32_t q = 0; q < run->front_n; q++)
-          rank += run->res->trials[run->front[q]].objectives[ox] < t->objectives[ox] ||
-                  (run->res->trials[run->front[q]].objectives[ox] == t->objectives[ox] && q < k);
-        if (rank == pass) best = k;
-      }
-      if (best >= 0) {
-        const mi_trial_t *t = &run->res->trials[run->front[best]];
-        fprintf(f, "%.1f,%.1f ", PX(t->objectives[ox]), PY(t->objectives[oy]));
-        done++;
-      }
-    }
-    fputs("\"/>\n", f);
-  }
-  if (run->front_n > 0) {
-    int32_t c = run->front[0];
-    const mi_trial_t *t = &run->res->trials[c];
-    fprintf(f, "<circle class=\"chosen\" cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" stroke=\"#070\" stroke-width=\"2\"/>\n",
-            PX(XV(t, c)), PY(YV(t)));
-  }
-  fputs("</svg>\n", f);
-#undef XV
-#undef YV
-#undef PX
-#undef PY
 }
 
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json) {
@@ -225,6 +180,7 @@ int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, in
   mi_tune_html(f, r, runs, n);
   fclose(f);
   if (json) write_json(stdout, r, runs, n);
-  else fprintf(stderr, "tune: wrote %s/deployment.yaml, pareto.json, report.html\n", out);
+  else mi__tune_notes(stderr, r, runs, n);
+  if (!json) fprintf(stderr, "tune: wrote %s/deployment.yaml, pareto.json, report.html\n", out);
   return MI_HOST_OK;
 }
