@@ -66,6 +66,10 @@ static void global_table(FILE *f, const mi_tune_run_t *run, const mi_trial_t *t,
   else fprintf(f, "<h4>%s</h4>\n<p class=\"note\">none in the space</p>\n", title);
 }
 
+static int aspect_rank(const char *a) {
+  return !strcmp(a, "precision") ? 0 : !strcmp(a, "prune") ? 1 : !strcmp(a, "variant") ? 2 : 3;
+}
+
 static int in_group(const cell_t *a, const cell_t *b) {
   return !strcmp(a->aspect, b->aspect) && same(a->family, a->family_len, b->family, b->family_len);
 }
@@ -145,6 +149,13 @@ void mi__tune_config_html(FILE *f, const mi_tune_run_t *run, const mi_trial_t *t
     nodes += i == 0 || c[i].node != c[i - 1].node;
   }
   if (n == 0) goto done;
+  /* the model-side choices first: they are what changes accuracy */
+  for (int32_t i = 1; i < aspects; i++) {
+    const char *v = aspect[i];
+    int32_t j = i;
+    for (; j > 0 && aspect_rank(aspect[j - 1]) > aspect_rank(v); j--) aspect[j] = aspect[j - 1];
+    aspect[j] = v;
+  }
   /* one line per aspect; in it one clause per op family, its values most taken first */
   fputs("<h4>Per-layer</h4>\n<ul class=\"layer-summary\">\n", f);
   for (int32_t k = 0; k < aspects; k++) {
