@@ -14,7 +14,7 @@ static const char *CSS =
     "h2{border-bottom:1px solid #bbb;padding-bottom:.2em;margin-top:2em}"
     "table{border-collapse:collapse;margin:.5em 0}"
     "td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:left;vertical-align:top}"
-    "th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "th{background:#f2f2f2}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".bad{color:#a00;font-weight:bold}.ok{color:#060}.note{color:#333;font-style:italic}"
     ".missing{background:#fff4d6;border-left:4px solid #E69F00;padding:.3em .6em}"
     "code{font-size:12px}details{margin:.5em 0}summary{cursor:pointer}"
@@ -62,8 +62,7 @@ static void summary_row(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
     if (fa.def < 0) fputs("default not measured", f);
     else if (fa.def == run->front[0]) fputs("the default is the choice", f);
     else if (isfinite(run->res->trials[fa.def].objectives[o]) && run->res->trials[fa.def].objectives[o] > 0)
-      fprintf(f, "%.3gx %s <span class=\"note\">(ratio of medians, one measurement each)</span>",
-              c->objectives[o] / run->res->trials[fa.def].objectives[o], mi__tune_label(o));
+      fprintf(f, "%.3g&#215; %s", c->objectives[o] / run->res->trials[fa.def].objectives[o], mi__tune_label(o));
     else
       fputs("default has no figure", f);
     fputs("</td><td>", f);
@@ -78,8 +77,9 @@ static void summary_row(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
   }
   fprintf(f, "<br><span class=\"note\">%d of %d trials feasible</span></td>", (int)(fa.ok - fa.infeasible), (int)fa.count);
   fprintf(f, "<td class=\"num\">%d measured", (int)run->res->measured);
-  if (run->res->replayed) fprintf(f, " + %d from the history", (int)run->res->replayed);
-  fprintf(f, " of %lld</td><td class=\"num\">%.1f s</td></tr>\n", (long long)r->budget_measurements, run->res->seconds);
+  if (run->res->replayed) fprintf(f, "<br>+ %d from the history", (int)run->res->replayed);
+  fprintf(f, "<br><span class=\"note\">budget %lld</span></td><td class=\"num\">%.1f s</td></tr>\n",
+          (long long)r->budget_measurements, run->res->seconds);
   mi__tune_facts_free(&fa);
 }
 
@@ -200,7 +200,7 @@ void mi_tune_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n)
           (long long)r->budget_measurements);
   mi__tune_esc(f, r->strategy ? r->strategy : "meta");
   fputs(".</p>\n<h2>Summary</h2>\n<table class=\"summary\"><tr><th>model</th><th>device</th><th>chosen</th>"
-        "<th>tuned against default</th><th>constraints met</th><th>measurements used</th><th>time</th></tr>\n", f);
+        "<th>tuned against default<br><span class=\"note\">ratio of medians, one measurement each</span></th><th>constraints met</th><th>measurements used</th><th>time</th></tr>\n", f);
   for (int32_t i = 0; i < n; i++) summary_row(f, r, &runs[i], i);
   fputs("</table>\n<h2>Assignment</h2>\n<ul class=\"assignment\">\n", f);
   for (int32_t i = 0; i < n; i++)

@@ -245,7 +245,7 @@ static double bound_note(FILE *f, const mi_recipe_t *r, int32_t o, const axis_t 
   double b = mi__tune_shown(o, r->bound[o]);
   fprintf(f, "<text class=\"bound-note\" x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#333\">%s &#8804; ", x, y, mi__tune_label(o));
   mi__tune_value(f, o, r->bound[o]);
-  fprintf(f, ": %s</text>\n", b > a->hi ? "above the plot" : "below the plot");
+  fprintf(f, ": %s</text>\n", b > a->hi ? "off the plot, every trial meets it" : "off the plot, every trial breaks it");
   return y + 14;
 }
 
