@@ -33,6 +33,28 @@ MI_API int32_t mi_errorf(mi_error_t *err, int32_t code, const char *fmt, ...)
 /** Clears err to MI_OK and an empty message. */
 MI_API void mi_error_clear(mi_error_t *err);
 
+/* ---------------------------------------------------------------- hashing */
+
+/** FNV-1a 64-bit hash of `n` bytes, continuing from `h` (start with MI_HASH64_SEED). */
+#define MI_HASH64_SEED 0xcbf29ce484222325ull
+MI_API uint64_t mi_hash64(const void *data, size_t n, uint64_t h);
+/** Writes a hash as 16 lower-case hex digits and a NUL into out[17]. */
+MI_API void mi_hash64_hex(uint64_t h, char out[17]);
+
+/* ---------------------------------------------------------------- deterministic randomness */
+
+/** A small random stream (splitmix64). Every operator takes one, so a seed fixes a search. */
+typedef struct mi_rng {
+  uint64_t state;
+} mi_rng_t;
+
+MI_API void mi_rng_seed(mi_rng_t *r, uint64_t seed);
+MI_API uint64_t mi_rng_next(mi_rng_t *r);
+/** Uniform in [0, 1). */
+MI_API double mi_rng_uniform(mi_rng_t *r);
+/** Uniform in [0, n); 0 when n is 0. */
+MI_API uint32_t mi_rng_below(mi_rng_t *r, uint32_t n);
+
 /* ---------------------------------------------------------------- host arrays */
 
 /** A dense host tensor (row-major, ONNX dim order). */

@@ -12,14 +12,6 @@
 extern "C" {
 #endif
 
-/* ---------------------------------------------------------------- hashing */
-
-/** FNV-1a 64-bit hash of `n` bytes, continuing from `h` (start with MI_HASH64_SEED). */
-#define MI_HASH64_SEED 0xcbf29ce484222325ull
-MI_API uint64_t mi_hash64(const void *data, size_t n, uint64_t h);
-/** Writes a hash as 16 lower-case hex digits and a NUL into out[17]. */
-MI_API void mi_hash64_hex(uint64_t h, char out[17]);
-
 /* ---------------------------------------------------------------- statistics */
 
 /** Robust summary of a sample set (all in the samples' unit). */

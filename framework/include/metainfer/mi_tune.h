@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "metainfer/mi_core.h"
 #include "metainfer/mi_graph.h"
 #include "metainfer/mi_plugin.h"
 
@@ -20,20 +21,6 @@ struct mi_plugin;
 struct mi_registry;
 struct mi_session_options;
 struct mi_xf_config;
-
-/* ---------------------------------------------------------------- deterministic randomness */
-
-/** A small random stream (splitmix64). Every operator takes one, so a seed fixes a search. */
-typedef struct mi_rng {
-  uint64_t state;
-} mi_rng_t;
-
-MI_API void mi_rng_seed(mi_rng_t *r, uint64_t seed);
-MI_API uint64_t mi_rng_next(mi_rng_t *r);
-/** Uniform in [0, 1). */
-MI_API double mi_rng_uniform(mi_rng_t *r);
-/** Uniform in [0, n); 0 when n is 0. */
-MI_API uint32_t mi_rng_below(mi_rng_t *r, uint32_t n);
 
 /* ---------------------------------------------------------------- the joint search space */
 

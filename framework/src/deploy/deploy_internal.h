@@ -5,9 +5,12 @@
 
 #include <stdio.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
+#include "metainfer/mi_measure.h"
+#include "metainfer/mi_transform.h"
+#include "metainfer/mi_tune.h"
 #include "metainfer/mi_runtime.h"
-#include "plugin/plugin_internal.h"
+#include "plugin/plugin.h"
 
 /** Reads a whole file (NUL-terminated); *buf malloc'd. */
 int32_t mi__deploy_read_file(const char *path, char **buf, size_t *n, mi_error_t *err);

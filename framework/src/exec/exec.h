@@ -2,7 +2,7 @@
 #ifndef MI_EXEC_EXEC_H
 #define MI_EXEC_EXEC_H
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 /* How one node runs in a session. */
 typedef enum mi__step_kind {

@@ -2,7 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "measure/measure_internal.h"
+#include "core/core.h"
+#include "metainfer/mi_measure.h"
 
 MI_API char *mi_device_fingerprint_json(const mi_device_fingerprint_t *f) {
   static const char *const kinds[] = {"cpu", "gpu", "npu", "other"};

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "measure/measure_internal.h"
+#include "core/core.h"
+#include "metainfer/mi_measure.h"
 
 static double numel(const mi_tensor_t *t) {
   double n = 1;

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_graph.h"
 
 /* Distinct labels one equation may use (every axis of two rank-8 operands). */
 #define MI__EINSUM_MAX_LABELS (2 * MI_MAX_RANK)

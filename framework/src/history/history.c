@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "history/history_internal.h"
-#include "measure/measure_internal.h"
+#include "core/core.h"
 #include "metainfer/mi_farm.h"
 
 struct mi_history {

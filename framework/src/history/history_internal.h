@@ -4,7 +4,7 @@
 
 #include <sqlite3.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_measure.h"
 
 typedef struct mi__sqlite {
   sqlite3 *db;

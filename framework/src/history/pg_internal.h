@@ -6,7 +6,6 @@
 #ifdef MI_HAVE_LIBPQ
 #include <libpq-fe.h>
 
-#include "metainfer/mi.h"
 #include "metainfer/mi_measure.h"
 
 /* Connects to the postgresql:// URL found in `where` (a recipe may have prefixed its folder),

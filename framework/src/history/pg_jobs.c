@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/core.h"
 #include "history/history_internal.h"
 #include "history/pg_farm_internal.h"
 
@@ -66,17 +67,11 @@ static double dnum(PGresult *r, int col) {
   return PQgetisnull(r, 0, col) ? NAN : strtod(PQgetvalue(r, 0, col), NULL);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 MI_API int32_t mi_farm_result(mi_farm_t *f, int64_t id, double timeout_s, mi_farm_result_t *out,
                               mi_error_t *err) {
   char b[32];
   const char *v[1] = {i64(b, id)};
-  double until = now_s() + timeout_s;
+  double until = mi__now_s() + timeout_s;
   int32_t rc;
   if (!f || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "farm: result: NULL");
   if (!f->listening_done) {
@@ -110,7 +105,7 @@ MI_API int32_t mi_farm_result(mi_farm_t *f, int64_t id, double timeout_s, mi_far
       return MI_OK;
     }
     PQclear(r);
-    if (now_s() >= until)
+    if (mi__now_s() >= until)
       return mi_errorf(err, MI_ERR_TIMEOUT, "farm: job %lld not answered after %.0f s", (long long)id,
                        timeout_s);
     /* The waiting host reclaims too: with every agent busy or dead, nobody else would. */

@@ -1,30 +1,13 @@
-/* measure_internal.h - helpers the measure, history and feature modules share: a growable
- * string buffer, a monotonic clock, and the worker's frames. */
+/* measure_internal.h - what the measure module's files share: statistics helpers and the
+ * worker's frames. */
 #ifndef MI_MEASURE_INTERNAL_H
 #define MI_MEASURE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metainfer/mi.h"
-
-/* A growable NUL-terminated string. `failed` sticks once an allocation fails. */
-typedef struct mi__sbuf {
-  char *s;
-  size_t len, cap;
-  int failed;
-} mi__sbuf_t;
-
-void mi__sbuf_printf(mi__sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends `s` as a JSON string literal. */
-void mi__sbuf_json_string(mi__sbuf_t *b, const char *s);
-/* Appends a number, null when not finite. */
-void mi__sbuf_json_double(mi__sbuf_t *b, double v);
-/* Hands the string over (NULL when an allocation failed, and the buffer is freed). */
-char *mi__sbuf_take(mi__sbuf_t *b);
-
-/* Seconds on the monotonic clock. */
-double mi__now_s(void);
+#include "core/core.h"
+#include "metainfer/mi_measure.h"
 
 /* Half the width of the distribution-free 95% confidence interval of the median of n samples
  * (order statistics n/2 -+ 0.98 sqrt(n)), relative to the median; INFINITY below 2 samples. */

@@ -2,7 +2,7 @@
 #ifndef MI_META_INTERNAL_H
 #define MI_META_INTERNAL_H
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_meta.h"
 
 /* A source task re-expressed in the target's space: its best points mapped, a model per
  * objective fitted on its standardised log objectives. */

@@ -5,14 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/core.h"
 #include "meta/meta_internal.h"
-#include "space/space_internal.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "space/space.h"
 
 void mi_meta_options_default(mi_meta_options_t *o) {
   if (!o) return;
@@ -32,7 +27,7 @@ void mi_meta_options_default(mi_meta_options_t *o) {
 int mi__meta_has_budget(mi__meta_t *st) {
   /* Replayed trials count: a resumed run ends where the uninterrupted one would have. */
   if (st->r->measured + st->r->replayed >= st->budget) return 0;
-  if (st->so->max_seconds > 0 && now_s() - st->t0 >= st->so->max_seconds) return 0;
+  if (st->so->max_seconds > 0 && mi__now_s() - st->t0 >= st->so->max_seconds) return 0;
   return 1;
 }
 
@@ -53,7 +48,7 @@ int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh) {
   if (i >= 0 && *fresh) mi__meta_layer_fetch(st, i); /* per-layer times, when the evaluator has them */
   if (i >= 0 && *fresh && st->so->progress)
     st->so->progress(st->so->progress_ctx, &st->r->trials[i], st->r->measured, st->budget,
-                     now_s() - st->t0);
+                     mi__now_s() - st->t0);
   return i;
 }
 

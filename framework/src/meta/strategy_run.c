@@ -5,13 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/core.h"
 #include "meta/meta_internal.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The trust region follows TuRBO: two successes in a row double it, three failures halve
  * it, and a region smaller than one dimension restarts wide. */
@@ -177,7 +172,7 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
   st.F = mi_meta_feature_count(s);
   st.m = so->objective_count;
   st.budget = so->max_measurements > 0 ? so->max_measurements : 40;
-  st.t0 = now_s();
+  st.t0 = mi__now_s();
   mi_rng_seed(&st.rng, so->seed);
   st.r = calloc(1, sizeof *st.r);
   pt = malloc((size_t)st.D * sizeof *pt + 1);
@@ -279,7 +274,7 @@ done:
   free(pt);
   free(batch);
   free(st.center);
-  if (st.r) st.r->seconds = now_s() - st.t0;
+  if (st.r) st.r->seconds = mi__now_s() - st.t0;
   if (rc != MI_OK) {
     mi_search_result_destroy(st.r);
     return rc;

@@ -2,7 +2,7 @@
 #ifndef MI_REF_REF_H
 #define MI_REF_REF_H
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 /** Runs one node of `g` on the reference path. `inputs` has node->input_count entries (NULL
  * for an omitted optional input), in the node's input order; on success outputs[i]

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 /** Everything one op implementation sees: the node, its input arrays and where its outputs
  * go. Ops compute output shapes from the actual inputs, never from inferred tensor shapes,

@@ -4,19 +4,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/core.h"
+#include "metainfer/mi_meta.h"
 #include "search/search_internal.h"
-#include "space/space_internal.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "space/space.h"
 
 int mi__search_has_budget(mi__search_t *st) {
   /* Replayed trials count: a resumed run ends where the uninterrupted one would have. */
   if (st->r->measured + st->r->replayed >= st->budget) return 0;
-  if (st->o->max_seconds > 0 && now_s() - st->t0 >= st->o->max_seconds) return 0;
+  if (st->o->max_seconds > 0 && mi__now_s() - st->t0 >= st->o->max_seconds) return 0;
   return 1;
 }
 
@@ -35,7 +31,7 @@ int32_t mi__search_eval(mi__search_t *st, const int32_t *pt, int *fresh) {
   i = mi__trial_eval(st->s, st->o, r, &st->cap, pt, fresh);
   if (i >= 0 && *fresh && st->o->progress)
     st->o->progress(st->o->progress_ctx, &r->trials[i], r->measured, st->budget,
-                    now_s() - st->t0);
+                    mi__now_s() - st->t0);
   return i;
 }
 
@@ -135,7 +131,7 @@ int32_t mi_search_run(const mi_space_t *s, const mi_search_options_t *o, mi_sear
   st.o = o;
   st.dims = mi_space_dim_count(s);
   st.budget = o->max_measurements > 0 ? o->max_measurements : 40;
-  st.t0 = now_s();
+  st.t0 = mi__now_s();
   mi_rng_seed(&st.rng, o->seed);
   if (o->strategy == MI_STRATEGY_META) {
     mi_meta_options_t mo;
@@ -159,7 +155,7 @@ int32_t mi_search_run(const mi_space_t *s, const mi_search_options_t *o, mi_sear
     case MI_STRATEGY_NSGA2: rc = mi__search_nsga2(&st, err); break;
     default: rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "search: unknown strategy %d", (int)o->strategy);
   }
-  st.r->seconds = now_s() - st.t0;
+  st.r->seconds = mi__now_s() - st.t0;
   free(st.fixed);
   free(st.scratch);
   if (rc != MI_OK) {
@@ -168,13 +164,6 @@ int32_t mi_search_run(const mi_space_t *s, const mi_search_options_t *o, mi_sear
   }
   *out = st.r;
   return MI_OK;
-}
-
-void mi_search_result_destroy(mi_search_result_t *r) {
-  if (!r) return;
-  for (int32_t i = 0; i < r->count; i++) free(r->trials[i].point);
-  free(r->trials);
-  free(r);
 }
 
 int32_t mi_search_front(const mi_search_result_t *r, const mi_search_options_t *o,

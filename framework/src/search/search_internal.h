@@ -2,7 +2,7 @@
 #ifndef MI_SEARCH_INTERNAL_H
 #define MI_SEARCH_INTERNAL_H
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_tune.h"
 
 typedef struct mi__search {
   const mi_space_t *s;

@@ -6,21 +6,6 @@
 
 #include "space/space_internal.h"
 
-void mi_rng_seed(mi_rng_t *r, uint64_t seed) { r->state = seed ^ 0x9e3779b97f4a7c15ull; }
-
-uint64_t mi_rng_next(mi_rng_t *r) {
-  uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-double mi_rng_uniform(mi_rng_t *r) { return (double)(mi_rng_next(r) >> 11) * 0x1.0p-53; }
-
-uint32_t mi_rng_below(mi_rng_t *r, uint32_t n) {
-  return n ? (uint32_t)(mi_rng_uniform(r) * (double)n) : 0;
-}
-
 void mi_space_options_default(mi_space_options_t *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;

@@ -1,6 +1,7 @@
 /* space_import.c - a measured configuration's canonical texts (hardware and model side, as the
  * history stores them) read back into a point of a space, possibly of another model or device. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,8 +2,8 @@
 #ifndef MI_SPACE_INTERNAL_H
 #define MI_SPACE_INTERNAL_H
 
-#include "metainfer/mi.h"
 #include "metainfer/mi_tune.h"
+#include "space/space.h"
 
 /* Model-side choices, by the kind of dimension (value labels live in space_model.c). */
 typedef enum {
@@ -80,11 +80,5 @@ void mi__space_probe_end(mi_space_t *s);
 int mi__space_probe(mi_space_t *s, int32_t node, int32_t variant);
 /* space_ops.c */
 void mi__space_normalize(const mi_space_t *s, int32_t *pt);
-
-/** Records `pt` in the trial log `r` (capacity *cap): the index of the trial with the same
- * hash, or of a new one replayed through o->lookup_point / o->lookup or measured through
- * o->evaluate (*fresh = 1); -1 when out of memory. Shared by every strategy (search, meta). */
-int32_t mi__trial_eval(const mi_space_t *s, const mi_search_options_t *o, mi_search_result_t *r,
-                       int32_t *cap, const int32_t *pt, int *fresh);
 
 #endif

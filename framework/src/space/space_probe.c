@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "exec/exec.h"
-#include "measure/measure_internal.h"
 #include "metainfer/mi_measure.h"
 #include "space/space_internal.h"
 

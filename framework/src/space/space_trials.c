@@ -6,6 +6,14 @@
 
 #include "space/space_internal.h"
 
+/* The trial log's owner frees it, whichever strategy filled it. */
+void mi_search_result_destroy(mi_search_result_t *r) {
+  if (!r) return;
+  for (int32_t i = 0; i < r->count; i++) free(r->trials[i].point);
+  free(r->trials);
+  free(r);
+}
+
 int32_t mi__trial_eval(const mi_space_t *s, const mi_search_options_t *o, mi_search_result_t *r,
                        int32_t *cap, const int32_t *pt, int *fresh) {
   int32_t dims = mi_space_dim_count(s);

@@ -2,7 +2,7 @@
 #ifndef MI_SURROGATE_INTERNAL_H
 #define MI_SURROGATE_INTERNAL_H
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_meta.h"
 
 typedef struct mi__gp mi__gp_t;
 /* use_ard: one relevance weight per feature by marginal likelihood (MI_SURROGATE_GP_ARD). */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/graph.h"
 #include "transform/xf_internal.h"
 
 int mi__xf_is_output(const mi_graph_t *g, int32_t t) {

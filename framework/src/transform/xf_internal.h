@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 #include "metainfer/mi_transform.h"
 
 /** True when t is a graph output. */

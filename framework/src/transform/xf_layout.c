@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/graph.h"
 #include "transform/xf_internal.h"
 
 /* Ops whose meaning does not depend on how their 4-D activations are stored. */

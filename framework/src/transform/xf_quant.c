@@ -1,6 +1,7 @@
 /* xf_quant.c - per-layer weight quantization (FP16, INT8, INT4) in the ONNX QDQ style, so the
  * reference interpreter runs the real quantized numerics. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

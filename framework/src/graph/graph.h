@@ -1,0 +1,31 @@
+/* graph.h - the graph module's IR plumbing for the modules that rewrite graphs (graph itself and
+ * transform): releasing and copying what tensors, nodes and attributes own, element counts. */
+#ifndef METAINFER_GRAPH_GRAPH_H
+#define METAINFER_GRAPH_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "metainfer/mi_graph.h"
+
+/** strdup that accepts NULL (returns NULL) and never uses a global. */
+char *mi__strdup(const char *s);
+/** Frees everything a tensor owns (not the struct itself). */
+void mi__tensor_release(mi_tensor_t *t);
+/** Frees everything a node owns (not the struct itself). */
+void mi__node_release(mi_node_t *n);
+/** Frees what an attribute owns. */
+void mi__attr_release(mi_attr_t *a);
+/** Deep-copies an attribute; MI_OK or MI_ERR_OUT_OF_MEMORY. */
+int32_t mi__attr_copy(mi_attr_t *dst, const mi_attr_t *src);
+/** Appends an attribute (taking ownership of what `a` points to) or replaces one of the same
+ * name. MI_OK or MI_ERR_OUT_OF_MEMORY (then `a` is released). */
+int32_t mi__node_put_attr(mi_node_t *n, mi_attr_t *a);
+/** Number of elements of a shape, or -1 when a dim is unknown or the product overflows. */
+int64_t mi__dims_numel(int32_t rank, const int64_t *dims);
+/** Number of elements of a tensor with a fully known shape, or -1 (unknown or overflowing). */
+int64_t mi__tensor_numel(const mi_tensor_t *t);
+/** Sets a tensor's shape (dim names cleared). */
+void mi__tensor_set_shape(mi_tensor_t *t, int32_t rank, const int64_t *dims);
+
+#endif /* METAINFER_GRAPH_GRAPH_H */

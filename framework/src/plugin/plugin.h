@@ -1,0 +1,42 @@
+/* plugin.h - the plugin module's loader for those who load one plugin outside a registry (the
+ * deployment runtime pins the exact plugin a table names): manifests and single-plugin loading. */
+#ifndef MI_PLUGIN_PLUGIN_H
+#define MI_PLUGIN_PLUGIN_H
+
+#include <stddef.h>
+
+#include "metainfer/mi_core.h"
+
+/** A parsed manifest. Strings are owned. */
+typedef struct mi__manifest {
+  char *name;
+  char *library;
+  long abi_major;
+} mi__manifest_t;
+
+/** Parses a manifest image; `what` names it in errors (with line and column). On failure the
+ * manifest is left empty. */
+int32_t mi__manifest_parse(const void *buf, size_t size, const char *what, mi__manifest_t *m,
+                           mi_error_t *err);
+/** Reads and parses the manifest file at `path`. */
+int32_t mi__manifest_load(const char *path, mi__manifest_t *m, mi_error_t *err);
+/** Frees the manifest's strings. */
+void mi__manifest_clear(mi__manifest_t *m);
+
+/** A loaded plugin with what must outlive it: the host services it was given. The public
+ * part comes first so a mi_plugin_t pointer is also a pointer to this. */
+typedef struct mi__plugin_entry {
+  mi_plugin_t pub;
+  mi_host_api_t host;
+  int debug; /* MI_LOADER_DEBUG: trace each step to stderr */
+} mi__plugin_entry_t;
+
+/** Loads the plugin a parsed manifest names: security checks, dlopen, negotiation, create,
+ * and validation of every description. On failure *out is NULL and err holds the one-line
+ * reason the registry records. */
+int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int debug,
+                        mi__plugin_entry_t **out, mi_error_t *err);
+/** Destroys the instance, unloads the library and frees the entry. NULL is a no-op. */
+void mi__plugin_unload(mi__plugin_entry_t *e);
+
+#endif

@@ -1,0 +1,14 @@
+/* space.h - what the space module offers the modules that search it (search, meta) beyond the
+ * public API: the shared trial log. */
+#ifndef MI_SPACE_SPACE_H
+#define MI_SPACE_SPACE_H
+
+#include "metainfer/mi_tune.h"
+
+/** Records `pt` in the trial log `r` (capacity *cap): the index of the trial with the same
+ * hash, or of a new one replayed through o->lookup_point / o->lookup or measured through
+ * o->evaluate (*fresh = 1); -1 when out of memory. Shared by every strategy (search, meta). */
+int32_t mi__trial_eval(const mi_space_t *s, const mi_search_options_t *o, mi_search_result_t *r,
+                       int32_t *cap, const int32_t *pt, int *fresh);
+
+#endif
