@@ -85,6 +85,14 @@ int main(void) {
         "two models: %s", err.message);
   mi_recipe_destroy(r);
 
+  /* `budget: 12` is a count of measurements; the seconds keep their default. */
+  CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: 12\n", NULL, &r, &err) ==
+                MI_OK && r && r->budget_measurements == 12 && r->budget_seconds == 600,
+        "budget: 12: %s", err.message);
+  mi_recipe_destroy(r);
+  r = NULL;
+  expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: lots\n", 4, 9, "'budget' must be an integer");
+  expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: [1]\n", 4, 9, "number of measurements or a mapping");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbogus: 3\n", 4, 1, "unknown key 'bogus'");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: {measurements: -4}\n", 4, 24, "at least 0");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget:\n  seconds: -1\n", 5, 12, "negative");

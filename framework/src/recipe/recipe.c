@@ -211,7 +211,11 @@ static int32_t parse_constraints(ctx_t *c, const yaml_node_t *n) {
 
 /* Known sub-keys of a mapping, each with a handler in the switch below. */
 static int32_t parse_budget(ctx_t *c, const yaml_node_t *n) {
-  if (n->type != YAML_MAPPING_NODE) return at(c, n, MI_ERR_PARSE, "'budget' must be a mapping");
+  /* `budget: 12` is what people write first: a count of measurements, the usual budget. */
+  if (n->type == YAML_SCALAR_NODE) return get_int(c, n, "budget", 0, &c->r->budget_measurements);
+  if (n->type != YAML_MAPPING_NODE)
+    return at(c, n, MI_ERR_PARSE,
+              "'budget' must be a number of measurements or a mapping {measurements, seconds}");
   for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
     const char *ks = scalar(k) ? scalar(k) : "";
