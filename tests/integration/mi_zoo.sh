@@ -71,8 +71,12 @@ expect_bad "seed"       mlp --out "$tmp/bad.onnx" --seed x1
 expect_bad "--out"      mlp
 expect_bad "family"     --out "$tmp/bad.onnx"
 expect_bad "unknown option" mlp --out "$tmp/bad.onnx" --colour blue
-expect_bad "missing"    mlp --out
-expect_bad "cannot write" mlp --out "$tmp/no/such/dir/m.onnx"
+expect_bad "needs a value" mlp --out
+: > "$tmp/afile"
+expect_bad "cannot write" mlp --out "$tmp/afile/m.onnx"
+# A folder that does not exist yet is created, as the README's recipe comment expects.
+"$ZOO" mlp --out "$tmp/no/such/dir/m.onnx" > /dev/null 2>&1 && [ -s "$tmp/no/such/dir/m.onnx" ] ||
+  bad "--out into a missing folder did not create it"
 
 # The write is atomic: no temporary files stay behind after successes or failures.
 ls "$tmp" | grep -q '\.tmp\.' && bad "temporary files left: $(ls "$tmp")"

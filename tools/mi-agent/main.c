@@ -9,72 +9,99 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "mi_cli.h"
 
-static int usage(void) {
-  fputs("usage: mi-agent --db postgresql://... [--plugins DIR] [run|setup|submit] [options]\n"
-        "  run:    [--name NAME] [--cache DIR] [--lease S] [--timeout S] [--env KEY=VALUE]\n"
-        "          [--exit-idle S] [--count N] [--no-fingerprint]\n"
-        "  setup:  create the history and farm tables and the mi_agent role\n"
-        "  submit: --model FILE --device PLUGIN:INDEX [--inputs SHAPES] [--knob K=V]\n"
-        "          [--count N] [--repeats N] [--wait] [--timeout S]\n",
-        stderr);
-  return 2;
-}
+enum { O_DB = 256, O_PLUGINS, O_NAME, O_CACHE, O_MODEL, O_DEVICE, O_INPUTS, O_KNOB, O_ENV,
+       O_LEASE, O_TIMEOUT, O_EXIT_IDLE, O_COUNT, O_REPEATS, O_WAIT, O_NO_FP };
+static const mi_cli_opt_t k_opts[] = {
+    {"db", O_DB, "URL", "the farm's PostgreSQL database (postgresql://...)"},
+    {"plugins", O_PLUGINS, "DIR", "plugin folder (default: $MI_PLUGIN_PATH)"},
+    {"name", O_NAME, "NAME", "run: this agent's name (default: the host name)"},
+    {"cache", O_CACHE, "DIR", "run: where models are cached (default /tmp/mi-agent-cache-UID)"},
+    {"lease", O_LEASE, "S", "run: seconds a claimed job is held between heartbeats (default 10)"},
+    {"timeout", O_TIMEOUT, "S", "a measurement (run) or the wait (submit) ends after S s\n(default 120)"},
+    {"env", O_ENV, "KEY=VALUE", "run: set in the measurement workers (repeatable, at most 7)"},
+    {"exit-idle", O_EXIT_IDLE, "S", "run: exit after S seconds without a job"},
+    {"count", O_COUNT, "N", "run: exit after N jobs; submit: N jobs (default 1)"},
+    {"no-fingerprint", O_NO_FP, NULL, "run: skip the device fingerprint's micro-benchmarks"},
+    {"model", O_MODEL, "FILE", "submit: the model"},
+    {"device", O_DEVICE, "PLUGIN:INDEX", "submit: the device"},
+    {"inputs", O_INPUTS, "SHAPES", "submit: the input shapes"},
+    {"knob", O_KNOB, "K=V", "submit: a knob setting"},
+    {"repeats", O_REPEATS, "N", "submit: timed repeats per measurement (default 5)"},
+    {"wait", O_WAIT, NULL, "submit: wait for the answers and print them"},
+    {NULL, 0, NULL, NULL},
+};
 
-static int number(const char *s, double lo, double hi, double *out) {
-  char *end;
-  double v = strtod(s, &end);
-  if (*end || !(v >= lo && v <= hi)) return -1;
-  *out = v;
-  return 0;
+/* Parses argv into a and the command; -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
+  static const char *const cmds[] = {"run", "setup", "submit"};
+  mi_cli_t c = {0};
+  double v = 0;
+  const char *hit;
+  int k;
+  c.prog = "mi-agent";
+  c.usage = "mi-agent --db postgresql://... [--plugins DIR] [run|setup|submit] [options]";
+  c.about = "A device host's member of the farm (docs/scale-out.md). run (the default): claim\n"
+            "jobs and measure them; setup: create the history and farm tables and the mi_agent\n"
+            "role (database owner); submit: queue jobs.";
+  c.opts = k_opts;
+  c.flags = MI_CLI_VERSION_OPT;
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    switch (k) {
+      case MI_CLI_EXIT: return 0;
+      case MI_CLI_ERROR: return 2;
+      case MI_CLI_ARG:
+        if (!strcmp(c.value, "run") || !strcmp(c.value, "setup") || !strcmp(c.value, "submit"))
+          *cmd = c.value;
+        else if ((hit = mi_cli_suggest(c.value, cmds, 3)))
+          return mi_cli_error(&c, "unknown command '%s'; did you mean '%s'?", c.value, hit), 2;
+        else
+          return mi_cli_error(&c, "unknown command '%s' (run, setup or submit)", c.value), 2;
+        break;
+      case O_WAIT: a->wait = 1; break;
+      case O_NO_FP: a->fingerprint = 0; break;
+      case O_DB: a->db = c.value; break;
+      case O_PLUGINS: a->plugins = c.value; break;
+      case O_NAME: a->name = c.value; break;
+      case O_CACHE: a->cache = c.value; break;
+      case O_MODEL: a->model = c.value; break;
+      case O_DEVICE: a->device = c.value; break;
+      case O_INPUTS: a->inputs = c.value; break;
+      case O_KNOB: a->knob = c.value; break;
+      case O_ENV:
+        if (a->env_count >= 7 || !strchr(c.value, '='))
+          return mi_cli_error(&c, "--env takes KEY=VALUE (at most 7), not '%s'", c.value), 2;
+        a->env[a->env_count++] = c.value;
+        break;
+      case O_LEASE: case O_TIMEOUT: case O_EXIT_IDLE:
+        if (mi_cli_double(&c, 0.1, 86400, &v)) return 2;
+        *(k == O_LEASE ? &a->lease_s : k == O_TIMEOUT ? &a->timeout_s : &a->exit_idle_s) = v;
+        break;
+      case O_COUNT: case O_REPEATS:
+        if (mi_cli_double(&c, 1, 1000000, &v)) return 2;
+        *(k == O_COUNT ? &a->count : &a->repeats) = (int32_t)v;
+        break;
+    }
+  }
+  if (!a->db || !mi_history_is_url(a->db))
+    return mi_cli_error(&c, "--db must be a postgresql:// URL"), 2;
+  return -1;
 }
 
 int main(int argc, char **argv) {
   mi_agent_args_t a;
   const char *cmd = "run";
   char name[128], cache[512];
+  int rc;
   memset(&a, 0, sizeof a);
   a.lease_s = 10;
   a.timeout_s = 120;
   a.repeats = 5;
   a.fingerprint = 1;
   a.plugins = secure_getenv("MI_PLUGIN_PATH");
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i];
-    double v;
-    int has = i + 1 < argc;
-    if (!strcmp(o, "run") || !strcmp(o, "setup") || !strcmp(o, "submit")) cmd = o;
-    else if (!strcmp(o, "--wait")) a.wait = 1;
-    else if (!strcmp(o, "--no-fingerprint")) a.fingerprint = 0;
-    else if (!has) return usage();
-    else if (!strcmp(o, "--db")) a.db = argv[++i];
-    else if (!strcmp(o, "--plugins")) a.plugins = argv[++i];
-    else if (!strcmp(o, "--name")) a.name = argv[++i];
-    else if (!strcmp(o, "--cache")) a.cache = argv[++i];
-    else if (!strcmp(o, "--model")) a.model = argv[++i];
-    else if (!strcmp(o, "--device")) a.device = argv[++i];
-    else if (!strcmp(o, "--inputs")) a.inputs = argv[++i];
-    else if (!strcmp(o, "--knob")) a.knob = argv[++i];
-    else if (!strcmp(o, "--env")) {
-      if (a.env_count >= 7 || !strchr(argv[i + 1], '=')) return usage();
-      a.env[a.env_count++] = argv[++i];
-    } else if (number(argv[i + 1], 0.1, 86400, &v) == 0 &&
-               (!strcmp(o, "--lease") || !strcmp(o, "--timeout") || !strcmp(o, "--exit-idle"))) {
-      i++;
-      if (!strcmp(o, "--lease")) a.lease_s = v;
-      else if (!strcmp(o, "--timeout")) a.timeout_s = v;
-      else a.exit_idle_s = v;
-    } else if (number(argv[i + 1], 1, 1000000, &v) == 0 &&
-               (!strcmp(o, "--count") || !strcmp(o, "--repeats"))) {
-      i++;
-      if (!strcmp(o, "--count")) a.count = (int32_t)v;
-      else a.repeats = (int32_t)v;
-    } else return usage();
-  }
-  if (!a.db || !mi_history_is_url(a.db)) {
-    fputs("mi-agent: --db must be a postgresql:// URL\n", stderr);
-    return usage();
-  }
+  if ((rc = parse(argc, argv, &a, &cmd)) >= 0) return rc;
   if (!a.name) {
     if (gethostname(name, sizeof name) != 0) snprintf(name, sizeof name, "agent");
     name[sizeof name - 1] = '\0';
@@ -95,8 +122,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!a.plugins) {
-    fputs("mi-agent: --plugins DIR (or MI_PLUGIN_PATH) is needed\n", stderr);
-    return usage();
+    fputs("mi-agent: --plugins DIR (or MI_PLUGIN_PATH) is needed (see mi-agent --help)\n", stderr);
+    return 2;
   }
   if (!strcmp(cmd, "submit")) {
     if (a.count <= 0) a.count = 1;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "conform.h"
+#include "mi_cli.h"
 #include "plugin/plugin_internal.h"
 
 const conform_rule_t conform_rules[] = {
@@ -46,16 +47,6 @@ typedef struct result {
 } result_t;
 
 static const char *k_status_names[] = {"pass", "fail", "skip"};
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mi-conform --plugins DIR [--plugin NAME] [--rule N]... [--json]\n"
-          "                  [--timeout SECONDS] [--list-rules]\n"
-          "Runs the numbered conformance rules (docs/conformance.md) against every plugin whose\n"
-          "manifest (*.mi-plugin) is in DIR, each rule in its own process. Prints pass, fail or\n"
-          "skip per rule with the reason and a summary; exits 1 when any rule fails, 2 on bad\n"
-          "usage.\n");
-}
 
 /* Runs one rule in a child; the child writes "<status>\t<reason>" into a pipe. */
 static void run_rule(const char *name, const char *so_path, const conform_rule_t *rule,
@@ -256,58 +247,72 @@ static void reexec_without_tcache(char **argv) {
   /* exec failed: carry on with the caches on; R11 is then noisier, not wrong */
 }
 
+enum { O_PLUGINS = 256, O_PLUGIN, O_RULE, O_TIMEOUT, O_JSON, O_LIST };
+static const mi_cli_opt_t k_opts[] = {
+    {"plugins", O_PLUGINS, "DIR", "the folder of the plugins' manifests (*.mi-plugin)"},
+    {"plugin", O_PLUGIN, "NAME", "only the plugin of this name"},
+    {"rule", O_RULE, "N", "only rule N (repeatable)"},
+    {"timeout", O_TIMEOUT, "SECONDS", "a rule running longer fails (default 120, at most 3600)"},
+    {"json", O_JSON, NULL, "print one JSON object"},
+    {"list-rules", O_LIST, NULL, "list the rules and exit"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* Parses argv into o; -1 to go on, else the exit status. */
+static int parse(int argc, char **argv, options_t *o) {
+  mi_cli_t c = {0};
+  long long v = 0;
+  int k;
+  c.prog = "mi-conform";
+  c.usage = "mi-conform --plugins DIR [--plugin NAME] [--rule N]... [--json]\n"
+            "  [--timeout SECONDS] [--list-rules]";
+  c.about = "Runs the numbered conformance rules (docs/conformance.md) against every plugin whose\n"
+            "manifest (*.mi-plugin) is in DIR, each rule in its own process. Prints pass, fail or\n"
+            "skip per rule with the reason and a summary.";
+  c.footer = "Exit status: 0 when every rule passed or was skipped, 1 when any failed, 2 on bad\n"
+             "usage.";
+  c.opts = k_opts;
+  c.flags = MI_CLI_VERSION_OPT;
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    switch (k) {
+      case MI_CLI_EXIT: return 0;
+      case MI_CLI_ERROR: return 2;
+      case MI_CLI_ARG: return mi_cli_error(&c, "unexpected argument '%s'", c.value), 2;
+      case O_PLUGINS: o->dir = c.value; break;
+      case O_PLUGIN: o->only_plugin = c.value; break;
+      case O_JSON: o->json = 1; break;
+      case O_RULE:
+        if (mi_cli_int(&c, 1, conform_rule_count, &v)) return 2;
+        if (o->rule_filter_count >= 64) return mi_cli_error(&c, "at most 64 --rule options"), 2;
+        o->rules[o->rule_filter_count++] = (int)v;
+        break;
+      case O_TIMEOUT:
+        if (mi_cli_int(&c, 1, 3600, &v)) return 2;
+        o->timeout_s = (int)v;
+        break;
+      case O_LIST:
+        for (int r = 0; r < conform_rule_count; r++)
+          printf("R%-2d %-14s %s\n", conform_rules[r].number, conform_rules[r].id,
+                 conform_rules[r].title);
+        return 0;
+    }
+  }
+  if (!o->dir) return mi_cli_error(&c, "--plugins DIR is required"), 2;
+  return -1;
+}
+
 int main(int argc, char **argv) {
   options_t o = {0};
   DIR *d;
   struct dirent *de;
   char **names = NULL;
   size_t count = 0, cap = 0;
-  int total_fails = 0, matched = 0, first_json = 1;
+  int total_fails = 0, matched = 0, first_json = 1, k;
 
   reexec_without_tcache(argv);
   o.timeout_s = 120;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--plugins") && i + 1 < argc) {
-      o.dir = argv[++i];
-    } else if (!strcmp(a, "--plugin") && i + 1 < argc) {
-      o.only_plugin = argv[++i];
-    } else if (!strcmp(a, "--json")) {
-      o.json = 1;
-    } else if (!strcmp(a, "--rule") && i + 1 < argc) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > conform_rule_count || o.rule_filter_count >= 64) {
-        fprintf(stderr, "mi-conform: --rule %s: expected a rule number 1..%d\n", argv[i],
-                conform_rule_count);
-        return 2;
-      }
-      o.rules[o.rule_filter_count++] = (int)v;
-    } else if (!strcmp(a, "--timeout") && i + 1 < argc) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 3600) {
-        fprintf(stderr, "mi-conform: --timeout %s: expected seconds 1..3600\n", argv[i]);
-        return 2;
-      }
-      o.timeout_s = (int)v;
-    } else if (!strcmp(a, "--list-rules")) {
-      for (int r = 0; r < conform_rule_count; r++)
-        printf("R%-2d %-14s %s\n", conform_rules[r].number, conform_rules[r].id,
-               conform_rules[r].title);
-      return 0;
-    } else {
-      fprintf(stderr, "mi-conform: unknown or incomplete argument '%s' (see --help)\n", a);
-      return 2;
-    }
-  }
-  if (!o.dir) {
-    fprintf(stderr, "mi-conform: --plugins DIR is required (see --help)\n");
-    return 2;
-  }
+  if ((k = parse(argc, argv, &o)) >= 0) return k;
   d = opendir(o.dir);
   if (!d) {
     fprintf(stderr, "mi-conform: %s: cannot open plugin directory: %s\n", o.dir, strerror(errno));

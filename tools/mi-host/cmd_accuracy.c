@@ -19,58 +19,66 @@ typedef struct acc_args {
   int calib_count, shape_count, input_count, sensitivity, json, samples;
 } acc_args_t;
 
-static int parse_args(int argc, char **argv, acc_args_t *a) {
+enum { O_MODEL = 256, O_CONFIG, O_DEVICE, O_CALIB, O_SHAPE, O_INPUT, O_SAMPLES, O_SENS, O_JSON };
+static const mi_cli_opt_t k_opts[] = {
+    {"model", O_MODEL, "M.onnx", "the FP32 model"},
+    {"config", O_CONFIG, "C.yaml", "the model-side configuration (docs/transforms.md)"},
+    {"calib", O_CALIB, "DIR|INPUT=DIR",
+     "*.npy inputs: the first half calibrates, the rest is held\n"
+     "out; a multi-input model takes one subfolder per input\n"
+     "(named after it) or one --calib INPUT=DIR per input"},
+    {"samples", O_SAMPLES, "N",
+     "without --calib: N deterministic random inputs each for\n"
+     "calibration and held-out (default 4, at most 1000)"},
+    {"shape", O_SHAPE, "NAME=D0,D1..", "the shape of a random input with dynamic dims (repeatable)"},
+    {"input", O_INPUT, "NAME=FILE",
+     "one fixed value of an input in every sample (non-float\n"
+     "inputs, recurrent state; repeatable)"},
+    {"device", O_DEVICE, "PLUGIN:INDEX", "fuse for that device's kernel variants"},
+    {"sensitivity", O_SENS, NULL, "also the error of each layer's setting applied alone"},
+    {"json", O_JSON, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
+static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
+  mi_cli_t c;
+  int k;
+  long long v = 0;
   memset(a, 0, sizeof *a);
   a->samples = 4;
-  for (int i = 1; i < argc; i++) {
-    const char *s = argv[i];
-    const char **dst = strcmp(s, "--model") == 0    ? &a->model
-                       : strcmp(s, "--config") == 0 ? &a->config
-                       : strcmp(s, "--device") == 0 ? &a->device
-                                                    : NULL;
-    if (dst) {
-      if (i + 1 >= argc) return mi_host_usage_error("accuracy: %s needs a value", s);
-      *dst = argv[++i];
-    } else if (strcmp(s, "--calib") == 0) {
-      if (i + 1 >= argc) return mi_host_usage_error("accuracy: --calib needs a value");
-      if (a->calib_count == ACC_MAX_CALIB)
-        return mi_host_usage_error("accuracy: at most %d --calib options", ACC_MAX_CALIB);
-      a->calib[a->calib_count++] = argv[++i];
-    } else if (strcmp(s, "--shape") == 0 || strcmp(s, "--input") == 0) {
-      int is_shape = s[2] == 's';
-      int *n = is_shape ? &a->shape_count : &a->input_count;
-      if (i + 1 >= argc || !strchr(argv[i + 1], '='))
-        return mi_host_usage_error("accuracy: %s needs NAME=%s", s,
-                                   is_shape ? "D0,D1,..." : "FILE.npy");
-      if (*n == ACC_MAX_SPECS)
-        return mi_host_usage_error("accuracy: at most %d %s options", ACC_MAX_SPECS, s);
-      (is_shape ? a->shapes : a->inputs)[(*n)++] = argv[++i];
-    } else if (strcmp(s, "--samples") == 0) {
-      char *end = NULL;
-      if (i + 1 >= argc) return mi_host_usage_error("accuracy: --samples needs a value");
-      long v = strtol(argv[++i], &end, 10);
-      if (!end || *end || v < 1 || v > 1000)
-        return mi_host_usage_error("accuracy: --samples must be 1..1000, got '%s'", argv[i]);
-      a->samples = (int)v;
-    } else if (strcmp(s, "--sensitivity") == 0) {
-      a->sensitivity = 1;
-    } else if (strcmp(s, "--json") == 0) {
-      a->json = 1;
-    } else if (strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0) {
-      puts("usage: mi-host [--plugins DIR] accuracy --model M.onnx --config C.yaml [--calib DIR]\n"
-           "       [--calib INPUT=DIR ...] [--samples N] [--shape NAME=D0,D1,... ...]\n"
-           "       [--input NAME=FILE.npy ...] [--device PLUGIN:INDEX] [--sensitivity] [--json]\n\n"
-           "Applies the model-side configuration and compares the result with the FP32 model on\n"
-           "the reference interpreter. --calib DIR: *.npy inputs, the first half calibrates and\n"
-           "the rest is held out; a multi-input model takes one subfolder per input (named after\n"
-           "it) or one --calib INPUT=DIR per input. Without --calib, N deterministic random\n"
-           "inputs each (reported):\n"
-           "--shape sets the shape of an input with dynamic dims, --input gives an input one\n"
-           "fixed value in every sample (non-float inputs, recurrent state). --device: fuse for that device's kernel variants.\n"
-           "See docs/transforms.md.");
-      return -1;
-    } else {
-      return mi_host_usage_error("accuracy: unknown argument '%s'", s);
+  mi_host_cli(h, &c, "accuracy", k_opts);
+  c.footer = "Applies the model-side configuration and compares the result with the FP32 model\n"
+             "on the reference interpreter (relative L2 error, cosine, top-1 agreement).";
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    switch (k) {
+      case MI_CLI_EXIT: return -1;
+      case MI_CLI_ERROR: return MI_HOST_USAGE;
+      case MI_CLI_ARG: mi_cli_error(&c, "unexpected argument '%s'", c.value); return MI_HOST_USAGE;
+      case O_MODEL: a->model = c.value; break;
+      case O_CONFIG: a->config = c.value; break;
+      case O_DEVICE: a->device = c.value; break;
+      case O_SENS: a->sensitivity = 1; break;
+      case O_JSON: a->json = 1; break;
+      case O_SAMPLES:
+        if (mi_cli_int(&c, 1, 1000, &v)) return MI_HOST_USAGE;
+        a->samples = (int)v;
+        break;
+      case O_CALIB:
+        if (a->calib_count == ACC_MAX_CALIB)
+          return mi_host_usage_error("accuracy: at most %d --calib options", ACC_MAX_CALIB);
+        a->calib[a->calib_count++] = c.value;
+        break;
+      default: { /* --shape, --input */
+        int is_shape = k == O_SHAPE;
+        int *n = is_shape ? &a->shape_count : &a->input_count;
+        if (!strchr(c.value, '='))
+          return mi_host_usage_error("accuracy: %s needs NAME=%s", c.opt,
+                                     is_shape ? "D0,D1,..." : "FILE.npy");
+        if (*n == ACC_MAX_SPECS)
+          return mi_host_usage_error("accuracy: at most %d %s options", ACC_MAX_SPECS, c.opt);
+        (is_shape ? a->shapes : a->inputs)[(*n)++] = c.value;
+      }
     }
   }
   if (!a->model || !a->config) return mi_host_usage_error("accuracy: --model and --config are required");
@@ -296,7 +304,7 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
   uint32_t nv = 0;
   int32_t ns = 0;
   char *canon = NULL;
-  int rc = MI_HOST_FAIL, shared = 0, usage = parse_args(argc, argv, &a);
+  int rc = MI_HOST_FAIL, shared = 0, usage = parse_args(h, argc, argv, &a);
   mi_xf_stats_t st;
   mi_xf_metrics_t mc, mh;
   if (usage) return usage < 0 ? MI_HOST_OK : usage;

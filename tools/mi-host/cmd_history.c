@@ -4,26 +4,44 @@
 
 #include "mi_host.h"
 
-static int usage(void) {
-  return mi_host_usage_error("usage: history export [--out FILE] | import FILE | stats, "
-                             "each with --db FILE");
-}
+enum { O_DB = 256, O_OUT, O_JSON };
+static const mi_cli_opt_t k_opts[] = {
+    {"db", O_DB, "FILE|URL", "the history: an SQLite file (default history.db) or a\n"
+     "postgresql:// URL"},
+    {"out", O_OUT, "FILE", "export: write to FILE instead of stdout"},
+    {"json", O_JSON, NULL, "stats: print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
 
 int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
-  const char *sub = argc > 1 ? argv[1] : NULL, *db = "history.db", *file = NULL;
+  static const char *const subs[] = {"export", "import", "stats"};
+  const char *sub = NULL, *db = "history.db", *file = NULL, *hit;
   mi_history_t *hist = NULL;
   mi_error_t err;
-  int rc = MI_HOST_OK;
-  if (!sub) return usage();
-  for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) h->json = 1;
-    else if ((!strcmp(argv[i], "--db") || !strcmp(argv[i], "--out")) && i + 1 < argc) {
-      if (argv[i][2] == 'd') db = argv[++i];
-      else file = argv[++i];
-    } else if (argv[i][0] != '-' && !file) file = argv[i];
-    else return usage();
+  mi_cli_t c;
+  int rc = MI_HOST_OK, k;
+  mi_host_cli(h, &c, "history", k_opts);
+  c.footer = "export: every record as JSON Lines; import FILE: add the records of FILE ('-':\n"
+             "stdin) that are not there yet; stats: counts.";
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    if (k == MI_CLI_EXIT) return MI_HOST_OK;
+    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
+    if (k == O_JSON) h->json = 1;
+    else if (k == O_DB) db = c.value;
+    else if (k == O_OUT) file = c.value;
+    else if (!sub) sub = c.value;
+    else if (!file) file = c.value;
+    else return mi_cli_error(&c, "unexpected argument '%s'", c.value), MI_HOST_USAGE;
   }
-  if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats")) return usage();
+  if (!sub) return mi_cli_error(&c, "needs export, import or stats"), MI_HOST_USAGE;
+  if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats")) {
+    if ((hit = mi_cli_suggest(sub, subs, 3)))
+      mi_cli_error(&c, "unknown subcommand '%s'; did you mean '%s'?", sub, hit);
+    else
+      mi_cli_error(&c, "unknown subcommand '%s' (export, import or stats)", sub);
+    return MI_HOST_USAGE;
+  }
   if (!strcmp(sub, "import") && !file) return mi_host_usage_error("history import needs a FILE");
   mi_error_clear(&err);
   if (mi_history_open(db, &hist, &err)) {

@@ -310,20 +310,24 @@ static int list(mi_registry_t *r, int json, FILE *f) {
   return rc;
 }
 
+static const mi_cli_opt_t k_opts[] = {
+    {"json", 'j', NULL, "print one JSON object instead of text"},
+    {NULL, 0, NULL, NULL},
+};
+
 int mi_host_cmd_plugins(mi_host_t *h, int argc, char **argv) {
   mi_registry_t *r;
-  int i;
-  for (i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--json") == 0) {
-      h->json = 1;
-    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      puts("usage: mi-host [--plugins DIR]... plugins [--json]\n"
-           "Lists each loaded plugin with its devices, knobs, variants, counters and\n"
-           "constraints, then the plugins that were refused and why.");
-      return MI_HOST_OK;
-    } else {
-      return mi_host_usage_error("plugins: unexpected argument '%s'", argv[i]);
-    }
+  mi_cli_t c;
+  int k;
+  mi_host_cli(h, &c, "plugins", k_opts);
+  c.footer = "Lists each loaded plugin with its devices, knobs, variants, counters and\n"
+             "constraints, then the plugins that were refused and why.";
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    if (k == MI_CLI_EXIT) return MI_HOST_OK;
+    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
+    if (k == MI_CLI_ARG) return mi_cli_error(&c, "unexpected argument '%s'", c.value), MI_HOST_USAGE;
+    h->json = 1;
   }
   r = mi_host_registry(h);
   if (!r) return MI_HOST_FAIL;

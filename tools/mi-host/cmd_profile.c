@@ -31,7 +31,35 @@ typedef struct task_info {
   mi_model_features_t f;
 } task_info_t;
 
+enum { O_MODEL = 256, O_DEVICE, O_DB, O_REPEAT, O_WARMUP, O_ROUNDS, O_KNOB, O_CHECK, O_FLUSH,
+       O_MIN_WARMUP, O_MEDIAN_CI, O_MIN_SAMPLE, O_WORKERS, O_TIMEOUT, O_NO_FP, O_JSON };
+static const mi_cli_opt_t k_opts[] = {
+    {"model", O_MODEL, "M.onnx", "the model"},
+    {"device", O_DEVICE, "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)"},
+    {"db", O_DB, "FILE|URL", "the history the measurements go to (default history.db)"},
+    {"repeat", O_REPEAT, "N", "at least N timed repeats per figure"},
+    {"warmup", O_WARMUP, "N", "warm-up runs before timing"},
+    {"rounds", O_ROUNDS, "N", "profile N times per device (default 1)"},
+    {"knob", O_KNOB, "NAME=INT[@DEV]",
+     "set a knob (on one device with @PLUGIN:INDEX; repeatable)"},
+    {"check", O_CHECK, NULL, "compare one more run's outputs with the reference interpreter"},
+    {"flush", O_FLUSH, NULL, "write over the cache between repeats (CPU devices)"},
+    {"min-warmup-ms", O_MIN_WARMUP, "X", "warm up for at least X ms (default 100; 0: off)"},
+    {"median-ci", O_MEDIAN_CI, "X",
+     "repeat until the median is known to +-X, a share (default\n0.01; 0: off)"},
+    {"min-sample-ms", O_MIN_SAMPLE, "X",
+     "each sample the mean of back-to-back runs of at least X ms\n(default 0: off)"},
+    {"workers", O_WORKERS, "K",
+     "measure each figure in K fresh worker processes and keep the\nmedian one (default 3, at most 15)"},
+    {"timeout", O_TIMEOUT, "S", "a worker taking longer than S seconds is killed (default 60)"},
+    {"no-fingerprint", O_NO_FP, NULL, "skip the device fingerprint's micro-benchmarks"},
+    {"json", O_JSON, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
 static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
+  mi_cli_t c;
+  int k;
   mi_measure_options_default(&a->mo);
   /* Profiling one model is where a tenth of a second of warm-up and a median known to +-1% are
    * worth their time (docs/measurement.md). */
@@ -46,16 +74,19 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
    * "Reproducibility"). */
   a->workers = 3;
   a->timeout_s = 60;
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+  mi_host_cli(h, &c, "profile", k_opts);
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    const char *o = c.opt, *v = c.value;
     char *end = NULL;
-    if (!strcmp(o, "--json")) { h->json = 1; continue; }
-    if (!strcmp(o, "--check")) { a->check = 1; continue; }
-    if (!strcmp(o, "--flush")) { a->mo.flush_cache = 1; continue; }
-    if (!strcmp(o, "--no-fingerprint")) { a->fingerprint = 0; continue; }
-    if (!v) return mi_host_usage_error("profile: %s needs a value", o);
-    i++;
-    if (!strcmp(o, "--knob")) {
+    if (k == MI_CLI_EXIT) return MI_HOST_DONE;
+    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
+    if (k == MI_CLI_ARG) return mi_host_usage_error("profile: unexpected argument '%s'", v);
+    if (k == O_JSON) { h->json = 1; continue; }
+    if (k == O_CHECK) { a->check = 1; continue; }
+    if (k == O_FLUSH) { a->mo.flush_cache = 1; continue; }
+    if (k == O_NO_FP) { a->fingerprint = 0; continue; }
+    if (k == O_KNOB) {
       const char *eq = strchr(v, '=');
       long kv;
       if (!eq || eq == v || (size_t)(eq - v) >= sizeof a->knob_names[0] || a->nknob == 16)
@@ -69,37 +100,35 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       a->knobs[a->nknob].name = a->knob_names[a->nknob];
       a->knobs[a->nknob].i = kv;
       a->nknob++;
-    } else if (!strcmp(o, "--model")) a->model = v;
-    else if (!strcmp(o, "--db")) a->db = v;
-    else if (!strcmp(o, "--device")) {
+    } else if (k == O_MODEL) a->model = v;
+    else if (k == O_DB) a->db = v;
+    else if (k == O_DEVICE) {
       if (a->ndev == MAX_DEVICES) return mi_host_usage_error("profile: at most %d devices", MAX_DEVICES);
       a->devices[a->ndev++] = v;
-    } else if (!strcmp(o, "--timeout")) {
+    } else if (k == O_TIMEOUT) {
       a->timeout_s = strtod(v, &end);
       if (*end || a->timeout_s <= 0) return mi_host_usage_error("profile: bad --timeout '%s'", v);
-    } else if (!strcmp(o, "--min-sample-ms") || !strcmp(o, "--median-ci") ||
-               !strcmp(o, "--min-warmup-ms")) {
+    } else if (k == O_MIN_SAMPLE || k == O_MEDIAN_CI || k == O_MIN_WARMUP) {
       double x = strtod(v, &end);
       if (*end || !(x >= 0 && x <= 100000))
         return mi_host_usage_error("profile: bad %s '%s'", o, v);
-      if (!strcmp(o, "--min-sample-ms")) a->mo.min_sample_s = x * 1e-3;
-      else if (!strcmp(o, "--min-warmup-ms")) a->mo.min_warmup_s = x * 1e-3;
+      if (k == O_MIN_SAMPLE) a->mo.min_sample_s = x * 1e-3;
+      else if (k == O_MIN_WARMUP) a->mo.min_warmup_s = x * 1e-3;
       else a->mo.median_ci = x;
     } else {
       long n = strtol(v, &end, 10);
       if (*end || n < 0 || n > 100000) return mi_host_usage_error("profile: bad %s '%s'", o, v);
-      if (!strcmp(o, "--repeat")) {
+      if (k == O_REPEAT) {
         a->mo.min_repeats = (int32_t)n;
         if (a->mo.max_repeats < n) a->mo.max_repeats = (int32_t)n;
-      } else if (!strcmp(o, "--warmup")) a->mo.warmup = (int32_t)n;
-      else if (!strcmp(o, "--rounds")) a->rounds = (int)n;
-      else if (!strcmp(o, "--workers")) {
+      } else if (k == O_WARMUP) a->mo.warmup = (int32_t)n;
+      else if (k == O_ROUNDS) a->rounds = (int)n;
+      else if (k == O_WORKERS) {
         if (n < 1 || n > MAX_WORKERS_PER_FIGURE)
           return mi_host_usage_error("profile: --workers wants 1..%d, got '%s'",
                                      MAX_WORKERS_PER_FIGURE, v);
         a->workers = (int)n;
       }
-      else return mi_host_usage_error("profile: unknown option '%s'", o);
     }
   }
   if (!a->model || a->ndev == 0)
@@ -113,17 +142,9 @@ static char *plugin_dirs(const mi_host_t *h) {
   size_t n = 1;
   char *s;
   if (h->plugin_dir_count == 0) {
-    char exe[PATH_MAX], *slash;
-    ssize_t len;
-    if (getenv("MI_PLUGIN_PATH")) return NULL;
-    len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len <= 0) return NULL;
-    exe[len] = '\0';
-    if (!(slash = strrchr(exe, '/'))) return NULL;
-    *slash = '\0';
-    n = strlen(exe) + 16;
-    if ((s = malloc(n))) snprintf(s, n, "%s/../plugins", exe);
-    return s;
+    char dir[PATH_MAX];
+    if (getenv("MI_PLUGIN_PATH") || !mi_cli_default_plugin_dir(dir, sizeof dir)) return NULL;
+    return strdup(dir);
   }
   for (int i = 0; i < h->plugin_dir_count; i++) n += strlen(h->plugin_dirs[i]) + 1;
   if (!(s = calloc(n, 1))) return NULL;
@@ -333,7 +354,7 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
   memset(&task, 0, sizeof task);
   memset(fps, 0, sizeof fps);
   memset(&so, 0, sizeof so);
-  if ((rc = parse(h, argc, argv, &a)) != MI_HOST_OK) return rc;
+  if ((rc = parse(h, argc, argv, &a)) != MI_HOST_OK) return rc == MI_HOST_DONE ? MI_HOST_OK : rc;
   mi_error_clear(&err);
   if (load_task(a.model, &task, &err) || mi_history_open(a.db, &hist, &err) ||
       mi_history_begin_run(hist, "mi-host profile", a.model, &run, &err)) {

@@ -405,6 +405,19 @@ static void show_outside_paths(const mi_recipe_t *r) {
   }
 }
 
+enum { O_SEED = 256, O_VERIFY, O_JOBS, O_JSON, O_AGENTS };
+static const mi_cli_opt_t k_tune_opts[] = {
+    {"out", 'o', "DIR", "where deployment.yaml, pareto.json and report.html go\n"
+     "(default: RECIPE_DIR/tune-out)"},
+    {"seed", O_SEED, "S", "the search's seed (default: the recipe's)"},
+    {"verify", O_VERIFY, "N", "re-measure every configuration of the table N times and check\n"
+     "its bounds; a violation makes the exit status 1"},
+    {"jobs", O_JOBS, "N", "tune up to N devices at once, each with its own workers"},
+    {"json", O_JSON, NULL, "print one JSON object instead of text"},
+    {"agents", O_AGENTS, NULL, "measure through the farm's agents (docs/scale-out.md)"},
+    {NULL, 0, NULL, NULL},
+};
+
 int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   const char *recipe_path = NULL, *out = NULL;
   mi_recipe_t *r = NULL;
@@ -418,24 +431,25 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   memset(&c, 0, sizeof c);
   c.h = h;
   c.jobs = 1;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-    else if ((!strcmp(argv[i], "--seed") || !strcmp(argv[i], "--verify") || !strcmp(argv[i], "--jobs")) && i + 1 < argc) {
-      char *end;
-      const char *opt = argv[i];
-      long long v = strtoll(argv[++i], &end, 10);
-      if (*end || v < 0 || v > 1000000) return mi_host_usage_error("%s needs a non-negative integer", opt);
-      if (!strcmp(opt, "--seed")) seed = v;
-      else if (!strcmp(opt, "--verify")) c.verify = (int32_t)v;
+  mi_cli_t cli;
+  mi_host_cli(h, &cli, "tune", k_tune_opts);
+  mi_cli_begin(&cli, argc, argv);
+  for (int k; (k = mi_cli_next(&cli)) != MI_CLI_END;) {
+    long long v = 0;
+    if (k == MI_CLI_EXIT) return MI_HOST_OK;
+    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
+    if (k == 'o') out = cli.value;
+    else if (k == O_SEED || k == O_VERIFY || k == O_JOBS) {
+      if (mi_cli_int(&cli, 0, 1000000, &v)) return MI_HOST_USAGE;
+      if (k == O_SEED) seed = v;
+      else if (k == O_VERIFY) c.verify = (int32_t)v;
       else c.jobs = v < 1 ? 1 : (int32_t)v;
-    } else if (!strcmp(argv[i], "--json")) h->json = 1;
-    else if (!strcmp(argv[i], "--agents")) c.agents = 1;
-    else if (argv[i][0] == '-') return mi_host_usage_error("tune: unknown option '%s'", argv[i]);
-    else if (!recipe_path) recipe_path = argv[i];
-    else return mi_host_usage_error("tune: one recipe at a time");
+    } else if (k == O_JSON) h->json = 1;
+    else if (k == O_AGENTS) c.agents = 1;
+    else if (!recipe_path) recipe_path = cli.value;
+    else return mi_cli_error(&cli, "one recipe at a time");
   }
-  if (!recipe_path)
-    return mi_host_usage_error("tune needs a recipe: mi-host tune RECIPE [--out DIR] [--seed S] [--verify N] [--jobs N] [--json]");
+  if (!recipe_path) return mi_cli_error(&cli, "needs a recipe: mi-host tune RECIPE.yaml");
   if (!(c.reg = mi_host_registry(h))) return MI_HOST_FAIL;
   if (mi_recipe_load(recipe_path, c.reg, &r, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);

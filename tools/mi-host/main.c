@@ -22,22 +22,72 @@ static const command_t k_commands[] = {
 #undef MI_HOST_COMMAND
 };
 
-static void print_help(FILE *f) {
-  size_t i;
-  fputs("usage: mi-host [--plugins DIR]... [--json] COMMAND [ARGS]\n\n"
-        "Meta Infer host: loads device plugins and works with them.\n\n"
-        "options:\n"
-        "  --plugins DIR   load plugins from DIR (repeatable); default: MI_PLUGIN_PATH,\n"
-        "                  else the plugins folder next to this program's bin folder\n"
-        "  --json          print one JSON object instead of text\n"
-        "  -h, --help      show this help\n\n"
-        "commands:\n",
-        f);
-  for (i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
-    fprintf(f, "  %-14s  %s\n", k_commands[i].name, k_commands[i].help);
-  fputs("\nenvironment: MI_PLUGIN_PATH (colon-separated plugin folders), MI_LOADER_DEBUG=1\n"
-        "(trace plugin loading to stderr)\n",
-        f);
+/* The global options; the commands' own are in their files. */
+enum { O_PLUGINS = 256, O_JSON };
+static const mi_cli_opt_t k_global[] = {
+    {"plugins", O_PLUGINS, "DIR",
+     "load plugins from DIR (repeatable); default: MI_PLUGIN_PATH,\n"
+     "else the plugins folder of this build or installation"},
+    {"json", O_JSON, NULL, "print one JSON object instead of text"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const char *k_usage = "mi-host [--plugins DIR]... [--json] COMMAND [ARGS]\n"
+                             "mi-host help COMMAND";
+
+/* The command list, after the options, in the help. */
+static const char *footer(char *buf, size_t cap) {
+  size_t at = (size_t)snprintf(buf, cap, "commands:\n");
+  for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0] && at < cap; i++)
+    at += (size_t)snprintf(buf + at, cap - at, "  %-14s  %s\n", k_commands[i].name,
+                           k_commands[i].help);
+  if (at < cap)
+    snprintf(buf + at, cap - at,
+             "  %-14s  %s\n\n"
+             "environment: MI_PLUGIN_PATH (colon-separated plugin folders), MI_LOADER_DEBUG=1\n"
+             "(trace plugin loading to stderr)",
+             "help COMMAND", "a command's options (also: mi-host COMMAND --help)");
+  return buf;
+}
+
+static void cli_global(mi_cli_t *c, char *foot, size_t cap) {
+  memset(c, 0, sizeof *c);
+  c->prog = "mi-host";
+  c->usage = k_usage;
+  c->about = "Meta Infer host: loads device plugins and works with them.";
+  c->opts = k_global;
+  c->footer = footer(foot, cap);
+  c->flags = MI_CLI_VERSION_OPT | MI_CLI_STOP_AT_ARG;
+}
+
+void mi_host_cli(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts) {
+  memset(c, 0, sizeof *c);
+  snprintf(h->cli_prog, sizeof h->cli_prog, "mi-host %s", command);
+  c->prog = h->cli_prog;
+  c->opts = opts;
+  for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+    if (strcmp(k_commands[i].name, command) == 0) {
+      snprintf(h->cli_usage, sizeof h->cli_usage, "mi-host [--plugins DIR]... [--json] %s",
+               k_commands[i].usage);
+      c->usage = h->cli_usage;
+      c->about = k_commands[i].help;
+    }
+}
+
+/* The command named `name`, or NULL after "unknown command" (with the likeliest one). */
+static const command_t *find_command(const char *name) {
+  const char *names[sizeof k_commands / sizeof k_commands[0] + 1], *hit;
+  size_t n = sizeof k_commands / sizeof k_commands[0];
+  for (size_t c = 0; c < n; c++) {
+    if (strcmp(name, k_commands[c].name) == 0) return &k_commands[c];
+    names[c] = k_commands[c].name;
+  }
+  names[n] = "help";
+  if ((hit = mi_cli_suggest(name, names, n + 1)))
+    mi_host_usage_error("unknown command '%s'; did you mean '%s'?", name, hit);
+  else
+    mi_host_usage_error("unknown command '%s'", name);
+  return NULL;
 }
 
 int mi_host_usage_error(const char *fmt, ...) {
@@ -48,19 +98,6 @@ int mi_host_usage_error(const char *fmt, ...) {
   fputs(" (see mi-host --help)\n", stderr);
   va_end(ap);
   return MI_HOST_USAGE;
-}
-
-/* <dir of the executable>/../plugins, so `build/bin/mi-host plugins` finds build/plugins. */
-static int default_plugin_dir(char *out, size_t cap) {
-  char exe[PATH_MAX];
-  char *slash;
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return 0;
-  exe[n] = '\0';
-  slash = strrchr(exe, '/');
-  if (!slash) return 0;
-  *slash = '\0';
-  return (size_t)snprintf(out, cap, "%s/../plugins", exe) < cap;
 }
 
 mi_registry_t *mi_host_registry(mi_host_t *h) {
@@ -92,7 +129,7 @@ mi_registry_t *mi_host_registry(mi_host_t *h) {
   } else {
     char dir[PATH_MAX];
     /* The default folder may legitimately not exist (no plugins built): an empty list. */
-    if (default_plugin_dir(dir, sizeof dir) && access(dir, F_OK) == 0 &&
+    if (mi_cli_default_plugin_dir(dir, sizeof dir) && access(dir, F_OK) == 0 &&
         mi_registry_scan(h->registry, dir, &err) != MI_OK)
       fprintf(stderr, "mi-host: %s\n", err.message);
   }
@@ -101,47 +138,46 @@ mi_registry_t *mi_host_registry(mi_host_t *h) {
 
 int main(int argc, char **argv) {
   mi_host_t h;
-  int i, rc;
-  size_t c;
+  mi_cli_t c;
+  char foot[4096];
+  const command_t *cmd;
+  int k, rc, at;
 
   memset(&h, 0, sizeof h);
   h.argv0 = argv[0];
-  for (i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-      print_help(stdout);
-      return MI_HOST_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      h.json = 1;
-    } else if (strcmp(a, "--plugins") == 0 || strncmp(a, "--plugins=", 10) == 0) {
-      const char *dir = a[9] == '=' ? a + 10 : (i + 1 < argc ? argv[++i] : NULL);
-      if (!dir || !dir[0]) return mi_host_usage_error("--plugins needs a directory");
-      if (h.plugin_dir_count == MI_HOST_MAX_DIRS)
-        return mi_host_usage_error("at most %d --plugins directories", MI_HOST_MAX_DIRS);
-      h.plugin_dirs[h.plugin_dir_count++] = dir;
-    } else if (a[0] == '-') {
-      return mi_host_usage_error("unknown option '%s'", a);
-    } else {
-      break;
+  cli_global(&c, foot, sizeof foot);
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_ARG) {
+    switch (k) {
+      case MI_CLI_END: mi_cli_help(&c, stderr); return MI_HOST_USAGE;
+      case MI_CLI_EXIT: return MI_HOST_OK;
+      case MI_CLI_ERROR: return MI_HOST_USAGE;
+      case O_JSON: h.json = 1; break;
+      case O_PLUGINS:
+        if (!c.value[0]) return mi_host_usage_error("--plugins needs a directory");
+        if (h.plugin_dir_count == MI_HOST_MAX_DIRS)
+          return mi_host_usage_error("at most %d --plugins directories", MI_HOST_MAX_DIRS);
+        h.plugin_dirs[h.plugin_dir_count++] = c.value;
+        break;
     }
   }
-  if (i == argc) {
-    print_help(stderr);
-    return MI_HOST_USAGE;
-  }
-  for (c = 0; c < sizeof k_commands / sizeof k_commands[0]; c++)
-    if (strcmp(argv[i], k_commands[c].name) == 0) break;
-  if (c == sizeof k_commands / sizeof k_commands[0])
-    return mi_host_usage_error("unknown command '%s'", argv[i]);
-  /* `mi-host COMMAND --help` is answered here, the same way for every command. */
-  for (int k = i + 1; k < argc; k++) {
-    if (strcmp(argv[k], "--help") == 0 || strcmp(argv[k], "-h") == 0) {
-      printf("usage: mi-host [--plugins DIR]... [--json] %s\n\n%s\n", k_commands[c].usage,
-             k_commands[c].help);
+  at = c.rest - 1; /* the command */
+  if (strcmp(argv[at], "help") == 0) {
+    /* `mi-host help COMMAND` is `mi-host COMMAND --help` */
+    static char help_opt[] = "--help";
+    char *args[3];
+    if (at + 1 >= argc) {
+      mi_cli_help(&c, stdout);
       return MI_HOST_OK;
     }
+    if (!(cmd = find_command(argv[at + 1]))) return MI_HOST_USAGE;
+    args[0] = argv[at + 1];
+    args[1] = help_opt;
+    args[2] = NULL;
+    return cmd->run(&h, 2, args);
   }
-  rc = k_commands[c].run(&h, argc - i, argv + i);
+  if (!(cmd = find_command(argv[at]))) return MI_HOST_USAGE;
+  rc = cmd->run(&h, argc - at, argv + at);
   mi_registry_destroy(h.registry);
   return rc;
 }

@@ -5,9 +5,11 @@
 #include <stdio.h>
 
 #include "metainfer/mi.h"
+#include "mi_cli.h"
 
-/** Exit codes: 0 done, 1 the work failed, 2 the command line was wrong. */
-enum { MI_HOST_OK = 0, MI_HOST_FAIL = 1, MI_HOST_USAGE = 2 };
+/** Exit codes: 0 done, 1 the work failed, 2 the command line was wrong. MI_HOST_DONE, from a
+ * command's parser only: --help was printed, exit 0. */
+enum { MI_HOST_DONE = -1, MI_HOST_OK = 0, MI_HOST_FAIL = 1, MI_HOST_USAGE = 2 };
 
 #define MI_HOST_MAX_DIRS 32
 
@@ -18,11 +20,16 @@ typedef struct mi_host {
   int plugin_dir_count;
   int json;                                  /* --json */
   mi_registry_t *registry;                   /* loaded on first use */
+  char cli_prog[64], cli_usage[1024];        /* the running command's, for its messages */
 } mi_host_t;
 
 /** Loads plugins from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. Prints the
  * reason and returns NULL when a directory named on the command line cannot be read. */
 mi_registry_t *mi_host_registry(mi_host_t *h);
+
+/** Sets up `c` to parse the arguments of `command` (argv[0] is its name) with its options
+ * `opts`: messages start "mi-host COMMAND:", and its --help shows its line of commands.def. */
+void mi_host_cli(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts);
 
 /** Prints "mi-host: <message>" to stderr and returns MI_HOST_USAGE. */
 int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

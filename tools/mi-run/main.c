@@ -1,11 +1,10 @@
 /* main.c - mi-run: runs an ONNX model on the reference interpreter or a plugin device, writes
  * its outputs as .npy and reports latency. Bad input is one line on stderr and exit code 2. */
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "mi_cli.h"
 #include "mi_run.h"
 
 /* Exit status for a failure: 2 when the input was at fault, 1 when the device or host failed. */
@@ -23,22 +22,6 @@ static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Plugins come from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. */
-static int32_t scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err) {
-  char exe[PATH_MAX], path[PATH_MAX + 16];
-  ssize_t n;
-  const char *env = getenv("MI_PLUGIN_PATH");
-  if (dir) return mi_registry_scan(r, dir, err);
-  if (env && env[0]) return mi_registry_scan_env(r, err);
-  n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0)
-    return mi_errorf(err, MI_ERR_NOT_FOUND, "cannot locate the plugin folder: use --plugins");
-  exe[n] = '\0';
-  if (strrchr(exe, '/')) *strrchr(exe, '/') = '\0';
-  snprintf(path, sizeof path, "%s/../plugins", exe);
-  return mi_registry_scan(r, path, err);
 }
 
 /* The device knob "threads", when the plugin declares one; else a warning. */
@@ -135,10 +118,9 @@ int main(int argc, char **argv) {
   int warmup, repeat, status = 0;
   int32_t rc;
 
-  if ((rc = run_parse_args(argc, argv, &o, &err))) goto done;
-  if (o.help) {
-    run_usage(stdout);
-    goto done;
+  if (!run_parse_args(argc, argv, &o, &status)) {
+    run_free_args(&o);
+    return status;
   }
   if ((rc = mi_onnx_load(o.model, &g, &err))) goto done;
   if ((rc = mi_graph_toposort(g, &err))) goto done;
@@ -154,7 +136,7 @@ int main(int argc, char **argv) {
       rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
       goto done;
     }
-    if ((rc = scan_plugins(reg, o.plugins_dir, &err))) goto done;
+    if ((rc = mi_cli_scan_plugins(reg, o.plugins_dir, &err))) goto done;
     if ((rc = mi_registry_device(reg, o.device, &plugin, &device, &err))) goto done;
   }
   if (o.config) {

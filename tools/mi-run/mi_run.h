@@ -21,14 +21,13 @@ typedef struct run_opts {
   int warmup;          /* -1: default */
   int threads;         /* 0: not given */
   int json;
-  int help;
   uint64_t seed;
 } run_opts_t;
 
-/* Parses argv into o. MI_ERR_INVALID_ARGUMENT with the reason in err on a bad command line. */
-int32_t run_parse_args(int argc, char **argv, run_opts_t *o, mi_error_t *err);
+/* Parses argv into o: 1 to run; 0 to exit with *status (0 after --help or --version, 2 after a
+ * one-line message about a bad command line). */
+int run_parse_args(int argc, char **argv, run_opts_t *o, int *status);
 void run_free_args(run_opts_t *o);
-void run_usage(FILE *f);
 
 /* Builds one array per graph input (graph input order) from --input files, --shape sizes and
  * deterministic random data, checks them against the model, and writes their shapes into the

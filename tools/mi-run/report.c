@@ -1,10 +1,9 @@
 /* report.c - what mi-run reports: latency statistics, output files, text and JSON summaries. */
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "mi_cli.h"
 #include "mi_run.h"
 
 static int cmp_double(const void *a, const void *b) {
@@ -50,31 +49,9 @@ void run_safe_name(const char *name, char *out, size_t cap) {
   if (n == 0 || strcmp(out, ".") == 0 || strcmp(out, "..") == 0) snprintf(out, cap, "_");
 }
 
-/* mkdir -p */
-static int32_t make_dirs(const char *dir, mi_error_t *err) {
-  char path[4096];
-  size_t len = strlen(dir);
-  if (len == 0 || len >= sizeof path)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--output-dir: bad path");
-  memcpy(path, dir, len + 1);
-  for (size_t i = 1; i <= len; i++) {
-    if (path[i] != '/' && path[i] != '\0') continue;
-    path[i] = '\0';
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return mi_errorf(err, MI_ERR_IO, "%s: cannot create directory: %s", path, strerror(errno));
-    path[i] = i < len ? '/' : '\0';
-  }
-  {
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-      return mi_errorf(err, MI_ERR_IO, "%s: not a directory", dir);
-  }
-  return MI_OK;
-}
-
 int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *const *outputs,
                           mi_error_t *err) {
-  int32_t rc = make_dirs(dir, err);
+  int32_t rc = mi_cli_make_dirs(dir, err);
   for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++) {
     char safe[200], path[4400];
     run_safe_name(g->tensors[g->outputs[i]].name, safe, sizeof safe);

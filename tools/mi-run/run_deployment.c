@@ -1,11 +1,10 @@
 /* run_deployment.c - mi-run --deployment: runs a model through the deployment runtime (the
  * table's chosen configuration, the drift monitor, fallbacks, re-adaptation). */
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "mi_cli.h"
 #include "mi_run.h"
 
 typedef struct dep_opts {
@@ -21,90 +20,82 @@ int mi_run_wants_deployment(int argc, char **argv) {
   return 0;
 }
 
-static void usage(FILE *f) {
-  fputs("usage: mi-run --deployment DIR/deployment.yaml [--plugins DIR] [--model NAME] [--device DEV]\n"
-        "              [--input NAME=FILE.npy ...] [--repeat N] [--output DIR] [--json]\n"
-        "              [--stack-policy use|revalidate|refuse] [--readapt] [--no-monitor] [--log FILE]\n"
-        "Runs the table's chosen configuration for the model on the device, watches latency for\n"
-        "drift and falls back along the stored front (docs/runtime.md).\n",
-        f);
-}
+enum { O_DEPLOYMENT = 256, O_PLUGINS, O_MODEL, O_DEVICE, O_INPUT, O_REPEAT, O_OUTPUT_DIR,
+       O_OUTPUT, O_JSON, O_POLICY, O_READAPT, O_NO_MONITOR, O_LOG };
 
-static int parse(int argc, char **argv, dep_opts_t *o) {
+static const mi_cli_opt_t k_opts[] = {
+    {"deployment", O_DEPLOYMENT, "FILE", "the deployment table (tune's DIR/deployment.yaml)"},
+    {"plugins", O_PLUGINS, "DIR",
+     "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n"
+     "folder of this build or installation)"},
+    {"model", O_MODEL, "NAME", "the table's entry for this model (default: the assigned one)"},
+    {"device", O_DEVICE, "DEV", "the table's entry for this device, PLUGIN:INDEX (default: the\n"
+     "assigned one)"},
+    {"input", O_INPUT, "NAME=FILE", "a model input from a .npy file (repeatable, at most 16);\n"
+     "other inputs get deterministic random data"},
+    {"repeat", O_REPEAT, "N", "runs (default 1); the summary gives their median"},
+    {"output-dir", O_OUTPUT_DIR, "DIR", "write each output as DIR/<output name>.npy (also --output)"},
+    {"output", O_OUTPUT, "DIR", NULL},
+    {"json", O_JSON, NULL, "print the summary as one JSON object"},
+    {"stack-policy", O_POLICY, "POLICY",
+     "use | revalidate | refuse a table tuned on another software\nstack"},
+    {"readapt", O_READAPT, NULL,
+     "first measure a few neighbours of the chosen configuration,\n"
+     "adopt the best and rewrite the table"},
+    {"no-monitor", O_NO_MONITOR, NULL, "do not watch latency for drift"},
+    {"log", O_LOG, "FILE", "the decision log (default: TABLE_DIR/decisions.jsonl)"},
+    {NULL, 0, NULL, NULL},
+};
+
+/* 1 to run; 0 to exit with *status (0 after --help or --version, 2 after a message). */
+static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
+  mi_cli_t c = {0};
+  long long v = 0;
+  int k, rc = 0;
+  c.prog = "mi-run";
+  c.usage = "mi-run --deployment DIR/deployment.yaml [--plugins DIR] [--model NAME] [--device DEV]\n"
+            "  [--input NAME=FILE.npy ...] [--repeat N] [--output-dir DIR] [--json]\n"
+            "  [--stack-policy use|revalidate|refuse] [--readapt] [--no-monitor] [--log FILE]";
+  c.about = "Runs the table's chosen configuration for the model on the device, watches latency for\n"
+            "drift and falls back along the stored front (docs/runtime.md).";
+  c.opts = k_opts;
+  c.flags = MI_CLI_VERSION_OPT;
   memset(o, 0, sizeof *o);
   o->repeat = 1;
   o->monitor = 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int takes = 1;
-    if (strncmp(a, "--deployment=", 13) == 0) {
-      o->table = a + 13;
-      takes = 0;
-    } else if (strcmp(a, "--json") == 0) {
-      o->json = 1;
-      takes = 0;
-    } else if (strcmp(a, "--readapt") == 0) {
-      o->readapt = 1;
-      takes = 0;
-    } else if (strcmp(a, "--no-monitor") == 0) {
-      o->monitor = 0;
-      takes = 0;
-    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      usage(stdout);
-      exit(0);
-    } else if (!v) {
-      fprintf(stderr, "mi-run: %s needs a value (or is unknown)\n", a);
-      return 0;
-    } else if (strcmp(a, "--deployment") == 0) o->table = v;
-    else if (strcmp(a, "--plugins") == 0) o->plugins = v;
-    else if (strcmp(a, "--model") == 0) o->model = v;
-    else if (strcmp(a, "--device") == 0) o->device = v;
-    else if (strcmp(a, "--output") == 0) o->output = v;
-    else if (strcmp(a, "--log") == 0) o->log = v;
-    else if (strcmp(a, "--stack-policy") == 0) {
-      if ((o->policy = mi_stack_policy_find(v)) < 0) {
-        fprintf(stderr, "mi-run: --stack-policy must be use, revalidate or refuse, not '%s'\n", v);
-        return 0;
-      }
-    } else if (strcmp(a, "--repeat") == 0) {
-      char *end;
-      long n = strtol(v, &end, 10);
-      if (*end || n < 1 || n > 1000000) {
-        fprintf(stderr, "mi-run: --repeat must be an integer in 1..1000000, not '%s'\n", v);
-        return 0;
-      }
-      o->repeat = (int)n;
-    } else if (strcmp(a, "--input") == 0) {
-      if (o->input_count == 16 || !strchr(v, '=')) {
-        fprintf(stderr, "mi-run: --input takes NAME=FILE.npy (at most 16)\n");
-        return 0;
-      }
-      o->inputs[o->input_count++] = v;
-    } else {
-      fprintf(stderr, "mi-run: unknown option '%s' with --deployment\n", a);
-      return 0;
+  *status = 0;
+  mi_cli_begin(&c, argc, argv);
+  while (rc == 0 && (k = mi_cli_next(&c)) != MI_CLI_END) {
+    switch (k) {
+      case MI_CLI_EXIT: return 0;
+      case MI_CLI_ERROR: rc = MI_CLI_ERROR; break;
+      case MI_CLI_ARG: rc = mi_cli_error(&c, "unexpected argument '%s'", c.value); break;
+      case O_DEPLOYMENT: o->table = c.value; break;
+      case O_PLUGINS: o->plugins = c.value; break;
+      case O_MODEL: o->model = c.value; break;
+      case O_DEVICE: o->device = c.value; break;
+      case O_OUTPUT_DIR: case O_OUTPUT: o->output = c.value; break;
+      case O_LOG: o->log = c.value; break;
+      case O_JSON: o->json = 1; break;
+      case O_READAPT: o->readapt = 1; break;
+      case O_NO_MONITOR: o->monitor = 0; break;
+      case O_POLICY:
+        if ((o->policy = mi_stack_policy_find(c.value)) < 0)
+          rc = mi_cli_error(&c, "--stack-policy must be use, revalidate or refuse, not '%s'", c.value);
+        break;
+      case O_REPEAT: if (!(rc = mi_cli_int(&c, 1, 1000000, &v))) o->repeat = (int)v; break;
+      case O_INPUT:
+        if (o->input_count == 16 || !strchr(c.value, '='))
+          rc = mi_cli_error(&c, "--input takes NAME=FILE.npy (at most 16), not '%s'", c.value);
+        else
+          o->inputs[o->input_count++] = c.value;
+        break;
+      default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
     }
-    i += takes;
   }
-  if (!o->table) {
-    fprintf(stderr, "mi-run: --deployment needs a file\n");
-    return 0;
-  }
-  return 1;
-}
-
-static int32_t scan(mi_registry_t *r, const char *dir, mi_error_t *err) {
-  char exe[PATH_MAX], path[PATH_MAX + 16];
-  ssize_t n;
-  const char *env = getenv("MI_PLUGIN_PATH");
-  if (dir) return mi_registry_scan(r, dir, err);
-  if (env && env[0]) return mi_registry_scan_env(r, err);
-  if ((n = readlink("/proc/self/exe", exe, sizeof exe - 1)) <= 0)
-    return mi_errorf(err, MI_ERR_NOT_FOUND, "cannot locate the plugin folder: use --plugins");
-  exe[n] = '\0';
-  if (strrchr(exe, '/')) *strrchr(exe, '/') = '\0';
-  snprintf(path, sizeof path, "%s/../plugins", exe);
-  return mi_registry_scan(r, path, err);
+  if (rc == 0 && (!o->table || !o->table[0])) rc = mi_cli_error(&c, "--deployment needs a file");
+  if (rc) *status = 2;
+  return rc == 0;
 }
 
 /* One array per graph input: --input NAME=FILE.npy, else deterministic random data. */
@@ -147,12 +138,9 @@ int mi_run_deployment_main(int argc, char **argv) {
   const mi_graph_t *g;
   int status = 2;
   int32_t rc = MI_OK;
-  if (!parse(argc, argv, &o)) {
-    usage(stderr);
-    return 2;
-  }
+  if (!parse(argc, argv, &o, &status)) return status;
   if (!(reg = mi_registry_create())) return 1;
-  if ((rc = scan(reg, o.plugins, &err))) goto fail;
+  if ((rc = mi_cli_scan_plugins(reg, o.plugins, &err))) goto fail;
   mi_runtime_options_default(&ro);
   ro.model = o.model;
   ro.device = o.device;

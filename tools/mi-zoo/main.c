@@ -5,22 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mi_cli.h"
 #include "zoo.h"
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mi-zoo --list\n"
-          "       mi-zoo NAME --out M.onnx [--width W] [--depth D] [--resolution R] [--seed S]"
-          " [--batch B]\n"
-          "Writes a model of family NAME with weights drawn from the seed: the same options give"
-          " the same bytes.\n"
-          "  --width W       channel / hidden-size multiplier (default 1.0, at most %g)\n"
-          "  --depth D       number of blocks or layers (default: per family, at most %d)\n"
-          "  --resolution R  input size: image side, KWS frames, MLP side, sequence length\n"
-          "  --seed S        weight seed (default 0)\n"
-          "  --batch B       batch dimension (default 1, at most %d)\n",
-          MI_ZOO_MAX_WIDTH, MI_ZOO_MAX_DEPTH, MI_ZOO_MAX_BATCH);
-}
 
 static void list(void) {
   for (int32_t i = 0; i < mi_zoo_family_count(); i++) {
@@ -31,73 +17,68 @@ static void list(void) {
   }
 }
 
-static int parse_int(const char *opt, const char *s, int32_t *out) {
-  char *end;
-  long v;
-  errno = 0;
-  v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < -2147483647L || v > 2147483647L) {
-    fprintf(stderr, "mi-zoo: %s: '%s' is not an integer\n", opt, s);
-    return -1;
-  }
-  *out = (int32_t)v;
-  return 0;
-}
+enum { O_OUT = 256, O_WIDTH, O_DEPTH, O_RESOLUTION, O_SEED, O_BATCH, O_LIST };
+static const mi_cli_opt_t k_opts[] = {
+    {"out", O_OUT, "M.onnx", "the model file to write (its folder is created)"},
+    {"width", O_WIDTH, "W", "channel / hidden-size multiplier (default 1.0)"},
+    {"depth", O_DEPTH, "D", "number of blocks or layers (default: per family)"},
+    {"resolution", O_RESOLUTION, "R",
+     "input size: image side, KWS frames, MLP side, sequence\nlength"},
+    {"seed", O_SEED, "S", "weight seed (default 0)"},
+    {"batch", O_BATCH, "B", "batch dimension (default 1)"},
+    {"list", O_LIST, NULL, "list the families"},
+    {NULL, 0, NULL, NULL},
+};
 
-/* Parses argv into the options; returns 0, or 2 after printing one line. */
+/* Parses argv into the options; returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, const char **name, const char **out,
                  mi_zoo_options_t *o) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v;
-    char *end;
-    if (a[0] != '-') {
-      if (*name) {
-        fprintf(stderr, "mi-zoo: unexpected argument '%s' (one family name only)\n", a);
-        return 2;
+  mi_cli_t c = {0};
+  char limits[160];
+  long long v = 0;
+  int k;
+  snprintf(limits, sizeof limits, "Limits: --width at most %g, --depth at most %d, --batch at most %d.",
+           MI_ZOO_MAX_WIDTH, MI_ZOO_MAX_DEPTH, MI_ZOO_MAX_BATCH);
+  c.prog = "mi-zoo";
+  c.usage = "mi-zoo --list\n"
+            "mi-zoo NAME --out M.onnx [--width W] [--depth D] [--resolution R] [--seed S] [--batch B]";
+  c.about = "Writes a model of family NAME with weights drawn from the seed: the same options give\n"
+            "the same bytes.";
+  c.opts = k_opts;
+  c.footer = limits;
+  c.flags = MI_CLI_VERSION_OPT;
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    switch (k) {
+      case MI_CLI_EXIT: return 0;
+      case MI_CLI_ERROR: return 2;
+      case O_LIST: list(); return 0;
+      case O_OUT: *out = c.value; break;
+      case MI_CLI_ARG:
+        if (*name) return mi_cli_error(&c, "unexpected argument '%s' (one family name only)", c.value), 2;
+        *name = c.value;
+        break;
+      case O_WIDTH:
+        /* 0 means "default" in the library; on the command line it is a mistake. */
+        if (mi_cli_double(&c, 1e-9, 1e9, &o->width)) return 2;
+        break;
+      case O_DEPTH: case O_RESOLUTION: case O_BATCH:
+        if (mi_cli_int(&c, 1, 2147483647, &v)) return 2;
+        *(k == O_DEPTH ? &o->depth : k == O_RESOLUTION ? &o->resolution : &o->batch) = (int32_t)v;
+        break;
+      case O_SEED: {
+        char *end;
+        errno = 0;
+        o->seed = strtoull(c.value, &end, 0);
+        if (errno || end == c.value || *end || c.value[0] == '-')
+          return mi_cli_error(&c, "--seed: '%s' is not an unsigned integer", c.value), 2;
+        break;
       }
-      *name = a;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "mi-zoo: unknown option or missing value: %s (see --help)\n", a);
-      return 2;
-    }
-    v = argv[++i];
-    if (strcmp(a, "--out") == 0) {
-      *out = v;
-    } else if (strcmp(a, "--width") == 0) {
-      errno = 0;
-      o->width = strtod(v, &end);
-      if (errno || end == v || *end) {
-        fprintf(stderr, "mi-zoo: --width: '%s' is not a number\n", v);
-        return 2;
-      }
-      /* 0 means "default" in the library; on the command line it is a mistake. */
-      if (!(o->width > 0.0)) {
-        fprintf(stderr, "mi-zoo: --width: %s must be greater than 0\n", v);
-        return 2;
-      }
-    } else if (strcmp(a, "--depth") == 0 || strcmp(a, "--resolution") == 0 ||
-               strcmp(a, "--batch") == 0) {
-      int32_t *dst = a[2] == 'd' ? &o->depth : a[2] == 'r' ? &o->resolution : &o->batch;
-      if (parse_int(a, v, dst) != 0) return 2;
-      if (*dst < 1) {
-        fprintf(stderr, "mi-zoo: %s: %s must be at least 1\n", a, v);
-        return 2;
-      }
-    } else if (strcmp(a, "--seed") == 0) {
-      errno = 0;
-      o->seed = strtoull(v, &end, 0);
-      if (errno || end == v || *end || v[0] == '-') {
-        fprintf(stderr, "mi-zoo: --seed: '%s' is not an unsigned integer\n", v);
-        return 2;
-      }
-    } else {
-      fprintf(stderr, "mi-zoo: unknown option %s (see --help)\n", a);
-      return 2;
     }
   }
-  return 0;
+  if (!*name || !*out || !**out)
+    return mi_cli_error(&c, "%s", !*name ? "missing family name" : "missing --out FILE"), 2;
+  return -1;
 }
 
 static void print_dims(const mi_tensor_t *t) {
@@ -113,24 +94,8 @@ int main(int argc, char **argv) {
   mi_graph_t *g = NULL;
   char tmp[4096];
   int rc, n;
-  for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if (strcmp(argv[i], "--list") == 0) {
-      list();
-      return 0;
-    }
-  }
   mi_zoo_options_default(&opt);
-  rc = parse(argc, argv, &name, &out, &opt);
-  if (rc != 0) return rc;
-  if (!name || !out || !*out) {
-    fprintf(stderr, "mi-zoo: %s (see --help)\n",
-            !name ? "missing family name" : "missing --out FILE");
-    return 2;
-  }
+  if ((rc = parse(argc, argv, &name, &out, &opt)) >= 0) return rc;
   rc = mi_zoo_build(name, &opt, &g, &err);
   if (rc != MI_OK) {
     fprintf(stderr, "%s\n", err.message);
@@ -140,6 +105,9 @@ int main(int argc, char **argv) {
   n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
   if (n < 0 || (size_t)n >= sizeof tmp) {
     fprintf(stderr, "mi-zoo: --out: path too long\n");
+    rc = 2;
+  } else if (mi_cli_make_parent_dirs(out, &err) != MI_OK) {
+    fprintf(stderr, "mi-zoo: cannot write %s: %s\n", out, err.message);
     rc = 2;
   } else if (mi_onnx_save(g, tmp, &err) != MI_OK) {
     fprintf(stderr, "mi-zoo: cannot write %s: %s\n", out, err.message);

@@ -1,0 +1,88 @@
+/* mi_cli.h - one command-line convention for every Meta Infer program: options parsed by
+ * getopt_long from a table that also writes the help, --help and --version answered the same
+ * way everywhere, "did you mean" for a misspelt option or command, and the paths they share. */
+#ifndef MI_CLI_H
+#define MI_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "metainfer/mi.h"
+
+/** One option. A table of them ends with an entry whose name is NULL. */
+typedef struct mi_cli_opt {
+  const char *name; /* the long name, without "--" */
+  int key;          /* what mi_cli_next returns for it: a short letter ('o' is -o) or >= 256 */
+  const char *arg;  /* the value's name ("FILE") when it takes one; NULL for a switch */
+  const char *help; /* one or more '\n'-separated lines; NULL: an alias, left out of the help */
+} mi_cli_opt_t;
+
+/** A program or a subcommand: what its help says, and the parser's state. */
+typedef struct mi_cli {
+  const char *prog;          /* "mi-run", "mi-host tune": starts every message */
+  const char *usage;         /* after "usage: "; further lines start with the program name */
+  const char *about;         /* a paragraph after the usage; may be NULL */
+  const mi_cli_opt_t *opts;  /* the options, not counting --help and --version */
+  const char *footer;        /* after the options (exit status, environment); may be NULL */
+  int flags;                 /* MI_CLI_* below */
+  /* parser state (mi_cli_begin) */
+  int argc;
+  char **argv;
+  int done;                  /* past "--" or the end */
+  int rest;                  /* next argv index once done */
+  const char *value;         /* the option's value, or the positional argument */
+  const char *opt;           /* the option's name ("--model"), for messages */
+  char opt_text[64];
+} mi_cli_t;
+
+enum {
+  MI_CLI_VERSION_OPT = 1 << 0, /* answer --version (programs; subcommands leave it out) */
+  MI_CLI_STOP_AT_ARG = 1 << 1, /* the first positional argument ends the parse (a command) */
+};
+
+/** What mi_cli_next returns besides an option's key. */
+enum {
+  MI_CLI_END = -1,    /* no more arguments */
+  MI_CLI_EXIT = -2,   /* --help or --version was printed: exit 0 */
+  MI_CLI_ERROR = -3,  /* a one-line message was printed to stderr: exit 2 */
+  MI_CLI_ARG = -4,    /* a positional argument, in c->value */
+};
+
+/** Starts parsing argv[1..argc-1]; argv[0] is the program or the command name. */
+void mi_cli_begin(mi_cli_t *c, int argc, char **argv);
+/** The next option's key (its value in c->value), a positional argument, the end, or
+ * MI_CLI_EXIT / MI_CLI_ERROR after printing what it had to. With MI_CLI_STOP_AT_ARG, after
+ * MI_CLI_ARG the rest of argv starts at c->rest - 1 (the argument itself). */
+int mi_cli_next(mi_cli_t *c);
+/** Prints "PROG: <message> (see PROG --help)" to stderr and returns MI_CLI_ERROR. */
+int mi_cli_error(const mi_cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Parses c->value as an integer in [lo, hi] for the current option; MI_CLI_ERROR with a
+ * message when it is not one. */
+int mi_cli_int(const mi_cli_t *c, long long lo, long long hi, long long *out);
+/** Parses c->value as a finite number in [lo, hi]; MI_CLI_ERROR with a message otherwise. */
+int mi_cli_double(const mi_cli_t *c, double lo, double hi, double *out);
+
+/** Writes the full help: usage, about, every option with its help, footer. */
+void mi_cli_help(const mi_cli_t *c, FILE *f);
+
+/** The line every program prints for --version: project version, plugin ABI, git commit. */
+void mi_cli_version(FILE *f);
+
+/** The candidate closest to `word` when it is close enough to be a likely misspelling, else
+ * NULL (optimal string alignment distance, at most 1 + length / 4 edits). */
+const char *mi_cli_suggest(const char *word, const char *const *cands, size_t n);
+
+/** The plugins folder a program uses without --plugins or MI_PLUGIN_PATH: <exe>/../plugins in
+ * a build tree, else <exe>/../lib/metainfer/plugins where it is installed (the first that
+ * exists; the build tree's when neither does). 0 when the program's path is unknown. */
+int mi_cli_default_plugin_dir(char *out, size_t cap);
+/** Scans `dir` when given, else MI_PLUGIN_PATH when set, else the default folder. */
+int32_t mi_cli_scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err);
+
+/** mkdir -p `dir`. */
+int32_t mi_cli_make_dirs(const char *dir, mi_error_t *err);
+/** mkdir -p of the folder `file` is in (nothing for a bare file name). */
+int32_t mi_cli_make_parent_dirs(const char *file, mi_error_t *err);
+
+#endif
