@@ -338,6 +338,8 @@ static void *device_thread(void *arg) {
   mi_error_t err;
   for (int i = 0; i < c->h->plugin_dir_count && at < sizeof dirs; i++)
     at += (size_t)snprintf(dirs + at, sizeof dirs - at, "%s%s", i ? ":" : "", c->h->plugin_dirs[i]);
+  /* the workers look where the host looked: without --plugins, MI_PLUGIN_PATH or the default */
+  if (!dirs[0] && !getenv("MI_PLUGIN_PATH")) mi_cli_default_plugin_dir(dirs, sizeof dirs);
   mi_worker_options_default(&wo);
   wo.plugin_dirs = dirs[0] ? dirs : NULL;
   wo.timeout_s = 120;
@@ -466,8 +468,8 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     snprintf(outbuf, sizeof outbuf, "%s/tune-out", r->dir);
     out = outbuf;
   }
-  if (mkdir(out, 0755) != 0 && errno != EEXIST) {
-    fprintf(stderr, "mi-host: cannot create %s: %s\n", out, strerror(errno));
+  if (mi_cli_make_dirs(out, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: tune: --out: %s\n", err.message);
     goto done;
   }
   runs = calloc((size_t)r->model_count * (size_t)r->device_count + 1, sizeof *runs);
