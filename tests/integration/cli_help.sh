@@ -48,6 +48,12 @@ done < "$T/commands"
 for o in --out --seed --verify --jobs --json --agents; do
   has_option "$T/help-tune" "$o" || fail "mi-host help tune lacks $o"
 done
+# a command's own usage errors exit 2 with one line
+for args in "tune" "tune a.yaml b.yaml" "history" "plugins extra" "profile --model"; do
+  # shellcheck disable=SC2086
+  run 2 "$B/mi-host" $args
+  [ "$(wc -l < "$T/err")" = 1 ] || fail "mi-host $args: $(cat "$T/err")"
+done
 run 0 "$B/mi-host" help
 grep -q "help COMMAND" "$T/out" || fail "mi-host help does not mention help COMMAND"
 

@@ -24,12 +24,26 @@ void mi_cli_begin(mi_cli_t *c, int argc, char **argv) {
   opterr = 0;
 }
 
-int mi_cli_error(const mi_cli_t *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
+static void vmessage(const mi_cli_t *c, const char *fmt, va_list ap) {
   fprintf(stderr, "%s: ", c->prog);
   vfprintf(stderr, fmt, ap);
   fprintf(stderr, " (see %s --help)\n", c->prog);
+}
+
+int mi_cli_error(const mi_cli_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(c, fmt, ap);
+  va_end(ap);
+  return MI_CLI_USAGE;
+}
+
+/* The same message, for mi_cli_next's callers: MI_CLI_ERROR. */
+static int refuse(const mi_cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(const mi_cli_t *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmessage(c, fmt, ap);
   va_end(ap);
   return MI_CLI_ERROR;
 }
@@ -76,7 +90,7 @@ static int bad_long(const mi_cli_t *c, const struct option *lo, size_t n, const 
   for (size_t i = 0; i < n; i++) {
     names[i] = lo[i].name;
     if (strcmp(lo[i].name, word) == 0 && eq && lo[i].has_arg == no_argument)
-      return mi_cli_error(c, "--%s takes no value", word);
+      return refuse(c, "--%s takes no value", word);
     if (strncmp(lo[i].name, word, len) == 0) matches++;
   }
   if (matches > 1) {
@@ -85,11 +99,11 @@ static int bad_long(const mi_cli_t *c, const struct option *lo, size_t n, const 
     for (size_t i = 0; i < n && at < sizeof list; i++)
       if (strncmp(lo[i].name, word, len) == 0)
         at += (size_t)snprintf(list + at, sizeof list - at, "%s--%s", at ? ", " : "", lo[i].name);
-    return mi_cli_error(c, "ambiguous option '--%s' (%s)", word, list);
+    return refuse(c, "ambiguous option '--%s' (%s)", word, list);
   }
   if ((hit = mi_cli_suggest(word, names, n)))
-    return mi_cli_error(c, "unknown option '--%s'; did you mean '--%s'?", word, hit);
-  return mi_cli_error(c, "unknown option '--%s'", word);
+    return refuse(c, "unknown option '--%s'; did you mean '--%s'?", word, hit);
+  return refuse(c, "unknown option '--%s'", word);
 }
 
 /* Is `v` the name of one of our long options (so it was not meant as a value)? */
@@ -132,7 +146,7 @@ int mi_cli_next(mi_cli_t *c) {
   if (key == '?') {
     const char *a = optind > 0 && optind <= c->argc ? c->argv[optind - 1] : "";
     if (strncmp(a, "--", 2) == 0) return bad_long(c, lo, n, a);
-    return mi_cli_error(c, "unknown option '-%c'", optopt > ' ' && optopt < 127 ? optopt : '?');
+    return refuse(c, "unknown option '-%c'", optopt > ' ' && optopt < 127 ? optopt : '?');
   }
   if (key == ':') {
     const char *a = optind > 0 && optind <= c->argc ? c->argv[optind - 1] : "";
@@ -140,8 +154,8 @@ int mi_cli_next(mi_cli_t *c) {
     /* --name, or an abbreviation of it (getopt takes unambiguous prefixes) */
     for (size_t i = 0; strncmp(a, "--", 2) == 0 && c->opts && c->opts[i].name; i++)
       if (strncmp(c->opts[i].name, a + 2, len - 2) == 0)
-        return mi_cli_error(c, "--%s needs a value (%s)", c->opts[i].name, c->opts[i].arg);
-    return mi_cli_error(c, "%s needs a value", strncmp(a, "--", 2) == 0 ? a : name_of(c, lo, optopt));
+        return refuse(c, "--%s needs a value (%s)", c->opts[i].name, c->opts[i].arg);
+    return refuse(c, "%s needs a value", strncmp(a, "--", 2) == 0 ? a : name_of(c, lo, optopt));
   }
   c->opt = idx >= 0 ? (snprintf(c->opt_text, sizeof c->opt_text, "--%s", lo[idx].name), c->opt_text)
                     : name_of(c, lo, key);
@@ -162,7 +176,7 @@ int mi_cli_next(mi_cli_t *c) {
         return MI_CLI_EXIT;
       }
       if (names_option(lo, optarg))
-        return mi_cli_error(c, "%s needs a value, not the option '%s'", c->opt, optarg);
+        return refuse(c, "%s needs a value, not the option '%s'", c->opt, optarg);
     }
     c->value = optarg;
   }

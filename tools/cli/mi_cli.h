@@ -55,12 +55,14 @@ void mi_cli_begin(mi_cli_t *c, int argc, char **argv);
  * MI_CLI_EXIT / MI_CLI_ERROR after printing what it had to. With MI_CLI_STOP_AT_ARG, after
  * MI_CLI_ARG the rest of argv starts at c->rest - 1 (the argument itself). */
 int mi_cli_next(mi_cli_t *c);
-/** Prints "PROG: <message> (see PROG --help)" to stderr and returns MI_CLI_ERROR. */
+/** The exit status of a program whose command line was wrong. */
+#define MI_CLI_USAGE 2
+/** Prints "PROG: <message> (see PROG --help)" to stderr and returns MI_CLI_USAGE. */
 int mi_cli_error(const mi_cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/** Parses c->value as an integer in [lo, hi] for the current option; MI_CLI_ERROR with a
- * message when it is not one. */
+/** Parses c->value as an integer in [lo, hi] for the current option: 0, or MI_CLI_USAGE after
+ * a message when it is not one. */
 int mi_cli_int(const mi_cli_t *c, long long lo, long long hi, long long *out);
-/** Parses c->value as a finite number in [lo, hi]; MI_CLI_ERROR with a message otherwise. */
+/** Parses c->value as a finite number in [lo, hi]: 0, or MI_CLI_USAGE after a message. */
 int mi_cli_double(const mi_cli_t *c, double lo, double hi, double *out);
 
 /** Writes the full help: usage, about, every option with its help, footer. */

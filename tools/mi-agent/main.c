@@ -56,9 +56,9 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
         if (!strcmp(c.value, "run") || !strcmp(c.value, "setup") || !strcmp(c.value, "submit"))
           *cmd = c.value;
         else if ((hit = mi_cli_suggest(c.value, cmds, 3)))
-          return mi_cli_error(&c, "unknown command '%s'; did you mean '%s'?", c.value, hit), 2;
+          return mi_cli_error(&c, "unknown command '%s'; did you mean '%s'?", c.value, hit);
         else
-          return mi_cli_error(&c, "unknown command '%s' (run, setup or submit)", c.value), 2;
+          return mi_cli_error(&c, "unknown command '%s' (run, setup or submit)", c.value);
         break;
       case O_WAIT: a->wait = 1; break;
       case O_NO_FP: a->fingerprint = 0; break;
@@ -72,7 +72,7 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
       case O_KNOB: a->knob = c.value; break;
       case O_ENV:
         if (a->env_count >= 7 || !strchr(c.value, '='))
-          return mi_cli_error(&c, "--env takes KEY=VALUE (at most 7), not '%s'", c.value), 2;
+          return mi_cli_error(&c, "--env takes KEY=VALUE (at most 7), not '%s'", c.value);
         a->env[a->env_count++] = c.value;
         break;
       case O_LEASE: case O_TIMEOUT: case O_EXIT_IDLE:
@@ -86,7 +86,7 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
     }
   }
   if (!a->db || !mi_history_is_url(a->db))
-    return mi_cli_error(&c, "--db must be a postgresql:// URL"), 2;
+    return mi_cli_error(&c, "--db must be a postgresql:// URL");
   return -1;
 }
 

@@ -278,13 +278,13 @@ static int parse(int argc, char **argv, options_t *o) {
     switch (k) {
       case MI_CLI_EXIT: return 0;
       case MI_CLI_ERROR: return 2;
-      case MI_CLI_ARG: return mi_cli_error(&c, "unexpected argument '%s'", c.value), 2;
+      case MI_CLI_ARG: return mi_cli_error(&c, "unexpected argument '%s'", c.value);
       case O_PLUGINS: o->dir = c.value; break;
       case O_PLUGIN: o->only_plugin = c.value; break;
       case O_JSON: o->json = 1; break;
       case O_RULE:
         if (mi_cli_int(&c, 1, conform_rule_count, &v)) return 2;
-        if (o->rule_filter_count >= 64) return mi_cli_error(&c, "at most 64 --rule options"), 2;
+        if (o->rule_filter_count >= 64) return mi_cli_error(&c, "at most 64 --rule options");
         o->rules[o->rule_filter_count++] = (int)v;
         break;
       case O_TIMEOUT:
@@ -298,7 +298,7 @@ static int parse(int argc, char **argv, options_t *o) {
         return 0;
     }
   }
-  if (!o->dir) return mi_cli_error(&c, "--plugins DIR is required"), 2;
+  if (!o->dir) return mi_cli_error(&c, "--plugins DIR is required");
   return -1;
 }
 

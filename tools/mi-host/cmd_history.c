@@ -32,9 +32,9 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
     else if (k == O_OUT) file = c.value;
     else if (!sub) sub = c.value;
     else if (!file) file = c.value;
-    else return mi_cli_error(&c, "unexpected argument '%s'", c.value), MI_HOST_USAGE;
+    else return mi_cli_error(&c, "unexpected argument '%s'", c.value);
   }
-  if (!sub) return mi_cli_error(&c, "needs export, import or stats"), MI_HOST_USAGE;
+  if (!sub) return mi_cli_error(&c, "needs export, import or stats");
   if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats")) {
     if ((hit = mi_cli_suggest(sub, subs, 3)))
       mi_cli_error(&c, "unknown subcommand '%s'; did you mean '%s'?", sub, hit);

@@ -326,7 +326,7 @@ int mi_host_cmd_plugins(mi_host_t *h, int argc, char **argv) {
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     if (k == MI_CLI_EXIT) return MI_HOST_OK;
     if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
-    if (k == MI_CLI_ARG) return mi_cli_error(&c, "unexpected argument '%s'", c.value), MI_HOST_USAGE;
+    if (k == MI_CLI_ARG) return mi_cli_error(&c, "unexpected argument '%s'", c.value);
     h->json = 1;
   }
   r = mi_host_registry(h);

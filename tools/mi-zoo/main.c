@@ -55,7 +55,7 @@ static int parse(int argc, char **argv, const char **name, const char **out,
       case O_LIST: list(); return 0;
       case O_OUT: *out = c.value; break;
       case MI_CLI_ARG:
-        if (*name) return mi_cli_error(&c, "unexpected argument '%s' (one family name only)", c.value), 2;
+        if (*name) return mi_cli_error(&c, "unexpected argument '%s' (one family name only)", c.value);
         *name = c.value;
         break;
       case O_WIDTH:
@@ -71,13 +71,13 @@ static int parse(int argc, char **argv, const char **name, const char **out,
         errno = 0;
         o->seed = strtoull(c.value, &end, 0);
         if (errno || end == c.value || *end || c.value[0] == '-')
-          return mi_cli_error(&c, "--seed: '%s' is not an unsigned integer", c.value), 2;
+          return mi_cli_error(&c, "--seed: '%s' is not an unsigned integer", c.value);
         break;
       }
     }
   }
   if (!*name || !*out || !**out)
-    return mi_cli_error(&c, "%s", !*name ? "missing family name" : "missing --out FILE"), 2;
+    return mi_cli_error(&c, "%s", !*name ? "missing family name" : "missing --out FILE");
   return -1;
 }
 
