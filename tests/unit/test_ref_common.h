@@ -121,7 +121,7 @@ typedef struct op_case {
 static __attribute__((unused)) void case_begin(op_case_t *k, const char *op, int64_t opset,
                                                int32_t nin, mi_array_t **ins,
                                                uint32_t const_mask, int32_t nout) {
-  int32_t t[8], o[8];
+  int32_t t[16], o[8];
   char name[32];
   memset(k, 0, sizeof *k);
   k->g = mi_graph_create(op);

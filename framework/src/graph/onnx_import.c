@@ -339,7 +339,7 @@ static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
     const char *nn = node_label(np, i, nb, sizeof nb);
     if (!np->op_type || !np->op_type[0])
       return mi_errorf(im->err, MI_ERR_PARSE, "%s: node '%s' has no op_type", im->label, nn);
-    if (!mi__onnx_default_domain(np->domain))
+    if (!mi__graph_op_known(np->domain, np->op_type))
       return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
                        "%s: node '%s' (%s) uses operator domain '%s', which is not supported",
                        im->label, nn, np->op_type, np->domain);
@@ -386,6 +386,12 @@ static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
     }
     int32_t n = mi_graph_add_node(im->g, np->op_type, nn, ni, ins, no, outs);
     if (n < 0) return oom(im);
+    if (!mi__onnx_default_domain(np->domain)) { /* a com.microsoft op (mi__graph_op_known) */
+      char *d = mi__strdup(np->domain);
+      if (!d) return oom(im);
+      free(im->g->nodes[n].domain);
+      im->g->nodes[n].domain = d;
+    }
     for (size_t k = 0; k < np->n_attribute; k++)
       if ((rc = import_attr(im, &im->g->nodes[n], np->attribute[k]))) return rc;
   }

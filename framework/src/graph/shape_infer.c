@@ -115,7 +115,7 @@ int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int6
 }
 
 static int32_t lookup_and_run(mi__si_t *c, const mi_node_t *n) {
-  if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+  if (!mi__graph_op_known(n->domain, n->op_type))
     return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op (domain '%s')", n->domain);
   mi__si_fn fn = mi__si_lookup_elementwise(n->op_type);
   if (!fn) fn = mi__si_lookup_nn(n->op_type);
@@ -125,6 +125,7 @@ static int32_t lookup_and_run(mi__si_t *c, const mi_node_t *n) {
   if (!fn) fn = mi__si_lookup_pad(n->op_type);
   if (!fn) fn = mi__si_lookup_select(n->op_type);
   if (!fn) fn = mi__si_lookup_rearrange(n->op_type);
+  if (!fn) fn = mi__si_lookup_quant(n->op_type);
   if (!fn) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op");
   return fn(c, n);
 }

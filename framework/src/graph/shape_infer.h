@@ -54,5 +54,6 @@ mi__si_fn mi__si_lookup_control(const char *op);  /* shape_infer_control.c: If, 
 mi__si_fn mi__si_lookup_pad(const char *op);      /* shape_infer_pad.c: Pad, Size, LSTM */
 mi__si_fn mi__si_lookup_select(const char *op);   /* shape_infer_select.c: ArgMax, TopK, ... */
 mi__si_fn mi__si_lookup_rearrange(const char *op); /* shape_infer_rearrange.c: Split, ... */
+mi__si_fn mi__si_lookup_quant(const char *op);     /* shape_infer_quant.c: QLinear*, *Integer */
 
 #endif /* METAINFER_SHAPE_INFER_H */

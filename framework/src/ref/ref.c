@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph_internal.h"
 #include "ref/ref.h"
 #include "ref/ref_ops.h"
 
@@ -15,6 +16,8 @@ typedef struct ref_op {
 } ref_op_t;
 
 int32_t mi__ref_quant(mi__ref_call_t *c); /* ref_quant.c: QuantizeLinear, DequantizeLinear */
+int32_t mi__ref_qlinear(mi__ref_call_t *c); /* ref_qlinear.c: DynamicQuantizeLinear, QLinearAdd/Mul/GAP */
+int32_t mi__ref_qgemm(mi__ref_call_t *c);   /* ref_qgemm.c: ConvInteger, MatMulInteger, QLinearConv/MatMul */
 int32_t mi__ref_if(mi__ref_call_t *c);    /* ref_control.c */
 int32_t mi__ref_loop(mi__ref_call_t *c);  /* ref_control.c */
 int32_t mi__ref_scan(mi__ref_call_t *c);  /* ref_control.c */
@@ -90,6 +93,10 @@ static const ref_op_t REF_OPS[] = {
     {"PRelu", mi__ref_prelu},         {"Mod", mi__ref_mod},
     {"IsNaN", mi__ref_isnan_isinf},   {"IsInf", mi__ref_isnan_isinf},
     {"InstanceNormalization", mi__ref_instancenorm},
+    {"DynamicQuantizeLinear", mi__ref_qlinear}, {"QLinearAdd", mi__ref_qlinear},
+    {"QLinearMul", mi__ref_qlinear}, {"QLinearGlobalAveragePool", mi__ref_qlinear},
+    {"ConvInteger", mi__ref_qgemm},   {"QLinearConv", mi__ref_qgemm},
+    {"MatMulInteger", mi__ref_qgemm}, {"QLinearMatMul", mi__ref_qgemm},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {
@@ -121,7 +128,7 @@ int32_t mi__ref_node(const mi_graph_t *g, int32_t node, const mi_array_t *const 
   c.out = outputs;
   c.err = err;
   for (int32_t i = 0; i < c.nout; i++) outputs[i] = NULL;
-  if (c.node->domain && c.node->domain[0] && strcmp(c.node->domain, "ai.onnx") != 0)
+  if (!mi__graph_op_known(c.node->domain, c.node->op_type))
     return mi__ref_fail(&c, MI_ERR_UNSUPPORTED, "domain '%s' is not supported",
                         c.node->domain);
   fn = ref_find(c.node->op_type);

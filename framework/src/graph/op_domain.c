@@ -1,0 +1,15 @@
+/* op_domain.c - which ops of a non-default operator domain the framework runs: the
+ * com.microsoft ops ONNX Runtime's quantization tools write, nothing else. */
+#include <string.h>
+
+#include "graph/graph_internal.h"
+
+static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool"};
+
+int mi__graph_op_known(const char *domain, const char *op_type) {
+  if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;
+  if (!op_type || strcmp(domain, "com.microsoft") != 0) return 0;
+  for (size_t i = 0; i < sizeof k_ms_ops / sizeof k_ms_ops[0]; i++)
+    if (strcmp(k_ms_ops[i], op_type) == 0) return 1;
+  return 0;
+}

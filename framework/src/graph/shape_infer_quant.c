@@ -1,0 +1,99 @@
+/* shape_infer_quant.c - shapes of the integer ops of quantized models: DynamicQuantizeLinear,
+ * ConvInteger, MatMulInteger, QLinearConv, QLinearMatMul and com.microsoft's QLinearAdd,
+ * QLinearMul and QLinearGlobalAveragePool. The GEMM-like ones reuse Conv's and MatMul's rules
+ * on their data inputs. */
+#include <string.h>
+
+#include "graph/shape_infer.h"
+
+/* Runs the float op `like` on inputs x (slot 0) and w (slot wk), then sets output 0's dtype:
+ * INT32, or the dtype of input zk (the output zero point). */
+static int32_t like_float(mi__si_t *c, const mi_node_t *n, const char *like, int32_t wk, int32_t zk) {
+  int32_t rc = mi__si_need(c, n, wk + 1), ins[2];
+  if (rc) return rc;
+  if (!mi__si_in(c, n, wk)) return mi__si_fail(c, n, MI_ERR_PARSE, "input %d is missing", (int)wk);
+  mi_node_t tmp = *n;
+  ins[0] = n->inputs[0];
+  ins[1] = n->inputs[wk];
+  tmp.inputs = ins;
+  tmp.input_count = 2;
+  if ((rc = mi__si_lookup_nn(like)(c, &tmp))) return rc;
+  int32_t dt = MI_DTYPE_INT32;
+  if (zk >= 0) {
+    const mi_tensor_t *z = mi__si_in(c, n, zk);
+    if (!z) return mi__si_fail(c, n, MI_ERR_PARSE, "output zero point (input %d) is missing", (int)zk);
+    dt = z->dtype;
+  }
+  const mi_tensor_t *y = &c->g->tensors[n->outputs[0]];
+  int64_t dims[MI_MAX_RANK];
+  int32_t rank = y->rank;
+  if (rank > 0) memcpy(dims, y->dims, sizeof(int64_t) * (size_t)rank);
+  mi__si_set(c, n, 0, dt, rank, dims);
+  return MI_OK;
+}
+
+static int32_t conv_integer(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "Conv", 1, -1); }
+static int32_t qlinear_conv(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "Conv", 3, 7); }
+static int32_t matmul_integer(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "MatMul", 1, -1); }
+static int32_t qlinear_matmul(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "MatMul", 3, 7); }
+
+/* y (UINT8, x's shape), y_scale (FLOAT32 scalar), y_zero_point (UINT8 scalar). */
+static int32_t dynamic_quantize(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, MI_DTYPE_UINT8, x->rank, x->dims);
+  mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 0, NULL);
+  mi__si_set(c, n, 2, MI_DTYPE_UINT8, 0, NULL);
+  return MI_OK;
+}
+
+/* QLinearAdd / QLinearMul: A and B (slots 0 and 3) broadcast, in A's dtype. */
+static int32_t qlinear_binary(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 4), r;
+  if (rc) return rc;
+  const mi_tensor_t *a = mi__si_in(c, n, 0), *b = mi__si_in(c, n, 3);
+  int64_t out[MI_MAX_RANK];
+  if (a->rank < 0 || b->rank < 0) {
+    mi__si_set(c, n, 0, a->dtype, -1, NULL);
+    return MI_OK;
+  }
+  if ((rc = mi__si_broadcast(c, n, a->rank, a->dims, b->rank, b->dims, &r, out))) return rc;
+  mi__si_set(c, n, 0, a->dtype, r, out);
+  return MI_OK;
+}
+
+/* QLinearGlobalAveragePool: spatial dims become 1 (NCHW, or NHWC with channels_last = 1). */
+static int32_t qlinear_gap(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 4);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  int64_t last = mi_node_attr_int(n, "channels_last", 0), d[MI_MAX_RANK];
+  if (x->rank < 0) {
+    mi__si_set(c, n, 0, x->dtype, -1, NULL);
+    return MI_OK;
+  }
+  if (x->rank < 3) return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d < 3", (int)x->rank);
+  if (last != 0 && last != 1)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "channels_last = %lld (0 or 1)", (long long)last);
+  for (int32_t i = 0; i < x->rank; i++)
+    d[i] = (last ? (i > 0 && i < x->rank - 1) : i >= 2) ? 1 : x->dims[i];
+  mi__si_set(c, n, 0, x->dtype, x->rank, d);
+  return MI_OK;
+}
+
+static const struct {
+  const char *op;
+  mi__si_fn fn;
+} k_ops[] = {
+    {"ConvInteger", conv_integer},     {"QLinearConv", qlinear_conv},
+    {"MatMulInteger", matmul_integer}, {"QLinearMatMul", qlinear_matmul},
+    {"DynamicQuantizeLinear", dynamic_quantize}, {"QLinearAdd", qlinear_binary},
+    {"QLinearMul", qlinear_binary},    {"QLinearGlobalAveragePool", qlinear_gap},
+};
+
+mi__si_fn mi__si_lookup_quant(const char *op) {
+  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
+    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
+  return NULL;
+}

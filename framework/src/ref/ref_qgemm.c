@@ -1,0 +1,209 @@
+/* ref_qgemm.c - ConvInteger, QLinearConv, MatMulInteger and QLinearMatMul on the reference path:
+ * zero points subtracted, products summed exactly in integers, then (QLinear*) requantized. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref/ref_qutil.h"
+
+/* Codes of a minus its zero point(s): per tensor, or per index `(i / inner) % count`. */
+static int32_t *centered(const mi_array_t *a, const mi_array_t *z, int64_t inner, int64_t count) {
+  int64_t n = mi_array_numel(a);
+  int32_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < n; i++)
+    v[i] = mi__ref_code(a, i) - (z ? mi__ref_code(z, mi_array_numel(z) == 1 ? 0 : (i / inner) % count) : 0);
+  return v;
+}
+
+/* Integer conv: acc[n][m][oh][ow] = sum X * W (+ bias[m]), with X, W already centered. */
+static void conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
+                     int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w) {
+  int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->k[0], KW = w->k[1];
+  int64_t Cg = C / group, Mg = M / group;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t m = 0; m < M; m++) {
+      int64_t g = m / Mg;
+      int32_t *o = Y + (n * M + m) * OH * OW;
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          int64_t acc = bias ? bias[m] : 0;
+          for (int64_t ci = 0; ci < Cg; ci++)
+            for (int64_t kh = 0; kh < KH; kh++) {
+              int64_t ih = oh * w->stride[0] - w->pad_begin[0] + kh * w->dil[0];
+              if (ih < 0 || ih >= H) continue;
+              for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t iw = ow * w->stride[1] - w->pad_begin[1] + kw * w->dil[1];
+                if (iw < 0 || iw >= W) continue;
+                acc += (int64_t)X[((n * C + g * Cg + ci) * H + ih) * W + iw] *
+                       Wt[((m * Cg + ci) * KH + kh) * KW + kw];
+              }
+            }
+          /* ONNX accumulates in int32: wrap as int32 arithmetic would. */
+          o[oh * OW + ow] = (int32_t)(uint32_t)(uint64_t)acc;
+        }
+    }
+}
+
+/* ConvInteger (x, w, x_zero_point, w_zero_point) -> int32, and QLinearConv (x, x_scale,
+ * x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B) -> codes. Weight scales and
+ * zero points per tensor or per output channel; the input's per tensor. */
+static int32_t conv_int(mi__ref_call_t *c, int qlinear) {
+  const mi_array_t *x = NULL, *wt = NULL, *zx, *zw, *sx = NULL, *sw = NULL, *sy = NULL, *zy = NULL;
+  const mi_array_t *b = qlinear ? mi__ref_in(c, 8) : NULL;
+  mi__ref_window_t w;
+  mi_array_t *y = NULL;
+  int64_t k, nw = 1, dims[4];
+  int32_t rc = mi__ref_need(c, 0, MI__Q8, &x);
+  if (rc == MI_OK) rc = mi__ref_need(c, qlinear ? 3 : 1, MI__Q8, &wt);
+  if (rc != MI_OK) return rc;
+  if (wt->rank != x->rank || x->rank < 3)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "weight rank %d and input rank %d do not fit",
+                        (int)wt->rank, (int)x->rank);
+  int64_t M = wt->dims[0];
+  if (qlinear) {
+    rc = mi__ref_qparam(c, 1, "x_scale", 1, -1, 1, &sx, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 2, "x_zero_point", 0, x->dtype, 1, &zx, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 4, "w_scale", 1, -1, M, &sw, &nw);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 5, "w_zero_point", 0, wt->dtype, M, &zw, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 6, "y_scale", 1, -1, 1, &sy, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 7, "y_zero_point", 0, -1, 1, &zy, &k);
+  } else {
+    rc = mi__ref_qparam(c, 2, "x_zero_point", 0, x->dtype, 1, &zx, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 3, "w_zero_point", 0, wt->dtype, M, &zw, &k);
+  }
+  if (rc != MI_OK) return rc;
+  if (qlinear && !zy) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "y_zero_point is missing");
+  if ((rc = mi__ref_window(c, x, wt->dims + 2, 0, &w)) != MI_OK) return rc;
+  int64_t group = mi_node_attr_int(c->node, "group", 1), N = x->dims[0], C = x->dims[1];
+  if (group < 1 || wt->dims[1] * group != C || M % group != 0)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                        "input has %lld channels, weight expects %lld x group %lld (and %lld "
+                        "filters must divide by the group)",
+                        (long long)C, (long long)wt->dims[1], (long long)group, (long long)M);
+  if (b && (b->dtype != MI_DTYPE_INT32 || mi_array_numel(b) != M))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "bias must be int32 with %lld values", (long long)M);
+  dims[0] = N;
+  dims[1] = M;
+  dims[2] = x->rank == 3 ? w.out[1] : w.out[0];
+  dims[3] = w.out[1];
+  int64_t ohw = w.out[0] * w.out[1], inner = mi_array_numel(wt) / (M ? M : 1);
+  int32_t *X = centered(x, zx, 1, 1), *Wc = centered(wt, zw, inner, M);
+  int32_t *acc = qlinear ? malloc((size_t)(N * M * ohw + 1) * sizeof *acc) : NULL;
+  int32_t *bias = NULL;
+  if (b && (bias = malloc((size_t)M * sizeof *bias)))
+    for (int64_t m = 0; m < M; m++) bias[m] = mi__ref_code(b, m);
+  if (!X || !Wc || (qlinear && !acc) || (b && !bias)) {
+    rc = mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  } else if ((rc = mi__ref_make_out(c, 0, qlinear ? zy->dtype : MI_DTYPE_INT32, x->rank, dims, &y)) ==
+             MI_OK) {
+    c->out[0] = y;
+    conv_acc(X, Wc, bias, qlinear ? acc : y->data, N, C, M, group, &w);
+    if (qlinear) {
+      double s = *(const float *)sx->data, ys = *(const float *)sy->data;
+      int32_t iz = mi__ref_code(zy, 0);
+      for (int64_t i = 0; i < N * M * ohw; i++) {
+        int64_t m = (i / ohw) % M;
+        mi__ref_put_code(y, i, (double)acc[i] * (s * ((const float *)sw->data)[nw == 1 ? 0 : m] / ys), iz);
+      }
+    }
+  }
+  free(X);
+  free(Wc);
+  free(acc);
+  free(bias);
+  return rc;
+}
+
+/* MatMulInteger (A, B, a_zero_point, b_zero_point) -> int32 and QLinearMatMul (a, a_scale,
+ * a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) -> codes, numpy batching. A's
+ * parameters per tensor or per row (M values), B's per tensor or per column (N values). */
+static int32_t matmul_int(mi__ref_call_t *c, int qlinear) {
+  const mi_array_t *a = NULL, *b = NULL, *za, *zb, *sa = NULL, *sb = NULL, *sy = NULL, *zy = NULL;
+  mi_array_t *y = NULL;
+  int64_t k, na = 1, nb = 1;
+  int32_t rc = mi__ref_need(c, 0, MI__Q8, &a);
+  if (rc == MI_OK) rc = mi__ref_need(c, qlinear ? 3 : 1, MI__Q8, &b);
+  if (rc != MI_OK) return rc;
+  if (a->rank < 1 || b->rank < 1)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "operands must have rank >= 1");
+  mi_array_t av = *a, bv = *b;
+  int a_vec = a->rank == 1, b_vec = b->rank == 1;
+  if (a_vec) av.rank = 2, av.dims[0] = 1, av.dims[1] = a->dims[0];
+  if (b_vec) bv.rank = 2, bv.dims[0] = b->dims[0], bv.dims[1] = 1;
+  int64_t M = av.dims[av.rank - 2], K = av.dims[av.rank - 1], N = bv.dims[bv.rank - 1];
+  if (K != bv.dims[bv.rank - 2])
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "inner dimensions differ: %lld and %lld",
+                        (long long)K, (long long)bv.dims[bv.rank - 2]);
+  if (qlinear) {
+    rc = mi__ref_qparam(c, 1, "a_scale", 1, -1, M, &sa, &na);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 2, "a_zero_point", 0, a->dtype, M, &za, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 4, "b_scale", 1, -1, N, &sb, &nb);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 5, "b_zero_point", 0, b->dtype, N, &zb, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 6, "y_scale", 1, -1, 1, &sy, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 7, "y_zero_point", 0, -1, 1, &zy, &k);
+    if (rc == MI_OK && !zy) rc = mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "y_zero_point is missing");
+  } else {
+    rc = mi__ref_qparam(c, 2, "a_zero_point", 0, a->dtype, M, &za, &k);
+    if (rc == MI_OK) rc = mi__ref_qparam(c, 3, "b_zero_point", 0, b->dtype, N, &zb, &k);
+  }
+  if (rc != MI_OK) return rc;
+  mi_array_t ab = av, bb = bv;
+  ab.rank -= 2;
+  bb.rank -= 2;
+  const mi_array_t *batch[2] = {&ab, &bb};
+  mi__ref_bcast_t bc;
+  if ((rc = mi__ref_broadcast(c, 2, batch, &bc)) != MI_OK) return rc;
+  int64_t dims[MI_MAX_RANK];
+  int32_t rank = 0;
+  for (int32_t d = 0; d < bc.rank; d++) dims[rank++] = bc.dims[d];
+  if (!a_vec) dims[rank++] = M;
+  if (!b_vec) dims[rank++] = N;
+  if (rank > MI_MAX_RANK) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "result rank above %d", MI_MAX_RANK);
+  /* Row i of A is centered by its row's zero point, column j of B by its column's. */
+  int32_t *A = centered(a, za, K, M), *B = centered(b, zb, 1, N);
+  if (!A || !B) {
+    free(A);
+    free(B);
+    return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  rc = mi__ref_make_out(c, 0, qlinear ? zy->dtype : MI_DTYPE_INT32, rank, dims, &y);
+  if (rc == MI_OK) {
+    c->out[0] = y;
+    double fy = qlinear ? *(const float *)sy->data : 1.0;
+    int32_t iz = qlinear ? mi__ref_code(zy, 0) : 0;
+    for (int64_t bi = 0; bi < bc.numel; bi++) {
+      int64_t rem = bi, oa = 0, ob = 0;
+      for (int32_t d = bc.rank - 1; d >= 0; d--) {
+        int64_t idx = rem % bc.dims[d];
+        rem /= bc.dims[d];
+        oa += idx * bc.strides[0][d];
+        ob += idx * bc.strides[1][d];
+      }
+      const int32_t *pa = A + oa * M * K, *pb = B + ob * K * N;
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+          int64_t acc = 0, o = (bi * M + i) * N + j;
+          for (int64_t kk = 0; kk < K; kk++) acc += (int64_t)pa[i * K + kk] * pb[kk * N + j];
+          int32_t a32 = (int32_t)(uint32_t)(uint64_t)acc; /* int32 accumulation wraps */
+          if (!qlinear) {
+            ((int32_t *)y->data)[o] = a32;
+          } else {
+            double s = (double)((const float *)sa->data)[na == 1 ? 0 : i] *
+                       (double)((const float *)sb->data)[nb == 1 ? 0 : j] / fy;
+            mi__ref_put_code(y, o, (double)a32 * s, iz);
+          }
+        }
+    }
+  }
+  free(A);
+  free(B);
+  return rc;
+}
+
+int32_t mi__ref_qgemm(mi__ref_call_t *c) {
+  const char *op = c->node->op_type;
+  if (strcmp(op, "ConvInteger") == 0) return conv_int(c, 0);
+  if (strcmp(op, "QLinearConv") == 0) return conv_int(c, 1);
+  if (strcmp(op, "MatMulInteger") == 0) return matmul_int(c, 0);
+  return matmul_int(c, 1);
+}
