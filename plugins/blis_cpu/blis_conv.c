@@ -25,8 +25,8 @@ int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis
   if (!x || !w || !y || (x->rank != 4 && x->rank != 3) || w->rank != x->rank || y->rank != x->rank)
     return mi__blis_unsupported(err, n, "only 1-D and 2-D convolutions");
   if (!w->data || (w->dtype != MI_DTYPE_FLOAT32 && w->dtype != MI_DTYPE_FLOAT16 &&
-                   w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4))
-    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 (or FLOAT16, INT8, INT4) constant");
+                   w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4 && w->dtype != MI_DTYPE_UINT8))
+    return mi__blis_unsupported(err, n, "weights must be a FLOAT32 (or FLOAT16, INT8, UINT8, INT4) constant");
   sp = x->rank - 2;
   if (!ints_attr(n, "strides", s, sp, 1) || !ints_attr(n, "dilations", d, sp, 1) ||
       !ints_attr(n, "pads", pads, 2 * sp, 0))

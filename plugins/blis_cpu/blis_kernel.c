@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "blis_internal.h"
+#include "blis_qgemm.h"
 
 /* True for the generated "<op>.direct" ids of the plain-loop ops (suffix, not substring:
  * "conv.direct_nhwc" is a table variant). */
@@ -51,6 +51,10 @@ static const struct {
     {"ReduceProd", mi__blis_prep_reduce}, {"ReduceL2", mi__blis_prep_reduce},
     {"ReduceLogSumExp", mi__blis_prep_reduce}, {"CumSum", mi__blis_prep_cumsum},
     {"Trilu", mi__blis_prep_trilu}, {"Mod", mi__blis_prep_binary},
+    {"QLinearConv", mi__blis_prep_qlinear}, {"QLinearMatMul", mi__blis_prep_qlinear},
+    {"ConvInteger", mi__blis_prep_qlinear}, {"MatMulInteger", mi__blis_prep_qlinear},
+    {"DynamicQuantizeLinear", mi__blis_prep_qeltwise}, {"QLinearAdd", mi__blis_prep_qeltwise},
+    {"QLinearMul", mi__blis_prep_qeltwise}, {"QLinearGlobalAveragePool", mi__blis_prep_qeltwise},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 
@@ -161,6 +165,7 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
  * the float ops would misread them. */
 static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
   int32_t i, j;
+  if (mi__blis_int_tensor_ok(d, t)) return 1; /* the integer ops of quantized models */
   for (i = 0; i < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];
     int touches = 0;
@@ -194,7 +199,8 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
       continue;
     }
     if (t->dtype != MI_DTYPE_FLOAT32 &&
-        !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8) && only_qdq_touch(d, i))) {
+        !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 || t->dtype == MI_DTYPE_INT32) &&
+          only_qdq_touch(d, i))) {
       snprintf(msg, sizeof msg, "blis-cpu: runtime tensor %d has dtype %d; only FLOAT32 is run (INT8/UINT8 only by Q/DQ)", i, t->dtype);
       return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }

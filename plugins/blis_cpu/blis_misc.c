@@ -8,7 +8,7 @@
  * tables are built at prepare from the concrete shapes the host gives. */
 #include <string.h>
 
-#include "blis_internal.h"
+#include "blis_qgemm.h"
 
 typedef struct amap_state {
   int32_t x, y, rank;
@@ -101,8 +101,10 @@ static int32_t io_f32(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi_tens
 int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x, *y;
-  int32_t rc = io_f32(p, n, &x, &y, err);
-  if (rc != MI_OK) return rc;
+  int32_t rc;
+  x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  if (x && x->dtype == MI_DTYPE_INT32) return mi__blis_prep_qeltwise(p, s, err); /* ConvInteger's sums */
+  if ((rc = io_f32(p, n, &x, &y, err)) != MI_OK) return rc;
   if (mi_sdk_attr_int(n, "to", 0) != 1) return mi__blis_unsupported(err, n, "only to=FLOAT is run");
   return mi__blis_prep_copy(p, s, err);
 }

@@ -46,7 +46,8 @@ static const char *const direct_ops[] = {
     "DequantizeLinear", "Resize", "Upsample", "Cast", "PRelu", "Pad", "Split", "Expand", "Tile",
     "Gather", "DepthToSpace", "SpaceToDepth", "LogSoftmax", "InstanceNormalization", "Sum", "Mean",
     "Round", "Sign", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "CumSum",
-    "Trilu", "Mod"};
+    "Trilu", "Mod", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
+    "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
@@ -319,7 +320,7 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     } else {
       snprintf(v.description, sizeof v.description, "plain loop over host memory");
     }
-    if (strstr(op, "QuantizeLinear"))
+    if (strstr(op, "QuantizeLinear") || strstr(op, "QLinear") || strstr(op, "Integer"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
   }
   return mi_sdk_fill(out, &v, sizeof v);

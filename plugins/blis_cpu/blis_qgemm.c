@@ -9,6 +9,9 @@
 typedef struct qconv {
   mi__blis_conv_t g; /* geometry; g.x, g.w, g.y tensor indices */
   int32_t zx, zy, x_u8, y_u8, dw; /* dw: one input channel per group, direct loops */
+  int32_t zx_t;      /* runtime tensor of x's zero point, or -1 (zx) */
+  int32_t out32;     /* write the int32 sums (ConvInteger), no output stage */
+  int32_t *ibias;    /* [M] int32 bias added to the sums (QLinearConv), or NULL */
   int32_t dot;       /* MI__QDOT_*: pair-dot path of the int32 core (knob int8_dot) */
   int32_t w4;        /* INT4 weight kept packed: w4q, not wq */
   int64_t kk, ka;    /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
@@ -25,10 +28,24 @@ typedef struct qconv_task {
   const void *x; /* image n, group g input */
   void *y;       /* image n, group g output */
   int64_t g;
+  int32_t zx;    /* x's zero point for this run */
 } qconv_task_t;
 
 static inline int32_t code(const void *x, int32_t u8, int64_t i) {
   return u8 ? ((const uint8_t *)x)[i] : ((const int8_t *)x)[i];
+}
+
+/* One column row: dst[ow * 2] = x[ih][ow * sw + col] - zx for the output columns whose input
+ * column lies inside the row (lo..hi), 0 elsewhere (the padding is real zero). */
+static inline __attribute__((always_inline)) void qcol_row(int16_t *dst, const void *xr, int u8, int64_t ow_n,
+                                                           int64_t lo, int64_t hi, int64_t col, int64_t sw, int32_t zx) {
+  int64_t ow;
+  for (ow = 0; ow < lo; ow++) dst[ow * 2] = 0;
+  if (u8)
+    for (ow = lo; ow < hi; ow++) dst[ow * 2] = (int16_t)(((const uint8_t *)xr)[col + ow * sw] - zx);
+  else
+    for (ow = lo; ow < hi; ow++) dst[ow * 2] = (int16_t)(((const int8_t *)xr)[col + ow * sw] - zx);
+  for (ow = hi; ow < ow_n; ow++) dst[ow * 2] = 0;
 }
 
 /* Items are input channels of the group: (x - zx) columns, 0 in the padding (real zero), written
@@ -37,23 +54,36 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
   const qconv_task_t *t = arg;
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
-  int64_t ci, kh, kw, oh, ow, ohw = c->OH * c->OW;
+  int64_t ci, kh, kw, oh, ohw = c->OH * c->OW, eb = 1; /* 1-byte codes */
   for (ci = c0; ci < c1; ci++)
     for (kh = 0; kh < c->KH; kh++)
       for (kw = 0; kw < c->KW; kw++) {
-        int64_t k = (ci * c->KH + kh) * c->KW + kw;
+        int64_t k = (ci * c->KH + kh) * c->KW + kw, col = kw * c->dw - c->pl, lo = 0, hi = c->OW;
         int16_t *dst = q->col + (k >> 1) * ohw * 2 + (k & 1);
-        int64_t base = ci * c->H * c->W;
+        const uint8_t *base = (const uint8_t *)t->x + ci * c->H * c->W * eb;
+        while (lo < c->OW && lo * c->sw + col < 0) lo++;
+        while (hi > lo && (hi - 1) * c->sw + col >= c->W) hi--;
         for (oh = 0; oh < c->OH; oh++) {
           int64_t ih = oh * c->sh - c->pt + kh * c->dh;
-          for (ow = 0; ow < c->OW; ow++) {
-            int64_t iw = ow * c->sw - c->pl + kw * c->dw;
-            dst[(oh * c->OW + ow) * 2] = (int16_t)(ih >= 0 && ih < c->H && iw >= 0 && iw < c->W
-                                                 ? code(t->x, q->x_u8, base + ih * c->W + iw) - q->zx
-                                                 : 0);
+          int16_t *d = dst + oh * c->OW * 2;
+          if (ih < 0 || ih >= c->H) {
+            qcol_row(d, base, q->x_u8, c->OW, c->OW, c->OW, 0, 0, 0);
+            continue;
           }
+          if (c->sw == 1) qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, 1, t->zx);
+          else qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, c->sw, t->zx);
         }
       }
+}
+
+/* The sums of output channel oc (n values) to its output row: the int32 bias added, then the
+ * codes (output stage) or the int32 sums themselves (out32). */
+static void qconv_out(const qconv_t *q, int64_t oc, int32_t *acc, int64_t n, void *yr) {
+  int64_t i;
+  if (q->ibias)
+    for (i = 0; i < n; i++) acc[i] += q->ibias[oc];
+  if (q->out32) memcpy(yr, acc, (size_t)n * sizeof *acc);
+  else mi__blis_requant(q->g.simd, acc, n, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
 }
 
 /* Items are output channels of the group: accumulate, then requantize the row. */
@@ -67,11 +97,8 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
                           q->ka, q->col, q->acc);
   else
     mi__blis_qgemm(q->dot, m0, m1, ohw, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
-  for (m = m0; m < m1; m++) {
-    int64_t oc = t->g * mg + m;
-    void *yr = (uint8_t *)t->y + m * ohw; /* 1-byte codes */
-    mi__blis_requant(c->simd, q->acc + m * ohw, ohw, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
-  }
+  for (m = m0; m < m1; m++) /* 1-byte codes or int32 sums */
+    qconv_out(q, t->g * mg + m, q->acc + m * ohw, ohw, (uint8_t *)t->y + m * ohw * (q->out32 ? 4 : 1));
 }
 
 /* Depthwise (one input channel per group): items are (image, output channel) planes, taps read
@@ -89,10 +116,10 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
       /* Integer codes as floats: every product (< 2^15) and partial sum (taps * 255 * 127 <
        * 2^24) is exact in float, so the float SIMD plane computes the exact integer sum. */
       float xf[MI__DW_PLANE_MAX], yf[MI__DW_PLANE_MAX];
-      for (i = 0; i < c->H * c->W; i++) xf[i] = (float)(code(t->x, q->x_u8, xo + i) - q->zx);
+      for (i = 0; i < c->H * c->W; i++) xf[i] = (float)(code(t->x, q->x_u8, xo + i) - t->zx);
       if (mi__blis_dw_plane(c, xf, q->wf + m * c->KH * c->KW, yf)) {
         for (i = 0; i < ohw; i++) acc[i] = (int32_t)yf[i];
-        mi__blis_requant(c->simd, acc, ohw, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, (uint8_t *)t->y + pl * ohw);
+        qconv_out(q, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
         continue;
       }
     }
@@ -105,14 +132,17 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
           for (kw = 0; kw < c->KW; kw++) {
             int64_t iw = ow * c->sw - c->pl + kw * c->dw;
             if (iw < 0 || iw >= c->W) continue;
-            sum += (code(t->x, q->x_u8, xo + ih * c->W + iw) - q->zx) * wm[kh * c->KW + kw];
+            sum += (code(t->x, q->x_u8, xo + ih * c->W + iw) - t->zx) * wm[kh * c->KW + kw];
           }
         }
         acc[oh * c->OW + ow] = sum;
       }
-    mi__blis_requant(c->simd, acc, ohw, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, (uint8_t *)t->y + pl * ohw);
+    qconv_out(q, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
   }
 }
+
+/* A runtime zero point: the one code of tensor zt (INT8 or UINT8 as x). */
+static int32_t runtime_zp(void *const *t, int32_t zt, int32_t u8) { return code(t[zt], u8, 0); }
 
 static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                          mi_error_t *err) {
@@ -120,8 +150,10 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   const mi__blis_conv_t *c = &q->g;
   int64_t n, g, cg = c->C / c->G, mg = c->M / c->G, ohw = c->OH * c->OW;
   qconv_task_t task;
+  int64_t yb = q->out32 ? 4 : 1; /* bytes per output element */
   (void)err;
   task.q = q;
+  task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
   if (q->dw) {
     task.x = t[c->x];
     task.y = t[c->y];
@@ -133,32 +165,71 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
       int64_t xo = (n * c->C + g * cg) * c->H * c->W, yo = (n * c->M + g * mg) * ohw;
       task.g = g;
       task.x = (const uint8_t *)t[c->x] + xo; /* 1-byte codes: byte offsets */
-      task.y = (uint8_t *)t[c->y] + yo;
+      task.y = (uint8_t *)t[c->y] + yo * yb;
       mi__blis_parallel(env, cg, 1, c->KH * c->KW * ohw, qim2col_part, &task);
       mi__blis_parallel(env, mg, 1, q->kk * ohw, qconv_rows, &task);
     }
   return MI_OK;
 }
 
-/* Output stage parameters of channel oc: mult = sx*sw/sy, bias = b/sy (docs/abi.md). */
-static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
-                         const mi_tensor_desc_t *w, const mi_tensor_desc_t *y, int32_t bias_idx,
-                         int64_t channels, double alpha, double beta, double *mult, double *bias,
-                         mi_error_t *err) {
-  const mi_tensor_desc_t *b = mi__blis_tensor(p, bias_idx);
+/* Output stage parameters of channel oc: mult = alpha*sx*sw/sy, bias = beta*b/sy (docs/abi.md). */
+static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi__blis_qsrc_t *src,
+                         int64_t channels, double *mult, double *bias, mi_error_t *err) {
+  const mi_tensor_desc_t *b = mi__blis_tensor(p, src->fbias);
   int64_t c, bn = b ? mi_sdk_numel(b) : 0;
+  if (src->out32) return MI_OK;
   if (b && (!b->data || b->dtype != MI_DTYPE_FLOAT32 || (bn != 1 && bn != channels)))
     return mi__blis_unsupported(err, n, "INT8: bias must be a FLOAT32 constant of 1 or N elements");
-  if (!(x->scale > 0.f) || !(y->scale > 0.f))
+  if (!(src->sx > 0.) || !(src->sy > 0.))
     return mi__blis_unsupported(err, n, "INT8: input and output codes need a positive scale");
+  if (!src->sw || (src->nsw != 1 && src->nsw != channels))
+    return mi__blis_unsupported(err, n, "INT8: weight scales are neither per tensor nor per output channel");
   for (c = 0; c < channels; c++) {
-    double sw;
-    if (!mi__blis_qscale(w, channels, c, &sw))
-      return mi__blis_unsupported(err, n, "INT8: weight scales are neither per tensor nor per output channel");
-    mult[c] = alpha * (double)x->scale * sw / (double)y->scale;
-    bias[c] = b ? beta * (double)((const float *)b->data)[bn == 1 ? 0 : c] / (double)y->scale : 0.;
+    double sw = (double)src->sw[src->nsw == 1 ? 0 : c];
+    if (!(sw > 0.)) return mi__blis_unsupported(err, n, "INT8: weight scales must be > 0");
+    mult[c] = src->alpha * src->sx * sw / src->sy;
+    bias[c] = b ? src->beta * (double)((const float *)b->data)[bn == 1 ? 0 : c] / src->sy : 0.;
   }
   return MI_OK;
+}
+
+/* The lowered layer's source: parameters from the tensor fields (docs/abi.md). */
+static int32_t lowered_src(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t bias_idx,
+                           double alpha, double beta, mi__blis_qsrc_t *src, mi_error_t *err) {
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  memset(src, 0, sizeof *src);
+  src->x = mi__blis_in(n, 0);
+  src->w = mi__blis_in(n, 1);
+  src->y = mi__blis_out(n, 0);
+  src->zx_t = -1;
+  src->zx = x->zero_point;
+  src->zy = y->zero_point;
+  src->sx = (double)x->scale;
+  src->sy = (double)y->scale;
+  src->fbias = bias_idx;
+  src->alpha = alpha;
+  src->beta = beta;
+  if (w->channel_count == 0) {
+    src->sw = &w->scale;
+    src->nsw = 1;
+  } else if (w->channel_scales) { /* checked against the output channels by out_stage */
+    src->sw = w->channel_scales;
+    src->nsw = w->channel_count;
+  } else {
+    return mi__blis_unsupported(err, n, "INT8: weight scales are neither per tensor nor per output channel");
+  }
+  return MI_OK;
+}
+
+/* Weight element i (output channel c) minus its zero point. */
+static int32_t wval(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t i, int64_t c) {
+  int32_t v = w->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)w->data)[i] : mi__blis_qweight(w, i);
+  if (src->wz) {
+    int64_t k = mi_sdk_numel(src->wz) == 1 ? 0 : c;
+    v -= src->wz->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)src->wz->data)[k] : ((const int8_t *)src->wz->data)[k];
+  }
+  return v;
 }
 
 /* Pair-dot path of the int32 core: knob int8_dot (0 = auto, the widest this CPU runs). */
@@ -177,26 +248,47 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  mi__blis_qsrc_t src;
+  int32_t rc;
+  if (!q8_pair(x, w, y)) return mi__blis_unsupported(err, n, "INT8 conv needs codes in and out and an INT8/INT4 weight with zero point 0");
+  if ((rc = lowered_src(p, n, mi__blis_in(n, 2), 1., 1., &src, err)) != MI_OK) return rc;
+  return mi__blis_qconv_build(p, s, &src, err);
+}
+
+int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
+                             mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, src->x), *w = mi__blis_tensor(p, src->w);
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
   qconv_t *q;
   int64_t i, ohw, mg, wn, fw;
   int32_t rc;
-  if (!q8_pair(x, w, y)) return mi__blis_unsupported(err, n, "INT8 conv needs codes in and out and an INT8/INT4 weight with zero point 0");
+  if (!mi__blis_is_q8(x) || !w || !w->data || !y || (src->out32 ? y->dtype != MI_DTYPE_INT32 : !mi__blis_is_q8(y)))
+    return mi__blis_unsupported(err, n, "integer conv needs INT8/UINT8 codes in, a constant weight, codes or INT32 out");
+  if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
+    return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
   if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 conv runs alone, not in a fused group");
-  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)w->dims[0] * 2 * sizeof(double));
+  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + sizeof(int32_t)));
   if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   s->state = q;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + w->dims[0];
-  q->g.x = mi__blis_in(n, 0);
-  q->g.w = mi__blis_in(n, 1);
-  q->g.y = mi__blis_out(n, 0);
+  if (src->ibias) {
+    q->ibias = (int32_t *)(q->bias + w->dims[0]);
+    memcpy(q->ibias, src->ibias, (size_t)w->dims[0] * sizeof(int32_t));
+  }
+  q->g.x = src->x;
+  q->g.w = src->w;
+  q->g.y = src->y;
   q->g.simd = mi__blis_simd_level(p->ctx->cpu.isa);
   if ((rc = mi__blis_conv_geom(p, n, &q->g, err)) != MI_OK) return rc;
   if (q->g.nhwc_in || q->g.nhwc_out) return mi__blis_unsupported(err, n, "INT8 conv is NCHW only");
-  rc = out_stage(p, n, x, w, y, mi__blis_in(n, 2), q->g.M, 1., 1., q->mult, q->bias, err);
+  rc = out_stage(p, n, src, q->g.M, q->mult, q->bias, err);
   if (rc != MI_OK) return rc;
-  q->zx = x->zero_point;
-  q->zy = y->zero_point;
+  q->zx = src->zx;
+  q->zx_t = src->zx_t;
+  q->zy = src->zy;
+  q->out32 = src->out32;
   q->x_u8 = x->dtype == MI_DTYPE_UINT8;
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
   q->kk = q->g.C / q->g.G * q->g.KH * q->g.KW;
@@ -209,7 +301,7 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->dw = q->g.C == q->g.G && q->g.G > 1;
   /* INT4 GEMM path: the weights stay packed, one byte per pair (the depthwise path's few taps
    * are kept widened) */
-  q->w4 = !q->dw && mi__blis_qweight_4bit(w);
+  q->w4 = !q->dw && !src->wz && mi__blis_qweight_4bit(w);
   if (q->w4) wn = (wn / 2 + 1) / 2; /* M * ka / 2 bytes, counted in int16 */
   /* acc holds one group's rows, or every plane of the batch for the depthwise path */
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
@@ -235,8 +327,9 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   }
   /* OIHW = [M][kk], rows padded to ka with 0; calloc leaves the odd pair halves of col 0 */
   for (i = 0; i < q->g.M * q->kk; i++) {
-    q->wq[i / q->kk * q->ka + i % q->kk] = (int16_t)mi__blis_qweight(w, i);
-    if (q->wf) q->wf[i] = (float)mi__blis_qweight(w, i);
+    int32_t v = wval(src, w, i, i / q->kk);
+    q->wq[i / q->kk * q->ka + i % q->kk] = (int16_t)v;
+    if (q->wf) q->wf[i] = (float)v;
   }
   s->run = run_qconv;
   return MI_OK;
@@ -246,6 +339,7 @@ int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
 
 typedef struct qgemm {
   int32_t a, y, za, zy, a_u8, y_u8, simd, dot;
+  int32_t za_t, out32;  /* runtime zero point tensor of A (or -1: za); write int32 sums */
   int32_t w4;          /* INT4 B kept packed: b4, not b */
   int64_t m, n, k, ka;  /* ka: k rounded up to even */
   double *mult, *bias; /* n each */
@@ -259,6 +353,7 @@ typedef struct qgemm_task {
   const qgemm_t *q;
   const void *a;
   void *y;
+  int32_t za; /* A's zero point for this run */
 } qgemm_task_t;
 
 static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
@@ -266,11 +361,15 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   const qgemm_t *q = t->q;
   int64_t i, j;
   for (i = r0; i < r1; i++)
-    for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - q->za);
+    for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - t->za);
   if (q->w4)
     mi__blis_qgemm_packed(q->dot, MI__QPACK_B4, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b4, q->acc);
   else
     mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
+  if (q->out32) {
+    memcpy((int32_t *)t->y + r0 * q->n, q->acc + r0 * q->n, (size_t)((r1 - r0) * q->n) * sizeof(int32_t));
+    return;
+  }
   for (i = r0; i < r1; i++)
     mi__blis_requant(q->simd, q->acc + i * q->n, q->n, q->mult, q->bias, 1, q->zy, q->y_u8,
                      (uint8_t *)t->y + i * q->n); /* 1-byte codes: byte offsets */
@@ -283,6 +382,7 @@ static int32_t run_qgemm(const mi__blis_step_t *s, void *const *t, const mi__bli
   task.q = s->state;
   task.a = t[task.q->a];
   task.y = t[task.q->y];
+  task.za = task.q->za_t >= 0 ? runtime_zp(t, task.q->za_t, task.q->a_u8) : task.q->za;
   mi__blis_parallel(env, task.q->m, 1, task.q->n * task.q->k, qgemm_rows, &task);
   return MI_OK;
 }
@@ -292,14 +392,31 @@ int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
   int is_gemm = strcmp(n->op_type, "Gemm") == 0;
-  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j;
   double alpha = is_gemm ? mi_sdk_attr_float(n, "alpha", 1.f) : 1., beta = is_gemm ? mi_sdk_attr_float(n, "beta", 1.f) : 1.;
-  qgemm_t *q;
+  mi__blis_qsrc_t src;
   int32_t rc;
   if (!q8_pair(a, w, y) || w->rank != 2 || a->rank < 1)
     return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul needs codes in and out and a 2-D INT8/INT4 constant B");
   if (is_gemm && (mi_sdk_attr_int(n, "transA", 0) != 0 || a->rank != 2))
     return mi__blis_unsupported(err, n, "INT8 Gemm: only transA = 0 with a 2-D A");
+  if ((rc = lowered_src(p, n, is_gemm ? mi__blis_in(n, 2) : -1, alpha, beta, &src, err)) != MI_OK) return rc;
+  return mi__blis_qgemm_build(p, s, &src, err);
+}
+
+int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
+                             mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, src->x), *w = mi__blis_tensor(p, src->w);
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
+  int is_gemm = strcmp(n->op_type, "Gemm") == 0;
+  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j;
+  qgemm_t *q;
+  int32_t rc;
+  if (!mi__blis_is_q8(a) || !w || !w->data || w->rank != 2 || a->rank < 1 || !y ||
+      (src->out32 ? y->dtype != MI_DTYPE_INT32 : !mi__blis_is_q8(y)))
+    return mi__blis_unsupported(err, n, "integer MatMul needs INT8/UINT8 codes in, a 2-D constant B, codes or INT32 out");
+  if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
+    return mi__blis_unsupported(err, n, "integer MatMul: B must be INT8, UINT8 or INT4");
   if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul runs alone");
   kk = tb ? w->dims[1] : w->dims[0];
   nn = tb ? w->dims[0] : w->dims[1];
@@ -309,22 +426,24 @@ int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   s->state = q;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + nn;
-  q->a = mi__blis_in(n, 0);
-  q->y = mi__blis_out(n, 0);
   q->k = kk;
   q->n = nn;
   q->m = mi_sdk_numel(a) / kk;
   if (q->m * nn != mi_sdk_numel(y)) return mi__blis_unsupported(err, n, "INT8: output shape does not match");
-  rc = out_stage(p, n, a, w, y, is_gemm ? mi__blis_in(n, 2) : -1, nn, alpha, beta, q->mult, q->bias, err);
+  rc = out_stage(p, n, src, nn, q->mult, q->bias, err);
   if (rc != MI_OK) return rc;
-  q->za = a->zero_point;
-  q->zy = y->zero_point;
+  q->a = src->x;
+  q->y = src->y;
+  q->za = src->zx;
+  q->za_t = src->zx_t;
+  q->zy = src->zy;
+  q->out32 = src->out32;
   q->a_u8 = a->dtype == MI_DTYPE_UINT8;
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   q->dot = int8_dot(p, q->simd);
   q->ka = (kk + 1) / 2 * 2;
-  q->w4 = mi__blis_qweight_4bit(w);
+  q->w4 = !src->wz && mi__blis_qweight_4bit(w);
   /* int32 acc, int16 a16, then B: int16 pairs, or one byte per pair for INT4 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
                                        (uint64_t)(q->m * q->ka) * sizeof(int16_t) +
@@ -336,7 +455,7 @@ int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
     q->b4 = (uint8_t *)(q->a16 + q->m * q->ka);
     for (i = 0; i < kk; i++) /* row i is nibble i & 1 of pair i / 2; an odd k's last stays 0 */
       for (j = 0; j < nn; j++) {
-        int32_t v = mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);
+        int32_t v = wval(src, w, tb ? j * kk + i : i * nn + j, j);
         q->b4[(i >> 1) * nn + j] |= mi__blis_nib_byte(i & 1 ? 0 : v, i & 1 ? v : 0);
       }
     s->run = run_qgemm;
@@ -345,7 +464,7 @@ int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->b = q->a16 + q->m * q->ka;
   for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
     for (j = 0; j < nn; j++)
-      q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)mi__blis_qweight(w, tb ? j * kk + i : i * nn + j);
+      q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)wval(src, w, tb ? j * kk + i : i * nn + j, j);
   s->run = run_qgemm;
   return MI_OK;
 }

@@ -39,9 +39,39 @@ int mi__blis_qweight_4bit(const mi_tensor_desc_t *w);
 int mi__blis_qscale(const mi_tensor_desc_t *w, int64_t channels, int64_t c, double *s);
 int mi__blis_is_q8(const mi_tensor_desc_t *t);
 
+/* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
+ * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,
+ * ConvInteger and MatMulInteger (blis_qlinear.c). */
+typedef struct mi__blis_qsrc {
+  int32_t x, w, y;         /* tensor indices: input codes, constant weight, output */
+  int32_t zx_t;            /* runtime tensor holding x's zero point (one code), or -1: zx */
+  int32_t zx, zy;
+  double sx, sy;           /* scales of x and y (unused with out32) */
+  const float *sw;         /* weight scales: nsw = 1 (per tensor) or one per output channel */
+  int64_t nsw;
+  const mi_tensor_desc_t *wz; /* weight zero points (1 or per output channel); NULL: 0 */
+  const int32_t *ibias;    /* int32 bias, one per output channel, added to the sums; or NULL */
+  int32_t fbias;           /* FLOAT32 bias tensor in real units (lowered layers), or -1 */
+  double alpha, beta;      /* Gemm's: mult = alpha * sx * sw / sy, bias = beta * b / sy */
+  int32_t out32;           /* write the int32 sums themselves (ConvInteger, MatMulInteger) */
+} mi__blis_qsrc_t;
+/* Integer Conv / Gemm-MatMul (B constant, 2-D) steps from a source. */
+int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
+                             mi_error_t *err);
+int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
+                             mi_error_t *err);
+
 int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_conv_t *c,
                            mi_error_t *err);
 int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* blis_qlinear.c: QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger */
+int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* blis_qeltwise.c: DynamicQuantizeLinear, QLinearAdd, QLinearMul, QLinearGlobalAveragePool, and
+ * Cast from INT32 */
+int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* 1 when every node of the kernel that touches runtime tensor t is one of the integer ops above
+ * (or a Cast), which check their dtypes: INT8/UINT8/INT32 runtime tensors are accepted there. */
+int mi__blis_int_tensor_ok(const mi_kernel_desc_t *d, int32_t t);
 
 #endif

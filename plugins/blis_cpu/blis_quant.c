@@ -17,35 +17,48 @@ typedef struct quant_task {
   void *y;
 } quant_task_t;
 
-/* ONNX QuantizeLinear: saturate(round_half_to_even(x / scale) + zero_point). nearbyintf uses
- * the default rounding mode, round-to-nearest-even. */
+/* Round half to even of a float without a libm call, so the loops vectorise: adding and removing
+ * 1.5 * 2^23 leaves the nearest integer, ties to even, in the default rounding mode (what
+ * nearbyintf does) for |v| <= 2^22; v is clamped to that first, which changes no code. */
+static inline float rne(float v) {
+  v = v < -4194304.f ? -4194304.f : v > 4194304.f ? 4194304.f : v;
+  return (v + 12582912.f) - 12582912.f;
+}
+
+/* Elements [b, e) of one channel (scale s, zero point z): ONNX QuantizeLinear
+ * saturate(round_half_to_even(x / scale) + zero_point), or DequantizeLinear (x - z) * s. */
+static void quant_run(const quant_state_t *q, const void *x, void *y, int64_t b, int64_t e, float s, int32_t zp) {
+  float z = (float)zp, lo = q->is_u8 ? 0.f : -128.f, hi = q->is_u8 ? 255.f : 127.f;
+  int64_t i;
+  if (q->quantize) {
+    const float *xf = x;
+    if (q->is_u8)
+      for (i = b; i < e; i++) {
+        float v = rne(xf[i] / s) + z;
+        ((uint8_t *)y)[i] = (uint8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+      }
+    else
+      for (i = b; i < e; i++) {
+        float v = rne(xf[i] / s) + z;
+        ((int8_t *)y)[i] = (int8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+      }
+  } else if (q->is_u8) {
+    for (i = b; i < e; i++) ((float *)y)[i] = (float)(((const uint8_t *)x)[i] - zp) * s;
+  } else {
+    for (i = b; i < e; i++) ((float *)y)[i] = (float)(((const int8_t *)x)[i] - zp) * s;
+  }
+}
+
+/* Elements [b, e), in runs of one channel each. */
 static void quant_part(void *arg, int64_t b, int64_t e) {
   const quant_task_t *qt = arg;
   const quant_state_t *q = qt->q;
-  int64_t i;
-  if (q->quantize && q->channels == 1) { /* per tensor: no per-element channel index */
-    float s = q->scale[0], z = (float)q->zp[0], lo = q->is_u8 ? 0.f : -128.f, hi = q->is_u8 ? 255.f : 127.f;
-    const float *x = qt->x;
-    for (i = b; i < e; i++) {
-      float v = nearbyintf(x[i] / s) + z;
-      v = v < lo ? lo : v > hi ? hi : v;
-      if (q->is_u8) ((uint8_t *)qt->y)[i] = (uint8_t)v;
-      else ((int8_t *)qt->y)[i] = (int8_t)v;
-    }
-    return;
-  }
-  for (i = b; i < e; i++) {
-    int64_t c = (i / q->inner) % q->channels;
-    if (q->quantize) {
-      float v = nearbyintf(((const float *)qt->x)[i] / q->scale[c]) + (float)q->zp[c];
-      float lo = q->is_u8 ? 0.f : -128.f, hi = q->is_u8 ? 255.f : 127.f;
-      v = v < lo ? lo : v > hi ? hi : v;
-      if (q->is_u8) ((uint8_t *)qt->y)[i] = (uint8_t)v;
-      else ((int8_t *)qt->y)[i] = (int8_t)v;
-    } else {
-      int32_t v = q->is_u8 ? ((const uint8_t *)qt->x)[i] : ((const int8_t *)qt->x)[i];
-      ((float *)qt->y)[i] = (float)(v - q->zp[c]) * q->scale[c];
-    }
+  while (b < e) {
+    int64_t c = q->channels == 1 ? 0 : (b / q->inner) % q->channels;
+    int64_t end = q->channels == 1 ? e : (b / q->inner + 1) * q->inner;
+    if (end > e) end = e;
+    quant_run(q, qt->x, qt->y, b, end, q->scale[c], q->zp[c]);
+    b = end;
   }
 }
 

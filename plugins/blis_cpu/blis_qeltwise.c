@@ -1,0 +1,303 @@
+/* blis_qeltwise.c - the elementwise integer ops of quantized models: DynamicQuantizeLinear,
+ * com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool, and Cast of the INT32 sums
+ * of ConvInteger / MatMulInteger to FLOAT. Same arithmetic as the reference (ref_qlinear.c), so
+ * the codes are the reference's bit for bit. */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+enum { QE_DYNQ = 1, QE_ADD, QE_MUL, QE_GAP, QE_CAST };
+
+typedef struct qelt {
+  int32_t kind, simd, a, b, y, ys, yz; /* tensor indices (b, ys, yz: -1 when unused) */
+  int32_t u8;                          /* codes are UINT8 (else INT8) */
+  int64_t n;                           /* elements of y */
+  int64_t planes, hw, last;            /* GAP: N*C planes of hw pixels; channels_last */
+  int32_t rank;                        /* Add/Mul: output rank, and per dim the output size and */
+  int64_t dims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK]; /* A's, B's strides (0: broadcast) */
+  int32_t za, zb, zc;
+  double ra, rb, mult;                 /* Add: sa/sc, sb/sc; Mul: sa*sb/sc; GAP: sx/(sy*hw) */
+} qelt_t;
+
+typedef struct qelt_task {
+  const qelt_t *q;
+  void *const *t;
+  float scale;
+  int32_t zp;
+} qelt_task_t;
+
+/* Round half to even (rint in the default rounding mode) and saturate, in double. */
+static inline int32_t sat_code(double v, int32_t z, int u8) {
+  double r = rint(v) + z, lo = u8 ? 0. : -128., hi = u8 ? 255. : 127.;
+  return (int32_t)(r < lo ? lo : r > hi ? hi : r);
+}
+
+static inline int32_t code_at(const void *x, int u8, int64_t i) {
+  return u8 ? ((const uint8_t *)x)[i] : ((const int8_t *)x)[i];
+}
+
+/* ---- DynamicQuantizeLinear: min/max (widened to include 0), then y = sat(rint(x / s) + zp) in
+ * float, as the reference and ONNX Runtime. */
+
+__attribute__((target("avx512f"))) static void minmax_avx512(const float *x, int64_t n, float *lo, float *hi) {
+  __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(x + i);
+    l = _mm512_min_ps(l, v);
+    h = _mm512_max_ps(h, v);
+  }
+  *lo = _mm512_reduce_min_ps(l);
+  *hi = _mm512_reduce_max_ps(h);
+  for (; i < n; i++) {
+    *lo = x[i] < *lo ? x[i] : *lo;
+    *hi = x[i] > *hi ? x[i] : *hi;
+  }
+}
+
+static void minmax_c(const float *x, int64_t n, float *lo, float *hi) {
+  int64_t i;
+  *lo = *hi = 0.f;
+  for (i = 0; i < n; i++) {
+    *lo = x[i] < *lo ? x[i] : *lo;
+    *hi = x[i] > *hi ? x[i] : *hi;
+  }
+}
+
+static inline __attribute__((always_inline)) void dynq_body(const float *x, uint8_t *y, int64_t b,
+                                                            int64_t e, float s, float z) {
+  int64_t i;
+  for (i = b; i < e; i++) {
+    float v = rintf(x[i] / s) + z;
+    v = v < 0.f ? 0.f : v;
+    v = v > 255.f ? 255.f : v;
+    y[i] = (uint8_t)(int32_t)v;
+  }
+}
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
+  dynq_body(x, y, b, e, s, z);
+}
+__attribute__((target("avx2"))) static void dynq_avx2(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
+  dynq_body(x, y, b, e, s, z);
+}
+
+static void dynq_part(void *arg, int64_t b, int64_t e) {
+  const qelt_task_t *t = arg;
+  const float *x = t->t[t->q->a];
+  uint8_t *y = t->t[t->q->y];
+  if (t->q->simd == MI__SIMD_AVX512) dynq_avx512(x, y, b, e, t->scale, (float)t->zp);
+  else if (t->q->simd == MI__SIMD_AVX2) dynq_avx2(x, y, b, e, t->scale, (float)t->zp);
+  else dynq_body(x, y, b, e, t->scale, (float)t->zp);
+}
+
+static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
+  qelt_task_t task = {q, t, 1.f, 0};
+  float lo, hi, z0;
+  if (q->simd == MI__SIMD_AVX512) minmax_avx512(t[q->a], q->n, &lo, &hi);
+  else minmax_c(t[q->a], q->n, &lo, &hi);
+  task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  z0 = 0.0f - lo / task.scale;
+  z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f : z0;
+  task.zp = (int32_t)rintf(z0);
+  *(float *)t[q->ys] = task.scale;
+  *(uint8_t *)t[q->yz] = (uint8_t)task.zp;
+  mi__blis_parallel(env, q->n, 4096, 4, dynq_part, &task);
+  return MI_OK;
+}
+
+/* ---- QLinearAdd / QLinearMul: same shapes, or one side a single code. */
+static void binary_part(void *arg, int64_t b, int64_t e) {
+  const qelt_task_t *t = arg;
+  const qelt_t *q = t->q;
+  const void *a = t->t[q->a], *bb = t->t[q->b];
+  int64_t i, idx[MI_MAX_RANK], oa = 0, ob = 0, rem = b;
+  double ta[256], tb[256];
+  int32_t v, d;
+  for (d = q->rank - 1; d >= 0; d--) { /* the operands' offsets of output element b */
+    idx[d] = rem % q->dims[d];
+    rem /= q->dims[d];
+    oa += idx[d] * q->sa[d];
+    ob += idx[d] * q->sb[d];
+  }
+  if (q->kind == QE_ADD) { /* (x - z) * r for every code: the reference's products */
+    for (v = 0; v < 256; v++) {
+      int32_t c = q->u8 ? v : v - 128;
+      ta[v] = (double)(c - q->za) * q->ra;
+      tb[v] = (double)(c - q->zb) * q->rb;
+    }
+  }
+  for (i = b; i < e; i++) {
+    int32_t ca = code_at(a, q->u8, oa), cb = code_at(bb, q->u8, ob), r;
+    double x = q->kind == QE_ADD ? ta[q->u8 ? ca : ca + 128] + tb[q->u8 ? cb : cb + 128]
+                                 : (double)((ca - q->za) * (cb - q->zb)) * q->mult;
+    r = sat_code(x, q->zc, q->u8);
+    if (q->u8) ((uint8_t *)t->t[q->y])[i] = (uint8_t)r;
+    else ((int8_t *)t->t[q->y])[i] = (int8_t)r;
+    for (d = q->rank - 1; d >= 0; d--) { /* next output index: odometer over the dims */
+      oa += q->sa[d];
+      ob += q->sb[d];
+      if (++idx[d] < q->dims[d]) break;
+      oa -= q->sa[d] * q->dims[d];
+      ob -= q->sb[d] * q->dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Numpy broadcasting of A and B to y's shape: per output dim, each operand's element stride
+ * (0 where it is broadcast); 0 when the shapes do not broadcast to y. */
+static int bcast(qelt_t *q, const mi_tensor_desc_t *a, const mi_tensor_desc_t *b, const mi_tensor_desc_t *y) {
+  const mi_tensor_desc_t *ops[2] = {a, b};
+  int32_t k, d;
+  q->rank = y->rank;
+  for (d = 0; d < y->rank; d++) q->dims[d] = y->dims[d];
+  for (k = 0; k < 2; k++) {
+    int64_t *st = k ? q->sb : q->sa, s = 1;
+    int32_t off = y->rank - ops[k]->rank;
+    if (off < 0) return 0;
+    for (d = y->rank - 1; d >= 0; d--) {
+      int64_t n = d >= off ? ops[k]->dims[d - off] : 1;
+      if (n != 1 && n != y->dims[d]) return 0;
+      st[d] = n == 1 ? 0 : s;
+      s *= n;
+    }
+  }
+  return 1;
+}
+
+/* ---- QLinearGlobalAveragePool: exact integer sums per plane, one scaling. */
+static void gap_part(void *arg, int64_t b, int64_t e) {
+  const qelt_task_t *t = arg;
+  const qelt_t *q = t->q;
+  const void *x = t->t[q->a];
+  int64_t pl, i, ch = q->last; /* channels_last: C, else 0 */
+  for (pl = b; pl < e; pl++) {
+    int64_t sum = 0, base = ch ? (pl / ch) * q->hw * ch + pl % ch : pl * q->hw, st = ch ? ch : 1;
+    int32_t r;
+    for (i = 0; i < q->hw; i++) sum += code_at(x, q->u8, base + i * st);
+    r = sat_code((double)(sum - (int64_t)q->za * q->hw) * q->mult, q->zc, q->u8);
+    if (q->u8) ((uint8_t *)t->t[q->y])[pl] = (uint8_t)r;
+    else ((int8_t *)t->t[q->y])[pl] = (int8_t)r;
+  }
+}
+
+static void cast_part(void *arg, int64_t b, int64_t e) {
+  const qelt_task_t *t = arg;
+  const int32_t *x = t->t[t->q->a];
+  float *y = t->t[t->q->y];
+  int64_t i;
+  for (i = b; i < e; i++) y[i] = (float)x[i];
+}
+
+static int32_t run_qelt(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const qelt_t *q = s->state;
+  qelt_task_t task = {q, t, 0.f, 0};
+  (void)err;
+  if (q->kind == QE_DYNQ) return run_dynq(q, t, env);
+  if (q->kind == QE_GAP) mi__blis_parallel(env, q->planes, 1, q->hw, gap_part, &task);
+  else if (q->kind == QE_CAST) mi__blis_parallel(env, q->n, 4096, 1, cast_part, &task);
+  else mi__blis_parallel(env, q->n, 4096, 8, binary_part, &task);
+  return MI_OK;
+}
+
+/* Constant scale (one positive FLOAT32) and zero point (one code of dtype dt, absent: 0). */
+static int qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt,
+                 double *s, int32_t *z) {
+  const mi_tensor_desc_t *ts = mi__blis_tensor(p, mi__blis_in(n, si)), *tz = mi__blis_tensor(p, mi__blis_in(n, zi));
+  *z = 0;
+  if (!ts || !ts->data || ts->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(ts) != 1) return 0;
+  *s = (double)((const float *)ts->data)[0];
+  if (!(*s > 0.)) return 0;
+  if (!tz) return 1;
+  if (!tz->data || tz->dtype != dt || mi_sdk_numel(tz) != 1) return 0;
+  *z = dt == MI_DTYPE_UINT8 ? ((const uint8_t *)tz->data)[0] : ((const int8_t *)tz->data)[0];
+  return 1;
+}
+
+int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const char *op = n->op_type;
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  qelt_t *q;
+  if (!x || !y) return mi__blis_unsupported(err, n, "missing input or output");
+  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "runs alone, not in a fused group");
+  q = mi__blis_calloc(p->ctx, sizeof *q);
+  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = q;
+  s->run = run_qelt;
+  q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  q->a = mi__blis_in(n, 0);
+  q->y = mi__blis_out(n, 0);
+  q->b = q->ys = q->yz = -1;
+  q->n = mi_sdk_numel(y);
+  q->u8 = x->dtype == MI_DTYPE_UINT8;
+  if (strcmp(op, "Cast") == 0) {
+    if (x->dtype != MI_DTYPE_INT32 || y->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(x) != q->n)
+      return mi__blis_unsupported(err, n, "only INT32 to FLOAT32 is cast here");
+    q->kind = QE_CAST;
+    return MI_OK;
+  }
+  if (strcmp(op, "DynamicQuantizeLinear") == 0) {
+    const mi_tensor_desc_t *ys = mi__blis_tensor(p, mi__blis_out(n, 1)), *yz = mi__blis_tensor(p, mi__blis_out(n, 2));
+    if (x->dtype != MI_DTYPE_FLOAT32 || y->dtype != MI_DTYPE_UINT8 || !ys || !yz || ys->dtype != MI_DTYPE_FLOAT32 ||
+        yz->dtype != MI_DTYPE_UINT8 || mi_sdk_numel(ys) != 1 || mi_sdk_numel(yz) != 1 || mi_sdk_numel(x) != q->n)
+      return mi__blis_unsupported(err, n, "needs FLOAT32 in, UINT8 codes, a FLOAT32 scale and a UINT8 zero point out");
+    q->kind = QE_DYNQ;
+    q->ys = mi__blis_out(n, 1);
+    q->yz = mi__blis_out(n, 2);
+    return MI_OK;
+  }
+  if (!mi__blis_is_q8(x) || y->dtype != x->dtype)
+    return mi__blis_unsupported(err, n, "needs INT8/UINT8 codes in and out, of one dtype");
+  if (strcmp(op, "QLinearGlobalAveragePool") == 0) {
+    double sx, sy;
+    int64_t last = mi_sdk_attr_int(n, "channels_last", 0), d;
+    if (!qpair(p, n, 1, 2, x->dtype, &sx, &q->za) || !qpair(p, n, 3, 4, x->dtype, &sy, &q->zc))
+      return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
+    if (x->rank < 3 || (last != 0 && last != 1)) return mi__blis_unsupported(err, n, "input rank < 3 or channels_last not 0/1");
+    q->kind = QE_GAP;
+    q->hw = 1;
+    for (d = last ? 1 : 2; d < (last ? x->rank - 1 : x->rank); d++) q->hw *= x->dims[d];
+    q->planes = q->n;
+    q->last = last ? x->dims[x->rank - 1] : 0;
+    if (q->hw < 1 || q->planes * q->hw != mi_sdk_numel(x)) return mi__blis_unsupported(err, n, "empty spatial extent");
+    q->mult = sx / (sy * (double)q->hw);
+    return MI_OK;
+  }
+  {
+    const mi_tensor_desc_t *b = mi__blis_tensor(p, mi__blis_in(n, 3));
+    double sa, sb, sc;
+    if (!b || b->dtype != x->dtype) return mi__blis_unsupported(err, n, "B must be codes of A's dtype");
+    if (!qpair(p, n, 1, 2, x->dtype, &sa, &q->za) || !qpair(p, n, 4, 5, x->dtype, &sb, &q->zb) ||
+        !qpair(p, n, 6, 7, x->dtype, &sc, &q->zc))
+      return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
+    if (!bcast(q, x, b, y)) return mi__blis_unsupported(err, n, "A and B do not broadcast to the output's shape");
+    q->b = mi__blis_in(n, 3);
+    q->kind = strcmp(op, "QLinearAdd") == 0 ? QE_ADD : QE_MUL;
+    q->ra = sa / sc;
+    q->rb = sb / sc;
+    q->mult = sa * sb / sc;
+  }
+  return MI_OK;
+}
+
+int mi__blis_int_tensor_ok(const mi_kernel_desc_t *d, int32_t t) {
+  static const char *const ops[] = {"DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
+                                    "MatMulInteger", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
+                                    "Cast"};
+  int32_t i, j, k, touches, any = 0;
+  for (i = 0; i < d->node_count; i++) {
+    const mi_node_desc_t *n = d->nodes[i];
+    int known = 0;
+    touches = 0;
+    for (j = 0; j < n->input_count; j++) touches |= n->inputs[j] == t;
+    for (j = 0; j < n->output_count; j++) touches |= n->outputs[j] == t;
+    if (!touches) continue;
+    for (k = 0; k < (int32_t)(sizeof ops / sizeof ops[0]); k++) known |= strcmp(n->op_type, ops[k]) == 0;
+    if (!known) return 0;
+    any = 1;
+  }
+  return any;
+}

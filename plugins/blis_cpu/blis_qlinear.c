@@ -1,0 +1,89 @@
+/* blis_qlinear.c - QLinearConv, QLinearMatMul, ConvInteger and MatMulInteger on the int32 core
+ * of the lowered INT8 layers (blis_qgemm.c): their scales and zero points come from constant
+ * inputs instead of the tensor fields, weights may be UINT8 with zero points, ConvInteger and
+ * MatMulInteger write the int32 sums, and their input zero point may be a runtime scalar (the
+ * one DynamicQuantizeLinear computes). */
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+/* The one value of a constant FLOAT32 tensor. */
+static int f32_scalar(const mi_tensor_desc_t *t, double *v) {
+  if (!t || !t->data || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1) return 0;
+  *v = (double)((const float *)t->data)[0];
+  return *v > 0.;
+}
+
+/* The one code of a constant INT8/UINT8 tensor of dtype dt (absent: 0). */
+static int code_scalar(const mi_tensor_desc_t *t, int32_t dt, int32_t *v) {
+  *v = 0;
+  if (!t) return 1;
+  if (!t->data || t->dtype != dt || mi_sdk_numel(t) != 1) return 0;
+  *v = dt == MI_DTYPE_UINT8 ? ((const uint8_t *)t->data)[0] : ((const int8_t *)t->data)[0];
+  return 1;
+}
+
+/* Weight zero points: NULL when absent or all zero (the packed INT4 path needs none), else the
+ * constant tensor, of the weight's dtype, with 1 or `channels` values. */
+static int weight_zp(const mi_tensor_desc_t *z, const mi_tensor_desc_t *w, int64_t channels,
+                     const mi_tensor_desc_t **out) {
+  int64_t i, n;
+  *out = NULL;
+  if (!z) return 1;
+  n = mi_sdk_numel(z);
+  if (!z->data || z->dtype != w->dtype || (n != 1 && n != channels)) return 0;
+  for (i = 0; i < n; i++)
+    if (((const uint8_t *)z->data)[i] != 0) *out = z; /* 1-byte codes: zero either way */
+  return 1;
+}
+
+int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  int is_conv = strstr(n->op_type, "Conv") != NULL, qlin = strncmp(n->op_type, "QLinear", 7) == 0;
+  int32_t wi = qlin ? 3 : 1;
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, wi));
+  const mi_tensor_desc_t *zx = mi__blis_tensor(p, mi__blis_in(n, 2));
+  mi__blis_qsrc_t src;
+  int64_t ch;
+  if (!x || !w || !mi__blis_is_q8(x) || !w->data || w->rank < 2)
+    return mi__blis_unsupported(err, n, "needs INT8/UINT8 input codes and a constant weight");
+  ch = is_conv ? w->dims[0] : w->dims[w->rank - 1];
+  memset(&src, 0, sizeof src);
+  src.x = mi__blis_in(n, 0);
+  src.w = mi__blis_in(n, wi);
+  src.y = mi__blis_out(n, 0);
+  src.zx_t = -1;
+  src.fbias = -1;
+  src.alpha = src.beta = 1.;
+  if (!weight_zp(mi__blis_tensor(p, mi__blis_in(n, qlin ? 5 : 3)), w, ch, &src.wz))
+    return mi__blis_unsupported(err, n, "weight zero point must be a constant of the weight's dtype, per tensor or per output channel");
+  if (zx && !zx->data) { /* a runtime zero point (DynamicQuantizeLinear's): read at each run */
+    if (qlin || zx->dtype != x->dtype || mi_sdk_numel(zx) != 1)
+      return mi__blis_unsupported(err, n, "input zero point must be one code of the input's dtype");
+    src.zx_t = mi__blis_in(n, 2);
+  } else if (!code_scalar(zx, x->dtype, &src.zx)) {
+    return mi__blis_unsupported(err, n, "input zero point must be one code of the input's dtype (per-row zero points are not run)");
+  }
+  if (!qlin) {
+    src.out32 = 1;
+    return is_conv ? mi__blis_qconv_build(p, s, &src, err) : mi__blis_qgemm_build(p, s, &src, err);
+  }
+  {
+    const mi_tensor_desc_t *sw = mi__blis_tensor(p, mi__blis_in(n, 4)), *y = mi__blis_tensor(p, src.y);
+    const mi_tensor_desc_t *b = is_conv ? mi__blis_tensor(p, mi__blis_in(n, 8)) : NULL;
+    if (!f32_scalar(mi__blis_tensor(p, mi__blis_in(n, 1)), &src.sx))
+      return mi__blis_unsupported(err, n, "input scale must be one positive FLOAT32 constant (per-row scales are not run)");
+    if (!f32_scalar(mi__blis_tensor(p, mi__blis_in(n, 6)), &src.sy))
+      return mi__blis_unsupported(err, n, "output scale must be one positive FLOAT32 constant");
+    if (!y || !code_scalar(mi__blis_tensor(p, mi__blis_in(n, 7)), y->dtype, &src.zy))
+      return mi__blis_unsupported(err, n, "output zero point must be one constant code of the output's dtype");
+    if (!sw || !sw->data || sw->dtype != MI_DTYPE_FLOAT32 || (mi_sdk_numel(sw) != 1 && mi_sdk_numel(sw) != ch))
+      return mi__blis_unsupported(err, n, "weight scale must be a FLOAT32 constant, per tensor or per output channel");
+    src.sw = sw->data;
+    src.nsw = mi_sdk_numel(sw);
+    if (b && (!b->data || b->dtype != MI_DTYPE_INT32 || mi_sdk_numel(b) != ch))
+      return mi__blis_unsupported(err, n, "bias must be an INT32 constant with one value per output channel");
+    src.ibias = b ? b->data : NULL;
+  }
+  return is_conv ? mi__blis_qconv_build(p, s, &src, err) : mi__blis_qgemm_build(p, s, &src, err);
+}

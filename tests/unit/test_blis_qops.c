@@ -1,0 +1,256 @@
+/* test_blis_qops.c - blis-cpu's integer ops of quantized models (DynamicQuantizeLinear,
+ * ConvInteger, MatMulInteger, QLinearConv, QLinearMatMul, QLinearAdd, QLinearMul,
+ * QLinearGlobalAveragePool, Cast from INT32): each graph runs in a session on blis-cpu:0 with
+ * host fallback off and every output must equal mi_ref_run's byte for byte (same arithmetic);
+ * attribute combinations the plugin does not run must be refused by blis-cpu. */
+#include "test_blis_util.h"
+
+#include "metainfer/mi_graph.h"
+
+static mi_plugin_t *g_blis;
+
+static uint64_t g_seed = 12345;
+static uint32_t rnd32(void) {
+  g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
+  return (uint32_t)(g_seed >> 33);
+}
+
+/* Fills an array of any dtype deterministically (floats in [-4, 4), codes over their range,
+ * int32 in [-1000, 1000)). */
+static void fill(mi_array_t *a) {
+  int64_t n = mi_array_numel(a);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t r = rnd32();
+    switch (a->dtype) {
+    case MI_DTYPE_FLOAT32: ((float *)a->data)[i] = (float)(r % 65536) / 8192.0f - 4.0f; break;
+    case MI_DTYPE_UINT8: ((uint8_t *)a->data)[i] = (uint8_t)r; break;
+    case MI_DTYPE_INT8: ((int8_t *)a->data)[i] = (int8_t)(uint8_t)r; break;
+    case MI_DTYPE_INT32: ((int32_t *)a->data)[i] = (int32_t)(r % 2000) - 1000; break;
+    default: break;
+    }
+  }
+}
+
+static int32_t input(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims) {
+  int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
+  mi_graph_add_input(g, t);
+  return t;
+}
+
+/* A constant of the given dtype and shape, filled by fill() (or from vals when not NULL). */
+static int32_t constant(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims, const void *vals) {
+  mi_array_t *a = mi_array_create(dt, rank, dims);
+  TU_REQUIRE(a);
+  if (vals) memcpy(a->data, vals, a->nbytes);
+  else fill(a);
+  int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
+  mi_graph_set_data(g, t, a->data, a->nbytes);
+  mi_array_destroy(a);
+  return t;
+}
+
+static int32_t f32c(mi_graph_t *g, const char *name, float v) { return constant(g, name, MI_DTYPE_FLOAT32, 0, NULL, &v); }
+static int32_t codec(mi_graph_t *g, const char *name, int32_t dt, int32_t v) {
+  uint8_t b = (uint8_t)v;
+  return constant(g, name, dt, 0, NULL, &b);
+}
+
+static int32_t out(mi_graph_t *g, const char *name) {
+  int32_t t = mi_graph_add_tensor(g, name, MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_output(g, t);
+  return t;
+}
+
+static int32_t node(mi_graph_t *g, const char *op, int nin, const int32_t *ins, int nout, const int32_t *outs,
+                    int ms) {
+  int32_t n = mi_graph_add_node(g, op, op, nin, ins, nout, outs);
+  if (ms) {
+    free(g->nodes[n].domain);
+    g->nodes[n].domain = strdup("com.microsoft");
+  }
+  return n;
+}
+
+/* Runs g on blis-cpu:0 without host fallback and on the reference with the same (filled)
+ * inputs; every output must match byte for byte. want_refusal: blis-cpu must refuse instead. */
+static void run_case(mi_graph_t *g, const char *name, int want_refusal) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_array_t *in[8] = {0}, *od[4] = {0}, *orf[4] = {0};
+  mi_error_t err = {0, ""};
+  int32_t nin = g->input_count, nout = g->output_count, rc = mi_graph_infer_shapes(g, &err);
+  CHECK(rc == MI_OK, "%s: shapes: %s", name, err.message);
+  for (int32_t i = 0; i < nin && rc == MI_OK; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    in[i] = mi_array_create(t->dtype, t->rank, t->dims);
+    fill(in[i]);
+  }
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 0;
+  if (rc == MI_OK) rc = mi_session_create(g, g_blis, 0, &o, &s, &err);
+  if (want_refusal) {
+    CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "blis-cpu"), "%s: status %d (%s), expected blis-cpu's refusal",
+          name, (int)rc, err.message);
+  } else {
+    CHECK(rc == MI_OK, "%s: session: %s", name, err.message);
+    if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)in, nin, od, nout, &err);
+    CHECK(rc == MI_OK, "%s: run: %s", name, err.message);
+    if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, orf, nout, &err);
+    CHECK(rc == MI_OK, "%s: reference: %s", name, err.message);
+    for (int32_t k = 0; rc == MI_OK && k < nout; k++) {
+      CHECK(od[k]->dtype == orf[k]->dtype && od[k]->nbytes == orf[k]->nbytes, "%s: output %d dtype/size", name, (int)k);
+      if (od[k]->nbytes == orf[k]->nbytes) {
+        size_t diff = 0;
+        for (size_t b = 0; b < od[k]->nbytes; b++) diff += ((uint8_t *)od[k]->data)[b] != ((uint8_t *)orf[k]->data)[b];
+        CHECK(diff == 0, "%s: output %d: %zu of %zu bytes differ from the reference", name, (int)k, diff, od[k]->nbytes);
+      }
+    }
+  }
+  mi_session_destroy(s);
+  for (int32_t i = 0; i < 8; i++) mi_array_destroy(in[i]);
+  for (int32_t k = 0; k < 4; k++) mi_array_destroy(od[k]), mi_array_destroy(orf[k]);
+  mi_graph_destroy(g);
+}
+
+static mi_graph_t *graph(int64_t opset) {
+  mi_graph_t *g = mi_graph_create("q");
+  TU_REQUIRE(g);
+  g->opset = opset;
+  return g;
+}
+
+/* x (FLOAT32) -> DynamicQuantizeLinear -> ConvInteger (runtime zero point) -> Cast -> y, the
+ * pattern of ONNX Runtime's dynamic quantization; weights UINT8 per-channel zero points or INT8. */
+static void conv_integer(int u8w, int64_t group, int64_t stride, int64_t k) {
+  mi_graph_t *g = graph(13);
+  int64_t m = group == 6 ? 12 : 8; /* a depthwise conv with a channel multiplier of 2 */
+  int64_t xd[4] = {1, 6, 11, 9}, wd[4] = {m, 6 / group, k, k}, pads[4] = {k / 2, k / 2, k / 2, k / 2};
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd), wdt = u8w ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
+                  mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t acc = mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL), y = out(g, "y");
+  int32_t w = constant(g, "w", wdt, 4, wd, NULL);
+  int32_t wz = u8w ? constant(g, "wz", wdt, 1, &m, NULL) : codec(g, "wz", wdt, 0);
+  int32_t ci[4] = {q[0], w, q[2], wz};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &acc, 0);
+  mi_node_set_int(g, n, "group", group);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  int64_t st[2] = {stride, stride};
+  mi_node_set_ints(g, n, "strides", 2, st);
+  n = node(g, "Cast", 1, &acc, 1, &y, 0);
+  mi_node_set_int(g, n, "to", 1);
+  char name[96];
+  snprintf(name, sizeof name, "ConvInteger %s group %lld stride %lld k %lld", u8w ? "u8 w" : "s8 w",
+           (long long)group, (long long)stride, (long long)k);
+  run_case(g, name, 0);
+}
+
+/* DynamicQuantizeLinear -> MatMulInteger (batched A, INT8 or UINT8 B with per-column zero points,
+ * K odd) -> Cast; also the scale and zero point outputs. */
+static void matmul_integer(int u8w) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[3] = {2, 5, 37}, bd[2] = {37, 19}, nn = 19;
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 3, xd), bdt = u8w ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), out(g, "xs"), out(g, "xz")};
+  int32_t acc = mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL), y = out(g, "y");
+  int32_t mi[4] = {q[0], constant(g, "b", bdt, 2, bd, NULL), q[2], constant(g, "bz", bdt, 1, &nn, NULL)};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  node(g, "MatMulInteger", 4, mi, 1, &acc, 0);
+  mi_node_set_int(g, node(g, "Cast", 1, &acc, 1, &y, 0), "to", 1);
+  run_case(g, u8w ? "MatMulInteger u8 B" : "MatMulInteger s8 B", 0);
+}
+
+/* QLinearConv on codes: per-channel INT8 weight scales, INT32 bias; UINT8 or INT8 activations. */
+static void qlinear_conv(int32_t dt, int64_t k, int64_t group) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[4] = {2, 8, 10, 10}, wd[4] = {8, 8 / group, k, k}, m = 8, pads[4] = {k / 2, k / 2, k / 2, k / 2};
+  float ws[8];
+  for (int i = 0; i < 8; i++) ws[i] = 0.002f * (float)(i + 1);
+  int32_t ci[9] = {input(g, "x", dt, 4, xd), f32c(g, "xs", 0.05f), codec(g, "xz", dt, dt == MI_DTYPE_UINT8 ? 131 : -3),
+                   constant(g, "w", MI_DTYPE_INT8, 4, wd, NULL), constant(g, "ws", MI_DTYPE_FLOAT32, 1, &m, ws),
+                   codec(g, "wz", MI_DTYPE_INT8, 0), f32c(g, "ys", 0.37f), codec(g, "yz", dt, dt == MI_DTYPE_UINT8 ? 120 : 5),
+                   constant(g, "b", MI_DTYPE_INT32, 1, &m, NULL)};
+  int32_t y = out(g, "y"), n = node(g, "QLinearConv", 9, ci, 1, &y, 0);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_int(g, n, "group", group);
+  char name[80];
+  snprintf(name, sizeof name, "QLinearConv %s k %lld group %lld", dt == MI_DTYPE_UINT8 ? "u8" : "s8", (long long)k,
+           (long long)group);
+  run_case(g, name, 0);
+}
+
+/* QLinearMatMul: INT8 codes, per-column B scales; with a per-row A scale blis-cpu refuses. */
+static void qlinear_matmul(int per_row) {
+  mi_graph_t *g = graph(13);
+  int64_t ad[2] = {3, 40}, bd[2] = {40, 33}, nn = 33, rows = 3;
+  float bs[33], as[3] = {0.02f, 0.03f, 0.04f};
+  for (int i = 0; i < 33; i++) bs[i] = 0.001f * (float)(i + 3);
+  int32_t mi[8] = {input(g, "a", MI_DTYPE_INT8, 2, ad),
+                   per_row ? constant(g, "as", MI_DTYPE_FLOAT32, 1, &rows, as) : f32c(g, "as", 0.02f),
+                   codec(g, "az", MI_DTYPE_INT8, 2), constant(g, "b", MI_DTYPE_INT8, 2, bd, NULL),
+                   constant(g, "bs", MI_DTYPE_FLOAT32, 1, &nn, bs), codec(g, "bz", MI_DTYPE_INT8, 0),
+                   f32c(g, "ys", 0.05f), codec(g, "yz", MI_DTYPE_INT8, -7)};
+  int32_t y = out(g, "y");
+  node(g, "QLinearMatMul", 8, mi, 1, &y, 0);
+  run_case(g, per_row ? "QLinearMatMul per-row A scale" : "QLinearMatMul", per_row);
+}
+
+/* com.microsoft QLinearAdd / QLinearMul, B of A's shape or one code. */
+static void qlinear_binary(const char *op, int scalar_b, int32_t dt) {
+  mi_graph_t *g = graph(13);
+  int64_t d[4] = {1, 4, 7, 9};
+  int64_t dc[4] = {1, 4, 1, 1}; /* per-channel B (SE gating), broadcast over H and W */
+  int32_t bi = scalar_b == 1 ? codec(g, "b", dt, 77) : input(g, "b", dt, 4, scalar_b == 2 ? dc : d);
+  int32_t in[8] = {input(g, "a", dt, 4, d), f32c(g, "as", 0.031f), codec(g, "az", dt, 100), bi, f32c(g, "bs", 0.017f),
+                   codec(g, "bz", dt, 3), f32c(g, "cs", 0.05f), codec(g, "cz", dt, dt == MI_DTYPE_UINT8 ? 128 : 0)};
+  int32_t y = out(g, "y");
+  node(g, op, 8, in, 1, &y, 1);
+  char name[80];
+  snprintf(name, sizeof name, "%s %s%s", op, dt == MI_DTYPE_UINT8 ? "u8" : "s8",
+           scalar_b == 1 ? " scalar B" : scalar_b == 2 ? " per-channel B" : "");
+  run_case(g, name, 0);
+}
+
+static void qlinear_gap(int last) {
+  mi_graph_t *g = graph(13);
+  int64_t d[4] = {2, 5, 6, 7};
+  int32_t in[5] = {input(g, "x", MI_DTYPE_UINT8, 4, d), f32c(g, "xs", 0.1f), codec(g, "xz", MI_DTYPE_UINT8, 90),
+                   f32c(g, "ys", 0.04f), codec(g, "yz", MI_DTYPE_UINT8, 60)};
+  int32_t y = out(g, "y");
+  mi_node_set_int(g, node(g, "QLinearGlobalAveragePool", 5, in, 1, &y, 1), "channels_last", last);
+  run_case(g, last ? "QLinearGlobalAveragePool channels_last" : "QLinearGlobalAveragePool", 0);
+}
+
+int main(void) {
+  mi_registry_t *r = mi_registry_create();
+  mi_error_t err = {0, ""};
+  TU_REQUIRE(r);
+  if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
+  {
+    uint32_t dev = 0;
+    tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
+  }
+  conv_integer(1, 1, 1, 3);
+  conv_integer(0, 1, 2, 3);
+  conv_integer(1, 6, 1, 3); /* depthwise */
+  conv_integer(0, 2, 1, 1);
+  matmul_integer(0);
+  matmul_integer(1);
+  qlinear_conv(MI_DTYPE_UINT8, 3, 1);
+  qlinear_conv(MI_DTYPE_INT8, 1, 1);
+  qlinear_conv(MI_DTYPE_UINT8, 3, 8); /* depthwise */
+  qlinear_matmul(0);
+  qlinear_matmul(1);
+  qlinear_binary("QLinearAdd", 0, MI_DTYPE_UINT8);
+  qlinear_binary("QLinearAdd", 1, MI_DTYPE_INT8);
+  qlinear_binary("QLinearMul", 0, MI_DTYPE_INT8);
+  qlinear_binary("QLinearMul", 1, MI_DTYPE_UINT8);
+  qlinear_binary("QLinearMul", 2, MI_DTYPE_UINT8);
+  qlinear_binary("QLinearAdd", 2, MI_DTYPE_INT8);
+  qlinear_gap(0);
+  qlinear_gap(1);
+  mi_registry_destroy(r);
+  return tu_finish("test_blis_qops");
+}
