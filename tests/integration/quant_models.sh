@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# quant_models.sh - quantized models end to end: mi-quantize writes the dynamic, QDQ and
+# QOperator forms of zoo models (ONNX Runtime's op patterns), they load, hold the ops they should,
+# run on the reference and on blis-cpu with no node left to the host, blis-cpu matches the
+# reference, and the quantized outputs stay close to the FP32 model's.
+set -u
+source "$(dirname "$0")/lib.bash"
+Q=$B/bin/mi-quantize
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+[ -x "$Q" ] || { echo "FAIL: $Q not built" >&2; exit 1; }
+have_blis=0
+[ -f "$B/plugins/libmi_blis_cpu.so" ] && have_blis=1
+
+# rel_l2 A.npy B.npy: relative L2 of A against B (float32 .npy files)
+rel_l2() {
+  python3 - "$1" "$2" <<'PY'
+import math, struct, sys
+def load(p):
+    b = open(p, "rb").read(); hl = struct.unpack("<H", b[8:10])[0]
+    body = b[10 + hl:]; return struct.unpack("<%df" % (len(body) // 4), body)
+a, r = load(sys.argv[1]), load(sys.argv[2])
+num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, r))); den = math.sqrt(sum(y * y for y in r)) or 1.0
+print("%.3g" % (num / den) if len(a) == len(r) else "inf")
+PY
+}
+under() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 1)"; }
+
+"$ZOO" resnet --width 0.5 --depth 2 --resolution 32 --out "$T/resnet.onnx" >/dev/null || bad "mi-zoo resnet"
+"$ZOO" transformer --width 0.5 --depth 1 --resolution 8 --out "$T/transformer.onnx" >/dev/null || bad "mi-zoo transformer"
+# model mode ops-that-must-appear
+for spec in "resnet dynamic DynamicQuantizeLinear ConvInteger" "resnet qop QLinearConv QLinearAdd QLinearGlobalAveragePool" \
+            "resnet qdq QuantizeLinear DequantizeLinear" "transformer dynamic MatMulInteger" "transformer qop QLinearMatMul"; do
+  read -r m mode ops <<<"$spec"
+  q="$T/${m}_$mode.onnx"
+  "$Q" --mode "$mode" --model "$T/$m.onnx" --out "$q" > "$T/q.log" 2>&1 || { bad "mi-quantize $m $mode: $(cat "$T/q.log")"; continue; }
+  for op in $ops; do grep -qa "$op" "$q" || bad "$m $mode: no $op node in the written model"; done
+  mkdir -p "$T/$m-$mode-ref" "$T/$m-$mode-blis" "$T/$m-fp32"
+  "$RUN" --model "$T/$m.onnx" --device ref --seed 3 --output-dir "$T/$m-fp32" >/dev/null || bad "$m FP32 on ref"
+  "$RUN" --model "$q" --device ref --seed 3 --output-dir "$T/$m-$mode-ref" >/dev/null || { bad "$m $mode on ref"; continue; }
+  for f in "$T/$m-$mode-ref"/*.npy; do
+    e=$(rel_l2 "$f" "$T/$m-fp32/$(basename "$f")")
+    under "$e" 0.15 || bad "$m $mode: quantized output $(basename "$f") is $e from the FP32 model's (limit 0.15)"
+  done
+  [ $have_blis = 1 ] || continue
+  "$RUN" --model "$q" --device blis-cpu:0 --seed 3 --output-dir "$T/$m-$mode-blis" > "$T/blis.log" 2>&1 || { bad "$m $mode on blis-cpu: $(tail -2 "$T/blis.log")"; continue; }
+  grep -q "fallback nodes: none" "$T/blis.log" || bad "$m $mode: nodes ran on the host: $(grep fallback "$T/blis.log")"
+  for f in "$T/$m-$mode-ref"/*.npy; do
+    e=$(rel_l2 "$T/$m-$mode-blis/$(basename "$f")" "$f")
+    under "$e" 1e-5 || bad "$m $mode: blis-cpu output $(basename "$f") is $e from the reference's (limit 1e-5)"
+  done
+done
+# Bad use exits 2 with one line; a model below opset 10 cannot hold QuantizeLinear.
+"$Q" --mode nope --model "$T/resnet.onnx" --out "$T/x.onnx" 2>/dev/null; [ $? = 2 ] || bad "--mode nope should exit 2"
+exit $fail

@@ -1,0 +1,33 @@
+/* mi_quantize.h - shared between mi-quantize's option parsing/calibration (main.c) and its graph
+ * rewrites (rewrite.c). */
+#ifndef MI_QUANTIZE_H
+#define MI_QUANTIZE_H
+
+#include "metainfer/mi.h"
+
+/* Observed range of every float tensor a rewrite quantizes (NaN: not calibrated). */
+typedef struct mq_ranges {
+  float *lo, *hi; /* per tensor index */
+} mq_ranges_t;
+
+typedef struct mq_options {
+  int per_channel;   /* Conv weights per output channel (qdq, qop) */
+  int conv_u8;       /* dynamic: Conv weights UINT8 asymmetric (ONNX Runtime's CPU ConvInteger) */
+  int matmul_u8;     /* dynamic: MatMul weights UINT8 asymmetric, else INT8 symmetric */
+} mq_options_t;
+
+/* Dynamic quantization (ONNX Runtime's quantize_dynamic): DynamicQuantizeLinear on each input
+ * of a Conv / MatMul with a constant weight, ConvInteger / MatMulInteger, Cast, the scales' Mul,
+ * and the bias Add. */
+int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err);
+/* The float tensors mq_qdq quantizes (1 per tensor index; `count` of them) after it removed the
+ * Relus it folds; call before calibrating. */
+int32_t mq_qdq_prepare(mi_graph_t *g, uint8_t *quantize, mi_error_t *err);
+/* Static QDQ (quantize_static, QuantFormat.QDQ): a QuantizeLinear -> DequantizeLinear pair on
+ * every tensor marked by mq_qdq_prepare (UINT8, asymmetric, range from `r`), INT8 symmetric
+ * weights and INT32 biases behind DequantizeLinear. With qop, the QuantFormat.QOperator form:
+ * QLinearConv, QLinearMatMul, com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool. */
+int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, const mq_options_t *o, int qop,
+               mi_error_t *err);
+
+#endif

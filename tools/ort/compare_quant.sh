@@ -1,0 +1,50 @@
+#!/bin/bash
+# compare_quant.sh - quantized forms of the fetched real models (tools/mi-quantize: dynamic, qdq,
+# qop, ONNX Runtime's op patterns) run on ONNX Runtime (ort_run.js), the reference and blis-cpu
+# with the same inputs; prints the relative L2 of every output: reference vs ORT and blis-cpu vs
+# reference (docs/onnx.md, "Quantized models"). A benchmark-style check, not a test.
+# usage: tools/ort/compare_quant.sh [BUILD_DIR]   (env MI_MODEL_DIR: the fetch.sh cache)
+set -uo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+build="${1:-${MI_BUILD:-$here/../../build}}"
+models="${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -d "$here/node_modules/onnxruntime-node" ] || { echo "compare_quant.sh: run tools/ort/setup.sh first" >&2; exit 2; }
+[ -x "$build/bin/mi-quantize" ] || { echo "compare_quant.sh: no mi-quantize in $build/bin" >&2; exit 2; }
+
+rel() { # DIR_A DIR_B: relative L2 of B against A, per float32 output
+  python3 - "$1" "$2" <<'PY'
+import math, os, struct, sys
+def load(p):
+    b = open(p, "rb").read(); hl = struct.unpack("<H", b[8:10])[0]; body = b[10 + hl:]
+    return struct.unpack("<%df" % (len(body) // 4), body)
+for f in sorted(os.listdir(sys.argv[1])):
+    a = load(os.path.join(sys.argv[1], f)); m = os.path.join(sys.argv[2], f)
+    if not os.path.exists(m): print(f"{f}: missing", end="  "); continue
+    b = load(m); num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b))); den = math.sqrt(sum(x * x for x in a)) or 1.0
+    print(f"{f}: {num / den:.3g}", end="  ")
+print()
+PY
+}
+
+# name model calibration-shape gen_inputs-args...
+run() {
+  local name="$1" model="$models/$2" shape="$3"; shift 3
+  [ -f "$model" ] || return 0
+  for mode in dynamic qop qdq; do
+    local q="$tmp/$name-$mode.onnx" d="$tmp/$name-$mode" args=()
+    "$build/bin/mi-quantize" --mode "$mode" --model "$model" --shape "$shape" --out "$q" >/dev/null 2>"$d.err" ||
+      { echo "$name $mode: $(cat "$d.err")"; continue; }
+    mkdir -p "$d/in" "$d/ort" "$d/ref" "$d/blis"
+    mapfile -t ins < <(node "$here/gen_inputs.js" "$q" "$d/in" "$@" 2>/dev/null)
+    for i in "${ins[@]}"; do args+=(--input "$i"); done
+    node "$here/ort_run.js" --model "$q" "${args[@]}" --output-dir "$d/ort" >/dev/null 2>&1 || { echo "$name $mode: onnxruntime failed"; continue; }
+    "$build/bin/mi-run" --model "$q" --device ref "${args[@]}" --output-dir "$d/ref" >/dev/null || { echo "$name $mode: ref failed"; continue; }
+    "$build/bin/mi-run" --model "$q" --device blis-cpu:0 "${args[@]}" --output-dir "$d/blis" >/dev/null || { echo "$name $mode: blis-cpu failed"; continue; }
+    echo "$name $mode: ref vs ORT: $(rel "$d/ort" "$d/ref")| blis-cpu vs ref: $(rel "$d/ref" "$d/blis")"
+  done
+}
+run oww-embedding oww_embedding.onnx input_1=3,76,32,1 input_1=3,76,32,1
+run oww-melspectrogram oww_melspectrogram.onnx input=1,1280 input=1,1280
+run ppocr-v4-det ppocr_v4_det.onnx x=1,3,96,128 --image x=1,3,96,128
