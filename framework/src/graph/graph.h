@@ -28,4 +28,8 @@ int64_t mi__tensor_numel(const mi_tensor_t *t);
 /** Sets a tensor's shape (dim names cleared). */
 void mi__tensor_set_shape(mi_tensor_t *t, int32_t rank, const int64_t *dims);
 
+/** 1 for an op of the default domain ("" or "ai.onnx") or one of the com.microsoft ops the
+ * framework runs (op_domain.c: the quantized ops ONNX Runtime's quantizer writes); else 0. */
+int mi__graph_op_known(const char *domain, const char *op_type);
+
 #endif /* METAINFER_GRAPH_GRAPH_H */

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/graph_internal.h"
+#include "graph/graph.h"
 #include "ref/ref.h"
 #include "ref/ref_ops.h"
 
