@@ -58,7 +58,7 @@ run 0 "$B/mi-host" help
 grep -q "help COMMAND" "$T/out" || fail "mi-host help does not mention help COMMAND"
 
 # Every program: --help exits 0 on stdout and lists --version.
-for tool in mi-host mi-run mi-conform mi-zoo mi-agent; do
+for tool in mi-host mi-run mi-conform mi-zoo mi-agent mi-quantize; do
   run 0 "$B/$tool" --help
   has_option "$T/out" --version || fail "$tool --help does not list --version"
   [ -s "$T/err" ] && fail "$tool --help wrote to stderr"

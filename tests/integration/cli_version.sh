@@ -13,7 +13,7 @@ minor=$(sed -n 's/^#define MI_ABI_VERSION_MINOR \([0-9]*\).*/\1/p' "$MI_SRC/sdk/
 [ -n "$version" ] && [ -n "$major" ] || fail "cannot read the version from the sources"
 
 first=""
-for tool in mi-host mi-run mi-conform mi-zoo mi-agent mi-worker; do
+for tool in mi-host mi-run mi-conform mi-zoo mi-agent mi-worker mi-quantize; do
   rc=0
   line=$("$MI_BUILD/bin/$tool" --version 2>"$err") || rc=$?
   [ "$rc" = 0 ] || fail "$tool --version exited $rc: $(cat "$err")"

@@ -6,25 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mi_cli.h"
 #include "mi_quantize.h"
 
 #define MAX_INPUTS 16
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: mi-quantize --mode dynamic|qdq|qop --model IN.onnx --out OUT.onnx [--input X.npy]...\n"
-          "                   [--shape NAME=D0,D1,...]... [--per-channel] [--conv-weights u8|s8]\n"
-          "                   [--matmul-weights u8|s8] [--seed S]\n"
-          "  dynamic  quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger + Cast + Mul\n"
-          "           (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger takes no INT8 weight;\n"
-          "           MatMul weights INT8 symmetric)\n"
-          "  qdq      quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8) around Conv,\n"
-          "           MatMul, Add, Mul and GlobalAveragePool, INT8 symmetric weights, INT32 biases\n"
-          "  qop      quantize_static, QOperator format: QLinearConv, QLinearMatMul and com.microsoft\n"
-          "           QLinearAdd / QLinearMul / QLinearGlobalAveragePool\n"
-          "Static ranges are the min/max of one reference run on the --input arrays (one per graph\n"
-          "input, in order), or on uniform [-1, 1) values from --seed (dynamic dims from --shape, else 1).\n");
-}
 
 /* Min/max of every marked tensor over one reference run. */
 static int32_t calibrate(const mi_graph_t *g, const uint8_t *mark, mi_array_t **ins, int32_t nin,
@@ -133,42 +118,85 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
   return rc;
 }
 
+enum { O_MODE = 256, O_MODEL, O_OUT, O_SEED, O_INPUT, O_SHAPE, O_PER_CHANNEL, O_CONV_W, O_MATMUL_W };
+static const mi_cli_opt_t k_opts[] = {
+    {"mode", O_MODE, "dynamic|qdq|qop",
+     "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"
+     "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"
+     "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"
+     "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"
+     "  around Conv, MatMul, Add, Mul and GlobalAveragePool, INT8 symmetric weights,\n"
+     "  INT32 biases\n"
+     "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and\n"
+     "  com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool"},
+    {"model", O_MODEL, "IN.onnx", "the FP32 model to quantize"},
+    {"out", O_OUT, "OUT.onnx", "the quantized copy to write (its folder is created)"},
+    {"input", O_INPUT, "X.npy", "a calibration array, one per graph input in order (repeatable)"},
+    {"shape", O_SHAPE, "NAME=D0,D1,...", "a dynamic input's shape for generated calibration values\n(repeatable; other dynamic dims are 1)"},
+    {"seed", O_SEED, "S", "seed of the generated calibration values (default 1)"},
+    {"per-channel", O_PER_CHANNEL, NULL, "per-channel weight scales"},
+    {"conv-weights", O_CONV_W, "u8|s8", "Conv weight type"},
+    {"matmul-weights", O_MATMUL_W, "u8|s8", "MatMul weight type"},
+    {NULL, 0, NULL, NULL},
+};
+
 int main(int argc, char **argv) {
   const char *mode = NULL, *in = NULL, *out = NULL, *files[MAX_INPUTS];
   int32_t nfiles = 0;
   uint64_t seed = 1;
   mq_options_t o = {0, 1, 0};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--per-channel")) {
-      o.per_channel = 1;
-      continue;
-    }
-    if (!v) {
-      fprintf(stderr, "mi-quantize: %s needs a value (see --help)\n", a);
-      return 2;
-    }
-    i++;
-    if (!strcmp(a, "--mode")) mode = v;
-    else if (!strcmp(a, "--model")) in = v;
-    else if (!strcmp(a, "--out")) out = v;
-    else if (!strcmp(a, "--seed")) seed = strtoull(v, NULL, 10);
-    else if (!strcmp(a, "--input") && nfiles < MAX_INPUTS) files[nfiles++] = v;
-    else if (!strcmp(a, "--shape") && g_nshapes < MAX_INPUTS) g_shapes[g_nshapes++] = v;
-    else if (!strcmp(a, "--conv-weights") && (!strcmp(v, "u8") || !strcmp(v, "s8"))) o.conv_u8 = !strcmp(v, "u8");
-    else if (!strcmp(a, "--matmul-weights") && (!strcmp(v, "u8") || !strcmp(v, "s8"))) o.matmul_u8 = !strcmp(v, "u8");
-    else {
-      fprintf(stderr, "mi-quantize: unknown option or value '%s %s' (see --help)\n", a, v);
-      return 2;
+  mi_cli_t c = {0};
+  long long v = 0;
+  int k;
+  c.prog = "mi-quantize";
+  c.usage = "mi-quantize --mode dynamic|qdq|qop --model IN.onnx --out OUT.onnx [--input X.npy]...\n"
+            "            [--shape NAME=D0,D1,...]... [--per-channel] [--conv-weights u8|s8]\n"
+            "            [--matmul-weights u8|s8] [--seed S]";
+  c.about = "Writes a copy of an FP32 model quantized with the ops and patterns ONNX Runtime's\n"
+            "quantization tools write. Static ranges are the min/max of one reference run on the\n"
+            "--input arrays, or on uniform [-1, 1) values from --seed.";
+  c.opts = k_opts;
+  c.flags = MI_CLI_VERSION_OPT;
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    switch (k) {
+      case MI_CLI_EXIT: return 0;
+      case MI_CLI_ERROR: return MI_CLI_USAGE;
+      case MI_CLI_ARG: return mi_cli_error(&c, "unexpected argument '%s'", c.value);
+      case O_MODE:
+        if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop"))
+          return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq or qop", c.value);
+        mode = c.value;
+        break;
+      case O_MODEL: in = c.value; break;
+      case O_OUT: out = c.value; break;
+      case O_SEED:
+        if (mi_cli_int(&c, 0, 9223372036854775807LL, &v)) return MI_CLI_USAGE;
+        seed = (uint64_t)v;
+        break;
+      case O_INPUT:
+      case O_SHAPE:
+        if ((k == O_INPUT ? nfiles : g_nshapes) >= MAX_INPUTS)
+          return mi_cli_error(&c, "%s: at most %d", c.opt, MAX_INPUTS);
+        if (k == O_INPUT) files[nfiles++] = c.value;
+        else g_shapes[g_nshapes++] = c.value;
+        break;
+      case O_PER_CHANNEL: o.per_channel = 1; break;
+      case O_CONV_W:
+      case O_MATMUL_W:
+        if (strcmp(c.value, "u8") && strcmp(c.value, "s8"))
+          return mi_cli_error(&c, "%s: '%s' is not u8 or s8", c.opt, c.value);
+        *(k == O_CONV_W ? &o.conv_u8 : &o.matmul_u8) = !strcmp(c.value, "u8");
+        break;
     }
   }
-  if (!mode || !in || !out || (strcmp(mode, "dynamic") && strcmp(mode, "qdq") && strcmp(mode, "qop"))) {
-    fprintf(stderr, "mi-quantize: --mode dynamic|qdq|qop, --model and --out are required (see --help)\n");
-    return 2;
+  if (!mode || !in || !out) return mi_cli_error(&c, "--mode, --model and --out are required");
+  {
+    mi_error_t derr = {0};
+    if (mi_cli_make_parent_dirs(out, &derr) != MI_OK) {
+      fprintf(stderr, "mi-quantize: %s\n", derr.message);
+      return 1;
+    }
   }
   mi_error_t err = {0};
   mi_graph_t *g = NULL;
