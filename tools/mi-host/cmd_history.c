@@ -1,28 +1,35 @@
-/* cmd_history.c - `mi-host history export|import|stats`: the evaluation log as JSON Lines. */
+/* cmd_history.c - `mi-host history export|import|stats|prune`: the evaluation log as JSON Lines,
+ * its counts, and dropping failed or chosen records. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mi_host.h"
 
-enum { O_DB = 256, O_OUT, O_JSON };
+enum { O_DB = 256, O_OUT, O_JSON, O_FAILED, O_MODEL, O_DEVICE };
 static const mi_cli_opt_t k_opts[] = {
     {"db", O_DB, "FILE|URL", "the history: an SQLite file (default history.db) or a\n"
      "postgresql:// URL"},
     {"out", O_OUT, "FILE", "export: write to FILE instead of stdout"},
     {"json", O_JSON, NULL, "stats: print one JSON object"},
+    {"failed", O_FAILED, NULL, "prune: drop the failed records"},
+    {"model", O_MODEL, "NAME|HASH", "prune: drop every record of this model"},
+    {"device", O_DEVICE, "SPEC|NAME|HASH", "prune: drop every record of this device"},
     {NULL, 0, NULL, NULL},
 };
 
 int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
-  static const char *const subs[] = {"export", "import", "stats"};
+  static const char *const subs[] = {"export", "import", "stats", "prune"};
   const char *sub = NULL, *db = "history.db", *file = NULL, *hit;
   mi_history_t *hist = NULL;
   mi_error_t err;
+  mi_history_prune_t pr;
   mi_cli_t c;
   int rc = MI_HOST_OK, k;
+  memset(&pr, 0, sizeof pr);
   mi_host_cli(h, &c, "history", k_opts);
   c.footer = "export: every record as JSON Lines; import FILE: add the records of FILE ('-':\n"
-             "stdin) that are not there yet; stats: counts.";
+             "stdin) that are not there yet; stats: counts; prune: drop the records --failed,\n"
+             "--model or --device select (at least one).";
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     if (k == MI_CLI_EXIT) return MI_HOST_OK;
@@ -30,18 +37,25 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
     if (k == O_JSON) h->json = 1;
     else if (k == O_DB) db = c.value;
     else if (k == O_OUT) file = c.value;
+    else if (k == O_FAILED) pr.failed = 1;
+    else if (k == O_MODEL) pr.model = c.value;
+    else if (k == O_DEVICE) pr.device = c.value;
     else if (!sub) sub = c.value;
     else if (!file) file = c.value;
     else return mi_cli_error(&c, "unexpected argument '%s'", c.value);
   }
-  if (!sub) return mi_cli_error(&c, "needs export, import or stats");
-  if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats")) {
-    if ((hit = mi_cli_suggest(sub, subs, 3)))
+  if (!sub) return mi_cli_error(&c, "needs export, import, stats or prune");
+  if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats") && strcmp(sub, "prune")) {
+    if ((hit = mi_cli_suggest(sub, subs, 4)))
       mi_cli_error(&c, "unknown subcommand '%s'; did you mean '%s'?", sub, hit);
     else
-      mi_cli_error(&c, "unknown subcommand '%s' (export, import or stats)", sub);
+      mi_cli_error(&c, "unknown subcommand '%s' (export, import, stats or prune)", sub);
     return MI_HOST_USAGE;
   }
+  if (strcmp(sub, "prune") && (pr.failed || pr.model || pr.device))
+    return mi_cli_error(&c, "--failed, --model and --device are for prune");
+  if (!strcmp(sub, "prune") && (file || (!pr.failed && !pr.model && !pr.device)))
+    return mi_cli_error(&c, "prune needs --failed, --model or --device (all records of a model or device)");
   if (!strcmp(sub, "import") && !file) return mi_host_usage_error("history import needs a FILE");
   mi_error_clear(&err);
   if (mi_history_open(db, &hist, &err)) {
@@ -76,6 +90,16 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
       if (f != stdin) fclose(f);
       printf("imported %lld records, skipped %lld already present\n", (long long)added,
              (long long)skipped);
+    }
+  } else if (!strcmp(sub, "prune")) {
+    int64_t removed = 0;
+    if (mi_history_prune(hist, &pr, &removed, &err)) {
+      fprintf(stderr, "mi-host: history prune: %s\n", err.message);
+      rc = MI_HOST_FAIL;
+    } else if (h->json) {
+      printf("{\"removed\":%lld}\n", (long long)removed);
+    } else {
+      printf("removed %lld records\n", (long long)removed);
     }
   } else {
     mi_history_stats_t s;

@@ -136,23 +136,6 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   return MI_HOST_OK;
 }
 
-/* Folders the workers load plugins from: --plugins, else MI_PLUGIN_PATH (NULL), else the
- * plugins folder next to the program, as the other commands do. */
-static char *plugin_dirs(const mi_host_t *h) {
-  size_t n = 1;
-  char *s;
-  if (h->plugin_dir_count == 0) {
-    char dir[PATH_MAX];
-    if (getenv("MI_PLUGIN_PATH") || !mi_cli_default_plugin_dir(dir, sizeof dir)) return NULL;
-    return strdup(dir);
-  }
-  for (int i = 0; i < h->plugin_dir_count; i++) n += strlen(h->plugin_dirs[i]) + 1;
-  if (!(s = calloc(n, 1))) return NULL;
-  for (size_t at = 0, i = 0; i < (size_t)h->plugin_dir_count; i++)
-    at += (size_t)snprintf(s + at, n - at, "%s%s", i ? ":" : "", h->plugin_dirs[i]);
-  return s;
-}
-
 static int32_t load_task(const char *path, task_info_t *t, mi_error_t *err) {
   mi_graph_t *g = NULL;
   int32_t rc;
@@ -342,7 +325,7 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
   mi_worker_options_t wo;
   mi_device_fingerprint_t fps[MAX_DEVICES];
   mi_error_t err, rerr;
-  char *dirs = NULL, *jbuf = NULL;
+  char *jbuf = NULL;
   size_t jlen = 0;
   FILE *js = NULL;
   long first_ok = -1;
@@ -362,9 +345,11 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
     rc = MI_HOST_USAGE;
     goto done;
   }
-  dirs = plugin_dirs(h);
   mi_worker_options_default(&wo);
-  wo.plugin_dirs = dirs;
+  if (!(wo.plugin_dirs = mi_host_plugin_path(h))) {
+    rc = MI_HOST_FAIL;
+    goto done;
+  }
   wo.timeout_s = a.timeout_s;
   if (mi_worker_pool_create(&wo, &pool, &err)) {
     fprintf(stderr, "mi-host: profile: %s\n", err.message);
@@ -453,7 +438,6 @@ done:
   mi_worker_pool_destroy(pool);
   mi_history_close(hist);
   free(task.features);
-  free(dirs);
   free(canon);
   return rc;
 }

@@ -31,6 +31,8 @@ typedef struct tune_ctx {
   int32_t verify;
   int32_t jobs;
   int agents;                    /* --agents: measurements go to the farm (tune_farm.c) */
+  const char *history;           /* the history in use (the recipe's, else OUT/history.db), or NULL */
+  double timeout_s;              /* per measurement: --timeout, else measure.timeout_s */
   pthread_mutex_t next_lock;
   int32_t next;                  /* next device of the current model (parallel devices) */
   int32_t model;
@@ -249,7 +251,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.bounds = bounds;
   task.bound_count = o.bound_count;
   task.budget = r->budget_measurements;
-  if (r->budget_measurements == 0) goto done;
+  task.search = &o;
+  if (r->budget_measurements == 0 || mi_tune_stop_search(&task)) goto done;
   if (o.strategy == MI_STRATEGY_META) {
     if (run_meta(c, &task, run, &o, &err) != MI_OK) goto done;
   } else if (mi_search_run(run->space, &o, &run->res, &err) != MI_OK) {
@@ -312,16 +315,20 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       fprintf(stderr, "tune: %s: %s: cold start (no similar task on this software stack in the history); best %s found at measurement %d of %d\n",
               run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
   }
-  if (c->verify > 0 && run->front_n > 0) verify_front(&task, run, &o, c->verify);
+  if (c->verify > 0 && run->front_n > 0 && !mi_tune_stopped()) verify_front(&task, run, &o, c->verify);
   run->energy_modeled = task.energy_modeled;
   run->ok = 1;
   mi_tune_progress_set(&c->progress, d, 1, "%-14s done: %d measured, %d from the history, front of %d%s",
                        run->spec, (int)run->res->measured, (int)run->res->replayed, (int)run->front_n,
                        mi_worker_quarantined(pool, run->spec) ? " (device quarantined)" : "");
 done:
+  run->recorded = task.recorded;
   if (!run->ok) {
     if (!run->message[0]) snprintf(run->message, sizeof run->message, "%s", err.message);
     mi_tune_progress_set(&c->progress, d, 1, "%-14s failed: %s", run->spec, run->message);
+  } else if (mi_tune_succeeded(run) == 0 && run->res && run->res->count > 0) {
+    mi_tune_progress_set(&c->progress, d, 1, "%-14s every measurement failed (%d)%s", run->spec,
+                         (int)run->res->count, mi_worker_quarantined(pool, run->spec) ? "; device quarantined" : "");
   }
   mi_tune_free_known(&task);
 }
@@ -333,25 +340,26 @@ static void *device_thread(void *arg) {
   mi_worker_options_t wo;
   mi_worker_pool_t *pool = NULL;
   mi_history_t *hist = NULL;
-  char dirs[8192] = "";
-  size_t at = 0;
   mi_error_t err;
-  for (int i = 0; i < c->h->plugin_dir_count && at < sizeof dirs; i++)
-    at += (size_t)snprintf(dirs + at, sizeof dirs - at, "%s%s", i ? ":" : "", c->h->plugin_dirs[i]);
-  /* the workers look where the host looked: without --plugins, MI_PLUGIN_PATH or the default */
-  if (!dirs[0] && !getenv("MI_PLUGIN_PATH")) mi_cli_default_plugin_dir(dirs, sizeof dirs);
+  mi_error_clear(&err);
   mi_worker_options_default(&wo);
-  wo.plugin_dirs = dirs[0] ? dirs : NULL;
-  wo.timeout_s = 120;
-  if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK) return NULL;
-  if (c->r->history && mi_history_open(c->r->history, &hist, &err) != MI_OK) {
-    fprintf(stderr, "mi-host: %s\n", err.message);
-    hist = NULL;
+  /* The workers load plugins from exactly where this mi-host did (mi_plugin_path). */
+  wo.plugin_dirs = c->h->plugin_path;
+  wo.timeout_s = c->timeout_s;
+  if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK ||
+      (c->history && mi_history_open(c->history, &hist, &err) != MI_OK)) {
+    /* Every device this thread would have taken fails with the reason. */
+    pthread_mutex_lock(&c->next_lock);
+    while (c->next < c->r->device_count)
+      snprintf(c->runs[c->next++].message, sizeof c->runs[0].message, "%s", err.message);
+    pthread_mutex_unlock(&c->next_lock);
+    mi_worker_pool_destroy(pool);
+    return NULL;
   }
   for (;;) {
     int32_t d;
     pthread_mutex_lock(&c->next_lock);
-    d = c->next < c->r->device_count ? c->next++ : -1;
+    d = c->next < c->r->device_count && !mi_tune_stopped() ? c->next++ : -1;
     pthread_mutex_unlock(&c->next_lock);
     if (d < 0) break;
     tune_one(c, d, pool, hist);
@@ -407,7 +415,7 @@ static void show_outside_paths(const mi_recipe_t *r) {
   }
 }
 
-enum { O_SEED = 256, O_VERIFY, O_JOBS, O_JSON, O_AGENTS };
+enum { O_SEED = 256, O_VERIFY, O_JOBS, O_JSON, O_AGENTS, O_TIMEOUT };
 static const mi_cli_opt_t k_tune_opts[] = {
     {"out", 'o', "DIR", "where deployment.yaml, pareto.json and report.html go\n"
      "(default: RECIPE_DIR/tune-out)"},
@@ -415,6 +423,8 @@ static const mi_cli_opt_t k_tune_opts[] = {
     {"verify", O_VERIFY, "N", "re-measure every configuration of the table N times and check\n"
      "its bounds; a violation makes the exit status 1"},
     {"jobs", O_JOBS, "N", "tune up to N devices at once, each with its own workers"},
+    {"timeout", O_TIMEOUT, "S", "seconds one measurement may take before its worker is killed\n"
+     "(default: the recipe's measure.timeout_s, else 120)"},
     {"json", O_JSON, NULL, "print one JSON object instead of text"},
     {"agents", O_AGENTS, NULL, "measure through the farm's agents (docs/scale-out.md)"},
     {NULL, 0, NULL, NULL},
@@ -429,6 +439,9 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   int32_t n = 0, rc = MI_HOST_FAIL;
   char outbuf[4096];
   long long seed = -1;
+  char histbuf[4200];
+  double timeout = 0;
+  mi_history_t *check = NULL;
   tune_ctx_t c;
   memset(&c, 0, sizeof c);
   c.h = h;
@@ -446,6 +459,8 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
       if (k == O_SEED) seed = v;
       else if (k == O_VERIFY) c.verify = (int32_t)v;
       else c.jobs = v < 1 ? 1 : (int32_t)v;
+    } else if (k == O_TIMEOUT) {
+      if (mi_cli_double(&cli, 1e-3, 86400, &timeout)) return MI_HOST_USAGE;
     } else if (k == O_JSON) h->json = 1;
     else if (k == O_AGENTS) c.agents = 1;
     else if (!recipe_path) recipe_path = cli.value;
@@ -458,7 +473,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     return MI_HOST_USAGE;
   }
   c.r = r;
-  show_outside_paths(r);
+  c.timeout_s = timeout > 0 ? timeout : r->timeout_s;
   if (c.agents && !mi_history_is_url(r->history)) {
     fprintf(stderr, "mi-host: tune --agents needs a postgresql:// history in the recipe\n");
     goto done;
@@ -472,6 +487,22 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     fprintf(stderr, "mi-host: tune: --out: %s\n", err.message);
     goto done;
   }
+  /* Without a history key the history lives in the output folder, never next to a recipe that
+   * may sit in a read-only folder or a source tree; rerunning with the same --out resumes. */
+  if (!r->history_given && !r->history) {
+    snprintf(histbuf, sizeof histbuf, "%s/history.db", out);
+    r->history = strdup(histbuf);
+  }
+  show_outside_paths(r);
+  c.history = r->history;
+  /* A history that cannot be opened is an error now, not measurements silently not kept. */
+  if (c.history && mi_history_open(c.history, &check, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: tune: history %s: %s\n", c.history, err.message);
+    goto done;
+  }
+  mi_history_close(check);
+  if (!mi_host_plugin_path(h)) goto done;
+  mi_tune_stop_install();
   runs = calloc((size_t)r->model_count * (size_t)r->device_count + 1, sizeof *runs);
   graphs = calloc((size_t)r->model_count + 1, sizeof *graphs);
   if (!runs || !graphs || mi_tune_progress_init(&c.progress, r->device_count, h->json) != MI_OK) goto done;
@@ -510,10 +541,15 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
                           r->models[m].written, (int)r->device_count);
     c.progress.drawn = 0;
     tune_model(&c);
+    if (mi_tune_stopped()) break;
+  }
+  if (mi_tune_stopped()) {
+    rc = mi_tune_finish(r, c.history, runs, n, h->json);
+    goto done;
   }
   mi_tune_assign(r, runs, n);
   if ((rc = mi_tune_write(r, out, runs, n, h->json)) != MI_HOST_OK) goto done;
-  rc = MI_HOST_OK;
+  rc = mi_tune_finish(r, c.history, runs, n, h->json);
   for (int32_t i = 0; i < n; i++)
     for (int32_t k = 0; runs[i].verify_bad && k < runs[i].front_n; k++)
       if (runs[i].verify_bad[k] || runs[i].verify_failed[k]) {

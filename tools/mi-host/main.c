@@ -1,6 +1,4 @@
 /* main.c - mi-host: global options, the command table, and where plugins are looked for. */
-/* secure_getenv is a GNU extension. */
-#define _GNU_SOURCE 1
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -100,38 +98,35 @@ int mi_host_usage_error(const char *fmt, ...) {
   return MI_HOST_USAGE;
 }
 
+const char *mi_host_plugin_path(mi_host_t *h) {
+  char given[8192] = "";
+  size_t at = 0;
+  if (h->plugin_path) return h->plugin_path;
+  for (int i = 0; i < h->plugin_dir_count && at < sizeof given; i++)
+    at += (size_t)snprintf(given + at, sizeof given - at, "%s%s", i ? ":" : "", h->plugin_dirs[i]);
+  if (at >= sizeof given) {
+    fputs("mi-host: --plugins folders too long\n", stderr);
+    return NULL;
+  }
+  if (!(h->plugin_path = mi_plugin_path(given))) fputs("mi-host: out of memory\n", stderr);
+  return h->plugin_path;
+}
+
 mi_registry_t *mi_host_registry(mi_host_t *h) {
   mi_error_t err;
-  int i;
+  const char *path;
   if (h->registry) return h->registry;
+  if (!(path = mi_host_plugin_path(h))) return NULL;
   h->registry = mi_registry_create();
   if (!h->registry) {
     fputs("mi-host: out of memory\n", stderr);
     return NULL;
   }
   mi_error_clear(&err);
-  if (h->plugin_dir_count > 0) {
-    for (i = 0; i < h->plugin_dir_count; i++) {
-      if (mi_registry_scan(h->registry, h->plugin_dirs[i], &err) != MI_OK) {
-        fprintf(stderr, "mi-host: %s\n", err.message);
-        mi_registry_destroy(h->registry);
-        h->registry = NULL;
-        return NULL;
-      }
-    }
-  } else if (secure_getenv("MI_PLUGIN_PATH")) {
-    if (mi_registry_scan_env(h->registry, &err) != MI_OK) {
-      fprintf(stderr, "mi-host: %s\n", err.message);
-      mi_registry_destroy(h->registry);
-      h->registry = NULL;
-      return NULL;
-    }
-  } else {
-    char dir[PATH_MAX];
-    /* The default folder may legitimately not exist (no plugins built): an empty list. */
-    if (mi_cli_default_plugin_dir(dir, sizeof dir) && access(dir, F_OK) == 0 &&
-        mi_registry_scan(h->registry, dir, &err) != MI_OK)
-      fprintf(stderr, "mi-host: %s\n", err.message);
+  if (mi_registry_scan_path(h->registry, path, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: %s\n", err.message);
+    mi_registry_destroy(h->registry);
+    h->registry = NULL;
   }
   return h->registry;
 }
@@ -179,5 +174,6 @@ int main(int argc, char **argv) {
   if (!(cmd = find_command(argv[at]))) return MI_HOST_USAGE;
   rc = cmd->run(&h, argc - at, argv + at);
   mi_registry_destroy(h.registry);
+  free(h.plugin_path);
   return rc;
 }

@@ -21,11 +21,15 @@ typedef struct mi_host {
   int json;                                  /* --json */
   mi_registry_t *registry;                   /* loaded on first use */
   char cli_prog[64], cli_usage[1024];        /* the running command's, for its messages */
+  char *plugin_path;                         /* mi_plugin_path's answer, on first use */
 } mi_host_t;
 
 /** Loads plugins from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. Prints the
  * reason and returns NULL when a directory named on the command line cannot be read. */
 mi_registry_t *mi_host_registry(mi_host_t *h);
+/** The plugin folders (colon-separated) that the registry and every worker this run starts
+ * load from: mi_plugin_path of the --plugins folders. NULL when out of memory. */
+const char *mi_host_plugin_path(mi_host_t *h);
 
 /** Sets up `c` to parse the arguments of `command` (argv[0] is its name) with its options
  * `opts`: messages start "mi-host COMMAND:", and its --help shows its line of commands.def. */

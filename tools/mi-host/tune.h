@@ -42,6 +42,7 @@ typedef struct mi_tune_task {
   mi_tune_known_t *known;
   int32_t known_count;
   int32_t recorded;             /* records written */
+  mi_search_options_t *search;  /* the search's options (tune_stop.c ends its time budget) */
   /* progress */
   mi_tune_progress_t *progress;
   int32_t line;
@@ -140,6 +141,7 @@ typedef struct mi_tune_run {
   /* Added: the model's graph the space was built on (node op types for the report); owned by
    * mi-host tune, alive until after mi_tune_write. NULL: unknown. */
   const mi_graph_t *graph;
+  int32_t recorded;              /* measurements this run wrote to the history */
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with
@@ -160,6 +162,25 @@ void mi_tune_progress_set(mi_tune_progress_t *p, int32_t line, int log, const ch
 /** mi_progress_fn for a mi_tune_task_t. */
 void mi_tune_progress_trial(void *ctx, const mi_trial_t *t, int32_t used, int64_t budget,
                             double elapsed_s);
+
+/* How a tune ends (tune_stop.c). */
+/** SIGINT and SIGTERM set the stop flag instead of killing the tune. */
+void mi_tune_stop_install(void);
+/** The signal that asked the tune to stop, or 0. */
+int mi_tune_stopped(void);
+/** 1 when the tune was asked to stop; then also ends the task's search at its next check. */
+int mi_tune_stop_search(mi_tune_task_t *t);
+/** Successful trials of a run (replayed ones included). */
+int mi_tune_succeeded(const mi_tune_run_t *run);
+/** The first model of the recipe without a successful trial on any device, or -1. */
+int32_t mi_tune_failed_model(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n);
+/** One line saying why model `m` got nothing: each device's error or last failure. */
+void mi_tune_failure_text(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n, int32_t m,
+                          char *buf, size_t cap);
+/** After the outputs: on an interrupt prints what the history kept and returns 130; when a
+ * model got nothing prints why and returns MI_HOST_FAIL; else MI_HOST_OK. */
+int mi_tune_finish(const mi_recipe_t *r, const char *history, mi_tune_run_t *runs, int32_t n,
+                   int json);
 
 /** Greedy assignment of models to devices by capacity (tune_assign.c): sets runs[].assigned. */
 void mi_tune_assign(const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n);

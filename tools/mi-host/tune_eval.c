@@ -93,6 +93,17 @@ int32_t mi_tune_layer_times(void *ctx, double *seconds, int32_t cap) {
   return got;
 }
 
+/* A failure that says nothing about the configuration: the worker could not start, found no
+ * such plugin or model, speaks another wire, the device was already quarantined, or the tune is
+ * being interrupted (Ctrl-C reaches the workers too). Recording it would make every rerun replay
+ * the failure instead of measuring (issue: a run without --plugins poisoned the history). */
+static int setup_failure(int32_t rc, const mi_error_t *err, int quarantined_before) {
+  const char *m = err ? err->message : "";
+  if (quarantined_before || mi_tune_stopped()) return 1;
+  if (rc == MI_ERR_IO || rc == MI_ERR_NOT_FOUND || rc == MI_ERR_ABI || rc == MI_ERR_PARSE) return 1;
+  return rc == MI_ERR_CRASHED && (strstr(m, "signal 2 ") || strstr(m, "signal 15 "));
+}
+
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err) {
   mi_tune_task_t *t = ctx;
@@ -105,6 +116,8 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   int32_t rc;
   memset(&res, 0, sizeof res);
   mi_xf_config_t *xc = NULL;
+  int quarantined;
+  if (mi_tune_stop_search(t)) return mi_errorf(err, MI_ERR_INTERNAL, "interrupted");
   if ((rc = halves(s, pt, &hw_text, &xf_text, &hw, &xc, err)) != MI_OK) return rc;
   mi_measure_options_default(&mo);
   mo.warmup = t->warmup;
@@ -122,6 +135,7 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   wc.samples = 2;
   wc.accuracy = 1;
   t->layer_n = 0;
+  quarantined = mi_worker_quarantined(t->pool, t->spec);
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
   if (rc == MI_OK) keep_layers(t, prof);
   if (rc == MI_OK) {
@@ -131,7 +145,9 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
     obj[MI_OBJ_ACCURACY] = res.has_accuracy ? res.rel_l2 : NAN;
     t->energy_modeled |= prof->has_energy && prof->energy_modeled;
   }
-  record(t, hw_text, xf_text, rc, prof, &res, err ? err->message : "failed");
+  if (rc == MI_OK || !setup_failure(rc, err, quarantined))
+    record(t, hw_text, xf_text, rc, prof, &res, err ? err->message : "failed");
+  mi_tune_stop_search(t);
   mi_profile_destroy(prof);
   mi_xf_config_destroy(xc);
   mi_space_hw_destroy(hw);

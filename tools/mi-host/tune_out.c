@@ -118,7 +118,17 @@ static void json_trial(FILE *f, const mi_recipe_t *r, const mi_trial_t *t, int32
 }
 
 static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n) {
-  fputs("{\"recipe\":", f);
+  int32_t failed = mi_tune_failed_model(r, runs, n);
+  char why[2048];
+  /* ok: every model got at least one successful measurement (mi-host tune's exit status). */
+  fprintf(f, "{\"ok\":%s,", failed < 0 ? "true" : "false");
+  if (failed >= 0) {
+    mi_tune_failure_text(r, runs, n, failed, why, sizeof why);
+    fputs("\"error\":", f);
+    mi_json_string(f, why);
+    fputc(',', f);
+  }
+  fputs("\"recipe\":", f);
   mi_json_string(f, r->path);
   fputs(",\"objectives\":[", f);
   for (int32_t j = 0; j < r->objective_count; j++)

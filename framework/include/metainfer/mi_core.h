@@ -133,6 +133,15 @@ MI_API void mi_registry_destroy(mi_registry_t *r);
 MI_API int32_t mi_registry_scan(mi_registry_t *r, const char *dir, mi_error_t *err);
 /** Scans each directory of MI_PLUGIN_PATH (colon-separated); ignored in setuid programs. */
 MI_API int32_t mi_registry_scan_env(mi_registry_t *r, mi_error_t *err);
+/** Where every tool and the measurement workers it starts look for plugins, as one
+ * colon-separated list (malloc'd; NULL only when out of memory): `given` (the command line's
+ * --plugins folders, colon-joined) when not NULL or empty, else the readable folders of
+ * MI_PLUGIN_PATH (ignored in setuid programs), else <program folder>/../plugins when it exists,
+ * else "". */
+MI_API char *mi_plugin_path(const char *given);
+/** Scans each folder of a colon-separated list such as mi_plugin_path's; an unreadable folder
+ * is an error. "" or NULL loads nothing. */
+MI_API int32_t mi_registry_scan_path(mi_registry_t *r, const char *path, mi_error_t *err);
 MI_API int32_t mi_registry_plugin_count(const mi_registry_t *r);
 MI_API mi_plugin_t *mi_registry_plugin(const mi_registry_t *r, int32_t index);
 /** The plugin named `name`, or NULL. */

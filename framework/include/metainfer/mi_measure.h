@@ -374,6 +374,14 @@ typedef struct mi_history_stats {
   int32_t schema_version;
 } mi_history_stats_t;
 
+/** Which records mi_history_prune drops: those that match every field set. */
+typedef struct mi_history_prune {
+  int32_t failed;          /* 1: only failed records */
+  const char *model;       /* model hash, or the model's name as the recipe wrote it, or its
+                            * file name; NULL = any */
+  const char *device;      /* device hash, device name or spec ("PLUGIN:INDEX"); NULL = any */
+} mi_history_prune_t;
+
 /** The store behind the log: a table of functions so another database can be added. */
 typedef struct mi_store_ops {
   const char *name;
@@ -391,6 +399,8 @@ typedef struct mi_store_ops {
   int32_t (*export_jsonl)(void *state, FILE *f, int64_t *count, mi_error_t *err);
   /* Imports one line; *added = 0 when the record was already there. */
   int32_t (*import_line)(void *state, const char *line, int *added, mi_error_t *err);
+  /* Added, may be NULL (then pruning is unsupported): drops the matching records. */
+  int32_t (*prune)(void *state, const mi_history_prune_t *p, int64_t *removed, mi_error_t *err);
 } mi_store_ops_t;
 
 /** The SQLite store (WAL, versioned schema, migrations). */
@@ -423,6 +433,11 @@ MI_API int32_t mi_history_put(mi_history_t *h, const mi_record_t *r, int64_t *id
 MI_API int32_t mi_history_query(mi_history_t *h, const mi_history_query_t *q,
                                 mi_history_row_fn fn, void *user, mi_error_t *err);
 MI_API int32_t mi_history_stats(mi_history_t *h, mi_history_stats_t *out, mi_error_t *err);
+/** Drops the records `p` selects (at least one of its fields must be set, so that a
+ * mistyped command never empties the log) and the tasks and configurations left without
+ * records; *removed = records dropped. */
+MI_API int32_t mi_history_prune(mi_history_t *h, const mi_history_prune_t *p, int64_t *removed,
+                                mi_error_t *err);
 /** Writes every measurement as one JSON line with its format version. */
 MI_API int32_t mi_history_export(mi_history_t *h, FILE *f, int64_t *count, mi_error_t *err);
 /** Imports JSON lines; a bad line stops the import with "line N: why" (lines before it stay).

@@ -231,13 +231,16 @@ typedef struct mi_recipe {
   int32_t preference[MI_OBJ_COUNT];
   int64_t budget_measurements;      /* per (model, device); default 40 */
   double budget_seconds;            /* per (model, device); default 600 */
-  char *history;                    /* SQLite file, or NULL */
+  char *history;                    /* SQLite file or URL, or NULL */
   char *strategy;                   /* "nsga2" (default), "random", "exhaustive" */
   uint64_t seed;                    /* default 1 */
   uint32_t model_dims;              /* search.model: MI_SPACE_* bits; default all */
   int32_t repeats;                  /* measurement repeats; default 5 */
   int32_t warmup;                   /* default 2 */
   int32_t population;               /* NSGA-II population; default 8 */
+  double timeout_s;                 /* measure.timeout_s: per measurement; default 120 */
+  int32_t history_given;            /* 1: the recipe has a history key ("none" leaves history
+                                     * NULL); 0: tune keeps one in its output folder */
 } mi_recipe_t;
 
 /** Loads and validates a recipe. Every error reads "FILE:LINE:COLUMN: message". When

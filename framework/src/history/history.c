@@ -92,6 +92,16 @@ MI_API int32_t mi_history_query(mi_history_t *h, const mi_history_query_t *q,
   return h->ops->query(h->state, q, fn, user, err);
 }
 
+MI_API int32_t mi_history_prune(mi_history_t *h, const mi_history_prune_t *p, int64_t *removed,
+                                mi_error_t *err) {
+  int64_t tmp;
+  if (!h || !p) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_history_prune: NULL");
+  if (!p->failed && !p->model && !p->device)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "history prune: say which records (failed, a model or a device)");
+  if (!h->ops->prune) return mi_errorf(err, MI_ERR_UNSUPPORTED, "history: the %s store cannot prune", h->ops->name);
+  return h->ops->prune(h->state, p, removed ? removed : &tmp, err);
+}
+
 MI_API int32_t mi_history_stats(mi_history_t *h, mi_history_stats_t *out, mi_error_t *err) {
   if (!h || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_history_stats: NULL");
   return h->ops->stats(h->state, out, err);

@@ -34,5 +34,8 @@ int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_err
 int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_row_fn fn,
                          void *user, mi_error_t *err);
 int32_t mi__sqlite_stats(void *state, mi_history_stats_t *out, mi_error_t *err);
+/* sqlite_prune.c */
+int32_t mi__sqlite_prune(void *state, const mi_history_prune_t *p, int64_t *removed,
+                         mi_error_t *err);
 
 #endif

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,16 @@ static int32_t get_int(ctx_t *c, const yaml_node_t *n, const char *key, int64_t 
   if (v < lo) return at(c, n, MI_ERR_PARSE, "'%s' must be at least %lld, not %lld", key, (long long)lo, v);
   *out = v;
   return MI_OK;
+}
+
+/* get_int with an upper bound: counts that size loops or allocations (measure.repeats of 2e9
+ * would run for hours and overflow the doubled repeat count) are refused here. */
+static int32_t get_int_max(ctx_t *c, const yaml_node_t *n, const char *key, int64_t lo, int64_t hi,
+                           int64_t *out) {
+  int32_t rc = get_int(c, n, key, lo, out);
+  if (rc == MI_OK && *out > hi)
+    return at(c, n, MI_ERR_PARSE, "'%s' must be at most %lld, not %lld", key, (long long)hi, (long long)*out);
+  return rc;
 }
 
 static int32_t get_number(ctx_t *c, const yaml_node_t *n, const char *key, double *out) {
@@ -155,7 +166,7 @@ static int32_t parse_pool(ctx_t *c, const yaml_node_t *n) {
         if (!strcmp(ks, "plugin")) {
           if ((rc = get_string(c, v, "plugin", &name)) != MI_OK) return rc;
         } else if (!strcmp(ks, "device")) {
-          if ((rc = get_int(c, v, "device", 0, &dev)) != MI_OK) return rc;
+          if ((rc = get_int_max(c, v, "device", 0, INT32_MAX, &dev)) != MI_OK) return rc;
         } else {
           return at(c, k, MI_ERR_PARSE, "unknown key '%s' in a pool entry (known: plugin, device)", ks);
         }
@@ -164,6 +175,9 @@ static int32_t parse_pool(ctx_t *c, const yaml_node_t *n) {
     if (!name || !*name) return at(c, e, MI_ERR_PARSE, "a pool entry needs 'plugin'");
     if (c->reg && !mi_registry_find(c->reg, name))
       return at(c, e, MI_ERR_NOT_FOUND, "unknown plugin '%s' (not loaded)", name);
+    if (c->reg && (uint32_t)dev >= mi_registry_find(c->reg, name)->device_count)
+      return at(c, e, MI_ERR_NOT_FOUND, "plugin '%s' has no device %lld (it has %u)", name, (long long)dev,
+                (unsigned)mi_registry_find(c->reg, name)->device_count);
     nd = realloc(c->r->pool, ((size_t)c->r->device_count + 1) * sizeof *nd);
     if (!nd) return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
     c->r->pool = nd;
@@ -271,11 +285,16 @@ static int32_t parse_measure(ctx_t *c, const yaml_node_t *n) {
     int64_t x;
     int32_t rc;
     if (!strcmp(ks, "repeats")) {
-      if ((rc = get_int(c, v, "measure.repeats", 5, &x)) == MI_OK) c->r->repeats = (int32_t)x;
+      if ((rc = get_int_max(c, v, "measure.repeats", 5, 10000, &x)) == MI_OK) c->r->repeats = (int32_t)x;
     } else if (!strcmp(ks, "warmup")) {
-      if ((rc = get_int(c, v, "measure.warmup", 0, &x)) == MI_OK) c->r->warmup = (int32_t)x;
+      if ((rc = get_int_max(c, v, "measure.warmup", 0, 10000, &x)) == MI_OK) c->r->warmup = (int32_t)x;
+    } else if (!strcmp(ks, "timeout_s")) {
+      double t = 0;
+      if ((rc = get_number(c, v, "measure.timeout_s", &t)) == MI_OK && !(t > 0 && t <= 86400))
+        rc = at(c, v, MI_ERR_PARSE, "'measure.timeout_s' must be more than 0 and at most 86400 seconds, not %g", t);
+      if (rc == MI_OK) c->r->timeout_s = t;
     } else {
-      rc = at(c, k, MI_ERR_PARSE, "unknown key 'measure.%s' (known: repeats, warmup)", ks);
+      rc = at(c, k, MI_ERR_PARSE, "unknown key 'measure.%s' (known: repeats, warmup, timeout_s)", ks);
     }
     if (rc != MI_OK) return rc;
   }
@@ -358,7 +377,9 @@ static int32_t parse_root(ctx_t *c, const yaml_node_t *root) {
     } else if (!strcmp(ks, "budget")) {
       rc = parse_budget(c, v);
     } else if (!strcmp(ks, "history")) {
-      rc = path_key(c, v, "history", &c->r->history);
+      /* "none": no history at all; without the key tune keeps one in its output folder. */
+      c->r->history_given = 1;
+      if (!scalar(v) || strcmp(scalar(v), "none") != 0) rc = path_key(c, v, "history", &c->r->history);
     } else if (!strcmp(ks, "search")) {
       rc = parse_search(c, v);
     } else if (!strcmp(ks, "measure")) {
@@ -401,6 +422,7 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
   r->model_dims = MI_SPACE_MODEL_ALL;
   r->repeats = 5;
   r->warmup = 2;
+  r->timeout_s = 120;
   r->population = 8;
   if (!r->path || !r->dir) {
     mi_recipe_destroy(r);

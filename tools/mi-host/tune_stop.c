@@ -1,0 +1,89 @@
+/* tune_stop.c - how mi-host tune ends other than by finishing: Ctrl-C (SIGINT, SIGTERM) stops it
+ * between measurements and says what the history kept, and a model that got no successful
+ * measurement on any device fails the run with the reason instead of a silent exit 0. */
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+
+#include "tune.h"
+
+/* A signal handler reaches nothing but a global: the one piece of global state in mi-host. */
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig) { g_stop = sig; }
+
+void mi_tune_stop_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  /* SA_RESTART: reads of the history and of workers carry on; the loops that wait on a worker
+   * poll with a deadline and look again. */
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+int mi_tune_stopped(void) { return (int)g_stop; }
+
+int mi_tune_stop_search(mi_tune_task_t *t) {
+  if (!g_stop) return 0;
+  /* The search loops end when their wall-time budget is spent: spending it ends the search at
+   * its next check, without a stop flag in the search API. */
+  if (t->search) t->search->max_seconds = 1e-9;
+  return 1;
+}
+
+int mi_tune_succeeded(const mi_tune_run_t *run) {
+  int32_t n = 0;
+  for (int32_t i = 0; run->ok && run->res && i < run->res->count; i++) n += run->res->trials[i].status == MI_OK;
+  return n;
+}
+
+/* Why a run has nothing: its own error, else its last failed trial's message. */
+static const char *why(const mi_tune_run_t *run) {
+  if (!run->ok) return run->message;
+  for (int32_t i = run->res ? run->res->count - 1 : -1; i >= 0; i--)
+    if (run->res->trials[i].status != MI_OK) return run->res->trials[i].message;
+  return run->res && run->res->count > 0 ? "no successful measurement" : "nothing was measured (budget 0?)";
+}
+
+int32_t mi_tune_failed_model(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n) {
+  for (int32_t m = 0; m < r->model_count; m++) {
+    int any = 0;
+    for (int32_t d = 0; d < r->device_count && m * r->device_count + d < n; d++)
+      any |= mi_tune_succeeded(&runs[m * r->device_count + d]) > 0;
+    if (!any && r->budget_measurements > 0) return m;
+  }
+  return -1;
+}
+
+void mi_tune_failure_text(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n, int32_t m,
+                          char *buf, size_t cap) {
+  size_t at = (size_t)snprintf(buf, cap, "%s: no configuration was measured successfully on any device", r->models[m].written);
+  for (int32_t d = 0; d < r->device_count && m * r->device_count + d < n && at < cap; d++) {
+    const mi_tune_run_t *run = &runs[m * r->device_count + d];
+    at += (size_t)snprintf(buf + at, cap - at, "; %s: %s", run->spec, why(run));
+  }
+}
+
+int mi_tune_finish(const mi_recipe_t *r, const char *history, mi_tune_run_t *runs, int32_t n,
+                   int json) {
+  int32_t m;
+  char text[2048];
+  if (g_stop) {
+    int64_t saved = 0;
+    for (int32_t i = 0; i < n; i++) saved += runs[i].recorded;
+    if (history)
+      fprintf(stderr, "\ntune: interrupted: %lld measurements saved in %s; rerun the same command to resume\n",
+              (long long)saved, history);
+    else
+      fprintf(stderr, "\ntune: interrupted: nothing saved (the recipe says history: none)\n");
+    return 130; /* 128 + SIGINT, as shells report an interrupted program */
+  }
+  if ((m = mi_tune_failed_model(r, runs, n)) < 0) return MI_HOST_OK;
+  mi_tune_failure_text(r, runs, n, m, text, sizeof text);
+  (void)json; /* the JSON summary says it too ("ok": false); stderr always does */
+  fprintf(stderr, "mi-host: tune: %s\n", text);
+  return MI_HOST_FAIL;
+}
