@@ -88,91 +88,12 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
   return 0;
 }
 
-/* Index of the graph input named by the NAME of "NAME=VALUE", or an error naming the option. */
-static int32_t spec_input(const mi_graph_t *g, const char *opt, const char *spec, int32_t *index,
-                          mi_error_t *err) {
-  const char *eq = strchr(spec, '=');
-  for (int32_t i = 0; eq && i < g->input_count; i++) {
-    const char *nm = g->tensors[g->inputs[i]].name;
-    if (strlen(nm) == (size_t)(eq - spec) && strncmp(nm, spec, (size_t)(eq - spec)) == 0) {
-      *index = i;
-      return MI_OK;
-    }
-  }
-  return mi_errorf(err, MI_ERR_NOT_FOUND, "%s '%s': the model has no such input (%d inputs)",
-                   opt, spec, (int)g->input_count);
-}
-
-/* Gives graph input t a concrete shape, checked against the declared one, so that shape
- * inference and the passes see the shapes the samples will have. */
-static int32_t set_input_shape(mi_tensor_t *t, const char *where, int32_t rank,
-                               const int64_t *dims, mi_error_t *err) {
-  if (t->rank >= 0 && rank != t->rank)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): rank %d, the model declares "
-                     "rank %d", t->name, where, (int)rank, (int)t->rank);
-  for (int32_t d = 0; d < rank; d++)
-    if (t->rank >= 0 && t->dims[d] >= 0 && t->dims[d] != dims[d])
-      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): dim %d is %lld, the model "
-                       "declares %lld", t->name, where, (int)d, (long long)dims[d],
-                       (long long)t->dims[d]);
-  for (int32_t d = 0; d < MI_MAX_RANK; d++) {
-    if (t->rank >= 0 && d < t->rank) {
-      free(t->dim_names[d]);
-      t->dim_names[d] = NULL;
-    }
-    t->dims[d] = d < rank ? dims[d] : 0;
-  }
-  t->rank = rank;
-  return MI_OK;
-}
-
 /* Applies --input files (loaded into fixed[], one slot per graph input) and --shape sizes to
  * the graph inputs, then checks that every input left random is float32 of static shape. */
 static int32_t fix_inputs(mi_graph_t *g, const acc_args_t *a, mi_array_t **fixed,
                           mi_error_t *err) {
-  int32_t rc = MI_OK, idx = 0;
-  uint8_t shaped[MI_MAX_INPUTS_ACC] = {0};
-  for (int i = 0; i < a->input_count && rc == MI_OK; i++) {
-    const char *file = strchr(a->inputs[i], '=') + 1;
-    mi_tensor_t *t;
-    if ((rc = spec_input(g, "--input", a->inputs[i], &idx, err)) != MI_OK) break;
-    t = &g->tensors[g->inputs[idx]];
-    if (fixed[idx]) {
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: input '%s' is given twice", t->name);
-    } else if ((rc = mi_npy_load(file, &fixed[idx], err)) == MI_OK) {
-      if (t->dtype != MI_DTYPE_UNDEFINED && fixed[idx]->dtype != t->dtype)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s, the model "
-                       "declares %s", t->name, file, mi_dtype_name(fixed[idx]->dtype),
-                       mi_dtype_name(t->dtype));
-      else
-        rc = set_input_shape(t, file, fixed[idx]->rank, fixed[idx]->dims, err);
-    }
-  }
-  for (int i = 0; i < a->shape_count && rc == MI_OK; i++) {
-    int64_t dims[MI_MAX_RANK];
-    int32_t rank = 0;
-    const char *p = strchr(a->shapes[i], '=') + 1;
-    if ((rc = spec_input(g, "--shape", a->shapes[i], &idx, err)) != MI_OK) break;
-    while (*p && rc == MI_OK) {
-      char *end = NULL;
-      long long v;
-      errno = 0;
-      v = strtoll(p, &end, 10);
-      if (errno || end == p || v < 0 || (*end && *end != ',') || rank >= MI_MAX_RANK)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': expected NAME=D0,D1,... with "
-                       "up to %d dims >= 0", a->shapes[i], MI_MAX_RANK);
-      else
-        dims[rank++] = v;
-      p = end && *end ? end + 1 : "";
-    }
-    if (rc != MI_OK) break;
-    if (fixed[idx] || shaped[idx])
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': input already has a %s",
-                     a->shapes[i], fixed[idx] ? "--input file" : "--shape");
-    else
-      rc = set_input_shape(&g->tensors[g->inputs[idx]], "--shape", rank, dims, err);
-    shaped[idx] = 1;
-  }
+  /* The same --input/--shape rules as mi-host profile (mi_graph_input_args). */
+  int32_t rc = mi_graph_input_args(g, a->inputs, a->input_count, a->shapes, a->shape_count, fixed, err);
   for (int32_t i = 0; i < g->input_count && rc == MI_OK; i++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
     if (fixed[i]) continue;

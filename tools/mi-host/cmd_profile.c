@@ -22,6 +22,8 @@ typedef struct prof_args {
   char knob_names[16][64];
   const char *knob_dev[16]; /* NULL: every device */
   mi_knob_value_t knobs[16];
+  int nshape, ninput;
+  const char *shapes[16], *inputs[16]; /* --shape NAME=DIMS, --input NAME=FILE.npy */
 } prof_args_t;
 
 typedef struct task_info {
@@ -29,13 +31,17 @@ typedef struct task_info {
   const char *name;
   char *features;
   mi_model_features_t f;
+  char inputs[2048];  /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
 } task_info_t;
 
 enum { O_MODEL = 256, O_DEVICE, O_DB, O_REPEAT, O_WARMUP, O_ROUNDS, O_KNOB, O_CHECK, O_FLUSH,
-       O_MIN_WARMUP, O_MEDIAN_CI, O_MIN_SAMPLE, O_WORKERS, O_TIMEOUT, O_NO_FP, O_JSON };
+       O_MIN_WARMUP, O_MEDIAN_CI, O_MIN_SAMPLE, O_WORKERS, O_TIMEOUT, O_NO_FP, O_JSON, O_SHAPE,
+       O_INPUT };
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "M.onnx", "the model"},
     {"device", O_DEVICE, "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)"},
+    {"shape", O_SHAPE, "NAME=D0xD1x...", "an input's shape (dynamic dims; repeatable)"},
+    {"input", O_INPUT, "NAME=FILE.npy", "an input's values, and so its shape (repeatable)"},
     {"db", O_DB, "FILE|URL", "the history the measurements go to (default history.db)"},
     {"repeat", O_REPEAT, "N", "at least N timed repeats per figure"},
     {"warmup", O_WARMUP, "N", "warm-up runs before timing"},
@@ -100,6 +106,10 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       a->knobs[a->nknob].name = a->knob_names[a->nknob];
       a->knobs[a->nknob].i = kv;
       a->nknob++;
+    } else if (k == O_SHAPE || k == O_INPUT) {
+      int *n = k == O_SHAPE ? &a->nshape : &a->ninput;
+      if (*n == 16) return mi_host_usage_error("profile: at most 16 %s options", o);
+      (k == O_SHAPE ? a->shapes : a->inputs)[(*n)++] = v;
     } else if (k == O_MODEL) a->model = v;
     else if (k == O_DB) a->db = v;
     else if (k == O_DEVICE) {
@@ -136,14 +146,31 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   return MI_HOST_OK;
 }
 
-static int32_t load_task(const char *path, task_info_t *t, mi_error_t *err) {
+/* The model's hash and features, with --shape/--input applied (mi-run's and accuracy's rules);
+ * an input left with a dynamic dimension is an error naming the option that fixes it. */
+static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t, mi_error_t *err) {
   mi_graph_t *g = NULL;
   int32_t rc;
   const char *slash = strrchr(path, '/');
   t->name = slash ? slash + 1 : path;
   if ((rc = mi_file_hash(path, t->hash, err))) return rc;
   if ((rc = mi_onnx_load(path, &g, err))) return rc;
-  if (!(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
+  rc = mi_graph_input_args(g, a->inputs, a->ninput, a->shapes, a->nshape, NULL, err);
+  for (int32_t i = 0; i < g->input_count && !rc; i++) {
+    const mi_tensor_t *x = &g->tensors[g->inputs[i]];
+    size_t at = strlen(t->inputs);
+    for (int32_t d = 0; d < x->rank && !rc; d++)
+      if (x->dims[d] < 0)
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has dynamic dim %d%s%s%s: give --shape %s=D0xD1x... "
+                       "or --input %s=FILE.npy", x->name, (int)d, x->dim_names[d] ? " ('" : "",
+                       x->dim_names[d] ? x->dim_names[d] : "", x->dim_names[d] ? "')" : "", x->name, x->name);
+    if (a->nshape + a->ninput > 0 && at < sizeof t->inputs) {
+      at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, "%s%s:", i ? ";" : "", x->name);
+      for (int32_t d = 0; d < x->rank && at < sizeof t->inputs; d++)
+        at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, d ? "x%lld" : "%lld", (long long)x->dims[d]);
+    }
+  }
+  if (!rc && !(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
       !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
     t->features = mi_model_features_json(&t->f);
   mi_graph_destroy(g);
@@ -243,6 +270,7 @@ static int by_latency(const void *x, const void *y) {
  * lower middle one for even k), with every worker's median in `medians` (seconds, in the order
  * measured). The first failure ends it: NULL, err says why. */
 static mi_profile_t *measure_in_workers(mi_worker_pool_t *pool, const char *spec, const char *model,
+                                        const char *inputs,
                                         const mi_session_options_t *so,
                                         const mi_measure_options_t *mo, int check, int k,
                                         double *medians, mi_error_t *err) {
@@ -250,7 +278,18 @@ static mi_profile_t *measure_in_workers(mi_worker_pool_t *pool, const char *spec
   int n = 0;
   for (; n < k; n++) {
     if (n > 0) mi_worker_retire(pool, spec);
-    if (mi_worker_profile(pool, spec, model, so, mo, check, &got[n], err) != MI_OK) break;
+    if (inputs[0]) {
+      /* Input shapes travel with a configuration job; the plain profile job has none. */
+      mi_worker_config_t wc;
+      memset(&wc, 0, sizeof wc);
+      wc.struct_size = sizeof wc;
+      wc.model = model;
+      wc.inputs = inputs;
+      wc.so = so;
+      if (mi_worker_profile_config(pool, spec, &wc, mo, check, &got[n], NULL, err) != MI_OK) break;
+    } else if (mi_worker_profile(pool, spec, model, so, mo, check, &got[n], err) != MI_OK) {
+      break;
+    }
     medians[n] = got[n]->latency.stats.median;
   }
   if (n == k) {
@@ -339,7 +378,7 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
   memset(&so, 0, sizeof so);
   if ((rc = parse(h, argc, argv, &a)) != MI_HOST_OK) return rc == MI_HOST_DONE ? MI_HOST_OK : rc;
   mi_error_clear(&err);
-  if (load_task(a.model, &task, &err) || mi_history_open(a.db, &hist, &err) ||
+  if (load_task(a.model, &a, &task, &err) || mi_history_open(a.db, &hist, &err) ||
       mi_history_begin_run(hist, "mi-host profile", a.model, &run, &err)) {
     fprintf(stderr, "mi-host: profile: %s\n", err.message);
     rc = MI_HOST_USAGE;
@@ -381,7 +420,7 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
       if (r == 0 && a.fingerprint && mi_worker_fingerprint(pool, spec, &fps[d], &err) == MI_OK)
         mi_error_clear(&err);
       if (!err.message[0] || err.code == MI_OK)
-        p = measure_in_workers(pool, spec, a.model, &so, &a.mo, a.check, a.workers, medians, &err);
+        p = measure_in_workers(pool, spec, a.model, task.inputs, &so, &a.mo, a.check, a.workers, medians, &err);
       if (!p) failed++;
       if (record(hist, run, &task, spec, &fps[d], canon, p, p ? NULL : err.message, &rerr)) {
         fprintf(stderr, "mi-host: profile: cannot record: %s\n", rerr.message);

@@ -12,14 +12,47 @@
 #include "tune_farm.h"
 
 
-static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, mi_error_t *err) {
+/* The recipe's input shapes, then 1 for every dimension still dynamic (a batch 'N'), with a
+ * note: nothing may be probed or measured with an unresolved shape. */
+static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, const char *model, int quiet,
+                          mi_error_t *err) {
+  int defaulted = 0;
+  int32_t rc;
   for (int32_t i = 0; i < r->input_count; i++) {
     int32_t t = mi_graph_find_tensor(g, r->inputs[i].name);
     if (t < 0) return mi_errorf(err, MI_ERR_NOT_FOUND, "%s: the model has no input '%s'", r->path, r->inputs[i].name);
     g->tensors[t].rank = r->inputs[i].rank;
     memcpy(g->tensors[t].dims, r->inputs[i].dims, sizeof r->inputs[i].dims);
   }
-  return mi_graph_infer_shapes(g, err);
+  for (int32_t i = 0; i < g->input_count; i++) {
+    mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    char dyn[160] = "";
+    size_t at = 0;
+    if (t->rank < 0)
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: input '%s' of %s has no declared shape: give it under "
+                       "inputs: in the recipe", r->path, t->name, model);
+    for (int32_t d = 0; d < t->rank; d++)
+      if (t->dims[d] < 0) {
+        if (at < sizeof dyn)
+          at += (size_t)snprintf(dyn + at, sizeof dyn - at, "%s%s", at ? ", " : "", t->dim_names[d] ? t->dim_names[d] : "?");
+        t->dims[d] = 1;
+      }
+    defaulted |= dyn[0] != '\0';
+    if (dyn[0] && !quiet) {
+      char shape[256];
+      size_t k = 0;
+      for (int32_t d = 0; d < t->rank && k < sizeof shape; d++)
+        k += (size_t)snprintf(shape + k, sizeof shape - k, d ? "x%lld" : "%lld", (long long)t->dims[d]);
+      fprintf(stderr, "tune: note: %s: input '%s' has dynamic dimension(s) %s, taken as 1: %s (set inputs: in the recipe to choose)\n",
+              model, t->name, dyn, shape);
+    }
+  }
+  if ((rc = mi_graph_infer_shapes(g, err)) != MI_OK && defaulted) {
+    char why[MI_ERROR_MESSAGE_SIZE];
+    snprintf(why, sizeof why, "%s", err->message);
+    mi_errorf(err, rc, "%s (dynamic dimensions were taken as 1: give the inputs' shapes under inputs: in the recipe)", why);
+  }
+  return rc;
 }
 
 /* What every (model, device) of one run of mi-host tune shares. */
@@ -509,18 +542,14 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   pthread_mutex_init(&c.next_lock, NULL);
   for (int32_t m = 0; m < r->model_count; m++) {
     char inputs[2048] = "";
-    size_t at = 0;
     mi_model_features_t f;
-    for (int32_t i = 0; i < r->input_count && at < sizeof inputs; i++) {
-      at += (size_t)snprintf(inputs + at, sizeof inputs - at, "%s%s:", i ? ";" : "", r->inputs[i].name);
-      for (int32_t d = 0; d < r->inputs[i].rank && at < sizeof inputs; d++)
-        at += (size_t)snprintf(inputs + at, sizeof inputs - at, d ? "x%lld" : "%lld", (long long)r->inputs[i].dims[d]);
-    }
-    if (mi_onnx_load(r->models[m].path, &graphs[m], &err) != MI_OK || set_inputs(graphs[m], r, &err) != MI_OK ||
+    if (mi_onnx_load(r->models[m].path, &graphs[m], &err) != MI_OK || set_inputs(graphs[m], r, r->models[m].written, 0, &err) != MI_OK ||
         mi_graph_toposort(graphs[m], &err) != MI_OK || mi_file_hash(r->models[m].path, c.model_hash, &err) != MI_OK) {
       fprintf(stderr, "mi-host: %s\n", err.message);
       goto done;
     }
+    /* The workers get every input's concrete shape, the defaulted dynamic ones included. */
+    shapes_text(graphs[m], inputs, sizeof inputs);
     free(c.features);
     memset(&f, 0, sizeof f);
     c.features = mi_model_features(graphs[m], &f, NULL, NULL, NULL) == MI_OK ? mi_model_features_json(&f) : NULL;

@@ -78,6 +78,14 @@ MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed);
 /** Reads a .npy file (v1-v3, little-endian float32/float16/int8/uint8/int32/int64/bool,
  * C order). On failure *out is NULL and err names the file and the problem. */
 MI_API int32_t mi_npy_load(const char *path, mi_array_t **out, mi_error_t *err);
+/** Model inputs as command lines give them (mi-host profile and accuracy): `files`
+ * "NAME=FILE.npy" and `shapes` "NAME=D0,D1,..." or "NAME=D0xD1x...", each checked against the
+ * declared dtype and shape and written into g's input tensors (run mi_graph_infer_shapes after).
+ * `fixed` (optional, g->input_count slots) receives the loaded arrays. An input given twice is an
+ * error. */
+MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int32_t nfiles,
+                                   const char *const *shapes, int32_t nshapes, mi_array_t **fixed,
+                                   mi_error_t *err);
 /** Parses a .npy image held in memory; `what` names it in errors. */
 MI_API int32_t mi_npy_parse(const void *buf, size_t size, const char *what, mi_array_t **out,
                             mi_error_t *err);

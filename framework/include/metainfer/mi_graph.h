@@ -150,6 +150,8 @@ MI_API int32_t mi_graph_toposort(mi_graph_t *g, mi_error_t *err);
  * MI_ERR_UNSUPPORTED naming the node, op type and opset for an op it does not know;
  * MI_ERR_PARSE for inconsistent shapes. */
 MI_API int32_t mi_graph_infer_shapes(mi_graph_t *g, mi_error_t *err);
+/** Parses a shape "D0,D1,..." or "D0xD1x..." (each >= 0; "" is a scalar). */
+MI_API int32_t mi_shape_parse(const char *text, int32_t *rank, int64_t *dims);
 
 /** Removes the nodes with drop[i] != 0 (node_count entries), then every tensor that no kept
  * node, graph input or graph output refers to; tensor indices are renumbered and producers
