@@ -143,6 +143,10 @@ MI_API int32_t mi_xf_layout(mi_graph_t *g, int32_t layout, int32_t block, mi_xf_
  * activations) up to a multiple of `align`, with zero filters and zero input weights. */
 MI_API int32_t mi_xf_pad_channels(mi_graph_t *g, int32_t align, mi_xf_stats_t *st,
                                   mi_error_t *err);
+/** 1 when mi_xf_prune_layer can prune Conv `node` of `g` consistently (its channels reach only
+ * layers that follow them: not a residual Add, Flatten, Reshape or a graph output); the space
+ * offers a prune choice only for such layers. */
+MI_API int mi_xf_prunable(const mi_graph_t *g, int32_t node);
 /** Removes the `ratio` lowest-L1 filters of Conv node `node`, following depthwise layers,
  * BatchNormalization, activations and Concat to the consuming convs. Returns MI_OK and sets
  * *done = 0 when the layer cannot be pruned consistently (residual Add, Flatten, output). */

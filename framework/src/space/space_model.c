@@ -109,8 +109,10 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, const int32_t *v
         return rc;
     }
   }
+  /* Only layers the pass can prune: a choice that changes nothing (a Conv feeding a residual
+   * Add) would be searched for nothing and reported in the deployment as applied. */
   if ((s->opts.model_dims & MI_SPACE_PRUNE) && !strcmp(node->op_type, "Conv") &&
-      mi_node_attr_int(node, "group", 1) == 1) {
+      mi_node_attr_int(node, "group", 1) == 1 && mi_xf_prunable(s->g, n)) {
     char text[8][16];
     int32_t levels = s->opts.prune_levels > 8 ? 8 : s->opts.prune_levels;
     for (int32_t i = 0; i < levels; i++) {

@@ -134,6 +134,28 @@ static int32_t apply_action(mi_graph_t *g, const prune_action_t *a) {
   return MI_OK;
 }
 
+MI_API int mi_xf_prunable(const mi_graph_t *g, int32_t node) {
+  prune_plan_t p;
+  uint8_t *keep;
+  int64_t m;
+  int ok;
+  const mi_node_t *x;
+  if (!g || node < 0 || node >= g->node_count) return 0;
+  x = &g->nodes[node];
+  if (strcmp(x->op_type, "Conv") != 0 || !mi__xf_is_weighted(g, node) ||
+      mi_node_attr_int(x, "group", 1) != 1 || x->output_count != 1)
+    return 0;
+  m = g->tensors[x->inputs[1]].dims[0];
+  if (m < 2 || !(keep = malloc((size_t)m))) return 0;
+  /* The same plan mi_xf_prune_layer makes: where its channels flow decides, not which go. */
+  memset(keep, 1, (size_t)m);
+  memset(&p, 0, sizeof p);
+  ok = push(&p, ACT_OUT, node, keep, m) && walk(g, x->outputs[0], keep, m, &p, 0) && p.n >= 2;
+  for (int32_t i = 0; i < p.n; i++) free(p.a[i].keep);
+  free(keep);
+  return ok;
+}
+
 MI_API int32_t mi_xf_prune_layer(mi_graph_t *g, int32_t node, double ratio, int *done,
                                  mi_xf_stats_t *st, mi_error_t *err) {
   prune_plan_t p;
