@@ -14,8 +14,7 @@
 
 /* The recipe's input shapes, then 1 for every dimension still dynamic (a batch 'N'), with a
  * note: nothing may be probed or measured with an unresolved shape. */
-static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, const char *model, int quiet,
-                          mi_error_t *err) {
+static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, const char *model, mi_error_t *err) {
   int defaulted = 0;
   int32_t rc;
   for (int32_t i = 0; i < r->input_count; i++) {
@@ -38,7 +37,7 @@ static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, const char *model
         t->dims[d] = 1;
       }
     defaulted |= dyn[0] != '\0';
-    if (dyn[0] && !quiet) {
+    if (dyn[0]) {
       char shape[256];
       size_t k = 0;
       for (int32_t d = 0; d < t->rank && k < sizeof shape; d++)
@@ -543,7 +542,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
   for (int32_t m = 0; m < r->model_count; m++) {
     char inputs[2048] = "";
     mi_model_features_t f;
-    if (mi_onnx_load(r->models[m].path, &graphs[m], &err) != MI_OK || set_inputs(graphs[m], r, r->models[m].written, 0, &err) != MI_OK ||
+    if (mi_onnx_load(r->models[m].path, &graphs[m], &err) != MI_OK || set_inputs(graphs[m], r, r->models[m].written, &err) != MI_OK ||
         mi_graph_toposort(graphs[m], &err) != MI_OK || mi_file_hash(r->models[m].path, c.model_hash, &err) != MI_OK) {
       fprintf(stderr, "mi-host: %s\n", err.message);
       goto done;
