@@ -75,11 +75,9 @@ void mi_cli_version(FILE *f);
  * NULL (optimal string alignment distance, at most 1 + length / 4 edits). */
 const char *mi_cli_suggest(const char *word, const char *const *cands, size_t n);
 
-/** The plugins folder a program uses without --plugins or MI_PLUGIN_PATH: <exe>/../plugins in
- * a build tree, else <exe>/../lib/metainfer/plugins where it is installed (the first that
- * exists; the build tree's when neither does). 0 when the program's path is unknown. */
-int mi_cli_default_plugin_dir(char *out, size_t cap);
-/** Scans `dir` when given, else MI_PLUGIN_PATH when set, else the default folder. */
+/** Loads the plugins from `dir` (colon-separated folders) when given, else from where every
+ * tool and measurement worker looks (mi_plugin_path: MI_PLUGIN_PATH, else the build tree's or
+ * the installed prefix's plugins folder). */
 int32_t mi_cli_scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err);
 
 /** mkdir -p `dir`. */

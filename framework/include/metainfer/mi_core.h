@@ -144,7 +144,8 @@ MI_API int32_t mi_registry_scan_env(mi_registry_t *r, mi_error_t *err);
 /** Where every tool and the measurement workers it starts look for plugins, as one
  * colon-separated list (malloc'd; NULL only when out of memory): `given` (the command line's
  * --plugins folders, colon-joined) when not NULL or empty, else the readable folders of
- * MI_PLUGIN_PATH (ignored in setuid programs), else <program folder>/../plugins when it exists,
+ * MI_PLUGIN_PATH (ignored in setuid programs), else <program folder>/../plugins (a build tree)
+ * or <program folder>/../lib/metainfer/plugins (an installed prefix), the first that exists,
  * else "". */
 MI_API char *mi_plugin_path(const char *given);
 /** Scans each folder of a colon-separated list such as mi_plugin_path's; an unreadable folder

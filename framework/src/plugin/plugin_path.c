@@ -1,6 +1,6 @@
 /* plugin_path.c - where plugins are looked for, decided in one place for every tool and for the
  * measurement workers they start: the folders named on the command line, else MI_PLUGIN_PATH,
- * else the plugins folder next to the running program's bin folder. */
+ * else the plugins folder of the build tree or of the installed prefix the program runs from. */
 /* secure_getenv is a GNU extension. */
 #define _GNU_SOURCE 1
 #include <limits.h>
@@ -11,6 +11,11 @@
 #include <unistd.h>
 
 #include "metainfer/mi_core.h"
+
+/* An installed program's plugins, relative to its bin folder (GNUInstallDirs: set by CMake). */
+#ifndef MI_INSTALL_PLUGIN_REL
+#define MI_INSTALL_PLUGIN_REL "../lib/metainfer/plugins"
+#endif
 
 typedef struct list {
   char *s;
@@ -70,16 +75,21 @@ MI_API char *mi_plugin_path(const char *given) {
     }
     return take(&b);
   }
-  /* <folder of the program>/../plugins: build/bin/X finds build/plugins, P/bin/X finds
-   * P/plugins. A missing folder is no error: no plugins were built. */
+  /* The first of <folder of the program>/../plugins (build/bin/X finds build/plugins) and
+   * MI_INSTALL_PLUGIN_REL (P/bin/X finds P/lib/metainfer/plugins; relative, so a moved prefix
+   * still works). Neither is no error: no plugins were built or installed. */
   n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n > 0) {
+    static const char *const rel[] = {"../plugins", MI_INSTALL_PLUGIN_REL};
     char *slash;
     exe[n] = '\0';
     if ((slash = strrchr(exe, '/'))) {
       *slash = '\0';
-      if ((size_t)snprintf(dir, sizeof dir, "%s/../plugins", exe) < sizeof dir && is_dir(dir))
-        add(&b, dir, strlen(dir));
+      for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++)
+        if ((size_t)snprintf(dir, sizeof dir, "%s/%s", exe, rel[i]) < sizeof dir && is_dir(dir)) {
+          add(&b, dir, strlen(dir));
+          break;
+        }
     }
   }
   return take(&b);
