@@ -194,7 +194,7 @@ static int32_t check_knob(const mi_plugin_t *p, uint32_t device, uint32_t index,
       if (k->step < 1) return BAD("%s: knob '%s' has step %lld < 1", p->name, k->name,
                                   (long long)k->step);
       if (k->default_int < k->min || k->default_int > k->max ||
-          (k->default_int - k->min) % k->step != 0)
+          ((uint64_t)k->default_int - (uint64_t)k->min) % (uint64_t)k->step != 0) /* no overflow */
         return BAD("%s: knob '%s' default %lld outside its domain [%lld,%lld] step %lld", p->name,
                    k->name, (long long)k->default_int, (long long)k->min, (long long)k->max,
                    (long long)k->step);

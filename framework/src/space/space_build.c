@@ -1,5 +1,6 @@
 /* space_build.c - builds the joint space of one (model, device) from the plugin's descriptions. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,22 @@ static int32_t set_label(mi__dim_t *d, int32_t i, const char *text, mi_error_t *
   return d->labels[i] ? MI_OK : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
 }
 
+/* Integer domains may span all of int64 (min INT64_MIN, max INT64_MAX): their arithmetic is done
+ * in uint64, where max - min and min + offset cannot overflow. */
+static uint64_t int_steps(const mi_knob_desc_t *k) {
+  uint64_t step = k->step > 0 ? (uint64_t)k->step : 1;
+  return k->max > k->min ? ((uint64_t)k->max - (uint64_t)k->min) / step : 0;
+}
+
+/* (int64)u without relying on the implementation-defined conversion of values above INT64_MAX. */
+static int64_t from_u64(uint64_t u) {
+  return u <= (uint64_t)INT64_MAX ? (int64_t)u : -(int64_t)(UINT64_MAX - u) - 1;
+}
+
+static uint64_t distance(int64_t a, int64_t b) {
+  return a > b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+}
+
 /* The values a knob's domain offers the search: every listed value, a whole small range, or
  * `levels` evenly spaced values (always including the default) of a wide one. */
 static int32_t knob_value_count(const mi_space_t *s, const mi_knob_desc_t *k) {
@@ -87,10 +104,9 @@ static int32_t knob_value_count(const mi_space_t *s, const mi_knob_desc_t *k) {
       return n;
     }
     default: {
-      int64_t span;
+      uint64_t steps = int_steps(k);
       if (k->value_count) return (int32_t)k->value_count;
-      span = (k->max - k->min) / (k->step > 0 ? k->step : 1) + 1;
-      return span <= s->opts.int_levels ? (int32_t)span : s->opts.int_levels;
+      return steps < (uint64_t)s->opts.int_levels ? (int32_t)steps + 1 : s->opts.int_levels;
     }
   }
 }
@@ -108,7 +124,14 @@ static int32_t fill_knob_dim(const mi_space_t *s, const mi_knob_desc_t *k, mi__d
         if (i == k->default_int) d->dflt = i;
         break;
       case MI_KNOB_FLOAT:
-        d->fvals[i] = d->count > 1 ? k->fmin + (k->fmax - k->fmin) * i / (d->count - 1) : k->fmin;
+        if (d->count < 2) {
+          d->fvals[i] = k->fmin;
+        } else if (isfinite(k->fmax - k->fmin)) {
+          d->fvals[i] = k->fmin + (k->fmax - k->fmin) * i / (d->count - 1);
+        } else { /* [-DBL_MAX, DBL_MAX]: the span itself overflows to inf */
+          double t = (double)i / (d->count - 1);
+          d->fvals[i] = k->fmin * (1 - t) + k->fmax * t;
+        }
         snprintf(buf, sizeof buf, "%.6g", d->fvals[i]);
         if (fabs(d->fvals[i] - k->default_float) < fabs(d->fvals[d->dflt] - k->default_float))
           d->dflt = i;
@@ -128,9 +151,10 @@ static int32_t fill_knob_dim(const mi_space_t *s, const mi_knob_desc_t *k, mi__d
         if (k->value_count) {
           d->ivals[i] = k->values[i];
         } else {
-          int64_t span = (k->max - k->min) / step;
-          int64_t off = d->count > 1 ? (span * i / (d->count - 1)) : 0;
-          d->ivals[i] = k->min + off * step;
+          /* floor(steps * i / n1) without the product, which overflows on a wide domain */
+          uint64_t steps = int_steps(k), n1 = d->count > 1 ? (uint64_t)d->count - 1 : 1;
+          uint64_t off = (steps / n1) * (uint64_t)i + (steps % n1) * (uint64_t)i / n1;
+          d->ivals[i] = from_u64((uint64_t)k->min + off * (uint64_t)step);
         }
         if (d->ivals[i] == k->default_int) d->dflt = i;
         snprintf(buf, sizeof buf, "%lld", (long long)d->ivals[i]);
@@ -142,7 +166,7 @@ static int32_t fill_knob_dim(const mi_space_t *s, const mi_knob_desc_t *k, mi__d
   if (rc == MI_OK && k->type == MI_KNOB_INT && !k->value_count && d->ivals[d->dflt] != k->default_int) {
     int32_t best = 0;
     for (i = 1; i < d->count; i++)
-      if (llabs(d->ivals[i] - k->default_int) < llabs(d->ivals[best] - k->default_int)) best = i;
+      if (distance(d->ivals[i], k->default_int) < distance(d->ivals[best], k->default_int)) best = i;
     d->ivals[best] = k->default_int;
     snprintf(buf, sizeof buf, "%lld", (long long)k->default_int);
     free(d->labels[best]);

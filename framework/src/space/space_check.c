@@ -1,4 +1,6 @@
 /* space_check.c - declared constraints and check_config on a point, repair, session options. */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,10 @@ static int32_t find_knob(const mi_space_t *s, const char *name) {
 static int64_t knob_int(const mi_space_t *s, const int32_t *pt, int32_t slot, int32_t knob) {
   mi_knob_value_t v;
   mi__space_knob_value(s, pt, slot, (uint32_t)knob, &v);
-  return s->knobs[knob].type == MI_KNOB_FLOAT ? (int64_t)v.f : v.i;
+  if (s->knobs[knob].type != MI_KNOB_FLOAT) return v.i;
+  /* a float knob may span all doubles; converting one beyond int64 would be undefined */
+  if (!(v.f > -0x1p63)) return INT64_MIN;
+  return v.f < 0x1p63 ? (int64_t)v.f : INT64_MAX;
 }
 
 /* Whether constraint `c` is checked at node slot `slot` (-1: the device-level pass, which
@@ -71,10 +76,15 @@ static int holds(const mi_space_t *s, const int32_t *pt, int32_t slot,
   switch (c->kind) {
     case MI_CONSTRAINT_DIVIDES: {
       int64_t rhs = kb >= 0 ? b : c->value;
-      return a != 0 && rhs % a == 0;
+      return a != 0 && (a == -1 || rhs % a == 0); /* INT64_MIN % -1 overflows */
     }
     case MI_CONSTRAINT_LESS_EQUAL: return a <= (kb >= 0 ? b : c->value);
-    case MI_CONSTRAINT_PRODUCT_LE: return a * (kb >= 0 ? b : 1) <= c->value;
+    case MI_CONSTRAINT_PRODUCT_LE: {
+      int64_t p;
+      /* a product beyond int64 is below any bound when negative, above it when positive */
+      if (__builtin_mul_overflow(a, kb >= 0 ? b : 1, &p)) return (a < 0) != (b < 0);
+      return p <= c->value;
+    }
     case MI_CONSTRAINT_IMPLIES: return a != c->value || b == c->value2;
     default: return 1;
   }
@@ -132,12 +142,12 @@ static int32_t nearest_order(const mi__dim_t *d, int32_t cur, int32_t *order) {
     if (v != cur) order[n++] = v;
   for (int32_t i = 1; i < n; i++) {
     int32_t x = order[i], j = i;
-    double dx = d->kind == MI_DIM_KNOB ? (double)llabs(d->ivals[x] - d->ivals[cur]) +
+    double dx = d->kind == MI_DIM_KNOB ? fabs((double)d->ivals[x] - (double)d->ivals[cur]) +
                                              (d->fvals[x] - d->fvals[cur]) * (d->fvals[x] - d->fvals[cur])
                                        : (double)abs(x - cur);
     while (j > 0) {
       int32_t y = order[j - 1];
-      double dy = d->kind == MI_DIM_KNOB ? (double)llabs(d->ivals[y] - d->ivals[cur]) +
+      double dy = d->kind == MI_DIM_KNOB ? fabs((double)d->ivals[y] - (double)d->ivals[cur]) +
                                                (d->fvals[y] - d->fvals[cur]) * (d->fvals[y] - d->fvals[cur])
                                          : (double)abs(y - cur);
       if (dy <= dx) break;
