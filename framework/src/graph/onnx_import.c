@@ -6,9 +6,6 @@
 #include "graph/onnx_dtype.h"
 #include "graph/onnx_internal.h"
 
-/* Subgraphs nest (a Loop inside an If); deeper than this is a malformed or hostile model. */
-#define MAX_SUBGRAPH_DEPTH 16
-
 typedef struct importer {
   const char *label; /* the model file, first word of every error */
   const char *base_dir;
@@ -222,10 +219,10 @@ static int32_t import_subgraph(importer_t *im, mi_node_t *n, const Onnx__Attribu
                     .depth = im->depth + 1, .err = im->err};
   char nm[256];
   int32_t rc = MI_OK;
-  if (sub.depth > MAX_SUBGRAPH_DEPTH)
+  if (sub.depth > MI__ONNX_MAX_SUBGRAPH_DEPTH)
     return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
                      "%s: node '%s' (%s): subgraphs nested deeper than %d", im->label, n->name,
-                     n->op_type, MAX_SUBGRAPH_DEPTH);
+                     n->op_type, MI__ONNX_MAX_SUBGRAPH_DEPTH);
   snprintf(nm, sizeof nm, "%s/%s", n->name, a->name ? a->name : "");
   mi_graph_t **gs = realloc(n->subgraphs, (size_t)(n->subgraph_count + 1) * sizeof *gs);
   if (gs) n->subgraphs = gs;

@@ -8,6 +8,15 @@
 #include "graph/graph_internal.h"
 #include "onnx.pb-c.h"
 
+/* Subgraphs nest (a Loop inside an If); deeper than this is a malformed or hostile model. */
+#define MI__ONNX_MAX_SUBGRAPH_DEPTH 16
+
+/** Walks the protobuf wire format of a ModelProto before protobuf-c unpacks it (which recurses
+ * once per nested message, unbounded): MI_ERR_PARSE naming `label` and the byte offset when
+ * subgraphs nest deeper than MI__ONNX_MAX_SUBGRAPH_DEPTH or messages deeper than the walk's
+ * own limit. Malformed bytes are left for protobuf-c to refuse. */
+int32_t mi__onnx_prescan(const void *data, size_t size, const char *label, mi_error_t *err);
+
 /** A decoded tensor value: dtype (after DOUBLE/BFLOAT16 -> float32), shape and owned data. */
 typedef struct mi__onnx_value {
   int32_t dtype;

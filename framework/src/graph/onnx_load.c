@@ -16,6 +16,7 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
     rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (empty file)", label);
     goto done;
   }
+  if ((rc = mi__onnx_prescan(data, size, label, err)) != MI_OK) goto done;
   if (!(mp = onnx__model_proto__unpack(NULL, size, data))) {
     rc = mi_errorf(err, MI_ERR_PARSE, "%s: not a valid ONNX model (protobuf parse failed)", label);
     goto done;
