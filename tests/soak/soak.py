@@ -171,12 +171,12 @@ def same(x, y):
 
 
 def deployment(path):
-    # The comment lines name the recipe's path. Peak memory is left out: npu-stub reports no
-    # device memory, so it is the worker's VmHWM, whose baseline depends on the jobs that worker
-    # ran before (a few pages either way), which a resumed run changes; memory is no objective
-    # of this recipe, so it cannot move the front.
+    # The comment lines and the `recipe:` key name the recipe's path. Peak memory is left out:
+    # npu-stub reports no device memory, so it is the worker's VmHWM, whose baseline depends on
+    # the jobs that worker ran before (a few pages either way), which a resumed run changes;
+    # memory is no objective of this recipe, so it cannot move the front.
     return [l for l in open(path).read().splitlines()
-            if not l.lstrip().startswith("#") and not l.lstrip().startswith("peak_memory")]
+            if not l.lstrip().startswith(("#", "recipe:", "peak_memory"))]
 
 
 def pareto(path):

@@ -1,5 +1,6 @@
-/* test_runtime_table.c - the deployment table (strict parse, round trip, atomic write that a
- * SIGKILL cannot leave half-written) and the drift detector on synthetic latency streams. */
+/* test_runtime_table.c - the deployment table (strict parse, every config_id checked against its
+ * configuration, escaped round trip, atomic write that a SIGKILL cannot leave half-written and
+ * that refuses a table it could not read back) and the drift detector on synthetic streams. */
 #define _GNU_SOURCE 1
 #include <dirent.h>
 #include <math.h>
@@ -26,7 +27,7 @@ static const char *TABLE =
     "    stack: \"gcc 12; npu-stub 1.0\"\n"
     "    stack_hash: \"0123456789abcdef\"\n"
     "    chosen:\n"
-    "      config_id: \"00000000000000aa\"\n"
+    "      config_id: \"802d2821ef6258f9\"\n"
     "      verified: \"ok\"   # 2 re-measurements\n"
     "      measured:\n"
     "        latency_ms: 0.25\n"
@@ -36,7 +37,7 @@ static const char *TABLE =
     "        \"device.dvfs_level\": \"4\"\n"
     "        \"node.fc1.variant\": \"npu.gemm\"\n"
     "    fallbacks:\n"
-    "      - config_id: \"00000000000000bb\"\n"
+    "      - config_id: \"654ce3c9a62aee2e\"\n"
     "        measured:\n"
     "          latency_ms: 0.4\n"
     "        configuration:\n"
@@ -52,7 +53,7 @@ static void check_table(const mi_deploy_table_t *t) {
   const mi_deploy_entry_t *e = &t->entries[0];
   CHECK(t->entry_count == 2 && e->config_count == 2 && t->entries[1].config_count == 0);
   CHECK(strcmp(e->device, "npu-stub:0") == 0 && e->assigned == 1);
-  CHECK(strcmp(e->configs[0].id, "00000000000000aa") == 0 && strcmp(e->configs[0].verified, "ok") == 0);
+  CHECK(strcmp(e->configs[0].id, "802d2821ef6258f9") == 0 && strcmp(e->configs[0].verified, "ok") == 0);
   CHECK(e->configs[0].measured[MI_OBJ_LATENCY] == 0.25 && isnan(e->configs[0].measured[MI_OBJ_MEMORY]));
   CHECK(e->configs[1].measured[MI_OBJ_LATENCY] == 0.4 && e->configs[1].kv_count == 1);
   CHECK(t->assignment_count == 1 && mi_deploy_find(t, NULL, NULL) == 0);
@@ -63,6 +64,8 @@ static void check_table(const mi_deploy_table_t *t) {
     free(text);
   }
 }
+
+static int count_tmp(const char *dir);
 
 /* A broken table is refused with PATH:LINE:COLUMN and the reason. */
 static void bad(const char *from, const char *to, const char *where, const char *what) {
@@ -93,12 +96,65 @@ static void test_parse(void) {
   mi_deploy_destroy(t);
   mi_deploy_destroy(NULL);
   bad("    assigned: true", "    assigned: true\n    colour: red", "dep.yaml:7:5:", "unknown key 'colour'");
-  bad("\"00000000000000bb\"", "\"xyz\"", "dep.yaml:20:", "16 lowercase hex");
+  bad("\"654ce3c9a62aee2e\"", "\"xyz\"", "dep.yaml:20:", "16 lowercase hex");
   bad("latency_ms: 0.4", "latency_ms: fast", "dep.yaml:22:23:", "must be a number");
   bad("version: 1", "version: 2", "dep.yaml:2:10:", "'version' must be 1");
   bad("    stack_hash: \"0123456789abcdef\"\n", "", "dep.yaml:4:5:", "needs 'stack'");
   bad("deployments:", "deployments: [", "dep.yaml:", "");
   bad("        \"device.dvfs_level\": \"4\"\n", "        \"node.fc1.variant\": \"x\"\n", "dep.yaml:18:", "given twice");
+  /* A configuration that is not the one its id names: edited, extended, or cut short. */
+  bad("\"npu.gemm\"", "\"npu.other\"", "dep.yaml:10:18:", "config_id 802d2821ef6258f9 does not match");
+  bad("\"device.dvfs_level\": \"2\"\n", "\"device.dvfs_level\": \"2\"\n          \"device.x\": \"1\"\n",
+      "dep.yaml:20:20:", "does not match its configuration (2 keys");
+  {
+    char cut[2048];
+    const char *at = strstr(TABLE, "\"node.fc1.variant\"");
+    snprintf(cut, sizeof cut, "%.*s", (int)(at - TABLE), TABLE);
+    CHECK(mi_deploy_parse(cut, strlen(cut), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
+    CHECK(strstr(err.message, "dep.yaml:10:18: config_id 802d2821ef6258f9 does not match its "
+                              "configuration (1 key,"));
+  }
+}
+
+/* Strings that would add keys to a table written with printf come back as they went in. */
+static void test_escaping(const char *dir) {
+  static const char *const nasty[] = {
+      "k\"w.onnx", "1.0\"\nevil: true\n  - model: \"x\" #", "a: b # c", "- item", "tab\there\\",
+      "  leading and trailing  ", "\xc3\xa9t\xc3\xa9", "'single'", "{flow: [x]}", "true", "1e3", "~", ""};
+  const int n = (int)(sizeof nasty / sizeof nasty[0]);
+  mi_deploy_table_t *t = NULL, *u = NULL;
+  mi_deploy_entry_t *e;
+  mi_error_t err;
+  char path[512];
+  int tmp_before;
+  snprintf(path, sizeof path, "%s/escape.yaml", dir);
+  CHECK(mi_deploy_parse(TABLE, strlen(TABLE), "dep.yaml", &t, &err) == MI_OK);
+  for (int i = 0; i < n; i++) {
+    e = &t->entries[0];
+    free(e->model);
+    free(e->stack);
+    free(e->configs[1].values[0]);
+    CHECK((e->model = strdup(nasty[i])) && (e->stack = strdup(nasty[(i + 1) % n])));
+    /* a value may be anything on one line; its id follows it */
+    CHECK((e->configs[1].values[0] = strdup(strchr(nasty[i], '\n') ? "x" : nasty[i])));
+    CHECK(mi_deploy_config_id(&e->configs[1], e->configs[1].id) == MI_OK);
+    CHECK(mi_deploy_write(t, path, &err) == MI_OK);
+    CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
+    CHECK(u->entry_count == 2 && u->assignment_count == 1);
+    CHECK(strcmp(u->entries[0].model, nasty[i]) == 0);
+    CHECK(strcmp(u->entries[0].stack, nasty[(i + 1) % n]) == 0);
+    CHECK(strcmp(u->entries[0].configs[1].values[0], e->configs[1].values[0]) == 0);
+    mi_deploy_destroy(u);
+  }
+  /* A table whose id does not name its configuration is not written (nothing left behind). */
+  snprintf(t->entries[0].configs[0].id, sizeof t->entries[0].configs[0].id, "%s", "0123456789abcdef");
+  snprintf(path, sizeof path, "%s/refused.yaml", dir);
+  tmp_before = count_tmp(dir); /* the killed writers of test_write leave theirs */
+  CHECK(mi_deploy_write(t, path, &err) == MI_ERR_PARSE);
+  CHECK(strstr(err.message, "refused.yaml:") && strstr(err.message, "does not match") &&
+        strstr(err.message, "not written"));
+  CHECK(access(path, F_OK) != 0 && count_tmp(dir) == tmp_before);
+  mi_deploy_destroy(t);
 }
 
 static int count_tmp(const char *dir) {
@@ -207,6 +263,7 @@ int main(void) {
   CHECK(mkdtemp(dir));
   test_parse();
   test_write(dir);
+  test_escaping(dir);
   test_detector();
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK(system(cmd) == 0);

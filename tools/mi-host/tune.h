@@ -148,6 +148,10 @@ typedef struct mi_tune_run {
  * `json`, also one JSON summary on stdout. MI_HOST_OK or MI_HOST_FAIL. */
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json);
 
+/** Writes DIR/deployment.yaml through mi_deploy_write (escaped, read back and verified before it
+ * replaces the file); 1 on success, else 0 after one line on stderr (tune_table.c). */
+int mi_tune_write_table(const mi_recipe_t *r, const char *dir, mi_tune_run_t *runs, int32_t n);
+
 /** The Pareto plot of one run as an SVG element (tune_plot.c). */
 void mi_tune_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run);
 /** The self-contained report page (tune_html.c). */

@@ -1,5 +1,6 @@
-/* tune_out.c - mi-host tune's outputs: deployment.yaml, pareto.json, an SVG per (model, device)
- * and a self-contained report.html (inline SVG and CSS, nothing fetched from the network). */
+/* tune_out.c - mi-host tune's outputs: deployment.yaml (written by tune_table.c), pareto.json, an
+ * SVG per (model, device) and a self-contained report.html (inline SVG and CSS, nothing fetched
+ * from the network). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,71 +13,6 @@ static FILE *open_out(const char *dir, const char *name, char *path, size_t cap)
   f = fopen(path, "w");
   if (!f) fprintf(stderr, "mi-host: cannot write %s\n", path);
   return f;
-}
-
-static void yaml_figures(FILE *f, const mi_trial_t *t, const char *indent, int modeled) {
-  for (int32_t k = 0; k < MI_OBJ_COUNT; k++) {
-    const char *key;
-    mi_objective_name(k, &key);
-    if (isfinite(t->objectives[k]))
-      fprintf(f, "%s%s: %.6g%s\n", indent, key, t->objectives[k],
-              k == MI_OBJ_ENERGY && modeled ? "   # modeled, not measured" : "");
-  }
-}
-
-static void write_config_yaml(FILE *f, const mi_space_t *s, const mi_trial_t *t, const char *indent) {
-  char *text = NULL;
-  if (mi_space_canonical(s, t->point, &text, NULL) != MI_OK) return;
-  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-    char *eq = strchr(line, '=');
-    if (!eq) continue;
-    *eq = '\0';
-    fprintf(f, "%s\"%s\": \"%s\"\n", indent, line, eq + 1);
-  }
-  free(text);
-}
-
-static int write_deployment(const mi_recipe_t *r, const char *dir, mi_tune_run_t *runs, int32_t n) {
-  char path[4200];
-  FILE *f = open_out(dir, "deployment.yaml", path, sizeof path);
-  if (!f) return 0;
-  fprintf(f, "# Meta Infer deployment table, written by mi-host tune from %s\nversion: 1\ndeployments:\n", r->path);
-  for (int32_t i = 0; i < n; i++) {
-    mi_tune_run_t *run = &runs[i];
-    fprintf(f, "  - model: \"%s\"\n    device: \"%s\"\n", run->model, run->spec);
-    if (!run->ok || run->front_n == 0) {
-      fprintf(f, "    status: \"%s\"\n", run->ok ? "no configuration met the constraints" : run->message);
-      continue;
-    }
-    fprintf(f, "    assigned: %s\n    stack: \"%s\"\n    stack_hash: \"%s\"\n",
-            run->assigned ? "true" : "false", run->stack, run->stack_hash);
-    for (int32_t k = 0; k < run->front_n; k++) {
-      const mi_trial_t *t = &run->res->trials[run->front[k]];
-      /* keys of the chosen entry sit under "chosen:", a fallback's under its "- " item */
-      const char *ind = k == 0 ? "    " : "      ";
-      if (k == 0) fprintf(f, "    chosen:\n");
-      if (k == 1) fprintf(f, "    fallbacks:\n");
-      fprintf(f, "%s%sconfig_id: \"%016llx\"\n", k == 0 ? "  " : "      ", k == 0 ? ind : "- ", (unsigned long long)t->hash);
-      if (run->verify_n > 0)
-        fprintf(f, "%s  verified: \"%s\"   # %d re-measurements: %d broke a bound, %d failed\n", ind,
-                run->verify_bad[k] || run->verify_failed[k] ? "VIOLATED" : "ok", (int)run->verify_n,
-                (int)run->verify_bad[k], (int)run->verify_failed[k]);
-      fprintf(f, "%s  measured:\n", ind);
-      {
-        char deeper[32];
-        snprintf(deeper, sizeof deeper, "%s    ", ind);
-        yaml_figures(f, t, deeper, run->energy_modeled);
-        fprintf(f, "%s  configuration:\n", ind);
-        write_config_yaml(f, run->space, t, deeper);
-      }
-    }
-  }
-  fputs("# Each model on one device (greedy by capacity, docs/tuning.md).\nassignment:\n", f);
-  for (int32_t i = 0; i < n; i++)
-    if (runs[i].assigned)
-      fprintf(f, "  - model: \"%s\"\n    device: \"%s\"\n", runs[i].model, runs[i].spec);
-  fclose(f);
-  return 1;
 }
 
 /* One trial as a JSON object; with bad >= 0 also its re-measurement counts. `feasible`: it
@@ -172,7 +108,7 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json) {
   char path[4200], name[256];
   FILE *f;
-  if (!write_deployment(r, out, runs, n)) return MI_HOST_FAIL;
+  if (!mi_tune_write_table(r, out, runs, n)) return MI_HOST_FAIL;
   if (!(f = open_out(out, "pareto.json", path, sizeof path))) return MI_HOST_FAIL;
   write_json(f, r, runs, n);
   fclose(f);

@@ -79,6 +79,8 @@ typedef struct run_summary {
 } run_summary_t;
 void run_print_summary(FILE *f, const run_summary_t *s);
 void run_print_json(FILE *f, const run_summary_t *s);
+/* A JSON string literal: quotes, backslashes and control characters escaped. */
+void run_json_string(FILE *f, const char *str);
 
 /* --deployment (run_deployment.c): true when argv asks for it; the whole command then. */
 int mi_run_wants_deployment(int argc, char **argv);

@@ -100,7 +100,7 @@ void run_print_summary(FILE *f, const run_summary_t *s) {
             s->device_time.median, s->device_time.p10, s->device_time.p90);
 }
 
-static void json_string(FILE *f, const char *str) {
+void run_json_string(FILE *f, const char *str) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
     if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
@@ -118,13 +118,13 @@ static void json_stats(FILE *f, const run_stats_t *st) {
 void run_print_json(FILE *f, const run_summary_t *s) {
   int32_t nf = mi_session_fallback_count(s->session);
   fputs("{\"model\": ", f);
-  json_string(f, s->opts->model);
+  run_json_string(f, s->opts->model);
   fputs(", \"device\": ", f);
-  json_string(f, s->opts->device);
+  run_json_string(f, s->opts->device);
   fputs(", \"outputs\": [", f);
   for (int32_t i = 0; i < s->g->output_count; i++) {
     if (i) fputs(", ", f);
-    json_string(f, s->g->tensors[s->g->outputs[i]].name);
+    run_json_string(f, s->g->tensors[s->g->outputs[i]].name);
   }
   fputs("], \"output_shapes\": [", f);
   for (int32_t i = 0; i < s->g->output_count; i++) {
@@ -134,7 +134,7 @@ void run_print_json(FILE *f, const run_summary_t *s) {
   fputs("], \"fallback_nodes\": [", f);
   for (int32_t i = 0; i < nf; i++) {
     if (i) fputs(", ", f);
-    json_string(f, mi_session_fallback_node(s->session, i));
+    run_json_string(f, mi_session_fallback_node(s->session, i));
   }
   fputs("], \"latency_ms\": ", f);
   json_stats(f, &s->latency);
@@ -148,7 +148,7 @@ void run_print_json(FILE *f, const run_summary_t *s) {
   }
   if (s->opts->output_dir) {
     fputs(", \"output_dir\": ", f);
-    json_string(f, s->opts->output_dir);
+    run_json_string(f, s->opts->output_dir);
   }
   fputs("}\n", f);
 }

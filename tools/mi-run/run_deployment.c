@@ -170,11 +170,18 @@ int mi_run_deployment_main(int argc, char **argv) {
   mi_runtime_info(rt, &info);
   qsort(lat, (size_t)o.repeat, sizeof *lat, cmp_d);
   if (o.json) {
-    printf("{\"deployment\":\"%s\",\"model\":\"%s\",\"device\":\"%s\",\"config_id\":\"%s\",\"runs\":%d,"
+    /* names come from the table and the command line: escaped, like every string we print */
+    fputs("{\"deployment\":", stdout);
+    run_json_string(stdout, o.table);
+    fputs(",\"model\":", stdout);
+    run_json_string(stdout, info.model);
+    fputs(",\"device\":", stdout);
+    run_json_string(stdout, info.device);
+    printf(",\"config_id\":\"%s\",\"runs\":%d,"
            "\"latency_ms\":{\"median\":%.9g,\"min\":%.9g,\"max\":%.9g},\"clock\":\"%s\","
            "\"reference_ms\":%.9g,\"alarms\":%d,\"switches\":%d,\"readaptations\":%d,"
            "\"stack_mismatch\":%s}\n",
-           o.table, info.model, info.device, info.config_id, info.runs, lat[o.repeat / 2], lat[0],
+           info.config_id, info.runs, lat[o.repeat / 2], lat[0],
            lat[o.repeat - 1], info.device_clock ? "device" : "wall",
            isfinite(info.reference_ms) ? info.reference_ms : -1.0, info.alarms, info.switches,
            info.readaptations, info.stack_mismatch ? "true" : "false");

@@ -33,6 +33,9 @@ typedef struct mi_deploy_config {
   char **keys;
   char **values;
   int32_t line, column;
+  int32_t verify_runs;            /* re-measurements by tune's verification; 0: none */
+  int32_t verify_violations;      /* of them, how many broke a bound */
+  int32_t verify_failures;        /* and how many failed */
 } mi_deploy_config_t;
 
 /** One (model, device) of the table. configs[0] is the chosen configuration, the rest the
@@ -64,21 +67,28 @@ typedef struct mi_deploy_table {
 } mi_deploy_table_t;
 
 /** Parses deployment.yaml text strictly (unknown keys, wrong types and missing fields are
- * errors reading "PATH:LINE:COLUMN: message"). `path` names it and its folder. */
+ * errors reading "PATH:LINE:COLUMN: message"). `path` names it and its folder. Every
+ * config_id must be the one its configuration hashes to (mi_deploy_config_id): a table edited
+ * or cut short inside a configuration is refused, never run as another configuration. */
 MI_API int32_t mi_deploy_parse(const char *text, size_t len, const char *path,
                                mi_deploy_table_t **out, mi_error_t *err);
 /** Reads and parses a deployment.yaml file. */
 MI_API int32_t mi_deploy_load(const char *path, mi_deploy_table_t **out, mi_error_t *err);
 /** Frees a table. NULL is a no-op. */
 MI_API void mi_deploy_destroy(mi_deploy_table_t *t);
-/** Writes the table to `path` atomically: a temporary file in the same folder, fsync, rename,
- * fsync of the folder. A reader sees the old file or the new one, never a part. */
+/** Writes the table to `path` atomically through libyaml's emitter (every string escaped): a
+ * temporary file in the same folder, fsync, read back with mi_deploy_parse and compared with
+ * `t`, rename, fsync of the folder. A reader sees the old file or the new one, never a part,
+ * and never one it would refuse: a table that does not read back as written is not written. */
 MI_API int32_t mi_deploy_write(const mi_deploy_table_t *t, const char *path, mi_error_t *err);
 /** Index of the entry of `model` on `device` (either NULL: any); with both NULL the assigned
  * entry, else the first one with a configuration. -1 when none. */
 MI_API int32_t mi_deploy_find(const mi_deploy_table_t *t, const char *model, const char *device);
-/** The configuration as canonical space text ("key=value" lines, sorted); malloc'd. */
+/** The configuration as canonical space text ("key=value" lines, sorted by key); malloc'd. */
 MI_API char *mi_deploy_config_text(const mi_deploy_config_t *c);
+/** The config_id of a configuration: 16 hex digits of the 64-bit FNV-1a of its canonical text,
+ * the same as mi_space_hash of the point it names. MI_OK or MI_ERR_OUT_OF_MEMORY. */
+MI_API int32_t mi_deploy_config_id(const mi_deploy_config_t *c, char out[17]);
 
 /* ---------------------------------------------------------------- the change detector */
 

@@ -1,12 +1,9 @@
-/* table.c - the deployment table in memory: lookup, copies, and the atomic write to disk. */
+/* table.c - the deployment table in memory: reading the file, lookup, copies, canonical text and
+ * config_id (the writer is table_write.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "deploy/deploy_internal.h"
 
@@ -121,180 +118,43 @@ int32_t mi_deploy_find(const mi_deploy_table_t *t, const char *model, const char
   return -1;
 }
 
-static int cmp_line(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
+typedef struct kv_ref {
+  const char *key, *value;
+} kv_ref_t;
+
+static int cmp_key(const void *a, const void *b) {
+  return strcmp(((const kv_ref_t *)a)->key, ((const kv_ref_t *)b)->key);
 }
 
+/* Sorted by key, as mi_space_canonical sorts its lines: a configuration's text, and so its id,
+ * does not depend on the order of its keys in the file. */
 char *mi_deploy_config_text(const mi_deploy_config_t *c) {
-  size_t n = 1;
-  char **lines, *out, *w;
+  size_t n = 1, at = 0;
+  kv_ref_t *kv;
+  char *out;
   if (!c) return NULL;
-  if (!(lines = calloc((size_t)c->kv_count + 1, sizeof *lines))) return NULL;
   for (int32_t i = 0; i < c->kv_count; i++) n += strlen(c->keys[i]) + strlen(c->values[i]) + 2;
-  if (!(out = malloc(n))) {
-    free(lines);
+  kv = malloc(((size_t)c->kv_count + 1) * sizeof *kv);
+  out = malloc(n);
+  if (!kv || !out) {
+    free(kv);
+    free(out);
     return NULL;
   }
-  w = out;
-  for (int32_t i = 0; i < c->kv_count; i++) {
-    lines[i] = w;
-    w += snprintf(w, n - (size_t)(w - out), "%s=%s", c->keys[i], c->values[i]) + 1;
-  }
-  qsort(lines, (size_t)c->kv_count, sizeof *lines, cmp_line);
-  {
-    /* Sorted lines, joined into a second buffer then copied back. */
-    char *joined = malloc(n), *j = joined;
-    if (!joined) {
-      free(lines);
-      free(out);
-      return NULL;
-    }
-    *j = '\0';
-    for (int32_t i = 0; i < c->kv_count; i++) j += snprintf(j, n - (size_t)(j - joined), "%s\n", lines[i]);
-    free(lines);
-    free(out);
-    return joined;
-  }
+  for (int32_t i = 0; i < c->kv_count; i++) kv[i] = (kv_ref_t){c->keys[i], c->values[i]};
+  qsort(kv, (size_t)c->kv_count, sizeof *kv, cmp_key);
+  out[0] = '\0';
+  for (int32_t i = 0; i < c->kv_count; i++)
+    at += (size_t)snprintf(out + at, n - at, "%s=%s\n", kv[i].key, kv[i].value);
+  free(kv);
+  return out;
 }
 
-/* ---------------------------------------------------------------- writing */
-
-static void qstr(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20 || ch == 0x7f) fprintf(f, "\\x%02x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
-static void figures(FILE *f, const double *v, const char *indent, int modeled) {
-  for (int32_t k = 0; k < MI_OBJ_COUNT; k++) {
-    const char *key;
-    mi_objective_name(k, &key);
-    if (isfinite(v[k])) fprintf(f, "%s%s: %.9g\n", indent, key, v[k]);
-  }
-  if (modeled) fprintf(f, "%senergy_source: modeled\n", indent);
-}
-
-static void write_config(FILE *f, const mi_deploy_config_t *c, const char *ind, int first) {
-  fprintf(f, "%sconfig_id: \"%s\"\n", first ? "" : ind, c->id);
-  if (c->verified[0]) fprintf(f, "%s  verified: \"%s\"\n", ind, c->verified);
-  fprintf(f, "%s  measured:\n", ind);
-  {
-    char deeper[32];
-    snprintf(deeper, sizeof deeper, "%s    ", ind);
-    figures(f, c->measured, deeper, c->energy_modeled);
-    fprintf(f, "%s  configuration:\n", ind);
-    for (int32_t i = 0; i < c->kv_count; i++) {
-      fputs(deeper, f);
-      qstr(f, c->keys[i]);
-      fputs(": ", f);
-      qstr(f, c->values[i]);
-      fputc('\n', f);
-    }
-  }
-}
-
-static void emit(FILE *f, const mi_deploy_table_t *t) {
-  fputs("# Meta Infer deployment table (rewritten by the runtime, docs/runtime.md)\nversion: 1\n", f);
-  if (t->recipe) {
-    fputs("recipe: ", f);
-    qstr(f, t->recipe);
-    fputc('\n', f);
-  }
-  if (t->inputs) {
-    fputs("inputs: ", f);
-    qstr(f, t->inputs);
-    fputc('\n', f);
-  }
-  for (int32_t k = 0, first = 1; k < MI_OBJ_COUNT; k++)
-    if (t->has_bound[k]) {
-      const char *key;
-      mi_objective_name(k, &key);
-      fprintf(f, "%s  %s: %.9g\n", first ? "constraints:\n" : "", key, t->bound[k]);
-      first = 0;
-    }
-  fputs("deployments:\n", f);
-  for (int32_t i = 0; i < t->entry_count; i++) {
-    const mi_deploy_entry_t *e = &t->entries[i];
-    fputs("  - model: ", f);
-    qstr(f, e->model);
-    fputs("\n    device: ", f);
-    qstr(f, e->device);
-    fputc('\n', f);
-    if (e->status) {
-      fputs("    status: ", f);
-      qstr(f, e->status);
-      fputc('\n', f);
-    }
-    if (e->config_count == 0) continue;
-    fprintf(f, "    assigned: %s\n    stack: ", e->assigned ? "true" : "false");
-    qstr(f, e->stack);
-    fputs("\n    stack_hash: ", f);
-    qstr(f, e->stack_hash);
-    fputs("\n    chosen:\n      ", f);
-    write_config(f, &e->configs[0], "    ", 1);
-    if (e->config_count > 1) fputs("    fallbacks:\n", f);
-    for (int32_t k = 1; k < e->config_count; k++) {
-      fputs("      - ", f);
-      write_config(f, &e->configs[k], "      ", 1);
-    }
-  }
-  if (t->assignment_count) fputs("assignment:\n", f);
-  for (int32_t i = 0; i < t->assignment_count; i++) {
-    fputs("  - model: ", f);
-    qstr(f, t->assign_model[i]);
-    fputs("\n    device: ", f);
-    qstr(f, t->assign_device[i]);
-    fputc('\n', f);
-  }
-}
-
-int32_t mi_deploy_write(const mi_deploy_table_t *t, const char *path, mi_error_t *err) {
-  char tmp[4200], dir[4096];
-  const char *slash;
-  FILE *f = NULL;
-  int fd = -1, dfd;
-  int32_t rc = MI_OK;
-  if (!t || !path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "deploy: NULL argument");
-  /* The temporary lives in the same folder: rename is only atomic within one filesystem. */
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
-    return mi_errorf(err, MI_ERR_IO, "%s: %s", tmp, strerror(errno));
-  if (!(f = fdopen(fd, "w"))) {
-    close(fd);
-    rc = mi_errorf(err, MI_ERR_IO, "%s: %s", tmp, strerror(errno));
-    goto fail;
-  }
-  emit(f, t);
-  if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-    rc = mi_errorf(err, MI_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    goto fail;
-  }
-  if (fclose(f) != 0) {
-    f = NULL;
-    rc = mi_errorf(err, MI_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
-    goto fail;
-  }
-  f = NULL;
-  if (rename(tmp, path) != 0) {
-    rc = mi_errorf(err, MI_ERR_IO, "%s: rename failed: %s", path, strerror(errno));
-    goto fail;
-  }
-  /* The rename itself is durable only once the folder is synced. */
-  slash = strrchr(path, '/');
-  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == path ? 1 : slash - path) : 1,
-           slash ? path : ".");
-  if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-    (void)fsync(dfd);
-    close(dfd);
-  }
+int32_t mi_deploy_config_id(const mi_deploy_config_t *c, char out[17]) {
+  char *text = mi_deploy_config_text(c);
+  out[0] = '\0';
+  if (!text) return MI_ERR_OUT_OF_MEMORY;
+  mi_hash64_hex(mi_hash64(text, strlen(text), MI_HASH64_SEED), out);
+  free(text);
   return MI_OK;
-fail:
-  if (f) fclose(f);
-  unlink(tmp);
-  return rc;
 }

@@ -1,4 +1,5 @@
-/* table_parse.c - deployment.yaml read with libyaml, strictly: every error names PATH:LINE:COL. */
+/* table_parse.c - deployment.yaml read with libyaml, strictly: every error names PATH:LINE:COL,
+ * and every config_id is checked against the configuration it names. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/yaml_io.h"
 #include "deploy/deploy_internal.h"
 
 typedef struct {
@@ -58,6 +60,21 @@ static int32_t get_bool(ctx_t *c, const yaml_node_t *n, const char *key, int32_t
   return MI_OK;
 }
 
+/* A count: a plain decimal integer in 0..INT32_MAX, nothing else. */
+static int32_t get_count(ctx_t *c, const yaml_node_t *n, const char *key, int32_t *out) {
+  const char *s = scalar(n);
+  char *end;
+  long long v;
+  if (!s || !*s || strspn(s, "0123456789") != strlen(s))
+    return at(c, n, "'%s' must be a whole number", key);
+  errno = 0;
+  v = strtoll(s, &end, 10);
+  if (errno || v > INT32_MAX)
+    return at(c, n, "'%s' is out of range (at most %d)", key, (int)INT32_MAX);
+  *out = (int32_t)v;
+  return MI_OK;
+}
+
 #define FOR_PAIRS(c, n, p)                                                              \
   for (yaml_node_pair_t *p = (n)->data.mapping.pairs.start; p < (n)->data.mapping.pairs.top; p++)
 #define KEY(c, p) yaml_document_get_node((c)->doc, (p)->key)
@@ -97,6 +114,7 @@ static int32_t parse_figures(ctx_t *c, const yaml_node_t *n, const char *what, d
 }
 
 static int32_t parse_kv(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *cf) {
+  const yaml_node_t *first, *again;
   int32_t rc;
   size_t cap;
   if ((rc = need_map(c, n, "'configuration'"))) return rc;
@@ -104,13 +122,17 @@ static int32_t parse_kv(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *cf) 
   cf->keys = calloc(cap, sizeof *cf->keys);
   cf->values = calloc(cap, sizeof *cf->values);
   if (!cf->keys || !cf->values) return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
+  switch (mi__yaml_repeated_key(c->doc, n, &first, &again)) {
+    case 0: break;
+    case 1: return at(c, again, "'%.60s' given twice (first at line %d)", scalar(again),
+                      (int)first->start_mark.line + 1);
+    default: return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
+  }
   FOR_PAIRS(c, n, p) {
     const char *k = scalar(KEY(c, p)), *v = scalar(VAL(c, p));
     if (!k || !*k || strchr(k, '=') || strchr(k, '\n'))
       return at(c, KEY(c, p), "configuration keys are space dimension names");
     if (!v || strchr(v, '\n')) return at(c, VAL(c, p), "the value of '%.60s' must be a one-line string", k);
-    for (int32_t i = 0; i < cf->kv_count; i++)
-      if (strcmp(cf->keys[i], k) == 0) return at(c, KEY(c, p), "'%.60s' given twice", k);
     cf->keys[cf->kv_count] = strdup(k);
     cf->values[cf->kv_count] = strdup(v);
     if (!cf->keys[cf->kv_count] || !cf->values[cf->kv_count++])
@@ -119,8 +141,28 @@ static int32_t parse_kv(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *cf) 
   return MI_OK;
 }
 
+/* `verification: {runs: N, violations: B, failures: F}`: counts from tune's re-measurements. */
+static int32_t parse_verification(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *cf) {
+  int32_t rc;
+  if ((rc = need_map(c, n, "'verification'"))) return rc;
+  FOR_PAIRS(c, n, p) {
+    const char *k = scalar(KEY(c, p));
+    int32_t *dst = !k ? NULL : !strcmp(k, "runs") ? &cf->verify_runs
+                           : !strcmp(k, "violations") ? &cf->verify_violations
+                           : !strcmp(k, "failures") ? &cf->verify_failures : NULL;
+    if (!dst) return at(c, KEY(c, p), "unknown key '%.40s' in 'verification'", k ? k : "?");
+    if ((rc = get_count(c, VAL(c, p), k, dst))) return rc;
+  }
+  if (cf->verify_runs < 1 || cf->verify_violations > cf->verify_runs ||
+      cf->verify_failures > cf->verify_runs)
+    return at(c, n, "'verification' needs runs >= 1 and at most that many violations and failures");
+  return MI_OK;
+}
+
 static int32_t parse_config(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *cf) {
-  int32_t rc, has_id = 0, has_cfg = 0, has_meas = 0;
+  const yaml_node_t *id_node = NULL;
+  char id[17];
+  int32_t rc, has_id = 0, has_cfg = 0, has_meas = 0, has_verif = 0;
   for (int32_t j = 0; j < MI_OBJ_COUNT; j++) cf->measured[j] = NAN;
   if ((rc = need_map(c, n, "a configuration entry"))) return rc;
   cf->line = (int32_t)n->start_mark.line + 1;
@@ -132,14 +174,21 @@ static int32_t parse_config(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *
       const char *s = scalar(v);
       if (!s || strlen(s) != 16 || strspn(s, "0123456789abcdef") != 16)
         return at(c, v, "'config_id' must be 16 lowercase hex digits");
+      if (has_id) return at(c, KEY(c, p), "'config_id' given twice");
       memcpy(cf->id, s, 17);
+      id_node = v;
       has_id = 1;
     } else if (k && strcmp(k, "verified") == 0) {
       const char *s = scalar(v);
       if (!s || (strcmp(s, "ok") && strcmp(s, "VIOLATED")))
         return at(c, v, "'verified' must be \"ok\" or \"VIOLATED\"");
       snprintf(cf->verified, sizeof cf->verified, "%s", s);
+    } else if (k && strcmp(k, "verification") == 0) {
+      if (has_verif) return at(c, KEY(c, p), "'verification' given twice");
+      if ((rc = parse_verification(c, v, cf))) return rc;
+      has_verif = 1;
     } else if (k && strcmp(k, "measured") == 0) {
+      if (has_meas) return at(c, KEY(c, p), "'measured' given twice");
       if ((rc = parse_figures(c, v, "'measured'", cf->measured, NULL, &cf->energy_modeled))) return rc;
       has_meas = 1;
     } else if (k && strcmp(k, "configuration") == 0) {
@@ -152,6 +201,15 @@ static int32_t parse_config(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *
   }
   if (!has_id || !has_cfg || !has_meas)
     return at(c, n, "a configuration needs 'config_id', 'measured' and 'configuration'");
+  /* The id names the configuration everywhere (history, logs, mi-run's report): a table whose
+   * configuration was edited or cut short must not run under it as something else. */
+  if (mi_deploy_config_id(cf, id) != MI_OK)
+    return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
+  if (strcmp(id, cf->id) != 0)
+    return at(c, id_node,
+              "config_id %s does not match its configuration (%d key%s, which hash to %s): "
+              "the table was edited or cut short",
+              cf->id, (int)cf->kv_count, cf->kv_count == 1 ? "" : "s", id);
   return MI_OK;
 }
 
@@ -297,9 +355,12 @@ static int32_t header_recipe(const char *text, size_t len, mi_deploy_table_t *t)
   return t->recipe ? MI_OK : MI_ERR_OUT_OF_MEMORY;
 }
 
+/* The writer never uses aliases, and a table nests 6 levels; 64 MiB is mi__deploy_read_file's
+ * bound too. */
+static const mi__yaml_limits_t k_limits = {64u << 20, 16, 0};
+
 int32_t mi_deploy_parse(const char *text, size_t len, const char *path, mi_deploy_table_t **out,
                         mi_error_t *err) {
-  yaml_parser_t parser;
   yaml_document_t doc;
   mi_deploy_table_t *t;
   const char *slash;
@@ -315,15 +376,7 @@ int32_t mi_deploy_parse(const char *text, size_t len, const char *path, mi_deplo
     mi_deploy_destroy(t);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
   }
-  if (!yaml_parser_initialize(&parser)) {
-    mi_deploy_destroy(t);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
-  }
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  if (!yaml_parser_load(&parser, &doc)) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d:%d: %s", path, (int)parser.problem_mark.line + 1,
-                   (int)parser.problem_mark.column + 1, parser.problem ? parser.problem : "not YAML");
-    yaml_parser_delete(&parser);
+  if ((rc = mi__yaml_load(text, len, path, &k_limits, &doc, err)) != MI_OK) {
     mi_deploy_destroy(t);
     return rc;
   }
@@ -332,7 +385,6 @@ int32_t mi_deploy_parse(const char *text, size_t len, const char *path, mi_deplo
   c.err = err;
   rc = parse_root(&c, yaml_document_get_root_node(&doc), t);
   yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
   if (rc != MI_OK) {
     mi_deploy_destroy(t);
     return rc;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "core/yaml_io.h"
 #include "metainfer/mi.h"
 
 typedef struct {
@@ -325,16 +326,15 @@ static int32_t unique_keys(ctx_t *c, const yaml_node_t *n, unsigned char *seen) 
       if (rc != MI_OK) return rc;
     }
   } else if (n->type == YAML_MAPPING_NODE) {
+    const yaml_node_t *first, *again;
+    switch (mi__yaml_repeated_key(c->doc, n, &first, &again)) {
+      case 0: break;
+      case 1: return at(c, again, MI_ERR_PARSE, "key '%s' given twice (first at line %d)",
+                        scalar(again), (int)first->start_mark.line + 1);
+      default: return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
+    }
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
-      const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
-      int32_t rc;
-      for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p && scalar(k); q++) {
-        const yaml_node_t *k2 = yaml_document_get_node(c->doc, q->key);
-        if (scalar(k2) && !strcmp(scalar(k), scalar(k2)))
-          return at(c, k, MI_ERR_PARSE, "key '%s' given twice (first at line %d)", scalar(k),
-                    (int)k2->start_mark.line + 1);
-      }
-      rc = unique_keys(c, yaml_document_get_node(c->doc, p->value), seen);
+      int32_t rc = unique_keys(c, yaml_document_get_node(c->doc, p->value), seen);
       if (rc != MI_OK) return rc;
     }
   }
@@ -399,9 +399,12 @@ static int32_t parse_root(ctx_t *c, const yaml_node_t *root) {
   return MI_OK;
 }
 
+/* A recipe is a page of YAML: 1 MiB is generous, the depth limit (32) far beyond its 4 levels,
+ * and aliases are allowed but each repeats a subtree for the walk, so they are counted. */
+static const mi__yaml_limits_t k_limits = {1u << 20, 0, 256};
+
 int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi_registry_t *reg,
                         mi_recipe_t **out, mi_error_t *err) {
-  yaml_parser_t parser;
   yaml_document_t doc;
   mi_recipe_t *r;
   ctx_t c;
@@ -428,15 +431,7 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
     mi_recipe_destroy(r);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
   }
-  if (!yaml_parser_initialize(&parser)) {
-    mi_recipe_destroy(r);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
-  }
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  if (!yaml_parser_load(&parser, &doc)) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d:%d: %s", path, (int)parser.problem_mark.line + 1,
-                   (int)parser.problem_mark.column + 1, parser.problem ? parser.problem : "not YAML");
-    yaml_parser_delete(&parser);
+  if ((rc = mi__yaml_load(text, len, path, &k_limits, &doc, err)) != MI_OK) {
     mi_recipe_destroy(r);
     return rc;
   }
@@ -454,7 +449,6 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
   }
   if (rc == MI_OK) rc = parse_root(&c, yaml_document_get_root_node(&doc));
   yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
   if (rc != MI_OK) {
     mi_recipe_destroy(r);
     return rc;
@@ -473,8 +467,16 @@ int32_t mi_recipe_load(const char *path, const mi_registry_t *reg, mi_recipe_t *
   if (!path || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "recipe: NULL argument");
   f = fopen(path, "rb");
   if (!f) return mi_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-      !(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+    fclose(f);
+    return mi_errorf(err, MI_ERR_IO, "%s: cannot read", path);
+  }
+  if ((size_t)n > k_limits.max_bytes) { /* refused before it is read into memory */
+    fclose(f);
+    return mi_errorf(err, MI_ERR_PARSE, "%s: too large (%ld bytes; at most %zu)", path, n,
+                     k_limits.max_bytes);
+  }
+  if (!(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
     fclose(f);
     free(buf);
     return mi_errorf(err, MI_ERR_IO, "%s: cannot read", path);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/yaml_io.h"
 #include "transform/xf_internal.h"
 
 typedef struct yctx {
@@ -106,16 +107,20 @@ static int32_t parse_layer(const yctx_t *y, const yaml_node_t *m, mi_xf_layer_t 
 
 static int32_t parse_overrides(const yctx_t *y, const yaml_node_t *m, int32_t kind,
                                mi_xf_config_t *c) {
+  const yaml_node_t *first, *again;
   int32_t rc = need_map(y, m, kind ? "ops" : "layers");
+  if (rc != MI_OK) return rc;
+  /* Sorted, not pairwise: a hostile file of many layers must not take quadratic time here. */
+  switch (mi__yaml_repeated_key(y->doc, m, &first, &again)) {
+    case 0: break;
+    case 1: return fail_at(y, again, "'%s' is given twice%s", scalar(again), NULL);
+    default: return mi_errorf(y->err, MI_ERR_OUT_OF_MEMORY, "config: out of memory");
+  }
   for (yaml_node_pair_t *p = m->data.mapping.pairs.start; rc == MI_OK && p < m->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(y->doc, p->key), *v = yaml_document_get_node(y->doc, p->value);
     const char *name = scalar(k);
     mi_xf_layer_t l;
     if (!name || !name[0]) return fail_at(y, k, "%s: a name must be a non-empty string%s", kind ? "ops" : "layers", NULL);
-    int32_t count = kind ? c->op_count : c->layer_count;
-    const mi_xf_override_t *list = kind ? c->ops : c->layers;
-    for (int32_t i = 0; i < count; i++)
-      if (strcmp(list[i].name, name) == 0) return fail_at(y, k, "'%s' is given twice%s", name, NULL);
     if ((rc = parse_layer(y, v, &l)) != MI_OK) return rc;
     if ((rc = mi_xf_config_set_layer(c, kind, name, &l, y->err)) != MI_OK) return rc;
     mi_xf_override_t *o = kind ? &c->ops[c->op_count - 1] : &c->layers[c->layer_count - 1];
@@ -202,9 +207,11 @@ static int32_t parse_root(const yctx_t *y, mi_xf_config_t *c) {
   return rc;
 }
 
+/* Per-layer overrides make these longer than recipes; they still nest 4 levels at most. */
+static const mi__yaml_limits_t k_limits = {16u << 20, 0, 256};
+
 MI_API int32_t mi_xf_config_parse(const char *text, size_t len, const char *what,
                                   mi_xf_config_t **out, mi_error_t *err) {
-  yaml_parser_t parser;
   yaml_document_t doc;
   int have_doc = 0;
   int32_t rc;
@@ -212,13 +219,7 @@ MI_API int32_t mi_xf_config_parse(const char *text, size_t len, const char *what
   if (out) *out = NULL;
   if (!text || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "config: NULL argument");
   if (!what) what = "config";
-  if (!yaml_parser_initialize(&parser)) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "config: out of memory");
-  yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-  if (!yaml_parser_load(&parser, &doc)) {
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d:%d: %s", what, (int)parser.problem_mark.line + 1,
-                   (int)parser.problem_mark.column + 1, parser.problem ? parser.problem : "bad YAML");
-    goto done;
-  }
+  if ((rc = mi__yaml_load(text, len, what, &k_limits, &doc, err)) != MI_OK) return rc;
   have_doc = 1;
   if (!(c = mi_xf_config_create())) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "config: out of memory");
@@ -232,7 +233,6 @@ MI_API int32_t mi_xf_config_parse(const char *text, size_t len, const char *what
   rc = parse_root(&y, c);
 done:
   if (have_doc) yaml_document_delete(&doc);
-  yaml_parser_delete(&parser);
   if (rc != MI_OK) mi_xf_config_destroy(c);
   else *out = c;
   return rc;
@@ -247,6 +247,12 @@ MI_API int32_t mi_xf_config_load(const char *path, mi_xf_config_t **out, mi_erro
   if (!path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "config: NULL path");
   if (!(f = fopen(path, "rb"))) return mi_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   for (;;) {
+    if (n > k_limits.max_bytes) { /* stop reading a file that can only be refused */
+      free(buf);
+      fclose(f);
+      return mi_errorf(err, MI_ERR_PARSE, "%s: too large (more than %zu bytes)", path,
+                       k_limits.max_bytes);
+    }
     if (n == cap) {
       char *p = realloc(buf, cap = cap ? cap * 2 : 4096);
       if (!p) {

@@ -1,0 +1,103 @@
+/* tune_table.c - tune's results as a deployment table, saved by mi_deploy_write: escaped by
+ * libyaml's emitter, read back and checked (every config_id against its configuration) before
+ * it replaces the file, so tune never leaves a table that mi-run would refuse. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+/* The front entry's configuration: the space's canonical "key=value" lines. */
+static int32_t fill_config(const mi_tune_run_t *run, int32_t k, mi_deploy_config_t *c,
+                           mi_error_t *err) {
+  const mi_trial_t *t = &run->res->trials[run->front[k]];
+  char *text = NULL, *save = NULL;
+  int32_t rc, lines = 0;
+  snprintf(c->id, sizeof c->id, "%016llx", (unsigned long long)t->hash);
+  if (run->verify_n > 0) {
+    snprintf(c->verified, sizeof c->verified, "%s",
+             run->verify_bad[k] || run->verify_failed[k] ? "VIOLATED" : "ok");
+    c->verify_runs = run->verify_n;
+    c->verify_violations = run->verify_bad[k];
+    c->verify_failures = run->verify_failed[k];
+  }
+  for (int32_t o = 0; o < MI_OBJ_COUNT; o++)
+    c->measured[o] = isfinite(t->objectives[o]) ? t->objectives[o] : NAN;
+  c->energy_modeled = run->energy_modeled;
+  if ((rc = mi_space_canonical(run->space, t->point, &text, err)) != MI_OK) return rc;
+  for (const char *p = text; *p; p++) lines += *p == '\n';
+  c->keys = calloc((size_t)lines + 1, sizeof *c->keys);
+  c->values = calloc((size_t)lines + 1, sizeof *c->values);
+  if (!c->keys || !c->values) goto oom;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char *eq = strchr(line, '=');
+    if (!eq) continue;
+    *eq = '\0';
+    c->keys[c->kv_count] = strdup(line);
+    c->values[c->kv_count] = strdup(eq + 1);
+    if (!c->keys[c->kv_count] || !c->values[c->kv_count++]) goto oom;
+  }
+  free(text);
+  return MI_OK;
+oom:
+  free(text);
+  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+}
+
+static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_error_t *err) {
+  int32_t rc;
+  e->model = strdup(run->model);
+  e->device = strdup(run->spec);
+  if (!e->model || !e->device) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  if (!run->ok || run->front_n == 0) {
+    e->status = strdup(run->ok ? "no configuration met the constraints" : run->message);
+    return e->status ? MI_OK : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  }
+  e->assigned = run->assigned;
+  e->stack = strdup(run->stack);
+  e->stack_hash = strdup(run->stack_hash);
+  e->configs = calloc((size_t)run->front_n, sizeof *e->configs);
+  if (!e->stack || !e->stack_hash || !e->configs)
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  for (int32_t k = 0; k < run->front_n; k++) {
+    e->config_count = k + 1; /* counted first, so that mi_deploy_destroy frees a part-filled one */
+    if ((rc = fill_config(run, k, &e->configs[k], err)) != MI_OK) return rc;
+  }
+  return MI_OK;
+}
+
+int mi_tune_write_table(const mi_recipe_t *r, const char *dir, mi_tune_run_t *runs, int32_t n) {
+  mi_deploy_table_t *t = calloc(1, sizeof *t);
+  mi_error_t err = {0};
+  char path[4200];
+  int32_t rc = MI_OK;
+  snprintf(path, sizeof path, "%s/deployment.yaml", dir);
+  if (!t || !(t->recipe = strdup(r->path)) ||
+      !(t->entries = calloc((size_t)n + 1, sizeof *t->entries)) ||
+      !(t->assign_model = calloc((size_t)n + 1, sizeof *t->assign_model)) ||
+      !(t->assign_device = calloc((size_t)n + 1, sizeof *t->assign_device))) {
+    rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+    goto done;
+  }
+  t->version = 1;
+  for (int32_t i = 0; i < n && rc == MI_OK; i++) {
+    t->entry_count = i + 1;
+    rc = fill_entry(&runs[i], &t->entries[i], &err);
+  }
+  for (int32_t i = 0; i < n && rc == MI_OK; i++) {
+    if (!runs[i].assigned) continue;
+    int32_t a = t->assignment_count++;
+    t->assign_model[a] = strdup(runs[i].model);
+    t->assign_device[a] = strdup(runs[i].spec);
+    if (!t->assign_model[a] || !t->assign_device[a])
+      rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  }
+  if (rc == MI_OK) rc = mi_deploy_write(t, path, &err);
+done:
+  if (t && !t->entries) t->entry_count = 0;
+  mi_deploy_destroy(t);
+  if (rc != MI_OK)
+    fprintf(stderr, "mi-host: %s\n", err.message[0] ? err.message : mi_status_message(rc));
+  return rc == MI_OK;
+}
