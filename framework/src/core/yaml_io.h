@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <yaml.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 /* Deeper than any file we read (a deployment table nests 6 levels, a recipe 4), far below the
  * depth at which libyaml 0.2.5's scanner turns quadratic: it walks its whole simple-key stack,
