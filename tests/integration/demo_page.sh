@@ -25,9 +25,10 @@ python3 - "$T/demo/tune/deployment.yaml" "$T/page" <<'PY'
 import re, sys
 table, page = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 chosen = {}
-for entry in re.split(r'\n  - ', table)[1:]:
-    dev = re.search(r'device: "([^"]+)"', entry)
-    cid = re.search(r'chosen:\s*\n\s*config_id: "([0-9a-f]+)"', entry)
+# Each entry starts "- model:" (at any indent); values may be quoted or plain.
+for entry in re.split(r'\n\s*- (?=model:)', table)[1:]:
+    dev = re.search(r'device: "?([^"\n]+)"?', entry)
+    cid = re.search(r'chosen:\s*\n\s*config_id: "?([0-9a-f]+)"?', entry)
     if dev and cid:
         chosen[dev.group(1)] = cid.group(1)
 if not chosen:
