@@ -202,12 +202,20 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.progress = &c->progress;
   task.line = d;
   if (!(p = mi_registry_find(c->reg, r->pool[d].plugin)) || (uint32_t)r->pool[d].device >= p->device_count) {
-    snprintf(run->message, sizeof run->message, "no device %s", run->spec);
+    const char *why = mi_registry_refusal(c->reg, r->pool[d].plugin);
+    snprintf(run->message, sizeof run->message, "no device %s%s%.200s", run->spec,
+             why ? ": plugin refused at load: " : "", why ? why : "");
     goto done;
   }
   dev = (uint32_t)r->pool[d].device;
   mi_space_options_default(&so);
   so.model_dims = r->model_dims;
+  /* kernel_prepare probes run in the device's worker: a plugin that crashes there fails this
+   * device with the reason, not the whole tune. */
+  so.probe_pool = pool;
+  so.probe_spec = run->spec;
+  so.probe_model = r->models[c->model].path;
+  so.probe_inputs = c->inputs;
   mi_tune_progress_set(&c->progress, d, 1, "%-14s building the joint space", run->spec);
   if (mi_plugin_device_info(p, dev, &desc, &err) != MI_OK) goto done;
   run->capacity = desc.global_memory_bytes;

@@ -159,6 +159,15 @@ MI_API mi_plugin_t *mi_registry_find(const mi_registry_t *r, const char *name);
 MI_API int32_t mi_registry_rejected_count(const mi_registry_t *r);
 MI_API const char *mi_registry_rejected(const mi_registry_t *r, int32_t index,
                                         const char **path);
+/** Why the plugin whose manifest names `name` was refused, or NULL when none was. */
+MI_API const char *mi_registry_refusal(const mi_registry_t *r, const char *name);
+/** A check run on each manifest before its plugin is loaded into this process (`name` is the
+ * manifest's). MI_OK: load it; MI_ERR_NOT_FOUND: skip it silently; anything else: refuse it
+ * with err's message as the reason. mi_worker_preflight (mi_measure.h) is one. */
+typedef int32_t (*mi_registry_preflight_fn)(void *ctx, const char *manifest_path,
+                                            const char *name, mi_error_t *err);
+/** Sets the check every later scan runs before loading a plugin (NULL: none, the default). */
+MI_API void mi_registry_set_preflight(mi_registry_t *r, mi_registry_preflight_fn fn, void *ctx);
 /** Resolves a device spec "PLUGIN:INDEX" (INDEX defaults to 0). MI_ERR_NOT_FOUND with the
  * list of known plugins in err when there is no such plugin or device. */
 MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_plugin_t **plugin,

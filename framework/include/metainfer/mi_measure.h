@@ -204,6 +204,14 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
                                         const mi_measure_options_t *mo, int check,
                                         mi_profile_t **out, mi_worker_config_result_t *res,
                                         mi_error_t *err);
+/** Asks device `spec`'s plugin, in its worker, whether kernel_prepare accepts node `node` (an
+ * index of the model file `model` loaded with input shapes `inputs`, sorted and shape-inferred;
+ * its op must be `op_type`) with variant `variant_id` and default knobs. On MI_OK *status is
+ * the plugin's answer (MI_OK also when the node cannot be described). Otherwise the probe
+ * failed like a measurement (crashed, timed out, quarantined) and err says why. */
+MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char *model,
+                               const char *inputs, int32_t node, const char *op_type,
+                               const char *variant_id, int32_t *status, mi_error_t *err);
 /** 1 when `spec` failed quarantine_after times in a row and is no longer run. */
 MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
 /** Ends the worker of device `spec` (it exits on end of input and is reaped), so that the
@@ -211,6 +219,14 @@ MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
  * measuring one figure in several processes (mi-host profile --workers). No-op when the device
  * has no running worker. */
 MI_API void mi_worker_retire(mi_worker_pool_t *p, const char *spec);
+/** Loads the plugin of `manifest` once in a sacrificial mi-worker process (entry, create, every
+ * description, destroy) before a host loads it into its own: an mi_registry_preflight_fn, with
+ * `opts` a const mi_worker_options_t * (or NULL) of which worker_path and timeout_s count
+ * (default: MI_LOAD_TIMEOUT_S, else 30 s). MI_OK when the child finished; otherwise the plugin
+ * is refused with the step and how: "refused: crashed in create ...", "hung in entry ...",
+ * "exited with status N in describe ...", "writes to stdout ...". `name` is unused. */
+MI_API int32_t mi_worker_preflight(void *opts, const char *manifest, const char *name,
+                                   mi_error_t *err);
 /** The whole of the mi-worker program: a pool starts each worker as a new process running
  * this (fork + exec, never a bare fork of a host that may run threads), and the worker serves
  * one device's jobs on the socket named in argv until the pool closes it. Returns the exit

@@ -212,6 +212,14 @@ typedef struct mi_xf_metrics {
 MI_API int32_t mi_xf_compare(const mi_graph_t *orig, const mi_graph_t *xf,
                              const mi_xf_samples_t *s, mi_xf_metrics_t *out, mi_error_t *err);
 
+/** Runs a model on one sample: `nout` outputs, each a new array (mi_xf_compare_run). */
+typedef int32_t (*mi_xf_run_fn)(void *ctx, const struct mi_array *const *inputs, int32_t nin,
+                                struct mi_array **outputs, int32_t nout, mi_error_t *err);
+/** Like mi_xf_compare, with the second model's outputs from `run` (a device session, say):
+ * `orig` on the reference interpreter against what `run` answers on each sample. */
+MI_API int32_t mi_xf_compare_run(const mi_graph_t *orig, mi_xf_run_fn run, void *ctx,
+                                 const mi_xf_samples_t *s, mi_xf_metrics_t *out, mi_error_t *err);
+
 /** One layer's sensitivity: the error of the model with only this layer transformed. */
 typedef struct mi_xf_sensitivity {
   char node[96];

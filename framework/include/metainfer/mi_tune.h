@@ -49,6 +49,12 @@ typedef struct mi_space_options {
   int32_t float_levels;   /* a float range becomes this many evenly spaced values */
   int32_t prune_levels;   /* pruning ratios 0, 0.5/(n-1), ..., 0.5 (n values) */
   int32_t no_probe;       /* 1: do not ask kernel_prepare which variants accept each node */
+  /* With probe_pool set, the probes run in device probe_spec's worker (mi_worker_probe) on the
+   * model file probe_model with input shapes probe_inputs (NULL: as in the file), so no plugin
+   * code runs in the caller and a probe that crashes or hangs fails the build with the reason.
+   * NULL: the probes call the plugin in the caller's process. */
+  struct mi_worker_pool *probe_pool;
+  const char *probe_spec, *probe_model, *probe_inputs;
 } mi_space_options_t;
 
 MI_API void mi_space_options_default(mi_space_options_t *o);

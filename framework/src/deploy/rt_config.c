@@ -76,7 +76,7 @@ int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
   rt->plugin = NULL;
   memset(&m, 0, sizeof m);
   if ((rc = mi__manifest_load(rt->manifest, &m, err))) return rc;
-  rc = mi__plugin_load(rt->manifest, &m, 0, &rt->plugin, err);
+  rc = mi__plugin_load(rt->manifest, &m, 0, -1, &rt->plugin, err);
   mi__manifest_clear(&m);
   if (rc) return rc;
   if (rt->device >= rt->plugin->pub.device_count)

@@ -16,6 +16,10 @@ double mi__median_ci(const double *samples, int32_t n);
 /* Appends stats as a JSON object {"n":..,"median":..,...}, values scaled by `scale`. */
 void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
 
+/* How a measurement that caught the device's timer lying starts its message (profile.c); the
+ * pool quarantines such a device at once (worker.c). */
+#define MI__LIE_PREFIX "implausible device time"
+
 /* Worker frames: a header, then `length` payload bytes. */
 enum {
   MI__FRAME_MAGIC = 0x4d49574bu, /* "MIWK" */
@@ -25,7 +29,9 @@ enum {
   MI__REPLY_FINGERPRINT = 12,    /* mi_device_fingerprint_t */
   MI__REPLY_ERROR = 13,          /* mi_error_t */
   MI__JOB_CONFIG = 3,            /* mi__config_job_t, then its texts (worker_config.c) */
-  MI__REPLY_CONFIG = 14          /* mi_worker_config_result_t, mi_profile_t, then its layers */
+  MI__REPLY_CONFIG = 14,         /* mi_worker_config_result_t, mi_profile_t, then its layers */
+  MI__JOB_PROBE = 4,             /* a kernel_prepare probe (worker_probe.c) */
+  MI__REPLY_PROBE = 15           /* int32_t: the plugin's status */
 };
 
 typedef struct mi__frame {
@@ -45,6 +51,10 @@ typedef struct mi__job {
 
 /* Writes a frame (header + two payload parts); MI_ERR_IO when the peer is gone. */
 int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b, size_t nb);
+/* The worker's reply to a job (worker_child.c): an error instead when the plugin printed to
+ * stdout or used a forged host handle while serving it. */
+int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const void *b,
+                         size_t nb);
 /* Reads exactly n bytes before `deadline` (mi__now_s seconds; <= 0: no deadline).
  * Returns 1 done, 0 peer closed, -1 timeout, -2 I/O error. */
 int mi__read_full(int fd, void *buf, size_t n, double deadline);
@@ -60,6 +70,23 @@ typedef struct mi__config_cache {
 void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
                              size_t n, mi__config_cache_t *cache);
 void mi__config_cache_free(mi__config_cache_t *c);
+/* The accuracy of a configuration from the device's outputs (worker_accuracy.c): `run_graph`
+ * in a session on the device against `orig` on the reference, over mi_xf_samples_t `samples`. */
+int32_t mi__device_accuracy(const struct mi_graph *orig, const struct mi_graph *run_graph,
+                            mi_plugin_t *pl, uint32_t dev, const mi_session_options_t *so,
+                            const void *samples, double *rel_l2, double *top1, mi_error_t *err);
+/* Sets fixed input shapes "NAME:1x3x32x32;NAME2:4x8" on a loaded graph (worker_config.c). */
+int32_t mi__worker_set_inputs(struct mi_graph *g, const char *spec, mi_error_t *err);
+
+/* Probe jobs (worker_probe.c): the child's model with views of its constants. */
+typedef struct mi__probe_cache {
+  char key[8192]; /* model path, input shapes */
+  struct mi_graph *g;
+  struct mi_array **consts;
+} mi__probe_cache_t;
+void mi__worker_serve_probe(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload, size_t n,
+                            mi__probe_cache_t *cache);
+void mi__probe_cache_free(mi__probe_cache_t *c);
 /* Parent side (worker.c): sends a job, reads a reply of `prefix` bytes + profile + layers. */
 struct mi_worker_pool;
 struct mi_profile;
@@ -67,9 +94,20 @@ int32_t mi__worker_job(struct mi_worker_pool *p, const char *spec, uint32_t type
                        size_t njob, uint32_t reply_type, size_t prefix, void *prefix_out,
                        struct mi_profile **out, mi_error_t *err);
 
+/* Parent side (worker.c): sends a job whose reply is exactly `nout` bytes of `reply_type`. */
+int32_t mi__worker_exchange(struct mi_worker_pool *p, const char *spec, uint32_t type,
+                            const void *job, size_t njob, uint32_t reply_type, void *out,
+                            size_t nout, mi_error_t *err);
+
 /* A hash of the version and the sizes of every struct that travels raw between host and worker:
  * both sides compute it, the host passes its own to the worker (--wire). */
 uint64_t mi__wire_tag(void);
+/* The mi-worker executable (worker.c): `given`, else the one next to the running program, else
+ * the build tree's; *out is malloc'd. */
+int32_t mi__worker_find(const char *given, char **out, mi_error_t *err);
+/* The mi-worker program in preflight mode (worker_preflight.c). */
+int mi__worker_preflight_main(int argc, char **argv);
+
 /* The descriptor on which an exec'd worker finds its socket. */
 #define MI__WORKER_FD 3
 

@@ -79,6 +79,22 @@ static void begin_round(void *user) { ((prof_src_t *)user)->k = 0; }
 
 static void set_batch(void *user, int32_t runs) { ((prof_src_t *)user)->batch = runs; }
 
+/* A device time the wall clock contradicts is a lie, not a sample: nothing at all for a whole
+ * run, or more than the call that contained it took (a negative time read as uint64 is 584
+ * years). Such a device's figures cannot be trusted for anything: the measurement fails and
+ * the pool quarantines the device at once (worker.c). */
+static int32_t plausible(uint64_t dev_ns, double wall_s, mi_error_t *err) {
+  double dev_s = (double)dev_ns * 1e-9;
+  if (dev_ns == 0)
+    return mi_errorf(err, MI_ERR_DEVICE, MI__LIE_PREFIX ": 0 ns for a run of %.3g s wall time",
+                     wall_s);
+  if (!(dev_s <= wall_s * 1.5 + 1e-3))
+    return mi_errorf(err, MI_ERR_DEVICE,
+                     MI__LIE_PREFIX ": %.3g s (%llu ns) for a run of %.3g s wall time", dev_s,
+                     (unsigned long long)dev_ns, wall_s);
+  return MI_OK;
+}
+
 /* One sample: `batch` runs back to back, each timed on its own (the per-node bookkeeping between
  * them stays outside the timed spans), their mean; counters are read around the whole batch. */
 static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
@@ -102,6 +118,7 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
     }
     wall += w1 - w0;
     if (p->use_device && mi_session_device_time(p->s, &dev)) {
+      if ((rc = plausible(dev, w1 - w0, err))) break;
       devsum += (double)dev * 1e-9;
       /* Nodes the device refused ran on the host, on the run's critical path: their wall time
        * counts too, or a configuration that leaves work on the host would look faster. With
@@ -304,13 +321,16 @@ MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t
     p.flush = calloc(p.flush_bytes, 1);
   }
   /* The first run says which clock to trust: the device's own timer when every kernel has one. */
+  t0 = mi__now_s();
   rc = mi_session_run(p.s, (const mi_array_t *const *)p.in, p.nin, p.outs, p.nout, err);
+  t0 = mi__now_s() - t0;
   for (int32_t i = 0; i < p.nout; i++) {
     mi_array_destroy(p.outs[i]);
     p.outs[i] = NULL;
   }
   if (rc) goto done;
   p.use_device = mi_session_device_time(p.s, &dev);
+  if (p.use_device && (rc = plausible(dev, t0, err))) goto done;
   r->clock = p.use_device ? MI_CLOCK_DEVICE : MI_CLOCK_WALL;
   memset(&src, 0, sizeof src);
   src.user = &p;

@@ -25,6 +25,7 @@ typedef struct slot {
   int fd;
   int32_t fails;
   int32_t quarantined;
+  char why[160]; /* the last failure: the reason a quarantine gives */
 } slot_t;
 
 struct mi_worker_pool {
@@ -53,7 +54,7 @@ static int usable(const char *path, mi_error_t *err) {
 /* The mi-worker executable: the one asked for, else the one next to the running program
  * (build/bin, or wherever the tools are installed), else the build tree's (MI_WORKER_BUILD_PATH:
  * tests and benchmarks live in other folders of the build). */
-static int32_t find_worker(const char *given, char **out, mi_error_t *err) {
+int32_t mi__worker_find(const char *given, char **out, mi_error_t *err) {
   char self[PATH_MAX], next[PATH_MAX + 16];
   const char *cand[3];
   int n = 0;
@@ -110,13 +111,20 @@ MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *opts, mi_worker_
   if (opts)
     memcpy(&p->o, opts, opts->struct_size < sizeof p->o ? opts->struct_size : sizeof p->o);
   if (p->o.timeout_s <= 0) p->o.timeout_s = 60;
+  {
+    /* The operator's word over the program's: how long any one job may take on this machine. */
+    const char *t = secure_getenv("MI_WORKER_TIMEOUT_S");
+    char *end = NULL;
+    double v = t && t[0] ? strtod(t, &end) : 0;
+    if (v > 0 && end && *end == '\0') p->o.timeout_s = v;
+  }
   if (p->o.quarantine_after <= 0) p->o.quarantine_after = 3;
   if (p->o.plugin_dirs && !(p->dirs = strdup(p->o.plugin_dirs))) goto oom;
   while (p->o.env && p->o.env[n]) n++;
   if (!(p->env = calloc((size_t)n + 1, sizeof *p->env))) goto oom;
   for (int32_t i = 0; i < n; i++)
     if (!(p->env[i] = strdup(p->o.env[i]))) goto oom;
-  if ((rc = find_worker(p->o.worker_path, &p->path, err)) != MI_OK) {
+  if ((rc = mi__worker_find(p->o.worker_path, &p->path, err)) != MI_OK) {
     mi_worker_pool_destroy(p);
     return rc;
   }
@@ -235,6 +243,9 @@ static int32_t spawn(mi_worker_pool_t *p, slot_t *s, mi_error_t *err) {
   argv[a] = NULL;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, sv[1], MI__WORKER_FD);
+  /* The host's stdout is its output (a table, --json): whatever a plugin prints in the worker
+   * goes to the host's stderr, its log, instead. */
+  posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
   /* Nothing else of the host's: its database, its other workers, its drivers' descriptors. */
   posix_spawn_file_actions_addclosefrom_np(&fa, MI__WORKER_FD + 1);
   posix_spawnattr_init(&at);
@@ -323,20 +334,27 @@ static int32_t slot_for(mi_worker_pool_t *p, const char *spec, slot_t **out, mi_
     s->fd = -1;
   }
   if (s->quarantined)
-    return mi_errorf(err, MI_ERR_UNSUPPORTED, "quarantined: %s failed %d times in a row", spec,
-                     (int)s->fails);
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "quarantined: %s failed %d times in a row (%s)",
+                     spec, (int)s->fails, s->why);
   *out = s;
   return MI_OK;
 }
 
-static void count(mi_worker_pool_t *p, slot_t *s, int32_t rc) {
+static void count(mi_worker_pool_t *p, slot_t *s, int32_t rc, const mi_error_t *err) {
   if (rc == MI_OK) {
     s->fails = 0;
     return;
   }
-  if (++s->fails >= p->o.quarantine_after) {
+  /* A device caught lying about its time is not retried: nothing it reports can be trusted. */
+  if (++s->fails >= p->o.quarantine_after ||
+      (err && strncmp(err->message, MI__LIE_PREFIX, sizeof MI__LIE_PREFIX - 1) == 0)) {
     s->quarantined = 1;
     stop(s, 1);
+  }
+  if (err) {
+    size_t n = strnlen(err->message, sizeof s->why - 1);
+    memcpy(s->why, err->message, n);
+    s->why[n] = '\0';
   }
 }
 
@@ -398,7 +416,25 @@ MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
   else if (rc == MI_OK)
     rc = reply_error(&h, pl, err);
   free(pl);
-  count(p, s, rc);
+  count(p, s, rc, err);
+  return rc;
+}
+
+int32_t mi__worker_exchange(mi_worker_pool_t *p, const char *spec, uint32_t type,
+                            const void *job, size_t njob, uint32_t reply_type, void *out,
+                            size_t nout, mi_error_t *err) {
+  mi__frame_t h;
+  void *pl = NULL;
+  slot_t *s;
+  int32_t rc;
+  if ((rc = slot_for(p, spec, &s, err))) return rc;
+  rc = exchange(p, s, type, job, njob, &h, &pl, err);
+  if (rc == MI_OK && h.type == reply_type && h.length == nout)
+    memcpy(out, pl, nout);
+  else if (rc == MI_OK)
+    rc = reply_error(&h, pl, err);
+  free(pl);
+  count(p, s, rc, err);
   return rc;
 }
 
@@ -444,7 +480,7 @@ int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, con
   }
 done:
   free(pl);
-  count(p, s, rc);
+  count(p, s, rc, err);
   if (rc) {
     mi_profile_destroy(r);
     r = NULL;

@@ -3,6 +3,7 @@
  * here takes only this process. */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "measure/measure_internal.h"
+#include "plugin/plugin_internal.h"
 
 int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b,
                        size_t nb) {
@@ -56,6 +58,60 @@ int mi__read_full(int fd, void *buf, size_t n, double deadline) {
     n -= (size_t)r;
   }
   return 1;
+}
+
+/* The read end of this worker process's stdout (a pipe it drains after each job), -1 before
+ * mi_worker_main set it up. One per process: the worker program serves one device. */
+static int g_plugin_stdout = -1;
+
+/* Sends a job's reply, unless the plugin broke a rule of the process while serving it: output on
+ * stdout (logged on stderr, the host's log) or a host service called with a forged handle. Such
+ * a job fails with the rule, so a plugin that does either is never chosen. */
+int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const void *b,
+                         size_t nb) {
+  mi_error_t e;
+  char buf[4096], shown[81] = "";
+  size_t total = 0;
+  ssize_t r;
+  fflush(stdout);
+  while (g_plugin_stdout >= 0 && (r = read(g_plugin_stdout, buf, sizeof buf)) > 0) {
+    if (total == 0) {
+      size_t k = 0;
+      for (ssize_t i = 0; i < r && k + 1 < sizeof shown; i++)
+        shown[k++] = (unsigned char)buf[i] < 0x20 ? ' ' : buf[i];
+      shown[k] = '\0';
+    }
+    fputs("mi-worker: the plugin wrote to stdout: ", stderr);
+    fwrite(buf, 1, (size_t)r, stderr);
+    fputc('\n', stderr);
+    total += (size_t)r;
+  }
+  if (type == MI__REPLY_ERROR) return mi__frame_send(fd, type, a, na, b, nb);
+  mi_error_clear(&e);
+  if (total > 0)
+    mi_errorf(&e, MI_ERR_ABI, "the plugin wrote %zu bytes to stdout ('%s'); a plugin never prints "
+              "to stdout", total, shown);
+  else if (mi__host_api_refused() > 0)
+    mi_errorf(&e, MI_ERR_ABI, "the plugin called a host service with a handle the host never "
+              "gave out (refused; a forged or stale handle)");
+  else
+    return mi__frame_send(fd, type, a, na, b, nb);
+  return mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+}
+
+/* Points this process's stdout at a pipe it drains itself (mi__worker_reply), unbuffered so a
+ * plugin's printf is seen with the job that made it. */
+static void capture_stdout(void) {
+  int pp[2];
+  if (pipe2(pp, O_CLOEXEC) != 0) return;
+  if (fcntl(pp[0], F_SETFL, O_NONBLOCK) != 0 || dup2(pp[1], STDOUT_FILENO) < 0) {
+    close(pp[0]);
+    close(pp[1]);
+    return;
+  }
+  close(pp[1]);
+  setvbuf(stdout, NULL, _IONBF, 0);
+  g_plugin_stdout = pp[0];
 }
 
 static void send_error(int fd, const mi_error_t *e) {
@@ -116,7 +172,7 @@ static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__job_t
       return;
     }
   }
-  mi__frame_send(fd, MI__REPLY_PROFILE, prof, sizeof *prof, prof->layers,
+  mi__worker_reply(fd, MI__REPLY_PROFILE, prof, sizeof *prof, prof->layers,
                  (size_t)prof->layer_count * sizeof *prof->layers);
   mi_profile_destroy(prof);
 }
@@ -169,6 +225,17 @@ static int parse_args(int argc, char **argv, worker_args_t *a) {
   return argc % 2 == 1 && have == 15 ? 0 : -1;
 }
 
+/* A worker loads only its device's plugin: another plugin of the same folders that crashes in
+ * create must not take this device's worker with it. */
+static int32_t only_plugin(void *ctx, const char *path, const char *name, mi_error_t *err) {
+  const char *spec = ctx;
+  size_t n = strcspn(spec, ":");
+  (void)path;
+  return strlen(name) == n && strncmp(name, spec, n) == 0
+             ? MI_OK
+             : mi_errorf(err, MI_ERR_NOT_FOUND, "not the plugin of %s", spec);
+}
+
 MI_API int mi_worker_main(int argc, char **argv) {
   worker_args_t a;
   mi_registry_t *reg = NULL;
@@ -178,7 +245,9 @@ MI_API int mi_worker_main(int argc, char **argv) {
   mi_graph_t *g = NULL;
   char loaded[4096] = "";
   mi__config_cache_t cc;
+  mi__probe_cache_t pc;
   int32_t setup_rc;
+  if (argc > 1 && strcmp(argv[1], "--preflight") == 0) return mi__worker_preflight_main(argc, argv);
   if (parse_args(argc, argv, &a) != 0) {
     fputs("mi-worker: started by a worker pool (mi_worker_pool_create), not by hand\n", stderr);
     return 2;
@@ -188,8 +257,10 @@ MI_API int mi_worker_main(int argc, char **argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if ((long)getppid() != a.parent) return 0;
   signal(SIGPIPE, SIG_IGN);
+  capture_stdout();
   mi_error_clear(&setup);
   memset(&cc, 0, sizeof cc);
+  memset(&pc, 0, sizeof pc);
   if (a.wire != mi__wire_tag())
     setup_rc = mi_errorf(&setup, MI_ERR_ABI,
                          "worker: %s is from another build than its host "
@@ -197,8 +268,11 @@ MI_API int mi_worker_main(int argc, char **argv) {
                          argv[0], (unsigned long long)mi__wire_tag(), (unsigned long long)a.wire);
   else if (!(reg = mi_registry_create()))
     setup_rc = mi_errorf(&setup, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  else if (!(setup_rc = load_plugins(reg, a.dirs, &setup)))
-    setup_rc = mi_registry_device(reg, a.spec, &pl, &dev, &setup);
+  else {
+    mi_registry_set_preflight(reg, only_plugin, (void *)a.spec);
+    if (!(setup_rc = load_plugins(reg, a.dirs, &setup)))
+      setup_rc = mi_registry_device(reg, a.spec, &pl, &dev, &setup);
+  }
   for (;;) {
     mi__frame_t h;
     union {
@@ -206,7 +280,8 @@ MI_API int mi_worker_main(int argc, char **argv) {
       char raw[1];
     } *buf;
     if (mi__read_full(a.fd, &h, sizeof h, 0) != 1 || h.magic != MI__FRAME_MAGIC ||
-        (h.length > sizeof(mi__job_t) && (h.type != MI__JOB_CONFIG || h.length > MI__CONFIG_JOB_MAX)))
+        (h.length > sizeof(mi__job_t) &&
+         ((h.type != MI__JOB_CONFIG && h.type != MI__JOB_PROBE) || h.length > MI__CONFIG_JOB_MAX)))
       break;
     /* Configuration jobs carry texts of any length up to MI__CONFIG_JOB_MAX. */
     buf = calloc(1, h.length > sizeof *buf ? h.length + 1 : sizeof *buf);
@@ -220,12 +295,14 @@ MI_API int mi_worker_main(int argc, char **argv) {
       serve_profile(a.fd, pl, dev, &buf->job, &g, loaded, sizeof loaded);
     } else if (h.type == MI__JOB_CONFIG) {
       mi__worker_serve_config(a.fd, pl, dev, buf, h.length, &cc);
+    } else if (h.type == MI__JOB_PROBE) {
+      mi__worker_serve_probe(a.fd, pl, dev, buf, h.length, &pc);
     } else if (h.type == MI__JOB_FINGERPRINT) {
       mi_device_fingerprint_t fp;
       mi_error_t e;
       mi_error_clear(&e);
       if (mi_device_fingerprint(pl, dev, &fp, &e)) send_error(a.fd, &e);
-      else mi__frame_send(a.fd, MI__REPLY_FINGERPRINT, &fp, sizeof fp, NULL, 0);
+      else mi__worker_reply(a.fd, MI__REPLY_FINGERPRINT, &fp, sizeof fp, NULL, 0);
     } else {
       mi_errorf(&setup, MI_ERR_INTERNAL, "worker: unknown job %u", h.type);
       send_error(a.fd, &setup);

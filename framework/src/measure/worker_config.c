@@ -232,7 +232,7 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
 
 /* ---------------------------------------------------------------- the worker's side */
 
-static int32_t set_inputs(mi_graph_t *g, const char *spec, mi_error_t *err) {
+int32_t mi__worker_set_inputs(mi_graph_t *g, const char *spec, mi_error_t *err) {
   char *copy = strdup(spec), *save = NULL;
   int32_t rc = MI_OK;
   if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
@@ -277,7 +277,7 @@ static int32_t cached_model(mi__config_cache_t *c, const cjob_t *job, const char
   if (c->g && strcmp(key, c->key) == 0) return MI_OK;
   mi__config_cache_free(c);
   if ((rc = mi_onnx_load(t[T_MODEL], &c->g, err))) return rc;
-  if (t[T_INPUTS][0] && (rc = set_inputs(c->g, t[T_INPUTS], err))) goto fail;
+  if (t[T_INPUTS][0] && (rc = mi__worker_set_inputs(c->g, t[T_INPUTS], err))) goto fail;
   if ((rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err))) goto fail;
   rc = t[T_CALIB][0] ? mi_xf_samples_load_dir(c->g, t[T_CALIB], &smp, err)
                      : mi_xf_samples_random(c->g, job->samples, job->seed, &smp, err);
@@ -314,19 +314,15 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
   }
   res->transform_s = mi__now_s() - t0;
   if ((rc = hw_parse(hwtext, &hw, err))) goto done;
-  if ((rc = mi_profile_run(xg ? xg : cache->g, pl, dev, &hw.so, &job->mo, job->check, prof, err)))
+  /* A configuration measured for tuning is also checked: the device's outputs against the
+   * reference (wrong results fail the measurement), and its accuracy comes from them too. */
+  if ((rc = mi_profile_run(xg ? xg : cache->g, pl, dev, &hw.so, &job->mo,
+                           job->check || job->accuracy, prof, err)))
     goto done;
-  if (job->accuracy) {
-    mi_xf_metrics_t met;
-    if (!xg) {
-      res->has_accuracy = 1; /* the model unchanged: no drop by definition */
-      res->top1 = 1;
-    } else if ((rc = mi_xf_compare(cache->g, xg, cache->samples, &met, err)) == MI_OK) {
-      res->has_accuracy = 1;
-      res->rel_l2 = met.rel_l2;
-      res->top1 = met.top1;
-    }
-  }
+  if (job->accuracy &&
+      (rc = mi__device_accuracy(cache->g, xg ? xg : cache->g, pl, dev, &hw.so, cache->samples,
+                                &res->rel_l2, &res->top1, err)) == MI_OK)
+    res->has_accuracy = 1;
 done:
   hw_free(&hw);
   free(vars);
@@ -372,7 +368,7 @@ void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *
     if (buf) {
       memcpy(buf, &res, sizeof res);
       memcpy(buf + sizeof res, prof, sizeof *prof);
-      mi__frame_send(fd, MI__REPLY_CONFIG, buf, sizeof res + sizeof *prof, prof->layers, nl);
+      mi__worker_reply(fd, MI__REPLY_CONFIG, buf, sizeof res + sizeof *prof, prof->layers, nl);
       free(buf);
     } else {
       mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");

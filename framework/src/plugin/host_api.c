@@ -2,7 +2,9 @@
 /* secure_getenv is a GNU extension. */
 #define _GNU_SOURCE 1
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +21,60 @@ void mi__loader_trace(int debug, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The host handles handed out and not yet taken back. A plugin passes its handle back to every
+ * service; one it forged (or kept after unload) must be an error, not a pointer the host
+ * follows, and the only way to know a pointer without following it is to have kept it. This is
+ * the one process-wide table of the host: plugins are process-wide too (dlopen). */
+#define MAX_LIVE 1024
+static struct {
+  pthread_mutex_t lock;
+  const void *live[MAX_LIVE];
+  int32_t n;
+  int32_t refused; /* calls refused so far: a preflight refuses the plugin that made them */
+} g_handles = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0};
+
+int32_t mi__host_api_refused(void) {
+  int32_t n;
+  pthread_mutex_lock(&g_handles.lock);
+  n = g_handles.refused;
+  pthread_mutex_unlock(&g_handles.lock);
+  return n;
+}
+
+static void handle_add(const void *h) {
+  pthread_mutex_lock(&g_handles.lock);
+  if (g_handles.n < MAX_LIVE) g_handles.live[g_handles.n++] = h;
+  pthread_mutex_unlock(&g_handles.lock);
+}
+
+void mi__host_api_release(mi__plugin_entry_t *e) {
+  pthread_mutex_lock(&g_handles.lock);
+  for (int32_t i = 0; i < g_handles.n; i++)
+    if (g_handles.live[i] == e) {
+      g_handles.live[i] = g_handles.live[--g_handles.n];
+      break;
+    }
+  pthread_mutex_unlock(&g_handles.lock);
+}
+
+/* The entry behind a handle, or NULL (and one line in the log) when it is not one of ours. */
+static const mi__plugin_entry_t *handle_check(void *host_ctx, const char *service) {
+  int found = 0;
+  pthread_mutex_lock(&g_handles.lock);
+  for (int32_t i = 0; i < g_handles.n && !found; i++) found = g_handles.live[i] == host_ctx;
+  g_handles.refused += !found;
+  pthread_mutex_unlock(&g_handles.lock);
+  if (!found)
+    fprintf(stderr, "mi-host: a plugin called host service '%s' with handle %p, which the host "
+            "never gave out: call refused\n", service, host_ctx);
+  return found ? host_ctx : NULL;
+}
+
 static void host_log(void *host_ctx, int32_t level, const char *plugin, const char *message) {
   static const char *const names[] = {"error", "warn", "info", "debug"};
-  const mi__plugin_entry_t *e = host_ctx;
+  const mi__plugin_entry_t *e = handle_check(host_ctx, "log");
   const char *who = plugin && plugin[0] ? plugin : (e && e->pub.name ? e->pub.name : "plugin");
+  if (!e) return;
   if (level < MI_LOG_ERROR || level > MI_LOG_DEBUG) level = MI_LOG_INFO;
   /* Debug chatter is only wanted while someone is looking at the loader. */
   if (level == MI_LOG_DEBUG && !(e && e->debug)) return;
@@ -30,12 +82,13 @@ static void host_log(void *host_ctx, int32_t level, const char *plugin, const ch
 }
 
 static void *host_alloc(void *host_ctx, size_t size) {
-  (void)host_ctx;
+  if (!handle_check(host_ctx, "alloc")) return NULL;
   return malloc(size ? size : 1);
 }
 
+/* A forged handle's free leaks rather than frees: the pointer came from the same forger. */
 static void host_free(void *host_ctx, void *ptr) {
-  (void)host_ctx;
+  if (!handle_check(host_ctx, "free")) return;
   free(ptr);
 }
 
@@ -46,7 +99,7 @@ static void host_free(void *host_ctx, void *ptr) {
 static const char *host_get_setting(void *host_ctx, const char *key) {
   char name[128];
   size_t n = sizeof "MI_SETTING_" - 1, i;
-  (void)host_ctx;
+  if (!handle_check(host_ctx, "get_setting")) return NULL;
   if (!key || !key[0] || strlen(key) + n + 1 > sizeof name) return NULL;
   memcpy(name, "MI_SETTING_", n);
   for (i = 0; key[i]; i++) {
@@ -67,4 +120,5 @@ void mi__host_api_init(mi__plugin_entry_t *e) {
   e->host.alloc = host_alloc;
   e->host.free = host_free;
   e->host.get_setting = host_get_setting;
+  handle_add(e);
 }

@@ -63,6 +63,15 @@ static int32_t check_writable(const char *path, const char *what, mi_error_t *er
   return MI_OK;
 }
 
+/* Names the step about to run plugin code on `stage_fd` (a preflight child's report line), so a
+ * crash or hang is blamed on entry, create or describe. -1: nobody listens. */
+static void stage(int stage_fd, const char *what) {
+  if (stage_fd >= 0) {
+    ssize_t w = write(stage_fd, what, strlen(what));
+    (void)w;
+  }
+}
+
 static char *dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
   size_t n = slash ? (size_t)(slash - path) : 1;
@@ -89,6 +98,7 @@ void mi__plugin_unload(mi__plugin_entry_t *e) {
   if (!e) return;
   if (e->pub.ctx && e->pub.api.destroy) e->pub.api.destroy(e->pub.ctx);
   if (e->pub.dl) dlclose(e->pub.dl);
+  mi__host_api_release(e);
   free(e->pub.name);
   free(e->pub.version);
   free(e->pub.path);
@@ -134,7 +144,8 @@ static int32_t negotiate(mi__plugin_entry_t *e, const mi_plugin_api_t *t, mi_err
   return MI_OK;
 }
 
-static int32_t open_library(mi__plugin_entry_t *e, const char *lib_path, mi_error_t *err) {
+static int32_t open_library(mi__plugin_entry_t *e, const char *lib_path, int stage_fd,
+                            mi_error_t *err) {
   void *sym;
   mi_plugin_entry_fn entry;
   const mi_plugin_api_t *table;
@@ -158,6 +169,7 @@ static int32_t open_library(mi__plugin_entry_t *e, const char *lib_path, mi_erro
                      MI_PLUGIN_ENTRY_NAME);
   memcpy(&entry, &sym, sizeof entry);
   mi_error_clear(&perr);
+  stage(stage_fd, "stage entry\n");
   table = entry(&e->host, &perr);
   perr.message[sizeof perr.message - 1] = '\0';
   if (!table)
@@ -190,7 +202,7 @@ static int32_t create_instance(mi__plugin_entry_t *e, mi_error_t *err) {
 }
 
 int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int debug,
-                        mi__plugin_entry_t **out, mi_error_t *err) {
+                        int stage_fd, mi__plugin_entry_t **out, mi_error_t *err) {
   mi__plugin_entry_t *e = NULL;
   char *dir = NULL, *lib_path = NULL, *lib_dir = NULL, *real = NULL;
   size_t n;
@@ -246,7 +258,7 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
   }
   e->debug = debug;
   mi__host_api_init(e);
-  if ((rc = open_library(e, real, err)) != MI_OK) goto fail;
+  if ((rc = open_library(e, real, stage_fd, err)) != MI_OK) goto fail;
   mi__loader_trace(debug, "  negotiated: plugin '%s' ABI %u.%u, table %u bytes (host knows %zu)",
                    e->pub.api.name, e->pub.abi_major, e->pub.abi_minor, e->pub.declared_size,
                    sizeof(mi_plugin_api_t));
@@ -264,8 +276,10 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
+  stage(stage_fd, "stage create\n");
   if ((rc = create_instance(e, err)) != MI_OK) goto fail;
   mi__loader_trace(debug, "  created: %u device(s)", e->pub.device_count);
+  stage(stage_fd, "stage describe\n");
   if ((rc = mi__plugin_validate(&e->pub, err)) != MI_OK) goto fail;
   *out = e;
   e = NULL;

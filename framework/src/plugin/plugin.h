@@ -33,9 +33,10 @@ typedef struct mi__plugin_entry {
 
 /** Loads the plugin a parsed manifest names: security checks, dlopen, negotiation, create,
  * and validation of every description. On failure *out is NULL and err holds the one-line
- * reason the registry records. */
+ * reason the registry records. When stage_fd >= 0, a line "stage entry|create|describe" is
+ * written there before each step that runs plugin code (a preflight child's report). */
 int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int debug,
-                        mi__plugin_entry_t **out, mi_error_t *err);
+                        int stage_fd, mi__plugin_entry_t **out, mi_error_t *err);
 /** Destroys the instance, unloads the library and frees the entry. NULL is a no-op. */
 void mi__plugin_unload(mi__plugin_entry_t *e);
 

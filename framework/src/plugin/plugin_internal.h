@@ -12,8 +12,15 @@
 /** Largest manifest the loader reads; manifests are a few lines. */
 #define MI__MAX_MANIFEST_BYTES 65536
 
-/** Fills the host services table handed to a plugin; host_ctx is `entry`. */
+/** Fills the host services table handed to a plugin; host_ctx is `entry`, which the services
+ * accept from then on until mi__host_api_release (a forged handle is refused, not followed). */
 void mi__host_api_init(mi__plugin_entry_t *entry);
+void mi__host_api_release(mi__plugin_entry_t *entry);
+/** How many service calls with a forged handle were refused in this process so far. */
+int32_t mi__host_api_refused(void);
+
+/** Reports each load step of later scans on `fd` (see mi__plugin_load); -1: none. */
+void mi__registry_set_stage_fd(mi_registry_t *r, int fd);
 
 /** Checks every description of every device of a created plugin. */
 int32_t mi__plugin_validate(const mi_plugin_t *p, mi_error_t *err);

@@ -13,6 +13,7 @@
 typedef struct rejected {
   char *path;
   char *reason;
+  char *name; /* the manifest's, when it could be read */
 } rejected_t;
 
 struct mi_registry {
@@ -21,6 +22,9 @@ struct mi_registry {
   rejected_t *rejected;
   int32_t rejected_count, rejected_cap;
   int debug;
+  mi_registry_preflight_fn preflight;
+  void *preflight_ctx;
+  int stage_fd; /* mi__registry_set_stage_fd: a preflight child's report */
 };
 
 static char *dup_str(const char *s) {
@@ -33,8 +37,21 @@ static char *dup_str(const char *s) {
 MI_API mi_registry_t *mi_registry_create(void) {
   mi_registry_t *r = calloc(1, sizeof *r);
   const char *dbg = getenv("MI_LOADER_DEBUG");
-  if (r) r->debug = dbg && dbg[0] && strcmp(dbg, "0") != 0;
+  if (r) {
+    r->debug = dbg && dbg[0] && strcmp(dbg, "0") != 0;
+    r->stage_fd = -1;
+  }
   return r;
+}
+
+MI_API void mi_registry_set_preflight(mi_registry_t *r, mi_registry_preflight_fn fn, void *ctx) {
+  if (!r) return;
+  r->preflight = fn;
+  r->preflight_ctx = ctx;
+}
+
+void mi__registry_set_stage_fd(mi_registry_t *r, int fd) {
+  if (r) r->stage_fd = fd;
 }
 
 MI_API void mi_registry_destroy(mi_registry_t *r) {
@@ -45,13 +62,15 @@ MI_API void mi_registry_destroy(mi_registry_t *r) {
   for (i = 0; i < r->rejected_count; i++) {
     free(r->rejected[i].path);
     free(r->rejected[i].reason);
+    free(r->rejected[i].name);
   }
   free(r->plugins);
   free(r->rejected);
   free(r);
 }
 
-static int32_t add_rejected(mi_registry_t *r, const char *path, const char *reason) {
+static int32_t add_rejected_named(mi_registry_t *r, const char *path, const char *name,
+                                  const char *reason) {
   rejected_t *grown;
   char *p, *q;
   if (r->rejected_count == r->rejected_cap) {
@@ -70,9 +89,20 @@ static int32_t add_rejected(mi_registry_t *r, const char *path, const char *reas
   }
   r->rejected[r->rejected_count].path = p;
   r->rejected[r->rejected_count].reason = q;
+  r->rejected[r->rejected_count].name = name ? dup_str(name) : NULL;
   r->rejected_count++;
   mi__loader_trace(r->debug, "  rejected %s: %s", path, reason);
   return MI_OK;
+}
+
+static int32_t add_rejected(mi_registry_t *r, const char *path, const char *reason) {
+  return add_rejected_named(r, path, NULL, reason);
+}
+
+MI_API const char *mi_registry_refusal(const mi_registry_t *r, const char *name) {
+  for (int32_t i = 0; r && name && i < r->rejected_count; i++)
+    if (r->rejected[i].name && strcmp(r->rejected[i].name, name) == 0) return r->rejected[i].reason;
+  return NULL;
 }
 
 static int32_t add_plugin(mi_registry_t *r, mi__plugin_entry_t *e) {
@@ -108,9 +138,26 @@ static int32_t load_manifest(mi_registry_t *r, const char *path) {
     mi__manifest_clear(&m);
     return add_rejected(r, path, why.message);
   }
-  rc = mi__plugin_load(path, &m, r->debug, &e, &why);
+  if (r->preflight) {
+    rc = r->preflight(r->preflight_ctx, path, m.name, &why);
+    if (rc != MI_OK) {
+      if (rc == MI_ERR_NOT_FOUND) {
+        mi__manifest_clear(&m);
+        mi__loader_trace(r->debug, "  skipped by the preflight: %s", why.message);
+        return MI_OK;
+      }
+      rc = add_rejected_named(r, path, m.name, why.message);
+      mi__manifest_clear(&m);
+      return rc;
+    }
+  }
+  rc = mi__plugin_load(path, &m, r->debug, r->stage_fd, &e, &why);
+  if (rc != MI_OK) {
+    rc = add_rejected_named(r, path, m.name, why.message);
+    mi__manifest_clear(&m);
+    return rc;
+  }
   mi__manifest_clear(&m);
-  if (rc != MI_OK) return add_rejected(r, path, why.message);
   if (add_plugin(r, e) != MI_OK) {
     mi__plugin_unload(e);
     return MI_ERR_OUT_OF_MEMORY;

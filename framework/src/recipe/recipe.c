@@ -174,7 +174,8 @@ static int32_t parse_pool(ctx_t *c, const yaml_node_t *n) {
       }
     }
     if (!name || !*name) return at(c, e, MI_ERR_PARSE, "a pool entry needs 'plugin'");
-    if (c->reg && !mi_registry_find(c->reg, name))
+    /* A plugin refused at load stays in the pool: its device fails with the reason. */
+    if (c->reg && !mi_registry_find(c->reg, name) && !mi_registry_refusal(c->reg, name))
       return at(c, e, MI_ERR_NOT_FOUND, "unknown plugin '%s' (not loaded)", name);
     if (c->reg && (uint32_t)dev >= mi_registry_find(c->reg, name)->device_count)
       return at(c, e, MI_ERR_NOT_FOUND, "plugin '%s' has no device %lld (it has %u)", name, (long long)dev,

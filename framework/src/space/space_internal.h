@@ -60,6 +60,7 @@ struct mi_space {
   struct { uint64_t sig; int32_t variant, ok; } *probe_cache;
   int32_t probe_cache_n, probe_cache_cap;
   int32_t probes, pruned; /* kernel_prepare calls; (node, variant) pairs removed */
+  mi_error_t probe_err;   /* why a probe in the worker failed (mi__space_probe returned -1) */
 };
 
 /* space_build.c */
@@ -77,6 +78,8 @@ int32_t mi__space_knob_value(const mi_space_t *s, const int32_t *pt, int32_t nod
 /* space_probe.c */
 int32_t mi__space_probe_begin(mi_space_t *s);
 void mi__space_probe_end(mi_space_t *s);
+/* 1: the variant prepares the node, 0: the plugin refuses it, -1: the probe itself failed in
+ * the device's worker (crashed, hung; s->probe_err says so). */
 int mi__space_probe(mi_space_t *s, int32_t node, int32_t variant);
 /* space_ops.c */
 void mi__space_normalize(const mi_space_t *s, int32_t *pt);

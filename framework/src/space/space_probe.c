@@ -72,15 +72,29 @@ int mi__space_probe(mi_space_t *s, int32_t n, int32_t v) {
   sig = node_signature(s->g, n);
   for (int32_t i = 0; i < s->probe_cache_n; i++)
     if (s->probe_cache[i].sig == sig && s->probe_cache[i].variant == v) return s->probe_cache[i].ok;
-  memset(&k, 0, sizeof k);
-  if (mi__kdesc_build(&k, s->g, n, s->probe_consts, &e) != MI_OK) {
+  if (s->opts.probe_pool) {
+    /* In the device's worker: plugin code that crashes or hangs there costs only the device. */
+    if (mi_worker_probe(s->opts.probe_pool, s->opts.probe_spec, s->opts.probe_model,
+                        s->opts.probe_inputs, n, s->g->nodes[n].op_type, vd->id, &rc,
+                        &s->probe_err) != MI_OK) {
+      char msg[MI_ERROR_MESSAGE_SIZE];
+      snprintf(msg, sizeof msg, "%s", s->probe_err.message);
+      mi_errorf(&s->probe_err, s->probe_err.code, "probing variant %s on node %s (%s): %s",
+                vd->id, s->g->nodes[n].name ? s->g->nodes[n].name : "?", s->g->nodes[n].op_type,
+                msg);
+      return -1;
+    }
+  } else {
+    memset(&k, 0, sizeof k);
+    if (mi__kdesc_build(&k, s->g, n, s->probe_consts, &e) != MI_OK) {
+      mi__kdesc_free(&k);
+      return 1; /* cannot describe it: leave the answer to the measurement */
+    }
+    k.desc.variant_id = vd->id;
+    rc = p->api.kernel_prepare(p->ctx, s->device, &k.desc, &kern, &e);
+    if (rc == MI_OK && kern) p->api.kernel_release(p->ctx, kern);
     mi__kdesc_free(&k);
-    return 1; /* cannot describe it: leave the answer to the measurement */
   }
-  k.desc.variant_id = vd->id;
-  rc = p->api.kernel_prepare(p->ctx, s->device, &k.desc, &kern, &e);
-  if (rc == MI_OK && kern) p->api.kernel_release(p->ctx, kern);
-  mi__kdesc_free(&k);
   ok = !(rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG);
   s->probes++;
   if (s->probe_cache_n == s->probe_cache_cap) {

@@ -7,18 +7,29 @@
 
 #include "transform/xf_internal.h"
 
+static int32_t ref_runner(void *ctx, const mi_array_t *const *in, int32_t nin, mi_array_t **out,
+                          int32_t nout, mi_error_t *err) {
+  return mi_ref_run(ctx, in, nin, out, nout, err);
+}
+
 MI_API int32_t mi_xf_compare(const mi_graph_t *orig, const mi_graph_t *xf,
                              const mi_xf_samples_t *s, mi_xf_metrics_t *m, mi_error_t *err) {
+  if (!orig || !xf || !s || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: NULL argument");
+  if (xf->output_count != orig->output_count)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: %d outputs against %d",
+                     (int)orig->output_count, (int)xf->output_count);
+  return mi_xf_compare_run(orig, ref_runner, (void *)xf, s, m, err);
+}
+
+MI_API int32_t mi_xf_compare_run(const mi_graph_t *orig, mi_xf_run_fn run, void *ctx,
+                                 const mi_xf_samples_t *s, mi_xf_metrics_t *m, mi_error_t *err) {
   double d2 = 0, a2 = 0, b2 = 0, ab = 0, mx = 0;
   int64_t rows = 0, agree = 0;
   int32_t rc = MI_OK, no;
   mi_array_t **ya = NULL, **yb = NULL;
-  if (!orig || !xf || !s || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: NULL argument");
+  if (!orig || !run || !s || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: NULL argument");
   memset(m, 0, sizeof *m);
   no = orig->output_count;
-  if (xf->output_count != no)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: %d outputs against %d", (int)no,
-                     (int)xf->output_count);
   ya = calloc((size_t)no + 1, sizeof *ya);
   yb = calloc((size_t)no + 1, sizeof *yb);
   if (!ya || !yb) {
@@ -28,10 +39,14 @@ MI_API int32_t mi_xf_compare(const mi_graph_t *orig, const mi_graph_t *xf,
   for (int32_t k = 0; k < s->sample_count && rc == MI_OK; k++) {
     const mi_array_t *const *in = (const mi_array_t *const *)s->inputs + (size_t)k * s->input_count;
     if ((rc = mi_ref_run(orig, in, s->input_count, ya, no, err)) != MI_OK) break;
-    if ((rc = mi_ref_run(xf, in, s->input_count, yb, no, err)) != MI_OK) break;
+    if ((rc = run(ctx, in, s->input_count, yb, no, err)) != MI_OK) break;
     for (int32_t o = 0; o < no && rc == MI_OK; o++) {
       const mi_array_t *a = ya[o], *b = yb[o];
       int64_t n = mi_array_numel(a);
+      if (!b) {
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: output %d missing", (int)o);
+        break;
+      }
       if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32 || mi_array_numel(b) != n) {
         rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: output %d differs in dtype or size",
                        (int)o);

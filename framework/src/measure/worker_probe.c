@@ -1,0 +1,137 @@
+/* worker_probe.c - prepare probes in the device's worker: while a space is built, the host asks
+ * whether a variant prepares a node, and the plugin's kernel_prepare answers in the worker, so
+ * a crash or hang there costs the device, never the host. */
+#define _GNU_SOURCE 1
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+#include "measure/measure_internal.h"
+
+enum { P_MODEL, P_INPUTS, P_OP, P_VARIANT, P_COUNT };
+
+/* The job as sent: this header, then P_COUNT NUL-terminated texts. */
+typedef struct pjob {
+  int32_t node;
+  uint32_t len[P_COUNT];
+} pjob_t;
+
+MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char *model,
+                               const char *inputs, int32_t node, const char *op_type,
+                               const char *variant_id, int32_t *status, mi_error_t *err) {
+  const char *t[P_COUNT];
+  pjob_t job;
+  size_t total = sizeof job, at;
+  char *payload;
+  int32_t rc;
+  if (status) *status = MI_OK;
+  if (!p || !spec || !model || !op_type || !variant_id || !status)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_probe: NULL argument");
+  t[P_MODEL] = model;
+  t[P_INPUTS] = inputs ? inputs : "";
+  t[P_OP] = op_type;
+  t[P_VARIANT] = variant_id;
+  memset(&job, 0, sizeof job);
+  job.node = node;
+  for (int i = 0; i < P_COUNT; i++) total += (job.len[i] = (uint32_t)strlen(t[i]) + 1);
+  if (total > MI__CONFIG_JOB_MAX)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: probe too large");
+  if (!(payload = malloc(total))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  memcpy(payload, &job, sizeof job);
+  at = sizeof job;
+  for (int i = 0; i < P_COUNT; i++) {
+    memcpy(payload + at, t[i], job.len[i]);
+    at += job.len[i];
+  }
+  rc = mi__worker_exchange(p, spec, MI__JOB_PROBE, payload, total, MI__REPLY_PROBE, status,
+                           sizeof *status, err);
+  free(payload);
+  return rc;
+}
+
+/* ---------------------------------------------------------------- the worker's side */
+
+void mi__probe_cache_free(mi__probe_cache_t *c) {
+  for (int32_t t = 0; c->consts && c->g && t < c->g->tensor_count; t++) free(c->consts[t]);
+  free(c->consts);
+  mi_graph_destroy(c->g);
+  memset(c, 0, sizeof *c);
+}
+
+/* The model as the host built its space on it: loaded, input shapes set, sorted, shapes
+ * inferred; with views of its constants. Kept while the same (model, inputs) is probed. */
+static int32_t probe_model(mi__probe_cache_t *c, const char *model, const char *inputs,
+                           mi_error_t *err) {
+  char key[sizeof c->key];
+  int32_t rc;
+  snprintf(key, sizeof key, "%s|%s", model, inputs);
+  if (c->g && strcmp(key, c->key) == 0) return MI_OK;
+  mi__probe_cache_free(c);
+  if ((rc = mi_onnx_load(model, &c->g, err))) return rc;
+  if ((inputs[0] && (rc = mi__worker_set_inputs(c->g, inputs, err))) ||
+      (rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err)))
+    goto fail;
+  if (!(c->consts = calloc((size_t)c->g->tensor_count + 1, sizeof *c->consts))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    goto fail;
+  }
+  for (int32_t t = 0; t < c->g->tensor_count; t++)
+    if (c->g->tensors[t].data && !(c->consts[t] = mi__const_view(&c->g->tensors[t]))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+      goto fail;
+    }
+  snprintf(c->key, sizeof c->key, "%s", key);
+  return MI_OK;
+fail:
+  mi__probe_cache_free(c);
+  return rc;
+}
+
+/* Replies the plugin's status for kernel_prepare of the node (MI_OK when it cannot be asked:
+ * the measurement will tell), or an error frame when the job itself is wrong. */
+void mi__worker_serve_probe(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
+                            size_t n, mi__probe_cache_t *cache) {
+  pjob_t job;
+  const char *t[P_COUNT];
+  size_t at = sizeof job;
+  mi_error_t e;
+  mi__kdesc_t k;
+  mi_kernel_t *kern = NULL;
+  int32_t status = MI_OK;
+  mi_error_clear(&e);
+  if (n < sizeof job) {
+    mi_errorf(&e, MI_ERR_INTERNAL, "worker: short probe job");
+    goto fail;
+  }
+  memcpy(&job, payload, sizeof job);
+  for (int i = 0; i < P_COUNT; i++) {
+    if (job.len[i] == 0 || at + job.len[i] > n || ((const char *)payload)[at + job.len[i] - 1]) {
+      mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed probe job");
+      goto fail;
+    }
+    t[i] = (const char *)payload + at;
+    at += job.len[i];
+  }
+  if (probe_model(cache, t[P_MODEL], t[P_INPUTS], &e)) goto fail;
+  /* The same node as the host's: same index and op after the same loading steps. */
+  if (job.node < 0 || job.node >= cache->g->node_count ||
+      strcmp(cache->g->nodes[job.node].op_type, t[P_OP]) != 0) {
+    mi_errorf(&e, MI_ERR_INTERNAL, "worker: node %d of %s is not a %s here", (int)job.node,
+              t[P_MODEL], t[P_OP]);
+    goto fail;
+  }
+  memset(&k, 0, sizeof k);
+  if (mi__kdesc_build(&k, cache->g, job.node, cache->consts, &e) == MI_OK) {
+    mi_error_t pe;
+    mi_error_clear(&pe);
+    k.desc.variant_id = t[P_VARIANT];
+    status = pl->api.kernel_prepare(pl->ctx, dev, &k.desc, &kern, &pe);
+    if (status == MI_OK && kern) pl->api.kernel_release(pl->ctx, kern);
+  }
+  mi__kdesc_free(&k);
+  mi__worker_reply(fd, MI__REPLY_PROBE, &status, sizeof status, NULL, 0);
+  return;
+fail:
+  mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+}

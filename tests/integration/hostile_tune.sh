@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# hostile_tune.sh - `mi-host tune` over a pool of blis-cpu and one hostile plugin (tests/plugins/
+# hp_plugin.c: crash, hang, exit, abort, stdout, forged handle at entry, create, describe,
+# prepare, run; wrong output, zero and negative device time at run), one run per hostile plugin:
+# the host survives, blis-cpu is always tuned, the hostile device is never chosen, its failure
+# says why, and --json output stays one JSON object.
+set -euo pipefail
+: "${MI_BUILD:?}"
+host="$MI_BUILD/bin/mi-host"
+hostile="$MI_BUILD/tests/plugins/hostile"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "hostile_tune: $*" >&2; exit 1; }
+# Short deadlines: a hanging plugin is given up on in seconds, not minutes.
+export MI_LOAD_TIMEOUT_S=3 MI_WORKER_TIMEOUT_S=4
+
+# y = Relu(x) + x: the ops the SDK template (and so each hostile plugin) runs.
+python3 - "$tmp/ra.onnx" <<'PY'
+import sys
+def varint(n):
+    b = b""
+    while True:
+        c = n & 0x7f; n >>= 7
+        b += bytes([c | (0x80 if n else 0)])
+        if not n: return b
+def ld(f, d): return varint(f << 3 | 2) + varint(len(d)) + d
+def vi(f, n): return varint(f << 3) + varint(n)
+def s(f, t): return ld(f, t.encode())
+def vinfo(name, dims):
+    return s(1, name) + ld(2, ld(1, vi(1, 1) + ld(2, b"".join(ld(1, vi(1, x)) for x in dims))))
+def node(op, name, ins, outs):
+    return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) + s(3, name) + s(4, op)
+g = ld(1, node("Relu", "relu", ["x"], ["r"])) + ld(1, node("Add", "add", ["r", "x"], ["y"]))
+g += s(2, "g") + ld(11, vinfo("x", [1, 4096])) + ld(12, vinfo("y", [1, 4096]))
+open(sys.argv[1], "wb").write(vi(1, 8) + ld(7, g) + ld(8, s(1, "") + vi(2, 13)))
+PY
+
+# HOSTILE_CASES="crash-run wrong-run" runs only those (while working on one).
+cases=${HOSTILE_CASES:-$(cd "$hostile" && ls -d */ | tr -d /)}
+[ -n "${HOSTILE_CASES:-}" ] || [ "$(echo "$cases" | wc -l)" -ge 33 ] ||
+  fail "expected 33 hostile plugins, found: $cases"
+for c in $cases; do
+  name="hostile-$c"
+  cat >"$tmp/recipe.yaml" <<YAML
+version: 1
+model: ra.onnx
+pool: [ {plugin: blis-cpu}, {plugin: $name} ]
+objectives: [latency]
+budget: { measurements: 4, seconds: 60 }
+search: { strategy: random, seed: 1 }
+measure: { repeats: 5, warmup: 1 }
+YAML
+  rm -rf "$tmp/out"
+  rc=0
+  "$host" --plugins "$MI_BUILD/plugins" --plugins "$hostile/$c" tune "$tmp/recipe.yaml" \
+    --out "$tmp/out" --json >"$tmp/stdout" 2>"$tmp/log" || rc=$?
+  [ "$rc" -lt 128 ] || fail "$c: the host died (exit $rc): $(tail -3 "$tmp/log")"
+  python3 - "$tmp/stdout" "$tmp/out/deployment.yaml" "$name" "$c" <<'PY' || fail "$c: $(tail -5 "$tmp/log")"
+import json, sys
+out, dep, name, case = sys.argv[1:]
+try:
+    doc = json.load(open(out))
+except ValueError as e:
+    sys.exit(f"{case}: stdout is not one JSON object ({e}): {open(out).read()[:200]!r}")
+runs = {r["device"]: r for r in doc["runs"]}
+blis = runs.get("blis-cpu:0")
+assert blis and blis["ok"] and blis["measured"] > 0 and blis["front"], f"{case}: blis-cpu not tuned: {blis}"
+bad = runs.get(name + ":0")
+if bad is not None:
+    assert not bad["ok"] or not bad["front"], f"{case}: the hostile device has a front: {bad}"
+text = open(dep).read()
+chosen = [b for b in text.split("  - model:") if f'device: "{name}:0"' in b]
+assert all("chosen:" not in b for b in chosen), f"{case}: deployment.yaml chose the hostile device"
+assert f'device: "{name}:0"' not in text.split("assignment:")[1], f"{case}: hostile device assigned"
+PY
+  echo "hostile_tune: $c: ok"
+done
+echo "hostile_tune: ok"
