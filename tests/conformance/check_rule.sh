@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # check_rule.sh N DIR: mi-conform on the test plugin in DIR fails rule N and no other rule
-# (N = 0: fails none).
+# (N = 0: fails none; R12, the host's own load, may fail beside N when the host refuses the
+# same break).
 set -euo pipefail
 n=$1
 dir=$2
@@ -19,6 +20,11 @@ failed = [r["rule"] for r in rules if r["status"] == "fail"]
 for r in rules:
     print("R%-2d %-4s %s" % (r["rule"], r["status"], r["reason"]))
 want = [n] if n else []
+# R12 loads the plugin as mi-host does, whose loader validates descriptions too: a break of
+# another rule that the host itself refuses may fail R12 as well, with the host's reason.
+r12 = [r for r in rules if r["rule"] == 12]
+if n not in (0, 12) and failed == [n, 12] and "mi-host refuses it" in r12[0]["reason"]:
+    failed = [n]
 if failed != want:
     sys.exit("expected failing rules %s, got %s" % (want, failed))
 if (rc != 0) != bool(n):

@@ -1,6 +1,7 @@
 /* conform_plugin.c - a small correct plugin (Relu and Add on host memory) that, built with
  * -DBREAK=N, breaks exactly conformance rule N; the conformance tests prove each rule catches
  * its break and no other rule does. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +62,10 @@ static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error
     void *volatile lost = malloc(64 * 1024);
     if (lost) memset(lost, 1, 64 * 1024);
   }
+#endif
+#if BREAK == 12 /* R12: prints to stdout, which mi-host refuses */
+  fputs("conform-test: hello from create\n", stdout);
+  fflush(stdout);
 #endif
   *out = c;
   return MI_OK;

@@ -103,7 +103,7 @@ static int child_main(const char *dir) {
   if (mi_registry_scan(r2, dir, &err) == MI_OK && mi_registry_plugin_count(r2) > 0) {
     /* The services table sits next to the plugin's public part in the loader's entry. */
     const mi__plugin_entry_t *e = (const mi__plugin_entry_t *)mi_registry_plugin(r2, 0);
-    seen = e->host.get_setting && e->host.get_setting(NULL, "probe") != NULL;
+    seen = e->host.get_setting && e->host.get_setting(e->host.host_ctx, "probe") != NULL;
   }
   printf("child: AT_SECURE=%lu plugins from MI_PLUGIN_PATH=%d MI_SETTING_PROBE seen=%d\n",
          getauxval(AT_SECURE), n, seen);

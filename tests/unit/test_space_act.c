@@ -208,7 +208,9 @@ static void test_npu_int8_path(mi_registry_t *r, mi_graph_t *g) {
     for (int i = 0; i < 3; i++)
       CHECK(prof[i]->checked && prof[i]->check_ok, "%s: device check failed (%.3g)", labels[i],
             prof[i]->check_error);
-    CHECK(res[0].has_accuracy && res[0].rel_l2 == 0, "fp32 drop %.3g", res[0].rel_l2);
+    /* The drop comes from the device's own outputs: FP32 is the device's rounding only. */
+    CHECK(res[0].has_accuracy && res[0].rel_l2 >= 0 && res[0].rel_l2 < 1e-3, "fp32 drop %.3g",
+          res[0].rel_l2);
     CHECK(res[2].has_accuracy && res[2].rel_l2 > 0 && res[2].rel_l2 < 0.2 &&
               res[2].rel_l2 > res[1].rel_l2,
           "int8_act drop %.4g (weight-only %.4g)", res[2].rel_l2, res[1].rel_l2);

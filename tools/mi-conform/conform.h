@@ -13,6 +13,7 @@ enum { CONFORM_PASS = 0, CONFORM_FAIL = 1, CONFORM_SKIP = 2 };
 typedef struct conform_ctx {
   const char *name;          /* plugin name from its manifest */
   const char *so_path;       /* the .so the manifest names */
+  const char *manifest;      /* the manifest's path */
   void *dl;                  /* dlopen handle; NULL when loading failed */
   mi_plugin_entry_fn entry;  /* NULL when the symbol is missing */
   mi_plugin_t plugin;        /* negotiated table + instance, when `loaded` */
@@ -48,6 +49,7 @@ int conform_rule_counters(conform_ctx_t *c, char *why, size_t n);     /* rules_e
 int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n);      /* rules_exec.c */
 int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n);  /* rules_exec.c */
 int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n);    /* rules_life.c */
+int conform_rule_host_load(conform_ctx_t *c, char *why, size_t n);    /* rules_host.c */
 
 /** Loads c->so_path into c (dlopen, entry, negotiate with `major`/`minor`, create).
  * Fills c->load_error and returns an mi status on failure. */

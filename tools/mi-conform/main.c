@@ -37,6 +37,8 @@ const conform_rule_t conform_rules[] = {
     {10, "error-paths", "bad calls return errors with messages and never abort",
      conform_rule_error_paths, 1},
     {11, "lifecycle", "repeated load, use and unload does not leak", conform_rule_lifecycle, 1},
+    {12, "host-load", "mi-host loads it: its load policy, then isolation (no crash, hang, exit, "
+     "stdout or forged handle)", conform_rule_host_load, 0},
 };
 const int conform_rule_count = (int)(sizeof conform_rules / sizeof conform_rules[0]);
 
@@ -49,8 +51,8 @@ typedef struct result {
 static const char *k_status_names[] = {"pass", "fail", "skip"};
 
 /* Runs one rule in a child; the child writes "<status>\t<reason>" into a pipe. */
-static void run_rule(const char *name, const char *so_path, const conform_rule_t *rule,
-                     int timeout_s, result_t *res) {
+static void run_rule(const char *name, const char *so_path, const char *manifest,
+                     const conform_rule_t *rule, int timeout_s, result_t *res) {
   int fds[2];
   pid_t pid;
   struct timespec t0, t1;
@@ -84,6 +86,7 @@ static void run_rule(const char *name, const char *so_path, const conform_rule_t
     memset(&c, 0, sizeof c);
     c.name = name;
     c.so_path = so_path;
+    c.manifest = manifest;
     if (rule->needs_load && conform_load(&c, MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR) != MI_OK) {
       st = CONFORM_SKIP;
       snprintf(why, sizeof why, "plugin does not load: %s", c.load_error);
@@ -176,6 +179,7 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
   char so_path[PATH_MAX], dir[PATH_MAX];
   int fails = 0, passes = 0, skips = 0;
   const char *slash;
+  int escapes;
 
   if (mi__manifest_load(manifest_path, &m, &err) != MI_OK) {
     fprintf(stderr, "mi-conform: %s\n", err.message);
@@ -185,6 +189,7 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
     mi__manifest_clear(&m);
     return -1;
   }
+  escapes = mi__library_path_escapes(m.library);
   slash = strrchr(manifest_path, '/');
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - manifest_path) : 1,
            slash ? manifest_path : ".");
@@ -209,7 +214,15 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
     const conform_rule_t *r = &conform_rules[i];
     result_t res;
     if (!rule_selected(o, r->number)) continue;
-    run_rule(m.name, so_path, r, o->timeout_s, &res);
+    if (escapes && r->run != conform_rule_host_load) {
+      /* Like the host: a library outside the manifest's folder is never opened. */
+      res.status = CONFORM_SKIP;
+      res.seconds = 0;
+      snprintf(res.why, sizeof res.why, "library path '%.200s' escapes the manifest's folder: "
+               "not opened (R12)", m.library);
+    } else {
+      run_rule(m.name, so_path, manifest_path, r, o->timeout_s, &res);
+    }
     if (res.status == CONFORM_FAIL) fails++;
     else if (res.status == CONFORM_PASS) passes++;
     else skips++;

@@ -29,12 +29,17 @@ static void sample_knob(const mi_knob_desc_t *k, uint64_t *rng, mi_knob_value_t 
     uint32_t cnt = k->value_count < MI_KNOB_MAX_VALUES ? k->value_count : MI_KNOB_MAX_VALUES;
     v->i = k->values[r % cnt];
   } else if (k->type == MI_KNOB_INT) {
-    int64_t steps = (k->max - k->min) / (k->step > 0 ? k->step : 1) + 1;
-    v->i = k->min + (int64_t)(r % (uint64_t)steps) * (k->step > 0 ? k->step : 1);
+    /* In uint64: a valid full-range knob (INT64_MIN..INT64_MAX) spans 2^64 - 1, which
+     * overflows int64 arithmetic; unsigned wrap-around lands back inside [min, max]. */
+    uint64_t step = k->step > 0 ? (uint64_t)k->step : 1;
+    uint64_t last = k->max > k->min ? ((uint64_t)k->max - (uint64_t)k->min) / step : 0;
+    uint64_t idx = last == UINT64_MAX ? r : r % (last + 1);
+    v->i = (int64_t)((uint64_t)k->min + idx * step);
   } else if (k->type == MI_KNOB_BOOL) {
     v->i = (int64_t)(r & 1);
   } else if (k->type == MI_KNOB_ENUM) {
-    v->i = (int64_t)(r % (uint64_t)conform_enum_count(k));
+    uint64_t n = (uint64_t)conform_enum_count(k);
+    v->i = n ? (int64_t)(r % n) : 0;
   } else {
     v->f = k->fmin + (k->fmax - k->fmin) * (double)(r >> 11) / 9007199254740992.0;
   }

@@ -31,7 +31,7 @@ static const required_fn_t k_required[] = {
 #undef REQ
 
 /* A library path may name a file in the manifest's directory or below it, never outside. */
-static int library_path_escapes(const char *lib) {
+int mi__library_path_escapes(const char *lib) {
   const char *p = lib;
   if (lib[0] == '/') return 1;
   while (*p) {
@@ -214,7 +214,7 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
                    m->abi_major, MI_ABI_VERSION_MAJOR);
     goto fail;
   }
-  if (library_path_escapes(m->library)) {
+  if (mi__library_path_escapes(m->library)) {
     rc = mi_errorf(err, MI_ERR_ABI, "refused: library path '%s' escapes the manifest's directory",
                    m->library);
     goto fail;

@@ -22,6 +22,9 @@ int32_t mi__host_api_refused(void);
 /** Reports each load step of later scans on `fd` (see mi__plugin_load); -1: none. */
 void mi__registry_set_stage_fd(mi_registry_t *r, int fd);
 
+/** 1 when a manifest's library path is absolute or climbs out with "..": refused. */
+int mi__library_path_escapes(const char *lib);
+
 /** Checks every description of every device of a created plugin. */
 int32_t mi__plugin_validate(const mi_plugin_t *p, mi_error_t *err);
 
