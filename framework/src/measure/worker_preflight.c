@@ -108,9 +108,10 @@ static int32_t start(const char *worker, const char *manifest, pid_t *pid, int f
   return MI_OK;
 }
 
-/* Reads the three pipes until the stage pipe closes or the deadline passes (-1). */
+/* Reads the three pipes until all are closed (the child exited) or the deadline passes (-1):
+ * output still in the stdout pipe when the report ends must be seen too. */
 static int collect(capture_t c[3], double deadline) {
-  while (c[0].fd >= 0) {
+  while (c[0].fd >= 0 || c[1].fd >= 0 || c[2].fd >= 0) {
     struct pollfd pf[3];
     int n = 0, map[3];
     double left = deadline - mi__now_s();
