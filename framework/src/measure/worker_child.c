@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "measure/measure_internal.h"
-#include "plugin/plugin_internal.h"
+#include "plugin/plugin.h"
 
 int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const void *b,
                        size_t nb) {

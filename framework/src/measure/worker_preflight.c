@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "measure/measure_internal.h"
-#include "plugin/plugin_internal.h"
+#include "plugin/plugin.h"
 
 #define PREFLIGHT_DEFAULT_S 30.0
 #define OUT_CAP 512 /* bytes of the plugin's output quoted in a reason or the log */

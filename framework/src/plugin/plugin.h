@@ -1,5 +1,6 @@
 /* plugin.h - the plugin module's loader for those who load one plugin outside a registry (the
- * deployment runtime pins the exact plugin a table names): manifests and single-plugin loading. */
+ * deployment runtime pins the exact plugin a table names): manifests and single-plugin loading;
+ * and what the measurement worker asks of the loader (load-step reports, refused handles). */
 #ifndef MI_PLUGIN_PLUGIN_H
 #define MI_PLUGIN_PLUGIN_H
 
@@ -39,5 +40,10 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
                         int stage_fd, mi__plugin_entry_t **out, mi_error_t *err);
 /** Destroys the instance, unloads the library and frees the entry. NULL is a no-op. */
 void mi__plugin_unload(mi__plugin_entry_t *e);
+
+/** How many service calls with a forged handle were refused in this process so far. */
+int32_t mi__host_api_refused(void);
+/** Reports each load step of later scans on `fd` (see mi__plugin_load); -1: none. */
+void mi__registry_set_stage_fd(mi_registry_t *r, int fd);
 
 #endif

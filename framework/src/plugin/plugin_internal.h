@@ -16,11 +16,7 @@
  * accept from then on until mi__host_api_release (a forged handle is refused, not followed). */
 void mi__host_api_init(mi__plugin_entry_t *entry);
 void mi__host_api_release(mi__plugin_entry_t *entry);
-/** How many service calls with a forged handle were refused in this process so far. */
-int32_t mi__host_api_refused(void);
 
-/** Reports each load step of later scans on `fd` (see mi__plugin_load); -1: none. */
-void mi__registry_set_stage_fd(mi_registry_t *r, int fd);
 
 /** 1 when a manifest's library path is absolute or climbs out with "..": refused. */
 int mi__library_path_escapes(const char *lib);
