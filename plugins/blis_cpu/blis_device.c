@@ -128,6 +128,15 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
     __asm__("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
     if (c & (1u << 29)) cpu->isa |= MI__ISA_F16C;
   }
+  {
+    /* MI_BLIS_MAX_SIMD=avx2|c: behave as on a CPU without AVX-512 (or without AVX2/FMA too),
+     * so an AVX-512 machine can measure what an AVX2-only laptop or server runs: the `simd`
+     * and `int8_dot` defaults, their knob choices and the BLIS kernel set all follow. */
+    const char *cap = getenv("MI_BLIS_MAX_SIMD");
+    if (cap && (!strcmp(cap, "avx2") || !strcmp(cap, "c")))
+      cpu->isa &= ~(MI__ISA_AVX512F | MI__ISA_AVX512VNNI | MI__ISA_AVX512DQBWVL);
+    if (cap && !strcmp(cap, "c")) cpu->isa &= ~(MI__ISA_AVX2 | MI__ISA_FMA);
+  }
   n = sysconf(_SC_NPROCESSORS_ONLN);
   cpu->cores = n > 0 ? (uint32_t)n : 1;
   pages = sysconf(_SC_PHYS_PAGES);

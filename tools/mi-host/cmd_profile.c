@@ -32,6 +32,7 @@ typedef struct task_info {
   char *features;
   mi_model_features_t f;
   char inputs[2048];  /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
+  mi_graph_t *g; /* shapes inferred: the per-layer table's shapes and FLOPs */
 } task_info_t;
 
 enum { O_MODEL = 256, O_DEVICE, O_DB, O_REPEAT, O_WARMUP, O_ROUNDS, O_KNOB, O_CHECK, O_FLUSH,
@@ -173,11 +174,40 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
   if (!rc && !(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
       !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
     t->features = mi_model_features_json(&t->f);
-  mi_graph_destroy(g);
+  if (rc) mi_graph_destroy(g);
+  else t->g = g;
   return rc;
 }
 
-static void print_profile(FILE *f, const char *spec, const mi_profile_t *p) {
+/* The framework's per-layer table (the one mi-run --profile prints) from the worker's per-node
+ * medians: device time where the kernel had a timer, else wall time. The worker's session is
+ * gone, so a fused kernel shows under the node that carried its time. */
+static void layer_table(FILE *f, const mi_graph_t *g, const mi_profile_t *p, int json) {
+  double *ms = g ? malloc(((size_t)g->node_count + 1) * sizeof *ms) : NULL;
+  mi_layer_row_t *rows = NULL;
+  int32_t n = 0;
+  for (int32_t i = 0; ms && i < g->node_count; i++) ms[i] = -1;
+  for (int32_t i = 0; ms && i < p->layer_count; i++) {
+    const mi_layer_profile_t *l = &p->layers[i];
+    if (l->where == 2 || l->node < 0 || l->node >= g->node_count) continue;
+    ms[l->node] = (l->has_device_time ? l->device.median : l->wall.median) * 1e3;
+  }
+  if (ms && mi_layer_rows(g, NULL, NULL, ms, &rows, &n, NULL) == MI_OK) {
+    for (int32_t r = 0; r < n; r++)
+      for (int32_t i = 0; i < p->layer_count; i++)
+        if (p->layers[i].node == rows[r].node && p->layers[i].where == 1) {
+          rows[r].where = 1;
+          snprintf(rows[r].variant, sizeof rows[r].variant, "host");
+        }
+    mi_layer_rows_print(f, rows, n, json);
+  } else if (json) {
+    fputs("[]", f);
+  }
+  free(rows);
+  free(ms);
+}
+
+static void print_profile(FILE *f, const char *spec, const mi_profile_t *p, const mi_graph_t *g) {
   const mi_stats_t *s = &p->latency.stats;
   fprintf(f, "%s (%s): median %.4f ms  trimmed %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  n %d  "
           "rounds %d  discarded %d  [%s clock]\n",
@@ -194,19 +224,12 @@ static void print_profile(FILE *f, const char *spec, const mi_profile_t *p) {
   if (p->peak_memory_source)
     fprintf(f, "  peak memory %.1f MiB (%s)", (double)p->peak_memory_bytes / 1048576.0,
             p->peak_memory_source == 1 ? "device counter" : "worker RSS");
-  fprintf(f, "\n  %-28s %-18s %-7s %10s %10s %7s\n", "layer", "op", "where", "median ms",
-          "p90 ms", "cv %");
-  for (int32_t i = 0; i < p->layer_count; i++) {
-    const mi_layer_profile_t *l = &p->layers[i];
-    const mi_stats_t *ls = l->has_device_time ? &l->device : &l->wall;
-    if (l->where == 2) continue;
-    fprintf(f, "  %-28.28s %-18.18s %-7s %10.4f %10.4f %7.2f\n", l->name, l->op_type,
-            l->where ? "host" : "device", ls->median * 1e3, ls->p90 * 1e3, ls->cv * 100);
-  }
+  fputc('\n', f);
+  layer_table(f, g, p, 0);
 }
 
 static void json_profile(FILE *f, const char *spec, const mi_profile_t *p, const char *fail,
-                         const double *medians, int nmed) {
+                         const double *medians, int nmed, const mi_graph_t *g) {
   int first = 1;
   fputc('{', f);
   mi_json_key(f, &first, "device");
@@ -254,7 +277,9 @@ static void json_profile(FILE *f, const char *spec, const mi_profile_t *p, const
     fprintf(f, ",\"energy_source\":%s", !p->has_energy ? "null"
                                         : p->energy_modeled ? "\"modeled\"" : "\"measured\"");
     fprintf(f, ",\"peak_memory_bytes\":%llu", (unsigned long long)p->peak_memory_bytes);
-    fprintf(f, ",\"layers\":%s}", layers ? layers : "[]");
+    fprintf(f, ",\"layers\":%s,\"table\":", layers ? layers : "[]");
+    layer_table(f, g, p, 1);
+    fputc('}', f);
     free(layers);
   }
 }
@@ -429,10 +454,10 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
       if (js) {
         long at = ftell(js);
         if (printed++) fputc(',', js);
-        json_profile(js, spec, p, err.message, medians, a.workers);
+        json_profile(js, spec, p, err.message, medians, a.workers, task.g);
         if (p && first_ok < 0) first_ok = at + (printed > 1);
       } else if (p) {
-        print_profile(stdout, spec, p);
+        print_profile(stdout, spec, p, task.g);
         if (a.workers > 1) {
           printf("  one figure from %d fresh workers, their medians (ms):", a.workers);
           for (int w = 0; w < a.workers; w++) printf(" %.4f", medians[w] * 1e3);
@@ -477,6 +502,7 @@ done:
   mi_worker_pool_destroy(pool);
   mi_history_close(hist);
   free(task.features);
+  mi_graph_destroy(task.g);
   free(canon);
   return rc;
 }

@@ -8,7 +8,7 @@
 #include "mi_run.h"
 
 enum { O_MODEL = 256, O_DEVICE, O_PLUGINS, O_INPUT, O_SHAPE, O_SEED, O_CONFIG, O_OUTPUT_DIR,
-       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT };
+       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT, O_PROFILE };
 
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "FILE", "the ONNX model"},
@@ -34,6 +34,10 @@ static const mi_cli_opt_t k_opts[] = {
     {"repeat", O_REPEAT, "N", "N timed runs after the warm-up: median, p10, p90, CV"},
     {"warmup", O_WARMUP, "N", "warm-up runs before timing (default 2 with --repeat)"},
     {"threads", O_THREADS, "N", "set the device knob 'threads' when the plugin has it"},
+    {"profile", O_PROFILE, NULL,
+     "per-layer table after the summary, slowest first: node, op,\n"
+     "shapes, variant, ms, share, GFLOP/s or GB/s (20 timed runs\n"
+     "unless --repeat says otherwise)"},
     {"json", O_JSON, NULL, "print the summary as one JSON object"},
     {"deployment", O_DEPLOYMENT, "FILE",
      "run a tuned deployment table instead (see\n"
@@ -81,6 +85,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
       case O_OUTPUT_DIR: case O_OUTPUT: o->output_dir = c.value; break;
       case O_CONFIG: o->config = c.value; break;
       case O_JSON: o->json = 1; break;
+      case O_PROFILE: o->profile = 1; break;
       case O_INPUT: rc = push(&c, &o->inputs, &o->input_count, c.value); break;
       case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
       case O_REPEAT: if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->repeat = (int)v; break;

@@ -72,7 +72,7 @@ static void free_outputs(mi_array_t **outs, int32_t n) {
 /* Warm-up runs, then timed runs; the last run's outputs stay in `outs`. */
 static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inputs,
                          mi_array_t **outs, int warmup, int repeat, run_summary_t *sum,
-                         mi_error_t *err) {
+                         run_prof_t *prof, mi_error_t *err) {
   double *lat = calloc((size_t)repeat, sizeof *lat), *dev = calloc((size_t)repeat, sizeof *dev);
   int have_dev = 1;
   int32_t rc = MI_OK;
@@ -87,6 +87,7 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
     t1 = now_ms();
     if (rc || i < warmup) continue;
     lat[i - warmup] = t1 - t0;
+    if (prof) run_prof_take(prof, s);
     if (mi_session_device_time(s, &ns)) dev[i - warmup] = (double)ns / 1e6;
     else have_dev = 0;
   }
@@ -113,6 +114,7 @@ int main(int argc, char **argv) {
   mi_session_options_t opts;
   run_summary_t sum;
   run_xf_t xf;
+  run_prof_t prof = {0};
   uint32_t device = 0;
   int32_t folded = 0;
   int warmup, repeat, status = 0;
@@ -157,10 +159,12 @@ int main(int argc, char **argv) {
     rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  repeat = o.repeat > 0 ? o.repeat : 1;
-  warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 ? 2 : 0;
+  repeat = o.repeat > 0 ? o.repeat : o.profile ? 20 : 1;
+  warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 || o.profile ? 2 : 0;
   memset(&sum, 0, sizeof sum);
-  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, &err))) goto done;
+  if (o.profile && (rc = run_prof_init(&prof, g, repeat, &err))) goto done;
+  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL, &err)))
+    goto done;
   if (o.output_dir && (rc = run_write_outputs(g, o.output_dir, outs, &err))) goto done;
   sum.opts = &o;
   sum.g = g;
@@ -169,8 +173,10 @@ int main(int argc, char **argv) {
   sum.warmup = warmup;
   sum.folded = folded;
   sum.xf = o.config ? &xf : NULL;
-  if (o.json) run_print_json(stdout, &sum);
-  else run_print_summary(stdout, &sum);
+  sum.prof = o.profile ? &prof : NULL;
+  if (o.json) rc = run_print_json(stdout, &sum, &err);
+  else rc = run_print_summary(stdout, &sum, &err);
+  if (rc) goto done;
   if (fflush(stdout) != 0) rc = mi_errorf(&err, MI_ERR_IO, "cannot write to stdout");
 done:
   if (rc) {
@@ -186,6 +192,7 @@ done:
   }
   free(outs);
   free(inputs);
+  run_prof_free(&prof);
   mi_session_destroy(s);
   mi_registry_destroy(reg);
   mi_graph_destroy(g);

@@ -21,6 +21,7 @@ typedef struct run_opts {
   int warmup;          /* -1: default */
   int threads;         /* 0: not given */
   int json;
+  int profile;       /* --profile: the per-layer table after the summary */
   uint64_t seed;
 } run_opts_t;
 
@@ -76,11 +77,27 @@ typedef struct run_summary {
   run_stats_t device_time;
   int32_t folded;          /* nodes removed by constant folding */
   const run_xf_t *xf;      /* NULL without --config */
+  const struct run_prof *prof; /* NULL without --profile */
 } run_summary_t;
-void run_print_summary(FILE *f, const run_summary_t *s);
-void run_print_json(FILE *f, const run_summary_t *s);
+/* Print the summary (and the --profile table); fail only when the table cannot be built. */
+int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err);
+int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err);
 /* A JSON string literal: quotes, backslashes and control characters escaped. */
 void run_json_string(FILE *f, const char *str);
+
+/* --profile (profile.c): each node's wall time per timed run, `ms[run * nodes + node]`, negative
+ * where the node did not run on its own. */
+typedef struct run_prof {
+  int32_t nodes;
+  int runs;
+  double *ms;
+} run_prof_t;
+int32_t run_prof_init(run_prof_t *p, const mi_graph_t *g, int runs, mi_error_t *err);
+void run_prof_take(run_prof_t *p, const mi_session_t *s);
+/* The table (text), or a ", \"profile\": {...}" JSON member. */
+int32_t run_prof_print(FILE *f, const run_prof_t *p, const run_summary_t *sum, int json,
+                       mi_error_t *err);
+void run_prof_free(run_prof_t *p);
 
 /* --deployment (run_deployment.c): true when argv asks for it; the whole command then. */
 int mi_run_wants_deployment(int argc, char **argv);

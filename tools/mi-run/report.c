@@ -67,7 +67,7 @@ static void print_dims(FILE *f, const mi_array_t *a) {
   fputc(']', f);
 }
 
-void run_print_summary(FILE *f, const run_summary_t *s) {
+int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   int32_t nf = mi_session_fallback_count(s->session);
   fprintf(f, "model: %s\ndevice: %s\n", s->opts->model, s->opts->device);
   fprintf(f, "constant folding: %d nodes folded\n", (int)s->folded);
@@ -98,6 +98,7 @@ void run_print_summary(FILE *f, const run_summary_t *s) {
     fprintf(f, "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
             "p90 %.4f\n",
             s->device_time.median, s->device_time.p10, s->device_time.p90);
+  return s->prof ? run_prof_print(f, s->prof, s, 0, err) : MI_OK;
 }
 
 void run_json_string(FILE *f, const char *str) {
@@ -115,7 +116,8 @@ static void json_stats(FILE *f, const run_stats_t *st) {
           st->median, st->p10, st->p90, st->cv, st->count);
 }
 
-void run_print_json(FILE *f, const run_summary_t *s) {
+int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
+  int32_t rc = MI_OK;
   int32_t nf = mi_session_fallback_count(s->session);
   fputs("{\"model\": ", f);
   run_json_string(f, s->opts->model);
@@ -150,5 +152,7 @@ void run_print_json(FILE *f, const run_summary_t *s) {
     fputs(", \"output_dir\": ", f);
     run_json_string(f, s->opts->output_dir);
   }
+  if (s->prof) rc = run_prof_print(f, s->prof, s, 1, err);
   fputs("}\n", f);
+  return rc;
 }

@@ -136,6 +136,36 @@ MI_API void mi_profile_destroy(mi_profile_t *p);
 /** The layers as a JSON array (malloc'd; free()); NULL when out of memory. */
 MI_API char *mi_profile_layers_json(const mi_profile_t *p);
 
+/* ---------------------------------------------------------------- per-layer tables */
+
+/** One row of a per-layer table: one step of a run, a device kernel (which may run several
+ * fused graph nodes) or a node the host ran. */
+typedef struct mi_layer_row {
+  int32_t node;          /* the graph node that carries the step's time */
+  int32_t node_count;    /* graph nodes the step runs */
+  int32_t where;         /* 0 device kernel, 1 host */
+  char name[64];
+  char op[96];           /* op types joined by '+' for a fused kernel */
+  char shapes[160];      /* the inputs' shapes, then the last output's: "1x8x24x96,8 -> 1x8x24x96" */
+  char variant[64];      /* the variant asked for, "default" (the plugin's choice), or "host" */
+  double ms;             /* time per run */
+  double share;          /* ms over the sum of every row's ms */
+  double flops;          /* of the compute node (Conv, Gemm, MatMul...); 0 for the other ops */
+  double bytes;          /* tensors read (weights included) and the outputs written */
+} mi_layer_row_t;
+
+/** Per-layer rows of graph `g` (shapes inferred), slowest first. `node_ms[n]` is node n's time
+ * per run in ms, negative when it did not run on its own (folded, or a member of a fused kernel
+ * whose time another node carries). `s` (may be NULL) groups the nodes of one device kernel and
+ * says which ran on the host; `so` (may be NULL) names the variants asked for. *rows is
+ * malloc'd (free()); count may be 0. */
+MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
+                             const mi_session_options_t *so, const double *node_ms,
+                             mi_layer_row_t **rows, int32_t *count, mi_error_t *err);
+/** Prints rows as a table (with GFLOP/s for compute ops, GB/s for the others, and a total
+ * line) or, with `json`, as one JSON array of objects. */
+MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t count, int json);
+
 /* ---------------------------------------------------------------- crash-isolated workers */
 
 /** A pool of worker processes, one per device; each loads the plugins itself. */

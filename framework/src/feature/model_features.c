@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "feature/feature.h"
 #include "metainfer/mi_measure.h"
 
 static double numel(const mi_tensor_t *t) {
@@ -27,7 +28,7 @@ static const mi_tensor_t *tensor(const mi_graph_t *g, const mi_node_t *n, int ou
   return i < c && ix[i] >= 0 ? &g->tensors[ix[i]] : NULL;
 }
 
-static double layer_flops(const mi_graph_t *g, const mi_node_t *n) {
+double mi__node_flops(const mi_graph_t *g, const mi_node_t *n) {
   const mi_tensor_t *x = tensor(g, n, 0, 0), *w = tensor(g, n, 0, 1), *y = tensor(g, n, 1, 0);
   const char *op = n->op_type;
   double out = y ? numel(y) : 0;
@@ -117,7 +118,7 @@ MI_API int32_t mi_model_features(const mi_graph_t *g, mi_model_features_t *f,
       f->op_kinds++;
     }
     if (k < MI_FEATURE_MAX_OPS) f->op_counts[k]++;
-    fl = layer_flops(g, nd);
+    fl = mi__node_flops(g, nd);
     f->flops += fl;
     if (width(y) > f->max_width) f->max_width = width(y);
     if (!ls) continue;

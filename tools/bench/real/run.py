@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""run.py - blis-cpu at its defaults (mi-run, no config) against ONNX Runtime's default CPU
+session on every real model tools/models/fetch.sh fetched, at its natural input size.
+
+For each thread count, each round runs every model on blis-cpu, on blis-cpu with its SIMD
+capped at AVX2 (MI_BLIS_MAX_SIMD=avx2, only where the CPU has AVX-512) and on ONNX Runtime,
+the order rotating from round to round, so the machine's drift hits all of them alike. A
+ratio is blis-cpu's median over ONNX Runtime's median of the same round; the table gives the
+median ratio over the rounds and its range. Before timing, every model's blis-cpu outputs are
+compared with ONNX Runtime's (relative L2, target <= 1e-4).
+
+usage: tools/bench/real/run.py [BUILD_DIR] [--rounds N] [--threads 1,2] [--only REGEX]
+                               [--no-avx2] [--markdown]
+Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ORT = os.path.join(SRC, "tools", "ort")
+
+# name, file in the cache, gen_inputs.js arguments (natural input sizes: one OCR line / page
+# crop, one 80 ms audio hop, one 32 ms VAD window at 16 kHz).
+MODELS = [
+    ("ppocr-v2-cls", "ppocr_v2_cls.onnx", ["--image", "x=1,3,48,192"]),
+    ("ppocr-v4-det", "ppocr_v4_det.onnx", ["--image", "x=1,3,320,320"]),
+    ("ppocr-v4-rec", "ppocr_v4_rec.onnx", ["--image", "x=1,3,48,320"]),
+    ("oww-melspec", "oww_melspectrogram.onnx", ["input=1,1280"]),
+    ("oww-embedding", "oww_embedding.onnx", ["input_1=1,76,32,1"]),
+    ("oww-hello-deepa", "oww_hello_deepa.onnx", []),
+    ("silero-vad-v4", "silero_vad_v4.onnx", ["input=1,512", "h=2,1,64", "c=2,1,64",
+                                             "--value", "sr=16000"]),
+    ("silero-vad-v5", "silero_vad_v5.onnx", ["input=1,512", "state=2,1,128",
+                                             "--value", "sr=16000"]),
+]
+
+
+def load_npy(path):
+    b = open(path, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0] if b[6] == 1 else struct.unpack("<I", b[8:12])[0]
+    st = 10 if b[6] == 1 else 12
+    h = b[st:st + hl].decode("latin1")
+    body = b[st + hl:]
+    for key, fmt, size in (("<f4", "f", 4), ("<i8", "q", 8), ("<i4", "i", 4), ("|b1", "B", 1)):
+        if key in h:
+            return struct.unpack("<%d%s" % (len(body) // size, fmt), body)
+    raise SystemExit(f"{path}: dtype not compared")
+
+
+def rel_l2(a, b):
+    num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+    den = math.sqrt(sum(x * x for x in a)) or 1.0
+    return num / den if len(a) == len(b) else float("inf")
+
+
+def sh(cmd, env=None):
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{os.path.basename(cmd[0]) if cmd[0] != 'node' else cmd[1]}: "
+                           f"{(r.stderr.strip().splitlines() or ['exit %d' % r.returncode])[-1]}")
+    return r.stdout
+
+
+class Runner:
+    def __init__(self, build, threads):
+        self.mirun = os.path.join(build, "bin", "mi-run")
+        self.threads = threads
+
+    def env(self, simd):
+        e = dict(os.environ)
+        e.pop("MI_BLIS_MAX_SIMD", None)
+        if simd != "default":
+            e["MI_BLIS_MAX_SIMD"] = simd
+        return e
+
+    def blis(self, model, inputs, threads, repeat, simd, outdir=None):
+        cmd = [self.mirun, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
+               "--repeat", str(repeat), "--warmup", "2", "--json"]
+        for i in inputs:
+            cmd += ["--input", i]
+        if outdir:
+            cmd += ["--output-dir", outdir]
+        return json.loads(sh(cmd, self.env(simd)))["latency_ms"]["median"]
+
+    def ort(self, model, inputs, threads, repeat, outdir=None):
+        cmd = ["node", os.path.join(ORT, "ort_run.js"), "--model", model, "--threads", str(threads),
+               "--repeat", str(repeat), "--warmup", "2", "--json"]
+        for i in inputs:
+            cmd += ["--input", i]
+        if outdir:
+            cmd += ["--output-dir", outdir]
+        return json.loads(sh(cmd))["latency_ms"]["median"]
+
+
+def outputs_match(a_dir, b_dir):
+    worst = 0.0
+    for f in sorted(os.listdir(a_dir)):
+        if not f.endswith(".npy"):
+            continue
+        m = os.path.join(b_dir, f)
+        if not os.path.exists(m):
+            return float("inf")
+        worst = max(worst, rel_l2(load_npy(os.path.join(a_dir, f)), load_npy(m)))
+    return worst
+
+
+def machine():
+    name = "?"
+    flags = ""
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name") and name == "?":
+            name = line.split(":", 1)[1].strip()
+        if line.startswith("flags") and not flags:
+            flags = line
+    return name, os.cpu_count(), " avx512f" in flags
+
+
+def load():
+    return open("/proc/loadavg").read().split()[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("build", nargs="?", default=os.environ.get("MI_BUILD", os.path.join(SRC, "build")))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--no-avx2", action="store_true", help="skip the AVX2-capped column")
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    ap.add_argument("--target-ms", type=float, default=300.0,
+                    help="timed runs per measurement: about this many ms of runs (5..300 runs)")
+    a = ap.parse_args()
+    models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
+    if not os.path.isdir(os.path.join(ORT, "node_modules", "onnxruntime-node")):
+        sys.exit("run.py: run tools/ort/setup.sh first")
+    if not os.access(os.path.join(a.build, "bin", "mi-run"), os.X_OK):
+        sys.exit(f"run.py: no mi-run in {a.build}/bin")
+    cpu, cores, avx512 = machine()
+    simds = ["default"] + (["avx2"] if avx512 and not a.no_avx2 else [])
+    threads = [int(t) for t in a.threads.split(",") if t]
+    r = Runner(a.build, threads)
+    tmp = tempfile.mkdtemp(prefix="mi-bench-real-")
+    ort_version = json.load(open(os.path.join(ORT, "node_modules", "onnxruntime-node", "package.json")))["version"]
+    t_start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+    load_start = load()
+    print(f"machine: {cpu}, {cores} cores, AVX-512: {'yes' if avx512 else 'no'}; "
+          f"onnxruntime-node {ort_version}; start {t_start}, load {load_start}", flush=True)
+
+    todo = []
+    for name, file, gen in MODELS:
+        if a.only and not re.search(a.only, name):
+            continue
+        path = os.path.join(models_dir, file)
+        if not os.path.exists(path):
+            print(f"{name}: {file} not in {models_dir} (tools/models/fetch.sh); skipped")
+            continue
+        d = os.path.join(tmp, name)
+        try:
+            ins = sh(["node", os.path.join(ORT, "gen_inputs.js"), path, os.path.join(d, "in")] + gen).split()
+            sh(["node", os.path.join(ORT, "ort_run.js"), "--model", path, "--output-dir",
+                os.path.join(d, "ort")] + sum((["--input", i] for i in ins), []))
+            errs = []
+            for simd in simds:
+                out = os.path.join(d, "mi-" + simd)
+                one = r.blis(path, ins, threads[0], 3, simd, out)
+                errs.append(outputs_match(os.path.join(d, "ort"), out))
+            reps = max(5, min(300, int(a.target_ms / max(one, 1e-3))))
+        except RuntimeError as e:
+            print(f"{name}: {e}; skipped")
+            continue
+        print(f"{name}: {' '.join(ins and [os.path.basename(i) for i in ins] or ['(static)'])}; "
+              f"rel L2 vs ORT " + ", ".join(f"{s} {e:.2g}" for s, e in zip(simds, errs)) +
+              f"; {reps} timed runs per measurement", flush=True)
+        todo.append((name, path, ins, reps, max(errs)))
+
+    # ms[(name, threads, who)] = list over rounds; who: "ort" or a simd value
+    ms = {}
+    whos = simds + ["ort"]
+    for rnd in range(a.rounds):
+        for t in threads:
+            for name, path, ins, reps, _ in todo:
+                order = whos[rnd % len(whos):] + whos[:rnd % len(whos)]
+                for who in order:
+                    try:
+                        v = (r.ort(path, ins, t, reps) if who == "ort"
+                             else r.blis(path, ins, t, reps, who))
+                    except RuntimeError as e:
+                        print(f"{name} t={t} {who}: {e}", flush=True)
+                        v = float("nan")
+                    ms.setdefault((name, t, who), []).append(v)
+        print(f"round {rnd + 1}/{a.rounds} done, load {load()}", flush=True)
+    load_end = load()
+    t_end = time.strftime("%H:%M:%S UTC", time.gmtime())
+
+    def cell(name, t, who):
+        b, o = ms[(name, t, who)], ms[(name, t, "ort")]
+        rs = [x / y for x, y in zip(b, o) if x == x and y == y and y > 0]
+        if not rs:
+            return None
+        return statistics.median(b), statistics.median(o), statistics.median(rs), min(rs), max(rs)
+
+    print(f"\n{a.rounds} rounds, {t_start} - {t_end}, load average {load_start} -> {load_end}; "
+          "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]); < 1: blis-cpu faster")
+    worst = {}
+    if a.markdown:
+        head = "| model | threads | ORT ms | blis-cpu ms | ratio [range] |"
+        sep = "| --- | ---: | ---: | ---: | --- |"
+        if "avx2" in simds:
+            head += " blis-cpu AVX2 ms | ratio AVX2 [range] |"
+            sep += " ---: | --- |"
+        print(head + " max rel L2 |")
+        print(sep + " ---: |")
+    else:
+        print(f"{'model':<16} {'thr':>3} {'ORT ms':>9} {'blis ms':>9} {'ratio':>6} {'range':>11}" +
+              (f" {'avx2 ms':>9} {'ratio':>6} {'range':>11}" if "avx2" in simds else "") + "  rel L2")
+    for t in threads:
+        for name, _, _, _, err in todo:
+            cells = [cell(name, t, s) for s in simds]
+            if cells[0] is None:
+                continue
+            for s, c in zip(simds, cells):
+                if c is None:
+                    continue
+                if c[2] > worst.get((s, t), (0.0, ""))[0]:
+                    worst[(s, t)] = c[2], name
+            if a.markdown:
+                line = f"| {name} | {t} | {cells[0][1]:.3f} |"
+                for c in cells:
+                    line += (f" {c[0]:.3f} | {c[2]:.2f} [{c[3]:.2f}-{c[4]:.2f}] |" if c else " - | - |")
+                print(line + f" {err:.1g} |")
+            else:
+                line = f"{name:<16} {t:>3} {cells[0][1]:>9.3f}"
+                for c in cells:
+                    line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
+                print(line + f"  {err:.1g}")
+    for (s, t), (w, name) in sorted(worst.items()):
+        print(f"worst ratio, {'AVX2-capped' if s == 'avx2' else 'defaults'}, {t} thread(s): "
+              f"{w:.2f} ({name})")
+    subprocess.run(["rm", "-rf", tmp])
+
+
+if __name__ == "__main__":
+    main()
