@@ -67,6 +67,48 @@ int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis
   return MI_OK;
 }
 
+/* Constant one-element FLOAT32 input i of n equals v. */
+static int const_is(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t i, float v) {
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, mi__blis_in(n, i));
+  return t && t->data && t->dtype == MI_DTYPE_FLOAT32 && mi_sdk_numel(t) == 1 &&
+         *(const float *)t->data == v;
+}
+
+/* Nodes j..j+3 are x * clip(x + 3, 0, 6) / 6 of x = cur (paddle2onnx's hard-swish), their
+ * intermediates read by nothing else. */
+static int hswish_at(const mi__blis_prep_t *p, int32_t j, int32_t cur) {
+  const mi_node_desc_t *add = mi__blis_node(p, j), *clip = mi__blis_node(p, j + 1);
+  const mi_node_desc_t *mul = mi__blis_node(p, j + 2), *div = mi__blis_node(p, j + 3);
+  int32_t k;
+  if (!add || !clip || !mul || !div || strcmp(add->op_type, "Add") || strcmp(clip->op_type, "Clip") ||
+      strcmp(mul->op_type, "Mul") || mul->input_count != 2 || clip->input_count != 3 ||
+      mi__blis_in(add, 0) != cur || !const_is(p, add, 1, 3.f) ||
+      mi__blis_in(clip, 0) != mi__blis_out(add, 0) || !const_is(p, clip, 1, 0.f) ||
+      !const_is(p, clip, 2, 6.f) || mi__blis_in(div, 0) != mi__blis_out(mul, 0))
+    return 0;
+  if (!((mi__blis_in(mul, 0) == cur && mi__blis_in(mul, 1) == mi__blis_out(clip, 0)) ||
+        (mi__blis_in(mul, 1) == cur && mi__blis_in(mul, 0) == mi__blis_out(clip, 0))))
+    return 0;
+  if (!(strcmp(div->op_type, "Div") == 0 && const_is(p, div, 1, 6.f)) &&
+      !(strcmp(div->op_type, "Mul") == 0 && const_is(p, div, 1, 1.f / 6.f)))
+    return 0;
+  for (k = 0; k < 3; k++) {
+    int32_t t = mi__blis_out(mi__blis_node(p, j + k), 0);
+    if (mi__blis_consumers(p, t) != 1 || mi__blis_is_kernel_output(p, t)) return 0;
+  }
+  return mi__blis_consumers(p, cur) == 2 && !mi__blis_is_kernel_output(p, cur);
+}
+
+/* The other operand of binary node n is a one-element FLOAT32 constant (its value in *v) and
+ * the chain's value `cur` the first or second operand. */
+static int scalar_operand(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t cur, float *v) {
+  int32_t other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0) : -1;
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, other);
+  if (!t || other == cur || !t->data || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1) return 0;
+  *v = *(const float *)t->data;
+  return 1;
+}
+
 /* Absorbs Add(bias)/BN/activations/residual Add that follow the conv in the kernel's chain. */
 static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_node_desc_t *conv) {
   int32_t cur = c->y, used = 1, j, bias = mi__blis_in(conv, 2);
@@ -85,6 +127,15 @@ static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_n
     int32_t kind, other;
     float a, b;
     if (!n || mi__blis_in(n, 0) < 0) break;
+    if (c->epi_n < MI__EPI_MAX && hswish_at(p, j, cur)) {
+      c->epi[c->epi_n].act = MI__ACT_HSWISH;
+      c->epi[c->epi_n].a = c->epi[c->epi_n].b = 0.f;
+      c->epi_n++;
+      cur = mi__blis_out(mi__blis_node(p, j + 3), 0);
+      used += 4;
+      j += 3;
+      continue;
+    }
     if (mi__blis_consumers(p, cur) != 1 || mi__blis_is_kernel_output(p, cur)) break;
     if (strcmp(n->op_type, "BatchNormalization") == 0 && c->epi_n == 0 && mi__blis_in(n, 0) == cur) {
       float sc[1], *bs = mi__blis_alloc(p->ctx, (uint64_t)c->M * 2 * sizeof(float));
@@ -98,6 +149,29 @@ static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_n
       mi__blis_free(p->ctx, bs);
       if (!ok) break;
       c->affine = 1;
+    } else if ((strcmp(n->op_type, "Mul") == 0 || strcmp(n->op_type, "Add") == 0) &&
+               n->input_count == 2 && scalar_operand(p, n, cur, &a)) {
+      /* x * a or x + a by a constant (PP-LCNetV3's learnable affine blocks): straight after
+       * the conv into its per-channel scale and shift, else one x * a + b op, merged with an
+       * affine op just before it. */
+      float mul = n->op_type[0] == 'M' ? a : 1.f, add = n->op_type[0] == 'M' ? 0.f : a;
+      mi__blis_epi_op_t *last = c->epi_n ? &c->epi[c->epi_n - 1] : NULL;
+      if (c->epi_n == 0) {
+        for (m = 0; m < c->M; m++) {
+          c->scale[m] *= mul;
+          c->shift[m] = c->shift[m] * mul + add;
+        }
+        c->affine = 1;
+      } else if (last->act == MI__ACT_AFFINE) {
+        last->a *= mul;
+        last->b = last->b * mul + add;
+      } else if (c->epi_n < MI__EPI_MAX) {
+        c->epi[c->epi_n].act = MI__ACT_AFFINE;
+        c->epi[c->epi_n].a = mul;
+        c->epi[c->epi_n++].b = add;
+      } else {
+        break;
+      }
     } else if (strcmp(n->op_type, "Add") == 0 && n->input_count == 2 && c->epi_n < MI__EPI_MAX) {
       const mi_tensor_desc_t *o;
       other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0) : -1;

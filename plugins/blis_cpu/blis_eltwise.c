@@ -59,6 +59,14 @@ int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *
     }
   } else if (strcmp(n->op_type, "Identity") == 0 || strcmp(n->op_type, "Dropout") == 0) {
     *kind = MI__ACT_IDENTITY;
+  } else if ((strcmp(n->op_type, "Max") == 0 || strcmp(n->op_type, "Min") == 0) &&
+             n->input_count == 2 && mi__blis_in(n, 1) >= 0) {
+    /* A clamp against a constant scalar (tf2onnx writes Relu6 and leaky clamps so); only the
+     * conv epilogue asks, the standalone ops keep their broadcasting kernels. */
+    float c = const_scalar(p, mi__blis_in(n, 1), 0.f, &ok);
+    *kind = MI__ACT_CLIP;
+    *a = n->op_type[1] == 'a' ? c : -INFINITY;
+    *b = n->op_type[1] == 'a' ? INFINITY : c;
   } else {
     return 0;
   }
@@ -106,6 +114,7 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   case MI__ACT_CEIL: for (i = 0; i < n; i++) x[i] = ceilf(x[i]); break;
   case MI__ACT_ROUND: for (i = 0; i < n; i++) x[i] = nearbyintf(x[i]); break; /* halves to even */
   case MI__ACT_SIGN: for (i = 0; i < n; i++) x[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f : x[i]; break;
+  case MI__ACT_AFFINE: for (i = 0; i < n; i++) x[i] = x[i] * a + b; break;
   default: break;
   }
 }

@@ -183,7 +183,8 @@ enum {
   MI__ACT_HSWISH, MI__ACT_SIGMOID, MI__ACT_TANH, MI__ACT_ERF, MI__ACT_GELU, MI__ACT_GELU_TANH,
   MI__ACT_SQRT, MI__ACT_LOG, MI__ACT_EXP, MI__ACT_NEG, MI__ACT_ABS, MI__ACT_RECIP,
   MI__ACT_ELU, MI__ACT_SOFTPLUS, MI__ACT_FLOOR, MI__ACT_CEIL, MI__ACT_IDENTITY,
-  MI__ACT_ROUND, MI__ACT_SIGN /* standalone only: mi__blis_act_of does not offer them for fusion */
+  MI__ACT_ROUND, MI__ACT_SIGN, /* standalone only: mi__blis_act_of does not offer them for fusion */
+  MI__ACT_AFFINE /* x * a + b: a Mul / Add by a constant scalar in a conv's chain (blis_conv.c) */
 };
 /* Maps an activation node to MI__ACT_* and its two parameters; 0 when not an activation. */
 int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *kind, float *a,

@@ -43,11 +43,12 @@ for p in "pass prune" "pass pad_channels (align 8)" "pass quantize" "pass layout
   grep -q "^$p" "$m" || fail "mixed on blis-cpu: '$p' missing"
 done
 grep -q "^pass fuse: skipped" "$T/transform-mixed-ref.txt" || fail "fusion is skipped on ref"
-# Fused groups are single kernels: fewer than without fusion.
+# Fused groups are single kernels: no more than the default session, which fuses the same conv
+# chains on its own (a graph with no groups; docs/architecture.md, exec).
 k_fused=$(sed -n 's/^device kernels: //p' "$m")
 "$RUN" --model "$T/r.onnx" --device blis-cpu:0 > "$T/plain.txt"
 k_plain=$(sed -n 's/^device kernels: //p' "$T/plain.txt")
-[ "$k_fused" -lt "$k_plain" ] || fail "kernels: fused $k_fused, plain $k_plain"
+[ "$k_fused" -le "$k_plain" ] || fail "kernels: fused $k_fused, plain $k_plain"
 grep -q "^not fused" "$m" && fail "blis-cpu refused a group"
 
 # JSON carries the passes.

@@ -1,6 +1,8 @@
 /* test_exec_fused.c - fused groups (mi_node_t.group from the fusion pass) run as one kernel:
  * fewer kernels, the same outputs as the unfused graph on blis-cpu (and opencl / vulkan when
- * they load), and a group the device refuses is recorded and runs node by node. */
+ * they load), and a group the device refuses is recorded and runs node by node. A graph no
+ * fusion pass grouped gets the session's own groups: the elementwise chains after its convs
+ * as written by real exporters (scalar affine, hard-swish spelled out, constant clamps). */
 #include "test_exec_util.h"
 
 static int32_t group_stats(const mi_graph_t *g, int32_t *nodes) {
@@ -25,7 +27,7 @@ static void fused_vs_unfused(mi_plugin_t *p, const char *family, double width, i
     printf("%s %s: the plugin declares no fusable patterns; nothing to fuse\n", p->name, family);
     goto done;
   }
-  s1 = session(plain, p);
+  s1 = session_plain(plain, p);
   s2 = session(fused, p);
   run(s1, plain, x, o1);
   run(s2, fused, x, o2);
@@ -95,6 +97,90 @@ static void refused_groups(mi_plugin_t *blis, mi_plugin_t *npu) {
   mi_graph_destroy(g);
 }
 
+/* Conv -> Mul(a) -> Add(b) -> x * clip(x + 3, 0, 6) / 6 -> Max(c) -> LeakyRelu -> Add(residual)
+ * and a second conv -> BatchNormalization -> Relu6 as Min(Max(x, 0), 6): with no group in the
+ * graph, the default session runs each chain in its conv's kernel (2 kernels, was 14 before the
+ * session fused on its own) with the reference's result; no_auto_fuse keeps one per node. */
+static void auto_fused(mi_plugin_t *p) {
+  mi_graph_t *g = mi_graph_create("auto");
+  int64_t xd[4] = {1, 4, 9, 11}, wd[4] = {8, 4, 3, 3}, one[1] = {1}, cd[1] = {8};
+  float v[512];
+  uint64_t seed = 5;
+  int32_t x, w, n = 0, k0, k1;
+  mi_array_t *in, *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  mi_session_t *s, *s0;
+  mi_error_t err = {0};
+  double d;
+  g->opset = 13;
+  for (int i = 0; i < 512; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (float)((seed >> 40) & 0xffff) / 32768.0f - 1.0f;
+  }
+#define SCALAR(name, val) (v[500] = (val), mi_graph_add_const_f32(g, name, 1, one, &v[500]))
+#define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
+#define NODE(op, nm, nin, ins, out) (n++, mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out}))
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  w = mi_graph_add_const_f32(g, "w", 4, wd, v);
+  {
+    int32_t c0 = T("c0"), m = T("m"), a = T("a"), h1 = T("h1"), h2 = T("h2"), h3 = T("h3");
+    int32_t h4 = T("h4"), mx = T("mx"), lr = T("lr"), res = T("res");
+    int32_t three = SCALAR("three", 3.f), zero = SCALAR("zero", 0.f), six = SCALAR("six", 6.f);
+    int32_t sa = SCALAR("sa", 1.25f), sb = SCALAR("sb", -0.5f), cmax = SCALAR("cmax", -0.25f);
+    int32_t w2 = mi_graph_add_const_f32(g, "w2", 4, wd, v + 300), r2 = T("r2"), bn = T("bn");
+    int32_t q1 = T("q1"), y = T("y");
+    int32_t sc = mi_graph_add_const_f32(g, "sc", 1, cd, v + 100), bi = mi_graph_add_const_f32(g, "bi", 1, cd, v + 110);
+    int32_t mu = mi_graph_add_const_f32(g, "mu", 1, cd, v + 120), var;
+    float pos[8];
+    for (int i = 0; i < 8; i++) pos[i] = 0.5f + v[130 + i] * v[130 + i];
+    var = mi_graph_add_const_f32(g, "var", 1, cd, pos);
+    NODE("Conv", "conv", 2, ((int32_t[]){x, w}), c0);
+    NODE("Mul", "lab_mul", 2, ((int32_t[]){sa, c0}), m);
+    NODE("Add", "lab_add", 2, ((int32_t[]){m, sb}), a);
+    NODE("Add", "hs_add", 2, ((int32_t[]){a, three}), h1);
+    NODE("Clip", "hs_clip", 3, ((int32_t[]){h1, zero, six}), h2);
+    NODE("Mul", "hs_mul", 2, ((int32_t[]){a, h2}), h3);
+    NODE("Div", "hs_div", 2, ((int32_t[]){h3, six}), h4);
+    NODE("Max", "clamp", 2, ((int32_t[]){h4, cmax}), mx);
+    NODE("LeakyRelu", "leaky", 1, ((int32_t[]){mx}), lr);
+    NODE("Conv", "conv2", 2, ((int32_t[]){x, w2}), r2);
+    NODE("BatchNormalization", "bn", 5, ((int32_t[]){r2, sc, bi, mu, var}), bn);
+    NODE("Max", "relu6_lo", 2, ((int32_t[]){bn, zero}), q1);
+    NODE("Min", "relu6_hi", 2, ((int32_t[]){q1, six}), res);
+    NODE("Add", "residual", 2, ((int32_t[]){lr, res}), y);
+    mi_graph_add_output(g, y);
+  }
+#undef SCALAR
+#undef T
+#undef NODE
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("auto graph", &err);
+  in = input_for(g, 21);
+  s = session(g, p);
+  s0 = session_plain(g, p);
+  run(s, g, in, got);
+  run(s0, g, in, plain);
+  ref(g, in, want);
+  k0 = mi_session_kernel_count(s0);
+  k1 = mi_session_kernel_count(s);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("%s auto groups: %d kernels (%d with no_auto_fuse), %d refused, rel L2 vs reference "
+         "%.2e\n", p->name, k1, k0, mi_session_unfused_count(s), d);
+  CHECK(k0 == n, "no_auto_fuse: one kernel per node, got %d of %d", k0, n);
+  CHECK(k1 == 2 && multi_node_kernels(s) == 2, "two chains, two kernels: got %d", k1);
+  CHECK(mi_session_unfused_count(s) == 0, "no group refused");
+  CHECK(d < 1e-5, "rel L2 %.3e", d);
+  CHECK(tu_rel_l2_arrays(plain[0], want[0]) < 1e-5, "plain session matches too");
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(plain[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_session_destroy(s0);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 int main(void) {
   mi_registry_t *r = open_plugins();
   mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *npu = mi_registry_find(r, "npu-stub");
@@ -103,6 +189,7 @@ int main(void) {
   if (blis) {
     fused_vs_unfused(blis, "resnet", 0.5, 2);
     fused_vs_unfused(blis, "mobilenetv2", 0.5, 3);
+    auto_fused(blis);
   }
   for (size_t i = 0; i < 2; i++) {
     mi_plugin_t *p = mi_registry_find(r, gpus[i]);

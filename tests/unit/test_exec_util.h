@@ -75,6 +75,20 @@ static inline mi_session_t *session(const mi_graph_t *g, mi_plugin_t *p) {
   return s;
 }
 
+/* The same without the session's own fused groups (mi_session_options_t.no_auto_fuse): one
+ * kernel per node unless the graph's groups say otherwise. */
+static inline mi_session_t *session_plain(const mi_graph_t *g, mi_plugin_t *p) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.no_auto_fuse = 1;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  return s;
+}
+
 /* Runs s on x; outs gets g->output_count new arrays. */
 static inline void run(mi_session_t *s, const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
   mi_error_t err = {0};

@@ -205,6 +205,11 @@ typedef struct mi_session_options {
   int32_t choice_count;               /* per-node choices; other nodes use defaults */
   const mi_node_choice_t *choices;
   int32_t allow_host_fallback;        /* 1: ops the device refuses run on the reference path */
+  /* 1: no fused groups of the session's own. By default, a graph that no fusion pass grouped
+   * (mi_node_t.group all -1) has the elementwise chains after its convs (BatchNormalization,
+   * activations, clamps, hard-swish, residual Add) run in the conv's kernel where the device's
+   * conv variants declare those fuse bits. */
+  int32_t no_auto_fuse;
 } mi_session_options_t;
 
 /** A graph prepared for one device: kernels prepared, constants uploaded. */

@@ -124,19 +124,24 @@ enum mi__role {
   MI__ROLE_DQ_SKIP = 2   /* a DequantizeLinear every reader of which is a lowered layer */
 };
 
+#define MI__UNIT_MAX 16
+
 typedef struct mi__unit {
   int32_t kind;          /* 0: fused group, 1: quantized layer lowered with its Q/DQ */
   int32_t count;
-  int32_t nodes[8];      /* graph nodes in execution order */
+  int32_t nodes[MI__UNIT_MAX]; /* graph nodes in execution order */
   int32_t at;            /* the node position where its step goes */
   int32_t op;            /* lowered: the Conv/Gemm/MatMul; group: the anchor */
   int32_t dqx, dqw, act, q; /* lowered: the DequantizeLinear of input / weight, activation, Q */
   int32_t dead;          /* refused: its nodes run one by one */
 } mi__unit_t;
 
-/* Plans fused groups (mi_node_t.group) and quantized layers the device can run in INT8. */
+/* Plans fused groups (mi_node_t.group; with auto_fuse, when the graph has none, the conv
+ * chains the device's conv variants declare fuse bits for) and quantized layers the device can
+ * run in INT8. */
 int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
-                       const mi_variant_desc_t *vars, uint32_t var_count, mi_error_t *err);
+                       const mi_variant_desc_t *vars, uint32_t var_count, int auto_fuse,
+                       mi_error_t *err);
 void mi__plan_free(mi__plan_t *p);
 /* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,

@@ -1,6 +1,7 @@
 /* plan.c - which graph nodes a session runs as one kernel: fused groups (mi_node_t.group, set
- * by the transform's fusion pass) and quantized layers lowered with their Q/DQ nodes when the
- * device computes that op in INT8 (docs/abi.md, "Fused groups and quantized kernels"). */
+ * by the transform's fusion pass, or found here when the graph carries none), and quantized
+ * layers lowered with their Q/DQ nodes when the device computes that op in INT8 (docs/abi.md,
+ * "Fused groups and quantized kernels"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,7 +176,7 @@ static int match_group(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   memset(u, 0, sizeof *u);
   for (int32_t i = 0; i < g->node_count; i++) {
     if (g->nodes[i].group != id) continue;
-    if (u->count == 8 || p->role[i] != MI__ROLE_NODE) return 0;
+    if (u->count == 8 || p->role[i] != MI__ROLE_NODE) return 0; /* groups of the fuse pass */
     for (int32_t j = 0; j < g->nodes[i].output_count; j++)
       if (g->nodes[i].outputs[j] >= 0 && consts[g->nodes[i].outputs[j]]) return 0; /* folded */
     u->nodes[u->count++] = i;
@@ -194,6 +195,160 @@ static int match_group(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
     }
   }
   return 1;
+}
+
+/* ---- groups found by the session itself (graphs no fusion pass has grouped) ----
+ * What ONNX Runtime's default optimiser does for a CPU: the elementwise chain after a conv
+ * (BatchNormalization, activations, clamps, hard-swish written out as x * clip(x + 3, 0, 6) / 6,
+ * a residual Add) joins the conv's kernel when the device's conv variants declare the matching
+ * fuse bits. Which nodes a plugin then really folds into its epilogue is its business; the rest
+ * run as steps of the same kernel. */
+
+/* Union of the fuse masks the variants declare for `op`. */
+static uint32_t fuse_mask(const mi_variant_desc_t *v, uint32_t n, const char *op) {
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (strncmp(v[i].op_type, op, sizeof v[i].op_type) == 0) m |= v[i].fuse_mask;
+  return m;
+}
+
+/* The value of a constant one-element FLOAT32 input, or NAN. */
+static double const_scalar(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t i) {
+  const mi_node_t *n = &g->nodes[node];
+  const mi_array_t *a = i < n->input_count && n->inputs[i] >= 0 ? consts[n->inputs[i]] : NULL;
+  return a && a->dtype == MI_DTYPE_FLOAT32 && a->nbytes == 4 ? (double)*(const float *)a->data : NAN;
+}
+
+/* The fuse bit an elementwise node after the conv needs, 0 when it is not one; `cur` is the
+ * chain's value, `out_numel` its element count. */
+static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t cur,
+                          int first) {
+  static const char *const acts[] = {"LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh",
+                                     "Elu", "Softplus", "Gelu", "Erf", "Identity", "Dropout"};
+  const mi_node_t *n = &g->nodes[node];
+  if (n->domain && n->domain[0]) return 0;
+  if (n->output_count < 1 || n->outputs[0] < 0 || n->input_count < 1 || n->inputs[0] != cur) {
+    /* Add and Mul may take the chain's value as either operand. */
+    if ((strcmp(n->op_type, "Add") && strcmp(n->op_type, "Mul")) || n->input_count != 2 ||
+        n->inputs[1] != cur)
+      return 0;
+  }
+  /* x * a and x + a by a constant scalar (learnable affine blocks, folded scales) */
+  if ((!strcmp(n->op_type, "Mul") || !strcmp(n->op_type, "Add")) && n->input_count == 2 &&
+      !isnan(const_scalar(g, consts, node, n->inputs[0] == cur ? 1 : 0)))
+    return MI_FUSE_ACT;
+  if (!strcmp(n->op_type, "BatchNormalization"))
+    return first && n->output_count == 1 ? MI_FUSE_BN : 0;
+  if (!strcmp(n->op_type, "Relu")) return MI_FUSE_RELU;
+  if (!strcmp(n->op_type, "Clip")) {
+    for (int32_t i = 1; i < n->input_count; i++)
+      if (n->inputs[i] >= 0 && isnan(const_scalar(g, consts, node, i))) return 0;
+    return MI_FUSE_ACT;
+  }
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+    if (!strcmp(n->op_type, acts[i])) return n->input_count == 1 ? MI_FUSE_ACT : 0;
+  /* A clamp against a constant (tf2onnx writes Relu6 and leaky clamps as Max/Min). */
+  if ((!strcmp(n->op_type, "Max") || !strcmp(n->op_type, "Min")) && n->input_count == 2)
+    return !isnan(const_scalar(g, consts, node, 1)) ? MI_FUSE_ACT : 0;
+  if (!strcmp(n->op_type, "Add") && n->input_count == 2) {
+    int32_t other = n->inputs[0] == cur ? n->inputs[1] : n->inputs[0];
+    const mi_tensor_t *a = other >= 0 ? &g->tensors[other] : NULL, *y = &g->tensors[cur];
+    if (!a || other == cur || a->rank != y->rank || a->dtype != MI_DTYPE_FLOAT32) return 0;
+    for (int32_t d = 0; d < a->rank; d++)
+      if (a->dims[d] != y->dims[d]) return 0;
+    return MI_FUSE_ADD;
+  }
+  return 0;
+}
+
+/* x * clip(x + 3, 0, 6) / 6 (paddle2onnx's hard-swish) from the two readers of x: the four
+ * nodes in *q, 1 when it matches. */
+static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t x, int32_t q[4]) {
+  int32_t add = -1, mul = -1, clip, t;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+      if (g->nodes[i].inputs[j] == x) {
+        if (is_op(g, i, "Add") && add < 0) add = i;
+        else if (is_op(g, i, "Mul") && mul < 0) mul = i;
+        else return 0;
+        break;
+      }
+  if (add < 0 || mul < 0 || g->nodes[add].inputs[0] != x || const_scalar(g, consts, add, 1) != 3.0)
+    return 0;
+  t = g->nodes[add].outputs[0];
+  if (is_graph_output(g, t) || (clip = sole_reader(g, t)) < 0 || !is_op(g, clip, "Clip") ||
+      g->nodes[clip].input_count != 3 || const_scalar(g, consts, clip, 1) != 0.0 ||
+      const_scalar(g, consts, clip, 2) != 6.0)
+    return 0;
+  t = g->nodes[clip].outputs[0];
+  if (is_graph_output(g, t) || sole_reader(g, t) != mul || g->nodes[mul].input_count != 2) return 0;
+  t = g->nodes[mul].outputs[0];
+  if (t < 0 || is_graph_output(g, t) || (q[3] = sole_reader(g, t)) < 0) return 0;
+  if (!(is_op(g, q[3], "Div") && const_scalar(g, consts, q[3], 1) == 6.0) &&
+      !(is_op(g, q[3], "Mul") && fabs(const_scalar(g, consts, q[3], 1) - 1.0 / 6.0) < 1e-7))
+    return 0;
+  if (g->nodes[q[3]].inputs[0] != t) return 0;
+  q[0] = add;
+  q[1] = clip;
+  q[2] = mul;
+  return 1;
+}
+
+/* The chain after conv `n` as unit *u (2..MI__UNIT_MAX nodes); 0 when nothing joins it. */
+static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
+                       uint32_t mask, int32_t n, mi__unit_t *u) {
+  int32_t cur = g->nodes[n].outputs[0];
+  memset(u, 0, sizeof *u);
+  u->nodes[u->count++] = n;
+  while (cur >= 0 && !is_graph_output(g, cur)) {
+    int32_t r = sole_reader(g, cur), q[4];
+    uint32_t bit;
+    if (r < 0) {
+      if (!(mask & MI_FUSE_ACT) || u->count + 4 > MI__UNIT_MAX || !match_hswish(g, consts, cur, q))
+        break;
+      for (int k = 0; k < 4; k++)
+        if (p->role[q[k]] != MI__ROLE_NODE) return 0;
+      for (int k = 0; k < 4; k++) u->nodes[u->count++] = q[k];
+      cur = g->nodes[q[3]].outputs[0];
+      continue;
+    }
+    bit = chain_bit(g, consts, r, cur, u->count == 1);
+    if (!bit || !(mask & bit) || p->role[r] != MI__ROLE_NODE || u->count == MI__UNIT_MAX ||
+        g->nodes[r].output_count != 1 || consts[g->nodes[r].outputs[0]])
+      break;
+    u->nodes[u->count++] = r;
+    cur = g->nodes[r].outputs[0];
+  }
+  if (u->count < 2) return 0;
+  u->op = n;
+  u->at = u->nodes[u->count - 1];
+  u->dqx = u->dqw = u->act = u->q = -1;
+  /* The kernel runs at its last member: every outside input must be ready by then. */
+  for (int32_t k = 1; k < u->count; k++) {
+    const mi_node_t *m = &g->nodes[u->nodes[k]];
+    for (int32_t j = 0; j < m->input_count; j++) {
+      int32_t t = m->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
+      if (pr > u->at) return 0;
+    }
+  }
+  return 1;
+}
+
+static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
+
+/* Groups of the session's own, when the graph carries none and the device fuses conv chains. */
+static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
+                           const mi_variant_desc_t *vars, uint32_t var_count) {
+  uint32_t mask = fuse_mask(vars, var_count, "Conv");
+  mi__unit_t u;
+  if (!(mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))) return MI_OK;
+  for (int32_t n = 0; n < g->node_count; n++) {
+    if (!is_op(g, n, "Conv") || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
+        g->nodes[n].outputs[0] < 0 || consts[g->nodes[n].outputs[0]])
+      continue;
+    if (match_chain(g, p, consts, mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+  }
+  return MI_OK;
 }
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u) {
@@ -230,7 +385,8 @@ static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
 }
 
 int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
-                       const mi_variant_desc_t *vars, uint32_t var_count, mi_error_t *err) {
+                       const mi_variant_desc_t *vars, uint32_t var_count, int auto_fuse,
+                       mi_error_t *err) {
   int32_t max_group = -1;
   mi__unit_t u;
   memset(p, 0, sizeof *p);
@@ -249,6 +405,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
     if (g->nodes[n].group > max_group) max_group = g->nodes[n].group;
   for (int32_t id = 0; id <= max_group; id++)
     if (match_group(g, p, consts, id, &u) && add_unit(p, &u)) goto oom;
+  if (max_group < 0 && auto_fuse && auto_groups(p, g, consts, vars, var_count)) goto oom;
   mark_dq_skips(p, g);
   return MI_OK;
 oom:

@@ -384,7 +384,9 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
       goto done;
     }
   rc = MI_OK;
-  if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count, err))) goto done;
+  if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
+                            !OPT(opts, no_auto_fuse, 0), err)))
+    goto done;
   if ((rc = prepare_all(&p, err))) goto done;
   rc = alloc_buffers(s, err);
 done:

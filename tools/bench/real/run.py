@@ -9,8 +9,9 @@ ratio is blis-cpu's median over ONNX Runtime's median of the same round; the tab
 median ratio over the rounds and its range. Before timing, every model's blis-cpu outputs are
 compared with ONNX Runtime's (relative L2, target <= 1e-4).
 
-usage: tools/bench/real/run.py [BUILD_DIR] [--rounds N] [--threads 1,2] [--only REGEX]
-                               [--no-avx2] [--markdown]
+usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
+                               [--only REGEX] [--no-avx2] [--markdown]
+--base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column.
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
@@ -75,6 +76,7 @@ class Runner:
     def __init__(self, build, threads):
         self.mirun = os.path.join(build, "bin", "mi-run")
         self.threads = threads
+        self.base = None
 
     def env(self, simd):
         e = dict(os.environ)
@@ -84,7 +86,10 @@ class Runner:
         return e
 
     def blis(self, model, inputs, threads, repeat, simd, outdir=None):
-        cmd = [self.mirun, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
+        run = self.mirun
+        if simd == "base":
+            run, simd = self.base, "default"
+        cmd = [run, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
                "--repeat", str(repeat), "--warmup", "2", "--json"]
         for i in inputs:
             cmd += ["--input", i]
@@ -132,6 +137,8 @@ def load():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("build", nargs="?", default=os.environ.get("MI_BUILD", os.path.join(SRC, "build")))
+    ap.add_argument("--base", default="",
+                    help="a second build (the code before a change), timed in the same rounds")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", default="")
@@ -149,6 +156,8 @@ def main():
     simds = ["default"] + (["avx2"] if avx512 and not a.no_avx2 else [])
     threads = [int(t) for t in a.threads.split(",") if t]
     r = Runner(a.build, threads)
+    if a.base:
+        r.base = os.path.join(a.base, "bin", "mi-run")
     tmp = tempfile.mkdtemp(prefix="mi-bench-real-")
     ort_version = json.load(open(os.path.join(ORT, "node_modules", "onnxruntime-node", "package.json")))["version"]
     t_start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -185,7 +194,7 @@ def main():
 
     # ms[(name, threads, who)] = list over rounds; who: "ort" or a simd value
     ms = {}
-    whos = simds + ["ort"]
+    whos = simds + (["base"] if a.base else []) + ["ort"]
     for rnd in range(a.rounds):
         for t in threads:
             for name, path, ins, reps, _ in todo:
@@ -218,17 +227,22 @@ def main():
         if "avx2" in simds:
             head += " blis-cpu AVX2 ms | ratio AVX2 [range] |"
             sep += " ---: | --- |"
+        if a.base:
+            head += " before ms | ratio before [range] |"
+            sep += " ---: | --- |"
         print(head + " max rel L2 |")
         print(sep + " ---: |")
     else:
         print(f"{'model':<16} {'thr':>3} {'ORT ms':>9} {'blis ms':>9} {'ratio':>6} {'range':>11}" +
-              (f" {'avx2 ms':>9} {'ratio':>6} {'range':>11}" if "avx2" in simds else "") + "  rel L2")
+              (f" {'avx2 ms':>9} {'ratio':>6} {'range':>11}" if "avx2" in simds else "") +
+              (f" {'before':>9} {'ratio':>6} {'range':>11}" if a.base else "") + "  rel L2")
     for t in threads:
         for name, _, _, _, err in todo:
-            cells = [cell(name, t, s) for s in simds]
+            cols = simds + (["base"] if a.base else [])
+            cells = [cell(name, t, s) for s in cols]
             if cells[0] is None:
                 continue
-            for s, c in zip(simds, cells):
+            for s, c in zip(cols, cells):
                 if c is None:
                     continue
                 if c[2] > worst.get((s, t), (0.0, ""))[0]:
@@ -244,7 +258,7 @@ def main():
                     line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
                 print(line + f"  {err:.1g}")
     for (s, t), (w, name) in sorted(worst.items()):
-        print(f"worst ratio, {'AVX2-capped' if s == 'avx2' else 'defaults'}, {t} thread(s): "
+        print(f"worst ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, {t} thread(s): "
               f"{w:.2f} ({name})")
     subprocess.run(["rm", "-rf", tmp])
 
