@@ -81,10 +81,13 @@ static int hswish_at(const mi__blis_prep_t *p, int32_t j, int32_t cur) {
   const mi_node_desc_t *mul = mi__blis_node(p, j + 2), *div = mi__blis_node(p, j + 3);
   int32_t k;
   if (!add || !clip || !mul || !div || strcmp(add->op_type, "Add") || strcmp(clip->op_type, "Clip") ||
-      strcmp(mul->op_type, "Mul") || mul->input_count != 2 || clip->input_count != 3 ||
-      mi__blis_in(add, 0) != cur || !const_is(p, add, 1, 3.f) ||
-      mi__blis_in(clip, 0) != mi__blis_out(add, 0) || !const_is(p, clip, 1, 0.f) ||
-      !const_is(p, clip, 2, 6.f) || mi__blis_in(div, 0) != mi__blis_out(mul, 0))
+      strcmp(mul->op_type, "Mul") || mul->input_count != 2 || mi__blis_in(add, 0) != cur ||
+      !const_is(p, add, 1, 3.f) || mi__blis_in(clip, 0) != mi__blis_out(add, 0) ||
+      mi__blis_in(div, 0) != mi__blis_out(mul, 0))
+    return 0;
+  /* Clip's bounds: constant inputs, or attributes before opset 11 */
+  if (clip->opset < 11 ? mi_sdk_attr_float(clip, "min", -1.f) != 0.f || mi_sdk_attr_float(clip, "max", -1.f) != 6.f
+                       : clip->input_count != 3 || !const_is(p, clip, 1, 0.f) || !const_is(p, clip, 2, 6.f))
     return 0;
   if (!((mi__blis_in(mul, 0) == cur && mi__blis_in(mul, 1) == mi__blis_out(clip, 0)) ||
         (mi__blis_in(mul, 1) == cur && mi__blis_in(mul, 0) == mi__blis_out(clip, 0))))

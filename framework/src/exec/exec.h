@@ -58,6 +58,9 @@ struct mi_session {
   /* Shapes inference left dynamic were fixed at create time by a probe run (probe.c): a run
    * whose host-computed shapes differ is refused rather than fed to kernels prepared for others. */
   int shapes_probed;
+  /* If nodes whose branch runs in a nested session on the device (nested.c). */
+  struct mi__nested *nested;
+  int32_t nested_count;
 };
 
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
@@ -177,6 +180,14 @@ int32_t mi__graph_probe_shapes(mi_graph_t *g, mi_error_t *err);
 
 /* Folds, plans and prepares every step, then allocates device buffers (prepare.c). */
 int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err);
+
+/* Nested sessions (nested.c): runs If node `node` (its host input values in `ins`) by the
+ * branch its condition picks, in a session of its own on the device. 1 when it did (outs
+ * filled), 0 when the host must run the node, -status on error. */
+typedef struct mi__nested mi__nested_t;
+int32_t mi__nested_if(mi_session_t *s, int32_t node, const mi_array_t *const *ins,
+                      mi_array_t **outs, mi_error_t *err);
+void mi__nested_free(mi_session_t *s);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

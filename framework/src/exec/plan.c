@@ -276,9 +276,10 @@ static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t 
   if (add < 0 || mul < 0 || g->nodes[add].inputs[0] != x || const_scalar(g, consts, add, 1) != 3.0)
     return 0;
   t = g->nodes[add].outputs[0];
+  /* Clip's bounds: constant inputs, or attributes before opset 11 */
   if (is_graph_output(g, t) || (clip = sole_reader(g, t)) < 0 || !is_op(g, clip, "Clip") ||
-      g->nodes[clip].input_count != 3 || const_scalar(g, consts, clip, 1) != 0.0 ||
-      const_scalar(g, consts, clip, 2) != 6.0)
+      g->nodes[clip].inputs[0] != t || clip_bound(g, consts, clip, 1, NAN) != 0.0 ||
+      clip_bound(g, consts, clip, 2, NAN) != 6.0)
     return 0;
   t = g->nodes[clip].outputs[0];
   if (is_graph_output(g, t) || sole_reader(g, t) != mul || g->nodes[mul].input_count != 2) return 0;

@@ -161,6 +161,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->fallback);
   for (int32_t i = 0; i < s->unfused_count; i++) free(s->unfused[i]);
   free(s->unfused);
+  mi__nested_free(s);
   free(s->dlayout);
   free(s->dblock);
   mi_graph_destroy(s->own);

@@ -169,7 +169,13 @@ static int32_t run_host_step(mi_session_t *s, const mi__step_t *st, mi_error_t *
     if ((rc = to_host(s, t, err))) goto done;
     ins[j] = s->hval[t];
   }
-  if ((rc = mi__ref_node(s->g, st->node, ins, outs, err))) goto done;
+  rc = mi__nested_if(s, st->node, ins, outs, err);
+  if (rc < 0) {
+    rc = -rc;
+    goto done;
+  }
+  if (rc == 0 && (rc = mi__ref_node(s->g, st->node, ins, outs, err))) goto done;
+  rc = MI_OK;
   for (int32_t j = 0; j < n->output_count; j++) {
     int32_t t = n->outputs[j];
     if (t < 0) continue;

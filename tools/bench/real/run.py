@@ -73,7 +73,8 @@ def sh(cmd, env=None):
 
 
 class Runner:
-    def __init__(self, build, threads):
+    def __init__(self, build, threads, warmup=2):
+        self.warmup = str(warmup)
         self.mirun = os.path.join(build, "bin", "mi-run")
         self.threads = threads
         self.base = None
@@ -90,7 +91,7 @@ class Runner:
         if simd == "base":
             run, simd = self.base, "default"
         cmd = [run, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
-               "--repeat", str(repeat), "--warmup", "2", "--json"]
+               "--repeat", str(repeat), "--warmup", self.warmup, "--json"]
         for i in inputs:
             cmd += ["--input", i]
         if outdir:
@@ -99,7 +100,7 @@ class Runner:
 
     def ort(self, model, inputs, threads, repeat, outdir=None):
         cmd = ["node", os.path.join(ORT, "ort_run.js"), "--model", model, "--threads", str(threads),
-               "--repeat", str(repeat), "--warmup", "2", "--json"]
+               "--repeat", str(repeat), "--warmup", self.warmup, "--json"]
         for i in inputs:
             cmd += ["--input", i]
         if outdir:
@@ -145,7 +146,9 @@ def main():
     ap.add_argument("--no-avx2", action="store_true", help="skip the AVX2-capped column")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--target-ms", type=float, default=300.0,
-                    help="timed runs per measurement: about this many ms of runs (5..300 runs)")
+                    help="timed runs per measurement: about this many ms of runs (--min-runs..300)")
+    ap.add_argument("--min-runs", type=int, default=5, help="fewest timed runs per measurement")
+    ap.add_argument("--warmup", type=int, default=2, help="warm-up runs per measurement")
     a = ap.parse_args()
     models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
     if not os.path.isdir(os.path.join(ORT, "node_modules", "onnxruntime-node")):
@@ -155,7 +158,7 @@ def main():
     cpu, cores, avx512 = machine()
     simds = ["default"] + (["avx2"] if avx512 and not a.no_avx2 else [])
     threads = [int(t) for t in a.threads.split(",") if t]
-    r = Runner(a.build, threads)
+    r = Runner(a.build, threads, a.warmup)
     if a.base:
         r.base = os.path.join(a.base, "bin", "mi-run")
     tmp = tempfile.mkdtemp(prefix="mi-bench-real-")
@@ -183,7 +186,7 @@ def main():
                 out = os.path.join(d, "mi-" + simd)
                 one = r.blis(path, ins, threads[0], 3, simd, out)
                 errs.append(outputs_match(os.path.join(d, "ort"), out))
-            reps = max(5, min(300, int(a.target_ms / max(one, 1e-3))))
+            reps = max(a.min_runs, min(300, int(a.target_ms / max(one, 1e-3))))
         except RuntimeError as e:
             print(f"{name}: {e}; skipped")
             continue

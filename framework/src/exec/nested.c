@@ -1,0 +1,118 @@
+/* nested.c - an If of a device session runs the branch its condition picks in a nested session
+ * on the same device, so a model whose whole network sits in a branch (Silero VAD) is offloaded
+ * rather than interpreted: the branch is cloned with its captures turned into inputs, prepared
+ * on first use for the captures' shapes, and kept for the next runs (again when they change). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+
+struct mi__nested {
+  int32_t node;
+  int branch;          /* 1 then, 0 else */
+  int failed;          /* the device could not take it: the reference interpreter runs it */
+  mi_graph_t *g;       /* the branch, captures as inputs */
+  mi_session_t *s;
+  int32_t *slot;       /* per input of g: the If node's input that carries its value */
+};
+
+static void nested_clear(mi__nested_t *e) {
+  mi_session_destroy(e->s);
+  mi_graph_destroy(e->g);
+  free(e->slot);
+  e->s = NULL;
+  e->g = NULL;
+  e->slot = NULL;
+}
+
+void mi__nested_free(mi_session_t *s) {
+  for (int32_t i = 0; i < s->nested_count; i++) nested_clear(&s->nested[i]);
+  free(s->nested);
+  s->nested = NULL;
+  s->nested_count = 0;
+}
+
+static int same_shape(const mi_tensor_t *t, const mi_array_t *a) {
+  if (t->dtype != a->dtype || t->rank != a->rank) return 0;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (t->dims[d] != a->dims[d]) return 0;
+  return 1;
+}
+
+/* The branch as a graph of its own for these capture values; 0 when it cannot be one. */
+static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
+                     const mi_array_t *const *ins) {
+  const mi_node_t *n = &s->g->nodes[e->node];
+  mi_session_options_t o;
+  mi_error_t err = {0};
+  int32_t caps, folded = 0;
+  nested_clear(e);
+  if (!(e->g = mi_graph_clone(sub))) return 0;
+  caps = e->g->capture_count;
+  if (e->g->input_count || !(e->slot = malloc(((size_t)caps + 1) * sizeof *e->slot))) return 0;
+  for (int32_t i = 0; i < caps; i++) {
+    mi_tensor_t *t = &e->g->tensors[e->g->captures[i]];
+    int32_t k = n->input_count - n->implicit_inputs;
+    while (k < n->input_count &&
+           (n->inputs[k] < 0 || strcmp(s->g->tensors[n->inputs[k]].name, t->name) != 0))
+      k++;
+    if (k == n->input_count || !ins[k] || ins[k]->rank > MI_MAX_RANK) return 0;
+    e->slot[i] = k;
+    t->dtype = ins[k]->dtype;
+    t->rank = ins[k]->rank;
+    memcpy(t->dims, ins[k]->dims, (size_t)ins[k]->rank * sizeof t->dims[0]);
+    if (mi_graph_add_input(e->g, e->g->captures[i]) != MI_OK) return 0;
+  }
+  e->g->capture_count = 0;
+  if (mi_graph_toposort(e->g, &err) || mi_graph_infer_shapes(e->g, &err) ||
+      mi_graph_fold_constants(e->g, &folded, &err))
+    return 0;
+  memset(&o, 0, sizeof o);
+  o.struct_size = (uint32_t)sizeof o;
+  o.allow_host_fallback = 1;
+  return mi_session_create(e->g, s->plugin, s->device, &o, &e->s, &err) == MI_OK;
+}
+
+int32_t mi__nested_if(mi_session_t *s, int32_t node, const mi_array_t *const *ins,
+                      mi_array_t **outs, mi_error_t *err) {
+  const mi_node_t *n = &s->g->nodes[node];
+  const mi_graph_t *sub;
+  const mi_array_t *cond = ins[0], *feed[64];
+  mi__nested_t *e = NULL;
+  int taken, fresh = 0;
+  int32_t rc;
+  if (!s->plugin || strcmp(n->op_type, "If") != 0 || !cond || mi_array_numel(cond) != 1 ||
+      (cond->dtype != MI_DTYPE_BOOL && cond->dtype != MI_DTYPE_UINT8))
+    return 0;
+  taken = ((const uint8_t *)cond->data)[0] != 0;
+  if (!(sub = mi_node_subgraph(n, taken ? "then_branch" : "else_branch")) ||
+      sub->output_count != n->output_count || sub->capture_count > 64)
+    return 0;
+  for (int32_t i = 0; i < s->nested_count; i++)
+    if (s->nested[i].node == node && s->nested[i].branch == taken) e = &s->nested[i];
+  if (!e) {
+    mi__nested_t *grown = realloc(s->nested, (size_t)(s->nested_count + 1) * sizeof *grown);
+    if (!grown) return -mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    s->nested = grown;
+    e = &s->nested[s->nested_count++];
+    memset(e, 0, sizeof *e);
+    e->node = node;
+    e->branch = taken;
+    fresh = 1;
+  }
+  if (e->failed) return 0;
+  if (!fresh && e->s) {
+    for (int32_t i = 0; i < e->g->input_count; i++)
+      if (!ins[e->slot[i]] || !same_shape(&e->g->tensors[e->g->inputs[i]], ins[e->slot[i]]))
+        fresh = 1;
+  }
+  if ((fresh || !e->s) && !build(s, e, sub, ins)) {
+    /* Kept as a refusal: the reference interpreter runs this branch from now on. */
+    nested_clear(e);
+    e->failed = 1;
+    return 0;
+  }
+  for (int32_t i = 0; i < e->g->input_count; i++) feed[i] = ins[e->slot[i]];
+  rc = mi_session_run(e->s, feed, e->g->input_count, outs, n->output_count, err);
+  return rc ? -rc : 1;
+}
