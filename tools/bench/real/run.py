@@ -195,6 +195,60 @@ def main():
               f"; {reps} timed runs per measurement", flush=True)
         todo.append((name, path, ins, reps, max(errs)))
 
+    def table(done):
+        load_end = load()
+        t_end = time.strftime("%H:%M:%S UTC", time.gmtime())
+
+        def cell(name, t, who):
+            b, o = ms[(name, t, who)], ms[(name, t, "ort")]
+            rs = [x / y for x, y in zip(b, o) if x == x and y == y and y > 0]
+            if not rs:
+                return None
+            return statistics.median(b), statistics.median(o), statistics.median(rs), min(rs), max(rs)
+
+        print(f"\n{done} of {a.rounds} rounds, {t_start} - {t_end}, load average {load_start} -> {load_end}; "
+              "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]); < 1: blis-cpu faster")
+        worst = {}
+        if a.markdown:
+            head = "| model | threads | ORT ms | blis-cpu ms | ratio [range] |"
+            sep = "| --- | ---: | ---: | ---: | --- |"
+            if "avx2" in simds:
+                head += " blis-cpu AVX2 ms | ratio AVX2 [range] |"
+                sep += " ---: | --- |"
+            if a.base:
+                head += " before ms | ratio before [range] |"
+                sep += " ---: | --- |"
+            print(head + " max rel L2 |")
+            print(sep + " ---: |")
+        else:
+            print(f"{'model':<16} {'thr':>3} {'ORT ms':>9} {'blis ms':>9} {'ratio':>6} {'range':>11}" +
+                  (f" {'avx2 ms':>9} {'ratio':>6} {'range':>11}" if "avx2" in simds else "") +
+                  (f" {'before':>9} {'ratio':>6} {'range':>11}" if a.base else "") + "  rel L2")
+        for t in threads:
+            for name, _, _, _, err in todo:
+                cols = simds + (["base"] if a.base else [])
+                cells = [cell(name, t, s) for s in cols]
+                if cells[0] is None:
+                    continue
+                for s, c in zip(cols, cells):
+                    if c is None:
+                        continue
+                    if c[2] > worst.get((s, t), (0.0, ""))[0]:
+                        worst[(s, t)] = c[2], name
+                if a.markdown:
+                    line = f"| {name} | {t} | {cells[0][1]:.3f} |"
+                    for c in cells:
+                        line += (f" {c[0]:.3f} | {c[2]:.2f} [{c[3]:.2f}-{c[4]:.2f}] |" if c else " - | - |")
+                    print(line + f" {err:.1g} |")
+                else:
+                    line = f"{name:<16} {t:>3} {cells[0][1]:>9.3f}"
+                    for c in cells:
+                        line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
+                    print(line + f"  {err:.1g}")
+        for (s, t), (w, name) in sorted(worst.items()):
+            print(f"worst ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, {t} thread(s): "
+                  f"{w:.2f} ({name})")
+
     # ms[(name, threads, who)] = list over rounds; who: "ort" or a simd value
     ms = {}
     whos = simds + (["base"] if a.base else []) + ["ort"]
@@ -211,58 +265,9 @@ def main():
                         v = float("nan")
                     ms.setdefault((name, t, who), []).append(v)
         print(f"round {rnd + 1}/{a.rounds} done, load {load()}", flush=True)
-    load_end = load()
-    t_end = time.strftime("%H:%M:%S UTC", time.gmtime())
-
-    def cell(name, t, who):
-        b, o = ms[(name, t, who)], ms[(name, t, "ort")]
-        rs = [x / y for x, y in zip(b, o) if x == x and y == y and y > 0]
-        if not rs:
-            return None
-        return statistics.median(b), statistics.median(o), statistics.median(rs), min(rs), max(rs)
-
-    print(f"\n{a.rounds} rounds, {t_start} - {t_end}, load average {load_start} -> {load_end}; "
-          "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]); < 1: blis-cpu faster")
-    worst = {}
-    if a.markdown:
-        head = "| model | threads | ORT ms | blis-cpu ms | ratio [range] |"
-        sep = "| --- | ---: | ---: | ---: | --- |"
-        if "avx2" in simds:
-            head += " blis-cpu AVX2 ms | ratio AVX2 [range] |"
-            sep += " ---: | --- |"
-        if a.base:
-            head += " before ms | ratio before [range] |"
-            sep += " ---: | --- |"
-        print(head + " max rel L2 |")
-        print(sep + " ---: |")
-    else:
-        print(f"{'model':<16} {'thr':>3} {'ORT ms':>9} {'blis ms':>9} {'ratio':>6} {'range':>11}" +
-              (f" {'avx2 ms':>9} {'ratio':>6} {'range':>11}" if "avx2" in simds else "") +
-              (f" {'before':>9} {'ratio':>6} {'range':>11}" if a.base else "") + "  rel L2")
-    for t in threads:
-        for name, _, _, _, err in todo:
-            cols = simds + (["base"] if a.base else [])
-            cells = [cell(name, t, s) for s in cols]
-            if cells[0] is None:
-                continue
-            for s, c in zip(cols, cells):
-                if c is None:
-                    continue
-                if c[2] > worst.get((s, t), (0.0, ""))[0]:
-                    worst[(s, t)] = c[2], name
-            if a.markdown:
-                line = f"| {name} | {t} | {cells[0][1]:.3f} |"
-                for c in cells:
-                    line += (f" {c[0]:.3f} | {c[2]:.2f} [{c[3]:.2f}-{c[4]:.2f}] |" if c else " - | - |")
-                print(line + f" {err:.1g} |")
-            else:
-                line = f"{name:<16} {t:>3} {cells[0][1]:>9.3f}"
-                for c in cells:
-                    line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
-                print(line + f"  {err:.1g}")
-    for (s, t), (w, name) in sorted(worst.items()):
-        print(f"worst ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, {t} thread(s): "
-              f"{w:.2f} ({name})")
+        if rnd + 1 < a.rounds:
+            table(rnd + 1)
+    table(a.rounds)
     subprocess.run(["rm", "-rf", tmp])
 
 
