@@ -68,10 +68,15 @@ assert blis and blis["ok"] and blis["measured"] > 0 and blis["front"], f"{case}:
 bad = runs.get(name + ":0")
 if bad is not None:
     assert not bad["ok"] or not bad["front"], f"{case}: the hostile device has a front: {bad}"
+import re
 text = open(dep).read()
-chosen = [b for b in text.split("  - model:") if f'device: "{name}:0"' in b]
+# Entries start "- model:" at any indent (the table is written by libyaml's emitter); values
+# may be quoted or plain.
+head, _, assignment = text.partition("\nassignment:")
+dev = re.compile(r'device: "?%s:0"?\s*$' % re.escape(name), re.M)
+chosen = [b for b in re.split(r'\n\s*- (?=model:)', head) if dev.search(b)]
 assert all("chosen:" not in b for b in chosen), f"{case}: deployment.yaml chose the hostile device"
-assert f'device: "{name}:0"' not in text.split("assignment:")[1], f"{case}: hostile device assigned"
+assert not dev.search(assignment), f"{case}: hostile device assigned"
 PY
   echo "hostile_tune: $c: ok"
 done

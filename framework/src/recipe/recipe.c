@@ -155,6 +155,7 @@ static int32_t parse_pool(ctx_t *c, const yaml_node_t *n) {
   for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
     yaml_node_t *e = yaml_document_get_node(c->doc, *i);
     mi_recipe_device_t *d, *nd;
+    const mi_plugin_t *pl;
     const char *name = NULL;
     int64_t dev = 0;
     int32_t rc;
@@ -177,9 +178,10 @@ static int32_t parse_pool(ctx_t *c, const yaml_node_t *n) {
     /* A plugin refused at load stays in the pool: its device fails with the reason. */
     if (c->reg && !mi_registry_find(c->reg, name) && !mi_registry_refusal(c->reg, name))
       return at(c, e, MI_ERR_NOT_FOUND, "unknown plugin '%s' (not loaded)", name);
-    if (c->reg && (uint32_t)dev >= mi_registry_find(c->reg, name)->device_count)
-      return at(c, e, MI_ERR_NOT_FOUND, "plugin '%s' has no device %lld (it has %u)", name, (long long)dev,
-                (unsigned)mi_registry_find(c->reg, name)->device_count);
+    /* A refused plugin has no device count to check the index against. */
+    if (c->reg && (pl = mi_registry_find(c->reg, name)) && (uint32_t)dev >= pl->device_count)
+      return at(c, e, MI_ERR_NOT_FOUND, "plugin '%s' has no device %lld (it has %u)", name,
+                (long long)dev, (unsigned)pl->device_count);
     nd = realloc(c->r->pool, ((size_t)c->r->device_count + 1) * sizeof *nd);
     if (!nd) return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
     c->r->pool = nd;
