@@ -35,6 +35,9 @@ static void fill(mi_record_t *r, int ok, double median, const char *stack_hash) 
     r->energy_j = 1e-5;
     r->energy_source = MI_ENERGY_MODELED;
     r->layers_json = "[{\"node\":0,\"name\":\"conv\"}]";
+    r->has_load = 1; /* schema 3: the machine's load, kept through export and import */
+    r->load1 = 3.25;
+    r->loaded = 1;
   }
 }
 
@@ -120,6 +123,8 @@ static void test_put_query_roundtrip(const char *dir) {
     fclose(fx);
     fclose(fy);
     CHECK(x && y && strcmp(x, y) == 0, "round trip differs:\n%s\n%s", x, y);
+    CHECK(x && strstr(x, "\"load1\":3.25,\"loaded\":true") && strstr(x, "\"load1\":null"),
+          "load in the export: %s", x);
     free(x);
     free(y);
   }
@@ -181,13 +186,15 @@ static void test_migration(const char *dir) {
         "v1 has no discarded column");
   sqlite3_close(db);
   CHECK(mi_history_open(path, &h, &err) == MI_OK, "%s", err.message);
-  CHECK(h && mi_history_stats(h, &st, &err) == MI_OK && st.schema_version == 2 &&
+  CHECK(h && mi_history_stats(h, &st, &err) == MI_OK && st.schema_version == MI_HISTORY_SCHEMA_VERSION &&
             st.measurements == 1,
         "migrated: v%d m %lld", st.schema_version, (long long)st.measurements);
   mi_history_close(h);
   sqlite3_open(path, &db);
   CHECK(sqlite3_exec(db, "SELECT discarded FROM measurements", NULL, NULL, NULL) == SQLITE_OK,
         "v2 column");
+  CHECK(sqlite3_exec(db, "SELECT load1, loaded FROM measurements", NULL, NULL, NULL) == SQLITE_OK,
+        "v3 columns");
   /* A file from a newer build is refused, not damaged. */
   sqlite3_exec(db, "UPDATE schema_version SET version = 99", NULL, NULL, NULL);
   sqlite3_close(db);

@@ -124,6 +124,10 @@ typedef struct mi_profile {
   double check_error;          /* max |out - ref| / max |ref| */
   int32_t layer_count;
   mi_layer_profile_t *layers;
+  /* Added: the machine's 1-minute load average (/proc/loadavg) when the measurement began, NaN
+   * when unreadable, and the online CPUs it is to be read against. */
+  double load1;
+  int32_t cpus;
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
@@ -257,6 +261,89 @@ MI_API void mi_worker_retire(mi_worker_pool_t *p, const char *spec);
  * "exited with status N in describe ...", "writes to stdout ...". `name` is unused. */
 MI_API int32_t mi_worker_preflight(void *opts, const char *manifest, const char *name,
                                    mi_error_t *err);
+
+/* ---------------------------------------------------------------- paired comparison */
+
+#define MI_COMPARE_MAX_CONFIGS 8
+#define MI_COMPARE_MAX_ROUNDS 64
+
+/** What the interval of a ratio says about config i against config 0. */
+typedef enum mi_compare_verdict {
+  MI_COMPARE_TIED = 0,   /* the interval spans 1: no significant difference */
+  MI_COMPARE_FASTER = 1, /* the whole interval is below 1 */
+  MI_COMPARE_SLOWER = 2  /* the whole interval is above 1 */
+} mi_compare_verdict;
+
+/** A ratio of latencies with its bootstrap confidence interval. */
+typedef struct mi_compare_ratio {
+  double ratio;          /* median of the per-round ratios */
+  double lo, hi;         /* the confidence interval (percentile bootstrap over rounds) */
+  double half_width;     /* (hi - lo) / 2 / ratio: the interval's half-width as a share */
+  int32_t verdict;       /* mi_compare_verdict */
+} mi_compare_ratio_t;
+
+/** The paired ratio b/a of n rounds (a[k] and b[k] measured in the same round, both > 0): the
+ * median of b[k]/a[k] and its `confidence` (e.g. 0.95) percentile-bootstrap interval from
+ * `resamples` resamples of whole rounds, drawn from `seed`: the same samples and seed give the
+ * same interval. n >= 1 (one round gives a zero-width interval). */
+MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, double confidence,
+                                int32_t resamples, uint64_t seed, mi_compare_ratio_t *out,
+                                mi_error_t *err);
+
+/** How to compare. Fill with mi_compare_options_default(), then change fields. */
+typedef struct mi_compare_options {
+  uint32_t struct_size;
+  double target;         /* stop once every interval's half-width is under this share
+                          * (default 0.02: +-2%) */
+  double budget_s;       /* or once this much wall time has passed (default 120) */
+  int32_t min_rounds;    /* rounds before the target may stop it (default 5) */
+  int32_t max_rounds;    /* at most this many (default 30, at most MI_COMPARE_MAX_ROUNDS) */
+  double confidence;     /* of the intervals (default 0.95) */
+  int32_t resamples;     /* bootstrap resamples (default 2000) */
+  uint64_t seed;         /* each round's order and the bootstrap (default 1) */
+  double load_limit;     /* a measurement that started with the 1-minute load average above
+                          * this many runnable tasks per CPU is flagged (default 1.0) */
+} mi_compare_options_t;
+
+MI_API void mi_compare_options_default(mi_compare_options_t *o);
+
+/** Measures configuration `config` (0..count-1) once; *median_s its median latency. */
+typedef int32_t (*mi_compare_measure_fn)(void *user, int32_t config, double *median_s,
+                                         mi_error_t *err);
+
+/** What a paired comparison measured. Rounds in order; ratios are against config 0. */
+typedef struct mi_compare_result {
+  int32_t count;                                  /* configurations */
+  int32_t rounds;                                 /* complete rounds */
+  double median_s[MI_COMPARE_MAX_CONFIGS];        /* each one's median over the rounds */
+  mi_compare_ratio_t vs_first[MI_COMPARE_MAX_CONFIGS]; /* config i / config 0 ([0] is 1) */
+  double sample_s[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS]; /* per round, per config */
+  int8_t order[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS];   /* measured order per round */
+  double load[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS];   /* 1-min load when it began;
+                                                                 * NaN when unreadable */
+  int32_t loaded;        /* measurements flagged as taken under load (load_limit) */
+  int32_t cpus;          /* online CPUs the limit was scaled by */
+  int32_t target_met;    /* 1: stopped because every half-width was under the target */
+  double seconds;        /* wall time of the whole comparison */
+} mi_compare_result_t;
+
+/** Runs `count` (2..MI_COMPARE_MAX_CONFIGS) configurations in interleaved rounds, each round
+ * measuring every configuration once in an order drawn anew from the seed, until every ratio
+ * against config 0 is known to within +-target (after min_rounds), the budget is spent or
+ * max_rounds are done. A failed measurement ends it with that error (out keeps the complete
+ * rounds before it). Each measurement is preceded by a reading of /proc/loadavg. */
+MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void *user,
+                              const mi_compare_options_t *o, mi_compare_result_t *out,
+                              mi_error_t *err);
+
+/** mi_compare_run over configurations measured in workers of `p` on device `spec`: every
+ * measurement in a fresh worker process (mi_worker_retire before each), so that neither a
+ * process's own speed nor the machine's drift over minutes favours one of them. */
+MI_API int32_t mi_worker_compare(mi_worker_pool_t *p, const char *spec,
+                                 const mi_worker_config_t *configs, int32_t count,
+                                 const mi_measure_options_t *mo, const mi_compare_options_t *o,
+                                 mi_compare_result_t *out, mi_error_t *err);
+
 /** The whole of the mi-worker program: a pool starts each worker as a new process running
  * this (fork + exec, never a bare fork of a host that may run threads), and the worker serves
  * one device's jobs on the socket named in argv until the pool closes it. Returns the exit
@@ -373,6 +460,11 @@ typedef struct mi_record {
   int32_t energy_source;             /* mi_energy_source */
   const char *accuracy_json;         /* may be NULL */
   const char *layers_json;           /* may be NULL */
+  /* Added (schema 3): the 1-minute load average when the measurement began, and `loaded` = 1
+   * when it was above one runnable task per online CPU (taken under load). has_load 0: unknown. */
+  int32_t has_load;
+  double load1;
+  int32_t loaded;
 } mi_record_t;
 
 /** A row a query returns (borrowed for the callback). */
@@ -455,7 +547,7 @@ MI_API const mi_store_ops_t *mi_store_sqlite(void);
 typedef struct mi_history mi_history_t;
 
 /** Current schema version of the SQLite store, and of export lines. */
-#define MI_HISTORY_SCHEMA_VERSION 2
+#define MI_HISTORY_SCHEMA_VERSION 3
 #define MI_HISTORY_FORMAT_VERSION 1
 
 /** Opens (creating and migrating) the log at `path` with the SQLite store. */
@@ -469,7 +561,7 @@ MI_API int32_t mi_history_begin_run(mi_history_t *h, const char *tool, const cha
                                     int64_t *run_id, mi_error_t *err);
 /** Fills the measured part of a record from a profile: clock, latency statistics, repeats,
  * rounds, discarded samples, prepare time, peak memory (0 when no source measured it), energy
- * with its source, and layers. Returns the layers JSON that r->layers_json now points to; the
+ * with its source, the machine's load, and layers. Returns the layers JSON that r->layers_json now points to; the
  * caller frees it after mi_history_put (NULL when out of memory: layers are then left out). */
 MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p);
 

@@ -1,6 +1,7 @@
 /* history.c - the evaluation log's front end over a store: one transaction per record, JSON
  * Lines import line by line, and the canonical text of a hardware-side configuration. */
 #define _GNU_SOURCE 1
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,9 @@ MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p) {
   r->energy_source = !p->has_energy     ? MI_ENERGY_NONE
                      : p->energy_modeled ? MI_ENERGY_MODELED
                                          : MI_ENERGY_MEASURED;
+  r->has_load = isfinite(p->load1) && p->cpus > 0;
+  r->load1 = r->has_load ? p->load1 : 0;
+  r->loaded = r->has_load && p->load1 > p->cpus;
   r->layers_json = mi_profile_layers_json(p);
   return (char *)r->layers_json;
 }

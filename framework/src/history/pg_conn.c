@@ -125,6 +125,8 @@ static const char *const k_migrations[MI_HISTORY_SCHEMA_VERSION] = {
     " accuracy TEXT, layers TEXT);",
     "ALTER TABLE measurements ADD COLUMN discarded BIGINT;"
     "CREATE INDEX measurements_task ON measurements(task_id, config_id);",
+    "ALTER TABLE measurements ADD COLUMN load1 DOUBLE PRECISION;"
+    "ALTER TABLE measurements ADD COLUMN loaded INTEGER;",
 };
 
 static int32_t version(PGconn *c, int64_t *v, mi_error_t *err) {

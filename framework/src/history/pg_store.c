@@ -132,7 +132,7 @@ static const char *inum(char *buf, int has, long long x) {
 
 int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid, int64_t task_id,
                                int64_t cfg_id, int64_t *id, int *added, mi_error_t *err) {
-  char u[33], at[32], b[20][32];
+  char u[33], at[32], b[22][32];
   int64_t stack_id;
   int found, has_lat = r->ok && r->latency_s.n > 0, has_e = r->energy_source != MI_ENERGY_NONE;
   const mi_stats_t *l = &r->latency_s;
@@ -153,7 +153,7 @@ int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid
       return rc;
   }
   {
-    const char *v[27] = {
+    const char *v[29] = {
         uuid, inum(b[0], r->run_id > 0, r->run_id), inum(b[1], 1, task_id), inum(b[2], 1, cfg_id),
         inum(b[3], 1, stack_id), r->device_spec, at, r->ok ? "1" : "0",
         r->ok ? NULL : (r->failure ? r->failure : "failed"), r->clock,
@@ -165,15 +165,17 @@ int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid
         num(b[15], has_e, r->energy_j),
         r->energy_source == MI_ENERGY_MEASURED ? "measured"
         : r->energy_source == MI_ENERGY_MODELED ? "modeled" : NULL,
-        r->accuracy_json, r->layers_json, inum(b[16], 1, r->discarded)};
+        r->accuracy_json, r->layers_json, inum(b[16], 1, r->discarded),
+        num(b[17], r->has_load, r->load1), inum(b[18], r->has_load, r->loaded ? 1 : 0)};
     if ((rc = mi__pg_int(c,
                          "INSERT INTO measurements(uuid, run_id, task_id, config_id, stack_id,"
                          " device_spec, created_at, ok, failure, clock, n, median_s, mean_s,"
                          " trimmed_mean_s, p10_s, p90_s, cv, samples, repeats, rounds, prepare_s,"
-                         " peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded)"
+                         " peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded,"
+                         " load1, loaded)"
                          " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,"
-                         "$19,$20,$21,$22,$23,$24,$25,$26,$27) ON CONFLICT(uuid) DO NOTHING RETURNING id",
-                         27, v, id, &found, err)))
+                         "$19,$20,$21,$22,$23,$24,$25,$26,$27,$28,$29) ON CONFLICT(uuid) DO NOTHING RETURNING id",
+                         29, v, id, &found, err)))
       return rc;
   }
   *added = found;

@@ -33,6 +33,9 @@ static const char *const k_migrations[MI_HISTORY_SCHEMA_VERSION] = {
     /* 1 -> 2: samples dropped for device-state changes, and the warm-start lookup index */
     "ALTER TABLE measurements ADD COLUMN discarded INTEGER;"
     "CREATE INDEX measurements_task ON measurements(task_id, config_id);",
+    /* 2 -> 3: the machine's load when the measurement began, and whether it was under load */
+    "ALTER TABLE measurements ADD COLUMN load1 REAL;"
+    "ALTER TABLE measurements ADD COLUMN loaded INTEGER;",
 };
 
 int32_t mi__sqlite_exec(sqlite3 *db, const char *sql, const char *what, mi_error_t *err) {

@@ -31,7 +31,8 @@ static const char k_export_sql[] =
     "   'discarded', m.discarded, 'prepare_s', m.prepare_s,"
     "   'peak_memory_bytes', m.peak_memory_bytes, 'energy_j', m.energy_j,"
     "   'energy_source', m.energy_source, 'accuracy', json(m.accuracy),"
-    "   'layers', json(m.layers)))"
+    "   'layers', json(m.layers), 'load1', m.load1,"
+    "   'loaded', json(CASE m.loaded WHEN 1 THEN 'true' WHEN 0 THEN 'false' END)))"
     " FROM measurements m JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
     " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
     " LEFT JOIN runs r ON r.id = m.run_id ORDER BY m.id";
@@ -65,13 +66,14 @@ static const char *const k_paths[] = {
     "$.result.latency_s.trimmed_mean", "$.result.latency_s.p10", "$.result.latency_s.p90",
     "$.result.latency_s.cv", "$.result.samples", "$.result.repeats", "$.result.rounds",
     "$.result.discarded", "$.result.prepare_s", "$.result.peak_memory_bytes",
-    "$.result.energy_j", "$.result.energy_source", "$.result.accuracy", "$.result.layers"};
+    "$.result.energy_j", "$.result.energy_source", "$.result.accuracy", "$.result.layers",
+    "$.result.load1", "$.result.loaded"};
 enum { N_REQUIRED = 10, N_PATHS = sizeof k_paths / sizeof k_paths[0] };
 enum {
   F_FORMAT, F_KIND, F_UUID, F_MHASH, F_SHAPES, F_DHASH, F_SHASH, F_STACK, F_CANON, F_OK,
   F_CREATED, F_RUUID, F_RSTART, F_RTOOL, F_MNAME, F_FEAT, F_BATCH, F_SPEC, F_DNAME, F_FP,
   F_MCANON, F_FAIL, F_CLOCK, F_N, F_MED, F_MEAN, F_TRIM, F_P10, F_P90, F_CV, F_SAMPLES, F_REP,
-  F_ROUNDS, F_DISC, F_PREP, F_MEM, F_EJ, F_ESRC, F_ACC, F_LAYERS
+  F_ROUNDS, F_DISC, F_PREP, F_MEM, F_EJ, F_ESRC, F_ACC, F_LAYERS, F_LOAD, F_LOADED
 };
 
 int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_error_t *err) {
@@ -156,6 +158,9 @@ int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_err
   }
   r.accuracy_json = v[F_ACC];
   r.layers_json = v[F_LAYERS];
+  r.has_load = v[F_LOAD] != NULL;
+  r.load1 = sqlite3_column_double(st, 1 + F_LOAD);
+  r.loaded = sqlite3_column_int(st, 1 + F_LOADED);
   {
     int64_t id;
     /* The uuid makes a second import of the same line a no-op. */

@@ -116,6 +116,7 @@ int32_t mi__sqlite_put(mi__sqlite_t *s, const mi_record_t *r, const char *uuid,
   char u[33], at[32], chash[17], mhash[17] = "";
   int64_t stack_id, dev_id, task_id, cfg_id, run_id = r->run_id, n = r->latency_s.n;
   int64_t repeats = r->repeats, rounds = r->rounds, disc = r->discarded, ok = r->ok ? 1 : 0;
+  int64_t loaded = r->loaded ? 1 : 0;
   int64_t mem = (int64_t)r->peak_memory_bytes, exists = 0;
   const char *src = r->energy_source == MI_ENERGY_MEASURED  ? "measured"
                     : r->energy_source == MI_ENERGY_MODELED ? "modeled"
@@ -199,19 +200,22 @@ int32_t mi__sqlite_put(mi__sqlite_t *s, const mi_record_t *r, const char *uuid,
                          has_lat ? &l->cv : NULL, r->samples_json, &repeats, &rounds,
                          r->ok ? &r->prepare_s : NULL, mem > 0 ? &mem : NULL,
                          has_e ? &r->energy_j : NULL, src, r->accuracy_json};
-    const void *b[27];
+    const void *b[29];
     /* One type letter per parameter: run() reads exactly strlen(fmt) entries of b. */
-    static const char fmt[] = "tiiiittittiddddddtiididttti";
+    static const char fmt[] = "tiiiittittiddddddtiididtttidi";
     _Static_assert(sizeof fmt - 1 == sizeof b / sizeof b[0], "one letter per parameter");
     memcpy(b, a, sizeof a);
     b[25] = r->layers_json;
     b[26] = &disc;
+    b[27] = r->has_load ? &r->load1 : NULL;
+    b[28] = r->has_load ? &loaded : NULL;
     if ((rc = run(s->db,
                   "INSERT INTO measurements(uuid, run_id, task_id, config_id, stack_id, "
                   "device_spec, created_at, ok, failure, clock, n, median_s, mean_s, "
                   "trimmed_mean_s, p10_s, p90_s, cv, samples, repeats, rounds, prepare_s, "
-                  "peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded) "
-                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                  "peak_memory_bytes, energy_j, energy_source, accuracy, layers, discarded, "
+                  "load1, loaded) "
+                  "VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
                   fmt, b, id, err)))
       return rc;
   }

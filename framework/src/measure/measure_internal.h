@@ -20,6 +20,10 @@ void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
  * pool quarantines such a device at once (worker.c). */
 #define MI__LIE_PREFIX "implausible device time"
 
+/* The 1-minute load average (/proc/loadavg), NaN when it cannot be read; *cpus (may be NULL)
+ * the online CPUs, at least 1. */
+double mi__load1(int32_t *cpus);
+
 /* Worker frames: a header, then `length` payload bytes. */
 enum {
   MI__FRAME_MAGIC = 0x4d49574bu, /* "MIWK" */

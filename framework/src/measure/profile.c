@@ -303,6 +303,7 @@ MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t
   snprintf(r->plugin_name, sizeof r->plugin_name, "%s", plugin->name);
   snprintf(r->plugin_version, sizeof r->plugin_version, "%s", plugin->version);
   r->device = device;
+  r->load1 = mi__load1(&r->cpus); /* the machine as the measurement found it */
   if ((rc = mi_plugin_device_info(plugin, device, &r->desc, err))) goto done;
   reset_peak_rss();
   p.plugin = plugin;

@@ -1,5 +1,22 @@
-/* util.c - small helpers of the measure family: statistics written as JSON. */
+/* util.c - small helpers of the measure family: statistics written as JSON, the machine's load. */
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
 #include "measure/measure_internal.h"
+
+double mi__load1(int32_t *cpus) {
+  FILE *f = fopen("/proc/loadavg", "r");
+  double v = NAN;
+  if (cpus) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    *cpus = n > 0 ? (int32_t)n : 1;
+  }
+  if (!f) return NAN;
+  if (fscanf(f, "%lf", &v) != 1) v = NAN;
+  fclose(f);
+  return v;
+}
 
 void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale) {
   mi__sbuf_printf(b, "{\"n\":%d,\"median\":", (int)st->n);

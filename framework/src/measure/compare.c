@@ -1,0 +1,213 @@
+/* compare.c - paired comparison of configurations: interleaved rounds in fresh workers, the
+ * ratio of each to the first with a bootstrap confidence interval (docs/measurement.md). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure/measure_internal.h"
+
+/* splitmix64. The tuner's mi_rng lives in the space module, above this one; the comparison
+ * needs only a seeded stream of its own. */
+static uint64_t next_u64(uint64_t *s) {
+  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static uint32_t below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(next_u64(s) % n) : 0; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of n values, sorting them in place. */
+static double median_inplace(double *v, int32_t n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return mi_stats_quantile(v, n, 0.5);
+}
+
+MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, double confidence,
+                                int32_t resamples, uint64_t seed, mi_compare_ratio_t *out,
+                                mi_error_t *err) {
+  double *lr, *tmp, *boot;
+  uint64_t st = seed;
+  if (!out || !a || !b || n < 1 || !(confidence > 0 && confidence < 1) || resamples < 1)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "mi_compare_ratio: needs n >= 1 rounds, 0 < confidence < 1, resamples >= 1");
+  memset(out, 0, sizeof *out);
+  for (int32_t k = 0; k < n; k++)
+    if (!(a[k] > 0) || !(b[k] > 0) || !isfinite(a[k]) || !isfinite(b[k]))
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "mi_compare_ratio: round %d has a latency that is not a positive number",
+                       (int)k);
+  lr = malloc((size_t)n * sizeof *lr);
+  tmp = malloc((size_t)n * sizeof *tmp);
+  boot = malloc((size_t)resamples * sizeof *boot);
+  if (!lr || !tmp || !boot) {
+    free(lr);
+    free(tmp);
+    free(boot);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_compare_ratio: out of memory");
+  }
+  /* Logs, so that a ratio and its inverse get mirror-image intervals. */
+  for (int32_t k = 0; k < n; k++) lr[k] = log(b[k] / a[k]);
+  memcpy(tmp, lr, (size_t)n * sizeof *tmp);
+  out->ratio = exp(median_inplace(tmp, n));
+  /* Whole rounds are resampled: the pairing is what cancels the machine's drift. The median,
+   * not the mean: one round that met a burst of other work must not move the answer. */
+  for (int32_t r = 0; r < resamples; r++) {
+    for (int32_t k = 0; k < n; k++) tmp[k] = lr[below(&st, (uint32_t)n)];
+    boot[r] = median_inplace(tmp, n);
+  }
+  qsort(boot, (size_t)resamples, sizeof *boot, cmp_double);
+  out->lo = exp(mi_stats_quantile(boot, resamples, (1 - confidence) / 2));
+  out->hi = exp(mi_stats_quantile(boot, resamples, 1 - (1 - confidence) / 2));
+  out->half_width = (out->hi - out->lo) / 2 / out->ratio;
+  out->verdict = out->hi < 1 ? MI_COMPARE_FASTER : out->lo > 1 ? MI_COMPARE_SLOWER : MI_COMPARE_TIED;
+  free(lr);
+  free(tmp);
+  free(boot);
+  return MI_OK;
+}
+
+MI_API void mi_compare_options_default(mi_compare_options_t *o) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = (uint32_t)sizeof *o;
+  o->target = 0.02;
+  o->budget_s = 120;
+  o->min_rounds = 5;
+  o->max_rounds = 30;
+  o->confidence = 0.95;
+  o->resamples = 2000;
+  o->seed = 1;
+  o->load_limit = 1.0;
+}
+
+/* Summarises the complete rounds into out: medians and the ratios against config 0. */
+static int32_t summarise(const mi_compare_options_t *o, mi_compare_result_t *out,
+                         mi_error_t *err) {
+  double a[MI_COMPARE_MAX_ROUNDS], b[MI_COMPARE_MAX_ROUNDS];
+  int32_t n = out->rounds, rc;
+  for (int32_t c = 0; c < out->count; c++) {
+    for (int32_t k = 0; k < n; k++) a[k] = out->sample_s[k][c];
+    out->median_s[c] = median_inplace(a, n);
+  }
+  for (int32_t c = 0; c < out->count; c++) {
+    for (int32_t k = 0; k < n; k++) {
+      a[k] = out->sample_s[k][0];
+      b[k] = out->sample_s[k][c];
+    }
+    /* Every pair gets its own stream, so adding a configuration leaves the others' intervals. */
+    if ((rc = mi_compare_ratio(a, b, n, o->confidence, o->resamples,
+                               o->seed * 7919u + (uint64_t)c, &out->vs_first[c], err)))
+      return rc;
+  }
+  return MI_OK;
+}
+
+MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void *user,
+                              const mi_compare_options_t *opts, mi_compare_result_t *out,
+                              mi_error_t *err) {
+  mi_compare_options_t o;
+  uint64_t st;
+  double t0 = mi__now_s();
+  int32_t rc = MI_OK;
+  if (!out || !measure)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_compare_run: out and measure are needed");
+  memset(out, 0, sizeof *out);
+  if (count < 2 || count > MI_COMPARE_MAX_CONFIGS)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "mi_compare_run: %d configurations; 2 to %d can be compared", (int)count,
+                     MI_COMPARE_MAX_CONFIGS);
+  if (opts) o = *opts;
+  else mi_compare_options_default(&o);
+  if (o.max_rounds < 1 || o.max_rounds > MI_COMPARE_MAX_ROUNDS) o.max_rounds = MI_COMPARE_MAX_ROUNDS;
+  if (o.min_rounds < 2) o.min_rounds = 2;
+  if (o.min_rounds > o.max_rounds) o.min_rounds = o.max_rounds;
+  if (!(o.confidence > 0 && o.confidence < 1)) o.confidence = 0.95;
+  if (o.resamples < 100) o.resamples = 100;
+  out->count = count;
+  mi__load1(&out->cpus);
+  st = o.seed;
+  while (out->rounds < o.max_rounds) {
+    int32_t k = out->rounds;
+    int8_t *ord = out->order[k];
+    /* A fresh order each round (Fisher-Yates), so no configuration always goes first or
+     * always follows a particular one. */
+    for (int32_t c = 0; c < count; c++) ord[c] = (int8_t)c;
+    for (int32_t c = count - 1; c > 0; c--) {
+      int32_t j = (int32_t)below(&st, (uint32_t)c + 1);
+      int8_t t = ord[c];
+      ord[c] = ord[j];
+      ord[j] = t;
+    }
+    for (int32_t i = 0; i < count; i++) {
+      int32_t c = ord[i];
+      double med = NAN;
+      out->load[k][c] = mi__load1(NULL);
+      if (out->load[k][c] > o.load_limit * out->cpus) out->loaded++;
+      if ((rc = measure(user, c, &med, err)) != MI_OK) goto end;
+      if (!(med > 0) || !isfinite(med)) {
+        rc = mi_errorf(err, MI_ERR_INTERNAL, "compare: configuration %d measured %g s", (int)c,
+                       med);
+        goto end;
+      }
+      out->sample_s[k][c] = med;
+    }
+    out->rounds++;
+    if ((rc = summarise(&o, out, err)) != MI_OK) goto end;
+    if (out->rounds >= o.min_rounds) {
+      int met = 1;
+      for (int32_t c = 1; c < count; c++) met &= out->vs_first[c].half_width <= o.target;
+      if (met) {
+        out->target_met = 1;
+        break;
+      }
+    }
+    if (o.budget_s > 0 && mi__now_s() - t0 >= o.budget_s) break;
+  }
+end:
+  out->seconds = mi__now_s() - t0;
+  /* A failure keeps what the complete rounds said. */
+  if (rc != MI_OK && out->rounds > 0) {
+    mi_error_t e2;
+    summarise(&o, out, &e2);
+  }
+  return rc;
+}
+
+/* The measurer of mi_worker_compare: one configuration job in a fresh worker. */
+typedef struct worker_measure {
+  mi_worker_pool_t *pool;
+  const char *spec;
+  const mi_worker_config_t *configs;
+  const mi_measure_options_t *mo;
+} worker_measure_t;
+
+static int32_t measure_in_worker(void *user, int32_t c, double *median_s, mi_error_t *err) {
+  worker_measure_t *w = user;
+  mi_profile_t *p = NULL;
+  int32_t rc;
+  mi_worker_retire(w->pool, w->spec);
+  rc = mi_worker_profile_config(w->pool, w->spec, &w->configs[c], w->mo, 0, &p, NULL, err);
+  if (rc == MI_OK) *median_s = p->latency.stats.median;
+  mi_profile_destroy(p);
+  return rc;
+}
+
+MI_API int32_t mi_worker_compare(mi_worker_pool_t *p, const char *spec,
+                                 const mi_worker_config_t *configs, int32_t count,
+                                 const mi_measure_options_t *mo, const mi_compare_options_t *o,
+                                 mi_compare_result_t *out, mi_error_t *err) {
+  worker_measure_t w;
+  if (!p || !spec || !configs)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_compare: pool, spec and configs are needed");
+  w.pool = p;
+  w.spec = spec;
+  w.configs = configs;
+  w.mo = mo;
+  return mi_compare_run(count, measure_in_worker, &w, o, out, err);
+}
