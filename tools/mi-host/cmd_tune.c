@@ -355,6 +355,14 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       fprintf(stderr, "tune: %s: %s: cold start (no similar task on this software stack in the history); best %s found at measurement %d of %d\n",
               run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
   }
+  /* The choice against the default and the runner-up in paired rounds (farm measurements ran
+   * elsewhere: not here). */
+  if (!c->agents && run->front_n > 0 && !mi_tune_stopped()) {
+    char line[640];
+    mi_tune_confirm(&task, run, r->preference_count ? r->preference[0] : r->objectives[0], c->h->json);
+    mi_tune_confirm_text(run, line, sizeof line);
+    if (!c->h->json && line[0]) fprintf(stderr, "tune: %s: %s: %s\n", run->model, run->spec, line);
+  }
   if (c->verify > 0 && run->front_n > 0 && !mi_tune_stopped()) verify_front(&task, run, &o, c->verify);
   run->energy_modeled = task.energy_modeled;
   run->ok = 1;

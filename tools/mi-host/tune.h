@@ -142,6 +142,17 @@ typedef struct mi_tune_run {
    * mi-host tune, alive until after mi_tune_write. NULL: unknown. */
   const mi_graph_t *graph;
   int32_t recorded;              /* measurements this run wrote to the history */
+  /* Added, the end-of-tune check (tune_confirm.c): the chosen configuration against the default
+   * (and the runner-up of the front) in paired rounds. confirm: 0 not done, 1 compared, 2 the
+   * search chose the default itself; default_trial the default's trial (-1 none); vs_default
+   * is chosen/default latency (after the decision); deployed_default 1 when the tuned choice
+   * was not significantly faster and the default was deployed instead; runner_up_swapped 1
+   * when the runner-up was significantly faster and took the lead. */
+  int32_t confirm, default_trial, deployed_default, runner_up_swapped, has_runner_up;
+  mi_compare_ratio_t vs_default, vs_runner_up;
+  int32_t confirm_rounds, confirm_loaded, confirm_measurements;
+  double confirm_s;
+  char confirm_note[256];         /* why the check was not done, when it was not */
 } mi_tune_run_t;
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with
@@ -185,6 +196,22 @@ void mi_tune_failure_text(const mi_recipe_t *r, const mi_tune_run_t *runs, int32
  * model got nothing prints why and returns MI_HOST_FAIL; else MI_HOST_OK. */
 int mi_tune_finish(const mi_recipe_t *r, const char *history, mi_tune_run_t *runs, int32_t n,
                    int json);
+/** Measures the points `pts` of space `s` (count of them, 2..MI_COMPARE_MAX_CONFIGS) in
+ * paired rounds in fresh workers of `pool` (tune_confirm.c; mi-host compare uses it too). */
+int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec, const mi_space_t *s,
+                               const mi_worker_config_t *base, const int32_t *const *pts,
+                               int32_t count, const mi_measure_options_t *mo,
+                               const mi_compare_options_t *co, mi_compare_result_t *out,
+                               mi_error_t *err);
+/** The end-of-tune check: the chosen configuration (front[0]) against the default and the
+ * runner-up (front[1]) in paired rounds; with latency as the first preference the default is
+ * deployed when the choice is not significantly faster, and a significantly faster runner-up
+ * takes the lead. Fills run's confirm fields; says what it did on stderr unless `quiet`. */
+void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_preference,
+                     int quiet);
+/** The check's one line for the terminal ("tuned 1.24x faster than default (95% CI
+ * 1.21-1.27)"), into buf. */
+void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap);
 
 /** Greedy assignment of models to devices by capacity (tune_assign.c): sets runs[].assigned. */
 void mi_tune_assign(const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n);

@@ -87,6 +87,16 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
     mi_json_string(f, run->size);
     fprintf(f, ",\"measured\":%d,\"replayed\":%d,\"hypervolume\":", run->res->measured, run->res->replayed);
     mi_json_double(f, run->hv);
+    if (run->confirm) {
+      fprintf(f, ",\"vs_default\":{\"speedup\":");
+      mi_json_double(f, 1 / run->vs_default.ratio);
+      fputs(",\"ci95\":[", f);
+      mi_json_double(f, 1 / run->vs_default.hi);
+      fputc(',', f);
+      mi_json_double(f, 1 / run->vs_default.lo);
+      fprintf(f, "],\"rounds\":%d,\"deployed_default\":%s,\"chose_default\":%s,\"loaded\":%d}", (int)run->confirm_rounds,
+              run->deployed_default ? "true" : "false", run->confirm == 2 ? "true" : "false", (int)run->confirm_loaded);
+    }
     fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
             run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,
             (int)run->probes, (int)run->verify_n);

@@ -57,6 +57,22 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
   e->assigned = run->assigned;
   e->stack = strdup(run->stack);
   e->stack_hash = strdup(run->stack_hash);
+  if (run->confirm) {
+    /* default latency / chosen latency, so > 1 is faster (docs/measurement.md) */
+    const mi_compare_ratio_t *v = &run->vs_default;
+    e->has_vs_default = 1;
+    e->vs_default = 1 / v->ratio;
+    e->vs_default_lo = 1 / v->hi;
+    e->vs_default_hi = 1 / v->lo;
+    e->vs_default_rounds = run->confirm_rounds;
+    snprintf(e->vs_default_verdict, sizeof e->vs_default_verdict, "%s",
+             run->confirm == 2 ? "is default"
+             : run->deployed_default ? (v->verdict == MI_COMPARE_SLOWER ? "default deployed: tuned was slower"
+                                                                        : "default deployed: no significant difference")
+             : v->verdict == MI_COMPARE_FASTER ? "faster"
+             : v->verdict == MI_COMPARE_SLOWER ? "slower"
+                                               : "no significant difference");
+  }
   e->configs = calloc((size_t)run->front_n, sizeof *e->configs);
   if (!e->stack || !e->stack_hash || !e->configs)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");

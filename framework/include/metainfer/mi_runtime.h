@@ -49,6 +49,14 @@ typedef struct mi_deploy_entry {
   int32_t config_count;
   mi_deploy_config_t *configs;
   int32_t line, column;
+  /* `vs_default:` the chosen configuration against the default one, from paired rounds
+   * (mi-host tune, docs/measurement.md): speedup = default latency / chosen latency, its 95%
+   * interval, the verdict ("faster", "is default", or "default deployed: ..." when the tuned
+   * configuration, whose speedup this is, was not significantly faster) and the rounds. has_vs_default is 0 when the table has none. */
+  int32_t has_vs_default;
+  double vs_default, vs_default_lo, vs_default_hi;
+  char vs_default_verdict[64];
+  int32_t vs_default_rounds;
 } mi_deploy_entry_t;
 
 /** A parsed deployment.yaml (docs/tuning.md writes it, docs/runtime.md reads it). */

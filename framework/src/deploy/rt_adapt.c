@@ -55,6 +55,8 @@ int32_t mi__rt_save_table(mi_runtime_t *rt, const mi_deploy_config_t *adopted, m
       return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "runtime: out of memory");
     }
     e->config_count++;
+    /* The paired check against the default was about the configuration that now follows. */
+    e->has_vs_default = 0;
     rt->current_index = 0;
     rt->info.config_index = 0;
   }

@@ -213,6 +213,32 @@ static int32_t parse_config(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *
   return MI_OK;
 }
 
+/* `vs_default:` of an entry (mi-host tune's paired check of the chosen against the default). */
+static int32_t parse_vs_default(ctx_t *c, const yaml_node_t *n, mi_deploy_entry_t *e) {
+  int32_t rc, seen = 0;
+  if ((rc = need_map(c, n, "'vs_default'"))) return rc;
+  FOR_PAIRS(c, n, p) {
+    const char *k = scalar(KEY(c, p));
+    const yaml_node_t *v = VAL(c, p);
+    if (k && strcmp(k, "speedup") == 0) rc = get_num(c, v, k, &e->vs_default), seen |= 1;
+    else if (k && strcmp(k, "ci95_low") == 0) rc = get_num(c, v, k, &e->vs_default_lo), seen |= 2;
+    else if (k && strcmp(k, "ci95_high") == 0) rc = get_num(c, v, k, &e->vs_default_hi), seen |= 4;
+    else if (k && strcmp(k, "rounds") == 0) rc = get_count(c, v, k, &e->vs_default_rounds), seen |= 8;
+    else if (k && strcmp(k, "verdict") == 0) {
+      const char *s = scalar(v);
+      if (!s || strlen(s) >= sizeof e->vs_default_verdict)
+        return at(c, v, "'verdict' must be a short string");
+      snprintf(e->vs_default_verdict, sizeof e->vs_default_verdict, "%s", s);
+      seen |= 16;
+    } else return at(c, KEY(c, p), "unknown key '%.40s' in vs_default", k ? k : "?");
+    if (rc) return rc;
+  }
+  if (seen != 31)
+    return at(c, n, "vs_default needs speedup, ci95_low, ci95_high, rounds and verdict");
+  e->has_vs_default = 1;
+  return MI_OK;
+}
+
 static int32_t grow_configs(ctx_t *c, mi_deploy_entry_t *e, int32_t add) {
   mi_deploy_config_t *nc = realloc(e->configs, (size_t)(e->config_count + add) * sizeof *nc);
   if (!nc) return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
@@ -236,6 +262,7 @@ static int32_t parse_entry(ctx_t *c, const yaml_node_t *n, mi_deploy_entry_t *e)
     else if (strcmp(k, "stack") == 0) rc = get_str(c, v, k, &e->stack);
     else if (strcmp(k, "stack_hash") == 0) rc = get_str(c, v, k, &e->stack_hash);
     else if (strcmp(k, "assigned") == 0) rc = get_bool(c, v, k, &e->assigned);
+    else if (strcmp(k, "vs_default") == 0) rc = parse_vs_default(c, v, e);
     else if (strcmp(k, "chosen") == 0) {
       /* chosen comes first in the table, but a hand-written one may order keys freely */
       if (has_chosen) return at(c, KEY(c, p), "'chosen' given twice");

@@ -67,6 +67,20 @@ static void emit_entry(mi__yaml_writer_t *w, const mi_deploy_entry_t *e) {
     mi__yw_bool(w, e->assigned);
     kv_str(w, "stack", e->stack);
     kv_str(w, "stack_hash", e->stack_hash);
+    if (e->has_vs_default) {
+      mi__yw_key(w, "vs_default");
+      mi__yw_map(w);
+      mi__yw_key(w, "speedup");
+      mi__yw_num(w, e->vs_default);
+      mi__yw_key(w, "ci95_low");
+      mi__yw_num(w, e->vs_default_lo);
+      mi__yw_key(w, "ci95_high");
+      mi__yw_num(w, e->vs_default_hi);
+      mi__yw_key(w, "rounds");
+      mi__yw_int(w, e->vs_default_rounds);
+      kv_str(w, "verdict", e->vs_default_verdict);
+      mi__yw_map_end(w);
+    }
     mi__yw_key(w, "chosen");
     emit_config(w, &e->configs[0]);
     if (e->config_count > 1) {
@@ -173,6 +187,13 @@ static const char *same_table(const mi_deploy_table_t *a, const mi_deploy_table_
       f = "stack";
     else if (x->config_count > 0 && !same_str(x->stack_hash, y->stack_hash))
       f = "stack_hash";
+    else if (x->has_vs_default != y->has_vs_default ||
+             (x->has_vs_default &&
+              (!same_num(x->vs_default, y->vs_default) || !same_num(x->vs_default_lo, y->vs_default_lo) ||
+               !same_num(x->vs_default_hi, y->vs_default_hi) ||
+               x->vs_default_rounds != y->vs_default_rounds ||
+               strcmp(x->vs_default_verdict, y->vs_default_verdict) != 0)))
+      f = "vs_default";
     for (int32_t k = 0; !f && k < x->config_count; k++)
       f = same_config(&x->configs[k], &y->configs[k]);
     if (f) {

@@ -144,8 +144,8 @@ static int design_point(mi__meta_t *st, int32_t *pt, int32_t *idx) {
   return 0;
 }
 
-/* Warm start and cold design together. The nearest source's best configuration is measured
- * first (with a faithful history it is often the answer), then the default point, then the
+/* Warm start and cold design together. The default point is measured first, then the nearest
+ * source's best configuration (with a faithful history it is often the answer), then the
  * cold design's random points interleaved with further warm-start points, which are measured
  * only while the warm points so far pass warm_trusted. The cold design keeps its full size, so
  * a misleading history costs the one or two warm points it got before it was caught.
@@ -159,6 +159,16 @@ static int32_t warm_and_design(mi__meta_t *st, int32_t init, int32_t *pt, int *t
   if (want > 64) want = 64;
   if (init > 64) init = 64;
   *trusted = 0;
+  /* The default point is measured first, before any warm point: it is what mi-run does without
+   * a configuration, the baseline the deployed choice must beat (issue 21). */
+  if (init > 0 && mi__meta_has_budget(st)) {
+    dflt = 1;
+    mi_space_default(st->s, pt);
+    if (mi__meta_fix(st, pt) == MI_OK) {
+      if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
+      if (fresh) ct[nc++] = i;
+    }
+  }
   while (mi__meta_has_budget(st)) {
     int did = 0, ok = nw > 0 && warm_trusted(st, wt, nw, ct, nc);
     /* Priors that passed the check leave room for a smaller cold design (3 points). */

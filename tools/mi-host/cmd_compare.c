@@ -1,0 +1,433 @@
+/* cmd_compare.c - `mi-host compare`: configurations of one model on one device measured in
+ * interleaved rounds in fresh workers; each one's median and its ratio to the first with a 95%
+ * bootstrap interval (docs/measurement.md, "Paired comparison"). */
+#define _GNU_SOURCE 1
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "tune.h"
+
+#define MAX_SETS 32
+
+typedef struct cmp_config {
+  const char *source;              /* "default", or the --config argument */
+  const char *sets[MAX_SETS];      /* --set KEY=VALUE after it */
+  int nset;
+  char *text;                      /* canonical "key=value" lines */
+  int32_t *pt;
+} cmp_config_t;
+
+typedef struct cmp_args {
+  const char *model, *device;
+  char inputs[2048];
+  cmp_config_t cfg[MI_COMPARE_MAX_CONFIGS];
+  int n;
+  mi_measure_options_t mo;
+  mi_compare_options_t co;
+  double timeout_s;
+} cmp_args_t;
+
+enum { O_MODEL = 256, O_DEVICE, O_CONFIG, O_DEFAULT, O_SET, O_SHAPE, O_TARGET, O_BUDGET,
+       O_TIMEOUT, O_MIN_ROUNDS, O_MAX_ROUNDS, O_SEED, O_REPEAT, O_WARMUP, O_JSON };
+
+static const mi_cli_opt_t k_opts[] = {
+    {"model", O_MODEL, "M.onnx", "the model"},
+    {"device", O_DEVICE, "PLUGIN:INDEX", "the device to measure on"},
+    {"config", O_CONFIG, "C.yaml[#N]",
+     "a configuration: a deployment.yaml (#N: its Nth configuration\nof the device's entry, 0 the chosen one) or a YAML mapping of\nspace keys (repeatable)"},
+    {"default", O_DEFAULT, NULL, "the space's default configuration (repeatable)"},
+    {"set", O_SET, "KEY=VALUE", "change one key of the --config or --default before it"},
+    {"shape", O_SHAPE, "NAME:D0xD1x...", "an input's shape (dynamic dims; repeatable)"},
+    {"target", O_TARGET, "X", "stop when every ratio is known to +-X, a share (default 0.02)"},
+    {"budget-s", O_BUDGET, "S", "stop after S seconds (default 120)"},
+    {"timeout", O_TIMEOUT, "S", "a worker taking longer than S seconds is killed (default 60)"},
+    {"min-rounds", O_MIN_ROUNDS, "N", "at least N rounds (default 5)"},
+    {"max-rounds", O_MAX_ROUNDS, "N", "at most N rounds (default 30)"},
+    {"seed", O_SEED, "S", "the seed of the round orders and the bootstrap"},
+    {"repeat", O_REPEAT, "N", "at least N timed repeats per measurement"},
+    {"warmup", O_WARMUP, "N", "warm-up runs before timing"},
+    {"json", O_JSON, NULL, "print one JSON object"},
+    {NULL, 0, NULL, NULL},
+};
+
+static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
+  mi_cli_t c;
+  size_t at = 0;
+  int k;
+  mi_measure_options_default(&a->mo);
+  /* Each measurement as mi-host profile takes one (docs/measurement.md); the rounds do the rest. */
+  a->mo.min_warmup_s = 0.1;
+  a->mo.median_ci = 0.01;
+  a->mo.budget_s = 10;
+  mi_compare_options_default(&a->co);
+  a->timeout_s = 60;
+  mi_host_cli(h, &c, "compare", k_opts);
+  mi_cli_begin(&c, argc, argv);
+  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+    const char *o = c.opt, *v = c.value;
+    char *end = NULL;
+    if (k == MI_CLI_EXIT) return MI_HOST_DONE;
+    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
+    if (k == MI_CLI_ARG) return mi_host_usage_error("compare: unexpected argument '%s'", v);
+    if (k == O_JSON) { h->json = 1; continue; }
+    if (k == O_DEFAULT || k == O_CONFIG) {
+      if (a->n == MI_COMPARE_MAX_CONFIGS)
+        return mi_host_usage_error("compare: at most %d configurations", MI_COMPARE_MAX_CONFIGS);
+      a->cfg[a->n++].source = k == O_DEFAULT ? "default" : v;
+      continue;
+    }
+    if (k == O_MODEL) a->model = v;
+    else if (k == O_DEVICE) a->device = v;
+    else if (k == O_SET) {
+      cmp_config_t *cf = a->n ? &a->cfg[a->n - 1] : NULL;
+      if (!cf || !strchr(v, '=') || v[0] == '=' || cf->nset == MAX_SETS)
+        return mi_host_usage_error("compare: --set KEY=VALUE follows the --config or --default it changes, got '%s'", v);
+      cf->sets[cf->nset++] = v;
+    } else if (k == O_SHAPE) {
+      /* NAME:1x3x48x192, as a recipe's inputs and the worker take them */
+      if (!strchr(v, ':') || at + strlen(v) + 2 >= sizeof a->inputs)
+        return mi_host_usage_error("compare: --shape wants NAME:D0xD1x..., got '%s'", v);
+      at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%s", at ? ";" : "", v);
+    } else if (k == O_TARGET || k == O_BUDGET || k == O_TIMEOUT) {
+      double x = strtod(v, &end);
+      if (*end || !(x > 0 && x <= 100000)) return mi_host_usage_error("compare: bad %s '%s'", o, v);
+      if (k == O_TARGET) a->co.target = x;
+      else if (k == O_BUDGET) a->co.budget_s = x;
+      else a->timeout_s = x;
+    } else {
+      long n = strtol(v, &end, 10);
+      if (*end || n < 0 || n > 100000) return mi_host_usage_error("compare: bad %s '%s'", o, v);
+      if (k == O_MIN_ROUNDS) a->co.min_rounds = (int32_t)n;
+      else if (k == O_MAX_ROUNDS) {
+        if (n < 2 || n > MI_COMPARE_MAX_ROUNDS)
+          return mi_host_usage_error("compare: --max-rounds wants 2..%d", MI_COMPARE_MAX_ROUNDS);
+        a->co.max_rounds = (int32_t)n;
+      } else if (k == O_SEED) a->co.seed = (uint64_t)n;
+      else if (k == O_REPEAT) {
+        a->mo.min_repeats = (int32_t)n;
+        if (a->mo.max_repeats < n) a->mo.max_repeats = (int32_t)n;
+      } else a->mo.warmup = (int32_t)n;
+    }
+  }
+  if (!a->model || !a->device || a->n < 2)
+    return mi_host_usage_error("compare needs --model M.onnx, --device PLUGIN:INDEX and two or more of "
+                               "--config C.yaml / --default");
+  return MI_HOST_OK;
+}
+
+/* A configuration file as canonical text: a deployment.yaml (FILE, or FILE#N for the Nth
+ * configuration of the device's entry, 0 the chosen one), else a YAML mapping of space keys to
+ * values (the `configuration:` block of a deployment, at the top or under that key). */
+static int32_t load_config_text(const char *arg, const char *device, char **out, mi_error_t *err) {
+  char path[PATH_MAX];
+  const char *hash = strrchr(arg, '#');
+  long idx = 0;
+  mi_deploy_table_t *t = NULL;
+  mi_error_t derr;
+  FILE *f;
+  yaml_parser_t yp;
+  yaml_document_t doc;
+  yaml_node_t *root;
+  int32_t rc = MI_OK;
+  *out = NULL;
+  snprintf(path, sizeof path, "%.*s", hash ? (int)(hash - arg) : (int)strlen(arg), arg);
+  if (hash) {
+    char *end;
+    idx = strtol(hash + 1, &end, 10);
+    if (*end || idx < 0) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: '#N' wants a number", arg);
+  }
+  if (mi_deploy_load(path, &t, &derr) == MI_OK) {
+    int32_t e = mi_deploy_find(t, NULL, device);
+    if (e < 0 || idx >= t->entries[e].config_count)
+      rc = mi_errorf(err, MI_ERR_NOT_FOUND, "%s: no configuration %ld for %s", path, idx, device);
+    else if (!(*out = mi_deploy_config_text(&t->entries[e].configs[idx])))
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
+    mi_deploy_destroy(t);
+    return rc;
+  }
+  if (hash) return mi_errorf(err, MI_ERR_PARSE, "%s", derr.message);
+  if (!(f = fopen(path, "rb"))) return mi_errorf(err, MI_ERR_IO, "%s: cannot open", path);
+  yaml_parser_initialize(&yp);
+  yaml_parser_set_input_file(&yp, f);
+  if (!yaml_parser_load(&yp, &doc)) {
+    rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d:%d: %s", path, (int)yp.problem_mark.line + 1,
+                   (int)yp.problem_mark.column + 1, yp.problem ? yp.problem : "bad YAML");
+    yaml_parser_delete(&yp);
+    fclose(f);
+    return rc;
+  }
+  root = yaml_document_get_root_node(&doc);
+  if (root && root->type == YAML_MAPPING_NODE) {
+    yaml_node_pair_t *p = root->data.mapping.pairs.start;
+    yaml_node_t *k = yaml_document_get_node(&doc, p ? p->key : 0);
+    if (root->data.mapping.pairs.top - p == 1 && k && k->type == YAML_SCALAR_NODE &&
+        !strcmp((const char *)k->data.scalar.value, "configuration"))
+      root = yaml_document_get_node(&doc, p->value);
+  }
+  if (!root || root->type != YAML_MAPPING_NODE) {
+    rc = mi_errorf(err, MI_ERR_PARSE, "%s: neither a deployment table (%s) nor a mapping of space keys to values",
+                   path, derr.message);
+  } else {
+    size_t cap = 1, at = 0;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
+      yaml_node_t *k = yaml_document_get_node(&doc, p->key), *v = yaml_document_get_node(&doc, p->value);
+      if (!k || !v || k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE) {
+        rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d: each entry is KEY: VALUE", path,
+                       k ? (int)k->start_mark.line + 1 : 0);
+        break;
+      }
+      cap += k->data.scalar.length + v->data.scalar.length + 2;
+    }
+    if (rc == MI_OK && !(*out = malloc(cap))) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; rc == MI_OK && p < root->data.mapping.pairs.top; p++)
+      at += (size_t)snprintf(*out + at, cap - at, "%s=%s\n",
+                             (const char *)yaml_document_get_node(&doc, p->key)->data.scalar.value,
+                             (const char *)yaml_document_get_node(&doc, p->value)->data.scalar.value);
+    if (rc == MI_OK && at == 0) (*out)[0] = '\0';
+  }
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&yp);
+  fclose(f);
+  return rc;
+}
+
+/* Reads configuration c into a point of s: its text, then its --set lines. */
+static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t *c, mi_error_t *err) {
+  size_t n = 1, at = 0;
+  char *base = NULL, *all;
+  int32_t rc;
+  if (strcmp(c->source, "default") != 0 && (rc = load_config_text(c->source, device, &base, err))) return rc;
+  n += base ? strlen(base) : 0;
+  for (int i = 0; i < c->nset; i++) n += strlen(c->sets[i]) + 1;
+  if (!(all = malloc(n)) || !(c->pt = calloc((size_t)mi_space_dim_count(s) + 1, sizeof *c->pt))) {
+    free(base);
+    free(all);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
+  }
+  at += (size_t)snprintf(all, n, "%s", base ? base : "");
+  for (int i = 0; i < c->nset; i++) at += (size_t)snprintf(all + at, n - at, "%s\n", c->sets[i]);
+  free(base);
+  c->text = all;
+  mi_space_default(s, c->pt);
+  if (!all[0]) rc = mi_space_repair(s, c->pt, NULL, err); /* the default, as the tuner measures it */
+  else if (!(rc = mi_space_parse(s, all, c->pt, err))) rc = mi_space_check(s, c->pt, err);
+  if (rc) return rc;
+  /* What is measured, in full: every active dimension, not only the ones the file named. */
+  free(c->text);
+  c->text = NULL;
+  return mi_space_canonical(s, c->pt, &c->text, err);
+}
+
+static int32_t load_graph(const cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
+  char *copy = strdup(a->inputs), *save = NULL;
+  int32_t rc;
+  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
+  if ((rc = mi_onnx_load(a->model, g, err))) goto done;
+  for (char *it = strtok_r(copy, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
+    char *colon = strrchr(it, ':'), *q;
+    int32_t t, rank = 0;
+    *colon = '\0';
+    if ((t = mi_graph_find_tensor(*g, it)) < 0) {
+      rc = mi_errorf(err, MI_ERR_NOT_FOUND, "%s: the model has no input '%s'", a->model, it);
+      goto done;
+    }
+    for (q = colon + 1; *q && rank < MI_MAX_RANK;) {
+      (*g)->tensors[t].dims[rank++] = strtoll(q, &q, 10);
+      if (*q == 'x') q++;
+      else if (*q) break;
+    }
+    (*g)->tensors[t].rank = rank;
+  }
+  if (!(rc = mi_graph_toposort(*g, err))) rc = mi_graph_infer_shapes(*g, err);
+done:
+  free(copy);
+  return rc;
+}
+
+static void verdict_text(const mi_compare_ratio_t *r, char *buf, size_t cap) {
+  if (r->verdict == MI_COMPARE_TIED) snprintf(buf, cap, "no significant difference");
+  else snprintf(buf, cap, "%.2fx %s than", r->verdict == MI_COMPARE_FASTER ? 1 / r->ratio : r->ratio,
+                r->verdict == MI_COMPARE_FASTER ? "faster" : "slower");
+}
+
+/* "default", or the file, with its --set changes: how the reader named the configuration. */
+static void label(const cmp_config_t *c, char *buf, size_t cap) {
+  size_t at = (size_t)snprintf(buf, cap, "%s", c->source);
+  for (int i = 0; i < c->nset && at < cap; i++) at += (size_t)snprintf(buf + at, cap - at, " %s", c->sets[i]);
+}
+
+static void print_result(const cmp_args_t *a, const mi_compare_result_t *res, const char *failure) {
+  double lmin = INFINITY, lmax = -INFINITY;
+  for (int32_t k = 0; k < res->rounds; k++)
+    for (int32_t c = 0; c < res->count; c++)
+      if (isfinite(res->load[k][c])) {
+        lmin = fmin(lmin, res->load[k][c]);
+        lmax = fmax(lmax, res->load[k][c]);
+      }
+  printf("compare: %s on %s, %d configurations, %d paired rounds in %.1f s (%s)\n", a->model, a->device,
+         (int)res->count, (int)res->rounds, res->seconds,
+         res->target_met ? "every interval within the target" : failure ? "stopped by a failure"
+                                                              : "budget or rounds ended before the target");
+  for (int32_t c = 0; c < res->count; c++) {
+    char v[64], name[256];
+    const mi_compare_ratio_t *r = &res->vs_first[c];
+    verdict_text(r, v, sizeof v);
+    label(&a->cfg[c], name, sizeof name);
+    if (c == 0)
+      printf("  [0] %-40.40s median %.4f ms  (reference)\n", name, res->median_s[c] * 1e3);
+    else
+      printf("  [%d] %-40.40s median %.4f ms  ratio %.4f to [0] (95%% CI %.4f-%.4f, +-%.1f%%): %s [0]\n", (int)c,
+             name, res->median_s[c] * 1e3, r->ratio, r->lo, r->hi, r->half_width * 100,
+             r->verdict == MI_COMPARE_TIED ? "no significant difference from" : v);
+  }
+  if (res->rounds > 0)
+    printf("  load average %.2f-%.2f on %d CPUs; %d of %d measurements taken under load (above %.1f per CPU)\n",
+           lmin, lmax, (int)res->cpus, (int)res->loaded, (int)(res->rounds * res->count), a->co.load_limit);
+  if (failure) printf("  FAILED: %s\n", failure);
+}
+
+static void print_json(const cmp_args_t *a, const mi_compare_result_t *res, const char *failure) {
+  int first = 1;
+  printf("{");
+  mi_json_key(stdout, &first, "model");
+  mi_json_string(stdout, a->model);
+  mi_json_key(stdout, &first, "device");
+  mi_json_string(stdout, a->device);
+  printf(",\"ok\":%s,\"rounds\":%d,\"seconds\":", failure ? "false" : "true", (int)res->rounds);
+  mi_json_double(stdout, res->seconds);
+  printf(",\"target\":");
+  mi_json_double(stdout, a->co.target);
+  printf(",\"target_met\":%s,\"cpus\":%d,\"loaded\":%d", res->target_met ? "true" : "false", (int)res->cpus,
+         (int)res->loaded);
+  if (failure) {
+    printf(",\"failure\":");
+    mi_json_string(stdout, failure);
+  }
+  printf(",\"configs\":[");
+  for (int32_t c = 0; c < a->n; c++) {
+    const mi_compare_ratio_t *r = &res->vs_first[c];
+    printf("%s{\"source\":", c ? "," : "");
+    mi_json_string(stdout, a->cfg[c].source);
+    printf(",\"canonical\":");
+    mi_json_string(stdout, a->cfg[c].text);
+    if (res->rounds > 0) {
+      printf(",\"median_ms\":");
+      mi_json_double(stdout, res->median_s[c] * 1e3);
+      printf(",\"ratio\":");
+      mi_json_double(stdout, r->ratio);
+      printf(",\"ci95\":[");
+      mi_json_double(stdout, r->lo);
+      printf(",");
+      mi_json_double(stdout, r->hi);
+      printf("],\"half_width\":");
+      mi_json_double(stdout, r->half_width);
+      printf(",\"verdict\":\"%s\"", r->verdict == MI_COMPARE_FASTER ? "faster"
+                                     : r->verdict == MI_COMPARE_SLOWER ? "slower" : "no significant difference");
+    }
+    printf("}");
+  }
+  printf("],\"samples_ms\":[");
+  for (int32_t k = 0; k < res->rounds; k++) {
+    printf("%s[", k ? "," : "");
+    for (int32_t c = 0; c < res->count; c++) {
+      if (c) printf(",");
+      mi_json_double(stdout, res->sample_s[k][c] * 1e3);
+    }
+    printf("]");
+  }
+  printf("],\"order\":[");
+  for (int32_t k = 0; k < res->rounds; k++) {
+    printf("%s[", k ? "," : "");
+    for (int32_t c = 0; c < res->count; c++) printf("%s%d", c ? "," : "", (int)res->order[k][c]);
+    printf("]");
+  }
+  printf("],\"load\":[");
+  for (int32_t k = 0; k < res->rounds; k++) {
+    printf("%s[", k ? "," : "");
+    for (int32_t c = 0; c < res->count; c++) {
+      if (c) printf(",");
+      mi_json_double(stdout, res->load[k][c]);
+    }
+    printf("]");
+  }
+  printf("]}\n");
+}
+
+int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
+  cmp_args_t *a = calloc(1, sizeof *a);
+  mi_compare_result_t *res = calloc(1, sizeof *res);
+  mi_registry_t *reg;
+  mi_plugin_t *pl = NULL;
+  uint32_t dev = 0;
+  mi_graph_t *g = NULL;
+  mi_space_t *s = NULL;
+  mi_worker_pool_t *pool = NULL;
+  mi_worker_options_t wo;
+  mi_worker_config_t base;
+  mi_error_t err;
+  const int32_t *pts[MI_COMPARE_MAX_CONFIGS];
+  int rc;
+  if (!a || !res) {
+    free(a);
+    free(res);
+    fprintf(stderr, "mi-host: compare: out of memory\n");
+    return MI_HOST_FAIL;
+  }
+  if ((rc = parse(h, argc, argv, a)) != MI_HOST_OK) goto done;
+  rc = MI_HOST_FAIL;
+  mi_error_clear(&err);
+  if (!(reg = mi_host_registry(h))) goto done;
+  /* The space is built here from the model and the plugin's declarations, as the tuner builds
+   * it; the configurations run only in the workers. */
+  if (mi_registry_device(reg, a->device, &pl, &dev, &err) || load_graph(a, &g, &err) ||
+      mi_space_create(g, pl, dev, NULL, &s, &err)) {
+    fprintf(stderr, "mi-host: compare: %s\n", err.message);
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
+  for (int i = 0; i < a->n; i++) {
+    if (make_point(s, a->device, &a->cfg[i], &err)) {
+      fprintf(stderr, "mi-host: compare: %s: %s\n", a->cfg[i].source, err.message);
+      rc = MI_HOST_USAGE;
+      goto done;
+    }
+    pts[i] = a->cfg[i].pt;
+  }
+  mi_worker_options_default(&wo);
+  if (!(wo.plugin_dirs = mi_host_plugin_path(h))) {
+    fprintf(stderr, "mi-host: compare: out of memory\n");
+    goto done;
+  }
+  wo.timeout_s = a->timeout_s;
+  if (mi_worker_pool_create(&wo, &pool, &err)) {
+    fprintf(stderr, "mi-host: compare: %s\n", err.message);
+    goto done;
+  }
+  memset(&base, 0, sizeof base);
+  base.struct_size = sizeof base;
+  base.model = a->model;
+  base.inputs = a->inputs[0] ? a->inputs : NULL;
+  base.samples = 2;
+  if (!h->json)
+    fprintf(stderr, "compare: %d configurations in interleaved rounds, each measurement in a fresh worker; "
+            "until every ratio is known to +-%.1f%% or %.0f s\n", a->n, a->co.target * 100, a->co.budget_s);
+  rc = mi_tune_compare_points(pool, a->device, s, &base, pts, a->n, &a->mo, &a->co, res, &err) == MI_OK
+           ? MI_HOST_OK : MI_HOST_FAIL;
+  if (h->json) print_json(a, res, rc == MI_HOST_OK ? NULL : err.message);
+  else print_result(a, res, rc == MI_HOST_OK ? NULL : err.message);
+done:
+  mi_worker_pool_destroy(pool);
+  for (int i = 0; i < a->n; i++) {
+    free(a->cfg[i].text);
+    free(a->cfg[i].pt);
+  }
+  mi_space_destroy(s);
+  mi_graph_destroy(g);
+  free(a);
+  free(res);
+  return rc;
+}

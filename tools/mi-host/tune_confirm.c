@@ -1,0 +1,192 @@
+/* tune_confirm.c - the end of a tune: the chosen configuration against the default and the
+ * runner-up in paired rounds (mi_worker_compare), so that a "tuned is faster" claim stands on
+ * an interval rather than on two medians taken minutes apart (docs/measurement.md). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tune.h"
+
+int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec, const mi_space_t *s,
+                               const mi_worker_config_t *base, const int32_t *const *pts,
+                               int32_t count, const mi_measure_options_t *mo,
+                               const mi_compare_options_t *co, mi_compare_result_t *out,
+                               mi_error_t *err) {
+  mi_worker_config_t wc[MI_COMPARE_MAX_CONFIGS];
+  mi_xf_config_t *xf[MI_COMPARE_MAX_CONFIGS] = {0};
+  mi_space_hw_t *hw[MI_COMPARE_MAX_CONFIGS] = {0};
+  int32_t rc = MI_OK;
+  if (count < 2 || count > MI_COMPARE_MAX_CONFIGS)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: %d configurations; 2 to %d can be compared",
+                     (int)count, MI_COMPARE_MAX_CONFIGS);
+  /* Each point as the tuner measured it: its transform applied in the worker, its hardware side
+   * as session options. */
+  for (int32_t i = 0; i < count && rc == MI_OK; i++) {
+    wc[i] = *base;
+    if ((rc = mi_space_xf_config(s, pts[i], &xf[i], err)) == MI_OK &&
+        (rc = mi_space_hw_create(s, pts[i], &hw[i], err)) == MI_OK) {
+      wc[i].xf = xf[i];
+      wc[i].so = mi_space_hw_options(hw[i]);
+    }
+  }
+  if (rc == MI_OK) rc = mi_worker_compare(pool, spec, wc, count, mo, co, out, err);
+  for (int32_t i = 0; i < count; i++) {
+    mi_xf_config_destroy(xf[i]);
+    mi_space_hw_destroy(hw[i]);
+  }
+  return rc;
+}
+
+/* The trial of the default point, when it was measured and meets the bounds; else -1. */
+static int32_t find_default(const mi_tune_task_t *task, const mi_tune_run_t *run) {
+  int32_t *pt = malloc(((size_t)mi_space_dim_count(run->space) + 1) * sizeof *pt), found = -1;
+  uint64_t h;
+  if (!pt) return -1;
+  mi_space_default(run->space, pt);
+  mi_space_repair(run->space, pt, NULL, NULL); /* as the search repairs it before measuring */
+  h = mi_space_hash(run->space, pt);
+  for (int32_t i = 0; i < run->res->count && found < 0; i++) {
+    const mi_trial_t *t = &run->res->trials[i];
+    double v = 0;
+    if (t->hash != h || t->status != MI_OK) continue;
+    mi_pareto_violation(t->objectives, 1, MI_OBJ_COUNT, task->bounds, task->bound_count, &v);
+    if (v == 0) found = i;
+  }
+  free(pt);
+  return found;
+}
+
+/* Puts trial `idx` first in the front (moving it up, or adding it when it was not there). */
+static void lead_with(mi_tune_run_t *run, int32_t idx) {
+  int32_t at = run->front_n;
+  for (int32_t k = 0; k < run->front_n; k++)
+    if (run->front[k] == idx) at = k;
+  if (at == run->front_n) run->front_n++; /* front has room for every trial */
+  memmove(&run->front[1], &run->front[0], (size_t)at * sizeof *run->front);
+  run->front[0] = idx;
+}
+
+void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_preference,
+                     int quiet) {
+  mi_measure_options_t mo;
+  mi_compare_options_t co;
+  mi_compare_result_t *res = NULL;
+  mi_worker_config_t base;
+  mi_error_t err;
+  const int32_t *pts[3];
+  int32_t n = 0, chosen, dflt, rc, decide = first_preference == MI_OBJ_LATENCY;
+  run->default_trial = -1;
+  if (run->front_n == 0) return;
+  chosen = run->front[0];
+  dflt = run->default_trial = find_default(task, run);
+  run->has_runner_up = run->front_n > 1;
+  if (dflt == chosen) {
+    run->confirm = 2;
+    run->vs_default.ratio = run->vs_default.lo = run->vs_default.hi = 1;
+    run->vs_default.verdict = MI_COMPARE_TIED;
+    run->has_runner_up = 0;
+    return;
+  }
+  if (dflt < 0) {
+    snprintf(run->confirm_note, sizeof run->confirm_note,
+             "the default configuration was not measured, failed or broke a bound: no check against it");
+    if (!run->has_runner_up) return;
+  }
+  if (dflt >= 0) pts[n++] = run->res->trials[dflt].point;
+  pts[n++] = run->res->trials[chosen].point;
+  if (run->has_runner_up) pts[n++] = run->res->trials[run->front[1]].point;
+  if (!(res = calloc(1, sizeof *res))) return;
+  mi_measure_options_default(&mo);
+  mo.warmup = task->warmup;
+  mo.min_repeats = task->repeats;
+  mo.max_repeats = task->repeats * 2;
+  mo.budget_s = 5;
+  mi_compare_options_default(&co);
+  co.seed = task->recipe->seed + 1;
+  co.budget_s = 60; /* a tune per model should end within minutes (issue 21) */
+  co.max_rounds = 20;
+  memset(&base, 0, sizeof base);
+  base.struct_size = sizeof base;
+  base.model = task->model_path;
+  base.inputs = task->inputs;
+  base.calibration = task->recipe->calibration;
+  base.seed = task->recipe->seed;
+  base.samples = 2;
+  if (!quiet)
+    mi_tune_progress_set(task->progress, task->line, 0, "%-14s checking the choice against the %s in paired rounds",
+                         task->spec, dflt >= 0 ? "default" : "runner-up");
+  rc = mi_tune_compare_points(task->pool, task->spec, run->space, &base, pts, n, &mo, &co, res, &err);
+  if (rc != MI_OK || res->rounds < 2) {
+    snprintf(run->confirm_note, sizeof run->confirm_note, "the paired check failed: %.200s",
+             rc != MI_OK ? err.message : "fewer than 2 rounds");
+    free(res);
+    return;
+  }
+  run->confirm = 1;
+  run->confirm_rounds = res->rounds;
+  run->confirm_loaded = res->loaded;
+  run->confirm_measurements = res->rounds * n;
+  run->confirm_s = res->seconds;
+  if (run->has_runner_up) {
+    /* chosen / runner-up, from their own columns of the same rounds */
+    int32_t ci = dflt >= 0 ? 1 : 0, ri = ci + 1;
+    double a[MI_COMPARE_MAX_ROUNDS], b[MI_COMPARE_MAX_ROUNDS];
+    for (int32_t k = 0; k < res->rounds; k++) {
+      a[k] = res->sample_s[k][ri];
+      b[k] = res->sample_s[k][ci];
+    }
+    if (mi_compare_ratio(a, b, res->rounds, co.confidence, co.resamples, co.seed, &run->vs_runner_up, &err) != MI_OK)
+      run->has_runner_up = 0;
+    if (decide && run->has_runner_up && run->vs_runner_up.verdict == MI_COMPARE_SLOWER) {
+      int32_t t = run->front[0];
+      run->front[0] = run->front[1];
+      run->front[1] = t;
+      run->runner_up_swapped = 1;
+    }
+  }
+  if (dflt >= 0) {
+    run->vs_default = res->vs_first[run->runner_up_swapped ? 2 : 1];
+    /* Never deploy something that is not shown to be faster than what mi-run does anyway. */
+    if (decide && run->vs_default.verdict != MI_COMPARE_FASTER) {
+      lead_with(run, dflt);
+      run->deployed_default = 1;
+    }
+  } else {
+    run->confirm = 0; /* compared with the runner-up only */
+  }
+  free(res);
+}
+
+void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap) {
+  const mi_compare_ratio_t *v = &run->vs_default;
+  size_t at = 0;
+  buf[0] = '\0';
+  if (run->confirm == 2) {
+    snprintf(buf, cap, "the default configuration is the best found; deploying default");
+    return;
+  }
+  if (run->confirm == 1) {
+    double sp = 1 / v->ratio, lo = 1 / v->hi, hi = 1 / v->lo;
+    if (run->deployed_default)
+      at = (size_t)snprintf(buf, cap, "%s (tuned %.2fx, 95%% CI %.2f-%.2f, %d paired rounds); deploying default",
+                            v->verdict == MI_COMPARE_SLOWER ? "tuned is slower than default"
+                                                            : "no significant difference from default",
+                            sp, lo, hi, (int)run->confirm_rounds);
+    else if (v->verdict != MI_COMPARE_FASTER)
+      at = (size_t)snprintf(buf, cap, "tuned %.2fx the default's speed (95%% CI %.2f-%.2f, %d paired rounds): not "
+                            "significantly faster, kept because latency is not the first preference", sp, lo, hi,
+                            (int)run->confirm_rounds);
+    else
+      at = (size_t)snprintf(buf, cap, "tuned %.2fx faster than default (95%% CI %.2f-%.2f, %d paired rounds)", sp, lo, hi,
+                            (int)run->confirm_rounds);
+  } else if (run->confirm_note[0]) {
+    at = (size_t)snprintf(buf, cap, "%s", run->confirm_note);
+  }
+  if (at < cap && run->has_runner_up && run->confirm_rounds > 0)
+    at += (size_t)snprintf(buf + at, cap - at, "; against the runner-up %.3f (95%% CI %.3f-%.3f)%s", run->vs_runner_up.ratio,
+                           run->vs_runner_up.lo, run->vs_runner_up.hi,
+                           run->runner_up_swapped ? ", significantly slower: the runner-up leads now" : "");
+  if (at < cap && run->confirm_loaded > 0)
+    snprintf(buf + at, cap - at, "; %d of %d measurements taken under load", (int)run->confirm_loaded,
+             (int)run->confirm_measurements);
+}
