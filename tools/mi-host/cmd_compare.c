@@ -161,11 +161,11 @@ static int32_t load_config_text(const char *arg, const char *device, char **out,
     return rc;
   }
   root = yaml_document_get_root_node(&doc);
-  if (root && root->type == YAML_MAPPING_NODE) {
+  if (root && root->type == YAML_MAPPING_NODE &&
+      root->data.mapping.pairs.top - root->data.mapping.pairs.start == 1) {
     yaml_node_pair_t *p = root->data.mapping.pairs.start;
-    yaml_node_t *k = yaml_document_get_node(&doc, p ? p->key : 0);
-    if (root->data.mapping.pairs.top - p == 1 && k && k->type == YAML_SCALAR_NODE &&
-        !strcmp((const char *)k->data.scalar.value, "configuration"))
+    yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+    if (k && k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, "configuration"))
       root = yaml_document_get_node(&doc, p->value);
   }
   if (!root || root->type != YAML_MAPPING_NODE) {
@@ -176,8 +176,8 @@ static int32_t load_config_text(const char *arg, const char *device, char **out,
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
       yaml_node_t *k = yaml_document_get_node(&doc, p->key), *v = yaml_document_get_node(&doc, p->value);
       if (!k || !v || k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE) {
-        rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d: each entry is KEY: VALUE", path,
-                       k ? (int)k->start_mark.line + 1 : 0);
+        rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d: each entry of a configuration is KEY: VALUE (as a deployment "
+                       "table: %.200s)", path, k ? (int)k->start_mark.line + 1 : 0, derr.message);
         break;
       }
       cap += k->data.scalar.length + v->data.scalar.length + 2;
