@@ -230,6 +230,10 @@ static int32_t load_graph(const cmp_args_t *a, mi_graph_t **g, mi_error_t *err) 
   for (char *it = strtok_r(copy, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
     char *colon = strrchr(it, ':'), *q;
     int32_t t, rank = 0;
+    if (!colon) {
+      rc = mi_errorf(err, MI_ERR_PARSE, "--shape wants NAME:D0xD1x..., got '%s'", it);
+      goto done;
+    }
     *colon = '\0';
     if ((t = mi_graph_find_tensor(*g, it)) < 0) {
       rc = mi_errorf(err, MI_ERR_NOT_FOUND, "%s: the model has no input '%s'", a->model, it);
