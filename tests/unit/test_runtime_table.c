@@ -257,6 +257,41 @@ static void test_detector(void) {
   CHECK(mi_stack_policy_find("revalidate") == MI_STACK_REVALIDATE && mi_stack_policy_find("x") == -1);
 }
 
+/* vs_default: written through the emitter, read back with the same figures, and an incomplete
+ * block is refused. */
+static void test_vs_default(const char *dir) {
+  char path[512], *text, *cut;
+  const char *block = "    vs_default:\n      speedup: 1.2345678901\n      ci95_low: 1.1\n"
+                      "      ci95_high: 1.3\n      rounds: 7\n      verdict: \"faster\"\n";
+  const char *at = strstr(TABLE, "    chosen:\n");
+  mi_deploy_table_t *t = NULL, *u = NULL;
+  mi_error_t err;
+  size_t n;
+  CHECK(at);
+  n = strlen(TABLE) + strlen(block) + 1;
+  CHECK((text = malloc(n)) != NULL);
+  snprintf(text, n, "%.*s%s%s", (int)(at - TABLE), TABLE, block, at);
+  CHECK(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_OK);
+  CHECK(t->entries[0].has_vs_default && t->entries[0].vs_default == 1.2345678901);
+  CHECK(t->entries[0].vs_default_rounds == 7 && !strcmp(t->entries[0].vs_default_verdict, "faster"));
+  snprintf(path, sizeof path, "%s/vs.yaml", dir);
+  CHECK(mi_deploy_write(t, path, &err) == MI_OK);
+  CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
+  CHECK(u->entries[0].has_vs_default && u->entries[0].vs_default == 1.2345678901);
+  CHECK(u->entries[0].vs_default_lo == 1.1 && u->entries[0].vs_default_hi == 1.3);
+  CHECK(u->entries[0].vs_default_rounds == 7 && !strcmp(u->entries[0].vs_default_verdict, "faster"));
+  mi_deploy_destroy(u);
+  mi_deploy_destroy(t);
+  /* without its verdict line: refused, with line and column */
+  cut = strstr(text, "      verdict:");
+  CHECK(cut);
+  memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
+  t = NULL;
+  CHECK(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_ERR_PARSE);
+  CHECK(strstr(err.message, "vs_default needs") != NULL);
+  free(text);
+}
+
 int main(void) {
   char dir[] = "/tmp/mi_rt_tableXXXXXX";
   char cmd[600];
@@ -264,6 +299,7 @@ int main(void) {
   test_parse();
   test_write(dir);
   test_escaping(dir);
+  test_vs_default(dir);
   test_detector();
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK(system(cmd) == 0);

@@ -381,7 +381,10 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
     fprintf(stderr, "mi-host: compare: out of memory\n");
     return MI_HOST_FAIL;
   }
-  if ((rc = parse(h, argc, argv, a)) != MI_HOST_OK) goto done;
+  if ((rc = parse(h, argc, argv, a)) != MI_HOST_OK) {
+    if (rc == MI_HOST_DONE) rc = MI_HOST_OK; /* --help was printed */
+    goto done;
+  }
   rc = MI_HOST_FAIL;
   mi_error_clear(&err);
   if (!(reg = mi_host_registry(h))) goto done;
