@@ -6,33 +6,22 @@
 # says why, and --json output stays one JSON object.
 set -euo pipefail
 : "${MI_BUILD:?}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
 host="$MI_BUILD/bin/mi-host"
 hostile="$MI_BUILD/tests/plugins/hostile"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$T
 fail() { echo "hostile_tune: $*" >&2; exit 1; }
 # Short deadlines: a hanging plugin is given up on in seconds, not minutes.
 export MI_LOAD_TIMEOUT_S=3 MI_WORKER_TIMEOUT_S=4
 
 # y = Relu(x) + x: the ops the SDK template (and so each hostile plugin) runs.
-python3 - "$tmp/ra.onnx" <<'PY'
+mi_wire_py
+python3 - "$tmp" <<'PY'
 import sys
-def varint(n):
-    b = b""
-    while True:
-        c = n & 0x7f; n >>= 7
-        b += bytes([c | (0x80 if n else 0)])
-        if not n: return b
-def ld(f, d): return varint(f << 3 | 2) + varint(len(d)) + d
-def vi(f, n): return varint(f << 3) + varint(n)
-def s(f, t): return ld(f, t.encode())
-def vinfo(name, dims):
-    return s(1, name) + ld(2, ld(1, vi(1, 1) + ld(2, b"".join(ld(1, vi(1, x)) for x in dims))))
-def node(op, name, ins, outs):
-    return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) + s(3, name) + s(4, op)
-g = ld(1, node("Relu", "relu", ["x"], ["r"])) + ld(1, node("Add", "add", ["r", "x"], ["y"]))
-g += s(2, "g") + ld(11, vinfo("x", [1, 4096])) + ld(12, vinfo("y", [1, 4096]))
-open(sys.argv[1], "wb").write(vi(1, 8) + ld(7, g) + ld(8, s(1, "") + vi(2, 13)))
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
+save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
+                      [("x", 1, [1, 4096])], [("y", 1, [1, 4096])]))
 PY
 
 # HOSTILE_CASES="crash-run wrong-run" runs only those (while working on one).
