@@ -203,8 +203,10 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.line = d;
   if (!(p = mi_registry_find(c->reg, r->pool[d].plugin)) || (uint32_t)r->pool[d].device >= p->device_count) {
     const char *why = mi_registry_refusal(c->reg, r->pool[d].plugin);
-    snprintf(run->message, sizeof run->message, "no device %s%s%.200s", run->spec,
-             why ? ": plugin refused at load: " : "", why ? why : "");
+    /* A long refusal is cut: the line only has to say which device and why. */
+    if (snprintf(run->message, sizeof run->message, "no device %s%s%.200s", run->spec,
+                 why ? ": plugin refused at load: " : "", why ? why : "") >= (int)sizeof run->message)
+      run->message[sizeof run->message - 2] = '.';
     goto done;
   }
   dev = (uint32_t)r->pool[d].device;
