@@ -104,7 +104,7 @@ static void refused_groups(mi_plugin_t *blis, mi_plugin_t *npu) {
 static void auto_fused(mi_plugin_t *p) {
   mi_graph_t *g = mi_graph_create("auto");
   int64_t xd[4] = {1, 4, 9, 11}, wd[4] = {8, 4, 3, 3}, one[1] = {1}, cd[1] = {8};
-  float v[512];
+  float v[640]; /* w at v, w2 at v + 300 (288 values each), per-channel vectors, scalars */
   uint64_t seed = 5;
   int32_t x, w, n = 0, k0, k1;
   mi_array_t *in, *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
@@ -112,7 +112,7 @@ static void auto_fused(mi_plugin_t *p) {
   mi_error_t err = {0};
   double d;
   g->opset = 13;
-  for (int i = 0; i < 512; i++) {
+  for (int i = 0; i < 640; i++) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     v[i] = (float)((seed >> 40) & 0xffff) / 32768.0f - 1.0f;
   }
