@@ -5,6 +5,8 @@
  * forged (calls a host service with a forged host handle and goes on), and, at run only,
  * wrong (zero-fills its output), zero_time and neg_time (device time 0 and (uint64)-1000 ns).
  * Stages: entry, create, describe (device_info), prepare (kernel_prepare), run (kernel_run).
+ * HP_WRONG_OFF_DEFAULT (a plugin of its own, not a hostile one): right with the "chunk" knob at
+ * its default (1024), zero-filled output with any other chunk, as a broken kernel variant is.
  * The host must survive each, say which plugin failed where, and never deploy it. */
 #define _POSIX_C_SOURCE 200809L
 #include <signal.h>
@@ -80,6 +82,9 @@ static int32_t hp_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *
   int32_t rc;
   hp_fault(ctx ? ctx->host : NULL, HP_RUN);
   rc = t_kernel_run(ctx, k, inputs, input_count, outputs, output_count, stats, err);
+#ifdef HP_WRONG_OFF_DEFAULT
+  if (rc == MI_OK && k->chunk != 1024) memset(outputs[0]->data, 0, (size_t)k->numel * sizeof(float));
+#endif
   if (rc != MI_OK || HP_AT != HP_RUN) return rc;
   if (HP_KIND == HP_WRONG) memset(outputs[0]->data, 0, (size_t)k->numel * sizeof(float));
   if (stats && (HP_KIND == HP_ZERO_TIME || HP_KIND == HP_NEG_TIME)) {

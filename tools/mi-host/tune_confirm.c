@@ -117,8 +117,15 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
                          task->spec, dflt >= 0 ? "default" : "runner-up");
   rc = mi_tune_compare_points(task->pool, task->spec, run->space, &base, pts, n, &mo, &co, res, &err);
   if (rc != MI_OK || res->rounds < 2) {
-    snprintf(run->confirm_note, sizeof run->confirm_note, "the paired check failed: %.200s",
-             rc != MI_OK ? err.message : "fewer than 2 rounds");
+    /* No paired evidence: what mi-run does anyway stays deployed (issue 24: no "faster" claim
+     * without a significant interval). */
+    int fall_back = dflt >= 0 && decide;
+    snprintf(run->confirm_note, sizeof run->confirm_note, "the paired check failed: %.180s%s",
+             rc != MI_OK ? err.message : "fewer than 2 rounds", fall_back ? "; deploying default" : "");
+    if (fall_back) {
+      lead_with(run, dflt);
+      run->deployed_default = 1;
+    }
     free(res);
     return;
   }

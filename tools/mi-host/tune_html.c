@@ -59,8 +59,16 @@ static void summary_row(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
     fprintf(f, "<td><a href=\"#run-%d\"><code>%016llx</code></a><br>", (int)i, (unsigned long long)c->hash);
     figures(f, r, &fa, c);
     fputs("</td><td class=\"num\">", f);
-    if (fa.def < 0) fputs("default not measured", f);
-    else if (fa.def == run->front[0]) fputs("the default is the choice", f);
+    if (run->confirm == 1) {
+      /* the paired check's figure (tune_confirm.c): default time / chosen time, so > 1 is faster */
+      const mi_compare_ratio_t *v = &run->vs_default;
+      fprintf(f, "%.3g&#215; speed (95%% CI %.3g-%.3g, %d paired rounds)<br><span class=\"note\">%s</span>", 1 / v->ratio,
+              1 / v->hi, 1 / v->lo, (int)run->confirm_rounds,
+              run->deployed_default ? "not shown faster: the default is deployed"
+              : v->verdict == MI_COMPARE_FASTER ? "significantly faster"
+                                                : "no significant difference");
+    } else if (fa.def < 0) fputs("default not measured", f);
+    else if (fa.def == run->front[0]) fputs(run->deployed_default ? "the default is deployed (paired check failed)" : "the default is the choice", f);
     else if (isfinite(run->res->trials[fa.def].objectives[o]) && run->res->trials[fa.def].objectives[o] > 0)
       fprintf(f, "%.3g&#215; %s", c->objectives[o] / run->res->trials[fa.def].objectives[o], mi__tune_label(o));
     else
@@ -200,7 +208,7 @@ void mi_tune_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n)
           (long long)r->budget_measurements);
   mi__tune_esc(f, r->strategy ? r->strategy : "meta");
   fputs(".</p>\n<h2>Summary</h2>\n<table class=\"summary\"><tr><th>model</th><th>device</th><th>chosen</th>"
-        "<th>tuned against default<br><span class=\"note\">ratio of medians, one measurement each</span></th><th>constraints met</th><th>measurements used</th><th>time</th></tr>\n", f);
+        "<th>tuned against default<br><span class=\"note\">paired rounds where checked, else ratio of medians of one measurement each</span></th><th>constraints met</th><th>measurements used</th><th>time</th></tr>\n", f);
   for (int32_t i = 0; i < n; i++) summary_row(f, r, &runs[i], i);
   fputs("</table>\n<h2>Assignment</h2>\n<ul class=\"assignment\">\n", f);
   for (int32_t i = 0; i < n; i++)

@@ -96,6 +96,11 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       mi_json_double(f, 1 / run->vs_default.lo);
       fprintf(f, "],\"rounds\":%d,\"deployed_default\":%s,\"chose_default\":%s,\"loaded\":%d}", (int)run->confirm_rounds,
               run->deployed_default ? "true" : "false", run->confirm == 2 ? "true" : "false", (int)run->confirm_loaded);
+    } else if (run->confirm_note[0]) {
+      /* no paired figure: why, and whether the default was kept for want of one */
+      fprintf(f, ",\"vs_default\":{\"deployed_default\":%s,\"note\":", run->deployed_default ? "true" : "false");
+      mi_json_string(f, run->confirm_note);
+      fputc('}', f);
     }
     fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
             run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,

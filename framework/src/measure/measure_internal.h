@@ -19,6 +19,8 @@ void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
 /* How a measurement that caught the device's timer lying starts its message (profile.c); the
  * pool quarantines such a device at once (worker.c). */
 #define MI__LIE_PREFIX "implausible device time"
+/* The start of the error of a measurement whose outputs disagree with the reference (worker.c). */
+#define MI__WRONG_PREFIX "wrong results"
 
 /* The 1-minute load average (/proc/loadavg), NaN when it cannot be read; *cpus (may be NULL)
  * the online CPUs, at least 1. */

@@ -24,6 +24,7 @@ typedef struct slot {
   pid_t pid;  /* -1 when not running */
   int fd;
   int32_t fails;
+  int32_t ever_ok; /* a measurement of this device has passed: it can compute right */
   int32_t quarantined;
   char why[160]; /* the last failure: the reason a quarantine gives */
 } slot_t;
@@ -343,11 +344,18 @@ static int32_t slot_for(mi_worker_pool_t *p, const char *spec, slot_t **out, mi_
 static void count(mi_worker_pool_t *p, slot_t *s, int32_t rc, const mi_error_t *err) {
   if (rc == MI_OK) {
     s->fails = 0;
+    s->ever_ok = 1;
     return;
   }
+  /* Wrong results from a device that has computed right before belong to the configuration (a
+   * broken kernel variant, an unstable quantization), not to the device: the measurement fails
+   * with its reason and the search goes on. A device that never computed right (a zero-filling
+   * liar) counts them like any other failure. */
+  int config_fault =
+      s->ever_ok && err && strncmp(err->message, MI__WRONG_PREFIX, sizeof MI__WRONG_PREFIX - 1) == 0;
   /* A device caught lying about its time is not retried: nothing it reports can be trusted. */
-  if (++s->fails >= p->o.quarantine_after ||
-      (err && strncmp(err->message, MI__LIE_PREFIX, sizeof MI__LIE_PREFIX - 1) == 0)) {
+  if (!config_fault && (++s->fails >= p->o.quarantine_after ||
+                        (err && strncmp(err->message, MI__LIE_PREFIX, sizeof MI__LIE_PREFIX - 1) == 0))) {
     s->quarantined = 1;
     stop(s, 1);
   }
@@ -473,7 +481,7 @@ int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, con
     memcpy(r->layers, at + sizeof *r, (size_t)r->layer_count * sizeof *r->layers);
     if (r->checked && !r->check_ok)
       rc = mi_errorf(err, MI_ERR_CONSTRAINT,
-                     "wrong results: max error %.3g of the output range against the reference",
+                     MI__WRONG_PREFIX ": max error %.3g of the output range against the reference",
                      r->check_error);
   } else if (rc == MI_OK) {
     rc = reply_error(&h, pl, err);
