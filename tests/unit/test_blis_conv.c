@@ -244,26 +244,27 @@ static void packed_cases(tb_plugin_t *p) {
   }
 }
 
-int main(void) {
-  tb_plugin_t p;
-  /* n c h w m kh kw sh sw dh dw pt pl pb pr g */
-  cshape_t dense = {2, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 1};
-  cshape_t dilated = {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2};
-  cshape_t pw = {2, 8, 7, 5, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1};
-  cshape_t tall = {1, 3, 40, 37, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  cshape_t tall2 = {1, 3, 60, 45, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
-  cshape_t dw = {1, 6, 9, 11, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 6};
-  cshape_t dw2 = {2, 3, 8, 8, 6, 5, 5, 1, 2, 2, 1, 4, 2, 0, 3, 3};
-  /* Rows of 37 and 18 outputs: full 16-wide SIMD blocks plus a partial one. */
-  cshape_t dwwide = {1, 4, 6, 37, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
-  cshape_t dwwide2 = {1, 4, 7, 37, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4};
-  /* A 130x130 plane does not fit the SIMD path's stack buffer: the plain loops run. */
-  cshape_t dwbig = {1, 2, 130, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2};
-  mi_knob_value_t k1[2] = {{"threads", 1, 0.}, {"im2col_block", 256, 0.}};
-  mi_knob_value_t ob[1] = {{"oc_block", 8, 0.}};
-  mi_knob_value_t k256[1] = {{"im2col_block", 256, 0.}}; /* chunks that start mid output row */
-  mi_knob_value_t arch[1] = {{"arch", 1, 0.}}; /* "blis": BLIS's own detection */
-  if (!tb_load(&p)) return 1;
+static tb_plugin_t p;
+/* n c h w m kh kw sh sw dh dw pt pl pb pr g */
+static cshape_t dense = {2, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 1};
+static cshape_t dilated = {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2};
+static cshape_t pw = {2, 8, 7, 5, 6, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1};
+static cshape_t tall = {1, 3, 40, 37, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+static cshape_t tall2 = {1, 3, 60, 45, 5, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+static cshape_t dw = {1, 6, 9, 11, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 6};
+static cshape_t dw2 = {2, 3, 8, 8, 6, 5, 5, 1, 2, 2, 1, 4, 2, 0, 3, 3};
+/* Rows of 37 and 18 outputs: full 16-wide SIMD blocks plus a partial one. */
+static cshape_t dwwide = {1, 4, 6, 37, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4};
+static cshape_t dwwide2 = {1, 4, 7, 37, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 4};
+/* A 130x130 plane does not fit the SIMD path's stack buffer: the plain loops run. */
+static cshape_t dwbig = {1, 2, 130, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2};
+static mi_knob_value_t k1[2] = {{"threads", 1, 0.}, {"im2col_block", 256, 0.}};
+static mi_knob_value_t ob[1] = {{"oc_block", 8, 0.}};
+static mi_knob_value_t k256[1] = {{"im2col_block", 256, 0.}}; /* chunks that start mid output row */
+static mi_knob_value_t arch[1] = {{"arch", 1, 0.}}; /* "blis": BLIS's own detection */
+
+static void setup(void) {
+  REQUIRE(tb_load(&p));
   {
     mi_device_desc_t d;
     mi_error_t err = {0, ""};
@@ -271,6 +272,13 @@ int main(void) {
     d.struct_size = sizeof d;
     if (p.api->device_info(p.ctx, 0, &d, &err) == MI_OK) g_cores = d.compute_units;
   }
+}
+
+static void teardown(void) {
+  tb_unload(&p);
+}
+
+static void conv(void) {
   conv_case(&p, "im2col dense", dense, "conv.im2col_gemm", 0, NULL, 0);
   conv_case(&p, "im2col dense chunked 1 thread", dense, "conv.im2col_gemm", 0, k1, 2);
   conv_case(&p, "im2col dense arch=blis", dense, "conv.im2col_gemm", 0, arch, 1);
@@ -291,9 +299,20 @@ int main(void) {
   conv_case(&p, "fused 1x1+bn+relu+add", pw, "conv.1x1_gemm", 1, NULL, 0);
   conv_case(&p, "fused dw+bn+relu+add", dw, "conv.depthwise_direct", 1, NULL, 0);
   conv_case(&p, "fused nhwc+bn+relu+add", dilated, "conv.direct_nhwc", 1, NULL, 0);
-  packed_cases(&p);
-  refusals(&p);
-  tb_unload(&p);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void packed(void) {
+  packed_cases(&p);
+}
+
+static void refusals_all(void) {
+  refusals(&p);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(conv),
+    TU_CASE(packed),
+    TU_CASE(refusals_all),
+};
+
+TU_MAIN(setup, teardown)

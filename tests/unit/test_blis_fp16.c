@@ -279,59 +279,80 @@ done:
   mi_xf_config_destroy(xc);
 }
 
-int main(void) {
-  tb_plugin_t p;
+static tb_plugin_t p;
+/* n c h w m k s pad g: a 3x3 conv with K = 576 (several k blocks), stride 2, a pointwise conv,
+ * planes under 40 pixels (channels in the lanes) with K over one block, a grouped and a
+ * depthwise conv (conv.packed_gemm takes any group) */
+static const struct {
+  const char *name;
+  cshape_t s;
+} cases[] = {
+    {"3x3 64->24, 14x14", {1, 64, 14, 14, 24, 3, 1, 1, 1}},
+    {"3x3 s2 8->13, 2 images", {2, 8, 17, 15, 13, 3, 2, 1, 1}},
+    {"1x1 40->70, 9x9", {1, 40, 9, 9, 70, 1, 1, 0, 1}},
+    {"3x3 48->40, 4x4 plane", {2, 48, 4, 4, 40, 3, 1, 1, 1}},
+    {"3x3 grouped 12->8, g 4", {1, 12, 10, 10, 8, 3, 1, 1, 4}},
+    {"3x3 depthwise 16", {1, 16, 12, 12, 16, 3, 1, 1, 16}},
+};
+
+static void setup(void) {
   mi_device_desc_t dd;
-  mi_plugin_t *pl = NULL;
-  uint32_t dev = 0;
   mi_error_t err = {0, ""};
-  char dir[64];
-  /* n c h w m k s pad g: a 3x3 conv with K = 576 (several k blocks), stride 2, a pointwise conv,
-   * planes under 40 pixels (channels in the lanes) with K over one block, a grouped and a
-   * depthwise conv (conv.packed_gemm takes any group) */
-  static const struct {
-    const char *name;
-    cshape_t s;
-  } cases[] = {
-      {"3x3 64->24, 14x14", {1, 64, 14, 14, 24, 3, 1, 1, 1}},
-      {"3x3 s2 8->13, 2 images", {2, 8, 17, 15, 13, 3, 2, 1, 1}},
-      {"1x1 40->70, 9x9", {1, 40, 9, 9, 70, 1, 1, 0, 1}},
-      {"3x3 48->40, 4x4 plane", {2, 48, 4, 4, 40, 3, 1, 1, 1}},
-      {"3x3 grouped 12->8, g 4", {1, 12, 10, 10, 8, 3, 1, 1, 4}},
-      {"3x3 depthwise 16", {1, 16, 12, 12, 16, 3, 1, 1, 16}},
-  };
-  size_t i;
-  int64_t ns = 0, si;
-  if (!tb_load(&p)) return 1;
+  REQUIRE(tb_load(&p));
   memset(&dd, 0, sizeof dd);
   dd.struct_size = sizeof dd;
   if (p.api->device_info(p.ctx, 0, &dd, &err) == MI_OK) {
     g_has_f16c = strstr(dd.isa, "-f16c") != NULL;
     g_cores = dd.compute_units;
   }
-  declarations(&p);
-  (void)knob_choice(&p, "simd", NULL, &ns);
-  if (g_has_f16c) {
-    for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
-      for (si = 0; si < ns; si++) {
-        char name[128];
-        snprintf(name, sizeof name, "%s (simd %lld)", cases[i].name, (long long)si);
-        conv_case(&p, name, cases[i].s, si);
-      }
-    fprintf(stderr, "  convs, FP16 storage: worst rel L2 %.2g vs the conv on half weights, %.2g vs FP32\n",
-            g_worst16, g_worst32);
-    CHECK(mi_registry_device(p.reg, "blis-cpu:0", &pl, &dev, &err) == MI_OK, "blis-cpu:0: %s", err.message);
-    if (pl && tu_tempdir(dir, sizeof dir, "blisfp16")) {
-      zoo_case(pl, dir, "mobilenetv2", "--width 0.5 --depth 3 --resolution 40 --seed 7");
-      zoo_case(pl, dir, "resnet", "--width 0.5 --depth 4 --resolution 40 --seed 7");
-      zoo_case(pl, dir, "mobilenetv3", "--width 0.5 --depth 4 --resolution 48 --seed 7");
-      zoo_case(pl, dir, "kws", "--width 0.5 --depth 2 --resolution 31 --seed 7");
-      tu_rmtree(dir);
-    }
-  } else {
-    fprintf(stderr, "  no F16C on this CPU: FP16 storage refused (checked above), conv cases skipped\n");
-  }
-  tb_unload(&p);
-  if (g_failures) fprintf(stderr, "test_blis_fp16: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void teardown(void) {
+  tb_unload(&p);
+}
+
+static void declarations_case(void) {
+  declarations(&p);
+}
+
+static void convs(void) {
+  int64_t ns = 0, si;
+  size_t i;
+  if (!g_has_f16c) {
+    fprintf(stderr, "  no F16C on this CPU: FP16 storage refused (see declarations), conv cases skipped\n");
+    return;
+  }
+  (void)knob_choice(&p, "simd", NULL, &ns);
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    for (si = 0; si < ns; si++) {
+      char name[128];
+      snprintf(name, sizeof name, "%s (simd %lld)", cases[i].name, (long long)si);
+      conv_case(&p, name, cases[i].s, si);
+    }
+  fprintf(stderr, "  convs, FP16 storage: worst rel L2 %.2g vs the conv on half weights, %.2g vs FP32\n",
+          g_worst16, g_worst32);
+}
+
+static void zoo_models(void) {
+  mi_plugin_t *pl = NULL;
+  uint32_t dev = 0;
+  mi_error_t err = {0, ""};
+  char dir[64];
+  if (!g_has_f16c) return; /* FP16 storage refused: checked by declarations */
+  CHECK(mi_registry_device(p.reg, "blis-cpu:0", &pl, &dev, &err) == MI_OK, "blis-cpu:0: %s", err.message);
+  if (pl && tu_tempdir(dir, sizeof dir, "blisfp16")) {
+    zoo_case(pl, dir, "mobilenetv2", "--width 0.5 --depth 3 --resolution 40 --seed 7");
+    zoo_case(pl, dir, "resnet", "--width 0.5 --depth 4 --resolution 40 --seed 7");
+    zoo_case(pl, dir, "mobilenetv3", "--width 0.5 --depth 4 --resolution 48 --seed 7");
+    zoo_case(pl, dir, "kws", "--width 0.5 --depth 2 --resolution 31 --seed 7");
+    tu_rmtree(dir);
+  }
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(declarations_case),
+    TU_CASE(convs),
+    TU_CASE(zoo_models),
+};
+
+TU_MAIN(setup, teardown)

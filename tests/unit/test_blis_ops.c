@@ -372,22 +372,39 @@ static void softmax_long_case(tb_plugin_t *p, int64_t len, int64_t simd) {
   free(ref);
 }
 
-int main(void) {
-  tb_plugin_t p;
+static tb_plugin_t p;
+
+static void setup(void) {
+  REQUIRE(tb_load(&p));
+}
+
+static void teardown(void) {
+  tb_unload(&p);
+}
+
+static void gemm(void) {
   int ta, tb_;
-  int64_t si;
-  if (!tb_load(&p)) return 1;
   for (ta = 0; ta < 2; ta++)
     for (tb_ = 0; tb_ < 2; tb_++) gemm_case(&p, ta, tb_, 0.75f, 0.5f, 2);
   gemm_case(&p, 0, 1, 1.f, 1.f, 1);
   gemm_case(&p, 1, 0, 2.f, 0.f, 2);
+}
+
+static void matmul(void) {
   matmul_case(&p, 1);
   matmul_case(&p, 0);
+}
+
+static void softmax(void) {
   softmax_case(&p, 13, -1);
   softmax_case(&p, 13, 1);
   softmax_case(&p, 11, 1);
   softmax_case(&p, 11, 0);
-  /* every code path of knob simd (auto, then e.g. avx512, avx2, c) */
+}
+
+/* every code path of knob simd (auto, then e.g. avx512, avx2, c) */
+static void simd_paths(void) {
+  int64_t si;
   CHECK(simd_choices(&p) >= 2, "knob simd has %lld values", (long long)simd_choices(&p));
   for (si = 0; si < simd_choices(&p); si++) {
     softmax_long_case(&p, 37, si);
@@ -399,32 +416,56 @@ int main(void) {
     unary_case(&p, "Gelu", NULL, si);
     unary_case(&p, "Gelu", "tanh", si);
   }
+}
+
+static void layernorm(void) {
   layernorm_case(&p, 8);
   layernorm_case(&p, 37);
+}
+
+static void pool(void) {
   pool_case(&p, "MaxPool", 0, 7);
   pool_case(&p, "MaxPool", 0, 37); /* 19 outputs a row: a full block of 16 and a tail */
   pool_case(&p, "AveragePool", 0, 7);
   pool_case(&p, "AveragePool", 1, 7);
   pool_case(&p, "AveragePool", 1, 37);
+}
+
+static void binary(void) {
   binary_case(&p, "Add");
   binary_case(&p, "Sub");
   binary_case(&p, "Mul");
   binary_case(&p, "Div");
   binary_case(&p, "Max");
   binary_case(&p, "Min");
-  {
-    static const int64_t big[4] = {2, 3, 4, 5}, se[4] = {1, 3, 1, 1};
-    static const char *const ops4[4] = {"Add", "Sub", "Mul", "Div"};
-    int o;
-    for (o = 0; o < 4; o++) {
-      binary4_case(&p, ops4[o], big, se);
-      binary4_case(&p, ops4[o], se, big);
-      binary4_case(&p, ops4[o], big, big);
-    }
+}
+
+static void binary4(void) {
+  static const int64_t big[4] = {2, 3, 4, 5}, se[4] = {1, 3, 1, 1};
+  static const char *const ops4[4] = {"Add", "Sub", "Mul", "Div"};
+  int o;
+  for (o = 0; o < 4; o++) {
+    binary4_case(&p, ops4[o], big, se);
+    binary4_case(&p, ops4[o], se, big);
+    binary4_case(&p, ops4[o], big, big);
   }
+}
+
+static void global_pool(void) {
   global_pool_case(&p, "GlobalAveragePool");
   global_pool_case(&p, "GlobalMaxPool");
-  tb_unload(&p);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(gemm),
+    TU_CASE(matmul),
+    TU_CASE(softmax),
+    TU_CASE(simd_paths),
+    TU_CASE(layernorm),
+    TU_CASE(pool),
+    TU_CASE(binary),
+    TU_CASE(binary4),
+    TU_CASE(global_pool),
+};
+
+TU_MAIN(setup, teardown)

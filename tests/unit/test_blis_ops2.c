@@ -16,7 +16,7 @@ static float rnd(uint64_t *s) {
 /* A graph of opset `opset` with one FLOAT32 input `x` of the given shape. */
 static mi_graph_t *graph_x(int64_t opset, int rank, const int64_t *dims, int32_t *x) {
   mi_graph_t *g = mi_graph_create("t");
-  TU_REQUIRE(g);
+  REQUIRE(g);
   g->opset = opset;
   *x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, rank, dims);
   mi_graph_add_input(g, *x);
@@ -28,7 +28,7 @@ static int32_t const_f32(mi_graph_t *g, const char *name, int rank, const int64_
   int64_t n = 1;
   int i;
   for (i = 0; i < rank; i++) n *= dims[i];
-  TU_REQUIRE(n <= 4096);
+  REQUIRE(n <= 4096);
   for (i = 0; i < n; i++) v[i] = rnd(&seed);
   return mi_graph_add_const_f32(g, name, rank, dims, v);
 }
@@ -501,52 +501,101 @@ static void mod_test(int fmod) {
   else expect_refused(g, "Mod fmod=0 on FLOAT32");
 }
 
-int main(void) {
-  mi_registry_t *r = mi_registry_create();
-  mi_error_t err = {0, ""};
-  TU_REQUIRE(r);
+static mi_registry_t *r;
+static mi_error_t err = {0, ""};
+
+static void setup(void) {
+  r = mi_registry_create();
+  REQUIRE(r);
   if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
   {
     uint32_t dev = 0;
     tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
   }
-  resize_tests();
-  cast_clip_test();
-  prelu_test();
-  pad_tests();
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void split(void) {
   split_test(13);
   split_test(11);
-  expand_tile_tests();
+}
+
+static void gather(void) {
   gather_case(0, 0);
   gather_case(1, 0);
   gather_case(2, 1);
-  depth_space_tests();
+}
+
+static void logsoftmax(void) {
   logsoftmax_test(13, 1);
   logsoftmax_test(13, -1);
   logsoftmax_test(11, 1);
+}
+
+static void instnorm(void) {
   instnorm_test(4);
   instnorm_test(3);
+}
+
+static void nary(void) {
   nary_test("Sum", 3);
   nary_test("Sum", 1);
   nary_test("Mean", 3);
   nary_test("Mean", 2);
+}
+
+static void round_sign(void) {
   round_sign_test("Round");
   round_sign_test("Sign");
+}
+
+static void reduce(void) {
   reduce_test("ReduceProd", 13, 1);
   reduce_test("ReduceProd", 18, 0);
   reduce_test("ReduceL2", 13, 0);
   reduce_test("ReduceL2", 18, 1);
   reduce_test("ReduceLogSumExp", 13, 1);
   reduce_test("ReduceLogSumExp", 18, 0);
+}
+
+static void cumsum(void) {
   cumsum_test(0, 0);
   cumsum_test(1, 0);
   cumsum_test(0, 1);
   cumsum_test(1, 1);
+}
+
+static void trilu(void) {
   trilu_test(1, 0);
   trilu_test(1, 2);
   trilu_test(0, -1);
+}
+
+static void mod(void) {
   mod_test(1);
   mod_test(0);
-  mi_registry_destroy(r);
-  return tu_finish("test_blis_ops2");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(resize_tests),
+    TU_CASE(cast_clip_test),
+    TU_CASE(prelu_test),
+    TU_CASE(pad_tests),
+    TU_CASE(split),
+    TU_CASE(expand_tile_tests),
+    TU_CASE(gather),
+    TU_CASE(depth_space_tests),
+    TU_CASE(logsoftmax),
+    TU_CASE(instnorm),
+    TU_CASE(nary),
+    TU_CASE(round_sign),
+    TU_CASE(reduce),
+    TU_CASE(cumsum),
+    TU_CASE(trilu),
+    TU_CASE(mod),
+};
+
+TU_MAIN(setup, teardown)

@@ -129,13 +129,28 @@ static void threads_and_counters(tb_plugin_t *p) {
   free(a); free(bm); free(y1); free(y2); free(ref);
 }
 
-int main(void) {
-  tb_plugin_t p;
-  entry_refuses_other_major();
-  if (!tb_load(&p)) return 1;
-  descriptions(&p);
-  threads_and_counters(&p);
-  tb_unload(&p);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
+static tb_plugin_t p;
+
+static void setup(void) {
+  REQUIRE(tb_load(&p));
 }
+
+static void teardown(void) {
+  tb_unload(&p);
+}
+
+static void descriptions_all(void) {
+  descriptions(&p);
+}
+
+static void threads_and_counters_all(void) {
+  threads_and_counters(&p);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(entry_refuses_other_major),
+    TU_CASE(descriptions_all),
+    TU_CASE(threads_and_counters_all),
+};
+
+TU_MAIN(setup, teardown)

@@ -239,48 +239,62 @@ static void gemm_case(tb_plugin_t *p, int matmul, int int4) {
   }
 }
 
-int main(void) {
-  tb_plugin_t p;
-  /* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties */
-  const qcase_t cases[] = {
-      {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0},
-      {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0},
-      {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0},
-      {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0},
-      {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0},
-      {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0},
-      {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0},
-      {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1},
-      {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0},
-      {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0},
-      {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0},
-      {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0},
-  };
-  size_t i;
-  int64_t ndot = 0;
-  if (!tb_load(&p)) return 1;
-  {
-    /* knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
-    uint32_t nk = 0, ki;
-    mi_error_t err = {0, ""};
-    if (p.api->knob_count(p.ctx, 0, &nk, &err) == MI_OK)
-      for (ki = 0; ki < nk; ki++) {
-        mi_knob_desc_t kd;
-        memset(&kd, 0, sizeof kd);
-        kd.struct_size = sizeof kd;
-        if (p.api->knob_desc(p.ctx, 0, ki, &kd, &err) == MI_OK && strcmp(kd.name, "int8_dot") == 0) ndot = kd.max + 1;
-      }
-  }
+static tb_plugin_t p;
+/* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties */
+static const qcase_t cases[] = {
+    {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0},
+    {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0},
+    {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0},
+    {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0},
+    {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0},
+    {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0},
+    {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0},
+    {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1},
+    {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0},
+    {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0},
+    {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0},
+    {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0},
+};
+/* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
+static int64_t ndot;
+
+static void setup(void) {
+  uint32_t nk = 0, ki;
+  mi_error_t err = {0, ""};
+  REQUIRE(tb_load(&p));
+  if (p.api->knob_count(p.ctx, 0, &nk, &err) == MI_OK)
+    for (ki = 0; ki < nk; ki++) {
+      mi_knob_desc_t kd;
+      memset(&kd, 0, sizeof kd);
+      kd.struct_size = sizeof kd;
+      if (p.api->knob_desc(p.ctx, 0, ki, &kd, &err) == MI_OK && strcmp(kd.name, "int8_dot") == 0) ndot = kd.max + 1;
+    }
   CHECK(ndot >= 2, "knob int8_dot has %lld values (want auto and at least c)", (long long)ndot);
-  for (g_dot = 0; g_dot < ndot; g_dot++) {
+}
+
+static void teardown(void) {
+  tb_unload(&p);
+}
+
+static void convs(void) {
+  size_t i;
+  for (g_dot = 0; g_dot < ndot; g_dot++)
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
+}
+
+static void gemms(void) {
+  for (g_dot = 0; g_dot < ndot; g_dot++) {
     gemm_case(&p, 0, 0);
     gemm_case(&p, 1, 0);
     gemm_case(&p, 0, 1);
     gemm_case(&p, 1, 1);
     gemm_case(&p, 0, 2);
   }
-  tb_unload(&p);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(convs),
+    TU_CASE(gemms),
+};
+
+TU_MAIN(setup, teardown)

@@ -40,7 +40,7 @@ static int32_t input(mi_graph_t *g, const char *name, int32_t dt, int rank, cons
 /* A constant of the given dtype and shape, filled by fill() (or from vals when not NULL). */
 static int32_t constant(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims, const void *vals) {
   mi_array_t *a = mi_array_create(dt, rank, dims);
-  TU_REQUIRE(a);
+  REQUIRE(a);
   if (vals) memcpy(a->data, vals, a->nbytes);
   else fill(a);
   int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
@@ -115,7 +115,7 @@ static void run_case(mi_graph_t *g, const char *name, int want_refusal) {
 
 static mi_graph_t *graph(int64_t opset) {
   mi_graph_t *g = mi_graph_create("q");
-  TU_REQUIRE(g);
+  REQUIRE(g);
   g->opset = opset;
   return g;
 }
@@ -223,34 +223,67 @@ static void qlinear_gap(int last) {
   run_case(g, last ? "QLinearGlobalAveragePool channels_last" : "QLinearGlobalAveragePool", 0);
 }
 
-int main(void) {
-  mi_registry_t *r = mi_registry_create();
-  mi_error_t err = {0, ""};
-  TU_REQUIRE(r);
+static mi_registry_t *r;
+static mi_error_t err = {0, ""};
+
+static void setup(void) {
+  r = mi_registry_create();
+  REQUIRE(r);
   if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
   {
     uint32_t dev = 0;
     tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
   }
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void conv_integer_cases(void) {
   conv_integer(1, 1, 1, 3);
   conv_integer(0, 1, 2, 3);
   conv_integer(1, 6, 1, 3); /* depthwise */
   conv_integer(0, 2, 1, 1);
+}
+
+static void matmul_integer_cases(void) {
   matmul_integer(0);
   matmul_integer(1);
+}
+
+static void qlinear_conv_cases(void) {
   qlinear_conv(MI_DTYPE_UINT8, 3, 1);
   qlinear_conv(MI_DTYPE_INT8, 1, 1);
   qlinear_conv(MI_DTYPE_UINT8, 3, 8); /* depthwise */
+}
+
+static void qlinear_matmul_cases(void) {
   qlinear_matmul(0);
   qlinear_matmul(1);
+}
+
+static void qlinear_binary_cases(void) {
   qlinear_binary("QLinearAdd", 0, MI_DTYPE_UINT8);
   qlinear_binary("QLinearAdd", 1, MI_DTYPE_INT8);
   qlinear_binary("QLinearMul", 0, MI_DTYPE_INT8);
   qlinear_binary("QLinearMul", 1, MI_DTYPE_UINT8);
   qlinear_binary("QLinearMul", 2, MI_DTYPE_UINT8);
   qlinear_binary("QLinearAdd", 2, MI_DTYPE_INT8);
+}
+
+static void qlinear_gap_cases(void) {
   qlinear_gap(0);
   qlinear_gap(1);
-  mi_registry_destroy(r);
-  return tu_finish("test_blis_qops");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(conv_integer_cases),
+    TU_CASE(matmul_integer_cases),
+    TU_CASE(qlinear_conv_cases),
+    TU_CASE(qlinear_matmul_cases),
+    TU_CASE(qlinear_binary_cases),
+    TU_CASE(qlinear_gap_cases),
+};
+
+TU_MAIN(setup, teardown)

@@ -75,13 +75,28 @@ static void int8_into_relu_refused(tb_plugin_t *p) {
   CHECK(tb_run(p, &b, NULL, NULL, 0, ins, y, &err) == MI_ERR_UNSUPPORTED, "int8 Relu refused: %s", err.message);
 }
 
-int main(void) {
-  tb_plugin_t p;
-  if (!tb_load(&p)) return 1;
+static tb_plugin_t p;
+
+static void setup(void) {
+  REQUIRE(tb_load(&p));
+}
+
+static void teardown(void) {
+  tb_unload(&p);
+}
+
+static void qdq(void) {
   qdq_case(&p, "per-tensor", 0);
   qdq_case(&p, "per-axis", 1);
-  int8_into_relu_refused(&p);
-  tb_unload(&p);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void int8_into_relu(void) {
+  int8_into_relu_refused(&p);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(qdq),
+    TU_CASE(int8_into_relu),
+};
+
+TU_MAIN(setup, teardown)

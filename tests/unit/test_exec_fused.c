@@ -181,23 +181,47 @@ static void auto_fused(mi_plugin_t *p) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  mi_registry_t *r = open_plugins();
-  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *npu = mi_registry_find(r, "npu-stub");
-  const char *gpus[] = {"opencl", "vulkan"};
+static mi_registry_t *r;
+static mi_plugin_t *blis, *npu;
+static const char *gpus[] = {"opencl", "vulkan"};
+
+static void setup(void) {
+  r = open_plugins();
+  blis = mi_registry_find(r, "blis-cpu");
+  npu = mi_registry_find(r, "npu-stub");
+  CHECK(npu != NULL || !tu_plugin_built("npu-stub"), "npu-stub was built but not loaded");
   CHECK(blis != NULL, "blis-cpu is loaded");
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void blis_fusion(void) {
   if (blis) {
     fused_vs_unfused(blis, "resnet", 0.5, 2);
     fused_vs_unfused(blis, "mobilenetv2", 0.5, 3);
     auto_fused(blis);
   }
+}
+
+static void gpu_fusion(void) {
   for (size_t i = 0; i < 2; i++) {
     mi_plugin_t *p = mi_registry_find(r, gpus[i]);
     if (p) fused_vs_unfused(p, "resnet", 0.5, 2);
-    else printf("%s: not loaded here, skipped\n", gpus[i]);
+    else if (!tu_plugin_built(gpus[i])) printf("%s: not built here, skipped\n", gpus[i]);
+    else CHECK(0, "%s was built but the loader refused it", gpus[i]);
   }
-  if (blis && npu) refused_groups(blis, npu);
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_exec_fused: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void refused_groups_npu(void) {
+  if (blis && npu) refused_groups(blis, npu);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(blis_fusion),
+    TU_CASE(gpu_fusion),
+    TU_CASE(refused_groups_npu),
+};
+
+TU_MAIN(setup, teardown)

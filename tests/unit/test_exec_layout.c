@@ -38,10 +38,22 @@ static double check(mi_plugin_t *p, const char *family, const char *yaml, double
   return d;
 }
 
-int main(void) {
-  mi_registry_t *r = open_plugins();
-  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *npu = mi_registry_find(r, "npu-stub");
+static mi_registry_t *r;
+static mi_plugin_t *blis, *npu;
+
+static void setup(void) {
+  r = open_plugins();
+  blis = mi_registry_find(r, "blis-cpu");
+  npu = mi_registry_find(r, "npu-stub");
+  CHECK(npu != NULL || !tu_plugin_built("npu-stub"), "npu-stub was built but not loaded");
   CHECK(blis != NULL, "blis-cpu is loaded");
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void blis_layouts(void) {
   if (blis) {
     /* NHWC convs run in blis-cpu's conv.direct_nhwc, chosen because it declares NHWC. */
     check(blis, "resnet", "passes: {layout: nhwc}\n", 1e-5, 1);
@@ -52,9 +64,16 @@ int main(void) {
     check(blis, "resnet", "passes: {layout: nchwc, block: 8}\n", 1e-5, 0);
     check(blis, "resnet", "passes: {layout: nchwc, block: 5}\n", 1e-5, 0);
   }
+}
+
+static void npu_nhwc(void) {
   /* npu-stub refuses every NHWC tensor: host fallback, FP16 elsewhere. */
   if (npu) check(npu, "resnet", "passes: {fold_bn: true, layout: nhwc}\n", 2e-2, 0);
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_exec_layout: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(blis_layouts),
+    TU_CASE(npu_nhwc),
+};
+
+TU_MAIN(setup, teardown)

@@ -129,16 +129,34 @@ static void blis_qdq(mi_plugin_t *blis) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  mi_registry_t *r = open_plugins();
-  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *npu = mi_registry_find(r, "npu-stub");
+static mi_registry_t *r;
+static mi_plugin_t *blis, *npu;
+
+static void setup(void) {
+  r = open_plugins();
+  blis = mi_registry_find(r, "blis-cpu");
+  npu = mi_registry_find(r, "npu-stub");
   CHECK(npu != NULL && blis != NULL, "npu-stub and blis-cpu are loaded");
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void npu_codes_models(void) {
   if (npu) {
     npu_codes(npu, "resnet", 0.5, 2);
     npu_codes(npu, "mobilenetv2", 0.5, 3);
   }
-  if (blis) blis_qdq(blis);
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_exec_quant: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void blis_qdq_model(void) {
+  if (blis) blis_qdq(blis);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(npu_codes_models),
+    TU_CASE(blis_qdq_model),
+};
+
+TU_MAIN(setup, teardown)

@@ -54,9 +54,9 @@ static mi_graph_t *if_graph(void) {
   mi_graph_add_node(g, "Mul", "sq", 2, sq, 1, &z);
   mi_graph_add_node(g, "Relu", "act", 1, &z, 1, &out);
   mi_graph_add_output(g, out);
-  TU_REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
-  TU_REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
-  TU_REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
   return g;
 }
 
@@ -71,7 +71,7 @@ static void test_value_shaped_if(void) {
   mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 1, xd);
   mi_array_t *sel = mi_array_create(MI_DTYPE_INT64, 0, NULL);
   const mi_array_t *ins[2] = {x, sel};
-  TU_REQUIRE(x && sel);
+  REQUIRE(x && sel);
   if (!p) goto done;
   memcpy(x->data, xv, sizeof xv);
   CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
@@ -146,14 +146,14 @@ static void test_nested_branch(void) {
   int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL), node;
   mi_array_t *xa = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
   const mi_array_t *ins[2] = {xa, ca};
-  TU_REQUIRE(xa && ca);
+  REQUIRE(xa && ca);
   mi_graph_add_input(g, x);
   mi_graph_add_input(g, c);
   node = mi_graph_add_node(g, "If", "if", 1, &c, 1, &y);
   mi_graph_add_output(g, y);
-  TU_REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
-  TU_REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
-  TU_REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
   memcpy(xa->data, xv, sizeof xv);
   if (!p) goto done;
   CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
@@ -192,7 +192,7 @@ static void fill(mi_array_t *arr, uint32_t seed, float a) {
 
 /* Runs a Silero model at one sample rate on every plugin device against the reference. */
 static void silero(const char *dir, const char *file, int v5, int64_t sr) {
-  char path[1024];
+  char path[1100];
   mi_graph_t *g = NULL;
   mi_error_t err = {0};
   mi_array_t *ins[4] = {0}, *ref[3] = {0};
@@ -216,11 +216,11 @@ static void silero(const char *dir, const char *file, int v5, int64_t sr) {
     t->rank = is_sr ? 0 : is_x ? 2 : 3;
     for (int32_t d = 0; d < t->rank; d++) t->dims[d] = is_x ? win[d] : st[d];
     ins[i] = mi_array_create(t->dtype, t->rank, t->dims);
-    TU_REQUIRE(ins[i]);
+    REQUIRE(ins[i]);
     if (is_sr) *(int64_t *)ins[i]->data = sr;
     else fill(ins[i], 7u + (uint32_t)i, is_x ? 0.5f : 0.3f);
   }
-  TU_REQUIRE(g->output_count <= 3);
+  REQUIRE(g->output_count <= 3);
   CHECK(mi_ref_run(g, (const mi_array_t *const *)ins, g->input_count, ref, g->output_count,
                    &err) == MI_OK, "%s ref: %s", file, err.message);
   for (int d = 0; d < 4 && ref[0]; d++) {
@@ -255,19 +255,39 @@ static void silero(const char *dir, const char *file, int v5, int64_t sr) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
+static char dir[1024];
+
+static void setup(void) {
   mi_error_t err = {0};
-  char dir[1024];
   const char *md = getenv("MI_MODEL_DIR"), *home = getenv("HOME");
   g_reg = mi_registry_create();
-  TU_REQUIRE(g_reg && tu_scan_plugins(g_reg, &err) == MI_OK);
-  test_value_shaped_if();
-  test_nested_branch();
+  REQUIRE(g_reg && tu_scan_plugins(g_reg, &err) == MI_OK);
   snprintf(dir, sizeof dir, "%s", md ? md : "");
   if (!md) snprintf(dir, sizeof dir, "%s/.cache/metainfer/models", home ? home : ".");
+}
+
+static void teardown(void) {
+  mi_registry_destroy(g_reg);
+}
+
+static void value_shaped_if(void) {
+  test_value_shaped_if();
+}
+
+static void nested_branch(void) {
+  test_nested_branch();
+}
+
+static void silero_models(void) {
   silero(dir, "silero_vad_v4.onnx", 0, 16000);
   silero(dir, "silero_vad_v5.onnx", 1, 16000);
   silero(dir, "silero_vad_v5.onnx", 1, 8000);
-  mi_registry_destroy(g_reg);
-  return tu_finish("test_exec_subgraph");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(value_shaped_if),
+    TU_CASE(nested_branch),
+    TU_CASE(silero_models),
+};
+
+TU_MAIN(setup, teardown)

@@ -81,10 +81,10 @@ static void test_device(void) {
   mi_registry_destroy(r);
 }
 
-int main(void) {
-  test_model();
-  test_stack();
-  test_device();
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_model),
+    TU_CASE(test_stack),
+    TU_CASE(test_device),
+};
+
+TU_MAIN(NULL, NULL)

@@ -111,9 +111,10 @@ static void test_errors(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_static_chain();
-  test_dynamic_kept();
-  test_errors();
-  return tu_finish("test_fold");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_static_chain),
+    TU_CASE(test_dynamic_kept),
+    TU_CASE(test_errors),
+};
+
+TU_MAIN(NULL, NULL)

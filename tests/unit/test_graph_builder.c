@@ -5,7 +5,6 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(c) TU_CHECK_BARE(c)
 #include "test_util.h"
 
 static void test_builder_and_attrs(void) {
@@ -106,10 +105,9 @@ static void test_toposort(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_builder_and_attrs();
-  test_toposort();
-  if (g_failures) return 1;
-  printf("ok\n");
-  return 0;
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_builder_and_attrs),
+    TU_CASE(test_toposort),
+};
+
+TU_MAIN(NULL, NULL)

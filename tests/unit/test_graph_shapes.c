@@ -6,7 +6,6 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(c) TU_CHECK_BARE(c)
 #include "test_util.h"
 
 static int32_t input(mi_graph_t *g, const char *name, int32_t rank, const int64_t *dims) {
@@ -320,15 +319,14 @@ static void test_overflowing_numel(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_conv();
-  test_pool_broadcast_matmul();
-  test_reshape_squeeze_slice();
-  test_shape_arithmetic();
-  test_variadic();
-  test_unsupported();
-  test_overflowing_numel();
-  if (g_failures) return 1;
-  printf("ok\n");
-  return 0;
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_conv),
+    TU_CASE(test_pool_broadcast_matmul),
+    TU_CASE(test_reshape_squeeze_slice),
+    TU_CASE(test_shape_arithmetic),
+    TU_CASE(test_variadic),
+    TU_CASE(test_unsupported),
+    TU_CASE(test_overflowing_numel),
+};
+
+TU_MAIN(NULL, NULL)

@@ -204,12 +204,28 @@ static void test_migration(const char *dir) {
         "newer: %s", err.message);
 }
 
-int main(void) {
-  char dir[64];
-  if (!tu_tempdir(dir, sizeof dir, "history")) return 1;
-  test_put_query_roundtrip(dir);
-  test_migration(dir);
-  if (g_failures) fprintf(stderr, "%d failure(s), files in %s\n", g_failures, dir);
-  else if (tu_rmtree(dir)) return 1;
-  return g_failures ? 1 : 0;
+static char dir[64];
+
+static void setup(void) {
+  REQUIRE(tu_tempdir(dir, sizeof dir, "history"));
 }
+
+static void put_query_roundtrip(void) {
+  test_put_query_roundtrip(dir);
+}
+
+static void migration(void) {
+  test_migration(dir);
+}
+
+static void teardown(void) {
+  if (g_failures) fprintf(stderr, "files in %s\n", dir);
+  else REQUIRE(tu_rmtree(dir) == 0);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(put_query_roundtrip),
+    TU_CASE(migration),
+};
+
+TU_MAIN(setup, teardown)

@@ -19,7 +19,7 @@ static void put(buf_t *b, const void *src, size_t n) {
   if (b->n + n > b->cap) {
     b->cap = (b->n + n) * 2;
     b->p = realloc(b->p, b->cap);
-    TU_REQUIRE(b->p);
+    REQUIRE(b->p);
   }
   memcpy(b->p + b->n, src, n);
   b->n += n;
@@ -90,9 +90,9 @@ static void test_onnx(void) {
              "<memory>: not a valid ONNX model (subgraphs nested deeper than 16 levels, at byte "),
       "%s", err.message);
   /* From a file, the error names it. */
-  TU_REQUIRE(tu_tempdir(dir, sizeof dir, "nesting"));
+  REQUIRE(tu_tempdir(dir, sizeof dir, "nesting"));
   snprintf(path, sizeof path, "%s/deep.onnx", dir);
-  TU_REQUIRE((f = fopen(path, "wb")) && fwrite(m.p, 1, m.n, f) == m.n && fclose(f) == 0);
+  REQUIRE((f = fopen(path, "wb")) && fwrite(m.p, 1, m.n, f) == m.n && fclose(f) == 0);
   CHECK(mi_onnx_load(path, &g, &err) == MI_ERR_PARSE && strstr(err.message, path) &&
             strstr(err.message, "nested deeper"),
         "%s", err.message);
@@ -119,7 +119,7 @@ static char *deep(const char *head, const char *open, const char *leaf, const ch
                   int depth) {
   size_t n = strlen(head) + (strlen(open) + strlen(close)) * (size_t)depth + strlen(leaf) + 2;
   char *s = malloc(n), *w = s;
-  TU_REQUIRE(s);
+  REQUIRE(s);
   w += snprintf(w, n, "%s", head);
   for (int i = 0; i < depth; i++) w += snprintf(w, n - (size_t)(w - s), "%s", open);
   w += snprintf(w, n - (size_t)(w - s), "%s", leaf);
@@ -181,7 +181,7 @@ static void test_yaml_bounds(void) {
   char *text = malloc(big + 1);
   CHECK(parse_as(0, alias, &err) == MI_ERR_PARSE && strstr(err.message, "dep.yaml:3:13: aliases"),
         "%s", err.message);
-  TU_REQUIRE(text);
+  REQUIRE(text);
   memset(text, ' ', big);
   text[big] = '\0';
   for (int kind = 0; kind < 3; kind++)
@@ -190,9 +190,10 @@ static void test_yaml_bounds(void) {
   free(text);
 }
 
-int main(void) {
-  test_onnx();
-  test_yaml();
-  test_yaml_bounds();
-  return tu_finish("test_hostile_nesting");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_onnx),
+    TU_CASE(test_yaml),
+    TU_CASE(test_yaml_bounds),
+};
+
+TU_MAIN(NULL, NULL)

@@ -162,10 +162,7 @@ static void test_registry_basics(void) {
   mi_registry_destroy(r);
 }
 
-int main(void) {
-  test_older_minor();
-  test_newer_minor();
-  test_null_optional();
+static void expect_refused_all(void) {
   expect_refused("no_entry", "missing entry symbol", "mi_plugin_entry");
   expect_refused("wrong_major", "wrong major", "plugin speaks ABI 2.");
   expect_refused("refuse", "negotiation refused", "test plugin needs ABI 9.0 features");
@@ -175,8 +172,16 @@ int main(void) {
   expect_refused("garbage", "dlopen error", NULL);
   expect_refused("bad_knob", "invalid description", "default 1000 outside its domain");
   expect_refused("bad_counter", "invalid description", "unknown kind 42");
-  test_template_loads();
-  test_mixed();
-  test_registry_basics();
-  return tu_finish("test_loader");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_older_minor),
+    TU_CASE(test_newer_minor),
+    TU_CASE(test_null_optional),
+    TU_CASE(expect_refused_all),
+    TU_CASE(test_template_loads),
+    TU_CASE(test_mixed),
+    TU_CASE(test_registry_basics),
+};
+
+TU_MAIN(NULL, NULL)

@@ -227,10 +227,11 @@ static void test_template_descriptions(void) {
   mi_registry_destroy(r);
 }
 
-int main(void) {
-  test_bigger_device_struct();
-  test_smaller_device_struct();
-  test_template_kernels();
-  test_template_descriptions();
-  return tu_finish("test_loader_desc");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_bigger_device_struct),
+    TU_CASE(test_smaller_device_struct),
+    TU_CASE(test_template_kernels),
+    TU_CASE(test_template_descriptions),
+};
+
+TU_MAIN(NULL, NULL)

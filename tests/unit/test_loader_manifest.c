@@ -114,7 +114,7 @@ static void test_refusals(void) {
 
 /* MI_PLUGIN_PATH: several folders, missing ones skipped, the same name twice refused. */
 static void test_env_path(void) {
-  char env[3 * PATH_MAX];
+  char env[3 * PATH_MAX + 32]; /* three paths and the separators */
   mi_registry_t *r = mi_registry_create();
   mi_error_t err;
   char tmpl[PATH_MAX];
@@ -134,9 +134,10 @@ static void test_env_path(void) {
   mi_registry_destroy(r);
 }
 
-int main(void) {
-  test_parse();
-  test_refusals();
-  test_env_path();
-  return tu_finish("test_loader_manifest");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_parse),
+    TU_CASE(test_refusals),
+    TU_CASE(test_env_path),
+};
+
+TU_MAIN(NULL, NULL)

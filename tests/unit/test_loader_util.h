@@ -4,17 +4,13 @@
 
 #include <limits.h>
 
-#define CHECK(cond) TU_CHECK_BARE(cond)
 #include "test_util.h"
 
+/* CHECK that text (NULL counts as empty) contains word. */
 #define CHECK_CONTAINS(text, word)                                                       \
   do {                                                                                   \
     const char *t_ = (text);                                                             \
-    if (!t_ || !strstr(t_, (word))) {                                                    \
-      fprintf(stderr, "%s:%d: '%s' does not contain '%s'\n", __FILE__, __LINE__,         \
-              t_ ? t_ : "(null)", (word));                                               \
-      g_failures++;                                                                      \
-    }                                                                                    \
+    CHECK(t_ && strstr(t_, (word)), "'%s' does not contain '%s'", t_ ? t_ : "(null)", (word)); \
   } while (0)
 
 /* $MI_BUILD/tests/plugins/<case> */

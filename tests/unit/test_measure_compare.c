@@ -130,10 +130,10 @@ static void test_rounds(void) {
         "one configuration is refused");
 }
 
-int main(void) {
-  test_known_ratio();
-  test_spans_one();
-  test_rounds();
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_known_ratio),
+    TU_CASE(test_spans_one),
+    TU_CASE(test_rounds),
+};
+
+TU_MAIN(NULL, NULL)

@@ -209,11 +209,11 @@ static void test_hash_and_config(void) {
   free(c1);
 }
 
-int main(void) {
-  test_stats();
-  test_protocol();
-  test_short_runs();
-  test_hash_and_config();
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_stats),
+    TU_CASE(test_protocol),
+    TU_CASE(test_short_runs),
+    TU_CASE(test_hash_and_config),
+};
+
+TU_MAIN(NULL, NULL)

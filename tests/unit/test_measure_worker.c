@@ -134,24 +134,34 @@ static void quick(mi_measure_options_t *mo) {
   mo->max_remeasure = 0;
 }
 
-int main(void) {
-  const char *build = getenv("MI_BUILD");
-  char dir[64], model[128];
-  mi_graph_t *g = tm_conv_relu();
-  mi_measure_options_t mo;
-  mi_profile_t *pr = NULL;
-  mi_worker_pool_t *p;
-  mi_error_t err;
-  int32_t rc;
-  if (!build || !g || !tu_tempdir(dir, sizeof dir, "worker")) {
-    fprintf(stderr, "MI_BUILD is not set or setup failed\n");
-    return 1;
-  }
+static const char *build;
+static char dir[64], model[128];
+static mi_graph_t *g;
+static mi_measure_options_t mo;
+/* what each case uses */
+static mi_profile_t *pr;
+static mi_worker_pool_t *p;
+static mi_error_t err;
+static int32_t rc;
+
+static void setup(void) {
+  build = getenv("MI_BUILD");
+  g = tm_conv_relu();
+  REQUIRE(build && g && tu_tempdir(dir, sizeof dir, "worker"), "MI_BUILD is not set or setup failed");
   snprintf(g_dirs, sizeof g_dirs, "%s/plugins", build);
   snprintf(model, sizeof model, "%s/m.onnx", dir);
   CHECK(mi_onnx_save(g, model, &err) == MI_OK, "%s", err.message);
   quick(&mo);
+}
 
+static void teardown(void) {
+  mi_worker_pool_destroy(NULL);
+  mi_graph_destroy(g);
+  remove(model);
+  rmdir(dir);
+}
+
+static void no_fault(void) {
   /* No fault: both devices measure, the NPU passes the reference check. */
   p = pool("", 30);
   rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 1, &pr, &err);
@@ -163,7 +173,9 @@ int main(void) {
   rc = mi_worker_profile(p, "nosuch:0", model, NULL, &mo, 0, &pr, &err);
   CHECK(rc == MI_ERR_NOT_FOUND && !pr, "unknown device: %d %s", rc, err.message);
   mi_worker_pool_destroy(p);
+}
 
+static void retire(void) {
   /* Retiring a device's worker makes its next job start in a new process (mi-host profile
    * --workers measures one figure in several), and the old one is reaped, not left behind. */
   {
@@ -188,7 +200,9 @@ int main(void) {
           first, second);
     CHECK(third == second, "without retire the worker is kept: %ld, %ld", second, third);
   }
+}
 
+static void fresh_program(void) {
   /* The worker is a new program (fork + exec of mi-worker), started while another thread of
    * the host holds the stderr lock, and it holds none of the host's descriptors but its socket.
    * A regression that takes a stdio lock to start a worker hangs here: the alarm ends it. */
@@ -234,7 +248,9 @@ int main(void) {
     close(fd);
     remove(marker);
   }
+}
 
+static void other_build(void) {
   /* A worker from another build (another wire tag) refuses every job with a reason; run by
    * hand, mi-worker says it is not meant to be. */
   {
@@ -249,7 +265,9 @@ int main(void) {
     if (posix_spawn(&pid, path, NULL, NULL, argv, environ) == 0) waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "mi-worker by hand: status %d", st);
   }
+}
 
+static void refused_programs(void) {
   /* A worker program that is missing, or that anyone may rewrite, is refused up front. */
   {
     mi_worker_options_t o;
@@ -271,7 +289,9 @@ int main(void) {
           rc, err.message);
     remove(bad);
   }
+}
 
+static void crash(void) {
   /* Crash: signal reported, quarantined after two, the CPU device still measures. */
   p = pool("crash", 30);
   rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 0, &pr, &err);
@@ -290,7 +310,9 @@ int main(void) {
   CHECK(rc == MI_OK && pr, "blis goes on: %s", err.message);
   mi_profile_destroy(pr);
   mi_worker_pool_destroy(p);
+}
 
+static void hang(void) {
   /* Hang: killed at the deadline. */
   p = pool("hang", 1.0);
   {
@@ -301,18 +323,26 @@ int main(void) {
     CHECK(time(NULL) - t0 < 10, "the deadline holds");
   }
   mi_worker_pool_destroy(p);
+}
 
+static void wrong_results(void) {
   /* Wrong results: caught by the reference check. */
   p = pool("wrong", 30);
   rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 1, &pr, &err);
   CHECK(rc == MI_ERR_CONSTRAINT && !pr && strstr(err.message, "wrong results"), "wrong: %s",
         err.message);
   mi_worker_pool_destroy(p);
-  mi_worker_pool_destroy(NULL);
-
-  mi_graph_destroy(g);
-  remove(model);
-  rmdir(dir);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(no_fault),
+    TU_CASE(retire),
+    TU_CASE(fresh_program),
+    TU_CASE(other_build),
+    TU_CASE(refused_programs),
+    TU_CASE(crash),
+    TU_CASE(hang),
+    TU_CASE(wrong_results),
+};
+
+TU_MAIN(setup, teardown)

@@ -420,30 +420,44 @@ static void test_explore(const mi_space_t *s) {
   mi_search_result_destroy(r[1]);
 }
 
-int main(void) {
-  mi_registry_t *reg = tsu_registry();
-  mi_graph_t *g = tsu_small_cnn();
-  mi_plugin_t *p = mi_registry_find(reg, "npu-stub");
-  mi_space_t *s = NULL;
-  mi_error_t err;
-  test_retrieve();
-  test_weights();
-  CHECK(p != NULL, "npu-stub not loaded");
-  if (p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK) {
-    printf("space: %d dims, %d features\n", mi_space_dim_count(s), mi_meta_feature_count(s));
-    test_map_identity(s, g);
-    test_all_failed(s);
-    test_exhausted(s);
-    test_strategy(s, g);
-    test_late_liar(s, g);
-    test_explore(s);
-  } else {
-    CHECK(0, "space: %s", err.message);
-  }
+static mi_registry_t *reg;
+static mi_graph_t *g;
+static mi_plugin_t *p;
+static mi_space_t *s = NULL;
+static mi_error_t err;
+
+static void setup(void) {
+  reg = tsu_registry();
+  g = tsu_small_cnn();
+  p = mi_registry_find(reg, "npu-stub");
+  REQUIRE(p != NULL, "npu-stub not loaded");
+  /* every case below needs the space: one that does not build fails the run */
+  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
+  printf("space: %d dims, %d features\n", mi_space_dim_count(s), mi_meta_feature_count(s));
+}
+
+static void teardown(void) {
   mi_space_destroy(s);
   mi_graph_destroy(g);
   mi_registry_destroy(reg);
-  if (g_failures) fprintf(stderr, "test_meta: %d failure(s)\n", g_failures);
-  else printf("test_meta: ok\n");
-  return g_failures ? 1 : 0;
 }
+
+static void map_identity(void) { test_map_identity(s, g); }
+static void all_failed(void) { test_all_failed(s); }
+static void exhausted(void) { test_exhausted(s); }
+static void strategy(void) { test_strategy(s, g); }
+static void late_liar(void) { test_late_liar(s, g); }
+static void explore(void) { test_explore(s); }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_retrieve),
+    TU_CASE(test_weights),
+    TU_CASE(map_identity),
+    TU_CASE(all_failed),
+    TU_CASE(exhausted),
+    TU_CASE(strategy),
+    TU_CASE(late_liar),
+    TU_CASE(explore),
+};
+
+TU_MAIN(setup, teardown)

@@ -108,25 +108,24 @@ static int collect(void *u, const mi_history_row_t *row) {
   return 0;
 }
 
-int main(void) {
-  char dir[] = "/tmp/mi_meta_hist_XXXXXX", path[128], mh[NTASK][17], *fj[NTASK], *dj[3];
-  mi_registry_t *reg = tsu_registry();
-  mi_plugin_t *npu = mi_registry_find(reg, "npu-stub"), *blis = mi_registry_find(reg, "blis-cpu");
-  mi_device_fingerprint_t fp[3];
-  mi_model_features_t mf[NTASK + 2];
-  mi_graph_t *g[NTASK + 2];
-  mi_history_t *h = NULL;
-  mi_history_query_t q;
-  collect_t col;
+static char dir[] = "/tmp/mi_meta_hist_XXXXXX", path[128], *fj[NTASK], *dj[3];
+static mi_registry_t *reg;
+static mi_device_fingerprint_t fp[3];
+static mi_model_features_t mf[NTASK + 2];
+static mi_graph_t *g[NTASK + 2];
+static mi_history_t *h;
+/* Sources: a CNN and an MLP, each on npu-stub gen1 and on blis-cpu. Targets: a wider CNN at
+ * another resolution on npu-stub gen2, and a larger MLP on npu-stub gen2. */
+static const int src_model[NTASK] = {0, 0, 1, 1}, src_dev[NTASK] = {0, 2, 0, 2};
+
+static void setup(void) {
+  mi_plugin_t *npu, *blis;
   mi_error_t err;
-  double target[MI_META_DESC_SIZE], direct[MI_META_DESC_SIZE];
-  int32_t idx[NTASK], n;
-  int64_t run, id;
-  /* Sources: a CNN and an MLP, each on npu-stub gen1 and on blis-cpu. Targets: a wider CNN at
-   * another resolution on npu-stub gen2, and a larger MLP on npu-stub gen2. */
-  static const int src_model[NTASK] = {0, 0, 1, 1}, src_dev[NTASK] = {0, 2, 0, 2};
-  CHECK(npu && blis, "npu-stub and blis-cpu plugins are built");
-  if (!npu || !blis || !mkdtemp(dir)) return 1;
+  reg = tsu_registry();
+  npu = mi_registry_find(reg, "npu-stub");
+  blis = mi_registry_find(reg, "blis-cpu");
+  REQUIRE(npu && blis, "npu-stub and blis-cpu plugins are built");
+  REQUIRE(mkdtemp(dir));
   g[0] = cnn(8, 16);
   g[1] = mlp(32, 64);
   g[2] = cnn(16, 24); /* target A */
@@ -137,24 +136,49 @@ int main(void) {
   CHECK(mi_device_fingerprint(blis, 0, &fp[2], &err) == MI_OK, "%s", err.message);
   for (int i = 0; i < 3; i++) dj[i] = mi_device_fingerprint_json(&fp[i]);
   for (int i = 0; i < 2; i++) fj[i] = mi_model_features_json(&mf[i]);
+}
 
+static void teardown(void) {
+  char p2[160];
+  mi_history_close(h);
+  for (int i = 0; i < 3; i++) free(dj[i]);
+  for (int i = 0; i < 2; i++) free(fj[i]);
+  for (int i = 0; i < 4; i++) mi_graph_destroy(g[i]);
+  mi_registry_destroy(reg);
+  unlink(path);
+  snprintf(p2, sizeof p2, "%s/h.db-wal", dir);
+  unlink(p2);
+  snprintf(p2, sizeof p2, "%s/h.db-shm", dir);
+  unlink(p2);
+  rmdir(dir);
+}
+
+static void json_descriptor(void) {
+  double direct[MI_META_DESC_SIZE];
   /* The JSON read back gives the descriptor computed directly. */
-  {
-    double back[MI_META_DESC_SIZE];
-    CHECK(mi_meta_describe_json(fj[0], dj[0], back) == 3, "both parts read");
-    mi_meta_describe(&mf[0], &fp[0], direct);
-    for (int j = 0; j < MI_META_DESC_SIZE; j++)
-      CHECK(fabs(back[j] - direct[j]) <= 1e-6 * (1 + fabs(direct[j])), "entry %d: %g vs %g", j, back[j], direct[j]);
-    CHECK(mi_meta_describe_json(NULL, NULL, back) == 0 && back[0] == 0, "nothing read");
-    CHECK(mi_meta_describe_json("{\"layers\":3,\"ops\":{\"Gemm\":3}}", "{\"vector\":[null,1]}", back) == 3 &&
-              fabs(back[0] - log10(4.0)) < 1e-12 && back[7] == 1 && back[MI_META_FP_OFFSET] == 0 &&
-              back[MI_META_FP_OFFSET + 1] == 1,
-          "partial JSON: layers %g, gemm share %g", back[0], back[7]);
-  }
+  double back[MI_META_DESC_SIZE];
+  CHECK(mi_meta_describe_json(fj[0], dj[0], back) == 3, "both parts read");
+  mi_meta_describe(&mf[0], &fp[0], direct);
+  for (int j = 0; j < MI_META_DESC_SIZE; j++)
+    CHECK(fabs(back[j] - direct[j]) <= 1e-6 * (1 + fabs(direct[j])), "entry %d: %g vs %g", j, back[j], direct[j]);
+  CHECK(mi_meta_describe_json(NULL, NULL, back) == 0 && back[0] == 0, "nothing read");
+  CHECK(mi_meta_describe_json("{\"layers\":3,\"ops\":{\"Gemm\":3}}", "{\"vector\":[null,1]}", back) == 3 &&
+            fabs(back[0] - log10(4.0)) < 1e-12 && back[7] == 1 && back[MI_META_FP_OFFSET] == 0 &&
+            back[MI_META_FP_OFFSET + 1] == 1,
+        "partial JSON: layers %g, gemm share %g", back[0], back[7]);
+}
 
+static void retrieval_from_history(void) {
+  mi_history_query_t q;
+  collect_t col;
+  mi_error_t err;
+  double target[MI_META_DESC_SIZE];
+  int32_t idx[NTASK], n;
+  int64_t run, id;
+  char mh[NTASK][17];
   snprintf(path, sizeof path, "%s/h.db", dir);
   CHECK(mi_history_open(path, &h, &err) == MI_OK, "%s", err.message);
-  if (!h) return 1;
+  REQUIRE(h, "history %s did not open: %s", path, err.message);
   CHECK(mi_history_begin_run(h, "test", NULL, &run, &err) == MI_OK, "%s", err.message);
   for (int k = 0; k < NTASK; k++) {
     mi_record_t r;
@@ -219,20 +243,11 @@ int main(void) {
     snprintf(want, sizeof want, "%016x|%016x", 0xa1, 0xd0);
     CHECK(n == 1 && !strcmp(col.keys[idx[0]], want), "MLP on gen2: nearest %s, want %s", n ? col.keys[idx[0]] : "-", want);
   }
-  mi_history_close(h);
-  for (int i = 0; i < 3; i++) free(dj[i]);
-  for (int i = 0; i < 2; i++) free(fj[i]);
-  for (int i = 0; i < 4; i++) mi_graph_destroy(g[i]);
-  mi_registry_destroy(reg);
-  unlink(path);
-  {
-    char p2[160];
-    snprintf(p2, sizeof p2, "%s/h.db-wal", dir);
-    unlink(p2);
-    snprintf(p2, sizeof p2, "%s/h.db-shm", dir);
-    unlink(p2);
-  }
-  rmdir(dir);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(json_descriptor),
+    TU_CASE(retrieval_from_history),
+};
+
+TU_MAIN(setup, teardown)

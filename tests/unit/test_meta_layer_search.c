@@ -139,100 +139,110 @@ static int32_t weights(const mi_meta_report_t *rep, double *mx, double *mean) {
   return c;
 }
 
-int main(void) {
-  enum { SEEDS = 6 };
-  mi_registry_t *reg = tsu_registry();
-  mi_graph_t *g = tsu_small_cnn();
-  mi_plugin_t *p = mi_registry_find(reg, "npu-stub");
-  mi_space_t *s = NULL;
+enum { SEEDS = 6 };
+static mi_registry_t *reg;
+static mi_graph_t *g;
+static mi_space_t *s;
+
+static void setup(void) {
+  mi_plugin_t *p;
   mi_error_t err;
-  CHECK(p != NULL, "npu-stub not loaded");
-  if (p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK) {
-    int32_t D = mi_space_dim_count(s), lc = 0, good_weight = 0, liar_zero = 0, same = 0;
-    mi_layer_features_t *lf = NULL;
-    mi_model_features_t mf;
-    uint8_t *frozen = calloc((size_t)D, 1);
-    int32_t *gp, *lp;
-    double *gl, *go, *ll, *lo;
-    mi_meta_task_t good, liar;
-    target_t tg;
-    CHECK(mi_model_features(g, &mf, &lf, &lc, NULL) == MI_OK, "features");
-    for (int32_t d = 0; d < D; d++) frozen[d] = mi_space_dim_node(s, d) >= 2;
-    history(s, g, lf, 1, 64, 1, &gp, &gl, &go);
-    history(s, g, lf, -1, 64, 1, &lp, &ll, &lo);
-    memset(&good, 0, sizeof good);
-    good.name = "per-layer history";
-    good.space = s;
-    good.graph = g;
-    good.desc[MI_META_FP_OFFSET] = 1.0;
-    good.count = 64;
-    good.points = gp;
-    good.objectives = go;
-    good.layer_latency = gl;
-    liar = good;
-    liar.points = lp;
-    liar.objectives = lo;
-    liar.layer_latency = ll;
-    memset(&tg, 0, sizeof tg);
-    tg.g = g;
-    tg.lf = lf;
-    tg.last = malloc(sizeof(double) * (size_t)g->node_count);
-    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-      mi_meta_report_t rg, rl, ra, rb;
-      mi_meta_task_t plain = good;
-      mi_search_result_t *a, *b;
-      double mx, mean, lmx, lmean;
-      int32_t rounds;
-      mi_search_result_destroy(search(s, g, &tg, &good, 0, seed, frozen, &rg));
-      rounds = weights(&rg, &mx, &mean);
-      CHECK(rounds == rg.rounds && rounds >= 2, "faithful: %d of %d rounds weighed the model", (int)rounds, (int)rg.rounds);
-      tg.fetched = 0;
-      mi_search_result_destroy(search(s, g, &tg, &liar, 0, seed, frozen, &rl));
-      rounds = weights(&rl, &lmx, &lmean);
-      CHECK(rounds == rl.rounds && rounds >= 2, "inverted: %d of %d rounds weighed the model", (int)rounds, (int)rl.rounds);
-      printf("seed %d: faithful per-layer history: weight max %.2f mean %.2f; inverted: max %.3f mean %.3f\n",
-             (int)seed, mx, mean, lmx, lmean);
-      /* The report says the model was built and used, and every measurement brought its layers. */
-      CHECK(rg.layer_model == 1 && rl.layer_model == 1, "per-layer model not built");
-      CHECK(rg.layer_rows > 64 && rg.layer_sources == 1, "layer rows %d sources %d", (int)rg.layer_rows, (int)rg.layer_sources);
-      CHECK(rl.layer_trials == tg.fetched && rl.layer_trials >= 20, "layer trials %d fetched %d", (int)rl.layer_trials,
-            (int)tg.fetched);
-      good_weight += mx >= 0.3 && mean >= 0.15;
-      liar_zero += lmx <= 0.02;
-      /* No per-layer rows, or the model switched off: the same search, step for step. */
-      plain.layer_latency = NULL;
-      a = search(s, g, &tg, &plain, 0, seed, frozen, &ra);
-      b = search(s, g, &tg, &good, 1, seed, frozen, &rb);
-      CHECK(ra.layer_model == 0 && rb.layer_model == 0, "per-layer model built without rows / switched off");
-      if (a && b && a->count == b->count) {
-        int eq = 1;
-        for (int32_t i = 0; i < a->count; i++) eq &= a->trials[i].hash == b->trials[i].hash;
-        same += eq;
-      }
-      mi_search_result_destroy(a);
-      mi_search_result_destroy(b);
-    }
-    printf("faithful: substantial weight on %d/%d seeds; inverted: weight <= 0.02 on %d/%d; off = no rows on %d/%d\n",
-           (int)good_weight, SEEDS, (int)liar_zero, SEEDS, (int)same, SEEDS);
-    CHECK(good_weight >= SEEDS - 1, "faithful per-layer history weighted on %d/%d seeds", (int)good_weight, SEEDS);
-    CHECK(liar_zero == SEEDS, "inverted per-layer history kept weight on %d/%d seeds", (int)(SEEDS - liar_zero), SEEDS);
-    CHECK(same == SEEDS, "switched off differs from no rows on %d/%d seeds", (int)(SEEDS - same), SEEDS);
-    free(tg.last);
-    free(gp);
-    free(gl);
-    free(go);
-    free(lp);
-    free(ll);
-    free(lo);
-    free(lf);
-    free(frozen);
-  } else {
-    CHECK(0, "space: %s", err.message);
-  }
+  reg = tsu_registry();
+  g = tsu_small_cnn();
+  p = mi_registry_find(reg, "npu-stub");
+  REQUIRE(p != NULL, "npu-stub not loaded");
+  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
+}
+
+static void teardown(void) {
   mi_space_destroy(s);
   mi_graph_destroy(g);
   mi_registry_destroy(reg);
-  if (g_failures) fprintf(stderr, "test_meta_layer_search: %d failure(s)\n", g_failures);
-  else printf("test_meta_layer_search: ok\n");
-  return g_failures ? 1 : 0;
 }
+
+static void layer_history_weight(void) {
+  int32_t D = mi_space_dim_count(s), lc = 0, good_weight = 0, liar_zero = 0, same = 0;
+  mi_layer_features_t *lf = NULL;
+  mi_model_features_t mf;
+  uint8_t *frozen = calloc((size_t)D, 1);
+  int32_t *gp, *lp;
+  double *gl, *go, *ll, *lo;
+  mi_meta_task_t good, liar;
+  target_t tg;
+  CHECK(mi_model_features(g, &mf, &lf, &lc, NULL) == MI_OK, "features");
+  for (int32_t d = 0; d < D; d++) frozen[d] = mi_space_dim_node(s, d) >= 2;
+  history(s, g, lf, 1, 64, 1, &gp, &gl, &go);
+  history(s, g, lf, -1, 64, 1, &lp, &ll, &lo);
+  memset(&good, 0, sizeof good);
+  good.name = "per-layer history";
+  good.space = s;
+  good.graph = g;
+  good.desc[MI_META_FP_OFFSET] = 1.0;
+  good.count = 64;
+  good.points = gp;
+  good.objectives = go;
+  good.layer_latency = gl;
+  liar = good;
+  liar.points = lp;
+  liar.objectives = lo;
+  liar.layer_latency = ll;
+  memset(&tg, 0, sizeof tg);
+  tg.g = g;
+  tg.lf = lf;
+  tg.last = malloc(sizeof(double) * (size_t)g->node_count);
+  for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+    mi_meta_report_t rg, rl, ra, rb;
+    mi_meta_task_t plain = good;
+    mi_search_result_t *a, *b;
+    double mx, mean, lmx, lmean;
+    int32_t rounds;
+    mi_search_result_destroy(search(s, g, &tg, &good, 0, seed, frozen, &rg));
+    rounds = weights(&rg, &mx, &mean);
+    CHECK(rounds == rg.rounds && rounds >= 2, "faithful: %d of %d rounds weighed the model", (int)rounds, (int)rg.rounds);
+    tg.fetched = 0;
+    mi_search_result_destroy(search(s, g, &tg, &liar, 0, seed, frozen, &rl));
+    rounds = weights(&rl, &lmx, &lmean);
+    CHECK(rounds == rl.rounds && rounds >= 2, "inverted: %d of %d rounds weighed the model", (int)rounds, (int)rl.rounds);
+    printf("seed %d: faithful per-layer history: weight max %.2f mean %.2f; inverted: max %.3f mean %.3f\n",
+           (int)seed, mx, mean, lmx, lmean);
+    /* The report says the model was built and used, and every measurement brought its layers. */
+    CHECK(rg.layer_model == 1 && rl.layer_model == 1, "per-layer model not built");
+    CHECK(rg.layer_rows > 64 && rg.layer_sources == 1, "layer rows %d sources %d", (int)rg.layer_rows, (int)rg.layer_sources);
+    CHECK(rl.layer_trials == tg.fetched && rl.layer_trials >= 20, "layer trials %d fetched %d", (int)rl.layer_trials,
+          (int)tg.fetched);
+    good_weight += mx >= 0.3 && mean >= 0.15;
+    liar_zero += lmx <= 0.02;
+    /* No per-layer rows, or the model switched off: the same search, step for step. */
+    plain.layer_latency = NULL;
+    a = search(s, g, &tg, &plain, 0, seed, frozen, &ra);
+    b = search(s, g, &tg, &good, 1, seed, frozen, &rb);
+    CHECK(ra.layer_model == 0 && rb.layer_model == 0, "per-layer model built without rows / switched off");
+    if (a && b && a->count == b->count) {
+      int eq = 1;
+      for (int32_t i = 0; i < a->count; i++) eq &= a->trials[i].hash == b->trials[i].hash;
+      same += eq;
+    }
+    mi_search_result_destroy(a);
+    mi_search_result_destroy(b);
+  }
+  printf("faithful: substantial weight on %d/%d seeds; inverted: weight <= 0.02 on %d/%d; off = no rows on %d/%d\n",
+         (int)good_weight, SEEDS, (int)liar_zero, SEEDS, (int)same, SEEDS);
+  CHECK(good_weight >= SEEDS - 1, "faithful per-layer history weighted on %d/%d seeds", (int)good_weight, SEEDS);
+  CHECK(liar_zero == SEEDS, "inverted per-layer history kept weight on %d/%d seeds", (int)(SEEDS - liar_zero), SEEDS);
+  CHECK(same == SEEDS, "switched off differs from no rows on %d/%d seeds", (int)(SEEDS - same), SEEDS);
+  free(tg.last);
+  free(gp);
+  free(gl);
+  free(go);
+  free(lp);
+  free(ll);
+  free(lo);
+  free(lf);
+  free(frozen);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(layer_history_weight),
+};
+
+TU_MAIN(setup, teardown)

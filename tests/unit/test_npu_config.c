@@ -11,7 +11,7 @@ static const char *write_file(const char *name, const char *text) {
   FILE *f;
   snprintf(path, sizeof path, "%s/%s", g_dir, name);
   f = fopen(path, "w");
-  CHECK(f != NULL);
+  REQUIRE(f != NULL);
   fputs(text, f);
   fclose(f);
   return path;
@@ -24,39 +24,39 @@ static void test_descriptions(npu_t *p) {
   mi_knob_desc_t k;
   mi_constraint_desc_t c;
   const char *names[6] = {"cores", "dvfs_level", "dataflow", "sram_tile", "dma_overlap", "batch"};
-  CHECK(p->api->device_count(p->ctx, &n, &err) == MI_OK);
-  CHECK(n == 2);
+  REQUIRE(p->api->device_count(p->ctx, &n, &err) == MI_OK);
+  REQUIRE(n == 2);
   for (i = 0; i < 2; i++) {
     memset(&d, 0, sizeof d);
     d.struct_size = sizeof d;
-    CHECK(p->api->device_info(p->ctx, i, &d, &err) == MI_OK);
-    CHECK(d.kind == MI_DEVICE_NPU && d.channel_alignment == 16);
-    CHECK(d.dtype_mask & MI_DTYPE_BIT(MI_DTYPE_INT8));
-    CHECK(strstr(d.name, i == 0 ? "npu-gen1" : "npu-gen2") != NULL);
+    REQUIRE(p->api->device_info(p->ctx, i, &d, &err) == MI_OK);
+    REQUIRE(d.kind == MI_DEVICE_NPU && d.channel_alignment == 16);
+    REQUIRE(d.dtype_mask & MI_DTYPE_BIT(MI_DTYPE_INT8));
+    REQUIRE(strstr(d.name, i == 0 ? "npu-gen1" : "npu-gen2") != NULL);
     printf("device %u: %s, %.0f GFLOP/s fp16, %.1f GB/s\n", i, d.name, d.peak_gflops,
            d.peak_bandwidth_gbs);
   }
-  CHECK(p->api->knob_count(p->ctx, 0, &n, &err) == MI_OK && n == 6);
+  REQUIRE(p->api->knob_count(p->ctx, 0, &n, &err) == MI_OK && n == 6);
   for (i = 0; i < n; i++) {
     memset(&k, 0, sizeof k);
     k.struct_size = sizeof k;
-    CHECK(p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK);
-    CHECK(strcmp(k.name, names[i]) == 0);
+    REQUIRE(p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK);
+    REQUIRE(strcmp(k.name, names[i]) == 0);
   }
   memset(&k, 0, sizeof k);
   k.struct_size = sizeof k;
-  CHECK(p->api->knob_desc(p->ctx, 0, 1, &k, &err) == MI_OK);
-  CHECK(strcmp(k.unit, "level") == 0 && k.scope == MI_KNOB_SCOPE_DEVICE && k.max == 4);
-  CHECK(p->api->knob_desc(p->ctx, 0, 2, &k, &err) == MI_OK);
-  CHECK(k.type == MI_KNOB_ENUM && strcmp(k.choices, "weight_stationary|output_stationary") == 0);
-  CHECK(p->api->constraint_count(p->ctx, 0, &n, &err) == MI_OK && n >= 3);
+  REQUIRE(p->api->knob_desc(p->ctx, 0, 1, &k, &err) == MI_OK);
+  REQUIRE(strcmp(k.unit, "level") == 0 && k.scope == MI_KNOB_SCOPE_DEVICE && k.max == 4);
+  REQUIRE(p->api->knob_desc(p->ctx, 0, 2, &k, &err) == MI_OK);
+  REQUIRE(k.type == MI_KNOB_ENUM && strcmp(k.choices, "weight_stationary|output_stationary") == 0);
+  REQUIRE(p->api->constraint_count(p->ctx, 0, &n, &err) == MI_OK && n >= 3);
   for (i = 0; i < n; i++) {
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
-    CHECK(p->api->constraint_desc(p->ctx, 0, i, &c, &err) == MI_OK);
-    CHECK(c.reason[0] != '\0');
+    REQUIRE(p->api->constraint_desc(p->ctx, 0, i, &c, &err) == MI_OK);
+    REQUIRE(c.reason[0] != '\0');
   }
-  CHECK(p->api->variant_count(p->ctx, 0, &n, &err) == MI_OK && n >= 17);
+  REQUIRE(p->api->variant_count(p->ctx, 0, &n, &err) == MI_OK && n >= 17);
 }
 
 static int32_t check(npu_t *p, const char *variant, const char *k1, int64_t v1, const char *k2,
@@ -75,19 +75,19 @@ static int32_t check(npu_t *p, const char *variant, const char *k1, int64_t v1, 
 static void test_knob_checks(npu_t *p) {
   mi_error_t err;
   mi_knob_value_t kv = {"dataflow", 1, 0};
-  CHECK(check(p, "npu.conv", "cores", 2, "dvfs_level", 3, &err) == MI_OK);
-  CHECK(check(p, "npu.conv", "cores", 5, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(strstr(err.message, "cores") && strstr(err.message, "4"));
-  CHECK(check(p, NULL, "dvfs_level", 7, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(strstr(err.message, "dvfs_level"));
-  CHECK(check(p, NULL, "dataflow", 1, "dma_overlap", 0, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(strstr(err.message, "dma_overlap"));
-  CHECK(check(p, NULL, "sram_tile", 48, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(check(p, NULL, "warp_size", 1, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(strstr(err.message, "warp_size"));
-  CHECK(check(p, "conv.winograd", "cores", 1, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(p->api->set_device_knobs(p->ctx, 0, &kv, 1, &err) == MI_ERR_INVALID_CONFIG);
-  CHECK(strstr(err.message, "op knob"));
+  REQUIRE(check(p, "npu.conv", "cores", 2, "dvfs_level", 3, &err) == MI_OK);
+  REQUIRE(check(p, "npu.conv", "cores", 5, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(strstr(err.message, "cores") && strstr(err.message, "4"));
+  REQUIRE(check(p, NULL, "dvfs_level", 7, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(strstr(err.message, "dvfs_level"));
+  REQUIRE(check(p, NULL, "dataflow", 1, "dma_overlap", 0, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(strstr(err.message, "dma_overlap"));
+  REQUIRE(check(p, NULL, "sram_tile", 48, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(check(p, NULL, "warp_size", 1, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(strstr(err.message, "warp_size"));
+  REQUIRE(check(p, "conv.winograd", "cores", 1, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(p->api->set_device_knobs(p->ctx, 0, &kv, 1, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(strstr(err.message, "op knob"));
 }
 
 /* Conv 512->256 3x3 on 8x8: a 256-channel tile needs > 1 MiB of SRAM per core. */
@@ -115,16 +115,16 @@ static void test_tile_fit(npu_t *p) {
     rc = p->api->kernel_prepare(p->ctx, 0, kb_finish(&k, yt), &kern, &err);
     if (tile > 64) {
       printf("gen1 tile %d: %s\n", tile, err.message);
-      CHECK(rc == MI_ERR_INVALID_CONFIG && kern == NULL && strstr(err.message, "SRAM"));
+      REQUIRE(rc == MI_ERR_INVALID_CONFIG && kern == NULL && strstr(err.message, "SRAM"));
     } else {
-      CHECK(rc == MI_OK && kern != NULL);
+      REQUIRE(rc == MI_OK && kern != NULL);
       p->api->kernel_release(p->ctx, kern);
     }
   }
   /* gen2 has 2 MiB per core: a 128-channel tile fits there */
   k.knobs[0].i = 128;
   rc = p->api->kernel_prepare(p->ctx, 1, &k.d, &kern, &err);
-  CHECK(rc == MI_OK);
+  REQUIRE(rc == MI_OK);
   p->api->kernel_release(p->ctx, kern);
 }
 
@@ -143,16 +143,16 @@ static void test_unsupported(npu_t *p) {
     yt = kb_tensor(&k, MI_DTYPE_FLOAT32, 2, d2, NULL, 0);
     ins[0] = xt;
     kb_node(&k, ops[i], ins, 1, yt);
-    CHECK(p->api->kernel_prepare(p->ctx, 0, kb_finish(&k, yt), &kern, &err) == MI_ERR_UNSUPPORTED);
-    CHECK(kern == NULL && strstr(err.message, ops[i]));
+    REQUIRE(p->api->kernel_prepare(p->ctx, 0, kb_finish(&k, yt), &kern, &err) == MI_ERR_UNSUPPORTED);
+    REQUIRE(kern == NULL && strstr(err.message, ops[i]));
   }
   memset(&k, 0, sizeof k);
   xt = kb_tensor(&k, MI_DTYPE_FLOAT32, 2, dyn, NULL, 0);
   yt = kb_tensor(&k, MI_DTYPE_FLOAT32, 2, dyn, NULL, 0);
   ins[0] = xt;
   kb_node(&k, "Relu", ins, 1, yt);
-  CHECK(p->api->kernel_prepare(p->ctx, 0, kb_finish(&k, yt), &kern, &err) == MI_ERR_UNSUPPORTED);
-  CHECK(strstr(err.message, "static"));
+  REQUIRE(p->api->kernel_prepare(p->ctx, 0, kb_finish(&k, yt), &kern, &err) == MI_ERR_UNSUPPORTED);
+  REQUIRE(strstr(err.message, "static"));
   /* a variant that does not implement the op is a config error, not an unsupported op */
   memset(&k, 0, sizeof k);
   xt = kb_tensor(&k, MI_DTYPE_FLOAT32, 2, d2, NULL, 0);
@@ -161,9 +161,9 @@ static void test_unsupported(npu_t *p) {
   kb_node(&k, "Relu", ins, 1, yt);
   kb_finish(&k, yt);
   k.d.variant_id = "npu.conv";
-  CHECK(p->api->kernel_prepare(p->ctx, 0, &k.d, &kern, &err) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(p->api->kernel_prepare(p->ctx, 0, &k.d, &kern, &err) == MI_ERR_INVALID_CONFIG);
   k.d.variant_id = "npu.relu";
-  CHECK(p->api->kernel_prepare(p->ctx, 0, &k.d, &kern, &err) == MI_OK);
+  REQUIRE(p->api->kernel_prepare(p->ctx, 0, &k.d, &kern, &err) == MI_OK);
   p->api->kernel_release(p->ctx, kern);
 }
 
@@ -173,9 +173,9 @@ static void expect_bad_file(const char *name, const char *text, const char *wher
   const char *path = write_file(name, text);
   int32_t rc = npu_open(&p, path, &err);
   printf("%s -> %s\n", name, err.message);
-  CHECK(rc == MI_ERR_PARSE); /* the loader keeps create()'s status in its reason */
-  CHECK(p.ctx == NULL);
-  CHECK(strstr(err.message, where) != NULL);
+  REQUIRE(rc == MI_ERR_PARSE); /* the loader keeps create()'s status in its reason */
+  REQUIRE(p.ctx == NULL);
+  REQUIRE(strstr(err.message, where) != NULL);
   npu_close(&p);
 }
 
@@ -191,53 +191,64 @@ static void test_device_files(void) {
   expect_bad_file("npu-e.conf", "cores = 2\ncores = 3\n", "npu-e.conf:2: duplicate key");
   /* MI_NPU_DEVICES names a directory; each npu-*.conf in it is one device */
   snprintf(sub, sizeof sub, "%s/devs", g_dir);
-  CHECK(mkdir(sub, 0700) == 0);
+  REQUIRE(mkdir(sub, 0700) == 0);
   {
     char path[400];
     FILE *f;
     snprintf(path, sizeof path, "%s/npu-x.conf", sub);
     f = fopen(path, "w");
-    CHECK(f != NULL);
+    REQUIRE(f != NULL);
     fputs("name = npu-x\ncores = 2\ndvfs = 100:0.5, 300:0.8\n", f);
     fclose(f);
     snprintf(path, sizeof path, "%s/readme.txt", sub);
     f = fopen(path, "w");
-    CHECK(f != NULL);
+    REQUIRE(f != NULL);
     fputs("not a device\n", f);
     fclose(f);
   }
   setenv("MI_NPU_DEVICES", sub, 1);
-  CHECK(npu_open(&p, NULL, &err) == MI_OK);
-  CHECK(p.api->device_count(p.ctx, &n, &err) == MI_OK && n == 1);
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK);
+  REQUIRE(p.api->device_count(p.ctx, &n, &err) == MI_OK && n == 1);
   {
     mi_knob_desc_t k;
     memset(&k, 0, sizeof k);
     k.struct_size = sizeof k;
-    CHECK(p.api->knob_desc(p.ctx, 0, 0, &k, &err) == MI_OK && k.max == 2);
-    CHECK(p.api->knob_desc(p.ctx, 0, 1, &k, &err) == MI_OK && k.max == 1);
+    REQUIRE(p.api->knob_desc(p.ctx, 0, 0, &k, &err) == MI_OK && k.max == 2);
+    REQUIRE(p.api->knob_desc(p.ctx, 0, 1, &k, &err) == MI_OK && k.max == 1);
   }
   npu_close(&p);
   unsetenv("MI_NPU_DEVICES");
 }
 
-int main(void) {
-  npu_t p;
+static npu_t p;
+static int p_open;
+
+static void setup(void) {
   mi_error_t err;
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_config.XXXXXX");
-  CHECK(mkdtemp(g_dir) != NULL);
+  REQUIRE(mkdtemp(g_dir) != NULL);
   unsetenv("MI_NPU_DEVICES");
   unsetenv("MI_NPU_FAULT");
-  if (npu_open(&p, NULL, &err) != MI_OK) {
-    fprintf(stderr, "create: %s\n", err.message);
-    return 1;
-  }
-  test_descriptions(&p);
-  test_knob_checks(&p);
-  test_tile_fit(&p);
-  test_unsupported(&p);
-  npu_close(&p);
-  test_device_files();
-  CHECK(tu_rmtree(g_dir) == 0);
-  printf("npu config: ok\n");
-  return 0;
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK, "create: %s", err.message);
+  p_open = 1;
 }
+
+static void teardown(void) {
+  if (p_open) npu_close(&p);
+  REQUIRE(tu_rmtree(g_dir) == 0);
+}
+
+static void descriptions_case(void) { test_descriptions(&p); }
+static void knob_checks_case(void) { test_knob_checks(&p); }
+static void tile_fit_case(void) { test_tile_fit(&p); }
+static void unsupported_case(void) { test_unsupported(&p); }
+
+static const tu_case_t tu_cases[] = {
+    {"descriptions", descriptions_case},
+    {"knob_checks", knob_checks_case},
+    {"tile_fit", tile_fit_case},
+    {"unsupported", unsupported_case},
+    {"device_files", test_device_files},
+};
+
+TU_MAIN(setup, teardown)

@@ -85,7 +85,7 @@ static const char *write_device(const char *name, const char *extra) {
   FILE *f;
   snprintf(path, sizeof path, "%s/%s", g_dir, name);
   f = fopen(path, "w");
-  CHECK(f != NULL);
+  REQUIRE(f != NULL);
   fprintf(f, "# test device\nname = npu-test\nnoise = 0\n%s", extra);
   fclose(f);
   return path;
@@ -117,10 +117,10 @@ static void test_scaling(npu_t *p) {
          t1 / 1e3, t4 / 1e3, tlo / 1e3);
   printf("gen1 add 64x64x128: 1 core %.1f us, 4 cores %.1f us, 600 MHz %.1f us, 1000 MHz %.1f us\n",
          a1 / 1e3, a4 / 1e3, alo / 1e3, ahi / 1e3);
-  CHECK(t1 / t4 > 2.5);   /* compute-bound: scales with cores */
-  CHECK(tlo / thi > 3.0); /* and with the clock */
-  CHECK(a1 / a4 < 1.2 && a1 / a4 > 0.85);   /* memory-bound: cores do not help */
-  CHECK(alo / ahi < 1.2 && alo / ahi > 0.85); /* nor does the clock */
+  REQUIRE(t1 / t4 > 2.5);   /* compute-bound: scales with cores */
+  REQUIRE(tlo / thi > 3.0); /* and with the clock */
+  REQUIRE(a1 / a4 < 1.2 && a1 / a4 > 0.85);   /* memory-bound: cores do not help */
+  REQUIRE(alo / ahi < 1.2 && alo / ahi > 0.85); /* nor does the clock */
   /* gen2: more MACs (compute-bound faster), less bandwidth (memory-bound slower) */
   prep(&rc2, p, 1, &kc, yc, &dc);
   prep(&ra2, p, 1, &ka, ya, &da);
@@ -130,8 +130,8 @@ static void test_scaling(npu_t *p) {
   kr_measure(&ra2, 5, &g2a, NULL);
   printf("conv gen1 %.1f us gen2 %.1f us; add gen1 %.1f us gen2 %.1f us\n", g1c / 1e3,
          g2c / 1e3, g1a / 1e3, g2a / 1e3);
-  CHECK(g1c / g2c > 1.2);
-  CHECK(g2a / g1a > 1.2);
+  REQUIRE(g1c / g2c > 1.2);
+  REQUIRE(g2a / g1a > 1.2);
   kr_release(&rc); kr_release(&ra); kr_release(&rc2); kr_release(&ra2);
   free_data(&dc);
   free_data(&da);
@@ -148,8 +148,8 @@ static void test_energy_optimum(npu_t *p) {
   int y = build_add(&k, &d, 64, 64, 128);
   memset(&kd, 0, sizeof kd);
   kd.struct_size = sizeof kd;
-  CHECK(p->api->knob_desc(p->ctx, 0, 1, &kd, &err) == MI_OK);
-  CHECK(strcmp(kd.name, "dvfs_level") == 0 && kd.max >= 2 && kd.max < 16);
+  REQUIRE(p->api->knob_desc(p->ctx, 0, 1, &kd, &err) == MI_OK);
+  REQUIRE(strcmp(kd.name, "dvfs_level") == 0 && kd.max >= 2 && kd.max < 16);
   prep(&r, p, 0, &k, y, &d);
   for (lv = 0; lv <= kd.max; lv++) {
     npu_set(p, 0, "dvfs_level", lv);
@@ -158,8 +158,8 @@ static void test_energy_optimum(npu_t *p) {
     if (e[lv] < e[best]) best = lv;
   }
   npu_set(p, 0, "dvfs_level", (int)kd.max);
-  CHECK(best > 0 && best < kd.max);
-  CHECK(e[best] < 0.95 * e[0] && e[best] < 0.95 * e[kd.max]);
+  REQUIRE(best > 0 && best < kd.max);
+  REQUIRE(e[best] < 0.95 * e[0] && e[best] < 0.95 * e[kd.max]);
   kr_release(&r);
   free_data(&d);
 }
@@ -176,31 +176,31 @@ static void test_throttle(void) {
   const char *dev = write_device("npu-hot.conf", "thermal_tau_s = 0.0002\nthermal_r = 100\n");
   int y = build_conv(&k, &d, 32, 16);
   for (lv = 4; lv >= 0; lv -= 4) {
-    CHECK(npu_open(&p, dev, &err) == MI_OK); /* via the host setting npu_stub.devices */
+    REQUIRE(npu_open(&p, dev, &err) == MI_OK); /* via the host setting npu_stub.devices */
     npu_set(&p, 0, "dvfs_level", lv);
     prep(&r, &p, 0, &k, y, &d);
-    CHECK(npu_counter(&p, 0, "frequency", &f0) && npu_counter(&p, 0, "temperature", &temp));
-    CHECK(temp == 25.0);
-    CHECK(!npu_counter(&p, 0, "device_time", &f)); /* no run yet: no sample */
+    REQUIRE(npu_counter(&p, 0, "frequency", &f0) && npu_counter(&p, 0, "temperature", &temp));
+    REQUIRE(temp == 25.0);
+    REQUIRE(!npu_counter(&p, 0, "device_time", &f)); /* no run yet: no sample */
     kr_run(&r, NULL, &st);
     t_first = (double)st.device_time_ns;
     throttled_at = -1;
     for (i = 0; i < 300 && throttled_at < 0; i++) {
       kr_run(&r, NULL, &st);
-      CHECK(npu_counter(&p, 0, "frequency", &f));
+      REQUIRE(npu_counter(&p, 0, "frequency", &f));
       if (f < f0) throttled_at = i;
     }
     for (i = 0; i < 5; i++) kr_run(&r, NULL, &st);
     t_last = (double)st.device_time_ns;
-    CHECK(npu_counter(&p, 0, "temperature", &temp));
+    REQUIRE(npu_counter(&p, 0, "temperature", &temp));
     printf("level %d: %.0f MHz -> %.0f MHz after %d runs, %.1f C, %.2f -> %.2f us\n", lv, f0, f,
            throttled_at, temp, t_first / 1e3, t_last / 1e3);
     if (lv == 4) {
-      CHECK(throttled_at > 5);     /* heating takes simulated time */
-      CHECK(f < f0 && temp > 85);  /* then the clock drops */
-      CHECK(t_last > 1.3 * t_first);
+      REQUIRE(throttled_at > 5);     /* heating takes simulated time */
+      REQUIRE(f < f0 && temp > 85);  /* then the clock drops */
+      REQUIRE(t_last > 1.3 * t_first);
     } else {
-      CHECK(throttled_at < 0 && temp < 85); /* the low level never gets there */
+      REQUIRE(throttled_at < 0 && temp < 85); /* the low level never gets there */
     }
     kr_release(&r);
     npu_close(&p);
@@ -219,7 +219,7 @@ static void test_noise(void) {
   int y = build_conv(&k, &d, 16, 8);
   for (rep = 0; rep < 2; rep++) {
     mi_run_stats_t st;
-    CHECK(npu_open(&p, NULL, &err) == MI_OK); /* shipped gen1: noise = 0.02, seed = 1 */
+    REQUIRE(npu_open(&p, NULL, &err) == MI_OK); /* shipped gen1: noise = 0.02, seed = 1 */
     prep(&r, &p, 0, &k, y, &d);
     for (i = 0; i < 8; i++) {
       kr_run(&r, NULL, &st);
@@ -229,8 +229,8 @@ static void test_noise(void) {
     npu_close(&p);
   }
   for (i = 1; i < 8; i++) distinct += t[0][i] != t[0][0];
-  CHECK(distinct >= 3);                            /* measurements vary */
-  CHECK(memcmp(t[0], t[1], sizeof t[0]) == 0);   /* with the same seed the same way */
+  REQUIRE(distinct >= 3);                            /* measurements vary */
+  REQUIRE(memcmp(t[0], t[1], sizeof t[0]) == 0);   /* with the same seed the same way */
   free_data(&d);
 }
 
@@ -238,7 +238,7 @@ static void test_noise(void) {
 static int fault_child(const char *fault, int wait_ms) {
   pid_t pid = fork();
   int status = 0;
-  CHECK(pid >= 0);
+  REQUIRE(pid >= 0);
   if (pid == 0) {
     npu_t p;
     mi_error_t err;
@@ -255,10 +255,10 @@ static int fault_child(const char *fault, int wait_ms) {
   }
   if (wait_ms > 0) {
     usleep((useconds_t)wait_ms * 1000);
-    CHECK(waitpid(pid, &status, WNOHANG) == 0); /* still inside kernel_run */
+    REQUIRE(waitpid(pid, &status, WNOHANG) == 0); /* still inside kernel_run */
     kill(pid, SIGKILL);
   }
-  CHECK(waitpid(pid, &status, 0) == pid);
+  REQUIRE(waitpid(pid, &status, 0) == pid);
   return status;
 }
 
@@ -274,62 +274,71 @@ static void test_faults(void) {
   int i, st_crash, y;
   const char *dev;
   st_crash = fault_child("crash", 0);
-  CHECK(WIFSIGNALED(st_crash) && WTERMSIG(st_crash) == SIGSEGV);
+  REQUIRE(WIFSIGNALED(st_crash) && WTERMSIG(st_crash) == SIGSEGV);
   (void)fault_child("hang", 300);
   y = build_add(&k, &d, 4, 8, 8);
-  CHECK(npu_open(&p, NULL, &err) == MI_OK);
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK);
   prep(&r, &p, 0, &k, y, &d);
   kr_run(&r, good, NULL);
   kr_release(&r);
   npu_close(&p);
   setenv("MI_NPU_FAULT", "wrong", 1);
-  CHECK(npu_open(&p, NULL, &err) == MI_OK);
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK);
   prep(&r, &p, 0, &k, y, &d);
   kr_run(&r, bad, NULL);
   kr_release(&r);
   npu_close(&p);
-  CHECK(memcmp(good, bad, sizeof good) != 0);
+  REQUIRE(memcmp(good, bad, sizeof good) != 0);
   setenv("MI_NPU_FAULT", "drift", 1);
   dev = write_device("npu-quiet.conf", "");
-  CHECK(npu_open(&p, dev, &err) == MI_OK);
+  REQUIRE(npu_open(&p, dev, &err) == MI_OK);
   prep(&r, &p, 0, &k, y, &d);
   kr_run(&r, NULL, &st);
   first = (double)st.device_time_ns;
   for (i = 0; i < 20; i++) {
     kr_run(&r, NULL, &st);
-    CHECK((double)st.device_time_ns >= last);
+    REQUIRE((double)st.device_time_ns >= last);
     last = (double)st.device_time_ns;
   }
   printf("drift: %.2f us -> %.2f us over 21 runs\n", first / 1e3, last / 1e3);
-  CHECK(last > 1.05 * first);
+  REQUIRE(last > 1.05 * first);
   kr_release(&r);
   npu_close(&p);
   setenv("MI_NPU_FAULT", "melt", 1);
-  CHECK(npu_open(&p, NULL, &err) == MI_ERR_INVALID_ARGUMENT);
-  CHECK(strstr(err.message, "MI_NPU_FAULT") != NULL);
+  REQUIRE(npu_open(&p, NULL, &err) == MI_ERR_INVALID_ARGUMENT);
+  REQUIRE(strstr(err.message, "MI_NPU_FAULT") != NULL);
   npu_close(&p);
   unsetenv("MI_NPU_FAULT");
   free_data(&d);
 }
 
-int main(void) {
-  npu_t p;
+static npu_t p;
+static int p_open;
+
+static void setup(void) {
   mi_error_t err;
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_model.XXXXXX");
-  CHECK(mkdtemp(g_dir) != NULL);
+  REQUIRE(mkdtemp(g_dir) != NULL);
   unsetenv("MI_NPU_DEVICES");
   unsetenv("MI_NPU_FAULT");
-  if (npu_open(&p, NULL, &err) != MI_OK) {
-    fprintf(stderr, "create: %s\n", err.message);
-    return 1;
-  }
-  test_scaling(&p);
-  test_energy_optimum(&p);
-  npu_close(&p);
-  test_throttle();
-  test_noise();
-  test_faults();
-  CHECK(tu_rmtree(g_dir) == 0);
-  printf("npu model: ok\n");
-  return 0;
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK, "create: %s", err.message);
+  p_open = 1;
 }
+
+static void teardown(void) {
+  if (p_open) npu_close(&p);
+  REQUIRE(tu_rmtree(g_dir) == 0);
+}
+
+static void scaling_case(void) { test_scaling(&p); }
+static void energy_optimum_case(void) { test_energy_optimum(&p); }
+
+static const tu_case_t tu_cases[] = {
+    {"scaling", scaling_case},
+    {"energy_optimum", energy_optimum_case},
+    {"throttle", test_throttle},
+    {"noise", test_noise},
+    {"faults", test_faults},
+};
+
+TU_MAIN(setup, teardown)

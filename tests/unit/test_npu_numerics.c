@@ -110,13 +110,13 @@ static void check_conv(npu_t *p, rconv_t c, uint32_t seed) {
     int distinct = 0, hist[256] = {0};
     for (i = 0; i < ny; i++) hist[ref[i] + 128]++;
     for (i = 0; i < 256; i++) distinct += hist[i] > 0;
-    CHECK(distinct > 20);
+    REQUIRE(distinct > 20);
   }
   /* UINT8 activations (what the host quantizer emits): codes u = q + 128 with zero points
    * z + 128 are the same reals, so the output codes are the INT8 ones shifted by 128 */
   {
     unsigned char *xu = malloc(nx), *yu = malloc(ny);
-    CHECK(xu && yu);
+    REQUIRE(xu && yu);
     for (i = 0; i < nx; i++) xu[i] = (unsigned char)(x[i] + 128);
     memset(&k, 0, sizeof k);
     xt = kb_tensor(&k, MI_DTYPE_UINT8, 4, xd, NULL, 0);
@@ -125,10 +125,10 @@ static void check_conv(npu_t *p, rconv_t c, uint32_t seed) {
     k.t[yt].dtype = MI_DTYPE_UINT8;
     kb_quant(&k, yt, c.sy, c.zy + 128);
     ins[0] = xu;
-    CHECK(kr_prepare(&r, p, 0, &k, yt, ins, &err) == MI_OK);
+    REQUIRE(kr_prepare(&r, p, 0, &k, yt, ins, &err) == MI_OK);
     kr_run(&r, yu, NULL);
     kr_release(&r);
-    for (i = 0; i < ny; i++) CHECK((int)yu[i] == ref[i] + 128);
+    for (i = 0; i < ny; i++) REQUIRE((int)yu[i] == ref[i] + 128);
     free(xu);
     free(yu);
     ins[0] = x;
@@ -146,11 +146,11 @@ static void check_conv(npu_t *p, rconv_t c, uint32_t seed) {
     xt = kb_tensor(&k, MI_DTYPE_INT8, 4, xd, NULL, 0);
     kb_quant(&k, xt, c.sx, c.zx);
     yt = add_conv(&k, &c, xt, w4, MI_DTYPE_INT4, packed, (nw + 1) / 2);
-    CHECK(kr_prepare(&r, p, 0, &k, yt, ins, &err) == MI_OK);
+    REQUIRE(kr_prepare(&r, p, 0, &k, yt, ins, &err) == MI_OK);
     kr_run(&r, y4, NULL);
     kr_release(&r);
     ref_conv(&c, x, w4, ref);
-    CHECK(memcmp(y4, ref, ny) == 0);
+    REQUIRE(memcmp(y4, ref, ny) == 0);
     free(w4);
     free(packed);
     free(y4);
@@ -211,7 +211,7 @@ static void check_fused_chain(npu_t *p) {
     fprintf(stderr, "fused prepare: %s\n", err.message);
     exit(1);
   }
-  CHECK(r.nin == 1);
+  REQUIRE(r.nin == 1);
   kr_run(&r, out, NULL);
   kr_release(&r);
   ref_conv(&c, x, w, yc);
@@ -263,7 +263,7 @@ static void check_gemm(npu_t *p) {
   ins[0] = at; ins[1] = bt; ins[2] = ct;
   node = kb_node(&k, "Gemm", ins, 3, yt);
   kb_int(&k, node, "transB", 1);
-  CHECK(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
+  REQUIRE(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
   kr_run(&r, y, NULL);
   kr_release(&r);
   for (i = 0; i < M; i++)
@@ -271,7 +271,7 @@ static void check_gemm(npu_t *p) {
       long long acc = 0;
       double accs = (double)0.02f * (double)sb[j];
       for (kk = 0; kk < K; kk++) acc += (long long)(a[i * K + kk] + 4) * b[j * K + kk];
-      CHECK(y[i * N + j] ==
+      REQUIRE(y[i * N + j] ==
             sat(rhe((double)acc * (accs / (double)0.15f) + (double)bias[j] / (double)0.15f) + 1));
     }
 }
@@ -303,7 +303,7 @@ static void check_fp16(npu_t *p) {
   kb_ints(&k, node, "pads", pads, 4);
   ins[0] = ct;
   kb_node(&k, "Relu", ins, 1, yt);
-  CHECK(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
+  REQUIRE(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
   kr_run(&r, y, NULL);
   kr_release(&r);
   for (m = 0; m < M; m++)
@@ -322,8 +322,8 @@ static void check_fp16(npu_t *p) {
         den += acc * acc;
       }
   printf("fp16 conv+relu rel L2 vs fp64 = %.3g\n", sqrt(num / den));
-  CHECK(sqrt(num / den) < 1e-2);
-  CHECK(sqrt(num / den) > 1e-6); /* it really rounded to half precision */
+  REQUIRE(sqrt(num / den) < 1e-2);
+  REQUIRE(sqrt(num / den) > 1e-6); /* it really rounded to half precision */
 }
 
 /* INT8 AveragePool (pads, count_include_pad=0) and Sigmoid lookup table vs reference. */
@@ -349,7 +349,7 @@ static void check_pool_sigmoid(npu_t *p) {
   kb_ints(&k, node, "kernel_shape", ks, 2);
   kb_ints(&k, node, "strides", st, 2);
   kb_ints(&k, node, "pads", pads, 4);
-  CHECK(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
+  REQUIRE(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
   kr_run(&r, y, NULL);
   kr_release(&r);
   for (c = 0; c < C; c++)
@@ -363,7 +363,7 @@ static void check_pool_sigmoid(npu_t *p) {
             sum += x[(c * H + ih) * W + iw] - 5;
             cnt++;
           }
-        CHECK(y[(c * HO + oh) * WO + ow] == q_of((double)0.1f * (double)sum / (double)cnt, 0.07f, -3));
+        REQUIRE(y[(c * HO + oh) * WO + ow] == q_of((double)0.1f * (double)sum / (double)cnt, 0.07f, -3));
       }
   memset(&k, 0, sizeof k);
   xt = kb_tensor(&k, MI_DTYPE_INT8, 4, xd, NULL, 0);
@@ -372,31 +372,57 @@ static void check_pool_sigmoid(npu_t *p) {
   kb_quant(&k, yt, 1.0f / 256, -128);
   ins[0] = xt;
   kb_node(&k, "Sigmoid", ins, 1, yt);
-  CHECK(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
+  REQUIRE(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
   kr_run(&r, s, NULL);
   kr_release(&r);
   for (i = 0; i < C * H * W; i++)
-    CHECK(s[i] == q_of(1.0 / (1.0 + exp(-(double)0.05f * x[i])), 1.0f / 256, -128));
+    REQUIRE(s[i] == q_of(1.0 / (1.0 + exp(-(double)0.05f * x[i])), 1.0f / 256, -128));
 }
 
-int main(void) {
-  npu_t p;
+static npu_t p;
+static int p_open;
+static rconv_t plain = {2, 20, 9, 9, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 5, 5, 0.05f, 0.08f, 3, -5, NULL, NULL};
+static rconv_t grouped = {1, 16, 9, 9, 8, 3, 3, 1, 1, 0, 0, 2, 2, 4, 5, 5, 0.03f, 0.02f, -2, 4, NULL, NULL};
+static rconv_t depthwise = {1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, 8, 8, 0.05f, 0.01f, 0, 0, NULL, NULL};
+
+static void setup(void) {
   mi_error_t err;
-  rconv_t plain = {2, 20, 9, 9, 24, 3, 3, 2, 2, 1, 1, 1, 1, 1, 5, 5, 0.05f, 0.08f, 3, -5, NULL, NULL};
-  rconv_t grouped = {1, 16, 9, 9, 8, 3, 3, 1, 1, 0, 0, 2, 2, 4, 5, 5, 0.03f, 0.02f, -2, 4, NULL, NULL};
-  rconv_t depthwise = {1, 16, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 16, 8, 8, 0.05f, 0.01f, 0, 0, NULL, NULL};
-  if (npu_open(&p, NULL, &err) != MI_OK) {
-    fprintf(stderr, "create: %s\n", err.message);
-    return 1;
-  }
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK, "create: %s", err.message);
+  p_open = 1;
+}
+
+static void teardown(void) {
+  if (p_open) npu_close(&p);
+}
+
+static void convs(void) {
   check_conv(&p, plain, 1);
   check_conv(&p, grouped, 2);
   check_conv(&p, depthwise, 3);
-  check_fused_chain(&p);
-  check_gemm(&p);
-  check_pool_sigmoid(&p);
-  check_fp16(&p);
-  npu_close(&p);
-  printf("npu numerics: ok\n");
-  return 0;
 }
+
+static void fused_chain(void) {
+  check_fused_chain(&p);
+}
+
+static void gemm(void) {
+  check_gemm(&p);
+}
+
+static void pool_sigmoid(void) {
+  check_pool_sigmoid(&p);
+}
+
+static void fp16(void) {
+  check_fp16(&p);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(convs),
+    TU_CASE(fused_chain),
+    TU_CASE(gemm),
+    TU_CASE(pool_sigmoid),
+    TU_CASE(fp16),
+};
+
+TU_MAIN(setup, teardown)

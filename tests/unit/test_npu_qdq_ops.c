@@ -32,7 +32,7 @@ static void ref(const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
 static int32_t add_codes(mi_graph_t *g, const char *name, int32_t dtype, int32_t rank,
                          const int64_t *dims, const void *data, size_t bytes) {
   int32_t t = mi_graph_add_tensor(g, name, dtype, rank, dims);
-  CHECK(t >= 0 && mi_graph_set_data(g, t, data, bytes) == MI_OK);
+  REQUIRE(t >= 0 && mi_graph_set_data(g, t, data, bytes) == MI_OK);
   return t;
 }
 
@@ -47,9 +47,9 @@ static mi_graph_t *qdq_graph(void) {
   mi_graph_t *g = mi_graph_create("qdq");
   mi_error_t err = {0};
   int32_t x, ts1, tz1, ts2, tz2, ts3, c[3], d[3], n;
-  CHECK(g != NULL);
+  REQUIRE(g != NULL);
   x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  CHECK(x >= 0 && mi_graph_add_input(g, x) == MI_OK);
+  REQUIRE(x >= 0 && mi_graph_add_input(g, x) == MI_OK);
   ts1 = mi_graph_add_const_f32(g, "s1", 0, one, &s1);
   tz1 = add_codes(g, "z1", MI_DTYPE_INT8, 0, one, &z1, 1);
   ts2 = mi_graph_add_const_f32(g, "s2", 1, cd, s2);
@@ -61,23 +61,23 @@ static mi_graph_t *qdq_graph(void) {
     c[i] = mi_graph_add_tensor(g, name, i == 0 ? MI_DTYPE_INT8 : MI_DTYPE_UINT8, 4, xd);
     snprintf(name, sizeof name, "d%d", i + 1);
     d[i] = mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, 4, xd);
-    CHECK(c[i] >= 0 && d[i] >= 0);
+    REQUIRE(c[i] >= 0 && d[i] >= 0);
   }
   {
     int32_t q1[3] = {x, ts1, tz1}, dq1[3] = {c[0], ts1, tz1};
     int32_t q2[3] = {x, ts2, tz2}, dq2[3] = {c[1], ts2, tz2};
     int32_t q3[2] = {x, ts3}, dq3[2] = {c[2], ts3};
-    CHECK(mi_graph_add_node(g, "QuantizeLinear", "q1", 3, q1, 1, &c[0]) >= 0);
-    CHECK(mi_graph_add_node(g, "DequantizeLinear", "dq1", 3, dq1, 1, &d[0]) >= 0);
+    REQUIRE(mi_graph_add_node(g, "QuantizeLinear", "q1", 3, q1, 1, &c[0]) >= 0);
+    REQUIRE(mi_graph_add_node(g, "DequantizeLinear", "dq1", 3, dq1, 1, &d[0]) >= 0);
     n = mi_graph_add_node(g, "QuantizeLinear", "q2", 3, q2, 1, &c[1]);
-    CHECK(n >= 0 && mi_node_set_int(g, n, "axis", 1) == MI_OK);
+    REQUIRE(n >= 0 && mi_node_set_int(g, n, "axis", 1) == MI_OK);
     n = mi_graph_add_node(g, "DequantizeLinear", "dq2", 3, dq2, 1, &d[1]);
-    CHECK(n >= 0 && mi_node_set_int(g, n, "axis", 1) == MI_OK);
-    CHECK(mi_graph_add_node(g, "QuantizeLinear", "q3", 2, q3, 1, &c[2]) >= 0);
-    CHECK(mi_graph_add_node(g, "DequantizeLinear", "dq3", 2, dq3, 1, &d[2]) >= 0);
+    REQUIRE(n >= 0 && mi_node_set_int(g, n, "axis", 1) == MI_OK);
+    REQUIRE(mi_graph_add_node(g, "QuantizeLinear", "q3", 2, q3, 1, &c[2]) >= 0);
+    REQUIRE(mi_graph_add_node(g, "DequantizeLinear", "dq3", 2, dq3, 1, &d[2]) >= 0);
   }
   for (int i = 0; i < 3; i++)
-    CHECK(mi_graph_add_output(g, c[i]) == MI_OK && mi_graph_add_output(g, d[i]) == MI_OK);
+    REQUIRE(mi_graph_add_output(g, c[i]) == MI_OK && mi_graph_add_output(g, d[i]) == MI_OK);
   if (mi_graph_infer_shapes(g, &err) != MI_OK) die("infer shapes", &err);
   return g;
 }
@@ -107,7 +107,7 @@ static void standalone(mi_plugin_t *npu) {
   mi_error_t err = {0};
   int64_t ties = 0, sat = 0;
   uint64_t ns = 0;
-  CHECK(x != NULL);
+  REQUIRE(x != NULL);
   fill_input(x);
   for (int64_t i = 0; i < NUMEL; i++) {
     /* exact ties of q1 (scale 0.5) and of q2 (its channel's scale) */
@@ -119,12 +119,12 @@ static void standalone(mi_plugin_t *npu) {
   o.struct_size = sizeof o;
   o.allow_host_fallback = 0; /* every Q and DQ must be a device kernel */
   if (mi_session_create(g, npu, 0, &o, &s, &err) != MI_OK) die("session (no fallback)", &err);
-  CHECK(mi_session_fallback_count(s) == 0);
-  CHECK(mi_session_kernel_count(s) == 6);
+  REQUIRE(mi_session_fallback_count(s) == 0);
+  REQUIRE(mi_session_kernel_count(s) == 6);
   run(s, g, x, got);
   ref(g, x, want);
   for (int i = 0; i < 6; i++) {
-    CHECK(got[i]->dtype == want[i]->dtype && got[i]->nbytes == want[i]->nbytes);
+    REQUIRE(got[i]->dtype == want[i]->dtype && got[i]->nbytes == want[i]->nbytes);
     if (memcmp(got[i]->data, want[i]->data, got[i]->nbytes) != 0) {
       for (size_t b = 0; b < got[i]->nbytes; b++)
         if (((const uint8_t *)got[i]->data)[b] != ((const uint8_t *)want[i]->data)[b]) {
@@ -140,12 +140,12 @@ static void standalone(mi_plugin_t *npu) {
      * saturation to [-128, 127] */
     const int8_t *c1 = got[0]->data;
     const uint8_t *c3 = got[4]->data;
-    CHECK(c1[0] == -1 && c1[1] == 1 && c1[2] == -5 && c1[3] == 127 && c1[4] == -128);
-    CHECK(c3[3] == 255 && c3[4] == 0); /* UINT8 without a zero point saturates at 0 and 255 */
+    REQUIRE(c1[0] == -1 && c1[1] == 1 && c1[2] == -5 && c1[3] == 127 && c1[4] == -128);
+    REQUIRE(c3[3] == 255 && c3[4] == 0); /* UINT8 without a zero point saturates at 0 and 255 */
     for (int64_t i = 0; i < NUMEL; i++) sat += c1[i] == 127 || c1[i] == -128;
   }
-  CHECK(ties > 20 && sat > 10);
-  CHECK(mi_session_device_time(s, &ns) == 1 && ns > 0);
+  REQUIRE(ties > 20 && sat > 10);
+  REQUIRE(mi_session_device_time(s, &ns) == 1 && ns > 0);
   printf("standalone Q/DQ: 6 npu-stub kernels, 0 host nodes, %lld ties and %lld saturated "
          "codes, all 6 outputs bit-identical to the reference; device time %llu ns\n",
          (long long)ties, (long long)sat, (unsigned long long)ns);
@@ -167,7 +167,7 @@ static void quantized_model(mi_plugin_t *npu, const char *family, const char *ar
   mi_error_t err = {0};
   int32_t nq = 0, ndq = 0, lowered = 0, conv = 0;
   double d;
-  CHECK(x != NULL);
+  REQUIRE(x != NULL);
   mi_array_fill_random(x, 23);
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -179,8 +179,8 @@ static void quantized_model(mi_plugin_t *npu, const char *family, const char *ar
   }
   for (int32_t i = 0; i < mi_session_fallback_count(s); i++)
     fprintf(stderr, "%s: host fallback node %s\n", family, mi_session_fallback_node(s, i));
-  CHECK(nq > 0 && ndq > 0);
-  CHECK(mi_session_fallback_count(s) == 0);
+  REQUIRE(nq > 0 && ndq > 0);
+  REQUIRE(mi_session_fallback_count(s) == 0);
   /* the quantized layers are still lowered with their Q/DQ (one kernel of several nodes each);
    * only the Q/DQ left over became conversion kernels */
   for (int32_t k = 0; k < mi_session_kernel_count(s); k++) {
@@ -190,7 +190,7 @@ static void quantized_model(mi_plugin_t *npu, const char *family, const char *ar
     conv += n == 1 && (strcmp(q->nodes[nodes[0]].op_type, "QuantizeLinear") == 0 ||
                        strcmp(q->nodes[nodes[0]].op_type, "DequantizeLinear") == 0);
   }
-  CHECK(lowered > 0 && conv > 0);
+  REQUIRE(lowered > 0 && conv > 0);
   run(s, q, x, got);
   ref(q, x, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
@@ -199,7 +199,7 @@ static void quantized_model(mi_plugin_t *npu, const char *family, const char *ar
          family, q->node_count, nq, ndq, mi_session_kernel_count(s), lowered, conv, d);
   /* the bound of the quantized sessions in test_npu_quant.c: float ops between INT8 layers run
    * in FP16 on the device, so a code may land one step off */
-  CHECK(d < 5e-2);
+  REQUIRE(d < 5e-2);
   mi_array_destroy(got[0]);
   mi_array_destroy(want[0]);
   mi_session_destroy(s);
@@ -208,20 +208,37 @@ static void quantized_model(mi_plugin_t *npu, const char *family, const char *ar
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  npu_t p;
+static npu_t p;
+static int p_open;
+
+static void setup(void) {
   mi_error_t err;
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_qdq_ops.XXXXXX");
-  CHECK(mkdtemp(g_dir) != NULL);
+  REQUIRE(mkdtemp(g_dir) != NULL);
   unsetenv("MI_NPU_DEVICES");
   unsetenv("MI_NPU_FAULT");
   if (npu_open(&p, NULL, &err) != MI_OK) die("npu-stub create", &err);
+  p_open = 1;
+}
+
+static void teardown(void) {
+  if (p_open) npu_close(&p);
+  REQUIRE(tu_rmtree(g_dir) == 0);
+}
+
+static void standalone_ops(void) {
   standalone(p.plugin);
+}
+
+static void quantized_models(void) {
   quantized_model(p.plugin, "mlp", "--width 0.5 --depth 3 --resolution 12");
   quantized_model(p.plugin, "resnet", "--width 0.5 --depth 4 --resolution 32");
   quantized_model(p.plugin, "kws", "--width 0.5 --depth 2 --resolution 31");
-  npu_close(&p);
-  CHECK(tu_rmtree(g_dir) == 0);
-  printf("npu qdq ops: ok\n");
-  return 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(standalone_ops),
+    TU_CASE(quantized_models),
+};
+
+TU_MAIN(setup, teardown)

@@ -107,7 +107,7 @@ static int32_t kd_tensor(kdesc_t *k, const mi_graph_t *g, int32_t t) {
   if (t < 0) return -1;
   for (i = 0; i < k->nt; i++)
     if (k->map[i] == t) return i;
-  CHECK(k->nt < KD_T);
+  REQUIRE(k->nt < KD_T);
   describe(&k->td[k->nt], &g->tensors[t], g->tensors[t].data != NULL);
   k->tp[k->nt] = &k->td[k->nt];
   k->map[k->nt] = t;
@@ -123,7 +123,7 @@ static mi_kernel_desc_t *kd_group(kdesc_t *k, const mi_graph_t *g, const int32_t
   for (i = 0; i < count; i++) {
     const mi_node_t *n = &g->nodes[nodes[i]];
     mi_node_desc_t *nd = &k->nd[i];
-    CHECK(n->input_count <= 8 && n->output_count <= 8);
+    REQUIRE(n->input_count <= 8 && n->output_count <= 8);
     nd->struct_size = sizeof *nd;
     nd->op_type = n->op_type;
     nd->name = n->name;
@@ -167,16 +167,16 @@ static long run_compare(npu_t *p, const mi_kernel_desc_t *kd, const char *what,
   mi_error_t err = {0};
   unsigned char *got = malloc(yq->nbytes);
   long i, diff = 0, worse = 0;
-  CHECK(got != NULL && kd->input_count == 1);
+  REQUIRE(got != NULL && kd->input_count == 1);
   if (p->api->kernel_prepare(p->ctx, 0, kd, &kern, &err) != MI_OK) {
     fprintf(stderr, "%s: %s\n", what, err.message);
     exit(1);
   }
-  CHECK(p->api->buffer_alloc(p->ctx, 0, xq->nbytes, &bx, &err) == MI_OK);
-  CHECK(p->api->buffer_alloc(p->ctx, 0, yq->nbytes, &by, &err) == MI_OK);
-  CHECK(p->api->buffer_write(p->ctx, bx, 0, xq->data, xq->nbytes, &err) == MI_OK);
-  CHECK(p->api->kernel_run(p->ctx, kern, &bx, 1, &by, 1, NULL, &err) == MI_OK);
-  CHECK(p->api->buffer_read(p->ctx, by, 0, got, yq->nbytes, &err) == MI_OK);
+  REQUIRE(p->api->buffer_alloc(p->ctx, 0, xq->nbytes, &bx, &err) == MI_OK);
+  REQUIRE(p->api->buffer_alloc(p->ctx, 0, yq->nbytes, &by, &err) == MI_OK);
+  REQUIRE(p->api->buffer_write(p->ctx, bx, 0, xq->data, xq->nbytes, &err) == MI_OK);
+  REQUIRE(p->api->kernel_run(p->ctx, kern, &bx, 1, &by, 1, NULL, &err) == MI_OK);
+  REQUIRE(p->api->buffer_read(p->ctx, by, 0, got, yq->nbytes, &err) == MI_OK);
   for (i = 0; i < (long)yq->nbytes; i++) {
     int d = (int)got[i] - (int)((const unsigned char *)yq->data)[i];
     t->hist[((const unsigned char *)yq->data)[i]]++;
@@ -223,7 +223,7 @@ static int check_layer(npu_t *p, const mi_graph_t *g, int32_t n, const mi_array_
   k.d.tensor_count = k.nt;
   k.d.input_count = 1;
   w = &k.td[k.idx[0][0][1]];
-  CHECK(w->dtype == MI_DTYPE_INT8 && (w->channel_count > 0 || w->scale > 0));
+  REQUIRE(w->dtype == MI_DTYPE_INT8 && (w->channel_count > 0 || w->scale > 0));
   snprintf(what, sizeof what, "%s (collapsed)", node->name);
   run_compare(p, &k.d, what, xq, yq, t);
   /* 2. the QDQ group as it stands in the graph, which the plugin lowers itself: exec then only
@@ -243,8 +243,8 @@ static int check_layer(npu_t *p, const mi_graph_t *g, int32_t n, const mi_array_
     mi_kernel_t *kern = NULL;
     mi_error_t err = {0};
     kd_group(&k, g, group, 3, node->outputs[0]);
-    CHECK(p->api->kernel_prepare(p->ctx, 0, &k.d, &kern, &err) == MI_ERR_UNSUPPORTED);
-    CHECK(kern == NULL && strstr(err.message, "npu-stub") != NULL);
+    REQUIRE(p->api->kernel_prepare(p->ctx, 0, &k.d, &kern, &err) == MI_ERR_UNSUPPORTED);
+    REQUIRE(kern == NULL && strstr(err.message, "npu-stub") != NULL);
   }
   t->layers++;
   return 1;
@@ -275,11 +275,11 @@ static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
     int32_t j;
     for (j = 0; j < q->node_count; j++)
       if (q->nodes[j].name && strcmp(q->nodes[j].name, name) == 0) break;
-    CHECK(j < q->node_count);
+    REQUIRE(j < q->node_count);
     if (is_op(q, j, "Conv") || is_op(q, j, "Gemm") || is_op(q, j, "MatMul")) weighted_fb++;
     else other_fb++;
   }
-  CHECK(weighted_fb == 0);
+  REQUIRE(weighted_fb == 0);
   for (i = 0; i < mi_array_numel(want); i++) {
     double d = (double)((const float *)got->data)[i] - ((const float *)want->data)[i];
     num += d * d;
@@ -293,7 +293,7 @@ static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
    * code that lands one step off there shifts every later layer: measured 0 (kws), 6.7e-3
    * (resnet), 4.0e-2 (mobilenetv2, 17 blocks deep). The bound says the session computes the same
    * model, not that it is bit-exact; the bit-exact claim is checked per layer above. */
-  CHECK(rel < 5e-2);
+  REQUIRE(rel < 5e-2);
   mi_array_destroy(got);
   mi_session_destroy(s);
 }
@@ -305,14 +305,14 @@ static void run_model(npu_t *p, const zoo_model_t *m, tally_t *t) {
   mi_error_t err = {0};
   int32_t i, j, base, checked = 0, weighted = 0;
   long before = t->off_by_one + t->worse;
-  CHECK(probe != NULL && x != NULL);
+  REQUIRE(probe != NULL && x != NULL);
   /* every activation's codes become a graph output of the probe, so one reference run gives
    * the host's codes everywhere */
   base = probe->output_count;
   for (i = 0; i < q->node_count; i++)
-    if (is_op(q, i, "QuantizeLinear")) CHECK(mi_graph_add_output(probe, q->nodes[i].outputs[0]) == MI_OK);
+    if (is_op(q, i, "QuantizeLinear")) REQUIRE(mi_graph_add_output(probe, q->nodes[i].outputs[0]) == MI_OK);
   outs = calloc((size_t)probe->output_count, sizeof *outs);
-  CHECK(outs != NULL);
+  REQUIRE(outs != NULL);
   mi_array_fill_random(x, 9);
   if (mi_ref_run(probe, (const mi_array_t *const *)&x, 1, outs, probe->output_count, &err) !=
       MI_OK) {
@@ -347,7 +347,7 @@ static void run_model(npu_t *p, const zoo_model_t *m, tally_t *t) {
          weighted, t->off_by_one + t->worse - before);
   /* layers whose output reaches its QuantizeLinear through an Add or a pool keep a float
    * intermediate in this representation and are not checked (see docs/backends/npu-stub.md) */
-  CHECK(checked > 0);
+  REQUIRE(checked > 0);
   session_lowered(p, m, q, x, outs[0]);
   for (i = 0; i < probe->output_count; i++) mi_array_destroy(outs[i]);
   free(outs);
@@ -357,30 +357,40 @@ static void run_model(npu_t *p, const zoo_model_t *m, tally_t *t) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  npu_t p;
+static npu_t p;
+static int p_open;
+
+static void setup(void) {
   mi_error_t err;
+  snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_quant.XXXXXX");
+  REQUIRE(mkdtemp(g_dir) != NULL);
+  unsetenv("MI_NPU_DEVICES");
+  unsetenv("MI_NPU_FAULT");
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK, "create: %s", err.message);
+  p_open = 1;
+}
+
+static void teardown(void) {
+  if (p_open) npu_close(&p);
+  REQUIRE(tu_rmtree(g_dir) == 0);
+}
+
+static void codes_match_reference(void) {
   tally_t t;
   int distinct = 0;
   size_t i;
   memset(&t, 0, sizeof t);
-  snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_quant.XXXXXX");
-  CHECK(mkdtemp(g_dir) != NULL);
-  unsetenv("MI_NPU_DEVICES");
-  unsetenv("MI_NPU_FAULT");
-  if (npu_open(&p, NULL, &err) != MI_OK) {
-    fprintf(stderr, "create: %s\n", err.message);
-    return 1;
-  }
   for (i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) run_model(&p, &MODELS[i], &t);
-  npu_close(&p);
   printf("total: %ld layers, %ld codes, %ld off by one, %ld off by more\n", t.layers, t.values,
          t.off_by_one, t.worse);
   /* bit for bit: the same codes as the host's reference at every checked QuantizeLinear */
-  CHECK(t.layers > 0 && t.worse == 0 && t.off_by_one == 0);
+  REQUIRE(t.layers > 0 && t.worse == 0 && t.off_by_one == 0);
   for (i = 0; i < 256; i++) distinct += t.hist[i] > 0;
-  CHECK(distinct > 100);
-  CHECK(tu_rmtree(g_dir) == 0);
-  printf("npu quant: ok\n");
-  return 0;
+  REQUIRE(distinct > 100);
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(codes_match_reference),
+};
+
+TU_MAIN(setup, teardown)

@@ -3,10 +3,8 @@
 #ifndef TEST_NPU_UTIL_H
 #define TEST_NPU_UTIL_H
 
-/* Every check here and in the npu tests stops the test at once. */
 #include <sys/wait.h>
 
-#define CHECK(cond) TU_REQUIRE(cond)
 #include "metainfer/mi_transform.h"
 #include "test_util.h"
 
@@ -44,7 +42,7 @@ static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
   else unsetenv(NPU_DEVICES_SETTING_ENV);
   tu_build_path(dir, sizeof dir, "plugins");
   p->reg = mi_registry_create();
-  CHECK(p->reg != NULL);
+  REQUIRE(p->reg != NULL);
   if (tu_scan_plugins(p->reg, err) != MI_OK) {
     fprintf(stderr, "scan %s: %s\n", dir, err->message);
     exit(1);
@@ -65,7 +63,7 @@ static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
     fprintf(stderr, "npu-stub is neither loaded nor rejected in %s\n", dir);
     exit(1);
   }
-  CHECK(strcmp(p->plugin->name, "npu-stub") == 0);
+  REQUIRE(strcmp(p->plugin->name, "npu-stub") == 0);
   p->api = &p->plugin->api;
   p->ctx = p->plugin->ctx;
   return MI_OK;
@@ -80,7 +78,7 @@ static inline mi_graph_t *npu_zoo_model(const char *dir, const char *family, con
   int rc;
   snprintf(path, sizeof path, "%s/%s.onnx", dir, family);
   rc = tu_mi_zoo(cmd, sizeof cmd, family, path, args);
-  CHECK(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  REQUIRE(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
   if (mi_onnx_load(path, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
     fprintf(stderr, "%s: %s\n", family, err.message);
     exit(1);
@@ -98,7 +96,7 @@ static inline mi_graph_t *npu_quantize_int8(const mi_graph_t *g) {
   mi_xf_apply_opts_t o;
   mi_graph_t *q = NULL;
   mi_error_t err = {0};
-  CHECK(c != NULL);
+  REQUIRE(c != NULL);
   c->fold_bn = 1;
   c->defaults.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS;
   c->defaults.weights = MI_XF_INT8;
@@ -140,17 +138,17 @@ static inline void npu_set(npu_t *p, uint32_t dev, const char *knob, int64_t v) 
 static inline int npu_counter(npu_t *p, uint32_t dev, const char *name, double *value) {
   uint32_t n = 0, i;
   mi_error_t err;
-  CHECK(p->api->counter_count(p->ctx, dev, &n, &err) == MI_OK);
+  REQUIRE(p->api->counter_count(p->ctx, dev, &n, &err) == MI_OK);
   for (i = 0; i < n; i++) {
     mi_counter_desc_t d;
     mi_counter_sample_t s;
     memset(&d, 0, sizeof d);
     d.struct_size = sizeof d;
-    CHECK(p->api->counter_desc(p->ctx, dev, i, &d, &err) == MI_OK);
+    REQUIRE(p->api->counter_desc(p->ctx, dev, i, &d, &err) == MI_OK);
     if (strcmp(d.name, name) != 0) continue;
     memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
-    CHECK(p->api->counter_read(p->ctx, dev, i, &s, &err) == MI_OK);
+    REQUIRE(p->api->counter_read(p->ctx, dev, i, &s, &err) == MI_OK);
     *value = s.value;
     return s.has_value;
   }
@@ -184,7 +182,7 @@ static inline int kb_tensor(kb_t *k, int32_t dtype, int rank, const int64_t *dim
                             const void *data, uint64_t bytes) {
   mi_tensor_desc_t *t = &k->t[k->nt];
   int i;
-  CHECK(k->nt < KB_T);
+  REQUIRE(k->nt < KB_T);
   memset(t, 0, sizeof *t);
   t->struct_size = sizeof *t;
   t->dtype = dtype;
@@ -205,7 +203,7 @@ static inline void kb_quant(kb_t *k, int idx, float scale, int32_t zp) {
 
 static inline int kb_node(kb_t *k, const char *op, const int32_t *ins, int nin, int32_t out) {
   mi_node_desc_t *n = &k->n[k->nn];
-  CHECK(k->nn < KB_N);
+  REQUIRE(k->nn < KB_N);
   memset(n, 0, sizeof *n);
   n->struct_size = sizeof *n;
   n->op_type = op;
@@ -310,11 +308,11 @@ static inline int32_t kr_prepare(kr_t *r, npu_t *p, uint32_t dev, kb_t *k, int o
   r->nin = d->input_count;
   for (i = 0; i < r->nin; i++) {
     uint64_t b = kb_bytes(&k->t[d->inputs[i]]);
-    CHECK(p->api->buffer_alloc(p->ctx, dev, b, &r->in[i], err) == MI_OK);
-    CHECK(p->api->buffer_write(p->ctx, r->in[i], 0, inputs[i], b, err) == MI_OK);
+    REQUIRE(p->api->buffer_alloc(p->ctx, dev, b, &r->in[i], err) == MI_OK);
+    REQUIRE(p->api->buffer_write(p->ctx, r->in[i], 0, inputs[i], b, err) == MI_OK);
   }
   r->out_bytes = kb_bytes(&k->t[out]);
-  CHECK(p->api->buffer_alloc(p->ctx, dev, r->out_bytes, &r->out, err) == MI_OK);
+  REQUIRE(p->api->buffer_alloc(p->ctx, dev, r->out_bytes, &r->out, err) == MI_OK);
   return MI_OK;
 }
 
@@ -328,8 +326,8 @@ static inline void kr_run(kr_t *r, void *out, mi_run_stats_t *st) {
     fprintf(stderr, "kernel_run: %s\n", err.message);
     exit(1);
   }
-  CHECK(st->has_device_time == 1 && st->has_energy == 1 && st->energy_modeled == 1);
-  if (out) CHECK(r->p->api->buffer_read(r->p->ctx, r->out, 0, out, r->out_bytes, &err) == MI_OK);
+  REQUIRE(st->has_device_time == 1 && st->has_energy == 1 && st->energy_modeled == 1);
+  if (out) REQUIRE(r->p->api->buffer_read(r->p->ctx, r->out, 0, out, r->out_bytes, &err) == MI_OK);
 }
 
 static inline void kr_release(kr_t *r) {
@@ -343,7 +341,7 @@ static inline void kr_release(kr_t *r) {
 static inline void kr_measure(kr_t *r, int reps, double *time_ns, double *energy_j) {
   double t[16], e[16];
   int i, j;
-  CHECK(reps <= 16);
+  REQUIRE(reps <= 16);
   for (i = 0; i < reps; i++) {
     mi_run_stats_t st;
     kr_run(r, NULL, &st);

@@ -70,12 +70,12 @@ static void fallback_report(const mi_graph_t *g, const mi_session_t *s, char *ou
 static int npu_lists_op(const npu_t *p, const char *op) {
   uint32_t n = 0, i;
   mi_error_t err;
-  CHECK(p->api->variant_count(p->ctx, 0, &n, &err) == MI_OK);
+  REQUIRE(p->api->variant_count(p->ctx, 0, &n, &err) == MI_OK);
   for (i = 0; i < n; i++) {
     mi_variant_desc_t v;
     memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
-    CHECK(p->api->variant_desc(p->ctx, 0, i, &v, &err) == MI_OK);
+    REQUIRE(p->api->variant_desc(p->ctx, 0, i, &v, &err) == MI_OK);
     if (strcmp(v.op_type, op) == 0) return 1;
   }
   return 0;
@@ -92,7 +92,7 @@ static void run_model(npu_t *p, const zoo_model_t *m) {
   int32_t i, on_device;
   uint64_t dev_ns = 0;
   double e;
-  CHECK(x != NULL);
+  REQUIRE(x != NULL);
   mi_array_fill_random(x, 5);
   if (mi_ref_run(g, (const mi_array_t *const *)&x, 1, &want, 1, &err) != MI_OK) {
     fprintf(stderr, "%s: reference: %s\n", m->family, err.message);
@@ -109,27 +109,27 @@ static void run_model(npu_t *p, const zoo_model_t *m) {
     fprintf(stderr, "%s: run: %s\n", m->family, err.message);
     exit(1);
   }
-  CHECK(got->dtype == MI_DTYPE_FLOAT32 && got->nbytes == want->nbytes);
+  REQUIRE(got->dtype == MI_DTYPE_FLOAT32 && got->nbytes == want->nbytes);
   e = rel_l2(got, want);
   fallback_report(g, s, report, sizeof report);
   on_device = g->node_count - mi_session_fallback_count(s);
   printf("%-12s %3d nodes, %3d on the NPU, rel L2 %.2e, host fallback: %s\n", m->family,
          g->node_count, on_device, e, report[0] ? report : "none");
-  CHECK(e < NPU_FP16_TOL);
+  REQUIRE(e < NPU_FP16_TOL);
   /* the NPU must have done the bulk of the work, and must differ from FP32 somewhere: it
    * rounds to FP16, so a bit-identical output would mean nothing ran on it */
-  CHECK(on_device * 2 > g->node_count);
-  CHECK(memcmp(got->data, want->data, got->nbytes) != 0);
+  REQUIRE(on_device * 2 > g->node_count);
+  REQUIRE(memcmp(got->data, want->data, got->nbytes) != 0);
   /* a device op is only refused for a documented reason: the op is not listed at all, or it
    * consumes a runtime operand the NPU needs as a constant (MatMul of two activations) */
   for (i = 0; i < mi_session_fallback_count(s); i++) {
     const mi_node_t *n = node_by_name(g, mi_session_fallback_node(s, i));
-    CHECK(n != NULL);
+    REQUIRE(n != NULL);
     if (npu_lists_op(p, n->op_type))
       printf("  note: %s '%s' fell back although the NPU lists it\n", n->op_type, n->name);
   }
   /* the simulated clock timed every device kernel */
-  CHECK(mi_session_device_time(s, &dev_ns) == 1 && dev_ns > 0);
+  REQUIRE(mi_session_device_time(s, &dev_ns) == 1 && dev_ns > 0);
   mi_array_destroy(got);
   mi_array_destroy(want);
   mi_array_destroy(x);
@@ -137,21 +137,30 @@ static void run_model(npu_t *p, const zoo_model_t *m) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  npu_t p;
+static npu_t p;
+static int p_open;
+
+static void setup(void) {
   mi_error_t err;
-  size_t i;
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npu_zoo.XXXXXX");
-  CHECK(mkdtemp(g_dir) != NULL);
+  REQUIRE(mkdtemp(g_dir) != NULL);
   unsetenv("MI_NPU_DEVICES");
   unsetenv("MI_NPU_FAULT");
-  if (npu_open(&p, NULL, &err) != MI_OK) {
-    fprintf(stderr, "create: %s\n", err.message);
-    return 1;
-  }
-  for (i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) run_model(&p, &MODELS[i]);
-  npu_close(&p);
-  CHECK(tu_rmtree(g_dir) == 0);
-  printf("npu zoo: ok\n");
-  return 0;
+  REQUIRE(npu_open(&p, NULL, &err) == MI_OK, "create: %s", err.message);
+  p_open = 1;
 }
+
+static void teardown(void) {
+  if (p_open) npu_close(&p);
+  REQUIRE(tu_rmtree(g_dir) == 0);
+}
+
+static void models(void) {
+  for (size_t i = 0; i < sizeof MODELS / sizeof MODELS[0]; i++) run_model(&p, &MODELS[i]);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(models),
+};
+
+TU_MAIN(setup, teardown)

@@ -264,30 +264,41 @@ static void cleanup(void) {
   rmdir(g_dir);
 }
 
-int main(void) {
-  static const int32_t dtypes[] = {MI_DTYPE_FLOAT32, MI_DTYPE_FLOAT16, MI_DTYPE_INT8,
+static const int32_t dtypes[] = {MI_DTYPE_FLOAT32, MI_DTYPE_FLOAT16, MI_DTYPE_INT8,
                                    MI_DTYPE_UINT8,   MI_DTYPE_INT32,   MI_DTYPE_INT64,
                                    MI_DTYPE_BOOL};
-  int64_t d23[2] = {2, 3}, d5[1] = {5}, d0[1] = {0}, d8[8] = {1, 2, 1, 3, 1, 2, 2, 1};
+static int64_t d23[2] = {2, 3}, d5[1] = {5}, d0[1] = {0}, d8[8] = {1, 2, 1, 3, 1, 2, 2, 1};
+
+static void setup(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/test_npy.XXXXXX");
-  if (!mkdtemp(g_dir)) return 1;
+  REQUIRE(mkdtemp(g_dir));
+}
+
+static void round_trip_dtypes(void) {
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++) {
     char name[64];
     snprintf(name, sizeof name, "rt_%s.npy", mi_dtype_name(dtypes[i]));
     round_trip(dtypes[i], 2, d23, name);
   }
+}
+
+static void round_trip_shapes(void) {
   round_trip(MI_DTYPE_FLOAT32, 0, NULL, "scalar.npy");
   round_trip(MI_DTYPE_INT64, 1, d5, "vector.npy");
   round_trip(MI_DTYPE_FLOAT32, 1, d0, "empty.npy");
   round_trip(MI_DTYPE_FLOAT32, 8, d8, "rank8.npy");
   round_trip(MI_DTYPE_UINT8, 8, d8, "rank8_u8.npy");
-  numpy_header_matches();
-  valid_versions();
-  malformed();
-  other_errors();
-  corpus_seeds_load();
-  no_temp_files_left();
-  cleanup();
-  if (g_failures) fprintf(stderr, "test_npy: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(round_trip_dtypes),
+    TU_CASE(round_trip_shapes),
+    TU_CASE(numpy_header_matches),
+    TU_CASE(valid_versions),
+    TU_CASE(malformed),
+    TU_CASE(other_errors),
+    TU_CASE(corpus_seeds_load),
+    TU_CASE(no_temp_files_left),
+};
+
+TU_MAIN(setup, cleanup)

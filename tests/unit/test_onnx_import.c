@@ -9,7 +9,6 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(c) TU_CHECK_BARE(c)
 #include "test_util.h"
 
 #include "test_pb.h"
@@ -262,12 +261,12 @@ static void test_bad_input(void) {
   }
 }
 
-int main(void) {
+static void setup(void) {
   snprintf(g_dir, sizeof g_dir, "/tmp/mi_onnx_imp_XXXXXX");
-  if (!mkdtemp(g_dir)) return 2;
-  test_typed_fields_and_constants();
-  test_external_data();
-  test_bad_input();
+  REQUIRE(mkdtemp(g_dir));
+}
+
+static void teardown(void) {
   const char *files[] = {"typed.onnx", "weights.bin", "ext.onnx", "empty.onnx", "garbage.onnx",
                          "truncated.onnx", "nograph.onnx", "undef.onnx", "domain.onnx",
                          "opset5.onnx", "unknown_op.onnx"};
@@ -277,7 +276,24 @@ int main(void) {
     if (!getenv("KEEP")) unlink(p);
   }
   if (!getenv("KEEP")) rmdir(g_dir);
-  if (g_failures) return 1;
-  printf("ok\n");
-  return 0;
 }
+
+static void typed_fields_and_constants(void) {
+  test_typed_fields_and_constants();
+}
+
+static void external_data(void) {
+  test_external_data();
+}
+
+static void bad_input(void) {
+  test_bad_input();
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(typed_fields_and_constants),
+    TU_CASE(external_data),
+    TU_CASE(bad_input),
+};
+
+TU_MAIN(setup, teardown)

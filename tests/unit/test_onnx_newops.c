@@ -108,8 +108,9 @@ static void test_opset18(void) {
   mi_graph_destroy(gr);
 }
 
-int main(void) {
-  test_opset11();
-  test_opset18();
-  return tu_finish("test_onnx_newops");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_opset11),
+    TU_CASE(test_opset18),
+};
+
+TU_MAIN(NULL, NULL)

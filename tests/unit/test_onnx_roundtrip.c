@@ -7,7 +7,6 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(c) TU_CHECK_BARE(c)
 #include "test_util.h"
 
 static mi_graph_t *build(void) {
@@ -43,20 +42,29 @@ static mi_graph_t *build(void) {
   return g;
 }
 
-int main(void) {
-  char dir[] = "/tmp/mi_onnx_rt_XXXXXX";
-  if (!mkdtemp(dir)) return 2;
-  char path[256];
+static char dir[] = "/tmp/mi_onnx_rt_XXXXXX", path[256], path2[256];
+static mi_graph_t *g;
+
+static void setup(void) {
+  REQUIRE(mkdtemp(dir));
   snprintf(path, sizeof path, "%s/m.onnx", dir);
-  mi_graph_t *g = build();
+  snprintf(path2, sizeof path2, "%s/m2.onnx", dir);
+  g = build();
+}
+
+static void teardown(void) {
+  mi_graph_destroy(g);
+  unlink(path);
+  unlink(path2);
+  rmdir(dir);
+}
+
+static void save_and_load(void) {
   mi_error_t err = {0};
   CHECK(mi_onnx_save(g, path, &err) == MI_OK);
   mi_graph_t *l = NULL;
   CHECK(mi_onnx_load(path, &l, &err) == MI_OK);
-  if (!l) {
-    fprintf(stderr, "load failed: %s\n", err.message);
-    return 1;
-  }
+  REQUIRE(l, "load failed: %s", err.message);
   CHECK(strcmp(l->name, "roundtrip") == 0 && l->opset == 11);
   CHECK(l->node_count == 2 && l->input_count == 1 && l->output_count == 1);
   const mi_tensor_t *in = &l->tensors[l->inputs[0]];
@@ -94,10 +102,12 @@ int main(void) {
   CHECK(strcmp(l->nodes[1].op_type, "Reshape") == 0 &&
         l->tensors[l->nodes[1].inputs[0]].producer == 0);
   mi_graph_destroy(l);
+}
 
+static void deterministic_bytes(void) {
+  mi_error_t err = {0};
   /* Saving twice gives identical bytes: the writer is deterministic. */
-  char path2[256];
-  snprintf(path2, sizeof path2, "%s/m2.onnx", dir);
+  CHECK(mi_onnx_save(g, path, &err) == MI_OK);
   CHECK(mi_onnx_save(g, path2, &err) == MI_OK);
   FILE *f1 = fopen(path, "rb"), *f2 = fopen(path2, "rb");
   int same = f1 && f2;
@@ -109,14 +119,19 @@ int main(void) {
   CHECK(same);
   if (f1) fclose(f1);
   if (f2) fclose(f2);
+}
+
+static void unwritable_path(void) {
+  mi_error_t err = {0};
   /* Unwritable path: an I/O error naming the path. */
   CHECK(mi_onnx_save(g, "/nonexistent-dir/x.onnx", &err) == MI_ERR_IO);
   CHECK(strstr(err.message, "/nonexistent-dir/x.onnx") != NULL);
-  mi_graph_destroy(g);
-  unlink(path);
-  unlink(path2);
-  rmdir(dir);
-  if (g_failures) return 1;
-  printf("ok\n");
-  return 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(save_and_load),
+    TU_CASE(deterministic_bytes),
+    TU_CASE(unwritable_path),
+};
+
+TU_MAIN(setup, teardown)

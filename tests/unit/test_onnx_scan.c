@@ -212,9 +212,10 @@ static void test_scan_bad(void) {
   }
 }
 
-int main(void) {
-  test_scan11();
-  test_scan8();
-  test_scan_bad();
-  return tu_finish("test_onnx_scan");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_scan11),
+    TU_CASE(test_scan8),
+    TU_CASE(test_scan_bad),
+};
+
+TU_MAIN(NULL, NULL)

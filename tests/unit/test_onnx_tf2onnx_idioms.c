@@ -90,9 +90,9 @@ static int count_op(const mi_graph_t *g, const char *op) {
   return k;
 }
 
-int main(void) {
+static void shapes_fold_and_run(void) {
   mi_graph_t *g = load();
-  if (!g) return tu_finish("test_onnx_tf2onnx_idioms");
+  if (!g) return; /* load() counted the failure */
   mi_error_t err = {0};
   mi_tensor_t *x = &g->tensors[g->inputs[0]];
   CHECK(x->rank == 4 && x->dims[0] == MI_DIM_DYNAMIC, "the batch dim is dynamic");
@@ -126,5 +126,10 @@ int main(void) {
   expect_f32("pooled", out[1], 1, dpool, (float[]){6, 14}, 1e-6f);
   mi_array_destroy(in), mi_array_destroy(out[0]), mi_array_destroy(out[1]);
   mi_graph_destroy(g);
-  return tu_finish("test_onnx_tf2onnx_idioms");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(shapes_fold_and_run),
+};
+
+TU_MAIN(NULL, NULL)

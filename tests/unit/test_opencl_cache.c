@@ -29,8 +29,8 @@ static void run_once(ocl_t *o) {
   memset(Y, 0, sizeof Y);
   if (ocl_run(o, kd_finish(&k, "matmul.naive"), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "run: %s\n", err.message);
-  CHECK(err.code == 0);
-  CHECK(tu_rel_l2(Y, R, M * N) < 1e-5);
+  REQUIRE(err.code == 0);
+  REQUIRE(tu_rel_l2(Y, R, M * N) < 1e-5);
 }
 
 /* Overwrites the middle of every cache entry; returns how many entries there were. */
@@ -38,7 +38,7 @@ static int corrupt_entries(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *e;
   int n = 0;
-  CHECK(d);
+  REQUIRE(d);
   while ((e = readdir(d)) != NULL) {
     char path[600];
     FILE *f;
@@ -46,10 +46,10 @@ static int corrupt_entries(const char *dir) {
     if (!strstr(e->d_name, ".bin") || strstr(e->d_name, ".tmp")) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     f = fopen(path, "r+b");
-    CHECK(f);
+    REQUIRE(f);
     fseek(f, 0, SEEK_END);
     size = ftell(f);
-    CHECK(size > 64);
+    REQUIRE(size > 64);
     fseek(f, size / 2, SEEK_SET);
     fwrite("garbage!garbage!", 1, 16, f);
     fclose(f);
@@ -59,10 +59,10 @@ static int corrupt_entries(const char *dir) {
   return n;
 }
 
-int main(void) {
-  ocl_t o;
-  char dir[300];
-  double t;
+static ocl_t o;
+static char dir[300];
+
+static void setup(void) {
   memset(&o, 0, sizeof o);
   ocl_env(&o);
   ocl_open_or_skip(&o);
@@ -70,44 +70,53 @@ int main(void) {
   fill(B, K * N, 32);
   ref_gemm(A, B, R, M, N, K);
   snprintf(dir, sizeof dir, "%s/opencl", o.cache_dir);
+}
 
+static void teardown(void) {
+  ocl_rm_cache(&o);
+}
+
+static void cache_lifecycle(void) {
+  double t;
   /* first instance: built from source once, the second prepare hits the memory cache */
   run_once(&o);
-  CHECK(ocl_counter(&o, "programs_built") == 1);
-  CHECK(ocl_counter(&o, "program_disk_hits") == 0);
+  REQUIRE(ocl_counter(&o, "programs_built") == 1);
+  REQUIRE(ocl_counter(&o, "program_disk_hits") == 0);
   t = ocl_counter(&o, "compile_ns");
   fprintf(stderr, "cold build: %.1f ms\n", t / 1e6);
-  CHECK(t > 0);
+  REQUIRE(t > 0);
   run_once(&o);
-  CHECK(ocl_counter(&o, "programs_built") == 1);
-  CHECK(ocl_counter(&o, "program_memory_hits") >= 1);
+  REQUIRE(ocl_counter(&o, "programs_built") == 1);
+  REQUIRE(ocl_counter(&o, "program_memory_hits") >= 1);
   ocl_close(&o);
 
   /* second instance: the binary comes from disk */
-  CHECK(ocl_open(&o));
+  REQUIRE(ocl_open(&o));
   run_once(&o);
   fprintf(stderr, "disk hit: %.1f ms\n", ocl_counter(&o, "compile_ns") / 1e6);
-  CHECK(ocl_counter(&o, "program_disk_hits") == 1);
-  CHECK(ocl_counter(&o, "programs_built") == 0);
+  REQUIRE(ocl_counter(&o, "program_disk_hits") == 1);
+  REQUIRE(ocl_counter(&o, "programs_built") == 0);
   ocl_close(&o);
 
   /* corrupt entry: detected, rebuilt from source and rewritten */
-  CHECK(corrupt_entries(dir) == 1);
-  CHECK(ocl_open(&o));
+  REQUIRE(corrupt_entries(dir) == 1);
+  REQUIRE(ocl_open(&o));
   run_once(&o);
-  CHECK(ocl_counter(&o, "program_disk_corrupt") == 1);
-  CHECK(ocl_counter(&o, "programs_built") == 1);
-  CHECK(strstr(o.last_log, "corrupt") != NULL);
+  REQUIRE(ocl_counter(&o, "program_disk_corrupt") == 1);
+  REQUIRE(ocl_counter(&o, "programs_built") == 1);
+  REQUIRE(strstr(o.last_log, "corrupt") != NULL);
   ocl_close(&o);
 
   /* the rewritten entry is good again */
-  CHECK(ocl_open(&o));
+  REQUIRE(ocl_open(&o));
   run_once(&o);
-  CHECK(ocl_counter(&o, "program_disk_hits") == 1);
-  CHECK(ocl_counter(&o, "program_disk_corrupt") == 0);
+  REQUIRE(ocl_counter(&o, "program_disk_hits") == 1);
+  REQUIRE(ocl_counter(&o, "program_disk_corrupt") == 0);
   ocl_close(&o);
-
-  ocl_rm_cache(&o);
-  printf("ok\n");
-  return 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(cache_lifecycle),
+};
+
+TU_MAIN(setup, teardown)

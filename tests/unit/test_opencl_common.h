@@ -7,224 +7,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Every check here and in the OpenCL tests stops the test at once; tools/bench/opencl builds
- * this against the plugin SDK alone. */
-#define CHECK(cond) TU_REQUIRE(cond)
+/* The OpenCL tests build against the plugin SDK alone (no host library). */
 #define TU_SDK_ONLY 1
 #include "test_util.h"
-
-typedef struct ocl_t {
-  void *lib;
-  const mi_plugin_api_t *api;
-  mi_plugin_ctx_t *ctx;
-  mi_host_api_t host;
-  char cache_dir[256];
-  char last_log[1024];
-  const char *local_mem_limit; /* MI_OPENCL_LOCAL_MEM_LIMIT setting, NULL = unset */
-} ocl_t;
-
-static inline void t_log(void *hc, int32_t level, const char *plugin, const char *msg) {
-  ocl_t *o = hc;
-  snprintf(o->last_log, sizeof o->last_log, "%s", msg);
-  if (level <= MI_LOG_WARN) fprintf(stderr, "[%s] %s\n", plugin, msg);
-}
-static inline void *t_alloc(void *hc, size_t n) { (void)hc; return malloc(n); }
-static inline void t_free(void *hc, void *p) { (void)hc; free(p); }
-static inline const char *t_setting(void *hc, const char *key) {
-  ocl_t *o = hc;
-  return strcmp(key, "MI_OPENCL_LOCAL_MEM_LIMIT") == 0 ? o->local_mem_limit : NULL;
-}
-
-/* Sets MI_CACHE_DIR to a fresh temporary directory and PoCL's cache to a writable one. */
-static inline void ocl_env(ocl_t *o) {
-  const char *b = getenv("MI_BUILD");
-  char pocl[512];
-  snprintf(o->cache_dir, sizeof o->cache_dir, "/tmp/mi-ocl-test-XXXXXX");
-  CHECK(mkdtemp(o->cache_dir) != NULL);
-  setenv("MI_CACHE_DIR", o->cache_dir, 1);
-  if (b) {
-    snprintf(pocl, sizeof pocl, "%s/tests/pocl-cache", b);
-    mkdir(pocl, 0755);
-  } else {
-    snprintf(pocl, sizeof pocl, "%s/pocl", o->cache_dir);
-    mkdir(pocl, 0755);
-  }
-  setenv("POCL_CACHE_DIR", pocl, 0);
-}
-
-static inline void ocl_rm_cache(ocl_t *o) { tu_rmtree(o->cache_dir); }
-
-/* Loads the plugin and creates an instance; returns 0 when there is no OpenCL device. */
-static inline int ocl_open(ocl_t *o) {
-  char path[512];
-  mi_error_t err = {0, ""};
-  mi_plugin_entry_fn entry;
-  uint32_t n = 0;
-  tu_build_path(path, sizeof path, "plugins/libmi_opencl.so");
-  /* As the host loader does under MI_LOADER_NODELETE (make test-asan): the plugin and the ICD
-   * loader it pulls in stay mapped, so LeakSanitizer sees their globals (ocl-icd's platforms). */
-  {
-    const char *nd = getenv("MI_LOADER_NODELETE");
-    o->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | (nd && nd[0] == '1' ? RTLD_NODELETE : 0));
-  }
-  if (!o->lib) fprintf(stderr, "dlopen %s: %s\n", path, dlerror());
-  CHECK(o->lib);
-  *(void **)&entry = dlsym(o->lib, MI_PLUGIN_ENTRY_NAME);
-  CHECK(entry);
-  memset(&o->host, 0, sizeof o->host);
-  o->host.struct_size = sizeof o->host;
-  o->host.abi_major = MI_ABI_VERSION_MAJOR;
-  o->host.abi_minor = MI_ABI_VERSION_MINOR;
-  o->host.host_ctx = o;
-  o->host.log = t_log;
-  o->host.alloc = t_alloc;
-  o->host.free = t_free;
-  o->host.get_setting = t_setting;
-  o->api = entry(&o->host, &err);
-  CHECK(o->api);
-  if (o->api->create(&o->host, &o->ctx, &err) != MI_OK) fprintf(stderr, "create: %s\n", err.message);
-  CHECK(o->ctx);
-  CHECK(o->api->device_count(o->ctx, &n, &err) == MI_OK);
-  return n > 0;
-}
-
-static inline void ocl_close(ocl_t *o) {
-  if (o->ctx) o->api->destroy(o->ctx);
-  o->ctx = NULL;
-  if (o->lib) dlclose(o->lib);
-  o->lib = NULL;
-}
+#include "drive_opencl.h"
 
 /* ocl_open, or the whole test skipped (exit 77) when the machine has no OpenCL device. A plugin
  * that does not load or create is a failure (ocl_open's checks), never a skip. */
 static inline void ocl_open_or_skip(ocl_t *o) {
+  if (!tu_plugin_built("opencl")) TU_SKIP("opencl was not built here");
   if (ocl_open(o)) return;
   ocl_close(o);
   ocl_rm_cache(o);
   TU_SKIP("no OpenCL device");
-}
-
-static inline double ocl_counter(ocl_t *o, const char *name) {
-  uint32_t n = 0, i;
-  CHECK(o->api->counter_count(o->ctx, 0, &n, NULL) == MI_OK);
-  for (i = 0; i < n; i++) {
-    mi_counter_desc_t d;
-    mi_counter_sample_t s;
-    memset(&d, 0, sizeof d);
-    d.struct_size = sizeof d;
-    CHECK(o->api->counter_desc(o->ctx, 0, i, &d, NULL) == MI_OK);
-    if (strcmp(d.name, name) != 0) continue;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    CHECK(o->api->counter_read(o->ctx, 0, i, &s, NULL) == MI_OK);
-    return s.has_value ? s.value : -1.0;
-  }
-  CHECK(!"counter not found");
-  return -1.0;
-}
-
-/* ---------------------------------------------------------------- kernel descriptions */
-
-#define KD_MAX 16
-typedef struct kd {
-  mi_tensor_desc_t t[KD_MAX];
-  const mi_tensor_desc_t *tp[KD_MAX];
-  int nt;
-  mi_node_desc_t nodes[6];
-  const mi_node_desc_t *np[6];
-  int32_t io[6][2][6];
-  mi_attr_t attrs[6][6];
-  int nn;
-  int32_t ins[KD_MAX], outs[4];
-  int nin, nout;
-  mi_knob_value_t knobs[8];
-  int nk;
-  mi_kernel_desc_t d;
-} kd_t;
-
-static inline int kd_tensor(kd_t *k, int rank, const int64_t *dims, const float *data) {
-  mi_tensor_desc_t *t = &k->t[k->nt];
-  int i;
-  memset(t, 0, sizeof *t);
-  t->struct_size = sizeof *t;
-  t->dtype = MI_DTYPE_FLOAT32;
-  t->layout = rank == 4 ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY;
-  t->rank = rank;
-  for (i = 0; i < rank; i++) t->dims[i] = dims[i];
-  t->data = data;
-  if (data) t->data_bytes = (uint64_t)mi_sdk_numel(t) * 4;
-  k->tp[k->nt] = t;
-  return k->nt++;
-}
-
-static inline mi_node_desc_t *kd_node(kd_t *k, const char *op, int nin, const int *in, int out) {
-  mi_node_desc_t *n = &k->nodes[k->nn];
-  int i;
-  memset(n, 0, sizeof *n);
-  n->struct_size = sizeof *n;
-  n->op_type = op;
-  n->name = op;
-  n->opset = 17;
-  for (i = 0; i < nin; i++) k->io[k->nn][0][i] = in[i];
-  k->io[k->nn][1][0] = out;
-  n->input_count = nin;
-  n->inputs = k->io[k->nn][0];
-  n->output_count = 1;
-  n->outputs = k->io[k->nn][1];
-  n->attrs = k->attrs[k->nn];
-  k->np[k->nn] = n;
-  k->nn++;
-  return n;
-}
-
-static inline void kd_attr_ints(kd_t *k, mi_node_desc_t *n, const char *name, int cnt,
-                                const int64_t *v) {
-  mi_attr_t *a = &k->attrs[n - k->nodes][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = MI_ATTR_INTS;
-  a->count = cnt;
-  a->ints = v;
-}
-
-static inline void kd_attr_int(kd_t *k, mi_node_desc_t *n, const char *name, int64_t v) {
-  mi_attr_t *a = &k->attrs[n - k->nodes][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = MI_ATTR_INT;
-  a->i = v;
-}
-
-static inline void kd_attr_float(kd_t *k, mi_node_desc_t *n, const char *name, float v) {
-  mi_attr_t *a = &k->attrs[n - k->nodes][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = MI_ATTR_FLOAT;
-  a->f = v;
-}
-
-static inline void kd_knob(kd_t *k, const char *name, int64_t v) {
-  k->knobs[k->nk].name = name;
-  k->knobs[k->nk].i = v;
-  k->knobs[k->nk].f = 0;
-  k->nk++;
-}
-
-static inline const mi_kernel_desc_t *kd_finish(kd_t *k, const char *variant) {
-  memset(&k->d, 0, sizeof k->d);
-  k->d.struct_size = sizeof k->d;
-  k->d.node_count = k->nn;
-  k->d.nodes = k->np;
-  k->d.tensor_count = k->nt;
-  k->d.tensors = k->tp;
-  k->d.input_count = k->nin;
-  k->d.inputs = k->ins;
-  k->d.output_count = k->nout;
-  k->d.outputs = k->outs;
-  k->d.variant_id = variant;
-  k->d.knob_count = k->nk;
-  k->d.knobs = k->knobs;
-  return &k->d;
 }
 
 /* Prepares and runs desc with host arrays; returns the status of prepare or run. */
@@ -235,22 +30,22 @@ static inline int32_t ocl_run(ocl_t *o, const mi_kernel_desc_t *d, const float *
   int32_t st = o->api->kernel_prepare(o->ctx, 0, d, &k, err);
   int i;
   if (st != MI_OK) {
-    CHECK(k == NULL);
+    REQUIRE(k == NULL);
     return st;
   }
   for (i = 0; i < d->input_count; i++) {
     uint64_t n = (uint64_t)mi_sdk_numel(d->tensors[d->inputs[i]]) * 4;
-    CHECK(o->api->buffer_alloc(o->ctx, 0, n, &bi[i], err) == MI_OK);
-    CHECK(o->api->buffer_write(o->ctx, bi[i], 0, in[i], n, err) == MI_OK);
+    REQUIRE(o->api->buffer_alloc(o->ctx, 0, n, &bi[i], err) == MI_OK);
+    REQUIRE(o->api->buffer_write(o->ctx, bi[i], 0, in[i], n, err) == MI_OK);
   }
   for (i = 0; i < d->output_count; i++) {
     uint64_t n = (uint64_t)mi_sdk_numel(d->tensors[d->outputs[i]]) * 4;
-    CHECK(o->api->buffer_alloc(o->ctx, 0, n, &bo[i], err) == MI_OK);
+    REQUIRE(o->api->buffer_alloc(o->ctx, 0, n, &bo[i], err) == MI_OK);
   }
   st = o->api->kernel_run(o->ctx, k, bi, d->input_count, bo, d->output_count, stats, err);
   for (i = 0; i < d->output_count && st == MI_OK; i++) {
     uint64_t n = (uint64_t)mi_sdk_numel(d->tensors[d->outputs[i]]) * 4;
-    CHECK(o->api->buffer_read(o->ctx, bo[i], 0, out[i], n, err) == MI_OK);
+    REQUIRE(o->api->buffer_read(o->ctx, bo[i], 0, out[i], n, err) == MI_OK);
   }
   for (i = 0; i < d->input_count; i++) o->api->buffer_free(o->ctx, bi[i]);
   for (i = 0; i < d->output_count; i++) o->api->buffer_free(o->ctx, bo[i]);
@@ -258,13 +53,6 @@ static inline int32_t ocl_run(ocl_t *o, const mi_kernel_desc_t *d, const float *
   return st;
 }
 
-static inline void fill(float *v, size_t n, unsigned seed) {
-  size_t i;
-  for (i = 0; i < n; i++) {
-    seed = seed * 1103515245u + 12345u;
-    v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-}
 
 /* Naive NCHW convolution, the oracle (double accumulation). */
 static inline void ref_conv(const float *x, const float *w, const float *b, float *y, int N, int C,

@@ -53,13 +53,13 @@ static void conv_variant(ocl_t *o, const char *variant, int group, const char *k
   memset(Y, 0, sizeof Y);
   if (ocl_run(o, kd_finish(&k, variant), ins, outs, &st, &err) != MI_OK)
     fprintf(stderr, "%s: %s\n", variant, err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   ref_conv(X, Wt, Bs, R, NB, C, H, W, OC, KS, KS, S, P, group, OH, OW);
   e = tu_rel_l2(Y, R, sizeof Y / 4);
   fprintf(stderr, "%-18s group %d: rel L2 %.3g, device %llu ns\n", variant, group, e,
           (unsigned long long)st.device_time_ns);
-  CHECK(e < 1e-5);
-  CHECK(st.has_device_time == 1 && st.device_time_ns > 0);
+  REQUIRE(e < 1e-5);
+  REQUIRE(st.has_device_time == 1 && st.device_time_ns > 0);
 }
 
 /* Conv -> BatchNormalization -> Relu -> Add(residual) as one kernel, against the unfused ops. */
@@ -94,22 +94,23 @@ static void fused(ocl_t *o, const char *variant) {
   k.ins[k.nin++] = res;
   if (ocl_run(o, kd_finish(&k, variant), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "fused %s: %s\n", variant, err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   ref_conv(X, Wt, Bs, R, NB, C, H, W, OC, KS, KS, S, P, 1, OH, OW);
   for (i = 0; i < NB * OC * OH * OW; i++) {
     int c = (i / (OH * OW)) % OC;
     double v = (R[i] - bn_m[c]) / sqrt(bn_v[c] + 1e-3) * bn_s[c] + bn_b[c];
     R[i] = (float)((v > 0 ? v : 0) + RES[i]);
   }
-  CHECK(tu_rel_l2(Y, R, sizeof Y / 4) < 1e-5);
+  REQUIRE(tu_rel_l2(Y, R, sizeof Y / 4) < 1e-5);
 }
 
-int main(void) {
-  ocl_t o;
-  int i;
+static ocl_t o;
+
+static void setup(void) {
   memset(&o, 0, sizeof o);
   ocl_env(&o);
   ocl_open_or_skip(&o);
+  int i;
   fill(X, sizeof X / 4, 11);
   fill(Wt, sizeof Wt / 4, 12);
   fill(Bs, OC, 13);
@@ -119,16 +120,30 @@ int main(void) {
   fill(bn_m, OC, 17);
   fill(bn_v, OC, 18);
   for (i = 0; i < OC; i++) bn_v[i] = bn_v[i] * bn_v[i] + 0.1f;
+}
+
+static void teardown(void) {
+  ocl_close(&o);
+  ocl_rm_cache(&o);
+}
+
+static void variants(void) {
   conv_variant(&o, "conv.direct", 1, "unroll", 2);
   conv_variant(&o, "conv.direct", 3, NULL, 0);
   conv_variant(&o, "conv.im2col_gemm", 1, NULL, 0);
   conv_variant(&o, "conv.im2col_gemm", 2, "use_local_memory", 0);
   conv_variant(&o, "conv.depthwise", C, "wg_x", 32);
   conv_variant(&o, NULL, C, NULL, 0); /* default picks depthwise */
+}
+
+static void fused_epilogues(void) {
   fused(&o, "conv.im2col_gemm");
   fused(&o, "conv.direct");
-  ocl_close(&o);
-  ocl_rm_cache(&o);
-  printf("ok\n");
-  return 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(variants),
+    TU_CASE(fused_epilogues),
+};
+
+TU_MAIN(setup, teardown)

@@ -130,42 +130,40 @@ static void refused(const ct_case_t *k, mi_plugin_t *p, uint32_t dev) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  /* n c h w oc, kernel kh x kw, stride sh x sw, pads (top, left, bottom, right), dilations,
-   * output_padding, group */
+/* n c h w oc, kernel kh x kw, stride sh x sw, pads (top, left, bottom, right), dilations,
+ * output_padding, group */
 #define CT(N_, C_, H_, W_, OC_, KH_, KW_, SH_, SW_) \
   .n = N_, .c = C_, .h = H_, .w = W_, .oc = OC_, .kh = KH_, .kw = KW_, .sh = SH_, .sw = SW_
-  static const ct_case_t cases[] = {
-      {"2x2 stride 2, bias (PP-OCR det)", CT(1, 8, 5, 7, 4, 2, 2, 2, 2), .dil = {1, 1},
-       .group = 1, .bias = 1},
-      {"3x3 stride 2, pads 1, output_padding 1", CT(2, 3, 4, 5, 5, 3, 3, 2, 2),
-       .pads = {1, 1, 1, 1}, .dil = {1, 1}, .outpad = {1, 1}, .group = 1, .bias = 1},
-      {"3x2 stride 3x1, uneven pads, dilation 2x1", CT(1, 4, 3, 6, 6, 3, 2, 3, 1),
-       .pads = {2, 0, 1, 1}, .dil = {2, 1}, .group = 1},
-      {"groups 2, stride 2, no bias, Relu", CT(2, 6, 4, 4, 4, 3, 3, 2, 2), .pads = {1, 1, 0, 0},
-       .dil = {1, 1}, .outpad = {1, 0}, .group = 2, .relu = 1},
-      {"depthwise groups 4, 4x4 stride 2 pads 1", CT(1, 4, 6, 5, 4, 4, 4, 2, 2),
-       .pads = {1, 1, 1, 1}, .dil = {1, 1}, .group = 4, .bias = 1},
-      {"auto_pad SAME_UPPER, 3x3 stride 2", CT(1, 3, 5, 4, 2, 3, 3, 2, 2), .dil = {1, 1},
-       .group = 1, .bias = 1, .auto_pad = "SAME_UPPER"},
-      {"auto_pad SAME_LOWER, 4x3 stride 3x2, dil 1x2", CT(1, 3, 3, 4, 2, 4, 3, 3, 2),
-       .dil = {1, 2}, .group = 1, .bias = 1, .auto_pad = "SAME_LOWER"},
-      {"auto_pad VALID, 3x3 stride 2", CT(1, 2, 3, 3, 3, 3, 3, 2, 2), .dil = {1, 1}, .group = 1,
-       .bias = 1, .auto_pad = "VALID"},
-      {"output_shape 9x6, 3x3 stride 2", CT(1, 2, 4, 3, 2, 3, 3, 2, 2), .dil = {1, 1},
-       .group = 1, .bias = 1, .oshape = {9, 6}},
-  };
+static const ct_case_t cases[] = {
+    {"2x2 stride 2, bias (PP-OCR det)", CT(1, 8, 5, 7, 4, 2, 2, 2, 2), .dil = {1, 1},
+     .group = 1, .bias = 1},
+    {"3x3 stride 2, pads 1, output_padding 1", CT(2, 3, 4, 5, 5, 3, 3, 2, 2),
+     .pads = {1, 1, 1, 1}, .dil = {1, 1}, .outpad = {1, 1}, .group = 1, .bias = 1},
+    {"3x2 stride 3x1, uneven pads, dilation 2x1", CT(1, 4, 3, 6, 6, 3, 2, 3, 1),
+     .pads = {2, 0, 1, 1}, .dil = {2, 1}, .group = 1},
+    {"groups 2, stride 2, no bias, Relu", CT(2, 6, 4, 4, 4, 3, 3, 2, 2), .pads = {1, 1, 0, 0},
+     .dil = {1, 1}, .outpad = {1, 0}, .group = 2, .relu = 1},
+    {"depthwise groups 4, 4x4 stride 2 pads 1", CT(1, 4, 6, 5, 4, 4, 4, 2, 2),
+     .pads = {1, 1, 1, 1}, .dil = {1, 1}, .group = 4, .bias = 1},
+    {"auto_pad SAME_UPPER, 3x3 stride 2", CT(1, 3, 5, 4, 2, 3, 3, 2, 2), .dil = {1, 1},
+     .group = 1, .bias = 1, .auto_pad = "SAME_UPPER"},
+    {"auto_pad SAME_LOWER, 4x3 stride 3x2, dil 1x2", CT(1, 3, 3, 4, 2, 4, 3, 3, 2),
+     .dil = {1, 2}, .group = 1, .bias = 1, .auto_pad = "SAME_LOWER"},
+    {"auto_pad VALID, 3x3 stride 2", CT(1, 2, 3, 3, 3, 3, 3, 2, 2), .dil = {1, 1}, .group = 1,
+     .bias = 1, .auto_pad = "VALID"},
+    {"output_shape 9x6, 3x3 stride 2", CT(1, 2, 4, 3, 2, 3, 3, 2, 2), .dil = {1, 1},
+     .group = 1, .bias = 1, .oshape = {9, 6}},
+};
 #undef CT
+static mi_registry_t *r;
+static mi_plugin_t *p;
+static uint32_t dev;
+
+static void setup(void) {
   const char *build_dir = getenv("MI_BUILD");
   char dir[1024];
-  mi_registry_t *r;
-  mi_plugin_t *p = NULL;
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  if (!build_dir) {
-    fprintf(stderr, "test_opencl_convtranspose: MI_BUILD is not set\n");
-    return 1;
-  }
+  REQUIRE(build_dir, "MI_BUILD is not set");
   snprintf(dir, sizeof dir, "%s/tests/pocl-cache", build_dir);
   mkdir(dir, 0755);
   setenv("POCL_CACHE_DIR", dir, 0);
@@ -176,9 +174,23 @@ int main(void) {
   snprintf(dir, sizeof dir, "%s/plugins", build_dir);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
   tu_device_or_skip(r, "opencl", "opencl:0", &p, &dev);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i], p, dev);
-  refused(&cases[0], p, dev);
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_opencl_convtranspose: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void shapes(void) {
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i], p, dev);
+}
+
+static void refusals(void) {
+  refused(&cases[0], p, dev);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(shapes),
+    TU_CASE(refusals),
+};
+
+TU_MAIN(setup, teardown)

@@ -35,17 +35,17 @@ static void matmul_variant(ocl_t *o, const char *variant, int64_t wgx, int64_t w
   memset(Y, 0, sizeof Y);
   if (ocl_run(o, kd_finish(&k, variant), ins, outs, &st, &err) != MI_OK)
     fprintf(stderr, "%s: %s\n", variant, err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   ref_gemm(A, B, R, M, N, K);
   e = tu_rel_l2(Y, R, M * N);
   fprintf(stderr, "%-16s wg %lldx%lld tile %lldx%lld vw %lld: rel L2 %.3g, device %llu ns\n",
           variant, (long long)wgx, (long long)wgy, (long long)tm, (long long)tn, (long long)vw, e,
           (unsigned long long)st.device_time_ns);
-  CHECK(e < 1e-5);
-  CHECK(st.has_device_time == 1 && st.device_time_ns > 0);
+  REQUIRE(e < 1e-5);
+  REQUIRE(st.has_device_time == 1 && st.device_time_ns > 0);
   /* kernel_time is cumulative since create (TIMER counters are, by the ABI): this run added */
   t1 = ocl_counter(o, "kernel_time");
-  CHECK(t1 >= (t0 > 0 ? t0 : 0) + (double)st.device_time_ns - 0.5);
+  REQUIRE(t1 >= (t0 > 0 ? t0 : 0) + (double)st.device_time_ns - 0.5);
 }
 
 /* Gemm(A, B^T, C) alpha=0.5 beta=2 then Relu: the transposed constant B, the bias and the
@@ -74,13 +74,13 @@ static void gemm_attrs(ocl_t *o) {
   k.ins[k.nin++] = in[0];
   if (ocl_run(o, kd_finish(&k, "gemm.regblock"), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "gemm: %s\n", err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   ref_gemm(A, B, R, M, N, K);
   for (i = 0; i < M * N; i++) {
     float v = 0.5f * R[i] + 2.0f * BIAS[i % N];
     R[i] = v > 0 ? v : 0;
   }
-  CHECK(tu_rel_l2(Y, R, M * N) < 1e-5);
+  REQUIRE(tu_rel_l2(Y, R, M * N) < 1e-5);
 }
 
 /* MatMul [2,3,M,K] x [K,N]: the batch runs in the third grid dimension, B broadcast. */
@@ -99,28 +99,47 @@ static void batched(ocl_t *o, const char *variant) {
   k.ins[k.nin++] = in[0];
   if (ocl_run(o, kd_finish(&k, variant), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "batched: %s\n", err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   for (b = 0; b < 6; b++) ref_gemm(A + b * M * K, B, R + b * M * N, M, N, K);
-  CHECK(tu_rel_l2(Y, R, 6 * M * N) < 1e-5);
+  REQUIRE(tu_rel_l2(Y, R, 6 * M * N) < 1e-5);
 }
 
-int main(void) {
-  ocl_t o;
+static ocl_t o;
+
+static void setup(void) {
   memset(&o, 0, sizeof o);
   ocl_env(&o);
   ocl_open_or_skip(&o);
   fill(A, sizeof A / 4, 1);
   fill(B, sizeof B / 4, 2);
   fill(BIAS, N, 3);
+}
+
+static void teardown(void) {
+  ocl_close(&o);
+  ocl_rm_cache(&o);
+}
+
+static void matmul_variants(void) {
   matmul_variant(&o, "matmul.naive", 16, 4, 0, 0, 0, -1);
   matmul_variant(&o, "matmul.tiled", 8, 8, 32, 32, 0, 1);
   matmul_variant(&o, "matmul.tiled", 8, 4, 16, 32, 0, 0);
   matmul_variant(&o, "matmul.regblock", 8, 8, 32, 64, 4, -1);
   matmul_variant(&o, "matmul.regblock", 4, 8, 16, 16, 2, -1);
-  gemm_attrs(&o);
-  batched(&o, "matmul.tiled");
-  ocl_close(&o);
-  ocl_rm_cache(&o);
-  printf("ok\n");
-  return 0;
 }
+
+static void gemm_attrs_case(void) {
+  gemm_attrs(&o);
+}
+
+static void batched_tiled(void) {
+  batched(&o, "matmul.tiled");
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(matmul_variants),
+    TU_CASE(gemm_attrs_case),
+    TU_CASE(batched_tiled),
+};
+
+TU_MAIN(setup, teardown)

@@ -1,5 +1,6 @@
 /* test_opencl_models.c - every mi-zoo family, exported to ONNX by the mi-zoo program, runs on
  * opencl:0 through the host loader and a session and matches the reference within 1e-4 rel L2. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,18 +161,30 @@ static void run_real(mi_plugin_t *p, uint32_t dev) {
   }
 }
 
-int main(int argc, char **argv) {
-  const char *build = getenv("MI_BUILD");
-  char dir[1024], tmp[64] = "/tmp/mi-ocl-models-XXXXXX", cache[1100];
-  mi_registry_t *r = NULL;
-  mi_plugin_t *p = NULL;
+static const char *build;
+static char tmp[64] = "/tmp/mi-ocl-models-XXXXXX";
+static mi_registry_t *r;
+static mi_plugin_t *p;
+static uint32_t dev;
+
+/* One case per zoo family: configs[i] run on the device against the reference. */
+#define FAMILY(i, name) \
+  static void name(void) { run_family(&configs[i], build, tmp, p, dev); }
+FAMILY(0, mobilenetv2)
+FAMILY(1, mobilenetv3)
+FAMILY(2, resnet)
+FAMILY(3, transformer)
+FAMILY(4, mlp)
+FAMILY(5, kws)
+#undef FAMILY
+
+static void real(void) { run_real(p, dev); }
+
+static void setup(void) {
+  build = getenv("MI_BUILD");
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  size_t i;
-  if (!build) {
-    fprintf(stderr, "test_opencl_models: MI_BUILD is not set\n");
-    return 1;
-  }
+  char dir[1024], cache[1100];
+  REQUIRE(build, "MI_BUILD is not set");
   /* PoCL's kernel cache and ours live in the build tree, so a second run skips compilation */
   snprintf(cache, sizeof cache, "%s/tests/pocl-cache", build);
   mkdir(cache, 0755);
@@ -183,16 +196,22 @@ int main(int argc, char **argv) {
   snprintf(dir, sizeof dir, "%s/plugins", build);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
   tu_device_or_skip(r, "opencl", "opencl:0", &p, &dev);
-  if (!mkdtemp(tmp)) {
-    fprintf(stderr, "test_opencl_models: mkdtemp failed\n");
-    return 1;
-  }
-  for (i = 0; i < sizeof configs / sizeof configs[0]; i++)
-    if (argc < 2 || strcmp(argv[1], configs[i].family) == 0)
-      run_family(&configs[i], build, tmp, p, dev);
-  if (argc < 2 || strcmp(argv[1], "real") == 0) run_real(p, dev);
+  REQUIRE(mkdtemp(tmp), "mkdtemp: %s", strerror(errno));
+}
+
+static void teardown(void) {
   mi_registry_destroy(r);
   rmdir(tmp);
-  if (g_failures) fprintf(stderr, "test_opencl_models: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(mobilenetv2),
+    TU_CASE(mobilenetv3),
+    TU_CASE(resnet),
+    TU_CASE(transformer),
+    TU_CASE(mlp),
+    TU_CASE(kws),
+    TU_CASE(real),
+};
+
+TU_MAIN(setup, teardown)

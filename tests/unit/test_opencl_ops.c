@@ -15,10 +15,10 @@ static void run_check(kd_t *k, const char *what) {
   memset(Y, 0, sizeof Y);
   if (ocl_run(&o, kd_finish(k, NULL), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "%s: %s\n", what, err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   e = tu_rel_l2(Y, R, n);
   fprintf(stderr, "%-20s rel L2 %.3g\n", what, e);
-  CHECK(e < 1e-5);
+  REQUIRE(e < 1e-5);
 }
 
 static void binary_broadcast(void) {
@@ -206,26 +206,58 @@ static void reduce_and_copies(void) {
   run_check(&k, "Concat axis 1");
 }
 
-int main(void) {
+static void memset_all(void) {
   memset(&o, 0, sizeof o);
+}
+
+static void ocl_env_all(void) {
   ocl_env(&o);
+}
+
+static void ocl_open_or_skip_all(void) {
   ocl_open_or_skip(&o);
+}
+
+static void fill_all(void) {
   fill(X, sizeof X / 4, 21);
   fill(X2, sizeof X2 / 4, 22);
-  binary_broadcast();
-  binary_fused_act();
+}
+
+static void unary_all(void) {
   unary("Gelu");
   unary("HardSwish");
   unary("LeakyRelu");
   unary("Tanh");
   unary("HardSigmoid");
   unary("Erf");
-  softmax_layernorm();
+}
+
+static void pools_all(void) {
   pools(1);
   pools(0);
-  reduce_and_copies();
-  ocl_close(&o);
-  ocl_rm_cache(&o);
-  printf("ok\n");
-  return 0;
 }
+
+static void ocl_close_all(void) {
+  ocl_close(&o);
+}
+
+static void ocl_rm_cache_all(void) {
+  ocl_rm_cache(&o);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(memset_all),
+    TU_CASE(ocl_env_all),
+    TU_CASE(ocl_open_or_skip_all),
+    TU_CASE(fill_all),
+    TU_CASE(binary_broadcast),
+    TU_CASE(binary_fused_act),
+    TU_CASE(unary_all),
+    TU_CASE(softmax_layernorm),
+    TU_CASE(pools_all),
+    TU_CASE(reduce_and_copies),
+    TU_CASE(ocl_close_all),
+    TU_CASE(ocl_rm_cache_all),
+};
+
+TU_MAIN(NULL, NULL)

@@ -58,12 +58,12 @@ static void pad_case(int mode, const int64_t *pads, float value) {
   memset(Y, 0, sizeof Y);
   if (ocl_run(&o, kd_finish(&k, NULL), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "Pad %s: %s\n", modes[mode], err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   e = tu_rel_l2(Y, R, (size_t)(dy[0] * dy[1] * dy[2]));
   fprintf(stderr, "Pad %-8s pads %lld,%lld,%lld / %lld,%lld,%lld: rel L2 %.3g\n", modes[mode],
           (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3],
           (long long)pads[4], (long long)pads[5], e);
-  CHECK(e == 0.0);
+  REQUIRE(e == 0.0);
 }
 
 /* Split [2,H,W] along axis 2 into widths 1, 3, 1: three outputs, one strided copy each. */
@@ -94,32 +94,43 @@ static void split_case(void) {
   kd_attr_int(&k, n, "axis", 2);
   if (ocl_run(&o, kd_finish(&k, NULL), ins, outs, NULL, &err) != MI_OK)
     fprintf(stderr, "Split: %s\n", err.message);
-  CHECK(err.code == 0);
+  REQUIRE(err.code == 0);
   for (c = 0; c < 2; c++)
     for (h = 0; h < H; h++)
       for (w = 0; w < W; w++) {
         float v = X[(c * H + h) * W + w];
-        if (w == 0) CHECK(Y0[c * H + h] == v);
-        else if (w < 4) CHECK(Y1[(c * H + h) * 3 + w - 1] == v);
-        else CHECK(Y2[c * H + h] == v);
+        if (w == 0) REQUIRE(Y0[c * H + h] == v);
+        else if (w < 4) REQUIRE(Y1[(c * H + h) * 3 + w - 1] == v);
+        else REQUIRE(Y2[c * H + h] == v);
       }
   fprintf(stderr, "Split axis 2 into 1,3,1: exact\n");
 }
 
-int main(void) {
-  static const int64_t p1[6] = {0, 1, 2, 1, 2, 0}, p2[6] = {1, 3, 4, 0, 2, 3};
-  static const int64_t crop[6] = {0, -1, 2, 0, 1, -2};
+static const int64_t p1[6] = {0, 1, 2, 1, 2, 0}, p2[6] = {1, 3, 4, 0, 2, 3};
+static const int64_t crop[6] = {0, -1, 2, 0, 1, -2};
+
+static void setup(void) {
   memset(&o, 0, sizeof o);
   ocl_env(&o);
   ocl_open_or_skip(&o);
   fill(X, sizeof X / 4, 31);
+}
+
+static void teardown(void) {
+  ocl_close(&o);
+  ocl_rm_cache(&o);
+}
+
+static void pad(void) {
   pad_case(0, p1, 0.25f);
   pad_case(1, p2, 0.f); /* reflect wider than the axis (3 + 4 on W=5) folds back twice */
   pad_case(2, p2, 0.f);
   pad_case(0, crop, -1.f);
-  split_case();
-  ocl_close(&o);
-  ocl_rm_cache(&o);
-  printf("ok\n");
-  return 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(pad),
+    TU_CASE(split_case),
+};
+
+TU_MAIN(setup, teardown)

@@ -152,31 +152,40 @@ static void resizes(mi_plugin_t *p, uint32_t dev) {
   }
 }
 
-int main(void) {
-  const char *build = getenv("MI_BUILD");
-  char dir[1024];
-  mi_registry_t *r;
-  mi_plugin_t *p = NULL;
+static const char *build;
+static mi_registry_t *r;
+static mi_plugin_t *p;
+static uint32_t dev;
+
+static void slices_case(void) { slices(p, dev); }
+static void gathers_case(void) { gathers(p, dev); }
+static void resizes_case(void) { resizes(p, dev); }
+
+static void setup(void) {
+  build = getenv("MI_BUILD");
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  if (!build) {
-    fprintf(stderr, "test_opencl_shape: MI_BUILD is not set\n");
-    return 1;
-  }
-  snprintf(dir, sizeof dir, "%s/tests/pocl-cache", build);
-  mkdir(dir, 0755);
-  setenv("POCL_CACHE_DIR", dir, 0);
-  snprintf(dir, sizeof dir, "%s/tests/mi-cache", build);
-  mkdir(dir, 0755);
-  setenv("MI_CACHE_DIR", dir, 0);
+  char dir[1024], cache[1100];
+  REQUIRE(build, "MI_BUILD is not set");
+  snprintf(cache, sizeof cache, "%s/tests/pocl-cache", build);
+  mkdir(cache, 0755);
+  setenv("POCL_CACHE_DIR", cache, 0);
+  snprintf(cache, sizeof cache, "%s/tests/mi-cache", build);
+  mkdir(cache, 0755);
+  setenv("MI_CACHE_DIR", cache, 0);
   r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
   tu_device_or_skip(r, "opencl", "opencl:0", &p, &dev);
-  slices(p, dev);
-  gathers(p, dev);
-  resizes(p, dev);
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_opencl_shape: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(slices_case),
+    TU_CASE(gathers_case),
+    TU_CASE(resizes_case),
+};
+
+TU_MAIN(setup, teardown)

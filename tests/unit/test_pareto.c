@@ -24,13 +24,13 @@ static double grid_hv(const double *p, int n, int m, const double *ref) {
   return count;
 }
 
-int main(void) {
-  /* Fronts: (1,5) (2,3) (4,1) are rank 0; (3,4) and (5,2) rank 1; (6,6) rank 2. */
-  const double pts[] = {1, 5, 2, 3, 4, 1, 3, 4, 5, 2, 6, 6};
-  int32_t rank[6], idx[6];
-  double crowd[6], viol[6];
-  mi_rng_t rng;
+/* Fronts: (1,5) (2,3) (4,1) are rank 0; (3,4) and (5,2) rank 1; (6,6) rank 2. */
+static const double pts[] = {1, 5, 2, 3, 4, 1, 3, 4, 5, 2, 6, 6};
+static int32_t rank[6], idx[6];
+static double crowd[6], viol[6];
+static mi_rng_t rng;
 
+static void fronts(void) {
   CHECK(mi_pareto_dominates(pts + 2, pts + 6, 2), "(2,3) dominates (3,4)");
   CHECK(!mi_pareto_dominates(pts, pts + 2, 2) && !mi_pareto_dominates(pts, pts, 2), "dominance");
   CHECK(mi_pareto_sort(pts, 6, 2, NULL, rank, crowd) == 3, "three fronts");
@@ -39,7 +39,9 @@ int main(void) {
   CHECK(isinf(crowd[0]) && isinf(crowd[2]) && isfinite(crowd[1]) && crowd[1] > 0, "crowding");
   CHECK(mi_pareto_front(pts, 6, 2, NULL, idx) == 3 && idx[0] == 0 && idx[1] == 1 && idx[2] == 2,
         "front sorted by first objective");
+}
 
+static void constraints_and_ties(void) {
   /* Constraints are bounds: the point that breaks one leaves the front and ranks last among
    * the feasible, however good its objectives. */
   {
@@ -71,8 +73,10 @@ int main(void) {
     int32_t o[2] = {0, 1};
     CHECK(mi_pareto_pick(t, 3, 2, NULL, o, 2) == 1, "tie broken by second objective");
   }
+}
 
-  /* Hypervolume: exact in 1-3 objectives against a grid count, on random integer sets. */
+/* Hypervolume: exact in 1-3 objectives against a grid count, on random integer sets. */
+static void hypervolume_exact(void) {
   mi_rng_seed(&rng, 7);
   for (int trial = 0; trial < 30; trial++) {
     double p[12 * 3], ref[3] = {10, 10, 10};
@@ -83,6 +87,9 @@ int main(void) {
     oracle = grid_hv(p, n, m, ref);
     CHECK(fabs(hv - oracle) < 1e-9, "m=%d n=%d hv %g != %g", m, n, hv, oracle);
   }
+}
+
+static void hypervolume_many_objectives(void) {
   /* Beyond three objectives: Monte Carlo close to the exact box volume of one point. */
   {
     /* Two boxes: 0.0625 + 0.046875 - 0.03125 overlap = 0.078125. */
@@ -96,6 +103,13 @@ int main(void) {
   }
   CHECK(mi_pareto_hypervolume(pts, 6, 2, (const double[]){0.5, 0.5}, 0, 0) == 0,
         "points outside the reference count nothing");
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(fronts),
+    TU_CASE(constraints_and_ties),
+    TU_CASE(hypervolume_exact),
+    TU_CASE(hypervolume_many_objectives),
+};
+
+TU_MAIN(NULL, NULL)

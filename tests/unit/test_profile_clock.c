@@ -21,19 +21,31 @@ static mi_graph_t *relu_exp_relu(void) {
   return n == 3 ? g : (mi_graph_destroy(g), NULL);
 }
 
-int main(void) {
-  mi_registry_t *r = mi_registry_create();
-  mi_graph_t *g = relu_exp_relu();
-  mi_plugin_t *p = NULL;
+static mi_registry_t *r;
+static mi_graph_t *g;
+static mi_plugin_t *p;
+
+static void setup(void) {
+  mi_error_t err;
+  r = mi_registry_create();
+  g = relu_exp_relu();
+  REQUIRE(r && g && tu_scan_plugins(r, &err) == MI_OK);
+  REQUIRE((p = mi_registry_find(r, "npu-stub")) != NULL);
+  REQUIRE(mi_graph_infer_shapes(g, &err) == MI_OK);
+}
+
+static void teardown(void) {
+  mi_graph_destroy(g);
+  mi_registry_destroy(r);
+}
+
+static void device_clock_with_host_node(void) {
   mi_profile_t *prof = NULL;
   mi_session_options_t so;
   mi_measure_options_t mo;
   mi_error_t err;
   double host = 0, dev = 0;
   int hosted = 0;
-  TU_REQUIRE(r && g && tu_scan_plugins(r, &err) == MI_OK);
-  TU_REQUIRE((p = mi_registry_find(r, "npu-stub")) != NULL);
-  TU_REQUIRE(mi_graph_infer_shapes(g, &err) == MI_OK);
   memset(&so, 0, sizeof so);
   so.struct_size = (uint32_t)sizeof so;
   so.allow_host_fallback = 1;
@@ -63,7 +75,10 @@ int main(void) {
           prof->latency.stats.median * 1e6, host * 1e6, dev * 1e6);
   }
   mi_profile_destroy(prof);
-  mi_graph_destroy(g);
-  mi_registry_destroy(r);
-  return tu_finish("test_profile_clock");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(device_clock_with_host_node),
+};
+
+TU_MAIN(setup, teardown)

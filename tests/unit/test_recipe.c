@@ -35,16 +35,24 @@ static void expect_error(const char *text, int line, int col, const char *what) 
   CHECK(strstr(err.message, what) != NULL, "want '%s' in '%s'", what, err.message);
 }
 
-int main(void) {
-  mi_recipe_t *r = NULL;
-  mi_error_t err;
+static void setup(void) {
   char p[1024];
   snprintf(g_dir, sizeof g_dir, "/tmp/mi-test-recipe-%d", (int)getpid());
   snprintf(p, sizeof p, "mkdir -p %s/models %s/calib", g_dir, g_dir);
-  if (system(p) != 0) return 1;
+  REQUIRE(system(p) == 0);
   write_file("models/net.onnx", "x");
   write_file("models/b.onnx", "x");
+}
 
+static void teardown(void) {
+  char p[1024];
+  snprintf(p, sizeof p, "rm -rf %s", g_dir);
+  CHECK(system(p) == 0, "%s", p);
+}
+
+static void full_recipe(void) {
+  mi_recipe_t *r = NULL;
+  mi_error_t err;
   /* The example, with the extras. */
   CHECK(parse("version: 1\n"
               "model: models/net.onnx\n"
@@ -79,18 +87,29 @@ int main(void) {
     mi_recipe_destroy(r);
     r = NULL;
   }
+}
+
+static void several_models(void) {
+  mi_recipe_t *r = NULL;
+  mi_error_t err;
   /* Several models. */
   CHECK(parse("version: 1\nmodel: [models/net.onnx, {path: models/b.onnx}]\npool: [npu-stub]\n",
               NULL, &r, &err) == MI_OK && r && r->model_count == 2,
         "two models: %s", err.message);
   mi_recipe_destroy(r);
+}
 
+static void budget_count(void) {
+  mi_recipe_t *r = NULL;
+  mi_error_t err;
   /* `budget: 12` is a count of measurements; the seconds keep their default. */
   CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: 12\n", NULL, &r, &err) ==
                 MI_OK && r && r->budget_measurements == 12 && r->budget_seconds == 600,
         "budget: 12: %s", err.message);
   mi_recipe_destroy(r);
-  r = NULL;
+}
+
+static void errors(void) {
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: lots\n", 4, 9, "'budget' must be an integer");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: [1]\n", 4, 9, "number of measurements or a mapping");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbogus: 3\n", 4, 1, "unknown key 'bogus'");
@@ -110,22 +129,30 @@ int main(void) {
                "search: {strategy: random, strategy: nsga2}\n", 4, 28, "given twice (first at line 4)");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nversion: 1\n", 4, 1,
                "key 'version' given twice");
-
-  /* Plugin names are checked only when the registry is known. */
-  {
-    mi_registry_t *reg = tsu_registry();
-    CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [{plugin: npu-stub}]\n", reg, &r, &err) == MI_OK,
-          "%s", err.message);
-    mi_recipe_destroy(r);
-    r = NULL;
-    CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [{plugin: npu-stub}, {plugin: tpu}]\n", reg, &r, &err) ==
-                  MI_ERR_NOT_FOUND &&
-              strstr(err.message, "recipe.yaml:3:28:") && strstr(err.message, "'tpu'"),
-          "unknown plugin: %s", err.message);
-    mi_registry_destroy(reg);
-  }
-  snprintf(p, sizeof p, "rm -rf %s", g_dir);
-  if (system(p) != 0) g_failures++;
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void plugin_names(void) {
+  mi_recipe_t *r = NULL;
+  mi_error_t err;
+  /* Plugin names are checked only when the registry is known. */
+  mi_registry_t *reg = tsu_registry();
+  CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [{plugin: npu-stub}]\n", reg, &r, &err) == MI_OK,
+        "%s", err.message);
+  mi_recipe_destroy(r);
+  r = NULL;
+  CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [{plugin: npu-stub}, {plugin: tpu}]\n", reg, &r, &err) ==
+                MI_ERR_NOT_FOUND &&
+            strstr(err.message, "recipe.yaml:3:28:") && strstr(err.message, "'tpu'"),
+        "unknown plugin: %s", err.message);
+  mi_registry_destroy(reg);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(full_recipe),
+    TU_CASE(several_models),
+    TU_CASE(budget_count),
+    TU_CASE(errors),
+    TU_CASE(plugin_names),
+};
+
+TU_MAIN(setup, teardown)

@@ -131,10 +131,11 @@ static void test_lstm_size(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_if();
-  test_loop();
-  test_pad();
-  test_lstm_size();
-  return tu_finish("test_ref_control");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_if),
+    TU_CASE(test_loop),
+    TU_CASE(test_pad),
+    TU_CASE(test_lstm_size),
+};
+
+TU_MAIN(NULL, NULL)

@@ -287,11 +287,12 @@ static void test_mobilenet_sized(void) {
   free(w);
 }
 
-int main(void) {
-  test_conv();
-  test_auto_pad();
-  test_conv_transpose();
-  test_pools();
-  test_mobilenet_sized();
-  return tu_finish("test_ref_conv");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_conv),
+    TU_CASE(test_auto_pad),
+    TU_CASE(test_conv_transpose),
+    TU_CASE(test_pools),
+    TU_CASE(test_mobilenet_sized),
+};
+
+TU_MAIN(NULL, NULL)

@@ -224,10 +224,11 @@ static void test_variadic_and_where(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_unary();
-  test_clip();
-  test_broadcast();
-  test_variadic_and_where();
-  return tu_finish("test_ref_elementwise");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_unary),
+    TU_CASE(test_clip),
+    TU_CASE(test_broadcast),
+    TU_CASE(test_variadic_and_where),
+};
+
+TU_MAIN(NULL, NULL)

@@ -169,13 +169,14 @@ static void test_errors(void) {
   mi_array_destroy(x), mi_array_destroy(s);
 }
 
-int main(void) {
-  test_expand();
-  test_constant_of_shape();
-  test_range();
-  test_tile();
-  test_unary();
-  test_compare_logic();
-  test_errors();
-  return tu_finish("test_ref_generate");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_expand),
+    TU_CASE(test_constant_of_shape),
+    TU_CASE(test_range),
+    TU_CASE(test_tile),
+    TU_CASE(test_unary),
+    TU_CASE(test_compare_logic),
+    TU_CASE(test_errors),
+};
+
+TU_MAIN(NULL, NULL)

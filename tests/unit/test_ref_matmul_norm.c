@@ -209,11 +209,12 @@ static void test_reduce(void) {
   mi_array_destroy(in);
 }
 
-int main(void) {
-  test_matmul();
-  test_gemm();
-  test_softmax();
-  test_norms();
-  test_reduce();
-  return tu_finish("test_ref_matmul_norm");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_matmul),
+    TU_CASE(test_gemm),
+    TU_CASE(test_softmax),
+    TU_CASE(test_norms),
+    TU_CASE(test_reduce),
+};
+
+TU_MAIN(NULL, NULL)

@@ -247,14 +247,15 @@ static void unknown_ms_op(void) {
   free_all(in, 1);
 }
 
-int main(void) {
-  dynamic_quantize();
-  matmul_integer();
-  conv_integer();
-  qlinear_matmul();
-  qlinear_conv();
-  qlinear_add_mul();
-  qlinear_gap();
-  unknown_ms_op();
-  return tu_finish("test_ref_qops");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(dynamic_quantize),
+    TU_CASE(matmul_integer),
+    TU_CASE(conv_integer),
+    TU_CASE(qlinear_matmul),
+    TU_CASE(qlinear_conv),
+    TU_CASE(qlinear_add_mul),
+    TU_CASE(qlinear_gap),
+    TU_CASE(unknown_ms_op),
+};
+
+TU_MAIN(NULL, NULL)

@@ -271,15 +271,16 @@ static void test_split_values(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_split();
-  test_split_values();
-  test_trilu();
-  test_cumsum();
-  test_depth_space();
-  test_prelu();
-  test_mod();
-  test_isnan_isinf();
-  test_instancenorm();
-  return tu_finish("test_ref_rearrange");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_split),
+    TU_CASE(test_split_values),
+    TU_CASE(test_trilu),
+    TU_CASE(test_cumsum),
+    TU_CASE(test_depth_space),
+    TU_CASE(test_prelu),
+    TU_CASE(test_mod),
+    TU_CASE(test_isnan_isinf),
+    TU_CASE(test_instancenorm),
+};
+
+TU_MAIN(NULL, NULL)

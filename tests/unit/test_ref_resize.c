@@ -64,8 +64,9 @@ static void check(const char *what, const rcase_t *k, int32_t rank, const int64_
   mi_array_destroy(y);
 }
 
-int main(void) {
-  int64_t d44[4] = {1, 1, 4, 4}, d41[4] = {1, 1, 4, 1};
+static int64_t d44[4] = {1, 1, 4, 4}, d41[4] = {1, 1, 4, 1};
+
+static void nearest(void) {
   float want[16];
   /* Nearest, asymmetric + floor: source index floor(j / 2) = 0,0,1,1. */
   int floor_idx[4] = {0, 0, 1, 1};
@@ -86,7 +87,10 @@ int main(void) {
   check("Resize opset 10 nearest", &r10, 4, d44, want);
   rcase_t u9 = {"Upsample", 9, "nearest", NULL, NULL, 0, 0};
   check("Upsample opset 9", &u9, 4, d44, want);
+}
 
+static void linear(void) {
+  float want[16];
   /* Linear: source coordinates per mode, clamped to [0, 1]. */
   float w_hp[4] = {0, 0.25f, 0.75f, 1}, w_ac[4] = {0, 1.0f / 3, 2.0f / 3, 1};
   float w_as[4] = {0, 0.5f, 1, 1}, zero = 0;
@@ -105,7 +109,9 @@ int main(void) {
   linear_expect(w_hp, 4, &zero, 1, want);
   rcase_t pt = {"Resize", 13, "linear", "pytorch_half_pixel", NULL, 1, 0};
   check("linear pytorch_half_pixel sizes", &pt, 4, d41, want);
+}
 
+static void unsupported_modes(void) {
   /* Modes the interpreter does not implement are refused, naming the node. */
   mi_error_t err;
   int32_t rc;
@@ -117,5 +123,12 @@ int main(void) {
   rcase_t crop = {"Resize", 13, "linear", "tf_crop_and_resize", NULL, 0, 0};
   y = run_resize(&crop, &rc, &err);
   CHECK(rc == MI_ERR_UNSUPPORTED && y == NULL, "tf_crop_and_resize accepted (rc %d)", (int)rc);
-  return tu_finish("test_ref_resize");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(nearest),
+    TU_CASE(linear),
+    TU_CASE(unsupported_modes),
+};
+
+TU_MAIN(NULL, NULL)

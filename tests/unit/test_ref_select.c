@@ -185,11 +185,12 @@ static void test_reduce(void) {
   mi_array_destroy(x), mi_array_destroy(y);
 }
 
-int main(void) {
-  test_argminmax();
-  test_topk();
-  test_nonzero();
-  test_einsum();
-  test_reduce();
-  return tu_finish("test_ref_select");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_argminmax),
+    TU_CASE(test_topk),
+    TU_CASE(test_nonzero),
+    TU_CASE(test_einsum),
+    TU_CASE(test_reduce),
+};
+
+TU_MAIN(NULL, NULL)

@@ -168,11 +168,12 @@ static void test_misc(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_reshape();
-  test_slice();
-  test_slice_opset9();
-  test_gather();
-  test_misc();
-  return tu_finish("test_ref_shape");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_reshape),
+    TU_CASE(test_slice),
+    TU_CASE(test_slice_opset9),
+    TU_CASE(test_gather),
+    TU_CASE(test_misc),
+};
+
+TU_MAIN(NULL, NULL)

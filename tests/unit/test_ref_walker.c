@@ -81,9 +81,10 @@ static void test_dropout_mask(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  test_unsupported();
-  test_dynamic_and_reuse();
-  test_dropout_mask();
-  return tu_finish("test_ref_walker");
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_unsupported),
+    TU_CASE(test_dynamic_and_reuse),
+    TU_CASE(test_dropout_mask),
+};
+
+TU_MAIN(NULL, NULL)

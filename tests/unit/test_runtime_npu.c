@@ -10,17 +10,13 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(cond) TU_REQUIRE(cond)
 #include "test_util.h"
 
-#define OK(call)                                                                     \
-  do {                                                                               \
-    mi_error_t e_;                                                                   \
-    int32_t rc_ = (call);                                                            \
-    if (rc_ != MI_OK) {                                                              \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, e_.message); \
-      exit(1);                                                                       \
-    }                                                                                \
+/* REQUIRE that call, which reports into e_, returns MI_OK, saying e_'s message. */
+#define OK(call)                                                \
+  do {                                                          \
+    mi_error_t e_ = {0, ""};                                    \
+    REQUIRE((call) == MI_OK, "%s", e_.message);                 \
   } while (0)
 
 static char dir[] = "/tmp/mi_rt_npuXXXXXX";
@@ -30,7 +26,7 @@ static const char *devfile(const char *name, const char *extra) {
   static char path[600];
   FILE *f;
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  CHECK((f = fopen(path, "w")));
+  REQUIRE((f = fopen(path, "w")));
   fprintf(f, "name = npu-gen1\n%s", extra);
   fclose(f);
   setenv("MI_NPU_DEVICES", path, 1);
@@ -40,8 +36,8 @@ static const char *devfile(const char *name, const char *extra) {
 static mi_registry_t *registry(void) {
   mi_registry_t *r = mi_registry_create();
   mi_error_t err;
-  CHECK(r && mi_registry_scan(r, plugins, &err) == MI_OK);
-  CHECK(mi_registry_find(r, "npu-stub"));
+  REQUIRE(r && mi_registry_scan(r, plugins, &err) == MI_OK);
+  REQUIRE(mi_registry_find(r, "npu-stub"));
   return r;
 }
 
@@ -70,14 +66,14 @@ static void make_table(const char *path, const int *levels, int n, const char *s
   mi_stack_describe(p->name, p->version, &desc, stack, sizeof stack, hash);
   for (int32_t d = 0; d < mi_space_dim_count(s); d++)
     if (strcmp(mi_space_dim_name(s, d), "device.dvfs_level") == 0) dvfs = d;
-  CHECK(dvfs >= 0 && (pt = calloc((size_t)mi_space_dim_count(s), sizeof *pt)));
+  REQUIRE(dvfs >= 0 && (pt = calloc((size_t)mi_space_dim_count(s), sizeof *pt)));
   e.model = "net.onnx";
   e.device = "npu-stub:0";
   e.assigned = 1;
   e.stack = stack;
   e.stack_hash = stack_hash ? (char *)stack_hash : hash;
   e.config_count = n;
-  CHECK((e.configs = calloc((size_t)n, sizeof *e.configs)));
+  REQUIRE((e.configs = calloc((size_t)n, sizeof *e.configs)));
   for (int i = 0; i < n; i++) {
     mi_deploy_config_t *c = &e.configs[i];
     mi_xf_config_t *xc = NULL;
@@ -98,7 +94,7 @@ static void make_table(const char *path, const int *levels, int n, const char *s
     c->values = calloc(256, sizeof *c->values);
     for (char *sv = NULL, *l = strtok_r(text, "\n", &sv); l; l = strtok_r(NULL, "\n", &sv)) {
       char *eq = strchr(l, '=');
-      CHECK(eq && c->kv_count < 256);
+      REQUIRE(eq && c->kv_count < 256);
       *eq = '\0';
       c->keys[c->kv_count] = strdup(l);
       c->values[c->kv_count++] = strdup(eq + 1);
@@ -112,7 +108,7 @@ static void make_table(const char *path, const int *levels, int n, const char *s
     mi_measure_options_default(&mo);
     mo.warmup = 1;
     OK(mi_profile_run(xg, p, 0, mi_space_hw_options(hw), &mo, 0, &prof, &e_));
-    CHECK(prof->clock == MI_CLOCK_DEVICE);
+    REQUIRE(prof->clock == MI_CLOCK_DEVICE);
     for (int k = 0; k < MI_OBJ_COUNT; k++) c->measured[k] = NAN;
     c->measured[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
     c->measured[MI_OBJ_ENERGY] = prof->energy_j * 1e3;
@@ -161,10 +157,10 @@ static void run_n(mi_runtime_t *rt, int n, trace_t *tr) {
   mi_array_t *in[8] = {0}, *out[8] = {0};
   mi_runtime_info_t info;
   int before;
-  CHECK(g->input_count <= 8 && g->output_count <= 8);
+  REQUIRE(g->input_count <= 8 && g->output_count <= 8);
   for (int i = 0; i < g->input_count; i++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
-    CHECK((in[i] = mi_array_create(MI_DTYPE_FLOAT32, t->rank, t->dims)));
+    REQUIRE((in[i] = mi_array_create(MI_DTYPE_FLOAT32, t->rank, t->dims)));
     mi_array_fill_random(in[i], 7 + (uint64_t)i);
   }
   mi_runtime_info(rt, &info);
@@ -188,9 +184,9 @@ static mi_runtime_t *open_rt(const char *table, int32_t policy, int32_t expect) 
   mi_error_t err;
   mi_runtime_options_default(&o);
   o.stack_policy = policy;
-  CHECK(mi_runtime_open(table, reg, &o, &rt, &err) == expect);
+  REQUIRE(mi_runtime_open(table, reg, &o, &rt, &err) == expect);
   if (expect != MI_OK) {
-    CHECK(rt == NULL);
+    REQUIRE(rt == NULL);
     printf("  refused: %s\n", err.message);
   }
   mi_registry_destroy(reg); /* the runtime holds its own instance */
@@ -222,7 +218,7 @@ static void test_noise(const char *table) {
   run_n(rt, 300, &tr);
   mi_runtime_info(rt, &info);
   printf("  300 runs: %d alarms, %d switches, statistic %.3f\n", info.alarms, info.switches, info.statistic);
-  CHECK(info.alarms == 0 && info.switches == 0 && info.stack_mismatch == 0);
+  REQUIRE(info.alarms == 0 && info.switches == 0 && info.stack_mismatch == 0);
   mi_runtime_close(rt);
 }
 
@@ -244,31 +240,31 @@ static void test_drift(const char *table) {
   unsetenv("MI_NPU_FAULT");
   printf("  %d alarms, %d switches (first after run %d), %d re-adaptations\n", info.alarms,
          info.switches, tr.switches ? tr.switch_at[0] : -1, info.readaptations);
-  CHECK(tr.switches >= 1);
+  REQUIRE(tr.switches >= 1);
   s0 = tr.switch_at[0];
   printf("  latency %.4f (run 0) -> %.4f (run %d) -> %.4f (run %d)\n", tr.ms[0], tr.ms[s0], s0,
          tr.ms[s0 + 1], s0 + 1);
   /* Detected within a bounded number of runs: not before a window is full, and well before the
    * drift doubles the latency. */
-  CHECK(s0 >= 4 && s0 <= 40);
-  CHECK(tr.ms[s0] > 1.1 * tr.ms[0]);
+  REQUIRE(s0 >= 4 && s0 <= 40);
+  REQUIRE(tr.ms[s0] > 1.1 * tr.ms[0]);
   /* Recovered: the run after the switch is back at the new configuration's tuned latency. */
-  CHECK(tr.ms[s0] > 1.1 * tr.ref[s0 - 1] && tr.ref[s0 + 1] != tr.ref[s0 - 1]);
-  CHECK(tr.ms[s0 + 1] < 1.08 * tr.ref[s0 + 1]);
+  REQUIRE(tr.ms[s0] > 1.1 * tr.ref[s0 - 1] && tr.ref[s0 + 1] != tr.ref[s0 - 1]);
+  REQUIRE(tr.ms[s0 + 1] < 1.08 * tr.ref[s0 + 1]);
   /* The drift continues on every configuration: the front is used up, then re-adaptation
    * measures neighbours, adopts one and rewrites the table atomically. */
-  CHECK(info.readaptations >= 1 && log_has("drift") >= 3 && log_has("switch") >= 2);
-  CHECK(log_has("readapt") >= 1 && log_has("table_written") >= 1);
+  REQUIRE(info.readaptations >= 1 && log_has("drift") >= 3 && log_has("switch") >= 2);
+  REQUIRE(log_has("readapt") >= 1 && log_has("table_written") >= 1);
   OK(mi_deploy_load(table, &t, &e_));
-  CHECK(t->entries[0].config_count >= 4);
-  CHECK(t->has_bound[MI_OBJ_LATENCY] && t->bound[MI_OBJ_LATENCY] == 100);
+  REQUIRE(t->entries[0].config_count >= 4);
+  REQUIRE(t->has_bound[MI_OBJ_LATENCY] && t->bound[MI_OBJ_LATENCY] == 100);
   mi_runtime_close(rt);
   mi_deploy_destroy(t);
   {
     DIR *d = opendir(dir);
     struct dirent *de;
-    CHECK(d);
-    while ((de = readdir(d))) CHECK(!strstr(de->d_name, ".tmp."));
+    REQUIRE(d);
+    while ((de = readdir(d))) REQUIRE(!strstr(de->d_name, ".tmp."));
     closedir(d);
   }
 }
@@ -294,15 +290,15 @@ static void test_thermal(const char *table) {
   mi_runtime_info(rt, &info);
   printf("  %d alarms, %d switches (first after run %d)\n", info.alarms, info.switches,
          tr.switches ? tr.switch_at[0] : -1);
-  CHECK(tr.switches == 1 && info.readaptations == 0);
+  REQUIRE(tr.switches == 1 && info.readaptations == 0);
   s0 = tr.switch_at[0];
   for (int r = 200; r < 300; r++) tail += tr.ms[r] / 100;
   printf("  latency %.4f (run 0) -> %.4f (run %d) -> mean %.4f over runs 200..299\n", tr.ms[0],
          tr.ms[s0], s0, tail);
-  CHECK(s0 >= 4 && s0 <= 80);
-  CHECK(tr.ms[s0] > 1.3 * tr.ms[0]);           /* the throttled clock */
-  CHECK(tail < 0.85 * tr.ms[s0]);              /* recovered, and stays so: level 3 runs cool */
-  CHECK(tail < 1.08 * tr.ref[299]);
+  REQUIRE(s0 >= 4 && s0 <= 80);
+  REQUIRE(tr.ms[s0] > 1.3 * tr.ms[0]);           /* the throttled clock */
+  REQUIRE(tail < 0.85 * tr.ms[s0]);              /* recovered, and stays so: level 3 runs cool */
+  REQUIRE(tail < 1.08 * tr.ref[299]);
   mi_runtime_close(rt);
 }
 
@@ -317,38 +313,51 @@ static void test_stack(const char *table) {
   open_rt(table, MI_STACK_REFUSE, MI_ERR_CONSTRAINT);
   rt = open_rt(table, MI_STACK_USE, MI_OK);
   mi_runtime_info(rt, &info);
-  CHECK(info.stack_mismatch == 1);
+  REQUIRE(info.stack_mismatch == 1);
   mi_runtime_close(rt);
   OK(mi_deploy_load(table, &t, &e_));
-  CHECK(strcmp(t->entries[0].stack_hash, "00000000deadbeef") == 0); /* "use" leaves it */
+  REQUIRE(strcmp(t->entries[0].stack_hash, "00000000deadbeef") == 0); /* "use" leaves it */
   mi_deploy_destroy(t);
   rt = open_rt(table, MI_STACK_REVALIDATE, MI_OK);
   mi_runtime_close(rt);
   OK(mi_deploy_load(table, &t, &e_));
-  CHECK(strcmp(t->entries[0].stack_hash, "00000000deadbeef") != 0);
-  CHECK(strcmp(t->entries[0].configs[0].verified, "ok") == 0);
+  REQUIRE(strcmp(t->entries[0].stack_hash, "00000000deadbeef") != 0);
+  REQUIRE(strcmp(t->entries[0].configs[0].verified, "ok") == 0);
   mi_deploy_destroy(t);
-  CHECK(log_has("stack_mismatch") >= 3 && log_has("revalidated") == 1);
+  REQUIRE(log_has("stack_mismatch") >= 3 && log_has("revalidated") == 1);
   /* Revalidated on this stack: no mismatch any more, and refuse now opens. */
   rt = open_rt(table, MI_STACK_REFUSE, MI_OK);
   mi_runtime_close(rt);
 }
 
-int main(void) {
-  char table[600], cmd[1400];
-  const char *b = getenv("MI_BUILD");
+static char table[600], cmd[1400];
+static const char *b;
+
+static void setup(void) {
+  b = getenv("MI_BUILD");
   b = b && b[0] ? b : ".";
-  CHECK(mkdtemp(dir));
+  REQUIRE(mkdtemp(dir));
   snprintf(plugins, sizeof plugins, "%s/plugins", b);
   snprintf(cmd, sizeof cmd, "'%s/bin/mi-zoo' mlp --width 0.5 --depth 3 --resolution 12 --out '%s/net.onnx' >/dev/null", b, dir);
-  CHECK(system(cmd) == 0);
+  REQUIRE(system(cmd) == 0);
   snprintf(table, sizeof table, "%s/deployment.yaml", dir);
-  test_noise(table);
-  test_drift(table);
-  test_thermal(table);
-  test_stack(table);
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  CHECK(system(cmd) == 0);
-  printf("ok\n");
-  return 0;
 }
+
+static void teardown(void) {
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  REQUIRE(system(cmd) == 0);
+}
+
+static void noise(void) { test_noise(table); }
+static void drift(void) { test_drift(table); }
+static void thermal(void) { test_thermal(table); }
+static void stack(void) { test_stack(table); }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(noise),
+    TU_CASE(drift),
+    TU_CASE(thermal),
+    TU_CASE(stack),
+};
+
+TU_MAIN(setup, teardown)

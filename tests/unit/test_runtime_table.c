@@ -14,7 +14,6 @@
 
 #include "metainfer/mi.h"
 
-#define CHECK(cond) TU_REQUIRE(cond)
 #include "test_util.h"
 
 static const char *TABLE =
@@ -51,16 +50,16 @@ static const char *TABLE =
 
 static void check_table(const mi_deploy_table_t *t) {
   const mi_deploy_entry_t *e = &t->entries[0];
-  CHECK(t->entry_count == 2 && e->config_count == 2 && t->entries[1].config_count == 0);
-  CHECK(strcmp(e->device, "npu-stub:0") == 0 && e->assigned == 1);
-  CHECK(strcmp(e->configs[0].id, "802d2821ef6258f9") == 0 && strcmp(e->configs[0].verified, "ok") == 0);
-  CHECK(e->configs[0].measured[MI_OBJ_LATENCY] == 0.25 && isnan(e->configs[0].measured[MI_OBJ_MEMORY]));
-  CHECK(e->configs[1].measured[MI_OBJ_LATENCY] == 0.4 && e->configs[1].kv_count == 1);
-  CHECK(t->assignment_count == 1 && mi_deploy_find(t, NULL, NULL) == 0);
-  CHECK(mi_deploy_find(t, "net.onnx", "npu-stub") == 0 && mi_deploy_find(t, NULL, "blis-cpu:0") == -1);
+  REQUIRE(t->entry_count == 2 && e->config_count == 2 && t->entries[1].config_count == 0);
+  REQUIRE(strcmp(e->device, "npu-stub:0") == 0 && e->assigned == 1);
+  REQUIRE(strcmp(e->configs[0].id, "802d2821ef6258f9") == 0 && strcmp(e->configs[0].verified, "ok") == 0);
+  REQUIRE(e->configs[0].measured[MI_OBJ_LATENCY] == 0.25 && isnan(e->configs[0].measured[MI_OBJ_MEMORY]));
+  REQUIRE(e->configs[1].measured[MI_OBJ_LATENCY] == 0.4 && e->configs[1].kv_count == 1);
+  REQUIRE(t->assignment_count == 1 && mi_deploy_find(t, NULL, NULL) == 0);
+  REQUIRE(mi_deploy_find(t, "net.onnx", "npu-stub") == 0 && mi_deploy_find(t, NULL, "blis-cpu:0") == -1);
   {
     char *text = mi_deploy_config_text(&e->configs[0]);
-    CHECK(text && strcmp(text, "device.dvfs_level=4\nnode.fc1.variant=npu.gemm\n") == 0);
+    REQUIRE(text && strcmp(text, "device.dvfs_level=4\nnode.fc1.variant=npu.gemm\n") == 0);
     free(text);
   }
 }
@@ -74,13 +73,13 @@ static void bad(const char *from, const char *to, const char *where, const char 
   mi_error_t err;
   snprintf(text, sizeof text, "%s", TABLE);
   at = strstr(text, from);
-  CHECK(at);
+  REQUIRE(at);
   {
     char rest[4096];
     snprintf(rest, sizeof rest, "%s", at + strlen(from));
     snprintf(at, sizeof text - (size_t)(at - text), "%s%s", to, rest);
   }
-  CHECK(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
+  REQUIRE(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
   if (!strstr(err.message, where) || !strstr(err.message, what)) {
     fprintf(stderr, "got '%s', want '%s' and '%s'\n", err.message, where, what);
     exit(1);
@@ -90,9 +89,9 @@ static void bad(const char *from, const char *to, const char *where, const char 
 static void test_parse(void) {
   mi_deploy_table_t *t = NULL;
   mi_error_t err;
-  CHECK(mi_deploy_parse(TABLE, strlen(TABLE), "/x/dep.yaml", &t, &err) == MI_OK);
+  REQUIRE(mi_deploy_parse(TABLE, strlen(TABLE), "/x/dep.yaml", &t, &err) == MI_OK);
   check_table(t);
-  CHECK(strcmp(t->recipe, "/tmp/r/recipe.yaml") == 0 && strcmp(t->dir, "/x") == 0);
+  REQUIRE(strcmp(t->recipe, "/tmp/r/recipe.yaml") == 0 && strcmp(t->dir, "/x") == 0);
   mi_deploy_destroy(t);
   mi_deploy_destroy(NULL);
   bad("    assigned: true", "    assigned: true\n    colour: red", "dep.yaml:7:5:", "unknown key 'colour'");
@@ -110,8 +109,8 @@ static void test_parse(void) {
     char cut[2048];
     const char *at = strstr(TABLE, "\"node.fc1.variant\"");
     snprintf(cut, sizeof cut, "%.*s", (int)(at - TABLE), TABLE);
-    CHECK(mi_deploy_parse(cut, strlen(cut), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
-    CHECK(strstr(err.message, "dep.yaml:10:18: config_id 802d2821ef6258f9 does not match its "
+    REQUIRE(mi_deploy_parse(cut, strlen(cut), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
+    REQUIRE(strstr(err.message, "dep.yaml:10:18: config_id 802d2821ef6258f9 does not match its "
                               "configuration (1 key,"));
   }
 }
@@ -128,32 +127,32 @@ static void test_escaping(const char *dir) {
   char path[512];
   int tmp_before;
   snprintf(path, sizeof path, "%s/escape.yaml", dir);
-  CHECK(mi_deploy_parse(TABLE, strlen(TABLE), "dep.yaml", &t, &err) == MI_OK);
+  REQUIRE(mi_deploy_parse(TABLE, strlen(TABLE), "dep.yaml", &t, &err) == MI_OK);
   for (int i = 0; i < n; i++) {
     e = &t->entries[0];
     free(e->model);
     free(e->stack);
     free(e->configs[1].values[0]);
-    CHECK((e->model = strdup(nasty[i])) && (e->stack = strdup(nasty[(i + 1) % n])));
+    REQUIRE((e->model = strdup(nasty[i])) && (e->stack = strdup(nasty[(i + 1) % n])));
     /* a value may be anything on one line; its id follows it */
-    CHECK((e->configs[1].values[0] = strdup(strchr(nasty[i], '\n') ? "x" : nasty[i])));
-    CHECK(mi_deploy_config_id(&e->configs[1], e->configs[1].id) == MI_OK);
-    CHECK(mi_deploy_write(t, path, &err) == MI_OK);
-    CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
-    CHECK(u->entry_count == 2 && u->assignment_count == 1);
-    CHECK(strcmp(u->entries[0].model, nasty[i]) == 0);
-    CHECK(strcmp(u->entries[0].stack, nasty[(i + 1) % n]) == 0);
-    CHECK(strcmp(u->entries[0].configs[1].values[0], e->configs[1].values[0]) == 0);
+    REQUIRE((e->configs[1].values[0] = strdup(strchr(nasty[i], '\n') ? "x" : nasty[i])));
+    REQUIRE(mi_deploy_config_id(&e->configs[1], e->configs[1].id) == MI_OK);
+    REQUIRE(mi_deploy_write(t, path, &err) == MI_OK);
+    REQUIRE(mi_deploy_load(path, &u, &err) == MI_OK);
+    REQUIRE(u->entry_count == 2 && u->assignment_count == 1);
+    REQUIRE(strcmp(u->entries[0].model, nasty[i]) == 0);
+    REQUIRE(strcmp(u->entries[0].stack, nasty[(i + 1) % n]) == 0);
+    REQUIRE(strcmp(u->entries[0].configs[1].values[0], e->configs[1].values[0]) == 0);
     mi_deploy_destroy(u);
   }
   /* A table whose id does not name its configuration is not written (nothing left behind). */
   snprintf(t->entries[0].configs[0].id, sizeof t->entries[0].configs[0].id, "%s", "0123456789abcdef");
   snprintf(path, sizeof path, "%s/refused.yaml", dir);
   tmp_before = count_tmp(dir); /* the killed writers of test_write leave theirs */
-  CHECK(mi_deploy_write(t, path, &err) == MI_ERR_PARSE);
-  CHECK(strstr(err.message, "refused.yaml:") && strstr(err.message, "does not match") &&
+  REQUIRE(mi_deploy_write(t, path, &err) == MI_ERR_PARSE);
+  REQUIRE(strstr(err.message, "refused.yaml:") && strstr(err.message, "does not match") &&
         strstr(err.message, "not written"));
-  CHECK(access(path, F_OK) != 0 && count_tmp(dir) == tmp_before);
+  REQUIRE(access(path, F_OK) != 0 && count_tmp(dir) == tmp_before);
   mi_deploy_destroy(t);
 }
 
@@ -161,7 +160,7 @@ static int count_tmp(const char *dir) {
   DIR *d = opendir(dir);
   struct dirent *de;
   int n = 0;
-  CHECK(d);
+  REQUIRE(d);
   while ((de = readdir(d)))
     if (strstr(de->d_name, ".tmp.")) n++;
   closedir(d);
@@ -174,24 +173,24 @@ static void test_write(const char *dir) {
   char path[512], bad_path[600];
   mi_deploy_table_t *t = NULL, *u = NULL;
   mi_error_t err;
-  CHECK(mi_deploy_parse(TABLE, strlen(TABLE), "dep.yaml", &t, &err) == MI_OK);
+  REQUIRE(mi_deploy_parse(TABLE, strlen(TABLE), "dep.yaml", &t, &err) == MI_OK);
   snprintf(path, sizeof path, "%s/deployment.yaml", dir);
   t->has_bound[MI_OBJ_LATENCY] = 1;
   t->bound[MI_OBJ_LATENCY] = 2.5;
-  CHECK(mi_deploy_write(t, path, &err) == MI_OK);
-  CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
+  REQUIRE(mi_deploy_write(t, path, &err) == MI_OK);
+  REQUIRE(mi_deploy_load(path, &u, &err) == MI_OK);
   check_table(u);
-  CHECK(u->has_bound[MI_OBJ_LATENCY] && u->bound[MI_OBJ_LATENCY] == 2.5);
-  CHECK(strcmp(u->entries[0].stack, t->entries[0].stack) == 0);
+  REQUIRE(u->has_bound[MI_OBJ_LATENCY] && u->bound[MI_OBJ_LATENCY] == 2.5);
+  REQUIRE(strcmp(u->entries[0].stack, t->entries[0].stack) == 0);
   mi_deploy_destroy(u);
-  CHECK(count_tmp(dir) == 0);
+  REQUIRE(count_tmp(dir) == 0);
   snprintf(bad_path, sizeof bad_path, "%s/no/such/dir/d.yaml", dir);
-  CHECK(mi_deploy_write(t, bad_path, &err) == MI_ERR_IO && strstr(err.message, "no/such"));
+  REQUIRE(mi_deploy_write(t, bad_path, &err) == MI_ERR_IO && strstr(err.message, "no/such"));
 
   for (int round = 0; round < 12; round++) {
     pid_t pid = fork();
     int status;
-    CHECK(pid >= 0);
+    REQUIRE(pid >= 0);
     if (pid == 0) {
       /* Alternate two versions as fast as possible until killed. */
       for (int i = 0;; i++) {
@@ -204,13 +203,13 @@ static void test_write(const char *dir) {
       nanosleep(&ts, NULL);
     }
     kill(pid, SIGKILL);
-    CHECK(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
-    CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
+    REQUIRE(waitpid(pid, &status, 0) == pid && WIFSIGNALED(status));
+    REQUIRE(mi_deploy_load(path, &u, &err) == MI_OK);
     {
       double v = u->entries[0].configs[0].measured[MI_OBJ_LATENCY];
-      CHECK(v == 0.25 || v == 0.75);
+      REQUIRE(v == 0.25 || v == 0.75);
     }
-    CHECK(u->entry_count == 2 && u->entries[0].config_count == 2 && u->assignment_count == 1);
+    REQUIRE(u->entry_count == 2 && u->entries[0].config_count == 2 && u->assignment_count == 1);
     mi_deploy_destroy(u);
   }
   mi_deploy_destroy(t);
@@ -235,12 +234,12 @@ static void test_detector(void) {
       if (i % 37 == 36) x *= 10;
       alarms += mi_drift_add(&d, x);
     }
-    CHECK(alarms == 0);
+    REQUIRE(alarms == 0);
   }
   /* Two outliers in a row do not move a median of 5 either. */
   mi_drift_init(&d, 1.0, 5, 0, 0);
   for (int i = 0; i < 200; i++) alarms += mi_drift_add(&d, i % 50 < 2 ? 50.0 : 1.0);
-  CHECK(alarms == 0);
+  REQUIRE(alarms == 0);
   /* A sustained 30% slowdown at run 100 with 3% noise: detected within the bound
    * window/2 + 1 + ceil(lambda / (log 1.3 - allowance)) = 3 + 2 runs (allowance = delta + 3
    * standard errors of the median, about 0.10 here), plus 3 of slack for noise. */
@@ -248,13 +247,13 @@ static void test_detector(void) {
   mi_drift_init(&d, 2.0, 5, 0.05, 0.25);
   for (int i = 0; i < 300 && at < 0; i++)
     if (mi_drift_add(&d, 2.0 * (i >= 100 ? 1.3 : 1.0) * exp(0.03 * gauss(&r)))) at = i;
-  CHECK(at >= 100 && at <= 108);
+  REQUIRE(at >= 100 && at <= 108);
   /* A slowdown below delta never accumulates. */
   mi_drift_init(&d, 2.0, 5, 0.05, 0.25);
-  for (int i = 0; i < 3000; i++) CHECK(!mi_drift_add(&d, 2.0 * 1.03));
+  for (int i = 0; i < 3000; i++) REQUIRE(!mi_drift_add(&d, 2.0 * 1.03));
   /* Garbage samples are not evidence. */
-  CHECK(!mi_drift_add(&d, NAN) && !mi_drift_add(&d, -1) && !mi_drift_add(NULL, 1));
-  CHECK(mi_stack_policy_find("revalidate") == MI_STACK_REVALIDATE && mi_stack_policy_find("x") == -1);
+  REQUIRE(!mi_drift_add(&d, NAN) && !mi_drift_add(&d, -1) && !mi_drift_add(NULL, 1));
+  REQUIRE(mi_stack_policy_find("revalidate") == MI_STACK_REVALIDATE && mi_stack_policy_find("x") == -1);
 }
 
 /* vs_default: written through the emitter, read back with the same figures, and an incomplete
@@ -267,42 +266,53 @@ static void test_vs_default(const char *dir) {
   mi_deploy_table_t *t = NULL, *u = NULL;
   mi_error_t err;
   size_t n;
-  CHECK(at);
+  REQUIRE(at);
   n = strlen(TABLE) + strlen(block) + 1;
-  CHECK((text = malloc(n)) != NULL);
+  REQUIRE((text = malloc(n)) != NULL);
   snprintf(text, n, "%.*s%s%s", (int)(at - TABLE), TABLE, block, at);
-  CHECK(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_OK);
-  CHECK(t->entries[0].has_vs_default && t->entries[0].vs_default == 1.2345678901);
-  CHECK(t->entries[0].vs_default_rounds == 7 && !strcmp(t->entries[0].vs_default_verdict, "faster"));
+  REQUIRE(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_OK);
+  REQUIRE(t->entries[0].has_vs_default && t->entries[0].vs_default == 1.2345678901);
+  REQUIRE(t->entries[0].vs_default_rounds == 7 && !strcmp(t->entries[0].vs_default_verdict, "faster"));
   snprintf(path, sizeof path, "%s/vs.yaml", dir);
-  CHECK(mi_deploy_write(t, path, &err) == MI_OK);
-  CHECK(mi_deploy_load(path, &u, &err) == MI_OK);
-  CHECK(u->entries[0].has_vs_default && u->entries[0].vs_default == 1.2345678901);
-  CHECK(u->entries[0].vs_default_lo == 1.1 && u->entries[0].vs_default_hi == 1.3);
-  CHECK(u->entries[0].vs_default_rounds == 7 && !strcmp(u->entries[0].vs_default_verdict, "faster"));
+  REQUIRE(mi_deploy_write(t, path, &err) == MI_OK);
+  REQUIRE(mi_deploy_load(path, &u, &err) == MI_OK);
+  REQUIRE(u->entries[0].has_vs_default && u->entries[0].vs_default == 1.2345678901);
+  REQUIRE(u->entries[0].vs_default_lo == 1.1 && u->entries[0].vs_default_hi == 1.3);
+  REQUIRE(u->entries[0].vs_default_rounds == 7 && !strcmp(u->entries[0].vs_default_verdict, "faster"));
   mi_deploy_destroy(u);
   mi_deploy_destroy(t);
   /* without its verdict line: refused, with line and column */
   cut = strstr(text, "      verdict:");
-  CHECK(cut);
+  REQUIRE(cut);
   memmove(cut, strchr(cut, '\n') + 1, strlen(strchr(cut, '\n') + 1) + 1);
   t = NULL;
-  CHECK(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_ERR_PARSE);
-  CHECK(strstr(err.message, "vs_default needs") != NULL);
+  REQUIRE(mi_deploy_parse(text, strlen(text), "dep.yaml", &t, &err) == MI_ERR_PARSE);
+  REQUIRE(strstr(err.message, "vs_default needs") != NULL);
   free(text);
 }
 
-int main(void) {
-  char dir[] = "/tmp/mi_rt_tableXXXXXX";
-  char cmd[600];
-  CHECK(mkdtemp(dir));
-  test_parse();
-  test_write(dir);
-  test_escaping(dir);
-  test_vs_default(dir);
-  test_detector();
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  CHECK(system(cmd) == 0);
-  printf("ok\n");
-  return 0;
+static char dir[] = "/tmp/mi_rt_tableXXXXXX";
+static char cmd[600];
+
+static void setup(void) {
+  REQUIRE(mkdtemp(dir));
 }
+
+static void teardown(void) {
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  REQUIRE(system(cmd) == 0);
+}
+
+static void write_case(void) { test_write(dir); }
+static void escaping(void) { test_escaping(dir); }
+static void vs_default(void) { test_vs_default(dir); }
+
+static const tu_case_t tu_cases[] = {
+    {"parse", test_parse},
+    {"write", write_case},
+    TU_CASE(escaping),
+    TU_CASE(vs_default),
+    {"detector", test_detector},
+};
+
+TU_MAIN(setup, teardown)

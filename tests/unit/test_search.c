@@ -181,24 +181,35 @@ static void test_exhaustive(mi_plugin_t *p) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  mi_registry_t *reg = tsu_registry();
-  mi_graph_t *g = tsu_small_cnn();
-  mi_plugin_t *p = mi_registry_find(reg, "npu-stub");
-  mi_space_t *s = NULL;
-  mi_error_t err;
-  TU_REQUIRE(p != NULL);
+static mi_registry_t *reg;
+static mi_graph_t *g;
+static mi_plugin_t *p;
+static mi_space_t *s = NULL;
+static mi_error_t err;
+
+static void setup(void) {
+  reg = tsu_registry();
+  g = tsu_small_cnn();
+  p = mi_registry_find(reg, "npu-stub");
+  REQUIRE(p != NULL);
   /* A space that does not build fails the test: every strategy case needs it. */
-  if (mi_space_create(g, p, 0, NULL, &s, &err) != MI_OK) {
-    fprintf(stderr, "test_search: space: %s\n", err.message);
-    return 1;
-  }
-  test_strategy(s, MI_STRATEGY_RANDOM);
-  test_strategy(s, MI_STRATEGY_NSGA2);
-  test_exhaustive(p);
+  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
+}
+
+static void teardown(void) {
   mi_space_destroy(s);
   mi_graph_destroy(g);
   mi_registry_destroy(reg);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void random_search(void) { test_strategy(s, MI_STRATEGY_RANDOM); }
+static void nsga2(void) { test_strategy(s, MI_STRATEGY_NSGA2); }
+static void exhaustive(void) { test_exhaustive(p); }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(random_search),
+    TU_CASE(nsga2),
+    TU_CASE(exhaustive),
+};
+
+TU_MAIN(setup, teardown)

@@ -149,16 +149,24 @@ static void test_secure_env(const char *tmp) {
   unlink(sgid);
 }
 
+static char tmp[] = "/tmp/mi-security-XXXXXX";
+
+static void setup(void) {
+  REQUIRE(mkdtemp(tmp), "mkdtemp: %s", strerror(errno));
+}
+
+static void teardown(void) { rmdir(tmp); }
+
+static void ownership(void) { test_ownership(tmp); }
+static void secure_env(void) { test_secure_env(tmp); }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(ownership),
+    TU_CASE(secure_env),
+};
+
 int main(int argc, char **argv) {
-  char tmp[] = "/tmp/mi-security-XXXXXX";
+  /* test_ownership re-executes this program as the unprivileged child */
   if (argc > 2 && strcmp(argv[1], "--child") == 0) return child_main(argv[2]);
-  if (!mkdtemp(tmp)) {
-    perror("mkdtemp");
-    return 1;
-  }
-  test_ownership(tmp);
-  test_secure_env(tmp);
-  rmdir(tmp);
-  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
-  return g_failures ? 1 : 0;
+  return TU_RUN(argc, argv, setup, teardown);
 }

@@ -212,29 +212,51 @@ static void dynamic_shapes(mi_plugin_t *p) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
+static mi_registry_t *r;
+static mi_plugin_t *p;
+
+static void setup(void) {
   const char *build = getenv("MI_BUILD");
   char dir[1024];
-  mi_registry_t *r = mi_registry_create();
-  mi_plugin_t *p;
   mi_error_t err = {0};
-  if (!build) {
-    fprintf(stderr, "test_session_plugin: MI_BUILD is not set\n");
-    return 1;
-  }
+  REQUIRE(build, "MI_BUILD is not set");
+  r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/tests/plugins/template", build);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
   p = mi_registry_find(r, "template");
-  CHECK(p != NULL, "template plugin loaded from %s (%d rejected)", dir,
-        mi_registry_rejected_count(r));
-  if (p) {
-    fallback_and_boundaries(p);
-    fallback_refused(p);
-    choices(p);
-    folded_shape_and_constants(p);
-    dynamic_shapes(p);
-  }
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_session_plugin: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
+  REQUIRE(p != NULL, "template plugin loaded from %s (%d rejected)", dir, mi_registry_rejected_count(r));
 }
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void fallback_and_boundaries_case(void) {
+  fallback_and_boundaries(p);
+}
+
+static void fallback_refused_case(void) {
+  fallback_refused(p);
+}
+
+static void choices_case(void) {
+  choices(p);
+}
+
+static void folded_shape_and_constants_case(void) {
+  folded_shape_and_constants(p);
+}
+
+static void dynamic_shapes_case(void) {
+  dynamic_shapes(p);
+}
+
+static const tu_case_t tu_cases[] = {
+    {"fallback_and_boundaries", fallback_and_boundaries_case},
+    {"fallback_refused", fallback_refused_case},
+    {"choices", choices_case},
+    {"folded_shape_and_constants", folded_shape_and_constants_case},
+    {"dynamic_shapes", dynamic_shapes_case},
+};
+
+TU_MAIN(setup, teardown)

@@ -35,7 +35,7 @@ static mi_graph_t *build_graph(void) {
   return g;
 }
 
-int main(void) {
+static void session_matches_ref_run(void) {
   mi_error_t err = {0};
   mi_graph_t *g = build_graph();
   mi_session_t *s = NULL;
@@ -91,6 +91,10 @@ int main(void) {
   for (int i = 0; i < 2; i++) mi_array_destroy(want[i]);
   mi_array_destroy(x);
   mi_graph_destroy(g);
-  if (g_failures) fprintf(stderr, "test_session_ref: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(session_matches_ref_run),
+};
+
+TU_MAIN(NULL, NULL)

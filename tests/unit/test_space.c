@@ -182,13 +182,30 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
   mi_space_destroy(s);
 }
 
-int main(void) {
-  mi_registry_t *r = tsu_registry();
-  mi_graph_t *g = tsu_small_cnn();
-  test_npu(r, g);
-  test_blis(r, g);
+static mi_registry_t *r;
+static mi_graph_t *g;
+
+static void setup(void) {
+  r = tsu_registry();
+  g = tsu_small_cnn();
+}
+
+static void teardown(void) {
   mi_graph_destroy(g);
   mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void test_npu_all(void) {
+  test_npu(r, g);
+}
+
+static void test_blis_all(void) {
+  test_blis(r, g);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(test_npu_all),
+    TU_CASE(test_blis_all),
+};
+
+TU_MAIN(setup, teardown)

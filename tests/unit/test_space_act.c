@@ -312,21 +312,45 @@ static void test_blis(mi_registry_t *r, mi_graph_t *g) {
   bench_close(&b);
 }
 
-int main(void) {
-  mi_registry_t *r = tsu_registry();
-  mi_graph_t *g = tsu_small_cnn();
-  test_offer(r, g, "npu-stub");
-  test_offer(r, g, "blis-cpu");
-  test_npu_int8_path(r, g);
-  test_blis(r, g);
-  {
-    /* npu-stub lowers all three weighted layers (conv1, conv2, fc) to INT8 kernels. */
-    int32_t n = lowered_layers(r, g, "npu-stub");
-    CHECK(n == 3, "npu-stub: %d weighted layers on the INT8 path, want 3", (int)n);
-    n = lowered_layers(r, g, "blis-cpu");
-    fprintf(stderr, "blis-cpu: %d weighted layers on the INT8 core\n", (int)n);
-  }
+static mi_registry_t *r;
+static mi_graph_t *g;
+
+static void setup(void) {
+  r = tsu_registry();
+  g = tsu_small_cnn();
+}
+
+static void teardown(void) {
   mi_graph_destroy(g);
   mi_registry_destroy(r);
-  return tu_finish("test_space_act");
 }
+
+static void offer(void) {
+  test_offer(r, g, "npu-stub");
+  test_offer(r, g, "blis-cpu");
+}
+
+static void npu_int8_path(void) {
+  test_npu_int8_path(r, g);
+}
+
+static void blis(void) {
+  test_blis(r, g);
+}
+
+static void int8_lowering(void) {
+  /* npu-stub lowers all three weighted layers (conv1, conv2, fc) to INT8 kernels. */
+  int32_t n = lowered_layers(r, g, "npu-stub");
+  CHECK(n == 3, "npu-stub: %d weighted layers on the INT8 path, want 3", (int)n);
+  n = lowered_layers(r, g, "blis-cpu");
+  fprintf(stderr, "blis-cpu: %d weighted layers on the INT8 core\n", (int)n);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(offer),
+    TU_CASE(npu_int8_path),
+    TU_CASE(blis),
+    TU_CASE(int8_lowering),
+};
+
+TU_MAIN(setup, teardown)

@@ -44,10 +44,21 @@ static void round_trip(const mi_space_t *s, const char *what) {
   free(b);
 }
 
-int main(void) {
-  mi_registry_t *reg = tsu_registry();
-  mi_graph_t *g = tsu_small_cnn();
-  const char *plugins[] = {"npu-stub", "blis-cpu"};
+static mi_registry_t *reg;
+static mi_graph_t *g;
+static const char *plugins[] = {"npu-stub", "blis-cpu"};
+
+static void setup(void) {
+  reg = tsu_registry();
+  g = tsu_small_cnn();
+}
+
+static void teardown(void) {
+  mi_graph_destroy(g);
+  mi_registry_destroy(reg);
+}
+
+static void round_trips(void) {
   for (int i = 0; i < 2; i++) {
     mi_plugin_t *p = mi_registry_find(reg, plugins[i]);
     mi_space_t *s = NULL;
@@ -57,9 +68,10 @@ int main(void) {
     else if (p) CHECK(0, "%s: space: %s", plugins[i], err.message);
     mi_space_destroy(s);
   }
-  mi_graph_destroy(g);
-  mi_registry_destroy(reg);
-  if (g_failures) fprintf(stderr, "test_space_import: %d failure(s)\n", g_failures);
-  else printf("test_space_import: ok\n");
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(round_trips),
+};
+
+TU_MAIN(setup, teardown)

@@ -4,15 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "metainfer/mi.h"
-
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);       \
-      exit(1);                                                                       \
-    }                                                                                \
-  } while (0)
+#include "test_util.h"
 
 static double f_true(const double *x) { return sin(3 * x[0]) + x[1] * x[1] + 0.5 * x[2]; }
 
@@ -43,20 +35,20 @@ static void check_learner(int kind, int n, double min_spearman, int check_covera
   make(&r, M, 0.05, Xt, yt);
   mi_surrogate_options_default(&o);
   o.kind = kind;
-  CHECK(mi_surrogate_fit(X, y, n, 3, &o, &s, &e) == MI_OK);
-  CHECK(mi_surrogate_kind_used(s) == kind);
-  CHECK(mi_surrogate_predict(s, Xt, M, mean, sd, &e) == MI_OK);
+  REQUIRE(mi_surrogate_fit(X, y, n, 3, &o, &s, &e) == MI_OK);
+  REQUIRE(mi_surrogate_kind_used(s) == kind);
+  REQUIRE(mi_surrogate_predict(s, Xt, M, mean, sd, &e) == MI_OK);
   for (int i = 0; i < M; i++) {
-    CHECK(isfinite(mean[i]) && sd[i] >= 0);
+    REQUIRE(isfinite(mean[i]) && sd[i] >= 0);
     if (fabs(mean[i] - yt[i]) <= 2 * sd[i]) cover++;
   }
   cover /= M;
   rho = mi_metric_spearman(mean, yt, M);
   printf("kind %d n %d: spearman %.3f kendall %.3f mape %.3f coverage(2sd) %.3f\n", kind, n, rho,
          mi_metric_kendall(mean, yt, M), mi_metric_mape(mean, yt, M), cover);
-  CHECK(rho >= min_spearman);
+  REQUIRE(rho >= min_spearman);
   /* A calibrated 2-sigma band holds about 95% of fresh noisy observations. */
-  if (check_coverage) CHECK(cover >= 0.85 && cover <= 1.0);
+  if (check_coverage) REQUIRE(cover >= 0.85 && cover <= 1.0);
   mi_surrogate_destroy(s);
   free(X);
   free(y);
@@ -66,17 +58,17 @@ static void check_metrics(void) {
   double a[5] = {1, 2, 3, 4, 5}, rev[5] = {5, 4, 3, 2, 1}, sw[4] = {1, 3, 2, 4};
   double p1[2] = {110, 90}, t1[2] = {100, 100}, p2[2] = {105, 120}, ca, cb, r2;
   double sum[4] = {1, 2, 3, 4}, meas[4] = {3, 5, 7, 9};
-  CHECK(fabs(mi_metric_spearman(a, a, 5) - 1) < 1e-12);
-  CHECK(fabs(mi_metric_spearman(a, rev, 5) + 1) < 1e-12);
-  CHECK(fabs(mi_metric_kendall(a, sw, 4) - 4.0 / 6.0) < 1e-12);
+  REQUIRE(fabs(mi_metric_spearman(a, a, 5) - 1) < 1e-12);
+  REQUIRE(fabs(mi_metric_spearman(a, rev, 5) + 1) < 1e-12);
+  REQUIRE(fabs(mi_metric_kendall(a, sw, 4) - 4.0 / 6.0) < 1e-12);
   /* Spearman of 1,2,3,4 vs 1,3,2,4: 1 - 6*2/(4*15) = 0.8 */
-  CHECK(fabs(mi_metric_spearman(a, sw, 4) - 0.8) < 1e-12);
-  CHECK(fabs(mi_metric_mape(p1, t1, 2) - 0.1) < 1e-12);
-  CHECK(fabs(mi_metric_within(p2, t1, 2, 0.1) - 0.5) < 1e-12);
-  CHECK(fabs(mi_metric_rank_loss(rev, a, 5) - 1) < 1e-12);
-  CHECK(fabs(mi_metric_rank_loss(a, a, 5)) < 1e-12);
+  REQUIRE(fabs(mi_metric_spearman(a, sw, 4) - 0.8) < 1e-12);
+  REQUIRE(fabs(mi_metric_mape(p1, t1, 2) - 0.1) < 1e-12);
+  REQUIRE(fabs(mi_metric_within(p2, t1, 2, 0.1) - 0.5) < 1e-12);
+  REQUIRE(fabs(mi_metric_rank_loss(rev, a, 5) - 1) < 1e-12);
+  REQUIRE(fabs(mi_metric_rank_loss(a, a, 5)) < 1e-12);
   r2 = mi_calibration_fit(sum, meas, 4, &ca, &cb);
-  CHECK(fabs(ca - 2) < 1e-9 && fabs(cb - 1) < 1e-9 && fabs(r2 - 1) < 1e-9);
+  REQUIRE(fabs(ca - 2) < 1e-9 && fabs(cb - 1) < 1e-9 && fabs(r2 - 1) < 1e-9);
 }
 
 /* ARD on the landscape the search benchmark showed: 10 categorical choices of 4 values,
@@ -110,12 +102,12 @@ static void check_ard(void) {
     }
     mi_surrogate_options_default(&o);
     o.kind = MI_SURROGATE_GP;
-    CHECK(mi_surrogate_fit(X, y, N, F, &o, &a, NULL) == MI_OK);
+    REQUIRE(mi_surrogate_fit(X, y, N, F, &o, &a, NULL) == MI_OK);
     o.kind = MI_SURROGATE_GP_ARD;
-    CHECK(mi_surrogate_fit(X, y, N, F, &o, &b, NULL) == MI_OK);
-    CHECK(mi_surrogate_kind_used(b) == MI_SURROGATE_GP_ARD);
-    CHECK(mi_surrogate_predict(a, Xt, M, m1, NULL, NULL) == MI_OK);
-    CHECK(mi_surrogate_predict(b, Xt, M, m2, NULL, NULL) == MI_OK);
+    REQUIRE(mi_surrogate_fit(X, y, N, F, &o, &b, NULL) == MI_OK);
+    REQUIRE(mi_surrogate_kind_used(b) == MI_SURROGATE_GP_ARD);
+    REQUIRE(mi_surrogate_predict(a, Xt, M, m1, NULL, NULL) == MI_OK);
+    REQUIRE(mi_surrogate_predict(b, Xt, M, m2, NULL, NULL) == MI_OK);
     ri = mi_metric_spearman(m1, yt, M);
     ra = mi_metric_spearman(m2, yt, M);
     sum_iso += ri;
@@ -125,25 +117,31 @@ static void check_ard(void) {
     mi_surrogate_destroy(b);
   }
   printf("ard: mean spearman %.3f (isotropic %.3f), better on %d/10 seeds\n", sum_ard / 10, sum_iso / 10, wins);
-  CHECK(wins >= 7 && sum_ard > sum_iso);
+  REQUIRE(wins >= 7 && sum_ard > sum_iso);
 }
 
-int main(void) {
-  check_metrics();
-  check_ard();
+static void learners(void) {
   check_learner(MI_SURROGATE_GP, 60, 0.9, 1);
   check_learner(MI_SURROGATE_XGB, 300, 0.85, 0);
   check_learner(MI_SURROGATE_XGB_RANK, 300, 0.85, 0);
-  {
-    /* AUTO: the GP (with ARD) below the threshold, XGBoost above it. */
-    double X[3] = {0.1, 0.2, 0.3}, y[1] = {1};
-    mi_surrogate_t *s = NULL;
-    CHECK(mi_surrogate_fit(X, y, 1, 3, NULL, &s, NULL) == MI_OK);
-    CHECK(mi_surrogate_kind_used(s) == MI_SURROGATE_GP_ARD);
-    mi_surrogate_destroy(s);
-    mi_surrogate_destroy(NULL);
-    CHECK(mi_surrogate_fit(NULL, y, 1, 3, NULL, &s, NULL) == MI_ERR_INVALID_ARGUMENT && !s);
-  }
-  printf("test_surrogate: ok\n");
-  return 0;
 }
+
+/* AUTO: the GP (with ARD) below the threshold, XGBoost above it. */
+static void auto_kind(void) {
+  double X[3] = {0.1, 0.2, 0.3}, y[1] = {1};
+  mi_surrogate_t *s = NULL;
+  REQUIRE(mi_surrogate_fit(X, y, 1, 3, NULL, &s, NULL) == MI_OK);
+  REQUIRE(mi_surrogate_kind_used(s) == MI_SURROGATE_GP_ARD);
+  mi_surrogate_destroy(s);
+  mi_surrogate_destroy(NULL);
+  REQUIRE(mi_surrogate_fit(NULL, y, 1, 3, NULL, &s, NULL) == MI_ERR_INVALID_ARGUMENT && !s);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(check_metrics),
+    TU_CASE(check_ard),
+    TU_CASE(learners),
+    TU_CASE(auto_kind),
+};
+
+TU_MAIN(NULL, NULL)

@@ -172,11 +172,11 @@ static void check_empty(void) {
   mi_xf_config_destroy(base);
 }
 
-int main(void) {
-  check_empty();
-  check_canonical();
-  check_errors();
-  check_examples();
-  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
-  return g_failures ? 1 : 0;
-}
+static const tu_case_t tu_cases[] = {
+    TU_CASE(check_empty),
+    TU_CASE(check_canonical),
+    TU_CASE(check_errors),
+    TU_CASE(check_examples),
+};
+
+TU_MAIN(NULL, NULL)

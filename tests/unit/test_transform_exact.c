@@ -129,11 +129,15 @@ static void check_pad(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
+static void check_fold_all(void) {
   check_fold("resnet", 32);
   check_fold("mobilenetv2", 32);
   check_fold("kws", 0);
-  check_pad();
-  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(check_fold_all),
+    TU_CASE(check_pad),
+};
+
+TU_MAIN(NULL, NULL)

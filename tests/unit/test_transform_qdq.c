@@ -243,12 +243,16 @@ static void check_rounding(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
+static void check_complete_all(void) {
   check_complete("resnet");
   check_complete("mobilenetv2");
-  check_add_codes();
-  check_int4();
-  check_rounding();
-  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(check_complete_all),
+    TU_CASE(check_add_codes),
+    TU_CASE(check_int4),
+    TU_CASE(check_rounding),
+};
+
+TU_MAIN(NULL, NULL)

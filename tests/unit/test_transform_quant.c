@@ -198,13 +198,17 @@ static void check_sensitivity(void) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
+static void check_int8_all(void) {
   check_int8("resnet", 32);
   check_int8("mobilenetv2", 32);
   check_int8("kws", 0);
-  check_granularity();
-  check_prune();
-  check_sensitivity();
-  if (g_failures) fprintf(stderr, "%d check(s) failed\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(check_int8_all),
+    TU_CASE(check_granularity),
+    TU_CASE(check_prune),
+    TU_CASE(check_sensitivity),
+};
+
+TU_MAIN(NULL, NULL)

@@ -48,11 +48,20 @@ static void expect_fp16(mi_plugin_t *p, const char *op, const char *variant, con
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  mi_plugin_t *p;
-  mi_registry_t *r = tv_load_or_skip(&p, NULL);
-  mi_knob_value_t kv[4] = {{"local_x", 8, 0}, {"local_y", 4, 0}, {"reg_m", 2, 0}, {"reg_n", 8, 0}};
-  int32_t mask = 0;
+static mi_plugin_t *p;
+static mi_registry_t *r;
+static mi_knob_value_t kv[4] = {{"local_x", 8, 0}, {"local_y", 4, 0}, {"reg_m", 2, 0}, {"reg_n", 8, 0}};
+static int32_t mask = 0;
+
+static void setup(void) {
+  r = tv_load_or_skip(&p, NULL);
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void fp16_variants(void) {
   if (!has_variant(p, "gemm.regblock.fp16", &mask)) {
     /* Only right when the device lacks FP16; lavapipe (Mesa 22.3) has both features. */
     mi_device_desc_t d;
@@ -81,8 +90,10 @@ int main(void) {
       mi_graph_destroy(g);
     }
   }
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  else printf("ok\n");
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(fp16_variants),
+};
+
+TU_MAIN(setup, teardown)

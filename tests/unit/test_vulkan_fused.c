@@ -149,37 +149,54 @@ static void expect_refused(mi_plugin_t *p, mi_graph_t *g, const char *what) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  mi_plugin_t *p;
-  mi_registry_t *r = tv_load_or_skip(&p, NULL);
-  static const char *const mm[] = {"gemm.regblock", "gemm.tiled", "gemm.naive"};
-  static const char *const mmm[] = {"matmul.regblock", "matmul.tiled", "matmul.naive"};
+static mi_plugin_t *p;
+static mi_registry_t *r;
+
+static void setup(void) {
+  r = tv_load_or_skip(&p, NULL);
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void conv_chains(void) {
   for (int tail = 0; tail < 3; tail++) {
     char what[64];
     snprintf(what, sizeof what, "Conv-BN chain tail %d", tail);
     expect_ok(p, conv_chain(6, 10, 2, tail), what, "conv.direct");
     expect_ok(p, conv_chain(8, 8, 8, tail), what, "conv.depthwise");
   }
+}
+
+static void gemm_chains(void) {
+  static const char *const mm[] = {"gemm.regblock", "gemm.tiled", "gemm.naive"};
+  static const char *const mmm[] = {"matmul.regblock", "matmul.tiled", "matmul.naive"};
   for (int v = 0; v < 3; v++) {
     expect_ok(p, gemm_chain(37, 29, 45, 0), "Gemm-Relu", mm[v]);
     expect_ok(p, gemm_chain(37, 29, 45, 1), "MatMul-Add-Sigmoid", mmm[v]);
   }
-  {
-    /* Softmax after a Conv is no epilogue: the plugin must refuse the group, not mis-run it. */
-    mi_graph_t *g = mi_graph_create("bad");
-    int64_t xd[4] = {1, 4, 5, 5}, wd[4] = {4, 4, 1, 1};
-    int32_t in[2], t0 = -1, y;
-    in[0] = input(g, "x", 4, xd);
-    in[1] = tv_const(g, "w", 4, wd, 41);
-    t0 = value(g, "c");
-    y = value(g, "y");
-    mi_graph_add_node(g, "Conv", "conv", 2, in, 1, &t0);
-    mi_graph_add_node(g, "Softmax", "sm", 1, &t0, 1, &y);
-    mi_graph_add_output(g, y);
-    expect_refused(p, g, "Conv-Softmax");
-  }
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  else printf("ok\n");
-  return g_failures ? 1 : 0;
 }
+
+static void conv_softmax_refused(void) {
+  /* Softmax after a Conv is no epilogue: the plugin must refuse the group, not mis-run it. */
+  mi_graph_t *g = mi_graph_create("bad");
+  int64_t xd[4] = {1, 4, 5, 5}, wd[4] = {4, 4, 1, 1};
+  int32_t in[2], t0 = -1, y;
+  in[0] = input(g, "x", 4, xd);
+  in[1] = tv_const(g, "w", 4, wd, 41);
+  t0 = value(g, "c");
+  y = value(g, "y");
+  mi_graph_add_node(g, "Conv", "conv", 2, in, 1, &t0);
+  mi_graph_add_node(g, "Softmax", "sm", 1, &t0, 1, &y);
+  mi_graph_add_output(g, y);
+  expect_refused(p, g, "Conv-Softmax");
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(conv_chains),
+    TU_CASE(gemm_chains),
+    TU_CASE(conv_softmax_refused),
+};
+
+TU_MAIN(setup, teardown)

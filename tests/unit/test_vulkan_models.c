@@ -46,7 +46,7 @@ static int header_ok(const char *path) {
   return w[0] >= 32 && w[1] == 1;
 }
 
-int main(void) {
+static void models_and_pipeline_cache(void) {
   const char *dir = "/tmp/mi-test-vulkan-models-cache";
   char path[600];
   mi_plugin_t *p;
@@ -77,6 +77,10 @@ int main(void) {
   if (p) model(p, "mlp", "");
   mi_registry_destroy(r);
   CHECK(path[0] && header_ok(path), "corrupt pipeline cache not rewritten");
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(models_and_pipeline_cache),
+};
+
+TU_MAIN(NULL, NULL)

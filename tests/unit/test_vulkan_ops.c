@@ -171,18 +171,30 @@ static void buffer_limit(void) {
   g_p->api.buffer_free(g_p->ctx, b);
 }
 
-int main(void) {
-  mi_registry_t *r = tv_load_or_skip(&g_p, "/tmp/mi-test-vulkan-ops-cache");
-  int64_t ad[2] = {37, 45}, bd[2] = {45, 29}, bt[2] = {29, 45}, a4[4] = {2, 3, 17, 19}, b4[2] = {19, 23};
-  int64_t bb1[3] = {3, 1, 5}, bb2[1] = {1}, bb3[4] = {2, 1, 4, 1};
-  mi_knob_value_t tiled[3] = {{"local_x", 8, 0}, {"local_y", 8, 0}, {"tile_k", 8, 0}};
-  mi_knob_value_t reg[6] = {{"local_x", 8, 0}, {"local_y", 4, 0}, {"reg_m", 2, 0}, {"reg_n", 4, 0}, {"tile_k", 16, 0}, {"unroll", 4, 0}};
-  mi_knob_value_t unroll[2] = {{"local_x", 32, 0}, {"unroll", 2, 0}};
-  const char *un[] = {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Erf", "Exp", "Abs", "Neg"};
+static mi_registry_t *r;
+static int64_t ad[2] = {37, 45}, bd[2] = {45, 29}, bt[2] = {29, 45}, a4[4] = {2, 3, 17, 19}, b4[2] = {19, 23};
+static int64_t bb1[3] = {3, 1, 5}, bb2[1] = {1}, bb3[4] = {2, 1, 4, 1};
+static mi_knob_value_t tiled[3] = {{"local_x", 8, 0}, {"local_y", 8, 0}, {"tile_k", 8, 0}};
+static mi_knob_value_t reg[6] = {{"local_x", 8, 0}, {"local_y", 4, 0}, {"reg_m", 2, 0}, {"reg_n", 4, 0}, {"tile_k", 16, 0}, {"unroll", 4, 0}};
+static mi_knob_value_t unroll[2] = {{"local_x", 32, 0}, {"unroll", 2, 0}};
+static const char *un[] = {"Relu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "LeakyRelu", "Erf", "Exp", "Abs", "Neg"};
+
+static void setup(void) {
+  r = tv_load_or_skip(&g_p, "/tmp/mi-test-vulkan-ops-cache");
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void conv(void) {
   conv_case("conv.direct", 6, 4, 2, 2, 2, NULL, 0);
   conv_case("conv.direct", 3, 5, 1, 1, 1, unroll, 2);
   conv_case("conv.depthwise", 8, 8, 8, 2, 1, NULL, 0);
   conv_case(NULL, 8, 8, 8, 1, 1, NULL, 0);
+}
+
+static void matmul(void) {
   matmul_case("MatMul", "matmul.naive", ad, 2, bd, NULL, 0);
   matmul_case("MatMul", "matmul.tiled", ad, 2, bd, tiled, 3);
   matmul_case("MatMul", "matmul.regblock", ad, 2, bd, reg, 6);
@@ -190,15 +202,27 @@ int main(void) {
   matmul_case("Gemm", "gemm.naive", ad, 2, bt, NULL, 0);
   matmul_case("Gemm", "gemm.tiled", ad, 2, bt, tiled, 3);
   matmul_case("Gemm", "gemm.regblock", ad, 2, bt, reg, 6);
+}
+
+static void binary(void) {
   binary_case("Add", 3, bb1);
   binary_case("Mul", 1, bb2);
   binary_case("Sub", 4, bb3);
   binary_case("Div", 3, bb1);
-  for (unsigned i = 0; i < sizeof un / sizeof un[0]; i++) unary_case(un[i]);
-  misc_cases();
-  knob_rules();
-  buffer_limit();
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "%d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
 }
+
+static void unary(void) {
+  for (unsigned i = 0; i < sizeof un / sizeof un[0]; i++) unary_case(un[i]);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(conv),
+    TU_CASE(matmul),
+    TU_CASE(binary),
+    TU_CASE(unary),
+    TU_CASE(misc_cases),
+    TU_CASE(knob_rules),
+    TU_CASE(buffer_limit),
+};
+
+TU_MAIN(setup, teardown)

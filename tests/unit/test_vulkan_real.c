@@ -206,22 +206,47 @@ static void real_model(const char *file, const int64_t *shape, double limit) {
   mi_graph_destroy(g);
 }
 
-int main(void) {
-  static const int64_t rec_shape[4] = {1, 3, 48, 96}, det_shape[4] = {1, 3, 64, 96};
-  mi_registry_t *r = tv_load_or_skip(&g_p, NULL);
-  pow_negative_base();
-  decomposed_layernorm();
-  slice_case();
+static const int64_t rec_shape[4] = {1, 3, 48, 96}, det_shape[4] = {1, 3, 64, 96};
+static mi_registry_t *r;
+
+static void setup(void) {
+  r = tv_load_or_skip(&g_p, NULL);
+}
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void avgpool_asymmetric_pads_all(void) {
   avgpool_asymmetric_pads(0);
   avgpool_asymmetric_pads(1);
+}
+
+static void resize(void) {
   resize_case("asymmetric", "floor", 0);
   resize_case("half_pixel", "round_prefer_floor", 1);
   resize_case("half_pixel", "round_prefer_ceil", 0);
+}
+
+static void convtranspose(void) {
   convtranspose_case(1, 2, 1, 0, 0);
   convtranspose_case(2, 3, 2, 1, 1);
+}
+
+static void real_models(void) {
   real_model("oww_hello_deepa.onnx", NULL, 1e-4);
   real_model("ppocr_v4_rec.onnx", rec_shape, 1e-4);
   real_model("ppocr_v4_det.onnx", det_shape, 1e-4);
-  mi_registry_destroy(r);
-  return tu_finish("test_vulkan_real");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(pow_negative_base),
+    TU_CASE(decomposed_layernorm),
+    TU_CASE(slice_case),
+    TU_CASE(avgpool_asymmetric_pads_all),
+    TU_CASE(resize),
+    TU_CASE(convtranspose),
+    TU_CASE(real_models),
+};
+
+TU_MAIN(setup, teardown)

@@ -1,5 +1,6 @@
 /* test_zoo.c - every mi-zoo family round-trips through ONNX, infers shapes and runs on the
  * reference interpreter with finite, non-degenerate outputs; seeds are deterministic. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,15 +184,21 @@ static void check_bad_options(void) {
   CHECK(mi_zoo_build("kws", &o, &g, &err) == MI_ERR_INVALID_ARGUMENT, "negative batch");
 }
 
-int main(void) {
-  int32_t nconf = (int32_t)(sizeof configs / sizeof configs[0]);
-  char a[128], b[128], c2[128];
+static int32_t nconf = (int32_t)(sizeof configs / sizeof configs[0]);
+static char a[128], b[128], c2[128];
+
+static void setup(void) {
   snprintf(dir, sizeof dir, "/tmp/mi-test-zoo-XXXXXX");
-  if (!mkdtemp(dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  REQUIRE(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+}
+
+static void teardown(void) { rmdir(dir); }
+
+static void family_count(void) {
   CHECK(mi_zoo_family_count() == 6, "family count %d", (int)mi_zoo_family_count());
+}
+
+static void families(void) {
   for (int32_t i = 0; i < nconf; i++) {
     const config_t *c = &configs[i];
     const mi_zoo_family_t *f = mi_zoo_family_find(c->family);
@@ -211,9 +218,12 @@ int main(void) {
     unlink(b);
     unlink(c2);
   }
-  check_bad_options();
-  rmdir(dir);
-  if (g_failures) fprintf(stderr, "test_zoo: %d g_failures\n", g_failures);
-  else printf("test_zoo: all checks passed\n");
-  return g_failures ? 1 : 0;
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(family_count),
+    TU_CASE(families),
+    TU_CASE(check_bad_options),
+};
+
+TU_MAIN(setup, teardown)

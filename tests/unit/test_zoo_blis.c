@@ -167,28 +167,35 @@ done:
   mi_graph_destroy(g);
 }
 
-int main(void) {
+static mi_registry_t *r;
+static mi_plugin_t *p;
+static uint32_t dev;
+
+static void setup(void) {
   const char *build = getenv("MI_BUILD");
   char dir[1024];
-  mi_registry_t *r = mi_registry_create();
-  mi_plugin_t *p = NULL;
-  mi_device_desc_t dd;
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  size_t i;
-  if (!build) {
-    fprintf(stderr, "test_zoo_blis: MI_BUILD is not set\n");
-    return 1;
-  }
+  REQUIRE(build, "MI_BUILD is not set");
+  r = mi_registry_create();
   snprintf(dir, sizeof dir, "%s/plugins", build);
   CHECK(mi_registry_scan(r, dir, &err) == MI_OK, "scan %s: %s", dir, err.message);
-  CHECK(mi_registry_device(r, "blis-cpu:0", &p, &dev, &err) == MI_OK, "blis-cpu:0: %s",
-        err.message);
-  if (p && mi_plugin_device_info(p, dev, &dd, &err) == MI_OK) {
-    int32_t th = dd.max_threads > 2 ? 2 : (int32_t)dd.max_threads;
-    for (i = 0; i < sizeof configs / sizeof configs[0]; i++) run_family(&configs[i], p, th);
-  }
-  mi_registry_destroy(r);
-  if (g_failures) fprintf(stderr, "test_zoo_blis: %d failure(s)\n", g_failures);
-  return g_failures ? 1 : 0;
+  REQUIRE(mi_registry_device(r, "blis-cpu:0", &p, &dev, &err) == MI_OK, "blis-cpu:0: %s", err.message);
 }
+
+static void teardown(void) {
+  mi_registry_destroy(r);
+}
+
+static void families(void) {
+  mi_device_desc_t dd;
+  mi_error_t err = {0};
+  REQUIRE(mi_plugin_device_info(p, dev, &dd, &err) == MI_OK, "%s", err.message);
+  int32_t th = dd.max_threads > 2 ? 2 : (int32_t)dd.max_threads;
+  for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) run_family(&configs[i], p, th);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(families),
+};
+
+TU_MAIN(setup, teardown)
