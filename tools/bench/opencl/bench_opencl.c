@@ -5,7 +5,8 @@
  * [shape filter] with MI_BUILD set (the plugin is $MI_BUILD/plugins/libmi_opencl.so). */
 #include <stdint.h>
 
-#include "test_opencl_common.h"
+#include "bench_util.h"
+#include "drive_opencl.h"
 
 typedef struct shape {
   const char *name;
@@ -36,7 +37,7 @@ typedef struct cfg {
 
 static float *buf_rand(size_t n, unsigned seed) {
   float *v = malloc(n * sizeof *v);
-  CHECK(v);
+  BENCH_REQUIRE(v);
   fill(v, n, seed);
   return v;
 }
@@ -123,12 +124,12 @@ static uint64_t measure(ocl_t *o, const mi_kernel_desc_t *d, mi_buffer_t *bx, mi
 /* The knobs a variant reads, from the plugin's own description. */
 static uint32_t variant_mask(ocl_t *o, const char *id) {
   uint32_t nv = 0, i, j, mask = 0;
-  CHECK(o->api->variant_count(o->ctx, 0, &nv, NULL) == MI_OK);
+  BENCH_REQUIRE(o->api->variant_count(o->ctx, 0, &nv, NULL) == MI_OK);
   for (i = 0; i < nv; i++) {
     mi_variant_desc_t v;
     memset(&v, 0, sizeof v);
     v.struct_size = sizeof v;
-    CHECK(o->api->variant_desc(o->ctx, 0, i, &v, NULL) == MI_OK);
+    BENCH_REQUIRE(o->api->variant_desc(o->ctx, 0, i, &v, NULL) == MI_OK);
     if (strcmp(v.id, id) != 0) continue;
     for (j = 0; j < 8; j++)
       if (strstr(v.knobs, k_knob_names[j])) mask |= 1u << j;
@@ -147,13 +148,13 @@ static void load_domain(ocl_t *o, domain_t *d) {
   static const int64_t cap[8] = {32, 32, 64, 64, 32, 8, 1, 8};
   uint32_t nk = 0, j, i;
   memset(d, 0, sizeof *d);
-  CHECK(o->api->knob_count(o->ctx, 0, &nk, NULL) == MI_OK);
+  BENCH_REQUIRE(o->api->knob_count(o->ctx, 0, &nk, NULL) == MI_OK);
   for (j = 0; j < nk && j < 8; j++) {
     mi_knob_desc_t kd;
     memset(&kd, 0, sizeof kd);
     kd.struct_size = sizeof kd;
-    CHECK(o->api->knob_desc(o->ctx, 0, j, &kd, NULL) == MI_OK);
-    CHECK(strcmp(kd.name, k_knob_names[j]) == 0);
+    BENCH_REQUIRE(o->api->knob_desc(o->ctx, 0, j, &kd, NULL) == MI_OK);
+    BENCH_REQUIRE(strcmp(kd.name, k_knob_names[j]) == 0);
     if (kd.type == MI_KNOB_BOOL) {
       d->v[j][0] = 0, d->v[j][1] = 1, d->n[j] = 2;
       continue;
@@ -211,9 +212,9 @@ static void bench_shape(ocl_t *o, const domain_t *dom, const shape_t *s, int sam
   unsigned seed = 12345;
   int vi, j;
   kd_t k;
-  CHECK(o->api->buffer_alloc(o->ctx, 0, nx * 4, &bx, NULL) == MI_OK);
-  CHECK(o->api->buffer_alloc(o->ctx, 0, ny * 4, &by, NULL) == MI_OK);
-  CHECK(o->api->buffer_write(o->ctx, bx, 0, x, nx * 4, NULL) == MI_OK);
+  BENCH_REQUIRE(o->api->buffer_alloc(o->ctx, 0, nx * 4, &bx, NULL) == MI_OK);
+  BENCH_REQUIRE(o->api->buffer_alloc(o->ctx, 0, ny * 4, &by, NULL) == MI_OK);
+  BENCH_REQUIRE(o->api->buffer_write(o->ctx, bx, 0, x, nx * 4, NULL) == MI_OK);
   printf("\n%s: %.1f MFLOP\n", s->name, fl / 1e6);
   /* the untuned default: no variant, no knobs, as a session would prepare it */
   {
@@ -297,7 +298,7 @@ int main(int argc, char **argv) {
   }
   memset(&dd, 0, sizeof dd);
   dd.struct_size = sizeof dd;
-  CHECK(o.api->device_info(o.ctx, 0, &dd, NULL) == MI_OK);
+  BENCH_REQUIRE(o.api->device_info(o.ctx, 0, &dd, NULL) == MI_OK);
   printf("device: %s (%s, driver %s), %u compute units; %d sampled configs per variant, median "
          "of %d runs (device time from profiling events)\n", dd.name, dd.vendor,
          dd.driver_version, dd.compute_units, samples, repeats);
