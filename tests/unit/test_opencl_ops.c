@@ -206,24 +206,20 @@ static void reduce_and_copies(void) {
   run_check(&k, "Concat axis 1");
 }
 
-static void memset_all(void) {
+static void setup(void) {
   memset(&o, 0, sizeof o);
-}
-
-static void ocl_env_all(void) {
   ocl_env(&o);
-}
-
-static void ocl_open_or_skip_all(void) {
   ocl_open_or_skip(&o);
-}
-
-static void fill_all(void) {
   fill(X, sizeof X / 4, 21);
   fill(X2, sizeof X2 / 4, 22);
 }
 
-static void unary_all(void) {
+static void teardown(void) {
+  ocl_close(&o);
+  ocl_rm_cache(&o);
+}
+
+static void unary_ops(void) {
   unary("Gelu");
   unary("HardSwish");
   unary("LeakyRelu");
@@ -232,32 +228,18 @@ static void unary_all(void) {
   unary("Erf");
 }
 
-static void pools_all(void) {
+static void pools_both(void) {
   pools(1);
   pools(0);
 }
 
-static void ocl_close_all(void) {
-  ocl_close(&o);
-}
-
-static void ocl_rm_cache_all(void) {
-  ocl_rm_cache(&o);
-}
-
 static const tu_case_t tu_cases[] = {
-    TU_CASE(memset_all),
-    TU_CASE(ocl_env_all),
-    TU_CASE(ocl_open_or_skip_all),
-    TU_CASE(fill_all),
     TU_CASE(binary_broadcast),
     TU_CASE(binary_fused_act),
-    TU_CASE(unary_all),
+    TU_CASE(unary_ops),
     TU_CASE(softmax_layernorm),
-    TU_CASE(pools_all),
+    TU_CASE(pools_both),
     TU_CASE(reduce_and_copies),
-    TU_CASE(ocl_close_all),
-    TU_CASE(ocl_rm_cache_all),
 };
 
-TU_MAIN(NULL, NULL)
+TU_MAIN(setup, teardown)
