@@ -66,6 +66,59 @@ static void blis_layouts(void) {
   }
 }
 
+/* A configuration made for NCHW (every node a variant that declares only NCHW, as the space
+ * offers them per node) run in NHWC: a variant must never get storage it does not declare
+ * (blis-cpu's GlobalAveragePool and broadcast Mul computed on NHWC memory as if NCHW), so the
+ * session does not apply such a choice and the result matches the reference. */
+static void blis_nchw_choices(void) {
+  mi_graph_t *g, *x;
+  mi_variant_desc_t *vars = NULL;
+  uint32_t nvar = 0;
+  mi_node_choice_t *ch;
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_array_t *in, *got[4] = {0}, *want[4] = {0};
+  mi_error_t err = {0};
+  int32_t n = 0;
+  double d;
+  if (!blis) return;
+  g = zoo("mobilenetv2", 0.5, 2, 32);
+  x = transform(g, "passes: {layout: nhwc}\n", blis);
+  REQUIRE(mi_plugin_variants(blis, 0, &vars, &nvar, &err) == MI_OK, "variants: %s", err.message);
+  REQUIRE((ch = calloc((size_t)x->node_count + 1, sizeof *ch)) != NULL, "out of memory");
+  for (int32_t i = 0; i < x->node_count; i++)
+    for (uint32_t v = 0; v < nvar; v++)
+      if (x->nodes[i].name && !strcmp(vars[v].op_type, x->nodes[i].op_type) &&
+          !(vars[v].layout_mask & MI_LAYOUT_BIT(MI_LAYOUT_NHWC))) {
+        ch[n].node = x->nodes[i].name;
+        ch[n++].variant_id = vars[v].id;
+        break;
+      }
+  CHECK(n > 5, "NCHW-only variants chosen for %d nodes", (int)n);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.choice_count = n;
+  o.choices = ch;
+  REQUIRE(mi_session_create(x, blis, 0, &o, &s, &err) == MI_OK, "session: %s", err.message);
+  in = input_for(g, 5);
+  run(s, x, in, got);
+  ref(g, in, want);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("blis-cpu mobilenetv2 NHWC with %d NCHW-only choices: rel L2 %.2e\n", (int)n, d);
+  CHECK(d < 1e-5, "rel L2 %.3e: a variant computed on storage it does not declare", d);
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  free(ch);
+  free(vars);
+  mi_graph_destroy(x);
+  mi_graph_destroy(g);
+}
+
 static void npu_nhwc(void) {
   /* npu-stub refuses every NHWC tensor: host fallback, FP16 elsewhere. */
   if (npu) check(npu, "resnet", "passes: {fold_bn: true, layout: nhwc}\n", 2e-2, 0);
@@ -73,6 +126,7 @@ static void npu_nhwc(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(blis_layouts),
+    TU_CASE(blis_nchw_choices),
     TU_CASE(npu_nhwc),
 };
 

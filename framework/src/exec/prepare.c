@@ -68,8 +68,24 @@ static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err)
 
 /* Prepares the kernel `k` describes; on success appends a device step for `nodes`. Returns the
  * plugin's status (its message in perr) or a host error (in err, with *fatal set). */
+/* Whether the device's variant `id` takes tensors in `layout` (MI_LAYOUT_NCHW: any) and of the
+ * dtypes in `dtypes` (0: any). An id the device did not declare is left to the device. */
+static int variant_fits(const prep_t *p, const char *id, int32_t layout, uint32_t dtypes) {
+  for (uint32_t i = 0; i < p->var_count; i++)
+    if (strncmp(p->vars[i].id, id, sizeof p->vars[i].id) == 0)
+      return (layout == MI_LAYOUT_NCHW || (p->vars[i].layout_mask & MI_LAYOUT_BIT(layout))) &&
+             (!dtypes || (p->vars[i].dtype_mask & dtypes));
+  return 1;
+}
+
+/* Prepares one kernel. `variant` is the variant the step needs when the node's choice does not
+ * name one; `layout` and `dtypes` are what the step's tensors are (MI_LAYOUT_NCHW, 0: plain).
+ * A choice whose variant cannot take them (a configuration made for NCHW run in NHWC, a float
+ * variant for a lowered INT8 layer) is not applied, knobs included: handing a variant storage
+ * it does not declare makes it compute on the wrong memory order. */
 static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32_t count,
-                          const char *variant, mi_error_t *perr, int *fatal, mi_error_t *err) {
+                          const char *variant, int32_t layout, uint32_t dtypes, mi_error_t *perr,
+                          int *fatal, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_plugin_t *pl = s->plugin;
   const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[nodes[0]].name);
@@ -77,6 +93,9 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   mi_kernel_t *kernel = NULL;
   int32_t rc;
   *fatal = 0;
+  if (choice && choice->variant_id && choice->variant_id[0] &&
+      !variant_fits(p, choice->variant_id, layout, dtypes))
+    choice = NULL;
   if (choice) {
     k->desc.variant_id = choice->variant_id;
     k->desc.knob_count = choice->knob_count;
@@ -151,7 +170,7 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
     int32_t in = n->inputs[0], out = n->outputs[0];
     rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],
                           s->dblock[in] ? s->dblock[in] : s->dblock[out], &perr);
-    if (rc == MI_OK) rc = try_kernel(p, &k, &i, 1, NULL, &perr, &fatal, err);
+    if (rc == MI_OK) rc = try_kernel(p, &k, &i, 1, NULL, MI_LAYOUT_NCHW, 0, &perr, &fatal, err);
     mi__kdesc_free(&k);
     /* Refused: the host converts on the way (its copies are logical, so Identity copies). */
     if (rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG) return host_step(p, i, perr.message, err);
@@ -161,10 +180,10 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
   req.nodes = &i;
   req.node_count = 1;
   if (lay != MI_LAYOUT_NCHW) {
-    const mi_node_choice_t *c = find_choice(p->opts, n->name);
     if (mi__layout_transparent(s->g, i, s->consts)) {
       req.plain_layout = 1;
-    } else if (!c || !c->variant_id || !c->variant_id[0]) {
+      lay = MI_LAYOUT_NCHW; /* the kernel sees a plain run of values */
+    } else {
       variant = mi__variant_for_layout(p->vars, p->var_count, n->op_type, lay);
       if (!variant) {
         char why[96];
@@ -175,7 +194,7 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
     }
   }
   if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, &i, 1, variant, &perr, &fatal, err);
+  rc = try_kernel(p, &k, &i, 1, variant, lay, 0, &perr, &fatal, err);
   mi__kdesc_free(&k);
   return finish(p, i, rc, fatal, &perr, err);
 }
@@ -252,7 +271,8 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   int fatal = 0;
   int32_t rc;
   if ((rc = mi__kdesc_build_req(&k, g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, u->nodes, u->count, int8_variant_id(p, op->op_type), &perr, &fatal, err);
+  rc = try_kernel(p, &k, u->nodes, u->count, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
+                  MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &perr, &fatal, err);
   mi__kdesc_free(&k);
   if (rc == MI_OK || fatal) return rc;
   if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
@@ -286,7 +306,7 @@ static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   if (lay != MI_LAYOUT_NCHW)
     variant = mi__variant_for_layout(p->vars, p->var_count, s->g->nodes[u->op].op_type, lay);
   if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, u->nodes, u->count, variant, &perr, &fatal, err);
+  rc = try_kernel(p, &k, u->nodes, u->count, variant, lay, 0, &perr, &fatal, err);
   mi__kdesc_free(&k);
   if (rc == MI_OK || fatal) return rc;
   if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
