@@ -1,5 +1,6 @@
 /* ocl_cache.c - builds OpenCL programs once: an in-memory cache per device and binaries on disk. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,10 +125,40 @@ static void build_log_head(const ocl_device_t *dev, cl_program prog, char *out, 
   free(log);
 }
 
+/* The driver's compiler writes its diagnostics ("1 warning generated.") straight to fd 2, the
+ * terminal of whoever runs the tuner: for the length of the build, fd 2 goes to
+ * CACHE_DIR/build.log instead (appended). Process-wide, so another thread's stderr output
+ * during a build lands there too; plugin calls that build are not made concurrently. */
+static int chatter_begin(const mi_plugin_ctx_t *ctx) {
+  char path[600];
+  int fd, saved;
+  if (!ctx->cache_dir[0]) return -1;
+  snprintf(path, sizeof path, "%s/build.log", ctx->cache_dir);
+  fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  fflush(stderr);
+  saved = dup(STDERR_FILENO);
+  if (saved < 0 || dup2(fd, STDERR_FILENO) < 0) {
+    if (saved >= 0) close(saved);
+    saved = -1;
+  }
+  close(fd);
+  return saved;
+}
+
+static void chatter_end(int saved) {
+  if (saved < 0) return;
+  fflush(stderr);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+}
+
 static int32_t build(mi_plugin_ctx_t *ctx, ocl_device_t *dev, cl_program prog, const char *opt,
                      int quiet, mi_error_t *err) {
   uint64_t t0 = now_ns();
+  int saved = chatter_begin(ctx);
   cl_int rc = clBuildProgram(prog, 1, &dev->id, opt, NULL, NULL);
+  chatter_end(saved);
   dev->compile_ns += now_ns() - t0;
   if (rc != CL_SUCCESS) {
     char head[200];

@@ -63,6 +63,7 @@ typedef struct tune_ctx {
   int32_t verify;
   int32_t jobs;
   int agents;                    /* --agents: measurements go to the farm (tune_farm.c) */
+  int no_ltasks;                 /* --no-layer-tasks: search the whole cross product */
   const char *history;           /* the history in use (the recipe's, else OUT/history.db), or NULL */
   double timeout_s;              /* per measurement: --timeout, else measure.timeout_s */
   pthread_mutex_t next_lock;
@@ -135,7 +136,8 @@ static int32_t best_at(const mi_search_result_t *res, const mi_search_options_t 
 
 /* The surrogate-guided search, its priors loaded from the history's other tasks. */
 static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
-                        const mi_search_options_t *o, mi_error_t *err) {
+                        const mi_search_options_t *o, const uint8_t *frozen, const int32_t *fixed,
+                        mi_error_t *err) {
   mi_tune_sources_t src;
   mi_meta_options_t mo;
   mi_meta_report_t *rep = calloc(1, sizeof *rep);
@@ -148,6 +150,8 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
   mi_meta_options_default(&mo);
   mo.graph = c->graph;
   mo.report = rep;
+  mo.frozen = frozen;
+  mo.fixed = fixed;
   mo.sources = src.tasks;
   mo.source_count = src.count;
   memcpy(mo.desc, src.desc, sizeof mo.desc);
@@ -196,6 +200,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   mi_device_desc_t desc;
   mi_record_t base;
   char dhash[17], shapes[1024];
+  uint8_t *frozen = NULL;
+  int32_t *fixed = NULL;
   memset(&task, 0, sizeof task);
   memset(&base, 0, sizeof base);
   mi_error_clear(&err);
@@ -295,8 +301,27 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.budget = r->budget_measurements;
   task.search = &o;
   if (r->budget_measurements == 0 || mi_tune_stop_search(&task)) goto done;
+  if (o.strategy == MI_STRATEGY_META && !c->agents && !c->no_ltasks) {
+    /* Layer tasks first: each distinct workload's kernel choice from per-layer times (or the
+     * history), then the joint search over model-side choices x device-level knobs. */
+    if (mi_tune_ltasks(&task, run, c->graph, dhash, c->h->json, &frozen, &fixed, &err) != MI_OK) goto done;
+    if (fixed) {
+      /* The rounds' measurements are in the history: the default replays from there. */
+      if (mi_tune_reload_known(&task, &err) != MI_OK) goto done;
+      if (o.max_measurements > run->ltask_rounds) o.max_measurements -= run->ltask_rounds - 1;
+      if (!c->h->json)
+        fprintf(stderr, "tune: %s: %s: space: model-side 10^%.0f x device-level 10^%.0f, %d layer tasks on %d nodes "
+                "(their kernel choices, 10^%.0f as a cross product, tuned per task): %d from the history, %d measured "
+                "(%d warm-started from the nearest measured tasks) with %d layer measurements in %d whole-model runs; "
+                "%d tasks run better than by default\n",
+                run->model, run->spec, run->ltask_log10_model, run->ltask_log10_device, (int)run->ltasks,
+                (int)run->ltask_nodes, run->ltask_log10_kernel, (int)run->ltask_reused, (int)run->ltask_measured,
+                (int)run->ltask_warm, (int)run->ltask_layer_measurements, (int)run->ltask_rounds,
+                (int)run->ltask_improved);
+    }
+  }
   if (o.strategy == MI_STRATEGY_META) {
-    if (run_meta(c, &task, run, &o, &err) != MI_OK) goto done;
+    if (run_meta(c, &task, run, &o, frozen, fixed, &err) != MI_OK) goto done;
   } else if (mi_search_run(run->space, &o, &run->res, &err) != MI_OK) {
     goto done;
   }
@@ -381,6 +406,8 @@ done:
                          (int)run->res->count, mi_worker_quarantined(pool, run->spec) ? "; device quarantined" : "");
   }
   mi_tune_free_known(&task);
+  free(frozen);
+  free(fixed);
 }
 
 /* One thread: takes the next device of the current model until none is left. Each thread has
@@ -465,7 +492,7 @@ static void show_outside_paths(const mi_recipe_t *r) {
   }
 }
 
-enum { O_SEED = 256, O_VERIFY, O_JOBS, O_JSON, O_AGENTS, O_TIMEOUT };
+enum { O_SEED = 256, O_VERIFY, O_JOBS, O_JSON, O_AGENTS, O_TIMEOUT, O_NO_LTASKS };
 static const mi_cli_opt_t k_tune_opts[] = {
     {"out", 'o', "DIR", "where deployment.yaml, pareto.json and report.html go\n"
      "(default: RECIPE_DIR/tune-out)"},
@@ -477,6 +504,8 @@ static const mi_cli_opt_t k_tune_opts[] = {
      "(default: the recipe's measure.timeout_s, else 120)"},
     {"json", O_JSON, NULL, "print one JSON object instead of text"},
     {"agents", O_AGENTS, NULL, "measure through the farm's agents (docs/scale-out.md)"},
+    {"no-layer-tasks", O_NO_LTASKS, NULL, "search every node's kernel choice in the joint space\n"
+     "instead of tuning layer tasks first"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -513,6 +542,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
       if (mi_cli_double(&cli, 1e-3, 86400, &timeout)) return MI_HOST_USAGE;
     } else if (k == O_JSON) h->json = 1;
     else if (k == O_AGENTS) c.agents = 1;
+    else if (k == O_NO_LTASKS) c.no_ltasks = 1;
     else if (!recipe_path) recipe_path = cli.value;
     else return mi_cli_error(&cli, "one recipe at a time");
   }

@@ -74,6 +74,8 @@ int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *ob
  * and stack). */
 int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err);
 void mi_tune_free_known(mi_tune_task_t *t);
+/** Reads the known measurements again (after the layer-task rounds added some). */
+int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err);
 
 /** Past tasks of the history on the same stack, read into a new task's space (tune_sources.c). */
 typedef struct mi_tune_sources {
@@ -153,7 +155,22 @@ typedef struct mi_tune_run {
   int32_t confirm_rounds, confirm_loaded, confirm_measurements;
   double confirm_s;
   char confirm_note[256];         /* why the check was not done, when it was not */
+  /* Added, layer tasks (tune_ltask.c): the model's tasks on the device and the nodes that have
+   * them; tasks taken from the history, warm-started from nearest tasks, measured; (task,
+   * choice) pairs measured in how many whole-model rounds; tasks whose best is not the default;
+   * log10 sizes of the model side, the device level and the kernel side the tasks replaced. */
+  int32_t ltasks, ltask_nodes, ltask_reused, ltask_warm, ltask_measured;
+  int32_t ltask_layer_measurements, ltask_rounds, ltask_improved;
+  double ltask_log10_model, ltask_log10_device, ltask_log10_kernel;
 } mi_tune_run_t;
+
+/** The layer-task phase before the joint search (tune_ltask.c): tunes the model's layer tasks
+ * on the device (history first), fills run's ltask fields, and gives the kernel dimensions to
+ * hold (*frozen) and the point holding each task's best (*fixed); both malloc'd, NULL when the
+ * model has no layer task. */
+int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_t *g,
+                       const char *device_hash, int quiet, uint8_t **frozen, int32_t **fixed,
+                       mi_error_t *err);
 
 /** Writes deployment.yaml, pareto.json, one SVG per run and report.html into `out`; with
  * `json`, also one JSON summary on stdout. MI_HOST_OK or MI_HOST_FAIL. */

@@ -12,6 +12,8 @@
 #include "metainfer/mi_tune.h"
 /* Surrogate cost models, meta-learning across tasks and the surrogate-guided strategy. */
 #include "metainfer/mi_meta.h"
+/* Layer tasks: per-workload kernel choices shared across models, kept in the history. */
+#include "metainfer/mi_ltask.h"
 /* The deployment table, the runtime and its drift monitor. */
 #include "metainfer/mi_runtime.h"
 

@@ -520,6 +520,8 @@ typedef struct mi_history_prune {
   const char *device;      /* device hash, device name or spec ("PLUGIN:INDEX"); NULL = any */
 } mi_history_prune_t;
 
+struct mi_ltask_row; /* metainfer/mi_ltask.h */
+
 /** The store behind the log: a table of functions so another database can be added. */
 typedef struct mi_store_ops {
   const char *name;
@@ -539,6 +541,13 @@ typedef struct mi_store_ops {
   int32_t (*import_line)(void *state, const char *line, int *added, mi_error_t *err);
   /* Added, may be NULL (then pruning is unsupported): drops the matching records. */
   int32_t (*prune)(void *state, const mi_history_prune_t *p, int64_t *removed, mi_error_t *err);
+  /* Added, may be NULL (then the store keeps no layer tasks): the layer-task table
+   * (metainfer/mi_ltask.h), one row written, and rows read by device, stack, op and key. */
+  int32_t (*ltask_put)(void *state, const struct mi_ltask_row *row, mi_error_t *err);
+  int32_t (*ltask_query)(void *state, const char *device_hash, const char *stack_hash,
+                         const char *op, const char *key,
+                         int (*fn)(void *user, const struct mi_ltask_row *row), void *user,
+                         mi_error_t *err);
 } mi_store_ops_t;
 
 /** The SQLite store (WAL, versioned schema, migrations). */
@@ -547,7 +556,7 @@ MI_API const mi_store_ops_t *mi_store_sqlite(void);
 typedef struct mi_history mi_history_t;
 
 /** Current schema version of the SQLite store, and of export lines. */
-#define MI_HISTORY_SCHEMA_VERSION 3
+#define MI_HISTORY_SCHEMA_VERSION 4
 #define MI_HISTORY_FORMAT_VERSION 1
 
 /** Opens (creating and migrating) the log at `path` with the SQLite store. */

@@ -211,6 +211,10 @@ typedef struct mi_meta_options {
   /* Added: the share of each full batch (rounded down) measured at random untried points of the
    * whole space instead of the screen's choices (default 0.125: one of 8; 0 turns it off). */
   double explore_share;
+  /* Added (layer tasks, docs/tuning.md): the values `frozen` dimensions are held at instead of
+   * their defaults (dim_count entries; NULL: the defaults). With it the plain default point is
+   * still measured first (the baseline), then the default with the fixed values. */
+  const int32_t *fixed;
 } mi_meta_options_t;
 
 MI_API void mi_meta_options_default(mi_meta_options_t *o);

@@ -9,6 +9,7 @@
 #include "history/history_internal.h"
 #include "core/core.h"
 #include "metainfer/mi_farm.h"
+#include "metainfer/mi_ltask.h"
 
 struct mi_history {
   const mi_store_ops_t *ops;
@@ -151,6 +152,22 @@ MI_API int32_t mi_history_import(mi_history_t *h, FILE *f, int64_t *added, int64
   if (added) *added = a;
   if (skipped) *skipped = s;
   return rc;
+}
+
+MI_API int32_t mi_history_ltask_put(mi_history_t *h, const mi_ltask_row_t *row, mi_error_t *err) {
+  if (!h || !row) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_history_ltask_put: NULL");
+  if (!h->ops->ltask_put)
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "history: the %s store keeps no layer tasks", h->ops->name);
+  return h->ops->ltask_put(h->state, row, err);
+}
+
+MI_API int32_t mi_history_ltask_query(mi_history_t *h, const char *device_hash,
+                                      const char *stack_hash, const char *op, const char *key,
+                                      mi_ltask_row_fn fn, void *user, mi_error_t *err) {
+  if (!h || !fn) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_history_ltask_query: NULL");
+  if (!h->ops->ltask_query)
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "history: the %s store keeps no layer tasks", h->ops->name);
+  return h->ops->ltask_query(h->state, device_hash, stack_hash, op, key, fn, user, err);
 }
 
 static int cmp_choice(const void *x, const void *y) {

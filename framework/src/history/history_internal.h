@@ -37,5 +37,14 @@ int32_t mi__sqlite_stats(void *state, mi_history_stats_t *out, mi_error_t *err);
 /* sqlite_prune.c */
 int32_t mi__sqlite_prune(void *state, const mi_history_prune_t *p, int64_t *removed,
                          mi_error_t *err);
+/* sqlite_ltask.c: the layer-task table */
+int32_t mi__sqlite_ltask_put(void *state, const struct mi_ltask_row *row, mi_error_t *err);
+int32_t mi__sqlite_ltask_query(void *state, const char *device_hash, const char *stack_hash,
+                               const char *op, const char *key,
+                               int (*fn)(void *user, const struct mi_ltask_row *row), void *user,
+                               mi_error_t *err);
+int32_t mi__sqlite_ltask_export(mi__sqlite_t *s, FILE *f, int64_t *count, mi_error_t *err);
+/* Imports a "kind":"layer_task" line; -1 when the line is not one. */
+int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_error_t *err);
 
 #endif

@@ -127,6 +127,11 @@ static const char *const k_migrations[MI_HISTORY_SCHEMA_VERSION] = {
     "CREATE INDEX measurements_task ON measurements(task_id, config_id);",
     "ALTER TABLE measurements ADD COLUMN load1 DOUBLE PRECISION;"
     "ALTER TABLE measurements ADD COLUMN loaded INTEGER;",
+    "CREATE TABLE layer_tasks(id BIGSERIAL PRIMARY KEY, key TEXT NOT NULL,"
+    " device_hash TEXT NOT NULL, stack_hash TEXT NOT NULL, op TEXT NOT NULL, text TEXT NOT NULL,"
+    " features TEXT, choice TEXT NOT NULL, ok INTEGER NOT NULL, seconds DOUBLE PRECISION,"
+    " created_at TEXT NOT NULL, UNIQUE(key, device_hash, stack_hash, choice));"
+    "CREATE INDEX layer_tasks_op ON layer_tasks(device_hash, stack_hash, op);",
 };
 
 static int32_t version(PGconn *c, int64_t *v, mi_error_t *err) {

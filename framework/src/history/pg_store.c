@@ -293,7 +293,8 @@ static int32_t pg_import_line(void *state, const char *line, int *added, mi_erro
 
 static const mi_store_ops_t k_pg = {"postgresql", pg_open,  pg_close,           pg_begin,
                                     pg_commit,    pg_rollback, pg_put_run,      pg_put_measurement,
-                                    pg_query,     pg_stats, mi__pg_export,          pg_import_line, NULL};
+                                    pg_query,     pg_stats, mi__pg_export,          pg_import_line, NULL,
+                                    NULL,         NULL};
 
 MI_API const mi_store_ops_t *mi_store_pg(void) { return &k_pg; }
 

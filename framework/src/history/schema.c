@@ -36,6 +36,12 @@ static const char *const k_migrations[MI_HISTORY_SCHEMA_VERSION] = {
     /* 2 -> 3: the machine's load when the measurement began, and whether it was under load */
     "ALTER TABLE measurements ADD COLUMN load1 REAL;"
     "ALTER TABLE measurements ADD COLUMN loaded INTEGER;",
+    /* 3 -> 4: layer tasks, a kernel choice of a workload measured on a device and stack */
+    "CREATE TABLE layer_tasks(id INTEGER PRIMARY KEY, key TEXT NOT NULL,"
+    " device_hash TEXT NOT NULL, stack_hash TEXT NOT NULL, op TEXT NOT NULL, text TEXT NOT NULL,"
+    " features TEXT, choice TEXT NOT NULL, ok INTEGER NOT NULL, seconds REAL,"
+    " created_at TEXT NOT NULL, UNIQUE(key, device_hash, stack_hash, choice));"
+    "CREATE INDEX layer_tasks_op ON layer_tasks(device_hash, stack_hash, op);",
 };
 
 int32_t mi__sqlite_exec(sqlite3 *db, const char *sql, const char *what, mi_error_t *err) {

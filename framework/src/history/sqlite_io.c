@@ -50,6 +50,8 @@ int32_t mi__sqlite_export(void *state, FILE *f, int64_t *count, mi_error_t *err)
   }
   sqlite3_finalize(st);
   if (r != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
+  /* Then the layer-task table (schema 4), one "kind":"layer_task" line per row. */
+  if (mi__sqlite_ltask_export(s, f, count, err) != MI_OK) return err ? err->code : MI_ERR_IO;
   if (ferror(f)) return mi_errorf(err, MI_ERR_IO, "history: export: write failed");
   return MI_OK;
 }
@@ -84,7 +86,9 @@ int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_err
   int32_t rc = MI_OK;
   mi_record_t r;
   const char *v[N_PATHS];
+  int lt;
   *added = 0;
+  if ((lt = mi__sqlite_ltask_import(s, line, added, err)) != -1) return lt;
   n += (size_t)snprintf(sql + n, sizeof sql - n, "SELECT json_valid(?1)");
   for (int i = 0; i < N_PATHS; i++)
     n += (size_t)snprintf(sql + n, sizeof sql - n, ", CASE WHEN json_valid(?1) THEN "

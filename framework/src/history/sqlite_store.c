@@ -233,6 +233,6 @@ static const mi_store_ops_t k_sqlite = {
     "sqlite",        sq_open,        sq_close,          sq_begin,
     sq_commit,       sq_rollback,    sq_put_run,        sq_put_measurement,
     mi__sqlite_query, mi__sqlite_stats, mi__sqlite_export, mi__sqlite_import_line,
-    mi__sqlite_prune};
+    mi__sqlite_prune, mi__sqlite_ltask_put, mi__sqlite_ltask_query};
 
 MI_API const mi_store_ops_t *mi_store_sqlite(void) { return &k_sqlite; }

@@ -35,7 +35,8 @@ int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt) {
   if (st->mo.frozen) {
     int32_t *def = malloc((size_t)st->D * sizeof *def + 1);
     if (!def) return MI_ERR_OUT_OF_MEMORY;
-    mi_space_default(st->s, def);
+    if (st->mo.fixed) memcpy(def, st->mo.fixed, (size_t)st->D * sizeof *def);
+    else mi_space_default(st->s, def);
     for (int32_t d = 0; d < st->D; d++)
       if (st->mo.frozen[d]) pt[d] = def[d];
     free(def);
@@ -164,7 +165,14 @@ static int32_t warm_and_design(mi__meta_t *st, int32_t init, int32_t *pt, int *t
   if (init > 0 && mi__meta_has_budget(st)) {
     dflt = 1;
     mi_space_default(st->s, pt);
-    if (mi__meta_fix(st, pt) == MI_OK) {
+    /* With fixed values (layer tasks' best kernels) the plain default is still the baseline:
+     * measured as it is, then with the fixed values. */
+    if ((st->mo.fixed ? mi_space_repair(st->s, pt, NULL, NULL) : mi__meta_fix(st, pt)) == MI_OK) {
+      if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
+      if (fresh) ct[nc++] = i;
+    }
+    mi_space_default(st->s, pt);
+    if (st->mo.fixed && mi__meta_has_budget(st) && mi__meta_fix(st, pt) == MI_OK) {
       if ((i = mi__meta_eval(st, pt, &fresh)) < 0) goto oom;
       if (fresh) ct[nc++] = i;
     }

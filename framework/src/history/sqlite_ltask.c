@@ -1,0 +1,168 @@
+/* sqlite_ltask.c - the SQLite store's layer-task table (schema 4): kernel choices of a workload
+ * measured on a device and stack, written, queried, exported and imported as JSON Lines. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "history/history_internal.h"
+#include "metainfer/mi_ltask.h"
+
+int32_t mi__sqlite_ltask_put(void *state, const struct mi_ltask_row *row, mi_error_t *err) {
+  mi__sqlite_t *s = state;
+  sqlite3_stmt *st = NULL;
+  char at[32];
+  time_t now = time(NULL);
+  struct tm tm;
+  int rc;
+  if (!row || !row->key || !row->device_hash || !row->stack_hash || !row->op || !row->text || !row->choice)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "history: a layer-task row needs key, device, stack, op, text and choice");
+  gmtime_r(&now, &tm);
+  strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  /* A choice measured again replaces its row: the table keeps the latest figure. */
+  if (sqlite3_prepare_v2(s->db,
+                         "INSERT INTO layer_tasks(key, device_hash, stack_hash, op, text, features,"
+                         " choice, ok, seconds, created_at) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+                         " coalesce(?10, ?11)) ON CONFLICT(key, device_hash, stack_hash, choice) DO"
+                         " UPDATE SET ok = excluded.ok, seconds = excluded.seconds,"
+                         " created_at = excluded.created_at",
+                         -1, &st, NULL) != SQLITE_OK)
+    return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
+  sqlite3_bind_text(st, 1, row->key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 2, row->device_hash, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 3, row->stack_hash, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 4, row->op, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 5, row->text, -1, SQLITE_STATIC);
+  if (row->features) sqlite3_bind_text(st, 6, row->features, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 7, row->choice, -1, SQLITE_STATIC);
+  sqlite3_bind_int(st, 8, row->ok ? 1 : 0);
+  if (row->ok) sqlite3_bind_double(st, 9, row->seconds);
+  if (row->created_at) sqlite3_bind_text(st, 10, row->created_at, -1, SQLITE_STATIC);
+  sqlite3_bind_text(st, 11, at, -1, SQLITE_STATIC);
+  rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
+  return MI_OK;
+}
+
+int32_t mi__sqlite_ltask_query(void *state, const char *device_hash, const char *stack_hash,
+                               const char *op, const char *key,
+                               int (*fn)(void *user, const struct mi_ltask_row *row), void *user,
+                               mi_error_t *err) {
+  mi__sqlite_t *s = state;
+  sqlite3_stmt *st = NULL;
+  int rc;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT key, device_hash, stack_hash, op, text, features, choice, ok,"
+                         " seconds, created_at FROM layer_tasks WHERE (?1 IS NULL OR device_hash = ?1)"
+                         " AND (?2 IS NULL OR stack_hash = ?2) AND (?3 IS NULL OR op = ?3)"
+                         " AND (?4 IS NULL OR key = ?4) ORDER BY key, ok DESC, seconds, id",
+                         -1, &st, NULL) != SQLITE_OK)
+    return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
+  if (device_hash) sqlite3_bind_text(st, 1, device_hash, -1, SQLITE_STATIC);
+  if (stack_hash) sqlite3_bind_text(st, 2, stack_hash, -1, SQLITE_STATIC);
+  if (op) sqlite3_bind_text(st, 3, op, -1, SQLITE_STATIC);
+  if (key) sqlite3_bind_text(st, 4, key, -1, SQLITE_STATIC);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    mi_ltask_row_t r;
+    memset(&r, 0, sizeof r);
+    r.key = (const char *)sqlite3_column_text(st, 0);
+    r.device_hash = (const char *)sqlite3_column_text(st, 1);
+    r.stack_hash = (const char *)sqlite3_column_text(st, 2);
+    r.op = (const char *)sqlite3_column_text(st, 3);
+    r.text = (const char *)sqlite3_column_text(st, 4);
+    r.features = (const char *)sqlite3_column_text(st, 5);
+    r.choice = (const char *)sqlite3_column_text(st, 6);
+    r.ok = sqlite3_column_int(st, 7);
+    r.seconds = sqlite3_column_double(st, 8);
+    r.created_at = (const char *)sqlite3_column_text(st, 9);
+    if (fn(user, &r)) {
+      rc = SQLITE_DONE;
+      break;
+    }
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
+  return MI_OK;
+}
+
+int32_t mi__sqlite_ltask_export(mi__sqlite_t *s, FILE *f, int64_t *count, mi_error_t *err) {
+  sqlite3_stmt *st = NULL;
+  int r;
+  if (sqlite3_prepare_v2(s->db,
+                         "SELECT json_object('format', 1, 'kind', 'layer_task', 'key', key,"
+                         " 'device_hash', device_hash, 'stack_hash', stack_hash, 'op', op, 'text', text,"
+                         " 'features', features, 'choice', choice, 'ok', json(CASE ok WHEN 1 THEN"
+                         " 'true' ELSE 'false' END), 'seconds', seconds, 'created_at', created_at)"
+                         " FROM layer_tasks ORDER BY id",
+                         -1, &st, NULL) != SQLITE_OK)
+    return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
+  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+    fprintf(f, "%s\n", (const char *)sqlite3_column_text(st, 0));
+    (*count)++;
+  }
+  sqlite3_finalize(st);
+  if (r != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
+  return MI_OK;
+}
+
+int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_error_t *err) {
+  static const char *const paths[] = {"$.kind", "$.key", "$.device_hash", "$.stack_hash", "$.op",
+                                      "$.text", "$.choice", "$.ok", "$.features", "$.seconds",
+                                      "$.created_at"};
+  sqlite3_stmt *st = NULL, *ex = NULL;
+  const char *v[11];
+  char sql[1024];
+  size_t n = 0;
+  int32_t rc = MI_OK;
+  mi_ltask_row_t row;
+  n += (size_t)snprintf(sql, sizeof sql, "SELECT json_valid(?1)");
+  for (int i = 0; i < 11; i++)
+    n += (size_t)snprintf(sql + n, sizeof sql - n, ", CASE WHEN json_valid(?1) THEN json_extract(?1, '%s') END", paths[i]);
+  if (n >= sizeof sql || sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
+    sqlite3_finalize(st);
+    return mi_errorf(err, MI_ERR_IO, "history: import: %s", sqlite3_errmsg(s->db));
+  }
+  sqlite3_bind_text(st, 1, line, -1, SQLITE_STATIC);
+  if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_int(st, 0) || !sqlite3_column_text(st, 1) ||
+      strcmp((const char *)sqlite3_column_text(st, 1), "layer_task") != 0) {
+    sqlite3_finalize(st);
+    return -1; /* not a layer-task line: the measurement import reads it */
+  }
+  for (int i = 0; i < 11; i++) {
+    v[i] = (const char *)sqlite3_column_text(st, i + 1);
+    if (i < 8 && !v[i]) {
+      rc = mi_errorf(err, MI_ERR_PARSE, "layer_task: missing %s", paths[i] + 2);
+      goto done;
+    }
+  }
+  memset(&row, 0, sizeof row);
+  row.key = v[1];
+  row.device_hash = v[2];
+  row.stack_hash = v[3];
+  row.op = v[4];
+  row.text = v[5];
+  row.choice = v[6];
+  row.ok = sqlite3_column_int(st, 8);
+  row.features = v[8];
+  row.seconds = sqlite3_column_double(st, 10);
+  row.created_at = v[10];
+  /* Importing the same file twice adds nothing: an existing row is left as it is. */
+  *added = 0;
+  if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM layer_tasks WHERE key=?1 AND device_hash=?2 AND"
+                         " stack_hash=?3 AND choice=?4", -1, &ex, NULL) != SQLITE_OK) {
+    rc = mi_errorf(err, MI_ERR_IO, "history: import: %s", sqlite3_errmsg(s->db));
+    goto done;
+  }
+  sqlite3_bind_text(ex, 1, row.key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(ex, 2, row.device_hash, -1, SQLITE_STATIC);
+  sqlite3_bind_text(ex, 3, row.stack_hash, -1, SQLITE_STATIC);
+  sqlite3_bind_text(ex, 4, row.choice, -1, SQLITE_STATIC);
+  if (sqlite3_step(ex) != SQLITE_ROW) {
+    rc = mi__sqlite_ltask_put(s, &row, err);
+    *added = rc == MI_OK;
+  }
+done:
+  sqlite3_finalize(ex);
+  sqlite3_finalize(st);
+  return rc;
+}

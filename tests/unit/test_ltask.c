@@ -1,0 +1,243 @@
+/* test_ltask.c - layer tasks: two models with the same convolution (shapes, attributes,
+ * epilogue) share its task key, other workloads do not; the task table round-trips through the
+ * history (query, export, import); tuning a second model after a first one that shares tasks
+ * measures fewer (task, choice) pairs than the same model cold; the chosen kernels are the
+ * fastest the (synthetic) per-layer clock says. Runs on blis-cpu's real space. */
+#include <math.h>
+
+#include "metainfer/mi_ltask.h"
+#include "test_space_util.h"
+
+/* x[1,3,12,12] -> Conv 3x3 (8) -> BN -> Relu -> Conv 1x1 (c2) -> Relu -> GAP -> Flatten ->
+ * Gemm (10); `tag` prefixes node names so the two models share no name. */
+static mi_graph_t *cnn(const char *tag, int64_t c2) {
+  static const int64_t xd[4] = {1, 3, 12, 12}, w1d[4] = {8, 3, 3, 3}, bnd[1] = {8}, pads[4] = {1, 1, 1, 1};
+  int64_t w2d[4] = {c2, 8, 1, 1}, wgd[2] = {10, c2}, bgd[1] = {10};
+  float w1[8 * 27], w2[16 * 8], s[8], b[8], mu[8], var[8], wg[10 * 16], bg[10];
+  mi_graph_t *g = mi_graph_create(tag);
+  int32_t t[16], n;
+  char nm[64];
+  mi_error_t err;
+  for (int i = 0; i < 8 * 27; i++) w1[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+  for (int i = 0; i < 16 * 8; i++) w2[i] = (float)((i * 13) % 11) / 11.0f - 0.5f;
+  for (int i = 0; i < 160; i++) wg[i] = (float)((i * 7) % 19) / 19.0f - 0.5f;
+  for (int i = 0; i < 8; i++) s[i] = 1.0f + 0.1f * (float)i, b[i] = 0.01f * (float)i, mu[i] = 0.02f, var[i] = 1.0f;
+  for (int i = 0; i < 10; i++) bg[i] = 0.1f * (float)i;
+#define NM(x) (snprintf(nm, sizeof nm, "%s_%s", tag, x), nm)
+  t[0] = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, t[0]);
+  t[1] = mi_graph_add_const_f32(g, NM("w1"), 4, w1d, w1);
+  t[2] = mi_graph_add_tensor(g, NM("c1"), MI_DTYPE_FLOAT32, -1, NULL);
+  { int32_t in[2] = {t[0], t[1]}; n = mi_graph_add_node(g, "Conv", NM("conv1"), 2, in, 1, &t[2]); }
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  t[3] = mi_graph_add_const_f32(g, NM("bn_s"), 1, bnd, s);
+  t[4] = mi_graph_add_const_f32(g, NM("bn_b"), 1, bnd, b);
+  t[5] = mi_graph_add_const_f32(g, NM("bn_m"), 1, bnd, mu);
+  t[6] = mi_graph_add_const_f32(g, NM("bn_v"), 1, bnd, var);
+  t[7] = mi_graph_add_tensor(g, NM("bn"), MI_DTYPE_FLOAT32, -1, NULL);
+  { int32_t in[5] = {t[2], t[3], t[4], t[5], t[6]}; mi_graph_add_node(g, "BatchNormalization", NM("bn1"), 5, in, 1, &t[7]); }
+  t[8] = mi_graph_add_tensor(g, NM("r1"), MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "Relu", NM("relu1"), 1, &t[7], 1, &t[8]);
+  t[9] = mi_graph_add_const_f32(g, NM("w2"), 4, w2d, w2);
+  t[10] = mi_graph_add_tensor(g, NM("c2"), MI_DTYPE_FLOAT32, -1, NULL);
+  { int32_t in[2] = {t[8], t[9]}; mi_graph_add_node(g, "Conv", NM("conv2"), 2, in, 1, &t[10]); }
+  t[11] = mi_graph_add_tensor(g, NM("r2"), MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "Relu", NM("relu2"), 1, &t[10], 1, &t[11]);
+  t[12] = mi_graph_add_tensor(g, NM("gap"), MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "GlobalAveragePool", NM("gap"), 1, &t[11], 1, &t[12]);
+  t[13] = mi_graph_add_tensor(g, NM("flat"), MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "Flatten", NM("flatten"), 1, &t[12], 1, &t[13]);
+  t[14] = mi_graph_add_const_f32(g, NM("wg"), 2, wgd, wg);
+  t[15] = mi_graph_add_const_f32(g, NM("bg"), 1, bgd, bg);
+  {
+    int32_t in[3] = {t[13], t[14], t[15]}, y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+    n = mi_graph_add_node(g, "Gemm", NM("fc"), 3, in, 1, &y);
+    mi_node_set_int(g, n, "transB", 1);
+    mi_graph_add_output(g, y);
+  }
+#undef NM
+  if (mi_graph_toposort(g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
+    fprintf(stderr, "cnn: %s\n", err.message);
+    exit(1);
+  }
+  return g;
+}
+
+static int32_t node_named(const mi_graph_t *g, const char *name) {
+  for (int32_t n = 0; n < g->node_count; n++)
+    if (!strcmp(g->nodes[n].name, name)) return n;
+  return -1;
+}
+
+/* A synthetic per-layer clock: each node's time depends on its op and its kernel choice only,
+ * the same on every model; counts the calls. */
+typedef struct {
+  const mi_graph_t *g;
+  const mi_space_t *s;
+  int32_t calls;
+} clock_t_;
+
+static double choice_time(const char *op, const char *choice) {
+  char key[512];
+  snprintf(key, sizeof key, "%s|%s", op, choice);
+  return 1e-4 * (1.0 + (double)(mi_hash64(key, strlen(key), 77) % 1000) / 100.0);
+}
+
+static int32_t fake_measure(void *ctx, const int32_t *pt, double *node_s, mi_error_t *err) {
+  clock_t_ *c = ctx;
+  (void)err;
+  c->calls++;
+  for (int32_t n = 0; n < c->g->node_count; n++) {
+    char *ch = mi_ltask_choice(c->s, pt, n);
+    node_s[n] = ch && ch[0] ? choice_time(c->g->nodes[n].op_type, ch) : 1e-5;
+    free(ch);
+  }
+  return MI_OK;
+}
+
+typedef struct {
+  const char *choice; /* the chosen one */
+  double best, chosen;
+} best_t;
+
+static int count_rows(void *user, const mi_ltask_row_t *row) {
+  (*(int *)user)++;
+  return row == NULL;
+}
+
+/* The fastest a task's choices measured in the table, by the synthetic clock. */
+static int min_row(void *user, const mi_ltask_row_t *row) {
+  best_t *b = user;
+  if (row->ok && row->seconds < b->best) b->best = row->seconds;
+  if (row->ok && !strcmp(row->choice, b->choice)) b->chosen = row->seconds;
+  return 0;
+}
+
+static int32_t tune(mi_registry_t *r, const mi_graph_t *g, mi_history_t *h, mi_ltask_result_t *res,
+                    mi_ltasks_t **tasks_out, mi_space_t **s_out) {
+  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
+  mi_space_t *s = NULL;
+  mi_ltasks_t *t = NULL;
+  mi_ltask_options_t o;
+  mi_error_t err;
+  int32_t *base, rc;
+  clock_t_ c;
+  TU_REQUIRE(p != NULL);
+  TU_REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
+  base = calloc((size_t)mi_space_dim_count(s) + 1, sizeof *base);
+  mi_space_default(s, base);
+  mi_space_repair(s, base, NULL, NULL);
+  TU_REQUIRE(mi_ltasks_extract(g, s, base, &t, &err) == MI_OK);
+  c.g = g;
+  c.s = s;
+  c.calls = 0;
+  mi_ltask_options_default(&o);
+  o.history = h;
+  o.device_hash = "dev0";
+  o.stack_hash = "stack0";
+  o.measure = fake_measure;
+  o.measure_ctx = &c;
+  rc = mi_ltasks_tune(g, s, t, base, &o, res, &err);
+  CHECK(rc == MI_OK, "%s", err.message);
+  CHECK(res->rounds == c.calls, "rounds %d, measurements %d", (int)res->rounds, (int)c.calls);
+  free(base);
+  *tasks_out = t;
+  *s_out = s;
+  return rc;
+}
+
+int main(void) {
+  mi_registry_t *r = tsu_registry();
+  mi_graph_t *a = cnn("a", 8), *b = cnn("b", 16);
+  mi_history_t *h = NULL, *hc = NULL, *h2 = NULL;
+  mi_error_t err;
+  mi_ltask_result_t ra, rb, rcold;
+  mi_ltasks_t *ta, *tb, *tc;
+  mi_space_t *sa, *sb, *sc;
+  char dir[128], db[256], dbc[256], db2[256], jl[256];
+  int32_t a1 = node_named(a, "a_conv1"), b1 = node_named(b, "b_conv1");
+  int32_t a2 = node_named(a, "a_conv2"), b2 = node_named(b, "b_conv2");
+  TU_REQUIRE(tu_tempdir(dir, sizeof dir, "ltask"));
+  /* Keys: the same conv (and epilogue) in two models is one text; a conv of another width not. */
+  {
+    char *x = mi_ltask_text(a, a1, NULL, NULL), *y = mi_ltask_text(b, b1, NULL, NULL);
+    char *u = mi_ltask_text(a, a2, NULL, NULL), *v = mi_ltask_text(b, b2, NULL, NULL);
+    char *q = mi_ltask_text(a, a1, "int8_channel", NULL);
+    TU_REQUIRE(x && y && u && v && q);
+    CHECK(strcmp(x, y) == 0, "'%s' vs '%s'", x, y);
+    CHECK(strcmp(u, v) != 0, "conv2 of 8 and 16 channels share '%s'", u);
+    CHECK(strcmp(x, q) != 0, "precision is part of the key");
+    CHECK(strstr(x, " +BatchNormalization") && strstr(x, " +Relu"), "epilogue in '%s'", x);
+    free(x), free(y), free(u), free(v), free(q);
+  }
+  snprintf(db, sizeof db, "%s/h.db", dir);
+  snprintf(dbc, sizeof dbc, "%s/cold.db", dir);
+  snprintf(db2, sizeof db2, "%s/h2.db", dir);
+  snprintf(jl, sizeof jl, "%s/h.jsonl", dir);
+  TU_REQUIRE(mi_history_open(db, &h, &err) == MI_OK);
+  TU_REQUIRE(mi_history_open(dbc, &hc, &err) == MI_OK);
+  /* Model a, then model b with a's history; and b cold for comparison. */
+  tune(r, a, h, &ra, &ta, &sa);
+  tune(r, b, h, &rb, &tb, &sb);
+  tune(r, b, hc, &rcold, &tc, &sc);
+  fprintf(stderr, "a: %d tasks, %d layer measurements in %d rounds; b after a: %d reused, %d measured, %d layer "
+          "measurements; b cold: %d layer measurements\n", (int)ra.tasks, (int)ra.layer_measurements, (int)ra.rounds,
+          (int)rb.reused, (int)rb.measured_tasks, (int)rb.layer_measurements, (int)rcold.layer_measurements);
+  CHECK(ta->count >= 2 && ra.reused == 0 && ra.layer_measurements > ta->count, "a: %d tasks", (int)ta->count);
+  /* The shared conv task has one key in both models and is taken from the history. */
+  CHECK(ta->node_task[a1] >= 0 && tb->node_task[b1] >= 0 &&
+        !strcmp(ta->tasks[ta->node_task[a1]].key, tb->tasks[tb->node_task[b1]].key), "conv1 keys differ");
+  CHECK(rb.reused >= 1, "b reused %d tasks", (int)rb.reused);
+  CHECK(rcold.reused == 0 && rb.layer_measurements < rcold.layer_measurements, "b after a %d, cold %d",
+        (int)rb.layer_measurements, (int)rcold.layer_measurements);
+  /* The shared task's choice in b is a's best, which is the fastest row measured for it. */
+  {
+    const mi_ltask_t *k = &ta->tasks[ta->node_task[a1]];
+    char *ca = mi_ltask_choice(sa, ra.point, a1), *cb = mi_ltask_choice(sb, rb.point, b1);
+    best_t bt = {ca, INFINITY, NAN};
+    TU_REQUIRE(ca && cb);
+    CHECK(!strcmp(ca, cb), "a chose '%s', b '%s'", ca, cb);
+    mi_history_ltask_query(h, "dev0", "stack0", NULL, k->key, min_row, &bt, &err);
+    CHECK(isfinite(bt.best) && bt.chosen == bt.best, "chose %g, best row %g", bt.chosen, bt.best);
+    free(ca), free(cb);
+  }
+  /* The table round-trips: export, import into a fresh file (twice: nothing added the second
+   * time), the same rows. */
+  {
+    FILE *f = fopen(jl, "w");
+    int64_t n = 0, added = 0, skipped = 0;
+    int rows = 0, rows2 = 0;
+    TU_REQUIRE(f && mi_history_export(h, f, &n, &err) == MI_OK);
+    fclose(f);
+    mi_history_ltask_query(h, NULL, NULL, NULL, NULL, count_rows, &rows, &err);
+    CHECK(rows > 0 && n == rows, "exported %lld lines, %d rows", (long long)n, rows);
+    TU_REQUIRE(mi_history_open(db2, &h2, &err) == MI_OK);
+    f = fopen(jl, "r");
+    CHECK(f && mi_history_import(h2, f, &added, &skipped, &err) == MI_OK && added == rows && skipped == 0,
+          "import: %lld added: %s", (long long)added, err.message);
+    if (f) fclose(f);
+    f = fopen(jl, "r");
+    CHECK(f && mi_history_import(h2, f, &added, &skipped, &err) == MI_OK && added == 0 && skipped == rows,
+          "second import added %lld", (long long)added);
+    if (f) fclose(f);
+    mi_history_ltask_query(h2, "dev0", "stack0", NULL, NULL, count_rows, &rows2, &err);
+    CHECK(rows2 == rows, "%d rows after import, %d before", rows2, rows);
+  }
+  mi_ltask_result_free(&ra);
+  mi_ltask_result_free(&rb);
+  mi_ltask_result_free(&rcold);
+  mi_ltasks_destroy(ta);
+  mi_ltasks_destroy(tb);
+  mi_ltasks_destroy(tc);
+  mi_space_destroy(sa);
+  mi_space_destroy(sb);
+  mi_space_destroy(sc);
+  mi_history_close(h);
+  mi_history_close(hc);
+  mi_history_close(h2);
+  mi_graph_destroy(a);
+  mi_graph_destroy(b);
+  mi_registry_destroy(r);
+  tu_rmtree(dir);
+  return tu_finish("test_ltask");
+}
