@@ -21,8 +21,16 @@ static int32_t measure(void *ctx, const int32_t *pt, double *node_s, mi_error_t 
   measure_ctx_t *m = ctx;
   double obj[MI_OBJ_COUNT];
   int32_t rc = mi_tune_evaluate(m->task, m->space, pt, obj, err);
-  if (rc == MI_OK) mi_tune_layer_times(m->task, node_s, m->nodes);
-  return rc;
+  if (rc != MI_OK) return rc;
+  /* A kernel choice that costs accuracy (an FP16 variant) must not become a task's best when
+   * the whole model then breaks the recipe's accuracy bound: the round counts as failed. */
+  for (int32_t b = 0; b < m->task->bound_count; b++)
+    if (m->task->bounds[b].objective == MI_OBJ_ACCURACY && isfinite(obj[MI_OBJ_ACCURACY]) &&
+        obj[MI_OBJ_ACCURACY] > m->task->bounds[b].max)
+      return mi_errorf(err, MI_ERR_INVALID_CONFIG, "accuracy drop %.3g over the bound %.3g",
+                       obj[MI_OBJ_ACCURACY], m->task->bounds[b].max);
+  mi_tune_layer_times(m->task, node_s, m->nodes);
+  return MI_OK;
 }
 
 /* log10 of the number of values of the dimensions `pick` selects. */
