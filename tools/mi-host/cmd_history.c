@@ -1,9 +1,45 @@
-/* cmd_history.c - `mi-host history export|import|stats|prune`: the evaluation log as JSON Lines,
+/* cmd_history.c - `mi-host history export|import|stats|prune|layer-tasks`: the evaluation log as JSON Lines,
  * its counts, and dropping failed or chosen records. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mi_host.h"
+#include "metainfer/mi_ltask.h"
+
+/* history layer-tasks: one line per task (rows come per key, best first). */
+typedef struct {
+  int json;
+  char key[17];
+  int64_t tasks;
+} ltask_print_t;
+
+static int print_ltask(void *user, const mi_ltask_row_t *r) {
+  ltask_print_t *p = user;
+  if (!strcmp(p->key, r->key)) return 0;
+  snprintf(p->key, sizeof p->key, "%s", r->key);
+  p->tasks++;
+  if (p->json) {
+    int first = 1;
+    const char *k[] = {"key", "device_hash", "stack_hash", "op", "best", "text"};
+    const char *v[] = {r->key, r->device_hash, r->stack_hash, r->op, r->ok ? r->choice : NULL, r->text};
+    fputc('{', stdout);
+    for (int i = 0; i < 6; i++) {
+      mi_json_key(stdout, &first, k[i]);
+      if (v[i]) mi_json_string(stdout, v[i]);
+      else fputs("null", stdout);
+    }
+    mi_json_key(stdout, &first, "seconds");
+    mi_json_double(stdout, r->ok ? r->seconds : NAN);
+    fputc('}', stdout);
+    fputc('\n', stdout);
+  } else {
+    printf("%s %s %-10s %10.3f us  %s\n    %s\n", r->key, r->device_hash, r->op, r->ok ? r->seconds * 1e6 : NAN,
+           r->ok ? r->choice : "(every choice failed)", r->text);
+  }
+  return 0;
+}
 
 enum { O_DB = 256, O_OUT, O_JSON, O_FAILED, O_MODEL, O_DEVICE };
 static const mi_cli_opt_t k_opts[] = {
@@ -18,7 +54,7 @@ static const mi_cli_opt_t k_opts[] = {
 };
 
 int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
-  static const char *const subs[] = {"export", "import", "stats", "prune"};
+  static const char *const subs[] = {"export", "import", "stats", "prune", "layer-tasks"};
   const char *sub = NULL, *db = "history.db", *file = NULL, *hit;
   mi_history_t *hist = NULL;
   mi_error_t err;
@@ -29,7 +65,8 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
   mi_host_cli(h, &c, "history", k_opts);
   c.footer = "export: every record as JSON Lines; import FILE: add the records of FILE ('-':\n"
              "stdin) that are not there yet; stats: counts; prune: drop the records --failed,\n"
-             "--model or --device select (at least one).";
+             "--model or --device select (at least one); layer-tasks: each layer task's best\n"
+             "kernel choice per device and stack (docs/tuning.md).";
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     if (k == MI_CLI_EXIT) return MI_HOST_OK;
@@ -44,12 +81,13 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
     else if (!file) file = c.value;
     else return mi_cli_error(&c, "unexpected argument '%s'", c.value);
   }
-  if (!sub) return mi_cli_error(&c, "needs export, import, stats or prune");
-  if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats") && strcmp(sub, "prune")) {
-    if ((hit = mi_cli_suggest(sub, subs, 4)))
+  if (!sub) return mi_cli_error(&c, "needs export, import, stats, prune or layer-tasks");
+  if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats") && strcmp(sub, "prune") &&
+      strcmp(sub, "layer-tasks")) {
+    if ((hit = mi_cli_suggest(sub, subs, 5)))
       mi_cli_error(&c, "unknown subcommand '%s'; did you mean '%s'?", sub, hit);
     else
-      mi_cli_error(&c, "unknown subcommand '%s' (export, import, stats or prune)", sub);
+      mi_cli_error(&c, "unknown subcommand '%s' (export, import, stats, prune or layer-tasks)", sub);
     return MI_HOST_USAGE;
   }
   if (strcmp(sub, "prune") && (pr.failed || pr.model || pr.device))
@@ -90,6 +128,16 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
       if (f != stdin) fclose(f);
       printf("imported %lld records, skipped %lld already present\n", (long long)added,
              (long long)skipped);
+    }
+  } else if (!strcmp(sub, "layer-tasks")) {
+    ltask_print_t p;
+    memset(&p, 0, sizeof p);
+    p.json = h->json;
+    if (mi_history_ltask_query(hist, NULL, NULL, NULL, NULL, print_ltask, &p, &err)) {
+      fprintf(stderr, "mi-host: history layer-tasks: %s\n", err.message);
+      rc = MI_HOST_FAIL;
+    } else if (!h->json) {
+      printf("%lld layer tasks\n", (long long)p.tasks);
     }
   } else if (!strcmp(sub, "prune")) {
     int64_t removed = 0;
