@@ -1,6 +1,7 @@
 /* test_opencl_cache.c - the OpenCL plugin's program cache: built once per instance, found on
  * disk by a second instance, and rebuilt when the disk entry is corrupt. */
 #include <dirent.h>
+#include <sys/stat.h>
 
 #include "test_opencl_common.h"
 
@@ -78,8 +79,17 @@ static void teardown(void) {
 
 static void cache_lifecycle(void) {
   double t;
-  /* first instance: built from source once, the second prepare hits the memory cache */
-  run_once(&o);
+  /* first instance: built from source once, the second prepare hits the memory cache; the
+   * driver compiler's chatter went to CACHE/opencl/build.log and fd 2 is this test's again */
+  {
+    struct stat before, after, logst;
+    char logp[400];
+    REQUIRE(fstat(2, &before) == 0);
+    run_once(&o);
+    REQUIRE(fstat(2, &after) == 0 && after.st_ino == before.st_ino && after.st_dev == before.st_dev);
+    snprintf(logp, sizeof logp, "%s/build.log", dir);
+    REQUIRE(stat(logp, &logst) == 0); /* the build's stderr went to the log */
+  }
   REQUIRE(ocl_counter(&o, "programs_built") == 1);
   REQUIRE(ocl_counter(&o, "program_disk_hits") == 0);
   t = ocl_counter(&o, "compile_ns");
