@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "metainfer/mi_ltask.h"
+#include "metainfer/mi_meta.h"
 #include "test_space_util.h"
 
 /* x[1,3,12,12] -> Conv 3x3 (8) -> BN -> Relu -> Conv 1x1 (c2) -> Relu -> GAP -> Flatten ->
@@ -146,6 +147,70 @@ static int32_t tune(mi_registry_t *r, const mi_graph_t *g, mi_history_t *h, mi_l
   return rc;
 }
 
+/* The joint search over a space whose kernel dimensions the layer tasks hold: the plain default
+ * is measured first, then the default with the held values, and every later point keeps them. */
+static int32_t fake_eval(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj, mi_error_t *err) {
+  (void)ctx;
+  (void)err;
+  for (int j = 0; j < MI_OBJ_COUNT; j++) obj[j] = NAN;
+  obj[MI_OBJ_LATENCY] = 1.0 + (double)(mi_space_hash(s, pt) % 1000) / 1000.0;
+  return MI_OK;
+}
+
+static void test_held_search(mi_registry_t *r, const mi_graph_t *g) {
+  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
+  mi_space_t *s = NULL;
+  mi_ltasks_t *t = NULL;
+  mi_search_result_t *res = NULL;
+  mi_search_options_t o;
+  mi_meta_options_t mo;
+  mi_error_t err;
+  int32_t D, *def, *fixed, vd = -1, obj = MI_OBJ_LATENCY, c1 = node_named(g, "a_conv1");
+  uint8_t *frozen;
+  TU_REQUIRE(p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
+  D = mi_space_dim_count(s);
+  def = calloc((size_t)D, sizeof *def);
+  fixed = calloc((size_t)D, sizeof *fixed);
+  frozen = calloc((size_t)D, 1);
+  mi_space_default(s, def);
+  mi_space_repair(s, def, NULL, NULL);
+  TU_REQUIRE(mi_ltasks_extract(g, s, def, &t, &err) == MI_OK);
+  CHECK(mi_ltasks_frozen(s, t, frozen) > 0, "no held dimension");
+  memcpy(fixed, def, (size_t)D * sizeof *fixed);
+  for (int32_t d = 0; d < D; d++)
+    if (mi_space_dim_node(s, d) == c1 && mi_space_dim_kind(s, d) == MI_DIM_VARIANT) vd = d;
+  TU_REQUIRE(vd >= 0 && mi_space_dim_size(s, vd) > 1);
+  fixed[vd] = (def[vd] + 1) % mi_space_dim_size(s, vd);
+  mi_space_repair(s, fixed, NULL, NULL);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.seed = 3;
+  o.max_measurements = 6;
+  o.objective_count = 1;
+  o.objectives = &obj;
+  o.evaluate = fake_eval;
+  mi_meta_options_default(&mo);
+  mo.frozen = frozen;
+  mo.fixed = fixed;
+  mo.init_points = 3;
+  mo.batch = 2;
+  mo.screen = 200;
+  TU_REQUIRE(mi_meta_search_run(s, &o, &mo, &res, &err) == MI_OK);
+  CHECK(res->count >= 3, "%d trials", (int)res->count);
+  CHECK(res->trials[0].hash == mi_space_hash(s, def), "the plain default is not the first trial");
+  CHECK(res->trials[1].point[vd] == fixed[vd], "the second trial does not hold the tasks' choice");
+  for (int32_t i = 1; i < res->count; i++)
+    for (int32_t d = 0; d < D; d++)
+      if (frozen[d] && mi_space_active(s, res->trials[i].point, d))
+        CHECK(res->trials[i].point[d] == fixed[d], "trial %d moved held dimension %s", (int)i, mi_space_dim_name(s, d));
+  mi_search_result_destroy(res);
+  mi_ltasks_destroy(t);
+  mi_space_destroy(s);
+  free(def);
+  free(fixed);
+  free(frozen);
+}
+
 int main(void) {
   mi_registry_t *r = tsu_registry();
   mi_graph_t *a = cnn("a", 8), *b = cnn("b", 16);
@@ -237,6 +302,11 @@ int main(void) {
   mi_history_close(h2);
   mi_graph_destroy(a);
   mi_graph_destroy(b);
+  {
+    mi_graph_t *c = cnn("a", 8);
+    test_held_search(r, c);
+    mi_graph_destroy(c);
+  }
   mi_registry_destroy(r);
   tu_rmtree(dir);
   return tu_finish("test_ltask");

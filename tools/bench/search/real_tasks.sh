@@ -37,7 +37,7 @@ YAML
   t0=$(date +%s)
   "${H[@]}" tune "$work/$name-tasks.yaml" --out "$work/$name-tasks" 2>&1 | grep -E ': space:|tuned|no significant' | sed 's/^tune: [^ ]*: /  tasks: /'
   t1=$(date +%s)
-  "${H[@]}" tune "$work/$name-whole.yaml" --out "$work/$name-whole" --no-layer-tasks 2>&1 | grep -E 'joint space|tuned|no significant' | sed 's/^tune: [^ ]*: /  whole: /'
+  "${H[@]}" tune "$work/$name-whole.yaml" --out "$work/$name-whole" --no-layer-tasks 2>&1 | grep -E ': joint space|tuned|no significant|check' | sed 's/^tune: [^ ]*: /  whole: /'
   t2=$(date +%s)
   echo "  wall: layer tasks $((t1 - t0)) s, whole cross product $((t2 - t1)) s"
   for mode in tasks whole; do
@@ -57,7 +57,9 @@ for n, c in zip(names, d.get("configs", [])):
     lo, hi = c["ci95"]
     print("  %-20s median %.3f ms  ratio to default %.3f (95%% CI %.3f-%.3f)  %s"
           % (n, c["median_ms"], c["ratio"], lo, hi, c["verdict"]))
-print("  paired rounds: %d; load at the rounds: %s" % (d.get("rounds", 0), d.get("load1", d.get("loads", "?"))))
+ld = [x for x in d.get("load", []) if isinstance(x, (int, float))]
+print("  paired rounds: %d; 1-minute load at the rounds %s; %s of them loaded (above %s CPUs)"
+      % (d.get("rounds", 0), "%.1f-%.1f" % (min(ld), max(ld)) if ld else "?", d.get("loaded", "?"), d.get("cpus", "?")))
 PY
   # The same model again, new output folder, the first run's history: every task is reused.
   "${H[@]}" tune "$work/$name-tasks.yaml" --out "$work/$name-again" 2>&1 | grep -E ': space:' | sed 's/^tune: [^ ]*: /  again: /'
