@@ -43,6 +43,10 @@ assert all(t["best"] and t["best"].startswith("variant=") and t["seconds"] > 0 f
 kinds = [json.loads(x)["kind"] for x in open(T + "/export.jsonl")]
 assert kinds.count("layer_task") >= n1 and "measurement" in kinds, kinds[:3]
 a = json.load(open(T + "/a/pareto.json"))["runs"][0]
-assert a["ok"], a
+b = json.load(open(T + "/b/pareto.json"))["runs"][0]
+assert a["ok"] and b["ok"], (a, b)
+la, lb = a["layer_tasks"], b["layer_tasks"]
+assert la["tasks"] == n1 and la["from_history"] == 0 and la["layer_measurements"] == lm1, la
+assert lb["from_history"] == n1 and lb["rounds"] == 0 and lb["log10_kernel"] > 0, lb
 PY
 echo "tune_ltasks: ok"

@@ -308,7 +308,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
     if (fixed) {
       /* The rounds' measurements are in the history: the default replays from there. */
       if (mi_tune_reload_known(&task, &err) != MI_OK) goto done;
-      if (o.max_measurements > run->ltask_rounds) o.max_measurements -= run->ltask_rounds - 1;
+      if (run->ltask_rounds > 0 && o.max_measurements > run->ltask_rounds) o.max_measurements -= run->ltask_rounds - 1;
       if (!c->h->json)
         fprintf(stderr, "tune: %s: %s: space: model-side 10^%.0f x device-level 10^%.0f, %d layer tasks on %d nodes "
                 "(their kernel choices, 10^%.0f as a cross product, tuned per task): %d from the history, %d measured "

@@ -102,6 +102,19 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       mi_json_string(f, run->confirm_note);
       fputc('}', f);
     }
+    if (run->ltasks > 0) {
+      /* The space as it was searched: model side x device level, plus the layer tasks. */
+      fprintf(f, ",\"layer_tasks\":{\"tasks\":%d,\"nodes\":%d,\"from_history\":%d,\"measured\":%d,\"warm\":%d,"
+              "\"layer_measurements\":%d,\"rounds\":%d,\"improved\":%d,\"log10_model\":",
+              (int)run->ltasks, (int)run->ltask_nodes, (int)run->ltask_reused, (int)run->ltask_measured,
+              (int)run->ltask_warm, (int)run->ltask_layer_measurements, (int)run->ltask_rounds, (int)run->ltask_improved);
+      mi_json_double(f, run->ltask_log10_model);
+      fputs(",\"log10_device\":", f);
+      mi_json_double(f, run->ltask_log10_device);
+      fputs(",\"log10_kernel\":", f);
+      mi_json_double(f, run->ltask_log10_kernel);
+      fputc('}', f);
+    }
     fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
             run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,
             (int)run->probes, (int)run->verify_n);
