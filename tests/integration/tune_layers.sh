@@ -2,6 +2,8 @@
 # the model tuned on one npu-stub device leaves per-layer times in the history; tuned again on
 # the other device, the search builds its per-layer base model from them and every measurement
 # of the run hands its own per-layer times back (docs/meta.md, "Per-layer prediction").
+# (--no-layer-tasks: the counts below are of the whole-space search; layer tasks add their own
+# whole-model rounds, tests/integration/tune_ltasks.sh.)
 set -euo pipefail
 B=${MI_BUILD:?}
 T=$(mktemp -d)
@@ -18,10 +20,10 @@ measure: { repeats: 5, warmup: 1 }
 history: hist.db
 YAML
 sed 's/device: 0/device: 1/' "$T/r1.yaml" > "$T/r2.yaml"
-"$B/bin/mi-host" --plugins "$B/plugins" tune "$T/r1.yaml" --out "$T/a" 2>"$T/log1" || { cat "$T/log1"; exit 1; }
+"$B/bin/mi-host" --plugins "$B/plugins" tune "$T/r1.yaml" --out "$T/a" --no-layer-tasks 2>"$T/log1" || { cat "$T/log1"; exit 1; }
 # No history of this model yet: no per-layer model, but the measurements bring their layers.
 if grep -q "per-layer model: built" "$T/log1"; then cat "$T/log1"; exit 1; fi
-"$B/bin/mi-host" --plugins "$B/plugins" tune "$T/r2.yaml" --out "$T/b" 2>"$T/log2" || { cat "$T/log2"; exit 1; }
+"$B/bin/mi-host" --plugins "$B/plugins" tune "$T/r2.yaml" --out "$T/b" --no-layer-tasks 2>"$T/log2" || { cat "$T/log2"; exit 1; }
 python3 - "$T" <<'PY'
 import json, re, sys
 T = sys.argv[1]
