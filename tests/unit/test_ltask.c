@@ -123,12 +123,12 @@ static int32_t tune(mi_registry_t *r, const mi_graph_t *g, mi_history_t *h, mi_l
   mi_error_t err;
   int32_t *base, rc;
   clock_t_ c;
-  TU_REQUIRE(p != NULL);
-  TU_REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
+  REQUIRE(p != NULL);
+  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
   base = calloc((size_t)mi_space_dim_count(s) + 1, sizeof *base);
   mi_space_default(s, base);
   mi_space_repair(s, base, NULL, NULL);
-  TU_REQUIRE(mi_ltasks_extract(g, s, base, &t, &err) == MI_OK);
+  REQUIRE(mi_ltasks_extract(g, s, base, &t, &err) == MI_OK);
   c.g = g;
   c.s = s;
   c.calls = 0;
@@ -167,19 +167,19 @@ static void test_held_search(mi_registry_t *r, const mi_graph_t *g) {
   mi_error_t err;
   int32_t D, *def, *fixed, vd = -1, obj = MI_OBJ_LATENCY, c1 = node_named(g, "a_conv1");
   uint8_t *frozen;
-  TU_REQUIRE(p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
+  REQUIRE(p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
   D = mi_space_dim_count(s);
   def = calloc((size_t)D, sizeof *def);
   fixed = calloc((size_t)D, sizeof *fixed);
   frozen = calloc((size_t)D, 1);
   mi_space_default(s, def);
   mi_space_repair(s, def, NULL, NULL);
-  TU_REQUIRE(mi_ltasks_extract(g, s, def, &t, &err) == MI_OK);
+  REQUIRE(mi_ltasks_extract(g, s, def, &t, &err) == MI_OK);
   CHECK(mi_ltasks_frozen(s, t, frozen) > 0, "no held dimension");
   memcpy(fixed, def, (size_t)D * sizeof *fixed);
   for (int32_t d = 0; d < D; d++)
     if (mi_space_dim_node(s, d) == c1 && mi_space_dim_kind(s, d) == MI_DIM_VARIANT) vd = d;
-  TU_REQUIRE(vd >= 0 && mi_space_dim_size(s, vd) > 1);
+  REQUIRE(vd >= 0 && mi_space_dim_size(s, vd) > 1);
   fixed[vd] = (def[vd] + 1) % mi_space_dim_size(s, vd);
   mi_space_repair(s, fixed, NULL, NULL);
   memset(&o, 0, sizeof o);
@@ -195,7 +195,7 @@ static void test_held_search(mi_registry_t *r, const mi_graph_t *g) {
   mo.init_points = 3;
   mo.batch = 2;
   mo.screen = 200;
-  TU_REQUIRE(mi_meta_search_run(s, &o, &mo, &res, &err) == MI_OK);
+  REQUIRE(mi_meta_search_run(s, &o, &mo, &res, &err) == MI_OK);
   CHECK(res->count >= 3, "%d trials", (int)res->count);
   CHECK(res->trials[0].hash == mi_space_hash(s, def), "the plain default is not the first trial");
   CHECK(res->trials[1].point[vd] == fixed[vd], "the second trial does not hold the tasks' choice");
@@ -211,7 +211,7 @@ static void test_held_search(mi_registry_t *r, const mi_graph_t *g) {
   free(frozen);
 }
 
-int main(void) {
+static void tasks_history_search(void) {
   mi_registry_t *r = tsu_registry();
   mi_graph_t *a = cnn("a", 8), *b = cnn("b", 16);
   mi_history_t *h = NULL, *hc = NULL, *h2 = NULL;
@@ -222,13 +222,13 @@ int main(void) {
   char dir[128], db[256], dbc[256], db2[256], jl[256];
   int32_t a1 = node_named(a, "a_conv1"), b1 = node_named(b, "b_conv1");
   int32_t a2 = node_named(a, "a_conv2"), b2 = node_named(b, "b_conv2");
-  TU_REQUIRE(tu_tempdir(dir, sizeof dir, "ltask"));
+  REQUIRE(tu_tempdir(dir, sizeof dir, "ltask"));
   /* Keys: the same conv (and epilogue) in two models is one text; a conv of another width not. */
   {
     char *x = mi_ltask_text(a, a1, NULL, NULL), *y = mi_ltask_text(b, b1, NULL, NULL);
     char *u = mi_ltask_text(a, a2, NULL, NULL), *v = mi_ltask_text(b, b2, NULL, NULL);
     char *q = mi_ltask_text(a, a1, "int8_channel", NULL);
-    TU_REQUIRE(x && y && u && v && q);
+    REQUIRE(x && y && u && v && q);
     CHECK(strcmp(x, y) == 0, "'%s' vs '%s'", x, y);
     CHECK(strcmp(u, v) != 0, "conv2 of 8 and 16 channels share '%s'", u);
     CHECK(strcmp(x, q) != 0, "precision is part of the key");
@@ -239,8 +239,8 @@ int main(void) {
   snprintf(dbc, sizeof dbc, "%s/cold.db", dir);
   snprintf(db2, sizeof db2, "%s/h2.db", dir);
   snprintf(jl, sizeof jl, "%s/h.jsonl", dir);
-  TU_REQUIRE(mi_history_open(db, &h, &err) == MI_OK);
-  TU_REQUIRE(mi_history_open(dbc, &hc, &err) == MI_OK);
+  REQUIRE(mi_history_open(db, &h, &err) == MI_OK);
+  REQUIRE(mi_history_open(dbc, &hc, &err) == MI_OK);
   /* Model a, then model b with a's history; and b cold for comparison. */
   tune(r, a, h, &ra, &ta, &sa);
   tune(r, b, h, &rb, &tb, &sb);
@@ -260,7 +260,7 @@ int main(void) {
     const mi_ltask_t *k = &ta->tasks[ta->node_task[a1]];
     char *ca = mi_ltask_choice(sa, ra.point, a1), *cb = mi_ltask_choice(sb, rb.point, b1);
     best_t bt = {ca, INFINITY, NAN};
-    TU_REQUIRE(ca && cb);
+    REQUIRE(ca && cb);
     CHECK(!strcmp(ca, cb), "a chose '%s', b '%s'", ca, cb);
     mi_history_ltask_query(h, "dev0", "stack0", NULL, k->key, min_row, &bt, &err);
     CHECK(isfinite(bt.best) && bt.chosen == bt.best, "chose %g, best row %g", bt.chosen, bt.best);
@@ -272,11 +272,11 @@ int main(void) {
     FILE *f = fopen(jl, "w");
     int64_t n = 0, added = 0, skipped = 0;
     int rows = 0, rows2 = 0;
-    TU_REQUIRE(f && mi_history_export(h, f, &n, &err) == MI_OK);
+    REQUIRE(f && mi_history_export(h, f, &n, &err) == MI_OK);
     fclose(f);
     mi_history_ltask_query(h, NULL, NULL, NULL, NULL, count_rows, &rows, &err);
     CHECK(rows > 0 && n == rows, "exported %lld lines, %d rows", (long long)n, rows);
-    TU_REQUIRE(mi_history_open(db2, &h2, &err) == MI_OK);
+    REQUIRE(mi_history_open(db2, &h2, &err) == MI_OK);
     f = fopen(jl, "r");
     CHECK(f && mi_history_import(h2, f, &added, &skipped, &err) == MI_OK && added == rows && skipped == 0,
           "import: %lld added: %s", (long long)added, err.message);
@@ -309,5 +309,10 @@ int main(void) {
   }
   mi_registry_destroy(r);
   tu_rmtree(dir);
-  return tu_finish("test_ltask");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(tasks_history_search),
+};
+
+TU_MAIN(NULL, NULL)
