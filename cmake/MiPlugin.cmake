@@ -10,7 +10,7 @@ function(mi_add_plugin target)
     set(_install ON)
   endif()
   add_library(${target} MODULE ${P_SOURCES})
-  target_link_libraries(${target} PRIVATE metainfer_sdk)
+  target_link_libraries(${target} PRIVATE metainfer_sdk_helpers)
   set_target_properties(${target} PROPERTIES
     PREFIX "lib"
     C_VISIBILITY_PRESET hidden

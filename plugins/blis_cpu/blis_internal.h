@@ -5,7 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "metainfer/mi_plugin.h"
+#include "metainfer/mi_sdk.h"
 
 /* BLIS kernel sets the plugin can select; index = knob `arch` enum value before filtering. */
 enum {
@@ -37,7 +37,13 @@ typedef struct mi__blis_cpu {
   uint64_t l1d_bytes, l2_bytes, l3_bytes;
 } mi__blis_cpu_t;
 
+enum { MI__BLIS_KNOB_N = 6, MI__BLIS_COUNTER_N = 2 };
+
 struct mi_plugin_ctx {
+  mi_sdk_plugin_t sdk;             /* first: the SDK helper answers knob and counter calls */
+  mi_sdk_knob_t knobs[MI__BLIS_KNOB_N]; /* with this CPU's cores and enum choices */
+  mi_sdk_counter_t counters[MI__BLIS_COUNTER_N];
+  mi_sdk_tables_t tables;
   const mi_host_api_t *host;
   mi__blis_cpu_t cpu;
   int32_t threads;                 /* device knob `threads` */

@@ -109,9 +109,7 @@ int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out,
 }
 
 int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
-  snprintf(msg, sizeof msg, "blis-cpu: %s '%s': %s", n->op_type, n->name ? n->name : "", why);
-  return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+  return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "blis-cpu: %s '%s': %s", n->op_type, n->name ? n->name : "", why);
 }
 
 static uint64_t dtype_size(int32_t dtype) {
@@ -129,7 +127,7 @@ static uint64_t dtype_size(int32_t dtype) {
 static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
   const char *id = desc->variant_id, *op = desc->nodes[0]->op_type;
   const mi__blis_variant_t *v;
-  char msg[MI_ERROR_MESSAGE_SIZE], want[72];
+  char want[72];
   size_t i, n = strlen(op);
   if (!id || !id[0]) return MI_OK;
   v = mi__blis_find_variant(id);
@@ -138,8 +136,7 @@ static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
     want[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] - 'A' + 'a' : op[i]);
   memcpy(want + i, ".direct", 8);
   if (!v && strcmp(want, id) == 0) return MI_OK;
-  snprintf(msg, sizeof msg, "blis-cpu: variant '%s' %s op %s", id, v ? "does not implement" : "is unknown for", op);
-  return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+  return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "blis-cpu: variant '%s' %s op %s", id, v ? "does not implement" : "is unknown for", op);
 }
 
 void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
@@ -181,7 +178,6 @@ static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
 static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
                                mi_error_t *err) {
   int32_t i, j;
-  char msg[MI_ERROR_MESSAGE_SIZE];
   for (i = 0; i < d->tensor_count; i++) {
     const mi_tensor_desc_t *t = d->tensors[i];
     uint64_t es = dtype_size(t->dtype), bytes;
@@ -201,8 +197,8 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
     if (t->dtype != MI_DTYPE_FLOAT32 &&
         !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 || t->dtype == MI_DTYPE_INT32) &&
           only_qdq_touch(d, i))) {
-      snprintf(msg, sizeof msg, "blis-cpu: runtime tensor %d has dtype %d; only FLOAT32 is run (INT8/UINT8 only by Q/DQ)", i, t->dtype);
-      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "blis-cpu: runtime tensor %d has dtype %d; only "
+                           "FLOAT32 is run (INT8/UINT8 only by Q/DQ)", i, t->dtype);
     }
     if (t->rank == 4 && t->layout == MI_LAYOUT_NCHWC)
       return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "blis-cpu: blocked NCHWc tensors are not accepted");

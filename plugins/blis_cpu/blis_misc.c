@@ -111,19 +111,6 @@ int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 
 /* ---- Pad (constant, edge, reflect; pads as attribute before opset 11, constant input after) */
 
-static int64_t pad_src(int mode, int64_t o, int64_t begin, int64_t n) {
-  int64_t i = o - begin;
-  if (i >= 0 && i < n) return i;
-  if (mode == 0) return -1;
-  if (mode == 1) return i < 0 ? 0 : n - 1; /* edge */
-  if (n == 1) return 0;
-  for (;;) { /* reflect, folding as often as the pad needs */
-    if (i < 0) i = -i;
-    else if (i >= n) i = 2 * (n - 1) - i;
-    else return i;
-  }
-}
-
 int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x, *y;
@@ -134,7 +121,7 @@ int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   float cval = 0.0f;
   amap_state_t *a;
   if (rc != MI_OK) return rc;
-  mode = strcmp(ms, "constant") == 0 ? 0 : strcmp(ms, "edge") == 0 ? 1 : strcmp(ms, "reflect") == 0 ? 2 : -1;
+  mode = mi_sdk_pad_mode_from_name(ms);
   if (mode < 0) return mi__blis_unsupported(err, n, "mode must be constant, edge or reflect");
   if (x->rank < 1 || y->rank != x->rank) return mi__blis_unsupported(err, n, "input and output ranks differ");
   if (n->opset < 11) {
@@ -174,7 +161,7 @@ int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   strides_of(x, st);
   for (d = 0; d < y->rank; d++)
     for (o = 0; o < y->dims[d]; o++) {
-      int64_t src = pad_src(mode, o, full[d], x->dims[d]);
+      int64_t src = mi_sdk_pad_source(mode, o, full[d], x->dims[d]);
       a->map[d][o] = src < 0 ? -1 : src * st[d];
     }
   return MI_OK;

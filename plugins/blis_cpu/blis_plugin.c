@@ -57,6 +57,67 @@ const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
   return NULL;
 }
 
+enum { KNOB_THREADS, KNOB_ARCH, KNOB_IM2COL, KNOB_OCB, KNOB_SIMD, KNOB_QDOT, KNOB_N };
+/* applies_to NULL reads as "" (all): the helper's tables hold no variants for blis-cpu. */
+#define KNOB(nm, desc, un, sc, ty) .name = nm, .description = desc, .unit = un, .scope = sc, .type = ty
+#define PREP .mutability = MI_KNOB_AT_PREPARE
+
+/* The knobs; create() fills in the CPU's core count and enum choices. */
+static const mi_sdk_knob_t k_knobs[KNOB_N] = {
+    {KNOB("threads", "threads per call: BLIS (through rntm) and the plugin's own loops",
+          "threads", MI_KNOB_SCOPE_DEVICE, MI_KNOB_INT),
+     .mutability = MI_KNOB_AT_RUN, .min = 1},
+    {KNOB("arch", "BLIS kernel set: auto = best this CPU supports, blis = BLIS's own detection",
+          "", MI_KNOB_SCOPE_OP, MI_KNOB_ENUM),
+     PREP},
+    {KNOB("im2col_block", "output pixels per im2col chunk (0 = whole image)", "pixels",
+          MI_KNOB_SCOPE_VARIANT, MI_KNOB_INT),
+     PREP, .value_count = 5, .values = {0, 256, 1024, 4096, 16384},
+     .applies_to = "conv.im2col_gemm,conv.packed_gemm,conv.packed_gemm_fp16"},
+    {KNOB("oc_block", "output channels accumulated per pass", "channels", MI_KNOB_SCOPE_VARIANT,
+          MI_KNOB_INT),
+     PREP, .value_count = 4, .values = {8, 16, 32, 64}, .default_int = 32,
+     .applies_to = "conv.direct_nhwc"},
+    /* applies_to left empty (all): the list would pass its 127 characters, and a variant reads
+     * the knob only when its own knob list names it (conv.packed_gemm, conv.packed_gemm_fp16,
+     * conv.depthwise_direct and the exp/erf activations). */
+    {KNOB("simd",
+          "SIMD code path of the conv kernels and exp/erf activations: auto = the widest this CPU runs",
+          "", MI_KNOB_SCOPE_VARIANT, MI_KNOB_ENUM),
+     PREP},
+    {KNOB("int8_dot",
+          "int16 pair products of the INT8 layers: vpdpwssd (VNNI), vpmaddwd (AVX-512/AVX2) or C",
+          "", MI_KNOB_SCOPE_VARIANT, MI_KNOB_ENUM),
+     PREP, .applies_to = "conv.im2col_gemm,gemm.blis,matmul.blis"},
+};
+
+/* Counters: a run timer and the peak of the plugin's own allocations; no energy. */
+static const mi_sdk_counter_t k_counters[MI__BLIS_COUNTER_N] = {
+    {"run_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
+    {"peak_alloc_bytes", MI_COUNTER_MEMORY, "bytes", 1.0, 0},
+};
+
+/* The description tables with this CPU's figures. */
+static void describe(mi_plugin_ctx_t *ctx) {
+  struct timespec res;
+  memcpy(ctx->knobs, k_knobs, sizeof k_knobs);
+  ctx->knobs[KNOB_THREADS].max = ctx->knobs[KNOB_THREADS].default_int = ctx->cpu.cores;
+  ctx->knobs[KNOB_ARCH].choices = ctx->arch_choices;
+  ctx->knobs[KNOB_SIMD].choices = ctx->simd_choices;
+  ctx->knobs[KNOB_QDOT].choices = ctx->qdot_choices;
+  memcpy(ctx->counters, k_counters, sizeof k_counters);
+  if (clock_getres(CLOCK_MONOTONIC, &res) == 0)
+    ctx->counters[0].resolution = (double)res.tv_sec * 1e9 + (double)res.tv_nsec;
+  ctx->tables.knobs = ctx->knobs;
+  ctx->tables.knob_count = KNOB_N;
+  ctx->tables.counters = ctx->counters;
+  ctx->tables.counter_count = MI__BLIS_COUNTER_N;
+  ctx->sdk.name = "blis-cpu";
+  ctx->sdk.device_count = 1;
+  ctx->sdk.no_device_code = MI_ERR_NOT_FOUND;
+  ctx->sdk.tables = &ctx->tables;
+}
+
 static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *ctx;
   int32_t a;
@@ -97,6 +158,7 @@ static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error
       off += (size_t)snprintf(ctx->qdot_choices + off, sizeof ctx->qdot_choices - off, "|%s", names[l]);
     }
   }
+  describe(ctx);
   atomic_init(&ctx->cur_bytes, 0);
   atomic_init(&ctx->peak_bytes, 0);
   atomic_init(&ctx->total_run_ns, 0);
@@ -117,15 +179,7 @@ static void destroy(mi_plugin_ctx_t *ctx) {
 }
 
 static int32_t check_dev(mi_plugin_ctx_t *ctx, uint32_t device, mi_error_t *err) {
-  if (!ctx) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: ctx is NULL");
-  if (device != 0) return mi_sdk_error(err, MI_ERR_NOT_FOUND, "blis-cpu: only device 0 exists");
-  return MI_OK;
-}
-
-static int32_t device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err) {
-  if (!ctx || !count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu device_count: NULL");
-  *count = 1;
-  return MI_OK;
+  return mi_sdk_check_device(ctx, device, ctx, err);
 }
 
 static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
@@ -155,101 +209,6 @@ static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc
   d.buffer_alignment = 64;
   /* Peak is left 0 (unknown): the benchmark measures it rather than the plugin guessing. */
   return mi_sdk_fill(out, &d, sizeof d);
-}
-
-enum { KNOB_THREADS, KNOB_ARCH, KNOB_IM2COL, KNOB_OCB, KNOB_SIMD, KNOB_QDOT, KNOB_N };
-
-static int32_t knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
-  int32_t rc = check_dev(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu knob_count: NULL");
-  *count = KNOB_N;
-  return MI_OK;
-}
-
-static int32_t knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, mi_knob_desc_t *out,
-                         mi_error_t *err) {
-  mi_knob_desc_t k;
-  int32_t rc = check_dev(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out || index >= KNOB_N) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu knob_desc: bad index");
-  memset(&k, 0, sizeof k);
-  k.struct_size = sizeof k;
-  k.step = 1;
-  switch (index) {
-  case KNOB_THREADS:
-    snprintf(k.name, sizeof k.name, "threads");
-    snprintf(k.description, sizeof k.description, "threads per call: BLIS (through rntm) and the plugin's own loops");
-    snprintf(k.unit, sizeof k.unit, "threads");
-    k.scope = MI_KNOB_SCOPE_DEVICE;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_RUN;
-    k.min = 1;
-    k.max = ctx->cpu.cores;
-    k.default_int = ctx->cpu.cores;
-    break;
-  case KNOB_ARCH:
-    snprintf(k.name, sizeof k.name, "arch");
-    snprintf(k.description, sizeof k.description,
-             "BLIS kernel set: auto = best this CPU supports, blis = BLIS's own detection");
-    k.scope = MI_KNOB_SCOPE_OP;
-    k.type = MI_KNOB_ENUM;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    snprintf(k.choices, sizeof k.choices, "%s", ctx->arch_choices);
-    k.max = ctx->arch_n - 1;
-    break;
-  case KNOB_IM2COL:
-    snprintf(k.name, sizeof k.name, "im2col_block");
-    snprintf(k.description, sizeof k.description, "output pixels per im2col chunk (0 = whole image)");
-    snprintf(k.unit, sizeof k.unit, "pixels");
-    k.scope = MI_KNOB_SCOPE_VARIANT;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    k.value_count = 5;
-    k.values[0] = 0; k.values[1] = 256; k.values[2] = 1024; k.values[3] = 4096; k.values[4] = 16384;
-    k.max = 16384;
-    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm,conv.packed_gemm,conv.packed_gemm_fp16");
-    break;
-  case KNOB_SIMD:
-    snprintf(k.name, sizeof k.name, "simd");
-    snprintf(k.description, sizeof k.description,
-             "SIMD code path of the conv kernels and exp/erf activations: auto = the widest this CPU runs");
-    k.scope = MI_KNOB_SCOPE_VARIANT;
-    k.type = MI_KNOB_ENUM;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    snprintf(k.choices, sizeof k.choices, "%s", ctx->simd_choices);
-    k.max = ctx->simd_n - 1;
-    /* applies_to left empty (all): the list would pass its 127 characters, and a variant reads
-     * the knob only when its own knob list names it (conv.packed_gemm, conv.packed_gemm_fp16,
-     * conv.depthwise_direct and the exp/erf activations). */
-    break;
-  case KNOB_QDOT:
-    snprintf(k.name, sizeof k.name, "int8_dot");
-    snprintf(k.description, sizeof k.description,
-             "int16 pair products of the INT8 layers: vpdpwssd (VNNI), vpmaddwd (AVX-512/AVX2) or C");
-    k.scope = MI_KNOB_SCOPE_VARIANT;
-    k.type = MI_KNOB_ENUM;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    snprintf(k.choices, sizeof k.choices, "%s", ctx->qdot_choices);
-    k.max = ctx->qdot_n - 1;
-    snprintf(k.applies_to, sizeof k.applies_to, "conv.im2col_gemm,gemm.blis,matmul.blis");
-    break;
-  default:
-    snprintf(k.name, sizeof k.name, "oc_block");
-    snprintf(k.description, sizeof k.description, "output channels accumulated per pass");
-    snprintf(k.unit, sizeof k.unit, "channels");
-    k.scope = MI_KNOB_SCOPE_VARIANT;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    k.value_count = 4;
-    k.values[0] = 8; k.values[1] = 16; k.values[2] = 32; k.values[3] = 64;
-    k.min = 8;
-    k.max = 64;
-    k.default_int = 32;
-    snprintf(k.applies_to, sizeof k.applies_to, "conv.direct_nhwc");
-    break;
-  }
-  return mi_sdk_fill(out, &k, sizeof k);
 }
 
 /* Whether this CPU lists table variant v: conv.packed_gemm_fp16 only with F16C. */
@@ -355,43 +314,22 @@ static int32_t constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t i
 int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs, int32_t n,
                              mi_error_t *err) {
   int32_t i, j;
-  char msg[MI_ERROR_MESSAGE_SIZE];
   for (i = 0; i < n; i++) {
     const char *name = knobs[i].name ? knobs[i].name : "";
+    const mi_sdk_knob_t *k;
     int64_t v = knobs[i].i;
-    if (strcmp(name, "threads") == 0) {
-      if (v < 1 || v > ctx->cpu.cores) {
-        snprintf(msg, sizeof msg, "blis-cpu: knob threads=%lld outside [1,%u]", (long long)v, ctx->cpu.cores);
-        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-      }
-    } else if (strcmp(name, "arch") == 0) {
-      if (v < 0 || v >= ctx->arch_n) {
-        snprintf(msg, sizeof msg, "blis-cpu: knob arch=%lld outside %.150s", (long long)v, ctx->arch_choices);
-        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-      }
-    } else if (strcmp(name, "int8_dot") == 0) {
-      if (v < 0 || v >= ctx->qdot_n) {
-        snprintf(msg, sizeof msg, "blis-cpu: knob int8_dot=%lld outside %.150s", (long long)v, ctx->qdot_choices);
-        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-      }
-    } else if (strcmp(name, "simd") == 0) {
-      if (v < 0 || v >= ctx->simd_n) {
-        snprintf(msg, sizeof msg, "blis-cpu: knob simd=%lld outside %.150s", (long long)v, ctx->simd_choices);
-        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-      }
-    } else if (strcmp(name, "im2col_block") == 0 || strcmp(name, "oc_block") == 0) {
-      static const int64_t im[] = {0, 256, 1024, 4096, 16384}, oc[] = {8, 16, 32, 64};
-      const int64_t *set = name[0] == 'i' ? im : oc;
-      int32_t cnt = name[0] == 'i' ? 5 : 4, ok = 0;
-      for (j = 0; j < cnt; j++) ok |= set[j] == v;
-      if (!ok) {
-        snprintf(msg, sizeof msg, "blis-cpu: knob %s=%lld is not one of its values", name, (long long)v);
-        return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-      }
-    } else {
-      snprintf(msg, sizeof msg, "blis-cpu: unknown knob '%s'", name);
-      return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-    }
+    if ((j = mi_sdk_knob_index(&ctx->tables, name)) < 0)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "blis-cpu: unknown knob '%s'", name);
+    k = &ctx->knobs[j];
+    if (mi_sdk_knob_allows(k, v)) continue;
+    if (k->type == MI_KNOB_ENUM)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "blis-cpu: knob %s=%lld outside %.150s",
+                           name, (long long)v, k->choices);
+    if (k->value_count)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
+                           "blis-cpu: knob %s=%lld is not one of its values", name, (long long)v);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "blis-cpu: knob %s=%lld outside [%lld,%lld]",
+                         name, (long long)v, (long long)k->min, (long long)k->max);
   }
   return MI_OK;
 }
@@ -402,9 +340,7 @@ static int32_t check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *v
   if (rc != MI_OK) return rc;
   if (variant_id && variant_id[0] && !mi__blis_find_variant(variant_id) &&
       !mi__blis_is_direct_id(variant_id)) {
-    char msg[MI_ERROR_MESSAGE_SIZE];
-    snprintf(msg, sizeof msg, "blis-cpu: unknown variant '%s'", variant_id);
-    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "blis-cpu: unknown variant '%s'", variant_id);
   }
   return mi__blis_check_knobs(ctx, knobs, knob_count, err);
 }
@@ -420,39 +356,6 @@ static int32_t set_device_knobs(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     else if (strcmp(knobs[i].name, "arch") == 0) ctx->arch = ctx->arch_ids[knobs[i].i];
   }
   return MI_OK;
-}
-
-/* ---- counters: a run timer and the peak of the plugin's own allocations; no energy. */
-
-static int32_t counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
-  int32_t rc = check_dev(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu counter_count: NULL");
-  *count = 2;
-  return MI_OK;
-}
-
-static int32_t counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                            mi_counter_desc_t *out, mi_error_t *err) {
-  mi_counter_desc_t c;
-  struct timespec res;
-  int32_t rc = check_dev(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out || index > 1) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu counter_desc: bad index");
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  if (index == 0) {
-    snprintf(c.name, sizeof c.name, "run_time");
-    c.kind = MI_COUNTER_TIMER;
-    snprintf(c.unit, sizeof c.unit, "ns");
-    c.resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0 ? (double)res.tv_sec * 1e9 + (double)res.tv_nsec : 1.0;
-  } else {
-    snprintf(c.name, sizeof c.name, "peak_alloc_bytes");
-    c.kind = MI_COUNTER_MEMORY;
-    snprintf(c.unit, sizeof c.unit, "bytes");
-    c.resolution = 1.0;
-  }
-  return mi_sdk_fill(out, &c, sizeof c);
 }
 
 static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
@@ -547,10 +450,11 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k);
 
 static const mi_plugin_api_t api = {
     sizeof(mi_plugin_api_t), MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR, "blis-cpu", "0.1.0",
-    create, destroy, device_count, device_info, knob_count, knob_desc, variant_count,
-    variant_desc, buffer_alloc, buffer_write, buffer_read, buffer_free, mi__blis_kernel_prepare,
-    mi__blis_kernel_run, mi__blis_kernel_release, constraint_count, constraint_desc,
-    check_config, counter_count, counter_desc, counter_read, set_device_knobs};
+    create, destroy, mi_sdk_device_count, device_info, mi_sdk_knob_count, mi_sdk_knob_desc,
+    variant_count, variant_desc, buffer_alloc, buffer_write, buffer_read, buffer_free,
+    mi__blis_kernel_prepare, mi__blis_kernel_run, mi__blis_kernel_release, constraint_count,
+    constraint_desc, check_config, mi_sdk_counter_count, mi_sdk_counter_desc, counter_read,
+    set_device_knobs};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   if (!host) {
@@ -558,10 +462,8 @@ MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *hos
     return NULL;
   }
   if (host->abi_major != MI_ABI_VERSION_MAJOR) {
-    char msg[MI_ERROR_MESSAGE_SIZE];
-    snprintf(msg, sizeof msg, "blis-cpu speaks ABI major %d, host offers %u", MI_ABI_VERSION_MAJOR,
+    mi_sdk_errorf(err, MI_ERR_ABI, "blis-cpu speaks ABI major %d, host offers %u", MI_ABI_VERSION_MAJOR,
              host->abi_major);
-    mi_sdk_error(err, MI_ERR_ABI, msg);
     return NULL;
   }
   return &api;

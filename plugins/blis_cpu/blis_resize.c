@@ -8,9 +8,6 @@
 
 #include "blis_internal.h"
 
-enum { CT_HALF_PIXEL, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_HALF_SYM };
-enum { NM_ROUND_FLOOR, NM_ROUND_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
-
 /* One resized axis: `outer` blocks of `in` x `inner` become `outer` blocks of `out` x `inner`. */
 typedef struct resize_pass {
   int64_t outer, in, out, inner;
@@ -36,31 +33,6 @@ static int pick(const char *s, const char *const *names, int count) {
 static const char *attr_str(const mi_node_desc_t *n, const char *name, const char *dflt) {
   const mi_attr_t *a = mi_sdk_attr(n, name);
   return a && a->type == MI_ATTR_STRING && a->s ? a->s : dflt;
-}
-
-/* Output coordinate x mapped into the input, in float like the reference so ties round alike. */
-static float to_input(int ct, float x, float scale, int64_t in, int64_t out) {
-  switch (ct) {
-  case CT_HALF_PIXEL: return (x + 0.5f) / scale - 0.5f;
-  case CT_PYTORCH: return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
-  case CT_ALIGN: return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
-  case CT_TF_NN: return (x + 0.5f) / scale;
-  case CT_HALF_SYM: {
-    float adj = (float)out / (scale * (float)in), center = (float)in / 2.0f;
-    return center * (1.0f - adj) + (x + 0.5f) / scale - 0.5f;
-  }
-  default: return x / scale; /* asymmetric */
-  }
-}
-
-static int64_t nearest_index(int nm, float x, float scale) {
-  switch (nm) {
-  case NM_ROUND_FLOOR: return x == floorf(x) + 0.5f ? (int64_t)floorf(x) : (int64_t)roundf(x);
-  case NM_ROUND_CEIL: return (int64_t)roundf(x); /* roundf: ties away from zero */
-  case NM_FLOOR: return (int64_t)floorf(x);
-  case NM_CEIL: return (int64_t)ceilf(x);
-  default: return scale < 1.0f ? (int64_t)ceilf(x) : (int64_t)floorf(x);
-  }
 }
 
 /* Bytes of one pass's tables (two index arrays, one weight array), kept 8-byte aligned. */
@@ -109,13 +81,10 @@ static int32_t const_floats(const mi__blis_prep_t *p, int32_t idx, float *out, i
 
 int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   static const char *const modes[] = {"nearest", "linear", "bilinear"};
-  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                     "asymmetric", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
-  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
   int upsample = strcmp(n->op_type, "Upsample") == 0, modern = !upsample && n->opset >= 11;
-  int linear, ct = CT_ASYM, nm = NM_SIMPLE, k;
+  int linear, ct = MI_SDK_CT_ASYMMETRIC, nm = MI_SDK_NEAREST_SIMPLE, k;
   float scales[MI_MAX_RANK], sel[MI_MAX_RANK];
   int64_t sizes[MI_MAX_RANK], axes[MI_MAX_RANK], out[MI_MAX_RANK], cur[MI_MAX_RANK];
   int32_t nscales = 0, nsizes = 0, naxes = -1, given, want, axis_of[MI_MAX_RANK], i, d;
@@ -129,10 +98,10 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   if (upsample && n->opset < 7) return mi__blis_unsupported(err, n, "Upsample before opset 7");
   if (modern) {
     /* Upsample and Resize-10 have no such attributes: asymmetric with the "simple" nearest rule. */
-    if ((ct = pick(attr_str(n, "coordinate_transformation_mode", "half_pixel"), cts, 6)) < 0 ||
-        (ct == CT_HALF_SYM && n->opset < 19))
+    if ((ct = mi_sdk_resize_ct_from_name(attr_str(n, "coordinate_transformation_mode", "half_pixel"))) < 0 ||
+        (ct == MI_SDK_CT_HALF_PIXEL_SYMMETRIC && n->opset < 19))
       return mi__blis_unsupported(err, n, "coordinate_transformation_mode not supported");
-    if ((nm = pick(attr_str(n, "nearest_mode", "round_prefer_floor"), nms, 4)) < 0)
+    if ((nm = mi_sdk_resize_nearest_from_name(attr_str(n, "nearest_mode", "round_prefer_floor"))) < 0)
       return mi__blis_unsupported(err, n, "nearest_mode not supported");
     if (mi_sdk_attr_int(n, "antialias", 0) != 0) return mi__blis_unsupported(err, n, "antialias=1");
     if (k == 2) return mi__blis_unsupported(err, n, "mode='bilinear' is not an opset 11+ mode");
@@ -214,7 +183,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   memcpy(cur, x->dims, sizeof cur);
   for (d = 0; d < x->rank; d++) {
     resize_pass_t *ps = &r->pass[r->npass];
-    if (out[d] == x->dims[d] && sel[d] == 1.0f && ct != CT_TF_NN) continue; /* identity */
+    if (out[d] == x->dims[d] && sel[d] == 1.0f && ct != MI_SDK_CT_TF_HALF_PIXEL_FOR_NN) continue; /* identity */
     if (out[d] < 1 || x->dims[d] < 1) return mi__blis_unsupported(err, n, "resize to or from an empty axis");
     ps->outer = ps->inner = 1;
     for (i = 0; i < d; i++) ps->outer *= cur[i];
@@ -243,25 +212,13 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   for (i = 0; i < r->npass; i++) {
     resize_pass_t *ps = &r->pass[i];
     int64_t j;
-    float scale = ps->scale;
+    const float scale = ps->scale;
     ps->i0 = (int64_t *)aux;
     ps->i1 = ps->i0 + ps->out;
     ps->w = (float *)(ps->i1 + ps->out);
     aux += pass_bytes(ps->out);
-    for (j = 0; j < ps->out; j++) {
-      float xo = to_input(ct, (float)j, scale, ps->in, ps->out);
-      if (linear) {
-        if (xo < 0.0f) xo = 0.0f;
-        if (xo > (float)(ps->in - 1)) xo = (float)(ps->in - 1);
-        ps->i0[j] = (int64_t)xo;
-        ps->i1[j] = ps->i0[j] + 1 < ps->in ? ps->i0[j] + 1 : ps->in - 1;
-        ps->w[j] = xo - (float)ps->i0[j];
-      } else {
-        int64_t q = nearest_index(nm, xo, scale);
-        ps->i0[j] = ps->i1[j] = q < 0 ? 0 : q >= ps->in ? ps->in - 1 : q;
-        ps->w[j] = 0.0f;
-      }
-    }
+    for (j = 0; j < ps->out; j++)
+      mi_sdk_resize_tap(linear, ct, nm, scale, ps->in, ps->out, j, &ps->i0[j], &ps->i1[j], &ps->w[j]);
   }
   s->run = run_resize;
   return MI_OK;

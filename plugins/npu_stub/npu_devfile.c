@@ -186,7 +186,7 @@ static const char *base_name(const char *path) {
 }
 
 int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err) {
-  char line[1024], msg[MI_ERROR_MESSAGE_SIZE], why[128], shown[48];
+  char line[1024], why[128], shown[48];
   unsigned char seen[NKEYS];
   int lineno = 0;
   int32_t rc = MI_OK;
@@ -204,16 +204,14 @@ int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err) {
   }
   f = fopen(path, "r");
   if (!f) {
-    snprintf(msg, sizeof msg, "%s: cannot open: %s", path, strerror(errno));
-    return mi_sdk_error(err, MI_ERR_IO, msg);
+    return mi_sdk_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
   while (fgets(line, sizeof line, f)) {
     char *s, *eq, *key, *val, *hash;
     size_t i;
     lineno++;
     if (!strchr(line, '\n') && !feof(f)) {
-      snprintf(msg, sizeof msg, "%s:%d: line too long", path, lineno);
-      rc = mi_sdk_error(err, MI_ERR_PARSE, msg);
+      rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: line too long", path, lineno);
       goto done;
     }
     hash = strchr(line, '#');
@@ -222,8 +220,7 @@ int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err) {
     if (*s == '\0') continue;
     eq = strchr(s, '=');
     if (!eq) {
-      snprintf(msg, sizeof msg, "%s:%d: expected 'key = value'", path, lineno);
-      rc = mi_sdk_error(err, MI_ERR_PARSE, msg);
+      rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: expected 'key = value'", path, lineno);
       goto done;
     }
     *eq = '\0';
@@ -232,28 +229,24 @@ int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err) {
     for (i = 0; i < NKEYS; i++)
       if (strcmp(KEYS[i].key, key) == 0) break;
     if (i == NKEYS) {
-      snprintf(msg, sizeof msg, "%s:%d: unknown key '%.40s'", path, lineno, key);
-      rc = mi_sdk_error(err, MI_ERR_PARSE, msg);
+      rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: unknown key '%.40s'", path, lineno, key);
       goto done;
     }
     if (seen[i]) {
-      snprintf(msg, sizeof msg, "%s:%d: duplicate key '%s'", path, lineno, key);
-      rc = mi_sdk_error(err, MI_ERR_PARSE, msg);
+      rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: duplicate key '%s'", path, lineno, key);
       goto done;
     }
     seen[i] = 1;
     why[0] = '\0';
     snprintf(shown, sizeof shown, "%s", val); /* set_value may tokenize val in place */
     if (!set_value(&KEYS[i], val, out, why, sizeof why)) {
-      snprintf(msg, sizeof msg, "%s:%d: bad value '%s' for '%s': %s", path, lineno, shown, key,
+      rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: bad value '%s' for '%s': %s", path, lineno, shown, key,
                why);
-      rc = mi_sdk_error(err, MI_ERR_PARSE, msg);
       goto done;
     }
   }
   if (out->throttle_c <= out->ambient_c) {
-    snprintf(msg, sizeof msg, "%s:%d: throttle_c must be above ambient_c", path, lineno);
-    rc = mi_sdk_error(err, MI_ERR_PARSE, msg);
+    rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: throttle_c must be above ambient_c", path, lineno);
   }
 done:
   fclose(f);

@@ -6,9 +6,7 @@
 #include <string.h>
 
 static int32_t refuse(mi_error_t *err, const npu_node_t *n, const char *what) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
-  snprintf(msg, sizeof msg, "npu-stub: node '%.60s': %s", n->name, what);
-  return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+  return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: node '%.60s': %s", n->name, what);
 }
 
 static double align_up(double v, int a) { return ceil(v / a) * a; }
@@ -392,17 +390,14 @@ static double footprint(const mi_kernel_t *k, const npu_mac_t *m, double t) {
 
 int32_t npu__choose_tile(const npu_spec_t *s, mi_kernel_t *k, npu_node_t *n, mi_error_t *err) {
   double sram = s->sram_kib * 1024, t;
-  char msg[MI_ERROR_MESSAGE_SIZE];
   npu_mac_t *m = &n->mac;
   if (k->sram_tile > 0) {
     t = k->sram_tile < m->cpad ? k->sram_tile : m->cpad;
     if (footprint(k, m, t) > sram) {
-      snprintf(msg, sizeof msg,
-               "npu-stub: sram_tile=%d for node '%.40s' needs %.0f KiB of SRAM per core (%s), "
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: sram_tile=%d for node '%.40s' needs %.0f KiB of SRAM per core (%s), "
                "%s has %.0f KiB",
                k->sram_tile, n->name, footprint(k, m, t) / 1024,
                k->dma_overlap ? "x2 for dma_overlap" : "single-buffered", s->name, s->sram_kib);
-      return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
     }
   } else {
     for (t = m->cpad; t > s->channel_align && footprint(k, m, t) > sram; t -= s->channel_align) {

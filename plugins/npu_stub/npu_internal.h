@@ -2,7 +2,7 @@
 #ifndef NPU_INTERNAL_H
 #define NPU_INTERNAL_H
 
-#include <metainfer/mi_plugin.h>
+#include <metainfer/mi_sdk.h>
 #include <stdint.h>
 
 #define NPU_MAX_LEVELS 16
@@ -32,6 +32,9 @@ typedef struct npu_spec {
   double sync_cycles, launch_cycles;
 } npu_spec_t;
 
+enum { NPU_KNOB_CORES, NPU_KNOB_DVFS, NPU_KNOB_DATAFLOW, NPU_KNOB_TILE, NPU_KNOB_OVERLAP,
+       NPU_KNOB_BATCH, NPU_KNOB_COUNT };
+
 /** The mutable state of one simulated device: its knobs and its thermal/energy history. */
 typedef struct npu_device {
   npu_spec_t spec;
@@ -46,13 +49,15 @@ typedef struct npu_device {
   uint64_t rng;
   int has_last;
   double last_time_s, last_power_w;
+  mi_sdk_knob_t knobs[NPU_KNOB_COUNT]; /* the knob table with this device's cores and DVFS */
+  mi_sdk_tables_t tables;              /* what the SDK helper describes for this device */
 } npu_device_t;
 
 enum { NPU_FAULT_NONE = 0, NPU_FAULT_CRASH, NPU_FAULT_HANG, NPU_FAULT_WRONG, NPU_FAULT_DRIFT };
 
 struct mi_plugin_ctx {
+  mi_sdk_plugin_t sdk; /* first: the SDK helper answers the description calls from it */
   int fault;
-  uint32_t device_count;
   npu_device_t dev[NPU_MAX_DEVICES];
 };
 
@@ -135,8 +140,6 @@ struct mi_kernel {
 };
 
 /* Knob indices (the order knob_desc lists them). */
-enum { NPU_KNOB_CORES, NPU_KNOB_DVFS, NPU_KNOB_DATAFLOW, NPU_KNOB_TILE, NPU_KNOB_OVERLAP,
-       NPU_KNOB_BATCH, NPU_KNOB_COUNT };
 enum { NPU_DATAFLOW_WS = 0, NPU_DATAFLOW_OS = 1 };
 
 /* npu_devfile.c */
@@ -144,14 +147,13 @@ void npu__spec_defaults(npu_spec_t *s);
 int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err);
 
 /* npu_knobs.c */
-int32_t npu__knob_desc(const npu_spec_t *s, uint32_t index, mi_knob_desc_t *out);
+/* Fills d->knobs and d->tables from the plugin's tables and d->spec. */
+void npu__describe(npu_device_t *d);
 int32_t npu__constraint_count(void);
 int32_t npu__constraint_desc(const npu_spec_t *s, uint32_t index, mi_constraint_desc_t *out);
 int32_t npu__check_knobs(const npu_spec_t *s, const char *variant_id,
                          const mi_knob_value_t *knobs, int32_t count, int64_t vals[NPU_KNOB_COUNT],
                          uint32_t given[1], mi_error_t *err);
-int32_t npu__variant_count(void);
-int32_t npu__variant_desc(uint32_t index, mi_variant_desc_t *out);
 int npu__variant_op(const char *variant_id);
 int npu__op_from_name(const char *op_type);
 

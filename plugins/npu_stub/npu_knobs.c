@@ -4,151 +4,91 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const OP_NAMES[NPU_OP_COUNT] = {
-    "Conv", "Gemm", "MatMul", "Relu", "Clip", "HardSwish", "HardSigmoid", "Sigmoid", "Add", "Mul",
-    "GlobalAveragePool", "AveragePool", "MaxPool", "BatchNormalization", "Flatten", "Reshape",
-    "Concat", "QuantizeLinear", "DequantizeLinear"};
+#define B(k) (1u << (k))
+#define ALL_KNOBS (B(NPU_KNOB_CORES) | B(NPU_KNOB_DVFS) | B(NPU_KNOB_DATAFLOW) | B(NPU_KNOB_TILE) | \
+                   B(NPU_KNOB_OVERLAP) | B(NPU_KNOB_BATCH))
+#define VEC_KNOBS (B(NPU_KNOB_CORES) | B(NPU_KNOB_DVFS) | B(NPU_KNOB_OVERLAP) | B(NPU_KNOB_BATCH))
+/* Compute dtypes: FLOAT32 tensors are accepted but computed in FP16, so FP32 is not one. */
+#define DT (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_FLOAT16))
+#define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
+#define ACT (MI_FUSE_RELU | MI_FUSE_ACT)
+#define MAC(id, op)                                                                               \
+  {id, op, op " on the systolic MAC arrays, int32 accumulation; FLOAT32 runs as FP16",           \
+   DT | MI_DTYPE_BIT(MI_DTYPE_INT4), LAYOUTS, MI_FUSE_BIAS | MI_FUSE_BN | ACT | MI_FUSE_ADD,     \
+   ALL_KNOBS, NULL}
+#define VEC(id, op, fuse, note) \
+  {id, op, op " on the vector unit" note "; FLOAT32 runs as FP16", DT, LAYOUTS, fuse, VEC_KNOBS, NULL}
+#define QDQ(id, op)                                                                               \
+  {id, op, op " on the vector unit: FLOAT32 <-> INT8/UINT8 codes in exact FP32 (half to even, "  \
+   "saturating)", DT, LAYOUTS, 0, VEC_KNOBS, NULL}
 
-static const char *const VARIANT_IDS[NPU_OP_COUNT] = {
-    "npu.conv", "npu.gemm", "npu.matmul", "npu.relu", "npu.clip", "npu.hardswish",
-    "npu.hardsigmoid", "npu.sigmoid_lut", "npu.add", "npu.mul", "npu.global_avgpool",
-    "npu.avgpool", "npu.maxpool", "npu.batchnorm", "npu.flatten", "npu.reshape", "npu.concat",
-    "npu.quantize", "npu.dequantize"};
+/* One variant per op, in enum npu_op order (the index is the op). */
+static const mi_sdk_variant_t k_variants[NPU_OP_COUNT] = {
+    MAC("npu.conv", "Conv"), MAC("npu.gemm", "Gemm"), MAC("npu.matmul", "MatMul"),
+    VEC("npu.relu", "Relu", 0, ""), VEC("npu.clip", "Clip", 0, ""),
+    VEC("npu.hardswish", "HardSwish", 0, ""), VEC("npu.hardsigmoid", "HardSigmoid", 0, ""),
+    VEC("npu.sigmoid_lut", "Sigmoid", 0, " (256-entry lookup table in INT8)"),
+    VEC("npu.add", "Add", ACT, ""), VEC("npu.mul", "Mul", 0, ""),
+    VEC("npu.global_avgpool", "GlobalAveragePool", 0, ""),
+    VEC("npu.avgpool", "AveragePool", 0, ""), VEC("npu.maxpool", "MaxPool", 0, ""),
+    VEC("npu.batchnorm", "BatchNormalization", ACT, ""), VEC("npu.flatten", "Flatten", 0, ""),
+    VEC("npu.reshape", "Reshape", 0, ""), VEC("npu.concat", "Concat", 0, ""),
+    QDQ("npu.quantize", "QuantizeLinear"), QDQ("npu.dequantize", "DequantizeLinear"),
+};
 
-static const char *const KNOB_NAMES[NPU_KNOB_COUNT] = {"cores",    "dvfs_level", "dataflow",
-                                                       "sram_tile", "dma_overlap", "batch"};
+#define KNOB(nm, desc, un) .name = nm, .description = desc, .unit = un, .applies_to = ""
+#define DEV .scope = MI_KNOB_SCOPE_DEVICE, .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_RUN
+#define OP(ty) .scope = MI_KNOB_SCOPE_OP, .type = ty, .mutability = MI_KNOB_AT_PREPARE
 
-static const int64_t TILE_VALUES[] = {0, 16, 32, 64, 128, 256, 512, 1024, 2048};
-static const int64_t BATCH_VALUES[] = {1, 2, 4, 8, 16, 32};
+/* cores and dvfs_level take their range from the device file (npu__describe). */
+static const mi_sdk_knob_t k_knobs[NPU_KNOB_COUNT] = {
+    {KNOB("cores", "active NPU cores (idle cores are power-gated)", "cores"), DEV, .min = 1},
+    {KNOB("dvfs_level", "DVFS operating point, index into the (MHz, V) table, low to high",
+          "level"), DEV},
+    {KNOB("dataflow", "systolic mapping: weights or output partial sums stay in the array", ""),
+     OP(MI_KNOB_ENUM), .choices = "weight_stationary|output_stationary"},
+    {KNOB("sram_tile",
+          "output channels per SRAM tile (0 = largest that fits); must fit the core SRAM",
+          "channels"),
+     OP(MI_KNOB_INT), .value_count = 9, .values = {0, 16, 32, 64, 128, 256, 512, 1024, 2048}},
+    {KNOB("dma_overlap", "double-buffer DMA with compute (halves the SRAM a tile may use)", ""),
+     OP(MI_KNOB_BOOL), .default_int = 1},
+    {KNOB("batch", "samples streamed per weight residency when the weights do not fit SRAM",
+          "samples"),
+     DEV, .value_count = 6, .values = {1, 2, 4, 8, 16, 32}, .default_int = 1},
+};
+
+static const mi_sdk_tables_t k_tables = {k_knobs, NPU_KNOB_COUNT, k_variants, NPU_OP_COUNT, 0,
+                                         NULL, 0};
+
+/* Every figure of this device comes from its model: every counter is modeled. */
+static const mi_sdk_counter_t k_counters[] = {
+    {"device_time", MI_COUNTER_TIMER, "ns", 1, 1},
+    {"energy", MI_COUNTER_ENERGY, "J", 1e-12, 1},
+    {"power", MI_COUNTER_POWER, "W", 1e-6, 1},
+    {"frequency", MI_COUNTER_FREQUENCY, "MHz", 1, 1},
+    {"temperature", MI_COUNTER_TEMPERATURE, "C", 0.01, 1},
+    {"sim_clock", MI_COUNTER_OTHER, "s", 1e-9, 1},
+};
+
+void npu__describe(npu_device_t *d) {
+  memcpy(d->knobs, k_knobs, sizeof k_knobs);
+  d->knobs[NPU_KNOB_CORES].max = d->knobs[NPU_KNOB_CORES].default_int = d->spec.cores;
+  d->knobs[NPU_KNOB_DVFS].max = d->knobs[NPU_KNOB_DVFS].default_int = d->spec.level_count - 1;
+  d->tables = k_tables;
+  d->tables.knobs = d->knobs;
+  d->tables.counters = k_counters;
+  d->tables.counter_count = (uint32_t)(sizeof k_counters / sizeof k_counters[0]);
+}
 
 int npu__op_from_name(const char *op_type) {
-  int i;
-  for (i = 0; op_type && i < NPU_OP_COUNT; i++)
-    if (strcmp(op_type, OP_NAMES[i]) == 0) return i;
-  return -1;
+  const mi_sdk_variant_t *v = mi_sdk_variant_first(&k_tables, op_type);
+  return v ? (int)(v - k_variants) : -1;
 }
 
 int npu__variant_op(const char *variant_id) {
-  int i;
-  for (i = 0; variant_id && i < NPU_OP_COUNT; i++)
-    if (strcmp(variant_id, VARIANT_IDS[i]) == 0) return i;
-  return -1;
-}
-
-int32_t npu__variant_count(void) { return NPU_OP_COUNT; }
-
-static int is_mac(int op) { return op == NPU_CONV || op == NPU_GEMM || op == NPU_MATMUL; }
-
-int32_t npu__variant_desc(uint32_t index, mi_variant_desc_t *out) {
-  mi_variant_desc_t v;
-  int op = (int)index;
-  if (index >= NPU_OP_COUNT) return MI_ERR_INVALID_ARGUMENT;
-  memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  snprintf(v.id, sizeof v.id, "%s", VARIANT_IDS[op]);
-  snprintf(v.op_type, sizeof v.op_type, "%s", OP_NAMES[op]);
-  /* compute dtypes: FLOAT32 tensors are accepted but computed in FP16, so FP32 is not one */
-  v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
-                 MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
-  v.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY);
-  if (is_mac(op)) {
-    v.dtype_mask |= MI_DTYPE_BIT(MI_DTYPE_INT4);
-    v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD;
-    snprintf(v.description, sizeof v.description,
-             "%s on the systolic MAC arrays, int32 accumulation; FLOAT32 runs as FP16",
-             OP_NAMES[op]);
-    snprintf(v.knobs, sizeof v.knobs, "cores,dvfs_level,dataflow,sram_tile,dma_overlap,batch");
-  } else {
-    v.fuse_mask = (op == NPU_BN || op == NPU_ADD) ? (MI_FUSE_RELU | MI_FUSE_ACT) : 0;
-    if (op == NPU_QUANT || op == NPU_DEQUANT)
-      snprintf(v.description, sizeof v.description,
-               "%s on the vector unit: FLOAT32 <-> INT8/UINT8 codes in exact FP32 (half to "
-               "even, saturating)", OP_NAMES[op]);
-    else
-      snprintf(v.description, sizeof v.description, "%s on the vector unit%s; FLOAT32 runs as FP16", OP_NAMES[op],
-             op == NPU_SIGMOID ? " (256-entry lookup table in INT8)" : "");
-    snprintf(v.knobs, sizeof v.knobs, "cores,dvfs_level,dma_overlap,batch");
-  }
-  return mi_sdk_fill(out, &v, sizeof v);
-}
-
-int32_t npu__knob_desc(const npu_spec_t *s, uint32_t index, mi_knob_desc_t *out) {
-  mi_knob_desc_t k;
-  size_t i;
-  if (index >= NPU_KNOB_COUNT) return MI_ERR_INVALID_ARGUMENT;
-  memset(&k, 0, sizeof k);
-  k.struct_size = sizeof k;
-  snprintf(k.name, sizeof k.name, "%s", KNOB_NAMES[index]);
-  k.step = 1;
-  switch (index) {
-  case NPU_KNOB_CORES:
-    snprintf(k.description, sizeof k.description, "active NPU cores (idle cores are power-gated)");
-    snprintf(k.unit, sizeof k.unit, "cores");
-    k.scope = MI_KNOB_SCOPE_DEVICE;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_RUN;
-    k.min = 1;
-    k.max = s->cores;
-    k.default_int = s->cores;
-    break;
-  case NPU_KNOB_DVFS:
-    snprintf(k.description, sizeof k.description,
-             "DVFS operating point, index into the (MHz, V) table, low to high");
-    snprintf(k.unit, sizeof k.unit, "level");
-    k.scope = MI_KNOB_SCOPE_DEVICE;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_RUN;
-    k.min = 0;
-    k.max = s->level_count - 1;
-    k.default_int = s->level_count - 1;
-    break;
-  case NPU_KNOB_DATAFLOW:
-    snprintf(k.description, sizeof k.description,
-             "systolic mapping: weights or output partial sums stay in the array");
-    k.scope = MI_KNOB_SCOPE_OP;
-    k.type = MI_KNOB_ENUM;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    snprintf(k.choices, sizeof k.choices, "weight_stationary|output_stationary");
-    k.min = 0;
-    k.max = 1;
-    break;
-  case NPU_KNOB_TILE:
-    snprintf(k.description, sizeof k.description,
-             "output channels per SRAM tile (0 = largest that fits); must fit the core SRAM");
-    snprintf(k.unit, sizeof k.unit, "channels");
-    k.scope = MI_KNOB_SCOPE_OP;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    k.value_count = (uint32_t)(sizeof TILE_VALUES / sizeof TILE_VALUES[0]);
-    for (i = 0; i < k.value_count; i++) k.values[i] = TILE_VALUES[i];
-    k.min = 0;
-    k.max = TILE_VALUES[k.value_count - 1];
-    break;
-  case NPU_KNOB_OVERLAP:
-    snprintf(k.description, sizeof k.description,
-             "double-buffer DMA with compute (halves the SRAM a tile may use)");
-    k.scope = MI_KNOB_SCOPE_OP;
-    k.type = MI_KNOB_BOOL;
-    k.mutability = MI_KNOB_AT_PREPARE;
-    k.min = 0;
-    k.max = 1;
-    k.default_int = 1;
-    break;
-  default:
-    snprintf(k.description, sizeof k.description,
-             "samples streamed per weight residency when the weights do not fit SRAM");
-    snprintf(k.unit, sizeof k.unit, "samples");
-    k.scope = MI_KNOB_SCOPE_DEVICE;
-    k.type = MI_KNOB_INT;
-    k.mutability = MI_KNOB_AT_RUN;
-    k.value_count = (uint32_t)(sizeof BATCH_VALUES / sizeof BATCH_VALUES[0]);
-    for (i = 0; i < k.value_count; i++) k.values[i] = BATCH_VALUES[i];
-    k.min = 1;
-    k.max = BATCH_VALUES[k.value_count - 1];
-    k.default_int = 1;
-    break;
-  }
-  return mi_sdk_fill(out, &k, sizeof k);
+  const mi_sdk_variant_t *v = mi_sdk_variant_find(&k_tables, variant_id);
+  return v ? (int)(v - k_variants) : -1;
 }
 
 int32_t npu__constraint_count(void) { return 4; }
@@ -196,19 +136,10 @@ int32_t npu__constraint_desc(const npu_spec_t *s, uint32_t index, mi_constraint_
   return mi_sdk_fill(out, &c, sizeof c);
 }
 
-static int in_values(int64_t v, const int64_t *vals, size_t n) {
-  size_t i;
-  for (i = 0; i < n; i++)
-    if (vals[i] == v) return 1;
-  return 0;
-}
-
 int32_t npu__check_knobs(const npu_spec_t *s, const char *variant_id,
                          const mi_knob_value_t *knobs, int32_t count, int64_t vals[NPU_KNOB_COUNT],
                          uint32_t given[1], mi_error_t *err) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
-  int32_t i;
-  int j;
+  int32_t i, j;
   vals[NPU_KNOB_CORES] = s->cores;
   vals[NPU_KNOB_DVFS] = s->level_count - 1;
   vals[NPU_KNOB_DATAFLOW] = NPU_DATAFLOW_WS;
@@ -216,51 +147,24 @@ int32_t npu__check_knobs(const npu_spec_t *s, const char *variant_id,
   vals[NPU_KNOB_OVERLAP] = 1;
   vals[NPU_KNOB_BATCH] = 1;
   given[0] = 0;
-  if (variant_id && variant_id[0] && npu__variant_op(variant_id) < 0) {
-    snprintf(msg, sizeof msg, "npu-stub: unknown variant '%.60s'", variant_id);
-    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-  }
+  if (variant_id && variant_id[0] && npu__variant_op(variant_id) < 0)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: unknown variant '%.60s'", variant_id);
   for (i = 0; i < count; i++) {
     const char *name = knobs[i].name ? knobs[i].name : "";
     int64_t v = knobs[i].i;
-    int bad = 0;
-    for (j = 0; j < NPU_KNOB_COUNT; j++)
-      if (strcmp(name, KNOB_NAMES[j]) == 0) break;
-    if (j == NPU_KNOB_COUNT) {
-      snprintf(msg, sizeof msg, "npu-stub: unknown knob '%.60s'", name);
-      return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-    }
-    switch (j) {
-    case NPU_KNOB_CORES:
-      bad = v < 1 || v > s->cores;
-      break;
-    case NPU_KNOB_DVFS:
-      bad = v < 0 || v >= s->level_count;
-      break;
-    case NPU_KNOB_DATAFLOW:
-    case NPU_KNOB_OVERLAP:
-      bad = v < 0 || v > 1;
-      break;
-    case NPU_KNOB_TILE:
-      bad = !in_values(v, TILE_VALUES, sizeof TILE_VALUES / sizeof TILE_VALUES[0]);
-      break;
-    default:
-      bad = !in_values(v, BATCH_VALUES, sizeof BATCH_VALUES / sizeof BATCH_VALUES[0]);
-      break;
-    }
-    if (bad) {
-      if (j == NPU_KNOB_CORES)
-        snprintf(msg, sizeof msg, "npu-stub: cores=%lld breaks 1 <= cores <= %d (%s has %d cores)",
-                 (long long)v, s->cores, s->name, s->cores);
-      else if (j == NPU_KNOB_DVFS)
-        snprintf(msg, sizeof msg,
-                 "npu-stub: dvfs_level=%lld breaks 0 <= dvfs_level <= %d (DVFS table of %s)",
-                 (long long)v, s->level_count - 1, s->name);
-      else
-        snprintf(msg, sizeof msg, "npu-stub: %s=%lld is outside its domain", KNOB_NAMES[j],
-                 (long long)v);
-      return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
-    }
+    if ((j = mi_sdk_knob_index(&k_tables, name)) < 0)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: unknown knob '%.60s'", name);
+    if (j == NPU_KNOB_CORES && (v < 1 || v > s->cores))
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
+                           "npu-stub: cores=%lld breaks 1 <= cores <= %d (%s has %d cores)",
+                           (long long)v, s->cores, s->name, s->cores);
+    if (j == NPU_KNOB_DVFS && (v < 0 || v >= s->level_count))
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
+                           "npu-stub: dvfs_level=%lld breaks 0 <= dvfs_level <= %d (DVFS table of %s)",
+                           (long long)v, s->level_count - 1, s->name);
+    if (j != NPU_KNOB_CORES && j != NPU_KNOB_DVFS && !mi_sdk_knob_allows(&k_knobs[j], v))
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: %s=%lld is outside its domain",
+                           name, (long long)v);
     vals[j] = v;
     given[0] |= 1u << j;
   }

@@ -15,10 +15,6 @@
 int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *kernel, mi_buffer_t *const *inputs,
                         int32_t input_count, mi_buffer_t *const *outputs, int32_t output_count,
                         mi_run_stats_t *stats, mi_error_t *err);
-int32_t npu__counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                           mi_error_t *err);
-int32_t npu__counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                          mi_counter_desc_t *out, mi_error_t *err);
 int32_t npu__counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                           mi_counter_sample_t *out, mi_error_t *err);
 
@@ -40,16 +36,15 @@ static void device_init(npu_device_t *d) {
 }
 
 static int32_t add_file(mi_plugin_ctx_t *c, const char *path, mi_error_t *err) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
   int32_t rc;
-  if (c->device_count >= NPU_MAX_DEVICES) {
-    snprintf(msg, sizeof msg, "npu-stub: more than %d device files", NPU_MAX_DEVICES);
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, msg);
+  if (c->sdk.device_count >= NPU_MAX_DEVICES) {
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: more than %d device files", NPU_MAX_DEVICES);
   }
-  rc = npu__spec_load(path, &c->dev[c->device_count].spec, err);
+  rc = npu__spec_load(path, &c->dev[c->sdk.device_count].spec, err);
   if (rc != MI_OK) return rc;
-  device_init(&c->dev[c->device_count]);
-  c->device_count++;
+  device_init(&c->dev[c->sdk.device_count]);
+  npu__describe(&c->dev[c->sdk.device_count]);
+  c->sdk.device_count++;
   return MI_OK;
 }
 
@@ -62,8 +57,7 @@ static int32_t add_dir(mi_plugin_ctx_t *c, const char *dir, mi_error_t *err) {
   struct dirent *e;
   DIR *d = opendir(dir);
   if (!d) {
-    snprintf(path, sizeof path, "npu-stub: cannot open device directory %s", dir);
-    return mi_sdk_error(err, MI_ERR_IO, path);
+    return mi_sdk_errorf(err, MI_ERR_IO, "npu-stub: cannot open device directory %s", dir);
   }
   while ((e = readdir(d)) != NULL && n < (int)(sizeof names / sizeof names[0])) {
     if (!is_desc_file(e->d_name)) continue;
@@ -102,25 +96,29 @@ static int32_t add_list(mi_plugin_ctx_t *c, const char *list, mi_error_t *err) {
   return rc;
 }
 
+static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
+  return &ctx->dev[device].tables;
+}
+
 static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *c;
   const char *list = getenv("MI_NPU_DEVICES");
   const char *fault = getenv("MI_NPU_FAULT");
-  char dir[1024], msg[MI_ERROR_MESSAGE_SIZE];
+  char dir[1024];
   int32_t rc;
   if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: create: out is NULL");
   *out = NULL;
   c = calloc(1, sizeof *c);
   if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
+  c->sdk.name = "npu-stub";
+  c->sdk.tables_of = tables_of;
   if (fault && fault[0]) {
     if (strcmp(fault, "crash") == 0) c->fault = NPU_FAULT_CRASH;
     else if (strcmp(fault, "hang") == 0) c->fault = NPU_FAULT_HANG;
     else if (strcmp(fault, "wrong") == 0) c->fault = NPU_FAULT_WRONG;
     else if (strcmp(fault, "drift") == 0) c->fault = NPU_FAULT_DRIFT;
     else {
-      snprintf(msg, sizeof msg,
-               "npu-stub: MI_NPU_FAULT='%.40s' is not one of crash|hang|wrong|drift", fault);
-      rc = mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, msg);
+      rc = mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: MI_NPU_FAULT='%.40s' is not one of crash|hang|wrong|drift", fault);
       goto fail;
     }
   }
@@ -145,9 +143,8 @@ static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_e
     list = dir;
   }
   if (rc != MI_OK) goto fail;
-  if (c->device_count == 0) {
-    snprintf(msg, sizeof msg, "npu-stub: no npu-*.conf device description in %.200s", list);
-    rc = mi_sdk_error(err, MI_ERR_NOT_FOUND, msg);
+  if (c->sdk.device_count == 0) {
+    rc = mi_sdk_errorf(err, MI_ERR_NOT_FOUND, "npu-stub: no npu-*.conf device description in %.200s", list);
     goto fail;
   }
   *out = c;
@@ -160,19 +157,7 @@ fail:
 static void npu_destroy(mi_plugin_ctx_t *ctx) { free(ctx); }
 
 static int32_t bad_device(mi_plugin_ctx_t *ctx, uint32_t device, mi_error_t *err) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
-  if (!ctx) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: ctx is NULL");
-  if (device >= ctx->device_count) {
-    snprintf(msg, sizeof msg, "npu-stub: no device %u (have %u)", device, ctx->device_count);
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, msg);
-  }
-  return MI_OK;
-}
-
-static int32_t npu_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err) {
-  if (!ctx || !count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: NULL argument");
-  *count = ctx->device_count;
-  return MI_OK;
+  return mi_sdk_check_device(ctx, device, ctx, err);
 }
 
 static int32_t npu_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
@@ -206,38 +191,6 @@ static int32_t npu_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_
                   s->levels[s->level_count - 1].mhz * 1e-3 / s->fp16_divisor;
   d.peak_bandwidth_gbs = s->dma_gbs;
   return mi_sdk_fill(out, &d, sizeof d);
-}
-
-static int32_t npu_knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                              mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc == MI_OK && count) *count = NPU_KNOB_COUNT;
-  return rc;
-}
-
-static int32_t npu_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                             mi_knob_desc_t *out, mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out || index >= NPU_KNOB_COUNT)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: knob index out of range");
-  return npu__knob_desc(&ctx->dev[device].spec, index, out);
-}
-
-static int32_t npu_variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                                 mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc == MI_OK && count) *count = (uint32_t)npu__variant_count();
-  return rc;
-}
-
-static int32_t npu_variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                                mi_variant_desc_t *out, mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out || index >= (uint32_t)npu__variant_count())
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: variant index out of range");
-  return npu__variant_desc(index, out);
 }
 
 static int32_t npu_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
@@ -361,12 +314,12 @@ static const mi_plugin_api_t NPU_API = {
     "1.0.0",
     npu_create,
     npu_destroy,
-    npu_device_count,
+    mi_sdk_device_count,
     npu_device_info,
-    npu_knob_count,
-    npu_knob_desc,
-    npu_variant_count,
-    npu_variant_desc,
+    mi_sdk_knob_count,
+    mi_sdk_knob_desc,
+    mi_sdk_variant_count,
+    mi_sdk_variant_desc,
     npu_buffer_alloc,
     npu_buffer_write,
     npu_buffer_read,
@@ -377,23 +330,21 @@ static const mi_plugin_api_t NPU_API = {
     npu_constraint_count,
     npu_constraint_desc,
     npu_check_config,
-    npu__counter_count,
-    npu__counter_desc,
+    mi_sdk_counter_count,
+    mi_sdk_counter_desc,
     npu__counter_read,
     npu_set_device_knobs,
 };
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,
                                                         mi_error_t *err) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
   if (!host) {
     mi_sdk_error(err, MI_ERR_ABI, "npu-stub: host table is NULL");
     return NULL;
   }
   if (host->abi_major != MI_ABI_VERSION_MAJOR) {
-    snprintf(msg, sizeof msg, "npu-stub speaks ABI %d, host speaks %u", MI_ABI_VERSION_MAJOR,
+    mi_sdk_errorf(err, MI_ERR_ABI, "npu-stub speaks ABI %d, host speaks %u", MI_ABI_VERSION_MAJOR,
              host->abi_major);
-    mi_sdk_error(err, MI_ERR_ABI, msg);
     return NULL;
   }
   return &NPU_API;

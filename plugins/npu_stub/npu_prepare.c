@@ -22,9 +22,7 @@ void npu__kernel_free(mi_kernel_t *k) {
 }
 
 static int32_t unsupported(mi_error_t *err, const char *what, const char *node) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
-  snprintf(msg, sizeof msg, "npu-stub: %s (node '%.60s')", what, node ? node : "?");
-  return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+  return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: %s (node '%.60s')", what, node ? node : "?");
 }
 
 /* Copies one host tensor description; constants are converted to the device's form now,
@@ -33,7 +31,6 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   npu_tensor_t *t = &k->t[idx];
   int32_t i;
   int64_t n = 1, j;
-  char msg[MI_ERROR_MESSAGE_SIZE];
   if (!src) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: NULL tensor description");
   if (src->rank < 0 || src->rank > MI_MAX_RANK)
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: tensor rank out of range");
@@ -41,18 +38,15 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   t->rank = src->rank;
   for (i = 0; i < src->rank; i++) {
     if (src->dims[i] <= 0) {
-      snprintf(msg, sizeof msg,
-               "npu-stub: tensor %d has dynamic or empty dim %d: the NPU needs static shapes",
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d has dynamic or empty dim %d: the NPU needs static shapes",
                idx, i);
-      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }
     t->dims[i] = src->dims[i];
     n *= src->dims[i];
   }
   t->numel = n;
   if (src->rank == 4 && src->layout != MI_LAYOUT_NCHW && src->layout != MI_LAYOUT_ANY) {
-    snprintf(msg, sizeof msg, "npu-stub: tensor %d: only NCHW 4-D activations are accepted", idx);
-    return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d: only NCHW 4-D activations are accepted", idx);
   }
   t->scale = src->scale;
   /* UINT8 codes are held as INT8 codes u - 128 with zero point z - 128: the same reals, so
@@ -70,10 +64,8 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
      * the codes' scale and zero point are the node's inputs, not the tensor's fields */
     int codes = t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8;
     if (!codes && t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16) {
-      snprintf(msg, sizeof msg,
-               "npu-stub: tensor %d: a QuantizeLinear/DequantizeLinear converts between "
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d: a QuantizeLinear/DequantizeLinear converts between "
                "FLOAT32/FLOAT16 and INT8/UINT8 (got dtype %d)", idx, t->dtype);
-      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }
     if (codes) t->q = calloc((size_t)n, 1);
     else t->f = calloc((size_t)n, sizeof(float));
@@ -83,14 +75,11 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   if (!t->is_const) {
     if (k->fp ? (t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16)
               : (t->dtype != MI_DTYPE_INT8 && t->dtype != MI_DTYPE_UINT8)) {
-      snprintf(msg, sizeof msg,
-               "npu-stub: tensor %d: activations must all be INT8/UINT8 or all FLOAT32/FLOAT16 "
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d: activations must all be INT8/UINT8 or all FLOAT32/FLOAT16 "
                "(got dtype %d)", idx, t->dtype);
-      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }
     if (!k->fp && !(t->scale > 0)) {
-      snprintf(msg, sizeof msg, "npu-stub: INT8 tensor %d has no positive scale", idx);
-      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: INT8 tensor %d has no positive scale", idx);
     }
     if (k->fp) t->f = calloc((size_t)n, sizeof(float));
     else t->q = calloc((size_t)n, 1);
@@ -146,14 +135,12 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   case MI_DTYPE_INT64:
     break; /* shape operands: the output shape is already known */
   default:
-    snprintf(msg, sizeof msg, "npu-stub: constant tensor %d has unsupported dtype %d", idx,
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: constant tensor %d has unsupported dtype %d", idx,
              t->dtype);
-    return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
   }
   return MI_OK;
 short_data:
-  snprintf(msg, sizeof msg, "npu-stub: constant tensor %d has fewer bytes than its shape", idx);
-  return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, msg);
+  return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: constant tensor %d has fewer bytes than its shape", idx);
 oom:
   return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
 }
@@ -201,7 +188,6 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
   int64_t vals[NPU_KNOB_COUNT];
   uint32_t given = 0;
   int32_t rc, i, j, first_in = -1;
-  char msg[MI_ERROR_MESSAGE_SIZE];
   rc = npu__check_knobs(&d->spec, desc->variant_id, desc->knobs, desc->knobs ? desc->knob_count : 0,
                         vals, &given, err);
   if (rc != MI_OK) return rc;
@@ -214,17 +200,14 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
     if (!nd || !nd->op_type)
       return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: NULL node description");
     if (npu__op_from_name(nd->op_type) < 0) {
-      snprintf(msg, sizeof msg,
-               "npu-stub: op %.32s (node '%.60s') is not supported by the NPU (non-dataflow op)",
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: op %.32s (node '%.60s') is not supported by the NPU (non-dataflow op)",
                nd->op_type, nd->name ? nd->name : "?");
-      return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
     }
   }
   if (desc->variant_id && desc->variant_id[0] &&
       npu__variant_op(desc->variant_id) != npu__op_from_name(desc->nodes[0]->op_type)) {
-    snprintf(msg, sizeof msg, "npu-stub: variant '%.60s' does not implement %.32s",
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: variant '%.60s' does not implement %.32s",
              desc->variant_id, desc->nodes[0]->op_type);
-    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, msg);
   }
   /* The first runtime input decides the numeric path. */
   for (i = 0; i < desc->nodes[0]->input_count && first_in < 0; i++) {

@@ -9,10 +9,8 @@
 #include <string.h>
 
 static int32_t refuse(mi_error_t *err, const mi_node_desc_t *n, const char *what) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
-  snprintf(msg, sizeof msg, "npu-stub: node '%.60s' (%.24s): %s", n->name ? n->name : "?",
+  return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: node '%.60s' (%.24s): %s", n->name ? n->name : "?",
            n->op_type, what);
-  return mi_sdk_error(err, MI_ERR_UNSUPPORTED, msg);
 }
 
 static int is_op(const mi_node_desc_t *n, const char *op) { return strcmp(n->op_type, op) == 0; }

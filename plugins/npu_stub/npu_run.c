@@ -64,7 +64,6 @@ static void store(const npu_tensor_t *t, unsigned char *dst, int wrong) {
 int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *inputs,
                         int32_t input_count, mi_buffer_t *const *outputs, int32_t output_count,
                         mi_run_stats_t *stats, mi_error_t *err) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
   npu_device_t *d;
   npu_cost_t c;
   int32_t i;
@@ -72,18 +71,16 @@ int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const
   if (!ctx || !k) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: NULL kernel");
   if (input_count != k->input_count || output_count != k->output_count ||
       (input_count && !inputs) || !outputs) {
-    snprintf(msg, sizeof msg, "npu-stub: kernel takes %d inputs and %d outputs, got %d and %d",
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: kernel takes %d inputs and %d outputs, got %d and %d",
              k->input_count, k->output_count, input_count, output_count);
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, msg);
   }
   for (i = 0; i < input_count + output_count; i++) {
     const mi_buffer_t *b = i < input_count ? inputs[i] : outputs[i - input_count];
     const npu_tensor_t *t = &k->t[i < input_count ? k->inputs[i] : k->outputs[i - input_count]];
     if (!b || b->bytes < host_bytes(t)) {
-      snprintf(msg, sizeof msg, "npu-stub: %s %d is missing or smaller than its tensor",
+      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: %s %d is missing or smaller than its tensor",
                i < input_count ? "input" : "output",
                i < input_count ? i : i - input_count);
-      return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, msg);
     }
   }
   if (ctx->fault == NPU_FAULT_CRASH) raise(SIGSEGV);
@@ -122,51 +119,19 @@ int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const
   return MI_OK;
 }
 
-/* ---------------------------------------------------------------- counters */
+/* ---------------------------------------------------------------- counters (described in
+ * npu_knobs.c, in this order) */
 
 enum { C_TIME, C_ENERGY, C_POWER, C_FREQ, C_TEMP, C_CLOCK, C_COUNT };
-
-int32_t npu__counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                           mi_error_t *err) {
-  if (!ctx || !count || device >= ctx->device_count)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad counter query");
-  *count = C_COUNT;
-  return MI_OK;
-}
-
-int32_t npu__counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                          mi_counter_desc_t *out, mi_error_t *err) {
-  static const struct {
-    const char *name;
-    int32_t kind;
-    const char *unit;
-    double res;
-  } T[C_COUNT] = {{"device_time", MI_COUNTER_TIMER, "ns", 1},
-                  {"energy", MI_COUNTER_ENERGY, "J", 1e-12},
-                  {"power", MI_COUNTER_POWER, "W", 1e-6},
-                  {"frequency", MI_COUNTER_FREQUENCY, "MHz", 1},
-                  {"temperature", MI_COUNTER_TEMPERATURE, "C", 0.01},
-                  {"sim_clock", MI_COUNTER_OTHER, "s", 1e-9}};
-  mi_counter_desc_t c;
-  if (!ctx || !out || device >= ctx->device_count || index >= C_COUNT)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad counter index");
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  snprintf(c.name, sizeof c.name, "%s", T[index].name);
-  c.kind = T[index].kind;
-  snprintf(c.unit, sizeof c.unit, "%s", T[index].unit);
-  c.resolution = T[index].res;
-  c.modeled = 1; /* every figure of this device comes from its model */
-  return mi_sdk_fill(out, &c, sizeof c);
-}
 
 int32_t npu__counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                           mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
   const npu_device_t *d;
   struct timespec ts;
-  if (!ctx || !out || device >= ctx->device_count || index >= C_COUNT)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad counter index");
+  int32_t rc = mi_sdk_check_device(ctx, device, out, err);
+  if (rc != MI_OK) return rc;
+  if (index >= C_COUNT) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad counter index");
   d = &ctx->dev[device];
   memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;

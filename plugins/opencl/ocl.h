@@ -6,7 +6,7 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 
-#include "metainfer/mi_plugin.h"
+#include "metainfer/mi_sdk.h"
 
 #define OCL_PLUGIN_NAME "opencl"
 #define OCL_MAX_ARGS 28
@@ -40,12 +40,14 @@ typedef struct ocl_device {
   uint64_t compile_ns, built_from_source, disk_hits, disk_corrupt, mem_hits, bytes_allocated;
   uint64_t run_ns_total; /* device time summed over every run since create (TIMER is cumulative) */
   int has_run;
+  mi_sdk_tables_t tables;          /* what the SDK helper describes for this device */
+  mi_sdk_counter_t counters[8];    /* the counter table with this device's timer resolution */
 } ocl_device_t;
 
 struct mi_plugin_ctx {
+  mi_sdk_plugin_t sdk; /* first: the SDK helper answers the description calls from it */
   const mi_host_api_t *host;
   ocl_device_t *devs;
-  uint32_t ndev;
   char cache_dir[512]; /* "" when the disk cache is off */
 };
 
@@ -100,8 +102,6 @@ struct mi_kernel {
 const char *mi__ocl_code_name(cl_int code);
 /* "call: CL_CODE_NAME" into err; returns MI_ERR_DEVICE (MI_ERR_OUT_OF_MEMORY for allocation). */
 int32_t mi__ocl_fail(mi_error_t *err, const char *call, cl_int code);
-int32_t mi__ocl_errorf(mi_error_t *err, int32_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void mi__ocl_log(const mi_plugin_ctx_t *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -137,20 +137,15 @@ typedef struct ocl_knobs {
 } ocl_knobs_t;
 
 typedef struct ocl_variant {
-  const char *id;
-  const char *op;
-  const char *description;
-  uint32_t fuse;
-  uint32_t knob_mask; /* bit per K_* it reads */
+  mi_sdk_variant_t v;    /* id, op type, fuse mask, knob_mask (bit per K_* it reads) */
   int64_t dflt[K_COUNT];
 } ocl_variant_t;
 
-uint32_t mi__ocl_variant_count(void);
-const ocl_variant_t *mi__ocl_variant(uint32_t i);
+/* The knob and variant tables; each device adds its counters (ocl_plugin.c). */
+extern const mi_sdk_tables_t mi__ocl_tables;
 const ocl_variant_t *mi__ocl_variant_find(const char *id);
 /* Default variant for an op; NULL when the plugin has none. */
 const ocl_variant_t *mi__ocl_variant_default(const char *op);
-int32_t mi__ocl_knob_desc(const ocl_device_t *dev, uint32_t i, mi_knob_desc_t *out);
 uint32_t mi__ocl_constraint_count(void);
 int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out);
 /* Effective knob values of `v` from an assignment; MI_ERR_INVALID_CONFIG with the broken rule. */

@@ -165,7 +165,7 @@ static int32_t build(mi_plugin_ctx_t *ctx, ocl_device_t *dev, cl_program prog, c
     if (quiet) return MI_ERR_DEVICE;
     build_log_head(dev, prog, head, sizeof head);
     mi__ocl_log(ctx, MI_LOG_ERROR, "clBuildProgram failed (%s): %s", opt, head);
-    return mi__ocl_errorf(err, MI_ERR_DEVICE, "clBuildProgram: %s: %s", mi__ocl_code_name(rc),
+    return mi_sdk_errorf(err, MI_ERR_DEVICE, "clBuildProgram: %s: %s", mi__ocl_code_name(rc),
                           head);
   }
   return MI_OK;
@@ -261,7 +261,7 @@ int32_t mi__ocl_program(mi_plugin_ctx_t *ctx, ocl_device_t *dev, const char *sou
   if (dev->nprogs == dev->cap_progs) {
     int cap = dev->cap_progs ? dev->cap_progs * 2 : 16;
     ocl_prog_t *np = realloc(dev->progs, (size_t)cap * sizeof *np);
-    if (!np) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    if (!np) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     dev->progs = np;
     dev->cap_progs = cap;
   }

@@ -131,7 +131,7 @@ int32_t mi__ocl_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
   if (rc == CL_PLATFORM_NOT_FOUND_KHR || (rc == CL_SUCCESS && np == 0)) return MI_OK;
   if (rc != CL_SUCCESS) return mi__ocl_fail(err, "clGetPlatformIDs", rc);
   plats = calloc(np, sizeof *plats);
-  if (!plats) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  if (!plats) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   rc = clGetPlatformIDs(np, plats, NULL);
   if (rc != CL_SUCCESS) {
     st = mi__ocl_fail(err, "clGetPlatformIDs", rc);
@@ -144,15 +144,15 @@ int32_t mi__ocl_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
   if (total == 0) goto done;
   ctx->devs = calloc(total, sizeof *ctx->devs);
   if (!ctx->devs) {
-    st = mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    st = mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     goto done;
   }
   for (i = 0; i < np; i++) {
     cl_uint nd = 0, j;
     cl_device_id ids[64];
     if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 64, ids, &nd) != CL_SUCCESS) continue;
-    for (j = 0; j < nd && j < 64 && ctx->ndev < total; j++) {
-      ocl_device_t *d = &ctx->devs[ctx->ndev];
+    for (j = 0; j < nd && j < 64 && ctx->sdk.device_count < total; j++) {
+      ocl_device_t *d = &ctx->devs[ctx->sdk.device_count];
       mi_error_t e1;
       d->platform = plats[i];
       d->id = ids[j];
@@ -165,7 +165,7 @@ int32_t mi__ocl_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
         memset(d, 0, sizeof *d);
         continue;
       }
-      ctx->ndev++;
+      ctx->sdk.device_count++;
     }
   }
 done:
@@ -176,7 +176,7 @@ done:
 void mi__ocl_devices_close(mi_plugin_ctx_t *ctx) {
   uint32_t i;
   int j;
-  for (i = 0; i < ctx->ndev; i++) {
+  for (i = 0; i < ctx->sdk.device_count; i++) {
     ocl_device_t *d = &ctx->devs[i];
     for (j = 0; j < d->nprogs; j++) clReleaseProgram(d->progs[j].prog);
     free(d->progs);
@@ -186,5 +186,5 @@ void mi__ocl_devices_close(mi_plugin_ctx_t *ctx) {
   }
   free(ctx->devs);
   ctx->devs = NULL;
-  ctx->ndev = 0;
+  ctx->sdk.device_count = 0;
 }

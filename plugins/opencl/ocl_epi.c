@@ -59,7 +59,7 @@ int mi__ocl_act_of(const mi_kernel_desc_t *desc, const mi_node_desc_t *node, int
       *p = mi_sdk_attr_float(node, "min", -INFINITY);
       *q = mi_sdk_attr_float(node, "max", INFINITY);
     } else if (const_scalar(desc, node, 1, p) < 0 || const_scalar(desc, node, 2, q) < 0) {
-      mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "Clip: min/max must be constant scalars");
+      mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "Clip: min/max must be constant scalars");
       return -1;
     }
   } else {
@@ -81,11 +81,11 @@ static int32_t fold_bn(const mi_kernel_desc_t *desc, const mi_node_desc_t *n, oc
   const float *v[4];
   float eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
   int i;
-  if (n->input_count < 5) return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "BatchNormalization: 5 inputs expected");
+  if (n->input_count < 5) return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "BatchNormalization: 5 inputs expected");
   for (i = 0; i < 4; i++) {
     t[i] = mi__ocl_tensor(desc, n->inputs[i + 1]);
     if (!t[i] || !t[i]->data || t[i]->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t[i]) != e->nchan)
-      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED,
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                             "BatchNormalization: parameters must be constant FP32 of %d channels",
                             e->nchan);
     v[i] = t[i]->data;
@@ -126,7 +126,7 @@ int32_t mi__ocl_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, in
   if (!e->scale) {
     e->scale = malloc((size_t)e->nchan * sizeof *e->scale);
     e->shift = malloc((size_t)e->nchan * sizeof *e->shift);
-    if (!e->scale || !e->shift) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    if (!e->scale || !e->shift) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     for (k = 0; k < e->nchan; k++) {
       e->scale[k] = 1.0f;
       e->shift[k] = 0.0f;
@@ -138,7 +138,7 @@ int32_t mi__ocl_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, in
     float p, q;
     int a;
     if (!input_is(n, t_out) || n->output_count < 1)
-      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "fused %s does not consume the previous output",
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "fused %s does not consume the previous output",
                             n->op_type);
     if (strcmp(n->op_type, "BatchNormalization") == 0 && state == 0 && nchan > 0 &&
         n->inputs[0] == t_out) {
@@ -156,7 +156,7 @@ int32_t mi__ocl_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, in
         e->p[3] = q;
         state = 4;
       } else {
-        return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "fused chain too long at %s", n->op_type);
+        return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "fused chain too long at %s", n->op_type);
       }
       e->fuse |= code == ACT_RELU || code == ACT_CLIP ? MI_FUSE_RELU : MI_FUSE_ACT;
     } else if (strcmp(n->op_type, "Add") == 0 && state == 0 && n->input_count == 2 &&
@@ -171,23 +171,23 @@ int32_t mi__ocl_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, in
       const mi_tensor_desc_t *to = mi__ocl_tensor(desc, other), *ty = mi__ocl_tensor(desc, t_out);
       int d;
       if (!to || !ty || to->rank != ty->rank || to->dtype != MI_DTYPE_FLOAT32)
-        return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "fused Add: operand shape differs from the output");
+        return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "fused Add: operand shape differs from the output");
       for (d = 0; d < to->rank; d++)
         if (to->dims[d] != ty->dims[d])
-          return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "fused Add: operand shape differs from the output");
+          return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "fused Add: operand shape differs from the output");
       state = 3; /* an activation seen before the Add stays in act0, applied before it */
       e->res_tensor = other;
       e->flags |= 2;
       e->fuse |= MI_FUSE_ADD;
     } else {
-      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "cannot fuse %s after %s", n->op_type,
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "cannot fuse %s after %s", n->op_type,
                             desc->nodes[first - 1]->op_type);
     }
     t_out = n->outputs[0];
   }
   e->out_tensor = t_out;
   if (desc->output_count != 1 || desc->outputs[0] != t_out)
-    return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED,
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                           "fused group must have exactly one output, the last node's");
   return MI_OK;
 }

@@ -74,17 +74,6 @@ const char *mi__ocl_code_name(cl_int code) {
   }
 }
 
-int32_t mi__ocl_errorf(mi_error_t *err, int32_t code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    err->code = code;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 int32_t mi__ocl_fail(mi_error_t *err, const char *call, cl_int code) {
   int32_t st = (code == CL_OUT_OF_HOST_MEMORY || code == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
                 code == CL_OUT_OF_RESOURCES)
@@ -92,7 +81,7 @@ int32_t mi__ocl_fail(mi_error_t *err, const char *call, cl_int code) {
                    : MI_ERR_DEVICE;
   if (code == CL_INVALID_WORK_GROUP_SIZE || code == CL_INVALID_WORK_ITEM_SIZE)
     st = MI_ERR_INVALID_CONFIG;
-  return mi__ocl_errorf(err, st, "%s: %s (%d)", call, mi__ocl_code_name(code), (int)code);
+  return mi_sdk_errorf(err, st, "%s: %s (%d)", call, mi__ocl_code_name(code), (int)code);
 }
 
 void mi__ocl_log(const mi_plugin_ctx_t *ctx, int level, const char *fmt, ...) {

@@ -16,24 +16,27 @@
 #define D_VEC {8, 8, 32, 64, 8, 4, 0, 1}
 #define D_NAIVE {16, 4, 1, 1, 1, 1, 0, 1}
 #define D_1D {64, 1, 1, 1, 1, 1, 0, 1}
-#define SIMPLE(id, op, desc, fuse) {id, op, desc, fuse, B(K_WG_X), D_1D}
+#define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
+#define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
+#define V(id, op, desc, fuse, knobs, dflt) {{id, op, desc, F32, LAYOUTS, fuse, knobs, NULL}, dflt}
+#define SIMPLE(id, op, desc, fuse) V(id, op, desc, fuse, B(K_WG_X), D_1D)
 
 static const ocl_variant_t k_variants[] = {
-    {"conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED},
-    {"conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
-     B(K_WG_X) | B(K_UNROLL), D_1D},
-    {"conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
-     B(K_WG_X) | B(K_UNROLL), D_1D},
-    {"convtranspose.direct", "ConvTranspose",
+    V("conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED),
+    V("conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
+     B(K_WG_X) | B(K_UNROLL), D_1D),
+    V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
+     B(K_WG_X) | B(K_UNROLL), D_1D),
+    V("convtranspose.direct", "ConvTranspose",
      "transposed convolution, one output per work-item (groups, strides, pads, dilations)",
-     MM_FUSE, B(K_WG_X) | B(K_UNROLL), D_1D},
-    {"gemm.tiled", "Gemm", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED},
-    {"gemm.regblock", "Gemm", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC, D_VEC},
-    {"gemm.naive", "Gemm", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE},
-    {"matmul.tiled", "MatMul", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED},
-    {"matmul.regblock", "MatMul", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC,
-     D_VEC},
-    {"matmul.naive", "MatMul", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE},
+     MM_FUSE, B(K_WG_X) | B(K_UNROLL), D_1D),
+    V("gemm.tiled", "Gemm", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED),
+    V("gemm.regblock", "Gemm", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC, D_VEC),
+    V("gemm.naive", "Gemm", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE),
+    V("matmul.tiled", "MatMul", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED),
+    V("matmul.regblock", "MatMul", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC,
+     D_VEC),
+    V("matmul.naive", "MatMul", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE),
     SIMPLE("ew.Relu", "Relu", "element-wise", EW_FUSE),
     SIMPLE("ew.Clip", "Clip", "element-wise", EW_FUSE),
     SIMPLE("ew.LeakyRelu", "LeakyRelu", "element-wise", EW_FUSE),
@@ -92,92 +95,40 @@ static const ocl_variant_t k_variants[] = {
     SIMPLE("shape.Resize", "Resize", "nearest or linear over the last two axes", 0),
 };
 
-typedef struct knob_def {
-  const char *name;
-  const char *description;
-  int type;
-  int nvalues;
-  int64_t values[12];
-  int64_t dflt;
-} knob_def_t;
+#define KNOB(nm, desc, un, ty, dflt, n, ...)                                                      \
+  {.name = nm, .description = desc, .unit = un, .scope = MI_KNOB_SCOPE_VARIANT, .type = ty,       \
+   .mutability = MI_KNOB_AT_PREPARE, .value_count = n, .values = {__VA_ARGS__},                   \
+   .default_int = dflt}
+#define WG "work-items"
 
-static const knob_def_t k_knobs[K_COUNT] = {
-    {"wg_x", "work-group size along x (columns / elements)", MI_KNOB_INT, 11,
-     {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, 8},
-    {"wg_y", "work-group size along y (rows)", MI_KNOB_INT, 7, {1, 2, 4, 8, 16, 32, 64}, 8},
-    {"tile_m", "rows of C computed by one work-group", MI_KNOB_INT, 8,
-     {1, 2, 4, 8, 16, 32, 64, 128}, 32},
-    {"tile_n", "columns of C computed by one work-group", MI_KNOB_INT, 8,
-     {1, 2, 4, 8, 16, 32, 64, 128}, 32},
-    {"tile_k", "depth of the K slice staged per step", MI_KNOB_INT, 7, {1, 2, 4, 8, 16, 32, 64}, 8},
-    {"vector_width", "floatN width of B loads and accumulators", MI_KNOB_INT, 4, {1, 2, 4, 8}, 4},
-    {"use_local_memory", "stage tiles in __local memory", MI_KNOB_BOOL, 0, {0}, 1},
-    {"unroll", "unroll hint of the innermost loop", MI_KNOB_INT, 4, {1, 2, 4, 8}, 1},
+/* applies_to left NULL: the helper lists the variants whose knob_mask reads each knob. */
+static const mi_sdk_knob_t k_knobs[K_COUNT] = {
+    KNOB("wg_x", "work-group size along x (columns / elements)", WG, MI_KNOB_INT, 8, 11, 1, 2, 4,
+         8, 16, 32, 64, 128, 256, 512, 1024),
+    KNOB("wg_y", "work-group size along y (rows)", WG, MI_KNOB_INT, 8, 7, 1, 2, 4, 8, 16, 32, 64),
+    KNOB("tile_m", "rows of C computed by one work-group", "", MI_KNOB_INT, 32, 8, 1, 2, 4, 8, 16,
+         32, 64, 128),
+    KNOB("tile_n", "columns of C computed by one work-group", "", MI_KNOB_INT, 32, 8, 1, 2, 4, 8,
+         16, 32, 64, 128),
+    KNOB("tile_k", "depth of the K slice staged per step", "", MI_KNOB_INT, 8, 7, 1, 2, 4, 8, 16,
+         32, 64),
+    KNOB("vector_width", "floatN width of B loads and accumulators", "", MI_KNOB_INT, 4, 4, 1, 2,
+         4, 8),
+    KNOB("use_local_memory", "stage tiles in __local memory", "", MI_KNOB_BOOL, 1, 0, 0),
+    KNOB("unroll", "unroll hint of the innermost loop", "", MI_KNOB_INT, 1, 4, 1, 2, 4, 8),
 };
 
-uint32_t mi__ocl_variant_count(void) { return (uint32_t)(sizeof k_variants / sizeof k_variants[0]); }
-
-const ocl_variant_t *mi__ocl_variant(uint32_t i) {
-  return i < mi__ocl_variant_count() ? &k_variants[i] : NULL;
-}
+const mi_sdk_tables_t mi__ocl_tables = {k_knobs, K_COUNT, k_variants,
+                                        sizeof k_variants / sizeof k_variants[0],
+                                        sizeof k_variants[0], NULL, 0};
 
 const ocl_variant_t *mi__ocl_variant_find(const char *id) {
-  uint32_t i;
-  for (i = 0; i < mi__ocl_variant_count(); i++)
-    if (strcmp(k_variants[i].id, id) == 0) return &k_variants[i];
-  return NULL;
+  return (const ocl_variant_t *)mi_sdk_variant_find(&mi__ocl_tables, id);
 }
 
+/* The first listed for an op is its default. */
 const ocl_variant_t *mi__ocl_variant_default(const char *op) {
-  uint32_t i;
-  for (i = 0; i < mi__ocl_variant_count(); i++) /* the first listed for an op is its default */
-    if (strcmp(k_variants[i].op, op) == 0) return &k_variants[i];
-  return NULL;
-}
-
-static void applies_list(uint32_t knob_bit, char *out, size_t size) {
-  uint32_t i;
-  size_t w = 0;
-  out[0] = '\0';
-  for (i = 0; i < mi__ocl_variant_count(); i++) {
-    if (!(k_variants[i].knob_mask & knob_bit)) continue;
-    w += (size_t)snprintf(out + w, w < size ? size - w : 0, "%s%s", w ? "," : "", k_variants[i].id);
-    if (w >= size) { /* too many to list: "" means all */
-      out[0] = '\0';
-      return;
-    }
-  }
-}
-
-int32_t mi__ocl_knob_desc(const ocl_device_t *dev, uint32_t i, mi_knob_desc_t *out) {
-  mi_knob_desc_t d;
-  const knob_def_t *k;
-  int j;
-  (void)dev;
-  if (i >= K_COUNT) return MI_ERR_INVALID_ARGUMENT;
-  k = &k_knobs[i];
-  memset(&d, 0, sizeof d);
-  d.struct_size = sizeof d;
-  snprintf(d.name, sizeof d.name, "%s", k->name);
-  snprintf(d.description, sizeof d.description, "%s", k->description);
-  snprintf(d.unit, sizeof d.unit, "%s", i <= K_WG_Y ? "work-items" : "");
-  d.scope = MI_KNOB_SCOPE_VARIANT;
-  d.type = k->type;
-  d.mutability = MI_KNOB_AT_PREPARE;
-  if (k->type == MI_KNOB_BOOL) {
-    d.min = 0;
-    d.max = 1;
-    d.step = 1;
-  } else {
-    d.value_count = (uint32_t)k->nvalues;
-    for (j = 0; j < k->nvalues; j++) d.values[j] = k->values[j];
-    d.min = k->values[0];
-    d.max = k->values[k->nvalues - 1];
-    d.step = 1;
-  }
-  d.default_int = k->dflt;
-  applies_list(1u << i, d.applies_to, sizeof d.applies_to);
-  return mi_sdk_fill(out, &d, sizeof d);
+  return (const ocl_variant_t *)mi_sdk_variant_first(&mi__ocl_tables, op);
 }
 
 /* ---------------------------------------------------------------- constraints */
@@ -269,7 +220,7 @@ static int32_t check_rules(const ocl_device_t *dev, const ocl_variant_t *v, cons
     int broken = 0;
     c.struct_size = sizeof c;
     mi__ocl_constraint_desc(dev, i, &c);
-    if (!listed(c.applies_to, v->id)) continue;
+    if (!listed(c.applies_to, v->v.id)) continue;
     switch (i) {
     case C_WGY_TM: broken = k[K_TILE_M] % k[K_WG_Y] != 0; break;
     case C_WGX_TN: broken = k[K_TILE_N] % k[K_WG_X] != 0; break;
@@ -283,9 +234,9 @@ static int32_t check_rules(const ocl_device_t *dev, const ocl_variant_t *v, cons
     default: break;
     }
     if (broken)
-      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG,
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
                             "%s: %s (wg_x=%lld wg_y=%lld tile_m=%lld tile_n=%lld tile_k=%lld "
-                            "vector_width=%lld)", v->id, c.reason, (long long)k[K_WG_X],
+                            "vector_width=%lld)", v->v.id, c.reason, (long long)k[K_WG_X],
                             (long long)k[K_WG_Y], (long long)k[K_TILE_M], (long long)k[K_TILE_N],
                             (long long)k[K_TILE_K], (long long)k[K_VW]);
   }
@@ -296,30 +247,25 @@ int32_t mi__ocl_knobs_resolve(const ocl_device_t *dev, const ocl_variant_t *v,
                               const mi_knob_value_t *knobs, int32_t count, ocl_knobs_t *out,
                               mi_error_t *err) {
   int32_t i;
-  int j, m;
   memcpy(out->v, v->dflt, sizeof out->v);
   for (i = 0; i < count; i++) {
     const char *name = knobs[i].name;
-    int found = -1;
-    if (!name) return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %d has no name", v->id, (int)i);
-    for (j = 0; j < K_COUNT; j++)
-      if (strcmp(k_knobs[j].name, name) == 0) found = j;
+    int found = mi_sdk_knob_index(&mi__ocl_tables, name);
+    if (!name) return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %d has no name", v->v.id, (int)i);
     if (found < 0)
-      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown knob '%s'", v->id, name);
-    if (!(v->knob_mask & (1u << found))) continue; /* a knob this variant does not read */
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown knob '%s'", v->v.id, name);
+    if (!(v->v.knob_mask & (1u << found))) continue; /* a knob this variant does not read */
     if (k_knobs[found].type == MI_KNOB_BOOL) {
       if (knobs[i].i != 0 && knobs[i].i != 1)
-        return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %s=%lld is not 0 or 1", v->id,
+        return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %s=%lld is not 0 or 1", v->v.id,
                               name, (long long)knobs[i].i);
     } else {
-      int ok = 0;
-      for (m = 0; m < k_knobs[found].nvalues; m++) ok |= k_knobs[found].values[m] == knobs[i].i;
-      if (!ok)
-        return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG,
+      if (!mi_sdk_knob_allows(&k_knobs[found], knobs[i].i))
+        return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
                               "%s: knob %s=%lld is outside its domain (powers of two %lld..%lld)",
-                              v->id, name, (long long)knobs[i].i,
+                              v->v.id, name, (long long)knobs[i].i,
                               (long long)k_knobs[found].values[0],
-                              (long long)k_knobs[found].values[k_knobs[found].nvalues - 1]);
+                              (long long)k_knobs[found].values[k_knobs[found].value_count - 1]);
     }
     out->v[found] = knobs[i].i;
   }

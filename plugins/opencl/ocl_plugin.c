@@ -7,13 +7,42 @@
 
 #define OCL_PLUGIN_VERSION "0.1.0"
 
+/* counters: device time summed since create (TIMER counters are cumulative by the ABI), then the
+ * program cache's debug counters; counter_read answers in this order. */
+static const mi_sdk_counter_t k_counters[] = {
+    {"kernel_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
+    {"compile_ns", MI_COUNTER_OTHER, "ns", 1.0, 0},
+    {"programs_built", MI_COUNTER_OTHER, "", 1.0, 0},
+    {"program_disk_hits", MI_COUNTER_OTHER, "", 1.0, 0},
+    {"program_disk_corrupt", MI_COUNTER_OTHER, "", 1.0, 0},
+    {"program_memory_hits", MI_COUNTER_OTHER, "", 1.0, 0},
+    {"buffer_bytes", MI_COUNTER_MEMORY, "bytes", 1.0, 0},
+};
+#define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
+
+/* A device's tables: the plugin's knobs and variants, its counters with the device's timer. */
+static void describe(ocl_device_t *d) {
+  memcpy(d->counters, k_counters, sizeof k_counters);
+  d->counters[0].resolution = d->timer_res_ns;
+  d->tables = mi__ocl_tables;
+  d->tables.counters = d->counters;
+  d->tables.counter_count = (uint32_t)N_COUNTERS;
+}
+
+static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
+  return &ctx->devs[device].tables;
+}
+
 static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *ctx;
   int32_t st;
-  if (!out) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "create: out is NULL");
+  uint32_t i;
+  if (!out) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "create: out is NULL");
   *out = NULL;
   ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  if (!ctx) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  ctx->sdk.name = OCL_PLUGIN_NAME;
+  ctx->sdk.tables_of = tables_of;
   ctx->host = host;
   mi__ocl_cache_dir_init(ctx);
   st = mi__ocl_devices_open(ctx, err);
@@ -22,6 +51,7 @@ static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
     free(ctx);
     return st;
   }
+  for (i = 0; i < ctx->sdk.device_count; i++) describe(&ctx->devs[i]);
   *out = ctx;
   return MI_OK;
 }
@@ -32,95 +62,25 @@ static void p_destroy(mi_plugin_ctx_t *ctx) {
   free(ctx);
 }
 
-static int32_t dev_check(mi_plugin_ctx_t *ctx, uint32_t device, const void *out, mi_error_t *err) {
-  if (!ctx || !out) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: NULL argument");
-  if (device >= ctx->ndev)
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no device %u (%u devices)", device,
-                          ctx->ndev);
-  return MI_OK;
-}
-
-static int32_t p_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err) {
-  if (!ctx || !count) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: NULL argument");
-  *count = ctx->ndev;
-  return MI_OK;
-}
-
 static int32_t p_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
                              mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, out, err);
+  int32_t st = mi_sdk_check_device(ctx, device, out, err);
   if (st != MI_OK) return st;
   return mi_sdk_fill(out, &ctx->devs[device].desc, sizeof ctx->devs[device].desc);
-}
-
-static int32_t p_knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, count, err);
-  if (st == MI_OK) *count = K_COUNT;
-  return st;
-}
-
-static int32_t p_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index, mi_knob_desc_t *out,
-                           mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  if (index >= K_COUNT) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no knob %u", index);
-  return mi__ocl_knob_desc(&ctx->devs[device], index, out);
-}
-
-static int32_t p_variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                               mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, count, err);
-  if (st == MI_OK) *count = mi__ocl_variant_count();
-  return st;
-}
-
-static void knob_names(uint32_t mask, char *out, size_t size) {
-  static const char *names[K_COUNT] = {"wg_x", "wg_y", "tile_m", "tile_n", "tile_k",
-                                       "vector_width", "use_local_memory", "unroll"};
-  size_t w = 0;
-  int i;
-  out[0] = '\0';
-  for (i = 0; i < K_COUNT; i++) {
-    size_t n = strlen(names[i]);
-    if (!(mask & (1u << i)) || w + n + 2 > size) continue;
-    if (w) out[w++] = ',';
-    memcpy(out + w, names[i], n + 1);
-    w += n;
-  }
-}
-
-static int32_t p_variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                              mi_variant_desc_t *out, mi_error_t *err) {
-  const ocl_variant_t *v;
-  mi_variant_desc_t d;
-  int32_t st = dev_check(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  if (!(v = mi__ocl_variant(index)))
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no variant %u", index);
-  memset(&d, 0, sizeof d);
-  d.struct_size = sizeof d;
-  strncpy(d.id, v->id, sizeof d.id - 1);
-  strncpy(d.op_type, v->op, sizeof d.op_type - 1);
-  strncpy(d.description, v->description, sizeof d.description - 1);
-  d.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
-  d.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY);
-  d.fuse_mask = v->fuse;
-  knob_names(v->knob_mask, d.knobs, sizeof d.knobs);
-  return mi_sdk_fill(out, &d, sizeof d);
 }
 
 static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
                               mi_buffer_t **out, mi_error_t *err) {
   mi_buffer_t *b;
   cl_int rc;
-  int32_t st = dev_check(ctx, device, out, err);
+  int32_t st = mi_sdk_check_device(ctx, device, out, err);
   if (st != MI_OK) return st;
   *out = NULL;
   if (bytes > ctx->devs[device].desc.max_buffer_bytes && ctx->devs[device].desc.max_buffer_bytes)
-    return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes exceed "
+    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes exceed "
                           "CL_DEVICE_MAX_MEM_ALLOC_SIZE", (unsigned long long)bytes);
   b = calloc(1, sizeof *b);
-  if (!b) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  if (!b) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   b->mem = clCreateBuffer(ctx->devs[device].ctx, CL_MEM_READ_WRITE, bytes ? (size_t)bytes : 4, NULL, &rc);
   if (!b->mem) {
     free(b);
@@ -135,9 +95,9 @@ static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t by
 
 static int32_t buf_check(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, const void *p,
                          uint64_t bytes, mi_error_t *err) {
-  if (!ctx || !b || (!p && bytes)) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: NULL argument");
+  if (!ctx || !b || (!p && bytes)) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: NULL argument");
   if (off > b->bytes || bytes > b->bytes - off)
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: range %llu+%llu outside a buffer of %llu bytes",
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: range %llu+%llu outside a buffer of %llu bytes",
                           (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)b->bytes);
   return MI_OK;
 }
@@ -164,24 +124,24 @@ static int32_t p_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off,
 
 static void p_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
   if (!b) return;
-  if (ctx && b->device < ctx->ndev) ctx->devs[b->device].bytes_allocated -= b->bytes;
+  if (ctx && b->device < ctx->sdk.device_count) ctx->devs[b->device].bytes_allocated -= b->bytes;
   clReleaseMemObject(b->mem);
   free(b);
 }
 
 static int32_t p_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
                                   mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, count, err);
+  int32_t st = mi_sdk_check_device(ctx, device, count, err);
   if (st == MI_OK) *count = mi__ocl_constraint_count();
   return st;
 }
 
 static int32_t p_constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                                  mi_constraint_desc_t *out, mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, out, err);
+  int32_t st = mi_sdk_check_device(ctx, device, out, err);
   if (st != MI_OK) return st;
   if (index >= mi__ocl_constraint_count())
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no constraint %u", index);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no constraint %u", index);
   return mi__ocl_constraint_desc(&ctx->devs[device], index, out);
 }
 
@@ -189,59 +149,22 @@ static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char 
                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
   const ocl_variant_t *v;
   ocl_knobs_t kn;
-  int32_t st = dev_check(ctx, device, ctx, err);
+  int32_t st = mi_sdk_check_device(ctx, device, ctx, err);
   if (st != MI_OK) return st;
-  if (knob_count > 0 && !knobs) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "check_config: knobs is NULL");
+  if (knob_count > 0 && !knobs) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "check_config: knobs is NULL");
   if (!variant_id || !(v = mi__ocl_variant_find(variant_id)))
-    return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'",
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'",
                           variant_id ? variant_id : "(null)");
   return mi__ocl_knobs_resolve(&ctx->devs[device], v, knobs, knob_count, &kn, err);
-}
-
-/* counters: device time summed since create (TIMER counters are cumulative by the ABI), then the program cache's debug counters */
-static const struct {
-  const char *name;
-  int kind;
-  const char *unit;
-} k_counters[] = {
-    {"kernel_time", MI_COUNTER_TIMER, "ns"},
-    {"compile_ns", MI_COUNTER_OTHER, "ns"},
-    {"programs_built", MI_COUNTER_OTHER, ""},
-    {"program_disk_hits", MI_COUNTER_OTHER, ""},
-    {"program_disk_corrupt", MI_COUNTER_OTHER, ""},
-    {"program_memory_hits", MI_COUNTER_OTHER, ""},
-    {"buffer_bytes", MI_COUNTER_MEMORY, "bytes"},
-};
-#define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
-
-static int32_t p_counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
-  int32_t st = dev_check(ctx, device, count, err);
-  if (st == MI_OK) *count = (uint32_t)N_COUNTERS;
-  return st;
-}
-
-static int32_t p_counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                              mi_counter_desc_t *out, mi_error_t *err) {
-  mi_counter_desc_t d;
-  int32_t st = dev_check(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  if (index >= N_COUNTERS) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no counter %u", index);
-  memset(&d, 0, sizeof d);
-  d.struct_size = sizeof d;
-  strncpy(d.name, k_counters[index].name, sizeof d.name - 1);
-  strncpy(d.unit, k_counters[index].unit, sizeof d.unit - 1);
-  d.kind = k_counters[index].kind;
-  d.resolution = index == 0 ? ctx->devs[device].timer_res_ns : 1.0;
-  return mi_sdk_fill(out, &d, sizeof d);
 }
 
 static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                               mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
   const ocl_device_t *d;
-  int32_t st = dev_check(ctx, device, out, err);
+  int32_t st = mi_sdk_check_device(ctx, device, out, err);
   if (st != MI_OK) return st;
-  if (index >= N_COUNTERS) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no counter %u", index);
+  if (index >= N_COUNTERS) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no counter %u", index);
   d = &ctx->devs[device];
   memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
@@ -260,11 +183,11 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
 
 static const mi_plugin_api_t k_api = {
     sizeof(mi_plugin_api_t), MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR, OCL_PLUGIN_NAME,
-    OCL_PLUGIN_VERSION, p_create, p_destroy, p_device_count, p_device_info, p_knob_count,
-    p_knob_desc, p_variant_count, p_variant_desc, p_buffer_alloc, p_buffer_write, p_buffer_read,
-    p_buffer_free, mi__ocl_kernel_prepare, mi__ocl_kernel_run, mi__ocl_kernel_release,
-    p_constraint_count, p_constraint_desc, p_check_config, p_counter_count, p_counter_desc,
-    p_counter_read, NULL};
+    OCL_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, p_device_info,
+    mi_sdk_knob_count, mi_sdk_knob_desc, mi_sdk_variant_count, mi_sdk_variant_desc,
+    p_buffer_alloc, p_buffer_write, p_buffer_read, p_buffer_free, mi__ocl_kernel_prepare,
+    mi__ocl_kernel_run, mi__ocl_kernel_release, p_constraint_count, p_constraint_desc,
+    p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read, NULL};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   if (!host || host->abi_major != MI_ABI_VERSION_MAJOR) {

@@ -22,7 +22,7 @@ int32_t mi__ocl_upload(ocl_prep_t *p, const void *data, size_t bytes, ocl_arg_t 
   cl_mem m;
   mi_kernel_t *k = p->k;
   if (k->nb >= OCL_MAX_BUFS)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: more than %d constant buffers", OCL_MAX_BUFS);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: more than %d constant buffers", OCL_MAX_BUFS);
   m = clCreateBuffer(p->dev->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, bytes ? bytes : 4,
                      (void *)data, &rc);
   if (!m) return mi__ocl_fail(p->err, "clCreateBuffer", rc);
@@ -54,7 +54,7 @@ int32_t mi__ocl_bind(ocl_prep_t *p, int t, ocl_arg_t *out) {
   }
   if (td && td->data && td->dtype == MI_DTYPE_FLOAT32)
     return mi__ocl_upload(p, td->data, (size_t)mi_sdk_numel(td) * 4, out);
-  return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED,
+  return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                         "opencl: tensor %d is neither a runtime input, an output nor FP32 data", t);
 }
 
@@ -66,12 +66,12 @@ ocl_launch_t *mi__ocl_launch_new(ocl_prep_t *p, const char *source, const char *
   ocl_launch_t *l;
   cl_int crc;
   if (p->k->nl >= OCL_MAX_LAUNCHES) {
-    *rc = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: more than %d launches", OCL_MAX_LAUNCHES);
+    *rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: more than %d launches", OCL_MAX_LAUNCHES);
     return NULL;
   }
   full = malloc(n1 + n2 + 1);
   if (!full) {
-    *rc = mi__ocl_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    *rc = mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     return NULL;
   }
   memcpy(full, mi__ocl_src_prelude, n1);
@@ -162,28 +162,28 @@ int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l) {
                                 NULL);
   if (rc != CL_SUCCESS) return mi__ocl_fail(p->err, "clGetKernelWorkGroupInfo", rc);
   if (want > kmax)
-    return mi__ocl_errorf(p->err, MI_ERR_INVALID_CONFIG,
+    return mi_sdk_errorf(p->err, MI_ERR_INVALID_CONFIG,
                           "%s: work-group of %zu work-items exceeds CL_KERNEL_WORK_GROUP_SIZE %zu "
-                          "of this kernel", p->var->id, want, kmax);
+                          "of this kernel", p->var->v.id, want, kmax);
   return MI_OK;
 }
 
 static int32_t check_tensors(const mi_kernel_desc_t *d, mi_error_t *err) {
   int32_t i;
   if (d->input_count > OCL_MAX_IO || d->output_count > OCL_MAX_IO || d->output_count < 1)
-    return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: %d inputs / %d outputs not supported",
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: %d inputs / %d outputs not supported",
                           (int)d->input_count, (int)d->output_count);
   for (i = 0; i < d->tensor_count; i++) {
     const mi_tensor_desc_t *t = d->tensors[i];
-    if (!t) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: tensor %d is NULL", (int)i);
+    if (!t) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: tensor %d is NULL", (int)i);
     if (t->rank < 0 || t->rank > MI_MAX_RANK || mi_sdk_numel(t) > INT_MAX)
-      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: rank or size out of range", (int)i);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: rank or size out of range", (int)i);
     if (t->dtype != MI_DTYPE_FLOAT32 && !(t->dtype == MI_DTYPE_INT64 && t->data))
-      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED,
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                             "opencl: tensor %d has dtype %d; only FP32 activations are implemented",
                             (int)i, (int)t->dtype);
     if (t->layout != MI_LAYOUT_ANY && t->layout != MI_LAYOUT_NCHW)
-      return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: layout %d not supported",
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: layout %d not supported",
                             (int)i, (int)t->layout);
   }
   return MI_OK;
@@ -194,7 +194,7 @@ static int32_t io_sizes(const mi_kernel_desc_t *d, mi_kernel_t *k, mi_error_t *e
   for (i = 0; i < d->input_count + d->output_count; i++) {
     int32_t t = i < d->input_count ? d->inputs[i] : d->outputs[i - d->input_count];
     const mi_tensor_desc_t *td = mi__ocl_tensor(d, t);
-    if (!td) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: bad tensor index %d", (int)t);
+    if (!td) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: bad tensor index %d", (int)t);
     if (i < d->input_count)
       k->in_bytes[i] = (uint64_t)mi_sdk_numel(td) * dtype_size(td->dtype);
     else
@@ -228,32 +228,32 @@ int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_k
   const char *op;
   if (out) *out = NULL;
   if (!ctx || !desc || !out || desc->node_count < 1 || !desc->nodes || !desc->tensors)
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: NULL or empty description");
-  if (device >= ctx->ndev)
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: no device %u", device);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: NULL or empty description");
+  if (device >= ctx->sdk.device_count)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: no device %u", device);
   memset(&p, 0, sizeof p);
   p.ctx = ctx;
   p.dev = &ctx->devs[device];
   p.desc = desc;
   p.err = err;
   op = desc->nodes[0]->op_type;
-  if (!op) return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: node without op_type");
+  if (!op) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: node without op_type");
   if (desc->variant_id && desc->variant_id[0]) {
     p.var = mi__ocl_variant_find(desc->variant_id);
     if (!p.var)
-      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'", desc->variant_id);
-    if (strcmp(p.var->op, op) != 0)
-      return mi__ocl_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: variant %s implements %s, not %s",
-                            p.var->id, p.var->op, op);
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'", desc->variant_id);
+    if (strcmp(p.var->v.op_type, op) != 0)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: variant %s implements %s, not %s",
+                            p.var->v.id, p.var->v.op_type, op);
   } else {
     p.var = default_variant(p.dev, desc);
-    if (!p.var) return mi__ocl_errorf(err, MI_ERR_UNSUPPORTED, "opencl: op %s is not implemented", op);
+    if (!p.var) return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: op %s is not implemented", op);
   }
   st = mi__ocl_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, &p.kn, err);
   if (st != MI_OK) return st;
   if ((st = check_tensors(desc, err)) != MI_OK) return st;
   p.k = calloc(1, sizeof *p.k);
-  if (!p.k) return mi__ocl_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  if (!p.k) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   p.k->dev = p.dev;
   p.k->device = device;
   st = io_sizes(desc, p.k, err);

@@ -15,8 +15,8 @@ typedef struct gemm_geo {
 } gemm_geo_t;
 
 static int gemm_kind(const ocl_variant_t *v) {
-  if (strstr(v->id, ".naive")) return GK_NAIVE;
-  if (strstr(v->id, ".regblock")) return GK_VEC;
+  if (strstr(v->v.id, ".naive")) return GK_NAIVE;
+  if (strstr(v->v.id, ".regblock")) return GK_VEC;
   return GK_TILED;
 }
 
@@ -94,13 +94,13 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   int transposed = strcmp(n->op_type, "ConvTranspose") == 0;
   memset(&e, 0, sizeof e);
   if (n->input_count < 2 || n->output_count < 1)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Conv: needs X and W");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Conv: needs X and W");
   x = mi__ocl_tensor(d, n->inputs[0]);
   w = mi__ocl_tensor(d, n->inputs[1]);
   y = mi__ocl_tensor(d, n->outputs[0]);
   if (n->input_count > 2 && n->inputs[2] >= 0) bias = mi__ocl_tensor(d, n->inputs[2]);
   if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D convolution (4-D tensors)",
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D convolution (4-D tensors)",
                           n->op_type);
   N = (int)x->dims[0]; C = (int)x->dims[1]; H = (int)x->dims[2]; W = (int)x->dims[3];
   OC = (int)y->dims[1]; OH = (int)y->dims[2]; OW = (int)y->dims[3];
@@ -110,7 +110,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   if (G < 1 || C % G || OC % G ||
       (transposed ? w->dims[0] != C || w->dims[1] != OC / G
                   : w->dims[0] != OC || w->dims[1] != C / G))
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: inconsistent group/weight shape",
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: inconsistent group/weight shape",
                           n->op_type);
   g[0] = C; g[1] = H; g[2] = W; g[3] = OC; g[4] = OH; g[5] = OW; g[6] = KH; g[7] = KW;
   g[8] = (cl_int)ints_at(n, "strides", 0, 1); g[9] = (cl_int)ints_at(n, "strides", 1, 1);
@@ -145,7 +145,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   if (bias) {
     const float *b = bias->data;
     if (!b || bias->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(bias) != OC) {
-      st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bias must be constant FP32 [OC]",
+      st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bias must be constant FP32 [OC]",
                           n->op_type);
       goto done;
     }
@@ -154,15 +154,15 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     e.flags |= 1;
     e.fuse |= MI_FUSE_BIAS;
   }
-  if (e.fuse & ~p->var->fuse) {
-    st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse this chain", p->var->id);
+  if (e.fuse & ~p->var->v.fuse_mask) {
+    st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse this chain", p->var->v.id);
     goto done;
   }
   if ((st = mi__ocl_bind(p, n->inputs[0], &ax)) != MI_OK) goto done;
   if ((st = mi__ocl_bind(p, n->inputs[1], &aw)) != MI_OK) goto done;
   if ((st = mi__ocl_bind(p, e.out_tensor, &ay)) != MI_OK) goto done;
   if ((st = mi__ocl_upload(p, g, sizeof g, &ag)) != MI_OK) goto done;
-  if (strcmp(p->var->id, "conv.im2col_gemm") == 0) {
+  if (strcmp(p->var->v.id, "conv.im2col_gemm") == 0) {
     gemm_geo_t gg;
     int K = (C / G) * KH * KW, P = OH * OW, OCg = OC / G;
     int direct = KH == 1 && KW == 1 && g[8] == 1 && g[9] == 1 && g[10] == 0 && g[11] == 0 &&
@@ -173,7 +173,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
       cl_mem m;
       ocl_launch_t *l;
       if (p->k->nb >= OCL_MAX_BUFS) {
-        st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: too many buffers");
+        st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "opencl: too many buffers");
         goto done;
       }
       m = clCreateBuffer(p->dev->ctx, CL_MEM_READ_WRITE, (size_t)cnt * 4, NULL, &rc);
@@ -198,12 +198,12 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     gg.bs.s[4] = OC * P; gg.bs.s[5] = OCg * P;
     st = add_gemm(p, GK_TILED, aw, acol, ay, &gg, &e, P);
   } else {
-    int dw = strcmp(p->var->id, "conv.depthwise") == 0;
+    int dw = strcmp(p->var->v.id, "conv.depthwise") == 0;
     const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw" : "conv_direct";
     char opt[64];
     ocl_launch_t *l;
     if (dw && (G != C || OC % C)) {
-      st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "conv.depthwise: needs group == channels (group %d, C %d)", G, C);
+      st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "conv.depthwise: needs group == channels (group %d, C %d)", G, C);
       goto done;
     }
     snprintf(opt, sizeof opt, "-D UNROLL=%d", (int)p->kn.v[K_UNROLL]);
@@ -251,12 +251,12 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
   memset(&e, 0, sizeof e);
   memset(&g, 0, sizeof g);
   if (n->input_count < 2 || n->output_count < 1)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: needs two inputs", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: needs two inputs", n->op_type);
   a = mi__ocl_tensor(d, n->inputs[0]);
   b = mi__ocl_tensor(d, n->inputs[1]);
   y = mi__ocl_tensor(d, n->outputs[0]);
   if (!a || !b || !y || a->rank < 2 || b->rank < 2 || y->rank < 2 || (is_gemm && (a->rank != 2 || b->rank != 2)))
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: operands of rank >= 2 (Gemm: 2) only", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: operands of rank >= 2 (Gemm: 2) only", n->op_type);
   if (is_gemm) {
     ta = (int)mi_sdk_attr_int(n, "transA", 0);
     tb = (int)mi_sdk_attr_int(n, "transB", 0);
@@ -279,7 +279,7 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
     for (j = 0; j < nb - 1; j++) lead *= y->dims[j];
     for (j = 0; j + 2 < nb; j++) {
       if (sa[j] != sa[j + 1] * y->dims[j + 1] || sb[j] != sb[j + 1] * y->dims[j + 1]) {
-        st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "MatMul: this batch broadcast is not supported");
+        st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "MatMul: this batch broadcast is not supported");
         goto done;
       }
     }
@@ -297,7 +297,7 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
   e.scale = malloc((size_t)g.N * sizeof(float));
   e.shift = malloc((size_t)g.N * sizeof(float));
   if (!e.scale || !e.shift) {
-    st = mi__ocl_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+    st = mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     goto done;
   }
   for (i = 0; i < g.N; i++) {
@@ -313,7 +313,7 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
       int64_t cn = mi_sdk_numel(c);
       const float *cv = c->data;
       if (!cv || c->dtype != MI_DTYPE_FLOAT32 || !(cn == 1 || (cn == g.N && c->dims[c->rank - 1] == g.N))) {
-        st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Gemm: C must be a constant scalar or [N] vector");
+        st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Gemm: C must be a constant scalar or [N] vector");
         goto done;
       }
       for (i = 0; i < g.N; i++) e.shift[i] = beta * cv[cn == 1 ? 0 : i];
@@ -322,8 +322,8 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
     }
   }
   if ((st = mi__ocl_epi_parse(d, 1, n->outputs[0], g.N, &e, p->err)) != MI_OK) goto done;
-  if (e.fuse & ~p->var->fuse) {
-    st = mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse this chain", p->var->id);
+  if (e.fuse & ~p->var->v.fuse_mask) {
+    st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse this chain", p->var->v.id);
     goto done;
   }
   if ((st = mi__ocl_bind(p, n->inputs[0], &aa)) != MI_OK) goto done;
@@ -332,7 +332,7 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
     int k;
     bt = malloc((size_t)g.K * (size_t)g.N * sizeof *bt);
     if (!bt) {
-      st = mi__ocl_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+      st = mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
       goto done;
     }
     for (k = 0; k < g.K; k++)

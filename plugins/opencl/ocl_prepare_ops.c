@@ -53,7 +53,7 @@ static int32_t only_acts_after(ocl_prep_t *p, int first) {
   float a, b;
   for (k = first; k < p->desc->node_count; k++)
     if (mi__ocl_act_of(p->desc, p->desc->nodes[k], &code, &a, &b, NULL) <= 0)
-      return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse %s", p->var->id,
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse %s", p->var->v.id,
                             p->desc->nodes[k]->op_type);
   return MI_OK;
 }
@@ -92,19 +92,19 @@ static int32_t prep_binary(ocl_prep_t *p, const mi_node_desc_t *n) {
   memset(&e, 0, sizeof e);
   e.chan_axis = -1;
   if (n->input_count != 2)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only two inputs are implemented", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only two inputs are implemented", n->op_type);
   while (strcmp(ops[op], n->op_type) != 0) op++;
   for (i = 0; i < 2; i++) {
     int d;
     int64_t acc = 1;
     in[i] = mi__ocl_tensor(p->desc, n->inputs[i]);
     if (!in[i] || in[i]->rank > y->rank)
-      return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: operand rank exceeds the output's", n->op_type);
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: operand rank exceeds the output's", n->op_type);
     for (d = y->rank - 1; d >= 0; d--) {
       int td = d - (y->rank - in[i]->rank);
       int64_t dim = td >= 0 ? in[i]->dims[td] : 1;
       if (dim != 1 && dim != y->dims[d])
-        return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: shapes do not broadcast", n->op_type);
+        return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: shapes do not broadcast", n->op_type);
       shp[(i + 1) * r + d] = dim == 1 ? 0 : (cl_int)acc;
       acc *= dim;
     }
@@ -158,13 +158,13 @@ static int32_t prep_reduce(ocl_prep_t *p, const mi_node_desc_t *n) {
     } else if (n->input_count > 1 && n->inputs[1] >= 0) {
       const mi_tensor_desc_t *t = mi__ocl_tensor(p->desc, n->inputs[1]);
       if (!t || !t->data || t->dtype != MI_DTYPE_INT64)
-        return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: axes must be constant", n->op_type);
+        return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: axes must be constant", n->op_type);
       axes = t->data;
       na = (int)mi_sdk_numel(t);
     }
     for (i = 0; i < na; i++) {
       int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
-      if (a < 0 || a >= x->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bad axis", n->op_type);
+      if (a < 0 || a >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bad axis", n->op_type);
       red[a] = any = 1;
     }
     if (!any && !mi_sdk_attr_int(n, "noop_with_empty_axes", 0))
@@ -185,7 +185,7 @@ static int32_t prep_reduce(ocl_prep_t *p, const mi_node_desc_t *n) {
   for (i = 0; i < kr; i++) shp[i] = kd[i], shp[kr + i] = ks[i];
   for (i = 0; i < rr; i++) shp[2 * kr + i] = rd[i], shp[2 * kr + rr + i] = rs[i];
   if (mi_sdk_numel(y) != numel_from(x, 0, x->rank) / (rcount ? rcount : 1))
-    return mi__ocl_errorf(p->err, MI_ERR_INVALID_ARGUMENT, "%s: output size does not match", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_INVALID_ARGUMENT, "%s: output size does not match", n->op_type);
   if (!(l = ew_launch(p, "reduce_generic", n->inputs[0], n->outputs[0], &st))) return st;
   mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
   mi__ocl_arg_int(l, kr);
@@ -206,7 +206,7 @@ static int32_t prep_softmax(ocl_prep_t *p, const mi_node_desc_t *n) {
   int32_t st;
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= (x->rank > 0 ? x->rank : 1))
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bad axis", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bad axis", n->op_type);
   outer = numel_from(x, 0, (int)axis);
   len = old ? numel_from(x, (int)axis, x->rank) : x->dims[axis];
   inner = old ? 1 : numel_from(x, (int)axis + 1, x->rank);
@@ -228,13 +228,13 @@ static int32_t prep_layernorm(ocl_prep_t *p, const mi_node_desc_t *n) {
   int32_t st;
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank || n->input_count < 2 || p->desc->output_count != 1)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "LayerNormalization: bad axis or extra outputs");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "LayerNormalization: bad axis or extra outputs");
   rows = numel_from(x, 0, (int)axis);
   len = numel_from(x, (int)axis, x->rank);
   for (i = 1; i < 2 + has_b; i++) {
     t = mi__ocl_tensor(p->desc, n->inputs[i]);
     if (!t || mi_sdk_numel(t) != len)
-      return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "LayerNormalization: scale/bias must cover the normalized shape");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "LayerNormalization: scale/bias must cover the normalized shape");
   }
   if (!(l = ew_launch(p, "layernorm", n->inputs[0], n->outputs[0], &st))) return st;
   if ((st = mi__ocl_bind(p, n->inputs[1], &a)) != MI_OK) return st;
@@ -264,7 +264,7 @@ static int32_t prep_pool(ocl_prep_t *p, const mi_node_desc_t *n) {
   ocl_launch_t *l;
   int32_t st;
   if (x->rank != 4 || y->rank != 4 || p->desc->output_count != 1)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D pooling without indices", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D pooling without indices", n->op_type);
   g[0] = (cl_int)x->dims[2]; g[1] = (cl_int)x->dims[3];
   g[2] = (cl_int)y->dims[2]; g[3] = (cl_int)y->dims[3];
   for (i = 0; i < 2; i++) {
@@ -324,7 +324,7 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
     const mi_attr_t *pa = mi_sdk_attr(n, "perm");
     for (i = 0; i < y->rank; i++) {
       int64_t src = pa && pa->type == MI_ATTR_INTS && i < pa->count ? pa->ints[i] : y->rank - 1 - i;
-      if (src < 0 || src >= x->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Transpose: bad perm");
+      if (src < 0 || src >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Transpose: bad perm");
       sp[i] = sx[src];
     }
     return add_strided(p, n->inputs[0], n->outputs[0], y->rank, y->dims, sp, sy, 0);
@@ -333,11 +333,11 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
     int64_t axis = mi_sdk_attr_int(n, "axis", 0), off = 0;
     int32_t st;
     if (axis < 0) axis += y->rank;
-    if (axis < 0 || axis >= y->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: bad axis");
+    if (axis < 0 || axis >= y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: bad axis");
     for (i = 0; i < n->input_count; i++) {
       const mi_tensor_desc_t *t = mi__ocl_tensor(p->desc, n->inputs[i]);
       int64_t st_in[MI_MAX_RANK];
-      if (!t || t->rank != y->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: rank mismatch");
+      if (!t || t->rank != y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: rank mismatch");
       contiguous(t, st_in);
       st = add_strided(p, n->inputs[i], n->outputs[0], t->rank, t->dims, st_in, sy, off * sy[axis]);
       if (st != MI_OK) return st;
@@ -347,11 +347,11 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
   }
   /* Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: the bytes do not move */
   if (mi_sdk_numel(x) != mi_sdk_numel(y) || p->desc->output_count != 1)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: sizes differ or extra outputs", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: sizes differ or extra outputs", n->op_type);
   {
     ocl_launch_t *l;
     int32_t st;
-    if (p->k->nl >= OCL_MAX_LAUNCHES) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "too many launches");
+    if (p->k->nl >= OCL_MAX_LAUNCHES) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "too many launches");
     l = &p->k->launches[p->k->nl];
     memset(l, 0, sizeof *l);
     if ((st = mi__ocl_bind(p, n->inputs[0], &l->args[0])) != MI_OK) return st;
@@ -365,14 +365,14 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
 
 int32_t mi__ocl_prepare_op(ocl_prep_t *p) {
   const mi_node_desc_t *n = p->desc->nodes[0];
-  const char *id = p->var->id;
+  const char *id = p->var->v.id;
   int code;
   float a, b;
   if (n->input_count < 1 || n->output_count < 1 || !mi__ocl_tensor(p->desc, n->inputs[0]) ||
       !mi__ocl_tensor(p->desc, n->outputs[0]))
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: missing input or output", n->op_type);
-  if (p->desc->node_count > 1 && !p->var->fuse)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s fuses nothing", id);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: missing input or output", n->op_type);
+  if (p->desc->node_count > 1 && !p->var->v.fuse_mask)
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s fuses nothing", id);
   if (strncmp(id, "ew.", 3) == 0) {
     if (is_op(n, "BatchNormalization") || mi__ocl_act_of(p->desc, n, &code, &a, &b, NULL) > 0)
       return prep_unary(p, n);

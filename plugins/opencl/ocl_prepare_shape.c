@@ -107,19 +107,19 @@ static int32_t prep_slice(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tenso
   int bad = 0, ns, ne, na, nst, i;
   const mi_tensor_desc_t *ts = const_in(p, n, 1, &bad), *te = const_in(p, n, 2, &bad);
   const mi_tensor_desc_t *ta = const_in(p, n, 3, &bad), *tp = const_in(p, n, 4, &bad);
-  if (bad) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Slice: runtime starts/ends/axes/steps");
+  if (bad) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Slice: runtime starts/ends/axes/steps");
   ns = ints_of(ts, n, "starts", st, MI_MAX_RANK);
   ne = ints_of(te, n, "ends", en, MI_MAX_RANK);
   na = ta || mi_sdk_attr(n, "axes") ? ints_of(ta, n, "axes", ax, MI_MAX_RANK) : ns;
   nst = tp ? ints_of(tp, NULL, NULL, sp, MI_MAX_RANK) : ns;
   if (ns < 0 || ne != ns || na != ns || nst != ns)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Slice: starts/ends/axes/steps disagree");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Slice: starts/ends/axes/steps disagree");
   for (i = 0; i < x->rank; i++) start[i] = 0, step[i] = 1;
   for (i = 0; i < ns; i++) {
     int64_t a = (ta || mi_sdk_attr(n, "axes")) ? ax[i] : i, s = tp ? sp[i] : 1, d, b;
     if (a < 0) a += x->rank;
     if (a < 0 || a >= x->rank || s == 0)
-      return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Slice: bad axis or zero step");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Slice: bad axis or zero step");
     d = x->dims[a];
     b = st[i] < 0 ? st[i] + d : st[i];
     /* clamp as ONNX does: [0, d] going forward, [0, d-1] going backward */
@@ -141,17 +141,17 @@ static int32_t prep_split(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tenso
   int i;
   int32_t st;
   if (axis < 0) axis += x->rank;
-  if (axis < 0 || axis >= x->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: bad axis");
+  if (axis < 0 || axis >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: bad axis");
   contiguous(x, sx);
   for (i = 0; i < n->output_count; i++) {
     const mi_tensor_desc_t *y = mi__ocl_tensor(p->desc, n->outputs[i]);
-    if (!y || y->rank != x->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: rank mismatch");
+    if (!y || y->rank != x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: rank mismatch");
     st = strided(p, n->inputs[0], n->outputs[i], y->rank, y->dims, sx, off * sx[axis]);
     if (st != MI_OK) return st;
     off += y->dims[axis];
   }
   return off == x->dims[axis] ? MI_OK
-                              : mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: parts do not cover the axis");
+                              : mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: parts do not cover the axis");
 }
 
 static int32_t prep_pad(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
@@ -166,30 +166,30 @@ static int32_t prep_pad(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_
   const mi_tensor_desc_t *ta = const_in(p, n, 3, &bad);
   ocl_launch_t *l;
   int32_t st;
-  if (bad) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: runtime pads/value/axes");
+  if (bad) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: runtime pads/value/axes");
   if (ma && ma->type == MI_ATTR_STRING && ma->s) mode = ma->s;
   m = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "reflect") == 0 ? 1
       : strcmp(mode, "edge") == 0 ? 2 : -1;
-  if (m < 0) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: mode '%s'", mode);
+  if (m < 0) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: mode '%s'", mode);
   np = ints_of(tp, n, "pads", pads, 2 * MI_MAX_RANK);
   na = ta ? ints_of(ta, NULL, NULL, axes, MI_MAX_RANK) : r;
   if (np < 0 || na < 0 || np != 2 * na || r < 1)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: pads and axes disagree");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: pads and axes disagree");
   for (i = 0; i < na; i++) {
     int64_t a = ta ? axes[i] : i;
     if (a < 0) a += r;
-    if (a < 0 || a >= r) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: bad axis");
+    if (a < 0 || a >= r) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: bad axis");
     begin[a] = pads[i];
   }
   if (tv && mi_sdk_numel(tv) > 0) {
-    if (tv->dtype != MI_DTYPE_FLOAT32) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: value dtype");
+    if (tv->dtype != MI_DTYPE_FLOAT32) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: value dtype");
     memcpy(&value, tv->data, sizeof value);
   } else if (!tp) {
     value = mi_sdk_attr_float(n, "value", 0.0f);
   }
   for (i = 0; i < r; i++)
     if (x->dims[i] == 0 && y->dims[i] > 0 && m != 0)
-      return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: %s of an empty axis", mode);
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: %s of an empty axis", mode);
   contiguous(x, sx);
   for (i = 0; i < r; i++) {
     shp[i] = (cl_int)y->dims[i];
@@ -218,22 +218,22 @@ static int32_t prep_gather(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   ocl_launch_t *l;
   int32_t st;
   if (bad || !ti || ti->dtype != MI_DTYPE_INT64)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Gather: indices must be constant INT64");
-  if (x->data) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Gather: constant data");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Gather: indices must be constant INT64");
+  if (x->data) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Gather: constant data");
   if (axis < 0) axis += x->rank;
-  if (axis < 0 || axis >= x->rank) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Gather: bad axis");
+  if (axis < 0 || axis >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Gather: bad axis");
   k = x->dims[axis];
   for (i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
   nidx = mi_sdk_numel(ti);
   if (mi_sdk_numel(y) == 0) return MI_OK;
   idx = malloc((size_t)(nidx > 0 ? nidx : 1) * sizeof *idx);
-  if (!idx) return mi__ocl_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  if (!idx) return mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   iv = ti->data;
   for (i = 0; i < nidx; i++) {
     int64_t v = iv[i] < 0 ? iv[i] + k : iv[i];
     if (v < 0 || v >= k) {
       free(idx);
-      return mi__ocl_errorf(p->err, MI_ERR_INVALID_ARGUMENT, "Gather: index %lld outside [0, %lld)",
+      return mi_sdk_errorf(p->err, MI_ERR_INVALID_ARGUMENT, "Gather: index %lld outside [0, %lld)",
                             (long long)iv[i], (long long)k);
     }
     idx[i] = (cl_int)v;
@@ -252,47 +252,18 @@ static int32_t prep_gather(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   return mi__ocl_check_wg(p, l);
 }
 
-enum { CT_HALF, CT_PYTORCH, CT_ALIGN, CT_ASYM };
-
-/* Where output coordinate j of an axis reads the input, in float as the reference does. */
-static float to_input(int ct, float j, float scale, int64_t in, int64_t out) {
-  switch (ct) {
-  case CT_HALF: return (j + 0.5f) / scale - 0.5f;
-  case CT_PYTORCH: return out > 1 ? (j + 0.5f) / scale - 0.5f : 0.0f;
-  case CT_ALIGN: return out == 1 ? 0.0f : j * (float)(in - 1) / (float)(out - 1);
-  default: return j / scale;
-  }
-}
-
-static int64_t nearest(int nm, float v) {
-  switch (nm) {
-  case 0: return v == floorf(v) + 0.5f ? (int64_t)floorf(v) : (int64_t)roundf(v);
-  case 1: return (int64_t)roundf(v);
-  case 2: return (int64_t)floorf(v);
-  default: return (int64_t)ceilf(v);
-  }
-}
-
 /* Fills one axis's table: i0 at tab[0..out), i1 at tab[out..2out), weights at wt[0..out). */
 static void axis_table(int linear, int ct, int nm, float scale, int64_t in, int64_t out,
                        cl_int *tab, cl_float *wt) {
   int64_t j;
   for (j = 0; j < out; j++) {
-    float v = to_input(ct, (float)j, scale, in, out);
     int64_t a, b;
-    float w = 0.0f;
+    float w;
     if (out == in && scale == 1.0f) { /* the reference leaves such an axis alone */
       a = b = j;
-    } else if (linear) {
-      if (v < 0.0f) v = 0.0f;
-      if (v > (float)(in - 1)) v = (float)(in - 1);
-      a = (int64_t)v;
-      b = a + 1 < in ? a + 1 : in - 1;
-      w = v - (float)a;
+      w = 0.0f;
     } else {
-      a = nearest(nm, v);
-      a = a < 0 ? 0 : a >= in ? in - 1 : a;
-      b = a;
+      mi_sdk_resize_tap(linear, ct, nm, scale, in, out, j, &a, &b, &w);
     }
     tab[j] = (cl_int)a;
     tab[out + j] = (cl_int)b;
@@ -315,11 +286,9 @@ static const char *attr_str(const mi_node_desc_t *n, const char *name, const cha
 static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
                            const mi_tensor_desc_t *y) {
   static const char *const modes[] = {"nearest", "linear"};
-  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"};
-  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   int linear = pick(attr_str(n, "mode", "nearest"), modes, 2);
-  int ct = pick(attr_str(n, "coordinate_transformation_mode", "half_pixel"), cts, 4);
-  int nm = pick(attr_str(n, "nearest_mode", "round_prefer_floor"), nms, 4);
+  int ct = mi_sdk_resize_ct_from_name(attr_str(n, "coordinate_transformation_mode", "half_pixel"));
+  int nm = mi_sdk_resize_nearest_from_name(attr_str(n, "nearest_mode", "round_prefer_floor"));
   int bad = 0, r = x->rank, i;
   const mi_tensor_desc_t *ts = const_in(p, n, 2, &bad);
   float sel[MI_MAX_RANK];
@@ -329,30 +298,30 @@ static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   ocl_arg_t a;
   ocl_launch_t *l;
   int32_t st;
-  if (n->opset < 11 || linear < 0 || ct < 0 || nm < 0 || mi_sdk_attr_int(n, "antialias", 0) ||
+  if (n->opset < 11 || linear < 0 || ct < 0 || ct > MI_SDK_CT_ASYMMETRIC || nm < 0 || mi_sdk_attr_int(n, "antialias", 0) ||
       mi_sdk_attr(n, "axes") || strcmp(attr_str(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: opset %d or attributes not "
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: opset %d or attributes not "
                           "implemented (nearest/linear, 4 coordinate modes, opset 11+)", (int)n->opset);
-  if (bad) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: runtime scales");
-  if (r < 2 || y->rank != r) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: rank %d", r);
+  if (bad) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: runtime scales");
+  if (r < 2 || y->rank != r) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: rank %d", r);
   for (i = 0; i < r; i++) {
     if (ts && mi_sdk_numel(ts) > 0) {
       if (ts->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(ts) != r)
-        return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: scales");
+        return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: scales");
       sel[i] = ((const float *)ts->data)[i];
     } else {
-      if (x->dims[i] == 0) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: empty axis");
+      if (x->dims[i] == 0) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: empty axis");
       sel[i] = (float)y->dims[i] / (float)x->dims[i];
     }
     if (i < r - 2 && (sel[i] != 1.0f || y->dims[i] != x->dims[i]))
-      return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: only the last two axes may change");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: only the last two axes may change");
   }
   hi = x->dims[r - 2], wi = x->dims[r - 1], ho = y->dims[r - 2], wo = y->dims[r - 1];
   if (mi_sdk_numel(y) == 0) return MI_OK;
-  if (hi < 1 || wi < 1) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: empty input");
+  if (hi < 1 || wi < 1) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: empty input");
   tab = malloc((size_t)(2 * ho + 2 * wo) * sizeof *tab);
   wt = malloc((size_t)(ho + wo) * sizeof *wt);
-  st = tab && wt ? MI_OK : mi__ocl_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
+  st = tab && wt ? MI_OK : mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   if (st == MI_OK) {
     axis_table(linear, ct, nm, sel[r - 2], hi, ho, tab, wt);
     axis_table(linear, ct, nm, sel[r - 1], wi, wo, tab + 2 * ho, wt + ho);
@@ -381,12 +350,12 @@ int32_t mi__ocl_prepare_shape(ocl_prep_t *p) {
   const mi_node_desc_t *n = p->desc->nodes[0];
   const mi_tensor_desc_t *x = mi__ocl_tensor(p->desc, n->inputs[0]);
   const mi_tensor_desc_t *y = mi__ocl_tensor(p->desc, n->outputs[0]);
-  if (p->desc->node_count > 1) return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s fuses nothing", p->var->id);
+  if (p->desc->node_count > 1) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s fuses nothing", p->var->v.id);
   if (x->dtype != MI_DTYPE_FLOAT32 || y->dtype != MI_DTYPE_FLOAT32)
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: FP32 data only", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: FP32 data only", n->op_type);
   if (is_op(n, "Split")) return prep_split(p, n, x);
   if (y->rank != x->rank && !is_op(n, "Gather"))
-    return mi__ocl_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: rank changes", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: rank changes", n->op_type);
   if (is_op(n, "Slice")) return prep_slice(p, n, x, y);
   if (is_op(n, "Pad")) return prep_pad(p, n, x, y);
   if (is_op(n, "Gather")) return prep_gather(p, n, x, y);

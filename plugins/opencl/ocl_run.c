@@ -43,16 +43,16 @@ int32_t mi__ocl_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *co
   uint64_t total = 0;
   cl_int rc;
   if (!ctx || !k || (input_count > 0 && !inputs) || (output_count > 0 && !outputs))
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_run: NULL argument");
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_run: NULL argument");
   if (input_count != k->n_in || output_count != k->n_out)
-    return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT,
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT,
                           "kernel_run: %d inputs / %d outputs given, kernel takes %d / %d",
                           (int)input_count, (int)output_count, k->n_in, k->n_out);
   for (i = 0; i < input_count + output_count; i++) {
     const mi_buffer_t *b = i < input_count ? inputs[i] : outputs[i - input_count];
     uint64_t need = i < input_count ? k->in_bytes[i] : k->out_bytes[i - input_count];
     if (!b || b->device != k->device || b->bytes < need)
-      return mi__ocl_errorf(err, MI_ERR_INVALID_ARGUMENT,
+      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT,
                             "kernel_run: buffer %d is NULL, on another device, or smaller than "
                             "%llu bytes", (int)i, (unsigned long long)need);
   }

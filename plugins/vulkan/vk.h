@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <vulkan/vulkan.h>
 
-#include "metainfer/mi_plugin.h"
+#include "metainfer/mi_sdk.h"
 
 #define VK_PLUGIN_NAME "vulkan"
 #define VK_NBIND 6        /* storage-buffer bindings of the one descriptor-set layout */
@@ -80,12 +80,14 @@ typedef struct vk_device {
   /* cumulative counters */
   uint64_t device_ns, pipeline_ns, first_run_ns, bytes_allocated;
   struct mi_buffer *dummy;
+  mi_sdk_tables_t tables;       /* what the SDK helper describes for this device */
+  mi_sdk_counter_t counters[4]; /* the counter table with this device's timer resolution */
 } vk_device_t;
 
 struct mi_plugin_ctx {
+  mi_sdk_plugin_t sdk; /* first: the SDK helper answers the description calls from it */
   const mi_host_api_t *host;
   vk_device_t *devs;
-  uint32_t ndev;
 };
 
 struct mi_buffer {
@@ -135,8 +137,6 @@ struct mi_kernel {
 const char *mi__vk_result_name(VkResult r);
 /* "call: VK_NAME" into err; MI_ERR_OUT_OF_MEMORY for memory errors, else MI_ERR_DEVICE. */
 int32_t mi__vk_fail(mi_error_t *err, const char *call, VkResult r);
-int32_t mi__vk_errorf(mi_error_t *err, int32_t code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 void mi__vk_log(const mi_plugin_ctx_t *ctx, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 uint64_t mi__vk_now_ns(void);
@@ -168,23 +168,16 @@ enum { K_LOCAL_X, K_LOCAL_Y, K_TILE_K, K_UNROLL, K_REG_M, K_REG_N, K_COUNT };
 enum { SH_1D, SH_CONV, SH_GEMM_NAIVE, SH_GEMM_TILED };
 
 typedef struct vk_variant {
-  const char *id;
-  const char *op;
-  const char *description;
-  uint32_t fuse;
-  uint32_t knob_mask; /* bit per K_* it reads */
+  mi_sdk_variant_t v; /* id, op type, dtype (FP16 for the fp16 ones), knob_mask (bit per K_*) */
   int shape;          /* SH_*: which constraints apply */
   int64_t dflt[K_COUNT];
   int fp16;           /* FP16 weights and products: listed only on devices with FP16 */
 } vk_variant_t;
 
 /* Variants listed on device d: the FP16 ones come last and only when the device has FP16. */
-uint32_t mi__vk_variant_count_on(const vk_device_t *d);
-const vk_variant_t *mi__vk_variant(uint32_t i);
+const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d);
 const vk_variant_t *mi__vk_variant_find(const char *id);
 const vk_variant_t *mi__vk_variant_default(const char *op);
-uint32_t mi__vk_knob_count(void);
-int32_t mi__vk_knob_desc(const vk_device_t *d, uint32_t i, mi_knob_desc_t *out);
 uint32_t mi__vk_constraint_count(void);
 int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_desc_t *out);
 /* Effective knob values (spec constants) of `v`; MI_ERR_INVALID_CONFIG names the broken rule. */

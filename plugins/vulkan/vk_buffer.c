@@ -32,17 +32,17 @@ int32_t mi__vk_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t byte
   uint32_t type;
   int32_t rc;
   if (out) *out = NULL;
-  if (!ctx || !out) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_alloc: NULL argument");
-  if (device >= ctx->ndev)
-    return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_alloc: no device %u (%u devices)",
-                         device, ctx->ndev);
+  if (!ctx || !out) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_alloc: NULL argument");
+  if (device >= ctx->sdk.device_count)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_alloc: no device %u (%u devices)",
+                         device, ctx->sdk.device_count);
   d = &ctx->devs[device];
   if (bytes > d->props.limits.maxStorageBufferRange)
-    return mi__vk_errorf(err, MI_ERR_UNSUPPORTED,
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                          "vulkan: buffer of %llu bytes exceeds maxStorageBufferRange (%u bytes) of %s",
                          (unsigned long long)bytes, d->props.limits.maxStorageBufferRange,
                          d->props.deviceName);
-  if (!(b = calloc(1, sizeof *b))) return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+  if (!(b = calloc(1, sizeof *b))) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   b->bytes = bytes;
   b->device = device;
   memset(&bi, 0, sizeof bi);
@@ -57,7 +57,7 @@ int32_t mi__vk_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t byte
   }
   vkGetBufferMemoryRequirements(d->dev, b->buf, &req);
   if (!find_memory(d, req.memoryTypeBits, &type)) {
-    rc = mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s has no host-visible coherent memory type",
+    rc = mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s has no host-visible coherent memory type",
                        d->props.deviceName);
     goto fail;
   }
@@ -91,9 +91,9 @@ fail:
 
 static int32_t check_range(const mi_buffer_t *b, uint64_t off, uint64_t bytes, const char *what,
                            mi_error_t *err) {
-  if (!b) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: %s: NULL buffer", what);
+  if (!b) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: %s: NULL buffer", what);
   if (off > b->bytes || bytes > b->bytes - off)
-    return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT,
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT,
                          "vulkan: %s of %llu bytes at offset %llu past the end of a %llu-byte buffer",
                          what, (unsigned long long)bytes, (unsigned long long)off,
                          (unsigned long long)b->bytes);
@@ -105,7 +105,7 @@ int32_t mi__vk_buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, 
   int32_t rc = check_range(b, off, bytes, "buffer_write", err);
   (void)ctx;
   if (rc != MI_OK) return rc;
-  if (bytes && !src) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_write: NULL source");
+  if (bytes && !src) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_write: NULL source");
   if (bytes) memcpy((char *)b->map + off, src, (size_t)bytes);
   return MI_OK;
 }
@@ -115,14 +115,14 @@ int32_t mi__vk_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, v
   int32_t rc = check_range(b, off, bytes, "buffer_read", err);
   (void)ctx;
   if (rc != MI_OK) return rc;
-  if (bytes && !dst) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_read: NULL destination");
+  if (bytes && !dst) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: buffer_read: NULL destination");
   if (bytes) memcpy(dst, (const char *)b->map + off, (size_t)bytes);
   return MI_OK;
 }
 
 void mi__vk_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
   vk_device_t *d;
-  if (!ctx || !b || b->device >= ctx->ndev) return;
+  if (!ctx || !b || b->device >= ctx->sdk.device_count) return;
   d = &ctx->devs[b->device];
   if (b->map) vkUnmapMemory(d->dev, b->mem);
   vkDestroyBuffer(d->dev, b->buf, NULL);

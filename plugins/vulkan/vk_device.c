@@ -79,7 +79,7 @@ int32_t mi__vk_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
   if ((rc = mi__vk_shared_get(ctx, &sh, &n, err)) != MI_OK) return rc;
   if (n == 0) return MI_OK;
   if (!(ctx->devs = calloc(n, sizeof *ctx->devs)))
-    return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   for (i = 0; i < n; i++) {
     vk_device_t *d = &ctx->devs[i];
     d->shared = &sh[i]; /* outlives every instance */
@@ -92,7 +92,7 @@ int32_t mi__vk_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
     d->has_timer = d->ts_mask != 0 && d->props.limits.timestampComputeAndGraphics;
     d->ts_period = d->props.limits.timestampPeriod;
     describe(d);
-    ctx->ndev++;
+    ctx->sdk.device_count++;
     if ((rc = open_device(ctx, d, err)) != MI_OK) return rc;
   }
   return MI_OK;
@@ -100,7 +100,7 @@ int32_t mi__vk_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {
 
 void mi__vk_devices_close(mi_plugin_ctx_t *ctx) {
   uint32_t i;
-  for (i = 0; i < ctx->ndev; i++) {
+  for (i = 0; i < ctx->sdk.device_count; i++) {
     vk_device_t *d = &ctx->devs[i];
     if (!d->dev) continue;
     /* Runs are synchronous, so only a timed-out run can still be on the queue. */
@@ -117,5 +117,5 @@ void mi__vk_devices_close(mi_plugin_ctx_t *ctx) {
   }
   free(ctx->devs);
   ctx->devs = NULL;
-  ctx->ndev = 0;
+  ctx->sdk.device_count = 0;
 }

@@ -36,22 +36,11 @@ const char *mi__vk_result_name(VkResult r) {
   }
 }
 
-int32_t mi__vk_errorf(mi_error_t *err, int32_t code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    va_start(ap, fmt);
-    err->code = code;
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
 int32_t mi__vk_fail(mi_error_t *err, const char *call, VkResult r) {
   int32_t code = (r == VK_ERROR_OUT_OF_HOST_MEMORY || r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
                      ? MI_ERR_OUT_OF_MEMORY
                      : MI_ERR_DEVICE;
-  return mi__vk_errorf(err, code, "vulkan: %s: %s", call, mi__vk_result_name(r));
+  return mi_sdk_errorf(err, code, "vulkan: %s: %s", call, mi__vk_result_name(r));
 }
 
 void mi__vk_log(const mi_plugin_ctx_t *ctx, int level, const char *fmt, ...) {

@@ -14,22 +14,28 @@
 #define D_NAIVE {16, 4, 1, 1, 1, 1}
 #define D_TILED {16, 16, 16, 4, 1, 1}
 #define D_REG {16, 8, 16, 4, 4, 4}
-#define EW(op, desc) {"ew." op, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D, 0}
-#define ROW(id, op, desc) {id, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D, 0}
+#define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
+#define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW))
+#define V(id, op, desc, fuse, knobs, shape, dflt) {{id, op, desc, F32, LAYOUTS, fuse, knobs, NULL}, shape, dflt, 0}
+/* FP16 variants take FP32 buffers but compute in FP16: they declare the FP16 precision. */
+#define V16(id, op, desc) \
+  {{id, op, desc, MI_DTYPE_BIT(MI_DTYPE_FLOAT16), LAYOUTS, MM_FUSE, REG, NULL}, SH_GEMM_TILED, D_REG, 1}
+#define EW(op, desc) V("ew." op, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D)
+#define ROW(id, op, desc) V(id, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D)
 
 static const vk_variant_t k_variants[] = {
-    {"conv.direct", "Conv", "direct convolution (groups, strides, pads, dilations)", MM_FUSE,
-     B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D, 0},
-    {"conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
-     B(K_LOCAL_X), SH_1D, D_1D, 0},
-    {"convtranspose.direct", "ConvTranspose", "transposed convolution, one output per invocation (groups, strides, pads, dilations)",
-     MM_FUSE, B(K_LOCAL_X), SH_1D, D_1D, 0},
-    {"gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG, 0},
-    {"gemm.tiled", "Gemm", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED, 0},
-    {"gemm.naive", "Gemm", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE, 0},
-    {"matmul.regblock", "MatMul", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG, 0},
-    {"matmul.tiled", "MatMul", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED, 0},
-    {"matmul.naive", "MatMul", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE, 0},
+    V("conv.direct", "Conv", "direct convolution (groups, strides, pads, dilations)", MM_FUSE,
+     B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D),
+    V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
+     B(K_LOCAL_X), SH_1D, D_1D),
+    V("convtranspose.direct", "ConvTranspose", "transposed convolution, one output per invocation (groups, strides, pads, dilations)",
+     MM_FUSE, B(K_LOCAL_X), SH_1D, D_1D),
+    V("gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG),
+    V("gemm.tiled", "Gemm", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED),
+    V("gemm.naive", "Gemm", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE),
+    V("matmul.regblock", "MatMul", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG),
+    V("matmul.tiled", "MatMul", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED),
+    V("matmul.naive", "MatMul", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE),
     EW("Relu", "element-wise"), EW("Clip", "element-wise"), EW("LeakyRelu", "element-wise"),
     EW("Sigmoid", "element-wise"), EW("Tanh", "element-wise"), EW("HardSigmoid", "element-wise"),
     EW("HardSwish", "element-wise"), EW("Gelu", "element-wise"), EW("Erf", "element-wise"),
@@ -59,86 +65,60 @@ static const vk_variant_t k_variants[] = {
     ROW("row.ReduceMax", "ReduceMax", "contiguous axes, one output per invocation"),
     ROW("row.ReduceMin", "ReduceMin", "contiguous axes, one output per invocation"),
     /* FP16 variants last (mi__vk_variant_count_on hides them on devices without FP16). */
-    {"gemm.regblock.fp16", "Gemm", "regblock with FP16 weights and products, FP32 sums and I/O",
-     MM_FUSE, REG, SH_GEMM_TILED, D_REG, 1},
-    {"matmul.regblock.fp16", "MatMul", "regblock with FP16 weights and products, FP32 sums and I/O",
-     MM_FUSE, REG, SH_GEMM_TILED, D_REG, 1},
+    V16("gemm.regblock.fp16", "Gemm", "regblock with FP16 weights and products, FP32 sums and I/O"),
+    V16("matmul.regblock.fp16", "MatMul", "regblock with FP16 weights and products, FP32 sums and I/O"),
 };
 #define NFP16 2
 
 #define NVAR (sizeof k_variants / sizeof k_variants[0])
 
-uint32_t mi__vk_variant_count_on(const vk_device_t *d) {
-  return (uint32_t)(d->has_fp16 ? NVAR : NVAR - NFP16);
+#define KNOB(nm, desc, un, dflt, n, ...)                                                          \
+  {.name = nm, .description = desc, .unit = un, .scope = MI_KNOB_SCOPE_VARIANT,                   \
+   .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_PREPARE, .value_count = n,                       \
+   .values = {__VA_ARGS__}, .default_int = dflt}
+#define WG "invocations"
+
+/* applies_to left NULL: the helper lists the variants whose knob_mask reads each knob. */
+static const mi_sdk_knob_t k_knobs[K_COUNT] = {
+    KNOB("local_x", "work-group size x (specialization constant)", WG, 64, 11, 1, 2, 4, 8, 16, 32,
+         64, 128, 256, 512, 1024),
+    KNOB("local_y", "work-group size y (specialization constant)", WG, 8, 11, 1, 2, 4, 8, 16, 32,
+         64, 128, 256, 512, 1024),
+    KNOB("tile_k", "K depth of the shared-memory tiles", "", 16, 7, 1, 2, 4, 8, 16, 32, 64),
+    KNOB("unroll", "inner-loop unroll factor", "", 1, 4, 1, 2, 4, 8),
+    KNOB("reg_m", "rows of outputs kept in registers per invocation", "", 4, 4, 1, 2, 4, 8),
+    KNOB("reg_n", "columns of outputs kept in registers per invocation", "", 4, 4, 1, 2, 4, 8),
+};
+
+/* Every variant, and the list a device without FP16 sees (the FP16 ones come last). */
+static const mi_sdk_tables_t k_all = {k_knobs, K_COUNT, k_variants, NVAR, sizeof k_variants[0],
+                                      NULL, 0};
+static const mi_sdk_tables_t k_no_fp16 = {k_knobs, K_COUNT, k_variants, NVAR - NFP16,
+                                          sizeof k_variants[0], NULL, 0};
+
+const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d) {
+  return d->has_fp16 ? &k_all : &k_no_fp16;
 }
-const vk_variant_t *mi__vk_variant(uint32_t i) { return i < NVAR ? &k_variants[i] : NULL; }
 
 const vk_variant_t *mi__vk_variant_find(const char *id) {
-  uint32_t i;
-  for (i = 0; id && i < NVAR; i++)
-    if (strcmp(k_variants[i].id, id) == 0) return &k_variants[i];
-  return NULL;
+  return (const vk_variant_t *)mi_sdk_variant_find(&k_all, id);
 }
 
 /* The first listed variant of an op is its default (register-blocked GEMM, direct conv). */
 const vk_variant_t *mi__vk_variant_default(const char *op) {
-  uint32_t i;
-  for (i = 0; op && i < NVAR; i++)
-    if (strcmp(k_variants[i].op, op) == 0) return &k_variants[i];
-  return NULL;
+  return (const vk_variant_t *)mi_sdk_variant_first(&k_all, op);
 }
-
-typedef struct knob_def {
-  const char *name, *description;
-  int64_t dflt;
-  int nvals;
-  int64_t vals[12];
-} knob_def_t;
-
-static const knob_def_t k_knobs[K_COUNT] = {
-    {"local_x", "work-group size x (specialization constant)", 64, 11, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}},
-    {"local_y", "work-group size y (specialization constant)", 8, 11, {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}},
-    {"tile_k", "K depth of the shared-memory tiles", 16, 7, {1, 2, 4, 8, 16, 32, 64}},
-    {"unroll", "inner-loop unroll factor", 1, 4, {1, 2, 4, 8}},
-    {"reg_m", "rows of outputs kept in registers per invocation", 4, 4, {1, 2, 4, 8}},
-    {"reg_n", "columns of outputs kept in registers per invocation", 4, 4, {1, 2, 4, 8}},
-};
-
-uint32_t mi__vk_knob_count(void) { return K_COUNT; }
 
 static void applies(uint32_t knob_bit, int shape, char *out, size_t size) {
   size_t n = 0;
   uint32_t i;
   out[0] = '\0';
   for (i = 0; i < NVAR; i++) {
-    if (knob_bit && !(k_variants[i].knob_mask & knob_bit)) continue;
+    if (knob_bit && !(k_variants[i].v.knob_mask & knob_bit)) continue;
     if (shape >= 0 && k_variants[i].shape != shape) continue;
-    if (n + strlen(k_variants[i].id) + 2 >= size) break;
-    n += (size_t)snprintf(out + n, size - n, "%s%s", n ? "," : "", k_variants[i].id);
+    if (n + strlen(k_variants[i].v.id) + 2 >= size) break;
+    n += (size_t)snprintf(out + n, size - n, "%s%s", n ? "," : "", k_variants[i].v.id);
   }
-}
-
-int32_t mi__vk_knob_desc(const vk_device_t *d, uint32_t i, mi_knob_desc_t *out) {
-  mi_knob_desc_t k;
-  int j;
-  (void)d;
-  if (i >= K_COUNT) return MI_ERR_INVALID_ARGUMENT;
-  memset(&k, 0, sizeof k);
-  k.struct_size = sizeof k;
-  snprintf(k.name, sizeof k.name, "%s", k_knobs[i].name);
-  snprintf(k.description, sizeof k.description, "%s", k_knobs[i].description);
-  snprintf(k.unit, sizeof k.unit, "%s", i <= K_LOCAL_Y ? "invocations" : "");
-  k.scope = MI_KNOB_SCOPE_VARIANT;
-  k.type = MI_KNOB_INT;
-  k.mutability = MI_KNOB_AT_PREPARE;
-  k.value_count = (uint32_t)k_knobs[i].nvals;
-  for (j = 0; j < k_knobs[i].nvals; j++) k.values[j] = k_knobs[i].vals[j];
-  k.min = k.values[0];
-  k.max = k.values[k.value_count - 1];
-  k.step = 1;
-  k.default_int = k_knobs[i].dflt;
-  applies(1u << i, -1, k.applies_to, sizeof k.applies_to);
-  return mi_sdk_fill(out, &k, sizeof k);
 }
 
 enum { C_INVOC, C_SIZE_X, C_SIZE_Y, C_UNROLL_TK, C_SHARED, C_UNROLL_KW, C_COUNT };
@@ -213,44 +193,41 @@ int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *var,
                              mi_error_t *err) {
   const VkPhysicalDeviceLimits *l = &d->props.limits;
   int64_t v[K_COUNT];
-  int32_t i;
-  int j, k;
+  int32_t i, k;
   for (k = 0; k < K_COUNT; k++) v[k] = var->dflt[k];
   for (i = 0; i < count; i++) {
     const char *name = knobs[i].name;
-    int ok = 0;
-    if (!name) return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob without a name", var->id);
-    for (k = 0; k < K_COUNT && strcmp(k_knobs[k].name, name) != 0; k++) {}
-    if (k == K_COUNT || !(var->knob_mask & B(k)))
-      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob '%s' is not read by this variant",
-                           var->id, name);
-    for (j = 0; j < k_knobs[k].nvals; j++) ok |= k_knobs[k].vals[j] == knobs[i].i;
-    if (!ok)
-      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG,
+    if (!name) return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob without a name", var->v.id);
+    k = mi_sdk_knob_index(&k_all, name);
+    if (k < 0 || !(var->v.knob_mask & B(k)))
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob '%s' is not read by this variant",
+                           var->v.id, name);
+    if (!mi_sdk_knob_allows(&k_knobs[k], knobs[i].i))
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
                            "%s: knob '%s' = %lld is outside its domain (powers of two %lld..%lld)",
-                           var->id, name, (long long)knobs[i].i, (long long)k_knobs[k].vals[0],
-                           (long long)k_knobs[k].vals[k_knobs[k].nvals - 1]);
+                           var->v.id, name, (long long)knobs[i].i, (long long)k_knobs[k].values[0],
+                           (long long)k_knobs[k].values[k_knobs[k].value_count - 1]);
     v[k] = knobs[i].i;
   }
   if (v[K_LOCAL_X] > l->maxComputeWorkGroupSize[0])
-    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: local_x %lld breaks local_x <= maxComputeWorkGroupSize[0] (%u)",
-                         var->id, (long long)v[K_LOCAL_X], l->maxComputeWorkGroupSize[0]);
-  if ((var->knob_mask & B(K_LOCAL_Y)) && v[K_LOCAL_Y] > l->maxComputeWorkGroupSize[1])
-    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: local_y %lld breaks local_y <= maxComputeWorkGroupSize[1] (%u)",
-                         var->id, (long long)v[K_LOCAL_Y], l->maxComputeWorkGroupSize[1]);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: local_x %lld breaks local_x <= maxComputeWorkGroupSize[0] (%u)",
+                         var->v.id, (long long)v[K_LOCAL_X], l->maxComputeWorkGroupSize[0]);
+  if ((var->v.knob_mask & B(K_LOCAL_Y)) && v[K_LOCAL_Y] > l->maxComputeWorkGroupSize[1])
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: local_y %lld breaks local_y <= maxComputeWorkGroupSize[1] (%u)",
+                         var->v.id, (long long)v[K_LOCAL_Y], l->maxComputeWorkGroupSize[1]);
   if (v[K_LOCAL_X] * v[K_LOCAL_Y] > l->maxComputeWorkGroupInvocations)
-    return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG,
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
                          "%s: local_x * local_y = %lld breaks local_x * local_y <= maxComputeWorkGroupInvocations (%u)",
-                         var->id, (long long)(v[K_LOCAL_X] * v[K_LOCAL_Y]), l->maxComputeWorkGroupInvocations);
+                         var->v.id, (long long)(v[K_LOCAL_X] * v[K_LOCAL_Y]), l->maxComputeWorkGroupInvocations);
   if (var->shape == SH_GEMM_TILED) {
     if (v[K_TILE_K] % v[K_UNROLL] != 0)
-      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unroll %lld breaks 'unroll divides tile_k' (tile_k %lld)",
-                           var->id, (long long)v[K_UNROLL], (long long)v[K_TILE_K]);
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unroll %lld breaks 'unroll divides tile_k' (tile_k %lld)",
+                           var->v.id, (long long)v[K_UNROLL], (long long)v[K_TILE_K]);
     if (shared_bytes(v) > l->maxComputeSharedMemorySize)
-      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG,
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
                            "%s: shared memory %lld bytes breaks (local_y*reg_m + local_x*reg_n) * tile_k * 4 <= "
                            "maxComputeSharedMemorySize (%u)",
-                           var->id, (long long)shared_bytes(v), l->maxComputeSharedMemorySize);
+                           var->v.id, (long long)shared_bytes(v), l->maxComputeSharedMemorySize);
   }
   for (k = 0; k < K_COUNT; k++) spec[k] = (uint32_t)v[k];
   return MI_OK;

@@ -16,7 +16,7 @@ int32_t mi__vk_upload(vk_prep_t *p, const void *data, size_t bytes, vk_ref_t *ou
   mi_buffer_t *b = NULL;
   int32_t rc;
   if (k->nown >= VK_MAX_OWN)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: more than %d constant buffers", VK_MAX_OWN);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: more than %d constant buffers", VK_MAX_OWN);
   rc = mi__vk_buffer_alloc(p->ctx, k->device, bytes, &b, p->err);
   if (rc == MI_OK) rc = mi__vk_buffer_write(p->ctx, b, 0, data, bytes, p->err);
   if (rc != MI_OK) {
@@ -47,14 +47,14 @@ int32_t mi__vk_bind(vk_prep_t *p, int t, vk_ref_t *out) {
     }
   if (td && td->data && td->dtype == MI_DTYPE_FLOAT32)
     return mi__vk_upload(p, td->data, (size_t)mi_sdk_numel(td) * 4, out);
-  return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED,
+  return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                        "vulkan: tensor %d is neither a runtime input, an output nor FP32 data", t);
 }
 
 vk_disp_t *mi__vk_disp_new(vk_prep_t *p, const char *shader, int32_t *rc) {
   vk_disp_t *d;
   if (p->k->nd >= VK_MAX_DISP) {
-    *rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: more than %d dispatches", VK_MAX_DISP);
+    *rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: more than %d dispatches", VK_MAX_DISP);
     return NULL;
   }
   d = &p->k->disp[p->k->nd];
@@ -152,7 +152,7 @@ int32_t mi__vk_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, int
   e->shift = malloc((size_t)e->nchan * sizeof(float));
   if (!e->scale || !e->shift) {
     mi__vk_epi_free(e);
-    return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   }
   for (c = 0; c < e->nchan; c++) e->scale[c] = 1.0f, e->shift[c] = 0.0f;
   for (i = first; i < desc->node_count; i++) {
@@ -209,7 +209,7 @@ int32_t mi__vk_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, int
   return MI_OK;
 bad:
   mi__vk_epi_free(e);
-  return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: node %d (%s) cannot be fused as an epilogue",
+  return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: node %d (%s) cannot be fused as an epilogue",
                        i, desc->nodes[i]->op_type ? desc->nodes[i]->op_type : "?");
 }
 

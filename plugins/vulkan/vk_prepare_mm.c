@@ -18,21 +18,21 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   const mi_tensor_desc_t *x, *w, *b = NULL, *y;
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   int64_t v[16]; /* N C H W K OH OW KH KW sh sw ph pw dh dw G */
-  int two_d, i, depthwise = strcmp(p->var->id, "conv.depthwise") == 0;
+  int two_d, i, depthwise = strcmp(p->var->v.id, "conv.depthwise") == 0;
   int transposed = strcmp(n->op_type, "ConvTranspose") == 0;
   vk_epi_t e;
   vk_disp_t *d;
   int32_t rc;
   if (n->input_count < 2 || n->output_count != 1)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv needs X and W");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv needs X and W");
   x = mi__vk_tensor(desc, n->inputs[0]);
   w = mi__vk_tensor(desc, n->inputs[1]);
   y = mi__vk_tensor(desc, n->outputs[0]);
   if (n->input_count > 2 && n->inputs[2] >= 0) b = mi__vk_tensor(desc, n->inputs[2]);
   if (!x || !w || !y || (x->rank != 4 && x->rank != 3) || w->rank != x->rank || y->rank != x->rank)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: only 1-D and 2-D convolutions");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: only 1-D and 2-D convolutions");
   if (!w->data || (b && !b->data))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: weights and bias must be constant");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: weights and bias must be constant");
   two_d = x->rank == 4;
   v[0] = x->dims[0], v[1] = x->dims[1], v[2] = two_d ? x->dims[2] : 1, v[3] = x->dims[x->rank - 1];
   v[4] = y->dims[1], v[5] = two_d ? y->dims[2] : 1, v[6] = y->dims[y->rank - 1];
@@ -42,7 +42,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   v[13] = two_d ? ints_at(n, "dilations", 0, 1) : 1, v[14] = ints_at(n, "dilations", two_d ? 1 : 0, 1);
   v[15] = mi_sdk_attr_int(n, "group", 1);
   if (transposed && ((ap && ap->s && strcmp(ap->s, "NOTSET") != 0) || mi_sdk_attr(n, "output_shape")))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: ConvTranspose: auto_pad and output_shape not implemented");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: ConvTranspose: auto_pad and output_shape not implemented");
   if (ap && ap->s && strncmp(ap->s, "SAME", 4) == 0) {
     for (i = 0; i < 2; i++) {
       int64_t in = v[2 + i], out = v[5 + i], k = v[7 + i];
@@ -54,9 +54,9 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   /* W is [K, C/G, KH, KW] for Conv and [C, K/G, KH, KW] for ConvTranspose. */
   if (v[15] < 1 || v[1] % v[15] || v[4] % v[15] ||
       (transposed ? w->dims[0] != v[1] || w->dims[1] * v[15] != v[4] : w->dims[1] * v[15] != v[1]))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: inconsistent group %lld", (long long)v[15]);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: inconsistent group %lld", (long long)v[15]);
   if (depthwise && (v[15] != v[1] || v[4] != v[1]))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED,
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "conv.depthwise: needs group == channels == outputs (group %lld, C %lld, K %lld)",
                          (long long)v[15], (long long)v[1], (long long)v[4]);
   if ((rc = mi__vk_epi_parse(desc, 1, n->outputs[0], (int)v[4], (int)(v[5] * v[6]), &e, p->err)) != MI_OK)
@@ -65,7 +65,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
     const float *bv = b->data;
     if (mi_sdk_numel(b) != v[4]) {
       mi__vk_epi_free(&e);
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: bias of %lld values for %lld outputs",
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: bias of %lld values for %lld outputs",
                            (long long)mi_sdk_numel(b), (long long)v[4]);
     }
     for (i = 0; i < v[4]; i++) e.shift[i] += bv[i] * e.scale[i];
@@ -73,7 +73,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   }
   rc = MI_OK;
   if (e.out_tensor != desc->outputs[0])
-    rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: the group must write its first output");
+    rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: the group must write its first output");
   if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw" : "conv", &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
     rc = mi__vk_bind(p, n->inputs[0], &d->bind[0]);
@@ -119,8 +119,8 @@ static int32_t upload_half(vk_prep_t *p, const mi_tensor_desc_t *b, vk_ref_t *ou
   uint16_t *h;
   int32_t rc;
   if (!b->data || b->dtype != MI_DTYPE_FLOAT32)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: B must be constant FP32 weights", p->var->id);
-  if (!(h = malloc((size_t)n * sizeof *h))) return mi__vk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: B must be constant FP32 weights", p->var->v.id);
+  if (!(h = malloc((size_t)n * sizeof *h))) return mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   for (i = 0; i < n; i++) h[i] = to_half(((const float *)b->data)[i]);
   rc = mi__vk_upload(p, h, (size_t)n * sizeof *h, out);
   free(h);
@@ -147,15 +147,15 @@ int32_t mi__vk_prepare_gemm(vk_prep_t *p) {
   vk_disp_t *d;
   int32_t rc;
   if (n->input_count < 2 || n->output_count != 1)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s needs A and B", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s needs A and B", n->op_type);
   a = mi__vk_tensor(desc, n->inputs[0]);
   b = mi__vk_tensor(desc, n->inputs[1]);
   y = mi__vk_tensor(desc, n->outputs[0]);
   if (!a || !b || !y || a->rank < 1 || b->rank < 1)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: bad operands", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: bad operands", n->op_type);
   if (gemm) {
     if (a->rank != 2 || b->rank != 2)
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Gemm needs 2-D A and B");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Gemm needs 2-D A and B");
     ta = (int)mi_sdk_attr_int(n, "transA", 0);
     tb = (int)mi_sdk_attr_int(n, "transB", 0);
     alpha = mi_sdk_attr_float(n, "alpha", 1.0f);
@@ -169,14 +169,14 @@ int32_t mi__vk_prepare_gemm(vk_prep_t *p) {
     K = a->dims[a->rank - 1];
     N = b->rank == 1 ? 1 : b->dims[b->rank - 1];
     if ((b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]) != K)
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: MatMul: inner dims differ");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: MatMul: inner dims differ");
   }
   batch = M * N > 0 ? mi_sdk_numel(y) / (M * N) : 0;
   if (batch < 1 || !batch_stride(a, batch, M * K, &sa) || !batch_stride(b, batch, K * N, &sb))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED,
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "vulkan: %s: batch broadcasting beyond all-or-one is not implemented", n->op_type);
   if (batch > p->dev->props.limits.maxComputeWorkGroupCount[2])
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: batch %lld exceeds maxComputeWorkGroupCount[2]",
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: batch %lld exceeds maxComputeWorkGroupCount[2]",
                          n->op_type, (long long)batch);
   if ((rc = mi__vk_epi_parse(desc, 1, n->outputs[0], (int)N, 1, &e, p->err)) != MI_OK) return rc;
   rc = MI_OK;
@@ -191,14 +191,14 @@ int32_t mi__vk_prepare_gemm(vk_prep_t *p) {
       e.flags |= 2; /* the full C is added like a residual, before any activation */
       e.res_tensor = n->inputs[2];
       if (e.flags & 1)
-        rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Gemm: full C with a fused affine");
+        rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Gemm: full C with a fused affine");
     } else {
-      rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Gemm: C of %lld values (beta %g) not implemented",
+      rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Gemm: C of %lld values (beta %g) not implemented",
                          (long long)cn, (double)beta);
     }
   }
   if (rc == MI_OK && e.out_tensor != desc->outputs[0])
-    rc = mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: the group must write its first output");
+    rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: the group must write its first output");
   d = NULL;
   if (rc == MI_OK)
     d = mi__vk_disp_new(p, p->var->fp16 ? "gemm_f16" : p->var->shape == SH_GEMM_NAIVE ? "gemm_naive" : "gemm_tiled", &rc);

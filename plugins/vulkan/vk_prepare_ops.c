@@ -79,7 +79,7 @@ static int32_t binary(vk_prep_t *p, const mi_node_desc_t *n, int op) {
   int64_t one = 1;
   const int64_t *dims = y->rank ? y->dims : &one;
   if (rank > EW_RANK || !a || !b || !bcast(a, dims, rank, sa) || !bcast(b, dims, rank, sb))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: rank > %d or shapes do not broadcast",
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: rank > %d or shapes do not broadcast",
                          n->op_type, EW_RANK);
   contiguous(dims, rank, so);
   if (!(d = ew_new(p, op, ACT_NONE, 0, 0, rank, dims, &rc))) return rc;
@@ -98,15 +98,15 @@ static int32_t batchnorm(vk_prep_t *p, const mi_node_desc_t *n) {
   vk_disp_t *d;
   int i, k;
   if (n->input_count < 5 || !x || x->rank < 2 || n->output_count != 1)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: BatchNormalization: inference form only");
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: BatchNormalization: inference form only");
   C = x->dims[1];
   for (k = 0; k < 4; k++) {
     t[k] = mi__vk_tensor(desc, n->inputs[k + 1]);
     if (!t[k] || !t[k]->data || t[k]->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t[k]) != C)
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: BatchNormalization: parameters must be constant");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: BatchNormalization: parameters must be constant");
   }
   if (!(packed = malloc((size_t)C * 8)))
-    return mi__vk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    return mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   for (i = 0; i < C; i++) {
     const float *s = t[0]->data, *b = t[1]->data, *m = t[2]->data, *v = t[3]->data;
     float sc = s[i] / sqrtf(v[i] + mi_sdk_attr_float(n, "epsilon", 1e-5f));
@@ -135,13 +135,13 @@ static int32_t transpose(vk_prep_t *p, const mi_node_desc_t *n) {
   vk_disp_t *d;
   int32_t rc;
   int i, r = x->rank;
-  if (r < 1 || r > EW_RANK) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Transpose: rank %d", r);
+  if (r < 1 || r > EW_RANK) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Transpose: rank %d", r);
   contiguous(x->dims, r, in_st);
   if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, r, mi__vk_tensor(p->desc, n->outputs[0])->dims, &rc))) return rc;
   contiguous(mi__vk_tensor(p->desc, n->outputs[0])->dims, r, &d->push[26]);
   for (i = 0; i < r; i++) {
     int64_t pi = ints_at(n, "perm", i, r - 1 - i);
-    if (pi < 0 || pi >= r) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Transpose: bad perm");
+    if (pi < 0 || pi >= r) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Transpose: bad perm");
     d->push[14 + i] = in_st[pi];
   }
   if ((rc = mi__vk_bind(p, n->inputs[0], &d->bind[0])) != MI_OK) return rc;
@@ -181,12 +181,12 @@ static int32_t slice(vk_prep_t *p, const mi_node_desc_t *n) {
   int32_t rc;
   if (r < 1 || r > EW_RANK || !y || y->rank != r || ns < 0 || ne != ns || na == -2 || (na >= 0 && na != ns) ||
       np == -2 || (np >= 0 && np != ns))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Slice: needs constant starts/ends/axes/steps, rank <= %d",
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Slice: needs constant starts/ends/axes/steps, rank <= %d",
                          EW_RANK);
   for (i = 0; i < ns; i++) {
     int64_t a = na >= 0 ? ax[i] : i, dim, s0 = st[i], k = np >= 0 ? sp[i] : 1;
     if (a < 0) a += r;
-    if (a < 0 || a >= r || k == 0) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Slice: bad axis or step");
+    if (a < 0 || a >= r || k == 0) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Slice: bad axis or step");
     dim = x->dims[a];
     if (s0 < 0) s0 += dim;
     if (s0 < 0) s0 = 0;
@@ -238,7 +238,7 @@ static int32_t resize(vk_prep_t *p, const mi_node_desc_t *n) {
     if (f > 1) dims[k] = f, st[k++] = 0;
   }
   if (!ok)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED,
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "vulkan: Resize: only nearest by integer factors (asymmetric+floor or half_pixel), at most %d view dims",
                          EW_RANK);
   if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, k, dims, &rc))) return rc;
@@ -254,13 +254,13 @@ static int32_t concat(vk_prep_t *p, const mi_node_desc_t *n) {
   int32_t rc;
   int i;
   if (axis < 0) axis += y->rank;
-  if (axis < 0 || axis >= y->rank) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Concat: bad axis");
+  if (axis < 0 || axis >= y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Concat: bad axis");
   outer = prod(y->dims, 0, (int)axis);
   inner = prod(y->dims, (int)axis + 1, y->rank);
   for (i = 0; i < n->input_count; i++) {
     const mi_tensor_desc_t *x = mi__vk_tensor(p->desc, n->inputs[i]);
     vk_disp_t *d;
-    if (!x || x->rank != y->rank) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Concat: bad input");
+    if (!x || x->rank != y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Concat: bad input");
     dims[0] = outer, dims[1] = x->dims[axis], dims[2] = inner;
     if (dims[1] == 0) continue;
     if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, 3, dims, &rc))) return rc;
@@ -282,7 +282,7 @@ static int32_t pool(vk_prep_t *p, const mi_node_desc_t *n, int mode) {
   int32_t rc;
   int i;
   if (!x || x->rank != 4 || n->output_count != 1)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: 2-D, one output only", n->op_type);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: 2-D, one output only", n->op_type);
   v[0] = x->dims[0] * x->dims[1], v[1] = x->dims[2], v[2] = x->dims[3], v[3] = y->dims[2], v[4] = y->dims[3];
   v[5] = ints_at(n, "kernel_shape", 0, 1), v[6] = ints_at(n, "kernel_shape", 1, 1);
   v[7] = ints_at(n, "strides", 0, 1), v[8] = ints_at(n, "strides", 1, 1);
@@ -331,20 +331,20 @@ static int32_t reduce(vk_prep_t *p, const mi_node_desc_t *n, int mode) {
   if (n->input_count > 1 && n->inputs[1] >= 0) {
     const mi_tensor_desc_t *t = mi__vk_tensor(p->desc, n->inputs[1]);
     if (!t || !t->data || t->dtype != MI_DTYPE_INT64)
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: axes must be constant", n->op_type);
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: axes must be constant", n->op_type);
     axes = t->data, cnt = mi_sdk_numel(t);
   }
   if (cnt == 0 && mi_sdk_attr_int(n, "noop_with_empty_axes", 0)) return copy_op(p, n->inputs[0], n->outputs[0]);
   for (i = 0; i < (cnt ? cnt : x->rank); i++) {
     int64_t a = cnt ? axes[i] : i;
     if (a < 0) a += x->rank;
-    if (a < 0 || a >= x->rank) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: bad axis", n->op_type);
+    if (a < 0 || a >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: bad axis", n->op_type);
     mask |= 1 << a;
     lo = a < lo ? a : lo, hi = a > hi ? a : hi;
   }
   for (i = (int)lo; i <= hi; i++)
     if (!(mask & (1 << i)))
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: only contiguous axes", n->op_type);
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: only contiguous axes", n->op_type);
   return rowop(p, n, prod(x->dims, 0, (int)lo), prod(x->dims, (int)lo, (int)hi + 1),
                prod(x->dims, (int)hi + 1, x->rank), mode, 0.0f, -1, -1);
 }
@@ -356,9 +356,9 @@ int32_t mi__vk_prepare_op(vk_prep_t *p) {
   int code, i;
   float a, b;
   if (p->desc->node_count != 1)
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: fused groups only start with Conv/Gemm/MatMul", op);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: fused groups only start with Conv/Gemm/MatMul", op);
   if (!x || n->output_count < 1 || !mi__vk_tensor(p->desc, n->outputs[0]))
-    return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: missing input or output", op);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: missing input or output", op);
   if (!strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") ||
       !strcmp(op, "Unsqueeze") || !strcmp(op, "Identity") ||
       ((!strcmp(op, "Max") || !strcmp(op, "Min")) && n->input_count == 1))
@@ -366,7 +366,7 @@ int32_t mi__vk_prepare_op(vk_prep_t *p) {
   for (i = 1; k_binary[i]; i++)
     if (!strcmp(op, k_binary[i])) {
       if (n->input_count != 2)
-        return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s with %d inputs", op, (int)n->input_count);
+        return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s with %d inputs", op, (int)n->input_count);
       return binary(p, n, i);
     }
   if (mi__vk_act_of(p->desc, n, &code, &a, &b)) {
@@ -387,13 +387,13 @@ int32_t mi__vk_prepare_op(vk_prep_t *p) {
   if (!strcmp(op, "MaxPool")) return pool(p, n, 0);
   if (!strcmp(op, "AveragePool")) return pool(p, n, 1);
   if (!strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool")) {
-    if (x->rank < 3) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: rank %d", op, (int)x->rank);
+    if (x->rank < 3) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: rank %d", op, (int)x->rank);
     return rowop(p, n, x->dims[0] * x->dims[1], prod(x->dims, 2, x->rank), 1, op[6] == 'A' ? 3 : 5, 0, -1, -1);
   }
   if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
     int64_t axis = mi_sdk_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
     if (axis < 0) axis += x->rank;
-    if (axis < 0 || axis >= x->rank) return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: bad axis", op);
+    if (axis < 0 || axis >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: bad axis", op);
     if (n->opset >= 13)
       return rowop(p, n, prod(x->dims, 0, (int)axis), x->dims[axis], prod(x->dims, (int)axis + 1, x->rank),
                    op[0] == 'L', 0, -1, -1);
@@ -407,12 +407,12 @@ int32_t mi__vk_prepare_op(vk_prep_t *p) {
     if (n->output_count > 1 || axis < 0 || axis >= x->rank ||
         (g >= 0 && mi_sdk_numel(mi__vk_tensor(p->desc, g)) != L) ||
         (bt >= 0 && mi_sdk_numel(mi__vk_tensor(p->desc, bt)) != L))
-      return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: LayerNormalization: scale/bias must cover the normalized dims, one output");
+      return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: LayerNormalization: scale/bias must cover the normalized dims, one output");
     return rowop(p, n, prod(x->dims, 0, (int)axis), L, 1, 2, mi_sdk_attr_float(n, "epsilon", 1e-5f), g, bt);
   }
   if (!strcmp(op, "ReduceMean")) return reduce(p, n, 3);
   if (!strcmp(op, "ReduceSum")) return reduce(p, n, 4);
   if (!strcmp(op, "ReduceMax")) return reduce(p, n, 5);
   if (!strcmp(op, "ReduceMin")) return reduce(p, n, 6);
-  return mi__vk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
+  return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
 }

@@ -18,26 +18,26 @@ static size_t dtype_size(int32_t dt) {
 static int32_t check_desc(const mi_kernel_desc_t *d, mi_error_t *err) {
   int32_t i;
   if (d->node_count < 1 || !d->nodes || !d->nodes[0] || !d->nodes[0]->op_type)
-    return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel without nodes");
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel without nodes");
   if (d->input_count > VK_MAX_IO || d->output_count > VK_MAX_IO || d->output_count < 1)
-    return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %d inputs / %d outputs not supported",
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %d inputs / %d outputs not supported",
                          (int)d->input_count, (int)d->output_count);
   for (i = 0; i < d->tensor_count; i++) {
     const mi_tensor_desc_t *t = d->tensors[i];
-    if (!t) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: tensor %d is NULL", (int)i);
+    if (!t) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: tensor %d is NULL", (int)i);
     if (t->rank < 0 || t->rank > MI_MAX_RANK || mi_sdk_numel(t) > INT_MAX / 8)
-      return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: tensor %d: rank or size out of range", (int)i);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: tensor %d: rank or size out of range", (int)i);
     if (t->dtype != MI_DTYPE_FLOAT32 && !(t->dtype == MI_DTYPE_INT64 && t->data))
-      return mi__vk_errorf(err, MI_ERR_UNSUPPORTED,
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "vulkan: tensor %d has dtype %d; only FP32 kernels are implemented", (int)i,
                            (int)t->dtype);
     if (t->layout != MI_LAYOUT_ANY && t->layout != MI_LAYOUT_NCHW)
-      return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: tensor %d: layout %d not supported", (int)i,
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: tensor %d: layout %d not supported", (int)i,
                            (int)t->layout);
   }
   for (i = 0; i < d->input_count + d->output_count; i++) {
     int32_t t = i < d->input_count ? d->inputs[i] : d->outputs[i - d->input_count];
-    if (!mi__vk_tensor(d, t)) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: bad tensor index %d", (int)t);
+    if (!mi__vk_tensor(d, t)) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: bad tensor index %d", (int)t);
   }
   return MI_OK;
 }
@@ -94,9 +94,9 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
   const char *op;
   int32_t rc, i;
   if (out) *out = NULL;
-  if (!ctx || !desc || !out) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_prepare: NULL argument");
-  if (device >= ctx->ndev)
-    return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: no device %u (%u devices)", device, ctx->ndev);
+  if (!ctx || !desc || !out) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_prepare: NULL argument");
+  if (device >= ctx->sdk.device_count)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: no device %u (%u devices)", device, ctx->sdk.device_count);
   if ((rc = check_desc(desc, err)) != MI_OK) return rc;
   memset(&p, 0, sizeof p);
   p.ctx = ctx;
@@ -106,21 +106,21 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
   op = desc->nodes[0]->op_type;
   if (desc->variant_id && desc->variant_id[0]) {
     if (!(p.var = mi__vk_variant_find(desc->variant_id)))
-      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: unknown variant '%s'", desc->variant_id);
-    if (strcmp(p.var->op, op) != 0)
-      return mi__vk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: variant '%s' implements %s, not %s",
-                           p.var->id, p.var->op, op);
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: unknown variant '%s'", desc->variant_id);
+    if (strcmp(p.var->v.op_type, op) != 0)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: variant '%s' implements %s, not %s",
+                           p.var->v.id, p.var->v.op_type, op);
     if (p.var->fp16 && !p.dev->has_fp16)
-      return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s needs shaderFloat16 and storageBuffer16BitAccess",
-                           p.var->id);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s needs shaderFloat16 and storageBuffer16BitAccess",
+                           p.var->v.id);
   } else if (!(p.var = mi__vk_variant_default(op))) {
-    return mi__vk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
   }
   if (desc->knob_count > 0 && !desc->knobs)
-    return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: knobs is NULL");
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: knobs is NULL");
   if ((rc = mi__vk_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, p.spec, err)) != MI_OK)
     return rc;
-  if (!(p.k = calloc(1, sizeof *p.k))) return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+  if (!(p.k = calloc(1, sizeof *p.k))) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   p.k->dev = p.dev;
   p.k->device = device;
   p.k->n_in = desc->input_count;
@@ -217,15 +217,15 @@ int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *con
   vk_device_t *d;
   uint64_t t0 = mi__vk_now_ns(), dev_ns = 0, ts[2 * VK_MAX_DISP];
   int32_t i;
-  if (!ctx || !k) return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: NULL kernel");
+  if (!ctx || !k) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: NULL kernel");
   if (input_count != k->n_in || output_count != k->n_out)
-    return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: %d inputs / %d outputs given, kernel takes %d / %d",
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: %d inputs / %d outputs given, kernel takes %d / %d",
                          (int)input_count, (int)output_count, k->n_in, k->n_out);
   for (i = 0; i < input_count + output_count; i++) {
     mi_buffer_t *b = i < input_count ? (inputs ? inputs[i] : NULL) : (outputs ? outputs[i - input_count] : NULL);
     uint64_t need = i < input_count ? k->in_bytes[i] : k->out_bytes[i - input_count];
     if (!b || b->device != k->device || b->bytes < need)
-      return mi__vk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: %s %d is missing, on another device or smaller than %llu bytes",
+      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: %s %d is missing, on another device or smaller than %llu bytes",
                            i < input_count ? "input" : "output", (int)(i < input_count ? i : i - input_count),
                            (unsigned long long)need);
   }
@@ -260,7 +260,7 @@ int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *con
     vkQueueWaitIdle(d->queue);
     pthread_mutex_unlock(&d->shared->queue_lock);
     vkResetFences(d->dev, 1, &d->fence);
-    return mi__vk_errorf(err, MI_ERR_TIMEOUT, "vulkan: vkWaitForFences: VK_TIMEOUT after 120 s");
+    return mi_sdk_errorf(err, MI_ERR_TIMEOUT, "vulkan: vkWaitForFences: VK_TIMEOUT after 120 s");
   }
   vkResetFences(d->dev, 1, &d->fence);
   if (r != VK_SUCCESS) return mi__vk_fail(err, "vkWaitForFences", r);

@@ -230,7 +230,7 @@ static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shar
     }
   for (i = 0; mi__vk_spirv[i].name; i++)
     if (strcmp(mi__vk_spirv[i].name, shader) == 0) m = i;
-  if (m < 0 || m >= 16) return mi__vk_errorf(err, MI_ERR_INTERNAL, "vulkan: no shader '%s'", shader);
+  if (m < 0 || m >= 16) return mi_sdk_errorf(err, MI_ERR_INTERNAL, "vulkan: no shader '%s'", shader);
   if (!s->modules[m]) {
     VkShaderModuleCreateInfo smi;
     memset(&smi, 0, sizeof smi);
@@ -243,7 +243,7 @@ static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shar
   if (s->npipes == s->cap_pipes) {
     int cap = s->cap_pipes ? s->cap_pipes * 2 : 16;
     vk_pipe_t *np = realloc(s->pipes, (size_t)cap * sizeof *np);
-    if (!np) return mi__vk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
+    if (!np) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
     s->pipes = np;
     s->cap_pipes = cap;
   }

@@ -2,7 +2,8 @@
  *
  * Copy this folder to start a plugin. It builds against the installed SDK alone and shows
  * every part of the contract: the entry point, one device, one knob, one variant per op, a
- * timer counter, buffers, and kernels that refuse what they cannot run. */
+ * timer counter, buffers, and kernels that refuse what they cannot run. The knob, variants and
+ * counter are tables that the SDK's helper library (metainfer/mi_sdk.h) describes. */
 /* clock_gettime and sysconf are POSIX, outside strict C11. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -12,12 +13,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <metainfer/mi_plugin.h>
+#include <metainfer/mi_sdk.h>
 
 #define TEMPLATE_NAME "template"
 
-/* One instance per create(); no global mutable state, so two hosts may load it at once. */
+/* One instance per create(); no global mutable state, so two hosts may load it at once. The
+ * SDK helper's head comes first: it answers the count/describe calls from its tables. */
 struct mi_plugin_ctx {
+  mi_sdk_plugin_t sdk;
+  mi_sdk_counter_t counters[1]; /* with this clock's resolution */
+  mi_sdk_tables_t tables;
   const mi_host_api_t *host;
   uint64_t last_run_ns; /* timer counter: the last kernel_run's duration */
   int has_last_run;
@@ -49,10 +54,36 @@ static void copy_str(char *dst, size_t cap, const char *src) {
   dst[n] = '\0';
 }
 
+/* The descriptions as data. Bit 0 of a variant's knob_mask is knob 0 ("chunk"). */
+static const mi_sdk_knob_t k_knobs[] = {
+    {.name = "chunk", .description = "elements processed per inner loop", .unit = "elements",
+     .scope = MI_KNOB_SCOPE_OP, .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_PREPARE,
+     .value_count = 4, .values = {64, 256, 1024, 4096}, .default_int = 1024, .applies_to = ""},
+};
+
+#define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
+#define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW))
+static const mi_sdk_variant_t k_variants[] = {
+    {"relu.scalar", "Relu", "max(x, 0), element by element", F32, LAYOUTS, 0, 1u << 0, NULL},
+    {"add.scalar", "Add", "a + b, same shapes only", F32, LAYOUTS, 0, 1u << 0, NULL},
+};
+
+static const mi_sdk_counter_t k_counters[] = {
+    {"last_run_time (host monotonic clock)", MI_COUNTER_TIMER, "ns", 1.0, 0},
+};
+
 static int32_t t_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *ctx = calloc(1, sizeof *ctx);
+  struct timespec res;
   *out = NULL;
   if (!ctx) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "template: out of memory");
+  memcpy(ctx->counters, k_counters, sizeof k_counters);
+  if (clock_getres(CLOCK_MONOTONIC, &res) == 0)
+    ctx->counters[0].resolution = (double)res.tv_sec * 1e9 + (double)res.tv_nsec;
+  ctx->tables = (mi_sdk_tables_t){k_knobs, 1, k_variants, 2, 0, ctx->counters, 1};
+  ctx->sdk.name = TEMPLATE_NAME;
+  ctx->sdk.device_count = 1;
+  ctx->sdk.tables = &ctx->tables;
   ctx->host = host;
   *out = ctx;
   return MI_OK;
@@ -60,16 +91,8 @@ static int32_t t_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
 
 static void t_destroy(mi_plugin_ctx_t *ctx) { free(ctx); }
 
-static int32_t t_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err) {
-  (void)ctx;
-  (void)err;
-  *count = 1;
-  return MI_OK;
-}
-
-static int32_t check_device(uint32_t device, mi_error_t *err) {
-  return device == 0 ? MI_OK
-                     : mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such device");
+static int32_t check_device(mi_plugin_ctx_t *ctx, uint32_t device, mi_error_t *err) {
+  return mi_sdk_check_device(ctx, device, ctx, err);
 }
 
 static int32_t t_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
@@ -77,7 +100,7 @@ static int32_t t_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_de
   mi_device_desc_t d;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
   /* Fill a full local struct, then let mi_sdk_fill copy what the host has room for. */
   memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
@@ -95,72 +118,12 @@ static int32_t t_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_de
   return mi_sdk_fill(out, &d, sizeof d);
 }
 
-static int32_t t_knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                            mi_error_t *err) {
-  (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  *count = 1;
-  return MI_OK;
-}
-
-static int32_t t_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                           mi_knob_desc_t *out, mi_error_t *err) {
-  static const int64_t chunks[] = {64, 256, 1024, 4096};
-  mi_knob_desc_t k;
-  uint32_t i;
-  (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such knob");
-  memset(&k, 0, sizeof k);
-  k.struct_size = sizeof k;
-  copy_str(k.name, sizeof k.name, "chunk");
-  copy_str(k.description, sizeof k.description, "elements processed per inner loop");
-  copy_str(k.unit, sizeof k.unit, "elements");
-  k.scope = MI_KNOB_SCOPE_OP;
-  k.type = MI_KNOB_INT;
-  k.mutability = MI_KNOB_AT_PREPARE;
-  k.value_count = sizeof chunks / sizeof chunks[0];
-  for (i = 0; i < k.value_count; i++) k.values[i] = chunks[i];
-  k.min = chunks[0];
-  k.max = chunks[k.value_count - 1];
-  k.step = 1;
-  k.default_int = 1024;
-  return mi_sdk_fill(out, &k, sizeof k);
-}
-
-static int32_t t_variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                               mi_error_t *err) {
-  (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  *count = 2;
-  return MI_OK;
-}
-
-static int32_t t_variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                              mi_variant_desc_t *out, mi_error_t *err) {
-  mi_variant_desc_t v;
-  (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  if (index > 1) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such variant");
-  memset(&v, 0, sizeof v);
-  v.struct_size = sizeof v;
-  copy_str(v.id, sizeof v.id, index == 0 ? "relu.scalar" : "add.scalar");
-  copy_str(v.op_type, sizeof v.op_type, index == 0 ? "Relu" : "Add");
-  copy_str(v.description, sizeof v.description,
-           index == 0 ? "max(x, 0), element by element" : "a + b, same shapes only");
-  v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
-  v.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
-  v.fuse_mask = 0;
-  copy_str(v.knobs, sizeof v.knobs, "chunk");
-  return mi_sdk_fill(out, &v, sizeof v);
-}
-
 static int32_t t_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
                               mi_buffer_t **out, mi_error_t *err) {
   mi_buffer_t *b;
   (void)ctx;
   *out = NULL;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
   b = calloc(1, sizeof *b);
   if (b) b->data = calloc(1, bytes ? (size_t)bytes : 1);
   if (!b || !b->data) {
@@ -215,7 +178,7 @@ static int32_t t_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
   int64_t chunk;
   (void)ctx;
   *out = NULL;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
   if (desc->node_count != 1)
     return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: fused groups are not supported");
   node = desc->nodes[0];
@@ -226,12 +189,14 @@ static int32_t t_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
   else
     return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: only Relu and Add are implemented");
   if (desc->variant_id && desc->variant_id[0] &&
-      strcmp(desc->variant_id, op == OP_RELU ? "relu.scalar" : "add.scalar") != 0)
-    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "template: unknown variant for this op");
-  chunk = mi_sdk_knob_int(desc, "chunk", 1024);
-  if (chunk != 64 && chunk != 256 && chunk != 1024 && chunk != 4096)
-    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
-                        "template: knob 'chunk' must be one of 64, 256, 1024, 4096");
+      strcmp(desc->variant_id, k_variants[op].id) != 0)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "template: variant '%s' does not run %s",
+                         desc->variant_id, node->op_type);
+  chunk = mi_sdk_knob_int(desc, "chunk", k_knobs[0].default_int);
+  if (!mi_sdk_knob_allows(&k_knobs[0], chunk))
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
+                         "template: knob 'chunk' = %lld is not one of 64, 256, 1024, 4096",
+                         (long long)chunk);
   want_inputs = op == OP_RELU ? 1 : 2;
   if (desc->input_count != want_inputs || desc->output_count != 1 ||
       node->input_count != want_inputs)
@@ -302,37 +267,10 @@ static void t_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
   free(k);
 }
 
-static int32_t t_counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                               mi_error_t *err) {
-  (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  *count = 1;
-  return MI_OK;
-}
-
-static int32_t t_counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                              mi_counter_desc_t *out, mi_error_t *err) {
-  mi_counter_desc_t c;
-  struct timespec res;
-  (void)ctx;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such counter");
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  copy_str(c.name, sizeof c.name, "last_run_time (host monotonic clock)");
-  c.kind = MI_COUNTER_TIMER;
-  copy_str(c.unit, sizeof c.unit, "ns");
-  c.resolution = clock_getres(CLOCK_MONOTONIC, &res) == 0
-                     ? (double)res.tv_sec * 1e9 + (double)res.tv_nsec
-                     : 1.0;
-  c.modeled = 0;
-  return mi_sdk_fill(out, &c, sizeof c);
-}
-
 static int32_t t_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                               mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
-  if (check_device(device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
   if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such counter");
   memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
@@ -351,12 +289,12 @@ static const mi_plugin_api_t k_api = {
     .version = "1.0.0",
     .create = t_create,
     .destroy = t_destroy,
-    .device_count = t_device_count,
+    .device_count = mi_sdk_device_count,
     .device_info = t_device_info,
-    .knob_count = t_knob_count,
-    .knob_desc = t_knob_desc,
-    .variant_count = t_variant_count,
-    .variant_desc = t_variant_desc,
+    .knob_count = mi_sdk_knob_count,
+    .knob_desc = mi_sdk_knob_desc,
+    .variant_count = mi_sdk_variant_count,
+    .variant_desc = mi_sdk_variant_desc,
     .buffer_alloc = t_buffer_alloc,
     .buffer_write = t_buffer_write,
     .buffer_read = t_buffer_read,
@@ -365,8 +303,8 @@ static const mi_plugin_api_t k_api = {
     .kernel_run = t_kernel_run,
     .kernel_release = t_kernel_release,
     /* No constraints, no config check, no device knobs: those optional entries stay NULL. */
-    .counter_count = t_counter_count,
-    .counter_desc = t_counter_desc,
+    .counter_count = mi_sdk_counter_count,
+    .counter_desc = mi_sdk_counter_desc,
     .counter_read = t_counter_read,
 };
 

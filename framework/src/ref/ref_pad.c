@@ -2,21 +2,8 @@
  * input from 11, axes from 18) and Size. */
 #include <string.h>
 
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
-
-/* Source index along one dim for output index o, or -1 for "the constant". */
-static int64_t pad_src(int mode, int64_t o, int64_t begin, int64_t n) {
-  int64_t i = o - begin;
-  if (i >= 0 && i < n) return i;
-  if (mode == 0) return -1;
-  if (mode == 1) return i < 0 ? 0 : n - 1; /* edge */
-  if (n == 1) return 0;
-  for (;;) { /* reflect, folding as often as the pad needs */
-    if (i < 0) i = -i;
-    else if (i >= n) i = 2 * (n - 1) - i;
-    else return i;
-  }
-}
 
 int32_t mi__ref_pad(mi__ref_call_t *c) {
   const mi_array_t *x, *p, *v;
@@ -27,7 +14,7 @@ int32_t mi__ref_pad(mi__ref_call_t *c) {
   mi_array_t *y;
   if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
   const char *ms = mi_node_attr_string(c->node, "mode", "constant");
-  mode = strcmp(ms, "constant") == 0 ? 0 : strcmp(ms, "edge") == 0 ? 1 : strcmp(ms, "reflect") == 0 ? 2 : -1;
+  mode = mi_sdk_pad_mode_from_name(ms);
   if (mode < 0) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "mode '%s' is not supported", ms);
   size_t es = mi_dtype_size(x->dtype);
   if (es == 0 || es > sizeof cval || x->dtype == MI_DTYPE_INT4)
@@ -75,7 +62,7 @@ int32_t mi__ref_pad(mi__ref_call_t *c) {
   for (int64_t o = 0; o < n; o++) {
     int64_t off = 0;
     for (int32_t d = 0; d < x->rank && off >= 0; d++) {
-      int64_t s = pad_src(mode, idx[d], full[d], x->dims[d]);
+      int64_t s = mi_sdk_pad_source(mode, idx[d], full[d], x->dims[d]);
       off = s < 0 ? -1 : off + s * st[d];
     }
     memcpy((char *)y->data + (size_t)o * es, off < 0 ? (const void *)cval

@@ -4,10 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
-
-enum { CT_HALF_PIXEL, CT_PYTORCH, CT_ALIGN, CT_ASYM, CT_TF_NN, CT_HALF_SYM };
-enum { NM_ROUND_FLOOR, NM_ROUND_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
 
 typedef struct resize_mode {
   int linear;
@@ -23,9 +21,6 @@ static int pick(const char *s, const char *const *names, int count) {
 
 static int32_t read_mode(mi__ref_call_t *c, int modern, resize_mode_t *m) {
   static const char *const modes[] = {"nearest", "linear", "bilinear"};
-  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
-                                     "asymmetric", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
-  static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   const char *mode = mi_node_attr_string(c->node, "mode", "nearest");
   int k = pick(mode, modes, 3);
   if (k < 0) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "mode='%s' is not supported", mode);
@@ -33,46 +28,22 @@ static int32_t read_mode(mi__ref_call_t *c, int modern, resize_mode_t *m) {
   if (!modern) {
     /* Upsample and Resize-10 have no such attributes; ONNX Runtime runs them as asymmetric
      * with its "simple" nearest rule (floor when upsampling, ceil when downsampling). */
-    m->ct = CT_ASYM;
-    m->nearest = NM_SIMPLE;
+    m->ct = MI_SDK_CT_ASYMMETRIC;
+    m->nearest = MI_SDK_NEAREST_SIMPLE;
     return MI_OK;
   }
   const char *ct = mi_node_attr_string(c->node, "coordinate_transformation_mode", "half_pixel");
   const char *nm = mi_node_attr_string(c->node, "nearest_mode", "round_prefer_floor");
-  if ((m->ct = pick(ct, cts, 6)) < 0 || (m->ct == CT_HALF_SYM && c->opset < 19))
+  if ((m->ct = mi_sdk_resize_ct_from_name(ct)) < 0 ||
+      (m->ct == MI_SDK_CT_HALF_PIXEL_SYMMETRIC && c->opset < 19))
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "coordinate_transformation_mode='%s' is not "
                         "supported", ct);
-  if ((m->nearest = pick(nm, nms, 4)) < 0)
+  if ((m->nearest = mi_sdk_resize_nearest_from_name(nm)) < 0)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "nearest_mode='%s' is not supported", nm);
   if (mi_node_attr_int(c->node, "antialias", 0) != 0)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "antialias=1 is not supported");
   if (k == 2) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "mode='bilinear' is not an opset 11+ mode");
   return MI_OK;
-}
-
-/* Output coordinate x mapped into the input, in float like ONNX Runtime so ties round alike. */
-static float to_input(int ct, float x, float scale, int64_t in, int64_t out) {
-  switch (ct) {
-    case CT_HALF_PIXEL: return (x + 0.5f) / scale - 0.5f;
-    case CT_PYTORCH: return out > 1 ? (x + 0.5f) / scale - 0.5f : 0.0f;
-    case CT_ALIGN: return out == 1 ? 0.0f : x * (float)(in - 1) / (float)(out - 1);
-    case CT_TF_NN: return (x + 0.5f) / scale;
-    case CT_HALF_SYM: {
-      float adj = (float)out / (scale * (float)in), center = (float)in / 2.0f;
-      return center * (1.0f - adj) + (x + 0.5f) / scale - 0.5f;
-    }
-    default: return x / scale; /* asymmetric */
-  }
-}
-
-static int64_t nearest_index(int nm, float x, float scale) {
-  switch (nm) {
-    case NM_ROUND_FLOOR: return x == floorf(x) + 0.5f ? (int64_t)floorf(x) : (int64_t)roundf(x);
-    case NM_ROUND_CEIL: return (int64_t)roundf(x); /* roundf: ties away from zero */
-    case NM_FLOOR: return (int64_t)floorf(x);
-    case NM_CEIL: return (int64_t)ceilf(x);
-    default: return scale < 1.0f ? (int64_t)ceilf(x) : (int64_t)floorf(x);
-  }
 }
 
 /* Resizes `x` along `axis` to `out` elements; the result is a new array or NULL (no memory). */
@@ -92,20 +63,8 @@ static mi_array_t *resize_axis(const mi_array_t *x, int32_t axis, int64_t out, f
     goto done;
   }
   /* For each output position: the two input positions it blends and the second's weight. */
-  for (int64_t j = 0; j < out; j++) {
-    float xo = to_input(m->ct, (float)j, scale, in, out);
-    if (m->linear) {
-      if (xo < 0.0f) xo = 0.0f;
-      if (xo > (float)(in - 1)) xo = (float)(in - 1);
-      i0[j] = (int64_t)xo;
-      i1[j] = i0[j] + 1 < in ? i0[j] + 1 : in - 1;
-      w[j] = xo - (float)i0[j];
-    } else {
-      int64_t k = nearest_index(m->nearest, xo, scale);
-      i0[j] = i1[j] = k < 0 ? 0 : k >= in ? in - 1 : k;
-      w[j] = 0.0f;
-    }
-  }
+  for (int64_t j = 0; j < out; j++)
+    mi_sdk_resize_tap(m->linear, m->ct, m->nearest, scale, in, out, j, &i0[j], &i1[j], &w[j]);
   const float *X = x->data;
   float *Y = y->data;
   for (int64_t o = 0; o < outer; o++)
@@ -142,7 +101,7 @@ static int32_t read_scales(mi__ref_call_t *c, const mi_array_t *a, float *scales
 
 int32_t mi__ref_resize(mi__ref_call_t *c) {
   const mi_array_t *x, *sz = NULL, *sc = NULL;
-  resize_mode_t m = {0, CT_HALF_PIXEL, NM_ROUND_FLOOR};
+  resize_mode_t m = {0, MI_SDK_CT_HALF_PIXEL, MI_SDK_NEAREST_ROUND_PREFER_FLOOR};
   float scales[MI_MAX_RANK], sel[MI_MAX_RANK];
   int64_t sizes[MI_MAX_RANK], axes[MI_MAX_RANK], out[MI_MAX_RANK];
   int32_t nscales = -1, nsizes = -1, naxes = -1, rc;
@@ -220,7 +179,7 @@ int32_t mi__ref_resize(mi__ref_call_t *c) {
   mi_array_t *cur = mi__ref_clone(x);
   if (!cur) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int32_t d = 0; d < x->rank; d++) {
-    if (out[d] == x->dims[d] && sel[d] == 1.0f && m.ct != CT_TF_NN) continue; /* identity */
+    if (out[d] == x->dims[d] && sel[d] == 1.0f && m.ct != MI_SDK_CT_TF_HALF_PIXEL_FOR_NN) continue; /* identity */
     if (out[d] < 1 || x->dims[d] < 1) {
       mi_array_destroy(cur);
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "axis %d would resize %lld to %lld",
