@@ -114,8 +114,7 @@ int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x, *y;
-  const mi_attr_t *ma = mi_sdk_attr(n, "mode");
-  const char *ms = ma && ma->type == MI_ATTR_STRING && ma->s ? ma->s : "constant";
+  const char *ms = mi_sdk_attr_string(n, "mode", "constant");
   int64_t pads[2 * MI_MAX_RANK], axes[MI_MAX_RANK], full[2 * MI_MAX_RANK] = {0}, st[MI_MAX_RANK] = {0}, o;
   int32_t np, na = -1, mode, d, k, rc = io_f32(p, n, &x, &y, err);
   float cval = 0.0f;

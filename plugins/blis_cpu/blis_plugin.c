@@ -97,6 +97,21 @@ static const mi_sdk_counter_t k_counters[MI__BLIS_COUNTER_N] = {
     {"peak_alloc_bytes", MI_COUNTER_MEMORY, "bytes", 1.0, 0},
 };
 
+/* The one constraint: threads within the online cores. */
+static int32_t constraint(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                          mi_constraint_desc_t *out) {
+  mi_constraint_desc_t c;
+  (void)device;
+  (void)index;
+  memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.kind = MI_CONSTRAINT_LESS_EQUAL;
+  snprintf(c.a, sizeof c.a, "threads");
+  c.value = ctx->cpu.cores;
+  snprintf(c.reason, sizeof c.reason, "threads must not exceed the %u online cores", ctx->cpu.cores);
+  return mi_sdk_fill(out, &c, sizeof c);
+}
+
 /* The description tables with this CPU's figures. */
 static void describe(mi_plugin_ctx_t *ctx) {
   struct timespec res;
@@ -112,6 +127,8 @@ static void describe(mi_plugin_ctx_t *ctx) {
   ctx->tables.knob_count = KNOB_N;
   ctx->tables.counters = ctx->counters;
   ctx->tables.counter_count = MI__BLIS_COUNTER_N;
+  ctx->tables.constraint_count = 1;
+  ctx->tables.constraint = constraint;
   ctx->sdk.name = "blis-cpu";
   ctx->sdk.device_count = 1;
   ctx->sdk.no_device_code = MI_ERR_NOT_FOUND;
@@ -287,29 +304,6 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
 
 /* ---- constraints and configuration checks */
 
-static int32_t constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err) {
-  int32_t rc = check_dev(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!count) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu constraint_count: NULL");
-  *count = 1;
-  return MI_OK;
-}
-
-static int32_t constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                               mi_constraint_desc_t *out, mi_error_t *err) {
-  mi_constraint_desc_t c;
-  int32_t rc = check_dev(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out || index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu constraint_desc: bad index");
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
-  c.kind = MI_CONSTRAINT_LESS_EQUAL;
-  snprintf(c.a, sizeof c.a, "threads");
-  c.value = ctx->cpu.cores;
-  snprintf(c.reason, sizeof c.reason, "threads must not exceed the %u online cores", ctx->cpu.cores);
-  return mi_sdk_fill(out, &c, sizeof c);
-}
-
 /* Validates knob values; shared by check_config, set_device_knobs and kernel_prepare. */
 int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs, int32_t n,
                              mi_error_t *err) {
@@ -452,8 +446,8 @@ static const mi_plugin_api_t api = {
     sizeof(mi_plugin_api_t), MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR, "blis-cpu", "0.1.0",
     create, destroy, mi_sdk_device_count, device_info, mi_sdk_knob_count, mi_sdk_knob_desc,
     variant_count, variant_desc, buffer_alloc, buffer_write, buffer_read, buffer_free,
-    mi__blis_kernel_prepare, mi__blis_kernel_run, mi__blis_kernel_release, constraint_count,
-    constraint_desc, check_config, mi_sdk_counter_count, mi_sdk_counter_desc, counter_read,
+    mi__blis_kernel_prepare, mi__blis_kernel_run, mi__blis_kernel_release, mi_sdk_constraint_count,
+    mi_sdk_constraint_desc, check_config, mi_sdk_counter_count, mi_sdk_counter_desc, counter_read,
     set_device_knobs};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {

@@ -23,18 +23,6 @@ typedef struct resize_state {
   float *scratch[2]; /* ping-pong buffers for the intermediate passes, into aux */
 } resize_state_t;
 
-static int pick(const char *s, const char *const *names, int count) {
-  int i;
-  for (i = 0; i < count; i++)
-    if (strcmp(s, names[i]) == 0) return i;
-  return -1;
-}
-
-static const char *attr_str(const mi_node_desc_t *n, const char *name, const char *dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  return a && a->type == MI_ATTR_STRING && a->s ? a->s : dflt;
-}
-
 /* Bytes of one pass's tables (two index arrays, one weight array), kept 8-byte aligned. */
 static uint64_t pass_bytes(int64_t out) {
   return ((uint64_t)out * (2 * sizeof(int64_t) + sizeof(float)) + 7) & ~(uint64_t)7;
@@ -93,15 +81,15 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   char *aux;
   if (!x || !y || x->rank < 1 || y->rank != x->rank || x->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "input must be a FLOAT32 tensor of the output's rank");
-  if ((k = pick(attr_str(n, "mode", "nearest"), modes, 3)) < 0) return mi__blis_unsupported(err, n, "mode not supported");
+  if ((k = mi_sdk_pick(mi_sdk_attr_string(n, "mode", "nearest"), modes, 3)) < 0) return mi__blis_unsupported(err, n, "mode not supported");
   linear = k != 0;
   if (upsample && n->opset < 7) return mi__blis_unsupported(err, n, "Upsample before opset 7");
   if (modern) {
     /* Upsample and Resize-10 have no such attributes: asymmetric with the "simple" nearest rule. */
-    if ((ct = mi_sdk_resize_ct_from_name(attr_str(n, "coordinate_transformation_mode", "half_pixel"))) < 0 ||
+    if ((ct = mi_sdk_resize_ct_from_name(mi_sdk_attr_string(n, "coordinate_transformation_mode", "half_pixel"))) < 0 ||
         (ct == MI_SDK_CT_HALF_PIXEL_SYMMETRIC && n->opset < 19))
       return mi__blis_unsupported(err, n, "coordinate_transformation_mode not supported");
-    if ((nm = mi_sdk_resize_nearest_from_name(attr_str(n, "nearest_mode", "round_prefer_floor"))) < 0)
+    if ((nm = mi_sdk_resize_nearest_from_name(mi_sdk_attr_string(n, "nearest_mode", "round_prefer_floor"))) < 0)
       return mi__blis_unsupported(err, n, "nearest_mode not supported");
     if (mi_sdk_attr_int(n, "antialias", 0) != 0) return mi__blis_unsupported(err, n, "antialias=1");
     if (k == 2) return mi__blis_unsupported(err, n, "mode='bilinear' is not an opset 11+ mode");
@@ -141,7 +129,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     out[d] = x->dims[d];
   }
   {
-    const char *policy = attr_str(n, "keep_aspect_ratio_policy", "stretch");
+    const char *policy = mi_sdk_attr_string(n, "keep_aspect_ratio_policy", "stretch");
     if (nsizes > 0 && n->opset >= 18 && strcmp(policy, "stretch") != 0) {
       /* One common scale, the smallest (not_larger) or largest (not_smaller) of the ratios. */
       int larger = strcmp(policy, "not_smaller") == 0;

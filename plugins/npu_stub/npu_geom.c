@@ -25,8 +25,7 @@ static int get_ints(const mi_node_desc_t *nd, const char *name, int64_t *out, in
 static int32_t window(npu_node_t *n, const mi_node_desc_t *nd, const npu_tensor_t *x,
                       const npu_tensor_t *y, int64_t kh, int64_t kw, mi_error_t *err) {
   int64_t v[4];
-  const mi_attr_t *ap = mi_sdk_attr(nd, "auto_pad");
-  const char *mode = ap && ap->type == MI_ATTR_STRING && ap->s ? ap->s : "NOTSET";
+  int mode = mi_sdk_auto_pad_from_name(mi_sdk_attr_string(nd, "auto_pad", "NOTSET"));
   int64_t H = x->dims[2], W = x->dims[3], Ho = y->dims[2], Wo = y->dims[3];
   n->kh = kh;
   n->kw = kw;
@@ -38,21 +37,14 @@ static int32_t window(npu_node_t *n, const mi_node_desc_t *nd, const npu_tensor_
   if (get_ints(nd, "dilations", v, 2) > 0) { n->dh = v[0]; n->dw = v[1]; }
   if (n->sh < 1 || n->sw < 1 || n->dh < 1 || n->dw < 1)
     return refuse(err, n, "strides and dilations must be positive");
-  if (strcmp(mode, "NOTSET") == 0) {
+  if (mode == MI_SDK_AUTO_PAD_NOTSET) {
     int r = get_ints(nd, "pads", v, 4);
     if (r < 0) return refuse(err, n, "pads must list 4 values");
     if (r > 0) { n->pt = v[0]; n->pl = v[1]; n->pb = v[2]; n->pr = v[3]; }
-  } else if (strcmp(mode, "SAME_UPPER") == 0 || strcmp(mode, "SAME_LOWER") == 0) {
-    int64_t th = (Ho - 1) * n->sh + (kh - 1) * n->dh + 1 - H;
-    int64_t tw = (Wo - 1) * n->sw + (kw - 1) * n->dw + 1 - W;
-    int upper = strcmp(mode, "SAME_UPPER") == 0;
-    if (th < 0) th = 0;
-    if (tw < 0) tw = 0;
-    n->pt = upper ? th / 2 : th - th / 2;
-    n->pb = th - n->pt;
-    n->pl = upper ? tw / 2 : tw - tw / 2;
-    n->pr = tw - n->pl;
-  } else if (strcmp(mode, "VALID") != 0) {
+  } else if (mode == MI_SDK_AUTO_PAD_SAME_UPPER || mode == MI_SDK_AUTO_PAD_SAME_LOWER) {
+    mi_sdk_same_pads(mode, (Ho - 1) * n->sh + (kh - 1) * n->dh + 1 - H, &n->pt, &n->pb);
+    mi_sdk_same_pads(mode, (Wo - 1) * n->sw + (kw - 1) * n->dw + 1 - W, &n->pl, &n->pr);
+  } else if (mode != MI_SDK_AUTO_PAD_VALID) {
     return refuse(err, n, "unknown auto_pad");
   }
   if (n->pt < 0 || n->pl < 0 || n->pb < 0 || n->pr < 0) return refuse(err, n, "negative pads");

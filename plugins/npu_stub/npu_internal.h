@@ -149,7 +149,6 @@ int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err);
 /* npu_knobs.c */
 /* Fills d->knobs and d->tables from the plugin's tables and d->spec. */
 void npu__describe(npu_device_t *d);
-int32_t npu__constraint_count(void);
 int32_t npu__constraint_desc(const npu_spec_t *s, uint32_t index, mi_constraint_desc_t *out);
 int32_t npu__check_knobs(const npu_spec_t *s, const char *variant_id,
                          const mi_knob_value_t *knobs, int32_t count, int64_t vals[NPU_KNOB_COUNT],

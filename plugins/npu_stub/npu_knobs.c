@@ -58,8 +58,14 @@ static const mi_sdk_knob_t k_knobs[NPU_KNOB_COUNT] = {
      DEV, .value_count = 6, .values = {1, 2, 4, 8, 16, 32}, .default_int = 1},
 };
 
-static const mi_sdk_tables_t k_tables = {k_knobs, NPU_KNOB_COUNT, k_variants, NPU_OP_COUNT, 0,
-                                         NULL, 0};
+static int32_t constraint(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                          mi_constraint_desc_t *out) {
+  return npu__constraint_desc(&ctx->dev[device].spec, index, out);
+}
+
+static const mi_sdk_tables_t k_tables = {
+    .knobs = k_knobs, .knob_count = NPU_KNOB_COUNT, .variants = k_variants,
+    .variant_count = NPU_OP_COUNT, .constraint_count = 4, .constraint = constraint};
 
 /* Every figure of this device comes from its model: every counter is modeled. */
 static const mi_sdk_counter_t k_counters[] = {
@@ -90,8 +96,6 @@ int npu__variant_op(const char *variant_id) {
   const mi_sdk_variant_t *v = mi_sdk_variant_find(&k_tables, variant_id);
   return v ? (int)(v - k_variants) : -1;
 }
-
-int32_t npu__constraint_count(void) { return 4; }
 
 int32_t npu__constraint_desc(const npu_spec_t *s, uint32_t index, mi_constraint_desc_t *out) {
   mi_constraint_desc_t c;

@@ -193,22 +193,6 @@ static int32_t npu_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_
   return mi_sdk_fill(out, &d, sizeof d);
 }
 
-static int32_t npu_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                                    mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc == MI_OK && count) *count = (uint32_t)npu__constraint_count();
-  return rc;
-}
-
-static int32_t npu_constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                                   mi_constraint_desc_t *out, mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out || index >= (uint32_t)npu__constraint_count())
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: constraint index out of range");
-  return npu__constraint_desc(&ctx->dev[device].spec, index, out);
-}
-
 static int32_t npu_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
                                 const mi_knob_value_t *knobs, int32_t knob_count,
                                 mi_error_t *err) {
@@ -327,8 +311,8 @@ static const mi_plugin_api_t NPU_API = {
     npu_kernel_prepare,
     npu__kernel_run,
     npu_kernel_release,
-    npu_constraint_count,
-    npu_constraint_desc,
+    mi_sdk_constraint_count,
+    mi_sdk_constraint_desc,
     npu_check_config,
     mi_sdk_counter_count,
     mi_sdk_counter_desc,

@@ -118,9 +118,9 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
     KNOB("unroll", "unroll hint of the innermost loop", "", MI_KNOB_INT, 1, 4, 1, 2, 4, 8),
 };
 
-const mi_sdk_tables_t mi__ocl_tables = {k_knobs, K_COUNT, k_variants,
-                                        sizeof k_variants / sizeof k_variants[0],
-                                        sizeof k_variants[0], NULL, 0};
+const mi_sdk_tables_t mi__ocl_tables = {
+    .knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants,
+    .variant_count = sizeof k_variants / sizeof k_variants[0], .variant_size = sizeof k_variants[0]};
 
 const ocl_variant_t *mi__ocl_variant_find(const char *id) {
   return (const ocl_variant_t *)mi_sdk_variant_find(&mi__ocl_tables, id);

@@ -20,6 +20,11 @@ static const mi_sdk_counter_t k_counters[] = {
 };
 #define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
+static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                             mi_constraint_desc_t *out) {
+  return mi__ocl_constraint_desc(&ctx->devs[device], index, out);
+}
+
 /* A device's tables: the plugin's knobs and variants, its counters with the device's timer. */
 static void describe(ocl_device_t *d) {
   memcpy(d->counters, k_counters, sizeof k_counters);
@@ -27,6 +32,8 @@ static void describe(ocl_device_t *d) {
   d->tables = mi__ocl_tables;
   d->tables.counters = d->counters;
   d->tables.counter_count = (uint32_t)N_COUNTERS;
+  d->tables.constraint_count = mi__ocl_constraint_count();
+  d->tables.constraint = constraint_of;
 }
 
 static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
@@ -129,22 +136,6 @@ static void p_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
   free(b);
 }
 
-static int32_t p_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                                  mi_error_t *err) {
-  int32_t st = mi_sdk_check_device(ctx, device, count, err);
-  if (st == MI_OK) *count = mi__ocl_constraint_count();
-  return st;
-}
-
-static int32_t p_constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                                 mi_constraint_desc_t *out, mi_error_t *err) {
-  int32_t st = mi_sdk_check_device(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  if (index >= mi__ocl_constraint_count())
-    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no constraint %u", index);
-  return mi__ocl_constraint_desc(&ctx->devs[device], index, out);
-}
-
 static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
   const ocl_variant_t *v;
@@ -186,7 +177,7 @@ static const mi_plugin_api_t k_api = {
     OCL_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, p_device_info,
     mi_sdk_knob_count, mi_sdk_knob_desc, mi_sdk_variant_count, mi_sdk_variant_desc,
     p_buffer_alloc, p_buffer_write, p_buffer_read, p_buffer_free, mi__ocl_kernel_prepare,
-    mi__ocl_kernel_run, mi__ocl_kernel_release, p_constraint_count, p_constraint_desc,
+    mi__ocl_kernel_run, mi__ocl_kernel_release, mi_sdk_constraint_count, mi_sdk_constraint_desc,
     p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read, NULL};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {

@@ -271,24 +271,12 @@ static void axis_table(int linear, int ct, int nm, float scale, int64_t in, int6
   }
 }
 
-static int pick(const char *s, const char *const *names, int count) {
-  int i;
-  for (i = 0; i < count; i++)
-    if (strcmp(s, names[i]) == 0) return i;
-  return -1;
-}
-
-static const char *attr_str(const mi_node_desc_t *n, const char *name, const char *dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  return a && a->type == MI_ATTR_STRING && a->s ? a->s : dflt;
-}
-
 static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
                            const mi_tensor_desc_t *y) {
   static const char *const modes[] = {"nearest", "linear"};
-  int linear = pick(attr_str(n, "mode", "nearest"), modes, 2);
-  int ct = mi_sdk_resize_ct_from_name(attr_str(n, "coordinate_transformation_mode", "half_pixel"));
-  int nm = mi_sdk_resize_nearest_from_name(attr_str(n, "nearest_mode", "round_prefer_floor"));
+  int linear = mi_sdk_pick(mi_sdk_attr_string(n, "mode", "nearest"), modes, 2);
+  int ct = mi_sdk_resize_ct_from_name(mi_sdk_attr_string(n, "coordinate_transformation_mode", "half_pixel"));
+  int nm = mi_sdk_resize_nearest_from_name(mi_sdk_attr_string(n, "nearest_mode", "round_prefer_floor"));
   int bad = 0, r = x->rank, i;
   const mi_tensor_desc_t *ts = const_in(p, n, 2, &bad);
   float sel[MI_MAX_RANK];
@@ -299,7 +287,7 @@ static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   ocl_launch_t *l;
   int32_t st;
   if (n->opset < 11 || linear < 0 || ct < 0 || ct > MI_SDK_CT_ASYMMETRIC || nm < 0 || mi_sdk_attr_int(n, "antialias", 0) ||
-      mi_sdk_attr(n, "axes") || strcmp(attr_str(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
+      mi_sdk_attr(n, "axes") || strcmp(mi_sdk_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: opset %d or attributes not "
                           "implemented (nearest/linear, 4 coordinate modes, opset 11+)", (int)n->opset);
   if (bad) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: runtime scales");

@@ -91,10 +91,12 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
 };
 
 /* Every variant, and the list a device without FP16 sees (the FP16 ones come last). */
-static const mi_sdk_tables_t k_all = {k_knobs, K_COUNT, k_variants, NVAR, sizeof k_variants[0],
-                                      NULL, 0};
-static const mi_sdk_tables_t k_no_fp16 = {k_knobs, K_COUNT, k_variants, NVAR - NFP16,
-                                          sizeof k_variants[0], NULL, 0};
+static const mi_sdk_tables_t k_all = {.knobs = k_knobs, .knob_count = K_COUNT,
+                                      .variants = k_variants, .variant_count = NVAR,
+                                      .variant_size = sizeof k_variants[0]};
+static const mi_sdk_tables_t k_no_fp16 = {.knobs = k_knobs, .knob_count = K_COUNT,
+                                          .variants = k_variants, .variant_count = NVAR - NFP16,
+                                          .variant_size = sizeof k_variants[0]};
 
 const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d) {
   return d->has_fp16 ? &k_all : &k_no_fp16;

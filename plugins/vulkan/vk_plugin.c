@@ -24,6 +24,11 @@ static const mi_sdk_counter_t k_counters[] = {
 };
 #define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
+static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                             mi_constraint_desc_t *out) {
+  return mi__vk_constraint_desc(&ctx->devs[device], index, out);
+}
+
 /* A device's tables: the knobs and the variants it lists, its counters with its timer. */
 static void describe(vk_device_t *d) {
   memcpy(d->counters, k_counters, sizeof k_counters);
@@ -31,6 +36,8 @@ static void describe(vk_device_t *d) {
   d->tables = *mi__vk_tables(d);
   d->tables.counters = d->counters;
   d->tables.counter_count = (uint32_t)N_COUNTERS;
+  d->tables.constraint_count = mi__vk_constraint_count();
+  d->tables.constraint = constraint_of;
 }
 
 static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
@@ -81,22 +88,6 @@ static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t by
   return mi__vk_buffer_alloc(ctx, device, bytes, out, err);
 }
 
-static int32_t p_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
-                                  mi_error_t *err) {
-  int32_t st = mi_sdk_check_device(ctx, device, count, err);
-  if (st == MI_OK) *count = mi__vk_constraint_count();
-  return st;
-}
-
-static int32_t p_constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                                 mi_constraint_desc_t *out, mi_error_t *err) {
-  int32_t st = mi_sdk_check_device(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  if (index >= mi__vk_constraint_count())
-    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: no constraint %u", index);
-  return mi__vk_constraint_desc(&ctx->devs[device], index, out);
-}
-
 static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
   const vk_variant_t *v;
@@ -140,8 +131,8 @@ static const mi_plugin_api_t k_api = {
     VK_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, p_device_info,
     mi_sdk_knob_count, mi_sdk_knob_desc, mi_sdk_variant_count, mi_sdk_variant_desc,
     p_buffer_alloc, mi__vk_buffer_write, mi__vk_buffer_read, mi__vk_buffer_free,
-    mi__vk_kernel_prepare, mi__vk_kernel_run, mi__vk_kernel_release, p_constraint_count,
-    p_constraint_desc, p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read,
+    mi__vk_kernel_prepare, mi__vk_kernel_run, mi__vk_kernel_release, mi_sdk_constraint_count,
+    mi_sdk_constraint_desc, p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read,
     NULL};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {

@@ -1,4 +1,4 @@
-/* sdk_error.c - the SDK's printf-style error and log helpers. */
+/* sdk_error.c - the SDK's printf-style error and log helpers, and string attributes. */
 #include <stdio.h>
 
 #include "metainfer/mi_sdk.h"
@@ -19,14 +19,24 @@ int32_t mi_sdk_errorf(mi_error_t *err, int32_t code, const char *fmt, ...) {
   return code;
 }
 
-void mi_sdk_logf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
-                 ...) {
+void mi_sdk_vlogf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
+                  va_list ap) {
   char line[1024];
-  va_list ap;
   /* An older host's table may end before `log`: read only what it declared. */
   if (!host || !MI_HAS_FIELD(host, mi_host_api_t, log) || !host->log || !fmt) return;
-  va_start(ap, fmt);
   if (vsnprintf(line, sizeof line, fmt, ap) < 0) line[0] = '\0';
-  va_end(ap);
   host->log(host->host_ctx, level, plugin, line);
+}
+
+void mi_sdk_logf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
+                 ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  mi_sdk_vlogf(host, level, plugin, fmt, ap);
+  va_end(ap);
+}
+
+const char *mi_sdk_attr_string(const mi_node_desc_t *node, const char *name, const char *dflt) {
+  const mi_attr_t *a = node ? mi_sdk_attr(node, name) : NULL;
+  return a && a->type == MI_ATTR_STRING && a->s ? a->s : dflt;
 }

@@ -6,10 +6,10 @@
 
 #include "metainfer/mi_sdk.h"
 
-static int pick(const char *s, const char *const *names, int count) {
+int mi_sdk_pick(const char *name, const char *const *names, int count) {
   int i;
-  for (i = 0; s && i < count; i++)
-    if (strcmp(s, names[i]) == 0) return i;
+  for (i = 0; name && i < count; i++)
+    if (strcmp(name, names[i]) == 0) return i;
   return -1;
 }
 
@@ -29,12 +29,12 @@ int32_t mi_sdk_broadcast_shape(int32_t ra, const int64_t *a, int32_t rb, const i
 int mi_sdk_resize_ct_from_name(const char *name) {
   static const char *const cts[] = {"half_pixel",  "pytorch_half_pixel",   "align_corners",
                                     "asymmetric",  "tf_half_pixel_for_nn", "half_pixel_symmetric"};
-  return pick(name, cts, 6);
+  return mi_sdk_pick(name, cts, 6);
 }
 
 int mi_sdk_resize_nearest_from_name(const char *name) {
   static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-  return pick(name, nms, 4);
+  return mi_sdk_pick(name, nms, 4);
 }
 
 float mi_sdk_resize_coord(int ct, float x, float scale, int64_t in, int64_t out) {
@@ -80,7 +80,7 @@ void mi_sdk_resize_tap(int linear, int ct, int nearest, float scale, int64_t in,
 
 int mi_sdk_pad_mode_from_name(const char *name) {
   static const char *const modes[] = {"constant", "edge", "reflect"};
-  return name ? pick(name, modes, 3) : MI_SDK_PAD_CONSTANT;
+  return name ? mi_sdk_pick(name, modes, 3) : MI_SDK_PAD_CONSTANT;
 }
 
 int64_t mi_sdk_pad_source(int mode, int64_t o, int64_t begin, int64_t n) {
@@ -98,7 +98,7 @@ int64_t mi_sdk_pad_source(int mode, int64_t o, int64_t begin, int64_t n) {
 
 int mi_sdk_auto_pad_from_name(const char *name) {
   static const char *const modes[] = {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"};
-  return name ? pick(name, modes, 4) : MI_SDK_AUTO_PAD_NOTSET;
+  return name ? mi_sdk_pick(name, modes, 4) : MI_SDK_AUTO_PAD_NOTSET;
 }
 
 void mi_sdk_same_pads(int auto_pad, int64_t total, int64_t *begin, int64_t *end) {

@@ -51,14 +51,17 @@ int32_t mi_sdk_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *e
 }
 
 /* count calls: one body, the field named by `what` */
-enum { KNOBS, VARIANTS, COUNTERS };
+enum { KNOBS, VARIANTS, COUNTERS, CONSTRAINTS };
 
 static int32_t count_of(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, int what,
                         mi_error_t *err) {
   const mi_sdk_tables_t *t = NULL;
   int32_t st = checked(ctx, device, count, &t, err);
   if (st != MI_OK) return st;
-  *count = what == KNOBS ? t->knob_count : what == VARIANTS ? t->variant_count : t->counter_count;
+  *count = what == KNOBS      ? t->knob_count
+           : what == VARIANTS ? t->variant_count
+           : what == COUNTERS ? t->counter_count
+                              : (t->constraint ? t->constraint_count : 0);
   return MI_OK;
 }
 
@@ -74,6 +77,25 @@ int32_t mi_sdk_variant_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *co
 int32_t mi_sdk_counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
                              mi_error_t *err) {
   return count_of(ctx, device, count, COUNTERS, err);
+}
+
+int32_t mi_sdk_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
+                                mi_error_t *err) {
+  return count_of(ctx, device, count, CONSTRAINTS, err);
+}
+
+int32_t mi_sdk_constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                               mi_constraint_desc_t *out, mi_error_t *err) {
+  const mi_sdk_tables_t *t = NULL;
+  int32_t st = checked(ctx, device, out, &t, err);
+  if (st != MI_OK) return st;
+  if (!t->constraint || index >= t->constraint_count)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: no constraint %u (%u constraints)",
+                         pname(ctx), index, t->constraint ? t->constraint_count : 0);
+  st = t->constraint(ctx, device, index, out);
+  return st == MI_OK ? MI_OK
+                     : mi_sdk_errorf(err, st, "%s: constraint %u of device %u cannot be described",
+                                     pname(ctx), index, device);
 }
 
 /* ---------------------------------------------------------------- lookups */

@@ -80,7 +80,8 @@ static int32_t t_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
   memcpy(ctx->counters, k_counters, sizeof k_counters);
   if (clock_getres(CLOCK_MONOTONIC, &res) == 0)
     ctx->counters[0].resolution = (double)res.tv_sec * 1e9 + (double)res.tv_nsec;
-  ctx->tables = (mi_sdk_tables_t){k_knobs, 1, k_variants, 2, 0, ctx->counters, 1};
+  ctx->tables = (mi_sdk_tables_t){.knobs = k_knobs, .knob_count = 1, .variants = k_variants,
+                                  .variant_count = 2, .counters = ctx->counters, .counter_count = 1};
   ctx->sdk.name = TEMPLATE_NAME;
   ctx->sdk.device_count = 1;
   ctx->sdk.tables = &ctx->tables;

@@ -1,6 +1,7 @@
 /* ref_conv.c - reference Conv and ConvTranspose (direct loops), and the shared window geometry. */
 #include <string.h>
 
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
@@ -26,6 +27,7 @@ int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64
   int32_t nsp = x->rank - 2, rc;
   int64_t pads[4];
   const char *auto_pad = mi_node_attr_string(c->node, "auto_pad", "NOTSET");
+  int ap = mi_sdk_auto_pad_from_name(auto_pad);
   memset(w, 0, sizeof *w);
   if (nsp < 1 || nsp > 2)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "only 1-D and 2-D spatial inputs are supported, "
@@ -44,29 +46,12 @@ int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
                           "kernel, strides and dilations must be >= 1 and pads >= 0");
     int64_t ek = (w->k[d] - 1) * w->dil[d] + 1, s = w->stride[d];
-    if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
-      int64_t total;
-      w->out[d] = (w->in[d] + s - 1) / s;
-      total = (w->out[d] - 1) * s + ek - w->in[d];
-      if (total < 0) total = 0;
-      /* SAME_UPPER puts the odd extra pad at the end, SAME_LOWER at the beginning. */
-      w->pad_begin[d] = auto_pad[5] == 'U' ? total / 2 : total - total / 2;
-      w->pad_end[d] = total - w->pad_begin[d];
-    } else if (strcmp(auto_pad, "VALID") == 0) {
-      w->pad_begin[d] = w->pad_end[d] = 0;
-      w->out[d] = w->in[d] >= ek ? (w->in[d] - ek) / s + 1 : 0;
-    } else if (strcmp(auto_pad, "NOTSET") == 0) {
-      int64_t span = w->in[d] + w->pad_begin[d] + w->pad_end[d] - ek;
-      if (span < 0) {
-        w->out[d] = 0;
-      } else {
-        w->out[d] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
-        /* A window that would start in the end padding is dropped (PyTorch, ONNX reference). */
-        if (ceil_mode && (w->out[d] - 1) * s >= w->in[d] + w->pad_begin[d]) w->out[d]--;
-      }
-    } else {
-      return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "auto_pad='%s' is not supported", auto_pad);
-    }
+    if (ap < 0) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "auto_pad='%s' is not supported", auto_pad);
+    if (ap == MI_SDK_AUTO_PAD_VALID) w->pad_begin[d] = w->pad_end[d] = 0;
+    w->out[d] = mi_sdk_window_out(ap, w->in[d], w->k[d], s, w->dil[d], w->pad_begin[d],
+                                  w->pad_end[d], ceil_mode);
+    if (ap == MI_SDK_AUTO_PAD_SAME_UPPER || ap == MI_SDK_AUTO_PAD_SAME_LOWER)
+      mi_sdk_same_pads(ap, (w->out[d] - 1) * s + ek - w->in[d], &w->pad_begin[d], &w->pad_end[d]);
     if (w->out[d] < 1)
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
                           "the window (kernel %lld, dilation %lld) does not fit the padded input "

@@ -13,16 +13,10 @@ typedef struct resize_mode {
   int nearest; /* nearest_mode */
 } resize_mode_t;
 
-static int pick(const char *s, const char *const *names, int count) {
-  for (int i = 0; i < count; i++)
-    if (strcmp(s, names[i]) == 0) return i;
-  return -1;
-}
-
 static int32_t read_mode(mi__ref_call_t *c, int modern, resize_mode_t *m) {
   static const char *const modes[] = {"nearest", "linear", "bilinear"};
   const char *mode = mi_node_attr_string(c->node, "mode", "nearest");
-  int k = pick(mode, modes, 3);
+  int k = mi_sdk_pick(mode, modes, 3);
   if (k < 0) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "mode='%s' is not supported", mode);
   m->linear = k != 0;
   if (!modern) {

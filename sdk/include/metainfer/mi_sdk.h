@@ -36,9 +36,17 @@ extern "C" {
 int32_t mi_sdk_errorf(mi_error_t *err, int32_t code, const char *fmt, ...) MI_SDK_PRINTF(3, 4);
 int32_t mi_sdk_verrorf(mi_error_t *err, int32_t code, const char *fmt, va_list ap);
 
+/** The index of `name` in names[0..count), or -1 (also for name NULL). */
+int mi_sdk_pick(const char *name, const char *const *names, int count);
+
+/** A string attribute of a node, or `dflt` when absent or not a string. */
+const char *mi_sdk_attr_string(const mi_node_desc_t *node, const char *name, const char *dflt);
+
 /** Logs one formatted line through the host's log service, if the host offers one. */
 void mi_sdk_logf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
                  ...) MI_SDK_PRINTF(4, 5);
+void mi_sdk_vlogf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
+                  va_list ap);
 
 /* ---------------------------------------------------------------- descriptor tables */
 
@@ -95,6 +103,11 @@ typedef struct mi_sdk_tables {
   size_t variant_size;  /* 0 = sizeof(mi_sdk_variant_t) */
   const mi_sdk_counter_t *counters;
   uint32_t counter_count;
+  /* Constraints carry the device's figures (limits in their values and reasons), so they are
+   * answered by a function: it fills constraint `index` < constraint_count of `device`. */
+  uint32_t constraint_count;
+  int32_t (*constraint)(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                        mi_constraint_desc_t *out);
 } mi_sdk_tables_t;
 
 /** The head of a plugin's `struct mi_plugin_ctx` when it lets the helper answer descriptions. */
@@ -125,6 +138,10 @@ int32_t mi_sdk_counter_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *co
                              mi_error_t *err);
 int32_t mi_sdk_counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                             mi_counter_desc_t *out, mi_error_t *err);
+int32_t mi_sdk_constraint_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count,
+                                mi_error_t *err);
+int32_t mi_sdk_constraint_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                               mi_constraint_desc_t *out, mi_error_t *err);
 
 /** Fills one knob description (applies_to computed from `t`'s variants when the knob's is
  * NULL; `t` may be NULL otherwise). */
