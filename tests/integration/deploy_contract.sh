@@ -18,17 +18,15 @@ def sub(old, new):
     global src
     assert old in src, old
     src = src.replace(old, new)
-sub("  k.value_count = sizeof chunks / sizeof chunks[0];\n"
-    "  for (i = 0; i < k.value_count; i++) k.values[i] = chunks[i];\n"
-    "  k.min = chunks[0];\n  k.max = chunks[k.value_count - 1];\n",
-    "  (void)chunks;\n  (void)i;\n  k.min = INT64_MIN;\n  k.max = INT64_MAX;\n")
-sub("  if (chunk != 64 && chunk != 256 && chunk != 1024 && chunk != 4096)\n",
+sub(".value_count = 4, .values = {64, 256, 1024, 4096},",
+    ".min = INT64_MIN, .max = INT64_MAX,")
+sub("  if (!mi_sdk_knob_allows(&k_knobs[0], chunk))\n",
     "  if (chunk < 1 || chunk > 4096) chunk = 1024;\n  if (0)\n")
 sub('.version = "1.0.0",', '.version = "1.0\\"\\nevil: true\\n  - model: \\"x\\" #",')
 open(sys.argv[2], "w").write(src)
 PY
 cc -std=c11 -O1 -shared -fPIC -fvisibility=hidden -I"$MI_SRC/sdk/include" \
-  -o "$T/plugins/libhostile.so" "$T/hostile.c"
+  -o "$T/plugins/libhostile.so" "$T/hostile.c" "$MI_BUILD/lib/libmetainfer_sdk.a" -lm
 printf 'name: template\nlibrary: libhostile.so\nabi_major: 1\n' > "$T/plugins/template.mi-plugin"
 
 # x[1,64] -> Relu -> Add(itself) -> y, saved under a name with a double quote.
