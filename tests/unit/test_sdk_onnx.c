@@ -103,10 +103,15 @@ static void test_window(void) {
   CHECK(mi_sdk_window_out(MI_SDK_AUTO_PAD_NOTSET, 5, 2, 2, 1, 0, 0, 0) == 2, "floor by default");
 }
 
-int main(void) {
+static void all_sdk_onnx(void) {
   test_broadcast();
   test_resize();
   test_pad();
   test_window();
-  return tu_finish("test_sdk_onnx");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(all_sdk_onnx),
+};
+
+TU_MAIN(NULL, NULL)

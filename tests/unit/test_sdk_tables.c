@@ -113,7 +113,7 @@ static void test_knobs(mi_plugin_ctx_t *ctx) {
   CHECK(mi_sdk_knob_count(ctx, 1, &n, &err) == MI_OK && n == 4, "knob count");
   memset(&k, 0, sizeof k);
   k.struct_size = sizeof k;
-  TU_REQUIRE(mi_sdk_knob_desc(ctx, 1, 0, &k, &err) == MI_OK);
+  REQUIRE(mi_sdk_knob_desc(ctx, 1, 0, &k, &err) == MI_OK);
   CHECK(strcmp(k.name, "wg") == 0 && strcmp(k.unit, "items") == 0, "name and unit");
   CHECK(k.value_count == 3 && k.min == 8 && k.max == 64 && k.step == 1 && k.default_int == 16,
         "domain from the values: %lld..%lld", (long long)k.min, (long long)k.max);
@@ -148,7 +148,7 @@ static void test_small_host(mi_plugin_ctx_t *ctx) {
   mi_error_t err;
   memset(&u, 0xAB, sizeof u);
   u.k.struct_size = (uint32_t)cut;
-  TU_REQUIRE(mi_sdk_knob_desc(ctx, 0, 0, &u.k, &err) == MI_OK);
+  REQUIRE(mi_sdk_knob_desc(ctx, 0, 0, &u.k, &err) == MI_OK);
   for (i = cut; i < sizeof u.raw; i++) clean &= u.raw[i] == 0xAB;
   CHECK(clean, "bytes past the host's struct_size were written");
   CHECK(u.k.struct_size == cut && u.k.value_count == 3, "reported size %u", u.k.struct_size);
@@ -162,7 +162,7 @@ static void test_variants(mi_plugin_ctx_t *ctx) {
   CHECK(mi_sdk_variant_count(ctx, 0, &n, &err) == MI_OK && n == 3, "variant count");
   memset(&v, 0, sizeof v);
   v.struct_size = sizeof v;
-  TU_REQUIRE(mi_sdk_variant_desc(ctx, 0, 1, &v, &err) == MI_OK);
+  REQUIRE(mi_sdk_variant_desc(ctx, 0, 1, &v, &err) == MI_OK);
   CHECK(strcmp(v.id, "conv.direct") == 0 && strcmp(v.op_type, "Conv") == 0,
         "the second element of a larger struct, got '%s'", v.id);
   CHECK(strcmp(v.knobs, "wg") == 0, "knobs from the mask '%s'", v.knobs);
@@ -188,19 +188,19 @@ static void test_counters_constraints(mi_plugin_ctx_t *ctx) {
   CHECK(mi_sdk_counter_count(ctx, 0, &n, &err) == MI_OK && n == 2, "counter count");
   memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
-  TU_REQUIRE(mi_sdk_counter_desc(ctx, 0, 1, &c, &err) == MI_OK);
+  REQUIRE(mi_sdk_counter_desc(ctx, 0, 1, &c, &err) == MI_OK);
   CHECK(strcmp(c.name, "energy") == 0 && c.kind == MI_COUNTER_ENERGY && c.modeled == 1 &&
             c.resolution == 1e-6, "counter 1");
   CHECK(mi_sdk_counter_desc(ctx, 0, 2, &c, &err) == MI_ERR_INVALID_ARGUMENT, "counter 2 of 2");
   CHECK(mi_sdk_constraint_count(ctx, 1, &n, &err) == MI_OK && n == 1, "constraint count");
   memset(&k, 0, sizeof k);
   k.struct_size = sizeof k;
-  TU_REQUIRE(mi_sdk_constraint_desc(ctx, 1, 0, &k, &err) == MI_OK);
+  REQUIRE(mi_sdk_constraint_desc(ctx, 1, 0, &k, &err) == MI_OK);
   CHECK(k.value == 101 && strcmp(k.a, "wg") == 0, "the device's figure: %lld", (long long)k.value);
   CHECK(mi_sdk_constraint_desc(ctx, 1, 1, &k, &err) == MI_ERR_INVALID_ARGUMENT, "index 1 of 1");
 }
 
-int main(void) {
+static void all_sdk_tables(void) {
   mi_plugin_ctx_t ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.sdk.name = "test";
@@ -214,5 +214,10 @@ int main(void) {
   test_small_host(&ctx);
   test_variants(&ctx);
   test_counters_constraints(&ctx);
-  return tu_finish("test_sdk_tables");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(all_sdk_tables),
+};
+
+TU_MAIN(NULL, NULL)
