@@ -26,7 +26,7 @@ budget: { measurements: 10, seconds: 120 }
 search: { strategy: random, seed: 3 }
 measure: { repeats: 5, warmup: 1 }
 YAML
-"$host" --plugins "$MI_BUILD/tests/plugins/wrong-off-default" --json tune "$T/recipe.yaml" \
+"$host" --plugins "$MI_BUILD/tests/plugins/honest/wrong-off-default" --json tune "$T/recipe.yaml" \
   --out "$T/out" >"$T/stdout" 2>"$T/log" || fail "tune failed: $(tail -5 "$T/log")"
 python3 - "$T/stdout" "$T/out/deployment.yaml" <<'PY' || fail "$(tail -8 "$T/log")"
 import json, sys
