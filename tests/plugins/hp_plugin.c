@@ -3,14 +3,23 @@
  *
  * Kinds: crash (SIGSEGV), hang, exit, abort, stdout (writes to the host's stdout and goes on),
  * forged (calls a host service with a forged host handle and goes on), and, at run only,
- * wrong (zero-fills its output), zero_time and neg_time (device time 0 and (uint64)-1000 ns).
+ * wrong (zero-fills its output), zero_time and neg_time (device time 0 and (uint64)-1000 ns);
+ * thread (at create: starts a thread that runs in the plugin's code and calls a host service
+ * until the process ends, never stopped by destroy); flaky (crashes from its second load on in
+ * the same $HP_COUNT_FILE, so it passes a preflight and fails later; no file, no fault).
  * Stages: entry, create, describe (device_info), prepare (kernel_prepare), run (kernel_run).
  * HP_WRONG_OFF_DEFAULT (a plugin of its own, not a hostile one): right with the "chunk" knob at
  * its default (1024), zero-filled output with any other chunk, as a broken kernel variant is.
  * The host must survive each, say which plugin failed where, and never deploy it. */
 #define _POSIX_C_SOURCE 200809L
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 /* The template, renamed so this file can wrap its table and export its own entry. */
 #define mi_plugin_entry hp_template_entry
@@ -19,7 +28,7 @@
 
 enum { HP_ENTRY = 1, HP_CREATE, HP_DESCRIBE, HP_PREPARE, HP_RUN };
 enum { HP_CRASH = 1, HP_HANG, HP_EXIT, HP_ABORT, HP_STDOUT, HP_FORGED, HP_WRONG, HP_ZERO_TIME,
-       HP_NEG_TIME };
+       HP_NEG_TIME, HP_THREAD, HP_FLAKY };
 
 #ifndef HP_NAME
 #define HP_NAME "hostile"
@@ -30,6 +39,37 @@ enum { HP_CRASH = 1, HP_HANG, HP_EXIT, HP_ABORT, HP_STDOUT, HP_FORGED, HP_WRONG,
 #ifndef HP_AT
 #define HP_AT 0
 #endif
+
+/* The leaked thread: mostly in this library's code (a short spin, then a short sleep that
+ * returns into it), and through the host's services table after each sleep. It outlives
+ * destroy and unload on purpose. */
+static void *hp_leaked(void *arg) {
+  const mi_host_api_t *host = arg;
+  volatile unsigned long n = 0;
+  for (;;) {
+    struct timespec ts = {0, 200000};
+    for (int i = 0; i < 20000; i++) n++;
+    nanosleep(&ts, NULL);
+    if (host && host->get_setting) (void)host->get_setting(host->host_ctx, "hp_thread");
+  }
+  return NULL;
+}
+
+/* How many times this plugin was loaded under $HP_COUNT_FILE, this one included; 0 without it. */
+static long hp_load_count(void) {
+  const char *path = getenv("HP_COUNT_FILE");
+  char buf[32] = "";
+  long n;
+  int fd;
+  if (!path || !path[0] || (fd = open(path, O_RDWR | O_CREAT, 0600)) < 0) return 0;
+  flock(fd, LOCK_EX);
+  if (read(fd, buf, sizeof buf - 1) < 0) buf[0] = '\0';
+  n = strtol(buf, NULL, 10) + 1;
+  snprintf(buf, sizeof buf, "%ld\n", n);
+  if (pwrite(fd, buf, strlen(buf), 0) < 0) n = 0;
+  close(fd); /* drops the lock */
+  return n;
+}
 
 static void hp_fault(const mi_host_api_t *host, int at) {
   if (at != HP_AT) return;
@@ -51,8 +91,22 @@ static void hp_fault(const mi_host_api_t *host, int at) {
     /* A handle that was never handed out: the host must refuse it, not follow it. */
     if (host && host->log) host->log((void *)(uintptr_t)0x10, MI_LOG_ERROR, NULL, "forged");
     if (host && host->get_setting) (void)host->get_setting((void *)(uintptr_t)0x10, "x");
+    if (host && host->alloc) (void)host->alloc((void *)(uintptr_t)0x10, 16);
     if (host && host->free) host->free((void *)(uintptr_t)0x10, (void *)(uintptr_t)0x20);
+    /* NULL is no handle either. */
+    if (host && host->log) host->log(NULL, MI_LOG_ERROR, NULL, "forged");
     break;
+  case HP_THREAD: {
+    pthread_t t;
+    if (pthread_create(&t, NULL, hp_leaked, (void *)host) == 0) pthread_detach(t);
+    break;
+  }
+  case HP_FLAKY: {
+    static long loads; /* counted once per process: describe is asked more than once */
+    if (!loads) loads = hp_load_count();
+    if (loads >= 2) raise(SIGSEGV);
+    break;
+  }
   default:
     break;
   }

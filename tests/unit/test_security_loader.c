@@ -101,9 +101,9 @@ static int child_main(const char *dir) {
   mi_registry_scan_env(r, &err);
   n = mi_registry_plugin_count(r);
   if (mi_registry_scan(r2, dir, &err) == MI_OK && mi_registry_plugin_count(r2) > 0) {
-    /* The services table sits next to the plugin's public part in the loader's entry. */
+    /* The services table the loader handed the plugin hangs off its entry. */
     const mi__plugin_entry_t *e = (const mi__plugin_entry_t *)mi_registry_plugin(r2, 0);
-    seen = e->host.get_setting && e->host.get_setting(e->host.host_ctx, "probe") != NULL;
+    seen = e->host->get_setting && e->host->get_setting(e->host->host_ctx, "probe") != NULL;
   }
   printf("child: AT_SECURE=%lu plugins from MI_PLUGIN_PATH=%d MI_SETTING_PROBE seen=%d\n",
          getauxval(AT_SECURE), n, seen);

@@ -252,7 +252,9 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
     goto done;
   }
   if (a.device) {
-    mi_registry_t *r = mi_host_registry(h);
+    mi_registry_t *r;
+    h->described_only = 1; /* only variants are read: no plugin code needs to run here */
+    r = mi_host_registry(h);
     mi_plugin_t *p = NULL;
     uint32_t dev = 0;
     if (!r || mi_registry_device(r, a.device, &p, &dev, &err) != MI_OK ||

@@ -124,7 +124,8 @@ mi_registry_t *mi_host_registry(mi_host_t *h) {
   }
   /* Each plugin is loaded once in a sacrificial worker first: one that crashes, hangs or
    * prints to stdout while loading is refused with the reason instead (docs/security.md). */
-  mi_registry_set_preflight(h->registry, mi_worker_preflight, NULL);
+  if (h->described_only) mi_registry_set_isolated(h->registry, mi_worker_describe, NULL);
+  else mi_registry_set_preflight(h->registry, mi_worker_preflight, NULL);
   mi_error_clear(&err);
   if (mi_registry_scan_path(h->registry, path, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);

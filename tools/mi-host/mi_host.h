@@ -22,10 +22,13 @@ typedef struct mi_host {
   mi_registry_t *registry;                   /* loaded on first use */
   char cli_prog[64], cli_usage[1024];        /* the running command's, for its messages */
   char *plugin_path;                         /* mi_plugin_path's answer, on first use */
+  int described_only;                        /* set before mi_host_registry: stand-ins only */
 } mi_host_t;
 
 /** Loads plugins from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. Prints the
- * reason and returns NULL when a directory named on the command line cannot be read. */
+ * reason and returns NULL when a directory named on the command line cannot be read. With
+ * h->described_only, each plugin is described in a sacrificial worker instead and the registry
+ * holds stand-ins (mi_registry_set_isolated): no plugin code runs in this process. */
 mi_registry_t *mi_host_registry(mi_host_t *h);
 /** The plugin folders (colon-separated) that the registry and every worker this run starts
  * load from: mi_plugin_path of the --plugins folders. NULL when out of memory. */

@@ -8,7 +8,7 @@
 #include "mi_run.h"
 
 enum { O_MODEL = 256, O_DEVICE, O_PLUGINS, O_INPUT, O_SHAPE, O_SEED, O_CONFIG, O_OUTPUT_DIR,
-       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT, O_PROFILE };
+       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT, O_PROFILE, O_TIMEOUT };
 
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "FILE", "the ONNX model"},
@@ -39,6 +39,10 @@ static const mi_cli_opt_t k_opts[] = {
      "shapes, variant, ms, share, GFLOP/s or GB/s (20 timed runs\n"
      "unless --repeat says otherwise)"},
     {"json", O_JSON, NULL, "print the summary as one JSON object"},
+    {"timeout", O_TIMEOUT, "S",
+     "a plugin's code runs in a child of mi-run: give up on it when\n"
+     "one step (loading, preparing, one run) takes more than S\n"
+     "seconds (default 60; 0: never)"},
     {"deployment", O_DEPLOYMENT, "FILE",
      "run a tuned deployment table instead (see\n"
      "mi-run --deployment --help)"},
@@ -72,6 +76,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
   int k, rc = 0;
   memset(o, 0, sizeof *o);
   o->warmup = -1;
+  o->timeout_s = RUN_DEFAULT_TIMEOUT_S;
   *status = 0;
   mi_cli_begin(&c, argc, argv);
   while (rc == 0 && (k = mi_cli_next(&c)) != MI_CLI_END) {
@@ -90,6 +95,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
       case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
       case O_REPEAT: if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->repeat = (int)v; break;
       case O_WARMUP: if (!(rc = mi_cli_int(&c, 1, 1000000000, &v))) o->warmup = (int)v; break;
+      case O_TIMEOUT: if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v; break;
       case O_THREADS: if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->threads = (int)v; break;
       case O_SEED: {
         char *end = NULL;

@@ -72,7 +72,7 @@ static void free_outputs(mi_array_t **outs, int32_t n) {
 /* Warm-up runs, then timed runs; the last run's outputs stay in `outs`. */
 static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inputs,
                          mi_array_t **outs, int warmup, int repeat, run_summary_t *sum,
-                         run_prof_t *prof, mi_error_t *err) {
+                         run_prof_t *prof, mi_guard_t *guard, mi_error_t *err) {
   double *lat = calloc((size_t)repeat, sizeof *lat), *dev = calloc((size_t)repeat, sizeof *dev);
   int have_dev = 1;
   int32_t rc = MI_OK;
@@ -81,6 +81,7 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
     double t0, t1;
     uint64_t ns = 0;
     free_outputs(outs, g->output_count);
+    mi_guard_stage(guard, NULL, "run"); /* each run its own deadline */
     t0 = now_ms();
     rc = mi_session_run(s, (const mi_array_t *const *)inputs, g->input_count, outs,
                         g->output_count, err);
@@ -119,10 +120,21 @@ int main(int argc, char **argv) {
   int32_t folded = 0;
   int warmup, repeat, status = 0;
   int32_t rc;
+  mi_guard_t *guard = NULL;
+  FILE *out = stdout;
 
   if (!run_parse_args(argc, argv, &o, &status)) {
     run_free_args(&o);
     return status;
+  }
+  /* Plugin code runs in a guarded child: its crash, hang or exit is one line here. */
+  if (strcmp(o.device, "ref") != 0) {
+    if (!run_guard(o.timeout_s, &guard, &status)) {
+      run_free_args(&o);
+      return status;
+    }
+    out = run_own_stdout();
+    mi_guard_stage(guard, NULL, "model");
   }
   if ((rc = mi_onnx_load(o.model, &g, &err))) goto done;
   if ((rc = mi_graph_toposort(g, &err))) goto done;
@@ -138,8 +150,9 @@ int main(int argc, char **argv) {
       rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
       goto done;
     }
-    if ((rc = mi_cli_scan_plugins(reg, o.plugins_dir, &err))) goto done;
-    if ((rc = mi_registry_device(reg, o.device, &plugin, &device, &err))) goto done;
+    if ((rc = run_load_plugins(reg, o.plugins_dir, o.device, guard, &plugin, &device, &err)))
+      goto done;
+    mi_guard_stage(guard, NULL, "describe");
   }
   if (o.config) {
     int32_t again = 0;
@@ -153,6 +166,7 @@ int main(int argc, char **argv) {
       goto done;
     opts.device_knobs = &kv;
   }
+  mi_guard_stage(guard, NULL, "prepare");
   if ((rc = mi_session_create(g, plugin, device, &opts, &s, &err))) goto done;
   outs = calloc((size_t)g->output_count + 1, sizeof *outs);
   if (!outs) {
@@ -163,8 +177,10 @@ int main(int argc, char **argv) {
   warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 || o.profile ? 2 : 0;
   memset(&sum, 0, sizeof sum);
   if (o.profile && (rc = run_prof_init(&prof, g, repeat, &err))) goto done;
-  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL, &err)))
+  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL, guard,
+                      &err)))
     goto done;
+  mi_guard_stage(guard, NULL, "output");
   if (o.output_dir && (rc = run_write_outputs(g, o.output_dir, outs, &err))) goto done;
   sum.opts = &o;
   sum.g = g;
@@ -174,10 +190,11 @@ int main(int argc, char **argv) {
   sum.folded = folded;
   sum.xf = o.config ? &xf : NULL;
   sum.prof = o.profile ? &prof : NULL;
-  if (o.json) rc = run_print_json(stdout, &sum, &err);
-  else rc = run_print_summary(stdout, &sum, &err);
+  if (o.json) rc = run_print_json(out, &sum, &err);
+  else rc = run_print_summary(out, &sum, &err);
   if (rc) goto done;
-  if (fflush(stdout) != 0) rc = mi_errorf(&err, MI_ERR_IO, "cannot write to stdout");
+  rc = run_close_stdout(out, &err);
+  out = NULL;
 done:
   if (rc) {
     /* One line, whatever the message carried. */
@@ -186,6 +203,8 @@ done:
     fprintf(stderr, "mi-run: %s\n", err.message[0] ? err.message : mi_status_message(rc));
     status = exit_code(rc);
   }
+  if (out && out != stdout) fclose(out);
+  mi_guard_stage(guard, NULL, "release");
   if (g) {
     free_outputs(outs, g->output_count);
     for (int32_t i = 0; inputs && i < g->input_count; i++) mi_array_destroy(inputs[i]);
@@ -197,5 +216,6 @@ done:
   mi_registry_destroy(reg);
   mi_graph_destroy(g);
   run_free_args(&o);
+  mi_guard_end(guard);
   return status;
 }

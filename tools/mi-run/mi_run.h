@@ -22,6 +22,7 @@ typedef struct run_opts {
   int threads;         /* 0: not given */
   int json;
   int profile;       /* --profile: the per-layer table after the summary */
+  int timeout_s;     /* --timeout: deadline of one plugin step in the guarded child; 0: none */
   uint64_t seed;
 } run_opts_t;
 
@@ -98,6 +99,22 @@ void run_prof_take(run_prof_t *p, const mi_session_t *s);
 int32_t run_prof_print(FILE *f, const run_prof_t *p, const run_summary_t *sum, int json,
                        mi_error_t *err);
 void run_prof_free(run_prof_t *p);
+
+/* guard.c: runs the rest of mi-run in a guarded child (mi_guard_begin) with a deadline of
+ * `timeout_s` per step: 1 in the child (*g set), 0 in the parent once the child is gone, with
+ * *status the exit status (after one line on stderr when plugin code crashed, hung or exited). */
+#define RUN_DEFAULT_TIMEOUT_S 60
+int run_guard(double timeout_s, mi_guard_t **g, int *status);
+/* mi-run's own stdout: a copy of fd 1, which then points at stderr, so that what plugins print
+ * is logged, never mixed into the output. stdout itself when that cannot be done. */
+FILE *run_own_stdout(void);
+/* Flushes (and closes, unless it is stdout) the output; MI_ERR_IO when it failed. */
+int32_t run_close_stdout(FILE *out, mi_error_t *err);
+/* Loads the plugins of `dir` (mi_plugin_path) after each passes mi_worker_preflight, naming the
+ * load steps to `g`; with `spec` (PLUGIN:INDEX), only that plugin, resolved into *plugin and
+ * *device, and a refusal or absence is one line naming it. */
+int32_t run_load_plugins(mi_registry_t *reg, const char *dir, const char *spec, mi_guard_t *g,
+                         mi_plugin_t **plugin, uint32_t *device, mi_error_t *err);
 
 /* --deployment (run_deployment.c): true when argv asks for it; the whole command then. */
 int mi_run_wants_deployment(int argc, char **argv);

@@ -10,7 +10,7 @@
 typedef struct dep_opts {
   const char *table, *plugins, *model, *device, *output, *log;
   const char *inputs[16];
-  int input_count, repeat, json, readapt, monitor;
+  int input_count, repeat, json, readapt, monitor, timeout_s;
   int32_t policy;
 } dep_opts_t;
 
@@ -21,7 +21,7 @@ int mi_run_wants_deployment(int argc, char **argv) {
 }
 
 enum { O_DEPLOYMENT = 256, O_PLUGINS, O_MODEL, O_DEVICE, O_INPUT, O_REPEAT, O_OUTPUT_DIR,
-       O_OUTPUT, O_JSON, O_POLICY, O_READAPT, O_NO_MONITOR, O_LOG };
+       O_OUTPUT, O_JSON, O_POLICY, O_READAPT, O_NO_MONITOR, O_LOG, O_TIMEOUT };
 
 static const mi_cli_opt_t k_opts[] = {
     {"deployment", O_DEPLOYMENT, "FILE", "the deployment table (tune's DIR/deployment.yaml)"},
@@ -44,6 +44,9 @@ static const mi_cli_opt_t k_opts[] = {
      "adopt the best and rewrite the table"},
     {"no-monitor", O_NO_MONITOR, NULL, "do not watch latency for drift"},
     {"log", O_LOG, "FILE", "the decision log (default: TABLE_DIR/decisions.jsonl)"},
+    {"timeout", O_TIMEOUT, "S",
+     "give up on the plugin (it runs in a child of mi-run) when one\n"
+     "step takes more than S seconds (default 60; 0: never)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -63,6 +66,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   memset(o, 0, sizeof *o);
   o->repeat = 1;
   o->monitor = 1;
+  o->timeout_s = RUN_DEFAULT_TIMEOUT_S;
   *status = 0;
   mi_cli_begin(&c, argc, argv);
   while (rc == 0 && (k = mi_cli_next(&c)) != MI_CLI_END) {
@@ -83,6 +87,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
         if ((o->policy = mi_stack_policy_find(c.value)) < 0)
           rc = mi_cli_error(&c, "--stack-policy must be use, revalidate or refuse, not '%s'", c.value);
         break;
+      case O_TIMEOUT: if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v; break;
       case O_REPEAT: if (!(rc = mi_cli_int(&c, 1, 1000000, &v))) o->repeat = (int)v; break;
       case O_INPUT:
         if (o->input_count == 16 || !strchr(c.value, '='))
@@ -138,9 +143,18 @@ int mi_run_deployment_main(int argc, char **argv) {
   const mi_graph_t *g;
   int status = 2;
   int32_t rc = MI_OK;
+  mi_guard_t *guard = NULL;
+  FILE *f;
   if (!parse(argc, argv, &o, &status)) return status;
-  if (!(reg = mi_registry_create())) return 1;
-  if ((rc = mi_cli_scan_plugins(reg, o.plugins, &err))) goto fail;
+  /* Plugin code runs in a guarded child: its crash, hang or exit is one line here. */
+  if (!run_guard(o.timeout_s, &guard, &status)) return status;
+  f = run_own_stdout();
+  if (!(reg = mi_registry_create())) {
+    status = 1;
+    goto done;
+  }
+  if ((rc = run_load_plugins(reg, o.plugins, NULL, guard, NULL, NULL, &err))) goto fail;
+  mi_guard_stage(guard, NULL, "open");
   mi_runtime_options_default(&ro);
   ro.model = o.model;
   ro.device = o.device;
@@ -148,6 +162,12 @@ int mi_run_deployment_main(int argc, char **argv) {
   ro.monitor = o.monitor;
   ro.log_path = o.log;
   if ((rc = mi_runtime_open(o.table, reg, &ro, &rt, &err))) goto fail;
+  mi_runtime_info(rt, &info);
+  {
+    char who[128];
+    snprintf(who, sizeof who, "%.*s", (int)strcspn(info.device, ":"), info.device);
+    mi_guard_stage(guard, who[0] ? who : NULL, o.readapt ? "readapt" : "run");
+  }
   g = mi_runtime_graph(rt);
   if (g->input_count > 64 || g->output_count > 64) {
     rc = mi_errorf(&err, MI_ERR_UNSUPPORTED, "more than 64 inputs or outputs");
@@ -161,23 +181,25 @@ int mi_run_deployment_main(int argc, char **argv) {
       mi_array_destroy(out[k]);
       out[k] = NULL;
     }
+    mi_guard_stage(guard, NULL, "run");
     if ((rc = mi_runtime_run(rt, (const mi_array_t *const *)in, g->input_count, out, g->output_count, &err)))
       goto fail;
     mi_runtime_info(rt, &info);
     lat[r] = info.last_ms;
   }
+  mi_guard_stage(guard, NULL, "output");
   if (o.output && (rc = run_write_outputs(g, o.output, out, &err))) goto fail;
   mi_runtime_info(rt, &info);
   qsort(lat, (size_t)o.repeat, sizeof *lat, cmp_d);
   if (o.json) {
     /* names come from the table and the command line: escaped, like every string we print */
-    fputs("{\"deployment\":", stdout);
-    run_json_string(stdout, o.table);
-    fputs(",\"model\":", stdout);
-    run_json_string(stdout, info.model);
-    fputs(",\"device\":", stdout);
-    run_json_string(stdout, info.device);
-    printf(",\"config_id\":\"%s\",\"runs\":%d,"
+    fputs("{\"deployment\":", f);
+    run_json_string(f, o.table);
+    fputs(",\"model\":", f);
+    run_json_string(f, info.model);
+    fputs(",\"device\":", f);
+    run_json_string(f, info.device);
+    fprintf(f, ",\"config_id\":\"%s\",\"runs\":%d,"
            "\"latency_ms\":{\"median\":%.9g,\"min\":%.9g,\"max\":%.9g},\"clock\":\"%s\","
            "\"reference_ms\":%.9g,\"alarms\":%d,\"switches\":%d,\"readaptations\":%d,"
            "\"stack_mismatch\":%s}\n",
@@ -186,18 +208,25 @@ int mi_run_deployment_main(int argc, char **argv) {
            isfinite(info.reference_ms) ? info.reference_ms : -1.0, info.alarms, info.switches,
            info.readaptations, info.stack_mismatch ? "true" : "false");
   } else {
-    printf("deployment %s: %s on %s, configuration %s%s\n", o.table, info.model, info.device,
+    fprintf(f, "deployment %s: %s on %s, configuration %s%s\n", o.table, info.model, info.device,
            info.config_id, info.stack_mismatch ? " (tuned on another software stack)" : "");
-    printf("%d runs: median %.4f ms (%s clock), tuned %.4f ms; %d drift alarms, %d switches, %d re-adaptations\n",
+    fprintf(f, "%d runs: median %.4f ms (%s clock), tuned %.4f ms; %d drift alarms, %d switches, %d re-adaptations\n",
            info.runs, lat[o.repeat / 2], info.device_clock ? "device" : "wall", info.reference_ms,
            info.alarms, info.switches, info.readaptations);
   }
+  if ((rc = run_close_stdout(f, &err)) != MI_OK) {
+    f = NULL;
+    goto fail;
+  }
+  f = NULL;
   status = 0;
   goto done;
 fail:
   fprintf(stderr, "mi-run: %s\n", err.message[0] ? err.message : mi_status_message(rc));
   status = rc == MI_ERR_DEVICE || rc == MI_ERR_CRASHED || rc == MI_ERR_INTERNAL || rc == MI_OK ? 1 : 2;
 done:
+  if (f && f != stdout) fclose(f);
+  mi_guard_stage(guard, NULL, "release");
   for (int k = 0; k < 64; k++) {
     mi_array_destroy(in[k]);
     mi_array_destroy(out[k]);
@@ -205,5 +234,6 @@ done:
   free(lat);
   mi_runtime_close(rt);
   mi_registry_destroy(reg);
+  mi_guard_end(guard);
   return status;
 }

@@ -168,6 +168,15 @@ typedef int32_t (*mi_registry_preflight_fn)(void *ctx, const char *manifest_path
                                             const char *name, mi_error_t *err);
 /** Sets the check every later scan runs before loading a plugin (NULL: none, the default). */
 MI_API void mi_registry_set_preflight(mi_registry_t *r, mi_registry_preflight_fn fn, void *ctx);
+/** Describes the plugin of a manifest without loading it into this process: loads it elsewhere
+ * and returns its snapshot (*snapshot malloc'd, *size bytes). MI_ERR_NOT_FOUND: skip it
+ * silently; another error: refuse it with err's message. mi_worker_describe is one. */
+typedef int32_t (*mi_registry_describe_fn)(void *ctx, const char *manifest_path, const char *name,
+                                           void **snapshot, size_t *size, mi_error_t *err);
+/** Makes later scans describe each plugin through `fn` instead of loading it (NULL: load them,
+ * the default): the registry then holds stand-ins that answer every description query and run
+ * nothing (mi_session_create and the like are refused), so no plugin code runs here. */
+MI_API void mi_registry_set_isolated(mi_registry_t *r, mi_registry_describe_fn fn, void *ctx);
 /** Resolves a device spec "PLUGIN:INDEX" (INDEX defaults to 0). MI_ERR_NOT_FOUND with the
  * list of known plugins in err when there is no such plugin or device. */
 MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_plugin_t **plugin,

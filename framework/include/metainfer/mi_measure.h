@@ -262,6 +262,32 @@ MI_API void mi_worker_retire(mi_worker_pool_t *p, const char *spec);
 MI_API int32_t mi_worker_preflight(void *opts, const char *manifest, const char *name,
                                    mi_error_t *err);
 
+/** A guarded child: for a program that runs plugin code in its own process (mi-run). Call
+ * mi_guard_begin before loading anything (while the program has one thread): it forks. In the
+ * child it returns MI_OK at once with *child set; the child does the work, names each step with
+ * mi_guard_stage (the loader names entry, create and describe itself after mi_guard_registry)
+ * and calls mi_guard_end last. In the parent it returns when the child is gone: MI_OK with
+ * *child NULL and *status the child's exit status, or, when the child crashed, went silent for
+ * `step_timeout_s` seconds in one step (killed; <= 0: no deadline) or exited without
+ * mi_guard_end, MI_ERR_CRASHED or MI_ERR_TIMEOUT with one line naming the plugin and the step:
+ * "plugin 'x' crashed in run: signal 11 (Segmentation fault)". */
+typedef struct mi_guard mi_guard_t;
+MI_API int32_t mi_guard_begin(double step_timeout_s, mi_guard_t **child, int *status,
+                              mi_error_t *err);
+/** Names the step about to run (and, when not NULL, the plugin it runs). NULL g: no-op. */
+MI_API void mi_guard_stage(mi_guard_t *g, const char *plugin, const char *stage);
+/** Makes the loader of `r` name each plugin and its load steps to the guard. NULL g: no-op. */
+MI_API void mi_guard_registry(mi_guard_t *g, mi_registry_t *r);
+/** Flushes stdio, tells the parent the work ended and frees g. NULL: no-op. */
+MI_API void mi_guard_end(mi_guard_t *g);
+
+/** mi_worker_preflight that also brings back every description of every device, read in the
+ * child: an mi_registry_describe_fn (mi_registry_set_isolated), so that a host lists plugins
+ * without running any of their code. A plugin the child's loader refused is refused with its
+ * reason. */
+MI_API int32_t mi_worker_describe(void *opts, const char *manifest, const char *name,
+                                  void **snapshot, size_t *size, mi_error_t *err);
+
 /* ---------------------------------------------------------------- paired comparison */
 
 #define MI_COMPARE_MAX_CONFIGS 8

@@ -24,14 +24,26 @@ void mi__loader_trace(int debug, const char *fmt, ...) {
 /* The host handles handed out and not yet taken back. A plugin passes its handle back to every
  * service; one it forged (or kept after unload) must be an error, not a pointer the host
  * follows, and the only way to know a pointer without following it is to have kept it. This is
- * the one process-wide table of the host: plugins are process-wide too (dlopen). */
+ * the one process-wide table of the host: plugins are process-wide too (dlopen).
+ *
+ * The services table a plugin was given (and the handle in it) is never freed: a plugin thread
+ * still running after unload reads its function pointers from it, and a freed table would be a
+ * crash at exit; a handle that is never reused cannot come back to life as another plugin's. A
+ * released table goes on `dead`, reachable, about 64 bytes per load. */
 #define MAX_LIVE 1024
+typedef struct host_table {
+  mi_host_api_t api;          /* what the plugin holds; api.host_ctx is this node */
+  mi__plugin_entry_t *entry;  /* NULL once released */
+  struct host_table *next;    /* on the dead list */
+} host_table_t;
+
 static struct {
   pthread_mutex_t lock;
-  const void *live[MAX_LIVE];
+  host_table_t *live[MAX_LIVE];
   int32_t n;
   int32_t refused; /* calls refused so far: a preflight refuses the plugin that made them */
-} g_handles = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0};
+  host_table_t *dead;
+} g_handles = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, NULL};
 
 int32_t mi__host_api_refused(void) {
   int32_t n;
@@ -41,17 +53,15 @@ int32_t mi__host_api_refused(void) {
   return n;
 }
 
-static void handle_add(const void *h) {
-  pthread_mutex_lock(&g_handles.lock);
-  if (g_handles.n < MAX_LIVE) g_handles.live[g_handles.n++] = h;
-  pthread_mutex_unlock(&g_handles.lock);
-}
-
 void mi__host_api_release(mi__plugin_entry_t *e) {
   pthread_mutex_lock(&g_handles.lock);
   for (int32_t i = 0; i < g_handles.n; i++)
-    if (g_handles.live[i] == e) {
+    if (g_handles.live[i]->entry == e) {
+      host_table_t *t = g_handles.live[i];
       g_handles.live[i] = g_handles.live[--g_handles.n];
+      t->entry = NULL;
+      t->next = g_handles.dead;
+      g_handles.dead = t;
       break;
     }
   pthread_mutex_unlock(&g_handles.lock);
@@ -59,15 +69,16 @@ void mi__host_api_release(mi__plugin_entry_t *e) {
 
 /* The entry behind a handle, or NULL (and one line in the log) when it is not one of ours. */
 static const mi__plugin_entry_t *handle_check(void *host_ctx, const char *service) {
-  int found = 0;
+  const mi__plugin_entry_t *found = NULL;
   pthread_mutex_lock(&g_handles.lock);
-  for (int32_t i = 0; i < g_handles.n && !found; i++) found = g_handles.live[i] == host_ctx;
+  for (int32_t i = 0; i < g_handles.n && !found; i++)
+    if ((void *)g_handles.live[i] == host_ctx) found = g_handles.live[i]->entry;
   g_handles.refused += !found;
   pthread_mutex_unlock(&g_handles.lock);
   if (!found)
     fprintf(stderr, "mi-host: a plugin called host service '%s' with handle %p, which the host "
-            "never gave out: call refused\n", service, host_ctx);
-  return found ? host_ctx : NULL;
+            "never gave out or already took back: call refused\n", service, host_ctx);
+  return found;
 }
 
 static void host_log(void *host_ctx, int32_t level, const char *plugin, const char *message) {
@@ -110,15 +121,26 @@ static const char *host_get_setting(void *host_ctx, const char *key) {
   return secure_getenv(name);
 }
 
-void mi__host_api_init(mi__plugin_entry_t *e) {
-  memset(&e->host, 0, sizeof e->host);
-  e->host.struct_size = sizeof e->host;
-  e->host.abi_major = MI_ABI_VERSION_MAJOR;
-  e->host.abi_minor = MI_ABI_VERSION_MINOR;
-  e->host.host_ctx = e;
-  e->host.log = host_log;
-  e->host.alloc = host_alloc;
-  e->host.free = host_free;
-  e->host.get_setting = host_get_setting;
-  handle_add(e);
+int32_t mi__host_api_init(mi__plugin_entry_t *e) {
+  host_table_t *t = calloc(1, sizeof *t);
+  if (!t) return MI_ERR_OUT_OF_MEMORY;
+  t->entry = e;
+  t->api.struct_size = sizeof t->api;
+  t->api.abi_major = MI_ABI_VERSION_MAJOR;
+  t->api.abi_minor = MI_ABI_VERSION_MINOR;
+  t->api.host_ctx = t;
+  t->api.log = host_log;
+  t->api.alloc = host_alloc;
+  t->api.free = host_free;
+  t->api.get_setting = host_get_setting;
+  pthread_mutex_lock(&g_handles.lock);
+  if (g_handles.n == MAX_LIVE) {
+    pthread_mutex_unlock(&g_handles.lock);
+    free(t);
+    return MI_ERR_OUT_OF_MEMORY;
+  }
+  g_handles.live[g_handles.n++] = t;
+  pthread_mutex_unlock(&g_handles.lock);
+  e->host = &t->api;
+  return MI_OK;
 }

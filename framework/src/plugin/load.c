@@ -151,11 +151,12 @@ static int32_t open_library(mi__plugin_entry_t *e, const char *lib_path, int sta
   const mi_plugin_api_t *table;
   mi_error_t perr;
 
-  /* MI_LOADER_NODELETE=1 (set by `make test-asan`) keeps each plugin and the drivers it pulled
-   * in mapped after unload, so LeakSanitizer can still name the code behind an allocation;
-   * otherwise driver-global memory shows up as leaks of an "<unknown module>". */
-  const char *nodelete = secure_getenv("MI_LOADER_NODELETE");
-  int flags = RTLD_NOW | RTLD_LOCAL | (nodelete && nodelete[0] == '1' ? RTLD_NODELETE : 0);
+  /* RTLD_NODELETE: a plugin's code stays mapped after unload. A thread the plugin started and
+   * never stopped (or a driver's) may still be running in it: unmapping it under that thread
+   * was a crash at the host's exit, now and then (tests/integration/hostile_thread.sh). It also
+   * lets LeakSanitizer name the code behind a plugin's allocations. Loading the same library
+   * again reuses the mapping. */
+  int flags = RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
   e->pub.dl = dlopen(lib_path, flags);
   if (!e->pub.dl) {
     const char *why = dlerror();
@@ -170,7 +171,7 @@ static int32_t open_library(mi__plugin_entry_t *e, const char *lib_path, int sta
   memcpy(&entry, &sym, sizeof entry);
   mi_error_clear(&perr);
   stage(stage_fd, "stage entry\n");
-  table = entry(&e->host, &perr);
+  table = entry(e->host, &perr);
   perr.message[sizeof perr.message - 1] = '\0';
   if (!table)
     return mi_errorf(err, MI_ERR_ABI, "negotiation refused: %s",
@@ -182,7 +183,7 @@ static int32_t create_instance(mi__plugin_entry_t *e, mi_error_t *err) {
   mi_error_t perr;
   int32_t rc;
   mi_error_clear(&perr);
-  rc = e->pub.api.create(&e->host, &e->pub.ctx, &perr);
+  rc = e->pub.api.create(e->host, &e->pub.ctx, &perr);
   perr.message[sizeof perr.message - 1] = '\0';
   if (rc != MI_OK) {
     e->pub.ctx = NULL;
@@ -251,13 +252,23 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
       (rc = check_writable(real, "library", err)) != MI_OK)
     goto fail;
 
+  if (stage_fd >= 0) {
+    char line[160];
+    int k = snprintf(line, sizeof line, "plugin %.128s\n", m->name);
+    for (int i = 0; i < k - 1 && i < (int)sizeof line - 2; i++)
+      if ((unsigned char)line[i] < 0x20) line[i] = ' ';
+    if (k > 0) stage(stage_fd, line);
+  }
   e = calloc(1, sizeof *e);
   if (!e) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
   e->debug = debug;
-  mi__host_api_init(e);
+  if (mi__host_api_init(e) != MI_OK) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory (host services table)");
+    goto fail;
+  }
   if ((rc = open_library(e, real, stage_fd, err)) != MI_OK) goto fail;
   mi__loader_trace(debug, "  negotiated: plugin '%s' ABI %u.%u, table %u bytes (host knows %zu)",
                    e->pub.api.name, e->pub.abi_major, e->pub.abi_minor, e->pub.declared_size,

@@ -24,11 +24,11 @@ int32_t mi__manifest_load(const char *path, mi__manifest_t *m, mi_error_t *err);
 /** Frees the manifest's strings. */
 void mi__manifest_clear(mi__manifest_t *m);
 
-/** A loaded plugin with what must outlive it: the host services it was given. The public
- * part comes first so a mi_plugin_t pointer is also a pointer to this. */
+/** A loaded plugin with the host services it was given (a table that outlives the entry, see
+ * host_api.c). The public part comes first so a mi_plugin_t pointer is also a pointer to this. */
 typedef struct mi__plugin_entry {
   mi_plugin_t pub;
-  mi_host_api_t host;
+  mi_host_api_t *host;
   int debug; /* MI_LOADER_DEBUG: trace each step to stderr */
 } mi__plugin_entry_t;
 
@@ -40,6 +40,14 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
                         int stage_fd, mi__plugin_entry_t **out, mi_error_t *err);
 /** Destroys the instance, unloads the library and frees the entry. NULL is a no-op. */
 void mi__plugin_unload(mi__plugin_entry_t *e);
+
+/** Writes every description of every device of loaded plugin `p` to `fd` (a child's answer to a
+ * host that describes plugins in isolation). */
+int32_t mi__plugin_snapshot_write(int fd, const mi_plugin_t *p, mi_error_t *err);
+/** A stand-in for the plugin a snapshot describes: the same descriptions, checked again, and no
+ * code of the plugin's (kernels and buffers are refused). */
+int32_t mi__plugin_from_snapshot(const char *manifest_path, const void *snapshot, size_t size,
+                                 mi__plugin_entry_t **out, mi_error_t *err);
 
 /** How many service calls with a forged handle were refused in this process so far. */
 int32_t mi__host_api_refused(void);

@@ -12,9 +12,10 @@
 /** Largest manifest the loader reads; manifests are a few lines. */
 #define MI__MAX_MANIFEST_BYTES 65536
 
-/** Fills the host services table handed to a plugin; host_ctx is `entry`, which the services
- * accept from then on until mi__host_api_release (a forged handle is refused, not followed). */
-void mi__host_api_init(mi__plugin_entry_t *entry);
+/** Gives `entry` its host services table (entry->host, never freed); the services accept its
+ * handle from then on until mi__host_api_release (a forged or stale handle is refused, not
+ * followed). MI_ERR_OUT_OF_MEMORY when no table can be made. */
+int32_t mi__host_api_init(mi__plugin_entry_t *entry);
 void mi__host_api_release(mi__plugin_entry_t *entry);
 
 

@@ -25,6 +25,8 @@ struct mi_registry {
   mi_registry_preflight_fn preflight;
   void *preflight_ctx;
   int stage_fd; /* mi__registry_set_stage_fd: a preflight child's report */
+  mi_registry_describe_fn describe; /* mi_registry_set_isolated */
+  void *describe_ctx;
 };
 
 static char *dup_str(const char *s) {
@@ -48,6 +50,31 @@ MI_API void mi_registry_set_preflight(mi_registry_t *r, mi_registry_preflight_fn
   if (!r) return;
   r->preflight = fn;
   r->preflight_ctx = ctx;
+}
+
+MI_API void mi_registry_set_isolated(mi_registry_t *r, mi_registry_describe_fn fn, void *ctx) {
+  if (!r) return;
+  r->describe = fn;
+  r->describe_ctx = ctx;
+}
+
+/* The stand-in of a plugin described elsewhere (mi_registry_set_isolated). */
+static int32_t describe_manifest(mi_registry_t *r, const char *path, const mi__manifest_t *m,
+                                 mi__plugin_entry_t **e, mi_error_t *why) {
+  void *snap = NULL;
+  size_t n = 0;
+  int32_t rc = r->describe(r->describe_ctx, path, m->name, &snap, &n, why);
+  if (rc == MI_OK) {
+    rc = mi__plugin_from_snapshot(path, snap, n, e, why);
+    if (rc == MI_OK && strcmp((*e)->pub.name, m->name) != 0) {
+      rc = mi_errorf(why, MI_ERR_ABI, "manifest names '%s' but the plugin calls itself '%.127s'",
+                     m->name, (*e)->pub.name);
+      mi__plugin_unload(*e);
+      *e = NULL;
+    }
+  }
+  free(snap);
+  return rc;
 }
 
 void mi__registry_set_stage_fd(mi_registry_t *r, int fd) {
@@ -137,6 +164,25 @@ static int32_t load_manifest(mi_registry_t *r, const char *path) {
              "duplicate: a plugin named '%s' is already loaded from %s", m.name, prev->path);
     mi__manifest_clear(&m);
     return add_rejected(r, path, why.message);
+  }
+  if (r->describe) {
+    rc = describe_manifest(r, path, &m, &e, &why);
+    if (rc == MI_ERR_NOT_FOUND) {
+      mi__manifest_clear(&m);
+      return MI_OK;
+    }
+    if (rc != MI_OK) {
+      rc = add_rejected_named(r, path, m.name, why.message);
+      mi__manifest_clear(&m);
+      return rc;
+    }
+    mi__manifest_clear(&m);
+    if (add_plugin(r, e) != MI_OK) {
+      mi__plugin_unload(e);
+      return MI_ERR_OUT_OF_MEMORY;
+    }
+    mi__loader_trace(r->debug, "  described '%s' %s in isolation", e->pub.name, e->pub.version);
+    return MI_OK;
   }
   if (r->preflight) {
     rc = r->preflight(r->preflight_ctx, path, m.name, &why);

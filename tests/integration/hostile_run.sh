@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# hostile_run.sh - mi-run over the hostile plugins (tests/plugins/hp_plugin.c): a plugin that
+# crashes, hangs, exits or aborts in entry, create, describe, prepare or run ends mi-run with exit
+# status 1 and one line on stderr naming the plugin and the step (the plugin's code runs in a
+# guarded child, and each plugin passes the preflight first); what a plugin prints never reaches
+# mi-run's stdout, so --json stays one JSON object; the same for mi-run --deployment.
+set -euo pipefail
+: "${MI_BUILD:?}"
+source "$(dirname "$0")/lib.bash"
+run="$MI_BUILD/bin/mi-run"
+hostile="$MI_BUILD/tests/plugins/hostile"
+fail() { echo "hostile_run: $*" >&2; exit 1; }
+export MI_LOAD_TIMEOUT_S=3
+
+mi_wire_py
+python3 - "$T" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
+save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
+                      [("x", 1, [1, 64])], [("y", 1, [1, 64])]))
+PY
+
+for kind in crash hang exit abort; do
+  for stage in entry create describe prepare run; do
+    name="hostile-$kind-$stage"
+    rc=0
+    timeout 60 "$run" --plugins "$hostile/$kind-$stage" --model "$T/ra.onnx" --device "$name:0" \
+      --json --timeout 3 >"$T/out" 2>"$T/err" || rc=$?
+    [ "$rc" = 1 ] || fail "$name: exit $rc, want 1 (stderr: $(tail -3 "$T/err"))"
+    [ ! -s "$T/out" ] || fail "$name: stdout not empty: $(head -c 200 "$T/out")"
+    line=$(grep '^mi-run: ' "$T/err" || true)
+    [ "$(printf '%s\n' "$line" | grep -c .)" = 1 ] || fail "$name: want one mi-run line: $(cat "$T/err")"
+    case $kind in
+      crash|abort) want="crashed in $stage" ;;
+      hang) want="hung in $stage" ;;
+      exit) want="exited with status 7 in $stage" ;;
+    esac
+    case "$line" in *"$name"*"$want"*) ;; *) fail "$name: '$line' does not name the plugin and '$want'" ;; esac
+    echo "hostile_run: $name: ok ($line)"
+  done
+done
+
+# A plugin that prints while it prepares and runs: the output stays mi-run's, the print is logged.
+for stage in prepare run; do
+  name="hostile-stdout-$stage"
+  "$run" --plugins "$hostile/stdout-$stage" --model "$T/ra.onnx" --device "$name:0" --json \
+    --output-dir "$T/o-$stage" >"$T/out" 2>"$T/err" || fail "$name: exit $? ($(tail -3 "$T/err"))"
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" ||
+    fail "$name: stdout is not one JSON object: $(head -c 300 "$T/out")"
+  grep -q "writes to stdout" "$T/err" || fail "$name: the plugin's print is not in the log"
+  [ -s "$T/o-$stage/y.npy" ] || fail "$name: no output written"
+done
+
+# The normal path is unchanged: same outputs on blis-cpu as on the reference.
+"$run" --plugins "$MI_BUILD/plugins" --model "$T/ra.onnx" --device blis-cpu:0 --json \
+  --output-dir "$T/blis" >"$T/out" 2>"$T/err" || fail "blis-cpu: exit $? ($(tail -3 "$T/err"))"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" || fail "blis-cpu: bad JSON"
+"$run" --model "$T/ra.onnx" --device ref --output-dir "$T/ref" >/dev/null
+cmp -s "$T/blis/y.npy" "$T/ref/y.npy" || fail "blis-cpu output differs from the reference's"
+
+# A refused plugin is one line naming it; an unknown one lists what was found.
+rc=0
+"$run" --plugins "$hostile/crash-create" --model "$T/ra.onnx" --device nosuch:0 >/dev/null 2>"$T/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "no plugin 'nosuch' (found: hostile-crash-create)" "$T/err" ||
+  fail "unknown plugin: exit $rc: $(cat "$T/err")"
+echo "hostile_run: ok"
