@@ -20,7 +20,7 @@
 #include "plugin/plugin.h"
 
 #define PREFLIGHT_DEFAULT_S 30.0
-#define OUT_CAP 2048 /* bytes of a report or of the plugin's output kept (quoted: less) */
+#define OUT_CAP 8192 /* bytes of a report or of the plugin's output kept (quoted: less) */
 
 extern char **environ;
 
@@ -172,6 +172,11 @@ static void last_stage(const char *report, char *out, size_t cap) {
   snprintf(out, cap, "%.*s", found ? (int)strcspn(found, "\n") : 4, found ? found : "load");
 }
 
+static int loader_debug(void) {
+  const char *d = getenv("MI_LOADER_DEBUG");
+  return d && d[0] && strcmp(d, "0") != 0;
+}
+
 /* Loads the plugin of `manifest` in a sacrificial worker; with `snap`, also brings back its
  * descriptions (*snap malloc'd, *nsnap bytes) and the child's own refusal as the reason. */
 static int32_t isolate(const mi_worker_options_t *o, const char *manifest, void **snap,
@@ -205,8 +210,12 @@ static int32_t isolate(const mi_worker_options_t *o, const char *manifest, void 
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   last_stage(c[0].text, stage_s, sizeof stage_s);
-  /* The plugin's stderr is its log: passed on to the host's, marked as whose it is. */
-  if (c[2].len > 0) {
+  /* The plugin's stderr is its log: passed on to the host's, marked as whose it is; whole
+   * while someone is tracing the loader (MI_LOADER_DEBUG), whose trace is in it. */
+  if (c[2].len > 0 && loader_debug()) {
+    fputs(c[2].text, stderr);
+    if (c[2].text[c[2].len - 1] != '\n') fputc('\n', stderr);
+  } else if (c[2].len > 0) {
     one_line(c[2].text, quoted, 200);
     fprintf(stderr, "mi-loader: %s wrote while loading: %s%s\n", manifest, quoted,
             c[2].total > 200 ? " ..." : "");
