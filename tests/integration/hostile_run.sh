@@ -3,7 +3,7 @@
 # crashes, hangs, exits or aborts in entry, create, describe, prepare or run ends mi-run with exit
 # status 1 and one line on stderr naming the plugin and the step (the plugin's code runs in a
 # guarded child, and each plugin passes the preflight first); what a plugin prints never reaches
-# mi-run's stdout, so --json stays one JSON object; the same for mi-run --deployment.
+# mi-run's stdout, so --json stays one JSON object; forged host handles are refused.
 set -euo pipefail
 : "${MI_BUILD:?}"
 source "$(dirname "$0")/lib.bash"
@@ -50,6 +50,18 @@ for stage in prepare run; do
     fail "$name: stdout is not one JSON object: $(head -c 300 "$T/out")"
   grep -q "writes to stdout" "$T/err" || fail "$name: the plugin's print is not in the log"
   [ -s "$T/o-$stage/y.npy" ] || fail "$name: no output written"
+done
+
+# A plugin that calls every host service with forged and NULL handles while it prepares and
+# runs: each call is refused with a line in the log, and mi-run finishes.
+for stage in prepare run; do
+  name="hostile-forged-$stage"
+  "$run" --plugins "$hostile/forged-$stage" --model "$T/ra.onnx" --device "$name:0" --json \
+    >"$T/out" 2>"$T/err" || fail "$name: exit $? ($(tail -3 "$T/err"))"
+  python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" || fail "$name: bad JSON"
+  for svc in log alloc free get_setting; do
+    grep -q "host service '$svc' with handle .*call refused" "$T/err" || fail "$name: '$svc' not refused"
+  done
 done
 
 # The normal path is unchanged: same outputs on blis-cpu as on the reference.

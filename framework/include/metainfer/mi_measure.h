@@ -274,7 +274,8 @@ MI_API int32_t mi_worker_preflight(void *opts, const char *manifest, const char 
 typedef struct mi_guard mi_guard_t;
 MI_API int32_t mi_guard_begin(double step_timeout_s, mi_guard_t **child, int *status,
                               mi_error_t *err);
-/** Names the step about to run (and, when not NULL, the plugin it runs). NULL g: no-op. */
+/** Names the step about to run (and, when not NULL, the plugin it runs). NULL g: no-op. The
+ * step "preflight" (waiting for mi_worker_preflight, which has its own deadline) has none. */
 MI_API void mi_guard_stage(mi_guard_t *g, const char *plugin, const char *stage);
 /** Makes the loader of `r` name each plugin and its load steps to the guard. NULL g: no-op. */
 MI_API void mi_guard_registry(mi_guard_t *g, mi_registry_t *r);
