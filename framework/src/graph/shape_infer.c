@@ -31,6 +31,23 @@ int32_t mi__si_need(mi__si_t *c, const mi_node_t *n, int32_t min) {
   return MI_OK;
 }
 
+int32_t mi__si_open(mi__si_t *c, const mi_node_t *n, int32_t min, const mi_tensor_t **x) {
+  int32_t rc = mi__si_need(c, n, min);
+  if (rc) return rc;
+  *x = mi__si_in(c, n, 0);
+  if ((*x)->rank >= 0) return MI_OK;
+  mi__si_set(c, n, 0, (*x)->dtype, -1, NULL);
+  return MI__SI_DONE;
+}
+
+int32_t mi__si_same_shape(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 1);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
+  return MI_OK;
+}
+
 void mi__si_set(mi__si_t *c, const mi_node_t *n, int32_t k, int32_t dtype, int32_t rank,
                 const int64_t *dims) {
   if (k >= n->output_count) return;
@@ -114,20 +131,25 @@ int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int6
   return MI_OK;
 }
 
+mi__si_fn mi__si_lookup(const char *op) {
+  static const mi__si_op_t *const tables[] = {
+      mi__si_ops_elementwise, mi__si_ops_nn,     mi__si_ops_tensor,
+      mi__si_ops_generate,    mi__si_ops_control, mi__si_ops_pad,
+      mi__si_ops_select,      mi__si_ops_rearrange, mi__si_ops_quant,
+  };
+  for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+    for (const mi__si_op_t *o = tables[t]; o->op; o++)
+      if (strcmp(o->op, op) == 0) return o->fn;
+  return NULL;
+}
+
 static int32_t lookup_and_run(mi__si_t *c, const mi_node_t *n) {
   if (!mi__graph_op_known(n->domain, n->op_type))
     return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op (domain '%s')", n->domain);
-  mi__si_fn fn = mi__si_lookup_elementwise(n->op_type);
-  if (!fn) fn = mi__si_lookup_nn(n->op_type);
-  if (!fn) fn = mi__si_lookup_tensor(n->op_type);
-  if (!fn) fn = mi__si_lookup_generate(n->op_type);
-  if (!fn) fn = mi__si_lookup_control(n->op_type);
-  if (!fn) fn = mi__si_lookup_pad(n->op_type);
-  if (!fn) fn = mi__si_lookup_select(n->op_type);
-  if (!fn) fn = mi__si_lookup_rearrange(n->op_type);
-  if (!fn) fn = mi__si_lookup_quant(n->op_type);
+  mi__si_fn fn = mi__si_lookup(n->op_type);
   if (!fn) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op");
-  return fn(c, n);
+  int32_t rc = fn(c, n);
+  return rc == MI__SI_DONE ? MI_OK : rc;
 }
 
 /* Loads the values of small constant tensors so shape arithmetic can run on them. */

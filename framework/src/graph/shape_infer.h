@@ -18,7 +18,16 @@ typedef struct mi__si {
   mi_error_t *err;
 } mi__si_t;
 
+/* A handler infers one node's output shapes. MI__SI_DONE: it finished early without error
+ * (mi__si_open marked the output unknown); the driver reads it as MI_OK. */
 typedef int32_t (*mi__si_fn)(mi__si_t *c, const mi_node_t *n);
+#define MI__SI_DONE (-1)
+
+/* One row of a family's op table; each table ends with a {NULL, NULL} row. */
+typedef struct mi__si_op {
+  const char *op;
+  mi__si_fn fn;
+} mi__si_op_t;
 
 /** Error "node 'NAME' (OP, opset N): <message>" with `code`. */
 int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *fmt, ...)
@@ -27,6 +36,11 @@ int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *f
 const mi_tensor_t *mi__si_in(const mi__si_t *c, const mi_node_t *n, int32_t k);
 /** MI_OK when the node has at least `min` present inputs at the front, else an error. */
 int32_t mi__si_need(mi__si_t *c, const mi_node_t *n, int32_t min);
+/** The opening most handlers share: at least `min` inputs (mi__si_need), input 0 in *x.
+ * When x's rank is unknown, output 0 gets x's dtype and an unknown rank: MI__SI_DONE. */
+int32_t mi__si_open(mi__si_t *c, const mi_node_t *n, int32_t min, const mi_tensor_t **x);
+/** Output 0 takes input 0's dtype and shape (element-wise ops). */
+int32_t mi__si_same_shape(mi__si_t *c, const mi_node_t *n);
 /** Sets output k's dtype and shape (rank -1: unknown); a missing output is ignored. */
 void mi__si_set(mi__si_t *c, const mi_node_t *n, int32_t k, int32_t dtype, int32_t rank,
                 const int64_t *dims);
@@ -45,15 +59,17 @@ int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int6
 /** Converts a double back to int64, saturating (INT64_MAX ends of Slice survive). */
 int64_t mi__si_d2i(double v);
 
-/* Per-family lookups: the handler for op_type, or NULL. */
-mi__si_fn mi__si_lookup_elementwise(const char *op);
-mi__si_fn mi__si_lookup_nn(const char *op);
-mi__si_fn mi__si_lookup_tensor(const char *op);
-mi__si_fn mi__si_lookup_generate(const char *op); /* shape_infer_generate.c */
-mi__si_fn mi__si_lookup_control(const char *op);  /* shape_infer_control.c: If, Loop */
-mi__si_fn mi__si_lookup_pad(const char *op);      /* shape_infer_pad.c: Pad, Size, LSTM */
-mi__si_fn mi__si_lookup_select(const char *op);   /* shape_infer_select.c: ArgMax, TopK, ... */
-mi__si_fn mi__si_lookup_rearrange(const char *op); /* shape_infer_rearrange.c: Split, ... */
-mi__si_fn mi__si_lookup_quant(const char *op);     /* shape_infer_quant.c: QLinear*, *Integer */
+/* Per-family op tables, searched in this order by the driver (shape_infer.c). */
+extern const mi__si_op_t mi__si_ops_elementwise[]; /* unary, broadcasting, normalization */
+extern const mi__si_op_t mi__si_ops_nn[];          /* Conv, pools, MatMul, Gemm, Resize */
+extern const mi__si_op_t mi__si_ops_tensor[];      /* Reshape, Slice, Gather, Reduce*, ... */
+extern const mi__si_op_t mi__si_ops_generate[];    /* Expand, ConstantOfShape, Range, Tile */
+extern const mi__si_op_t mi__si_ops_control[];     /* Scan, If, Loop */
+extern const mi__si_op_t mi__si_ops_pad[];         /* Pad, Size, LSTM */
+extern const mi__si_op_t mi__si_ops_select[];      /* ArgMax, TopK, ... */
+extern const mi__si_op_t mi__si_ops_rearrange[];   /* Split, Trilu, DepthToSpace, ... */
+extern const mi__si_op_t mi__si_ops_quant[];       /* QLinear*, *Integer */
+/** The handler for op_type from the tables above, or NULL. */
+mi__si_fn mi__si_lookup(const char *op);
 
 #endif /* METAINFER_SHAPE_INFER_H */

@@ -223,9 +223,6 @@ static int32_t scan_op(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-mi__si_fn mi__si_lookup_control(const char *op) {
-  if (strcmp(op, "Scan") == 0) return scan_op;
-  if (strcmp(op, "If") == 0) return if_op;
-  if (strcmp(op, "Loop") == 0) return loop_op;
-  return NULL;
-}
+const mi__si_op_t mi__si_ops_control[] = {
+    {"Scan", scan_op}, {"If", if_op}, {"Loop", loop_op}, {NULL, NULL},
+};

@@ -10,17 +10,9 @@ static int is_int_dtype(int32_t d) {
   return d == MI_DTYPE_INT64 || d == MI_DTYPE_INT32 || d == MI_DTYPE_INT8 || d == MI_DTYPE_UINT8;
 }
 
-static int32_t same_shape(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
-  return MI_OK;
-}
-
 /* Unary ops whose value we also evaluate (they appear in shape arithmetic). */
 static int32_t unary_eval(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = same_shape(c, n);
+  int32_t rc = mi__si_same_shape(c, n);
   if (rc) return rc;
   int64_t cnt = 0;
   const double *v = mi__si_val(c, n, 0, &cnt);
@@ -179,7 +171,7 @@ static int32_t cast(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t softmax(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = same_shape(c, n);
+  int32_t rc = mi__si_same_shape(c, n);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   /* Before opset 13 the input is coerced to 2-D at `axis` (default 1); from 13 the softmax
@@ -220,7 +212,7 @@ static int32_t clip(mi__si_t *c, const mi_node_t *n) {
    * output has the input's shape. Inputs past X only exist from opset 11. */
   if (c->g->opset < 11 && n->input_count > 1)
     return mi__si_fail(c, n, MI_ERR_PARSE, "min/max are attributes before opset 11, not inputs");
-  return same_shape(c, n);
+  return mi__si_same_shape(c, n);
 }
 
 static int32_t constant(mi__si_t *c, const mi_node_t *n) {
@@ -269,32 +261,21 @@ static int32_t dequantize_linear(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static const struct {
-  const char *op;
-  mi__si_fn fn;
-} k_ops[] = {
-    {"Relu", same_shape},       {"LeakyRelu", same_shape},   {"HardSigmoid", same_shape},
-    {"HardSwish", same_shape},  {"Sigmoid", same_shape},     {"Tanh", same_shape},
-    {"Erf", same_shape},        {"Gelu", same_shape},        {"Log", same_shape},
-    {"Exp", same_shape},        {"Reciprocal", same_shape},  {"Sqrt", unary_eval},
-    {"Neg", unary_eval},        {"Abs", unary_eval},         {"Identity", unary_eval},
-    {"Dropout", dropout},       {"Add", broadcast_op},       {"Sub", broadcast_op},
-    {"Mul", broadcast_op},      {"Div", broadcast_op},       {"Pow", broadcast_op},
-    {"Max", broadcast_op},      {"Min", broadcast_op},       {"Equal", broadcast_op},
-    {"Where", broadcast_op},    {"Cast", cast},              {"Softmax", softmax},
-    {"BatchNormalization", batchnorm}, {"LayerNormalization", layernorm}, {"Clip", clip},
-    {"Constant", constant},
-    {"Sign", unary_eval},       {"Floor", unary_eval},       {"Ceil", unary_eval},
-    {"Round", unary_eval},      {"Not", unary_eval},         {"Softplus", same_shape},
-    {"Less", broadcast_op},     {"Greater", broadcast_op},   {"LessOrEqual", broadcast_op},
-    {"GreaterOrEqual", broadcast_op}, {"And", broadcast_op}, {"Or", broadcast_op},
-    {"Xor", broadcast_op},      {"Sum", broadcast_op},       {"Mean", broadcast_op},
-    {"LogSoftmax", softmax},
-    {"QuantizeLinear", quantize_linear}, {"DequantizeLinear", dequantize_linear},
+const mi__si_op_t mi__si_ops_elementwise[] = {
+    {"Relu", mi__si_same_shape}, {"LeakyRelu", mi__si_same_shape},
+    {"HardSigmoid", mi__si_same_shape}, {"HardSwish", mi__si_same_shape},
+    {"Sigmoid", mi__si_same_shape}, {"Tanh", mi__si_same_shape}, {"Erf", mi__si_same_shape},
+    {"Gelu", mi__si_same_shape}, {"Log", mi__si_same_shape}, {"Exp", mi__si_same_shape},
+    {"Reciprocal", mi__si_same_shape}, {"Sqrt", unary_eval}, {"Neg", unary_eval},
+    {"Abs", unary_eval}, {"Identity", unary_eval}, {"Dropout", dropout}, {"Add", broadcast_op},
+    {"Sub", broadcast_op}, {"Mul", broadcast_op}, {"Div", broadcast_op}, {"Pow", broadcast_op},
+    {"Max", broadcast_op}, {"Min", broadcast_op}, {"Equal", broadcast_op}, {"Where", broadcast_op},
+    {"Cast", cast}, {"Softmax", softmax}, {"BatchNormalization", batchnorm},
+    {"LayerNormalization", layernorm}, {"Clip", clip}, {"Constant", constant}, {"Sign", unary_eval},
+    {"Floor", unary_eval}, {"Ceil", unary_eval}, {"Round", unary_eval}, {"Not", unary_eval},
+    {"Softplus", mi__si_same_shape}, {"Less", broadcast_op}, {"Greater", broadcast_op},
+    {"LessOrEqual", broadcast_op}, {"GreaterOrEqual", broadcast_op}, {"And", broadcast_op},
+    {"Or", broadcast_op}, {"Xor", broadcast_op}, {"Sum", broadcast_op}, {"Mean", broadcast_op},
+    {"LogSoftmax", softmax}, {"QuantizeLinear", quantize_linear},
+    {"DequantizeLinear", dequantize_linear}, {NULL, NULL},
 };
-
-mi__si_fn mi__si_lookup_elementwise(const char *op) {
-  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
-  return NULL;
-}

@@ -101,15 +101,11 @@ static int32_t range(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t tile(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_open(c, n, 2, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
   int64_t reps[MI_MAX_RANK], d[MI_MAX_RANK];
   int64_t cnt = mi__si_ints(c, n, 1, reps, MI_MAX_RANK);
-  if (x->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   if (cnt >= 0 && cnt != x->rank)
     return mi__si_fail(c, n, MI_ERR_PARSE, "repeats has %lld values for rank %d",
                        (long long)cnt, (int)x->rank);
@@ -124,13 +120,6 @@ static int32_t tile(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-mi__si_fn mi__si_lookup_generate(const char *op) {
-  static const struct {
-    const char *op;
-    mi__si_fn fn;
-  } ops[] = {{"Expand", expand}, {"ConstantOfShape", constant_of_shape}, {"Range", range},
-             {"Tile", tile}};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(ops[i].op, op) == 0) return ops[i].fn;
-  return NULL;
-}
+const mi__si_op_t mi__si_ops_generate[] = {
+    {"Expand", expand}, {"ConstantOfShape", constant_of_shape}, {"Range", range}, {"Tile", tile}, {NULL, NULL},
+};

@@ -101,13 +101,9 @@ static int32_t conv(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t pool(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  if (x->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   if (x->rank < 3) return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d < 3", (int)x->rank);
   int32_t nsp = x->rank - 2;
   int64_t d[MI_MAX_RANK], kernel[MI_MAX_RANK];
@@ -175,13 +171,9 @@ static int32_t gemm(mi__si_t *c, const mi_node_t *n) {
 /* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample (opset 7-8: scales
  * attribute; 9: scales input). */
 static int32_t resize(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  if (x->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   int32_t r = x->rank, scales_in = -1, sizes_in = -1;
   int upsample = strcmp(n->op_type, "Upsample") == 0;
   if (upsample) scales_in = c->g->opset >= 9 ? 1 : -1;
@@ -268,17 +260,9 @@ static int32_t resize(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static const struct {
-  const char *op;
-  mi__si_fn fn;
-} k_ops[] = {
+const mi__si_op_t mi__si_ops_nn[] = {
     {"Conv", conv},          {"ConvTranspose", conv},         {"MaxPool", pool},
     {"AveragePool", pool},   {"GlobalAveragePool", pool},     {"MatMul", matmul},
     {"Gemm", gemm},          {"Resize", resize},              {"Upsample", resize},
+    {NULL, NULL},
 };
-
-mi__si_fn mi__si_lookup_nn(const char *op) {
-  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
-  return NULL;
-}

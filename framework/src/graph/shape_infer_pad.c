@@ -4,15 +4,11 @@
 #include "graph/shape_infer.h"
 
 static int32_t pad(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
   int64_t pads[2 * MI_MAX_RANK], axes[MI_MAX_RANK], d[MI_MAX_RANK];
   int64_t np = -1, na = -1;
-  if (x->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   if (c->g->opset < 11) {
     const mi_attr_t *a = mi_node_attr(n, "pads");
     if (a && a->type == MI_ATTR_INTS && a->count <= 2 * MI_MAX_RANK) {
@@ -77,9 +73,6 @@ static int32_t lstm(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-mi__si_fn mi__si_lookup_pad(const char *op) {
-  if (strcmp(op, "Pad") == 0) return pad;
-  if (strcmp(op, "Size") == 0) return size;
-  if (strcmp(op, "LSTM") == 0) return lstm;
-  return NULL;
-}
+const mi__si_op_t mi__si_ops_pad[] = {
+    {"Pad", pad}, {"Size", size}, {"LSTM", lstm}, {NULL, NULL},
+};

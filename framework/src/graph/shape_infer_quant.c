@@ -17,7 +17,8 @@ static int32_t like_float(mi__si_t *c, const mi_node_t *n, const char *like, int
   ins[1] = n->inputs[wk];
   tmp.inputs = ins;
   tmp.input_count = 2;
-  if ((rc = mi__si_lookup_nn(like)(c, &tmp))) return rc;
+  rc = mi__si_lookup(like)(c, &tmp);
+  if (rc && rc != MI__SI_DONE) return rc;
   int32_t dt = MI_DTYPE_INT32;
   if (zk >= 0) {
     const mi_tensor_t *z = mi__si_in(c, n, zk);
@@ -65,14 +66,10 @@ static int32_t qlinear_binary(mi__si_t *c, const mi_node_t *n) {
 
 /* QLinearGlobalAveragePool: spatial dims become 1 (NCHW, or NHWC with channels_last = 1). */
 static int32_t qlinear_gap(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 4);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_open(c, n, 4, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
   int64_t last = mi_node_attr_int(n, "channels_last", 0), d[MI_MAX_RANK];
-  if (x->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   if (x->rank < 3) return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d < 3", (int)x->rank);
   if (last != 0 && last != 1)
     return mi__si_fail(c, n, MI_ERR_PARSE, "channels_last = %lld (0 or 1)", (long long)last);
@@ -82,18 +79,10 @@ static int32_t qlinear_gap(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static const struct {
-  const char *op;
-  mi__si_fn fn;
-} k_ops[] = {
+const mi__si_op_t mi__si_ops_quant[] = {
     {"ConvInteger", conv_integer},     {"QLinearConv", qlinear_conv},
     {"MatMulInteger", matmul_integer}, {"QLinearMatMul", qlinear_matmul},
     {"DynamicQuantizeLinear", dynamic_quantize}, {"QLinearAdd", qlinear_binary},
     {"QLinearMul", qlinear_binary},    {"QLinearGlobalAveragePool", qlinear_gap},
+    {NULL, NULL},
 };
-
-mi__si_fn mi__si_lookup_quant(const char *op) {
-  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
-  return NULL;
-}

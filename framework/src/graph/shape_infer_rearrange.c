@@ -6,14 +6,6 @@
 
 #include "graph/shape_infer.h"
 
-static int32_t same_shape(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
-  return MI_OK;
-}
-
 static int32_t to_bool(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
@@ -34,7 +26,7 @@ static int32_t prelu(mi__si_t *c, const mi_node_t *n) {
     for (int32_t i = 0; ok && i < r; i++) ok = x->dims[i] < 0 || d[i] == x->dims[i];
     if (!ok) return mi__si_fail(c, n, MI_ERR_PARSE, "slope does not broadcast to the input shape");
   }
-  return same_shape(c, n);
+  return mi__si_same_shape(c, n);
 }
 
 static double mod_value(double a, double b, int fmod_mode) {
@@ -154,7 +146,7 @@ static int32_t trilu(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   if (x->rank >= 0 && x->rank < 2)
     return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d < 2", (int)x->rank);
-  return same_shape(c, n);
+  return mi__si_same_shape(c, n);
 }
 
 static int32_t cumsum(mi__si_t *c, const mi_node_t *n) {
@@ -165,7 +157,7 @@ static int32_t cumsum(mi__si_t *c, const mi_node_t *n) {
   if (x->rank >= 0 && mi__si_ints(c, n, 1, &av, 1) == 1 &&
       (rc = mi__si_axis(c, n, av, x->rank, &a)))
     return rc;
-  return same_shape(c, n);
+  return mi__si_same_shape(c, n);
 }
 
 static int32_t depth_space(mi__si_t *c, const mi_node_t *n) {
@@ -205,21 +197,13 @@ static int32_t instancenorm(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   if (x->rank >= 0 && x->rank < 3)
     return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d is below 3", (int)x->rank);
-  return same_shape(c, n);
+  return mi__si_same_shape(c, n);
 }
 
-static const struct {
-  const char *op;
-  mi__si_fn fn;
-} k_ops[] = {
+const mi__si_op_t mi__si_ops_rearrange[] = {
     {"Split", split},       {"Trilu", trilu},   {"CumSum", cumsum},
     {"DepthToSpace", depth_space}, {"SpaceToDepth", depth_space},
     {"PRelu", prelu},       {"Mod", mod},       {"IsNaN", to_bool},
     {"IsInf", to_bool},     {"InstanceNormalization", instancenorm},
+    {NULL, NULL},
 };
-
-mi__si_fn mi__si_lookup_rearrange(const char *op) {
-  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
-  return NULL;
-}

@@ -85,16 +85,8 @@ static int32_t einsum(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static const struct {
-  const char *op;
-  mi__si_fn fn;
-} k_ops[] = {
+const mi__si_op_t mi__si_ops_select[] = {
     {"ArgMax", argminmax}, {"ArgMin", argminmax}, {"TopK", topk},
     {"NonZero", nonzero},  {"Einsum", einsum},
+    {NULL, NULL},
 };
-
-mi__si_fn mi__si_lookup_select(const char *op) {
-  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
-  return NULL;
-}

@@ -93,13 +93,9 @@ static int32_t flatten(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t transpose(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  if (x->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   const mi_attr_t *perm = mi_node_attr(n, "perm");
   int64_t d[MI_MAX_RANK];
   int used[MI_MAX_RANK] = {0};
@@ -395,20 +391,12 @@ static int32_t slice(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static const struct {
-  const char *op;
-  mi__si_fn fn;
-} k_ops[] = {
+const mi__si_op_t mi__si_ops_tensor[] = {
     {"Reshape", reshape},     {"Flatten", flatten},     {"Transpose", transpose},
     {"ReduceMean", reduce},   {"ReduceMax", reduce},    {"ReduceSum", reduce},
     {"Squeeze", squeeze},     {"Unsqueeze", unsqueeze}, {"Concat", concat},
     {"Shape", shape},         {"Gather", gather},       {"Slice", slice},
     {"ReduceMin", reduce},    {"ReduceProd", reduce},   {"ReduceL2", reduce},
     {"ReduceLogSumExp", reduce},
+    {NULL, NULL},
 };
-
-mi__si_fn mi__si_lookup_tensor(const char *op) {
-  for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-    if (strcmp(k_ops[i].op, op) == 0) return k_ops[i].fn;
-  return NULL;
-}
