@@ -8,13 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metainfer/mi_plugin.h"
-
-#ifndef MI_API
-#define MI_API __attribute__((visibility("default")))
-#endif
-
 #include "metainfer/mi_graph.h"
+#include "metainfer/mi_plugin.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,6 +12,7 @@
 extern "C" {
 #endif
 
+/* Marks the library's exports. Defined here because every public header includes this one. */
 #ifndef MI_API
 #define MI_API __attribute__((visibility("default")))
 #endif

@@ -14,10 +14,6 @@
 extern "C" {
 #endif
 
-#ifndef MI_API
-#define MI_API __attribute__((visibility("default")))
-#endif
-
 struct mi_registry;
 struct mi_array;
 

@@ -13,10 +13,6 @@
 extern "C" {
 #endif
 
-#ifndef MI_API
-#define MI_API __attribute__((visibility("default")))
-#endif
-
 struct mi_array;
 
 /* ---------------------------------------------------------------- configuration */
