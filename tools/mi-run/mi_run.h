@@ -47,8 +47,6 @@ void run_stats_compute(const double *samples, int n, run_stats_t *out);
 /* Writes each output as DIR/<sanitized name>.npy (DIR is created when missing). */
 int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *const *outputs,
                           mi_error_t *err);
-/* Replaces characters unsafe in file names by '_' ("." and ".." become "_"). */
-void run_safe_name(const char *name, char *out, size_t cap);
 
 /* What --config did: the passes that ran and their statistics. */
 typedef struct run_xf {

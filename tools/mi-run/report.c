@@ -37,7 +37,8 @@ void run_stats_compute(const double *samples, int n, run_stats_t *out) {
   free(s);
 }
 
-void run_safe_name(const char *name, char *out, size_t cap) {
+/* Replaces characters unsafe in file names by '_' ("." and ".." become "_"). */
+static void safe_name(const char *name, char *out, size_t cap) {
   size_t n = 0;
   for (; name[n] && n + 1 < cap; n++) {
     char c = name[n];
@@ -54,7 +55,7 @@ int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *cons
   int32_t rc = mi_cli_make_dirs(dir, err);
   for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++) {
     char safe[200], path[4400];
-    run_safe_name(g->tensors[g->outputs[i]].name, safe, sizeof safe);
+    safe_name(g->tensors[g->outputs[i]].name, safe, sizeof safe);
     snprintf(path, sizeof path, "%s/%s.npy", dir, safe);
     rc = mi_npy_save(path, outputs[i], err);
   }
@@ -86,7 +87,7 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
     print_dims(f, s->outputs[i]);
     if (s->opts->output_dir) {
       char safe[200];
-      run_safe_name(s->g->tensors[s->g->outputs[i]].name, safe, sizeof safe);
+      safe_name(s->g->tensors[s->g->outputs[i]].name, safe, sizeof safe);
       fprintf(f, " -> %s/%s.npy", s->opts->output_dir, safe);
     }
     fputc('\n', f);

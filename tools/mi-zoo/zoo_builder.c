@@ -15,7 +15,8 @@ static uint64_t splitmix64(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-float mi__zb_uniform(mi__zb_t *b, float lo, float hi) {
+/* Uniform float in [lo, hi) from the builder's stream. */
+static float uniform_in(mi__zb_t *b, float lo, float hi) {
   /* 24 bits: exactly representable in a float, so the value never rounds up to `hi`. */
   float u = (float)(splitmix64(&b->rng) >> 40) * (1.0f / 16777216.0f);
   return lo + (hi - lo) * u;
@@ -88,7 +89,7 @@ int32_t mi__zb_rand(mi__zb_t *b, const char *name, int32_t rank, const int64_t *
   for (int32_t i = 0; i < rank; i++) n *= dims[i];
   v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
   if (!v) return mi__zb_fail(b, MI_ERR_OUT_OF_MEMORY, "mi-zoo: no memory for %s", name);
-  for (int64_t i = 0; i < n; i++) v[i] = mi__zb_uniform(b, lo, hi);
+  for (int64_t i = 0; i < n; i++) v[i] = uniform_in(b, lo, hi);
   t = check_index(b, mi_graph_add_const_f32(b->g, name, rank, dims, v), name);
   free(v);
   return t;

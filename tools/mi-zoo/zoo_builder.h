@@ -35,8 +35,6 @@ typedef struct mi__zoo_cfg {
   int32_t batch;
 } mi__zoo_cfg_t;
 
-/** Uniform float in [lo, hi) from the builder's stream. */
-float mi__zb_uniform(mi__zb_t *b, float lo, float hi);
 /** Records a failure (the first one wins) and returns -1. */
 int32_t mi__zb_fail(mi__zb_t *b, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

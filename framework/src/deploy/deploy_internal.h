@@ -68,8 +68,6 @@ int32_t mi__rt_check_stack(mi_runtime_t *rt, mi_error_t *err);
  * latency (ms), memory (MB) and energy (mJ), NaN where not measured. */
 int32_t mi__rt_measure_point(mi_runtime_t *rt, const mi_deploy_config_t *c, int32_t repeats,
                              double *fig, mi_error_t *err);
-/** Rewrites the table with `adopted` first (when not NULL) and saves it atomically. */
-int32_t mi__rt_save_table(mi_runtime_t *rt, const mi_deploy_config_t *adopted, mi_error_t *err);
 
 /** Appends one decision to the JSON Lines log: {"ts":..,"event":..,<fields>} where `fields` is
  * a JSON fragment of extra members ("" for none). Failures to log never stop the runtime. */

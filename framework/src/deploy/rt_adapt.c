@@ -33,7 +33,8 @@ static void figs_json(char *buf, size_t cap, const char *name, const double *v) 
   if (at < cap) snprintf(buf + at, cap - at, "}");
 }
 
-int32_t mi__rt_save_table(mi_runtime_t *rt, const mi_deploy_config_t *adopted, mi_error_t *err) {
+/* Rewrites the table with `adopted` first (when not NULL) and saves it atomically. */
+static int32_t save_table(mi_runtime_t *rt, const mi_deploy_config_t *adopted, mi_error_t *err) {
   mi_deploy_table_t *t = rt->table;
   mi_deploy_entry_t *e = &t->entries[rt->entry];
   char *sh, *st;
@@ -197,7 +198,7 @@ static int32_t readapt(mi_runtime_t *rt, const char *why, mi_error_t *err) {
     figs_json(f, sizeof f, "figures", figs[best]);
     mi__rt_log(rt, "readapt", ",\"why\":\"%s\",\"from\":\"%s\",\"to\":\"%s\",\"measured\":%d%s", why,
                from, cands[best].id, (int)tried, f);
-    if ((rc = mi__rt_save_table(rt, &cands[best], err)) == MI_OK)
+    if ((rc = save_table(rt, &cands[best], err)) == MI_OK)
       mi__rt_log(rt, "table_written", ",\"path\":\"%s\"", rt->table_path);
   }
 done:
@@ -275,7 +276,7 @@ int32_t mi__rt_check_stack(mi_runtime_t *rt, mi_error_t *err) {
     memcpy(c.measured, fig, sizeof fig);
     snprintf(c.verified, sizeof c.verified, "ok");
     rc = mi__rt_instantiate(rt, &c, 0, err);
-    if (rc == MI_OK) rc = mi__rt_save_table(rt, &c, err);
+    if (rc == MI_OK) rc = save_table(rt, &c, err);
     mi__deploy_config_clear(&c);
     mi__rt_log(rt, "revalidated", ",\"ok\":true%s", f);
     return rc;

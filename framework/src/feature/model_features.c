@@ -5,14 +5,12 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "feature/feature.h"
+#include "graph/graph.h"
 #include "metainfer/mi_measure.h"
 
-static double numel(const mi_tensor_t *t) {
-  double n = 1;
-  if (t->rank < 0) return 0;
-  for (int32_t i = 0; i < t->rank; i++) n *= t->dims[i] > 0 ? (double)t->dims[i] : 1;
-  return n;
+/* Bytes a tensor holds, by mi__tensor_numel_est's count. */
+static double est_bytes(const mi_tensor_t *t) {
+  return mi__tensor_numel_est(t) * (double)mi_dtype_size(t->dtype);
 }
 
 static void shape_str(const mi_tensor_t *t, char *out, size_t cap) {
@@ -22,42 +20,11 @@ static void shape_str(const mi_tensor_t *t, char *out, size_t cap) {
     n += (size_t)snprintf(out + n, cap - n, "%s%lld", i ? "x" : "", (long long)t->dims[i]);
 }
 
-static const mi_tensor_t *tensor(const mi_graph_t *g, const mi_node_t *n, int out, int32_t i) {
-  int32_t c = out ? n->output_count : n->input_count;
-  const int32_t *ix = out ? n->outputs : n->inputs;
-  return i < c && ix[i] >= 0 ? &g->tensors[ix[i]] : NULL;
-}
-
-double mi__node_flops(const mi_graph_t *g, const mi_node_t *n) {
-  const mi_tensor_t *x = tensor(g, n, 0, 0), *w = tensor(g, n, 0, 1), *y = tensor(g, n, 1, 0);
-  const char *op = n->op_type;
-  double out = y ? numel(y) : 0;
-  if (!strcmp(op, "Conv") && w && w->rank >= 3) {
-    double k = 1;
-    for (int32_t i = 1; i < w->rank; i++) k *= (double)w->dims[i]; /* Cin/group * kh * kw */
-    return 2.0 * out * k;
-  }
-  if ((!strcmp(op, "MatMul") || !strcmp(op, "Gemm")) && x && x->rank >= 1) {
-    double k = (double)x->dims[x->rank - 1];
-    if (!strcmp(op, "Gemm") && mi_node_attr_int(n, "transA", 0) && x->rank == 2)
-      k = (double)x->dims[0];
-    return 2.0 * out * k;
-  }
-  if ((!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))) {
-    const mi_attr_t *ks = mi_node_attr(n, "kernel_shape");
-    double k = 1;
-    for (int32_t i = 0; ks && i < ks->count; i++) k *= (double)ks->ints[i];
-    return out * k;
-  }
-  if (!strcmp(op, "GlobalAveragePool") && x) return numel(x);
-  return out;
-}
-
 /* Activations, normalisation and residual adds right after a producer can join its kernel. */
 static int fusable(const mi_graph_t *g, const mi_node_t *n) {
   static const char *const ops[] = {"Relu", "Clip", "Sigmoid", "HardSwish", "HardSigmoid",
                                     "LeakyRelu", "BatchNormalization", "Add", "Gelu", "Tanh"};
-  const mi_tensor_t *x = tensor(g, n, 0, 0);
+  const mi_tensor_t *x = mi__node_tensor(g, n, 0, 0);
   int hit = 0;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) hit |= !strcmp(n->op_type, ops[i]);
   if (!hit || !x || x->producer < 0) return 0;
@@ -92,13 +59,13 @@ MI_API int32_t mi_model_features(const mi_graph_t *g, mi_model_features_t *f,
   if (layers && !(ls = calloc((size_t)g->node_count + 1, sizeof *ls)))
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "features: out of memory");
   for (int32_t t = 0; t < g->tensor_count; t++)
-    if (g->tensors[t].data) f->params += (int64_t)numel(&g->tensors[t]);
+    if (g->tensors[t].data) f->params += (int64_t)mi__tensor_numel_est(&g->tensors[t]);
   for (int32_t i = 0; i < g->input_count; i++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
     char sh[64];
     int64_t b = t->rank > 0 && t->dims[0] > 0 ? t->dims[0] : 1;
     if (i == 0) f->batch = b;
-    f->input_scale += (int64_t)(numel(t) / (double)b);
+    f->input_scale += (int64_t)(mi__tensor_numel_est(t) / (double)b);
     shape_str(t, sh, sizeof sh);
     n += (size_t)snprintf(f->input_shapes + n, n < sizeof f->input_shapes ? sizeof f->input_shapes - n : 0,
                           "%s%s:%s", i ? ";" : "", t->name, sh);
@@ -106,7 +73,7 @@ MI_API int32_t mi_model_features(const mi_graph_t *g, mi_model_features_t *f,
   }
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *nd = &g->nodes[i];
-    const mi_tensor_t *x = tensor(g, nd, 0, 0), *y = tensor(g, nd, 1, 0);
+    const mi_tensor_t *x = mi__node_tensor(g, nd, 0, 0), *y = mi__node_tensor(g, nd, 1, 0);
     double bytes = 0, fl;
     int32_t k;
     if (!strcmp(nd->op_type, "Constant")) continue;
@@ -124,10 +91,10 @@ MI_API int32_t mi_model_features(const mi_graph_t *g, mi_model_features_t *f,
     if (!ls) continue;
     for (int32_t j = 0; j < nd->input_count; j++)
       if (nd->inputs[j] >= 0)
-        bytes += numel(&g->tensors[nd->inputs[j]]) * (double)mi_dtype_size(g->tensors[nd->inputs[j]].dtype);
+        bytes += est_bytes(&g->tensors[nd->inputs[j]]);
     for (int32_t j = 0; j < nd->output_count; j++)
       if (nd->outputs[j] >= 0)
-        bytes += numel(&g->tensors[nd->outputs[j]]) * (double)mi_dtype_size(g->tensors[nd->outputs[j]].dtype);
+        bytes += est_bytes(&g->tensors[nd->outputs[j]]);
     {
       mi_layer_features_t *l = &ls[(*layer_count)++];
       snprintf(l->name, sizeof l->name, "%s", nd->name ? nd->name : "");

@@ -1,5 +1,6 @@
 /* graph.h - the graph module's IR plumbing for the modules that rewrite graphs (graph itself and
- * transform): releasing and copying what tensors, nodes and attributes own, element counts. */
+ * transform): releasing and copying what tensors, nodes and attributes own, element counts;
+ * and one node's operation count (feature's model features, measure's per-layer table). */
 #ifndef METAINFER_GRAPH_GRAPH_H
 #define METAINFER_GRAPH_GRAPH_H
 
@@ -27,6 +28,13 @@ int64_t mi__dims_numel(int32_t rank, const int64_t *dims);
 int64_t mi__tensor_numel(const mi_tensor_t *t);
 /** Sets a tensor's shape (dim names cleared). */
 void mi__tensor_set_shape(mi_tensor_t *t, int32_t rank, const int64_t *dims);
+/** Element count for estimates: unknown dims count as 1, an unknown rank as 0 (node_flops.c). */
+double mi__tensor_numel_est(const mi_tensor_t *t);
+/** Input (out = 0) or output (out = 1) i of node n, or NULL when absent or omitted. */
+const mi_tensor_t *mi__node_tensor(const mi_graph_t *g, const mi_node_t *n, int out, int32_t i);
+/** Floating-point operations of one node (multiply-add = 2; one per output value for the ops
+ * that are not Conv, Gemm, MatMul or a pool), from its inferred shapes. */
+double mi__node_flops(const mi_graph_t *g, const mi_node_t *n);
 
 /** 1 for an op of the default domain ("" or "ai.onnx") or one of the com.microsoft ops the
  * framework runs (op_domain.c: the quantized ops ONNX Runtime's quantizer writes); else 0. */

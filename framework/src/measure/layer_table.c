@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "feature/feature.h"
+#include "graph/graph.h"
 #include "measure/measure_internal.h"
 
 /* Ops whose time is arithmetic: their rate is GFLOP/s; every other op moves data (GB/s). */

@@ -36,7 +36,7 @@ int mi__list_has(const char *list, const char *item) {
 }
 
 /* A variant reads a knob when it lists it, and a variant-scope knob also applies to it. */
-int mi__variant_reads(const mi_variant_desc_t *v, const mi_knob_desc_t *k) {
+static int variant_reads(const mi_variant_desc_t *v, const mi_knob_desc_t *k) {
   if (!mi__list_has(v->knobs, k->name)) return 0;
   if (k->scope == MI_KNOB_SCOPE_VARIANT && k->applies_to[0] && !mi__list_has(k->applies_to, v->id))
     return 0;
@@ -230,7 +230,7 @@ static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
     uint32_t reads = 0;
     if (s->knobs[k].scope == MI_KNOB_SCOPE_DEVICE) continue;
     for (i = 0; i < nvar; i++)
-      if (mi__variant_reads(&s->variants[vars[i]], &s->knobs[k])) reads |= 1u << i;
+      if (variant_reads(&s->variants[vars[i]], &s->knobs[k])) reads |= 1u << i;
     if (!reads) continue;
     snprintf(name, sizeof name, "node.%s.knob.%s", node_name(s->g, n, nb, sizeof nb),
              s->knobs[k].name);

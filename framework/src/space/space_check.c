@@ -24,8 +24,10 @@ static int32_t knob_dim(const mi_space_t *s, const int32_t *pt, int32_t slot, ui
   return -1;
 }
 
-int32_t mi__space_knob_value(const mi_space_t *s, const int32_t *pt, int32_t slot, uint32_t knob,
-                             mi_knob_value_t *out) {
+/* The value knob `knob` takes at point pt for node slot (-1: a device knob); the dimension's
+ * index, or -1 when the knob is not active there (out then holds its default). */
+static int32_t knob_value(const mi_space_t *s, const int32_t *pt, int32_t slot, uint32_t knob,
+                          mi_knob_value_t *out) {
   const mi_knob_desc_t *k = &s->knobs[knob];
   int32_t d = knob_dim(s, pt, slot, knob);
   out->name = k->name;
@@ -47,7 +49,7 @@ static int32_t find_knob(const mi_space_t *s, const char *name) {
 
 static int64_t knob_int(const mi_space_t *s, const int32_t *pt, int32_t slot, int32_t knob) {
   mi_knob_value_t v;
-  mi__space_knob_value(s, pt, slot, (uint32_t)knob, &v);
+  knob_value(s, pt, slot, (uint32_t)knob, &v);
   if (s->knobs[knob].type != MI_KNOB_FLOAT) return v.i;
   /* a float knob may span all doubles; converting one beyond int64 would be undefined */
   if (!(v.f > -0x1p63)) return INT64_MIN;
@@ -105,7 +107,7 @@ static int32_t plugin_check(const mi_space_t *s, const int32_t *pt, int32_t slot
   if (!s->plugin->api.check_config) return MI_OK;
   for (uint32_t k = 0; k < s->knob_count && n < 64; k++) {
     mi_knob_value_t v;
-    if (mi__space_knob_value(s, pt, slot, k, &v) >= 0) vals[n++] = v;
+    if (knob_value(s, pt, slot, k, &v) >= 0) vals[n++] = v;
   }
   mi_error_clear(&perr);
   rc = s->plugin->api.check_config(s->plugin->ctx, s->device, vid, vals, n, &perr);
@@ -242,7 +244,7 @@ int32_t mi_space_hw_create(const mi_space_t *s, const int32_t *pt, mi_space_hw_t
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
   }
   for (uint32_t k = 0; k < s->knob_count; k++)
-    if (s->device_dim[k] >= 0) mi__space_knob_value(s, pt, -1, k, &hw->device_knobs[nd++]);
+    if (s->device_dim[k] >= 0) knob_value(s, pt, -1, k, &hw->device_knobs[nd++]);
   for (int32_t slot = 0; slot < s->node_count; slot++) {
     mi_node_choice_t *c = &hw->choices[slot];
     const mi__node_t *ns = &s->nodes[slot];
@@ -251,7 +253,7 @@ int32_t mi_space_hw_create(const mi_space_t *s, const int32_t *pt, mi_space_hw_t
     c->knobs = &hw->node_knobs[nk];
     for (int32_t d = ns->first_dim; d < ns->end_dim; d++) {
       if (s->dims[d].kind != MI_DIM_KNOB || !mi_space_active(s, pt, d)) continue;
-      mi__space_knob_value(s, pt, slot, (uint32_t)s->dims[d].knob, &hw->node_knobs[nk++]);
+      knob_value(s, pt, slot, (uint32_t)s->dims[d].knob, &hw->node_knobs[nk++]);
       c->knob_count++;
     }
   }

@@ -66,15 +66,11 @@ struct mi_space {
 /* space_build.c */
 int32_t mi__space_add_dim(mi_space_t *s, const char *name, int32_t kind, int32_t node,
                           int32_t count, mi_error_t *err);
-int mi__variant_reads(const mi_variant_desc_t *v, const mi_knob_desc_t *k);
 int mi__list_has(const char *list, const char *item);
 /* space_model.c */
 int32_t mi__space_add_model_dims(mi_space_t *s, mi_error_t *err);
 int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t node, const int32_t *vars,
                                       int32_t nvar, mi_error_t *err);
-/* space_check.c */
-int32_t mi__space_knob_value(const mi_space_t *s, const int32_t *pt, int32_t node_slot,
-                             uint32_t knob, mi_knob_value_t *out);
 /* space_probe.c */
 int32_t mi__space_probe_begin(mi_space_t *s);
 void mi__space_probe_end(mi_space_t *s);

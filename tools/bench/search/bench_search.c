@@ -292,7 +292,9 @@ static int32_t measure_layers(bs_task_t *t, mi_worker_pool_t *pool, const int32_
   return rc;
 }
 
-void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task) {
+/* Fills (or reads back from `path`) the per-layer table of every exhaustive task: `per_task`
+ * rows each. */
+static void layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task) {
   FILE *f = fopen(path, "r");
   char *line = malloc(1 << 16);
   if (!line) {
@@ -491,7 +493,7 @@ int main(int argc, char **argv) {
     /* The per-layer table: next to the table file, "<table>.layers". */
     char lpath[4096];
     snprintf(lpath, sizeof lpath, "%s.layers", argv[3]);
-    bs_layers_fill(tasks, n, lpath, 96);
+    layers_fill(tasks, n, lpath, 96);
   }
   for (int32_t k = 0; k < n; k++)
     /* npu-stub tables are complete: a miss there would be a bug, so it must fail loudly. */

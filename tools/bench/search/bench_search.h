@@ -69,9 +69,6 @@ void bs_joint_exhaustive(bs_task_t *tasks, int32_t n, int32_t k, double energy_q
 /* MI_BENCH_DESCRIBE=1: prints and checks a joint task's space; 1 when it fails a check. */
 int bs_joint_describe(const bs_task_t *t, uint32_t mdims);
 
-/* Fills (or reads back from `path`) the per-layer table of every exhaustive task: `per_task`
- * rows each. */
-void bs_layers_fill(bs_task_t *tasks, int32_t n, const char *path, int32_t per_task);
 /* Options of the meta strategy for a task (bench_report.c): defaults, its graph, frozen
  * dimensions, descriptor and stack; and with them the search options of a prediction. */
 void bs_meta_options(const bs_task_t *t, mi_meta_options_t *mo);
