@@ -47,7 +47,7 @@ static double fma_peak(void) {
 
 /* The same with 16-wide AVX-512 FMAs, on CPUs that have them (0 otherwise). */
 /* 24 independent chains: enough to cover the FMA latency on two (or more) pipes; with 10 chains
- * the loop was latency-bound here (150 GFLOP/s while the packed conv reached 245). */
+ * the loop was latency-bound, below what the packed conv reached (docs/benchmarks.md). */
 __attribute__((target("avx512f"))) static double fma_peak512_impl(void) {
   const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
   double best = 0.;
