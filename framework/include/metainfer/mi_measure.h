@@ -425,10 +425,11 @@ typedef struct mi_device_fingerprint {
   double add_gbs;                    /* measured: a large Add, bytes moved / s */
   double probe_us[MI_PROBE_COUNT];   /* median latencies of the fixed probe layers */
   double vector[4 + MI_PROBE_COUNT]; /* log-scaled embedding for similarity */
-  char hash[17];                     /* of the declared features only: stable across runs */
+  char hash[17];                     /* of the device's identity only: stable across runs */
 } mi_device_fingerprint_t;
 
-/** Hash of a device's declared features (name, vendor, driver, ISA, kind, units, memory). */
+/** Hash of a device's identity (name, vendor, driver, ISA, kind): never of figures a driver
+ * derives from the machine's state (memory, compute units), so one device keeps one hash. */
 MI_API void mi_device_hash(const mi_device_desc_t *desc, char out[17]);
 /** Names of the probe layers, index 0..MI_PROBE_COUNT-1. */
 MI_API const char *mi_probe_name(int32_t index);

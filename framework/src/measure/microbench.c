@@ -120,14 +120,17 @@ static int32_t time_probe(mi_plugin_t *pl, uint32_t dev, int kind, double *sec, 
 
 MI_API void mi_device_hash(const mi_device_desc_t *d, char out[17]) {
   uint64_t h = MI_HASH64_SEED;
-  /* Only what the device declares, so the hash is the same on every run. */
+  /* The device's identity only: what it is (name, vendor, driver, ISA, kind), never what a
+   * driver reports of its state. PoCL derives its global memory from the memory free when the
+   * process starts (6.54e9 bytes idle, 7.07e9 with 3 GB held by another process, 2.1e9 under
+   * POCL_MEMORY_LIMIT=2, same machine), and compute units follow affinity and cgroup limits in
+   * some drivers: hashing those put one device under two hashes in one history. Capacities stay
+   * in the fingerprint's vector, where similarity, not identity, is asked. */
   h = mi_hash64(d->name, strnlen(d->name, sizeof d->name), h);
   h = mi_hash64(d->vendor, strnlen(d->vendor, sizeof d->vendor), h);
   h = mi_hash64(d->driver_version, strnlen(d->driver_version, sizeof d->driver_version), h);
   h = mi_hash64(d->isa, strnlen(d->isa, sizeof d->isa), h);
   h = mi_hash64(&d->kind, sizeof d->kind, h);
-  h = mi_hash64(&d->compute_units, sizeof d->compute_units, h);
-  h = mi_hash64(&d->global_memory_bytes, sizeof d->global_memory_bytes, h);
   mi_hash64_hex(h, out);
 }
 
