@@ -1,6 +1,7 @@
 /* conform_plugin.c - a small correct plugin (Relu and Add on host memory) that, built with
  * -DBREAK=N, breaks exactly conformance rule N; the conformance tests prove each rule catches
- * its break and no other rule does. */
+ * its break and no other rule does. Built with -DFULL_RANGE_KNOB=1 it also declares a valid
+ * knob spanning all of int64, which mi-conform's own arithmetic must survive. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,9 @@
 #define ZERO_DEVICES 0
 #endif
 static const uint32_t k_device_count = ZERO_DEVICES ? 0u : 1u;
+#ifndef FULL_RANGE_KNOB
+#define FULL_RANGE_KNOB 0
+#endif
 
 #if BREAK == 1 /* R1: a second exported symbol */
 MI_PLUGIN_EXPORT int conform_leaked_symbol = 1;
@@ -24,6 +28,7 @@ MI_PLUGIN_EXPORT int conform_leaked_symbol = 1;
 
 struct mi_plugin_ctx {
   uint64_t busy_ns; /* cumulative kernel time: the timer counter */
+  const mi_host_api_t *host;
 };
 struct mi_buffer {
   uint64_t size;
@@ -55,17 +60,13 @@ static int32_t bad_device(uint32_t device, mi_error_t *err) {
 
 static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *c = calloc(1, sizeof *c);
-  (void)host;
   if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "conform-test: out of memory");
+  c->host = host;
 #if BREAK == 11 /* R11: leaks on every instance */
   {
     void *volatile lost = malloc(64 * 1024);
     if (lost) memset(lost, 1, 64 * 1024);
   }
-#endif
-#if BREAK == 12 /* R12: prints to stdout, which mi-host refuses */
-  fputs("conform-test: hello from create\n", stdout);
-  fflush(stdout);
 #endif
   *out = c;
   return MI_OK;
@@ -104,7 +105,7 @@ static int32_t device_info(mi_plugin_ctx_t *c, uint32_t dev, mi_device_desc_t *o
 static int32_t knob_count(mi_plugin_ctx_t *c, uint32_t dev, uint32_t *n, mi_error_t *err) {
   (void)c;
   if (bad_device(dev, err)) return MI_ERR_INVALID_ARGUMENT;
-  *n = 1;
+  *n = 1 + FULL_RANGE_KNOB;
   return MI_OK;
 }
 
@@ -113,9 +114,20 @@ static int32_t knob_desc(mi_plugin_ctx_t *c, uint32_t dev, uint32_t i, mi_knob_d
   mi_knob_desc_t k;
   (void)c;
   if (bad_device(dev, err)) return MI_ERR_INVALID_ARGUMENT;
-  if (i != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "conform-test: no such knob");
+  if (i > (uint32_t)FULL_RANGE_KNOB)
+    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "conform-test: no such knob");
   memset(&k, 0, sizeof k);
   k.struct_size = sizeof k;
+  if (i == 1) { /* FULL_RANGE_KNOB: every int64 is valid, read and ignored */
+    strncpy(k.name, "seed", sizeof k.name - 1);
+    strncpy(k.description, "any int64 at all", sizeof k.description - 1);
+    k.scope = MI_KNOB_SCOPE_OP;
+    k.type = MI_KNOB_INT;
+    k.min = INT64_MIN;
+    k.max = INT64_MAX;
+    k.step = 1;
+    return mi_sdk_fill(out, &k, sizeof k);
+  }
   strncpy(k.name, "unroll", sizeof k.name - 1);
   strncpy(k.description, "elements per loop iteration", sizeof k.description - 1);
   k.scope = MI_KNOB_SCOPE_OP;
@@ -152,7 +164,7 @@ static int32_t variant_desc(mi_plugin_ctx_t *c, uint32_t dev, uint32_t i, mi_var
   strncpy(v.op_type, k_ops[i], sizeof v.op_type - 1);
   v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
   v.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
-  strncpy(v.knobs, "unroll", sizeof v.knobs - 1);
+  strncpy(v.knobs, FULL_RANGE_KNOB ? "unroll,seed" : "unroll", sizeof v.knobs - 1);
   return mi_sdk_fill(out, &v, sizeof v);
 }
 
@@ -272,8 +284,18 @@ static int32_t kernel_run(mi_plugin_ctx_t *c, mi_kernel_t *k, mi_buffer_t *const
   c->busy_ns += t1 - t0 + 1;
   if (stats && MI_HAS_FIELD(stats, mi_run_stats_t, device_time_ns)) {
     stats->has_device_time = 1;
-    stats->device_time_ns = t1 - t0;
+#if BREAK == 15 /* R15: claims 10 s for a run of microseconds */
+    stats->device_time_ns = 10000000000ull;
+#else
+    stats->device_time_ns = t1 - t0 + 1;
+#endif
   }
+#if BREAK == 13 /* R13: chatters on the host's stderr */
+  fputs("conform-test: kernel ran\n", stderr);
+#endif
+#if BREAK == 14 /* R14: calls a host service with a handle it made up */
+  if (c->host && c->host->free) c->host->free((void *)(uintptr_t)0x40, NULL);
+#endif
   return MI_OK;
 }
 
@@ -323,7 +345,11 @@ static const mi_plugin_api_t k_api = {
     .struct_size = sizeof(mi_plugin_api_t),
     .abi_major = MI_ABI_VERSION_MAJOR,
     .abi_minor = MI_ABI_VERSION_MINOR,
+#if BREAK == 12 /* R12: calls itself another name than its manifest, which mi-host refuses */
+    .name = "conform-test-renamed",
+#else
     .name = "conform-test",
+#endif
     .version = "1.0.0",
     .create = create,
     .destroy = destroy,

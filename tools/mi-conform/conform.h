@@ -20,6 +20,8 @@ typedef struct conform_ctx {
   int loaded;                /* 1 when entry, negotiation and create succeeded */
   char load_error[MI_ERROR_MESSAGE_SIZE + 64];
   mi_host_api_t host;        /* the services given to the plugin */
+  void *host_entry;          /* the host's handle behind host.host_ctx (plugin/plugin.h) */
+  int quiet_log;             /* 1: the plugin's log calls are dropped instead of printed */
 } conform_ctx_t;
 
 /** A rule returns CONFORM_PASS/FAIL/SKIP and writes its reason (one line) into `why`. */
@@ -31,6 +33,8 @@ typedef struct conform_rule {
   const char *title;     /* what it checks, one line */
   conform_rule_fn run;
   int needs_load;        /* 1: skipped when the plugin does not load */
+  int no_plugin_code;    /* 1: runs no plugin code itself (only the host's loader, in its
+                          * worker), so it runs even when the load policy refuses the plugin */
 } conform_rule_t;
 
 /** The rules, in number order, and their count. */
@@ -50,6 +54,10 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n);      /* rules_e
 int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n);  /* rules_exec.c */
 int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n);    /* rules_life.c */
 int conform_rule_host_load(conform_ctx_t *c, char *why, size_t n);    /* rules_host.c */
+int conform_rule_stdout(conform_ctx_t *c, char *why, size_t n);       /* rules_hygiene.c */
+int conform_rule_host_handles(conform_ctx_t *c, char *why, size_t n); /* rules_hygiene.c */
+int conform_rule_run_times(conform_ctx_t *c, char *why, size_t n);    /* rules_hygiene.c */
+int conform_rule_manifest(conform_ctx_t *c, char *why, size_t n);     /* rules_host.c */
 
 /** Loads c->so_path into c (dlopen, entry, negotiate with `major`/`minor`, create).
  * Fills c->load_error and returns an mi status on failure. */

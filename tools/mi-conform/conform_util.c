@@ -111,10 +111,15 @@ int conform_constraint_holds(const mi_constraint_desc_t *k, int64_t a, int64_t b
   switch (k->kind) {
     case MI_CONSTRAINT_DIVIDES: {
       int64_t rhs = has_b ? b : k->value;
-      return a != 0 && rhs % a == 0;
+      return a != 0 && (a == -1 || rhs % a == 0); /* INT64_MIN % -1 overflows (SIGFPE) */
     }
     case MI_CONSTRAINT_LESS_EQUAL: return a <= (has_b ? b : k->value);
-    case MI_CONSTRAINT_PRODUCT_LE: return a * (has_b ? b : 1) <= k->value;
+    case MI_CONSTRAINT_PRODUCT_LE: {
+      int64_t p, bb = has_b ? b : 1;
+      /* as the host's space does: past int64, a negative product is below any bound */
+      if (__builtin_mul_overflow(a, bb, &p)) return (a < 0) != (bb < 0);
+      return p <= k->value;
+    }
     case MI_CONSTRAINT_IMPLIES: return a != k->value || b == k->value2;
     default: return 1;
   }
@@ -147,17 +152,21 @@ static double rel_l2(const mi_array_t *ref, const mi_array_t *got) {
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-int32_t conform_compare(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, const char *variant,
-                        const mi_knob_value_t *knobs, int32_t knob_count, uint64_t seed,
-                        double *rel, mi_error_t *err) {
-  mi_node_choice_t *choices = NULL;
+/* A session running every node of `g` on `variant` with `knobs`, without host fallback, and
+ * seeded inputs for it. The caller frees both (mi_session_destroy, free_inputs). */
+static int32_t open_case(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, const char *variant,
+                         const mi_knob_value_t *knobs, int32_t knob_count, uint64_t seed,
+                         mi_array_t **in, mi_session_t **s, mi_error_t *err) {
+  mi_node_choice_t *choices;
   mi_session_options_t opts;
-  mi_session_t *s = NULL;
-  mi_array_t *in[MI_MAX_RANK] = {0}, *ref[4] = {0}, *got[4] = {0};
-  int32_t rc = MI_OK, nin = g->input_count, nout = g->output_count;
-
-  *rel = 0;
-  if (nin > MI_MAX_RANK || nout > 4) return mi_errorf(err, MI_ERR_INTERNAL, "case too large");
+  int32_t rc;
+  *s = NULL;
+  for (int32_t i = 0; i < g->input_count; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    in[i] = mi_array_create(t->dtype, t->rank, t->dims);
+    if (!in[i]) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    mi_array_fill_random(in[i], seed + (uint64_t)i);
+  }
   choices = calloc((size_t)g->node_count, sizeof *choices);
   if (!choices) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int32_t i = 0; i < g->node_count; i++) {
@@ -171,18 +180,30 @@ int32_t conform_compare(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, con
   opts.choice_count = g->node_count;
   opts.choices = choices;
   opts.allow_host_fallback = 0;
-  for (int32_t i = 0; i < nin; i++) {
-    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
-    in[i] = mi_array_create(t->dtype, t->rank, t->dims);
-    if (!in[i]) {
-      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-      goto done;
-    }
-    mi_array_fill_random(in[i], seed + (uint64_t)i);
+  rc = mi_session_create(g, &c->plugin, dev, &opts, s, err);
+  free(choices);
+  return rc;
+}
+
+static void free_arrays(mi_array_t **a, int32_t n) {
+  for (int32_t i = 0; i < n; i++) {
+    mi_array_destroy(a[i]);
+    a[i] = NULL;
   }
-  rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, ref, nout, err);
+}
+
+int32_t conform_compare(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, const char *variant,
+                        const mi_knob_value_t *knobs, int32_t knob_count, uint64_t seed,
+                        double *rel, mi_error_t *err) {
+  mi_session_t *s = NULL;
+  mi_array_t *in[MI_MAX_RANK] = {0}, *ref[4] = {0}, *got[4] = {0};
+  int32_t rc = MI_OK, nin = g->input_count, nout = g->output_count;
+
+  *rel = 0;
+  if (nin > MI_MAX_RANK || nout > 4) return mi_errorf(err, MI_ERR_INTERNAL, "case too large");
+  rc = open_case(c, dev, g, variant, knobs, knob_count, seed, in, &s, err);
   if (rc != MI_OK) goto done;
-  rc = mi_session_create(g, &c->plugin, dev, &opts, &s, err);
+  rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, ref, nout, err);
   if (rc != MI_OK) goto done;
   rc = mi_session_run(s, (const mi_array_t *const *)in, nin, got, nout, err);
   if (rc != MI_OK) goto done;
@@ -198,11 +219,27 @@ int32_t conform_compare(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, con
   }
 done:
   mi_session_destroy(s);
-  for (int32_t i = 0; i < nin; i++) mi_array_destroy(in[i]);
-  for (int32_t i = 0; i < nout; i++) {
-    mi_array_destroy(ref[i]);
-    mi_array_destroy(got[i]);
+  free_arrays(in, nin);
+  free_arrays(ref, nout);
+  free_arrays(got, nout);
+  return rc;
+}
+
+int32_t conform_run_case(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, const char *variant,
+                         uint64_t seed, int runs, conform_run_fn each, void *user, int *stopped,
+                         mi_error_t *err) {
+  mi_session_t *s = NULL;
+  mi_array_t *in[MI_MAX_RANK] = {0}, *got[4] = {0};
+  int32_t rc, nin = g->input_count, nout = g->output_count;
+  *stopped = 0;
+  if (nin > MI_MAX_RANK || nout > 4) return mi_errorf(err, MI_ERR_INTERNAL, "case too large");
+  rc = open_case(c, dev, g, variant, NULL, 0, seed, in, &s, err);
+  for (int r = 0; rc == MI_OK && r < runs && !*stopped; r++) {
+    rc = mi_session_run(s, (const mi_array_t *const *)in, nin, got, nout, err);
+    if (rc == MI_OK) *stopped = each(user, s, g);
+    free_arrays(got, nout);
   }
-  free(choices);
+  mi_session_destroy(s);
+  free_arrays(in, nin);
   return rc;
 }

@@ -42,4 +42,13 @@ int32_t conform_compare(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, con
                         const mi_knob_value_t *knobs, int32_t knob_count, uint64_t seed,
                         double *rel_l2, mi_error_t *err);
 
+/** Called after each run of conform_run_case; a non-zero answer stops the runs. */
+typedef int (*conform_run_fn)(void *user, const mi_session_t *s, const mi_graph_t *g);
+/** Runs case graph `g` up to `runs` times in one session, every node on `variant` with default
+ * knobs and no host fallback, calling `each` after every successful run (*stopped: it asked to
+ * stop). Returns the session's status. */
+int32_t conform_run_case(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, const char *variant,
+                         uint64_t seed, int runs, conform_run_fn each, void *user, int *stopped,
+                         mi_error_t *err);
+
 #endif

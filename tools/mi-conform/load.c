@@ -1,22 +1,22 @@
 /* load.c - mi-conform's own plugin loading: like the host loader, but with the negotiation
- * parameters under the rule's control, so rules can probe older and newer hosts. */
+ * parameters under the rule's control, so rules can probe older and newer hosts. The services
+ * handed to the plugin are the host's own (plugin/plugin.h), so a call with a forged handle is
+ * refused and counted as in mi-host, not followed. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conform.h"
+#include "plugin/plugin.h"
 
-static void host_log(void *host_ctx, int32_t level, const char *plugin, const char *message) {
+/* R13 captures the process's stdout and stderr: the plugin's log lines, which the host itself
+ * prints, must not count as the plugin's own writes there. */
+static void quiet_log(void *host_ctx, int32_t level, const char *plugin, const char *message) {
   (void)host_ctx;
-  if (level <= MI_LOG_WARN) fprintf(stderr, "[%s] %s\n", plugin ? plugin : "?", message ? message : "");
-}
-static void *host_alloc(void *host_ctx, size_t size) { (void)host_ctx; return malloc(size); }
-static void host_free(void *host_ctx, void *p) { (void)host_ctx; free(p); }
-static const char *host_setting(void *host_ctx, const char *key) {
-  (void)host_ctx;
-  (void)key;
-  return NULL;
+  (void)level;
+  (void)plugin;
+  (void)message;
 }
 
 int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
@@ -37,15 +37,19 @@ int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
     snprintf(c->load_error, sizeof c->load_error, "missing entry symbol %s", MI_PLUGIN_ENTRY_NAME);
     return MI_ERR_ABI;
   }
-  memset(&c->host, 0, sizeof c->host);
-  c->host.struct_size = sizeof c->host;
+  if (!c->host_entry) {
+    mi__plugin_entry_t *e = calloc(1, sizeof *e);
+    if (!e) {
+      snprintf(c->load_error, sizeof c->load_error, "out of memory");
+      return MI_ERR_OUT_OF_MEMORY;
+    }
+    mi__host_api_init(e);
+    c->host_entry = e;
+  }
+  c->host = ((mi__plugin_entry_t *)c->host_entry)->host;
   c->host.abi_major = major;
   c->host.abi_minor = minor;
-  c->host.host_ctx = c;
-  c->host.log = host_log;
-  c->host.alloc = host_alloc;
-  c->host.free = host_free;
-  c->host.get_setting = host_setting;
+  if (c->quiet_log) c->host.log = quiet_log;
   table = c->entry(&c->host, &err);
   if (!table) {
     snprintf(c->load_error, sizeof c->load_error, "negotiation refused: %s", err.message);
@@ -113,4 +117,9 @@ void conform_unload(conform_ctx_t *c) {
   c->dl = NULL;
   c->entry = NULL;
   c->loaded = 0;
+  if (c->host_entry) {
+    mi__host_api_release(c->host_entry);
+    free(c->host_entry);
+    c->host_entry = NULL;
+  }
 }

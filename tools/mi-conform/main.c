@@ -14,31 +14,39 @@
 
 #include "conform.h"
 #include "mi_cli.h"
-#include "plugin/plugin_internal.h"
+#include "plugin/plugin.h"
 
 const conform_rule_t conform_rules[] = {
-    {1, "exports", "only the entry symbol is exported", conform_rule_exports, 0},
+    {1, "exports", "only the entry symbol is exported", conform_rule_exports, 0, 0},
     {2, "negotiation", "negotiates with older and newer hosts, refuses another major",
-     conform_rule_negotiation, 0},
+     conform_rule_negotiation, 0, 0},
     {3, "struct-sizes", "honours the caller's struct sizes (smaller and larger, canaries intact)",
-     conform_rule_struct_sizes, 1},
+     conform_rule_struct_sizes, 1, 0},
     {4, "device-index", "refuses out-of-range devices; zero devices is not a crash",
-     conform_rule_device_index, 1},
+     conform_rule_device_index, 1, 0},
     {5, "descriptors", "descriptions are valid (unique names, domains, defaults, constraints)",
-     conform_rule_descriptors, 1},
+     conform_rule_descriptors, 1, 0},
     {6, "invalid-knobs", "invalid knob values and combinations are refused with a reason",
-     conform_rule_invalid_knobs, 1},
+     conform_rule_invalid_knobs, 1, 0},
     {7, "reference", "every variant matches the reference interpreter over sampled knobs/shapes",
-     conform_rule_reference, 1},
+     conform_rule_reference, 1, 0},
     {8, "counters", "counters are monotonic, non-negative, in their declared units",
-     conform_rule_counters, 1},
+     conform_rule_counters, 1, 0},
     {9, "buffers", "buffers round-trip exactly; out-of-range access is refused",
-     conform_rule_buffers, 1},
+     conform_rule_buffers, 1, 0},
     {10, "error-paths", "bad calls return errors with messages and never abort",
-     conform_rule_error_paths, 1},
-    {11, "lifecycle", "repeated load, use and unload does not leak", conform_rule_lifecycle, 1},
+     conform_rule_error_paths, 1, 0},
+    {11, "lifecycle", "repeated load, use and unload does not leak", conform_rule_lifecycle, 1, 0},
     {12, "host-load", "mi-host loads it: its load policy, then isolation (no crash, hang, exit, "
-     "stdout or forged handle)", conform_rule_host_load, 0},
+     "stdout or forged handle)", conform_rule_host_load, 0, 1},
+    {13, "stdout", "never writes to stdout or stderr (logs through the host), at any entry point",
+     conform_rule_stdout, 0, 0},
+    {14, "host-handles", "calls host services only with the handle it was given",
+     conform_rule_host_handles, 0, 0},
+    {15, "run-times", "device times reported at run time are plausible against the wall clock",
+     conform_rule_run_times, 1, 0},
+    {16, "manifest", "the manifest and its library pass the host's load policy; the library "
+     "stays in the plugin's folder", conform_rule_manifest, 0, 1},
 };
 const int conform_rule_count = (int)(sizeof conform_rules / sizeof conform_rules[0]);
 
@@ -175,11 +183,11 @@ static int name_cmp(const void *a, const void *b) {
 /* Runs the selected rules on one manifest; prints as it goes; returns the number of fails. */
 static int conform_plugin(const options_t *o, const char *manifest_path, int *first_json) {
   mi__manifest_t m = {0};
-  mi_error_t err;
+  mi_error_t err, policy;
   char so_path[PATH_MAX], dir[PATH_MAX];
   int fails = 0, passes = 0, skips = 0;
   const char *slash;
-  int escapes;
+  int refused;
 
   if (mi__manifest_load(manifest_path, &m, &err) != MI_OK) {
     fprintf(stderr, "mi-conform: %s\n", err.message);
@@ -189,7 +197,11 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
     mi__manifest_clear(&m);
     return -1;
   }
-  escapes = mi__library_path_escapes(m.library);
+  /* The host's load policy decides before any plugin code runs: a library the host would not
+   * open (escaping its folder, writable by others, another ABI major) is not opened here either;
+   * R16 says why and R12 shows the host's refusal. */
+  mi_error_clear(&policy);
+  refused = mi__plugin_check_files(manifest_path, &m, NULL, &policy) != MI_OK;
   slash = strrchr(manifest_path, '/');
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - manifest_path) : 1,
            slash ? manifest_path : ".");
@@ -214,12 +226,11 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
     const conform_rule_t *r = &conform_rules[i];
     result_t res;
     if (!rule_selected(o, r->number)) continue;
-    if (escapes && r->run != conform_rule_host_load) {
-      /* Like the host: a library outside the manifest's folder is never opened. */
+    if (refused && !r->no_plugin_code) {
       res.status = CONFORM_SKIP;
       res.seconds = 0;
-      snprintf(res.why, sizeof res.why, "library path '%.200s' escapes the manifest's folder: "
-               "not opened (R12)", m.library);
+      snprintf(res.why, sizeof res.why, "not opened, the host's load policy refuses it (R16): %.400s",
+               policy.message);
     } else {
       run_rule(m.name, so_path, manifest_path, r, o->timeout_s, &res);
     }

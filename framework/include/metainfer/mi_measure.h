@@ -428,6 +428,11 @@ typedef struct mi_device_fingerprint {
   char hash[17];                     /* of the device's identity only: stable across runs */
 } mi_device_fingerprint_t;
 
+/** The host's check of a device time a plugin reported for a run that took `wall_s` seconds
+ * of wall-clock time around the call: 0 ns, or more than the wall time allows (a negative time
+ * read as uint64 is centuries), is MI_ERR_DEVICE with "implausible device time: ..." in err;
+ * the measurement protocol fails such a run and mi-conform's run-times rule uses the same. */
+MI_API int32_t mi_device_time_check(uint64_t device_ns, double wall_s, mi_error_t *err);
 /** Hash of a device's identity (name, vendor, driver, ISA, kind): never of figures a driver
  * derives from the machine's state (memory, compute units), so one device keeps one hash. */
 MI_API void mi_device_hash(const mi_device_desc_t *desc, char out[17]);

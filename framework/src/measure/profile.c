@@ -95,6 +95,10 @@ static int32_t plausible(uint64_t dev_ns, double wall_s, mi_error_t *err) {
   return MI_OK;
 }
 
+MI_API int32_t mi_device_time_check(uint64_t device_ns, double wall_s, mi_error_t *err) {
+  return plausible(device_ns, wall_s, err);
+}
+
 /* One sample: `batch` runs back to back, each timed on its own (the per-node bookkeeping between
  * them stays outside the timed spans), their mean; counters are read around the whole batch. */
 static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {

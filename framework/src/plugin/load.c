@@ -202,14 +202,13 @@ static int32_t create_instance(mi__plugin_entry_t *e, mi_error_t *err) {
   return MI_OK;
 }
 
-int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int debug,
-                        int stage_fd, mi__plugin_entry_t **out, mi_error_t *err) {
-  mi__plugin_entry_t *e = NULL;
+int32_t mi__plugin_check_files(const char *manifest_path, const mi__manifest_t *m,
+                               char **real_path, mi_error_t *err) {
   char *dir = NULL, *lib_path = NULL, *lib_dir = NULL, *real = NULL;
   size_t n;
   int32_t rc;
 
-  *out = NULL;
+  if (real_path) *real_path = NULL;
   if (m->abi_major != MI_ABI_VERSION_MAJOR) {
     rc = mi_errorf(err, MI_ERR_ABI, "wrong major: manifest declares ABI %ld, host speaks %d",
                    m->abi_major, MI_ABI_VERSION_MAJOR);
@@ -233,7 +232,6 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
-  mi__loader_trace(debug, "  library %s", lib_path);
   if ((rc = check_writable(dir, "directory", err)) != MI_OK ||
       (rc = check_writable(lib_dir, "directory", err)) != MI_OK ||
       (rc = check_writable(lib_path, "library", err)) != MI_OK)
@@ -251,6 +249,28 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
   if ((rc = check_writable(lib_dir, "directory", err)) != MI_OK ||
       (rc = check_writable(real, "library", err)) != MI_OK)
     goto fail;
+  if (real_path) {
+    *real_path = real;
+    real = NULL;
+  }
+
+fail:
+  free(dir);
+  free(lib_path);
+  free(lib_dir);
+  free(real);
+  return rc;
+}
+
+int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int debug,
+                        int stage_fd, mi__plugin_entry_t **out, mi_error_t *err) {
+  mi__plugin_entry_t *e = NULL;
+  char *real = NULL;
+  int32_t rc;
+
+  *out = NULL;
+  if ((rc = mi__plugin_check_files(manifest_path, m, &real, err)) != MI_OK) goto fail;
+  mi__loader_trace(debug, "  library %s", real);
 
   if (stage_fd >= 0) {
     char line[160];
@@ -297,9 +317,6 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
 
 fail:
   mi__plugin_unload(e);
-  free(dir);
-  free(lib_path);
-  free(lib_dir);
   free(real);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* plugin.h - the plugin module's loader for those who load one plugin outside a registry (the
  * deployment runtime pins the exact plugin a table names): manifests and single-plugin loading;
- * and what the measurement worker asks of the loader (load-step reports, refused handles). */
+ * what the measurement worker asks of the loader (load-step reports, refused handles); and the
+ * load policy and host services mi-conform holds plugins to. */
 #ifndef MI_PLUGIN_PLUGIN_H
 #define MI_PLUGIN_PLUGIN_H
 
@@ -49,6 +50,21 @@ int32_t mi__plugin_snapshot_write(int fd, const mi_plugin_t *p, mi_error_t *err)
 int32_t mi__plugin_from_snapshot(const char *manifest_path, const void *snapshot, size_t size,
                                  mi__plugin_entry_t **out, mi_error_t *err);
 
+/** 1 when a manifest's library path is absolute or climbs out with "..": refused. */
+int mi__library_path_escapes(const char *lib);
+/** The load policy, before any plugin code runs: the manifest's ABI major is the host's, its
+ * library path stays in the manifest's folder, and neither the library (followed through
+ * links) nor its folders can be written by anyone but this user or root (docs/security.md).
+ * On success *real_path (when not NULL) is the resolved library to open, owned by the caller;
+ * on failure it is NULL and err holds the host's one-line refusal. */
+int32_t mi__plugin_check_files(const char *manifest_path, const mi__manifest_t *m,
+                               char **real_path, mi_error_t *err);
+
+/** Gives `entry` its host services table (entry->host, never freed); the services accept its
+ * handle from then on until mi__host_api_release (a forged or stale handle is refused, not
+ * followed). MI_ERR_OUT_OF_MEMORY when no table can be made. */
+int32_t mi__host_api_init(mi__plugin_entry_t *entry);
+void mi__host_api_release(mi__plugin_entry_t *entry);
 /** How many service calls with a forged handle were refused in this process so far. */
 int32_t mi__host_api_refused(void);
 /** Reports each load step of later scans on `fd` (see mi__plugin_load); -1: none. */

@@ -12,16 +12,6 @@
 /** Largest manifest the loader reads; manifests are a few lines. */
 #define MI__MAX_MANIFEST_BYTES 65536
 
-/** Gives `entry` its host services table (entry->host, never freed); the services accept its
- * handle from then on until mi__host_api_release (a forged or stale handle is refused, not
- * followed). MI_ERR_OUT_OF_MEMORY when no table can be made. */
-int32_t mi__host_api_init(mi__plugin_entry_t *entry);
-void mi__host_api_release(mi__plugin_entry_t *entry);
-
-
-/** 1 when a manifest's library path is absolute or climbs out with "..": refused. */
-int mi__library_path_escapes(const char *lib);
-
 /** Checks every description of every device of a created plugin. */
 int32_t mi__plugin_validate(const mi_plugin_t *p, mi_error_t *err);
 
