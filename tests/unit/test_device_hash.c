@@ -20,7 +20,7 @@ static mi_device_desc_t pocl(void) {
   return d;
 }
 
-int main(void) {
+static void all_device_hash(void) {
   mi_device_desc_t a = pocl(), b;
   char ha[17], hb[17];
   mi_device_hash(&a, ha);
@@ -49,5 +49,10 @@ int main(void) {
     mi_device_hash(&b, hb);
     CHECK(strcmp(ha, hb) != 0, "identity field %d did not change the hash", f);
   }
-  return tu_finish("test_device_hash");
 }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(all_device_hash),
+};
+
+TU_MAIN(NULL, NULL)

@@ -43,7 +43,11 @@ int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
       snprintf(c->load_error, sizeof c->load_error, "out of memory");
       return MI_ERR_OUT_OF_MEMORY;
     }
-    mi__host_api_init(e);
+    if (mi__host_api_init(e) != MI_OK) {
+      free(e);
+      snprintf(c->load_error, sizeof c->load_error, "out of memory");
+      return MI_ERR_OUT_OF_MEMORY;
+    }
     c->host_entry = e;
   }
   c->host = ((mi__plugin_entry_t *)c->host_entry)->host;
