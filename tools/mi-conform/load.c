@@ -50,7 +50,7 @@ int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
     }
     c->host_entry = e;
   }
-  c->host = ((mi__plugin_entry_t *)c->host_entry)->host;
+  c->host = *((mi__plugin_entry_t *)c->host_entry)->host;
   c->host.abi_major = major;
   c->host.abi_minor = minor;
   if (c->quiet_log) c->host.log = quiet_log;
