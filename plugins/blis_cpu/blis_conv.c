@@ -62,7 +62,23 @@ int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis
   } else if (ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "VALID") == 0) {
     c->pt = c->pl = 0;
   }
-  if (c->G < 1 || c->C % c->G || c->M % c->G || w->dims[1] != c->C / c->G || y->dims[1] != c->M)
+  /* Every buffer size below is a product of these: a dynamic (-1) or empty dim, as the space's
+   * probe hands over for a model whose batch was left dynamic, would wrap it, and the variants
+   * would pack past their blocks. Output dims must be what the geometry gives, for the same
+   * reason (the kernels index the input from them). */
+  if (c->N < 1 || c->C < 1 || c->H < 1 || c->W < 1 || c->M < 1 || c->KH < 1 || c->KW < 1 || c->OH < 1 ||
+      c->OW < 1 || c->sh < 1 || c->sw < 1 || c->dh < 1 || c->dw < 1 || c->pt < 0 || c->pl < 0 ||
+      (sp == 2 && (pads[2] < 0 || pads[3] < 0)) || (sp == 1 && pads[1] < 0))
+    return mi__blis_unsupported(err, n, "dims must be known and positive, strides and dilations >= 1, pads >= 0");
+  if (!(ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "NOTSET") != 0)) {
+    int64_t pb = sp == 2 ? pads[2] : 0, pr = pads[2 * sp - 1];
+    if (c->OH != (c->H + c->pt + pb - (c->KH - 1) * c->dh - 1) / c->sh + 1 ||
+        c->OW != (c->W + c->pl + pr - (c->KW - 1) * c->dw - 1) / c->sw + 1 ||
+        c->H + c->pt + pb < (c->KH - 1) * c->dh + 1 || c->W + c->pl + pr < (c->KW - 1) * c->dw + 1)
+      return mi__blis_unsupported(err, n, "output dims do not match the input, kernel, strides and pads");
+  }
+  if (c->G < 1 || c->C % c->G || c->M % c->G || w->dims[1] != c->C / c->G || y->dims[1] != c->M ||
+      y->dims[0] != c->N)
     return mi__blis_unsupported(err, n, "channel counts do not match group/weights");
   return MI_OK;
 }
