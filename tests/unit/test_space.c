@@ -38,8 +38,17 @@ static void test_npu(mi_registry_t *r, const mi_graph_t *g) {
 
   mi_space_default(s, pt);
   CHECK(mi_space_check(s, pt, &err) == MI_OK, "default breaks a rule: %s", err.message);
+  /* The default point is what mi-run does without a configuration: every node's variant is
+   * auto and no node knob is active (its canonical text names no variant and no node knob). */
+  CHECK(!mi_space_active(s, pt, df) && !mi_space_active(s, pt, ov), "node knobs active at auto");
+  CHECK(mi_space_canonical(s, pt, &text, &err) == MI_OK && !strstr(text, ".knob.") &&
+            strstr(text, "node.conv1.variant=" MI_SPACE_VARIANT_AUTO "\n"),
+        "default canonical: %s", text ? text : "");
+  free(text);
+  text = NULL;
 
   /* output_stationary implies dma_overlap = 1 (a declared IMPLIES constraint). */
+  pt[tsu_dim(s, "node.conv1.variant")] = tsu_value(s, tsu_dim(s, "node.conv1.variant"), "npu.conv");
   pt[df] = tsu_value(s, df, "output_stationary");
   pt[ov] = tsu_value(s, ov, "0");
   CHECK(mi_space_check(s, pt, &err) == MI_ERR_INVALID_CONFIG && strstr(err.message, "conv1"),
@@ -115,15 +124,31 @@ static void test_npu(mi_registry_t *r, const mi_graph_t *g) {
     free(canon);
     mi_xf_config_destroy(xc);
   }
-  /* The hardware half becomes session options. */
+  /* The hardware half becomes session options. At the default point they name no variant and
+   * no node knob for any node: the plugin chooses, as in mi-run without a configuration. */
   {
     mi_space_hw_t *hw = NULL;
     const mi_session_options_t *o;
+    int32_t vd = tsu_dim(s, "node.conv1.variant"), named = 0;
+    mi_space_default(s, pt);
     CHECK(mi_space_hw_create(s, pt, &hw, &err) == MI_OK, "%s", err.message);
     o = mi_space_hw_options(hw);
     CHECK(o && o->device_knob_count >= 3 && o->choice_count > 0, "hw options");
-    CHECK(o && !strcmp(o->choices[0].variant_id, mi_space_dim_label(s, tsu_dim(s, "node.conv1.variant"), 0)),
-          "variant id");
+    for (int32_t i = 0; o && i < o->choice_count; i++)
+      named += o->choices[i].variant_id != NULL || o->choices[i].knob_count != 0;
+    CHECK(named == 0, "the default point names a variant or knobs for %d nodes", (int)named);
+    mi_space_hw_destroy(hw);
+    hw = NULL;
+    /* An explicit variant is named, with its knobs. */
+    pt[vd] = tsu_value(s, vd, "npu.conv");
+    CHECK(mi_space_hw_create(s, pt, &hw, &err) == MI_OK, "%s", err.message);
+    o = mi_space_hw_options(hw);
+    named = 0;
+    for (int32_t i = 0; o && i < o->choice_count; i++)
+      if (o->choices[i].variant_id && !strcmp(o->choices[i].variant_id, "npu.conv") &&
+          o->choices[i].knob_count > 0 && !strcmp(o->choices[i].node, "conv1"))
+        named++;
+    CHECK(named == 1, "conv1's explicit variant and knobs not in the session options");
     mi_space_hw_destroy(hw);
   }
   free(pt);

@@ -22,10 +22,15 @@ struct mi_xf_config;
 
 /** What a dimension chooses. */
 typedef enum mi_dim_kind {
-  MI_DIM_VARIANT = 0, /* the kernel variant of one node */
+  MI_DIM_VARIANT = 0, /* the kernel variant of one node; value 0 is MI_SPACE_VARIANT_AUTO */
   MI_DIM_KNOB = 1,    /* a plugin knob: device scope (one value) or per node */
   MI_DIM_MODEL = 2    /* a model-side choice (precision, pruning, fusion, layout, BN folding) */
 } mi_dim_kind;
+
+/** The label of every variant dimension's first (default) value: no variant is named and the
+ * plugin chooses the node's kernel and its knobs, exactly as mi-run does without a
+ * configuration. A node's knob dimensions are inactive while its variant is auto. */
+#define MI_SPACE_VARIANT_AUTO "auto"
 
 /** Model-side dimensions to include (bits of mi_space_options_t.model_dims). */
 enum {

@@ -194,10 +194,10 @@ static const char *node_name(const mi_graph_t *g, int32_t n, char *buf, size_t c
 /* One node: its variant dimension, the knobs its variants read, its model-side choices. */
 static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
   const mi_node_t *node = &s->g->nodes[n];
-  int32_t vars[32], nvar = 0, rc, i;
+  int32_t vars[MI__VARIANTS_MAX], nvar = 0, rc, i;
   char nb[32], name[256];
   mi__node_t *slot;
-  for (uint32_t v = 0; v < s->variant_count && nvar < 32; v++)
+  for (uint32_t v = 0; v < s->variant_count && nvar < MI__VARIANTS_MAX; v++)
     if (strcmp(s->variants[v].op_type, node->op_type) == 0) {
       int ok = s->probe_consts ? mi__space_probe(s, n, (int32_t)v) : 1;
       if (ok < 0)
@@ -214,23 +214,30 @@ static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
   memset(slot, 0, sizeof *slot);
   slot->node = n;
   slot->first_dim = s->dim_count;
-  slot->variants = malloc((size_t)nvar * sizeof *slot->variants);
+  slot->variants = malloc(((size_t)nvar + 1) * sizeof *slot->variants);
   if (!slot->variants) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
-  memcpy(slot->variants, vars, (size_t)nvar * sizeof *vars);
+  slot->variants[0] = MI__VARIANT_AUTO;
+  memcpy(slot->variants + 1, vars, (size_t)nvar * sizeof *vars);
   s->node_count++;
   snprintf(name, sizeof name, "node.%s.variant", node_name(s->g, n, nb, sizeof nb));
-  if ((rc = mi__space_add_dim(s, name, MI_DIM_VARIANT, n, nvar, err)) != MI_OK) return rc;
+  if ((rc = mi__space_add_dim(s, name, MI_DIM_VARIANT, n, nvar + 1, err)) != MI_OK) return rc;
   slot->variant_dim = s->dim_count - 1;
+  /* Value 0, the default, is "auto": no variant named, the plugin picks the kernel as it does
+   * when mi-run runs without a configuration, so the default point is what users get. */
+  s->dims[slot->variant_dim].ivals[0] = MI__VARIANT_AUTO;
+  if ((rc = set_label(&s->dims[slot->variant_dim], 0, MI_SPACE_VARIANT_AUTO, err)) != MI_OK)
+    return rc;
   for (i = 0; i < nvar; i++) {
-    s->dims[slot->variant_dim].ivals[i] = vars[i];
-    if ((rc = set_label(&s->dims[slot->variant_dim], i, s->variants[vars[i]].id, err)) != MI_OK)
+    s->dims[slot->variant_dim].ivals[i + 1] = vars[i];
+    if ((rc = set_label(&s->dims[slot->variant_dim], i + 1, s->variants[vars[i]].id, err)) != MI_OK)
       return rc;
   }
   for (uint32_t k = 0; k < s->knob_count; k++) {
     uint32_t reads = 0;
     if (s->knobs[k].scope == MI_KNOB_SCOPE_DEVICE) continue;
+    /* Bit v+1 for explicit variant v; bit 0 (auto) stays clear: the plugin sets its own knobs. */
     for (i = 0; i < nvar; i++)
-      if (variant_reads(&s->variants[vars[i]], &s->knobs[k])) reads |= 1u << i;
+      if (variant_reads(&s->variants[vars[i]], &s->knobs[k])) reads |= 1u << (i + 1);
     if (!reads) continue;
     snprintf(name, sizeof name, "node.%s.knob.%s", node_name(s->g, n, nb, sizeof nb),
              s->knobs[k].name);

@@ -7,7 +7,7 @@
 
 #include "space/space_internal.h"
 
-/* The variant a node slot chose (global variant index). */
+/* The variant a node slot chose (global variant index), MI__VARIANT_AUTO when the plugin picks. */
 static int32_t chosen_variant(const mi_space_t *s, const int32_t *pt, int32_t slot) {
   const mi__node_t *ns = &s->nodes[slot];
   return (int32_t)s->dims[ns->variant_dim].ivals[pt[ns->variant_dim]];
@@ -65,6 +65,8 @@ static int applies(const mi_space_t *s, const int32_t *pt, int32_t slot,
   if (slot < 0)
     return s->knobs[a].scope == MI_KNOB_SCOPE_DEVICE &&
            (b < 0 || s->knobs[b].scope == MI_KNOB_SCOPE_DEVICE);
+  /* With auto the plugin picks the variant and its knobs: only its check_config can judge. */
+  if (chosen_variant(s, pt, slot) == MI__VARIANT_AUTO) return 0;
   if (c->applies_to[0] && !mi__list_has(c->applies_to, s->variants[chosen_variant(s, pt, slot)].id))
     return 0;
   return 1;
@@ -103,7 +105,8 @@ static int32_t plugin_check(const mi_space_t *s, const int32_t *pt, int32_t slot
   mi_knob_value_t vals[64];
   int32_t n = 0, rc;
   mi_error_t perr;
-  const char *vid = slot >= 0 ? s->variants[chosen_variant(s, pt, slot)].id : NULL;
+  int32_t v = slot >= 0 ? chosen_variant(s, pt, slot) : MI__VARIANT_AUTO;
+  const char *vid = v != MI__VARIANT_AUTO ? s->variants[v].id : NULL;
   if (!s->plugin->api.check_config) return MI_OK;
   for (uint32_t k = 0; k < s->knob_count && n < 64; k++) {
     mi_knob_value_t v;
@@ -114,7 +117,7 @@ static int32_t plugin_check(const mi_space_t *s, const int32_t *pt, int32_t slot
   perr.message[sizeof perr.message - 1] = '\0';
   if (rc == MI_OK) return MI_OK;
   return mi_errorf(err, MI_ERR_INVALID_CONFIG, "node %s (%s): %s", slot_name(s, slot),
-                   vid ? vid : "default", perr.message);
+                   vid ? vid : MI_SPACE_VARIANT_AUTO, perr.message);
 }
 
 /* Every rule at one slot: declared constraints, then check_config. */
@@ -249,7 +252,8 @@ int32_t mi_space_hw_create(const mi_space_t *s, const int32_t *pt, mi_space_hw_t
     mi_node_choice_t *c = &hw->choices[slot];
     const mi__node_t *ns = &s->nodes[slot];
     c->node = s->g->nodes[ns->node].name;
-    c->variant_id = s->variants[chosen_variant(s, pt, slot)].id;
+    int32_t v = chosen_variant(s, pt, slot);
+    c->variant_id = v != MI__VARIANT_AUTO ? s->variants[v].id : NULL; /* auto: as mi-run */
     c->knobs = &hw->node_knobs[nk];
     for (int32_t d = ns->first_dim; d < ns->end_dim; d++) {
       if (s->dims[d].kind != MI_DIM_KNOB || !mi_space_active(s, pt, d)) continue;

@@ -37,6 +37,8 @@ static int32_t knob_value(const mi__dim_t *d, const char *text) {
 }
 
 static int32_t label_value(const mi__dim_t *d, const char *label) {
+  /* The history's hardware text writes a node with no variant named as "default". */
+  if (d->kind == MI_DIM_VARIANT && !strcmp(label, "default")) label = MI_SPACE_VARIANT_AUTO;
   for (int32_t i = 0; i < d->count; i++)
     if (!strcmp(d->labels[i], label)) return i;
   return -1;

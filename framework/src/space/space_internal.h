@@ -29,11 +29,17 @@ typedef struct mi__dim {
   uint32_t *reads;      /* per-node knob: bit v set when the node's variant v reads the knob */
 } mi__dim_t;
 
+/* The variant dimension's value 0: no variant named, the plugin chooses (ivals -1). The knob
+ * masks (mi__dim_t.reads) hold one bit per value in 32 bits, so a node offers at most 31
+ * explicit variants after it. */
+#define MI__VARIANT_AUTO (-1)
+#define MI__VARIANTS_MAX 31
+
 /* A node the plugin can run: its variant dimension and variant indices per value. */
 typedef struct mi__node {
   int32_t node;         /* graph node */
   int32_t variant_dim;
-  int32_t *variants;    /* global variant index per value */
+  int32_t *variants;    /* global variant index per value, MI__VARIANT_AUTO for value 0 */
   int32_t first_dim;    /* its dimensions are [first_dim, end_dim) */
   int32_t end_dim;
 } mi__node_t;
