@@ -215,8 +215,12 @@ MI_API int32_t mi_ltasks_extract(const mi_graph_t *g, const mi_space_t *s, const
   for (int32_t n = 0; n < g->node_count; n++) has[n] = t->node_task[n] = -1;
   for (int32_t d = 0; d < mi_space_dim_count(s); d++) {
     if (strcmp(mi_space_dim_name(s, d), "model.layout") == 0) layout_dim = d;
-    /* A node has a kernel choice when its variant or one of its knobs has a choice. */
-    if (kernel_dim(s, d) && mi_space_dim_size(s, d) > 1) has[mi_space_dim_node(s, d)] = 1;
+    /* A node has a kernel choice when its variant or one of its knobs has a choice. A variant
+     * dimension always offers auto (the plugin's own pick) first: auto and a single variant
+     * without knobs is the same kernel, no choice worth a task. */
+    if (kernel_dim(s, d) &&
+        mi_space_dim_size(s, d) > (mi_space_dim_kind(s, d) == MI_DIM_VARIANT ? 2 : 1))
+      has[mi_space_dim_node(s, d)] = 1;
   }
   if (layout_dim >= 0) layout = mi_space_dim_label(s, layout_dim, pt[layout_dim]);
   for (int32_t n = 0; n < g->node_count; n++) {
