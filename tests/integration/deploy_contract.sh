@@ -23,6 +23,14 @@ sub(".value_count = 4, .values = {64, 256, 1024, 4096},",
 sub("  if (!mi_sdk_knob_allows(&k_knobs[0], chunk))\n",
     "  if (chunk < 1 || chunk > 4096) chunk = 1024;\n  if (0)\n")
 sub('.version = "1.0.0",', '.version = "1.0\\"\\nevil: true\\n  - model: \\"x\\" #",')
+# A kernel built without the knob (the all-auto default point) spins 2 ms, so the paired check
+# confirms a configuration that sets the knob and the table carries a full-range value.
+sub("  int64_t chunk; /* the", "  int slow;\n  int64_t chunk; /* the")
+sub("  k->chunk = chunk;\n",
+    "  k->chunk = chunk;\n"
+    "  k->slow = mi_sdk_knob_int(desc, \"chunk\", 1) == 1 && mi_sdk_knob_int(desc, \"chunk\", 2) == 2;\n")
+sub("  ctx->last_run_ns = now_ns() - t0;\n",
+    "  while (k->slow && now_ns() - t0 < 2000000u) {}\n  ctx->last_run_ns = now_ns() - t0;\n")
 open(sys.argv[2], "w").write(src)
 PY
 cc -std=c11 -O1 -shared -fPIC -fvisibility=hidden -I"$MI_SRC/sdk/include" \
@@ -42,7 +50,7 @@ version: 1
 model: 'k"w.onnx'
 pool: [ {plugin: template} ]
 objectives: [latency]
-budget: { measurements: 4, seconds: 60 }
+budget: { measurements: 6, seconds: 60 }
 search: { strategy: random, seed: 1 }
 measure: { repeats: 5, warmup: 1 }
 YAML
