@@ -33,7 +33,7 @@ recipe "$T/local.yaml" local.db 3
 # The tune host has no agent of its own: without agents nothing would be measured.
 for i in 1 2; do
   "$B/bin/mi-agent" --db "$AU" --plugins "$B/plugins" --name "h$i" --cache "$T/c$i" \
-    --no-fingerprint --exit-idle 5 >"$T/a$i.log" 2>&1 &
+    --no-fingerprint --exit-idle 60 >"$T/a$i.log" 2>&1 &
   PIDS+=($!)
   disown $! 2>/dev/null || true
 done
