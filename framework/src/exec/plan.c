@@ -233,6 +233,11 @@ static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_
         n->inputs[1] != cur)
       return 0;
   }
+  /* A node whose output is stored otherwise than the chain's value (the layout pass's
+   * converting Identity) is a transpose, not an epilogue. */
+  if (n->outputs[0] < 0 || g->tensors[n->outputs[0]].layout != g->tensors[cur].layout ||
+      g->tensors[n->outputs[0]].block != g->tensors[cur].block)
+    return 0;
   /* x * a and x + a by a constant scalar (learnable affine blocks, folded scales) */
   if ((!strcmp(n->op_type, "Mul") || !strcmp(n->op_type, "Add")) && n->input_count == 2 &&
       !isnan(const_scalar(g, consts, node, n->inputs[0] == cur ? 1 : 0)))
