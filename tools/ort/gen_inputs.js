@@ -3,7 +3,8 @@
 // shapes read through ONNX Runtime), so that mi-run and ort_run.js see the same data.
 // usage: node gen_inputs.js MODEL.onnx OUTDIR [--image] [NAME=D0,D1,...]...   prints NAME=FILE
 // --image fills 4-D float inputs with a normalised synthetic page (dark text-like strokes on a
-// light background) instead of noise, so detectors give non-trivial maps.
+// light background) instead of noise, so detectors give non-trivial maps; NCHW, or NHWC where
+// the last dim is at most 4 (channels-last tf2onnx exports).
 // --value NAME=V fills input NAME with V everywhere (Silero VAD's sample rate `sr`).
 'use strict';
 const fs = require('fs');
@@ -57,9 +58,12 @@ async function main() {
       const d = new Float32Array(n);
       for (let k = 0; k < n; k++) d[k] = v !== undefined ? v : rnd() * 2 - 1;
       if (image && dims.length === 4) {
-        const [, , h, w] = dims;
+        // Channels-last (tf2onnx) when the last dim looks like colour channels.
+        const nhwc = dims[3] <= 4 && dims[1] > 4;
+        const [h, w, c] = nhwc ? [dims[1], dims[2], dims[3]] : [dims[2], dims[3], 1];
         for (let k = 0; k < n; k++) {
-          const x = k % w, y = Math.floor(k / w) % h;
+          const p = Math.floor(k / c);
+          const x = p % w, y = Math.floor(p / w) % h;
           // Rows of "words": strokes 2 px wide every 5 px, in bands 12 px high.
           const ink = (y % 24) >= 6 && (y % 24) < 18 && (x % 5) < 2 && (Math.floor(x / 20) % 3) !== 2;
           const v = (ink ? 0.1 : 0.9) + 0.05 * (rnd() - 0.5);
