@@ -1,8 +1,9 @@
 #!/bin/bash
 # real_models.sh - every real exported model present in the cache (tools/models/fetch.sh)
 # imports and runs on the reference interpreter through mi-run with finite outputs (Silero VAD
-# through its If subgraphs and LSTM, at both sample rates); a truncated model fails cleanly
-# with exit 2 and one line. Exit 77 (skipped) when no model is present.
+# v4-v6 through their If subgraphs and LSTM, at both sample rates; BlazeFace and M-LSD); a
+# truncated model fails cleanly with exit 2 and one line. Exit 77 (skipped) when no model is
+# present.
 set -u
 models="${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}"
 run="$MI_BUILD/bin/mi-run"
@@ -70,6 +71,15 @@ want_count oww-embedding conv2d_19.npy 192
 check_runs ppocr-v2-cls ppocr_v2_cls.onnx --shape x=1,3,48,192
 check_runs ppocr-v4-det ppocr_v4_det.onnx --shape x=1,3,64,96
 check_runs ppocr-v4-rec ppocr_v4_rec.onnx --shape x=1,3,48,96
+# tf2onnx detectors with channels-last inputs: BlazeFace (896 anchors: 16 box values and one
+# score each at 128x128 front / 256x256 back) and M-LSD tiny (160x160 maps from 320x320 RGBA).
+check_runs blazeface-front blazeface_front.onnx
+want_count blazeface-front Identity_2_0.npy 8192
+check_runs blazeface-back blazeface_back.onnx
+want_count blazeface-back Identity_3_0.npy 6144
+check_runs mlsd-tiny-320 mlsd_tiny_320.onnx
+want_count mlsd-tiny-320 scores.npy 25600
+want_count mlsd-tiny-320 offsets.npy 102400
 # Silero VAD's sample rate picks the If branch: 16 kHz and 8 kHz windows, zero state.
 npy() { # FILE DESCR SHAPE FMT VALUE
   python3 - "$@" <<'PY'
@@ -94,6 +104,8 @@ for sr in 16000 8000; do
   check_runs "silero-vad-v4-$sr" silero_vad_v4.onnx --input "input=$tmp/x$sr.npy" \
     --input "sr=$tmp/sr$sr.npy" --input "h=$tmp/h.npy" --input "c=$tmp/h.npy"
   check_runs "silero-vad-v5-$sr" silero_vad_v5.onnx --input "input=$tmp/x$sr.npy" \
+    --input "sr=$tmp/sr$sr.npy" --input "state=$tmp/s.npy"
+  check_runs "silero-vad-v6-$sr" silero_vad_v6.onnx --input "input=$tmp/x$sr.npy" \
     --input "sr=$tmp/sr$sr.npy" --input "state=$tmp/s.npy"
 done
 

@@ -43,6 +43,13 @@ MODELS = [
                                              "--value", "sr=16000"]),
     ("silero-vad-v5", "silero_vad_v5.onnx", ["input=1,512", "state=2,1,128",
                                              "--value", "sr=16000"]),
+    ("silero-vad-v6", "silero_vad_v6.onnx", ["input=1,512", "state=2,1,128",
+                                             "--value", "sr=16000"]),
+    # tf2onnx detectors, fixed channels-last inputs. M-LSD's `scores` keeps only local maxima
+    # (x == MaxPool(x)), so its rel L2 counts float ties that flip (tools/ort/compare.sh --peaks).
+    ("blazeface-front", "blazeface_front.onnx", ["--image"]),
+    ("blazeface-back", "blazeface_back.onnx", ["--image"]),
+    ("mlsd-tiny-320", "mlsd_tiny_320.onnx", ["--image"]),
 ]
 
 
