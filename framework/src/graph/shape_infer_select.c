@@ -1,4 +1,5 @@
-/* shape_infer_select.c - shapes of ArgMax/ArgMin, TopK, NonZero and Einsum. */
+/* shape_infer_select.c - shapes of ArgMax/ArgMin, TopK, NonZero, Einsum, GatherElements and
+ * ScatterND. */
 #include <string.h>
 
 #include "graph/einsum.h"
@@ -85,8 +86,42 @@ static int32_t einsum(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
+/* GatherElements: the indices' shape, the data's dtype. */
+static int32_t gather_elements(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 2);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0), *ind = mi__si_in(c, n, 1);
+  if (x->rank >= 0 && ind->rank >= 0 && x->rank != ind->rank)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "indices have rank %d, data rank %d", (int)ind->rank,
+                       (int)x->rank);
+  mi__si_set(c, n, 0, x->dtype, ind->rank, ind->rank >= 0 ? ind->dims : NULL);
+  return MI_OK;
+}
+
+/* ScatterND: the data's shape and dtype; where the ranks are known, updates must have the
+ * shape indices[:-1] + data[q:] (q = the last dim of indices). */
+static int32_t scatter_nd(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_need(c, n, 3);
+  if (rc) return rc;
+  const mi_tensor_t *x = mi__si_in(c, n, 0), *ind = mi__si_in(c, n, 1), *u = mi__si_in(c, n, 2);
+  if (x->rank >= 0 && ind->rank >= 1 && u->rank >= 0 && ind->dims[ind->rank - 1] >= 0) {
+    int64_t q = ind->dims[ind->rank - 1];
+    int ok = q >= 1 && q <= x->rank && u->rank == ind->rank - 1 + x->rank - q;
+    for (int32_t d = 0; ok && d < u->rank; d++) {
+      int64_t want = d < ind->rank - 1 ? ind->dims[d] : x->dims[q + d - (ind->rank - 1)];
+      ok = want < 0 || u->dims[d] < 0 || want == u->dims[d];
+    }
+    if (!ok)
+      return mi__si_fail(c, n, MI_ERR_PARSE, "updates do not have the shape indices[:-1] + "
+                         "data[%lld:]", (long long)q);
+  }
+  mi__si_set(c, n, 0, x->dtype, x->rank, x->rank >= 0 ? x->dims : NULL);
+  return MI_OK;
+}
+
 const mi__si_op_t mi__si_ops_select[] = {
     {"ArgMax", argminmax}, {"ArgMin", argminmax}, {"TopK", topk},
-    {"NonZero", nonzero},  {"Einsum", einsum},
+    {"NonZero", nonzero},  {"Einsum", einsum},    {"GatherElements", gather_elements},
+    {"ScatterND", scatter_nd},
     {NULL, NULL},
 };

@@ -36,6 +36,8 @@ int32_t mi__ref_prelu(mi__ref_call_t *c);       /* ref_pointwise.c */
 int32_t mi__ref_mod(mi__ref_call_t *c);         /* ref_pointwise.c */
 int32_t mi__ref_isnan_isinf(mi__ref_call_t *c); /* ref_pointwise.c */
 int32_t mi__ref_instancenorm(mi__ref_call_t *c); /* ref_norm.c */
+int32_t mi__ref_gather_elements(mi__ref_call_t *c); /* ref_index.c */
+int32_t mi__ref_scatter_nd(mi__ref_call_t *c);      /* ref_index.c */
 
 static const ref_op_t REF_OPS[] = {
     {"Relu", mi__ref_unary},          {"LeakyRelu", mi__ref_unary},
@@ -93,6 +95,7 @@ static const ref_op_t REF_OPS[] = {
     {"PRelu", mi__ref_prelu},         {"Mod", mi__ref_mod},
     {"IsNaN", mi__ref_isnan_isinf},   {"IsInf", mi__ref_isnan_isinf},
     {"InstanceNormalization", mi__ref_instancenorm},
+    {"GatherElements", mi__ref_gather_elements}, {"ScatterND", mi__ref_scatter_nd},
     {"DynamicQuantizeLinear", mi__ref_qlinear}, {"QLinearAdd", mi__ref_qlinear},
     {"QLinearMul", mi__ref_qlinear}, {"QLinearGlobalAveragePool", mi__ref_qlinear},
     {"ConvInteger", mi__ref_qgemm},   {"QLinearConv", mi__ref_qgemm},

@@ -1,0 +1,136 @@
+/* ref_index.c - reference ops that move elements to or from positions an index tensor names:
+ * GatherElements and ScatterND (PyTorch's gather and index_put / slice assignment exports). */
+#include <string.h>
+
+#include "ref/ref_ops.h"
+
+#define INDEX_DTYPES (MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32))
+
+static int64_t index_at(const mi_array_t *ind, int64_t i) {
+  return ind->dtype == MI_DTYPE_INT64 ? ((const int64_t *)ind->data)[i]
+                                      : ((const int32_t *)ind->data)[i];
+}
+
+/* y[i0..,ia,..] = x[i0..,ind[i0..,ia,..],..]: the output has the indices' shape; along every
+ * other axis the indices may be smaller than the data (ONNX allows it), never larger. */
+int32_t mi__ref_gather_elements(mi__ref_call_t *c) {
+  const mi_array_t *x, *ind;
+  mi_array_t *y;
+  int32_t rc, axis;
+  if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK ||
+      (rc = mi__ref_need(c, 1, INDEX_DTYPES, &ind)) != MI_OK)
+    return rc;
+  if ((rc = mi__ref_axis(c, mi_node_attr_int(c->node, "axis", 0), x->rank, &axis)) != MI_OK)
+    return rc;
+  if (ind->rank != x->rank)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "indices have rank %d, data rank %d",
+                        (int)ind->rank, (int)x->rank);
+  for (int32_t d = 0; d < x->rank; d++)
+    if (d != axis && ind->dims[d] > x->dims[d])
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                          "indices dim %d is %lld, larger than the data's %lld", (int)d,
+                          (long long)ind->dims[d], (long long)x->dims[d]);
+  if ((rc = mi__ref_make_out(c, 0, x->dtype, ind->rank, ind->dims, &y)) != MI_OK) return rc;
+  size_t es = mi_dtype_size(x->dtype);
+  int64_t n = mi_array_numel(ind), len = x->dims[axis], xstride[MI_MAX_RANK], pos[MI_MAX_RANK];
+  int64_t s = 1;
+  for (int32_t d = x->rank - 1; d >= 0; d--) {
+    xstride[d] = s;
+    s *= x->dims[d];
+  }
+  memset(pos, 0, sizeof pos);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t k = index_at(ind, i), off = 0;
+    if (k < -len || k >= len)
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                          "index %lld is out of range for axis %d of size %lld", (long long)k,
+                          (int)axis, (long long)len);
+    if (k < 0) k += len;
+    for (int32_t d = 0; d < x->rank; d++) off += (d == axis ? k : pos[d]) * xstride[d];
+    memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
+    for (int32_t d = ind->rank - 1; d >= 0 && ++pos[d] == ind->dims[d]; d--) pos[d] = 0;
+  }
+  return MI_OK;
+}
+
+typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction_t;
+
+static void combine(int32_t dtype, reduction_t r, char *dst, const char *src) {
+#define COMBINE(T)                                                                  \
+  do {                                                                              \
+    T a = *(T *)dst, b = *(const T *)src;                                           \
+    *(T *)dst = r == RED_ADD ? a + b : r == RED_MUL ? a * b : r == RED_MAX ? (a > b ? a : b) \
+                                                                           : (a < b ? a : b); \
+  } while (0)
+  switch (dtype) {
+  case MI_DTYPE_FLOAT32: COMBINE(float); break;
+  case MI_DTYPE_INT64: COMBINE(int64_t); break;
+  case MI_DTYPE_INT32: COMBINE(int32_t); break;
+  case MI_DTYPE_INT8: COMBINE(int8_t); break;
+  default: COMBINE(uint8_t); break;
+  }
+#undef COMBINE
+}
+
+/* y = copy of data; for every index tuple (the last dim of `indices`, q of them), the slice
+ * data[tuple] is replaced by (or, with `reduction`, combined with) the matching updates slice.
+ * Updates apply in index order, so with duplicate tuples and no reduction the last one wins
+ * (ONNX leaves that order undefined; ONNX Runtime applies them in order too). */
+int32_t mi__ref_scatter_nd(mi__ref_call_t *c) {
+  const mi_array_t *x, *ind, *upd;
+  mi_array_t *y;
+  int32_t rc;
+  const char *red = c->opset >= 16 ? mi_node_attr_string(c->node, "reduction", "none") : "none";
+  reduction_t r;
+  if (strcmp(red, "none") == 0) r = RED_NONE;
+  else if (strcmp(red, "add") == 0) r = RED_ADD;
+  else if (strcmp(red, "mul") == 0) r = RED_MUL;
+  else if (strcmp(red, "max") == 0 && c->opset >= 18) r = RED_MAX;
+  else if (strcmp(red, "min") == 0 && c->opset >= 18) r = RED_MIN;
+  else return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "reduction '%s' is not supported", red);
+  if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK ||
+      (rc = mi__ref_need(c, 1, MI_DTYPE_BIT(MI_DTYPE_INT64), &ind)) != MI_OK ||
+      (rc = mi__ref_need(c, 2, MI_DTYPE_BIT(x->dtype), &upd)) != MI_OK)
+    return rc;
+  if (ind->rank < 1 || ind->dims[ind->rank - 1] < 1 || ind->dims[ind->rank - 1] > x->rank)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                        "the last dim of indices must be 1..%d (the data rank)", (int)x->rank);
+  int32_t q = (int32_t)ind->dims[ind->rank - 1];
+  /* updates.shape == indices.shape[:-1] + data.shape[q:] */
+  int ok = upd->rank == ind->rank - 1 + x->rank - q;
+  for (int32_t d = 0; ok && d < ind->rank - 1; d++) ok = upd->dims[d] == ind->dims[d];
+  for (int32_t d = q; ok && d < x->rank; d++) ok = upd->dims[ind->rank - 1 + d - q] == x->dims[d];
+  if (!ok)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                        "updates do not have the shape indices[:-1] + data[%d:]", (int)q);
+  if ((rc = mi__ref_make_out(c, 0, x->dtype, x->rank, x->dims, &y)) != MI_OK) return rc;
+  size_t es = mi_dtype_size(x->dtype);
+  int64_t slice = 1, stride[MI_MAX_RANK], tuples = mi_array_numel(ind) / q;
+  for (int32_t d = q; d < x->rank; d++) slice *= x->dims[d];
+  int64_t s = slice;
+  for (int32_t d = q - 1; d >= 0; d--) {
+    stride[d] = s;
+    s *= x->dims[d];
+  }
+  memcpy(y->data, x->data, (size_t)mi_array_numel(x) * es);
+  for (int64_t t = 0; t < tuples; t++) {
+    int64_t off = 0;
+    for (int32_t d = 0; d < q; d++) {
+      int64_t k = index_at(ind, t * q + d), len = x->dims[d];
+      if (k < -len || k >= len)
+        return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                            "index %lld is out of range for axis %d of size %lld", (long long)k,
+                            (int)d, (long long)len);
+      off += (k < 0 ? k + len : k) * stride[d];
+    }
+    char *dst = (char *)y->data + (size_t)off * es;
+    const char *src = (const char *)upd->data + (size_t)(t * slice) * es;
+    if (r == RED_NONE) {
+      memcpy(dst, src, (size_t)slice * es);
+      continue;
+    }
+    for (int64_t e = 0; e < slice; e++)
+      combine(x->dtype, r, dst + (size_t)e * es, src + (size_t)e * es);
+  }
+  return MI_OK;
+}
