@@ -55,6 +55,7 @@ static const struct {
     {"ConvInteger", mi__blis_prep_qlinear}, {"MatMulInteger", mi__blis_prep_qlinear},
     {"DynamicQuantizeLinear", mi__blis_prep_qeltwise}, {"QLinearAdd", mi__blis_prep_qeltwise},
     {"QLinearMul", mi__blis_prep_qeltwise}, {"QLinearGlobalAveragePool", mi__blis_prep_qeltwise},
+    {"LSTM", mi__blis_prep_lstm},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 

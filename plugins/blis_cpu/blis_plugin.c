@@ -47,7 +47,7 @@ static const char *const direct_ops[] = {
     "Gather", "DepthToSpace", "SpaceToDepth", "LogSoftmax", "InstanceNormalization", "Sum", "Mean",
     "Round", "Sign", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "CumSum",
     "Trilu", "Mod", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
-    "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool"};
+    "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

@@ -52,15 +52,25 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
   if (e->g->input_count || !(e->slot = malloc(((size_t)caps + 1) * sizeof *e->slot))) return 0;
   for (int32_t i = 0; i < caps; i++) {
     mi_tensor_t *t = &e->g->tensors[e->g->captures[i]];
+    const mi_tensor_t *outer;
     int32_t k = n->input_count - n->implicit_inputs;
     while (k < n->input_count &&
            (n->inputs[k] < 0 || strcmp(s->g->tensors[n->inputs[k]].name, t->name) != 0))
       k++;
     if (k == n->input_count || !ins[k] || ins[k]->rank > MI_MAX_RANK) return 0;
-    e->slot[i] = k;
+    outer = &s->g->tensors[n->inputs[k]];
     t->dtype = ins[k]->dtype;
     t->rank = ins[k]->rank;
     memcpy(t->dims, ins[k]->dims, (size_t)ins[k]->rank * sizeof t->dims[0]);
+    if (outer->data) {
+      /* An initializer of the outer graph (Silero v4's conv weights) stays a constant in the
+       * branch: as an input the device would refuse every Conv and Gemm reading it. */
+      if (!(t->data = malloc(outer->nbytes + 1))) return 0;
+      memcpy(t->data, outer->data, outer->nbytes);
+      t->nbytes = outer->nbytes;
+      continue;
+    }
+    e->slot[e->g->input_count] = k;
     if (mi_graph_add_input(e->g, e->g->captures[i]) != MI_OK) return 0;
   }
   e->g->capture_count = 0;
