@@ -18,11 +18,12 @@ static int exit_code(int32_t rc) {
   }
 }
 
-static double now_ms(void) {
+static double clock_ms(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+static double now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 
 /* The device knob "threads", when the plugin declares one; else a warning. */
 static int32_t threads_knob(const mi_plugin_t *p, uint32_t device, int threads,
@@ -74,31 +75,37 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
                          mi_array_t **outs, int warmup, int repeat, run_summary_t *sum,
                          run_prof_t *prof, mi_guard_t *guard, mi_error_t *err) {
   double *lat = calloc((size_t)repeat, sizeof *lat), *dev = calloc((size_t)repeat, sizeof *dev);
+  double *cpu = calloc((size_t)repeat, sizeof *cpu);
   int have_dev = 1;
   int32_t rc = MI_OK;
-  if (!lat || !dev) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!lat || !dev || !cpu) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < warmup + repeat && rc == MI_OK; i++) {
-    double t0, t1;
+    double t0, t1, c0, c1;
     uint64_t ns = 0;
     free_outputs(outs, g->output_count);
     mi_guard_stage(guard, NULL, "run"); /* each run its own deadline */
+    c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     t0 = now_ms();
     rc = mi_session_run(s, (const mi_array_t *const *)inputs, g->input_count, outs,
                         g->output_count, err);
     t1 = now_ms();
+    c1 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
     if (rc || i < warmup) continue;
     lat[i - warmup] = t1 - t0;
+    cpu[i - warmup] = c1 - c0;
     if (prof) run_prof_take(prof, s);
     if (mi_session_device_time(s, &ns)) dev[i - warmup] = (double)ns / 1e6;
     else have_dev = 0;
   }
   if (rc == MI_OK) {
     run_stats_compute(lat, repeat, &sum->latency);
+    run_stats_compute(cpu, repeat, &sum->cpu_time);
     sum->has_device_time = have_dev;
     if (have_dev) run_stats_compute(dev, repeat, &sum->device_time);
   }
   free(lat);
   free(dev);
+  free(cpu);
   return rc;
 }
 

@@ -71,6 +71,7 @@ typedef struct run_summary {
   mi_array_t *const *outputs;
   const mi_session_t *session;
   run_stats_t latency;
+  run_stats_t cpu_time;    /* the process's CPU time per timed run (all its threads) */
   int warmup;
   int has_device_time;
   run_stats_t device_time;

@@ -141,6 +141,8 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   }
   fputs("], \"latency_ms\": ", f);
   json_stats(f, &s->latency);
+  fputs(", \"cpu_ms\": ", f);
+  json_stats(f, &s->cpu_time);
   fprintf(f, ", \"warmup\": %d, \"folded_nodes\": %d", s->warmup, (int)s->folded);
   if (mi_session_kernel_count(s->session) >= 0)
     fprintf(f, ", \"device_kernels\": %d", (int)mi_session_kernel_count(s->session));

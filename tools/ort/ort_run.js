@@ -121,11 +121,15 @@ async function main() {
   });
   let out;
   for (let i = 0; i < o.warmup; i++) out = await sess.run(feeds);
-  const lat = [];
+  const lat = [], cpu = [];
   for (let i = 0; i < o.repeat; i++) {
+    // process.cpuUsage: the whole process's CPU time (every thread), the peer of mi-run's cpu_ms
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     out = await sess.run(feeds);
     lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const c = process.cpuUsage(c0);
+    cpu.push((c.user + c.system) / 1e3);
   }
   const files = {};
   if (o.outputDir) {
@@ -137,10 +141,12 @@ async function main() {
     }
   }
   const sorted = lat.slice().sort((a, b) => a - b);
+  const csorted = cpu.slice().sort((a, b) => a - b);
   const res = {
     model: o.model, runtime: 'onnxruntime-node', version: require('onnxruntime-node/package.json').version,
     provider: 'cpu', threads: o.threads || null, warmup: o.warmup, repeat: o.repeat,
     latency_ms: { median: pct(sorted, 0.5), p10: pct(sorted, 0.1), p90: pct(sorted, 0.9) },
+    cpu_ms: { median: pct(csorted, 0.5), p10: pct(csorted, 0.1), p90: pct(csorted, 0.9) },
     outputs: sess.outputNames.map((n) => ({ name: n, dtype: out[n].type, shape: out[n].dims, file: files[n] || null })),
   };
   if (o.json) process.stdout.write(JSON.stringify(res) + '\n');

@@ -6,11 +6,15 @@ For each thread count, each round runs every model on blis-cpu, on blis-cpu with
 capped at AVX2 (MI_BLIS_MAX_SIMD=avx2, only where the CPU has AVX-512) and on ONNX Runtime,
 the order rotating from round to round, so the machine's drift hits all of them alike. A
 ratio is blis-cpu's median over ONNX Runtime's median of the same round; the table gives the
-median ratio over the rounds and its range. Before timing, every model's blis-cpu outputs are
-compared with ONNX Runtime's (relative L2, target <= 1e-4).
+median ratio over the rounds and its range [min-max]. Each measurement records two clocks: wall
+time per run and the process's CPU time per run (all threads; mi-run's and ort_run.js's cpu_ms).
+On a loaded machine the 1-thread CPU-time ratio is the one to read (the scheduler's delays are
+not in it); at 2 threads only wall time says whether the second core helped. The 1-minute load
+average is recorded with every round. Before timing, every model's blis-cpu outputs are compared
+with ONNX Runtime's (relative L2, target <= 1e-4).
 
 usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
-                               [--only REGEX] [--no-avx2] [--markdown]
+                               [--only REGEX] [--no-avx2] [--markdown] [--clock wall|cpu|both]
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column.
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
@@ -103,7 +107,8 @@ class Runner:
             cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
-        return json.loads(sh(cmd, self.env(simd)))["latency_ms"]["median"]
+        j = json.loads(sh(cmd, self.env(simd)))
+        return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
     def ort(self, model, inputs, threads, repeat, outdir=None):
         cmd = ["node", os.path.join(ORT, "ort_run.js"), "--model", model, "--threads", str(threads),
@@ -112,7 +117,8 @@ class Runner:
             cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
-        return json.loads(sh(cmd))["latency_ms"]["median"]
+        j = json.loads(sh(cmd))
+        return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
 
 def outputs_match(a_dir, b_dir):
@@ -147,11 +153,13 @@ def main():
     ap.add_argument("build", nargs="?", default=os.environ.get("MI_BUILD", os.path.join(SRC, "build")))
     ap.add_argument("--base", default="",
                     help="a second build (the code before a change), timed in the same rounds")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5, help="alternating rounds (at least 5 for a table)")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", default="")
     ap.add_argument("--no-avx2", action="store_true", help="skip the AVX2-capped column")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    ap.add_argument("--clock", choices=("wall", "cpu", "both"), default="both",
+                    help="which ratios to print: wall time, process CPU time, or both tables")
     ap.add_argument("--target-ms", type=float, default=300.0,
                     help="timed runs per measurement: about this many ms of runs (--min-runs..300)")
     ap.add_argument("--min-runs", type=int, default=5, help="fewest timed runs per measurement")
@@ -191,7 +199,7 @@ def main():
             errs = []
             for simd in simds:
                 out = os.path.join(d, "mi-" + simd)
-                one = r.blis(path, ins, threads[0], 3, simd, out)
+                one = r.blis(path, ins, threads[0], 3, simd, out)[0]
                 errs.append(outputs_match(os.path.join(d, "ort"), out))
             reps = max(a.min_runs, min(300, int(a.target_ms / max(one, 1e-3))))
         except RuntimeError as e:
@@ -202,18 +210,22 @@ def main():
               f"; {reps} timed runs per measurement", flush=True)
         todo.append((name, path, ins, reps, max(errs)))
 
-    def table(done):
+    def table(done, clock):
         load_end = load()
         t_end = time.strftime("%H:%M:%S UTC", time.gmtime())
+        ci = 0 if clock == "wall" else 1
 
         def cell(name, t, who):
-            b, o = ms[(name, t, who)], ms[(name, t, "ort")]
+            b = [v[ci] for v in ms[(name, t, who)]]
+            o = [v[ci] for v in ms[(name, t, "ort")]]
             rs = [x / y for x, y in zip(b, o) if x == x and y == y and y > 0]
             if not rs:
                 return None
             return statistics.median(b), statistics.median(o), statistics.median(rs), min(rs), max(rs)
 
-        print(f"\n{done} of {a.rounds} rounds, {t_start} - {t_end}, load average {load_start} -> {load_end}; "
+        print(f"\n{clock} time ({'per run' if clock == 'wall' else 'process CPU time per run, all threads'}): "
+              f"{done} of {a.rounds} rounds, {t_start} - {t_end}, load average {load_start} -> {load_end} "
+              f"(after each round: {' '.join(loads)}); "
               "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]); < 1: blis-cpu faster")
         worst = {}
         if a.markdown:
@@ -253,11 +265,13 @@ def main():
                         line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
                     print(line + f"  {err:.1g}")
         for (s, t), (w, name) in sorted(worst.items()):
-            print(f"worst ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, {t} thread(s): "
-                  f"{w:.2f} ({name})")
+            print(f"worst {clock} ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, "
+                  f"{t} thread(s): {w:.2f} ({name})")
 
-    # ms[(name, threads, who)] = list over rounds; who: "ort" or a simd value
+    # ms[(name, threads, who)] = list over rounds of (wall ms, cpu ms); who: "ort" or a simd value
     ms = {}
+    loads = []
+    clocks = ["wall", "cpu"] if a.clock == "both" else [a.clock]
     whos = simds + (["base"] if a.base else []) + ["ort"]
     for rnd in range(a.rounds):
         for t in threads:
@@ -269,12 +283,12 @@ def main():
                              else r.blis(path, ins, t, reps, who))
                     except RuntimeError as e:
                         print(f"{name} t={t} {who}: {e}", flush=True)
-                        v = float("nan")
+                        v = (float("nan"), float("nan"))
                     ms.setdefault((name, t, who), []).append(v)
-        print(f"round {rnd + 1}/{a.rounds} done, load {load()}", flush=True)
-        if rnd + 1 < a.rounds:
-            table(rnd + 1)
-    table(a.rounds)
+        loads.append(load())
+        print(f"round {rnd + 1}/{a.rounds} done, load {loads[-1]}", flush=True)
+        for c in clocks:
+            table(rnd + 1, c)
     subprocess.run(["rm", "-rf", tmp])
 
 
