@@ -46,6 +46,14 @@ enum { MI__SIMD_C = 0, MI__SIMD_AVX2, MI__SIMD_AVX512 };
 /* Epilogue chains after bias/BN that the AVX-512 GEMM tile has specialised code for. */
 enum { MI__EK_GENERIC = 0, MI__EK_NONE, MI__EK_RELU, MI__EK_CLIP, MI__EK_ADD, MI__EK_ADD_RELU };
 
+/* The chain ops the SIMD kernels apply in registers (residual add, and the lane-wise Relu, Clip,
+ * LeakyRelu, HardSigmoid, HardSwish, x * a + b); a chain's first other op and all after it run on
+ * the stored rows. */
+static inline int mi__blis_epi_vec_op(int32_t act) {
+  return act == MI__ACT_NONE || act == MI__ACT_RELU || act == MI__ACT_CLIP || act == MI__ACT_HSWISH ||
+         act == MI__ACT_LEAKY || act == MI__ACT_HSIGMOID || act == MI__ACT_AFFINE;
+}
+
 /* Widest code path this CPU runs (cpuid bits and the compiler's runtime check agree). */
 int32_t mi__blis_simd_level(uint32_t isa);
 /* Floats of the largest plane the SIMD depthwise path takes (its padded copy lives on the stack). */

@@ -414,18 +414,7 @@ dw_cl_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk, int
           continue;
         }
         if (c->affine) v = _mm512_fmadd_ps(v, sc, sh);
-        for (e = 0; e < nops; e++) {
-          const mi__blis_epi_op_t *op = &c->epi[e];
-          if (op->act == MI__ACT_RELU) {
-            v = _mm512_max_ps(v, _mm512_setzero_ps());
-          } else if (op->act == MI__ACT_CLIP) {
-            v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(op->a)), _mm512_set1_ps(op->b));
-          } else { /* HardSwish */
-            __m512 h = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.f)), _mm512_set1_ps(0.5f));
-            h = _mm512_min_ps(_mm512_max_ps(h, _mm512_setzero_ps()), _mm512_set1_ps(1.f));
-            v = _mm512_mul_ps(v, h);
-          }
-        }
+        for (e = 0; e < nops; e++) v = mi__blis_act512_op(&c->epi[e], v);
         _mm512_store_ps(out + (oh * c->OW + ow + r) * 16, v);
       }
     }

@@ -77,7 +77,12 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   int64_t i;
   switch (kind) {
   case MI__ACT_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f; break;
-  case MI__ACT_LEAKY: for (i = 0; i < n; i++) x[i] = x[i] >= 0.f ? x[i] : a * x[i]; break;
+  case MI__ACT_LEAKY: /* a * x computed always, so the loop vectorises */
+    for (i = 0; i < n; i++) {
+      float v = x[i], av = a * v;
+      x[i] = v >= 0.f ? v : av;
+    }
+    break;
   case MI__ACT_CLIP: for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]); break;
   /* Comparisons rather than fminf/fmaxf (libm calls here); NaN in gives NaN out either way. */
   case MI__ACT_HSIGMOID:

@@ -1,5 +1,5 @@
 /* blis_epi512.h - the fused conv epilogue on one AVX-512 register of output pixels (bias/BN, then
- * the vector prefix of the chain: residual adds, Relu, Clip, HardSwish); shared by the packed
+ * the vector prefix of the chain: residual adds and the lane-wise ops of mi__blis_epi_vec_op); shared by the packed
  * GEMM and the AVX-512 depthwise kernel. Include only from functions built for AVX-512. */
 #ifndef MI_BLIS_EPI512_H
 #define MI_BLIS_EPI512_H
@@ -10,6 +10,26 @@
 
 #define MI__AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 
+/* One lane-wise op of the chain (the kinds mi__blis_epi_vec_op accepts) on one register. */
+static inline __attribute__((always_inline)) MI__AVX512_FN __m512 mi__blis_act512_op(const mi__blis_epi_op_t *op,
+                                                                                      __m512 v) {
+  switch (op->act) {
+  case MI__ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
+  case MI__ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(op->a)), _mm512_set1_ps(op->b));
+  case MI__ACT_LEAKY: /* x >= 0 ? x : a * x, as the scalar code (NaN stays NaN) */
+    return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(op->a));
+  case MI__ACT_HSIGMOID:
+    return _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, _mm512_set1_ps(op->a), _mm512_set1_ps(op->b)),
+                                       _mm512_setzero_ps()), _mm512_set1_ps(1.f));
+  case MI__ACT_AFFINE: return _mm512_fmadd_ps(v, _mm512_set1_ps(op->a), _mm512_set1_ps(op->b));
+  default: { /* MI__ACT_HSWISH */
+    __m512 h = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.f)), _mm512_set1_ps(0.5f));
+    h = _mm512_min_ps(_mm512_max_ps(h, _mm512_setzero_ps()), _mm512_set1_ps(1.f));
+    return _mm512_mul_ps(v, h);
+  }
+  }
+}
+
 /* Channel m of image n, pixels [p, p + 16) of its output row (lanes outside mask k are ignored). */
 static inline __attribute__((always_inline)) MI__AVX512_FN __m512
 mi__blis_epi512(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, int64_t p,
@@ -18,24 +38,33 @@ mi__blis_epi512(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, 
   if (c->affine) v = _mm512_fmadd_ps(v, _mm512_set1_ps(c->scale[m]), _mm512_set1_ps(c->shift[m]));
   for (e = 0; e < c->pg_vec_ops; e++) {
     const mi__blis_epi_op_t *op = &c->epi[e];
-    switch (op->act) {
-    case MI__ACT_NONE:
+    if (op->act == MI__ACT_NONE)
       v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, (const float *)t[op->tensor] +
                                                         (n * c->M + m) * c->OH * c->OW + p));
-      break;
-    case MI__ACT_RELU: v = _mm512_max_ps(v, _mm512_setzero_ps()); break;
-    case MI__ACT_CLIP:
-      v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(op->a)), _mm512_set1_ps(op->b));
-      break;
-    default: { /* MI__ACT_HSWISH */
-      __m512 h = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.f)), _mm512_set1_ps(0.5f));
-      h = _mm512_min_ps(_mm512_max_ps(h, _mm512_setzero_ps()), _mm512_set1_ps(1.f));
-      v = _mm512_mul_ps(v, h);
-      break;
-    }
-    }
+    else
+      v = mi__blis_act512_op(op, v);
   }
   return v;
+}
+
+/* The same op on one AVX2 register. */
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma"))) __m256
+mi__blis_act256_op(const mi__blis_epi_op_t *op, __m256 v) {
+  switch (op->act) {
+  case MI__ACT_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+  case MI__ACT_CLIP: return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(op->a)), _mm256_set1_ps(op->b));
+  case MI__ACT_LEAKY:
+    return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(op->a)), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
+  case MI__ACT_HSIGMOID:
+    return _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v, _mm256_set1_ps(op->a), _mm256_set1_ps(op->b)),
+                                       _mm256_setzero_ps()), _mm256_set1_ps(1.f));
+  case MI__ACT_AFFINE: return _mm256_fmadd_ps(v, _mm256_set1_ps(op->a), _mm256_set1_ps(op->b));
+  default: { /* MI__ACT_HSWISH */
+    __m256 h = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(6.f)), _mm256_set1_ps(0.5f));
+    h = _mm256_min_ps(_mm256_max_ps(h, _mm256_setzero_ps()), _mm256_set1_ps(1.f));
+    return _mm256_mul_ps(v, h);
+  }
+  }
 }
 
 /* In-register transpose of a 16x16 block: r[i][j] becomes r[j][i]. Unpacks and in-lane shuffles

@@ -53,7 +53,7 @@ void mi__blis_epi_tail(const mi__blis_conv_t *c, void *const *t, int64_t n, int6
     if (op->act == MI__ACT_NONE) {
       const float *r = (const float *)t[op->tensor] + (n * c->M + m) * ohw + p0;
       for (i = 0; i < len; i++) row[i] += r[i];
-    } else {
+    } else if (!mi__blis_act_simd(c->simd, op->act, row, len)) {
       mi__blis_act_apply(op->act, op->a, op->b, row, len);
     }
   }
@@ -252,14 +252,7 @@ epi256(const pg_call_t *q, int64_t m, int64_t p, __m256i k, __m256 v) {
       v = _mm256_add_ps(v, _mm256_maskload_ps((const float *)q->t[op->tensor] +
                                                   (q->n * c->M + m) * c->OH * c->OW + p, k));
       break;
-    case MI__ACT_RELU: v = _mm256_max_ps(v, _mm256_setzero_ps()); break;
-    case MI__ACT_CLIP: v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(op->a)), _mm256_set1_ps(op->b)); break;
-    default: {
-      __m256 h = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(6.f)), _mm256_set1_ps(0.5f));
-      h = _mm256_min_ps(_mm256_max_ps(h, _mm256_setzero_ps()), _mm256_set1_ps(1.f));
-      v = _mm256_mul_ps(v, h);
-      break;
-    }
+    default: v = mi__blis_act256_op(op, v); break;
     }
   }
   return v;
@@ -270,7 +263,9 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i lane_mask256(int64_
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
+/* FULL (compile-time): all 16 pixels valid, so B is read with plain loads; masked loads cost more
+ * than the FMAs they feed on some cores. */
+static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t item, int full) {
   int64_t mp = item % q->mp_n, col = (item / q->mp_n) * 16, left = q->N - col;
   const float *b = q->b + col;
   float abuf[MR256 * PG_KB] __attribute__((aligned(32)));
@@ -285,26 +280,44 @@ AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
     const float *a = pg_a(q, (mp * q->K + k0b) * MR256, kn * MR256, abuf, 0);
     const int64_t *koff = q->koff ? q->koff + k0b : NULL;
     const float *bb = b + (koff ? 0 : k0b * ldb);
-    for (kk = 0; kk < kn; kk++) {
-      const float *bk = koff ? bb + koff[kk] : bb + kk * ldb;
-      __m256 b0 = _mm256_maskload_ps(bk, k0), b1 = _mm256_maskload_ps(bk + 8, k1);
-#pragma GCC unroll 6
-      for (i = 0; i < MR256; i++) {
-        __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);
-        c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);
-        c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
-      }
+#define NV256_K(BK)                                                                                  \
+  for (kk = 0; kk < kn; kk++) {                                                                      \
+    const float *bk = (BK);                                                                          \
+    __m256 b0 = full ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, k0);                             \
+    __m256 b1 = full ? _mm256_loadu_ps(bk + 8) : _mm256_maskload_ps(bk + 8, k1);                     \
+    _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                                            \
+      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);                                           \
+      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                                                        \
+      c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                                                        \
+    }                                                                                                \
+  }
+    if (koff) {
+      NV256_K(bb + koff[kk])
+    } else {
+      NV256_K(bb + kk * ldb)
     }
+#undef NV256_K
   }
 #pragma GCC unroll 6
   for (i = 0; i < MR256; i++) {
     if (i < rows) {
       int64_t m = mp * MR256 + i, p = q->p0 + col;
       float *yr = q->y + m * q->ldc + p;
-      _mm256_maskstore_ps(yr, k0, q->epi ? epi256(q, q->m0 + m, p, k0, c0[i]) : c0[i]);
+      __m256 v0 = q->epi ? epi256(q, q->m0 + m, p, k0, c0[i]) : c0[i];
+      if (full) {
+        _mm256_storeu_ps(yr, v0);
+        _mm256_storeu_ps(yr + 8, q->epi ? epi256(q, q->m0 + m, p + 8, k1, c1[i]) : c1[i]);
+        continue;
+      }
+      _mm256_maskstore_ps(yr, k0, v0);
       if (left > 8) _mm256_maskstore_ps(yr + 8, k1, q->epi ? epi256(q, q->m0 + m, p + 8, k1, c1[i]) : c1[i]);
     }
   }
+}
+
+AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
+  if (q->N - (item / q->mp_n) * 16 >= 16) nv256_body(q, item, 1);
+  else nv256_body(q, item, 0);
 }
 
 /* ---- "nv" tiles, plain C: 4 rows x 16 pixels; the epilogue runs on the stored rows. */
@@ -371,6 +384,18 @@ static inline __attribute__((always_inline)) void lane_epi(const mi__blis_conv_t
       for (i = 0; i < width; i++) v[i] = v[i] > 0.f ? v[i] : 0.f;
     } else if (op->act == MI__ACT_CLIP) {
       for (i = 0; i < width; i++) v[i] = v[i] < a ? a : (v[i] > b ? b : v[i]);
+    } else if (op->act == MI__ACT_LEAKY) {
+      for (i = 0; i < width; i++) {
+        float av = a * v[i];
+        v[i] = v[i] >= 0.f ? v[i] : av;
+      }
+    } else if (op->act == MI__ACT_HSIGMOID) {
+      for (i = 0; i < width; i++) {
+        float h = a * v[i] + b;
+        v[i] = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
+      }
+    } else if (op->act == MI__ACT_AFFINE) {
+      for (i = 0; i < width; i++) v[i] = v[i] * a + b;
     } else { /* HardSwish */
       for (i = 0; i < width; i++) {
         float h = v[i] / 6.f + 0.5f;
@@ -454,18 +479,7 @@ static MI__AVX512_FN void mv_store512(const pg_call_t *q, int64_t mp, int64_t ro
       if (j < np) {
         memcpy(&v, &acc[j][hf], sizeof v);
         if (q->epi && c->affine) v = _mm512_fmadd_ps(v, vs, vh);
-        for (e = 0; q->epi && e < nops; e++) {
-          const mi__blis_epi_op_t *op = &c->epi[e];
-          if (op->act == MI__ACT_RELU) {
-            v = _mm512_max_ps(v, _mm512_setzero_ps());
-          } else if (op->act == MI__ACT_CLIP) {
-            v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(op->a)), _mm512_set1_ps(op->b));
-          } else { /* HardSwish */
-            __m512 h = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.f)), _mm512_set1_ps(0.5f));
-            h = _mm512_min_ps(_mm512_max_ps(h, _mm512_setzero_ps()), _mm512_set1_ps(1.f));
-            v = _mm512_mul_ps(v, h);
-          }
-        }
+        for (e = 0; q->epi && e < nops; e++) v = mi__blis_act512_op(&c->epi[e], v);
       }
       r[j] = v;
     }

@@ -21,35 +21,96 @@ typedef struct resize_state {
   uint64_t bytes;
   resize_pass_t pass[MI_MAX_RANK];
   float *scratch[2]; /* ping-pong buffers for the intermediate passes, into aux */
+  int32_t fused;     /* the last two passes are rows then the innermost axis: run as one */
+  int32_t nearest_w; /* the innermost pass is nearest (weights all 0): a plain gather */
 } resize_state_t;
+
+/* Widest input row the fused passes blend on the stack. */
+#define RESIZE_ROW 4096
 
 /* Bytes of one pass's tables (two index arrays, one weight array), kept 8-byte aligned. */
 static uint64_t pass_bytes(int64_t out) {
   return ((uint64_t)out * (2 * sizeof(int64_t) + sizeof(float)) + 7) & ~(uint64_t)7;
 }
 
-static void run_pass(const resize_pass_t *ps, const float *x, float *y) {
-  int64_t o, j, t;
-  for (o = 0; o < ps->outer; o++)
-    for (j = 0; j < ps->out; j++) {
-      const float *a = x + (o * ps->in + ps->i0[j]) * ps->inner, *b = x + (o * ps->in + ps->i1[j]) * ps->inner;
-      float *dst = y + (o * ps->out + j) * ps->inner, w = ps->w[j];
-      for (t = 0; t < ps->inner; t++) dst[t] = (1.0f - w) * a[t] + w * b[t];
+/* One output row of `inner` values of an axis pass: a copy where the tap is nearest (weight 0,
+ * one source), else the blend. A copy gives the blend's bits for every finite value. */
+static inline void pass_row(const resize_pass_t *ps, const float *x, float *y, int64_t o, int64_t j) {
+  const float *a = x + (o * ps->in + ps->i0[j]) * ps->inner, *b = x + (o * ps->in + ps->i1[j]) * ps->inner;
+  float *dst = y + (o * ps->out + j) * ps->inner, w = ps->w[j];
+  int64_t t;
+  if (w == 0.0f)
+    memcpy(dst, a, (size_t)ps->inner * sizeof *dst);
+  else
+    for (t = 0; t < ps->inner; t++) dst[t] = (1.0f - w) * a[t] + w * b[t];
+}
+
+/* The innermost axis (inner 1) of one row: a gather through the index tables. */
+static inline void gather_row(const resize_pass_t *ps, const float *xr, float *yr, int nearest) {
+  int64_t j;
+  if (nearest)
+    for (j = 0; j < ps->out; j++) yr[j] = xr[ps->i0[j]];
+  else
+    for (j = 0; j < ps->out; j++) yr[j] = (1.0f - ps->w[j]) * xr[ps->i0[j]] + ps->w[j] * xr[ps->i1[j]];
+}
+
+typedef struct resize_task {
+  const resize_state_t *r;
+  const resize_pass_t *ps;
+  const float *x;
+  float *y;
+} resize_task_t;
+
+/* Items are (outer block, output position) rows of one pass. */
+static void pass_part(void *arg, int64_t i0, int64_t i1) {
+  const resize_task_t *rt = arg;
+  int64_t i;
+  for (i = i0; i < i1; i++) pass_row(rt->ps, rt->x, rt->y, i / rt->ps->out, i % rt->ps->out);
+}
+
+/* The last two passes together (rows, then the innermost axis): items are output rows (outer
+ * block, output row j); row j's blend of its two input rows (or the one nearest row itself) is
+ * gathered straight into the output, no intermediate plane. The sums are the two passes' own. */
+static void fused_part(void *arg, int64_t i0, int64_t i1) {
+  const resize_task_t *rt = arg;
+  const resize_state_t *r = rt->r;
+  const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
+  float tmp[RESIZE_ROW];
+  int64_t i, t;
+  for (i = i0; i < i1; i++) {
+    int64_t o = i / ph->out, j = i % ph->out;
+    const float *a = rt->x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
+    if (ph->w[j] != 0.0f) {
+      const float *b = rt->x + (o * ph->in + ph->i1[j]) * ph->inner;
+      float w = ph->w[j];
+      for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
+      row = tmp;
     }
+    gather_row(pw, row, rt->y + i * pw->out, r->nearest_w);
+  }
 }
 
 static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                           mi_error_t *err) {
   const resize_state_t *r = s->state;
   const float *src = t[r->x];
-  int32_t i;
-  (void)env;
+  resize_task_t rt;
+  int32_t i, last = r->npass - (r->fused ? 2 : 0);
   (void)err;
   if (r->npass == 0 && t[r->y] != t[r->x]) memcpy(t[r->y], t[r->x], (size_t)r->bytes);
-  for (i = 0; i < r->npass; i++) {
-    float *dst = i == r->npass - 1 ? (float *)t[r->y] : r->scratch[i & 1];
-    run_pass(&r->pass[i], src, dst);
-    src = dst;
+  rt.r = r;
+  for (i = 0; i < last; i++) {
+    rt.ps = &r->pass[i];
+    rt.x = src;
+    rt.y = i == r->npass - 1 ? (float *)t[r->y] : r->scratch[i & 1];
+    mi__blis_parallel(env, rt.ps->outer * rt.ps->out, 1, rt.ps->inner, pass_part, &rt);
+    src = rt.y;
+  }
+  if (r->fused) {
+    const resize_pass_t *ph = &r->pass[r->npass - 2];
+    rt.x = src;
+    rt.y = t[r->y];
+    mi__blis_parallel(env, ph->outer * ph->out, 1, ph->inner + r->pass[r->npass - 1].out, fused_part, &rt);
   }
   return MI_OK;
 }
@@ -186,7 +247,9 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   r->bytes = (uint64_t)mi_sdk_numel(x) * sizeof(float);
   /* Intermediates are the outputs of every pass but the last; rounded to 16 floats so the
    * tables after them stay 64-byte aligned. */
-  for (i = 0; i + 1 < r->npass; i++) {
+  r->fused = r->npass >= 2 && r->pass[r->npass - 1].inner == 1 &&
+             r->pass[r->npass - 2].inner == r->pass[r->npass - 1].in && r->pass[r->npass - 1].in <= RESIZE_ROW;
+  for (i = 0; i + 1 < r->npass - (r->fused ? 1 : 0); i++) {
     uint64_t e = (uint64_t)(r->pass[i].outer * r->pass[i].out * r->pass[i].inner);
     if (e > scratch) scratch = e;
   }
@@ -207,6 +270,13 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     aux += pass_bytes(ps->out);
     for (j = 0; j < ps->out; j++)
       mi_sdk_resize_tap(linear, ct, nm, scale, ps->in, ps->out, j, &ps->i0[j], &ps->i1[j], &ps->w[j]);
+  }
+  if (r->npass > 0) {
+    const resize_pass_t *ps = &r->pass[r->npass - 1];
+    int64_t j;
+    r->nearest_w = 1;
+    for (j = 0; j < ps->out; j++)
+      if (ps->w[j] != 0.0f) r->nearest_w = 0;
   }
   s->run = run_resize;
   return MI_OK;

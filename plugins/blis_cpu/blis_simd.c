@@ -2,7 +2,7 @@
  * plain C from one body; the conv's prepare picks the widest level the CPU runs. */
 #include <string.h>
 
-#include "blis_conv.h"
+#include "blis_epi512.h"
 
 /* Floats of the padded, stride-phased input plane kept on the stack (64 KiB); larger planes run
  * the plain loops of blis_conv_direct.c. */
@@ -184,8 +184,23 @@ static inline __attribute__((always_inline)) void epi_body(const mi__blis_conv_t
         row[i] = row[i] * h;
       }
       break;
+    case MI__ACT_LEAKY:
+      for (i = 0; i < len; i++) { /* a * x computed always: the loop vectorises (no trap to avoid) */
+        float v = row[i], av = a * v;
+        row[i] = v >= 0.f ? v : av;
+      }
+      break;
+    case MI__ACT_HSIGMOID:
+      for (i = 0; i < len; i++) {
+        float h = a * row[i] + b;
+        row[i] = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
+      }
+      break;
+    case MI__ACT_AFFINE:
+      for (i = 0; i < len; i++) row[i] = row[i] * a + b;
+      break;
     default:
-      mi__blis_act_apply(op->act, a, b, row, len);
+      if (!mi__blis_act_simd(c->simd, op->act, row, len)) mi__blis_act_apply(op->act, a, b, row, len);
       break;
     }
   }
@@ -216,13 +231,35 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
   }
 }
 
+/* The SIMD row epilogues: bias/BN and the chain's vector prefix in registers, one pass over the row
+ * (GCC leaves the per-op loops of epi_body scalar under -ftrapping-math), then the rest of the
+ * chain on the row (mi__blis_epi_tail). */
 MI__AVX512 static void epi_avx512(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
                                   float *row) {
-  epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);
+  int64_t len = c->OH * c->OW, i;
+  for (i = 0; i < len; i += 16) {
+    __mmask16 k = len - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (len - i)) - 1u);
+    _mm512_mask_storeu_ps(row + i, k, mi__blis_epi512(c, t, n, m, i, k, _mm512_maskz_loadu_ps(k, row + i)));
+  }
+  if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, len, c->pg_vec_ops, 0);
 }
 MI__AVX2 static void epi_avx2(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
                               float *row) {
-  epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);
+  int64_t len = c->OH * c->OW, i;
+  const float *res[MI__EPI_MAX];
+  int32_t e;
+  __m256 sc = _mm256_set1_ps(c->affine ? c->scale[m] : 1.f), sh = _mm256_set1_ps(c->affine ? c->shift[m] : 0.f);
+  for (e = 0; e < c->pg_vec_ops; e++)
+    res[e] = c->epi[e].act == MI__ACT_NONE ? (const float *)t[c->epi[e].tensor] + (n * c->M + m) * len : NULL;
+  for (i = 0; i < len; i += 8) {
+    __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - i > 8 ? 8 : len - i)),
+                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 v = _mm256_fmadd_ps(_mm256_maskload_ps(row + i, k), sc, sh);
+    for (e = 0; e < c->pg_vec_ops; e++)
+      v = res[e] ? _mm256_add_ps(v, _mm256_maskload_ps(res[e] + i, k)) : mi__blis_act256_op(&c->epi[e], v);
+    _mm256_maskstore_ps(row + i, k, v);
+  }
+  if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, len, c->pg_vec_ops, 0);
 }
 static void epi_c(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
   epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);

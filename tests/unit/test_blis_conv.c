@@ -73,8 +73,12 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
   ins[0] = x;
   ins[1] = res;
   if (fused) {
-    /* Conv -> BN -> the chain of fused mode `fused` (R Relu, S Sigmoid, A residual Add, C Clip 0..6) */
-    static const char *const chains[] = {"", "RA", "SA", "AR", "C", "R", "A"};
+    /* Conv -> BN -> the chain of fused mode `fused` (R Relu, S Sigmoid, A residual Add, C Clip 0..6,
+     * L LeakyRelu 0.2, X Max(x, -0.05) as tf2onnx writes a clamp, H HardSigmoid 0.2/0.5, K Mul by 1.5):
+     * L, X, H and K run in the SIMD kernels' registers; after a Sigmoid they run on the stored rows. */
+    static const char *const chains[] = {"", "RA", "SA", "AR", "C", "R", "A", "LX", "HK", "KLA", "SK"};
+    static const float xmax = -0.05f, kmul = 1.5f;
+    static const int64_t one = 1;
     const char *ch = chains[fused], *o;
     int g = tb_tensor(&b, 1, &md, bn), be = tb_tensor(&b, 1, &md, bn + s.m), mu = tb_tensor(&b, 1, &md, bn + 2 * s.m),
         va = tb_tensor(&b, 1, &md, bn + 3 * s.m), tr = -1, cur;
@@ -90,6 +94,13 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
         ai[0] = tr;
         ai[1] = cur;
         tb_node(&b, "Add", 14, 2, ai, nx);
+      } else if (*o == 'X' || *o == 'K') {
+        int ai[2] = {cur, tb_tensor(&b, 1, &one, *o == 'X' ? &xmax : &kmul)};
+        tb_node(&b, *o == 'X' ? "Max" : "Mul", 13, 2, ai, nx);
+      } else if (*o == 'L' || *o == 'H') {
+        nd = tb_node(&b, *o == 'L' ? "LeakyRelu" : "HardSigmoid", 6, 1, &cur, nx);
+        tb_attr_f(&b, nd, "alpha", 0.2f);
+        if (*o == 'H') tb_attr_f(&b, nd, "beta", 0.5f);
       } else {
         nd = tb_node(&b, *o == 'R' ? "Relu" : *o == 'S' ? "Sigmoid" : "Clip", *o == 'C' ? 6 : 14, 1, &cur, nx);
         if (*o == 'C') {
@@ -106,8 +117,14 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
       int64_t m = (i / (oh * ow)) % s.m;
       float v = (ref[i] - bn[2 * s.m + m]) / sqrtf(bn[3 * s.m + m] + 1e-5f) * bn[m] + bn[s.m + m];
       for (o = ch; *o; o++)
-        v = *o == 'A' ? v + res[i] : *o == 'R' ? (v > 0.f ? v : 0.f) : *o == 'S' ? 1.f / (1.f + expf(-v))
-                                                                     : (v < 0.f ? 0.f : v > 6.f ? 6.f : v);
+        v = *o == 'A'   ? v + res[i]
+            : *o == 'R' ? (v > 0.f ? v : 0.f)
+            : *o == 'S' ? 1.f / (1.f + expf(-v))
+            : *o == 'L' ? (v >= 0.f ? v : 0.2f * v)
+            : *o == 'X' ? (v > xmax ? v : xmax)
+            : *o == 'H' ? fminf(fmaxf(0.2f * v + 0.5f, 0.f), 1.f)
+            : *o == 'K' ? v * kmul
+                        : (v < 0.f ? 0.f : v > 6.f ? 6.f : v);
       ref[i] = v;
     }
   } else {
@@ -231,7 +248,7 @@ static void packed_cases(tb_plugin_t *p) {
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char name[160];
     int fused;
-    for (fused = 0; fused <= 6; fused++) {
+    for (fused = 0; fused <= 10; fused++) {
       mi_knob_value_t kb[1] = {{"im2col_block", cases[i].block, 0.}};
       snprintf(name, sizeof name, "%s (auto, fused %d)", cases[i].name, fused);
       conv_case(p, name, cases[i].s, cases[i].variant, fused, kb, cases[i].block ? 1 : 0);
@@ -299,6 +316,8 @@ static void conv(void) {
   conv_case(&p, "fused 1x1+bn+relu+add", pw, "conv.1x1_gemm", 1, NULL, 0);
   conv_case(&p, "fused dw+bn+relu+add", dw, "conv.depthwise_direct", 1, NULL, 0);
   conv_case(&p, "fused nhwc+bn+relu+add", dilated, "conv.direct_nhwc", 1, NULL, 0);
+  conv_case(&p, "fused dw large plane+bn+leaky+max", dwbig, "conv.depthwise_direct", 7, NULL, 0);
+  conv_case(&p, "fused 1x1+bn+hsigmoid+mul", pw, "conv.1x1_gemm", 8, NULL, 0);
 }
 
 static void packed(void) {

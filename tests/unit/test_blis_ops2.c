@@ -136,6 +136,16 @@ static void resize_tests(void) {
   }
   resize_case(11, "nearest", NULL, NULL, up, NULL, xd); /* defaults: half_pixel, round_prefer_floor */
   {
+    /* Three axes (channels too), and planes large enough to be split between threads; the last
+     * two passes run fused (rows blended once, the innermost axis gathered into the output). */
+    const int64_t big[4] = {1, 5, 37, 41};
+    const float up3[4] = {1.f, 2.f, 2.f, 2.f}, mix[4] = {1.f, 1.f, 1.5f, 0.75f};
+    resize_case(13, "nearest", "asymmetric", "floor", up3, NULL, big);
+    resize_case(13, "linear", "half_pixel", NULL, up3, NULL, big);
+    resize_case(13, "linear", "align_corners", NULL, mix, NULL, big);
+    resize_case(13, "nearest", "half_pixel", "round_prefer_ceil", mix, NULL, big);
+  }
+  {
     /* Resize-10 and Upsample-9: scales as input 1, asymmetric with the simple nearest rule. */
     const char *ops[2] = {"Resize", "Upsample"};
     const int64_t opsets[2] = {10, 9};
