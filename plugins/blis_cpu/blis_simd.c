@@ -24,6 +24,11 @@ int32_t mi__blis_simd_level(uint32_t isa) {
   return MI__SIMD_C;
 }
 
+/* The planes are written with GCC vector types, and C11 keeps a * b + c as a multiply and an add:
+ * allow fused multiply-adds where the target has them (AVX-512, AVX2), as blis_pgemm.c does. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+
 /* One depthwise plane. The input plane is copied once into a zero-padded buffer whose rows are
  * split into `sw` phases (phase r holds padded columns r, r+sw, ...), so every tap of every
  * stride reads a contiguous run with no bounds checks: input column ow*sw + kw*dw of the padded
@@ -222,13 +227,46 @@ MI__AVX2 static int dw_avx2(const mi__blis_conv_t *c, const float *x, const floa
 static int dw_c(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
   return dw_body(c, x, w, y);
 }
+#pragma GCC pop_options
 
-int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm, float *row) {
+static int dw_level(const mi__blis_conv_t *c, const float *xc, const float *wm, float *row) {
   switch (c->simd) {
   case MI__SIMD_AVX512: return dw_avx512(c, xc, wm, row);
   case MI__SIMD_AVX2: return dw_avx2(c, xc, wm, row);
   default: return dw_c(c, xc, wm, row);
   }
+}
+
+/* A plane whose padded copy does not fit the stack buffer (a DB detector's 160x160 planes) runs as
+ * strips of output rows, each a plane of its own: the input rows it reads, with the top padding
+ * only where the strip starts above row 0 and zeros below the last input row. */
+int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm, float *row) {
+  mi__blis_conv_t s;
+  int64_t lp, rows, strip, oh0;
+  if (dw_level(c, xc, wm, row)) return 1;
+  if (c->KH * c->KW > DW_TAPS) return 0;
+  lp = (c->W + c->pl + (c->KW - 1) * c->dw + c->sw) / c->sw + 1; /* at least the strip's phase width */
+  rows = (DW_BUF - 4 * DW_VEC - c->KW * c->dw) / (c->sw * lp) - 1; /* padded rows a strip may hold */
+  strip = (rows - (c->KH - 1) * c->dh - 1) / c->sh + 1;
+  if (rows < (c->KH - 1) * c->dh + 1 || strip < 1) return 0;
+  if (strip > (DW_BUF - 2 * DW_VEC) / lp - 1) strip = (DW_BUF - 2 * DW_VEC) / lp - 1; /* the flat run */
+  if (strip < 1) return 0;
+  s = *c;
+  for (oh0 = 0; oh0 < c->OH; oh0 += strip) {
+    int64_t oh1 = oh0 + strip < c->OH ? oh0 + strip : c->OH;
+    int64_t lo = oh0 * c->sh - c->pt, hi = (oh1 - 1) * c->sh - c->pt + (c->KH - 1) * c->dh + 1;
+    int64_t a = lo > 0 ? lo : 0, b = hi < c->H ? hi : c->H;
+    s.OH = oh1 - oh0;
+    s.pt = a - lo;
+    s.H = b > a ? b - a : 0;
+    if (s.H == 0) { /* every tap in the padding: the strip is zeros */
+      int64_t i;
+      for (i = 0; i < s.OH * c->OW; i++) row[oh0 * c->OW + i] = 0.f;
+      continue;
+    }
+    if (!dw_level(&s, xc + a * c->W, wm, row + oh0 * c->OW)) return 0;
+  }
+  return 1;
 }
 
 /* The SIMD row epilogues: bias/BN and the chain's vector prefix in registers, one pass over the row

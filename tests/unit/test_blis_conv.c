@@ -241,6 +241,10 @@ static void packed_cases(tb_plugin_t *p) {
       {"depthwise 3x3 stride 2, pads 0/1, 30x33", "conv.depthwise_direct", {1, 3, 30, 33, 3, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, 3}, 0},
       {"depthwise 3x3 stride 1, multiplier 2, 20x30", "conv.depthwise_direct", {2, 2, 20, 30, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
       {"depthwise 3x3 stride 2, multiplier 2, 25x40", "conv.depthwise_direct", {1, 2, 25, 40, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2}, 0},
+      /* padded planes over the SIMD path's stack buffer: strips of output rows (AVX2, C) */
+      {"depthwise 3x3 stride 1, 130x131 plane", "conv.depthwise_direct", {1, 2, 130, 131, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
+      {"depthwise 5x5 stride 2, 153x140 plane", "conv.depthwise_direct", {1, 2, 153, 140, 2, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 2}, 0},
+      {"depthwise 3x3 dilation 2, pads 3/0, 150x129", "conv.depthwise_direct", {1, 2, 150, 129, 2, 3, 3, 1, 1, 2, 2, 3, 0, 0, 3, 2}, 0},
   };
   int64_t ns = simd_choices(p), si;
   size_t i;
