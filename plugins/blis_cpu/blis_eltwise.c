@@ -317,6 +317,11 @@ static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int6
     default: for (i = 0; i < n; i++) y[i] = a[i] / bv; return;
     }
   }
+  if (op == B_POW && sb == 0 && b[0] == 2.0f) {
+    /* x^2 (power spectra, variances): powf of 2 is the correctly rounded square, x * x's bits */
+    for (i = 0; i < n; i++) y[i] = a[i * sa] * a[i * sa];
+    return;
+  }
   if (op <= B_DIV && sa == 0 && sb == 1) {
     float av = a[0];
     switch (op) {

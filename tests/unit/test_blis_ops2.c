@@ -511,6 +511,19 @@ static void mod_test(int fmod) {
   else expect_refused(g, "Mod fmod=0 on FLOAT32");
 }
 
+/* Pow by a constant exponent: 2 as a square (the bits of powf), others through powf. */
+static void pow_test(float ev, int rank) {
+  const int64_t xd[3] = {2, 3, 37}, one = 1;
+  int32_t x, in[2];
+  char name[64];
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  in[0] = x;
+  in[1] = mi_graph_add_const_f32(g, "e", rank, &one, &ev);
+  node_y(g, "Pow", 2, in);
+  snprintf(name, sizeof name, "Pow x^%g (exponent rank %d)", ev, rank);
+  expect_within(g, name, 0.0);
+}
+
 static mi_registry_t *r;
 static mi_error_t err = {0, ""};
 
@@ -584,6 +597,13 @@ static void trilu(void) {
   trilu_test(0, -1);
 }
 
+static void pow_const(void) {
+  pow_test(2.f, 1);
+  pow_test(2.f, 0);
+  pow_test(3.f, 1);
+  pow_test(3.f, 0);
+}
+
 static void mod(void) {
   mod_test(1);
   mod_test(0);
@@ -606,6 +626,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(cumsum),
     TU_CASE(trilu),
     TU_CASE(mod),
+    TU_CASE(pow_const),
 };
 
 TU_MAIN(setup, teardown)
