@@ -71,8 +71,8 @@ static inline __attribute__((always_inline)) int32_t nib_pair(uint8_t byte) {
     const char *ar[QROWS];                                                                         \
     int r;                                                                                         \
     for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;           \
-    for (j0 = 0; j0 < n; j0 += 32) {                                                               \
-      int64_t left = n - j0;                                                                       \
+    for (j0 = jb; j0 < je; j0 += 32) {                                                             \
+      int64_t left = je - j0;                                                                       \
       __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                          \
       __mmask16 k1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u) : 0;   \
       __m512i c0[QROWS], c1[QROWS];                                                                \
@@ -100,8 +100,10 @@ static inline __attribute__((always_inline)) int32_t nib_pair(uint8_t byte) {
 #define DOT_VNNI(c, b, a) _mm512_dpwssd_epi32(c, b, a)
 #define DOT_MADD512(c, b, a) _mm512_add_epi32(c, _mm512_madd_epi16(b, a))
 
+/* Columns jb..je of the n (the row stride of b and acc): the caller walks column blocks. */
 #define QCORE_ARGS                                                                                 \
-  int64_t m0, int64_t m1, int64_t n, int64_t kp, const void *a, int64_t ab, const void *b, int32_t *acc
+  int64_t m0, int64_t m1, int64_t n, int64_t jb, int64_t je, int64_t kp, const void *a, int64_t ab, \
+      const void *b, int32_t *acc
 #define T512 "avx512f,avx512vl,avx512bw,avx512dq"
 #define T512V "avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"
 
@@ -137,8 +139,8 @@ __attribute__((target(T512))) static void q512_madd_b4(QCORE_ARGS) { Q512_BODY(D
     const char *ar[QROWS];                                                                         \
     int r;                                                                                         \
     for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;           \
-    for (j0 = 0; j0 < n; j0 += 16) {                                                               \
-      int64_t left = n - j0;                                                                       \
+    for (j0 = jb; j0 < je; j0 += 16) {                                                             \
+      int64_t left = je - j0;                                                                       \
       __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);        \
       __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 : 0)), iota); \
       __m256i c0[QROWS], c1[QROWS];                                                                \
@@ -188,7 +190,7 @@ static inline int32_t qc_b(int32_t pack, const void *b, int64_t n, int64_t p, in
 static void qc(int32_t pack, QCORE_ARGS) {
   int64_t i, j, p;
   for (i = m0; i < m1; i++)
-    for (j = 0; j < n; j++) {
+    for (j = jb; j < je; j++) {
       int32_t sum = 0;
       for (p = 0; p < kp; p++)
         sum += qc_a(pack, a, ab, i, p, 0) * qc_b(pack, b, n, p, j, 0) +
@@ -203,11 +205,14 @@ typedef void (*qcore_fn)(QCORE_ARGS);
  * the stack (32 KiB), once for all the column blocks; longer rows widen each pair at its use. */
 #define A4_PANEL 2048
 
+/* Bytes of B one column block of the core spans (half a typical 512 KiB-1 MiB L2). */
+#define QNB_BYTES (256 * 1024)
+
 static void a_panels(qcore_fn i16, qcore_fn a4, QCORE_ARGS) {
   int32_t pan[QROWS * A4_PANEL];
   int64_t i, p;
   if (kp > A4_PANEL) {
-    a4(m0, m1, n, kp, a, ab, b, acc);
+    a4(m0, m1, n, jb, je, kp, a, ab, b, acc);
     return;
   }
   for (i = m0; i < m1; i += QROWS) {
@@ -216,7 +221,7 @@ static void a_panels(qcore_fn i16, qcore_fn a4, QCORE_ARGS) {
       const uint8_t *row = (const uint8_t *)a + (i + r) * ab;
       for (p = 0; p < kp; p++) pan[r * kp + p] = nib_pair(row[p]);
     }
-    i16(0, rows, n, kp, pan, kp * (int64_t)sizeof(int32_t), b, acc + i * n);
+    i16(0, rows, n, jb, je, kp, pan, kp * (int64_t)sizeof(int32_t), b, acc + i * n);
   }
 }
 
@@ -228,9 +233,17 @@ void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, in
                                        {q512_madd, q512_madd_a4, q512_madd_b4},
                                        {q256_madd, q256_madd_a4, q256_madd_b4}};
   int32_t c = dot == MI__QDOT_VNNI ? 0 : dot == MI__QDOT_AVX512 ? 1 : dot == MI__QDOT_AVX2 ? 2 : -1;
-  if (c < 0) qc(pack, m0, m1, n, kp, a, ab, b, acc);
-  else if (v == 1) a_panels(cores[c][0], cores[c][1], m0, m1, n, kp, a, ab, b, acc);
-  else cores[c][v](m0, m1, n, kp, a, ab, b, acc);
+  /* Column blocks whose B panel (kp pairs of QNB columns) stays in L2 while every row block
+   * reads it: one pass over b in all, where whole rows of a wide conv (an 80x80 output, K of
+   * 864) streamed its columns from memory once per block of QROWS rows. */
+  int64_t nb = QNB_BYTES / ((kp > 0 ? kp : 1) * 4) / 32 * 32, jb, je;
+  nb = nb < 32 ? 32 : nb;
+  for (jb = 0; jb < n; jb = je) {
+    je = n - jb > nb ? jb + nb : n;
+    if (c < 0) qc(pack, m0, m1, n, jb, je, kp, a, ab, b, acc);
+    else if (v == 1) a_panels(cores[c][0], cores[c][1], m0, m1, n, jb, je, kp, a, ab, b, acc);
+    else cores[c][v](m0, m1, n, jb, je, kp, a, ab, b, acc);
+  }
 }
 
 void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,

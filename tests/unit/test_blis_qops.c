@@ -163,11 +163,14 @@ static void matmul_integer(int u8w) {
 }
 
 /* QLinearConv on codes: per-channel INT8 weight scales, INT32 bias; UINT8 or INT8 activations. */
-static void qlinear_conv(int32_t dt, int64_t k, int64_t group) {
+static void qlinear_conv_at(int32_t dt, int64_t k, int64_t group, int64_t c, int64_t h, int64_t w,
+                            int64_t stride) {
   mi_graph_t *g = graph(13);
-  int64_t xd[4] = {2, 8, 10, 10}, wd[4] = {8, 8 / group, k, k}, m = 8, pads[4] = {k / 2, k / 2, k / 2, k / 2};
+  int64_t xd[4] = {2, c, h, w}, wd[4] = {8, c / group, k, k}, m = 8, pads[4] = {k / 2, k / 2, k / 2, k / 2};
+  int64_t st[2] = {stride, stride};
   float ws[8];
-  for (int i = 0; i < 8; i++) ws[i] = 0.002f * (float)(i + 1);
+  int64_t taps = c / group * k * k; /* wider sums, smaller weight scales: codes stay in range */
+  for (int i = 0; i < 8; i++) ws[i] = 0.002f * (float)(i + 1) * (taps > 72 ? 72.f / (float)taps : 1.f);
   int32_t ci[9] = {input(g, "x", dt, 4, xd), f32c(g, "xs", 0.05f), codec(g, "xz", dt, dt == MI_DTYPE_UINT8 ? 131 : -3),
                    constant(g, "w", MI_DTYPE_INT8, 4, wd, NULL), constant(g, "ws", MI_DTYPE_FLOAT32, 1, &m, ws),
                    codec(g, "wz", MI_DTYPE_INT8, 0), f32c(g, "ys", 0.37f), codec(g, "yz", dt, dt == MI_DTYPE_UINT8 ? 120 : 5),
@@ -175,11 +178,15 @@ static void qlinear_conv(int32_t dt, int64_t k, int64_t group) {
   int32_t y = out(g, "y"), n = node(g, "QLinearConv", 9, ci, 1, &y, 0);
   mi_node_set_ints(g, n, "pads", 4, pads);
   mi_node_set_int(g, n, "group", group);
-  char name[80];
-  snprintf(name, sizeof name, "QLinearConv %s k %lld group %lld", dt == MI_DTYPE_UINT8 ? "u8" : "s8", (long long)k,
-           (long long)group);
+  mi_node_set_ints(g, n, "strides", 2, st);
+  char name[128];
+  snprintf(name, sizeof name, "QLinearConv %s k %lld group %lld, %lldx%lldx%lld stride %lld",
+           dt == MI_DTYPE_UINT8 ? "u8" : "s8", (long long)k, (long long)group, (long long)c, (long long)h,
+           (long long)w, (long long)stride);
   run_case(g, name, 0);
 }
+
+static void qlinear_conv(int32_t dt, int64_t k, int64_t group) { qlinear_conv_at(dt, k, group, 8, 10, 10, 1); }
 
 /* QLinearMatMul: INT8 codes, per-column B scales; with a per-row A scale blis-cpu refuses. */
 static void qlinear_matmul(int per_row) {
@@ -256,6 +263,13 @@ static void qlinear_conv_cases(void) {
   qlinear_conv(MI_DTYPE_UINT8, 3, 1);
   qlinear_conv(MI_DTYPE_INT8, 1, 1);
   qlinear_conv(MI_DTYPE_UINT8, 3, 8); /* depthwise */
+  /* depthwise planes over the float plane kernel's buffer (strips of output rows), and convs
+   * wider than one column block of the int32 core */
+  qlinear_conv_at(MI_DTYPE_UINT8, 3, 8, 8, 150, 141, 1);
+  qlinear_conv_at(MI_DTYPE_INT8, 3, 8, 8, 151, 140, 2);
+  qlinear_conv_at(MI_DTYPE_UINT8, 5, 8, 8, 131, 130, 1);
+  qlinear_conv_at(MI_DTYPE_UINT8, 3, 1, 16, 40, 41, 1);
+  qlinear_conv_at(MI_DTYPE_INT8, 3, 1, 96, 12, 21, 1);
 }
 
 static void qlinear_matmul_cases(void) {

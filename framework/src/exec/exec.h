@@ -163,6 +163,15 @@ int32_t mi__fold_node(const mi_graph_t *g, int32_t node, mi_array_t *const *cons
 int32_t mi__fold_dq(const mi_graph_t *g, int32_t node, mi_array_t *const *consts,
                     mi_array_t **outputs, mi_error_t *err);
 
+/* QDQ models from files (qdq_params.c): 1 when a QuantizeLinear / DequantizeLinear's codes
+ * tensor carries no quantization fields. */
+int mi__qdq_params_missing(const mi_graph_t *g);
+/* Sets the codes tensors' fields (scale, zero_point; per-axis channel_scales of constant INT8
+ * weights with zero points 0) from the Q/DQ nodes' constant parameters, as the transform writes
+ * them; a tensor two nodes quantize differently gets none. Tensors already described keep
+ * theirs. */
+int32_t mi__qdq_params_set(mi_graph_t *g, mi_error_t *err);
+
 /* A view of a graph initializer as an array (no ownership: never mi_array_destroy it). */
 mi_array_t *mi__const_view(const mi_tensor_t *t);
 

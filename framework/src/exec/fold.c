@@ -47,8 +47,12 @@ int32_t mi__fold_node(const mi_graph_t *g, int32_t node, mi_array_t *const *cons
   }
   /* Quantized weights stay visible to the device, which may compute on them directly; the
    * session folds the ones no kernel reads as codes with mi__fold_dq once it has planned. */
-  if (strcmp(n->op_type, "DequantizeLinear") == 0 || strcmp(n->op_type, "QuantizeLinear") == 0)
-    return 0;
+  if (strcmp(n->op_type, "DequantizeLinear") == 0 || strcmp(n->op_type, "QuantizeLinear") == 0) {
+    /* except an INT32 bias (ONNX Runtime's QDQ form): no kernel reads it as codes, and a
+     * lowered layer takes its bias in real units */
+    int32_t t = n->input_count > 0 ? n->inputs[0] : -1;
+    if (n->op_type[0] != 'D' || t < 0 || !consts[t] || consts[t]->dtype != MI_DTYPE_INT32) return 0;
+  }
   return mi__fold_dq(g, node, consts, outputs, err);
 }
 

@@ -116,6 +116,15 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
       goto done;
     }
   }
+  if (mi__qdq_params_missing(s->g)) {
+    /* A QDQ model from a file: its quantization into the tensor fields, on a private copy. */
+    if (!s->own && !(s->own = mi_graph_clone(g))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
+      goto done;
+    }
+    s->g = s->own;
+    if ((rc = mi__qdq_params_set(s->own, err))) goto done;
+  }
   rc = create_device(s, opts, err);
 done:
   if (rc != MI_OK) {
