@@ -49,6 +49,19 @@ for spec in "resnet dynamic DynamicQuantizeLinear ConvInteger" "resnet qop QLine
     e=$(rel_l2 "$T/$m-$mode-blis/$(basename "$f")" "$f")
     under "$e" 1e-5 || bad "$m $mode: blis-cpu output $(basename "$f") is $e from the reference's (limit 1e-5)"
   done
+  # A QDQ file's DQ -> Conv -> Q runs as one INT8 kernel (the Q/DQ parameters read from the
+  # nodes' constants, exec/qdq_params.c): the profile names the lowered layer, no float Conv.
+  if [ "$mode" = qdq ]; then
+    "$RUN" --model "$q" --device blis-cpu:0 --seed 3 --profile --repeat 1 --json > "$T/prof.json" 2>"$T/prof.err" || bad "$m qdq --profile: $(tail -1 "$T/prof.err")"
+    python3 - "$T/prof.json" <<'PY' || bad "$m qdq: the Conv layers did not run as INT8 kernels"
+import json, sys
+rows = json.load(open(sys.argv[1]))["profile"]
+rows = rows["layers"] if isinstance(rows, dict) else rows
+ops = [r["op"] for r in rows]
+print("ops:", sorted(set(ops)), file=sys.stderr)
+sys.exit(0 if "Conv+QuantizeLinear" in ops and "Conv" not in ops else 1)
+PY
+  fi
 done
 # Bad use exits 2 with one line; a model below opset 10 cannot hold QuantizeLinear.
 "$Q" --mode nope --model "$T/resnet.onnx" --out "$T/x.onnx" 2>/dev/null; [ $? = 2 ] || bad "--mode nope should exit 2"
