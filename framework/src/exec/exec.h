@@ -172,6 +172,13 @@ int mi__qdq_params_missing(const mi_graph_t *g);
  * theirs. */
 int32_t mi__qdq_params_set(mi_graph_t *g, mi_error_t *err);
 
+/* FP16 devices (fp16_range.c): 1 when the device computes in FLOAT16 and not in FLOAT32. */
+int mi__fp16_only(const mi_plugin_t *p, uint32_t device);
+/* Sets host[n] for the nodes such a device must leave to the host: a FLOAT32 constant input
+ * beyond FP16's range, or an input such a node produced, up to an op that compresses the range
+ * (Log, Sigmoid, Softmax, normalisations). */
+void mi__fp16_range_mark(const mi_graph_t *g, mi_array_t *const *consts, uint8_t *host);
+
 /* A view of a graph initializer as an array (no ownership: never mi_array_destroy it). */
 mi_array_t *mi__const_view(const mi_tensor_t *t);
 

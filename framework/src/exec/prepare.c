@@ -19,6 +19,7 @@ typedef struct prep {
   uint32_t var_count;
   mi__plan_t plan;
   uint8_t *folded;
+  uint8_t *fp16_host; /* nodes an FP16 device leaves to the host (fp16_range.c), or NULL */
 } prep_t;
 
 static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
@@ -166,6 +167,8 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
   int fatal = 0;
   /* Subgraphs live only in the host's IR (a kernel descriptor cannot carry them). */
   if (n->subgraph_count) return host_step(p, i, "a node with subgraphs runs on the host", err);
+  if (p->fp16_host && p->fp16_host[i])
+    return host_step(p, i, "FLOAT32 values beyond FP16's range (65504) on a device that computes in FP16", err);
   if (is_layout_convert(s, i)) {
     int32_t in = n->inputs[0], out = n->outputs[0];
     rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],
@@ -404,6 +407,9 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
       goto done;
     }
   rc = MI_OK;
+  if (mi__fp16_only(s->plugin, s->device) &&
+      (p.fp16_host = calloc((size_t)g->node_count + 1, 1)))
+    mi__fp16_range_mark(g, s->consts, p.fp16_host);
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
                             !OPT(opts, no_auto_fuse, 0), err)))
     goto done;
@@ -413,5 +419,6 @@ done:
   mi__plan_free(&p.plan);
   free(p.vars);
   free(p.folded);
+  free(p.fp16_host);
   return rc;
 }

@@ -15,7 +15,11 @@ with ONNX Runtime's (relative L2, target <= 1e-4).
 
 usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
                                [--only REGEX] [--no-avx2] [--markdown] [--clock wall|cpu|both]
+                               [--quant qdq,dynamic,qop]
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column.
+--quant adds each model's quantized forms (tools/mi-quantize, calibrated on the benchmark's own
+input) as models of their own, "NAME:MODE", timed in the same rounds on blis-cpu and on ONNX
+Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end.
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
@@ -164,6 +168,7 @@ def main():
                     help="timed runs per measurement: about this many ms of runs (--min-runs..300)")
     ap.add_argument("--min-runs", type=int, default=5, help="fewest timed runs per measurement")
     ap.add_argument("--warmup", type=int, default=2, help="warm-up runs per measurement")
+    ap.add_argument("--quant", default="", help="quantized forms to add: qdq, dynamic, qop (comma list)")
     a = ap.parse_args()
     models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
     if not os.path.isdir(os.path.join(ORT, "node_modules", "onnxruntime-node")):
@@ -209,6 +214,22 @@ def main():
               f"rel L2 vs ORT " + ", ".join(f"{s} {e:.2g}" for s, e in zip(simds, errs)) +
               f"; {reps} timed runs per measurement", flush=True)
         todo.append((name, path, ins, reps, max(errs)))
+        for mode in [m for m in a.quant.split(",") if m]:
+            qpath = os.path.join(d, f"{mode}.onnx")
+            qname = f"{name}:{mode}"
+            try:
+                sh([os.path.join(a.build, "bin", "mi-quantize"), "--mode", mode, "--model", path,
+                    "--out", qpath] + sum((["--input", i.split("=", 1)[1]] for i in ins), []))
+                sh(["node", os.path.join(ORT, "ort_run.js"), "--model", qpath, "--output-dir",
+                    os.path.join(d, mode + "-ort")] + sum((["--input", i] for i in ins), []))
+                out = os.path.join(d, mode + "-mi")
+                r.blis(qpath, ins, threads[0], 3, "default", out)
+                err = outputs_match(os.path.join(d, mode + "-ort"), out)
+            except RuntimeError as e:
+                print(f"{qname}: {e}; skipped")
+                continue
+            print(f"{qname}: rel L2 vs ORT on the same quantized model {err:.2g}", flush=True)
+            todo.append((qname, qpath, ins, reps, err))
 
     def table(done, clock):
         load_end = load()
@@ -264,6 +285,16 @@ def main():
                     for c in cells:
                         line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
                     print(line + f"  {err:.1g}")
+        for t in threads:
+            for name, _, _, _, _ in todo:
+                if ":" not in name or not ms.get((name, t, "default")):
+                    continue
+                fp = ms.get((name.split(":")[0], t, "default"), [])
+                rs = [q[ci] / f[ci] for q, f in zip(ms[(name, t, "default")], fp)
+                      if q[ci] == q[ci] and f[ci] == f[ci] and f[ci] > 0]
+                if rs:
+                    print(f"{name} {t} thread(s): blis-cpu quantized / blis-cpu FP32 ({clock}) "
+                          f"{statistics.median(rs):.2f} [{min(rs):.2f}-{max(rs):.2f}]")
         for (s, t), (w, name) in sorted(worst.items()):
             print(f"worst {clock} ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, "
                   f"{t} thread(s): {w:.2f} ({name})")
