@@ -23,12 +23,16 @@ typedef struct qconv {
   int32_t *acc;      /* [M/G][OH*OW] scratch */
 } qconv_t;
 
+/* Bytes of int16 columns one output-row tile of the GEMM path spans. */
+#define QCOL_TILE_BYTES (512 * 1024)
+
 typedef struct qconv_task {
   const qconv_t *q;
   const void *x; /* image n, group g input */
   void *y;       /* image n, group g output */
   int64_t g;
   int32_t zx;    /* x's zero point for this run */
+  int64_t oh0, oh1; /* the output rows of this tile (columns and sums of these rows only) */
 } qconv_task_t;
 
 static inline int32_t code(const void *x, int32_t u8, int64_t i) {
@@ -54,7 +58,7 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
   const qconv_task_t *t = arg;
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
-  int64_t ci, kh, kw, oh, ohw = c->OH * c->OW, eb = 1; /* 1-byte codes */
+  int64_t ci, kh, kw, oh, ohw = (t->oh1 - t->oh0) * c->OW, eb = 1; /* 1-byte codes */
   for (ci = c0; ci < c1; ci++)
     for (kh = 0; kh < c->KH; kh++)
       for (kw = 0; kw < c->KW; kw++) {
@@ -63,9 +67,9 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
         const uint8_t *base = (const uint8_t *)t->x + ci * c->H * c->W * eb;
         while (lo < c->OW && lo * c->sw + col < 0) lo++;
         while (hi > lo && (hi - 1) * c->sw + col >= c->W) hi--;
-        for (oh = 0; oh < c->OH; oh++) {
+        for (oh = t->oh0; oh < t->oh1; oh++) {
           int64_t ih = oh * c->sh - c->pt + kh * c->dh;
-          int16_t *d = dst + oh * c->OW * 2;
+          int16_t *d = dst + (oh - t->oh0) * c->OW * 2;
           if (ih < 0 || ih >= c->H) {
             qcol_row(d, base, q->x_u8, c->OW, c->OW, c->OW, 0, 0, 0);
             continue;
@@ -91,14 +95,15 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   const qconv_task_t *t = arg;
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
-  int64_t m, ohw = c->OH * c->OW, mg = c->M / c->G;
+  int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW;
   if (q->w4)
     mi__blis_qgemm_packed(q->dot, MI__QPACK_A4, m0, m1, ohw, q->ka / 2, q->w4q + t->g * mg * q->ka / 2,
                           q->ka, q->col, q->acc);
   else
     mi__blis_qgemm(q->dot, m0, m1, ohw, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
   for (m = m0; m < m1; m++) /* 1-byte codes or int32 sums */
-    qconv_out(q, t->g * mg + m, q->acc + m * ohw, ohw, (uint8_t *)t->y + m * ohw * (q->out32 ? 4 : 1));
+    qconv_out(q, t->g * mg + m, q->acc + m * ohw, ohw,
+              (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
 }
 
 /* The exact sums of one depthwise plane through the float SIMD plane kernel, in strips of output
@@ -181,8 +186,12 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   int64_t n, g, cg = c->C / c->G, mg = c->M / c->G, ohw = c->OH * c->OW;
   qconv_task_t task;
   int64_t yb = q->out32 ? 4 : 1; /* bytes per output element */
+  int64_t tile = QCOL_TILE_BYTES / (q->ka * 2 * c->OW);
+  tile = tile < 1 ? 1 : tile;
   (void)err;
   task.q = q;
+  task.oh0 = 0;
+  task.oh1 = c->OH;
   task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
   if (q->dw) {
     task.x = t[c->x];
@@ -196,8 +205,13 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
       task.g = g;
       task.x = (const uint8_t *)t[c->x] + xo; /* 1-byte codes: byte offsets */
       task.y = (uint8_t *)t[c->y] + yo * yb;
-      mi__blis_parallel(env, cg, 1, c->KH * c->KW * ohw, qim2col_part, &task);
-      mi__blis_parallel(env, mg, 1, q->kk * ohw, qconv_rows, &task);
+      /* Tiles of output rows whose columns (ka int16 per pixel) stay in cache between im2col
+       * and the GEMM: a 96x80x80 3x3 conv's whole column matrix is 11 MB. */
+      for (task.oh0 = 0; task.oh0 < c->OH; task.oh0 = task.oh1) {
+        task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
+        mi__blis_parallel(env, cg, 1, c->KH * c->KW * (task.oh1 - task.oh0) * c->OW, qim2col_part, &task);
+        mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
+      }
     }
   return MI_OK;
 }
