@@ -298,6 +298,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     }
     if (strstr(op, "QuantizeLinear") || strstr(op, "QLinear") || strstr(op, "Integer"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
+    if (!strcmp(op, "DequantizeLinear")) { /* DQ -> elementwise ops -> Q: blis_qlut.c */
+      v.fuse_mask = MI_FUSE_ACT;
+      snprintf(v.description, sizeof v.description,
+               "plain loop; DQ -> elementwise ops -> Q as a table lookup per channel");
+    }
   }
   return mi_sdk_fill(out, &v, sizeof v);
 }

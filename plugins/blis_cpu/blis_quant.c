@@ -82,6 +82,9 @@ int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   const mi_tensor_desc_t *q8 = quantize ? y : x, *f32 = quantize ? x : y;
   quant_state_t *q;
   int64_t axis, ch, i, d;
+  if (!quantize && p->node_index == 0 && p->desc->node_count > 1 &&
+      !strcmp(p->desc->nodes[p->desc->node_count - 1]->op_type, "QuantizeLinear"))
+    return mi__blis_prep_qlut(p, s, err); /* DQ -> elementwise ops -> Q */
   if (!x || !y || !sc || mi_sdk_numel(x) != mi_sdk_numel(y))
     return mi__blis_unsupported(err, n, "missing input, scale or output");
   if (f32->dtype != MI_DTYPE_FLOAT32 || (q8->dtype != MI_DTYPE_INT8 && q8->dtype != MI_DTYPE_UINT8))

@@ -172,6 +172,13 @@ int mi__qdq_params_missing(const mi_graph_t *g);
  * theirs. */
 int32_t mi__qdq_params_set(mi_graph_t *g, mi_error_t *err);
 
+/* Quantized elementwise chains (qdq_chain.c): DequantizeLinear node `dq` of runtime codes,
+ * elementwise float ops reading only its values and constants, and the one QuantizeLinear they
+ * end in, as a group unit (kind 0, anchor dq, at the Q) in *u; 0 when dq starts no such chain or
+ * a node of it is already in a unit (role). */
+int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *const *consts,
+                        int32_t dq, mi__unit_t *u);
+
 /* FP16 devices (fp16_range.c): 1 when the device computes in FLOAT16 and not in FLOAT32. */
 int mi__fp16_only(const mi_plugin_t *p, uint32_t device);
 /* Sets host[n] for the nodes such a device must leave to the host: a FLOAT32 constant input

@@ -412,6 +412,11 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
   for (int32_t id = 0; id <= max_group; id++)
     if (match_group(g, p, consts, id, &u) && add_unit(p, &u)) goto oom;
   if (max_group < 0 && auto_fuse && auto_groups(p, g, consts, vars, var_count)) goto oom;
+  /* DQ -> elementwise float ops -> Q as one kernel (a table on the codes) where the device's
+   * DequantizeLinear declares MI_FUSE_ACT. */
+  if (fuse_mask(vars, var_count, "DequantizeLinear") & MI_FUSE_ACT)
+    for (int32_t n = 0; n < g->node_count; n++)
+      if (mi__qdq_chain_match(g, p->role, consts, n, &u) && add_unit(p, &u)) goto oom;
   mark_dq_skips(p, g);
   return MI_OK;
 oom:

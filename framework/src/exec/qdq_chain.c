@@ -1,0 +1,91 @@
+/* qdq_chain.c - quantized elementwise chains: DequantizeLinear(x_q) -> elementwise float ops
+ * whose other operands are constants -> QuantizeLinear -> y_q. What QDQ exports put between two
+ * quantized layers (LeakyRelu and a clamp, hard-swish written out, per-channel scale and shift,
+ * HardSigmoid) computes one function of each input code, per channel at most, so a device can
+ * run the whole chain as a table lookup on the codes instead of dequantizing, running each float
+ * op over memory and quantizing again (docs/abi.md, "Quantized elementwise chains"). Offered as
+ * one kernel only to a device whose DequantizeLinear variants declare MI_FUSE_ACT; refused, its
+ * nodes run one by one as before. */
+#include <string.h>
+
+#include "exec/exec.h"
+
+static int plain_op(const mi_graph_t *g, int32_t n, const char *op) {
+  return strcmp(g->nodes[n].op_type, op) == 0 && !(g->nodes[n].domain && g->nodes[n].domain[0]);
+}
+
+/* Elementwise float ops a chain may hold (the device decides which operand shapes it takes). */
+static int chain_op(const mi_graph_t *g, int32_t n) {
+  static const char *const ops[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
+                                    "Tanh", "Neg",       "Abs",         "Clip",      "Add",
+                                    "Sub",  "Mul",       "Div",         "Max",       "Min"};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (plain_op(g, n, ops[i])) return g->nodes[n].output_count == 1;
+  return 0;
+}
+
+static int graph_output(const mi_graph_t *g, int32_t t) {
+  for (int32_t i = 0; i < g->output_count; i++)
+    if (g->outputs[i] == t) return 1;
+  return 0;
+}
+
+static int member(const mi__unit_t *u, int32_t n) {
+  for (int32_t i = 0; i < u->count; i++)
+    if (u->nodes[i] == n) return 1;
+  return 0;
+}
+
+int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *const *consts,
+                        int32_t dq, mi__unit_t *u) {
+  const mi_node_t *d = &g->nodes[dq];
+  int32_t q = -1, xq;
+  memset(u, 0, sizeof *u);
+  if (!plain_op(g, dq, "DequantizeLinear") || role[dq] != MI__ROLE_NODE || d->input_count < 2 ||
+      d->output_count != 1 || d->outputs[0] < 0 || (xq = d->inputs[0]) < 0 || consts[xq])
+    return 0;
+  if (g->tensors[xq].dtype != MI_DTYPE_UINT8 && g->tensors[xq].dtype != MI_DTYPE_INT8) return 0;
+  u->nodes[u->count++] = dq;
+  /* Grow the set of nodes that read only the chain's values and constants, in node order (the
+   * graph is topologically sorted, so one pass past dq sees every producer before its readers). */
+  for (int32_t i = dq + 1; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    int reads = 0, outside = 0;
+    for (int32_t j = 0; j < n->input_count; j++) {
+      int32_t t = n->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
+      if (t < 0 || consts[t]) continue;
+      if (pr >= 0 && member(u, pr)) reads = 1;
+      else outside = 1;
+    }
+    if (!reads) continue;
+    if (plain_op(g, i, "QuantizeLinear")) {
+      if (q >= 0 || outside || n->inputs[0] < 0 || g->tensors[n->inputs[0]].producer < 0) return 0;
+      q = i;
+      continue;
+    }
+    /* A reader that is no chain op, or mixes in another runtime value: not one code's function. */
+    if (outside || !chain_op(g, i) || role[i] != MI__ROLE_NODE || u->count >= MI__UNIT_MAX - 1 ||
+        consts[n->outputs[0]])
+      return 0;
+    u->nodes[u->count++] = i;
+  }
+  if (q < 0 || role[q] != MI__ROLE_NODE || g->nodes[q].output_count != 1) return 0;
+  /* Every value of the chain stays inside: read by members only (the last by the Q alone). */
+  for (int32_t m = 0; m < u->count; m++) {
+    int32_t t = g->nodes[u->nodes[m]].outputs[0];
+    if (u->nodes[m] > q || graph_output(g, t)) return 0;
+    for (int32_t i = 0; i < g->node_count; i++)
+      for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+        if (g->nodes[i].inputs[j] == t && !member(u, i) && i != q) return 0;
+    if (t == g->nodes[q].inputs[0])
+      for (int32_t i = 0; i < g->node_count; i++)
+        for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+          if (g->nodes[i].inputs[j] == t && i != q) return 0;
+  }
+  u->nodes[u->count++] = q;
+  u->kind = 0;
+  u->op = dq;
+  u->at = q;
+  u->dqx = u->dqw = u->act = u->q = -1;
+  return 1;
+}

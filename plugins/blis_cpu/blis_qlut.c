@@ -1,0 +1,240 @@
+/* blis_qlut.c - a quantized elementwise chain, DequantizeLinear -> elementwise float ops whose
+ * other operands are constants (scalars or one value per channel) -> QuantizeLinear, run as one
+ * 256-entry table per channel on the codes (docs/abi.md, "Quantized elementwise chains"). The
+ * table is the chain evaluated once per code at prepare with the reference interpreter's
+ * formulas (framework/src/ref: ref_quant.c, ref_elementwise.c), in the same float and double
+ * arithmetic, so the codes are the reference's. QDQ exports put such chains between all their
+ * quantized layers (LeakyRelu and a clamp, hard-swish written out, per-channel scale and shift):
+ * a lookup per byte instead of dequantizing, one pass per float op and quantizing again. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blis_internal.h"
+
+typedef struct qlut {
+  int32_t x, y;
+  int64_t planes, hw, channels; /* element i: channel (i / hw) % channels */
+  uint8_t table[];              /* channels x 256, indexed by the code's byte */
+} qlut_t;
+
+typedef struct qlut_task {
+  const qlut_t *q;
+  const uint8_t *x;
+  uint8_t *y;
+} qlut_task_t;
+
+static void qlut_part(void *arg, int64_t b, int64_t e) {
+  const qlut_task_t *t = arg;
+  const qlut_t *q = t->q;
+  for (int64_t p = b; p < e; p++) {
+    const uint8_t *tab = q->table + ((p % q->channels) << 8);
+    const uint8_t *x = t->x + p * q->hw;
+    uint8_t *y = t->y + p * q->hw;
+    for (int64_t i = 0; i < q->hw; i++) y[i] = tab[x[i]];
+  }
+}
+
+static int32_t run_qlut(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                        mi_error_t *err) {
+  qlut_task_t qt;
+  qt.q = s->state;
+  qt.x = t[qt.q->x];
+  qt.y = t[qt.q->y];
+  (void)err;
+  mi__blis_parallel(env, qt.q->planes, 1, qt.q->hw, qlut_part, &qt);
+  return MI_OK;
+}
+
+/* A per-tensor scale and zero point (constants) of Q/DQ node n for codes of dtype dt. */
+static int qparams(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t dt, float *s, int32_t *z) {
+  const mi_tensor_desc_t *st = mi__blis_tensor(p, mi__blis_in(n, 1)), *zt = mi__blis_tensor(p, mi__blis_in(n, 2));
+  if (!st || !st->data || st->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(st) != 1) return 0;
+  *s = *(const float *)st->data;
+  *z = 0;
+  if (zt) {
+    if (!zt->data || zt->dtype != dt || mi_sdk_numel(zt) != 1) return 0;
+    *z = dt == MI_DTYPE_UINT8 ? *(const uint8_t *)zt->data : *(const int8_t *)zt->data;
+  }
+  return *s > 0.f;
+}
+
+/* Operand `slot` of node n for channel c: a chain value (vals[t] holds channels x 256) or a
+ * constant that is one value, or one per channel along axis 1 of the chain's shape. NULL when
+ * it is neither. *stride: 1 when the pointer walks the 256 codes, 0 for a constant. */
+static const float *operand(const mi__blis_prep_t *p, float *const *vals, const mi_node_desc_t *n, int32_t slot,
+                            int32_t rank, int64_t c, int *stride) {
+  int32_t t = mi__blis_in(n, slot);
+  const mi_tensor_desc_t *d = mi__blis_tensor(p, t);
+  int64_t numel;
+  if (!d) return NULL;
+  if (vals[t]) {
+    *stride = 1;
+    return vals[t] + (c << 8);
+  }
+  if (!d->data || d->dtype != MI_DTYPE_FLOAT32 || d->rank > rank) return NULL;
+  *stride = 0;
+  numel = mi_sdk_numel(d);
+  if (numel == 1) return d->data;
+  /* [.., C, 1, .., 1] aligned to the right: its channel dimension is axis 1 of the chain's. */
+  for (int32_t k = 0; k < d->rank; k++) {
+    int32_t axis = rank - d->rank + k;
+    if (d->dims[k] != 1 && axis != 1) return NULL;
+  }
+  return (const float *)d->data + (numel > 1 ? c : 0);
+}
+
+static float sigmoid_ref(float x) { /* ref_elementwise.c's two forms */
+  if (x >= 0) return 1.0f / (1.0f + expf(-x));
+  float e = expf(x);
+  return e / (1.0f + e);
+}
+
+/* One chain node over the 256 codes of channel c (ref_elementwise.c's formulas). */
+static int eval_node(const mi__blis_prep_t *p, float *const *vals, const mi_node_desc_t *n, int32_t rank,
+                     int64_t c, int64_t channels, float *y) {
+  const char *op = n->op_type;
+  int sa = 0, sb = 0;
+  const float *a = operand(p, vals, n, 0, rank, c, &sa), *b = NULL;
+  if (!a) return 0;
+  if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
+      !strcmp(op, "Max") || !strcmp(op, "Min")) {
+    if (n->input_count != 2 || !(b = operand(p, vals, n, 1, rank, c, &sb))) return 0;
+    for (int k = 0; k < 256; k++) {
+      float u = a[k * sa], v = b[k * sb];
+      switch (op[0] == 'A' ? 0 : op[0] == 'S' ? 1 : op[0] == 'D' ? 3 : op[1] == 'u' ? 2 : op[1] == 'a' ? 4 : 5) {
+        case 0: y[k] = u + v; break;
+        case 1: y[k] = u - v; break;
+        case 2: y[k] = u * v; break;
+        case 3: y[k] = u / v; break;
+        case 4: y[k] = (u != u || u > v) ? u : v; break;
+        default: y[k] = (u != u || u < v) ? u : v; break;
+      }
+    }
+    return 1;
+  }
+  if (!strcmp(op, "Clip")) {
+    float lo = -FLT_MAX, hi = FLT_MAX;
+    int s1 = 0;
+    const float *l = NULL, *h = NULL;
+    if (n->input_count == 1) { /* bounds as attributes before opset 11 */
+      lo = mi_sdk_attr_float(n, "min", -FLT_MAX);
+      hi = mi_sdk_attr_float(n, "max", FLT_MAX);
+    }
+    if (mi__blis_in(n, 1) >= 0 && (!(l = operand(p, vals, n, 1, rank, c, &s1)) || s1 ||
+                                   mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 1))) != 1))
+      return 0;
+    if (mi__blis_in(n, 2) >= 0 && (!(h = operand(p, vals, n, 2, rank, c, &s1)) || s1 ||
+                                   mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 2))) != 1))
+      return 0;
+    if (l) lo = *l;
+    if (h) hi = *h;
+    for (int k = 0; k < 256; k++) {
+      float v = a[k * sa];
+      v = v < lo ? lo : v; /* max first, then min, as ONNX */
+      y[k] = v > hi ? hi : v;
+    }
+    return 1;
+  }
+  if (n->input_count != 1) return 0;
+  (void)channels;
+  float alpha = mi_sdk_attr_float(n, "alpha", !strcmp(op, "LeakyRelu") ? 0.01f : 0.2f);
+  float beta = mi_sdk_attr_float(n, "beta", 0.5f);
+  for (int k = 0; k < 256; k++) {
+    float v = a[k * sa], r;
+    if (!strcmp(op, "Relu")) r = v > 0 ? v : 0;
+    else if (!strcmp(op, "LeakyRelu")) r = v >= 0 ? v : alpha * v;
+    else if (!strcmp(op, "HardSigmoid")) r = fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
+    else if (!strcmp(op, "HardSwish")) r = v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
+    else if (!strcmp(op, "Sigmoid")) r = sigmoid_ref(v);
+    else if (!strcmp(op, "Tanh")) r = tanhf(v);
+    else if (!strcmp(op, "Neg")) r = -v;
+    else if (!strcmp(op, "Abs")) r = fabsf(v);
+    else return 0;
+    y[k] = r;
+  }
+  return 1;
+}
+
+int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_kernel_desc_t *d = p->desc;
+  const mi_node_desc_t *dq = d->nodes[0], *q = d->nodes[d->node_count - 1];
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(dq, 0)), *y = mi__blis_tensor(p, mi__blis_out(q, 0));
+  float sx, sy;
+  int32_t zx, zy, rc = MI_OK;
+  int64_t channels, hw = 1;
+  float **vals = NULL, *buf = NULL;
+  qlut_t *lut;
+  if (!x || !y || x->data || (x->dtype != MI_DTYPE_UINT8 && x->dtype != MI_DTYPE_INT8) ||
+      (y->dtype != MI_DTYPE_UINT8 && y->dtype != MI_DTYPE_INT8) || x->rank != y->rank ||
+      mi_sdk_numel(x) != mi_sdk_numel(y) || mi_sdk_numel(x) < 1)
+    return mi__blis_unsupported(err, dq, "a chain from INT8/UINT8 codes to codes of the same shape");
+  if (!qparams(p, dq, x->dtype, &sx, &zx) || !qparams(p, q, y->dtype, &sy, &zy))
+    return mi__blis_unsupported(err, dq, "a chain's Q/DQ take one constant scale and zero point");
+  if (x->rank == 4 && x->layout != MI_LAYOUT_NCHW && x->layout != MI_LAYOUT_ANY)
+    return mi__blis_unsupported(err, dq, "a chain runs on NCHW codes");
+  channels = x->rank >= 2 ? x->dims[1] : 1;
+  for (int32_t k = 2; k < x->rank; k++) hw *= x->dims[k];
+  if (x->rank < 2) hw = mi_sdk_numel(x);
+  if (channels < 1 || channels > 4096) return mi__blis_unsupported(err, dq, "chain over too many channels");
+  vals = calloc((size_t)d->tensor_count, sizeof *vals);
+  buf = malloc((size_t)d->node_count * (size_t)channels * 256 * sizeof *buf);
+  lut = mi__blis_calloc(p->ctx, sizeof *lut + (uint64_t)channels * 256);
+  if (!vals || !buf || !lut) {
+    rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    goto done;
+  }
+  s->state = lut;
+  /* DequantizeLinear of every code (exact: 9-bit integer times the scale, rounded once). */
+  vals[mi__blis_out(dq, 0)] = buf;
+  for (int64_t c = 0; c < channels; c++)
+    for (int k = 0; k < 256; k++) {
+      int32_t code = x->dtype == MI_DTYPE_UINT8 ? k : (int8_t)(uint8_t)k;
+      buf[(c << 8) + k] = (float)((double)(code - zx) * (double)sx);
+    }
+  for (int32_t i = 1; i + 1 < d->node_count; i++) {
+    const mi_node_desc_t *n = d->nodes[i];
+    int32_t o = mi__blis_out(n, 0);
+    const mi_tensor_desc_t *od = mi__blis_tensor(p, o);
+    if (!od || od->dtype != MI_DTYPE_FLOAT32 || od->rank != x->rank || mi_sdk_numel(od) != mi_sdk_numel(x) ||
+        vals[o]) {
+      rc = mi__blis_unsupported(err, n, "a chain's ops keep the codes' shape");
+      goto done;
+    }
+    vals[o] = buf + (size_t)i * (size_t)channels * 256;
+    for (int64_t c = 0; c < channels; c++)
+      if (!eval_node(p, vals, n, x->rank, c, channels, vals[o] + (c << 8))) {
+        rc = mi__blis_unsupported(err, n, "not an elementwise op of a chain on constants (scalar or per channel)");
+        goto done;
+      }
+  }
+  {
+    int sa = 0;
+    const float *v;
+    double lo = y->dtype == MI_DTYPE_UINT8 ? 0. : -128., hi = y->dtype == MI_DTYPE_UINT8 ? 255. : 127.;
+    for (int64_t c = 0; c < channels; c++) {
+      if (!(v = operand(p, vals, q, 0, x->rank, c, &sa)) || !sa) {
+        rc = mi__blis_unsupported(err, q, "the chain's QuantizeLinear reads its last value");
+        goto done;
+      }
+      for (int k = 0; k < 256; k++) {
+        /* ref_quant.c: rint of the quotient in double, plus the zero point, saturated */
+        double r = rint((double)v[k] / (double)sy) + zy;
+        r = r < lo ? lo : r > hi ? hi : r;
+        lut->table[(c << 8) + k] = (uint8_t)(int32_t)r;
+      }
+    }
+  }
+  lut->x = mi__blis_in(dq, 0);
+  lut->y = mi__blis_out(q, 0);
+  lut->channels = channels;
+  lut->hw = hw;
+  lut->planes = mi_sdk_numel(x) / hw;
+  s->run = run_qlut;
+  p->nodes_used = d->node_count;
+done:
+  free(vals);
+  free(buf);
+  return rc;
+}

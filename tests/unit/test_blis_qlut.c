@@ -1,0 +1,196 @@
+/* test_blis_qlut.c - quantized elementwise chains (DequantizeLinear -> elementwise float ops on
+ * constants -> QuantizeLinear, exec/qdq_chain.c) run on blis-cpu as ONE kernel, a table per
+ * channel on the codes (blis_qlut.c), and every output code equals mi_ref_run's byte for byte:
+ * LeakyRelu and a clamp (tf2onnx), hard-swish written out (x read twice), per-channel scale and
+ * shift, HardSigmoid/Sigmoid/Tanh/HardSwish, INT8 and UINT8 codes, all 256 codes of the input.
+ * A chain whose value is also a graph output is not one kernel and still matches. */
+#include "test_blis_util.h"
+
+#include "metainfer/mi_graph.h"
+
+static mi_registry_t *r;
+static mi_plugin_t *g_blis;
+
+static int32_t tensor(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims, const void *vals,
+                      size_t nbytes) {
+  int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
+  REQUIRE(t >= 0);
+  if (vals) REQUIRE(mi_graph_set_data(g, t, vals, nbytes) == MI_OK);
+  return t;
+}
+
+static int32_t f32(mi_graph_t *g, const char *name, float v) { return tensor(g, name, MI_DTYPE_FLOAT32, 0, NULL, &v, 4); }
+static int32_t code(mi_graph_t *g, const char *name, int32_t dt, int32_t v) {
+  uint8_t b = (uint8_t)v;
+  return tensor(g, name, dt, 0, NULL, &b, 1);
+}
+static int32_t val(mi_graph_t *g, const char *name) { return tensor(g, name, MI_DTYPE_UNDEFINED, -1, NULL, NULL, 0); }
+
+static int32_t op(mi_graph_t *g, const char *type, int nin, const int32_t *ins, int32_t y) {
+  int32_t n = mi_graph_add_node(g, type, NULL, nin, ins, 1, &y);
+  REQUIRE(n >= 0);
+  return n;
+}
+
+/* x codes [1, C, H, W] (every code present) -> DQ -> returns the float value's tensor. */
+static mi_graph_t *start(int32_t dt, int32_t zx, float sx, int32_t *xf) {
+  int64_t d[4] = {1, 6, 9, 11};
+  mi_graph_t *g = mi_graph_create("qlut");
+  REQUIRE(g);
+  g->opset = 13;
+  int32_t x = tensor(g, "x", dt, 4, d, NULL, 0);
+  REQUIRE(mi_graph_add_input(g, x) == MI_OK);
+  int32_t in[3] = {x, f32(g, "xs", sx), code(g, "xz", dt, zx)};
+  *xf = val(g, "xf");
+  op(g, "DequantizeLinear", 3, in, *xf);
+  return g;
+}
+
+/* value -> Q -> y codes (the graph output). */
+static void finish(mi_graph_t *g, int32_t v, int32_t dt, float sy, int32_t zy) {
+  int32_t y = val(g, "y"), in[3] = {v, f32(g, "ys", sy), code(g, "yz", dt, zy)};
+  REQUIRE(mi_graph_add_output(g, y) == MI_OK);
+  op(g, "QuantizeLinear", 3, in, y);
+}
+
+/* Runs g on blis-cpu (no host fallback) and on the reference; every code within `tol` of the
+ * reference's (0: byte-equal), and the number of device kernels as expected. */
+static void check(mi_graph_t *g, const char *name, int32_t kernels, int tol) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_array_t *in = NULL, *got[2] = {0}, *want[2] = {0};
+  mi_error_t err = {0, ""};
+  int32_t nout = g->output_count;
+  REQUIRE(mi_graph_infer_shapes(g, &err) == MI_OK);
+  const mi_tensor_t *t = &g->tensors[g->inputs[0]];
+  in = mi_array_create(t->dtype, t->rank, t->dims);
+  REQUIRE(in);
+  for (int64_t i = 0; i < (int64_t)in->nbytes; i++) ((uint8_t *)in->data)[i] = (uint8_t)(i * 37 + 11);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  int32_t rc = mi_session_create(g, g_blis, 0, &o, &s, &err);
+  CHECK(rc == MI_OK, "%s: session: %s", name, err.message);
+  if (rc == MI_OK) {
+    CHECK(mi_session_kernel_count(s) == kernels, "%s: %d device kernels, expected %d", name,
+          (int)mi_session_kernel_count(s), (int)kernels);
+    rc = mi_session_run(s, (const mi_array_t *const *)&in, 1, got, nout, &err);
+    CHECK(rc == MI_OK, "%s: run: %s", name, err.message);
+  }
+  if (rc == MI_OK) {
+    rc = mi_ref_run(g, (const mi_array_t *const *)&in, 1, want, nout, &err);
+    CHECK(rc == MI_OK, "%s: reference: %s", name, err.message);
+  }
+  for (int32_t k = 0; rc == MI_OK && k < nout; k++) {
+    size_t diff = 0, far = 0;
+    REQUIRE(got[k]->nbytes == want[k]->nbytes && got[k]->dtype == want[k]->dtype);
+    for (size_t b = 0; b < got[k]->nbytes; b++) {
+      const uint8_t *x = got[k]->data, *y = want[k]->data;
+      int d = got[k]->dtype == MI_DTYPE_INT8 ? (int8_t)x[b] - (int8_t)y[b] : x[b] - y[b];
+      diff += d != 0;
+      far += got[k]->dtype == MI_DTYPE_FLOAT32 ? d != 0 : abs(d) > tol;
+    }
+    CHECK(far == 0, "%s: output %d: %zu of %zu bytes differ from the reference (%zu beyond %d codes)", name,
+          (int)k, diff, got[k]->nbytes, far, tol);
+  }
+  for (int k = 0; k < 2; k++) {
+    mi_array_destroy(got[k]);
+    mi_array_destroy(want[k]);
+  }
+  mi_array_destroy(in);
+  mi_session_destroy(s);
+  mi_graph_destroy(g);
+}
+
+/* tf2onnx's leaky activation and clamp: LeakyRelu(0.2) then Max(x, -0.3). */
+static void leaky_clamp(void) {
+  int32_t xf, a = 0, b = 0;
+  mi_graph_t *g = start(MI_DTYPE_UINT8, 131, 0.043f, &xf);
+  a = val(g, "a");
+  mi_node_set_float(g, op(g, "LeakyRelu", 1, &xf, a), "alpha", 0.2f);
+  int32_t mi[2] = {a, f32(g, "lo", -0.3f)};
+  b = val(g, "b");
+  op(g, "Max", 2, mi, b);
+  finish(g, b, MI_DTYPE_UINT8, 0.021f, 14);
+  check(g, "LeakyRelu -> Max u8", 1, 0);
+}
+
+/* paddle2onnx's hard-swish x * clip(x + 3, 0, 6) / 6 on INT8 codes (x read by Add and Mul). */
+static void hard_swish_written_out(void) {
+  int32_t xf;
+  mi_graph_t *g = start(MI_DTYPE_INT8, -7, 0.061f, &xf);
+  int32_t a = val(g, "a"), c = val(g, "c"), m = val(g, "m"), dv = val(g, "d");
+  int32_t ai[2] = {xf, f32(g, "three", 3.f)}, ci[3] = {a, f32(g, "zero", 0.f), f32(g, "six", 6.f)};
+  int32_t mi[2] = {xf, c}, di[2] = {m, f32(g, "six2", 6.f)};
+  op(g, "Add", 2, ai, a);
+  op(g, "Clip", 3, ci, c);
+  op(g, "Mul", 2, mi, m);
+  op(g, "Div", 2, di, dv);
+  finish(g, dv, MI_DTYPE_INT8, 0.037f, -20);
+  check(g, "hard-swish written out s8", 1, 0);
+}
+
+/* A learnable per-channel scale and shift ([1, C, 1, 1] and [C, 1, 1] constants), constant first. */
+static void per_channel_affine(void) {
+  int32_t xf;
+  int64_t d4[4] = {1, 6, 1, 1}, d3[3] = {6, 1, 1};
+  float w[6] = {0.5f, -1.25f, 2.f, 0.75f, -0.1f, 1.5f}, b[6] = {0.1f, -0.2f, 0.3f, 0.f, 1.f, -1.f};
+  mi_graph_t *g = start(MI_DTYPE_UINT8, 120, 0.05f, &xf);
+  int32_t m = val(g, "m"), a = val(g, "a");
+  int32_t mi[2] = {tensor(g, "w", MI_DTYPE_FLOAT32, 4, d4, w, sizeof w), xf};
+  int32_t ai[2] = {m, tensor(g, "b", MI_DTYPE_FLOAT32, 3, d3, b, sizeof b)};
+  op(g, "Mul", 2, mi, m);
+  op(g, "Add", 2, ai, a);
+  finish(g, a, MI_DTYPE_UINT8, 0.09f, 128);
+  check(g, "per-channel Mul, Add u8", 1, 0);
+}
+
+/* The other activations a chain may hold, one chain each (Sub and Min by constants too). */
+static void activations(void) {
+  static const char *const acts[] = {"HardSigmoid", "Sigmoid", "Tanh", "HardSwish", "Relu", "Neg", "Abs"};
+  for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+    int32_t xf, dt = i % 2 ? MI_DTYPE_INT8 : MI_DTYPE_UINT8;
+    mi_graph_t *g = start(dt, dt == MI_DTYPE_UINT8 ? 128 : 3, 0.047f, &xf);
+    int32_t s = val(g, "s"), a = val(g, "a"), m = val(g, "m");
+    int32_t si[2] = {xf, f32(g, "k", 0.25f)}, mi[2] = {a, f32(g, "hi", 0.8f)};
+    op(g, "Sub", 2, si, s);
+    op(g, acts[i], 1, &s, a);
+    op(g, "Min", 2, mi, m);
+    finish(g, m, dt, 1.f / 128.f, dt == MI_DTYPE_UINT8 ? 128 : 0);
+    char name[64];
+    snprintf(name, sizeof name, "Sub -> %s -> Min %s", acts[i], dt == MI_DTYPE_UINT8 ? "u8" : "s8");
+    check(g, name, 1, 0);
+  }
+}
+
+/* The chain's middle value is also a graph output: not one kernel (DQ, LeakyRelu, Max, Q). The
+ * float value is byte-equal; the codes within one: blis-cpu's QuantizeLinear divides in float
+ * (as ONNX Runtime does), the reference in double, and 0.03 / 0.02 puts values on ties. */
+static void value_read_outside(void) {
+  int32_t xf;
+  mi_graph_t *g = start(MI_DTYPE_UINT8, 100, 0.03f, &xf);
+  int32_t a = val(g, "a"), b = val(g, "b");
+  op(g, "LeakyRelu", 1, &xf, a);
+  REQUIRE(mi_graph_add_output(g, a) == MI_OK);
+  int32_t mi[2] = {a, f32(g, "lo", -0.1f)};
+  op(g, "Max", 2, mi, b);
+  finish(g, b, MI_DTYPE_UINT8, 0.02f, 10);
+  check(g, "chain value also an output", 4, 1);
+}
+
+static void setup(void) {
+  mi_error_t err = {0, ""};
+  uint32_t dev = 0;
+  r = mi_registry_create();
+  REQUIRE(r);
+  if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
+  tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
+}
+
+static void teardown(void) { mi_registry_destroy(r); }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(leaky_clamp),          TU_CASE(hard_swish_written_out), TU_CASE(per_channel_affine),
+    TU_CASE(activations),          TU_CASE(value_read_outside),
+};
+
+TU_MAIN(setup, teardown)
