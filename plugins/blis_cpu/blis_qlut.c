@@ -14,7 +14,8 @@
 #include "blis_internal.h"
 
 typedef struct qlut {
-  int32_t x, y;
+  int32_t x, y, xf; /* xf: the DequantizeLinear's value when read outside the chain, else -1 */
+  float dq[256];    /* its value per code */
   int64_t planes, hw, channels; /* element i: channel (i / hw) % channels */
   uint8_t table[];              /* channels x 256, indexed by the code's byte */
 } qlut_t;
@@ -23,6 +24,7 @@ typedef struct qlut_task {
   const qlut_t *q;
   const uint8_t *x;
   uint8_t *y;
+  float *xf;
 } qlut_task_t;
 
 static void qlut_part(void *arg, int64_t b, int64_t e) {
@@ -33,6 +35,8 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
     const uint8_t *x = t->x + p * q->hw;
     uint8_t *y = t->y + p * q->hw;
     for (int64_t i = 0; i < q->hw; i++) y[i] = tab[x[i]];
+    if (t->xf)
+      for (int64_t i = 0; i < q->hw; i++) t->xf[p * q->hw + i] = q->dq[x[i]];
   }
 }
 
@@ -42,6 +46,7 @@ static int32_t run_qlut(const mi__blis_step_t *s, void *const *t, const mi__blis
   qt.q = s->state;
   qt.x = t[qt.q->x];
   qt.y = t[qt.q->y];
+  qt.xf = qt.q->xf >= 0 ? t[qt.q->xf] : NULL;
   (void)err;
   mi__blis_parallel(env, qt.q->planes, 1, qt.q->hw, qlut_part, &qt);
   return MI_OK;
@@ -226,6 +231,8 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       }
     }
   }
+  lut->xf = mi__blis_is_kernel_output(p, mi__blis_out(dq, 0)) ? mi__blis_out(dq, 0) : -1;
+  memcpy(lut->dq, buf, sizeof lut->dq);
   lut->x = mi__blis_in(dq, 0);
   lut->y = mi__blis_out(q, 0);
   lut->channels = channels;

@@ -177,6 +177,26 @@ static void value_read_outside(void) {
   check(g, "chain value also an output", 4, 1);
 }
 
+/* paddle2onnx's hard-swish as QDQ exports write it: DQ(a) -> Add(3) -> Clip(0, 6) -> Q is a
+ * chain, and the same DQ(a) also feeds the Mul with the clip's dequantized codes after it: the
+ * chain's kernel writes DQ(a)'s value as well (chain, DQ, Mul, Q: 4 kernels, not 7). Codes within
+ * one of the reference's: the last Q is blis-cpu's float QuantizeLinear (see value_read_outside). */
+static void dq_read_after_chain(void) {
+  int32_t xf;
+  mi_graph_t *g = start(MI_DTYPE_UINT8, 90, 0.047f, &xf);
+  int32_t a = val(g, "a"), c = val(g, "c"), cq = val(g, "cq"), cf = val(g, "cf"), m = val(g, "m");
+  int32_t ai[2] = {xf, f32(g, "three", 3.f)}, ci[3] = {a, f32(g, "zero", 0.f), f32(g, "six", 6.f)};
+  op(g, "Add", 2, ai, a);
+  op(g, "Clip", 3, ci, c);
+  int32_t qi[3] = {c, f32(g, "cs", 6.f / 255.f), code(g, "cz", MI_DTYPE_UINT8, 0)};
+  op(g, "QuantizeLinear", 3, qi, cq);
+  int32_t di[3] = {cq, qi[1], qi[2]}, mi[2] = {xf, cf};
+  op(g, "DequantizeLinear", 3, di, cf);
+  op(g, "Mul", 2, mi, m);
+  finish(g, m, MI_DTYPE_UINT8, 0.11f, 60);
+  check(g, "DQ read by the chain and after it", 4, 1);
+}
+
 static void setup(void) {
   mi_error_t err = {0, ""};
   uint32_t dev = 0;
@@ -190,7 +210,7 @@ static void teardown(void) { mi_registry_destroy(r); }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(leaky_clamp),          TU_CASE(hard_swish_written_out), TU_CASE(per_channel_affine),
-    TU_CASE(activations),          TU_CASE(value_read_outside),
+    TU_CASE(activations),          TU_CASE(value_read_outside),     TU_CASE(dq_read_after_chain),
 };
 
 TU_MAIN(setup, teardown)

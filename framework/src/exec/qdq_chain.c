@@ -50,14 +50,20 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
    * graph is topologically sorted, so one pass past dq sees every producer before its readers). */
   for (int32_t i = dq + 1; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];
-    int reads = 0, outside = 0;
+    int reads = 0, outside = 0, past_dq = 0;
     for (int32_t j = 0; j < n->input_count; j++) {
       int32_t t = n->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
       if (t < 0 || consts[t]) continue;
-      if (pr >= 0 && member(u, pr)) reads = 1;
+      if (pr >= 0 && member(u, pr)) reads = 1, past_dq |= pr != dq;
       else outside = 1;
     }
     if (!reads) continue;
+    /* A reader of the dequantized input alone that is no part of the chain: the kernel writes
+     * that value too, so the reader must come after the kernel (the chain's Q). */
+    if (!past_dq && (outside || !chain_op(g, i) || q >= 0)) {
+      if (q < 0 || graph_output(g, d->outputs[0])) return 0;
+      continue;
+    }
     if (plain_op(g, i, "QuantizeLinear")) {
       if (q >= 0 || outside || n->inputs[0] < 0 || g->tensors[n->inputs[0]].producer < 0) return 0;
       q = i;
@@ -76,7 +82,7 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
     if (u->nodes[m] > q || graph_output(g, t)) return 0;
     for (int32_t i = 0; i < g->node_count; i++)
       for (int32_t j = 0; j < g->nodes[i].input_count; j++)
-        if (g->nodes[i].inputs[j] == t && !member(u, i) && i != q) return 0;
+        if (g->nodes[i].inputs[j] == t && !member(u, i) && i != q && !(m == 0 && i > q)) return 0;
     if (t == g->nodes[q].inputs[0])
       for (int32_t i = 0; i < g->node_count; i++)
         for (int32_t j = 0; j < g->nodes[i].input_count; j++)
