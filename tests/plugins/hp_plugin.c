@@ -7,7 +7,9 @@
  * thread (at create: starts a thread that runs in the plugin's code and calls a host service
  * until the process ends, never stopped by destroy); flaky (crashes from its second load on in
  * the same $HP_COUNT_FILE, so it passes a preflight and fails later; no file, no fault).
- * Stages: entry, create, describe (device_info), prepare (kernel_prepare), run (kernel_run).
+ * Stages: entry, create, describe (device_info), prepare (kernel_prepare), run (kernel_run),
+ * check (check_config, which every hostile plugin has: it accepts everything otherwise) and
+ * destroy.
  * HP_WRONG_OFF_DEFAULT (a plugin of its own, not a hostile one): right with the "chunk" knob at
  * its default (1024), zero-filled output with any other chunk, as a broken kernel variant is.
  * The host must survive each, say which plugin failed where, and never deploy it. */
@@ -26,7 +28,7 @@
 #include "../../sdk/template/template_plugin.c"
 #undef mi_plugin_entry
 
-enum { HP_ENTRY = 1, HP_CREATE, HP_DESCRIBE, HP_PREPARE, HP_RUN };
+enum { HP_ENTRY = 1, HP_CREATE, HP_DESCRIBE, HP_PREPARE, HP_RUN, HP_CHECK, HP_DESTROY };
 enum { HP_CRASH = 1, HP_HANG, HP_EXIT, HP_ABORT, HP_STDOUT, HP_FORGED, HP_WRONG, HP_ZERO_TIME,
        HP_NEG_TIME, HP_THREAD, HP_FLAKY };
 
@@ -117,6 +119,19 @@ static int32_t hp_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_er
   return t_create(host, out, err);
 }
 
+static void hp_destroy(mi_plugin_ctx_t *ctx) {
+  hp_fault(ctx ? ctx->host : NULL, HP_DESTROY);
+  t_destroy(ctx);
+}
+
+/* The template has no check_config: this one accepts every assignment, after the fault. */
+static int32_t hp_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
+                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
+  (void)device, (void)variant_id, (void)knobs, (void)knob_count, (void)err;
+  hp_fault(ctx ? ctx->host : NULL, HP_CHECK);
+  return MI_OK;
+}
+
 static int32_t hp_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
                               mi_error_t *err) {
   hp_fault(ctx ? ctx->host : NULL, HP_DESCRIBE);
@@ -162,6 +177,8 @@ MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *hos
   hp_api = *t;
   hp_api.name = HP_NAME;
   hp_api.create = hp_create;
+  hp_api.destroy = hp_destroy;
+  hp_api.check_config = hp_check_config;
   hp_api.device_info = hp_device_info;
   hp_api.kernel_prepare = hp_kernel_prepare;
   hp_api.kernel_run = hp_kernel_run;

@@ -329,15 +329,16 @@ int mi__worker_preflight_main(int argc, char **argv) {
     w = write(fd, line, (size_t)k);
     (void)w;
   }
-  if (mi__host_api_refused() > 0) {
-    ssize_t w = write(fd, "forged\n", 7);
-    (void)w;
-  }
   {
     ssize_t w = write(fd, "stage destroy\n", 14);
     (void)w;
   }
   mi_registry_destroy(r);
+  /* After destroy: a forged handle passed to a host service from destroy counts too. */
+  if (mi__host_api_refused() > 0) {
+    ssize_t w = write(fd, "forged\n", 7);
+    (void)w;
+  }
   {
     ssize_t w = write(fd, "done\n", 5);
     (void)w;

@@ -362,6 +362,10 @@ MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_p
       if (k < 0) break;
       used += (size_t)k;
     }
+    /* A plugin found but refused says why, not only that it is missing. */
+    if (!p && mi_registry_refusal(r, name))
+      return mi_errorf(err, MI_ERR_NOT_FOUND, "device '%s': plugin '%s' %.200s", spec, name,
+                       mi_registry_refusal(r, name));
     if (!p)
       return mi_errorf(err, MI_ERR_NOT_FOUND, "device '%s': no plugin '%s' (known: %s)", spec,
                        name, r->plugin_count ? known : "none");
