@@ -1,7 +1,8 @@
 # hostile_tune.bash - sourced by hostile_tune_load.sh and hostile_tune_run.sh with $stages set
 # (not a test itself): `mi-host tune` over a pool of blis-cpu and one hostile plugin (tests/plugins/
 # hp_plugin.c: crash, hang, exit, abort, stdout, forged handle at entry, create, describe,
-# prepare, run; wrong output, zero and negative device time at run), one run per hostile plugin:
+# prepare, run, check (check_config), destroy; wrong output, zero and negative device time at
+# run), one run per hostile plugin:
 # the host survives, blis-cpu is always tuned, the hostile device is never chosen, its failure
 # says why, and --json output stays one JSON object.
 set -euo pipefail
@@ -26,7 +27,7 @@ PY
 
 # HOSTILE_CASES="crash-run wrong-run" runs only those (while working on one).
 all=$(cd "$hostile" && ls -d */ | tr -d /)
-[ "$(echo "$all" | wc -l)" -ge 33 ] || fail "expected 33 hostile plugins, found: $all"
+[ "$(echo "$all" | wc -l)" -ge 45 ] || fail "expected 45 hostile plugins, found: $all"
 # thread and flaky plugins have tests of their own (hostile_thread.sh, hostile_flaky.sh).
 cases=${HOSTILE_CASES:-$(echo "$all" | grep -E -- "-($stages)\$" | grep -vE '^(thread|flaky)-')}
 for c in $cases; do
@@ -58,6 +59,10 @@ assert blis and blis["ok"] and blis["measured"] > 0 and blis["front"], f"{case}:
 bad = runs.get(name + ":0")
 if bad is not None:
     assert not bad["ok"] or not bad["front"], f"{case}: the hostile device has a front: {bad}"
+# check_config is asked in the device's worker: the device fails with what happened there.
+if case.endswith("-check"):
+    assert bad and not bad["ok"] and "check_config failed in the worker" in bad.get("error", ""), \
+        f"{case}: no reason recorded: {bad}"
 import re
 text = open(dep).read()
 # Entries start "- model:" at any indent (the table is written by libyaml's emitter); values

@@ -369,6 +369,7 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   uint32_t dev = 0;
   mi_graph_t *g = NULL;
   mi_space_t *s = NULL;
+  mi_space_options_t so;
   mi_worker_pool_t *pool = NULL;
   mi_worker_options_t wo;
   mi_worker_config_t base;
@@ -387,11 +388,29 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   }
   rc = MI_HOST_FAIL;
   mi_error_clear(&err);
+  /* Plugins are described in a sacrificial worker; no plugin code runs in this process. */
+  h->described_only = 1;
   if (!(reg = mi_host_registry(h))) goto done;
+  mi_worker_options_default(&wo);
+  if (!(wo.plugin_dirs = mi_host_plugin_path(h))) {
+    fprintf(stderr, "mi-host: compare: out of memory\n");
+    goto done;
+  }
+  wo.timeout_s = a->timeout_s;
+  if (mi_worker_pool_create(&wo, &pool, &err)) {
+    fprintf(stderr, "mi-host: compare: %s\n", err.message);
+    goto done;
+  }
   /* The space is built here from the model and the plugin's declarations, as the tuner builds
-   * it; the configurations run only in the workers. */
+   * it: its prepare probes and check_config questions go to the device's worker, and the
+   * configurations run only in the workers. */
+  mi_space_options_default(&so);
+  so.probe_pool = pool;
+  so.probe_spec = a->device;
+  so.probe_model = a->model;
+  so.probe_inputs = a->inputs[0] ? a->inputs : NULL;
   if (mi_registry_device(reg, a->device, &pl, &dev, &err) || load_graph(a, &g, &err) ||
-      mi_space_create(g, pl, dev, NULL, &s, &err)) {
+      mi_space_create(g, pl, dev, &so, &s, &err)) {
     fprintf(stderr, "mi-host: compare: %s\n", err.message);
     rc = MI_HOST_USAGE;
     goto done;
@@ -403,16 +422,6 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
       goto done;
     }
     pts[i] = a->cfg[i].pt;
-  }
-  mi_worker_options_default(&wo);
-  if (!(wo.plugin_dirs = mi_host_plugin_path(h))) {
-    fprintf(stderr, "mi-host: compare: out of memory\n");
-    goto done;
-  }
-  wo.timeout_s = a->timeout_s;
-  if (mi_worker_pool_create(&wo, &pool, &err)) {
-    fprintf(stderr, "mi-host: compare: %s\n", err.message);
-    goto done;
   }
   memset(&base, 0, sizeof base);
   base.struct_size = sizeof base;
@@ -427,6 +436,7 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   if (h->json) print_json(a, res, rc == MI_HOST_OK ? NULL : err.message);
   else print_result(a, res, rc == MI_HOST_OK ? NULL : err.message);
 done:
+  mi_space_detach_pool(s);
   mi_worker_pool_destroy(pool);
   for (int i = 0; i < a->n; i++) {
     free(a->cfg[i].text);

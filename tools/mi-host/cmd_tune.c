@@ -397,6 +397,11 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                        run->spec, (int)run->res->measured, (int)run->res->replayed, (int)run->front_n,
                        mi_worker_quarantined(pool, run->spec) ? " (device quarantined)" : "");
 done:
+  mi_space_detach_pool(run->space); /* the space outlives this thread's workers */
+  if (run->ok && mi_space_ask_failure(run->space)) { /* its plugin failed on a question */
+    run->ok = 0;
+    snprintf(run->message, sizeof run->message, "%s", mi_space_ask_failure(run->space));
+  }
   run->recorded = task.recorded;
   if (!run->ok) {
     if (!run->message[0]) snprintf(run->message, sizeof run->message, "%s", err.message);
@@ -547,6 +552,9 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     else return mi_cli_error(&cli, "one recipe at a time");
   }
   if (!recipe_path) return mi_cli_error(&cli, "needs a recipe: mi-host tune RECIPE.yaml");
+  /* No plugin code runs in this process: each plugin is described in a sacrificial worker, and
+   * probes, check_config and measurements run in the device's worker (docs/security.md). */
+  h->described_only = 1;
   if (!(c.reg = mi_host_registry(h))) return MI_HOST_FAIL;
   if (mi_recipe_load(recipe_path, c.reg, &r, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);

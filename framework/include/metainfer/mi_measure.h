@@ -246,6 +246,15 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
 MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char *model,
                                const char *inputs, int32_t node, const char *op_type,
                                const char *variant_id, int32_t *status, mi_error_t *err);
+/** Asks device `spec`'s plugin, in its worker, its check_config about `variant_id` (NULL: the
+ * device knobs alone) with `knobs`. On MI_OK *status is the plugin's answer (MI_OK when it has
+ * no check_config) and `why` (may be NULL) its message; what it printed went to the log.
+ * Otherwise the question failed like a measurement (crashed, timed out, printed to stdout,
+ * quarantined) and err says why. */
+MI_API int32_t mi_worker_check_config(mi_worker_pool_t *p, const char *spec,
+                                      const char *variant_id, const mi_knob_value_t *knobs,
+                                      int32_t knob_count, int32_t *status, mi_error_t *why,
+                                      mi_error_t *err);
 /** 1 when `spec` failed quarantine_after times in a row and is no longer run. */
 MI_API int mi_worker_quarantined(const mi_worker_pool_t *p, const char *spec);
 /** Ends the worker of device `spec` (it exits on end of input and is reaped), so that the

@@ -70,6 +70,13 @@ MI_API int32_t mi_space_create(const mi_graph_t *g, const struct mi_plugin *plug
                                uint32_t device, const mi_space_options_t *opts,
                                mi_space_t **out, mi_error_t *err);
 MI_API void mi_space_destroy(mi_space_t *s);
+/** The workers of opts.probe_pool are going away: from now on check_config is answered from
+ * what was already asked of them, else by the plugin in this process (a stand-in described in
+ * isolation refuses). Call before destroying the pool when the space outlives it. */
+MI_API void mi_space_detach_pool(mi_space_t *s);
+/** Why the first check_config question sent to the device's worker got no answer (it crashed,
+ * hung, printed to stdout, was quarantined), or NULL when every one was answered. */
+MI_API const char *mi_space_ask_failure(const mi_space_t *s);
 
 MI_API int32_t mi_space_dim_count(const mi_space_t *s);
 /** The dimension's canonical key ("device.threads", "node.conv1.variant", "model.fuse",

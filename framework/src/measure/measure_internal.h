@@ -37,7 +37,9 @@ enum {
   MI__JOB_CONFIG = 3,            /* mi__config_job_t, then its texts (worker_config.c) */
   MI__REPLY_CONFIG = 14,         /* mi_worker_config_result_t, mi_profile_t, then its layers */
   MI__JOB_PROBE = 4,             /* a kernel_prepare probe (worker_probe.c) */
-  MI__REPLY_PROBE = 15           /* int32_t: the plugin's status */
+  MI__REPLY_PROBE = 15,          /* int32_t: the plugin's status */
+  MI__JOB_CHECK = 5,             /* a check_config question (worker_probe.c) */
+  MI__REPLY_CHECK = 16           /* int32_t status, then the plugin's mi_error_t */
 };
 
 typedef struct mi__frame {
@@ -93,6 +95,7 @@ typedef struct mi__probe_cache {
 void mi__worker_serve_probe(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload, size_t n,
                             mi__probe_cache_t *cache);
 void mi__probe_cache_free(mi__probe_cache_t *c);
+void mi__worker_serve_check(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload, size_t n);
 /* Parent side (worker.c): sends a job, reads a reply of `prefix` bytes + profile + layers. */
 struct mi_worker_pool;
 struct mi_profile;

@@ -100,11 +100,14 @@ int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const 
 }
 
 /* Points this process's stdout at a pipe it drains itself (mi__worker_reply), unbuffered so a
- * plugin's printf is seen with the job that made it. */
+ * plugin's printf is seen with the job that made it. Both ends are non-blocking: a plugin that
+ * prints on every run fills the pipe within a measurement, and its writes then fail instead of
+ * blocking it until the job's deadline (which would be reported as a hang, not as the print). */
 static void capture_stdout(void) {
   int pp[2];
   if (pipe2(pp, O_CLOEXEC) != 0) return;
-  if (fcntl(pp[0], F_SETFL, O_NONBLOCK) != 0 || dup2(pp[1], STDOUT_FILENO) < 0) {
+  if (fcntl(pp[0], F_SETFL, O_NONBLOCK) != 0 || fcntl(pp[1], F_SETFL, O_NONBLOCK) != 0 ||
+      dup2(pp[1], STDOUT_FILENO) < 0) {
     close(pp[0]);
     close(pp[1]);
     return;
@@ -281,7 +284,8 @@ MI_API int mi_worker_main(int argc, char **argv) {
     } *buf;
     if (mi__read_full(a.fd, &h, sizeof h, 0) != 1 || h.magic != MI__FRAME_MAGIC ||
         (h.length > sizeof(mi__job_t) &&
-         ((h.type != MI__JOB_CONFIG && h.type != MI__JOB_PROBE) || h.length > MI__CONFIG_JOB_MAX)))
+         ((h.type != MI__JOB_CONFIG && h.type != MI__JOB_PROBE && h.type != MI__JOB_CHECK) ||
+          h.length > MI__CONFIG_JOB_MAX)))
       break;
     /* Configuration jobs carry texts of any length up to MI__CONFIG_JOB_MAX. */
     buf = calloc(1, h.length > sizeof *buf ? h.length + 1 : sizeof *buf);
@@ -297,6 +301,8 @@ MI_API int mi_worker_main(int argc, char **argv) {
       mi__worker_serve_config(a.fd, pl, dev, buf, h.length, &cc);
     } else if (h.type == MI__JOB_PROBE) {
       mi__worker_serve_probe(a.fd, pl, dev, buf, h.length, &pc);
+    } else if (h.type == MI__JOB_CHECK) {
+      mi__worker_serve_check(a.fd, pl, dev, buf, h.length);
     } else if (h.type == MI__JOB_FINGERPRINT) {
       mi_device_fingerprint_t fp;
       mi_error_t e;

@@ -1,6 +1,7 @@
-/* worker_probe.c - prepare probes in the device's worker: while a space is built, the host asks
- * whether a variant prepares a node, and the plugin's kernel_prepare answers in the worker, so
- * a crash or hang there costs the device, never the host. */
+/* worker_probe.c - prepare probes and check_config questions in the device's worker: while a
+ * space is built and searched, the host asks whether a variant prepares a node and whether a
+ * knob assignment is valid, and the plugin answers in the worker, so a crash or hang there
+ * costs the device, never the host. */
 #define _GNU_SOURCE 1
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +51,111 @@ MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char
   return rc;
 }
 
+/* A check_config question as sent: this header, then `count` knobs. Names are copied into the
+ * job (the plugin declared them in fields of 64 bytes). */
+typedef struct cjob {
+  int32_t has_variant, count;
+  char variant[sizeof ((mi_variant_desc_t *)0)->id];
+} cjob_t;
+typedef struct cknob {
+  char name[sizeof ((mi_knob_desc_t *)0)->name];
+  int64_t i;
+  double f;
+} cknob_t;
+typedef struct creply {
+  int32_t status;
+  mi_error_t why;
+} creply_t;
+#define CHECK_KNOBS_MAX 256
+
+MI_API int32_t mi_worker_check_config(mi_worker_pool_t *p, const char *spec,
+                                      const char *variant_id, const mi_knob_value_t *knobs,
+                                      int32_t knob_count, int32_t *status, mi_error_t *why,
+                                      mi_error_t *err) {
+  cjob_t job;
+  cknob_t *kn;
+  creply_t reply;
+  size_t total;
+  int32_t rc;
+  if (status) *status = MI_OK;
+  if (!p || !spec || !status || knob_count < 0 || (knob_count > 0 && !knobs))
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_check_config: bad argument");
+  if (knob_count > CHECK_KNOBS_MAX)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: check_config with %d knobs",
+                     (int)knob_count);
+  memset(&job, 0, sizeof job);
+  job.has_variant = variant_id != NULL;
+  job.count = knob_count;
+  if (variant_id && strlen(variant_id) >= sizeof job.variant)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: variant id too long");
+  if (variant_id) memcpy(job.variant, variant_id, strlen(variant_id) + 1);
+  total = sizeof job + (size_t)knob_count * sizeof *kn;
+  if (!(kn = calloc(1, total))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  memcpy(kn, &job, sizeof job);
+  for (int32_t i = 0; i < knob_count; i++) {
+    cknob_t *k = (cknob_t *)((char *)kn + sizeof job) + i;
+    snprintf(k->name, sizeof k->name, "%s", knobs[i].name ? knobs[i].name : "");
+    k->i = knobs[i].i;
+    k->f = knobs[i].f;
+  }
+  memset(&reply, 0, sizeof reply);
+  rc = mi__worker_exchange(p, spec, MI__JOB_CHECK, kn, total, MI__REPLY_CHECK, &reply,
+                           sizeof reply, err);
+  free(kn);
+  if (rc != MI_OK) return rc;
+  reply.why.message[sizeof reply.why.message - 1] = '\0';
+  *status = reply.status;
+  if (why) *why = reply.why;
+  return MI_OK;
+}
+
 /* ---------------------------------------------------------------- the worker's side */
+
+/* Replies the plugin's check_config answer (MI_OK without one), through mi__worker_reply: one
+ * that printed to stdout or forged a handle while answering fails the question instead. */
+void mi__worker_serve_check(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
+                            size_t n) {
+  cjob_t job;
+  creply_t reply;
+  mi_knob_value_t vals[CHECK_KNOBS_MAX];
+  cknob_t *kn = NULL;
+  mi_error_t e;
+  mi_error_clear(&e);
+  if (n < sizeof job) {
+    mi_errorf(&e, MI_ERR_INTERNAL, "worker: short check job");
+    goto fail;
+  }
+  memcpy(&job, payload, sizeof job);
+  if (job.count < 0 || job.count > CHECK_KNOBS_MAX ||
+      n != sizeof job + (size_t)job.count * sizeof *kn ||
+      memchr(job.variant, '\0', sizeof job.variant) == NULL) {
+    mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed check job");
+    goto fail;
+  }
+  if (job.count > 0 && !(kn = malloc((size_t)job.count * sizeof *kn))) {
+    mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    goto fail;
+  }
+  if (job.count > 0) memcpy(kn, (const char *)payload + sizeof job, (size_t)job.count * sizeof *kn);
+  for (int32_t i = 0; i < job.count; i++) {
+    kn[i].name[sizeof kn[i].name - 1] = '\0';
+    vals[i].name = kn[i].name;
+    vals[i].i = kn[i].i;
+    vals[i].f = kn[i].f;
+  }
+  memset(&reply, 0, sizeof reply);
+  mi_error_clear(&reply.why);
+  if (pl->api.check_config)
+    reply.status = pl->api.check_config(pl->ctx, dev, job.has_variant ? job.variant : NULL, vals,
+                                        job.count, &reply.why);
+  reply.why.message[sizeof reply.why.message - 1] = '\0';
+  free(kn);
+  mi__worker_reply(fd, MI__REPLY_CHECK, &reply, sizeof reply, NULL, 0);
+  return;
+fail:
+  free(kn);
+  mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+}
 
 void mi__probe_cache_free(mi__probe_cache_t *c) {
   for (int32_t t = 0; c->consts && c->g && t < c->g->tensor_count; t++) free(c->consts[t]);

@@ -57,9 +57,12 @@ static int put_arr(int fd, const void *a, uint32_t n, size_t elem) {
   return put(fd, &n, sizeof n) || (n && put(fd, a, (size_t)n * elem));
 }
 
+/* head[6]: what the plugin's table has beyond the descriptions. */
+#define SNAP_HAS_CHECK 1u
+
 int32_t mi__plugin_snapshot_write(int fd, const mi_plugin_t *p, mi_error_t *err) {
-  uint32_t head[6] = {SNAP_MAGIC, snap_tag(), p->abi_major, p->abi_minor, p->declared_size,
-                      p->device_count};
+  uint32_t head[7] = {SNAP_MAGIC, snap_tag(), p->abi_major, p->abi_minor, p->declared_size,
+                      p->device_count, p->api.check_config ? SNAP_HAS_CHECK : 0};
   int32_t rc = MI_OK;
   if (put(fd, head, sizeof head) || put_str(fd, p->name) || put_str(fd, p->version) ||
       put_str(fd, p->path))
@@ -179,6 +182,13 @@ static int32_t s_kernel_run(mi_plugin_ctx_t *c, mi_kernel_t *k, mi_buffer_t *con
   return refuse(err);
 }
 static void s_kernel_release(mi_plugin_ctx_t *c, mi_kernel_t *k) { (void)c, (void)k; }
+/* Present when the plugin has check_config, so callers know to ask it where it runs: a space
+ * built on a stand-in sends the check to the device's worker (mi_space_options_t.probe_pool). */
+static int32_t s_check_config(mi_plugin_ctx_t *c, uint32_t d, const char *v,
+                              const mi_knob_value_t *k, int32_t n, mi_error_t *err) {
+  (void)c, (void)d, (void)v, (void)k, (void)n;
+  return refuse(err);
+}
 
 /* Reads n bytes at *at of a snapshot of `size` bytes. */
 static int take(const char *buf, size_t size, size_t *at, void *out, size_t n) {
@@ -212,7 +222,7 @@ static void *take_arr(const char *buf, size_t size, size_t *at, uint32_t *n, siz
 int32_t mi__plugin_from_snapshot(const char *manifest_path, const void *snapshot, size_t size,
                                  mi__plugin_entry_t **out, mi_error_t *err) {
   const char *buf = snapshot;
-  uint32_t head[6];
+  uint32_t head[7];
   size_t at = 0;
   mi__plugin_entry_t *e;
   mi_plugin_ctx_t *c;
@@ -276,6 +286,7 @@ int32_t mi__plugin_from_snapshot(const char *manifest_path, const void *snapshot
     a->constraint_desc = s_constraint_desc;
     a->counter_count = s_counter_count;
     a->counter_desc = s_counter_desc;
+    if (head[6] & SNAP_HAS_CHECK) a->check_config = s_check_config;
   }
   /* The host checks the stand-in as it checks a loaded plugin. */
   if (mi__plugin_validate(&e->pub, err) != MI_OK) {

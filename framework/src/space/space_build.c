@@ -275,6 +275,10 @@ int32_t mi_space_create(const mi_graph_t *g, const mi_plugin_t *plugin, uint32_t
     if (s->opts.float_levels < 2) s->opts.float_levels = 5;
     if (s->opts.prune_levels < 2) s->opts.prune_levels = 3;
   }
+  if (mi__space_asks_begin(s) != MI_OK) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
+    goto fail;
+  }
   if ((rc = mi_plugin_device_info(plugin, device, &s->dev, err)) != MI_OK) goto fail;
   if ((rc = mi_plugin_knobs(plugin, device, &s->knobs, &s->knob_count, err)) != MI_OK) goto fail;
   if ((rc = mi_plugin_variants(plugin, device, &s->variants, &s->variant_count, err)) != MI_OK)
@@ -321,6 +325,7 @@ void mi_space_destroy(mi_space_t *s) {
     free(d->name);
   }
   mi__space_probe_end(s);
+  mi__space_asks_end(s);
   for (int32_t i = 0; i < s->node_count; i++) free(s->nodes[i].variants);
   free(s->nodes);
   free(s->dims);

@@ -113,7 +113,7 @@ static int32_t plugin_check(const mi_space_t *s, const int32_t *pt, int32_t slot
     if (knob_value(s, pt, slot, k, &v) >= 0) vals[n++] = v;
   }
   mi_error_clear(&perr);
-  rc = s->plugin->api.check_config(s->plugin->ctx, s->device, vid, vals, n, &perr);
+  rc = mi__space_ask_check(s, vid, vals, n, &perr);
   perr.message[sizeof perr.message - 1] = '\0';
   if (rc == MI_OK) return MI_OK;
   return mi_errorf(err, MI_ERR_INVALID_CONFIG, "node %s (%s): %s", slot_name(s, slot),

@@ -67,6 +67,7 @@ struct mi_space {
   int32_t probe_cache_n, probe_cache_cap;
   int32_t probes, pruned; /* kernel_prepare calls; (node, variant) pairs removed */
   mi_error_t probe_err;   /* why a probe in the worker failed (mi__space_probe returned -1) */
+  struct mi__space_asks *asks; /* check_config answers from the worker (space_ask.c) */
 };
 
 /* space_build.c */
@@ -83,6 +84,11 @@ void mi__space_probe_end(mi_space_t *s);
 /* 1: the variant prepares the node, 0: the plugin refuses it, -1: the probe itself failed in
  * the device's worker (crashed, hung; s->probe_err says so). */
 int mi__space_probe(mi_space_t *s, int32_t node, int32_t variant);
+/* space_ask.c: check_config in the device's worker when opts.probe_pool is set, else here. */
+int32_t mi__space_asks_begin(mi_space_t *s);
+void mi__space_asks_end(mi_space_t *s);
+int32_t mi__space_ask_check(const mi_space_t *s, const char *vid, const mi_knob_value_t *vals,
+                            int32_t n, mi_error_t *why);
 /* space_ops.c */
 void mi__space_normalize(const mi_space_t *s, int32_t *pt);
 
