@@ -115,8 +115,19 @@ edit rounds_huge 'rounds: ' 'rounds: 99999999999999999999999 #'
 refused rounds_huge "out of range"
 edit latency_huge 'latency_ms: ' 'latency_ms: 1e99999 #'
 refused latency_huge "must be a number"
-edit knob_huge 'chunk: "' 'chunk: "99999999999999999999999'
-refused knob_huge "does not match its configuration"
+# A knob value past int64: edited where the chosen configuration sets the knob, else added to it
+# (an all-auto default sets none); either way the id no longer matches.
+python3 - "$D" "$T/knob_huge.yaml" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+if 'chunk: "' in t:
+    t = t.replace('chunk: "', 'chunk: "99999999999999999999999', 1)
+else:
+    t = re.sub(r"(\n( *)configuration:)( \{\})?\n", r'\1\n\2  node.relu.knob.chunk: "99999999999999999999999"\n', t, count=1)
+open(sys.argv[2], "w").write(t)
+PY
+cmp -s "$D" "$T/knob_huge.yaml" && fail "knob_huge: the table was not edited"
+refused knob_huge "does not match its configuration|no value|unknown key"
 edit device_huge 'template:0' 'template:99999999999999999999'
 refused device_huge "index must be a number"
 edit device_big 'template:0' 'template:4294967296'
