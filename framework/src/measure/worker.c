@@ -341,8 +341,13 @@ static int32_t slot_for(mi_worker_pool_t *p, const char *spec, slot_t **out, mi_
   return MI_OK;
 }
 
-static void count(mi_worker_pool_t *p, slot_t *s, int32_t rc, const mi_error_t *err) {
+/* A failure of any job counts toward the quarantine; only a measurement that passed clears the
+ * count (a check_config answer or a probe between crashing measurements says nothing about
+ * whether the device can run). */
+static void count(mi_worker_pool_t *p, slot_t *s, int32_t rc, const mi_error_t *err,
+                  int measurement) {
   if (rc == MI_OK) {
+    if (!measurement) return;
     s->fails = 0;
     s->ever_ok = 1;
     return;
@@ -424,7 +429,7 @@ MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
   else if (rc == MI_OK)
     rc = reply_error(&h, pl, err);
   free(pl);
-  count(p, s, rc, err);
+  count(p, s, rc, err, 0);
   return rc;
 }
 
@@ -442,7 +447,7 @@ int32_t mi__worker_exchange(mi_worker_pool_t *p, const char *spec, uint32_t type
   else if (rc == MI_OK)
     rc = reply_error(&h, pl, err);
   free(pl);
-  count(p, s, rc, err);
+  count(p, s, rc, err, 0);
   return rc;
 }
 
@@ -488,7 +493,7 @@ int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, con
   }
 done:
   free(pl);
-  count(p, s, rc, err);
+  count(p, s, rc, err, 1);
   if (rc) {
     mi_profile_destroy(r);
     r = NULL;

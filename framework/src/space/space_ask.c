@@ -80,6 +80,9 @@ int32_t mi__space_ask_check(const mi_space_t *s, const char *vid, const mi_knob_
   /* Without the workers (none given, or gone after the tuning: mi_space_detach_pool) the plugin
    * in this process answers; a stand-in refuses, so an unasked point is never taken as valid. */
   if (!s->opts.probe_pool) return p->api.check_config(p->ctx, s->device, vid, vals, n, why);
+  /* A device quarantined by its measurements is not asked: the point goes on to be refused by
+   * the quarantine with its own reason, and the question is not recorded as failed. */
+  if (mi_worker_quarantined(s->opts.probe_pool, s->opts.probe_spec)) return MI_OK;
   mi_error_clear(&e);
   if (mi_worker_check_config(s->opts.probe_pool, s->opts.probe_spec, vid, vals, n, &status, why,
                              &e) != MI_OK) {
