@@ -60,7 +60,7 @@ D=$T/out/deployment.yaml
 python3 - "$D" <<'PY'
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
-assert set(d) <= {"version", "recipe", "deployments", "assignment"}, d.keys()
+assert set(d) <= {"version", "recipe", "inputs", "deployments", "assignment"}, d.keys()
 (e,) = d["deployments"]
 assert e["model"] == 'k"w.onnx', e["model"]
 assert "1.0\"\nevil: true" in e["stack"], e["stack"]

@@ -136,7 +136,12 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
 int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, int32_t n, int json) {
   char path[4200], name[256];
   FILE *f;
-  if (!mi_tune_write_table(r, out, runs, n)) return MI_HOST_FAIL;
+  mi_error_t err;
+  mi_error_clear(&err);
+  if (mi_tune_write_table(r, out, runs, n, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: %s\n", err.message[0] ? err.message : "tune: the deployment table was not written");
+    return MI_HOST_FAIL;
+  }
   if (!(f = open_out(out, "pareto.json", path, sizeof path))) return MI_HOST_FAIL;
   write_json(f, r, runs, n);
   fclose(f);

@@ -1,7 +1,7 @@
-/* tune_progress.c - mi-host tune's progress: on a terminal one line per device of the pool,
- * redrawn in place (measurements used of budget, best so far, ETA); plain log lines otherwise;
- * nothing with --json (the summary goes to stdout). Threads share it through its lock. */
-#include <math.h>
+/* tune_progress.c - mi-host tune's progress: the tuner's callbacks on the terminal, one line
+ * per device of the pool redrawn in place (measurements used of budget, best so far, ETA); plain
+ * log lines otherwise; nothing with --json (the summary goes to stdout). Threads share it
+ * through its lock. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,22 +46,38 @@ void mi_tune_progress_set(mi_tune_progress_t *p, int32_t line, int log, const ch
   pthread_mutex_unlock(&p->lock);
 }
 
-void mi_tune_progress_trial(void *ctx, const mi_trial_t *t, int32_t used, int64_t budget,
-                            double el) {
-  mi_tune_task_t *k = ctx;
-  double v = t->objectives[k->first_objective], viol = 0, eta;
-  char best[48];
-  mi_pareto_violation(t->objectives, 1, MI_OBJ_COUNT, k->bounds, k->bound_count, &viol);
-  if (t->status == MI_OK && viol == 0 && isfinite(v) && !(v >= k->best)) k->best = v;
-  eta = used > 0 ? el / used * (double)(budget - used) : 0;
-  if (k->recipe->budget_seconds > 0 && eta > k->recipe->budget_seconds - el)
-    eta = fmax(0, k->recipe->budget_seconds - el);
-  if (isfinite(k->best)) snprintf(best, sizeof best, "best %s %.4g", mi_objective_name(k->first_objective, NULL), k->best);
-  else snprintf(best, sizeof best, "no feasible configuration yet");
-  mi_tune_progress_set(k->progress, k->line, 1, "%-14s %3d/%-3lld measured  %s  eta %.0f s  last: %s%s%s",
-                       k->spec, (int)used, (long long)budget, best, eta,
-                       t->status == MI_OK ? "ok" : "failed", t->from_history ? " (history)" : "",
-                       t->status == MI_OK ? "" : "");
-  if (!k->progress->tty && !k->progress->json && t->status != MI_OK)
-    fprintf(stderr, "tune: %s: failed: %s\n", k->spec, t->message);
+static void on_progress(void *user, int32_t line, int log, const char *text) {
+  mi_tune_progress_set(user, line, log, "%s", text);
+}
+
+static void on_trial(void *user, const char *spec, const mi_trial_t *t) {
+  mi_tune_progress_t *p = user;
+  if (!p->tty && !p->json && t->status != MI_OK) fprintf(stderr, "tune: %s: failed: %s\n", spec, t->message);
+}
+
+static void on_model(void *user, int32_t index, int32_t count, const char *name, int32_t devices) {
+  mi_tune_progress_t *p = user;
+  if (!p->json) fprintf(stderr, "tune: model %d/%d: %s on %d device(s)\n", (int)index + 1, (int)count, name, (int)devices);
+  p->drawn = 0;
+}
+
+static void on_log(void *user, int kind, const char *text) {
+  mi_tune_progress_t *p = user;
+  if (kind == MI_TUNE_LOG_NOTE || !p->json) fprintf(stderr, "tune: %s\n", text);
+}
+
+static int on_stop(void *user) {
+  (void)user;
+  return mi_tune_stopped();
+}
+
+void mi_tune_progress_callbacks(mi_tune_progress_t *p, mi_tune_callbacks_t *cb) {
+  memset(cb, 0, sizeof *cb);
+  cb->struct_size = sizeof *cb;
+  cb->user = p;
+  cb->progress = on_progress;
+  cb->trial = on_trial;
+  cb->model = on_model;
+  cb->log = on_log;
+  cb->stop = on_stop;
 }

@@ -1,6 +1,7 @@
-/* tune_stop.c - how mi-host tune ends other than by finishing: Ctrl-C (SIGINT, SIGTERM) stops it
- * between measurements and says what the history kept, and a model that got no successful
- * measurement on any device fails the run with the reason instead of a silent exit 0. */
+/* tune_stop.c - how mi-host tune ends other than by finishing: Ctrl-C (SIGINT, SIGTERM) asks the
+ * tuner to stop between measurements (its stop callback) and says what the history kept, and a
+ * model that got no successful measurement on any device fails the run with the reason instead
+ * of a silent exit 0. */
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -25,47 +26,6 @@ void mi_tune_stop_install(void) {
 }
 
 int mi_tune_stopped(void) { return (int)g_stop; }
-
-int mi_tune_stop_search(mi_tune_task_t *t) {
-  if (!g_stop) return 0;
-  /* The search loops end when their wall-time budget is spent: spending it ends the search at
-   * its next check, without a stop flag in the search API. */
-  if (t->search) t->search->max_seconds = 1e-9;
-  return 1;
-}
-
-int mi_tune_succeeded(const mi_tune_run_t *run) {
-  int32_t n = 0;
-  for (int32_t i = 0; run->ok && run->res && i < run->res->count; i++) n += run->res->trials[i].status == MI_OK;
-  return n;
-}
-
-/* Why a run has nothing: its own error, else its last failed trial's message. */
-static const char *why(const mi_tune_run_t *run) {
-  if (!run->ok) return run->message;
-  for (int32_t i = run->res ? run->res->count - 1 : -1; i >= 0; i--)
-    if (run->res->trials[i].status != MI_OK) return run->res->trials[i].message;
-  return run->res && run->res->count > 0 ? "no successful measurement" : "nothing was measured (budget 0?)";
-}
-
-int32_t mi_tune_failed_model(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n) {
-  for (int32_t m = 0; m < r->model_count; m++) {
-    int any = 0;
-    for (int32_t d = 0; d < r->device_count && m * r->device_count + d < n; d++)
-      any |= mi_tune_succeeded(&runs[m * r->device_count + d]) > 0;
-    if (!any && r->budget_measurements > 0) return m;
-  }
-  return -1;
-}
-
-void mi_tune_failure_text(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n, int32_t m,
-                          char *buf, size_t cap) {
-  size_t at = (size_t)snprintf(buf, cap, "%s: no configuration was measured successfully on any device", r->models[m].written);
-  for (int32_t d = 0; d < r->device_count && m * r->device_count + d < n && at < cap; d++) {
-    const mi_tune_run_t *run = &runs[m * r->device_count + d];
-    at += (size_t)snprintf(buf + at, cap - at, "; %s: %s", run->spec, why(run));
-  }
-}
 
 int mi_tune_finish(const mi_recipe_t *r, const char *history, mi_tune_run_t *runs, int32_t n,
                    int json) {

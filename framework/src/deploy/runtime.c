@@ -160,6 +160,19 @@ static int32_t load_model(mi_runtime_t *rt, mi_error_t *err) {
   int32_t rc;
   if ((rc = mi_onnx_load(rt->model_path, &rt->graph, err))) return rc;
   if (rt->inputs && (rc = set_inputs(rt->graph, rt->inputs, err))) return rc;
+  /* A dynamic dimension left open would let no variant prepare and fail later as an unknown
+   * configuration key: say here where the shapes were looked for. */
+  for (int32_t i = 0; i < rt->graph->input_count; i++) {
+    const mi_tensor_t *t = &rt->graph->tensors[rt->graph->inputs[i]];
+    for (int32_t d = 0; d < t->rank; d++)
+      if (t->dims[d] < 0)
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                         "runtime: %s: input '%s' has a dynamic dimension and %s gives no input "
+                         "shapes (its recipe %s%s); add them to the table as inputs: \"NAME:1x3x32x32\"",
+                         rt->model_path, t->name, rt->table_path,
+                         rt->table->recipe ? rt->table->recipe : "is not named",
+                         rt->table->recipe ? " was not found from here or the table's folder" : "");
+  }
   if ((rc = mi_graph_toposort(rt->graph, err)) || (rc = mi_graph_infer_shapes(rt->graph, err)))
     return rc;
   /* Same samples as the tuner's worker: the recipe's folder, or 2 seeded random ones. */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune/tune_internal.h"
 
 /* Memory a model needs on a device: its chosen configuration's peak memory when measured,
  * else nothing known (0). */
@@ -13,7 +13,7 @@ static double need_mb(const mi_tune_run_t *run) {
   return isfinite(t->objectives[MI_OBJ_MEMORY]) ? t->objectives[MI_OBJ_MEMORY] : 0;
 }
 
-void mi_tune_assign(const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n) {
+MI_API void mi_tune_assign(const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n) {
   int32_t models = r->model_count, devs = r->device_count;
   int32_t *order = malloc((size_t)models * sizeof *order + 1);
   double *left = malloc((size_t)devs * sizeof *left + 1), *need = calloc((size_t)models + 1, sizeof *need);

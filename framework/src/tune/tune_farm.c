@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "metainfer/mi_farm.h"
-#include "tune_farm.h"
+#include "tune/tune_farm.h"
 
 /* How long one queued measurement may wait for an agent before the trial counts as failed. */
 enum { FARM_WAIT_S = 600 };

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune/tune_internal.h"
 
-int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec, const mi_space_t *s,
+MI_API int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec, const mi_space_t *s,
                                const mi_worker_config_t *base, const int32_t *const *pts,
                                int32_t count, const mi_measure_options_t *mo,
                                const mi_compare_options_t *co, mi_compare_result_t *out,
@@ -113,7 +113,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   base.seed = task->recipe->seed;
   base.samples = 2;
   if (!quiet)
-    mi_tune_progress_set(task->progress, task->line, 0, "%-14s checking the choice against the %s in paired rounds",
+    mi__tune_progress(task, 0, "%-14s checking the choice against the %s in paired rounds",
                          task->spec, dflt >= 0 ? "default" : "runner-up");
   rc = mi_tune_compare_points(task->pool, task->spec, run->space, &base, pts, n, &mo, &co, res, &err);
   if (rc != MI_OK || res->rounds < 2) {
@@ -164,7 +164,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   free(res);
 }
 
-void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap) {
+MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap) {
   const mi_compare_ratio_t *v = &run->vs_default;
   size_t at = 0;
   buf[0] = '\0';

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune/tune_internal.h"
 #include "metainfer/mi_ltask.h"
 
 typedef struct {
@@ -83,7 +83,7 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   lo.measure = measure;
   lo.measure_ctx = &m;
   if (!quiet)
-    mi_tune_progress_set(task->progress, task->line, 1, "%-14s tuning %d layer tasks", task->spec, (int)t->count);
+    mi__tune_progress(task, 1, "%-14s tuning %d layer tasks", task->spec, (int)t->count);
   if ((rc = mi_ltasks_tune(g, s, t, base, &lo, &res, err)) != MI_OK) goto done;
   run->ltask_reused = res.reused;
   run->ltask_warm = res.warm;

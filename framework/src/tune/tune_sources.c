@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune/tune_internal.h"
 
 /* Measurements kept per source task: rows come fastest first, so these are its best. */
 #define MAX_ROWS_PER_SOURCE 256

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune/tune_internal.h"
 
 /* The front entry's configuration: the space's canonical "key=value" lines. */
 static int32_t fill_config(const mi_tune_run_t *run, int32_t k, mi_deploy_config_t *c,
@@ -83,23 +83,53 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
   return MI_OK;
 }
 
-int mi_tune_write_table(const mi_recipe_t *r, const char *dir, mi_tune_run_t *runs, int32_t n) {
+/* The input shapes the models were tuned at as the runtime reads them ("x:1x3x48x192;..."): the
+ * recipe's, else the one model's; NULL for several models without inputs: in the recipe. */
+static char *recipe_inputs(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n) {
+  char buf[2048];
+  size_t at = 0;
+  buf[0] = '\0';
+  if (r->input_count <= 0) {
+    /* One model: the shapes it was tuned at, its dynamic dimensions taken as 1 (cmd_tune.c). */
+    const mi_graph_t *g = n > 0 ? runs[0].graph : NULL;
+    if (r->model_count != 1 || !g) return NULL;
+    for (int32_t i = 0; i < g->input_count && at < sizeof buf; i++) {
+      const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+      at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s:", i ? ";" : "", t->name);
+      for (int32_t d = 0; d < t->rank && at < sizeof buf; d++)
+        at += (size_t)snprintf(buf + at, sizeof buf - at, d ? "x%lld" : "%lld", (long long)t->dims[d]);
+    }
+    return strdup(buf);
+  }
+  for (int32_t i = 0; i < r->input_count && at < sizeof buf; i++) {
+    at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s:", i ? ";" : "", r->inputs[i].name);
+    for (int32_t d = 0; d < r->inputs[i].rank && at < sizeof buf; d++)
+      at += (size_t)snprintf(buf + at, sizeof buf - at, d ? "x%lld" : "%lld", (long long)r->inputs[i].dims[d]);
+  }
+  return strdup(buf);
+}
+
+MI_API int32_t mi_tune_write_table(const mi_recipe_t *r, const char *dir, const mi_tune_run_t *runs,
+                            int32_t n, mi_error_t *err) {
   mi_deploy_table_t *t = calloc(1, sizeof *t);
-  mi_error_t err = {0};
-  char path[4200];
+  char path[4200], *abs = realpath(r->path, NULL);
   int32_t rc = MI_OK;
   snprintf(path, sizeof path, "%s/deployment.yaml", dir);
-  if (!t || !(t->recipe = strdup(r->path)) ||
+  /* The recipe by its absolute path and the input shapes in the table itself: mi-run
+   * --deployment runs from any folder, where a path relative to mi-host's folder means nothing,
+   * and without the shapes a model's dynamic dimensions stay unresolved (no variant prepares). */
+  if (t) t->inputs = recipe_inputs(r, runs, n); /* NULL (none, or out of memory): the recipe's */
+  if (!t || !(t->recipe = abs ? abs : strdup(r->path)) ||
       !(t->entries = calloc((size_t)n + 1, sizeof *t->entries)) ||
       !(t->assign_model = calloc((size_t)n + 1, sizeof *t->assign_model)) ||
       !(t->assign_device = calloc((size_t)n + 1, sizeof *t->assign_device))) {
-    rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
     goto done;
   }
   t->version = 1;
   for (int32_t i = 0; i < n && rc == MI_OK; i++) {
     t->entry_count = i + 1;
-    rc = fill_entry(&runs[i], &t->entries[i], &err);
+    rc = fill_entry(&runs[i], &t->entries[i], err);
   }
   for (int32_t i = 0; i < n && rc == MI_OK; i++) {
     if (!runs[i].assigned) continue;
@@ -107,13 +137,12 @@ int mi_tune_write_table(const mi_recipe_t *r, const char *dir, mi_tune_run_t *ru
     t->assign_model[a] = strdup(runs[i].model);
     t->assign_device[a] = strdup(runs[i].spec);
     if (!t->assign_model[a] || !t->assign_device[a])
-      rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
   }
-  if (rc == MI_OK) rc = mi_deploy_write(t, path, &err);
+  if (rc == MI_OK) rc = mi_deploy_write(t, path, err);
 done:
+  if (!t || t->recipe != abs) free(abs);
   if (t && !t->entries) t->entry_count = 0;
   mi_deploy_destroy(t);
-  if (rc != MI_OK)
-    fprintf(stderr, "mi-host: %s\n", err.message[0] ? err.message : mi_status_message(rc));
-  return rc == MI_OK;
+  return rc;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune.h"
+#include "tune/tune_internal.h"
 
 /* The two canonical halves of a point: hardware (mi_config_canonical) and model side. */
 static int32_t halves(const mi_space_t *s, const int32_t *pt, char **hw_text, char **xf_text,
@@ -97,9 +97,10 @@ int32_t mi_tune_layer_times(void *ctx, double *seconds, int32_t cap) {
  * such plugin or model, speaks another wire, the device was already quarantined, or the tune is
  * being interrupted (Ctrl-C reaches the workers too). Recording it would make every rerun replay
  * the failure instead of measuring (issue: a run without --plugins poisoned the history). */
-static int setup_failure(int32_t rc, const mi_error_t *err, int quarantined_before) {
+static int setup_failure(const mi_tune_task_t *t, int32_t rc, const mi_error_t *err,
+                         int quarantined_before) {
   const char *m = err ? err->message : "";
-  if (quarantined_before || mi_tune_stopped()) return 1;
+  if (quarantined_before || mi__tune_stopping(t->cb)) return 1;
   if (rc == MI_ERR_IO || rc == MI_ERR_NOT_FOUND || rc == MI_ERR_ABI || rc == MI_ERR_PARSE) return 1;
   return rc == MI_ERR_CRASHED && (strstr(m, "signal 2 ") || strstr(m, "signal 15 "));
 }
@@ -145,7 +146,7 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
     obj[MI_OBJ_ACCURACY] = res.has_accuracy ? res.rel_l2 : NAN;
     t->energy_modeled |= prof->has_energy && prof->energy_modeled;
   }
-  if (rc == MI_OK || !setup_failure(rc, err, quarantined))
+  if (rc == MI_OK || !setup_failure(t, rc, err, quarantined))
     record(t, hw_text, xf_text, rc, prof, &res, err ? err->message : "failed");
   mi_tune_stop_search(t);
   mi_profile_destroy(prof);

@@ -1,0 +1,134 @@
+/* tune_internal.h - what the tuner's files share: one (model, device) task, the evaluator that
+ * measures in crash-isolated workers, the history glue and the calls out to the callbacks. */
+#ifndef MI_TUNE_INTERNAL_H
+#define MI_TUNE_INTERNAL_H
+
+#include <pthread.h>
+
+#include "metainfer/mi_ltask.h"
+#include "metainfer/mi_measure.h"
+#include "metainfer/mi_meta.h"
+#include "metainfer/mi_runtime.h"
+#include "metainfer/mi_transform.h"
+#include "metainfer/mi_tuner.h"
+
+/** A measurement already in the history for this task (resume). */
+typedef struct mi_tune_known {
+  char *hw;       /* hardware-side canonical text (mi_config_canonical) */
+  char *model;    /* model-side canonical text (mi_xf_config_canonical), "" when none */
+  int32_t ok;
+  char *failure;
+  double obj[MI_OBJ_COUNT];
+} mi_tune_known_t;
+
+
+/** One (model, device) being tuned. */
+typedef struct mi_tune_task {
+  const mi_recipe_t *recipe;
+  const char *model_path;       /* ONNX file the worker loads */
+  const char *inputs;           /* "name:1x3x32x32;..." from the recipe, or "" */
+  const char *spec;             /* "PLUGIN:INDEX" */
+  mi_worker_pool_t *pool;       /* this task's workers */
+  int32_t repeats, warmup;
+  int energy_modeled;           /* 1 once an energy figure came from a model */
+  /* history (NULL when the recipe has none) */
+  mi_history_t *history;
+  int64_t run_id;
+  const mi_record_t *base;      /* task, device and stack fields of every record */
+  mi_tune_known_t *known;
+  int32_t known_count;
+  int32_t recorded;             /* records written */
+  mi_search_options_t *search;  /* the search's options (tune_stop.c ends its time budget) */
+  /* progress */
+  const mi_tune_callbacks_t *cb;
+  int32_t line;
+  int64_t budget;
+  double best;                  /* best feasible first objective so far */
+  int32_t first_objective;
+  const mi_bound_t *bounds;
+  int32_t bound_count;
+  /* Added: the per-layer times of the last measurement mi_tune_evaluate made (none after a
+   * failure or a farm measurement): layer_sec[i] seconds for graph node layer_node[i], NaN for a
+   * folded node; the search fetches them through mi_tune_layer_times. Freed by
+   * mi_tune_free_known. */
+  int32_t layer_n, layer_cap;
+  int32_t *layer_node;
+  double *layer_sec;
+} mi_tune_task_t;
+
+/** mi_evaluate_fn for a mi_tune_task_t: the configuration measured in the device's worker,
+ * then recorded in the history. */
+int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                         mi_error_t *err);
+/** The search's layer_times (mi_search_options_t, added) for a mi_tune_task_t: the last
+ * measurement's per-layer times by graph node, from its mi_profile_t.layers. */
+int32_t mi_tune_layer_times(void *ctx, double *seconds, int32_t cap);
+/** The search's lookup_point: a configuration already in the history for this task. */
+int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
+                   int32_t *status, char *message);
+/** Loads the task's known measurements from its history (same model, input shapes, device
+ * and stack). */
+int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err);
+void mi_tune_free_known(mi_tune_task_t *t);
+/** Reads the known measurements again (after the layer-task rounds added some). */
+int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err);
+
+/** Past tasks of the history on the same stack, read into a new task's space (tune_sources.c). */
+typedef struct mi_tune_sources {
+  int32_t count;                 /* source tasks */
+  int32_t rows;                  /* their configurations read into the space */
+  mi_meta_task_t *tasks;
+  int32_t **points;              /* per task, owned */
+  double **obj;
+  double desc[MI_META_DESC_SIZE]; /* the new task's descriptor */
+  /* Added: per task, the per-layer times of its configurations (count x graph node_count, NaN
+   * where none) when it is the same model as the new task on another device and the history
+   * stored layers (owned; tasks[k].layer_latency points here); and how many configurations
+   * came with layers. Other models' layers need their graphs, which the history does not keep. */
+  double **layers;
+  int32_t layer_rows;
+} mi_tune_sources_t;
+
+/** Loads every other task of the history on t's software stack (any model, device, workload)
+ * with its measured configurations read into `s` (mi_space_from_canonical), and with `g` (the
+ * new task's graph; may be NULL) the stored per-layer times of the sources that are g's model
+ * on another device (their layers' node indices are g's) into out->layers, with
+ * tasks[k].graph = g and tasks[k].layer_latency set. */
+int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
+                                   const mi_model_features_t *mf, const mi_graph_t *g,
+                                   mi_tune_sources_t *out, mi_error_t *err);
+void mi_tune_sources_free(mi_tune_sources_t *s);
+
+
+/** The layer-task phase before the joint search (tune_ltask.c): tunes the model's layer tasks
+ * on the device (history first), fills run's ltask fields, and gives the kernel dimensions to
+ * hold (*frozen) and the point holding each task's best (*fixed); both malloc'd, NULL when the
+ * model has no layer task. */
+int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_t *g,
+                       const char *device_hash, int quiet, uint8_t **frozen, int32_t **fixed,
+                       mi_error_t *err);
+
+
+/* Calls out (tune_call.c). */
+/** Formats the task's progress line and hands it to the progress callback. */
+void mi__tune_progress(const mi_tune_task_t *t, int log, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Formats one log line and hands it to the log callback. */
+void mi__tune_log(const mi_tune_callbacks_t *cb, int kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** The stop callback's answer (0: go on). */
+int mi__tune_stopping(const mi_tune_callbacks_t *cb);
+/** mi_progress_fn for a mi_tune_task_t: the progress line, then the trial callback. */
+void mi__tune_progress_trial(void *ctx, const mi_trial_t *t, int32_t used, int64_t budget,
+                             double elapsed_s);
+/** 1 when the tune was asked to stop; then also ends the task's search at its next check. */
+int mi_tune_stop_search(mi_tune_task_t *t);
+
+/** The end-of-tune check: the chosen configuration (front[0]) against the default and the
+ * runner-up (front[1]) in paired rounds; with latency as the first preference the default is
+ * deployed when the choice is not significantly faster, and a significantly faster runner-up
+ * takes the lead. Fills run's confirm fields; says what it does through the progress callback unless `quiet`. */
+void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_preference,
+                     int quiet);
+
+#endif
