@@ -311,8 +311,30 @@ static void tasks_history_search(void) {
   tu_rmtree(dir);
 }
 
+/* Attributes at their ONNX default, written by one exporter and left out by another, do not
+ * split a workload into two tasks; a value that is not the default still does. */
+static void default_attributes(void) {
+  static const int64_t ones[2] = {1, 1}, twos[2] = {2, 2};
+  mi_graph_t *a = cnn("a", 8), *b = cnn("b", 8), *c = cnn("c", 8);
+  int32_t a1 = node_named(a, "a_conv1"), b1 = node_named(b, "b_conv1"), c1 = node_named(c, "c_conv1");
+  char *x, *y, *z;
+  mi_error_t err;
+  REQUIRE(a1 >= 0 && b1 >= 0 && c1 >= 0);
+  REQUIRE(mi_node_set_ints(b, b1, "dilations", 2, ones) == MI_OK && mi_node_set_ints(b, b1, "strides", 2, ones) == MI_OK &&
+          mi_node_set_int(b, b1, "group", 1) == MI_OK && mi_node_set_string(b, b1, "auto_pad", "NOTSET") == MI_OK);
+  REQUIRE(mi_node_set_ints(c, c1, "dilations", 2, twos) == MI_OK && mi_graph_infer_shapes(c, &err) == MI_OK);
+  x = mi_ltask_text(a, a1, NULL, NULL), y = mi_ltask_text(b, b1, NULL, NULL), z = mi_ltask_text(c, c1, NULL, NULL);
+  REQUIRE(x && y && z);
+  CHECK(strcmp(x, y) == 0, "defaults written: '%s' vs '%s'", y, x);
+  CHECK(strstr(x, "dilations") == NULL && strstr(x, "pads=1:1:1:1"), "'%s'", x);
+  CHECK(strcmp(x, z) != 0 && strstr(z, "dilations=2:2"), "dilation 2 is another task: '%s'", z);
+  free(x), free(y), free(z);
+  mi_graph_destroy(a), mi_graph_destroy(b), mi_graph_destroy(c);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(tasks_history_search),
+    TU_CASE(default_attributes),
 };
 
 TU_MAIN(NULL, NULL)

@@ -16,5 +16,7 @@
 #include "metainfer/mi_ltask.h"
 /* The deployment table, the runtime and its drift monitor. */
 #include "metainfer/mi_runtime.h"
+/* The tuner as a library call: a recipe in, fronts, deployment table and history rows out. */
+#include "metainfer/mi_tuner.h"
 
 #endif /* METAINFER_MI_H */

@@ -49,11 +49,37 @@ static int attr_cmp(const void *a, const void *b) {
   return strcmp((*(const mi_attr_t *const *)a)->name, (*(const mi_attr_t *const *)b)->name);
 }
 
-/* Attributes sorted by name: exporters write them in different orders. */
+/* 1 when attribute `at` of op `op` holds its ONNX default: exporters differ in whether they
+ * write those (one writes auto_pad=NOTSET and dilations=1:1, another leaves them out), and the
+ * workload is the same either way. Only ops whose defaults are listed here; others keep all. */
+static int default_attr(const char *op, const mi_attr_t *at) {
+  int spatial = !strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MaxPool") ||
+                !strcmp(op, "AveragePool") || !strcmp(op, "LpPool");
+  const char *nm = at->name;
+  if (spatial && !strcmp(nm, "auto_pad")) return at->type == MI_ATTR_STRING && at->s && !strcmp(at->s, "NOTSET");
+  if (spatial && (!strcmp(nm, "dilations") || !strcmp(nm, "strides") || !strcmp(nm, "pads"))) {
+    int64_t want = strcmp(nm, "pads") ? 1 : 0;
+    if (!at->ints || at->count <= 0) return 0;
+    for (int32_t k = 0; k < at->count; k++)
+      if (at->ints[k] != want) return 0;
+    return 1;
+  }
+  if ((!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) && !strcmp(nm, "group"))
+    return at->type == MI_ATTR_INT && at->i == 1;
+  if (!strcmp(op, "Gemm") && (!strcmp(nm, "alpha") || !strcmp(nm, "beta")))
+    return at->type == MI_ATTR_FLOAT && at->f == 1.0f;
+  if (!strcmp(op, "Gemm") && (!strcmp(nm, "transA") || !strcmp(nm, "transB")))
+    return at->type == MI_ATTR_INT && at->i == 0;
+  return 0;
+}
+
+/* Attributes sorted by name (exporters write them in different orders), those at their ONNX
+ * default left out (exporters differ in writing them). */
 static void attrs_text(mi__sbuf_t *b, const mi_node_t *nd) {
   const mi_attr_t *sorted[64];
-  int32_t n = nd->attr_count < 64 ? nd->attr_count : 64;
-  for (int32_t a = 0; a < n; a++) sorted[a] = &nd->attrs[a];
+  int32_t n = 0;
+  for (int32_t a = 0; a < nd->attr_count && n < 64; a++)
+    if (!default_attr(nd->op_type, &nd->attrs[a])) sorted[n++] = &nd->attrs[a];
   qsort(sorted, (size_t)n, sizeof *sorted, attr_cmp);
   mi__sbuf_printf(b, "(");
   for (int32_t a = 0; a < n; a++) {
