@@ -38,6 +38,9 @@ MI_API void mi_hash64_hex(uint64_t h, char out[17]);
 
 /* ---------------------------------------------------------------- deterministic randomness */
 
+/** Seconds on the monotonic clock (the one clock the library and its programs time with). */
+MI_API double mi_now_s(void);
+
 /** A small random stream (splitmix64). Every operator takes one, so a seed fixes a search. */
 typedef struct mi_rng {
   uint64_t state;
@@ -77,10 +80,16 @@ MI_API int32_t mi_npy_load(const char *path, mi_array_t **out, mi_error_t *err);
  * "NAME=FILE.npy" and `shapes` "NAME=D0,D1,..." or "NAME=D0xD1x...", each checked against the
  * declared dtype and shape and written into g's input tensors (run mi_graph_infer_shapes after).
  * `fixed` (optional, g->input_count slots) receives the loaded arrays. An input given twice is an
- * error. */
+ * error. NAME:VALUE is read as NAME=VALUE too. */
 MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int32_t nfiles,
                                    const char *const *shapes, int32_t nshapes, mi_array_t **fixed,
                                    mi_error_t *err);
+/** Gives g's inputs the shapes of `spec`, "NAME:D0xD1x...;NAME=D0,D1,..." (the form recipes,
+ * deployment tables and the measurement worker carry), each checked against the declared shape
+ * as mi_graph_input_args does; `what` names the source in errors. Run mi_graph_infer_shapes
+ * after. */
+MI_API int32_t mi_graph_set_input_shapes(mi_graph_t *g, const char *spec, const char *what,
+                                         mi_error_t *err);
 /** Parses a .npy image held in memory; `what` names it in errors. */
 MI_API int32_t mi_npy_parse(const void *buf, size_t size, const char *what, mi_array_t **out,
                             mi_error_t *err);
@@ -123,6 +132,30 @@ typedef struct mi_plugin {
   uint32_t device_count;
   void *dl;              /* dlopen handle */
 } mi_plugin_t;
+
+/** A plugin's manifest (the small YAML file next to its .so, docs/abi.md): what the loader reads
+ * before any plugin code runs. Strings are owned; mi_manifest_clear frees them. */
+typedef struct mi_manifest {
+  char *name;
+  char *library;  /* the .so, relative to the manifest's folder */
+  long abi_major;
+} mi_manifest_t;
+
+/** Reads and parses the manifest file at `path` as the loader does (size bound, unknown keys and
+ * types refused, errors with line and column). On failure *m is left empty. */
+MI_API int32_t mi_manifest_load(const char *path, mi_manifest_t *m, mi_error_t *err);
+/** The same for a manifest image in memory; `what` names it in errors. */
+MI_API int32_t mi_manifest_parse(const void *buf, size_t size, const char *what, mi_manifest_t *m,
+                                 mi_error_t *err);
+/** The loader's policy, checked before any plugin code runs: the manifest's ABI major is the
+ * host's, its library path stays in the manifest's folder, and neither the library (followed
+ * through links) nor its folders can be written by anyone but this user or root
+ * (docs/security.md). On success *real_path (when not NULL) is the resolved library, malloc'd;
+ * on failure it is NULL and err holds the host's one-line refusal. */
+MI_API int32_t mi_manifest_check_files(const char *path, const mi_manifest_t *m, char **real_path,
+                                       mi_error_t *err);
+/** Frees the manifest's strings and empties it. NULL is a no-op. */
+MI_API void mi_manifest_clear(mi_manifest_t *m);
 
 /** The set of loaded plugins, and the ones that were refused with the reason. */
 typedef struct mi_registry mi_registry_t;

@@ -1,10 +1,13 @@
 /* core.h - the core module's basics for every other module: a growable string buffer with
- * JSON writers, and the monotonic clock. (Hashing and the random stream are public, in
- * metainfer/mi_core.h.) */
+ * JSON writers, the clocks and whole-file reading. (Hashing and the random stream are
+ * public, in metainfer/mi_core.h.) */
 #ifndef MI_CORE_CORE_H
 #define MI_CORE_CORE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "metainfer/mi_plugin.h"
 
 /* A growable NUL-terminated string. `failed` sticks once an allocation fails. */
 typedef struct mi__sbuf {
@@ -21,7 +24,14 @@ void mi__sbuf_json_double(mi__sbuf_t *b, double v);
 /* Hands the string over (NULL when an allocation failed, and the buffer is freed). */
 char *mi__sbuf_take(mi__sbuf_t *b);
 
-/* Seconds on the monotonic clock. */
+/* mi_now_s under the name the framework's files have always called it by. */
 double mi__now_s(void);
+/* The UTC time now as "YYYY-MM-DDTHH:MM:SSZ" (stored records' created_at). */
+void mi__now_iso(char out[32]);
+
+/* Reads the whole file at `path` into *buf (NUL-terminated, *n bytes without the NUL; free()
+ * it). MI_ERR_IO when it cannot be opened or read, MI_ERR_PARSE when it holds more than `max`
+ * bytes, MI_ERR_OUT_OF_MEMORY; on failure *buf is NULL. */
+int32_t mi__read_file(const char *path, size_t max, char **buf, size_t *n, mi_error_t *err);
 
 #endif

@@ -1,19 +1,12 @@
-/* sbuf.c - a growable string buffer with JSON string and number writers, and the monotonic
- * clock: the basics every module's reports and timers use. */
+/* sbuf.c - a growable string buffer with JSON string and number writers: what every module's
+ * reports use. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "core/core.h"
-
-double mi__now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int grow(mi__sbuf_t *b, size_t need) {
   char *p;

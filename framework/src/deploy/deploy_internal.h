@@ -1,4 +1,4 @@
-/* deploy_internal.h - what the deploy module's files share: file helpers, the runtime's state,
+/* deploy_internal.h - what the deploy module's files share: the table's size bound, the runtime's state,
  * the decision log and the configuration switch. */
 #ifndef MI_DEPLOY_DEPLOY_INTERNAL_H
 #define MI_DEPLOY_DEPLOY_INTERNAL_H
@@ -10,10 +10,12 @@
 #include "metainfer/mi_transform.h"
 #include "metainfer/mi_tune.h"
 #include "metainfer/mi_runtime.h"
+#include "core/core.h"
 #include "plugin/plugin.h"
 
-/** Reads a whole file (NUL-terminated); *buf malloc'd. */
-int32_t mi__deploy_read_file(const char *path, char **buf, size_t *n, mi_error_t *err);
+/* A deployment table is at most 64 MiB, when read (mi__read_file) and when parsed. */
+#define MI__DEPLOY_MAX_BYTES ((size_t)64 << 20)
+
 /** Frees the strings of one configuration and zeroes it. */
 void mi__deploy_config_clear(mi_deploy_config_t *c);
 /** Deep copy of a configuration into *dst (zeroed first). */

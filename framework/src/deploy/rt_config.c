@@ -65,7 +65,7 @@ static void drop_session(mi_runtime_t *rt) {
 }
 
 int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
-  mi__manifest_t m;
+  mi_manifest_t m;
   mi_space_options_t so;
   int32_t rc;
   /* The session and space point into the instance: they go first. */
@@ -75,9 +75,9 @@ int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
   mi__plugin_unload(rt->plugin);
   rt->plugin = NULL;
   memset(&m, 0, sizeof m);
-  if ((rc = mi__manifest_load(rt->manifest, &m, err))) return rc;
+  if ((rc = mi_manifest_load(rt->manifest, &m, err))) return rc;
   rc = mi__plugin_load(rt->manifest, &m, 0, -1, &rt->plugin, err);
-  mi__manifest_clear(&m);
+  mi_manifest_clear(&m);
   if (rc) return rc;
   if (rt->device >= rt->plugin->pub.device_count)
     return mi_errorf(err, MI_ERR_NOT_FOUND, "runtime: %s has no device %u after reopening",

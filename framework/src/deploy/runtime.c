@@ -122,44 +122,11 @@ done:
   return rc;
 }
 
-static int32_t set_inputs(mi_graph_t *g, const char *spec, mi_error_t *err) {
-  char *copy = strdup(spec), *save = NULL;
-  int32_t rc = MI_OK;
-  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "runtime: out of memory");
-  for (char *it = strtok_r(copy, ";", &save); it && !rc; it = strtok_r(NULL, ";", &save)) {
-    char *colon = strrchr(it, ':'), *q;
-    int32_t t, rank = 0;
-    int64_t dims[MI_MAX_RANK];
-    if (!colon) {
-      rc = mi_errorf(err, MI_ERR_PARSE, "runtime: bad input shape '%s'", it);
-      break;
-    }
-    *colon = '\0';
-    for (q = colon + 1; *q && rank < MI_MAX_RANK;) {
-      char *end;
-      dims[rank++] = strtoll(q, &end, 10);
-      if (end == q || dims[rank - 1] <= 0) {
-        rc = mi_errorf(err, MI_ERR_PARSE, "runtime: bad input shape for '%s'", it);
-        break;
-      }
-      q = *end == 'x' ? end + 1 : end;
-    }
-    if (rc) break;
-    if ((t = mi_graph_find_tensor(g, it)) < 0) {
-      rc = mi_errorf(err, MI_ERR_NOT_FOUND, "runtime: the model has no input '%s'", it);
-      break;
-    }
-    g->tensors[t].rank = rank;
-    memcpy(g->tensors[t].dims, dims, (size_t)rank * sizeof *dims);
-  }
-  free(copy);
-  return rc;
-}
-
 static int32_t load_model(mi_runtime_t *rt, mi_error_t *err) {
   int32_t rc;
   if ((rc = mi_onnx_load(rt->model_path, &rt->graph, err))) return rc;
-  if (rt->inputs && (rc = set_inputs(rt->graph, rt->inputs, err))) return rc;
+  if (rt->inputs && (rc = mi_graph_set_input_shapes(rt->graph, rt->inputs, "table inputs", err)))
+    return rc;
   /* A dynamic dimension left open would let no variant prepare and fail later as an unknown
    * configuration key: say here where the shapes were looked for. */
   for (int32_t i = 0; i < rt->graph->input_count; i++) {
@@ -246,21 +213,15 @@ fail:
   return rc;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 int32_t mi_runtime_run(mi_runtime_t *rt, const mi_array_t *const *inputs, int32_t input_count,
                        mi_array_t **outputs, int32_t output_count, mi_error_t *err) {
   uint64_t ns = 0;
   double t0, ms;
   int32_t rc;
   if (!rt || !rt->session) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_runtime_run: no session");
-  t0 = now_ms();
+  t0 = mi__now_s();
   if ((rc = mi_session_run(rt->session, inputs, input_count, outputs, output_count, err))) return rc;
-  ms = now_ms() - t0;
+  ms = (mi__now_s() - t0) * 1e3;
   /* The tuner measured on the device clock when every kernel reports one: compare like with like. */
   rt->info.device_clock = mi_session_device_time(rt->session, &ns);
   if (rt->info.device_clock) ms = (double)ns / 1e6;

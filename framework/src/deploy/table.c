@@ -1,39 +1,10 @@
 /* table.c - the deployment table in memory: reading the file, lookup, copies, canonical text and
  * config_id (the writer is table_write.c). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "deploy/deploy_internal.h"
-
-int32_t mi__deploy_read_file(const char *path, char **buf, size_t *n, mi_error_t *err) {
-  FILE *f = fopen(path, "rb");
-  char *b = NULL;
-  long sz;
-  *buf = NULL;
-  *n = 0;
-  if (!f) return mi_errorf(err, MI_ERR_IO, "%s: %s", path, strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0 || (sz = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0 ||
-      sz > (64L << 20)) {
-    fclose(f);
-    return mi_errorf(err, MI_ERR_IO, "%s: cannot read (or larger than 64 MiB)", path);
-  }
-  if (!(b = malloc((size_t)sz + 1))) {
-    fclose(f);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
-  }
-  if (fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-    fclose(f);
-    free(b);
-    return mi_errorf(err, MI_ERR_IO, "%s: short read", path);
-  }
-  fclose(f);
-  b[sz] = '\0';
-  *buf = b;
-  *n = (size_t)sz;
-  return MI_OK;
-}
 
 void mi__deploy_config_clear(mi_deploy_config_t *c) {
   if (!c) return;

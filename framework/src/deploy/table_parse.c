@@ -382,9 +382,8 @@ static int32_t header_recipe(const char *text, size_t len, mi_deploy_table_t *t)
   return t->recipe ? MI_OK : MI_ERR_OUT_OF_MEMORY;
 }
 
-/* The writer never uses aliases, and a table nests 6 levels; 64 MiB is mi__deploy_read_file's
- * bound too. */
-static const mi__yaml_limits_t k_limits = {64u << 20, 16, 0};
+/* The writer never uses aliases, and a table nests 6 levels. */
+static const mi__yaml_limits_t k_limits = {MI__DEPLOY_MAX_BYTES, 16, 0};
 
 int32_t mi_deploy_parse(const char *text, size_t len, const char *path, mi_deploy_table_t **out,
                         mi_error_t *err) {
@@ -426,7 +425,7 @@ int32_t mi_deploy_load(const char *path, mi_deploy_table_t **out, mi_error_t *er
   int32_t rc;
   if (out) *out = NULL;
   if (!path || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "deploy: NULL argument");
-  if ((rc = mi__deploy_read_file(path, &buf, &n, err))) return rc;
+  if ((rc = mi__read_file(path, MI__DEPLOY_MAX_BYTES, &buf, &n, err))) return rc;
   rc = mi_deploy_parse(buf, n, path, out, err);
   free(buf);
   return rc;

@@ -218,7 +218,7 @@ static int32_t verify(const mi_deploy_table_t *t, const char *tmp, const char *p
   const char *diff;
   size_t n = 0;
   int32_t rc;
-  if ((rc = mi__deploy_read_file(tmp, &buf, &n, err)) != MI_OK) return rc;
+  if ((rc = mi__read_file(tmp, MI__DEPLOY_MAX_BYTES, &buf, &n, err)) != MI_OK) return rc;
   rc = mi_deploy_parse(buf, n, path, &back, err);
   free(buf);
   if (rc != MI_OK && err) {

@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/core.h"
 #include "exec/exec.h"
 #include "ref/ref.h"
 
@@ -232,12 +232,6 @@ static int32_t check_input(const mi_session_t *s, int32_t i, const mi_array_t *a
                    mi_dtype_name(a->dtype), got, mi_dtype_name(t->dtype), want);
 }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
                                mi_array_t **outputs, mi_error_t *err) {
   const mi_graph_t *g = s->g;
@@ -262,7 +256,7 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
   memset(s->node_timed, 0, (size_t)g->node_count);
   for (int32_t i = 0; i < s->step_count && rc == MI_OK; i++) {
     const mi__step_t *st = &s->steps[i];
-    uint64_t t0 = now_ns();
+    double t0 = mi__now_s();
     if (st->kind == MI__STEP_DEVICE) {
       rc = run_device_step(s, st, err);
       device_steps++;
@@ -271,7 +265,7 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
     } else {
       continue;
     }
-    s->node_wall_ns[st->node] = now_ns() - t0;
+    s->node_wall_ns[st->node] = (uint64_t)((mi__now_s() - t0) * 1e9);
     if (!s->node_timed[st->node]) s->node_timed[st->node] = 1;
   }
   for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++)

@@ -1,17 +1,27 @@
-/* input_args.c - model inputs as the command lines of mi-host profile and accuracy give them:
- * NAME=FILE.npy (the array, and with it the shape) and NAME=D0,D1,... or NAME=D0xD1x... (a
- * shape), checked against what the model declares and written into its input tensors, so that a
- * model with dynamic dimensions gets concrete shapes before anything is inferred or probed. */
+/* input_args.c - model inputs as the command lines of mi-host profile, accuracy and compare and
+ * the deployment tables give them: NAME=FILE.npy (the array, and with it the shape) and
+ * NAME=D0,D1,... or NAME:D0xD1x... (a shape; either separator, either dims form), checked
+ * against what the model declares and written into its input tensors, so that a model with
+ * dynamic dimensions gets concrete shapes before anything is inferred or probed. */
+#define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metainfer/mi.h"
 
-/* Index of the graph input named by the NAME of "NAME=VALUE", or an error naming the option. */
+/* Where "NAME=VALUE" or "NAME:VALUE" splits: the first '=', else the last ':' (names exported
+ * from TensorFlow hold colons, as in "input:0"; shapes and file names after '=' may too). */
+static const char *spec_sep(const char *spec) {
+  const char *eq = strchr(spec, '=');
+  return eq ? eq : strrchr(spec, ':');
+}
+
+/* Index of the graph input named by the NAME of "NAME=VALUE" (or "NAME:VALUE"), or an error
+ * naming the option. */
 static int32_t spec_input(const mi_graph_t *g, const char *opt, const char *spec, int32_t *index,
                           mi_error_t *err) {
-  const char *eq = strchr(spec, '=');
+  const char *eq = spec_sep(spec);
   if (!eq || eq == spec || !eq[1])
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s '%s': expected NAME=%s", opt, spec,
                      strcmp(opt, "--input") ? "D0,D1,... (or D0xD1x...)" : "FILE.npy");
@@ -76,7 +86,7 @@ MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int3
     mi_tensor_t *t;
     const char *file;
     if ((rc = spec_input(g, "--input", files[i], &idx, err)) != MI_OK) break;
-    file = strchr(files[i], '=') + 1;
+    file = spec_sep(files[i]) + 1;
     t = &g->tensors[g->inputs[idx]];
     if (seen[idx]) {
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: input '%s' is given twice", t->name);
@@ -96,7 +106,7 @@ MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int3
     int64_t dims[MI_MAX_RANK];
     int32_t rank = 0;
     if ((rc = spec_input(g, "--shape", shapes[i], &idx, err)) != MI_OK) break;
-    if (mi_shape_parse(strchr(shapes[i], '=') + 1, &rank, dims) != MI_OK)
+    if (mi_shape_parse(spec_sep(shapes[i]) + 1, &rank, dims) != MI_OK)
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': expected NAME=D0,D1,... or "
                      "NAME=D0xD1x... with up to %d dims >= 0", shapes[i], MI_MAX_RANK);
     else if (seen[idx])
@@ -107,5 +117,25 @@ MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int3
     seen[idx] = 1;
   }
   free(seen);
+  return rc;
+}
+
+MI_API int32_t mi_graph_set_input_shapes(mi_graph_t *g, const char *spec, const char *what,
+                                         mi_error_t *err) {
+  char *copy, *save = NULL;
+  int32_t rc = MI_OK, idx = 0;
+  if (!g || !spec) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input shapes: NULL argument");
+  if (!(copy = strdup(spec))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (char *it = strtok_r(copy, ";", &save); it && rc == MI_OK; it = strtok_r(NULL, ";", &save)) {
+    int64_t dims[MI_MAX_RANK];
+    int32_t rank = 0;
+    if ((rc = spec_input(g, what, it, &idx, err)) != MI_OK) break;
+    if (mi_shape_parse(spec_sep(it) + 1, &rank, dims) != MI_OK)
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s '%s': expected NAME:D0xD1x... or "
+                     "NAME=D0,D1,... with up to %d dims >= 0", what, it, MI_MAX_RANK);
+    else
+      rc = set_input_shape(&g->tensors[g->inputs[idx]], what, rank, dims, err);
+  }
+  free(copy);
   return rc;
 }

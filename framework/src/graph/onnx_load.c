@@ -1,10 +1,10 @@
 /* onnx_load.c - reads an ONNX model from a file or memory, checks its opset and hands the
  * main graph to the importer (onnx_import.c). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "graph/onnx_internal.h"
 
 static int32_t import_model(const void *data, size_t size, const char *base_dir,
@@ -68,30 +68,11 @@ MI_API int32_t mi_onnx_load(const char *path, mi_graph_t **out, mi_error_t *err)
   *out = NULL;
   if (!path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx load: path is NULL");
   int32_t rc = MI_OK;
-  uint8_t *buf = NULL;
+  char *buf = NULL;
   char *dir = NULL;
-  size_t size = 0, cap = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return mi_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  for (;;) {
-    if (size == cap) {
-      size_t nc = cap ? cap * 2 : 65536;
-      uint8_t *p = realloc(buf, nc);
-      if (!p) {
-        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-        goto done;
-      }
-      buf = p;
-      cap = nc;
-    }
-    size_t got = fread(buf + size, 1, cap - size, f);
-    size += got;
-    if (got == 0) break;
-  }
-  if (ferror(f)) {
-    rc = mi_errorf(err, MI_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-    goto done;
-  }
+  size_t size = 0;
+  /* no bound of our own: protobuf-c's is the one that counts */
+  if ((rc = mi__read_file(path, SIZE_MAX / 2, &buf, &size, err)) != MI_OK) return rc;
   const char *slash = strrchr(path, '/');
   if (!(dir = mi__strdup(slash ? path : "."))) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
@@ -100,7 +81,6 @@ MI_API int32_t mi_onnx_load(const char *path, mi_graph_t **out, mi_error_t *err)
   if (slash) dir[slash == path ? 1 : slash - path] = '\0';
   rc = import_model(buf, size, dir, path, out, err);
 done:
-  fclose(f);
   free(buf);
   free(dir);
   return rc;

@@ -28,6 +28,14 @@ int32_t mi__sqlite_put(mi__sqlite_t *st, const mi_record_t *r, const char *uuid,
 /* 32 hex digits from /dev/urandom (time and pid when it cannot be read). */
 void mi__uuid(char out[33]);
 
+/* Writes the one text column of each row of `sql` as a line of f, counting them in *count. */
+int32_t mi__sqlite_export_rows(sqlite3 *db, const char *sql, FILE *f, int64_t *count,
+                               mi_error_t *err);
+/* A statement, bound to `line` and not yet stepped, whose row is json_valid(line) and then the
+ * n JSON paths' values (NULL where absent or the line is not JSON). sqlite_json.c */
+int32_t mi__sqlite_json_fields(sqlite3 *db, const char *line, const char *const *paths, int n,
+                               sqlite3_stmt **out, mi_error_t *err);
+
 /* The store's import and export (sqlite_io.c). */
 int32_t mi__sqlite_export(void *state, FILE *f, int64_t *count, mi_error_t *err);
 int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_error_t *err);

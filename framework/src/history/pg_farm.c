@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "history/pg_farm_internal.h"
 
 MI_API void mi_url_redact(const char *url, char *out, size_t cap) { mi__pg_redact(url, out, cap); }
@@ -102,33 +103,18 @@ static int32_t sha256_hex(const unsigned char *p, size_t n, char out[65], mi_err
   return MI_OK;
 }
 
-static int32_t read_file(const char *path, unsigned char **buf, size_t *n, mi_error_t *err) {
-  FILE *fp = fopen(path, "rb");
-  long len;
-  *buf = NULL;
-  if (!fp) return mi_errorf(err, MI_ERR_IO, "farm: cannot open %s: %s", path, strerror(errno));
-  if (fseek(fp, 0, SEEK_END) != 0 || (len = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
-      !(*buf = malloc((size_t)len + 1)) || fread(*buf, 1, (size_t)len, fp) != (size_t)len) {
-    fclose(fp);
-    free(*buf);
-    *buf = NULL;
-    return mi_errorf(err, MI_ERR_IO, "farm: cannot read %s", path);
-  }
-  fclose(fp);
-  *n = (size_t)len;
-  return MI_OK;
-}
-
 MI_API int32_t mi_farm_put_blob(mi_farm_t *f, const char *path, char sha[65], mi_error_t *err) {
-  unsigned char *buf = NULL;
+  char *buf = NULL;
   size_t n = 0;
   char size[24];
   int32_t rc;
   if (!f || !path || !sha) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "farm: put_blob: NULL");
-  if ((rc = read_file(path, &buf, &n, err)) || (rc = sha256_hex(buf, n, sha, err))) goto done;
+  if ((rc = mi__read_file(path, SIZE_MAX / 2, &buf, &n, err)) ||
+      (rc = sha256_hex((const unsigned char *)buf, n, sha, err)))
+    goto done;
   snprintf(size, sizeof size, "%zu", n);
   {
-    const char *v[3] = {sha, size, (const char *)buf};
+    const char *v[3] = {sha, size, buf};
     int len[3] = {0, 0, (int)n}, fmt[3] = {0, 0, 1};
     PGresult *r = PQexecParams(f->c,
                                "INSERT INTO farm_blobs(sha256, size, data) VALUES($1,$2,$3)"

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/core.h"
 #include "history/history_internal.h"
 #include "history/pg_internal.h"
 #include "metainfer/mi_farm.h"
@@ -15,13 +15,6 @@
 typedef struct pg_state {
   PGconn *c;
 } pg_state_t;
-
-static void now_iso(char out[32]) {
-  time_t t = time(NULL);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static int32_t pg_open(const char *where, void **state, mi_error_t *err) {
   pg_state_t *s = calloc(1, sizeof *s);
@@ -58,7 +51,7 @@ static int32_t pg_put_run(void *state, const char *tool, const char *note, int64
   const char *v[4] = {uuid, at, tool, note};
   int found;
   mi__uuid(uuid);
-  now_iso(at);
+  mi__now_iso(at);
   return mi__pg_int(((pg_state_t *)state)->c,
                     "INSERT INTO runs(uuid, started_at, tool, note) VALUES($1,$2,$3,$4) RETURNING id",
                     4, v, id, &found, err);
@@ -144,7 +137,7 @@ int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid
     mi__uuid(u);
     uuid = u;
   }
-  now_iso(at);
+  mi__now_iso(at);
   {
     const char *v[2] = {r->stack_hash, r->stack};
     if ((rc = upsert(c, "INSERT INTO stacks(hash, text) VALUES($1,$2) ON CONFLICT DO NOTHING RETURNING id",

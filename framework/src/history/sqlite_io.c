@@ -39,17 +39,9 @@ static const char k_export_sql[] =
 
 int32_t mi__sqlite_export(void *state, FILE *f, int64_t *count, mi_error_t *err) {
   mi__sqlite_t *s = state;
-  sqlite3_stmt *st = NULL;
-  int r;
+  int32_t rc;
   *count = 0;
-  if (sqlite3_prepare_v2(s->db, k_export_sql, -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    fprintf(f, "%s\n", (const char *)sqlite3_column_text(st, 0));
-    (*count)++;
-  }
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
+  if ((rc = mi__sqlite_export_rows(s->db, k_export_sql, f, count, err)) != MI_OK) return rc;
   /* Then the layer-task table (schema 4), one "kind":"layer_task" line per row. */
   if (mi__sqlite_ltask_export(s, f, count, err) != MI_OK) return err ? err->code : MI_ERR_IO;
   if (ferror(f)) return mi_errorf(err, MI_ERR_IO, "history: export: write failed");
@@ -81,22 +73,13 @@ enum {
 int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_error_t *err) {
   mi__sqlite_t *s = state;
   sqlite3_stmt *st = NULL;
-  char sql[4096];
-  size_t n = 0;
   int32_t rc = MI_OK;
   mi_record_t r;
   const char *v[N_PATHS];
   int lt;
   *added = 0;
   if ((lt = mi__sqlite_ltask_import(s, line, added, err)) != -1) return lt;
-  n += (size_t)snprintf(sql + n, sizeof sql - n, "SELECT json_valid(?1)");
-  for (int i = 0; i < N_PATHS; i++)
-    n += (size_t)snprintf(sql + n, sizeof sql - n, ", CASE WHEN json_valid(?1) THEN "
-                          "json_extract(?1, '%s') END", k_paths[i]);
-  if (n >= sizeof sql) return mi_errorf(err, MI_ERR_INTERNAL, "history: import query too long");
-  if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: import: %s", sqlite3_errmsg(s->db));
-  sqlite3_bind_text(st, 1, line, -1, SQLITE_STATIC);
+  if ((rc = mi__sqlite_json_fields(s->db, line, k_paths, N_PATHS, &st, err)) != MI_OK) return rc;
   if (sqlite3_step(st) != SQLITE_ROW) {
     rc = mi_errorf(err, MI_ERR_IO, "history: import: %s", sqlite3_errmsg(s->db));
     goto done;

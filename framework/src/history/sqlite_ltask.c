@@ -2,8 +2,8 @@
  * measured on a device and stack, written, queried, exported and imported as JSON Lines. */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/core.h"
 #include "history/history_internal.h"
 #include "metainfer/mi_ltask.h"
 
@@ -11,13 +11,10 @@ int32_t mi__sqlite_ltask_put(void *state, const struct mi_ltask_row *row, mi_err
   mi__sqlite_t *s = state;
   sqlite3_stmt *st = NULL;
   char at[32];
-  time_t now = time(NULL);
-  struct tm tm;
   int rc;
   if (!row || !row->key || !row->device_hash || !row->stack_hash || !row->op || !row->text || !row->choice)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "history: a layer-task row needs key, device, stack, op, text and choice");
-  gmtime_r(&now, &tm);
-  strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  mi__now_iso(at);
   /* A choice measured again replaces its row: the table keeps the latest figure. */
   if (sqlite3_prepare_v2(s->db,
                          "INSERT INTO layer_tasks(key, device_hash, stack_hash, op, text, features,"
@@ -86,23 +83,13 @@ int32_t mi__sqlite_ltask_query(void *state, const char *device_hash, const char 
 }
 
 int32_t mi__sqlite_ltask_export(mi__sqlite_t *s, FILE *f, int64_t *count, mi_error_t *err) {
-  sqlite3_stmt *st = NULL;
-  int r;
-  if (sqlite3_prepare_v2(s->db,
+  return mi__sqlite_export_rows(s->db,
                          "SELECT json_object('format', 1, 'kind', 'layer_task', 'key', key,"
                          " 'device_hash', device_hash, 'stack_hash', stack_hash, 'op', op, 'text', text,"
                          " 'features', features, 'choice', choice, 'ok', json(CASE ok WHEN 1 THEN"
                          " 'true' ELSE 'false' END), 'seconds', seconds, 'created_at', created_at)"
                          " FROM layer_tasks ORDER BY id",
-                         -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
-  while ((r = sqlite3_step(st)) == SQLITE_ROW) {
-    fprintf(f, "%s\n", (const char *)sqlite3_column_text(st, 0));
-    (*count)++;
-  }
-  sqlite3_finalize(st);
-  if (r != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: export: %s", sqlite3_errmsg(s->db));
-  return MI_OK;
+                         f, count, err);
 }
 
 int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_error_t *err) {
@@ -111,18 +98,9 @@ int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_er
                                       "$.created_at"};
   sqlite3_stmt *st = NULL, *ex = NULL;
   const char *v[11];
-  char sql[1024];
-  size_t n = 0;
   int32_t rc = MI_OK;
   mi_ltask_row_t row;
-  n += (size_t)snprintf(sql, sizeof sql, "SELECT json_valid(?1)");
-  for (int i = 0; i < 11; i++)
-    n += (size_t)snprintf(sql + n, sizeof sql - n, ", CASE WHEN json_valid(?1) THEN json_extract(?1, '%s') END", paths[i]);
-  if (n >= sizeof sql || sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK) {
-    sqlite3_finalize(st);
-    return mi_errorf(err, MI_ERR_IO, "history: import: %s", sqlite3_errmsg(s->db));
-  }
-  sqlite3_bind_text(st, 1, line, -1, SQLITE_STATIC);
+  if ((rc = mi__sqlite_json_fields(s->db, line, paths, 11, &st, err)) != MI_OK) return rc;
   if (sqlite3_step(st) != SQLITE_ROW || !sqlite3_column_int(st, 0) || !sqlite3_column_text(st, 1) ||
       strcmp((const char *)sqlite3_column_text(st, 1), "layer_task") != 0) {
     sqlite3_finalize(st);

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "history/history_internal.h"
 
 void mi__uuid(char out[33]) {
@@ -21,13 +22,6 @@ void mi__uuid(char out[33]) {
     memcpy(b + 8, &h, 8);
   }
   for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
-static void now_iso(char out[32]) {
-  time_t t = time(NULL);
-  struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 static int32_t sq_open(const char *path, void **state, mi_error_t *err) {
@@ -105,7 +99,7 @@ static int32_t sq_put_run(void *state, const char *tool, const char *note, int64
   char uuid[33], at[32];
   const void *a[4] = {uuid, at, tool, note};
   mi__uuid(uuid);
-  now_iso(at);
+  mi__now_iso(at);
   return run(s->db, "INSERT INTO runs(uuid, started_at, tool, note) VALUES(?,?,?,?) RETURNING id",
              "tttt", a, id, err);
 }
@@ -139,7 +133,7 @@ int32_t mi__sqlite_put(mi__sqlite_t *s, const mi_record_t *r, const char *uuid,
     uuid = u;
   }
   if (!created_at) {
-    now_iso(at);
+    mi__now_iso(at);
     created_at = at;
   }
   mi_hash64_hex(mi_hash64(canon, strlen(canon), MI_HASH64_SEED), chash);

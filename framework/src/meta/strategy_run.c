@@ -214,8 +214,8 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
         st.radius = 1;
         if (st.mo.report) st.mo.report->cold_fallback = 1;
         /* Priors that had passed the check shortened the cold design; without them the
-         * search needs the full design (the short one left after such a drop cost one
-         * benchmark seed 2.085x over cold at 20 measurements, docs/meta.md). Then refit. */
+         * search needs the full design (the short one left after such a drop cost a
+         * benchmark seed dearly: the figures are in docs/meta.md, step 6). Then refit. */
         int32_t before_n = st.r->measured;
         if ((rc = mi__meta_design_complete(&st, init, pt, err)) != MI_OK) break;
         if (st.r->measured > before_n) continue;

@@ -1,10 +1,12 @@
-/* manifest.c - reads plugin manifests (<name>.mi-plugin, a small YAML mapping) with libyaml. */
+/* manifest.c - reads plugin manifests (<name>.mi-plugin, a small YAML mapping) with libyaml, for
+ * the loader and, through mi_manifest_load and friends, for programs. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
+#include "core/core.h"
 #include "plugin_internal.h"
 
 void mi__manifest_clear(mi__manifest_t *m) {
@@ -112,7 +114,6 @@ done:
 }
 
 int32_t mi__manifest_load(const char *path, mi__manifest_t *m, mi_error_t *err) {
-  FILE *f;
   char *buf = NULL;
   size_t n;
   int32_t rc;
@@ -120,22 +121,31 @@ int32_t mi__manifest_load(const char *path, mi__manifest_t *m, mi_error_t *err) 
   m->name = NULL;
   m->library = NULL;
   m->abi_major = -1;
-  f = fopen(path, "rb");
-  if (!f) return mi_errorf(err, MI_ERR_IO, "%s: cannot open manifest: %s", path, strerror(errno));
-  buf = malloc(MI__MAX_MANIFEST_BYTES + 1);
-  if (!buf) {
-    fclose(f);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-  }
-  n = fread(buf, 1, MI__MAX_MANIFEST_BYTES + 1, f);
-  if (ferror(f))
-    rc = mi_errorf(err, MI_ERR_IO, "%s: cannot read manifest", path);
-  else if (n > MI__MAX_MANIFEST_BYTES)
-    rc = mi_errorf(err, MI_ERR_PARSE, "%s: manifest larger than %d bytes", path,
-                   MI__MAX_MANIFEST_BYTES);
-  else
-    rc = mi__manifest_parse(buf, n, path, m, err);
-  fclose(f);
+  if ((rc = mi__read_file(path, MI__MAX_MANIFEST_BYTES, &buf, &n, err)) != MI_OK) return rc;
+  rc = mi__manifest_parse(buf, n, path, m, err);
   free(buf);
   return rc;
 }
+
+/* The public face of the loader's own reader (mi_core.h), so programs that inspect manifests
+ * (the deployment runtime, mi-conform) read them exactly as a scan does. */
+MI_API int32_t mi_manifest_load(const char *path, mi_manifest_t *m, mi_error_t *err) {
+  if (!path || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "manifest load: NULL argument");
+  return mi__manifest_load(path, m, err);
+}
+
+MI_API int32_t mi_manifest_parse(const void *buf, size_t size, const char *what, mi_manifest_t *m,
+                                 mi_error_t *err) {
+  if ((!buf && size) || !m)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "manifest parse: NULL argument");
+  return mi__manifest_parse(buf, size, what ? what : "<manifest>", m, err);
+}
+
+MI_API int32_t mi_manifest_check_files(const char *path, const mi_manifest_t *m, char **real_path,
+                                       mi_error_t *err) {
+  if (real_path) *real_path = NULL;
+  if (!path || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "manifest check: NULL argument");
+  return mi__plugin_check_files(path, m, real_path, err);
+}
+
+MI_API void mi_manifest_clear(mi_manifest_t *m) { mi__manifest_clear(m); }

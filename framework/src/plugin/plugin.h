@@ -9,12 +9,8 @@
 
 #include "metainfer/mi_core.h"
 
-/** A parsed manifest. Strings are owned. */
-typedef struct mi__manifest {
-  char *name;
-  char *library;
-  long abi_major;
-} mi__manifest_t;
+/** A parsed manifest: the public mi_manifest_t (mi_manifest_load and friends wrap these). */
+typedef mi_manifest_t mi__manifest_t;
 
 /** Parses a manifest image; `what` names it in errors (with line and column). On failure the
  * manifest is left empty. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <yaml.h>
 
+#include "core/core.h"
 #include "core/yaml_io.h"
 #include "metainfer/mi.h"
 
@@ -462,31 +463,14 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
 
 int32_t mi_recipe_load(const char *path, const mi_registry_t *reg, mi_recipe_t **out,
                        mi_error_t *err) {
-  FILE *f;
   char *buf = NULL;
-  long n;
+  size_t n;
   int32_t rc;
   if (out) *out = NULL;
   if (!path || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "recipe: NULL argument");
-  f = fopen(path, "rb");
-  if (!f) return mi_errorf(err, MI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return mi_errorf(err, MI_ERR_IO, "%s: cannot read", path);
-  }
-  if ((size_t)n > k_limits.max_bytes) { /* refused before it is read into memory */
-    fclose(f);
-    return mi_errorf(err, MI_ERR_PARSE, "%s: too large (%ld bytes; at most %zu)", path, n,
-                     k_limits.max_bytes);
-  }
-  if (!(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    fclose(f);
-    free(buf);
-    return mi_errorf(err, MI_ERR_IO, "%s: cannot read", path);
-  }
-  fclose(f);
-  buf[n] = '\0';
-  rc = mi_recipe_parse(buf, (size_t)n, path, reg, out, err);
+  /* refused once past the limit, not read into memory whole */
+  if ((rc = mi__read_file(path, k_limits.max_bytes, &buf, &n, err)) != MI_OK) return rc;
+  rc = mi_recipe_parse(buf, n, path, reg, out, err);
   free(buf);
   return rc;
 }

@@ -118,13 +118,6 @@ int mi__xf_is_weighted(const mi_graph_t *g, int32_t n) {
   return g->tensors[x->inputs[1]].rank >= 2;
 }
 
-uint64_t mi__xf_rng(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 int64_t mi__xf_numel(const mi_graph_t *g, int32_t t) {
   if (t < 0) return -1;
   const mi_tensor_t *x = &g->tensors[t];

@@ -59,7 +59,5 @@ int32_t mi__xf_calibrate(const mi_graph_t *g, const uint8_t *want, const mi_xf_s
 int64_t mi__xf_numel(const mi_graph_t *g, int32_t t);
 /** malloc'd copy of s (non-NULL), or NULL when out of memory. */
 char *mi__xf_strdup(const char *s);
-/** Deterministic splitmix64 step. */
-uint64_t mi__xf_rng(uint64_t *state);
 
 #endif

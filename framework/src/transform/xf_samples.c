@@ -65,8 +65,8 @@ MI_API int32_t mi_xf_samples_random_fixed(const mi_graph_t *g, int32_t count, ui
         }
         for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d] < 0 ? 1 : t->dims[d];
         if ((a = mi_array_create(MI_DTYPE_FLOAT32, t->rank, dims))) {
-          uint64_t st = seed * 1000003u + (uint64_t)(k * g->input_count + i);
-          mi_array_fill_random(a, mi__xf_rng(&st));
+          mi_rng_t r = {seed * 1000003u + (uint64_t)(k * g->input_count + i)};
+          mi_array_fill_random(a, mi_rng_next(&r));
         }
       }
       if (!a) {
