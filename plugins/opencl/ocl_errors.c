@@ -85,11 +85,8 @@ int32_t mi__ocl_fail(mi_error_t *err, const char *call, cl_int code) {
 }
 
 void mi__ocl_log(const mi_plugin_ctx_t *ctx, int level, const char *fmt, ...) {
-  char line[1024];
   va_list ap;
-  if (!ctx || !ctx->host || !ctx->host->log) return;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  mi_sdk_vlogf(ctx ? ctx->host : NULL, level, OCL_PLUGIN_NAME, fmt, ap);
   va_end(ap);
-  ctx->host->log(ctx->host->host_ctx, level, OCL_PLUGIN_NAME, line);
 }

@@ -143,57 +143,35 @@ uint32_t mi__ocl_constraint_count(void) { return C_COUNT; }
 
 int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out) {
   mi_constraint_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.struct_size = sizeof d;
   switch (i) {
   case C_WGY_TM:
-    d.kind = MI_CONSTRAINT_DIVIDES;
-    snprintf(d.a, sizeof d.a, "wg_y");
-    snprintf(d.b, sizeof d.b, "tile_m");
-    snprintf(d.applies_to, sizeof d.applies_to, MM2D);
-    snprintf(d.reason, sizeof d.reason, "wg_y must divide tile_m (each work-item computes tile_m/wg_y rows)");
+    mi_sdk_constraint_set(&d, MI_CONSTRAINT_DIVIDES, "wg_y", "tile_m", MM2D, 0,
+                          "wg_y must divide tile_m (each work-item computes tile_m/wg_y rows)");
     break;
   case C_WGX_TN:
-    d.kind = MI_CONSTRAINT_DIVIDES;
-    snprintf(d.a, sizeof d.a, "wg_x");
-    snprintf(d.b, sizeof d.b, "tile_n");
-    snprintf(d.applies_to, sizeof d.applies_to, MM2D);
-    snprintf(d.reason, sizeof d.reason, "wg_x must divide tile_n (each work-item computes tile_n/wg_x columns)");
+    mi_sdk_constraint_set(&d, MI_CONSTRAINT_DIVIDES, "wg_x", "tile_n", MM2D, 0,
+                          "wg_x must divide tile_n (each work-item computes tile_n/wg_x columns)");
     break;
   case C_WG_MAX:
-    d.kind = MI_CONSTRAINT_PRODUCT_LE;
-    snprintf(d.a, sizeof d.a, "wg_x");
-    snprintf(d.b, sizeof d.b, "wg_y");
-    d.value = (int64_t)dev->max_wg;
-    snprintf(d.reason, sizeof d.reason,
-             "work-group size wg_x*wg_y must not exceed CL_DEVICE_MAX_WORK_GROUP_SIZE (%zu)", dev->max_wg);
+    mi_sdk_constraint_set(&d, MI_CONSTRAINT_PRODUCT_LE, "wg_x", "wg_y", NULL, (int64_t)dev->max_wg,
+                          "work-group size wg_x*wg_y must not exceed CL_DEVICE_MAX_WORK_GROUP_SIZE (%zu)",
+                          dev->max_wg);
     break;
   case C_LOCAL:
-    d.kind = MI_CONSTRAINT_CUSTOM;
-    snprintf(d.a, sizeof d.a, "tile_k");
-    snprintf(d.b, sizeof d.b, "use_local_memory");
-    d.value = (int64_t)dev->local_mem;
-    snprintf(d.applies_to, sizeof d.applies_to, TILEDV);
-    snprintf(d.reason, sizeof d.reason,
-             "local memory (tile_m*tile_k + tile_k*tile_n)*4 bytes must fit CL_DEVICE_LOCAL_MEM_SIZE "
-             "(%llu bytes) when use_local_memory=1", (unsigned long long)dev->local_mem);
+    mi_sdk_constraint_set(&d, MI_CONSTRAINT_CUSTOM, "tile_k", "use_local_memory", TILEDV,
+                          (int64_t)dev->local_mem,
+                          "local memory (tile_m*tile_k + tile_k*tile_n)*4 bytes must fit "
+                          "CL_DEVICE_LOCAL_MEM_SIZE (%llu bytes) when use_local_memory=1",
+                          (unsigned long long)dev->local_mem);
     break;
   case C_VW:
-    d.kind = MI_CONSTRAINT_CUSTOM;
-    snprintf(d.a, sizeof d.a, "vector_width");
-    snprintf(d.b, sizeof d.b, "tile_n");
-    snprintf(d.applies_to, sizeof d.applies_to, VECV);
-    snprintf(d.reason, sizeof d.reason,
-             "vector_width must divide tile_n/wg_x (the columns each work-item computes)");
+    mi_sdk_constraint_set(&d, MI_CONSTRAINT_CUSTOM, "vector_width", "tile_n", VECV, 0,
+                          "vector_width must divide tile_n/wg_x (the columns each work-item computes)");
     break;
   case C_REGS:
-    d.kind = MI_CONSTRAINT_CUSTOM;
-    snprintf(d.a, sizeof d.a, "tile_m");
-    snprintf(d.b, sizeof d.b, "tile_n");
-    d.value = MAX_ACC;
-    snprintf(d.applies_to, sizeof d.applies_to, MM2D);
-    snprintf(d.reason, sizeof d.reason,
-             "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %d", MAX_ACC);
+    mi_sdk_constraint_set(&d, MI_CONSTRAINT_CUSTOM, "tile_m", "tile_n", MM2D, MAX_ACC,
+                          "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %d",
+                          MAX_ACC);
     break;
   default:
     return MI_ERR_INVALID_ARGUMENT;

@@ -27,11 +27,8 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
 
 /* A device's tables: the plugin's knobs and variants, its counters with the device's timer. */
 static void describe(ocl_device_t *d) {
-  memcpy(d->counters, k_counters, sizeof k_counters);
-  d->counters[0].resolution = d->timer_res_ns;
   d->tables = mi__ocl_tables;
-  d->tables.counters = d->counters;
-  d->tables.counter_count = (uint32_t)N_COUNTERS;
+  mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->timer_res_ns);
   d->tables.constraint_count = mi__ocl_constraint_count();
   d->tables.constraint = constraint_of;
 }

@@ -213,7 +213,7 @@ static const ocl_variant_t *default_variant(const ocl_device_t *dev, const mi_ke
     if (x && x->rank == 4 && g > 1 && g == x->dims[1]) return mi__ocl_variant_find("conv.depthwise");
   }
   /* On a CPU device __local memory is ordinary memory plus barriers, so staging tiles costs
-   * more than it saves: register blocking is 2-20x faster there (tools/bench/opencl). */
+   * more than it saves: register blocking wins there (measured by tools/bench/opencl). */
   if (dev->desc.kind == MI_DEVICE_CPU && strcmp(n->op_type, "Gemm") == 0)
     return mi__ocl_variant_find("gemm.regblock");
   if (dev->desc.kind == MI_DEVICE_CPU && strcmp(n->op_type, "MatMul") == 0)

@@ -44,13 +44,10 @@ int32_t mi__vk_fail(mi_error_t *err, const char *call, VkResult r) {
 }
 
 void mi__vk_log(const mi_plugin_ctx_t *ctx, int level, const char *fmt, ...) {
-  char line[512];
   va_list ap;
-  if (!ctx || !ctx->host || !MI_HAS_FIELD(ctx->host, mi_host_api_t, log) || !ctx->host->log) return;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  mi_sdk_vlogf(ctx ? ctx->host : NULL, level, VK_PLUGIN_NAME, fmt, ap);
   va_end(ap);
-  ctx->host->log(ctx->host->host_ctx, level, VK_PLUGIN_NAME, line);
 }
 
 uint64_t mi__vk_now_ns(void) {

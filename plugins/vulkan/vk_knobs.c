@@ -133,56 +133,41 @@ static int64_t shared_bytes(const int64_t *v) {
 
 int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_desc_t *out) {
   mi_constraint_desc_t c;
+  char to[sizeof c.applies_to];
   const VkPhysicalDeviceLimits *l = &d->props.limits;
-  memset(&c, 0, sizeof c);
-  c.struct_size = sizeof c;
   switch (i) {
   case C_INVOC:
-    c.kind = MI_CONSTRAINT_PRODUCT_LE;
-    snprintf(c.a, sizeof c.a, "local_x");
-    snprintf(c.b, sizeof c.b, "local_y");
-    c.value = l->maxComputeWorkGroupInvocations;
-    applies(B(K_LOCAL_Y), -1, c.applies_to, sizeof c.applies_to);
-    snprintf(c.reason, sizeof c.reason, "local_x * local_y <= maxComputeWorkGroupInvocations (%u)",
-             l->maxComputeWorkGroupInvocations);
+    applies(B(K_LOCAL_Y), -1, to, sizeof to);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_PRODUCT_LE, "local_x", "local_y", to,
+                          l->maxComputeWorkGroupInvocations,
+                          "local_x * local_y <= maxComputeWorkGroupInvocations (%u)",
+                          l->maxComputeWorkGroupInvocations);
     break;
   case C_SIZE_X:
-    c.kind = MI_CONSTRAINT_LESS_EQUAL;
-    snprintf(c.a, sizeof c.a, "local_x");
-    c.value = l->maxComputeWorkGroupSize[0];
-    snprintf(c.reason, sizeof c.reason, "local_x <= maxComputeWorkGroupSize[0] (%u)",
-             l->maxComputeWorkGroupSize[0]);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_LESS_EQUAL, "local_x", NULL, NULL,
+                          l->maxComputeWorkGroupSize[0], "local_x <= maxComputeWorkGroupSize[0] (%u)",
+                          l->maxComputeWorkGroupSize[0]);
     break;
   case C_SIZE_Y:
-    c.kind = MI_CONSTRAINT_LESS_EQUAL;
-    snprintf(c.a, sizeof c.a, "local_y");
-    c.value = l->maxComputeWorkGroupSize[1];
-    applies(B(K_LOCAL_Y), -1, c.applies_to, sizeof c.applies_to);
-    snprintf(c.reason, sizeof c.reason, "local_y <= maxComputeWorkGroupSize[1] (%u)",
-             l->maxComputeWorkGroupSize[1]);
+    applies(B(K_LOCAL_Y), -1, to, sizeof to);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_LESS_EQUAL, "local_y", NULL, to,
+                          l->maxComputeWorkGroupSize[1], "local_y <= maxComputeWorkGroupSize[1] (%u)",
+                          l->maxComputeWorkGroupSize[1]);
     break;
   case C_UNROLL_TK:
-    c.kind = MI_CONSTRAINT_DIVIDES;
-    snprintf(c.a, sizeof c.a, "unroll");
-    snprintf(c.b, sizeof c.b, "tile_k");
-    applies(0, SH_GEMM_TILED, c.applies_to, sizeof c.applies_to);
-    snprintf(c.reason, sizeof c.reason, "unroll divides tile_k");
+    applies(0, SH_GEMM_TILED, to, sizeof to);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_DIVIDES, "unroll", "tile_k", to, 0, "unroll divides tile_k");
     break;
   case C_SHARED:
-    c.kind = MI_CONSTRAINT_CUSTOM;
-    snprintf(c.a, sizeof c.a, "tile_k");
-    c.value = l->maxComputeSharedMemorySize;
-    applies(0, SH_GEMM_TILED, c.applies_to, sizeof c.applies_to);
-    snprintf(c.reason, sizeof c.reason,
-             "(local_y*reg_m + local_x*reg_n) * tile_k * 4 <= maxComputeSharedMemorySize (%u bytes)",
-             l->maxComputeSharedMemorySize);
+    applies(0, SH_GEMM_TILED, to, sizeof to);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_CUSTOM, "tile_k", NULL, to, l->maxComputeSharedMemorySize,
+                          "(local_y*reg_m + local_x*reg_n) * tile_k * 4 <= "
+                          "maxComputeSharedMemorySize (%u bytes)",
+                          l->maxComputeSharedMemorySize);
     break;
   case C_UNROLL_KW:
-    c.kind = MI_CONSTRAINT_LESS_EQUAL;
-    snprintf(c.a, sizeof c.a, "unroll");
-    c.value = 8;
-    applies(0, SH_CONV, c.applies_to, sizeof c.applies_to);
-    snprintf(c.reason, sizeof c.reason, "unroll <= 8 kernel columns");
+    applies(0, SH_CONV, to, sizeof to);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_LESS_EQUAL, "unroll", NULL, to, 8, "unroll <= 8 kernel columns");
     break;
   default:
     return MI_ERR_INVALID_ARGUMENT;

@@ -31,11 +31,8 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
 
 /* A device's tables: the knobs and the variants it lists, its counters with its timer. */
 static void describe(vk_device_t *d) {
-  memcpy(d->counters, k_counters, sizeof k_counters);
-  if (d->ts_period > 0) d->counters[0].resolution = d->ts_period;
   d->tables = *mi__vk_tables(d);
-  d->tables.counters = d->counters;
-  d->tables.counter_count = (uint32_t)N_COUNTERS;
+  mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->ts_period);
   d->tables.constraint_count = mi__vk_constraint_count();
   d->tables.constraint = constraint_of;
 }

@@ -206,6 +206,29 @@ int32_t mi_sdk_knob_fill(const mi_sdk_knob_t *k, uint32_t index, const mi_sdk_ta
   return mi_sdk_fill(out, &d, sizeof d);
 }
 
+void mi_sdk_tables_set_counters(mi_sdk_tables_t *t, mi_sdk_counter_t *own,
+                                const mi_sdk_counter_t *tmpl, uint32_t n, double timer_resolution) {
+  if (n) memcpy(own, tmpl, n * sizeof *own);
+  if (n && timer_resolution > 0) own[0].resolution = timer_resolution;
+  t->counters = own;
+  t->counter_count = n;
+}
+
+void mi_sdk_constraint_set(mi_constraint_desc_t *d, int32_t kind, const char *a, const char *b,
+                           const char *applies_to, int64_t value, const char *reason_fmt, ...) {
+  va_list ap;
+  memset(d, 0, sizeof *d);
+  d->struct_size = sizeof *d;
+  d->kind = kind;
+  snprintf(d->a, sizeof d->a, "%s", a ? a : "");
+  snprintf(d->b, sizeof d->b, "%s", b ? b : "");
+  snprintf(d->applies_to, sizeof d->applies_to, "%s", applies_to ? applies_to : "");
+  d->value = value;
+  va_start(ap, reason_fmt);
+  if (vsnprintf(d->reason, sizeof d->reason, reason_fmt, ap) < 0) d->reason[0] = '\0';
+  va_end(ap);
+}
+
 int32_t mi_sdk_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                          mi_knob_desc_t *out, mi_error_t *err) {
   const mi_sdk_tables_t *t = NULL;

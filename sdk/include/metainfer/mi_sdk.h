@@ -110,6 +110,13 @@ typedef struct mi_sdk_tables {
                         mi_constraint_desc_t *out);
 } mi_sdk_tables_t;
 
+/** A device's counter table from the plugin's template: copies the n counters into `own` (an
+ * array the device keeps, room for n), sets the first one's resolution to timer_resolution
+ * when that is > 0 (a device's own timer), and points t->counters and t->counter_count at
+ * them. */
+void mi_sdk_tables_set_counters(mi_sdk_tables_t *t, mi_sdk_counter_t *own,
+                                const mi_sdk_counter_t *tmpl, uint32_t n, double timer_resolution);
+
 /** The head of a plugin's `struct mi_plugin_ctx` when it lets the helper answer descriptions. */
 typedef struct mi_sdk_plugin {
   const char *name;        /* the plugin's name, the first word of every message */
@@ -154,6 +161,14 @@ const mi_sdk_variant_t *mi_sdk_variant_at(const mi_sdk_tables_t *t, uint32_t ind
 const mi_sdk_variant_t *mi_sdk_variant_find(const mi_sdk_tables_t *t, const char *id);
 const mi_sdk_variant_t *mi_sdk_variant_first(const mi_sdk_tables_t *t, const char *op_type);
 int32_t mi_sdk_knob_index(const mi_sdk_tables_t *t, const char *name);
+
+/** One constraint description in one call: *d zeroed with its struct_size, then kind, knobs
+ * `a` and `b` (NULL: none), the ids of the variants it applies to (NULL or "": all), `value`
+ * and the reason from a printf format. Strings too long for their fields are cut. Hand the
+ * result to the host with mi_sdk_fill(out, d, sizeof *d). */
+void mi_sdk_constraint_set(mi_constraint_desc_t *d, int32_t kind, const char *a, const char *b,
+                           const char *applies_to, int64_t value, const char *reason_fmt, ...)
+    MI_SDK_PRINTF(7, 8);
 
 /** 1 when `value` is in the knob's domain (its values, its [min,max], 0/1 for BOOL, a choice
  * index for ENUM). */
