@@ -126,6 +126,7 @@ int mi_cli_next(mi_cli_t *c) {
   if (c->done) {
     if (c->rest >= c->argc) return MI_CLI_END;
     c->value = c->argv[c->rest++];
+    if (c->flags & MI_CLI_NO_ARGS) return refuse(c, "unexpected argument '%s'", c->value);
     return MI_CLI_ARG;
   }
   n = long_table(c, lo, shorts, sizeof shorts);
@@ -137,6 +138,7 @@ int mi_cli_next(mi_cli_t *c) {
   }
   if (key == 1) {
     c->value = optarg;
+    if (c->flags & MI_CLI_NO_ARGS) return refuse(c, "unexpected argument '%s'", c->value);
     if (c->flags & MI_CLI_STOP_AT_ARG) {
       c->done = 1;
       c->rest = optind;

@@ -39,6 +39,8 @@ typedef struct mi_cli {
 enum {
   MI_CLI_VERSION_OPT = 1 << 0, /* answer --version (programs; subcommands leave it out) */
   MI_CLI_STOP_AT_ARG = 1 << 1, /* the first positional argument ends the parse (a command) */
+  MI_CLI_NO_ARGS = 1 << 2,     /* options only: a positional argument is refused (MI_CLI_ERROR,
+                                  "unexpected argument '...'") instead of returned */
 };
 
 /** What mi_cli_next returns besides an option's key. */

@@ -4,6 +4,7 @@
 #define MI_DRIVE_BLIS_H
 
 #include "drive_host.h"
+#include "drive_tensor.h"
 
 #define TB_MAXT 24
 #define TB_MAXN 8
@@ -53,17 +54,8 @@ typedef struct tb {
 } tb_t;
 
 static inline int tb_tensor(tb_t *b, int rank, const int64_t *dims, const float *data) {
-  mi_tensor_desc_t *t = &b->t[b->nt];
-  int i;
-  memset(t, 0, sizeof *t);
-  t->struct_size = sizeof *t;
-  t->dtype = MI_DTYPE_FLOAT32;
-  t->layout = rank == 4 ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY;
-  t->rank = rank;
-  for (i = 0; i < rank; i++) t->dims[i] = dims[i];
-  t->data = data;
-  t->data_bytes = data ? (uint64_t)mi_sdk_numel(t) * 4u : 0;
-  b->tp[b->nt] = t;
+  drive_f32_desc(&b->t[b->nt], rank, dims, data);
+  b->tp[b->nt] = &b->t[b->nt];
   return b->nt++;
 }
 

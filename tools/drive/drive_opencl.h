@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "drive_env.h"
+#include "drive_tensor.h"
 #include "metainfer/mi_plugin.h"
 
 typedef struct ocl_t {
@@ -134,17 +135,8 @@ typedef struct kd {
 } kd_t;
 
 static inline int kd_tensor(kd_t *k, int rank, const int64_t *dims, const float *data) {
-  mi_tensor_desc_t *t = &k->t[k->nt];
-  int i;
-  memset(t, 0, sizeof *t);
-  t->struct_size = sizeof *t;
-  t->dtype = MI_DTYPE_FLOAT32;
-  t->layout = rank == 4 ? MI_LAYOUT_NCHW : MI_LAYOUT_ANY;
-  t->rank = rank;
-  for (i = 0; i < rank; i++) t->dims[i] = dims[i];
-  t->data = data;
-  if (data) t->data_bytes = (uint64_t)mi_sdk_numel(t) * 4;
-  k->tp[k->nt] = t;
+  drive_f32_desc(&k->t[k->nt], rank, dims, data);
+  k->tp[k->nt] = &k->t[k->nt];
   return k->nt++;
 }
 

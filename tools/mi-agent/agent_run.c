@@ -60,12 +60,6 @@ typedef struct dev {
   uint32_t index;
 } dev_t_;
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Runs one claimed job and answers it. */
 static void run_job(const mi_agent_args_t *a, mi_farm_t *f, int64_t agent, mi_worker_pool_t *pool,
                     const dev_t_ *devs, int32_t ndev, const mi_farm_job_t *j) {
@@ -164,7 +158,7 @@ int mi_agent_run(const mi_agent_args_t *a) {
   mi_error_t err;
   const char *env[9];
   char shown[512];
-  double idle_since = now_s();
+  double idle_since = mi_now_s();
   memset(&b, 0, sizeof b);
   mi_error_clear(&err);
   mi_url_redact(a->db, shown, sizeof shown);
@@ -225,11 +219,11 @@ int mi_agent_run(const mi_agent_args_t *a) {
       run_job(a, f, agent, pool, devs, ndev, j);
       mi_farm_job_free(j);
       done++;
-      idle_since = now_s();
+      idle_since = mi_now_s();
       if (a->count > 0 && done >= a->count) break;
       continue;
     }
-    if (a->exit_idle_s > 0 && now_s() - idle_since >= a->exit_idle_s) break;
+    if (a->exit_idle_s > 0 && mi_now_s() - idle_since >= a->exit_idle_s) break;
     /* Woken by NOTIFY when a job is queued; the timeout also catches expired leases. */
     if (mi_farm_wait(f, 1.0, &err) != MI_OK) goto fail;
   }

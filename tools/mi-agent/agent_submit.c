@@ -5,15 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "agent.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int mi_agent_submit(const mi_agent_args_t *a) {
   mi_registry_t *reg = mi_registry_create();
@@ -62,7 +55,7 @@ int mi_agent_submit(const mi_agent_args_t *a) {
   job.warmup = 1;
   job.repeats = a->repeats;
   if (!(ids = calloc((size_t)a->count + 1, sizeof *ids))) goto done;
-  t0 = now_s();
+  t0 = mi_now_s();
   for (int32_t i = 0; i < a->count; i++) {
     job.seed = (uint64_t)i;
     if (mi_farm_submit(f, &base, a->model, &job, &ids[i], &err) != MI_OK) goto done;
@@ -75,7 +68,7 @@ int mi_agent_submit(const mi_agent_args_t *a) {
       if (r.state == 2 && r.ok) ok++;
       else failed++;
     }
-    printf("done %d ok %d failed %d in %.3f s\n", (int)a->count, (int)ok, (int)failed, now_s() - t0);
+    printf("done %d ok %d failed %d in %.3f s\n", (int)a->count, (int)ok, (int)failed, mi_now_s() - t0);
   }
   rc = failed ? 1 : 0;
 done:

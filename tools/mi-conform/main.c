@@ -14,7 +14,6 @@
 
 #include "conform.h"
 #include "mi_cli.h"
-#include "plugin/plugin.h"
 
 const conform_rule_t conform_rules[] = {
     {1, "exports", "only the entry symbol is exported", conform_rule_exports, 0, 0},
@@ -182,32 +181,32 @@ static int name_cmp(const void *a, const void *b) {
 
 /* Runs the selected rules on one manifest; prints as it goes; returns the number of fails. */
 static int conform_plugin(const options_t *o, const char *manifest_path, int *first_json) {
-  mi__manifest_t m = {0};
+  mi_manifest_t m = {0};
   mi_error_t err, policy;
   char so_path[PATH_MAX], dir[PATH_MAX];
   int fails = 0, passes = 0, skips = 0;
   const char *slash;
   int refused;
 
-  if (mi__manifest_load(manifest_path, &m, &err) != MI_OK) {
+  if (mi_manifest_load(manifest_path, &m, &err) != MI_OK) {
     fprintf(stderr, "mi-conform: %s\n", err.message);
     return 1;
   }
   if (o->only_plugin && strcmp(o->only_plugin, m.name) != 0) {
-    mi__manifest_clear(&m);
+    mi_manifest_clear(&m);
     return -1;
   }
   /* The host's load policy decides before any plugin code runs: a library the host would not
    * open (escaping its folder, writable by others, another ABI major) is not opened here either;
    * R16 says why and R12 shows the host's refusal. */
   mi_error_clear(&policy);
-  refused = mi__plugin_check_files(manifest_path, &m, NULL, &policy) != MI_OK;
+  refused = mi_manifest_check_files(manifest_path, &m, NULL, &policy) != MI_OK;
   slash = strrchr(manifest_path, '/');
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - manifest_path) : 1,
            slash ? manifest_path : ".");
   if (snprintf(so_path, sizeof so_path, "%s/%s", dir, m.library) >= (int)sizeof so_path) {
     fprintf(stderr, "mi-conform: %s: library path too long\n", manifest_path);
-    mi__manifest_clear(&m);
+    mi_manifest_clear(&m);
     return 1;
   }
 
@@ -254,7 +253,7 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
     printf("],\"passed\":%d,\"failed\":%d,\"skipped\":%d}", passes, fails, skips);
   else
     printf("  summary: %d passed, %d failed, %d skipped\n", passes, fails, skips);
-  mi__manifest_clear(&m);
+  mi_manifest_clear(&m);
   return fails;
 }
 
@@ -296,13 +295,12 @@ static int parse(int argc, char **argv, options_t *o) {
   c.footer = "Exit status: 0 when every rule passed or was skipped, 1 when any failed, 2 on bad\n"
              "usage.";
   c.opts = k_opts;
-  c.flags = MI_CLI_VERSION_OPT;
+  c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     switch (k) {
       case MI_CLI_EXIT: return 0;
       case MI_CLI_ERROR: return 2;
-      case MI_CLI_ARG: return mi_cli_error(&c, "unexpected argument '%s'", c.value);
       case O_PLUGINS: o->dir = c.value; break;
       case O_PLUGIN: o->only_plugin = c.value; break;
       case O_JSON: o->json = 1; break;

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "conform.h"
-#include "plugin/plugin.h"
 
 /* This manifest only, preflighted exactly as mi-host does. */
 static int32_t only_this(void *ctx, const char *path, const char *name, mi_error_t *err) {
@@ -50,22 +49,22 @@ int conform_rule_host_load(conform_ctx_t *c, char *why, size_t n) {
 
 /* R16: the manifest is one the host accepts before running any plugin code (its ABI major, a
  * library path inside its folder, nobody else able to write the library or the folders on its
- * way: the host's own check, plugin/plugin.h), and the library it names, followed through
+ * way: the host's own check, mi_manifest_check_files), and the library it names, followed through
  * links, is inside the plugin's folder: a plugin is installed as one folder, and a link out of
  * it loads code whose owner the folder's owner does not control. */
 int conform_rule_manifest(conform_ctx_t *c, char *why, size_t n) {
-  mi__manifest_t m = {0};
+  mi_manifest_t m = {0};
   mi_error_t err;
   char *lib = NULL, *folder = NULL, dir[PATH_MAX];
   const char *slash = strrchr(c->manifest, '/');
   size_t len;
   int st = CONFORM_FAIL;
   mi_error_clear(&err);
-  if (mi__manifest_load(c->manifest, &m, &err) != MI_OK) {
+  if (mi_manifest_load(c->manifest, &m, &err) != MI_OK) {
     snprintf(why, n, "%s", err.message);
     return CONFORM_FAIL;
   }
-  if (mi__plugin_check_files(c->manifest, &m, &lib, &err) != MI_OK) {
+  if (mi_manifest_check_files(c->manifest, &m, &lib, &err) != MI_OK) {
     snprintf(why, n, "the host refuses it before opening it: %s", err.message);
     goto done;
   }
@@ -87,6 +86,6 @@ int conform_rule_manifest(conform_ctx_t *c, char *why, size_t n) {
 done:
   free(lib);
   free(folder);
-  mi__manifest_clear(&m);
+  mi_manifest_clear(&m);
   return st;
 }

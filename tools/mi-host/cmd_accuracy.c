@@ -47,6 +47,7 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
   memset(a, 0, sizeof *a);
   a->samples = 4;
   mi_host_cli(h, &c, "accuracy", k_opts);
+  c.flags |= MI_CLI_NO_ARGS;
   c.footer = "Applies the model-side configuration and compares the result with the FP32 model\n"
              "on the reference interpreter (relative L2 error, cosine, top-1 agreement).";
   mi_cli_begin(&c, argc, argv);
@@ -54,7 +55,6 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
     switch (k) {
       case MI_CLI_EXIT: return -1;
       case MI_CLI_ERROR: return MI_HOST_USAGE;
-      case MI_CLI_ARG: mi_cli_error(&c, "unexpected argument '%s'", c.value); return MI_HOST_USAGE;
       case O_MODEL: a->model = c.value; break;
       case O_CONFIG: a->config = c.value; break;
       case O_DEVICE: a->device = c.value; break;

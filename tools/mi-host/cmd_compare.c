@@ -41,7 +41,7 @@ static const mi_cli_opt_t k_opts[] = {
      "a configuration: a deployment.yaml (#N: its Nth configuration\nof the device's entry, 0 the chosen one) or a YAML mapping of\nspace keys (repeatable)"},
     {"default", O_DEFAULT, NULL, "the space's default configuration (repeatable)"},
     {"set", O_SET, "KEY=VALUE", "change one key of the --config or --default before it"},
-    {"shape", O_SHAPE, "NAME:D0xD1x...", "an input's shape (dynamic dims; repeatable)"},
+    {"shape", O_SHAPE, "NAME:D0xD1x...", "an input's shape, also NAME=D0,D1,... (dynamic dims;\nrepeatable)"},
     {"target", O_TARGET, "X", "stop when every ratio is known to +-X, a share (default 0.02)"},
     {"budget-s", O_BUDGET, "S", "stop after S seconds (default 120)"},
     {"timeout", O_TIMEOUT, "S", "a worker taking longer than S seconds is killed (default 60)"},
@@ -66,13 +66,13 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   mi_compare_options_default(&a->co);
   a->timeout_s = 60;
   mi_host_cli(h, &c, "compare", k_opts);
+  c.flags |= MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     const char *o = c.opt, *v = c.value;
     char *end = NULL;
     if (k == MI_CLI_EXIT) return MI_HOST_DONE;
     if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
-    if (k == MI_CLI_ARG) return mi_host_usage_error("compare: unexpected argument '%s'", v);
     if (k == O_JSON) { h->json = 1; continue; }
     if (k == O_DEFAULT || k == O_CONFIG) {
       if (a->n == MI_COMPARE_MAX_CONFIGS)
@@ -88,10 +88,19 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
         return mi_host_usage_error("compare: --set KEY=VALUE follows the --config or --default it changes, got '%s'", v);
       cf->sets[cf->nset++] = v;
     } else if (k == O_SHAPE) {
-      /* NAME:1x3x48x192, as a recipe's inputs and the worker take them */
-      if (!strchr(v, ':') || at + strlen(v) + 2 >= sizeof a->inputs)
-        return mi_host_usage_error("compare: --shape wants NAME:D0xD1x..., got '%s'", v);
-      at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%s", at ? ";" : "", v);
+      /* NAME:1x3x48x192 (as a recipe's inputs take it) or NAME=1,3,48,192 (as profile takes it),
+       * written as the worker's spec reads it: NAME:D0xD1x..., joined with ';' */
+      const char *sep = strchr(v, '=') ? strchr(v, '=') : strrchr(v, ':');
+      int64_t dims[MI_MAX_RANK];
+      int32_t rank = 0;
+      if (!sep || sep == v || strchr(v, ';') || mi_shape_parse(sep + 1, &rank, dims) != MI_OK)
+        return mi_host_usage_error("compare: --shape wants NAME:D0xD1x... or NAME=D0,D1,..., got '%s'", v);
+      at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%.*s:", at ? ";" : "",
+                             (int)(sep - v), v);
+      for (int32_t d = 0; d < rank && at < sizeof a->inputs; d++)
+        at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%lld", d ? "x" : "",
+                               (long long)dims[d]);
+      if (at >= sizeof a->inputs) return mi_host_usage_error("compare: too many --shape values");
     } else if (k == O_TARGET || k == O_BUDGET || k == O_TIMEOUT) {
       double x = strtod(v, &end);
       if (*end || !(x > 0 && x <= 100000)) return mi_host_usage_error("compare: bad %s '%s'", o, v);
@@ -223,32 +232,10 @@ static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t 
 }
 
 static int32_t load_graph(const cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
-  char *copy = strdup(a->inputs), *save = NULL;
   int32_t rc;
-  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
-  if ((rc = mi_onnx_load(a->model, g, err))) goto done;
-  for (char *it = strtok_r(copy, ";", &save); it; it = strtok_r(NULL, ";", &save)) {
-    char *colon = strrchr(it, ':'), *q;
-    int32_t t, rank = 0;
-    if (!colon) {
-      rc = mi_errorf(err, MI_ERR_PARSE, "--shape wants NAME:D0xD1x..., got '%s'", it);
-      goto done;
-    }
-    *colon = '\0';
-    if ((t = mi_graph_find_tensor(*g, it)) < 0) {
-      rc = mi_errorf(err, MI_ERR_NOT_FOUND, "%s: the model has no input '%s'", a->model, it);
-      goto done;
-    }
-    for (q = colon + 1; *q && rank < MI_MAX_RANK;) {
-      (*g)->tensors[t].dims[rank++] = strtoll(q, &q, 10);
-      if (*q == 'x') q++;
-      else if (*q) break;
-    }
-    (*g)->tensors[t].rank = rank;
-  }
+  if ((rc = mi_onnx_load(a->model, g, err))) return rc;
+  if (a->inputs[0] && (rc = mi_graph_set_input_shapes(*g, a->inputs, "--shape", err))) return rc;
   if (!(rc = mi_graph_toposort(*g, err))) rc = mi_graph_infer_shapes(*g, err);
-done:
-  free(copy);
   return rc;
 }
 

@@ -320,13 +320,13 @@ int mi_host_cmd_plugins(mi_host_t *h, int argc, char **argv) {
   mi_cli_t c;
   int k;
   mi_host_cli(h, &c, "plugins", k_opts);
+  c.flags |= MI_CLI_NO_ARGS;
   c.footer = "Lists each loaded plugin with its devices, knobs, variants, counters and\n"
              "constraints, then the plugins that were refused and why.";
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     if (k == MI_CLI_EXIT) return MI_HOST_OK;
     if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
-    if (k == MI_CLI_ARG) return mi_cli_error(&c, "unexpected argument '%s'", c.value);
     h->json = 1;
   }
   /* Listed from descriptions read in a sacrificial worker per plugin: a plugin that crashes

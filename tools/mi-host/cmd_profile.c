@@ -82,13 +82,13 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   a->workers = 3;
   a->timeout_s = 60;
   mi_host_cli(h, &c, "profile", k_opts);
+  c.flags |= MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     const char *o = c.opt, *v = c.value;
     char *end = NULL;
     if (k == MI_CLI_EXIT) return MI_HOST_DONE;
     if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
-    if (k == MI_CLI_ARG) return mi_host_usage_error("profile: unexpected argument '%s'", v);
     if (k == O_JSON) { h->json = 1; continue; }
     if (k == O_CHECK) { a->check = 1; continue; }
     if (k == O_FLUSH) { a->mo.flush_cache = 1; continue; }

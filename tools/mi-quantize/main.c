@@ -156,13 +156,12 @@ int main(int argc, char **argv) {
             "quantization tools write. Static ranges are the min/max of one reference run on the\n"
             "--input arrays, or on uniform [-1, 1) values from --seed.";
   c.opts = k_opts;
-  c.flags = MI_CLI_VERSION_OPT;
+  c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     switch (k) {
       case MI_CLI_EXIT: return 0;
       case MI_CLI_ERROR: return MI_CLI_USAGE;
-      case MI_CLI_ARG: return mi_cli_error(&c, "unexpected argument '%s'", c.value);
       case O_MODE:
         if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop"))
           return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq or qop", c.value);

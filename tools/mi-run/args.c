@@ -58,7 +58,7 @@ static mi_cli_t cli(void) {
   c.opts = k_opts;
   c.footer = "Exit status: 0 on success, 2 for bad input (model, .npy, names, shapes, device),\n"
              "1 when the device itself failed.";
-  c.flags = MI_CLI_VERSION_OPT;
+  c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   return c;
 }
 
@@ -83,7 +83,6 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
     switch (k) {
       case MI_CLI_EXIT: return 0;
       case MI_CLI_ERROR: rc = MI_CLI_ERROR; break;
-      case MI_CLI_ARG: rc = mi_cli_error(&c, "unexpected argument '%s'", c.value); break;
       case O_MODEL: o->model = c.value; break;
       case O_DEVICE: o->device = c.value; break;
       case O_PLUGINS: o->plugins_dir = c.value; break;

@@ -62,7 +62,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   c.about = "Runs the table's chosen configuration for the model on the device, watches latency for\n"
             "drift and falls back along the stored front (docs/runtime.md).";
   c.opts = k_opts;
-  c.flags = MI_CLI_VERSION_OPT;
+  c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   memset(o, 0, sizeof *o);
   o->repeat = 1;
   o->monitor = 1;
@@ -73,7 +73,6 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
     switch (k) {
       case MI_CLI_EXIT: return 0;
       case MI_CLI_ERROR: rc = MI_CLI_ERROR; break;
-      case MI_CLI_ARG: rc = mi_cli_error(&c, "unexpected argument '%s'", c.value); break;
       case O_DEPLOYMENT: o->table = c.value; break;
       case O_PLUGINS: o->plugins = c.value; break;
       case O_MODEL: o->model = c.value; break;
