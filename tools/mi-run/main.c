@@ -2,6 +2,7 @@
  * its outputs as .npy and reports latency. Bad input is one line on stderr and exit code 2. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mi_cli.h"
 #include "mi_run.h"
