@@ -87,10 +87,7 @@ static void refused_groups(mi_plugin_t *blis, mi_plugin_t *npu) {
           mi_session_unfused(s, i));
   CHECK(multi_node_kernels(s) == 0, "no multi-node kernel left");
   CHECK(d < 2e-2, "rel L2 %.3e", d);
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(want[i]);
-  }
+  destroy_outs(got, want);
   mi_session_destroy(s);
   mi_array_destroy(in);
   mi_graph_destroy(x);

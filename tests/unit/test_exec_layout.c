@@ -27,10 +27,7 @@ static double check(mi_plugin_t *p, const char *family, const char *yaml, double
   CHECK(converts >= 2, "the layout pass inserted conversions");
   CHECK(d < tol, "%s %s: rel L2 %.3e >= %.1e", p->name, family, d, tol);
   if (want_device_converts) CHECK(!layout_node_on_host(s), "conversions ran as device kernels");
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(want[i]);
-  }
+  destroy_outs(got, want);
   mi_session_destroy(s);
   mi_array_destroy(in);
   mi_graph_destroy(x);
@@ -107,10 +104,7 @@ static void blis_nchw_choices(void) {
   d = tu_rel_l2_arrays(got[0], want[0]);
   printf("blis-cpu mobilenetv2 NHWC with %d NCHW-only choices: rel L2 %.2e\n", (int)n, d);
   CHECK(d < 1e-5, "rel L2 %.3e: a variant computed on storage it does not declare", d);
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(want[i]);
-  }
+  destroy_outs(got, want);
   mi_session_destroy(s);
   mi_array_destroy(in);
   free(ch);
@@ -155,10 +149,7 @@ static void blis_conv_then_convert(void) {
   printf("blis-cpu Relu -> Conv -> output in NHWC: %d kernels, rel L2 %.2e\n",
          mi_session_kernel_count(s), d);
   CHECK(d < 1e-5, "rel L2 %.3e: the conversion after the conv was not done", d);
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(want[i]);
-  }
+  destroy_outs(got, want);
   mi_session_destroy(s);
   mi_array_destroy(in);
   mi_graph_destroy(x);

@@ -119,10 +119,7 @@ static void blis_qdq(mi_plugin_t *blis) {
   CHECK(multi_node_kernels(s) > 0, "INT8 variants: quantized layers lowered");
   CHECK(mi_session_fallback_count(s) == 0, "Q/DQ and the convs run on blis-cpu");
   CHECK(d < 1e-5, "rel L2 %.3e", d);
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(want[i]);
-  }
+  destroy_outs(got, want);
   mi_session_destroy(s);
   mi_array_destroy(in);
   mi_graph_destroy(q);

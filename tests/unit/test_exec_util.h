@@ -100,6 +100,15 @@ static inline void ref(const mi_graph_t *g, const mi_array_t *x, mi_array_t **ou
   if (mi_ref_run(g, &x, 1, outs, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
 }
 
+/* Frees the outputs run() and ref() filled (up to 4 each). */
+static inline void destroy_outs(mi_array_t **got, mi_array_t **want) {
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(want[i]);
+    got[i] = want[i] = NULL;
+  }
+}
+
 /* Kernels of s that run more than one graph node. */
 static inline int32_t multi_node_kernels(const mi_session_t *s) {
   int32_t n = 0;
