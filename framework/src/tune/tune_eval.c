@@ -220,7 +220,8 @@ int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err) {
   return mi_history_query(t->history, &q, add_known, t, err);
 }
 
-int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err) {
+/* Drops the history records the search loaded. */
+static void clear_known(mi_tune_task_t *t) {
   for (int32_t i = 0; i < t->known_count; i++) {
     free(t->known[i].hw);
     free(t->known[i].model);
@@ -229,18 +230,15 @@ int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err) {
   free(t->known);
   t->known = NULL;
   t->known_count = 0;
+}
+
+int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err) {
+  clear_known(t);
   return mi_tune_load_known(t, err);
 }
 
 void mi_tune_free_known(mi_tune_task_t *t) {
-  for (int32_t i = 0; i < t->known_count; i++) {
-    free(t->known[i].hw);
-    free(t->known[i].model);
-    free(t->known[i].failure);
-  }
-  free(t->known);
-  t->known = NULL;
-  t->known_count = 0;
+  clear_known(t);
   free(t->layer_node);
   free(t->layer_sec);
   t->layer_node = NULL;
