@@ -93,7 +93,7 @@ int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const 
               "to stdout", total, shown);
   else if (mi__host_api_refused() > 0)
     mi_errorf(&e, MI_ERR_ABI, "the plugin called a host service with a handle the host never "
-              "gave out (refused; a forged or stale handle)");
+              "gave out (refused; a forged handle)");
   else
     return mi__frame_send(fd, type, a, na, b, nb);
   return mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);

@@ -236,7 +236,7 @@ static int32_t isolate(const mi_worker_options_t *o, const char *manifest, void 
   else if (strstr(c[0].text, "forged\n"))
     rc = mi_errorf(err, MI_ERR_ABI,
                    "refused: called a host service with a handle the host never gave out "
-                   "while loading (a forged or stale handle)");
+                   "while loading (a forged handle)");
   else if (c[1].total > 0) {
     one_line(c[1].text, quoted, 80);
     rc = mi_errorf(err, MI_ERR_ABI,

@@ -41,9 +41,10 @@ static struct {
   pthread_mutex_t lock;
   host_table_t *live[MAX_LIVE];
   int32_t n;
-  int32_t refused; /* calls refused so far: a preflight refuses the plugin that made them */
+  int32_t refused; /* forged calls refused so far: a preflight refuses the plugin that made them */
+  int32_t stale;   /* calls through a handle already taken back (a leaked thread after unload) */
   host_table_t *dead;
-} g_handles = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, NULL};
+} g_handles = {PTHREAD_MUTEX_INITIALIZER, {0}, 0, 0, 0, NULL};
 
 int32_t mi__host_api_refused(void) {
   int32_t n;
@@ -67,17 +68,29 @@ void mi__host_api_release(mi__plugin_entry_t *e) {
   pthread_mutex_unlock(&g_handles.lock);
 }
 
-/* The entry behind a handle, or NULL (and one line in the log) when it is not one of ours. */
+/* The entry behind a handle, or NULL (and one line in the log) when it is not one of ours.
+ * A handle the host gave out and took back (a thread the plugin leaked, still running after
+ * unload) is refused too, but is not counted as forged: when that call lands after unload is a
+ * matter of scheduling, and the load that leaked the thread was judged while it was live.
+ * It is logged once per process, not on every call of a thread that spins. */
 static const mi__plugin_entry_t *handle_check(void *host_ctx, const char *service) {
   const mi__plugin_entry_t *found = NULL;
+  int stale = 0, first_stale;
   pthread_mutex_lock(&g_handles.lock);
   for (int32_t i = 0; i < g_handles.n && !found; i++)
     if ((void *)g_handles.live[i] == host_ctx) found = g_handles.live[i]->entry;
-  g_handles.refused += !found;
+  for (host_table_t *t = found ? NULL : g_handles.dead; t && !stale; t = t->next)
+    stale = (void *)t == host_ctx;
+  first_stale = stale && g_handles.stale++ == 0;
+  g_handles.refused += !found && !stale;
   pthread_mutex_unlock(&g_handles.lock);
-  if (!found)
+  if (!found && !stale)
     fprintf(stderr, "mi-host: a plugin called host service '%s' with handle %p, which the host "
-            "never gave out or already took back: call refused\n", service, host_ctx);
+            "never gave out: call refused\n", service, host_ctx);
+  else if (first_stale)
+    fprintf(stderr, "mi-host: a plugin called host service '%s' with handle %p after the host "
+            "took it back (a thread left running after unload?): call refused\n", service,
+            host_ctx);
   return found;
 }
 
