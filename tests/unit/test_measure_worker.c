@@ -334,6 +334,55 @@ static void wrong_results(void) {
   mi_worker_pool_destroy(p);
 }
 
+static void interleave(void) {
+  /* Interleaved runs: one worker prepares every configuration and runs them in turn; each gets
+   * its median, the cycles asked for are run, and configurations of different models are
+   * refused rather than compared. mi_worker_compare does one such job per round. */
+  mi_knob_value_t one = {"threads", 1, 0};
+  mi_session_options_t so1;
+  mi_worker_config_t wc[2];
+  mi__interleave_reply_t rep;
+  mi_compare_options_t co;
+  mi_compare_result_t res;
+  char other[160];
+  memset(&so1, 0, sizeof so1);
+  so1.struct_size = sizeof so1;
+  so1.device_knobs = &one;
+  so1.device_knob_count = 1;
+  memset(wc, 0, sizeof wc);
+  wc[0].struct_size = wc[1].struct_size = sizeof wc[0];
+  wc[0].model = wc[1].model = model;
+  wc[1].so = &so1;
+  p = pool("", 30);
+  rc = mi__worker_interleave(p, "blis-cpu:0", wc, 2, &mo, 7, &rep, &err);
+  CHECK(rc == MI_OK && rep.count == 2 && rep.cycles == 5 && rep.median_s[0] > 0 &&
+            rep.median_s[1] > 0,
+        "interleave: rc %d, %d configurations, %d cycles: %s", rc, rep.count, rep.cycles,
+        err.message);
+  snprintf(other, sizeof other, "%s/other.onnx", dir);
+  CHECK(mi_onnx_save(g, other, &err) == MI_OK, "%s", err.message);
+  wc[1].model = other;
+  rc = mi__worker_interleave(p, "blis-cpu:0", wc, 2, &mo, 7, &rep, &err);
+  CHECK(rc == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "share the model"),
+        "different models: rc %d %s", rc, err.message);
+  wc[1].model = model;
+  mi_compare_options_default(&co);
+  co.min_rounds = co.max_rounds = 3;
+  co.target = 0;
+  rc = mi_worker_compare(p, "blis-cpu:0", wc, 2, &mo, &co, &res, &err);
+  CHECK(rc == MI_OK && res.rounds == 3 && res.sample_s[2][0] > 0 && res.sample_s[2][1] > 0 &&
+            res.vs_first[1].ratio > 0,
+        "compare: rc %d, %d rounds: %s", rc, res.rounds, err.message);
+  mi_worker_pool_destroy(p);
+  remove(other);
+  /* A device that crashes while the configurations run fails the round with its reason. */
+  p = pool("crash", 30);
+  rc = mi__worker_interleave(p, "npu-stub:0", wc, 1, &mo, 7, &rep, &err);
+  CHECK(rc == MI_ERR_CRASHED && strstr(err.message, "signal"), "crash: rc %d %s", rc,
+        err.message);
+  mi_worker_pool_destroy(p);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(no_fault),
     TU_CASE(retire),
@@ -343,6 +392,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(crash),
     TU_CASE(hang),
     TU_CASE(wrong_results),
+    TU_CASE(interleave),
 };
 
 TU_MAIN(setup, teardown)

@@ -48,8 +48,8 @@ static const mi_cli_opt_t k_opts[] = {
     {"min-rounds", O_MIN_ROUNDS, "N", "at least N rounds (default 5)"},
     {"max-rounds", O_MAX_ROUNDS, "N", "at most N rounds (default 30)"},
     {"seed", O_SEED, "S", "the seed of the round orders and the bootstrap"},
-    {"repeat", O_REPEAT, "N", "at least N timed repeats per measurement"},
-    {"warmup", O_WARMUP, "N", "warm-up runs before timing"},
+    {"repeat", O_REPEAT, "N", "N timed cycles per round, each running every\nconfiguration once (default up to 150 within 1 s)"},
+    {"warmup", O_WARMUP, "N", "warm-up cycles per round (and at least 0.1 s)"},
     {"json", O_JSON, NULL, "print one JSON object"},
     {NULL, 0, NULL, NULL},
 };
@@ -59,10 +59,11 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   size_t at = 0;
   int k;
   mi_measure_options_default(&a->mo);
-  /* Each measurement as mi-host profile takes one (docs/measurement.md); the rounds do the rest. */
+  /* A round (one worker running every configuration in turn, docs/measurement.md): 0.1 s of
+   * warm-up, then up to 150 cycles within 1 s (half the budget); the rounds do the rest. */
   a->mo.min_warmup_s = 0.1;
-  a->mo.median_ci = 0.01;
-  a->mo.budget_s = 10;
+  a->mo.max_repeats = 150;
+  a->mo.budget_s = 2;
   mi_compare_options_default(&a->co);
   a->timeout_s = 60;
   mi_host_cli(h, &c, "compare", k_opts);

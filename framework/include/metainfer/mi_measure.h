@@ -372,9 +372,15 @@ MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void
                               const mi_compare_options_t *o, mi_compare_result_t *out,
                               mi_error_t *err);
 
-/** mi_compare_run over configurations measured in workers of `p` on device `spec`: every
- * measurement in a fresh worker process (mi_worker_retire before each), so that neither a
- * process's own speed nor the machine's drift over minutes favours one of them. */
+/** Paired rounds like mi_compare_run over configurations measured in workers of `p` on device
+ * `spec`, all of one round in one fresh worker process (mi_worker_retire before each round):
+ * it prepares every configuration (in the round's order), then runs them in turn, one
+ * inference each per cycle in an order drawn anew each cycle (warm-up cycles: mo->warmup and
+ * mo->min_warmup_s; timed cycles: mo->max_repeats, at least mo->min_repeats, within half of
+ * mo->budget_s), and a round's figure for each is the median of its wall times. What changes
+ * over milliseconds (the machine's other work, the CPU the process runs on) and what a process
+ * brings with it (its memory layout) reach all of them alike; rounds sample the processes.
+ * The configurations must share the model, inputs and samples. */
 MI_API int32_t mi_worker_compare(mi_worker_pool_t *p, const char *spec,
                                  const mi_worker_config_t *configs, int32_t count,
                                  const mi_measure_options_t *mo, const mi_compare_options_t *o,

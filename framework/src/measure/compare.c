@@ -1,22 +1,12 @@
-/* compare.c - paired comparison of configurations: interleaved rounds in fresh workers, the
- * ratio of each to the first with a bootstrap confidence interval (docs/measurement.md). */
+/* compare.c - paired comparison of configurations: rounds in fresh workers, each running all of
+ * them in turn, the ratio of each to the first with a bootstrap confidence interval
+ * (docs/measurement.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "measure/measure_internal.h"
-
-/* splitmix64. The tuner's mi_rng lives in the space module, above this one; the comparison
- * needs only a seeded stream of its own. */
-static uint64_t next_u64(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static uint32_t below(uint64_t *s, uint32_t n) { return n ? (uint32_t)(next_u64(s) % n) : 0; }
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -33,7 +23,7 @@ MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, dou
                                 int32_t resamples, uint64_t seed, mi_compare_ratio_t *out,
                                 mi_error_t *err) {
   double *lr, *tmp, *boot;
-  uint64_t st = seed;
+  mi_rng_t rng;
   if (!out || !a || !b || n < 1 || !(confidence > 0 && confidence < 1) || resamples < 1)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "mi_compare_ratio: needs n >= 1 rounds, 0 < confidence < 1, resamples >= 1");
@@ -52,6 +42,7 @@ MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, dou
     free(boot);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_compare_ratio: out of memory");
   }
+  mi_rng_seed(&rng, seed);
   /* Logs, so that a ratio and its inverse get mirror-image intervals. */
   for (int32_t k = 0; k < n; k++) lr[k] = log(b[k] / a[k]);
   memcpy(tmp, lr, (size_t)n * sizeof *tmp);
@@ -59,7 +50,7 @@ MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, dou
   /* Whole rounds are resampled: the pairing is what cancels the machine's drift. The median,
    * not the mean: one round that met a burst of other work must not move the answer. */
   for (int32_t r = 0; r < resamples; r++) {
-    for (int32_t k = 0; k < n; k++) tmp[k] = lr[below(&st, (uint32_t)n)];
+    for (int32_t k = 0; k < n; k++) tmp[k] = lr[mi_rng_below(&rng, (uint32_t)n)];
     boot[r] = median_inplace(tmp, n);
   }
   qsort(boot, (size_t)resamples, sizeof *boot, cmp_double);
@@ -108,15 +99,18 @@ static int32_t summarise(const mi_compare_options_t *o, mi_compare_result_t *out
   return MI_OK;
 }
 
-MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void *user,
-                              const mi_compare_options_t *opts, mi_compare_result_t *out,
-                              mi_error_t *err) {
+/* One round: every configuration measured once, ord the order drawn for the round; med[c] the
+ * median of config c and load[c] the 1-minute load when its measurement began. */
+typedef int32_t (*round_fn)(void *user, const int8_t *ord, int32_t count, int32_t round,
+                            double *med, double *load, mi_error_t *err);
+
+static int32_t run_rounds(int32_t count, round_fn measure_round, void *user,
+                          const mi_compare_options_t *opts, mi_compare_result_t *out,
+                          mi_error_t *err) {
   mi_compare_options_t o;
-  uint64_t st;
+  mi_rng_t rng;
   double t0 = mi__now_s();
   int32_t rc = MI_OK;
-  if (!out || !measure)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_compare_run: out and measure are needed");
   memset(out, 0, sizeof *out);
   if (count < 2 || count > MI_COMPARE_MAX_CONFIGS)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
@@ -131,31 +125,30 @@ MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void
   if (o.resamples < 100) o.resamples = 100;
   out->count = count;
   mi__load1(&out->cpus);
-  st = o.seed;
+  mi_rng_seed(&rng, o.seed);
   while (out->rounds < o.max_rounds) {
     int32_t k = out->rounds;
     int8_t *ord = out->order[k];
+    double med[MI_COMPARE_MAX_CONFIGS];
     /* A fresh order each round (Fisher-Yates), so no configuration always goes first or
      * always follows a particular one. */
     for (int32_t c = 0; c < count; c++) ord[c] = (int8_t)c;
     for (int32_t c = count - 1; c > 0; c--) {
-      int32_t j = (int32_t)below(&st, (uint32_t)c + 1);
+      int32_t j = (int32_t)mi_rng_below(&rng, (uint32_t)c + 1);
       int8_t t = ord[c];
       ord[c] = ord[j];
       ord[j] = t;
     }
-    for (int32_t i = 0; i < count; i++) {
-      int32_t c = ord[i];
-      double med = NAN;
-      out->load[k][c] = mi__load1(NULL);
+    for (int32_t c = 0; c < count; c++) med[c] = NAN;
+    if ((rc = measure_round(user, ord, count, k, med, out->load[k], err)) != MI_OK) goto end;
+    for (int32_t c = 0; c < count; c++) {
       if (out->load[k][c] > o.load_limit * out->cpus) out->loaded++;
-      if ((rc = measure(user, c, &med, err)) != MI_OK) goto end;
-      if (!(med > 0) || !isfinite(med)) {
+      if (!(med[c] > 0) || !isfinite(med[c])) {
         rc = mi_errorf(err, MI_ERR_INTERNAL, "compare: configuration %d measured %g s", (int)c,
-                       med);
+                       med[c]);
         goto end;
       }
-      out->sample_s[k][c] = med;
+      out->sample_s[k][c] = med[c];
     }
     out->rounds++;
     if ((rc = summarise(&o, out, err)) != MI_OK) goto end;
@@ -179,22 +172,63 @@ end:
   return rc;
 }
 
-/* The measurer of mi_worker_compare: one configuration job in a fresh worker. */
+/* mi_compare_run's rounds: the caller's measurer, one configuration at a time. */
+typedef struct one_by_one {
+  mi_compare_measure_fn measure;
+  void *user;
+} one_by_one_t;
+
+static int32_t each_config(void *user, const int8_t *ord, int32_t count, int32_t round,
+                           double *med, double *load, mi_error_t *err) {
+  one_by_one_t *m = user;
+  (void)round;
+  for (int32_t i = 0; i < count; i++) {
+    int32_t c = ord[i], rc;
+    load[c] = mi__load1(NULL);
+    if ((rc = m->measure(m->user, c, &med[c], err)) != MI_OK) return rc;
+  }
+  return MI_OK;
+}
+
+MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void *user,
+                              const mi_compare_options_t *opts, mi_compare_result_t *out,
+                              mi_error_t *err) {
+  one_by_one_t m;
+  if (!out || !measure)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_compare_run: out and measure are needed");
+  m.measure = measure;
+  m.user = user;
+  return run_rounds(count, each_config, &m, opts, out, err);
+}
+
+/* mi_worker_compare's rounds: all configurations in one fresh worker, run in turn
+ * (mi__worker_interleave), prepared in the round's order. */
 typedef struct worker_measure {
   mi_worker_pool_t *pool;
   const char *spec;
   const mi_worker_config_t *configs;
   const mi_measure_options_t *mo;
+  uint64_t seed;
 } worker_measure_t;
 
-static int32_t measure_in_worker(void *user, int32_t c, double *median_s, mi_error_t *err) {
+static int32_t interleaved_round(void *user, const int8_t *ord, int32_t count, int32_t round,
+                                 double *med, double *load, mi_error_t *err) {
   worker_measure_t *w = user;
-  mi_profile_t *p = NULL;
+  mi_worker_config_t in_order[MI_COMPARE_MAX_CONFIGS];
+  mi__interleave_reply_t rep;
+  double l = mi__load1(NULL);
   int32_t rc;
+  for (int32_t i = 0; i < count; i++) {
+    in_order[i] = w->configs[ord[i]];
+    load[i] = l;
+  }
   mi_worker_retire(w->pool, w->spec);
-  rc = mi_worker_profile_config(w->pool, w->spec, &w->configs[c], w->mo, 0, &p, NULL, err);
-  if (rc == MI_OK) *median_s = p->latency.stats.median;
-  mi_profile_destroy(p);
+  rc = mi__worker_interleave(w->pool, w->spec, in_order, count, w->mo,
+                             w->seed * 1000003u + (uint64_t)round, &rep, err);
+  if (rc == MI_OK && (rep.count != count || rep.cycles < 1))
+    rc = mi_errorf(err, MI_ERR_INTERNAL, "compare: the worker ran %d of %d configurations",
+                   (int)rep.count, (int)count);
+  for (int32_t i = 0; rc == MI_OK && i < count; i++) med[ord[i]] = rep.median_s[i];
   return rc;
 }
 
@@ -203,11 +237,12 @@ MI_API int32_t mi_worker_compare(mi_worker_pool_t *p, const char *spec,
                                  const mi_measure_options_t *mo, const mi_compare_options_t *o,
                                  mi_compare_result_t *out, mi_error_t *err) {
   worker_measure_t w;
-  if (!p || !spec || !configs)
+  if (!p || !spec || !configs || !out)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_compare: pool, spec and configs are needed");
   w.pool = p;
   w.spec = spec;
   w.configs = configs;
   w.mo = mo;
-  return mi_compare_run(count, measure_in_worker, &w, o, out, err);
+  w.seed = o ? o->seed : 1;
+  return run_rounds(count, interleaved_round, &w, o, out, err);
 }

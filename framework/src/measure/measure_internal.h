@@ -39,7 +39,9 @@ enum {
   MI__JOB_PROBE = 4,             /* a kernel_prepare probe (worker_probe.c) */
   MI__REPLY_PROBE = 15,          /* int32_t: the plugin's status */
   MI__JOB_CHECK = 5,             /* a check_config question (worker_probe.c) */
-  MI__REPLY_CHECK = 16           /* int32_t status, then the plugin's mi_error_t */
+  MI__REPLY_CHECK = 16,          /* int32_t status, then the plugin's mi_error_t */
+  MI__JOB_INTERLEAVE = 6,        /* mi__interleave_job_t, then its configuration jobs */
+  MI__REPLY_INTERLEAVE = 17      /* mi__interleave_reply_t */
 };
 
 typedef struct mi__frame {
@@ -78,6 +80,29 @@ typedef struct mi__config_cache {
 void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
                              size_t n, mi__config_cache_t *cache);
 void mi__config_cache_free(mi__config_cache_t *c);
+
+/* Interleaved runs (worker_config.c): one worker prepares every configuration of a comparison
+ * and runs them in turn, a fresh order each cycle, so that what changes over milliseconds (the
+ * machine's other work, the CPU it runs on) and what a process brings with it reach all of them
+ * alike. Each configuration's job is a configuration job as above (len[c] bytes each). */
+#define MI__INTERLEAVE_MAX_CYCLES 256
+typedef struct mi__interleave_job {
+  int32_t count;
+  uint32_t len[MI_COMPARE_MAX_CONFIGS];
+  uint64_t seed; /* the order of each cycle */
+} mi__interleave_job_t;
+typedef struct mi__interleave_reply {
+  int32_t count, cycles;                   /* configurations, timed cycles */
+  double median_s[MI_COMPARE_MAX_CONFIGS]; /* each one's median wall time per run */
+} mi__interleave_reply_t;
+void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
+                                 size_t n, mi__config_cache_t *cache);
+struct mi_worker_pool;
+struct mi_worker_config;
+int32_t mi__worker_interleave(struct mi_worker_pool *p, const char *spec,
+                              const struct mi_worker_config *configs, int32_t count,
+                              const mi_measure_options_t *mo, uint64_t seed,
+                              mi__interleave_reply_t *out, mi_error_t *err);
 /* The accuracy of a configuration from the device's outputs (worker_accuracy.c): `run_graph`
  * in a session on the device against `orig` on the reference, over mi_xf_samples_t `samples`. */
 int32_t mi__device_accuracy(const struct mi_graph *orig, const struct mi_graph *run_graph,

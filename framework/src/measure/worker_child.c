@@ -184,7 +184,8 @@ uint64_t mi__wire_tag(void) {
   const uint64_t sizes[] = {sizeof(mi__frame_t),      sizeof(mi__job_t),
                             sizeof(mi_measure_options_t), sizeof(mi_profile_t),
                             sizeof(mi_layer_profile_t), sizeof(mi_device_fingerprint_t),
-                            sizeof(mi_worker_config_result_t), sizeof(mi_error_t)};
+                            sizeof(mi_worker_config_result_t), sizeof(mi_error_t),
+                            sizeof(mi__interleave_job_t), sizeof(mi__interleave_reply_t)};
   uint64_t h = mi_hash64(MI_VERSION_STRING, sizeof MI_VERSION_STRING - 1, 0xcbf29ce484222325ull);
   return mi_hash64(sizes, sizeof sizes, h);
 }
@@ -284,7 +285,8 @@ MI_API int mi_worker_main(int argc, char **argv) {
     } *buf;
     if (mi__read_full(a.fd, &h, sizeof h, 0) != 1 || h.magic != MI__FRAME_MAGIC ||
         (h.length > sizeof(mi__job_t) &&
-         ((h.type != MI__JOB_CONFIG && h.type != MI__JOB_PROBE && h.type != MI__JOB_CHECK) ||
+         ((h.type != MI__JOB_CONFIG && h.type != MI__JOB_PROBE && h.type != MI__JOB_CHECK &&
+           h.type != MI__JOB_INTERLEAVE) ||
           h.length > MI__CONFIG_JOB_MAX)))
       break;
     /* Configuration jobs carry texts of any length up to MI__CONFIG_JOB_MAX. */
@@ -299,6 +301,8 @@ MI_API int mi_worker_main(int argc, char **argv) {
       serve_profile(a.fd, pl, dev, &buf->job, &g, loaded, sizeof loaded);
     } else if (h.type == MI__JOB_CONFIG) {
       mi__worker_serve_config(a.fd, pl, dev, buf, h.length, &cc);
+    } else if (h.type == MI__JOB_INTERLEAVE) {
+      mi__worker_serve_interleave(a.fd, pl, dev, buf, h.length, &cc);
     } else if (h.type == MI__JOB_PROBE) {
       mi__worker_serve_probe(a.fd, pl, dev, buf, h.length, &pc);
     } else if (h.type == MI__JOB_CHECK) {

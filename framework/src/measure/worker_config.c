@@ -170,25 +170,17 @@ static void hw_free(hw_parsed_t *h) {
   free(h->knobs);
 }
 
-MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
-                                        const mi_worker_config_t *cfg,
-                                        const mi_measure_options_t *mo, int check,
-                                        mi_profile_t **out, mi_worker_config_result_t *res,
-                                        mi_error_t *err) {
+/* One configuration job as sent (a cjob_t, then its texts); malloc'd, *len its size. */
+static char *config_payload(const mi_worker_config_t *cfg, const mi_measure_options_t *mo,
+                            int check, size_t *len, mi_error_t *err) {
   const char *texts[T_COUNT];
   char *hw = NULL, *xf = NULL, *payload = NULL;
-  size_t total = sizeof(cjob_t);
+  size_t total = sizeof(cjob_t), at = sizeof(cjob_t);
   cjob_t job;
-  int32_t rc;
-  if (res) memset(res, 0, sizeof *res);
-  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: out is NULL");
-  *out = NULL;
-  if (!p || !spec || !cfg || !cfg->model)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: NULL argument");
-  if (!(hw = hw_text(cfg->so, err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(hw = hw_text(cfg->so, err))) return NULL;
   if (!(xf = xf_text(cfg->xf, err))) {
     free(hw);
-    return MI_ERR_OUT_OF_MEMORY;
+    return NULL;
   }
   texts[T_MODEL] = cfg->model;
   texts[T_INPUTS] = cfg->inputs ? cfg->inputs : "";
@@ -204,28 +196,79 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
   job.accuracy = cfg->accuracy;
   job.seed = cfg->seed;
   for (int i = 0; i < T_COUNT; i++) total += (job.len[i] = (uint32_t)strlen(texts[i]) + 1);
-  if (total > MI__CONFIG_JOB_MAX) {
-    free(hw);
-    free(xf);
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configuration too large");
-  }
-  if (!(payload = malloc(total))) {
-    free(hw);
-    free(xf);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  }
-  memcpy(payload, &job, sizeof job);
-  {
-    size_t at = sizeof job;
+  if (total > MI__CONFIG_JOB_MAX)
+    mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configuration too large");
+  else if (!(payload = malloc(total)))
+    mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  if (payload) {
+    memcpy(payload, &job, sizeof job);
     for (int i = 0; i < T_COUNT; i++) {
       memcpy(payload + at, texts[i], job.len[i]);
       at += job.len[i];
     }
+    *len = total;
   }
   free(hw);
   free(xf);
+  return payload;
+}
+
+MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
+                                        const mi_worker_config_t *cfg,
+                                        const mi_measure_options_t *mo, int check,
+                                        mi_profile_t **out, mi_worker_config_result_t *res,
+                                        mi_error_t *err) {
+  char *payload;
+  size_t total = 0;
+  int32_t rc;
+  if (res) memset(res, 0, sizeof *res);
+  if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: out is NULL");
+  *out = NULL;
+  if (!p || !spec || !cfg || !cfg->model)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: NULL argument");
+  if (!(payload = config_payload(cfg, mo, check, &total, err))) return err->code;
   rc = mi__worker_job(p, spec, MI__JOB_CONFIG, payload, total, MI__REPLY_CONFIG,
                       sizeof(mi_worker_config_result_t), res, out, err);
+  free(payload);
+  return rc;
+}
+
+int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
+                              const mi_worker_config_t *configs, int32_t count,
+                              const mi_measure_options_t *mo, uint64_t seed,
+                              mi__interleave_reply_t *out, mi_error_t *err) {
+  mi__interleave_job_t head;
+  char *parts[MI_COMPARE_MAX_CONFIGS] = {0}, *payload = NULL;
+  size_t lens[MI_COMPARE_MAX_CONFIGS], total = sizeof head, at = sizeof head;
+  int32_t rc = MI_OK;
+  memset(out, 0, sizeof *out);
+  if (!p || !spec || !configs || count < 1 || count > MI_COMPARE_MAX_CONFIGS)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi__worker_interleave: bad arguments");
+  memset(&head, 0, sizeof head);
+  head.count = count;
+  head.seed = seed;
+  for (int32_t c = 0; c < count && rc == MI_OK; c++) {
+    if (!configs[c].model)
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi__worker_interleave: no model");
+    else if (!(parts[c] = config_payload(&configs[c], mo, 0, &lens[c], err)))
+      rc = err->code;
+    else
+      total += (head.len[c] = (uint32_t)lens[c]);
+  }
+  if (rc == MI_OK && total > MI__CONFIG_JOB_MAX)
+    rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configurations too large");
+  if (rc == MI_OK && !(payload = malloc(total)))
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  if (rc == MI_OK) {
+    memcpy(payload, &head, sizeof head);
+    for (int32_t c = 0; c < count; c++) {
+      memcpy(payload + at, parts[c], lens[c]);
+      at += lens[c];
+    }
+    rc = mi__worker_exchange(p, spec, MI__JOB_INTERLEAVE, payload, total, MI__REPLY_INTERLEAVE,
+                             out, sizeof *out, err);
+  }
+  for (int32_t c = 0; c < count; c++) free(parts[c]);
   free(payload);
   return rc;
 }
@@ -260,6 +303,21 @@ int32_t mi__worker_set_inputs(mi_graph_t *g, const char *spec, mi_error_t *err) 
   return rc;
 }
 
+/* Reads one configuration job: *job, and t[] pointing at its texts inside `payload`. */
+static int32_t job_parse(const void *payload, size_t n, cjob_t *job, const char **t,
+                         mi_error_t *err) {
+  size_t at = sizeof *job;
+  if (n < sizeof *job) return mi_errorf(err, MI_ERR_INTERNAL, "worker: short configuration job");
+  memcpy(job, payload, sizeof *job);
+  for (int i = 0; i < T_COUNT; i++) {
+    if (job->len[i] == 0 || job->len[i] > n - at || ((const char *)payload)[at + job->len[i] - 1])
+      return mi_errorf(err, MI_ERR_INTERNAL, "worker: malformed configuration job");
+    t[i] = (const char *)payload + at;
+    at += job->len[i];
+  }
+  return MI_OK;
+}
+
 void mi__config_cache_free(mi__config_cache_t *c) {
   mi_graph_destroy(c->g);
   mi_xf_samples_destroy(c->samples);
@@ -290,28 +348,39 @@ fail:
   return rc;
 }
 
+/* The model-side transform of `text` applied to the cached model: *xg, or NULL (and *xc NULL)
+ * when the text is empty and the model runs as it is. */
+static int32_t apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache,
+                        const char *text, mi_xf_config_t **xc, mi_graph_t **xg, mi_error_t *err) {
+  mi_variant_desc_t *vars = NULL;
+  uint32_t nvar = 0;
+  mi_xf_apply_opts_t ao;
+  int32_t rc;
+  *xc = NULL;
+  *xg = NULL;
+  if (!text[0]) return MI_OK;
+  if ((rc = xf_parse(text, xc, err))) return rc;
+  if ((rc = mi_plugin_variants(pl, dev, &vars, &nvar, err))) return rc;
+  memset(&ao, 0, sizeof ao);
+  ao.calib = cache->samples;
+  ao.variants = vars;
+  ao.variant_count = nvar;
+  rc = mi_xf_apply(cache->g, *xc, &ao, xg, NULL, err);
+  free(vars);
+  return rc;
+}
+
 static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
                           char *hwtext, mi__config_cache_t *cache, mi_profile_t **prof,
                           mi_worker_config_result_t *res, mi_error_t *err) {
   mi_xf_config_t *xc = NULL;
   mi_graph_t *xg = NULL;
-  mi_variant_desc_t *vars = NULL;
-  uint32_t nvar = 0;
   hw_parsed_t hw;
   int32_t rc;
   double t0 = mi__now_s();
   memset(&hw, 0, sizeof hw);
   if ((rc = cached_model(cache, job, t, err))) goto done;
-  if (t[T_XF][0]) {
-    mi_xf_apply_opts_t ao;
-    if ((rc = xf_parse(t[T_XF], &xc, err))) goto done;
-    if ((rc = mi_plugin_variants(pl, dev, &vars, &nvar, err))) goto done;
-    memset(&ao, 0, sizeof ao);
-    ao.calib = cache->samples;
-    ao.variants = vars;
-    ao.variant_count = nvar;
-    if ((rc = mi_xf_apply(cache->g, xc, &ao, &xg, NULL, err))) goto done;
-  }
+  if ((rc = apply_xf(pl, dev, cache, t[T_XF], &xc, &xg, err))) goto done;
   res->transform_s = mi__now_s() - t0;
   if ((rc = hw_parse(hwtext, &hw, err))) goto done;
   /* A configuration measured for tuning is also checked: the device's outputs against the
@@ -325,7 +394,6 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
     res->has_accuracy = 1;
 done:
   hw_free(&hw);
-  free(vars);
   mi_graph_destroy(xg);
   mi_xf_config_destroy(xc);
   return rc;
@@ -336,25 +404,12 @@ void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *
   cjob_t job;
   const char *t[T_COUNT];
   char *hw = NULL;
-  size_t at = sizeof job;
   mi_error_t e;
   mi_profile_t *prof = NULL;
   mi_worker_config_result_t res;
   mi_error_clear(&e);
   memset(&res, 0, sizeof res);
-  if (n < sizeof job) {
-    mi_errorf(&e, MI_ERR_INTERNAL, "worker: short configuration job");
-    goto fail;
-  }
-  memcpy(&job, payload, sizeof job);
-  for (int i = 0; i < T_COUNT; i++) {
-    if (job.len[i] == 0 || at + job.len[i] > n || ((const char *)payload)[at + job.len[i] - 1]) {
-      mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed configuration job");
-      goto fail;
-    }
-    t[i] = (const char *)payload + at;
-    at += job.len[i];
-  }
+  if (job_parse(payload, n, &job, t, &e)) goto fail;
   if (!(hw = strdup(t[T_HW]))) {
     mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
     goto fail;
@@ -380,4 +435,160 @@ void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *
 fail:
   free(hw);
   mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- interleaved runs */
+
+/* One configuration of an interleaved job, prepared in this worker next to the others. */
+typedef struct prepared {
+  char *hwtext; /* hw points into it */
+  hw_parsed_t hw;
+  mi_xf_config_t *xc;
+  mi_graph_t *xg;
+  mi_session_t *s;
+  mi_array_t **in, **outs;
+  int32_t nin, nout;
+  double t[MI__INTERLEAVE_MAX_CYCLES]; /* seconds per timed cycle */
+} prepared_t;
+
+static void prepared_free(prepared_t *p) {
+  mi_session_destroy(p->s);
+  for (int32_t i = 0; p->in && i < p->nin; i++) mi_array_destroy(p->in[i]);
+  free(p->in);
+  free(p->outs);
+  mi_graph_destroy(p->xg);
+  mi_xf_config_destroy(p->xc);
+  hw_free(&p->hw);
+  free(p->hwtext);
+}
+
+static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
+                           mi__config_cache_t *cache, prepared_t *p, mi_error_t *err) {
+  const mi_graph_t *g;
+  int32_t rc;
+  if ((rc = cached_model(cache, job, t, err))) return rc;
+  if ((rc = apply_xf(pl, dev, cache, t[T_XF], &p->xc, &p->xg, err))) return rc;
+  if (!(p->hwtext = strdup(t[T_HW]))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  if ((rc = hw_parse(p->hwtext, &p->hw, err))) return rc;
+  g = p->xg ? p->xg : cache->g;
+  if ((rc = mi_session_create(g, pl, dev, &p->hw.so, &p->s, err))) return rc;
+  p->nin = g->input_count;
+  p->nout = g->output_count;
+  p->in = calloc((size_t)p->nin + 1, sizeof *p->in);
+  p->outs = calloc((size_t)p->nout + 1, sizeof *p->outs);
+  if (!p->in || !p->outs) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  for (int32_t i = 0; i < p->nin; i++) {
+    const mi_tensor_t *in = &g->tensors[g->inputs[i]];
+    if (!(p->in[i] = mi_array_create(in->dtype, in->rank, in->dims)))
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "worker: input '%s' has no concrete shape to make data for", in->name);
+    if (in->dtype == MI_DTYPE_FLOAT32) mi_array_fill_random(p->in[i], 42 + (uint64_t)i);
+  }
+  return MI_OK;
+}
+
+/* One inference of p, timed by the wall clock (every configuration the same way). */
+static int32_t run_once(prepared_t *p, double *s, mi_error_t *err) {
+  double t0 = mi__now_s();
+  int32_t rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout,
+                              err);
+  *s = mi__now_s() - t0;
+  for (int32_t i = 0; i < p->nout; i++) {
+    mi_array_destroy(p->outs[i]);
+    p->outs[i] = NULL;
+  }
+  return rc;
+}
+
+/* Runs every configuration once per cycle, in an order drawn anew each cycle: warm-up cycles
+ * (mo.warmup, and for at least mo.min_warmup_s), then timed ones (mo.max_repeats, at least
+ * mo.min_repeats, fewer when half of mo.budget_s is spent). */
+static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t *mo,
+                      uint64_t seed, mi__interleave_reply_t *rep, mi_error_t *err) {
+  mi_rng_t rng;
+  int32_t want = mo->max_repeats > mo->min_repeats ? mo->max_repeats : mo->min_repeats, k = 0;
+  double start = mi__now_s(), dt, warm_s = mo->min_warmup_s;
+  int8_t ord[MI_COMPARE_MAX_CONFIGS];
+  if (warm_s > mo->budget_s / 2) warm_s = mo->budget_s / 2;
+  if (want > MI__INTERLEAVE_MAX_CYCLES) want = MI__INTERLEAVE_MAX_CYCLES;
+  if (want < 1) want = 1;
+  mi_rng_seed(&rng, seed);
+  for (int32_t w = 0; w < mo->warmup || mi__now_s() - start < warm_s; w++)
+    for (int32_t c = 0; c < count; c++)
+      if (run_once(&pc[c], &dt, err)) return err->code;
+  start = mi__now_s();
+  for (k = 0; k < want; k++) {
+    if (k >= mo->min_repeats && mi__now_s() - start > mo->budget_s / 2) break;
+    for (int32_t c = 0; c < count; c++) ord[c] = (int8_t)c;
+    for (int32_t c = count - 1; c > 0; c--) {
+      int32_t j = (int32_t)mi_rng_below(&rng, (uint32_t)c + 1);
+      int8_t x = ord[c];
+      ord[c] = ord[j];
+      ord[j] = x;
+    }
+    for (int32_t i = 0; i < count; i++)
+      if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], err)) return err->code;
+  }
+  rep->count = count;
+  rep->cycles = k;
+  for (int32_t c = 0; c < count; c++) {
+    mi_stats_t st;
+    int32_t rc = mi_stats_compute(pc[c].t, k, 0, &st, err);
+    if (rc) return rc;
+    rep->median_s[c] = st.median;
+  }
+  return MI_OK;
+}
+
+void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
+                                 size_t n, mi__config_cache_t *cache) {
+  mi__interleave_job_t head;
+  mi__interleave_reply_t rep;
+  cjob_t jobs[MI_COMPARE_MAX_CONFIGS];
+  const char *t[MI_COMPARE_MAX_CONFIGS][T_COUNT];
+  prepared_t *pc = NULL;
+  size_t at = sizeof head;
+  int32_t rc = MI_OK, count = 0;
+  mi_error_t e;
+  mi_error_clear(&e);
+  memset(&rep, 0, sizeof rep);
+  if (n < sizeof head) {
+    rc = mi_errorf(&e, MI_ERR_INTERNAL, "worker: short interleaved job");
+    goto done;
+  }
+  memcpy(&head, payload, sizeof head);
+  count = head.count;
+  if (count < 1 || count > MI_COMPARE_MAX_CONFIGS) {
+    rc = mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed interleaved job");
+    count = 0;
+    goto done;
+  }
+  for (int32_t c = 0; c < count && rc == MI_OK; c++) {
+    if (head.len[c] > n - at)
+      rc = mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed interleaved job");
+    else
+      rc = job_parse((const char *)payload + at, head.len[c], &jobs[c], t[c], &e);
+    at += head.len[c];
+    /* One model and one set of samples: the cache holds one, and the runs must be comparable. */
+    if (rc == MI_OK && c > 0 &&
+        (strcmp(t[c][T_MODEL], t[0][T_MODEL]) || strcmp(t[c][T_INPUTS], t[0][T_INPUTS]) ||
+         strcmp(t[c][T_CALIB], t[0][T_CALIB]) || jobs[c].seed != jobs[0].seed ||
+         jobs[c].samples != jobs[0].samples))
+      rc = mi_errorf(&e, MI_ERR_INVALID_ARGUMENT,
+                     "interleaved configurations must share the model, its inputs and samples");
+  }
+  if (rc == MI_OK && !(pc = calloc((size_t)count, sizeof *pc)))
+    rc = mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  for (int32_t c = 0; c < count && rc == MI_OK; c++)
+    if ((rc = prepare_one(pl, dev, &jobs[c], t[c], cache, &pc[c], &e))) {
+      char why[MI_ERROR_MESSAGE_SIZE];
+      snprintf(why, sizeof why, "%s", e.message);
+      mi_errorf(&e, rc, "configuration %d: %s", (int)c, why);
+    }
+  if (rc == MI_OK) rc = cycles(pc, count, &jobs[0].mo, head.seed, &rep, &e);
+done:
+  for (int32_t c = 0; pc && c < count; c++) prepared_free(&pc[c]);
+  free(pc);
+  if (rc == MI_OK) mi__worker_reply(fd, MI__REPLY_INTERLEAVE, &rep, sizeof rep, NULL, 0);
+  else mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
 }

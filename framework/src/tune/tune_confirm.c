@@ -99,8 +99,9 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   mi_measure_options_default(&mo);
   mo.warmup = task->warmup;
   mo.min_repeats = task->repeats;
-  mo.max_repeats = task->repeats * 2;
-  mo.budget_s = 5;
+  /* A round runs the configurations in turn in one worker: many cheap cycles, within 1 s. */
+  mo.max_repeats = 100 > task->repeats ? 100 : task->repeats;
+  mo.budget_s = 2;
   mi_compare_options_default(&co);
   co.seed = task->recipe->seed + 1;
   co.budget_s = 60; /* a tune per model should end within minutes (issue 21) */
