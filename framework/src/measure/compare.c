@@ -99,6 +99,16 @@ static int32_t summarise(const mi_compare_options_t *o, mi_compare_result_t *out
   return MI_OK;
 }
 
+void mi__compare_order(mi_rng_t *rng, int8_t *ord, int32_t count) {
+  for (int32_t c = 0; c < count; c++) ord[c] = (int8_t)c;
+  for (int32_t c = count - 1; c > 0; c--) {
+    int32_t j = (int32_t)mi_rng_below(rng, (uint32_t)c + 1);
+    int8_t t = ord[c];
+    ord[c] = ord[j];
+    ord[j] = t;
+  }
+}
+
 /* One round: every configuration measured once, ord the order drawn for the round; med[c] the
  * median of config c and load[c] the 1-minute load when its measurement began. */
 typedef int32_t (*round_fn)(void *user, const int8_t *ord, int32_t count, int32_t round,
@@ -132,13 +142,7 @@ static int32_t run_rounds(int32_t count, round_fn measure_round, void *user,
     double med[MI_COMPARE_MAX_CONFIGS];
     /* A fresh order each round (Fisher-Yates), so no configuration always goes first or
      * always follows a particular one. */
-    for (int32_t c = 0; c < count; c++) ord[c] = (int8_t)c;
-    for (int32_t c = count - 1; c > 0; c--) {
-      int32_t j = (int32_t)mi_rng_below(&rng, (uint32_t)c + 1);
-      int8_t t = ord[c];
-      ord[c] = ord[j];
-      ord[j] = t;
-    }
+    mi__compare_order(&rng, ord, count);
     for (int32_t c = 0; c < count; c++) med[c] = NAN;
     if ((rc = measure_round(user, ord, count, k, med, out->load[k], err)) != MI_OK) goto end;
     for (int32_t c = 0; c < count; c++) {

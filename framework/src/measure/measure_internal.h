@@ -95,6 +95,8 @@ typedef struct mi__interleave_reply {
   int32_t count, cycles;                   /* configurations, timed cycles */
   double median_s[MI_COMPARE_MAX_CONFIGS]; /* each one's median wall time per run */
 } mi__interleave_reply_t;
+/* 0..count-1 in an order drawn from rng (Fisher-Yates; compare.c). */
+void mi__compare_order(mi_rng_t *rng, int8_t *ord, int32_t count);
 void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
                                  size_t n, mi__config_cache_t *cache);
 struct mi_worker_pool;

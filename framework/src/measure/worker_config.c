@@ -519,13 +519,7 @@ static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t 
   start = mi__now_s();
   for (k = 0; k < want; k++) {
     if (k >= mo->min_repeats && mi__now_s() - start > mo->budget_s / 2) break;
-    for (int32_t c = 0; c < count; c++) ord[c] = (int8_t)c;
-    for (int32_t c = count - 1; c > 0; c--) {
-      int32_t j = (int32_t)mi_rng_below(&rng, (uint32_t)c + 1);
-      int8_t x = ord[c];
-      ord[c] = ord[j];
-      ord[j] = x;
-    }
+    mi__compare_order(&rng, ord, count);
     for (int32_t i = 0; i < count; i++)
       if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], err)) return err->code;
   }
