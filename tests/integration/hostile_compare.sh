@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.bash"
 host="$MI_BUILD/bin/mi-host"
 hostile="$MI_BUILD/tests/plugins/hostile"
 fail() { echo "hostile_compare: $*" >&2; exit 1; }
-export MI_LOAD_TIMEOUT_S=3
+export MI_LOAD_TIMEOUT_S=6
 
 mi_wire_py
 python3 - "$T" <<'PY'

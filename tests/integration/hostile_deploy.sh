@@ -15,7 +15,7 @@ run="$MI_BUILD/bin/mi-run"
 hostile="$MI_BUILD/tests/plugins/hostile"
 template="$MI_BUILD/tests/plugins/template"
 fail() { echo "hostile_deploy: $*" >&2; exit 1; }
-export MI_LOAD_TIMEOUT_S=3
+export MI_LOAD_TIMEOUT_S=6
 
 mi_wire_py
 python3 - "$T" <<'PY'

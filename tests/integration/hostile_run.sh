@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.bash"
 run="$MI_BUILD/bin/mi-run"
 hostile="$MI_BUILD/tests/plugins/hostile"
 fail() { echo "hostile_run: $*" >&2; exit 1; }
-export MI_LOAD_TIMEOUT_S=3
+export MI_LOAD_TIMEOUT_S=6
 
 mi_wire_py
 python3 - "$T" <<'PY'
