@@ -212,20 +212,77 @@ void mi__blis_cntx_release(mi_plugin_ctx_t *ctx) {
   }
 }
 
+/* One GEMM cut into blocks of rows or columns of C, each a single-threaded BLIS call on the
+ * plugin's pool. */
+typedef struct sgemm_task {
+  const cntx_t *cntx;
+  int64_t m, n, k, blk, rsa, csa, rsb, csb, rsc, csc;
+  int by_rows;
+  float alpha, beta;
+  const float *a, *b;
+  float *c;
+} sgemm_task_t;
+
+static void sgemm_part(void *arg, int64_t i0, int64_t i1) {
+  const sgemm_task_t *q = arg;
+  rntm_t rntm = BLIS_RNTM_INITIALIZER;
+  float alpha = q->alpha, beta = q->beta;
+  int64_t i;
+  bli_rntm_set_num_threads(1, &rntm);
+  for (i = i0; i < i1; i++) {
+    int64_t lo = i * q->blk, len = (q->by_rows ? q->m : q->n) - lo;
+    if (len > q->blk) len = q->blk;
+    if (q->by_rows)
+      bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, len, q->n, q->k, &alpha, (float *)q->a + lo * q->rsa,
+                   q->rsa, q->csa, (float *)q->b, q->rsb, q->csb, &beta, q->c + lo * q->rsc, q->rsc, q->csc,
+                   (cntx_t *)q->cntx, &rntm);
+    else
+      bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, q->m, len, q->k, &alpha, (float *)q->a, q->rsa, q->csa,
+                   (float *)q->b + lo * q->csb, q->rsb, q->csb, &beta, q->c + lo * q->csc, q->rsc, q->csc,
+                   (cntx_t *)q->cntx, &rntm);
+  }
+}
+
+/* Most blocks one GEMM is cut into. */
+#define SGEMM_BLOCKS 32
+
 void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t rsa, int64_t csa, const float *b, int64_t rsb,
                     int64_t csb, float beta, float *c, int64_t rsc, int64_t csc) {
-  rntm_t rntm = BLIS_RNTM_INITIALIZER;
-  int64_t nt = env->threads > 0 ? env->threads : 1;
+  sgemm_task_t q;
   double macs = (double)m * (double)n * (double)k;
+  int64_t nb, len;
   if (m <= 0 || n <= 0) return;
-  /* BLIS's threads meet at spinning barriers several times per call: for a GEMM this small the
-   * meetings cost more than the work, and on a loaded machine a descheduled thread stalls them
-   * all (measured: 0.1-0.4 s runs). Give each thread at least MI__GEMM_MIN_MACS. */
-  if ((double)nt * MI__GEMM_MIN_MACS > macs) nt = (int64_t)(macs / MI__GEMM_MIN_MACS);
-  bli_rntm_set_num_threads(nt > 0 ? nt : 1, &rntm);
-  bli_sgemm_ex(BLIS_NO_TRANSPOSE, BLIS_NO_TRANSPOSE, m, n, k, &alpha, (float *)a, rsa, csa,
-               (float *)b, rsb, csb, &beta, c, rsc, csc,
-               (cntx_t *)(env->cntx_small && macs < MI__AUTO_SMALL_MACS ? env->cntx_small : env->cntx),
-               &rntm);
+  /* BLIS's own threads meet at spinning barriers several times per call and are started beside the
+   * plugin's pool, whose workers spin too: on 2 cores a descheduled thread stalls them all (a
+   * 40x120x6625 MatMul took 1.4 ms on 1 thread, 260 ms on 2). So the GEMM is cut into blocks of
+   * the longer side of C of at least MI__GEMM_MIN_MACS multiply-adds, each one single-threaded
+   * BLIS call, and the pool runs the blocks. The blocks depend on the shape only, not on the
+   * thread count, so neither do the sums. */
+  q.by_rows = m > n;
+  len = q.by_rows ? m : n;
+  nb = (int64_t)(macs / MI__GEMM_MIN_MACS);
+  if (nb > SGEMM_BLOCKS) nb = SGEMM_BLOCKS;
+  if (nb > len / 16) nb = len / 16; /* blocks of 16 rows or columns at least */
+  if (nb < 1) nb = 1;
+  q.blk = (len + nb - 1) / nb;
+  if (nb > 1) q.blk = (q.blk + 15) / 16 * 16; /* whole register tiles */
+  q.cntx = env->cntx_small && macs < MI__AUTO_SMALL_MACS ? env->cntx_small : env->cntx;
+  q.m = m;
+  q.n = n;
+  q.k = k;
+  q.alpha = alpha;
+  q.beta = beta;
+  q.a = a;
+  q.b = b;
+  q.c = c;
+  q.rsa = rsa;
+  q.csa = csa;
+  q.rsb = rsb;
+  q.csb = csb;
+  q.rsc = rsc;
+  q.csc = csc;
+  nb = (len + q.blk - 1) / q.blk;
+  if (nb == 1 || env->threads <= 1) sgemm_part(&q, 0, nb);
+  else mi__blis_parallel(env, nb, 1, (int64_t)(macs / (double)nb), sgemm_part, &q);
 }

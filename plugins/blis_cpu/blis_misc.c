@@ -18,19 +18,31 @@ typedef struct amap_state {
   float cval;                /* written where a map entry is -1 */
 } amap_state_t;
 
-static int32_t run_amap(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                        mi_error_t *err) {
-  const amap_state_t *a = s->state;
-  const float *x = t[a->x];
-  float *y = t[a->y];
+/* Runs of the last axis's map: output columns [j0, j0 + len) read input offsets src, src + 1, ...
+ * (or are all the pad constant, src = -1). Pad, Tile and Expand rows are a few such runs: copied
+ * with memcpy instead of one table lookup per element (a DB-style 1x96x160x160 Pad: 9% of a
+ * detector's time). A map with more runs than this (a gather) walks the table. */
+#define AMAP_RUNS 16
+
+typedef struct amap_task {
+  const amap_state_t *a;
+  const float *x;
+  float *y;
+  int64_t nrun, j0[AMAP_RUNS], len[AMAP_RUNS], src[AMAP_RUNS];
+} amap_task_t;
+
+static void amap_rows(void *arg, int64_t r0, int64_t r1) {
+  const amap_task_t *q = arg;
+  const amap_state_t *a = q->a;
   int32_t last = a->rank - 1, d;
-  int64_t idx[MI_MAX_RANK] = {0}, rows = 1, r, j, w = a->dims[last];
+  int64_t idx[MI_MAX_RANK] = {0}, r, j, k, w = a->dims[last], rem = r0;
   const int64_t *m = a->map[last];
-  (void)env;
-  (void)err;
-  for (d = 0; d < last; d++) rows *= a->dims[d];
-  if (w == 0) return MI_OK;
-  for (r = 0; r < rows; r++, y += w) {
+  float *y = q->y + r0 * w;
+  for (d = last - 1; d >= 0; d--) { /* the row index of r0 */
+    idx[d] = rem % a->dims[d];
+    rem /= a->dims[d];
+  }
+  for (r = r0; r < r1; r++, y += w) {
     int64_t off = a->base;
     int pad = 0;
     for (d = 0; d < last; d++) {
@@ -38,15 +50,52 @@ static int32_t run_amap(const mi__blis_step_t *s, void *const *t, const mi__blis
       pad |= e < 0;
       off += e;
     }
-    if (pad)
+    if (pad) {
       for (j = 0; j < w; j++) y[j] = a->cval;
-    else
-      for (j = 0; j < w; j++) y[j] = m[j] < 0 ? a->cval : x[off + m[j]];
+    } else if (q->nrun > 0) {
+      for (k = 0; k < q->nrun; k++) {
+        if (q->src[k] < 0)
+          for (j = 0; j < q->len[k]; j++) y[q->j0[k] + j] = a->cval;
+        else
+          memcpy(y + q->j0[k], q->x + off + q->src[k], (size_t)q->len[k] * sizeof *y);
+      }
+    } else {
+      for (j = 0; j < w; j++) y[j] = m[j] < 0 ? a->cval : q->x[off + m[j]];
+    }
     for (d = last - 1; d >= 0; d--) {
       if (++idx[d] < a->dims[d]) break;
       idx[d] = 0;
     }
   }
+}
+
+static int32_t run_amap(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                        mi_error_t *err) {
+  amap_task_t q;
+  const amap_state_t *a = s->state;
+  int32_t last = a->rank - 1, d;
+  int64_t rows = 1, j, w = a->dims[last];
+  const int64_t *m = a->map[last];
+  (void)err;
+  for (d = 0; d < last; d++) rows *= a->dims[d];
+  if (w == 0 || rows == 0) return MI_OK;
+  q.a = a;
+  q.x = t[a->x];
+  q.y = t[a->y];
+  q.nrun = 0;
+  for (j = 0; j < w && q.nrun >= 0; j++) {
+    int64_t k = q.nrun - 1;
+    if (k >= 0 && ((m[j] < 0 && q.src[k] < 0) || (m[j] >= 0 && q.src[k] >= 0 && m[j] == q.src[k] + q.len[k]))) {
+      q.len[k]++;
+    } else if (q.nrun == AMAP_RUNS) {
+      q.nrun = -1; /* too many runs: the table walk */
+    } else {
+      q.j0[q.nrun] = j;
+      q.len[q.nrun] = 1;
+      q.src[q.nrun++] = m[j] < 0 ? -1 : m[j];
+    }
+  }
+  mi__blis_parallel(env, rows, 1, w, amap_rows, &q);
   return MI_OK;
 }
 

@@ -9,6 +9,8 @@
 #define DW_BUF MI__DW_PLANE_MAX
 /* Output pixels per register block: one zmm, two ymm, or what the C compiler makes of it. */
 #define DW_VEC 16
+/* Vectors (flat run) or output rows (strided planes) computed together. */
+#define DW_BLK 4
 /* Most filter taps (KH*KW) the SIMD path takes. */
 #define DW_TAPS 64
 /* GCC vector type: one zmm, two ymm or four xmm depending on the function's target. */
@@ -29,13 +31,76 @@ int32_t mi__blis_simd_level(uint32_t isa) {
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 
+/* The register-blocked tap loops, instantiated for a vector type of the target's width (a 64-byte
+ * GCC vector on an AVX2 target is kept in memory halves and spilled through general registers:
+ * the 5x5 planes ran at 2 GFLOP/s). VL floats a vector, DW_BLK * DW_VEC / VL accumulators: enough
+ * independent FMA chains to cover the FMA latency, each tap's weight broadcast once for all.
+ * dw_flat_*: DW_BLK * DW_VEC consecutive outputs of a flat stride-1 run from b0;
+ * dw_rows_*: one DW_VEC-wide column block (from ow0) of DW_BLK output rows whose padded input
+ * rows start at base[r], into tile. Every output sums its taps in (kh, kw) order. nt is a constant
+ * at the call sites that matter (3x3, 5x5), so the tap loop unrolls. */
+#define DW_KERNELS(VT, VL, SFX)                                                                    \
+  static inline __attribute__((always_inline)) void dw_flat_##SFX(                                 \
+      const float *b0, const int64_t *off, const float *wt, int64_t nt, float *out) {              \
+    VT acc[DW_BLK * DW_VEC / VL], v;                                                               \
+    int64_t t;                                                                                     \
+    int j;                                                                                         \
+    _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++) acc[j] = (VT){0};           \
+    _Pragma("GCC unroll 25") for (t = 0; t < nt; t++) {                                            \
+      const float *bt = b0 + off[t];                                                               \
+      float w = wt[t];                                                                             \
+      _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++) {                         \
+        memcpy(&v, bt + j * VL, sizeof v); /* unaligned load */                                    \
+        acc[j] += w * v;                                                                           \
+      }                                                                                            \
+    }                                                                                              \
+    _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++)                             \
+        memcpy(out + j * VL, &acc[j], sizeof acc[j]);                                              \
+  }                                                                                                \
+  static inline __attribute__((always_inline)) void dw_rows_##SFX(                                 \
+      const float *const *base, int64_t ow0, const int64_t *off, const float *wt, int64_t nt,      \
+      float (*tile)[DW_VEC]) {                                                                     \
+    VT acc[DW_BLK][DW_VEC / VL], v;                                                                \
+    int64_t t;                                                                                     \
+    int r, j;                                                                                      \
+    _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                           \
+        _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++) acc[r][j] = (VT){0};             \
+    _Pragma("GCC unroll 25") for (t = 0; t < nt; t++) {                                            \
+      float w = wt[t];                                                                             \
+      _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                         \
+          _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++) {                              \
+        memcpy(&v, base[r] + ow0 + off[t] + j * VL, sizeof v);                                     \
+        acc[r][j] += w * v;                                                                        \
+      }                                                                                            \
+    }                                                                                              \
+    _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                           \
+        _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++)                                  \
+            memcpy(tile[r] + j * VL, &acc[r][j], sizeof acc[r][j]);                                \
+  }
+DW_KERNELS(mi__v16, 16, v16)
+DW_KERNELS(mi__v8, 8, v8)
+
+/* The tap loop of every 3x3 and 5x5 plane unrolled, the rest generic; wide: 64-byte vectors. */
+#define DW_TAPS_CALL(KIND, ...)                                                                    \
+  do {                                                                                             \
+    if (wide) {                                                                                    \
+      if (nt == 9) dw_##KIND##_v16(__VA_ARGS__, 9, OUT);                                           \
+      else if (nt == 25) dw_##KIND##_v16(__VA_ARGS__, 25, OUT);                                    \
+      else dw_##KIND##_v16(__VA_ARGS__, nt, OUT);                                                  \
+    } else {                                                                                       \
+      if (nt == 9) dw_##KIND##_v8(__VA_ARGS__, 9, OUT);                                            \
+      else if (nt == 25) dw_##KIND##_v8(__VA_ARGS__, 25, OUT);                                     \
+      else dw_##KIND##_v8(__VA_ARGS__, nt, OUT);                                                   \
+    }                                                                                              \
+  } while (0)
+
 /* One depthwise plane. The input plane is copied once into a zero-padded buffer whose rows are
  * split into `sw` phases (phase r holds padded columns r, r+sw, ...), so every tap of every
  * stride reads a contiguous run with no bounds checks: input column ow*sw + kw*dw of the padded
  * row is phase (kw*dw) % sw, element ow + (kw*dw) / sw. Each output pixel sums its taps in
  * (kh, kw) order starting from 0, whichever block it falls in. */
 static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *c, const float *xc,
-                                                         const float *wm, float *row) {
+                                                         const float *wm, float *row, int wide) {
   float buf[DW_BUF];
   int64_t sw = c->sw, hp = c->H + c->pt, wp = c->W + c->pl, lp, ih, oh, ow0, kh, kw;
   int64_t need_h = (c->OH - 1) * c->sh + (c->KH - 1) * c->dh + 1;
@@ -45,11 +110,11 @@ static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *
   if (hp < need_h) hp = need_h;
   if (wp < need_w) wp = need_w;
   lp = (wp + sw - 1) / sw;
-  /* 2 * DW_VEC + KW * dw floats of slack: the flat stride-1 path below reads past the last row */
-  if (hp * sw * lp + 2 * DW_VEC + c->KW * c->dw > DW_BUF || c->KH * c->KW > DW_TAPS) return 0;
+  /* DW_BLK * DW_VEC + KW * dw floats of slack: the flat stride-1 path below reads past the last row */
+  if (hp * sw * lp + DW_BLK * DW_VEC + c->KW * c->dw > DW_BUF || c->KH * c->KW > DW_TAPS) return 0;
   rs *= lp;
   /* Plain loops, not memset/memcpy (see MI__AVX512 below). */
-  for (ih = 0; ih < hp * sw * lp + 2 * DW_VEC + c->KW * c->dw; ih++) buf[ih] = 0.f;
+  for (ih = 0; ih < hp * sw * lp + DW_BLK * DW_VEC + c->KW * c->dw; ih++) buf[ih] = 0.f;
   for (ih = 0; ih < c->H; ih++) {
     float *pr = buf + (ih + c->pt) * sw * lp;
     const float *xr = xc + ih * c->W;
@@ -89,25 +154,16 @@ static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *
   if (c->sh == 1 && sw == 1) {
     /* Stride 1: output (oh, ow) reads buf[off[t] + oh * lp + ow], so the whole plane is one flat
      * run of OH * lp outputs (columns ow >= OW are computed and dropped): full vectors even on
-     * narrow planes (kws: 5 wide), no per-row blocks. */
+     * narrow planes (kws: 5 wide), no per-row blocks. DW_BLK vectors at a time: independent FMA
+     * chains (one chain per vector waits on the FMA latency: 5x5 planes ran at a quarter of the
+     * FMA rate), every tap's weight broadcast once for all of them. */
     float flat[DW_BUF];
     int64_t q, total = oh_n * lp;
-    if (total + DW_VEC <= DW_BUF) {
-      for (q = 0; q < total; q += DW_VEC) {
-        mi__v16 acc = {0}, v;
-        const float *b0 = buf + q;
-        if (nt == 9) {
-#define TAP(i) memcpy(&v, b0 + off[i], sizeof v), acc += wt[i] * v
-          TAP(0); TAP(1); TAP(2); TAP(3); TAP(4); TAP(5); TAP(6); TAP(7); TAP(8);
-#undef TAP
-        } else {
-          int64_t t;
-          for (t = 0; t < nt; t++) {
-            memcpy(&v, b0 + off[t], sizeof v);
-            acc += wt[t] * v;
-          }
-        }
-        memcpy(flat + q, &acc, sizeof acc);
+    if (total + DW_BLK * DW_VEC <= DW_BUF) {
+      for (q = 0; q < total; q += DW_BLK * DW_VEC) {
+#define OUT flat + q
+        DW_TAPS_CALL(flat, buf + q, off, wt);
+#undef OUT
       }
       for (oh = 0; oh < oh_n; oh++) {
         float *yr = row + oh * ow_n;
@@ -117,38 +173,25 @@ static inline __attribute__((always_inline)) int dw_body(const mi__blis_conv_t *
       return 1;
     }
   }
-  for (oh = 0; oh < oh_n; oh++) {
-    float *yr = row + oh * ow_n;
-    const float *base = buf + oh * rs;
+  for (oh = 0; oh < oh_n; oh += DW_BLK) {
+    /* DW_BLK output rows of one column block together (see the flat run); rows past the plane
+     * repeat the last one and are not stored */
+    const float *base[DW_BLK];
+    int64_t nr = oh_n - oh < DW_BLK ? oh_n - oh : DW_BLK, r;
+    for (r = 0; r < DW_BLK; r++) base[r] = buf + (oh + (r < nr ? r : nr - 1)) * rs;
     /* Full blocks, then one partial block whose extra lanes read the next padded values (the
-     * buffer has DW_VEC floats of slack) and are not stored. */
+     * buffer has slack) and are not stored. */
     for (ow0 = 0; ow0 < ow_n; ow0 += DW_VEC) {
       int64_t nl = ow_n - ow0 < DW_VEC ? ow_n - ow0 : DW_VEC, t;
-      const float *b0 = base + ow0;
-      if (nl > DW_VEC / 2) {
-        mi__v16 acc = {0}, v;
-        if (nt == 9) {
-#define TAP(i) memcpy(&v, b0 + off[i], sizeof v), acc += wt[i] * v
-          TAP(0); TAP(1); TAP(2); TAP(3); TAP(4); TAP(5); TAP(6); TAP(7); TAP(8);
-#undef TAP
-        } else {
-          for (t = 0; t < nt; t++) {
-            memcpy(&v, b0 + off[t], sizeof v); /* unaligned load */
-            acc += wt[t] * v;
-          }
-        }
-        if (nl == DW_VEC) {
-          memcpy(yr + ow0, &acc, sizeof acc);
-        } else { /* lane by lane: a variable-length memcpy becomes `rep movs` here */
-          for (t = 0; t < nl; t++) yr[ow0 + t] = acc[t];
-        }
-      } else {
-        mi__v8 acc = {0}, v;
-        for (t = 0; t < nt; t++) {
-          memcpy(&v, b0 + off[t], sizeof v);
-          acc += wt[t] * v;
-        }
-        for (t = 0; t < nl; t++) yr[ow0 + t] = acc[t];
+      float tile[DW_BLK][DW_VEC];
+#define OUT tile
+      DW_TAPS_CALL(rows, base, ow0, off, wt);
+#undef OUT
+      for (r = 0; r < nr; r++) {
+        float *yr = row + (oh + r) * ow_n + ow0;
+        if (nl == DW_VEC) memcpy(yr, tile[r], sizeof tile[r]);
+        else /* lane by lane: a variable-length memcpy becomes `rep movs` here */
+          for (t = 0; t < nl; t++) yr[t] = tile[r][t];
       }
     }
   }
@@ -219,13 +262,13 @@ static inline __attribute__((always_inline)) void epi_body(const mi__blis_conv_t
 #define MI__AVX2 __attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns")))
 
 MI__AVX512 static int dw_avx512(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
-  return dw_body(c, x, w, y);
+  return dw_body(c, x, w, y, 1);
 }
 MI__AVX2 static int dw_avx2(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
-  return dw_body(c, x, w, y);
+  return dw_body(c, x, w, y, 0);
 }
 static int dw_c(const mi__blis_conv_t *c, const float *x, const float *w, float *y) {
-  return dw_body(c, x, w, y);
+  return dw_body(c, x, w, y, 0);
 }
 #pragma GCC pop_options
 
@@ -246,10 +289,10 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
   if (dw_level(c, xc, wm, row)) return 1;
   if (c->KH * c->KW > DW_TAPS) return 0;
   lp = (c->W + c->pl + (c->KW - 1) * c->dw + c->sw) / c->sw + 1; /* at least the strip's phase width */
-  rows = (DW_BUF - 4 * DW_VEC - c->KW * c->dw) / (c->sw * lp) - 1; /* padded rows a strip may hold */
+  rows = (DW_BUF - DW_BLK * DW_VEC - c->KW * c->dw) / (c->sw * lp) - 1; /* padded rows a strip may hold */
   strip = (rows - (c->KH - 1) * c->dh - 1) / c->sh + 1;
   if (rows < (c->KH - 1) * c->dh + 1 || strip < 1) return 0;
-  if (strip > (DW_BUF - 2 * DW_VEC) / lp - 1) strip = (DW_BUF - 2 * DW_VEC) / lp - 1; /* the flat run */
+  if (strip > (DW_BUF - DW_BLK * DW_VEC) / lp - 1) strip = (DW_BUF - DW_BLK * DW_VEC) / lp - 1; /* the flat run */
   if (strip < 1) return 0;
   s = *c;
   for (oh0 = 0; oh0 < c->OH; oh0 += strip) {

@@ -245,6 +245,16 @@ static void packed_cases(tb_plugin_t *p) {
       {"depthwise 3x3 stride 1, 130x131 plane", "conv.depthwise_direct", {1, 2, 130, 131, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
       {"depthwise 5x5 stride 2, 153x140 plane", "conv.depthwise_direct", {1, 2, 153, 140, 2, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 2}, 0},
       {"depthwise 3x3 dilation 2, pads 3/0, 150x129", "conv.depthwise_direct", {1, 2, 150, 129, 2, 3, 3, 1, 1, 2, 2, 3, 0, 0, 3, 2}, 0},
+      /* the register-blocked planes (4 vectors of the flat stride-1 run, 4 output rows with
+       * stride 2): runs that end mid block, heights that leave 1-3 rows of the last block */
+      {"depthwise 5x5 stride 1, 24x96 plane", "conv.depthwise_direct", {1, 3, 24, 96, 3, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 3}, 0},
+      {"depthwise 5x5 stride 1, 13x7 plane", "conv.depthwise_direct", {1, 2, 13, 7, 2, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 2}, 0},
+      {"depthwise 5x5 stride 1 pad 0, 33x41", "conv.depthwise_direct", {1, 2, 33, 41, 2, 5, 5, 1, 1, 1, 1, 0, 0, 0, 0, 2}, 0},
+      {"depthwise 5x5 stride 2, 23x61 plane", "conv.depthwise_direct", {1, 2, 23, 61, 2, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 2}, 0},
+      {"depthwise 5x5 strides 2/1, 21x33", "conv.depthwise_direct", {1, 2, 21, 33, 2, 5, 5, 2, 1, 1, 1, 2, 2, 2, 2, 2}, 0},
+      {"depthwise 7x7 stride 2, pads 3/1, 19x50", "conv.depthwise_direct", {1, 2, 19, 50, 2, 7, 7, 2, 2, 1, 1, 3, 1, 1, 3, 2}, 0},
+      {"depthwise 3x3 stride 1, 7x130 plane", "conv.depthwise_direct", {1, 2, 7, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
+      {"depthwise 3x3 strides 1/2, 27x53", "conv.depthwise_direct", {1, 2, 27, 53, 2, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2}, 0},
   };
   int64_t ns = simd_choices(p), si;
   size_t i;

@@ -1,0 +1,55 @@
+/* blis_pgemm.h - what the "nv" and "mv" tile files of conv.packed_gemm share: the call record,
+ * the k blocking and the read of a block of packed (FP32 or FP16) weights. */
+#ifndef MI_BLIS_PGEMM_H
+#define MI_BLIS_PGEMM_H
+
+#include <immintrin.h>
+#include <string.h>
+
+#include "blis_epi512.h"
+
+#define AVX512_FN MI__AVX512_FN
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+/* The tiles walk k in blocks of PG_KB. With FP16 storage each block of the panel is converted to
+ * float on the stack first (one conversion per weight per tile: 1/32 of its multiply-adds on the
+ * "nv" tiles); with FP32 storage the panel is read in place. The sums run in the same k order. */
+#define PG_KB 128
+
+typedef float pg_v16 __attribute__((vector_size(64)));
+
+typedef struct pg_call {
+  const mi__blis_conv_t *c;
+  void *const *t;
+  const float *pw; /* packed weights of the group (FP32 storage), else NULL */
+  const uint16_t *pwh; /* the same as IEEE half (FP16 storage), else NULL */
+  const float *b;  /* B[k][p] at b + k * ldb + p, or b + koff[k] + p when koff is set */
+  int64_t ldb;
+  const int64_t *koff;
+  const int64_t *pix; /* "mv" on the flat planes: pixel p at b + koff[k] + pix[p] (no junk columns) */
+  const int64_t *seg; /* "nv" AVX-512 on the flat planes: row segments {flat, out, len}, two a tile */
+  int64_t nseg;
+  int epi; /* 0: raw sums, the caller runs the epilogue */
+  float *y; /* the group's first output row; pixel p of row m at y + m * ldc + p0 + p */
+  int64_t ldc, n, m0, mg, K, N, p0;
+  int64_t mp_n, nb_n; /* row panels, pixel blocks */
+} pg_call_t;
+
+/* n halves to floats, 16 at a time (AVX-512). */
+void mi__blis_h2f512(const uint16_t *h, float *f, int64_t n);
+
+/* cnt packed values from offset off: in place (FP32 storage) or converted into buf (FP16). */
+static inline __attribute__((always_inline)) const float *pg_a(const pg_call_t *q, int64_t off, int64_t cnt,
+                                                               float *buf, int wide) {
+  if (!q->pwh) return q->pw + off;
+  if (wide) mi__blis_h2f512(q->pwh + off, buf, cnt);
+  else mi__blis_h2f(q->pwh + off, buf, cnt);
+  return buf;
+}
+
+/* The "mv" tiles (blis_pgemm_mv.c): one panel of channels over all the call's pixels. */
+void mi__blis_pg_mv512(const pg_call_t *q, int64_t item);
+void mi__blis_pg_mv256(const pg_call_t *q, int64_t item);
+void mi__blis_pg_mvc(const pg_call_t *q, int64_t item);
+
+#endif
