@@ -43,22 +43,51 @@ typedef struct gather_state {
   int64_t dims[MI_MAX_RANK], xs[MI_MAX_RANK], base, n;
 } gather_state_t;
 
-static int32_t run_gather(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                          mi_error_t *err) {
-  const gather_state_t *g = s->state;
-  const float *x = t[g->x];
-  float *y = t[g->y];
-  int64_t idx[MI_MAX_RANK] = {0}, i, off = g->base;
-  int32_t d;
-  for (i = 0; i < g->n; i++) {
-    y[i] = x[off];
-    for (d = g->rank - 1; d >= 0; d--) {
+/* Rows of the last output axis [r0, r1): each a strided run of the input (a copy when the stride
+ * is 1: slices), so the per-element index carry is paid once a row. */
+typedef struct gather_task {
+  const gather_state_t *g;
+  const float *x;
+  float *y;
+} gather_task_t;
+
+static void gather_rows(void *arg, int64_t r0, int64_t r1) {
+  const gather_task_t *q = arg;
+  const gather_state_t *g = q->g;
+  int32_t last = g->rank - 1, d;
+  int64_t idx[MI_MAX_RANK] = {0}, r, j, w = g->dims[last], xl = g->xs[last], off = g->base, rem = r0;
+  const float *x = q->x;
+  float *y = q->y + r0 * w;
+  for (d = last - 1; d >= 0; d--) { /* the index and input offset of row r0 */
+    idx[d] = rem % g->dims[d];
+    rem /= g->dims[d];
+    off += idx[d] * g->xs[d];
+  }
+  for (r = r0; r < r1; r++, y += w) {
+    const float *xr = x + off;
+    if (xl == 1) memcpy(y, xr, (size_t)w * sizeof *y);
+    else
+      for (j = 0; j < w; j++) y[j] = xr[j * xl];
+    for (d = last - 1; d >= 0; d--) {
       off += g->xs[d];
       if (++idx[d] < g->dims[d]) break;
       off -= g->xs[d] * g->dims[d];
       idx[d] = 0;
     }
   }
+}
+
+static int32_t run_gather(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                          mi_error_t *err) {
+  gather_task_t q;
+  const gather_state_t *g = s->state;
+  int64_t w = g->dims[g->rank - 1];
+  (void)err;
+  if (g->n == 0 || w == 0) return MI_OK;
+  q.g = g;
+  q.x = t[g->x];
+  q.y = t[g->y];
+  mi__blis_parallel(env, g->n / w, 1, w, gather_rows, &q);
   return MI_OK;
 }
 
