@@ -177,6 +177,42 @@ AVX2_FN static void act_avx2(int32_t kind, float *x, int64_t n) {
   }
 }
 
+/* Softmax row on 8 lanes (the AVX-512 row's steps; left to libm's expf it was 4.6% of a CRNN
+ * recogniser's AVX2 profile, its 40x6625 output). Tails as act_avx2: -inf for the max, the sum
+ * over the valid lanes only. */
+AVX2_FN static void softmax_avx2(const float *x, float *y, int64_t len) {
+  __m256 mx = _mm256_set1_ps(-INFINITY), s = _mm256_setzero_ps(), vm, vs;
+  float m, sum, tmp[8];
+  int64_t i, j, full = len / 8 * 8;
+  for (i = 0; i < full; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
+  for (j = 0; j < 8; j++) tmp[j] = i + j < len ? x[i + j] : -INFINITY;
+  mx = _mm256_max_ps(mx, _mm256_loadu_ps(tmp));
+  mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
+  mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0x4e));
+  mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0xb1));
+  m = _mm256_cvtss_f32(mx);
+  vm = _mm256_set1_ps(m);
+  for (i = 0; i < full; i += 8) {
+    __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    s = _mm256_add_ps(s, e);
+    _mm256_storeu_ps(y + i, e);
+  }
+  if (i < len) {
+    for (j = 0; j < 8; j++) tmp[j] = i + j < len ? x[i + j] : m;
+    _mm256_storeu_ps(tmp, exp256(_mm256_sub_ps(_mm256_loadu_ps(tmp), vm)));
+    for (j = 0; i + j < len; j++) y[i + j] = tmp[j];
+    for (; j < 8; j++) tmp[j] = 0.f;
+    s = _mm256_add_ps(s, _mm256_loadu_ps(tmp));
+  }
+  s = _mm256_add_ps(s, _mm256_permute2f128_ps(s, s, 1));
+  s = _mm256_add_ps(s, _mm256_shuffle_ps(s, s, 0x4e));
+  s = _mm256_add_ps(s, _mm256_shuffle_ps(s, s, 0xb1));
+  sum = _mm256_cvtss_f32(s);
+  vs = _mm256_set1_ps(sum);
+  for (i = 0; i < full; i += 8) _mm256_storeu_ps(y + i, _mm256_div_ps(_mm256_loadu_ps(y + i), vs));
+  for (; i < len; i++) y[i] /= sum;
+}
+
 int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n) {
   if (kind != MI__ACT_EXP && kind != MI__ACT_ERF && kind != MI__ACT_TANH && kind != MI__ACT_SIGMOID &&
       kind != MI__ACT_GELU && kind != MI__ACT_GELU_TANH)
@@ -188,7 +224,8 @@ int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n) {
 }
 
 int mi__blis_softmax_simd(int32_t simd, const float *x, float *y, int64_t len) {
-  if (simd != MI__SIMD_AVX512) return 0;
-  softmax_avx512(x, y, len);
+  if (simd == MI__SIMD_AVX512) softmax_avx512(x, y, len);
+  else if (simd == MI__SIMD_AVX2) softmax_avx2(x, y, len);
+  else return 0;
   return 1;
 }

@@ -409,6 +409,8 @@ static void simd_paths(void) {
   for (si = 0; si < simd_choices(&p); si++) {
     softmax_long_case(&p, 37, si);
     softmax_long_case(&p, 100, si);
+    softmax_long_case(&p, 5, si); /* shorter than a vector */
+    softmax_long_case(&p, 64, si); /* whole vectors only */
     unary_case(&p, "Exp", NULL, si);
     unary_case(&p, "Erf", NULL, si);
     unary_case(&p, "Tanh", NULL, si);
