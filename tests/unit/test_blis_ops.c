@@ -81,6 +81,43 @@ static void matmul_case(tb_plugin_t *p, int threads) {
   expect(p, &b, threads == 1 ? "matmul broadcast 1 thread" : "matmul broadcast", ins, ref, &kv, threads ? 1 : 0);
 }
 
+/* A MatMul large enough to be cut into blocks of columns (m <= n) or rows (m > n) that the
+ * plugin's threads share (mi__blis_sgemm), with a last block shorter than the others. */
+static void matmul_blocks_case(tb_plugin_t *p, int64_t m, int64_t k, int64_t n, int threads) {
+  int64_t ad[2] = {m, k}, bd[2] = {k, n}, yd[2] = {m, n}, i, j, l;
+  float *a = malloc((size_t)(m * k) * 4), *bm = malloc((size_t)(k * n) * 4), *ref = malloc((size_t)(m * n) * 4);
+  const float *ins[2];
+  mi_knob_value_t kv = {"threads", threads, 0.};
+  char name[64];
+  tb_t b;
+  int t0, t1, t2;
+  REQUIRE(a && bm && ref);
+  ins[0] = a;
+  ins[1] = bm;
+  tb_fill(a, m * k, 31);
+  tb_fill(bm, k * n, 32);
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 2, ad, NULL);
+  t1 = tb_tensor(&b, 2, bd, NULL);
+  t2 = tb_tensor(&b, 2, yd, NULL);
+  {
+    int in[2] = {t0, t1};
+    tb_node(&b, "MatMul", 13, 2, in, t2);
+  }
+  tb_finish(&b, t2);
+  for (i = 0; i < m; i++)
+    for (j = 0; j < n; j++) {
+      double acc = 0.;
+      for (l = 0; l < k; l++) acc += (double)a[i * k + l] * bm[l * n + j];
+      ref[i * n + j] = (float)acc;
+    }
+  snprintf(name, sizeof name, "matmul %lldx%lldx%lld, %d threads", (long long)m, (long long)k, (long long)n, threads);
+  expect(p, &b, name, ins, ref, &kv, 1);
+  free(a);
+  free(bm);
+  free(ref);
+}
+
 static void softmax_case(tb_plugin_t *p, int opset, int64_t axis) {
   int64_t d[3] = {3, 4, 5}, o, i, j, outer, len, inner;
   float x[60], ref[60];
@@ -393,6 +430,10 @@ static void gemm(void) {
 static void matmul(void) {
   matmul_case(&p, 1);
   matmul_case(&p, 0);
+  matmul_blocks_case(&p, 40, 120, 1000, 1);
+  matmul_blocks_case(&p, 40, 120, 1000, 2);
+  matmul_blocks_case(&p, 1000, 120, 40, 2);
+  matmul_blocks_case(&p, 37, 96, 3001, 2);
 }
 
 static void softmax(void) {
