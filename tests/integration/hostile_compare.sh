@@ -4,7 +4,9 @@
 # check_config and destroy): the host survives each, says why in one line (or, with --json, in
 # the one JSON object's "failure"), and no plugin code runs in it: the descriptions come from a
 # sacrificial worker, the prepare probes and check_config questions from the device's worker.
-# Then compare on blis-cpu with every hostile plugin on the path still works.
+# Then the liars (wrong outputs, zero and negative device time: the configuration is refused by
+# number and name), the flaky plugins and the leaked thread; and compare on blis-cpu with every
+# hostile plugin on the path still works.
 set -euo pipefail
 : "${MI_BUILD:?}"
 source "$(dirname "$0")/lib.bash"
@@ -51,6 +53,57 @@ for c in $cases; do
   printf '%s' "$why" | grep -Eq "$want" || fail "$c: '$why' does not say '$want'"
   echo "hostile_compare: $c: ok ($why)"
 done
+
+# Liars: compare checks each configuration's outputs against the reference in its first
+# measurement and every device time against the wall clock, and refuses the configuration by
+# its number and name. The flaky plugins pass the host's load (described in a sacrificial child)
+# and crash in every later load (the workers'): one reason, never a host crash. The plugin with
+# a leaked thread is compared as usual, and the host ends cleanly (3 times).
+liar() { # CASE WANT
+  local c=$1 rc=0
+  timeout 120 "$host" --plugins "$hostile/$c" compare --device "hostile-$c:0" "${args[@]}" --json \
+    >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" = 1 ] || fail "$c: exit $rc, want 1 (stderr: $(tail -3 "$T/err"))"
+  python3 - "$T/out" "$c" "$2" <<'PY2' || fail "$c: $(head -c 400 "$T/out")"
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+assert d["ok"] is False, d
+why = d["failure"]
+assert "\n" not in why and re.search(sys.argv[3], why), f"{sys.argv[2]}: '{why}'"
+assert all("median_ms" not in c for c in d["configs"]) or d["rounds"] == 0, d["configs"]
+print(f"hostile_compare: {sys.argv[2]}: ok ({why})")
+PY2
+}
+liar wrong-run '^configuration \[[01]\] \(default\) refused: wrong results: max error'
+liar zero-time-run '^configuration \[[01]\] \(default\) refused: implausible device time: 0 ns'
+liar neg-time-run '^configuration \[[01]\] \(default\) refused: implausible device time: '
+for stage in entry create describe; do
+  export HP_COUNT_FILE="$T/count-$stage"
+  rm -f "$HP_COUNT_FILE"
+  rc=0
+  timeout 120 "$host" --plugins "$hostile/flaky-$stage" compare --device "hostile-flaky-$stage:0" \
+    "${args[@]}" --json >"$T/out" 2>"$T/err" || rc=$?
+  unset HP_COUNT_FILE
+  [ "$rc" = 1 ] || [ "$rc" = 2 ] || fail "flaky-$stage: exit $rc, want 1 or 2 ($(tail -3 "$T/err"))"
+  if [ -s "$T/out" ]; then
+    why=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is False; print(d["failure"])' \
+      "$T/out") || fail "flaky-$stage: stdout is not one JSON object with a failure: $(head -c 300 "$T/out")"
+  else
+    [ "$(grep -c '^mi-host: compare: ' "$T/err")" = 1 ] || fail "flaky-$stage: want one 'mi-host: compare:' line: $(cat "$T/err")"
+    why=$(grep '^mi-host: compare: ' "$T/err")
+  fi
+  printf '%s' "$why" | grep -q 'crash' || fail "flaky-$stage: '$why' does not say it crashed"
+  echo "hostile_compare: flaky-$stage: ok ($why)"
+done
+for i in 1 2 3; do
+  rc=0
+  "$host" --plugins "$hostile/thread-create" compare --device hostile-thread-create:0 "${args[@]}" \
+    --json >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" = 0 ] || fail "thread-create round $i: exit $rc ($(tail -3 "$T/err"))"
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ok"] is True and d["rounds"] == 2, d' \
+    "$T/out" || fail "thread-create round $i: $(head -c 300 "$T/out")"
+done
+echo "hostile_compare: thread-create: ok (3 rounds)"
 
 # The healthy device, with every hostile plugin on the path: compared as usual.
 dirs=$(ls -d "$hostile"/*/ | tr '\n' ':')

@@ -72,6 +72,21 @@ for kind in crash hang exit abort stdout forged; do
   done
 done
 
+# A lying timer: the runtime checks every run's device time against the wall clock, so the
+# figure never reaches the monitor or the report.
+for c in zero-time-run neg-time-run; do
+  sed "s/template:0/hostile-$c:0/g" "$D" >"$T/d-$c.yaml"
+  rc=0
+  timeout 60 "$run" --plugins "$hostile/$c" --deployment "$T/d-$c.yaml" --repeat 3 --json \
+    >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" = 1 ] || fail "$c: exit $rc, want 1 ($(tail -3 "$T/err"); stdout $(head -c 200 "$T/out"))"
+  [ ! -s "$T/out" ] || fail "$c: stdout not empty: $(head -c 200 "$T/out")"
+  [ "$(grep -c '^mi-run: ' "$T/err")" = 1 ] &&
+    grep -q "^mi-run: device 'hostile-$c:0': implausible device time: " "$T/err" ||
+    fail "$c: $(cat "$T/err")"
+  echo "hostile_deploy: $c: ok"
+done
+
 # 2. Hostile tables, on the healthy template: refused in one line naming the table, exit 2.
 refused() { # NAME [WANT]
   rc=0
@@ -128,6 +143,42 @@ open(sys.argv[2], "w").write(t)
 PY
 cmp -s "$D" "$T/knob_huge.yaml" && fail "knob_huge: the table was not edited"
 refused knob_huge "does not match its configuration|no value|unknown key"
+# A knob value outside its domain, and a key the space does not have, in the chosen
+# configuration, with the config_id recomputed so the table reads: a table is a contract, so
+# mi-run refuses it in one line naming the key (it used to run the defaults, exit 0).
+for bad in 'node.relu.knob.chunk: "100"' 'node.relu.knob.nosuch: "1"'; do
+  key=${bad%%:*}
+  name=knob_${key##*.}
+  python3 - "$D" "$T/$name.yaml" "$bad" <<'PY2'
+import re, sys
+t, key = open(sys.argv[1]).read(), sys.argv[3].split(":")[0]
+m = re.search(r"\n( *)configuration:( \{\})?\n", t)
+body = t[m.end():]
+# Drop the key where the chosen configuration sets it, then add the hostile line.
+ind = m.group(1) + "  "
+lines = body.split("\n")
+n = 0
+while n < len(lines) and lines[n].startswith(ind):
+    n += 1
+kept = [l for l in lines[:n] if not l.strip().startswith(key + ":")]
+t = t[:m.start()] + "\n%sconfiguration:\n" % m.group(1) + "\n".join([ind + sys.argv[3]] + kept + lines[n:])
+open(sys.argv[2], "w").write(t)
+PY2
+  rc=0
+  "$run" --plugins "$template" --deployment "$T/$name.yaml" >/dev/null 2>"$T/err" || rc=$?
+  [ "$rc" = 2 ] || fail "$name: the edited table was not refused (exit $rc: $(cat "$T/err"))"
+  new=$(grep -o 'which hash to [0-9a-f]*' "$T/err" | cut -d' ' -f4)
+  [ -n "$new" ] || fail "$name: no recomputed id in: $(cat "$T/err")"
+  old=$(grep -m1 -o 'config_id: "[0-9a-f]*"' "$T/$name.yaml" | cut -d'"' -f2)
+  sed -i "0,/config_id: \"$old\"/s//config_id: \"$new\"/" "$T/$name.yaml"
+  rc=0
+  timeout 20 "$run" --plugins "$template" --deployment "$T/$name.yaml" --json >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" = 2 ] || fail "$name: exit $rc, want 2 (stderr: $(cat "$T/err"); stdout: $(head -c 200 "$T/out"))"
+  [ ! -s "$T/out" ] || fail "$name: ran: $(head -c 200 "$T/out")"
+  [ "$(wc -l <"$T/err")" = 1 ] || fail "$name: not one line: $(cat "$T/err")"
+  grep -q "^mi-run: .*$new.*'\?$key" "$T/err" || fail "$name: does not name the id and '$key': $(cat "$T/err")"
+  echo "hostile_deploy: $name: ok ($(cat "$T/err"))"
+done
 edit device_huge 'template:0' 'template:99999999999999999999'
 refused device_huge "index must be a number"
 edit device_big 'template:0' 'template:4294967296'

@@ -3,7 +3,8 @@
 # crashes, hangs, exits or aborts in entry, create, describe, prepare or run ends mi-run with exit
 # status 1 and one line on stderr naming the plugin and the step (the plugin's code runs in a
 # guarded child, and each plugin passes the preflight first); what a plugin prints never reaches
-# mi-run's stdout, so --json stays one JSON object; forged host handles are refused.
+# mi-run's stdout, so --json stays one JSON object; forged host handles are refused. A device
+# time of 0 or beyond the wall clock ends mi-run in one line; --check catches zero-filled outputs.
 set -euo pipefail
 : "${MI_BUILD:?}"
 source "$(dirname "$0")/lib.bash"
@@ -64,12 +65,41 @@ for stage in prepare run; do
   done
 done
 
+# Liars: a device time of 0 or beyond the wall clock ends mi-run in one line (exit 1), so the
+# figure is never reported; zero-filled outputs pass a plain run (nothing checks them: that
+# costs a reference run) and fail --check in one line.
+for c in zero-time-run neg-time-run wrong-run; do
+  name="hostile-$c"
+  opt=()
+  [ "$c" = wrong-run ] && opt=(--check)
+  rc=0
+  "$run" --plugins "$hostile/$c" --model "$T/ra.onnx" --device "$name:0" --json --repeat 3 \
+    "${opt[@]}" >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" = 1 ] || fail "$name: exit $rc, want 1 (stderr: $(tail -3 "$T/err"); stdout: $(head -c 200 "$T/out"))"
+  [ ! -s "$T/out" ] || fail "$name: stdout not empty: $(head -c 200 "$T/out")"
+  line=$(grep '^mi-run: ' "$T/err" || true)
+  [ "$(printf '%s\n' "$line" | grep -c .)" = 1 ] || fail "$name: want one mi-run line: $(cat "$T/err")"
+  case $c in
+    wrong-run) want="device '$name:0': wrong results: max error 1 of the output range" ;;
+    *) want="device '$name:0': implausible device time: " ;;
+  esac
+  case "$line" in *"$want"*) ;; *) fail "$name: '$line' does not say '$want'" ;; esac
+  echo "hostile_run: $name: ok ($line)"
+done
+"$run" --plugins "$hostile/wrong-run" --model "$T/ra.onnx" --device hostile-wrong-run:0 --json \
+  >"$T/out" 2>"$T/err" || fail "wrong-run without --check: exit $? ($(tail -3 "$T/err"))"
+
 # The normal path is unchanged: same outputs on blis-cpu as on the reference.
 "$run" --plugins "$MI_BUILD/plugins" --model "$T/ra.onnx" --device blis-cpu:0 --json \
   --output-dir "$T/blis" >"$T/out" 2>"$T/err" || fail "blis-cpu: exit $? ($(tail -3 "$T/err"))"
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/out" || fail "blis-cpu: bad JSON"
 "$run" --model "$T/ra.onnx" --device ref --output-dir "$T/ref" >/dev/null
 cmp -s "$T/blis/y.npy" "$T/ref/y.npy" || fail "blis-cpu output differs from the reference's"
+# and --check passes it, with the error in the JSON.
+"$run" --plugins "$MI_BUILD/plugins" --model "$T/ra.onnx" --device blis-cpu:0 --json --check \
+  >"$T/out" 2>"$T/err" || fail "blis-cpu --check: exit $? ($(tail -3 "$T/err"))"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["check_max_error"] <= 0.05, d' "$T/out" ||
+  fail "blis-cpu --check: $(head -c 300 "$T/out")"
 
 # A refused plugin is one line naming it; an unknown one lists what was found.
 rc=0

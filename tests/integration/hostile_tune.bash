@@ -28,10 +28,16 @@ PY
 # HOSTILE_CASES="crash-run wrong-run" runs only those (while working on one).
 all=$(cd "$hostile" && ls -d */ | tr -d /)
 [ "$(echo "$all" | wc -l)" -ge 45 ] || fail "expected 45 hostile plugins, found: $all"
-# thread and flaky plugins have tests of their own (hostile_thread.sh, hostile_flaky.sh).
-cases=${HOSTILE_CASES:-$(echo "$all" | grep -E -- "-($stages)\$" | grep -vE '^(thread|flaky)-')}
+# thread and flaky plugins are run by hostile_tune_other.sh, which sets $kinds.
+kinds=${kinds:-'(crash|hang|exit|abort|stdout|forged|wrong|zero-time|neg-time)'}
+cases=${HOSTILE_CASES:-$(echo "$all" | grep -E -- "-($stages)\$" | grep -E "^$kinds-")}
+[ -n "$cases" ] || fail "no hostile plugin for stages '$stages' and kinds '$kinds'"
 for c in $cases; do
   name="hostile-$c"
+  # A flaky plugin counts its loads here, one file per case: it passes the first (the host's
+  # preflight) and crashes in every later one.
+  export HP_COUNT_FILE="$tmp/count-$c"
+  rm -f "$HP_COUNT_FILE"
   cat >"$tmp/recipe.yaml" <<YAML
 version: 1
 model: ra.onnx
@@ -57,6 +63,10 @@ runs = {r["device"]: r for r in doc["runs"]}
 blis = runs.get("blis-cpu:0")
 assert blis and blis["ok"] and blis["measured"] > 0 and blis["front"], f"{case}: blis-cpu not tuned: {blis}"
 bad = runs.get(name + ":0")
+if case.startswith("thread-"):
+    # Its kernels are right and its times true: a leaked thread is no reason to refuse it.
+    # What is asserted is that the host ends cleanly and blis-cpu is tuned beside it.
+    sys.exit(0)
 if bad is not None:
     assert not bad["ok"] or not bad["front"], f"{case}: the hostile device has a front: {bad}"
 # check_config is asked in the device's worker: the device fails with what happened there.

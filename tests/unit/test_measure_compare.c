@@ -108,6 +108,7 @@ static void test_rounds(void) {
             res.vs_first[2].hi > 1,
         "config 2 ties: %.4f-%.4f", res.vs_first[2].lo, res.vs_first[2].hi);
   CHECK(res.vs_first[0].ratio == 1 && res.vs_first[0].half_width == 0, "config 0 against itself");
+  CHECK(res.failed == -1, "no configuration failed: %d", (int)res.failed);
   /* Every round measures each once, in an order that changes from round to round. */
   for (int k = 0; k < res.rounds; k++) {
     int seen = 0;
@@ -126,6 +127,9 @@ static void test_rounds(void) {
             strstr(err.message, "crashed"),
         "failure: %s", err.message);
   CHECK(res.rounds == 2 && res.median_s[1] > 0, "two complete rounds kept: %d", (int)res.rounds);
+  /* The ninth measurement is the third of round 2: the result names its configuration. */
+  CHECK(res.failed == res.order[2][2], "failed configuration %d, want %d", (int)res.failed,
+        (int)res.order[2][2]);
   CHECK(mi_compare_run(1, synth_measure, &y, &o, &res, &err) == MI_ERR_INVALID_ARGUMENT,
         "one configuration is refused");
 }

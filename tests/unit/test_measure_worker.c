@@ -354,7 +354,7 @@ static void interleave(void) {
   wc[0].model = wc[1].model = model;
   wc[1].so = &so1;
   p = pool("", 30);
-  rc = mi__worker_interleave(p, "blis-cpu:0", wc, 2, &mo, 7, &rep, &err);
+  rc = mi__worker_interleave(p, "blis-cpu:0", wc, 2, &mo, 7, 0, &rep, &err);
   CHECK(rc == MI_OK && rep.count == 2 && rep.cycles == 5 && rep.median_s[0] > 0 &&
             rep.median_s[1] > 0,
         "interleave: rc %d, %d configurations, %d cycles: %s", rc, rep.count, rep.cycles,
@@ -362,7 +362,7 @@ static void interleave(void) {
   snprintf(other, sizeof other, "%s/other.onnx", dir);
   CHECK(mi_onnx_save(g, other, &err) == MI_OK, "%s", err.message);
   wc[1].model = other;
-  rc = mi__worker_interleave(p, "blis-cpu:0", wc, 2, &mo, 7, &rep, &err);
+  rc = mi__worker_interleave(p, "blis-cpu:0", wc, 2, &mo, 7, 0, &rep, &err);
   CHECK(rc == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "share the model"),
         "different models: rc %d %s", rc, err.message);
   wc[1].model = model;
@@ -377,7 +377,7 @@ static void interleave(void) {
   remove(other);
   /* A device that crashes while the configurations run fails the round with its reason. */
   p = pool("crash", 30);
-  rc = mi__worker_interleave(p, "npu-stub:0", wc, 1, &mo, 7, &rep, &err);
+  rc = mi__worker_interleave(p, "npu-stub:0", wc, 1, &mo, 7, 0, &rep, &err);
   CHECK(rc == MI_ERR_CRASHED && strstr(err.message, "signal"), "crash: rc %d %s", rc,
         err.message);
   mi_worker_pool_destroy(p);

@@ -362,6 +362,7 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   mi_worker_options_t wo;
   mi_worker_config_t base;
   mi_error_t err;
+  char why[sizeof err.message + 320]; /* the failure, with the configuration it names */
   const int32_t *pts[MI_COMPARE_MAX_CONFIGS];
   int rc;
   if (!a || !res) {
@@ -421,8 +422,18 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
             "until every ratio is known to +-%.1f%% or %.0f s\n", a->n, a->co.target * 100, a->co.budget_s);
   rc = mi_tune_compare_points(pool, a->device, s, &base, pts, a->n, &a->mo, &a->co, res, &err) == MI_OK
            ? MI_HOST_OK : MI_HOST_FAIL;
-  if (h->json) print_json(a, res, rc == MI_HOST_OK ? NULL : err.message);
-  else print_result(a, res, rc == MI_HOST_OK ? NULL : err.message);
+  if (rc != MI_HOST_OK && res->failed >= 0 && res->failed < a->n) {
+    /* Which configuration it was: wrong outputs or impossible times are that configuration's
+     * (or that device's) fault, and nothing about it is compared. */
+    char name[256];
+    label(&a->cfg[res->failed], name, sizeof name);
+    snprintf(why, sizeof why, "configuration [%d] (%s) refused: %s", (int)res->failed, name,
+             err.message);
+  } else {
+    snprintf(why, sizeof why, "%s", err.message);
+  }
+  if (h->json) print_json(a, res, rc == MI_HOST_OK ? NULL : why);
+  else print_result(a, res, rc == MI_HOST_OK ? NULL : why);
 done:
   mi_space_detach_pool(s);
   mi_worker_pool_destroy(pool);

@@ -8,7 +8,8 @@
 #include "mi_run.h"
 
 enum { O_MODEL = 256, O_DEVICE, O_PLUGINS, O_INPUT, O_SHAPE, O_SEED, O_CONFIG, O_OUTPUT_DIR,
-       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT, O_PROFILE, O_TIMEOUT };
+       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT, O_PROFILE, O_TIMEOUT,
+       O_CHECK };
 
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "FILE", "the ONNX model"},
@@ -39,6 +40,10 @@ static const mi_cli_opt_t k_opts[] = {
      "shapes, variant, ms, share, GFLOP/s or GB/s (20 timed runs\n"
      "unless --repeat says otherwise)"},
     {"json", O_JSON, NULL, "print the summary as one JSON object"},
+    {"check", O_CHECK, NULL,
+     "compare the last run's outputs with the reference\n"
+     "interpreter's on the same inputs (one reference run, often\n"
+     "slower than the device's); wrong results fail with exit 1"},
     {"timeout", O_TIMEOUT, "S",
      "a plugin's code runs in a child of mi-run: give up on it when\n"
      "one step (loading, preparing, one run) takes more than S\n"
@@ -90,6 +95,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
       case O_CONFIG: o->config = c.value; break;
       case O_JSON: o->json = 1; break;
       case O_PROFILE: o->profile = 1; break;
+      case O_CHECK: o->check = 1; break;
       case O_INPUT: rc = push(&c, &o->inputs, &o->input_count, c.value); break;
       case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
       case O_REPEAT: if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->repeat = (int)v; break;

@@ -69,10 +69,51 @@ static void free_outputs(mi_array_t **outs, int32_t n) {
   }
 }
 
-/* Warm-up runs, then timed runs; the last run's outputs stay in `outs`. */
+/* A device time the wall clock contradicts (0, or more than the call took) is a lie the
+ * tuner would fail the measurement for (mi_device_time_check): here it ends the run, so that
+ * such a figure is never reported. */
+static int32_t check_device_time(const mi_session_t *s, const char *spec, double wall_ms,
+                                 mi_error_t *err) {
+  uint64_t ns = 0;
+  mi_error_t e;
+  if (!mi_session_device_time(s, &ns) || mi_device_time_check(ns, wall_ms * 1e-3, &e) == MI_OK)
+    return MI_OK;
+  return mi_errorf(err, MI_ERR_DEVICE, "device '%s': %s", spec, e.message);
+}
+
+/* --check: the last run's outputs against the reference interpreter's on the same inputs,
+ * with the tolerance tuning uses (MI_OUTPUT_TOLERANCE). */
+static int32_t check_outputs(const mi_graph_t *g, mi_array_t **inputs, mi_array_t **outs,
+                             const char *spec, run_summary_t *sum, mi_error_t *err) {
+  mi_array_t **ref = calloc((size_t)g->output_count + 1, sizeof *ref);
+  mi_error_t e;
+  int32_t rc;
+  if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  mi_error_clear(&e);
+  rc = mi_ref_run(g, (const mi_array_t *const *)inputs, g->input_count, ref, g->output_count, &e);
+  if (rc) {
+    rc = mi_errorf(err, rc, "--check: the reference interpreter cannot run the model: %s",
+                   e.message);
+  } else {
+    sum->checked = 1;
+    if (!mi_outputs_check((const mi_array_t *const *)outs, (const mi_array_t *const *)ref,
+                          g->output_count, &sum->check_error))
+      rc = mi_errorf(err, MI_ERR_DEVICE,
+                     "device '%s': wrong results: max error %.3g of the output range against the "
+                     "reference interpreter (tolerance %.2g)",
+                     spec, sum->check_error, MI_OUTPUT_TOLERANCE);
+  }
+  for (int32_t i = 0; i < g->output_count; i++) mi_array_destroy(ref[i]);
+  free(ref);
+  return rc;
+}
+
+/* Warm-up runs, then timed runs; the last run's outputs stay in `outs`. Every run's device
+ * time, warm-up included, is checked against its wall time. */
 static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inputs,
                          mi_array_t **outs, int warmup, int repeat, run_summary_t *sum,
-                         run_prof_t *prof, mi_guard_t *guard, mi_error_t *err) {
+                         run_prof_t *prof, const char *spec, mi_guard_t *guard,
+                         mi_error_t *err) {
   double *lat = calloc((size_t)repeat, sizeof *lat), *dev = calloc((size_t)repeat, sizeof *dev);
   double *cpu = calloc((size_t)repeat, sizeof *cpu);
   int have_dev = 1;
@@ -89,6 +130,7 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
                         g->output_count, err);
     t1 = mi_now_s() * 1e3;
     c1 = cpu_ms();
+    if (rc == MI_OK) rc = check_device_time(s, spec, t1 - t0, err);
     if (rc || i < warmup) continue;
     lat[i - warmup] = t1 - t0;
     cpu[i - warmup] = c1 - c0;
@@ -183,9 +225,15 @@ int main(int argc, char **argv) {
   warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 || o.profile ? 2 : 0;
   memset(&sum, 0, sizeof sum);
   if (o.profile && (rc = run_prof_init(&prof, g, repeat, &err))) goto done;
-  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL, guard,
-                      &err)))
+  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL,
+                      o.device, guard, &err)))
     goto done;
+  if (o.check && plugin) {
+    mi_guard_stage(guard, NULL, "check");
+    if ((rc = check_outputs(g, inputs, outs, o.device, &sum, &err))) goto done;
+  } else if (o.check) {
+    fprintf(stderr, "mi-run: warning: --check is ignored on the reference interpreter\n");
+  }
   mi_guard_stage(guard, NULL, "output");
   if (o.output_dir && (rc = run_write_outputs(g, o.output_dir, outs, &err))) goto done;
   sum.opts = &o;

@@ -23,6 +23,7 @@ typedef struct run_opts {
   int json;
   int profile;       /* --profile: the per-layer table after the summary */
   int timeout_s;     /* --timeout: deadline of one plugin step in the guarded child; 0: none */
+  int check;         /* --check: the last run's outputs against the reference interpreter's */
   uint64_t seed;
 } run_opts_t;
 
@@ -78,6 +79,8 @@ typedef struct run_summary {
   int32_t folded;          /* nodes removed by constant folding */
   const run_xf_t *xf;      /* NULL without --config */
   const struct run_prof *prof; /* NULL without --profile */
+  int checked;             /* --check was done (and passed: a failure ends the run) */
+  double check_error;      /* its max |out - ref| / max |ref| */
 } run_summary_t;
 /* Print the summary (and the --profile table); fail only when the table cannot be built. */
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err);

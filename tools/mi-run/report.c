@@ -99,6 +99,9 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
     fprintf(f, "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
             "p90 %.4f\n",
             s->device_time.median, s->device_time.p10, s->device_time.p90);
+  if (s->checked)
+    fprintf(f, "check: outputs within %.3g of the output range of the reference interpreter's "
+            "(tolerance %.2g)\n", s->check_error, MI_OUTPUT_TOLERANCE);
   return s->prof ? run_prof_print(f, s->prof, s, 0, err) : MI_OK;
 }
 
@@ -151,6 +154,7 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
     fputs(", \"device_time_ms\": ", f);
     json_stats(f, &s->device_time);
   }
+  if (s->checked) fprintf(f, ", \"check_max_error\": %.6g", s->check_error);
   if (s->opts->output_dir) {
     fputs(", \"output_dir\": ", f);
     run_json_string(f, s->opts->output_dir);

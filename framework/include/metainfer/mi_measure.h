@@ -137,6 +137,15 @@ MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t
                               const mi_session_options_t *so, const mi_measure_options_t *mo,
                               int check, mi_profile_t **out, mi_error_t *err);
 MI_API void mi_profile_destroy(mi_profile_t *p);
+/** What a device's outputs may differ from the reference interpreter's on the same inputs:
+ * the largest absolute difference as a share of the reference's largest magnitude. FP16 paths
+ * stay well inside it; a wrong kernel does not. Tuning, compare and mi-run --check use it. */
+#define MI_OUTPUT_TOLERANCE 0.05
+/** The check of `n` device outputs against the reference's: *rel_err is max |dev - ref| /
+ * max(max |ref|, 1e-6) over them all, INFINITY when an output is not FP32, differs in size or
+ * holds a NaN. Returns 1 when *rel_err <= MI_OUTPUT_TOLERANCE, else 0. */
+MI_API int mi_outputs_check(const mi_array_t *const *dev, const mi_array_t *const *ref,
+                            int32_t n, double *rel_err);
 /** The layers as a JSON array (malloc'd; free()); NULL when out of memory. */
 MI_API char *mi_profile_layers_json(const mi_profile_t *p);
 
@@ -361,6 +370,7 @@ typedef struct mi_compare_result {
   int32_t cpus;          /* online CPUs the limit was scaled by */
   int32_t target_met;    /* 1: stopped because every half-width was under the target */
   double seconds;        /* wall time of the whole comparison */
+  int32_t failed;        /* the configuration whose measurement ended it; -1: none failed */
 } mi_compare_result_t;
 
 /** Runs `count` (2..MI_COMPARE_MAX_CONFIGS) configurations in interleaved rounds, each round

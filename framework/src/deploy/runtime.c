@@ -147,10 +147,35 @@ static int32_t load_model(mi_runtime_t *rt, mi_error_t *err) {
                          : mi_xf_samples_random(rt->graph, 2, rt->calib_seed, &rt->samples, err);
 }
 
+/* A table is a contract: a configuration that names a key or a value this space does not have
+ * (an unknown knob, a value out of its domain, written by hand with its config_id recomputed)
+ * is not something tune measured here. Running a fallback or the defaults under the table's
+ * name would run something else than it says: the table is refused, naming the configuration
+ * and the key. A configuration that parses but cannot be instantiated still falls back. */
+static int32_t check_configs(mi_runtime_t *rt, const mi_deploy_entry_t *e, mi_error_t *err) {
+  int32_t *pt = calloc((size_t)mi_space_dim_count(rt->space) + 1, sizeof *pt), rc = MI_OK;
+  if (!pt) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "runtime: out of memory");
+  for (int32_t k = 0; k < e->config_count && rc == MI_OK; k++) {
+    char *text = mi_deploy_config_text(&e->configs[k]);
+    mi_error_t e2;
+    mi_error_clear(&e2);
+    if (!text) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "runtime: out of memory");
+    else if (mi_space_parse(rt->space, text, pt, &e2) != MI_OK)
+      rc = mi_errorf(err, MI_ERR_PARSE, "%s: %s configuration %s of %s on %s is not in this "
+                     "space: %s", rt->table_path, k ? "fallback" : "the chosen",
+                     e->configs[k].id, e->model, e->device, e2.message);
+    free(text);
+  }
+  free(pt);
+  return rc;
+}
+
 /* The chosen configuration, else the fallbacks in order (each failure logged). */
 static int32_t start(mi_runtime_t *rt, mi_error_t *err) {
   const mi_deploy_entry_t *e = &rt->table->entries[rt->entry];
-  int32_t rc = MI_ERR_NOT_FOUND;
+  int32_t rc = check_configs(rt, e, err);
+  if (rc) return rc;
+  rc = MI_ERR_NOT_FOUND;
   for (int32_t k = 0; k < e->config_count; k++) {
     mi_error_t e2;
     mi_error_clear(&e2);
@@ -224,7 +249,14 @@ int32_t mi_runtime_run(mi_runtime_t *rt, const mi_array_t *const *inputs, int32_
   ms = (mi__now_s() - t0) * 1e3;
   /* The tuner measured on the device clock when every kernel reports one: compare like with like. */
   rt->info.device_clock = mi_session_device_time(rt->session, &ns);
-  if (rt->info.device_clock) ms = (double)ns / 1e6;
+  if (rt->info.device_clock) {
+    /* A time the wall clock contradicts is a lie (mi_device_time_check): never a figure the
+     * monitor or the report takes. */
+    mi_error_t e2;
+    if (mi_device_time_check(ns, ms * 1e-3, &e2) != MI_OK)
+      return mi_errorf(err, MI_ERR_DEVICE, "device '%s': %s", rt->spec, e2.message);
+    ms = (double)ns / 1e6;
+  }
   rt->info.runs++;
   rt->info.last_ms = ms;
   if (!rt->o.monitor) return MI_OK;

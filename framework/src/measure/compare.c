@@ -110,9 +110,10 @@ void mi__compare_order(mi_rng_t *rng, int8_t *ord, int32_t count) {
 }
 
 /* One round: every configuration measured once, ord the order drawn for the round; med[c] the
- * median of config c and load[c] the 1-minute load when its measurement began. */
+ * median of config c and load[c] the 1-minute load when its measurement began. A failure sets
+ * *failed to the configuration it was about, when it was about one. */
 typedef int32_t (*round_fn)(void *user, const int8_t *ord, int32_t count, int32_t round,
-                            double *med, double *load, mi_error_t *err);
+                            double *med, double *load, int32_t *failed, mi_error_t *err);
 
 static int32_t run_rounds(int32_t count, round_fn measure_round, void *user,
                           const mi_compare_options_t *opts, mi_compare_result_t *out,
@@ -122,6 +123,7 @@ static int32_t run_rounds(int32_t count, round_fn measure_round, void *user,
   double t0 = mi__now_s();
   int32_t rc = MI_OK;
   memset(out, 0, sizeof *out);
+  out->failed = -1;
   if (count < 2 || count > MI_COMPARE_MAX_CONFIGS)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "mi_compare_run: %d configurations; 2 to %d can be compared", (int)count,
@@ -144,10 +146,12 @@ static int32_t run_rounds(int32_t count, round_fn measure_round, void *user,
      * always follows a particular one. */
     mi__compare_order(&rng, ord, count);
     for (int32_t c = 0; c < count; c++) med[c] = NAN;
-    if ((rc = measure_round(user, ord, count, k, med, out->load[k], err)) != MI_OK) goto end;
+    if ((rc = measure_round(user, ord, count, k, med, out->load[k], &out->failed, err)) != MI_OK)
+      goto end;
     for (int32_t c = 0; c < count; c++) {
       if (out->load[k][c] > o.load_limit * out->cpus) out->loaded++;
       if (!(med[c] > 0) || !isfinite(med[c])) {
+        out->failed = c;
         rc = mi_errorf(err, MI_ERR_INTERNAL, "compare: configuration %d measured %g s", (int)c,
                        med[c]);
         goto end;
@@ -183,13 +187,16 @@ typedef struct one_by_one {
 } one_by_one_t;
 
 static int32_t each_config(void *user, const int8_t *ord, int32_t count, int32_t round,
-                           double *med, double *load, mi_error_t *err) {
+                           double *med, double *load, int32_t *failed, mi_error_t *err) {
   one_by_one_t *m = user;
   (void)round;
   for (int32_t i = 0; i < count; i++) {
     int32_t c = ord[i], rc;
     load[c] = mi__load1(NULL);
-    if ((rc = m->measure(m->user, c, &med[c], err)) != MI_OK) return rc;
+    if ((rc = m->measure(m->user, c, &med[c], err)) != MI_OK) {
+      *failed = c;
+      return rc;
+    }
   }
   return MI_OK;
 }
@@ -215,8 +222,26 @@ typedef struct worker_measure {
   uint64_t seed;
 } worker_measure_t;
 
+/* The worker names a configuration of the job it failed on as "configuration N: why" (N its
+ * place in the job, in the round's order): the comparison's own number for it, and the why. */
+static void which_config(const int8_t *ord, int32_t count, int32_t *failed, mi_error_t *err) {
+  int n = -1, at = 0;
+  if (sscanf(err->message, "configuration %d: %n", &n, &at) == 1 && at > 0 && n >= 0 &&
+      n < count) {
+    char why[sizeof err->message];
+    snprintf(why, sizeof why, "%s", err->message + at);
+    memcpy(err->message, why, sizeof why);
+    *failed = ord[n];
+  }
+}
+
+/* The first round also checks each configuration's outputs against the reference (the worker
+ * fails it with "wrong results: ..."), as the tuner checks every configuration it measures: a
+ * configuration that computes something else has no speed worth comparing. Once is enough to
+ * catch a wrong kernel, and costs one reference run per configuration, not one per round. The
+ * worker checks every run's device time against its wall time in every round. */
 static int32_t interleaved_round(void *user, const int8_t *ord, int32_t count, int32_t round,
-                                 double *med, double *load, mi_error_t *err) {
+                                 double *med, double *load, int32_t *failed, mi_error_t *err) {
   worker_measure_t *w = user;
   mi_worker_config_t in_order[MI_COMPARE_MAX_CONFIGS];
   mi__interleave_reply_t rep;
@@ -228,7 +253,8 @@ static int32_t interleaved_round(void *user, const int8_t *ord, int32_t count, i
   }
   mi_worker_retire(w->pool, w->spec);
   rc = mi__worker_interleave(w->pool, w->spec, in_order, count, w->mo,
-                             w->seed * 1000003u + (uint64_t)round, &rep, err);
+                             w->seed * 1000003u + (uint64_t)round, round == 0, &rep, err);
+  if (rc != MI_OK) which_config(ord, count, failed, err);
   if (rc == MI_OK && (rep.count != count || rep.cycles < 1))
     rc = mi_errorf(err, MI_ERR_INTERNAL, "compare: the worker ran %d of %d configurations",
                    (int)rep.count, (int)count);

@@ -90,6 +90,7 @@ typedef struct mi__interleave_job {
   int32_t count;
   uint32_t len[MI_COMPARE_MAX_CONFIGS];
   uint64_t seed; /* the order of each cycle */
+  int32_t check; /* first compare each configuration's outputs with the reference's */
 } mi__interleave_job_t;
 typedef struct mi__interleave_reply {
   int32_t count, cycles;                   /* configurations, timed cycles */
@@ -103,7 +104,7 @@ struct mi_worker_pool;
 struct mi_worker_config;
 int32_t mi__worker_interleave(struct mi_worker_pool *p, const char *spec,
                               const struct mi_worker_config *configs, int32_t count,
-                              const mi_measure_options_t *mo, uint64_t seed,
+                              const mi_measure_options_t *mo, uint64_t seed, int check,
                               mi__interleave_reply_t *out, mi_error_t *err);
 /* The accuracy of a configuration from the device's outputs (worker_accuracy.c): `run_graph`
  * in a session on the device against `orig` on the reference, over mi_xf_samples_t `samples`. */

@@ -235,7 +235,7 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
 
 int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
                               const mi_worker_config_t *configs, int32_t count,
-                              const mi_measure_options_t *mo, uint64_t seed,
+                              const mi_measure_options_t *mo, uint64_t seed, int check,
                               mi__interleave_reply_t *out, mi_error_t *err) {
   mi__interleave_job_t head;
   char *parts[MI_COMPARE_MAX_CONFIGS] = {0}, *payload = NULL;
@@ -247,6 +247,7 @@ int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
   memset(&head, 0, sizeof head);
   head.count = count;
   head.seed = seed;
+  head.check = check != 0;
   for (int32_t c = 0; c < count && rc == MI_OK; c++) {
     if (!configs[c].model)
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi__worker_interleave: no model");
@@ -487,12 +488,16 @@ static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, con
   return MI_OK;
 }
 
-/* One inference of p, timed by the wall clock (every configuration the same way). */
+/* One inference of p, timed by the wall clock (every configuration the same way). A device time
+ * the wall clock contradicts is a lie (mi_device_time_check): the job fails, as a measurement
+ * would, and the comparison names the configuration. */
 static int32_t run_once(prepared_t *p, double *s, mi_error_t *err) {
   double t0 = mi__now_s();
+  uint64_t dev = 0;
   int32_t rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout,
                               err);
   *s = mi__now_s() - t0;
+  if (rc == MI_OK && mi_session_device_time(p->s, &dev)) rc = mi_device_time_check(dev, *s, err);
   for (int32_t i = 0; i < p->nout; i++) {
     mi_array_destroy(p->outs[i]);
     p->outs[i] = NULL;
@@ -500,11 +505,32 @@ static int32_t run_once(prepared_t *p, double *s, mi_error_t *err) {
   return rc;
 }
 
+/* The outputs of one inference of p against the reference interpreter's on the same inputs. */
+static int32_t check_outputs(prepared_t *p, const mi_graph_t *g, mi_error_t *err) {
+  mi_array_t **ref = calloc((size_t)p->nout + 1, sizeof *ref);
+  double e = 0;
+  int32_t rc;
+  if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
+  if (!rc) rc = mi_ref_run(g, (const mi_array_t *const *)p->in, p->nin, ref, p->nout, err);
+  if (!rc && !mi_outputs_check((const mi_array_t *const *)p->outs, (const mi_array_t *const *)ref,
+                               p->nout, &e))
+    rc = mi_errorf(err, MI_ERR_CONSTRAINT,
+                   MI__WRONG_PREFIX ": max error %.3g of the output range against the reference", e);
+  for (int32_t i = 0; i < p->nout; i++) {
+    mi_array_destroy(p->outs[i]);
+    p->outs[i] = NULL;
+    mi_array_destroy(ref[i]);
+  }
+  free(ref);
+  return rc;
+}
+
 /* Runs every configuration once per cycle, in an order drawn anew each cycle: warm-up cycles
  * (mo.warmup, and for at least mo.min_warmup_s), then timed ones (mo.max_repeats, at least
  * mo.min_repeats, fewer when half of mo.budget_s is spent). */
 static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t *mo,
-                      uint64_t seed, mi__interleave_reply_t *rep, mi_error_t *err) {
+                      uint64_t seed, mi__interleave_reply_t *rep, int32_t *bad, mi_error_t *err) {
   mi_rng_t rng;
   int32_t want = mo->max_repeats > mo->min_repeats ? mo->max_repeats : mo->min_repeats, k = 0;
   double start = mi__now_s(), dt, warm_s = mo->min_warmup_s;
@@ -515,13 +541,13 @@ static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t 
   mi_rng_seed(&rng, seed);
   for (int32_t w = 0; w < mo->warmup || mi__now_s() - start < warm_s; w++)
     for (int32_t c = 0; c < count; c++)
-      if (run_once(&pc[c], &dt, err)) return err->code;
+      if (run_once(&pc[c], &dt, err)) return *bad = c, err->code;
   start = mi__now_s();
   for (k = 0; k < want; k++) {
     if (k >= mo->min_repeats && mi__now_s() - start > mo->budget_s / 2) break;
     mi__compare_order(&rng, ord, count);
     for (int32_t i = 0; i < count; i++)
-      if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], err)) return err->code;
+      if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], err)) return *bad = ord[i], err->code;
   }
   rep->count = count;
   rep->cycles = k;
@@ -542,7 +568,7 @@ void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const vo
   const char *t[MI_COMPARE_MAX_CONFIGS][T_COUNT];
   prepared_t *pc = NULL;
   size_t at = sizeof head;
-  int32_t rc = MI_OK, count = 0;
+  int32_t rc = MI_OK, count = 0, bad = -1;
   mi_error_t e;
   mi_error_clear(&e);
   memset(&rep, 0, sizeof rep);
@@ -579,7 +605,18 @@ void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const vo
       snprintf(why, sizeof why, "%s", e.message);
       mi_errorf(&e, rc, "configuration %d: %s", (int)c, why);
     }
-  if (rc == MI_OK) rc = cycles(pc, count, &jobs[0].mo, head.seed, &rep, &e);
+  for (int32_t c = 0; head.check && c < count && rc == MI_OK; c++)
+    if ((rc = check_outputs(&pc[c], pc[c].xg ? pc[c].xg : cache->g, &e))) {
+      char why[MI_ERROR_MESSAGE_SIZE];
+      snprintf(why, sizeof why, "%s", e.message);
+      mi_errorf(&e, rc, "configuration %d: %s", (int)c, why);
+    }
+  if (rc == MI_OK && (rc = cycles(pc, count, &jobs[0].mo, head.seed, &rep, &bad, &e)) &&
+      bad >= 0) {
+    char why[MI_ERROR_MESSAGE_SIZE];
+    snprintf(why, sizeof why, "%s", e.message);
+    mi_errorf(&e, rc, "configuration %d: %s", (int)bad, why);
+  }
 done:
   for (int32_t c = 0; pc && c < count; c++) prepared_free(&pc[c]);
   free(pc);
