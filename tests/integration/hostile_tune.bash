@@ -69,6 +69,16 @@ if case.startswith("thread-"):
     sys.exit(0)
 if bad is not None:
     assert not bad["ok"] or not bad["front"], f"{case}: the hostile device has a front: {bad}"
+# The reason is recorded: the device's error, or its failed measurements' failures, name the
+# fault (flaky plugins crash in the loads after the host's).
+import re
+want = {"crash": "crash", "abort": "crash", "hang": "hung|timed out|no answer|timeout",
+        "exit": "exit", "stdout": "stdout", "forged": "handle", "wrong": "wrong results",
+        "zero": "implausible device time", "neg": "implausible device time",
+        "flaky": "crash"}[case.split("-")[0]]
+assert bad is not None, f"{case}: no run for the hostile device"
+why = " | ".join([bad.get("error") or ""] + [t.get("failure") or "" for t in bad.get("trials", [])])
+assert re.search(want, why), f"{case}: the reason does not say '{want}': {why[:300]}"
 # check_config is asked in the device's worker: the device fails with what happened there.
 if case.endswith("-check"):
     assert bad and not bad["ok"] and "check_config failed in the worker" in bad.get("error", ""), \
