@@ -80,7 +80,7 @@ for c in zero-time-run neg-time-run wrong-run; do
   line=$(grep '^mi-run: ' "$T/err" || true)
   [ "$(printf '%s\n' "$line" | grep -c .)" = 1 ] || fail "$name: want one mi-run line: $(cat "$T/err")"
   case $c in
-    wrong-run) want="device '$name:0': wrong results: max error 1 of the output range" ;;
+    wrong-run) want="device '$name:0': wrong results: relative L2 error 1 " ;;
     *) want="device '$name:0': implausible device time: " ;;
   esac
   case "$line" in *"$want"*) ;; *) fail "$name: '$line' does not say '$want'" ;; esac

@@ -99,7 +99,7 @@ static int32_t check_outputs(const mi_graph_t *g, mi_array_t **inputs, mi_array_
     if (!mi_outputs_check((const mi_array_t *const *)outs, (const mi_array_t *const *)ref,
                           g->output_count, &sum->check_error))
       rc = mi_errorf(err, MI_ERR_DEVICE,
-                     "device '%s': wrong results: max error %.3g of the output range against the "
+                     "device '%s': wrong results: relative L2 error %.3g against the "
                      "reference interpreter (tolerance %.2g)",
                      spec, sum->check_error, MI_OUTPUT_TOLERANCE);
   }

@@ -100,7 +100,7 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
             "p90 %.4f\n",
             s->device_time.median, s->device_time.p10, s->device_time.p90);
   if (s->checked)
-    fprintf(f, "check: outputs within %.3g of the output range of the reference interpreter's "
+    fprintf(f, "check: outputs within %.3g (relative L2) of the reference interpreter's "
             "(tolerance %.2g)\n", s->check_error, MI_OUTPUT_TOLERANCE);
   return s->prof ? run_prof_print(f, s->prof, s, 0, err) : MI_OK;
 }

@@ -215,6 +215,11 @@ typedef int32_t (*mi_xf_run_fn)(void *ctx, const struct mi_array *const *inputs,
  * `orig` on the reference interpreter against what `run` answers on each sample. */
 MI_API int32_t mi_xf_compare_run(const mi_graph_t *orig, mi_xf_run_fn run, void *ctx,
                                  const mi_xf_samples_t *s, mi_xf_metrics_t *out, mi_error_t *err);
+/** Like mi_xf_compare_run with the original's outputs from `run_orig` as well (outputs kept
+ * from an earlier comparison, say); `orig` gives the output count. */
+MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig, void *ctx_orig,
+                                  mi_xf_run_fn run, void *ctx, const mi_xf_samples_t *s,
+                                  mi_xf_metrics_t *out, mi_error_t *err);
 
 /** One layer's sensitivity: the error of the model with only this layer transformed. */
 typedef struct mi_xf_sensitivity {

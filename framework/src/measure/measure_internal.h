@@ -12,6 +12,13 @@
 /* Half the width of the distribution-free 95% confidence interval of the median of n samples
  * (order statistics n/2 -+ 0.98 sqrt(n)), relative to the median; INFINITY below 2 samples. */
 double mi__median_ci(const double *samples, int32_t n);
+/* The reference check's error of one output (profile.c): relative L2 with an absolute RMS floor
+ * of 1e-3; NaN when an element is NaN. */
+double mi__check_error(const float *out, const float *ref, int64_t n);
+/* The reference check alone (profile.c): `g` in a new session on the device against the
+ * reference interpreter on the profile's inputs; sets r's checked, check_ok, check_error. */
+int32_t mi__profile_check(const struct mi_graph *g, mi_plugin_t *plugin, uint32_t device,
+                          const mi_session_options_t *so, mi_profile_t *r, mi_error_t *err);
 
 /* Appends stats as a JSON object {"n":..,"median":..,...}, values scaled by `scale`. */
 void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
@@ -75,6 +82,10 @@ typedef struct mi__config_cache {
   char key[8192];                 /* model path, input shapes, calibration, seed */
   struct mi_graph *g;
   void *samples;                  /* mi_xf_samples_t */
+  /* The original's reference outputs on each sample (sample k's at [k * output_count]), filled
+   * by the first accuracy measurement: every later configuration of the model compares with
+   * the same outputs, and on a real model the reference interpreter takes seconds a run. */
+  struct mi_array **ref_out;
 } mi__config_cache_t;
 #define MI__CONFIG_JOB_MAX (16u << 20)
 void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
@@ -107,10 +118,12 @@ int32_t mi__worker_interleave(struct mi_worker_pool *p, const char *spec,
                               const mi_measure_options_t *mo, uint64_t seed, int check,
                               mi__interleave_reply_t *out, mi_error_t *err);
 /* The accuracy of a configuration from the device's outputs (worker_accuracy.c): `run_graph`
- * in a session on the device against `orig` on the reference, over mi_xf_samples_t `samples`. */
-int32_t mi__device_accuracy(const struct mi_graph *orig, const struct mi_graph *run_graph,
+ * in a session on the device against `orig` (the cache's graph) on the reference, over the
+ * cache's samples; the reference outputs are computed once per cache. */
+int32_t mi__device_accuracy(const struct mi_graph *run_graph,
                             mi_plugin_t *pl, uint32_t dev, const mi_session_options_t *so,
-                            const void *samples, double *rel_l2, double *top1, mi_error_t *err);
+                            mi__config_cache_t *cache, double *rel_l2, double *top1,
+                            mi_error_t *err);
 /* Sets fixed input shapes "NAME:1x3x32x32;NAME2:4x8" on a loaded graph (worker_config.c). */
 int32_t mi__worker_set_inputs(struct mi_graph *g, const char *spec, mi_error_t *err);
 

@@ -486,7 +486,7 @@ int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, con
     memcpy(r->layers, at + sizeof *r, (size_t)r->layer_count * sizeof *r->layers);
     if (r->checked && !r->check_ok)
       rc = mi_errorf(err, MI_ERR_CONSTRAINT,
-                     MI__WRONG_PREFIX ": max error %.3g of the output range against the reference",
+                     MI__WRONG_PREFIX ": relative L2 error %.3g against the reference",
                      r->check_error);
   } else if (rc == MI_OK) {
     rc = reply_error(&h, pl, err);

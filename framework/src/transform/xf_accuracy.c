@@ -23,11 +23,18 @@ MI_API int32_t mi_xf_compare(const mi_graph_t *orig, const mi_graph_t *xf,
 
 MI_API int32_t mi_xf_compare_run(const mi_graph_t *orig, mi_xf_run_fn run, void *ctx,
                                  const mi_xf_samples_t *s, mi_xf_metrics_t *m, mi_error_t *err) {
+  return mi_xf_compare_runs(orig, ref_runner, (void *)orig, run, ctx, s, m, err);
+}
+
+MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig, void *ctx_orig,
+                                  mi_xf_run_fn run, void *ctx, const mi_xf_samples_t *s,
+                                  mi_xf_metrics_t *m, mi_error_t *err) {
   double d2 = 0, a2 = 0, b2 = 0, ab = 0, mx = 0;
   int64_t rows = 0, agree = 0;
   int32_t rc = MI_OK, no;
   mi_array_t **ya = NULL, **yb = NULL;
-  if (!orig || !run || !s || !m) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: NULL argument");
+  if (!orig || !run_orig || !run || !s || !m)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: NULL argument");
   memset(m, 0, sizeof *m);
   no = orig->output_count;
   ya = calloc((size_t)no + 1, sizeof *ya);
@@ -38,7 +45,7 @@ MI_API int32_t mi_xf_compare_run(const mi_graph_t *orig, mi_xf_run_fn run, void 
   }
   for (int32_t k = 0; k < s->sample_count && rc == MI_OK; k++) {
     const mi_array_t *const *in = (const mi_array_t *const *)s->inputs + (size_t)k * s->input_count;
-    if ((rc = mi_ref_run(orig, in, s->input_count, ya, no, err)) != MI_OK) break;
+    if ((rc = run_orig(ctx_orig, in, s->input_count, ya, no, err)) != MI_OK) break;
     if ((rc = run(ctx, in, s->input_count, yb, no, err)) != MI_OK) break;
     for (int32_t o = 0; o < no && rc == MI_OK; o++) {
       const mi_array_t *a = ya[o], *b = yb[o];
