@@ -244,6 +244,9 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     }
     {
       int32_t nfresh = 0;
+      /* A member left unmeasured when the budget ends mid-batch has no trial: round_report
+       * reads every member's index (an unset one crashed a budget-4 tune now and then). */
+      for (int32_t i = 0; i < got; i++) tidx[i] = -1;
       for (int32_t i = 0; i < got && mi__meta_has_budget(&st); i++) {
         tidx[i] = mi__meta_eval(&st, batch + (size_t)i * st.D, &fresh);
         if (tidx[i] < 0) {
