@@ -41,6 +41,7 @@ typedef struct mi__meta {
   int32_t excluded[64], excluded_count;
   /* The cold design: its random points so far and the attempts to draw them (strategy.c). */
   int32_t design_count, design_tries;
+  int32_t moves_next, moves_done;  /* the design's one-factor moves (strategy_design.c) */
   double radius;                /* trust region: share of dimensions allowed to differ */
   int32_t *center;              /* trust-region centre (best point so far) */
   double *feat;                 /* scratch: F per candidate */
@@ -115,6 +116,9 @@ int32_t mi__meta_warm_design(mi__meta_t *st, int32_t init, int32_t *pt, int *tru
 int32_t mi__meta_design_complete(mi__meta_t *st, int32_t init, int32_t *pt, mi_error_t *err);
 int32_t mi__meta_best(const mi__meta_t *st);
 /* Holds frozen dimensions at their defaults and repairs. */
+/* The cold design's next one-factor move over the default point (strategy_design.c): 1 with
+ * pt filled, 0 when every move was handed out. */
+int mi__meta_design_move(mi__meta_t *st, int32_t *pt);
 int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);
 
 #endif

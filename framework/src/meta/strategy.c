@@ -126,15 +126,18 @@ static int warm_trusted(const mi__meta_t *st, const int32_t *warm_trials, int32_
   return bw <= (c % 2 ? v[c / 2] : 0.5 * (v[c / 2 - 1] + v[c / 2]));
 }
 
-/* Measures one fresh random point of the cold design (the space's sampler, repaired): 1 when
- * one was measured (its trial in *idx), 0 when 200 draws in all found no new one, -1 when out
- * of memory. */
+/* Measures one fresh point of the cold design (a one-factor move, else the space's sampler,
+ * repaired): 1 when one was measured (its trial in *idx), 0 when 200 draws in all found no new
+ * one, -1 when out of memory. */
 static int design_point(mi__meta_t *st, int32_t *pt, int32_t *idx) {
   int32_t i;
   int fresh;
   while (st->design_tries < 200) {
     st->design_tries++;
-    if (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK) continue;
+    /* One-factor moves first (strategy_design.c), then uniform random points. */
+    if (!mi__meta_design_move(st, pt) &&
+        (mi_space_sample(st->s, &st->rng, pt, NULL) != MI_OK || mi__meta_fix(st, pt) != MI_OK))
+      continue;
     if ((i = mi__meta_eval(st, pt, &fresh)) < 0) return -1;
     if (fresh) {
       st->design_count++;
