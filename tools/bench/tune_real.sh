@@ -114,30 +114,33 @@ done
 python3 - "$O" <<'PY'
 import json, os, sys
 O = sys.argv[1]
-print("\n| model | tune wall s (load start-end) | measured / from history | deployed | tuned/default (95% CI) | rounds |")
+order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","blazeface_front","blazeface_back","mlsd_tiny_320"]
+print("| model | tune wall s (load start-end) | measured + replayed | deployed | tune's confirm: speedup (95% CI, rounds) | mi-host compare: tuned/default median ms, ratio (95% CI), rounds |")
 print("| --- | --- | --- | --- | --- | --- |")
-for name in sorted(os.listdir(O)):
+for name in order:
     d = os.path.join(O, name)
     if not os.path.exists(os.path.join(d, "tune.time")):
-        continue
+        print(f"| {name} | not run | | | | |"); continue
     t0, t1, l0, l1, rc = open(os.path.join(d, "tune.time")).read().split()
-    meas, dep = "-", "-"
+    meas = dep = conf = "-"
     try:
         r = json.load(open(os.path.join(d, "tune.json")))["runs"][0]
-        meas = "%s / %s" % (r.get("measured"), r.get("replayed"))
+        meas = "%s + %s" % (r.get("measured"), r.get("replayed"))
         v = r.get("vs_default") or {}
         dep = "default" if v.get("deployed_default") or v.get("chose_default") else "tuned"
-    except Exception as e:  # a failed tune still gets its row
+        if v: conf = "%.2fx (%.2f-%.2f, %d)" % (v["speedup"], v["ci95"][0], v["ci95"][1], v["rounds"])
+        if not any(t.get("ok") for t in r.get("trials", [])): dep = "nothing measured: " + (r["trials"][0].get("failure") or "")[:70]
+    except Exception:
         dep = "tune failed (rc %s)" % rc
-    cmp, rounds = "-", "-"
+    cmp = "-"
     try:
         c = json.load(open(os.path.join(d, "compare.json")))
-        x = c["configs"][1]
-        cmp = "%.3f (%.3f-%.3f) %.3f/%.3f ms %s" % (x["ratio"], x["ci95"][0], x["ci95"][1],
-              x["median_ms"], c["configs"][0]["median_ms"], x["verdict"])
-        rounds = c["rounds"]
+        if c.get("ok"):
+            x = c["configs"][1]
+            cmp = "%.3f / %.3f, %.3f (%.3f-%.3f) %s, %d" % (x["median_ms"], c["configs"][0]["median_ms"], x["ratio"], x["ci95"][0], x["ci95"][1], x["verdict"], c["rounds"])
+        else:
+            cmp = "failed: " + c.get("failure", "")[:60]
     except Exception:
         pass
-    print("| %s | %.0f (%s-%s) | %s | %s | %s | %s |" % (name, float(t1) - float(t0), l0, l1,
-          meas, dep, cmp, rounds))
+    print("| %s | %.0f (%s-%s) | %s | %s | %s | %s |" % (name, float(t1) - float(t0), l0, l1, meas, dep, conf, cmp))
 PY
