@@ -172,6 +172,13 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* DequantizeLinear -> elementwise ops -> QuantizeLinear as one table per channel (blis_qlut.c). */
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* MaxPool on codes in unsigned order, ending such a chain (blis_qpool.c). */
+typedef struct mi__blis_qpool {
+  int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl;
+} mi__blis_qpool_t;
+int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
+                            mi__blis_qpool_t *q, mi_error_t *err);
+void mi__blis_qpool_plane(const mi__blis_qpool_t *q, const uint8_t *x, uint8_t *y);
 int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

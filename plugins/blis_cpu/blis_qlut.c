@@ -17,6 +17,10 @@ typedef struct qlut {
   int32_t x, y, xf; /* xf: the DequantizeLinear's value when read outside the chain, else -1 */
   float dq[256];    /* its value per code */
   int64_t planes, hw, channels; /* element i: channel (i / hw) % channels */
+  int32_t pool;                 /* 1: a MaxPool ends the chain; the table writes its input */
+  uint8_t flip;                 /* 0x80 for INT8 codes pooled in unsigned order, else 0 */
+  mi__blis_qpool_t qp;
+  uint8_t *codes;               /* pool mode: the table's codes, planes x hw (the step's aux) */
   uint8_t table[];              /* channels x 256, indexed by the code's byte */
 } qlut_t;
 
@@ -33,8 +37,14 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
   for (int64_t p = b; p < e; p++) {
     const uint8_t *tab = q->table + ((p % q->channels) << 8);
     const uint8_t *x = t->x + p * q->hw;
-    uint8_t *y = t->y + p * q->hw;
+    uint8_t *y = q->pool ? q->codes + p * q->hw : t->y + p * q->hw;
     for (int64_t i = 0; i < q->hw; i++) y[i] = tab[x[i]];
+    if (q->pool) {
+      uint8_t *yp = t->y + p * q->qp.OH * q->qp.OW;
+      mi__blis_qpool_plane(&q->qp, y, yp);
+      if (q->flip)
+        for (int64_t i = 0; i < q->qp.OH * q->qp.OW; i++) yp[i] ^= q->flip;
+    }
     if (t->xf)
       for (int64_t i = 0; i < q->hw; i++) t->xf[p * q->hw + i] = q->dq[x[i]];
   }
@@ -165,6 +175,10 @@ static int eval_node(const mi__blis_prep_t *p, float *const *vals, const mi_node
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_kernel_desc_t *d = p->desc;
   const mi_node_desc_t *dq = d->nodes[0], *q = d->nodes[d->node_count - 1];
+  /* a MaxPool right before the Q (exec/qdq_chain.c) pools the table's codes (blis_qpool.c) */
+  const mi_node_desc_t *mp = d->node_count >= 3 && !strcmp(d->nodes[d->node_count - 2]->op_type, "MaxPool")
+                                 ? d->nodes[d->node_count - 2]
+                                 : NULL;
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(dq, 0)), *y = mi__blis_tensor(p, mi__blis_out(q, 0));
   float sx, sy;
   int32_t zx, zy, rc = MI_OK;
@@ -173,7 +187,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   qlut_t *lut;
   if (!x || !y || x->data || (x->dtype != MI_DTYPE_UINT8 && x->dtype != MI_DTYPE_INT8) ||
       (y->dtype != MI_DTYPE_UINT8 && y->dtype != MI_DTYPE_INT8) || x->rank != y->rank ||
-      mi_sdk_numel(x) != mi_sdk_numel(y) || mi_sdk_numel(x) < 1)
+      (!mp && mi_sdk_numel(x) != mi_sdk_numel(y)) || mi_sdk_numel(x) < 1)
     return mi__blis_unsupported(err, dq, "a chain from INT8/UINT8 codes to codes of the same shape");
   if (!qparams(p, dq, x->dtype, &sx, &zx) || !qparams(p, q, y->dtype, &sy, &zy))
     return mi__blis_unsupported(err, dq, "a chain's Q/DQ take one constant scale and zero point");
@@ -198,7 +212,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       int32_t code = x->dtype == MI_DTYPE_UINT8 ? k : (int8_t)(uint8_t)k;
       buf[(c << 8) + k] = (float)((double)(code - zx) * (double)sx);
     }
-  for (int32_t i = 1; i + 1 < d->node_count; i++) {
+  for (int32_t i = 1; i + 1 + (mp != NULL) < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];
     int32_t o = mi__blis_out(n, 0);
     const mi_tensor_desc_t *od = mi__blis_tensor(p, o);
@@ -214,6 +228,27 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
         goto done;
       }
   }
+  if (mp) {
+    int32_t in = mi__blis_in(mp, 0);
+    if (in < 0 || !vals[in] || mi__blis_out(mp, 0) < 0) {
+      rc = mi__blis_unsupported(err, mp, "a chain's MaxPool reads the chain's value");
+      goto done;
+    }
+    /* Pooling codes equals quantizing the float pool's maximum unless a NaN is in the window. */
+    for (int64_t k = 0; k < channels * 256; k++)
+      if (vals[in][k] != vals[in][k]) {
+        rc = mi__blis_unsupported(err, mp, "a chain whose value before MaxPool can be NaN");
+        goto done;
+      }
+    if ((rc = mi__blis_qpool_init(mp, x, y, &lut->qp, err)) != MI_OK) goto done;
+    vals[mi__blis_out(mp, 0)] = vals[in]; /* the Q's table is over the pool's input */
+    lut->pool = 1;
+    lut->flip = y->dtype == MI_DTYPE_INT8 ? 0x80 : 0;
+    if (!(s->aux = lut->codes = mi__blis_alloc(p->ctx, (uint64_t)mi_sdk_numel(x)))) {
+      rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+      goto done;
+    }
+  }
   {
     int sa = 0;
     const float *v;
@@ -227,7 +262,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
         /* ref_quant.c: rint of the quotient in double, plus the zero point, saturated */
         double r = rint((double)v[k] / (double)sy) + zy;
         r = r < lo ? lo : r > hi ? hi : r;
-        lut->table[(c << 8) + k] = (uint8_t)(int32_t)r;
+        lut->table[(c << 8) + k] = (uint8_t)(int32_t)r ^ lut->flip;
       }
     }
   }

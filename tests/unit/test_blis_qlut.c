@@ -3,7 +3,9 @@
  * channel on the codes (blis_qlut.c), and every output code equals mi_ref_run's byte for byte:
  * LeakyRelu and a clamp (tf2onnx), hard-swish written out (x read twice), per-channel scale and
  * shift, HardSigmoid/Sigmoid/Tanh/HardSwish, INT8 and UINT8 codes, all 256 codes of the input.
- * A chain whose value is also a graph output is not one kernel and still matches. */
+ * A chain whose value is also a graph output is not one kernel and still matches. A MaxPool right
+ * before the Q joins the chain (the codes are pooled; pads, strides, dilations, SAME padding,
+ * ceil_mode, a non-monotone chain, INT8 codes) and still matches byte for byte. */
 #include "test_blis_util.h"
 
 #include "metainfer/mi_graph.h"
@@ -197,6 +199,52 @@ static void dq_read_after_chain(void) {
   check(g, "DQ read by the chain and after it", 4, 1);
 }
 
+/* A MaxPool between the chain and its Q (oww_embedding's LeakyRelu -> Max -> MaxPool -> Q): one
+ * kernel that pools the table's codes. Odd planes (9 x 11), windows over the border, a chain that
+ * is not monotone (hard-swish), INT8 codes whose order is signed, and DQ -> MaxPool -> Q alone. */
+static void max_pool_ends_chain(void) {
+  static const struct {
+    int64_t k, s, d, pad;
+    const char *auto_pad;
+    int ceil, chain, dt;
+  } cases[] = {
+      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8},        {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8},
+      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8},        {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8},
+      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8},         {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int32_t xf, dt = cases[i].dt, v;
+    mi_graph_t *g = start(dt, dt == MI_DTYPE_UINT8 ? 131 : -5, 0.043f, &xf);
+    if (cases[i].chain == 0) { /* LeakyRelu(0.2) -> Max(-0.3) */
+      int32_t a = val(g, "a"), mi[2] = {a, f32(g, "lo", -0.3f)};
+      v = val(g, "b");
+      mi_node_set_float(g, op(g, "LeakyRelu", 1, &xf, a), "alpha", 0.2f);
+      op(g, "Max", 2, mi, v);
+    } else if (cases[i].chain == 1) { /* HardSwish: not monotone, so the table comes first */
+      v = val(g, "h");
+      op(g, "HardSwish", 1, &xf, v);
+    } else {
+      v = xf;
+    }
+    int32_t p = val(g, "p"), n = op(g, "MaxPool", 1, &v, p);
+    int64_t k[2] = {cases[i].k, cases[i].k}, st[2] = {cases[i].s, cases[i].s}, dl[2] = {cases[i].d, cases[i].d};
+    int64_t pads[4] = {cases[i].pad, cases[i].pad, cases[i].pad, cases[i].pad};
+    REQUIRE(mi_node_set_ints(g, n, "kernel_shape", 2, k) == MI_OK);
+    REQUIRE(mi_node_set_ints(g, n, "strides", 2, st) == MI_OK);
+    REQUIRE(mi_node_set_ints(g, n, "dilations", 2, dl) == MI_OK);
+    if (cases[i].auto_pad) REQUIRE(mi_node_set_string(g, n, "auto_pad", cases[i].auto_pad) == MI_OK);
+    else REQUIRE(mi_node_set_ints(g, n, "pads", 4, pads) == MI_OK);
+    if (cases[i].ceil) REQUIRE(mi_node_set_int(g, n, "ceil_mode", 1) == MI_OK);
+    finish(g, p, dt, 0.021f, dt == MI_DTYPE_UINT8 ? 14 : -3);
+    char name[96];
+    snprintf(name, sizeof name, "MaxPool %lldx%lld s%lld d%lld pad %lld %s ceil %d chain %d %s", (long long)k[0],
+             (long long)k[1], (long long)st[0], (long long)dl[0], (long long)pads[0],
+             cases[i].auto_pad ? cases[i].auto_pad : "", cases[i].ceil, cases[i].chain,
+             dt == MI_DTYPE_UINT8 ? "u8" : "s8");
+    check(g, name, 1, 0);
+  }
+}
+
 static void setup(void) {
   mi_error_t err = {0, ""};
   uint32_t dev = 0;
@@ -211,6 +259,7 @@ static void teardown(void) { mi_registry_destroy(r); }
 static const tu_case_t tu_cases[] = {
     TU_CASE(leaky_clamp),          TU_CASE(hard_swish_written_out), TU_CASE(per_channel_affine),
     TU_CASE(activations),          TU_CASE(value_read_outside),     TU_CASE(dq_read_after_chain),
+    TU_CASE(max_pool_ends_chain),
 };
 
 TU_MAIN(setup, teardown)

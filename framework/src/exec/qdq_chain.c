@@ -5,7 +5,9 @@
  * run the whole chain as a table lookup on the codes instead of dequantizing, running each float
  * op over memory and quantizing again (docs/abi.md, "Quantized elementwise chains"). Offered as
  * one kernel only to a device whose DequantizeLinear variants declare MI_FUSE_ACT; refused, its
- * nodes run one by one as before. */
+ * nodes run one by one as before. A MaxPool may end the chain, right before its Q: quantization
+ * never decreases, so the Q of a window's maximum is the maximum of its codes, and the device
+ * pools the codes the table wrote (the window shrinks the shape; the device checks the rest). */
 #include <string.h>
 
 #include "exec/exec.h"
@@ -18,7 +20,8 @@ static int plain_op(const mi_graph_t *g, int32_t n, const char *op) {
 static int chain_op(const mi_graph_t *g, int32_t n) {
   static const char *const ops[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
                                     "Tanh", "Neg",       "Abs",         "Clip",      "Add",
-                                    "Sub",  "Mul",       "Div",         "Max",       "Min"};
+                                    "Sub",  "Mul",       "Div",         "Max",       "Min",
+                                    "MaxPool"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (plain_op(g, n, ops[i])) return g->nodes[n].output_count == 1;
   return 0;
@@ -76,6 +79,8 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
     u->nodes[u->count++] = i;
   }
   if (q < 0 || role[q] != MI__ROLE_NODE || g->nodes[q].output_count != 1) return 0;
+  for (int32_t m = 1; m < u->count; m++) /* a MaxPool only as the value the Q reads */
+    if (plain_op(g, u->nodes[m], "MaxPool") && g->nodes[u->nodes[m]].outputs[0] != g->nodes[q].inputs[0]) return 0;
   /* Every value of the chain stays inside: read by members only (the last by the Q alone). */
   for (int32_t m = 0; m < u->count; m++) {
     int32_t t = g->nodes[u->nodes[m]].outputs[0];

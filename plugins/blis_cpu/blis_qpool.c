@@ -1,0 +1,85 @@
+/* blis_qpool.c - MaxPool on 8-bit codes, for a quantized elementwise chain that ends in a MaxPool
+ * before its QuantizeLinear (blis_qlut.c). Quantization never decreases, so the Q of a window's
+ * maximum is the largest of the window's codes: the table writes the codes of the pool's input
+ * and this pools them, byte-equal to pooling in float and quantizing after. Codes arrive in
+ * unsigned order (INT8 codes with their sign bit flipped), so one unsigned max serves both. */
+#include <string.h>
+
+#include "blis_internal.h"
+
+static int ints(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want, int64_t dflt) {
+  const mi_attr_t *a = mi_sdk_attr(n, name);
+  for (int32_t i = 0; i < want; i++) out[i] = dflt;
+  if (!a) return 1;
+  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
+  for (int32_t i = 0; i < want; i++) out[i] = a->ints[i];
+  return 1;
+}
+
+int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
+                            mi__blis_qpool_t *q, mi_error_t *err) {
+  int64_t k[2], st[2], d[2], pads[4];
+  const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
+  memset(q, 0, sizeof *q);
+  if (!x || !y || x->rank != 4 || y->rank != 4 || x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1])
+    return mi__blis_unsupported(err, n, "a chain's MaxPool pools 2-D NCHW codes");
+  if (mi__blis_out(n, 1) >= 0 || mi_sdk_attr_int(n, "storage_order", 0) != 0)
+    return mi__blis_unsupported(err, n, "a chain's MaxPool without Indices or storage_order");
+  if (!ints(n, "kernel_shape", k, 2, 0) || !ints(n, "strides", st, 2, 1) || !ints(n, "dilations", d, 2, 1) ||
+      !ints(n, "pads", pads, 4, 0) || k[0] < 1 || k[1] < 1 || st[0] < 1 || st[1] < 1 || d[0] < 1 || d[1] < 1)
+    return mi__blis_unsupported(err, n, "malformed kernel_shape/strides/dilations/pads");
+  q->H = x->dims[2], q->W = x->dims[3], q->OH = y->dims[2], q->OW = y->dims[3];
+  q->KH = k[0], q->KW = k[1], q->sh = st[0], q->sw = st[1], q->dh = d[0], q->dw = d[1];
+  q->pt = pads[0], q->pl = pads[1];
+  if (ap && ap->type == MI_ATTR_STRING && ap->s && strncmp(ap->s, "SAME", 4) == 0) { /* blis_pool.c's */
+    int64_t th = (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H;
+    int64_t tw = (q->OW - 1) * q->sw + (q->KW - 1) * q->dw + 1 - q->W;
+    th = th > 0 ? th : 0;
+    tw = tw > 0 ? tw : 0;
+    q->pt = ap->s[5] == 'U' ? th / 2 : th - th / 2;
+    q->pl = ap->s[5] == 'U' ? tw / 2 : tw - tw / 2;
+  }
+  if (q->OH < 1 || q->OW < 1 || q->H < 1 || q->W < 1)
+    return mi__blis_unsupported(err, n, "a chain's MaxPool with an empty plane");
+  return MI_OK;
+}
+
+/* Output columns [from, to) of one row of windows, where a window may leave the row. */
+static void border(const mi__blis_qpool_t *q, const uint8_t *xr, uint8_t *yr, int64_t from, int64_t to) {
+  for (int64_t ow = from; ow < to; ow++)
+    for (int64_t kw = 0; kw < q->KW; kw++) {
+      int64_t iw = ow * q->sw - q->pl + kw * q->dw;
+      if (iw >= 0 && iw < q->W && xr[iw] > yr[ow]) yr[ow] = xr[iw];
+    }
+}
+
+/* One plane: x is H x W codes in unsigned order, y OH x OW. A window wholly in the padding gives
+ * code 0 (the lowest), as the float pool's -inf quantizes to the lowest code. */
+void mi__blis_qpool_plane(const mi__blis_qpool_t *q, const uint8_t *x, uint8_t *y) {
+  /* output columns whose whole window lies inside the row: [o0, o1) */
+  int64_t o0 = (q->pl + q->sw - 1) / q->sw, last = q->W - 1 - (q->KW - 1) * q->dw + q->pl;
+  int64_t o1 = last < 0 ? 0 : last / q->sw + 1;
+  o0 = o0 < q->OW ? o0 : q->OW;
+  o1 = o1 < q->OW ? o1 : q->OW;
+  o1 = o1 > o0 ? o1 : o0;
+  for (int64_t oh = 0; oh < q->OH; oh++) {
+    uint8_t *yr = y + oh * q->OW;
+    memset(yr, 0, (size_t)q->OW);
+    for (int64_t kh = 0; kh < q->KH; kh++) {
+      int64_t ih = oh * q->sh - q->pt + kh * q->dh;
+      if (ih < 0 || ih >= q->H) continue;
+      const uint8_t *xr = x + ih * q->W;
+      border(q, xr, yr, 0, o0);
+      for (int64_t kw = 0; kw < q->KW && o1 > o0; kw++) {
+        const uint8_t *xk = xr + o0 * q->sw - q->pl + kw * q->dw;
+        uint8_t *yk = yr + o0;
+        int64_t n = o1 - o0;
+        if (q->sw == 1)
+          for (int64_t i = 0; i < n; i++) yk[i] = xk[i] > yk[i] ? xk[i] : yk[i];
+        else
+          for (int64_t i = 0; i < n; i++) yk[i] = xk[i * q->sw] > yk[i] ? xk[i * q->sw] : yk[i];
+      }
+      border(q, xr, yr, o1, q->OW);
+    }
+  }
+}
