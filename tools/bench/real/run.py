@@ -19,7 +19,8 @@ usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column.
 --quant adds each model's quantized forms (tools/mi-quantize, calibrated on the benchmark's own
 input) as models of their own, "NAME:MODE", timed in the same rounds on blis-cpu and on ONNX
-Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end.
+Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end, for
+the --base build too (its quantized form over its FP32).
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
@@ -287,14 +288,15 @@ def main():
                     print(line + f"  {err:.1g}")
         for t in threads:
             for name, _, _, _, _ in todo:
-                if ":" not in name or not ms.get((name, t, "default")):
-                    continue
-                fp = ms.get((name.split(":")[0], t, "default"), [])
-                rs = [q[ci] / f[ci] for q, f in zip(ms[(name, t, "default")], fp)
-                      if q[ci] == q[ci] and f[ci] == f[ci] and f[ci] > 0]
-                if rs:
-                    print(f"{name} {t} thread(s): blis-cpu quantized / blis-cpu FP32 ({clock}) "
-                          f"{statistics.median(rs):.2f} [{min(rs):.2f}-{max(rs):.2f}]")
+                for who in ["default"] + (["base"] if a.base else []):
+                    if ":" not in name or not ms.get((name, t, who)):
+                        continue
+                    fp = ms.get((name.split(":")[0], t, who), [])
+                    rs = [q[ci] / f[ci] for q, f in zip(ms[(name, t, who)], fp)
+                          if q[ci] == q[ci] and f[ci] == f[ci] and f[ci] > 0]
+                    if rs:
+                        print(f"{name} {t} thread(s): blis-cpu{' (before)' if who == 'base' else ''} quantized / "
+                              f"FP32 ({clock}) {statistics.median(rs):.2f} [{min(rs):.2f}-{max(rs):.2f}]")
         for (s, t), (w, name) in sorted(worst.items()):
             print(f"worst {clock} ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, "
                   f"{t} thread(s): {w:.2f} ({name})")
