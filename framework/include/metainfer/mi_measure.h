@@ -389,7 +389,8 @@ MI_API int32_t mi_compare_run(int32_t count, mi_compare_measure_fn measure, void
  * it prepares every configuration (in the round's order), then runs them in turn, one
  * inference each per cycle in an order drawn anew each cycle (warm-up cycles: mo->warmup and
  * mo->min_warmup_s; timed cycles: mo->max_repeats, at least mo->min_repeats, within half of
- * mo->budget_s), and a round's figure for each is the median of its wall times. What changes
+ * mo->budget_s), and a round's figure for each is the median of its times (device timers when every run of
+ * every configuration had one, else the wall clock). What changes
  * over milliseconds (the machine's other work, the CPU the process runs on) and what a process
  * brings with it (its memory layout) reach all of them alike; rounds sample the processes.
  * The configurations must share the model, inputs and samples. */

@@ -105,7 +105,8 @@ typedef struct mi__interleave_job {
 } mi__interleave_job_t;
 typedef struct mi__interleave_reply {
   int32_t count, cycles;                   /* configurations, timed cycles */
-  double median_s[MI_COMPARE_MAX_CONFIGS]; /* each one's median wall time per run */
+  int32_t device_clock;                    /* 1: the devices' timers, 0: the wall clock */
+  double median_s[MI_COMPARE_MAX_CONFIGS]; /* each one's median time per run */
 } mi__interleave_reply_t;
 /* 0..count-1 in an order drawn from rng (Fisher-Yates; compare.c). */
 void mi__compare_order(mi_rng_t *rng, int8_t *ord, int32_t count);

@@ -468,7 +468,8 @@ typedef struct prepared {
   mi_session_t *s;
   mi_array_t **in, **outs;
   int32_t nin, nout;
-  double t[MI__INTERLEAVE_MAX_CYCLES]; /* seconds per timed cycle */
+  double t[MI__INTERLEAVE_MAX_CYCLES];  /* wall seconds per timed cycle */
+  double td[MI__INTERLEAVE_MAX_CYCLES]; /* device seconds per timed cycle, -1 when none */
 } prepared_t;
 
 static void prepared_free(prepared_t *p) {
@@ -510,13 +511,16 @@ static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, con
 /* One inference of p, timed by the wall clock (every configuration the same way). A device time
  * the wall clock contradicts is a lie (mi_device_time_check): the job fails, as a measurement
  * would, and the comparison names the configuration. */
-static int32_t run_once(prepared_t *p, double *s, mi_error_t *err) {
+static int32_t run_once(prepared_t *p, double *s, double *dev_s, mi_error_t *err) {
   double t0 = mi__now_s();
   uint64_t dev = 0;
   int32_t rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout,
                               err);
   *s = mi__now_s() - t0;
-  if (rc == MI_OK && mi_session_device_time(p->s, &dev)) rc = mi_device_time_check(dev, *s, err);
+  *dev_s = -1;
+  if (rc == MI_OK && mi_session_device_time(p->s, &dev) &&
+      (rc = mi_device_time_check(dev, *s, err)) == MI_OK)
+    *dev_s = (double)dev * 1e-9;
   for (int32_t i = 0; i < p->nout; i++) {
     mi_array_destroy(p->outs[i]);
     p->outs[i] = NULL;
@@ -552,7 +556,8 @@ static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t 
                       uint64_t seed, mi__interleave_reply_t *rep, int32_t *bad, mi_error_t *err) {
   mi_rng_t rng;
   int32_t want = mo->max_repeats > mo->min_repeats ? mo->max_repeats : mo->min_repeats, k = 0;
-  double start = mi__now_s(), dt, warm_s = mo->min_warmup_s;
+  double start = mi__now_s(), dt, dd, warm_s = mo->min_warmup_s;
+  int device_clock = 1;
   int8_t ord[MI_COMPARE_MAX_CONFIGS];
   if (warm_s > mo->budget_s / 2) warm_s = mo->budget_s / 2;
   if (want > MI__INTERLEAVE_MAX_CYCLES) want = MI__INTERLEAVE_MAX_CYCLES;
@@ -560,19 +565,25 @@ static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t 
   mi_rng_seed(&rng, seed);
   for (int32_t w = 0; w < mo->warmup || mi__now_s() - start < warm_s; w++)
     for (int32_t c = 0; c < count; c++)
-      if (run_once(&pc[c], &dt, err)) return *bad = c, err->code;
+      if (run_once(&pc[c], &dt, &dd, err)) return *bad = c, err->code;
   start = mi__now_s();
   for (k = 0; k < want; k++) {
     if (k >= mo->min_repeats && mi__now_s() - start > mo->budget_s / 2) break;
     mi__compare_order(&rng, ord, count);
     for (int32_t i = 0; i < count; i++)
-      if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], err)) return *bad = ord[i], err->code;
+      if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], &pc[ord[i]].td[k], err))
+        return *bad = ord[i], err->code;
   }
+  /* The devices' own timers when every run of every configuration had one (as a profile
+   * trusts them, profile.c), else the wall clock for all: one clock for the whole comparison. */
+  for (int32_t c = 0; c < count; c++)
+    for (int32_t j = 0; j < k; j++) device_clock &= pc[c].td[j] > 0;
   rep->count = count;
   rep->cycles = k;
+  rep->device_clock = device_clock;
   for (int32_t c = 0; c < count; c++) {
     mi_stats_t st;
-    int32_t rc = mi_stats_compute(pc[c].t, k, 0, &st, err);
+    int32_t rc = mi_stats_compute(device_clock ? pc[c].td : pc[c].t, k, 0, &st, err);
     if (rc) return rc;
     rep->median_s[c] = st.median;
   }
