@@ -361,22 +361,14 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
                             mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
   struct timespec ts;
-  int32_t rc = check_dev(ctx, device, err);
+  int32_t rc = mi_sdk_counter_sample(ctx, device, index, out, &s, err);
   if (rc != MI_OK) return rc;
-  if (!out || index > 1) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu counter_read: bad index");
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   s.timestamp_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-  if (index == 0) {
-    /* Cumulative by the ABI: kernel time summed since create (0 before the first run is a
-     * true reading, not a missing one). */
-    s.has_value = 1;
-    s.value = (double)atomic_load(&ctx->total_run_ns);
-  } else {
-    s.has_value = 1;
-    s.value = (double)atomic_load(&ctx->peak_bytes);
-  }
+  /* Cumulative by the ABI: kernel time summed since create (0 before the first run is a true
+   * reading, not a missing one). */
+  if (index == 0) s.value = (double)atomic_load(&ctx->total_run_ns);
+  else s.value = (double)atomic_load(&ctx->peak_bytes);
   return mi_sdk_fill(out, &s, sizeof s);
 }
 
@@ -456,14 +448,5 @@ static const mi_plugin_api_t api = {
     set_device_knobs};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
-  if (!host) {
-    mi_sdk_error(err, MI_ERR_ABI, "blis-cpu: host api is NULL");
-    return NULL;
-  }
-  if (host->abi_major != MI_ABI_VERSION_MAJOR) {
-    mi_sdk_errorf(err, MI_ERR_ABI, "blis-cpu speaks ABI major %d, host offers %u", MI_ABI_VERSION_MAJOR,
-             host->abi_major);
-    return NULL;
-  }
-  return &api;
+  return mi_sdk_entry(host, &api, err);
 }

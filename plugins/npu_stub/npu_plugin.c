@@ -96,10 +96,6 @@ static int32_t add_list(mi_plugin_ctx_t *c, const char *list, mi_error_t *err) {
   return rc;
 }
 
-static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
-  return &ctx->dev[device].tables;
-}
-
 static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *c;
   const char *list = getenv("MI_NPU_DEVICES");
@@ -111,7 +107,8 @@ static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_e
   c = calloc(1, sizeof *c);
   if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
   c->sdk.name = "npu-stub";
-  c->sdk.tables_of = tables_of;
+  c->sdk.device_tables = &c->dev[0].tables;
+  c->sdk.device_stride = sizeof c->dev[0];
   if (fault && fault[0]) {
     if (strcmp(fault, "crash") == 0) c->fault = NPU_FAULT_CRASH;
     else if (strcmp(fault, "hang") == 0) c->fault = NPU_FAULT_HANG;
@@ -322,14 +319,5 @@ static const mi_plugin_api_t NPU_API = {
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,
                                                         mi_error_t *err) {
-  if (!host) {
-    mi_sdk_error(err, MI_ERR_ABI, "npu-stub: host table is NULL");
-    return NULL;
-  }
-  if (host->abi_major != MI_ABI_VERSION_MAJOR) {
-    mi_sdk_errorf(err, MI_ERR_ABI, "npu-stub speaks ABI %d, host speaks %u", MI_ABI_VERSION_MAJOR,
-             host->abi_major);
-    return NULL;
-  }
-  return &NPU_API;
+  return mi_sdk_entry(host, &NPU_API, err);
 }

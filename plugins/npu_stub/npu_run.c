@@ -129,13 +129,9 @@ int32_t npu__counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
   mi_counter_sample_t s;
   const npu_device_t *d;
   struct timespec ts;
-  int32_t rc = mi_sdk_check_device(ctx, device, out, err);
+  int32_t rc = mi_sdk_counter_sample(ctx, device, index, out, &s, err);
   if (rc != MI_OK) return rc;
-  if (index >= C_COUNT) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad counter index");
   d = &ctx->dev[device];
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  s.has_value = 1;
   switch (index) {
   case C_TIME:
     s.has_value = d->has_last;

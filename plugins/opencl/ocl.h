@@ -146,7 +146,6 @@ extern const mi_sdk_tables_t mi__ocl_tables;
 const ocl_variant_t *mi__ocl_variant_find(const char *id);
 /* Default variant for an op; NULL when the plugin has none. */
 const ocl_variant_t *mi__ocl_variant_default(const char *op);
-uint32_t mi__ocl_constraint_count(void);
 int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out);
 /* Effective knob values of `v` from an assignment; MI_ERR_INVALID_CONFIG with the broken rule. */
 int32_t mi__ocl_knobs_resolve(const ocl_device_t *dev, const ocl_variant_t *v,
@@ -203,6 +202,12 @@ void mi__ocl_arg_int(ocl_launch_t *l, cl_int v);
 void mi__ocl_arg_float(ocl_launch_t *l, cl_float v);
 void mi__ocl_arg_raw(ocl_launch_t *l, const void *v, size_t size);
 void mi__ocl_arg(ocl_launch_t *l, ocl_arg_t a);
+/* A launch of `name` from program `src` with tensors t_in (none when < 0) and t_out bound as its
+ * first arguments. */
+ocl_launch_t *mi__ocl_launch_io(ocl_prep_t *p, const char *src, const char *name, int t_in,
+                                int t_out, int32_t *st);
+/* Uploads n ints (at least one word) and binds them as the next argument. */
+int32_t mi__ocl_arg_ints(ocl_prep_t *p, ocl_launch_t *l, const cl_int *v, int n);
 /* Appends the epilogue's arguments (scale, shift, residual, ints, floats, channel split). */
 int32_t mi__ocl_arg_epi(ocl_prep_t *p, ocl_launch_t *l, const ocl_epi_t *e, int chan_inner);
 void mi__ocl_grid1(ocl_launch_t *l, size_t n, size_t wg);
@@ -212,6 +217,11 @@ int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l);
 int32_t mi__ocl_prepare_conv(ocl_prep_t *p);
 int32_t mi__ocl_prepare_gemm(ocl_prep_t *p);
 int32_t mi__ocl_prepare_op(ocl_prep_t *p);
+/* t_out (dims, out strides, from out_base) gets t_in read at in_base with in strides: one
+ * strided_copy launch (ocl_prepare_ops.c). */
+int32_t mi__ocl_strided_copy(ocl_prep_t *p, int t_in, int t_out, int rank, const int64_t *dims,
+                             const int64_t *sin, int64_t in_base, const int64_t *sout,
+                             int64_t out_base);
 /* Slice, Split, Pad, Gather, Resize (ocl_prepare_shape.c) */
 int32_t mi__ocl_prepare_shape(ocl_prep_t *p);
 

@@ -118,9 +118,15 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
     KNOB("unroll", "unroll hint of the innermost loop", "", MI_KNOB_INT, 1, 4, 1, 2, 4, 8),
 };
 
+static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                             mi_constraint_desc_t *out);
+
+/* Constraints carry each device's limits, so the table answers them through the device. */
+enum { C_WGY_TM, C_WGX_TN, C_WG_MAX, C_LOCAL, C_VW, C_REGS, C_COUNT };
 const mi_sdk_tables_t mi__ocl_tables = {
     .knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants,
-    .variant_count = sizeof k_variants / sizeof k_variants[0], .variant_size = sizeof k_variants[0]};
+    .variant_count = sizeof k_variants / sizeof k_variants[0], .variant_size = sizeof k_variants[0],
+    .constraint_count = C_COUNT, .constraint = constraint_of};
 
 const ocl_variant_t *mi__ocl_variant_find(const char *id) {
   return (const ocl_variant_t *)mi_sdk_variant_find(&mi__ocl_tables, id);
@@ -133,13 +139,15 @@ const ocl_variant_t *mi__ocl_variant_default(const char *op) {
 
 /* ---------------------------------------------------------------- constraints */
 
-enum { C_WGY_TM, C_WGX_TN, C_WG_MAX, C_LOCAL, C_VW, C_REGS, C_COUNT };
 #define MM2D "conv.im2col_gemm,gemm.tiled,gemm.regblock,matmul.tiled,matmul.regblock"
 #define TILEDV "conv.im2col_gemm,gemm.tiled,matmul.tiled"
 #define VECV "gemm.regblock,matmul.regblock"
 #define MAX_ACC 64
 
-uint32_t mi__ocl_constraint_count(void) { return C_COUNT; }
+static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                             mi_constraint_desc_t *out) {
+  return mi__ocl_constraint_desc(&ctx->devs[device], index, out);
+}
 
 int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out) {
   mi_constraint_desc_t d;

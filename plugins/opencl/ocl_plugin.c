@@ -20,23 +20,6 @@ static const mi_sdk_counter_t k_counters[] = {
 };
 #define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
-static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                             mi_constraint_desc_t *out) {
-  return mi__ocl_constraint_desc(&ctx->devs[device], index, out);
-}
-
-/* A device's tables: the plugin's knobs and variants, its counters with the device's timer. */
-static void describe(ocl_device_t *d) {
-  d->tables = mi__ocl_tables;
-  mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->timer_res_ns);
-  d->tables.constraint_count = mi__ocl_constraint_count();
-  d->tables.constraint = constraint_of;
-}
-
-static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
-  return &ctx->devs[device].tables;
-}
-
 static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   mi_plugin_ctx_t *ctx;
   int32_t st;
@@ -46,7 +29,6 @@ static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
   ctx = calloc(1, sizeof *ctx);
   if (!ctx) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   ctx->sdk.name = OCL_PLUGIN_NAME;
-  ctx->sdk.tables_of = tables_of;
   ctx->host = host;
   mi__ocl_cache_dir_init(ctx);
   st = mi__ocl_devices_open(ctx, err);
@@ -55,7 +37,16 @@ static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
     free(ctx);
     return st;
   }
-  for (i = 0; i < ctx->sdk.device_count; i++) describe(&ctx->devs[i]);
+  /* Each device: the plugin's tables with its own counters and timer. */
+  for (i = 0; i < ctx->sdk.device_count; i++) {
+    ocl_device_t *d = &ctx->devs[i];
+    d->tables = mi__ocl_tables;
+    mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->timer_res_ns);
+  }
+  if (ctx->devs) {
+    ctx->sdk.device_tables = &ctx->devs[0].tables;
+    ctx->sdk.device_stride = sizeof ctx->devs[0];
+  }
   *out = ctx;
   return MI_OK;
 }
@@ -135,28 +126,20 @@ static void p_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
 
 static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
-  const ocl_variant_t *v;
+  const mi_sdk_variant_t *v = NULL;
   ocl_knobs_t kn;
-  int32_t st = mi_sdk_check_device(ctx, device, ctx, err);
+  int32_t st = mi_sdk_config_variant(ctx, device, NULL, variant_id, knobs, knob_count, &v, err);
   if (st != MI_OK) return st;
-  if (knob_count > 0 && !knobs) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "check_config: knobs is NULL");
-  if (!variant_id || !(v = mi__ocl_variant_find(variant_id)))
-    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'",
-                          variant_id ? variant_id : "(null)");
-  return mi__ocl_knobs_resolve(&ctx->devs[device], v, knobs, knob_count, &kn, err);
+  return mi__ocl_knobs_resolve(&ctx->devs[device], (const ocl_variant_t *)v, knobs, knob_count, &kn, err);
 }
 
 static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                               mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
   const ocl_device_t *d;
-  int32_t st = mi_sdk_check_device(ctx, device, out, err);
+  int32_t st = mi_sdk_counter_sample(ctx, device, index, out, &s, err);
   if (st != MI_OK) return st;
-  if (index >= N_COUNTERS) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: no counter %u", index);
   d = &ctx->devs[device];
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  s.has_value = 1;
   switch (index) {
   case 0: s.has_value = d->has_run; s.value = (double)d->run_ns_total; break;
   case 1: s.value = (double)d->compile_ns; break;
@@ -178,9 +161,5 @@ static const mi_plugin_api_t k_api = {
     p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read, NULL};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
-  if (!host || host->abi_major != MI_ABI_VERSION_MAJOR) {
-    mi_sdk_error(err, MI_ERR_ABI, "opencl: speaks ABI major 1 only");
-    return NULL;
-  }
-  return &k_api;
+  return mi_sdk_entry(host, &k_api, err);
 }

@@ -90,6 +90,27 @@ ocl_launch_t *mi__ocl_launch_new(ocl_prep_t *p, const char *source, const char *
   return l;
 }
 
+ocl_launch_t *mi__ocl_launch_io(ocl_prep_t *p, const char *src, const char *name, int t_in,
+                                int t_out, int32_t *st) {
+  ocl_arg_t a;
+  ocl_launch_t *l = mi__ocl_launch_new(p, src, "", name, st);
+  if (!l) return NULL;
+  if (t_in >= 0) {
+    if ((*st = mi__ocl_bind(p, t_in, &a)) != MI_OK) return NULL;
+    mi__ocl_arg(l, a);
+  }
+  if ((*st = mi__ocl_bind(p, t_out, &a)) != MI_OK) return NULL;
+  mi__ocl_arg(l, a);
+  return l;
+}
+
+int32_t mi__ocl_arg_ints(ocl_prep_t *p, ocl_launch_t *l, const cl_int *v, int n) {
+  ocl_arg_t a;
+  int32_t st = mi__ocl_upload(p, v, (size_t)(n > 0 ? n : 1) * sizeof *v, &a);
+  if (st == MI_OK) mi__ocl_arg(l, a);
+  return st;
+}
+
 void mi__ocl_arg(ocl_launch_t *l, ocl_arg_t a) {
   if (l->nargs < OCL_MAX_ARGS) l->args[l->nargs++] = a;
 }
@@ -168,27 +189,6 @@ int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l) {
   return MI_OK;
 }
 
-static int32_t check_tensors(const mi_kernel_desc_t *d, mi_error_t *err) {
-  int32_t i;
-  if (d->input_count > OCL_MAX_IO || d->output_count > OCL_MAX_IO || d->output_count < 1)
-    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: %d inputs / %d outputs not supported",
-                          (int)d->input_count, (int)d->output_count);
-  for (i = 0; i < d->tensor_count; i++) {
-    const mi_tensor_desc_t *t = d->tensors[i];
-    if (!t) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: tensor %d is NULL", (int)i);
-    if (t->rank < 0 || t->rank > MI_MAX_RANK || mi_sdk_numel(t) > INT_MAX)
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: rank or size out of range", (int)i);
-    if (t->dtype != MI_DTYPE_FLOAT32 && !(t->dtype == MI_DTYPE_INT64 && t->data))
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
-                            "opencl: tensor %d has dtype %d; only FP32 activations are implemented",
-                            (int)i, (int)t->dtype);
-    if (t->layout != MI_LAYOUT_ANY && t->layout != MI_LAYOUT_NCHW)
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: tensor %d: layout %d not supported",
-                            (int)i, (int)t->layout);
-  }
-  return MI_OK;
-}
-
 static int32_t io_sizes(const mi_kernel_desc_t *d, mi_kernel_t *k, mi_error_t *err) {
   int32_t i;
   for (i = 0; i < d->input_count + d->output_count; i++) {
@@ -251,7 +251,8 @@ int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_k
   }
   st = mi__ocl_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, &p.kn, err);
   if (st != MI_OK) return st;
-  if ((st = check_tensors(desc, err)) != MI_OK) return st;
+  if ((st = mi_sdk_check_fp32_kernel(desc, OCL_PLUGIN_NAME, OCL_MAX_IO, INT_MAX, err)) != MI_OK)
+    return st;
   p.k = calloc(1, sizeof *p.k);
   if (!p.k) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   p.k->dev = p.dev;

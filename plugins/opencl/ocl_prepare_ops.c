@@ -29,23 +29,7 @@ static void contiguous(const mi_tensor_desc_t *t, int64_t *s) {
 
 /* Launch of a kernel from the element-wise program, with input 0 and output bound. */
 static ocl_launch_t *ew_launch(ocl_prep_t *p, const char *name, int t_in, int t_out, int32_t *st) {
-  ocl_arg_t a;
-  ocl_launch_t *l = mi__ocl_launch_new(p, mi__ocl_src_ew, "", name, st);
-  if (!l) return NULL;
-  if (t_in >= 0) {
-    if ((*st = mi__ocl_bind(p, t_in, &a)) != MI_OK) return NULL;
-    mi__ocl_arg(l, a);
-  }
-  if ((*st = mi__ocl_bind(p, t_out, &a)) != MI_OK) return NULL;
-  mi__ocl_arg(l, a);
-  return l;
-}
-
-static int32_t upload_ints(ocl_prep_t *p, ocl_launch_t *l, const cl_int *v, int n) {
-  ocl_arg_t a;
-  int32_t st = mi__ocl_upload(p, v, (size_t)(n > 0 ? n : 1) * sizeof *v, &a);
-  if (st == MI_OK) mi__ocl_arg(l, a);
-  return st;
+  return mi__ocl_launch_io(p, mi__ocl_src_ew, name, t_in, t_out, st);
 }
 
 static int32_t only_acts_after(ocl_prep_t *p, int first) {
@@ -122,7 +106,7 @@ static int32_t prep_binary(ocl_prep_t *p, const mi_node_desc_t *n) {
   mi__ocl_arg(l, a);
   mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
   mi__ocl_arg_int(l, r);
-  if ((st = upload_ints(p, l, shp, 3 * r)) != MI_OK) goto done;
+  if ((st = mi__ocl_arg_ints(p, l, shp, 3 * r)) != MI_OK) goto done;
   mi__ocl_arg_int(l, op);
   if ((st = mi__ocl_arg_epi(p, l, &e, 1)) != MI_OK) goto done;
   mi__ocl_grid1(l, (size_t)mi_sdk_numel(y), WG(p));
@@ -191,7 +175,7 @@ static int32_t prep_reduce(ocl_prep_t *p, const mi_node_desc_t *n) {
   mi__ocl_arg_int(l, kr);
   mi__ocl_arg_int(l, rr);
   mi__ocl_arg_int(l, (cl_int)rcount);
-  if ((st = upload_ints(p, l, shp, 2 * kr + 2 * rr)) != MI_OK) return st;
+  if ((st = mi__ocl_arg_ints(p, l, shp, 2 * kr + 2 * rr)) != MI_OK) return st;
   mi__ocl_arg_int(l, op);
   mi__ocl_grid1(l, (size_t)mi_sdk_numel(y), WG(p));
   return mi__ocl_check_wg(p, l);
@@ -282,14 +266,15 @@ static int32_t prep_pool(ocl_prep_t *p, const mi_node_desc_t *n) {
   }
   if (!(l = ew_launch(p, "pool2d", n->inputs[0], n->outputs[0], &st))) return st;
   mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
-  if ((st = upload_ints(p, l, g, 14)) != MI_OK) return st;
+  if ((st = mi__ocl_arg_ints(p, l, g, 14)) != MI_OK) return st;
   mi__ocl_arg_int(l, is_max ? 0 : (mi_sdk_attr_int(n, "count_include_pad", 0) ? 2 : 1));
   mi__ocl_grid1(l, (size_t)mi_sdk_numel(y), WG(p));
   return mi__ocl_check_wg(p, l);
 }
 
-static int32_t add_strided(ocl_prep_t *p, int t_in, int t_out, int rank, const int64_t *dims,
-                           const int64_t *sin, const int64_t *sout, int64_t out_base) {
+int32_t mi__ocl_strided_copy(ocl_prep_t *p, int t_in, int t_out, int rank, const int64_t *dims,
+                             const int64_t *sin, int64_t in_base, const int64_t *sout,
+                             int64_t out_base) {
   cl_int shp[3 * MI_MAX_RANK];
   int64_t cnt = 1;
   int i, r = rank > 0 ? rank : 1;
@@ -306,8 +291,8 @@ static int32_t add_strided(ocl_prep_t *p, int t_in, int t_out, int rank, const i
   if (!(l = ew_launch(p, "strided_copy", t_in, t_out, &st))) return st;
   mi__ocl_arg_int(l, (cl_int)cnt);
   mi__ocl_arg_int(l, r);
-  if ((st = upload_ints(p, l, shp, 3 * r)) != MI_OK) return st;
-  mi__ocl_arg_int(l, 0);
+  if ((st = mi__ocl_arg_ints(p, l, shp, 3 * r)) != MI_OK) return st;
+  mi__ocl_arg_int(l, (cl_int)in_base);
   mi__ocl_arg_int(l, (cl_int)out_base);
   mi__ocl_grid1(l, (size_t)cnt, WG(p));
   return mi__ocl_check_wg(p, l);
@@ -327,7 +312,7 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
       if (src < 0 || src >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Transpose: bad perm");
       sp[i] = sx[src];
     }
-    return add_strided(p, n->inputs[0], n->outputs[0], y->rank, y->dims, sp, sy, 0);
+    return mi__ocl_strided_copy(p, n->inputs[0], n->outputs[0], y->rank, y->dims, sp, 0, sy, 0);
   }
   if (is_op(n, "Concat")) {
     int64_t axis = mi_sdk_attr_int(n, "axis", 0), off = 0;
@@ -339,7 +324,8 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
       int64_t st_in[MI_MAX_RANK];
       if (!t || t->rank != y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: rank mismatch");
       contiguous(t, st_in);
-      st = add_strided(p, n->inputs[i], n->outputs[0], t->rank, t->dims, st_in, sy, off * sy[axis]);
+      st = mi__ocl_strided_copy(p, n->inputs[i], n->outputs[0], t->rank, t->dims, st_in, 0, sy,
+                              off * sy[axis]);
       if (st != MI_OK) return st;
       off += t->dims[axis];
     }

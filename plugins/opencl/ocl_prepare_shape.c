@@ -51,53 +51,16 @@ static int ints_of(const mi_tensor_desc_t *t, const mi_node_desc_t *n, const cha
   }
 }
 
-static ocl_launch_t *launch(ocl_prep_t *p, const char *src, const char *name, int t_in, int t_out,
-                            int32_t *st) {
-  ocl_arg_t a;
-  ocl_launch_t *l = mi__ocl_launch_new(p, src, "", name, st);
-  if (!l) return NULL;
-  if ((*st = mi__ocl_bind(p, t_in, &a)) != MI_OK) return NULL;
-  mi__ocl_arg(l, a);
-  if ((*st = mi__ocl_bind(p, t_out, &a)) != MI_OK) return NULL;
-  mi__ocl_arg(l, a);
-  return l;
-}
-
-static int32_t upload_ints(ocl_prep_t *p, ocl_launch_t *l, const cl_int *v, int n) {
-  ocl_arg_t a;
-  int32_t st = mi__ocl_upload(p, v, (size_t)(n > 0 ? n : 1) * sizeof *v, &a);
-  if (st == MI_OK) mi__ocl_arg(l, a);
-  return st;
-}
-
-/* y (dims, out strides) gets x read at in_base with in strides: Slice and Split. */
+/* y (dims, contiguous) gets x read at in_base with in strides: Slice and Split. */
 static int32_t strided(ocl_prep_t *p, int t_in, int t_out, int rank, const int64_t *dims,
                        const int64_t *sin, int64_t in_base) {
-  cl_int shp[3 * MI_MAX_RANK];
-  int64_t sout[MI_MAX_RANK], cnt = 1, acc = 1;
-  int i, r = rank > 0 ? rank : 1;
-  ocl_launch_t *l;
-  int32_t st;
+  int64_t sout[MI_MAX_RANK], acc = 1;
+  int i;
   for (i = rank - 1; i >= 0; i--) {
     sout[i] = acc;
     acc *= dims[i];
   }
-  for (i = 0; i < rank; i++) {
-    shp[i] = (cl_int)dims[i];
-    shp[r + i] = (cl_int)sin[i];
-    shp[2 * r + i] = (cl_int)sout[i];
-    cnt *= dims[i];
-  }
-  if (rank == 0) shp[0] = 1, shp[1] = 0, shp[2] = 0;
-  if (cnt == 0) return MI_OK;
-  if (!(l = launch(p, mi__ocl_src_ew, "strided_copy", t_in, t_out, &st))) return st;
-  mi__ocl_arg_int(l, (cl_int)cnt);
-  mi__ocl_arg_int(l, r);
-  if ((st = upload_ints(p, l, shp, 3 * r)) != MI_OK) return st;
-  mi__ocl_arg_int(l, (cl_int)in_base);
-  mi__ocl_arg_int(l, 0);
-  mi__ocl_grid1(l, (size_t)cnt, WG(p));
-  return mi__ocl_check_wg(p, l);
+  return mi__ocl_strided_copy(p, t_in, t_out, rank, dims, sin, in_base, sout, 0);
 }
 
 static int32_t prep_slice(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
@@ -198,10 +161,10 @@ static int32_t prep_pad(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_
     shp[3 * r + i] = (cl_int)begin[i];
   }
   if (mi_sdk_numel(y) == 0) return MI_OK;
-  if (!(l = launch(p, mi__ocl_src_shape, "pad_nd", n->inputs[0], n->outputs[0], &st))) return st;
+  if (!(l = mi__ocl_launch_io(p, mi__ocl_src_shape, "pad_nd", n->inputs[0], n->outputs[0], &st))) return st;
   mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
   mi__ocl_arg_int(l, r);
-  if ((st = upload_ints(p, l, shp, 4 * r)) != MI_OK) return st;
+  if ((st = mi__ocl_arg_ints(p, l, shp, 4 * r)) != MI_OK) return st;
   mi__ocl_arg_int(l, m);
   mi__ocl_arg_float(l, value);
   mi__ocl_grid1(l, (size_t)mi_sdk_numel(y), WG(p));
@@ -238,13 +201,13 @@ static int32_t prep_gather(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
     }
     idx[i] = (cl_int)v;
   }
-  l = launch(p, mi__ocl_src_shape, "gather_axis", n->inputs[0], n->outputs[0], &st);
+  l = mi__ocl_launch_io(p, mi__ocl_src_shape, "gather_axis", n->inputs[0], n->outputs[0], &st);
   if (l) {
     mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
     mi__ocl_arg_int(l, (cl_int)nidx);
     mi__ocl_arg_int(l, (cl_int)inner);
     mi__ocl_arg_int(l, (cl_int)k);
-    st = upload_ints(p, l, idx, (int)nidx);
+    st = mi__ocl_arg_ints(p, l, idx, (int)nidx);
   }
   free(idx);
   if (st != MI_OK) return st;
@@ -313,14 +276,14 @@ static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   if (st == MI_OK) {
     axis_table(linear, ct, nm, sel[r - 2], hi, ho, tab, wt);
     axis_table(linear, ct, nm, sel[r - 1], wi, wo, tab + 2 * ho, wt + ho);
-    l = launch(p, mi__ocl_src_shape, "resize_hw", n->inputs[0], n->outputs[0], &st);
+    l = mi__ocl_launch_io(p, mi__ocl_src_shape, "resize_hw", n->inputs[0], n->outputs[0], &st);
     if (l) {
       mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
       mi__ocl_arg_int(l, (cl_int)hi);
       mi__ocl_arg_int(l, (cl_int)wi);
       mi__ocl_arg_int(l, (cl_int)ho);
       mi__ocl_arg_int(l, (cl_int)wo);
-      st = upload_ints(p, l, tab, (int)(2 * ho + 2 * wo));
+      st = mi__ocl_arg_ints(p, l, tab, (int)(2 * ho + 2 * wo));
       if (st == MI_OK && (st = mi__ocl_upload(p, wt, (size_t)(ho + wo) * sizeof *wt, &a)) == MI_OK)
         mi__ocl_arg(l, a);
       if (st == MI_OK) {

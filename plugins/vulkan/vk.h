@@ -176,9 +176,10 @@ typedef struct vk_variant {
 
 /* Variants listed on device d: the FP16 ones come last and only when the device has FP16. */
 const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d);
+/* Every variant the plugin knows, fp16 ones included (check_config names what a device lacks). */
+const mi_sdk_tables_t *mi__vk_tables_all(void);
 const vk_variant_t *mi__vk_variant_find(const char *id);
 const vk_variant_t *mi__vk_variant_default(const char *op);
-uint32_t mi__vk_constraint_count(void);
 int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_desc_t *out);
 /* Effective knob values (spec constants) of `v`; MI_ERR_INVALID_CONFIG names the broken rule. */
 int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *v,

@@ -91,12 +91,21 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
 };
 
 /* Every variant, and the list a device without FP16 sees (the FP16 ones come last). */
+static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                             mi_constraint_desc_t *out);
+
+/* Constraints carry each device's limits, so the tables answer them through the device. */
+enum { C_INVOC, C_SIZE_X, C_SIZE_Y, C_UNROLL_TK, C_SHARED, C_UNROLL_KW, C_COUNT };
 static const mi_sdk_tables_t k_all = {.knobs = k_knobs, .knob_count = K_COUNT,
                                       .variants = k_variants, .variant_count = NVAR,
-                                      .variant_size = sizeof k_variants[0]};
+                                      .variant_size = sizeof k_variants[0],
+                                      .constraint_count = C_COUNT, .constraint = constraint_of};
 static const mi_sdk_tables_t k_no_fp16 = {.knobs = k_knobs, .knob_count = K_COUNT,
                                           .variants = k_variants, .variant_count = NVAR - NFP16,
-                                          .variant_size = sizeof k_variants[0]};
+                                          .variant_size = sizeof k_variants[0],
+                                          .constraint_count = C_COUNT, .constraint = constraint_of};
+
+const mi_sdk_tables_t *mi__vk_tables_all(void) { return &k_all; }
 
 const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d) {
   return d->has_fp16 ? &k_all : &k_no_fp16;
@@ -123,9 +132,10 @@ static void applies(uint32_t knob_bit, int shape, char *out, size_t size) {
   }
 }
 
-enum { C_INVOC, C_SIZE_X, C_SIZE_Y, C_UNROLL_TK, C_SHARED, C_UNROLL_KW, C_COUNT };
-
-uint32_t mi__vk_constraint_count(void) { return C_COUNT; }
+static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                             mi_constraint_desc_t *out) {
+  return mi__vk_constraint_desc(&ctx->devs[device], index, out);
+}
 
 static int64_t shared_bytes(const int64_t *v) {
   return (v[K_LOCAL_Y] * v[K_REG_M] + v[K_LOCAL_X] * v[K_REG_N]) * v[K_TILE_K] * 4;

@@ -24,23 +24,6 @@ static const mi_sdk_counter_t k_counters[] = {
 };
 #define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
-static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
-                             mi_constraint_desc_t *out) {
-  return mi__vk_constraint_desc(&ctx->devs[device], index, out);
-}
-
-/* A device's tables: the knobs and the variants it lists, its counters with its timer. */
-static void describe(vk_device_t *d) {
-  d->tables = *mi__vk_tables(d);
-  mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->ts_period);
-  d->tables.constraint_count = mi__vk_constraint_count();
-  d->tables.constraint = constraint_of;
-}
-
-static const mi_sdk_tables_t *tables_of(const mi_plugin_ctx_t *ctx, uint32_t device) {
-  return &ctx->devs[device].tables;
-}
-
 static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err) {
   vk_ctx_host_t *c;
   int32_t st;
@@ -55,14 +38,22 @@ static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
     c->ctx.host = &c->host;
   }
   c->ctx.sdk.name = VK_PLUGIN_NAME;
-  c->ctx.sdk.tables_of = tables_of;
   st = mi__vk_devices_open(&c->ctx, err);
   if (st != MI_OK) {
     mi__vk_devices_close(&c->ctx);
     free(c);
     return st;
   }
-  for (i = 0; i < c->ctx.sdk.device_count; i++) describe(&c->ctx.devs[i]);
+  /* Each device: the variants it can run, its own counters and timer. */
+  for (i = 0; i < c->ctx.sdk.device_count; i++) {
+    vk_device_t *d = &c->ctx.devs[i];
+    d->tables = *mi__vk_tables(d);
+    mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->ts_period);
+  }
+  if (c->ctx.devs) {
+    c->ctx.sdk.device_tables = &c->ctx.devs[0].tables;
+    c->ctx.sdk.device_stride = sizeof c->ctx.devs[0];
+  }
   *out = &c->ctx;
   return MI_OK;
 }
@@ -87,15 +78,13 @@ static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t by
 
 static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err) {
+  const mi_sdk_variant_t *sv = NULL;
   const vk_variant_t *v;
   uint32_t spec[VK_NSPEC];
-  int32_t st = mi_sdk_check_device(ctx, device, ctx, err);
+  int32_t st = mi_sdk_config_variant(ctx, device, mi__vk_tables_all(), variant_id, knobs,
+                                     knob_count, &sv, err);
   if (st != MI_OK) return st;
-  if (knob_count > 0 && !knobs)
-    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: check_config: knobs is NULL");
-  if (!variant_id || !(v = mi__vk_variant_find(variant_id)))
-    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: unknown variant '%s'",
-                         variant_id ? variant_id : "(null)");
+  v = (const vk_variant_t *)sv;
   if (v->fp16 && !ctx->devs[device].has_fp16)
     return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: %s needs shaderFloat16 and "
                          "storageBuffer16BitAccess, which %s lacks", v->v.id, ctx->devs[device].props.deviceName);
@@ -106,13 +95,9 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
                               mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
   const vk_device_t *d;
-  int32_t st = mi_sdk_check_device(ctx, device, out, err);
+  int32_t st = mi_sdk_counter_sample(ctx, device, index, out, &s, err);
   if (st != MI_OK) return st;
-  if (index >= N_COUNTERS) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: no counter %u", index);
   d = &ctx->devs[device];
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
-  s.has_value = 1;
   s.timestamp_ns = mi__vk_now_ns();
   switch (index) {
   case 0: s.has_value = d->has_timer; s.value = (double)d->device_ns; break;
@@ -133,9 +118,5 @@ static const mi_plugin_api_t k_api = {
     NULL};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
-  if (!host || host->abi_major != MI_ABI_VERSION_MAJOR) {
-    mi_sdk_error(err, MI_ERR_ABI, "vulkan: speaks ABI major 1 only");
-    return NULL;
-  }
-  return &k_api;
+  return mi_sdk_entry(host, &k_api, err);
 }

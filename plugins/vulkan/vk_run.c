@@ -16,25 +16,11 @@ static size_t dtype_size(int32_t dt) {
 }
 
 static int32_t check_desc(const mi_kernel_desc_t *d, mi_error_t *err) {
-  int32_t i;
+  int32_t i, rc;
   if (d->node_count < 1 || !d->nodes || !d->nodes[0] || !d->nodes[0]->op_type)
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel without nodes");
-  if (d->input_count > VK_MAX_IO || d->output_count > VK_MAX_IO || d->output_count < 1)
-    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %d inputs / %d outputs not supported",
-                         (int)d->input_count, (int)d->output_count);
-  for (i = 0; i < d->tensor_count; i++) {
-    const mi_tensor_desc_t *t = d->tensors[i];
-    if (!t) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: tensor %d is NULL", (int)i);
-    if (t->rank < 0 || t->rank > MI_MAX_RANK || mi_sdk_numel(t) > INT_MAX / 8)
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: tensor %d: rank or size out of range", (int)i);
-    if (t->dtype != MI_DTYPE_FLOAT32 && !(t->dtype == MI_DTYPE_INT64 && t->data))
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
-                           "vulkan: tensor %d has dtype %d; only FP32 kernels are implemented", (int)i,
-                           (int)t->dtype);
-    if (t->layout != MI_LAYOUT_ANY && t->layout != MI_LAYOUT_NCHW)
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: tensor %d: layout %d not supported", (int)i,
-                           (int)t->layout);
-  }
+  if ((rc = mi_sdk_check_fp32_kernel(d, VK_PLUGIN_NAME, VK_MAX_IO, INT_MAX / 8, err)) != MI_OK)
+    return rc;
   for (i = 0; i < d->input_count + d->output_count; i++) {
     int32_t t = i < d->input_count ? d->inputs[i] : d->outputs[i - d->input_count];
     if (!mi__vk_tensor(d, t)) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: bad tensor index %d", (int)t);

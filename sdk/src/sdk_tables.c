@@ -30,7 +30,11 @@ int32_t mi_sdk_check_device(const mi_plugin_ctx_t *ctx, uint32_t device, const v
 const mi_sdk_tables_t *mi_sdk_tables(const mi_plugin_ctx_t *ctx, uint32_t device) {
   const mi_sdk_plugin_t *b = base(ctx);
   if (!ctx || device >= b->device_count) return NULL;
-  return b->tables_of ? b->tables_of(ctx, device) : b->tables;
+  if (b->tables_of) return b->tables_of(ctx, device);
+  if (b->device_tables)
+    return (const mi_sdk_tables_t *)(const void *)((const char *)b->device_tables +
+                                                   (size_t)device * b->device_stride);
+  return b->tables;
 }
 
 /* The tables of a device after the common checks. */
@@ -288,4 +292,34 @@ int32_t mi_sdk_counter_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
   d.resolution = c->resolution;
   d.modeled = c->modeled;
   return mi_sdk_fill(out, &d, sizeof d);
+}
+
+int32_t mi_sdk_counter_sample(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                              const void *out, mi_counter_sample_t *s, mi_error_t *err) {
+  const mi_sdk_tables_t *t = NULL;
+  int32_t st = checked(ctx, device, out, &t, err);
+  if (st != MI_OK) return st;
+  if (index >= t->counter_count)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: no counter %u (%u counters)",
+                         pname(ctx), index, t->counter_count);
+  memset(s, 0, sizeof *s);
+  s->struct_size = sizeof *s;
+  s->has_value = 1;
+  return MI_OK;
+}
+
+int32_t mi_sdk_config_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
+                              const mi_sdk_tables_t *all, const char *variant_id,
+                              const mi_knob_value_t *knobs, int32_t knob_count,
+                              const mi_sdk_variant_t **v, mi_error_t *err) {
+  int32_t st = mi_sdk_check_device(ctx, device, ctx, err);
+  if (st != MI_OK) return st;
+  if (knob_count > 0 && !knobs)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: check_config: knobs is NULL",
+                         pname(ctx));
+  if (!all) all = mi_sdk_tables(ctx, device);
+  if (!variant_id || !(*v = mi_sdk_variant_find(all, variant_id)))
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown variant '%s'", pname(ctx),
+                         variant_id ? variant_id : "(null)");
+  return MI_OK;
 }

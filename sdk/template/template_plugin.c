@@ -271,10 +271,8 @@ static void t_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
 static int32_t t_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                               mi_counter_sample_t *out, mi_error_t *err) {
   mi_counter_sample_t s;
-  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  if (index != 0) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: no such counter");
-  memset(&s, 0, sizeof s);
-  s.struct_size = sizeof s;
+  int32_t st = mi_sdk_counter_sample(ctx, device, index, out, &s, err);
+  if (st != MI_OK) return st;
   /* Before the first run there is no sample: say so instead of reporting 0. */
   s.has_value = ctx->has_last_run;
   s.value = ctx->has_last_run ? (double)ctx->last_run_ns : 0.0;
@@ -312,9 +310,5 @@ static const mi_plugin_api_t k_api = {
 /* The one exported symbol. */
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,
                                                         mi_error_t *err) {
-  if (!host || host->abi_major != MI_ABI_VERSION_MAJOR) {
-    mi_sdk_error(err, MI_ERR_ABI, "template speaks ABI major 1 only");
-    return NULL;
-  }
-  return &k_api;
+  return mi_sdk_entry(host, &k_api, err);
 }

@@ -2,7 +2,7 @@
  * write again. Optional: a plugin may use mi_plugin.h alone. Link MetaInferSDK::helpers (CMake)
  * or `pkg-config --libs metainfer-sdk`.
  *
- *  - mi_sdk_errorf: a printf-style mi_sdk_error.
+ *  - mi_sdk_errorf: a printf-style mi_sdk_error; mi_sdk_entry: the entry's ABI check.
  *  - Descriptor tables: the plugin declares its knobs, variants and counters as arrays; the
  *    helper answers the ABI's count/describe calls (mi_sdk_knob_desc and friends have the ABI's
  *    signatures and go straight into the plugin's mi_plugin_api_t). For that the plugin's
@@ -47,6 +47,11 @@ void mi_sdk_logf(const mi_host_api_t *host, int32_t level, const char *plugin, c
                  ...) MI_SDK_PRINTF(4, 5);
 void mi_sdk_vlogf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
                   va_list ap);
+
+/** The body of mi_plugin_entry: `api` when the host speaks the ABI major the plugin was built
+ * for, else NULL with MI_ERR_ABI naming api->name and both majors. */
+const mi_plugin_api_t *mi_sdk_entry(const mi_host_api_t *host, const mi_plugin_api_t *api,
+                                    mi_error_t *err);
 
 /* ---------------------------------------------------------------- descriptor tables */
 
@@ -124,6 +129,11 @@ typedef struct mi_sdk_plugin {
   int32_t no_device_code;  /* the code for a device index out of range; 0 = INVALID_ARGUMENT */
   const mi_sdk_tables_t *tables; /* the same for every device, or NULL and tables_of */
   const mi_sdk_tables_t *(*tables_of)(const mi_plugin_ctx_t *ctx, uint32_t device);
+  /* Or, with tables and tables_of NULL, each device's own tables in the plugin's array of
+   * device structs: device d's at (const char *)device_tables + d * device_stride, that is
+   * device_tables = &devs[0].tables and device_stride = sizeof devs[0]. */
+  const mi_sdk_tables_t *device_tables;
+  size_t device_stride;
 } mi_sdk_plugin_t;
 
 /** MI_OK when ctx is not NULL, `out` is not NULL and `device` exists; else the error. */
@@ -170,9 +180,34 @@ void mi_sdk_constraint_set(mi_constraint_desc_t *d, int32_t kind, const char *a,
                            const char *applies_to, int64_t value, const char *reason_fmt, ...)
     MI_SDK_PRINTF(7, 8);
 
+/** The opening of a counter_read: checks the device, `out` and that `index` names one of the
+ * device's counters ("NAME: no counter I (N counters)" otherwise), then sets *s to a zeroed
+ * sample with its struct_size and has_value 1 for the plugin to fill. */
+int32_t mi_sdk_counter_sample(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
+                              const void *out, mi_counter_sample_t *s, mi_error_t *err);
+
+/** The opening of a check_config: checks the device, that `knobs` is not NULL when knob_count
+ * is > 0, and finds variant_id in `all` (NULL: the device's tables; a plugin whose devices list
+ * fewer variants than it knows passes the full table, to say more than "unknown"). MI_OK with
+ * *v set, else MI_ERR_INVALID_CONFIG "NAME: unknown variant 'ID'" or the argument's error. */
+int32_t mi_sdk_config_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
+                              const mi_sdk_tables_t *all, const char *variant_id,
+                              const mi_knob_value_t *knobs, int32_t knob_count,
+                              const mi_sdk_variant_t **v, mi_error_t *err);
+
 /** 1 when `value` is in the knob's domain (its values, its [min,max], 0/1 for BOOL, a choice
  * index for ENUM). */
 int mi_sdk_knob_allows(const mi_sdk_knob_t *k, int64_t value);
+
+/* ---------------------------------------------------------------- kernel descriptions */
+
+/** The checks a plugin that runs FP32 activations makes of a kernel description before its
+ * ops: at most max_io inputs and outputs (one output at least); every tensor present, of rank
+ * 0..MI_MAX_RANK and at most max_numel elements, FLOAT32 or constant INT64 data, layout ANY or
+ * NCHW. MI_OK, else MI_ERR_UNSUPPORTED (MI_ERR_INVALID_ARGUMENT for a NULL tensor) with a
+ * message that starts with `plugin`. */
+int32_t mi_sdk_check_fp32_kernel(const mi_kernel_desc_t *d, const char *plugin, int32_t max_io,
+                                 int64_t max_numel, mi_error_t *err);
 
 /* ---------------------------------------------------------------- ONNX semantics */
 
