@@ -116,6 +116,12 @@ static int names_option(const struct option *lo, const char *v) {
   return 0;
 }
 
+int mi_cli_step(mi_cli_t *c, int *exit_status) {
+  int k = mi_cli_next(c);
+  *exit_status = k == MI_CLI_EXIT ? 0 : k == MI_CLI_ERROR ? MI_CLI_USAGE : MI_CLI_GO_ON;
+  return k == MI_CLI_END || k == MI_CLI_EXIT || k == MI_CLI_ERROR ? 0 : k;
+}
+
 int mi_cli_next(mi_cli_t *c) {
   struct option lo[MAX_OPTS];
   char shorts[2 * MAX_OPTS + 4];

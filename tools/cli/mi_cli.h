@@ -59,6 +59,12 @@ void mi_cli_begin(mi_cli_t *c, int argc, char **argv);
 int mi_cli_next(mi_cli_t *c);
 /** The exit status of a program whose command line was wrong. */
 #define MI_CLI_USAGE 2
+/** mi_cli_step's status while the parse goes on, and after its normal end. */
+#define MI_CLI_GO_ON (-1)
+/** mi_cli_next for the parse loop every program writes: the next option's key or MI_CLI_ARG
+ * (c->value), else 0 once the parse is over, with *exit_status MI_CLI_GO_ON at the end of the
+ * line, 0 after --help or --version was printed, MI_CLI_USAGE after a message. */
+int mi_cli_step(mi_cli_t *c, int *exit_status);
 /** Prints "PROG: <message> (see PROG --help)" to stderr and returns MI_CLI_USAGE. */
 int mi_cli_error(const mi_cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** Parses c->value as an integer in [lo, hi] for the current option: 0, or MI_CLI_USAGE after

@@ -39,7 +39,7 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
   mi_cli_t c = {0};
   double v = 0;
   const char *hit;
-  int k;
+  int k, st;
   c.prog = "mi-agent";
   c.usage = "mi-agent --db postgresql://... [--plugins DIR] [run|setup|submit] [options]";
   c.about = "A device host's member of the farm (docs/scale-out.md). run (the default): claim\n"
@@ -48,10 +48,8 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT;
   mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return 0;
-      case MI_CLI_ERROR: return 2;
       case MI_CLI_ARG:
         if (!strcmp(c.value, "run") || !strcmp(c.value, "setup") || !strcmp(c.value, "submit"))
           *cmd = c.value;
@@ -85,6 +83,7 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
         break;
     }
   }
+  if (st != MI_CLI_GO_ON) return st;
   if (!a->db || !mi_history_is_url(a->db))
     return mi_cli_error(&c, "--db must be a postgresql:// URL");
   return -1;

@@ -285,7 +285,7 @@ static const mi_cli_opt_t k_opts[] = {
 static int parse(int argc, char **argv, options_t *o) {
   mi_cli_t c = {0};
   long long v = 0;
-  int k;
+  int k, st;
   c.prog = "mi-conform";
   c.usage = "mi-conform --plugins DIR [--plugin NAME] [--rule N]... [--json]\n"
             "  [--timeout SECONDS] [--list-rules]";
@@ -297,10 +297,8 @@ static int parse(int argc, char **argv, options_t *o) {
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return 0;
-      case MI_CLI_ERROR: return 2;
       case O_PLUGINS: o->dir = c.value; break;
       case O_PLUGIN: o->only_plugin = c.value; break;
       case O_JSON: o->json = 1; break;
@@ -320,6 +318,7 @@ static int parse(int argc, char **argv, options_t *o) {
         return 0;
     }
   }
+  if (st != MI_CLI_GO_ON) return st;
   if (!o->dir) return mi_cli_error(&c, "--plugins DIR is required");
   return -1;
 }

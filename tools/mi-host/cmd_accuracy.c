@@ -42,19 +42,16 @@ static const mi_cli_opt_t k_opts[] = {
 
 static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
   mi_cli_t c;
-  int k;
+  int k, st;
   long long v = 0;
   memset(a, 0, sizeof *a);
   a->samples = 4;
-  mi_host_cli(h, &c, "accuracy", k_opts);
-  c.flags |= MI_CLI_NO_ARGS;
-  c.footer = "Applies the model-side configuration and compares the result with the FP32 model\n"
-             "on the reference interpreter (relative L2 error, cosine, top-1 agreement).";
-  mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  mi_host_cli_begin(h, &c, "accuracy", k_opts,
+                    "Applies the model-side configuration and compares the result with the FP32 model\n"
+                    "on the reference interpreter (relative L2 error, cosine, top-1 agreement).",
+                    argc, argv);
+  while ((k = mi_host_cli_next(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return -1;
-      case MI_CLI_ERROR: return MI_HOST_USAGE;
       case O_MODEL: a->model = c.value; break;
       case O_CONFIG: a->config = c.value; break;
       case O_DEVICE: a->device = c.value; break;
@@ -81,6 +78,7 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
       }
     }
   }
+  if (st != MI_HOST_OK) return st;
   if (!a->model || !a->config) return mi_host_usage_error("accuracy: --model and --config are required");
   if (a->calib_count && (a->shape_count || a->input_count))
     return mi_host_usage_error("accuracy: --shape and --input are for random samples, not with "

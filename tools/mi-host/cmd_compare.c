@@ -57,7 +57,7 @@ static const mi_cli_opt_t k_opts[] = {
 static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   mi_cli_t c;
   size_t at = 0;
-  int k;
+  int k, st;
   mi_measure_options_default(&a->mo);
   /* A round (one worker running every configuration in turn, docs/measurement.md): 0.1 s of
    * warm-up, then up to 150 cycles within 1 s (half the budget); the rounds do the rest. */
@@ -66,14 +66,10 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   a->mo.budget_s = 2;
   mi_compare_options_default(&a->co);
   a->timeout_s = 60;
-  mi_host_cli(h, &c, "compare", k_opts);
-  c.flags |= MI_CLI_NO_ARGS;
-  mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  mi_host_cli_begin(h, &c, "compare", k_opts, NULL, argc, argv);
+  while ((k = mi_host_cli_next(&c, &st))) {
     const char *o = c.opt, *v = c.value;
     char *end = NULL;
-    if (k == MI_CLI_EXIT) return MI_HOST_DONE;
-    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
     if (k == O_JSON) { h->json = 1; continue; }
     if (k == O_DEFAULT || k == O_CONFIG) {
       if (a->n == MI_COMPARE_MAX_CONFIGS)
@@ -123,6 +119,7 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
       } else a->mo.warmup = (int32_t)n;
     }
   }
+  if (st != MI_HOST_OK) return st;
   if (!a->model || !a->device || a->n < 2)
     return mi_host_usage_error("compare needs --model M.onnx, --device PLUGIN:INDEX and two or more of "
                                "--config C.yaml / --default");

@@ -318,17 +318,13 @@ static const mi_cli_opt_t k_opts[] = {
 int mi_host_cmd_plugins(mi_host_t *h, int argc, char **argv) {
   mi_registry_t *r;
   mi_cli_t c;
-  int k;
-  mi_host_cli(h, &c, "plugins", k_opts);
-  c.flags |= MI_CLI_NO_ARGS;
-  c.footer = "Lists each loaded plugin with its devices, knobs, variants, counters and\n"
-             "constraints, then the plugins that were refused and why.";
-  mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
-    if (k == MI_CLI_EXIT) return MI_HOST_OK;
-    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
-    h->json = 1;
-  }
+  int st;
+  mi_host_cli_begin(h, &c, "plugins", k_opts,
+                    "Lists each loaded plugin with its devices, knobs, variants, counters and\n"
+                    "constraints, then the plugins that were refused and why.",
+                    argc, argv);
+  while (mi_host_cli_next(&c, &st)) h->json = 1; /* --json, the only option */
+  if (st != MI_HOST_OK) return st == MI_HOST_DONE ? MI_HOST_OK : st;
   /* Listed from descriptions read in a sacrificial worker per plugin: a plugin that crashes
    * or hangs in create or a description query is listed as refused, and none of its code runs
    * here (docs/security.md). */

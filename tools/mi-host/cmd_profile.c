@@ -66,7 +66,7 @@ static const mi_cli_opt_t k_opts[] = {
 
 static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   mi_cli_t c;
-  int k;
+  int k, st;
   mi_measure_options_default(&a->mo);
   /* Profiling one model is where a tenth of a second of warm-up and a median known to +-1% are
    * worth their time (docs/measurement.md). */
@@ -81,14 +81,10 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
    * "Reproducibility"). */
   a->workers = 3;
   a->timeout_s = 60;
-  mi_host_cli(h, &c, "profile", k_opts);
-  c.flags |= MI_CLI_NO_ARGS;
-  mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  mi_host_cli_begin(h, &c, "profile", k_opts, NULL, argc, argv);
+  while ((k = mi_host_cli_next(&c, &st))) {
     const char *o = c.opt, *v = c.value;
     char *end = NULL;
-    if (k == MI_CLI_EXIT) return MI_HOST_DONE;
-    if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
     if (k == O_JSON) { h->json = 1; continue; }
     if (k == O_CHECK) { a->check = 1; continue; }
     if (k == O_FLUSH) { a->mo.flush_cache = 1; continue; }
@@ -142,6 +138,7 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       }
     }
   }
+  if (st != MI_HOST_OK) return st;
   if (!a->model || a->ndev == 0)
     return mi_host_usage_error("profile needs --model M.onnx and --device PLUGIN:INDEX");
   return MI_HOST_OK;

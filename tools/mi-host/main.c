@@ -58,6 +58,20 @@ static void cli_global(mi_cli_t *c, char *foot, size_t cap) {
   c->flags = MI_CLI_VERSION_OPT | MI_CLI_STOP_AT_ARG;
 }
 
+void mi_host_cli_begin(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts,
+                       const char *footer, int argc, char **argv) {
+  mi_host_cli(h, c, command, opts);
+  c->flags |= MI_CLI_NO_ARGS;
+  c->footer = footer;
+  mi_cli_begin(c, argc, argv);
+}
+
+int mi_host_cli_next(mi_cli_t *c, int *status) {
+  int st, k = mi_cli_step(c, &st);
+  *status = st == MI_CLI_GO_ON ? MI_HOST_OK : st == 0 ? MI_HOST_DONE : MI_HOST_USAGE;
+  return k;
+}
+
 void mi_host_cli(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts) {
   memset(c, 0, sizeof *c);
   snprintf(h->cli_prog, sizeof h->cli_prog, "mi-host %s", command);

@@ -38,6 +38,15 @@ const char *mi_host_plugin_path(mi_host_t *h);
  * `opts`: messages start "mi-host COMMAND:", and its --help shows its line of commands.def. */
 void mi_host_cli(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts);
 
+/** mi_host_cli for a command that takes options only (a positional argument is an error), with
+ * `footer` (may be NULL) under its help, then starts parsing argv. */
+void mi_host_cli_begin(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts,
+                       const char *footer, int argc, char **argv);
+/** The next option's key (its value in c->value), or 0 once the parse is over, with *status
+ * saying how it ended: MI_HOST_OK at the end of the line, MI_HOST_DONE after --help was
+ * printed, MI_HOST_USAGE after a message. */
+int mi_host_cli_next(mi_cli_t *c, int *status);
+
 /** Prints "mi-host: <message>" to stderr and returns MI_HOST_USAGE. */
 int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

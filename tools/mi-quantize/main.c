@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
   mq_options_t o = {0, 1, 0};
   mi_cli_t c = {0};
   long long v = 0;
-  int k;
+  int k, st;
   c.prog = "mi-quantize";
   c.usage = "mi-quantize --mode dynamic|qdq|qop --model IN.onnx --out OUT.onnx [--input X.npy]...\n"
             "            [--shape NAME=D0,D1,...]... [--per-channel] [--conv-weights u8|s8]\n"
@@ -158,10 +158,8 @@ int main(int argc, char **argv) {
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return 0;
-      case MI_CLI_ERROR: return MI_CLI_USAGE;
       case O_MODE:
         if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop"))
           return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq or qop", c.value);
@@ -189,6 +187,7 @@ int main(int argc, char **argv) {
         break;
     }
   }
+  if (st != MI_CLI_GO_ON) return st;
   if (!mode || !in || !out) return mi_cli_error(&c, "--mode, --model and --out are required");
   {
     mi_error_t derr = {0};

@@ -78,16 +78,14 @@ static int push(const mi_cli_t *c, const char ***list, int *count, const char *v
 int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
   mi_cli_t c = cli();
   long long v = 0;
-  int k, rc = 0;
+  int k, st = MI_CLI_GO_ON, rc = 0;
   memset(o, 0, sizeof *o);
   o->warmup = -1;
   o->timeout_s = RUN_DEFAULT_TIMEOUT_S;
   *status = 0;
   mi_cli_begin(&c, argc, argv);
-  while (rc == 0 && (k = mi_cli_next(&c)) != MI_CLI_END) {
+  while (rc == 0 && (k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return 0;
-      case MI_CLI_ERROR: rc = MI_CLI_ERROR; break;
       case O_MODEL: o->model = c.value; break;
       case O_DEVICE: o->device = c.value; break;
       case O_PLUGINS: o->plugins_dir = c.value; break;
@@ -113,6 +111,8 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
       default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
     }
   }
+  if (st == 0) return 0; /* --help or --version */
+  if (st == MI_CLI_USAGE) rc = st;
   if (rc == 0 && !o->model) rc = mi_cli_error(&c, "--model is required");
   if (rc == 0 && !o->device) rc = mi_cli_error(&c, "--device is required ('ref' or PLUGIN:INDEX)");
   if (rc) {

@@ -54,7 +54,7 @@ static const mi_cli_opt_t k_opts[] = {
 static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   mi_cli_t c = {0};
   long long v = 0;
-  int k, rc = 0;
+  int k, st = MI_CLI_GO_ON, rc = 0;
   c.prog = "mi-run";
   c.usage = "mi-run --deployment DIR/deployment.yaml [--plugins DIR] [--model NAME] [--device DEV]\n"
             "  [--input NAME=FILE.npy ...] [--repeat N] [--output-dir DIR] [--json]\n"
@@ -69,10 +69,8 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   o->timeout_s = RUN_DEFAULT_TIMEOUT_S;
   *status = 0;
   mi_cli_begin(&c, argc, argv);
-  while (rc == 0 && (k = mi_cli_next(&c)) != MI_CLI_END) {
+  while (rc == 0 && (k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return 0;
-      case MI_CLI_ERROR: rc = MI_CLI_ERROR; break;
       case O_DEPLOYMENT: o->table = c.value; break;
       case O_PLUGINS: o->plugins = c.value; break;
       case O_MODEL: o->model = c.value; break;
@@ -97,6 +95,8 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
       default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
     }
   }
+  if (st == 0) return 0; /* --help or --version */
+  if (st == MI_CLI_USAGE) rc = st;
   if (rc == 0 && (!o->table || !o->table[0])) rc = mi_cli_error(&c, "--deployment needs a file");
   if (rc) *status = 2;
   return rc == 0;

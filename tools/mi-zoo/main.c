@@ -36,7 +36,7 @@ static int parse(int argc, char **argv, const char **name, const char **out,
   mi_cli_t c = {0};
   char limits[160];
   long long v = 0;
-  int k;
+  int k, st;
   snprintf(limits, sizeof limits, "Limits: --width at most %g, --depth at most %d, --batch at most %d.",
            MI_ZOO_MAX_WIDTH, MI_ZOO_MAX_DEPTH, MI_ZOO_MAX_BATCH);
   c.prog = "mi-zoo";
@@ -48,10 +48,8 @@ static int parse(int argc, char **argv, const char **name, const char **out,
   c.footer = limits;
   c.flags = MI_CLI_VERSION_OPT;
   mi_cli_begin(&c, argc, argv);
-  while ((k = mi_cli_next(&c)) != MI_CLI_END) {
+  while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_EXIT: return 0;
-      case MI_CLI_ERROR: return 2;
       case O_LIST: list(); return 0;
       case O_OUT: *out = c.value; break;
       case MI_CLI_ARG:
@@ -76,6 +74,7 @@ static int parse(int argc, char **argv, const char **name, const char **out,
       }
     }
   }
+  if (st != MI_CLI_GO_ON) return st;
   if (!*name || !*out || !**out)
     return mi_cli_error(&c, "%s", !*name ? "missing family name" : "missing --out FILE");
   return -1;

@@ -7,13 +7,7 @@
 #        MI_COMPARE_ONLY=REGEX: only the comparisons whose name matches, e.g. 'oww|ppocr';
 #        MI_COMPARE_DEVICE=DEV: run mi-run on DEV instead of ref, e.g. blis-cpu:0)
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-build="${1:-${MI_BUILD:-$here/../../build}}"
-models="${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -d "$here/node_modules/onnxruntime-node" ] || { echo "compare.sh: run tools/ort/setup.sh first" >&2; exit 2; }
-[ -x "$build/bin/mi-run" ] || { echo "compare.sh: no mi-run in $build/bin" >&2; exit 2; }
+. "$(dirname "$0")/common.sh" compare.sh mi-run "$@"
 
 worst=0
 fails=0

@@ -5,13 +5,7 @@
 # reference (docs/onnx.md, "Quantized models"). A benchmark-style check, not a test.
 # usage: tools/ort/compare_quant.sh [BUILD_DIR]   (env MI_MODEL_DIR: the fetch.sh cache)
 set -uo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-build="${1:-${MI_BUILD:-$here/../../build}}"
-models="${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-[ -d "$here/node_modules/onnxruntime-node" ] || { echo "compare_quant.sh: run tools/ort/setup.sh first" >&2; exit 2; }
-[ -x "$build/bin/mi-quantize" ] || { echo "compare_quant.sh: no mi-quantize in $build/bin" >&2; exit 2; }
+. "$(dirname "$0")/common.sh" compare_quant.sh mi-quantize "$@"
 
 rel() { # DIR_A DIR_B: relative L2 of B against A, per float32 output
   python3 - "$1" "$2" <<'PY'

@@ -7,22 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "metainfer/mi.h"
 #include "metainfer/mi_transform.h"
 #include "zoo.h"
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "zoo_bench.h"
 
 /* The plugin's peak_alloc_bytes counter; -1 when it has none. */
 static double peak_bytes(const mi_plugin_t *p, uint32_t dev) {
@@ -95,15 +84,15 @@ static int bench_form(const char *build, const char *family, mi_graph_t *g, cons
   }
   if (rc == MI_OK) peak_prep = peak_bytes(p, dev);
   for (i = -3; i < reps && rc == MI_OK; i++) {
-    double t0 = now_ms();
+    double t0 = 1e3 * mi_now_s();
     mi_array_destroy(got);
     got = NULL;
     rc = mi_session_run(s, &in, 1, &got, 1, &err);
-    if (i >= 0) t[i] = now_ms() - t0;
+    if (i >= 0) t[i] = 1e3 * mi_now_s() - t0;
   }
   if (rc == MI_OK) {
     peak_run = peak_bytes(p, dev);
-    qsort(t, (size_t)reps, sizeof t[0], cmp);
+    qsort(t, (size_t)reps, sizeof t[0], zb_cmp_double);
     printf("%s %s weights: peak_alloc_bytes prepared %.0f, after runs %.0f; median %.1f us "
            "(p10 %.1f, p90 %.1f, %d runs, threads %d); host fallbacks %d; rel_l2 vs reference %.3g\n",
            family, wq == MI_XF_INT4 ? "int4" : "int8", peak_prep, peak_run, t[reps / 2] * 1e3,

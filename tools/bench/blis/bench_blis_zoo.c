@@ -5,22 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "metainfer/mi.h"
 #include "metainfer/mi_transform.h"
 #include "zoo.h"
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
+#include "zoo_bench.h"
 
 /* Median, p10, p90 (ms) of `reps` session runs after 3 warm-ups; -1 when the session fails. */
 static double time_session(const mi_graph_t *g, mi_plugin_t *p, const mi_session_options_t *o,
@@ -38,13 +27,13 @@ static double time_session(const mi_graph_t *g, mi_plugin_t *p, const mi_session
   *kernels = mi_session_kernel_count(s);
   for (r = -3; r < reps && ok; r++) {
     mi_array_t *out = NULL;
-    double t0 = now_ms();
+    double t0 = 1e3 * mi_now_s();
     ok = mi_session_run(s, &in, 1, &out, 1, &err) == MI_OK;
-    if (r >= 0) t[r] = now_ms() - t0;
+    if (r >= 0) t[r] = 1e3 * mi_now_s() - t0;
     mi_array_destroy(out);
   }
   if (ok) {
-    qsort(t, (size_t)reps, sizeof t[0], cmp);
+    qsort(t, (size_t)reps, sizeof t[0], zb_cmp_double);
     med = t[reps / 2];
     *p10 = t[reps / 10];
     *p90 = t[reps * 9 / 10];
@@ -103,27 +92,7 @@ int main(int argc, char **argv) {
   if (mi_plugin_knobs(p, dev, &knobs, &nknobs, &err) != MI_OK) goto fail;
   for (ki = 0; ki < nknobs; ki++)
     if (strcmp(knobs[ki].name, "arch") == 0) snprintf(archs_all, sizeof archs_all, "%s", knobs[ki].choices);
-  /* The fused graph: BN folded into the convs, chains grouped for blis-cpu's fuse masks, as
-   * ONNX Runtime's default session does with its own graph optimizer. */
-  {
-    mi_xf_config_t *xc = mi_xf_config_create();
-    mi_xf_apply_opts_t ao;
-    mi_xf_stats_t st;
-    mi_variant_desc_t *vars = NULL;
-    uint32_t nv = 0;
-    int32_t xrc = xc ? mi_plugin_variants(p, dev, &vars, &nv, &err) : MI_ERR_OUT_OF_MEMORY;
-    memset(&ao, 0, sizeof ao);
-    if (xrc == MI_OK) {
-      xc->fold_bn = 1;
-      xc->fuse = 1;
-      ao.variants = vars;
-      ao.variant_count = nv;
-      xrc = mi_xf_apply(g, xc, &ao, &graphs[1], &st, &err);
-    }
-    free(vars);
-    mi_xf_config_destroy(xc);
-    if (xrc != MI_OK) goto fail;
-  }
+  if (zb_fuse(g, p, dev, &graphs[1], &err) != MI_OK) goto fail;
   graphs[0] = g;
   ch = calloc((size_t)g->node_count + 1, sizeof *ch);
   if (!ch) goto done;

@@ -10,6 +10,7 @@
 #include "metainfer/mi.h"
 #include "metainfer/mi_transform.h"
 #include "zoo.h"
+#include "zoo_bench.h"
 
 typedef struct row {
   int32_t node;
@@ -25,11 +26,6 @@ static double now_us(void) {
 static int by_dev(const void *a, const void *b) {
   double x = ((const row_t *)a)->dev_us, y = ((const row_t *)b)->dev_us;
   return x < y ? 1 : x > y ? -1 : 0;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* "Conv 32x16x16 -> 64x8x8 k3 s2 g1" style label of a node's shapes. */
@@ -79,25 +75,7 @@ int main(int argc, char **argv) {
       mi_registry_device(r, "blis-cpu:0", &p, &dev, &err) != MI_OK ||
       mi_zoo_build(argv[2], &opt, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK)
     goto fail;
-  {
-    mi_xf_config_t *xc = mi_xf_config_create();
-    mi_xf_apply_opts_t ao;
-    mi_xf_stats_t st;
-    mi_variant_desc_t *vars = NULL;
-    uint32_t nv = 0;
-    int32_t xrc = xc ? mi_plugin_variants(p, dev, &vars, &nv, &err) : MI_ERR_OUT_OF_MEMORY;
-    memset(&ao, 0, sizeof ao);
-    if (xrc == MI_OK) {
-      xc->fold_bn = 1;
-      xc->fuse = 1;
-      ao.variants = vars;
-      ao.variant_count = nv;
-      xrc = mi_xf_apply(g, xc, &ao, &fg, &st, &err);
-    }
-    free(vars);
-    mi_xf_config_destroy(xc);
-    if (xrc != MI_OK) goto fail;
-  }
+  if (zb_fuse(g, p, dev, &fg, &err) != MI_OK) goto fail;
   {
     const mi_tensor_t *t = &fg->tensors[fg->inputs[0]];
     mi_knob_value_t kv = {"threads", threads, 0.};
@@ -134,14 +112,14 @@ int main(int argc, char **argv) {
   }
   for (i = 0; i < fg->node_count; i++) {
     double *sw = smp + (size_t)i * 2 * (size_t)reps, *sd = sw + reps;
-    qsort(sw, (size_t)reps, sizeof *sw, cmp_d);
-    qsort(sd, (size_t)reps, sizeof *sd, cmp_d);
+    qsort(sw, (size_t)reps, sizeof *sw, zb_cmp_double);
+    qsort(sd, (size_t)reps, sizeof *sd, zb_cmp_double);
     rows[i].wall_us = sw[reps / 2];
     rows[i].dev_us = sd[reps / 2];
     dev_sum += rows[i].dev_us;
     wall_sum += rows[i].wall_us;
   }
-  qsort(tot, (size_t)reps, sizeof *tot, cmp_d);
+  qsort(tot, (size_t)reps, sizeof *tot, zb_cmp_double);
   qsort(rows, (size_t)fg->node_count, sizeof *rows, by_dev);
   printf("%s: %d kernels, threads=%d, %d runs: session median %.1f us, sum of node wall medians %.1f us, "
          "sum of kernel_run medians %.1f us\n",
