@@ -3,17 +3,6 @@
 
 #include "blis_qgemm.h"
 
-static int32_t ints_attr(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want,
-                         int64_t dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  int32_t i;
-  for (i = 0; i < want; i++) out[i] = dflt;
-  if (!a) return 1;
-  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
-  for (i = 0; i < want; i++) out[i] = a->ints[i];
-  return 1;
-}
-
 /* Fills geometry from the node; rank-3 (1-D) convs run as H = 1. */
 int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis_conv_t *c,
                            mi_error_t *err) {
@@ -28,8 +17,8 @@ int32_t mi__blis_conv_geom(mi__blis_prep_t *p, const mi_node_desc_t *n, mi__blis
                    w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4 && w->dtype != MI_DTYPE_UINT8))
     return mi__blis_unsupported(err, n, "weights must be a FLOAT32 (or FLOAT16, INT8, UINT8, INT4) constant");
   sp = x->rank - 2;
-  if (!ints_attr(n, "strides", s, sp, 1) || !ints_attr(n, "dilations", d, sp, 1) ||
-      !ints_attr(n, "pads", pads, 2 * sp, 0))
+  if (!mi_sdk_attr_ints(n, "strides", s, sp, 1) || !mi_sdk_attr_ints(n, "dilations", d, sp, 1) ||
+      !mi_sdk_attr_ints(n, "pads", pads, 2 * sp, 0))
     return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
   for (i = 0; i < sp; i++) k[i] = w->dims[2 + i];
   c->N = x->dims[0];

@@ -35,16 +35,6 @@ static int32_t run_convt(const mi__blis_step_t *s, void *const *t, const mi__bli
   return MI_OK;
 }
 
-static int ints_or(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want, int64_t d) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  int32_t i;
-  for (i = 0; i < want; i++) out[i] = d;
-  if (!a) return 1;
-  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
-  for (i = 0; i < want; i++) out[i] = a->ints[i];
-  return 1;
-}
-
 int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
@@ -60,7 +50,7 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
     return mi__blis_unsupported(err, n, "auto_pad SAME");
   if (p->variant && strcmp(p->variant, "convtranspose.gemm_col2im") != 0)
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: variant does not implement ConvTranspose");
-  if (!ints_or(n, "strides", st, 2, 1) || !ints_or(n, "dilations", d, 2, 1) || !ints_or(n, "pads", pads, 4, 0))
+  if (!mi_sdk_attr_ints(n, "strides", st, 2, 1) || !mi_sdk_attr_ints(n, "dilations", d, 2, 1) || !mi_sdk_attr_ints(n, "pads", pads, 4, 0))
     return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
   g = mi_sdk_attr_int(n, "group", 1);
   c = mi__blis_calloc(p->ctx, sizeof *c + (uint64_t)y->dims[1] * 2 * sizeof(float));

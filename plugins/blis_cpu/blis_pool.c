@@ -168,16 +168,6 @@ static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis
   return MI_OK;
 }
 
-static int ints2(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t want, int64_t dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  int32_t i;
-  for (i = 0; i < want; i++) out[i] = dflt;
-  if (!a) return 1;
-  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
-  for (i = 0; i < want; i++) out[i] = a->ints[i];
-  return 1;
-}
-
 int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
@@ -195,8 +185,8 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (global) {
     k[0] = x->dims[2];
     k[1] = x->dims[3];
-  } else if (!ints2(n, "kernel_shape", k, 2, 1) || !ints2(n, "strides", st, 2, 1) ||
-             !ints2(n, "dilations", d, 2, 1) || !ints2(n, "pads", pads, 4, 0)) {
+  } else if (!mi_sdk_attr_ints(n, "kernel_shape", k, 2, 1) || !mi_sdk_attr_ints(n, "strides", st, 2, 1) ||
+             !mi_sdk_attr_ints(n, "dilations", d, 2, 1) || !mi_sdk_attr_ints(n, "pads", pads, 4, 0)) {
     return mi__blis_unsupported(err, n, "malformed kernel_shape/strides/dilations/pads");
   }
   q->x = mi__blis_in(n, 0);

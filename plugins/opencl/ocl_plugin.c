@@ -97,24 +97,30 @@ static int32_t buf_check(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, con
   return MI_OK;
 }
 
+/* A blocking copy into the buffer from src, or out of it into dst (the other one NULL). */
+static int32_t transfer(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, const void *src,
+                        void *dst, uint64_t bytes, mi_error_t *err) {
+  cl_int rc;
+  int32_t st = buf_check(ctx, b, off, src ? src : dst, bytes, err);
+  if (st != MI_OK || bytes == 0) return st;
+  if (src)
+    rc = clEnqueueWriteBuffer(ctx->devs[b->device].queue, b->mem, CL_TRUE, (size_t)off,
+                              (size_t)bytes, src, 0, NULL, NULL);
+  else
+    rc = clEnqueueReadBuffer(ctx->devs[b->device].queue, b->mem, CL_TRUE, (size_t)off,
+                             (size_t)bytes, dst, 0, NULL, NULL);
+  if (rc == CL_SUCCESS) return MI_OK;
+  return mi__ocl_fail(err, src ? "clEnqueueWriteBuffer" : "clEnqueueReadBuffer", rc);
+}
+
 static int32_t p_buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, const void *src,
                               uint64_t bytes, mi_error_t *err) {
-  cl_int rc;
-  int32_t st = buf_check(ctx, b, off, src, bytes, err);
-  if (st != MI_OK || bytes == 0) return st;
-  rc = clEnqueueWriteBuffer(ctx->devs[b->device].queue, b->mem, CL_TRUE, (size_t)off, (size_t)bytes,
-                            src, 0, NULL, NULL);
-  return rc == CL_SUCCESS ? MI_OK : mi__ocl_fail(err, "clEnqueueWriteBuffer", rc);
+  return transfer(ctx, b, off, src, NULL, bytes, err);
 }
 
 static int32_t p_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, void *dst,
                              uint64_t bytes, mi_error_t *err) {
-  cl_int rc;
-  int32_t st = buf_check(ctx, b, off, dst, bytes, err);
-  if (st != MI_OK || bytes == 0) return st;
-  rc = clEnqueueReadBuffer(ctx->devs[b->device].queue, b->mem, CL_TRUE, (size_t)off, (size_t)bytes,
-                           dst, 0, NULL, NULL);
-  return rc == CL_SUCCESS ? MI_OK : mi__ocl_fail(err, "clEnqueueReadBuffer", rc);
+  return transfer(ctx, b, off, NULL, dst, bytes, err);
 }
 
 static void p_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {

@@ -76,11 +76,6 @@ static int32_t add_gemm(ocl_prep_t *p, int kind, ocl_arg_t a, ocl_arg_t b, ocl_a
   return mi__ocl_check_wg(p, l);
 }
 
-static int64_t ints_at(const mi_node_desc_t *n, const char *name, int i, int64_t dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  return a && a->type == MI_ATTR_INTS && i < a->count ? a->ints[i] : dflt;
-}
-
 int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   const mi_kernel_desc_t *d = p->desc;
   const mi_node_desc_t *n = d->nodes[0];
@@ -113,9 +108,9 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: inconsistent group/weight shape",
                           n->op_type);
   g[0] = C; g[1] = H; g[2] = W; g[3] = OC; g[4] = OH; g[5] = OW; g[6] = KH; g[7] = KW;
-  g[8] = (cl_int)ints_at(n, "strides", 0, 1); g[9] = (cl_int)ints_at(n, "strides", 1, 1);
-  g[10] = (cl_int)ints_at(n, "pads", 0, 0); g[11] = (cl_int)ints_at(n, "pads", 1, 0);
-  g[12] = (cl_int)ints_at(n, "dilations", 0, 1); g[13] = (cl_int)ints_at(n, "dilations", 1, 1);
+  g[8] = (cl_int)mi_sdk_attr_ints_at(n, "strides", 0, 1); g[9] = (cl_int)mi_sdk_attr_ints_at(n, "strides", 1, 1);
+  g[10] = (cl_int)mi_sdk_attr_ints_at(n, "pads", 0, 0); g[11] = (cl_int)mi_sdk_attr_ints_at(n, "pads", 1, 0);
+  g[12] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", 0, 1); g[13] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", 1, 1);
   g[14] = G;
   if (transposed && (mi_sdk_attr(n, "output_shape") ||
                      (ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "NOTSET") != 0))) {
@@ -125,7 +120,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     int upper = ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "SAME_UPPER") == 0;
     for (i = 0; i < 2; i++) {
       int in = i ? W : H, o = i ? OW : OH, k = i ? KW : KH;
-      int tot = g[8 + i] * (in - 1) + (int)ints_at(n, "output_padding", i, 0) +
+      int tot = g[8 + i] * (in - 1) + (int)mi_sdk_attr_ints_at(n, "output_padding", i, 0) +
                 (k - 1) * g[12 + i] + 1 - o;
       if (tot < 0) tot = 0;
       g[10 + i] = upper ? tot / 2 : tot - tot / 2;

@@ -234,11 +234,6 @@ static int32_t prep_layernorm(ocl_prep_t *p, const mi_node_desc_t *n) {
   return mi__ocl_check_wg(p, l);
 }
 
-static int64_t ints_at(const mi_node_desc_t *n, const char *name, int i, int64_t dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  return a && a->type == MI_ATTR_INTS && i < a->count ? a->ints[i] : dflt;
-}
-
 static int32_t prep_pool(ocl_prep_t *p, const mi_node_desc_t *n) {
   const mi_tensor_desc_t *x = mi__ocl_tensor(p->desc, n->inputs[0]);
   const mi_tensor_desc_t *y = mi__ocl_tensor(p->desc, n->outputs[0]);
@@ -252,11 +247,11 @@ static int32_t prep_pool(ocl_prep_t *p, const mi_node_desc_t *n) {
   g[0] = (cl_int)x->dims[2]; g[1] = (cl_int)x->dims[3];
   g[2] = (cl_int)y->dims[2]; g[3] = (cl_int)y->dims[3];
   for (i = 0; i < 2; i++) {
-    g[4 + i] = (cl_int)ints_at(n, "kernel_shape", i, 1);
-    g[6 + i] = (cl_int)ints_at(n, "strides", i, 1);
-    g[8 + i] = (cl_int)ints_at(n, "pads", i, 0);
-    g[10 + i] = (cl_int)ints_at(n, "dilations", i, 1);
-    g[12 + i] = g[i] + (cl_int)ints_at(n, "pads", i + 2, 0);
+    g[4 + i] = (cl_int)mi_sdk_attr_ints_at(n, "kernel_shape", i, 1);
+    g[6 + i] = (cl_int)mi_sdk_attr_ints_at(n, "strides", i, 1);
+    g[8 + i] = (cl_int)mi_sdk_attr_ints_at(n, "pads", i, 0);
+    g[10 + i] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", i, 1);
+    g[12 + i] = g[i] + (cl_int)mi_sdk_attr_ints_at(n, "pads", i + 2, 0);
     if (ap && ap->type == MI_ATTR_STRING && ap->s && strncmp(ap->s, "SAME", 4) == 0) {
       int tot = (g[2 + i] - 1) * g[6 + i] + (g[4 + i] - 1) * g[10 + i] + 1 - g[i];
       if (tot < 0) tot = 0;

@@ -5,11 +5,6 @@
 
 #include "vk.h"
 
-static int64_t ints_at(const mi_node_desc_t *n, const char *name, int i, int64_t dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  return a && a->type == MI_ATTR_INTS && i < a->count ? a->ints[i] : dflt;
-}
-
 static void fpush(vk_disp_t *d, int at, float v) { memcpy(&d->push[at], &v, 4); }
 
 int32_t mi__vk_prepare_conv(vk_prep_t *p) {
@@ -37,9 +32,9 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   v[0] = x->dims[0], v[1] = x->dims[1], v[2] = two_d ? x->dims[2] : 1, v[3] = x->dims[x->rank - 1];
   v[4] = y->dims[1], v[5] = two_d ? y->dims[2] : 1, v[6] = y->dims[y->rank - 1];
   v[7] = two_d ? w->dims[2] : 1, v[8] = w->dims[w->rank - 1];
-  v[9] = two_d ? ints_at(n, "strides", 0, 1) : 1, v[10] = ints_at(n, "strides", two_d ? 1 : 0, 1);
-  v[11] = two_d ? ints_at(n, "pads", 0, 0) : 0, v[12] = ints_at(n, "pads", two_d ? 1 : 0, 0);
-  v[13] = two_d ? ints_at(n, "dilations", 0, 1) : 1, v[14] = ints_at(n, "dilations", two_d ? 1 : 0, 1);
+  v[9] = two_d ? mi_sdk_attr_ints_at(n, "strides", 0, 1) : 1, v[10] = mi_sdk_attr_ints_at(n, "strides", two_d ? 1 : 0, 1);
+  v[11] = two_d ? mi_sdk_attr_ints_at(n, "pads", 0, 0) : 0, v[12] = mi_sdk_attr_ints_at(n, "pads", two_d ? 1 : 0, 0);
+  v[13] = two_d ? mi_sdk_attr_ints_at(n, "dilations", 0, 1) : 1, v[14] = mi_sdk_attr_ints_at(n, "dilations", two_d ? 1 : 0, 1);
   v[15] = mi_sdk_attr_int(n, "group", 1);
   if (transposed && ((ap && ap->s && strcmp(ap->s, "NOTSET") != 0) || mi_sdk_attr(n, "output_shape")))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: ConvTranspose: auto_pad and output_shape not implemented");

@@ -10,11 +10,6 @@
 
 static void fpush(vk_disp_t *d, int at, float v) { memcpy(&d->push[at], &v, 4); }
 
-static int64_t ints_at(const mi_node_desc_t *n, const char *name, int i, int64_t dflt) {
-  const mi_attr_t *a = mi_sdk_attr(n, name);
-  return a && a->type == MI_ATTR_INTS && i < a->count ? a->ints[i] : dflt;
-}
-
 static int64_t prod(const int64_t *d, int from, int to) {
   int64_t p = 1;
   for (int i = from; i < to; i++) p *= d[i];
@@ -140,7 +135,7 @@ static int32_t transpose(vk_prep_t *p, const mi_node_desc_t *n) {
   if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, r, mi__vk_tensor(p->desc, n->outputs[0])->dims, &rc))) return rc;
   contiguous(mi__vk_tensor(p->desc, n->outputs[0])->dims, r, &d->push[26]);
   for (i = 0; i < r; i++) {
-    int64_t pi = ints_at(n, "perm", i, r - 1 - i);
+    int64_t pi = mi_sdk_attr_ints_at(n, "perm", i, r - 1 - i);
     if (pi < 0 || pi >= r) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Transpose: bad perm");
     d->push[14 + i] = in_st[pi];
   }
@@ -284,12 +279,12 @@ static int32_t pool(vk_prep_t *p, const mi_node_desc_t *n, int mode) {
   if (!x || x->rank != 4 || n->output_count != 1)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: %s: 2-D, one output only", n->op_type);
   v[0] = x->dims[0] * x->dims[1], v[1] = x->dims[2], v[2] = x->dims[3], v[3] = y->dims[2], v[4] = y->dims[3];
-  v[5] = ints_at(n, "kernel_shape", 0, 1), v[6] = ints_at(n, "kernel_shape", 1, 1);
-  v[7] = ints_at(n, "strides", 0, 1), v[8] = ints_at(n, "strides", 1, 1);
-  v[9] = ints_at(n, "pads", 0, 0), v[10] = ints_at(n, "pads", 1, 0);
-  v[11] = ints_at(n, "dilations", 0, 1), v[12] = ints_at(n, "dilations", 1, 1);
+  v[5] = mi_sdk_attr_ints_at(n, "kernel_shape", 0, 1), v[6] = mi_sdk_attr_ints_at(n, "kernel_shape", 1, 1);
+  v[7] = mi_sdk_attr_ints_at(n, "strides", 0, 1), v[8] = mi_sdk_attr_ints_at(n, "strides", 1, 1);
+  v[9] = mi_sdk_attr_ints_at(n, "pads", 0, 0), v[10] = mi_sdk_attr_ints_at(n, "pads", 1, 0);
+  v[11] = mi_sdk_attr_ints_at(n, "dilations", 0, 1), v[12] = mi_sdk_attr_ints_at(n, "dilations", 1, 1);
   v[13] = mode, v[14] = mi_sdk_attr_int(n, "count_include_pad", 0);
-  v[15] = ints_at(n, "pads", 2, v[9]), v[16] = ints_at(n, "pads", 3, v[10]);
+  v[15] = mi_sdk_attr_ints_at(n, "pads", 2, v[9]), v[16] = mi_sdk_attr_ints_at(n, "pads", 3, v[10]);
   if (ap && ap->s && strncmp(ap->s, "SAME", 4) == 0)
     for (i = 0; i < 2; i++) {
       int64_t tot = (v[3 + i] - 1) * v[7 + i] + (v[5 + i] - 1) * v[11 + i] + 1 - v[1 + i];

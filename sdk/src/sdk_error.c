@@ -1,4 +1,4 @@
-/* sdk_error.c - the SDK's printf-style error and log helpers, and string attributes. */
+/* sdk_error.c - the SDK's printf-style error and log helpers, and string and INTS attributes. */
 #include <stdio.h>
 
 #include "metainfer/mi_sdk.h"
@@ -39,4 +39,20 @@ void mi_sdk_logf(const mi_host_api_t *host, int32_t level, const char *plugin, c
 const char *mi_sdk_attr_string(const mi_node_desc_t *node, const char *name, const char *dflt) {
   const mi_attr_t *a = node ? mi_sdk_attr(node, name) : NULL;
   return a && a->type == MI_ATTR_STRING && a->s ? a->s : dflt;
+}
+
+int64_t mi_sdk_attr_ints_at(const mi_node_desc_t *node, const char *name, int32_t i, int64_t dflt) {
+  const mi_attr_t *a = node ? mi_sdk_attr(node, name) : NULL;
+  return a && a->type == MI_ATTR_INTS && a->ints && i >= 0 && i < a->count ? a->ints[i] : dflt;
+}
+
+int mi_sdk_attr_ints(const mi_node_desc_t *node, const char *name, int64_t *out, int32_t want,
+                     int64_t dflt) {
+  const mi_attr_t *a = node ? mi_sdk_attr(node, name) : NULL;
+  int32_t i;
+  for (i = 0; i < want; i++) out[i] = dflt;
+  if (!a) return 1;
+  if (a->type != MI_ATTR_INTS || a->count != want) return 0;
+  for (i = 0; i < want; i++) out[i] = a->ints[i];
+  return 1;
 }

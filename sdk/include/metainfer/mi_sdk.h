@@ -41,6 +41,12 @@ int mi_sdk_pick(const char *name, const char *const *names, int count);
 
 /** A string attribute of a node, or `dflt` when absent or not a string. */
 const char *mi_sdk_attr_string(const mi_node_desc_t *node, const char *name, const char *dflt);
+/** Element i of an INTS attribute (strides, pads...), or `dflt` when absent, not INTS or shorter. */
+int64_t mi_sdk_attr_ints_at(const mi_node_desc_t *node, const char *name, int32_t i, int64_t dflt);
+/** Fills out[0..want) from an INTS attribute of exactly `want` values, or with `dflt` when the
+ * attribute is absent: 1; 0 when it is there but not INTS of that length. */
+int mi_sdk_attr_ints(const mi_node_desc_t *node, const char *name, int64_t *out, int32_t want,
+                     int64_t dflt);
 
 /** Logs one formatted line through the host's log service, if the host offers one. */
 void mi_sdk_logf(const mi_host_api_t *host, int32_t level, const char *plugin, const char *fmt,
