@@ -69,31 +69,13 @@ static inline int tb_ints_tensor(tb_t *b, int count, const int64_t *vals) {
 }
 
 static inline int tb_node(tb_t *b, const char *op, int opset, int nin, const int *ins, int out) {
-  mi_node_desc_t *n = &b->n[b->nn];
-  int i;
-  memset(n, 0, sizeof *n);
-  n->struct_size = sizeof *n;
-  n->op_type = op;
-  n->name = op;
-  n->opset = opset;
-  for (i = 0; i < nin; i++) b->nin[b->nn][i] = ins[i];
-  b->nout[b->nn][0] = out;
-  n->input_count = nin;
-  n->inputs = b->nin[b->nn];
-  n->output_count = 1;
-  n->outputs = b->nout[b->nn];
-  n->attrs = b->at[b->nn];
-  b->np[b->nn] = n;
+  drive_node_desc(&b->n[b->nn], op, opset, nin, ins, b->nin[b->nn], out, b->nout[b->nn], b->at[b->nn]);
+  b->np[b->nn] = &b->n[b->nn];
   return b->nn++;
 }
 
 static inline mi_attr_t *tb_attr(tb_t *b, int node, const char *name, int type) {
-  mi_node_desc_t *n = &b->n[node];
-  mi_attr_t *a = &b->at[node][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = type;
-  return a;
+  return drive_attr(&b->at[node][b->n[node].attr_count++], name, type);
 }
 static inline void tb_attr_i(tb_t *b, int node, const char *name, int64_t v) { tb_attr(b, node, name, MI_ATTR_INT)->i = v; }
 static inline void tb_attr_f(tb_t *b, int node, const char *name, float v) { tb_attr(b, node, name, MI_ATTR_FLOAT)->f = v; }
@@ -122,19 +104,7 @@ static inline void tb_finish(tb_t *b, int out) {
 }
 
 static inline void tb_desc(tb_t *b, mi_kernel_desc_t *d, const char *variant, const mi_knob_value_t *knobs, int nk) {
-  memset(d, 0, sizeof *d);
-  d->struct_size = sizeof *d;
-  d->node_count = b->nn;
-  d->nodes = b->np;
-  d->tensor_count = b->nt;
-  d->tensors = b->tp;
-  d->input_count = b->nkin;
-  d->inputs = b->kin;
-  d->output_count = b->nkout;
-  d->outputs = b->kout;
-  d->variant_id = variant;
-  d->knob_count = nk;
-  d->knobs = knobs;
+  drive_kernel_desc(d, b->np, b->nn, b->tp, b->nt, b->kin, b->nkin, b->kout, b->nkout, variant, knobs, nk);
 }
 
 /* Prepares and runs; inputs in kernel order; returns the status, fills out. */

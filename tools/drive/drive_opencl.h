@@ -142,48 +142,28 @@ static inline int kd_tensor(kd_t *k, int rank, const int64_t *dims, const float 
 
 static inline mi_node_desc_t *kd_node(kd_t *k, const char *op, int nin, const int *in, int out) {
   mi_node_desc_t *n = &k->nodes[k->nn];
-  int i;
-  memset(n, 0, sizeof *n);
-  n->struct_size = sizeof *n;
-  n->op_type = op;
-  n->name = op;
-  n->opset = 17;
-  for (i = 0; i < nin; i++) k->io[k->nn][0][i] = in[i];
-  k->io[k->nn][1][0] = out;
-  n->input_count = nin;
-  n->inputs = k->io[k->nn][0];
-  n->output_count = 1;
-  n->outputs = k->io[k->nn][1];
-  n->attrs = k->attrs[k->nn];
-  k->np[k->nn] = n;
-  k->nn++;
+  drive_node_desc(n, op, 17, nin, in, k->io[k->nn][0], out, k->io[k->nn][1], k->attrs[k->nn]);
+  k->np[k->nn++] = n;
   return n;
+}
+
+static inline mi_attr_t *kd_attr(kd_t *k, mi_node_desc_t *n, const char *name, int type) {
+  return drive_attr(&k->attrs[n - k->nodes][n->attr_count++], name, type);
 }
 
 static inline void kd_attr_ints(kd_t *k, mi_node_desc_t *n, const char *name, int cnt,
                                 const int64_t *v) {
-  mi_attr_t *a = &k->attrs[n - k->nodes][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = MI_ATTR_INTS;
+  mi_attr_t *a = kd_attr(k, n, name, MI_ATTR_INTS);
   a->count = cnt;
   a->ints = v;
 }
 
 static inline void kd_attr_int(kd_t *k, mi_node_desc_t *n, const char *name, int64_t v) {
-  mi_attr_t *a = &k->attrs[n - k->nodes][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = MI_ATTR_INT;
-  a->i = v;
+  kd_attr(k, n, name, MI_ATTR_INT)->i = v;
 }
 
 static inline void kd_attr_float(kd_t *k, mi_node_desc_t *n, const char *name, float v) {
-  mi_attr_t *a = &k->attrs[n - k->nodes][n->attr_count++];
-  memset(a, 0, sizeof *a);
-  a->name = name;
-  a->type = MI_ATTR_FLOAT;
-  a->f = v;
+  kd_attr(k, n, name, MI_ATTR_FLOAT)->f = v;
 }
 
 static inline void kd_knob(kd_t *k, const char *name, int64_t v) {
@@ -194,19 +174,8 @@ static inline void kd_knob(kd_t *k, const char *name, int64_t v) {
 }
 
 static inline const mi_kernel_desc_t *kd_finish(kd_t *k, const char *variant) {
-  memset(&k->d, 0, sizeof k->d);
-  k->d.struct_size = sizeof k->d;
-  k->d.node_count = k->nn;
-  k->d.nodes = k->np;
-  k->d.tensor_count = k->nt;
-  k->d.tensors = k->tp;
-  k->d.input_count = k->nin;
-  k->d.inputs = k->ins;
-  k->d.output_count = k->nout;
-  k->d.outputs = k->outs;
-  k->d.variant_id = variant;
-  k->d.knob_count = k->nk;
-  k->d.knobs = k->knobs;
+  drive_kernel_desc(&k->d, k->np, k->nn, k->tp, k->nt, k->ins, k->nin, k->outs, k->nout, variant,
+                    k->knobs, k->nk);
   return &k->d;
 }
 

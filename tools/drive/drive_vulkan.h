@@ -4,6 +4,7 @@
 #define MI_DRIVE_VULKAN_H
 
 #include "drive_host.h"
+#include "drive_tensor.h"
 #include "metainfer/mi_graph.h"
 
 /* Loads the registry from $MI_BUILD/plugins with lavapipe selected; *plugin is NULL when the
@@ -89,16 +90,8 @@ static inline void tv_desc_build(const mi_graph_t *g, const char *variant, tv_de
     d->attrs = n->attrs;
     f->np[i] = d;
   }
-  f->k.struct_size = sizeof f->k;
-  f->k.node_count = g->node_count;
-  f->k.nodes = f->np;
-  f->k.tensor_count = g->tensor_count;
-  f->k.tensors = f->tp;
-  f->k.input_count = g->input_count;
-  f->k.inputs = g->inputs;
-  f->k.output_count = g->output_count;
-  f->k.outputs = g->outputs;
-  f->k.variant_id = variant;
+  drive_kernel_desc(&f->k, f->np, g->node_count, f->tp, g->tensor_count, g->inputs, g->input_count,
+                    g->outputs, g->output_count, variant, NULL, 0);
 }
 
 #endif

@@ -27,6 +27,11 @@ typedef struct conform_ctx {
 /** A rule returns CONFORM_PASS/FAIL/SKIP and writes its reason (one line) into `why`. */
 typedef int (*conform_rule_fn)(conform_ctx_t *c, char *why, size_t why_size);
 
+/** A rule's result with its reason: writes the printf-formatted reason into why (n bytes) and
+ * returns `verdict` (CONFORM_PASS, CONFORM_FAIL or CONFORM_SKIP). */
+int conform_verdict(char *why, size_t n, int verdict, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 typedef struct conform_rule {
   int number;
   const char *id;        /* short stable id, e.g. "exports" */

@@ -1,5 +1,6 @@
 /* conform_util.c - shared helpers of the conformance rules. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,14 @@
 
 /* Forces every fixed char array of the descriptions to be terminated. */
 #define TERMINATE(field) (field)[sizeof(field) - 1] = '\0'
+
+int conform_verdict(char *why, size_t n, int verdict, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (vsnprintf(why, n, fmt, ap) < 0 && n) why[0] = '\0';
+  va_end(ap);
+  return verdict;
+}
 
 int32_t conform_descs_get(conform_ctx_t *c, uint32_t dev, conform_descs_t *d, char *why,
                           size_t n) {

@@ -43,8 +43,7 @@ int conform_rule_exports(conform_ctx_t *c, char *why, size_t n) {
   char extras[256] = "";
 
   if (!img) {
-    snprintf(why, n, "%s: cannot read the library", c->so_path);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL, "%s: cannot read the library", c->so_path);
   }
   eh = (const Elf64_Ehdr *)img;
   if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -97,8 +96,8 @@ int conform_rule_negotiation(conform_ctx_t *c, char *why, size_t n) {
   const uint32_t minors[2] = {0, MI_ABI_VERSION_MINOR + 7};
   for (int i = 0; i < 2; i++) {
     if (conform_load(c, MI_ABI_VERSION_MAJOR, minors[i]) != MI_OK) {
-      snprintf(why, n, "host ABI %d.%u: %s", MI_ABI_VERSION_MAJOR, minors[i], c->load_error);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "host ABI %d.%u: %s", MI_ABI_VERSION_MAJOR, minors[i], c->load_error);
     }
     conform_unload(c);
   }
@@ -111,17 +110,16 @@ int conform_rule_negotiation(conform_ctx_t *c, char *why, size_t n) {
     const mi_plugin_api_t *t;
     mi_error_t err = {0};
     if (conform_load(c, MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR) != MI_OK) {
-      snprintf(why, n, "%s", c->load_error);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL, "%s", c->load_error);
     }
     memset(&big, 0x5A, sizeof big);
     big.api = c->host;
     big.api.struct_size = sizeof big;
     t = c->entry(&big.api, &err);
     if (!t) {
-      snprintf(why, n, "refused a host services table larger than it knows (%zu bytes): %s",
-               sizeof big, err.message);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "refused a host services table larger than it knows (%zu bytes): %s",
+                             sizeof big, err.message);
     }
     /* Another major must be refused, with a reason. */
     memset(&err, 0, sizeof err);
@@ -131,17 +129,17 @@ int conform_rule_negotiation(conform_ctx_t *c, char *why, size_t n) {
     if (t && t->abi_major == MI_ABI_VERSION_MAJOR + 1) {
       /* It claims to speak the next major: fine. */
     } else if (t) {
-      snprintf(why, n, "accepted host ABI major %d while speaking %u", MI_ABI_VERSION_MAJOR + 1,
-               t->abi_major);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "accepted host ABI major %d while speaking %u", MI_ABI_VERSION_MAJOR + 1,
+                             t->abi_major);
     } else if (err.message[0] == '\0') {
-      snprintf(why, n, "refused host ABI major %d without a message", MI_ABI_VERSION_MAJOR + 1);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "refused host ABI major %d without a message", MI_ABI_VERSION_MAJOR + 1);
     }
   }
-  snprintf(why, n, "host minors 0 and %u accepted, larger host table read safely, major %d refused",
-           minors[1], MI_ABI_VERSION_MAJOR + 1);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "host minors 0 and %u accepted, larger host table read safely, major %d refused",
+                         minors[1], MI_ABI_VERSION_MAJOR + 1);
 }
 
 /* The description calls whose out structs R3 probes. */
@@ -180,16 +178,16 @@ static int probe_sizes(const conform_ctx_t *c, int kind, uint32_t dev, uint32_t 
     rc = call_desc(c, kind, dev, index, buf, &err);
     for (size_t k = declared; k < declared + 64; k++) {
       if (buf[k] != 0xA5) {
-        snprintf(why, n, "%s(device %u, index %u) with struct_size %u wrote byte %zu past it",
-                 k_desc_names[kind], dev, index, declared, k);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "%s(device %u, index %u) with struct_size %u wrote byte %zu past it",
+                               k_desc_names[kind], dev, index, declared, k);
       }
     }
     memcpy(&returned, buf, sizeof returned);
     if (rc == MI_OK && returned > declared) {
-      snprintf(why, n, "%s with struct_size %u claims to have written %u bytes",
-               k_desc_names[kind], declared, returned);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "%s with struct_size %u claims to have written %u bytes",
+                             k_desc_names[kind], declared, returned);
     }
   }
   return CONFORM_PASS;
@@ -221,9 +219,9 @@ int conform_rule_struct_sizes(conform_ctx_t *c, char *why, size_t n) {
                   sizeof(mi_constraint_desc_t), why, n))
       return CONFORM_FAIL;
   }
-  snprintf(why, n, "%u device(s): every description call kept within the declared size",
-           c->plugin.device_count);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%u device(s): every description call kept within the declared size",
+                         c->plugin.device_count);
 }
 
 /* R4: calls naming a device past the last one are refused with a message. */
@@ -252,16 +250,15 @@ int conform_rule_device_index(conform_ctx_t *c, char *why, size_t n) {
   for (int i = 0; i < 4; i++) {
     if (r[i].rc == MI_OK) {
       if (i == 3 && buf) a->buffer_free(c->plugin.ctx, buf);
-      snprintf(why, n, "%s(device %u) succeeded although the plugin has %u device(s)", r[i].call,
-               bad, c->plugin.device_count);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "%s(device %u) succeeded although the plugin has %u device(s)", r[i].call,
+                             bad, c->plugin.device_count);
     }
   }
   if (err.message[0] == '\0') {
-    snprintf(why, n, "out-of-range device refused without a message");
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL, "out-of-range device refused without a message");
   }
-  snprintf(why, n, "%u device(s); device %u refused (\"%s\")", c->plugin.device_count, bad,
-           err.message);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%u device(s); device %u refused (\"%s\")", c->plugin.device_count, bad,
+                         err.message);
 }

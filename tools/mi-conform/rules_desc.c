@@ -32,102 +32,100 @@ static const mi_knob_desc_t *find_knob(const conform_descs_t *d, const char *nam
 /* Checks one device's descriptions; returns CONFORM_FAIL with the first broken rule. */
 static int check_device(const conform_descs_t *d, uint32_t dev, char *why, size_t n) {
   if (d->device.name[0] == '\0') {
-    snprintf(why, n, "device %u: empty name", dev);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL, "device %u: empty name", dev);
   }
   for (uint32_t i = 0; i < d->knob_count; i++) {
     const mi_knob_desc_t *k = &d->knobs[i];
     if (k->name[0] == '\0') {
-      snprintf(why, n, "device %u knob %u: empty name", dev, i);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL, "device %u knob %u: empty name", dev, i);
     }
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(d->knobs[j].name, k->name)) {
-        snprintf(why, n, "device %u: knob name '%s' declared twice", dev, k->name);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u: knob name '%s' declared twice", dev, k->name);
       }
     if (k->type < MI_KNOB_INT || k->type > MI_KNOB_ENUM || k->scope < 0 ||
         k->scope > MI_KNOB_SCOPE_VARIANT || k->mutability < 0 || k->mutability > MI_KNOB_AT_INIT) {
-      snprintf(why, n, "device %u knob '%s': unknown type, scope or mutability", dev, k->name);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u knob '%s': unknown type, scope or mutability", dev, k->name);
     }
     if (k->type == MI_KNOB_INT && k->value_count == 0 && (k->min > k->max || k->step < 1)) {
-      snprintf(why, n, "device %u knob '%s': empty domain [%lld, %lld] step %lld", dev, k->name,
-               (long long)k->min, (long long)k->max, (long long)k->step);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u knob '%s': empty domain [%lld, %lld] step %lld", dev, k->name,
+                             (long long)k->min, (long long)k->max, (long long)k->step);
     }
     if (k->type == MI_KNOB_INT && k->value_count > MI_KNOB_MAX_VALUES) {
-      snprintf(why, n, "device %u knob '%s': value_count %u exceeds %d", dev, k->name,
-               k->value_count, MI_KNOB_MAX_VALUES);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u knob '%s': value_count %u exceeds %d", dev, k->name,
+                             k->value_count, MI_KNOB_MAX_VALUES);
     }
     if (k->type == MI_KNOB_ENUM && conform_enum_count(k) == 0) {
-      snprintf(why, n, "device %u knob '%s': enum without choices", dev, k->name);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u knob '%s': enum without choices", dev, k->name);
     }
     if (k->type == MI_KNOB_FLOAT
             ? !(k->fmin <= k->fmax && k->default_float >= k->fmin && k->default_float <= k->fmax)
             : !knob_in_domain(k, k->default_int)) {
-      snprintf(why, n, "device %u knob '%s': default outside its domain", dev, k->name);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u knob '%s': default outside its domain", dev, k->name);
     }
   }
   for (uint32_t i = 0; i < d->variant_count; i++) {
     const mi_variant_desc_t *v = &d->variants[i];
     char list[sizeof v->knobs], *save = NULL;
     if (v->id[0] == '\0' || v->op_type[0] == '\0') {
-      snprintf(why, n, "device %u variant %u: empty id or op type", dev, i);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u variant %u: empty id or op type", dev, i);
     }
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(d->variants[j].id, v->id)) {
-        snprintf(why, n, "device %u: variant id '%s' declared twice", dev, v->id);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u: variant id '%s' declared twice", dev, v->id);
       }
     memcpy(list, v->knobs, sizeof list);
     for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
       if (!find_knob(d, tok)) {
-        snprintf(why, n, "device %u variant '%s': reads knob '%s', which is not declared", dev,
-                 v->id, tok);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u variant '%s': reads knob '%s', which is not declared", dev,
+                               v->id, tok);
       }
   }
   for (uint32_t i = 0; i < d->counter_count; i++) {
     const mi_counter_desc_t *c = &d->counters[i];
     if (c->name[0] == '\0' || c->kind < MI_COUNTER_TIMER || c->kind > MI_COUNTER_OTHER) {
-      snprintf(why, n, "device %u counter %u: empty name or unknown kind", dev, i);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u counter %u: empty name or unknown kind", dev, i);
     }
     if (!conform_unit_ok(c->kind, c->unit)) {
-      snprintf(why, n, "device %u counter '%s': unit '%s' does not fit its kind", dev, c->name,
-               c->unit);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u counter '%s': unit '%s' does not fit its kind", dev, c->name,
+                             c->unit);
     }
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(d->counters[j].name, c->name)) {
-        snprintf(why, n, "device %u: counter name '%s' declared twice", dev, c->name);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u: counter name '%s' declared twice", dev, c->name);
       }
   }
   for (uint32_t i = 0; i < d->constraint_count; i++) {
     const mi_constraint_desc_t *k = &d->constraints[i];
     const mi_knob_desc_t *a, *b;
     if (k->kind < MI_CONSTRAINT_DIVIDES || k->kind > MI_CONSTRAINT_CUSTOM) {
-      snprintf(why, n, "device %u constraint %u: unknown kind %d", dev, i, k->kind);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u constraint %u: unknown kind %d", dev, i, k->kind);
     }
     if (k->kind == MI_CONSTRAINT_CUSTOM) continue;
     a = find_knob(d, k->a);
     b = k->b[0] ? find_knob(d, k->b) : NULL;
     if (!a || (k->b[0] && !b)) {
-      snprintf(why, n, "device %u constraint %u: names an undeclared knob ('%s', '%s')", dev, i,
-               k->a, k->b);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u constraint %u: names an undeclared knob ('%s', '%s')", dev, i,
+                             k->a, k->b);
     }
     if (!conform_constraint_holds(k, a->default_int, b ? b->default_int : 0)) {
-      snprintf(why, n, "device %u constraint %u (%s) is broken by the knobs' defaults", dev, i,
-               k->reason[0] ? k->reason : "no reason given");
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u constraint %u (%s) is broken by the knobs' defaults", dev, i,
+                             k->reason[0] ? k->reason : "no reason given");
     }
   }
   return CONFORM_PASS;
@@ -146,9 +144,9 @@ int conform_rule_descriptors(conform_ctx_t *c, char *why, size_t n) {
     conform_descs_free(&d);
     if (st != CONFORM_PASS) return st;
   }
-  snprintf(why, n, "%u device(s), %u knob(s), %u variant(s) well formed",
-           c->plugin.device_count, knobs, variants);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%u device(s), %u knob(s), %u variant(s) well formed",
+                         c->plugin.device_count, knobs, variants);
 }
 
 /* A value just outside a knob's domain: above it, else below it; 0 when there is none (a FLOAT
@@ -208,9 +206,8 @@ int conform_rule_invalid_knobs(conform_ctx_t *c, char *why, size_t n) {
     conform_descs_free(&d);
   }
   if (!tried) {
-    snprintf(why, n, "no variant reads a knob with a finite domain");
-    return CONFORM_SKIP;
+    return conform_verdict(why, n, CONFORM_SKIP, "no variant reads a knob with a finite domain");
   }
-  snprintf(why, n, "%d out-of-domain knob value(s) refused with reasons", tried);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%d out-of-domain knob value(s) refused with reasons", tried);
 }

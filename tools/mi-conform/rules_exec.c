@@ -128,12 +128,11 @@ int conform_rule_reference(conform_ctx_t *c, char *why, size_t n) {
     conform_descs_free(&d);
   }
   if (!variants_checked) {
-    snprintf(why, n, "no variant of an op with conformance cases");
-    return CONFORM_SKIP;
+    return conform_verdict(why, n, CONFORM_SKIP, "no variant of an op with conformance cases");
   }
-  snprintf(why, n, "%d variant(s), %d run(s) matched the reference%s", variants_checked, ran,
-           no_case ? "; some ops have no conformance case yet" : "");
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%d variant(s), %d run(s) matched the reference%s", variants_checked, ran,
+                         no_case ? "; some ops have no conformance case yet" : "");
 }
 
 /* Runs the first variant that accepts its first case, to give counters something to count. */
@@ -156,8 +155,7 @@ int conform_rule_counters(conform_ctx_t *c, char *why, size_t n) {
   const mi_plugin_api_t *a = &c->plugin.api;
   int checked = 0;
   if (!a->counter_count || !a->counter_desc || !a->counter_read) {
-    snprintf(why, n, "the plugin declares no counters");
-    return CONFORM_SKIP;
+    return conform_verdict(why, n, CONFORM_SKIP, "the plugin declares no counters");
   }
   for (uint32_t dev = 0; dev < c->plugin.device_count; dev++) {
     conform_descs_t d;
@@ -199,8 +197,8 @@ int conform_rule_counters(conform_ctx_t *c, char *why, size_t n) {
     }
     conform_descs_free(&d);
   }
-  snprintf(why, n, "%d counter(s) read consistently around a run", checked);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%d counter(s) read consistently around a run", checked);
 }
 
 /* R9: buffers round-trip exactly, partial writes land at their offset, and out-of-range
@@ -219,8 +217,7 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
       if (!src || !dst) {
         free(src);
         free(dst);
-        snprintf(why, n, "out of memory");
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL, "out of memory");
       }
       for (uint64_t i = 0; i < size; i++) src[i] = (unsigned char)next_random(&rng);
       if (a->buffer_alloc(c->plugin.ctx, dev, size, &buf, &err) != MI_OK || !buf) {
@@ -246,15 +243,15 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
       free(src);
       free(dst);
       if (fail) {
-        snprintf(why, n, "device %u, %llu-byte buffer: %s%s%s", dev, (unsigned long long)size,
-                 fail, err.message[0] ? ": " : "", err.message);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u, %llu-byte buffer: %s%s%s", dev, (unsigned long long)size,
+                               fail, err.message[0] ? ": " : "", err.message);
       }
     }
   }
-  snprintf(why, n, "buffers of 1 B, 4 KiB+1 and 1 MiB round-trip on %u device(s)",
-           c->plugin.device_count);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "buffers of 1 B, 4 KiB+1 and 1 MiB round-trip on %u device(s)",
+                         c->plugin.device_count);
 }
 
 /* A one-node kernel description over two [2,3] FP32 tensors, built directly on the ABI so the
@@ -331,12 +328,12 @@ int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n) {
     mi_kernel_t *kernel = NULL;
 
     if ((bad = expect_refused(c, dev, "ConformNoSuchOp", NULL, &err))) {
-      snprintf(why, n, "device %u: a kernel of unknown op type 'ConformNoSuchOp' %s", dev, bad);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u: a kernel of unknown op type 'ConformNoSuchOp' %s", dev, bad);
     }
     if ((bad = expect_refused(c, dev, "Relu", "conform.no-such-variant", &err))) {
-      snprintf(why, n, "device %u: Relu with unknown variant 'conform.no-such-variant' %s", dev, bad);
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL,
+                             "device %u: Relu with unknown variant 'conform.no-such-variant' %s", dev, bad);
     }
     /* A prepared kernel run with the wrong number of buffers. */
     tiny_kernel_init(&k, "Relu", NULL);
@@ -345,8 +342,8 @@ int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n) {
       int32_t rc = a->kernel_run(c->plugin.ctx, kernel, NULL, 0, NULL, 0, NULL, &err);
       a->kernel_release(c->plugin.ctx, kernel);
       if (rc == MI_OK) {
-        snprintf(why, n, "device %u: kernel_run with no buffers for a 1-in 1-out kernel succeeded", dev);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u: kernel_run with no buffers for a 1-in 1-out kernel succeeded", dev);
       }
     }
     /* Description index past the end. */
@@ -355,15 +352,15 @@ int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n) {
       kd.struct_size = sizeof kd;
       memset(&err, 0, sizeof err);
       if (a->knob_desc(c->plugin.ctx, dev, cnt, &kd, &err) == MI_OK) {
-        snprintf(why, n, "device %u: knob_desc(%u) succeeded with only %u knob(s)", dev, cnt, cnt);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u: knob_desc(%u) succeeded with only %u knob(s)", dev, cnt, cnt);
       }
       if (err.message[0] == '\0') {
-        snprintf(why, n, "device %u: knob_desc past the end refused without a message", dev);
-        return CONFORM_FAIL;
+        return conform_verdict(why, n, CONFORM_FAIL,
+                               "device %u: knob_desc past the end refused without a message", dev);
       }
     }
   }
-  snprintf(why, n, "unknown op, unknown variant, wrong buffer count, index past the end: refused");
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "unknown op, unknown variant, wrong buffer count, index past the end: refused");
 }

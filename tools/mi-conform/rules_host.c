@@ -23,8 +23,7 @@ int conform_rule_host_load(conform_ctx_t *c, char *why, size_t n) {
   const char *refusal;
   int st;
   if (!r) {
-    snprintf(why, n, "out of memory");
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL, "out of memory");
   }
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - c->manifest) : 1,
            slash ? c->manifest : ".");
@@ -61,8 +60,7 @@ int conform_rule_manifest(conform_ctx_t *c, char *why, size_t n) {
   int st = CONFORM_FAIL;
   mi_error_clear(&err);
   if (mi_manifest_load(c->manifest, &m, &err) != MI_OK) {
-    snprintf(why, n, "%s", err.message);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL, "%s", err.message);
   }
   if (mi_manifest_check_files(c->manifest, &m, &lib, &err) != MI_OK) {
     snprintf(why, n, "the host refuses it before opening it: %s", err.message);

@@ -120,8 +120,7 @@ int conform_rule_stdout(conform_ctx_t *c, char *why, size_t n) {
     cap.file[i] = tmpfile();
     cap.saved[i] = dup(i + 1);
     if (!cap.file[i] || cap.saved[i] < 0 || dup2(fileno(cap.file[i]), i + 1) < 0) {
-      snprintf(why, n, "cannot capture the process's output");
-      return CONFORM_FAIL;
+      return conform_verdict(why, n, CONFORM_FAIL, "cannot capture the process's output");
     }
   }
   c->quiet_log = 1;
@@ -135,12 +134,12 @@ int conform_rule_stdout(conform_ctx_t *c, char *why, size_t n) {
     fclose(cap.file[i]);
   }
   if (at) {
-    snprintf(why, n, "wrote %ld byte(s) to stdout and %ld to stderr, first during %s: '%s'",
-             out_b, err_b, at, line);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL,
+                           "wrote %ld byte(s) to stdout and %ld to stderr, first during %s: '%s'",
+                           out_b, err_b, at, line);
   }
-  snprintf(why, n, "nothing written to stdout or stderr from entry to unload");
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "nothing written to stdout or stderr from entry to unload");
 }
 
 static int refused_since(void *user) { return mi__host_api_refused() > *(int32_t *)user; }
@@ -153,12 +152,13 @@ int conform_rule_host_handles(conform_ctx_t *c, char *why, size_t n) {
   char step[200] = "";
   const char *at = exercise(c, refused_since, &before, step, sizeof step);
   if (at) {
-    snprintf(why, n, "called a host service with a handle the host never gave out (%d call(s) "
-             "refused), first during %s", (int)(mi__host_api_refused() - before), at);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL,
+                           "called a host service with a handle the host never gave out (%d call(s) "
+                           "refused), first during %s",
+                           (int)(mi__host_api_refused() - before), at);
   }
-  snprintf(why, n, "every host service call carried the host's handle, from entry to unload");
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "every host service call carried the host's handle, from entry to unload");
 }
 
 typedef struct timing {
@@ -207,9 +207,8 @@ int conform_rule_run_times(conform_ctx_t *c, char *why, size_t n) {
     conform_descs_free(&d);
   }
   if (!t.checked) {
-    snprintf(why, n, "no run reported a device time (wall clock only)");
-    return CONFORM_SKIP;
+    return conform_verdict(why, n, CONFORM_SKIP, "no run reported a device time (wall clock only)");
   }
-  snprintf(why, n, "%d device time(s) checked against the wall clock", t.checked);
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%d device time(s) checked against the wall clock", t.checked);
 }

@@ -54,8 +54,7 @@ static int use_instance(conform_ctx_t *c, char *why, size_t n) {
 
 static int instance_cycle(conform_ctx_t *c, char *why, size_t n) {
   if (conform_recreate(c) != MI_OK) {
-    snprintf(why, n, "create after destroy failed: %s", c->load_error);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL, "create after destroy failed: %s", c->load_error);
   }
   return use_instance(c, why, n);
 }
@@ -89,9 +88,10 @@ int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n) {
     if (per_instance <= INSTANCE_LEAK_LIMIT) break;
   }
   if (per_instance > INSTANCE_LEAK_LIMIT) {
-    snprintf(why, n, "heap grew %.0f bytes per create/use/destroy cycle over %d cycles, twice "
-             "in a row (limit %d)", per_instance, MEASURED_CYCLES, INSTANCE_LEAK_LIMIT);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL,
+                           "heap grew %.0f bytes per create/use/destroy cycle over %d cycles, twice "
+                           "in a row (limit %d)",
+                           per_instance, MEASURED_CYCLES, INSTANCE_LEAK_LIMIT);
   }
 
   conform_unload(c);
@@ -102,12 +102,12 @@ int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n) {
   after = heap_in_use();
   per_library = ((double)after - (double)before) / LIBRARY_CYCLES;
   if (JUDGE_LIBRARY_PHASE && per_library > LIBRARY_LEAK_LIMIT) {
-    snprintf(why, n, "heap grew %.0f bytes per dlopen/use/dlclose cycle over %d cycles (limit %d)",
-             per_library, LIBRARY_CYCLES, LIBRARY_LEAK_LIMIT);
-    return CONFORM_FAIL;
+    return conform_verdict(why, n, CONFORM_FAIL,
+                           "heap grew %.0f bytes per dlopen/use/dlclose cycle over %d cycles (limit %d)",
+                           per_library, LIBRARY_CYCLES, LIBRARY_LEAK_LIMIT);
   }
-  snprintf(why, n, "%+.0f bytes per instance cycle (%d cycles), %+.0f per library reload (%d)%s",
-           per_instance, MEASURED_CYCLES, per_library, LIBRARY_CYCLES,
-           JUDGE_LIBRARY_PHASE ? "" : "; reloads not judged under AddressSanitizer");
-  return CONFORM_PASS;
+  return conform_verdict(why, n, CONFORM_PASS,
+                         "%+.0f bytes per instance cycle (%d cycles), %+.0f per library reload (%d)%s",
+                         per_instance, MEASURED_CYCLES, per_library, LIBRARY_CYCLES,
+                         JUDGE_LIBRARY_PHASE ? "" : "; reloads not judged under AddressSanitizer");
 }

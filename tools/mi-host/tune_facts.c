@@ -43,6 +43,20 @@ void mi__tune_esc(FILE *f, const char *s) {
   }
 }
 
+void mi__tune_esc_data(FILE *f, const mi_tune_run_t *run) {
+  fputs(" data-device=\"", f);
+  mi__tune_esc(f, run->spec);
+  fputs("\" data-model=\"", f);
+  mi__tune_esc(f, run->model);
+  fputc('"', f);
+}
+
+void mi__tune_esc_title(FILE *f, const mi_tune_run_t *run) {
+  mi__tune_esc(f, run->model);
+  fputs(" on ", f);
+  mi__tune_esc(f, run->spec);
+}
+
 int mi__tune_feasible(const mi_recipe_t *r, const mi_trial_t *t, uint32_t *violated) {
   uint32_t v = 0;
   if (violated) *violated = 0;

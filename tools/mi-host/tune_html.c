@@ -144,14 +144,10 @@ static void failures(FILE *f, const mi_tune_run_t *run) {
 
 static void run_section(FILE *f, const mi_recipe_t *r, mi_tune_run_t *run, int32_t i) {
   mi_tune_facts_t fa;
-  fprintf(f, "<section class=\"run\" id=\"run-%d\" data-device=\"", (int)i);
-  mi__tune_esc(f, run->spec);
-  fputs("\" data-model=\"", f);
-  mi__tune_esc(f, run->model);
-  fputs("\"><h2>", f);
-  mi__tune_esc(f, run->model);
-  fputs(" on ", f);
-  mi__tune_esc(f, run->spec);
+  fprintf(f, "<section class=\"run\" id=\"run-%d\"", (int)i);
+  mi__tune_esc_data(f, run);
+  fputs("><h2>", f);
+  mi__tune_esc_title(f, run);
   fputs("</h2>\n", f);
   if (!run->ok || !run->res || !mi__tune_facts(r, run, &fa)) {
     fputs("<p class=\"bad\">Failed: ", f);

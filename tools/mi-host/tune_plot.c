@@ -259,18 +259,12 @@ void mi__tune_front_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
   xb = axis_fit(&x, lo, hi, fa->x >= 0 && r->has_bound[fa->x] ? mi__tune_shown(fa->x, r->bound[fa->x]) : NAN);
   range(run, fa->y, fa->x, &lo, &hi);
   yb = axis_fit(&y, lo, hi, r->has_bound[fa->y] ? mi__tune_shown(fa->y, r->bound[fa->y]) : NAN);
-  fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"front\" data-device=\"", f);
-  mi__tune_esc(f, run->spec);
-  fputs("\" data-model=\"", f);
-  mi__tune_esc(f, run->model);
-  fprintf(f, "\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" role=\"img\">\n<title>", W, H, W, H);
-  mi__tune_esc(f, run->model);
-  fputs(" on ", f);
-  mi__tune_esc(f, run->spec);
+  fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"front\"", f);
+  mi__tune_esc_data(f, run);
+  fprintf(f, " width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" role=\"img\">\n<title>", W, H, W, H);
+  mi__tune_esc_title(f, run);
   fputs(": trials and Pareto front</title>\n<text class=\"plot-title\" x=\"74\" y=\"18\" font-size=\"14\" font-weight=\"bold\">", f);
-  mi__tune_esc(f, run->model);
-  fputs(" on ", f);
-  mi__tune_esc(f, run->spec);
+  mi__tune_esc_title(f, run);
   fputs("</text>\n", f);
   if (fa->substituted) {
     int32_t first = -1;
@@ -391,9 +385,7 @@ void mi__tune_progress_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *r
   fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"progress\" data-device=\"", f);
   mi__tune_esc(f, run->spec);
   fprintf(f, "\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" role=\"img\">\n<title>", W, H, W, H);
-  mi__tune_esc(f, run->model);
-  fputs(" on ", f);
-  mi__tune_esc(f, run->spec);
+  mi__tune_esc_title(f, run);
   fprintf(f, ": best feasible %s against trials used</title>\n", mi__tune_label(o));
   axes(f, &x, &y, run->res->replayed ? "trials used (measured or from the history, in order)" : "measurements used",
        run->energy_modeled);

@@ -9,6 +9,11 @@
 /** Writes `s` as XML/HTML text or attribute value: & < > " ' escaped, control characters and
  * bytes that are not UTF-8 replaced by U+FFFD, so every SVG stays well-formed XML. NULL: nothing. */
 void mi__tune_esc(FILE *f, const char *s);
+/** Writes "MODEL on DEVICE" of a run, escaped: the heading of its section and of its plots. */
+void mi__tune_esc_title(FILE *f, const mi_tune_run_t *run);
+/** Writes ` data-device="DEVICE" data-model="MODEL"`, escaped: the attributes report.html's
+ * script selects a run's section and plots by. */
+void mi__tune_esc_data(FILE *f, const mi_tune_run_t *run);
 
 /** Bit k of a violation mask: the bound on objective k is broken, or it has no figure. */
 #define MI_TUNE_VIOLATES(mask, k) (((mask) >> (k)) & 1u)

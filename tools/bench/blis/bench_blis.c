@@ -141,6 +141,22 @@ static double kernel_bytes(tb_plugin_t *p, tb_t *b, const char *variant) {
 
 /* FP16 weight storage (conv.packed_gemm_fp16) against FP32 (conv.packed_gemm): kernel GFLOP/s per
  * thread count and SIMD path, and the bytes the prepared kernel holds. */
+/* A Conv kernel over input x (xd, fed at run time), weights w (wd) and output y (yd), square
+ * kernel, `pads` on every side, `group` groups (the attribute is left out for 1). */
+static void conv_desc(tb_t *b, const int64_t *xd, const int64_t *wd, const float *w,
+                      const int64_t *yd, const int64_t *pads, int64_t group) {
+  int in[2], y, node;
+  memset(b, 0, sizeof *b);
+  in[0] = tb_tensor(b, 4, xd, NULL);
+  in[1] = tb_tensor(b, 4, wd, w);
+  y = tb_tensor(b, 4, yd, NULL);
+  node = tb_node(b, "Conv", 17, 2, in, y);
+  tb_attr_is(b, node, "kernel_shape", 2, wd + 2);
+  tb_attr_is(b, node, "pads", 4, pads);
+  if (group != 1) tb_attr_i(b, node, "group", group);
+  tb_finish(b, y);
+}
+
 static void fp16_section(tb_plugin_t *p, int nthreads, const char *const *simd, int nsimd) {
   /* c, hw, m, k: ResNet/MobileNet-like layers, the last two with weights larger than L2 */
   static const int64_t shapes[][4] = {{64, 56, 64, 3}, {128, 28, 256, 1}, {256, 14, 256, 3}, {512, 7, 512, 3},
@@ -156,22 +172,12 @@ static void fp16_section(tb_plugin_t *p, int nthreads, const char *const *simd, 
     const float *ins[1] = {x};
     double flops = 2. * m * hw * hw * c * ks * ks, b32, b16;
     tb_t b;
-    int x0, x1, x2, node, th, sv;
+    int th, sv;
     char name[40];
     for (i = 0; i < 4; i++) pads[i] = ks / 2;
     tb_fill(x, xn, 3);
     tb_fill(w, wn, 4);
-    memset(&b, 0, sizeof b);
-    x0 = tb_tensor(&b, 4, xd, NULL);
-    x1 = tb_tensor(&b, 4, wd, w);
-    x2 = tb_tensor(&b, 4, yd, NULL);
-    {
-      int in[2] = {x0, x1};
-      node = tb_node(&b, "Conv", 17, 2, in, x2);
-    }
-    tb_attr_is(&b, node, "kernel_shape", 2, wd + 2);
-    tb_attr_is(&b, node, "pads", 4, pads);
-    tb_finish(&b, x2);
+    conv_desc(&b, xd, wd, w, yd, pads, 1);
     snprintf(name, sizeof name, "%lldx%lld %lld->%lld k%lld", (long long)hw, (long long)hw, (long long)c,
              (long long)m, (long long)ks);
     b32 = kernel_bytes(p, &b, "conv.packed_gemm");
@@ -280,23 +286,12 @@ int main(int argc, char **argv) {
       const float *ins[1] = {x};
       double flops = 2. * m * hw * hw * (c / g) * ks * ks;
       tb_t b;
-      int x0, x1, x2, node, i;
+      int i;
       char name[32];
       for (i = 0; i < 4; i++) pads[i] = ks / 2;
       tb_fill(x, xn, 3);
       tb_fill(w, wn, 4);
-      memset(&b, 0, sizeof b);
-      x0 = tb_tensor(&b, 4, xd, NULL);
-      x1 = tb_tensor(&b, 4, wd, w);
-      x2 = tb_tensor(&b, 4, yd, NULL);
-      {
-        int in[2] = {x0, x1};
-        node = tb_node(&b, "Conv", 17, 2, in, x2);
-      }
-      tb_attr_is(&b, node, "kernel_shape", 2, wd + 2);
-      tb_attr_is(&b, node, "pads", 4, pads);
-      tb_attr_i(&b, node, "group", g);
-      tb_finish(&b, x2);
+      conv_desc(&b, xd, wd, w, yd, pads, g);
       snprintf(name, sizeof name, "%lldx%lld %lld->%lld k%lld%s", (long long)hw, (long long)hw, (long long)c,
                (long long)m, (long long)ks, g > 1 ? " dw" : "");
       for (v = 0; v < 5; v++)

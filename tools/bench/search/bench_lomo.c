@@ -91,18 +91,15 @@ static void src_build(bs_task_t *tasks, int32_t ntask, int32_t k, int same_devic
  * and the weight the blend's fit gave the per-layer model [6]. */
 static void predict(bs_task_t *tasks, int32_t ntask, int32_t k, int same_device, uint64_t seed, double *out) {
   bs_task_t *t = &tasks[k];
-  int32_t N = t->graph->node_count, q = 0, pick[SAMPLES], objs[1] = {MI_OBJ_LATENCY};
-  int32_t *pts = malloc((size_t)SAMPLES * t->D * sizeof *pts), *query = malloc((size_t)t->n * t->D * sizeof *query);
-  double *obj = malloc(SAMPLES * MI_OBJ_COUNT * sizeof *obj), *lat = malloc(SAMPLES * sizeof *lat);
-  double *lsec = malloc((size_t)SAMPLES * N * sizeof *lsec), *pred = malloc((size_t)t->n * sizeof *pred);
-  double *truth = malloc((size_t)t->n * sizeof *truth);
+  int32_t q = 0, pick[SAMPLES], objs[1] = {MI_OBJ_LATENCY};
+  bs_rows_t b;
   mi_meta_report_t *rep = calloc(1, sizeof *rep);
   lomo_src_t h;
   memset(&h, 0, sizeof h);
   for (int i = 0; i < 7; i++) out[i] = NAN;
-  if (!pts || !query || !obj || !lat || !lsec || !pred || !truth || !rep || t->ln < SAMPLES + 10) goto done;
+  if (!bs_rows_alloc(t, SAMPLES, &b) || !rep || t->ln < SAMPLES + 10) goto done;
   /* the same 10 as the per-layer table of bench_report.c */
-  q = bs_layer_split(t, seed, SAMPLES, pick, pts, obj, lat, lsec, query, truth);
+  q = bs_layer_split(t, seed, SAMPLES, pick, b.pts, b.obj, b.lat, b.lsec, b.query, b.truth);
   src_build(tasks, ntask, k, same_device, seed, &h);
   if (h.n == 0) goto done;
   for (int v = 0; v < 2; v++) {
@@ -114,23 +111,17 @@ static void predict(bs_task_t *tasks, int32_t ntask, int32_t k, int same_device,
     mo.source_count = h.n;
     mo.no_layer_model = v == 0;
     mo.report = rep;
-    if (mi_meta_predict_points(t->space, &so, &mo, pts, obj, SAMPLES, query, q, pred, NULL) == MI_OK) {
-      out[v ? 4 : 0] = mi_metric_spearman(pred, truth, q);
-      out[v ? 5 : 1] = mi_metric_within(pred, truth, q, 0.1);
+    if (mi_meta_predict_points(t->space, &so, &mo, b.pts, b.obj, SAMPLES, b.query, q, b.pred, NULL) == MI_OK) {
+      out[v ? 4 : 0] = mi_metric_spearman(b.pred, b.truth, q);
+      out[v ? 5 : 1] = mi_metric_within(b.pred, b.truth, q, 0.1);
       if (v) out[6] = rep->layer_model ? rep->layer_weight[0] : NAN;
     }
   }
   /* Per layer only: composed over the other models' layers and the 10 target measurements'. */
-  bs_layer_score(t, SAMPLES, pts, lat, lsec, h.ls, h.n, seed, query, q, truth, pred, out + 2, NULL);
+  bs_layer_score(t, SAMPLES, b.pts, b.lat, b.lsec, h.ls, h.n, seed, b.query, q, b.truth, b.pred, out + 2, NULL);
 done:
   src_free(&h);
-  free(pts);
-  free(query);
-  free(obj);
-  free(lat);
-  free(lsec);
-  free(pred);
-  free(truth);
+  bs_rows_free(&b);
   free(rep);
 }
 

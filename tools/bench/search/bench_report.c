@@ -211,18 +211,16 @@ static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, d
   bs_task_t *t = &tasks[k];
   mi_meta_layer_task_t ls[BS_MAX_TASKS];
   mi_meta_task_t es[BS_MAX_TASKS];
-  int32_t *spts[BS_MAX_TASKS] = {0}, ns = 0, q = 0, pick[SAMPLES], N = t->graph->node_count;
+  int32_t *spts[BS_MAX_TASKS] = {0}, ns = 0, q = 0, pick[SAMPLES];
   double *sobj[BS_MAX_TASKS] = {0}, *slat[BS_MAX_TASKS] = {0};
-  int32_t *pts = malloc((size_t)SAMPLES * t->D * sizeof *pts), *query = malloc((size_t)t->n * t->D * sizeof *query);
-  double *obj = malloc(SAMPLES * MI_OBJ_COUNT * sizeof *obj), *lat = malloc(SAMPLES * sizeof *lat);
-  double *lsec = malloc((size_t)SAMPLES * N * sizeof *lsec), *pred = malloc((size_t)t->n * sizeof *pred);
-  double *truth = malloc((size_t)t->n * sizeof *truth), r2 = NAN;
+  bs_rows_t b;
+  double r2 = NAN;
   mi_meta_options_t mo;
   mi_search_options_t so;
   int32_t objs[1] = {MI_OBJ_LATENCY};
   for (int i = 0; i < 5; i++) out[i] = NAN;
-  if (!pts || !query || !obj || !lat || !lsec || !pred || !truth || t->ln < SAMPLES + 10) goto done;
-  q = bs_layer_split(t, seed, SAMPLES, pick, pts, obj, lat, lsec, query, truth);
+  if (!bs_rows_alloc(t, SAMPLES, &b) || t->ln < SAMPLES + 10) goto done;
+  q = bs_layer_split(t, seed, SAMPLES, pick, b.pts, b.obj, b.lat, b.lsec, b.query, b.truth);
   for (int32_t j = 0; j < n && ns < BS_MAX_TASKS; j++) {
     bs_task_t *u = &tasks[j];
     int32_t c = u->ln < PER_SOURCE ? u->ln : PER_SOURCE, Nu = u->graph->node_count;
@@ -267,12 +265,12 @@ static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, d
   bs_predict_options(t, seed, objs, &so, &mo);
   mo.sources = es;
   mo.source_count = ns;
-  if (mi_meta_predict_points(t->space, &so, &mo, pts, obj, SAMPLES, query, q, pred, NULL) == MI_OK) {
-    out[0] = mi_metric_spearman(pred, truth, q);
-    out[1] = mi_metric_within(pred, truth, q, 0.1);
+  if (mi_meta_predict_points(t->space, &so, &mo, b.pts, b.obj, SAMPLES, b.query, q, b.pred, NULL) == MI_OK) {
+    out[0] = mi_metric_spearman(b.pred, b.truth, q);
+    out[1] = mi_metric_within(b.pred, b.truth, q, 0.1);
   }
   /* Per layer, composed and calibrated. */
-  if (bs_layer_score(t, SAMPLES, pts, lat, lsec, ls, ns, seed, query, q, truth, pred, out + 2, &r2) == MI_OK) out[4] = r2;
+  if (bs_layer_score(t, SAMPLES, b.pts, b.lat, b.lsec, ls, ns, seed, b.query, q, b.truth, b.pred, out + 2, &r2) == MI_OK) out[4] = r2;
 done:
   for (int32_t j = 0; j < ns; j++) {
     free(spts[j]);
@@ -280,13 +278,30 @@ done:
     free(slat[j]);
     free((void *)ls[j].layer_latency);
   }
-  free(pts);
-  free(query);
-  free(obj);
-  free(lat);
-  free(lsec);
-  free(pred);
-  free(truth);
+  bs_rows_free(&b);
+}
+
+int bs_rows_alloc(const bs_task_t *t, int32_t samples, bs_rows_t *r) {
+  size_t s = (size_t)samples, n = (size_t)t->n;
+  r->pts = malloc(s * (size_t)t->D * sizeof *r->pts);
+  r->query = malloc(n * (size_t)t->D * sizeof *r->query);
+  r->obj = malloc(s * MI_OBJ_COUNT * sizeof *r->obj);
+  r->lat = malloc(s * sizeof *r->lat);
+  r->lsec = malloc(s * (size_t)t->graph->node_count * sizeof *r->lsec);
+  r->pred = malloc(n * sizeof *r->pred);
+  r->truth = malloc(n * sizeof *r->truth);
+  return r->pts && r->query && r->obj && r->lat && r->lsec && r->pred && r->truth;
+}
+
+void bs_rows_free(bs_rows_t *r) {
+  free(r->pts);
+  free(r->query);
+  free(r->obj);
+  free(r->lat);
+  free(r->lsec);
+  free(r->pred);
+  free(r->truth);
+  memset(r, 0, sizeof *r);
 }
 
 /* MI_BENCH_METHODS (comma list of method names) runs only those: for quick experiments. */

@@ -74,6 +74,16 @@ int bs_joint_describe(const bs_task_t *t, uint32_t mdims);
 void bs_meta_options(const bs_task_t *t, mi_meta_options_t *mo);
 void bs_predict_options(const bs_task_t *t, uint64_t seed, const int32_t *objs,
                         mi_search_options_t *so, mi_meta_options_t *mo);
+/* What bs_layer_split fills and bs_layer_score reads for one held-out task: `samples` measured
+ * rows (pts, obj, lat, lsec) and every row of its table as a query (query, truth, pred). */
+typedef struct bs_rows {
+  int32_t *pts, *query;
+  double *obj, *lat, *lsec, *pred, *truth;
+} bs_rows_t;
+/* Allocates the rows for `samples` measured configurations of t: 1, or 0 when out of memory
+ * (bs_rows_free still frees what was taken). */
+int bs_rows_alloc(const bs_task_t *t, int32_t samples, bs_rows_t *r);
+void bs_rows_free(bs_rows_t *r);
 /* The held-out task's sample and query rows of its per-layer table (bench_report.c). */
 int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32_t *pick,
                        int32_t *pts, double *obj, double *lat, double *lsec, int32_t *query,
