@@ -123,9 +123,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   threads = (int32_t)strtol(argv[3], NULL, 10);
-  reps = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 20;
-  if (reps < 5) reps = 5;
-  if (reps > 256) reps = 256;
+  reps = zb_repeats(argc, argv, 4, 20, 256);
   mi_zoo_options_default(&opt);
   if (mi_zoo_build(argv[2], &opt, &g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
     fprintf(stderr, "bench_blis_q4: %s\n", err.message);

@@ -64,9 +64,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   threads = (int32_t)strtol(argv[3], NULL, 10);
-  reps = argc > 5 ? (int32_t)strtol(argv[5], NULL, 10) : 20;
-  if (reps < 5) reps = 5;
-  if (reps > 256) reps = 256;
+  reps = zb_repeats(argc, argv, 5, 20, 256);
   fam = mi_zoo_family_find(argv[2]);
   snprintf(path, sizeof path, "%s/plugins", argv[1]);
   if (!fam || mi_registry_scan(r, path, &err) != MI_OK ||

@@ -67,8 +67,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   threads = argc > 3 ? (int32_t)strtol(argv[3], NULL, 10) : 1;
-  reps = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 50;
-  if (reps < 5) reps = 5;
+  reps = zb_repeats(argc, argv, 4, 50, INT32_MAX);
   snprintf(path, sizeof path, "%s/plugins", argv[1]);
   mi_zoo_options_default(&opt);
   if (!r || mi_registry_scan(r, path, &err) != MI_OK ||

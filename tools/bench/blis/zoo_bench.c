@@ -10,6 +10,12 @@ int zb_cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+int32_t zb_repeats(int argc, char **argv, int at, int32_t dflt, int32_t max) {
+  int32_t reps = argc > at ? (int32_t)strtol(argv[at], NULL, 10) : dflt;
+  if (reps < 5) reps = 5;
+  return reps > max ? max : reps;
+}
+
 int32_t zb_fuse(const mi_graph_t *g, mi_plugin_t *p, uint32_t dev, mi_graph_t **out,
                 mi_error_t *err) {
   mi_xf_config_t *xc = mi_xf_config_create();
