@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/deploy.h"
 #include "deploy/deploy_internal.h"
 
 static void mark_tried(mi_runtime_t *rt, const char *id) {
@@ -86,30 +87,13 @@ static int32_t save_table(mi_runtime_t *rt, const mi_deploy_config_t *adopted, m
 /* A point of the space as a stored configuration (id, canonical key/values, figures). */
 static int32_t point_config(mi_runtime_t *rt, const int32_t *pt, mi_deploy_config_t *c,
                             mi_error_t *err) {
-  char *text = NULL;
-  int32_t rc, n = 0;
+  int32_t rc;
   memset(c, 0, sizeof *c);
   for (int32_t k = 0; k < MI_OBJ_COUNT; k++) c->measured[k] = NAN;
   snprintf(c->id, sizeof c->id, "%016llx", (unsigned long long)mi_space_hash(rt->space, pt));
-  if ((rc = mi_space_canonical(rt->space, pt, &text, err))) return rc;
-  for (const char *p = text; *p; p++) n += *p == '\n';
-  c->keys = calloc((size_t)n + 2, sizeof *c->keys);
-  c->values = calloc((size_t)n + 2, sizeof *c->values);
-  if (!c->keys || !c->values) goto oom;
-  for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    char *eq = strchr(line, '=');
-    if (!eq) continue;
-    *eq = '\0';
-    c->keys[c->kv_count] = strdup(line);
-    c->values[c->kv_count] = strdup(eq + 1);
-    if (!c->keys[c->kv_count] || !c->values[c->kv_count++]) goto oom;
-  }
-  free(text);
-  return MI_OK;
-oom:
-  free(text);
-  mi__deploy_config_clear(c);
-  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "runtime: out of memory");
+  if ((rc = mi__deploy_config_from_point(rt->space, pt, 2, c, err)) != MI_OK)
+    mi__deploy_config_clear(c);
+  return rc;
 }
 
 static int32_t readapt(mi_runtime_t *rt, const char *why, mi_error_t *err) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/deploy.h"
 #include "deploy/deploy_internal.h"
 
 void mi__deploy_config_clear(mi_deploy_config_t *c) {
@@ -128,4 +129,28 @@ int32_t mi_deploy_config_id(const mi_deploy_config_t *c, char out[17]) {
   mi_hash64_hex(mi_hash64(text, strlen(text), MI_HASH64_SEED), out);
   free(text);
   return MI_OK;
+}
+
+int32_t mi__deploy_config_from_point(const mi_space_t *s, const int32_t *pt, int32_t spare,
+                                     mi_deploy_config_t *c, mi_error_t *err) {
+  char *text = NULL, *save = NULL;
+  int32_t rc, lines = 0;
+  if ((rc = mi_space_canonical(s, pt, &text, err)) != MI_OK) return rc;
+  for (const char *p = text; *p; p++) lines += *p == '\n';
+  c->keys = calloc((size_t)(lines + spare), sizeof *c->keys);
+  c->values = calloc((size_t)(lines + spare), sizeof *c->values);
+  if (!c->keys || !c->values) goto oom;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char *eq = strchr(line, '=');
+    if (!eq) continue;
+    *eq = '\0';
+    c->keys[c->kv_count] = strdup(line);
+    c->values[c->kv_count] = strdup(eq + 1);
+    if (!c->keys[c->kv_count] || !c->values[c->kv_count++]) goto oom;
+  }
+  free(text);
+  return MI_OK;
+oom:
+  free(text);
+  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory for a configuration");
 }

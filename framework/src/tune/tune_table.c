@@ -6,14 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "deploy/deploy.h"
 #include "tune/tune_internal.h"
 
 /* The front entry's configuration: the space's canonical "key=value" lines. */
 static int32_t fill_config(const mi_tune_run_t *run, int32_t k, mi_deploy_config_t *c,
                            mi_error_t *err) {
   const mi_trial_t *t = &run->res->trials[run->front[k]];
-  char *text = NULL, *save = NULL;
-  int32_t rc, lines = 0;
   snprintf(c->id, sizeof c->id, "%016llx", (unsigned long long)t->hash);
   if (run->verify_n > 0) {
     snprintf(c->verified, sizeof c->verified, "%s",
@@ -25,24 +24,7 @@ static int32_t fill_config(const mi_tune_run_t *run, int32_t k, mi_deploy_config
   for (int32_t o = 0; o < MI_OBJ_COUNT; o++)
     c->measured[o] = isfinite(t->objectives[o]) ? t->objectives[o] : NAN;
   c->energy_modeled = run->energy_modeled;
-  if ((rc = mi_space_canonical(run->space, t->point, &text, err)) != MI_OK) return rc;
-  for (const char *p = text; *p; p++) lines += *p == '\n';
-  c->keys = calloc((size_t)lines + 1, sizeof *c->keys);
-  c->values = calloc((size_t)lines + 1, sizeof *c->values);
-  if (!c->keys || !c->values) goto oom;
-  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-    char *eq = strchr(line, '=');
-    if (!eq) continue;
-    *eq = '\0';
-    c->keys[c->kv_count] = strdup(line);
-    c->values[c->kv_count] = strdup(eq + 1);
-    if (!c->keys[c->kv_count] || !c->values[c->kv_count++]) goto oom;
-  }
-  free(text);
-  return MI_OK;
-oom:
-  free(text);
-  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  return mi__deploy_config_from_point(run->space, t->point, 1, c, err);
 }
 
 static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_error_t *err) {
