@@ -125,8 +125,6 @@ int32_t mi__device_accuracy(const struct mi_graph *run_graph,
                             mi_plugin_t *pl, uint32_t dev, const mi_session_options_t *so,
                             mi__config_cache_t *cache, double *rel_l2, double *top1,
                             mi_error_t *err);
-/* Sets fixed input shapes "NAME:1x3x32x32;NAME2:4x8" on a loaded graph (worker_config.c). */
-int32_t mi__worker_set_inputs(struct mi_graph *g, const char *spec, mi_error_t *err);
 
 /* Probe jobs (worker_probe.c): the child's model with views of its constants. */
 typedef struct mi__probe_cache {

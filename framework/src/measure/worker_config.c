@@ -276,33 +276,6 @@ int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
 
 /* ---------------------------------------------------------------- the worker's side */
 
-int32_t mi__worker_set_inputs(mi_graph_t *g, const char *spec, mi_error_t *err) {
-  char *copy = strdup(spec), *save = NULL;
-  int32_t rc = MI_OK;
-  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  for (char *it = strtok_r(copy, ";", &save); it && !rc; it = strtok_r(NULL, ";", &save)) {
-    char *colon = strrchr(it, ':'), *q;
-    int32_t t, rank = 0;
-    int64_t dims[MI_MAX_RANK];
-    if (!colon) {
-      rc = mi_errorf(err, MI_ERR_PARSE, "worker: bad input shape '%s'", it);
-      break;
-    }
-    *colon = '\0';
-    for (q = colon + 1; *q && rank < MI_MAX_RANK;) {
-      dims[rank++] = strtoll(q, &q, 10);
-      if (*q == 'x') q++;
-    }
-    if ((t = mi_graph_find_tensor(g, it)) < 0) {
-      rc = mi_errorf(err, MI_ERR_NOT_FOUND, "worker: the model has no input '%s'", it);
-      break;
-    }
-    g->tensors[t].rank = rank;
-    memcpy(g->tensors[t].dims, dims, (size_t)rank * sizeof *dims);
-  }
-  free(copy);
-  return rc;
-}
 
 /* Reads one configuration job: *job, and t[] pointing at its texts inside `payload`. */
 static int32_t job_parse(const void *payload, size_t n, cjob_t *job, const char **t,
@@ -341,7 +314,7 @@ static int32_t cached_model(mi__config_cache_t *c, const cjob_t *job, const char
   if (c->g && strcmp(key, c->key) == 0) return MI_OK;
   mi__config_cache_free(c);
   if ((rc = mi_onnx_load(t[T_MODEL], &c->g, err))) return rc;
-  if (t[T_INPUTS][0] && (rc = mi__worker_set_inputs(c->g, t[T_INPUTS], err))) goto fail;
+  if (t[T_INPUTS][0] && (rc = mi_graph_set_input_shapes(c->g, t[T_INPUTS], "worker", err))) goto fail;
   if ((rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err))) goto fail;
   rc = t[T_CALIB][0] ? mi_xf_samples_load_dir(c->g, t[T_CALIB], &smp, err)
                      : mi_xf_samples_random(c->g, job->samples, job->seed, &smp, err);

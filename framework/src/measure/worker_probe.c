@@ -174,7 +174,7 @@ static int32_t probe_model(mi__probe_cache_t *c, const char *model, const char *
   if (c->g && strcmp(key, c->key) == 0) return MI_OK;
   mi__probe_cache_free(c);
   if ((rc = mi_onnx_load(model, &c->g, err))) return rc;
-  if ((inputs[0] && (rc = mi__worker_set_inputs(c->g, inputs, err))) ||
+  if ((inputs[0] && (rc = mi_graph_set_input_shapes(c->g, inputs, "worker", err))) ||
       (rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err)))
     goto fail;
   if (!(c->consts = calloc((size_t)c->g->tensor_count + 1, sizeof *c->consts))) {
