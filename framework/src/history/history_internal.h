@@ -18,6 +18,12 @@ int mi__sqlite_version(sqlite3 *db);
 
 /* Runs SQL without results; err names `what`. */
 int32_t mi__sqlite_exec(sqlite3 *db, const char *sql, const char *what, mi_error_t *err);
+/* Prepares `sql` into *st (NULL on failure); err names `what` and SQLite's reason. */
+int32_t mi__sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char *what,
+                           mi_error_t *err);
+/* Binds texts[0..n) to parameters first, first+1, ... without copying (they must outlive the
+ * statement's steps); a NULL text binds SQL NULL, which is what "?k IS NULL" filters test. */
+void mi__sqlite_bind_texts(sqlite3_stmt *st, int first, const char *const *texts, int n);
 
 /* Writes a record inside the caller's transaction. `uuid` NULL = a new one; `run_uuid` names
  * the run for imported records (else r->run_id is used). *added = 0 when the uuid was there. */

@@ -52,6 +52,18 @@ int32_t mi__sqlite_exec(sqlite3 *db, const char *sql, const char *what, mi_error
   return MI_ERR_IO;
 }
 
+int32_t mi__sqlite_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st, const char *what,
+                           mi_error_t *err) {
+  if (sqlite3_prepare_v2(db, sql, -1, st, NULL) == SQLITE_OK) return MI_OK;
+  sqlite3_finalize(*st);
+  *st = NULL;
+  return mi_errorf(err, MI_ERR_IO, "history: %s: %s", what, sqlite3_errmsg(db));
+}
+
+void mi__sqlite_bind_texts(sqlite3_stmt *st, int first, const char *const *texts, int n) {
+  for (int i = 0; i < n; i++) sqlite3_bind_text(st, first + i, texts[i], -1, SQLITE_STATIC);
+}
+
 int mi__sqlite_version(sqlite3 *db) {
   sqlite3_stmt *st = NULL;
   int v = -1;

@@ -163,12 +163,13 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
                          void *user, mi_error_t *err) {
   mi__sqlite_t *s = state;
   sqlite3_stmt *st = NULL;
+  int32_t rc;
   int r;
   if (!q || !fn) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "history: query: NULL argument");
   if (!q->any_stack && !q->stack_hash)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "history: query: a stack hash is required unless any_stack is set");
-  if (sqlite3_prepare_v2(
+  if ((rc = mi__sqlite_prepare(
           s->db,
           "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
           " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
@@ -179,15 +180,14 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
           " AND (?2 IS NULL OR d.hash = ?2) AND (?3 OR s.hash = ?4) AND (?5 = 0 OR m.ok = 1)"
           " AND (?7 IS NULL OR t.input_shapes = ?7)"
           " ORDER BY m.ok DESC, m.median_s LIMIT ?6",
-          -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: query: %s", sqlite3_errmsg(s->db));
-  if (q->model_hash) sqlite3_bind_text(st, 1, q->model_hash, -1, SQLITE_STATIC);
-  if (q->device_hash) sqlite3_bind_text(st, 2, q->device_hash, -1, SQLITE_STATIC);
+          &st, "query", err)) != MI_OK)
+    return rc;
+  mi__sqlite_bind_texts(st, 1, (const char *const[]){q->model_hash, q->device_hash}, 2);
   sqlite3_bind_int(st, 3, q->any_stack ? 1 : 0);
-  if (q->stack_hash) sqlite3_bind_text(st, 4, q->stack_hash, -1, SQLITE_STATIC);
+  mi__sqlite_bind_texts(st, 4, (const char *const[]){q->stack_hash}, 1);
   sqlite3_bind_int(st, 5, q->ok_only ? 1 : 0);
   sqlite3_bind_int64(st, 6, q->limit > 0 ? q->limit : -1);
-  if (q->input_shapes) sqlite3_bind_text(st, 7, q->input_shapes, -1, SQLITE_STATIC);
+  mi__sqlite_bind_texts(st, 7, (const char *const[]){q->input_shapes}, 1);
   while ((r = sqlite3_step(st)) == SQLITE_ROW) {
     mi_history_row_t row;
     row.id = sqlite3_column_int64(st, 0);
@@ -225,14 +225,15 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
 int32_t mi__sqlite_stats(void *state, mi_history_stats_t *out, mi_error_t *err) {
   mi__sqlite_t *s = state;
   sqlite3_stmt *st = NULL;
+  int32_t rc;
   memset(out, 0, sizeof *out);
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM tasks),"
-                         " (SELECT count(*) FROM configs), (SELECT count(*) FROM stacks),"
-                         " (SELECT count(*) FROM devices), (SELECT count(*) FROM measurements),"
-                         " (SELECT count(*) FROM measurements WHERE ok = 0)",
-                         -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: stats: %s", sqlite3_errmsg(s->db));
+  if ((rc = mi__sqlite_prepare(s->db,
+                               "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM tasks),"
+                               " (SELECT count(*) FROM configs), (SELECT count(*) FROM stacks),"
+                               " (SELECT count(*) FROM devices), (SELECT count(*) FROM"
+                               " measurements), (SELECT count(*) FROM measurements WHERE ok = 0)",
+                               &st, "stats", err)) != MI_OK)
+    return rc;
   if (sqlite3_step(st) == SQLITE_ROW) {
     int64_t *f[7] = {&out->runs, &out->tasks, &out->configs, &out->stacks, &out->devices,
                      &out->measurements, &out->failed};

@@ -16,25 +16,21 @@ int32_t mi__sqlite_ltask_put(void *state, const struct mi_ltask_row *row, mi_err
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "history: a layer-task row needs key, device, stack, op, text and choice");
   mi__now_iso(at);
   /* A choice measured again replaces its row: the table keeps the latest figure. */
-  if (sqlite3_prepare_v2(s->db,
-                         "INSERT INTO layer_tasks(key, device_hash, stack_hash, op, text, features,"
-                         " choice, ok, seconds, created_at) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
-                         " coalesce(?10, ?11)) ON CONFLICT(key, device_hash, stack_hash, choice) DO"
-                         " UPDATE SET ok = excluded.ok, seconds = excluded.seconds,"
-                         " created_at = excluded.created_at",
-                         -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
-  sqlite3_bind_text(st, 1, row->key, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 2, row->device_hash, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 3, row->stack_hash, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 4, row->op, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 5, row->text, -1, SQLITE_STATIC);
-  if (row->features) sqlite3_bind_text(st, 6, row->features, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 7, row->choice, -1, SQLITE_STATIC);
+  if ((rc = mi__sqlite_prepare(
+           s->db,
+           "INSERT INTO layer_tasks(key, device_hash, stack_hash, op, text, features,"
+           " choice, ok, seconds, created_at) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,"
+           " coalesce(?10, ?11)) ON CONFLICT(key, device_hash, stack_hash, choice) DO"
+           " UPDATE SET ok = excluded.ok, seconds = excluded.seconds,"
+           " created_at = excluded.created_at",
+           &st, "layer tasks", err)) != MI_OK)
+    return rc;
+  mi__sqlite_bind_texts(st, 1, (const char *const[]){row->key, row->device_hash, row->stack_hash,
+                                                      row->op, row->text, row->features,
+                                                      row->choice}, 7);
   sqlite3_bind_int(st, 8, row->ok ? 1 : 0);
   if (row->ok) sqlite3_bind_double(st, 9, row->seconds);
-  if (row->created_at) sqlite3_bind_text(st, 10, row->created_at, -1, SQLITE_STATIC);
-  sqlite3_bind_text(st, 11, at, -1, SQLITE_STATIC);
+  mi__sqlite_bind_texts(st, 10, (const char *const[]){row->created_at, at}, 2);
   rc = sqlite3_step(st);
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE) return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
@@ -48,17 +44,15 @@ int32_t mi__sqlite_ltask_query(void *state, const char *device_hash, const char 
   mi__sqlite_t *s = state;
   sqlite3_stmt *st = NULL;
   int rc;
-  if (sqlite3_prepare_v2(s->db,
-                         "SELECT key, device_hash, stack_hash, op, text, features, choice, ok,"
-                         " seconds, created_at FROM layer_tasks WHERE (?1 IS NULL OR device_hash = ?1)"
-                         " AND (?2 IS NULL OR stack_hash = ?2) AND (?3 IS NULL OR op = ?3)"
-                         " AND (?4 IS NULL OR key = ?4) ORDER BY key, ok DESC, seconds, id",
-                         -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: layer tasks: %s", sqlite3_errmsg(s->db));
-  if (device_hash) sqlite3_bind_text(st, 1, device_hash, -1, SQLITE_STATIC);
-  if (stack_hash) sqlite3_bind_text(st, 2, stack_hash, -1, SQLITE_STATIC);
-  if (op) sqlite3_bind_text(st, 3, op, -1, SQLITE_STATIC);
-  if (key) sqlite3_bind_text(st, 4, key, -1, SQLITE_STATIC);
+  if ((rc = mi__sqlite_prepare(
+           s->db,
+           "SELECT key, device_hash, stack_hash, op, text, features, choice, ok,"
+           " seconds, created_at FROM layer_tasks WHERE (?1 IS NULL OR device_hash = ?1)"
+           " AND (?2 IS NULL OR stack_hash = ?2) AND (?3 IS NULL OR op = ?3)"
+           " AND (?4 IS NULL OR key = ?4) ORDER BY key, ok DESC, seconds, id",
+           &st, "layer tasks", err)) != MI_OK)
+    return rc;
+  mi__sqlite_bind_texts(st, 1, (const char *const[]){device_hash, stack_hash, op, key}, 4);
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     mi_ltask_row_t r;
     memset(&r, 0, sizeof r);
@@ -126,15 +120,11 @@ int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_er
   row.created_at = v[10];
   /* Importing the same file twice adds nothing: an existing row is left as it is. */
   *added = 0;
-  if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM layer_tasks WHERE key=?1 AND device_hash=?2 AND"
-                         " stack_hash=?3 AND choice=?4", -1, &ex, NULL) != SQLITE_OK) {
-    rc = mi_errorf(err, MI_ERR_IO, "history: import: %s", sqlite3_errmsg(s->db));
+  if ((rc = mi__sqlite_prepare(s->db, "SELECT 1 FROM layer_tasks WHERE key=?1 AND device_hash=?2"
+                               " AND stack_hash=?3 AND choice=?4", &ex, "import", err)) != MI_OK)
     goto done;
-  }
-  sqlite3_bind_text(ex, 1, row.key, -1, SQLITE_STATIC);
-  sqlite3_bind_text(ex, 2, row.device_hash, -1, SQLITE_STATIC);
-  sqlite3_bind_text(ex, 3, row.stack_hash, -1, SQLITE_STATIC);
-  sqlite3_bind_text(ex, 4, row.choice, -1, SQLITE_STATIC);
+  mi__sqlite_bind_texts(ex, 1, (const char *const[]){row.key, row.device_hash, row.stack_hash,
+                                                     row.choice}, 4);
   if (sqlite3_step(ex) != SQLITE_ROW) {
     rc = mi__sqlite_ltask_put(s, &row, err);
     *added = rc == MI_OK;

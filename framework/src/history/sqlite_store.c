@@ -75,8 +75,8 @@ static int32_t run(sqlite3 *db, const char *sql, const char *fmt, const void *co
                    int64_t *id, mi_error_t *err) {
   sqlite3_stmt *st = NULL;
   int r;
-  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-    return mi_errorf(err, MI_ERR_IO, "history: %s: %s", sql, sqlite3_errmsg(db));
+  int32_t rc;
+  if ((rc = mi__sqlite_prepare(db, sql, &st, sql, err)) != MI_OK) return rc;
   for (int i = 0; fmt[i]; i++) {
     const void *a = args[i];
     if (fmt[i] == 't' && a) sqlite3_bind_text(st, i + 1, a, -1, SQLITE_TRANSIENT);
