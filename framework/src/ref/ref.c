@@ -15,30 +15,6 @@ typedef struct ref_op {
   mi__ref_op_fn fn;
 } ref_op_t;
 
-int32_t mi__ref_quant(mi__ref_call_t *c); /* ref_quant.c: QuantizeLinear, DequantizeLinear */
-int32_t mi__ref_qlinear(mi__ref_call_t *c); /* ref_qlinear.c: DynamicQuantizeLinear, QLinearAdd/Mul/GAP */
-int32_t mi__ref_qgemm(mi__ref_call_t *c);   /* ref_qgemm.c: ConvInteger, MatMulInteger, QLinearConv/MatMul */
-int32_t mi__ref_if(mi__ref_call_t *c);    /* ref_control.c */
-int32_t mi__ref_loop(mi__ref_call_t *c);  /* ref_control.c */
-int32_t mi__ref_scan(mi__ref_call_t *c);  /* ref_control.c */
-int32_t mi__ref_pad(mi__ref_call_t *c);   /* ref_pad.c */
-int32_t mi__ref_size(mi__ref_call_t *c);  /* ref_pad.c */
-int32_t mi__ref_lstm(mi__ref_call_t *c);  /* ref_rnn.c */
-int32_t mi__ref_einsum(mi__ref_call_t *c);      /* ref_einsum.c */
-int32_t mi__ref_argminmax(mi__ref_call_t *c);   /* ref_select.c: ArgMax, ArgMin */
-int32_t mi__ref_topk(mi__ref_call_t *c);        /* ref_select.c */
-int32_t mi__ref_nonzero(mi__ref_call_t *c);     /* ref_select.c */
-int32_t mi__ref_split(mi__ref_call_t *c);       /* ref_rearrange.c */
-int32_t mi__ref_trilu(mi__ref_call_t *c);       /* ref_rearrange.c */
-int32_t mi__ref_depth_space(mi__ref_call_t *c); /* ref_rearrange.c: DepthToSpace, SpaceToDepth */
-int32_t mi__ref_cumsum(mi__ref_call_t *c);      /* ref_rearrange.c */
-int32_t mi__ref_prelu(mi__ref_call_t *c);       /* ref_pointwise.c */
-int32_t mi__ref_mod(mi__ref_call_t *c);         /* ref_pointwise.c */
-int32_t mi__ref_isnan_isinf(mi__ref_call_t *c); /* ref_pointwise.c */
-int32_t mi__ref_instancenorm(mi__ref_call_t *c); /* ref_norm.c */
-int32_t mi__ref_gather_elements(mi__ref_call_t *c); /* ref_index.c */
-int32_t mi__ref_scatter_nd(mi__ref_call_t *c);      /* ref_index.c */
-
 static const ref_op_t REF_OPS[] = {
     {"Relu", mi__ref_unary},          {"LeakyRelu", mi__ref_unary},
     {"HardSigmoid", mi__ref_unary},   {"HardSwish", mi__ref_unary},

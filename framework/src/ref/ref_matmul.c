@@ -18,15 +18,11 @@ static void matmul_2d(const float *A, const float *B, float *C, int64_t M, int64
   }
 }
 
-int32_t mi__ref_matmul(mi__ref_call_t *c) {
-  const mi_array_t *a, *b;
-  mi_array_t *y;
+int32_t mi__ref_matmul_shape(const mi__ref_call_t *c, const mi_array_t *a, const mi_array_t *b,
+                             mi__ref_mm_t *mm) {
   int32_t rc;
-  if ((rc = mi__ref_need(c, 0, F32, &a)) != MI_OK || (rc = mi__ref_need(c, 1, F32, &b)) != MI_OK)
-    return rc;
   if (a->rank < 1 || b->rank < 1)
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "operands must have rank >= 1");
-  /* 1-D operands: A becomes a row [1,K], B a column [K,1]; the added dim is dropped again. */
   mi_array_t av = *a, bv = *b;
   int a_vec = a->rank == 1, b_vec = b->rank == 1;
   if (a_vec) {
@@ -39,38 +35,40 @@ int32_t mi__ref_matmul(mi__ref_call_t *c) {
     bv.dims[0] = b->dims[0];
     bv.dims[1] = 1;
   }
-  int64_t M = av.dims[av.rank - 2], K = av.dims[av.rank - 1];
-  int64_t K2 = bv.dims[bv.rank - 2], N = bv.dims[bv.rank - 1];
-  if (K != K2)
+  mm->M = av.dims[av.rank - 2];
+  mm->K = av.dims[av.rank - 1];
+  mm->N = bv.dims[bv.rank - 1];
+  if (mm->K != bv.dims[bv.rank - 2])
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "inner dimensions differ: %lld and %lld",
-                        (long long)K, (long long)K2);
+                        (long long)mm->K, (long long)bv.dims[bv.rank - 2]);
   /* Broadcast the batch dims: shapes of everything but the last two dims. */
-  mi_array_t ab = av, bb = bv;
-  ab.rank = av.rank - 2;
-  bb.rank = bv.rank - 2;
-  const mi_array_t *batch[2] = {&ab, &bb};
-  mi__ref_bcast_t bc;
-  if ((rc = mi__ref_broadcast(c, 2, batch, &bc)) != MI_OK) return rc;
-
-  int64_t dims[MI_MAX_RANK];
-  int32_t rank = 0;
-  for (int32_t d = 0; d < bc.rank; d++) dims[rank++] = bc.dims[d];
-  if (!a_vec) dims[rank++] = M;
-  if (!b_vec) dims[rank++] = N;
-  if (rank > MI_MAX_RANK)
+  av.rank -= 2;
+  bv.rank -= 2;
+  const mi_array_t *batch[2] = {&av, &bv};
+  if ((rc = mi__ref_broadcast(c, 2, batch, &mm->bc)) != MI_OK) return rc;
+  mm->rank = 0;
+  for (int32_t d = 0; d < mm->bc.rank; d++) mm->dims[mm->rank++] = mm->bc.dims[d];
+  if (!a_vec) mm->dims[mm->rank++] = mm->M;
+  if (!b_vec) mm->dims[mm->rank++] = mm->N;
+  if (mm->rank > MI_MAX_RANK)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "result rank above %d", MI_MAX_RANK);
-  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, rank, dims, &y)) != MI_OK) return rc;
+  return MI_OK;
+}
 
-  for (int64_t i = 0; i < bc.numel; i++) {
-    /* Offsets of batch i in A and B, in matrices. */
-    int64_t rem = i, oa = 0, ob = 0;
-    for (int32_t d = bc.rank - 1; d >= 0; d--) {
-      int64_t idx = rem % bc.dims[d];
-      rem /= bc.dims[d];
-      oa += idx * bc.strides[0][d];
-      ob += idx * bc.strides[1][d];
-    }
-    matmul_2d((const float *)a->data + oa * M * K, (const float *)b->data + ob * K * N,
+int32_t mi__ref_matmul(mi__ref_call_t *c) {
+  const mi_array_t *a, *b;
+  mi_array_t *y;
+  mi__ref_mm_t mm;
+  int32_t rc;
+  if ((rc = mi__ref_need(c, 0, F32, &a)) != MI_OK || (rc = mi__ref_need(c, 1, F32, &b)) != MI_OK)
+    return rc;
+  if ((rc = mi__ref_matmul_shape(c, a, b, &mm)) != MI_OK) return rc;
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, mm.rank, mm.dims, &y)) != MI_OK) return rc;
+  int64_t M = mm.M, K = mm.K, N = mm.N;
+  for (int64_t i = 0; i < mm.bc.numel; i++) {
+    int64_t off[2]; /* batch i in A and B, in matrices */
+    mi__ref_bcast_offsets(&mm.bc, 2, i, off);
+    matmul_2d((const float *)a->data + off[0] * M * K, (const float *)b->data + off[1] * K * N,
               (float *)y->data + i * M * N, M, K, N);
   }
   return MI_OK;

@@ -60,6 +60,21 @@ typedef struct mi__ref_bcast {
 } mi__ref_bcast_t;
 int32_t mi__ref_broadcast(const mi__ref_call_t *c, int32_t n, const mi_array_t *const *arrs,
                           mi__ref_bcast_t *b);
+/** Offset of output element i in each of the n operands of b. */
+void mi__ref_bcast_offsets(const mi__ref_bcast_t *b, int32_t n, int64_t i, int64_t *off);
+
+/** MatMul's numpy rules for A and B (rank >= 1), shared by MatMul, MatMulInteger and
+ * QLinearMatMul: a 1-D A is a row [1,K], a 1-D B a column [K,1] (the added dim is dropped from
+ * the result again); `bc` broadcasts the batch dims (all but the last two), whose batch i is
+ * matrix bc offsets[0] of A and [1] of B; the result is [batch..., M, N]. */
+typedef struct mi__ref_mm {
+  int64_t M, K, N;
+  mi__ref_bcast_t bc;
+  int32_t rank;
+  int64_t dims[MI_MAX_RANK];
+} mi__ref_mm_t;
+int32_t mi__ref_matmul_shape(const mi__ref_call_t *c, const mi_array_t *a, const mi_array_t *b,
+                             mi__ref_mm_t *mm);
 
 /** Float16 bits <-> float32. */
 float mi__ref_half_to_float(uint16_t h);
@@ -81,37 +96,34 @@ typedef struct mi__ref_window {
 int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64_t *kernel,
                        int ceil_mode, mi__ref_window_t *w);
 
-/* Op families; each dispatches on node->op_type. */
-int32_t mi__ref_unary(mi__ref_call_t *c);      /* ref_elementwise.c */
-int32_t mi__ref_binary(mi__ref_call_t *c);     /* ref_elementwise.c */
-int32_t mi__ref_variadic(mi__ref_call_t *c);   /* ref_elementwise.c: Max, Min, Sum, Mean */
-int32_t mi__ref_where(mi__ref_call_t *c);      /* ref_elementwise.c */
-int32_t mi__ref_clip(mi__ref_call_t *c);       /* ref_elementwise.c */
-int32_t mi__ref_conv(mi__ref_call_t *c);       /* ref_conv.c */
-int32_t mi__ref_conv_transpose(mi__ref_call_t *c); /* ref_conv.c */
-int32_t mi__ref_pool(mi__ref_call_t *c);       /* ref_pool.c: MaxPool, AveragePool */
-int32_t mi__ref_global_pool(mi__ref_call_t *c); /* ref_pool.c */
-int32_t mi__ref_matmul(mi__ref_call_t *c);     /* ref_matmul.c */
-int32_t mi__ref_gemm(mi__ref_call_t *c);       /* ref_matmul.c */
-int32_t mi__ref_batchnorm(mi__ref_call_t *c);  /* ref_norm.c */
-int32_t mi__ref_layernorm(mi__ref_call_t *c);  /* ref_norm.c */
-int32_t mi__ref_softmax(mi__ref_call_t *c);    /* ref_norm.c: Softmax, LogSoftmax */
-int32_t mi__ref_reduce(mi__ref_call_t *c);     /* ref_reduce.c */
-int32_t mi__ref_resize(mi__ref_call_t *c);     /* ref_resize.c: Resize, Upsample */
-int32_t mi__ref_reshape(mi__ref_call_t *c);    /* ref_shape.c */
-int32_t mi__ref_flatten(mi__ref_call_t *c);    /* ref_shape.c */
-int32_t mi__ref_squeeze(mi__ref_call_t *c);    /* ref_shape.c: Squeeze, Unsqueeze */
-int32_t mi__ref_shape(mi__ref_call_t *c);      /* ref_shape.c */
-int32_t mi__ref_cast(mi__ref_call_t *c);       /* ref_shape.c */
-int32_t mi__ref_constant(mi__ref_call_t *c);   /* ref_shape.c */
-int32_t mi__ref_identity(mi__ref_call_t *c);   /* ref_shape.c: Identity, Dropout */
-int32_t mi__ref_transpose(mi__ref_call_t *c);  /* ref_layout.c */
-int32_t mi__ref_concat(mi__ref_call_t *c);     /* ref_layout.c */
-int32_t mi__ref_slice(mi__ref_call_t *c);      /* ref_layout.c */
-int32_t mi__ref_gather(mi__ref_call_t *c);     /* ref_layout.c */
-int32_t mi__ref_expand(mi__ref_call_t *c);     /* ref_generate.c */
-int32_t mi__ref_constant_of_shape(mi__ref_call_t *c); /* ref_generate.c */
-int32_t mi__ref_range(mi__ref_call_t *c);      /* ref_generate.c */
-int32_t mi__ref_tile(mi__ref_call_t *c);       /* ref_generate.c */
+/* The kernels ref.c's op table dispatches to, one line per source file; a kernel serving several
+ * op types dispatches on node->op_type. All share one signature, mi__ref_kernel_fn. */
+typedef int32_t mi__ref_kernel_fn(mi__ref_call_t *c);
+mi__ref_kernel_fn mi__ref_unary, mi__ref_binary, mi__ref_variadic, mi__ref_where,
+    mi__ref_clip;                                                   /* ref_elementwise.c */
+mi__ref_kernel_fn mi__ref_conv, mi__ref_conv_transpose;             /* ref_conv.c */
+mi__ref_kernel_fn mi__ref_pool, mi__ref_global_pool;                /* ref_pool.c */
+mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm;                     /* ref_matmul.c */
+mi__ref_kernel_fn mi__ref_batchnorm, mi__ref_layernorm, mi__ref_softmax,
+    mi__ref_instancenorm;                                           /* ref_norm.c */
+mi__ref_kernel_fn mi__ref_reduce;                                   /* ref_reduce.c */
+mi__ref_kernel_fn mi__ref_resize;                                   /* ref_resize.c */
+mi__ref_kernel_fn mi__ref_reshape, mi__ref_flatten, mi__ref_squeeze, mi__ref_shape, mi__ref_cast,
+    mi__ref_constant, mi__ref_identity;                             /* ref_shape.c */
+mi__ref_kernel_fn mi__ref_transpose, mi__ref_concat, mi__ref_slice, mi__ref_gather; /* ref_layout.c */
+mi__ref_kernel_fn mi__ref_expand, mi__ref_constant_of_shape, mi__ref_range,
+    mi__ref_tile;                                                   /* ref_generate.c */
+mi__ref_kernel_fn mi__ref_quant;                                    /* ref_quant.c */
+mi__ref_kernel_fn mi__ref_qlinear;                                  /* ref_qlinear.c */
+mi__ref_kernel_fn mi__ref_qgemm;                                    /* ref_qgemm.c */
+mi__ref_kernel_fn mi__ref_if, mi__ref_loop, mi__ref_scan;           /* ref_control.c */
+mi__ref_kernel_fn mi__ref_pad, mi__ref_size;                        /* ref_pad.c */
+mi__ref_kernel_fn mi__ref_lstm;                                     /* ref_rnn.c */
+mi__ref_kernel_fn mi__ref_einsum;                                   /* ref_einsum.c */
+mi__ref_kernel_fn mi__ref_argminmax, mi__ref_topk, mi__ref_nonzero; /* ref_select.c */
+mi__ref_kernel_fn mi__ref_split, mi__ref_trilu, mi__ref_depth_space,
+    mi__ref_cumsum;                                                 /* ref_rearrange.c */
+mi__ref_kernel_fn mi__ref_prelu, mi__ref_mod, mi__ref_isnan_isinf;  /* ref_pointwise.c */
+mi__ref_kernel_fn mi__ref_gather_elements, mi__ref_scatter_nd;      /* ref_index.c */
 
 #endif /* MI_REF_REF_OPS_H */

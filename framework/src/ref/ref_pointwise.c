@@ -8,16 +8,6 @@
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define INTS (MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32))
 
-/* Offset of output element i in each operand, from the broadcast strides. */
-static void bcast_offsets(const mi__ref_bcast_t *b, int32_t n, int64_t i, int64_t *off) {
-  for (int32_t k = 0; k < n; k++) off[k] = 0;
-  for (int32_t d = b->rank - 1; d >= 0; d--) {
-    int64_t q = i % b->dims[d];
-    i /= b->dims[d];
-    for (int32_t k = 0; k < n; k++) off[k] += q * b->strides[k][d];
-  }
-}
-
 int32_t mi__ref_prelu(mi__ref_call_t *c) {
   const mi_array_t *ab[2];
   mi__ref_bcast_t b;
@@ -35,7 +25,7 @@ int32_t mi__ref_prelu(mi__ref_call_t *c) {
   const float *x = ab[0]->data, *s = ab[1]->data;
   for (int64_t i = 0; i < b.numel; i++) {
     int64_t off[2];
-    bcast_offsets(&b, 2, i, off);
+    mi__ref_bcast_offsets(&b, 2, i, off);
     float v = x[off[0]];
     ((float *)y->data)[i] = v < 0 ? v * s[off[1]] : v;
   }
@@ -67,7 +57,7 @@ int32_t mi__ref_mod(mi__ref_call_t *c) {
   if ((rc = mi__ref_make_out(c, 0, ab[0]->dtype, b.rank, b.dims, &y)) != MI_OK) return rc;
   for (int64_t i = 0; i < b.numel; i++) {
     int64_t off[2];
-    bcast_offsets(&b, 2, i, off);
+    mi__ref_bcast_offsets(&b, 2, i, off);
     if (ab[0]->dtype == MI_DTYPE_FLOAT32) {
       ((float *)y->data)[i] =
           fmodf(((const float *)ab[0]->data)[off[0]], ((const float *)ab[1]->data)[off[1]]);

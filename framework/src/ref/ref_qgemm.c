@@ -124,16 +124,9 @@ static int32_t matmul_int(mi__ref_call_t *c, int qlinear) {
   int32_t rc = mi__ref_need(c, 0, MI__Q8, &a);
   if (rc == MI_OK) rc = mi__ref_need(c, qlinear ? 3 : 1, MI__Q8, &b);
   if (rc != MI_OK) return rc;
-  if (a->rank < 1 || b->rank < 1)
-    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "operands must have rank >= 1");
-  mi_array_t av = *a, bv = *b;
-  int a_vec = a->rank == 1, b_vec = b->rank == 1;
-  if (a_vec) av.rank = 2, av.dims[0] = 1, av.dims[1] = a->dims[0];
-  if (b_vec) bv.rank = 2, bv.dims[0] = b->dims[0], bv.dims[1] = 1;
-  int64_t M = av.dims[av.rank - 2], K = av.dims[av.rank - 1], N = bv.dims[bv.rank - 1];
-  if (K != bv.dims[bv.rank - 2])
-    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "inner dimensions differ: %lld and %lld",
-                        (long long)K, (long long)bv.dims[bv.rank - 2]);
+  mi__ref_mm_t mm;
+  if ((rc = mi__ref_matmul_shape(c, a, b, &mm)) != MI_OK) return rc;
+  int64_t M = mm.M, K = mm.K, N = mm.N;
   if (qlinear) {
     rc = mi__ref_qparam(c, 1, "a_scale", 1, -1, M, &sa, &na);
     if (rc == MI_OK) rc = mi__ref_qparam(c, 2, "a_zero_point", 0, a->dtype, M, &za, &k);
@@ -147,18 +140,6 @@ static int32_t matmul_int(mi__ref_call_t *c, int qlinear) {
     if (rc == MI_OK) rc = mi__ref_qparam(c, 3, "b_zero_point", 0, b->dtype, N, &zb, &k);
   }
   if (rc != MI_OK) return rc;
-  mi_array_t ab = av, bb = bv;
-  ab.rank -= 2;
-  bb.rank -= 2;
-  const mi_array_t *batch[2] = {&ab, &bb};
-  mi__ref_bcast_t bc;
-  if ((rc = mi__ref_broadcast(c, 2, batch, &bc)) != MI_OK) return rc;
-  int64_t dims[MI_MAX_RANK];
-  int32_t rank = 0;
-  for (int32_t d = 0; d < bc.rank; d++) dims[rank++] = bc.dims[d];
-  if (!a_vec) dims[rank++] = M;
-  if (!b_vec) dims[rank++] = N;
-  if (rank > MI_MAX_RANK) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "result rank above %d", MI_MAX_RANK);
   /* Row i of A is centered by its row's zero point, column j of B by its column's. */
   int32_t *A = centered(a, za, K, M), *B = centered(b, zb, 1, N);
   if (!A || !B) {
@@ -166,20 +147,15 @@ static int32_t matmul_int(mi__ref_call_t *c, int qlinear) {
     free(B);
     return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  rc = mi__ref_make_out(c, 0, qlinear ? zy->dtype : MI_DTYPE_INT32, rank, dims, &y);
+  rc = mi__ref_make_out(c, 0, qlinear ? zy->dtype : MI_DTYPE_INT32, mm.rank, mm.dims, &y);
   if (rc == MI_OK) {
     c->out[0] = y;
     double fy = qlinear ? *(const float *)sy->data : 1.0;
     int32_t iz = qlinear ? mi__ref_code(zy, 0) : 0;
-    for (int64_t bi = 0; bi < bc.numel; bi++) {
-      int64_t rem = bi, oa = 0, ob = 0;
-      for (int32_t d = bc.rank - 1; d >= 0; d--) {
-        int64_t idx = rem % bc.dims[d];
-        rem /= bc.dims[d];
-        oa += idx * bc.strides[0][d];
-        ob += idx * bc.strides[1][d];
-      }
-      const int32_t *pa = A + oa * M * K, *pb = B + ob * K * N;
+    for (int64_t bi = 0; bi < mm.bc.numel; bi++) {
+      int64_t off[2];
+      mi__ref_bcast_offsets(&mm.bc, 2, bi, off);
+      const int32_t *pa = A + off[0] * M * K, *pb = B + off[1] * K * N;
       for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
           int64_t acc = 0, o = (bi * M + i) * N + j;

@@ -103,14 +103,9 @@ static int32_t qlinear_binary(mi__ref_call_t *c, int is_mul) {
   double ra = fa / fc, rb = fb / fc, rab = fa * fb / fc;
   int32_t ia = zp_of(za, 0), ib = zp_of(zb, 0), ic = zp_of(zc, 0);
   for (int64_t i = 0; i < bc.numel; i++) {
-    int64_t rem = i, oa = 0, ob = 0;
-    for (int32_t d = bc.rank - 1; d >= 0; d--) {
-      int64_t idx = rem % bc.dims[d];
-      rem /= bc.dims[d];
-      oa += idx * bc.strides[0][d];
-      ob += idx * bc.strides[1][d];
-    }
-    int32_t qa = mi__ref_code(a, oa) - ia, qb = mi__ref_code(b, ob) - ib;
+    int64_t off[2];
+    mi__ref_bcast_offsets(&bc, 2, i, off);
+    int32_t qa = mi__ref_code(a, off[0]) - ia, qb = mi__ref_code(b, off[1]) - ib;
     double v = is_mul ? (double)qa * qb * rab : qa * ra + qb * rb;
     mi__ref_put_code(y, i, v, ic);
   }

@@ -126,6 +126,15 @@ void mi__ref_strides(int32_t rank, const int64_t *dims, int64_t *strides) {
   }
 }
 
+void mi__ref_bcast_offsets(const mi__ref_bcast_t *b, int32_t n, int64_t i, int64_t *off) {
+  for (int32_t k = 0; k < n; k++) off[k] = 0;
+  for (int32_t d = b->rank - 1; d >= 0; d--) {
+    int64_t q = i % b->dims[d];
+    i /= b->dims[d];
+    for (int32_t k = 0; k < n; k++) off[k] += q * b->strides[k][d];
+  }
+}
+
 int32_t mi__ref_broadcast(const mi__ref_call_t *c, int32_t n, const mi_array_t *const *arrs,
                           mi__ref_bcast_t *b) {
   memset(b, 0, sizeof *b);
