@@ -40,12 +40,29 @@ int32_t mi__si_open(mi__si_t *c, const mi_node_t *n, int32_t min, const mi_tenso
   return MI__SI_DONE;
 }
 
-int32_t mi__si_same_shape(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+int32_t mi__si_open2(mi__si_t *c, const mi_node_t *n, int32_t min, int32_t kb,
+                     const mi_tensor_t **a, const mi_tensor_t **b) {
+  int32_t rc = mi__si_need(c, n, min);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
+  *a = mi__si_in(c, n, 0);
+  *b = mi__si_in(c, n, kb);
+  if ((*a)->rank >= 0 && (*b)->rank >= 0) return MI_OK;
+  mi__si_set(c, n, 0, (*a)->dtype, -1, NULL);
+  return MI__SI_DONE;
+}
+
+int32_t mi__si_shaped_like(mi__si_t *c, const mi_node_t *n, int32_t min, int32_t dtype,
+                           const mi_tensor_t **x) {
+  int32_t rc = mi__si_need(c, n, min);
+  if (rc) return rc;
+  const mi_tensor_t *in = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, dtype == MI_DTYPE_UNDEFINED ? in->dtype : dtype, in->rank, in->dims);
+  if (x) *x = in;
   return MI_OK;
+}
+
+int32_t mi__si_same_shape(mi__si_t *c, const mi_node_t *n) {
+  return mi__si_shaped_like(c, n, 1, MI_DTYPE_UNDEFINED, NULL);
 }
 
 void mi__si_set(mi__si_t *c, const mi_node_t *n, int32_t k, int32_t dtype, int32_t rank,

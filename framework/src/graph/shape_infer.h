@@ -39,8 +39,16 @@ int32_t mi__si_need(mi__si_t *c, const mi_node_t *n, int32_t min);
 /** The opening most handlers share: at least `min` inputs (mi__si_need), input 0 in *x.
  * When x's rank is unknown, output 0 gets x's dtype and an unknown rank: MI__SI_DONE. */
 int32_t mi__si_open(mi__si_t *c, const mi_node_t *n, int32_t min, const mi_tensor_t **x);
+/** The same for two operands, inputs 0 (*a) and kb (*b): when either rank is unknown, output 0
+ * gets a's dtype and an unknown rank: MI__SI_DONE. */
+int32_t mi__si_open2(mi__si_t *c, const mi_node_t *n, int32_t min, int32_t kb,
+                     const mi_tensor_t **a, const mi_tensor_t **b);
 /** Output 0 takes input 0's dtype and shape (element-wise ops). */
 int32_t mi__si_same_shape(mi__si_t *c, const mi_node_t *n);
+/** Output 0 takes input 0's shape in `dtype` (MI_DTYPE_UNDEFINED: input 0's), once the node has
+ * at least `min` inputs; *x (when x is not NULL) is input 0. */
+int32_t mi__si_shaped_like(mi__si_t *c, const mi_node_t *n, int32_t min, int32_t dtype,
+                           const mi_tensor_t **x);
 /** Sets output k's dtype and shape (rank -1: unknown); a missing output is ignored. */
 void mi__si_set(mi__si_t *c, const mi_node_t *n, int32_t k, int32_t dtype, int32_t rank,
                 const int64_t *dims);

@@ -10,28 +10,38 @@ static int is_int_dtype(int32_t d) {
   return d == MI_DTYPE_INT64 || d == MI_DTYPE_INT32 || d == MI_DTYPE_INT8 || d == MI_DTYPE_UINT8;
 }
 
+/* Output 0's value, element by element f(input 0's), when input 0's value is known (shape
+ * arithmetic); `dt` is passed through to f. Out of memory only leaves the value unknown. */
+static void map_value(mi__si_t *c, const mi_node_t *n,
+                      double (*f)(const mi_node_t *, int32_t, double), int32_t dt) {
+  int64_t cnt = 0;
+  const double *v = mi__si_val(c, n, 0, &cnt);
+  if (!v) return;
+  double *o = malloc((size_t)(cnt ? cnt : 1) * sizeof *o);
+  if (!o) return;
+  for (int64_t i = 0; i < cnt; i++) o[i] = f(n, dt, v[i]);
+  mi__si_set_val(c, n, 0, o, cnt);
+  free(o);
+}
+
+static double unary_op(const mi_node_t *n, int32_t dt, double v) {
+  (void)dt;
+  if (strcmp(n->op_type, "Neg") == 0) return -v;
+  if (strcmp(n->op_type, "Abs") == 0) return fabs(v);
+  if (strcmp(n->op_type, "Sqrt") == 0) return sqrt(v);
+  if (strcmp(n->op_type, "Floor") == 0) return floor(v);
+  if (strcmp(n->op_type, "Ceil") == 0) return ceil(v);
+  if (strcmp(n->op_type, "Round") == 0) return nearbyint(v);
+  if (strcmp(n->op_type, "Sign") == 0) return v > 0 ? 1 : v < 0 ? -1 : v;
+  if (strcmp(n->op_type, "Not") == 0) return isnan(v) ? NAN : !v;
+  return v; /* Identity */
+}
+
 /* Unary ops whose value we also evaluate (they appear in shape arithmetic). */
 static int32_t unary_eval(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_same_shape(c, n);
   if (rc) return rc;
-  int64_t cnt = 0;
-  const double *v = mi__si_val(c, n, 0, &cnt);
-  if (!v) return MI_OK;
-  double *o = malloc((size_t)(cnt ? cnt : 1) * sizeof *o);
-  if (!o) return MI_OK;
-  for (int64_t i = 0; i < cnt; i++) {
-    if (strcmp(n->op_type, "Neg") == 0) o[i] = -v[i];
-    else if (strcmp(n->op_type, "Abs") == 0) o[i] = fabs(v[i]);
-    else if (strcmp(n->op_type, "Sqrt") == 0) o[i] = sqrt(v[i]);
-    else if (strcmp(n->op_type, "Floor") == 0) o[i] = floor(v[i]);
-    else if (strcmp(n->op_type, "Ceil") == 0) o[i] = ceil(v[i]);
-    else if (strcmp(n->op_type, "Round") == 0) o[i] = nearbyint(v[i]);
-    else if (strcmp(n->op_type, "Sign") == 0) o[i] = v[i] > 0 ? 1 : v[i] < 0 ? -1 : v[i];
-    else if (strcmp(n->op_type, "Not") == 0) o[i] = isnan(v[i]) ? NAN : !v[i];
-    else o[i] = v[i]; /* Identity */
-  }
-  mi__si_set_val(c, n, 0, o, cnt);
-  free(o);
+  map_value(c, n, unary_op, 0);
   return MI_OK;
 }
 
@@ -145,6 +155,12 @@ static int32_t broadcast_op(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
+static double cast_op(const mi_node_t *n, int32_t dt, double v) {
+  (void)n;
+  if (dt == MI_DTYPE_BOOL) return isnan(v) ? NAN : v != 0;
+  return is_int_dtype(dt) ? trunc(v) : v;
+}
+
 static int32_t cast(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
@@ -155,18 +171,7 @@ static int32_t cast(mi__si_t *c, const mi_node_t *n) {
                        to ? (long long)to->i : -1LL);
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   mi__si_set(c, n, 0, dt, x->rank, x->dims);
-  int64_t cnt = 0;
-  const double *v = mi__si_val(c, n, 0, &cnt);
-  if (!v) return MI_OK;
-  double *o = malloc((size_t)(cnt ? cnt : 1) * sizeof *o);
-  if (!o) return MI_OK;
-  for (int64_t i = 0; i < cnt; i++) {
-    if (dt == MI_DTYPE_BOOL) o[i] = isnan(v[i]) ? NAN : v[i] != 0;
-    else if (is_int_dtype(dt)) o[i] = trunc(v[i]);
-    else o[i] = v[i];
-  }
-  mi__si_set_val(c, n, 0, o, cnt);
-  free(o);
+  map_value(c, n, cast_op, dt);
   return MI_OK;
 }
 
@@ -183,20 +188,18 @@ static int32_t softmax(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t batchnorm(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 5);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_shaped_like(c, n, 5, MI_DTYPE_UNDEFINED, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
   if (x->rank >= 2)
     for (int32_t k = 1; k < n->output_count; k++) mi__si_set(c, n, k, x->dtype, 1, &x->dims[1]);
   return MI_OK;
 }
 
 static int32_t layernorm(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2);
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_shaped_like(c, n, 2, MI_DTYPE_UNDEFINED, &x);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, x->dtype, x->rank, x->dims);
   if (x->rank < 0) return MI_OK;
   int32_t a;
   if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", -1), x->rank, &a))) return rc;
@@ -245,20 +248,13 @@ static int32_t constant(mi__si_t *c, const mi_node_t *n) {
 
 /* QuantizeLinear: the input's shape in the zero point's dtype (uint8 without one). */
 static int32_t quantize_linear(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0), *zp = mi__si_in(c, n, 2);
-  mi__si_set(c, n, 0, zp ? zp->dtype : MI_DTYPE_UINT8, x->rank, x->dims);
-  return MI_OK;
+  const mi_tensor_t *zp = mi__si_in(c, n, 2);
+  return mi__si_shaped_like(c, n, 2, zp ? zp->dtype : MI_DTYPE_UINT8, NULL);
 }
 
 /* DequantizeLinear: the input's shape in float32. */
 static int32_t dequantize_linear(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, x->rank, x->dims);
-  return MI_OK;
+  return mi__si_shaped_like(c, n, 2, MI_DTYPE_FLOAT32, NULL);
 }
 
 const mi__si_op_t mi__si_ops_elementwise[] = {

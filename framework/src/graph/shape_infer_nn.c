@@ -125,13 +125,9 @@ static int32_t pool(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t matmul(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2);
+  const mi_tensor_t *a, *b;
+  int32_t rc = mi__si_open2(c, n, 2, 1, &a, &b);
   if (rc) return rc;
-  const mi_tensor_t *a = mi__si_in(c, n, 0), *b = mi__si_in(c, n, 1);
-  if (a->rank < 0 || b->rank < 0) {
-    mi__si_set(c, n, 0, a->dtype, -1, NULL);
-    return MI_OK;
-  }
   if (a->rank == 0 || b->rank == 0) return mi__si_fail(c, n, MI_ERR_PARSE, "scalar operand");
   /* 1-D operands are promoted (a: prepend 1, b: append 1) and the added dim removed after. */
   int64_t ad[MI_MAX_RANK + 1], bd[MI_MAX_RANK + 1], out[MI_MAX_RANK + 1];

@@ -40,10 +40,8 @@ static int32_t qlinear_matmul(mi__si_t *c, const mi_node_t *n) { return like_flo
 
 /* y (UINT8, x's shape), y_scale (FLOAT32 scalar), y_zero_point (UINT8 scalar). */
 static int32_t dynamic_quantize(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+  int32_t rc = mi__si_shaped_like(c, n, 1, MI_DTYPE_UINT8, NULL);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, MI_DTYPE_UINT8, x->rank, x->dims);
   mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 0, NULL);
   mi__si_set(c, n, 2, MI_DTYPE_UINT8, 0, NULL);
   return MI_OK;
@@ -51,14 +49,10 @@ static int32_t dynamic_quantize(mi__si_t *c, const mi_node_t *n) {
 
 /* QLinearAdd / QLinearMul: A and B (slots 0 and 3) broadcast, in A's dtype. */
 static int32_t qlinear_binary(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 4), r;
-  if (rc) return rc;
-  const mi_tensor_t *a = mi__si_in(c, n, 0), *b = mi__si_in(c, n, 3);
+  const mi_tensor_t *a, *b;
+  int32_t rc = mi__si_open2(c, n, 4, 3, &a, &b), r;
   int64_t out[MI_MAX_RANK];
-  if (a->rank < 0 || b->rank < 0) {
-    mi__si_set(c, n, 0, a->dtype, -1, NULL);
-    return MI_OK;
-  }
+  if (rc) return rc;
   if ((rc = mi__si_broadcast(c, n, a->rank, a->dims, b->rank, b->dims, &r, out))) return rc;
   mi__si_set(c, n, 0, a->dtype, r, out);
   return MI_OK;

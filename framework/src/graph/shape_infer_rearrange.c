@@ -7,11 +7,7 @@
 #include "graph/shape_infer.h"
 
 static int32_t to_bool(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  mi__si_set(c, n, 0, MI_DTYPE_BOOL, x->rank, x->dims);
-  return MI_OK;
+  return mi__si_shaped_like(c, n, 1, MI_DTYPE_BOOL, NULL);
 }
 
 /* PRelu's slope must broadcast to X without changing X's shape. */
@@ -37,14 +33,10 @@ static double mod_value(double a, double b, int fmod_mode) {
 }
 
 static int32_t mod(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2), r;
-  if (rc) return rc;
-  const mi_tensor_t *a = mi__si_in(c, n, 0), *b = mi__si_in(c, n, 1);
+  const mi_tensor_t *a, *b;
+  int32_t rc = mi__si_open2(c, n, 2, 1, &a, &b), r;
   int64_t d[MI_MAX_RANK], na = 0, nb = 0;
-  if (a->rank < 0 || b->rank < 0) {
-    mi__si_set(c, n, 0, a->dtype, -1, NULL);
-    return MI_OK;
-  }
+  if (rc) return rc;
   if ((rc = mi__si_broadcast(c, n, a->rank, a->dims, b->rank, b->dims, &r, d))) return rc;
   mi__si_set(c, n, 0, a->dtype, r, d);
   /* Values for the shapes of shape arithmetic: equal counts, or one side a single value. */

@@ -293,13 +293,9 @@ static int32_t shape(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t gather(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 2);
+  const mi_tensor_t *x, *idx;
+  int32_t rc = mi__si_open2(c, n, 2, 1, &x, &idx);
   if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0), *idx = mi__si_in(c, n, 1);
-  if (x->rank < 0 || idx->rank < 0) {
-    mi__si_set(c, n, 0, x->dtype, -1, NULL);
-    return MI_OK;
-  }
   int32_t a, r = 0;
   if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", 0), x->rank, &a))) return rc;
   if (x->rank - 1 + idx->rank > MI_MAX_RANK) return mi__si_fail(c, n, MI_ERR_PARSE, "result rank too large");
