@@ -20,6 +20,16 @@ static void kv_str(mi__yaml_writer_t *w, const char *key, const char *v) {
   mi__yw_str(w, v);
 }
 
+static void kv_int(mi__yaml_writer_t *w, const char *key, long long v) {
+  mi__yw_key(w, key);
+  mi__yw_int(w, v);
+}
+
+static void kv_num(mi__yaml_writer_t *w, const char *key, double v) {
+  mi__yw_key(w, key);
+  mi__yw_num(w, v);
+}
+
 static void figures(mi__yaml_writer_t *w, const double *v, int modeled) {
   mi__yw_map(w);
   for (int32_t k = 0; k < MI_OBJ_COUNT; k++) {
@@ -40,12 +50,9 @@ static void emit_config(mi__yaml_writer_t *w, const mi_deploy_config_t *c) {
   if (c->verify_runs > 0) {
     mi__yw_key(w, "verification");
     mi__yw_map(w);
-    mi__yw_key(w, "runs");
-    mi__yw_int(w, c->verify_runs);
-    mi__yw_key(w, "violations");
-    mi__yw_int(w, c->verify_violations);
-    mi__yw_key(w, "failures");
-    mi__yw_int(w, c->verify_failures);
+    kv_int(w, "runs", c->verify_runs);
+    kv_int(w, "violations", c->verify_violations);
+    kv_int(w, "failures", c->verify_failures);
     mi__yw_map_end(w);
   }
   mi__yw_key(w, "measured");
@@ -70,14 +77,10 @@ static void emit_entry(mi__yaml_writer_t *w, const mi_deploy_entry_t *e) {
     if (e->has_vs_default) {
       mi__yw_key(w, "vs_default");
       mi__yw_map(w);
-      mi__yw_key(w, "speedup");
-      mi__yw_num(w, e->vs_default);
-      mi__yw_key(w, "ci95_low");
-      mi__yw_num(w, e->vs_default_lo);
-      mi__yw_key(w, "ci95_high");
-      mi__yw_num(w, e->vs_default_hi);
-      mi__yw_key(w, "rounds");
-      mi__yw_int(w, e->vs_default_rounds);
+      kv_num(w, "speedup", e->vs_default);
+      kv_num(w, "ci95_low", e->vs_default_lo);
+      kv_num(w, "ci95_high", e->vs_default_hi);
+      kv_int(w, "rounds", e->vs_default_rounds);
       kv_str(w, "verdict", e->vs_default_verdict);
       mi__yw_map_end(w);
     }

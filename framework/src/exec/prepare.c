@@ -259,6 +259,28 @@ static int32_t note_refusal(prep_t *p, const mi__unit_t *u, const mi_error_t *pe
   return push_line(&p->s->unfused, &p->s->unfused_count, line, err);
 }
 
+/* One kernel for unit u (a lowered layer or a fused group), described by `req`. MI_OK with
+ * *refused = 1 when the plugin declined it: u is dead and the refusal noted, and the caller
+ * prepares its nodes one by one; other failures are the unit's error. */
+static int32_t try_unit(prep_t *p, mi__unit_t *u, const mi__kreq_t *req, const char *variant,
+                        int32_t layout, uint32_t dtypes, int *refused, mi_error_t *err) {
+  mi_error_t perr = {0};
+  mi__kdesc_t k;
+  int fatal = 0;
+  int32_t rc;
+  *refused = 0;
+  if ((rc = mi__kdesc_build_req(&k, p->s->g, req, p->s->consts, err))) return rc;
+  rc = try_kernel(p, &k, u->nodes, u->count, variant, layout, dtypes, &perr, &fatal, err);
+  mi__kdesc_free(&k);
+  if (rc == MI_OK || fatal) return rc;
+  if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
+    return finish(p, u->op, rc, 0, &perr, err);
+  u->dead = 1;
+  *refused = 1;
+  perr.code = rc;
+  return note_refusal(p, u, &perr, err);
+}
+
 /* A lowered layer: the op alone, reading the input codes and the INT8 weight, writing the
  * output codes of the QuantizeLinear. Refused: its Q/DQ nodes run as ordinary ops again. */
 static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
@@ -269,20 +291,10 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   int32_t to[3] = {g->nodes[u->dqx].inputs[0], g->nodes[u->dqw].inputs[0],
                    g->nodes[u->q].outputs[0]};
   mi__kreq_t req = {&u->op, 1, from, to, 3, 0};
-  mi_error_t perr = {0};
-  mi__kdesc_t k;
-  int fatal = 0;
-  int32_t rc;
-  if ((rc = mi__kdesc_build_req(&k, g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, u->nodes, u->count, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
-                  MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &perr, &fatal, err);
-  mi__kdesc_free(&k);
-  if (rc == MI_OK || fatal) return rc;
-  if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
-    return finish(p, u->op, rc, 0, &perr, err);
-  u->dead = 1;
-  perr.code = rc;
-  if ((rc = note_refusal(p, u, &perr, err))) return rc;
+  int refused;
+  int32_t rc = try_unit(p, u, &req, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
+                        MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
+  if (rc || !refused) return rc;
   /* Its DequantizeLinears were skipped when only lowered layers read them: revive them. */
   if (p->plan.role[u->dqx] == MI__ROLE_DQ_SKIP) {
     p->plan.role[u->dqx] = MI__ROLE_NODE;
@@ -301,22 +313,12 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
 static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
   mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0};
-  mi_error_t perr = {0};
-  mi__kdesc_t k;
   const char *variant = NULL;
   int32_t lay = node_layout(s, u->op), rc;
-  int fatal = 0;
+  int refused;
   if (lay != MI_LAYOUT_NCHW)
     variant = mi__variant_for_layout(p->vars, p->var_count, s->g->nodes[u->op].op_type, lay);
-  if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, u->nodes, u->count, variant, lay, 0, &perr, &fatal, err);
-  mi__kdesc_free(&k);
-  if (rc == MI_OK || fatal) return rc;
-  if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
-    return finish(p, u->op, rc, 0, &perr, err);
-  u->dead = 1;
-  perr.code = rc;
-  if ((rc = note_refusal(p, u, &perr, err))) return rc;
+  if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
   for (int32_t m = 0; m < u->count; m++)
     if ((rc = prepare_single(p, u->nodes[m], err))) return rc;
   return MI_OK;

@@ -132,16 +132,28 @@ MI_API const char *mi_registry_refusal(const mi_registry_t *r, const char *name)
   return NULL;
 }
 
+/* Takes plugin e into the registry, or unloads it when the list cannot grow. */
 static int32_t add_plugin(mi_registry_t *r, mi__plugin_entry_t *e) {
   if (r->plugin_count == r->plugin_cap) {
     int32_t cap = r->plugin_cap ? r->plugin_cap * 2 : 8;
     mi__plugin_entry_t **grown = realloc(r->plugins, (size_t)cap * sizeof *grown);
-    if (!grown) return MI_ERR_OUT_OF_MEMORY;
+    if (!grown) {
+      mi__plugin_unload(e);
+      return MI_ERR_OUT_OF_MEMORY;
+    }
     r->plugins = grown;
     r->plugin_cap = cap;
   }
   r->plugins[r->plugin_count++] = e;
   return MI_OK;
+}
+
+/* Records the manifest's plugin as rejected (by its name) and releases the manifest. */
+static int32_t reject_manifest(mi_registry_t *r, const char *path, mi__manifest_t *m,
+                               const char *reason) {
+  int32_t rc = add_rejected_named(r, path, m->name, reason);
+  mi__manifest_clear(m);
+  return rc;
 }
 
 /* Loads the plugin one manifest names; any failure becomes a rejection record. Only running
@@ -171,46 +183,28 @@ static int32_t load_manifest(mi_registry_t *r, const char *path) {
       mi__manifest_clear(&m);
       return MI_OK;
     }
-    if (rc != MI_OK) {
-      rc = add_rejected_named(r, path, m.name, why.message);
-      mi__manifest_clear(&m);
-      return rc;
-    }
+    if (rc != MI_OK) return reject_manifest(r, path, &m, why.message);
     mi__manifest_clear(&m);
-    if (add_plugin(r, e) != MI_OK) {
-      mi__plugin_unload(e);
-      return MI_ERR_OUT_OF_MEMORY;
-    }
-    mi__loader_trace(r->debug, "  described '%s' %s in isolation", e->pub.name, e->pub.version);
-    return MI_OK;
+    if ((rc = add_plugin(r, e)) == MI_OK)
+      mi__loader_trace(r->debug, "  described '%s' %s in isolation", e->pub.name, e->pub.version);
+    return rc;
   }
   if (r->preflight) {
     rc = r->preflight(r->preflight_ctx, path, m.name, &why);
-    if (rc != MI_OK) {
-      if (rc == MI_ERR_NOT_FOUND) {
-        mi__manifest_clear(&m);
-        mi__loader_trace(r->debug, "  skipped by the preflight: %s", why.message);
-        return MI_OK;
-      }
-      rc = add_rejected_named(r, path, m.name, why.message);
+    if (rc == MI_ERR_NOT_FOUND) {
       mi__manifest_clear(&m);
-      return rc;
+      mi__loader_trace(r->debug, "  skipped by the preflight: %s", why.message);
+      return MI_OK;
     }
+    if (rc != MI_OK) return reject_manifest(r, path, &m, why.message);
   }
   rc = mi__plugin_load(path, &m, r->debug, r->stage_fd, &e, &why);
-  if (rc != MI_OK) {
-    rc = add_rejected_named(r, path, m.name, why.message);
-    mi__manifest_clear(&m);
-    return rc;
-  }
+  if (rc != MI_OK) return reject_manifest(r, path, &m, why.message);
   mi__manifest_clear(&m);
-  if (add_plugin(r, e) != MI_OK) {
-    mi__plugin_unload(e);
-    return MI_ERR_OUT_OF_MEMORY;
-  }
-  mi__loader_trace(r->debug, "  loaded '%s' %s from %s", e->pub.name, e->pub.version,
-                   e->pub.path);
-  return MI_OK;
+  if ((rc = add_plugin(r, e)) == MI_OK)
+    mi__loader_trace(r->debug, "  loaded '%s' %s from %s", e->pub.name, e->pub.version,
+                     e->pub.path);
+  return rc;
 }
 
 static int cmp_str(const void *a, const void *b) {

@@ -35,6 +35,13 @@ int mi__xf_is_act(const mi_node_t *n);
 /** True when node n is a Conv / Gemm / MatMul with a constant FP32 weight (input 1). */
 int mi__xf_is_weighted(const mi_graph_t *g, int32_t n);
 
+/** Clears keep[] (n entries, all 1 on entry) at the `drop` smallest norm[]; ties go to the lower
+ * index, so the result is stable. The choice both pruning passes make. xf_prune.c */
+void mi__xf_drop_smallest(const double *norm, int64_t n, int64_t drop, uint8_t *keep);
+/** The end of pruning layer `node` once its edits ran with result `rc`: an error naming the node,
+ * or the layer and its `drop` channels counted in st (may be NULL), *done set and g refreshed. */
+int32_t mi__xf_prune_commit(mi_graph_t *g, int32_t node, int32_t rc, int64_t drop, int *done,
+                            mi_xf_stats_t *st, mi_error_t *err);
 /** Prunes the `ratio` lowest-L1 output features of Gemm/MatMul `node` when another Gemm/MatMul
  * reads them (through bias Adds and activations); *done = 0 when it cannot. xf_prune_fc.c */
 int32_t mi__xf_prune_fc(mi_graph_t *g, int32_t node, double ratio, int *done, mi_xf_stats_t *st,

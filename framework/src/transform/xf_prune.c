@@ -156,6 +156,28 @@ MI_API int mi_xf_prunable(const mi_graph_t *g, int32_t node) {
   return ok;
 }
 
+void mi__xf_drop_smallest(const double *norm, int64_t n, int64_t drop, uint8_t *keep) {
+  for (int64_t d = 0; d < drop; d++) {
+    int64_t best = -1;
+    for (int64_t c = 0; c < n; c++)
+      if (keep[c] && (best < 0 || norm[c] < norm[best])) best = c;
+    if (best < 0) break;
+    keep[best] = 0;
+  }
+}
+
+int32_t mi__xf_prune_commit(mi_graph_t *g, int32_t node, int32_t rc, int64_t drop, int *done,
+                            mi_xf_stats_t *st, mi_error_t *err) {
+  if (rc != MI_OK)
+    return mi_errorf(err, rc, "prune: node '%s': %s", g->nodes[node].name, mi_status_message(rc));
+  if (done) *done = 1;
+  if (st) {
+    st->pruned_layers++;
+    st->pruned_channels += drop;
+  }
+  return mi__xf_refresh(g, err);
+}
+
 MI_API int32_t mi_xf_prune_layer(mi_graph_t *g, int32_t node, double ratio, int *done,
                                  mi_xf_stats_t *st, mi_error_t *err) {
   prune_plan_t p;
@@ -194,28 +216,12 @@ MI_API int32_t mi_xf_prune_layer(mi_graph_t *g, int32_t node, double ratio, int 
     for (int64_t i = 0; i < per; i++) norm[c] += fabs((double)w[i]);
     keep[c] = 1;
   }
-  /* Drop the `drop` smallest norms; ties go to the lower index, so the result is stable. */
-  for (int64_t d = 0; d < drop; d++) {
-    int64_t best = -1;
-    for (int64_t c = 0; c < m; c++)
-      if (keep[c] && (best < 0 || norm[c] < norm[best])) best = c;
-    if (best < 0) break;
-    keep[best] = 0;
-  }
+  mi__xf_drop_smallest(norm, m, drop, keep);
   if (!push(&p, ACT_OUT, node, keep, m) || !walk(g, x->outputs[0], keep, m, &p, 0) ||
       p.n < 2)
     goto skip;
   for (int32_t i = 0; i < p.n && rc == MI_OK; i++) rc = apply_action(g, &p.a[i]);
-  if (rc != MI_OK) {
-    rc = mi_errorf(err, rc, "prune: node '%s': %s", g->nodes[node].name, mi_status_message(rc));
-    goto done;
-  }
-  if (done) *done = 1;
-  if (st) {
-    st->pruned_layers++;
-    st->pruned_channels += drop;
-  }
-  rc = mi__xf_refresh(g, err);
+  rc = mi__xf_prune_commit(g, node, rc, drop, done, st, err);
   goto done;
 skip:
   if (st && ratio > 0.0) st->prune_skipped++;

@@ -129,26 +129,10 @@ int32_t mi__xf_prune_fc(mi_graph_t *g, int32_t node, double ratio, int *done, mi
     keep[f] = 1;
     for (int64_t i = 0; i < k; i++) norm[f] += fabs((double)(ax == 0 ? wv[f * k + i] : wv[i * n + f]));
   }
-  /* The `drop` smallest L1 norms go; ties to the lower index, so the result is stable. */
-  for (int64_t d = 0; d < drop; d++) {
-    int64_t best = -1;
-    for (int64_t f = 0; f < n; f++)
-      if (keep[f] && (best < 0 || norm[f] < norm[best])) best = f;
-    if (best < 0) break;
-    keep[best] = 0;
-  }
+  mi__xf_drop_smallest(norm, n, drop, keep);
   for (int32_t i = 0; i < p.n && rc == MI_OK; i++)
     rc = slice_input(g, p.e[i].node, p.e[i].slot, p.e[i].axis, keep, n);
-  if (rc != MI_OK) {
-    rc = mi_errorf(err, rc, "prune: node '%s': %s", g->nodes[node].name, mi_status_message(rc));
-    goto done;
-  }
-  *done = 1;
-  if (st) {
-    st->pruned_layers++;
-    st->pruned_channels += drop;
-  }
-  rc = mi__xf_refresh(g, err);
+  rc = mi__xf_prune_commit(g, node, rc, drop, done, st, err);
   goto done;
 skip:
   if (st && ratio > 0.0) st->prune_skipped++;
