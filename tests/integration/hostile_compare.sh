@@ -15,14 +15,7 @@ hostile="$MI_BUILD/tests/plugins/hostile"
 fail() { echo "hostile_compare: $*" >&2; exit 1; }
 export MI_LOAD_TIMEOUT_S=6
 
-mi_wire_py
-python3 - "$T" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from mi_wire import *
-save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
-                      [("x", 1, [1, 4096])], [("y", 1, [1, 4096])]))
-PY
+mi_relu_add_model
 args=(--model "$T/ra.onnx" --default --default --timeout 3 --min-rounds 2 --max-rounds 2 --budget-s 20)
 
 # HOSTILE_CASES="crash-check" runs only those (while working on one).

@@ -17,14 +17,7 @@ template="$MI_BUILD/tests/plugins/template"
 fail() { echo "hostile_deploy: $*" >&2; exit 1; }
 export MI_LOAD_TIMEOUT_S=6
 
-mi_wire_py
-python3 - "$T" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from mi_wire import *
-save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
-                      [("x", 1, [1, 4096])], [("y", 1, [1, 4096])]))
-PY
+mi_relu_add_model
 cat >"$T/recipe.yaml" <<'YAML'
 version: 1
 model: ra.onnx

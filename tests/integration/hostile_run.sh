@@ -13,14 +13,7 @@ hostile="$MI_BUILD/tests/plugins/hostile"
 fail() { echo "hostile_run: $*" >&2; exit 1; }
 export MI_LOAD_TIMEOUT_S=6
 
-mi_wire_py
-python3 - "$T" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from mi_wire import *
-save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
-                      [("x", 1, [1, 64])], [("y", 1, [1, 64])]))
-PY
+mi_relu_add_model 64
 
 for kind in crash hang exit abort; do
   for stage in entry create describe prepare run; do

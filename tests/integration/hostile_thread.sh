@@ -14,14 +14,7 @@ fail() { echo "hostile_thread: $*" >&2; exit 1; }
 export MI_LOAD_TIMEOUT_S=20
 rounds=${HOSTILE_THREAD_ROUNDS:-12}
 
-mi_wire_py
-python3 - "$T" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from mi_wire import *
-save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
-                      [("x", 1, [1, 64])], [("y", 1, [1, 64])]))
-PY
+mi_relu_add_model 64
 cat >"$T/recipe.yaml" <<YAML
 version: 1
 model: ra.onnx

@@ -1,6 +1,7 @@
-# lib.bash - what the mi-run integration tests share (sourced; not a test itself): the build's
-# tools, a private folder $T removed on exit, and mi_wire_py, which writes $T/mi_wire.py: a tiny
-# protobuf/.npy writer for hand-encoded models, so these tests need no generator.
+# lib.bash - what the integration tests share (sourced; not a test itself): the build's tools, a
+# private folder $T removed on exit, mi_wire_py, which writes $T/mi_wire.py: a tiny protobuf/.npy
+# writer for hand-encoded models, so these tests need no generator; the hostile-plugin tests'
+# model (mi_relu_add_model) and the tune tests' model and recipe (mi_small_resnet, mi_blis_recipe).
 B=${MI_BUILD:?MI_BUILD is not set}
 RUN=$B/bin/mi-run
 ZOO=$B/bin/mi-zoo
@@ -38,4 +39,36 @@ def npy(descr, shape, data):
     h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
 PY
+}
+
+# $T/ra.onnx: y = Relu(x) + x on a float [1, WIDTH] input (WIDTH $1, default 4096), the model the
+# hostile-plugin tests run (one device kernel per node, nothing else to go wrong).
+mi_relu_add_model() {
+  mi_wire_py
+  python3 - "$T" "${1:-4096}" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
+w = int(sys.argv[2])
+save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
+                      [("x", 1, [1, w])], [("y", 1, [1, w])]))
+PY
+}
+
+# mi-host with the build's plugins, as the tune tests call it.
+H=("$B/bin/mi-host" --plugins "$B/plugins")
+
+# $T/net.onnx: the small ResNet the tune tests tune (a measurement takes well under a second).
+mi_small_resnet() {
+  "$ZOO" resnet --out "$T/net.onnx" --width 0.25 --depth 2 --resolution 32 >/dev/null
+}
+
+# $T/recipe.yaml: $T/net.onnx on blis-cpu for latency, history in $T/hist.db, with the budget,
+# search and other lines the test gives (one YAML line per argument).
+mi_blis_recipe() {
+  {
+    printf '%s\n' 'version: 1' 'model: net.onnx' 'pool: [ {plugin: blis-cpu} ]' \
+      'objectives: [latency]' 'measure: { repeats: 5, warmup: 1 }' 'history: hist.db'
+    printf '%s\n' "$@"
+  } >"$T/recipe.yaml"
 }

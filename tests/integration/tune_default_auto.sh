@@ -4,23 +4,12 @@
 # deployment.yaml it runs in mi-run --deployment, and mi-host compare --default is the same
 # configuration (docs/tuning.md, "The default configuration"). No timing is asserted.
 set -euo pipefail
-B=${MI_BUILD:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-H=("$B/bin/mi-host" --plugins "$B/plugins")
-"$B/bin/mi-zoo" resnet --out "$T/net.onnx" --width 0.25 --depth 2 --resolution 32 >/dev/null
+: "${MI_BUILD:?}"
+source "$(dirname "$0")/lib.bash"
+mi_small_resnet
 # Two measurements: the default first, then one the search picks. The meta strategy is the
 # one whose first trial is the default.
-cat > "$T/recipe.yaml" <<'YAML'
-version: 1
-model: net.onnx
-pool: [ {plugin: blis-cpu} ]
-objectives: [latency]
-budget: { measurements: 2, seconds: 120 }
-search: { strategy: meta, seed: 3 }
-measure: { repeats: 5, warmup: 1 }
-history: hist.db
-YAML
+mi_blis_recipe 'budget: { measurements: 2, seconds: 120 }' 'search: { strategy: meta, seed: 3 }'
 "${H[@]}" tune "$T/recipe.yaml" --out "$T/tune" 2>"$T/tlog" || { cat "$T/tlog"; exit 1; }
 sed -e 's/measurements: 2/measurements: 1/' -e 's/hist.db/hist1.db/' "$T/recipe.yaml" >"$T/one.yaml"
 "${H[@]}" tune "$T/one.yaml" --out "$T/tune1" 2>"$T/tlog1" || { cat "$T/tlog1"; exit 1; }

@@ -3,22 +3,11 @@
 # which `mi-host history layer-tasks` shows and `history export` carries; a second tune of the
 # same recipe into a new folder takes every task from the history and measures none.
 set -euo pipefail
-B=${MI_BUILD:?}
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-H=("$B/bin/mi-host" --plugins "$B/plugins")
-"$B/bin/mi-zoo" resnet --out "$T/net.onnx" --width 0.25 --depth 2 --resolution 32 >/dev/null
-cat > "$T/recipe.yaml" <<'YAML'
-version: 1
-model: net.onnx
-pool: [ {plugin: blis-cpu} ]
-constraints: { accuracy_drop: 0.05 }
-objectives: [latency]
-budget: { measurements: 8, seconds: 120 }
-search: { seed: 2 }
-measure: { repeats: 5, warmup: 1 }
-history: hist.db
-YAML
+: "${MI_BUILD:?}"
+source "$(dirname "$0")/lib.bash"
+mi_small_resnet
+mi_blis_recipe 'constraints: { accuracy_drop: 0.05 }' 'budget: { measurements: 8, seconds: 120 }' \
+  'search: { seed: 2 }'
 "${H[@]}" tune "$T/recipe.yaml" --out "$T/a" 2>"$T/log1" || { cat "$T/log1"; exit 1; }
 line1=$(grep ': space: model-side' "$T/log1") || { echo "no layer-task line:"; cat "$T/log1"; exit 1; }
 "${H[@]}" --json history layer-tasks --db "$T/hist.db" > "$T/tasks.json"

@@ -9,14 +9,7 @@ source "$(dirname "$0")/lib.bash"
 host="$MI_BUILD/bin/mi-host"
 fail() { echo "tune_wrong_config: $*" >&2; exit 1; }
 
-mi_wire_py
-python3 - "$T" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from mi_wire import *
-save("ra.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Add", "add", ["r", "x"], ["y"])],
-                      [("x", 1, [1, 4096])], [("y", 1, [1, 4096])]))
-PY
+mi_relu_add_model
 cat >"$T/recipe.yaml" <<YAML
 version: 1
 model: ra.onnx
