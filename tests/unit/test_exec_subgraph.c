@@ -130,22 +130,61 @@ static double run_time_ns(mi_plugin_t *p, uint32_t dev) {
   return v;
 }
 
+/* Runs the If graph g (inputs x = xa, c = ca) on blis-cpu twice, c = cond[rep], against the
+ * reference: each time the branch's kernel (`what`) must run on the device (the plugin's kernel
+ * time grows, which fails when the host interprets the branch) and give `numel` values, the
+ * reference's shape and values within rel L2 `tol`. With no_outer, the session has no device kernel outside the If.
+ * Destroys g, xa and ca. */
+static void run_if_on_device(mi_graph_t *g, mi_array_t *xa, mi_array_t *ca, const uint8_t cond[2],
+                             const char *what, int64_t numel, double tol, int no_outer) {
+  const mi_array_t *ins[2] = {xa, ca};
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = device("blis-cpu:0", &dev);
+  mi_session_t *s = NULL;
+  if (!p) goto done;
+  CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
+  if (!s) goto done;
+  if (no_outer)
+    CHECK(mi_session_kernel_count(s) == 0, "no device kernel outside the If (%d)",
+          (int)mi_session_kernel_count(s));
+  for (int rep = 0; rep < 2; rep++) {
+    mi_array_t *ref = NULL, *got = NULL;
+    double t0 = run_time_ns(p, dev), t1;
+    *(uint8_t *)ca->data = cond[rep];
+    CHECK(mi_ref_run(g, ins, 2, &ref, 1, &err) == MI_OK, "ref: %s", err.message);
+    CHECK(mi_session_run(s, ins, 2, &got, 1, &err) == MI_OK, "run %d: %s", rep, err.message);
+    t1 = run_time_ns(p, dev);
+    CHECK(t0 >= 0 && t1 > t0, "run %d: the branch's %s ran on blis-cpu (kernel time %.0f -> %.0f ns)",
+          rep, what, t0, t1);
+    CHECK(got && ref && mi_array_numel(got) == numel && got->rank == ref->rank &&
+              memcmp(got->dims, ref->dims, (size_t)ref->rank * sizeof *ref->dims) == 0 &&
+              tu_rel_l2_arrays(got, ref) <= tol,
+          "run %d: %s matches the reference (rel L2 %g)", rep, what,
+          got && ref ? tu_rel_l2_arrays(got, ref) : -1.0);
+    mi_array_destroy(ref);
+    mi_array_destroy(got);
+  }
+done:
+  mi_session_destroy(s);
+  mi_array_destroy(xa);
+  mi_array_destroy(ca);
+  mi_graph_destroy(g);
+}
+
 /* y = If(c, Relu(x), Concat(x, x)) alone in the graph: nothing for the device outside the If,
  * yet the branch's kernel runs there (the plugin's kernel time grows, which fails when the host
  * interprets the branch), with the reference's values, on the first run and on the next. */
 static void test_nested_branch(void) {
   int64_t xd[1] = {4};
   float xv[4] = {1.5f, -2.0f, 0.25f, 3.0f};
+  const uint8_t cond[2] = {0, 0}; /* the branch of the create-time probe (zero inputs) */
   mi_graph_t *g = mi_graph_create("nested_if");
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  mi_plugin_t *p = device("blis-cpu:0", &dev);
-  mi_session_t *s = NULL;
   int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
   int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
   int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL), node;
   mi_array_t *xa = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
-  const mi_array_t *ins[2] = {xa, ca};
   REQUIRE(xa && ca);
   mi_graph_add_input(g, x);
   mi_graph_add_input(g, c);
@@ -155,30 +194,7 @@ static void test_nested_branch(void) {
   REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
   REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
   memcpy(xa->data, xv, sizeof xv);
-  if (!p) goto done;
-  CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
-  if (!s) goto done;
-  CHECK(mi_session_kernel_count(s) == 0, "no device kernel outside the If (%d)",
-        (int)mi_session_kernel_count(s));
-  for (int rep = 0; rep < 2; rep++) {
-    mi_array_t *ref = NULL, *got = NULL;
-    double t0 = run_time_ns(p, dev), t1;
-    *(uint8_t *)ca->data = 0; /* the branch of the create-time probe (zero inputs) */
-    CHECK(mi_ref_run(g, ins, 2, &ref, 1, &err) == MI_OK, "ref: %s", err.message);
-    CHECK(mi_session_run(s, ins, 2, &got, 1, &err) == MI_OK, "run %d: %s", rep, err.message);
-    t1 = run_time_ns(p, dev);
-    CHECK(t0 >= 0 && t1 > t0, "run %d: the branch's Concat ran on blis-cpu (kernel time %.0f -> %.0f ns)",
-          rep, t0, t1);
-    CHECK(got && ref && got->dims[0] == 8 && tu_rel_l2_arrays(got, ref) == 0,
-          "else branch (Concat) matches the reference");
-    mi_array_destroy(ref);
-    mi_array_destroy(got);
-  }
-done:
-  mi_session_destroy(s);
-  mi_array_destroy(xa);
-  mi_array_destroy(ca);
-  mi_graph_destroy(g);
+  run_if_on_device(g, xa, ca, cond, "Concat", 8, 0.0, 1);
 }
 
 /* Deterministic pseudo-random float32 values in [-a, a). */
@@ -211,18 +227,15 @@ static mi_graph_t *conv_branch(const char *name) {
 static void test_nested_const_capture(void) {
   int64_t xd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3};
   float wv[54];
+  const uint8_t cond[2] = {0, 1};
   mi_graph_t *g = mi_graph_create("nested_const");
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  mi_plugin_t *p = device("blis-cpu:0", &dev);
-  mi_session_t *s = NULL;
   for (int i = 0; i < 54; i++) wv[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
   int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
   int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
   int32_t w = mi_graph_add_const_f32(g, "w", 4, wd, wv);
   int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL), node;
   mi_array_t *xa = mi_array_create(MI_DTYPE_FLOAT32, 4, xd), *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
-  const mi_array_t *ins[2] = {xa, ca};
   REQUIRE(xa && ca && w >= 0);
   mi_graph_add_input(g, x);
   mi_graph_add_input(g, c);
@@ -232,29 +245,7 @@ static void test_nested_const_capture(void) {
   REQUIRE(mi_node_add_subgraph(g, node, "else_branch", conv_branch("y_else"), &err) == MI_OK);
   REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
   fill(xa, 3u, 1.0f);
-  if (!p) goto done;
-  CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
-  if (!s) goto done;
-  for (int rep = 0; rep < 2; rep++) {
-    mi_array_t *ref = NULL, *got = NULL;
-    double t0 = run_time_ns(p, dev), t1;
-    *(uint8_t *)ca->data = (uint8_t)rep;
-    CHECK(mi_ref_run(g, ins, 2, &ref, 1, &err) == MI_OK, "ref: %s", err.message);
-    CHECK(mi_session_run(s, ins, 2, &got, 1, &err) == MI_OK, "run %d: %s", rep, err.message);
-    t1 = run_time_ns(p, dev);
-    CHECK(t0 >= 0 && t1 > t0, "run %d: the branch's Conv on a captured initializer ran on blis-cpu "
-          "(kernel time %.0f -> %.0f ns)", rep, t0, t1);
-    CHECK(got && ref && got->rank == 4 && got->dims[1] == 3 && tu_rel_l2_arrays(got, ref) < 1e-6,
-          "run %d: Conv matches the reference (rel L2 %g)", rep,
-          got && ref ? tu_rel_l2_arrays(got, ref) : -1.0);
-    mi_array_destroy(ref);
-    mi_array_destroy(got);
-  }
-done:
-  mi_session_destroy(s);
-  mi_array_destroy(xa);
-  mi_array_destroy(ca);
-  mi_graph_destroy(g);
+  run_if_on_device(g, xa, ca, cond, "Conv on a captured initializer", 27, 1e-6, 0);
 }
 
 /* Runs a Silero model at one sample rate on every plugin device against the reference. */

@@ -420,34 +420,21 @@ static void test_explore(const mi_space_t *s) {
   mi_search_result_destroy(r[1]);
 }
 
-static mi_registry_t *reg;
-static mi_graph_t *g;
-static mi_plugin_t *p;
-static mi_space_t *s = NULL;
-static mi_error_t err;
+static tsu_npu_space_t fx;
 
 static void setup(void) {
-  reg = tsu_registry();
-  g = tsu_small_cnn();
-  p = mi_registry_find(reg, "npu-stub");
-  REQUIRE(p != NULL, "npu-stub not loaded");
-  /* every case below needs the space: one that does not build fails the run */
-  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
-  printf("space: %d dims, %d features\n", mi_space_dim_count(s), mi_meta_feature_count(s));
+  tsu_npu_space_build(&fx);
+  printf("space: %d dims, %d features\n", mi_space_dim_count(fx.s), mi_meta_feature_count(fx.s));
 }
 
-static void teardown(void) {
-  mi_space_destroy(s);
-  mi_graph_destroy(g);
-  mi_registry_destroy(reg);
-}
+static void teardown(void) { tsu_npu_space_free(&fx); }
 
-static void map_identity(void) { test_map_identity(s, g); }
-static void all_failed(void) { test_all_failed(s); }
-static void exhausted(void) { test_exhausted(s); }
-static void strategy(void) { test_strategy(s, g); }
-static void late_liar(void) { test_late_liar(s, g); }
-static void explore(void) { test_explore(s); }
+static void map_identity(void) { test_map_identity(fx.s, fx.g); }
+static void all_failed(void) { test_all_failed(fx.s); }
+static void exhausted(void) { test_exhausted(fx.s); }
+static void strategy(void) { test_strategy(fx.s, fx.g); }
+static void late_liar(void) { test_late_liar(fx.s, fx.g); }
+static void explore(void) { test_explore(fx.s); }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_retrieve),

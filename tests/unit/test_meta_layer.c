@@ -71,27 +71,16 @@ static void measure(const mi_space_t *s, const mi_graph_t *g, double scale, doub
   free(dflt);
 }
 
-static mi_registry_t *reg;
-static mi_graph_t *g;
-static mi_plugin_t *p;
-static mi_space_t *s = NULL;
-static mi_error_t err;
+static tsu_npu_space_t fx;
 
-static void setup(void) {
-  reg = tsu_registry();
-  g = tsu_small_cnn();
-  p = mi_registry_find(reg, "npu-stub");
-  REQUIRE(p != NULL, "npu-stub not loaded");
-  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
-}
+static void setup(void) { tsu_npu_space_build(&fx); }
 
-static void teardown(void) {
-  mi_space_destroy(s);
-  mi_graph_destroy(g);
-  mi_registry_destroy(reg);
-}
+static void teardown(void) { tsu_npu_space_free(&fx); }
 
 static void transfer_from_other_device(void) {
+  const mi_space_t *s = fx.s;
+  const mi_graph_t *g = fx.g;
+  mi_error_t err = {0};
   mi_meta_layer_task_t src, tgt;
   int32_t *sp, *tp, *qp, Q = 300;
   double *sl, *slat, *tl, *tlat, *ql, *qlat, *pred = malloc(sizeof(double) * 300), r2 = 0, rho, within;

@@ -140,27 +140,15 @@ static int32_t weights(const mi_meta_report_t *rep, double *mx, double *mean) {
 }
 
 enum { SEEDS = 6 };
-static mi_registry_t *reg;
-static mi_graph_t *g;
-static mi_space_t *s;
+static tsu_npu_space_t fx;
 
-static void setup(void) {
-  mi_plugin_t *p;
-  mi_error_t err;
-  reg = tsu_registry();
-  g = tsu_small_cnn();
-  p = mi_registry_find(reg, "npu-stub");
-  REQUIRE(p != NULL, "npu-stub not loaded");
-  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
-}
+static void setup(void) { tsu_npu_space_build(&fx); }
 
-static void teardown(void) {
-  mi_space_destroy(s);
-  mi_graph_destroy(g);
-  mi_registry_destroy(reg);
-}
+static void teardown(void) { tsu_npu_space_free(&fx); }
 
 static void layer_history_weight(void) {
+  const mi_space_t *s = fx.s;
+  const mi_graph_t *g = fx.g;
   int32_t D = mi_space_dim_count(s), lc = 0, good_weight = 0, liar_zero = 0, same = 0;
   mi_layer_features_t *lf = NULL;
   mi_model_features_t mf;

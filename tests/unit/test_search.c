@@ -181,30 +181,15 @@ static void test_exhaustive(mi_plugin_t *p) {
   mi_graph_destroy(g);
 }
 
-static mi_registry_t *reg;
-static mi_graph_t *g;
-static mi_plugin_t *p;
-static mi_space_t *s = NULL;
-static mi_error_t err;
+static tsu_npu_space_t fx;
 
-static void setup(void) {
-  reg = tsu_registry();
-  g = tsu_small_cnn();
-  p = mi_registry_find(reg, "npu-stub");
-  REQUIRE(p != NULL);
-  /* A space that does not build fails the test: every strategy case needs it. */
-  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
-}
+static void setup(void) { tsu_npu_space_build(&fx); }
 
-static void teardown(void) {
-  mi_space_destroy(s);
-  mi_graph_destroy(g);
-  mi_registry_destroy(reg);
-}
+static void teardown(void) { tsu_npu_space_free(&fx); }
 
-static void random_search(void) { test_strategy(s, MI_STRATEGY_RANDOM); }
-static void nsga2(void) { test_strategy(s, MI_STRATEGY_NSGA2); }
-static void exhaustive(void) { test_exhaustive(p); }
+static void random_search(void) { test_strategy(fx.s, MI_STRATEGY_RANDOM); }
+static void nsga2(void) { test_strategy(fx.s, MI_STRATEGY_NSGA2); }
+static void exhaustive(void) { test_exhaustive(fx.p); }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(random_search),

@@ -81,4 +81,30 @@ static inline int32_t tsu_value(const mi_space_t *s, int32_t d, const char *labe
   return -1;
 }
 
+/* The npu-stub space of tsu_small_cnn, which the search and meta tests build once per file (in
+ * their setup) and free in their teardown. A space that does not build fails the file: every
+ * case needs it, and a case skipped for it would hide a broken space builder. */
+typedef struct tsu_npu_space {
+  mi_registry_t *reg;
+  mi_graph_t *g;
+  mi_plugin_t *p;
+  mi_space_t *s;
+} tsu_npu_space_t;
+
+static inline void tsu_npu_space_build(tsu_npu_space_t *f) {
+  mi_error_t err = {0};
+  f->reg = tsu_registry();
+  f->g = tsu_small_cnn();
+  f->p = mi_registry_find(f->reg, "npu-stub");
+  f->s = NULL;
+  REQUIRE(f->p != NULL, "npu-stub not loaded");
+  REQUIRE(mi_space_create(f->g, f->p, 0, NULL, &f->s, &err) == MI_OK, "space: %s", err.message);
+}
+
+static inline void tsu_npu_space_free(tsu_npu_space_t *f) {
+  mi_space_destroy(f->s);
+  mi_graph_destroy(f->g);
+  mi_registry_destroy(f->reg);
+}
+
 #endif
