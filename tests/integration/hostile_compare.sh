@@ -67,7 +67,7 @@ assert all("median_ms" not in c for c in d["configs"]) or d["rounds"] == 0, d["c
 print(f"hostile_compare: {sys.argv[2]}: ok ({why})")
 PY2
 }
-liar wrong-run '^configuration \[[01]\] \(default\) refused: wrong results: max error'
+liar wrong-run '^configuration \[[01]\] \(default\) refused: wrong results: relative L2 error'
 liar zero-time-run '^configuration \[[01]\] \(default\) refused: implausible device time: 0 ns'
 liar neg-time-run '^configuration \[[01]\] \(default\) refused: implausible device time: '
 for stage in entry create describe; do
