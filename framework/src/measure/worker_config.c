@@ -481,8 +481,8 @@ static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, con
   return MI_OK;
 }
 
-/* One inference of p, timed by the wall clock (every configuration the same way). A device time
- * the wall clock contradicts is a lie (mi_device_time_check): the job fails, as a measurement
+/* One inference of p, timed by the wall clock and, when the session has one, the device's timer
+ * (*dev_s, else -1). A device time the wall clock contradicts is a lie (mi_device_time_check): the job fails, as a measurement
  * would, and the comparison names the configuration. */
 static int32_t run_once(prepared_t *p, double *s, double *dev_s, mi_error_t *err) {
   double t0 = mi__now_s();
@@ -563,6 +563,13 @@ static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t 
   return MI_OK;
 }
 
+/* Puts "configuration N: " before e's message: the host maps N back to the caller's number. */
+static void blame(mi_error_t *e, int32_t rc, int32_t c) {
+  char why[MI_ERROR_MESSAGE_SIZE];
+  snprintf(why, sizeof why, "%s", e->message);
+  mi_errorf(e, rc, "configuration %d: %s", (int)c, why);
+}
+
 void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
                                  size_t n, mi__config_cache_t *cache) {
   mi__interleave_job_t head;
@@ -603,23 +610,14 @@ void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const vo
   if (rc == MI_OK && !(pc = calloc((size_t)count, sizeof *pc)))
     rc = mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
   for (int32_t c = 0; c < count && rc == MI_OK; c++)
-    if ((rc = prepare_one(pl, dev, &jobs[c], t[c], cache, &pc[c], &e))) {
-      char why[MI_ERROR_MESSAGE_SIZE];
-      snprintf(why, sizeof why, "%s", e.message);
-      mi_errorf(&e, rc, "configuration %d: %s", (int)c, why);
-    }
+    if ((rc = prepare_one(pl, dev, &jobs[c], t[c], cache, &pc[c], &e)))
+      blame(&e, rc, c);
   for (int32_t c = 0; head.check && c < count && rc == MI_OK; c++)
-    if ((rc = check_outputs(&pc[c], pc[c].xg ? pc[c].xg : cache->g, &e))) {
-      char why[MI_ERROR_MESSAGE_SIZE];
-      snprintf(why, sizeof why, "%s", e.message);
-      mi_errorf(&e, rc, "configuration %d: %s", (int)c, why);
-    }
+    if ((rc = check_outputs(&pc[c], pc[c].xg ? pc[c].xg : cache->g, &e)))
+      blame(&e, rc, c);
   if (rc == MI_OK && (rc = cycles(pc, count, &jobs[0].mo, head.seed, &rep, &bad, &e)) &&
-      bad >= 0) {
-    char why[MI_ERROR_MESSAGE_SIZE];
-    snprintf(why, sizeof why, "%s", e.message);
-    mi_errorf(&e, rc, "configuration %d: %s", (int)bad, why);
-  }
+      bad >= 0)
+    blame(&e, rc, bad);
 done:
   for (int32_t c = 0; pc && c < count; c++) prepared_free(&pc[c]);
   free(pc);
