@@ -174,6 +174,7 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   int global = strncmp(n->op_type, "Global", 6) == 0;
   int64_t k[2] = {1, 1}, st[2] = {1, 1}, d[2] = {1, 1}, pads[4] = {0, 0, 0, 0};
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
+  int auto_pad;
   pool_state_t *q;
   if (!x || !y || x->rank != 4 || y->rank != 4 || x->layout == MI_LAYOUT_NHWC)
     return mi__blis_unsupported(err, n, "only 2-D NCHW pooling");
@@ -201,15 +202,10 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   q->OW = y->dims[3];
   q->KH = k[0]; q->KW = k[1]; q->sh = st[0]; q->sw = st[1]; q->dh = d[0]; q->dw = d[1];
   q->pt = pads[0]; q->pl = pads[1]; q->pb = pads[2]; q->pr = pads[3];
-  if (ap && ap->type == MI_ATTR_STRING && ap->s && strncmp(ap->s, "SAME", 4) == 0) {
-    int64_t th = (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H;
-    int64_t tw = (q->OW - 1) * q->sw + (q->KW - 1) * q->dw + 1 - q->W;
-    th = th > 0 ? th : 0;
-    tw = tw > 0 ? tw : 0;
-    q->pt = ap->s[5] == 'U' ? th / 2 : th - th / 2;
-    q->pl = ap->s[5] == 'U' ? tw / 2 : tw - tw / 2;
-    q->pb = th - q->pt;
-    q->pr = tw - q->pl;
+  auto_pad = mi_sdk_auto_pad_from_name(ap && ap->type == MI_ATTR_STRING ? ap->s : NULL);
+  if (auto_pad == MI_SDK_AUTO_PAD_SAME_UPPER || auto_pad == MI_SDK_AUTO_PAD_SAME_LOWER) {
+    mi_sdk_same_pads(auto_pad, (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H, &q->pt, &q->pb);
+    mi_sdk_same_pads(auto_pad, (q->OW - 1) * q->sw + (q->KW - 1) * q->dw + 1 - q->W, &q->pl, &q->pr);
   }
   s->run = run_pool;
   return MI_OK;

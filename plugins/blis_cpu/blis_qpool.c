@@ -20,6 +20,7 @@ int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, 
                             mi__blis_qpool_t *q, mi_error_t *err) {
   int64_t k[2], st[2], d[2], pads[4];
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
+  int auto_pad;
   memset(q, 0, sizeof *q);
   if (!x || !y || x->rank != 4 || y->rank != 4 || x->dims[0] != y->dims[0] || x->dims[1] != y->dims[1])
     return mi__blis_unsupported(err, n, "a chain's MaxPool pools 2-D NCHW codes");
@@ -31,13 +32,11 @@ int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, 
   q->H = x->dims[2], q->W = x->dims[3], q->OH = y->dims[2], q->OW = y->dims[3];
   q->KH = k[0], q->KW = k[1], q->sh = st[0], q->sw = st[1], q->dh = d[0], q->dw = d[1];
   q->pt = pads[0], q->pl = pads[1];
-  if (ap && ap->type == MI_ATTR_STRING && ap->s && strncmp(ap->s, "SAME", 4) == 0) { /* blis_pool.c's */
-    int64_t th = (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H;
-    int64_t tw = (q->OW - 1) * q->sw + (q->KW - 1) * q->dw + 1 - q->W;
-    th = th > 0 ? th : 0;
-    tw = tw > 0 ? tw : 0;
-    q->pt = ap->s[5] == 'U' ? th / 2 : th - th / 2;
-    q->pl = ap->s[5] == 'U' ? tw / 2 : tw - tw / 2;
+  auto_pad = mi_sdk_auto_pad_from_name(ap && ap->type == MI_ATTR_STRING ? ap->s : NULL);
+  if (auto_pad == MI_SDK_AUTO_PAD_SAME_UPPER || auto_pad == MI_SDK_AUTO_PAD_SAME_LOWER) {
+    int64_t pb, pr; /* the end pads follow from the output size */
+    mi_sdk_same_pads(auto_pad, (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H, &q->pt, &pb);
+    mi_sdk_same_pads(auto_pad, (q->OW - 1) * q->sw + (q->KW - 1) * q->dw + 1 - q->W, &q->pl, &pr);
   }
   if (q->OH < 1 || q->OW < 1 || q->H < 1 || q->W < 1)
     return mi__blis_unsupported(err, n, "a chain's MaxPool with an empty plane");

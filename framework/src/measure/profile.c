@@ -219,23 +219,34 @@ MI_API int mi_outputs_check(const mi_array_t *const *dev, const mi_array_t *cons
   return worst <= MI_OUTPUT_TOLERANCE;
 }
 
-static int32_t check_reference(prof_src_t *p, mi_profile_t *out, mi_error_t *err) {
-  mi_array_t **ref = calloc((size_t)p->nout + 1, sizeof *ref);
+int32_t mi__reference_check(mi_session_t *s, const mi_graph_t *g, mi_array_t **in, int32_t nin,
+                            mi_array_t **outs, int32_t nout, int *ok, double *rel_err,
+                            mi_error_t *err) {
+  mi_array_t **ref = calloc((size_t)nout + 1, sizeof *ref);
   int32_t rc;
-  if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
-  rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
-  if (!rc) rc = mi_ref_run(p->g, (const mi_array_t *const *)p->in, p->nin, ref, p->nout, err);
-  if (!rc) {
-    out->checked = 1;
-    out->check_ok = mi_outputs_check((const mi_array_t *const *)p->outs,
-                                     (const mi_array_t *const *)ref, p->nout, &out->check_error);
-  }
-  for (int32_t i = 0; i < p->nout; i++) {
-    mi_array_destroy(p->outs[i]);
-    p->outs[i] = NULL;
+  if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "reference check: out of memory");
+  rc = mi_session_run(s, (const mi_array_t *const *)in, nin, outs, nout, err);
+  if (!rc) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, ref, nout, err);
+  if (!rc)
+    *ok = mi_outputs_check((const mi_array_t *const *)outs, (const mi_array_t *const *)ref, nout,
+                           rel_err);
+  for (int32_t i = 0; i < nout; i++) {
+    mi_array_destroy(outs[i]);
+    outs[i] = NULL;
     mi_array_destroy(ref[i]);
   }
   free(ref);
+  return rc;
+}
+
+static int32_t check_reference(prof_src_t *p, mi_profile_t *out, mi_error_t *err) {
+  int ok = 0;
+  int32_t rc = mi__reference_check(p->s, p->g, p->in, p->nin, p->outs, p->nout, &ok,
+                                   &out->check_error, err);
+  if (rc == MI_OK) {
+    out->checked = 1;
+    out->check_ok = ok;
+  }
   return rc;
 }
 

@@ -503,22 +503,12 @@ static int32_t run_once(prepared_t *p, double *s, double *dev_s, mi_error_t *err
 
 /* The outputs of one inference of p against the reference interpreter's on the same inputs. */
 static int32_t check_outputs(prepared_t *p, const mi_graph_t *g, mi_error_t *err) {
-  mi_array_t **ref = calloc((size_t)p->nout + 1, sizeof *ref);
   double e = 0;
-  int32_t rc;
-  if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout, err);
-  if (!rc) rc = mi_ref_run(g, (const mi_array_t *const *)p->in, p->nin, ref, p->nout, err);
-  if (!rc && !mi_outputs_check((const mi_array_t *const *)p->outs, (const mi_array_t *const *)ref,
-                               p->nout, &e))
+  int ok = 0;
+  int32_t rc = mi__reference_check(p->s, g, p->in, p->nin, p->outs, p->nout, &ok, &e, err);
+  if (rc == MI_OK && !ok)
     rc = mi_errorf(err, MI_ERR_CONSTRAINT,
                    MI__WRONG_PREFIX ": relative L2 error %.3g against the reference", e);
-  for (int32_t i = 0; i < p->nout; i++) {
-    mi_array_destroy(p->outs[i]);
-    p->outs[i] = NULL;
-    mi_array_destroy(ref[i]);
-  }
-  free(ref);
   return rc;
 }
 
