@@ -44,7 +44,7 @@ int32_t run_prof_print(FILE *f, const run_prof_t *p, const run_summary_t *sum, i
   if (rc == MI_OK) rc = mi_layer_rows(sum->g, sum->session, NULL, med, &rows, &n, err);
   for (int32_t i = 0; rc == MI_OK && i < n; i++) sum_ms += rows[i].ms;
   if (rc == MI_OK && json) {
-    fprintf(f, ", \"profile\": {\"layers_ms\": %.6g, \"layers\": ", sum_ms);
+    fprintf(f, ", \"profile\": {\"layers_ms\": %.9g, \"layers\": ", sum_ms);
     mi_layer_rows_print(f, rows, n, 1);
     fputc('}', f);
   } else if (rc == MI_OK) {

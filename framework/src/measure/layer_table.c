@@ -164,7 +164,7 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
       json_str(f, r->shapes);
       fputs(", \"variant\": ", f);
       json_str(f, r->variant);
-      fprintf(f, ", \"where\": \"%s\", \"nodes\": %d, \"ms\": %.6g, \"share\": %.6g",
+      fprintf(f, ", \"where\": \"%s\", \"nodes\": %d, \"ms\": %.9g, \"share\": %.9g",
               r->where ? "host" : "device", (int)r->node_count, r->ms, r->share);
       fprintf(f, ", \"flops\": %.6g, \"bytes\": %.6g", r->flops, r->bytes);
       if (r->ms > 0 && r->flops > 0) fprintf(f, ", \"gflops\": %.6g", r->flops / r->ms / 1e6);
