@@ -1,5 +1,5 @@
-/* sdk_kernel.c - the checks of a kernel description that every plugin running FP32
- * activations makes before it looks at the ops. */
+/* sdk_kernel.c - what every plugin asks of a kernel description: the checks a plugin running
+ * FP32 activations makes before it looks at the ops, and where each tensor lives. */
 #include <limits.h>
 
 #include "metainfer/mi_sdk.h"
@@ -26,4 +26,21 @@ int32_t mi_sdk_check_fp32_kernel(const mi_kernel_desc_t *d, const char *plugin, 
                            plugin, (int)i, (int)t->layout);
   }
   return MI_OK;
+}
+
+int mi_sdk_kernel_io(const mi_kernel_desc_t *d, int32_t t, int32_t *index) {
+  int32_t i, found = -1;
+  int io = MI_SDK_IO_NONE;
+  for (i = 0; i < d->input_count && io == MI_SDK_IO_NONE; i++)
+    if (d->inputs[i] == t) {
+      io = MI_SDK_IO_INPUT;
+      found = i;
+    }
+  for (i = 0; i < d->output_count && io == MI_SDK_IO_NONE; i++)
+    if (d->outputs[i] == t) {
+      io = MI_SDK_IO_OUTPUT;
+      found = i;
+    }
+  if (index) *index = found;
+  return io;
 }

@@ -37,6 +37,13 @@ const mi_sdk_tables_t *mi_sdk_tables(const mi_plugin_ctx_t *ctx, uint32_t device
   return b->tables;
 }
 
+void mi_sdk_set_devices(mi_sdk_plugin_t *p, const mi_sdk_tables_t *tables,
+                        const mi_device_desc_t *descs, size_t stride) {
+  p->device_tables = tables;
+  p->device_descs = descs;
+  p->device_stride = stride;
+}
+
 /* The tables of a device after the common checks. */
 static int32_t checked(const mi_plugin_ctx_t *ctx, uint32_t device, const void *out,
                        const mi_sdk_tables_t **t, mi_error_t *err) {
@@ -52,6 +59,17 @@ int32_t mi_sdk_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *e
   if (!ctx || !count) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: NULL argument", pname(ctx));
   *count = base(ctx)->device_count;
   return MI_OK;
+}
+
+int32_t mi_sdk_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
+                           mi_error_t *err) {
+  const mi_sdk_plugin_t *b = base(ctx);
+  int32_t st = mi_sdk_check_device(ctx, device, out, err);
+  if (st != MI_OK) return st;
+  if (!b->device_descs)
+    return mi_sdk_errorf(err, MI_ERR_INTERNAL, "%s: no device descriptions", pname(ctx));
+  return mi_sdk_fill(out, (const char *)b->device_descs + (size_t)device * b->device_stride,
+                     sizeof *b->device_descs);
 }
 
 /* count calls: one body, the field named by `what` */
@@ -321,5 +339,30 @@ int32_t mi_sdk_config_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
   if (!variant_id || !(*v = mi_sdk_variant_find(all, variant_id)))
     return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown variant '%s'", pname(ctx),
                          variant_id ? variant_id : "(null)");
+  return MI_OK;
+}
+
+int32_t mi_sdk_kernel_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
+                              const mi_sdk_tables_t *all, const mi_kernel_desc_t *desc,
+                              const mi_sdk_variant_t **v, mi_error_t *err) {
+  int32_t st = mi_sdk_check_device(ctx, device, v, err);
+  const char *op;
+  if (st != MI_OK) return st;
+  *v = NULL;
+  if (!desc || desc->node_count < 1 || !desc->nodes || !desc->nodes[0] || !desc->nodes[0]->op_type)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: kernel_prepare: no first node with an op type",
+                         pname(ctx));
+  if (!desc->variant_id || !desc->variant_id[0]) return MI_OK;
+  op = desc->nodes[0]->op_type;
+  if (!all) all = mi_sdk_tables(ctx, device);
+  if (!(*v = mi_sdk_variant_find(all, desc->variant_id)))
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown variant '%s'", pname(ctx),
+                         desc->variant_id);
+  if (!(*v)->op_type || strcmp((*v)->op_type, op) != 0) {
+    st = mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: variant %s implements %s, not %s", pname(ctx),
+                       (*v)->id, (*v)->op_type ? (*v)->op_type : "nothing", op);
+    *v = NULL;
+    return st;
+  }
   return MI_OK;
 }

@@ -521,6 +521,33 @@ static inline int64_t mi_sdk_numel(const mi_tensor_desc_t *t) {
   return n;
 }
 
+/** Bytes one element of `dtype` takes (INT4: 1, the byte two values share); 0 when unknown. */
+static inline size_t mi_sdk_dtype_size(int32_t dtype) {
+  switch (dtype) {
+  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
+  case MI_DTYPE_INT64: return 8;
+  case MI_DTYPE_FLOAT16: return 2;
+  case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: case MI_DTYPE_INT4: return 1;
+  default: return 0;
+  }
+}
+
+/** Bytes of a tensor's data, INT4 packed two values per byte; 0 for an unknown dtype. */
+static inline uint64_t mi_sdk_tensor_bytes(const mi_tensor_desc_t *t) {
+  uint64_t n = (uint64_t)mi_sdk_numel(t);
+  return t->dtype == MI_DTYPE_INT4 ? (n + 1) / 2 : n * mi_sdk_dtype_size(t->dtype);
+}
+
+/** Row-major strides of a tensor, in elements: st[rank - 1] = 1. */
+static inline void mi_sdk_strides(const mi_tensor_desc_t *t, int64_t *st) {
+  int64_t s = 1;
+  int32_t d;
+  for (d = t->rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= t->dims[d];
+  }
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,14 +2,16 @@
  * write again. Optional: a plugin may use mi_plugin.h alone. Link MetaInferSDK::helpers (CMake)
  * or `pkg-config --libs metainfer-sdk`.
  *
- *  - mi_sdk_errorf: a printf-style mi_sdk_error; mi_sdk_entry: the entry's ABI check.
+ *  - mi_sdk_errorf: a printf-style mi_sdk_error; mi_sdk_entry: the entry's ABI check;
+ *    mi_sdk_grow: a growable array.
+ *  - Host-memory buffers: the buffer calls of a plugin whose device reads host memory.
  *  - Descriptor tables: the plugin declares its knobs, variants and counters as arrays; the
  *    helper answers the ABI's count/describe calls (mi_sdk_knob_desc and friends have the ABI's
  *    signatures and go straight into the plugin's mi_plugin_api_t). For that the plugin's
  *    `struct mi_plugin_ctx` starts with an mi_sdk_plugin_t.
  *  - ONNX semantics every backend needs, shared with the host's reference interpreter:
  *    broadcast shapes, Resize coordinate transforms and nearest rounding, Pad modes, window
- *    (Conv and pool) pads and output sizes.
+ *    (Conv and pool) pads and output sizes, FLOAT16 conversions.
  *
  * Everything here is reentrant and may be called from any thread. */
 #ifndef METAINFER_MI_SDK_H
@@ -58,6 +60,12 @@ void mi_sdk_vlogf(const mi_host_api_t *host, int32_t level, const char *plugin, 
  * for, else NULL with MI_ERR_ABI naming api->name and both majors. */
 const mi_plugin_api_t *mi_sdk_entry(const mi_host_api_t *host, const mi_plugin_api_t *api,
                                     mi_error_t *err);
+
+/** Doubles a growable array of `size`-byte elements from *cap (16 when *cap is 0): the new
+ * block, with *cap updated, or NULL with `items` and *cap unchanged. A plugin calls it when its
+ * count reaches *cap:
+ *   if (n == cap) { T *g = mi_sdk_grow(items, &cap, sizeof *g); if (!g) ...; items = g; } */
+void *mi_sdk_grow(void *items, int *cap, size_t size);
 
 /* ---------------------------------------------------------------- descriptor tables */
 
@@ -140,7 +148,16 @@ typedef struct mi_sdk_plugin {
    * device_tables = &devs[0].tables and device_stride = sizeof devs[0]. */
   const mi_sdk_tables_t *device_tables;
   size_t device_stride;
+  /* Each device's description in the same array (device_descs = &devs[0].desc), for
+   * mi_sdk_device_info; NULL when the plugin answers device_info itself. */
+  const mi_device_desc_t *device_descs;
 } mi_sdk_plugin_t;
+
+/** Points the helper at the plugin's array of device structs: device d's tables at
+ * (const char *)tables + d * stride, its description (NULL: none) at (const char *)descs +
+ * d * stride. Call it with &devs[0].tables, &devs[0].desc, sizeof devs[0]. */
+void mi_sdk_set_devices(mi_sdk_plugin_t *p, const mi_sdk_tables_t *tables,
+                        const mi_device_desc_t *descs, size_t stride);
 
 /** MI_OK when ctx is not NULL, `out` is not NULL and `device` exists; else the error. */
 int32_t mi_sdk_check_device(const mi_plugin_ctx_t *ctx, uint32_t device, const void *out,
@@ -150,6 +167,9 @@ const mi_sdk_tables_t *mi_sdk_tables(const mi_plugin_ctx_t *ctx, uint32_t device
 
 /* The ABI's description calls, answered from the tables (put them in mi_plugin_api_t). */
 int32_t mi_sdk_device_count(mi_plugin_ctx_t *ctx, uint32_t *count, mi_error_t *err);
+/* Answers from device_descs (MI_ERR_INTERNAL when the plugin set none). */
+int32_t mi_sdk_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
+                           mi_error_t *err);
 int32_t mi_sdk_knob_count(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, mi_error_t *err);
 int32_t mi_sdk_knob_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                          mi_knob_desc_t *out, mi_error_t *err);
@@ -201,9 +221,42 @@ int32_t mi_sdk_config_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
                               const mi_knob_value_t *knobs, int32_t knob_count,
                               const mi_sdk_variant_t **v, mi_error_t *err);
 
+/** The opening of a kernel_prepare: checks the device and that the description has a first
+ * node with an op type; then, when desc->variant_id is given, finds it in `all` (NULL: the
+ * device's tables) and checks that it implements that op. MI_OK with *v the variant, or NULL when
+ * no id was given (the plugin picks its default); else MI_ERR_INVALID_CONFIG "NAME: unknown
+ * variant 'ID'" or "NAME: variant ID implements A, not B", or the argument's error. */
+int32_t mi_sdk_kernel_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
+                              const mi_sdk_tables_t *all, const mi_kernel_desc_t *desc,
+                              const mi_sdk_variant_t **v, mi_error_t *err);
+
 /** 1 when `value` is in the knob's domain (its values, its [min,max], 0/1 for BOOL, a choice
  * index for ENUM). */
 int mi_sdk_knob_allows(const mi_sdk_knob_t *k, int64_t value);
+
+/* ---------------------------------------------------------------- host-memory buffers */
+
+#ifdef MI_SDK_HOST_BUFFERS
+/** A plugin whose device reads host memory (a CPU plugin, a simulator) defines
+ * MI_SDK_HOST_BUFFERS before including this header: its buffers are then these, and the
+ * mi_sdk_host_buffer_* calls below are its buffer functions. */
+struct mi_buffer {
+  uint32_t device;
+  uint64_t bytes;
+  unsigned char *data; /* `bytes` bytes, zeroed when allocated */
+};
+#endif
+
+/* The ABI's buffer calls for such buffers (put them in mi_plugin_api_t). alloc checks the device
+ * and answers MI_ERR_OUT_OF_MEMORY when memory runs out; write and read refuse a range outside
+ * the buffer with MI_ERR_INVALID_ARGUMENT. */
+int32_t mi_sdk_host_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
+                                 mi_buffer_t **out, mi_error_t *err);
+int32_t mi_sdk_host_buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t offset,
+                                 const void *src, uint64_t bytes, mi_error_t *err);
+int32_t mi_sdk_host_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t offset, void *dst,
+                                uint64_t bytes, mi_error_t *err);
+void mi_sdk_host_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b);
 
 /* ---------------------------------------------------------------- kernel descriptions */
 
@@ -215,6 +268,17 @@ int mi_sdk_knob_allows(const mi_sdk_knob_t *k, int64_t value);
 int32_t mi_sdk_check_fp32_kernel(const mi_kernel_desc_t *d, const char *plugin, int32_t max_io,
                                  int64_t max_numel, mi_error_t *err);
 
+/** Where a kernel's tensor lives at run time. */
+typedef enum mi_sdk_io {
+  MI_SDK_IO_NONE = 0,   /* in no run buffer: constant data or an intermediate of the kernel */
+  MI_SDK_IO_INPUT = 1,  /* the run's input buffer *index */
+  MI_SDK_IO_OUTPUT = 2  /* the run's output buffer *index */
+} mi_sdk_io;
+
+/** Whether tensor t is one of the kernel's inputs or outputs (an input first), with *index its
+ * place in d->inputs or d->outputs (-1 for MI_SDK_IO_NONE; `index` may be NULL). */
+int mi_sdk_kernel_io(const mi_kernel_desc_t *d, int32_t t, int32_t *index);
+
 /* ---------------------------------------------------------------- ONNX semantics */
 
 /** Multidirectional (numpy) broadcast of two shapes into `out` (rank max(ra, rb)). MI_OK, or
@@ -222,6 +286,12 @@ int32_t mi_sdk_check_fp32_kernel(const mi_kernel_desc_t *d, const char *plugin, 
  * MI_MAX_RANK. */
 int32_t mi_sdk_broadcast_shape(int32_t ra, const int64_t *a, int32_t rb, const int64_t *b,
                                int32_t *rank, int64_t *out);
+
+/** IEEE binary16 (FLOAT16) from float, rounded to nearest even: overflow to infinity,
+ * subnormals kept, NaN stays NaN. */
+uint16_t mi_sdk_float_to_half(float f);
+/** Float from IEEE binary16, exactly (NaN payloads kept). */
+float mi_sdk_half_to_float(uint16_t h);
 
 /** Resize coordinate_transformation_mode values. */
 typedef enum mi_sdk_resize_ct {
