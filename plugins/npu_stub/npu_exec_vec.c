@@ -1,53 +1,11 @@
 /* npu_exec_vec.c - vector-unit ops (activations as INT8 tables, elementwise, pools, BN, copies)
- * and the half-precision conversions of the FP16 path. */
+ * and the FP16 path's rounding. */
 #include "npu_internal.h"
 
 #include <math.h>
 #include <string.h>
 
-uint16_t npu__float_to_half(float x) {
-  uint32_t b, sign, exp, man, hm, rem;
-  int32_t e;
-  memcpy(&b, &x, 4);
-  sign = (b >> 16) & 0x8000u;
-  exp = (b >> 23) & 0xffu;
-  man = b & 0x7fffffu;
-  if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-  e = (int32_t)exp - 127 + 15;
-  if (e >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (e <= 0) {
-    uint32_t shift, halfway;
-    if (e < -10) return (uint16_t)sign;
-    man |= 0x800000u;
-    shift = (uint32_t)(14 - e);
-    hm = man >> shift;
-    rem = man & ((1u << shift) - 1);
-    halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (hm & 1))) hm++;
-    return (uint16_t)(sign | hm);
-  }
-  hm = man >> 13;
-  rem = man & 0x1fffu;
-  b = sign | ((uint32_t)e << 10) | hm;
-  /* round half to even; a carry into the exponent is the correct result */
-  if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) b++;
-  return (uint16_t)b;
-}
-
-float npu__half_to_float(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, b;
-  float f;
-  if (exp == 0) {
-    f = ldexpf((float)man, -24);
-    return sign ? -f : f;
-  }
-  if (exp == 31) b = sign | 0x7f800000u | (man << 13);
-  else b = sign | ((exp + 112) << 23) | (man << 13);
-  memcpy(&f, &b, 4);
-  return f;
-}
-
-float npu__fp16_round(float x) { return npu__half_to_float(npu__float_to_half(x)); }
+float npu__fp16_round(float x) { return mi_sdk_half_to_float(mi_sdk_float_to_half(x)); }
 
 int8_t npu__quant(double real, float scale, int32_t zp) {
   double r = nearbyint(real / (double)scale) + zp;

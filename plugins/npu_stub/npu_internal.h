@@ -2,8 +2,11 @@
 #ifndef NPU_INTERNAL_H
 #define NPU_INTERNAL_H
 
-#include <metainfer/mi_sdk.h>
 #include <stdint.h>
+
+/* The simulated device reads host memory: the SDK's host buffers serve. */
+#define MI_SDK_HOST_BUFFERS
+#include <metainfer/mi_sdk.h>
 
 #define NPU_MAX_LEVELS 16
 #define NPU_MAX_DEVICES 16
@@ -59,12 +62,6 @@ struct mi_plugin_ctx {
   mi_sdk_plugin_t sdk; /* first: the SDK helper answers the description calls from it */
   int fault;
   npu_device_t dev[NPU_MAX_DEVICES];
-};
-
-struct mi_buffer {
-  uint32_t device;
-  uint64_t bytes;
-  unsigned char *data;
 };
 
 enum npu_op {
@@ -186,8 +183,6 @@ void npu__exec_mac(mi_kernel_t *k, const npu_node_t *n);
 void npu__exec_vec(mi_kernel_t *k, const npu_node_t *n);
 void npu__build_lut(mi_kernel_t *k, npu_node_t *n);
 float npu__fp16_round(float x);
-float npu__half_to_float(uint16_t h);
-uint16_t npu__float_to_half(float x);
 int8_t npu__quant(double real, float scale, int32_t zp);
 
 /* npu_cost.c */

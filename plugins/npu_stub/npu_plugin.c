@@ -107,8 +107,7 @@ static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_e
   c = calloc(1, sizeof *c);
   if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
   c->sdk.name = "npu-stub";
-  c->sdk.device_tables = &c->dev[0].tables;
-  c->sdk.device_stride = sizeof c->dev[0];
+  mi_sdk_set_devices(&c->sdk, &c->dev[0].tables, NULL, sizeof c->dev[0]);
   if (fault && fault[0]) {
     if (strcmp(fault, "crash") == 0) c->fault = NPU_FAULT_CRASH;
     else if (strcmp(fault, "hang") == 0) c->fault = NPU_FAULT_HANG;
@@ -226,52 +225,6 @@ static int32_t npu_set_device_knobs(mi_plugin_ctx_t *ctx, uint32_t device,
   return MI_OK;
 }
 
-static int32_t npu_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
-                                mi_buffer_t **out, mi_error_t *err) {
-  mi_buffer_t *b;
-  int32_t rc = bad_device(ctx, device, err);
-  if (rc != MI_OK) return rc;
-  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: out is NULL");
-  *out = NULL;
-  b = calloc(1, sizeof *b);
-  if (b) b->data = calloc(1, bytes ? (size_t)bytes : 1);
-  if (!b || !b->data) {
-    free(b);
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: buffer allocation failed");
-  }
-  b->device = device;
-  b->bytes = bytes;
-  *out = b;
-  return MI_OK;
-}
-
-static int32_t npu_buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset,
-                                const void *src, uint64_t bytes, mi_error_t *err) {
-  if (!ctx || !buf || (!src && bytes))
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: buffer_write: NULL argument");
-  if (offset > buf->bytes || bytes > buf->bytes - offset)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: buffer_write out of range");
-  if (bytes) memcpy(buf->data + offset, src, (size_t)bytes);
-  return MI_OK;
-}
-
-static int32_t npu_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset, void *dst,
-                               uint64_t bytes, mi_error_t *err) {
-  if (!ctx || !buf || (!dst && bytes))
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: buffer_read: NULL argument");
-  if (offset > buf->bytes || bytes > buf->bytes - offset)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: buffer_read out of range");
-  if (bytes) memcpy(dst, buf->data + offset, (size_t)bytes);
-  return MI_OK;
-}
-
-static void npu_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *buf) {
-  (void)ctx;
-  if (!buf) return;
-  free(buf->data);
-  free(buf);
-}
-
 static int32_t npu_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
                                   const mi_kernel_desc_t *desc, mi_kernel_t **out,
                                   mi_error_t *err) {
@@ -301,10 +254,10 @@ static const mi_plugin_api_t NPU_API = {
     mi_sdk_knob_desc,
     mi_sdk_variant_count,
     mi_sdk_variant_desc,
-    npu_buffer_alloc,
-    npu_buffer_write,
-    npu_buffer_read,
-    npu_buffer_free,
+    mi_sdk_host_buffer_alloc,
+    mi_sdk_host_buffer_write,
+    mi_sdk_host_buffer_read,
+    mi_sdk_host_buffer_free,
     npu_kernel_prepare,
     npu__kernel_run,
     npu_kernel_release,

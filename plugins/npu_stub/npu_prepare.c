@@ -8,17 +8,32 @@
 void npu__kernel_free(mi_kernel_t *k) {
   int i;
   if (!k) return;
-  for (i = 0; k->t && i < k->tensor_count; i++) {
+  for (i = 0; i < k->tensor_count; i++) {
     free(k->t[i].q);
     free(k->t[i].f);
     free(k->t[i].i32);
     free(k->t[i].cscale);
   }
-  free(k->t);
-  free(k->nodes);
-  free(k->inputs);
-  free(k->outputs);
-  free(k);
+  free(k); /* its arrays share its block */
+}
+
+/* The kernel and its arrays in one zeroed block, widest elements first so each stays aligned:
+ * one allocation to fail, one free. */
+static mi_kernel_t *kernel_new(const mi_kernel_desc_t *desc) {
+  size_t nt = (size_t)desc->tensor_count, nn = (size_t)desc->node_count;
+  size_t ni = (size_t)desc->input_count + 1, no = (size_t)desc->output_count;
+  mi_kernel_t *k = calloc(1, sizeof *k + nt * sizeof *k->t + nn * sizeof *k->nodes +
+                                 (ni + no) * sizeof *k->inputs);
+  if (!k) return NULL;
+  k->t = (npu_tensor_t *)(k + 1);
+  k->nodes = (npu_node_t *)(k->t + nt);
+  k->inputs = (int32_t *)(k->nodes + nn);
+  k->outputs = k->inputs + ni;
+  k->tensor_count = desc->tensor_count;
+  k->node_count = desc->node_count;
+  k->input_count = desc->input_count;
+  k->output_count = desc->output_count;
+  return k;
 }
 
 static int32_t unsupported(mi_error_t *err, const char *what, const char *node) {
@@ -119,7 +134,7 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
       else {
         uint16_t h;
         memcpy(&h, (const char *)src->data + 2 * j, 2);
-        v = npu__half_to_float(h);
+        v = mi_sdk_half_to_float(h);
       }
       /* the FP16 path stores every float constant in half precision; a conversion's scales
        * stay FP32 */
@@ -157,6 +172,21 @@ static double device_bytes(const mi_kernel_t *k, const npu_tensor_t *t) {
   }
 }
 
+/* The kernel's runtime inputs or outputs (`what`): runtime tensors of the kernel, whose device
+ * bytes count as I/O. */
+static int32_t bind_io(mi_kernel_t *k, const int32_t *idx, int count, int32_t *dst, const char *what,
+                       mi_error_t *err) {
+  int i;
+  for (i = 0; i < count; i++) {
+    int32_t j = idx[i];
+    if (j < 0 || j >= k->tensor_count || k->t[j].is_const)
+      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad kernel %s index", what);
+    dst[i] = j;
+    k->io_bytes += device_bytes(k, &k->t[j]);
+  }
+  return MI_OK;
+}
+
 static int is_mac(int op) { return op == NPU_CONV || op == NPU_GEMM || op == NPU_MATMUL; }
 
 static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t *desc,
@@ -187,7 +217,7 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
   mi_kernel_t *k = NULL;
   int64_t vals[NPU_KNOB_COUNT];
   uint32_t given = 0;
-  int32_t rc, i, j, first_in = -1;
+  int32_t rc, i, first_in = -1;
   rc = npu__check_knobs(&d->spec, desc->variant_id, desc->knobs, desc->knobs ? desc->knob_count : 0,
                         vals, &given, err);
   if (rc != MI_OK) return rc;
@@ -217,8 +247,7 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
   }
   if (first_in < 0)
     return unsupported(err, "kernel has no runtime input", desc->nodes[0]->name);
-  k = calloc(1, sizeof *k);
-  if (!k) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
+  if (!(k = kernel_new(desc))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
   k->device = device;
   switch (desc->tensors[first_in]->dtype) {
   case MI_DTYPE_INT8:
@@ -247,40 +276,13 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
   k->cores = (given & (1u << NPU_KNOB_CORES)) ? (int)vals[NPU_KNOB_CORES] : -1;
   k->level = (given & (1u << NPU_KNOB_DVFS)) ? (int)vals[NPU_KNOB_DVFS] : -1;
   k->batch = (given & (1u << NPU_KNOB_BATCH)) ? (int)vals[NPU_KNOB_BATCH] : -1;
-  k->tensor_count = desc->tensor_count;
-  k->node_count = desc->node_count;
-  k->input_count = desc->input_count;
-  k->output_count = desc->output_count;
-  k->t = calloc((size_t)k->tensor_count, sizeof *k->t);
-  k->nodes = calloc((size_t)k->node_count, sizeof *k->nodes);
-  k->inputs = calloc((size_t)k->input_count + 1, sizeof *k->inputs);
-  k->outputs = calloc((size_t)k->output_count, sizeof *k->outputs);
-  if (!k->t || !k->nodes || !k->inputs || !k->outputs) {
-    rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
-    goto fail;
-  }
   for (i = 0; i < k->tensor_count; i++) {
     rc = load_tensor(k, i, desc->tensors[i], err);
     if (rc != MI_OK) goto fail;
   }
-  for (i = 0; i < k->input_count; i++) {
-    j = desc->inputs[i];
-    if (j < 0 || j >= k->tensor_count || k->t[j].is_const) {
-      rc = mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad kernel input index");
-      goto fail;
-    }
-    k->inputs[i] = j;
-    k->io_bytes += device_bytes(k, &k->t[j]);
-  }
-  for (i = 0; i < k->output_count; i++) {
-    j = desc->outputs[i];
-    if (j < 0 || j >= k->tensor_count || k->t[j].is_const) {
-      rc = mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: bad kernel output index");
-      goto fail;
-    }
-    k->outputs[i] = j;
-    k->io_bytes += device_bytes(k, &k->t[j]);
-  }
+  if ((rc = bind_io(k, desc->inputs, k->input_count, k->inputs, "input", err)) != MI_OK ||
+      (rc = bind_io(k, desc->outputs, k->output_count, k->outputs, "output", err)) != MI_OK)
+    goto fail;
   for (i = 0; i < k->tensor_count; i++)
     if (k->t[i].is_const) k->const_bytes += device_bytes(k, &k->t[i]);
   k->samples = k->t[first_in].rank > 0 ? k->t[first_in].dims[0] : 1;

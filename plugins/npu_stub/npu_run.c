@@ -35,7 +35,7 @@ static void load(const mi_kernel_t *k, npu_tensor_t *t, const unsigned char *src
     } else {
       uint16_t h;
       memcpy(&h, src + 2 * i, 2);
-      t->f[i] = npu__half_to_float(h);
+      t->f[i] = mi_sdk_half_to_float(h);
     }
   }
 }
@@ -54,7 +54,7 @@ static void store(const npu_tensor_t *t, unsigned char *dst, int wrong) {
       if (wrong && i % 3 == 0) v = v * 1.25f + 0.5f;
       if (t->dtype == MI_DTYPE_FLOAT32) memcpy(dst + 4 * i, &v, 4);
       else {
-        uint16_t h = npu__float_to_half(v);
+        uint16_t h = mi_sdk_float_to_half(v);
         memcpy(dst + 2 * i, &h, 2);
       }
     }

@@ -259,11 +259,9 @@ int32_t mi__ocl_program(mi_plugin_ctx_t *ctx, ocl_device_t *dev, const char *sou
     }
   }
   if (dev->nprogs == dev->cap_progs) {
-    int cap = dev->cap_progs ? dev->cap_progs * 2 : 16;
-    ocl_prog_t *np = realloc(dev->progs, (size_t)cap * sizeof *np);
+    ocl_prog_t *np = mi_sdk_grow(dev->progs, &dev->cap_progs, sizeof *np);
     if (!np) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
     dev->progs = np;
-    dev->cap_progs = cap;
   }
   path[0] = '\0';
   if (ctx->cache_dir[0]) {

@@ -43,10 +43,7 @@ static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
     d->tables = mi__ocl_tables;
     mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->timer_res_ns);
   }
-  if (ctx->devs) {
-    ctx->sdk.device_tables = &ctx->devs[0].tables;
-    ctx->sdk.device_stride = sizeof ctx->devs[0];
-  }
+  if (ctx->devs) mi_sdk_set_devices(&ctx->sdk, &ctx->devs[0].tables, &ctx->devs[0].desc, sizeof ctx->devs[0]);
   *out = ctx;
   return MI_OK;
 }
@@ -55,13 +52,6 @@ static void p_destroy(mi_plugin_ctx_t *ctx) {
   if (!ctx) return;
   mi__ocl_devices_close(ctx);
   free(ctx);
-}
-
-static int32_t p_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
-                             mi_error_t *err) {
-  int32_t st = mi_sdk_check_device(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  return mi_sdk_fill(out, &ctx->devs[device].desc, sizeof ctx->devs[device].desc);
 }
 
 static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
@@ -160,7 +150,7 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
 
 static const mi_plugin_api_t k_api = {
     sizeof(mi_plugin_api_t), MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR, OCL_PLUGIN_NAME,
-    OCL_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, p_device_info,
+    OCL_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, mi_sdk_device_info,
     mi_sdk_knob_count, mi_sdk_knob_desc, mi_sdk_variant_count, mi_sdk_variant_desc,
     p_buffer_alloc, p_buffer_write, p_buffer_read, p_buffer_free, mi__ocl_kernel_prepare,
     mi__ocl_kernel_run, mi__ocl_kernel_release, mi_sdk_constraint_count, mi_sdk_constraint_desc,

@@ -7,16 +7,6 @@
 
 #include "ocl.h"
 
-static size_t dtype_size(int32_t dt) {
-  switch (dt) {
-  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
-  case MI_DTYPE_INT64: return 8;
-  case MI_DTYPE_FLOAT16: return 2;
-  case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: return 1;
-  default: return 0;
-  }
-}
-
 int32_t mi__ocl_upload(ocl_prep_t *p, const void *data, size_t bytes, ocl_arg_t *out) {
   cl_int rc;
   cl_mem m;
@@ -34,23 +24,14 @@ int32_t mi__ocl_upload(ocl_prep_t *p, const void *data, size_t bytes, ocl_arg_t 
 }
 
 int32_t mi__ocl_bind(ocl_prep_t *p, int t, ocl_arg_t *out) {
-  const mi_kernel_desc_t *d = p->desc;
-  const mi_tensor_desc_t *td = mi__ocl_tensor(d, t);
-  int32_t i;
+  const mi_tensor_desc_t *td = mi__ocl_tensor(p->desc, t);
+  int32_t slot;
+  int io = mi_sdk_kernel_io(p->desc, t, &slot);
   memset(out, 0, sizeof *out);
-  for (i = 0; i < d->input_count; i++) {
-    if (d->inputs[i] == t) {
-      out->kind = ARG_IN;
-      out->index = i;
-      return MI_OK;
-    }
-  }
-  for (i = 0; i < d->output_count; i++) {
-    if (d->outputs[i] == t) {
-      out->kind = ARG_OUT;
-      out->index = i;
-      return MI_OK;
-    }
+  if (io != MI_SDK_IO_NONE) {
+    out->kind = io == MI_SDK_IO_INPUT ? ARG_IN : ARG_OUT;
+    out->index = slot;
+    return MI_OK;
   }
   if (td && td->data && td->dtype == MI_DTYPE_FLOAT32)
     return mi__ocl_upload(p, td->data, (size_t)mi_sdk_numel(td) * 4, out);
@@ -196,9 +177,9 @@ static int32_t io_sizes(const mi_kernel_desc_t *d, mi_kernel_t *k, mi_error_t *e
     const mi_tensor_desc_t *td = mi__ocl_tensor(d, t);
     if (!td) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: bad tensor index %d", (int)t);
     if (i < d->input_count)
-      k->in_bytes[i] = (uint64_t)mi_sdk_numel(td) * dtype_size(td->dtype);
+      k->in_bytes[i] = mi_sdk_tensor_bytes(td);
     else
-      k->out_bytes[i - d->input_count] = (uint64_t)mi_sdk_numel(td) * dtype_size(td->dtype);
+      k->out_bytes[i - d->input_count] = mi_sdk_tensor_bytes(td);
   }
   k->n_in = d->input_count;
   k->n_out = d->output_count;
@@ -223,32 +204,18 @@ static const ocl_variant_t *default_variant(const ocl_device_t *dev, const mi_ke
 
 int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *desc,
                                mi_kernel_t **out, mi_error_t *err) {
-  ocl_prep_t p;
+  ocl_prep_t p = {.ctx = ctx, .desc = desc, .err = err};
+  const mi_sdk_variant_t *named;
   int32_t st;
   const char *op;
   if (out) *out = NULL;
-  if (!ctx || !desc || !out || desc->node_count < 1 || !desc->nodes || !desc->tensors)
+  if (!ctx || !desc || !out || !desc->tensors)
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: NULL or empty description");
-  if (device >= ctx->sdk.device_count)
-    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: no device %u", device);
-  memset(&p, 0, sizeof p);
-  p.ctx = ctx;
+  if ((st = mi_sdk_kernel_variant(ctx, device, NULL, desc, &named, err)) != MI_OK) return st;
   p.dev = &ctx->devs[device];
-  p.desc = desc;
-  p.err = err;
   op = desc->nodes[0]->op_type;
-  if (!op) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_prepare: node without op_type");
-  if (desc->variant_id && desc->variant_id[0]) {
-    p.var = mi__ocl_variant_find(desc->variant_id);
-    if (!p.var)
-      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: unknown variant '%s'", desc->variant_id);
-    if (strcmp(p.var->v.op_type, op) != 0)
-      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "opencl: variant %s implements %s, not %s",
-                            p.var->v.id, p.var->v.op_type, op);
-  } else {
-    p.var = default_variant(p.dev, desc);
-    if (!p.var) return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: op %s is not implemented", op);
-  }
+  if (!(p.var = named ? (const ocl_variant_t *)named : default_variant(p.dev, desc)))
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "opencl: op %s is not implemented", op);
   st = mi__ocl_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, &p.kn, err);
   if (st != MI_OK) return st;
   if ((st = mi_sdk_check_fp32_kernel(desc, OCL_PLUGIN_NAME, OCL_MAX_IO, INT_MAX, err)) != MI_OK)

@@ -18,15 +18,6 @@ static int64_t numel_from(const mi_tensor_desc_t *t, int from, int to) {
   return v;
 }
 
-static void contiguous(const mi_tensor_desc_t *t, int64_t *s) {
-  int i;
-  int64_t acc = 1;
-  for (i = t->rank - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= t->dims[i];
-  }
-}
-
 /* Launch of a kernel from the element-wise program, with input 0 and output bound. */
 static ocl_launch_t *ew_launch(ocl_prep_t *p, const char *name, int t_in, int t_out, int32_t *st) {
   return mi__ocl_launch_io(p, mi__ocl_src_ew, name, t_in, t_out, st);
@@ -154,7 +145,7 @@ static int32_t prep_reduce(ocl_prep_t *p, const mi_node_desc_t *n) {
     if (!any && !mi_sdk_attr_int(n, "noop_with_empty_axes", 0))
       for (i = 0; i < x->rank; i++) red[i] = any = 1;
   }
-  contiguous(x, s);
+  mi_sdk_strides(x, s);
   for (i = 0; i < x->rank; i++) {
     if (red[i]) {
       rd[rr] = (cl_int)x->dims[i];
@@ -298,8 +289,8 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
   const mi_tensor_desc_t *y = mi__ocl_tensor(p->desc, n->outputs[0]);
   int64_t sx[MI_MAX_RANK], sy[MI_MAX_RANK], sp[MI_MAX_RANK];
   int i;
-  contiguous(x, sx);
-  contiguous(y, sy);
+  mi_sdk_strides(x, sx);
+  mi_sdk_strides(y, sy);
   if (is_op(n, "Transpose")) {
     const mi_attr_t *pa = mi_sdk_attr(n, "perm");
     for (i = 0; i < y->rank; i++) {
@@ -318,7 +309,7 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
       const mi_tensor_desc_t *t = mi__ocl_tensor(p->desc, n->inputs[i]);
       int64_t st_in[MI_MAX_RANK];
       if (!t || t->rank != y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: rank mismatch");
-      contiguous(t, st_in);
+      mi_sdk_strides(t, st_in);
       st = mi__ocl_strided_copy(p, n->inputs[i], n->outputs[0], t->rank, t->dims, st_in, 0, sy,
                               off * sy[axis]);
       if (st != MI_OK) return st;

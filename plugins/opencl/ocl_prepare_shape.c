@@ -10,15 +10,6 @@
 
 static int is_op(const mi_node_desc_t *n, const char *op) { return strcmp(n->op_type, op) == 0; }
 
-static void contiguous(const mi_tensor_desc_t *t, int64_t *s) {
-  int64_t acc = 1;
-  int i;
-  for (i = t->rank - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= t->dims[i];
-  }
-}
-
 /* Operand `i` of node n as a constant tensor (NULL when absent); *bad when it is runtime data,
  * which these kernels cannot read at prepare time. */
 static const mi_tensor_desc_t *const_in(const ocl_prep_t *p, const mi_node_desc_t *n, int i,
@@ -91,7 +82,7 @@ static int32_t prep_slice(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tenso
     start[a] = b;
     step[a] = s;
   }
-  contiguous(x, sx);
+  mi_sdk_strides(x, sx);
   for (i = 0; i < x->rank; i++) {
     if (y->dims[i] > 0) base += start[i] * sx[i];
     sin[i] = sx[i] * step[i];
@@ -105,7 +96,7 @@ static int32_t prep_split(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tenso
   int32_t st;
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: bad axis");
-  contiguous(x, sx);
+  mi_sdk_strides(x, sx);
   for (i = 0; i < n->output_count; i++) {
     const mi_tensor_desc_t *y = mi__ocl_tensor(p->desc, n->outputs[i]);
     if (!y || y->rank != x->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Split: rank mismatch");
@@ -153,7 +144,7 @@ static int32_t prep_pad(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_
   for (i = 0; i < r; i++)
     if (x->dims[i] == 0 && y->dims[i] > 0 && m != 0)
       return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: %s of an empty axis", mode);
-  contiguous(x, sx);
+  mi_sdk_strides(x, sx);
   for (i = 0; i < r; i++) {
     shp[i] = (cl_int)y->dims[i];
     shp[r + i] = (cl_int)x->dims[i];

@@ -101,11 +101,11 @@ struct mi_buffer {
 
 /* ---------------------------------------------------------------- prepared kernels */
 
-enum { REF_NONE, REF_IN, REF_OUT, REF_OWN };
+enum { REF_NONE = MI_SDK_IO_NONE, REF_IN = MI_SDK_IO_INPUT, REF_OUT = MI_SDK_IO_OUTPUT, REF_OWN };
 
 typedef struct vk_ref {
   int kind;
-  int index;
+  int32_t index;
 } vk_ref_t;
 
 typedef struct vk_disp {
@@ -178,7 +178,6 @@ typedef struct vk_variant {
 const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d);
 /* Every variant the plugin knows, fp16 ones included (check_config names what a device lacks). */
 const mi_sdk_tables_t *mi__vk_tables_all(void);
-const vk_variant_t *mi__vk_variant_find(const char *id);
 const vk_variant_t *mi__vk_variant_default(const char *op);
 int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_desc_t *out);
 /* Effective knob values (spec constants) of `v`; MI_ERR_INVALID_CONFIG names the broken rule. */

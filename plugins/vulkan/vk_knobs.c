@@ -111,10 +111,6 @@ const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d) {
   return d->has_fp16 ? &k_all : &k_no_fp16;
 }
 
-const vk_variant_t *mi__vk_variant_find(const char *id) {
-  return (const vk_variant_t *)mi_sdk_variant_find(&k_all, id);
-}
-
 /* The first listed variant of an op is its default (register-blocked GEMM, direct conv). */
 const vk_variant_t *mi__vk_variant_default(const char *op) {
   return (const vk_variant_t *)mi_sdk_variant_first(&k_all, op);

@@ -50,10 +50,8 @@ static int32_t p_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
     d->tables = *mi__vk_tables(d);
     mi_sdk_tables_set_counters(&d->tables, d->counters, k_counters, (uint32_t)N_COUNTERS, d->ts_period);
   }
-  if (c->ctx.devs) {
-    c->ctx.sdk.device_tables = &c->ctx.devs[0].tables;
-    c->ctx.sdk.device_stride = sizeof c->ctx.devs[0];
-  }
+  if (c->ctx.devs)
+    mi_sdk_set_devices(&c->ctx.sdk, &c->ctx.devs[0].tables, &c->ctx.devs[0].desc, sizeof c->ctx.devs[0]);
   *out = &c->ctx;
   return MI_OK;
 }
@@ -62,13 +60,6 @@ static void p_destroy(mi_plugin_ctx_t *ctx) {
   if (!ctx) return;
   mi__vk_devices_close(ctx);
   free(ctx); /* ctx is the first member of vk_ctx_host_t */
-}
-
-static int32_t p_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
-                             mi_error_t *err) {
-  int32_t st = mi_sdk_check_device(ctx, device, out, err);
-  if (st != MI_OK) return st;
-  return mi_sdk_fill(out, &ctx->devs[device].desc, sizeof ctx->devs[device].desc);
 }
 
 static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
@@ -110,7 +101,7 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
 
 static const mi_plugin_api_t k_api = {
     sizeof(mi_plugin_api_t), MI_ABI_VERSION_MAJOR, MI_ABI_VERSION_MINOR, VK_PLUGIN_NAME,
-    VK_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, p_device_info,
+    VK_PLUGIN_VERSION, p_create, p_destroy, mi_sdk_device_count, mi_sdk_device_info,
     mi_sdk_knob_count, mi_sdk_knob_desc, mi_sdk_variant_count, mi_sdk_variant_desc,
     p_buffer_alloc, mi__vk_buffer_write, mi__vk_buffer_read, mi__vk_buffer_free,
     mi__vk_kernel_prepare, mi__vk_kernel_run, mi__vk_kernel_release, mi_sdk_constraint_count,

@@ -30,21 +30,9 @@ int32_t mi__vk_upload(vk_prep_t *p, const void *data, size_t bytes, vk_ref_t *ou
 }
 
 int32_t mi__vk_bind(vk_prep_t *p, int t, vk_ref_t *out) {
-  const mi_kernel_desc_t *d = p->desc;
-  const mi_tensor_desc_t *td = mi__vk_tensor(d, t);
-  int32_t i;
-  for (i = 0; i < d->input_count; i++)
-    if (d->inputs[i] == t) {
-      out->kind = REF_IN;
-      out->index = i;
-      return MI_OK;
-    }
-  for (i = 0; i < d->output_count; i++)
-    if (d->outputs[i] == t) {
-      out->kind = REF_OUT;
-      out->index = i;
-      return MI_OK;
-    }
+  const mi_tensor_desc_t *td = mi__vk_tensor(p->desc, t);
+  /* A run buffer is referred to by its slot; REF_IN and REF_OUT are the SDK's values. */
+  if ((out->kind = mi_sdk_kernel_io(p->desc, t, &out->index)) != MI_SDK_IO_NONE) return MI_OK;
   if (td && td->data && td->dtype == MI_DTYPE_FLOAT32)
     return mi__vk_upload(p, td->data, (size_t)mi_sdk_numel(td) * 4, out);
   return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,

@@ -81,33 +81,6 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   return rc;
 }
 
-/* IEEE binary16 of f, rounded to nearest even (overflow to infinity, subnormals kept). */
-static uint16_t to_half(float f) {
-  uint32_t x, sign, mant;
-  int32_t exp;
-  memcpy(&x, &f, 4);
-  sign = (x >> 16) & 0x8000u;
-  exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-  mant = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (exp <= 0) {
-    uint32_t shift, half, r;
-    if (exp < -10) return (uint16_t)sign;
-    mant |= 0x800000u;
-    shift = (uint32_t)(14 - exp);
-    half = 1u << (shift - 1);
-    r = mant >> shift;
-    if ((mant & ((1u << shift) - 1)) > half || ((mant & ((1u << shift) - 1)) == half && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-  }
-  {
-    uint32_t r = ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (r & 1))) r++; /* a carry into exp is still right */
-    return (uint16_t)(sign | r);
-  }
-}
-
 /* The FP16 variants read B (constant weights) as FP16 from a buffer of their own. */
 static int32_t upload_half(vk_prep_t *p, const mi_tensor_desc_t *b, vk_ref_t *out) {
   int64_t i, n = mi_sdk_numel(b);
@@ -116,7 +89,7 @@ static int32_t upload_half(vk_prep_t *p, const mi_tensor_desc_t *b, vk_ref_t *ou
   if (!b->data || b->dtype != MI_DTYPE_FLOAT32)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: B must be constant FP32 weights", p->var->v.id);
   if (!(h = malloc((size_t)n * sizeof *h))) return mi_sdk_errorf(p->err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
-  for (i = 0; i < n; i++) h[i] = to_half(((const float *)b->data)[i]);
+  for (i = 0; i < n; i++) h[i] = mi_sdk_float_to_half(((const float *)b->data)[i]);
   rc = mi__vk_upload(p, h, (size_t)n * sizeof *h, out);
   free(h);
   return rc;

@@ -6,15 +6,6 @@
 
 #include "vk.h"
 
-static size_t dtype_size(int32_t dt) {
-  switch (dt) {
-  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
-  case MI_DTYPE_INT64: return 8;
-  case MI_DTYPE_FLOAT16: return 2;
-  default: return 1;
-  }
-}
-
 static int32_t check_desc(const mi_kernel_desc_t *d, mi_error_t *err) {
   int32_t i, rc;
   if (d->node_count < 1 || !d->nodes || !d->nodes[0] || !d->nodes[0]->op_type)
@@ -76,32 +67,22 @@ static int32_t finish(vk_prep_t *p) {
 
 int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *desc,
                               mi_kernel_t **out, mi_error_t *err) {
-  vk_prep_t p;
+  vk_prep_t p = {.ctx = ctx, .desc = desc, .err = err};
+  const mi_sdk_variant_t *named;
   const char *op;
   int32_t rc, i;
   if (out) *out = NULL;
   if (!ctx || !desc || !out) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_prepare: NULL argument");
-  if (device >= ctx->sdk.device_count)
-    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: no device %u (%u devices)", device, ctx->sdk.device_count);
-  if ((rc = check_desc(desc, err)) != MI_OK) return rc;
-  memset(&p, 0, sizeof p);
-  p.ctx = ctx;
+  if ((rc = mi_sdk_kernel_variant(ctx, device, mi__vk_tables_all(), desc, &named, err)) != MI_OK ||
+      (rc = check_desc(desc, err)) != MI_OK)
+    return rc;
   p.dev = &ctx->devs[device];
-  p.desc = desc;
-  p.err = err;
   op = desc->nodes[0]->op_type;
-  if (desc->variant_id && desc->variant_id[0]) {
-    if (!(p.var = mi__vk_variant_find(desc->variant_id)))
-      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: unknown variant '%s'", desc->variant_id);
-    if (strcmp(p.var->v.op_type, op) != 0)
-      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: variant '%s' implements %s, not %s",
-                           p.var->v.id, p.var->v.op_type, op);
-    if (p.var->fp16 && !p.dev->has_fp16)
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s needs shaderFloat16 and storageBuffer16BitAccess",
-                           p.var->v.id);
-  } else if (!(p.var = mi__vk_variant_default(op))) {
+  if (!(p.var = named ? (const vk_variant_t *)named : mi__vk_variant_default(op)))
     return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
-  }
+  if (p.var->fp16 && !p.dev->has_fp16)
+    return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s needs shaderFloat16 and storageBuffer16BitAccess",
+                         p.var->v.id);
   if (desc->knob_count > 0 && !desc->knobs)
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: knobs is NULL");
   if ((rc = mi__vk_knobs_resolve(p.dev, p.var, desc->knobs, desc->knob_count, p.spec, err)) != MI_OK)
@@ -114,7 +95,7 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
   for (i = 0; i < desc->input_count + desc->output_count; i++) {
     int32_t t = i < desc->input_count ? desc->inputs[i] : desc->outputs[i - desc->input_count];
     const mi_tensor_desc_t *td = mi__vk_tensor(desc, t);
-    uint64_t bytes = (uint64_t)mi_sdk_numel(td) * dtype_size(td->dtype);
+    uint64_t bytes = mi_sdk_tensor_bytes(td);
     if (i < desc->input_count) p.k->in_bytes[i] = bytes;
     else p.k->out_bytes[i - desc->input_count] = bytes;
   }

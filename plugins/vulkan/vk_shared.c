@@ -241,11 +241,9 @@ static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shar
       return mi__vk_fail(err, "vkCreateShaderModule", r);
   }
   if (s->npipes == s->cap_pipes) {
-    int cap = s->cap_pipes ? s->cap_pipes * 2 : 16;
-    vk_pipe_t *np = realloc(s->pipes, (size_t)cap * sizeof *np);
+    vk_pipe_t *np = mi_sdk_grow(s->pipes, &s->cap_pipes, sizeof *np);
     if (!np) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
     s->pipes = np;
-    s->cap_pipes = cap;
   }
   for (i = 0; i < VK_NSPEC; i++) {
     me[i].constantID = (uint32_t)i;

@@ -2,8 +2,9 @@
  *
  * Copy this folder to start a plugin. It builds against the installed SDK alone and shows
  * every part of the contract: the entry point, one device, one knob, one variant per op, a
- * timer counter, buffers, and kernels that refuse what they cannot run. The knob, variants and
- * counter are tables that the SDK's helper library (metainfer/mi_sdk.h) describes. */
+ * timer counter, buffers (the SDK's host-memory ones), and kernels that refuse what they cannot
+ * run. The knob, variants and counter are tables that the SDK's helper library
+ * (metainfer/mi_sdk.h) describes. */
 /* clock_gettime and sysconf are POSIX, outside strict C11. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
@@ -13,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The device is the host CPU: the SDK's host-memory buffers (and their calls) serve. */
+#define MI_SDK_HOST_BUFFERS
 #include <metainfer/mi_sdk.h>
 
 #define TEMPLATE_NAME "template"
@@ -26,11 +29,6 @@ struct mi_plugin_ctx {
   const mi_host_api_t *host;
   uint64_t last_run_ns; /* timer counter: the last kernel_run's duration */
   int has_last_run;
-};
-
-struct mi_buffer {
-  uint64_t bytes;
-  unsigned char *data;
 };
 
 enum { OP_RELU, OP_ADD };
@@ -117,48 +115,6 @@ static int32_t t_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_de
   d.layout_mask = MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW);
   d.channel_alignment = 1;
   return mi_sdk_fill(out, &d, sizeof d);
-}
-
-static int32_t t_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
-                              mi_buffer_t **out, mi_error_t *err) {
-  mi_buffer_t *b;
-  (void)ctx;
-  *out = NULL;
-  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
-  b = calloc(1, sizeof *b);
-  if (b) b->data = calloc(1, bytes ? (size_t)bytes : 1);
-  if (!b || !b->data) {
-    free(b);
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "template: buffer allocation failed");
-  }
-  b->bytes = bytes;
-  *out = b;
-  return MI_OK;
-}
-
-static int32_t t_buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset,
-                              const void *src, uint64_t bytes, mi_error_t *err) {
-  (void)ctx;
-  if (!buf || offset > buf->bytes || bytes > buf->bytes - offset)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: write outside the buffer");
-  if (bytes) memcpy(buf->data + offset, src, (size_t)bytes);
-  return MI_OK;
-}
-
-static int32_t t_buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset, void *dst,
-                             uint64_t bytes, mi_error_t *err) {
-  (void)ctx;
-  if (!buf || offset > buf->bytes || bytes > buf->bytes - offset)
-    return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "template: read outside the buffer");
-  if (bytes) memcpy(dst, buf->data + offset, (size_t)bytes);
-  return MI_OK;
-}
-
-static void t_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *buf) {
-  (void)ctx;
-  if (!buf) return;
-  free(buf->data);
-  free(buf);
 }
 
 static int same_shape(const mi_tensor_desc_t *a, const mi_tensor_desc_t *b) {
@@ -294,10 +250,10 @@ static const mi_plugin_api_t k_api = {
     .knob_desc = mi_sdk_knob_desc,
     .variant_count = mi_sdk_variant_count,
     .variant_desc = mi_sdk_variant_desc,
-    .buffer_alloc = t_buffer_alloc,
-    .buffer_write = t_buffer_write,
-    .buffer_read = t_buffer_read,
-    .buffer_free = t_buffer_free,
+    .buffer_alloc = mi_sdk_host_buffer_alloc,
+    .buffer_write = mi_sdk_host_buffer_write,
+    .buffer_read = mi_sdk_host_buffer_read,
+    .buffer_free = mi_sdk_host_buffer_free,
     .kernel_prepare = t_kernel_prepare,
     .kernel_run = t_kernel_run,
     .kernel_release = t_kernel_release,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
 int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...) {
@@ -181,31 +182,4 @@ float mi__ref_half_to_float(uint16_t h) {
   return sign ? -v : v;
 }
 
-uint16_t mi__ref_float_to_half(float f) {
-  uint32_t x, sign, man;
-  int32_t exp;
-  memcpy(&x, &f, 4);
-  sign = (x >> 16) & 0x8000u;
-  exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-  man = x & 0x7fffffu;
-  if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
-  if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
-  if (exp <= 0) {
-    /* Subnormal half (or zero): shift the mantissa with its implicit bit, round to nearest even. */
-    uint32_t m, shift, r, half;
-    if (exp < -10) return (uint16_t)sign;
-    m = man | 0x800000u;
-    shift = (uint32_t)(14 - exp);
-    r = m >> shift;
-    half = 1u << (shift - 1);
-    if ((m & ((1u << shift) - 1)) > half || ((m & ((1u << shift) - 1)) == half && (r & 1))) r++;
-    return (uint16_t)(sign | r);
-  }
-  {
-    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fffu;
-    /* Round to nearest even; a carry into the exponent is the right answer too. */
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1))) h++;
-    return (uint16_t)h;
-  }
-}
+uint16_t mi__ref_float_to_half(float f) { return mi_sdk_float_to_half(f); }
