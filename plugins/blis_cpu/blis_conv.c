@@ -411,9 +411,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) return mi__blis_prep_qconv(p, s, err);
   wt = mi__blis_tensor(p, mi__blis_in(n, 1));
   if (!wt || wt->rank < 3) return mi__blis_unsupported(err, n, "weights missing or rank < 3");
-  c = mi__blis_calloc(p->ctx, sizeof *c + (uint64_t)wt->dims[0] * 2 * sizeof(float));
-  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c + (uint64_t)wt->dims[0] * 2 * sizeof(float), err))) return MI_ERR_OUT_OF_MEMORY;
   c->scale = (float *)(c + 1);
   c->shift = c->scale + wt->dims[0];
   c->x = mi__blis_in(n, 0);

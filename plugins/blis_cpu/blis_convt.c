@@ -53,9 +53,7 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   if (!mi_sdk_attr_ints(n, "strides", st, 2, 1) || !mi_sdk_attr_ints(n, "dilations", d, 2, 1) || !mi_sdk_attr_ints(n, "pads", pads, 4, 0))
     return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
   g = mi_sdk_attr_int(n, "group", 1);
-  c = mi__blis_calloc(p->ctx, sizeof *c + (uint64_t)y->dims[1] * 2 * sizeof(float));
-  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c + (uint64_t)y->dims[1] * 2 * sizeof(float), err))) return MI_ERR_OUT_OF_MEMORY;
   c->scale = (float *)(c + 1);
   c->shift = c->scale + y->dims[1];
   c->x = mi__blis_in(n, 0);

@@ -131,31 +131,23 @@ typedef struct unary_state {
   int64_t n;
 } unary_state_t;
 
-typedef struct unary_task {
-  const unary_state_t *u;
-  const float *x;
-  float *y;
-  float a, b;
-} unary_task_t;
-
-static void unary_part(void *arg, int64_t b, int64_t e) {
-  const unary_task_t *ut = arg;
-  if (ut->y != ut->x) memcpy(ut->y + b, ut->x + b, (size_t)(e - b) * sizeof(float));
-  if (!mi__blis_act_simd(ut->u->simd, ut->u->kind, ut->y + b, e - b))
-    mi__blis_act_apply(ut->u->kind, ut->a, ut->b, ut->y + b, e - b);
+static void unary_part(void *arg, int64_t i0, int64_t i1) {
+  const mi__blis_task_t *ut = arg;
+  const unary_state_t *u = ut->state;
+  const float *x = ut->t[u->in];
+  float *y = ut->t[u->out];
+  /* Clip's bounds: constants, or scalars read at run time. */
+  float a = u->ta >= 0 ? *(const float *)ut->t[u->ta] : u->a;
+  float b = u->tb >= 0 ? *(const float *)ut->t[u->tb] : u->b;
+  if (y != x) memcpy(y + i0, x + i0, (size_t)(i1 - i0) * sizeof(float));
+  if (!mi__blis_act_simd(u->simd, u->kind, y + i0, i1 - i0)) mi__blis_act_apply(u->kind, a, b, y + i0, i1 - i0);
 }
 
 static int32_t run_unary(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                          mi_error_t *err) {
-  unary_task_t ut;
-  ut.u = s->state;
-  ut.x = t[ut.u->in];
-  ut.y = t[ut.u->out];
-  ut.a = ut.u->ta >= 0 ? *(const float *)t[ut.u->ta] : ut.u->a;
-  ut.b = ut.u->tb >= 0 ? *(const float *)t[ut.u->tb] : ut.u->b;
+  const unary_state_t *u = s->state;
   (void)err;
-  mi__blis_parallel(env, ut.u->n, 4096, 4, unary_part, &ut);
-  return MI_OK;
+  return mi__blis_run_parts(s, t, env, u->n, 4096, 4, unary_part);
 }
 
 int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -184,8 +176,7 @@ int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
       else *(i == 1 ? &ta : &tb) = idx;
     }
   }
-  u = mi__blis_calloc(p->ctx, sizeof *u);
-  if (!u) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  if (!(u = mi__blis_state_new(p, s, sizeof *u, err))) return MI_ERR_OUT_OF_MEMORY;
   u->ta = ta;
   u->tb = tb;
   u->in = mi__blis_in(n, 0);
@@ -199,7 +190,6 @@ int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   u->a = a;
   u->b = b;
   u->n = mi_sdk_numel(mi__blis_tensor(p, u->out));
-  s->state = u;
   s->run = run_unary;
   return MI_OK;
 }
@@ -268,9 +258,7 @@ int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err
   if (!x || x->rank < 2) return mi__blis_unsupported(err, n, "input rank < 2");
   if (n->output_count > 1 && mi__blis_out(n, 1) >= 0)
     return mi__blis_unsupported(err, n, "training-mode outputs");
-  b = mi__blis_calloc(p->ctx, sizeof *b);
-  if (!b) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = b;
+  if (!(b = mi__blis_state_new(p, s, sizeof *b, err))) return MI_ERR_OUT_OF_MEMORY;
   b->in = mi__blis_in(n, 0);
   b->out = mi__blis_out(n, 0);
   b->n = x->dims[0];
@@ -419,9 +407,7 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   if (!ta || !tb || !ty) return mi__blis_unsupported(err, n, "missing operand");
   if (ta->dtype != MI_DTYPE_FLOAT32 || tb->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "operands must be FLOAT32");
-  st = mi__blis_calloc(p->ctx, sizeof *st);
-  if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = st;
+  if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
   for (i = 0; i < 9; i++)
     if (strcmp(n->op_type, names[i]) == 0) st->op = i;
   if (st->op == B_FMOD && mi_sdk_attr_int(n, "fmod", 0) == 0)
@@ -506,8 +492,7 @@ int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   int32_t k, i;
   if (!ty || ty->dtype != MI_DTYPE_FLOAT32) return mi__blis_unsupported(err, n, "output must be FLOAT32");
   if (n->input_count < 1 || n->input_count > 16) return mi__blis_unsupported(err, n, "1..16 inputs");
-  if (!(c = mi__blis_calloc(p->ctx, sizeof *c))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->out = mi__blis_out(n, 0);
   c->mean = strcmp(n->op_type, "Mean") == 0;
   c->count = n->input_count;

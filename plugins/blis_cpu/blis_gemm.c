@@ -37,9 +37,7 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (!a || !b || a->rank != 2 || b->rank != 2) return mi__blis_unsupported(err, n, "A and B must be 2-D");
   if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "A and B must be FLOAT32");
-  g = mi__blis_calloc(p->ctx, sizeof *g);
-  if (!g) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = g;
+  if (!(g = mi__blis_state_new(p, s, sizeof *g, err))) return MI_ERR_OUT_OF_MEMORY;
   g->a = mi__blis_in(n, 0);
   g->b = mi__blis_in(n, 1);
   g->c = mi__blis_in(n, 2);
@@ -110,9 +108,7 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   if (!a || !b || !y || a->rank < 1 || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
   if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "operands must be FLOAT32");
-  mm = mi__blis_calloc(p->ctx, sizeof *mm);
-  if (!mm) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = mm;
+  if (!(mm = mi__blis_state_new(p, s, sizeof *mm, err))) return MI_ERR_OUT_OF_MEMORY;
   mm->a = mi__blis_in(n, 0);
   mm->b = mi__blis_in(n, 1);
   mm->y = mi__blis_out(n, 0);

@@ -117,6 +117,23 @@ struct mi__blis_step {
   void *aux;   /* second owned block (packed weights, scratch), freed with mi__blis_free */
 };
 
+/* The argument of a part function that needs only its step's state and the run's tensors. */
+typedef struct mi__blis_task {
+  const void *state;
+  void *const *t;
+} mi__blis_task_t;
+
+/* The body of most run functions: mi__blis_parallel over such a task. */
+static inline int32_t mi__blis_run_parts(const mi__blis_step_t *s, void *const *t,
+                                         const mi__blis_env_t *env, int64_t count, int64_t grain,
+                                         int64_t item_work, mi__blis_task_fn fn) {
+  mi__blis_task_t task;
+  task.state = s->state;
+  task.t = t;
+  mi__blis_parallel(env, count, grain, item_work, fn, &task);
+  return MI_OK;
+}
+
 struct mi_kernel {
   int32_t tensor_count;
   void **ptr;       /* per tensor: constant copy, intermediate, or the run's buffer */
@@ -154,6 +171,8 @@ int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx);
 /* Reads an integer list from a constant INT64/INT32 tensor; returns count or -1. */
 int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max);
 int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why);
+/* The step's zeroed state of `bytes`, owned by the step; NULL with "out of memory" in err. */
+void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes, mi_error_t *err);
 
 /* Op families (each in its own file). */
 int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

@@ -113,17 +113,6 @@ int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const cha
   return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "blis-cpu: %s '%s': %s", n->op_type, n->name ? n->name : "", why);
 }
 
-static uint64_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
-  case MI_DTYPE_INT64: return 8;
-  case MI_DTYPE_FLOAT16: return 2;
-  case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: return 1;
-  case MI_DTYPE_INT4: return 1; /* two per byte: see tensor_bytes */
-  default: return 0;
-  }
-}
-
 /* The variant must belong to the first node's op: "<op>.direct" or a table entry. */
 static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
   const char *id = desc->variant_id, *op = desc->nodes[0]->op_type;
@@ -140,6 +129,28 @@ static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
   return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "blis-cpu: variant '%s' %s op %s", id, v ? "does not implement" : "is unknown for", op);
 }
 
+void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes, mi_error_t *err) {
+  s->state = mi__blis_calloc(p->ctx, bytes);
+  if (!s->state) mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  return s->state;
+}
+
+/* The kernel and its arrays in one zeroed block, widest elements first so each stays aligned:
+ * one allocation to fail, one free. */
+static mi_kernel_t *kernel_new(const mi_kernel_desc_t *d) {
+  size_t nt = (size_t)d->tensor_count, ni = (size_t)d->input_count + 1, no = (size_t)d->output_count + 1;
+  mi_kernel_t *k = calloc(1, sizeof *k + (size_t)d->node_count * sizeof *k->steps + nt * sizeof *k->ptr +
+                                 (ni + no) * sizeof *k->inputs + nt);
+  if (!k) return NULL;
+  k->tensor_count = d->tensor_count;
+  k->steps = (mi__blis_step_t *)(k + 1);
+  k->ptr = (void **)(k->steps + d->node_count);
+  k->inputs = (int32_t *)(k->ptr + nt);
+  k->outputs = k->inputs + ni;
+  k->owned = (uint8_t *)(k->outputs + no);
+  return k;
+}
+
 void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
   int32_t i;
   if (!k) return;
@@ -147,15 +158,9 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
     mi__blis_free(ctx, k->steps[i].state);
     mi__blis_free(ctx, k->steps[i].aux);
   }
-  if (k->ptr)
-    for (i = 0; i < k->tensor_count; i++)
-      if (k->owned[i]) mi__blis_free(ctx, k->ptr[i]);
-  free(k->steps);
-  free(k->ptr);
-  free(k->owned);
-  free(k->inputs);
-  free(k->outputs);
-  free(k);
+  for (i = 0; i < k->tensor_count; i++)
+    if (k->owned[i]) mi__blis_free(ctx, k->ptr[i]);
+  free(k); /* its arrays share its block */
 }
 
 /* INT8/UINT8 runtime tensors are accepted only where every node touching them is a
@@ -178,14 +183,12 @@ static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
 
 static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
                                mi_error_t *err) {
-  int32_t i, j;
+  int32_t i;
   for (i = 0; i < d->tensor_count; i++) {
     const mi_tensor_desc_t *t = d->tensors[i];
-    uint64_t es = dtype_size(t->dtype), bytes;
-    int is_io = 0;
+    uint64_t bytes = mi_sdk_tensor_bytes(t);
     if (t->rank < 0 || t->rank > MI_MAX_RANK)
       return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: tensor rank out of range");
-    bytes = t->dtype == MI_DTYPE_INT4 ? ((uint64_t)mi_sdk_numel(t) + 1) / 2 : (uint64_t)mi_sdk_numel(t) * es;
     if (t->data) {
       if (t->data_bytes < bytes)
         return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: constant data shorter than its shape");
@@ -203,9 +206,7 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
     }
     if (t->rank == 4 && t->layout == MI_LAYOUT_NCHWC)
       return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "blis-cpu: blocked NCHWc tensors are not accepted");
-    for (j = 0; j < d->input_count; j++) is_io |= d->inputs[j] == i;
-    for (j = 0; j < d->output_count; j++) is_io |= d->outputs[j] == i;
-    if (!is_io) {
+    if (mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) {
       /* An intermediate of a fused group: scratch owned by the kernel. */
       k->ptr[i] = mi__blis_calloc(ctx, bytes ? bytes : 1);
       if (!k->ptr[i]) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
@@ -227,18 +228,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
   rc = mi__blis_check_knobs(ctx, d->knobs, d->knob_count, err);
   if (rc == MI_OK) rc = check_variant(d, err);
   if (rc != MI_OK) return rc;
-  k = calloc(1, sizeof *k);
-  if (!k) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  k->tensor_count = d->tensor_count;
-  k->ptr = calloc((size_t)d->tensor_count, sizeof *k->ptr);
-  k->owned = calloc((size_t)d->tensor_count, 1);
-  k->inputs = calloc((size_t)d->input_count + 1, sizeof *k->inputs);
-  k->outputs = calloc((size_t)d->output_count + 1, sizeof *k->outputs);
-  k->steps = calloc((size_t)d->node_count, sizeof *k->steps);
-  if (!k->ptr || !k->owned || !k->inputs || !k->outputs || !k->steps) {
-    rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    goto fail;
-  }
+  if (!(k = kernel_new(d))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   k->input_count = d->input_count;
   k->output_count = d->output_count;
   for (i = 0; i < d->input_count; i++) k->inputs[i] = d->inputs[i];

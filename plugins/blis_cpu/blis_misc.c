@@ -125,15 +125,6 @@ static amap_state_t *amap_new(mi__blis_prep_t *p, mi__blis_step_t *s, int32_t x,
   return a;
 }
 
-static void strides_of(const mi_tensor_desc_t *t, int64_t *st) {
-  int64_t s = 1;
-  int32_t d;
-  for (d = t->rank - 1; d >= 0; d--) {
-    st[d] = s;
-    s *= t->dims[d];
-  }
-}
-
 #define OOM(err) mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory")
 
 /* Input 0 and output 0 as FLOAT32 descriptions, or a refusal. */
@@ -206,7 +197,7 @@ int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   }
   if (!(a = amap_new(p, s, mi__blis_in(n, 0), mi__blis_out(n, 0), y->rank, y->dims))) return OOM(err);
   a->cval = cval;
-  strides_of(x, st);
+  mi_sdk_strides(x, st);
   for (d = 0; d < y->rank; d++)
     for (o = 0; o < y->dims[d]; o++) {
       int64_t src = mi_sdk_pad_source(mode, o, full[d], x->dims[d]);
@@ -238,7 +229,7 @@ int32_t mi__blis_prep_expand_tile(mi__blis_prep_t *p, mi__blis_step_t *s, mi_err
       return mi__blis_unsupported(err, n, "repeats must be a constant of the input's rank");
   }
   if (!(a = amap_new(p, s, mi__blis_in(n, 0), mi__blis_out(n, 0), y->rank, y->dims))) return OOM(err);
-  strides_of(x, st);
+  mi_sdk_strides(x, st);
   for (d = 0; d < y->rank; d++) {
     int32_t xd = d - (y->rank - x->rank);
     for (o = 0; o < y->dims[d]; o++)
@@ -267,7 +258,7 @@ int32_t mi__blis_prep_gather(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     if (idx[d] < 0) idx[d] += len;
   }
   if (!(a = amap_new(p, s, mi__blis_in(n, 0), mi__blis_out(n, 0), y->rank, y->dims))) return OOM(err);
-  strides_of(x, st);
+  mi_sdk_strides(x, st);
   if (ind->rank == 0) a->base = idx[0] * st[axis];
   for (d = 0, yd = 0; d < x->rank; d++) {
     if (d == axis && ind->rank == 0) continue;
@@ -354,8 +345,7 @@ int32_t mi__blis_prep_split(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   if (n->output_count < 1 || n->output_count > 32) return mi__blis_unsupported(err, n, "1..32 outputs");
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
-  if (!(c = mi__blis_calloc(p->ctx, sizeof *c))) return OOM(err);
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->x = mi__blis_in(n, 0);
   c->outer = 1;
   for (d = 0; d < axis; d++) c->outer *= x->dims[d];
@@ -418,8 +408,7 @@ int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     return mi__blis_unsupported(err, n, "axis must be a constant scalar");
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
-  if (!(c = mi__blis_calloc(p->ctx, sizeof *c))) return OOM(err);
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->x = mi__blis_in(n, 0);
   c->y = mi__blis_out(n, 0);
   c->exclusive = mi_sdk_attr_int(n, "exclusive", 0) != 0;
@@ -465,8 +454,7 @@ int32_t mi__blis_prep_trilu(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   if (x->rank < 2) return mi__blis_unsupported(err, n, "input rank below 2");
   if (mi__blis_in(n, 1) >= 0 && mi__blis_const_ints(p, mi__blis_in(n, 1), &k, 1) != 1)
     return mi__blis_unsupported(err, n, "k must be a constant scalar");
-  if (!(c = mi__blis_calloc(p->ctx, sizeof *c))) return OOM(err);
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->x = mi__blis_in(n, 0);
   c->y = mi__blis_out(n, 0);
   c->upper = mi_sdk_attr_int(n, "upper", 1) != 0;

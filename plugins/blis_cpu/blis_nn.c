@@ -26,15 +26,10 @@ static int32_t norm_axis(const mi_tensor_desc_t *x, int64_t axis, int64_t *outer
   return 1;
 }
 
-typedef struct norm_task {
-  const norm_state_t *st;
-  void *const *t;
-} norm_task_t;
-
 /* Items are outer slices; each normalises its inner columns alone. */
 static void softmax_part(void *arg, int64_t o0, int64_t o1) {
-  const norm_task_t *nt = arg;
-  const norm_state_t *st = nt->st;
+  const mi__blis_task_t *nt = arg;
+  const norm_state_t *st = nt->state;
   const float *x = nt->t[st->x];
   float *y = nt->t[st->y];
   int64_t o, i, j;
@@ -60,21 +55,17 @@ static void softmax_part(void *arg, int64_t o0, int64_t o1) {
 
 static int32_t run_softmax(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                            mi_error_t *err) {
-  norm_task_t nt;
-  nt.st = s->state;
-  nt.t = t;
+  const norm_state_t *st = s->state;
   (void)err;
-  mi__blis_parallel(env, nt.st->outer, 1, nt.st->len * nt.st->inner * 8, softmax_part, &nt);
-  return MI_OK;
+  return mi__blis_run_parts(s, t, env, st->outer, 1, st->len * st->inner * 8, softmax_part);
 }
 
 int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
-  norm_state_t *st = mi__blis_calloc(p->ctx, sizeof *st);
+  norm_state_t *st = mi__blis_state_new(p, s, sizeof *st, err);
   int64_t axis;
-  if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = st;
+  if (!st) return MI_ERR_OUT_OF_MEMORY;
   st->x = mi__blis_in(n, 0);
   st->y = mi__blis_out(n, 0);
   st->is_log = strcmp(n->op_type, "LogSoftmax") == 0;
@@ -97,8 +88,8 @@ int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
 
 /* Mean and variance in double over eight interleaved partial sums (a fixed order, so the result
  * does not depend on the thread split), combined pairwise; one body for three targets. */
-static inline __attribute__((always_inline)) void layernorm_body(const norm_task_t *nt, int64_t o0, int64_t o1) {
-  const norm_state_t *st = nt->st;
+static inline __attribute__((always_inline)) void layernorm_body(const mi__blis_task_t *nt, int64_t o0, int64_t o1) {
+  const norm_state_t *st = nt->state;
   void *const *t = nt->t;
   const float *x = t[st->x], *g = st->scale >= 0 ? t[st->scale] : NULL, *b = st->bias >= 0 ? t[st->bias] : NULL;
   float *y = t[st->y];
@@ -135,15 +126,11 @@ static void layernorm_c(void *arg, int64_t o0, int64_t o1) { layernorm_body(arg,
 
 static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                              mi_error_t *err) {
-  norm_task_t nt;
-  nt.st = s->state;
-  nt.t = t;
+  const norm_state_t *st = s->state;
   (void)err;
-  mi__blis_parallel(env, nt.st->outer, 1, nt.st->len * nt.st->inner * 8,
-                    nt.st->simd == MI__SIMD_AVX512 ? layernorm_avx512
-                    : nt.st->simd == MI__SIMD_AVX2 ? layernorm_avx2 : layernorm_c,
-                    &nt);
-  return MI_OK;
+  return mi__blis_run_parts(s, t, env, st->outer, 1, st->len * st->inner * 8,
+                            st->simd == MI__SIMD_AVX512 ? layernorm_avx512
+                            : st->simd == MI__SIMD_AVX2 ? layernorm_avx2 : layernorm_c);
 }
 
 int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -156,9 +143,7 @@ int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
   if (mi__blis_out(n, 1) >= 0 || mi__blis_out(n, 2) >= 0)
     return mi__blis_unsupported(err, n, "Mean/InvStdDev outputs");
   if (mi_sdk_attr_int(n, "stash_type", 1) != 1) return mi__blis_unsupported(err, n, "stash_type");
-  st = mi__blis_calloc(p->ctx, sizeof *st);
-  if (!st) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = st;
+  if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
   st->x = mi__blis_in(n, 0);
@@ -278,9 +263,7 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   }
   if (na == 0 && mi_sdk_attr_int(n, "noop_with_empty_axes", 0))
     return mi__blis_unsupported(err, n, "noop_with_empty_axes");
-  r = mi__blis_calloc(p->ctx, sizeof *r);
-  if (!r) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = r;
+  if (!(r = mi__blis_state_new(p, s, sizeof *r, err))) return MI_ERR_OUT_OF_MEMORY;
   for (i = 0; i < na; i++) {
     int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
     if (a < 0 || a >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
@@ -320,8 +303,8 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
  * as the reference computes them. */
 
 static void instnorm_part(void *arg, int64_t p0, int64_t p1) {
-  const norm_task_t *nt = arg;
-  const norm_state_t *st = nt->st;
+  const mi__blis_task_t *nt = arg;
+  const norm_state_t *st = nt->state;
   const float *x = nt->t[st->x], *sc = nt->t[st->scale], *bi = nt->t[st->bias];
   float *y = nt->t[st->y];
   int64_t pl, i;
@@ -341,12 +324,9 @@ static void instnorm_part(void *arg, int64_t p0, int64_t p1) {
 
 static int32_t run_instnorm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                             mi_error_t *err) {
-  norm_task_t nt;
-  nt.st = s->state;
-  nt.t = t;
+  const norm_state_t *st = s->state;
   (void)err;
-  mi__blis_parallel(env, nt.st->outer * nt.st->len, 1, nt.st->inner * 6, instnorm_part, &nt);
-  return MI_OK;
+  return mi__blis_run_parts(s, t, env, st->outer * st->len, 1, st->inner * 6, instnorm_part);
 }
 
 int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -359,8 +339,7 @@ int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_er
   if (!sc || !bi || sc->dtype != MI_DTYPE_FLOAT32 || bi->dtype != MI_DTYPE_FLOAT32 ||
       mi_sdk_numel(sc) != x->dims[1] || mi_sdk_numel(bi) != x->dims[1])
     return mi__blis_unsupported(err, n, "scale and B must be FLOAT32 with C values");
-  if (!(st = mi__blis_calloc(p->ctx, sizeof *st))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = st;
+  if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
   st->x = mi__blis_in(n, 0);
   st->y = mi__blis_out(n, 0);
   st->scale = mi__blis_in(n, 1);

@@ -147,6 +147,19 @@ static MI__AVX512_FN void mv_store512(const pg_call_t *q, int64_t mp, int64_t ro
 
 /* One panel of 16 * NV channels over all pixels: per k block, the weights are read (or converted
  * from half) once and every tile of the pass runs on them. Each sum runs over k in order. */
+/* One tile of np (1..MV_PIX) pixels with np and PIX as constants, so that mv_tile_k unrolls. */
+#define MV_TILE_NP(PIX)                                                                  \
+  do {                                                                                   \
+    switch (np) {                                                                        \
+    case 6: mv_tile_k(q, a, k0b, kn, p, NV, 6, PIX, acc[t]); break;                      \
+    case 5: mv_tile_k(q, a, k0b, kn, p, NV, 5, PIX, acc[t]); break;                      \
+    case 4: mv_tile_k(q, a, k0b, kn, p, NV, 4, PIX, acc[t]); break;                      \
+    case 3: mv_tile_k(q, a, k0b, kn, p, NV, 3, PIX, acc[t]); break;                      \
+    case 2: mv_tile_k(q, a, k0b, kn, p, NV, 2, PIX, acc[t]); break;                      \
+    default: mv_tile_k(q, a, k0b, kn, p, NV, 1, PIX, acc[t]); break;                     \
+    }                                                                                    \
+  } while (0)
+
 static inline __attribute__((always_inline)) void mv_body(const pg_call_t *q, int64_t item, int NV) {
   int64_t width = 16 * NV, mp = item, rows = q->mg - mp * width, p0, i;
   float sc[32], sh[32], abuf[32 * PG_KB] __attribute__((aligned(64)));
@@ -166,25 +179,8 @@ static inline __attribute__((always_inline)) void mv_body(const pg_call_t *q, in
       const float *a = pg_a(q, (mp * q->K + k0b) * width, kn * width, abuf, NV == 2);
       for (t = 0; t < ntile; t++) {
         int64_t p = p0 + t * MV_PIX, np = npass - t * MV_PIX < MV_PIX ? npass - t * MV_PIX : MV_PIX;
-        if (q->pix) {
-          switch (np) {
-          case 6: mv_tile_k(q, a, k0b, kn, p, NV, 6, 1, acc[t]); break;
-          case 5: mv_tile_k(q, a, k0b, kn, p, NV, 5, 1, acc[t]); break;
-          case 4: mv_tile_k(q, a, k0b, kn, p, NV, 4, 1, acc[t]); break;
-          case 3: mv_tile_k(q, a, k0b, kn, p, NV, 3, 1, acc[t]); break;
-          case 2: mv_tile_k(q, a, k0b, kn, p, NV, 2, 1, acc[t]); break;
-          default: mv_tile_k(q, a, k0b, kn, p, NV, 1, 1, acc[t]); break;
-          }
-        } else {
-          switch (np) {
-          case 6: mv_tile_k(q, a, k0b, kn, p, NV, 6, 0, acc[t]); break;
-          case 5: mv_tile_k(q, a, k0b, kn, p, NV, 5, 0, acc[t]); break;
-          case 4: mv_tile_k(q, a, k0b, kn, p, NV, 4, 0, acc[t]); break;
-          case 3: mv_tile_k(q, a, k0b, kn, p, NV, 3, 0, acc[t]); break;
-          case 2: mv_tile_k(q, a, k0b, kn, p, NV, 2, 0, acc[t]); break;
-          default: mv_tile_k(q, a, k0b, kn, p, NV, 1, 0, acc[t]); break;
-          }
-        }
+        if (q->pix) MV_TILE_NP(1);
+        else MV_TILE_NP(0);
       }
     }
     for (t = 0; t < ntile; t++) {
@@ -202,4 +198,5 @@ static inline __attribute__((always_inline)) void mv_body(const pg_call_t *q, in
 AVX512_FN void mi__blis_pg_mv512(const pg_call_t *q, int64_t item) { mv_body(q, item, 2); }
 AVX2_FN void mi__blis_pg_mv256(const pg_call_t *q, int64_t item) { mv_body(q, item, 1); }
 void mi__blis_pg_mvc(const pg_call_t *q, int64_t item) { mv_body(q, item, 1); }
+#undef MV_TILE_NP
 #pragma GCC pop_options

@@ -45,18 +45,12 @@ hmax3s2_avx512(const float *vm, int64_t W, int64_t pl, float *yr, int64_t OW) {
   }
 }
 
-typedef struct pool_task {
-  const pool_state_t *q;
-  const float *x;
-  float *y;
-} pool_task_t;
-
 /* Items are (image, channel) planes. */
 static void pool_part(void *arg, int64_t c0, int64_t c1) {
-  const pool_task_t *pt = arg;
-  const pool_state_t *q = pt->q;
-  const float *x = pt->x;
-  float *y = pt->y;
+  const mi__blis_task_t *pt = arg;
+  const pool_state_t *q = pt->state;
+  const float *x = pt->t[q->x];
+  float *y = pt->t[q->y];
   int64_t c, oh, ow, kh, kw;
   if (q->KH == q->H && q->KW == q->W && q->OH == 1 && q->OW == 1 && !q->pt && !q->pl && !q->pb && !q->pr) {
     /* Global pools: one contiguous run per plane, eight partial sums / maxima (vectorisable), then
@@ -159,13 +153,9 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
 
 static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                         mi_error_t *err) {
-  pool_task_t pt;
-  pt.q = s->state;
-  pt.x = t[pt.q->x];
-  pt.y = t[pt.q->y];
+  const pool_state_t *q = s->state;
   (void)err;
-  mi__blis_parallel(env, pt.q->NC, 1, pt.q->OH * pt.q->OW * pt.q->KH * pt.q->KW, pool_part, &pt);
-  return MI_OK;
+  return mi__blis_run_parts(s, t, env, q->NC, 1, q->OH * q->OW * q->KH * q->KW, pool_part);
 }
 
 int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -180,9 +170,7 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     return mi__blis_unsupported(err, n, "only 2-D NCHW pooling");
   if (mi__blis_out(n, 1) >= 0) return mi__blis_unsupported(err, n, "MaxPool Indices output");
   if (mi_sdk_attr_int(n, "storage_order", 0) != 0) return mi__blis_unsupported(err, n, "storage_order");
-  q = mi__blis_calloc(p->ctx, sizeof *q);
-  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = q;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
   if (global) {
     k[0] = x->dims[2];
     k[1] = x->dims[3];

@@ -223,9 +223,7 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
   qelt_t *q;
   if (!x || !y) return mi__blis_unsupported(err, n, "missing input or output");
   if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "runs alone, not in a fused group");
-  q = mi__blis_calloc(p->ctx, sizeof *q);
-  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = q;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
   s->run = run_qelt;
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   q->a = mi__blis_in(n, 0);

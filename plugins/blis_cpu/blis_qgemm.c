@@ -312,9 +312,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
     return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
   if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 conv runs alone, not in a fused group");
-  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + sizeof(int32_t)));
-  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = q;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + w->dims[0];
   if (src->ibias) {
@@ -465,9 +463,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   kk = tb ? w->dims[1] : w->dims[0];
   nn = tb ? w->dims[0] : w->dims[1];
   if (a->dims[a->rank - 1] != kk || kk >= 32768) return mi__blis_unsupported(err, n, "INT8: inner dims differ or too long");
-  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)nn * 2 * sizeof(double));
-  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = q;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * 2 * sizeof(double), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + nn;
   q->k = kk;

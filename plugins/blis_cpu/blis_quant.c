@@ -99,9 +99,7 @@ int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   if (mi_sdk_attr(n, "block_size") && mi_sdk_attr_int(n, "block_size", 0) != 0)
     return mi__blis_unsupported(err, n, "blocked quantization");
   if (zp && mi_sdk_numel(zp) != ch) return mi__blis_unsupported(err, n, "zero point count != scale count");
-  q = mi__blis_calloc(p->ctx, sizeof *q + (uint64_t)ch * (sizeof(float) + sizeof(int32_t)));
-  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = q;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)ch * (sizeof(float) + sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->scale = (float *)(q + 1);
   q->zp = (int32_t *)(q->scale + ch);
   q->x = mi__blis_in(n, 0);

@@ -223,9 +223,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   for (d = 0; d < x->rank; d++)
     if (out[d] != y->dims[d]) return mi__blis_unsupported(err, n, "output shape differs from the computed one");
 
-  r = mi__blis_calloc(p->ctx, sizeof *r);
-  if (!r) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = r;
+  if (!(r = mi__blis_state_new(p, s, sizeof *r, err))) return MI_ERR_OUT_OF_MEMORY;
   r->x = mi__blis_in(n, 0);
   r->y = mi__blis_out(n, 0);
   /* Plan the passes, sizing the index tables and the largest intermediate. */

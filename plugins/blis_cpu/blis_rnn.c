@@ -129,9 +129,7 @@ int32_t mi__blis_prep_lstm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       (mi__blis_out(n, 1) >= 0 && !f32_dims(p, mi__blis_out(n, 1), 3, dh)) ||
       (mi__blis_out(n, 2) >= 0 && !f32_dims(p, mi__blis_out(n, 2), 3, dh)))
     return mi__blis_unsupported(err, n, "initial states and outputs must be FLOAT32 of ONNX's shapes");
-  if (!(c = mi__blis_calloc(p->ctx, sizeof *c)))
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->x = mi__blis_in(n, 0);
   c->w = mi__blis_in(n, 1);
   c->r = mi__blis_in(n, 2);

@@ -26,9 +26,7 @@ int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     return mi__blis_unsupported(err, n, "Dropout mask output");
   if ((x->rank == 4 && x->layout == MI_LAYOUT_NHWC) != (y->rank == 4 && y->layout == MI_LAYOUT_NHWC))
     return mi__blis_unsupported(err, n, "layout change through a reshape");
-  c = mi__blis_calloc(p->ctx, sizeof *c);
-  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->x = mi__blis_in(n, 0);
   c->y = mi__blis_out(n, 0);
   c->bytes = (uint64_t)mi_sdk_numel(x) * 4u;
@@ -45,19 +43,13 @@ typedef struct gather_state {
 
 /* Rows of the last output axis [r0, r1): each a strided run of the input (a copy when the stride
  * is 1: slices), so the per-element index carry is paid once a row. */
-typedef struct gather_task {
-  const gather_state_t *g;
-  const float *x;
-  float *y;
-} gather_task_t;
-
 static void gather_rows(void *arg, int64_t r0, int64_t r1) {
-  const gather_task_t *q = arg;
-  const gather_state_t *g = q->g;
+  const mi__blis_task_t *q = arg;
+  const gather_state_t *g = q->state;
   int32_t last = g->rank - 1, d;
   int64_t idx[MI_MAX_RANK] = {0}, r, j, w = g->dims[last], xl = g->xs[last], off = g->base, rem = r0;
-  const float *x = q->x;
-  float *y = q->y + r0 * w;
+  const float *x = q->t[g->x];
+  float *y = (float *)q->t[g->y] + r0 * w;
   for (d = last - 1; d >= 0; d--) { /* the index and input offset of row r0 */
     idx[d] = rem % g->dims[d];
     rem /= g->dims[d];
@@ -79,16 +71,11 @@ static void gather_rows(void *arg, int64_t r0, int64_t r1) {
 
 static int32_t run_gather(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                           mi_error_t *err) {
-  gather_task_t q;
   const gather_state_t *g = s->state;
   int64_t w = g->dims[g->rank - 1];
   (void)err;
   if (g->n == 0 || w == 0) return MI_OK;
-  q.g = g;
-  q.x = t[g->x];
-  q.y = t[g->y];
-  mi__blis_parallel(env, g->n / w, 1, w, gather_rows, &q);
-  return MI_OK;
+  return mi__blis_run_parts(s, t, env, g->n / w, 1, w, gather_rows);
 }
 
 static gather_state_t *gather_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n) {
@@ -106,15 +93,6 @@ static gather_state_t *gather_new(mi__blis_prep_t *p, mi__blis_step_t *s, const 
   return g;
 }
 
-static void x_strides(const mi_tensor_desc_t *x, int64_t *st) {
-  int64_t s = 1;
-  int32_t d;
-  for (d = x->rank - 1; d >= 0; d--) {
-    st[d] = s;
-    s *= x->dims[d];
-  }
-}
-
 int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
@@ -125,7 +103,7 @@ int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
   if (!x || x->rank < 1) return mi__blis_unsupported(err, n, "missing input");
   if (pa && (pa->type != MI_ATTR_INTS || pa->count != x->rank)) return mi__blis_unsupported(err, n, "bad perm");
   if (!(g = gather_new(p, s, n))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  x_strides(x, st);
+  mi_sdk_strides(x, st);
   for (d = 0; d < x->rank; d++) {
     int64_t src = pa ? pa->ints[d] : x->rank - 1 - d;
     if (src < 0 || src >= x->rank) return mi__blis_unsupported(err, n, "bad perm");
@@ -165,7 +143,7 @@ int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
     }
   }
   if (!(g = gather_new(p, s, n))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  x_strides(x, st);
+  mi_sdk_strides(x, st);
   for (i = 0; i < x->rank; i++) g->xs[i] = st[i];
   for (i = 0; i < ns; i++) {
     int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i], dim, b;
@@ -214,9 +192,7 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   if (!y || y->rank < 1 || n->input_count > 32) return mi__blis_unsupported(err, n, "too many inputs");
   if (axis < 0) axis += y->rank;
   if (axis < 0 || axis >= y->rank) return mi__blis_unsupported(err, n, "axis out of range");
-  c = mi__blis_calloc(p->ctx, sizeof *c);
-  if (!c) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  s->state = c;
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->y = mi__blis_out(n, 0);
   c->outer = 1;
   for (d = 0; d < axis; d++) c->outer *= y->dims[d];
