@@ -152,15 +152,11 @@ fail:
 
 static void npu_destroy(mi_plugin_ctx_t *ctx) { free(ctx); }
 
-static int32_t bad_device(mi_plugin_ctx_t *ctx, uint32_t device, mi_error_t *err) {
-  return mi_sdk_check_device(ctx, device, ctx, err);
-}
-
 static int32_t npu_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
                                mi_error_t *err) {
   mi_device_desc_t d;
   const npu_spec_t *s;
-  int32_t rc = bad_device(ctx, device, err);
+  int32_t rc = mi_sdk_check_device(ctx, device, out, err);
   if (rc != MI_OK) return rc;
   if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: out is NULL");
   s = &ctx->dev[device].spec;
@@ -194,7 +190,7 @@ static int32_t npu_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const cha
                                 mi_error_t *err) {
   int64_t vals[NPU_KNOB_COUNT];
   uint32_t given;
-  int32_t rc = bad_device(ctx, device, err);
+  int32_t rc = mi_sdk_check_device(ctx, device, ctx, err);
   if (rc != MI_OK) return rc;
   if (knob_count > 0 && !knobs)
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: knobs is NULL");
@@ -208,7 +204,7 @@ static int32_t npu_set_device_knobs(mi_plugin_ctx_t *ctx, uint32_t device,
   int64_t vals[NPU_KNOB_COUNT];
   uint32_t given;
   npu_device_t *d;
-  int32_t rc = bad_device(ctx, device, err);
+  int32_t rc = mi_sdk_check_device(ctx, device, ctx, err);
   if (rc != MI_OK) return rc;
   if (knob_count > 0 && !knobs)
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: knobs is NULL");
@@ -228,7 +224,7 @@ static int32_t npu_set_device_knobs(mi_plugin_ctx_t *ctx, uint32_t device,
 static int32_t npu_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
                                   const mi_kernel_desc_t *desc, mi_kernel_t **out,
                                   mi_error_t *err) {
-  int32_t rc = bad_device(ctx, device, err);
+  int32_t rc = mi_sdk_check_device(ctx, device, out, err);
   if (rc != MI_OK) return rc;
   if (!desc || !out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: NULL argument");
   *out = NULL;

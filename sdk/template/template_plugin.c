@@ -90,16 +90,11 @@ static int32_t t_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
 
 static void t_destroy(mi_plugin_ctx_t *ctx) { free(ctx); }
 
-static int32_t check_device(mi_plugin_ctx_t *ctx, uint32_t device, mi_error_t *err) {
-  return mi_sdk_check_device(ctx, device, ctx, err);
-}
-
 static int32_t t_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc_t *out,
                              mi_error_t *err) {
   mi_device_desc_t d;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  (void)ctx;
-  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (mi_sdk_check_device(ctx, device, out, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
   /* Fill a full local struct, then let mi_sdk_fill copy what the host has room for. */
   memset(&d, 0, sizeof d);
   d.struct_size = sizeof d;
@@ -135,7 +130,7 @@ static int32_t t_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device,
   int64_t chunk;
   (void)ctx;
   *out = NULL;
-  if (check_device(ctx, device, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
+  if (mi_sdk_check_device(ctx, device, out, err) != MI_OK) return MI_ERR_INVALID_ARGUMENT;
   if (desc->node_count != 1)
     return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "template: fused groups are not supported");
   node = desc->nodes[0];
