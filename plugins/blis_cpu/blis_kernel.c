@@ -222,7 +222,8 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
   int32_t rc, i, n;
   if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: out is NULL");
   *out = NULL;
-  if (!ctx || !d || d->node_count < 1 || !d->nodes || d->tensor_count < 1 || !d->tensors)
+  if (!ctx || !d || d->node_count < 1 || !d->nodes || d->tensor_count < 1 || !d->tensors ||
+      d->input_count < 0 || d->output_count < 0)
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: empty description");
   if (device != 0) return mi_sdk_error(err, MI_ERR_NOT_FOUND, "blis-cpu: only device 0 exists");
   rc = mi__blis_check_knobs(ctx, d->knobs, d->knob_count, err);
