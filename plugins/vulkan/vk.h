@@ -40,6 +40,7 @@ typedef struct mi__vk_shared_dev {
   uint32_t qfamily;
   uint64_t ts_mask;           /* valid timestamp bits */
   int has_fp16;               /* shaderFloat16 + storageBuffer16BitAccess, enabled */
+  int has_feedback;           /* VK_EXT_pipeline_creation_feedback enabled: cache hits visible */
   pthread_mutex_t queue_lock; /* vkQueueSubmit/vkQueueWaitIdle need the queue to themselves */
   VkDescriptorSetLayout dsl;  /* one layout for every shader */
   VkPipelineLayout layout;
@@ -79,9 +80,10 @@ typedef struct vk_device {
   uint64_t cache_loaded_bytes;
   /* cumulative counters */
   uint64_t device_ns, pipeline_ns, first_run_ns, bytes_allocated;
+  uint64_t pipelines_created, pipeline_cache_hits; /* hits as the driver's feedback reports */
   struct mi_buffer *dummy;
   mi_sdk_tables_t tables;       /* what the SDK helper describes for this device */
-  mi_sdk_counter_t counters[4]; /* the counter table with this device's timer resolution */
+  mi_sdk_counter_t counters[7]; /* the counter table with this device's timer resolution */
 } vk_device_t;
 
 struct mi_plugin_ctx {

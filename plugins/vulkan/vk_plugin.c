@@ -14,13 +14,18 @@ typedef struct vk_ctx_host {
 } vk_ctx_host_t;
 
 /* Cumulative since create: device time from timestamp queries, host time spent creating
- * pipelines (the driver's compile), and the host wall time of each kernel's first run;
+ * pipelines (the driver's compile), and the host wall time of each kernel's first run; then the
+ * pipeline cache's: pipelines this instance created, how many of them the driver found in the
+ * VkPipelineCache (no sample without creation feedback), and the bytes loaded from disk.
  * counter_read answers in this order. */
 static const mi_sdk_counter_t k_counters[] = {
     {"device_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
     {"pipeline_create_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
     {"first_run_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
     {"buffer_bytes", MI_COUNTER_MEMORY, "bytes", 1.0, 0},
+    {"pipelines_created", MI_COUNTER_OTHER, "", 1.0, 0},
+    {"pipeline_cache_hits", MI_COUNTER_OTHER, "", 1.0, 0},
+    {"pipeline_cache_loaded", MI_COUNTER_OTHER, "bytes", 1.0, 0},
 };
 #define N_COUNTERS (sizeof k_counters / sizeof k_counters[0])
 
@@ -94,7 +99,10 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
   case 0: s.has_value = d->has_timer; s.value = (double)d->device_ns; break;
   case 1: s.value = (double)d->pipeline_ns; break;
   case 2: s.value = (double)d->first_run_ns; break;
-  default: s.value = (double)d->bytes_allocated; break;
+  case 3: s.value = (double)d->bytes_allocated; break;
+  case 4: s.value = (double)d->pipelines_created; break;
+  case 5: s.has_value = d->shared->has_feedback; s.value = (double)d->pipeline_cache_hits; break;
+  default: s.value = (double)d->cache_loaded_bytes; break;
   }
   return mi_sdk_fill(out, &s, sizeof s);
 }

@@ -58,6 +58,19 @@ static int query_fp16(VkPhysicalDevice pd) {
   return f16.shaderFloat16 && s16.storageBuffer16BitAccess;
 }
 
+/* Whether the device lists extension `name` (a failed query reads as absent). */
+static int has_extension(VkPhysicalDevice pd, const char *name) {
+  VkExtensionProperties *e;
+  uint32_t n = 0, i;
+  int found = 0;
+  if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+  if (!(e = calloc(n, sizeof *e))) return 0;
+  if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, e) == VK_SUCCESS)
+    for (i = 0; i < n && !found; i++) found = strcmp(e[i].extensionName, name) == 0;
+  free(e);
+  return found;
+}
+
 /* One layout for every shader: six storage buffers and a 128-byte push block. */
 static VkResult make_layouts(mi__vk_shared_dev_t *s) {
   VkDescriptorSetLayoutBinding b[VK_NBIND];
@@ -96,6 +109,7 @@ static VkResult open_one(mi__vk_shared_dev_t *s) {
   VkDeviceCreateInfo di;
   VkPhysicalDeviceShaderFloat16Int8Features f16;
   VkPhysicalDevice16BitStorageFeatures s16;
+  const char *ext[1] = {VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME};
   VkResult r;
   memset(&qi, 0, sizeof qi);
   qi.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
@@ -106,6 +120,10 @@ static VkResult open_one(mi__vk_shared_dev_t *s) {
   di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
+  if (s->has_feedback) {
+    di.enabledExtensionCount = 1;
+    di.ppEnabledExtensionNames = ext;
+  }
   if (s->has_fp16) {
     memset(&s16, 0, sizeof s16);
     s16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
@@ -190,6 +208,8 @@ static int32_t open_all(mi_plugin_ctx_t *ctx, mi_error_t *err) {
     if (!pick_queue(pds[i], &s->qfamily, &s->ts_mask)) continue;
     s->phys = pds[i];
     s->has_fp16 = query_fp16(pds[i]);
+    /* Creation feedback says whether a pipeline came from the VkPipelineCache (counters). */
+    s->has_feedback = has_extension(pds[i], VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     g_vk.ndev++;
     if ((r = open_one(s)) != VK_SUCCESS) {
       close_all();
@@ -218,6 +238,8 @@ static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shar
   VkSpecializationMapEntry me[VK_NSPEC];
   VkSpecializationInfo si;
   VkComputePipelineCreateInfo ci;
+  VkPipelineCreationFeedbackEXT fb, fb_stage;
+  VkPipelineCreationFeedbackCreateInfoEXT fbi;
   VkResult r;
   uint64_t t0;
   int i, m = -1;
@@ -262,6 +284,16 @@ static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shar
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &si;
   ci.layout = s->layout;
+  memset(&fb, 0, sizeof fb);
+  memset(&fb_stage, 0, sizeof fb_stage);
+  if (s->has_feedback) {
+    memset(&fbi, 0, sizeof fbi);
+    fbi.sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO_EXT;
+    fbi.pPipelineCreationFeedback = &fb;
+    fbi.pipelineStageCreationFeedbackCount = 1;
+    fbi.pPipelineStageCreationFeedbacks = &fb_stage;
+    ci.pNext = &fbi;
+  }
   t0 = mi__vk_now_ns();
   r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
   d->pipeline_ns += mi__vk_now_ns() - t0;
@@ -269,8 +301,15 @@ static int32_t pipeline_locked(mi_plugin_ctx_t *ctx, vk_device_t *d, mi__vk_shar
     *out = VK_NULL_HANDLE;
     return mi__vk_fail(err, "vkCreateComputePipelines", r);
   }
-  mi__vk_log(ctx, MI_LOG_DEBUG, "pipeline %s [%u %u %u %u %u %u] created in %.3f ms", shader,
+  d->pipelines_created++;
+  if ((fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT_EXT) &&
+      (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT))
+    d->pipeline_cache_hits++;
+  mi__vk_log(ctx, MI_LOG_DEBUG, "pipeline %s [%u %u %u %u %u %u] %s in %.3f ms", shader,
              spec[0], spec[1], spec[2], spec[3], spec[4], spec[5],
+             (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT_EXT)
+                 ? "found in the pipeline cache"
+                 : "created",
              (double)(mi__vk_now_ns() - t0) / 1e6);
   snprintf(s->pipes[s->npipes].shader, sizeof s->pipes[s->npipes].shader, "%s", shader);
   memcpy(s->pipes[s->npipes].spec, spec, sizeof s->pipes[s->npipes].spec);
