@@ -28,6 +28,8 @@ static const vk_variant_t k_variants[] = {
      B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D),
     V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
      B(K_LOCAL_X), SH_1D, D_1D),
+    V("conv.gemm", "Conv", "implicit GEMM (input unfolded in the tile loads), shared-memory tiles, reg_m x reg_n outputs per invocation (groups, strides, pads, dilations)",
+     MM_FUSE, REG, SH_GEMM_TILED, D_REG),
     V("convtranspose.direct", "ConvTranspose", "transposed convolution, one output per invocation (groups, strides, pads, dilations)",
      MM_FUSE, B(K_LOCAL_X), SH_1D, D_1D),
     V("gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG),

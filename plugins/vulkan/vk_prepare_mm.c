@@ -1,4 +1,4 @@
-/* vk_prepare_mm.c - kernel_prepare for the compute-heavy ops: Conv (direct, depthwise),
+/* vk_prepare_mm.c - kernel_prepare for the compute-heavy ops: Conv (direct, depthwise, gemm),
  * ConvTranspose and Gemm/MatMul (naive, tiled, register-blocked), each with its fused epilogue. */
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   int64_t v[16]; /* N C H W K OH OW KH KW sh sw ph pw dh dw G */
   int two_d, i, depthwise = strcmp(p->var->v.id, "conv.depthwise") == 0;
+  int gemm = p->var->shape == SH_GEMM_TILED;
   int transposed = strcmp(n->op_type, "ConvTranspose") == 0;
   vk_epi_t e;
   vk_disp_t *d;
@@ -69,13 +70,24 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   rc = MI_OK;
   if (e.out_tensor != desc->outputs[0])
     rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: the group must write its first output");
-  if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw" : "conv", &rc))) {
+  if (rc == MI_OK && gemm && v[0] * v[15] > p->dev->props.limits.maxComputeWorkGroupCount[2])
+    rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "conv.gemm: batch x group %lld exceeds maxComputeWorkGroupCount[2]",
+                       (long long)(v[0] * v[15]));
+  if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw" : gemm ? "gemm_conv" : "conv", &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
-    rc = mi__vk_bind(p, n->inputs[0], &d->bind[0]);
-    if (rc == MI_OK) rc = mi__vk_bind(p, n->inputs[1], &d->bind[1]);
+    /* the implicit GEMM reads the weights as A (binding 0) and the input as B (binding 1) */
+    rc = mi__vk_bind(p, n->inputs[gemm ? 1 : 0], &d->bind[0]);
+    if (rc == MI_OK) rc = mi__vk_bind(p, n->inputs[gemm ? 0 : 1], &d->bind[1]);
     if (rc == MI_OK) rc = mi__vk_bind(p, desc->outputs[0], &d->bind[2]);
     if (rc == MI_OK) rc = mi__vk_epi_bind(p, d, &e, 16);
-    mi__vk_grid1(p, d, (uint64_t)(v[0] * v[4] * v[5] * v[6]));
+    if (gemm) { /* rows: the group's output channels; columns: output pixels; z: image x group */
+      uint64_t tn = (uint64_t)p->spec[K_LOCAL_X] * p->spec[K_REG_N], tm = (uint64_t)p->spec[K_LOCAL_Y] * p->spec[K_REG_M];
+      d->groups[0] = (uint32_t)((v[5] * v[6] + (int64_t)tn - 1) / (int64_t)tn);
+      d->groups[1] = (uint32_t)((v[4] / v[15] + (int64_t)tm - 1) / (int64_t)tm);
+      d->groups[2] = (uint32_t)(v[0] * v[15]);
+    } else {
+      mi__vk_grid1(p, d, (uint64_t)(v[0] * v[4] * v[5] * v[6]));
+    }
   }
   mi__vk_epi_free(&e);
   return rc;

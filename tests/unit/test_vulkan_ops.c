@@ -191,6 +191,11 @@ static void conv(void) {
   conv_case("conv.direct", 6, 4, 2, 2, 2, NULL, 0);
   conv_case("conv.direct", 3, 5, 1, 1, 1, unroll, 2);
   conv_case("conv.depthwise", 8, 8, 8, 2, 1, NULL, 0);
+  /* the implicit GEMM: groups, stride, dilation and asymmetric pads, batch 2; a depthwise
+   * shape (one row per group) and register blocks larger than the problem */
+  conv_case("conv.gemm", 6, 4, 2, 2, 2, NULL, 0);
+  conv_case("conv.gemm", 3, 5, 1, 1, 1, reg, 6);
+  conv_case("conv.gemm", 8, 8, 8, 2, 1, reg, 6);
   conv_case(NULL, 8, 8, 8, 1, 1, NULL, 0);
 }
 

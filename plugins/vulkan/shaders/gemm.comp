@@ -2,6 +2,9 @@
 // per invocation. Otherwise tiles of A and B are staged in shared memory and each invocation
 // keeps an RM x RN block of outputs in registers (RM = RN = 1 is the plain tiled variant).
 // -DFP16: the same with FP16 weights, tiles and products (shaderFloat16 + 16-bit storage).
+// -DCONV: Conv as an implicit GEMM per (image, group): A is the weights [K/G, C/G*KH*KW], B the
+// input unfolded on the fly (im2col inside the tile loads, no buffer), Y is NCHW, so the tiles
+// and register blocks of the tiled path serve convolutions too (conv.comp's push block).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #ifdef FP16
@@ -22,12 +25,40 @@ layout(constant_id = 5) const uint RN = 1;
 layout(std430, set = 0, binding = 0) readonly buffer A { float a[]; };
 layout(std430, set = 0, binding = 1) readonly buffer B { HT b[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer Y { float y[]; };
+#ifdef CONV
+layout(push_constant) uniform P {
+  int NB, C, H, W, KO, OH, OW, KH, KW, sh, sw, ph, pw, dh, dw, G;
+  int flags, act0, act1, nchan, cinner; float p0, p1, p2, p3;
+} pc;
+#include "act.glsl"
+#include "epi.glsl"
+// bz = image * G + group; rows m are the group's output channels, columns n its output pixels.
+uint dimM() { return uint(pc.KO / pc.G); }
+uint dimN() { return uint(pc.OH * pc.OW); }
+uint dimK() { return uint(pc.C / pc.G * pc.KH * pc.KW); }
+#define ALPHA 1.0
+float loadA(uint bz, uint m, uint k) {
+  return a[((bz % uint(pc.G)) * dimM() + m) * dimK() + k];
+}
+HT loadB(uint bz, uint k, uint n) {
+  uint kk = uint(pc.KH * pc.KW), c = k / kk, r = k % kk;
+  int ih = int(n / uint(pc.OW)) * pc.sh - pc.ph + int(r / uint(pc.KW)) * pc.dh;
+  int iw = int(n % uint(pc.OW)) * pc.sw - pc.pw + int(r % uint(pc.KW)) * pc.dw;
+  if (ih < 0 || ih >= pc.H || iw < 0 || iw >= pc.W) return HT(0.0);
+  uint img = bz / uint(pc.G), ch = (bz % uint(pc.G)) * uint(pc.C / pc.G) + c;
+  return b[((img * uint(pc.C) + ch) * uint(pc.H) + uint(ih)) * uint(pc.W) + uint(iw)];
+}
+#else
 layout(push_constant) uniform P {
   int M, N, K, sAb, sBb, transA, transB; float alpha;
   int flags, act0, act1, nchan, cinner; float p0, p1, p2, p3;
 } pc;
 #include "act.glsl"
 #include "epi.glsl"
+uint dimM() { return uint(pc.M); }
+uint dimN() { return uint(pc.N); }
+uint dimK() { return uint(pc.K); }
+#define ALPHA pc.alpha
 
 float loadA(uint bz, uint m, uint k) {
   return a[bz * uint(pc.sAb) + (pc.transA != 0 ? k * uint(pc.M) + m : m * uint(pc.K) + k)];
@@ -35,15 +66,16 @@ float loadA(uint bz, uint m, uint k) {
 HT loadB(uint bz, uint k, uint n) {
   return b[bz * uint(pc.sBb) + (pc.transB != 0 ? n * uint(pc.K) + k : k * uint(pc.N) + n)];
 }
+#endif
 
 #ifdef NAIVE
 void main() {
   uint n = gl_GlobalInvocationID.x, m = gl_GlobalInvocationID.y, bz = gl_WorkGroupID.z;
-  if (m >= uint(pc.M) || n >= uint(pc.N)) return;
+  if (m >= dimM() || n >= dimN()) return;
   float acc = 0.0;
-  for (uint k = 0; k < uint(pc.K); k++) acc += loadA(bz, m, k) * float(loadB(bz, k, n));
-  uint idx = (bz * uint(pc.M) + m) * uint(pc.N) + n;
-  y[idx] = epi(pc.alpha * acc, idx);
+  for (uint k = 0; k < dimK(); k++) acc += loadA(bz, m, k) * float(loadB(bz, k, n));
+  uint idx = (bz * dimM() + m) * dimN() + n;
+  y[idx] = epi(ALPHA * acc, idx);
 }
 #else
 const uint TM = LY * RM, TN = LX * RN, NT = LX * LY;
@@ -54,7 +86,7 @@ void main() {
   uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * LX + tx;
   uint bz = gl_WorkGroupID.z;
   uint m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * TN;
-  uint M = uint(pc.M), N = uint(pc.N), K = uint(pc.K);
+  uint M = dimM(), N = dimN(), K = dimK();
   float acc[RM * RN];
   HT ar[RM];
   HT br[RN];
@@ -86,7 +118,7 @@ void main() {
       uint n = n0 + tx + j * LX;
       if (n >= N) continue;
       uint idx = (bz * M + m) * N + n;
-      y[idx] = epi(pc.alpha * acc[i * RN + j], idx);
+      y[idx] = epi(ALPHA * acc[i * RN + j], idx);
     }
   }
 }
