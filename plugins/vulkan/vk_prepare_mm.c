@@ -70,9 +70,14 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   rc = MI_OK;
   if (e.out_tensor != desc->outputs[0])
     rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Conv: the group must write its first output");
-  if (rc == MI_OK && gemm && v[0] * v[15] > p->dev->props.limits.maxComputeWorkGroupCount[2])
-    rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "conv.gemm: batch x group %lld exceeds maxComputeWorkGroupCount[2]",
-                       (long long)(v[0] * v[15]));
+  if (rc == MI_OK && gemm) {
+    const uint32_t *lim = p->dev->props.limits.maxComputeWorkGroupCount;
+    int64_t tn = (int64_t)p->spec[K_LOCAL_X] * p->spec[K_REG_N], tm = (int64_t)p->spec[K_LOCAL_Y] * p->spec[K_REG_M];
+    if ((v[5] * v[6] + tn - 1) / tn > lim[0] || (v[4] / v[15] + tm - 1) / tm > lim[1] || v[0] * v[15] > lim[2])
+      rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "conv.gemm: grid of %lld x %lld x %lld tiles exceeds maxComputeWorkGroupCount",
+                         (long long)((v[5] * v[6] + tn - 1) / tn), (long long)((v[4] / v[15] + tm - 1) / tm),
+                         (long long)(v[0] * v[15]));
+  }
   if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw" : gemm ? "gemm_conv" : "conv", &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
     /* the implicit GEMM reads the weights as A (binding 0) and the input as B (binding 1) */
