@@ -76,7 +76,25 @@ static void test_manifest_api(void) {
 static void setup(void) { REQUIRE(tu_tempdir(g_dir, sizeof g_dir, "corefile")); }
 static void teardown(void) { tu_rmtree(g_dir); }
 
+static void nested_error(void) {
+  /* A wrapped message too long for mi_error_t keeps its beginning and its end (the innermost
+   * cause), the middle giving way to " ... "; one that fits is kept whole. */
+  char inner[300];
+  mi_error_t e;
+  memset(inner, 'n', sizeof inner);
+  snprintf(inner + 280, 20, "the cause");
+  CHECK(mi__errorf_nested(&e, MI_ERR_PARSE, "node 'outer': %s", inner) == MI_ERR_PARSE &&
+            e.code == MI_ERR_PARSE, "code");
+  CHECK(strncmp(e.message, "node 'outer': nnn", 17) == 0 && strstr(e.message, " ... ") &&
+            strlen(e.message) == sizeof e.message - 1 &&
+            strcmp(e.message + strlen(e.message) - 9, "the cause") == 0,
+        "cut: '%s'", e.message);
+  mi__errorf_nested(&e, MI_ERR_PARSE, "node 'outer': %s", "short");
+  CHECK(strcmp(e.message, "node 'outer': short") == 0, "whole: '%s'", e.message);
+}
+
 static const tu_case_t tu_cases[] = {
+    TU_CASE(nested_error),
     TU_CASE(test_read_file),
     TU_CASE(test_clocks),
     TU_CASE(test_manifest_api),

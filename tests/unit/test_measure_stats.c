@@ -112,6 +112,38 @@ static void test_protocol(void) {
         "failure passes through: %s", err.message);
 }
 
+static void stop_slow(void) {
+  /* stop_above_s: two samples both over it end the timing (stopped_slow, two samples, no
+   * re-measure); one under it, or none given, keeps the full protocol. The synthetic source's
+   * steady samples are 2.0 s, no clock involved. */
+  mi_measure_options_t o;
+  mi_measure_result_t r;
+  mi_sample_source_t src = {0};
+  synth_t s = {0};
+  mi_error_t err;
+  mi_measure_options_default(&o);
+  o.warmup = 2;
+  o.max_repeats = 8;
+  src.user = &s;
+  src.run = synth_run;
+  o.stop_above_s = 1.5;
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK, "%s", err.message);
+  CHECK(r.stopped_slow && r.stats.n == 2 && r.rounds == 1 && r.runs == 4 &&
+            fabs(r.stats.median - 2.0) < 1e-3,
+        "stopped: slow %d n %d rounds %d runs %d", r.stopped_slow, r.stats.n, r.rounds, r.runs);
+  /* Noisy (1 s, 3 s...): the first two timed samples are 1 and 3, the faster under 1.5 s, so
+   * the round goes on (unsettled, to max_repeats; no re-measure round here). */
+  memset(&s, 0, sizeof s);
+  s.noisy = 4;
+  o.max_remeasure = 0;
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && !r.stopped_slow && r.stats.n == 8,
+        "one fast sample: slow %d n %d", r.stopped_slow, r.stats.n);
+  memset(&s, 0, sizeof s);
+  o.stop_above_s = 2.5;
+  CHECK(mi_measure_run(&src, &o, &r, &err) == MI_OK && !r.stopped_slow && r.stats.n == 5,
+        "under the bound: slow %d n %d", r.stopped_slow, r.stats.n);
+}
+
 /* A source that takes real time: each run sleeps about 1 ms; its samples cycle through one low,
  * six middle and one high value (CV 2.5%; the two warm-up runs are middle ones, the first five
  * samples hold the low and the high), and it counts the batch it is given. */
@@ -213,6 +245,7 @@ static void test_hash_and_config(void) {
 }
 
 static const tu_case_t tu_cases[] = {
+    TU_CASE(stop_slow),
     TU_CASE(test_stats),
     TU_CASE(test_protocol),
     TU_CASE(test_short_runs),

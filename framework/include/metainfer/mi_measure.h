@@ -50,6 +50,11 @@ typedef struct mi_measure_options {
                               * wider than +-this share of it (default 0: off; 0.01 is +-1%) */
   double min_warmup_s;       /* warm-up goes on until it has lasted this long too, within half
                               * of budget_s, so short runs get a real warm-up (default 0: off) */
+  /* Added: when > 0, timing stops after the first two kept samples of a round if both are over
+   * this many seconds (the result says so: stopped_slow). A tuner that minimises latency alone
+   * passes a multiple of the best latency measured so far: such a configuration cannot be on
+   * the front, and timing it in full (seconds a run on a real model) buys nothing. */
+  double stop_above_s;
 } mi_measure_options_t;
 
 MI_API void mi_measure_options_default(mi_measure_options_t *o);
@@ -77,6 +82,7 @@ typedef struct mi_measure_result {
   double samples[MI_MEASURE_MAX_SAMPLES]; /* kept samples of the final round, in order */
   int32_t batch;         /* runs per sample: 1, or more when min_sample_s batched short runs */
   double median_ci;      /* half-width of the median's 95% confidence interval / median */
+  int32_t stopped_slow;  /* added: 1 when stop_above_s ended the timing after two samples */
 } mi_measure_result_t;
 
 /** Runs the protocol: warm-up, >= min_repeats timed repeats, more while the CV is above the
@@ -231,6 +237,13 @@ typedef struct mi_worker_config {
   int32_t samples;                 /* random samples for calibration and accuracy (default 2) */
   int32_t accuracy;                /* 1: also compare the transformed model with the original
                                     * on the reference interpreter (accuracy drop) */
+  /* Added (read only when struct_size covers them): */
+  double accuracy_bound;           /* > 0: a configuration whose accuracy drop is over it is
+                                    * infeasible anyway, so the reference check that would tell
+                                    * a wrong kernel from a lossy transform is skipped (the
+                                    * profile says checked = 0) */
+  const char *fixed_inputs;        /* "NAME=FILE.npy;..." inputs with fixed values (and so
+                                    * shapes), the rest random or from `calibration`; NULL: none */
 } mi_worker_config_t;
 
 /** What a configuration job returns besides the profile. */

@@ -34,4 +34,11 @@ void mi__now_iso(char out[32]);
  * bytes, MI_ERR_OUT_OF_MEMORY; on failure *buf is NULL. */
 int32_t mi__read_file(const char *path, size_t max, char **buf, size_t *n, mi_error_t *err);
 
+/* mi_errorf for a message that wraps an inner one (a node around the error of a subgraph, a
+ * subgraph around a node): when the whole does not fit in the message, its middle gives way to
+ * "...", so the outermost context and the innermost cause, which ends the text, both survive
+ * however deep the nesting (Silero VAD's LSTM two If levels down used to lose its cause). */
+int32_t mi__errorf_nested(mi_error_t *err, int32_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -1,7 +1,9 @@
 /* status.c - the one table of status messages, and error values with formatted messages. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "metainfer/mi.h"
 
 static const char *const k_messages[] = {
@@ -37,6 +39,28 @@ MI_API int32_t mi_errorf(mi_error_t *err, int32_t code, const char *fmt, ...) {
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     va_end(ap);
   }
+  return code;
+}
+
+/* How much of a cut message's beginning is kept: the outermost node and a level or two. */
+#define NESTED_HEAD 96
+
+int32_t mi__errorf_nested(mi_error_t *err, int32_t code, const char *fmt, ...) {
+  char whole[4 * MI_ERROR_MESSAGE_SIZE];
+  size_t n, cap = sizeof err->message, tail;
+  va_list ap;
+  if (!err) return code;
+  va_start(ap, fmt);
+  vsnprintf(whole, sizeof whole, fmt, ap);
+  va_end(ap);
+  err->code = code;
+  n = strlen(whole);
+  if (n < cap) {
+    memcpy(err->message, whole, n + 1);
+    return code;
+  }
+  tail = cap - 1 - NESTED_HEAD - 5;
+  snprintf(err->message, cap, "%.*s ... %s", NESTED_HEAD, whole, whole + n - tail);
   return code;
 }
 

@@ -22,7 +22,9 @@ static const char *spec_sep(const char *spec) {
 static int32_t spec_input(const mi_graph_t *g, const char *opt, const char *spec, int32_t *index,
                           mi_error_t *err) {
   const char *eq = spec_sep(spec);
-  if (!eq || eq == spec || !eq[1])
+  /* An empty shape is a scalar's (rank 0, as tune writes Silero VAD's `sr` in "sr:"); an empty
+   * file name is nothing. */
+  if (!eq || eq == spec || (!eq[1] && strcmp(opt, "--input") == 0))
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s '%s': expected NAME=%s", opt, spec,
                      strcmp(opt, "--input") ? "D0,D1,... (or D0xD1x...)" : "FILE.npy");
   for (int32_t i = 0; i < g->input_count; i++) {

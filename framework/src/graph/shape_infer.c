@@ -4,16 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "graph/onnx_dtype.h"
 #include "graph/shape_infer.h"
 
 int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *fmt, ...) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
+  char msg[2 * MI_ERROR_MESSAGE_SIZE]; /* an inner error whole, and its context */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return mi_errorf(c->err, code, "node '%s' (%s, opset %lld): %s", n->name, n->op_type,
+  return mi__errorf_nested(c->err, code, "node '%s' (%s, opset %lld): %s", n->name, n->op_type,
                    (long long)c->g->opset, msg);
 }
 

@@ -18,7 +18,16 @@ double mi__check_error(const float *out, const float *ref, int64_t n);
 /* The reference check alone (profile.c): `g` in a new session on the device against the
  * reference interpreter on the profile's inputs; sets r's checked, check_ok, check_error. */
 int32_t mi__profile_check(const struct mi_graph *g, mi_plugin_t *plugin, uint32_t device,
-                          const mi_session_options_t *so, mi_profile_t *r, mi_error_t *err);
+                          const mi_session_options_t *so, const mi_array_t *const *inputs,
+                          mi_profile_t *r, mi_error_t *err);
+/* mi_profile_run on given inputs (g's input_count arrays, copied; NULL: deterministic random
+ * FP32 data and zeros, as mi_profile_run): the configuration job's runs take its first sample,
+ * so an input random data cannot fill (Silero VAD's int64 sample rate, from the calibration
+ * folder or a fixed value) is what the model really gets. */
+int32_t mi__profile_run_on(const struct mi_graph *g, mi_plugin_t *plugin, uint32_t device,
+                           const mi_session_options_t *so, const mi_measure_options_t *mo,
+                           int check, const mi_array_t *const *inputs, mi_profile_t **out,
+                           mi_error_t *err);
 
 /* Appends stats as a JSON object {"n":..,"median":..,...}, values scaled by `scale`. */
 void mi__sbuf_json_stats(mi__sbuf_t *b, const mi_stats_t *st, double scale);
@@ -92,7 +101,7 @@ void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *
                              size_t n, mi__config_cache_t *cache);
 void mi__config_cache_free(mi__config_cache_t *c);
 
-/* Interleaved runs (worker_config.c): one worker prepares every configuration of a comparison
+/* Interleaved runs (worker_interleave.c): one worker prepares every configuration of a comparison
  * and runs them in turn, a fresh order each cycle, so that what changes over milliseconds (the
  * machine's other work, the CPU it runs on) and what a process brings with it reach all of them
  * alike. Each configuration's job is a configuration job as above (len[c] bytes each). */

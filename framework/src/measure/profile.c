@@ -295,7 +295,8 @@ static void src_free(prof_src_t *p) {
   mi_session_destroy(p->s);
 }
 
-static int32_t src_init(prof_src_t *p, const mi_graph_t *g, mi_error_t *err) {
+static int32_t src_init(prof_src_t *p, const mi_graph_t *g, const mi_array_t *const *inputs,
+                        mi_error_t *err) {
   size_t cells = (size_t)(g->node_count + 1) * MI_MEASURE_MAX_SAMPLES;
   p->nin = g->input_count;
   p->nout = g->output_count;
@@ -311,6 +312,12 @@ static int32_t src_init(prof_src_t *p, const mi_graph_t *g, mi_error_t *err) {
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
   for (int32_t i = 0; i < p->nin; i++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    if (inputs && inputs[i]) {
+      if (!(p->in[i] = mi_array_create(inputs[i]->dtype, inputs[i]->rank, inputs[i]->dims)))
+        return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+      memcpy(p->in[i]->data, inputs[i]->data, inputs[i]->nbytes);
+      continue;
+    }
     p->in[i] = mi_array_create(t->dtype, t->rank, t->dims);
     if (!p->in[i])
       return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
@@ -323,6 +330,13 @@ static int32_t src_init(prof_src_t *p, const mi_graph_t *g, mi_error_t *err) {
 MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
                               const mi_session_options_t *so, const mi_measure_options_t *mo,
                               int check, mi_profile_t **out, mi_error_t *err) {
+  return mi__profile_run_on(g, plugin, device, so, mo, check, NULL, out, err);
+}
+
+int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
+                           const mi_session_options_t *so, const mi_measure_options_t *mo,
+                           int check, const mi_array_t *const *inputs, mi_profile_t **out,
+                           mi_error_t *err) {
   prof_src_t p;
   mi_measure_options_t o;
   mi_sample_source_t src;
@@ -348,7 +362,7 @@ MI_API int32_t mi_profile_run(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t
   p.device = device;
   p.mo = &o;
   p.g = g;
-  if ((rc = src_init(&p, g, err))) goto done;
+  if ((rc = src_init(&p, g, inputs, err))) goto done;
   find_counters(&p);
   t0 = mi__now_s();
   if ((rc = mi_session_create(g, plugin, device, so, &p.s, err))) goto done;
@@ -408,14 +422,15 @@ done:
 }
 
 int32_t mi__profile_check(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
-                          const mi_session_options_t *so, mi_profile_t *r, mi_error_t *err) {
+                          const mi_session_options_t *so, const mi_array_t *const *inputs,
+                          mi_profile_t *r, mi_error_t *err) {
   prof_src_t p;
   int32_t rc;
   memset(&p, 0, sizeof p);
   p.plugin = plugin;
   p.device = device;
   p.g = g;
-  if (!(rc = src_init(&p, g, err)) && !(rc = mi_session_create(g, plugin, device, so, &p.s, err)))
+  if (!(rc = src_init(&p, g, inputs, err)) && !(rc = mi_session_create(g, plugin, device, so, &p.s, err)))
     rc = check_reference(&p, r, err);
   src_free(&p);
   return rc;

@@ -64,6 +64,13 @@ static int32_t round_run(const mi_sample_source_t *src, const mi_measure_options
       continue;
     }
     if (r->sample_count < MI_MEASURE_MAX_SAMPLES) r->samples[r->sample_count++] = t;
+    /* Two samples, both far slower than the caller can use: enough to say so (the minimum of
+     * two, so one hiccup does not end it). */
+    if (o->stop_above_s > 0 && r->sample_count == 2 &&
+        fmin(r->samples[0], r->samples[1]) > o->stop_above_s) {
+      r->stopped_slow = 1;
+      return mi_stats_compute(r->samples, r->sample_count, o->trim, &r->stats, err);
+    }
   }
   if (r->sample_count == 0)
     return mi_errorf(err, MI_ERR_DEVICE,
@@ -117,7 +124,9 @@ MI_API int32_t mi_measure_run(const mi_sample_source_t *src, const mi_measure_op
     out->rounds++;
     if ((rc = round_run(src, &o, deadline, out, err))) return rc;
     out->settled = out->stats.cv <= o.cv_threshold;
-    if (out->settled || out->rounds > o.max_remeasure || mi__now_s() > deadline) break;
+    if (out->settled || out->stopped_slow || out->rounds > o.max_remeasure ||
+        mi__now_s() > deadline)
+      break;
   }
   out->median_ci = mi__median_ci(out->samples, out->sample_count);
   return MI_OK;

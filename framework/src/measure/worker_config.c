@@ -2,23 +2,14 @@
  * transform and prepares the session with per-node choices itself, then profiles it. */
 #define _GNU_SOURCE 1
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "measure/measure_internal.h"
-#include "metainfer/mi_measure.h"
-#include "metainfer/mi_transform.h"
+#include "measure/worker_config.h"
 
-enum { T_MODEL, T_INPUTS, T_XF, T_HW, T_CALIB, T_COUNT };
 
-/* The job as sent: this header, then T_COUNT texts, each NUL-terminated, lengths included. */
-typedef struct cjob {
-  mi_measure_options_t mo;
-  int32_t check, samples, accuracy;
-  uint64_t seed;
-  uint32_t len[T_COUNT];
-} cjob_t;
 
 /* The hardware side as text lines with tab-separated fields (names never hold tabs):
  *   D name int float   device knob      N node variant    node choice (variant may be empty)
@@ -111,15 +102,8 @@ done:
   return rc;
 }
 
-/* Session options parsed from hw_text; every pointer points into `text` or the arrays. */
-typedef struct hw_parsed {
-  mi_session_options_t so;
-  mi_knob_value_t *dev;
-  mi_node_choice_t *nodes;
-  mi_knob_value_t *knobs;
-} hw_parsed_t;
 
-static int32_t hw_parse(char *text, hw_parsed_t *h, mi_error_t *err) {
+int32_t mi__config_hw_parse(char *text, hw_parsed_t *h, mi_error_t *err) {
   size_t lines = 1;
   int32_t nd = 0, nn = 0, nk = 0;
   memset(h, 0, sizeof *h);
@@ -164,14 +148,16 @@ static int32_t hw_parse(char *text, hw_parsed_t *h, mi_error_t *err) {
   return MI_OK;
 }
 
-static void hw_free(hw_parsed_t *h) {
+void mi__config_hw_free(hw_parsed_t *h) {
   free(h->dev);
   free(h->nodes);
   free(h->knobs);
 }
 
-/* One configuration job as sent (a cjob_t, then its texts); malloc'd, *len its size. */
-static char *config_payload(const mi_worker_config_t *cfg, const mi_measure_options_t *mo,
+/* Fields added to mi_worker_config_t are read only when the caller's struct_size covers them. */
+#define HAS_FIELD(c, f) ((c)->struct_size >= offsetof(mi_worker_config_t, f) + sizeof((c)->f))
+
+char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options_t *mo,
                             int check, size_t *len, mi_error_t *err) {
   const char *texts[T_COUNT];
   char *hw = NULL, *xf = NULL, *payload = NULL;
@@ -187,6 +173,7 @@ static char *config_payload(const mi_worker_config_t *cfg, const mi_measure_opti
   texts[T_XF] = xf;
   texts[T_HW] = hw;
   texts[T_CALIB] = cfg->calibration ? cfg->calibration : "";
+  texts[T_FIXED] = HAS_FIELD(cfg, fixed_inputs) && cfg->fixed_inputs ? cfg->fixed_inputs : "";
   memset(&job, 0, sizeof job);
   mi_measure_options_default(&job.mo);
   if (mo) memcpy(&job.mo, mo, mo->struct_size < sizeof job.mo ? mo->struct_size : sizeof job.mo);
@@ -195,6 +182,7 @@ static char *config_payload(const mi_worker_config_t *cfg, const mi_measure_opti
   job.samples = cfg->samples > 0 ? cfg->samples : 2;
   job.accuracy = cfg->accuracy;
   job.seed = cfg->seed;
+  job.accuracy_bound = HAS_FIELD(cfg, accuracy_bound) ? cfg->accuracy_bound : 0;
   for (int i = 0; i < T_COUNT; i++) total += (job.len[i] = (uint32_t)strlen(texts[i]) + 1);
   if (total > MI__CONFIG_JOB_MAX)
     mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configuration too large");
@@ -226,50 +214,9 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
   *out = NULL;
   if (!p || !spec || !cfg || !cfg->model)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_worker_profile_config: NULL argument");
-  if (!(payload = config_payload(cfg, mo, check, &total, err))) return err->code;
+  if (!(payload = mi__config_payload(cfg, mo, check, &total, err))) return err->code;
   rc = mi__worker_job(p, spec, MI__JOB_CONFIG, payload, total, MI__REPLY_CONFIG,
                       sizeof(mi_worker_config_result_t), res, out, err);
-  free(payload);
-  return rc;
-}
-
-int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
-                              const mi_worker_config_t *configs, int32_t count,
-                              const mi_measure_options_t *mo, uint64_t seed, int check,
-                              mi__interleave_reply_t *out, mi_error_t *err) {
-  mi__interleave_job_t head;
-  char *parts[MI_COMPARE_MAX_CONFIGS] = {0}, *payload = NULL;
-  size_t lens[MI_COMPARE_MAX_CONFIGS], total = sizeof head, at = sizeof head;
-  int32_t rc = MI_OK;
-  memset(out, 0, sizeof *out);
-  if (!p || !spec || !configs || count < 1 || count > MI_COMPARE_MAX_CONFIGS)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi__worker_interleave: bad arguments");
-  memset(&head, 0, sizeof head);
-  head.count = count;
-  head.seed = seed;
-  head.check = check != 0;
-  for (int32_t c = 0; c < count && rc == MI_OK; c++) {
-    if (!configs[c].model)
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi__worker_interleave: no model");
-    else if (!(parts[c] = config_payload(&configs[c], mo, 0, &lens[c], err)))
-      rc = err->code;
-    else
-      total += (head.len[c] = (uint32_t)lens[c]);
-  }
-  if (rc == MI_OK && total > MI__CONFIG_JOB_MAX)
-    rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configurations too large");
-  if (rc == MI_OK && !(payload = malloc(total)))
-    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  if (rc == MI_OK) {
-    memcpy(payload, &head, sizeof head);
-    for (int32_t c = 0; c < count; c++) {
-      memcpy(payload + at, parts[c], lens[c]);
-      at += lens[c];
-    }
-    rc = mi__worker_exchange(p, spec, MI__JOB_INTERLEAVE, payload, total, MI__REPLY_INTERLEAVE,
-                             out, sizeof *out, err);
-  }
-  for (int32_t c = 0; c < count; c++) free(parts[c]);
   free(payload);
   return rc;
 }
@@ -278,7 +225,7 @@ int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
 
 
 /* Reads one configuration job: *job, and t[] pointing at its texts inside `payload`. */
-static int32_t job_parse(const void *payload, size_t n, cjob_t *job, const char **t,
+int32_t mi__config_job_parse(const void *payload, size_t n, cjob_t *job, const char **t,
                          mi_error_t *err) {
   size_t at = sizeof *job;
   if (n < sizeof *job) return mi_errorf(err, MI_ERR_INTERNAL, "worker: short configuration job");
@@ -303,33 +250,62 @@ void mi__config_cache_free(mi__config_cache_t *c) {
   memset(c, 0, sizeof *c);
 }
 
-/* The original model and its samples, loaded once per (model, inputs, calibration, seed). */
-static int32_t cached_model(mi__config_cache_t *c, const cjob_t *job, const char *const *t,
+static void free_fixed(const mi_graph_t *g, mi_array_t **fixed) {
+  for (int32_t i = 0; fixed && g && i < g->input_count; i++) mi_array_destroy(fixed[i]);
+  free(fixed);
+}
+
+/* The job's fixed inputs, "NAME=FILE.npy;...", read by the command lines' own parser
+ * (mi_graph_input_args): g's input shapes set, the arrays in fixed[] by input index. */
+static int32_t fixed_inputs(mi_graph_t *g, const char *text, mi_array_t **fixed, mi_error_t *err) {
+  char *copy = strdup(text), *save = NULL;
+  const char *files[64];
+  int32_t n = 0, rc;
+  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  for (char *it = strtok_r(copy, ";", &save); it && n < 64; it = strtok_r(NULL, ";", &save))
+    files[n++] = it;
+  rc = mi_graph_input_args(g, files, n, NULL, 0, fixed, err);
+  free(copy);
+  return rc;
+}
+
+/* The original model and its samples, loaded once per (model, inputs, fixed inputs,
+ * calibration, seed). */
+int32_t mi__config_cached_model(mi__config_cache_t *c, const cjob_t *job, const char *const *t,
                             mi_error_t *err) {
   char key[sizeof c->key];
   mi_xf_samples_t *smp = NULL;
+  mi_array_t **fixed = NULL;
   int32_t rc;
-  snprintf(key, sizeof key, "%s|%s|%s|%llu|%d", t[T_MODEL], t[T_INPUTS], t[T_CALIB],
-           (unsigned long long)job->seed, (int)job->samples);
+  snprintf(key, sizeof key, "%s|%s|%s|%s|%llu|%d", t[T_MODEL], t[T_INPUTS], t[T_CALIB],
+           t[T_FIXED], (unsigned long long)job->seed, (int)job->samples);
   if (c->g && strcmp(key, c->key) == 0) return MI_OK;
   mi__config_cache_free(c);
   if ((rc = mi_onnx_load(t[T_MODEL], &c->g, err))) return rc;
   if (t[T_INPUTS][0] && (rc = mi_graph_set_input_shapes(c->g, t[T_INPUTS], "worker", err))) goto fail;
+  if (!(fixed = calloc((size_t)c->g->input_count + 1, sizeof *fixed))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    goto fail;
+  }
+  if (t[T_FIXED][0] && (rc = fixed_inputs(c->g, t[T_FIXED], fixed, err))) goto fail;
   if ((rc = mi_graph_toposort(c->g, err)) || (rc = mi_graph_infer_shapes(c->g, err))) goto fail;
   rc = t[T_CALIB][0] ? mi_xf_samples_load_dir(c->g, t[T_CALIB], &smp, err)
-                     : mi_xf_samples_random(c->g, job->samples, job->seed, &smp, err);
+                     : mi_xf_samples_random_fixed(c->g, job->samples, job->seed,
+                                                  (const mi_array_t *const *)fixed, &smp, err);
   if (rc) goto fail;
+  free_fixed(c->g, fixed);
   c->samples = smp;
   snprintf(c->key, sizeof c->key, "%s", key);
   return MI_OK;
 fail:
+  free_fixed(c->g, fixed);
   mi__config_cache_free(c);
   return rc;
 }
 
 /* The model-side transform of `text` applied to the cached model: *xg, or NULL (and *xc NULL)
  * when the text is empty and the model runs as it is. */
-static int32_t apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache,
+int32_t mi__config_apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache,
                         const char *text, mi_xf_config_t **xc, mi_graph_t **xg, mi_error_t *err) {
   mi_variant_desc_t *vars = NULL;
   uint32_t nvar = 0;
@@ -349,27 +325,47 @@ static int32_t apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache
   return rc;
 }
 
+const mi_array_t **mi__config_first_sample(const mi__config_cache_t *c, const mi_graph_t *g) {
+  const mi_xf_samples_t *smp = c->samples;
+  const mi_array_t **in = calloc((size_t)g->input_count + 1, sizeof *in);
+  for (int32_t i = 0; in && smp && smp->sample_count > 0 && smp->input_count == g->input_count &&
+                      i < g->input_count;
+       i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    const mi_array_t *a = smp->inputs[i];
+    if (a && a->dtype == t->dtype && a->rank == t->rank &&
+        memcmp(a->dims, t->dims, (size_t)a->rank * sizeof *a->dims) == 0)
+      in[i] = a;
+  }
+  return in;
+}
+
 static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
                           char *hwtext, mi__config_cache_t *cache, mi_profile_t **prof,
                           mi_worker_config_result_t *res, mi_error_t *err) {
   mi_xf_config_t *xc = NULL;
   mi_graph_t *xg = NULL;
+  const mi_array_t **first = NULL;
   hw_parsed_t hw;
   int32_t rc;
   double t0 = mi__now_s();
   memset(&hw, 0, sizeof hw);
-  if ((rc = cached_model(cache, job, t, err))) goto done;
-  if ((rc = apply_xf(pl, dev, cache, t[T_XF], &xc, &xg, err))) goto done;
+  if ((rc = mi__config_cached_model(cache, job, t, err))) goto done;
+  if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_XF], &xc, &xg, err))) goto done;
   res->transform_s = mi__now_s() - t0;
-  if ((rc = hw_parse(hwtext, &hw, err))) goto done;
+  if ((rc = mi__config_hw_parse(hwtext, &hw, err))) goto done;
   /* A configuration measured for tuning is also checked: the device's outputs against the
    * reference (wrong results fail the measurement), and its accuracy comes from them too. With
    * the accuracy measured first, outputs within the check's bound of the original model itself
    * (relative L2 on the samples) are right, and the reference run of the transformed model, the
    * costliest step of a real model's measurement (seconds), is needed only to tell a wrong kernel
    * from a lossy model-side change when they are not. */
-  if ((rc = mi_profile_run(xg ? xg : cache->g, pl, dev, &hw.so, &job->mo,
-                           job->check && !job->accuracy, prof, err)))
+  if (!(first = mi__config_first_sample(cache, xg ? xg : cache->g))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    goto done;
+  }
+  if ((rc = mi__profile_run_on(xg ? xg : cache->g, pl, dev, &hw.so, &job->mo,
+                               job->check && !job->accuracy, first, prof, err)))
     goto done;
   if (job->accuracy) {
     if ((rc = mi__device_accuracy(xg ? xg : cache->g, pl, dev, &hw.so, cache, &res->rel_l2,
@@ -380,12 +376,19 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
       (*prof)->checked = 1;
       (*prof)->check_ok = 1;
       (*prof)->check_error = res->rel_l2;
-    } else if ((rc = mi__profile_check(xg ? xg : cache->g, pl, dev, &hw.so, *prof, err))) {
+    } else if (job->accuracy_bound > 0 && res->rel_l2 > job->accuracy_bound) {
+      /* Over the caller's accuracy bound: infeasible whether a kernel or the transform lost
+       * the accuracy, so the check's reference run (seconds on a real model) would decide
+       * nothing. The profile says it was not checked. */
+      (*prof)->checked = 0;
+    } else if ((rc = mi__profile_check(xg ? xg : cache->g, pl, dev, &hw.so, first, *prof,
+                                       err))) {
       goto done;
     }
   }
 done:
-  hw_free(&hw);
+  free(first);
+  mi__config_hw_free(&hw);
   mi_graph_destroy(xg);
   mi_xf_config_destroy(xc);
   return rc;
@@ -401,7 +404,7 @@ void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *
   mi_worker_config_result_t res;
   mi_error_clear(&e);
   memset(&res, 0, sizeof res);
-  if (job_parse(payload, n, &job, t, &e)) goto fail;
+  if (mi__config_job_parse(payload, n, &job, t, &e)) goto fail;
   if (!(hw = strdup(t[T_HW]))) {
     mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
     goto fail;
@@ -430,187 +433,3 @@ fail:
   mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
 }
 
-/* ---------------------------------------------------------------- interleaved runs */
-
-/* One configuration of an interleaved job, prepared in this worker next to the others. */
-typedef struct prepared {
-  char *hwtext; /* hw points into it */
-  hw_parsed_t hw;
-  mi_xf_config_t *xc;
-  mi_graph_t *xg;
-  mi_session_t *s;
-  mi_array_t **in, **outs;
-  int32_t nin, nout;
-  double t[MI__INTERLEAVE_MAX_CYCLES];  /* wall seconds per timed cycle */
-  double td[MI__INTERLEAVE_MAX_CYCLES]; /* device seconds per timed cycle, -1 when none */
-} prepared_t;
-
-static void prepared_free(prepared_t *p) {
-  mi_session_destroy(p->s);
-  for (int32_t i = 0; p->in && i < p->nin; i++) mi_array_destroy(p->in[i]);
-  free(p->in);
-  free(p->outs);
-  mi_graph_destroy(p->xg);
-  mi_xf_config_destroy(p->xc);
-  hw_free(&p->hw);
-  free(p->hwtext);
-}
-
-static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, const char *const *t,
-                           mi__config_cache_t *cache, prepared_t *p, mi_error_t *err) {
-  const mi_graph_t *g;
-  int32_t rc;
-  if ((rc = cached_model(cache, job, t, err))) return rc;
-  if ((rc = apply_xf(pl, dev, cache, t[T_XF], &p->xc, &p->xg, err))) return rc;
-  if (!(p->hwtext = strdup(t[T_HW]))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  if ((rc = hw_parse(p->hwtext, &p->hw, err))) return rc;
-  g = p->xg ? p->xg : cache->g;
-  if ((rc = mi_session_create(g, pl, dev, &p->hw.so, &p->s, err))) return rc;
-  p->nin = g->input_count;
-  p->nout = g->output_count;
-  p->in = calloc((size_t)p->nin + 1, sizeof *p->in);
-  p->outs = calloc((size_t)p->nout + 1, sizeof *p->outs);
-  if (!p->in || !p->outs) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  for (int32_t i = 0; i < p->nin; i++) {
-    const mi_tensor_t *in = &g->tensors[g->inputs[i]];
-    if (!(p->in[i] = mi_array_create(in->dtype, in->rank, in->dims)))
-      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                       "worker: input '%s' has no concrete shape to make data for", in->name);
-    if (in->dtype == MI_DTYPE_FLOAT32) mi_array_fill_random(p->in[i], 42 + (uint64_t)i);
-  }
-  return MI_OK;
-}
-
-/* One inference of p, timed by the wall clock and, when the session has one, the device's timer
- * (*dev_s, else -1). A device time the wall clock contradicts is a lie (mi_device_time_check): the job fails, as a measurement
- * would, and the comparison names the configuration. */
-static int32_t run_once(prepared_t *p, double *s, double *dev_s, mi_error_t *err) {
-  double t0 = mi__now_s();
-  uint64_t dev = 0;
-  int32_t rc = mi_session_run(p->s, (const mi_array_t *const *)p->in, p->nin, p->outs, p->nout,
-                              err);
-  *s = mi__now_s() - t0;
-  *dev_s = -1;
-  if (rc == MI_OK && mi_session_device_time(p->s, &dev) &&
-      (rc = mi_device_time_check(dev, *s, err)) == MI_OK)
-    *dev_s = (double)dev * 1e-9;
-  for (int32_t i = 0; i < p->nout; i++) {
-    mi_array_destroy(p->outs[i]);
-    p->outs[i] = NULL;
-  }
-  return rc;
-}
-
-/* The outputs of one inference of p against the reference interpreter's on the same inputs. */
-static int32_t check_outputs(prepared_t *p, const mi_graph_t *g, mi_error_t *err) {
-  double e = 0;
-  int ok = 0;
-  int32_t rc = mi__reference_check(p->s, g, p->in, p->nin, p->outs, p->nout, &ok, &e, err);
-  if (rc == MI_OK && !ok)
-    rc = mi_errorf(err, MI_ERR_CONSTRAINT,
-                   MI__WRONG_PREFIX ": relative L2 error %.3g against the reference", e);
-  return rc;
-}
-
-/* Runs every configuration once per cycle, in an order drawn anew each cycle: warm-up cycles
- * (mo.warmup, and for at least mo.min_warmup_s), then timed ones (mo.max_repeats, at least
- * mo.min_repeats, fewer when half of mo.budget_s is spent). */
-static int32_t cycles(prepared_t *pc, int32_t count, const mi_measure_options_t *mo,
-                      uint64_t seed, mi__interleave_reply_t *rep, int32_t *bad, mi_error_t *err) {
-  mi_rng_t rng;
-  int32_t want = mo->max_repeats > mo->min_repeats ? mo->max_repeats : mo->min_repeats, k = 0;
-  double start = mi__now_s(), dt, dd, warm_s = mo->min_warmup_s;
-  int device_clock = 1;
-  int8_t ord[MI_COMPARE_MAX_CONFIGS];
-  if (warm_s > mo->budget_s / 2) warm_s = mo->budget_s / 2;
-  if (want > MI__INTERLEAVE_MAX_CYCLES) want = MI__INTERLEAVE_MAX_CYCLES;
-  if (want < 1) want = 1;
-  mi_rng_seed(&rng, seed);
-  for (int32_t w = 0; w < mo->warmup || mi__now_s() - start < warm_s; w++)
-    for (int32_t c = 0; c < count; c++)
-      if (run_once(&pc[c], &dt, &dd, err)) return *bad = c, err->code;
-  start = mi__now_s();
-  for (k = 0; k < want; k++) {
-    if (k >= mo->min_repeats && mi__now_s() - start > mo->budget_s / 2) break;
-    mi__compare_order(&rng, ord, count);
-    for (int32_t i = 0; i < count; i++)
-      if (run_once(&pc[ord[i]], &pc[ord[i]].t[k], &pc[ord[i]].td[k], err))
-        return *bad = ord[i], err->code;
-  }
-  /* The devices' own timers when every run of every configuration had one (as a profile
-   * trusts them, profile.c), else the wall clock for all: one clock for the whole comparison. */
-  for (int32_t c = 0; c < count; c++)
-    for (int32_t j = 0; j < k; j++) device_clock &= pc[c].td[j] > 0;
-  rep->count = count;
-  rep->cycles = k;
-  rep->device_clock = device_clock;
-  for (int32_t c = 0; c < count; c++) {
-    mi_stats_t st;
-    int32_t rc = mi_stats_compute(device_clock ? pc[c].td : pc[c].t, k, 0, &st, err);
-    if (rc) return rc;
-    rep->median_s[c] = st.median;
-  }
-  return MI_OK;
-}
-
-/* Puts "configuration N: " before e's message: the host maps N back to the caller's number. */
-static void blame(mi_error_t *e, int32_t rc, int32_t c) {
-  char why[MI_ERROR_MESSAGE_SIZE];
-  snprintf(why, sizeof why, "%s", e->message);
-  mi_errorf(e, rc, "configuration %d: %s", (int)c, why);
-}
-
-void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
-                                 size_t n, mi__config_cache_t *cache) {
-  mi__interleave_job_t head;
-  mi__interleave_reply_t rep;
-  cjob_t jobs[MI_COMPARE_MAX_CONFIGS];
-  const char *t[MI_COMPARE_MAX_CONFIGS][T_COUNT];
-  prepared_t *pc = NULL;
-  size_t at = sizeof head;
-  int32_t rc = MI_OK, count = 0, bad = -1;
-  mi_error_t e;
-  mi_error_clear(&e);
-  memset(&rep, 0, sizeof rep);
-  if (n < sizeof head) {
-    rc = mi_errorf(&e, MI_ERR_INTERNAL, "worker: short interleaved job");
-    goto done;
-  }
-  memcpy(&head, payload, sizeof head);
-  count = head.count;
-  if (count < 1 || count > MI_COMPARE_MAX_CONFIGS) {
-    rc = mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed interleaved job");
-    count = 0;
-    goto done;
-  }
-  for (int32_t c = 0; c < count && rc == MI_OK; c++) {
-    if (head.len[c] > n - at)
-      rc = mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed interleaved job");
-    else
-      rc = job_parse((const char *)payload + at, head.len[c], &jobs[c], t[c], &e);
-    at += head.len[c];
-    /* One model and one set of samples: the cache holds one, and the runs must be comparable. */
-    if (rc == MI_OK && c > 0 &&
-        (strcmp(t[c][T_MODEL], t[0][T_MODEL]) || strcmp(t[c][T_INPUTS], t[0][T_INPUTS]) ||
-         strcmp(t[c][T_CALIB], t[0][T_CALIB]) || jobs[c].seed != jobs[0].seed ||
-         jobs[c].samples != jobs[0].samples))
-      rc = mi_errorf(&e, MI_ERR_INVALID_ARGUMENT,
-                     "interleaved configurations must share the model, its inputs and samples");
-  }
-  if (rc == MI_OK && !(pc = calloc((size_t)count, sizeof *pc)))
-    rc = mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  for (int32_t c = 0; c < count && rc == MI_OK; c++)
-    if ((rc = prepare_one(pl, dev, &jobs[c], t[c], cache, &pc[c], &e)))
-      blame(&e, rc, c);
-  for (int32_t c = 0; head.check && c < count && rc == MI_OK; c++)
-    if ((rc = check_outputs(&pc[c], pc[c].xg ? pc[c].xg : cache->g, &e)))
-      blame(&e, rc, c);
-  if (rc == MI_OK && (rc = cycles(pc, count, &jobs[0].mo, head.seed, &rep, &bad, &e)) &&
-      bad >= 0)
-    blame(&e, rc, bad);
-done:
-  for (int32_t c = 0; pc && c < count; c++) prepared_free(&pc[c]);
-  free(pc);
-  if (rc == MI_OK) mi__worker_reply(fd, MI__REPLY_INTERLEAVE, &rep, sizeof rep, NULL, 0);
-  else mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
-}

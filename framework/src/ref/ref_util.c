@@ -4,16 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
 int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...) {
-  char msg[MI_ERROR_MESSAGE_SIZE];
+  char msg[2 * MI_ERROR_MESSAGE_SIZE]; /* an inner error whole, and its context */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return mi_errorf(c->err, code, "node '%s' (%s, opset %lld): %s",
+  return mi__errorf_nested(c->err, code, "node '%s' (%s, opset %lld): %s",
                    c->node->name ? c->node->name : "", c->node->op_type,
                    (long long)c->opset, msg);
 }

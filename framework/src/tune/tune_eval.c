@@ -105,6 +105,10 @@ static int setup_failure(const mi_tune_task_t *t, int32_t rc, const mi_error_t *
   return rc == MI_ERR_CRASHED && (strstr(m, "signal 2 ") || strstr(m, "signal 15 "));
 }
 
+/* How much slower than the best so far a configuration's first runs may be before its timing
+ * stops (latency-only tunes): beyond the load's drift (2-5% in minutes, 20% under load) by far. */
+#define SLOW_FACTOR 2.0
+
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                          mi_error_t *err) {
   mi_tune_task_t *t = ctx;
@@ -125,6 +129,12 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   mo.min_repeats = t->repeats;
   mo.max_repeats = t->repeats * 2;
   mo.budget_s = 5;
+  /* Latency alone is minimised: a configuration whose first two timed runs both take over
+   * SLOW_FACTOR times the best feasible latency so far cannot be on the front, and timing it in
+   * full costs seconds a run on a real model; its two runs are its (honest, short) record. */
+  if (t->objective_count == 1 && t->first_objective == MI_OBJ_LATENCY && isfinite(t->best) &&
+      t->best > 0)
+    mo.stop_above_s = SLOW_FACTOR * t->best * 1e-3;
   memset(&wc, 0, sizeof wc);
   wc.struct_size = sizeof wc;
   wc.model = t->model_path;
@@ -135,10 +145,16 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   wc.seed = t->recipe->seed;
   wc.samples = 2;
   wc.accuracy = 1;
+  for (int32_t b = 0; b < t->bound_count; b++)
+    if (t->bounds[b].objective == MI_OBJ_ACCURACY) wc.accuracy_bound = t->bounds[b].max;
   t->layer_n = 0;
   quarantined = mi_worker_quarantined(t->pool, t->spec);
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
   if (rc == MI_OK) keep_layers(t, prof);
+  if (rc == MI_OK && prof->latency.stopped_slow)
+    mi__tune_log(t->cb, MI_TUNE_LOG_INFO, "%s: timed %d runs only: median %.4g ms, over %gx the "
+                 "best %.4g ms so far", t->spec, (int)prof->latency.sample_count,
+                 prof->latency.stats.median * 1e3, SLOW_FACTOR, t->best);
   if (rc == MI_OK) {
     obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
     obj[MI_OBJ_MEMORY] = prof->peak_memory_source ? (double)prof->peak_memory_bytes / 1048576.0 : NAN;

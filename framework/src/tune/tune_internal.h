@@ -45,6 +45,7 @@ typedef struct mi_tune_task {
   int64_t budget;
   double best;                  /* best feasible first objective so far */
   int32_t first_objective;
+  int32_t objective_count;      /* objectives the search minimises on this device */
   const mi_bound_t *bounds;
   int32_t bound_count;
   /* Added: the per-layer times of the last measurement mi_tune_evaluate made (none after a

@@ -295,6 +295,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   o.progress = mi__tune_progress_trial;
   o.progress_ctx = &task;
   task.first_objective = objs[0];
+  task.objective_count = o.objective_count;
   task.bounds = bounds;
   task.bound_count = o.bound_count;
   task.budget = r->budget_measurements;
