@@ -241,11 +241,42 @@ static void accuracy_bound(void) {
   mi_worker_pool_destroy(p);
 }
 
+/* mi-host compare's output (JSON) with the given extra options, into out; its exit status. */
+static int compare_cli(const char *extra, char *out, size_t cap) {
+  char cmd[1024];
+  FILE *f;
+  size_t n;
+  snprintf(cmd, sizeof cmd, "%s/bin/mi-host --plugins %s/plugins --json compare --model %s "
+           "--device blis-cpu:0 --default --default --min-rounds 2 --max-rounds 2 --budget-s 20 "
+           "%s 2>&1", build, build, model, extra);
+  if (!(f = popen(cmd, "r"))) return -1;
+  n = fread(out, 1, cap - 1, f);
+  out[n] = '\0';
+  return pclose(f);
+}
+
+static void compare_options(void) {
+  /* mi-host compare feeds an int64 input as mi-run, profile and accuracy do: --input NAME=FILE
+   * (the other inputs random) or --calib DIR; without either the comparison fails saying which
+   * input needs a value. */
+  char out[8192], opt[512];
+  snprintf(opt, sizeof opt, "--input %s", fixed);
+  CHECK(compare_cli(opt, out, sizeof out) == 0 && strstr(out, "\"ok\":true"), "--input: %s", out);
+  snprintf(opt, sizeof opt, "--calib %s", calib);
+  CHECK(compare_cli(opt, out, sizeof out) == 0 && strstr(out, "\"ok\":true"), "--calib: %s", out);
+  CHECK(compare_cli("", out, sizeof out) != 0 && strstr(out, "int64") && strstr(out, "fixed value"),
+        "none: %s", out);
+  snprintf(opt, sizeof opt, "--input sr=%s/nosuch.npy", dir);
+  CHECK(compare_cli(opt, out, sizeof out) != 0 && strstr(out, "nosuch.npy"), "missing file: %s",
+        out);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(calibration_samples),
     TU_CASE(fixed_value),
     TU_CASE(interleaved),
     TU_CASE(accuracy_bound),
+    TU_CASE(compare_options),
 };
 
 TU_MAIN(setup, teardown)

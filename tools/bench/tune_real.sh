@@ -83,10 +83,10 @@ for m in "${MODELS[@]}"; do
     k=${kv%%:*}; v=${kv#*:}; v=$(echo "$v" | tr -d '[]' | tr ',' 'x')
     shapes+=(--shape "$k:$v")
   done
-  extra=""
+  extra=""; cmpx=()
   if [[ $name == silero* ]]; then
     calib "$d/calib" "$(printf '%s ' "${shapes[@]}" | sed 's/--shape //g')"
-    extra="calibration: $d/calib"
+    extra="calibration: $d/calib"; cmpx=(--calib "$d/calib")
   fi
   cat >"$d/recipe.yaml" <<EOF
 version: 1
@@ -106,7 +106,7 @@ EOF
   echo "   rc=$rc $(echo "$t1 - $t0" | bc) s load $l1"
   [ -s "$d/out/deployment.yaml" ] || continue
   echo "== $name compare $(date -u +%T) load $(load)"
-  $HOST compare --model "$M/$file" "${shapes[@]}" --device blis-cpu:0 --default \
+  $HOST compare --model "$M/$file" "${shapes[@]}" "${cmpx[@]}" --device blis-cpu:0 --default \
     --config "$d/out/deployment.yaml" --seed "$SEED" >"$d/compare.json" 2>"$d/compare.err"
   echo "   rc=$? load $(load)"
 done

@@ -23,7 +23,10 @@ typedef struct cmp_config {
 
 typedef struct cmp_args {
   const char *model, *device;
-  char inputs[2048];
+  const char *shapes[16], *files[16], *calib; /* --shape, --input, --calib */
+  int nshape, nfile;
+  char inputs[2048];  /* every input's shape "NAME:D0xD1;..." for the workers, when given */
+  char fixed[8192];   /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
   cmp_config_t cfg[MI_COMPARE_MAX_CONFIGS];
   int n;
   mi_measure_options_t mo;
@@ -32,7 +35,8 @@ typedef struct cmp_args {
 } cmp_args_t;
 
 enum { O_MODEL = 256, O_DEVICE, O_CONFIG, O_DEFAULT, O_SET, O_SHAPE, O_TARGET, O_BUDGET,
-       O_TIMEOUT, O_MIN_ROUNDS, O_MAX_ROUNDS, O_SEED, O_REPEAT, O_WARMUP, O_JSON };
+       O_TIMEOUT, O_MIN_ROUNDS, O_MAX_ROUNDS, O_SEED, O_REPEAT, O_WARMUP, O_JSON, O_INPUT,
+       O_CALIB };
 
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "M.onnx", "the model"},
@@ -42,6 +46,8 @@ static const mi_cli_opt_t k_opts[] = {
     {"default", O_DEFAULT, NULL, "the space's default configuration (repeatable)"},
     {"set", O_SET, "KEY=VALUE", "change one key of the --config or --default before it"},
     {"shape", O_SHAPE, "NAME:D0xD1x...", "an input's shape, also NAME=D0,D1,... (dynamic dims;\nrepeatable)"},
+    {"input", O_INPUT, "NAME=FILE.npy", "an input's values, and so its shape, in every run\n(repeatable; an int64 input random data cannot fill)"},
+    {"calib", O_CALIB, "DIR", "the runs' inputs from DIR's first sample (*.npy, a\nsubfolder per input for several; as a recipe's calibration)"},
     {"target", O_TARGET, "X", "stop when every ratio is known to +-X, a share (default 0.02)"},
     {"budget-s", O_BUDGET, "S", "stop after S seconds (default 120)"},
     {"timeout", O_TIMEOUT, "S", "a worker taking longer than S seconds is killed (default 60)"},
@@ -56,7 +62,6 @@ static const mi_cli_opt_t k_opts[] = {
 
 static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   mi_cli_t c;
-  size_t at = 0;
   int k, st;
   mi_measure_options_default(&a->mo);
   /* A round (one worker running every configuration in turn, docs/measurement.md): 0.1 s of
@@ -84,20 +89,13 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
       if (!cf || !strchr(v, '=') || v[0] == '=' || cf->nset == MAX_SETS)
         return mi_host_usage_error("compare: --set KEY=VALUE follows the --config or --default it changes, got '%s'", v);
       cf->sets[cf->nset++] = v;
-    } else if (k == O_SHAPE) {
-      /* NAME:1x3x48x192 (as a recipe's inputs take it) or NAME=1,3,48,192 (as profile takes it),
-       * written as the worker's spec reads it: NAME:D0xD1x..., joined with ';' */
-      const char *sep = strchr(v, '=') ? strchr(v, '=') : strrchr(v, ':');
-      int64_t dims[MI_MAX_RANK];
-      int32_t rank = 0;
-      if (!sep || sep == v || strchr(v, ';') || mi_shape_parse(sep + 1, &rank, dims) != MI_OK)
-        return mi_host_usage_error("compare: --shape wants NAME:D0xD1x... or NAME=D0,D1,..., got '%s'", v);
-      at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%.*s:", at ? ";" : "",
-                             (int)(sep - v), v);
-      for (int32_t d = 0; d < rank && at < sizeof a->inputs; d++)
-        at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%lld", d ? "x" : "",
-                               (long long)dims[d]);
-      if (at >= sizeof a->inputs) return mi_host_usage_error("compare: too many --shape values");
+    } else if (k == O_SHAPE || k == O_INPUT) {
+      /* Checked against the model by mi_graph_input_args, as profile and accuracy do. */
+      int *n = k == O_SHAPE ? &a->nshape : &a->nfile;
+      if (*n == 16) return mi_host_usage_error("compare: at most 16 %s options", o);
+      (k == O_SHAPE ? a->shapes : a->files)[(*n)++] = v;
+    } else if (k == O_CALIB) {
+      a->calib = v;
     } else if (k == O_TARGET || k == O_BUDGET || k == O_TIMEOUT) {
       double x = strtod(v, &end);
       if (*end || !(x > 0 && x <= 100000)) return mi_host_usage_error("compare: bad %s '%s'", o, v);
@@ -229,10 +227,44 @@ static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t 
   return mi_space_canonical(s, c->pt, &c->text, err);
 }
 
-static int32_t load_graph(const cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
+/* The model with --shape/--input applied (mi_graph_input_args: the rules of profile, accuracy
+ * and mi-run), and what the workers get: every input's shape when any was given, and the
+ * --input files by absolute path (a worker need not share the working directory). */
+static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
+  size_t at = 0, fat = 0;
   int32_t rc;
   if ((rc = mi_onnx_load(a->model, g, err))) return rc;
-  if (a->inputs[0] && (rc = mi_graph_set_input_shapes(*g, a->inputs, "--shape", err))) return rc;
+  if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)))
+    return rc;
+  for (int32_t i = 0; a->nshape + a->nfile > 0 && i < (*g)->input_count && at < sizeof a->inputs; i++) {
+    const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
+    at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%s:", i ? ";" : "", t->name);
+    for (int32_t d = 0; d < t->rank && at < sizeof a->inputs; d++)
+      at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, d ? "x%lld" : "%lld",
+                             (long long)t->dims[d]);
+  }
+  if (at >= sizeof a->inputs)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape/--input: too many inputs");
+  for (int32_t i = 0; a->nshape + a->nfile > 0 && i < (*g)->input_count; i++) {
+    const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
+    for (int32_t d = 0; d < t->rank; d++)
+      if (t->dims[d] < 0)
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has dynamic dim %d: give "
+                         "--shape %s=D0xD1x... or --input %s=FILE.npy", t->name, (int)d,
+                         t->name, t->name);
+  }
+  for (int i = 0; i < a->nfile; i++) {
+    const char *eq = strchr(a->files[i], '=');
+    char *abs = eq ? realpath(eq + 1, NULL) : NULL;
+    if (!abs || strchr(a->files[i], ';'))
+      rc = mi_errorf(err, MI_ERR_IO, "--input '%s': cannot resolve the file", a->files[i]);
+    else
+      fat += (size_t)snprintf(a->fixed + fat, fat < sizeof a->fixed ? sizeof a->fixed - fat : 0,
+                              "%s%.*s=%s", i ? ";" : "", (int)(eq - a->files[i]), a->files[i], abs);
+    free(abs);
+    if (rc) return rc;
+  }
+  if (fat >= sizeof a->fixed) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: too many files");
   if (!(rc = mi_graph_toposort(*g, err))) rc = mi_graph_infer_shapes(*g, err);
   return rc;
 }
@@ -394,8 +426,8 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   so.probe_pool = pool;
   so.probe_spec = a->device;
   so.probe_model = a->model;
-  so.probe_inputs = a->inputs[0] ? a->inputs : NULL;
   if (mi_registry_device(reg, a->device, &pl, &dev, &err) || load_graph(a, &g, &err) ||
+      ((so.probe_inputs = a->inputs[0] ? a->inputs : NULL), 0) ||
       mi_space_create(g, pl, dev, &so, &s, &err)) {
     fprintf(stderr, "mi-host: compare: %s\n", err.message);
     rc = MI_HOST_USAGE;
@@ -413,6 +445,8 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   base.struct_size = sizeof base;
   base.model = a->model;
   base.inputs = a->inputs[0] ? a->inputs : NULL;
+  base.fixed_inputs = a->fixed[0] ? a->fixed : NULL;
+  base.calibration = a->calib;
   base.samples = 2;
   if (!h->json)
     fprintf(stderr, "compare: %d configurations in interleaved rounds, each measurement in a fresh worker; "
