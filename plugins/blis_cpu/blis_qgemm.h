@@ -38,6 +38,10 @@ int mi__blis_qweight_4bit(const mi_tensor_desc_t *w);
  * 0 when the tensor's quantization does not fit. */
 int mi__blis_qscale(const mi_tensor_desc_t *w, int64_t channels, int64_t c, double *s);
 int mi__blis_is_q8(const mi_tensor_desc_t *t);
+/* n codes y = QuantizeLinear(x) with one scale and zero point (UINT8 when u8, else INT8), and
+ * n floats y = DequantizeLinear(x), the reference's arithmetic bit for bit (blis_quant.c). */
+void mi__blis_q_row(int32_t simd, const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8);
+void mi__blis_dq_row(int32_t simd, const void *x, float *y, int64_t n, float s, int32_t zp, int32_t u8);
 
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,

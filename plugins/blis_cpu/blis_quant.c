@@ -2,10 +2,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "blis_internal.h"
+#include "blis_qgemm.h"
 
 typedef struct quant_state {
-  int32_t x, y, quantize, is_u8;
+  int32_t x, y, quantize, is_u8, simd;
   int64_t n, inner, channels; /* element i has channel (i / inner) % channels */
   float *scale;               /* channels each, after the struct */
   int32_t *zp;
@@ -17,36 +17,65 @@ typedef struct quant_task {
   void *y;
 } quant_task_t;
 
-/* Round half to even of a float without a libm call, so the loops vectorise: adding and removing
- * 1.5 * 2^23 leaves the nearest integer, ties to even, in the default rounding mode (what
- * nearbyintf does) for |v| <= 2^22; v is clamped to that first, which changes no code. */
-static inline float rne(float v) {
-  v = v < -4194304.f ? -4194304.f : v > 4194304.f ? 4194304.f : v;
-  return (v + 12582912.f) - 12582912.f;
+/* Round half to even in double without a libm call, so the loops vectorise: adding and removing
+ * 1.5 * 2^52 leaves the nearest integer, ties to even, in the default rounding mode (what rint
+ * does) for |v| < 2^51; v is clamped far outside every code range first, which changes no code. */
+static inline __attribute__((always_inline)) double rne(double v) {
+  v = v < -1e9 ? -1e9 : v > 1e9 ? 1e9 : v;
+  return (v + 6755399441055744.0) - 6755399441055744.0;
 }
 
-/* Elements [b, e) of one channel (scale s, zero point z): ONNX QuantizeLinear
- * saturate(round_half_to_even(x / scale) + zero_point), or DequantizeLinear (x - z) * s. */
-static void quant_run(const quant_state_t *q, const void *x, void *y, int64_t b, int64_t e, float s, int32_t zp) {
-  float z = (float)zp, lo = q->is_u8 ? 0.f : -128.f, hi = q->is_u8 ? 255.f : 127.f;
+/* ONNX QuantizeLinear saturate(round_half_to_even(x / scale) + zero_point) with the division in
+ * double, as the reference does it (ref_quant.c: a float quotient is rounded once before the
+ * rounding to a code and can land on a tie the exact quotient does not), and DequantizeLinear
+ * (x - z) * s in float, which is the reference's double product rounded once (the 9-bit integer
+ * times a float is exact in either). Branch-free, so the target clones below vectorise. */
+static inline __attribute__((always_inline)) void q_body(const float *x, void *y, int64_t n, float s,
+                                                          int32_t zp, int32_t u8) {
+  double sd = (double)s, z = (double)zp, lo = u8 ? 0. : -128., hi = u8 ? 255. : 127.;
   int64_t i;
-  if (q->quantize) {
-    const float *xf = x;
-    if (q->is_u8)
-      for (i = b; i < e; i++) {
-        float v = rne(xf[i] / s) + z;
-        ((uint8_t *)y)[i] = (uint8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
-      }
-    else
-      for (i = b; i < e; i++) {
-        float v = rne(xf[i] / s) + z;
-        ((int8_t *)y)[i] = (int8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
-      }
-  } else if (q->is_u8) {
-    for (i = b; i < e; i++) ((float *)y)[i] = (float)(((const uint8_t *)x)[i] - zp) * s;
-  } else {
-    for (i = b; i < e; i++) ((float *)y)[i] = (float)(((const int8_t *)x)[i] - zp) * s;
-  }
+  if (u8)
+    for (i = 0; i < n; i++) {
+      double v = rne((double)x[i] / sd) + z;
+      ((uint8_t *)y)[i] = (uint8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+    }
+  else
+    for (i = 0; i < n; i++) {
+      double v = rne((double)x[i] / sd) + z;
+      ((int8_t *)y)[i] = (int8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+    }
+}
+static inline __attribute__((always_inline)) void dq_body(const void *x, float *y, int64_t n, float s,
+                                                           int32_t zp, int32_t u8) {
+  int64_t i;
+  if (u8)
+    for (i = 0; i < n; i++) y[i] = (float)(((const uint8_t *)x)[i] - zp) * s;
+  else
+    for (i = 0; i < n; i++) y[i] = (float)(((const int8_t *)x)[i] - zp) * s;
+}
+#define T512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
+#define T256 __attribute__((target("avx2,fma")))
+T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t z, int32_t u8) { q_body(x, y, n, s, z, u8); }
+T256 static void q_256(const float *x, void *y, int64_t n, float s, int32_t z, int32_t u8) { q_body(x, y, n, s, z, u8); }
+T512 static void dq_512(const void *x, float *y, int64_t n, float s, int32_t z, int32_t u8) { dq_body(x, y, n, s, z, u8); }
+T256 static void dq_256(const void *x, float *y, int64_t n, float s, int32_t z, int32_t u8) { dq_body(x, y, n, s, z, u8); }
+
+void mi__blis_q_row(int32_t simd, const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
+  if (simd == MI__SIMD_AVX512) q_512(x, y, n, s, zp, u8);
+  else if (simd == MI__SIMD_AVX2) q_256(x, y, n, s, zp, u8);
+  else q_body(x, y, n, s, zp, u8);
+}
+
+void mi__blis_dq_row(int32_t simd, const void *x, float *y, int64_t n, float s, int32_t zp, int32_t u8) {
+  if (simd == MI__SIMD_AVX512) dq_512(x, y, n, s, zp, u8);
+  else if (simd == MI__SIMD_AVX2) dq_256(x, y, n, s, zp, u8);
+  else dq_body(x, y, n, s, zp, u8);
+}
+
+/* Elements [b, e) of one channel (scale s, zero point z). */
+static void quant_run(const quant_state_t *q, const void *x, void *y, int64_t b, int64_t e, float s, int32_t zp) {
+  if (q->quantize) mi__blis_q_row(q->simd, (const float *)x + b, (uint8_t *)y + b, e - b, s, zp, q->is_u8);
+  else mi__blis_dq_row(q->simd, (const uint8_t *)x + b, (float *)y + b, e - b, s, zp, q->is_u8);
 }
 
 /* Elements [b, e), in runs of one channel each. */
@@ -106,6 +135,7 @@ int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   q->y = mi__blis_out(n, 0);
   q->quantize = quantize;
   q->is_u8 = q8->dtype == MI_DTYPE_UINT8;
+  q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   q->n = mi_sdk_numel(x);
   q->channels = ch;
   q->inner = 1;
