@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "blis_conv.h"
+#include "blis_qgemm.h" /* lowered QDQ Add/Mul */
 
 static float const_scalar(const mi__blis_prep_t *p, int32_t idx, float dflt, int *ok) {
   const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
@@ -405,6 +406,7 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   tb = mi__blis_tensor(p, mi__blis_in(n, 1));
   ty = mi__blis_tensor(p, mi__blis_out(n, 0));
   if (!ta || !tb || !ty) return mi__blis_unsupported(err, n, "missing operand");
+  if (mi__blis_is_q8(ta) || mi__blis_is_q8(tb)) return mi__blis_prep_qbinary(p, s, err); /* lowered QDQ */
   if (ta->dtype != MI_DTYPE_FLOAT32 || tb->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "operands must be FLOAT32");
   if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;

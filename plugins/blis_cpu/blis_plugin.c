@@ -296,7 +296,9 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     } else {
       snprintf(v.description, sizeof v.description, "plain loop over host memory");
     }
-    if (strstr(op, "QuantizeLinear") || strstr(op, "QLinear") || strstr(op, "Integer"))
+    /* Add and Mul also run lowered QDQ ones on codes (blis_qadd.c). */
+    if (strstr(op, "QuantizeLinear") || strstr(op, "QLinear") || strstr(op, "Integer") || !strcmp(op, "Add") ||
+        !strcmp(op, "Mul"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
     if (!strcmp(op, "DequantizeLinear")) { /* DQ -> elementwise ops -> Q: blis_qlut.c */
       v.fuse_mask = MI_FUSE_ACT;

@@ -42,6 +42,8 @@ int mi__blis_is_q8(const mi_tensor_desc_t *t);
  * n floats y = DequantizeLinear(x), the reference's arithmetic bit for bit (blis_quant.c). */
 void mi__blis_q_row(int32_t simd, const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8);
 void mi__blis_dq_row(int32_t simd, const void *x, float *y, int64_t n, float s, int32_t zp, int32_t u8);
+/* A lowered QDQ Add or Mul: codes in, codes out (blis_qadd.c). */
+int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,

@@ -122,22 +122,36 @@ static int32_t dq_of(const mi_graph_t *g, int32_t n, int32_t slot) {
   return p >= 0 && is_op(g, p, "DequantizeLinear") && !is_graph_output(g, t) ? p : -1;
 }
 
-/* Matches DQ(xq) -> op(DQ(wq), bias) [-> Relu/Clip] -> Q(y) around weighted node n. */
+/* Runtime 8-bit codes with one scale and zero point in their tensor fields. */
+static int runtime_codes(const mi_graph_t *g, mi_array_t *const *consts, int32_t t) {
+  return t >= 0 && !consts[t] && g->tensors[t].scale > 0 && g->tensors[t].channel_count == 0 &&
+         (g->tensors[t].dtype == MI_DTYPE_UINT8 || g->tensors[t].dtype == MI_DTYPE_INT8);
+}
+
+/* Matches DQ(xq) -> op(DQ(wq), bias) [-> Relu/Clip] -> Q(y) around weighted node n, or
+ * DQ(aq), DQ(bq) -> Add/Mul [-> Relu/Clip] -> Q(y) of two runtime codes tensors (a residual
+ * add in QDQ form: what ONNX Runtime runs as QLinearAdd; here the device computes it on the
+ * codes in the unfused float arithmetic, so the result is the same). */
 static int match_lowered(const mi_graph_t *g, mi_array_t *const *consts, int32_t n,
                          mi__unit_t *u) {
   const mi_node_t *x = &g->nodes[n];
   int32_t dqx, dqw, y, r, act = -1, q, xq, wq;
-  if (!(is_op(g, n, "Conv") || is_op(g, n, "Gemm") || is_op(g, n, "MatMul")) ||
-      x->output_count != 1 || x->input_count < 2 || x->outputs[0] < 0)
+  int bin = is_op(g, n, "Add") || is_op(g, n, "Mul");
+  if (!(is_op(g, n, "Conv") || is_op(g, n, "Gemm") || is_op(g, n, "MatMul") || bin) ||
+      x->output_count != 1 || x->input_count < 2 || x->outputs[0] < 0 || (bin && x->input_count != 2))
     return 0;
   if ((dqx = dq_of(g, n, 0)) < 0 || (dqw = dq_of(g, n, 1)) < 0) return 0;
   xq = g->nodes[dqx].inputs[0];
   wq = g->nodes[dqw].inputs[0];
-  if (xq < 0 || consts[xq] || !(g->tensors[xq].scale > 0) ||
-      (g->tensors[xq].dtype != MI_DTYPE_UINT8 && g->tensors[xq].dtype != MI_DTYPE_INT8))
-    return 0;
-  if (wq < 0 || !consts[wq] || consts[wq]->dtype != MI_DTYPE_INT8 || !(g->tensors[wq].scale > 0))
-    return 0;
+  if (bin) {
+    if (!runtime_codes(g, consts, xq) || !runtime_codes(g, consts, wq)) return 0;
+  } else {
+    if (xq < 0 || consts[xq] || !(g->tensors[xq].scale > 0) ||
+        (g->tensors[xq].dtype != MI_DTYPE_UINT8 && g->tensors[xq].dtype != MI_DTYPE_INT8))
+      return 0;
+    if (wq < 0 || !consts[wq] || consts[wq]->dtype != MI_DTYPE_INT8 || !(g->tensors[wq].scale > 0))
+      return 0;
+  }
   if (x->input_count > 2 && x->inputs[2] >= 0 && !consts[x->inputs[2]]) return 0;
   y = x->outputs[0];
   if (is_graph_output(g, y) || (r = sole_reader(g, y)) < 0) return 0;

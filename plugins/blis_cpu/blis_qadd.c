@@ -1,0 +1,132 @@
+/* blis_qadd.c - lowered QDQ Add / Mul: DQ(a), DQ(b) -> Add or Mul [-> an activation the Q
+ * implies] -> Q, handed over as the Add or Mul alone reading and writing codes (the tensors'
+ * quantization fields say how; docs/abi.md, "Fused groups and quantized kernels"). What a QDQ
+ * export puts at every residual add. The codes are the unfused nodes' bit for bit: each block of
+ * outputs is dequantized, added and quantized with the standalone kernels' row loops, in cache,
+ * instead of three passes over memory with two float tensors between them. */
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+#define QB_BLOCK 512 /* outputs per block: the float rows stay in L1 */
+
+/* How an operand's elements map to the output's: element i reads code (i / run) % count. */
+typedef struct qb_side {
+  int32_t t, u8, z;
+  float s;
+  int64_t run, count;
+} qb_side_t;
+
+typedef struct qbin {
+  qb_side_t a, b;
+  int32_t y, yu8, yz, mul, simd;
+  float ys;
+  int64_t n;
+} qbin_t;
+
+typedef struct qb_task {
+  const qbin_t *q;
+  void *const *t;
+} qb_task_t;
+
+/* Floats of outputs [i, i + len) of one operand: one row when it is not broadcast, else one
+ * value per run (the same product DequantizeLinear computes). */
+static void side_rows(const qbin_t *q, const qb_side_t *o, const void *codes, int64_t i, int64_t len,
+                      float *f) {
+  int64_t j = 0;
+  if (o->run == 1 && o->count == q->n) {
+    mi__blis_dq_row(q->simd, (const uint8_t *)codes + i, f, len, o->s, o->z, o->u8);
+    return;
+  }
+  while (j < len) {
+    int64_t at = i + j, k = (at / o->run) % o->count, end = (at / o->run + 1) * o->run - i;
+    int32_t c = o->u8 ? ((const uint8_t *)codes)[k] : ((const int8_t *)codes)[k];
+    float v = (float)(c - o->z) * o->s;
+    if (end > len) end = len;
+    for (; j < end; j++) f[j] = v;
+  }
+}
+
+static void qb_part(void *arg, int64_t b, int64_t e) {
+  const qb_task_t *t = arg;
+  const qbin_t *q = t->q;
+  float fa[QB_BLOCK], fb[QB_BLOCK];
+  int64_t blk, j;
+  for (blk = b; blk < e; blk++) {
+    int64_t i = blk * QB_BLOCK, len = q->n - i < QB_BLOCK ? q->n - i : QB_BLOCK;
+    side_rows(q, &q->a, t->t[q->a.t], i, len, fa);
+    side_rows(q, &q->b, t->t[q->b.t], i, len, fb);
+    if (q->mul)
+      for (j = 0; j < len; j++) fa[j] *= fb[j];
+    else
+      for (j = 0; j < len; j++) fa[j] += fb[j];
+    mi__blis_q_row(q->simd, fa, (uint8_t *)t->t[q->y] + i, len, q->ys, q->yz, q->yu8);
+  }
+}
+
+static int32_t run_qbin(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const qbin_t *q = s->state;
+  qb_task_t task = {q, t};
+  (void)err;
+  mi__blis_parallel(env, (q->n + QB_BLOCK - 1) / QB_BLOCK, 1, QB_BLOCK * 4, qb_part, &task);
+  return MI_OK;
+}
+
+/* The run and count of an operand that broadcasts to y as one block of y's dims (all of them,
+ * a single element, or a middle block such as [C,1,1] of [N,C,H,W]); 0 otherwise. */
+static int side_shape(const mi_tensor_desc_t *x, const mi_tensor_desc_t *y, qb_side_t *o) {
+  int32_t off = y->rank - x->rank, d, first = -1, last = -1;
+  if (off < 0) return 0;
+  for (d = 0; d < x->rank; d++)
+    if (x->dims[d] != 1) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  o->run = 1;
+  o->count = mi_sdk_numel(x);
+  if (first < 0) { /* one element */
+    o->run = mi_sdk_numel(y);
+    o->count = 1;
+    return o->run > 0;
+  }
+  for (d = first; d <= last; d++)
+    if (x->dims[d] != y->dims[d + off]) return 0;
+  for (d = last + 1 + off; d < y->rank; d++) o->run *= y->dims[d];
+  return 1;
+}
+
+static int side_codes(const mi_tensor_desc_t *x, const mi_tensor_desc_t *y, int32_t t, qb_side_t *o) {
+  if (!mi__blis_is_q8(x) || x->data || x->channel_count != 0 || !(x->scale > 0.f)) return 0;
+  o->t = t;
+  o->u8 = x->dtype == MI_DTYPE_UINT8;
+  o->s = x->scale;
+  o->z = x->zero_point;
+  return side_shape(x, y, o);
+}
+
+int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1)),
+                         *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  qbin_t *q;
+  if (strcmp(n->op_type, "Add") && strcmp(n->op_type, "Mul"))
+    return mi__blis_unsupported(err, n, "only Add and Mul run on codes");
+  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "a quantized Add/Mul runs alone");
+  if (!a || !b || !y || !mi__blis_is_q8(y) || y->channel_count != 0 || !(y->scale > 0.f))
+    return mi__blis_unsupported(err, n, "needs codes out with one scale and zero point");
+  q = mi__blis_calloc(p->ctx, sizeof *q);
+  if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  s->state = q;
+  if (!side_codes(a, y, mi__blis_in(n, 0), &q->a) || !side_codes(b, y, mi__blis_in(n, 1), &q->b))
+    return mi__blis_unsupported(err, n, "operands must be runtime codes with one scale and zero point that "
+                                        "broadcast to the output as one block of its dims");
+  q->y = mi__blis_out(n, 0);
+  q->yu8 = y->dtype == MI_DTYPE_UINT8;
+  q->yz = y->zero_point;
+  q->ys = y->scale;
+  q->mul = strcmp(n->op_type, "Mul") == 0;
+  q->n = mi_sdk_numel(y);
+  q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  s->run = run_qbin;
+  return MI_OK;
+}
