@@ -276,46 +276,52 @@ static inline __attribute__((always_inline)) int32_t rne_code(double v, int32_t 
 
 /* y = clamp(round_half_even(acc * mult + bias) + zy): the double-precision form npu-stub and
  * docs/abi.md specify. Per-channel mult/bias: element i uses mult[i * mstep] (mstep 0: one).
- * Branch-free min/max so the loop vectorises in the AVX2/AVX-512 builds below. */
-static inline __attribute__((always_inline)) void requant_body(const int32_t *acc, int64_t n,
-                                                               const double *mult,
-                                                               const double *bias, int64_t mstep,
-                                                               int32_t zy, int32_t is_u8, void *y) {
-  int64_t i;
-  double mu = mult[0], bi = bias[0];
-  /* four plain loops (one scale or per column, UINT8 or INT8): no gathers, no branches */
-  if (is_u8 && mstep == 0) {
-    uint8_t *o = y;
-    for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mu + bi, zy, 0, 255);
-  } else if (is_u8) {
-    uint8_t *o = y;
-    for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, 0, 255);
-  } else if (mstep == 0) {
-    int8_t *o = y;
-    for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mu + bi, zy, -128, 127);
-  } else {
-    int8_t *o = y;
-    for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, -128, 127);
+ * Branch-free min/max so the loop vectorises in the AVX2/AVX-512 builds below. The sums come as
+ * int32, or as floats holding exact integers (the depthwise planes' float SIMD sums): same codes. */
+#define REQUANT_BODY(name, T)                                                                            \
+  static inline __attribute__((always_inline)) void name(const T *acc, int64_t n, const double *mult,   \
+                                                         const double *bias, int64_t mstep, int32_t zy,  \
+                                                         int32_t is_u8, void *y) {                       \
+    int64_t i;                                                                                           \
+    double mu = mult[0], bi = bias[0];                                                                   \
+    /* four plain loops (one scale or per column, UINT8 or INT8): no gathers, no branches */            \
+    if (is_u8 && mstep == 0) {                                                                           \
+      uint8_t *o = y;                                                                                    \
+      for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mu + bi, zy, 0, 255);            \
+    } else if (is_u8) {                                                                                  \
+      uint8_t *o = y;                                                                                    \
+      for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, 0, 255);  \
+    } else if (mstep == 0) {                                                                             \
+      int8_t *o = y;                                                                                     \
+      for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mu + bi, zy, -128, 127);          \
+    } else {                                                                                             \
+      int8_t *o = y;                                                                                     \
+      for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, -128, 127);\
+    }                                                                                                    \
   }
-}
-
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void
-requant_avx512(const int32_t *acc, int64_t n, const double *mult, const double *bias, int64_t mstep,
-               int32_t zy, int32_t is_u8, void *y) {
-  requant_body(acc, n, mult, bias, mstep, zy, is_u8, y);
-}
-__attribute__((target("avx2,fma"))) static void requant_avx2(const int32_t *acc, int64_t n,
-                                                             const double *mult, const double *bias,
-                                                             int64_t mstep, int32_t zy, int32_t is_u8,
-                                                             void *y) {
-  requant_body(acc, n, mult, bias, mstep, zy, is_u8, y);
-}
+REQUANT_BODY(requant_body, int32_t)
+REQUANT_BODY(requant_body_f, float)
+#define REQUANT_ARGS(T) const T *acc, int64_t n, const double *mult, const double *bias, int64_t mstep, \
+                        int32_t zy, int32_t is_u8, void *y
+#define T512Q __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
+#define T256Q __attribute__((target("avx2,fma")))
+T512Q static void requant_avx512(REQUANT_ARGS(int32_t)) { requant_body(acc, n, mult, bias, mstep, zy, is_u8, y); }
+T256Q static void requant_avx2(REQUANT_ARGS(int32_t)) { requant_body(acc, n, mult, bias, mstep, zy, is_u8, y); }
+T512Q static void requant_f_avx512(REQUANT_ARGS(float)) { requant_body_f(acc, n, mult, bias, mstep, zy, is_u8, y); }
+T256Q static void requant_f_avx2(REQUANT_ARGS(float)) { requant_body_f(acc, n, mult, bias, mstep, zy, is_u8, y); }
 
 void mi__blis_requant(int32_t simd, const int32_t *acc, int64_t n, const double *mult,
                       const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y) {
   if (simd == MI__SIMD_AVX512) requant_avx512(acc, n, mult, bias, mstep, zy, is_u8, y);
   else if (simd == MI__SIMD_AVX2) requant_avx2(acc, n, mult, bias, mstep, zy, is_u8, y);
   else requant_body(acc, n, mult, bias, mstep, zy, is_u8, y);
+}
+
+void mi__blis_requant_f(int32_t simd, const float *acc, int64_t n, const double *mult,
+                        const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y) {
+  if (simd == MI__SIMD_AVX512) requant_f_avx512(acc, n, mult, bias, mstep, zy, is_u8, y);
+  else if (simd == MI__SIMD_AVX2) requant_f_avx2(acc, n, mult, bias, mstep, zy, is_u8, y);
+  else requant_body_f(acc, n, mult, bias, mstep, zy, is_u8, y);
 }
 
 int32_t mi__blis_qweight(const mi_tensor_desc_t *w, int64_t i) {

@@ -126,7 +126,7 @@ static int qdw_strips(const qconv_task_t *t, int64_t xo, const float *wf, int32_
     s.pt = a < 0 ? -a : 0;
     s.H = end > top ? end - top : 0;
     if (s.H * s.W > MI__DW_PLANE_MAX) return 0;
-    for (i = 0; i < s.H * s.W; i++) xf[i] = (float)(code(t->x, q->x_u8, xo + top * c->W + i) - t->zx);
+    mi__blis_dq_row(c->simd, (const uint8_t *)t->x + xo + top * c->W, xf, s.H * s.W, 1.f, t->zx, q->x_u8);
     if (!mi__blis_dw_plane(&s, xf, wf, yf)) return 0;
     for (i = 0; i < s.OH * c->OW; i++) acc[o0 * c->OW + i] = (int32_t)yf[i];
   }
@@ -148,8 +148,14 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
       /* Integer codes as floats: every product (< 2^15) and partial sum (taps * 255 * 127 <
        * 2^24) is exact in float, so the float SIMD plane computes the exact integer sum. */
       float xf[MI__DW_PLANE_MAX], yf[MI__DW_PLANE_MAX];
-      for (i = 0; i < c->H * c->W; i++) xf[i] = (float)(code(t->x, q->x_u8, xo + i) - t->zx);
+      /* (code - zx) * 1: the codes as exact floats, in the SIMD row loop */
+      mi__blis_dq_row(c->simd, (const uint8_t *)t->x + xo, xf, c->H * c->W, 1.f, t->zx, q->x_u8);
       if (mi__blis_dw_plane(c, xf, q->wf + m * c->KH * c->KW, yf)) {
+        if (!q->ibias && !q->out32) { /* the output stage straight from the exact float sums */
+          mi__blis_requant_f(c->simd, yf, ohw, q->mult + m, q->bias + m, 0, q->zy, q->y_u8,
+                             (uint8_t *)t->y + pl * ohw);
+          continue;
+        }
         for (i = 0; i < ohw; i++) acc[i] = (int32_t)yf[i];
         qconv_out(q, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
         continue;

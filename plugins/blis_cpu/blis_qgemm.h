@@ -29,6 +29,9 @@ static inline uint8_t mi__blis_nib_byte(int32_t w0, int32_t w1) {
  * or INT8; mstep 1 for per-column parameters, 0 for one pair. */
 void mi__blis_requant(int32_t simd, const int32_t *acc, int64_t n, const double *mult,
                       const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y);
+/* The same from float sums that hold exact integers (the depthwise float planes). */
+void mi__blis_requant_f(int32_t simd, const float *acc, int64_t n, const double *mult,
+                        const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y);
 /* Element i of an INT8 or packed INT4 (low nibble first) constant. */
 int32_t mi__blis_qweight(const mi_tensor_desc_t *w, int64_t i);
 /* 1 when every value of an INT8 or INT4 constant fits 4 bits (-8..7): an MI_DTYPE_INT4 weight, or

@@ -42,6 +42,8 @@ const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, co
   return NULL;
 }
 
+static uint32_t fuse_mask(const mi_variant_desc_t *v, uint32_t n, const char *op);
+
 static int int8_variant(const mi_variant_desc_t *vars, uint32_t n, const char *op) {
   for (uint32_t i = 0; i < n; i++)
     if (strncmp(vars[i].op_type, op, sizeof vars[i].op_type) == 0 &&
@@ -415,9 +417,14 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
   p->unit = malloc(((size_t)g->node_count + 1) * sizeof *p->unit);
   if (!p->role || !p->unit) goto oom;
   for (int32_t i = 0; i < g->node_count; i++) p->unit[i] = -1;
+  int qdq_elt = (fuse_mask(vars, var_count, "DequantizeLinear") & MI_FUSE_ACT) != 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     if (p->role[n] != MI__ROLE_NODE || !match_lowered(g, consts, n, &u)) continue;
     if (!int8_variant(vars, var_count, g->nodes[n].op_type)) continue;
+    /* A lowered Add/Mul only where the device runs quantized elementwise chains too (its
+     * DequantizeLinear declares MI_FUSE_ACT): it is the same promise, codes in and out with the
+     * unfused nodes' arithmetic. */
+    if ((is_op(g, n, "Add") || is_op(g, n, "Mul")) && !qdq_elt) continue;
     if (p->role[u.q] != MI__ROLE_NODE || (u.act >= 0 && p->role[u.act] != MI__ROLE_NODE)) continue;
     if (add_unit(p, &u)) goto oom;
   }
