@@ -75,6 +75,59 @@ static void int8_into_relu_refused(tb_plugin_t *p) {
   CHECK(tb_run(p, &b, NULL, NULL, 0, ins, y, &err) == MI_ERR_UNSUPPORTED, "int8 Relu refused: %s", err.message);
 }
 
+/* Inputs whose float quotient x / s lands on a tie that the exact quotient misses by a few ulps:
+ * QuantizeLinear must round the exact quotient (the reference divides in double, ref_quant.c),
+ * so a float division's ties to even give a code one off for about half of them. The codes go
+ * through DequantizeLinear (exact) to compare. 120 elements, a SIMD row plus its tail. */
+static void quotient_ties_case(tb_plugin_t *p) {
+  enum { N = 120 };
+  int64_t d = N, one_d = 1, i, k, found = 0, float_off = 0;
+  float x[N], got[N], want[N], s = 0.037f;
+  int8_t z = -128; /* codes -128..127 hold quotients 0..255: no saturation */
+  const float *ins[1] = {x};
+  tb_t b;
+  int tx, ts, tz, tq, ty;
+  mi_error_t err = {0, ""};
+  for (k = 0; k < 81 * 250 && found < N; k++) { /* x next to (m + 0.5) * s, m = k / 81 < 250 */
+    float base = (float)((double)(k / 81) + 0.5) * s, v;
+    uint32_t bits;
+    memcpy(&bits, &base, 4);
+    bits += (uint32_t)(k % 81) - 40u;
+    memcpy(&v, &bits, 4);
+    if (v / s != floorf(v / s) + 0.5f || (double)v / (double)s == floor((double)v / (double)s) + 0.5) continue;
+    x[found] = v;
+    found++;
+  }
+  REQUIRE(found == N);
+  memset(&b, 0, sizeof b);
+  tx = tb_tensor(&b, 1, &d, NULL);
+  ts = tb_tensor(&b, 1, &one_d, &s);
+  tz = tb_tensor(&b, 1, &one_d, NULL);
+  b.t[tz].dtype = MI_DTYPE_INT8;
+  b.t[tz].data = &z;
+  b.t[ts].data_bytes = 4;
+  b.t[tz].data_bytes = 1;
+  tq = tb_tensor(&b, 1, &d, NULL);
+  b.t[tq].dtype = MI_DTYPE_INT8;
+  ty = tb_tensor(&b, 1, &d, NULL);
+  {
+    int in[3] = {tx, ts, tz}, in2[3] = {tq, ts, tz};
+    tb_node(&b, "QuantizeLinear", 13, 3, in, tq);
+    tb_node(&b, "DequantizeLinear", 13, 3, in2, ty);
+  }
+  tb_finish(&b, ty);
+  for (i = 0; i < N; i++) {
+    double q = rint((double)x[i] / (double)s) + z;
+    want[i] = (float)((q - z) * (double)s);
+    float_off += rintf(x[i] / s) + z != q;
+  }
+  CHECK(float_off > 0, "the inputs do not tell a float quotient from the exact one");
+  CHECK(tb_run(p, &b, NULL, NULL, 0, ins, got, &err) == MI_OK, "ties: %s", err.message);
+  for (i = 0, k = 0; i < N; i++) k += got[i] != want[i];
+  CHECK(k == 0, "%lld of %d codes are not the exact quotient's (a float quotient's would miss %lld)", (long long)k, N,
+        (long long)float_off);
+}
+
 static tb_plugin_t p;
 
 static void setup(void) {
@@ -94,8 +147,13 @@ static void int8_into_relu(void) {
   int8_into_relu_refused(&p);
 }
 
+static void quotient_ties(void) {
+  quotient_ties_case(&p);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(qdq),
+    TU_CASE(quotient_ties),
     TU_CASE(int8_into_relu),
 };
 
