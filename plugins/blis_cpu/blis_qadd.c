@@ -118,8 +118,9 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   if (!q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   s->state = q;
   if (!side_codes(a, y, mi__blis_in(n, 0), &q->a) || !side_codes(b, y, mi__blis_in(n, 1), &q->b))
-    return mi__blis_unsupported(err, n, "operands must be runtime codes with one scale and zero point that "
-                                        "broadcast to the output as one block of its dims");
+    return mi__blis_unsupported(err, n,
+                                "operands must be runtime codes with one scale and zero point that "
+                                "broadcast to the output as one block of its dims");
   q->y = mi__blis_out(n, 0);
   q->yu8 = y->dtype == MI_DTYPE_UINT8;
   q->yz = y->zero_point;

@@ -37,10 +37,10 @@ typedef struct qcase {
   int32_t dt;
   float sa, sb, sy;
   int32_t za, zb, zy;
-  int b_rank;            /* 4: [1,6,9,11]; 1: one code [1]; -1: per channel [1,6,1,1] */
-  int relu;              /* a Relu between the op and the Q (zy must be the lowest code) */
-  int sum_is_output;     /* the float sum is a graph output too: no lowering */
-  int kernels;           /* device kernels expected */
+  int b_rank;        /* 4: [1,6,9,11]; 1: one code [1]; -1: per channel [1,6,1,1] */
+  int relu;          /* a Relu between the op and the Q (zy must be the lowest code) */
+  int sum_is_output; /* the float sum is a graph output too: no lowering */
+  int kernels;       /* device kernels expected */
 } qcase_t;
 
 static mi_graph_t *build(const qcase_t *c) {
@@ -49,7 +49,7 @@ static mi_graph_t *build(const qcase_t *c) {
   REQUIRE(g);
   g->opset = 13;
   int32_t a = tensor(g, "a", c->dt, 4, d, NULL, 0);
-  int32_t b = c->b_rank == 4 ? tensor(g, "b", c->dt, 4, d, NULL, 0)
+  int32_t b = c->b_rank == 4   ? tensor(g, "b", c->dt, 4, d, NULL, 0)
               : c->b_rank == 1 ? tensor(g, "b", c->dt, 1, d1, NULL, 0)
                                : tensor(g, "b", c->dt, 4, dc, NULL, 0);
   REQUIRE(mi_graph_add_input(g, a) == MI_OK);
