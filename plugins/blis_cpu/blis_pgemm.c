@@ -107,6 +107,7 @@ static inline __attribute__((always_inline)) AVX512_FN void
 nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0, int64_t po1, int two,
            __mmask16 k0, __mmask16 k1, int ek, int full) {
   const float *b = q->b;
+  int pf = full && !q->koff; /* B rows at a fixed stride: prefetch (see PG_PF) */
   float abuf[MR512 * PG_KB] __attribute__((aligned(64)));
   __m512 c0[MR512], c1[MR512];
   int64_t kk, k0b, ldb = q->ldb, rows = q->mg - mp * MR512;
@@ -134,6 +135,7 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
       NV512_K(b + koff[kk])
     } else {
       const float *bb = b + k0b * ldb;
+      if (pf) pg_prefetch_rows(bb, ldb, kn, bo0, bo1);
       NV512_K(bb + kk * ldb)
     }
 #undef NV512_K
@@ -143,6 +145,7 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
     if (i < rows) {
       int64_t m = mp * MR512 + i;
       float *yr = q->y + m * q->ldc;
+      if (pf) pg_prefetch_out(q, m, yr, po0, po1, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
       if (!q->epi) {
         PG_ST(yr + po0, k0, c0[i]);
         if (two) PG_ST(yr + po1, k1, c1[i]);
