@@ -21,6 +21,8 @@ typedef struct mi__step {
   int32_t *inputs;
   int32_t output_count;  /* outputs in kernel_run order (graph tensor indices) */
   int32_t *outputs;
+  int32_t alias;         /* a reshape-like node whose output shares its input's device buffer
+                          * (prepare.c): nothing to run */
 } mi__step_t;
 
 struct mi_session {
@@ -34,6 +36,7 @@ struct mi_session {
   mi_array_t **consts;
   uint8_t *const_owned;
   mi_buffer_t **bufs;      /* per tensor: device buffer, NULL when no device kernel touches it */
+  uint8_t *buf_alias;      /* per tensor: bufs[t] is another tensor's buffer (not freed with t) */
   uint64_t *buf_bytes;
   /* Per tensor: how its device buffer is stored (mi_layout, block). Host copies are always
    * logical (ONNX order, what the reference interpreter reads); the transfers convert. */
