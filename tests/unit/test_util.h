@@ -62,13 +62,15 @@ tu_fail_(const char *file, int line, const char *cond, const char *fmt, ...) {
 #define TU_SKIP_CODE 77
 
 /* Ends the whole test as skipped, saying why. Only for what the machine lacks (no device, no
- * fetched model, no root): what the code under test gets wrong is a failure, never a skip. */
+ * fetched model, no root): what the code under test gets wrong is a failure, never a skip. A
+ * skip in a later case does not hide an earlier case's failed check: the test then fails. */
 #define TU_SKIP(...)          \
   do {                        \
     fflush(stderr);           \
     printf("SKIP: ");         \
     printf(__VA_ARGS__);      \
     printf("\n");             \
+    if (g_failures) tu_stop_(); \
     fflush(stdout);           \
     exit(TU_SKIP_CODE);       \
   } while (0)
