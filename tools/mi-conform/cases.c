@@ -8,13 +8,10 @@
 /* A deterministic weight generator (splitmix64), values in [lo, hi). */
 static float *weights(int64_t count, uint64_t seed, float lo, float hi) {
   float *w = malloc((size_t)count * sizeof *w);
-  uint64_t s = seed;
+  mi_rng_t s = {seed}; /* the state as it is, not mi_rng_seed's mix */
   if (!w) return NULL;
   for (int64_t i = 0; i < count; i++) {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    uint64_t z = mi_rng_next(&s);
     w[i] = lo + (hi - lo) * (float)((double)(z >> 40) / 16777216.0);
   }
   return w;

@@ -12,16 +12,9 @@
 #define KNOB_SAMPLES 2
 #define MAX_CASES 4
 
-static uint64_t next_random(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* A random value from a knob's domain. */
-static void sample_knob(const mi_knob_desc_t *k, uint64_t *rng, mi_knob_value_t *v) {
-  uint64_t r = next_random(rng);
+static void sample_knob(const mi_knob_desc_t *k, mi_rng_t *rng, mi_knob_value_t *v) {
+  uint64_t r = mi_rng_next(rng);
   v->name = k->name;
   v->i = k->default_int;
   v->f = k->default_float;
@@ -57,7 +50,7 @@ static double tolerance(const mi_variant_desc_t *v) {
  * reference interpreter. A variant that accepts none of its cases fails. */
 int conform_rule_reference(conform_ctx_t *c, char *why, size_t n) {
   int ran = 0, variants_checked = 0, no_case = 0;
-  uint64_t rng = 12345;
+  mi_rng_t rng = {12345};
   for (uint32_t dev = 0; dev < c->plugin.device_count; dev++) {
     conform_descs_t d;
     if (conform_descs_get(c, dev, &d, why, n) != MI_OK) return CONFORM_FAIL;
@@ -206,7 +199,7 @@ int conform_rule_counters(conform_ctx_t *c, char *why, size_t n) {
 int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
   const mi_plugin_api_t *a = &c->plugin.api;
   static const uint64_t sizes[3] = {1, 4097, 1u << 20};
-  uint64_t rng = 77;
+  mi_rng_t rng = {77};
   for (uint32_t dev = 0; dev < c->plugin.device_count; dev++) {
     for (int si = 0; si < 3; si++) {
       uint64_t size = sizes[si];
@@ -219,7 +212,7 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
         free(dst);
         return conform_verdict(why, n, CONFORM_FAIL, "out of memory");
       }
-      for (uint64_t i = 0; i < size; i++) src[i] = (unsigned char)next_random(&rng);
+      for (uint64_t i = 0; i < size; i++) src[i] = (unsigned char)mi_rng_next(&rng);
       if (a->buffer_alloc(c->plugin.ctx, dev, size, &buf, &err) != MI_OK || !buf) {
         fail = "buffer_alloc failed";
       } else if (a->buffer_write(c->plugin.ctx, buf, 0, src, size, &err) != MI_OK) {

@@ -118,7 +118,7 @@ int32_t mi_zoo_build(const char *family, const mi_zoo_options_t *opt, mi_graph_t
   b.err = err;
   b.batch = cfg.batch;
   /* Mix the family in so that two families with one seed do not share weight streams. */
-  b.rng = opt->seed ^ (0xA24BAED4963EE407ull * (uint64_t)(i + 1));
+  b.rng.state = opt->seed ^ (0xA24BAED4963EE407ull * (uint64_t)(i + 1));
   b.g = mi_graph_create(family);
   if (!b.g) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi-zoo: %s: out of memory", family);
   b.g->opset = families[i].info.opset;

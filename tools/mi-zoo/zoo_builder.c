@@ -8,17 +8,10 @@
 
 #define NAME_MAX_LEN 160
 
-static uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* Uniform float in [lo, hi) from the builder's stream. */
 static float uniform_in(mi__zb_t *b, float lo, float hi) {
   /* 24 bits: exactly representable in a float, so the value never rounds up to `hi`. */
-  float u = (float)(splitmix64(&b->rng) >> 40) * (1.0f / 16777216.0f);
+  float u = (float)(mi_rng_next(&b->rng) >> 40) * (1.0f / 16777216.0f);
   return lo + (hi - lo) * u;
 }
 

@@ -11,7 +11,7 @@
  * touching the graph, so a generator checks once at the end. */
 typedef struct mi__zb {
   mi_graph_t *g;
-  uint64_t rng;       /* splitmix64 state */
+  mi_rng_t rng;       /* its state is set as it is, not through mi_rng_seed */
   int32_t status;
   mi_error_t *err;
   int32_t last_node;  /* the node the attribute setters apply to */

@@ -72,28 +72,22 @@ MI_API int64_t mi_array_numel(const mi_array_t *a) {
   return n;
 }
 
-/* splitmix64: small, fast, and the same sequence on every platform. */
-static uint64_t splitmix64(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed) {
   int64_t n = mi_array_numel(a);
-  uint64_t s = seed;
+  /* The state is the seed itself, not mi_rng_seed's mix: the arrays keep the values they
+   * have always had. */
+  mi_rng_t s = {seed};
   if (a->dtype == MI_DTYPE_FLOAT32) {
     float *p = a->data;
-    for (int64_t i = 0; i < n; i++) p[i] = (float)((splitmix64(&s) >> 40) * (2.0 / 16777216.0) - 1.0);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)((mi_rng_next(&s) >> 40) * (2.0 / 16777216.0) - 1.0);
   } else if (a->dtype == MI_DTYPE_INT64) {
     int64_t *p = a->data;
-    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)(splitmix64(&s) % 16);
+    for (int64_t i = 0; i < n; i++) p[i] = (int64_t)(mi_rng_next(&s) % 16);
   } else if (a->dtype == MI_DTYPE_INT32) {
     int32_t *p = a->data;
-    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(splitmix64(&s) % 16);
+    for (int64_t i = 0; i < n; i++) p[i] = (int32_t)(mi_rng_next(&s) % 16);
   } else {
     unsigned char *p = a->data;
-    for (size_t i = 0; i < a->nbytes; i++) p[i] = (unsigned char)splitmix64(&s);
+    for (size_t i = 0; i < a->nbytes; i++) p[i] = (unsigned char)mi_rng_next(&s);
   }
 }

@@ -42,13 +42,6 @@ static int32_t raw_predict(BoosterHandle b, DMatrixHandle dm, int32_t m, double 
   return MI_OK;
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 int32_t mi__xgb_fit(const double *X, const double *y, int32_t n, int32_t d,
                     const mi_surrogate_options_t *o, int rank, mi__xgb_t **out,
                     mi_error_t *err) {
@@ -57,7 +50,7 @@ int32_t mi__xgb_fit(const double *X, const double *y, int32_t n, int32_t d,
   float *lab = malloc((size_t)n * sizeof *lab);
   double *raw = malloc((size_t)n * sizeof *raw);
   DMatrixHandle all = NULL;
-  uint64_t rs = o->seed ^ 0x5eedull;
+  mi_rng_t rs = {o->seed ^ 0x5eedull}; /* the state as it is, not mi_rng_seed's mix */
   char buf[32];
   *out = NULL;
   if (!x || !rows || !lab || !raw) {
@@ -84,7 +77,7 @@ int32_t mi__xgb_fit(const double *X, const double *y, int32_t n, int32_t d,
     BoosterHandle b = NULL;
     unsigned group = (unsigned)n;
     /* Member 0 sees all the data; the others a bootstrap resample. */
-    for (int32_t i = 0; i < n; i++) rows[i] = e == 0 ? i : (int32_t)(splitmix(&rs) % (uint64_t)n);
+    for (int32_t i = 0; i < n; i++) rows[i] = e == 0 ? i : (int32_t)(mi_rng_next(&rs) % (uint64_t)n);
     for (int32_t i = 0; i < n; i++) {
       double ys = (y[rows[i]] - x->mu) / x->sd;
       lab[i] = (float)(rank ? -ys : ys); /* rankers: a higher label is a better (faster) row */
