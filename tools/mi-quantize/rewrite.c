@@ -7,13 +7,6 @@
 
 #include "mi_quantize.h"
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 /* A tensor name not in the graph yet: base + suffix (+ _N). */
 static void fresh_name(const mi_graph_t *g, const char *base, const char *suffix, char *out, size_t cap) {
   snprintf(out, cap, "%s%s", base, suffix);
@@ -41,7 +34,7 @@ static int32_t add_node(mi_graph_t *g, const char *op, const char *name, int32_t
   snprintf(nm, sizeof nm, "%s", name);
   int32_t n = mi_graph_add_node(g, op, nm, nin, ins, 1, &out);
   if (n >= 0 && domain) {
-    char *d = dup_str(domain);
+    char *d = strdup(domain);
     if (!d) return -1;
     free(g->nodes[n].domain);
     g->nodes[n].domain = d;
@@ -53,7 +46,7 @@ static int32_t add_node(mi_graph_t *g, const char *op, const char *name, int32_t
 static int set_node(mi_graph_t *g, int32_t n, const char *op, int32_t nin, const int32_t *ins, int32_t out,
                     const char *domain) {
   mi_node_t *nd = &g->nodes[n];
-  char *o = dup_str(op), *d = dup_str(domain ? domain : "");
+  char *o = strdup(op), *d = strdup(domain ? domain : "");
   int32_t *in = malloc(sizeof *in * (size_t)nin);
   if (!o || !d || !in) {
     free(o), free(d), free(in);

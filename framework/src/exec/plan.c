@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "graph/graph.h"
 
 #define INT8_BITS (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8))
 
@@ -15,23 +16,6 @@ static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
          !(g->nodes[n].domain && g->nodes[n].domain[0]);
 }
 
-static int is_graph_output(const mi_graph_t *g, int32_t t) {
-  for (int32_t i = 0; i < g->output_count; i++)
-    if (g->outputs[i] == t) return 1;
-  return 0;
-}
-
-/* The one node reading t (through any slot), or -1 when none or several. */
-static int32_t sole_reader(const mi_graph_t *g, int32_t t) {
-  int32_t found = -1;
-  for (int32_t i = 0; i < g->node_count; i++)
-    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
-      if (g->nodes[i].inputs[j] == t) {
-        if (found >= 0 && found != i) return -1;
-        found = i;
-      }
-  return found;
-}
 
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout) {
@@ -121,7 +105,7 @@ static int act_implied(const mi_graph_t *g, mi_array_t *const *consts, int32_t a
 static int32_t dq_of(const mi_graph_t *g, int32_t n, int32_t slot) {
   int32_t t = slot < g->nodes[n].input_count ? g->nodes[n].inputs[slot] : -1;
   int32_t p = t >= 0 ? g->tensors[t].producer : -1;
-  return p >= 0 && is_op(g, p, "DequantizeLinear") && !is_graph_output(g, t) ? p : -1;
+  return p >= 0 && is_op(g, p, "DequantizeLinear") && !mi__graph_is_output(g, t) ? p : -1;
 }
 
 /* Runtime 8-bit codes with one scale and zero point in their tensor fields. */
@@ -156,12 +140,12 @@ static int match_lowered(const mi_graph_t *g, mi_array_t *const *consts, int32_t
   }
   if (x->input_count > 2 && x->inputs[2] >= 0 && !consts[x->inputs[2]]) return 0;
   y = x->outputs[0];
-  if (is_graph_output(g, y) || (r = sole_reader(g, y)) < 0) return 0;
+  if ((r = mi__graph_sole_reader(g, y)) < 0) return 0;
   if (is_op(g, r, "Relu") || is_op(g, r, "Clip")) {
     act = r;
     if (g->nodes[r].output_count != 1 || g->nodes[r].inputs[0] != y) return 0;
     y = g->nodes[r].outputs[0];
-    if (y < 0 || is_graph_output(g, y) || (r = sole_reader(g, y)) < 0) return 0;
+    if (y < 0 || (r = mi__graph_sole_reader(g, y)) < 0) return 0;
   }
   q = r;
   if (!is_op(g, q, "QuantizeLinear") || g->nodes[q].inputs[0] != y ||
@@ -298,14 +282,14 @@ static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t 
     return 0;
   t = g->nodes[add].outputs[0];
   /* Clip's bounds: constant inputs, or attributes before opset 11 */
-  if (is_graph_output(g, t) || (clip = sole_reader(g, t)) < 0 || !is_op(g, clip, "Clip") ||
+  if ((clip = mi__graph_sole_reader(g, t)) < 0 || !is_op(g, clip, "Clip") ||
       g->nodes[clip].inputs[0] != t || clip_bound(g, consts, clip, 1, NAN) != 0.0 ||
       clip_bound(g, consts, clip, 2, NAN) != 6.0)
     return 0;
   t = g->nodes[clip].outputs[0];
-  if (is_graph_output(g, t) || sole_reader(g, t) != mul || g->nodes[mul].input_count != 2) return 0;
+  if (mi__graph_sole_reader(g, t) != mul || g->nodes[mul].input_count != 2) return 0;
   t = g->nodes[mul].outputs[0];
-  if (t < 0 || is_graph_output(g, t) || (q[3] = sole_reader(g, t)) < 0) return 0;
+  if (t < 0 || (q[3] = mi__graph_sole_reader(g, t)) < 0) return 0;
   if (!(is_op(g, q[3], "Div") && const_scalar(g, consts, q[3], 1) == 6.0) &&
       !(is_op(g, q[3], "Mul") && fabs(const_scalar(g, consts, q[3], 1) - 1.0 / 6.0) < 1e-7))
     return 0;
@@ -322,8 +306,8 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   int32_t cur = g->nodes[n].outputs[0];
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
-  while (cur >= 0 && !is_graph_output(g, cur)) {
-    int32_t r = sole_reader(g, cur), q[4];
+  while (cur >= 0 && !mi__graph_is_output(g, cur)) {
+    int32_t r = mi__graph_sole_reader(g, cur), q[4];
     uint32_t bit;
     if (r < 0) {
       if (!(mask & MI_FUSE_ACT) || u->count + 4 > MI__UNIT_MAX || !match_hswish(g, consts, cur, q))
@@ -392,7 +376,7 @@ static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
     int32_t t, readers = 0, lowered = 0;
     if (!is_op(g, d, "DequantizeLinear") || p->role[d] != MI__ROLE_NODE) continue;
     t = g->nodes[d].outputs[0];
-    if (t < 0 || is_graph_output(g, t)) continue;
+    if (t < 0 || mi__graph_is_output(g, t)) continue;
     for (int32_t i = 0; i < g->node_count; i++)
       for (int32_t j = 0; j < g->nodes[i].input_count; j++) {
         const mi__unit_t *u;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "graph/graph.h"
 
 static int plain_op(const mi_graph_t *g, int32_t n, const char *op) {
   return strcmp(g->nodes[n].op_type, op) == 0 && !(g->nodes[n].domain && g->nodes[n].domain[0]);
@@ -24,12 +25,6 @@ static int chain_op(const mi_graph_t *g, int32_t n) {
                                     "MaxPool"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (plain_op(g, n, ops[i])) return g->nodes[n].output_count == 1;
-  return 0;
-}
-
-static int graph_output(const mi_graph_t *g, int32_t t) {
-  for (int32_t i = 0; i < g->output_count; i++)
-    if (g->outputs[i] == t) return 1;
   return 0;
 }
 
@@ -64,7 +59,7 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
     /* A reader of the dequantized input alone that is no part of the chain: the kernel writes
      * that value too, so the reader must come after the kernel (the chain's Q). */
     if (!past_dq && (outside || !chain_op(g, i) || q >= 0)) {
-      if (q < 0 || graph_output(g, d->outputs[0])) return 0;
+      if (q < 0 || mi__graph_is_output(g, d->outputs[0])) return 0;
       continue;
     }
     if (plain_op(g, i, "QuantizeLinear")) {
@@ -84,7 +79,7 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
   /* Every value of the chain stays inside: read by members only (the last by the Q alone). */
   for (int32_t m = 0; m < u->count; m++) {
     int32_t t = g->nodes[u->nodes[m]].outputs[0];
-    if (u->nodes[m] > q || graph_output(g, t)) return 0;
+    if (u->nodes[m] > q || mi__graph_is_output(g, t)) return 0;
     for (int32_t i = 0; i < g->node_count; i++)
       for (int32_t j = 0; j < g->nodes[i].input_count; j++)
         if (g->nodes[i].inputs[j] == t && !member(u, i) && i != q && !(m == 0 && i > q)) return 0;

@@ -6,11 +6,7 @@
 #include "graph/graph_internal.h"
 
 char *mi__strdup(const char *s) {
-  if (!s) return NULL;
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
+  return s ? strdup(s) : NULL;
 }
 
 void mi__tensor_release(mi_tensor_t *t) {

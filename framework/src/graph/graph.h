@@ -36,6 +36,12 @@ const mi_tensor_t *mi__node_tensor(const mi_graph_t *g, const mi_node_t *n, int 
  * that are not Conv, Gemm, MatMul or a pool), from its inferred shapes. */
 double mi__node_flops(const mi_graph_t *g, const mi_node_t *n);
 
+/** 1 when tensor t is one of the graph's outputs. */
+int mi__graph_is_output(const mi_graph_t *g, int32_t t);
+/** The one node that reads tensor t (through any number of its inputs), or -1 when none or
+ * several do or t is a graph output: what a fusion may fold into its producer. */
+int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
+
 /** 1 for an op of the default domain ("" or "ai.onnx") or one of the com.microsoft ops the
  * framework runs (op_domain.c: the quantized ops ONNX Runtime's quantizer writes); else 0. */
 int mi__graph_op_known(const char *domain, const char *op_type);

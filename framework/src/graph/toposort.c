@@ -1,5 +1,6 @@
 /* toposort.c - stable topological sort of a graph's nodes (Kahn's algorithm, lowest index
- * first, so an already sorted graph keeps its order) and producer bookkeeping. */
+ * first, so an already sorted graph keeps its order), producer bookkeeping and who reads a
+ * tensor. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,4 +162,22 @@ done:
   free(order);
   free(sorted);
   return rc;
+}
+
+int mi__graph_is_output(const mi_graph_t *g, int32_t t) {
+  for (int32_t i = 0; i < g->output_count; i++)
+    if (g->outputs[i] == t) return 1;
+  return 0;
+}
+
+int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t) {
+  int32_t found = -1;
+  if (mi__graph_is_output(g, t)) return -1;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+      if (g->nodes[i].inputs[j] == t) {
+        if (found >= 0 && found != i) return -1;
+        found = i;
+      }
+  return found;
 }

@@ -87,13 +87,6 @@ static char *dir_of(const char *path) {
   return d;
 }
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 void mi__plugin_unload(mi__plugin_entry_t *e) {
   if (!e) return;
   if (e->pub.ctx && e->pub.api.destroy) e->pub.api.destroy(e->pub.ctx);
@@ -298,9 +291,9 @@ int32_t mi__plugin_load(const char *manifest_path, const mi__manifest_t *m, int 
                    m->name, e->pub.api.name);
     goto fail;
   }
-  e->pub.name = dup_str(e->pub.api.name);
-  e->pub.version = dup_str(e->pub.api.version ? e->pub.api.version : "");
-  e->pub.manifest = dup_str(manifest_path);
+  e->pub.name = strdup(e->pub.api.name);
+  e->pub.version = strdup(e->pub.api.version ? e->pub.api.version : "");
+  e->pub.manifest = strdup(manifest_path);
   e->pub.path = real;
   real = NULL;
   if (!e->pub.name || !e->pub.version || !e->pub.manifest) {

@@ -29,13 +29,6 @@ struct mi_registry {
   void *describe_ctx;
 };
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
-
 MI_API mi_registry_t *mi_registry_create(void) {
   mi_registry_t *r = calloc(1, sizeof *r);
   const char *dbg = getenv("MI_LOADER_DEBUG");
@@ -107,8 +100,8 @@ static int32_t add_rejected_named(mi_registry_t *r, const char *path, const char
     r->rejected = grown;
     r->rejected_cap = cap;
   }
-  p = dup_str(path);
-  q = dup_str(reason);
+  p = strdup(path);
+  q = strdup(reason);
   if (!p || !q) {
     free(p);
     free(q);
@@ -116,7 +109,7 @@ static int32_t add_rejected_named(mi_registry_t *r, const char *path, const char
   }
   r->rejected[r->rejected_count].path = p;
   r->rejected[r->rejected_count].reason = q;
-  r->rejected[r->rejected_count].name = name ? dup_str(name) : NULL;
+  r->rejected[r->rejected_count].name = name ? strdup(name) : NULL;
   r->rejected_count++;
   mi__loader_trace(r->debug, "  rejected %s: %s", path, reason);
   return MI_OK;
@@ -241,7 +234,7 @@ MI_API int32_t mi_registry_scan(mi_registry_t *r, const char *dir, mi_error_t *e
       }
       names = grown;
     }
-    names[count] = dup_str(de->d_name);
+    names[count] = strdup(de->d_name);
     if (!names[count]) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory scanning %s", dir);
       goto done;

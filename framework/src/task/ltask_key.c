@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "graph/graph.h"
 #include "metainfer/mi_ltask.h"
 
 /* Ops that the sessions fuse after a kernel (exec's auto-fusion): their time counts with the
@@ -18,20 +19,6 @@ static int epilogue_op(const char *op) {
   for (int i = 0; k[i]; i++)
     if (strcmp(op, k[i]) == 0) return 1;
   return 0;
-}
-
-/* The only node reading tensor `t`, or -1 (none, several, or a graph output). */
-static int32_t sole_consumer(const mi_graph_t *g, int32_t t) {
-  int32_t found = -1;
-  for (int32_t i = 0; i < g->output_count; i++)
-    if (g->outputs[i] == t) return -1;
-  for (int32_t n = 0; n < g->node_count; n++)
-    for (int32_t i = 0; i < g->nodes[n].input_count; i++)
-      if (g->nodes[n].inputs[i] == t) {
-        if (found >= 0 && found != n) return -1;
-        found = n;
-      }
-  return found;
 }
 
 static void tensor_text(mi__sbuf_t *b, const mi_graph_t *g, int32_t t) {
@@ -104,7 +91,7 @@ static void attrs_text(mi__sbuf_t *b, const mi_node_t *nd) {
 static int32_t chain_walk(const mi_graph_t *g, int32_t n, const int32_t *stop, int32_t *out) {
   int32_t k = 0, cur = n;
   while (k < 16 && g->nodes[cur].output_count == 1) {
-    int32_t c = sole_consumer(g, g->nodes[cur].outputs[0]);
+    int32_t c = mi__graph_sole_reader(g, g->nodes[cur].outputs[0]);
     if (c < 0 || !epilogue_op(g->nodes[c].op_type) || (stop && stop[c] >= 0)) break;
     if (out) out[k] = c;
     k++;
