@@ -136,17 +136,23 @@ static void format_dims(char *buf, size_t cap, int32_t rank, const int64_t *dims
   if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
+/* 0 when array a has tensor t's type and shape; else 1, with both shapes written out. */
+static int shape_differs(const mi_array_t *a, const mi_tensor_t *t, char got[96], char want[96]) {
+  int same = a->dtype == t->dtype && a->rank == t->rank;
+  for (int32_t d = 0; same && d < t->rank; d++) same = a->dims[d] == t->dims[d];
+  if (same) return 0;
+  format_dims(got, 96, a->rank, a->dims);
+  format_dims(want, 96, t->rank, t->dims);
+  return 1;
+}
+
 /* Refuses a host result whose shape is not the one the session was prepared with: with shapes
  * fixed by the create-time probe, a value-dependent shape (an If branch) may change per run. */
 static int32_t check_probed(const mi_session_t *s, int32_t node, int32_t t, const mi_array_t *a,
                             mi_error_t *err) {
   const mi_tensor_t *tt = &s->g->tensors[t];
   char got[96], want[96], lb[32];
-  int same = a->dtype == tt->dtype && a->rank == tt->rank;
-  for (int32_t d = 0; same && d < tt->rank; d++) same = a->dims[d] == tt->dims[d];
-  if (same) return MI_OK;
-  format_dims(got, sizeof got, a->rank, a->dims);
-  format_dims(want, sizeof want, tt->rank, tt->dims);
+  if (!shape_differs(a, tt, got, want)) return MI_OK;
   return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                    "node '%s' (%s): output '%s' is %s %s but the session fixed it at %s %s when "
                    "it was created (shapes that depend on input values are fixed then)",
@@ -227,11 +233,7 @@ static int32_t check_input(const mi_session_t *s, int32_t i, const mi_array_t *a
                            mi_error_t *err) {
   const mi_tensor_t *t = &s->g->tensors[s->g->inputs[i]];
   char got[96], want[96];
-  int same = a->dtype == t->dtype && a->rank == t->rank;
-  for (int32_t d = 0; same && d < t->rank; d++) same = a->dims[d] == t->dims[d];
-  if (same) return MI_OK;
-  format_dims(got, sizeof got, a->rank, a->dims);
-  format_dims(want, sizeof want, t->rank, t->dims);
+  if (!shape_differs(a, t, got, want)) return MI_OK;
   return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                    "input '%s': got %s %s, the session was prepared for %s %s", t->name,
                    mi_dtype_name(a->dtype), got, mi_dtype_name(t->dtype), want);

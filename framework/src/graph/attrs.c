@@ -62,59 +62,46 @@ static mi_node_t *node_at(mi_graph_t *g, int32_t node, const char *name) {
   return &g->nodes[node];
 }
 
-MI_API int32_t mi_node_set_int(mi_graph_t *g, int32_t node, const char *name, int64_t v) {
+/* Stores a copy of `a` (which points at the caller's values) as attribute `name` of the node,
+ * replacing one of that name. */
+static int32_t put_copy(mi_graph_t *g, int32_t node, const char *name, mi_attr_t a) {
   mi_node_t *n = node_at(g, node, name);
+  mi_attr_t c;
   if (!n) return MI_ERR_INVALID_ARGUMENT;
-  mi_attr_t a = {.type = MI_ATTR_INT, .i = v, .name = mi__strdup(name)};
-  if (!a.name) return MI_ERR_OUT_OF_MEMORY;
-  return mi__node_put_attr(n, &a);
+  a.name = name;
+  if (mi__attr_copy(&c, &a) != MI_OK) return MI_ERR_OUT_OF_MEMORY;
+  return mi__node_put_attr(n, &c);
+}
+
+MI_API int32_t mi_node_set_int(mi_graph_t *g, int32_t node, const char *name, int64_t v) {
+  return put_copy(g, node, name, (mi_attr_t){.type = MI_ATTR_INT, .i = v});
 }
 
 MI_API int32_t mi_node_set_float(mi_graph_t *g, int32_t node, const char *name, float v) {
-  mi_node_t *n = node_at(g, node, name);
-  if (!n) return MI_ERR_INVALID_ARGUMENT;
-  mi_attr_t a = {.type = MI_ATTR_FLOAT, .f = v, .name = mi__strdup(name)};
-  if (!a.name) return MI_ERR_OUT_OF_MEMORY;
-  return mi__node_put_attr(n, &a);
+  return put_copy(g, node, name, (mi_attr_t){.type = MI_ATTR_FLOAT, .f = v});
 }
+
+/* An empty list still gets an array (of one unused element), as a parsed one has. */
+static const int64_t k_no_ints[1];
+static const float k_no_floats[1];
 
 MI_API int32_t mi_node_set_ints(mi_graph_t *g, int32_t node, const char *name, int32_t count,
                                 const int64_t *v) {
-  mi_node_t *n = node_at(g, node, name);
-  if (!n || count < 0 || (count && !v)) return MI_ERR_INVALID_ARGUMENT;
-  int64_t *p = malloc((size_t)(count ? count : 1) * sizeof *p);
-  mi_attr_t a = {.type = MI_ATTR_INTS, .count = count, .ints = p, .name = mi__strdup(name)};
-  if (!p || !a.name) {
-    mi__attr_release(&a);
-    return MI_ERR_OUT_OF_MEMORY;
-  }
-  if (count) memcpy(p, v, (size_t)count * sizeof *p);
-  return mi__node_put_attr(n, &a);
+  if (count < 0 || (count && !v)) return MI_ERR_INVALID_ARGUMENT;
+  return put_copy(g, node, name,
+                  (mi_attr_t){.type = MI_ATTR_INTS, .count = count, .ints = v ? v : k_no_ints});
 }
 
 MI_API int32_t mi_node_set_floats(mi_graph_t *g, int32_t node, const char *name, int32_t count,
                                   const float *v) {
-  mi_node_t *n = node_at(g, node, name);
-  if (!n || count < 0 || (count && !v)) return MI_ERR_INVALID_ARGUMENT;
-  float *p = malloc((size_t)(count ? count : 1) * sizeof *p);
-  mi_attr_t a = {.type = MI_ATTR_FLOATS, .count = count, .floats = p, .name = mi__strdup(name)};
-  if (!p || !a.name) {
-    mi__attr_release(&a);
-    return MI_ERR_OUT_OF_MEMORY;
-  }
-  if (count) memcpy(p, v, (size_t)count * sizeof *p);
-  return mi__node_put_attr(n, &a);
+  if (count < 0 || (count && !v)) return MI_ERR_INVALID_ARGUMENT;
+  return put_copy(g, node, name,
+                  (mi_attr_t){.type = MI_ATTR_FLOATS, .count = count, .floats = v ? v : k_no_floats});
 }
 
 MI_API int32_t mi_node_set_string(mi_graph_t *g, int32_t node, const char *name, const char *v) {
-  mi_node_t *n = node_at(g, node, name);
-  if (!n || !v) return MI_ERR_INVALID_ARGUMENT;
-  mi_attr_t a = {.type = MI_ATTR_STRING, .s = mi__strdup(v), .name = mi__strdup(name)};
-  if (!a.s || !a.name) {
-    mi__attr_release(&a);
-    return MI_ERR_OUT_OF_MEMORY;
-  }
-  return mi__node_put_attr(n, &a);
+  if (!v) return MI_ERR_INVALID_ARGUMENT;
+  return put_copy(g, node, name, (mi_attr_t){.type = MI_ATTR_STRING, .s = v});
 }
 
 MI_API const mi_attr_t *mi_node_attr(const mi_node_t *n, const char *name) {

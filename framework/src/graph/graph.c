@@ -237,14 +237,12 @@ MI_API int32_t mi_graph_set_data(mi_graph_t *g, int32_t t, const void *data, siz
   return MI_OK;
 }
 
-MI_API int32_t mi_graph_add_const_f32(mi_graph_t *g, const char *name, int32_t rank,
-                                      const int64_t *dims, const float *data) {
-  if (!g || rank < 0 || rank > MI_MAX_RANK || (rank > 0 && !dims)) return -1;
-  int64_t n = mi__dims_numel(rank, dims);
-  if (n < 0 || (n > 0 && !data)) return -1;
-  int32_t t = mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, rank, dims);
+/* A new tensor holding a copy of `nbytes` of data; -1, and nothing added, when it cannot be. */
+static int32_t add_const(mi_graph_t *g, const char *name, int32_t dtype, int32_t rank,
+                         const int64_t *dims, const void *data, size_t nbytes) {
+  int32_t t = mi_graph_add_tensor(g, name, dtype, rank, dims);
   if (t < 0) return -1;
-  if (mi_graph_set_data(g, t, data, (size_t)n * sizeof(float)) != MI_OK) {
+  if (mi_graph_set_data(g, t, data, nbytes) != MI_OK) {
     mi__tensor_release(&g->tensors[t]);
     g->tensor_count--;
     return -1;
@@ -252,17 +250,18 @@ MI_API int32_t mi_graph_add_const_f32(mi_graph_t *g, const char *name, int32_t r
   return t;
 }
 
+MI_API int32_t mi_graph_add_const_f32(mi_graph_t *g, const char *name, int32_t rank,
+                                      const int64_t *dims, const float *data) {
+  if (!g || rank < 0 || rank > MI_MAX_RANK || (rank > 0 && !dims)) return -1;
+  int64_t n = mi__dims_numel(rank, dims);
+  if (n < 0 || (n > 0 && !data)) return -1;
+  return add_const(g, name, MI_DTYPE_FLOAT32, rank, dims, data, (size_t)n * sizeof(float));
+}
+
 MI_API int32_t mi_graph_add_const_i64(mi_graph_t *g, const char *name, int64_t count,
                                       const int64_t *data) {
   if (!g || count < 0 || (count > 0 && !data)) return -1;
-  int32_t t = mi_graph_add_tensor(g, name, MI_DTYPE_INT64, 1, &count);
-  if (t < 0) return -1;
-  if (mi_graph_set_data(g, t, data, (size_t)count * sizeof(int64_t)) != MI_OK) {
-    mi__tensor_release(&g->tensors[t]);
-    g->tensor_count--;
-    return -1;
-  }
-  return t;
+  return add_const(g, name, MI_DTYPE_INT64, 1, &count, data, (size_t)count * sizeof(int64_t));
 }
 
 static int32_t append_index(int32_t **arr, int32_t *count, int32_t v) {

@@ -1,6 +1,7 @@
 /* graph.h - the graph module's IR plumbing for the modules that rewrite graphs (graph itself and
  * transform): releasing and copying what tensors, nodes and attributes own, element counts;
- * and one node's operation count (feature's model features, measure's per-layer table). */
+ * one node's operation count (feature's model features, measure's per-layer table); who reads a
+ * tensor (exec's and task's fusion chains). */
 #ifndef METAINFER_GRAPH_GRAPH_H
 #define METAINFER_GRAPH_GRAPH_H
 

@@ -110,6 +110,19 @@ static const char *node_label(const Onnx__NodeProto *np, size_t idx, char *buf, 
   return buf;
 }
 
+/* A value_float(s) / value_int(s) Constant's value: a scalar (rank 0) or a list of n elements
+ * of `es` bytes. MI_OK, or MI_ERR_OUT_OF_MEMORY. */
+static int32_t list_value(mi__onnx_value_t *v, int32_t dtype, int scalar, size_t n, size_t es,
+                          const void *src) {
+  v->dtype = dtype;
+  v->rank = scalar ? 0 : 1;
+  v->dims[0] = (int64_t)n;
+  if (!(v->data = malloc(n ? n * es : 1))) return MI_ERR_OUT_OF_MEMORY;
+  if (n) memcpy(v->data, src, n * es);
+  v->nbytes = n * es;
+  return MI_OK;
+}
+
 /* A Constant node becomes an initializer named after its output. */
 static int32_t import_constant(importer_t *im, const Onnx__NodeProto *np, const char *nname) {
   if (np->n_output < 1 || !np->output[0][0])
@@ -124,24 +137,14 @@ static int32_t import_constant(importer_t *im, const Onnx__NodeProto *np, const 
       rc = mi__onnx_decode_tensor(a->t, im->base_dir, im->label, &v, im->err);
     } else if (strcmp(an, "value_float") == 0 || strcmp(an, "value_floats") == 0) {
       int scalar = an[11] == '\0';
-      size_t n = scalar ? 1 : a->n_floats;
-      v.dtype = MI_DTYPE_FLOAT32;
-      v.rank = scalar ? 0 : 1;
-      v.dims[0] = (int64_t)n;
-      if (!(v.data = malloc(n ? n * sizeof(float) : 1))) return oom(im);
-      if (scalar) memcpy(v.data, &a->f, sizeof(float));
-      else if (n) memcpy(v.data, a->floats, n * sizeof(float));
-      v.nbytes = n * sizeof(float);
+      if (list_value(&v, MI_DTYPE_FLOAT32, scalar, scalar ? 1 : a->n_floats, sizeof(float),
+                     scalar ? (const void *)&a->f : (const void *)a->floats))
+        return oom(im);
     } else if (strcmp(an, "value_int") == 0 || strcmp(an, "value_ints") == 0) {
       int scalar = an[9] == '\0';
-      size_t n = scalar ? 1 : a->n_ints;
-      v.dtype = MI_DTYPE_INT64;
-      v.rank = scalar ? 0 : 1;
-      v.dims[0] = (int64_t)n;
-      if (!(v.data = malloc(n ? n * sizeof(int64_t) : 1))) return oom(im);
-      if (scalar) memcpy(v.data, &a->i, sizeof(int64_t));
-      else if (n) memcpy(v.data, a->ints, n * sizeof(int64_t));
-      v.nbytes = n * sizeof(int64_t);
+      if (list_value(&v, MI_DTYPE_INT64, scalar, scalar ? 1 : a->n_ints, sizeof(int64_t),
+                     scalar ? (const void *)&a->i : (const void *)a->ints))
+        return oom(im);
     } else {
       return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
                        "%s: node '%s' (Constant, opset %lld): attribute '%s' unsupported",
