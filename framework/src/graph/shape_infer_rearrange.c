@@ -132,13 +132,21 @@ static int32_t split(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t trilu(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 1);
+/* An op whose output has its input's shape, given `need` inputs and an input of rank at least
+ * min_rank (when known). */
+static int32_t same_shape_min_rank(mi__si_t *c, const mi_node_t *n, int32_t need,
+                                   int32_t min_rank) {
+  int32_t rc = mi__si_need(c, n, need);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
-  if (x->rank >= 0 && x->rank < 2)
-    return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d < 2", (int)x->rank);
+  if (x->rank >= 0 && x->rank < min_rank)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d is below %d", (int)x->rank,
+                       (int)min_rank);
   return mi__si_same_shape(c, n);
+}
+
+static int32_t trilu(mi__si_t *c, const mi_node_t *n) {
+  return same_shape_min_rank(c, n, 1, 2);
 }
 
 static int32_t cumsum(mi__si_t *c, const mi_node_t *n) {
@@ -184,12 +192,7 @@ static int32_t depth_space(mi__si_t *c, const mi_node_t *n) {
 }
 
 static int32_t instancenorm(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 3);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  if (x->rank >= 0 && x->rank < 3)
-    return mi__si_fail(c, n, MI_ERR_PARSE, "input rank %d is below 3", (int)x->rank);
-  return mi__si_same_shape(c, n);
+  return same_shape_min_rank(c, n, 3, 3);
 }
 
 const mi__si_op_t mi__si_ops_rearrange[] = {

@@ -40,13 +40,7 @@ int32_t mi__ref_expand(mi__ref_call_t *c) {
   es = mi_dtype_size(x->dtype);
   for (int64_t i = 0; i < b.numel; i++) {
     memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
-    for (int32_t d = b.rank - 1; d >= 0; d--) { /* odometer over the output */
-      idx[d]++;
-      off += b.strides[0][d];
-      if (idx[d] < b.dims[d]) break;
-      off -= b.strides[0][d] * b.dims[d];
-      idx[d] = 0;
-    }
+    mi__ref_index_next(b.rank, b.dims, b.strides[0], idx, &off);
   }
   return MI_OK;
 }

@@ -18,13 +18,7 @@ static void strided_copy(const mi_array_t *x, mi_array_t *y, int64_t base, const
   int64_t n = mi_array_numel(y), idx[MI_MAX_RANK] = {0}, off = base;
   for (int64_t i = 0; i < n; i++) {
     copy_elem((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
-    for (int32_t d = y->rank - 1; d >= 0; d--) {
-      idx[d]++;
-      off += step[d];
-      if (idx[d] < y->dims[d]) break;
-      off -= step[d] * y->dims[d];
-      idx[d] = 0;
-    }
+    mi__ref_index_next(y->rank, y->dims, step, idx, &off);
   }
 }
 

@@ -85,6 +85,10 @@ mi_array_t *mi__ref_clone(const mi_array_t *a);
 
 /** Row-major element strides of a shape. */
 void mi__ref_strides(int32_t rank, const int64_t *dims, int64_t *strides);
+/** Steps the row-major multi-index idx over a shape by one element and moves *off, an offset
+ * whose stride along dim d is step[d], with it (wrapping dims go back to 0). */
+void mi__ref_index_next(int32_t rank, const int64_t *dims, const int64_t *step, int64_t *idx,
+                        int64_t *off);
 
 /** The sliding-window geometry of Conv and the pools, for 1-D and 2-D inputs. A 1-D input
  * is treated as 2-D with a height of 1, so every array here has two entries (H, W). */

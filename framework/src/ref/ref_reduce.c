@@ -90,13 +90,7 @@ int32_t mi__ref_reduce(mi__ref_call_t *c) {
     if (reduce[d]) ostride[d] = 0;
   for (int64_t i = 0; i < n; i++) {
     slot[i] = o;
-    for (int32_t d = x->rank - 1; d >= 0; d--) {
-      idx[d]++;
-      o += ostride[d];
-      if (idx[d] < x->dims[d]) break;
-      o -= ostride[d] * x->dims[d];
-      idx[d] = 0;
-    }
+    mi__ref_index_next(x->rank, x->dims, ostride, idx, &o);
   }
   int is_float = x->dtype == MI_DTYPE_FLOAT32;
   if (op == R_PROD)

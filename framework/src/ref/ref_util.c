@@ -128,6 +128,17 @@ void mi__ref_strides(int32_t rank, const int64_t *dims, int64_t *strides) {
   }
 }
 
+void mi__ref_index_next(int32_t rank, const int64_t *dims, const int64_t *step, int64_t *idx,
+                        int64_t *off) {
+  for (int32_t d = rank - 1; d >= 0; d--) {
+    idx[d]++;
+    *off += step[d];
+    if (idx[d] < dims[d]) return;
+    *off -= step[d] * dims[d];
+    idx[d] = 0;
+  }
+}
+
 void mi__ref_bcast_offsets(const mi__ref_bcast_t *b, int32_t n, int64_t i, int64_t *off) {
   for (int32_t k = 0; k < n; k++) off[k] = 0;
   for (int32_t d = b->rank - 1; d >= 0; d--) {

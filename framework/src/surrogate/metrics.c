@@ -33,21 +33,32 @@ static int ranks(const double *v, int32_t n, double *r) {
   return 0;
 }
 
+/* The means of n pairs (a, b) and their centred sums of products: what a correlation and a
+ * least-squares line are made of. */
+typedef struct moments {
+  double ma, mb, sab, saa, sbb;
+} moments_t;
+
+static moments_t moments(const double *a, const double *b, int32_t n) {
+  moments_t m = {0, 0, 0, 0, 0};
+  for (int32_t i = 0; i < n; i++) {
+    m.ma += a[i];
+    m.mb += b[i];
+  }
+  m.ma /= n;
+  m.mb /= n;
+  for (int32_t i = 0; i < n; i++) {
+    m.sab += (a[i] - m.ma) * (b[i] - m.mb);
+    m.saa += (a[i] - m.ma) * (a[i] - m.ma);
+    m.sbb += (b[i] - m.mb) * (b[i] - m.mb);
+  }
+  return m;
+}
+
 static double pearson(const double *a, const double *b, int32_t n) {
-  double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
-  for (int32_t i = 0; i < n; i++) {
-    ma += a[i];
-    mb += b[i];
-  }
-  ma /= n;
-  mb /= n;
-  for (int32_t i = 0; i < n; i++) {
-    sab += (a[i] - ma) * (b[i] - mb);
-    saa += (a[i] - ma) * (a[i] - ma);
-    sbb += (b[i] - mb) * (b[i] - mb);
-  }
-  if (saa <= 0 || sbb <= 0) return 0;
-  return sab / sqrt(saa * sbb);
+  moments_t m = moments(a, b, n);
+  if (m.saa <= 0 || m.sbb <= 0) return 0;
+  return m.sab / sqrt(m.saa * m.sbb);
 }
 
 double mi_metric_spearman(const double *a, const double *b, int32_t n) {
@@ -116,7 +127,8 @@ double mi_metric_rank_loss(const double *score, const double *truth, int32_t n) 
 
 double mi_calibration_fit(const double *summed, const double *measured, int32_t n, double *a,
                           double *b) {
-  double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0, ss = 0;
+  double ss = 0;
+  moments_t m;
   *a = 1;
   *b = 0;
   if (n <= 0) return 0;
@@ -127,26 +139,16 @@ double mi_calibration_fit(const double *summed, const double *measured, int32_t 
     *a = r / n;
     return 0;
   }
-  for (int32_t i = 0; i < n; i++) {
-    mx += summed[i];
-    my += measured[i];
-  }
-  mx /= n;
-  my /= n;
-  for (int32_t i = 0; i < n; i++) {
-    sxy += (summed[i] - mx) * (measured[i] - my);
-    sxx += (summed[i] - mx) * (summed[i] - mx);
-    syy += (measured[i] - my) * (measured[i] - my);
-  }
-  if (sxx <= 0) {
-    *a = mx != 0 ? my / mx : 1;
+  m = moments(summed, measured, n);
+  if (m.saa <= 0) {
+    *a = m.ma != 0 ? m.mb / m.ma : 1;
     return 0;
   }
-  *a = sxy / sxx;
-  *b = my - *a * mx;
+  *a = m.sab / m.saa;
+  *b = m.mb - *a * m.ma;
   for (int32_t i = 0; i < n; i++) {
     double e = measured[i] - (*a * summed[i] + *b);
     ss += e * e;
   }
-  return syy > 0 ? 1 - ss / syy : 1;
+  return m.sbb > 0 ? 1 - ss / m.sbb : 1;
 }
