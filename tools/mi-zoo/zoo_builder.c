@@ -233,3 +233,11 @@ void mi__zoo_spread(int32_t depth, int32_t stages, int32_t *per_stage) {
   for (int32_t s = 0; s < stages; s++) per_stage[s] = 0;
   for (int32_t i = 0; i < depth; i++) per_stage[i % stages]++;
 }
+
+int mi__zoo_check_stride(mi__zb_t *b, const mi__zoo_cfg_t *c, int64_t stride) {
+  if (c->resolution >= stride) return 0;
+  mi__zb_fail(b, MI_ERR_INVALID_ARGUMENT,
+              "mi-zoo: %s: resolution %d is smaller than the total stride %lld of depth %d",
+              c->family->name, (int)c->resolution, (long long)stride, (int)c->depth);
+  return -1;
+}

@@ -96,5 +96,8 @@ void mi__zoo_mlp(mi__zb_t *b, const mi__zoo_cfg_t *c);
 /** Spreads `depth` blocks over `stages` stages round-robin, first stages first; a stage that
  * gets 0 blocks is skipped. */
 void mi__zoo_spread(int32_t depth, int32_t stages, int32_t *per_stage);
+/** 0 when the input resolution is at least `stride`, the network's total downsampling at this
+ * depth; else fails the builder saying so and returns -1. */
+int mi__zoo_check_stride(mi__zb_t *b, const mi__zoo_cfg_t *c, int64_t stride);
 
 #endif

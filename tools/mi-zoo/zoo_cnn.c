@@ -35,12 +35,7 @@ void mi__zoo_resnet(mi__zb_t *b, const mi__zoo_cfg_t *c) {
   mi__zoo_spread(c->depth, NST, per);
   for (int32_t s = 0; s < NST; s++)
     if (per[s] > 0) stride *= resnet_stages[s].stride;
-  if (c->resolution < stride) {
-    mi__zb_fail(b, MI_ERR_INVALID_ARGUMENT,
-                "mi-zoo: resnet: resolution %d is smaller than the total stride %lld of depth %d",
-                (int)c->resolution, (long long)stride, (int)c->depth);
-    return;
-  }
+  if (mi__zoo_check_stride(b, c, stride)) return;
   x = mi__zb_input(b, c->family->input_name, 4, dims);
   cin = mi__zb_scale(c->width, resnet_stages[0].channels, 8);
   x = mi__zb_conv_bn(b, "stem", x, 3, cin, 7, 2, 1, MI__ZB_RELU, 0);

@@ -84,12 +84,7 @@ static int32_t mobilenet_body(mi__zb_t *b, const mi__zoo_cfg_t *c, const stage_t
   mi__zoo_spread(c->depth, nst, per);
   for (int32_t s = 0; s < nst; s++)
     if (per[s] > 0) stride *= stages[s].stride;
-  if (c->resolution < stride) {
-    mi__zb_fail(b, MI_ERR_INVALID_ARGUMENT,
-                "mi-zoo: %s: resolution %d is smaller than the total stride %lld of depth %d",
-                c->family->name, (int)c->resolution, (long long)stride, (int)c->depth);
-    return -1;
-  }
+  if (mi__zoo_check_stride(b, c, stride)) return -1;
   x = mi__zb_input(b, c->family->input_name, 4, dims);
   cin = mi__zb_scale(c->width, stem_c, 8);
   x = mi__zb_conv_bn(b, "stem", x, 3, cin, 3, 2, 1, stem_act, 0);

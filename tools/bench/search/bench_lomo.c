@@ -165,17 +165,9 @@ static void search(bs_task_t *tasks, int32_t ntask, int32_t k, int no_layer, uin
   *to5 = *b20 = *w = NAN;
   if (!rep) return;
   src_build(tasks, ntask, k, 0, seed, &h);
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.seed = seed;
-  o.max_measurements = LOMO_BUDGET;
-  o.objective_count = 2;
-  o.objectives = objs;
-  o.evaluate = lomo_evaluate;
-  o.evaluate_ctx = &ev;
+  bs_search_options(&o, seed, LOMO_BUDGET, 2, objs, lomo_evaluate, &ev, t->frozen);
   o.layer_times = lomo_layers;
   o.layer_times_ctx = &ev;
-  o.frozen = t->frozen;
   bs_meta_options(t, &mo);
   mo.screen = 4000; /* as the benchmark's ours (bench_methods.c) */
   mo.report = rep;

@@ -205,15 +205,7 @@ static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int m
   bs_task_t *t = &tasks[target];
   mi_search_options_t o;
   int32_t objs[2] = {MI_OBJ_LATENCY, MI_OBJ_MEMORY}, rc;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.seed = seed;
-  o.max_measurements = budget;
-  o.objective_count = 2;
-  o.objectives = objs;
-  o.evaluate = ev;
-  o.evaluate_ctx = ctx;
-  o.frozen = frozen;
+  bs_search_options(&o, seed, budget, 2, objs, ev, ctx, frozen);
   o.population = 8;
   if (method == BS_RANDOM || method == BS_NSGA2 || method == BS_EXHAUSTIVE) {
     o.strategy = method == BS_RANDOM ? MI_STRATEGY_RANDOM : method == BS_NSGA2 ? MI_STRATEGY_NSGA2 : MI_STRATEGY_EXHAUSTIVE;

@@ -134,14 +134,23 @@ void bs_meta_options(const bs_task_t *t, mi_meta_options_t *mo) {
   mo->stack_hash = t->stack;
 }
 
+void bs_search_options(mi_search_options_t *o, uint64_t seed, int32_t budget, int32_t nobj,
+                       const int32_t *objs, mi_evaluate_fn ev, void *ctx, const uint8_t *frozen) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->seed = seed;
+  o->max_measurements = budget;
+  o->objective_count = nobj;
+  o->objectives = objs;
+  o->evaluate = ev;
+  o->evaluate_ctx = ctx;
+  o->frozen = frozen;
+}
+
 /* Both options of a mi_meta_predict_points call on task t: one objective, `objs`. */
 void bs_predict_options(const bs_task_t *t, uint64_t seed, const int32_t *objs,
                         mi_search_options_t *so, mi_meta_options_t *mo) {
-  memset(so, 0, sizeof *so);
-  so->struct_size = sizeof *so;
-  so->seed = seed;
-  so->objective_count = 1;
-  so->objectives = objs;
+  bs_search_options(so, seed, 0, 1, objs, NULL, NULL, NULL);
   bs_meta_options(t, mo);
 }
 

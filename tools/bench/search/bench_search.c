@@ -235,16 +235,8 @@ static void fill_table(bs_task_t *t, int exhaustive, int32_t pool) {
   mi_search_options_t o;
   mi_search_result_t *r = NULL;
   int32_t objs[1] = {MI_OBJ_LATENCY};
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
+  bs_search_options(&o, 12345, pool, 1, objs, bs_evaluate, t, t->frozen);
   o.strategy = exhaustive ? MI_STRATEGY_EXHAUSTIVE : MI_STRATEGY_RANDOM;
-  o.seed = 12345;
-  o.max_measurements = pool;
-  o.objective_count = 1;
-  o.objectives = objs;
-  o.evaluate = bs_evaluate;
-  o.evaluate_ctx = t;
-  o.frozen = t->frozen;
   mi_search_run(t->space, &o, &r, NULL);
   mi_search_result_destroy(r);
 }

@@ -72,6 +72,10 @@ int bs_joint_describe(const bs_task_t *t, uint32_t mdims);
 /* Options of the meta strategy for a task (bench_report.c): defaults, its graph, frozen
  * dimensions, descriptor and stack; and with them the search options of a prediction. */
 void bs_meta_options(const bs_task_t *t, mi_meta_options_t *mo);
+/* Search options every benchmark run starts from: the seed, at most `budget` measurements of
+ * `nobj` objectives through `ev` (NULL for a prediction), the frozen dimensions. */
+void bs_search_options(mi_search_options_t *o, uint64_t seed, int32_t budget, int32_t nobj,
+                       const int32_t *objs, mi_evaluate_fn ev, void *ctx, const uint8_t *frozen);
 void bs_predict_options(const bs_task_t *t, uint64_t seed, const int32_t *objs,
                         mi_search_options_t *so, mi_meta_options_t *mo);
 /* What bs_layer_split fills and bs_layer_score reads for one held-out task: `samples` measured
