@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "metainfer/mi_plugin.h"
 
@@ -33,6 +34,9 @@ void mi__now_iso(char out[32]);
  * it). MI_ERR_IO when it cannot be opened or read, MI_ERR_PARSE when it holds more than `max`
  * bytes, MI_ERR_OUT_OF_MEMORY; on failure *buf is NULL. */
 int32_t mi__read_file(const char *path, size_t max, char **buf, size_t *n, mi_error_t *err);
+/* Flushes, fsyncs and closes f, the temporary file `tmp` about to be renamed into place, so what
+ * was written survives a crash; f is closed whatever happens. MI_OK, or MI_ERR_IO naming tmp. */
+int32_t mi__file_close_synced(FILE *f, const char *tmp, mi_error_t *err);
 
 /* mi_errorf for a message that wraps an inner one (a node around the error of a subgraph, a
  * subgraph around a node): when the whole does not fit in the message, its middle gives way to

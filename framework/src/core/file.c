@@ -1,10 +1,12 @@
 /* file.c - reading a whole file into memory, once for every module (manifests, recipes,
- * deployment tables, ONNX models, farm blobs), so the size limit and error lines agree. */
+ * deployment tables, ONNX models, farm blobs), so the size limit and error lines agree; and
+ * closing a written temporary durably before it is renamed into place (npy, deployment tables). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/core.h"
 #include "metainfer/mi_core.h"
@@ -51,4 +53,14 @@ done:
   fclose(f);
   free(b);
   return rc;
+}
+
+int32_t mi__file_close_synced(FILE *f, const char *tmp, mi_error_t *err) {
+  if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
+    int32_t rc = mi_errorf(err, MI_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    fclose(f);
+    return rc;
+  }
+  if (fclose(f) != 0) return mi_errorf(err, MI_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
+  return MI_OK;
 }

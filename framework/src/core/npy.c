@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "metainfer/mi.h"
 
 /* The magic string, the two version bytes and the shortest length field (v1). */
@@ -376,17 +377,13 @@ MI_API int32_t mi_npy_save(const char *path, const mi_array_t *a, mi_error_t *er
     goto done;
   }
   if (fwrite(header, 1, hlen, f) != hlen ||
-      (a->nbytes && fwrite(a->data, 1, a->nbytes, f) != a->nbytes) || fflush(f) != 0 ||
-      fsync(fileno(f)) != 0) {
+      (a->nbytes && fwrite(a->data, 1, a->nbytes, f) != a->nbytes)) {
     rc = mi_errorf(err, MI_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
     goto done;
   }
-  if (fclose(f) != 0) {
-    f = NULL;
-    rc = mi_errorf(err, MI_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    goto done;
-  }
+  rc = mi__file_close_synced(f, tmp, err);
   f = NULL;
+  if (rc != MI_OK) goto done;
   if (rename(tmp, path) != 0) {
     rc = mi_errorf(err, MI_ERR_IO, "%s: cannot rename into place: %s", path, strerror(errno));
     goto done;

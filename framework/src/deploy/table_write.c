@@ -255,16 +255,9 @@ int32_t mi_deploy_write(const mi_deploy_table_t *t, const char *path, mi_error_t
     goto fail;
   }
   if ((rc = emit_table(f, t, path, err)) != MI_OK) goto fail;
-  if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-    rc = mi_errorf(err, MI_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    goto fail;
-  }
-  if (fclose(f) != 0) {
-    f = NULL;
-    rc = mi_errorf(err, MI_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
-    goto fail;
-  }
+  rc = mi__file_close_synced(f, tmp, err);
   f = NULL;
+  if (rc != MI_OK) goto fail;
   if ((rc = verify(t, tmp, path, err)) != MI_OK) goto fail;
   if (rename(tmp, path) != 0) {
     rc = mi_errorf(err, MI_ERR_IO, "%s: rename failed: %s", path, strerror(errno));
