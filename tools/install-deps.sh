@@ -3,7 +3,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config clang libclang-rt-14-dev
+  build-essential cmake pkg-config clang libclang-rt-14-dev clang-format
   protobuf-c-compiler libprotobuf-c-dev libonnx-dev
   libsqlite3-dev libyaml-dev
   libblis-dev libblis-pthread-dev

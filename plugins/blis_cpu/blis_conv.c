@@ -110,7 +110,8 @@ static int hswish_at(const mi__blis_prep_t *p, int32_t j, int32_t cur) {
 /* The other operand of binary node n is a one-element FLOAT32 constant (its value in *v) and
  * the chain's value `cur` the first or second operand. */
 static int scalar_operand(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t cur, float *v) {
-  int32_t other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0) : -1;
+  int32_t other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0)
+                                                                                          : -1;
   const mi_tensor_desc_t *t = mi__blis_tensor(p, other);
   if (!t || other == cur || !t->data || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1) return 0;
   *v = *(const float *)t->data;
@@ -182,7 +183,8 @@ static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_n
       }
     } else if (strcmp(n->op_type, "Add") == 0 && n->input_count == 2 && c->epi_n < MI__EPI_MAX) {
       const mi_tensor_desc_t *o;
-      other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0) : -1;
+      other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0)
+                                                                                      : -1;
       o = mi__blis_tensor(p, other);
       if (!o || other == cur || mi_sdk_numel(o) != onumel || o->rank != mi__blis_tensor(p, c->y)->rank ||
           o->layout != mi__blis_tensor(p, c->y)->layout || o->dtype != MI_DTYPE_FLOAT32)
@@ -217,7 +219,7 @@ typedef struct conv_task {
  * column row is filled output row by output row: zeros where the tap falls in the padding, a
  * plain (or strided) copy over the valid run of output columns. */
 static inline __attribute__((always_inline)) void im2col_body(const conv_task_t *ct, int64_t c0,
-                                                               int64_t c1) {
+                                                              int64_t c1) {
   const mi__blis_conv_t *c = ct->c;
   int64_t ci, kh, kw, cb = ct->cb, pend = ct->p0 + cb;
   for (ci = c0; ci < c1; ci++)
@@ -247,7 +249,7 @@ static inline __attribute__((always_inline)) void im2col_body(const conv_task_t 
             for (j = ow; j < a; j++) dr[j] = 0.f;
             if (c->sw == 1) {
               for (j = a; j < b; j++) dr[j] = xr[j]; /* a loop: see im2col_avx512 */
-            } else if (c->sw == 2) { /* constant stride: the compiler vectorises it */
+            } else if (c->sw == 2) {                 /* constant stride: the compiler vectorises it */
               for (j = a; j < b; j++) dr[j] = xr[j * 2];
             } else {
               for (j = a; j < b; j++) dr[j] = xr[j * c->sw];
@@ -261,12 +263,10 @@ static inline __attribute__((always_inline)) void im2col_body(const conv_task_t 
 
 /* The strided copies vectorise only with AVX2/AVX-512 permutes: one body, three targets. The
  * short row copies stay loops: turned into memcpy they are expanded as `rep movs`, slow here. */
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"), optimize("no-tree-loop-distribute-patterns")))
-static void im2col_avx512(void *arg, int64_t c0, int64_t c1) {
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"), optimize("no-tree-loop-distribute-patterns"))) static void im2col_avx512(void *arg, int64_t c0, int64_t c1) {
   im2col_body(arg, c0, c1);
 }
-__attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns")))
-static void im2col_avx2(void *arg, int64_t c0, int64_t c1) {
+__attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns"))) static void im2col_avx2(void *arg, int64_t c0, int64_t c1) {
   im2col_body(arg, c0, c1);
 }
 static void im2col_c(void *arg, int64_t c0, int64_t c1) { im2col_body(arg, c0, c1); }
@@ -304,7 +304,8 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
         ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
         mi__blis_parallel(env, cg, 1, c->KH * c->KW * ct.cb,
                           c->simd == MI__SIMD_AVX512 ? im2col_avx512
-                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2 : im2col_c,
+                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2
+                                                     : im2col_c,
                           &ct);
         mi__blis_sgemm(env, mg, ct.cb, kk, 1.f, wg, kk, 1, c->scratch, ct.cb, 1, 0.f, yg + p0, ohw, 1);
       }
@@ -393,7 +394,8 @@ static int32_t run_pg_conv(const mi__blis_step_t *s, void *const *t, const mi__b
         ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
         mi__blis_parallel(env, cg, 1, c->KH * c->KW * ct.cb,
                           c->simd == MI__SIMD_AVX512 ? im2col_avx512
-                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2 : im2col_c,
+                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2
+                                                     : im2col_c,
                           &ct);
         mi__blis_pg_gemm(c, t, env, n, g, c->scratch, ct.cb, p0, ct.cb);
       }
@@ -437,12 +439,19 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   /* Default: depthwise direct, else the packed SIMD GEMM where the CPU has AVX2 or AVX-512,
    * else BLIS (1x1 or im2col). */
   if (!p->variant)
-    c->variant = isdw ? MI__CONV_DW : c->simd != MI__SIMD_C ? MI__CONV_PG : is1x1 ? MI__CONV_1X1 : MI__CONV_IM2COL;
-  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16) c->variant = MI__CONV_PG;
-  else if (strcmp(p->variant, "conv.im2col_gemm") == 0) c->variant = MI__CONV_IM2COL;
-  else if (strcmp(p->variant, "conv.1x1_gemm") == 0) c->variant = MI__CONV_1X1;
-  else if (strcmp(p->variant, "conv.depthwise_direct") == 0) c->variant = MI__CONV_DW;
-  else c->variant = MI__CONV_NHWC;
+    c->variant = isdw ? MI__CONV_DW : c->simd != MI__SIMD_C ? MI__CONV_PG
+                                  : is1x1                   ? MI__CONV_1X1
+                                                            : MI__CONV_IM2COL;
+  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16)
+    c->variant = MI__CONV_PG;
+  else if (strcmp(p->variant, "conv.im2col_gemm") == 0)
+    c->variant = MI__CONV_IM2COL;
+  else if (strcmp(p->variant, "conv.1x1_gemm") == 0)
+    c->variant = MI__CONV_1X1;
+  else if (strcmp(p->variant, "conv.depthwise_direct") == 0)
+    c->variant = MI__CONV_DW;
+  else
+    c->variant = MI__CONV_NHWC;
   if (c->variant == MI__CONV_1X1 && !is1x1)
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: conv.1x1_gemm needs a 1x1 kernel, stride 1, pad 0");
   if (c->variant == MI__CONV_DW && !isdw)
@@ -468,7 +477,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     for (e = 0; e < c->epi_n && mi__blis_epi_vec_op(c->epi[e].act); e++) {
     }
     c->pg_vec_ops = e;
-    c->pg_ek = c->epi_n == 0                                        ? MI__EK_NONE
+    c->pg_ek = c->epi_n == 0                                    ? MI__EK_NONE
                : c->epi_n == 1 && c->epi[0].act == MI__ACT_RELU ? MI__EK_RELU
                : c->epi_n == 1 && c->epi[0].act == MI__ACT_CLIP ? MI__EK_CLIP
                : c->epi_n == 1 && c->epi[0].act == MI__ACT_NONE ? MI__EK_ADD
@@ -583,8 +592,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     c->scratch = c->packed + wn;
     mi__blis_conv_pack_nhwc(c, p->k->ptr[c->w]);
   }
-  s->run = c->variant == MI__CONV_PG                                        ? run_pg_conv
+  s->run = c->variant == MI__CONV_PG                                     ? run_pg_conv
            : c->variant == MI__CONV_IM2COL || c->variant == MI__CONV_1X1 ? run_gemm_conv
-                                                                        : mi__blis_conv_run_direct;
+                                                                         : mi__blis_conv_run_direct;
   return MI_OK;
 }

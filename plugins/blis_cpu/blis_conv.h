@@ -7,7 +7,7 @@
 #define MI__EPI_MAX 8
 
 typedef struct mi__blis_epi_op {
-  int32_t act;    /* MI__ACT_* or MI__ACT_NONE for a residual add */
+  int32_t act; /* MI__ACT_* or MI__ACT_NONE for a residual add */
   float a, b;
   int32_t tensor; /* residual operand (same shape as the output) when act == NONE */
 } mi__blis_epi_op_t;
@@ -18,33 +18,44 @@ typedef struct mi__blis_conv {
   int32_t x, w, y; /* tensor indices */
   int32_t nhwc_in, nhwc_out;
   int64_t N, C, H, W, M, KH, KW, OH, OW, G, sh, sw, dh, dw, pt, pl;
-  int64_t block;    /* im2col_block or oc_block */
-  int32_t affine;   /* 1 when scale/shift apply */
+  int64_t block;  /* im2col_block or oc_block */
+  int32_t affine; /* 1 when scale/shift apply */
   int32_t epi_n;
   mi__blis_epi_op_t epi[MI__EPI_MAX];
-  float *scale, *shift;  /* M each, inside the state block */
-  float *packed;         /* variant-specific, inside aux */
-  uint16_t *packed_h;    /* conv.packed_gemm with FP16 storage: the panels as IEEE half, inside aux */
-  int32_t pg_mv;         /* conv.packed_gemm: 1 = channels in the vector lanes (small planes) */
-  int32_t pg_vec_ops;    /* conv.packed_gemm: leading epilogue ops applied in registers */
-  int32_t pg_ek;         /* MI__EK_*: the epilogue chain when it is one of the common ones */
-  int64_t pg_mr;         /* conv.packed_gemm: rows per packed weight panel */
-  int32_t pg_direct;     /* conv.packed_gemm: B is the input itself (pointwise, stride 1) */
-  int64_t pg_hp, pg_wp;  /* conv.packed_gemm, stride 1: padded plane (0 = im2col instead) */
-  int64_t *pg_koff;      /* ... offset of row k = (ci, kh, kw) in the padded planes, inside aux */
-  int64_t *pg_pix;       /* ... "mv" tiles: flat offset oh*wp + ow of output pixel oh*OW + ow, inside aux */
-  int64_t *pg_seg;       /* ... AVX-512 "nv" tiles: output row segments of <= 16 pixels as
-                          * {flat offset, output pixel, length}, inside aux */
+  float *scale, *shift; /* M each, inside the state block */
+  float *packed;        /* variant-specific, inside aux */
+  uint16_t *packed_h;   /* conv.packed_gemm with FP16 storage: the panels as IEEE half, inside aux */
+  int32_t pg_mv;        /* conv.packed_gemm: 1 = channels in the vector lanes (small planes) */
+  int32_t pg_vec_ops;   /* conv.packed_gemm: leading epilogue ops applied in registers */
+  int32_t pg_ek;        /* MI__EK_*: the epilogue chain when it is one of the common ones */
+  int64_t pg_mr;        /* conv.packed_gemm: rows per packed weight panel */
+  int32_t pg_direct;    /* conv.packed_gemm: B is the input itself (pointwise, stride 1) */
+  int64_t pg_hp, pg_wp; /* conv.packed_gemm, stride 1: padded plane (0 = im2col instead) */
+  int64_t *pg_koff;     /* ... offset of row k = (ci, kh, kw) in the padded planes, inside aux */
+  int64_t *pg_pix;      /* ... "mv" tiles: flat offset oh*wp + ow of output pixel oh*OW + ow, inside aux */
+  int64_t *pg_seg;      /* ... AVX-512 "nv" tiles: output row segments of <= 16 pixels as
+                         * {flat offset, output pixel, length}, inside aux */
   int64_t pg_nseg;
-  float *pg_raw;         /* ... raw sums over the flat padded pixels, inside aux */
-  int32_t dw_cl;         /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
-  float *scratch;        /* im2col columns or NHWC input copy, inside aux */
+  float *pg_raw;  /* ... raw sums over the flat padded pixels, inside aux */
+  int32_t dw_cl;  /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
+  float *scratch; /* im2col columns or NHWC input copy, inside aux */
 } mi__blis_conv_t;
 
-enum { MI__CONV_IM2COL = 0, MI__CONV_1X1, MI__CONV_DW, MI__CONV_NHWC, MI__CONV_PG };
-enum { MI__SIMD_C = 0, MI__SIMD_AVX2, MI__SIMD_AVX512 };
+enum { MI__CONV_IM2COL = 0,
+       MI__CONV_1X1,
+       MI__CONV_DW,
+       MI__CONV_NHWC,
+       MI__CONV_PG };
+enum { MI__SIMD_C = 0,
+       MI__SIMD_AVX2,
+       MI__SIMD_AVX512 };
 /* Epilogue chains after bias/BN that the AVX-512 GEMM tile has specialised code for. */
-enum { MI__EK_GENERIC = 0, MI__EK_NONE, MI__EK_RELU, MI__EK_CLIP, MI__EK_ADD, MI__EK_ADD_RELU };
+enum { MI__EK_GENERIC = 0,
+       MI__EK_NONE,
+       MI__EK_RELU,
+       MI__EK_CLIP,
+       MI__EK_ADD,
+       MI__EK_ADD_RELU };
 
 /* The chain ops the SIMD kernels apply in registers (residual add, and the lane-wise Relu, Clip,
  * LeakyRelu, HardSigmoid, HardSwish, x * a + b); a chain's first other op and all after it run on

@@ -59,10 +59,20 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   c->x = mi__blis_in(n, 0);
   c->w = mi__blis_in(n, 1);
   c->y = mi__blis_out(n, 0);
-  c->N = x->dims[0]; c->C = x->dims[1]; c->H = x->dims[2]; c->W = x->dims[3];
-  c->M = y->dims[1]; c->OH = y->dims[2]; c->OW = y->dims[3]; c->G = g;
-  c->KH = w->dims[2]; c->KW = w->dims[3];
-  c->sh = st[0]; c->sw = st[1]; c->dh = d[0]; c->dw = d[1];
+  c->N = x->dims[0];
+  c->C = x->dims[1];
+  c->H = x->dims[2];
+  c->W = x->dims[3];
+  c->M = y->dims[1];
+  c->OH = y->dims[2];
+  c->OW = y->dims[3];
+  c->G = g;
+  c->KH = w->dims[2];
+  c->KW = w->dims[3];
+  c->sh = st[0];
+  c->sw = st[1];
+  c->dh = d[0];
+  c->dw = d[1];
   c->pt = ap && ap->s && strcmp(ap->s, "VALID") == 0 ? 0 : pads[0];
   c->pl = ap && ap->s && strcmp(ap->s, "VALID") == 0 ? 0 : pads[1];
   if (g < 1 || c->C % g || w->dims[0] != c->C || w->dims[1] * g != c->M)

@@ -66,7 +66,8 @@ static uint64_t read_cache_size(int index) {
   fclose(f);
   v = strtoull(buf, &end, 10);
   if (*end == 'K') v *= 1024;
-  else if (*end == 'M') v *= 1024 * 1024;
+  else if (*end == 'M')
+    v *= 1024 * 1024;
   return v;
 }
 
@@ -125,7 +126,8 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
   {
     /* gcc 12 has no "f16c" name for __builtin_cpu_supports: CPUID.1:ECX bit 29. */
     unsigned a = 1, b = 0, c = 0, d = 0;
-    __asm__("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+    __asm__("cpuid"
+            : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
     if (c & (1u << 29)) cpu->isa |= MI__ISA_F16C;
   }
   {
@@ -155,8 +157,8 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
 }
 
 const char *mi__blis_arch_name(int32_t arch) {
-  static const char *const names[MI__ARCH_COUNT] = {"auto", "blis", "skx",  "haswell",
-                                                     "zen3", "zen2", "zen", "generic"};
+  static const char *const names[MI__ARCH_COUNT] = {"auto", "blis", "skx", "haswell",
+                                                    "zen3", "zen2", "zen", "generic"};
   return arch >= 0 && arch < MI__ARCH_COUNT ? names[arch] : "?";
 }
 
@@ -178,7 +180,7 @@ const void *mi__blis_cntx(mi_plugin_ctx_t *ctx, int32_t arch, mi_error_t *err, i
   if (arch == MI__ARCH_AUTO) {
     arch = mi__blis_arch_supported(&ctx->cpu, MI__ARCH_SKX)       ? MI__ARCH_SKX
            : mi__blis_arch_supported(&ctx->cpu, MI__ARCH_HASWELL) ? MI__ARCH_HASWELL
-                                                                   : MI__ARCH_BLIS;
+                                                                  : MI__ARCH_BLIS;
   }
   if (arch == MI__ARCH_BLIS) return NULL;
   if (arch < 0 || arch >= MI__ARCH_COUNT || !mi__blis_arch_supported(&ctx->cpu, arch)) {
@@ -284,5 +286,6 @@ void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, 
   q.csc = csc;
   nb = (len + q.blk - 1) / q.blk;
   if (nb == 1 || env->threads <= 1) sgemm_part(&q, 0, nb);
-  else mi__blis_parallel(env, nb, 1, (int64_t)(macs / (double)nb), sgemm_part, &q);
+  else
+    mi__blis_parallel(env, nb, 1, (int64_t)(macs / (double)nb), sgemm_part, &q);
 }

@@ -86,14 +86,14 @@ dw_epi(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, int64_t p
 }
 
 /* One plane function per epilogue kind. */
-#define DW_EK_SWITCH(BODY)                          \
-  switch (c->pg_ek) {                               \
-  case MI__EK_NONE: BODY(MI__EK_NONE); break;       \
-  case MI__EK_RELU: BODY(MI__EK_RELU); break;       \
-  case MI__EK_CLIP: BODY(MI__EK_CLIP); break;       \
-  case MI__EK_ADD: BODY(MI__EK_ADD); break;         \
+#define DW_EK_SWITCH(BODY)                            \
+  switch (c->pg_ek) {                                 \
+  case MI__EK_NONE: BODY(MI__EK_NONE); break;         \
+  case MI__EK_RELU: BODY(MI__EK_RELU); break;         \
+  case MI__EK_CLIP: BODY(MI__EK_CLIP); break;         \
+  case MI__EK_ADD: BODY(MI__EK_ADD); break;           \
   case MI__EK_ADD_RELU: BODY(MI__EK_ADD_RELU); break; \
-  default: BODY(MI__EK_GENERIC); break;             \
+  default: BODY(MI__EK_GENERIC); break;               \
   }
 
 /* 3x3 stride 2 (dilation 1): DW_ROWS output rows of a 16-column block from their 2 * DW_ROWS + 1
@@ -240,9 +240,9 @@ dw3s1_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const
 }
 
 MI__AVX512_FN static void dw3s1_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
-                                      const float *xc, const float *wm, float *row) {
+                                      const float *xc, const float *wm, float *row){
 #define BODY(EK) dw3s1_body(c, t, n, m, xc, wm, row, EK)
-  DW_EK_SWITCH(BODY)
+    DW_EK_SWITCH(BODY)
 #undef BODY
 }
 

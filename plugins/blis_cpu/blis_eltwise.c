@@ -20,11 +20,7 @@ int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *
   static const struct {
     const char *op;
     int32_t kind;
-  } simple[] = {{"Relu", MI__ACT_RELU},       {"Sigmoid", MI__ACT_SIGMOID},  {"Tanh", MI__ACT_TANH},
-                {"Erf", MI__ACT_ERF},         {"Sqrt", MI__ACT_SQRT},        {"Log", MI__ACT_LOG},
-                {"Exp", MI__ACT_EXP},         {"Neg", MI__ACT_NEG},          {"Abs", MI__ACT_ABS},
-                {"Reciprocal", MI__ACT_RECIP}, {"Softplus", MI__ACT_SOFTPLUS}, {"Floor", MI__ACT_FLOOR},
-                {"Ceil", MI__ACT_CEIL},       {"HardSwish", MI__ACT_HSWISH}};
+  } simple[] = {{"Relu", MI__ACT_RELU}, {"Sigmoid", MI__ACT_SIGMOID}, {"Tanh", MI__ACT_TANH}, {"Erf", MI__ACT_ERF}, {"Sqrt", MI__ACT_SQRT}, {"Log", MI__ACT_LOG}, {"Exp", MI__ACT_EXP}, {"Neg", MI__ACT_NEG}, {"Abs", MI__ACT_ABS}, {"Reciprocal", MI__ACT_RECIP}, {"Softplus", MI__ACT_SOFTPLUS}, {"Floor", MI__ACT_FLOOR}, {"Ceil", MI__ACT_CEIL}, {"HardSwish", MI__ACT_HSWISH}};
   size_t i;
   int ok = 1;
   *a = 0.f;
@@ -47,7 +43,7 @@ int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *
   } else if (strcmp(n->op_type, "Gelu") == 0) {
     const mi_attr_t *ap = mi_sdk_attr(n, "approximate");
     *kind = ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "tanh") == 0 ? MI__ACT_GELU_TANH
-                                                                                      : MI__ACT_GELU;
+                                                                                    : MI__ACT_GELU;
   } else if (strcmp(n->op_type, "Clip") == 0) {
     *kind = MI__ACT_CLIP;
     if (n->opset < 11) {
@@ -77,14 +73,18 @@ int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *
 void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   int64_t i;
   switch (kind) {
-  case MI__ACT_RELU: for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f; break;
+  case MI__ACT_RELU:
+    for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f;
+    break;
   case MI__ACT_LEAKY: /* a * x computed always, so the loop vectorises */
     for (i = 0; i < n; i++) {
       float v = x[i], av = a * v;
       x[i] = v >= 0.f ? v : av;
     }
     break;
-  case MI__ACT_CLIP: for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]); break;
+  case MI__ACT_CLIP:
+    for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+    break;
   /* Comparisons rather than fminf/fmaxf (libm calls here); NaN in gives NaN out either way. */
   case MI__ACT_HSIGMOID:
     for (i = 0; i < n; i++) {
@@ -98,9 +98,15 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
       x[i] = x[i] * (h < 0.f ? 0.f : (h > 1.f ? 1.f : h));
     }
     break;
-  case MI__ACT_SIGMOID: for (i = 0; i < n; i++) x[i] = 1.f / (1.f + expf(-x[i])); break;
-  case MI__ACT_TANH: for (i = 0; i < n; i++) x[i] = tanhf(x[i]); break;
-  case MI__ACT_ERF: for (i = 0; i < n; i++) x[i] = erff(x[i]); break;
+  case MI__ACT_SIGMOID:
+    for (i = 0; i < n; i++) x[i] = 1.f / (1.f + expf(-x[i]));
+    break;
+  case MI__ACT_TANH:
+    for (i = 0; i < n; i++) x[i] = tanhf(x[i]);
+    break;
+  case MI__ACT_ERF:
+    for (i = 0; i < n; i++) x[i] = erff(x[i]);
+    break;
   case MI__ACT_GELU:
     for (i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678118654752f));
     break;
@@ -108,19 +114,46 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
     for (i = 0; i < n; i++)
       x[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608028654f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
     break;
-  case MI__ACT_SQRT: for (i = 0; i < n; i++) x[i] = sqrtf(x[i]); break;
-  case MI__ACT_LOG: for (i = 0; i < n; i++) x[i] = logf(x[i]); break;
-  case MI__ACT_EXP: for (i = 0; i < n; i++) x[i] = expf(x[i]); break;
-  case MI__ACT_NEG: for (i = 0; i < n; i++) x[i] = -x[i]; break;
-  case MI__ACT_ABS: for (i = 0; i < n; i++) x[i] = fabsf(x[i]); break;
-  case MI__ACT_RECIP: for (i = 0; i < n; i++) x[i] = 1.f / x[i]; break;
-  case MI__ACT_ELU: for (i = 0; i < n; i++) x[i] = x[i] >= 0.f ? x[i] : a * (expf(x[i]) - 1.f); break;
-  case MI__ACT_SOFTPLUS: for (i = 0; i < n; i++) x[i] = log1pf(expf(x[i])); break;
-  case MI__ACT_FLOOR: for (i = 0; i < n; i++) x[i] = floorf(x[i]); break;
-  case MI__ACT_CEIL: for (i = 0; i < n; i++) x[i] = ceilf(x[i]); break;
-  case MI__ACT_ROUND: for (i = 0; i < n; i++) x[i] = nearbyintf(x[i]); break; /* halves to even */
-  case MI__ACT_SIGN: for (i = 0; i < n; i++) x[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f : x[i]; break;
-  case MI__ACT_AFFINE: for (i = 0; i < n; i++) x[i] = x[i] * a + b; break;
+  case MI__ACT_SQRT:
+    for (i = 0; i < n; i++) x[i] = sqrtf(x[i]);
+    break;
+  case MI__ACT_LOG:
+    for (i = 0; i < n; i++) x[i] = logf(x[i]);
+    break;
+  case MI__ACT_EXP:
+    for (i = 0; i < n; i++) x[i] = expf(x[i]);
+    break;
+  case MI__ACT_NEG:
+    for (i = 0; i < n; i++) x[i] = -x[i];
+    break;
+  case MI__ACT_ABS:
+    for (i = 0; i < n; i++) x[i] = fabsf(x[i]);
+    break;
+  case MI__ACT_RECIP:
+    for (i = 0; i < n; i++) x[i] = 1.f / x[i];
+    break;
+  case MI__ACT_ELU:
+    for (i = 0; i < n; i++) x[i] = x[i] >= 0.f ? x[i] : a * (expf(x[i]) - 1.f);
+    break;
+  case MI__ACT_SOFTPLUS:
+    for (i = 0; i < n; i++) x[i] = log1pf(expf(x[i]));
+    break;
+  case MI__ACT_FLOOR:
+    for (i = 0; i < n; i++) x[i] = floorf(x[i]);
+    break;
+  case MI__ACT_CEIL:
+    for (i = 0; i < n; i++) x[i] = ceilf(x[i]);
+    break;
+  case MI__ACT_ROUND:
+    for (i = 0; i < n; i++) x[i] = nearbyintf(x[i]);
+    break; /* halves to even */
+  case MI__ACT_SIGN:
+    for (i = 0; i < n; i++) x[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f
+                                                              : x[i];
+    break;
+  case MI__ACT_AFFINE:
+    for (i = 0; i < n; i++) x[i] = x[i] * a + b;
+    break;
   default: break;
   }
 }
@@ -174,7 +207,8 @@ int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
       if (!t || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1)
         return mi__blis_unsupported(err, n, "min/max must be FLOAT32 scalars");
       if (t->data) *(i == 1 ? &a : &b) = *(const float *)t->data;
-      else *(i == 1 ? &ta : &tb) = idx;
+      else
+        *(i == 1 ? &ta : &tb) = idx;
     }
   }
   if (!(u = mi__blis_state_new(p, s, sizeof *u, err))) return MI_ERR_OUT_OF_MEMORY;
@@ -276,7 +310,15 @@ int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err
 
 /* ---- binary ops with numpy broadcasting */
 
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU, B_FMOD };
+enum { B_ADD,
+       B_SUB,
+       B_MUL,
+       B_DIV,
+       B_POW,
+       B_MAX,
+       B_MIN,
+       B_PRELU,
+       B_FMOD };
 
 typedef struct bin_state {
   int32_t a, b, out, op, rank;
@@ -293,17 +335,33 @@ static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int6
     float bv = b[0];
     if (sb == 1) {
       switch (op) {
-      case B_ADD: for (i = 0; i < n; i++) y[i] = a[i] + b[i]; return;
-      case B_SUB: for (i = 0; i < n; i++) y[i] = a[i] - b[i]; return;
-      case B_MUL: for (i = 0; i < n; i++) y[i] = a[i] * b[i]; return;
-      default: for (i = 0; i < n; i++) y[i] = a[i] / b[i]; return;
+      case B_ADD:
+        for (i = 0; i < n; i++) y[i] = a[i] + b[i];
+        return;
+      case B_SUB:
+        for (i = 0; i < n; i++) y[i] = a[i] - b[i];
+        return;
+      case B_MUL:
+        for (i = 0; i < n; i++) y[i] = a[i] * b[i];
+        return;
+      default:
+        for (i = 0; i < n; i++) y[i] = a[i] / b[i];
+        return;
       }
     }
     switch (op) {
-    case B_ADD: for (i = 0; i < n; i++) y[i] = a[i] + bv; return;
-    case B_SUB: for (i = 0; i < n; i++) y[i] = a[i] - bv; return;
-    case B_MUL: for (i = 0; i < n; i++) y[i] = a[i] * bv; return;
-    default: for (i = 0; i < n; i++) y[i] = a[i] / bv; return;
+    case B_ADD:
+      for (i = 0; i < n; i++) y[i] = a[i] + bv;
+      return;
+    case B_SUB:
+      for (i = 0; i < n; i++) y[i] = a[i] - bv;
+      return;
+    case B_MUL:
+      for (i = 0; i < n; i++) y[i] = a[i] * bv;
+      return;
+    default:
+      for (i = 0; i < n; i++) y[i] = a[i] / bv;
+      return;
     }
   }
   if (op == B_POW && sb == 0 && b[0] == 2.0f) {
@@ -314,22 +372,48 @@ static void bin_row(int32_t op, const float *a, int64_t sa, const float *b, int6
   if (op <= B_DIV && sa == 0 && sb == 1) {
     float av = a[0];
     switch (op) {
-    case B_ADD: for (i = 0; i < n; i++) y[i] = av + b[i]; return;
-    case B_SUB: for (i = 0; i < n; i++) y[i] = av - b[i]; return;
-    case B_MUL: for (i = 0; i < n; i++) y[i] = av * b[i]; return;
-    default: for (i = 0; i < n; i++) y[i] = av / b[i]; return;
+    case B_ADD:
+      for (i = 0; i < n; i++) y[i] = av + b[i];
+      return;
+    case B_SUB:
+      for (i = 0; i < n; i++) y[i] = av - b[i];
+      return;
+    case B_MUL:
+      for (i = 0; i < n; i++) y[i] = av * b[i];
+      return;
+    default:
+      for (i = 0; i < n; i++) y[i] = av / b[i];
+      return;
     }
   }
   switch (op) {
-  case B_ADD: for (i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb]; break;
-  case B_SUB: for (i = 0; i < n; i++) y[i] = a[i * sa] - b[i * sb]; break;
-  case B_MUL: for (i = 0; i < n; i++) y[i] = a[i * sa] * b[i * sb]; break;
-  case B_DIV: for (i = 0; i < n; i++) y[i] = a[i * sa] / b[i * sb]; break;
-  case B_POW: for (i = 0; i < n; i++) y[i] = powf(a[i * sa], b[i * sb]); break;
-  case B_MAX: for (i = 0; i < n; i++) y[i] = fmaxf(a[i * sa], b[i * sb]); break;
-  case B_PRELU: for (i = 0; i < n; i++) y[i] = a[i * sa] < 0 ? a[i * sa] * b[i * sb] : a[i * sa]; break;
-  case B_FMOD: for (i = 0; i < n; i++) y[i] = fmodf(a[i * sa], b[i * sb]); break;
-  default: for (i = 0; i < n; i++) y[i] = fminf(a[i * sa], b[i * sb]); break;
+  case B_ADD:
+    for (i = 0; i < n; i++) y[i] = a[i * sa] + b[i * sb];
+    break;
+  case B_SUB:
+    for (i = 0; i < n; i++) y[i] = a[i * sa] - b[i * sb];
+    break;
+  case B_MUL:
+    for (i = 0; i < n; i++) y[i] = a[i * sa] * b[i * sb];
+    break;
+  case B_DIV:
+    for (i = 0; i < n; i++) y[i] = a[i * sa] / b[i * sb];
+    break;
+  case B_POW:
+    for (i = 0; i < n; i++) y[i] = powf(a[i * sa], b[i * sb]);
+    break;
+  case B_MAX:
+    for (i = 0; i < n; i++) y[i] = fmaxf(a[i * sa], b[i * sb]);
+    break;
+  case B_PRELU:
+    for (i = 0; i < n; i++) y[i] = a[i * sa] < 0 ? a[i * sa] * b[i * sb] : a[i * sa];
+    break;
+  case B_FMOD:
+    for (i = 0; i < n; i++) y[i] = fmodf(a[i * sa], b[i * sb]);
+    break;
+  default:
+    for (i = 0; i < n; i++) y[i] = fminf(a[i * sa], b[i * sb]);
+    break;
   }
 }
 

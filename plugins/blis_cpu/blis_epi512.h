@@ -12,7 +12,7 @@
 
 /* One lane-wise op of the chain (the kinds mi__blis_epi_vec_op accepts) on one register. */
 static inline __attribute__((always_inline)) MI__AVX512_FN __m512 mi__blis_act512_op(const mi__blis_epi_op_t *op,
-                                                                                      __m512 v) {
+                                                                                     __m512 v) {
   switch (op->act) {
   case MI__ACT_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
   case MI__ACT_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(op->a)), _mm512_set1_ps(op->b));
@@ -20,7 +20,8 @@ static inline __attribute__((always_inline)) MI__AVX512_FN __m512 mi__blis_act51
     return _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), v, _mm512_set1_ps(op->a));
   case MI__ACT_HSIGMOID:
     return _mm512_min_ps(_mm512_max_ps(_mm512_fmadd_ps(v, _mm512_set1_ps(op->a), _mm512_set1_ps(op->b)),
-                                       _mm512_setzero_ps()), _mm512_set1_ps(1.f));
+                                       _mm512_setzero_ps()),
+                         _mm512_set1_ps(1.f));
   case MI__ACT_AFFINE: return _mm512_fmadd_ps(v, _mm512_set1_ps(op->a), _mm512_set1_ps(op->b));
   default: { /* MI__ACT_HSWISH */
     __m512 h = _mm512_add_ps(_mm512_div_ps(v, _mm512_set1_ps(6.f)), _mm512_set1_ps(0.5f));
@@ -57,7 +58,8 @@ mi__blis_act256_op(const mi__blis_epi_op_t *op, __m256 v) {
     return _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(op->a)), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ));
   case MI__ACT_HSIGMOID:
     return _mm256_min_ps(_mm256_max_ps(_mm256_fmadd_ps(v, _mm256_set1_ps(op->a), _mm256_set1_ps(op->b)),
-                                       _mm256_setzero_ps()), _mm256_set1_ps(1.f));
+                                       _mm256_setzero_ps()),
+                         _mm256_set1_ps(1.f));
   case MI__ACT_AFFINE: return _mm256_fmadd_ps(v, _mm256_set1_ps(op->a), _mm256_set1_ps(op->b));
   default: { /* MI__ACT_HSWISH */
     __m256 h = _mm256_add_ps(_mm256_div_ps(v, _mm256_set1_ps(6.f)), _mm256_set1_ps(0.5f));

@@ -37,28 +37,29 @@ typedef struct mi__blis_cpu {
   uint64_t l1d_bytes, l2_bytes, l3_bytes;
 } mi__blis_cpu_t;
 
-enum { MI__BLIS_KNOB_N = 6, MI__BLIS_COUNTER_N = 2 };
+enum { MI__BLIS_KNOB_N = 6,
+       MI__BLIS_COUNTER_N = 2 };
 
 struct mi_plugin_ctx {
-  mi_sdk_plugin_t sdk;             /* first: the SDK helper answers knob and counter calls */
+  mi_sdk_plugin_t sdk;                  /* first: the SDK helper answers knob and counter calls */
   mi_sdk_knob_t knobs[MI__BLIS_KNOB_N]; /* with this CPU's cores and enum choices */
   mi_sdk_counter_t counters[MI__BLIS_COUNTER_N];
   mi_sdk_tables_t tables;
   const mi_host_api_t *host;
   mi__blis_cpu_t cpu;
-  int32_t threads;                 /* device knob `threads` */
-  int32_t arch;                    /* device knob `arch` (MI__ARCH_*) */
+  int32_t threads;                  /* device knob `threads` */
+  int32_t arch;                     /* device knob `arch` (MI__ARCH_*) */
   int32_t arch_ids[MI__ARCH_COUNT]; /* knob enum index -> MI__ARCH_* */
   int32_t arch_n;
   char arch_choices[256];
-  int32_t simd_ids[4];             /* knob `simd` enum index -> MI__SIMD_* level (0 = widest) */
+  int32_t simd_ids[4]; /* knob `simd` enum index -> MI__SIMD_* level (0 = widest) */
   int32_t simd_n;
   char simd_choices[64];
-  int32_t qdot_ids[5];             /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
+  int32_t qdot_ids[5]; /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
   int32_t qdot_n;
   char qdot_choices[64];
-  void *cntx[MI__ARCH_COUNT];      /* cntx_t*, built lazily, owned */
-  mi__blis_pool_t *pool;           /* owned; workers start on first parallel loop */
+  void *cntx[MI__ARCH_COUNT]; /* cntx_t*, built lazily, owned */
+  mi__blis_pool_t *pool;      /* owned; workers start on first parallel loop */
   atomic_uint_least64_t cur_bytes, peak_bytes;
   atomic_uint_least64_t total_run_ns; /* kernel_run time summed since create */
 };
@@ -136,8 +137,8 @@ static inline int32_t mi__blis_run_parts(const mi__blis_step_t *s, void *const *
 
 struct mi_kernel {
   int32_t tensor_count;
-  void **ptr;       /* per tensor: constant copy, intermediate, or the run's buffer */
-  uint8_t *owned;   /* 1 when ptr[i] is owned by the kernel */
+  void **ptr;     /* per tensor: constant copy, intermediate, or the run's buffer */
+  uint8_t *owned; /* 1 when ptr[i] is owned by the kernel */
   int32_t input_count, output_count;
   int32_t *inputs, *outputs;
   int32_t step_count;
@@ -151,9 +152,9 @@ typedef struct mi__blis_prep {
   mi_plugin_ctx_t *ctx;
   mi_kernel_t *k;
   const mi_kernel_desc_t *desc;
-  int32_t node_index;    /* first node of this step */
-  int32_t nodes_used;    /* out: how many nodes the step absorbed (>= 1) */
-  const char *variant;   /* variant id requested for this node, NULL = default */
+  int32_t node_index;  /* first node of this step */
+  int32_t nodes_used;  /* out: how many nodes the step absorbed (>= 1) */
+  const char *variant; /* variant id requested for this node, NULL = default */
 } mi__blis_prep_t;
 
 typedef int32_t (*mi__blis_prep_fn)(mi__blis_prep_t *p, mi__blis_step_t *step, mi_error_t *err);
@@ -214,11 +215,30 @@ int32_t mi__blis_prep_lstm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 
 /* ---- elementwise epilogue shared by Conv and the standalone activations */
 enum {
-  MI__ACT_NONE = 0, MI__ACT_RELU, MI__ACT_LEAKY, MI__ACT_CLIP, MI__ACT_HSIGMOID,
-  MI__ACT_HSWISH, MI__ACT_SIGMOID, MI__ACT_TANH, MI__ACT_ERF, MI__ACT_GELU, MI__ACT_GELU_TANH,
-  MI__ACT_SQRT, MI__ACT_LOG, MI__ACT_EXP, MI__ACT_NEG, MI__ACT_ABS, MI__ACT_RECIP,
-  MI__ACT_ELU, MI__ACT_SOFTPLUS, MI__ACT_FLOOR, MI__ACT_CEIL, MI__ACT_IDENTITY,
-  MI__ACT_ROUND, MI__ACT_SIGN, /* standalone only: mi__blis_act_of does not offer them for fusion */
+  MI__ACT_NONE = 0,
+  MI__ACT_RELU,
+  MI__ACT_LEAKY,
+  MI__ACT_CLIP,
+  MI__ACT_HSIGMOID,
+  MI__ACT_HSWISH,
+  MI__ACT_SIGMOID,
+  MI__ACT_TANH,
+  MI__ACT_ERF,
+  MI__ACT_GELU,
+  MI__ACT_GELU_TANH,
+  MI__ACT_SQRT,
+  MI__ACT_LOG,
+  MI__ACT_EXP,
+  MI__ACT_NEG,
+  MI__ACT_ABS,
+  MI__ACT_RECIP,
+  MI__ACT_ELU,
+  MI__ACT_SOFTPLUS,
+  MI__ACT_FLOOR,
+  MI__ACT_CEIL,
+  MI__ACT_IDENTITY,
+  MI__ACT_ROUND,
+  MI__ACT_SIGN,  /* standalone only: mi__blis_act_of does not offer them for fusion */
   MI__ACT_AFFINE /* x * a + b: a Mul / Add by a constant scalar in a conv's chain (blis_conv.c) */
 };
 /* Maps an activation node to MI__ACT_* and its two parameters; 0 when not an activation. */
@@ -235,7 +255,6 @@ typedef struct mi__blis_variant {
 extern const mi__blis_variant_t mi__blis_variants[];
 extern const int32_t mi__blis_variant_n;
 const mi__blis_variant_t *mi__blis_find_variant(const char *id);
-
 
 /* Declared here so kernel and plugin files agree. */
 int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs, int32_t n,

@@ -20,8 +20,10 @@ static int32_t norm_axis(const mi_tensor_desc_t *x, int64_t axis, int64_t *outer
   *outer = *len = *inner = 1;
   for (i = 0; i < x->rank; i++) {
     if (i < axis) *outer *= x->dims[i];
-    else if (i == axis) *len = x->dims[i];
-    else *inner *= x->dims[i];
+    else if (i == axis)
+      *len = x->dims[i];
+    else
+      *inner *= x->dims[i];
   }
   return 1;
 }
@@ -130,7 +132,8 @@ static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi_
   (void)err;
   return mi__blis_run_parts(s, t, env, st->outer, 1, st->len * st->inner * 8,
                             st->simd == MI__SIMD_AVX512 ? layernorm_avx512
-                            : st->simd == MI__SIMD_AVX2 ? layernorm_avx2 : layernorm_c);
+                            : st->simd == MI__SIMD_AVX2 ? layernorm_avx2
+                                                        : layernorm_c);
 }
 
 int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -156,7 +159,8 @@ int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
   st->len = 1;
   for (i = 0; i < x->rank; i++) {
     if (i < axis) st->outer *= x->dims[i];
-    else st->len *= x->dims[i];
+    else
+      st->len *= x->dims[i];
   }
   if ((st->scale >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->scale)) != st->len) ||
       (st->bias >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->bias)) != st->len))
@@ -173,7 +177,13 @@ typedef struct reduce_state {
   int64_t n, on, count;
 } reduce_state_t;
 
-enum { R_MEAN, R_MAX, R_MIN, R_SUM, R_PROD, R_L2, R_LSE };
+enum { R_MEAN,
+       R_MAX,
+       R_MIN,
+       R_SUM,
+       R_PROD,
+       R_L2,
+       R_LSE };
 
 /* ReduceProd, ReduceL2, ReduceLogSumExp: accumulated in double as the reference does
  * (LogSumExp as log(sum(exp(v - max))) + max); s->aux holds on accumulators and on maxima. */
@@ -228,12 +238,15 @@ static int32_t run_reduce(const mi__blis_step_t *s, void *const *t, const mi__bl
   float *y = t[r->y];
   int64_t idx[MI_MAX_RANK] = {0}, i, o = 0;
   int32_t d;
-  for (i = 0; i < r->on; i++) y[i] = r->op == R_MAX ? -INFINITY : r->op == R_MIN ? INFINITY : 0.f;
+  for (i = 0; i < r->on; i++) y[i] = r->op == R_MAX ? -INFINITY : r->op == R_MIN ? INFINITY
+                                                                                 : 0.f;
   for (i = 0; i < r->n; i++) {
     float v = x[i];
     if (r->op == R_MAX) y[o] = fmaxf(y[o], v);
-    else if (r->op == R_MIN) y[o] = fminf(y[o], v);
-    else y[o] += v;
+    else if (r->op == R_MIN)
+      y[o] = fminf(y[o], v);
+    else
+      y[o] += v;
     for (d = r->rank - 1; d >= 0; d--) {
       o += r->ostride[d];
       if (++idx[d] < r->dims[d]) break;
@@ -269,10 +282,12 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     if (a < 0 || a >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
     red[a] = 1;
   }
-  r->op = strcmp(n->op_type, "ReduceMean") == 0 ? R_MEAN : strcmp(n->op_type, "ReduceMax") == 0 ? R_MAX
-          : strcmp(n->op_type, "ReduceMin") == 0 ? R_MIN : strcmp(n->op_type, "ReduceProd") == 0 ? R_PROD
-          : strcmp(n->op_type, "ReduceL2") == 0 ? R_L2 : strcmp(n->op_type, "ReduceLogSumExp") == 0 ? R_LSE
-          : R_SUM;
+  r->op = strcmp(n->op_type, "ReduceMean") == 0 ? R_MEAN : strcmp(n->op_type, "ReduceMax") == 0     ? R_MAX
+                                                       : strcmp(n->op_type, "ReduceMin") == 0       ? R_MIN
+                                                       : strcmp(n->op_type, "ReduceProd") == 0      ? R_PROD
+                                                       : strcmp(n->op_type, "ReduceL2") == 0        ? R_L2
+                                                       : strcmp(n->op_type, "ReduceLogSumExp") == 0 ? R_LSE
+                                                                                                    : R_SUM;
   r->x = mi__blis_in(n, 0);
   r->y = mi__blis_out(n, 0);
   r->rank = x->rank;

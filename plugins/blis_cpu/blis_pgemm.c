@@ -74,7 +74,6 @@ AVX512_FN void mi__blis_h2f512(const uint16_t *h, float *f, int64_t n) {
   }
 }
 
-
 /* One accumulator through the epilogue of kind EK (compile-time after inlining): the common chains
  * without the per-vector walk over the op list that mi__blis_epi512 does. sc/sh: the row's scale and
  * shift (1 and 0 without bias/BN); lo/hi: the Clip bounds; r: the residual at this vector. */
@@ -120,16 +119,16 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
     const float *a = pg_a(q, (mp * q->K + k0b) * MR512, kn * MR512, abuf, 1);
     const int64_t *koff = q->koff ? q->koff + k0b : NULL;
     /* B at per-row offsets (flat planes) or at a fixed stride: two loops, no test per k */
-#define NV512_K(BK)                                                                \
-  for (kk = 0; kk < kn; kk++) {                                                    \
-    const float *bk = (BK);                                                        \
-    __m512 b0 = PG_LD(k0, bk + bo0);                                               \
-    __m512 b1 = two ? PG_LD(k1, bk + bo1) : _mm512_setzero_ps();                   \
-    _Pragma("GCC unroll 8") for (i = 0; i < MR512; i++) {                          \
-      __m512 av = _mm512_set1_ps(a[kk * MR512 + i]);                               \
-      c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);                                      \
-      if (two) c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);                             \
-    }                                                                              \
+#define NV512_K(BK)                                              \
+  for (kk = 0; kk < kn; kk++) {                                  \
+    const float *bk = (BK);                                      \
+    __m512 b0 = PG_LD(k0, bk + bo0);                             \
+    __m512 b1 = two ? PG_LD(k1, bk + bo1) : _mm512_setzero_ps(); \
+    _Pragma("GCC unroll 8") for (i = 0; i < MR512; i++) {        \
+      __m512 av = _mm512_set1_ps(a[kk * MR512 + i]);             \
+      c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);                    \
+      if (two) c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);           \
+    }                                                            \
   }
     if (koff) {
       NV512_K(b + koff[kk])
@@ -166,16 +165,16 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
 #undef PG_ST
 
 /* The tile for one epilogue kind and pixel width, chosen at run time, specialised at compile time. */
-#define NV512_EK(EK)                                                   \
-  do {                                                                 \
-    if (k0 == 0xffff && (!two || k1 == 0xffff))                        \
-      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, EK, 1);       \
-    else                                                               \
-      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, EK, 0);       \
+#define NV512_EK(EK)                                             \
+  do {                                                           \
+    if (k0 == 0xffff && (!two || k1 == 0xffff))                  \
+      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, EK, 1); \
+    else                                                         \
+      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, EK, 0); \
   } while (0)
 static inline __attribute__((always_inline)) AVX512_FN void nv512_ek(const pg_call_t *q, int64_t mp, int64_t bo0,
-                                                                      int64_t bo1, int64_t po0, int64_t po1,
-                                                                      int two, __mmask16 k0, __mmask16 k1) {
+                                                                     int64_t bo1, int64_t po0, int64_t po1,
+                                                                     int two, __mmask16 k0, __mmask16 k1) {
   switch (q->c->pg_ek) {
   case MI__EK_NONE: NV512_EK(MI__EK_NONE); break;
   case MI__EK_RELU: NV512_EK(MI__EK_RELU); break;
@@ -188,7 +187,8 @@ static inline __attribute__((always_inline)) AVX512_FN void nv512_ek(const pg_ca
 #undef NV512_EK
 
 static inline __attribute__((always_inline)) __mmask16 mask16(int64_t left) {
-  return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
+  return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0
+                                                    : (__mmask16)((1u << left) - 1u);
 }
 
 AVX512_FN static void nv512(const pg_call_t *q, int64_t item) {
@@ -216,7 +216,8 @@ epi256(const pg_call_t *q, int64_t m, int64_t p, __m256i k, __m256 v) {
     switch (op->act) {
     case MI__ACT_NONE:
       v = _mm256_add_ps(v, _mm256_maskload_ps((const float *)q->t[op->tensor] +
-                                                  (q->n * c->M + m) * c->OH * c->OW + p, k));
+                                                  (q->n * c->M + m) * c->OH * c->OW + p,
+                                              k));
       break;
     default: v = mi__blis_act256_op(op, v); break;
     }
@@ -225,7 +226,8 @@ epi256(const pg_call_t *q, int64_t m, int64_t p, __m256i k, __m256 v) {
 }
 
 static inline __attribute__((always_inline)) AVX2_FN __m256i lane_mask256(int64_t left) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left < 0 ? 0 : left)),
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left < 0 ? 0
+                                                                            : left)),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
@@ -246,16 +248,16 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
     const float *a = pg_a(q, (mp * q->K + k0b) * MR256, kn * MR256, abuf, 0);
     const int64_t *koff = q->koff ? q->koff + k0b : NULL;
     const float *bb = b + (koff ? 0 : k0b * ldb);
-#define NV256_K(BK)                                                                                  \
-  for (kk = 0; kk < kn; kk++) {                                                                      \
-    const float *bk = (BK);                                                                          \
-    __m256 b0 = full ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, k0);                             \
-    __m256 b1 = full ? _mm256_loadu_ps(bk + 8) : _mm256_maskload_ps(bk + 8, k1);                     \
-    _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                                            \
-      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);                                           \
-      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                                                        \
-      c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                                                        \
-    }                                                                                                \
+#define NV256_K(BK)                                                              \
+  for (kk = 0; kk < kn; kk++) {                                                  \
+    const float *bk = (BK);                                                      \
+    __m256 b0 = full ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, k0);         \
+    __m256 b1 = full ? _mm256_loadu_ps(bk + 8) : _mm256_maskload_ps(bk + 8, k1); \
+    _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                        \
+      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);                       \
+      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                                    \
+      c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                                    \
+    }                                                                            \
   }
     if (koff) {
       NV256_K(bb + koff[kk])
@@ -283,7 +285,8 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
 
 AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
   if (q->N - (item / q->mp_n) * 16 >= 16) nv256_body(q, item, 1);
-  else nv256_body(q, item, 0);
+  else
+    nv256_body(q, item, 0);
 }
 
 /* ---- "nv" tiles, plain C: 4 rows x 16 pixels; the epilogue runs on the stored rows. */
@@ -319,7 +322,8 @@ static void nvc(const pg_call_t *q, int64_t item) {
 /* Rows per packed panel for a SIMD level and orientation. */
 int64_t mi__blis_pg_panel(int32_t simd, int mv) {
   if (mv) return simd == MI__SIMD_AVX512 ? 32 : 16;
-  return simd == MI__SIMD_AVX512 ? MR512 : simd == MI__SIMD_AVX2 ? MR256 : MRC;
+  return simd == MI__SIMD_AVX512 ? MR512 : simd == MI__SIMD_AVX2 ? MR256
+                                                                 : MRC;
 }
 
 /* Pixels per "nv" block. */
@@ -341,11 +345,14 @@ void mi__blis_pg_pack(mi__blis_conv_t *c, const void *w, int w_half) {
         for (i = 0; i < mr; i++) {
           int64_t m = pnl * mr + i, src = (g * mg + m) * K + k;
           if (m >= mg) col[i] = 0.f;
-          else if (w_half) mi__blis_h2f((const uint16_t *)w + src, &col[i], 1);
-          else col[i] = ((const float *)w)[src];
+          else if (w_half)
+            mi__blis_h2f((const uint16_t *)w + src, &col[i], 1);
+          else
+            col[i] = ((const float *)w)[src];
         }
         if (c->packed_h) mi__blis_f2h(col, c->packed_h + base + k * mr, mr);
-        else memcpy(c->packed + base + k * mr, col, (size_t)mr * sizeof *col);
+        else
+          memcpy(c->packed + base + k * mr, col, (size_t)mr * sizeof *col);
       }
     }
 }
@@ -357,8 +364,10 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
   for (i = i0; i < i1; i++) {
     if (q->c->pg_mv) {
       if (simd == MI__SIMD_AVX512) mi__blis_pg_mv512(q, i);
-      else if (simd == MI__SIMD_AVX2) mi__blis_pg_mv256(q, i);
-      else mi__blis_pg_mvc(q, i);
+      else if (simd == MI__SIMD_AVX2)
+        mi__blis_pg_mv256(q, i);
+      else
+        mi__blis_pg_mvc(q, i);
     } else if (simd == MI__SIMD_AVX512) {
       nv512(q, i);
     } else if (simd == MI__SIMD_AVX2) {

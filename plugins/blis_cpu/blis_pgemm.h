@@ -21,15 +21,15 @@ typedef float pg_v16 __attribute__((vector_size(64)));
 typedef struct pg_call {
   const mi__blis_conv_t *c;
   void *const *t;
-  const float *pw; /* packed weights of the group (FP32 storage), else NULL */
+  const float *pw;     /* packed weights of the group (FP32 storage), else NULL */
   const uint16_t *pwh; /* the same as IEEE half (FP16 storage), else NULL */
-  const float *b;  /* B[k][p] at b + k * ldb + p, or b + koff[k] + p when koff is set */
+  const float *b;      /* B[k][p] at b + k * ldb + p, or b + koff[k] + p when koff is set */
   int64_t ldb;
   const int64_t *koff;
   const int64_t *pix; /* "mv" on the flat planes: pixel p at b + koff[k] + pix[p] (no junk columns) */
   const int64_t *seg; /* "nv" AVX-512 on the flat planes: row segments {flat, out, len}, two a tile */
   int64_t nseg;
-  int epi; /* 0: raw sums, the caller runs the epilogue */
+  int epi;  /* 0: raw sums, the caller runs the epilogue */
   float *y; /* the group's first output row; pixel p of row m at y + m * ldc + p0 + p */
   int64_t ldc, n, m0, mg, K, N, p0;
   int64_t mp_n, nb_n; /* row panels, pixel blocks */
@@ -43,7 +43,8 @@ static inline __attribute__((always_inline)) const float *pg_a(const pg_call_t *
                                                                float *buf, int wide) {
   if (!q->pwh) return q->pw + off;
   if (wide) mi__blis_h2f512(q->pwh + off, buf, cnt);
-  else mi__blis_h2f(q->pwh + off, buf, cnt);
+  else
+    mi__blis_h2f(q->pwh + off, buf, cnt);
   return buf;
 }
 

@@ -148,16 +148,16 @@ static MI__AVX512_FN void mv_store512(const pg_call_t *q, int64_t mp, int64_t ro
 /* One panel of 16 * NV channels over all pixels: per k block, the weights are read (or converted
  * from half) once and every tile of the pass runs on them. Each sum runs over k in order. */
 /* One tile of np (1..MV_PIX) pixels with np and PIX as constants, so that mv_tile_k unrolls. */
-#define MV_TILE_NP(PIX)                                                                  \
-  do {                                                                                   \
-    switch (np) {                                                                        \
-    case 6: mv_tile_k(q, a, k0b, kn, p, NV, 6, PIX, acc[t]); break;                      \
-    case 5: mv_tile_k(q, a, k0b, kn, p, NV, 5, PIX, acc[t]); break;                      \
-    case 4: mv_tile_k(q, a, k0b, kn, p, NV, 4, PIX, acc[t]); break;                      \
-    case 3: mv_tile_k(q, a, k0b, kn, p, NV, 3, PIX, acc[t]); break;                      \
-    case 2: mv_tile_k(q, a, k0b, kn, p, NV, 2, PIX, acc[t]); break;                      \
-    default: mv_tile_k(q, a, k0b, kn, p, NV, 1, PIX, acc[t]); break;                     \
-    }                                                                                    \
+#define MV_TILE_NP(PIX)                                              \
+  do {                                                               \
+    switch (np) {                                                    \
+    case 6: mv_tile_k(q, a, k0b, kn, p, NV, 6, PIX, acc[t]); break;  \
+    case 5: mv_tile_k(q, a, k0b, kn, p, NV, 5, PIX, acc[t]); break;  \
+    case 4: mv_tile_k(q, a, k0b, kn, p, NV, 4, PIX, acc[t]); break;  \
+    case 3: mv_tile_k(q, a, k0b, kn, p, NV, 3, PIX, acc[t]); break;  \
+    case 2: mv_tile_k(q, a, k0b, kn, p, NV, 2, PIX, acc[t]); break;  \
+    default: mv_tile_k(q, a, k0b, kn, p, NV, 1, PIX, acc[t]); break; \
+    }                                                                \
   } while (0)
 
 static inline __attribute__((always_inline)) void mv_body(const pg_call_t *q, int64_t item, int NV) {
@@ -180,13 +180,15 @@ static inline __attribute__((always_inline)) void mv_body(const pg_call_t *q, in
       for (t = 0; t < ntile; t++) {
         int64_t p = p0 + t * MV_PIX, np = npass - t * MV_PIX < MV_PIX ? npass - t * MV_PIX : MV_PIX;
         if (q->pix) MV_TILE_NP(1);
-        else MV_TILE_NP(0);
+        else
+          MV_TILE_NP(0);
       }
     }
     for (t = 0; t < ntile; t++) {
       int64_t p = p0 + t * MV_PIX, np = npass - t * MV_PIX < MV_PIX ? npass - t * MV_PIX : MV_PIX;
       if (NV == 2) mv_store512(q, mp, rows, p, np, acc[t], sc, sh, nops);
-      else mv_store(q, mp, rows, p, np, NV, acc[t], sc, sh, nops);
+      else
+        mv_store(q, mp, rows, p, np, NV, acc[t], sc, sh, nops);
     }
   }
   /* the rest of the chain (residual adds, other activations) on the stored rows */

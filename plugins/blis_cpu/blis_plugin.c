@@ -17,11 +17,13 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "threads,arch"},
     {"conv.packed_gemm", "Conv",
      "weights packed at prepare, register-blocked SIMD GEMM on the input (1x1) or im2col columns, "
-     "epilogue in registers", NCHW, EPI, "threads,simd,im2col_block"},
+     "epilogue in registers",
+     NCHW, EPI, "threads,simd,im2col_block"},
     /* listed only where the CPU has F16C (see listed()) */
     {"conv.packed_gemm_fp16", "Conv",
      "conv.packed_gemm with the weight panels stored as IEEE half (F16C), converted to float per "
-     "k block in the tiles; FP32 activations and sums", NCHW, EPI, "threads,simd,im2col_block"},
+     "k block in the tiles; FP32 activations and sums",
+     NCHW, EPI, "threads,simd,im2col_block"},
     {"conv.depthwise_direct", "Conv", "direct depthwise conv (group == C), fused epilogue", NCHW,
      EPI, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
@@ -57,7 +59,13 @@ const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
   return NULL;
 }
 
-enum { KNOB_THREADS, KNOB_ARCH, KNOB_IM2COL, KNOB_OCB, KNOB_SIMD, KNOB_QDOT, KNOB_N };
+enum { KNOB_THREADS,
+       KNOB_ARCH,
+       KNOB_IM2COL,
+       KNOB_OCB,
+       KNOB_SIMD,
+       KNOB_QDOT,
+       KNOB_N };
 /* applies_to NULL reads as "" (all): the helper's tables hold no variants for blis-cpu. */
 #define KNOB(nm, desc, un, sc, ty) .name = nm, .description = desc, .unit = un, .scope = sc, .type = ty
 #define PREP .mutability = MI_KNOB_AT_PREPARE
@@ -209,7 +217,8 @@ static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc
   d.struct_size = sizeof d;
   d.kind = MI_DEVICE_CPU;
   snprintf(d.name, sizeof d.name, "pthread-%.110s", ctx->cpu.model);
-  snprintf(d.vendor, sizeof d.vendor, "%s", strstr(ctx->cpu.model, "AMD") ? "AMD" : strstr(ctx->cpu.model, "Intel") ? "Intel" : "unknown");
+  snprintf(d.vendor, sizeof d.vendor, "%s", strstr(ctx->cpu.model, "AMD") ? "AMD" : strstr(ctx->cpu.model, "Intel") ? "Intel"
+                                                                                                                    : "unknown");
   snprintf(d.driver_version, sizeof d.driver_version, "blis-0.9.0-pthread-static");
   snprintf(d.isa, sizeof d.isa, "x86_64%s%s%s%s%s", (ctx->cpu.isa & MI__ISA_AVX2) ? "-avx2" : "",
            (ctx->cpu.isa & MI__ISA_FMA) ? "-fma" : "", (ctx->cpu.isa & MI__ISA_F16C) ? "-f16c" : "",
@@ -354,7 +363,8 @@ static int32_t set_device_knobs(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
   if (rc != MI_OK) return rc;
   for (i = 0; i < n; i++) {
     if (strcmp(knobs[i].name, "threads") == 0) ctx->threads = (int32_t)knobs[i].i;
-    else if (strcmp(knobs[i].name, "arch") == 0) ctx->arch = ctx->arch_ids[knobs[i].i];
+    else if (strcmp(knobs[i].name, "arch") == 0)
+      ctx->arch = ctx->arch_ids[knobs[i].i];
   }
   return MI_OK;
 }
@@ -370,7 +380,8 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
   /* Cumulative by the ABI: kernel time summed since create (0 before the first run is a true
    * reading, not a missing one). */
   if (index == 0) s.value = (double)atomic_load(&ctx->total_run_ns);
-  else s.value = (double)atomic_load(&ctx->peak_bytes);
+  else
+    s.value = (double)atomic_load(&ctx->peak_bytes);
   return mi_sdk_fill(out, &s, sizeof s);
 }
 

@@ -188,8 +188,16 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   q->W = x->dims[3];
   q->OH = y->dims[2];
   q->OW = y->dims[3];
-  q->KH = k[0]; q->KW = k[1]; q->sh = st[0]; q->sw = st[1]; q->dh = d[0]; q->dw = d[1];
-  q->pt = pads[0]; q->pl = pads[1]; q->pb = pads[2]; q->pr = pads[3];
+  q->KH = k[0];
+  q->KW = k[1];
+  q->sh = st[0];
+  q->sw = st[1];
+  q->dh = d[0];
+  q->dw = d[1];
+  q->pt = pads[0];
+  q->pl = pads[1];
+  q->pb = pads[2];
+  q->pr = pads[3];
   auto_pad = mi_sdk_auto_pad_from_name(ap && ap->type == MI_ATTR_STRING ? ap->s : NULL);
   if (auto_pad == MI_SDK_AUTO_PAD_SAME_UPPER || auto_pad == MI_SDK_AUTO_PAD_SAME_LOWER) {
     mi_sdk_same_pads(auto_pad, (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H, &q->pt, &q->pb);

@@ -32,76 +32,78 @@ static inline __attribute__((always_inline)) int32_t nib_pair(uint8_t byte) {
  * high nibble as int16 in the high half (an int16 pair). v << 12 puts the low nibble at bits
  * 12..15, v << 24 the high one at bits 28..31 (no overlap, v < 256); an arithmetic shift of each
  * int16 by 12 sign-extends both. */
-#define NIB_PAIRS(W, v)                                                                            \
+#define NIB_PAIRS(W, v) \
   _mm##W##_srai_epi16(_mm##W##_or_si##W(_mm##W##_slli_epi32(v, 12), _mm##W##_slli_epi32(v, 24)), 12)
 
 /* A operand: pair p of row r (int16 rows, or INT4 rows of one byte per pair). */
 #define A_I16(pr, r, p) memcpy(&pr, (const int16_t *)ar[r] + 2 * (p), sizeof pr)
 #define A_I4(pr, r, p) pr = nib_pair(((const uint8_t *)ar[r])[p])
 /* B operand, AVX-512: pairs p of columns j0.. (32) into b0, b1, masked at the column tail. */
-#define B512_I16(p)                                                                                \
-  const int16_t *bp = (const int16_t *)b + ((p) * n + j0) * 2;                                     \
+#define B512_I16(p)                                          \
+  const int16_t *bp = (const int16_t *)b + ((p)*n + j0) * 2; \
   __m512i b0 = _mm512_maskz_loadu_epi32(k0, bp), b1 = _mm512_maskz_loadu_epi32(k1, bp + 32)
 /* INT4, AVX-512: the 16 bytes of a column block, broadcast to the four 128-bit lanes; vpshufb puts
  * byte j at bits 8..15 of both int16 halves of lane j, a shift by 4 of the low halves only brings
  * its low nibble to bits 12..15 (the high nibble is there already), vpsraw by 12 sign-extends. */
-#define NIB512(v)                                                                                  \
-  _mm512_srai_epi16(_mm512_mask_slli_epi16(_mm512_shuffle_epi8(v, nib_ctl), 0x55555555u,           \
-                                           _mm512_shuffle_epi8(v, nib_ctl), 4), 12)
-#define B512_I4(p)                                                                                 \
-  const uint8_t *bp = (const uint8_t *)b + (p) * n + j0;                                           \
-  __m512i b0 = NIB512(_mm512_broadcast_i32x4(_mm_maskz_loadu_epi8(k0, bp)));                       \
+#define NIB512(v)                                                                        \
+  _mm512_srai_epi16(_mm512_mask_slli_epi16(_mm512_shuffle_epi8(v, nib_ctl), 0x55555555u, \
+                                           _mm512_shuffle_epi8(v, nib_ctl), 4),          \
+                    12)
+#define B512_I4(p)                                                           \
+  const uint8_t *bp = (const uint8_t *)b + (p)*n + j0;                       \
+  __m512i b0 = NIB512(_mm512_broadcast_i32x4(_mm_maskz_loadu_epi8(k0, bp))); \
   __m512i b1 = NIB512(_mm512_broadcast_i32x4(_mm_maskz_loadu_epi8(k1, bp + 16)))
 /* vpshufb control of NIB512: int32 lane 4L+i reads byte 4L+i into bytes 1 and 3 (0x80: zero). */
-#define NIB512_CTL                                                                                 \
-  const __m512i nib_ctl = _mm512_set_epi32(                                                        \
-      0x0f800f80, 0x0e800e80, 0x0d800d80, 0x0c800c80, 0x0b800b80, 0x0a800a80, 0x09800980,          \
-      0x08800880, 0x07800780, 0x06800680, 0x05800580, 0x04800480, 0x03800380, 0x02800280,          \
+#define NIB512_CTL                                                                        \
+  const __m512i nib_ctl = _mm512_set_epi32(                                               \
+      0x0f800f80, 0x0e800e80, 0x0d800d80, 0x0c800c80, 0x0b800b80, 0x0a800a80, 0x09800980, \
+      0x08800880, 0x07800780, 0x06800680, 0x05800580, 0x04800480, 0x03800380, 0x02800280, \
       0x01800180, 0x00800080)
 
 /* The AVX-512 body as a macro over the pair-dot step DOT(acc, b, a) and the operand loads
  * (ALOAD, BLOAD): the VNNI functions must be the only ones built with the VNNI target (the compiler
  * may fuse vpmaddwd + vpaddd into vpdpwssd). ab: bytes per A row. */
-#define Q512_BODY(DOT, ALOAD, BLOAD)                                                               \
-  int64_t i, j0, p;                                                                                \
-  NIB512_CTL;                                                                                      \
-  (void)nib_ctl;                                                                                   \
-  for (i = m0; i < m1; i += QROWS) {                                                               \
-    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                                \
-    const char *ar[QROWS];                                                                         \
-    int r;                                                                                         \
-    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;           \
-    for (j0 = jb; j0 < je; j0 += 32) {                                                             \
-      int64_t left = je - j0;                                                                       \
-      __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                          \
-      __mmask16 k1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u) : 0;   \
-      __m512i c0[QROWS], c1[QROWS];                                                                \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm512_setzero_si512();  \
-      for (p = 0; p < kp; p++) {                                                                   \
-        BLOAD(p);                                                                                  \
-        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                      \
-          int32_t pr;                                                                              \
-          __m512i av;                                                                              \
-          ALOAD(pr, r, p);                                                                         \
-          av = _mm512_set1_epi32(pr);                                                              \
-          c0[r] = DOT(c0[r], b0, av);                                                              \
-          c1[r] = DOT(c1[r], b1, av);                                                              \
-        }                                                                                          \
-      }                                                                                            \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                        \
-        if (r < rows) {                                                                            \
-          _mm512_mask_storeu_epi32(acc + (i + r) * n + j0, k0, c0[r]);                             \
-          if (k1) _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16, k1, c1[r]);                \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
+#define Q512_BODY(DOT, ALOAD, BLOAD)                                                              \
+  int64_t i, j0, p;                                                                               \
+  NIB512_CTL;                                                                                     \
+  (void)nib_ctl;                                                                                  \
+  for (i = m0; i < m1; i += QROWS) {                                                              \
+    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                               \
+    const char *ar[QROWS];                                                                        \
+    int r;                                                                                        \
+    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;          \
+    for (j0 = jb; j0 < je; j0 += 32) {                                                            \
+      int64_t left = je - j0;                                                                     \
+      __mmask16 k0 = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);                        \
+      __mmask16 k1 = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1u)      \
+                                                     : 0;                                         \
+      __m512i c0[QROWS], c1[QROWS];                                                               \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm512_setzero_si512(); \
+      for (p = 0; p < kp; p++) {                                                                  \
+        BLOAD(p);                                                                                 \
+        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                     \
+          int32_t pr;                                                                             \
+          __m512i av;                                                                             \
+          ALOAD(pr, r, p);                                                                        \
+          av = _mm512_set1_epi32(pr);                                                             \
+          c0[r] = DOT(c0[r], b0, av);                                                             \
+          c1[r] = DOT(c1[r], b1, av);                                                             \
+        }                                                                                         \
+      }                                                                                           \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                       \
+        if (r < rows) {                                                                           \
+          _mm512_mask_storeu_epi32(acc + (i + r) * n + j0, k0, c0[r]);                            \
+          if (k1) _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16, k1, c1[r]);               \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
   }
 
 #define DOT_VNNI(c, b, a) _mm512_dpwssd_epi32(c, b, a)
 #define DOT_MADD512(c, b, a) _mm512_add_epi32(c, _mm512_madd_epi16(b, a))
 
 /* Columns jb..je of the n (the row stride of b and acc): the caller walks column blocks. */
-#define QCORE_ARGS                                                                                 \
+#define QCORE_ARGS                                                                                  \
   int64_t m0, int64_t m1, int64_t n, int64_t jb, int64_t je, int64_t kp, const void *a, int64_t ab, \
       const void *b, int32_t *acc
 #define T512 "avx512f,avx512vl,avx512bw,avx512dq"
@@ -116,55 +118,57 @@ __attribute__((target(T512))) static void q512_madd_b4(QCORE_ARGS) { Q512_BODY(D
 
 /* B operand, AVX2: pairs p of columns j0.. (16) into b0, b1, masked at the column tail (INT4: a
  * zero-padded copy of the tail's bytes, so no read past the row). */
-#define B256_I16(p)                                                                                \
-  const int16_t *bp = (const int16_t *)b + ((p) * n + j0) * 2;                                     \
-  __m256i b0 = _mm256_maskload_epi32((const int *)bp, k0);                                         \
+#define B256_I16(p)                                          \
+  const int16_t *bp = (const int16_t *)b + ((p)*n + j0) * 2; \
+  __m256i b0 = _mm256_maskload_epi32((const int *)bp, k0);   \
   __m256i b1 = _mm256_maskload_epi32((const int *)(bp + 16), k1)
-#define B256_I4(p)                                                                                 \
-  const uint8_t *bp = (const uint8_t *)b + (p) * n + j0;                                           \
-  uint8_t tail[16] = {0};                                                                          \
-  __m256i b0, b1;                                                                                  \
-  if (left < 16) {                                                                                 \
-    memcpy(tail, bp, (size_t)left);                                                                \
-    bp = tail;                                                                                     \
-  }                                                                                                \
-  b0 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)bp)));                 \
+#define B256_I4(p)                                                                 \
+  const uint8_t *bp = (const uint8_t *)b + (p)*n + j0;                             \
+  uint8_t tail[16] = {0};                                                          \
+  __m256i b0, b1;                                                                  \
+  if (left < 16) {                                                                 \
+    memcpy(tail, bp, (size_t)left);                                                \
+    bp = tail;                                                                     \
+  }                                                                                \
+  b0 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)bp))); \
   b1 = NIB_PAIRS(256, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(bp + 8))))
 
-#define Q256_BODY(ALOAD, BLOAD)                                                                    \
-  int64_t i, j0, p;                                                                                \
-  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                  \
-  for (i = m0; i < m1; i += QROWS) {                                                               \
-    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                                \
-    const char *ar[QROWS];                                                                         \
-    int r;                                                                                         \
-    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;           \
-    for (j0 = jb; j0 < je; j0 += 16) {                                                             \
-      int64_t left = je - j0;                                                                       \
-      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);        \
-      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 : 0)), iota); \
-      __m256i c0[QROWS], c1[QROWS];                                                                \
-      (void)k0;                                                                                    \
-      (void)k1;                                                                                    \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm256_setzero_si256();  \
-      for (p = 0; p < kp; p++) {                                                                   \
-        BLOAD(p);                                                                                  \
-        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                      \
-          int32_t pr;                                                                              \
-          __m256i av;                                                                              \
-          ALOAD(pr, r, p);                                                                         \
-          av = _mm256_set1_epi32(pr);                                                              \
-          c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(b0, av));                              \
-          c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));                              \
-        }                                                                                          \
-      }                                                                                            \
-      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                        \
-        if (r < rows) {                                                                            \
-          _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);                      \
-          if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);    \
-        }                                                                                          \
-      }                                                                                            \
-    }                                                                                              \
+#define Q256_BODY(ALOAD, BLOAD)                                                                   \
+  int64_t i, j0, p;                                                                               \
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);                                 \
+  for (i = m0; i < m1; i += QROWS) {                                                              \
+    int64_t rows = m1 - i < QROWS ? m1 - i : QROWS;                                               \
+    const char *ar[QROWS];                                                                        \
+    int r;                                                                                        \
+    for (r = 0; r < QROWS; r++) ar[r] = (const char *)a + (i + (r < rows ? r : 0)) * ab;          \
+    for (j0 = jb; j0 < je; j0 += 16) {                                                            \
+      int64_t left = je - j0;                                                                     \
+      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 8 ? 8 : left)), iota);       \
+      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(left > 16 ? 8 : left > 8 ? left - 8 \
+                                                                                       : 0)),     \
+                                      iota);                                                      \
+      __m256i c0[QROWS], c1[QROWS];                                                               \
+      (void)k0;                                                                                   \
+      (void)k1;                                                                                   \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) c0[r] = c1[r] = _mm256_setzero_si256(); \
+      for (p = 0; p < kp; p++) {                                                                  \
+        BLOAD(p);                                                                                 \
+        _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                     \
+          int32_t pr;                                                                             \
+          __m256i av;                                                                             \
+          ALOAD(pr, r, p);                                                                        \
+          av = _mm256_set1_epi32(pr);                                                             \
+          c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(b0, av));                             \
+          c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));                             \
+        }                                                                                         \
+      }                                                                                           \
+      _Pragma("GCC unroll 4") for (r = 0; r < QROWS; r++) {                                       \
+        if (r < rows) {                                                                           \
+          _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0), k0, c0[r]);                     \
+          if (left > 8) _mm256_maskstore_epi32((int *)(acc + (i + r) * n + j0 + 8), k1, c1[r]);   \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
   }
 
 __attribute__((target("avx2,fma"))) static void q256_madd(QCORE_ARGS) { Q256_BODY(A_I16, B256_I16) }
@@ -228,11 +232,14 @@ static void a_panels(qcore_fn i16, qcore_fn a4, QCORE_ARGS) {
 void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t kp,
                            const void *a, int64_t ka, const void *b, int32_t *acc) {
   int64_t ab = pack == MI__QPACK_A4 ? ka / 2 : ka * (int64_t)sizeof(int16_t); /* bytes per A row */
-  int32_t v = pack == MI__QPACK_A4 ? 1 : pack == MI__QPACK_B4 ? 2 : 0;
+  int32_t v = pack == MI__QPACK_A4 ? 1 : pack == MI__QPACK_B4 ? 2
+                                                              : 0;
   static const qcore_fn cores[3][3] = {{q512_vnni, q512_vnni_a4, q512_vnni_b4},
                                        {q512_madd, q512_madd_a4, q512_madd_b4},
                                        {q256_madd, q256_madd_a4, q256_madd_b4}};
-  int32_t c = dot == MI__QDOT_VNNI ? 0 : dot == MI__QDOT_AVX512 ? 1 : dot == MI__QDOT_AVX2 ? 2 : -1;
+  int32_t c = dot == MI__QDOT_VNNI ? 0 : dot == MI__QDOT_AVX512 ? 1
+                                     : dot == MI__QDOT_AVX2     ? 2
+                                                                : -1;
   /* Column blocks whose B panel (kp pairs of QNB columns) stays in L2 while every row block
    * reads it: one pass over b in all, where whole rows of a wide conv (an 80x80 output, K of
    * 864) streamed its columns from memory once per block of QROWS rows. */
@@ -241,8 +248,10 @@ void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, in
   for (jb = 0; jb < n; jb = je) {
     je = n - jb > nb ? jb + nb : n;
     if (c < 0) qc(pack, m0, m1, n, jb, je, kp, a, ab, b, acc);
-    else if (v == 1) a_panels(cores[c][0], cores[c][1], m0, m1, n, jb, je, kp, a, ab, b, acc);
-    else cores[c][v](m0, m1, n, jb, je, kp, a, ab, b, acc);
+    else if (v == 1)
+      a_panels(cores[c][0], cores[c][1], m0, m1, n, jb, je, kp, a, ab, b, acc);
+    else
+      cores[c][v](m0, m1, n, jb, je, kp, a, ab, b, acc);
   }
 }
 
@@ -264,7 +273,7 @@ int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd) {
  * first clamped far outside every code range, which changes no code. */
 #define MI__RNE_MAGIC 6755399441055744.0
 static inline __attribute__((always_inline)) int32_t rne_code(double v, int32_t zy, int32_t lo,
-                                                               int32_t hi) {
+                                                              int32_t hi) {
   double r;
   v = v < -1e9 ? -1e9 : v;
   v = v > 1e9 ? 1e9 : v;
@@ -278,26 +287,26 @@ static inline __attribute__((always_inline)) int32_t rne_code(double v, int32_t 
  * docs/abi.md specify. Per-channel mult/bias: element i uses mult[i * mstep] (mstep 0: one).
  * Branch-free min/max so the loop vectorises in the AVX2/AVX-512 builds below. The sums come as
  * int32, or as floats holding exact integers (the depthwise planes' float SIMD sums): same codes. */
-#define REQUANT_BODY(name, T)                                                                            \
-  static inline __attribute__((always_inline)) void name(const T *acc, int64_t n, const double *mult,   \
-                                                         const double *bias, int64_t mstep, int32_t zy,  \
-                                                         int32_t is_u8, void *y) {                       \
-    int64_t i;                                                                                           \
-    double mu = mult[0], bi = bias[0];                                                                   \
-    /* four plain loops (one scale or per column, UINT8 or INT8): no gathers, no branches */            \
-    if (is_u8 && mstep == 0) {                                                                           \
-      uint8_t *o = y;                                                                                    \
-      for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mu + bi, zy, 0, 255);            \
-    } else if (is_u8) {                                                                                  \
-      uint8_t *o = y;                                                                                    \
-      for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, 0, 255);  \
-    } else if (mstep == 0) {                                                                             \
-      int8_t *o = y;                                                                                     \
-      for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mu + bi, zy, -128, 127);          \
-    } else {                                                                                             \
-      int8_t *o = y;                                                                                     \
-      for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, -128, 127);\
-    }                                                                                                    \
+#define REQUANT_BODY(name, T)                                                                             \
+  static inline __attribute__((always_inline)) void name(const T *acc, int64_t n, const double *mult,     \
+                                                         const double *bias, int64_t mstep, int32_t zy,   \
+                                                         int32_t is_u8, void *y) {                        \
+    int64_t i;                                                                                            \
+    double mu = mult[0], bi = bias[0];                                                                    \
+    /* four plain loops (one scale or per column, UINT8 or INT8): no gathers, no branches */              \
+    if (is_u8 && mstep == 0) {                                                                            \
+      uint8_t *o = y;                                                                                     \
+      for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mu + bi, zy, 0, 255);             \
+    } else if (is_u8) {                                                                                   \
+      uint8_t *o = y;                                                                                     \
+      for (i = 0; i < n; i++) o[i] = (uint8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, 0, 255);   \
+    } else if (mstep == 0) {                                                                              \
+      int8_t *o = y;                                                                                      \
+      for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mu + bi, zy, -128, 127);           \
+    } else {                                                                                              \
+      int8_t *o = y;                                                                                      \
+      for (i = 0; i < n; i++) o[i] = (int8_t)rne_code((double)acc[i] * mult[i] + bias[i], zy, -128, 127); \
+    }                                                                                                     \
   }
 REQUANT_BODY(requant_body, int32_t)
 REQUANT_BODY(requant_body_f, float)
@@ -313,15 +322,19 @@ T256Q static void requant_f_avx2(REQUANT_ARGS(float)) { requant_body_f(acc, n, m
 void mi__blis_requant(int32_t simd, const int32_t *acc, int64_t n, const double *mult,
                       const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y) {
   if (simd == MI__SIMD_AVX512) requant_avx512(acc, n, mult, bias, mstep, zy, is_u8, y);
-  else if (simd == MI__SIMD_AVX2) requant_avx2(acc, n, mult, bias, mstep, zy, is_u8, y);
-  else requant_body(acc, n, mult, bias, mstep, zy, is_u8, y);
+  else if (simd == MI__SIMD_AVX2)
+    requant_avx2(acc, n, mult, bias, mstep, zy, is_u8, y);
+  else
+    requant_body(acc, n, mult, bias, mstep, zy, is_u8, y);
 }
 
 void mi__blis_requant_f(int32_t simd, const float *acc, int64_t n, const double *mult,
                         const double *bias, int64_t mstep, int32_t zy, int32_t is_u8, void *y) {
   if (simd == MI__SIMD_AVX512) requant_f_avx512(acc, n, mult, bias, mstep, zy, is_u8, y);
-  else if (simd == MI__SIMD_AVX2) requant_f_avx2(acc, n, mult, bias, mstep, zy, is_u8, y);
-  else requant_body_f(acc, n, mult, bias, mstep, zy, is_u8, y);
+  else if (simd == MI__SIMD_AVX2)
+    requant_f_avx2(acc, n, mult, bias, mstep, zy, is_u8, y);
+  else
+    requant_body_f(acc, n, mult, bias, mstep, zy, is_u8, y);
 }
 
 int32_t mi__blis_qweight(const mi_tensor_desc_t *w, int64_t i) {
@@ -346,8 +359,10 @@ int mi__blis_qweight_4bit(const mi_tensor_desc_t *w) {
 
 int mi__blis_qscale(const mi_tensor_desc_t *w, int64_t channels, int64_t c, double *s) {
   if (w->channel_count == 0) *s = (double)w->scale;
-  else if ((int64_t)w->channel_count == channels && w->channel_scales) *s = (double)w->channel_scales[c];
-  else return 0;
+  else if ((int64_t)w->channel_count == channels && w->channel_scales)
+    *s = (double)w->channel_scales[c];
+  else
+    return 0;
   return *s > 0.;
 }
 

@@ -8,17 +8,21 @@
 
 #include "blis_qgemm.h"
 
-enum { QE_DYNQ = 1, QE_ADD, QE_MUL, QE_GAP, QE_CAST };
+enum { QE_DYNQ = 1,
+       QE_ADD,
+       QE_MUL,
+       QE_GAP,
+       QE_CAST };
 
 typedef struct qelt {
-  int32_t kind, simd, a, b, y, ys, yz; /* tensor indices (b, ys, yz: -1 when unused) */
-  int32_t u8;                          /* codes are UINT8 (else INT8) */
-  int64_t n;                           /* elements of y */
-  int64_t planes, hw, last;            /* GAP: N*C planes of hw pixels; channels_last */
-  int32_t rank;                        /* Add/Mul: output rank, and per dim the output size and */
+  int32_t kind, simd, a, b, y, ys, yz;                         /* tensor indices (b, ys, yz: -1 when unused) */
+  int32_t u8;                                                  /* codes are UINT8 (else INT8) */
+  int64_t n;                                                   /* elements of y */
+  int64_t planes, hw, last;                                    /* GAP: N*C planes of hw pixels; channels_last */
+  int32_t rank;                                                /* Add/Mul: output rank, and per dim the output size and */
   int64_t dims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK]; /* A's, B's strides (0: broadcast) */
   int32_t za, zb, zc;
-  double ra, rb, mult;                 /* Add: sa/sc, sb/sc; Mul: sa*sb/sc; GAP: sx/(sy*hw) */
+  double ra, rb, mult; /* Add: sa/sc, sb/sc; Mul: sa*sb/sc; GAP: sx/(sy*hw) */
 } qelt_t;
 
 typedef struct qelt_task {
@@ -31,7 +35,8 @@ typedef struct qelt_task {
 /* Round half to even (rint in the default rounding mode) and saturate, in double. */
 static inline int32_t sat_code(double v, int32_t z, int u8) {
   double r = rint(v) + z, lo = u8 ? 0. : -128., hi = u8 ? 255. : 127.;
-  return (int32_t)(r < lo ? lo : r > hi ? hi : r);
+  return (int32_t)(r < lo ? lo : r > hi ? hi
+                                        : r);
 }
 
 static inline int32_t code_at(const void *x, int u8, int64_t i) {
@@ -88,18 +93,22 @@ static void dynq_part(void *arg, int64_t b, int64_t e) {
   const float *x = t->t[t->q->a];
   uint8_t *y = t->t[t->q->y];
   if (t->q->simd == MI__SIMD_AVX512) dynq_avx512(x, y, b, e, t->scale, (float)t->zp);
-  else if (t->q->simd == MI__SIMD_AVX2) dynq_avx2(x, y, b, e, t->scale, (float)t->zp);
-  else dynq_body(x, y, b, e, t->scale, (float)t->zp);
+  else if (t->q->simd == MI__SIMD_AVX2)
+    dynq_avx2(x, y, b, e, t->scale, (float)t->zp);
+  else
+    dynq_body(x, y, b, e, t->scale, (float)t->zp);
 }
 
 static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
   qelt_task_t task = {q, t, 1.f, 0};
   float lo, hi, z0;
   if (q->simd == MI__SIMD_AVX512) minmax_avx512(t[q->a], q->n, &lo, &hi);
-  else minmax_c(t[q->a], q->n, &lo, &hi);
+  else
+    minmax_c(t[q->a], q->n, &lo, &hi);
   task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   z0 = 0.0f - lo / task.scale;
-  z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f : z0;
+  z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f
+                                   : z0;
   task.zp = (int32_t)rintf(z0);
   *(float *)t[q->ys] = task.scale;
   *(uint8_t *)t[q->yz] = (uint8_t)task.zp;
@@ -134,7 +143,8 @@ static void binary_part(void *arg, int64_t b, int64_t e) {
                                  : (double)((ca - q->za) * (cb - q->zb)) * q->mult;
     r = sat_code(x, q->zc, q->u8);
     if (q->u8) ((uint8_t *)t->t[q->y])[i] = (uint8_t)r;
-    else ((int8_t *)t->t[q->y])[i] = (int8_t)r;
+    else
+      ((int8_t *)t->t[q->y])[i] = (int8_t)r;
     for (d = q->rank - 1; d >= 0; d--) { /* next output index: odometer over the dims */
       oa += q->sa[d];
       ob += q->sb[d];
@@ -179,7 +189,8 @@ static void gap_part(void *arg, int64_t b, int64_t e) {
     for (i = 0; i < q->hw; i++) sum += code_at(x, q->u8, base + i * st);
     r = sat_code((double)(sum - (int64_t)q->za * q->hw) * q->mult, q->zc, q->u8);
     if (q->u8) ((uint8_t *)t->t[q->y])[pl] = (uint8_t)r;
-    else ((int8_t *)t->t[q->y])[pl] = (int8_t)r;
+    else
+      ((int8_t *)t->t[q->y])[pl] = (int8_t)r;
   }
 }
 
@@ -197,8 +208,10 @@ static int32_t run_qelt(const mi__blis_step_t *s, void *const *t, const mi__blis
   (void)err;
   if (q->kind == QE_DYNQ) return run_dynq(q, t, env);
   if (q->kind == QE_GAP) mi__blis_parallel(env, q->planes, 1, q->hw, gap_part, &task);
-  else if (q->kind == QE_CAST) mi__blis_parallel(env, q->n, 4096, 1, cast_part, &task);
-  else mi__blis_parallel(env, q->n, 4096, 8, binary_part, &task);
+  else if (q->kind == QE_CAST)
+    mi__blis_parallel(env, q->n, 4096, 1, cast_part, &task);
+  else
+    mi__blis_parallel(env, q->n, 4096, 8, binary_part, &task);
   return MI_OK;
 }
 

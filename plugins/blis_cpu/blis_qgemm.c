@@ -7,20 +7,20 @@
 #include "blis_qgemm.h"
 
 typedef struct qconv {
-  mi__blis_conv_t g; /* geometry; g.x, g.w, g.y tensor indices */
+  mi__blis_conv_t g;              /* geometry; g.x, g.w, g.y tensor indices */
   int32_t zx, zy, x_u8, y_u8, dw; /* dw: one input channel per group, direct loops */
-  int32_t zx_t;      /* runtime tensor of x's zero point, or -1 (zx) */
-  int32_t out32;     /* write the int32 sums (ConvInteger), no output stage */
-  int32_t *ibias;    /* [M] int32 bias added to the sums (QLinearConv), or NULL */
-  int32_t dot;       /* MI__QDOT_*: pair-dot path of the int32 core (knob int8_dot) */
-  int32_t w4;        /* INT4 weight kept packed: w4q, not wq */
-  int64_t kk, ka;    /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
+  int32_t zx_t;                   /* runtime tensor of x's zero point, or -1 (zx) */
+  int32_t out32;                  /* write the int32 sums (ConvInteger), no output stage */
+  int32_t *ibias;                 /* [M] int32 bias added to the sums (QLinearConv), or NULL */
+  int32_t dot;                    /* MI__QDOT_*: pair-dot path of the int32 core (knob int8_dot) */
+  int32_t w4;                     /* INT4 weight kept packed: w4q, not wq */
+  int64_t kk, ka;                 /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
   double *mult, *bias;
-  int16_t *wq;       /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
-  uint8_t *w4q;      /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
-  float *wf;         /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
-  int16_t *col;      /* [ka/2][OH*OW][2] scratch: pairs of column rows */
-  int32_t *acc;      /* [M/G][OH*OW] scratch */
+  int16_t *wq;  /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
+  uint8_t *w4q; /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
+  float *wf;    /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
+  int16_t *col; /* [ka/2][OH*OW][2] scratch: pairs of column rows */
+  int32_t *acc; /* [M/G][OH*OW] scratch */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
@@ -31,7 +31,7 @@ typedef struct qconv_task {
   const void *x; /* image n, group g input */
   void *y;       /* image n, group g output */
   int64_t g;
-  int32_t zx;    /* x's zero point for this run */
+  int32_t zx;       /* x's zero point for this run */
   int64_t oh0, oh1; /* the output rows of this tile (columns and sums of these rows only) */
 } qconv_task_t;
 
@@ -75,7 +75,8 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
             continue;
           }
           if (c->sw == 1) qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, 1, t->zx);
-          else qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, c->sw, t->zx);
+          else
+            qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, c->sw, t->zx);
         }
       }
 }
@@ -87,7 +88,8 @@ static void qconv_out(const qconv_t *q, int64_t oc, int32_t *acc, int64_t n, voi
   if (q->ibias)
     for (i = 0; i < n; i++) acc[i] += q->ibias[oc];
   if (q->out32) memcpy(yr, acc, (size_t)n * sizeof *acc);
-  else mi__blis_requant(q->g.simd, acc, n, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
+  else
+    mi__blis_requant(q->g.simd, acc, n, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
 }
 
 /* Items are output channels of the group: accumulate, then requantize the row. */
@@ -354,8 +356,8 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   /* acc holds one group's rows, or every plane of the batch for the depthwise path */
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + q->ka * ohw) * sizeof(int16_t) +
-                                      (uint64_t)((q->dw ? q->g.N * q->g.M : mg) * ohw) * sizeof(int32_t) +
-                                      (uint64_t)fw * sizeof(float) + 64);
+                                       (uint64_t)((q->dw ? q->g.N * q->g.M : mg) * ohw) * sizeof(int32_t) +
+                                       (uint64_t)fw * sizeof(float) + 64);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux; /* int32 first keeps it aligned */
   q->wf = fw ? (float *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) : NULL;
@@ -387,9 +389,9 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
 
 typedef struct qgemm {
   int32_t a, y, za, zy, a_u8, y_u8, simd, dot;
-  int32_t za_t, out32;  /* runtime zero point tensor of A (or -1: za); write int32 sums */
+  int32_t za_t, out32; /* runtime zero point tensor of A (or -1: za); write int32 sums */
   int32_t w4;          /* INT4 B kept packed: b4, not b */
-  int64_t m, n, k, ka;  /* ka: k rounded up to even */
+  int64_t m, n, k, ka; /* ka: k rounded up to even */
   double *mult, *bias; /* n each */
   int16_t *b;          /* [ka/2][n][2]: pairs of rows (INT8) */
   uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */

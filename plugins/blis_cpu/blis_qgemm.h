@@ -6,7 +6,10 @@
 
 /* Int16 pair dot products of the int32 core (knob int8_dot): plain C, vpmaddwd on AVX2 or
  * AVX-512BW, vpdpwssd on AVX-512 VNNI. */
-enum { MI__QDOT_C = 0, MI__QDOT_AVX2, MI__QDOT_AVX512, MI__QDOT_VNNI };
+enum { MI__QDOT_C = 0,
+       MI__QDOT_AVX2,
+       MI__QDOT_AVX512,
+       MI__QDOT_VNNI };
 /* Widest pair-dot path for this CPU at SIMD level simd. */
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
 /* acc[m0..m1)[n] = a[m][k] * b[k][n] in int32, exactly, k in kp pairs: b2 is b as [kp][n][2]
@@ -17,7 +20,9 @@ void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, 
 /* Storage of the core's operands: both int16 pairs, or one of them packed INT4, one byte per k
  * pair (even k in the low nibble, odd k in the high one, signed), widened to int16 pairs inside
  * the core right before use. A4: A rows of ka / 2 bytes; B4: B as [kp][n] bytes. */
-enum { MI__QPACK_NONE = 0, MI__QPACK_A4, MI__QPACK_B4 };
+enum { MI__QPACK_NONE = 0,
+       MI__QPACK_A4,
+       MI__QPACK_B4 };
 /* mi__blis_qgemm with the storage `pack`: a and b are int16 pairs or packed INT4 as it says. */
 void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t kp,
                            const void *a, int64_t ka, const void *b, int32_t *acc);
@@ -52,17 +57,17 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,
  * ConvInteger and MatMulInteger (blis_qlinear.c). */
 typedef struct mi__blis_qsrc {
-  int32_t x, w, y;         /* tensor indices: input codes, constant weight, output */
-  int32_t zx_t;            /* runtime tensor holding x's zero point (one code), or -1: zx */
+  int32_t x, w, y; /* tensor indices: input codes, constant weight, output */
+  int32_t zx_t;    /* runtime tensor holding x's zero point (one code), or -1: zx */
   int32_t zx, zy;
-  double sx, sy;           /* scales of x and y (unused with out32) */
-  const float *sw;         /* weight scales: nsw = 1 (per tensor) or one per output channel */
+  double sx, sy;   /* scales of x and y (unused with out32) */
+  const float *sw; /* weight scales: nsw = 1 (per tensor) or one per output channel */
   int64_t nsw;
   const mi_tensor_desc_t *wz; /* weight zero points (1 or per output channel); NULL: 0 */
-  const int32_t *ibias;    /* int32 bias, one per output channel, added to the sums; or NULL */
-  int32_t fbias;           /* FLOAT32 bias tensor in real units (lowered layers), or -1 */
-  double alpha, beta;      /* Gemm's: mult = alpha * sx * sw / sy, bias = beta * b / sy */
-  int32_t out32;           /* write the int32 sums themselves (ConvInteger, MatMulInteger) */
+  const int32_t *ibias;       /* int32 bias, one per output channel, added to the sums; or NULL */
+  int32_t fbias;              /* FLOAT32 bias tensor in real units (lowered layers), or -1 */
+  double alpha, beta;         /* Gemm's: mult = alpha * sx * sw / sy, bias = beta * b / sy */
+  int32_t out32;              /* write the int32 sums themselves (ConvInteger, MatMulInteger) */
 } mi__blis_qsrc_t;
 /* Integer Conv / Gemm-MatMul (B constant, 2-D) steps from a source. */
 int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,

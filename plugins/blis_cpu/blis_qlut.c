@@ -14,14 +14,14 @@
 #include "blis_internal.h"
 
 typedef struct qlut {
-  int32_t x, y, xf; /* xf: the DequantizeLinear's value when read outside the chain, else -1 */
-  float dq[256];    /* its value per code */
+  int32_t x, y, xf;             /* xf: the DequantizeLinear's value when read outside the chain, else -1 */
+  float dq[256];                /* its value per code */
   int64_t planes, hw, channels; /* element i: channel (i / hw) % channels */
   int32_t pool;                 /* 1: a MaxPool ends the chain; the table writes its input */
   uint8_t flip;                 /* 0x80 for INT8 codes pooled in unsigned order, else 0 */
   mi__blis_qpool_t qp;
-  uint8_t *codes;               /* pool mode: the table's codes, planes x hw (the step's aux) */
-  uint8_t table[];              /* channels x 256, indexed by the code's byte */
+  uint8_t *codes;  /* pool mode: the table's codes, planes x hw (the step's aux) */
+  uint8_t table[]; /* channels x 256, indexed by the code's byte */
 } qlut_t;
 
 typedef struct qlut_task {
@@ -118,13 +118,17 @@ static int eval_node(const mi__blis_prep_t *p, float *const *vals, const mi_node
     if (n->input_count != 2 || !(b = operand(p, vals, n, 1, rank, c, &sb))) return 0;
     for (int k = 0; k < 256; k++) {
       float u = a[k * sa], v = b[k * sb];
-      switch (op[0] == 'A' ? 0 : op[0] == 'S' ? 1 : op[0] == 'D' ? 3 : op[1] == 'u' ? 2 : op[1] == 'a' ? 4 : 5) {
-        case 0: y[k] = u + v; break;
-        case 1: y[k] = u - v; break;
-        case 2: y[k] = u * v; break;
-        case 3: y[k] = u / v; break;
-        case 4: y[k] = (u != u || u > v) ? u : v; break;
-        default: y[k] = (u != u || u < v) ? u : v; break;
+      switch (op[0] == 'A' ? 0 : op[0] == 'S' ? 1
+                             : op[0] == 'D'   ? 3
+                             : op[1] == 'u'   ? 2
+                             : op[1] == 'a'   ? 4
+                                              : 5) {
+      case 0: y[k] = u + v; break;
+      case 1: y[k] = u - v; break;
+      case 2: y[k] = u * v; break;
+      case 3: y[k] = u / v; break;
+      case 4: y[k] = (u != u || u > v) ? u : v; break;
+      default: y[k] = (u != u || u < v) ? u : v; break;
       }
     }
     return 1;
@@ -159,14 +163,22 @@ static int eval_node(const mi__blis_prep_t *p, float *const *vals, const mi_node
   for (int k = 0; k < 256; k++) {
     float v = a[k * sa], r;
     if (!strcmp(op, "Relu")) r = v > 0 ? v : 0;
-    else if (!strcmp(op, "LeakyRelu")) r = v >= 0 ? v : alpha * v;
-    else if (!strcmp(op, "HardSigmoid")) r = fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
-    else if (!strcmp(op, "HardSwish")) r = v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
-    else if (!strcmp(op, "Sigmoid")) r = sigmoid_ref(v);
-    else if (!strcmp(op, "Tanh")) r = tanhf(v);
-    else if (!strcmp(op, "Neg")) r = -v;
-    else if (!strcmp(op, "Abs")) r = fabsf(v);
-    else return 0;
+    else if (!strcmp(op, "LeakyRelu"))
+      r = v >= 0 ? v : alpha * v;
+    else if (!strcmp(op, "HardSigmoid"))
+      r = fmaxf(0.0f, fminf(1.0f, alpha * v + beta));
+    else if (!strcmp(op, "HardSwish"))
+      r = v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f));
+    else if (!strcmp(op, "Sigmoid"))
+      r = sigmoid_ref(v);
+    else if (!strcmp(op, "Tanh"))
+      r = tanhf(v);
+    else if (!strcmp(op, "Neg"))
+      r = -v;
+    else if (!strcmp(op, "Abs"))
+      r = fabsf(v);
+    else
+      return 0;
     y[k] = r;
   }
   return 1;
@@ -261,7 +273,8 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       for (int k = 0; k < 256; k++) {
         /* ref_quant.c: rint of the quotient in double, plus the zero point, saturated */
         double r = rint((double)v[k] / (double)sy) + zy;
-        r = r < lo ? lo : r > hi ? hi : r;
+        r = r < lo ? lo : r > hi ? hi
+                                 : r;
         lut->table[(c << 8) + k] = (uint8_t)(int32_t)r ^ lut->flip;
       }
     }

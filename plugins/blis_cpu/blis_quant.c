@@ -21,7 +21,8 @@ typedef struct quant_task {
  * 1.5 * 2^52 leaves the nearest integer, ties to even, in the default rounding mode (what rint
  * does) for |v| < 2^51; v is clamped far outside every code range first, which changes no code. */
 static inline __attribute__((always_inline)) double rne(double v) {
-  v = v < -1e9 ? -1e9 : v > 1e9 ? 1e9 : v;
+  v = v < -1e9 ? -1e9 : v > 1e9 ? 1e9
+                                : v;
   return (v + 6755399441055744.0) - 6755399441055744.0;
 }
 
@@ -31,22 +32,24 @@ static inline __attribute__((always_inline)) double rne(double v) {
  * (x - z) * s in float, which is the reference's double product rounded once (the 9-bit integer
  * times a float is exact in either). Branch-free, so the target clones below vectorise. */
 static inline __attribute__((always_inline)) void q_body(const float *x, void *y, int64_t n, float s,
-                                                          int32_t zp, int32_t u8) {
+                                                         int32_t zp, int32_t u8) {
   double sd = (double)s, z = (double)zp, lo = u8 ? 0. : -128., hi = u8 ? 255. : 127.;
   int64_t i;
   if (u8)
     for (i = 0; i < n; i++) {
       double v = rne((double)x[i] / sd) + z;
-      ((uint8_t *)y)[i] = (uint8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+      ((uint8_t *)y)[i] = (uint8_t)(int32_t)(v < lo ? lo : v > hi ? hi
+                                                                  : v);
     }
   else
     for (i = 0; i < n; i++) {
       double v = rne((double)x[i] / sd) + z;
-      ((int8_t *)y)[i] = (int8_t)(int32_t)(v < lo ? lo : v > hi ? hi : v);
+      ((int8_t *)y)[i] = (int8_t)(int32_t)(v < lo ? lo : v > hi ? hi
+                                                                : v);
     }
 }
 static inline __attribute__((always_inline)) void dq_body(const void *x, float *y, int64_t n, float s,
-                                                           int32_t zp, int32_t u8) {
+                                                          int32_t zp, int32_t u8) {
   int64_t i;
   if (u8)
     for (i = 0; i < n; i++) y[i] = (float)(((const uint8_t *)x)[i] - zp) * s;
@@ -62,20 +65,25 @@ T256 static void dq_256(const void *x, float *y, int64_t n, float s, int32_t z, 
 
 void mi__blis_q_row(int32_t simd, const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
   if (simd == MI__SIMD_AVX512) q_512(x, y, n, s, zp, u8);
-  else if (simd == MI__SIMD_AVX2) q_256(x, y, n, s, zp, u8);
-  else q_body(x, y, n, s, zp, u8);
+  else if (simd == MI__SIMD_AVX2)
+    q_256(x, y, n, s, zp, u8);
+  else
+    q_body(x, y, n, s, zp, u8);
 }
 
 void mi__blis_dq_row(int32_t simd, const void *x, float *y, int64_t n, float s, int32_t zp, int32_t u8) {
   if (simd == MI__SIMD_AVX512) dq_512(x, y, n, s, zp, u8);
-  else if (simd == MI__SIMD_AVX2) dq_256(x, y, n, s, zp, u8);
-  else dq_body(x, y, n, s, zp, u8);
+  else if (simd == MI__SIMD_AVX2)
+    dq_256(x, y, n, s, zp, u8);
+  else
+    dq_body(x, y, n, s, zp, u8);
 }
 
 /* Elements [b, e) of one channel (scale s, zero point z). */
 static void quant_run(const quant_state_t *q, const void *x, void *y, int64_t b, int64_t e, float s, int32_t zp) {
   if (q->quantize) mi__blis_q_row(q->simd, (const float *)x + b, (uint8_t *)y + b, e - b, s, zp, q->is_u8);
-  else mi__blis_dq_row(q->simd, (const uint8_t *)x + b, (float *)y + b, e - b, s, zp, q->is_u8);
+  else
+    mi__blis_dq_row(q->simd, (const uint8_t *)x + b, (float *)y + b, e - b, s, zp, q->is_u8);
 }
 
 /* Elements [b, e), in runs of one channel each. */
@@ -143,7 +151,8 @@ int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
     for (d = axis + 1; d < x->rank; d++) q->inner *= x->dims[d];
   for (i = 0; i < ch; i++) {
     q->scale[i] = ((const float *)sc->data)[i];
-    q->zp[i] = !zp ? 0 : q->is_u8 ? ((const uint8_t *)zp->data)[i] : ((const int8_t *)zp->data)[i];
+    q->zp[i] = !zp ? 0 : q->is_u8 ? ((const uint8_t *)zp->data)[i]
+                                  : ((const int8_t *)zp->data)[i];
     if (!(q->scale[i] > 0.f) && quantize) return mi__blis_unsupported(err, n, "scale must be > 0");
   }
   s->run = run_quant;

@@ -181,7 +181,8 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   want = naxes >= 0 ? naxes : x->rank;
   if (given != want) return mi__blis_unsupported(err, n, "scales/sizes count differs from the rank");
   for (i = 0; i < want; i++) {
-    int64_t a = naxes < 0 ? i : axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    int64_t a = naxes < 0 ? i : axes[i] < 0 ? axes[i] + x->rank
+                                            : axes[i];
     if (a < 0 || a >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
     axis_of[i] = (int32_t)a;
   }

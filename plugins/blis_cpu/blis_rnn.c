@@ -29,7 +29,7 @@ static inline __attribute__((always_inline)) void rec_body(const float *rt, cons
   }
 }
 __attribute__((target("avx512f"))) static void rec_avx512(const float *rt, const float *h,
-                                                           float *g, int64_t H) {
+                                                          float *g, int64_t H) {
   rec_body(rt, h, g, H);
 }
 __attribute__((target("avx2,fma"))) static void rec_avx2(const float *rt, const float *h,
@@ -68,8 +68,10 @@ static int32_t run_lstm(const mi__blis_step_t *s, void *const *t, const mi__blis
         const float *gt = gx + (tt * N + n) * G;
         for (int64_t j = 0; j < G; j++) g[j] = gt[j] + bias[j];
         if (c->simd == MI__SIMD_AVX512) rec_avx512(rt, hn, g, H);
-        else if (c->simd == MI__SIMD_AVX2) rec_avx2(rt, hn, g, H);
-        else rec_c(rt, hn, g, H);
+        else if (c->simd == MI__SIMD_AVX2)
+          rec_avx2(rt, hn, g, H);
+        else
+          rec_c(rt, hn, g, H);
         act(c->simd, MI__ACT_SIGMOID, g, 3 * H); /* i, o, f */
         act(c->simd, MI__ACT_TANH, g + 3 * H, H);
         for (int64_t j = 0; j < H; j++) {

@@ -151,8 +151,11 @@ int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
     dim = x->dims[a];
     b = starts[i] < 0 ? starts[i] + dim : starts[i];
     /* Clamp as ONNX does: [0, dim] for positive steps, [0, dim-1] for negative ones. */
-    if (steps[i] > 0) b = b < 0 ? 0 : b > dim ? dim : b;
-    else b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+    if (steps[i] > 0) b = b < 0 ? 0 : b > dim ? dim
+                                              : b;
+    else
+      b = b < 0 ? 0 : b > dim - 1 ? dim - 1
+                                  : b;
     g->base += b * st[a];
     g->xs[a] = st[a] * steps[i];
   }

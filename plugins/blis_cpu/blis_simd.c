@@ -39,59 +39,63 @@ int32_t mi__blis_simd_level(uint32_t isa) {
  * dw_rows_*: one DW_VEC-wide column block (from ow0) of DW_BLK output rows whose padded input
  * rows start at base[r], into tile. Every output sums its taps in (kh, kw) order. nt is a constant
  * at the call sites that matter (3x3, 5x5), so the tap loop unrolls. */
-#define DW_KERNELS(VT, VL, SFX)                                                                    \
-  static inline __attribute__((always_inline)) void dw_flat_##SFX(                                 \
-      const float *b0, const int64_t *off, const float *wt, int64_t nt, float *out) {              \
-    VT acc[DW_BLK * DW_VEC / VL], v;                                                               \
-    int64_t t;                                                                                     \
-    int j;                                                                                         \
-    _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++) acc[j] = (VT){0};           \
-    _Pragma("GCC unroll 25") for (t = 0; t < nt; t++) {                                            \
-      const float *bt = b0 + off[t];                                                               \
-      float w = wt[t];                                                                             \
-      _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++) {                         \
-        memcpy(&v, bt + j * VL, sizeof v); /* unaligned load */                                    \
-        acc[j] += w * v;                                                                           \
-      }                                                                                            \
-    }                                                                                              \
-    _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++)                             \
-        memcpy(out + j * VL, &acc[j], sizeof acc[j]);                                              \
-  }                                                                                                \
-  static inline __attribute__((always_inline)) void dw_rows_##SFX(                                 \
-      const float *const *base, int64_t ow0, const int64_t *off, const float *wt, int64_t nt,      \
-      float (*tile)[DW_VEC]) {                                                                     \
-    VT acc[DW_BLK][DW_VEC / VL], v;                                                                \
-    int64_t t;                                                                                     \
-    int r, j;                                                                                      \
-    _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                           \
-        _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++) acc[r][j] = (VT){0};             \
-    _Pragma("GCC unroll 25") for (t = 0; t < nt; t++) {                                            \
-      float w = wt[t];                                                                             \
-      _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                         \
-          _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++) {                              \
-        memcpy(&v, base[r] + ow0 + off[t] + j * VL, sizeof v);                                     \
-        acc[r][j] += w * v;                                                                        \
-      }                                                                                            \
-    }                                                                                              \
-    _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                           \
-        _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++)                                  \
-            memcpy(tile[r] + j * VL, &acc[r][j], sizeof acc[r][j]);                                \
+#define DW_KERNELS(VT, VL, SFX)                                                               \
+  static inline __attribute__((always_inline)) void dw_flat_##SFX(                            \
+      const float *b0, const int64_t *off, const float *wt, int64_t nt, float *out) {         \
+    VT acc[DW_BLK * DW_VEC / VL], v;                                                          \
+    int64_t t;                                                                                \
+    int j;                                                                                    \
+    _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++) acc[j] = (VT){0};      \
+    _Pragma("GCC unroll 25") for (t = 0; t < nt; t++) {                                       \
+      const float *bt = b0 + off[t];                                                          \
+      float w = wt[t];                                                                        \
+      _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++) {                    \
+        memcpy(&v, bt + j * VL, sizeof v); /* unaligned load */                               \
+        acc[j] += w * v;                                                                      \
+      }                                                                                       \
+    }                                                                                         \
+    _Pragma("GCC unroll 8") for (j = 0; j < DW_BLK * DW_VEC / VL; j++)                        \
+        memcpy(out + j * VL, &acc[j], sizeof acc[j]);                                         \
+  }                                                                                           \
+  static inline __attribute__((always_inline)) void dw_rows_##SFX(                            \
+      const float *const *base, int64_t ow0, const int64_t *off, const float *wt, int64_t nt, \
+      float(*tile)[DW_VEC]) {                                                                 \
+    VT acc[DW_BLK][DW_VEC / VL], v;                                                           \
+    int64_t t;                                                                                \
+    int r, j;                                                                                 \
+    _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                      \
+        _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++) acc[r][j] = (VT){0};        \
+    _Pragma("GCC unroll 25") for (t = 0; t < nt; t++) {                                       \
+      float w = wt[t];                                                                        \
+      _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                    \
+          _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++) {                         \
+        memcpy(&v, base[r] + ow0 + off[t] + j * VL, sizeof v);                                \
+        acc[r][j] += w * v;                                                                   \
+      }                                                                                       \
+    }                                                                                         \
+    _Pragma("GCC unroll 4") for (r = 0; r < DW_BLK; r++)                                      \
+        _Pragma("GCC unroll 2") for (j = 0; j < DW_VEC / VL; j++)                             \
+            memcpy(tile[r] + j * VL, &acc[r][j], sizeof acc[r][j]);                           \
   }
 DW_KERNELS(mi__v16, 16, v16)
 DW_KERNELS(mi__v8, 8, v8)
 
 /* The tap loop of every 3x3 and 5x5 plane unrolled, the rest generic; wide: 64-byte vectors. */
-#define DW_TAPS_CALL(KIND, ...)                                                                    \
-  do {                                                                                             \
-    if (wide) {                                                                                    \
-      if (nt == 9) dw_##KIND##_v16(__VA_ARGS__, 9, OUT);                                           \
-      else if (nt == 25) dw_##KIND##_v16(__VA_ARGS__, 25, OUT);                                    \
-      else dw_##KIND##_v16(__VA_ARGS__, nt, OUT);                                                  \
-    } else {                                                                                       \
-      if (nt == 9) dw_##KIND##_v8(__VA_ARGS__, 9, OUT);                                            \
-      else if (nt == 25) dw_##KIND##_v8(__VA_ARGS__, 25, OUT);                                     \
-      else dw_##KIND##_v8(__VA_ARGS__, nt, OUT);                                                   \
-    }                                                                                              \
+#define DW_TAPS_CALL(KIND, ...)                          \
+  do {                                                   \
+    if (wide) {                                          \
+      if (nt == 9) dw_##KIND##_v16(__VA_ARGS__, 9, OUT); \
+      else if (nt == 25)                                 \
+        dw_##KIND##_v16(__VA_ARGS__, 25, OUT);           \
+      else                                               \
+        dw_##KIND##_v16(__VA_ARGS__, nt, OUT);           \
+    } else {                                             \
+      if (nt == 9) dw_##KIND##_v8(__VA_ARGS__, 9, OUT);  \
+      else if (nt == 25)                                 \
+        dw_##KIND##_v8(__VA_ARGS__, 25, OUT);            \
+      else                                               \
+        dw_##KIND##_v8(__VA_ARGS__, nt, OUT);            \
+    }                                                    \
   } while (0)
 
 /* One depthwise plane. The input plane is copied once into a zero-padded buffer whose rows are
@@ -256,8 +260,8 @@ static inline __attribute__((always_inline)) void epi_body(const mi__blis_conv_t
 
 /* no-tree-loop-distribute-patterns: keep the short row copies as loops; turned back into
  * memcpy/memset they are expanded as `rep movs/stos` in these functions, slow on short rows. */
-#define MI__AVX512                                                                                 \
-  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"),                                     \
+#define MI__AVX512                                             \
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"), \
                  optimize("no-tree-loop-distribute-patterns")))
 #define MI__AVX2 __attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns")))
 
@@ -288,7 +292,7 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
   int64_t lp, rows, strip, oh0;
   if (dw_level(c, xc, wm, row)) return 1;
   if (c->KH * c->KW > DW_TAPS) return 0;
-  lp = (c->W + c->pl + (c->KW - 1) * c->dw + c->sw) / c->sw + 1; /* at least the strip's phase width */
+  lp = (c->W + c->pl + (c->KW - 1) * c->dw + c->sw) / c->sw + 1;        /* at least the strip's phase width */
   rows = (DW_BUF - DW_BLK * DW_VEC - c->KW * c->dw) / (c->sw * lp) - 1; /* padded rows a strip may hold */
   strip = (rows - (c->KH - 1) * c->dh - 1) / c->sh + 1;
   if (rows < (c->KH - 1) * c->dh + 1 || strip < 1) return 0;

@@ -12,10 +12,10 @@ struct mi__blis_pool {
   pthread_cond_t go, done;
   pthread_t th[MI__POOL_MAX];
   int32_t spawned, max_workers;
-  _Atomic uint64_t gen;  /* bumped when a region opens */
-  int32_t open;          /* under m: workers may still join the current region */
-  int32_t active;        /* under m: workers inside the current region */
-  int32_t sleepers;      /* under m: workers blocked on `go` */
+  _Atomic uint64_t gen; /* bumped when a region opens */
+  int32_t open;         /* under m: workers may still join the current region */
+  int32_t active;       /* under m: workers inside the current region */
+  int32_t sleepers;     /* under m: workers blocked on `go` */
   _Atomic int32_t quit;
   mi__blis_task_fn fn;
   void *arg;

@@ -218,14 +218,18 @@ int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n) {
       kind != MI__ACT_GELU && kind != MI__ACT_GELU_TANH)
     return 0;
   if (simd == MI__SIMD_AVX512) act_avx512(kind, x, n);
-  else if (simd == MI__SIMD_AVX2) act_avx2(kind, x, n);
-  else return 0;
+  else if (simd == MI__SIMD_AVX2)
+    act_avx2(kind, x, n);
+  else
+    return 0;
   return 1;
 }
 
 int mi__blis_softmax_simd(int32_t simd, const float *x, float *y, int64_t len) {
   if (simd == MI__SIMD_AVX512) softmax_avx512(x, y, len);
-  else if (simd == MI__SIMD_AVX2) softmax_avx2(x, y, len);
-  else return 0;
+  else if (simd == MI__SIMD_AVX2)
+    softmax_avx2(x, y, len);
+  else
+    return 0;
   return 1;
 }

@@ -104,7 +104,8 @@ void npu__advance(npu_device_t *d, const npu_cost_t *c) {
   double tss = s->ambient_c + s->thermal_r * c->power_w;
   d->temp_c = tss + (d->temp_c - tss) * exp(-c->time_s / s->thermal_tau_s);
   if (!d->throttled && d->temp_c > s->throttle_c) d->throttled = 1;
-  else if (d->throttled && d->temp_c < s->throttle_c - 3) d->throttled = 0;
+  else if (d->throttled && d->temp_c < s->throttle_c - 3)
+    d->throttled = 0;
   d->sim_time_s += c->time_s;
   d->energy_pj += (uint64_t)llround(c->energy_j * 1e12);
   d->runs++;

@@ -8,8 +8,7 @@
 
 /* A gen1-like device, so a description file only lists what differs. */
 void npu__spec_defaults(npu_spec_t *s) {
-  static const npu_level_t lv[] = {{200, 0.60}, {400, 0.70}, {600, 0.80}, {800, 0.90},
-                                   {1000, 1.00}};
+  static const npu_level_t lv[] = {{200, 0.60}, {400, 0.70}, {600, 0.80}, {800, 0.90}, {1000, 1.00}};
   memset(s, 0, sizeof *s);
   snprintf(s->name, sizeof s->name, "npu");
   snprintf(s->vendor, sizeof s->vendor, "Meta Infer simulated NPU");
@@ -41,7 +40,11 @@ void npu__spec_defaults(npu_spec_t *s) {
   s->launch_cycles = 2000;
 }
 
-typedef enum { K_INT, K_REAL, K_TEXT, K_DVFS, K_U64 } kind_t;
+typedef enum { K_INT,
+               K_REAL,
+               K_TEXT,
+               K_DVFS,
+               K_U64 } kind_t;
 
 typedef struct key_def {
   const char *key;
@@ -241,7 +244,7 @@ int32_t npu__spec_load(const char *path, npu_spec_t *out, mi_error_t *err) {
     snprintf(shown, sizeof shown, "%s", val); /* set_value may tokenize val in place */
     if (!set_value(&KEYS[i], val, out, why, sizeof why)) {
       rc = mi_sdk_errorf(err, MI_ERR_PARSE, "%s:%d: bad value '%s' for '%s': %s", path, lineno, shown, key,
-               why);
+                         why);
       goto done;
     }
   }

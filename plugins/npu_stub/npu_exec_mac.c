@@ -97,7 +97,8 @@ static void matmul(mi_kernel_t *k, const npu_node_t *n) {
           int64_t ai = ao + (n->trans_a ? kk * M + i : i * K + kk);
           int64_t bi = bo + (n->trans_b ? j * K + kk : kk * N + j);
           if (k->fp) facc += a->f[ai] * b->f[bi];
-          else acc += ((int32_t)a->q[ai] - a->zp) * ((int32_t)b->q[bi] - b->zp);
+          else
+            acc += ((int32_t)a->q[ai] - a->zp) * ((int32_t)b->q[bi] - b->zp);
         }
         if (k->fp) {
           float v = n->alpha * facc + (c ? n->beta * c->f[ci] : 0.0f);
@@ -115,5 +116,6 @@ static void matmul(mi_kernel_t *k, const npu_node_t *n) {
 
 void npu__exec_mac(mi_kernel_t *k, const npu_node_t *n) {
   if (n->op == NPU_CONV) conv(k, n);
-  else matmul(k, n);
+  else
+    matmul(k, n);
 }

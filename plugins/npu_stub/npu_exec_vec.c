@@ -50,7 +50,8 @@ static double real_at(const npu_tensor_t *t, int64_t i, int fp) {
 
 static void put(npu_tensor_t *y, int64_t i, double v, int fp) {
   if (fp) y->f[i] = npu__fp16_round((float)v);
-  else y->q[i] = npu__quant(v, y->scale, y->zp);
+  else
+    y->q[i] = npu__quant(v, y->scale, y->zp);
 }
 
 /* Offset into a broadcast operand for output index `i`. */
@@ -104,9 +105,12 @@ static void pool(mi_kernel_t *k, const npu_node_t *n) {
           int64_t div = n->count_include_pad ? padded : count;
           if (n->op == NPU_MAXPOOL) {
             if (k->fp) y->f[yi] = (float)best;
-            else if (best_i < 0) y->q[yi] = (int8_t)y->zp;
-            else if (x->scale == y->scale && x->zp == y->zp) y->q[yi] = x->q[best_i];
-            else y->q[yi] = npu__quant(real_at(x, best_i, 0), y->scale, y->zp);
+            else if (best_i < 0)
+              y->q[yi] = (int8_t)y->zp;
+            else if (x->scale == y->scale && x->zp == y->zp)
+              y->q[yi] = x->q[best_i];
+            else
+              y->q[yi] = npu__quant(real_at(x, best_i, 0), y->scale, y->zp);
           } else if (k->fp) {
             y->f[yi] = npu__fp16_round((float)(div ? fsum / div : 0));
           } else {
@@ -124,7 +128,8 @@ static void copy_vals(const npu_tensor_t *x, int64_t xo, npu_tensor_t *y, int64_
                       int64_t count, int fp) {
   int64_t i;
   if (fp) memcpy(y->f + yo, x->f + xo, sizeof(float) * (size_t)count);
-  else if (x->scale == y->scale && x->zp == y->zp) memcpy(y->q + yo, x->q + xo, (size_t)count);
+  else if (x->scale == y->scale && x->zp == y->zp)
+    memcpy(y->q + yo, x->q + xo, (size_t)count);
   else
     for (i = 0; i < count; i++) y->q[yo + i] = npu__quant(real_at(x, xo + i, 0), y->scale, y->zp);
 }
@@ -162,7 +167,8 @@ void npu__exec_vec(mi_kernel_t *k, const npu_node_t *n) {
   if (is_lut_op(n->op)) {
     for (i = 0; i < y->numel; i++) {
       if (fp) y->f[i] = npu__fp16_round((float)act(n, x->f[i]));
-      else y->q[i] = n->lut[x->q[i] + 128];
+      else
+        y->q[i] = n->lut[x->q[i] + 128];
     }
     return;
   }
@@ -190,7 +196,8 @@ void npu__exec_vec(mi_kernel_t *k, const npu_node_t *n) {
         y->f[i] = npu__fp16_round((x->f[i] - mu->f[c]) * sc + bb->f[c]);
       } else {
         double v = (double)g->f[c] * (real_at(x, i, 0) - mu->f[c]) /
-                       sqrt((double)var->f[c] + (double)n->eps) + bb->f[c];
+                       sqrt((double)var->f[c] + (double)n->eps) +
+                   bb->f[c];
         y->q[i] = npu__quant(v, y->scale, y->zp);
       }
     }

@@ -33,14 +33,25 @@ static int32_t window(npu_node_t *n, const mi_node_desc_t *nd, const npu_tensor_
   n->pt = n->pl = n->pb = n->pr = 0;
   if (get_ints(nd, "strides", v, 2) < 0 || get_ints(nd, "dilations", v + 2, 2) < 0)
     return refuse(err, n, "strides/dilations must list 2 values");
-  if (get_ints(nd, "strides", v, 2) > 0) { n->sh = v[0]; n->sw = v[1]; }
-  if (get_ints(nd, "dilations", v, 2) > 0) { n->dh = v[0]; n->dw = v[1]; }
+  if (get_ints(nd, "strides", v, 2) > 0) {
+    n->sh = v[0];
+    n->sw = v[1];
+  }
+  if (get_ints(nd, "dilations", v, 2) > 0) {
+    n->dh = v[0];
+    n->dw = v[1];
+  }
   if (n->sh < 1 || n->sw < 1 || n->dh < 1 || n->dw < 1)
     return refuse(err, n, "strides and dilations must be positive");
   if (mode == MI_SDK_AUTO_PAD_NOTSET) {
     int r = get_ints(nd, "pads", v, 4);
     if (r < 0) return refuse(err, n, "pads must list 4 values");
-    if (r > 0) { n->pt = v[0]; n->pl = v[1]; n->pb = v[2]; n->pr = v[3]; }
+    if (r > 0) {
+      n->pt = v[0];
+      n->pl = v[1];
+      n->pb = v[2];
+      n->pr = v[3];
+    }
   } else if (mode == MI_SDK_AUTO_PAD_SAME_UPPER || mode == MI_SDK_AUTO_PAD_SAME_LOWER) {
     mi_sdk_same_pads(mode, (Ho - 1) * n->sh + (kh - 1) * n->dh + 1 - H, &n->pt, &n->pb);
     mi_sdk_same_pads(mode, (Wo - 1) * n->sw + (kw - 1) * n->dw + 1 - W, &n->pl, &n->pr);
@@ -264,10 +275,13 @@ static int32_t setup_vec(const npu_spec_t *s, mi_kernel_t *k, npu_node_t *n,
       b = &k->t[n->in[i]];
       if (!b->is_const || b->numel != 1) return refuse(err, n, "Clip bounds must be constants");
       if (b->f) v = b->f[0];
-      else if (b->q) v = (double)b->scale * (b->q[0] - b->zp);
-      else return refuse(err, n, "Clip bounds must be float or INT8");
+      else if (b->q)
+        v = (double)b->scale * (b->q[0] - b->zp);
+      else
+        return refuse(err, n, "Clip bounds must be float or INT8");
       if (i == 1) n->fmin = (float)v;
-      else n->fmax = (float)v;
+      else
+        n->fmax = (float)v;
     }
     /* fallthrough */
   case NPU_RELU:
@@ -386,10 +400,11 @@ int32_t npu__choose_tile(const npu_spec_t *s, mi_kernel_t *k, npu_node_t *n, mi_
   if (k->sram_tile > 0) {
     t = k->sram_tile < m->cpad ? k->sram_tile : m->cpad;
     if (footprint(k, m, t) > sram) {
-      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: sram_tile=%d for node '%.40s' needs %.0f KiB of SRAM per core (%s), "
-               "%s has %.0f KiB",
-               k->sram_tile, n->name, footprint(k, m, t) / 1024,
-               k->dma_overlap ? "x2 for dma_overlap" : "single-buffered", s->name, s->sram_kib);
+      return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
+                           "npu-stub: sram_tile=%d for node '%.40s' needs %.0f KiB of SRAM per core (%s), "
+                           "%s has %.0f KiB",
+                           k->sram_tile, n->name, footprint(k, m, t) / 1024,
+                           k->dma_overlap ? "x2 for dma_overlap" : "single-buffered", s->name, s->sram_kib);
     }
   } else {
     for (t = m->cpad; t > s->channel_align && footprint(k, m, t) > sram; t -= s->channel_align) {

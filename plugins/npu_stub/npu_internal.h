@@ -35,8 +35,13 @@ typedef struct npu_spec {
   double sync_cycles, launch_cycles;
 } npu_spec_t;
 
-enum { NPU_KNOB_CORES, NPU_KNOB_DVFS, NPU_KNOB_DATAFLOW, NPU_KNOB_TILE, NPU_KNOB_OVERLAP,
-       NPU_KNOB_BATCH, NPU_KNOB_COUNT };
+enum { NPU_KNOB_CORES,
+       NPU_KNOB_DVFS,
+       NPU_KNOB_DATAFLOW,
+       NPU_KNOB_TILE,
+       NPU_KNOB_OVERLAP,
+       NPU_KNOB_BATCH,
+       NPU_KNOB_COUNT };
 
 /** The mutable state of one simulated device: its knobs and its thermal/energy history. */
 typedef struct npu_device {
@@ -44,10 +49,10 @@ typedef struct npu_device {
   int cores, level, batch; /* device-scope knobs */
   double temp_c;
   int throttled;
-  double sim_time_s; /* simulated device time accumulated over all runs */
+  double sim_time_s;  /* simulated device time accumulated over all runs */
   uint64_t energy_pj; /* cumulative modeled energy in whole pJ (the counter's resolution):
-                        * an integer sum, so the energy of a run read as a difference of two
-                        * readings does not depend on what ran before */
+                       * an integer sum, so the energy of a run read as a difference of two
+                       * readings does not depend on what ran before */
   uint64_t runs;
   uint64_t rng;
   int has_last;
@@ -56,7 +61,11 @@ typedef struct npu_device {
   mi_sdk_tables_t tables;              /* what the SDK helper describes for this device */
 } npu_device_t;
 
-enum { NPU_FAULT_NONE = 0, NPU_FAULT_CRASH, NPU_FAULT_HANG, NPU_FAULT_WRONG, NPU_FAULT_DRIFT };
+enum { NPU_FAULT_NONE = 0,
+       NPU_FAULT_CRASH,
+       NPU_FAULT_HANG,
+       NPU_FAULT_WRONG,
+       NPU_FAULT_DRIFT };
 
 struct mi_plugin_ctx {
   mi_sdk_plugin_t sdk; /* first: the SDK helper answers the description calls from it */
@@ -65,9 +74,26 @@ struct mi_plugin_ctx {
 };
 
 enum npu_op {
-  NPU_CONV, NPU_GEMM, NPU_MATMUL, NPU_RELU, NPU_CLIP, NPU_HARDSWISH, NPU_HARDSIGMOID,
-  NPU_SIGMOID, NPU_ADD, NPU_MUL, NPU_GAP, NPU_AVGPOOL, NPU_MAXPOOL, NPU_BN, NPU_FLATTEN,
-  NPU_RESHAPE, NPU_CONCAT, NPU_QUANT, NPU_DEQUANT, NPU_OP_COUNT
+  NPU_CONV,
+  NPU_GEMM,
+  NPU_MATMUL,
+  NPU_RELU,
+  NPU_CLIP,
+  NPU_HARDSWISH,
+  NPU_HARDSIGMOID,
+  NPU_SIGMOID,
+  NPU_ADD,
+  NPU_MUL,
+  NPU_GAP,
+  NPU_AVGPOOL,
+  NPU_MAXPOOL,
+  NPU_BN,
+  NPU_FLATTEN,
+  NPU_RESHAPE,
+  NPU_CONCAT,
+  NPU_QUANT,
+  NPU_DEQUANT,
+  NPU_OP_COUNT
 };
 
 /** A tensor inside a kernel: quantized (q) or FP16-valued floats (f), plus int32 bias. */
@@ -95,7 +121,7 @@ typedef struct npu_mac {
   double w_bytes, in_bytes, out_bytes;
   double w_per_channel; /* weight bytes of one output channel (aligned) */
   double in_band, out_band_per_channel;
-  int tile;       /* chosen output-channel tile */
+  int tile; /* chosen output-channel tile */
 } npu_mac_t;
 
 typedef struct npu_node {
@@ -126,18 +152,19 @@ struct mi_kernel {
   npu_tensor_t *t;
   int input_count, output_count;
   int32_t *inputs, *outputs;
-  int dataflow, sram_tile, dma_overlap;  /* op knobs */
-  int cores, level, batch;               /* device knobs given at prepare; -1 = device's */
-  double io_bytes;                       /* external activations in + out, device format */
-  double const_bytes;                    /* weights, biases, parameters, device format */
-  int64_t samples;                       /* N of the first input */
-  int conv; /* 1: a standalone QuantizeLinear/DequantizeLinear: float on one side, codes on
-             * the other; its float side is held in FP32 (ONNX's conversion is specified in
-             * FP32), its codes side as INT8 codes */
+  int dataflow, sram_tile, dma_overlap; /* op knobs */
+  int cores, level, batch;              /* device knobs given at prepare; -1 = device's */
+  double io_bytes;                      /* external activations in + out, device format */
+  double const_bytes;                   /* weights, biases, parameters, device format */
+  int64_t samples;                      /* N of the first input */
+  int conv;                             /* 1: a standalone QuantizeLinear/DequantizeLinear: float on one side, codes on
+                                         * the other; its float side is held in FP32 (ONNX's conversion is specified in
+                                         * FP32), its codes side as INT8 codes */
 };
 
 /* Knob indices (the order knob_desc lists them). */
-enum { NPU_DATAFLOW_WS = 0, NPU_DATAFLOW_OS = 1 };
+enum { NPU_DATAFLOW_WS = 0,
+       NPU_DATAFLOW_OS = 1 };
 
 /* npu_devfile.c */
 void npu__spec_defaults(npu_spec_t *s);

@@ -12,28 +12,39 @@
 #define DT (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_FLOAT16))
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
 #define ACT (MI_FUSE_RELU | MI_FUSE_ACT)
-#define MAC(id, op)                                                                               \
-  {id, op, op " on the systolic MAC arrays, int32 accumulation; FLOAT32 runs as FP16",           \
-   DT | MI_DTYPE_BIT(MI_DTYPE_INT4), LAYOUTS, MI_FUSE_BIAS | MI_FUSE_BN | ACT | MI_FUSE_ADD,     \
-   ALL_KNOBS, NULL}
+#define MAC(id, op)                                                                           \
+  { id, op, op " on the systolic MAC arrays, int32 accumulation; FLOAT32 runs as FP16",       \
+    DT | MI_DTYPE_BIT(MI_DTYPE_INT4), LAYOUTS, MI_FUSE_BIAS | MI_FUSE_BN | ACT | MI_FUSE_ADD, \
+    ALL_KNOBS, NULL }
 #define VEC(id, op, fuse, note) \
-  {id, op, op " on the vector unit" note "; FLOAT32 runs as FP16", DT, LAYOUTS, fuse, VEC_KNOBS, NULL}
-#define QDQ(id, op)                                                                               \
-  {id, op, op " on the vector unit: FLOAT32 <-> INT8/UINT8 codes in exact FP32 (half to even, "  \
-   "saturating)", DT, LAYOUTS, 0, VEC_KNOBS, NULL}
+  { id, op, op " on the vector unit" note "; FLOAT32 runs as FP16", DT, LAYOUTS, fuse, VEC_KNOBS, NULL }
+#define QDQ(id, op)                                                                   \
+  { id, op, op                                                                        \
+    " on the vector unit: FLOAT32 <-> INT8/UINT8 codes in exact FP32 (half to even, " \
+    "saturating)",                                                                    \
+    DT, LAYOUTS, 0, VEC_KNOBS, NULL }
 
 /* One variant per op, in enum npu_op order (the index is the op). */
 static const mi_sdk_variant_t k_variants[NPU_OP_COUNT] = {
-    MAC("npu.conv", "Conv"), MAC("npu.gemm", "Gemm"), MAC("npu.matmul", "MatMul"),
-    VEC("npu.relu", "Relu", 0, ""), VEC("npu.clip", "Clip", 0, ""),
-    VEC("npu.hardswish", "HardSwish", 0, ""), VEC("npu.hardsigmoid", "HardSigmoid", 0, ""),
+    MAC("npu.conv", "Conv"),
+    MAC("npu.gemm", "Gemm"),
+    MAC("npu.matmul", "MatMul"),
+    VEC("npu.relu", "Relu", 0, ""),
+    VEC("npu.clip", "Clip", 0, ""),
+    VEC("npu.hardswish", "HardSwish", 0, ""),
+    VEC("npu.hardsigmoid", "HardSigmoid", 0, ""),
     VEC("npu.sigmoid_lut", "Sigmoid", 0, " (256-entry lookup table in INT8)"),
-    VEC("npu.add", "Add", ACT, ""), VEC("npu.mul", "Mul", 0, ""),
+    VEC("npu.add", "Add", ACT, ""),
+    VEC("npu.mul", "Mul", 0, ""),
     VEC("npu.global_avgpool", "GlobalAveragePool", 0, ""),
-    VEC("npu.avgpool", "AveragePool", 0, ""), VEC("npu.maxpool", "MaxPool", 0, ""),
-    VEC("npu.batchnorm", "BatchNormalization", ACT, ""), VEC("npu.flatten", "Flatten", 0, ""),
-    VEC("npu.reshape", "Reshape", 0, ""), VEC("npu.concat", "Concat", 0, ""),
-    QDQ("npu.quantize", "QuantizeLinear"), QDQ("npu.dequantize", "DequantizeLinear"),
+    VEC("npu.avgpool", "AveragePool", 0, ""),
+    VEC("npu.maxpool", "MaxPool", 0, ""),
+    VEC("npu.batchnorm", "BatchNormalization", ACT, ""),
+    VEC("npu.flatten", "Flatten", 0, ""),
+    VEC("npu.reshape", "Reshape", 0, ""),
+    VEC("npu.concat", "Concat", 0, ""),
+    QDQ("npu.quantize", "QuantizeLinear"),
+    QDQ("npu.dequantize", "DequantizeLinear"),
 };
 
 #define KNOB(nm, desc, un) .name = nm, .description = desc, .unit = un, .applies_to = ""
@@ -44,7 +55,8 @@ static const mi_sdk_variant_t k_variants[NPU_OP_COUNT] = {
 static const mi_sdk_knob_t k_knobs[NPU_KNOB_COUNT] = {
     {KNOB("cores", "active NPU cores (idle cores are power-gated)", "cores"), DEV, .min = 1},
     {KNOB("dvfs_level", "DVFS operating point, index into the (MHz, V) table, low to high",
-          "level"), DEV},
+          "level"),
+     DEV},
     {KNOB("dataflow", "systolic mapping: weights or output partial sums stay in the array", ""),
      OP(MI_KNOB_ENUM), .choices = "weight_stationary|output_stationary"},
     {KNOB("sram_tile",
@@ -64,8 +76,7 @@ static int32_t constraint(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t 
 }
 
 static const mi_sdk_tables_t k_tables = {
-    .knobs = k_knobs, .knob_count = NPU_KNOB_COUNT, .variants = k_variants,
-    .variant_count = NPU_OP_COUNT, .constraint_count = 4, .constraint = constraint};
+    .knobs = k_knobs, .knob_count = NPU_KNOB_COUNT, .variants = k_variants, .variant_count = NPU_OP_COUNT, .constraint_count = 4, .constraint = constraint};
 
 /* Every figure of this device comes from its model: every counter is modeled. */
 static const mi_sdk_counter_t k_counters[] = {

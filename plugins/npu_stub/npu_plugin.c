@@ -110,9 +110,12 @@ static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_e
   mi_sdk_set_devices(&c->sdk, &c->dev[0].tables, NULL, sizeof c->dev[0]);
   if (fault && fault[0]) {
     if (strcmp(fault, "crash") == 0) c->fault = NPU_FAULT_CRASH;
-    else if (strcmp(fault, "hang") == 0) c->fault = NPU_FAULT_HANG;
-    else if (strcmp(fault, "wrong") == 0) c->fault = NPU_FAULT_WRONG;
-    else if (strcmp(fault, "drift") == 0) c->fault = NPU_FAULT_DRIFT;
+    else if (strcmp(fault, "hang") == 0)
+      c->fault = NPU_FAULT_HANG;
+    else if (strcmp(fault, "wrong") == 0)
+      c->fault = NPU_FAULT_WRONG;
+    else if (strcmp(fault, "drift") == 0)
+      c->fault = NPU_FAULT_DRIFT;
     else {
       rc = mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: MI_NPU_FAULT='%.40s' is not one of crash|hang|wrong|drift", fault);
       goto fail;
@@ -134,7 +137,8 @@ static int32_t npu_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_e
     snprintf(dir, sizeof dir, "%s", info.dli_fname);
     slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
-    else snprintf(dir, sizeof dir, ".");
+    else
+      snprintf(dir, sizeof dir, ".");
     rc = add_dir(c, dir, err);
     list = dir;
   }

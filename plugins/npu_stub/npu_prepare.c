@@ -54,7 +54,7 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
   for (i = 0; i < src->rank; i++) {
     if (src->dims[i] <= 0) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d has dynamic or empty dim %d: the NPU needs static shapes",
-               idx, i);
+                           idx, i);
     }
     t->dims[i] = src->dims[i];
     n *= src->dims[i];
@@ -79,25 +79,31 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
      * the codes' scale and zero point are the node's inputs, not the tensor's fields */
     int codes = t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8;
     if (!codes && t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16) {
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d: a QuantizeLinear/DequantizeLinear converts between "
-               "FLOAT32/FLOAT16 and INT8/UINT8 (got dtype %d)", idx, t->dtype);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
+                           "npu-stub: tensor %d: a QuantizeLinear/DequantizeLinear converts between "
+                           "FLOAT32/FLOAT16 and INT8/UINT8 (got dtype %d)",
+                           idx, t->dtype);
     }
     if (codes) t->q = calloc((size_t)n, 1);
-    else t->f = calloc((size_t)n, sizeof(float));
+    else
+      t->f = calloc((size_t)n, sizeof(float));
     if (!t->f && !t->q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
     return MI_OK;
   }
   if (!t->is_const) {
     if (k->fp ? (t->dtype != MI_DTYPE_FLOAT32 && t->dtype != MI_DTYPE_FLOAT16)
               : (t->dtype != MI_DTYPE_INT8 && t->dtype != MI_DTYPE_UINT8)) {
-      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: tensor %d: activations must all be INT8/UINT8 or all FLOAT32/FLOAT16 "
-               "(got dtype %d)", idx, t->dtype);
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
+                           "npu-stub: tensor %d: activations must all be INT8/UINT8 or all FLOAT32/FLOAT16 "
+                           "(got dtype %d)",
+                           idx, t->dtype);
     }
     if (!k->fp && !(t->scale > 0)) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: INT8 tensor %d has no positive scale", idx);
     }
     if (k->fp) t->f = calloc((size_t)n, sizeof(float));
-    else t->q = calloc((size_t)n, 1);
+    else
+      t->q = calloc((size_t)n, 1);
     if (!t->f && !t->q) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "npu-stub: out of memory");
     return MI_OK;
   }
@@ -151,7 +157,7 @@ static int32_t load_tensor(mi_kernel_t *k, int idx, const mi_tensor_desc_t *src,
     break; /* shape operands: the output shape is already known */
   default:
     return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: constant tensor %d has unsupported dtype %d", idx,
-             t->dtype);
+                         t->dtype);
   }
   return MI_OK;
 short_data:
@@ -231,13 +237,13 @@ static int32_t prepare(npu_device_t *d, uint32_t device, const mi_kernel_desc_t 
       return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: NULL node description");
     if (npu__op_from_name(nd->op_type) < 0) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: op %.32s (node '%.60s') is not supported by the NPU (non-dataflow op)",
-               nd->op_type, nd->name ? nd->name : "?");
+                           nd->op_type, nd->name ? nd->name : "?");
     }
   }
   if (desc->variant_id && desc->variant_id[0] &&
       npu__variant_op(desc->variant_id) != npu__op_from_name(desc->nodes[0]->op_type)) {
     return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "npu-stub: variant '%.60s' does not implement %.32s",
-             desc->variant_id, desc->nodes[0]->op_type);
+                         desc->variant_id, desc->nodes[0]->op_type);
   }
   /* The first runtime input decides the numeric path. */
   for (i = 0; i < desc->nodes[0]->input_count && first_in < 0; i++) {

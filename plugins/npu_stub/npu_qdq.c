@@ -10,7 +10,7 @@
 
 static int32_t refuse(mi_error_t *err, const mi_node_desc_t *n, const char *what) {
   return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "npu-stub: node '%.60s' (%.24s): %s", n->name ? n->name : "?",
-           n->op_type, what);
+                       n->op_type, what);
 }
 
 static int is_op(const mi_node_desc_t *n, const char *op) { return strcmp(n->op_type, op) == 0; }
@@ -43,7 +43,7 @@ static int32_t qparams(const mi_kernel_desc_t *d, const mi_node_desc_t *n, mi_te
       return refuse(err, n, "zero point must be constant, of the codes' dtype, one per scale");
   }
   for (i = 0; i < cnt; i++) {
-    int32_t zp = !z ? 0
+    int32_t zp = !z                          ? 0
                  : z->dtype == MI_DTYPE_INT8 ? ((const int8_t *)z->data)[i]
                                              : ((const uint8_t *)z->data)[i];
     if (i == 0) zp0 = zp;
@@ -217,8 +217,9 @@ int32_t npu__qdq_lower(const mi_kernel_desc_t *d, npu_lowered_t *lo, int *lowere
     kept++;
   }
   if (kept == 0) {
-    rc = refuse(err, d->nodes[0], "a lone QuantizeLinear/DequantizeLinear is a format conversion "
-                                  "the host runs");
+    rc = refuse(err, d->nodes[0],
+                "a lone QuantizeLinear/DequantizeLinear is a format conversion "
+                "the host runs");
     goto fail;
   }
   memcpy(&lo->desc, d, d->struct_size < sizeof lo->desc ? d->struct_size : sizeof lo->desc);

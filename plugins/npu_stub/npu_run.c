@@ -72,15 +72,15 @@ int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const
   if (input_count != k->input_count || output_count != k->output_count ||
       (input_count && !inputs) || !outputs) {
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: kernel takes %d inputs and %d outputs, got %d and %d",
-             k->input_count, k->output_count, input_count, output_count);
+                         k->input_count, k->output_count, input_count, output_count);
   }
   for (i = 0; i < input_count + output_count; i++) {
     const mi_buffer_t *b = i < input_count ? inputs[i] : outputs[i - input_count];
     const npu_tensor_t *t = &k->t[i < input_count ? k->inputs[i] : k->outputs[i - input_count]];
     if (!b || b->bytes < host_bytes(t)) {
       return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "npu-stub: %s %d is missing or smaller than its tensor",
-               i < input_count ? "input" : "output",
-               i < input_count ? i : i - input_count);
+                           i < input_count ? "input" : "output",
+                           i < input_count ? i : i - input_count);
     }
   }
   if (ctx->fault == NPU_FAULT_CRASH) raise(SIGSEGV);
@@ -91,7 +91,8 @@ int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const
   for (i = 0; i < k->node_count; i++) {
     const npu_node_t *n = &k->nodes[i];
     if (n->op == NPU_CONV || n->op == NPU_GEMM || n->op == NPU_MATMUL) npu__exec_mac(k, n);
-    else npu__exec_vec(k, n);
+    else
+      npu__exec_vec(k, n);
   }
   for (i = 0; i < output_count; i++)
     store(&k->t[k->outputs[i]], outputs[i]->data, ctx->fault == NPU_FAULT_WRONG);
@@ -122,7 +123,13 @@ int32_t npu__kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const
 /* ---------------------------------------------------------------- counters (described in
  * npu_knobs.c, in this order) */
 
-enum { C_TIME, C_ENERGY, C_POWER, C_FREQ, C_TEMP, C_CLOCK, C_COUNT };
+enum { C_TIME,
+       C_ENERGY,
+       C_POWER,
+       C_FREQ,
+       C_TEMP,
+       C_CLOCK,
+       C_COUNT };
 
 int32_t npu__counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                           mi_counter_sample_t *out, mi_error_t *err) {

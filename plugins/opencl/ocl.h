@@ -34,14 +34,14 @@ typedef struct ocl_device {
   double timer_res_ns;
   ocl_prog_t *progs; /* in-memory program cache, keyed like the disk cache */
   int nprogs, cap_progs;
-  cl_mem dummy;      /* bound to pointer arguments a kernel does not read */
-  uint64_t seq;      /* makes temporary cache file names unique within the process */
+  cl_mem dummy; /* bound to pointer arguments a kernel does not read */
+  uint64_t seq; /* makes temporary cache file names unique within the process */
   /* debug counters, read through counter_read */
   uint64_t compile_ns, built_from_source, disk_hits, disk_corrupt, mem_hits, bytes_allocated;
   uint64_t run_ns_total; /* device time summed over every run since create (TIMER is cumulative) */
   int has_run;
-  mi_sdk_tables_t tables;          /* what the SDK helper describes for this device */
-  mi_sdk_counter_t counters[8];    /* the counter table with this device's timer resolution */
+  mi_sdk_tables_t tables;       /* what the SDK helper describes for this device */
+  mi_sdk_counter_t counters[8]; /* the counter table with this device's timer resolution */
 } ocl_device_t;
 
 struct mi_plugin_ctx {
@@ -59,12 +59,17 @@ struct mi_buffer {
 
 /* ---------------------------------------------------------------- prepared kernels */
 
-enum { ARG_IN, ARG_OUT, ARG_BUF, ARG_DUMMY, ARG_RAW, ARG_LOCAL };
+enum { ARG_IN,
+       ARG_OUT,
+       ARG_BUF,
+       ARG_DUMMY,
+       ARG_RAW,
+       ARG_LOCAL };
 
 typedef struct ocl_arg {
   int kind;
-  int index;      /* ARG_IN/ARG_OUT: slot; ARG_BUF: owned buffer */
-  size_t size;    /* ARG_RAW: bytes of v; ARG_LOCAL: bytes of local memory */
+  int index;   /* ARG_IN/ARG_OUT: slot; ARG_BUF: owned buffer */
+  size_t size; /* ARG_RAW: bytes of v; ARG_LOCAL: bytes of local memory */
   union {
     cl_int i;
     cl_float f;
@@ -76,7 +81,7 @@ typedef struct ocl_arg {
 } ocl_arg_t;
 
 typedef struct ocl_launch {
-  cl_kernel k;     /* NULL for a buffer copy */
+  cl_kernel k; /* NULL for a buffer copy */
   int nargs;
   ocl_arg_t args[OCL_MAX_ARGS];
   cl_uint dim;
@@ -129,7 +134,15 @@ extern const char mi__ocl_src_shape[];
 /* ---------------------------------------------------------------- knobs (ocl_knobs.c) */
 
 enum {
-  K_WG_X, K_WG_Y, K_TILE_M, K_TILE_N, K_TILE_K, K_VW, K_LOCAL, K_UNROLL, K_COUNT
+  K_WG_X,
+  K_WG_Y,
+  K_TILE_M,
+  K_TILE_N,
+  K_TILE_K,
+  K_VW,
+  K_LOCAL,
+  K_UNROLL,
+  K_COUNT
 };
 
 typedef struct ocl_knobs {
@@ -137,7 +150,7 @@ typedef struct ocl_knobs {
 } ocl_knobs_t;
 
 typedef struct ocl_variant {
-  mi_sdk_variant_t v;    /* id, op type, fuse mask, knob_mask (bit per K_* it reads) */
+  mi_sdk_variant_t v; /* id, op type, fuse mask, knob_mask (bit per K_* it reads) */
   int64_t dflt[K_COUNT];
 } ocl_variant_t;
 
@@ -155,21 +168,40 @@ int32_t mi__ocl_knobs_resolve(const ocl_device_t *dev, const ocl_variant_t *v,
 /* ---------------------------------------------------------------- epilogues (ocl_epi.c) */
 
 enum {
-  ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_HSIGMOID,
-  ACT_HSWISH, ACT_GELU, ACT_ERF, ACT_GELU_TANH, ACT_EXP, ACT_LOG, ACT_SQRT, ACT_NEG, ACT_ABS,
-  ACT_RECIP, ACT_IDENTITY, ACT_ELU, ACT_SOFTPLUS, ACT_FLOOR, ACT_CEIL
+  ACT_NONE = 0,
+  ACT_RELU,
+  ACT_CLIP,
+  ACT_LEAKY,
+  ACT_SIGMOID,
+  ACT_TANH,
+  ACT_HSIGMOID,
+  ACT_HSWISH,
+  ACT_GELU,
+  ACT_ERF,
+  ACT_GELU_TANH,
+  ACT_EXP,
+  ACT_LOG,
+  ACT_SQRT,
+  ACT_NEG,
+  ACT_ABS,
+  ACT_RECIP,
+  ACT_IDENTITY,
+  ACT_ELU,
+  ACT_SOFTPLUS,
+  ACT_FLOOR,
+  ACT_CEIL
 };
 
 typedef struct ocl_epi {
-  int flags;         /* 1: per-channel affine, 2: residual add */
+  int flags; /* 1: per-channel affine, 2: residual add */
   int act0, act1;
   float p[4];
-  int nchan;         /* channels of the affine */
-  int chan_axis;     /* output axis of the channels (a constant Add along it folds); -1 none */
+  int nchan;     /* channels of the affine */
+  int chan_axis; /* output axis of the channels (a constant Add along it folds); -1 none */
   float *scale, *shift;
-  int res_tensor;    /* tensor index of the residual operand */
-  int out_tensor;    /* tensor the group finally writes */
-  uint32_t fuse;     /* mi_fuse_bits used */
+  int res_tensor; /* tensor index of the residual operand */
+  int out_tensor; /* tensor the group finally writes */
+  uint32_t fuse;  /* mi_fuse_bits used */
 } ocl_epi_t;
 
 /* Activation code of a node (0 when it is not a unary activation); params into p, q. */

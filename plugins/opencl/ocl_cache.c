@@ -61,15 +61,18 @@ void mi__ocl_cache_dir_init(mi_plugin_ctx_t *ctx) {
   } else if ((v = getenv("HOME")) && *v) {
     snprintf(base, sizeof base, "%s/.cache/metainfer", v);
   } else {
-    mi__ocl_log(ctx, MI_LOG_WARN, "no cache directory (MI_CACHE_DIR, XDG_CACHE_HOME, HOME unset): "
+    mi__ocl_log(ctx, MI_LOG_WARN,
+                "no cache directory (MI_CACHE_DIR, XDG_CACHE_HOME, HOME unset): "
                 "program binaries are not kept on disk");
     return;
   }
   snprintf(ctx->cache_dir, sizeof ctx->cache_dir, "%s/opencl", base);
   snprintf(probe, sizeof probe, "%s/.probe.%ld", ctx->cache_dir, (long)getpid());
   if (mkdir_p(ctx->cache_dir) != 0 || !(f = fopen(probe, "wb"))) {
-    mi__ocl_log(ctx, MI_LOG_WARN, "cache directory %s is not writable: program binaries are "
-                "not kept on disk", ctx->cache_dir);
+    mi__ocl_log(ctx, MI_LOG_WARN,
+                "cache directory %s is not writable: program binaries are "
+                "not kept on disk",
+                ctx->cache_dir);
     ctx->cache_dir[0] = '\0';
     return;
   }
@@ -166,7 +169,7 @@ static int32_t build(mi_plugin_ctx_t *ctx, ocl_device_t *dev, cl_program prog, c
     build_log_head(dev, prog, head, sizeof head);
     mi__ocl_log(ctx, MI_LOG_ERROR, "clBuildProgram failed (%s): %s", opt, head);
     return mi_sdk_errorf(err, MI_ERR_DEVICE, "clBuildProgram: %s: %s", mi__ocl_code_name(rc),
-                          head);
+                         head);
   }
   return MI_OK;
 }

@@ -21,11 +21,11 @@ static int const_scalar(const mi_kernel_desc_t *desc, const mi_node_desc_t *n, i
 
 int mi__ocl_act_of(const mi_kernel_desc_t *desc, const mi_node_desc_t *node, int *code,
                    float *p, float *q, mi_error_t *err) {
-  static const struct { const char *op; int code; } simple[] = {
-      {"Relu", ACT_RELU}, {"Sigmoid", ACT_SIGMOID}, {"Tanh", ACT_TANH}, {"HardSwish", ACT_HSWISH},
-      {"Erf", ACT_ERF}, {"Exp", ACT_EXP}, {"Log", ACT_LOG}, {"Sqrt", ACT_SQRT}, {"Neg", ACT_NEG},
-      {"Abs", ACT_ABS}, {"Reciprocal", ACT_RECIP}, {"Softplus", ACT_SOFTPLUS},
-      {"Floor", ACT_FLOOR}, {"Ceil", ACT_CEIL}};
+  static const struct {
+    const char *op;
+    int code;
+  } simple[] = {
+      {"Relu", ACT_RELU}, {"Sigmoid", ACT_SIGMOID}, {"Tanh", ACT_TANH}, {"HardSwish", ACT_HSWISH}, {"Erf", ACT_ERF}, {"Exp", ACT_EXP}, {"Log", ACT_LOG}, {"Sqrt", ACT_SQRT}, {"Neg", ACT_NEG}, {"Abs", ACT_ABS}, {"Reciprocal", ACT_RECIP}, {"Softplus", ACT_SOFTPLUS}, {"Floor", ACT_FLOOR}, {"Ceil", ACT_CEIL}};
   const char *op = node->op_type;
   size_t i;
   *code = ACT_NONE;
@@ -50,7 +50,7 @@ int mi__ocl_act_of(const mi_kernel_desc_t *desc, const mi_node_desc_t *node, int
   } else if (strcmp(op, "Gelu") == 0) {
     const mi_attr_t *a = mi_sdk_attr(node, "approximate");
     *code = a && a->type == MI_ATTR_STRING && a->s && strcmp(a->s, "tanh") == 0 ? ACT_GELU_TANH
-                                                                              : ACT_GELU;
+                                                                                : ACT_GELU;
   } else if (strcmp(op, "Clip") == 0) {
     *code = ACT_CLIP;
     *p = -INFINITY;
@@ -86,8 +86,8 @@ static int32_t fold_bn(const mi_kernel_desc_t *desc, const mi_node_desc_t *n, oc
     t[i] = mi__ocl_tensor(desc, n->inputs[i + 1]);
     if (!t[i] || !t[i]->data || t[i]->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t[i]) != e->nchan)
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
-                            "BatchNormalization: parameters must be constant FP32 of %d channels",
-                            e->nchan);
+                           "BatchNormalization: parameters must be constant FP32 of %d channels",
+                           e->nchan);
     v[i] = t[i]->data;
   }
   for (i = 0; i < e->nchan; i++) {
@@ -139,7 +139,7 @@ int32_t mi__ocl_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, in
     int a;
     if (!input_is(n, t_out) || n->output_count < 1)
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "fused %s does not consume the previous output",
-                            n->op_type);
+                           n->op_type);
     if (strcmp(n->op_type, "BatchNormalization") == 0 && state == 0 && nchan > 0 &&
         n->inputs[0] == t_out) {
       if ((st = fold_bn(desc, n, e, err)) != MI_OK) return st;
@@ -181,14 +181,14 @@ int32_t mi__ocl_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, in
       e->fuse |= MI_FUSE_ADD;
     } else {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "cannot fuse %s after %s", n->op_type,
-                            desc->nodes[first - 1]->op_type);
+                           desc->nodes[first - 1]->op_type);
     }
     t_out = n->outputs[0];
   }
   e->out_tensor = t_out;
   if (desc->output_count != 1 || desc->outputs[0] != t_out)
     return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
-                          "fused group must have exactly one output, the last node's");
+                         "fused group must have exactly one output, the last node's");
   return MI_OK;
 }
 

@@ -12,30 +12,35 @@
 #define VEC (B(K_WG_X) | B(K_WG_Y) | B(K_TILE_M) | B(K_TILE_N) | B(K_VW) | B(K_UNROLL))
 #define NAIVE (B(K_WG_X) | B(K_WG_Y) | B(K_UNROLL))
 /* defaults: wg_x wg_y tile_m tile_n tile_k vw local unroll */
-#define D_TILED {8, 8, 32, 32, 8, 1, 1, 4}
-#define D_VEC {8, 8, 32, 64, 8, 4, 0, 1}
-#define D_NAIVE {16, 4, 1, 1, 1, 1, 0, 1}
-#define D_1D {64, 1, 1, 1, 1, 1, 0, 1}
+#define D_TILED \
+  { 8, 8, 32, 32, 8, 1, 1, 4 }
+#define D_VEC \
+  { 8, 8, 32, 64, 8, 4, 0, 1 }
+#define D_NAIVE \
+  { 16, 4, 1, 1, 1, 1, 0, 1 }
+#define D_1D \
+  { 64, 1, 1, 1, 1, 1, 0, 1 }
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
-#define V(id, op, desc, fuse, knobs, dflt) {{id, op, desc, F32, LAYOUTS, fuse, knobs, NULL}, dflt}
+#define V(id, op, desc, fuse, knobs, dflt) \
+  { {id, op, desc, F32, LAYOUTS, fuse, knobs, NULL}, dflt }
 #define SIMPLE(id, op, desc, fuse) V(id, op, desc, fuse, B(K_WG_X), D_1D)
 
 static const ocl_variant_t k_variants[] = {
     V("conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED),
     V("conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
-     B(K_WG_X) | B(K_UNROLL), D_1D),
+      B(K_WG_X) | B(K_UNROLL), D_1D),
     V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
-     B(K_WG_X) | B(K_UNROLL), D_1D),
+      B(K_WG_X) | B(K_UNROLL), D_1D),
     V("convtranspose.direct", "ConvTranspose",
-     "transposed convolution, one output per work-item (groups, strides, pads, dilations)",
-     MM_FUSE, B(K_WG_X) | B(K_UNROLL), D_1D),
+      "transposed convolution, one output per work-item (groups, strides, pads, dilations)",
+      MM_FUSE, B(K_WG_X) | B(K_UNROLL), D_1D),
     V("gemm.tiled", "Gemm", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED),
     V("gemm.regblock", "Gemm", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC, D_VEC),
     V("gemm.naive", "Gemm", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE),
     V("matmul.tiled", "MatMul", "tiled GEMM, tiles staged in local memory", MM_FUSE, TILED, D_TILED),
     V("matmul.regblock", "MatMul", "register-blocked GEMM with floatN vector loads", MM_FUSE, VEC,
-     D_VEC),
+      D_VEC),
     V("matmul.naive", "MatMul", "one output per work-item", MM_FUSE, NAIVE, D_NAIVE),
     SIMPLE("ew.Relu", "Relu", "element-wise", EW_FUSE),
     SIMPLE("ew.Clip", "Clip", "element-wise", EW_FUSE),
@@ -95,10 +100,10 @@ static const ocl_variant_t k_variants[] = {
     SIMPLE("shape.Resize", "Resize", "nearest or linear over the last two axes", 0),
 };
 
-#define KNOB(nm, desc, un, ty, dflt, n, ...)                                                      \
-  {.name = nm, .description = desc, .unit = un, .scope = MI_KNOB_SCOPE_VARIANT, .type = ty,       \
-   .mutability = MI_KNOB_AT_PREPARE, .value_count = n, .values = {__VA_ARGS__},                   \
-   .default_int = dflt}
+#define KNOB(nm, desc, un, ty, dflt, n, ...)                                                 \
+  { .name = nm, .description = desc, .unit = un, .scope = MI_KNOB_SCOPE_VARIANT, .type = ty, \
+    .mutability = MI_KNOB_AT_PREPARE, .value_count = n, .values = {__VA_ARGS__},             \
+    .default_int = dflt }
 #define WG "work-items"
 
 /* applies_to left NULL: the helper lists the variants whose knob_mask reads each knob. */
@@ -122,11 +127,15 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
                              mi_constraint_desc_t *out);
 
 /* Constraints carry each device's limits, so the table answers them through the device. */
-enum { C_WGY_TM, C_WGX_TN, C_WG_MAX, C_LOCAL, C_VW, C_REGS, C_COUNT };
+enum { C_WGY_TM,
+       C_WGX_TN,
+       C_WG_MAX,
+       C_LOCAL,
+       C_VW,
+       C_REGS,
+       C_COUNT };
 const mi_sdk_tables_t mi__ocl_tables = {
-    .knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants,
-    .variant_count = sizeof k_variants / sizeof k_variants[0], .variant_size = sizeof k_variants[0],
-    .constraint_count = C_COUNT, .constraint = constraint_of};
+    .knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants, .variant_count = sizeof k_variants / sizeof k_variants[0], .variant_size = sizeof k_variants[0], .constraint_count = C_COUNT, .constraint = constraint_of};
 
 const ocl_variant_t *mi__ocl_variant_find(const char *id) {
   return (const ocl_variant_t *)mi_sdk_variant_find(&mi__ocl_tables, id);
@@ -221,10 +230,11 @@ static int32_t check_rules(const ocl_device_t *dev, const ocl_variant_t *v, cons
     }
     if (broken)
       return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
-                            "%s: %s (wg_x=%lld wg_y=%lld tile_m=%lld tile_n=%lld tile_k=%lld "
-                            "vector_width=%lld)", v->v.id, c.reason, (long long)k[K_WG_X],
-                            (long long)k[K_WG_Y], (long long)k[K_TILE_M], (long long)k[K_TILE_N],
-                            (long long)k[K_TILE_K], (long long)k[K_VW]);
+                           "%s: %s (wg_x=%lld wg_y=%lld tile_m=%lld tile_n=%lld tile_k=%lld "
+                           "vector_width=%lld)",
+                           v->v.id, c.reason, (long long)k[K_WG_X],
+                           (long long)k[K_WG_Y], (long long)k[K_TILE_M], (long long)k[K_TILE_N],
+                           (long long)k[K_TILE_K], (long long)k[K_VW]);
   }
   return MI_OK;
 }
@@ -244,14 +254,14 @@ int32_t mi__ocl_knobs_resolve(const ocl_device_t *dev, const ocl_variant_t *v,
     if (k_knobs[found].type == MI_KNOB_BOOL) {
       if (knobs[i].i != 0 && knobs[i].i != 1)
         return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %s=%lld is not 0 or 1", v->v.id,
-                              name, (long long)knobs[i].i);
+                             name, (long long)knobs[i].i);
     } else {
       if (!mi_sdk_knob_allows(&k_knobs[found], knobs[i].i))
         return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
-                              "%s: knob %s=%lld is outside its domain (powers of two %lld..%lld)",
-                              v->v.id, name, (long long)knobs[i].i,
-                              (long long)k_knobs[found].values[0],
-                              (long long)k_knobs[found].values[k_knobs[found].value_count - 1]);
+                             "%s: knob %s=%lld is outside its domain (powers of two %lld..%lld)",
+                             v->v.id, name, (long long)knobs[i].i,
+                             (long long)k_knobs[found].values[0],
+                             (long long)k_knobs[found].values[k_knobs[found].value_count - 1]);
     }
     out->v[found] = knobs[i].i;
   }

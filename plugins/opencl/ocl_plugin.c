@@ -62,8 +62,10 @@ static int32_t p_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t by
   if (st != MI_OK) return st;
   *out = NULL;
   if (bytes > ctx->devs[device].desc.max_buffer_bytes && ctx->devs[device].desc.max_buffer_bytes)
-    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "buffer_alloc: %llu bytes exceed "
-                          "CL_DEVICE_MAX_MEM_ALLOC_SIZE", (unsigned long long)bytes);
+    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY,
+                         "buffer_alloc: %llu bytes exceed "
+                         "CL_DEVICE_MAX_MEM_ALLOC_SIZE",
+                         (unsigned long long)bytes);
   b = calloc(1, sizeof *b);
   if (!b) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   b->mem = clCreateBuffer(ctx->devs[device].ctx, CL_MEM_READ_WRITE, bytes ? (size_t)bytes : 4, NULL, &rc);
@@ -83,7 +85,7 @@ static int32_t buf_check(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, con
   if (!ctx || !b || (!p && bytes)) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: NULL argument");
   if (off > b->bytes || bytes > b->bytes - off)
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "opencl: range %llu+%llu outside a buffer of %llu bytes",
-                          (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)b->bytes);
+                         (unsigned long long)off, (unsigned long long)bytes, (unsigned long long)b->bytes);
   return MI_OK;
 }
 
@@ -137,7 +139,10 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
   if (st != MI_OK) return st;
   d = &ctx->devs[device];
   switch (index) {
-  case 0: s.has_value = d->has_run; s.value = (double)d->run_ns_total; break;
+  case 0:
+    s.has_value = d->has_run;
+    s.value = (double)d->run_ns_total;
+    break;
   case 1: s.value = (double)d->compile_ns; break;
   case 2: s.value = (double)d->built_from_source; break;
   case 3: s.value = (double)d->disk_hits; break;

@@ -36,7 +36,7 @@ int32_t mi__ocl_bind(ocl_prep_t *p, int t, ocl_arg_t *out) {
   if (td && td->data && td->dtype == MI_DTYPE_FLOAT32)
     return mi__ocl_upload(p, td->data, (size_t)mi_sdk_numel(td) * 4, out);
   return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
-                        "opencl: tensor %d is neither a runtime input, an output nor FP32 data", t);
+                       "opencl: tensor %d is neither a runtime input, an output nor FP32 data", t);
 }
 
 ocl_launch_t *mi__ocl_launch_new(ocl_prep_t *p, const char *source, const char *options,
@@ -165,8 +165,9 @@ int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l) {
   if (rc != CL_SUCCESS) return mi__ocl_fail(p->err, "clGetKernelWorkGroupInfo", rc);
   if (want > kmax)
     return mi_sdk_errorf(p->err, MI_ERR_INVALID_CONFIG,
-                          "%s: work-group of %zu work-items exceeds CL_KERNEL_WORK_GROUP_SIZE %zu "
-                          "of this kernel", p->var->v.id, want, kmax);
+                         "%s: work-group of %zu work-items exceeds CL_KERNEL_WORK_GROUP_SIZE %zu "
+                         "of this kernel",
+                         p->var->v.id, want, kmax);
   return MI_OK;
 }
 

@@ -6,7 +6,9 @@
 
 #include "ocl.h"
 
-enum { GK_NAIVE, GK_TILED, GK_VEC };
+enum { GK_NAIVE,
+       GK_TILED,
+       GK_VEC };
 
 typedef struct gemm_geo {
   int M, N, K, ldc, G, Z;
@@ -96,21 +98,37 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   if (n->input_count > 2 && n->inputs[2] >= 0) bias = mi__ocl_tensor(d, n->inputs[2]);
   if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D convolution (4-D tensors)",
-                          n->op_type);
-  N = (int)x->dims[0]; C = (int)x->dims[1]; H = (int)x->dims[2]; W = (int)x->dims[3];
-  OC = (int)y->dims[1]; OH = (int)y->dims[2]; OW = (int)y->dims[3];
-  KH = (int)w->dims[2]; KW = (int)w->dims[3];
+                         n->op_type);
+  N = (int)x->dims[0];
+  C = (int)x->dims[1];
+  H = (int)x->dims[2];
+  W = (int)x->dims[3];
+  OC = (int)y->dims[1];
+  OH = (int)y->dims[2];
+  OW = (int)y->dims[3];
+  KH = (int)w->dims[2];
+  KW = (int)w->dims[3];
   G = (int)mi_sdk_attr_int(n, "group", 1);
   /* W is [OC, C/G, KH, KW] for Conv and [C, OC/G, KH, KW] for ConvTranspose. */
   if (G < 1 || C % G || OC % G ||
       (transposed ? w->dims[0] != C || w->dims[1] != OC / G
                   : w->dims[0] != OC || w->dims[1] != C / G))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: inconsistent group/weight shape",
-                          n->op_type);
-  g[0] = C; g[1] = H; g[2] = W; g[3] = OC; g[4] = OH; g[5] = OW; g[6] = KH; g[7] = KW;
-  g[8] = (cl_int)mi_sdk_attr_ints_at(n, "strides", 0, 1); g[9] = (cl_int)mi_sdk_attr_ints_at(n, "strides", 1, 1);
-  g[10] = (cl_int)mi_sdk_attr_ints_at(n, "pads", 0, 0); g[11] = (cl_int)mi_sdk_attr_ints_at(n, "pads", 1, 0);
-  g[12] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", 0, 1); g[13] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", 1, 1);
+                         n->op_type);
+  g[0] = C;
+  g[1] = H;
+  g[2] = W;
+  g[3] = OC;
+  g[4] = OH;
+  g[5] = OW;
+  g[6] = KH;
+  g[7] = KW;
+  g[8] = (cl_int)mi_sdk_attr_ints_at(n, "strides", 0, 1);
+  g[9] = (cl_int)mi_sdk_attr_ints_at(n, "strides", 1, 1);
+  g[10] = (cl_int)mi_sdk_attr_ints_at(n, "pads", 0, 0);
+  g[11] = (cl_int)mi_sdk_attr_ints_at(n, "pads", 1, 0);
+  g[12] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", 0, 1);
+  g[13] = (cl_int)mi_sdk_attr_ints_at(n, "dilations", 1, 1);
   g[14] = G;
   if (transposed && (mi_sdk_attr(n, "output_shape") ||
                      (ap && ap->type == MI_ATTR_STRING && ap->s && strcmp(ap->s, "NOTSET") != 0))) {
@@ -141,7 +159,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     const float *b = bias->data;
     if (!b || bias->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(bias) != OC) {
       st = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: bias must be constant FP32 [OC]",
-                          n->op_type);
+                         n->op_type);
       goto done;
     }
     /* the bias comes before BN: shift' = shift + bias * scale */
@@ -187,14 +205,27 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
       mi__ocl_grid1(l, (size_t)cnt, 64);
     }
     memset(&gg, 0, sizeof gg);
-    gg.M = OCg; gg.N = P; gg.K = K; gg.ldc = P; gg.G = G; gg.Z = N * G;
-    gg.ld.s[0] = K; gg.ld.s[1] = 1; gg.ld.s[2] = P; gg.ld.s[3] = 1;
-    gg.bs.s[0] = 0; gg.bs.s[1] = OCg * K; gg.bs.s[2] = C * KH * KW * P; gg.bs.s[3] = K * P;
-    gg.bs.s[4] = OC * P; gg.bs.s[5] = OCg * P;
+    gg.M = OCg;
+    gg.N = P;
+    gg.K = K;
+    gg.ldc = P;
+    gg.G = G;
+    gg.Z = N * G;
+    gg.ld.s[0] = K;
+    gg.ld.s[1] = 1;
+    gg.ld.s[2] = P;
+    gg.ld.s[3] = 1;
+    gg.bs.s[0] = 0;
+    gg.bs.s[1] = OCg * K;
+    gg.bs.s[2] = C * KH * KW * P;
+    gg.bs.s[3] = K * P;
+    gg.bs.s[4] = OC * P;
+    gg.bs.s[5] = OCg * P;
     st = add_gemm(p, GK_TILED, aw, acol, ay, &gg, &e, P);
   } else {
     int dw = strcmp(p->var->v.id, "conv.depthwise") == 0;
-    const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw" : "conv_direct";
+    const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw"
+                                                           : "conv_direct";
     char opt[64];
     ocl_launch_t *l;
     if (dw && (G != C || OC % C)) {

@@ -29,7 +29,7 @@ static int32_t only_acts_after(ocl_prep_t *p, int first) {
   for (k = first; k < p->desc->node_count; k++)
     if (mi__ocl_act_of(p->desc, p->desc->nodes[k], &code, &a, &b, NULL) <= 0)
       return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s cannot fuse %s", p->var->v.id,
-                            p->desc->nodes[k]->op_type);
+                           p->desc->nodes[k]->op_type);
   return MI_OK;
 }
 
@@ -235,8 +235,10 @@ static int32_t prep_pool(ocl_prep_t *p, const mi_node_desc_t *n) {
   int32_t st;
   if (x->rank != 4 || y->rank != 4 || p->desc->output_count != 1)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: only 2-D pooling without indices", n->op_type);
-  g[0] = (cl_int)x->dims[2]; g[1] = (cl_int)x->dims[3];
-  g[2] = (cl_int)y->dims[2]; g[3] = (cl_int)y->dims[3];
+  g[0] = (cl_int)x->dims[2];
+  g[1] = (cl_int)x->dims[3];
+  g[2] = (cl_int)y->dims[2];
+  g[3] = (cl_int)y->dims[3];
   for (i = 0; i < 2; i++) {
     g[4 + i] = (cl_int)mi_sdk_attr_ints_at(n, "kernel_shape", i, 1);
     g[6 + i] = (cl_int)mi_sdk_attr_ints_at(n, "strides", i, 1);
@@ -311,7 +313,7 @@ static int32_t prep_copy(ocl_prep_t *p, const mi_node_desc_t *n) {
       if (!t || t->rank != y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Concat: rank mismatch");
       mi_sdk_strides(t, st_in);
       st = mi__ocl_strided_copy(p, n->inputs[i], n->outputs[0], t->rank, t->dims, st_in, 0, sy,
-                              off * sy[axis]);
+                                off * sy[axis]);
       if (st != MI_OK) return st;
       off += t->dims[axis];
     }

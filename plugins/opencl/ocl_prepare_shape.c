@@ -77,8 +77,11 @@ static int32_t prep_slice(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tenso
     d = x->dims[a];
     b = st[i] < 0 ? st[i] + d : st[i];
     /* clamp as ONNX does: [0, d] going forward, [0, d-1] going backward */
-    if (s > 0) b = b < 0 ? 0 : b > d ? d : b;
-    else b = b < 0 ? 0 : b > d - 1 ? d - 1 : b;
+    if (s > 0) b = b < 0 ? 0 : b > d ? d
+                                     : b;
+    else
+      b = b < 0 ? 0 : b > d - 1 ? d - 1
+                                : b;
     start[a] = b;
     step[a] = s;
   }
@@ -123,7 +126,8 @@ static int32_t prep_pad(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tensor_
   if (bad) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: runtime pads/value/axes");
   if (ma && ma->type == MI_ATTR_STRING && ma->s) mode = ma->s;
   m = strcmp(mode, "constant") == 0 ? 0 : strcmp(mode, "reflect") == 0 ? 1
-      : strcmp(mode, "edge") == 0 ? 2 : -1;
+                                      : strcmp(mode, "edge") == 0      ? 2
+                                                                       : -1;
   if (m < 0) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Pad: mode '%s'", mode);
   np = ints_of(tp, n, "pads", pads, 2 * MI_MAX_RANK);
   na = ta ? ints_of(ta, NULL, NULL, axes, MI_MAX_RANK) : r;
@@ -188,7 +192,7 @@ static int32_t prep_gather(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
     if (v < 0 || v >= k) {
       free(idx);
       return mi_sdk_errorf(p->err, MI_ERR_INVALID_ARGUMENT, "Gather: index %lld outside [0, %lld)",
-                            (long long)iv[i], (long long)k);
+                           (long long)iv[i], (long long)k);
     }
     idx[i] = (cl_int)v;
   }
@@ -242,8 +246,10 @@ static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   int32_t st;
   if (n->opset < 11 || linear < 0 || ct < 0 || ct > MI_SDK_CT_ASYMMETRIC || nm < 0 || mi_sdk_attr_int(n, "antialias", 0) ||
       mi_sdk_attr(n, "axes") || strcmp(mi_sdk_attr_string(n, "keep_aspect_ratio_policy", "stretch"), "stretch"))
-    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: opset %d or attributes not "
-                          "implemented (nearest/linear, 4 coordinate modes, opset 11+)", (int)n->opset);
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
+                         "Resize: opset %d or attributes not "
+                         "implemented (nearest/linear, 4 coordinate modes, opset 11+)",
+                         (int)n->opset);
   if (bad) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: runtime scales");
   if (r < 2 || y->rank != r) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "Resize: rank %d", r);
   for (i = 0; i < r; i++) {

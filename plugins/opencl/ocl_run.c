@@ -46,15 +46,16 @@ int32_t mi__ocl_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *co
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "kernel_run: NULL argument");
   if (input_count != k->n_in || output_count != k->n_out)
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                          "kernel_run: %d inputs / %d outputs given, kernel takes %d / %d",
-                          (int)input_count, (int)output_count, k->n_in, k->n_out);
+                         "kernel_run: %d inputs / %d outputs given, kernel takes %d / %d",
+                         (int)input_count, (int)output_count, k->n_in, k->n_out);
   for (i = 0; i < input_count + output_count; i++) {
     const mi_buffer_t *b = i < input_count ? inputs[i] : outputs[i - input_count];
     uint64_t need = i < input_count ? k->in_bytes[i] : k->out_bytes[i - input_count];
     if (!b || b->device != k->device || b->bytes < need)
       return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                            "kernel_run: buffer %d is NULL, on another device, or smaller than "
-                            "%llu bytes", (int)i, (unsigned long long)need);
+                           "kernel_run: buffer %d is NULL, on another device, or smaller than "
+                           "%llu bytes",
+                           (int)i, (unsigned long long)need);
   }
   for (i = 0; i < k->nl; i++) {
     const ocl_launch_t *l = &k->launches[i];
@@ -92,7 +93,8 @@ int32_t mi__ocl_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *co
       if (rc == CL_SUCCESS)
         rc = clGetEventProfilingInfo(ev[i], CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
       if (rc != CL_SUCCESS) st = mi__ocl_fail(err, "clGetEventProfilingInfo", rc);
-      else if (t1 > t0) total += t1 - t0;
+      else if (t1 > t0)
+        total += t1 - t0;
     }
     clReleaseEvent(ev[i]);
   }

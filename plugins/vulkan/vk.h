@@ -8,9 +8,9 @@
 #include "metainfer/mi_sdk.h"
 
 #define VK_PLUGIN_NAME "vulkan"
-#define VK_NBIND 6        /* storage-buffer bindings of the one descriptor-set layout */
-#define VK_PUSH_WORDS 32  /* 128 bytes: the guaranteed minimum maxPushConstantsSize */
-#define VK_NSPEC 6        /* spec constants: local_x, local_y, tile_k, unroll, reg_m, reg_n */
+#define VK_NBIND 6       /* storage-buffer bindings of the one descriptor-set layout */
+#define VK_PUSH_WORDS 32 /* 128 bytes: the guaranteed minimum maxPushConstantsSize */
+#define VK_NSPEC 6       /* spec constants: local_x, local_y, tile_k, unroll, reg_m, reg_n */
 #define VK_MAX_DISP 24
 #define VK_MAX_OWN 24
 #define VK_MAX_IO 32
@@ -65,7 +65,7 @@ typedef struct vk_device {
   VkFence fence;
   VkDescriptorSetLayout dsl;
   VkPipelineLayout layout;
-  VkPipelineCache cache;       /* this instance's, persisted on disk */
+  VkPipelineCache cache; /* this instance's, persisted on disk */
   VkPhysicalDeviceProperties props;
   VkPhysicalDeviceMemoryProperties mem;
   char driver_name[VK_MAX_DRIVER_NAME_SIZE];
@@ -73,8 +73,8 @@ typedef struct vk_device {
   uint32_t subgroup_size;
   int has_fp16;
   int has_timer;
-  double ts_period;     /* ns per timestamp tick */
-  uint64_t ts_mask;     /* valid timestamp bits */
+  double ts_period; /* ns per timestamp tick */
+  uint64_t ts_mask; /* valid timestamp bits */
   mi_device_desc_t desc;
   char cache_path[640]; /* "" when the disk cache is off */
   uint64_t cache_loaded_bytes;
@@ -103,7 +103,10 @@ struct mi_buffer {
 
 /* ---------------------------------------------------------------- prepared kernels */
 
-enum { REF_NONE = MI_SDK_IO_NONE, REF_IN = MI_SDK_IO_INPUT, REF_OUT = MI_SDK_IO_OUTPUT, REF_OWN };
+enum { REF_NONE = MI_SDK_IO_NONE,
+       REF_IN = MI_SDK_IO_INPUT,
+       REF_OUT = MI_SDK_IO_OUTPUT,
+       REF_OWN };
 
 typedef struct vk_ref {
   int kind;
@@ -111,7 +114,7 @@ typedef struct vk_ref {
 } vk_ref_t;
 
 typedef struct vk_disp {
-  VkPipeline pipe;          /* NULL: a buffer copy from bind[0] to bind[2] */
+  VkPipeline pipe; /* NULL: a buffer copy from bind[0] to bind[2] */
   vk_ref_t bind[VK_NBIND];
   uint32_t push[VK_PUSH_WORDS];
   uint32_t groups[3];
@@ -166,14 +169,23 @@ void mi__vk_buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b);
 
 /* ---------------------------------------------------------------- knobs (vk_knobs.c) */
 
-enum { K_LOCAL_X, K_LOCAL_Y, K_TILE_K, K_UNROLL, K_REG_M, K_REG_N, K_COUNT };
-enum { SH_1D, SH_CONV, SH_GEMM_NAIVE, SH_GEMM_TILED };
+enum { K_LOCAL_X,
+       K_LOCAL_Y,
+       K_TILE_K,
+       K_UNROLL,
+       K_REG_M,
+       K_REG_N,
+       K_COUNT };
+enum { SH_1D,
+       SH_CONV,
+       SH_GEMM_NAIVE,
+       SH_GEMM_TILED };
 
 typedef struct vk_variant {
   mi_sdk_variant_t v; /* id, op type, dtype (FP16 for the fp16 ones), knob_mask (bit per K_*) */
   int shape;          /* SH_*: which constraints apply */
   int64_t dflt[K_COUNT];
-  int fp16;           /* FP16 weights and products: listed only on devices with FP16 */
+  int fp16; /* FP16 weights and products: listed only on devices with FP16 */
 } vk_variant_t;
 
 /* Variants listed on device d: the FP16 ones come last and only when the device has FP16. */
@@ -190,19 +202,37 @@ int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *v,
 /* ---------------------------------------------------------------- preparing */
 
 enum {
-  ACT_NONE = 0, ACT_RELU, ACT_CLIP, ACT_LEAKY, ACT_SIGMOID, ACT_TANH, ACT_HSIGMOID,
-  ACT_HSWISH, ACT_GELU, ACT_ERF, ACT_GELU_TANH, ACT_EXP, ACT_LOG, ACT_SQRT, ACT_NEG, ACT_ABS,
-  ACT_RECIP, ACT_ELU, ACT_SOFTPLUS, ACT_FLOOR, ACT_CEIL
+  ACT_NONE = 0,
+  ACT_RELU,
+  ACT_CLIP,
+  ACT_LEAKY,
+  ACT_SIGMOID,
+  ACT_TANH,
+  ACT_HSIGMOID,
+  ACT_HSWISH,
+  ACT_GELU,
+  ACT_ERF,
+  ACT_GELU_TANH,
+  ACT_EXP,
+  ACT_LOG,
+  ACT_SQRT,
+  ACT_NEG,
+  ACT_ABS,
+  ACT_RECIP,
+  ACT_ELU,
+  ACT_SOFTPLUS,
+  ACT_FLOOR,
+  ACT_CEIL
 };
 
 typedef struct vk_epi {
-  int flags;      /* 1: per-channel affine, 2: residual add */
+  int flags; /* 1: per-channel affine, 2: residual add */
   int act0, act1;
   float p[4];
   int nchan, cinner;
   float *scale, *shift; /* owned, nchan each */
   int res_tensor;
-  int out_tensor;       /* tensor the group finally writes */
+  int out_tensor; /* tensor the group finally writes */
 } vk_epi_t;
 
 typedef struct vk_prep {

@@ -10,50 +10,75 @@
 #define TILED (B(K_LOCAL_X) | B(K_LOCAL_Y) | B(K_TILE_K) | B(K_UNROLL))
 #define REG (TILED | B(K_REG_M) | B(K_REG_N))
 /* defaults: local_x local_y tile_k unroll reg_m reg_n */
-#define D_1D {64, 1, 1, 1, 1, 1}
-#define D_NAIVE {16, 4, 1, 1, 1, 1}
-#define D_TILED {16, 16, 16, 4, 1, 1}
-#define D_REG {16, 8, 16, 4, 4, 4}
+#define D_1D \
+  { 64, 1, 1, 1, 1, 1 }
+#define D_NAIVE \
+  { 16, 4, 1, 1, 1, 1 }
+#define D_TILED \
+  { 16, 16, 16, 4, 1, 1 }
+#define D_REG \
+  { 16, 8, 16, 4, 4, 4 }
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW))
-#define V(id, op, desc, fuse, knobs, shape, dflt) {{id, op, desc, F32, LAYOUTS, fuse, knobs, NULL}, shape, dflt, 0}
+#define V(id, op, desc, fuse, knobs, shape, dflt) \
+  { {id, op, desc, F32, LAYOUTS, fuse, knobs, NULL}, shape, dflt, 0 }
 /* FP16 variants take FP32 buffers but compute in FP16: they declare the FP16 precision. */
 #define V16(id, op, desc) \
-  {{id, op, desc, MI_DTYPE_BIT(MI_DTYPE_FLOAT16), LAYOUTS, MM_FUSE, REG, NULL}, SH_GEMM_TILED, D_REG, 1}
+  { {id, op, desc, MI_DTYPE_BIT(MI_DTYPE_FLOAT16), LAYOUTS, MM_FUSE, REG, NULL}, SH_GEMM_TILED, D_REG, 1 }
 #define EW(op, desc) V("ew." op, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D)
 #define ROW(id, op, desc) V(id, op, desc, 0, B(K_LOCAL_X), SH_1D, D_1D)
 
 static const vk_variant_t k_variants[] = {
     V("conv.direct", "Conv", "direct convolution (groups, strides, pads, dilations)", MM_FUSE,
-     B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D),
+      B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D),
     V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
-     B(K_LOCAL_X), SH_1D, D_1D),
+      B(K_LOCAL_X), SH_1D, D_1D),
     V("conv.gemm", "Conv", "implicit GEMM (input unfolded in the tile loads), shared-memory tiles, reg_m x reg_n outputs per invocation (groups, strides, pads, dilations)",
-     MM_FUSE, REG, SH_GEMM_TILED, D_REG),
+      MM_FUSE, REG, SH_GEMM_TILED, D_REG),
     V("convtranspose.direct", "ConvTranspose", "transposed convolution, one output per invocation (groups, strides, pads, dilations)",
-     MM_FUSE, B(K_LOCAL_X), SH_1D, D_1D),
+      MM_FUSE, B(K_LOCAL_X), SH_1D, D_1D),
     V("gemm.regblock", "Gemm", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG),
     V("gemm.tiled", "Gemm", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED),
     V("gemm.naive", "Gemm", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE),
     V("matmul.regblock", "MatMul", "shared-memory tiles, reg_m x reg_n outputs per invocation", MM_FUSE, REG, SH_GEMM_TILED, D_REG),
     V("matmul.tiled", "MatMul", "shared-memory tiles, one output per invocation", MM_FUSE, TILED, SH_GEMM_TILED, D_TILED),
     V("matmul.naive", "MatMul", "one output per invocation", MM_FUSE, B(K_LOCAL_X) | B(K_LOCAL_Y), SH_GEMM_NAIVE, D_NAIVE),
-    EW("Relu", "element-wise"), EW("Clip", "element-wise"), EW("LeakyRelu", "element-wise"),
-    EW("Sigmoid", "element-wise"), EW("Tanh", "element-wise"), EW("HardSigmoid", "element-wise"),
-    EW("HardSwish", "element-wise"), EW("Gelu", "element-wise"), EW("Erf", "element-wise"),
-    EW("Exp", "element-wise"), EW("Log", "element-wise"), EW("Sqrt", "element-wise"),
-    EW("Neg", "element-wise"), EW("Abs", "element-wise"), EW("Reciprocal", "element-wise"),
-    EW("Elu", "element-wise"), EW("Softplus", "element-wise"), EW("Floor", "element-wise"),
-    EW("Ceil", "element-wise"), EW("Identity", "copy"),
-    EW("Add", "numpy broadcasting"), EW("Sub", "numpy broadcasting"),
-    EW("Mul", "numpy broadcasting"), EW("Div", "numpy broadcasting"),
-    EW("Max", "numpy broadcasting (two inputs)"), EW("Min", "numpy broadcasting (two inputs)"),
-    EW("Pow", "numpy broadcasting"), EW("PRelu", "broadcast slope"),
+    EW("Relu", "element-wise"),
+    EW("Clip", "element-wise"),
+    EW("LeakyRelu", "element-wise"),
+    EW("Sigmoid", "element-wise"),
+    EW("Tanh", "element-wise"),
+    EW("HardSigmoid", "element-wise"),
+    EW("HardSwish", "element-wise"),
+    EW("Gelu", "element-wise"),
+    EW("Erf", "element-wise"),
+    EW("Exp", "element-wise"),
+    EW("Log", "element-wise"),
+    EW("Sqrt", "element-wise"),
+    EW("Neg", "element-wise"),
+    EW("Abs", "element-wise"),
+    EW("Reciprocal", "element-wise"),
+    EW("Elu", "element-wise"),
+    EW("Softplus", "element-wise"),
+    EW("Floor", "element-wise"),
+    EW("Ceil", "element-wise"),
+    EW("Identity", "copy"),
+    EW("Add", "numpy broadcasting"),
+    EW("Sub", "numpy broadcasting"),
+    EW("Mul", "numpy broadcasting"),
+    EW("Div", "numpy broadcasting"),
+    EW("Max", "numpy broadcasting (two inputs)"),
+    EW("Min", "numpy broadcasting (two inputs)"),
+    EW("Pow", "numpy broadcasting"),
+    EW("PRelu", "broadcast slope"),
     EW("BatchNormalization", "per-channel affine (inference)"),
-    EW("Transpose", "strided copy"), EW("Concat", "one strided copy per input"),
+    EW("Transpose", "strided copy"),
+    EW("Concat", "one strided copy per input"),
     EW("Slice", "strided copy (constant starts/ends/axes/steps)"),
     EW("Resize", "nearest, integer upsampling factors (broadcast copy)"),
-    EW("Reshape", "buffer copy"), EW("Flatten", "buffer copy"), EW("Squeeze", "buffer copy"),
+    EW("Reshape", "buffer copy"),
+    EW("Flatten", "buffer copy"),
+    EW("Squeeze", "buffer copy"),
     EW("Unsqueeze", "buffer copy"),
     ROW("pool.MaxPool", "MaxPool", "2-D, one output per invocation"),
     ROW("pool.AveragePool", "AveragePool", "2-D, one output per invocation"),
@@ -74,10 +99,10 @@ static const vk_variant_t k_variants[] = {
 
 #define NVAR (sizeof k_variants / sizeof k_variants[0])
 
-#define KNOB(nm, desc, un, dflt, n, ...)                                                          \
-  {.name = nm, .description = desc, .unit = un, .scope = MI_KNOB_SCOPE_VARIANT,                   \
-   .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_PREPARE, .value_count = n,                       \
-   .values = {__VA_ARGS__}, .default_int = dflt}
+#define KNOB(nm, desc, un, dflt, n, ...)                                         \
+  { .name = nm, .description = desc, .unit = un, .scope = MI_KNOB_SCOPE_VARIANT, \
+    .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_PREPARE, .value_count = n,     \
+    .values = {__VA_ARGS__}, .default_int = dflt }
 #define WG "invocations"
 
 /* applies_to left NULL: the helper lists the variants whose knob_mask reads each knob. */
@@ -97,15 +122,15 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
                              mi_constraint_desc_t *out);
 
 /* Constraints carry each device's limits, so the tables answer them through the device. */
-enum { C_INVOC, C_SIZE_X, C_SIZE_Y, C_UNROLL_TK, C_SHARED, C_UNROLL_KW, C_COUNT };
-static const mi_sdk_tables_t k_all = {.knobs = k_knobs, .knob_count = K_COUNT,
-                                      .variants = k_variants, .variant_count = NVAR,
-                                      .variant_size = sizeof k_variants[0],
-                                      .constraint_count = C_COUNT, .constraint = constraint_of};
-static const mi_sdk_tables_t k_no_fp16 = {.knobs = k_knobs, .knob_count = K_COUNT,
-                                          .variants = k_variants, .variant_count = NVAR - NFP16,
-                                          .variant_size = sizeof k_variants[0],
-                                          .constraint_count = C_COUNT, .constraint = constraint_of};
+enum { C_INVOC,
+       C_SIZE_X,
+       C_SIZE_Y,
+       C_UNROLL_TK,
+       C_SHARED,
+       C_UNROLL_KW,
+       C_COUNT };
+static const mi_sdk_tables_t k_all = {.knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants, .variant_count = NVAR, .variant_size = sizeof k_variants[0], .constraint_count = C_COUNT, .constraint = constraint_of};
+static const mi_sdk_tables_t k_no_fp16 = {.knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants, .variant_count = NVAR - NFP16, .variant_size = sizeof k_variants[0], .constraint_count = C_COUNT, .constraint = constraint_of};
 
 const mi_sdk_tables_t *mi__vk_tables_all(void) { return &k_all; }
 

@@ -82,8 +82,10 @@ static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char 
   if (st != MI_OK) return st;
   v = (const vk_variant_t *)sv;
   if (v->fp16 && !ctx->devs[device].has_fp16)
-    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "vulkan: %s needs shaderFloat16 and "
-                         "storageBuffer16BitAccess, which %s lacks", v->v.id, ctx->devs[device].props.deviceName);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
+                         "vulkan: %s needs shaderFloat16 and "
+                         "storageBuffer16BitAccess, which %s lacks",
+                         v->v.id, ctx->devs[device].props.deviceName);
   return mi__vk_knobs_resolve(&ctx->devs[device], v, knobs, knob_count, spec, err);
 }
 
@@ -96,12 +98,18 @@ static int32_t p_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t in
   d = &ctx->devs[device];
   s.timestamp_ns = mi__vk_now_ns();
   switch (index) {
-  case 0: s.has_value = d->has_timer; s.value = (double)d->device_ns; break;
+  case 0:
+    s.has_value = d->has_timer;
+    s.value = (double)d->device_ns;
+    break;
   case 1: s.value = (double)d->pipeline_ns; break;
   case 2: s.value = (double)d->first_run_ns; break;
   case 3: s.value = (double)d->bytes_allocated; break;
   case 4: s.value = (double)d->pipelines_created; break;
-  case 5: s.has_value = d->shared->has_feedback; s.value = (double)d->pipeline_cache_hits; break;
+  case 5:
+    s.has_value = d->shared->has_feedback;
+    s.value = (double)d->pipeline_cache_hits;
+    break;
   default: s.value = (double)d->cache_loaded_bytes; break;
   }
   return mi_sdk_fill(out, &s, sizeof s);

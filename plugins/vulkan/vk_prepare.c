@@ -87,28 +87,45 @@ int mi__vk_act_of(const mi_kernel_desc_t *desc, const mi_node_desc_t *n, int *co
       if (!t || !t->data || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1) return 0;
       *(i == 1 ? a : b) = *(const float *)t->data;
     }
-  } else if (strcmp(op, "LeakyRelu") == 0) *code = ACT_LEAKY, *a = mi_sdk_attr_float(n, "alpha", 0.01f);
-  else if (strcmp(op, "Sigmoid") == 0) *code = ACT_SIGMOID;
-  else if (strcmp(op, "Tanh") == 0) *code = ACT_TANH;
+  } else if (strcmp(op, "LeakyRelu") == 0)
+    *code = ACT_LEAKY, *a = mi_sdk_attr_float(n, "alpha", 0.01f);
+  else if (strcmp(op, "Sigmoid") == 0)
+    *code = ACT_SIGMOID;
+  else if (strcmp(op, "Tanh") == 0)
+    *code = ACT_TANH;
   else if (strcmp(op, "HardSigmoid") == 0)
     *code = ACT_HSIGMOID, *a = mi_sdk_attr_float(n, "alpha", 0.2f), *b = mi_sdk_attr_float(n, "beta", 0.5f);
-  else if (strcmp(op, "HardSwish") == 0) *code = ACT_HSWISH;
+  else if (strcmp(op, "HardSwish") == 0)
+    *code = ACT_HSWISH;
   else if (strcmp(op, "Gelu") == 0) {
     const mi_attr_t *ap = mi_sdk_attr(n, "approximate");
     *code = ap && ap->s && strcmp(ap->s, "tanh") == 0 ? ACT_GELU_TANH : ACT_GELU;
-  } else if (strcmp(op, "Erf") == 0) *code = ACT_ERF;
-  else if (strcmp(op, "Exp") == 0) *code = ACT_EXP;
-  else if (strcmp(op, "Log") == 0) *code = ACT_LOG;
-  else if (strcmp(op, "Sqrt") == 0) *code = ACT_SQRT;
-  else if (strcmp(op, "Neg") == 0) *code = ACT_NEG;
-  else if (strcmp(op, "Abs") == 0) *code = ACT_ABS;
-  else if (strcmp(op, "Reciprocal") == 0) *code = ACT_RECIP;
-  else if (strcmp(op, "Elu") == 0) *code = ACT_ELU, *a = mi_sdk_attr_float(n, "alpha", 1.0f);
-  else if (strcmp(op, "Softplus") == 0) *code = ACT_SOFTPLUS;
-  else if (strcmp(op, "Floor") == 0) *code = ACT_FLOOR;
-  else if (strcmp(op, "Ceil") == 0) *code = ACT_CEIL;
-  else if (strcmp(op, "Identity") == 0) *code = ACT_NONE;
-  else return 0;
+  } else if (strcmp(op, "Erf") == 0)
+    *code = ACT_ERF;
+  else if (strcmp(op, "Exp") == 0)
+    *code = ACT_EXP;
+  else if (strcmp(op, "Log") == 0)
+    *code = ACT_LOG;
+  else if (strcmp(op, "Sqrt") == 0)
+    *code = ACT_SQRT;
+  else if (strcmp(op, "Neg") == 0)
+    *code = ACT_NEG;
+  else if (strcmp(op, "Abs") == 0)
+    *code = ACT_ABS;
+  else if (strcmp(op, "Reciprocal") == 0)
+    *code = ACT_RECIP;
+  else if (strcmp(op, "Elu") == 0)
+    *code = ACT_ELU, *a = mi_sdk_attr_float(n, "alpha", 1.0f);
+  else if (strcmp(op, "Softplus") == 0)
+    *code = ACT_SOFTPLUS;
+  else if (strcmp(op, "Floor") == 0)
+    *code = ACT_FLOOR;
+  else if (strcmp(op, "Ceil") == 0)
+    *code = ACT_CEIL;
+  else if (strcmp(op, "Identity") == 0)
+    *code = ACT_NONE;
+  else
+    return 0;
   return 1;
 }
 
@@ -124,8 +141,10 @@ static const float *chan_const(const mi_tensor_desc_t *t, int nchan, int *step) 
   if (!t || !t->data || t->dtype != MI_DTYPE_FLOAT32) return NULL;
   n = mi_sdk_numel(t);
   if (n == 1) *step = 0;
-  else if (n == nchan) *step = 1;
-  else return NULL;
+  else if (n == nchan)
+    *step = 1;
+  else
+    return NULL;
   return t->data;
 }
 
@@ -174,8 +193,10 @@ int32_t mi__vk_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, int
       if (!v || (op[0] == 'S' && n->inputs[0] != cur)) goto bad;
       for (c = 0; c < e->nchan; c++) {
         if (op[0] == 'A') e->shift[c] += v[c * st];
-        else if (op[0] == 'S') e->shift[c] -= v[c * st];
-        else e->scale[c] *= v[c * st], e->shift[c] *= v[c * st];
+        else if (op[0] == 'S')
+          e->shift[c] -= v[c * st];
+        else
+          e->scale[c] *= v[c * st], e->shift[c] *= v[c * st];
       }
       e->flags |= 1;
     } else if (strcmp(op, "Add") == 0 && !(e->flags & 2) && acts < 2) {
@@ -187,7 +208,8 @@ int32_t mi__vk_epi_parse(const mi_kernel_desc_t *desc, int first, int t_out, int
     } else if (n->input_count == 1 || strcmp(op, "Clip") == 0) {
       if (!mi__vk_act_of(desc, n, &code, &a, &b) || acts >= 2) goto bad;
       if (!acts && !(e->flags & 2)) e->act0 = code, e->p[0] = a, e->p[1] = b, acts = 1;
-      else e->act1 = code, e->p[2] = a, e->p[3] = b, acts = 2;
+      else
+        e->act1 = code, e->p[2] = a, e->p[3] = b, acts = 2;
     } else {
       goto bad;
     }

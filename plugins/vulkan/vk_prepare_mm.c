@@ -78,7 +78,10 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
                          (long long)((v[5] * v[6] + tn - 1) / tn), (long long)((v[4] / v[15] + tm - 1) / tm),
                          (long long)(v[0] * v[15]));
   }
-  if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw" : gemm ? "gemm_conv" : "conv", &rc))) {
+  if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw"
+                                                                : gemm        ? "gemm_conv"
+                                                                              : "conv",
+                                          &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
     /* the implicit GEMM reads the weights as A (binding 0) and the input as B (binding 1) */
     rc = mi__vk_bind(p, n->inputs[gemm ? 1 : 0], &d->bind[0]);
@@ -116,8 +119,10 @@ static int32_t upload_half(vk_prep_t *p, const mi_tensor_desc_t *b, vk_ref_t *ou
 static int batch_stride(const mi_tensor_desc_t *t, int64_t batch, int64_t mat, int64_t *out) {
   int64_t nb = t->rank > 2 ? mi_sdk_numel(t) / mat : 1;
   if (nb == 1) *out = 0;
-  else if (nb == batch) *out = mat;
-  else return 0;
+  else if (nb == batch)
+    *out = mat;
+  else
+    return 0;
   return 1;
 }
 
@@ -186,7 +191,9 @@ int32_t mi__vk_prepare_gemm(vk_prep_t *p) {
     rc = mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: the group must write its first output");
   d = NULL;
   if (rc == MI_OK)
-    d = mi__vk_disp_new(p, p->var->fp16 ? "gemm_f16" : p->var->shape == SH_GEMM_NAIVE ? "gemm_naive" : "gemm_tiled", &rc);
+    d = mi__vk_disp_new(p, p->var->fp16 ? "gemm_f16" : p->var->shape == SH_GEMM_NAIVE ? "gemm_naive"
+                                                                                      : "gemm_tiled",
+                        &rc);
   if (d) {
     uint32_t tn = p->spec[K_LOCAL_X] * (p->var->shape == SH_GEMM_NAIVE ? 1 : p->spec[K_REG_N]);
     uint32_t tm = p->spec[K_LOCAL_Y] * (p->var->shape == SH_GEMM_NAIVE ? 1 : p->spec[K_REG_M]);

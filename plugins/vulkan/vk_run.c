@@ -97,11 +97,14 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
     const mi_tensor_desc_t *td = mi__vk_tensor(desc, t);
     uint64_t bytes = mi_sdk_tensor_bytes(td);
     if (i < desc->input_count) p.k->in_bytes[i] = bytes;
-    else p.k->out_bytes[i - desc->input_count] = bytes;
+    else
+      p.k->out_bytes[i - desc->input_count] = bytes;
   }
   if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) rc = mi__vk_prepare_conv(&p);
-  else if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul")) rc = mi__vk_prepare_gemm(&p);
-  else rc = mi__vk_prepare_op(&p);
+  else if (!strcmp(op, "Gemm") || !strcmp(op, "MatMul"))
+    rc = mi__vk_prepare_gemm(&p);
+  else
+    rc = mi__vk_prepare_op(&p);
   if (rc == MI_OK) rc = finish(&p);
   if (rc != MI_OK) {
     mi__vk_kernel_release(ctx, p.k);

@@ -14,8 +14,8 @@
  * defaults). The driver objects live as long as the library; each plugin instance still owns
  * its command pool, fence, layouts, pipelines and buffers. */
 static struct {
-  pthread_mutex_t lock;  /* guards everything below */
-  int opened;            /* 1 once the instance and devices exist (or no driver was found) */
+  pthread_mutex_t lock; /* guards everything below */
+  int opened;           /* 1 once the instance and devices exist (or no driver was found) */
   VkInstance instance;
   uint32_t ndev;
   mi__vk_shared_dev_t devs[VK_MAX_DEVICES];
@@ -36,8 +36,8 @@ static int pick_queue(VkPhysicalDevice pd, uint32_t *family, uint64_t *ts_mask) 
   if (best == UINT32_MAX) return 0;
   *family = best;
   *ts_mask = q[best].timestampValidBits >= 64 ? UINT64_MAX
-             : q[best].timestampValidBits ? ((uint64_t)1 << q[best].timestampValidBits) - 1
-                                          : 0;
+             : q[best].timestampValidBits     ? ((uint64_t)1 << q[best].timestampValidBits) - 1
+                                              : 0;
   return 1;
 }
 

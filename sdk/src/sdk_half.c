@@ -43,7 +43,8 @@ float mi_sdk_half_to_float(uint16_t h) {
   }
   /* Infinities and NaNs keep their payload bits. */
   if (exp == 31) b = sign | 0x7f800000u | (man << 13);
-  else b = sign | ((exp + 112) << 23) | (man << 13);
+  else
+    b = sign | ((exp + 112) << 23) | (man << 13);
   memcpy(&f, &b, 4);
   return f;
 }

@@ -27,8 +27,8 @@ int32_t mi_sdk_broadcast_shape(int32_t ra, const int64_t *a, int32_t rb, const i
 }
 
 int mi_sdk_resize_ct_from_name(const char *name) {
-  static const char *const cts[] = {"half_pixel",  "pytorch_half_pixel",   "align_corners",
-                                    "asymmetric",  "tf_half_pixel_for_nn", "half_pixel_symmetric"};
+  static const char *const cts[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+                                    "asymmetric", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
   return mi_sdk_pick(name, cts, 6);
 }
 
@@ -73,7 +73,8 @@ void mi_sdk_resize_tap(int linear, int ct, int nearest, float scale, int64_t in,
     *w = x - (float)*i0;
   } else {
     int64_t k = mi_sdk_resize_nearest_index(nearest, x, scale);
-    *i0 = *i1 = k < 0 ? 0 : k >= in ? in - 1 : k;
+    *i0 = *i1 = k < 0 ? 0 : k >= in ? in - 1
+                                    : k;
     *w = 0.0f;
   }
 }
@@ -91,8 +92,10 @@ int64_t mi_sdk_pad_source(int mode, int64_t o, int64_t begin, int64_t n) {
   if (n == 1) return 0;
   for (;;) { /* reflect, folding as often as the pad needs */
     if (i < 0) i = -i;
-    else if (i >= n) i = 2 * (n - 1) - i;
-    else return i;
+    else if (i >= n)
+      i = 2 * (n - 1) - i;
+    else
+      return i;
   }
 }
 

@@ -73,7 +73,10 @@ int32_t mi_sdk_device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc
 }
 
 /* count calls: one body, the field named by `what` */
-enum { KNOBS, VARIANTS, COUNTERS, CONSTRAINTS };
+enum { KNOBS,
+       VARIANTS,
+       COUNTERS,
+       CONSTRAINTS };
 
 static int32_t count_of(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t *count, int what,
                         mi_error_t *err) {

@@ -31,7 +31,8 @@ struct mi_plugin_ctx {
   int has_last_run;
 };
 
-enum { OP_RELU, OP_ADD };
+enum { OP_RELU,
+       OP_ADD };
 
 struct mi_kernel {
   int op;
@@ -54,9 +55,7 @@ static void copy_str(char *dst, size_t cap, const char *src) {
 
 /* The descriptions as data. Bit 0 of a variant's knob_mask is knob 0 ("chunk"). */
 static const mi_sdk_knob_t k_knobs[] = {
-    {.name = "chunk", .description = "elements processed per inner loop", .unit = "elements",
-     .scope = MI_KNOB_SCOPE_OP, .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_PREPARE,
-     .value_count = 4, .values = {64, 256, 1024, 4096}, .default_int = 1024, .applies_to = ""},
+    {.name = "chunk", .description = "elements processed per inner loop", .unit = "elements", .scope = MI_KNOB_SCOPE_OP, .type = MI_KNOB_INT, .mutability = MI_KNOB_AT_PREPARE, .value_count = 4, .values = {64, 256, 1024, 4096}, .default_int = 1024, .applies_to = ""},
 };
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
@@ -78,8 +77,7 @@ static int32_t t_create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_err
   memcpy(ctx->counters, k_counters, sizeof k_counters);
   if (clock_getres(CLOCK_MONOTONIC, &res) == 0)
     ctx->counters[0].resolution = (double)res.tv_sec * 1e9 + (double)res.tv_nsec;
-  ctx->tables = (mi_sdk_tables_t){.knobs = k_knobs, .knob_count = 1, .variants = k_variants,
-                                  .variant_count = 2, .counters = ctx->counters, .counter_count = 1};
+  ctx->tables = (mi_sdk_tables_t){.knobs = k_knobs, .knob_count = 1, .variants = k_variants, .variant_count = 2, .counters = ctx->counters, .counter_count = 1};
   ctx->sdk.name = TEMPLATE_NAME;
   ctx->sdk.device_count = 1;
   ctx->sdk.tables = &ctx->tables;

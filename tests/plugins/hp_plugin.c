@@ -16,11 +16,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
 #include <pthread.h>
-#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The template, renamed so this file can wrap its table and export its own entry. */
@@ -28,9 +28,24 @@
 #include "../../sdk/template/template_plugin.c"
 #undef mi_plugin_entry
 
-enum { HP_ENTRY = 1, HP_CREATE, HP_DESCRIBE, HP_PREPARE, HP_RUN, HP_CHECK, HP_DESTROY };
-enum { HP_CRASH = 1, HP_HANG, HP_EXIT, HP_ABORT, HP_STDOUT, HP_FORGED, HP_WRONG, HP_ZERO_TIME,
-       HP_NEG_TIME, HP_THREAD, HP_FLAKY };
+enum { HP_ENTRY = 1,
+       HP_CREATE,
+       HP_DESCRIBE,
+       HP_PREPARE,
+       HP_RUN,
+       HP_CHECK,
+       HP_DESTROY };
+enum { HP_CRASH = 1,
+       HP_HANG,
+       HP_EXIT,
+       HP_ABORT,
+       HP_STDOUT,
+       HP_FORGED,
+       HP_WRONG,
+       HP_ZERO_TIME,
+       HP_NEG_TIME,
+       HP_THREAD,
+       HP_FLAKY };
 
 #ifndef HP_NAME
 #define HP_NAME "hostile"

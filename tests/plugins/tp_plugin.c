@@ -274,21 +274,21 @@ static int32_t tp_counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t i
 #define TP_KERNEL_RUN tp_kernel_run
 #endif
 
-#define TP_TABLE_FIELDS                                                                    \
-  .struct_size = (uint32_t)TP_TABLE_SIZE, .abi_major = TP_ABI_MAJOR,                        \
-  .abi_minor = TP_ABI_MINOR, .name = TP_NAME, .version = "0.0.1-test", .create = tp_create, \
-  .destroy = tp_destroy, .device_count = tp_device_count, .device_info = tp_device_info,    \
+#define TP_TABLE_FIELDS                                                                      \
+  .struct_size = (uint32_t)TP_TABLE_SIZE, .abi_major = TP_ABI_MAJOR,                         \
+  .abi_minor = TP_ABI_MINOR, .name = TP_NAME, .version = "0.0.1-test", .create = tp_create,  \
+  .destroy = tp_destroy, .device_count = tp_device_count, .device_info = tp_device_info,     \
   .knob_count = tp_knob_count, .knob_desc = tp_knob_desc, .variant_count = tp_variant_count, \
-  .variant_desc = tp_variant_desc, .buffer_alloc = tp_buffer_alloc,                         \
-  .buffer_write = tp_buffer_write, .buffer_read = tp_buffer_read,                           \
-  .buffer_free = tp_buffer_free, .kernel_prepare = tp_kernel_prepare,                       \
+  .variant_desc = tp_variant_desc, .buffer_alloc = tp_buffer_alloc,                          \
+  .buffer_write = tp_buffer_write, .buffer_read = tp_buffer_read,                            \
+  .buffer_free = tp_buffer_free, .kernel_prepare = tp_kernel_prepare,                        \
   .kernel_run = TP_KERNEL_RUN, .kernel_release = tp_kernel_release
 
 #ifdef TP_NO_OPTIONAL
 #define TP_OPTIONAL_FIELDS
 #else
-#define TP_OPTIONAL_FIELDS                                                                  \
-  , .constraint_count = tp_one, .constraint_desc = tp_constraint_desc,                      \
+#define TP_OPTIONAL_FIELDS                                             \
+  , .constraint_count = tp_one, .constraint_desc = tp_constraint_desc, \
     .counter_count = tp_one, .counter_desc = tp_counter_desc, .counter_read = tp_counter_read
 #endif
 

@@ -102,7 +102,9 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
         tb_attr_f(&b, nd, "alpha", 0.2f);
         if (*o == 'H') tb_attr_f(&b, nd, "beta", 0.5f);
       } else {
-        nd = tb_node(&b, *o == 'R' ? "Relu" : *o == 'S' ? "Sigmoid" : "Clip", *o == 'C' ? 6 : 14, 1, &cur, nx);
+        nd = tb_node(&b, *o == 'R' ? "Relu" : *o == 'S' ? "Sigmoid"
+                                                        : "Clip",
+                     *o == 'C' ? 6 : 14, 1, &cur, nx);
         if (*o == 'C') {
           tb_attr_f(&b, nd, "min", 0.f);
           tb_attr_f(&b, nd, "max", 6.f);
@@ -124,7 +126,8 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
             : *o == 'X' ? (v > xmax ? v : xmax)
             : *o == 'H' ? fminf(fmaxf(0.2f * v + 0.5f, 0.f), 1.f)
             : *o == 'K' ? v * kmul
-                        : (v < 0.f ? 0.f : v > 6.f ? 6.f : v);
+                        : (v < 0.f ? 0.f : v > 6.f ? 6.f
+                                                   : v);
       ref[i] = v;
     }
   } else {
@@ -147,7 +150,13 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, const char *
           name, (long long)th.i, err.message);
     free(one);
   }
-  free(x); free(w); free(bias); free(bn); free(res); free(ref); free(got);
+  free(x);
+  free(w);
+  free(bias);
+  free(bn);
+  free(res);
+  free(ref);
+  free(got);
 }
 
 /* A variant that cannot take the conv, or a bad knob, is refused with a message. */
@@ -292,7 +301,7 @@ static cshape_t dwbig = {1, 2, 130, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2};
 static mi_knob_value_t k1[2] = {{"threads", 1, 0.}, {"im2col_block", 256, 0.}};
 static mi_knob_value_t ob[1] = {{"oc_block", 8, 0.}};
 static mi_knob_value_t k256[1] = {{"im2col_block", 256, 0.}}; /* chunks that start mid output row */
-static mi_knob_value_t arch[1] = {{"arch", 1, 0.}}; /* "blis": BLIS's own detection */
+static mi_knob_value_t arch[1] = {{"arch", 1, 0.}};           /* "blis": BLIS's own detection */
 
 static void setup(void) {
   REQUIRE(tb_load(&p));

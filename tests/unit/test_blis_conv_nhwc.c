@@ -14,29 +14,29 @@ typedef struct cshape {
 /* Every distinct conv of ppocr_v2_cls.onnx at x:1x3x48x192 (mi-run --profile), plus odd widths
  * and groups the model does not have. Pads are symmetric (p on each side). */
 static const cshape_t shapes[] = {
-    {1, 3, 48, 192, 8, 3, 3, 2, 2, 1, 1, 0},    /* stem */
-    {1, 8, 24, 96, 8, 1, 1, 1, 1, 0, 1, 0},     /* 1x1 */
-    {1, 8, 24, 96, 8, 3, 3, 2, 1, 1, 8, 0},     /* depthwise 3x3 stride (2,1) */
+    {1, 3, 48, 192, 8, 3, 3, 2, 2, 1, 1, 0}, /* stem */
+    {1, 8, 24, 96, 8, 1, 1, 1, 1, 0, 1, 0},  /* 1x1 */
+    {1, 8, 24, 96, 8, 3, 3, 2, 1, 1, 8, 0},  /* depthwise 3x3 stride (2,1) */
     {1, 8, 12, 96, 24, 1, 1, 1, 1, 0, 1, 0},
     {1, 24, 12, 96, 24, 3, 3, 2, 1, 1, 24, 0},
     {1, 24, 6, 96, 8, 1, 1, 1, 1, 0, 1, 0},
-    {1, 32, 6, 96, 32, 5, 5, 2, 1, 2, 32, 0},   /* depthwise 5x5 stride (2,1) */
-    {1, 16, 3, 96, 88, 1, 1, 1, 1, 0, 1, 0},    /* 88 channels */
-    {1, 88, 3, 96, 88, 5, 5, 1, 1, 2, 88, 0},   /* depthwise 5x5 stride 1 */
+    {1, 32, 6, 96, 32, 5, 5, 2, 1, 2, 32, 0}, /* depthwise 5x5 stride (2,1) */
+    {1, 16, 3, 96, 88, 1, 1, 1, 1, 0, 1, 0},  /* 88 channels */
+    {1, 88, 3, 96, 88, 5, 5, 1, 1, 2, 88, 0}, /* depthwise 5x5 stride 1 */
     {1, 88, 3, 96, 16, 1, 1, 1, 1, 0, 1, 0},
     {1, 40, 3, 96, 40, 5, 5, 1, 1, 2, 40, 0},
-    {1, 16, 3, 96, 104, 1, 1, 1, 1, 0, 1, 0},   /* 104 channels */
+    {1, 16, 3, 96, 104, 1, 1, 1, 1, 0, 1, 0}, /* 104 channels */
     {1, 104, 3, 96, 104, 5, 5, 2, 1, 2, 104, 0},
     {1, 104, 2, 96, 32, 1, 1, 1, 1, 0, 1, 0},
-    {1, 32, 2, 96, 200, 1, 1, 1, 1, 0, 1, 0},   /* 200 channels */
+    {1, 32, 2, 96, 200, 1, 1, 1, 1, 0, 1, 0}, /* 200 channels */
     {1, 200, 2, 96, 200, 5, 5, 1, 1, 2, 200, 0},
     {1, 200, 2, 96, 32, 1, 1, 1, 1, 0, 1, 0},
-    {1, 200, 1, 1, 50, 1, 1, 1, 1, 0, 1, 1},    /* squeeze-excite 1x1 on 1x1 planes, bias */
+    {1, 200, 1, 1, 50, 1, 1, 1, 1, 0, 1, 1}, /* squeeze-excite 1x1 on 1x1 planes, bias */
     {1, 50, 1, 1, 200, 1, 1, 1, 1, 0, 1, 1},
     {1, 8, 1, 1, 2, 1, 1, 1, 1, 0, 1, 1},
-    {2, 12, 7, 9, 20, 3, 3, 1, 2, 1, 4, 1},     /* grouped, batch 2, odd plane */
-    {1, 6, 5, 11, 18, 3, 3, 1, 1, 1, 6, 1},     /* depthwise multiplier 3 */
-    {1, 9, 5, 13, 70, 1, 1, 1, 1, 0, 1, 0},     /* 70: not a multiple of any oc_block */
+    {2, 12, 7, 9, 20, 3, 3, 1, 2, 1, 4, 1}, /* grouped, batch 2, odd plane */
+    {1, 6, 5, 11, 18, 3, 3, 1, 1, 1, 6, 1}, /* depthwise multiplier 3 */
+    {1, 9, 5, 13, 70, 1, 1, 1, 1, 0, 1, 0}, /* 70: not a multiple of any oc_block */
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
@@ -64,9 +64,17 @@ static void case_init(ccase_t *k, const cshape_t *s) {
   k->s = *s;
   memcpy(k->pads, pads, sizeof pads);
   memcpy(k->st, st, sizeof st);
-  k->xd[0] = s->n; k->xd[1] = s->c; k->xd[2] = s->h; k->xd[3] = s->w;
-  k->wd[0] = s->m; k->wd[1] = s->c / s->g; k->wd[2] = s->kh; k->wd[3] = s->kw;
-  k->yd[0] = s->n; k->yd[1] = s->m; k->yd[2] = out_dim(s->h, s->kh, s->sh, s->p);
+  k->xd[0] = s->n;
+  k->xd[1] = s->c;
+  k->xd[2] = s->h;
+  k->xd[3] = s->w;
+  k->wd[0] = s->m;
+  k->wd[1] = s->c / s->g;
+  k->wd[2] = s->kh;
+  k->wd[3] = s->kw;
+  k->yd[0] = s->n;
+  k->yd[1] = s->m;
+  k->yd[2] = out_dim(s->h, s->kh, s->sh, s->p);
   k->yd[3] = out_dim(s->w, s->kw, s->sw, s->p);
   k->xn = s->n * s->c * s->h * s->w;
   k->wn = k->wd[0] * k->wd[1] * s->kh * s->kw;
@@ -107,7 +115,10 @@ static void case_init(ccase_t *k, const cshape_t *s) {
 }
 
 static void case_free(ccase_t *k) {
-  free(k->x); free(k->w); free(k->b); free(k->ref);
+  free(k->x);
+  free(k->w);
+  free(k->b);
+  free(k->ref);
 }
 
 /* The same conv as a blis-cpu kernel description (dims as given, so a test can make them -1). */

@@ -170,7 +170,15 @@ static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, int64_t simd
   rc = run_conv(p, &s, x, NULL, wh, bias, NULL, NULL, 0, b, &err);
   CHECK(rc == MI_OK && tu_rel_l2(b, ref16, yn) < 1e-5, "%s: FLOAT16 weights, default variant: %s", name,
         err.message);
-  free(x); free(w); free(wr); free(bias); free(ref16); free(ref32); free(a); free(b); free(wh);
+  free(x);
+  free(w);
+  free(wr);
+  free(bias);
+  free(ref16);
+  free(ref32);
+  free(a);
+  free(b);
+  free(wh);
 }
 
 /* conv.packed_gemm_fp16 is listed, declaring FLOAT16 only, exactly where the CPU has F16C; the

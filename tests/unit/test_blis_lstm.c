@@ -111,9 +111,12 @@ static int32_t run_case(mi_plugin_t *p, const lstm_case_t *c, double *worst, mi_
 }
 
 static const lstm_case_t cases[] = {
-    {"forward", 5, 1, 7, 16, 1, 1, 0, 0},       {"forward", 1, 1, 3, 64, 1, 0, 0, 0},
-    {"reverse", 4, 3, 5, 9, 0, 1, 0, 0},        {"bidirectional", 6, 2, 8, 24, 1, 1, 0, 0},
-    {"bidirectional", 3, 1, 24, 5, 0, 0, 0, 0}, {"forward", 7, 3, 2, 33, 1, 1, 0, 0},
+    {"forward", 5, 1, 7, 16, 1, 1, 0, 0},
+    {"forward", 1, 1, 3, 64, 1, 0, 0, 0},
+    {"reverse", 4, 3, 5, 9, 0, 1, 0, 0},
+    {"bidirectional", 6, 2, 8, 24, 1, 1, 0, 0},
+    {"bidirectional", 3, 1, 24, 5, 0, 0, 0, 0},
+    {"forward", 7, 3, 2, 33, 1, 1, 0, 0},
 };
 static const lstm_case_t refused[] = {
     {"forward", 3, 1, 4, 8, 1, 1, 1, 0}, /* peepholes */
@@ -128,7 +131,8 @@ static void all_blis_lstm(void) {
     uint32_t dev = 0;
     mi_error_t err = {0};
     if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
-    else unsetenv("MI_BLIS_MAX_SIMD");
+    else
+      unsetenv("MI_BLIS_MAX_SIMD");
     reg = mi_registry_create();
     REQUIRE(reg && tu_scan_plugins(reg, &err) == MI_OK);
     if (mi_registry_device(reg, "blis-cpu:0", &p, &dev, &err) != MI_OK) {
@@ -139,8 +143,10 @@ static void all_blis_lstm(void) {
       const lstm_case_t *c = &cases[i];
       double e;
       int32_t rc = run_case(p, c, &e, &err);
-      CHECK(rc == MI_OK && e <= 1e-5, "simd cap %s: %s S=%lld N=%lld I=%lld H=%lld bias %d init %d: "
-            "rc %d (%s), rel L2 %g", caps[lv] ? caps[lv] : "none", c->dir, (long long)c->S,
+      CHECK(rc == MI_OK && e <= 1e-5,
+            "simd cap %s: %s S=%lld N=%lld I=%lld H=%lld bias %d init %d: "
+            "rc %d (%s), rel L2 %g",
+            caps[lv] ? caps[lv] : "none", c->dir, (long long)c->S,
             (long long)c->N, (long long)c->I, (long long)c->H, c->bias, c->init, (int)rc,
             rc ? err.message : "", e);
     }

@@ -133,7 +133,8 @@ static void softmax_case(tb_plugin_t *p, int opset, int64_t axis) {
   tb_attr_i(&b, node, "axis", axis);
   tb_finish(&b, t1);
   if (axis < 0) axis += 3;
-  outer = axis == 0 ? 1 : axis == 1 ? 3 : 12;
+  outer = axis == 0 ? 1 : axis == 1 ? 3
+                                    : 12;
   if (opset >= 13) {
     len = d[axis];
     inner = 60 / outer / len;
@@ -248,8 +249,11 @@ static void binary_case(tb_plugin_t *p, const char *op) {
   tb_finish(&b, t2);
   for (i = 0; i < 24; i++) {
     float u = a[i], v = bm[(i / 4) % 3];
-    ref[i] = op[0] == 'A' ? u + v : op[0] == 'S' ? u - v : op[0] == 'M' && op[1] == 'u' ? u * v
-             : op[0] == 'D' ? u / v : op[1] == 'a' ? fmaxf(u, v) : fminf(u, v);
+    ref[i] = op[0] == 'A' ? u + v : op[0] == 'S'               ? u - v
+                                : op[0] == 'M' && op[1] == 'u' ? u * v
+                                : op[0] == 'D'                 ? u / v
+                                : op[1] == 'a'                 ? fmaxf(u, v)
+                                                               : fminf(u, v);
   }
   expect(p, &b, op, ins, ref, NULL, 0);
 }
@@ -285,7 +289,9 @@ static void binary4_case(tb_plugin_t *p, const char *op, const int64_t *ad, cons
       sa *= ad[d];
       sb *= bd[d];
     }
-    ref[i] = op[0] == 'A' ? a[ia] + bm[ib] : op[0] == 'S' ? a[ia] - bm[ib] : op[0] == 'M' ? a[ia] * bm[ib] : a[ia] / bm[ib];
+    ref[i] = op[0] == 'A' ? a[ia] + bm[ib] : op[0] == 'S' ? a[ia] - bm[ib]
+                                         : op[0] == 'M'   ? a[ia] * bm[ib]
+                                                          : a[ia] / bm[ib];
   }
   memset(&b, 0, sizeof b);
   t0 = tb_tensor(&b, 4, ad, NULL);
@@ -359,11 +365,16 @@ static void unary_case(tb_plugin_t *p, const char *op, const char *approx, int64
     x[i] = (float)v;
     v = x[i];
     if (!strcmp(op, "Exp")) r = exp(v);
-    else if (!strcmp(op, "Erf")) r = erf(v);
-    else if (!strcmp(op, "Tanh")) r = tanh(v);
-    else if (!strcmp(op, "Sigmoid")) r = 1. / (1. + exp(-v));
-    else if (approx) r = 0.5 * v * (1. + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-    else r = 0.5 * v * (1. + erf(v / sqrt(2.)));
+    else if (!strcmp(op, "Erf"))
+      r = erf(v);
+    else if (!strcmp(op, "Tanh"))
+      r = tanh(v);
+    else if (!strcmp(op, "Sigmoid"))
+      r = 1. / (1. + exp(-v));
+    else if (approx)
+      r = 0.5 * v * (1. + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    else
+      r = 0.5 * v * (1. + erf(v / sqrt(2.)));
     ref[i] = (float)r;
   }
   memset(&b, 0, sizeof b);
@@ -378,7 +389,9 @@ static void unary_case(tb_plugin_t *p, const char *op, const char *approx, int64
     if (!(fabs((double)got[i] - ref[i]) <= 1e-5 * fabs((double)ref[i]) + 1e-6) && bad++ < 3)
       CHECK(0, "%s%s simd %lld: x=%g got %.9g want %.9g", op, approx ? " tanh" : "", (long long)simd, x[i],
             got[i], ref[i]);
-  free(x); free(ref); free(got);
+  free(x);
+  free(ref);
+  free(got);
 }
 
 /* Softmax rows longer than a vector, with large logits (the max is subtracted first). */
@@ -450,7 +463,7 @@ static void simd_paths(void) {
   for (si = 0; si < simd_choices(&p); si++) {
     softmax_long_case(&p, 37, si);
     softmax_long_case(&p, 100, si);
-    softmax_long_case(&p, 5, si); /* shorter than a vector */
+    softmax_long_case(&p, 5, si);  /* shorter than a vector */
     softmax_long_case(&p, 64, si); /* whole vectors only */
     unary_case(&p, "Exp", NULL, si);
     unary_case(&p, "Erf", NULL, si);

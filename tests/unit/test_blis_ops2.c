@@ -508,7 +508,8 @@ static void mod_test(int fmod) {
   node = node_y(g, "Mod", 2, in);
   mi_node_set_int(g, node, "fmod", fmod);
   if (fmod) expect_match(g, "Mod fmod=1");
-  else expect_refused(g, "Mod fmod=0 on FLOAT32");
+  else
+    expect_refused(g, "Mod fmod=0 on FLOAT32");
 }
 
 /* Pow by a constant exponent: 2 as a square (the bits of powf), others through powf. */

@@ -126,7 +126,11 @@ static void threads_and_counters(tb_plugin_t *p) {
   CHECK(p->api->set_device_knobs(p->ctx, 0, &bad, 1, &err) == MI_ERR_INVALID_CONFIG, "set threads=0");
   CHECK(p->api->check_config(p->ctx, 0, "conv.nope", NULL, 0, &err) == MI_ERR_INVALID_CONFIG, "check_config");
   CHECK(p->api->check_config(p->ctx, 0, "conv.1x1_gemm", &t1, 1, &err) == MI_OK, "check_config ok");
-  free(a); free(bm); free(y1); free(y2); free(ref);
+  free(a);
+  free(bm);
+  free(y1);
+  free(y2);
+  free(ref);
 }
 
 static tb_plugin_t p;

@@ -11,7 +11,8 @@
 static int32_t ref_code(int64_t acc, double mult, double bias, int32_t zy, int u8) {
   double r = nearbyint((double)acc * mult + bias) + zy;
   int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
-  return r < lo ? lo : r > hi ? hi : (int32_t)r;
+  return r < lo ? lo : r > hi ? hi
+                              : (int32_t)r;
 }
 
 static uint32_t g_rng = 12345u;
@@ -56,7 +57,7 @@ typedef struct qcase {
   const char *name;
   int64_t n, c, h, w, m, k, s, pad, g;
   int x_u8, y_u8, per_channel, int4; /* int4: 1 packed MI_DTYPE_INT4, 2 INT8 values in -8..7 */
-  int ties; /* dyadic scales: acc * mult + bias lands on .5 for every odd acc */
+  int ties;                          /* dyadic scales: acc * mult + bias lands on .5 for every odd acc */
 } qcase_t;
 
 static void conv_case(tb_plugin_t *p, const qcase_t *q) {
@@ -159,15 +160,24 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
     CHECK(memcmp(y1, y2, (size_t)yn) == 0, "%s: 1 and 2 threads differ", q->name);
   }
 done:
-  free(x); free(y1); free(y2); free(want); free(w8); free(w4); free(bias); free(cs);
+  free(x);
+  free(y1);
+  free(y2);
+  free(want);
+  free(w8);
+  free(w4);
+  free(bias);
+  free(cs);
 }
 
 /* Gemm (transB 1, per-channel, alpha, beta, bias) or MatMul (batched A, per-tensor B); int4: B
  * in -8..7, packed two per byte (low nibble first, 1) or as INT8 (2, how a session hands an INT4
  * layer), 37 columns (a full 32- or 16-column block and a tail). */
 static void gemm_case(tb_plugin_t *p, int matmul, int int4) {
-  const char *name = matmul ? (int4 == 1 ? "int4 matmul" : int4 ? "int4-as-int8 matmul" : "int8 matmul")
-                            : (int4 == 1 ? "int4 gemm" : int4 ? "int4-as-int8 gemm" : "int8 gemm");
+  const char *name = matmul ? (int4 == 1 ? "int4 matmul" : int4 ? "int4-as-int8 matmul"
+                                                                : "int8 matmul")
+                            : (int4 == 1 ? "int4 gemm" : int4 ? "int4-as-int8 gemm"
+                                                              : "int8 gemm");
   int64_t M = matmul ? 6 : 3, K = matmul ? 21 : 20, N = int4 ? 37 : 7, i, j, kk; /* odd K: a half pair */
   int64_t ad[3] = {2, 3, K}, a2[2] = {M, K}, bd[2] = {matmul ? K : N, matmul ? N : K}, cd = N;
   int64_t yd[3] = {2, 3, N}, y2d[2] = {M, N};

@@ -208,9 +208,12 @@ static void max_pool_ends_chain(void) {
     const char *auto_pad;
     int ceil, chain, dt;
   } cases[] = {
-      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8},        {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8},
-      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8},        {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8},
-      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8},         {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8},
+      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8},
+      {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8},
+      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8},
+      {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8},
+      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8},
+      {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int32_t xf, dt = cases[i].dt, v;
@@ -233,7 +236,8 @@ static void max_pool_ends_chain(void) {
     REQUIRE(mi_node_set_ints(g, n, "strides", 2, st) == MI_OK);
     REQUIRE(mi_node_set_ints(g, n, "dilations", 2, dl) == MI_OK);
     if (cases[i].auto_pad) REQUIRE(mi_node_set_string(g, n, "auto_pad", cases[i].auto_pad) == MI_OK);
-    else REQUIRE(mi_node_set_ints(g, n, "pads", 4, pads) == MI_OK);
+    else
+      REQUIRE(mi_node_set_ints(g, n, "pads", 4, pads) == MI_OK);
     if (cases[i].ceil) REQUIRE(mi_node_set_int(g, n, "ceil_mode", 1) == MI_OK);
     finish(g, p, dt, 0.021f, dt == MI_DTYPE_UINT8 ? 14 : -3);
     char name[96];
@@ -257,8 +261,12 @@ static void setup(void) {
 static void teardown(void) { mi_registry_destroy(r); }
 
 static const tu_case_t tu_cases[] = {
-    TU_CASE(leaky_clamp),          TU_CASE(hard_swish_written_out), TU_CASE(per_channel_affine),
-    TU_CASE(activations),          TU_CASE(value_read_outside),     TU_CASE(dq_read_after_chain),
+    TU_CASE(leaky_clamp),
+    TU_CASE(hard_swish_written_out),
+    TU_CASE(per_channel_affine),
+    TU_CASE(activations),
+    TU_CASE(value_read_outside),
+    TU_CASE(dq_read_after_chain),
     TU_CASE(max_pool_ends_chain),
 };
 

@@ -42,7 +42,8 @@ static int32_t constant(mi_graph_t *g, const char *name, int32_t dt, int rank, c
   mi_array_t *a = mi_array_create(dt, rank, dims);
   REQUIRE(a);
   if (vals) memcpy(a->data, vals, a->nbytes);
-  else fill(a);
+  else
+    fill(a);
   int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
   mi_graph_set_data(g, t, a->data, a->nbytes);
   mi_array_destroy(a);
@@ -216,7 +217,8 @@ static void qlinear_binary(const char *op, int scalar_b, int32_t dt) {
   node(g, op, 8, in, 1, &y, 1);
   char name[80];
   snprintf(name, sizeof name, "%s %s%s", op, dt == MI_DTYPE_UINT8 ? "u8" : "s8",
-           scalar_b == 1 ? " scalar B" : scalar_b == 2 ? " per-channel B" : "");
+           scalar_b == 1 ? " scalar B" : scalar_b == 2 ? " per-channel B"
+                                                       : "");
   run_case(g, name, 0);
 }
 

@@ -21,8 +21,10 @@ static void qdq_case(tb_plugin_t *p, const char *name, int per_axis) {
   mi_error_t err = {0, ""};
   int32_t rc;
   tb_fill(x, n, 9);
-  for (i = 0; i < n; i++) x[i] *= 80.f;  /* saturates at both ends for the small scales */
-  x[0] = 0.25f; x[1] = 0.75f; x[2] = -0.25f; /* exact ties at scale 0.5 */
+  for (i = 0; i < n; i++) x[i] *= 80.f; /* saturates at both ends for the small scales */
+  x[0] = 0.25f;
+  x[1] = 0.75f;
+  x[2] = -0.25f; /* exact ties at scale 0.5 */
   memset(&b, 0, sizeof b);
   tx = tb_tensor(&b, 4, xd, NULL);
   ts = tb_tensor(&b, 1, &cd, per_axis ? scale : &one);
@@ -47,7 +49,8 @@ static void qdq_case(tb_plugin_t *p, const char *name, int per_axis) {
     int64_t c = per_axis ? (i / 20) % 3 : 0;
     float s = per_axis ? scale[c] : one;
     int32_t z = per_axis ? zp[c] : zp1, q = ref_round(x[i] / s) + z;
-    q = q < -128 ? -128 : q > 127 ? 127 : q;
+    q = q < -128 ? -128 : q > 127 ? 127
+                                  : q;
     want[i] = (float)(q - z) * s;
   }
   rc = tb_run(p, &b, NULL, NULL, 0, ins, got, &err);

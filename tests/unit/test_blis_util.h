@@ -3,7 +3,9 @@
 #ifndef TEST_BLIS_UTIL_H
 #define TEST_BLIS_UTIL_H
 
+/* test_util.h first: it defines DRIVE_REQUIRE as its REQUIRE for the drive header. */
 #include "test_util.h"
+
 #include "drive_blis.h"
 
 #endif

@@ -84,7 +84,8 @@ static void nested_error(void) {
   memset(inner, 'n', sizeof inner);
   snprintf(inner + 280, 20, "the cause");
   CHECK(mi__errorf_nested(&e, MI_ERR_PARSE, "node 'outer': %s", inner) == MI_ERR_PARSE &&
-            e.code == MI_ERR_PARSE, "code");
+            e.code == MI_ERR_PARSE,
+        "code");
   CHECK(strncmp(e.message, "node 'outer': nnn", 17) == 0 && strstr(e.message, " ... ") &&
             strlen(e.message) == sizeof e.message - 1 &&
             strcmp(e.message + strlen(e.message) - 9, "the cause") == 0,

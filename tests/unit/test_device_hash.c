@@ -30,7 +30,7 @@ static void all_device_hash(void) {
   b = pocl();
   b.global_memory_bytes = 7073423360ull; /* seen with 3 GB held by another process */
   b.max_buffer_bytes = 4294967296ull;
-  b.compute_units = 1;                   /* taskset -c 0, or a cgroup CPU quota */
+  b.compute_units = 1; /* taskset -c 0, or a cgroup CPU quota */
   b.max_threads = 1024;
   b.peak_gflops = 123.0;
   b.peak_bandwidth_gbs = 45.0;

@@ -36,9 +36,11 @@ static void fused_vs_unfused(mi_plugin_t *p, const char *family, double width, i
   k2 = mi_session_kernel_count(s2);
   d_fused = tu_rel_l2_arrays(o2[0], o1[0]);
   d_ref = tu_rel_l2_arrays(o2[0], want[0]);
-  printf("%s %s: %d groups of %d nodes; kernels %d unfused, %d fused (%d multi-node), %d refused;"
-         " rel L2 fused vs unfused %.2e, vs reference %.2e\n", p->name, family, groups, grouped,
-         k1, k2, multi_node_kernels(s2), mi_session_unfused_count(s2), d_fused, d_ref);
+  printf(
+      "%s %s: %d groups of %d nodes; kernels %d unfused, %d fused (%d multi-node), %d refused;"
+      " rel L2 fused vs unfused %.2e, vs reference %.2e\n",
+      p->name, family, groups, grouped,
+      k1, k2, multi_node_kernels(s2), mi_session_unfused_count(s2), d_fused, d_ref);
   for (int32_t i = 0; i < mi_session_unfused_count(s2); i++)
     printf("  not fused: %s\n", mi_session_unfused(s2, i));
   CHECK(d_fused < 1e-5, "%s %s: fused vs unfused %.3e", p->name, family, d_fused);
@@ -160,8 +162,10 @@ static void auto_fused(mi_plugin_t *p) {
   k0 = mi_session_kernel_count(s0);
   k1 = mi_session_kernel_count(s);
   d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s auto groups: %d kernels (%d with no_auto_fuse), %d refused, rel L2 vs reference "
-         "%.2e\n", p->name, k1, k0, mi_session_unfused_count(s), d);
+  printf(
+      "%s auto groups: %d kernels (%d with no_auto_fuse), %d refused, rel L2 vs reference "
+      "%.2e\n",
+      p->name, k1, k0, mi_session_unfused_count(s), d);
   CHECK(k0 == n, "no_auto_fuse: one kernel per node, got %d of %d", k0, n);
   CHECK(k1 == 2 && multi_node_kernels(s) == 2, "two chains, two kernels: got %d", k1);
   CHECK(mi_session_unfused_count(s) == 0, "no group refused");
@@ -206,8 +210,10 @@ static void gpu_fusion(void) {
   for (size_t i = 0; i < 2; i++) {
     mi_plugin_t *p = mi_registry_find(r, gpus[i]);
     if (p) fused_vs_unfused(p, "resnet", 0.5, 2);
-    else if (!tu_plugin_built(gpus[i])) printf("%s: not built here, skipped\n", gpus[i]);
-    else CHECK(0, "%s was built but the loader refused it", gpus[i]);
+    else if (!tu_plugin_built(gpus[i]))
+      printf("%s: not built here, skipped\n", gpus[i]);
+    else
+      CHECK(0, "%s was built but the loader refused it", gpus[i]);
   }
 }
 

@@ -82,11 +82,12 @@ static void npu_codes(mi_plugin_t *npu, const char *family, double width, int32_
     }
   }
   d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("npu-stub %s: %d of %d kernels are lowered INT8 layers; %d had the reference's input "
-         "codes: %ld output codes, %ld differ (%d others had FP16-shifted inputs); %d host "
-         "nodes; float output rel L2 %.2e (FP16 for the float ops)\n",
-         family, lowered, mi_session_kernel_count(s), checked, codes, differ, skipped,
-         mi_session_fallback_count(s), d);
+  printf(
+      "npu-stub %s: %d of %d kernels are lowered INT8 layers; %d had the reference's input "
+      "codes: %ld output codes, %ld differ (%d others had FP16-shifted inputs); %d host "
+      "nodes; float output rel L2 %.2e (FP16 for the float ops)\n",
+      family, lowered, mi_session_kernel_count(s), checked, codes, differ, skipped,
+      mi_session_fallback_count(s), d);
   CHECK(checked > 0 && codes > 0 && differ == 0, "%s: %ld of %ld codes differ", family, differ,
         codes);
   CHECK(d < 2e-2, "%s: rel L2 %.3e", family, d);

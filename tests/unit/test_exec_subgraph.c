@@ -272,16 +272,19 @@ static int silero(const char *dir, const char *file, int v5, int64_t sr) {
   for (int32_t i = 0; i < g->input_count && i < 4; i++) {
     mi_tensor_t *t = &g->tensors[g->inputs[i]];
     int is_sr = strcmp(t->name, "sr") == 0, is_x = strcmp(t->name, "input") == 0;
-    t->rank = is_sr ? 0 : is_x ? 2 : 3;
+    t->rank = is_sr ? 0 : is_x ? 2
+                               : 3;
     for (int32_t d = 0; d < t->rank; d++) t->dims[d] = is_x ? win[d] : st[d];
     ins[i] = mi_array_create(t->dtype, t->rank, t->dims);
     REQUIRE(ins[i]);
     if (is_sr) *(int64_t *)ins[i]->data = sr;
-    else fill(ins[i], 7u + (uint32_t)i, is_x ? 0.5f : 0.3f);
+    else
+      fill(ins[i], 7u + (uint32_t)i, is_x ? 0.5f : 0.3f);
   }
   REQUIRE(g->output_count <= 3);
   CHECK(mi_ref_run(g, (const mi_array_t *const *)ins, g->input_count, ref, g->output_count,
-                   &err) == MI_OK, "%s ref: %s", file, err.message);
+                   &err) == MI_OK,
+        "%s ref: %s", file, err.message);
   for (int d = 0; d < 4 && ref[0]; d++) {
     uint32_t dev = 0;
     mi_plugin_t *p = device(devs[d], &dev);

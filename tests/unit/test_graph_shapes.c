@@ -250,7 +250,8 @@ static void test_shape_arithmetic(void) {
     CHECK(shape_is(g, cc, 1, (int64_t[]){2}));
     CHECK(shape_is(g, rz, 4, (int64_t[]){dyn ? MI_DIM_DYNAMIC : 2, 3, 16, 16}));
     if (!dyn) CHECK(shape_is(g, r, 2, (int64_t[]){2, 192}));
-    else CHECK(shape_is(g, r, 2, (int64_t[]){MI_DIM_DYNAMIC, MI_DIM_DYNAMIC}));
+    else
+      CHECK(shape_is(g, r, 2, (int64_t[]){MI_DIM_DYNAMIC, MI_DIM_DYNAMIC}));
     mi_graph_destroy(g);
   }
 }
@@ -271,10 +272,10 @@ static void test_variadic(void) {
   int32_t k2 = mi_graph_add_const_i64(g, "k2", 2, (int64_t[]){0, 3});
   int32_t k3 = mi_graph_add_const_i64(g, "k3", 2, (int64_t[]){2, 6});
   int32_t kn = mi_graph_add_const_i64(g, "kn", 2, (int64_t[]){-1, 6});
-  int32_t m3 = node(g, "Max", 3, (int32_t[]){k1, k2, k3}, NULL);             /* [2, 6] */
-  int32_t m1 = node(g, "Max", 1, &kn, NULL);                                  /* [-1, 6] */
-  int32_t s2 = node(g, "Sum", 3, (int32_t[]){k1, k1, k2}, NULL);              /* [2, 3] */
-  int32_t me = node(g, "Mean", 3, (int32_t[]){k3, k3, k3}, NULL);             /* [2, 6] */
+  int32_t m3 = node(g, "Max", 3, (int32_t[]){k1, k2, k3}, NULL);  /* [2, 6] */
+  int32_t m1 = node(g, "Max", 1, &kn, NULL);                      /* [-1, 6] */
+  int32_t s2 = node(g, "Sum", 3, (int32_t[]){k1, k1, k2}, NULL);  /* [2, 3] */
+  int32_t me = node(g, "Mean", 3, (int32_t[]){k3, k3, k3}, NULL); /* [2, 6] */
   int32_t r3 = node(g, "Reshape", 2, (int32_t[]){x, m3}, NULL);
   int32_t r1 = node(g, "Reshape", 2, (int32_t[]){x, m1}, NULL);
   int32_t y = input(g, "y", 1, (int64_t[]){6});

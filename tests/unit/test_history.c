@@ -132,10 +132,12 @@ static void test_put_query_roundtrip(const char *dir) {
   f = fopen(bad, "w");
   if (f) {
     fputs("\n", f);
-    fputs("{\"format\":1,\"kind\":\"measurement\",\"uuid\":\"u-new\",\"task\":{\"model_hash\":\"m2\","
-          "\"input_shapes\":\"x:1\"},\"device\":{\"hash\":\"d2\"},\"stack\":{\"hash\":\"s\","
-          "\"text\":\"t\"},\"config\":{\"canonical\":\"default\"},\"result\":{\"ok\":false,"
-          "\"failure\":\"timed out\"}}\n", f);
+    fputs(
+        "{\"format\":1,\"kind\":\"measurement\",\"uuid\":\"u-new\",\"task\":{\"model_hash\":\"m2\","
+        "\"input_shapes\":\"x:1\"},\"device\":{\"hash\":\"d2\"},\"stack\":{\"hash\":\"s\","
+        "\"text\":\"t\"},\"config\":{\"canonical\":\"default\"},\"result\":{\"ok\":false,"
+        "\"failure\":\"timed out\"}}\n",
+        f);
     fputs("{\"format\":1,\"kind\":\"measurement\",\"uuid\":\"u-bad\"}\n", f);
     fputs("not json\n", f);
     fclose(f);
@@ -148,9 +150,11 @@ static void test_put_query_roundtrip(const char *dir) {
   if (f) fclose(f);
   f = fopen(bad, "w");
   if (f) {
-    fputs("{\"format\":99,\"kind\":\"measurement\",\"uuid\":\"u\",\"task\":{\"model_hash\":\"m\","
-          "\"input_shapes\":\"x\"},\"device\":{\"hash\":\"d\"},\"stack\":{\"hash\":\"s\","
-          "\"text\":\"t\"},\"config\":{\"canonical\":\"c\"},\"result\":{\"ok\":true}}\n{oops\n", f);
+    fputs(
+        "{\"format\":99,\"kind\":\"measurement\",\"uuid\":\"u\",\"task\":{\"model_hash\":\"m\","
+        "\"input_shapes\":\"x\"},\"device\":{\"hash\":\"d\"},\"stack\":{\"hash\":\"s\","
+        "\"text\":\"t\"},\"config\":{\"canonical\":\"c\"},\"result\":{\"ok\":true}}\n{oops\n",
+        f);
     fclose(f);
   }
   f = fopen(bad, "r");
@@ -220,7 +224,8 @@ static void migration(void) {
 
 static void teardown(void) {
   if (g_failures) fprintf(stderr, "files in %s\n", dir);
-  else REQUIRE(tu_rmtree(dir) == 0);
+  else
+    REQUIRE(tu_rmtree(dir) == 0);
 }
 
 static const tu_case_t tu_cases[] = {

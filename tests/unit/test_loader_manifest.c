@@ -54,10 +54,12 @@ static void test_refusals(void) {
   static const struct {
     const char *manifest, *word;
   } want[] = {
-      {"a-abs.mi-plugin", "escapes"},      {"b-dotdot.mi-plugin", "escapes"},
+      {"a-abs.mi-plugin", "escapes"},
+      {"b-dotdot.mi-plugin", "escapes"},
       {"c-broken.mi-plugin", "c-broken.mi-plugin:"},
       {"d-missing.mi-plugin", "cannot stat library"},
-      {"e-writable.mi-plugin", "world-writable"}, {"f-subdir.mi-plugin", "world-writable"},
+      {"e-writable.mi-plugin", "world-writable"},
+      {"f-subdir.mi-plugin", "world-writable"},
   };
   if (!mkdtemp(dir)) {
     perror("mkdtemp");

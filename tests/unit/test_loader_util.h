@@ -7,10 +7,10 @@
 #include "test_util.h"
 
 /* CHECK that text (NULL counts as empty) contains word. */
-#define CHECK_CONTAINS(text, word)                                                       \
-  do {                                                                                   \
-    const char *t_ = (text);                                                             \
-    CHECK(t_ && strstr(t_, (word)), "'%s' does not contain '%s'", t_ ? t_ : "(null)", (word)); \
+#define CHECK_CONTAINS(text, word)                                                            \
+  do {                                                                                        \
+    const char *t_ = (text);                                                                  \
+    CHECK(t_ &&strstr(t_, (word)), "'%s' does not contain '%s'", t_ ? t_ : "(null)", (word)); \
   } while (0)
 
 /* $MI_BUILD/tests/plugins/<case> */

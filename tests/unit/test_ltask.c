@@ -29,19 +29,28 @@ static mi_graph_t *cnn(const char *tag, int64_t c2) {
   mi_graph_add_input(g, t[0]);
   t[1] = mi_graph_add_const_f32(g, NM("w1"), 4, w1d, w1);
   t[2] = mi_graph_add_tensor(g, NM("c1"), MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {t[0], t[1]}; n = mi_graph_add_node(g, "Conv", NM("conv1"), 2, in, 1, &t[2]); }
+  {
+    int32_t in[2] = {t[0], t[1]};
+    n = mi_graph_add_node(g, "Conv", NM("conv1"), 2, in, 1, &t[2]);
+  }
   mi_node_set_ints(g, n, "pads", 4, pads);
   t[3] = mi_graph_add_const_f32(g, NM("bn_s"), 1, bnd, s);
   t[4] = mi_graph_add_const_f32(g, NM("bn_b"), 1, bnd, b);
   t[5] = mi_graph_add_const_f32(g, NM("bn_m"), 1, bnd, mu);
   t[6] = mi_graph_add_const_f32(g, NM("bn_v"), 1, bnd, var);
   t[7] = mi_graph_add_tensor(g, NM("bn"), MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[5] = {t[2], t[3], t[4], t[5], t[6]}; mi_graph_add_node(g, "BatchNormalization", NM("bn1"), 5, in, 1, &t[7]); }
+  {
+    int32_t in[5] = {t[2], t[3], t[4], t[5], t[6]};
+    mi_graph_add_node(g, "BatchNormalization", NM("bn1"), 5, in, 1, &t[7]);
+  }
   t[8] = mi_graph_add_tensor(g, NM("r1"), MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Relu", NM("relu1"), 1, &t[7], 1, &t[8]);
   t[9] = mi_graph_add_const_f32(g, NM("w2"), 4, w2d, w2);
   t[10] = mi_graph_add_tensor(g, NM("c2"), MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {t[8], t[9]}; mi_graph_add_node(g, "Conv", NM("conv2"), 2, in, 1, &t[10]); }
+  {
+    int32_t in[2] = {t[8], t[9]};
+    mi_graph_add_node(g, "Conv", NM("conv2"), 2, in, 1, &t[10]);
+  }
   t[11] = mi_graph_add_tensor(g, NM("r2"), MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Relu", NM("relu2"), 1, &t[10], 1, &t[11]);
   t[12] = mi_graph_add_tensor(g, NM("gap"), MI_DTYPE_FLOAT32, -1, NULL);
@@ -245,13 +254,16 @@ static void tasks_history_search(void) {
   tune(r, a, h, &ra, &ta, &sa);
   tune(r, b, h, &rb, &tb, &sb);
   tune(r, b, hc, &rcold, &tc, &sc);
-  fprintf(stderr, "a: %d tasks, %d layer measurements in %d rounds; b after a: %d reused, %d measured, %d layer "
-          "measurements; b cold: %d layer measurements\n", (int)ra.tasks, (int)ra.layer_measurements, (int)ra.rounds,
+  fprintf(stderr,
+          "a: %d tasks, %d layer measurements in %d rounds; b after a: %d reused, %d measured, %d layer "
+          "measurements; b cold: %d layer measurements\n",
+          (int)ra.tasks, (int)ra.layer_measurements, (int)ra.rounds,
           (int)rb.reused, (int)rb.measured_tasks, (int)rb.layer_measurements, (int)rcold.layer_measurements);
   CHECK(ta->count >= 2 && ra.reused == 0 && ra.layer_measurements > ta->count, "a: %d tasks", (int)ta->count);
   /* The shared conv task has one key in both models and is taken from the history. */
   CHECK(ta->node_task[a1] >= 0 && tb->node_task[b1] >= 0 &&
-        !strcmp(ta->tasks[ta->node_task[a1]].key, tb->tasks[tb->node_task[b1]].key), "conv1 keys differ");
+            !strcmp(ta->tasks[ta->node_task[a1]].key, tb->tasks[tb->node_task[b1]].key),
+        "conv1 keys differ");
   CHECK(rb.reused >= 1, "b reused %d tasks", (int)rb.reused);
   CHECK(rcold.reused == 0 && rb.layer_measurements < rcold.layer_measurements, "b after a %d, cold %d",
         (int)rb.layer_measurements, (int)rcold.layer_measurements);

@@ -246,9 +246,11 @@ static int compare_cli(const char *extra, char *out, size_t cap) {
   char cmd[1024];
   FILE *f;
   size_t n;
-  snprintf(cmd, sizeof cmd, "%s/bin/mi-host --plugins %s/plugins --json compare --model %s "
+  snprintf(cmd, sizeof cmd,
+           "%s/bin/mi-host --plugins %s/plugins --json compare --model %s "
            "--device blis-cpu:0 --default --default --min-rounds 2 --max-rounds 2 --budget-s 20 "
-           "%s 2>&1", build, build, model, extra);
+           "%s 2>&1",
+           build, build, model, extra);
   if (!(f = popen(cmd, "r"))) return -1;
   n = fread(out, 1, cap - 1, f);
   out[n] = '\0';

@@ -45,7 +45,8 @@ static int32_t synth_run(void *u, double *sec, int *changed, mi_error_t *err) {
   s->calls++;
   *changed = s->change_every && s->calls % s->change_every == 0;
   if (s->calls <= s->noisy) *sec = s->calls % 2 ? 1.0 : 3.0;
-  else *sec = 2.0 + 1e-4 * (s->calls % 3);
+  else
+    *sec = 2.0 + 1e-4 * (s->calls % 3);
   return MI_OK;
 }
 static void synth_round(void *u) { ((synth_t *)u)->rounds++; }

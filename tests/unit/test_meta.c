@@ -14,8 +14,8 @@ static double cell(uint64_t task, int32_t d, int32_t v) {
 
 typedef struct {
   uint64_t task;
-  double sign;   /* -1: the inverse landscape (a misleading source) */
-  double noise;  /* weight of a second, unrelated landscape */
+  double sign;  /* -1: the inverse landscape (a misleading source) */
+  double noise; /* weight of a second, unrelated landscape */
 } synth_t;
 
 static double synth_value(const synth_t *y, const mi_space_t *s, const int32_t *pt) {
@@ -82,9 +82,9 @@ static void test_weights(void) {
   mi_rng_seed(&r, 3);
   for (int i = 0; i < N; i++) {
     y[i] = i;
-    pm[i] = i + 0.5 * mi_rng_uniform(&r);         /* a faithful source */
-    pm[N + i] = -i;                                 /* a misleading one */
-    pm[2 * N + i] = i + 6 * mi_rng_uniform(&r);   /* the target's own, noisier CV model */
+    pm[i] = i + 0.5 * mi_rng_uniform(&r);       /* a faithful source */
+    pm[N + i] = -i;                             /* a misleading one */
+    pm[2 * N + i] = i + 6 * mi_rng_uniform(&r); /* the target's own, noisier CV model */
     ps[i] = ps[N + i] = ps[2 * N + i] = 0.3;
   }
   mi_meta_rgpe_weights(pm, ps, 3, y, N, 256, 1, w);
@@ -142,7 +142,8 @@ static void make_source(const mi_space_t *s, const mi_graph_t *g, synth_t *y, ui
 }
 
 static void test_strategy(const mi_space_t *s, const mi_graph_t *g) {
-  enum { SEEDS = 10, BUDGET = 30 };
+  enum { SEEDS = 10,
+         BUDGET = 30 };
   synth_t target = {11, 1, 0}, similar = {11, 1, 0.3}, liar = {11, -1, 0};
   mi_meta_task_t src[2];
   mi_search_result_t *keep[2];
@@ -235,7 +236,8 @@ static void test_strategy(const mi_space_t *s, const mi_graph_t *g) {
   {
     /* The predictor outside a search (with its calibration on the target's own points): 10
      * measured points and the similar source rank 200 fresh ones. */
-    enum { NP = 10, NQ = 200 };
+    enum { NP = 10,
+           NQ = 200 };
     int32_t D = mi_space_dim_count(s), *pts = malloc(sizeof(int32_t) * (size_t)D * (NP + NQ));
     double obj[NP * MI_OBJ_COUNT], pred[NQ], truth[NQ], rho;
     mi_search_options_t o;
@@ -346,7 +348,8 @@ static void test_all_failed(const mi_space_t *s) {
  * the design, and the search must then complete the cold design before its next round (a short
  * design under misled rounds cost 2.1x over cold on one benchmark seed). */
 static void test_late_liar(const mi_space_t *s, const mi_graph_t *g) {
-  enum { SEEDS = 6, BUDGET = 40 };
+  enum { SEEDS = 6,
+         BUDGET = 40 };
   synth_t target = {11, 1, 0}, liar = {11, -1, 0};
   mi_meta_task_t src;
   mi_search_result_t *keep = NULL, *probe = NULL;

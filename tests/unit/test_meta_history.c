@@ -21,12 +21,18 @@ static mi_graph_t *cnn(int64_t c, int64_t hw) {
   x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
   mi_graph_add_input(g, x);
   a = mi_graph_add_tensor(g, "c1", MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {x, mi_graph_add_const_f32(g, "w1", 4, w1d, w)}; n = mi_graph_add_node(g, "Conv", "conv1", 2, in, 1, &a); }
+  {
+    int32_t in[2] = {x, mi_graph_add_const_f32(g, "w1", 4, w1d, w)};
+    n = mi_graph_add_node(g, "Conv", "conv1", 2, in, 1, &a);
+  }
   mi_node_set_ints(g, n, "pads", 4, pads);
   r1 = mi_graph_add_tensor(g, "r1", MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Relu", "relu1", 1, &a, 1, &r1);
   c2 = mi_graph_add_tensor(g, "c2", MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {r1, mi_graph_add_const_f32(g, "w2", 4, w2d, w)}; n = mi_graph_add_node(g, "Conv", "conv2", 2, in, 1, &c2); }
+  {
+    int32_t in[2] = {r1, mi_graph_add_const_f32(g, "w2", 4, w2d, w)};
+    n = mi_graph_add_node(g, "Conv", "conv2", 2, in, 1, &c2);
+  }
   mi_node_set_ints(g, n, "pads", 4, pads);
   r2 = mi_graph_add_tensor(g, "r2", MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Relu", "relu2", 1, &c2, 1, &r2);
@@ -35,7 +41,10 @@ static mi_graph_t *cnn(int64_t c, int64_t hw) {
   fl = mi_graph_add_tensor(g, "flat", MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Flatten", "flatten", 1, &gp, 1, &fl);
   y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {fl, mi_graph_add_const_f32(g, "wg", 2, wgd, w)}; n = mi_graph_add_node(g, "Gemm", "fc", 2, in, 1, &y); }
+  {
+    int32_t in[2] = {fl, mi_graph_add_const_f32(g, "wg", 2, wgd, w)};
+    n = mi_graph_add_node(g, "Gemm", "fc", 2, in, 1, &y);
+  }
   mi_node_set_int(g, n, "transB", 1);
   mi_graph_add_output(g, y);
   free(w);
@@ -61,7 +70,9 @@ static mi_graph_t *mlp(int64_t k, int64_t h) {
     int32_t in[2], o = mi_graph_add_tensor(g, i == 2 ? "y" : (i ? "g2" : "g1"), MI_DTYPE_FLOAT32, -1, NULL);
     snprintf(nm, sizeof nm, "w%d", i);
     in[0] = t[2 * i];
-    in[1] = mi_graph_add_const_f32(g, nm, 2, i == 0 ? w1d : i == 1 ? w2d : w3d, w);
+    in[1] = mi_graph_add_const_f32(g, nm, 2, i == 0 ? w1d : i == 1 ? w2d
+                                                                   : w3d,
+                                   w);
     snprintf(nm, sizeof nm, "fc%d", i);
     n = mi_graph_add_node(g, "Gemm", nm, 2, in, 1, &o);
     mi_node_set_int(g, n, "transB", 1);

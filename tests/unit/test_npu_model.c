@@ -33,7 +33,9 @@ static int build_conv(kb_t *k, kernel_data_t *d, int C, int H) {
   bt = kb_tensor(k, MI_DTYPE_INT32, 1, bd, d->bias, sizeof(int32_t) * (size_t)C);
   yt = kb_tensor(k, MI_DTYPE_INT8, 4, xd, NULL, 0);
   kb_quant(k, yt, 0.2f, 0);
-  ins[0] = xt; ins[1] = wt; ins[2] = bt;
+  ins[0] = xt;
+  ins[1] = wt;
+  ins[2] = bt;
   node = kb_node(k, "Conv", ins, 3, yt);
   kb_ints(k, node, "pads", pads, 4);
   return yt;
@@ -66,7 +68,11 @@ static int build_add(kb_t *k, kernel_data_t *d, int C, int H, int W) {
 }
 
 static void free_data(kernel_data_t *d) {
-  free(d->x); free(d->x2); free(d->w); free(d->y); free(d->bias);
+  free(d->x);
+  free(d->x2);
+  free(d->w);
+  free(d->y);
+  free(d->bias);
 }
 
 static void prep(kr_t *r, npu_t *p, uint32_t dev, kb_t *k, int out, kernel_data_t *d) {
@@ -117,9 +123,9 @@ static void test_scaling(npu_t *p) {
          t1 / 1e3, t4 / 1e3, tlo / 1e3);
   printf("gen1 add 64x64x128: 1 core %.1f us, 4 cores %.1f us, 600 MHz %.1f us, 1000 MHz %.1f us\n",
          a1 / 1e3, a4 / 1e3, alo / 1e3, ahi / 1e3);
-  REQUIRE(t1 / t4 > 2.5);   /* compute-bound: scales with cores */
-  REQUIRE(tlo / thi > 3.0); /* and with the clock */
-  REQUIRE(a1 / a4 < 1.2 && a1 / a4 > 0.85);   /* memory-bound: cores do not help */
+  REQUIRE(t1 / t4 > 2.5);                       /* compute-bound: scales with cores */
+  REQUIRE(tlo / thi > 3.0);                     /* and with the clock */
+  REQUIRE(a1 / a4 < 1.2 && a1 / a4 > 0.85);     /* memory-bound: cores do not help */
   REQUIRE(alo / ahi < 1.2 && alo / ahi > 0.85); /* nor does the clock */
   /* gen2: more MACs (compute-bound faster), less bandwidth (memory-bound slower) */
   prep(&rc2, p, 1, &kc, yc, &dc);
@@ -132,7 +138,10 @@ static void test_scaling(npu_t *p) {
          g2c / 1e3, g1a / 1e3, g2a / 1e3);
   REQUIRE(g1c / g2c > 1.2);
   REQUIRE(g2a / g1a > 1.2);
-  kr_release(&rc); kr_release(&ra); kr_release(&rc2); kr_release(&ra2);
+  kr_release(&rc);
+  kr_release(&ra);
+  kr_release(&rc2);
+  kr_release(&ra2);
   free_data(&dc);
   free_data(&da);
 }
@@ -196,8 +205,8 @@ static void test_throttle(void) {
     printf("level %d: %.0f MHz -> %.0f MHz after %d runs, %.1f C, %.2f -> %.2f us\n", lv, f0, f,
            throttled_at, temp, t_first / 1e3, t_last / 1e3);
     if (lv == 4) {
-      REQUIRE(throttled_at > 5);     /* heating takes simulated time */
-      REQUIRE(f < f0 && temp > 85);  /* then the clock drops */
+      REQUIRE(throttled_at > 5);    /* heating takes simulated time */
+      REQUIRE(f < f0 && temp > 85); /* then the clock drops */
       REQUIRE(t_last > 1.3 * t_first);
     } else {
       REQUIRE(throttled_at < 0 && temp < 85); /* the low level never gets there */
@@ -229,8 +238,8 @@ static void test_noise(void) {
     npu_close(&p);
   }
   for (i = 1; i < 8; i++) distinct += t[0][i] != t[0][0];
-  REQUIRE(distinct >= 3);                            /* measurements vary */
-  REQUIRE(memcmp(t[0], t[1], sizeof t[0]) == 0);   /* with the same seed the same way */
+  REQUIRE(distinct >= 3);                        /* measurements vary */
+  REQUIRE(memcmp(t[0], t[1], sizeof t[0]) == 0); /* with the same seed the same way */
   free_data(&d);
 }
 

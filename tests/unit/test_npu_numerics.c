@@ -9,7 +9,8 @@ static double rhe(double v) {
   if (d < 0.5) return f;
   return fmod(f, 2.0) == 0 ? f : f + 1;
 }
-static int8_t sat(double v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v); }
+static int8_t sat(double v) { return (int8_t)(v < -128 ? -128 : v > 127 ? 127
+                                                                        : v); }
 static int8_t q_of(double real, float s, int zp) { return sat(rhe(real / (double)s) + zp); }
 
 typedef struct rconv {
@@ -155,13 +156,21 @@ static void check_conv(npu_t *p, rconv_t c, uint32_t seed) {
     free(packed);
     free(y4);
   }
-  free(x); free(w); free(y); free(ref); free(swc); free(bias);
+  free(x);
+  free(w);
+  free(y);
+  free(ref);
+  free(swc);
+  free(bias);
 }
 
 /* Conv -> BatchNormalization -> Relu -> Add(residual) as ONE kernel, against the chain of
  * per-node references with the same intermediate quantization. */
 static void check_fused_chain(npu_t *p) {
-  enum { C = 16, H = 10, W = 10, NX = C * H * W };
+  enum { C = 16,
+         H = 10,
+         W = 10,
+         NX = C * H * W };
   rconv_t c = {1, C, H, W, C, 3, 3, 1, 1, 1, 1, 1, 1, 1, H, W, 0.04f, 0.05f, 3, 2, NULL, NULL};
   static int8_t x[NX], w[C * C * 9], yc[NX], yb[NX], yr[NX], ya[NX], out[NX];
   float swc[C], gamma[C], beta[C], mean[C], var[C];
@@ -195,7 +204,11 @@ static void check_fused_chain(npu_t *p) {
   pt[3] = kb_tensor(&k, MI_DTYPE_FLOAT32, 1, d1, var, sizeof var);
   bt = kb_tensor(&k, MI_DTYPE_INT8, 4, d4, NULL, 0);
   kb_quant(&k, bt, 0.06f, -1);
-  ins[0] = ct; ins[1] = pt[0]; ins[2] = pt[1]; ins[3] = pt[2]; ins[4] = pt[3];
+  ins[0] = ct;
+  ins[1] = pt[0];
+  ins[2] = pt[1];
+  ins[3] = pt[2];
+  ins[4] = pt[3];
   node = kb_node(&k, "BatchNormalization", ins, 5, bt);
   (void)node;
   rt = kb_tensor(&k, MI_DTYPE_INT8, 4, d4, NULL, 0);
@@ -235,7 +248,9 @@ static void check_fused_chain(npu_t *p) {
 /* Gemm with transB, per-channel scales and a FLOAT32 bias, which the output stage adds in
  * output units during the requantization (the host quantizer keeps biases FP32). */
 static void check_gemm(npu_t *p) {
-  enum { M = 3, K = 40, N = 24 };
+  enum { M = 3,
+         K = 40,
+         N = 24 };
   int8_t a[M * K], b[N * K], y[M * N];
   float sb[N], bias[N];
   int64_t ad[2] = {M, K}, bd[2] = {N, K}, cd[1] = {N}, yd[2] = {M, N};
@@ -260,7 +275,9 @@ static void check_gemm(npu_t *p) {
   ct = kb_tensor(&k, MI_DTYPE_FLOAT32, 1, cd, bias, sizeof bias);
   yt = kb_tensor(&k, MI_DTYPE_INT8, 2, yd, NULL, 0);
   kb_quant(&k, yt, 0.15f, 1);
-  ins[0] = at; ins[1] = bt; ins[2] = ct;
+  ins[0] = at;
+  ins[1] = bt;
+  ins[2] = ct;
   node = kb_node(&k, "Gemm", ins, 3, yt);
   kb_int(&k, node, "transB", 1);
   REQUIRE(kr_prepare(&r, p, 0, &k, yt, in, &err) == MI_OK);
@@ -272,13 +289,17 @@ static void check_gemm(npu_t *p) {
       double accs = (double)0.02f * (double)sb[j];
       for (kk = 0; kk < K; kk++) acc += (long long)(a[i * K + kk] + 4) * b[j * K + kk];
       REQUIRE(y[i * N + j] ==
-            sat(rhe((double)acc * (accs / (double)0.15f) + (double)bias[j] / (double)0.15f) + 1));
+              sat(rhe((double)acc * (accs / (double)0.15f) + (double)bias[j] / (double)0.15f) + 1));
     }
 }
 
 /* FLOAT32 tensors run in FP16: Conv + Relu close to a double-precision reference. */
 static void check_fp16(npu_t *p) {
-  enum { C = 16, H = 12, W = 12, M = 32, NY = M * H * W };
+  enum { C = 16,
+         H = 12,
+         W = 12,
+         M = 32,
+         NY = M * H * W };
   static float x[C * H * W], w[M * C * 9], b[M], y[NY];
   int64_t xd[4] = {1, C, H, W}, wd[4] = {M, C, 3, 3}, bd[1] = {M}, yd[4] = {1, M, H, W};
   int64_t pads[4] = {1, 1, 1, 1};
@@ -298,7 +319,9 @@ static void check_fp16(npu_t *p) {
   bt = kb_tensor(&k, MI_DTYPE_FLOAT32, 1, bd, b, sizeof b);
   ct = kb_tensor(&k, MI_DTYPE_FLOAT32, 4, yd, NULL, 0);
   yt = kb_tensor(&k, MI_DTYPE_FLOAT32, 4, yd, NULL, 0);
-  ins[0] = xt; ins[1] = wt; ins[2] = bt;
+  ins[0] = xt;
+  ins[1] = wt;
+  ins[2] = bt;
   node = kb_node(&k, "Conv", ins, 3, ct);
   kb_ints(&k, node, "pads", pads, 4);
   ins[0] = ct;
@@ -328,7 +351,11 @@ static void check_fp16(npu_t *p) {
 
 /* INT8 AveragePool (pads, count_include_pad=0) and Sigmoid lookup table vs reference. */
 static void check_pool_sigmoid(npu_t *p) {
-  enum { C = 5, H = 7, W = 7, HO = 4, WO = 4 };
+  enum { C = 5,
+         H = 7,
+         W = 7,
+         HO = 4,
+         WO = 4 };
   int8_t x[C * H * W], y[C * HO * WO], s[C * H * W];
   int64_t xd[4] = {1, C, H, W}, yd[4] = {1, C, HO, WO}, ks[2] = {3, 3}, st[2] = {2, 2};
   int64_t pads[4] = {1, 1, 1, 1};

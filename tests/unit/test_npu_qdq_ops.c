@@ -92,9 +92,12 @@ static void fill_input(mi_array_t *a) {
   for (int64_t i = 0; i < NUMEL; i++) {
     int64_t k = (i / 7) % 41 - 20;
     if (i < 5) x[i] = fixed[i];
-    else if (i % 7 < 4) x[i] = ((float)k + 0.5f) * steps[i % 7]; /* a tie at that step */
-    else if (i % 7 == 4) x[i] = (i % 2 ? 1.0f : -1.0f) * (300.0f + (float)i); /* saturates */
-    else x[i] *= 40.0f;
+    else if (i % 7 < 4)
+      x[i] = ((float)k + 0.5f) * steps[i % 7]; /* a tie at that step */
+    else if (i % 7 == 4)
+      x[i] = (i % 2 ? 1.0f : -1.0f) * (300.0f + (float)i); /* saturates */
+    else
+      x[i] *= 40.0f;
   }
 }
 
@@ -146,9 +149,10 @@ static void standalone(mi_plugin_t *npu) {
   }
   REQUIRE(ties > 20 && sat > 10);
   REQUIRE(mi_session_device_time(s, &ns) == 1 && ns > 0);
-  printf("standalone Q/DQ: 6 npu-stub kernels, 0 host nodes, %lld ties and %lld saturated "
-         "codes, all 6 outputs bit-identical to the reference; device time %llu ns\n",
-         (long long)ties, (long long)sat, (unsigned long long)ns);
+  printf(
+      "standalone Q/DQ: 6 npu-stub kernels, 0 host nodes, %lld ties and %lld saturated "
+      "codes, all 6 outputs bit-identical to the reference; device time %llu ns\n",
+      (long long)ties, (long long)sat, (unsigned long long)ns);
   for (int i = 0; i < 6; i++) {
     mi_array_destroy(got[i]);
     mi_array_destroy(want[i]);
@@ -194,9 +198,10 @@ static void quantized_model(mi_plugin_t *npu, const char *family, const char *ar
   run(s, q, x, got);
   ref(q, x, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s with INT8 activations: %d nodes (%d Q, %d DQ), %d npu-stub kernels (%d lowered "
-         "INT8 layers, %d Q/DQ conversion kernels), 0 host nodes, rel L2 vs reference %.2e\n",
-         family, q->node_count, nq, ndq, mi_session_kernel_count(s), lowered, conv, d);
+  printf(
+      "%s with INT8 activations: %d nodes (%d Q, %d DQ), %d npu-stub kernels (%d lowered "
+      "INT8 layers, %d Q/DQ conversion kernels), 0 host nodes, rel L2 vs reference %.2e\n",
+      family, q->node_count, nq, ndq, mi_session_kernel_count(s), lowered, conv, d);
   /* the bound of the quantized sessions in test_npu_quant.c: float ops between INT8 layers run
    * in FP16 on the device, so a code may land one step off */
   REQUIRE(d < 5e-2);

@@ -277,7 +277,8 @@ static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
       if (q->nodes[j].name && strcmp(q->nodes[j].name, name) == 0) break;
     REQUIRE(j < q->node_count);
     if (is_op(q, j, "Conv") || is_op(q, j, "Gemm") || is_op(q, j, "MatMul")) weighted_fb++;
-    else other_fb++;
+    else
+      other_fb++;
   }
   REQUIRE(weighted_fb == 0);
   for (i = 0; i < mi_array_numel(want); i++) {
@@ -286,9 +287,11 @@ static void session_lowered(npu_t *p, const zoo_model_t *m, const mi_graph_t *q,
     den += (double)((const float *)want->data)[i] * ((const float *)want->data)[i];
   }
   rel = sqrt(num / (den > 0 ? den : 1));
-  printf("%s as a session: %d nodes, %d device kernels, host fallback: %d weighted, %d other; "
-         "rel L2 vs host %.2e\n", m->family, q->node_count, mi_session_kernel_count(s),
-         weighted_fb, other_fb, rel);
+  printf(
+      "%s as a session: %d nodes, %d device kernels, host fallback: %d weighted, %d other; "
+      "rel L2 vs host %.2e\n",
+      m->family, q->node_count, mi_session_kernel_count(s),
+      weighted_fb, other_fb, rel);
   /* Float ops between the INT8 layers (residual Adds, pools) run in FP16 on the device, and a
    * code that lands one step off there shifts every later layer: measured 0 (kws), 6.7e-3
    * (resnet), 4.0e-2 (mobilenetv2, 17 blocks deep). The bound says the session computes the same

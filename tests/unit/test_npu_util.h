@@ -39,7 +39,8 @@ static inline int32_t npu_open(npu_t *p, const char *devices, mi_error_t *err) {
   memset(p, 0, sizeof *p);
   memset(err, 0, sizeof *err);
   if (devices) setenv(NPU_DEVICES_SETTING_ENV, devices, 1);
-  else unsetenv(NPU_DEVICES_SETTING_ENV);
+  else
+    unsetenv(NPU_DEVICES_SETTING_ENV);
   tu_build_path(dir, sizeof dir, "plugins");
   p->reg = mi_registry_create();
   REQUIRE(p->reg != NULL);
@@ -281,8 +282,8 @@ static inline uint64_t kb_bytes(const mi_tensor_desc_t *t) {
   int i;
   for (i = 0; i < t->rank; i++) n *= (uint64_t)t->dims[i];
   return n * (t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 ? 1u
-              : t->dtype == MI_DTYPE_FLOAT16                        ? 2u
-                                                                    : 4u);
+              : t->dtype == MI_DTYPE_FLOAT16                          ? 2u
+                                                                      : 4u);
 }
 
 /* A prepared kernel with its buffers. */
@@ -350,8 +351,16 @@ static inline void kr_measure(kr_t *r, int reps, double *time_ns, double *energy
   }
   for (i = 0; i < reps; i++)
     for (j = i + 1; j < reps; j++) {
-      if (t[j] < t[i]) { double x = t[i]; t[i] = t[j]; t[j] = x; }
-      if (e[j] < e[i]) { double x = e[i]; e[i] = e[j]; e[j] = x; }
+      if (t[j] < t[i]) {
+        double x = t[i];
+        t[i] = t[j];
+        t[j] = x;
+      }
+      if (e[j] < e[i]) {
+        double x = e[i];
+        e[i] = e[j];
+        e[j] = x;
+      }
     }
   if (time_ns) *time_ns = t[reps / 2];
   if (energy_j) *energy_j = e[reps / 2];

@@ -151,16 +151,22 @@ static void malformed(void) {
       {"missing brace", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), ", 8},
       {"missing key", 1, "{'descr': '<f4', 'shape': (2,), }", 8},
       {"unknown key", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'x': 1}", 8},
-      {"duplicate key", 1, "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
-                           "'shape': (2,)}", 8},
+      {"duplicate key", 1,
+       "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, "
+       "'shape': (2,)}",
+       8},
       {"not a tuple", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2), }", 8},
       {"negative dim", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", 8},
       {"rank 9", 1, "{'descr': '|u1', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }",
        1},
-      {"dims overflow", 1, "{'descr': '<i8', 'fortran_order': False, "
-                           "'shape': (4294967296, 4294967296, 16), }", 0},
-      {"dim digits overflow", 1, "{'descr': '<i8', 'fortran_order': False, "
-                                 "'shape': (99999999999999999999999,), }", 0},
+      {"dims overflow", 1,
+       "{'descr': '<i8', 'fortran_order': False, "
+       "'shape': (4294967296, 4294967296, 16), }",
+       0},
+      {"dim digits overflow", 1,
+       "{'descr': '<i8', 'fortran_order': False, "
+       "'shape': (99999999999999999999999,), }",
+       0},
       {"unterminated string", 1, "{'descr': '<f4, 'fortran_order': False}", 0},
       {"trailing text", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} x", 4},
       {"bad bool", 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", 4},
@@ -265,8 +271,8 @@ static void cleanup(void) {
 }
 
 static const int32_t dtypes[] = {MI_DTYPE_FLOAT32, MI_DTYPE_FLOAT16, MI_DTYPE_INT8,
-                                   MI_DTYPE_UINT8,   MI_DTYPE_INT32,   MI_DTYPE_INT64,
-                                   MI_DTYPE_BOOL};
+                                 MI_DTYPE_UINT8, MI_DTYPE_INT32, MI_DTYPE_INT64,
+                                 MI_DTYPE_BOOL};
 static int64_t d23[2] = {2, 3}, d5[1] = {5}, d0[1] = {0}, d8[8] = {1, 2, 1, 3, 1, 2, 2, 1};
 
 static void setup(void) {

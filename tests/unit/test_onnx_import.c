@@ -156,7 +156,8 @@ static void test_external_data(void) {
     put_int(&t, 1, 2);
     put_int(&t, 2, 1);
     put_str(&t, 8, "ext");
-    const char *loc = evil == 0 ? "weights.bin" : evil == 1 ? "../weights.bin" : "/etc/passwd";
+    const char *loc = evil == 0 ? "weights.bin" : evil == 1 ? "../weights.bin"
+                                                            : "/etc/passwd";
     kv.n = 0;
     put_str(&kv, 1, "location");
     put_str(&kv, 2, loc);

@@ -6,11 +6,6 @@
 
 #include "test_pb.h"
 
-
-
-
-
-
 static mi_graph_t *load_model(const pb_t *graph, int64_t opset) {
   const pb_t *m = pb_model(graph, opset);
   mi_graph_t *g = NULL;

@@ -8,10 +8,6 @@
 
 #include "test_pb.h"
 
-
-
-
-
 static mi_graph_t *load_model(const pb_t *graph, int64_t opset, mi_error_t *err) {
   const pb_t *m = pb_model(graph, opset);
   mi_graph_t *g = NULL;

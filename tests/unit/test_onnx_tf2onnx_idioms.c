@@ -9,10 +9,6 @@
 
 #include "test_pb.h"
 
-
-
-
-
 static mi_graph_t *load(void) {
   static pb_t g, n, m;
   pb_t os = {0};
@@ -38,7 +34,7 @@ static mi_graph_t *load(void) {
   pb_node(&n, "Shape", "resize/Shape", "conv/BiasAdd:0", "resize/Shape:0");
   put_msg(&g, 1, &n);
   pb_node(&n, "Slice", "resize/hw", "resize/Shape:0,const_starts__2,const_ends__4",
-             "resize/hw:0");
+          "resize/hw:0");
   put_msg(&g, 1, &n);
   pb_node(&n, "Cast", "resize/Cast", "resize/hw:0", "resize/Cast:0");
   pb_attr_int(&n, "to", 1);
@@ -49,13 +45,13 @@ static mi_graph_t *load(void) {
   pb_attr_int(&n, "to", 7);
   put_msg(&g, 1, &n);
   pb_node(&n, "Slice", "resize/nc", "resize/Shape:0,const_starts__0,const_starts__2",
-             "resize/nc:0");
+          "resize/nc:0");
   put_msg(&g, 1, &n);
   pb_node(&n, "Concat", "resize/sizes", "resize/nc:0,resize/Cast_1:0", "resize/sizes:0");
   pb_attr_int(&n, "axis", 0);
   put_msg(&g, 1, &n);
   pb_node(&n, "Resize", "resize/ResizeNearestNeighbor",
-             "conv/BiasAdd:0,roi__empty,scales__empty,resize/sizes:0", "resize:0");
+          "conv/BiasAdd:0,roi__empty,scales__empty,resize/sizes:0", "resize:0");
   pb_attr_str(&n, "mode", "nearest");
   pb_attr_str(&n, "coordinate_transformation_mode", "asymmetric");
   pb_attr_str(&n, "nearest_mode", "floor");

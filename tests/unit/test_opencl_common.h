@@ -9,7 +9,9 @@
 
 /* The OpenCL tests build against the plugin SDK alone (no host library). */
 #define TU_SDK_ONLY 1
+/* test_util.h first: it defines DRIVE_REQUIRE as its REQUIRE for the drive header. */
 #include "test_util.h"
+
 #include "drive_opencl.h"
 
 /* ocl_open, or the whole test skipped (exit 77) when the machine has no OpenCL device. A plugin
@@ -52,7 +54,6 @@ static inline int32_t ocl_run(ocl_t *o, const mi_kernel_desc_t *d, const float *
   o->api->kernel_release(o->ctx, k);
   return st;
 }
-
 
 /* Naive NCHW convolution, the oracle (double accumulation). */
 static inline void ref_conv(const float *x, const float *w, const float *b, float *y, int N, int C,

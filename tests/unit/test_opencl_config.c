@@ -50,7 +50,7 @@ static void descriptions(void) {
   /* the device declares FP16 only when some variant computes in it (none does yet), whatever
    * cl_khr_fp16 says */
   REQUIRE(!(dev_dtypes & MI_DTYPE_BIT(MI_DTYPE_FLOAT16)) ||
-        (variant_dtypes & MI_DTYPE_BIT(MI_DTYPE_FLOAT16)));
+          (variant_dtypes & MI_DTYPE_BIT(MI_DTYPE_FLOAT16)));
   REQUIRE(o.api->constraint_count(o.ctx, 0, &n, NULL) == MI_OK && n >= 4);
   for (i = 0; i < n; i++) {
     mi_constraint_desc_t c;
@@ -123,10 +123,10 @@ static void prepare_refusals(void) {
   kd_knob(&k, "wg_x", 16);
   kd_knob(&k, "tile_n", 8);
   REQUIRE(o.api->kernel_prepare(o.ctx, 0, kd_finish(&k, "matmul.tiled"), &kern, &err) ==
-        MI_ERR_INVALID_CONFIG);
+          MI_ERR_INVALID_CONFIG);
   REQUIRE(kern == NULL && strstr(err.message, "wg_x must divide tile_n"));
   REQUIRE(o.api->kernel_prepare(o.ctx, 0, kd_finish(&k, "gemm.tiled"), &kern, &err) ==
-        MI_ERR_INVALID_CONFIG);
+          MI_ERR_INVALID_CONFIG);
   REQUIRE(strstr(err.message, "implements Gemm, not MatMul") != NULL);
   REQUIRE(ocl_counter(&o, "programs_built") == built);
   k.nk = 0;

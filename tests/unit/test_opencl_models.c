@@ -101,7 +101,7 @@ static void run_model(const char *name, const char *path, int32_t rank, const in
     double e;
     if (want[i]->dtype != MI_DTYPE_FLOAT32) continue;
     CHECK(got[i]->nbytes == want[i]->nbytes, "%s: output %d size %zu vs %zu", name, (int)i,
-           got[i]->nbytes, want[i]->nbytes);
+          got[i]->nbytes, want[i]->nbytes);
     e = got[i]->nbytes == want[i]->nbytes ? tu_rel_l2_arrays(got[i], want[i]) : 1.;
     fprintf(stderr, "  %-14s out%d nodes=%d fallback=%d |ref|=%.3g rel_l2=%.3g device_time=%s%.3f ms\n",
             name, (int)i, nodes, mi_session_fallback_count(s), norm(want[i]), e,
@@ -150,7 +150,8 @@ static void run_real(mi_plugin_t *p, uint32_t dev) {
   char base[512], path[700];
   size_t i;
   if (dir) snprintf(base, sizeof base, "%s", dir);
-  else snprintf(base, sizeof base, "%s/.cache/metainfer/models", home ? home : "/nonexistent");
+  else
+    snprintf(base, sizeof base, "%s/.cache/metainfer/models", home ? home : "/nonexistent");
   for (i = 0; i < sizeof models / sizeof models[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", base, models[i].file);
     if (access(path, R_OK) != 0) {

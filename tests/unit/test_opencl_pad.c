@@ -100,8 +100,10 @@ static void split_case(void) {
       for (w = 0; w < W; w++) {
         float v = X[(c * H + h) * W + w];
         if (w == 0) REQUIRE(Y0[c * H + h] == v);
-        else if (w < 4) REQUIRE(Y1[(c * H + h) * 3 + w - 1] == v);
-        else REQUIRE(Y2[c * H + h] == v);
+        else if (w < 4)
+          REQUIRE(Y1[(c * H + h) * 3 + w - 1] == v);
+        else
+          REQUIRE(Y2[c * H + h] == v);
       }
   fprintf(stderr, "Split axis 2 into 1,3,1: exact\n");
 }

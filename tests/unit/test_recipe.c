@@ -94,7 +94,8 @@ static void several_models(void) {
   mi_error_t err;
   /* Several models. */
   CHECK(parse("version: 1\nmodel: [models/net.onnx, {path: models/b.onnx}]\npool: [npu-stub]\n",
-              NULL, &r, &err) == MI_OK && r && r->model_count == 2,
+              NULL, &r, &err) == MI_OK &&
+            r && r->model_count == 2,
         "two models: %s", err.message);
   mi_recipe_destroy(r);
 }
@@ -104,7 +105,8 @@ static void budget_count(void) {
   mi_error_t err;
   /* `budget: 12` is a count of measurements; the seconds keep their default. */
   CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: 12\n", NULL, &r, &err) ==
-                MI_OK && r && r->budget_measurements == 12 && r->budget_seconds == 600,
+                MI_OK &&
+            r && r->budget_measurements == 12 && r->budget_seconds == 600,
         "budget: 12: %s", err.message);
   mi_recipe_destroy(r);
 }
@@ -125,8 +127,10 @@ static void errors(void) {
   expect_error("version: 1\nmodel: [models/net.onnx\n", 3, 1, "");
   expect_error("version: 1\nmodel: models/net.onnx\ninputs: {x: [1, 0]}\npool: [npu-stub]\n", 3, 17, "at least 1");
   /* a key given twice is refused (the fuzzer found the second value leaking the first) */
-  expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\n"
-               "search: {strategy: random, strategy: nsga2}\n", 4, 28, "given twice (first at line 4)");
+  expect_error(
+      "version: 1\nmodel: models/net.onnx\npool: [npu-stub]\n"
+      "search: {strategy: random, strategy: nsga2}\n",
+      4, 28, "given twice (first at line 4)");
   expect_error("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nversion: 1\n", 4, 1,
                "key 'version' given twice");
 }

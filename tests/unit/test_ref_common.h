@@ -11,7 +11,7 @@ static __attribute__((unused)) int32_t tval(mi_graph_t *g, const char *name) {
 
 /* A graph input of the given dtype and shape. */
 static __attribute__((unused)) int32_t tin(mi_graph_t *g, const char *name, int32_t dtype, int32_t rank,
-                   const int64_t *dims) {
+                                           const int64_t *dims) {
   int32_t t = mi_graph_add_tensor(g, name, dtype, rank, dims);
   mi_graph_add_input(g, t);
   return t;
@@ -19,7 +19,7 @@ static __attribute__((unused)) int32_t tin(mi_graph_t *g, const char *name, int3
 
 /* A node with one output named after the node; returns the node index via *node_out. */
 static __attribute__((unused)) int32_t node1(mi_graph_t *g, const char *op, const char *name, int32_t nin,
-                     const int32_t *ins, int32_t *node_out) {
+                                             const int32_t *ins, int32_t *node_out) {
   char oname[128];
   snprintf(oname, sizeof oname, "%s_out", name);
   int32_t out = tval(g, oname);
@@ -42,7 +42,7 @@ static __attribute__((unused)) mi_array_t *arr_i64(int32_t rank, const int64_t *
 
 /* Runs a graph with one output; returns the status and fills *out (NULL on failure). */
 static __attribute__((unused)) int32_t run1(mi_graph_t *g, int32_t nin, mi_array_t **ins, mi_array_t **out,
-                    mi_error_t *err) {
+                                            mi_error_t *err) {
   mi_error_t local;
   return mi_ref_run(g, (const mi_array_t *const *)ins, nin, out, 1, err ? err : &local);
 }
@@ -66,7 +66,7 @@ static __attribute__((unused)) void print_shape(const mi_array_t *a) {
 
 /* Checks shape and float values within an absolute+relative tolerance. */
 static __attribute__((unused)) void expect_f32(const char *what, const mi_array_t *a, int32_t rank, const int64_t *dims,
-                       const float *want, float tol) {
+                                               const float *want, float tol) {
   if (!same_shape(a, rank, dims)) {
     fprintf(stderr, "%s: shape ", what);
     print_shape(a);
@@ -91,7 +91,7 @@ static __attribute__((unused)) void expect_f32(const char *what, const mi_array_
 }
 
 static __attribute__((unused)) void expect_i64(const char *what, const mi_array_t *a, int32_t rank, const int64_t *dims,
-                       const int64_t *want) {
+                                               const int64_t *want) {
   if (!same_shape(a, rank, dims) || a->dtype != MI_DTYPE_INT64) {
     fprintf(stderr, "%s: shape/dtype wrong: ", what);
     print_shape(a);

@@ -32,15 +32,15 @@ static void test_unary(void) {
   float want[8];
   mi_array_t *y;
   /* Expected values from textbook formulas, in double, written independently of the kernels. */
-#define UNARY_CASE(OP, SETUP, EXPR)                 \
-  do {                                              \
-    for (int i = 0; i < 8; i++) {                   \
-      double x = XS[i];                             \
-      want[i] = (float)(EXPR);                      \
-    }                                               \
-    y = run_unary(OP, SETUP);                       \
-    expect_f32(OP, y, 1, &d, want, 1e-5f);          \
-    mi_array_destroy(y);                            \
+#define UNARY_CASE(OP, SETUP, EXPR)        \
+  do {                                     \
+    for (int i = 0; i < 8; i++) {          \
+      double x = XS[i];                    \
+      want[i] = (float)(EXPR);             \
+    }                                      \
+    y = run_unary(OP, SETUP);              \
+    expect_f32(OP, y, 1, &d, want, 1e-5f); \
+    mi_array_destroy(y);                   \
   } while (0)
   UNARY_CASE("Relu", NULL, x < 0 ? 0 : x);
   UNARY_CASE("LeakyRelu", set_leaky, x < 0 ? 0.1 * x : x);
@@ -72,7 +72,8 @@ static void test_clip(void) {
     mi_graph_add_output(g, y);
     mi_array_t *in = arr_f32(1, &d, XS), *out = NULL;
     CHECK(run1(g, 1, &in, &out, &err) == MI_OK, "%s", err.message);
-    for (int i = 0; i < 8; i++) want[i] = XS[i] < -1 ? -1 : XS[i] > 1.5f ? 1.5f : XS[i];
+    for (int i = 0; i < 8; i++) want[i] = XS[i] < -1 ? -1 : XS[i] > 1.5f ? 1.5f
+                                                                         : XS[i];
     expect_f32("Clip opset 6", out, 1, &d, want, 0);
     mi_array_destroy(in);
     mi_array_destroy(out);
@@ -152,7 +153,8 @@ static void test_broadcast(void) {
   /* [3] + [4] does not broadcast: an invalid-argument error naming the node. */
   int64_t d3 = 3;
   CHECK(run_binary("Mul", MI_DTYPE_FLOAT32, 1, &d3, a, 1, &d4, b, &y, &err) ==
-            MI_ERR_INVALID_ARGUMENT, "mismatch accepted");
+            MI_ERR_INVALID_ARGUMENT,
+        "mismatch accepted");
   CHECK(y == NULL, "output set on failure");
   CHECK(strstr(err.message, "bin_node") && strstr(err.message, "Mul"), "message: %s", err.message);
 
@@ -166,7 +168,8 @@ static void test_broadcast(void) {
   CHECK(run_binary("Equal", MI_DTYPE_INT64, 1, &d2, s, 1, &d2, e, &y, &err) == MI_OK, "%s",
         err.message);
   CHECK(y && y->dtype == MI_DTYPE_BOOL && ((uint8_t *)y->data)[0] == 1 &&
-            ((uint8_t *)y->data)[1] == 0, "Equal int64 wrong");
+            ((uint8_t *)y->data)[1] == 0,
+        "Equal int64 wrong");
   mi_array_destroy(y);
 }
 

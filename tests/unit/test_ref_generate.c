@@ -101,14 +101,16 @@ static void test_tile(void) {
 static void test_unary(void) {
   int64_t d[1] = {6};
   float xv[6] = {-2.5f, -0.5f, 0.0f, 0.5f, 1.5f, 2.5f};
-  struct { const char *op; float want[6]; } cases[] = {
+  struct {
+    const char *op;
+    float want[6];
+  } cases[] = {
       {"Sign", {-1, -1, 0, 1, 1, 1}},
       {"Floor", {-3, -1, 0, 0, 1, 2}},
       {"Ceil", {-2, -0.0f, 0, 1, 2, 3}},
       {"Round", {-2, -0.0f, 0, 0, 2, 2}}, /* halves go to the even neighbour */
       /* Softplus ln(1 + e^x), computed from the definition in double precision */
-      {"Softplus", {0.07888973f, 0.47407698f, 0.69314718f, 0.97407698f, 1.70141328f,
-                    2.57888973f}},
+      {"Softplus", {0.07888973f, 0.47407698f, 0.69314718f, 0.97407698f, 1.70141328f, 2.57888973f}},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     mi_array_t *x = arr_f32(1, d, xv);
@@ -121,7 +123,10 @@ static void test_unary(void) {
 static void test_compare_logic(void) {
   int64_t ad[2] = {2, 1}, bd[1] = {3}, yd[2] = {2, 3};
   float av[2] = {1, 2}, bv[3] = {0, 1, 2};
-  struct { const char *op; uint8_t want[6]; } cases[] = {
+  struct {
+    const char *op;
+    uint8_t want[6];
+  } cases[] = {
       {"LessOrEqual", {0, 1, 1, 0, 0, 1}},
       {"GreaterOrEqual", {1, 1, 0, 1, 1, 1}},
       {"Less", {0, 0, 1, 0, 0, 0}},
@@ -137,7 +142,10 @@ static void test_compare_logic(void) {
   }
   int64_t n4 = 4;
   uint8_t p[4] = {0, 0, 1, 1}, q[4] = {0, 1, 0, 1};
-  struct { const char *op; uint8_t want[4]; } logic[] = {
+  struct {
+    const char *op;
+    uint8_t want[4];
+  } logic[] = {
       {"And", {0, 0, 0, 1}}, {"Or", {0, 1, 1, 1}}, {"Xor", {0, 1, 1, 0}}};
   for (size_t i = 0; i < sizeof logic / sizeof logic[0]; i++) {
     mi_array_t *ab[2] = {mi_array_create(MI_DTYPE_BOOL, 1, &n4), mi_array_create(MI_DTYPE_BOOL, 1, &n4)};

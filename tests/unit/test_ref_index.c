@@ -36,7 +36,8 @@ static void test_gather_elements(void) {
   in[1] = arr_i64(2, d13, (int64_t[]){0, 2, 0}); /* index 2 on an axis of 2 */
   case_begin(&k, "GatherElements", 13, 2, in, 0, 1);
   CHECK(mi_ref_run(k.g, (const mi_array_t *const *)k.rt, k.nrt, &y, 1, &err) ==
-            MI_ERR_INVALID_ARGUMENT && y == NULL,
+                MI_ERR_INVALID_ARGUMENT &&
+            y == NULL,
         "out-of-range index refused: %s", err.message);
   CHECK(strstr(err.message, "out of range") != NULL, "names the index: %s", err.message);
   mi_graph_destroy(k.g);

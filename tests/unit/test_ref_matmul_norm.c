@@ -21,7 +21,8 @@ static mi_array_t *run_op(const char *op, int64_t opset, int32_t nin, mi_array_t
   mi_error_t err;
   int32_t rc = run1(g, nin, ins, &out, &err);
   if (rc_out) *rc_out = rc;
-  else CHECK(rc == MI_OK, "%s: %s", op, err.message);
+  else
+    CHECK(rc == MI_OK, "%s: %s", op, err.message);
   mi_graph_destroy(g);
   return out;
 }

@@ -27,10 +27,12 @@ static void expect_codes(const char *what, const mi_array_t *y, int32_t dt, cons
   CHECK(y && y->dtype == dt && mi_array_numel(y) == n, "%s: dtype/size wrong", what);
   if (!y || y->dtype != dt || mi_array_numel(y) != n) return;
   for (int64_t i = 0; i < n; i++) {
-    int64_t g = dt == MI_DTYPE_INT32 ? ((const int32_t *)y->data)[i]
-                : dt == MI_DTYPE_INT8 ? ((const int8_t *)y->data)[i] : ((const uint8_t *)y->data)[i];
-    int64_t w = dt == MI_DTYPE_INT32 ? ((const int32_t *)want)[i]
-                : dt == MI_DTYPE_INT8 ? ((const int8_t *)want)[i] : ((const uint8_t *)want)[i];
+    int64_t g = dt == MI_DTYPE_INT32  ? ((const int32_t *)y->data)[i]
+                : dt == MI_DTYPE_INT8 ? ((const int8_t *)y->data)[i]
+                                      : ((const uint8_t *)y->data)[i];
+    int64_t w = dt == MI_DTYPE_INT32  ? ((const int32_t *)want)[i]
+                : dt == MI_DTYPE_INT8 ? ((const int8_t *)want)[i]
+                                      : ((const uint8_t *)want)[i];
     CHECK(g == w, "%s: element %lld is %lld, want %lld", what, (long long)i, (long long)g, (long long)w);
   }
 }
@@ -128,7 +130,8 @@ static void qlinear_matmul(void) {
   static const uint8_t want[6] = {168, 115, 255, 1, 66, 151};
   int64_t ad[2] = {2, 4}, bd[2] = {4, 3};
   mi_array_t *in[8] = {arr(MI_DTYPE_UINT8, 2, ad, a), f32s(0.0066f), u8s(113), arr(MI_DTYPE_UINT8, 2, bd, b),
-                       f32s(0.00705f), u8s(114), f32s(0.0107f), u8s(118)}, *out[1] = {0};
+                       f32s(0.00705f), u8s(114), f32s(0.0107f), u8s(118)},
+             *out[1] = {0};
   op_case_t k;
   mi_error_t err = {0};
   case_begin(&k, "QLinearMatMul", 10, 8, in, 0xfe, 1);
@@ -163,7 +166,8 @@ static void qlinear_conv(void) {
   int64_t xd[4] = {1, 1, 3, 3}, wd[4] = {2, 1, 2, 2}, two = 2;
   mi_array_t *in[9] = {arr(MI_DTYPE_UINT8, 4, xd, x), f32s(0.25f), u8s(100), arr(MI_DTYPE_INT8, 4, wd, w),
                        arr(MI_DTYPE_FLOAT32, 1, &two, ws), arr(MI_DTYPE_INT8, 1, &two, NULL), f32s(0.5f),
-                       u8s(128), arr(MI_DTYPE_INT32, 1, &two, bias)}, *out[1] = {0};
+                       u8s(128), arr(MI_DTYPE_INT32, 1, &two, bias)},
+             *out[1] = {0};
   op_case_t k;
   mi_error_t err = {0};
   case_begin(&k, "QLinearConv", 10, 9, in, 0x1fe, 1);
@@ -178,7 +182,8 @@ static void qlinear_conv(void) {
   mi_graph_t *g = k.g;
   int32_t rc = mi_ref_run(g, (const mi_array_t *const *)k.rt, k.nrt, out, 1, &err);
   CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "w_scale has 3 values") &&
-            strstr(err.message, "QLinearConv"), "bad scale count: %d %s", (int)rc, err.message);
+            strstr(err.message, "QLinearConv"),
+        "bad scale count: %d %s", (int)rc, err.message);
   mi_graph_destroy(g);
   free_all(in, 9);
 }
@@ -188,7 +193,8 @@ static void qlinear_add_mul(void) {
   static const uint8_t a[3] = {0, 128, 255}, b = 130, want[3] = {1, 129, 255};
   int64_t three = 3;
   mi_array_t *in[8] = {arr(MI_DTYPE_UINT8, 1, &three, a), f32s(0.5f), u8s(128), arr(MI_DTYPE_UINT8, 0, NULL, &b),
-                       f32s(0.25f), u8s(128), f32s(0.5f), u8s(128)}, *out[1] = {0};
+                       f32s(0.25f), u8s(128), f32s(0.5f), u8s(128)},
+             *out[1] = {0};
   op_case_t k;
   mi_error_t err = {0};
   case_begin(&k, "QLinearAdd", 13, 8, in, 0xf6, 1);
@@ -217,7 +223,8 @@ static void qlinear_gap(void) {
   for (int last = 0; last < 2; last++) {
     int64_t d[4] = {1, 2, 2, 2}, dl[4] = {1, 2, 2, 2};
     mi_array_t *in[5] = {arr(MI_DTYPE_UINT8, 4, last ? dl : d, last ? nhwc : nchw), f32s(1.0f), u8s(0),
-                         f32s(0.5f), u8s(0)}, *out[1] = {0};
+                         f32s(0.5f), u8s(0)},
+               *out[1] = {0};
     op_case_t k;
     mi_error_t err = {0};
     case_begin(&k, "QLinearGlobalAveragePool", 13, 5, in, 0x1e, 1);

@@ -51,7 +51,12 @@ static void test_split(void) {
 static void test_trilu(void) {
   int64_t d33[2] = {3, 3}, one = 1;
   float xv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
-  struct { int upper; int64_t k; int with_k; float want[9]; } cases[] = {
+  struct {
+    int upper;
+    int64_t k;
+    int with_k;
+    float want[9];
+  } cases[] = {
       {1, 0, 0, {1, 2, 3, 0, 5, 6, 0, 0, 9}},
       {1, 1, 1, {0, 2, 3, 0, 0, 6, 0, 0, 0}},
       {0, 0, 0, {1, 0, 0, 4, 5, 0, 7, 8, 9}},
@@ -73,7 +78,10 @@ static void test_trilu(void) {
 
 static void test_cumsum(void) {
   int64_t one = 1, axis1 = 1, axis0 = 0;
-  struct { int excl, rev; float want[6]; } cases[] = {
+  struct {
+    int excl, rev;
+    float want[6];
+  } cases[] = {
       {0, 0, {1, 3, 6, 4, 9, 15}},
       {1, 0, {0, 1, 3, 0, 4, 9}},
       {0, 1, {6, 5, 3, 15, 11, 6}},
@@ -147,7 +155,12 @@ static void test_depth_space(void) {
 static void test_prelu(void) {
   int64_t xd[3] = {1, 2, 2}, sd[2] = {2, 1}, one = 1, three = 3;
   float xv[4] = {-1, 2, -3, 4};
-  struct { int32_t rank; const int64_t *dims; float s[2]; float want[4]; } cases[] = {
+  struct {
+    int32_t rank;
+    const int64_t *dims;
+    float s[2];
+    float want[4];
+  } cases[] = {
       {2, sd, {0.5f, 0.25f}, {-0.5f, 2, -0.75f, 4}}, /* one slope per row */
       {1, &one, {0.1f, 0}, {-0.1f, 2, -0.3f, 4}},
   };
@@ -214,7 +227,11 @@ static void test_mod(void) {
 static void test_isnan_isinf(void) {
   int64_t four = 4;
   float xv[4] = {1, NAN, INFINITY, -INFINITY};
-  struct { const char *op; const char *attr; uint8_t want[4]; } cases[] = {
+  struct {
+    const char *op;
+    const char *attr;
+    uint8_t want[4];
+  } cases[] = {
       {"IsNaN", NULL, {0, 1, 0, 0}},
       {"IsInf", NULL, {0, 0, 1, 1}},
       {"IsInf", "detect_negative", {0, 0, 1, 0}},

@@ -11,9 +11,11 @@ static void test_unsupported(void) {
   CHECK(run1(g, 1, &in, &out, &err) == MI_ERR_UNSUPPORTED, "unknown op accepted");
   CHECK(out == NULL, "output not NULL after failure");
   CHECK(strstr(err.message, "my_weird_node") && strstr(err.message, "FooBar") &&
-            strstr(err.message, "opset 13"), "message: %s", err.message);
+            strstr(err.message, "opset 13"),
+        "message: %s", err.message);
   CHECK(!mi_ref_supports("FooBar", 13) && mi_ref_supports("Conv", 13) &&
-            mi_ref_supports("Resize", 11), "mi_ref_supports");
+            mi_ref_supports("Resize", 11),
+        "mi_ref_supports");
   /* Wrong number of inputs, wrong declared shape. */
   CHECK(mi_ref_run(g, NULL, 0, &out, 1, &err) == MI_ERR_INVALID_ARGUMENT, "missing input");
   mi_array_t *wrong = mi_array_create(MI_DTYPE_FLOAT32, 1, (int64_t[]){3});

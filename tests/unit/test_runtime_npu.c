@@ -13,10 +13,10 @@
 #include "test_util.h"
 
 /* REQUIRE that call, which reports into e_, returns MI_OK, saying e_'s message. */
-#define OK(call)                                                \
-  do {                                                          \
-    mi_error_t e_ = {0, ""};                                    \
-    REQUIRE((call) == MI_OK, "%s", e_.message);                 \
+#define OK(call)                                \
+  do {                                          \
+    mi_error_t e_ = {0, ""};                    \
+    REQUIRE((call) == MI_OK, "%s", e_.message); \
   } while (0)
 
 static char dir[] = "/tmp/mi_rt_npuXXXXXX";
@@ -296,8 +296,8 @@ static void test_thermal(const char *table) {
   printf("  latency %.4f (run 0) -> %.4f (run %d) -> mean %.4f over runs 200..299\n", tr.ms[0],
          tr.ms[s0], s0, tail);
   REQUIRE(s0 >= 4 && s0 <= 80);
-  REQUIRE(tr.ms[s0] > 1.3 * tr.ms[0]);           /* the throttled clock */
-  REQUIRE(tail < 0.85 * tr.ms[s0]);              /* recovered, and stays so: level 3 runs cool */
+  REQUIRE(tr.ms[s0] > 1.3 * tr.ms[0]); /* the throttled clock */
+  REQUIRE(tail < 0.85 * tr.ms[s0]);    /* recovered, and stays so: level 3 runs cool */
   REQUIRE(tail < 1.08 * tr.ref[299]);
   mi_runtime_close(rt);
 }

@@ -110,8 +110,9 @@ static void test_parse(void) {
     const char *at = strstr(TABLE, "\"node.fc1.variant\"");
     snprintf(cut, sizeof cut, "%.*s", (int)(at - TABLE), TABLE);
     REQUIRE(mi_deploy_parse(cut, strlen(cut), "dep.yaml", &t, &err) == MI_ERR_PARSE && t == NULL);
-    REQUIRE(strstr(err.message, "dep.yaml:10:18: config_id 802d2821ef6258f9 does not match its "
-                              "configuration (1 key,"));
+    REQUIRE(strstr(err.message,
+                   "dep.yaml:10:18: config_id 802d2821ef6258f9 does not match its "
+                   "configuration (1 key,"));
   }
 }
 
@@ -151,7 +152,7 @@ static void test_escaping(const char *dir) {
   tmp_before = count_tmp(dir); /* the killed writers of test_write leave theirs */
   REQUIRE(mi_deploy_write(t, path, &err) == MI_ERR_PARSE);
   REQUIRE(strstr(err.message, "refused.yaml:") && strstr(err.message, "does not match") &&
-        strstr(err.message, "not written"));
+          strstr(err.message, "not written"));
   REQUIRE(access(path, F_OK) != 0 && count_tmp(dir) == tmp_before);
   mi_deploy_destroy(t);
 }
@@ -260,8 +261,9 @@ static void test_detector(void) {
  * block is refused. */
 static void test_vs_default(const char *dir) {
   char path[512], *text, *cut;
-  const char *block = "    vs_default:\n      speedup: 1.2345678901\n      ci95_low: 1.1\n"
-                      "      ci95_high: 1.3\n      rounds: 7\n      verdict: \"faster\"\n";
+  const char *block =
+      "    vs_default:\n      speedup: 1.2345678901\n      ci95_low: 1.1\n"
+      "      ci95_high: 1.3\n      rounds: 7\n      verdict: \"faster\"\n";
   const char *at = strstr(TABLE, "    chosen:\n");
   mi_deploy_table_t *t = NULL, *u = NULL;
   mi_error_t err;

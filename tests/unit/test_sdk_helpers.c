@@ -89,7 +89,8 @@ static void devices(void) {
   CHECK(strcmp(out.name, "device 1") == 0, "device 1's description: '%s'", out.name);
   CHECK(mi_sdk_tables(&ctx, 1) == &ctx.devs[1].tables, "device 1's tables");
   CHECK(mi_sdk_device_info(&ctx, 2, &out, &err) == MI_ERR_INVALID_ARGUMENT &&
-            strstr(err.message, "dev: no device 2 (2 devices)"), "device 2: '%s'", err.message);
+            strstr(err.message, "dev: no device 2 (2 devices)"),
+        "device 2: '%s'", err.message);
 }
 
 static mi_kernel_desc_t *relu_desc(mi_kernel_desc_t *d, mi_node_desc_t *n,
@@ -120,27 +121,35 @@ static void kernel_variant(void) {
   ctx.devs[1].tables.variant_count = 1;
   mi_sdk_set_devices(&ctx.sdk, &ctx.devs[0].tables, NULL, sizeof ctx.devs[0]);
   CHECK(mi_sdk_kernel_variant(&ctx, 0, NULL, relu_desc(&d, &n, nodes, NULL), &v, &err) == MI_OK &&
-            v == NULL, "no id: the plugin's default");
+            v == NULL,
+        "no id: the plugin's default");
   CHECK(mi_sdk_kernel_variant(&ctx, 0, NULL, relu_desc(&d, &n, nodes, ""), &v, &err) == MI_OK &&
-            v == NULL, "an empty id is no id");
+            v == NULL,
+        "an empty id is no id");
   CHECK(mi_sdk_kernel_variant(&ctx, 0, NULL, relu_desc(&d, &n, nodes, "relu.a"), &v, &err) == MI_OK &&
-            v == &k_variants[0], "relu.a found");
+            v == &k_variants[0],
+        "relu.a found");
   CHECK(mi_sdk_kernel_variant(&ctx, 0, NULL, relu_desc(&d, &n, nodes, "add.a"), &v, &err) ==
-                MI_ERR_INVALID_CONFIG && v == NULL &&
+                MI_ERR_INVALID_CONFIG &&
+            v == NULL &&
             strstr(err.message, "kv: variant add.a implements Add, not Relu"),
         "another op's variant: '%s'", err.message);
   CHECK(mi_sdk_kernel_variant(&ctx, 0, NULL, relu_desc(&d, &n, nodes, "relu.b"), &v, &err) ==
-                MI_ERR_INVALID_CONFIG && strstr(err.message, "kv: unknown variant 'relu.b'"),
+                MI_ERR_INVALID_CONFIG &&
+            strstr(err.message, "kv: unknown variant 'relu.b'"),
         "unknown id: '%s'", err.message);
   /* Device 1 does not list add.a; the full table passed as `all` still knows it. */
   CHECK(mi_sdk_kernel_variant(&ctx, 1, NULL, relu_desc(&d, &n, nodes, "add.a"), &v, &err) ==
-                MI_ERR_INVALID_CONFIG && strstr(err.message, "unknown variant"),
+                MI_ERR_INVALID_CONFIG &&
+            strstr(err.message, "unknown variant"),
         "device 1's own tables: '%s'", err.message);
   CHECK(mi_sdk_kernel_variant(&ctx, 1, &all, relu_desc(&d, &n, nodes, "add.a"), &v, &err) ==
-                MI_ERR_INVALID_CONFIG && strstr(err.message, "implements Add"),
+                MI_ERR_INVALID_CONFIG &&
+            strstr(err.message, "implements Add"),
         "the full table: '%s'", err.message);
   CHECK(mi_sdk_kernel_variant(&ctx, 2, NULL, relu_desc(&d, &n, nodes, NULL), &v, &err) ==
-            MI_ERR_INVALID_ARGUMENT, "no device 2");
+            MI_ERR_INVALID_ARGUMENT,
+        "no device 2");
   n.op_type = NULL;
   CHECK(mi_sdk_kernel_variant(&ctx, 0, NULL, &d, &v, &err) == MI_ERR_INVALID_ARGUMENT,
         "a node without op type");
@@ -186,8 +195,12 @@ static void grow(void) {
 }
 
 static const tu_case_t tu_cases[] = {
-    TU_CASE(tensor_sizes), TU_CASE(kernel_io), TU_CASE(devices),
-    TU_CASE(kernel_variant), TU_CASE(half), TU_CASE(grow),
+    TU_CASE(tensor_sizes),
+    TU_CASE(kernel_io),
+    TU_CASE(devices),
+    TU_CASE(kernel_variant),
+    TU_CASE(half),
+    TU_CASE(grow),
 };
 
 TU_MAIN(NULL, NULL)

@@ -13,7 +13,8 @@ static void test_broadcast(void) {
         "got rank %d [%lld %lld %lld %lld]", (int)r, (long long)out[0], (long long)out[1],
         (long long)out[2], (long long)out[3]);
   CHECK(mi_sdk_broadcast_shape(2, b, 4, a, &r, out) == MI_OK && r == 4 && out[3] == 5 &&
-            out[2] == 4, "symmetric");
+            out[2] == 4,
+        "symmetric");
   /* 4 against 3 in the second-to-last dim */
   CHECK(mi_sdk_broadcast_shape(4, a, 2, c, &r, out) == MI_ERR_INVALID_ARGUMENT,
         "2x1x4x1 with 3x1 is refused");

@@ -11,12 +11,10 @@ typedef struct my_variant {
 } my_variant_t;
 
 static const mi_sdk_knob_t k_knobs[] = {
-    {.name = "wg", .description = "work-group", .unit = "items", .scope = MI_KNOB_SCOPE_VARIANT,
-     .type = MI_KNOB_INT, .value_count = 3, .values = {8, 16, 64}, .default_int = 16},
+    {.name = "wg", .description = "work-group", .unit = "items", .scope = MI_KNOB_SCOPE_VARIANT, .type = MI_KNOB_INT, .value_count = 3, .values = {8, 16, 64}, .default_int = 16},
     {.name = "local", .type = MI_KNOB_BOOL, .default_int = 1},
     {.name = "mode", .type = MI_KNOB_ENUM, .choices = "a|b|c", .applies_to = ""},
-    {.name = "threads", .type = MI_KNOB_INT, .min = 1, .max = 4, .default_int = 4,
-     .applies_to = "x.listed"},
+    {.name = "threads", .type = MI_KNOB_INT, .min = 1, .max = 4, .default_int = 4, .applies_to = "x.listed"},
 };
 
 static const my_variant_t k_variants[] = {
@@ -32,9 +30,7 @@ static int32_t constraint(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t 
                           mi_constraint_desc_t *out);
 
 static const mi_sdk_tables_t k_tables = {
-    .knobs = k_knobs, .knob_count = 4, .variants = k_variants, .variant_count = 3,
-    .variant_size = sizeof(my_variant_t), .counters = k_counters, .counter_count = 2,
-    .constraint_count = 1, .constraint = constraint};
+    .knobs = k_knobs, .knob_count = 4, .variants = k_variants, .variant_count = 3, .variant_size = sizeof(my_variant_t), .counters = k_counters, .counter_count = 2, .constraint_count = 1, .constraint = constraint};
 
 struct mi_plugin_ctx {
   mi_sdk_plugin_t sdk;
@@ -168,7 +164,8 @@ static void test_variants(mi_plugin_ctx_t *ctx) {
   CHECK(strcmp(v.knobs, "wg") == 0, "knobs from the mask '%s'", v.knobs);
   mi_sdk_variant_desc(ctx, 0, 0, &v, &err);
   CHECK(strcmp(v.knobs, "wg,local") == 0 && v.fuse_mask == MI_FUSE_RELU && v.dtype_mask == 2 &&
-            v.layout_mask == 3, "knobs '%s'", v.knobs);
+            v.layout_mask == 3,
+        "knobs '%s'", v.knobs);
   mi_sdk_variant_desc(ctx, 0, 2, &v, &err);
   CHECK(strcmp(v.knobs, "mode") == 0, "the given list without a mask");
   CHECK(mi_sdk_variant_desc(ctx, 0, 3, &v, &err) == MI_ERR_INVALID_ARGUMENT, "variant 3 of 3");
@@ -190,7 +187,8 @@ static void test_counters_constraints(mi_plugin_ctx_t *ctx) {
   c.struct_size = sizeof c;
   REQUIRE(mi_sdk_counter_desc(ctx, 0, 1, &c, &err) == MI_OK);
   CHECK(strcmp(c.name, "energy") == 0 && c.kind == MI_COUNTER_ENERGY && c.modeled == 1 &&
-            c.resolution == 1e-6, "counter 1");
+            c.resolution == 1e-6,
+        "counter 1");
   CHECK(mi_sdk_counter_desc(ctx, 0, 2, &c, &err) == MI_ERR_INVALID_ARGUMENT, "counter 2 of 2");
   CHECK(mi_sdk_constraint_count(ctx, 1, &n, &err) == MI_OK && n == 1, "constraint count");
   memset(&k, 0, sizeof k);

@@ -143,7 +143,8 @@ static void test_secure_env(const char *tmp) {
     /* On a nosuid mount the kernel drops the bit and AT_SECURE stays 0: then the child loads
      * the plugin (11) and there is nothing to test here. */
     if (rc == 11) printf("skipped: setgid bit not honoured here (nosuid mount?)\n");
-    else CHECK(rc == 0);
+    else
+      CHECK(rc == 0);
   }
   unlink(plain);
   unlink(sgid);

@@ -83,7 +83,8 @@ static void test_npu(mi_registry_t *r, const mi_graph_t *g) {
       CHECK(mi_space_sample(s, &b, q, &err) == MI_OK, "sample: %s", err.message);
       CHECK(mi_space_hash(s, pt) == mi_space_hash(s, q), "same seed, different sample");
       if (i == 0) first = mi_space_hash(s, pt);
-      else distinct += mi_space_hash(s, pt) != first;
+      else
+        distinct += mi_space_hash(s, pt) != first;
     }
     CHECK(distinct > 90, "samples hardly vary: %d", distinct);
   }
@@ -190,7 +191,8 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
   if (vd >= 0 && im >= 0) {
     for (int32_t v = 0; v < mi_space_dim_size(s, vd); v++) {
       if (!strcmp(mi_space_dim_label(s, vd, v), "conv.im2col_gemm")) gemm = v;
-      else other = v;
+      else
+        other = v;
     }
     mi_space_default(s, pt);
     pt[vd] = gemm;

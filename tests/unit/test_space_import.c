@@ -1,8 +1,8 @@
 /* test_space_import.c - a configuration written as the history stores it (hardware and model
  * canonical texts) reads back into the same point of its own space, on npu-stub and blis-cpu,
  * and a hardware text of another device's space maps its device knobs by name. */
-#include "test_space_util.h"
 #include "metainfer/mi_transform.h"
+#include "test_space_util.h"
 
 /* The two texts the history stores for a point (tools/mi-host/tune_eval.c writes the same). */
 static int texts(const mi_space_t *s, const int32_t *pt, char **hw, char **xf) {
@@ -37,7 +37,8 @@ static void round_trip(const mi_space_t *s, const char *what) {
   CHECK(matched > 0, "%s: nothing matched", what);
   /* Texts naming nothing this space has leave the defaults. */
   CHECK(mi_space_from_canonical(s, "device{nosuchknob=3};nonode:novariant{}", "", b, &matched, NULL) == MI_OK &&
-            matched == 0, "%s: unknown names matched %d", what, matched);
+            matched == 0,
+        "%s: unknown names matched %d", what, matched);
   mi_space_default(s, a);
   CHECK(mi_space_hash(s, a) == mi_space_hash(s, b), "%s: unknown names changed the point", what);
   free(a);
@@ -65,7 +66,8 @@ static void round_trips(void) {
     mi_error_t err;
     CHECK(p != NULL, "%s not loaded", plugins[i]);
     if (p && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK) round_trip(s, plugins[i]);
-    else if (p) CHECK(0, "%s: space: %s", plugins[i], err.message);
+    else if (p)
+      CHECK(0, "%s: space: %s", plugins[i], err.message);
     mi_space_destroy(s);
   }
 }

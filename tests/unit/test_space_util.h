@@ -33,19 +33,28 @@ static inline mi_graph_t *tsu_small_cnn(void) {
   mi_graph_add_input(g, t[0]);
   t[1] = mi_graph_add_const_f32(g, "w1", 4, w1d, w1);
   t[2] = mi_graph_add_tensor(g, "c1", MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {t[0], t[1]}; n = mi_graph_add_node(g, "Conv", "conv1", 2, in, 1, &t[2]); }
+  {
+    int32_t in[2] = {t[0], t[1]};
+    n = mi_graph_add_node(g, "Conv", "conv1", 2, in, 1, &t[2]);
+  }
   mi_node_set_ints(g, n, "pads", 4, pads);
   t[3] = mi_graph_add_const_f32(g, "bn_s", 1, bnd, s);
   t[4] = mi_graph_add_const_f32(g, "bn_b", 1, bnd, b);
   t[5] = mi_graph_add_const_f32(g, "bn_m", 1, bnd, mu);
   t[6] = mi_graph_add_const_f32(g, "bn_v", 1, bnd, var);
   t[7] = mi_graph_add_tensor(g, "bn", MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[5] = {t[2], t[3], t[4], t[5], t[6]}; mi_graph_add_node(g, "BatchNormalization", "bn1", 5, in, 1, &t[7]); }
+  {
+    int32_t in[5] = {t[2], t[3], t[4], t[5], t[6]};
+    mi_graph_add_node(g, "BatchNormalization", "bn1", 5, in, 1, &t[7]);
+  }
   t[8] = mi_graph_add_tensor(g, "r1", MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Relu", "relu1", 1, &t[7], 1, &t[8]);
   t[9] = mi_graph_add_const_f32(g, "w2", 4, w2d, w2);
   t[10] = mi_graph_add_tensor(g, "c2", MI_DTYPE_FLOAT32, -1, NULL);
-  { int32_t in[2] = {t[8], t[9]}; mi_graph_add_node(g, "Conv", "conv2", 2, in, 1, &t[10]); }
+  {
+    int32_t in[2] = {t[8], t[9]};
+    mi_graph_add_node(g, "Conv", "conv2", 2, in, 1, &t[10]);
+  }
   t[11] = mi_graph_add_tensor(g, "r2", MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "Relu", "relu2", 1, &t[10], 1, &t[11]);
   t[12] = mi_graph_add_tensor(g, "gap", MI_DTYPE_FLOAT32, -1, NULL);

@@ -76,7 +76,11 @@ static void check_metrics(void) {
  * over 10 seeds, the GP with relevance weights must rank held-out points better than the
  * isotropic GP on most seeds and on average. */
 static void check_ard(void) {
-  enum { N = 30, M = 300, C = 10, V = 4, F = C * V };
+  enum { N = 30,
+         M = 300,
+         C = 10,
+         V = 4,
+         F = C * V };
   static double X[N * F], Xt[M * F], y[N], yt[M], m1[M], m2[M];
   double sum_iso = 0, sum_ard = 0;
   int wins = 0;
@@ -98,7 +102,8 @@ static void check_ard(void) {
         f += eff[c][v];
       }
       if (i < N) y[i] = f;
-      else yt[i - N] = f;
+      else
+        yt[i - N] = f;
     }
     mi_surrogate_options_default(&o);
     o.kind = MI_SURROGATE_GP;

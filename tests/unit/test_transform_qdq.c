@@ -40,8 +40,10 @@ static int only_quantized(const mi_graph_t *g, int32_t t) {
  * or through the Relu a device fuses); the classifier reads codes too. */
 static void check_complete(const char *family) {
   mi_graph_t *g = zoo(family, 32);
-  mi_graph_t *x = g ? apply_yaml(g, "passes: {fold_bn: true}\n"
-                                    "defaults: {weights: int8, activations: int8}\n") : NULL;
+  mi_graph_t *x = g ? apply_yaml(g,
+                                 "passes: {fold_bn: true}\n"
+                                 "defaults: {weights: int8, activations: int8}\n")
+                    : NULL;
   int checked = 0;
   CHECK(x != NULL, "%s", family);
   for (int32_t n = 0; x && n < x->node_count; n++) {
@@ -72,8 +74,10 @@ static void check_complete(const char *family) {
   }
   mi_graph_destroy(x);
   /* float_output: the classifier writes the graph output itself. */
-  x = g ? apply_yaml(g, "passes: {fold_bn: true, float_output: true}\n"
-                        "defaults: {weights: int8, activations: int8}\n") : NULL;
+  x = g ? apply_yaml(g,
+                     "passes: {fold_bn: true, float_output: true}\n"
+                     "defaults: {weights: int8, activations: int8}\n")
+        : NULL;
   CHECK(x != NULL, "%s float_output", family);
   if (x) {
     int32_t p = x->tensors[x->outputs[0]].producer;
@@ -90,8 +94,10 @@ static void check_complete(const char *family) {
  * does (docs/backends/npu-stub.md: quant(real(a) + real(b)) in double), against the reference's. */
 static void check_add_codes(void) {
   mi_graph_t *g = zoo("resnet", 32);
-  mi_graph_t *x = g ? apply_yaml(g, "passes: {fold_bn: true}\n"
-                                    "defaults: {weights: int8, activations: int8}\n") : NULL;
+  mi_graph_t *x = g ? apply_yaml(g,
+                                 "passes: {fold_bn: true}\n"
+                                 "defaults: {weights: int8, activations: int8}\n")
+                    : NULL;
   mi_graph_t *probe = x ? mi_graph_clone(x) : NULL;
   mi_xf_samples_t *s = NULL;
   mi_error_t err;
@@ -105,7 +111,8 @@ static void check_add_codes(void) {
     if (is_op(x, n, "QuantizeLinear")) mi_graph_add_output(probe, x->nodes[n].outputs[0]);
   mi_array_t **outs = calloc((size_t)probe->output_count, sizeof *outs);
   CHECK(mi_ref_run(probe, (const mi_array_t *const *)s->inputs, 1, outs, probe->output_count,
-                   &err) == MI_OK, "run: %s", err.message);
+                   &err) == MI_OK,
+        "run: %s", err.message);
   for (int32_t n = 0; n < x->node_count; n++) {
     const mi_node_t *nd = &x->nodes[n];
     if (!is_op(x, n, "Add")) continue;
@@ -113,8 +120,14 @@ static void check_add_codes(void) {
     int32_t y = nd->outputs[0], q = -1, relu = 0, ia = -1, ib = -1, iy = -1;
     for (int32_t m = 0; m < x->node_count; m++) {
       if (x->nodes[m].inputs[0] != y) continue;
-      if (is_op(x, m, "Relu")) { relu = 1; y = x->nodes[m].outputs[0]; m = -1; }
-      else if (is_op(x, m, "QuantizeLinear")) { q = m; break; }
+      if (is_op(x, m, "Relu")) {
+        relu = 1;
+        y = x->nodes[m].outputs[0];
+        m = -1;
+      } else if (is_op(x, m, "QuantizeLinear")) {
+        q = m;
+        break;
+      }
     }
     if (!is_op(x, dq[0], "DequantizeLinear") || !is_op(x, dq[1], "DequantizeLinear") || q < 0) continue;
     const mi_tensor_t *ta = &x->tensors[x->nodes[dq[0]].inputs[0]], *tb = &x->tensors[x->nodes[dq[1]].inputs[0]];
@@ -132,7 +145,8 @@ static void check_add_codes(void) {
       double v = (double)ta->scale * (a[i] - ta->zero_point) + (double)tb->scale * (b[i] - tb->zero_point);
       if (relu && v < 0) v = 0;
       double c = nearbyint(v / (double)ty->scale) + ty->zero_point;
-      c = c < 0 ? 0 : c > 255 ? 255 : c;
+      c = c < 0 ? 0 : c > 255 ? 255
+                              : c;
       differ += (int)c != yq[i];
       far += fabs(c - yq[i]) > 1;
       codes++;

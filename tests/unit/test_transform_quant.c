@@ -170,8 +170,9 @@ static void check_sensitivity(void) {
   mi_xf_sensitivity_t *s = NULL;
   int32_t n = 0;
   mi_error_t err;
-  const char *y = "passes: {fold_bn: true}\ncalibration: {method: percentile, percentile: 99.9}\n"
-                  "defaults: {weights: int4, scales: per_tensor, activations: int8}\n";
+  const char *y =
+      "passes: {fold_bn: true}\ncalibration: {method: percentile, percentile: 99.9}\n"
+      "defaults: {weights: int4, scales: per_tensor, activations: int8}\n";
   CHECK(g && mi_xf_config_parse(y, strlen(y), "inline", &c, &err) == MI_OK, "setup");
   CHECK(g && mi_xf_samples_random(g, 2, 3, &calib, &err) == MI_OK, "calib");
   CHECK(g && mi_xf_samples_random(g, 2, 4, &eval, &err) == MI_OK, "eval");

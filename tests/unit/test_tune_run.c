@@ -71,9 +71,11 @@ static void library_call(void) {
   REQUIRE(tu_mi_zoo(cmd, sizeof cmd, "resnet", path, "--width 0.25 --depth 1 --resolution 16") == 0, "%s", cmd);
   snprintf(path, sizeof path, "%s/recipe.yaml", dir);
   REQUIRE((f = fopen(path, "w")));
-  fputs("version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nconstraints: { accuracy_drop: 0.05 }\n"
-        "objectives: [latency]\nbudget: { measurements: 8, seconds: 120 }\nsearch: { seed: 2 }\n"
-        "measure: { repeats: 5, warmup: 1 }\nhistory: hist.db\n", f);
+  fputs(
+      "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nconstraints: { accuracy_drop: 0.05 }\n"
+      "objectives: [latency]\nbudget: { measurements: 8, seconds: 120 }\nsearch: { seed: 2 }\n"
+      "measure: { repeats: 5, warmup: 1 }\nhistory: hist.db\n",
+      f);
   fclose(f);
   REQUIRE(mi_recipe_load(path, reg, &r, &err) == MI_OK, "%s", err.message);
   mi_tune_options_default(&o);

@@ -43,19 +43,19 @@ tu_fail_(const char *file, int line, const char *cond, const char *fmt, ...) {
 
 /* The one soft check: counts the failure and goes on, so one run reports every broken check.
  * CHECK(cond) or CHECK(cond, "printf format", args...); the format must be a string literal. */
-#define CHECK(cond, ...)                                                 \
-  do {                                                                   \
-    if (!(cond)) tu_fail_(__FILE__, __LINE__, #cond, " " __VA_ARGS__);   \
+#define CHECK(cond, ...)                                               \
+  do {                                                                 \
+    if (!(cond)) tu_fail_(__FILE__, __LINE__, #cond, " " __VA_ARGS__); \
   } while (0)
 
 /* The one hard check: as CHECK, then stops the test at once (exit 1), for what later steps
  * cannot go on without. From a forked child it ends only the child, with _exit. */
-#define REQUIRE(cond, ...)                                               \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
-      tu_fail_(__FILE__, __LINE__, #cond, " " __VA_ARGS__);              \
-      tu_stop_();                                                        \
-    }                                                                    \
+#define REQUIRE(cond, ...)                                  \
+  do {                                                      \
+    if (!(cond)) {                                          \
+      tu_fail_(__FILE__, __LINE__, #cond, " " __VA_ARGS__); \
+      tu_stop_();                                           \
+    }                                                       \
   } while (0)
 
 /* The exit code ctest reports as "skipped" (SKIP_RETURN_CODE in tests/CMakeLists.txt). */
@@ -64,15 +64,15 @@ tu_fail_(const char *file, int line, const char *cond, const char *fmt, ...) {
 /* Ends the whole test as skipped, saying why. Only for what the machine lacks (no device, no
  * fetched model, no root): what the code under test gets wrong is a failure, never a skip. A
  * skip in a later case does not hide an earlier case's failed check: the test then fails. */
-#define TU_SKIP(...)          \
-  do {                        \
-    fflush(stderr);           \
-    printf("SKIP: ");         \
-    printf(__VA_ARGS__);      \
-    printf("\n");             \
+#define TU_SKIP(...)            \
+  do {                          \
+    fflush(stderr);             \
+    printf("SKIP: ");           \
+    printf(__VA_ARGS__);        \
+    printf("\n");               \
     if (g_failures) tu_stop_(); \
-    fflush(stdout);           \
-    exit(TU_SKIP_CODE);       \
+    fflush(stdout);             \
+    exit(TU_SKIP_CODE);         \
   } while (0)
 
 /* The pid that runs the cases: a REQUIRE in a forked child must not run the parent's exit
@@ -91,7 +91,8 @@ typedef struct tu_case {
   const char *name;
   void (*run)(void);
 } tu_case_t;
-#define TU_CASE(fn) {#fn, fn}
+#define TU_CASE(fn) \
+  { #fn, fn }
 
 /* Runs the cases the command line names (all when none; MI_TEST_CASE, a comma-separated list,
  * stands in for the command line under ctest), setup first and teardown last when given.
@@ -152,7 +153,7 @@ static inline int tu_main_(int argc, char **argv, const char *file, const tu_cas
 /* The one way a test file ends: its table `static const tu_case_t tu_cases[]`, then
  * TU_MAIN(setup, teardown) (either may be NULL) defines main. A file whose program has another
  * role too (a child it re-executes) writes main itself and returns TU_RUN(...) from it. */
-#define TU_RUN(argc, argv, setup, teardown)                                                    \
+#define TU_RUN(argc, argv, setup, teardown) \
   tu_main_(argc, argv, __FILE__, tu_cases, sizeof tu_cases / sizeof tu_cases[0], setup, teardown)
 #define TU_MAIN(setup, teardown) \
   int main(int argc, char **argv) { return TU_RUN(argc, argv, setup, teardown); }

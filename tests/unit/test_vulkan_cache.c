@@ -103,7 +103,8 @@ static void pipelines_across_processes(void) {
   REQUIRE(pid >= 0);
   if (pid == 0) {
     double n = run_model(&r, &p);
-    int code = !p ? TU_SKIP_CODE : n >= 2 ? 0 : 1;
+    int code = !p ? TU_SKIP_CODE : n >= 2 ? 0
+                                          : 1;
     if (p && code) fprintf(stderr, "first process: %g pipelines created, expected >= 2\n", n);
     mi_registry_destroy(r);
     _exit(code);

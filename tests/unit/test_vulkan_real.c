@@ -190,7 +190,8 @@ static int real_model(const char *file, const int64_t *shape, double limit) {
   int fb = -1;
   double e;
   if (dir && dir[0]) snprintf(path, sizeof path, "%s/%s", dir, file);
-  else snprintf(path, sizeof path, "%s/.cache/metainfer/models/%s", home ? home : "", file);
+  else
+    snprintf(path, sizeof path, "%s/.cache/metainfer/models/%s", home ? home : "", file);
   if (stat(path, &st) != 0) {
     printf("%s: not in %s (tools/models/fetch.sh)\n", file, path);
     return 0;

@@ -21,12 +21,18 @@ typedef struct config {
 /* Each family at its defaults (zeros) and at a non-default width, depth, resolution and batch,
  * small enough for the reference interpreter to stay quick. */
 static const config_t configs[] = {
-    {"mobilenetv2", 0, 0, 0, 0}, {"mobilenetv2", 0.5, 3, 40, 2},
-    {"mobilenetv3", 0, 0, 0, 0}, {"mobilenetv3", 0.75, 6, 64, 2},
-    {"resnet", 0, 0, 0, 0},      {"resnet", 0.5, 6, 48, 2},
-    {"transformer", 0, 0, 0, 0}, {"transformer", 1.5, 3, 7, 2},
-    {"mlp", 0, 0, 0, 0},         {"mlp", 0.5, 4, 12, 3},
-    {"kws", 0, 0, 0, 0},         {"kws", 0.5, 2, 31, 2},
+    {"mobilenetv2", 0, 0, 0, 0},
+    {"mobilenetv2", 0.5, 3, 40, 2},
+    {"mobilenetv3", 0, 0, 0, 0},
+    {"mobilenetv3", 0.75, 6, 64, 2},
+    {"resnet", 0, 0, 0, 0},
+    {"resnet", 0.5, 6, 48, 2},
+    {"transformer", 0, 0, 0, 0},
+    {"transformer", 1.5, 3, 7, 2},
+    {"mlp", 0, 0, 0, 0},
+    {"mlp", 0.5, 4, 12, 3},
+    {"kws", 0, 0, 0, 0},
+    {"kws", 0.5, 2, 31, 2},
 };
 
 static char dir[64];

@@ -20,8 +20,12 @@ typedef struct config {
 
 /* Small sizes keep the reference run quick; batch 2 exercises the per-image loops. */
 static const config_t configs[] = {
-    {"mobilenetv2", 0.5, 3, 40, 2}, {"mobilenetv3", 0.5, 4, 48, 1}, {"resnet", 0.5, 4, 40, 2},
-    {"transformer", 0.5, 2, 7, 2},  {"mlp", 0.5, 3, 12, 3},         {"kws", 0.5, 2, 31, 2},
+    {"mobilenetv2", 0.5, 3, 40, 2},
+    {"mobilenetv3", 0.5, 4, 48, 1},
+    {"resnet", 0.5, 4, 40, 2},
+    {"transformer", 0.5, 2, 7, 2},
+    {"mlp", 0.5, 3, 12, 3},
+    {"kws", 0.5, 2, 31, 2},
 };
 
 /* Runs one model on the session with the given device knobs; compares with `want`. Returns the

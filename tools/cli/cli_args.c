@@ -11,7 +11,9 @@
 #include "mi_cli.h"
 
 /* Keys of the options every table gets; above what a table may use. */
-enum { KEY_HELP = 'h', KEY_VERSION = 0x7ff1, MAX_OPTS = 96 };
+enum { KEY_HELP = 'h',
+       KEY_VERSION = 0x7ff1,
+       MAX_OPTS = 96 };
 
 void mi_cli_begin(mi_cli_t *c, int argc, char **argv) {
   c->argc = argc;
@@ -118,7 +120,8 @@ static int names_option(const struct option *lo, const char *v) {
 
 int mi_cli_step(mi_cli_t *c, int *exit_status) {
   int k = mi_cli_next(c);
-  *exit_status = k == MI_CLI_EXIT ? 0 : k == MI_CLI_ERROR ? MI_CLI_USAGE : MI_CLI_GO_ON;
+  *exit_status = k == MI_CLI_EXIT ? 0 : k == MI_CLI_ERROR ? MI_CLI_USAGE
+                                                          : MI_CLI_GO_ON;
   return k == MI_CLI_END || k == MI_CLI_EXIT || k == MI_CLI_ERROR ? 0 : k;
 }
 

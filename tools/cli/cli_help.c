@@ -9,7 +9,8 @@ enum { COL = 26 }; /* where the options' descriptions start */
 static void option_line(FILE *f, int key, const char *name, const char *arg, const char *help) {
   int w = 0;
   if (key > ' ' && key < 127) w += fprintf(f, "  -%c, ", key);
-  else w += fprintf(f, "      ");
+  else
+    w += fprintf(f, "      ");
   w += fprintf(f, "--%s", name);
   if (arg) w += fprintf(f, " %s", arg);
   if (w >= COL - 1) {

@@ -20,19 +20,19 @@ typedef struct mi_cli_opt {
 
 /** A program or a subcommand: what its help says, and the parser's state. */
 typedef struct mi_cli {
-  const char *prog;          /* "mi-run", "mi-host tune": starts every message */
-  const char *usage;         /* after "usage: "; further lines start with the program name */
-  const char *about;         /* a paragraph after the usage; may be NULL */
-  const mi_cli_opt_t *opts;  /* the options, not counting --help and --version */
-  const char *footer;        /* after the options (exit status, environment); may be NULL */
-  int flags;                 /* MI_CLI_* below */
+  const char *prog;         /* "mi-run", "mi-host tune": starts every message */
+  const char *usage;        /* after "usage: "; further lines start with the program name */
+  const char *about;        /* a paragraph after the usage; may be NULL */
+  const mi_cli_opt_t *opts; /* the options, not counting --help and --version */
+  const char *footer;       /* after the options (exit status, environment); may be NULL */
+  int flags;                /* MI_CLI_* below */
   /* parser state (mi_cli_begin) */
   int argc;
   char **argv;
-  int done;                  /* past "--" or the end */
-  int rest;                  /* next argv index once done */
-  const char *value;         /* the option's value, or the positional argument */
-  const char *opt;           /* the option's name ("--model"), for messages */
+  int done;          /* past "--" or the end */
+  int rest;          /* next argv index once done */
+  const char *value; /* the option's value, or the positional argument */
+  const char *opt;   /* the option's name ("--model"), for messages */
   char opt_text[64];
 } mi_cli_t;
 
@@ -45,10 +45,10 @@ enum {
 
 /** What mi_cli_next returns besides an option's key. */
 enum {
-  MI_CLI_END = -1,    /* no more arguments */
-  MI_CLI_EXIT = -2,   /* --help or --version was printed: exit 0 */
-  MI_CLI_ERROR = -3,  /* a one-line message was printed to stderr: exit 2 */
-  MI_CLI_ARG = -4,    /* a positional argument, in c->value */
+  MI_CLI_END = -1,   /* no more arguments */
+  MI_CLI_EXIT = -2,  /* --help or --version was printed: exit 0 */
+  MI_CLI_ERROR = -3, /* a one-line message was printed to stderr: exit 2 */
+  MI_CLI_ARG = -4,   /* a positional argument, in c->value */
 };
 
 /** Starts parsing argv[1..argc-1]; argv[0] is the program or the command name. */

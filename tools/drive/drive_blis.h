@@ -109,7 +109,7 @@ static inline void tb_desc(tb_t *b, mi_kernel_desc_t *d, const char *variant, co
 
 /* Prepares and runs; inputs in kernel order; returns the status, fills out. */
 static inline int32_t tb_run(tb_plugin_t *p, tb_t *b, const char *variant, const mi_knob_value_t *knobs,
-                      int nk, const float *const *inputs, float *out, mi_error_t *err) {
+                             int nk, const float *const *inputs, float *out, mi_error_t *err) {
   mi_kernel_desc_t d;
   mi_kernel_t *k = NULL;
   mi_buffer_t *ib[TB_MAXT] = {0}, *ob = NULL;

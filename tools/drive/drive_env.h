@@ -11,12 +11,12 @@
 #include <string.h>
 
 #ifndef DRIVE_REQUIRE
-#define DRIVE_REQUIRE(cond)                                                    \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond);        \
-      exit(1);                                                                 \
-    }                                                                          \
+#define DRIVE_REQUIRE(cond)                                             \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
+      exit(1);                                                          \
+    }                                                                   \
   } while (0)
 #endif
 

@@ -28,8 +28,14 @@ static inline void t_log(void *hc, int32_t level, const char *plugin, const char
   snprintf(o->last_log, sizeof o->last_log, "%s", msg);
   if (level <= MI_LOG_WARN) fprintf(stderr, "[%s] %s\n", plugin, msg);
 }
-static inline void *t_alloc(void *hc, size_t n) { (void)hc; return malloc(n); }
-static inline void t_free(void *hc, void *p) { (void)hc; free(p); }
+static inline void *t_alloc(void *hc, size_t n) {
+  (void)hc;
+  return malloc(n);
+}
+static inline void t_free(void *hc, void *p) {
+  (void)hc;
+  free(p);
+}
 static inline const char *t_setting(void *hc, const char *key) {
   ocl_t *o = hc;
   return strcmp(key, "MI_OPENCL_LOCAL_MEM_LIMIT") == 0 ? o->local_mem_limit : NULL;

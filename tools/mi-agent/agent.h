@@ -11,9 +11,9 @@
 /** Session options parsed from mi_config_canonical text; owns its strings. */
 typedef struct mi_agent_so {
   mi_session_options_t so;
-  mi_knob_value_t *knobs;      /* every knob, device ones first */
+  mi_knob_value_t *knobs; /* every knob, device ones first */
   mi_node_choice_t *choices;
-  char *text;                  /* a copy of the text the names point into */
+  char *text; /* a copy of the text the names point into */
 } mi_agent_so_t;
 
 /** Parses `text` ("default" or "device{k=v,...};NODE:VARIANT{k=v,...}..."); knobs the plugin
@@ -33,7 +33,7 @@ typedef struct mi_agent_args {
   int32_t count, repeats, wait, fingerprint;
 } mi_agent_args_t;
 
-int mi_agent_run(const mi_agent_args_t *a);     /* agent_run.c */
-int mi_agent_submit(const mi_agent_args_t *a);  /* agent_submit.c */
+int mi_agent_run(const mi_agent_args_t *a);    /* agent_run.c */
+int mi_agent_submit(const mi_agent_args_t *a); /* agent_submit.c */
 
 #endif

@@ -32,12 +32,14 @@ static int knobs(char **p, mi_knob_value_t *k, int32_t *n, const mi_knob_desc_t 
       for (uint32_t j = 0; j < dn; j++)
         if (!strcmp(d[j].name, name)) is_float = d[j].type == MI_KNOB_FLOAT;
       if (!is_float) k[*n].f = 0;
-      else k[*n].i = 0;
+      else
+        k[*n].i = 0;
     }
     (*n)++;
     s = end;
     if (*s == ',') s++;
-    else if (*s != '}') return -1;
+    else if (*s != '}')
+      return -1;
   }
   if (*s != '}') return -1;
   *p = s + 1;
@@ -131,7 +133,8 @@ static int layer(char *s, mi_xf_layer_t *l) {
     } else if (!strcmp(t, "prune")) {
       l->prune = strtod(v, NULL);
       l->set |= MI_XF_SET_PRUNE;
-    } else return -1;
+    } else
+      return -1;
   }
   return 0;
 }
@@ -162,14 +165,18 @@ int32_t mi_agent_xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *er
         blk = (int)strtol(lay + 6, NULL, 10);
         c->layout = MI_LAYOUT_NCHWC;
         c->block = blk;
-      } else if (!strcmp(lay, "nchw")) c->layout = MI_LAYOUT_NCHW;
-      else if (!strcmp(lay, "nhwc")) c->layout = MI_LAYOUT_NHWC;
-      else if (strcmp(lay, "keep")) goto bad;
+      } else if (!strcmp(lay, "nchw"))
+        c->layout = MI_LAYOUT_NCHW;
+      else if (!strcmp(lay, "nhwc"))
+        c->layout = MI_LAYOUT_NHWC;
+      else if (strcmp(lay, "keep"))
+        goto bad;
     } else if (!strncmp(line, "calibration=", 12)) {
       if (!strncmp(line + 12, "percentile:", 11)) {
         c->calib_method = MI_XF_CALIB_PERCENTILE;
         c->percentile = strtod(line + 23, NULL);
-      } else c->calib_method = MI_XF_CALIB_MINMAX;
+      } else
+        c->calib_method = MI_XF_CALIB_MINMAX;
     } else if (!strncmp(line, "defaults:", 9)) {
       if (layer(line + 9, &c->defaults)) goto bad;
     } else if (!strncmp(line, "op ", 3) || !strncmp(line, "layer ", 6)) {
@@ -181,7 +188,8 @@ int32_t mi_agent_xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *er
       *colon = '\0';
       if (layer(colon + 1, &l)) goto bad;
       if ((rc = mi_xf_config_set_layer(c, kind, name, &l, err))) goto done;
-    } else goto bad;
+    } else
+      goto bad;
   }
   if (mi_xf_config_canonical(c, &again, NULL) != MI_OK || strcmp(again, text) != 0) goto bad;
   *out = c;

@@ -66,7 +66,8 @@ int mi_agent_submit(const mi_agent_args_t *a) {
       mi_farm_result_t r;
       if (mi_farm_result(f, ids[i], a->timeout_s, &r, &err) != MI_OK) goto done;
       if (r.state == 2 && r.ok) ok++;
-      else failed++;
+      else
+        failed++;
     }
     printf("done %d ok %d failed %d in %.3f s\n", (int)a->count, (int)ok, (int)failed, mi_now_s() - t0);
   }

@@ -11,8 +11,22 @@
 #include "agent.h"
 #include "mi_cli.h"
 
-enum { O_DB = 256, O_PLUGINS, O_NAME, O_CACHE, O_MODEL, O_DEVICE, O_INPUTS, O_KNOB, O_ENV,
-       O_LEASE, O_TIMEOUT, O_EXIT_IDLE, O_COUNT, O_REPEATS, O_WAIT, O_NO_FP };
+enum { O_DB = 256,
+       O_PLUGINS,
+       O_NAME,
+       O_CACHE,
+       O_MODEL,
+       O_DEVICE,
+       O_INPUTS,
+       O_KNOB,
+       O_ENV,
+       O_LEASE,
+       O_TIMEOUT,
+       O_EXIT_IDLE,
+       O_COUNT,
+       O_REPEATS,
+       O_WAIT,
+       O_NO_FP };
 static const mi_cli_opt_t k_opts[] = {
     {"db", O_DB, "URL", "the farm's PostgreSQL database (postgresql://...)"},
     {"plugins", O_PLUGINS, "DIR", "plugin folder (default: $MI_PLUGIN_PATH)"},
@@ -42,45 +56,50 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
   int k, st;
   c.prog = "mi-agent";
   c.usage = "mi-agent --db postgresql://... [--plugins DIR] [run|setup|submit] [options]";
-  c.about = "A device host's member of the farm (docs/scale-out.md). run (the default): claim\n"
-            "jobs and measure them; setup: create the history and farm tables and the mi_agent\n"
-            "role (database owner); submit: queue jobs.";
+  c.about =
+      "A device host's member of the farm (docs/scale-out.md). run (the default): claim\n"
+      "jobs and measure them; setup: create the history and farm tables and the mi_agent\n"
+      "role (database owner); submit: queue jobs.";
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case MI_CLI_ARG:
-        if (!strcmp(c.value, "run") || !strcmp(c.value, "setup") || !strcmp(c.value, "submit"))
-          *cmd = c.value;
-        else if ((hit = mi_cli_suggest(c.value, cmds, 3)))
-          return mi_cli_error(&c, "unknown command '%s'; did you mean '%s'?", c.value, hit);
-        else
-          return mi_cli_error(&c, "unknown command '%s' (run, setup or submit)", c.value);
-        break;
-      case O_WAIT: a->wait = 1; break;
-      case O_NO_FP: a->fingerprint = 0; break;
-      case O_DB: a->db = c.value; break;
-      case O_PLUGINS: a->plugins = c.value; break;
-      case O_NAME: a->name = c.value; break;
-      case O_CACHE: a->cache = c.value; break;
-      case O_MODEL: a->model = c.value; break;
-      case O_DEVICE: a->device = c.value; break;
-      case O_INPUTS: a->inputs = c.value; break;
-      case O_KNOB: a->knob = c.value; break;
-      case O_ENV:
-        if (a->env_count >= 7 || !strchr(c.value, '='))
-          return mi_cli_error(&c, "--env takes KEY=VALUE (at most 7), not '%s'", c.value);
-        a->env[a->env_count++] = c.value;
-        break;
-      case O_LEASE: case O_TIMEOUT: case O_EXIT_IDLE:
-        if (mi_cli_double(&c, 0.1, 86400, &v)) return 2;
-        *(k == O_LEASE ? &a->lease_s : k == O_TIMEOUT ? &a->timeout_s : &a->exit_idle_s) = v;
-        break;
-      case O_COUNT: case O_REPEATS:
-        if (mi_cli_double(&c, 1, 1000000, &v)) return 2;
-        *(k == O_COUNT ? &a->count : &a->repeats) = (int32_t)v;
-        break;
+    case MI_CLI_ARG:
+      if (!strcmp(c.value, "run") || !strcmp(c.value, "setup") || !strcmp(c.value, "submit"))
+        *cmd = c.value;
+      else if ((hit = mi_cli_suggest(c.value, cmds, 3)))
+        return mi_cli_error(&c, "unknown command '%s'; did you mean '%s'?", c.value, hit);
+      else
+        return mi_cli_error(&c, "unknown command '%s' (run, setup or submit)", c.value);
+      break;
+    case O_WAIT: a->wait = 1; break;
+    case O_NO_FP: a->fingerprint = 0; break;
+    case O_DB: a->db = c.value; break;
+    case O_PLUGINS: a->plugins = c.value; break;
+    case O_NAME: a->name = c.value; break;
+    case O_CACHE: a->cache = c.value; break;
+    case O_MODEL: a->model = c.value; break;
+    case O_DEVICE: a->device = c.value; break;
+    case O_INPUTS: a->inputs = c.value; break;
+    case O_KNOB: a->knob = c.value; break;
+    case O_ENV:
+      if (a->env_count >= 7 || !strchr(c.value, '='))
+        return mi_cli_error(&c, "--env takes KEY=VALUE (at most 7), not '%s'", c.value);
+      a->env[a->env_count++] = c.value;
+      break;
+    case O_LEASE:
+    case O_TIMEOUT:
+    case O_EXIT_IDLE:
+      if (mi_cli_double(&c, 0.1, 86400, &v)) return 2;
+      *(k == O_LEASE ? &a->lease_s : k == O_TIMEOUT ? &a->timeout_s
+                                                    : &a->exit_idle_s) = v;
+      break;
+    case O_COUNT:
+    case O_REPEATS:
+      if (mi_cli_double(&c, 1, 1000000, &v)) return 2;
+      *(k == O_COUNT ? &a->count : &a->repeats) = (int32_t)v;
+      break;
     }
   }
   if (st != MI_CLI_GO_ON) return st;

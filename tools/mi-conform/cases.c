@@ -55,8 +55,10 @@ static int32_t one_node(mi_graph_t *g, const char *op, int32_t n_in, const int32
 static mi_graph_t *conv_case(int index, uint64_t seed) {
   /* x shape, w shape, group, stride, pad, dilation */
   static const int64_t k[4][11] = {
-      {1, 4, 9, 9, 8, 4, 3, 3, 1, 1, 1},   {1, 8, 7, 7, 16, 8, 1, 1, 1, 1, 0},
-      {1, 8, 10, 10, 8, 1, 3, 3, 8, 2, 1}, {1, 4, 11, 11, 6, 2, 3, 3, 2, 1, 2},
+      {1, 4, 9, 9, 8, 4, 3, 3, 1, 1, 1},
+      {1, 8, 7, 7, 16, 8, 1, 1, 1, 1, 0},
+      {1, 8, 10, 10, 8, 1, 3, 3, 8, 2, 1},
+      {1, 4, 11, 11, 6, 2, 3, 3, 2, 1, 2},
   };
   mi_graph_t *g;
   int32_t in[3], node;

@@ -7,21 +7,23 @@
 
 #include "metainfer/mi.h"
 
-enum { CONFORM_PASS = 0, CONFORM_FAIL = 1, CONFORM_SKIP = 2 };
+enum { CONFORM_PASS = 0,
+       CONFORM_FAIL = 1,
+       CONFORM_SKIP = 2 };
 
 /** What a rule sees: the plugin library, loaded and negotiated in this (child) process. */
 typedef struct conform_ctx {
-  const char *name;          /* plugin name from its manifest */
-  const char *so_path;       /* the .so the manifest names */
-  const char *manifest;      /* the manifest's path */
-  void *dl;                  /* dlopen handle; NULL when loading failed */
-  mi_plugin_entry_fn entry;  /* NULL when the symbol is missing */
-  mi_plugin_t plugin;        /* negotiated table + instance, when `loaded` */
-  int loaded;                /* 1 when entry, negotiation and create succeeded */
+  const char *name;         /* plugin name from its manifest */
+  const char *so_path;      /* the .so the manifest names */
+  const char *manifest;     /* the manifest's path */
+  void *dl;                 /* dlopen handle; NULL when loading failed */
+  mi_plugin_entry_fn entry; /* NULL when the symbol is missing */
+  mi_plugin_t plugin;       /* negotiated table + instance, when `loaded` */
+  int loaded;               /* 1 when entry, negotiation and create succeeded */
   char load_error[MI_ERROR_MESSAGE_SIZE + 64];
-  mi_host_api_t host;        /* the services given to the plugin */
-  void *host_entry;          /* the host's handle behind host.host_ctx (plugin/plugin.h) */
-  int quiet_log;             /* 1: the plugin's log calls are dropped instead of printed */
+  mi_host_api_t host; /* the services given to the plugin */
+  void *host_entry;   /* the host's handle behind host.host_ctx (plugin/plugin.h) */
+  int quiet_log;      /* 1: the plugin's log calls are dropped instead of printed */
 } conform_ctx_t;
 
 /** A rule returns CONFORM_PASS/FAIL/SKIP and writes its reason (one line) into `why`. */
@@ -34,12 +36,12 @@ int conform_verdict(char *why, size_t n, int verdict, const char *fmt, ...)
 
 typedef struct conform_rule {
   int number;
-  const char *id;        /* short stable id, e.g. "exports" */
-  const char *title;     /* what it checks, one line */
+  const char *id;    /* short stable id, e.g. "exports" */
+  const char *title; /* what it checks, one line */
   conform_rule_fn run;
-  int needs_load;        /* 1: skipped when the plugin does not load */
-  int no_plugin_code;    /* 1: runs no plugin code itself (only the host's loader, in its
-                          * worker), so it runs even when the load policy refuses the plugin */
+  int needs_load;     /* 1: skipped when the plugin does not load */
+  int no_plugin_code; /* 1: runs no plugin code itself (only the host's loader, in its
+                       * worker), so it runs even when the load policy refuses the plugin */
 } conform_rule_t;
 
 /** The rules, in number order, and their count. */
@@ -47,22 +49,22 @@ extern const conform_rule_t conform_rules[];
 extern const int conform_rule_count;
 
 /* Rules, one per function, grouped by file. */
-int conform_rule_exports(conform_ctx_t *c, char *why, size_t n);      /* rules_abi.c */
-int conform_rule_negotiation(conform_ctx_t *c, char *why, size_t n);  /* rules_abi.c */
-int conform_rule_struct_sizes(conform_ctx_t *c, char *why, size_t n); /* rules_abi.c */
-int conform_rule_device_index(conform_ctx_t *c, char *why, size_t n); /* rules_abi.c */
-int conform_rule_descriptors(conform_ctx_t *c, char *why, size_t n);  /* rules_desc.c */
+int conform_rule_exports(conform_ctx_t *c, char *why, size_t n);       /* rules_abi.c */
+int conform_rule_negotiation(conform_ctx_t *c, char *why, size_t n);   /* rules_abi.c */
+int conform_rule_struct_sizes(conform_ctx_t *c, char *why, size_t n);  /* rules_abi.c */
+int conform_rule_device_index(conform_ctx_t *c, char *why, size_t n);  /* rules_abi.c */
+int conform_rule_descriptors(conform_ctx_t *c, char *why, size_t n);   /* rules_desc.c */
 int conform_rule_invalid_knobs(conform_ctx_t *c, char *why, size_t n); /* rules_desc.c */
-int conform_rule_reference(conform_ctx_t *c, char *why, size_t n);    /* rules_exec.c */
-int conform_rule_counters(conform_ctx_t *c, char *why, size_t n);     /* rules_exec.c */
-int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n);      /* rules_exec.c */
-int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n);  /* rules_exec.c */
-int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n);    /* rules_life.c */
-int conform_rule_host_load(conform_ctx_t *c, char *why, size_t n);    /* rules_host.c */
-int conform_rule_stdout(conform_ctx_t *c, char *why, size_t n);       /* rules_hygiene.c */
-int conform_rule_host_handles(conform_ctx_t *c, char *why, size_t n); /* rules_hygiene.c */
-int conform_rule_run_times(conform_ctx_t *c, char *why, size_t n);    /* rules_hygiene.c */
-int conform_rule_manifest(conform_ctx_t *c, char *why, size_t n);     /* rules_host.c */
+int conform_rule_reference(conform_ctx_t *c, char *why, size_t n);     /* rules_exec.c */
+int conform_rule_counters(conform_ctx_t *c, char *why, size_t n);      /* rules_exec.c */
+int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n);       /* rules_exec.c */
+int conform_rule_error_paths(conform_ctx_t *c, char *why, size_t n);   /* rules_exec.c */
+int conform_rule_lifecycle(conform_ctx_t *c, char *why, size_t n);     /* rules_life.c */
+int conform_rule_host_load(conform_ctx_t *c, char *why, size_t n);     /* rules_host.c */
+int conform_rule_stdout(conform_ctx_t *c, char *why, size_t n);        /* rules_hygiene.c */
+int conform_rule_host_handles(conform_ctx_t *c, char *why, size_t n);  /* rules_hygiene.c */
+int conform_rule_run_times(conform_ctx_t *c, char *why, size_t n);     /* rules_hygiene.c */
+int conform_rule_manifest(conform_ctx_t *c, char *why, size_t n);      /* rules_host.c */
 
 /** Loads c->so_path into c (dlopen, entry, negotiate with `major`/`minor`, create).
  * Fills c->load_error and returns an mi status on failure. */

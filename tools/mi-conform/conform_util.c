@@ -8,27 +8,27 @@
 #include "conform_util.h"
 
 /* Fetches `count` descriptions of `size` bytes each through `get`, zeroed and size-prefixed. */
-#define FETCH(arr, cnt, countfn, descfn, type)                                               \
-  do {                                                                                       \
-    if (a->countfn && a->descfn) {                                                           \
-      if (a->countfn(c->plugin.ctx, dev, &d->cnt, &err) != MI_OK) {                          \
-        snprintf(why, n, "device %u: " #countfn " failed: %s", dev, err.message);            \
-        goto fail;                                                                           \
-      }                                                                                      \
-      if (d->cnt > 4096) {                                                                   \
-        snprintf(why, n, "device %u: " #countfn " says %u", dev, d->cnt);                    \
-        goto fail;                                                                           \
-      }                                                                                      \
-      d->arr = calloc(d->cnt ? d->cnt : 1, sizeof(type));                                    \
-      if (!d->arr) goto fail;                                                                \
-      for (uint32_t i = 0; i < d->cnt; i++) {                                                \
-        d->arr[i].struct_size = sizeof(type);                                                \
-        if (a->descfn(c->plugin.ctx, dev, i, &d->arr[i], &err) != MI_OK) {                   \
-          snprintf(why, n, "device %u: " #descfn "(%u) failed: %s", dev, i, err.message);    \
-          goto fail;                                                                         \
-        }                                                                                    \
-      }                                                                                      \
-    }                                                                                        \
+#define FETCH(arr, cnt, countfn, descfn, type)                                            \
+  do {                                                                                    \
+    if (a->countfn && a->descfn) {                                                        \
+      if (a->countfn(c->plugin.ctx, dev, &d->cnt, &err) != MI_OK) {                       \
+        snprintf(why, n, "device %u: " #countfn " failed: %s", dev, err.message);         \
+        goto fail;                                                                        \
+      }                                                                                   \
+      if (d->cnt > 4096) {                                                                \
+        snprintf(why, n, "device %u: " #countfn " says %u", dev, d->cnt);                 \
+        goto fail;                                                                        \
+      }                                                                                   \
+      d->arr = calloc(d->cnt ? d->cnt : 1, sizeof(type));                                 \
+      if (!d->arr) goto fail;                                                             \
+      for (uint32_t i = 0; i < d->cnt; i++) {                                             \
+        d->arr[i].struct_size = sizeof(type);                                             \
+        if (a->descfn(c->plugin.ctx, dev, i, &d->arr[i], &err) != MI_OK) {                \
+          snprintf(why, n, "device %u: " #descfn "(%u) failed: %s", dev, i, err.message); \
+          goto fail;                                                                      \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
   } while (0)
 
 /* Forces every fixed char array of the descriptions to be terminated. */
@@ -118,19 +118,19 @@ int conform_unit_ok(int32_t kind, const char *unit) {
 int conform_constraint_holds(const mi_constraint_desc_t *k, int64_t a, int64_t b) {
   int has_b = k->b[0] != '\0';
   switch (k->kind) {
-    case MI_CONSTRAINT_DIVIDES: {
-      int64_t rhs = has_b ? b : k->value;
-      return a != 0 && (a == -1 || rhs % a == 0); /* INT64_MIN % -1 overflows (SIGFPE) */
-    }
-    case MI_CONSTRAINT_LESS_EQUAL: return a <= (has_b ? b : k->value);
-    case MI_CONSTRAINT_PRODUCT_LE: {
-      int64_t p, bb = has_b ? b : 1;
-      /* as the host's space does: past int64, a negative product is below any bound */
-      if (__builtin_mul_overflow(a, bb, &p)) return (a < 0) != (bb < 0);
-      return p <= k->value;
-    }
-    case MI_CONSTRAINT_IMPLIES: return a != k->value || b == k->value2;
-    default: return 1;
+  case MI_CONSTRAINT_DIVIDES: {
+    int64_t rhs = has_b ? b : k->value;
+    return a != 0 && (a == -1 || rhs % a == 0); /* INT64_MIN % -1 overflows (SIGFPE) */
+  }
+  case MI_CONSTRAINT_LESS_EQUAL: return a <= (has_b ? b : k->value);
+  case MI_CONSTRAINT_PRODUCT_LE: {
+    int64_t p, bb = has_b ? b : 1;
+    /* as the host's space does: past int64, a negative product is below any bound */
+    if (__builtin_mul_overflow(a, bb, &p)) return (a < 0) != (bb < 0);
+    return p <= k->value;
+  }
+  case MI_CONSTRAINT_IMPLIES: return a != k->value || b == k->value2;
+  default: return 1;
   }
 }
 

@@ -36,16 +36,20 @@ const conform_rule_t conform_rules[] = {
     {10, "error-paths", "bad calls return errors with messages and never abort",
      conform_rule_error_paths, 1, 0},
     {11, "lifecycle", "repeated load, use and unload does not leak", conform_rule_lifecycle, 1, 0},
-    {12, "host-load", "mi-host loads it: its load policy, then isolation (no crash, hang, exit, "
-     "stdout or forged handle)", conform_rule_host_load, 0, 1},
+    {12, "host-load",
+     "mi-host loads it: its load policy, then isolation (no crash, hang, exit, "
+     "stdout or forged handle)",
+     conform_rule_host_load, 0, 1},
     {13, "stdout", "never writes to stdout or stderr (logs through the host), at any entry point",
      conform_rule_stdout, 0, 0},
     {14, "host-handles", "calls host services only with the handle it was given",
      conform_rule_host_handles, 0, 0},
     {15, "run-times", "device times reported at run time are plausible against the wall clock",
      conform_rule_run_times, 1, 0},
-    {16, "manifest", "the manifest and its library pass the host's load policy; the library "
-     "stays in the plugin's folder", conform_rule_manifest, 0, 1},
+    {16, "manifest",
+     "the manifest and its library pass the host's load policy; the library "
+     "stays in the plugin's folder",
+     conform_rule_manifest, 0, 1},
 };
 const int conform_rule_count = (int)(sizeof conform_rules / sizeof conform_rules[0]);
 
@@ -153,8 +157,10 @@ static void json_string(const char *s) {
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
     if (ch == '"' || ch == '\\') printf("\\%c", ch);
-    else if (ch < 0x20) printf("\\u%04x", ch);
-    else putchar(ch);
+    else if (ch < 0x20)
+      printf("\\u%04x", ch);
+    else
+      putchar(ch);
   }
   putchar('"');
 }
@@ -234,8 +240,10 @@ static int conform_plugin(const options_t *o, const char *manifest_path, int *fi
       run_rule(m.name, so_path, manifest_path, r, o->timeout_s, &res);
     }
     if (res.status == CONFORM_FAIL) fails++;
-    else if (res.status == CONFORM_PASS) passes++;
-    else skips++;
+    else if (res.status == CONFORM_PASS)
+      passes++;
+    else
+      skips++;
     if (o->json) {
       printf("%s{\"rule\":%d,\"id\":", first_rule ? "" : ",", r->number);
       json_string(r->id);
@@ -270,7 +278,12 @@ static void reexec_without_tcache(char **argv) {
   /* exec failed: carry on with the caches on; R11 is then noisier, not wrong */
 }
 
-enum { O_PLUGINS = 256, O_PLUGIN, O_RULE, O_TIMEOUT, O_JSON, O_LIST };
+enum { O_PLUGINS = 256,
+       O_PLUGIN,
+       O_RULE,
+       O_TIMEOUT,
+       O_JSON,
+       O_LIST };
 static const mi_cli_opt_t k_opts[] = {
     {"plugins", O_PLUGINS, "DIR", "the folder of the plugins' manifests (*.mi-plugin)"},
     {"plugin", O_PLUGIN, "NAME", "only the plugin of this name"},
@@ -287,35 +300,38 @@ static int parse(int argc, char **argv, options_t *o) {
   long long v = 0;
   int k, st;
   c.prog = "mi-conform";
-  c.usage = "mi-conform --plugins DIR [--plugin NAME] [--rule N]... [--json]\n"
-            "  [--timeout SECONDS] [--list-rules]";
-  c.about = "Runs the numbered conformance rules (docs/conformance.md) against every plugin whose\n"
-            "manifest (*.mi-plugin) is in DIR, each rule in its own process. Prints pass, fail or\n"
-            "skip per rule with the reason and a summary.";
-  c.footer = "Exit status: 0 when every rule passed or was skipped, 1 when any failed, 2 on bad\n"
-             "usage.";
+  c.usage =
+      "mi-conform --plugins DIR [--plugin NAME] [--rule N]... [--json]\n"
+      "  [--timeout SECONDS] [--list-rules]";
+  c.about =
+      "Runs the numbered conformance rules (docs/conformance.md) against every plugin whose\n"
+      "manifest (*.mi-plugin) is in DIR, each rule in its own process. Prints pass, fail or\n"
+      "skip per rule with the reason and a summary.";
+  c.footer =
+      "Exit status: 0 when every rule passed or was skipped, 1 when any failed, 2 on bad\n"
+      "usage.";
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case O_PLUGINS: o->dir = c.value; break;
-      case O_PLUGIN: o->only_plugin = c.value; break;
-      case O_JSON: o->json = 1; break;
-      case O_RULE:
-        if (mi_cli_int(&c, 1, conform_rule_count, &v)) return 2;
-        if (o->rule_filter_count >= 64) return mi_cli_error(&c, "at most 64 --rule options");
-        o->rules[o->rule_filter_count++] = (int)v;
-        break;
-      case O_TIMEOUT:
-        if (mi_cli_int(&c, 1, 3600, &v)) return 2;
-        o->timeout_s = (int)v;
-        break;
-      case O_LIST:
-        for (int r = 0; r < conform_rule_count; r++)
-          printf("R%-2d %-14s %s\n", conform_rules[r].number, conform_rules[r].id,
-                 conform_rules[r].title);
-        return 0;
+    case O_PLUGINS: o->dir = c.value; break;
+    case O_PLUGIN: o->only_plugin = c.value; break;
+    case O_JSON: o->json = 1; break;
+    case O_RULE:
+      if (mi_cli_int(&c, 1, conform_rule_count, &v)) return 2;
+      if (o->rule_filter_count >= 64) return mi_cli_error(&c, "at most 64 --rule options");
+      o->rules[o->rule_filter_count++] = (int)v;
+      break;
+    case O_TIMEOUT:
+      if (mi_cli_int(&c, 1, 3600, &v)) return 2;
+      o->timeout_s = (int)v;
+      break;
+    case O_LIST:
+      for (int r = 0; r < conform_rule_count; r++)
+        printf("R%-2d %-14s %s\n", conform_rules[r].number, conform_rules[r].id,
+               conform_rules[r].title);
+      return 0;
     }
   }
   if (st != MI_CLI_GO_ON) return st;

@@ -143,8 +143,13 @@ int conform_rule_negotiation(conform_ctx_t *c, char *why, size_t n) {
 }
 
 /* The description calls whose out structs R3 probes. */
-enum desc_kind { D_DEVICE, D_KNOB, D_VARIANT, D_COUNTER, D_COUNTER_READ, D_CONSTRAINT };
-static const char *const k_desc_names[] = {"device_info",  "knob_desc",    "variant_desc",
+enum desc_kind { D_DEVICE,
+                 D_KNOB,
+                 D_VARIANT,
+                 D_COUNTER,
+                 D_COUNTER_READ,
+                 D_CONSTRAINT };
+static const char *const k_desc_names[] = {"device_info", "knob_desc", "variant_desc",
                                            "counter_desc", "counter_read", "constraint_desc"};
 
 static int32_t call_desc(const conform_ctx_t *c, int kind, uint32_t dev, uint32_t i, void *o,
@@ -152,12 +157,12 @@ static int32_t call_desc(const conform_ctx_t *c, int kind, uint32_t dev, uint32_
   const mi_plugin_api_t *a = &c->plugin.api;
   mi_plugin_ctx_t *x = c->plugin.ctx;
   switch (kind) {
-    case D_DEVICE: return a->device_info(x, dev, o, e);
-    case D_KNOB: return a->knob_desc(x, dev, i, o, e);
-    case D_VARIANT: return a->variant_desc(x, dev, i, o, e);
-    case D_COUNTER: return a->counter_desc(x, dev, i, o, e);
-    case D_COUNTER_READ: return a->counter_read(x, dev, i, o, e);
-    default: return a->constraint_desc(x, dev, i, o, e);
+  case D_DEVICE: return a->device_info(x, dev, o, e);
+  case D_KNOB: return a->knob_desc(x, dev, i, o, e);
+  case D_VARIANT: return a->variant_desc(x, dev, i, o, e);
+  case D_COUNTER: return a->counter_desc(x, dev, i, o, e);
+  case D_COUNTER_READ: return a->counter_read(x, dev, i, o, e);
+  default: return a->constraint_desc(x, dev, i, o, e);
   }
 }
 

@@ -8,18 +8,18 @@
 
 static int knob_in_domain(const mi_knob_desc_t *k, int64_t v) {
   switch (k->type) {
-    case MI_KNOB_INT:
-      if (k->value_count > 0) {
-        for (uint32_t i = 0; i < k->value_count && i < MI_KNOB_MAX_VALUES; i++)
-          if (k->values[i] == v) return 1;
-        return 0;
-      }
-      /* unsigned: v - min overflows int64 over a full-range domain */
-      return v >= k->min && v <= k->max &&
-             (k->step <= 1 || ((uint64_t)v - (uint64_t)k->min) % (uint64_t)k->step == 0);
-    case MI_KNOB_BOOL: return v == 0 || v == 1;
-    case MI_KNOB_ENUM: return v >= 0 && v < conform_enum_count(k);
-    default: return 1;
+  case MI_KNOB_INT:
+    if (k->value_count > 0) {
+      for (uint32_t i = 0; i < k->value_count && i < MI_KNOB_MAX_VALUES; i++)
+        if (k->values[i] == v) return 1;
+      return 0;
+    }
+    /* unsigned: v - min overflows int64 over a full-range domain */
+    return v >= k->min && v <= k->max &&
+           (k->step <= 1 || ((uint64_t)v - (uint64_t)k->min) % (uint64_t)k->step == 0);
+  case MI_KNOB_BOOL: return v == 0 || v == 1;
+  case MI_KNOB_ENUM: return v >= 0 && v < conform_enum_count(k);
+  default: return 1;
   }
 }
 
@@ -153,7 +153,8 @@ int conform_rule_descriptors(conform_ctx_t *c, char *why, size_t n) {
  * knob, or an INT domain that spans all of int64, which a plugin cannot be blamed for accepting). */
 static int out_of_domain(const mi_knob_desc_t *k, int64_t *v) {
   if (k->type == MI_KNOB_BOOL) *v = 2;
-  else if (k->type == MI_KNOB_ENUM) *v = conform_enum_count(k);
+  else if (k->type == MI_KNOB_ENUM)
+    *v = conform_enum_count(k);
   else if (k->type == MI_KNOB_INT && k->value_count == 0) {
     int64_t step = k->step > 0 ? k->step : 1;
     if (__builtin_add_overflow(k->max, step, v) && __builtin_sub_overflow(k->min, step, v))

@@ -112,8 +112,10 @@ int conform_rule_reference(conform_ctx_t *c, char *why, size_t n) {
       }
       variants_checked++;
       if (!accepted) {
-        snprintf(why, n, "device %u variant '%s' (%s) accepted none of its %d case shape(s); last "
-                 "refusal: %s", dev, v->id, v->op_type, cases, last_refusal);
+        snprintf(why, n,
+                 "device %u variant '%s' (%s) accepted none of its %d case shape(s); last "
+                 "refusal: %s",
+                 dev, v->id, v->op_type, cases, last_refusal);
         conform_descs_free(&d);
         return CONFORM_FAIL;
       }

@@ -13,13 +13,21 @@
 
 typedef struct acc_args {
   const char *model, *config, *device;
-  const char *calib[ACC_MAX_CALIB]; /* DIR, or INPUT=DIR per input of a multi-input model */
+  const char *calib[ACC_MAX_CALIB];  /* DIR, or INPUT=DIR per input of a multi-input model */
   const char *shapes[ACC_MAX_SPECS]; /* NAME=D0,D1,...: the shape of a random input */
   const char *inputs[ACC_MAX_SPECS]; /* NAME=FILE.npy: a fixed value in every sample */
   int calib_count, shape_count, input_count, sensitivity, json, samples;
 } acc_args_t;
 
-enum { O_MODEL = 256, O_CONFIG, O_DEVICE, O_CALIB, O_SHAPE, O_INPUT, O_SAMPLES, O_SENS, O_JSON };
+enum { O_MODEL = 256,
+       O_CONFIG,
+       O_DEVICE,
+       O_CALIB,
+       O_SHAPE,
+       O_INPUT,
+       O_SAMPLES,
+       O_SENS,
+       O_JSON };
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "M.onnx", "the FP32 model"},
     {"config", O_CONFIG, "C.yaml", "the model-side configuration (docs/transforms.md)"},
@@ -52,37 +60,38 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
                     argc, argv);
   while ((k = mi_host_cli_next(&c, &st))) {
     switch (k) {
-      case O_MODEL: a->model = c.value; break;
-      case O_CONFIG: a->config = c.value; break;
-      case O_DEVICE: a->device = c.value; break;
-      case O_SENS: a->sensitivity = 1; break;
-      case O_JSON: a->json = 1; break;
-      case O_SAMPLES:
-        if (mi_cli_int(&c, 1, 1000, &v)) return MI_HOST_USAGE;
-        a->samples = (int)v;
-        break;
-      case O_CALIB:
-        if (a->calib_count == ACC_MAX_CALIB)
-          return mi_host_usage_error("accuracy: at most %d --calib options", ACC_MAX_CALIB);
-        a->calib[a->calib_count++] = c.value;
-        break;
-      default: { /* --shape, --input */
-        int is_shape = k == O_SHAPE;
-        int *n = is_shape ? &a->shape_count : &a->input_count;
-        if (!strchr(c.value, '='))
-          return mi_host_usage_error("accuracy: %s needs NAME=%s", c.opt,
-                                     is_shape ? "D0,D1,..." : "FILE.npy");
-        if (*n == ACC_MAX_SPECS)
-          return mi_host_usage_error("accuracy: at most %d %s options", ACC_MAX_SPECS, c.opt);
-        (is_shape ? a->shapes : a->inputs)[(*n)++] = c.value;
-      }
+    case O_MODEL: a->model = c.value; break;
+    case O_CONFIG: a->config = c.value; break;
+    case O_DEVICE: a->device = c.value; break;
+    case O_SENS: a->sensitivity = 1; break;
+    case O_JSON: a->json = 1; break;
+    case O_SAMPLES:
+      if (mi_cli_int(&c, 1, 1000, &v)) return MI_HOST_USAGE;
+      a->samples = (int)v;
+      break;
+    case O_CALIB:
+      if (a->calib_count == ACC_MAX_CALIB)
+        return mi_host_usage_error("accuracy: at most %d --calib options", ACC_MAX_CALIB);
+      a->calib[a->calib_count++] = c.value;
+      break;
+    default: { /* --shape, --input */
+      int is_shape = k == O_SHAPE;
+      int *n = is_shape ? &a->shape_count : &a->input_count;
+      if (!strchr(c.value, '='))
+        return mi_host_usage_error("accuracy: %s needs NAME=%s", c.opt,
+                                   is_shape ? "D0,D1,..." : "FILE.npy");
+      if (*n == ACC_MAX_SPECS)
+        return mi_host_usage_error("accuracy: at most %d %s options", ACC_MAX_SPECS, c.opt);
+      (is_shape ? a->shapes : a->inputs)[(*n)++] = c.value;
+    }
     }
   }
   if (st != MI_HOST_OK) return st;
   if (!a->model || !a->config) return mi_host_usage_error("accuracy: --model and --config are required");
   if (a->calib_count && (a->shape_count || a->input_count))
-    return mi_host_usage_error("accuracy: --shape and --input are for random samples, not with "
-                               "--calib (give every input a --calib INPUT=DIR)");
+    return mi_host_usage_error(
+        "accuracy: --shape and --input are for random samples, not with "
+        "--calib (give every input a --calib INPUT=DIR)");
   return 0;
 }
 
@@ -96,15 +105,21 @@ static int32_t fix_inputs(mi_graph_t *g, const acc_args_t *a, mi_array_t **fixed
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
     if (fixed[i]) continue;
     if (t->dtype != MI_DTYPE_FLOAT32)
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' is %s: random samples are float32 "
-                     "only: give --input %s=FILE.npy", t->name, mi_dtype_name(t->dtype), t->name);
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "input '%s' is %s: random samples are float32 "
+                     "only: give --input %s=FILE.npy",
+                     t->name, mi_dtype_name(t->dtype), t->name);
     else if (t->rank < 0)
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has no declared shape: give "
-                     "--shape %s=D0,D1,...", t->name, t->name);
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "input '%s' has no declared shape: give "
+                     "--shape %s=D0,D1,...",
+                     t->name, t->name);
     for (int32_t d = 0; rc == MI_OK && d < t->rank; d++)
       if (t->dims[d] < 0)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has dynamic dim %d%s%s%s: give "
-                       "--shape %s=D0,D1,...", t->name, (int)d, t->dim_names[d] ? " ('" : "",
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "input '%s' has dynamic dim %d%s%s%s: give "
+                       "--shape %s=D0,D1,...",
+                       t->name, (int)d, t->dim_names[d] ? " ('" : "",
                        t->dim_names[d] ? t->dim_names[d] : "", t->dim_names[d] ? "')" : "",
                        t->name);
   }
@@ -125,7 +140,8 @@ static void json_metrics(FILE *f, int *first, const char *key, const mi_xf_metri
   mi_json_double(f, m->max_abs);
   mi_json_key(f, &inner, "top1");
   if (m->top1 < 0) fputs("null", f);
-  else mi_json_double(f, m->top1);
+  else
+    mi_json_double(f, m->top1);
   fputc('}', f);
 }
 
@@ -195,10 +211,11 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
            shared ? " (one file: held-out set = calibration set)" : "");
   printf("passes     %d BN folded, %d fused groups, %d layout conversions, %d layers padded\n",
          (int)st->bn_folded, (int)st->groups, (int)st->layout_converts, (int)st->padded_layers);
-  printf("           %d layers pruned (%lld channels, %d skipped), %d layers quantized, %d "
-         "activations quantized\n",
-         (int)st->pruned_layers, (long long)st->pruned_channels, (int)st->prune_skipped,
-         (int)st->quantized_layers, (int)st->quantized_acts);
+  printf(
+      "           %d layers pruned (%lld channels, %d skipped), %d layers quantized, %d "
+      "activations quantized\n",
+      (int)st->pruned_layers, (long long)st->pruned_channels, (int)st->prune_skipped,
+      (int)st->quantized_layers, (int)st->quantized_acts);
   text_metrics("calib", mc);
   text_metrics("held-out", mh);
   if (sens) {

@@ -14,10 +14,10 @@
 #define MAX_SETS 32
 
 typedef struct cmp_config {
-  const char *source;              /* "default", or the --config argument */
-  const char *sets[MAX_SETS];      /* --set KEY=VALUE after it */
+  const char *source;         /* "default", or the --config argument */
+  const char *sets[MAX_SETS]; /* --set KEY=VALUE after it */
   int nset;
-  char *text;                      /* canonical "key=value" lines */
+  char *text; /* canonical "key=value" lines */
   int32_t *pt;
 } cmp_config_t;
 
@@ -25,8 +25,8 @@ typedef struct cmp_args {
   const char *model, *device;
   const char *shapes[16], *files[16], *calib; /* --shape, --input, --calib */
   int nshape, nfile;
-  char inputs[2048];  /* every input's shape "NAME:D0xD1;..." for the workers, when given */
-  char fixed[8192];   /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
+  char inputs[2048]; /* every input's shape "NAME:D0xD1;..." for the workers, when given */
+  char fixed[8192];  /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
   cmp_config_t cfg[MI_COMPARE_MAX_CONFIGS];
   int n;
   mi_measure_options_t mo;
@@ -34,8 +34,22 @@ typedef struct cmp_args {
   double timeout_s;
 } cmp_args_t;
 
-enum { O_MODEL = 256, O_DEVICE, O_CONFIG, O_DEFAULT, O_SET, O_SHAPE, O_TARGET, O_BUDGET,
-       O_TIMEOUT, O_MIN_ROUNDS, O_MAX_ROUNDS, O_SEED, O_REPEAT, O_WARMUP, O_JSON, O_INPUT,
+enum { O_MODEL = 256,
+       O_DEVICE,
+       O_CONFIG,
+       O_DEFAULT,
+       O_SET,
+       O_SHAPE,
+       O_TARGET,
+       O_BUDGET,
+       O_TIMEOUT,
+       O_MIN_ROUNDS,
+       O_MAX_ROUNDS,
+       O_SEED,
+       O_REPEAT,
+       O_WARMUP,
+       O_JSON,
+       O_INPUT,
        O_CALIB };
 
 static const mi_cli_opt_t k_opts[] = {
@@ -75,7 +89,10 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   while ((k = mi_host_cli_next(&c, &st))) {
     const char *o = c.opt, *v = c.value;
     char *end = NULL;
-    if (k == O_JSON) { h->json = 1; continue; }
+    if (k == O_JSON) {
+      h->json = 1;
+      continue;
+    }
     if (k == O_DEFAULT || k == O_CONFIG) {
       if (a->n == MI_COMPARE_MAX_CONFIGS)
         return mi_host_usage_error("compare: at most %d configurations", MI_COMPARE_MAX_CONFIGS);
@@ -83,7 +100,8 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
       continue;
     }
     if (k == O_MODEL) a->model = v;
-    else if (k == O_DEVICE) a->device = v;
+    else if (k == O_DEVICE)
+      a->device = v;
     else if (k == O_SET) {
       cmp_config_t *cf = a->n ? &a->cfg[a->n - 1] : NULL;
       if (!cf || !strchr(v, '=') || v[0] == '=' || cf->nset == MAX_SETS)
@@ -100,8 +118,10 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
       double x = strtod(v, &end);
       if (*end || !(x > 0 && x <= 100000)) return mi_host_usage_error("compare: bad %s '%s'", o, v);
       if (k == O_TARGET) a->co.target = x;
-      else if (k == O_BUDGET) a->co.budget_s = x;
-      else a->timeout_s = x;
+      else if (k == O_BUDGET)
+        a->co.budget_s = x;
+      else
+        a->timeout_s = x;
     } else {
       long n = strtol(v, &end, 10);
       if (*end || n < 0 || n > 100000) return mi_host_usage_error("compare: bad %s '%s'", o, v);
@@ -110,17 +130,20 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
         if (n < 2 || n > MI_COMPARE_MAX_ROUNDS)
           return mi_host_usage_error("compare: --max-rounds wants 2..%d", MI_COMPARE_MAX_ROUNDS);
         a->co.max_rounds = (int32_t)n;
-      } else if (k == O_SEED) a->co.seed = (uint64_t)n;
+      } else if (k == O_SEED)
+        a->co.seed = (uint64_t)n;
       else if (k == O_REPEAT) {
         a->mo.min_repeats = (int32_t)n;
         if (a->mo.max_repeats < n) a->mo.max_repeats = (int32_t)n;
-      } else a->mo.warmup = (int32_t)n;
+      } else
+        a->mo.warmup = (int32_t)n;
     }
   }
   if (st != MI_HOST_OK) return st;
   if (!a->model || !a->device || a->n < 2)
-    return mi_host_usage_error("compare needs --model M.onnx, --device PLUGIN:INDEX and two or more of "
-                               "--config C.yaml / --default");
+    return mi_host_usage_error(
+        "compare needs --model M.onnx, --device PLUGIN:INDEX and two or more of "
+        "--config C.yaml / --default");
   return MI_HOST_OK;
 }
 
@@ -181,8 +204,10 @@ static int32_t load_config_text(const char *arg, const char *device, char **out,
     for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
       yaml_node_t *k = yaml_document_get_node(&doc, p->key), *v = yaml_document_get_node(&doc, p->value);
       if (!k || !v || k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE) {
-        rc = mi_errorf(err, MI_ERR_PARSE, "%s:%d: each entry of a configuration is KEY: VALUE (as a deployment "
-                       "table: %.200s)", path, k ? (int)k->start_mark.line + 1 : 0, derr.message);
+        rc = mi_errorf(err, MI_ERR_PARSE,
+                       "%s:%d: each entry of a configuration is KEY: VALUE (as a deployment "
+                       "table: %.200s)",
+                       path, k ? (int)k->start_mark.line + 1 : 0, derr.message);
         break;
       }
       cap += k->data.scalar.length + v->data.scalar.length + 2;
@@ -219,7 +244,8 @@ static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t 
   c->text = all;
   mi_space_default(s, c->pt);
   if (!all[0]) rc = mi_space_repair(s, c->pt, NULL, err); /* the default, as the tuner measures it */
-  else if (!(rc = mi_space_parse(s, all, c->pt, err))) rc = mi_space_check(s, c->pt, err);
+  else if (!(rc = mi_space_parse(s, all, c->pt, err)))
+    rc = mi_space_check(s, c->pt, err);
   if (rc) return rc;
   /* What is measured, in full: every active dimension, not only the ones the file named. */
   free(c->text);
@@ -249,8 +275,10 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
     const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
     for (int32_t d = 0; d < t->rank; d++)
       if (t->dims[d] < 0)
-        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has dynamic dim %d: give "
-                         "--shape %s=D0xD1x... or --input %s=FILE.npy", t->name, (int)d,
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                         "input '%s' has dynamic dim %d: give "
+                         "--shape %s=D0xD1x... or --input %s=FILE.npy",
+                         t->name, (int)d,
                          t->name, t->name);
   }
   for (int i = 0; i < a->nfile; i++) {
@@ -271,8 +299,9 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
 
 static void verdict_text(const mi_compare_ratio_t *r, char *buf, size_t cap) {
   if (r->verdict == MI_COMPARE_TIED) snprintf(buf, cap, "no significant difference");
-  else snprintf(buf, cap, "%.2fx %s than", r->verdict == MI_COMPARE_FASTER ? 1 / r->ratio : r->ratio,
-                r->verdict == MI_COMPARE_FASTER ? "faster" : "slower");
+  else
+    snprintf(buf, cap, "%.2fx %s than", r->verdict == MI_COMPARE_FASTER ? 1 / r->ratio : r->ratio,
+             r->verdict == MI_COMPARE_FASTER ? "faster" : "slower");
 }
 
 /* "default", or the file, with its --set changes: how the reader named the configuration. */
@@ -292,7 +321,7 @@ static void print_result(const cmp_args_t *a, const mi_compare_result_t *res, co
   printf("compare: %s on %s, %d configurations, %d paired rounds in %.1f s (%s)\n", a->model, a->device,
          (int)res->count, (int)res->rounds, res->seconds,
          res->target_met ? "every interval within the target" : failure ? "stopped by a failure"
-                                                              : "budget or rounds ended before the target");
+                                                                        : "budget or rounds ended before the target");
   for (int32_t c = 0; c < res->count; c++) {
     char v[64], name[256];
     const mi_compare_ratio_t *r = &res->vs_first[c];
@@ -346,8 +375,9 @@ static void print_json(const cmp_args_t *a, const mi_compare_result_t *res, cons
       mi_json_double(stdout, r->hi);
       printf("],\"half_width\":");
       mi_json_double(stdout, r->half_width);
-      printf(",\"verdict\":\"%s\"", r->verdict == MI_COMPARE_FASTER ? "faster"
-                                     : r->verdict == MI_COMPARE_SLOWER ? "slower" : "no significant difference");
+      printf(",\"verdict\":\"%s\"", r->verdict == MI_COMPARE_FASTER   ? "faster"
+                                    : r->verdict == MI_COMPARE_SLOWER ? "slower"
+                                                                      : "no significant difference");
     }
     printf("}");
   }
@@ -449,10 +479,13 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
   base.calibration = a->calib;
   base.samples = 2;
   if (!h->json)
-    fprintf(stderr, "compare: %d configurations in interleaved rounds, each measurement in a fresh worker; "
-            "until every ratio is known to +-%.1f%% or %.0f s\n", a->n, a->co.target * 100, a->co.budget_s);
+    fprintf(stderr,
+            "compare: %d configurations in interleaved rounds, each measurement in a fresh worker; "
+            "until every ratio is known to +-%.1f%% or %.0f s\n",
+            a->n, a->co.target * 100, a->co.budget_s);
   rc = mi_tune_compare_points(pool, a->device, s, &base, pts, a->n, &a->mo, &a->co, res, &err) == MI_OK
-           ? MI_HOST_OK : MI_HOST_FAIL;
+           ? MI_HOST_OK
+           : MI_HOST_FAIL;
   if (rc != MI_HOST_OK && res->failed >= 0 && res->failed < a->n) {
     /* Which configuration it was: wrong outputs or impossible times are that configuration's
      * (or that device's) fault, and nothing about it is compared. */
@@ -464,7 +497,8 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
     snprintf(why, sizeof why, "%s", err.message);
   }
   if (h->json) print_json(a, res, rc == MI_HOST_OK ? NULL : why);
-  else print_result(a, res, rc == MI_HOST_OK ? NULL : why);
+  else
+    print_result(a, res, rc == MI_HOST_OK ? NULL : why);
 done:
   mi_space_detach_pool(s);
   mi_worker_pool_destroy(pool);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mi_host.h"
 #include "metainfer/mi_ltask.h"
+#include "mi_host.h"
 
 /* history layer-tasks: one line per task (rows come per key, best first). */
 typedef struct {
@@ -28,7 +28,8 @@ static int print_ltask(void *user, const mi_ltask_row_t *r) {
     for (int i = 0; i < 6; i++) {
       mi_json_key(stdout, &first, k[i]);
       if (v[i]) mi_json_string(stdout, v[i]);
-      else fputs("null", stdout);
+      else
+        fputs("null", stdout);
     }
     mi_json_key(stdout, &first, "seconds");
     mi_json_double(stdout, r->ok ? r->seconds : NAN);
@@ -41,9 +42,15 @@ static int print_ltask(void *user, const mi_ltask_row_t *r) {
   return 0;
 }
 
-enum { O_DB = 256, O_OUT, O_JSON, O_FAILED, O_MODEL, O_DEVICE };
+enum { O_DB = 256,
+       O_OUT,
+       O_JSON,
+       O_FAILED,
+       O_MODEL,
+       O_DEVICE };
 static const mi_cli_opt_t k_opts[] = {
-    {"db", O_DB, "FILE|URL", "the history: an SQLite file (default history.db) or a\n"
+    {"db", O_DB, "FILE|URL",
+     "the history: an SQLite file (default history.db) or a\n"
      "postgresql:// URL"},
     {"out", O_OUT, "FILE", "export: write to FILE instead of stdout"},
     {"json", O_JSON, NULL, "stats: print one JSON object"},
@@ -63,23 +70,32 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
   int rc = MI_HOST_OK, k;
   memset(&pr, 0, sizeof pr);
   mi_host_cli(h, &c, "history", k_opts);
-  c.footer = "export: every record as JSON Lines; import FILE: add the records of FILE ('-':\n"
-             "stdin) that are not there yet; stats: counts; prune: drop the records --failed,\n"
-             "--model or --device select (at least one); layer-tasks: each layer task's best\n"
-             "kernel choice per device and stack (docs/tuning.md).";
+  c.footer =
+      "export: every record as JSON Lines; import FILE: add the records of FILE ('-':\n"
+      "stdin) that are not there yet; stats: counts; prune: drop the records --failed,\n"
+      "--model or --device select (at least one); layer-tasks: each layer task's best\n"
+      "kernel choice per device and stack (docs/tuning.md).";
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_END) {
     if (k == MI_CLI_EXIT) return MI_HOST_OK;
     if (k == MI_CLI_ERROR) return MI_HOST_USAGE;
     if (k == O_JSON) h->json = 1;
-    else if (k == O_DB) db = c.value;
-    else if (k == O_OUT) file = c.value;
-    else if (k == O_FAILED) pr.failed = 1;
-    else if (k == O_MODEL) pr.model = c.value;
-    else if (k == O_DEVICE) pr.device = c.value;
-    else if (!sub) sub = c.value;
-    else if (!file) file = c.value;
-    else return mi_cli_error(&c, "unexpected argument '%s'", c.value);
+    else if (k == O_DB)
+      db = c.value;
+    else if (k == O_OUT)
+      file = c.value;
+    else if (k == O_FAILED)
+      pr.failed = 1;
+    else if (k == O_MODEL)
+      pr.model = c.value;
+    else if (k == O_DEVICE)
+      pr.device = c.value;
+    else if (!sub)
+      sub = c.value;
+    else if (!file)
+      file = c.value;
+    else
+      return mi_cli_error(&c, "unexpected argument '%s'", c.value);
   }
   if (!sub) return mi_cli_error(&c, "needs export, import, stats, prune or layer-tasks");
   if (strcmp(sub, "export") && strcmp(sub, "import") && strcmp(sub, "stats") && strcmp(sub, "prune") &&
@@ -155,17 +171,19 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
       fprintf(stderr, "mi-host: history stats: %s\n", err.message);
       rc = MI_HOST_FAIL;
     } else if (h->json) {
-      printf("{\"schema_version\":%d,\"runs\":%lld,\"tasks\":%lld,\"configs\":%lld,"
-             "\"stacks\":%lld,\"devices\":%lld,\"measurements\":%lld,\"failed\":%lld}\n",
-             (int)s.schema_version, (long long)s.runs, (long long)s.tasks,
-             (long long)s.configs, (long long)s.stacks, (long long)s.devices,
-             (long long)s.measurements, (long long)s.failed);
+      printf(
+          "{\"schema_version\":%d,\"runs\":%lld,\"tasks\":%lld,\"configs\":%lld,"
+          "\"stacks\":%lld,\"devices\":%lld,\"measurements\":%lld,\"failed\":%lld}\n",
+          (int)s.schema_version, (long long)s.runs, (long long)s.tasks,
+          (long long)s.configs, (long long)s.stacks, (long long)s.devices,
+          (long long)s.measurements, (long long)s.failed);
     } else {
-      printf("schema version %d\nruns %lld\ntasks %lld\nconfigs %lld\nstacks %lld\n"
-             "devices %lld\nmeasurements %lld (failed %lld)\n",
-             (int)s.schema_version, (long long)s.runs, (long long)s.tasks,
-             (long long)s.configs, (long long)s.stacks, (long long)s.devices,
-             (long long)s.measurements, (long long)s.failed);
+      printf(
+          "schema version %d\nruns %lld\ntasks %lld\nconfigs %lld\nstacks %lld\n"
+          "devices %lld\nmeasurements %lld (failed %lld)\n",
+          (int)s.schema_version, (long long)s.runs, (long long)s.tasks,
+          (long long)s.configs, (long long)s.stacks, (long long)s.devices,
+          (long long)s.measurements, (long long)s.failed);
     }
   }
   mi_history_close(hist);

@@ -57,25 +57,25 @@ static void text_mask(FILE *f, int which, uint32_t mask) {
 static void text_domain(FILE *f, const mi_knob_desc_t *k) {
   uint32_t i;
   switch (k->type) {
-    case MI_KNOB_INT:
-      if (k->value_count) {
-        fputc('{', f);
-        for (i = 0; i < k->value_count; i++)
-          fprintf(f, "%s%" PRId64, i ? "," : "", k->values[i]);
-        fprintf(f, "} default %" PRId64, k->default_int);
-      } else {
-        fprintf(f, "[%" PRId64 "..%" PRId64 "] step %" PRId64 " default %" PRId64, k->min,
-                k->max, k->step, k->default_int);
-      }
-      break;
-    case MI_KNOB_FLOAT:
-      fprintf(f, "[%g..%g] default %g", k->fmin, k->fmax, k->default_float);
-      break;
-    case MI_KNOB_BOOL:
-      fprintf(f, "{0,1} default %" PRId64, k->default_int);
-      break;
-    default:
-      fprintf(f, "{%s} default #%" PRId64, k->choices, k->default_int);
+  case MI_KNOB_INT:
+    if (k->value_count) {
+      fputc('{', f);
+      for (i = 0; i < k->value_count; i++)
+        fprintf(f, "%s%" PRId64, i ? "," : "", k->values[i]);
+      fprintf(f, "} default %" PRId64, k->default_int);
+    } else {
+      fprintf(f, "[%" PRId64 "..%" PRId64 "] step %" PRId64 " default %" PRId64, k->min,
+              k->max, k->step, k->default_int);
+    }
+    break;
+  case MI_KNOB_FLOAT:
+    fprintf(f, "[%g..%g] default %g", k->fmin, k->fmax, k->default_float);
+    break;
+  case MI_KNOB_BOOL:
+    fprintf(f, "{0,1} default %" PRId64, k->default_int);
+    break;
+  default:
+    fprintf(f, "{%s} default #%" PRId64, k->choices, k->default_int);
   }
 }
 

@@ -31,12 +31,27 @@ typedef struct task_info {
   const char *name;
   char *features;
   mi_model_features_t f;
-  char inputs[2048];  /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
-  mi_graph_t *g; /* shapes inferred: the per-layer table's shapes and FLOPs */
+  char inputs[2048]; /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
+  mi_graph_t *g;     /* shapes inferred: the per-layer table's shapes and FLOPs */
 } task_info_t;
 
-enum { O_MODEL = 256, O_DEVICE, O_DB, O_REPEAT, O_WARMUP, O_ROUNDS, O_KNOB, O_CHECK, O_FLUSH,
-       O_MIN_WARMUP, O_MEDIAN_CI, O_MIN_SAMPLE, O_WORKERS, O_TIMEOUT, O_NO_FP, O_JSON, O_SHAPE,
+enum { O_MODEL = 256,
+       O_DEVICE,
+       O_DB,
+       O_REPEAT,
+       O_WARMUP,
+       O_ROUNDS,
+       O_KNOB,
+       O_CHECK,
+       O_FLUSH,
+       O_MIN_WARMUP,
+       O_MEDIAN_CI,
+       O_MIN_SAMPLE,
+       O_WORKERS,
+       O_TIMEOUT,
+       O_NO_FP,
+       O_JSON,
+       O_SHAPE,
        O_INPUT };
 static const mi_cli_opt_t k_opts[] = {
     {"model", O_MODEL, "M.onnx", "the model"},
@@ -85,10 +100,22 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   while ((k = mi_host_cli_next(&c, &st))) {
     const char *o = c.opt, *v = c.value;
     char *end = NULL;
-    if (k == O_JSON) { h->json = 1; continue; }
-    if (k == O_CHECK) { a->check = 1; continue; }
-    if (k == O_FLUSH) { a->mo.flush_cache = 1; continue; }
-    if (k == O_NO_FP) { a->fingerprint = 0; continue; }
+    if (k == O_JSON) {
+      h->json = 1;
+      continue;
+    }
+    if (k == O_CHECK) {
+      a->check = 1;
+      continue;
+    }
+    if (k == O_FLUSH) {
+      a->mo.flush_cache = 1;
+      continue;
+    }
+    if (k == O_NO_FP) {
+      a->fingerprint = 0;
+      continue;
+    }
     if (k == O_KNOB) {
       const char *eq = strchr(v, '=');
       long kv;
@@ -107,8 +134,10 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       int *n = k == O_SHAPE ? &a->nshape : &a->ninput;
       if (*n == 16) return mi_host_usage_error("profile: at most 16 %s options", o);
       (k == O_SHAPE ? a->shapes : a->inputs)[(*n)++] = v;
-    } else if (k == O_MODEL) a->model = v;
-    else if (k == O_DB) a->db = v;
+    } else if (k == O_MODEL)
+      a->model = v;
+    else if (k == O_DB)
+      a->db = v;
     else if (k == O_DEVICE) {
       if (a->ndev == MAX_DEVICES) return mi_host_usage_error("profile: at most %d devices", MAX_DEVICES);
       a->devices[a->ndev++] = v;
@@ -120,16 +149,20 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       if (*end || !(x >= 0 && x <= 100000))
         return mi_host_usage_error("profile: bad %s '%s'", o, v);
       if (k == O_MIN_SAMPLE) a->mo.min_sample_s = x * 1e-3;
-      else if (k == O_MIN_WARMUP) a->mo.min_warmup_s = x * 1e-3;
-      else a->mo.median_ci = x;
+      else if (k == O_MIN_WARMUP)
+        a->mo.min_warmup_s = x * 1e-3;
+      else
+        a->mo.median_ci = x;
     } else {
       long n = strtol(v, &end, 10);
       if (*end || n < 0 || n > 100000) return mi_host_usage_error("profile: bad %s '%s'", o, v);
       if (k == O_REPEAT) {
         a->mo.min_repeats = (int32_t)n;
         if (a->mo.max_repeats < n) a->mo.max_repeats = (int32_t)n;
-      } else if (k == O_WARMUP) a->mo.warmup = (int32_t)n;
-      else if (k == O_ROUNDS) a->rounds = (int)n;
+      } else if (k == O_WARMUP)
+        a->mo.warmup = (int32_t)n;
+      else if (k == O_ROUNDS)
+        a->rounds = (int)n;
       else if (k == O_WORKERS) {
         if (n < 1 || n > MAX_WORKERS_PER_FIGURE)
           return mi_host_usage_error("profile: --workers wants 1..%d, got '%s'",
@@ -159,8 +192,10 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
     size_t at = strlen(t->inputs);
     for (int32_t d = 0; d < x->rank && !rc; d++)
       if (x->dims[d] < 0)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' has dynamic dim %d%s%s%s: give --shape %s=D0xD1x... "
-                       "or --input %s=FILE.npy", x->name, (int)d, x->dim_names[d] ? " ('" : "",
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "input '%s' has dynamic dim %d%s%s%s: give --shape %s=D0xD1x... "
+                       "or --input %s=FILE.npy",
+                       x->name, (int)d, x->dim_names[d] ? " ('" : "",
                        x->dim_names[d] ? x->dim_names[d] : "", x->dim_names[d] ? "')" : "", x->name, x->name);
     if (a->nshape + a->ninput > 0 && at < sizeof t->inputs) {
       at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, "%s%s:", i ? ";" : "", x->name);
@@ -172,7 +207,8 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
       !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
     t->features = mi_model_features_json(&t->f);
   if (rc) mi_graph_destroy(g);
-  else t->g = g;
+  else
+    t->g = g;
   return rc;
 }
 
@@ -206,7 +242,8 @@ static void layer_table(FILE *f, const mi_graph_t *g, const mi_profile_t *p, int
 
 static void print_profile(FILE *f, const char *spec, const mi_profile_t *p, const mi_graph_t *g) {
   const mi_stats_t *s = &p->latency.stats;
-  fprintf(f, "%s (%s): median %.4f ms  trimmed %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  n %d  "
+  fprintf(f,
+          "%s (%s): median %.4f ms  trimmed %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  n %d  "
           "rounds %d  discarded %d  [%s clock]\n",
           spec, p->desc.name, s->median * 1e3, s->trimmed_mean * 1e3, s->p10 * 1e3,
           s->p90 * 1e3, s->cv * 100, (int)s->n, (int)p->latency.rounds,
@@ -270,9 +307,10 @@ static void json_profile(FILE *f, const char *spec, const mi_profile_t *p, const
     mi_json_double(f, p->prepare_s * 1e3);
     fprintf(f, ",\"energy_j\":");
     if (p->has_energy) mi_json_double(f, p->energy_j);
-    else fputs("null", f);
-    fprintf(f, ",\"energy_source\":%s", !p->has_energy ? "null"
-                                        : p->energy_modeled ? "\"modeled\"" : "\"measured\"");
+    else
+      fputs("null", f);
+    fprintf(f, ",\"energy_source\":%s", !p->has_energy ? "null" : p->energy_modeled ? "\"modeled\""
+                                                                                    : "\"measured\"");
     fprintf(f, ",\"peak_memory_bytes\":%llu", (unsigned long long)p->peak_memory_bytes);
     fprintf(f, ",\"layers\":%s,\"table\":", layers ? layers : "[]");
     layer_table(f, g, p, 1);
@@ -329,7 +367,8 @@ static int32_t record(mi_history_t *hist, int64_t run, const task_info_t *t, con
                       const char *failure, mi_error_t *err) {
   mi_record_t r;
   char stack[512], shash[17], dhash[17], *fpj = NULL, *layers = NULL, *samples = NULL;
-  const mi_device_desc_t *desc = p ? &p->desc : fp && fp->hash[0] ? &fp->desc : NULL;
+  const mi_device_desc_t *desc = p ? &p->desc : fp && fp->hash[0] ? &fp->desc
+                                                                  : NULL;
   int32_t rc;
   memset(&r, 0, sizeof r);
   r.model_hash = t->hash;
@@ -483,10 +522,14 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
         char c = jbuf[end];
         if (in_str) {
           if (c == '\\') end++;
-          else if (c == '"') in_str = 0;
-        } else if (c == '"') in_str = 1;
-        else if (c == '{') depth++;
-        else if (c == '}' && --depth == 0) break;
+          else if (c == '"')
+            in_str = 0;
+        } else if (c == '"')
+          in_str = 1;
+        else if (c == '{')
+          depth++;
+        else if (c == '}' && --depth == 0)
+          break;
       }
       printf(",%.*s", (int)(end - (size_t)first_ok - 1), jbuf + first_ok + 1);
     }

@@ -43,19 +43,29 @@ static void show_outside_paths(const mi_recipe_t *r) {
   }
 }
 
-enum { O_SEED = 256, O_VERIFY, O_JOBS, O_JSON, O_AGENTS, O_TIMEOUT, O_NO_LTASKS };
+enum { O_SEED = 256,
+       O_VERIFY,
+       O_JOBS,
+       O_JSON,
+       O_AGENTS,
+       O_TIMEOUT,
+       O_NO_LTASKS };
 static const mi_cli_opt_t k_tune_opts[] = {
-    {"out", 'o', "DIR", "where deployment.yaml, pareto.json and report.html go\n"
+    {"out", 'o', "DIR",
+     "where deployment.yaml, pareto.json and report.html go\n"
      "(default: RECIPE_DIR/tune-out)"},
     {"seed", O_SEED, "S", "the search's seed (default: the recipe's)"},
-    {"verify", O_VERIFY, "N", "re-measure every configuration of the table N times and check\n"
+    {"verify", O_VERIFY, "N",
+     "re-measure every configuration of the table N times and check\n"
      "its bounds; a violation makes the exit status 1"},
     {"jobs", O_JOBS, "N", "tune up to N devices at once, each with its own workers"},
-    {"timeout", O_TIMEOUT, "S", "seconds one measurement may take before its worker is killed\n"
+    {"timeout", O_TIMEOUT, "S",
+     "seconds one measurement may take before its worker is killed\n"
      "(default: the recipe's measure.timeout_s, else 120)"},
     {"json", O_JSON, NULL, "print one JSON object instead of text"},
     {"agents", O_AGENTS, NULL, "measure through the farm's agents (docs/scale-out.md)"},
-    {"no-layer-tasks", O_NO_LTASKS, NULL, "search every node's kernel choice in the joint space\n"
+    {"no-layer-tasks", O_NO_LTASKS, NULL,
+     "search every node's kernel choice in the joint space\n"
      "instead of tuning layer tasks first"},
     {NULL, 0, NULL, NULL},
 };
@@ -87,15 +97,22 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
     else if (k == O_SEED || k == O_VERIFY || k == O_JOBS) {
       if (mi_cli_int(&cli, 0, 1000000, &v)) return MI_HOST_USAGE;
       if (k == O_SEED) seed = v;
-      else if (k == O_VERIFY) to.verify = (int32_t)v;
-      else to.jobs = v < 1 ? 1 : (int32_t)v;
+      else if (k == O_VERIFY)
+        to.verify = (int32_t)v;
+      else
+        to.jobs = v < 1 ? 1 : (int32_t)v;
     } else if (k == O_TIMEOUT) {
       if (mi_cli_double(&cli, 1e-3, 86400, &timeout)) return MI_HOST_USAGE;
-    } else if (k == O_JSON) h->json = 1;
-    else if (k == O_AGENTS) to.agents = 1;
-    else if (k == O_NO_LTASKS) to.no_layer_tasks = 1;
-    else if (!recipe_path) recipe_path = cli.value;
-    else return mi_cli_error(&cli, "one recipe at a time");
+    } else if (k == O_JSON)
+      h->json = 1;
+    else if (k == O_AGENTS)
+      to.agents = 1;
+    else if (k == O_NO_LTASKS)
+      to.no_layer_tasks = 1;
+    else if (!recipe_path)
+      recipe_path = cli.value;
+    else
+      return mi_cli_error(&cli, "one recipe at a time");
   }
   if (!recipe_path) return mi_cli_error(&cli, "needs a recipe: mi-host tune RECIPE.yaml");
   /* No plugin code runs in this process: each plugin is described in a sacrificial worker, and

@@ -21,7 +21,8 @@ static const command_t k_commands[] = {
 };
 
 /* The global options; the commands' own are in their files. */
-enum { O_PLUGINS = 256, O_JSON };
+enum { O_PLUGINS = 256,
+       O_JSON };
 static const mi_cli_opt_t k_global[] = {
     {"plugins", O_PLUGINS, "DIR",
      "load plugins from DIR (repeatable); default: MI_PLUGIN_PATH,\n"
@@ -30,8 +31,9 @@ static const mi_cli_opt_t k_global[] = {
     {NULL, 0, NULL, NULL},
 };
 
-static const char *k_usage = "mi-host [--plugins DIR]... [--json] COMMAND [ARGS]\n"
-                             "mi-host help COMMAND";
+static const char *k_usage =
+    "mi-host [--plugins DIR]... [--json] COMMAND [ARGS]\n"
+    "mi-host help COMMAND";
 
 /* The command list, after the options, in the help. */
 static const char *footer(char *buf, size_t cap) {
@@ -68,7 +70,8 @@ void mi_host_cli_begin(mi_host_t *h, mi_cli_t *c, const char *command, const mi_
 
 int mi_host_cli_next(mi_cli_t *c, int *status) {
   int st, k = mi_cli_step(c, &st);
-  *status = st == MI_CLI_GO_ON ? MI_HOST_OK : st == 0 ? MI_HOST_DONE : MI_HOST_USAGE;
+  *status = st == MI_CLI_GO_ON ? MI_HOST_OK : st == 0 ? MI_HOST_DONE
+                                                      : MI_HOST_USAGE;
   return k;
 }
 
@@ -139,7 +142,8 @@ mi_registry_t *mi_host_registry(mi_host_t *h) {
   /* Each plugin is loaded once in a sacrificial worker first: one that crashes, hangs or
    * prints to stdout while loading is refused with the reason instead (docs/security.md). */
   if (h->described_only) mi_registry_set_isolated(h->registry, mi_worker_describe, NULL);
-  else mi_registry_set_preflight(h->registry, mi_worker_preflight, NULL);
+  else
+    mi_registry_set_preflight(h->registry, mi_worker_preflight, NULL);
   mi_error_clear(&err);
   if (mi_registry_scan_path(h->registry, path, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
@@ -162,16 +166,16 @@ int main(int argc, char **argv) {
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_next(&c)) != MI_CLI_ARG) {
     switch (k) {
-      case MI_CLI_END: mi_cli_help(&c, stderr); return MI_HOST_USAGE;
-      case MI_CLI_EXIT: return MI_HOST_OK;
-      case MI_CLI_ERROR: return MI_HOST_USAGE;
-      case O_JSON: h.json = 1; break;
-      case O_PLUGINS:
-        if (!c.value[0]) return mi_host_usage_error("--plugins needs a directory");
-        if (h.plugin_dir_count == MI_HOST_MAX_DIRS)
-          return mi_host_usage_error("at most %d --plugins directories", MI_HOST_MAX_DIRS);
-        h.plugin_dirs[h.plugin_dir_count++] = c.value;
-        break;
+    case MI_CLI_END: mi_cli_help(&c, stderr); return MI_HOST_USAGE;
+    case MI_CLI_EXIT: return MI_HOST_OK;
+    case MI_CLI_ERROR: return MI_HOST_USAGE;
+    case O_JSON: h.json = 1; break;
+    case O_PLUGINS:
+      if (!c.value[0]) return mi_host_usage_error("--plugins needs a directory");
+      if (h.plugin_dir_count == MI_HOST_MAX_DIRS)
+        return mi_host_usage_error("at most %d --plugins directories", MI_HOST_MAX_DIRS);
+      h.plugin_dirs[h.plugin_dir_count++] = c.value;
+      break;
     }
   }
   at = c.rest - 1; /* the command */

@@ -9,7 +9,10 @@
 
 /** Exit codes: 0 done, 1 the work failed, 2 the command line was wrong. MI_HOST_DONE, from a
  * command's parser only: --help was printed, exit 0. */
-enum { MI_HOST_DONE = -1, MI_HOST_OK = 0, MI_HOST_FAIL = 1, MI_HOST_USAGE = 2 };
+enum { MI_HOST_DONE = -1,
+       MI_HOST_OK = 0,
+       MI_HOST_FAIL = 1,
+       MI_HOST_USAGE = 2 };
 
 #define MI_HOST_MAX_DIRS 32
 
@@ -18,11 +21,11 @@ typedef struct mi_host {
   const char *argv0;
   const char *plugin_dirs[MI_HOST_MAX_DIRS]; /* --plugins, in order */
   int plugin_dir_count;
-  int json;                                  /* --json */
-  mi_registry_t *registry;                   /* loaded on first use */
-  char cli_prog[64], cli_usage[1024];        /* the running command's, for its messages */
-  char *plugin_path;                         /* mi_plugin_path's answer, on first use */
-  int described_only;                        /* set before mi_host_registry: stand-ins only */
+  int json;                           /* --json */
+  mi_registry_t *registry;            /* loaded on first use */
+  char cli_prog[64], cli_usage[1024]; /* the running command's, for its messages */
+  char *plugin_path;                  /* mi_plugin_path's answer, on first use */
+  int described_only;                 /* set before mi_host_registry: stand-ins only */
 } mi_host_t;
 
 /** Loads plugins from --plugins, else MI_PLUGIN_PATH, else <exe dir>/../plugins. Prints the

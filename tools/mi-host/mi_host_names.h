@@ -4,7 +4,9 @@
 
 #include <stdint.h>
 
-enum { MI_MASK_DTYPE, MI_MASK_LAYOUT, MI_MASK_FUSE };
+enum { MI_MASK_DTYPE,
+       MI_MASK_LAYOUT,
+       MI_MASK_FUSE };
 
 /** Names of enum values; "unknown" for values this build does not know. */
 const char *mi_name_device_kind(int32_t v);

@@ -4,7 +4,7 @@
 #include "mi_host_names.h"
 
 static const char *const k_dtypes[] = {"undefined", "float32", "float16", "int8", "uint8",
-                                       "int4",      "int32",   "int64",   "bool"};
+                                       "int4", "int32", "int64", "bool"};
 static const char *const k_layouts[] = {"any", "nchw", "nhwc", "nchwc"};
 static const char *const k_fuse[] = {"bias", "bn", "relu", "act", "add"};
 static const char *const k_kinds[] = {"cpu", "gpu", "npu", "other"};
@@ -28,9 +28,9 @@ const char *mi_name_constraint_kind(int32_t v) { return PICK(k_constraints, v); 
 
 const char *mi_name_mask_bit(int which, unsigned bit) {
   switch (which) {
-    case MI_MASK_DTYPE: return bit < sizeof k_dtypes / sizeof *k_dtypes ? k_dtypes[bit] : NULL;
-    case MI_MASK_LAYOUT: return bit < sizeof k_layouts / sizeof *k_layouts ? k_layouts[bit] : NULL;
-    case MI_MASK_FUSE: return bit < sizeof k_fuse / sizeof *k_fuse ? k_fuse[bit] : NULL;
+  case MI_MASK_DTYPE: return bit < sizeof k_dtypes / sizeof *k_dtypes ? k_dtypes[bit] : NULL;
+  case MI_MASK_LAYOUT: return bit < sizeof k_layouts / sizeof *k_layouts ? k_layouts[bit] : NULL;
+  case MI_MASK_FUSE: return bit < sizeof k_fuse / sizeof *k_fuse ? k_fuse[bit] : NULL;
   }
   return NULL;
 }

@@ -6,8 +6,8 @@
 
 #include <pthread.h>
 
-#include "mi_host.h"
 #include "metainfer/mi_tuner.h"
+#include "mi_host.h"
 
 /** Progress of the pool: one line per device, redrawn on a terminal. */
 typedef struct mi_tune_progress {

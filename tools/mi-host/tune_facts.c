@@ -12,9 +12,12 @@ static int utf8_len(const unsigned char *p) {
   int n;
   if (p[0] < 0x80) return 1;
   if (p[0] >= 0xc2 && p[0] <= 0xdf) n = 2;
-  else if (p[0] >= 0xe0 && p[0] <= 0xef) n = 3;
-  else if (p[0] >= 0xf0 && p[0] <= 0xf4) n = 4;
-  else return 0;
+  else if (p[0] >= 0xe0 && p[0] <= 0xef)
+    n = 3;
+  else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+    n = 4;
+  else
+    return 0;
   for (int i = 1; i < n; i++)
     if ((p[i] & 0xc0) != 0x80) return 0;
   return n;
@@ -24,13 +27,15 @@ void mi__tune_esc(FILE *f, const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
     int n;
     switch (*p) {
-      case '<': fputs("&lt;", f); continue;
-      case '>': fputs("&gt;", f); continue;
-      case '&': fputs("&amp;", f); continue;
-      case '"': fputs("&quot;", f); continue;
-      case '\'': fputs("&#39;", f); continue;
-      case '\t': case '\n': case '\r': fputc(*p, f); continue;
-      default: break;
+    case '<': fputs("&lt;", f); continue;
+    case '>': fputs("&gt;", f); continue;
+    case '&': fputs("&amp;", f); continue;
+    case '"': fputs("&quot;", f); continue;
+    case '\'': fputs("&#39;", f); continue;
+    case '\t':
+    case '\n':
+    case '\r': fputc(*p, f); continue;
+    default: break;
     }
     /* XML 1.0 has no control characters but these three; a model path or a plugin's message
      * may hold anything. */
@@ -81,14 +86,15 @@ double mi__tune_shown(int32_t o, double v) { return o == MI_OBJ_ACCURACY ? v * 1
 
 void mi__tune_value(FILE *f, int32_t o, double v) {
   if (!isfinite(v)) fputs("-", f);
-  else fprintf(f, "%.4g %s", mi__tune_shown(o, v), mi__tune_unit(o));
+  else
+    fprintf(f, "%.4g %s", mi__tune_shown(o, v), mi__tune_unit(o));
 }
 
 const char *mi__tune_why_missing(int32_t o) {
   switch (o) {
-    case MI_OBJ_ENERGY: return "the device has no energy counter";
-    case MI_OBJ_MEMORY: return "the device reports no memory figure";
-    default: return "no trial on this device reported it";
+  case MI_OBJ_ENERGY: return "the device has no energy counter";
+  case MI_OBJ_MEMORY: return "the device reports no memory figure";
+  default: return "no trial on this device reported it";
   }
 }
 
@@ -139,7 +145,8 @@ int mi__tune_facts(const mi_recipe_t *r, const mi_tune_run_t *run, mi_tune_facts
   }
   for (int32_t j = 0; j < r->objective_count; j++) {
     if (f->has[r->objectives[j]]) use[nuse++] = r->objectives[j];
-    else missing++;
+    else
+      missing++;
   }
   f->substituted = missing > 0;
   if (nuse >= 2) {

@@ -64,19 +64,20 @@ static void summary_row(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
       const mi_compare_ratio_t *v = &run->vs_default;
       fprintf(f, "%.3g&#215; speed (95%% CI %.3g-%.3g, %d paired rounds)<br><span class=\"note\">%s</span>", 1 / v->ratio,
               1 / v->hi, 1 / v->lo, (int)run->confirm_rounds,
-              run->deployed_default ? "not shown faster: the default is deployed"
+              run->deployed_default             ? "not shown faster: the default is deployed"
               : v->verdict == MI_COMPARE_FASTER ? "significantly faster"
                                                 : "no significant difference");
-    } else if (fa.def < 0) fputs("default not measured", f);
-    else if (fa.def == run->front[0]) fputs(run->deployed_default ? "the default is deployed (paired check failed)" : "the default is the choice", f);
+    } else if (fa.def < 0)
+      fputs("default not measured", f);
+    else if (fa.def == run->front[0])
+      fputs(run->deployed_default ? "the default is deployed (paired check failed)" : "the default is the choice", f);
     else if (isfinite(run->res->trials[fa.def].objectives[o]) && run->res->trials[fa.def].objectives[o] > 0)
       fprintf(f, "%.3g&#215; %s", c->objectives[o] / run->res->trials[fa.def].objectives[o], mi__tune_label(o));
     else
       fputs("default has no figure", f);
     fputs("</td><td>", f);
     if (run->verify_n > 0)
-      fprintf(f, run->verify_bad[0] || run->verify_failed[0] ? "<span class=\"bad\">no: broke a bound when re-measured %d times</span>"
-                                                             : "<span class=\"ok\">yes, held in %d re-measurements</span>",
+      fprintf(f, run->verify_bad[0] || run->verify_failed[0] ? "<span class=\"bad\">no: broke a bound when re-measured %d times</span>" : "<span class=\"ok\">yes, held in %d re-measurements</span>",
               (int)run->verify_n);
     else
       fputs("<span class=\"ok\">yes</span>", f);
@@ -132,7 +133,8 @@ static void failures(FILE *f, const mi_tune_run_t *run) {
     for (int32_t j = i, shown = 0; j < res->count; j++)
       if (res->trials[j].status != MI_OK && !strcmp(res->trials[j].message, res->trials[i].message)) {
         if (shown < 12) fprintf(f, "%s%d", shown ? ", " : "trial ", (int)j + 1);
-        else if (shown == 12) fputs(", ...", f);
+        else if (shown == 12)
+          fputs(", ...", f);
         shown++;
       }
     fputs("): ", f);
@@ -155,8 +157,9 @@ static void run_section(FILE *f, const mi_recipe_t *r, mi_tune_run_t *run, int32
     fputs("</p></section>\n", f);
     return;
   }
-  fprintf(f, "<p>Joint space: %s configurations (%d variant(s) pruned after %d prepare probes); %d measured, "
-             "%d from the history, %d failed; %d of the successful ones infeasible; hypervolume %.6g.%s</p>\n",
+  fprintf(f,
+          "<p>Joint space: %s configurations (%d variant(s) pruned after %d prepare probes); %d measured, "
+          "%d from the history, %d failed; %d of the successful ones infeasible; hypervolume %.6g.%s</p>\n",
           run->size, (int)run->pruned, (int)run->probes, run->res->measured, run->res->replayed, (int)fa.failed,
           (int)fa.infeasible, run->hv, run->energy_modeled ? " Energy figures are <b>modeled</b>, not measured." : "");
   for (int32_t j = 0; j < r->objective_count; j++)
@@ -187,8 +190,10 @@ static void run_section(FILE *f, const mi_recipe_t *r, mi_tune_run_t *run, int32
 
 void mi_tune_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n) {
   int any = 0;
-  fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Meta Infer tuning report</title>\n"
-             "<style>%s</style>\n</head><body>\n<h1>Meta Infer tuning report</h1>\n<p>Recipe <code>", CSS);
+  fprintf(f,
+          "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>Meta Infer tuning report</title>\n"
+          "<style>%s</style>\n</head><body>\n<h1>Meta Infer tuning report</h1>\n<p>Recipe <code>",
+          CSS);
   mi__tune_esc(f, r->path);
   fputs("</code>; objectives (minimised): ", f);
   for (int32_t j = 0; j < r->objective_count; j++)
@@ -203,8 +208,10 @@ void mi_tune_html(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n)
   fprintf(f, "%s; budget %lld measurements per (model, device); strategy ", any ? "" : "none",
           (long long)r->budget_measurements);
   mi__tune_esc(f, r->strategy ? r->strategy : "meta");
-  fputs(".</p>\n<h2>Summary</h2>\n<table class=\"summary\"><tr><th>model</th><th>device</th><th>chosen</th>"
-        "<th>tuned against default<br><span class=\"note\">paired rounds where checked, else ratio of medians of one measurement each</span></th><th>constraints met</th><th>measurements used</th><th>time</th></tr>\n", f);
+  fputs(
+      ".</p>\n<h2>Summary</h2>\n<table class=\"summary\"><tr><th>model</th><th>device</th><th>chosen</th>"
+      "<th>tuned against default<br><span class=\"note\">paired rounds where checked, else ratio of medians of one measurement each</span></th><th>constraints met</th><th>measurements used</th><th>time</th></tr>\n",
+      f);
   for (int32_t i = 0; i < n; i++) summary_row(f, r, &runs[i], i);
   fputs("</table>\n<h2>Assignment</h2>\n<ul class=\"assignment\">\n", f);
   for (int32_t i = 0; i < n; i++)

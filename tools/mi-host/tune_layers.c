@@ -11,9 +11,9 @@ typedef struct cell {
   int32_t node;
   const char *node_name; /* inside the dimension's name */
   int node_len;
-  const char *aspect;    /* "variant", "precision", "prune", "knob.tile" */
+  const char *aspect; /* "variant", "precision", "prune", "knob.tile" */
   const char *value;
-  const char *family;    /* the node's op type ("Conv"), or its variant's prefix; NULL unknown */
+  const char *family; /* the node's op type ("Conv"), or its variant's prefix; NULL unknown */
   int family_len;
 } cell_t;
 
@@ -63,11 +63,14 @@ static void global_table(FILE *f, const mi_tune_run_t *run, const mi_trial_t *t,
     fputs("</td></tr>\n", f);
   }
   if (rows) fputs("</table>\n", f);
-  else fprintf(f, "<h4>%s</h4>\n<p class=\"note\">none in the space</p>\n", title);
+  else
+    fprintf(f, "<h4>%s</h4>\n<p class=\"note\">none in the space</p>\n", title);
 }
 
 static int aspect_rank(const char *a) {
-  return !strcmp(a, "precision") ? 0 : !strcmp(a, "prune") ? 1 : !strcmp(a, "variant") ? 2 : 3;
+  return !strcmp(a, "precision") ? 0 : !strcmp(a, "prune") ? 1
+                                   : !strcmp(a, "variant") ? 2
+                                                           : 3;
 }
 
 static int in_group(const cell_t *a, const cell_t *b) {
@@ -173,8 +176,10 @@ void mi__tune_config_html(FILE *f, const mi_tune_run_t *run, const mi_trial_t *t
     }
     fputs("</li>\n", f);
   }
-  fprintf(f, "</ul>\n<details class=\"layers\"><summary>Per-layer choices (%d layers, %d choices)</summary>\n"
-             "<table class=\"per-layer\"><tr><th>layer</th>", (int)nodes, (int)n);
+  fprintf(f,
+          "</ul>\n<details class=\"layers\"><summary>Per-layer choices (%d layers, %d choices)</summary>\n"
+          "<table class=\"per-layer\"><tr><th>layer</th>",
+          (int)nodes, (int)n);
   for (int32_t k = 0; k < aspects; k++) {
     fputs("<th>", f);
     mi__tune_esc(f, aspect[k]);

@@ -104,7 +104,8 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
     }
     if (run->ltasks > 0) {
       /* The space as it was searched: model side x device level, plus the layer tasks. */
-      fprintf(f, ",\"layer_tasks\":{\"tasks\":%d,\"nodes\":%d,\"from_history\":%d,\"measured\":%d,\"warm\":%d,"
+      fprintf(f,
+              ",\"layer_tasks\":{\"tasks\":%d,\"nodes\":%d,\"from_history\":%d,\"measured\":%d,\"warm\":%d,"
               "\"layer_measurements\":%d,\"rounds\":%d,\"improved\":%d,\"log10_model\":",
               (int)run->ltasks, (int)run->ltask_nodes, (int)run->ltask_reused, (int)run->ltask_measured,
               (int)run->ltask_warm, (int)run->ltask_layer_measurements, (int)run->ltask_rounds, (int)run->ltask_improved);
@@ -159,7 +160,8 @@ int mi_tune_write(const mi_recipe_t *r, const char *out, mi_tune_run_t *runs, in
   mi_tune_html(f, r, runs, n);
   fclose(f);
   if (json) write_json(stdout, r, runs, n);
-  else mi__tune_notes(stderr, r, runs, n);
+  else
+    mi__tune_notes(stderr, r, runs, n);
   if (!json) fprintf(stderr, "tune: wrote %s/deployment.yaml, pareto.json, report.html\n", out);
   return MI_HOST_OK;
 }

@@ -67,7 +67,10 @@ static int axis_fit(axis_t *a, double lo, double hi, double bound) {
     raw = (hi - lo) / 5;
     mag = pow(10, floor(log10(raw)));
     norm = raw / mag;
-    step = (norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10) * mag;
+    step = (norm < 1.5 ? 1 : norm < 3 ? 2
+                         : norm < 7   ? 5
+                                      : 10) *
+           mag;
     if (a->o < 0 && step < 1) step = 1; /* trial numbers are whole */
     a->lo = floor(lo / step) * step;
     a->hi = ceil(hi / step) * step;
@@ -90,7 +93,8 @@ static int axis_inside(const axis_t *a, double v) {
 
 static void tick_text(FILE *f, const axis_t *a, double v) {
   if (a->log) fprintf(f, "%g", v);
-  else fprintf(f, "%.*f", a->decimals, v);
+  else
+    fprintf(f, "%.*f", a->decimals, v);
 }
 
 /* "latency (ms, log scale)" */
@@ -110,27 +114,34 @@ static void axes(FILE *f, const axis_t *x, const axis_t *y, const char *xtitle, 
   fputs("<g class=\"axis x\" font-size=\"11\" text-anchor=\"middle\">\n", f);
   for (int i = 0; i < x->ticks; i++) {
     double px = axis_px(x, x->tick[i]);
-    fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-               "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
-               "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">", px, y->p1, px, y->p0, px, y->p0, px, y->p0 + 5, px, y->p0 + 17);
+    fprintf(f,
+            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+            "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
+            "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">",
+            px, y->p1, px, y->p0, px, y->p0, px, y->p0 + 5, px, y->p0 + 17);
     tick_text(f, x, x->tick[i]);
     fputs("</text>\n", f);
   }
   fprintf(f, "</g>\n<text class=\"axis-label x\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">",
           (x->p0 + x->p1) / 2, y->p0 + 36);
   if (xtitle) mi__tune_esc(f, xtitle);
-  else axis_title(f, x, modeled);
+  else
+    axis_title(f, x, modeled);
   fputs("</text>\n<g class=\"axis y\" font-size=\"11\" text-anchor=\"end\">\n", f);
   for (int i = 0; i < y->ticks; i++) {
     double py = axis_px(y, y->tick[i]);
-    fprintf(f, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-               "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
-               "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">", x->p0, py, x->p1, py, x->p0 - 5, py, x->p0, py, x->p0 - 8, py + 4);
+    fprintf(f,
+            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+            "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
+            "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">",
+            x->p0, py, x->p1, py, x->p0 - 5, py, x->p0, py, x->p0 - 8, py + 4);
     tick_text(f, y, y->tick[i]);
     fputs("</text>\n", f);
   }
-  fprintf(f, "</g>\n<text class=\"axis-label y\" x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
-             "transform=\"rotate(-90 16 %.1f)\">", (y->p0 + y->p1) / 2, (y->p0 + y->p1) / 2);
+  fprintf(f,
+          "</g>\n<text class=\"axis-label y\" x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "
+          "transform=\"rotate(-90 16 %.1f)\">",
+          (y->p0 + y->p1) / 2, (y->p0 + y->p1) / 2);
   axis_title(f, y, modeled);
   fputs("</text>\n", f);
 }
@@ -207,17 +218,20 @@ static double legend_entry(FILE *f, double x, double y, const char *kind, const 
   } else if (!strcmp(kind, "infeasible")) {
     mark_infeasible(f, x + 8, y, 4);
     fputs("/>", f);
-  }
-  else if (!strcmp(kind, "front")) fprintf(f, "<path d=\"M%.1f %.1fH%.1fV%.1fH%.1f\" fill=\"none\" stroke=\"#000\" stroke-width=\"1.8\"/>", x, y - 5, x + 8, y + 5, x + 16);
-  else if (!strcmp(kind, "chosen")) fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" stroke=\"" C_CHOSEN "\" stroke-width=\"3\"/>", x + 8, y);
+  } else if (!strcmp(kind, "front"))
+    fprintf(f, "<path d=\"M%.1f %.1fH%.1fV%.1fH%.1f\" fill=\"none\" stroke=\"#000\" stroke-width=\"1.8\"/>", x, y - 5, x + 8, y + 5, x + 16);
+  else if (!strcmp(kind, "chosen"))
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"7\" fill=\"none\" stroke=\"" C_CHOSEN "\" stroke-width=\"3\"/>", x + 8, y);
   else if (!strcmp(kind, "default")) {
     mark_default(f, x + 8, y, 6);
     fputs("/>", f);
-  }
-  else if (!strcmp(kind, "bound")) fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"12\" fill=\"#000\" fill-opacity=\"0.07\"/>"
-                                            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>",
-                                            x + 8, y - 6, x + 8, y - 7, x + 8, y + 7);
-  else if (!strcmp(kind, "best")) fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/>", x, y, x + 16, y);
+  } else if (!strcmp(kind, "bound"))
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"12\" fill=\"#000\" fill-opacity=\"0.07\"/>"
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>",
+            x + 8, y - 6, x + 8, y - 7, x + 8, y + 7);
+  else if (!strcmp(kind, "best"))
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#000\" stroke-width=\"2\"/>", x, y, x + 16, y);
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">", x + 22, y + 4);
   mi__tune_esc(f, text);
   if (count >= 0) fprintf(f, " (%d)", count);
@@ -285,7 +299,8 @@ void mi__tune_front_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
     if (!plotted(fa, t, i, &x, &y)) continue;
     fprintf(f, "<g class=\"trial %s\" data-trial=\"%d\">", fa->feasible[i] ? "feasible" : "infeasible", (int)i + 1);
     if (fa->feasible[i]) mark_feasible(f, axis_px(&x, xval(fa, t, i)), axis_px(&y, yval(fa, t)), 4.5);
-    else mark_infeasible(f, axis_px(&x, xval(fa, t, i)), axis_px(&y, yval(fa, t)), 4);
+    else
+      mark_infeasible(f, axis_px(&x, xval(fa, t, i)), axis_px(&y, yval(fa, t)), 4);
     fputs(">", f);
     trial_title(f, r, run, fa, i);
     fputs(fa->feasible[i] ? "</circle></g>\n" : "</path></g>\n", f);
@@ -312,7 +327,8 @@ void mi__tune_front_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
           const mi_trial_t *t = &run->res->trials[ord[k]];
           double px = axis_px(&x, xval(fa, t, ord[k])), py = axis_px(&y, yval(fa, t));
           if (k == 0) fprintf(f, "M%.1f %.1fV%.1f", px, y.p1, py);
-          else fprintf(f, "H%.1fV%.1f", px, py);
+          else
+            fprintf(f, "H%.1fV%.1f", px, py);
         }
         fprintf(f, "H%.1f\"><title>Pareto front: %d configuration(s)</title></path>\n", x.p1, (int)m);
       }
@@ -348,9 +364,11 @@ void mi__tune_front_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
   ly = legend_entry(f, 476, ly, "infeasible", "infeasible trial", fa->infeasible);
   if (fa->step) ly = legend_entry(f, 476, ly, "front", "Pareto front", -1);
   if (drawn[0]) ly = legend_entry(f, 476, ly, "chosen", "chosen", -1);
-  else ly = legend_entry(f, 476, ly, "none", run->front_n ? "chosen: off the plot" : "nothing chosen", -1);
+  else
+    ly = legend_entry(f, 476, ly, "none", run->front_n ? "chosen: off the plot" : "nothing chosen", -1);
   if (drawn[1]) ly = legend_entry(f, 476, ly, "default", "default configuration", -1);
-  else ly = legend_entry(f, 476, ly, "none", fa->def >= 0 ? "default: off the plot" : "default not measured", -1);
+  else
+    ly = legend_entry(f, 476, ly, "none", fa->def >= 0 ? "default: off the plot" : "default not measured", -1);
   if (xb || yb) ly = legend_entry(f, 476, ly, "bound", "bound, broken side shaded", -1);
   if (fa->failed) ly = legend_entry(f, 476, ly, "none", "failed, not plotted", fa->failed);
   ly += 4;
@@ -396,7 +414,8 @@ void mi__tune_progress_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *r
     if (t->status != MI_OK || !axis_inside(&y, v)) continue;
     fprintf(f, "<g class=\"trial %s\" data-trial=\"%d\" opacity=\"0.55\">", fa->feasible[i] ? "feasible" : "infeasible", (int)i + 1);
     if (fa->feasible[i]) mark_feasible(f, axis_px(&x, i + 1), axis_px(&y, v), 3.5);
-    else mark_infeasible(f, axis_px(&x, i + 1), axis_px(&y, v), 3);
+    else
+      mark_infeasible(f, axis_px(&x, i + 1), axis_px(&y, v), 3);
     fputs(">", f);
     trial_title(f, r, run, fa, i);
     fputs(fa->feasible[i] ? "</circle></g>\n" : "</path></g>\n", f);
@@ -408,12 +427,14 @@ void mi__tune_progress_svg(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *r
     if (fa->feasible[i] && isfinite(v) && v < best) {
       best = v;
       if (started) fprintf(f, "H%.1fV%.1f", axis_px(&x, i + 1), axis_px(&y, best));
-      else fprintf(f, "M%.1f %.1f", axis_px(&x, i + 1), axis_px(&y, best));
+      else
+        fprintf(f, "M%.1f %.1f", axis_px(&x, i + 1), axis_px(&y, best));
       started = 1;
     }
   }
   if (started) fprintf(f, "H%.1f", axis_px(&x, n));
-  else fprintf(f, "M%.1f %.1f", x.p0, y.p0); /* no feasible trial: an empty path */
+  else
+    fprintf(f, "M%.1f %.1f", x.p0, y.p0); /* no feasible trial: an empty path */
   fputs("\"/>\n<g class=\"legend\">\n", f);
   ly = legend_entry(f, 476, ly, "best", started ? "best feasible so far" : "no feasible trial", -1);
   ly = legend_entry(f, 476, ly, "feasible", "feasible trial", fa->ok - fa->infeasible);

@@ -42,7 +42,8 @@ void mi_tune_progress_set(mi_tune_progress_t *p, int32_t line, int log, const ch
   vsnprintf(p->text[line], sizeof p->text[line], fmt, ap);
   va_end(ap);
   if (p->tty) redraw(p);
-  else if (log) fprintf(stderr, "tune: %s\n", p->text[line]);
+  else if (log)
+    fprintf(stderr, "tune: %s\n", p->text[line]);
   pthread_mutex_unlock(&p->lock);
 }
 

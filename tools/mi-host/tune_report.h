@@ -25,14 +25,14 @@ int mi__tune_feasible(const mi_recipe_t *r, const mi_trial_t *t, uint32_t *viola
 
 /** What the report says about one successful run. */
 typedef struct mi_tune_facts {
-  int32_t count;                 /* trials */
-  uint8_t *feasible;             /* per trial */
-  uint32_t *violated;            /* per trial, bits as mi__tune_feasible */
-  int has[MI_OBJ_COUNT];         /* 1: some successful trial has a figure for objective k */
-  int32_t x, y;                  /* plotted objectives; x = -1: y against the trial number */
-  int substituted;               /* 1: a recipe objective had no figure, another one is plotted */
-  int step;                      /* 1: the plot's axes are the front's objectives: draw its steps */
-  int32_t def;                   /* trial that is the default configuration; -1: not measured */
+  int32_t count;         /* trials */
+  uint8_t *feasible;     /* per trial */
+  uint32_t *violated;    /* per trial, bits as mi__tune_feasible */
+  int has[MI_OBJ_COUNT]; /* 1: some successful trial has a figure for objective k */
+  int32_t x, y;          /* plotted objectives; x = -1: y against the trial number */
+  int substituted;       /* 1: a recipe objective had no figure, another one is plotted */
+  int step;              /* 1: the plot's axes are the front's objectives: draw its steps */
+  int32_t def;           /* trial that is the default configuration; -1: not measured */
   int32_t ok, failed, infeasible;
 } mi_tune_facts_t;
 

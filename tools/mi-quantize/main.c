@@ -118,7 +118,15 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
   return rc;
 }
 
-enum { O_MODE = 256, O_MODEL, O_OUT, O_SEED, O_INPUT, O_SHAPE, O_PER_CHANNEL, O_CONV_W, O_MATMUL_W };
+enum { O_MODE = 256,
+       O_MODEL,
+       O_OUT,
+       O_SEED,
+       O_INPUT,
+       O_SHAPE,
+       O_PER_CHANNEL,
+       O_CONV_W,
+       O_MATMUL_W };
 static const mi_cli_opt_t k_opts[] = {
     {"mode", O_MODE, "dynamic|qdq|qop",
      "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"
@@ -149,42 +157,45 @@ int main(int argc, char **argv) {
   long long v = 0;
   int k, st;
   c.prog = "mi-quantize";
-  c.usage = "mi-quantize --mode dynamic|qdq|qop --model IN.onnx --out OUT.onnx [--input X.npy]...\n"
-            "            [--shape NAME=D0,D1,...]... [--per-channel] [--conv-weights u8|s8]\n"
-            "            [--matmul-weights u8|s8] [--seed S]";
-  c.about = "Writes a copy of an FP32 model quantized with the ops and patterns ONNX Runtime's\n"
-            "quantization tools write. Static ranges are the min/max of one reference run on the\n"
-            "--input arrays, or on uniform [-1, 1) values from --seed.";
+  c.usage =
+      "mi-quantize --mode dynamic|qdq|qop --model IN.onnx --out OUT.onnx [--input X.npy]...\n"
+      "            [--shape NAME=D0,D1,...]... [--per-channel] [--conv-weights u8|s8]\n"
+      "            [--matmul-weights u8|s8] [--seed S]";
+  c.about =
+      "Writes a copy of an FP32 model quantized with the ops and patterns ONNX Runtime's\n"
+      "quantization tools write. Static ranges are the min/max of one reference run on the\n"
+      "--input arrays, or on uniform [-1, 1) values from --seed.";
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case O_MODE:
-        if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop"))
-          return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq or qop", c.value);
-        mode = c.value;
-        break;
-      case O_MODEL: in = c.value; break;
-      case O_OUT: out = c.value; break;
-      case O_SEED:
-        if (mi_cli_int(&c, 0, 9223372036854775807LL, &v)) return MI_CLI_USAGE;
-        seed = (uint64_t)v;
-        break;
-      case O_INPUT:
-      case O_SHAPE:
-        if ((k == O_INPUT ? nfiles : g_nshapes) >= MAX_INPUTS)
-          return mi_cli_error(&c, "%s: at most %d", c.opt, MAX_INPUTS);
-        if (k == O_INPUT) files[nfiles++] = c.value;
-        else g_shapes[g_nshapes++] = c.value;
-        break;
-      case O_PER_CHANNEL: o.per_channel = 1; break;
-      case O_CONV_W:
-      case O_MATMUL_W:
-        if (strcmp(c.value, "u8") && strcmp(c.value, "s8"))
-          return mi_cli_error(&c, "%s: '%s' is not u8 or s8", c.opt, c.value);
-        *(k == O_CONV_W ? &o.conv_u8 : &o.matmul_u8) = !strcmp(c.value, "u8");
-        break;
+    case O_MODE:
+      if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop"))
+        return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq or qop", c.value);
+      mode = c.value;
+      break;
+    case O_MODEL: in = c.value; break;
+    case O_OUT: out = c.value; break;
+    case O_SEED:
+      if (mi_cli_int(&c, 0, 9223372036854775807LL, &v)) return MI_CLI_USAGE;
+      seed = (uint64_t)v;
+      break;
+    case O_INPUT:
+    case O_SHAPE:
+      if ((k == O_INPUT ? nfiles : g_nshapes) >= MAX_INPUTS)
+        return mi_cli_error(&c, "%s: at most %d", c.opt, MAX_INPUTS);
+      if (k == O_INPUT) files[nfiles++] = c.value;
+      else
+        g_shapes[g_nshapes++] = c.value;
+      break;
+    case O_PER_CHANNEL: o.per_channel = 1; break;
+    case O_CONV_W:
+    case O_MATMUL_W:
+      if (strcmp(c.value, "u8") && strcmp(c.value, "s8"))
+        return mi_cli_error(&c, "%s: '%s' is not u8 or s8", c.opt, c.value);
+      *(k == O_CONV_W ? &o.conv_u8 : &o.matmul_u8) = !strcmp(c.value, "u8");
+      break;
     }
   }
   if (st != MI_CLI_GO_ON) return st;
@@ -201,7 +212,8 @@ int main(int argc, char **argv) {
   int32_t rc = mi_onnx_load(in, &g, &err);
   if (rc == MI_OK) rc = mi_graph_infer_shapes(g, &err);
   if (rc == MI_OK && !strcmp(mode, "dynamic")) rc = mq_dynamic(g, &o, &err);
-  else if (rc == MI_OK) rc = static_quant(g, files, nfiles, seed, &o, !strcmp(mode, "qop"), &err);
+  else if (rc == MI_OK)
+    rc = static_quant(g, files, nfiles, seed, &o, !strcmp(mode, "qop"), &err);
   if (rc == MI_OK) /* inferred shapes of intermediate values are not saved: they were inferred
                     * for one input shape and would pin the model's dynamic dims */
     for (int32_t t = 0; t < g->tensor_count; t++) {

@@ -11,9 +11,9 @@ typedef struct mq_ranges {
 } mq_ranges_t;
 
 typedef struct mq_options {
-  int per_channel;   /* Conv weights per output channel (qdq, qop) */
-  int conv_u8;       /* dynamic: Conv weights UINT8 asymmetric (ONNX Runtime's CPU ConvInteger) */
-  int matmul_u8;     /* dynamic: MatMul weights UINT8 asymmetric, else INT8 symmetric */
+  int per_channel; /* Conv weights per output channel (qdq, qop) */
+  int conv_u8;     /* dynamic: Conv weights UINT8 asymmetric (ONNX Runtime's CPU ConvInteger) */
+  int matmul_u8;   /* dynamic: MatMul weights UINT8 asymmetric, else INT8 symmetric */
 } mq_options_t;
 
 /* Dynamic quantization (ONNX Runtime's quantize_dynamic): DynamicQuantizeLinear on each input

@@ -84,7 +84,8 @@ static void params_u8(double lo, double hi, float *scale, uint8_t *zp) {
   }
   *scale = (float)((hi - lo) / 255.0);
   double z = rint(0.0 - lo / (double)*scale);
-  *zp = (uint8_t)(z < 0 ? 0 : z > 255 ? 255 : z);
+  *zp = (uint8_t)(z < 0 ? 0 : z > 255 ? 255
+                                      : z);
 }
 
 /* Symmetric INT8 in [-127, 127], zero point 0. */
@@ -96,7 +97,8 @@ static float scale_s8(const float *w, int64_t stride, int64_t count) {
 
 static int32_t quantize_value(float v, float scale, int32_t zp, int32_t lo, int32_t hi) {
   double q = rint((double)v / (double)scale) + zp;
-  return (int32_t)(q < lo ? lo : q > hi ? hi : q);
+  return (int32_t)(q < lo ? lo : q > hi ? hi
+                                        : q);
 }
 
 /* Weight tensor w quantized: INT8 symmetric (per tensor, or per slice of axis 0 when per_channel)
@@ -308,8 +310,10 @@ static int32_t to_qop(mi_graph_t *g, int32_t i, uint8_t *drop) {
   ins[k++] = qn->inputs[2];
   int32_t y = qn->outputs[0];
   if (conv && n->input_count > 2 && n->inputs[2] >= 0) k = 9;
-  const char *nop = conv ? "QLinearConv" : mm ? "QLinearMatMul" : gap ? "QLinearGlobalAveragePool"
-                   : !strcmp(op, "Add") ? "QLinearAdd" : "QLinearMul";
+  const char *nop = conv ? "QLinearConv" : mm               ? "QLinearMatMul"
+                                       : gap                ? "QLinearGlobalAveragePool"
+                                       : !strcmp(op, "Add") ? "QLinearAdd"
+                                                            : "QLinearMul";
   if (set_node(g, i, nop, k, ins, y, conv || mm ? NULL : "com.microsoft")) return -1;
   drop[q] = 1;
   return 1;
@@ -387,7 +391,8 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
       for (int64_t c = 0; c < m; c++) {
         bs[c] = xs[x] * sw[pc ? c : 0];
         double v = rint((double)bv[c] / (double)bs[c]);
-        bq[c] = (int32_t)(v < -2147483648.0 ? -2147483648.0 : v > 2147483647.0 ? 2147483647.0 : v);
+        bq[c] = (int32_t)(v < -2147483648.0 ? -2147483648.0 : v > 2147483647.0 ? 2147483647.0
+                                                                               : v);
       }
       int64_t one = pc ? m : 1;
       char bb[400];

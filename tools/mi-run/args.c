@@ -7,8 +7,22 @@
 #include "mi_cli.h"
 #include "mi_run.h"
 
-enum { O_MODEL = 256, O_DEVICE, O_PLUGINS, O_INPUT, O_SHAPE, O_SEED, O_CONFIG, O_OUTPUT_DIR,
-       O_OUTPUT, O_REPEAT, O_WARMUP, O_THREADS, O_JSON, O_DEPLOYMENT, O_PROFILE, O_TIMEOUT,
+enum { O_MODEL = 256,
+       O_DEVICE,
+       O_PLUGINS,
+       O_INPUT,
+       O_SHAPE,
+       O_SEED,
+       O_CONFIG,
+       O_OUTPUT_DIR,
+       O_OUTPUT,
+       O_REPEAT,
+       O_WARMUP,
+       O_THREADS,
+       O_JSON,
+       O_DEPLOYMENT,
+       O_PROFILE,
+       O_TIMEOUT,
        O_CHECK };
 
 static const mi_cli_opt_t k_opts[] = {
@@ -57,12 +71,14 @@ static const mi_cli_opt_t k_opts[] = {
 static mi_cli_t cli(void) {
   mi_cli_t c = {0};
   c.prog = "mi-run";
-  c.usage = "mi-run [--plugins DIR] --model M.onnx --device DEV [options]\n"
-            "mi-run --deployment DIR/deployment.yaml [options]   (see mi-run --deployment --help)";
+  c.usage =
+      "mi-run [--plugins DIR] --model M.onnx --device DEV [options]\n"
+      "mi-run --deployment DIR/deployment.yaml [options]   (see mi-run --deployment --help)";
   c.about = "Runs an ONNX model once (or --repeat N times) and reports outputs and latency.";
   c.opts = k_opts;
-  c.footer = "Exit status: 0 on success, 2 for bad input (model, .npy, names, shapes, device),\n"
-             "1 when the device itself failed.";
+  c.footer =
+      "Exit status: 0 on success, 2 for bad input (model, .npy, names, shapes, device),\n"
+      "1 when the device itself failed.";
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   return c;
 }
@@ -86,29 +102,38 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
   mi_cli_begin(&c, argc, argv);
   while (rc == 0 && (k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case O_MODEL: o->model = c.value; break;
-      case O_DEVICE: o->device = c.value; break;
-      case O_PLUGINS: o->plugins_dir = c.value; break;
-      case O_OUTPUT_DIR: case O_OUTPUT: o->output_dir = c.value; break;
-      case O_CONFIG: o->config = c.value; break;
-      case O_JSON: o->json = 1; break;
-      case O_PROFILE: o->profile = 1; break;
-      case O_CHECK: o->check = 1; break;
-      case O_INPUT: rc = push(&c, &o->inputs, &o->input_count, c.value); break;
-      case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
-      case O_REPEAT: if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->repeat = (int)v; break;
-      case O_WARMUP: if (!(rc = mi_cli_int(&c, 1, 1000000000, &v))) o->warmup = (int)v; break;
-      case O_TIMEOUT: if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v; break;
-      case O_THREADS: if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->threads = (int)v; break;
-      case O_SEED: {
-        char *end = NULL;
-        errno = 0;
-        o->seed = strtoull(c.value, &end, 10);
-        if (errno || end == c.value || *end || c.value[0] == '-')
-          rc = mi_cli_error(&c, "--seed '%s': expected an unsigned integer", c.value);
-        break;
-      }
-      default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
+    case O_MODEL: o->model = c.value; break;
+    case O_DEVICE: o->device = c.value; break;
+    case O_PLUGINS: o->plugins_dir = c.value; break;
+    case O_OUTPUT_DIR:
+    case O_OUTPUT: o->output_dir = c.value; break;
+    case O_CONFIG: o->config = c.value; break;
+    case O_JSON: o->json = 1; break;
+    case O_PROFILE: o->profile = 1; break;
+    case O_CHECK: o->check = 1; break;
+    case O_INPUT: rc = push(&c, &o->inputs, &o->input_count, c.value); break;
+    case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
+    case O_REPEAT:
+      if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->repeat = (int)v;
+      break;
+    case O_WARMUP:
+      if (!(rc = mi_cli_int(&c, 1, 1000000000, &v))) o->warmup = (int)v;
+      break;
+    case O_TIMEOUT:
+      if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v;
+      break;
+    case O_THREADS:
+      if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->threads = (int)v;
+      break;
+    case O_SEED: {
+      char *end = NULL;
+      errno = 0;
+      o->seed = strtoull(c.value, &end, 10);
+      if (errno || end == c.value || *end || c.value[0] == '-')
+        rc = mi_cli_error(&c, "--seed '%s': expected an unsigned integer", c.value);
+      break;
+    }
+    default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
     }
   }
   if (st == 0) return 0; /* --help or --version */

@@ -61,7 +61,8 @@ done:
 
 void run_print_passes(FILE *f, const run_xf_t *x, int json) {
   const mi_xf_stats_t *st = &x->st;
-  const char *layout = x->layout == MI_LAYOUT_NHWC ? "nhwc" : x->layout == MI_LAYOUT_NCHWC ? "nchwc" : NULL;
+  const char *layout = x->layout == MI_LAYOUT_NHWC ? "nhwc" : x->layout == MI_LAYOUT_NCHWC ? "nchwc"
+                                                                                           : NULL;
   int first = 1;
 #define SEP() (json ? (first ? (first = 0, "") : ", ") : "")
   if (json) {
@@ -75,24 +76,19 @@ void run_print_passes(FILE *f, const run_xf_t *x, int json) {
     fprintf(f, json ? "%s{\"pass\": \"fold_bn\", \"bn_folded\": %d}" : "%spass fold_bn: %d BatchNormalization folded\n",
             SEP(), st->bn_folded);
   if (st->pruned_layers || st->prune_skipped)
-    fprintf(f, json ? "%s{\"pass\": \"prune\", \"layers\": %d, \"skipped\": %d, \"channels\": %lld}"
-                    : "%spass prune: %d layers, %d skipped, %lld channels removed\n",
+    fprintf(f, json ? "%s{\"pass\": \"prune\", \"layers\": %d, \"skipped\": %d, \"channels\": %lld}" : "%spass prune: %d layers, %d skipped, %lld channels removed\n",
             SEP(), st->pruned_layers, st->prune_skipped, (long long)st->pruned_channels);
   if (x->channel_align > 1)
-    fprintf(f, json ? "%s{\"pass\": \"pad_channels\", \"align\": %d, \"layers\": %d, \"channels\": %lld}"
-                    : "%spass pad_channels (align %d): %d layers, %lld channels added\n",
+    fprintf(f, json ? "%s{\"pass\": \"pad_channels\", \"align\": %d, \"layers\": %d, \"channels\": %lld}" : "%spass pad_channels (align %d): %d layers, %lld channels added\n",
             SEP(), x->channel_align, st->padded_layers, (long long)st->padded_channels);
   if (st->quantized_layers || st->quantized_acts)
-    fprintf(f, json ? "%s{\"pass\": \"quantize\", \"layers\": %d, \"activations\": %d}"
-                    : "%spass quantize: %d layers' weights, %d activations (Q/DQ pairs)\n",
+    fprintf(f, json ? "%s{\"pass\": \"quantize\", \"layers\": %d, \"activations\": %d}" : "%spass quantize: %d layers' weights, %d activations (Q/DQ pairs)\n",
             SEP(), st->quantized_layers, st->quantized_acts);
   if (layout)
-    fprintf(f, json ? "%s{\"pass\": \"layout\", \"layout\": \"%s\", \"tensors\": %d, \"conversions\": %d}"
-                    : "%spass layout %s: %d tensors, %d conversions\n",
+    fprintf(f, json ? "%s{\"pass\": \"layout\", \"layout\": \"%s\", \"tensors\": %d, \"conversions\": %d}" : "%spass layout %s: %d tensors, %d conversions\n",
             SEP(), layout, st->layout_tensors, st->layout_converts);
   if (x->fuse > 0)
-    fprintf(f, json ? "%s{\"pass\": \"fuse\", \"groups\": %d, \"nodes\": %d}"
-                    : "%spass fuse: %d groups of %d nodes\n",
+    fprintf(f, json ? "%s{\"pass\": \"fuse\", \"groups\": %d, \"nodes\": %d}" : "%spass fuse: %d groups of %d nodes\n",
             SEP(), st->groups, st->grouped_nodes);
   else if (x->fuse < 0 && !json)
     fputs("pass fuse: skipped (the reference interpreter has no kernel variants)\n", f);

@@ -129,7 +129,8 @@ static int32_t random_input(const mi_graph_t *g, int32_t idx, const run_opts_t *
       if (t->dims[d] < 0)
         return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                          "input '%s' has dynamic dim %d%s%s%s: give --shape %s=D0,D1,... or "
-                         "--input", t->name, (int)d, t->dim_names[d] ? " ('" : "",
+                         "--input",
+                         t->name, (int)d, t->dim_names[d] ? " ('" : "",
                          t->dim_names[d] ? t->dim_names[d] : "", t->dim_names[d] ? "')" : "",
                          t->name);
       dims[d] = t->dims[d];
@@ -137,8 +138,10 @@ static int32_t random_input(const mi_graph_t *g, int32_t idx, const run_opts_t *
   }
   *out = mi_array_create(t->dtype, rank, dims);
   if (!*out)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s': cannot make a %s array of that "
-                     "shape", t->name, mi_dtype_name(t->dtype));
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "input '%s': cannot make a %s array of that "
+                     "shape",
+                     t->name, mi_dtype_name(t->dtype));
   /* Distinct inputs get distinct streams, the same ones on every run. */
   mi_array_fill_random(*out, o->seed * 1000003u + (uint64_t)idx);
   if (t->dtype == MI_DTYPE_BOOL)

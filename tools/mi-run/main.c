@@ -10,11 +10,14 @@
 /* Exit status for a failure: 2 when the input was at fault, 1 when the device or host failed. */
 static int exit_code(int32_t rc) {
   switch (rc) {
-    case MI_ERR_DEVICE: case MI_ERR_OUT_OF_MEMORY: case MI_ERR_INTERNAL: case MI_ERR_CRASHED:
-    case MI_ERR_TIMEOUT:
-      return 1;
-    default:
-      return 2;
+  case MI_ERR_DEVICE:
+  case MI_ERR_OUT_OF_MEMORY:
+  case MI_ERR_INTERNAL:
+  case MI_ERR_CRASHED:
+  case MI_ERR_TIMEOUT:
+    return 1;
+  default:
+    return 2;
   }
 }
 
@@ -136,7 +139,8 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
     cpu[i - warmup] = c1 - c0;
     if (prof) run_prof_take(prof, s);
     if (mi_session_device_time(s, &ns)) dev[i - warmup] = (double)ns / 1e6;
-    else have_dev = 0;
+    else
+      have_dev = 0;
   }
   if (rc == MI_OK) {
     run_stats_compute(lat, repeat, &sum->latency);
@@ -221,8 +225,10 @@ int main(int argc, char **argv) {
     rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  repeat = o.repeat > 0 ? o.repeat : o.profile ? 20 : 1;
-  warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 || o.profile ? 2 : 0;
+  repeat = o.repeat > 0 ? o.repeat : o.profile ? 20
+                                               : 1;
+  warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 || o.profile ? 2
+                                                                : 0;
   memset(&sum, 0, sizeof sum);
   if (o.profile && (rc = run_prof_init(&prof, g, repeat, &err))) goto done;
   if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL,
@@ -245,7 +251,8 @@ int main(int argc, char **argv) {
   sum.xf = o.config ? &xf : NULL;
   sum.prof = o.profile ? &prof : NULL;
   if (o.json) rc = run_print_json(out, &sum, &err);
-  else rc = run_print_summary(out, &sum, &err);
+  else
+    rc = run_print_summary(out, &sum, &err);
   if (rc) goto done;
   rc = run_close_stdout(out, &err);
   out = NULL;

@@ -17,13 +17,13 @@ typedef struct run_opts {
   int input_count;
   const char **shapes; /* NAME=D0,D1,... */
   int shape_count;
-  int repeat;          /* timed runs; 0 when --repeat was not given (one untimed-by-request run) */
-  int warmup;          /* -1: default */
-  int threads;         /* 0: not given */
+  int repeat;  /* timed runs; 0 when --repeat was not given (one untimed-by-request run) */
+  int warmup;  /* -1: default */
+  int threads; /* 0: not given */
   int json;
-  int profile;       /* --profile: the per-layer table after the summary */
-  int timeout_s;     /* --timeout: deadline of one plugin step in the guarded child; 0: none */
-  int check;         /* --check: the last run's outputs against the reference interpreter's */
+  int profile;   /* --profile: the per-layer table after the summary */
+  int timeout_s; /* --timeout: deadline of one plugin step in the guarded child; 0: none */
+  int check;     /* --check: the last run's outputs against the reference interpreter's */
   uint64_t seed;
 } run_opts_t;
 
@@ -53,7 +53,7 @@ int32_t run_write_outputs(const mi_graph_t *g, const char *dir, mi_array_t *cons
 typedef struct run_xf {
   int applied;
   uint64_t hash;
-  int calib_samples;   /* deterministic random calibration samples (INT8 activations) */
+  int calib_samples; /* deterministic random calibration samples (INT8 activations) */
   int fold_bn, fuse, layout, block, channel_align;
   mi_xf_stats_t st;
 } run_xf_t;
@@ -72,15 +72,15 @@ typedef struct run_summary {
   mi_array_t *const *outputs;
   const mi_session_t *session;
   run_stats_t latency;
-  run_stats_t cpu_time;    /* the process's CPU time per timed run (all its threads) */
+  run_stats_t cpu_time; /* the process's CPU time per timed run (all its threads) */
   int warmup;
   int has_device_time;
   run_stats_t device_time;
-  int32_t folded;          /* nodes removed by constant folding */
-  const run_xf_t *xf;      /* NULL without --config */
+  int32_t folded;              /* nodes removed by constant folding */
+  const run_xf_t *xf;          /* NULL without --config */
   const struct run_prof *prof; /* NULL without --profile */
-  int checked;             /* --check was done (and passed: a failure ends the run) */
-  double check_error;      /* its max |out - ref| / max |ref| */
+  int checked;                 /* --check was done (and passed: a failure ends the run) */
+  double check_error;          /* its max |out - ref| / max |ref| */
 } run_summary_t;
 /* Print the summary (and the --profile table); fail only when the table cannot be built. */
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err);

@@ -48,11 +48,15 @@ int32_t run_prof_print(FILE *f, const run_prof_t *p, const run_summary_t *sum, i
     mi_layer_rows_print(f, rows, n, 1);
     fputc('}', f);
   } else if (rc == MI_OK) {
-    fprintf(f, "\nper-layer profile (median of %d runs per step; host wall clock around each "
-            "step):\n", p->runs);
+    fprintf(f,
+            "\nper-layer profile (median of %d runs per step; host wall clock around each "
+            "step):\n",
+            p->runs);
     mi_layer_rows_print(f, rows, n, 0);
-    fprintf(f, "layers %.4f ms of %.4f ms end to end (the rest: the session's own work "
-            "between steps)\n", sum_ms, sum->latency.median);
+    fprintf(f,
+            "layers %.4f ms of %.4f ms end to end (the rest: the session's own work "
+            "between steps)\n",
+            sum_ms, sum->latency.median);
   }
   free(rows);
   free(med);

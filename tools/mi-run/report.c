@@ -92,16 +92,21 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
     }
     fputc('\n', f);
   }
-  fprintf(f, "latency (ms, host wall clock): median %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  "
-          "(%d runs after %d warm-up)\n", s->latency.median, s->latency.p10, s->latency.p90,
+  fprintf(f,
+          "latency (ms, host wall clock): median %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  "
+          "(%d runs after %d warm-up)\n",
+          s->latency.median, s->latency.p10, s->latency.p90,
           s->latency.cv * 100.0, s->latency.count, s->warmup);
   if (s->has_device_time)
-    fprintf(f, "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
+    fprintf(f,
+            "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
             "p90 %.4f\n",
             s->device_time.median, s->device_time.p10, s->device_time.p90);
   if (s->checked)
-    fprintf(f, "check: outputs within %.3g (relative L2) of the reference interpreter's "
-            "(tolerance %.2g)\n", s->check_error, MI_OUTPUT_TOLERANCE);
+    fprintf(f,
+            "check: outputs within %.3g (relative L2) of the reference interpreter's "
+            "(tolerance %.2g)\n",
+            s->check_error, MI_OUTPUT_TOLERANCE);
   return s->prof ? run_prof_print(f, s->prof, s, 0, err) : MI_OK;
 }
 
@@ -109,8 +114,10 @@ void run_json_string(FILE *f, const char *str) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
     if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
   }
   fputc('"', f);
 }

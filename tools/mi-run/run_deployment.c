@@ -20,8 +20,20 @@ int mi_run_wants_deployment(int argc, char **argv) {
   return 0;
 }
 
-enum { O_DEPLOYMENT = 256, O_PLUGINS, O_MODEL, O_DEVICE, O_INPUT, O_REPEAT, O_OUTPUT_DIR,
-       O_OUTPUT, O_JSON, O_POLICY, O_READAPT, O_NO_MONITOR, O_LOG, O_TIMEOUT };
+enum { O_DEPLOYMENT = 256,
+       O_PLUGINS,
+       O_MODEL,
+       O_DEVICE,
+       O_INPUT,
+       O_REPEAT,
+       O_OUTPUT_DIR,
+       O_OUTPUT,
+       O_JSON,
+       O_POLICY,
+       O_READAPT,
+       O_NO_MONITOR,
+       O_LOG,
+       O_TIMEOUT };
 
 static const mi_cli_opt_t k_opts[] = {
     {"deployment", O_DEPLOYMENT, "FILE", "the deployment table (tune's DIR/deployment.yaml)"},
@@ -29,9 +41,11 @@ static const mi_cli_opt_t k_opts[] = {
      "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n"
      "folder of this build or installation)"},
     {"model", O_MODEL, "NAME", "the table's entry for this model (default: the assigned one)"},
-    {"device", O_DEVICE, "DEV", "the table's entry for this device, PLUGIN:INDEX (default: the\n"
+    {"device", O_DEVICE, "DEV",
+     "the table's entry for this device, PLUGIN:INDEX (default: the\n"
      "assigned one)"},
-    {"input", O_INPUT, "NAME=FILE", "a model input from a .npy file (repeatable, at most 16);\n"
+    {"input", O_INPUT, "NAME=FILE",
+     "a model input from a .npy file (repeatable, at most 16);\n"
      "other inputs get deterministic random data"},
     {"repeat", O_REPEAT, "N", "runs (default 1); the summary gives their median"},
     {"output-dir", O_OUTPUT_DIR, "DIR", "write each output as DIR/<output name>.npy (also --output)"},
@@ -56,11 +70,13 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   long long v = 0;
   int k, st = MI_CLI_GO_ON, rc = 0;
   c.prog = "mi-run";
-  c.usage = "mi-run --deployment DIR/deployment.yaml [--plugins DIR] [--model NAME] [--device DEV]\n"
-            "  [--input NAME=FILE.npy ...] [--repeat N] [--output-dir DIR] [--json]\n"
-            "  [--stack-policy use|revalidate|refuse] [--readapt] [--no-monitor] [--log FILE]";
-  c.about = "Runs the table's chosen configuration for the model on the device, watches latency for\n"
-            "drift and falls back along the stored front (docs/runtime.md).";
+  c.usage =
+      "mi-run --deployment DIR/deployment.yaml [--plugins DIR] [--model NAME] [--device DEV]\n"
+      "  [--input NAME=FILE.npy ...] [--repeat N] [--output-dir DIR] [--json]\n"
+      "  [--stack-policy use|revalidate|refuse] [--readapt] [--no-monitor] [--log FILE]";
+  c.about =
+      "Runs the table's chosen configuration for the model on the device, watches latency for\n"
+      "drift and falls back along the stored front (docs/runtime.md).";
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   memset(o, 0, sizeof *o);
@@ -71,28 +87,33 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   mi_cli_begin(&c, argc, argv);
   while (rc == 0 && (k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case O_DEPLOYMENT: o->table = c.value; break;
-      case O_PLUGINS: o->plugins = c.value; break;
-      case O_MODEL: o->model = c.value; break;
-      case O_DEVICE: o->device = c.value; break;
-      case O_OUTPUT_DIR: case O_OUTPUT: o->output = c.value; break;
-      case O_LOG: o->log = c.value; break;
-      case O_JSON: o->json = 1; break;
-      case O_READAPT: o->readapt = 1; break;
-      case O_NO_MONITOR: o->monitor = 0; break;
-      case O_POLICY:
-        if ((o->policy = mi_stack_policy_find(c.value)) < 0)
-          rc = mi_cli_error(&c, "--stack-policy must be use, revalidate or refuse, not '%s'", c.value);
-        break;
-      case O_TIMEOUT: if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v; break;
-      case O_REPEAT: if (!(rc = mi_cli_int(&c, 1, 1000000, &v))) o->repeat = (int)v; break;
-      case O_INPUT:
-        if (o->input_count == 16 || !strchr(c.value, '='))
-          rc = mi_cli_error(&c, "--input takes NAME=FILE.npy (at most 16), not '%s'", c.value);
-        else
-          o->inputs[o->input_count++] = c.value;
-        break;
-      default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
+    case O_DEPLOYMENT: o->table = c.value; break;
+    case O_PLUGINS: o->plugins = c.value; break;
+    case O_MODEL: o->model = c.value; break;
+    case O_DEVICE: o->device = c.value; break;
+    case O_OUTPUT_DIR:
+    case O_OUTPUT: o->output = c.value; break;
+    case O_LOG: o->log = c.value; break;
+    case O_JSON: o->json = 1; break;
+    case O_READAPT: o->readapt = 1; break;
+    case O_NO_MONITOR: o->monitor = 0; break;
+    case O_POLICY:
+      if ((o->policy = mi_stack_policy_find(c.value)) < 0)
+        rc = mi_cli_error(&c, "--stack-policy must be use, revalidate or refuse, not '%s'", c.value);
+      break;
+    case O_TIMEOUT:
+      if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v;
+      break;
+    case O_REPEAT:
+      if (!(rc = mi_cli_int(&c, 1, 1000000, &v))) o->repeat = (int)v;
+      break;
+    case O_INPUT:
+      if (o->input_count == 16 || !strchr(c.value, '='))
+        rc = mi_cli_error(&c, "--input takes NAME=FILE.npy (at most 16), not '%s'", c.value);
+      else
+        o->inputs[o->input_count++] = c.value;
+      break;
+    default: rc = mi_cli_error(&c, "%s is not handled here", c.opt); break;
     }
   }
   if (st == 0) return 0; /* --help or --version */
@@ -198,20 +219,21 @@ int mi_run_deployment_main(int argc, char **argv) {
     run_json_string(f, info.model);
     fputs(",\"device\":", f);
     run_json_string(f, info.device);
-    fprintf(f, ",\"config_id\":\"%s\",\"runs\":%d,"
-           "\"latency_ms\":{\"median\":%.9g,\"min\":%.9g,\"max\":%.9g},\"clock\":\"%s\","
-           "\"reference_ms\":%.9g,\"alarms\":%d,\"switches\":%d,\"readaptations\":%d,"
-           "\"stack_mismatch\":%s}\n",
-           info.config_id, info.runs, lat[o.repeat / 2], lat[0],
-           lat[o.repeat - 1], info.device_clock ? "device" : "wall",
-           isfinite(info.reference_ms) ? info.reference_ms : -1.0, info.alarms, info.switches,
-           info.readaptations, info.stack_mismatch ? "true" : "false");
+    fprintf(f,
+            ",\"config_id\":\"%s\",\"runs\":%d,"
+            "\"latency_ms\":{\"median\":%.9g,\"min\":%.9g,\"max\":%.9g},\"clock\":\"%s\","
+            "\"reference_ms\":%.9g,\"alarms\":%d,\"switches\":%d,\"readaptations\":%d,"
+            "\"stack_mismatch\":%s}\n",
+            info.config_id, info.runs, lat[o.repeat / 2], lat[0],
+            lat[o.repeat - 1], info.device_clock ? "device" : "wall",
+            isfinite(info.reference_ms) ? info.reference_ms : -1.0, info.alarms, info.switches,
+            info.readaptations, info.stack_mismatch ? "true" : "false");
   } else {
     fprintf(f, "deployment %s: %s on %s, configuration %s%s\n", o.table, info.model, info.device,
-           info.config_id, info.stack_mismatch ? " (tuned on another software stack)" : "");
+            info.config_id, info.stack_mismatch ? " (tuned on another software stack)" : "");
     fprintf(f, "%d runs: median %.4f ms (%s clock), tuned %.4f ms; %d drift alarms, %d switches, %d re-adaptations\n",
-           info.runs, lat[o.repeat / 2], info.device_clock ? "device" : "wall", info.reference_ms,
-           info.alarms, info.switches, info.readaptations);
+            info.runs, lat[o.repeat / 2], info.device_clock ? "device" : "wall", info.reference_ms,
+            info.alarms, info.switches, info.readaptations);
   }
   if ((rc = run_close_stdout(f, &err)) != MI_OK) {
     f = NULL;

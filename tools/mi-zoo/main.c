@@ -17,7 +17,13 @@ static void list(void) {
   }
 }
 
-enum { O_OUT = 256, O_WIDTH, O_DEPTH, O_RESOLUTION, O_SEED, O_BATCH, O_LIST };
+enum { O_OUT = 256,
+       O_WIDTH,
+       O_DEPTH,
+       O_RESOLUTION,
+       O_SEED,
+       O_BATCH,
+       O_LIST };
 static const mi_cli_opt_t k_opts[] = {
     {"out", O_OUT, "M.onnx", "the model file to write (its folder is created)"},
     {"width", O_WIDTH, "W", "channel / hidden-size multiplier (default 1.0)"},
@@ -40,38 +46,43 @@ static int parse(int argc, char **argv, const char **name, const char **out,
   snprintf(limits, sizeof limits, "Limits: --width at most %g, --depth at most %d, --batch at most %d.",
            MI_ZOO_MAX_WIDTH, MI_ZOO_MAX_DEPTH, MI_ZOO_MAX_BATCH);
   c.prog = "mi-zoo";
-  c.usage = "mi-zoo --list\n"
-            "mi-zoo NAME --out M.onnx [--width W] [--depth D] [--resolution R] [--seed S] [--batch B]";
-  c.about = "Writes a model of family NAME with weights drawn from the seed: the same options give\n"
-            "the same bytes.";
+  c.usage =
+      "mi-zoo --list\n"
+      "mi-zoo NAME --out M.onnx [--width W] [--depth D] [--resolution R] [--seed S] [--batch B]";
+  c.about =
+      "Writes a model of family NAME with weights drawn from the seed: the same options give\n"
+      "the same bytes.";
   c.opts = k_opts;
   c.footer = limits;
   c.flags = MI_CLI_VERSION_OPT;
   mi_cli_begin(&c, argc, argv);
   while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
-      case O_LIST: list(); return 0;
-      case O_OUT: *out = c.value; break;
-      case MI_CLI_ARG:
-        if (*name) return mi_cli_error(&c, "unexpected argument '%s' (one family name only)", c.value);
-        *name = c.value;
-        break;
-      case O_WIDTH:
-        /* 0 means "default" in the library; on the command line it is a mistake. */
-        if (mi_cli_double(&c, 1e-9, 1e9, &o->width)) return 2;
-        break;
-      case O_DEPTH: case O_RESOLUTION: case O_BATCH:
-        if (mi_cli_int(&c, 1, 2147483647, &v)) return 2;
-        *(k == O_DEPTH ? &o->depth : k == O_RESOLUTION ? &o->resolution : &o->batch) = (int32_t)v;
-        break;
-      case O_SEED: {
-        char *end;
-        errno = 0;
-        o->seed = strtoull(c.value, &end, 0);
-        if (errno || end == c.value || *end || c.value[0] == '-')
-          return mi_cli_error(&c, "--seed: '%s' is not an unsigned integer", c.value);
-        break;
-      }
+    case O_LIST: list(); return 0;
+    case O_OUT: *out = c.value; break;
+    case MI_CLI_ARG:
+      if (*name) return mi_cli_error(&c, "unexpected argument '%s' (one family name only)", c.value);
+      *name = c.value;
+      break;
+    case O_WIDTH:
+      /* 0 means "default" in the library; on the command line it is a mistake. */
+      if (mi_cli_double(&c, 1e-9, 1e9, &o->width)) return 2;
+      break;
+    case O_DEPTH:
+    case O_RESOLUTION:
+    case O_BATCH:
+      if (mi_cli_int(&c, 1, 2147483647, &v)) return 2;
+      *(k == O_DEPTH ? &o->depth : k == O_RESOLUTION ? &o->resolution
+                                                     : &o->batch) = (int32_t)v;
+      break;
+    case O_SEED: {
+      char *end;
+      errno = 0;
+      o->seed = strtoull(c.value, &end, 0);
+      if (errno || end == c.value || *end || c.value[0] == '-')
+        return mi_cli_error(&c, "--seed: '%s' is not an unsigned integer", c.value);
+      break;
+    }
     }
   }
   if (st != MI_CLI_GO_ON) return st;

@@ -124,7 +124,8 @@ int32_t mi_zoo_build(const char *family, const mi_zoo_options_t *opt, mi_graph_t
   b.g->opset = families[i].info.opset;
   families[i].gen(&b, &cfg);
   if (b.status == MI_OK) rc = mi_graph_toposort(b.g, err);
-  else rc = b.status;
+  else
+    rc = b.status;
   if (rc != MI_OK) {
     mi_graph_destroy(b.g);
     return rc;

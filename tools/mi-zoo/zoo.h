@@ -22,13 +22,13 @@ typedef struct mi_zoo_options {
 
 /** One model family the zoo can build. */
 typedef struct mi_zoo_family {
-  const char *name;         /* "mobilenetv2", ... */
-  const char *summary;      /* one line for --list */
+  const char *name;    /* "mobilenetv2", ... */
+  const char *summary; /* one line for --list */
   int32_t default_depth;
   int32_t default_resolution;
-  int32_t min_resolution;   /* smallest input the stride pattern allows at the default depth */
+  int32_t min_resolution; /* smallest input the stride pattern allows at the default depth */
   int32_t max_resolution;
-  int32_t classes;          /* the output is [batch, classes] */
+  int32_t classes; /* the output is [batch, classes] */
   int64_t opset;
   const char *input_name;
 } mi_zoo_family_t;

@@ -181,15 +181,15 @@ int32_t mi__zb_act(mi__zb_t *b, const char *name, int32_t x, mi__zb_act_t act) {
   char buf[NAME_MAX_LEN];
   int32_t in[3];
   switch (act) {
-    case MI__ZB_RELU: return mi__zb_op1(b, "Relu", name, x);
-    case MI__ZB_HSWISH: return mi__zb_op1(b, "HardSwish", name, x);
-    case MI__ZB_RELU6:
-      /* Opset 13 Clip takes its bounds as scalar inputs, not attributes. */
-      in[0] = x;
-      in[1] = mi__zb_scalar(b, join(b, buf, name, ".min"), 0.0f);
-      in[2] = mi__zb_scalar(b, join(b, buf, name, ".max"), 6.0f);
-      return mi__zb_op(b, "Clip", name, 3, in);
-    case MI__ZB_NONE: break;
+  case MI__ZB_RELU: return mi__zb_op1(b, "Relu", name, x);
+  case MI__ZB_HSWISH: return mi__zb_op1(b, "HardSwish", name, x);
+  case MI__ZB_RELU6:
+    /* Opset 13 Clip takes its bounds as scalar inputs, not attributes. */
+    in[0] = x;
+    in[1] = mi__zb_scalar(b, join(b, buf, name, ".min"), 0.0f);
+    in[2] = mi__zb_scalar(b, join(b, buf, name, ".max"), 6.0f);
+    return mi__zb_op(b, "Clip", name, 3, in);
+  case MI__ZB_NONE: break;
   }
   return x;
 }

@@ -11,10 +11,10 @@
  * touching the graph, so a generator checks once at the end. */
 typedef struct mi__zb {
   mi_graph_t *g;
-  mi_rng_t rng;       /* its state is set as it is, not through mi_rng_seed */
+  mi_rng_t rng; /* its state is set as it is, not through mi_rng_seed */
   int32_t status;
   mi_error_t *err;
-  int32_t last_node;  /* the node the attribute setters apply to */
+  int32_t last_node; /* the node the attribute setters apply to */
   int64_t batch;
 } mi__zb_t;
 
@@ -22,8 +22,8 @@ typedef struct mi__zb {
 typedef enum mi__zb_act {
   MI__ZB_NONE = 0,
   MI__ZB_RELU,
-  MI__ZB_RELU6,   /* Clip(0, 6) */
-  MI__ZB_HSWISH   /* HardSwish (opset 14) */
+  MI__ZB_RELU6, /* Clip(0, 6) */
+  MI__ZB_HSWISH /* HardSwish (opset 14) */
 } mi__zb_act_t;
 
 /** Resolved options: every default applied and validated. */

@@ -14,15 +14,20 @@ typedef struct stage {
 /* A narrow MobileNetV2: the real stage pattern, fewer and thinner stages so that the default
  * model stays small enough for the reference interpreter in tests. */
 static const stage_t v2_stages[] = {
-    {3, 1, 16, 0, MI__ZB_RELU6, 1},  {3, 6, 24, 0, MI__ZB_RELU6, 2},
-    {3, 6, 32, 0, MI__ZB_RELU6, 2},  {3, 6, 64, 0, MI__ZB_RELU6, 2},
-    {3, 6, 96, 0, MI__ZB_RELU6, 1},  {3, 6, 160, 0, MI__ZB_RELU6, 2},
+    {3, 1, 16, 0, MI__ZB_RELU6, 1},
+    {3, 6, 24, 0, MI__ZB_RELU6, 2},
+    {3, 6, 32, 0, MI__ZB_RELU6, 2},
+    {3, 6, 64, 0, MI__ZB_RELU6, 2},
+    {3, 6, 96, 0, MI__ZB_RELU6, 1},
+    {3, 6, 160, 0, MI__ZB_RELU6, 2},
 };
 
 /* MobileNetV3-Small's pattern: 5x5 depthwise, squeeze-excite and hard-swish in later stages. */
 static const stage_t v3_stages[] = {
-    {3, 1, 16, 1, MI__ZB_RELU, 2},   {3, 4, 24, 0, MI__ZB_RELU, 2},
-    {5, 4, 40, 1, MI__ZB_HSWISH, 2}, {5, 6, 48, 1, MI__ZB_HSWISH, 1},
+    {3, 1, 16, 1, MI__ZB_RELU, 2},
+    {3, 4, 24, 0, MI__ZB_RELU, 2},
+    {5, 4, 40, 1, MI__ZB_HSWISH, 2},
+    {5, 6, 48, 1, MI__ZB_HSWISH, 1},
     {5, 6, 96, 1, MI__ZB_HSWISH, 2},
 };
 

@@ -60,7 +60,7 @@ typedef struct mi_array {
   int32_t dtype; /* mi_dtype */
   int32_t rank;
   int64_t dims[MI_MAX_RANK];
-  void *data;    /* owned, 64-byte aligned */
+  void *data; /* owned, 64-byte aligned */
   size_t nbytes;
 } mi_array_t;
 
@@ -120,24 +120,24 @@ MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_
 /** A loaded plugin. `api` is the host's copy of the plugin's table, zero-filled past the
  * size the plugin declared, so an optional function the plugin does not know reads NULL. */
 typedef struct mi_plugin {
-  char *name;            /* from the plugin's table */
+  char *name; /* from the plugin's table */
   char *version;
-  char *path;            /* the .so that was loaded */
-  char *manifest;        /* the manifest that named it */
+  char *path;     /* the .so that was loaded */
+  char *manifest; /* the manifest that named it */
   uint32_t abi_major;
-  uint32_t abi_minor;    /* the minor the plugin was built with */
+  uint32_t abi_minor;     /* the minor the plugin was built with */
   uint32_t declared_size; /* the plugin's sizeof(mi_plugin_api_t) */
   mi_plugin_api_t api;
   mi_plugin_ctx_t *ctx;
   uint32_t device_count;
-  void *dl;              /* dlopen handle */
+  void *dl; /* dlopen handle */
 } mi_plugin_t;
 
 /** A plugin's manifest (the small YAML file next to its .so, docs/abi.md): what the loader reads
  * before any plugin code runs. Strings are owned; mi_manifest_clear frees them. */
 typedef struct mi_manifest {
   char *name;
-  char *library;  /* the .so, relative to the manifest's folder */
+  char *library; /* the .so, relative to the manifest's folder */
   long abi_major;
 } mi_manifest_t;
 
@@ -228,8 +228,8 @@ MI_API int32_t mi_plugin_constraints(const mi_plugin_t *p, uint32_t device,
 
 /** The variant and knob values chosen for one node (by node name). */
 typedef struct mi_node_choice {
-  const char *node;        /* node name */
-  const char *variant_id;  /* NULL = plugin default */
+  const char *node;       /* node name */
+  const char *variant_id; /* NULL = plugin default */
   int32_t knob_count;
   const mi_knob_value_t *knobs;
 } mi_node_choice_t;
@@ -237,11 +237,11 @@ typedef struct mi_node_choice {
 /** How to run a graph on a device. Zero-initialise, then set struct_size. */
 typedef struct mi_session_options {
   uint32_t struct_size;
-  int32_t device_knob_count;          /* device-scope knobs (threads, DVFS level) */
+  int32_t device_knob_count; /* device-scope knobs (threads, DVFS level) */
   const mi_knob_value_t *device_knobs;
-  int32_t choice_count;               /* per-node choices; other nodes use defaults */
+  int32_t choice_count; /* per-node choices; other nodes use defaults */
   const mi_node_choice_t *choices;
-  int32_t allow_host_fallback;        /* 1: ops the device refuses run on the reference path */
+  int32_t allow_host_fallback; /* 1: ops the device refuses run on the reference path */
   /* 1: no fused groups of the session's own. By default, a graph that no fusion pass grouped
    * (mi_node_t.group all -1) has the elementwise chains after its convs (BatchNormalization,
    * activations, clamps, hard-swish, residual Add) run in the conv's kernel where the device's

@@ -37,29 +37,29 @@ MI_API int32_t mi_farm_get_blob(mi_farm_t *f, const char *sha, const char *path,
 /** One measurement job. Strings of a claimed job are owned by it (mi_farm_job_free). */
 typedef struct mi_farm_job {
   int64_t id;
-  char uuid[33];           /* also the uuid of the measurement it produces */
-  char spec[96];           /* submit: the device asked for; claim: the agent's device */
+  char uuid[33]; /* also the uuid of the measurement it produces */
+  char spec[96]; /* submit: the device asked for; claim: the agent's device */
   char device_hash[17];
   char model_sha256[65];
-  char *inputs;            /* "NAME:1x3x32x32;..." or NULL */
-  char *hw;                /* mi_config_canonical text */
-  char *xf;                /* mi_xf_config_canonical text, NULL: the model as is */
+  char *inputs; /* "NAME:1x3x32x32;..." or NULL */
+  char *hw;     /* mi_config_canonical text */
+  char *xf;     /* mi_xf_config_canonical text, NULL: the model as is */
   int64_t run_id, task_id, config_id;
   uint64_t seed;
   int32_t samples, accuracy, warmup, repeats;
-  int32_t attempts;        /* claims so far, this one included */
+  int32_t attempts; /* claims so far, this one included */
 } mi_farm_job_t;
 
 MI_API void mi_farm_job_free(mi_farm_job_t *j);
 
 /** Where a job stands and, once answered, what its measurement gave. */
 typedef struct mi_farm_result {
-  int32_t state;           /* 0 queued, 1 running, 2 done, 3 failed (abandoned) */
+  int32_t state; /* 0 queued, 1 running, 2 done, 3 failed (abandoned) */
   int32_t ok;
   char failure[256];
-  double latency_ms, memory_mb, energy_mj, rel_l2;  /* NAN when not reported */
+  double latency_ms, memory_mb, energy_mj, rel_l2; /* NAN when not reported */
   int32_t energy_modeled;
-  int64_t agent_id;        /* who answered */
+  int64_t agent_id; /* who answered */
 } mi_farm_result_t;
 
 /** Queues a job: `base` gives the task (model, device, shapes) and the configuration texts

@@ -24,21 +24,21 @@ extern "C" {
  * Shapes are logical (ONNX order); `layout` says how activations are stored. */
 typedef struct mi_tensor {
   char *name;
-  int32_t dtype;                 /* mi_dtype */
-  int32_t rank;                  /* -1 = shape unknown */
-  int64_t dims[MI_MAX_RANK];     /* MI_DIM_DYNAMIC for unknown dims */
-  char *dim_names[MI_MAX_RANK];  /* symbolic names of dynamic dims ("batch"), or NULL */
-  int32_t layout;                /* mi_layout */
-  int32_t block;                 /* channel block when layout == MI_LAYOUT_NCHWC */
-  void *data;                    /* initializer data, owned; NULL for runtime values */
+  int32_t dtype;                /* mi_dtype */
+  int32_t rank;                 /* -1 = shape unknown */
+  int64_t dims[MI_MAX_RANK];    /* MI_DIM_DYNAMIC for unknown dims */
+  char *dim_names[MI_MAX_RANK]; /* symbolic names of dynamic dims ("batch"), or NULL */
+  int32_t layout;               /* mi_layout */
+  int32_t block;                /* channel block when layout == MI_LAYOUT_NCHWC */
+  void *data;                   /* initializer data, owned; NULL for runtime values */
   size_t nbytes;
   /* Quantization parameters; scale == 0 means "not quantized". */
   float scale;
   int32_t zero_point;
   int32_t channel_axis;
   uint32_t channel_count;
-  float *channel_scales;         /* owned */
-  int32_t producer;              /* index of the producing node, -1 for inputs/initializers */
+  float *channel_scales; /* owned */
+  int32_t producer;      /* index of the producing node, -1 for inputs/initializers */
   /* Bits the values really use when fewer than the dtype holds, 0 otherwise. The quantizer's
    * INT4 weights are INT8 data in [-7, 7] (ONNX export has no packed INT4) with value_bits 4:
    * a plugin may be given them packed as MI_DTYPE_INT4 (see docs/transforms.md). */
@@ -50,14 +50,14 @@ typedef struct mi_tensor {
 typedef struct mi_node {
   char *name;
   char *op_type;
-  char *domain;                  /* "" for the default ONNX domain */
+  char *domain; /* "" for the default ONNX domain */
   int32_t input_count;
-  int32_t *inputs;               /* tensor indices; -1 for an omitted optional input */
+  int32_t *inputs; /* tensor indices; -1 for an omitted optional input */
   int32_t output_count;
   int32_t *outputs;
   int32_t attr_count;
   mi_attr_t *attrs;
-  int32_t group;                 /* fused group id, -1 when not fused */
+  int32_t group; /* fused group id, -1 when not fused */
   /* Graph-valued attributes (If's branches, Loop's and Scan's body), kept here rather than in
    * mi_attr_t so the plugin ABI is untouched; a node with subgraphs always runs on the host.
    * A subgraph names a value of an enclosing graph by a tensor of the same name that is
@@ -65,20 +65,20 @@ typedef struct mi_node {
    * outer tensors it captures as its last `implicit_inputs` inputs, so ordering, liveness
    * and pruning see the dependency. */
   int32_t subgraph_count;
-  struct mi_graph **subgraphs;   /* owned */
-  char **subgraph_names;         /* attribute names ("then_branch", "body"), owned */
+  struct mi_graph **subgraphs; /* owned */
+  char **subgraph_names;       /* attribute names ("then_branch", "body"), owned */
   int32_t implicit_inputs;
 } mi_node_t;
 
 /** A graph. Nodes are kept in topological order once mi_graph_toposort() succeeded. */
 typedef struct mi_graph {
   char *name;
-  int64_t opset;                 /* default-domain opset version */
+  int64_t opset; /* default-domain opset version */
   int32_t tensor_count, tensor_cap;
   mi_tensor_t *tensors;
   int32_t node_count, node_cap;
   mi_node_t *nodes;
-  int32_t input_count;           /* runtime inputs (initializers excluded) */
+  int32_t input_count; /* runtime inputs (initializers excluded) */
   int32_t *inputs;
   int32_t output_count;
   int32_t *outputs;

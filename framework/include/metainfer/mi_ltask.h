@@ -16,13 +16,13 @@ extern "C" {
 
 /** One layer task of a (model, device): the nodes that have it and its kernel dimensions. */
 typedef struct mi_ltask {
-  char key[17];                 /* FNV-1a 64 of `text`, hex: the stable key */
-  char *text;                   /* the workload, e.g. "Conv(group=1,...) in:f32[1x3x48x192] ... | fp32 nchw +Relu" */
+  char key[17]; /* FNV-1a 64 of `text`, hex: the stable key */
+  char *text;   /* the workload, e.g. "Conv(group=1,...) in:f32[1x3x48x192] ... | fp32 nchw +Relu" */
   char op[32];
   int32_t node_count;
-  int32_t *nodes;               /* graph nodes, the first is the representative */
-  int32_t *chain;               /* per node: the epilogue chain's nodes (-1 terminated, owned
-                                 * as one block with `chain_at`) whose time counts with it */
+  int32_t *nodes; /* graph nodes, the first is the representative */
+  int32_t *chain; /* per node: the epilogue chain's nodes (-1 terminated, owned
+                   * as one block with `chain_at`) whose time counts with it */
   int32_t *chain_at;
   double features[MI_LTASK_FEATURES]; /* log2 sizes for the nearest-task distance */
 } mi_ltask_t;
@@ -30,7 +30,7 @@ typedef struct mi_ltask {
 typedef struct mi_ltasks {
   int32_t count;
   mi_ltask_t *tasks;
-  int32_t *node_task;           /* per graph node: its task, -1 for none */
+  int32_t *node_task; /* per graph node: its task, -1 for none */
   int32_t node_count;
 } mi_ltasks_t;
 
@@ -59,11 +59,11 @@ MI_API int mi_ltask_apply(const mi_space_t *s, int32_t *pt, int32_t node, const 
 /** One row of the layer-task table: a kernel choice of a task measured on a device. */
 typedef struct mi_ltask_row {
   const char *key, *device_hash, *stack_hash, *op, *text;
-  const char *features;         /* "f0,f1,..." (MI_LTASK_FEATURES numbers) */
-  const char *choice;           /* mi_ltask_choice text */
+  const char *features; /* "f0,f1,..." (MI_LTASK_FEATURES numbers) */
+  const char *choice;   /* mi_ltask_choice text */
   int32_t ok;
-  double seconds;               /* the task's time per node (median), when ok */
-  const char *created_at;       /* read back only */
+  double seconds;         /* the task's time per node (median), when ok */
+  const char *created_at; /* read back only */
 } mi_ltask_row_t;
 
 typedef int (*mi_ltask_row_fn)(void *user, const mi_ltask_row_t *row); /* non-zero stops */
@@ -85,9 +85,9 @@ typedef int32_t (*mi_ltask_measure_fn)(void *ctx, const int32_t *pt, double *nod
 
 typedef struct mi_ltask_options {
   uint32_t struct_size;
-  int32_t max_candidates;       /* kernel choices tried per task (default 6) */
-  int32_t max_rounds;           /* end-to-end measurements at most (default max_candidates) */
-  mi_history_t *history;        /* NULL: nothing reused or stored */
+  int32_t max_candidates; /* kernel choices tried per task (default 6) */
+  int32_t max_rounds;     /* end-to-end measurements at most (default max_candidates) */
+  mi_history_t *history;  /* NULL: nothing reused or stored */
   const char *device_hash, *stack_hash;
   mi_ltask_measure_fn measure;
   void *measure_ctx;
@@ -96,14 +96,14 @@ typedef struct mi_ltask_options {
 MI_API void mi_ltask_options_default(mi_ltask_options_t *o);
 
 typedef struct mi_ltask_result {
-  int32_t tasks;                /* layer tasks of the model */
-  int32_t reused;               /* tasks whose best came from the history (no measurement) */
-  int32_t warm;                 /* tasks that tried a nearest measured task's best first */
-  int32_t measured_tasks;       /* tasks measured in this run */
-  int32_t layer_measurements;   /* (task, choice) pairs measured */
-  int32_t rounds;               /* end-to-end measurements made for them */
-  int32_t improved;             /* tasks whose best is not the base point's choice */
-  int32_t *point;               /* the base point with each task's best choice (owned) */
+  int32_t tasks;              /* layer tasks of the model */
+  int32_t reused;             /* tasks whose best came from the history (no measurement) */
+  int32_t warm;               /* tasks that tried a nearest measured task's best first */
+  int32_t measured_tasks;     /* tasks measured in this run */
+  int32_t layer_measurements; /* (task, choice) pairs measured */
+  int32_t rounds;             /* end-to-end measurements made for them */
+  int32_t improved;           /* tasks whose best is not the base point's choice */
+  int32_t *point;             /* the base point with each task's best choice (owned) */
 } mi_ltask_result_t;
 
 /** Tunes every task of `t` from base point `base`: tasks already in the history (same key,

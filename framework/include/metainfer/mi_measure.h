@@ -35,21 +35,21 @@ MI_API double mi_stats_quantile(const double *sorted, int32_t n, double q);
 /** How to measure. Fill with mi_measure_options_default(), then change fields. */
 typedef struct mi_measure_options {
   uint32_t struct_size;
-  int32_t warmup;            /* untimed runs first (default 2) */
-  int32_t min_repeats;       /* timed repeats per round, at least 5 (default 5) */
-  int32_t max_repeats;       /* more repeats while the CV is above threshold (default 30) */
-  double cv_threshold;       /* re-measure above this CV (default 0.05) */
-  int32_t max_remeasure;     /* extra rounds when a round ends unsettled (default 2) */
-  double budget_s;           /* wall-time budget of one measurement (default 20) */
-  double trim;               /* trimmed-mean fraction per end (default 0.1) */
-  double temp_tolerance_c;   /* a temperature move beyond this discards the sample (default 2) */
-  int32_t flush_cache;       /* CPU devices: flush caches between repeats (default 0) */
-  double min_sample_s;       /* runs shorter than this are batched, a sample being the mean of
-                              * enough back-to-back runs to last it (default 0: off) */
-  double median_ci;          /* more repeats while the 95% confidence interval of the median is
-                              * wider than +-this share of it (default 0: off; 0.01 is +-1%) */
-  double min_warmup_s;       /* warm-up goes on until it has lasted this long too, within half
-                              * of budget_s, so short runs get a real warm-up (default 0: off) */
+  int32_t warmup;          /* untimed runs first (default 2) */
+  int32_t min_repeats;     /* timed repeats per round, at least 5 (default 5) */
+  int32_t max_repeats;     /* more repeats while the CV is above threshold (default 30) */
+  double cv_threshold;     /* re-measure above this CV (default 0.05) */
+  int32_t max_remeasure;   /* extra rounds when a round ends unsettled (default 2) */
+  double budget_s;         /* wall-time budget of one measurement (default 20) */
+  double trim;             /* trimmed-mean fraction per end (default 0.1) */
+  double temp_tolerance_c; /* a temperature move beyond this discards the sample (default 2) */
+  int32_t flush_cache;     /* CPU devices: flush caches between repeats (default 0) */
+  double min_sample_s;     /* runs shorter than this are batched, a sample being the mean of
+                            * enough back-to-back runs to last it (default 0: off) */
+  double median_ci;        /* more repeats while the 95% confidence interval of the median is
+                            * wider than +-this share of it (default 0: off; 0.01 is +-1%) */
+  double min_warmup_s;     /* warm-up goes on until it has lasted this long too, within half
+                            * of budget_s, so short runs get a real warm-up (default 0: off) */
   /* Added: when > 0, timing stops after the first two kept samples of a round if both are over
    * this many seconds (the result says so: stopped_slow). A tuner that minimises latency alone
    * passes a multiple of the best latency measured so far: such a configuration cannot be on
@@ -74,15 +74,15 @@ typedef struct mi_sample_source {
 /** What the protocol measured: the statistics of the kept samples of the final round. */
 typedef struct mi_measure_result {
   mi_stats_t stats;
-  int32_t rounds;        /* 1 + re-measures */
-  int32_t runs;          /* every run, warm-up and discarded included */
-  int32_t discarded;     /* samples dropped because the device state changed */
-  int32_t settled;       /* 1 when the final CV <= threshold */
+  int32_t rounds;    /* 1 + re-measures */
+  int32_t runs;      /* every run, warm-up and discarded included */
+  int32_t discarded; /* samples dropped because the device state changed */
+  int32_t settled;   /* 1 when the final CV <= threshold */
   int32_t sample_count;
   double samples[MI_MEASURE_MAX_SAMPLES]; /* kept samples of the final round, in order */
-  int32_t batch;         /* runs per sample: 1, or more when min_sample_s batched short runs */
-  double median_ci;      /* half-width of the median's 95% confidence interval / median */
-  int32_t stopped_slow;  /* added: 1 when stop_above_s ended the timing after two samples */
+  int32_t batch;                          /* runs per sample: 1, or more when min_sample_s batched short runs */
+  double median_ci;                       /* half-width of the median's 95% confidence interval / median */
+  int32_t stopped_slow;                   /* added: 1 when stop_above_s ended the timing after two samples */
 } mi_measure_result_t;
 
 /** Runs the protocol: warm-up, >= min_repeats timed repeats, more while the CV is above the
@@ -96,17 +96,18 @@ MI_API int32_t mi_measure_run(const mi_sample_source_t *src, const mi_measure_op
 /* ---------------------------------------------------------------- profiling a session */
 
 /** Which clock end-to-end latency was taken on. */
-typedef enum mi_clock { MI_CLOCK_WALL = 0, MI_CLOCK_DEVICE = 1 } mi_clock;
+typedef enum mi_clock { MI_CLOCK_WALL = 0,
+                        MI_CLOCK_DEVICE = 1 } mi_clock;
 
 /** Per node: where it ran and its time over the kept repeats of the final round. */
 typedef struct mi_layer_profile {
   char name[64];
   char op_type[32];
-  int32_t node;            /* index in the graph */
-  int32_t where;           /* 0 device kernel, 1 host fallback, 2 folded at create time */
+  int32_t node;  /* index in the graph */
+  int32_t where; /* 0 device kernel, 1 host fallback, 2 folded at create time */
   int32_t has_device_time;
-  mi_stats_t wall;         /* seconds */
-  mi_stats_t device;       /* seconds, when has_device_time */
+  mi_stats_t wall;   /* seconds */
+  mi_stats_t device; /* seconds, when has_device_time */
 } mi_layer_profile_t;
 
 /** A profile of one model on one device. */
@@ -120,14 +121,14 @@ typedef struct mi_profile {
   mi_stats_t wall;             /* end-to-end wall time of the same repeats */
   double prepare_s;            /* session create (compile/prepare), apart from run time */
   int32_t has_energy;
-  int32_t energy_modeled;      /* 1: the energy counter is a model, not a sensor */
-  double energy_j;             /* median energy per run */
-  uint64_t peak_memory_bytes;  /* peak device memory counter, else the worker's peak RSS */
-  int32_t peak_memory_source;  /* 0 unknown, 1 device counter, 2 host RSS */
+  int32_t energy_modeled;     /* 1: the energy counter is a model, not a sensor */
+  double energy_j;            /* median energy per run */
+  uint64_t peak_memory_bytes; /* peak device memory counter, else the worker's peak RSS */
+  int32_t peak_memory_source; /* 0 unknown, 1 device counter, 2 host RSS */
   int32_t fallback_count;
-  int32_t checked;             /* a reference check was done */
+  int32_t checked; /* a reference check was done */
   int32_t check_ok;
-  double check_error;          /* worst output's ||out - ref|| / max(||ref||, 1e-3 sqrt(n)) */
+  double check_error; /* worst output's ||out - ref|| / max(||ref||, 1e-3 sqrt(n)) */
   int32_t layer_count;
   mi_layer_profile_t *layers;
   /* Added: the machine's 1-minute load average (/proc/loadavg) when the measurement began, NaN
@@ -162,17 +163,17 @@ MI_API char *mi_profile_layers_json(const mi_profile_t *p);
 /** One row of a per-layer table: one step of a run, a device kernel (which may run several
  * fused graph nodes) or a node the host ran. */
 typedef struct mi_layer_row {
-  int32_t node;          /* the graph node that carries the step's time */
-  int32_t node_count;    /* graph nodes the step runs */
-  int32_t where;         /* 0 device kernel, 1 host */
+  int32_t node;       /* the graph node that carries the step's time */
+  int32_t node_count; /* graph nodes the step runs */
+  int32_t where;      /* 0 device kernel, 1 host */
   char name[64];
-  char op[96];           /* op types joined by '+' for a fused kernel */
-  char shapes[160];      /* the inputs' shapes, then the last output's: "1x8x24x96,8 -> 1x8x24x96" */
-  char variant[64];      /* the variant asked for, "default" (the plugin's choice), or "host" */
-  double ms;             /* time per run */
-  double share;          /* ms over the sum of every row's ms */
-  double flops;          /* of the compute node (Conv, Gemm, MatMul...); 0 for the other ops */
-  double bytes;          /* tensors read (weights included) and the outputs written */
+  char op[96];      /* op types joined by '+' for a fused kernel */
+  char shapes[160]; /* the inputs' shapes, then the last output's: "1x8x24x96,8 -> 1x8x24x96" */
+  char variant[64]; /* the variant asked for, "default" (the plugin's choice), or "host" */
+  double ms;        /* time per run */
+  double share;     /* ms over the sum of every row's ms */
+  double flops;     /* of the compute node (Conv, Gemm, MatMul...); 0 for the other ops */
+  double bytes;     /* tensors read (weights included) and the outputs written */
 } mi_layer_row_t;
 
 /** Per-layer rows of graph `g` (shapes inferred), slowest first. `node_ms[n]` is node n's time
@@ -194,12 +195,12 @@ typedef struct mi_worker_pool mi_worker_pool_t;
 
 typedef struct mi_worker_options {
   uint32_t struct_size;
-  const char *plugin_dirs;   /* colon-separated folders; NULL = MI_PLUGIN_PATH */
-  double timeout_s;          /* per job; a worker silent for longer is killed (default 60) */
-  int32_t quarantine_after;  /* consecutive failures that quarantine a device (default 3) */
-  const char *const *env;    /* "KEY=VALUE" set in every worker's environment; NULL-ended */
-  const char *worker_path;   /* the mi-worker executable; NULL: the one next to the running
-                              * program, else the one of the build tree this library came from */
+  const char *plugin_dirs;  /* colon-separated folders; NULL = MI_PLUGIN_PATH */
+  double timeout_s;         /* per job; a worker silent for longer is killed (default 60) */
+  int32_t quarantine_after; /* consecutive failures that quarantine a device (default 3) */
+  const char *const *env;   /* "KEY=VALUE" set in every worker's environment; NULL-ended */
+  const char *worker_path;  /* the mi-worker executable; NULL: the one next to the running
+                             * program, else the one of the build tree this library came from */
 } mi_worker_options_t;
 
 MI_API void mi_worker_options_default(mi_worker_options_t *o);
@@ -228,30 +229,30 @@ struct mi_xf_config;
  * ever runs in the caller. Zero-initialise and set struct_size. */
 typedef struct mi_worker_config {
   uint32_t struct_size;
-  const char *model;               /* ONNX file */
-  const char *inputs;              /* fixed input shapes "NAME:1x3x32x32;NAME2:4x8" or NULL */
-  const struct mi_xf_config *xf;   /* model-side transform configuration; NULL: the model as is */
-  const mi_session_options_t *so;  /* device knobs and per-node variants/knobs; may be NULL */
-  const char *calibration;         /* folder of .npy samples; NULL: deterministic random ones */
-  uint64_t seed;                   /* stream of the random samples */
-  int32_t samples;                 /* random samples for calibration and accuracy (default 2) */
-  int32_t accuracy;                /* 1: also compare the transformed model with the original
-                                    * on the reference interpreter (accuracy drop) */
+  const char *model;              /* ONNX file */
+  const char *inputs;             /* fixed input shapes "NAME:1x3x32x32;NAME2:4x8" or NULL */
+  const struct mi_xf_config *xf;  /* model-side transform configuration; NULL: the model as is */
+  const mi_session_options_t *so; /* device knobs and per-node variants/knobs; may be NULL */
+  const char *calibration;        /* folder of .npy samples; NULL: deterministic random ones */
+  uint64_t seed;                  /* stream of the random samples */
+  int32_t samples;                /* random samples for calibration and accuracy (default 2) */
+  int32_t accuracy;               /* 1: also compare the transformed model with the original
+                                   * on the reference interpreter (accuracy drop) */
   /* Added (read only when struct_size covers them): */
-  double accuracy_bound;           /* > 0: a configuration whose accuracy drop is over it is
-                                    * infeasible anyway, so the reference check that would tell
-                                    * a wrong kernel from a lossy transform is skipped (the
-                                    * profile says checked = 0) */
-  const char *fixed_inputs;        /* "NAME=FILE.npy;..." inputs with fixed values (and so
-                                    * shapes), the rest random or from `calibration`; NULL: none */
+  double accuracy_bound;    /* > 0: a configuration whose accuracy drop is over it is
+                             * infeasible anyway, so the reference check that would tell
+                             * a wrong kernel from a lossy transform is skipped (the
+                             * profile says checked = 0) */
+  const char *fixed_inputs; /* "NAME=FILE.npy;..." inputs with fixed values (and so
+                             * shapes), the rest random or from `calibration`; NULL: none */
 } mi_worker_config_t;
 
 /** What a configuration job returns besides the profile. */
 typedef struct mi_worker_config_result {
   int32_t has_accuracy;
-  double rel_l2;                   /* ||y - y0|| / ||y0||, the accuracy drop of the tuner */
-  double top1;                     /* share of argmax agreement, -1 when not a classifier */
-  double transform_s;              /* seconds spent applying the transform in the worker */
+  double rel_l2;      /* ||y - y0|| / ||y0||, the accuracy drop of the tuner */
+  double top1;        /* share of argmax agreement, -1 when not a classifier */
+  double transform_s; /* seconds spent applying the transform in the worker */
 } mi_worker_config_result_t;
 
 /** Measures configuration `cfg` on device `spec` in its worker: the same failure classes and
@@ -336,10 +337,10 @@ typedef enum mi_compare_verdict {
 
 /** A ratio of latencies with its bootstrap confidence interval. */
 typedef struct mi_compare_ratio {
-  double ratio;          /* median of the per-round ratios */
-  double lo, hi;         /* the confidence interval (percentile bootstrap over rounds) */
-  double half_width;     /* (hi - lo) / 2 / ratio: the interval's half-width as a share */
-  int32_t verdict;       /* mi_compare_verdict */
+  double ratio;      /* median of the per-round ratios */
+  double lo, hi;     /* the confidence interval (percentile bootstrap over rounds) */
+  double half_width; /* (hi - lo) / 2 / ratio: the interval's half-width as a share */
+  int32_t verdict;   /* mi_compare_verdict */
 } mi_compare_ratio_t;
 
 /** The paired ratio b/a of n rounds (a[k] and b[k] measured in the same round, both > 0): the
@@ -353,16 +354,16 @@ MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, dou
 /** How to compare. Fill with mi_compare_options_default(), then change fields. */
 typedef struct mi_compare_options {
   uint32_t struct_size;
-  double target;         /* stop once every interval's half-width is under this share
-                          * (default 0.02: +-2%) */
-  double budget_s;       /* or once this much wall time has passed (default 120) */
-  int32_t min_rounds;    /* rounds before the target may stop it (default 5) */
-  int32_t max_rounds;    /* at most this many (default 30, at most MI_COMPARE_MAX_ROUNDS) */
-  double confidence;     /* of the intervals (default 0.95) */
-  int32_t resamples;     /* bootstrap resamples (default 2000) */
-  uint64_t seed;         /* each round's order and the bootstrap (default 1) */
-  double load_limit;     /* a measurement that started with the 1-minute load average above
-                          * this many runnable tasks per CPU is flagged (default 1.0) */
+  double target;      /* stop once every interval's half-width is under this share
+                       * (default 0.02: +-2%) */
+  double budget_s;    /* or once this much wall time has passed (default 120) */
+  int32_t min_rounds; /* rounds before the target may stop it (default 5) */
+  int32_t max_rounds; /* at most this many (default 30, at most MI_COMPARE_MAX_ROUNDS) */
+  double confidence;  /* of the intervals (default 0.95) */
+  int32_t resamples;  /* bootstrap resamples (default 2000) */
+  uint64_t seed;      /* each round's order and the bootstrap (default 1) */
+  double load_limit;  /* a measurement that started with the 1-minute load average above
+                       * this many runnable tasks per CPU is flagged (default 1.0) */
 } mi_compare_options_t;
 
 MI_API void mi_compare_options_default(mi_compare_options_t *o);
@@ -373,19 +374,19 @@ typedef int32_t (*mi_compare_measure_fn)(void *user, int32_t config, double *med
 
 /** What a paired comparison measured. Rounds in order; ratios are against config 0. */
 typedef struct mi_compare_result {
-  int32_t count;                                  /* configurations */
-  int32_t rounds;                                 /* complete rounds */
-  double median_s[MI_COMPARE_MAX_CONFIGS];        /* each one's median over the rounds */
-  mi_compare_ratio_t vs_first[MI_COMPARE_MAX_CONFIGS]; /* config i / config 0 ([0] is 1) */
+  int32_t count;                                                  /* configurations */
+  int32_t rounds;                                                 /* complete rounds */
+  double median_s[MI_COMPARE_MAX_CONFIGS];                        /* each one's median over the rounds */
+  mi_compare_ratio_t vs_first[MI_COMPARE_MAX_CONFIGS];            /* config i / config 0 ([0] is 1) */
   double sample_s[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS]; /* per round, per config */
-  int8_t order[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS];   /* measured order per round */
-  double load[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS];   /* 1-min load when it began;
-                                                                 * NaN when unreadable */
-  int32_t loaded;        /* measurements flagged as taken under load (load_limit) */
-  int32_t cpus;          /* online CPUs the limit was scaled by */
-  int32_t target_met;    /* 1: stopped because every half-width was under the target */
-  double seconds;        /* wall time of the whole comparison */
-  int32_t failed;        /* the configuration whose measurement ended it; -1: none failed */
+  int8_t order[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS];    /* measured order per round */
+  double load[MI_COMPARE_MAX_ROUNDS][MI_COMPARE_MAX_CONFIGS];     /* 1-min load when it began;
+                                                                   * NaN when unreadable */
+  int32_t loaded;                                                 /* measurements flagged as taken under load (load_limit) */
+  int32_t cpus;                                                   /* online CPUs the limit was scaled by */
+  int32_t target_met;                                             /* 1: stopped because every half-width was under the target */
+  double seconds;                                                 /* wall time of the whole comparison */
+  int32_t failed;                                                 /* the configuration whose measurement ended it; -1: none failed */
 } mi_compare_result_t;
 
 /** Runs `count` (2..MI_COMPARE_MAX_CONFIGS) configurations in interleaved rounds, each round
@@ -424,16 +425,16 @@ MI_API int mi_worker_main(int argc, char **argv);
 
 /** Static features of a model (shapes inferred). */
 typedef struct mi_model_features {
-  int32_t layer_count;           /* nodes that compute (not constants) */
+  int32_t layer_count; /* nodes that compute (not constants) */
   int32_t op_kinds;
   char op_names[MI_FEATURE_MAX_OPS][32];
   int32_t op_counts[MI_FEATURE_MAX_OPS];
-  double flops;                  /* per inference, multiply-add = 2 */
-  int64_t params;                /* constant elements */
-  int64_t max_width;             /* largest channel (4-D) or feature (2-D/3-D) dimension */
-  int64_t input_scale;           /* input elements per batch item */
+  double flops;        /* per inference, multiply-add = 2 */
+  int64_t params;      /* constant elements */
+  int64_t max_width;   /* largest channel (4-D) or feature (2-D/3-D) dimension */
+  int64_t input_scale; /* input elements per batch item */
   int64_t batch;
-  char input_shapes[256];        /* "input:1x3x96x96;..." */
+  char input_shapes[256]; /* "input:1x3x96x96;..." */
 } mi_model_features_t;
 
 /** Static features of one layer. */
@@ -442,10 +443,10 @@ typedef struct mi_layer_features {
   char op_type[32];
   char in_shape[64], out_shape[64];
   double flops;
-  double bytes;                  /* inputs + weights + outputs */
-  double intensity;              /* flops / bytes */
-  int32_t fusable;               /* can fold into its producer (activation, BN, Add after conv) */
-  int32_t alignment;             /* largest power of two (<= 64) dividing the channel count */
+  double bytes;      /* inputs + weights + outputs */
+  double intensity;  /* flops / bytes */
+  int32_t fusable;   /* can fold into its producer (activation, BN, Add after conv) */
+  int32_t alignment; /* largest power of two (<= 64) dividing the channel count */
 } mi_layer_features_t;
 
 /** Computes model and (when `layers` is not NULL) per-layer features; *layers is malloc'd. */
@@ -497,7 +498,9 @@ MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
 
 /** Where energy figures came from. */
 typedef enum mi_energy_source {
-  MI_ENERGY_NONE = 0, MI_ENERGY_MEASURED = 1, MI_ENERGY_MODELED = 2
+  MI_ENERGY_NONE = 0,
+  MI_ENERGY_MEASURED = 1,
+  MI_ENERGY_MODELED = 2
 } mi_energy_source;
 
 /** One measurement record, with its task, configuration, device and software stack. Strings
@@ -505,15 +508,15 @@ typedef enum mi_energy_source {
 typedef struct mi_record {
   /* task */
   const char *model_hash;
-  const char *model_name;            /* may be NULL */
-  const char *model_features_json;   /* may be NULL */
+  const char *model_name;          /* may be NULL */
+  const char *model_features_json; /* may be NULL */
   int64_t batch;
   const char *input_shapes;
   /* device */
-  const char *device_spec;           /* "blis-cpu:0" */
+  const char *device_spec; /* "blis-cpu:0" */
   const char *device_name;
-  const char *device_hash;           /* fingerprint hash */
-  const char *device_json;           /* fingerprint, may be NULL */
+  const char *device_hash; /* fingerprint hash */
+  const char *device_json; /* fingerprint, may be NULL */
   /* configuration: hardware side (variant/knobs per node + device knobs) and model side */
   const char *config_canonical;
   const char *model_config_canonical; /* from the transform passes; may be NULL */
@@ -523,17 +526,17 @@ typedef struct mi_record {
   /* result */
   int64_t run_id;
   int32_t ok;
-  const char *failure;               /* NULL when ok */
-  const char *clock;                 /* "wall" | "device" */
+  const char *failure; /* NULL when ok */
+  const char *clock;   /* "wall" | "device" */
   mi_stats_t latency_s;
-  const char *samples_json;          /* the kept samples, seconds */
+  const char *samples_json; /* the kept samples, seconds */
   int32_t repeats, rounds, discarded;
   double prepare_s;
-  uint64_t peak_memory_bytes;        /* 0 = unknown */
+  uint64_t peak_memory_bytes; /* 0 = unknown */
   double energy_j;
-  int32_t energy_source;             /* mi_energy_source */
-  const char *accuracy_json;         /* may be NULL */
-  const char *layers_json;           /* may be NULL */
+  int32_t energy_source;     /* mi_energy_source */
+  const char *accuracy_json; /* may be NULL */
+  const char *layers_json;   /* may be NULL */
   /* Added (schema 3): the 1-minute load average when the measurement began, and `loaded` = 1
    * when it was above one runnable task per online CPU (taken under load). has_load 0: unknown. */
   int32_t has_load;
@@ -553,12 +556,12 @@ typedef struct mi_history_row {
   const char *failure;
   double median_s, p90_s, cv;
   /* Added for resume: the rest of a trial's objectives and its model side. */
-  const char *model_canonical;       /* model-side configuration text, NULL when none */
+  const char *model_canonical; /* model-side configuration text, NULL when none */
   const char *input_shapes;
-  uint64_t peak_memory_bytes;        /* 0 = unknown */
-  double energy_j;                   /* NaN when absent */
-  int32_t energy_source;             /* mi_energy_source */
-  const char *accuracy_json;         /* NULL when absent */
+  uint64_t peak_memory_bytes; /* 0 = unknown */
+  double energy_j;            /* NaN when absent */
+  int32_t energy_source;      /* mi_energy_source */
+  const char *accuracy_json;  /* NULL when absent */
   /* Added for retrieval across models and devices: the task's model features
    * (mi_model_features_json) and the device's fingerprint (mi_device_fingerprint_json) as
    * stored with the task and the device; NULL when the writer had none. */
@@ -575,7 +578,7 @@ typedef struct mi_history_query {
   const char *stack_hash;  /* required for warm starts unless any_stack */
   int32_t any_stack;
   int32_t ok_only;
-  int32_t limit;           /* 0 = no limit */
+  int32_t limit;            /* 0 = no limit */
   const char *input_shapes; /* NULL = any workload; else the task's input shapes exactly */
 } mi_history_query_t;
 
@@ -588,10 +591,10 @@ typedef struct mi_history_stats {
 
 /** Which records mi_history_prune drops: those that match every field set. */
 typedef struct mi_history_prune {
-  int32_t failed;          /* 1: only failed records */
-  const char *model;       /* model hash, or the model's name as the recipe wrote it, or its
-                            * file name; NULL = any */
-  const char *device;      /* device hash, device name or spec ("PLUGIN:INDEX"); NULL = any */
+  int32_t failed;     /* 1: only failed records */
+  const char *model;  /* model hash, or the model's name as the recipe wrote it, or its
+                       * file name; NULL = any */
+  const char *device; /* device hash, device name or spec ("PLUGIN:INDEX"); NULL = any */
 } mi_history_prune_t;
 
 struct mi_ltask_row; /* metainfer/mi_ltask.h */

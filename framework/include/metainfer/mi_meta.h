@@ -41,12 +41,12 @@ typedef enum mi_surrogate_kind {
 /** Fill with mi_surrogate_options_default, then change fields. */
 typedef struct mi_surrogate_options {
   uint32_t struct_size;
-  int32_t kind;            /* mi_surrogate_kind */
-  int32_t ensemble;        /* XGBoost models on bootstrap resamples (default 8) */
-  int32_t rounds;          /* boosting rounds per model (default 60) */
-  int32_t max_depth;       /* default 5 */
-  double eta;              /* default 0.2 */
-  int32_t auto_threshold;  /* AUTO: GP below this many points (default 200) */
+  int32_t kind;           /* mi_surrogate_kind */
+  int32_t ensemble;       /* XGBoost models on bootstrap resamples (default 8) */
+  int32_t rounds;         /* boosting rounds per model (default 60) */
+  int32_t max_depth;      /* default 5 */
+  double eta;             /* default 0.2 */
+  int32_t auto_threshold; /* AUTO: GP below this many points (default 200) */
   uint64_t seed;
 } mi_surrogate_options_t;
 
@@ -103,13 +103,13 @@ MI_API int32_t mi_meta_describe_json(const char *features_json, const char *fing
 /** A past task with its measurements: the source of a warm start. Borrowed by the search. */
 typedef struct mi_meta_task {
   const char *name;
-  const mi_space_t *space;       /* the space its points belong to */
-  const mi_graph_t *graph;       /* its graph (node matching); may be NULL */
+  const mi_space_t *space; /* the space its points belong to */
+  const mi_graph_t *graph; /* its graph (node matching); may be NULL */
   double desc[MI_META_DESC_SIZE];
   uint64_t stack_hash;
-  int32_t count;                 /* measured configurations */
-  const int32_t *points;         /* count x mi_space_dim_count(space) */
-  const double *objectives;      /* count x MI_OBJ_COUNT (NaN: not measured / failed) */
+  int32_t count;            /* measured configurations */
+  const int32_t *points;    /* count x mi_space_dim_count(space) */
+  const double *objectives; /* count x MI_OBJ_COUNT (NaN: not measured / failed) */
   /* Added: per-layer times of the same configurations, count x graph->node_count seconds (NaN
    * or <= 0: not timed), or NULL when the history has none. Needs `graph` (the layers' static
    * features). The surrogate-guided search builds its per-layer base model from these. */
@@ -146,15 +146,15 @@ MI_API void mi_meta_rgpe_weights(const double *pred_mean, const double *pred_std
 /** What the surrogate-guided search did, round by round. */
 typedef struct mi_meta_report {
   int32_t rounds;
-  int32_t warm_points;          /* mapped configurations from sources that were measured */
-  int32_t cold_fallback;        /* 1 when the sources were dropped as misleading */
-  int32_t learner[MI_META_MAX_ROUNDS];         /* mi_surrogate_kind used */
-  int32_t measured[MI_META_MAX_ROUNDS];        /* measurements so far, before the round */
-  double spearman[MI_META_MAX_ROUNDS];         /* predicted vs measured, this round's batch */
+  int32_t warm_points;                  /* mapped configurations from sources that were measured */
+  int32_t cold_fallback;                /* 1 when the sources were dropped as misleading */
+  int32_t learner[MI_META_MAX_ROUNDS];  /* mi_surrogate_kind used */
+  int32_t measured[MI_META_MAX_ROUNDS]; /* measurements so far, before the round */
+  double spearman[MI_META_MAX_ROUNDS];  /* predicted vs measured, this round's batch */
   double mape[MI_META_MAX_ROUNDS];
   double within10[MI_META_MAX_ROUNDS];
-  double source_weight[MI_META_MAX_ROUNDS];    /* total weight of the sources */
-  double trust_radius[MI_META_MAX_ROUNDS];     /* share of dimensions allowed to move */
+  double source_weight[MI_META_MAX_ROUNDS]; /* total weight of the sources */
+  double trust_radius[MI_META_MAX_ROUNDS];  /* share of dimensions allowed to move */
   /* Added: 1 when the warm-start points passed the check against the cold design's (the
    * best of them at least as good as the design's median); 0 when caught misleading. */
   int32_t warm_trusted;
@@ -186,22 +186,22 @@ typedef struct mi_meta_report {
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */
 typedef struct mi_meta_options {
   uint32_t struct_size;
-  const mi_meta_task_t *sources;  /* past tasks (may be NULL) */
+  const mi_meta_task_t *sources; /* past tasks (may be NULL) */
   int32_t source_count;
   const mi_graph_t *graph;        /* the target's graph, for node matching (may be NULL) */
   double desc[MI_META_DESC_SIZE]; /* the target task's descriptor */
   uint64_t stack_hash;
-  int32_t any_stack;              /* also use sources of another software stack */
-  int32_t max_sources;            /* nearest sources kept (default 4) */
-  int32_t warm_points;            /* mapped best configurations measured first (default 4) */
-  int32_t init_points;            /* cold design points before the first fit (default 10) */
-  int32_t batch;                  /* measurements per round, 5..20 (default 8) */
-  int32_t screen;                 /* candidates scored on the surrogate per round (1e5) */
-  double kappa;                   /* UCB exploration weight (default 2.0) */
-  int32_t learner;                /* mi_surrogate_kind for the target model (AUTO) */
-  int32_t acquisition;            /* 0 UCB on random scalarisations, 1 predicted mean only */
-  const uint8_t *frozen;          /* dims held at their default (may be NULL) */
-  mi_meta_report_t *report;       /* filled when not NULL */
+  int32_t any_stack;        /* also use sources of another software stack */
+  int32_t max_sources;      /* nearest sources kept (default 4) */
+  int32_t warm_points;      /* mapped best configurations measured first (default 4) */
+  int32_t init_points;      /* cold design points before the first fit (default 10) */
+  int32_t batch;            /* measurements per round, 5..20 (default 8) */
+  int32_t screen;           /* candidates scored on the surrogate per round (1e5) */
+  double kappa;             /* UCB exploration weight (default 2.0) */
+  int32_t learner;          /* mi_surrogate_kind for the target model (AUTO) */
+  int32_t acquisition;      /* 0 UCB on random scalarisations, 1 predicted mean only */
+  const uint8_t *frozen;    /* dims held at their default (may be NULL) */
+  mi_meta_report_t *report; /* filled when not NULL */
   /* Added: the share of each batch (and of the screen's generations) chosen on the first
    * objective alone, the primary one; the rest on random scalarisations (default 0.5). */
   double primary_share;

@@ -21,27 +21,27 @@ struct mi_array;
 
 /** One configuration of a front: the chosen one or a fallback. */
 typedef struct mi_deploy_config {
-  char id[17];                    /* config_id: the space hash, hex */
-  char verified[16];              /* "ok", "VIOLATED" or "" when not verified */
-  double measured[MI_OBJ_COUNT];  /* tuned figures (ms, MB, mJ, rel. L2); NaN when absent */
-  int32_t energy_modeled;         /* 1 when the energy figure was modeled, not measured */
-  int32_t kv_count;               /* the configuration: canonical space "key" = "value" */
+  char id[17];                   /* config_id: the space hash, hex */
+  char verified[16];             /* "ok", "VIOLATED" or "" when not verified */
+  double measured[MI_OBJ_COUNT]; /* tuned figures (ms, MB, mJ, rel. L2); NaN when absent */
+  int32_t energy_modeled;        /* 1 when the energy figure was modeled, not measured */
+  int32_t kv_count;              /* the configuration: canonical space "key" = "value" */
   char **keys;
   char **values;
   int32_t line, column;
-  int32_t verify_runs;            /* re-measurements by tune's verification; 0: none */
-  int32_t verify_violations;      /* of them, how many broke a bound */
-  int32_t verify_failures;        /* and how many failed */
+  int32_t verify_runs;       /* re-measurements by tune's verification; 0: none */
+  int32_t verify_violations; /* of them, how many broke a bound */
+  int32_t verify_failures;   /* and how many failed */
 } mi_deploy_config_t;
 
 /** One (model, device) of the table. configs[0] is the chosen configuration, the rest the
  * fallbacks in the order of the stored front. */
 typedef struct mi_deploy_entry {
-  char *model;                    /* as written by the tuner (relative to the recipe folder) */
-  char *device;                   /* "PLUGIN:INDEX" */
-  char *status;                   /* why there is no configuration; NULL when there is one */
+  char *model;  /* as written by the tuner (relative to the recipe folder) */
+  char *device; /* "PLUGIN:INDEX" */
+  char *status; /* why there is no configuration; NULL when there is one */
   int32_t assigned;
-  char *stack, *stack_hash;       /* software stack the figures were measured on */
+  char *stack, *stack_hash; /* software stack the figures were measured on */
   int32_t config_count;
   mi_deploy_config_t *configs;
   int32_t line, column;
@@ -58,15 +58,15 @@ typedef struct mi_deploy_entry {
 /** A parsed deployment.yaml (docs/tuning.md writes it, docs/runtime.md reads it). */
 typedef struct mi_deploy_table {
   int32_t version;
-  char *path;                     /* the file, or the name given to mi_deploy_parse */
-  char *dir;                      /* its folder */
-  char *recipe;                   /* the recipe it was tuned from, when known; else NULL */
-  int32_t has_bound[MI_OBJ_COUNT];/* optional `constraints:` (same keys as recipes) */
+  char *path;                      /* the file, or the name given to mi_deploy_parse */
+  char *dir;                       /* its folder */
+  char *recipe;                    /* the recipe it was tuned from, when known; else NULL */
+  int32_t has_bound[MI_OBJ_COUNT]; /* optional `constraints:` (same keys as recipes) */
   double bound[MI_OBJ_COUNT];
-  char *inputs;                   /* optional `inputs:` "NAME:1x3x32x32;..." */
+  char *inputs; /* optional `inputs:` "NAME:1x3x32x32;..." */
   int32_t entry_count;
   mi_deploy_entry_t *entries;
-  int32_t assignment_count;       /* `assignment:` pairs */
+  int32_t assignment_count; /* `assignment:` pairs */
   char **assign_model, **assign_device;
 } mi_deploy_table_t;
 
@@ -102,15 +102,15 @@ MI_API int32_t mi_deploy_config_id(const mi_deploy_config_t *c, char out[17]);
  * is `delta` plus three standard errors of the median, from a running robust estimate of the
  * noise (the median absolute deviation of each window), so noisier devices need more evidence. */
 typedef struct mi_drift_detector {
-  int32_t window;                 /* running median width (odd, 3..31; default 5) */
-  double delta;                   /* tolerated relative slowdown, as log ratio (default 0.05) */
-  double lambda;                  /* alarm threshold of the sum (default 0.25) */
-  double reference;               /* the tuned latency (any unit, > 0) */
+  int32_t window;   /* running median width (odd, 3..31; default 5) */
+  double delta;     /* tolerated relative slowdown, as log ratio (default 0.05) */
+  double lambda;    /* alarm threshold of the sum (default 0.25) */
+  double reference; /* the tuned latency (any unit, > 0) */
   double ring[31];
-  int32_t count;                  /* samples seen since reset */
-  double sum;                     /* the cumulative statistic */
-  double median;                  /* the last running median (NaN before `window` samples) */
-  double noise;                   /* running robust sigma of log latency (0 before a window) */
+  int32_t count; /* samples seen since reset */
+  double sum;    /* the cumulative statistic */
+  double median; /* the last running median (NaN before `window` samples) */
+  double noise;  /* running robust sigma of log latency (0 before a window) */
 } mi_drift_detector_t;
 
 /** Sets defaults (or the given values when > 0) and the reference; clears the state. */
@@ -133,18 +133,18 @@ MI_API int32_t mi_stack_policy_find(const char *name);
 /** How to open a runtime. Fill with mi_runtime_options_default, then change fields. */
 typedef struct mi_runtime_options {
   uint32_t struct_size;
-  const char *model;       /* the entry's model; NULL: see mi_deploy_find */
-  const char *device;      /* "PLUGIN:INDEX"; NULL: see mi_deploy_find */
-  const char *recipe;      /* recipe for model folder, inputs, bounds; NULL: the table's */
-  int32_t stack_policy;    /* mi_stack_policy (default use) */
-  int32_t monitor;         /* 1 (default): watch latency and react to drift */
-  int32_t window;          /* detector settings, 0 = defaults (mi_drift_init) */
+  const char *model;    /* the entry's model; NULL: see mi_deploy_find */
+  const char *device;   /* "PLUGIN:INDEX"; NULL: see mi_deploy_find */
+  const char *recipe;   /* recipe for model folder, inputs, bounds; NULL: the table's */
+  int32_t stack_policy; /* mi_stack_policy (default use) */
+  int32_t monitor;      /* 1 (default): watch latency and react to drift */
+  int32_t window;       /* detector settings, 0 = defaults (mi_drift_init) */
   double delta, lambda;
-  int32_t adapt_budget;    /* measurements of one re-adaptation (default 4) */
-  int32_t adapt_repeats;   /* timed repeats per such measurement (default 5) */
-  int32_t write_table;     /* 1 (default): re-adaptation and revalidation rewrite the table */
-  const char *log_path;    /* decision log; NULL: TABLE_DIR/decisions.jsonl; "" none */
-  uint64_t seed;           /* re-adaptation neighbours (default 1) */
+  int32_t adapt_budget;  /* measurements of one re-adaptation (default 4) */
+  int32_t adapt_repeats; /* timed repeats per such measurement (default 5) */
+  int32_t write_table;   /* 1 (default): re-adaptation and revalidation rewrite the table */
+  const char *log_path;  /* decision log; NULL: TABLE_DIR/decisions.jsonl; "" none */
+  uint64_t seed;         /* re-adaptation neighbours (default 1) */
 } mi_runtime_options_t;
 
 MI_API void mi_runtime_options_default(mi_runtime_options_t *o);
@@ -155,19 +155,19 @@ typedef struct mi_runtime mi_runtime_t;
 /** What the runtime is doing, for tools and tests. */
 typedef struct mi_runtime_info {
   char model[256], device[96];
-  char config_id[17];        /* the configuration running now */
-  int32_t config_index;      /* its index in the entry; -1 after a re-adaptation adopted one
-                              * that was not there (the table then lists it first) */
-  int32_t runs;              /* inferences run */
-  int32_t switches;          /* configuration changes (fallbacks and re-adaptations) */
+  char config_id[17];   /* the configuration running now */
+  int32_t config_index; /* its index in the entry; -1 after a re-adaptation adopted one
+                         * that was not there (the table then lists it first) */
+  int32_t runs;         /* inferences run */
+  int32_t switches;     /* configuration changes (fallbacks and re-adaptations) */
   int32_t readaptations;
-  int32_t alarms;            /* drift alarms */
-  int32_t stack_mismatch;    /* 1: the table was tuned on another stack */
-  double reference_ms;       /* tuned latency of the running configuration */
-  double last_ms;            /* latency of the last inference (device clock when reported) */
-  double median_ms;          /* running median (NaN before a window is full) */
-  double statistic;          /* the detector's sum */
-  int32_t device_clock;      /* 1: latencies are the device's timer, 0: host wall time */
+  int32_t alarms;         /* drift alarms */
+  int32_t stack_mismatch; /* 1: the table was tuned on another stack */
+  double reference_ms;    /* tuned latency of the running configuration */
+  double last_ms;         /* latency of the last inference (device clock when reported) */
+  double median_ms;       /* running median (NaN before a window is full) */
+  double statistic;       /* the detector's sum */
+  int32_t device_clock;   /* 1: latencies are the device's timer, 0: host wall time */
 } mi_runtime_info_t;
 
 /** Loads the table at `path`, picks the entry, checks the software stack by policy, and

@@ -28,10 +28,12 @@ typedef enum mi_xf_precision {
 } mi_xf_precision;
 
 /** Scale granularity of quantized weights (symmetric, zero point 0). */
-typedef enum mi_xf_granularity { MI_XF_PER_TENSOR = 0, MI_XF_PER_CHANNEL = 1 } mi_xf_granularity;
+typedef enum mi_xf_granularity { MI_XF_PER_TENSOR = 0,
+                                 MI_XF_PER_CHANNEL = 1 } mi_xf_granularity;
 
 /** How activation ranges are calibrated. */
-typedef enum mi_xf_calib { MI_XF_CALIB_MINMAX = 0, MI_XF_CALIB_PERCENTILE = 1 } mi_xf_calib;
+typedef enum mi_xf_calib { MI_XF_CALIB_MINMAX = 0,
+                           MI_XF_CALIB_PERCENTILE = 1 } mi_xf_calib;
 
 /** Bits of mi_xf_layer_t.set: which fields an override sets (defaults set all). */
 enum {
@@ -43,39 +45,39 @@ enum {
 
 /** What happens to one weighted layer (Conv, Gemm, MatMul with a constant weight). */
 typedef struct mi_xf_layer {
-  uint32_t set;          /* MI_XF_SET_* bits of the fields below that are given */
-  int32_t weights;       /* mi_xf_precision */
-  int32_t scales;        /* mi_xf_granularity */
-  int32_t activations;   /* MI_XF_FP32 or MI_XF_INT8 (asymmetric uint8, calibrated) */
-  double prune;          /* share of output channels removed, [0, 0.95] */
+  uint32_t set;        /* MI_XF_SET_* bits of the fields below that are given */
+  int32_t weights;     /* mi_xf_precision */
+  int32_t scales;      /* mi_xf_granularity */
+  int32_t activations; /* MI_XF_FP32 or MI_XF_INT8 (asymmetric uint8, calibrated) */
+  double prune;        /* share of output channels removed, [0, 0.95] */
 } mi_xf_layer_t;
 
 /** A per-layer override, by node name or by op type. */
 typedef struct mi_xf_override {
-  char *name;            /* node name (layers) or op type (ops), owned */
+  char *name; /* node name (layers) or op type (ops), owned */
   mi_xf_layer_t layer;
-  int32_t line, column;  /* where it was written (0 when built in code) */
+  int32_t line, column; /* where it was written (0 when built in code) */
 } mi_xf_override_t;
 
 /** A model-side configuration. Build one with mi_xf_config_create (all passes off, every
  * layer FP32) or load it from YAML; resolution order for a layer is
  * defaults < ops[op type] < layers[node name]. */
 typedef struct mi_xf_config {
-  int32_t fold_bn;        /* 0/1 */
-  int32_t fuse;           /* 0/1: group chains the plugin's variants can run fused */
-  int32_t layout;         /* mi_layout: ANY keeps the model's (NCHW) */
-  int32_t block;          /* channel block when layout == MI_LAYOUT_NCHWC */
-  int32_t channel_align;  /* 1 (off), 4, 8 or 16 */
-  int32_t calib_method;   /* mi_xf_calib */
-  double percentile;      /* for MI_XF_CALIB_PERCENTILE, in (50, 100] */
+  int32_t fold_bn;       /* 0/1 */
+  int32_t fuse;          /* 0/1: group chains the plugin's variants can run fused */
+  int32_t layout;        /* mi_layout: ANY keeps the model's (NCHW) */
+  int32_t block;         /* channel block when layout == MI_LAYOUT_NCHWC */
+  int32_t channel_align; /* 1 (off), 4, 8 or 16 */
+  int32_t calib_method;  /* mi_xf_calib */
+  double percentile;     /* for MI_XF_CALIB_PERCENTILE, in (50, 100] */
   mi_xf_layer_t defaults;
   int32_t op_count;
   mi_xf_override_t *ops;
   int32_t layer_count;
   mi_xf_override_t *layers;
-  char *source;           /* the file or name it was loaded from (errors cite it), owned */
-  int32_t float_output;   /* 0/1: INT8 quantization leaves the graph outputs float (by
-                           * default they get a Q/DQ pair like every activation a device stores) */
+  char *source;         /* the file or name it was loaded from (errors cite it), owned */
+  int32_t float_output; /* 0/1: INT8 quantization leaves the graph outputs float (by
+                         * default they get a Q/DQ pair like every activation a device stores) */
 } mi_xf_config_t;
 
 /** A configuration with every pass off and every layer FP32. NULL when out of memory. */
@@ -112,17 +114,17 @@ MI_API const char *mi_xf_precision_name(int32_t p);
 /** What the passes did, for reports. */
 typedef struct mi_xf_stats {
   int32_t bn_folded;
-  int32_t groups;             /* fused groups formed */
-  int32_t grouped_nodes;      /* nodes inside them */
-  int32_t layout_tensors;     /* activations given the target layout */
-  int32_t layout_converts;    /* conversion nodes inserted at layout boundaries */
-  int32_t padded_layers;      /* convs whose output channels were padded */
+  int32_t groups;          /* fused groups formed */
+  int32_t grouped_nodes;   /* nodes inside them */
+  int32_t layout_tensors;  /* activations given the target layout */
+  int32_t layout_converts; /* conversion nodes inserted at layout boundaries */
+  int32_t padded_layers;   /* convs whose output channels were padded */
   int64_t padded_channels;
   int32_t pruned_layers;
-  int32_t prune_skipped;      /* layers asked to prune but skipped (residual, flatten, ...) */
+  int32_t prune_skipped; /* layers asked to prune but skipped (residual, flatten, ...) */
   int64_t pruned_channels;
-  int32_t quantized_layers;   /* weights changed precision */
-  int32_t quantized_acts;     /* activations with a QuantizeLinear/DequantizeLinear pair */
+  int32_t quantized_layers; /* weights changed precision */
+  int32_t quantized_acts;   /* activations with a QuantizeLinear/DequantizeLinear pair */
 } mi_xf_stats_t;
 
 /** Folds BatchNormalization into the preceding Conv / Gemm when it is the only consumer. */
@@ -154,13 +156,13 @@ typedef struct mi_xf_samples {
   int32_t input_count;
   int32_t sample_count;
   struct mi_array **inputs;
-  int32_t synthetic;   /* 1 when generated (deterministic random), not read from files */
+  int32_t synthetic; /* 1 when generated (deterministic random), not read from files */
 } mi_xf_samples_t;
 
 /** Options of mi_xf_apply. Zero-initialise. */
 typedef struct mi_xf_apply_opts {
-  const mi_xf_samples_t *calib;        /* needed for INT8 activations */
-  const mi_variant_desc_t *variants;   /* for fusion; NULL: fusion is skipped */
+  const mi_xf_samples_t *calib;      /* needed for INT8 activations */
+  const mi_variant_desc_t *variants; /* for fusion; NULL: fusion is skipped */
   uint32_t variant_count;
 } mi_xf_apply_opts_t;
 
@@ -198,10 +200,10 @@ MI_API void mi_xf_samples_destroy(mi_xf_samples_t *s);
 /** How far a transformed model is from its original over a set of samples. */
 typedef struct mi_xf_metrics {
   int32_t samples;
-  double rel_l2;       /* ||y - y0|| / ||y0|| over every output element of every sample */
-  double cosine;       /* cosine similarity of the same vectors */
-  double max_abs;      /* largest absolute difference */
-  double top1;         /* share of rows whose argmax agrees; -1 when not a classifier */
+  double rel_l2;  /* ||y - y0|| / ||y0|| over every output element of every sample */
+  double cosine;  /* cosine similarity of the same vectors */
+  double max_abs; /* largest absolute difference */
+  double top1;    /* share of rows whose argmax agrees; -1 when not a classifier */
 } mi_xf_metrics_t;
 
 /** Runs `orig` and `xf` on the reference interpreter over `s` and compares every output. */
@@ -224,7 +226,7 @@ MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig,
 /** One layer's sensitivity: the error of the model with only this layer transformed. */
 typedef struct mi_xf_sensitivity {
   char node[96];
-  mi_xf_layer_t layer;     /* the setting that was measured */
+  mi_xf_layer_t layer; /* the setting that was measured */
   mi_xf_metrics_t metrics;
 } mi_xf_sensitivity_t;
 

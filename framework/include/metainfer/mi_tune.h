@@ -45,11 +45,11 @@ enum {
 /** How to build a space. Fill with mi_space_options_default, then change fields. */
 typedef struct mi_space_options {
   uint32_t struct_size;
-  uint32_t model_dims;    /* MI_SPACE_* bits */
-  int32_t int_levels;     /* an integer range wider than this is cut to this many values */
-  int32_t float_levels;   /* a float range becomes this many evenly spaced values */
-  int32_t prune_levels;   /* pruning ratios 0, 0.5/(n-1), ..., 0.5 (n values) */
-  int32_t no_probe;       /* 1: do not ask kernel_prepare which variants accept each node */
+  uint32_t model_dims;  /* MI_SPACE_* bits */
+  int32_t int_levels;   /* an integer range wider than this is cut to this many values */
+  int32_t float_levels; /* a float range becomes this many evenly spaced values */
+  int32_t prune_levels; /* pruning ratios 0, 0.5/(n-1), ..., 0.5 (n values) */
+  int32_t no_probe;     /* 1: do not ask kernel_prepare which variants accept each node */
   /* With probe_pool set, the probes run in device probe_spec's worker (mi_worker_probe) on the
    * model file probe_model with input shapes probe_inputs (NULL: as in the file), so no plugin
    * code runs in the caller and a probe that crashes or hangs fails the build with the reason.
@@ -195,10 +195,10 @@ MI_API int32_t mi_pareto_pick(const double *obj, int32_t n, int32_t m, const dou
 
 /** Objectives known to recipes, tuning and reports. Values index mi_objective_name. */
 typedef enum mi_objective {
-  MI_OBJ_LATENCY = 0,     /* ms */
-  MI_OBJ_MEMORY = 1,      /* peak MB */
-  MI_OBJ_ENERGY = 2,      /* mJ per inference */
-  MI_OBJ_ACCURACY = 3,    /* accuracy drop (relative L2 error against FP32 reference) */
+  MI_OBJ_LATENCY = 0,  /* ms */
+  MI_OBJ_MEMORY = 1,   /* peak MB */
+  MI_OBJ_ENERGY = 2,   /* mJ per inference */
+  MI_OBJ_ACCURACY = 3, /* accuracy drop (relative L2 error against FP32 reference) */
   MI_OBJ_COUNT = 4
 } mi_objective;
 /** "latency", "memory", "energy", "accuracy_drop"; the recipe key of its bound in *bound_key
@@ -215,26 +215,26 @@ typedef struct mi_recipe_input {
 
 typedef struct mi_recipe_device {
   char *plugin;
-  int32_t device;        /* device index (default 0) */
+  int32_t device; /* device index (default 0) */
   int32_t line, column;
 } mi_recipe_device_t;
 
 typedef struct mi_recipe_model {
-  char *path;            /* resolved from the recipe's folder */
-  char *written;         /* as written in the recipe */
+  char *path;    /* resolved from the recipe's folder */
+  char *written; /* as written in the recipe */
   int32_t line, column;
 } mi_recipe_model_t;
 
 /** A parsed, validated recipe (docs/recipes.md). Paths are resolved from the recipe folder. */
 typedef struct mi_recipe {
   int32_t version;
-  char *path;            /* the recipe file */
-  char *dir;             /* its folder */
+  char *path; /* the recipe file */
+  char *dir;  /* its folder */
   int32_t model_count;
   mi_recipe_model_t *models;
   int32_t input_count;
   mi_recipe_input_t *inputs;
-  char *calibration;     /* folder of .npy files, or NULL */
+  char *calibration; /* folder of .npy files, or NULL */
   int32_t device_count;
   mi_recipe_device_t *pool;
   int32_t has_bound[MI_OBJ_COUNT];
@@ -243,18 +243,18 @@ typedef struct mi_recipe {
   int32_t objectives[MI_OBJ_COUNT]; /* minimised, in the recipe's order */
   int32_t preference_count;         /* lexicographic pick; default = objectives */
   int32_t preference[MI_OBJ_COUNT];
-  int64_t budget_measurements;      /* per (model, device); default 40 */
-  double budget_seconds;            /* per (model, device); default 600 */
-  char *history;                    /* SQLite file or URL, or NULL */
-  char *strategy;                   /* "nsga2" (default), "random", "exhaustive" */
-  uint64_t seed;                    /* default 1 */
-  uint32_t model_dims;              /* search.model: MI_SPACE_* bits; default all */
-  int32_t repeats;                  /* measurement repeats; default 5 */
-  int32_t warmup;                   /* default 2 */
-  int32_t population;               /* NSGA-II population; default 8 */
-  double timeout_s;                 /* measure.timeout_s: per measurement; default 120 */
-  int32_t history_given;            /* 1: the recipe has a history key ("none" leaves history
-                                     * NULL); 0: tune keeps one in its output folder */
+  int64_t budget_measurements; /* per (model, device); default 40 */
+  double budget_seconds;       /* per (model, device); default 600 */
+  char *history;               /* SQLite file or URL, or NULL */
+  char *strategy;              /* "nsga2" (default), "random", "exhaustive" */
+  uint64_t seed;               /* default 1 */
+  uint32_t model_dims;         /* search.model: MI_SPACE_* bits; default all */
+  int32_t repeats;             /* measurement repeats; default 5 */
+  int32_t warmup;              /* default 2 */
+  int32_t population;          /* NSGA-II population; default 8 */
+  double timeout_s;            /* measure.timeout_s: per measurement; default 120 */
+  int32_t history_given;       /* 1: the recipe has a history key ("none" leaves history
+                                * NULL); 0: tune keeps one in its output folder */
 } mi_recipe_t;
 
 /** Loads and validates a recipe. Every error reads "FILE:LINE:COLUMN: message". When
@@ -287,10 +287,10 @@ MI_API const char *mi_strategy_name(int32_t s);
 
 /** One evaluated configuration. */
 typedef struct mi_trial {
-  int32_t *point;          /* mi_space_dim_count entries, owned */
+  int32_t *point; /* mi_space_dim_count entries, owned */
   uint64_t hash;
-  int32_t status;          /* MI_OK or the failure */
-  int32_t from_history;    /* 1 when replayed, not measured in this run */
+  int32_t status;       /* MI_OK or the failure */
+  int32_t from_history; /* 1 when replayed, not measured in this run */
   double objectives[MI_OBJ_COUNT];
   char message[MI_ERROR_MESSAGE_SIZE];
 } mi_trial_t;
@@ -302,15 +302,15 @@ typedef void (*mi_progress_fn)(void *ctx, const mi_trial_t *t, int32_t used, int
 /** A search run: strategy, budget, objectives, bounds. Zero-initialise and set struct_size. */
 typedef struct mi_search_options {
   uint32_t struct_size;
-  int32_t strategy;          /* mi_strategy */
+  int32_t strategy; /* mi_strategy */
   uint64_t seed;
-  int64_t max_measurements;  /* new evaluations (replayed ones are free); <= 0: 40 */
-  double max_seconds;        /* wall time; <= 0: no limit */
-  int32_t population;        /* NSGA-II; <= 0: 8 */
-  double mutation;           /* per-dimension probability; <= 0: 1 / active dims */
-  int32_t objective_count;   /* objectives to minimise (mi_objective values) */
+  int64_t max_measurements; /* new evaluations (replayed ones are free); <= 0: 40 */
+  double max_seconds;       /* wall time; <= 0: no limit */
+  int32_t population;       /* NSGA-II; <= 0: 8 */
+  double mutation;          /* per-dimension probability; <= 0: 1 / active dims */
+  int32_t objective_count;  /* objectives to minimise (mi_objective values) */
   const int32_t *objectives;
-  int32_t bound_count;       /* bounds on objectives (column = mi_objective value) */
+  int32_t bound_count; /* bounds on objectives (column = mi_objective value) */
   const mi_bound_t *bounds;
   mi_evaluate_fn evaluate;
   void *evaluate_ctx;
@@ -339,8 +339,8 @@ typedef struct mi_search_options {
 typedef struct mi_search_result {
   int32_t count;
   mi_trial_t *trials;
-  int32_t measured;          /* trials evaluated in this run */
-  int32_t replayed;          /* trials taken from the lookup */
+  int32_t measured; /* trials evaluated in this run */
+  int32_t replayed; /* trials taken from the lookup */
   double seconds;
 } mi_search_result_t;
 

@@ -27,23 +27,23 @@ typedef struct mi_tune_run {
   int32_t *front;
   double hv;
   int energy_modeled;
-  int32_t pruned, probes;        /* variants the space left out after probing */
-  uint64_t capacity;             /* device global memory, 0 unknown */
-  int32_t verify_n;              /* re-measurements per front configuration (0: none) */
-  int32_t *verify_bad;           /* per front entry: re-measurements that broke a bound */
-  int32_t *verify_failed;        /* per front entry: re-measurements that failed */
-  int32_t assigned;              /* 1: the capacity assignment put the model here */
+  int32_t pruned, probes; /* variants the space left out after probing */
+  uint64_t capacity;      /* device global memory, 0 unknown */
+  int32_t verify_n;       /* re-measurements per front configuration (0: none) */
+  int32_t *verify_bad;    /* per front entry: re-measurements that broke a bound */
+  int32_t *verify_failed; /* per front entry: re-measurements that failed */
+  int32_t assigned;       /* 1: the capacity assignment put the model here */
   /* the surrogate-guided strategy (strategy meta) */
-  int32_t meta;                  /* 1 when it ran */
-  int32_t sources, source_rows;  /* past tasks and their configurations offered as priors */
-  int32_t warm_points;           /* measured candidates that came from the sources */
-  int32_t cold_fallback;         /* 1: sources dropped as misleading */
-  int32_t best_at;               /* measurement (1-based, this run) that found the best; 0 none */
-  double last_spearman;          /* last round's predicted-vs-measured rank correlation */
+  int32_t meta;                 /* 1 when it ran */
+  int32_t sources, source_rows; /* past tasks and their configurations offered as priors */
+  int32_t warm_points;          /* measured candidates that came from the sources */
+  int32_t cold_fallback;        /* 1: sources dropped as misleading */
+  int32_t best_at;              /* measurement (1-based, this run) that found the best; 0 none */
+  double last_spearman;         /* last round's predicted-vs-measured rank correlation */
   /* the warm start's saving (docs/meta.md, "What the warm start saved") */
-  int32_t within5_at;            /* measurement that came within 5% of the final best; 0 none */
-  double cold_estimate;          /* measurements a cold random search needs for that; NAN unknown */
-  int32_t warm_trusted;          /* 0: the warm points failed the check against the cold design */
+  int32_t within5_at;   /* measurement that came within 5% of the final best; 0 none */
+  double cold_estimate; /* measurements a cold random search needs for that; NAN unknown */
+  int32_t warm_trusted; /* 0: the warm points failed the check against the cold design */
   /* Added, the per-layer base model (docs/meta.md): 1 when built, its layer rows, the sources'
    * configurations that came with per-layer times, this run's measurements that did, and its
    * weight in the last round (NAN: took no part). */
@@ -52,7 +52,7 @@ typedef struct mi_tune_run {
   /* Added: the model's graph the space was built on (node op types for the report); owned by
    * mi-host tune, alive until after mi_tune_write. NULL: unknown. */
   const mi_graph_t *graph;
-  int32_t recorded;              /* measurements this run wrote to the history */
+  int32_t recorded; /* measurements this run wrote to the history */
   /* Added, the end-of-tune check (tune_confirm.c): the chosen configuration against the default
    * (and the runner-up of the front) in paired rounds. confirm: 0 not done, 1 compared, 2 the
    * search chose the default itself; default_trial the default's trial (-1 none); vs_default
@@ -63,7 +63,7 @@ typedef struct mi_tune_run {
   mi_compare_ratio_t vs_default, vs_runner_up;
   int32_t confirm_rounds, confirm_loaded, confirm_measurements;
   double confirm_s;
-  char confirm_note[256];         /* why the check was not done, when it was not */
+  char confirm_note[256]; /* why the check was not done, when it was not */
   /* Added, layer tasks (tune_ltask.c): the model's tasks on the device and the nodes that have
    * them; tasks taken from the history, warm-started from nearest tasks, measured; (task,
    * choice) pairs measured in how many whole-model rounds; tasks whose best is not the default;
@@ -75,7 +75,8 @@ typedef struct mi_tune_run {
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON
  * may drop them), NOTE lines say something about the recipe's inputs that holds either way. */
-enum { MI_TUNE_LOG_INFO = 0, MI_TUNE_LOG_NOTE = 1 };
+enum { MI_TUNE_LOG_INFO = 0,
+       MI_TUNE_LOG_NOTE = 1 };
 
 /** How mi_tune_run reports while it runs; every member may be NULL. Called from the threads
  * that tune devices (options.jobs > 1: several at once), so a callback locks what it shares. */
@@ -99,25 +100,25 @@ typedef struct mi_tune_callbacks {
 
 typedef struct mi_tune_options {
   uint32_t struct_size;
-  mi_registry_t *registry;      /* the plugins the recipe's pool names (required) */
-  const char *plugin_path;      /* folders the measurement workers load plugins from
-                                 * (mi_plugin_path; NULL: the workers' default) */
-  int32_t verify;               /* re-measure each front configuration N times (0: not) */
-  int32_t jobs;                 /* devices tuned at once, each with its own workers (default 1) */
-  double timeout_s;             /* per measurement; 0: the recipe's measure.timeout_s */
-  int agents;                   /* 1: measurements go to the farm (needs a postgresql:// history) */
-  int no_layer_tasks;           /* 1: search every node's kernel choice in the joint space */
+  mi_registry_t *registry; /* the plugins the recipe's pool names (required) */
+  const char *plugin_path; /* folders the measurement workers load plugins from
+                            * (mi_plugin_path; NULL: the workers' default) */
+  int32_t verify;          /* re-measure each front configuration N times (0: not) */
+  int32_t jobs;            /* devices tuned at once, each with its own workers (default 1) */
+  double timeout_s;        /* per measurement; 0: the recipe's measure.timeout_s */
+  int agents;              /* 1: measurements go to the farm (needs a postgresql:// history) */
+  int no_layer_tasks;      /* 1: search every node's kernel choice in the joint space */
 } mi_tune_options_t;
 
 MI_API void mi_tune_options_default(mi_tune_options_t *o);
 
 /** What mi_tune_run leaves: one run per (model, device), model-major in the recipe's order. */
 typedef struct mi_tune_result {
-  int32_t count;                /* runs filled (fewer than models x devices when stopped) */
+  int32_t count; /* runs filled (fewer than models x devices when stopped) */
   mi_tune_run_t *runs;
   int32_t model_count;
-  mi_graph_t **graphs;          /* per model, the graph its runs were tuned on (run.graph) */
-  int stopped;                  /* the stop callback's value when it ended the tune, else 0 */
+  mi_graph_t **graphs; /* per model, the graph its runs were tuned on (run.graph) */
+  int stopped;         /* the stop callback's value when it ended the tune, else 0 */
 } mi_tune_result_t;
 
 /** Tunes every model of recipe `r` on every device of its pool: per (model, device) the joint

@@ -6,11 +6,15 @@
 
 MI_API size_t mi_dtype_size(int32_t dtype) {
   switch (dtype) {
-    case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
-    case MI_DTYPE_FLOAT16: return 2;
-    case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: case MI_DTYPE_INT4: return 1;
-    case MI_DTYPE_INT64: return 8;
-    default: return 0;
+  case MI_DTYPE_FLOAT32:
+  case MI_DTYPE_INT32: return 4;
+  case MI_DTYPE_FLOAT16: return 2;
+  case MI_DTYPE_INT8:
+  case MI_DTYPE_UINT8:
+  case MI_DTYPE_BOOL:
+  case MI_DTYPE_INT4: return 1;
+  case MI_DTYPE_INT64: return 8;
+  default: return 0;
   }
 }
 
@@ -22,15 +26,15 @@ MI_API size_t mi_dtype_bytes_for(int32_t dtype, int64_t count) {
 
 MI_API const char *mi_dtype_name(int32_t dtype) {
   switch (dtype) {
-    case MI_DTYPE_FLOAT32: return "float32";
-    case MI_DTYPE_FLOAT16: return "float16";
-    case MI_DTYPE_INT8: return "int8";
-    case MI_DTYPE_UINT8: return "uint8";
-    case MI_DTYPE_INT4: return "int4";
-    case MI_DTYPE_INT32: return "int32";
-    case MI_DTYPE_INT64: return "int64";
-    case MI_DTYPE_BOOL: return "bool";
-    default: return "undefined";
+  case MI_DTYPE_FLOAT32: return "float32";
+  case MI_DTYPE_FLOAT16: return "float16";
+  case MI_DTYPE_INT8: return "int8";
+  case MI_DTYPE_UINT8: return "uint8";
+  case MI_DTYPE_INT4: return "int4";
+  case MI_DTYPE_INT32: return "int32";
+  case MI_DTYPE_INT64: return "int64";
+  case MI_DTYPE_BOOL: return "bool";
+  default: return "undefined";
   }
 }
 

@@ -29,10 +29,17 @@ static const struct {
   const char *descr;
   int32_t dtype;
 } k_descrs[] = {
-    {"<f4", MI_DTYPE_FLOAT32}, {"<f2", MI_DTYPE_FLOAT16}, {"|i1", MI_DTYPE_INT8},
-    {"|u1", MI_DTYPE_UINT8},   {"<i4", MI_DTYPE_INT32},   {"<i8", MI_DTYPE_INT64},
-    {"|b1", MI_DTYPE_BOOL},    {"<i1", MI_DTYPE_INT8},    {"<u1", MI_DTYPE_UINT8},
-    {"<b1", MI_DTYPE_BOOL},    {"|?", MI_DTYPE_BOOL},
+    {"<f4", MI_DTYPE_FLOAT32},
+    {"<f2", MI_DTYPE_FLOAT16},
+    {"|i1", MI_DTYPE_INT8},
+    {"|u1", MI_DTYPE_UINT8},
+    {"<i4", MI_DTYPE_INT32},
+    {"<i8", MI_DTYPE_INT64},
+    {"|b1", MI_DTYPE_BOOL},
+    {"<i1", MI_DTYPE_INT8},
+    {"<u1", MI_DTYPE_UINT8},
+    {"<b1", MI_DTYPE_BOOL},
+    {"|?", MI_DTYPE_BOOL},
 };
 
 static const char *descr_of(int32_t dtype) {
@@ -97,8 +104,10 @@ static int parse_bool(cursor_t *c, int *out) {
     *out = 0;
     return MI_OK;
   }
-  return mi_errorf(c->err, MI_ERR_PARSE, "%s: malformed .npy header: fortran_order is not "
-                   "True or False", c->what);
+  return mi_errorf(c->err, MI_ERR_PARSE,
+                   "%s: malformed .npy header: fortran_order is not "
+                   "True or False",
+                   c->what);
 }
 
 /* "(2, 3)", "(4,)" or "()": non-negative integers only. */
@@ -176,7 +185,8 @@ static int parse_dict(cursor_t *c, npy_header_t *h) {
                      c->what);
   if (!seen_descr || !seen_fortran || !seen_shape)
     return mi_errorf(c->err, MI_ERR_PARSE, "%s: malformed .npy header: missing '%s'", c->what,
-                     !seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape");
+                     !seen_descr ? "descr" : !seen_fortran ? "fortran_order"
+                                                           : "shape");
   if (fortran)
     return mi_errorf(c->err, MI_ERR_PARSE,
                      "%s: fortran_order True is not supported (save the array in C order)",

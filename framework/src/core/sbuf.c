@@ -47,15 +47,18 @@ void mi__sbuf_json_string(mi__sbuf_t *b, const char *s) {
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
     if (c == '"' || c == '\\') mi__sbuf_printf(b, "\\%c", c);
-    else if (c < 0x20) mi__sbuf_printf(b, "\\u%04x", c);
-    else mi__sbuf_printf(b, "%c", c);
+    else if (c < 0x20)
+      mi__sbuf_printf(b, "\\u%04x", c);
+    else
+      mi__sbuf_printf(b, "%c", c);
   }
   mi__sbuf_printf(b, "\"");
 }
 
 void mi__sbuf_json_double(mi__sbuf_t *b, double v) {
   if (isfinite(v)) mi__sbuf_printf(b, "%.9g", v);
-  else mi__sbuf_printf(b, "null");
+  else
+    mi__sbuf_printf(b, "null");
 }
 
 char *mi__sbuf_take(mi__sbuf_t *b) {

@@ -5,12 +5,12 @@
 
 #include <stdio.h>
 
+#include "core/core.h"
 #include "metainfer/mi_core.h"
 #include "metainfer/mi_measure.h"
+#include "metainfer/mi_runtime.h"
 #include "metainfer/mi_transform.h"
 #include "metainfer/mi_tune.h"
-#include "metainfer/mi_runtime.h"
-#include "core/core.h"
 #include "plugin/plugin.h"
 
 /* A deployment table is at most 64 MiB, when read (mi__read_file) and when parsed. */
@@ -25,30 +25,30 @@ int32_t mi__deploy_config_copy(mi_deploy_config_t *dst, const mi_deploy_config_t
 struct mi_runtime {
   mi_runtime_options_t o;
   mi_deploy_table_t *table;
-  int32_t entry;                /* index in table->entries */
+  int32_t entry; /* index in table->entries */
   char *table_path;
-  char *log_path;               /* NULL: no log */
-  char *model_path;             /* resolved ONNX file */
-  char *calibration;            /* recipe's calibration folder or NULL */
+  char *log_path;    /* NULL: no log */
+  char *model_path;  /* resolved ONNX file */
+  char *calibration; /* recipe's calibration folder or NULL */
   uint64_t calib_seed;
-  char *inputs;                 /* "NAME:dims;..." or NULL */
+  char *inputs; /* "NAME:dims;..." or NULL */
   int32_t has_bound[MI_OBJ_COUNT];
   double bound[MI_OBJ_COUNT];
   char spec[96];
-  char manifest[4096];          /* the device plugin's manifest, to reopen it */
+  char manifest[4096]; /* the device plugin's manifest, to reopen it */
   uint32_t device;
-  mi__plugin_entry_t *plugin;   /* the runtime's own instance */
-  mi_graph_t *graph;            /* original model, inputs fixed, sorted, shapes inferred */
-  mi_xf_samples_t *samples;     /* calibration samples, as the tuner's worker made them */
-  mi_space_t *space;            /* the joint space of (model, device) on `plugin` */
-  mi_graph_t *xgraph;           /* the transformed model the session runs (or NULL) */
+  mi__plugin_entry_t *plugin; /* the runtime's own instance */
+  mi_graph_t *graph;          /* original model, inputs fixed, sorted, shapes inferred */
+  mi_xf_samples_t *samples;   /* calibration samples, as the tuner's worker made them */
+  mi_space_t *space;          /* the joint space of (model, device) on `plugin` */
+  mi_graph_t *xgraph;         /* the transformed model the session runs (or NULL) */
   mi_session_t *session;
-  mi_deploy_config_t current;   /* the configuration running now */
-  int32_t current_index;        /* in the entry, -1 when adopted by a re-adaptation */
-  char (*tried)[17];            /* ids of configurations that drifted (or failed) here */
+  mi_deploy_config_t current; /* the configuration running now */
+  int32_t current_index;      /* in the entry, -1 when adopted by a re-adaptation */
+  char (*tried)[17];          /* ids of configurations that drifted (or failed) here */
   int32_t tried_count;
-  uint32_t model_dims;          /* the space's model-side dimensions (the recipe's) */
-  int32_t ref_pending;          /* 1: no tuned latency, the first window sets the reference */
+  uint32_t model_dims; /* the space's model-side dimensions (the recipe's) */
+  int32_t ref_pending; /* 1: no tuned latency, the first window sets the reference */
   mi_drift_detector_t det;
   mi_runtime_info_t info;
   char stack[512], stack_hash[17];

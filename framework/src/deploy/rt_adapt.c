@@ -99,7 +99,7 @@ static int32_t point_config(mi_runtime_t *rt, const int32_t *pt, mi_deploy_confi
 static int32_t readapt(mi_runtime_t *rt, const char *why, mi_error_t *err) {
   int32_t nd, rc, *base = NULL, *cand = NULL, best = -1, tried = 0;
   mi_deploy_config_t *cands = NULL;
-  double (*figs)[MI_OBJ_COUNT] = NULL;
+  double(*figs)[MI_OBJ_COUNT] = NULL;
   double carried_acc = rt->current.measured[MI_OBJ_ACCURACY];
   mi_rng_t rng;
   char *text = NULL;

@@ -36,8 +36,9 @@ void mi__rt_log(mi_runtime_t *rt, const char *event, const char *fmt, ...) {
   if (!rt->log_path) return;
   if (!(f = fopen(rt->log_path, "a"))) return;
   clock_gettime(CLOCK_REALTIME, &ts);
-  fprintf(f, "{\"ts\":%.3f,\"event\":\"%s\",\"model\":\"%s\",\"device\":\"%s\",\"run\":%d,"
-             "\"config_id\":\"%s\"",
+  fprintf(f,
+          "{\"ts\":%.3f,\"event\":\"%s\",\"model\":\"%s\",\"device\":\"%s\",\"run\":%d,"
+          "\"config_id\":\"%s\"",
           (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9, event, rt->info.model, rt->info.device,
           (int)rt->info.runs, rt->info.config_id);
   va_start(ap, fmt);
@@ -161,8 +162,10 @@ static int32_t check_configs(mi_runtime_t *rt, const mi_deploy_entry_t *e, mi_er
     mi_error_clear(&e2);
     if (!text) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "runtime: out of memory");
     else if (mi_space_parse(rt->space, text, pt, &e2) != MI_OK)
-      rc = mi_errorf(err, MI_ERR_PARSE, "%s: %s configuration %s of %s on %s is not in this "
-                     "space: %s", rt->table_path, k ? "fallback" : "the chosen",
+      rc = mi_errorf(err, MI_ERR_PARSE,
+                     "%s: %s configuration %s of %s on %s is not in this "
+                     "space: %s",
+                     rt->table_path, k ? "fallback" : "the chosen",
                      e->configs[k].id, e->model, e->device, e2.message);
     free(text);
   }
@@ -218,7 +221,8 @@ int32_t mi_runtime_open(const char *path, const mi_registry_t *registry,
   snprintf(rt->info.device, sizeof rt->info.device, "%s", e->device);
   snprintf(rt->spec, sizeof rt->spec, "%s", e->device);
   if (rt->o.log_path) rt->log_path = rt->o.log_path[0] ? strdup(rt->o.log_path) : NULL;
-  else rt->log_path = path_join(rt->table->dir, "decisions.jsonl");
+  else
+    rt->log_path = path_join(rt->table->dir, "decisions.jsonl");
   if ((rc = resolve_task(rt, err))) goto fail;
   if ((rc = mi_registry_device(registry, e->device, &pl, &rt->device, err))) goto fail;
   snprintf(rt->manifest, sizeof rt->manifest, "%s", pl->manifest);
@@ -275,7 +279,8 @@ int32_t mi_runtime_run(mi_runtime_t *rt, const mi_array_t *const *inputs, int32_
   if (mi_drift_add(&rt->det, ms)) {
     mi_error_t e2;
     rt->info.alarms++;
-    mi__rt_log(rt, "drift", ",\"reference_ms\":%.9g,\"median_ms\":%.9g,\"last_ms\":%.9g,"
+    mi__rt_log(rt, "drift",
+               ",\"reference_ms\":%.9g,\"median_ms\":%.9g,\"last_ms\":%.9g,"
                "\"statistic\":%.6g,\"delta\":%.6g,\"lambda\":%.6g,\"window\":%d,\"clock\":\"%s\"",
                rt->det.reference, rt->det.median, ms, rt->det.sum, rt->det.delta, rt->det.lambda,
                (int)rt->det.window, rt->info.device_clock ? "device" : "wall");

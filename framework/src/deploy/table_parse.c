@@ -55,8 +55,10 @@ static int32_t get_num(ctx_t *c, const yaml_node_t *n, const char *key, double *
 static int32_t get_bool(ctx_t *c, const yaml_node_t *n, const char *key, int32_t *out) {
   const char *s = scalar(n);
   if (s && strcmp(s, "true") == 0) *out = 1;
-  else if (s && strcmp(s, "false") == 0) *out = 0;
-  else return at(c, n, "'%s' must be true or false", key);
+  else if (s && strcmp(s, "false") == 0)
+    *out = 0;
+  else
+    return at(c, n, "'%s' must be true or false", key);
   return MI_OK;
 }
 
@@ -75,7 +77,7 @@ static int32_t get_count(ctx_t *c, const yaml_node_t *n, const char *key, int32_
   return MI_OK;
 }
 
-#define FOR_PAIRS(c, n, p)                                                              \
+#define FOR_PAIRS(c, n, p) \
   for (yaml_node_pair_t *p = (n)->data.mapping.pairs.start; p < (n)->data.mapping.pairs.top; p++)
 #define KEY(c, p) yaml_document_get_node((c)->doc, (p)->key)
 #define VAL(c, p) yaml_document_get_node((c)->doc, (p)->value)
@@ -123,10 +125,10 @@ static int32_t parse_kv(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *cf) 
   cf->values = calloc(cap, sizeof *cf->values);
   if (!cf->keys || !cf->values) return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
   switch (mi__yaml_repeated_key(c->doc, n, &first, &again)) {
-    case 0: break;
-    case 1: return at(c, again, "'%.60s' given twice (first at line %d)", scalar(again),
-                      (int)first->start_mark.line + 1);
-    default: return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
+  case 0: break;
+  case 1: return at(c, again, "'%.60s' given twice (first at line %d)", scalar(again),
+                    (int)first->start_mark.line + 1);
+  default: return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
   }
   FOR_PAIRS(c, n, p) {
     const char *k = scalar(KEY(c, p)), *v = scalar(VAL(c, p));
@@ -147,9 +149,10 @@ static int32_t parse_verification(ctx_t *c, const yaml_node_t *n, mi_deploy_conf
   if ((rc = need_map(c, n, "'verification'"))) return rc;
   FOR_PAIRS(c, n, p) {
     const char *k = scalar(KEY(c, p));
-    int32_t *dst = !k ? NULL : !strcmp(k, "runs") ? &cf->verify_runs
+    int32_t *dst = !k ? NULL : !strcmp(k, "runs")     ? &cf->verify_runs
                            : !strcmp(k, "violations") ? &cf->verify_violations
-                           : !strcmp(k, "failures") ? &cf->verify_failures : NULL;
+                           : !strcmp(k, "failures")   ? &cf->verify_failures
+                                                      : NULL;
     if (!dst) return at(c, KEY(c, p), "unknown key '%.40s' in 'verification'", k ? k : "?");
     if ((rc = get_count(c, VAL(c, p), k, dst))) return rc;
   }
@@ -221,16 +224,20 @@ static int32_t parse_vs_default(ctx_t *c, const yaml_node_t *n, mi_deploy_entry_
     const char *k = scalar(KEY(c, p));
     const yaml_node_t *v = VAL(c, p);
     if (k && strcmp(k, "speedup") == 0) rc = get_num(c, v, k, &e->vs_default), seen |= 1;
-    else if (k && strcmp(k, "ci95_low") == 0) rc = get_num(c, v, k, &e->vs_default_lo), seen |= 2;
-    else if (k && strcmp(k, "ci95_high") == 0) rc = get_num(c, v, k, &e->vs_default_hi), seen |= 4;
-    else if (k && strcmp(k, "rounds") == 0) rc = get_count(c, v, k, &e->vs_default_rounds), seen |= 8;
+    else if (k && strcmp(k, "ci95_low") == 0)
+      rc = get_num(c, v, k, &e->vs_default_lo), seen |= 2;
+    else if (k && strcmp(k, "ci95_high") == 0)
+      rc = get_num(c, v, k, &e->vs_default_hi), seen |= 4;
+    else if (k && strcmp(k, "rounds") == 0)
+      rc = get_count(c, v, k, &e->vs_default_rounds), seen |= 8;
     else if (k && strcmp(k, "verdict") == 0) {
       const char *s = scalar(v);
       if (!s || strlen(s) >= sizeof e->vs_default_verdict)
         return at(c, v, "'verdict' must be a short string");
       snprintf(e->vs_default_verdict, sizeof e->vs_default_verdict, "%s", s);
       seen |= 16;
-    } else return at(c, KEY(c, p), "unknown key '%.40s' in vs_default", k ? k : "?");
+    } else
+      return at(c, KEY(c, p), "unknown key '%.40s' in vs_default", k ? k : "?");
     if (rc) return rc;
   }
   if (seen != 31)
@@ -257,12 +264,18 @@ static int32_t parse_entry(ctx_t *c, const yaml_node_t *n, mi_deploy_entry_t *e)
     const yaml_node_t *v = VAL(c, p);
     if (!k) return at(c, KEY(c, p), "keys must be strings");
     if (strcmp(k, "model") == 0) rc = get_str(c, v, k, &e->model);
-    else if (strcmp(k, "device") == 0) rc = get_str(c, v, k, &e->device);
-    else if (strcmp(k, "status") == 0) rc = get_str(c, v, k, &e->status);
-    else if (strcmp(k, "stack") == 0) rc = get_str(c, v, k, &e->stack);
-    else if (strcmp(k, "stack_hash") == 0) rc = get_str(c, v, k, &e->stack_hash);
-    else if (strcmp(k, "assigned") == 0) rc = get_bool(c, v, k, &e->assigned);
-    else if (strcmp(k, "vs_default") == 0) rc = parse_vs_default(c, v, e);
+    else if (strcmp(k, "device") == 0)
+      rc = get_str(c, v, k, &e->device);
+    else if (strcmp(k, "status") == 0)
+      rc = get_str(c, v, k, &e->status);
+    else if (strcmp(k, "stack") == 0)
+      rc = get_str(c, v, k, &e->stack);
+    else if (strcmp(k, "stack_hash") == 0)
+      rc = get_str(c, v, k, &e->stack_hash);
+    else if (strcmp(k, "assigned") == 0)
+      rc = get_bool(c, v, k, &e->assigned);
+    else if (strcmp(k, "vs_default") == 0)
+      rc = parse_vs_default(c, v, e);
     else if (strcmp(k, "chosen") == 0) {
       /* chosen comes first in the table, but a hand-written one may order keys freely */
       if (has_chosen) return at(c, KEY(c, p), "'chosen' given twice");
@@ -320,8 +333,10 @@ static int32_t parse_assignment(ctx_t *c, const yaml_node_t *n, mi_deploy_table_
     FOR_PAIRS(c, it, p) {
       const char *k = scalar(KEY(c, p));
       if (k && strcmp(k, "model") == 0) rc = get_str(c, VAL(c, p), k, &t->assign_model[i]);
-      else if (k && strcmp(k, "device") == 0) rc = get_str(c, VAL(c, p), k, &t->assign_device[i]);
-      else rc = at(c, KEY(c, p), "unknown key '%.40s' in an assignment", k ? k : "?");
+      else if (k && strcmp(k, "device") == 0)
+        rc = get_str(c, VAL(c, p), k, &t->assign_device[i]);
+      else
+        rc = at(c, KEY(c, p), "unknown key '%.40s' in an assignment", k ? k : "?");
       if (rc) return rc;
     }
     if (!t->assign_model[i] || !t->assign_device[i])

@@ -12,45 +12,45 @@ typedef enum mi__step_kind {
 } mi__step_kind;
 
 typedef struct mi__step {
-  int32_t node;          /* the graph node it runs; for a multi-node kernel, its anchor */
-  int32_t kind;          /* mi__step_kind */
-  mi_kernel_t *kernel;   /* MI__STEP_DEVICE only */
-  int32_t node_count;    /* graph nodes the kernel runs (1, or a fused group / lowered layer) */
-  int32_t *nodes;        /* NULL when node_count == 1 (then it is `node`) */
-  int32_t input_count;   /* runtime inputs in kernel_run order (graph tensor indices) */
+  int32_t node;        /* the graph node it runs; for a multi-node kernel, its anchor */
+  int32_t kind;        /* mi__step_kind */
+  mi_kernel_t *kernel; /* MI__STEP_DEVICE only */
+  int32_t node_count;  /* graph nodes the kernel runs (1, or a fused group / lowered layer) */
+  int32_t *nodes;      /* NULL when node_count == 1 (then it is `node`) */
+  int32_t input_count; /* runtime inputs in kernel_run order (graph tensor indices) */
   int32_t *inputs;
-  int32_t output_count;  /* outputs in kernel_run order (graph tensor indices) */
+  int32_t output_count; /* outputs in kernel_run order (graph tensor indices) */
   int32_t *outputs;
-  int32_t alias;         /* a reshape-like node whose output shares its input's device buffer
-                          * (prepare.c): nothing to run */
+  int32_t alias; /* a reshape-like node whose output shares its input's device buffer
+                  * (prepare.c): nothing to run */
 } mi__step_t;
 
 struct mi_session {
-  const mi_graph_t *g;     /* the graph the session runs: the caller's, or `own` */
-  mi_graph_t *own;         /* private clone with shapes inferred, when the caller's lacked them */
-  mi_plugin_t *plugin;     /* NULL: the whole graph runs on mi_ref_run */
+  const mi_graph_t *g; /* the graph the session runs: the caller's, or `own` */
+  mi_graph_t *own;     /* private clone with shapes inferred, when the caller's lacked them */
+  mi_plugin_t *plugin; /* NULL: the whole graph runs on mi_ref_run */
   uint32_t device;
   int32_t step_count;
   mi__step_t *steps;
   /* Per tensor: its constant value (a view of an initializer or an owned folded array). */
   mi_array_t **consts;
   uint8_t *const_owned;
-  mi_buffer_t **bufs;      /* per tensor: device buffer, NULL when no device kernel touches it */
-  uint8_t *buf_alias;      /* per tensor: bufs[t] is another tensor's buffer (not freed with t) */
+  mi_buffer_t **bufs; /* per tensor: device buffer, NULL when no device kernel touches it */
+  uint8_t *buf_alias; /* per tensor: bufs[t] is another tensor's buffer (not freed with t) */
   uint64_t *buf_bytes;
   /* Per tensor: how its device buffer is stored (mi_layout, block). Host copies are always
    * logical (ONNX order, what the reference interpreter reads); the transfers convert. */
   int8_t *dlayout;
   int32_t *dblock;
-  int32_t kernel_count;    /* MI__STEP_DEVICE steps */
+  int32_t kernel_count; /* MI__STEP_DEVICE steps */
   int32_t unfused_count;
-  char **unfused;          /* multi-node kernels the device refused, one line each */
+  char **unfused; /* multi-node kernels the device refused, one line each */
   /* Per-run state, reset by every run (a session runs one inference at a time). */
   const mi_array_t **hval; /* valid host copy of a tensor, or NULL */
   mi_array_t **hown;       /* the host copies this run allocated */
   uint8_t *on_device;      /* the device buffer holds the current value */
   int32_t fallback_count;
-  char **fallback;         /* node names */
+  char **fallback; /* node names */
   int has_device_time;
   uint64_t device_time_ns;
   /* Per node, timing of the last run (mi_session_node_time); allocated on the first run.
@@ -73,14 +73,14 @@ typedef struct mi__kdesc {
   mi_node_desc_t *node;
   const mi_node_desc_t **node_ptrs;
   int32_t tensor_count;
-  int32_t *tmap;                   /* local tensor index -> graph tensor index */
+  int32_t *tmap; /* local tensor index -> graph tensor index */
   mi_tensor_desc_t *tensors;
   const mi_tensor_desc_t **tensor_ptrs;
-  int32_t *slots;                  /* every node's input and output lists, back to back */
+  int32_t *slots; /* every node's input and output lists, back to back */
   int32_t input_count, output_count;
-  int32_t *inputs, *outputs;       /* local indices (what the desc holds) */
+  int32_t *inputs, *outputs;             /* local indices (what the desc holds) */
   int32_t *graph_inputs, *graph_outputs; /* the same, as graph tensor indices */
-  mi_attr_t attr;                  /* the perm of a synthesized Transpose */
+  mi_attr_t attr;                        /* the perm of a synthesized Transpose */
   int64_t perm[MI_MAX_RANK];
 } mi__kdesc_t;
 
@@ -91,7 +91,7 @@ typedef struct mi__kreq {
   int32_t node_count;
   const int32_t *subst_from, *subst_to; /* graph tensor subst_from[i] reads as subst_to[i] */
   int32_t subst_count;
-  int plain_layout;  /* describe 4-D activations as NCHW whatever their storage (elementwise) */
+  int plain_layout; /* describe 4-D activations as NCHW whatever their storage (elementwise) */
 } mi__kreq_t;
 
 /* Describes the nodes of `req` for kernel_prepare. `consts[t]` is tensor t's constant value
@@ -118,28 +118,28 @@ void mi__layout_unpack(const void *src, int32_t layout, int32_t block, mi_array_
 /* Planning (plan.c): which nodes form one kernel. */
 typedef struct mi__plan {
   int32_t node_count;
-  int8_t *role;        /* mi__role per node */
-  int32_t *unit;       /* per node: the unit it belongs to, -1 for none */
+  int8_t *role;  /* mi__role per node */
+  int32_t *unit; /* per node: the unit it belongs to, -1 for none */
   int32_t unit_count;
   struct mi__unit *units;
 } mi__plan_t;
 
 enum mi__role {
-  MI__ROLE_NODE = 0,     /* prepared on its own */
-  MI__ROLE_MEMBER = 1,   /* inside a unit; the unit's step runs at the unit's position */
-  MI__ROLE_DQ_SKIP = 2   /* a DequantizeLinear every reader of which is a lowered layer */
+  MI__ROLE_NODE = 0,   /* prepared on its own */
+  MI__ROLE_MEMBER = 1, /* inside a unit; the unit's step runs at the unit's position */
+  MI__ROLE_DQ_SKIP = 2 /* a DequantizeLinear every reader of which is a lowered layer */
 };
 
 #define MI__UNIT_MAX 16
 
 typedef struct mi__unit {
-  int32_t kind;          /* 0: fused group, 1: quantized layer lowered with its Q/DQ */
+  int32_t kind; /* 0: fused group, 1: quantized layer lowered with its Q/DQ */
   int32_t count;
   int32_t nodes[MI__UNIT_MAX]; /* graph nodes in execution order */
-  int32_t at;            /* the node position where its step goes */
-  int32_t op;            /* lowered: the Conv/Gemm/MatMul; group: the anchor */
-  int32_t dqx, dqw, act, q; /* lowered: the DequantizeLinear of input / weight, activation, Q */
-  int32_t dead;          /* refused: its nodes run one by one */
+  int32_t at;                  /* the node position where its step goes */
+  int32_t op;                  /* lowered: the Conv/Gemm/MatMul; group: the anchor */
+  int32_t dqx, dqw, act, q;    /* lowered: the DequantizeLinear of input / weight, activation, Q */
+  int32_t dead;                /* refused: its nodes run one by one */
 } mi__unit_t;
 
 /* Plans fused groups (mi_node_t.group; with auto_fuse, when the graph has none, the conv

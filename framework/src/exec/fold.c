@@ -28,8 +28,10 @@ static int32_t fold_shape_query(const mi_graph_t *g, const mi_node_t *n, mi_arra
   end = mi_node_attr_int(n, "end", in->rank);
   if (start < 0) start += in->rank;
   if (end < 0) end += in->rank;
-  start = start < 0 ? 0 : start > in->rank ? in->rank : start;
-  end = end < 0 ? 0 : end > in->rank ? in->rank : end;
+  start = start < 0 ? 0 : start > in->rank ? in->rank
+                                           : start;
+  end = end < 0 ? 0 : end > in->rank ? in->rank
+                                     : end;
   count = end > start ? end - start : 0;
   outputs[0] = mi_array_create(MI_DTYPE_INT64, 1, &count);
   if (!outputs[0]) return -mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory folding Shape");

@@ -47,7 +47,7 @@ int mi__fp16_only(const mi_plugin_t *p, uint32_t device) {
 void mi__fp16_range_mark(const mi_graph_t *g, mi_array_t *const *consts, uint8_t *host) {
   /* Nodes are in topological order: one forward pass carries the mark to the readers. */
   uint8_t *wide = calloc((size_t)g->tensor_count + 1, 1); /* FLOAT32 values out of range */
-  if (!wide) return; /* without the mark the device computes them, as before */
+  if (!wide) return;                                      /* without the mark the device computes them, as before */
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];
     int in = wide_const(g, consts, i);

@@ -165,8 +165,10 @@ int32_t mi__kdesc_build_req(mi__kdesc_t *k, const mi_graph_t *g, const mi__kreq_
    * such a node is never described to a plugin. */
   for (int32_t m = 0; m < req->node_count; m++)
     if (g->nodes[req->nodes[m]].subgraph_count)
-      return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): a node with subgraphs runs on "
-                       "the host", mi__node_label(g, req->nodes[m], lb, sizeof lb),
+      return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                       "node '%s' (%s): a node with subgraphs runs on "
+                       "the host",
+                       mi__node_label(g, req->nodes[m], lb, sizeof lb),
                        g->nodes[req->nodes[m]].op_type);
   for (int32_t m = 0; m < req->node_count; m++)
     cap += g->nodes[req->nodes[m]].input_count + g->nodes[req->nodes[m]].output_count;
@@ -294,7 +296,8 @@ int32_t mi__kdesc_layout(mi__kdesc_t *k, const mi_graph_t *g, int32_t node, int3
   /* Into the stored order: perm as is; back to NCHW: its inverse. */
   for (int32_t i = 0; i < srank; i++) {
     if (to_nchw) k->perm[perm[i]] = i;
-    else k->perm[i] = perm[i];
+    else
+      k->perm[i] = perm[i];
   }
   k->attr.name = "perm";
   k->attr.type = MI_ATTR_INTS;

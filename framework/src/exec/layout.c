@@ -40,7 +40,8 @@ static void convert(const mi_array_t *a, int32_t layout, int32_t block, void *st
           char *s = (char *)stored + (size_t)stored_offset(d, layout, block, n, c, h, w) * es;
           char *l = (char *)a->data + (size_t)i * es;
           if (to_stored) memcpy(s, l, es);
-          else memcpy(l, s, es);
+          else
+            memcpy(l, s, es);
         }
 }
 

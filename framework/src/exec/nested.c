@@ -9,11 +9,11 @@
 
 struct mi__nested {
   int32_t node;
-  int branch;          /* 1 then, 0 else */
-  int failed;          /* the device could not take it: the reference interpreter runs it */
-  mi_graph_t *g;       /* the branch, captures as inputs */
+  int branch;    /* 1 then, 0 else */
+  int failed;    /* the device could not take it: the reference interpreter runs it */
+  mi_graph_t *g; /* the branch, captures as inputs */
   mi_session_t *s;
-  int32_t *slot;       /* per input of g: the If node's input that carries its value */
+  int32_t *slot; /* per input of g: the If node's input that carries its value */
 };
 
 static void nested_clear(mi__nested_t *e) {

@@ -16,7 +16,6 @@ static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
          !(g->nodes[n].domain && g->nodes[n].domain[0]);
 }
 
-
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout) {
   for (uint32_t i = 0; i < n; i++)
@@ -274,8 +273,10 @@ static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t 
     for (int32_t j = 0; j < g->nodes[i].input_count; j++)
       if (g->nodes[i].inputs[j] == x) {
         if (is_op(g, i, "Add") && add < 0) add = i;
-        else if (is_op(g, i, "Mul") && mul < 0) mul = i;
-        else return 0;
+        else if (is_op(g, i, "Mul") && mul < 0)
+          mul = i;
+        else
+          return 0;
         break;
       }
   if (add < 0 || mul < 0 || g->nodes[add].inputs[0] != x || const_scalar(g, consts, add, 1) != 3.0)

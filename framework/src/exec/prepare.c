@@ -342,8 +342,10 @@ static int32_t prepare_all(prep_t *p, mi_error_t *err) {
     if (p->plan.role[i] == MI__ROLE_MEMBER) {
       u = &p->plan.units[p->plan.unit[i]];
       if (u->dead) rc = prepare_single(p, i, err);
-      else if (i != u->at) continue;
-      else rc = u->kind ? prepare_lowered(p, u, err) : prepare_group(p, u, err);
+      else if (i != u->at)
+        continue;
+      else
+        rc = u->kind ? prepare_lowered(p, u, err) : prepare_group(p, u, err);
     } else if (dq_of_constants(s, i)) {
       /* A quantized weight no kernel reads as codes: its float value, once. */
       rc = fold(p, i, 1, err);
@@ -442,7 +444,7 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
       (p.fp16_host = calloc((size_t)g->node_count + 1, 1)))
     mi__fp16_range_mark(g, s->consts, p.fp16_host);
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
-                            !OPT(opts, no_auto_fuse, 0), err)))
+                           !OPT(opts, no_auto_fuse, 0), err)))
     goto done;
   if ((rc = prepare_all(&p, err))) goto done;
   rc = alloc_buffers(s, err);

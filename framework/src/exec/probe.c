@@ -37,7 +37,8 @@ static int32_t make_inputs(const mi_graph_t *g, mi_array_t **vals, mi_error_t *e
     if (!ok)
       return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                        "graph '%s': input '%s' has no concrete shape (fix dynamic input dims "
-                       "first)", g->name ? g->name : "", t->name);
+                       "first)",
+                       g->name ? g->name : "", t->name);
     vals[g->inputs[i]] = mi_array_create(t->dtype, t->rank, t->dims);
     if (!vals[g->inputs[i]])
       return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "input '%s': out of memory", t->name);

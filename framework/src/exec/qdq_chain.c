@@ -20,8 +20,8 @@ static int plain_op(const mi_graph_t *g, int32_t n, const char *op) {
 /* Elementwise float ops a chain may hold (the device decides which operand shapes it takes). */
 static int chain_op(const mi_graph_t *g, int32_t n) {
   static const char *const ops[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
-                                    "Tanh", "Neg",       "Abs",         "Clip",      "Add",
-                                    "Sub",  "Mul",       "Div",         "Max",       "Min",
+                                    "Tanh", "Neg", "Abs", "Clip", "Add",
+                                    "Sub", "Mul", "Div", "Max", "Min",
                                     "MaxPool"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (plain_op(g, n, ops[i])) return g->nodes[n].output_count == 1;
@@ -53,7 +53,8 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
       int32_t t = n->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
       if (t < 0 || consts[t]) continue;
       if (pr >= 0 && member(u, pr)) reads = 1, past_dq |= pr != dq;
-      else outside = 1;
+      else
+        outside = 1;
     }
     if (!reads) continue;
     /* A reader of the dequantized input alone that is no part of the chain: the kernel writes

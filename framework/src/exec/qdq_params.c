@@ -28,8 +28,10 @@ static int zp_at(const mi_graph_t *g, const mi_node_t *n, int32_t codes_dtype, i
   if (!z) return 1;
   if (!z->data || z->dtype != codes_dtype) return 0;
   if (z->dtype == MI_DTYPE_UINT8) *v = ((const uint8_t *)z->data)[i];
-  else if (z->dtype == MI_DTYPE_INT8) *v = ((const int8_t *)z->data)[i];
-  else return 0;
+  else if (z->dtype == MI_DTYPE_INT8)
+    *v = ((const int8_t *)z->data)[i];
+  else
+    return 0;
   return 1;
 }
 
@@ -90,8 +92,10 @@ int mi__qdq_params_missing(const mi_graph_t *g) {
     const mi_node_t *n = &g->nodes[i];
     int32_t codes;
     if (is_plain(n, "DequantizeLinear") && n->input_count >= 2) codes = n->inputs[0];
-    else if (is_plain(n, "QuantizeLinear") && n->output_count == 1) codes = n->outputs[0];
-    else continue;
+    else if (is_plain(n, "QuantizeLinear") && n->output_count == 1)
+      codes = n->outputs[0];
+    else
+      continue;
     if (codes >= 0 && !(g->tensors[codes].scale > 0.0f)) return 1;
   }
   return 0;

@@ -19,8 +19,10 @@ MI_API char *mi_device_fingerprint_json(const mi_device_fingerprint_t *f) {
   mi__sbuf_json_string(&b, d->driver_version);
   mi__sbuf_printf(&b, ",\"isa\":");
   mi__sbuf_json_string(&b, d->isa);
-  mi__sbuf_printf(&b, ",\"compute_units\":%u,\"global_memory_bytes\":%llu,\"cache_bytes\":%llu,"
-                  "\"gemm_gflops\":", d->compute_units,
+  mi__sbuf_printf(&b,
+                  ",\"compute_units\":%u,\"global_memory_bytes\":%llu,\"cache_bytes\":%llu,"
+                  "\"gemm_gflops\":",
+                  d->compute_units,
                   (unsigned long long)d->global_memory_bytes, (unsigned long long)d->cache_bytes);
   mi__sbuf_json_double(&b, f->gemm_gflops);
   mi__sbuf_printf(&b, ",\"add_gbs\":");

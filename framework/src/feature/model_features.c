@@ -117,8 +117,10 @@ MI_API char *mi_model_features_json(const mi_model_features_t *f) {
   if (!f) return NULL;
   mi__sbuf_printf(&b, "{\"layers\":%d,\"flops\":", (int)f->layer_count);
   mi__sbuf_json_double(&b, f->flops);
-  mi__sbuf_printf(&b, ",\"params\":%lld,\"max_width\":%lld,\"input_scale\":%lld,\"batch\":%lld,"
-                  "\"input_shapes\":", (long long)f->params, (long long)f->max_width,
+  mi__sbuf_printf(&b,
+                  ",\"params\":%lld,\"max_width\":%lld,\"input_scale\":%lld,\"batch\":%lld,"
+                  "\"input_shapes\":",
+                  (long long)f->params, (long long)f->max_width,
                   (long long)f->input_scale, (long long)f->batch);
   mi__sbuf_json_string(&b, f->input_shapes);
   mi__sbuf_printf(&b, ",\"ops\":{");

@@ -42,12 +42,16 @@ static int32_t spec_input(const mi_graph_t *g, const char *opt, const char *spec
 static int32_t set_input_shape(mi_tensor_t *t, const char *where, int32_t rank,
                                const int64_t *dims, mi_error_t *err) {
   if (t->rank >= 0 && rank != t->rank)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): rank %d, the model declares "
-                     "rank %d", t->name, where, (int)rank, (int)t->rank);
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "input '%s' (%s): rank %d, the model declares "
+                     "rank %d",
+                     t->name, where, (int)rank, (int)t->rank);
   for (int32_t d = 0; d < rank; d++)
     if (t->rank >= 0 && t->dims[d] >= 0 && t->dims[d] != dims[d])
-      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): dim %d is %lld, the model "
-                       "declares %lld", t->name, where, (int)d, (long long)dims[d],
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "input '%s' (%s): dim %d is %lld, the model "
+                       "declares %lld",
+                       t->name, where, (int)d, (long long)dims[d],
                        (long long)t->dims[d]);
   for (int32_t d = 0; d < MI_MAX_RANK; d++) {
     if (t->rank >= 0 && d < t->rank) {
@@ -94,23 +98,28 @@ MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int3
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: input '%s' is given twice", t->name);
     } else if ((rc = mi_npy_load(file, &a, err)) == MI_OK) {
       if (t->dtype != MI_DTYPE_UNDEFINED && a->dtype != t->dtype)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): dtype %s, the model "
-                       "declares %s", t->name, file, mi_dtype_name(a->dtype),
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "input '%s' (%s): dtype %s, the model "
+                       "declares %s",
+                       t->name, file, mi_dtype_name(a->dtype),
                        mi_dtype_name(t->dtype));
       else
         rc = set_input_shape(t, file, a->rank, a->dims, err);
     }
     seen[idx] = 2;
     if (fixed && rc == MI_OK) fixed[idx] = a;
-    else mi_array_destroy(a);
+    else
+      mi_array_destroy(a);
   }
   for (int32_t i = 0; i < nshapes && rc == MI_OK; i++) {
     int64_t dims[MI_MAX_RANK];
     int32_t rank = 0;
     if ((rc = spec_input(g, "--shape", shapes[i], &idx, err)) != MI_OK) break;
     if (mi_shape_parse(spec_sep(shapes[i]) + 1, &rank, dims) != MI_OK)
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': expected NAME=D0,D1,... or "
-                     "NAME=D0xD1x... with up to %d dims >= 0", shapes[i], MI_MAX_RANK);
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "--shape '%s': expected NAME=D0,D1,... or "
+                     "NAME=D0xD1x... with up to %d dims >= 0",
+                     shapes[i], MI_MAX_RANK);
     else if (seen[idx])
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape '%s': input already has a %s",
                      shapes[i], seen[idx] == 2 ? "--input file" : "--shape");
@@ -133,8 +142,10 @@ MI_API int32_t mi_graph_set_input_shapes(mi_graph_t *g, const char *spec, const 
     int32_t rank = 0;
     if ((rc = spec_input(g, what, it, &idx, err)) != MI_OK) break;
     if (mi_shape_parse(spec_sep(it) + 1, &rank, dims) != MI_OK)
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s '%s': expected NAME:D0xD1x... or "
-                     "NAME=D0,D1,... with up to %d dims >= 0", what, it, MI_MAX_RANK);
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "%s '%s': expected NAME:D0xD1x... or "
+                     "NAME=D0,D1,... with up to %d dims >= 0",
+                     what, it, MI_MAX_RANK);
     else
       rc = set_input_shape(&g->tensors[g->inputs[idx]], what, rank, dims, err);
   }

@@ -8,10 +8,20 @@
 
 /* ONNX TensorProto.DataType values (stable in the ONNX spec). */
 enum {
-  MI__ONNX_FLOAT = 1, MI__ONNX_UINT8 = 2, MI__ONNX_INT8 = 3, MI__ONNX_UINT16 = 4,
-  MI__ONNX_INT16 = 5, MI__ONNX_INT32 = 6, MI__ONNX_INT64 = 7, MI__ONNX_STRING = 8,
-  MI__ONNX_BOOL = 9, MI__ONNX_FLOAT16 = 10, MI__ONNX_DOUBLE = 11, MI__ONNX_UINT32 = 12,
-  MI__ONNX_UINT64 = 13, MI__ONNX_BFLOAT16 = 16
+  MI__ONNX_FLOAT = 1,
+  MI__ONNX_UINT8 = 2,
+  MI__ONNX_INT8 = 3,
+  MI__ONNX_UINT16 = 4,
+  MI__ONNX_INT16 = 5,
+  MI__ONNX_INT32 = 6,
+  MI__ONNX_INT64 = 7,
+  MI__ONNX_STRING = 8,
+  MI__ONNX_BOOL = 9,
+  MI__ONNX_FLOAT16 = 10,
+  MI__ONNX_DOUBLE = 11,
+  MI__ONNX_UINT32 = 12,
+  MI__ONNX_UINT64 = 13,
+  MI__ONNX_BFLOAT16 = 16
 };
 
 /** ONNX element type of an mi_dtype, or 0 when ONNX (IR 8) has none. */
@@ -32,7 +42,9 @@ static inline int32_t mi__onnx_from_dtype(int32_t d) {
  * MI_DTYPE_UNDEFINED when we do not support it. */
 static inline int32_t mi__dtype_from_onnx(int32_t e) {
   switch (e) {
-  case MI__ONNX_FLOAT: case MI__ONNX_DOUBLE: case MI__ONNX_BFLOAT16: return MI_DTYPE_FLOAT32;
+  case MI__ONNX_FLOAT:
+  case MI__ONNX_DOUBLE:
+  case MI__ONNX_BFLOAT16: return MI_DTYPE_FLOAT32;
   case MI__ONNX_FLOAT16: return MI_DTYPE_FLOAT16;
   case MI__ONNX_INT8: return MI_DTYPE_INT8;
   case MI__ONNX_UINT8: return MI_DTYPE_UINT8;

@@ -132,8 +132,10 @@ MI_API int32_t mi_onnx_save(const mi_graph_t *g, const char *path, mi_error_t *e
   if (!g || !path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "onnx save: NULL argument");
   for (int32_t i = 0; i < g->node_count; i++) /* writing GRAPH attributes is not done yet */
     if (g->nodes[i].subgraph_count)
-      return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: node '%s' (%s) has subgraphs, which the "
-                       "exporter cannot write", path, g->nodes[i].name, g->nodes[i].op_type);
+      return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                       "%s: node '%s' (%s) has subgraphs, which the "
+                       "exporter cannot write",
+                       path, g->nodes[i].name, g->nodes[i].op_type);
   int32_t rc = MI_OK, nt = g->tensor_count, nn = g->node_count;
   int32_t n_init = 0, n_vi = 0, n_dom = 0;
   Onnx__TensorProto *inits = calloc((size_t)nt + 1, sizeof *inits);
@@ -158,8 +160,10 @@ MI_API int32_t mi_onnx_save(const mi_graph_t *g, const char *path, mi_error_t *e
     if (!x->data) continue;
     int32_t et = mi__onnx_from_dtype(x->dtype);
     if (et <= 0) {
-      rc = mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: initializer '%s' has dtype %s, which ONNX "
-                     "IR 8 cannot store", path, x->name, mi_dtype_name(x->dtype));
+      rc = mi_errorf(err, MI_ERR_UNSUPPORTED,
+                     "%s: initializer '%s' has dtype %s, which ONNX "
+                     "IR 8 cannot store",
+                     path, x->name, mi_dtype_name(x->dtype));
       goto done;
     }
     Onnx__TensorProto *p = &inits[n_init];

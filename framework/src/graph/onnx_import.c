@@ -183,7 +183,12 @@ static int32_t import_scalar_tensor_attr(importer_t *im, mi_node_t *n,
     m.type = MI_ATTR_INT;
     switch (v.dtype) {
     case MI_DTYPE_INT64: memcpy(&m.i, v.data, sizeof m.i); break;
-    case MI_DTYPE_INT32: { int32_t x; memcpy(&x, v.data, sizeof x); m.i = x; break; }
+    case MI_DTYPE_INT32: {
+      int32_t x;
+      memcpy(&x, v.data, sizeof x);
+      m.i = x;
+      break;
+    }
     case MI_DTYPE_INT8: m.i = *(const int8_t *)v.data; break;
     default: m.i = *(const uint8_t *)v.data; break; /* uint8, bool */
     }
@@ -218,8 +223,7 @@ static int32_t add_implicit(importer_t *im, mi_node_t *n, int32_t t) {
 /* A GRAPH attribute (If's branches, Loop's body) becomes a subgraph of the node; the values
  * it takes from enclosing graphs become implicit inputs of the node. */
 static int32_t import_subgraph(importer_t *im, mi_node_t *n, const Onnx__AttributeProto *a) {
-  importer_t sub = {.label = im->label, .base_dir = im->base_dir, .parent = im,
-                    .depth = im->depth + 1, .err = im->err};
+  importer_t sub = {.label = im->label, .base_dir = im->base_dir, .parent = im, .depth = im->depth + 1, .err = im->err};
   char nm[256];
   int32_t rc = MI_OK;
   if (sub.depth > MI__ONNX_MAX_SUBGRAPH_DEPTH)
@@ -258,15 +262,25 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
   int32_t type = a->has_type ? (int32_t)a->type : 0;
   if (!a->has_type) { /* very old exporters leave the type out */
     if (a->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
-    else if (a->n_floats) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
-    else if (a->has_s) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-    else if (a->has_f) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-    else if (a->has_i) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    else if (a->n_floats)
+      type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS;
+    else if (a->has_s)
+      type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+    else if (a->has_f)
+      type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+    else if (a->has_i)
+      type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
   }
   if (!(m.name = mi__strdup(a->name ? a->name : ""))) return oom(im);
   switch (type) {
-  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT: m.type = MI_ATTR_INT; m.i = a->i; break;
-  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT: m.type = MI_ATTR_FLOAT; m.f = a->f; break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
+    m.type = MI_ATTR_INT;
+    m.i = a->i;
+    break;
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
+    m.type = MI_ATTR_FLOAT;
+    m.f = a->f;
+    break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: {
     int64_t *p = malloc(a->n_ints ? a->n_ints * sizeof *p : 1);
     m.type = MI_ATTR_INTS;

@@ -15,7 +15,7 @@
 
 typedef struct frame {
   const ProtobufCMessageDescriptor *desc;
-  size_t end;  /* offset just past this message's bytes */
+  size_t end; /* offset just past this message's bytes */
 } frame_t;
 
 /* A varint at *at (at most 10 bytes, not past end); 0 when malformed. */
@@ -75,11 +75,13 @@ int32_t mi__onnx_prescan(const void *data, size_t size, const char *label, mi_er
         ++graphs > MI__ONNX_MAX_SUBGRAPH_DEPTH + 1)
       return mi_errorf(err, MI_ERR_PARSE,
                        "%s: not a valid ONNX model (subgraphs nested deeper than %d levels, at byte "
-                       "%zu)", label, MI__ONNX_MAX_SUBGRAPH_DEPTH, at);
+                       "%zu)",
+                       label, MI__ONNX_MAX_SUBGRAPH_DEPTH, at);
     if (depth == MAX_MESSAGE_DEPTH)
       return mi_errorf(err, MI_ERR_PARSE,
                        "%s: not a valid ONNX model (messages nested deeper than %d levels, at byte "
-                       "%zu)", label, MAX_MESSAGE_DEPTH, at);
+                       "%zu)",
+                       label, MAX_MESSAGE_DEPTH, at);
     stack[++depth] = (frame_t){fd->descriptor, at + (size_t)len};
   }
 }

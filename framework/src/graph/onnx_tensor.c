@@ -11,10 +11,15 @@
 /* Bytes per element as ONNX stores them (before our conversions). */
 static size_t onnx_elem_size(int32_t e) {
   switch (e) {
-  case MI__ONNX_DOUBLE: case MI__ONNX_INT64: return 8;
-  case MI__ONNX_FLOAT: case MI__ONNX_INT32: return 4;
-  case MI__ONNX_FLOAT16: case MI__ONNX_BFLOAT16: return 2;
-  case MI__ONNX_INT8: case MI__ONNX_UINT8: case MI__ONNX_BOOL: return 1;
+  case MI__ONNX_DOUBLE:
+  case MI__ONNX_INT64: return 8;
+  case MI__ONNX_FLOAT:
+  case MI__ONNX_INT32: return 4;
+  case MI__ONNX_FLOAT16:
+  case MI__ONNX_BFLOAT16: return 2;
+  case MI__ONNX_INT8:
+  case MI__ONNX_UINT8:
+  case MI__ONNX_BOOL: return 1;
   default: return 0;
   }
 }
@@ -206,10 +211,14 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
       for (int64_t i = 0; i < count; i++) {
         int32_t x = tp->int32_data[i];
         if (e == MI__ONNX_INT32) ((int32_t *)data)[i] = x;
-        else if (e == MI__ONNX_FLOAT16) ((uint16_t *)data)[i] = (uint16_t)x;
-        else if (e == MI__ONNX_BFLOAT16) ((float *)data)[i] = bf16_to_f32((uint16_t)x);
-        else if (e == MI__ONNX_BOOL) data[i] = x != 0;
-        else data[i] = (uint8_t)x;
+        else if (e == MI__ONNX_FLOAT16)
+          ((uint16_t *)data)[i] = (uint16_t)x;
+        else if (e == MI__ONNX_BFLOAT16)
+          ((float *)data)[i] = bf16_to_f32((uint16_t)x);
+        else if (e == MI__ONNX_BOOL)
+          data[i] = x != 0;
+        else
+          data[i] = (uint8_t)x;
       }
       break;
     }

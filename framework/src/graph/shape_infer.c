@@ -15,7 +15,7 @@ int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *f
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return mi__errorf_nested(c->err, code, "node '%s' (%s, opset %lld): %s", n->name, n->op_type,
-                   (long long)c->g->opset, msg);
+                           (long long)c->g->opset, msg);
 }
 
 const mi_tensor_t *mi__si_in(const mi__si_t *c, const mi_node_t *n, int32_t k) {
@@ -134,10 +134,14 @@ int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int6
     int64_t x = i < r - ra ? 1 : a[i - (r - ra)];
     int64_t y = i < r - rb ? 1 : b[i - (r - rb)];
     if (x == y) out[i] = x;
-    else if (x == 1) out[i] = y;
-    else if (y == 1) out[i] = x;
-    else if (x < 0) out[i] = y; /* a dynamic dim must match the known one, or be 1 */
-    else if (y < 0) out[i] = x;
+    else if (x == 1)
+      out[i] = y;
+    else if (y == 1)
+      out[i] = x;
+    else if (x < 0)
+      out[i] = y; /* a dynamic dim must match the known one, or be 1 */
+    else if (y < 0)
+      out[i] = x;
     else {
       char sa[96], sb[96];
       fmt_dims(sa, sizeof sa, ra, a);
@@ -151,9 +155,15 @@ int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int6
 
 mi__si_fn mi__si_lookup(const char *op) {
   static const mi__si_op_t *const tables[] = {
-      mi__si_ops_elementwise, mi__si_ops_nn,     mi__si_ops_tensor,
-      mi__si_ops_generate,    mi__si_ops_control, mi__si_ops_pad,
-      mi__si_ops_select,      mi__si_ops_rearrange, mi__si_ops_quant,
+      mi__si_ops_elementwise,
+      mi__si_ops_nn,
+      mi__si_ops_tensor,
+      mi__si_ops_generate,
+      mi__si_ops_control,
+      mi__si_ops_pad,
+      mi__si_ops_select,
+      mi__si_ops_rearrange,
+      mi__si_ops_quant,
   };
   for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
     for (const mi__si_op_t *o = tables[t]; o->op; o++)
@@ -186,7 +196,8 @@ static void load_values(mi__si_t *c) {
       case MI_DTYPE_INT64: v[i] = (double)((const int64_t *)x->data)[i]; break;
       case MI_DTYPE_INT32: v[i] = ((const int32_t *)x->data)[i]; break;
       case MI_DTYPE_INT8: v[i] = ((const int8_t *)x->data)[i]; break;
-      case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: v[i] = ((const uint8_t *)x->data)[i]; break;
+      case MI_DTYPE_UINT8:
+      case MI_DTYPE_BOOL: v[i] = ((const uint8_t *)x->data)[i]; break;
       default: ok = 0; break;
       }
     }

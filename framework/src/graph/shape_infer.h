@@ -13,7 +13,7 @@
 
 typedef struct mi__si {
   mi_graph_t *g;
-  double **val;    /* per tensor, NULL when unknown */
+  double **val; /* per tensor, NULL when unknown */
   int64_t *val_n;
   mi_error_t *err;
 } mi__si_t;

@@ -224,5 +224,8 @@ static int32_t scan_op(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_control[] = {
-    {"Scan", scan_op}, {"If", if_op}, {"Loop", loop_op}, {NULL, NULL},
+    {"Scan", scan_op},
+    {"If", if_op},
+    {"Loop", loop_op},
+    {NULL, NULL},
 };

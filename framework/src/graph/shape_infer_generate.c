@@ -57,7 +57,8 @@ static int32_t constant_of_shape(mi__si_t *c, const mi_node_t *n) {
   }
   mi__si_set(c, n, 0, dtype, rank, dims);
   if (rank >= 0 && total >= 0 && total <= MI__SI_MAX_VALUES) {
-    double fill = !v ? 0 : v->type == MI_ATTR_FLOAT ? v->f : (double)v->i;
+    double fill = !v ? 0 : v->type == MI_ATTR_FLOAT ? v->f
+                                                    : (double)v->i;
     double *o = malloc((size_t)(total ? total : 1) * sizeof *o);
     if (!o) return MI_OK;
     for (int64_t i = 0; i < total; i++) o[i] = fill;
@@ -77,7 +78,8 @@ static int32_t range(mi__si_t *c, const mi_node_t *n) {
     int64_t cnt = 0;
     const double *v = mi__si_val(c, n, k, &cnt);
     if (!v || cnt != 1 || isnan(v[0])) known = 0;
-    else s[k] = v[0];
+    else
+      s[k] = v[0];
   }
   int64_t len = MI_DIM_DYNAMIC;
   if (known) {
@@ -121,5 +123,9 @@ static int32_t tile(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_generate[] = {
-    {"Expand", expand}, {"ConstantOfShape", constant_of_shape}, {"Range", range}, {"Tile", tile}, {NULL, NULL},
+    {"Expand", expand},
+    {"ConstantOfShape", constant_of_shape},
+    {"Range", range},
+    {"Tile", tile},
+    {NULL, NULL},
 };

@@ -132,8 +132,18 @@ static int32_t matmul(mi__si_t *c, const mi_node_t *n) {
   /* 1-D operands are promoted (a: prepend 1, b: append 1) and the added dim removed after. */
   int64_t ad[MI_MAX_RANK + 1], bd[MI_MAX_RANK + 1], out[MI_MAX_RANK + 1];
   int32_t ar = a->rank, br = b->rank, r;
-  if (ar == 1) { ad[0] = 1; ad[1] = a->dims[0]; ar = 2; } else memcpy(ad, a->dims, sizeof(int64_t) * (size_t)ar);
-  if (br == 1) { bd[0] = b->dims[0]; bd[1] = 1; br = 2; } else memcpy(bd, b->dims, sizeof(int64_t) * (size_t)br);
+  if (ar == 1) {
+    ad[0] = 1;
+    ad[1] = a->dims[0];
+    ar = 2;
+  } else
+    memcpy(ad, a->dims, sizeof(int64_t) * (size_t)ar);
+  if (br == 1) {
+    bd[0] = b->dims[0];
+    bd[1] = 1;
+    br = 2;
+  } else
+    memcpy(bd, b->dims, sizeof(int64_t) * (size_t)br);
   int64_t k1 = ad[ar - 1], k2 = bd[br - 2];
   if (k1 >= 0 && k2 >= 0 && k1 != k2)
     return mi__si_fail(c, n, MI_ERR_PARSE, "inner dimensions %lld and %lld differ", (long long)k1,
@@ -173,8 +183,12 @@ static int32_t resize(mi__si_t *c, const mi_node_t *n) {
   int32_t r = x->rank, scales_in = -1, sizes_in = -1;
   int upsample = strcmp(n->op_type, "Upsample") == 0;
   if (upsample) scales_in = c->g->opset >= 9 ? 1 : -1;
-  else if (c->g->opset < 11) scales_in = 1;
-  else { scales_in = 2; sizes_in = 3; }
+  else if (c->g->opset < 11)
+    scales_in = 1;
+  else {
+    scales_in = 2;
+    sizes_in = 3;
+  }
   int64_t d[MI_MAX_RANK], axes[MI_MAX_RANK], na = r;
   for (int32_t i = 0; i < r; i++) axes[i] = i;
   const mi_attr_t *axes_attr = mi_node_attr(n, "axes"); /* opset 18 */
@@ -257,8 +271,14 @@ static int32_t resize(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_nn[] = {
-    {"Conv", conv},          {"ConvTranspose", conv},         {"MaxPool", pool},
-    {"AveragePool", pool},   {"GlobalAveragePool", pool},     {"MatMul", matmul},
-    {"Gemm", gemm},          {"Resize", resize},              {"Upsample", resize},
+    {"Conv", conv},
+    {"ConvTranspose", conv},
+    {"MaxPool", pool},
+    {"AveragePool", pool},
+    {"GlobalAveragePool", pool},
+    {"MatMul", matmul},
+    {"Gemm", gemm},
+    {"Resize", resize},
+    {"Upsample", resize},
     {NULL, NULL},
 };

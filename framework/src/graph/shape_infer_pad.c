@@ -74,5 +74,8 @@ static int32_t lstm(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_pad[] = {
-    {"Pad", pad}, {"Size", size}, {"LSTM", lstm}, {NULL, NULL},
+    {"Pad", pad},
+    {"Size", size},
+    {"LSTM", lstm},
+    {NULL, NULL},
 };

@@ -74,9 +74,13 @@ static int32_t qlinear_gap(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_quant[] = {
-    {"ConvInteger", conv_integer},     {"QLinearConv", qlinear_conv},
-    {"MatMulInteger", matmul_integer}, {"QLinearMatMul", qlinear_matmul},
-    {"DynamicQuantizeLinear", dynamic_quantize}, {"QLinearAdd", qlinear_binary},
-    {"QLinearMul", qlinear_binary},    {"QLinearGlobalAveragePool", qlinear_gap},
+    {"ConvInteger", conv_integer},
+    {"QLinearConv", qlinear_conv},
+    {"MatMulInteger", matmul_integer},
+    {"QLinearMatMul", qlinear_matmul},
+    {"DynamicQuantizeLinear", dynamic_quantize},
+    {"QLinearAdd", qlinear_binary},
+    {"QLinearMul", qlinear_binary},
+    {"QLinearGlobalAveragePool", qlinear_gap},
     {NULL, NULL},
 };

@@ -185,7 +185,8 @@ static int32_t depth_space(mi__si_t *c, const mi_node_t *n) {
     if (v % (by_b2 ? b * b : b))
       return mi__si_fail(c, n, MI_ERR_PARSE, "dimension %d = %lld does not divide by blocksize %lld",
                          (int)i, (long long)v, (long long)b);
-    else d[i] = v / (by_b2 ? b * b : b);
+    else
+      d[i] = v / (by_b2 ? b * b : b);
   }
   mi__si_set(c, n, 0, x->dtype, 4, d);
   return MI_OK;
@@ -196,9 +197,15 @@ static int32_t instancenorm(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_rearrange[] = {
-    {"Split", split},       {"Trilu", trilu},   {"CumSum", cumsum},
-    {"DepthToSpace", depth_space}, {"SpaceToDepth", depth_space},
-    {"PRelu", prelu},       {"Mod", mod},       {"IsNaN", to_bool},
-    {"IsInf", to_bool},     {"InstanceNormalization", instancenorm},
+    {"Split", split},
+    {"Trilu", trilu},
+    {"CumSum", cumsum},
+    {"DepthToSpace", depth_space},
+    {"SpaceToDepth", depth_space},
+    {"PRelu", prelu},
+    {"Mod", mod},
+    {"IsNaN", to_bool},
+    {"IsInf", to_bool},
+    {"InstanceNormalization", instancenorm},
     {NULL, NULL},
 };

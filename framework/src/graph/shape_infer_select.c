@@ -34,7 +34,8 @@ static int32_t topk(mi__si_t *c, const mi_node_t *n) {
   }
   if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", -1), x->rank, &a))) return rc;
   if (c->g->opset < 10) k = mi_node_attr_int(n, "k", MI_DIM_DYNAMIC);
-  else if (mi__si_ints(c, n, 1, &k, 1) != 1) k = MI_DIM_DYNAMIC;
+  else if (mi__si_ints(c, n, 1, &k, 1) != 1)
+    k = MI_DIM_DYNAMIC;
   if (k != MI_DIM_DYNAMIC && (k < 0 || (x->dims[a] >= 0 && k > x->dims[a])))
     return mi__si_fail(c, n, MI_ERR_PARSE, "k = %lld is outside [0, %lld]", (long long)k,
                        (long long)x->dims[a]);
@@ -70,8 +71,10 @@ static int32_t einsum(mi__si_t *c, const mi_node_t *n) {
     if (!x) return mi__si_fail(c, n, MI_ERR_PARSE, "operand %d is missing", (int)i);
     if (x->rank < 0) continue;
     if (x->rank != e.in_rank[i])
-      return mi__si_fail(c, n, MI_ERR_PARSE, "equation '%s' gives operand %d %d labels, it has "
-                         "rank %d", eq, (int)i, (int)e.in_rank[i], (int)x->rank);
+      return mi__si_fail(c, n, MI_ERR_PARSE,
+                         "equation '%s' gives operand %d %d labels, it has "
+                         "rank %d",
+                         eq, (int)i, (int)e.in_rank[i], (int)x->rank);
     for (int32_t k = 0; k < x->rank; k++) {
       int32_t l = e.in_lab[i][k];
       if (x->dims[k] < 0) continue;
@@ -112,16 +115,22 @@ static int32_t scatter_nd(mi__si_t *c, const mi_node_t *n) {
       ok = want < 0 || u->dims[d] < 0 || want == u->dims[d];
     }
     if (!ok)
-      return mi__si_fail(c, n, MI_ERR_PARSE, "updates do not have the shape indices[:-1] + "
-                         "data[%lld:]", (long long)q);
+      return mi__si_fail(c, n, MI_ERR_PARSE,
+                         "updates do not have the shape indices[:-1] + "
+                         "data[%lld:]",
+                         (long long)q);
   }
   mi__si_set(c, n, 0, x->dtype, x->rank, x->rank >= 0 ? x->dims : NULL);
   return MI_OK;
 }
 
 const mi__si_op_t mi__si_ops_select[] = {
-    {"ArgMax", argminmax}, {"ArgMin", argminmax}, {"TopK", topk},
-    {"NonZero", nonzero},  {"Einsum", einsum},    {"GatherElements", gather_elements},
+    {"ArgMax", argminmax},
+    {"ArgMin", argminmax},
+    {"TopK", topk},
+    {"NonZero", nonzero},
+    {"Einsum", einsum},
+    {"GatherElements", gather_elements},
     {"ScatterND", scatter_nd},
     {NULL, NULL},
 };

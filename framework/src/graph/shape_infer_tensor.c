@@ -59,7 +59,8 @@ static int32_t reshape(mi__si_t *c, const mi_node_t *n) {
     else if (known == 0 || total % known)
       return mi__si_fail(c, n, MI_ERR_PARSE, "cannot reshape %lld elements with -1 and %lld others",
                          (long long)total, (long long)known);
-    else d[minus] = total / known;
+    else
+      d[minus] = total / known;
   } else if (total >= 0 && !unknown && total != known) {
     return mi__si_fail(c, n, MI_ERR_PARSE, "cannot reshape %lld elements into %lld",
                        (long long)total, (long long)known);
@@ -154,7 +155,8 @@ static int32_t reduce(mi__si_t *c, const mi_node_t *n) {
   int32_t r = 0;
   for (int32_t i = 0; i < x->rank; i++) {
     if (!red[i]) d[r++] = x->dims[i];
-    else if (keep) d[r++] = 1;
+    else if (keep)
+      d[r++] = 1;
   }
   mi__si_set(c, n, 0, x->dtype, r, d);
   return MI_OK;
@@ -250,7 +252,8 @@ static int32_t concat(mi__si_t *c, const mi_node_t *n) {
       else if (d[i] >= 0 && t->dims[i] >= 0 && d[i] != t->dims[i])
         return mi__si_fail(c, n, MI_ERR_PARSE, "input %d has size %lld on axis %d, expected %lld",
                            (int)k, (long long)t->dims[i], (int)i, (long long)d[i]);
-      else if (d[i] < 0) d[i] = t->dims[i];
+      else if (d[i] < 0)
+        d[i] = t->dims[i];
     }
   }
   mi__si_set(c, n, 0, x0->dtype, r, d);
@@ -282,8 +285,10 @@ static int32_t shape(mi__si_t *c, const mi_node_t *n) {
   int64_t end = c->g->opset >= 15 ? mi_node_attr_int(n, "end", x->rank) : x->rank;
   if (start < 0) start += x->rank;
   if (end < 0) end += x->rank;
-  start = start < 0 ? 0 : start > x->rank ? x->rank : start;
-  end = end < 0 ? 0 : end > x->rank ? x->rank : end;
+  start = start < 0 ? 0 : start > x->rank ? x->rank
+                                          : start;
+  end = end < 0 ? 0 : end > x->rank ? x->rank
+                                    : end;
   int64_t len = end > start ? end - start : 0;
   double v[MI_MAX_RANK];
   for (int64_t i = 0; i < len; i++) v[i] = x->dims[start + i] < 0 ? NAN : (double)x->dims[start + i];
@@ -322,7 +327,8 @@ static int32_t gather(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi
+                                                                                      : v; }
 
 static int32_t slice(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, c->g->opset >= 10 ? 3 : 1);
@@ -388,11 +394,21 @@ static int32_t slice(mi__si_t *c, const mi_node_t *n) {
 }
 
 const mi__si_op_t mi__si_ops_tensor[] = {
-    {"Reshape", reshape},     {"Flatten", flatten},     {"Transpose", transpose},
-    {"ReduceMean", reduce},   {"ReduceMax", reduce},    {"ReduceSum", reduce},
-    {"Squeeze", squeeze},     {"Unsqueeze", unsqueeze}, {"Concat", concat},
-    {"Shape", shape},         {"Gather", gather},       {"Slice", slice},
-    {"ReduceMin", reduce},    {"ReduceProd", reduce},   {"ReduceL2", reduce},
+    {"Reshape", reshape},
+    {"Flatten", flatten},
+    {"Transpose", transpose},
+    {"ReduceMean", reduce},
+    {"ReduceMax", reduce},
+    {"ReduceSum", reduce},
+    {"Squeeze", squeeze},
+    {"Unsqueeze", unsqueeze},
+    {"Concat", concat},
+    {"Shape", shape},
+    {"Gather", gather},
+    {"Slice", slice},
+    {"ReduceMin", reduce},
+    {"ReduceProd", reduce},
+    {"ReduceL2", reduce},
     {"ReduceLogSumExp", reduce},
     {NULL, NULL},
 };

@@ -35,8 +35,10 @@ MI_API int32_t mi_node_add_subgraph(mi_graph_t *g, int32_t node, const char *nam
   mi_node_t *n = &g->nodes[node];
   for (int32_t i = 0; i < sub->capture_count; i++)
     if (mi_graph_find_tensor(g, sub->tensors[sub->captures[i]].name) < 0) {
-      rc = mi_errorf(err, MI_ERR_PARSE, "node '%s' (%s): subgraph '%s' captures '%s', which "
-                     "graph '%s' does not have", n->name, n->op_type, name,
+      rc = mi_errorf(err, MI_ERR_PARSE,
+                     "node '%s' (%s): subgraph '%s' captures '%s', which "
+                     "graph '%s' does not have",
+                     n->name, n->op_type, name,
                      sub->tensors[sub->captures[i]].name, g->name);
       mi_graph_destroy(sub);
       return rc;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "history/history_internal.h"
 #include "core/core.h"
+#include "history/history_internal.h"
 #include "metainfer/mi_farm.h"
 #include "metainfer/mi_ltask.h"
 
@@ -66,7 +66,7 @@ MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p) {
   r->prepare_s = p->prepare_s;
   r->peak_memory_bytes = p->peak_memory_source ? p->peak_memory_bytes : 0;
   r->energy_j = p->energy_j;
-  r->energy_source = !p->has_energy     ? MI_ENERGY_NONE
+  r->energy_source = !p->has_energy      ? MI_ENERGY_NONE
                      : p->energy_modeled ? MI_ENERGY_MODELED
                                          : MI_ENERGY_MEASURED;
   r->has_load = isfinite(p->load1) && p->cpus > 0;
@@ -146,7 +146,8 @@ MI_API int32_t mi_history_import(mi_history_t *h, FILE *f, int64_t *added, int64
       break;
     }
     if (one) a++;
-    else s++;
+    else
+      s++;
   }
   free(line);
   if (added) *added = a;
@@ -194,7 +195,8 @@ static void knobs(mi__sbuf_t *b, const mi_knob_value_t *k, int32_t n) {
   mi__sbuf_printf(b, "{");
   for (int32_t i = 0; i < n; i++) {
     if (p[i]->f != 0) mi__sbuf_printf(b, "%s%s=%.17g", i ? "," : "", p[i]->name, p[i]->f);
-    else mi__sbuf_printf(b, "%s%s=%lld", i ? "," : "", p[i]->name, (long long)p[i]->i);
+    else
+      mi__sbuf_printf(b, "%s%s=%lld", i ? "," : "", p[i]->name, (long long)p[i]->i);
   }
   mi__sbuf_printf(b, "}");
   free(p);

@@ -81,7 +81,8 @@ int32_t mi__pg_run(PGconn *c, const char *sql, int n, const char *const *vals, P
     return fail(c, what, err);
   }
   if (out) *out = r;
-  else PQclear(r);
+  else
+    PQclear(r);
   return MI_OK;
 }
 

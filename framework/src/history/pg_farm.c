@@ -182,13 +182,17 @@ MI_API int32_t mi_farm_agent_device(mi_farm_t *f, int64_t agent, const char *spe
   /* The device joins the shared history too, so its fingerprint is there for similarity. */
   {
     const char *d[3] = {device_hash, name, fingerprint_json};
-    if ((rc = mi__pg_run(f->c, "INSERT INTO devices(hash, name, fingerprint) VALUES($1,$2,$3)"
-                               " ON CONFLICT(hash) DO UPDATE SET fingerprint ="
-                               " coalesce(devices.fingerprint, EXCLUDED.fingerprint)", 3, d, NULL, err)))
+    if ((rc = mi__pg_run(f->c,
+                         "INSERT INTO devices(hash, name, fingerprint) VALUES($1,$2,$3)"
+                         " ON CONFLICT(hash) DO UPDATE SET fingerprint ="
+                         " coalesce(devices.fingerprint, EXCLUDED.fingerprint)",
+                         3, d, NULL, err)))
       return rc;
   }
-  return mi__pg_run(f->c, "INSERT INTO farm_agent_devices(agent_id, spec, device_hash, name,"
-                          " fingerprint) VALUES($1,$2,$3,$4,$5)", 5, v, NULL, err);
+  return mi__pg_run(f->c,
+                    "INSERT INTO farm_agent_devices(agent_id, spec, device_hash, name,"
+                    " fingerprint) VALUES($1,$2,$3,$4,$5)",
+                    5, v, NULL, err);
 }
 
 MI_API int32_t mi_farm_heartbeat(mi_farm_t *f, int64_t agent, double lease_s, mi_error_t *err) {
@@ -200,8 +204,10 @@ MI_API int32_t mi_farm_heartbeat(mi_farm_t *f, int64_t agent, double lease_s, mi
   snprintf(l, sizeof l, "%.3f", lease_s);
   if ((rc = mi__pg_run(f->c, "UPDATE farm_agents SET seen_at = now() WHERE id = $1", 1, v, NULL, err)))
     return rc;
-  return mi__pg_run(f->c, "UPDATE farm_jobs SET lease_until = now() + make_interval(secs => $2::float8)"
-                          " WHERE agent_id = $1 AND state = 'running'", 2, v, NULL, err);
+  return mi__pg_run(f->c,
+                    "UPDATE farm_jobs SET lease_until = now() + make_interval(secs => $2::float8)"
+                    " WHERE agent_id = $1 AND state = 'running'",
+                    2, v, NULL, err);
 }
 
 MI_API int32_t mi_farm_reclaim(mi_farm_t *f, int32_t *count, mi_error_t *err) {
@@ -265,6 +271,9 @@ MI_API int32_t mi_farm_open(const char *url, int setup, mi_farm_t **out, mi_erro
   return mi_errorf(err, MI_ERR_UNSUPPORTED, "farm: this build has no PostgreSQL client (libpq)");
 }
 MI_API void mi_farm_close(mi_farm_t *f) { (void)f; }
-MI_API int mi_farm_tls(const mi_farm_t *f) { (void)f; return 0; }
+MI_API int mi_farm_tls(const mi_farm_t *f) {
+  (void)f;
+  return 0;
+}
 
 #endif

@@ -84,14 +84,17 @@ MI_API int32_t mi_farm_result(mi_farm_t *f, int64_t id, double timeout_s, mi_far
     memset(out, 0, sizeof *out);
     if ((rc = mi__pg_run(f->c,
                          "SELECT state, ok, failure, latency_ms, memory_mb, energy_mj, energy_modeled,"
-                         " rel_l2, agent_id FROM farm_jobs WHERE id = $1", 1, v, &r, err)))
+                         " rel_l2, agent_id FROM farm_jobs WHERE id = $1",
+                         1, v, &r, err)))
       return rc;
     if (PQntuples(r) != 1) {
       PQclear(r);
       return mi_errorf(err, MI_ERR_NOT_FOUND, "farm: no job %lld", (long long)id);
     }
     st = PQgetvalue(r, 0, 0);
-    out->state = !strcmp(st, "queued") ? 0 : !strcmp(st, "running") ? 1 : !strcmp(st, "done") ? 2 : 3;
+    out->state = !strcmp(st, "queued") ? 0 : !strcmp(st, "running") ? 1
+                                         : !strcmp(st, "done")      ? 2
+                                                                    : 3;
     if (out->state >= 2) {
       out->ok = !PQgetisnull(r, 0, 1) && strtol(PQgetvalue(r, 0, 1), NULL, 10) == 1;
       snprintf(out->failure, sizeof out->failure, "%s", PQgetisnull(r, 0, 2) ? "" : PQgetvalue(r, 0, 2));
@@ -196,8 +199,10 @@ MI_API int32_t mi_farm_finish(mi_farm_t *f, int64_t agent, const mi_farm_job_t *
   /* The gate first: only the agent still holding the job may answer it. */
   {
     const char *v[2] = {i64(b[0], job->id), i64(b[1], agent)};
-    if ((rc = mi__pg_int(f->c, "SELECT id FROM farm_jobs WHERE id = $1 AND agent_id = $2 AND"
-                               " state = 'running' FOR UPDATE", 2, v, &n, &found, err)))
+    if ((rc = mi__pg_int(f->c,
+                         "SELECT id FROM farm_jobs WHERE id = $1 AND agent_id = $2 AND"
+                         " state = 'running' FOR UPDATE",
+                         2, v, &n, &found, err)))
       goto fail;
     if (!found) {
       PQclear(PQexec(f->c, "ROLLBACK"));

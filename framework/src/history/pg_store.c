@@ -79,13 +79,16 @@ int32_t mi__pg_task_config(PGconn *c, const mi_record_t *r, int64_t *task_id, in
   mi_hash64_hex(mi_hash64(canon, strlen(canon), MI_HASH64_SEED), chash);
   if (r->model_config_canonical)
     mi_hash64_hex(mi_hash64(r->model_config_canonical, strlen(r->model_config_canonical),
-                            MI_HASH64_SEED), mhash);
+                            MI_HASH64_SEED),
+                  mhash);
   {
     const char *v[3] = {r->device_hash, r->device_name, r->device_json};
-    if ((rc = upsert(c, "INSERT INTO devices(hash, name, fingerprint) VALUES($1,$2,$3) "
-                        "ON CONFLICT DO NOTHING RETURNING id",
+    if ((rc = upsert(c,
+                     "INSERT INTO devices(hash, name, fingerprint) VALUES($1,$2,$3) "
+                     "ON CONFLICT DO NOTHING RETURNING id",
                      "SELECT id FROM devices WHERE hash = $1 AND $2::text IS NULL IS NOT NULL "
-                     "AND $3::text IS NULL IS NOT NULL", 3, v, &dev_id, err)))
+                     "AND $3::text IS NULL IS NOT NULL",
+                     3, v, &dev_id, err)))
       return rc;
   }
   snprintf(dev, sizeof dev, "%lld", (long long)dev_id);
@@ -93,18 +96,21 @@ int32_t mi__pg_task_config(PGconn *c, const mi_record_t *r, int64_t *task_id, in
   {
     const char *v[6] = {r->model_hash, r->model_name, r->model_features_json, dev, batch,
                         r->input_shapes};
-    if ((rc = upsert(c, "INSERT INTO tasks(model_hash, model_name, model_features, device_id,"
-                        " batch, input_shapes) VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT DO NOTHING"
-                        " RETURNING id",
+    if ((rc = upsert(c,
+                     "INSERT INTO tasks(model_hash, model_name, model_features, device_id,"
+                     " batch, input_shapes) VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT DO NOTHING"
+                     " RETURNING id",
                      "SELECT id FROM tasks WHERE model_hash = $1 AND device_id = $4 AND batch = $5"
                      " AND input_shapes = $6 AND $2::text IS NULL IS NOT NULL"
-                     " AND $3::text IS NULL IS NOT NULL", 6, v, task_id, err)))
+                     " AND $3::text IS NULL IS NOT NULL",
+                     6, v, task_id, err)))
       return rc;
   }
   {
     const char *v[4] = {chash, canon, mhash, r->model_config_canonical};
-    return upsert(c, "INSERT INTO configs(hash, canonical, model_hash, model_canonical)"
-                     " VALUES($1,$2,$3,$4) ON CONFLICT DO NOTHING RETURNING id",
+    return upsert(c,
+                  "INSERT INTO configs(hash, canonical, model_hash, model_canonical)"
+                  " VALUES($1,$2,$3,$4) ON CONFLICT DO NOTHING RETURNING id",
                   "SELECT id FROM configs WHERE hash = $1 AND model_hash = $3"
                   " AND $2::text IS NULL IS NOT NULL AND $4::text IS NULL IS NOT NULL",
                   4, v, cfg_id, err);
@@ -156,8 +162,9 @@ int32_t mi__pg_put_measurement(PGconn *c, const mi_record_t *r, const char *uuid
         inum(b[12], 1, r->rounds), num(b[13], r->ok, r->prepare_s),
         inum(b[14], r->peak_memory_bytes > 0, (long long)r->peak_memory_bytes),
         num(b[15], has_e, r->energy_j),
-        r->energy_source == MI_ENERGY_MEASURED ? "measured"
-        : r->energy_source == MI_ENERGY_MODELED ? "modeled" : NULL,
+        r->energy_source == MI_ENERGY_MEASURED  ? "measured"
+        : r->energy_source == MI_ENERGY_MODELED ? "modeled"
+                                                : NULL,
         r->accuracy_json, r->layers_json, inum(b[16], 1, r->discarded),
         num(b[17], r->has_load, r->load1), inum(b[18], r->has_load, r->loaded ? 1 : 0)};
     if ((rc = mi__pg_int(c,
@@ -203,18 +210,18 @@ static int32_t pg_query(void *state, const mi_history_query_t *q, mi_history_row
     const char *v[7] = {q->model_hash, q->device_hash, q->any_stack ? "1" : "0", q->stack_hash,
                         q->ok_only ? "1" : "0", lim, q->input_shapes};
     if ((rc = mi__pg_run(s->c,
-             "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
-             " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
-             " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
-             " FROM measurements m"
-             " JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
-             " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
-             " WHERE ($1::text IS NULL OR t.model_hash = $1) AND ($2::text IS NULL OR d.hash = $2)"
-             " AND ($3::int = 1 OR s.hash = $4) AND ($5::int = 0 OR m.ok = 1)"
-             " AND ($7::text IS NULL OR t.input_shapes = $7)"
-             " ORDER BY m.ok DESC, m.median_s NULLS LAST, m.id"
-             " LIMIT CASE WHEN $6::bigint < 0 THEN NULL ELSE $6::bigint END",
-             7, v, &res, err)))
+                         "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
+                         " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
+                         " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
+                         " FROM measurements m"
+                         " JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
+                         " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
+                         " WHERE ($1::text IS NULL OR t.model_hash = $1) AND ($2::text IS NULL OR d.hash = $2)"
+                         " AND ($3::int = 1 OR s.hash = $4) AND ($5::int = 0 OR m.ok = 1)"
+                         " AND ($7::text IS NULL OR t.input_shapes = $7)"
+                         " ORDER BY m.ok DESC, m.median_s NULLS LAST, m.id"
+                         " LIMIT CASE WHEN $6::bigint < 0 THEN NULL ELSE $6::bigint END",
+                         7, v, &res, err)))
       return rc;
   }
   for (int i = 0; i < PQntuples(res); i++) {
@@ -236,9 +243,9 @@ static int32_t pg_query(void *state, const mi_history_query_t *q, mi_history_row
     row.input_shapes = TXT(12);
     row.peak_memory_bytes = PQgetisnull(res, i, 13) ? 0 : strtoull(PQgetvalue(res, i, 13), NULL, 10);
     row.energy_j = dcol(res, i, 14, NAN);
-    row.energy_source = PQgetisnull(res, i, 15) ? MI_ENERGY_NONE
+    row.energy_source = PQgetisnull(res, i, 15)                          ? MI_ENERGY_NONE
                         : strcmp(PQgetvalue(res, i, 15), "modeled") == 0 ? MI_ENERGY_MODELED
-                                                                        : MI_ENERGY_MEASURED;
+                                                                         : MI_ENERGY_MEASURED;
     row.accuracy_json = TXT(16);
     row.model_features_json = TXT(17);
     row.device_fingerprint_json = TXT(18);
@@ -284,10 +291,10 @@ static int32_t pg_import_line(void *state, const char *line, int *added, mi_erro
   return mi_errorf(err, MI_ERR_UNSUPPORTED, "history: import into PostgreSQL is not supported yet");
 }
 
-static const mi_store_ops_t k_pg = {"postgresql", pg_open,  pg_close,           pg_begin,
-                                    pg_commit,    pg_rollback, pg_put_run,      pg_put_measurement,
-                                    pg_query,     pg_stats, mi__pg_export,          pg_import_line, NULL,
-                                    NULL,         NULL};
+static const mi_store_ops_t k_pg = {"postgresql", pg_open, pg_close, pg_begin,
+                                    pg_commit, pg_rollback, pg_put_run, pg_put_measurement,
+                                    pg_query, pg_stats, mi__pg_export, pg_import_line, NULL,
+                                    NULL, NULL};
 
 MI_API const mi_store_ops_t *mi_store_pg(void) { return &k_pg; }
 

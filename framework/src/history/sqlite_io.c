@@ -12,30 +12,31 @@
 
 /* One self-contained line per measurement: everything needed to recreate it elsewhere. */
 static const char k_export_sql[] =
-    "SELECT json_object('format', " MI_STR(MI_HISTORY_FORMAT_VERSION) ", 'kind', 'measurement',"
-    " 'uuid', m.uuid, 'created_at', m.created_at,"
-    " 'run', json_object('uuid', r.uuid, 'started_at', r.started_at, 'tool', r.tool),"
-    " 'task', json_object('model_hash', t.model_hash, 'model_name', t.model_name,"
-    "   'model_features', json(t.model_features), 'batch', t.batch,"
-    "   'input_shapes', t.input_shapes),"
-    " 'device', json_object('spec', m.device_spec, 'name', d.name, 'hash', d.hash,"
-    "   'fingerprint', json(d.fingerprint)),"
-    " 'config', json_object('canonical', c.canonical, 'hash', c.hash,"
-    "   'model_canonical', c.model_canonical),"
-    " 'stack', json_object('hash', s.hash, 'text', s.text),"
-    " 'result', json_object('ok', json(CASE m.ok WHEN 1 THEN 'true' ELSE 'false' END),"
-    "   'failure', m.failure, 'clock', m.clock, 'latency_s', CASE WHEN m.n IS NULL THEN NULL"
-    "   ELSE json_object('n', m.n, 'median', m.median_s, 'mean', m.mean_s, 'trimmed_mean',"
-    "   m.trimmed_mean_s, 'p10', m.p10_s, 'p90', m.p90_s, 'cv', m.cv) END,"
-    "   'samples', json(m.samples), 'repeats', m.repeats, 'rounds', m.rounds,"
-    "   'discarded', m.discarded, 'prepare_s', m.prepare_s,"
-    "   'peak_memory_bytes', m.peak_memory_bytes, 'energy_j', m.energy_j,"
-    "   'energy_source', m.energy_source, 'accuracy', json(m.accuracy),"
-    "   'layers', json(m.layers), 'load1', m.load1,"
-    "   'loaded', json(CASE m.loaded WHEN 1 THEN 'true' WHEN 0 THEN 'false' END)))"
-    " FROM measurements m JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
-    " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
-    " LEFT JOIN runs r ON r.id = m.run_id ORDER BY m.id";
+    "SELECT json_object('format', " MI_STR(MI_HISTORY_FORMAT_VERSION)
+        ", 'kind', 'measurement',"
+        " 'uuid', m.uuid, 'created_at', m.created_at,"
+        " 'run', json_object('uuid', r.uuid, 'started_at', r.started_at, 'tool', r.tool),"
+        " 'task', json_object('model_hash', t.model_hash, 'model_name', t.model_name,"
+        "   'model_features', json(t.model_features), 'batch', t.batch,"
+        "   'input_shapes', t.input_shapes),"
+        " 'device', json_object('spec', m.device_spec, 'name', d.name, 'hash', d.hash,"
+        "   'fingerprint', json(d.fingerprint)),"
+        " 'config', json_object('canonical', c.canonical, 'hash', c.hash,"
+        "   'model_canonical', c.model_canonical),"
+        " 'stack', json_object('hash', s.hash, 'text', s.text),"
+        " 'result', json_object('ok', json(CASE m.ok WHEN 1 THEN 'true' ELSE 'false' END),"
+        "   'failure', m.failure, 'clock', m.clock, 'latency_s', CASE WHEN m.n IS NULL THEN NULL"
+        "   ELSE json_object('n', m.n, 'median', m.median_s, 'mean', m.mean_s, 'trimmed_mean',"
+        "   m.trimmed_mean_s, 'p10', m.p10_s, 'p90', m.p90_s, 'cv', m.cv) END,"
+        "   'samples', json(m.samples), 'repeats', m.repeats, 'rounds', m.rounds,"
+        "   'discarded', m.discarded, 'prepare_s', m.prepare_s,"
+        "   'peak_memory_bytes', m.peak_memory_bytes, 'energy_j', m.energy_j,"
+        "   'energy_source', m.energy_source, 'accuracy', json(m.accuracy),"
+        "   'layers', json(m.layers), 'load1', m.load1,"
+        "   'loaded', json(CASE m.loaded WHEN 1 THEN 'true' WHEN 0 THEN 'false' END)))"
+        " FROM measurements m JOIN tasks t ON t.id = m.task_id JOIN devices d ON d.id = t.device_id"
+        " JOIN configs c ON c.id = m.config_id JOIN stacks s ON s.id = m.stack_id"
+        " LEFT JOIN runs r ON r.id = m.run_id ORDER BY m.id";
 
 int32_t mi__sqlite_export(void *state, FILE *f, int64_t *count, mi_error_t *err) {
   mi__sqlite_t *s = state;
@@ -62,12 +63,51 @@ static const char *const k_paths[] = {
     "$.result.discarded", "$.result.prepare_s", "$.result.peak_memory_bytes",
     "$.result.energy_j", "$.result.energy_source", "$.result.accuracy", "$.result.layers",
     "$.result.load1", "$.result.loaded"};
-enum { N_REQUIRED = 10, N_PATHS = sizeof k_paths / sizeof k_paths[0] };
+enum { N_REQUIRED = 10,
+       N_PATHS = sizeof k_paths / sizeof k_paths[0] };
 enum {
-  F_FORMAT, F_KIND, F_UUID, F_MHASH, F_SHAPES, F_DHASH, F_SHASH, F_STACK, F_CANON, F_OK,
-  F_CREATED, F_RUUID, F_RSTART, F_RTOOL, F_MNAME, F_FEAT, F_BATCH, F_SPEC, F_DNAME, F_FP,
-  F_MCANON, F_FAIL, F_CLOCK, F_N, F_MED, F_MEAN, F_TRIM, F_P10, F_P90, F_CV, F_SAMPLES, F_REP,
-  F_ROUNDS, F_DISC, F_PREP, F_MEM, F_EJ, F_ESRC, F_ACC, F_LAYERS, F_LOAD, F_LOADED
+  F_FORMAT,
+  F_KIND,
+  F_UUID,
+  F_MHASH,
+  F_SHAPES,
+  F_DHASH,
+  F_SHASH,
+  F_STACK,
+  F_CANON,
+  F_OK,
+  F_CREATED,
+  F_RUUID,
+  F_RSTART,
+  F_RTOOL,
+  F_MNAME,
+  F_FEAT,
+  F_BATCH,
+  F_SPEC,
+  F_DNAME,
+  F_FP,
+  F_MCANON,
+  F_FAIL,
+  F_CLOCK,
+  F_N,
+  F_MED,
+  F_MEAN,
+  F_TRIM,
+  F_P10,
+  F_P90,
+  F_CV,
+  F_SAMPLES,
+  F_REP,
+  F_ROUNDS,
+  F_DISC,
+  F_PREP,
+  F_MEM,
+  F_EJ,
+  F_ESRC,
+  F_ACC,
+  F_LAYERS,
+  F_LOAD,
+  F_LOADED
 };
 
 int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_error_t *err) {
@@ -135,7 +175,7 @@ int32_t mi__sqlite_import_line(void *state, const char *line, int *added, mi_err
   r.prepare_s = sqlite3_column_double(st, 1 + F_PREP);
   r.peak_memory_bytes = (uint64_t)sqlite3_column_int64(st, 1 + F_MEM);
   r.energy_j = sqlite3_column_double(st, 1 + F_EJ);
-  r.energy_source = !v[F_ESRC] ? MI_ENERGY_NONE
+  r.energy_source = !v[F_ESRC]                           ? MI_ENERGY_NONE
                     : strcmp(v[F_ESRC], "measured") == 0 ? MI_ENERGY_MEASURED
                     : strcmp(v[F_ESRC], "modeled") == 0  ? MI_ENERGY_MODELED
                                                          : -1;
@@ -170,17 +210,17 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "history: query: a stack hash is required unless any_stack is set");
   if ((rc = mi__sqlite_prepare(
-          s->db,
-          "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
-          " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
-          " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
-          " FROM measurements m JOIN tasks t ON t.id = m.task_id"
-          " JOIN devices d ON d.id = t.device_id JOIN configs c ON c.id = m.config_id"
-          " JOIN stacks s ON s.id = m.stack_id WHERE (?1 IS NULL OR t.model_hash = ?1)"
-          " AND (?2 IS NULL OR d.hash = ?2) AND (?3 OR s.hash = ?4) AND (?5 = 0 OR m.ok = 1)"
-          " AND (?7 IS NULL OR t.input_shapes = ?7)"
-          " ORDER BY m.ok DESC, m.median_s LIMIT ?6",
-          &st, "query", err)) != MI_OK)
+           s->db,
+           "SELECT m.id, t.model_hash, d.hash, s.hash, c.canonical, c.hash, m.ok, m.failure,"
+           " m.median_s, m.p90_s, m.cv, c.model_canonical, t.input_shapes, m.peak_memory_bytes,"
+           " m.energy_j, m.energy_source, m.accuracy, t.model_features, d.fingerprint, m.layers"
+           " FROM measurements m JOIN tasks t ON t.id = m.task_id"
+           " JOIN devices d ON d.id = t.device_id JOIN configs c ON c.id = m.config_id"
+           " JOIN stacks s ON s.id = m.stack_id WHERE (?1 IS NULL OR t.model_hash = ?1)"
+           " AND (?2 IS NULL OR d.hash = ?2) AND (?3 OR s.hash = ?4) AND (?5 = 0 OR m.ok = 1)"
+           " AND (?7 IS NULL OR t.input_shapes = ?7)"
+           " ORDER BY m.ok DESC, m.median_s LIMIT ?6",
+           &st, "query", err)) != MI_OK)
     return rc;
   mi__sqlite_bind_texts(st, 1, (const char *const[]){q->model_hash, q->device_hash}, 2);
   sqlite3_bind_int(st, 3, q->any_stack ? 1 : 0);
@@ -207,8 +247,9 @@ int32_t mi__sqlite_query(void *state, const mi_history_query_t *q, mi_history_ro
     row.energy_j = sqlite3_column_type(st, 14) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 14);
     {
       const char *es = (const char *)sqlite3_column_text(st, 15);
-      row.energy_source = !es ? MI_ENERGY_NONE
-                          : strcmp(es, "modeled") == 0 ? MI_ENERGY_MODELED : MI_ENERGY_MEASURED;
+      row.energy_source = !es                          ? MI_ENERGY_NONE
+                          : strcmp(es, "modeled") == 0 ? MI_ENERGY_MODELED
+                                                       : MI_ENERGY_MEASURED;
     }
     row.accuracy_json = (const char *)sqlite3_column_text(st, 16);
     row.model_features_json = (const char *)sqlite3_column_text(st, 17);

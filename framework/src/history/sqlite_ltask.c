@@ -25,9 +25,7 @@ int32_t mi__sqlite_ltask_put(void *state, const struct mi_ltask_row *row, mi_err
            " created_at = excluded.created_at",
            &st, "layer tasks", err)) != MI_OK)
     return rc;
-  mi__sqlite_bind_texts(st, 1, (const char *const[]){row->key, row->device_hash, row->stack_hash,
-                                                      row->op, row->text, row->features,
-                                                      row->choice}, 7);
+  mi__sqlite_bind_texts(st, 1, (const char *const[]){row->key, row->device_hash, row->stack_hash, row->op, row->text, row->features, row->choice}, 7);
   sqlite3_bind_int(st, 8, row->ok ? 1 : 0);
   if (row->ok) sqlite3_bind_double(st, 9, row->seconds);
   mi__sqlite_bind_texts(st, 10, (const char *const[]){row->created_at, at}, 2);
@@ -78,12 +76,12 @@ int32_t mi__sqlite_ltask_query(void *state, const char *device_hash, const char 
 
 int32_t mi__sqlite_ltask_export(mi__sqlite_t *s, FILE *f, int64_t *count, mi_error_t *err) {
   return mi__sqlite_export_rows(s->db,
-                         "SELECT json_object('format', 1, 'kind', 'layer_task', 'key', key,"
-                         " 'device_hash', device_hash, 'stack_hash', stack_hash, 'op', op, 'text', text,"
-                         " 'features', features, 'choice', choice, 'ok', json(CASE ok WHEN 1 THEN"
-                         " 'true' ELSE 'false' END), 'seconds', seconds, 'created_at', created_at)"
-                         " FROM layer_tasks ORDER BY id",
-                         f, count, err);
+                                "SELECT json_object('format', 1, 'kind', 'layer_task', 'key', key,"
+                                " 'device_hash', device_hash, 'stack_hash', stack_hash, 'op', op, 'text', text,"
+                                " 'features', features, 'choice', choice, 'ok', json(CASE ok WHEN 1 THEN"
+                                " 'true' ELSE 'false' END), 'seconds', seconds, 'created_at', created_at)"
+                                " FROM layer_tasks ORDER BY id",
+                                f, count, err);
 }
 
 int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_error_t *err) {
@@ -120,11 +118,12 @@ int mi__sqlite_ltask_import(mi__sqlite_t *s, const char *line, int *added, mi_er
   row.created_at = v[10];
   /* Importing the same file twice adds nothing: an existing row is left as it is. */
   *added = 0;
-  if ((rc = mi__sqlite_prepare(s->db, "SELECT 1 FROM layer_tasks WHERE key=?1 AND device_hash=?2"
-                               " AND stack_hash=?3 AND choice=?4", &ex, "import", err)) != MI_OK)
+  if ((rc = mi__sqlite_prepare(s->db,
+                               "SELECT 1 FROM layer_tasks WHERE key=?1 AND device_hash=?2"
+                               " AND stack_hash=?3 AND choice=?4",
+                               &ex, "import", err)) != MI_OK)
     goto done;
-  mi__sqlite_bind_texts(ex, 1, (const char *const[]){row.key, row.device_hash, row.stack_hash,
-                                                     row.choice}, 4);
+  mi__sqlite_bind_texts(ex, 1, (const char *const[]){row.key, row.device_hash, row.stack_hash, row.choice}, 4);
   if (sqlite3_step(ex) != SQLITE_ROW) {
     rc = mi__sqlite_ltask_put(s, &row, err);
     *added = rc == MI_OK;

@@ -39,8 +39,9 @@ static int32_t sq_open(const char *path, void **state, mi_error_t *err) {
   sqlite3_busy_timeout(s->db, 5000);
   /* WAL: a killed writer loses at most its open transaction and readers never block it.
    * synchronous=NORMAL is durable against a killed process (not against power loss). */
-  if ((rc = mi__sqlite_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                                   "PRAGMA foreign_keys=ON;",
+  if ((rc = mi__sqlite_exec(s->db,
+                            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                            "PRAGMA foreign_keys=ON;",
                             path, err)))
     goto fail;
   if ((rc = mi__sqlite_migrate(s->db, MI_HISTORY_SCHEMA_VERSION, err))) goto fail;
@@ -80,9 +81,12 @@ static int32_t run(sqlite3 *db, const char *sql, const char *fmt, const void *co
   for (int i = 0; fmt[i]; i++) {
     const void *a = args[i];
     if (fmt[i] == 't' && a) sqlite3_bind_text(st, i + 1, a, -1, SQLITE_TRANSIENT);
-    else if (fmt[i] == 'i' && a) sqlite3_bind_int64(st, i + 1, *(const int64_t *)a);
-    else if (fmt[i] == 'd' && a) sqlite3_bind_double(st, i + 1, *(const double *)a);
-    else sqlite3_bind_null(st, i + 1);
+    else if (fmt[i] == 'i' && a)
+      sqlite3_bind_int64(st, i + 1, *(const int64_t *)a);
+    else if (fmt[i] == 'd' && a)
+      sqlite3_bind_double(st, i + 1, *(const double *)a);
+    else
+      sqlite3_bind_null(st, i + 1);
   }
   r = sqlite3_step(st);
   if (r == SQLITE_ROW && id) *id = sqlite3_column_int64(st, 0);
@@ -224,8 +228,8 @@ static int32_t sq_put_measurement(void *state, const mi_record_t *r, int64_t *id
 }
 
 static const mi_store_ops_t k_sqlite = {
-    "sqlite",        sq_open,        sq_close,          sq_begin,
-    sq_commit,       sq_rollback,    sq_put_run,        sq_put_measurement,
+    "sqlite", sq_open, sq_close, sq_begin,
+    sq_commit, sq_rollback, sq_put_run, sq_put_measurement,
     mi__sqlite_query, mi__sqlite_stats, mi__sqlite_export, mi__sqlite_import_line,
     mi__sqlite_prune, mi__sqlite_ltask_put, mi__sqlite_ltask_query};
 

@@ -57,7 +57,8 @@ MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, dou
   out->lo = exp(mi_stats_quantile(boot, resamples, (1 - confidence) / 2));
   out->hi = exp(mi_stats_quantile(boot, resamples, 1 - (1 - confidence) / 2));
   out->half_width = (out->hi - out->lo) / 2 / out->ratio;
-  out->verdict = out->hi < 1 ? MI_COMPARE_FASTER : out->lo > 1 ? MI_COMPARE_SLOWER : MI_COMPARE_TIED;
+  out->verdict = out->hi < 1 ? MI_COMPARE_FASTER : out->lo > 1 ? MI_COMPARE_SLOWER
+                                                               : MI_COMPARE_TIED;
   free(lr);
   free(tmp);
   free(boot);
@@ -129,7 +130,8 @@ static int32_t run_rounds(int32_t count, round_fn measure_round, void *user,
                      "mi_compare_run: %d configurations; 2 to %d can be compared", (int)count,
                      MI_COMPARE_MAX_CONFIGS);
   if (opts) o = *opts;
-  else mi_compare_options_default(&o);
+  else
+    mi_compare_options_default(&o);
   if (o.max_rounds < 1 || o.max_rounds > MI_COMPARE_MAX_ROUNDS) o.max_rounds = MI_COMPARE_MAX_ROUNDS;
   if (o.min_rounds < 2) o.min_rounds = 2;
   if (o.min_rounds > o.max_rounds) o.min_rounds = o.max_rounds;

@@ -117,7 +117,8 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
     if (kernel_of[i] >= 0) {
       int32_t kc = mi_session_kernel_nodes(s, kernel_of[i], &nodes);
       if (kc > 0) c = kc;
-      else nodes = &i;
+      else
+        nodes = &i;
     }
     r->node = i;
     r->node_count = c;
@@ -125,7 +126,8 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
     r->ms = node_ms[i];
     describe(g, nodes, c, r);
     v = asked_variant(g, so, nodes, c);
-    snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v : "default");
+    snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v
+                                                                        : "default");
     total += r->ms;
     n++;
   }
@@ -168,7 +170,8 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
               r->where ? "host" : "device", (int)r->node_count, r->ms, r->share);
       fprintf(f, ", \"flops\": %.6g, \"bytes\": %.6g", r->flops, r->bytes);
       if (r->ms > 0 && r->flops > 0) fprintf(f, ", \"gflops\": %.6g", r->flops / r->ms / 1e6);
-      else if (r->ms > 0) fprintf(f, ", \"gbytes_per_s\": %.6g", r->bytes / r->ms / 1e6);
+      else if (r->ms > 0)
+        fprintf(f, ", \"gbytes_per_s\": %.6g", r->bytes / r->ms / 1e6);
       fputc('}', f);
     }
     fputc(']', f);
@@ -180,7 +183,8 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
     const mi_layer_row_t *r = &rows[i];
     char rate[32] = "";
     if (r->ms > 0 && r->flops > 0) snprintf(rate, sizeof rate, "%.1f GFLOP/s", r->flops / r->ms / 1e6);
-    else if (r->ms > 0 && r->bytes > 0) snprintf(rate, sizeof rate, "%.2f GB/s", r->bytes / r->ms / 1e6);
+    else if (r->ms > 0 && r->bytes > 0)
+      snprintf(rate, sizeof rate, "%.2f GB/s", r->bytes / r->ms / 1e6);
     fprintf(f, "%-28.28s %-22.22s %-38.38s %-20.20s %9.4f %5.1f%% %12s\n", r->name, r->op,
             r->shapes, r->variant, r->ms, r->share * 100, rate);
   }

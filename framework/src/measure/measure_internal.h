@@ -47,17 +47,17 @@ enum {
   MI__FRAME_MAGIC = 0x4d49574bu, /* "MIWK" */
   MI__JOB_PROFILE = 1,
   MI__JOB_FINGERPRINT = 2,
-  MI__REPLY_PROFILE = 11,        /* mi_profile_t, then layer_count mi_layer_profile_t */
-  MI__REPLY_FINGERPRINT = 12,    /* mi_device_fingerprint_t */
-  MI__REPLY_ERROR = 13,          /* mi_error_t */
-  MI__JOB_CONFIG = 3,            /* mi__config_job_t, then its texts (worker_config.c) */
-  MI__REPLY_CONFIG = 14,         /* mi_worker_config_result_t, mi_profile_t, then its layers */
-  MI__JOB_PROBE = 4,             /* a kernel_prepare probe (worker_probe.c) */
-  MI__REPLY_PROBE = 15,          /* int32_t: the plugin's status */
-  MI__JOB_CHECK = 5,             /* a check_config question (worker_probe.c) */
-  MI__REPLY_CHECK = 16,          /* int32_t status, then the plugin's mi_error_t */
-  MI__JOB_INTERLEAVE = 6,        /* mi__interleave_job_t, then its configuration jobs */
-  MI__REPLY_INTERLEAVE = 17      /* mi__interleave_reply_t */
+  MI__REPLY_PROFILE = 11,     /* mi_profile_t, then layer_count mi_layer_profile_t */
+  MI__REPLY_FINGERPRINT = 12, /* mi_device_fingerprint_t */
+  MI__REPLY_ERROR = 13,       /* mi_error_t */
+  MI__JOB_CONFIG = 3,         /* mi__config_job_t, then its texts (worker_config.c) */
+  MI__REPLY_CONFIG = 14,      /* mi_worker_config_result_t, mi_profile_t, then its layers */
+  MI__JOB_PROBE = 4,          /* a kernel_prepare probe (worker_probe.c) */
+  MI__REPLY_PROBE = 15,       /* int32_t: the plugin's status */
+  MI__JOB_CHECK = 5,          /* a check_config question (worker_probe.c) */
+  MI__REPLY_CHECK = 16,       /* int32_t status, then the plugin's mi_error_t */
+  MI__JOB_INTERLEAVE = 6,     /* mi__interleave_job_t, then its configuration jobs */
+  MI__REPLY_INTERLEAVE = 17   /* mi__interleave_reply_t */
 };
 
 typedef struct mi__frame {
@@ -70,7 +70,7 @@ typedef struct mi__job {
   char model[4096];
   mi_measure_options_t mo;
   int32_t check;
-  int32_t knob_count;        /* device knobs */
+  int32_t knob_count; /* device knobs */
   char knob_name[16][64];
   int64_t knob_value[16];
 } mi__job_t;
@@ -88,9 +88,9 @@ int mi__read_full(int fd, void *buf, size_t n, double deadline);
 /* Configuration jobs (worker_config.c): the child's cache of the original model and samples,
  * and the function that serves one job. */
 typedef struct mi__config_cache {
-  char key[8192];                 /* model path, input shapes, calibration, seed */
+  char key[8192]; /* model path, input shapes, calibration, seed */
   struct mi_graph *g;
-  void *samples;                  /* mi_xf_samples_t */
+  void *samples; /* mi_xf_samples_t */
   /* The original's reference outputs on each sample (sample k's at [k * output_count]), filled
    * by the first accuracy measurement: every later configuration of the model compares with
    * the same outputs, and on a real model the reference interpreter takes seconds a run. */

@@ -6,7 +6,11 @@
 
 #include "measure/measure_internal.h"
 
-enum { P_CONV, P_DWCONV, P_RELU, P_POOL, P_GEMM };
+enum { P_CONV,
+       P_DWCONV,
+       P_RELU,
+       P_POOL,
+       P_GEMM };
 
 static const char *const k_probe_names[MI_PROBE_COUNT] = {
     "conv3x3_16c_32x32", "dwconv3x3_32c_32x32", "relu_64c_32x32", "maxpool2x2_32c_32x32",

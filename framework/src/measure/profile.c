@@ -9,7 +9,7 @@
 
 typedef struct counters {
   int32_t freq, temp, energy, memory; /* counter indices, -1 when the device has none */
-  double freq_res, energy_res; /* counter resolutions, in their units */
+  double freq_res, energy_res;        /* counter resolutions, in their units */
   int32_t energy_modeled;
 } counters_t;
 
@@ -22,11 +22,11 @@ typedef struct prof_src {
   counters_t c;
   mi_array_t **in, **outs;
   int32_t nin, nout;
-  int use_device;              /* samples are device time */
-  int32_t k;                   /* kept samples of this round */
-  int32_t batch;               /* runs per sample (mi_sample_source_t.set_batch) */
-  double *wall, *energy;       /* per kept sample */
-  double *node_wall, *node_dev;/* node_count x MI_MEASURE_MAX_SAMPLES */
+  int use_device;               /* samples are device time */
+  int32_t k;                    /* kept samples of this round */
+  int32_t batch;                /* runs per sample (mi_sample_source_t.set_batch) */
+  double *wall, *energy;        /* per kept sample */
+  double *node_wall, *node_dev; /* node_count x MI_MEASURE_MAX_SAMPLES */
   uint8_t *node_has_dev;
   double peak_mem;
   unsigned char *flush;
@@ -54,7 +54,10 @@ static void find_counters(prof_src_t *p) {
   for (uint32_t i = 0; i < n; i++) {
     int32_t *slot = NULL;
     switch (d[i].kind) {
-    case MI_COUNTER_FREQUENCY: slot = &p->c.freq; p->c.freq_res = d[i].resolution; break;
+    case MI_COUNTER_FREQUENCY:
+      slot = &p->c.freq;
+      p->c.freq_res = d[i].resolution;
+      break;
     case MI_COUNTER_TEMPERATURE: slot = &p->c.temp; break;
     case MI_COUNTER_ENERGY:
       slot = &p->c.energy;
@@ -391,7 +394,8 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   src.begin_round = begin_round;
   /* A cold-cache repeat is one run: the runs after the first of a batch would be warm. */
   if (p.flush) src.between = flush_between;
-  else src.set_batch = set_batch;
+  else
+    src.set_batch = set_batch;
   if ((rc = mi_measure_run(&src, &o, &r->latency, err))) goto done;
   if ((rc = mi_stats_compute(p.wall, p.k, o.trim, &r->wall, err))) goto done;
   for (int32_t i = 0; i < p.k; i++)

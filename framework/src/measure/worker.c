@@ -21,7 +21,7 @@
 
 typedef struct slot {
   char spec[128];
-  pid_t pid;  /* -1 when not running */
+  pid_t pid; /* -1 when not running */
   int fd;
   int32_t fails;
   int32_t ever_ok; /* a measurement of this device has passed: it can compute right */
@@ -87,8 +87,10 @@ int32_t mi__worker_find(const char *given, char **out, mi_error_t *err) {
     }
   }
   if (given) return mi_errorf(err, MI_ERR_NOT_FOUND, "worker pool: %s is not an executable", given);
-  return mi_errorf(err, MI_ERR_NOT_FOUND, "worker pool: no mi-worker executable at %s%s%s "
-                   "(set worker_path)", n > 0 ? cand[0] : "(unknown program folder)",
+  return mi_errorf(err, MI_ERR_NOT_FOUND,
+                   "worker pool: no mi-worker executable at %s%s%s "
+                   "(set worker_path)",
+                   n > 0 ? cand[0] : "(unknown program folder)",
                    n > 1 ? " or " : "", n > 1 ? cand[1] : "");
 }
 
@@ -254,7 +256,7 @@ static int32_t spawn(mi_worker_pool_t *p, slot_t *s, mi_error_t *err) {
   sigfillset(&all);
   sigdelset(&all, SIGKILL);
   sigdelset(&all, SIGSTOP);
-  posix_spawnattr_setsigmask(&at, &none);  /* the spawning thread's mask is not the worker's */
+  posix_spawnattr_setsigmask(&at, &none);   /* the spawning thread's mask is not the worker's */
   posix_spawnattr_setsigdefault(&at, &all); /* nor are signals the host ignores */
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   /* No fflush(NULL) first: exec discards the copied stdio buffers, so nothing is written

@@ -89,10 +89,13 @@ int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const 
   if (type == MI__REPLY_ERROR) return mi__frame_send(fd, type, a, na, b, nb);
   mi_error_clear(&e);
   if (total > 0)
-    mi_errorf(&e, MI_ERR_ABI, "the plugin wrote %zu bytes to stdout ('%s'); a plugin never prints "
-              "to stdout", total, shown);
+    mi_errorf(&e, MI_ERR_ABI,
+              "the plugin wrote %zu bytes to stdout ('%s'); a plugin never prints "
+              "to stdout",
+              total, shown);
   else if (mi__host_api_refused() > 0)
-    mi_errorf(&e, MI_ERR_ABI, "the plugin called a host service with a handle the host never "
+    mi_errorf(&e, MI_ERR_ABI,
+              "the plugin called a host service with a handle the host never "
               "gave out (refused; a forged handle)");
   else
     return mi__frame_send(fd, type, a, na, b, nb);
@@ -176,12 +179,12 @@ static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__job_t
     }
   }
   mi__worker_reply(fd, MI__REPLY_PROFILE, prof, sizeof *prof, prof->layers,
-                 (size_t)prof->layer_count * sizeof *prof->layers);
+                   (size_t)prof->layer_count * sizeof *prof->layers);
   mi_profile_destroy(prof);
 }
 
 uint64_t mi__wire_tag(void) {
-  const uint64_t sizes[] = {sizeof(mi__frame_t),      sizeof(mi__job_t),
+  const uint64_t sizes[] = {sizeof(mi__frame_t), sizeof(mi__job_t),
                             sizeof(mi_measure_options_t), sizeof(mi_profile_t),
                             sizeof(mi_layer_profile_t), sizeof(mi_device_fingerprint_t),
                             sizeof(mi_worker_config_result_t), sizeof(mi_error_t),
@@ -282,7 +285,7 @@ MI_API int mi_worker_main(int argc, char **argv) {
     union {
       mi__job_t job;
       char raw[1];
-    } *buf;
+    } * buf;
     if (mi__read_full(a.fd, &h, sizeof h, 0) != 1 || h.magic != MI__FRAME_MAGIC ||
         (h.length > sizeof(mi__job_t) &&
          ((h.type != MI__JOB_CONFIG && h.type != MI__JOB_PROBE && h.type != MI__JOB_CHECK &&
@@ -312,7 +315,8 @@ MI_API int mi_worker_main(int argc, char **argv) {
       mi_error_t e;
       mi_error_clear(&e);
       if (mi_device_fingerprint(pl, dev, &fp, &e)) send_error(a.fd, &e);
-      else mi__worker_reply(a.fd, MI__REPLY_FINGERPRINT, &fp, sizeof fp, NULL, 0);
+      else
+        mi__worker_reply(a.fd, MI__REPLY_FINGERPRINT, &fp, sizeof fp, NULL, 0);
     } else {
       mi_errorf(&setup, MI_ERR_INTERNAL, "worker: unknown job %u", h.type);
       send_error(a.fd, &setup);

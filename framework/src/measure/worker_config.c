@@ -9,8 +9,6 @@
 
 #include "measure/worker_config.h"
 
-
-
 /* The hardware side as text lines with tab-separated fields (names never hold tabs):
  *   D name int float   device knob      N node variant    node choice (variant may be empty)
  *   K name int float   knob of the last node               F allow_host_fallback */
@@ -90,7 +88,8 @@ static int32_t xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *err)
       l.activations = (int32_t)strtol(f[5], NULL, 10);
       l.prune = strtod(f[6], NULL);
       if (line[0] == 'L') c->defaults = l;
-      else rc = mi_xf_config_set_layer(c, line[0] == 'O' ? 1 : 0, f[1], &l, err);
+      else
+        rc = mi_xf_config_set_layer(c, line[0] == 'O' ? 1 : 0, f[1], &l, err);
     } else {
       rc = mi_errorf(err, MI_ERR_PARSE, "worker: bad transform line '%.40s'", line);
     }
@@ -98,10 +97,10 @@ static int32_t xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *err)
 done:
   free(copy);
   if (rc) mi_xf_config_destroy(c);
-  else *out = c;
+  else
+    *out = c;
   return rc;
 }
-
 
 int32_t mi__config_hw_parse(char *text, hw_parsed_t *h, mi_error_t *err) {
   size_t lines = 1;
@@ -158,7 +157,7 @@ void mi__config_hw_free(hw_parsed_t *h) {
 #define HAS_FIELD(c, f) ((c)->struct_size >= offsetof(mi_worker_config_t, f) + sizeof((c)->f))
 
 char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options_t *mo,
-                            int check, size_t *len, mi_error_t *err) {
+                         int check, size_t *len, mi_error_t *err) {
   const char *texts[T_COUNT];
   char *hw = NULL, *xf = NULL, *payload = NULL;
   size_t total = sizeof(cjob_t), at = sizeof(cjob_t);
@@ -223,10 +222,9 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
 
 /* ---------------------------------------------------------------- the worker's side */
 
-
 /* Reads one configuration job: *job, and t[] pointing at its texts inside `payload`. */
 int32_t mi__config_job_parse(const void *payload, size_t n, cjob_t *job, const char **t,
-                         mi_error_t *err) {
+                             mi_error_t *err) {
   size_t at = sizeof *job;
   if (n < sizeof *job) return mi_errorf(err, MI_ERR_INTERNAL, "worker: short configuration job");
   memcpy(job, payload, sizeof *job);
@@ -272,7 +270,7 @@ static int32_t fixed_inputs(mi_graph_t *g, const char *text, mi_array_t **fixed,
 /* The original model and its samples, loaded once per (model, inputs, fixed inputs,
  * calibration, seed). */
 int32_t mi__config_cached_model(mi__config_cache_t *c, const cjob_t *job, const char *const *t,
-                            mi_error_t *err) {
+                                mi_error_t *err) {
   char key[sizeof c->key];
   mi_xf_samples_t *smp = NULL;
   mi_array_t **fixed = NULL;
@@ -306,7 +304,7 @@ fail:
 /* The model-side transform of `text` applied to the cached model: *xg, or NULL (and *xc NULL)
  * when the text is empty and the model runs as it is. */
 int32_t mi__config_apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache,
-                        const char *text, mi_xf_config_t **xc, mi_graph_t **xg, mi_error_t *err) {
+                            const char *text, mi_xf_config_t **xc, mi_graph_t **xg, mi_error_t *err) {
   mi_variant_desc_t *vars = NULL;
   uint32_t nvar = 0;
   mi_xf_apply_opts_t ao;
@@ -432,4 +430,3 @@ fail:
   mi_profile_destroy(prof); /* a failure after the timing (the accuracy, the check) */
   mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
 }
-

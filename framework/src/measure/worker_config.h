@@ -8,7 +8,13 @@
 #include "metainfer/mi_measure.h"
 #include "metainfer/mi_transform.h"
 
-enum { T_MODEL, T_INPUTS, T_XF, T_HW, T_CALIB, T_FIXED, T_COUNT };
+enum { T_MODEL,
+       T_INPUTS,
+       T_XF,
+       T_HW,
+       T_CALIB,
+       T_FIXED,
+       T_COUNT };
 
 /* The job as sent: this header, then T_COUNT texts, each NUL-terminated, lengths included. */
 typedef struct cjob {

@@ -74,7 +74,8 @@ static int watch_child(int fd, double timeout, watch_t *w) {
 /* "plugin 'x' " or "", for the parent's message. */
 static void whose(const watch_t *w, char *out, size_t cap) {
   if (w->plugin[0]) snprintf(out, cap, "plugin '%s' ", w->plugin);
-  else snprintf(out, cap, "%s", "");
+  else
+    snprintf(out, cap, "%s", "");
 }
 
 MI_API int32_t mi_guard_begin(double step_timeout_s, mi_guard_t **child, int *status,

@@ -253,5 +253,6 @@ done:
   for (int32_t c = 0; pc && c < count; c++) prepared_free(&pc[c]);
   free(pc);
   if (rc == MI_OK) mi__worker_reply(fd, MI__REPLY_INTERLEAVE, &rep, sizeof rep, NULL, 0);
-  else mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
+  else
+    mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
 }

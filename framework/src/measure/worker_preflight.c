@@ -291,9 +291,12 @@ int mi__worker_preflight_main(int argc, char **argv) {
   long parent;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--preflight") == 0) manifest = argv[i + 1];
-    else if (strcmp(argv[i], "--fd") == 0) fd_s = argv[i + 1];
-    else if (strcmp(argv[i], "--parent") == 0) parent_s = argv[i + 1];
-    else if (strcmp(argv[i], "--snapshot") == 0) snap_s = argv[i + 1];
+    else if (strcmp(argv[i], "--fd") == 0)
+      fd_s = argv[i + 1];
+    else if (strcmp(argv[i], "--parent") == 0)
+      parent_s = argv[i + 1];
+    else if (strcmp(argv[i], "--snapshot") == 0)
+      snap_s = argv[i + 1];
   }
   if (!manifest || !fd_s || !parent_s || argc != (snap_s ? 9 : 7)) {
     fputs("mi-worker: started by a host's preflight, not by hand\n", stderr);
@@ -305,7 +308,8 @@ int mi__worker_preflight_main(int argc, char **argv) {
   if ((long)getppid() != parent) return 0;
   snprintf(dir, sizeof dir, "%s", manifest);
   if ((slash = strrchr(dir, '/'))) slash[slash == dir] = '\0';
-  else snprintf(dir, sizeof dir, ".");
+  else
+    snprintf(dir, sizeof dir, ".");
   if (!(r = mi_registry_create())) return 3;
   mi_registry_set_preflight(r, only_manifest, (void *)manifest);
   mi__registry_set_stage_fd(r, fd);

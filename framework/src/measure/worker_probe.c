@@ -10,7 +10,11 @@
 #include "exec/exec.h"
 #include "measure/measure_internal.h"
 
-enum { P_MODEL, P_INPUTS, P_OP, P_VARIANT, P_COUNT };
+enum { P_MODEL,
+       P_INPUTS,
+       P_OP,
+       P_VARIANT,
+       P_COUNT };
 
 /* The job as sent: this header, then P_COUNT NUL-terminated texts. */
 typedef struct pjob {
@@ -55,10 +59,10 @@ MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char
  * job (the plugin declared them in fields of 64 bytes). */
 typedef struct cjob {
   int32_t has_variant, count;
-  char variant[sizeof ((mi_variant_desc_t *)0)->id];
+  char variant[sizeof((mi_variant_desc_t *)0)->id];
 } cjob_t;
 typedef struct cknob {
-  char name[sizeof ((mi_knob_desc_t *)0)->name];
+  char name[sizeof((mi_knob_desc_t *)0)->name];
   int64_t i;
   double f;
 } cknob_t;

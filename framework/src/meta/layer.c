@@ -5,10 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
 #include "meta_internal.h"
+#include "metainfer/mi.h"
 
-enum { STATIC_COLS = 12, FP_COLS = MI_META_DESC_SIZE - MI_META_FP_OFFSET, MAX_LABELS = 48, MAX_KEYS = 64 };
+enum { STATIC_COLS = 12,
+       FP_COLS = MI_META_DESC_SIZE - MI_META_FP_OFFSET,
+       MAX_LABELS = 48,
+       MAX_KEYS = 64 };
 
 /* One configuration key shared across models: a node dimension by its suffix ("variant",
  * "knob.tile", "precision") or a device dimension by its name. */
@@ -291,8 +294,8 @@ done:
 typedef struct {
   const mi_space_t *s;
   int32_t D;
-  int32_t *node;   /* D: the dimension's node, -1 device scope, -2 not encoded */
-  int32_t *off;    /* D + 1: where each dimension's values start in col/val */
+  int32_t *node; /* D: the dimension's node, -1 device scope, -2 not encoded */
+  int32_t *off;  /* D + 1: where each dimension's values start in col/val */
   int32_t *col;
   double *val;
 } plan_t;
@@ -325,7 +328,8 @@ static int plan_build(const vocab_t *v, const mi_space_t *s, plan_t *p) {
     const char *key = dim_key(mi_space_dim_name(s, d), &device);
     int32_t at = find_key(v, key, device);
     p->off[d] = tot;
-    p->node[d] = at < 0 ? -2 : device ? -1 : mi_space_dim_node(s, d);
+    p->node[d] = at < 0 ? -2 : device ? -1
+                                      : mi_space_dim_node(s, d);
     for (int32_t i = 0; i < mi_space_dim_size(s, d); i++, tot++) {
       const char *l = mi_space_dim_label(s, d, i);
       const lkey_t *k = at >= 0 ? &v->k[at] : NULL;
@@ -371,14 +375,14 @@ static void encode_fast(const vocab_t *v, const plan_t *p, const int32_t *pt, in
 struct mi__layer_model {
   vocab_t v;
   mi_surrogate_t *m;
-  const mi_graph_t *g;                 /* the graph `by` belongs to */
+  const mi_graph_t *g; /* the graph `by` belongs to */
   mi_layer_features_t *ls;
   const mi_layer_features_t **by;
-  plan_t plan;                         /* the target space's encoding */
-  uint64_t *mkey;                      /* the memo of predicted rows (row_key) */
+  plan_t plan;    /* the target space's encoding */
+  uint64_t *mkey; /* the memo of predicted rows (row_key) */
   double *mval;
   int32_t mcap, mn;
-  uint64_t salt;                       /* the descriptor the memo belongs to */
+  uint64_t salt; /* the descriptor the memo belongs to */
 };
 
 int32_t mi__layer_model_fit(const mi_space_t *s, const mi_meta_layer_task_t *tasks, int32_t count,

@@ -7,13 +7,13 @@
 /* A source task re-expressed in the target's space: its best points mapped, a model per
  * objective fitted on its standardised log objectives. */
 typedef struct mi__source {
-  int32_t task;                 /* index in options.sources */
+  int32_t task; /* index in options.sources */
   int32_t count;
-  double *X;                    /* count x F features of the mapped points */
-  double *Y;                    /* count x m standardised log objectives (NaN: missing) */
+  double *X; /* count x F features of the mapped points */
+  double *Y; /* count x m standardised log objectives (NaN: missing) */
   mi_surrogate_t *model[MI_OBJ_COUNT];
   double weight[MI_OBJ_COUNT];
-  double ysd[MI_OBJ_COUNT];     /* spread (sd) of the source's log objectives: its model's unit */
+  double ysd[MI_OBJ_COUNT]; /* spread (sd) of the source's log objectives: its model's unit */
 } mi__source_t;
 
 /* The least Spearman correlation between a source's predictions and the target's own
@@ -35,16 +35,16 @@ typedef struct mi__meta {
   mi_surrogate_t *model[MI_OBJ_COUNT];
   double ymu[MI_OBJ_COUNT], ysd[MI_OBJ_COUNT];
   double target_weight[MI_OBJ_COUNT];
-  int32_t sources_off;          /* cold fallback */
+  int32_t sources_off; /* cold fallback */
   /* Trials left out of the target model: warm-start points of a history the check caught
    * misleading (strategy.c), so the search after it is the cold search. */
   int32_t excluded[64], excluded_count;
   /* The cold design: its random points so far and the attempts to draw them (strategy.c). */
   int32_t design_count, design_tries;
-  int32_t moves_next, moves_done;  /* the design's one-factor moves (strategy_design.c) */
-  double radius;                /* trust region: share of dimensions allowed to differ */
-  int32_t *center;              /* trust-region centre (best point so far) */
-  double *feat;                 /* scratch: F per candidate */
+  int32_t moves_next, moves_done; /* the design's one-factor moves (strategy_design.c) */
+  double radius;                  /* trust region: share of dimensions allowed to differ */
+  int32_t *center;                /* trust-region centre (best point so far) */
+  double *feat;                   /* scratch: F per candidate */
   /* The per-layer base model (strategy_layer.c): fitted once on the sources' per-layer rows,
    * summed over the target's layers, calibrated on the target's first objective by least squares
    * (measured ~ la * summed + lb, floored at lfloor; the residual sd lsd on the standardised log
@@ -54,8 +54,8 @@ typedef struct mi__meta {
   int32_t lrows, lsources;
   double la, lb, lfloor, lsd, lweight;
   int lcal;
-  uint8_t *luse;                /* target nodes summed (graph node_count) */
-  double *tls;                  /* per trial, the evaluator's per-layer seconds (N each) */
+  uint8_t *luse; /* target nodes summed (graph node_count) */
+  double *tls;   /* per trial, the evaluator's per-layer seconds (N each) */
   int32_t tls_cap, ltrials;
 } mi__meta_t;
 

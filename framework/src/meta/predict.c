@@ -17,7 +17,8 @@ int32_t mi_meta_predict_points(const mi_space_t *s, const mi_search_options_t *s
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "meta predict: points, queries and an objective are required");
   memset(&st, 0, sizeof st);
   if (mo) st.mo = *mo;
-  else mi_meta_options_default(&st.mo);
+  else
+    mi_meta_options_default(&st.mo);
   st.s = s;
   st.so = so;
   st.D = mi_space_dim_count(s);

@@ -66,7 +66,8 @@ static double gauss(mi_rng_t *r) {
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y ? 1 : 0;
+  return x < y ? -1 : x > y ? 1
+                            : 0;
 }
 
 void mi_meta_rgpe_weights(const double *pred_mean, const double *pred_std, int32_t model_count,

@@ -36,7 +36,8 @@ int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt) {
     int32_t *def = malloc((size_t)st->D * sizeof *def + 1);
     if (!def) return MI_ERR_OUT_OF_MEMORY;
     if (st->mo.fixed) memcpy(def, st->mo.fixed, (size_t)st->D * sizeof *def);
-    else mi_space_default(st->s, def);
+    else
+      mi_space_default(st->s, def);
     for (int32_t d = 0; d < st->D; d++)
       if (st->mo.frozen[d]) pt[d] = def[d];
     free(def);

@@ -10,7 +10,8 @@
 
 /* Sources whose rows train it (nearest first) and configurations per source (rows come best
  * first from mi-host tune's history): bounds the fit's cost. */
-enum { LAYER_SOURCES = 8, LAYER_ROWS_PER_SOURCE = 128 };
+enum { LAYER_SOURCES = 8,
+       LAYER_ROWS_PER_SOURCE = 128 };
 
 /* The least spread of its draws for the RGPE weights (standardised log scale): the residual of
  * an in-sample calibration is optimistic. */

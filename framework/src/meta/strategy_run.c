@@ -160,7 +160,8 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "meta search: a space, an evaluator and 1..%d objectives are required", MI_OBJ_COUNT);
   memset(&st, 0, sizeof st);
   if (mo) st.mo = *mo;
-  else mi_meta_options_default(&st.mo);
+  else
+    mi_meta_options_default(&st.mo);
   if (!st.mo.frozen) st.mo.frozen = so->frozen;
   if (st.mo.batch < 1) st.mo.batch = 8;
   if (st.mo.batch > 64) st.mo.batch = 64;

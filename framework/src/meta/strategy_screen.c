@@ -6,10 +6,12 @@
 
 #include "meta/meta_internal.h"
 
-enum { POP = 128, ARCHIVE = 4096, PER_GEN = 6 };
+enum { POP = 128,
+       ARCHIVE = 4096,
+       PER_GEN = 6 };
 
 typedef struct {
-  int32_t *pts;    /* n x D */
+  int32_t *pts; /* n x D */
   uint64_t *hash;
   double *mu, *sd; /* n x m */
   int32_t n;

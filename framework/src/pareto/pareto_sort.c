@@ -158,7 +158,10 @@ int32_t mi_pareto_pick(const double *obj, int32_t n, int32_t m, const double *vi
     }
     for (int32_t k = 0; k < order_count; k++) {
       double a = obj[(size_t)i * m + order[k]], c = obj[(size_t)best * m + order[k]];
-      if (a < c) { better = 1; break; }
+      if (a < c) {
+        better = 1;
+        break;
+      }
       if (a > c) break;
     }
     if (better) best = i;

@@ -72,7 +72,10 @@ MI_API int32_t mi_plugin_device_info(const mi_plugin_t *p, uint32_t device, mi_d
 /* The shape every array query shares: count, then one call per element into a zeroed struct
  * whose size the host sets. `check` validates one element. */
 typedef int32_t (*count_fn)(mi_plugin_ctx_t *, uint32_t, uint32_t *, mi_error_t *);
-typedef enum desc_kind { DESC_KNOB, DESC_VARIANT, DESC_COUNTER, DESC_CONSTRAINT } desc_kind;
+typedef enum desc_kind { DESC_KNOB,
+                         DESC_VARIANT,
+                         DESC_COUNTER,
+                         DESC_CONSTRAINT } desc_kind;
 typedef int32_t (*check_fn)(const mi_plugin_t *p, uint32_t device, uint32_t index, void *elem,
                             const void *all, mi_error_t *err);
 
@@ -80,20 +83,20 @@ typedef int32_t (*check_fn)(const mi_plugin_t *p, uint32_t device, uint32_t inde
 static int32_t call_desc(const mi_plugin_t *p, desc_kind kind, uint32_t device, uint32_t i,
                          void *elem, mi_error_t *perr) {
   switch (kind) {
-    case DESC_KNOB: return p->api.knob_desc(p->ctx, device, i, elem, perr);
-    case DESC_VARIANT: return p->api.variant_desc(p->ctx, device, i, elem, perr);
-    case DESC_COUNTER: return p->api.counter_desc(p->ctx, device, i, elem, perr);
-    case DESC_CONSTRAINT: return p->api.constraint_desc(p->ctx, device, i, elem, perr);
+  case DESC_KNOB: return p->api.knob_desc(p->ctx, device, i, elem, perr);
+  case DESC_VARIANT: return p->api.variant_desc(p->ctx, device, i, elem, perr);
+  case DESC_COUNTER: return p->api.counter_desc(p->ctx, device, i, elem, perr);
+  case DESC_CONSTRAINT: return p->api.constraint_desc(p->ctx, device, i, elem, perr);
   }
   return MI_ERR_INTERNAL;
 }
 
 static int32_t has_desc(const mi_plugin_t *p, desc_kind kind) {
   switch (kind) {
-    case DESC_KNOB: return p->api.knob_desc != NULL;
-    case DESC_VARIANT: return p->api.variant_desc != NULL;
-    case DESC_COUNTER: return p->api.counter_desc != NULL;
-    case DESC_CONSTRAINT: return p->api.constraint_desc != NULL;
+  case DESC_KNOB: return p->api.knob_desc != NULL;
+  case DESC_VARIANT: return p->api.variant_desc != NULL;
+  case DESC_COUNTER: return p->api.counter_desc != NULL;
+  case DESC_CONSTRAINT: return p->api.constraint_desc != NULL;
   }
   return 0;
 }
@@ -178,50 +181,50 @@ static int32_t check_knob(const mi_plugin_t *p, uint32_t device, uint32_t index,
   if (k->mutability < MI_KNOB_AT_PREPARE || k->mutability > MI_KNOB_AT_INIT)
     return BAD("%s: knob '%s' has unknown mutability %d", p->name, k->name, k->mutability);
   switch (k->type) {
-    case MI_KNOB_INT:
-      if (k->value_count > MI_KNOB_MAX_VALUES)
-        return BAD("%s: knob '%s' lists %u values (at most %d)", p->name, k->name, k->value_count,
-                   MI_KNOB_MAX_VALUES);
-      if (k->value_count > 0) {
-        for (i = 0; i < k->value_count; i++)
-          if (k->values[i] == k->default_int) return MI_OK;
-        return BAD("%s: knob '%s' default %lld is not one of its values", p->name, k->name,
-                   (long long)k->default_int);
-      }
-      if (k->min > k->max)
-        return BAD("%s: knob '%s' has min %lld > max %lld", p->name, k->name, (long long)k->min,
-                   (long long)k->max);
-      if (k->step < 1) return BAD("%s: knob '%s' has step %lld < 1", p->name, k->name,
-                                  (long long)k->step);
-      if (k->default_int < k->min || k->default_int > k->max ||
-          ((uint64_t)k->default_int - (uint64_t)k->min) % (uint64_t)k->step != 0) /* no overflow */
-        return BAD("%s: knob '%s' default %lld outside its domain [%lld,%lld] step %lld", p->name,
-                   k->name, (long long)k->default_int, (long long)k->min, (long long)k->max,
-                   (long long)k->step);
-      return MI_OK;
-    case MI_KNOB_FLOAT:
-      if (!isfinite(k->fmin) || !isfinite(k->fmax) || k->fmin > k->fmax)
-        return BAD("%s: knob '%s' has a bad range [%g,%g]", p->name, k->name, k->fmin, k->fmax);
-      if (!(k->default_float >= k->fmin && k->default_float <= k->fmax))
-        return BAD("%s: knob '%s' default %g outside its domain [%g,%g]", p->name, k->name,
-                   k->default_float, k->fmin, k->fmax);
-      return MI_OK;
-    case MI_KNOB_BOOL:
-      if (k->default_int != 0 && k->default_int != 1)
-        return BAD("%s: knob '%s' default %lld is not a bool", p->name, k->name,
-                   (long long)k->default_int);
-      return MI_OK;
-    case MI_KNOB_ENUM: {
-      int64_t n = enum_choices(k->choices);
-      if (n == 0) return BAD("%s: knob '%s' has malformed choices '%s'", p->name, k->name,
-                             k->choices);
-      if (k->default_int < 0 || k->default_int >= n)
-        return BAD("%s: knob '%s' default index %lld outside its %lld choices", p->name, k->name,
-                   (long long)k->default_int, (long long)n);
-      return MI_OK;
+  case MI_KNOB_INT:
+    if (k->value_count > MI_KNOB_MAX_VALUES)
+      return BAD("%s: knob '%s' lists %u values (at most %d)", p->name, k->name, k->value_count,
+                 MI_KNOB_MAX_VALUES);
+    if (k->value_count > 0) {
+      for (i = 0; i < k->value_count; i++)
+        if (k->values[i] == k->default_int) return MI_OK;
+      return BAD("%s: knob '%s' default %lld is not one of its values", p->name, k->name,
+                 (long long)k->default_int);
     }
-    default:
-      return BAD("%s: knob '%s' has unknown type %d", p->name, k->name, k->type);
+    if (k->min > k->max)
+      return BAD("%s: knob '%s' has min %lld > max %lld", p->name, k->name, (long long)k->min,
+                 (long long)k->max);
+    if (k->step < 1) return BAD("%s: knob '%s' has step %lld < 1", p->name, k->name,
+                                (long long)k->step);
+    if (k->default_int < k->min || k->default_int > k->max ||
+        ((uint64_t)k->default_int - (uint64_t)k->min) % (uint64_t)k->step != 0) /* no overflow */
+      return BAD("%s: knob '%s' default %lld outside its domain [%lld,%lld] step %lld", p->name,
+                 k->name, (long long)k->default_int, (long long)k->min, (long long)k->max,
+                 (long long)k->step);
+    return MI_OK;
+  case MI_KNOB_FLOAT:
+    if (!isfinite(k->fmin) || !isfinite(k->fmax) || k->fmin > k->fmax)
+      return BAD("%s: knob '%s' has a bad range [%g,%g]", p->name, k->name, k->fmin, k->fmax);
+    if (!(k->default_float >= k->fmin && k->default_float <= k->fmax))
+      return BAD("%s: knob '%s' default %g outside its domain [%g,%g]", p->name, k->name,
+                 k->default_float, k->fmin, k->fmax);
+    return MI_OK;
+  case MI_KNOB_BOOL:
+    if (k->default_int != 0 && k->default_int != 1)
+      return BAD("%s: knob '%s' default %lld is not a bool", p->name, k->name,
+                 (long long)k->default_int);
+    return MI_OK;
+  case MI_KNOB_ENUM: {
+    int64_t n = enum_choices(k->choices);
+    if (n == 0) return BAD("%s: knob '%s' has malformed choices '%s'", p->name, k->name,
+                           k->choices);
+    if (k->default_int < 0 || k->default_int >= n)
+      return BAD("%s: knob '%s' default index %lld outside its %lld choices", p->name, k->name,
+                 (long long)k->default_int, (long long)n);
+    return MI_OK;
+  }
+  default:
+    return BAD("%s: knob '%s' has unknown type %d", p->name, k->name, k->type);
   }
 }
 

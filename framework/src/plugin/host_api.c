@@ -32,9 +32,9 @@ void mi__loader_trace(int debug, const char *fmt, ...) {
  * released table goes on `dead`, reachable, about 64 bytes per load. */
 #define MAX_LIVE 1024
 typedef struct host_table {
-  mi_host_api_t api;          /* what the plugin holds; api.host_ctx is this node */
-  mi__plugin_entry_t *entry;  /* NULL once released */
-  struct host_table *next;    /* on the dead list */
+  mi_host_api_t api;         /* what the plugin holds; api.host_ctx is this node */
+  mi__plugin_entry_t *entry; /* NULL once released */
+  struct host_table *next;   /* on the dead list */
 } host_table_t;
 
 static struct {
@@ -85,11 +85,15 @@ static const mi__plugin_entry_t *handle_check(void *host_ctx, const char *servic
   g_handles.refused += !found && !stale;
   pthread_mutex_unlock(&g_handles.lock);
   if (!found && !stale)
-    fprintf(stderr, "mi-host: a plugin called host service '%s' with handle %p, which the host "
-            "never gave out: call refused\n", service, host_ctx);
+    fprintf(stderr,
+            "mi-host: a plugin called host service '%s' with handle %p, which the host "
+            "never gave out: call refused\n",
+            service, host_ctx);
   else if (first_stale)
-    fprintf(stderr, "mi-host: a plugin called host service '%s' with handle %p after the host "
-            "took it back (a thread left running after unload?): call refused\n", service,
+    fprintf(stderr,
+            "mi-host: a plugin called host service '%s' with handle %p after the host "
+            "took it back (a thread left running after unload?): call refused\n",
+            service,
             host_ctx);
   return found;
 }

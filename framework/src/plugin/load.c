@@ -21,12 +21,24 @@ typedef struct required_fn {
   size_t offset;
 } required_fn_t;
 
-#define REQ(f) {#f, offsetof(mi_plugin_api_t, f)}
+#define REQ(f) \
+  { #f, offsetof(mi_plugin_api_t, f) }
 static const required_fn_t k_required[] = {
-    REQ(create),       REQ(destroy),        REQ(device_count),  REQ(device_info),
-    REQ(knob_count),   REQ(knob_desc),      REQ(variant_count), REQ(variant_desc),
-    REQ(buffer_alloc), REQ(buffer_write),   REQ(buffer_read),   REQ(buffer_free),
-    REQ(kernel_prepare), REQ(kernel_run),   REQ(kernel_release),
+    REQ(create),
+    REQ(destroy),
+    REQ(device_count),
+    REQ(device_info),
+    REQ(knob_count),
+    REQ(knob_desc),
+    REQ(variant_count),
+    REQ(variant_desc),
+    REQ(buffer_alloc),
+    REQ(buffer_write),
+    REQ(buffer_read),
+    REQ(buffer_free),
+    REQ(kernel_prepare),
+    REQ(kernel_run),
+    REQ(kernel_release),
 };
 #undef REQ
 

@@ -102,7 +102,8 @@ int32_t mi__manifest_parse(const void *buf, size_t size, const char *what, mi__m
   }
   if (!m->name || !m->library || m->abi_major < 0) {
     rc = mi_errorf(err, MI_ERR_PARSE, "%s: missing key '%s'", what,
-                   !m->name ? "name" : !m->library ? "library" : "abi_major");
+                   !m->name ? "name" : !m->library ? "library"
+                                                   : "abi_major");
     goto done;
   }
 

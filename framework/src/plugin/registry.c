@@ -24,7 +24,7 @@ struct mi_registry {
   int debug;
   mi_registry_preflight_fn preflight;
   void *preflight_ctx;
-  int stage_fd; /* mi__registry_set_stage_fd: a preflight child's report */
+  int stage_fd;                     /* mi__registry_set_stage_fd: a preflight child's report */
   mi_registry_describe_fn describe; /* mi_registry_set_isolated */
   void *describe_ctx;
 };

@@ -131,20 +131,20 @@ static int32_t s_device_info(mi_plugin_ctx_t *c, uint32_t d, mi_device_desc_t *o
 }
 
 /* One count and one element function per kind, served from the snapshot. */
-#define SNAP_ARRAY(kind, type, field, nfield)                                                   \
-  static int32_t s_##kind##_count(mi_plugin_ctx_t *c, uint32_t d, uint32_t *n,               \
-                                  mi_error_t *err) {                                         \
-    if (no_dev(c, d, err)) return MI_ERR_INVALID_ARGUMENT;                                   \
-    *n = c->dev[d].nfield;                                                                   \
-    return MI_OK;                                                                            \
-  }                                                                                          \
-  static int32_t s_##kind##_desc(mi_plugin_ctx_t *c, uint32_t d, uint32_t i, type *out,      \
-                                 mi_error_t *err) {                                          \
-    if (no_dev(c, d, err)) return MI_ERR_INVALID_ARGUMENT;                                   \
-    if (i >= c->dev[d].nfield)                                                               \
-      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "no %s %u", #kind, (unsigned)i);        \
-    memcpy(out, &c->dev[d].field[i], sizeof *out);                                           \
-    return MI_OK;                                                                            \
+#define SNAP_ARRAY(kind, type, field, nfield)                                           \
+  static int32_t s_##kind##_count(mi_plugin_ctx_t *c, uint32_t d, uint32_t *n,          \
+                                  mi_error_t *err) {                                    \
+    if (no_dev(c, d, err)) return MI_ERR_INVALID_ARGUMENT;                              \
+    *n = c->dev[d].nfield;                                                              \
+    return MI_OK;                                                                       \
+  }                                                                                     \
+  static int32_t s_##kind##_desc(mi_plugin_ctx_t *c, uint32_t d, uint32_t i, type *out, \
+                                 mi_error_t *err) {                                     \
+    if (no_dev(c, d, err)) return MI_ERR_INVALID_ARGUMENT;                              \
+    if (i >= c->dev[d].nfield)                                                          \
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "no %s %u", #kind, (unsigned)i);   \
+    memcpy(out, &c->dev[d].field[i], sizeof *out);                                      \
+    return MI_OK;                                                                       \
   }
 SNAP_ARRAY(knob, mi_knob_desc_t, knobs, nk)
 SNAP_ARRAY(variant, mi_variant_desc_t, variants, nv)
@@ -229,7 +229,8 @@ int32_t mi__plugin_from_snapshot(const char *manifest_path, const void *snapshot
   *out = NULL;
   if (take(buf, size, &at, head, sizeof head) || head[0] != SNAP_MAGIC || head[1] != snap_tag() ||
       head[5] > MI__MAX_DEVICES)
-    return mi_errorf(err, MI_ERR_ABI, "refused: its description from isolation is malformed "
+    return mi_errorf(err, MI_ERR_ABI,
+                     "refused: its description from isolation is malformed "
                      "(or from another build)");
   if (!(e = calloc(1, sizeof *e)) || !(c = calloc(1, sizeof *c))) {
     free(e);

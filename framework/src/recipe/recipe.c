@@ -240,8 +240,10 @@ static int32_t parse_budget(ctx_t *c, const yaml_node_t *n) {
     const char *ks = scalar(k) ? scalar(k) : "";
     int32_t rc;
     if (!strcmp(ks, "measurements")) rc = get_int(c, v, "budget.measurements", 0, &c->r->budget_measurements);
-    else if (!strcmp(ks, "seconds")) rc = get_number(c, v, "budget.seconds", &c->r->budget_seconds);
-    else rc = at(c, k, MI_ERR_PARSE, "unknown key 'budget.%s' (known: measurements, seconds)", ks);
+    else if (!strcmp(ks, "seconds"))
+      rc = get_number(c, v, "budget.seconds", &c->r->budget_seconds);
+    else
+      rc = at(c, k, MI_ERR_PARSE, "unknown key 'budget.%s' (known: measurements, seconds)", ks);
     if (rc != MI_OK) return rc;
   }
   return MI_OK;
@@ -332,10 +334,10 @@ static int32_t unique_keys(ctx_t *c, const yaml_node_t *n, unsigned char *seen) 
   } else if (n->type == YAML_MAPPING_NODE) {
     const yaml_node_t *first, *again;
     switch (mi__yaml_repeated_key(c->doc, n, &first, &again)) {
-      case 0: break;
-      case 1: return at(c, again, MI_ERR_PARSE, "key '%s' given twice (first at line %d)",
-                        scalar(again), (int)first->start_mark.line + 1);
-      default: return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
+    case 0: break;
+    case 1: return at(c, again, MI_ERR_PARSE, "key '%s' given twice (first at line %d)",
+                      scalar(again), (int)first->start_mark.line + 1);
+    default: return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
     }
     for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
       int32_t rc = unique_keys(c, yaml_document_get_node(c->doc, p->value), seen);

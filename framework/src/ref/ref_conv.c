@@ -30,8 +30,10 @@ int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64
   int ap = mi_sdk_auto_pad_from_name(auto_pad);
   memset(w, 0, sizeof *w);
   if (nsp < 1 || nsp > 2)
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "only 1-D and 2-D spatial inputs are supported, "
-                        "got rank %d", (int)x->rank);
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED,
+                        "only 1-D and 2-D spatial inputs are supported, "
+                        "got rank %d",
+                        (int)x->rank);
   if ((rc = spatial_attr(c, "strides", nsp, 1, 1, w->stride)) != MI_OK ||
       (rc = spatial_attr(c, "dilations", nsp, 1, 1, w->dil)) != MI_OK ||
       (rc = spatial_attr(c, "pads", nsp, 2, 0, pads)) != MI_OK)
@@ -55,7 +57,8 @@ int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64
     if (w->out[d] < 1)
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
                           "the window (kernel %lld, dilation %lld) does not fit the padded input "
-                          "(%lld)", (long long)w->k[d], (long long)w->dil[d],
+                          "(%lld)",
+                          (long long)w->k[d], (long long)w->dil[d],
                           (long long)w->in[d]);
   }
   return MI_OK;
@@ -142,7 +145,8 @@ int32_t mi__ref_conv_transpose(mi__ref_call_t *c) {
     return rc;
   nsp = x->rank - 2;
   if (nsp < 1 || nsp > 2 || wt->rank != x->rank)
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "only 1-D and 2-D inputs with a weight of the "
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED,
+                        "only 1-D and 2-D inputs with a weight of the "
                         "same rank are supported");
   if ((rc = spatial_attr(c, "strides", nsp, 1, 1, stride)) != MI_OK ||
       (rc = spatial_attr(c, "dilations", nsp, 1, 1, dil)) != MI_OK ||
@@ -161,8 +165,10 @@ int32_t mi__ref_conv_transpose(mi__ref_call_t *c) {
     int64_t full = stride[d] * (in[d] - 1) + opad[d] + (k[d] - 1) * dil[d] + 1;
     int64_t want = -1;
     if (nos >= 0 && xd >= 0) want = oshape[nos - nsp + xd];
-    else if (nos >= 0) want = 1;
-    else if (strncmp(auto_pad, "SAME", 4) == 0) want = in[d] * stride[d];
+    else if (nos >= 0)
+      want = 1;
+    else if (strncmp(auto_pad, "SAME", 4) == 0)
+      want = in[d] * stride[d];
     if (want >= 0) {
       /* The pads follow from the requested size; the odd one goes where the spec says. */
       int64_t total = full - want;

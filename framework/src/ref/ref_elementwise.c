@@ -19,16 +19,33 @@ static float sigmoidf(float x) {
 }
 
 enum {
-  U_RELU, U_LEAKY, U_HSIG, U_HSWISH, U_SIGMOID, U_TANH, U_ERF, U_GELU,
-  U_SQRT, U_LOG, U_EXP, U_NEG, U_ABS, U_RECIP, U_NOT,
-  U_SIGN, U_FLOOR, U_CEIL, U_ROUND, U_SOFTPLUS
+  U_RELU,
+  U_LEAKY,
+  U_HSIG,
+  U_HSWISH,
+  U_SIGMOID,
+  U_TANH,
+  U_ERF,
+  U_GELU,
+  U_SQRT,
+  U_LOG,
+  U_EXP,
+  U_NEG,
+  U_ABS,
+  U_RECIP,
+  U_NOT,
+  U_SIGN,
+  U_FLOOR,
+  U_CEIL,
+  U_ROUND,
+  U_SOFTPLUS
 };
 
 static int unary_code(const char *op) {
   static const char *names[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
-                                "Tanh", "Erf",       "Gelu",        "Sqrt",      "Log",
-                                "Exp",  "Neg",       "Abs",         "Reciprocal", "Not",
-                                "Sign", "Floor",     "Ceil",        "Round",     "Softplus"};
+                                "Tanh", "Erf", "Gelu", "Sqrt", "Log",
+                                "Exp", "Neg", "Abs", "Reciprocal", "Not",
+                                "Sign", "Floor", "Ceil", "Round", "Softplus"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(op, names[i]) == 0) return i;
   return -1;
@@ -89,30 +106,37 @@ int32_t mi__ref_unary(mi__ref_call_t *c) {
   for (int64_t i = 0; i < n; i++) {
     float v = xp[i], r = 0;
     switch (code) {
-      case U_RELU: r = v > 0 ? v : 0; break;
-      case U_LEAKY: r = v >= 0 ? v : alpha * v; break;
-      case U_HSIG: r = fmaxf(0.0f, fminf(1.0f, alpha * v + beta)); break;
-      case U_HSWISH: r = v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f)); break;
-      case U_SIGMOID: r = sigmoidf(v); break;
-      case U_TANH: r = tanhf(v); break;
-      case U_ERF: r = erff(v); break;
-      case U_GELU:
-        if (gelu_tanh) /* sqrt(2/pi) * (x + 0.044715 x^3) */
-          r = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-        else
-          r = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
-        break;
-      case U_SQRT: r = sqrtf(v); break;
-      case U_LOG: r = logf(v); break;
-      case U_EXP: r = expf(v); break;
-      case U_NEG: r = -v; break;
-      case U_ABS: r = fabsf(v); break;
-      case U_RECIP: r = 1.0f / v; break;
-      case U_SIGN: r = v > 0 ? 1.0f : v < 0 ? -1.0f : v; /* keeps NaN and 0 */ break;
-      case U_FLOOR: r = floorf(v); break;
-      case U_CEIL: r = ceilf(v); break;
-      case U_ROUND: r = nearbyintf(v); /* halves to even, the default rounding mode */ break;
-      case U_SOFTPLUS: r = v > 20.0f ? v : log1pf(expf(v)); /* no overflow for large v */ break;
+    case U_RELU: r = v > 0 ? v : 0; break;
+    case U_LEAKY: r = v >= 0 ? v : alpha * v; break;
+    case U_HSIG: r = fmaxf(0.0f, fminf(1.0f, alpha * v + beta)); break;
+    case U_HSWISH: r = v * fmaxf(0.0f, fminf(1.0f, v / 6.0f + 0.5f)); break;
+    case U_SIGMOID: r = sigmoidf(v); break;
+    case U_TANH: r = tanhf(v); break;
+    case U_ERF: r = erff(v); break;
+    case U_GELU:
+      if (gelu_tanh) /* sqrt(2/pi) * (x + 0.044715 x^3) */
+        r = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+      else
+        r = 0.5f * v * (1.0f + erff(v * 0.7071067811865476f));
+      break;
+    case U_SQRT: r = sqrtf(v); break;
+    case U_LOG: r = logf(v); break;
+    case U_EXP: r = expf(v); break;
+    case U_NEG: r = -v; break;
+    case U_ABS: r = fabsf(v); break;
+    case U_RECIP: r = 1.0f / v; break;
+    case U_SIGN:
+      r = v > 0 ? 1.0f : v < 0 ? -1.0f
+                               : v; /* keeps NaN and 0 */
+      break;
+    case U_FLOOR: r = floorf(v); break;
+    case U_CEIL: r = ceilf(v); break;
+    case U_ROUND:
+      r = nearbyintf(v); /* halves to even, the default rounding mode */
+      break;
+    case U_SOFTPLUS:
+      r = v > 20.0f ? v : log1pf(expf(v)); /* no overflow for large v */
+      break;
     }
     yp[i] = r;
   }
@@ -161,11 +185,24 @@ static void bcast_next(const mi__ref_bcast_t *b, int32_t n, int64_t *idx, int64_
   }
 }
 
-enum { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT, OP_LE, OP_GE,
-       OP_AND, OP_OR, OP_XOR };
+enum { OP_ADD,
+       OP_SUB,
+       OP_MUL,
+       OP_DIV,
+       OP_POW,
+       OP_MAX,
+       OP_MIN,
+       OP_EQ,
+       OP_LT,
+       OP_GT,
+       OP_LE,
+       OP_GE,
+       OP_AND,
+       OP_OR,
+       OP_XOR };
 
 static int binary_code(const char *op) {
-  static const char *names[] = {"Add", "Sub", "Mul", "Div",   "Pow",
+  static const char *names[] = {"Add", "Sub", "Mul", "Div", "Pow",
                                 "Max", "Min", "Equal", "Less", "Greater",
                                 "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
@@ -175,48 +212,48 @@ static int binary_code(const char *op) {
 
 static float apply_f(int op, float a, float b) {
   switch (op) {
-    case OP_ADD: return a + b;
-    case OP_SUB: return a - b;
-    case OP_MUL: return a * b;
-    case OP_DIV: return a / b;
-    case OP_POW: return powf(a, b);
-    case OP_MAX: return (a != a || a > b) ? a : b; /* NaN propagates like ONNX Runtime */
-    case OP_MIN: return (a != a || a < b) ? a : b;
-    default: return 0;
+  case OP_ADD: return a + b;
+  case OP_SUB: return a - b;
+  case OP_MUL: return a * b;
+  case OP_DIV: return a / b;
+  case OP_POW: return powf(a, b);
+  case OP_MAX: return (a != a || a > b) ? a : b; /* NaN propagates like ONNX Runtime */
+  case OP_MIN: return (a != a || a < b) ? a : b;
+  default: return 0;
   }
 }
 
 static int64_t apply_i(int op, int64_t a, int64_t b) {
   switch (op) {
-    case OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b); /* wraps instead of UB */
-    case OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-    case OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-    case OP_DIV: return (a == INT64_MIN && b == -1) ? a : a / b;
-    case OP_MAX: return a > b ? a : b;
-    case OP_MIN: return a < b ? a : b;
-    default: return 0;
+  case OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b); /* wraps instead of UB */
+  case OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
+  case OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+  case OP_DIV: return (a == INT64_MIN && b == -1) ? a : a / b;
+  case OP_MAX: return a > b ? a : b;
+  case OP_MIN: return a < b ? a : b;
+  default: return 0;
   }
 }
 
 static int compare(int op, double a, double b) {
   switch (op) {
-    case OP_EQ: return a == b;
-    case OP_LT: return a < b;
-    case OP_GT: return a > b;
-    case OP_LE: return a <= b;
-    case OP_GE: return a >= b;
-    case OP_AND: return a != 0 && b != 0;
-    case OP_OR: return a != 0 || b != 0;
-    default: return (a != 0) != (b != 0); /* Xor */
+  case OP_EQ: return a == b;
+  case OP_LT: return a < b;
+  case OP_GT: return a > b;
+  case OP_LE: return a <= b;
+  case OP_GE: return a >= b;
+  case OP_AND: return a != 0 && b != 0;
+  case OP_OR: return a != 0 || b != 0;
+  default: return (a != 0) != (b != 0); /* Xor */
   }
 }
 
 static double load(const mi_array_t *a, int64_t i) {
   switch (a->dtype) {
-    case MI_DTYPE_FLOAT32: return ((const float *)a->data)[i];
-    case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[i];
-    case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
-    default: return ((const uint8_t *)a->data)[i];
+  case MI_DTYPE_FLOAT32: return ((const float *)a->data)[i];
+  case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[i];
+  case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
+  default: return ((const uint8_t *)a->data)[i];
   }
 }
 
@@ -287,7 +324,8 @@ int32_t mi__ref_binary(mi__ref_call_t *c) {
 /* Max, Min, Sum, Mean: any number of inputs, folded left to right with broadcasting. */
 int32_t mi__ref_variadic(mi__ref_call_t *c) {
   const char *op = c->node->op_type;
-  int code = strcmp(op, "Max") == 0 ? OP_MAX : strcmp(op, "Min") == 0 ? OP_MIN : OP_ADD;
+  int code = strcmp(op, "Max") == 0 ? OP_MAX : strcmp(op, "Min") == 0 ? OP_MIN
+                                                                      : OP_ADD;
   mi_array_t *acc = NULL, *next;
   const mi_array_t *a;
   int32_t rc;

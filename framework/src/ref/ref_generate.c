@@ -59,13 +59,14 @@ int32_t mi__ref_constant_of_shape(mi__ref_call_t *c) {
   int64_t n = mi_array_numel(y);
   for (int64_t i = 0; i < n; i++) {
     switch (dtype) {
-      case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = v->type == MI_ATTR_FLOAT ? v->f : (float)v->i; break;
-      case MI_DTYPE_INT64: ((int64_t *)y->data)[i] = v->i; break;
-      case MI_DTYPE_INT32: ((int32_t *)y->data)[i] = (int32_t)v->i; break;
-      case MI_DTYPE_INT8: ((int8_t *)y->data)[i] = (int8_t)v->i; break;
-      case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = (uint8_t)v->i; break;
-      default: return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "value dtype %s is not supported",
-                                   mi_dtype_name(dtype));
+    case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = v->type == MI_ATTR_FLOAT ? v->f : (float)v->i; break;
+    case MI_DTYPE_INT64: ((int64_t *)y->data)[i] = v->i; break;
+    case MI_DTYPE_INT32: ((int32_t *)y->data)[i] = (int32_t)v->i; break;
+    case MI_DTYPE_INT8: ((int8_t *)y->data)[i] = (int8_t)v->i; break;
+    case MI_DTYPE_UINT8:
+    case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = (uint8_t)v->i; break;
+    default: return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "value dtype %s is not supported",
+                                 mi_dtype_name(dtype));
     }
   }
   return MI_OK;
@@ -73,9 +74,9 @@ int32_t mi__ref_constant_of_shape(mi__ref_call_t *c) {
 
 static double scalar(const mi_array_t *a) {
   switch (a->dtype) {
-    case MI_DTYPE_FLOAT32: return ((const float *)a->data)[0];
-    case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[0];
-    default: return ((const int32_t *)a->data)[0];
+  case MI_DTYPE_FLOAT32: return ((const float *)a->data)[0];
+  case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[0];
+  default: return ((const int32_t *)a->data)[0];
   }
 }
 

@@ -53,14 +53,19 @@ int32_t mi__ref_gather_elements(mi__ref_call_t *c) {
   return MI_OK;
 }
 
-typedef enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN } reduction_t;
+typedef enum { RED_NONE,
+               RED_ADD,
+               RED_MUL,
+               RED_MAX,
+               RED_MIN } reduction_t;
 
 static void combine(int32_t dtype, reduction_t r, char *dst, const char *src) {
-#define COMBINE(T)                                                                  \
-  do {                                                                              \
-    T a = *(T *)dst, b = *(const T *)src;                                           \
-    *(T *)dst = r == RED_ADD ? a + b : r == RED_MUL ? a * b : r == RED_MAX ? (a > b ? a : b) \
-                                                                           : (a < b ? a : b); \
+#define COMBINE(T)                                                    \
+  do {                                                                \
+    T a = *(T *)dst, b = *(const T *)src;                             \
+    *(T *)dst = r == RED_ADD ? a + b : r == RED_MUL ? a * b           \
+                                   : r == RED_MAX   ? (a > b ? a : b) \
+                                                    : (a < b ? a : b);  \
   } while (0)
   switch (dtype) {
   case MI_DTYPE_FLOAT32: COMBINE(float); break;
@@ -83,11 +88,16 @@ int32_t mi__ref_scatter_nd(mi__ref_call_t *c) {
   const char *red = c->opset >= 16 ? mi_node_attr_string(c->node, "reduction", "none") : "none";
   reduction_t r;
   if (strcmp(red, "none") == 0) r = RED_NONE;
-  else if (strcmp(red, "add") == 0) r = RED_ADD;
-  else if (strcmp(red, "mul") == 0) r = RED_MUL;
-  else if (strcmp(red, "max") == 0 && c->opset >= 18) r = RED_MAX;
-  else if (strcmp(red, "min") == 0 && c->opset >= 18) r = RED_MIN;
-  else return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "reduction '%s' is not supported", red);
+  else if (strcmp(red, "add") == 0)
+    r = RED_ADD;
+  else if (strcmp(red, "mul") == 0)
+    r = RED_MUL;
+  else if (strcmp(red, "max") == 0 && c->opset >= 18)
+    r = RED_MAX;
+  else if (strcmp(red, "min") == 0 && c->opset >= 18)
+    r = RED_MIN;
+  else
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "reduction '%s' is not supported", red);
   if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK ||
       (rc = mi__ref_need(c, 1, MI_DTYPE_BIT(MI_DTYPE_INT64), &ind)) != MI_OK ||
       (rc = mi__ref_need(c, 2, MI_DTYPE_BIT(x->dtype), &upd)) != MI_OK)

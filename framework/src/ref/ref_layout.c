@@ -5,9 +5,9 @@
 
 static void copy_elem(char *dst, const char *src, size_t es) {
   switch (es) {
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    default: memcpy(dst, src, es); break;
+  case 4: memcpy(dst, src, 4); break;
+  case 8: memcpy(dst, src, 8); break;
+  default: memcpy(dst, src, es); break;
   }
 }
 
@@ -151,12 +151,16 @@ int32_t mi__ref_slice(mi__ref_call_t *c) {
     if (s < 0) s += dim;
     if (e < 0) e += dim;
     if (k > 0) {
-      s = s < 0 ? 0 : s > dim ? dim : s;
-      e = e < 0 ? 0 : e > dim ? dim : e;
+      s = s < 0 ? 0 : s > dim ? dim
+                              : s;
+      e = e < 0 ? 0 : e > dim ? dim
+                              : e;
       dims[a] = e > s ? (e - s + k - 1) / k : 0;
     } else {
-      s = s < 0 ? 0 : s > dim - 1 ? dim - 1 : s;
-      e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
+      s = s < 0 ? 0 : s > dim - 1 ? dim - 1
+                                  : s;
+      e = e < -1 ? -1 : e > dim - 1 ? dim - 1
+                                    : e;
       dims[a] = s > e ? (s - e + (-k) - 1) / (-k) : 0;
     }
     first[a] = s;

@@ -16,7 +16,7 @@ typedef struct mi__ref_call {
   int32_t nin;
   const mi_array_t *const *in; /* NULL for an omitted optional input */
   int32_t nout;
-  mi_array_t **out;            /* the op creates outputs[i]; the caller cleans up on failure */
+  mi_array_t **out; /* the op creates outputs[i]; the caller cleans up on failure */
   mi_error_t *err;
 } mi__ref_call_t;
 
@@ -104,16 +104,16 @@ int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64
  * op types dispatches on node->op_type. All share one signature, mi__ref_kernel_fn. */
 typedef int32_t mi__ref_kernel_fn(mi__ref_call_t *c);
 mi__ref_kernel_fn mi__ref_unary, mi__ref_binary, mi__ref_variadic, mi__ref_where,
-    mi__ref_clip;                                                   /* ref_elementwise.c */
-mi__ref_kernel_fn mi__ref_conv, mi__ref_conv_transpose;             /* ref_conv.c */
-mi__ref_kernel_fn mi__ref_pool, mi__ref_global_pool;                /* ref_pool.c */
-mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm;                     /* ref_matmul.c */
+    mi__ref_clip;                                       /* ref_elementwise.c */
+mi__ref_kernel_fn mi__ref_conv, mi__ref_conv_transpose; /* ref_conv.c */
+mi__ref_kernel_fn mi__ref_pool, mi__ref_global_pool;    /* ref_pool.c */
+mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm;         /* ref_matmul.c */
 mi__ref_kernel_fn mi__ref_batchnorm, mi__ref_layernorm, mi__ref_softmax,
-    mi__ref_instancenorm;                                           /* ref_norm.c */
-mi__ref_kernel_fn mi__ref_reduce;                                   /* ref_reduce.c */
-mi__ref_kernel_fn mi__ref_resize;                                   /* ref_resize.c */
+    mi__ref_instancenorm;         /* ref_norm.c */
+mi__ref_kernel_fn mi__ref_reduce; /* ref_reduce.c */
+mi__ref_kernel_fn mi__ref_resize; /* ref_resize.c */
 mi__ref_kernel_fn mi__ref_reshape, mi__ref_flatten, mi__ref_squeeze, mi__ref_shape, mi__ref_cast,
-    mi__ref_constant, mi__ref_identity;                             /* ref_shape.c */
+    mi__ref_constant, mi__ref_identity;                                             /* ref_shape.c */
 mi__ref_kernel_fn mi__ref_transpose, mi__ref_concat, mi__ref_slice, mi__ref_gather; /* ref_layout.c */
 mi__ref_kernel_fn mi__ref_expand, mi__ref_constant_of_shape, mi__ref_range,
     mi__ref_tile;                                                   /* ref_generate.c */
@@ -126,8 +126,8 @@ mi__ref_kernel_fn mi__ref_lstm;                                     /* ref_rnn.c
 mi__ref_kernel_fn mi__ref_einsum;                                   /* ref_einsum.c */
 mi__ref_kernel_fn mi__ref_argminmax, mi__ref_topk, mi__ref_nonzero; /* ref_select.c */
 mi__ref_kernel_fn mi__ref_split, mi__ref_trilu, mi__ref_depth_space,
-    mi__ref_cumsum;                                                 /* ref_rearrange.c */
-mi__ref_kernel_fn mi__ref_prelu, mi__ref_mod, mi__ref_isnan_isinf;  /* ref_pointwise.c */
-mi__ref_kernel_fn mi__ref_gather_elements, mi__ref_scatter_nd;      /* ref_index.c */
+    mi__ref_cumsum;                                                /* ref_rearrange.c */
+mi__ref_kernel_fn mi__ref_prelu, mi__ref_mod, mi__ref_isnan_isinf; /* ref_pointwise.c */
+mi__ref_kernel_fn mi__ref_gather_elements, mi__ref_scatter_nd;     /* ref_index.c */
 
 #endif /* MI_REF_REF_OPS_H */

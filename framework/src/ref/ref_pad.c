@@ -65,8 +65,7 @@ int32_t mi__ref_pad(mi__ref_call_t *c) {
       int64_t s = mi_sdk_pad_source(mode, idx[d], full[d], x->dims[d]);
       off = s < 0 ? -1 : off + s * st[d];
     }
-    memcpy((char *)y->data + (size_t)o * es, off < 0 ? (const void *)cval
-                                                     : (const char *)x->data + (size_t)off * es, es);
+    memcpy((char *)y->data + (size_t)o * es, off < 0 ? (const void *)cval : (const char *)x->data + (size_t)off * es, es);
     for (int32_t d = x->rank - 1; d >= 0; d--) {
       if (++idx[d] < od[d]) break;
       idx[d] = 0;

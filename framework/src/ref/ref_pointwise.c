@@ -68,7 +68,8 @@ int32_t mi__ref_mod(mi__ref_call_t *c) {
     int64_t q = is64 ? ((const int64_t *)ab[1]->data)[off[1]] : ((const int32_t *)ab[1]->data)[off[1]];
     if (q == 0) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "integer modulo by zero");
     if (is64) ((int64_t *)y->data)[i] = mod_int(p, q, fm);
-    else ((int32_t *)y->data)[i] = (int32_t)mod_int(p, q, fm);
+    else
+      ((int32_t *)y->data)[i] = (int32_t)mod_int(p, q, fm);
   }
   return MI_OK;
 }

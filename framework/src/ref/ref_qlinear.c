@@ -60,7 +60,8 @@ static int32_t dynamic_quantize(mi__ref_call_t *c) {
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input holds an infinity: no finite range");
   float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   float z0 = 0.0f - lo / scale;
-  z0 = z0 < 0.0f ? 0.0f : z0 > 255.0f ? 255.0f : z0;
+  z0 = z0 < 0.0f ? 0.0f : z0 > 255.0f ? 255.0f
+                                      : z0;
   int32_t zp = (int32_t)rintf(z0);
   if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_UINT8, x->rank, x->dims, &y)) != MI_OK) return rc;
   c->out[0] = y;
@@ -73,7 +74,8 @@ static int32_t dynamic_quantize(mi__ref_call_t *c) {
   uint8_t *yv = y->data;
   for (int64_t i = 0; i < n; i++) {
     float v = rintf(xv[i] / scale) + (float)zp;
-    yv[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f : v);
+    yv[i] = (uint8_t)(v < 0.0f ? 0.0f : v > 255.0f ? 255.0f
+                                                   : v);
   }
   return MI_OK;
 }

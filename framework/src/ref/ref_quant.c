@@ -9,8 +9,8 @@
 typedef struct qparams {
   const float *scale;
   const mi_array_t *zp;
-  int64_t count;       /* 1 = per tensor */
-  int64_t inner, dim;  /* element i belongs to channel (i / inner) % dim */
+  int64_t count;      /* 1 = per tensor */
+  int64_t inner, dim; /* element i belongs to channel (i / inner) % dim */
 } qparams_t;
 
 static int32_t read_params(mi__ref_call_t *c, const mi_array_t *x, qparams_t *q) {
@@ -44,9 +44,9 @@ static int32_t read_params(mi__ref_call_t *c, const mi_array_t *x, qparams_t *q)
 static double zp_at(const qparams_t *q, int64_t ch) {
   if (!q->zp) return 0.0;
   switch (q->zp->dtype) {
-    case MI_DTYPE_INT8: return ((const int8_t *)q->zp->data)[ch];
-    case MI_DTYPE_UINT8: return ((const uint8_t *)q->zp->data)[ch];
-    default: return ((const int32_t *)q->zp->data)[ch];
+  case MI_DTYPE_INT8: return ((const int8_t *)q->zp->data)[ch];
+  case MI_DTYPE_UINT8: return ((const uint8_t *)q->zp->data)[ch];
+  default: return ((const int32_t *)q->zp->data)[ch];
   }
 }
 
@@ -58,8 +58,10 @@ static int32_t quantize(mi__ref_call_t *c) {
   if (rc == MI_OK) rc = read_params(c, x, &q);
   if (rc != MI_OK) return rc;
   int32_t dt = q.zp ? q.zp->dtype : MI_DTYPE_UINT8;
-  double lo = dt == MI_DTYPE_INT8 ? -128.0 : dt == MI_DTYPE_UINT8 ? 0.0 : -2147483648.0;
-  double hi = dt == MI_DTYPE_INT8 ? 127.0 : dt == MI_DTYPE_UINT8 ? 255.0 : 2147483647.0;
+  double lo = dt == MI_DTYPE_INT8 ? -128.0 : dt == MI_DTYPE_UINT8 ? 0.0
+                                                                  : -2147483648.0;
+  double hi = dt == MI_DTYPE_INT8 ? 127.0 : dt == MI_DTYPE_UINT8 ? 255.0
+                                                                 : 2147483647.0;
   if ((rc = mi__ref_make_out(c, 0, dt, x->rank, x->dims, &y)) != MI_OK) return rc;
   int64_t n = mi_array_numel(x);
   const float *xv = x->data;
@@ -70,10 +72,13 @@ static int32_t quantize(mi__ref_call_t *c) {
      * a float quotient would be rounded once before rint() and could land on a tie that the
      * exact quotient does not. rint() rounds half to even in the default rounding mode. */
     double v = rint((double)xv[i] / (double)q.scale[ch]) + zp_at(&q, ch);
-    v = v < lo ? lo : v > hi ? hi : v;
+    v = v < lo ? lo : v > hi ? hi
+                             : v;
     if (dt == MI_DTYPE_INT8) ((int8_t *)y->data)[i] = (int8_t)v;
-    else if (dt == MI_DTYPE_UINT8) ((uint8_t *)y->data)[i] = (uint8_t)v;
-    else ((int32_t *)y->data)[i] = (int32_t)v;
+    else if (dt == MI_DTYPE_UINT8)
+      ((uint8_t *)y->data)[i] = (uint8_t)v;
+    else
+      ((int32_t *)y->data)[i] = (int32_t)v;
   }
   c->out[0] = y;
   return MI_OK;

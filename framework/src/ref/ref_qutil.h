@@ -12,9 +12,9 @@
 /* Element i of an INT8, UINT8 or INT32 array. */
 static inline int32_t mi__ref_code(const mi_array_t *a, int64_t i) {
   switch (a->dtype) {
-    case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
-    case MI_DTYPE_UINT8: return ((const uint8_t *)a->data)[i];
-    default: return ((const int32_t *)a->data)[i];
+  case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
+  case MI_DTYPE_UINT8: return ((const uint8_t *)a->data)[i];
+  default: return ((const int32_t *)a->data)[i];
   }
 }
 
@@ -23,9 +23,11 @@ static inline int32_t mi__ref_code(const mi_array_t *a, int64_t i) {
 static inline void mi__ref_put_code(mi_array_t *y, int64_t i, double v, int32_t zp) {
   double lo = y->dtype == MI_DTYPE_INT8 ? -128.0 : 0.0, hi = y->dtype == MI_DTYPE_INT8 ? 127.0 : 255.0;
   v = rint(v) + zp;
-  v = v < lo ? lo : v > hi ? hi : v;
+  v = v < lo ? lo : v > hi ? hi
+                           : v;
   if (y->dtype == MI_DTYPE_INT8) ((int8_t *)y->data)[i] = (int8_t)v;
-  else ((uint8_t *)y->data)[i] = (uint8_t)v;
+  else
+    ((uint8_t *)y->data)[i] = (uint8_t)v;
 }
 
 /* Per-tensor (one value) or per-channel (`count` values) scales or zero points of input k:

@@ -117,8 +117,10 @@ int32_t mi__ref_depth_space(mi__ref_call_t *c) {
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "mode '%s' (DCR or CRD)", mode);
   int64_t N = x->dims[0], C = x->dims[1], H = x->dims[2], W = x->dims[3];
   if (to_space ? C % (b * b) : (H % b || W % b))
-    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "shape [%lld,%lld,%lld,%lld] does not divide "
-                        "by blocksize %lld", (long long)N, (long long)C, (long long)H,
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
+                        "shape [%lld,%lld,%lld,%lld] does not divide "
+                        "by blocksize %lld",
+                        (long long)N, (long long)C, (long long)H,
                         (long long)W, (long long)b);
   /* Geometry of the space side: Cs channels of Hs x Ws. */
   int64_t Cs = to_space ? C / (b * b) : C, Hs = to_space ? H * b : H, Ws = to_space ? W * b : W;
@@ -178,7 +180,8 @@ int32_t mi__ref_cumsum(mi__ref_call_t *c) {
                                                  : ((const int32_t *)x->data)[e];
           if (!exclusive) si = (int64_t)((uint64_t)si + (uint64_t)v); /* wraps, no UB */
           if (x->dtype == MI_DTYPE_INT64) ((int64_t *)y->data)[e] = si;
-          else ((int32_t *)y->data)[e] = (int32_t)si;
+          else
+            ((int32_t *)y->data)[e] = (int32_t)si;
           if (exclusive) si = (int64_t)((uint64_t)si + (uint64_t)v);
         }
       }

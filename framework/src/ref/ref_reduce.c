@@ -6,7 +6,13 @@
 
 #include "ref/ref_ops.h"
 
-enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_PROD, R_L2, R_LSE };
+enum { R_SUM,
+       R_MEAN,
+       R_MAX,
+       R_MIN,
+       R_PROD,
+       R_L2,
+       R_LSE };
 
 static int reduce_code(const char *name) {
   static const char *names[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
@@ -104,8 +110,15 @@ int32_t mi__ref_reduce(mi__ref_call_t *c) {
     int64_t vi = is_float ? 0 : read_int(x, i), s = slot[i];
     switch (op) {
     /* Integer sums and products wrap like the int64 arithmetic of other runtimes. */
-    case R_SUM: case R_MEAN: accf[s] += vf; acci[s] = (int64_t)((uint64_t)acci[s] + (uint64_t)vi); break;
-    case R_PROD: accf[s] *= vf; acci[s] = (int64_t)((uint64_t)acci[s] * (uint64_t)vi); break;
+    case R_SUM:
+    case R_MEAN:
+      accf[s] += vf;
+      acci[s] = (int64_t)((uint64_t)acci[s] + (uint64_t)vi);
+      break;
+    case R_PROD:
+      accf[s] *= vf;
+      acci[s] = (int64_t)((uint64_t)acci[s] * (uint64_t)vi);
+      break;
     case R_L2: accf[s] += vf * vf; break;
     case R_LSE: accf[s] += isinf(mx[s]) ? exp(vf) : exp(vf - mx[s]); break;
     default: { /* R_MAX, R_MIN: NaN wins, like ONNX Runtime */

@@ -30,8 +30,10 @@ static int32_t read_mode(mi__ref_call_t *c, int modern, resize_mode_t *m) {
   const char *nm = mi_node_attr_string(c->node, "nearest_mode", "round_prefer_floor");
   if ((m->ct = mi_sdk_resize_ct_from_name(ct)) < 0 ||
       (m->ct == MI_SDK_CT_HALF_PIXEL_SYMMETRIC && c->opset < 19))
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "coordinate_transformation_mode='%s' is not "
-                        "supported", ct);
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED,
+                        "coordinate_transformation_mode='%s' is not "
+                        "supported",
+                        ct);
   if ((m->nearest = mi_sdk_resize_nearest_from_name(nm)) < 0)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "nearest_mode='%s' is not supported", nm);
   if (mi_node_attr_int(c->node, "antialias", 0) != 0)

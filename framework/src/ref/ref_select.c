@@ -61,7 +61,10 @@ int32_t mi__ref_argminmax(mi__ref_call_t *c) {
   return MI_OK;
 }
 
-typedef struct { double v; int64_t i; } pick_t;
+typedef struct {
+  double v;
+  int64_t i;
+} pick_t;
 
 /* Order for TopK: by value (NaN above everything), equal values by lower index first. */
 static int cmp_largest(const void *pa, const void *pb) {
@@ -135,8 +138,7 @@ int32_t mi__ref_nonzero(mi__ref_call_t *c) {
   const mi_array_t *x;
   mi_array_t *y;
   int32_t rc;
-  if ((rc = mi__ref_need(c, 0, NUMERIC | MI_DTYPE_BIT(MI_DTYPE_BOOL) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
-                                   MI_DTYPE_BIT(MI_DTYPE_INT8), &x)) != MI_OK)
+  if ((rc = mi__ref_need(c, 0, NUMERIC | MI_DTYPE_BIT(MI_DTYPE_BOOL) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT8), &x)) != MI_OK)
     return rc;
   int64_t n = mi_array_numel(x), nnz = 0, idx[MI_MAX_RANK] = {0};
   for (int64_t i = 0; i < n; i++) nnz += elem(x, i) != 0;

@@ -130,8 +130,10 @@ int32_t mi__ref_shape(mi__ref_call_t *c) {
   /* start/end are clamped, never an error. */
   if (start < 0) start += r;
   if (end < 0) end += r;
-  start = start < 0 ? 0 : start > r ? r : start;
-  end = end < 0 ? 0 : end > r ? r : end;
+  start = start < 0 ? 0 : start > r ? r
+                                    : start;
+  end = end < 0 ? 0 : end > r ? r
+                              : end;
   int64_t len = end > start ? end - start : 0;
   if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_INT64, 1, &len, &y)) != MI_OK) return rc;
   for (int64_t i = 0; i < len; i++) ((int64_t *)y->data)[i] = x->dims[start + i];
@@ -141,14 +143,14 @@ int32_t mi__ref_shape(mi__ref_call_t *c) {
 /* ONNX TensorProto.DataType codes -> ours. */
 static int32_t onnx_to_dtype(int64_t t) {
   switch (t) {
-    case 1: return MI_DTYPE_FLOAT32;
-    case 2: return MI_DTYPE_UINT8;
-    case 3: return MI_DTYPE_INT8;
-    case 6: return MI_DTYPE_INT32;
-    case 7: return MI_DTYPE_INT64;
-    case 9: return MI_DTYPE_BOOL;
-    case 10: return MI_DTYPE_FLOAT16;
-    default: return MI_DTYPE_UNDEFINED;
+  case 1: return MI_DTYPE_FLOAT32;
+  case 2: return MI_DTYPE_UINT8;
+  case 3: return MI_DTYPE_INT8;
+  case 6: return MI_DTYPE_INT32;
+  case 7: return MI_DTYPE_INT64;
+  case 9: return MI_DTYPE_BOOL;
+  case 10: return MI_DTYPE_FLOAT16;
+  default: return MI_DTYPE_UNDEFINED;
   }
 }
 
@@ -161,10 +163,10 @@ static double get_f(const mi_array_t *a, int64_t i) {
 
 static int64_t get_i(const mi_array_t *a, int64_t i) {
   switch (a->dtype) {
-    case MI_DTYPE_INT64: return ((const int64_t *)a->data)[i];
-    case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
-    case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
-    default: return ((const uint8_t *)a->data)[i]; /* uint8, bool */
+  case MI_DTYPE_INT64: return ((const int64_t *)a->data)[i];
+  case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
+  case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
+  default: return ((const uint8_t *)a->data)[i]; /* uint8, bool */
   }
 }
 
@@ -194,26 +196,26 @@ int32_t mi__ref_cast(mi__ref_call_t *c) {
     double f = fsrc ? get_f(x, i) : 0.0;
     int64_t v = fsrc ? 0 : get_i(x, i);
     switch (to) {
-      case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = fsrc ? (float)f : (float)v; break;
-      case MI_DTYPE_FLOAT16:
-        ((uint16_t *)y->data)[i] = mi__ref_float_to_half(fsrc ? (float)f : (float)v);
-        break;
-      case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = fsrc ? f != 0.0 : v != 0; break;
-      case MI_DTYPE_INT64:
-        ((int64_t *)y->data)[i] = fsrc ? trunc_clamped(f, -9.2233720368547748e18,
-                                                       9.2233720368547748e18 - 1024.0)
-                                       : v;
-        break;
-      case MI_DTYPE_INT32:
-        ((int32_t *)y->data)[i] =
-            (int32_t)(fsrc ? trunc_clamped(f, -2147483648.0, 2147483647.0) : v);
-        break;
-      case MI_DTYPE_INT8:
-        ((int8_t *)y->data)[i] = (int8_t)(fsrc ? trunc_clamped(f, -128.0, 127.0) : v);
-        break;
-      default:
-        ((uint8_t *)y->data)[i] = (uint8_t)(fsrc ? trunc_clamped(f, 0.0, 255.0) : v);
-        break;
+    case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = fsrc ? (float)f : (float)v; break;
+    case MI_DTYPE_FLOAT16:
+      ((uint16_t *)y->data)[i] = mi__ref_float_to_half(fsrc ? (float)f : (float)v);
+      break;
+    case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = fsrc ? f != 0.0 : v != 0; break;
+    case MI_DTYPE_INT64:
+      ((int64_t *)y->data)[i] = fsrc ? trunc_clamped(f, -9.2233720368547748e18,
+                                                     9.2233720368547748e18 - 1024.0)
+                                     : v;
+      break;
+    case MI_DTYPE_INT32:
+      ((int32_t *)y->data)[i] =
+          (int32_t)(fsrc ? trunc_clamped(f, -2147483648.0, 2147483647.0) : v);
+      break;
+    case MI_DTYPE_INT8:
+      ((int8_t *)y->data)[i] = (int8_t)(fsrc ? trunc_clamped(f, -128.0, 127.0) : v);
+      break;
+    default:
+      ((uint8_t *)y->data)[i] = (uint8_t)(fsrc ? trunc_clamped(f, 0.0, 255.0) : v);
+      break;
     }
   }
   return MI_OK;

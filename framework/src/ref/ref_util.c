@@ -15,8 +15,8 @@ int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return mi__errorf_nested(c->err, code, "node '%s' (%s, opset %lld): %s",
-                   c->node->name ? c->node->name : "", c->node->op_type,
-                   (long long)c->opset, msg);
+                           c->node->name ? c->node->name : "", c->node->op_type,
+                           (long long)c->opset, msg);
 }
 
 const mi_array_t *mi__ref_in(const mi__ref_call_t *c, int32_t i) {

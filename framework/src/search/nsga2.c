@@ -7,7 +7,7 @@
 #include "search/search_internal.h"
 
 typedef struct {
-  int32_t *idx;   /* trial indices of the population */
+  int32_t *idx; /* trial indices of the population */
   int32_t *rank;
   double *crowd;
   double *obj;

@@ -150,10 +150,10 @@ int32_t mi_search_run(const mi_space_t *s, const mi_search_options_t *o, mi_sear
   }
   mi_space_default(s, st.fixed);
   switch (o->strategy) {
-    case MI_STRATEGY_RANDOM: rc = run_random(&st, err); break;
-    case MI_STRATEGY_EXHAUSTIVE: rc = run_exhaustive(&st, err); break;
-    case MI_STRATEGY_NSGA2: rc = mi__search_nsga2(&st, err); break;
-    default: rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "search: unknown strategy %d", (int)o->strategy);
+  case MI_STRATEGY_RANDOM: rc = run_random(&st, err); break;
+  case MI_STRATEGY_EXHAUSTIVE: rc = run_exhaustive(&st, err); break;
+  case MI_STRATEGY_NSGA2: rc = mi__search_nsga2(&st, err); break;
+  default: rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "search: unknown strategy %d", (int)o->strategy);
   }
   st.r->seconds = mi__now_s() - st.t0;
   free(st.fixed);

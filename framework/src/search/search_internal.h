@@ -13,7 +13,7 @@ typedef struct mi__search {
   double t0;
   mi_rng_t rng;
   int32_t dims;
-  int32_t *fixed;    /* scratch for frozen dimensions: the default point, then a copy */
+  int32_t *fixed; /* scratch for frozen dimensions: the default point, then a copy */
   int32_t *scratch;
 } mi__search_t;
 

@@ -96,18 +96,18 @@ static uint64_t distance(int64_t a, int64_t b) {
  * `levels` evenly spaced values (always including the default) of a wide one. */
 static int32_t knob_value_count(const mi_space_t *s, const mi_knob_desc_t *k) {
   switch (k->type) {
-    case MI_KNOB_BOOL: return 2;
-    case MI_KNOB_FLOAT: return k->fmax > k->fmin ? (s->opts.float_levels > 1 ? s->opts.float_levels : 2) : 1;
-    case MI_KNOB_ENUM: {
-      int32_t n = 1;
-      for (const char *p = k->choices; *p; p++) n += *p == '|';
-      return n;
-    }
-    default: {
-      uint64_t steps = int_steps(k);
-      if (k->value_count) return (int32_t)k->value_count;
-      return steps < (uint64_t)s->opts.int_levels ? (int32_t)steps + 1 : s->opts.int_levels;
-    }
+  case MI_KNOB_BOOL: return 2;
+  case MI_KNOB_FLOAT: return k->fmax > k->fmin ? (s->opts.float_levels > 1 ? s->opts.float_levels : 2) : 1;
+  case MI_KNOB_ENUM: {
+    int32_t n = 1;
+    for (const char *p = k->choices; *p; p++) n += *p == '|';
+    return n;
+  }
+  default: {
+    uint64_t steps = int_steps(k);
+    if (k->value_count) return (int32_t)k->value_count;
+    return steps < (uint64_t)s->opts.int_levels ? (int32_t)steps + 1 : s->opts.int_levels;
+  }
   }
 }
 
@@ -118,47 +118,47 @@ static int32_t fill_knob_dim(const mi_space_t *s, const mi_knob_desc_t *k, mi__d
   int64_t step = k->step > 0 ? k->step : 1;
   for (i = 0; i < d->count && rc == MI_OK; i++) {
     switch (k->type) {
-      case MI_KNOB_BOOL:
-        d->ivals[i] = i;
-        snprintf(buf, sizeof buf, "%d", (int)i);
-        if (i == k->default_int) d->dflt = i;
-        break;
-      case MI_KNOB_FLOAT:
-        if (d->count < 2) {
-          d->fvals[i] = k->fmin;
-        } else if (isfinite(k->fmax - k->fmin)) {
-          d->fvals[i] = k->fmin + (k->fmax - k->fmin) * i / (d->count - 1);
-        } else { /* [-DBL_MAX, DBL_MAX]: the span itself overflows to inf */
-          double t = (double)i / (d->count - 1);
-          d->fvals[i] = k->fmin * (1 - t) + k->fmax * t;
-        }
-        snprintf(buf, sizeof buf, "%.6g", d->fvals[i]);
-        if (fabs(d->fvals[i] - k->default_float) < fabs(d->fvals[d->dflt] - k->default_float))
-          d->dflt = i;
-        break;
-      case MI_KNOB_ENUM: {
-        const char *p = k->choices;
-        int32_t j = 0;
-        size_t n;
-        while (j < i && *p) j += *p++ == '|';
-        n = strcspn(p, "|");
-        snprintf(buf, sizeof buf, "%.*s", (int)(n < 90 ? n : 90), p);
-        d->ivals[i] = i;
-        if (i == k->default_int) d->dflt = i;
-        break;
+    case MI_KNOB_BOOL:
+      d->ivals[i] = i;
+      snprintf(buf, sizeof buf, "%d", (int)i);
+      if (i == k->default_int) d->dflt = i;
+      break;
+    case MI_KNOB_FLOAT:
+      if (d->count < 2) {
+        d->fvals[i] = k->fmin;
+      } else if (isfinite(k->fmax - k->fmin)) {
+        d->fvals[i] = k->fmin + (k->fmax - k->fmin) * i / (d->count - 1);
+      } else { /* [-DBL_MAX, DBL_MAX]: the span itself overflows to inf */
+        double t = (double)i / (d->count - 1);
+        d->fvals[i] = k->fmin * (1 - t) + k->fmax * t;
       }
-      default:
-        if (k->value_count) {
-          d->ivals[i] = k->values[i];
-        } else {
-          /* floor(steps * i / n1) without the product, which overflows on a wide domain */
-          uint64_t steps = int_steps(k), n1 = d->count > 1 ? (uint64_t)d->count - 1 : 1;
-          uint64_t off = (steps / n1) * (uint64_t)i + (steps % n1) * (uint64_t)i / n1;
-          d->ivals[i] = from_u64((uint64_t)k->min + off * (uint64_t)step);
-        }
-        if (d->ivals[i] == k->default_int) d->dflt = i;
-        snprintf(buf, sizeof buf, "%lld", (long long)d->ivals[i]);
-        break;
+      snprintf(buf, sizeof buf, "%.6g", d->fvals[i]);
+      if (fabs(d->fvals[i] - k->default_float) < fabs(d->fvals[d->dflt] - k->default_float))
+        d->dflt = i;
+      break;
+    case MI_KNOB_ENUM: {
+      const char *p = k->choices;
+      int32_t j = 0;
+      size_t n;
+      while (j < i && *p) j += *p++ == '|';
+      n = strcspn(p, "|");
+      snprintf(buf, sizeof buf, "%.*s", (int)(n < 90 ? n : 90), p);
+      d->ivals[i] = i;
+      if (i == k->default_int) d->dflt = i;
+      break;
+    }
+    default:
+      if (k->value_count) {
+        d->ivals[i] = k->values[i];
+      } else {
+        /* floor(steps * i / n1) without the product, which overflows on a wide domain */
+        uint64_t steps = int_steps(k), n1 = d->count > 1 ? (uint64_t)d->count - 1 : 1;
+        uint64_t off = (steps / n1) * (uint64_t)i + (steps % n1) * (uint64_t)i / n1;
+        d->ivals[i] = from_u64((uint64_t)k->min + off * (uint64_t)step);
+      }
+      if (d->ivals[i] == k->default_int) d->dflt = i;
+      snprintf(buf, sizeof buf, "%lld", (long long)d->ivals[i]);
+      break;
     }
     rc = set_label(d, i, buf, err);
   }

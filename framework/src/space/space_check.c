@@ -78,19 +78,19 @@ static int holds(const mi_space_t *s, const int32_t *pt, int32_t slot,
   int32_t ka = find_knob(s, c->a), kb = c->b[0] ? find_knob(s, c->b) : -1;
   int64_t a = knob_int(s, pt, slot, ka), b = kb >= 0 ? knob_int(s, pt, slot, kb) : 0;
   switch (c->kind) {
-    case MI_CONSTRAINT_DIVIDES: {
-      int64_t rhs = kb >= 0 ? b : c->value;
-      return a != 0 && (a == -1 || rhs % a == 0); /* INT64_MIN % -1 overflows */
-    }
-    case MI_CONSTRAINT_LESS_EQUAL: return a <= (kb >= 0 ? b : c->value);
-    case MI_CONSTRAINT_PRODUCT_LE: {
-      int64_t p;
-      /* a product beyond int64 is below any bound when negative, above it when positive */
-      if (__builtin_mul_overflow(a, kb >= 0 ? b : 1, &p)) return (a < 0) != (b < 0);
-      return p <= c->value;
-    }
-    case MI_CONSTRAINT_IMPLIES: return a != c->value || b == c->value2;
-    default: return 1;
+  case MI_CONSTRAINT_DIVIDES: {
+    int64_t rhs = kb >= 0 ? b : c->value;
+    return a != 0 && (a == -1 || rhs % a == 0); /* INT64_MIN % -1 overflows */
+  }
+  case MI_CONSTRAINT_LESS_EQUAL: return a <= (kb >= 0 ? b : c->value);
+  case MI_CONSTRAINT_PRODUCT_LE: {
+    int64_t p;
+    /* a product beyond int64 is below any bound when negative, above it when positive */
+    if (__builtin_mul_overflow(a, kb >= 0 ? b : 1, &p)) return (a < 0) != (b < 0);
+    return p <= c->value;
+  }
+  case MI_CONSTRAINT_IMPLIES: return a != c->value || b == c->value2;
+  default: return 1;
   }
 }
 

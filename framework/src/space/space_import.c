@@ -60,7 +60,8 @@ static int32_t set_knobs(const mi_space_t *s, const char *node, char *list, int3
     if (!eq) continue;
     *eq = '\0';
     if (node) snprintf(name, sizeof name, "node.%s.knob.%s", node, tok);
-    else snprintf(name, sizeof name, "device.%s", tok);
+    else
+      snprintf(name, sizeof name, "device.%s", tok);
     if ((d = find_dim(s, name)) >= 0 && (v = knob_value(&s->dims[d], eq + 1)) >= 0) {
       pt[d] = v;
       n++;
@@ -105,7 +106,8 @@ static int32_t split_hw(char *t, hw_entry_t *e, int32_t cap) {
 static void node_name(const mi_space_t *s, int32_t n, char *buf, size_t cap) {
   const char *nm = s->g->nodes[n].name;
   if (nm && nm[0]) snprintf(buf, cap, "%s", nm);
-  else snprintf(buf, cap, "#%d", (int)n);
+  else
+    snprintf(buf, cap, "#%d", (int)n);
 }
 
 /* Hardware side: device knobs; nodes by name, else the source node at the nearest relative
@@ -187,8 +189,10 @@ static int32_t import_xf(const mi_space_t *s, char *text, int32_t *pt) {
       /* INT8 activations: the space has one label for them (per-channel weights), whatever
        * the source's weight granularity. */
       if (!strcmp(weights, "int8") && !strcmp(acts, "int8")) snprintf(label, sizeof label, "int8_act");
-      else if (!strcmp(weights, "int8")) snprintf(label, sizeof label, "int8_%s", strcmp(scales, "per_channel") ? "tensor" : "channel");
-      else snprintf(label, sizeof label, "%s", weights);
+      else if (!strcmp(weights, "int8"))
+        snprintf(label, sizeof label, "int8_%s", strcmp(scales, "per_channel") ? "tensor" : "channel");
+      else
+        snprintf(label, sizeof label, "%s", weights);
       if (!layer) snprintf(dflt_prec, sizeof dflt_prec, "%s", label);
       snprintf(name, sizeof name, "node.%s.precision", layer ? layer : "");
       if (layer && (d = find_dim(s, name)) >= 0) {

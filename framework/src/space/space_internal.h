@@ -15,18 +15,18 @@ typedef enum {
 } mi__model_dim;
 
 typedef struct mi__dim {
-  char *name;           /* canonical key */
-  int32_t kind;         /* mi_dim_kind */
-  int32_t node;         /* graph node, -1 when global */
+  char *name;   /* canonical key */
+  int32_t kind; /* mi_dim_kind */
+  int32_t node; /* graph node, -1 when global */
   int32_t count;
-  int32_t dflt;         /* default value index */
-  char **labels;        /* count labels */
-  int64_t *ivals;       /* knob values (INT, BOOL, ENUM index); model dims: the choice code */
-  double *fvals;        /* FLOAT knobs */
-  int32_t knob;         /* MI_DIM_KNOB: index into the space's knobs */
-  int32_t model;        /* MI_DIM_MODEL: mi__model_dim */
-  int32_t variant_dim;  /* per-node knob: the node's variant dimension, -1 if none */
-  uint32_t *reads;      /* per-node knob: bit v set when the node's variant v reads the knob */
+  int32_t dflt;        /* default value index */
+  char **labels;       /* count labels */
+  int64_t *ivals;      /* knob values (INT, BOOL, ENUM index); model dims: the choice code */
+  double *fvals;       /* FLOAT knobs */
+  int32_t knob;        /* MI_DIM_KNOB: index into the space's knobs */
+  int32_t model;       /* MI_DIM_MODEL: mi__model_dim */
+  int32_t variant_dim; /* per-node knob: the node's variant dimension, -1 if none */
+  uint32_t *reads;     /* per-node knob: bit v set when the node's variant v reads the knob */
 } mi__dim_t;
 
 /* The variant dimension's value 0: no variant named, the plugin chooses (ivals -1). The knob
@@ -37,10 +37,10 @@ typedef struct mi__dim {
 
 /* A node the plugin can run: its variant dimension and variant indices per value. */
 typedef struct mi__node {
-  int32_t node;         /* graph node */
+  int32_t node; /* graph node */
   int32_t variant_dim;
-  int32_t *variants;    /* global variant index per value, MI__VARIANT_AUTO for value 0 */
-  int32_t first_dim;    /* its dimensions are [first_dim, end_dim) */
+  int32_t *variants; /* global variant index per value, MI__VARIANT_AUTO for value 0 */
+  int32_t first_dim; /* its dimensions are [first_dim, end_dim) */
   int32_t end_dim;
 } mi__node_t;
 
@@ -60,13 +60,16 @@ struct mi_space {
   mi__dim_t *dims;
   int32_t node_count;
   mi__node_t *nodes;
-  int32_t *device_dim;  /* per knob: its device-scope dimension, -1 if none */
+  int32_t *device_dim; /* per knob: its device-scope dimension, -1 if none */
   /* Probing at build time (space_probe.c): constant views, answers per (signature, variant). */
   struct mi_array **probe_consts;
-  struct { uint64_t sig; int32_t variant, ok; } *probe_cache;
+  struct {
+    uint64_t sig;
+    int32_t variant, ok;
+  } * probe_cache;
   int32_t probe_cache_n, probe_cache_cap;
-  int32_t probes, pruned; /* kernel_prepare calls; (node, variant) pairs removed */
-  mi_error_t probe_err;   /* why a probe in the worker failed (mi__space_probe returned -1) */
+  int32_t probes, pruned;      /* kernel_prepare calls; (node, variant) pairs removed */
+  mi_error_t probe_err;        /* why a probe in the worker failed (mi__space_probe returned -1) */
   struct mi__space_asks *asks; /* check_config answers from the worker (space_ask.c) */
 };
 

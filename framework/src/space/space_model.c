@@ -141,34 +141,34 @@ int32_t mi_space_xf_config(const mi_space_t *s, const int32_t *pt, mi_xf_config_
     int64_t code = d->ivals[pt[i]];
     if (d->kind != MI_DIM_MODEL) continue;
     switch (d->model) {
-      case MI__MD_FOLD_BN: c->fold_bn = (int32_t)code; break;
-      case MI__MD_FUSE: c->fuse = (int32_t)code; break;
-      case MI__MD_LAYOUT: c->layout = (int32_t)code; break;
-      default: {
-        const mi_node_t *node = &s->g->nodes[d->node];
-        mi_xf_layer_t layer;
-        char nb[32];
-        if (code == 0) break; /* fp32 / no pruning: the defaults */
-        snprintf(nb, sizeof nb, "#%d", (int)d->node);
-        /* Keep what an earlier dimension of the same node set. */
-        mi_xf_config_resolve(c, s->g, d->node, &layer);
-        if (d->model == MI__MD_PRECISION) {
-          layer.set |= MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES;
-          layer.weights = k_precisions[code].weights;
-          layer.scales = k_precisions[code].scales;
-          /* The weight-only labels leave the activations at FP32 as before, so their configs
-           * and the hashes histories hold are unchanged. */
-          if (k_precisions[code].activations != MI_XF_FP32) {
-            layer.set |= MI_XF_SET_ACTS;
-            layer.activations = k_precisions[code].activations;
-          }
-        } else {
-          layer.set |= MI_XF_SET_PRUNE;
-          layer.prune = (double)code / 100.0;
+    case MI__MD_FOLD_BN: c->fold_bn = (int32_t)code; break;
+    case MI__MD_FUSE: c->fuse = (int32_t)code; break;
+    case MI__MD_LAYOUT: c->layout = (int32_t)code; break;
+    default: {
+      const mi_node_t *node = &s->g->nodes[d->node];
+      mi_xf_layer_t layer;
+      char nb[32];
+      if (code == 0) break; /* fp32 / no pruning: the defaults */
+      snprintf(nb, sizeof nb, "#%d", (int)d->node);
+      /* Keep what an earlier dimension of the same node set. */
+      mi_xf_config_resolve(c, s->g, d->node, &layer);
+      if (d->model == MI__MD_PRECISION) {
+        layer.set |= MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES;
+        layer.weights = k_precisions[code].weights;
+        layer.scales = k_precisions[code].scales;
+        /* The weight-only labels leave the activations at FP32 as before, so their configs
+         * and the hashes histories hold are unchanged. */
+        if (k_precisions[code].activations != MI_XF_FP32) {
+          layer.set |= MI_XF_SET_ACTS;
+          layer.activations = k_precisions[code].activations;
         }
-        rc = mi_xf_config_set_layer(c, 0, node->name && node->name[0] ? node->name : nb, &layer,
-                                    err);
+      } else {
+        layer.set |= MI_XF_SET_PRUNE;
+        layer.prune = (double)code / 100.0;
       }
+      rc = mi_xf_config_set_layer(c, 0, node->name && node->name[0] ? node->name : nb, &layer,
+                                  err);
+    }
     }
   }
   if (rc != MI_OK) {

@@ -10,10 +10,10 @@
 
 struct mi__gp {
   int32_t n, d;
-  double *X;      /* n x d, row-major copy */
-  double *L;      /* n x n Cholesky factor, column-major lower */
-  double *alpha;  /* K^-1 (y - mu) / s^2-free */
-  double mu, sd;  /* y standardisation */
+  double *X;              /* n x d, row-major copy */
+  double *L;              /* n x n Cholesky factor, column-major lower */
+  double *alpha;          /* K^-1 (y - mu) / s^2-free */
+  double mu, sd;          /* y standardisation */
   double ell, noise, amp; /* lengthscale, noise ratio, signal variance (standardised y) */
   double *w;              /* d relevance weights of the squared distance (ARD), all 1 without */
 };
@@ -31,7 +31,8 @@ static double matern52(double r, double ell) {
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y ? 1 : 0;
+  return x < y ? -1 : x > y ? 1
+                            : 0;
 }
 
 /* Factorises K = C(ell) + noise*I into g->L; returns the profiled log marginal likelihood

@@ -11,7 +11,8 @@ typedef struct {
 
 static int cmp_keyed(const void *a, const void *b) {
   double x = ((const keyed_t *)a)->v, y = ((const keyed_t *)b)->v;
-  return x < y ? -1 : x > y ? 1 : 0;
+  return x < y ? -1 : x > y ? 1
+                            : 0;
 }
 
 /* Average ranks, so tied values share one rank and Spearman stays Pearson on ranks. */
@@ -81,9 +82,12 @@ double mi_metric_kendall(const double *a, const double *b, int32_t n) {
       double da = a[i] - a[j], db = b[i] - b[j];
       if (da == 0 && db == 0) continue;
       if (da == 0) ta++;
-      else if (db == 0) tb++;
-      else if ((da > 0) == (db > 0)) conc++;
-      else disc++;
+      else if (db == 0)
+        tb++;
+      else if ((da > 0) == (db > 0))
+        conc++;
+      else
+        disc++;
     }
   {
     double den = sqrt((conc + disc + ta) * (conc + disc + tb));
@@ -120,7 +124,8 @@ double mi_metric_rank_loss(const double *score, const double *truth, int32_t n) 
       if (dt == 0) continue;
       pairs++;
       if (ds == 0) bad += 0.5;
-      else if ((dt > 0) != (ds > 0)) bad++;
+      else if ((dt > 0) != (ds > 0))
+        bad++;
     }
   return pairs > 0 ? bad / pairs : 0;
 }

@@ -46,7 +46,8 @@ int32_t mi_surrogate_fit(const double *X, const double *y, int32_t n, int32_t d,
     rc = mi__gp_fit(X, y, n, d, s->kind == MI_SURROGATE_GP_ARD, &s->gp, err);
   else if (s->kind == MI_SURROGATE_XGB || s->kind == MI_SURROGATE_XGB_RANK)
     rc = mi__xgb_fit(X, y, n, d, o, s->kind == MI_SURROGATE_XGB_RANK, &s->xgb, err);
-  else rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "surrogate: unknown learner %d", (int)s->kind);
+  else
+    rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "surrogate: unknown learner %d", (int)s->kind);
   if (rc != MI_OK) {
     mi_surrogate_destroy(s);
     return rc;

@@ -11,7 +11,7 @@
 struct mi__xgb {
   int32_t count, d;
   BoosterHandle *boosters;
-  double *a, *b;   /* per member: y = a * raw + b (rankers are mapped back to y's scale) */
+  double *a, *b; /* per member: y = a * raw + b (rankers are mapped back to y's scale) */
   double mu, sd;
 };
 

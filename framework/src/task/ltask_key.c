@@ -79,7 +79,8 @@ static void attrs_text(mi__sbuf_t *b, const mi_node_t *nd) {
     default:
       for (int32_t k = 0; k < at->count; k++) {
         if (at->ints) mi__sbuf_printf(b, k ? ":%lld" : "%lld", (long long)at->ints[k]);
-        else if (at->floats) mi__sbuf_printf(b, k ? ":%.9g" : "%.9g", (double)at->floats[k]);
+        else if (at->floats)
+          mi__sbuf_printf(b, k ? ":%.9g" : "%.9g", (double)at->floats[k]);
       }
     }
   }

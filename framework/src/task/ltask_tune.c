@@ -22,11 +22,11 @@ MI_API void mi_ltask_result_free(mi_ltask_result_t *r) {
 }
 
 typedef struct {
-  char **cand;          /* choices to try, [0] = the base point's */
+  char **cand; /* choices to try, [0] = the base point's */
   int32_t ncand;
-  char *best;           /* best choice so far (owned copy), NULL none */
+  char *best; /* best choice so far (owned copy), NULL none */
   double best_s;
-  int reused;           /* 1: the best came from the history */
+  int reused; /* 1: the best came from the history */
 } task_state_t;
 
 static int has_cand(const task_state_t *ts, const char *c) {
@@ -47,7 +47,7 @@ static void add_cand(task_state_t *ts, char *c, int32_t cap) {
 /* History lookups ---------------------------------------------------------------------- */
 
 typedef struct {
-  char *choice;         /* the first good row's (the fastest) */
+  char *choice; /* the first good row's (the fastest) */
   double seconds;
 } exact_t;
 
@@ -60,9 +60,13 @@ static int exact_row(void *user, const mi_ltask_row_t *row) {
 }
 
 typedef struct {
-  const double *f;      /* the new task's features */
-  const char *self;     /* its key: not a neighbour of itself */
-  struct { char key[17]; char *choice; double dist; } near[64];
+  const double *f;  /* the new task's features */
+  const char *self; /* its key: not a neighbour of itself */
+  struct {
+    char key[17];
+    char *choice;
+    double dist;
+  } near[64];
   int32_t n;
 } nearest_t;
 

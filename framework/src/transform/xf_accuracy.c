@@ -122,7 +122,8 @@ MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
     mi_xf_apply_opts_t opts = {.calib = calib ? calib : eval};
     if (!mi__xf_is_weighted(g, n) || !g->nodes[n].name) continue;
     if (probe) l = *probe;
-    else mi_xf_config_resolve(c, g, n, &l);
+    else
+      mi_xf_config_resolve(c, g, n, &l);
     l.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS | MI_XF_SET_PRUNE;
     if (trivial(&l)) continue;
     /* The same passes, every layer FP32 and unpruned, except this one. */

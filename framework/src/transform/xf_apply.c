@@ -30,7 +30,8 @@ static int32_t prune_all(mi_graph_t *g, const mi_xf_config_t *c, mi_xf_stats_t *
   for (int32_t i = 0; rc == MI_OK && i < count; i++) {
     size_t len = strlen(names[i]) + 1;
     if (!(copies[i] = malloc(len))) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "prune: out of memory");
-    else memcpy(copies[i], names[i], len);
+    else
+      memcpy(copies[i], names[i], len);
   }
   for (int32_t i = 0; rc == MI_OK && i < count; i++) {
     int32_t n = find_node(g, copies[i]);

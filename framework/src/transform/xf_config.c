@@ -120,7 +120,8 @@ MI_API int32_t mi_xf_config_check(const mi_xf_config_t *c, const mi_graph_t *g, 
     if (!mi__xf_is_weighted(g, found))
       return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                        "%s:%d:%d: layers: node '%s' is a %s, not a Conv/Gemm/MatMul with "
-                       "constant weights", c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column,
+                       "constant weights",
+                       c->source ? c->source : "config", (int)c->layers[i].line, (int)c->layers[i].column,
                        c->layers[i].name, g->nodes[found].op_type);
   }
   return MI_OK;
@@ -128,20 +129,20 @@ MI_API int32_t mi_xf_config_check(const mi_xf_config_t *c, const mi_graph_t *g, 
 
 MI_API const char *mi_xf_precision_name(int32_t p) {
   switch (p) {
-    case MI_XF_FP32: return "fp32";
-    case MI_XF_FP16: return "fp16";
-    case MI_XF_INT8: return "int8";
-    case MI_XF_INT4: return "int4";
-    default: return "?";
+  case MI_XF_FP32: return "fp32";
+  case MI_XF_FP16: return "fp16";
+  case MI_XF_INT8: return "int8";
+  case MI_XF_INT4: return "int4";
+  default: return "?";
   }
 }
 
 static const char *layout_name(int32_t l) {
   switch (l) {
-    case MI_LAYOUT_NCHW: return "nchw";
-    case MI_LAYOUT_NHWC: return "nhwc";
-    case MI_LAYOUT_NCHWC: return "nchwc";
-    default: return "keep";
+  case MI_LAYOUT_NCHW: return "nchw";
+  case MI_LAYOUT_NHWC: return "nhwc";
+  case MI_LAYOUT_NCHWC: return "nchwc";
+  default: return "keep";
   }
 }
 
@@ -224,7 +225,8 @@ MI_API int32_t mi_xf_config_canonical(const mi_xf_config_t *c, char **out, mi_er
   if (c->float_output) put(&b, " float_output=1");
   put(&b, "\n");
   if (c->calib_method == MI_XF_CALIB_PERCENTILE) put(&b, "calibration=percentile:%.6g\n", c->percentile);
-  else put(&b, "calibration=minmax\n");
+  else
+    put(&b, "calibration=minmax\n");
   put(&b, "defaults:");
   put_layer(&b, &c->defaults);
   put_list(&b, "op", c->ops, c->op_count);

@@ -112,9 +112,9 @@ static int32_t parse_overrides(const yctx_t *y, const yaml_node_t *m, int32_t ki
   if (rc != MI_OK) return rc;
   /* Sorted, not pairwise: a hostile file of many layers must not take quadratic time here. */
   switch (mi__yaml_repeated_key(y->doc, m, &first, &again)) {
-    case 0: break;
-    case 1: return fail_at(y, again, "'%s' is given twice%s", scalar(again), NULL);
-    default: return mi_errorf(y->err, MI_ERR_OUT_OF_MEMORY, "config: out of memory");
+  case 0: break;
+  case 1: return fail_at(y, again, "'%s' is given twice%s", scalar(again), NULL);
+  default: return mi_errorf(y->err, MI_ERR_OUT_OF_MEMORY, "config: out of memory");
   }
   for (yaml_node_pair_t *p = m->data.mapping.pairs.start; rc == MI_OK && p < m->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(y->doc, p->key), *v = yaml_document_get_node(y->doc, p->value);
@@ -138,9 +138,12 @@ static int32_t parse_passes(const yctx_t *y, const yaml_node_t *m, mi_xf_config_
     const char *key = scalar(k);
     double d;
     if (key && strcmp(key, "fold_bn") == 0) rc = get_bool(y, v, key, &c->fold_bn);
-    else if (key && strcmp(key, "fuse") == 0) rc = get_bool(y, v, key, &c->fuse);
-    else if (key && strcmp(key, "float_output") == 0) rc = get_bool(y, v, key, &c->float_output);
-    else if (key && strcmp(key, "layout") == 0) rc = get_enum(y, v, key, layouts, "keep, nchw, nhwc, nchwc", &c->layout);
+    else if (key && strcmp(key, "fuse") == 0)
+      rc = get_bool(y, v, key, &c->fuse);
+    else if (key && strcmp(key, "float_output") == 0)
+      rc = get_bool(y, v, key, &c->float_output);
+    else if (key && strcmp(key, "layout") == 0)
+      rc = get_enum(y, v, key, layouts, "keep, nchw, nhwc, nchwc", &c->layout);
     else if (key && strcmp(key, "block") == 0) {
       if ((rc = get_double(y, v, key, 2, 64, &d)) == MI_OK) c->block = (int32_t)d;
     } else if (key && strcmp(key, "channel_align") == 0) {
@@ -165,8 +168,10 @@ static int32_t parse_calib(const yctx_t *y, const yaml_node_t *m, mi_xf_config_t
     yaml_node_t *k = yaml_document_get_node(y->doc, p->key), *v = yaml_document_get_node(y->doc, p->value);
     const char *key = scalar(k);
     if (key && strcmp(key, "method") == 0) rc = get_enum(y, v, key, methods, "minmax, percentile", &c->calib_method);
-    else if (key && strcmp(key, "percentile") == 0) rc = get_double(y, v, key, 50.0, 100.0, &c->percentile);
-    else rc = fail_at(y, k, "unknown calibration key '%s' (method, percentile)%s", key, NULL);
+    else if (key && strcmp(key, "percentile") == 0)
+      rc = get_double(y, v, key, 50.0, 100.0, &c->percentile);
+    else
+      rc = fail_at(y, k, "unknown calibration key '%s' (method, percentile)%s", key, NULL);
   }
   return rc;
 }
@@ -187,8 +192,10 @@ static int32_t parse_root(const yctx_t *y, mi_xf_config_t *c) {
     double d;
     if (key && strcmp(key, "version") == 0) {
       if ((rc = get_double(y, v, key, 1, 1, &d)) != MI_OK) return rc;
-    } else if (key && strcmp(key, "passes") == 0) rc = parse_passes(y, v, c);
-    else if (key && strcmp(key, "calibration") == 0) rc = parse_calib(y, v, c);
+    } else if (key && strcmp(key, "passes") == 0)
+      rc = parse_passes(y, v, c);
+    else if (key && strcmp(key, "calibration") == 0)
+      rc = parse_calib(y, v, c);
     else if (key && strcmp(key, "defaults") == 0) {
       mi_xf_layer_t l;
       if ((rc = parse_layer(y, v, &l)) == MI_OK) {
@@ -200,9 +207,12 @@ static int32_t parse_root(const yctx_t *y, mi_xf_config_t *c) {
         if (l.set & MI_XF_SET_PRUNE) base.prune = l.prune;
         c->defaults = base;
       }
-    } else if (key && strcmp(key, "ops") == 0) rc = parse_overrides(y, v, 1, c);
-    else if (key && strcmp(key, "layers") == 0) rc = parse_overrides(y, v, 0, c);
-    else rc = fail_at(y, k, "unknown key '%s' (version, passes, calibration, defaults, ops, layers)%s", key, NULL);
+    } else if (key && strcmp(key, "ops") == 0)
+      rc = parse_overrides(y, v, 1, c);
+    else if (key && strcmp(key, "layers") == 0)
+      rc = parse_overrides(y, v, 0, c);
+    else
+      rc = fail_at(y, k, "unknown key '%s' (version, passes, calibration, defaults, ops, layers)%s", key, NULL);
   }
   return rc;
 }
@@ -234,7 +244,8 @@ MI_API int32_t mi_xf_config_parse(const char *text, size_t len, const char *what
 done:
   if (have_doc) yaml_document_delete(&doc);
   if (rc != MI_OK) mi_xf_config_destroy(c);
-  else *out = c;
+  else
+    *out = c;
   return rc;
 }
 

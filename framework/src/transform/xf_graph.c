@@ -66,7 +66,8 @@ void mi__xf_remove_node(mi_graph_t *g, int32_t n) {
   g->node_count--;
   for (int32_t t = 0; t < g->tensor_count; t++) {
     if (g->tensors[t].producer == n) g->tensors[t].producer = -1;
-    else if (g->tensors[t].producer > n) g->tensors[t].producer--;
+    else if (g->tensors[t].producer > n)
+      g->tensors[t].producer--;
   }
 }
 

@@ -93,7 +93,7 @@ MI_API int32_t mi_xf_layout(mi_graph_t *g, int32_t layout, int32_t block, mi_xf_
   for (int32_t t = 0; t < nt; t++) {
     int32_t p = g->tensors[t].producer;
     want[t] = is_act4(g, t) && p >= 0 && flexible(&g->nodes[p]) && hot[find(parent, p)] ? layout
-                                                                                    : MI_LAYOUT_NCHW;
+                                                                                        : MI_LAYOUT_NCHW;
   }
   for (int32_t t = 0; t < nt && rc == MI_OK; t++) {
     int32_t conv = -1;

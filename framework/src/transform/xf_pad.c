@@ -8,7 +8,7 @@
 
 /* What padding one conv touches: per-channel nodes on the way and the convs that read it. */
 typedef struct pad_plan {
-  int32_t chain[PAD_MAX_NODES], nchain;   /* BatchNormalization nodes to pad */
+  int32_t chain[PAD_MAX_NODES], nchain; /* BatchNormalization nodes to pad */
   int32_t readers[PAD_MAX_NODES], nreaders;
 } pad_plan_t;
 

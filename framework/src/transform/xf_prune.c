@@ -8,11 +8,13 @@
 
 #define PRUNE_MAX_ACTIONS 64
 
-enum { ACT_OUT = 0, ACT_IN = 1, ACT_BN = 2 };
+enum { ACT_OUT = 0,
+       ACT_IN = 1,
+       ACT_BN = 2 };
 
 typedef struct prune_action {
   int32_t kind, node;
-  int64_t channels;  /* length of mask */
+  int64_t channels; /* length of mask */
   uint8_t *keep;
 } prune_action_t;
 

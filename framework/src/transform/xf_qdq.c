@@ -92,7 +92,8 @@ static void uint8_params(float lo, float hi, float *s, uint8_t *z) {
   if (hi < 0.0f) hi = 0.0f;
   *s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
   double zf = rint(-(double)lo / (double)*s);
-  *z = (uint8_t)(zf < 0.0 ? 0.0 : zf > 255.0 ? 255.0 : zf);
+  *z = (uint8_t)(zf < 0.0 ? 0.0 : zf > 255.0 ? 255.0
+                                             : zf);
 }
 
 int32_t mi__xf_insert_qdq(mi_graph_t *g, int32_t t, float lo, float hi, mi_error_t *err) {

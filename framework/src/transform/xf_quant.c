@@ -61,7 +61,8 @@ static int32_t to_int(mi_graph_t *g, int32_t n, int32_t bits4, int32_t per_chann
   for (int64_t i = 0; i < cnt; i++) {
     int64_t c = per_channel ? (i / inner) % ch : 0;
     float v = rintf(wv[i] / scale[c]);
-    q[i] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax : v);
+    q[i] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax
+                                                : v);
   }
   sdim = ch;
   tq = mi__xf_add_const(g, g->nodes[n].name, bits4 ? ".w_int4" : ".w_int8", MI_DTYPE_INT8, rank,
@@ -107,10 +108,10 @@ int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l
   int32_t rc = MI_OK;
   if (!mi__xf_is_weighted(g, n)) return MI_OK;
   switch (l->weights) {
-    case MI_XF_FP16: rc = to_fp16(g, n); break;
-    case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL); break;
-    case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL); break;
-    default: break;
+  case MI_XF_FP16: rc = to_fp16(g, n); break;
+  case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL); break;
+  case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL); break;
+  default: break;
   }
   if (rc != MI_OK)
     return mi_errorf(err, rc, "quantize: node '%s': %s", g->nodes[n].name, mi_status_message(rc));

@@ -60,7 +60,8 @@ MI_API int32_t mi_xf_samples_random_fixed(const mi_graph_t *g, int32_t count, ui
           mi_xf_samples_destroy(s);
           return mi_errorf(err, MI_ERR_UNSUPPORTED,
                            "samples: input '%s' is %s of rank %d; random data needs a float32 "
-                           "input of known rank (give this input a fixed value)", t->name,
+                           "input of known rank (give this input a fixed value)",
+                           t->name,
                            mi_dtype_name(t->dtype), (int)t->rank);
         }
         for (int32_t d = 0; d < t->rank; d++) dims[d] = t->dims[d] < 0 ? 1 : t->dims[d];
@@ -102,10 +103,16 @@ static int32_t list_npy(const char *dir, char ***out, int32_t *count, mi_error_t
     if (len < 5 || strcmp(e->d_name + len - 4, ".npy") != 0) continue;
     if (n == cap) {
       char **p = realloc(names, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *p);
-      if (!p) { rc = MI_ERR_OUT_OF_MEMORY; break; }
+      if (!p) {
+        rc = MI_ERR_OUT_OF_MEMORY;
+        break;
+      }
       names = p;
     }
-    if (!(names[n] = mi__xf_strdup(e->d_name))) { rc = MI_ERR_OUT_OF_MEMORY; break; }
+    if (!(names[n] = mi__xf_strdup(e->d_name))) {
+      rc = MI_ERR_OUT_OF_MEMORY;
+      break;
+    }
     n++;
   }
   closedir(d);
@@ -180,7 +187,8 @@ MI_API int32_t mi_xf_samples_load_dirs(const mi_graph_t *g, const char *const *s
       if (!is_dir(path))
         rc = mi_errorf(err, MI_ERR_NOT_FOUND,
                        "%s: model '%s' has %d inputs: expected a subfolder '%s' per input (or "
-                       "NAME=DIR per input)", specs[0], g->name ? g->name : "",
+                       "NAME=DIR per input)",
+                       specs[0], g->name ? g->name : "",
                        (int)g->input_count, g->tensors[g->inputs[i]].name);
       else if ((rc = load_input(g, i, path, &s, err)) == MI_OK)
         seen[i] = 1;

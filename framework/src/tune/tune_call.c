@@ -43,7 +43,8 @@ void mi__tune_progress_trial(void *ctx, const mi_trial_t *t, int32_t used, int64
   if (k->recipe->budget_seconds > 0 && eta > k->recipe->budget_seconds - el)
     eta = fmax(0, k->recipe->budget_seconds - el);
   if (isfinite(k->best)) snprintf(best, sizeof best, "best %s %.4g", mi_objective_name(k->first_objective, NULL), k->best);
-  else snprintf(best, sizeof best, "no feasible configuration yet");
+  else
+    snprintf(best, sizeof best, "no feasible configuration yet");
   mi__tune_progress(k, 1, "%-14s %3d/%-3lld measured  %s  eta %.0f s  last: %s%s%s",
                     k->spec, (int)used, (long long)budget, best, eta,
                     t->status == MI_OK ? "ok" : "failed", t->from_history ? " (history)" : "",
@@ -84,7 +85,7 @@ MI_API int32_t mi_tune_failed_model(const mi_recipe_t *r, const mi_tune_run_t *r
 }
 
 MI_API void mi_tune_failure_text(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n, int32_t m,
-                          char *buf, size_t cap) {
+                                 char *buf, size_t cap) {
   size_t at = (size_t)snprintf(buf, cap, "%s: no configuration was measured successfully on any device", r->models[m].written);
   for (int32_t d = 0; d < r->device_count && m * r->device_count + d < n && at < cap; d++) {
     const mi_tune_run_t *run = &runs[m * r->device_count + d];

@@ -8,10 +8,10 @@
 #include "tune/tune_internal.h"
 
 MI_API int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec, const mi_space_t *s,
-                               const mi_worker_config_t *base, const int32_t *const *pts,
-                               int32_t count, const mi_measure_options_t *mo,
-                               const mi_compare_options_t *co, mi_compare_result_t *out,
-                               mi_error_t *err) {
+                                      const mi_worker_config_t *base, const int32_t *const *pts,
+                                      int32_t count, const mi_measure_options_t *mo,
+                                      const mi_compare_options_t *co, mi_compare_result_t *out,
+                                      mi_error_t *err) {
   mi_worker_config_t wc[MI_COMPARE_MAX_CONFIGS];
   mi_xf_config_t *xf[MI_COMPARE_MAX_CONFIGS] = {0};
   mi_space_hw_t *hw[MI_COMPARE_MAX_CONFIGS] = {0};
@@ -115,7 +115,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   base.samples = 2;
   if (!quiet)
     mi__tune_progress(task, 0, "%-14s checking the choice against the %s in paired rounds",
-                         task->spec, dflt >= 0 ? "default" : "runner-up");
+                      task->spec, dflt >= 0 ? "default" : "runner-up");
   rc = mi_tune_compare_points(task->pool, task->spec, run->space, &base, pts, n, &mo, &co, res, &err);
   if (rc != MI_OK || res->rounds < 2) {
     /* No paired evidence: what mi-run does anyway stays deployed (issue 24: no "faster" claim
@@ -181,8 +181,10 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
                                                             : "no significant difference from default",
                             sp, lo, hi, (int)run->confirm_rounds);
     else if (v->verdict != MI_COMPARE_FASTER)
-      at = (size_t)snprintf(buf, cap, "tuned %.2fx the default's speed (95%% CI %.2f-%.2f, %d paired rounds): not "
-                            "significantly faster, kept because latency is not the first preference", sp, lo, hi,
+      at = (size_t)snprintf(buf, cap,
+                            "tuned %.2fx the default's speed (95%% CI %.2f-%.2f, %d paired rounds): not "
+                            "significantly faster, kept because latency is not the first preference",
+                            sp, lo, hi,
                             (int)run->confirm_rounds);
     else
       at = (size_t)snprintf(buf, cap, "tuned %.2fx faster than default (95%% CI %.2f-%.2f, %d paired rounds)", sp, lo, hi,

@@ -17,7 +17,8 @@ static int32_t halves(const mi_space_t *s, const int32_t *pt, char **hw_text, ch
   if ((rc = mi_space_xf_config(s, pt, &xc, err)) != MI_OK) return rc;
   rc = mi_xf_config_canonical(xc, xf_text, err);
   if (xcp && rc == MI_OK) *xcp = xc;
-  else mi_xf_config_destroy(xc);
+  else
+    mi_xf_config_destroy(xc);
   if (rc != MI_OK) return rc;
   if ((rc = mi_space_hw_create(s, pt, hw, err)) != MI_OK) goto fail;
   if (!(*hw_text = mi_config_canonical(mi_space_hw_options(*hw)))) {
@@ -76,7 +77,8 @@ static void keep_layers(mi_tune_task_t *t, const mi_profile_t *prof) {
   for (int32_t i = 0; i < prof->layer_count; i++) {
     const mi_layer_profile_t *l = &prof->layers[i];
     t->layer_node[i] = l->node;
-    t->layer_sec[i] = l->where == 2 ? NAN : l->has_device_time ? l->device.median : l->wall.median;
+    t->layer_sec[i] = l->where == 2 ? NAN : l->has_device_time ? l->device.median
+                                                               : l->wall.median;
   }
   t->layer_n = prof->layer_count;
 }
@@ -152,8 +154,10 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, err);
   if (rc == MI_OK) keep_layers(t, prof);
   if (rc == MI_OK && prof->latency.stopped_slow)
-    mi__tune_log(t->cb, MI_TUNE_LOG_INFO, "%s: timed %d runs only: median %.4g ms, over %gx the "
-                 "best %.4g ms so far", t->spec, (int)prof->latency.sample_count,
+    mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
+                 "%s: timed %d runs only: median %.4g ms, over %gx the "
+                 "best %.4g ms so far",
+                 t->spec, (int)prof->latency.sample_count,
                  prof->latency.stats.median * 1e3, SLOW_FACTOR, t->best);
   if (rc == MI_OK) {
     obj[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;

@@ -14,38 +14,37 @@
 
 /** A measurement already in the history for this task (resume). */
 typedef struct mi_tune_known {
-  char *hw;       /* hardware-side canonical text (mi_config_canonical) */
-  char *model;    /* model-side canonical text (mi_xf_config_canonical), "" when none */
+  char *hw;    /* hardware-side canonical text (mi_config_canonical) */
+  char *model; /* model-side canonical text (mi_xf_config_canonical), "" when none */
   int32_t ok;
   char *failure;
   double obj[MI_OBJ_COUNT];
 } mi_tune_known_t;
 
-
 /** One (model, device) being tuned. */
 typedef struct mi_tune_task {
   const mi_recipe_t *recipe;
-  const char *model_path;       /* ONNX file the worker loads */
-  const char *inputs;           /* "name:1x3x32x32;..." from the recipe, or "" */
-  const char *spec;             /* "PLUGIN:INDEX" */
-  mi_worker_pool_t *pool;       /* this task's workers */
+  const char *model_path; /* ONNX file the worker loads */
+  const char *inputs;     /* "name:1x3x32x32;..." from the recipe, or "" */
+  const char *spec;       /* "PLUGIN:INDEX" */
+  mi_worker_pool_t *pool; /* this task's workers */
   int32_t repeats, warmup;
-  int energy_modeled;           /* 1 once an energy figure came from a model */
+  int energy_modeled; /* 1 once an energy figure came from a model */
   /* history (NULL when the recipe has none) */
   mi_history_t *history;
   int64_t run_id;
-  const mi_record_t *base;      /* task, device and stack fields of every record */
+  const mi_record_t *base; /* task, device and stack fields of every record */
   mi_tune_known_t *known;
   int32_t known_count;
-  int32_t recorded;             /* records written */
-  mi_search_options_t *search;  /* the search's options (tune_stop.c ends its time budget) */
+  int32_t recorded;            /* records written */
+  mi_search_options_t *search; /* the search's options (tune_stop.c ends its time budget) */
   /* progress */
   const mi_tune_callbacks_t *cb;
   int32_t line;
   int64_t budget;
-  double best;                  /* best feasible first objective so far */
+  double best; /* best feasible first objective so far */
   int32_t first_objective;
-  int32_t objective_count;      /* objectives the search minimises on this device */
+  int32_t objective_count; /* objectives the search minimises on this device */
   const mi_bound_t *bounds;
   int32_t bound_count;
   /* Added: the per-layer times of the last measurement mi_tune_evaluate made (none after a
@@ -76,10 +75,10 @@ int32_t mi_tune_reload_known(mi_tune_task_t *t, mi_error_t *err);
 
 /** Past tasks of the history on the same stack, read into a new task's space (tune_sources.c). */
 typedef struct mi_tune_sources {
-  int32_t count;                 /* source tasks */
-  int32_t rows;                  /* their configurations read into the space */
+  int32_t count; /* source tasks */
+  int32_t rows;  /* their configurations read into the space */
   mi_meta_task_t *tasks;
-  int32_t **points;              /* per task, owned */
+  int32_t **points; /* per task, owned */
   double **obj;
   double desc[MI_META_DESC_SIZE]; /* the new task's descriptor */
   /* Added: per task, the per-layer times of its configurations (count x graph node_count, NaN
@@ -100,7 +99,6 @@ int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
                                    mi_tune_sources_t *out, mi_error_t *err);
 void mi_tune_sources_free(mi_tune_sources_t *s);
 
-
 /** The layer-task phase before the joint search (tune_ltask.c): tunes the model's layer tasks
  * on the device (history first), fills run's ltask fields, and gives the kernel dimensions to
  * hold (*frozen) and the point holding each task's best (*fixed); both malloc'd, NULL when the
@@ -108,7 +106,6 @@ void mi_tune_sources_free(mi_tune_sources_t *s);
 int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_t *g,
                        const char *device_hash, int quiet, uint8_t **frozen, int32_t **fixed,
                        mi_error_t *err);
-
 
 /* Calls out (tune_call.c). */
 /** Formats the task's progress line and hands it to the progress callback. */

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/tune_internal.h"
 #include "metainfer/mi_ltask.h"
+#include "tune/tune_internal.h"
 
 typedef struct {
   mi_tune_task_t *task;

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tune/tune_internal.h"
 #include "tune/tune_farm.h"
+#include "tune/tune_internal.h"
 
 /* The recipe's input shapes, then 1 for every dimension still dynamic (a batch 'N'), with a
  * note: nothing may be probed or measured with an unresolved shape. */
@@ -28,8 +28,10 @@ static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, const char *model
     char dyn[160] = "";
     size_t at = 0;
     if (t->rank < 0)
-      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: input '%s' of %s has no declared shape: give it under "
-                       "inputs: in the recipe", r->path, t->name, model);
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "%s: input '%s' of %s has no declared shape: give it under "
+                       "inputs: in the recipe",
+                       r->path, t->name, model);
     for (int32_t d = 0; d < t->rank; d++)
       if (t->dims[d] < 0) {
         if (at < sizeof dyn)
@@ -43,7 +45,7 @@ static int32_t set_inputs(mi_graph_t *g, const mi_recipe_t *r, const char *model
       for (int32_t d = 0; d < t->rank && k < sizeof shape; d++)
         k += (size_t)snprintf(shape + k, sizeof shape - k, d ? "x%lld" : "%lld", (long long)t->dims[d]);
       mi__tune_log(cb, MI_TUNE_LOG_NOTE, "note: %s: input '%s' has dynamic dimension(s) %s, taken as 1: %s (set inputs: in the recipe to choose)",
-              model, t->name, dyn, shape);
+                   model, t->name, dyn, shape);
     }
   }
   if ((rc = mi_graph_infer_shapes(g, err)) != MI_OK && defaulted) {
@@ -62,19 +64,19 @@ typedef struct tune_ctx {
   mi_registry_t *reg;
   int32_t verify;
   int32_t jobs;
-  int agents;                    /* measurements go to the farm (tune_farm.c) */
-  int no_ltasks;                 /* search the whole cross product */
-  const char *history;           /* the recipe's history, or NULL */
-  double timeout_s;              /* per measurement: the option, else measure.timeout_s */
+  int agents;          /* measurements go to the farm (tune_farm.c) */
+  int no_ltasks;       /* search the whole cross product */
+  const char *history; /* the recipe's history, or NULL */
+  double timeout_s;    /* per measurement: the option, else measure.timeout_s */
   pthread_mutex_t next_lock;
-  int32_t next;                  /* next device of the current model (parallel devices) */
+  int32_t next; /* next device of the current model (parallel devices) */
   int32_t model;
   const mi_graph_t *graph;
   const char *inputs;
   char model_hash[17];
   char *features;
-  mi_model_features_t mf;        /* the current model's features (task descriptor) */
-  mi_tune_run_t *runs;           /* this model's row of runs */
+  mi_model_features_t mf; /* the current model's features (task descriptor) */
+  mi_tune_run_t *runs;    /* this model's row of runs */
 } tune_ctx_t;
 
 static void shapes_text(const mi_graph_t *g, char *buf, size_t cap) {
@@ -111,7 +113,7 @@ static void verify_front(mi_tune_task_t *task, mi_tune_run_t *run, const mi_sear
       }
       run->verify_bad[k] += viol > 0;
       mi__tune_progress(task, 0, "%-14s verifying %d/%d of %d front configurations",
-                           task->spec, (int)(k * n + i + 1), (int)(run->front_n * n), (int)run->front_n);
+                        task->spec, (int)(k * n + i + 1), (int)(run->front_n * n), (int)run->front_n);
     }
 }
 
@@ -257,8 +259,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                mi_tune_load_known(&task, &err) != MI_OK))
     goto done;
   mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: joint space of %s configurations (%d variant(s) pruned after %d prepare probes)%s",
-            run->model, run->spec, run->size, (int)run->pruned, (int)run->probes,
-            task.known_count ? "; resuming from the history" : "");
+               run->model, run->spec, run->size, (int)run->pruned, (int)run->probes,
+               task.known_count ? "; resuming from the history" : "");
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.strategy = r->strategy ? mi_strategy_find(r->strategy) : MI_STRATEGY_META;
@@ -309,14 +311,15 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       /* The rounds' measurements are in the history: the default replays from there. */
       if (mi_tune_reload_known(&task, &err) != MI_OK) goto done;
       if (run->ltask_rounds > 0 && o.max_measurements > run->ltask_rounds) o.max_measurements -= run->ltask_rounds - 1;
-      mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: space: model-side 10^%.0f x device-level 10^%.0f, %d layer tasks on %d nodes "
-                "(their kernel choices, 10^%.0f as a cross product, tuned per task): %d from the history, %d measured "
-                "(%d warm-started from the nearest measured tasks) with %d layer measurements in %d whole-model runs; "
-                "%d tasks run better than by default",
-                run->model, run->spec, run->ltask_log10_model, run->ltask_log10_device, (int)run->ltasks,
-                (int)run->ltask_nodes, run->ltask_log10_kernel, (int)run->ltask_reused, (int)run->ltask_measured,
-                (int)run->ltask_warm, (int)run->ltask_layer_measurements, (int)run->ltask_rounds,
-                (int)run->ltask_improved);
+      mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
+                   "%s: %s: space: model-side 10^%.0f x device-level 10^%.0f, %d layer tasks on %d nodes "
+                   "(their kernel choices, 10^%.0f as a cross product, tuned per task): %d from the history, %d measured "
+                   "(%d warm-started from the nearest measured tasks) with %d layer measurements in %d whole-model runs; "
+                   "%d tasks run better than by default",
+                   run->model, run->spec, run->ltask_log10_model, run->ltask_log10_device, (int)run->ltasks,
+                   (int)run->ltask_nodes, run->ltask_log10_kernel, (int)run->ltask_reused, (int)run->ltask_measured,
+                   (int)run->ltask_warm, (int)run->ltask_layer_measurements, (int)run->ltask_rounds,
+                   (int)run->ltask_improved);
     }
   }
   if (o.strategy == MI_STRATEGY_META) {
@@ -345,10 +348,11 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
     }
   }
   if (run->meta && (run->layer_model || run->layer_trials > 0))
-    mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: per-layer model: %s %d layer rows from %d configurations of this model on other devices; "
-            "%d of this run's measurements came with per-layer times; its weight in the last round %.2f",
-            run->model, run->spec, run->layer_model ? "built on" : "not built (no per-layer history):", (int)run->layer_rows,
-            (int)run->layer_configs, (int)run->layer_trials, isnan(run->layer_weight) ? 0.0 : run->layer_weight);
+    mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
+                 "%s: %s: per-layer model: %s %d layer rows from %d configurations of this model on other devices; "
+                 "%d of this run's measurements came with per-layer times; its weight in the last round %.2f",
+                 run->model, run->spec, run->layer_model ? "built on" : "not built (no per-layer history):", (int)run->layer_rows,
+                 (int)run->layer_configs, (int)run->layer_trials, isnan(run->layer_weight) ? 0.0 : run->layer_weight);
   if (run->meta) {
     if (run->warm_points > 0) {
       /* The saving as docs/meta.md defines it: a cold random search's expected count to come
@@ -356,30 +360,34 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       char saved[320] = "saving unknown (no surrogate fitted)";
       int32_t budget = r->budget_measurements, k = run->within5_at;
       if (!run->warm_trusted) {
-        snprintf(saved, sizeof saved, "warm start saved nothing (its configurations measured worse than the cold design's, so "
+        snprintf(saved, sizeof saved,
+                 "warm start saved nothing (its configurations measured worse than the cold design's, so "
                  "the history was dropped as misleading and the search went on cold)");
       } else if (k > 0 && budget > 0 && !(run->cold_estimate <= budget)) {
         /* Beyond the budget the estimate is a bound, not a count (NAN excluded below). */
         if (!isnan(run->cold_estimate))
-          snprintf(saved, sizeof saved, "warm start saved at least %d measurements (a cold random search needs more than "
+          snprintf(saved, sizeof saved,
+                   "warm start saved at least %d measurements (a cold random search needs more than "
                    "the budget of %d to come within 5%% of this best, estimated on the surrogate; this run took %d)",
                    (int)(budget - k), (int)budget, (int)k);
       } else if (k > 0 && isfinite(run->cold_estimate)) {
         double sv = run->cold_estimate - k;
         char amount[64] = "nothing measurable";
         if (sv >= 0.5) snprintf(amount, sizeof amount, "about %.0f measurements", sv);
-        snprintf(saved, sizeof saved, "warm start saved %s (a cold random search needs about %.0f to come within 5%% of this best, "
+        snprintf(saved, sizeof saved,
+                 "warm start saved %s (a cold random search needs about %.0f to come within 5%% of this best, "
                  "estimated on the surrogate: 1-3x the truth on the search benchmark; this run took %d)",
                  amount, run->cold_estimate, (int)k);
       }
-      mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: warm start: %d of %d measurements were configurations of %d similar past task(s) "
-              "in the history (%d configurations offered)%s; best %s found at measurement %d; %s",
-              run->model, run->spec, (int)run->warm_points, (int)run->res->measured, (int)run->sources,
-              (int)run->source_rows, run->cold_fallback ? ", later dropped as misleading (cold fallback)" : "",
-              mi_objective_name(objs[0], NULL), (int)run->best_at, saved);
+      mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
+                   "%s: %s: warm start: %d of %d measurements were configurations of %d similar past task(s) "
+                   "in the history (%d configurations offered)%s; best %s found at measurement %d; %s",
+                   run->model, run->spec, (int)run->warm_points, (int)run->res->measured, (int)run->sources,
+                   (int)run->source_rows, run->cold_fallback ? ", later dropped as misleading (cold fallback)" : "",
+                   mi_objective_name(objs[0], NULL), (int)run->best_at, saved);
     } else
       mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: cold start (no similar task on this software stack in the history); best %s found at measurement %d of %d",
-              run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
+                   run->model, run->spec, mi_objective_name(objs[0], NULL), (int)run->best_at, (int)run->res->measured);
   }
   /* The choice against the default and the runner-up in paired rounds (farm measurements ran
    * elsewhere: not here). */
@@ -393,10 +401,10 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   run->energy_modeled = task.energy_modeled;
   run->ok = 1;
   mi__tune_progress(&task, 1, "%-14s done: %d measured, %d from the history, front of %d%s",
-                       run->spec, (int)run->res->measured, (int)run->res->replayed, (int)run->front_n,
-                       mi_worker_quarantined(pool, run->spec) ? " (device quarantined)" : "");
+                    run->spec, (int)run->res->measured, (int)run->res->replayed, (int)run->front_n,
+                    mi_worker_quarantined(pool, run->spec) ? " (device quarantined)" : "");
 done:
-  mi_space_detach_pool(run->space); /* the space outlives this thread's workers */
+  mi_space_detach_pool(run->space);                  /* the space outlives this thread's workers */
   if (run->ok && mi_space_ask_failure(run->space)) { /* its plugin failed on a question */
     run->ok = 0;
     snprintf(run->message, sizeof run->message, "%s", mi_space_ask_failure(run->space));
@@ -407,7 +415,7 @@ done:
     mi__tune_progress(&task, 1, "%-14s failed: %s", run->spec, run->message);
   } else if (mi_tune_succeeded(run) == 0 && run->res && run->res->count > 0) {
     mi__tune_progress(&task, 1, "%-14s every measurement failed (%d)%s", run->spec,
-                         (int)run->res->count, mi_worker_quarantined(pool, run->spec) ? "; device quarantined" : "");
+                      (int)run->res->count, mi_worker_quarantined(pool, run->spec) ? "; device quarantined" : "");
   }
   mi_tune_free_known(&task);
   free(frozen);
@@ -491,7 +499,7 @@ static void waiting(const mi_tune_callbacks_t *cb, int32_t line, const char *spe
 }
 
 MI_API int32_t mi_tune_run(const mi_recipe_t *r, const mi_tune_options_t *opts,
-                    const mi_tune_callbacks_t *cb, mi_tune_result_t **out, mi_error_t *err) {
+                           const mi_tune_callbacks_t *cb, mi_tune_result_t **out, mi_error_t *err) {
   mi_tune_options_t o;
   mi_tune_callbacks_t cbs;
   mi_tune_result_t *res = NULL;

@@ -18,10 +18,10 @@ typedef struct {
   char keys[MAX_SOURCES][200];
   int32_t cap[MAX_SOURCES];
   int32_t *pt;
-  int target_fp;                 /* 1: fp holds the target device's fingerprint part */
+  int target_fp; /* 1: fp holds the target device's fingerprint part */
   double fp[MI_META_DESC_SIZE - MI_META_FP_OFFSET];
-  const mi_graph_t *g;           /* the new task's graph: per-layer times of its model (NULL: none) */
-  int32_t lrows[MAX_SOURCES];    /* per task, configurations that came with layers */
+  const mi_graph_t *g;        /* the new task's graph: per-layer times of its model (NULL: none) */
+  int32_t lrows[MAX_SOURCES]; /* per task, configurations that came with layers */
 } load_ctx_t;
 
 /* The first `needle` in [p, end), or NULL. */

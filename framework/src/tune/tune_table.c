@@ -48,9 +48,9 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
     e->vs_default_hi = 1 / v->lo;
     e->vs_default_rounds = run->confirm_rounds;
     snprintf(e->vs_default_verdict, sizeof e->vs_default_verdict, "%s",
-             run->confirm == 2 ? "is default"
-             : run->deployed_default ? (v->verdict == MI_COMPARE_SLOWER ? "default deployed: tuned was slower"
-                                                                        : "default deployed: no significant difference")
+             run->confirm == 2                 ? "is default"
+             : run->deployed_default           ? (v->verdict == MI_COMPARE_SLOWER ? "default deployed: tuned was slower"
+                                                                                  : "default deployed: no significant difference")
              : v->verdict == MI_COMPARE_FASTER ? "faster"
              : v->verdict == MI_COMPARE_SLOWER ? "slower"
                                                : "no significant difference");
@@ -92,7 +92,7 @@ static char *recipe_inputs(const mi_recipe_t *r, const mi_tune_run_t *runs, int3
 }
 
 MI_API int32_t mi_tune_write_table(const mi_recipe_t *r, const char *dir, const mi_tune_run_t *runs,
-                            int32_t n, mi_error_t *err) {
+                                   int32_t n, mi_error_t *err) {
   mi_deploy_table_t *t = calloc(1, sizeof *t);
   char path[4200], *abs = realpath(r->path, NULL);
   int32_t rc = MI_OK;

@@ -100,10 +100,10 @@ typedef enum mi_dtype {
 
 /** Memory layouts of 4-D activations. Values are ABI: only appended. */
 typedef enum mi_layout {
-  MI_LAYOUT_ANY = 0,    /* not 4-D, or layout-agnostic */
+  MI_LAYOUT_ANY = 0, /* not 4-D, or layout-agnostic */
   MI_LAYOUT_NCHW = 1,
   MI_LAYOUT_NHWC = 2,
-  MI_LAYOUT_NCHWC = 3   /* blocked: N, C/b, H, W, b with block b = mi_tensor_desc_t.block */
+  MI_LAYOUT_NCHWC = 3 /* blocked: N, C/b, H, W, b with block b = mi_tensor_desc_t.block */
 } mi_layout;
 
 #define MI_LAYOUT_BIT(layout) (1u << (unsigned)(layout))
@@ -144,42 +144,42 @@ typedef enum mi_device_kind {
 /** A device the plugin drives. Filled by device_info. */
 typedef struct mi_device_desc {
   uint32_t struct_size;
-  int32_t kind;                   /* mi_device_kind */
-  char name[128];                 /* e.g. "pthread-Intel(R) Xeon(R)" */
+  int32_t kind;   /* mi_device_kind */
+  char name[128]; /* e.g. "pthread-Intel(R) Xeon(R)" */
   char vendor[64];
-  char driver_version[64];        /* driver/runtime version string, part of the stack fingerprint */
-  char isa[64];                   /* e.g. "x86_64-avx512", "spirv-1.5", "npu-gen1" */
-  uint64_t global_memory_bytes;   /* 0 when unknown */
-  uint64_t local_memory_bytes;    /* shared/local/SRAM per compute unit; 0 when unknown */
-  uint64_t cache_bytes;           /* last-level cache; 0 when unknown */
-  uint32_t compute_units;         /* cores, CUs, SMs */
-  uint32_t max_threads;           /* max work-group size or threads; 0 when unknown */
-  uint32_t dtype_mask;            /* MI_DTYPE_BIT of each dtype it computes in */
-  uint32_t layout_mask;           /* MI_LAYOUT_BIT of each layout it accepts */
-  uint32_t channel_alignment;     /* preferred channel multiple (1 = none) */
-  uint32_t buffer_alignment;      /* byte alignment of buffers; 0 = none required */
-  uint64_t max_buffer_bytes;      /* largest single buffer; 0 = no limit known */
-  double peak_gflops;             /* declared or estimated FP32 peak; 0 when unknown */
-  double peak_bandwidth_gbs;      /* declared or estimated memory bandwidth; 0 when unknown */
+  char driver_version[64];      /* driver/runtime version string, part of the stack fingerprint */
+  char isa[64];                 /* e.g. "x86_64-avx512", "spirv-1.5", "npu-gen1" */
+  uint64_t global_memory_bytes; /* 0 when unknown */
+  uint64_t local_memory_bytes;  /* shared/local/SRAM per compute unit; 0 when unknown */
+  uint64_t cache_bytes;         /* last-level cache; 0 when unknown */
+  uint32_t compute_units;       /* cores, CUs, SMs */
+  uint32_t max_threads;         /* max work-group size or threads; 0 when unknown */
+  uint32_t dtype_mask;          /* MI_DTYPE_BIT of each dtype it computes in */
+  uint32_t layout_mask;         /* MI_LAYOUT_BIT of each layout it accepts */
+  uint32_t channel_alignment;   /* preferred channel multiple (1 = none) */
+  uint32_t buffer_alignment;    /* byte alignment of buffers; 0 = none required */
+  uint64_t max_buffer_bytes;    /* largest single buffer; 0 = no limit known */
+  double peak_gflops;           /* declared or estimated FP32 peak; 0 when unknown */
+  double peak_bandwidth_gbs;    /* declared or estimated memory bandwidth; 0 when unknown */
 } mi_device_desc_t;
 
 typedef enum mi_knob_scope {
-  MI_KNOB_SCOPE_DEVICE = 0,  /* one value for the whole device (DVFS level, threads) */
-  MI_KNOB_SCOPE_OP = 1,      /* chosen per op or fused group */
-  MI_KNOB_SCOPE_VARIANT = 2  /* only meaningful for the variants that list it */
+  MI_KNOB_SCOPE_DEVICE = 0, /* one value for the whole device (DVFS level, threads) */
+  MI_KNOB_SCOPE_OP = 1,     /* chosen per op or fused group */
+  MI_KNOB_SCOPE_VARIANT = 2 /* only meaningful for the variants that list it */
 } mi_knob_scope;
 
 typedef enum mi_knob_type {
-  MI_KNOB_INT = 0,    /* integer; domain is [min,max] step, or the `values` list */
-  MI_KNOB_FLOAT = 1,  /* real in [min,max] */
+  MI_KNOB_INT = 0,   /* integer; domain is [min,max] step, or the `values` list */
+  MI_KNOB_FLOAT = 1, /* real in [min,max] */
   MI_KNOB_BOOL = 2,
-  MI_KNOB_ENUM = 3    /* one of `choices` (a '|' separated list of names) */
+  MI_KNOB_ENUM = 3 /* one of `choices` (a '|' separated list of names) */
 } mi_knob_type;
 
 typedef enum mi_knob_mutability {
-  MI_KNOB_AT_PREPARE = 0,  /* fixed when a kernel is prepared */
-  MI_KNOB_AT_RUN = 1,      /* may change between runs of a prepared kernel */
-  MI_KNOB_AT_INIT = 2      /* device-wide; changing it costs a re-initialisation */
+  MI_KNOB_AT_PREPARE = 0, /* fixed when a kernel is prepared */
+  MI_KNOB_AT_RUN = 1,     /* may change between runs of a prepared kernel */
+  MI_KNOB_AT_INIT = 2     /* device-wide; changing it costs a re-initialisation */
 } mi_knob_mutability;
 
 #define MI_KNOB_MAX_VALUES 32
@@ -187,7 +187,7 @@ typedef enum mi_knob_mutability {
 /** A tunable knob. Filled by knob_desc. */
 typedef struct mi_knob_desc {
   uint32_t struct_size;
-  char name[64];          /* stable id, e.g. "threads", "tile_m", "dvfs_level" */
+  char name[64]; /* stable id, e.g. "threads", "tile_m", "dvfs_level" */
   char description[128];
   char unit[16];          /* "", "threads", "MHz", "bytes", ... */
   int32_t scope;          /* mi_knob_scope */
@@ -196,25 +196,25 @@ typedef struct mi_knob_desc {
   int64_t min, max, step; /* INT domain when value_count == 0 (step >= 1) */
   uint32_t value_count;   /* INT: explicit values (e.g. powers of two) */
   int64_t values[MI_KNOB_MAX_VALUES];
-  double fmin, fmax;      /* FLOAT domain */
-  char choices[256];      /* ENUM: "a|b|c" */
-  int64_t default_int;    /* INT, BOOL, ENUM (index into choices) */
-  double default_float;   /* FLOAT */
-  char applies_to[128];   /* comma-separated variant ids (scope VARIANT); "" = all */
+  double fmin, fmax;    /* FLOAT domain */
+  char choices[256];    /* ENUM: "a|b|c" */
+  int64_t default_int;  /* INT, BOOL, ENUM (index into choices) */
+  double default_float; /* FLOAT */
+  char applies_to[128]; /* comma-separated variant ids (scope VARIANT); "" = all */
 } mi_knob_desc_t;
 
 typedef enum mi_constraint_kind {
-  MI_CONSTRAINT_DIVIDES = 0,     /* knob a divides knob b (or `value` when b is "") */
-  MI_CONSTRAINT_LESS_EQUAL = 1,  /* a <= b (or a <= value) */
-  MI_CONSTRAINT_PRODUCT_LE = 2,  /* a * b <= value */
-  MI_CONSTRAINT_IMPLIES = 3,     /* a == value implies b == value2 */
-  MI_CONSTRAINT_CUSTOM = 4       /* checked only by check_config; `reason` says what */
+  MI_CONSTRAINT_DIVIDES = 0,    /* knob a divides knob b (or `value` when b is "") */
+  MI_CONSTRAINT_LESS_EQUAL = 1, /* a <= b (or a <= value) */
+  MI_CONSTRAINT_PRODUCT_LE = 2, /* a * b <= value */
+  MI_CONSTRAINT_IMPLIES = 3,    /* a == value implies b == value2 */
+  MI_CONSTRAINT_CUSTOM = 4      /* checked only by check_config; `reason` says what */
 } mi_constraint_kind;
 
 /** A declarative constraint between knobs. Filled by constraint_desc. */
 typedef struct mi_constraint_desc {
   uint32_t struct_size;
-  int32_t kind;        /* mi_constraint_kind */
+  int32_t kind; /* mi_constraint_kind */
   char a[64];
   char b[64];
   int64_t value;
@@ -225,23 +225,23 @@ typedef struct mi_constraint_desc {
 
 /** Fused-pattern bits a variant can execute as one kernel. Values are ABI: only appended. */
 typedef enum mi_fuse_bits {
-  MI_FUSE_BIAS = 1u << 0,      /* op + bias */
-  MI_FUSE_BN = 1u << 1,        /* op + BatchNormalization (folded or not) */
-  MI_FUSE_RELU = 1u << 2,      /* + Relu / Clip(0,6) */
-  MI_FUSE_ACT = 1u << 3,       /* + other activations (Sigmoid, HardSwish, LeakyRelu, ...) */
-  MI_FUSE_ADD = 1u << 4        /* + residual Add */
+  MI_FUSE_BIAS = 1u << 0, /* op + bias */
+  MI_FUSE_BN = 1u << 1,   /* op + BatchNormalization (folded or not) */
+  MI_FUSE_RELU = 1u << 2, /* + Relu / Clip(0,6) */
+  MI_FUSE_ACT = 1u << 3,  /* + other activations (Sigmoid, HardSwish, LeakyRelu, ...) */
+  MI_FUSE_ADD = 1u << 4   /* + residual Add */
 } mi_fuse_bits;
 
 /** A kernel variant for one op type. Filled by variant_desc. */
 typedef struct mi_variant_desc {
   uint32_t struct_size;
-  char id[64];           /* stable id, e.g. "conv.im2col_gemm"; never reused for other code */
-  char op_type[32];      /* ONNX op type it implements: "Conv", "MatMul", "Relu", ... */
+  char id[64];      /* stable id, e.g. "conv.im2col_gemm"; never reused for other code */
+  char op_type[32]; /* ONNX op type it implements: "Conv", "MatMul", "Relu", ... */
   char description[128];
-  uint32_t dtype_mask;   /* MI_DTYPE_BIT of compute dtypes */
-  uint32_t layout_mask;  /* MI_LAYOUT_BIT of accepted activation layouts */
-  uint32_t fuse_mask;    /* mi_fuse_bits it can absorb after the op */
-  char knobs[256];       /* comma-separated knob names this variant reads */
+  uint32_t dtype_mask;  /* MI_DTYPE_BIT of compute dtypes */
+  uint32_t layout_mask; /* MI_LAYOUT_BIT of accepted activation layouts */
+  uint32_t fuse_mask;   /* mi_fuse_bits it can absorb after the op */
+  char knobs[256];      /* comma-separated knob names this variant reads */
 } mi_variant_desc_t;
 
 /** Counter kinds. TIMER and ENERGY counters are cumulative since create() (device time or
@@ -249,8 +249,8 @@ typedef struct mi_variant_desc {
  * Units: TIMER ns|us|ms|s, MEMORY bytes, ENERGY J|mJ|uJ, POWER W|mW, FREQUENCY Hz|kHz|MHz|GHz,
  * TEMPERATURE C. */
 typedef enum mi_counter_kind {
-  MI_COUNTER_TIMER = 0,       /* cumulative device time */
-  MI_COUNTER_MEMORY = 1,      /* bytes in use / peak */
+  MI_COUNTER_TIMER = 0,  /* cumulative device time */
+  MI_COUNTER_MEMORY = 1, /* bytes in use / peak */
   MI_COUNTER_ENERGY = 2,
   MI_COUNTER_POWER = 3,
   MI_COUNTER_FREQUENCY = 4,
@@ -262,10 +262,10 @@ typedef enum mi_counter_kind {
 typedef struct mi_counter_desc {
   uint32_t struct_size;
   char name[64];
-  int32_t kind;        /* mi_counter_kind */
-  char unit[16];       /* "ns", "bytes", "J", "W", "MHz", "C" */
-  double resolution;   /* smallest step, in `unit` */
-  int32_t modeled;     /* 1 when the figure comes from a model, not a sensor */
+  int32_t kind;      /* mi_counter_kind */
+  char unit[16];     /* "ns", "bytes", "J", "W", "MHz", "C" */
+  double resolution; /* smallest step, in `unit` */
+  int32_t modeled;   /* 1 when the figure comes from a model, not a sensor */
 } mi_counter_desc_t;
 
 /** One counter reading. A counter with no sample sets has_value = 0; it never reports 0. */
@@ -289,8 +289,8 @@ typedef enum mi_attr_type {
 /** An op attribute (ONNX semantics). Frozen in v1 (never grows). */
 typedef struct mi_attr {
   const char *name;
-  int32_t type;        /* mi_attr_type */
-  int32_t count;       /* INTS/FLOATS element count */
+  int32_t type;  /* mi_attr_type */
+  int32_t count; /* INTS/FLOATS element count */
   int64_t i;
   float f;
   const int64_t *ints;
@@ -301,11 +301,11 @@ typedef struct mi_attr {
 /** A tensor in a kernel description. */
 typedef struct mi_tensor_desc {
   uint32_t struct_size;
-  int32_t dtype;                /* mi_dtype */
-  int32_t layout;               /* mi_layout of the stored data */
-  int32_t block;                /* channel block for MI_LAYOUT_NCHWC */
+  int32_t dtype;  /* mi_dtype */
+  int32_t layout; /* mi_layout of the stored data */
+  int32_t block;  /* channel block for MI_LAYOUT_NCHWC */
   int32_t rank;
-  int64_t dims[MI_MAX_RANK];    /* logical dims in ONNX order (N, C, H, W for 4-D) */
+  int64_t dims[MI_MAX_RANK]; /* logical dims in ONNX order (N, C, H, W for 4-D) */
   /* Quantization: per-tensor when channel_count == 0, else per channel along channel_axis. */
   float scale;
   int32_t zero_point;
@@ -335,33 +335,33 @@ typedef struct mi_node_desc {
 /** A knob value chosen for a kernel. Frozen in v1 (never grows). */
 typedef struct mi_knob_value {
   const char *name;
-  int64_t i;     /* INT, BOOL, ENUM index */
-  double f;      /* FLOAT */
+  int64_t i; /* INT, BOOL, ENUM index */
+  double f;  /* FLOAT */
 } mi_knob_value_t;
 
 /** What to prepare: one op or a fused group, a variant and its knob values. */
 typedef struct mi_kernel_desc {
   uint32_t struct_size;
   int32_t node_count;
-  const mi_node_desc_t *const *nodes;      /* in execution order */
+  const mi_node_desc_t *const *nodes; /* in execution order */
   int32_t tensor_count;
   const mi_tensor_desc_t *const *tensors;
-  int32_t input_count;                     /* runtime inputs, in kernel_run order */
+  int32_t input_count; /* runtime inputs, in kernel_run order */
   const int32_t *inputs;
-  int32_t output_count;                    /* outputs, in kernel_run order */
+  int32_t output_count; /* outputs, in kernel_run order */
   const int32_t *outputs;
-  const char *variant_id;                  /* NULL or "" = plugin's choice */
+  const char *variant_id; /* NULL or "" = plugin's choice */
   int32_t knob_count;
-  const mi_knob_value_t *knobs;            /* missing knobs take their defaults */
+  const mi_knob_value_t *knobs; /* missing knobs take their defaults */
 } mi_kernel_desc_t;
 
 /** Statistics of one kernel_run, filled when the caller passes a non-NULL pointer. */
 typedef struct mi_run_stats {
   uint32_t struct_size;
-  int32_t has_device_time;  /* 1 when device_time_ns came from a device timer */
+  int32_t has_device_time; /* 1 when device_time_ns came from a device timer */
   uint64_t device_time_ns;
-  int32_t has_energy;       /* 1 when energy_j is known */
-  int32_t energy_modeled;   /* 1 when energy_j is modeled, not measured */
+  int32_t has_energy;     /* 1 when energy_j is known */
+  int32_t energy_modeled; /* 1 when energy_j is modeled, not measured */
   double energy_j;
 } mi_run_stats_t;
 
@@ -376,10 +376,10 @@ typedef struct mi_kernel mi_kernel_t;         /* a prepared kernel */
 /** The plugin's function table, returned by the entry point. Grows only at the end. */
 typedef struct mi_plugin_api {
   uint32_t struct_size;
-  uint32_t abi_major;         /* must equal the host's major */
-  uint32_t abi_minor;         /* the minor the plugin was built with; any value is accepted */
-  const char *name;           /* plugin name, e.g. "blis-cpu" */
-  const char *version;        /* plugin version, e.g. "1.2.0" */
+  uint32_t abi_major;  /* must equal the host's major */
+  uint32_t abi_minor;  /* the minor the plugin was built with; any value is accepted */
+  const char *name;    /* plugin name, e.g. "blis-cpu" */
+  const char *version; /* plugin version, e.g. "1.2.0" */
 
   /* Required. Instance lifetime. create: any thread; destroy: once, after all other calls. */
   int32_t (*create)(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error_t *err);
@@ -524,10 +524,14 @@ static inline int64_t mi_sdk_numel(const mi_tensor_desc_t *t) {
 /** Bytes one element of `dtype` takes (INT4: 1, the byte two values share); 0 when unknown. */
 static inline size_t mi_sdk_dtype_size(int32_t dtype) {
   switch (dtype) {
-  case MI_DTYPE_FLOAT32: case MI_DTYPE_INT32: return 4;
+  case MI_DTYPE_FLOAT32:
+  case MI_DTYPE_INT32: return 4;
   case MI_DTYPE_INT64: return 8;
   case MI_DTYPE_FLOAT16: return 2;
-  case MI_DTYPE_INT8: case MI_DTYPE_UINT8: case MI_DTYPE_BOOL: case MI_DTYPE_INT4: return 1;
+  case MI_DTYPE_INT8:
+  case MI_DTYPE_UINT8:
+  case MI_DTYPE_BOOL:
+  case MI_DTYPE_INT4: return 1;
   default: return 0;
   }
 }

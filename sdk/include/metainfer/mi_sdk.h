@@ -119,7 +119,7 @@ typedef struct mi_sdk_tables {
   uint32_t knob_count;
   const void *variants; /* elements of variant_size bytes, each starting with mi_sdk_variant_t */
   uint32_t variant_count;
-  size_t variant_size;  /* 0 = sizeof(mi_sdk_variant_t) */
+  size_t variant_size; /* 0 = sizeof(mi_sdk_variant_t) */
   const mi_sdk_counter_t *counters;
   uint32_t counter_count;
   /* Constraints carry the device's figures (limits in their values and reasons), so they are
@@ -138,9 +138,9 @@ void mi_sdk_tables_set_counters(mi_sdk_tables_t *t, mi_sdk_counter_t *own,
 
 /** The head of a plugin's `struct mi_plugin_ctx` when it lets the helper answer descriptions. */
 typedef struct mi_sdk_plugin {
-  const char *name;        /* the plugin's name, the first word of every message */
+  const char *name; /* the plugin's name, the first word of every message */
   uint32_t device_count;
-  int32_t no_device_code;  /* the code for a device index out of range; 0 = INVALID_ARGUMENT */
+  int32_t no_device_code;        /* the code for a device index out of range; 0 = INVALID_ARGUMENT */
   const mi_sdk_tables_t *tables; /* the same for every device, or NULL and tables_of */
   const mi_sdk_tables_t *(*tables_of)(const mi_plugin_ctx_t *ctx, uint32_t device);
   /* Or, with tables and tables_of NULL, each device's own tables in the plugin's array of
@@ -270,9 +270,9 @@ int32_t mi_sdk_check_fp32_kernel(const mi_kernel_desc_t *d, const char *plugin, 
 
 /** Where a kernel's tensor lives at run time. */
 typedef enum mi_sdk_io {
-  MI_SDK_IO_NONE = 0,   /* in no run buffer: constant data or an intermediate of the kernel */
-  MI_SDK_IO_INPUT = 1,  /* the run's input buffer *index */
-  MI_SDK_IO_OUTPUT = 2  /* the run's output buffer *index */
+  MI_SDK_IO_NONE = 0,  /* in no run buffer: constant data or an intermediate of the kernel */
+  MI_SDK_IO_INPUT = 1, /* the run's input buffer *index */
+  MI_SDK_IO_OUTPUT = 2 /* the run's output buffer *index */
 } mi_sdk_io;
 
 /** Whether tensor t is one of the kernel's inputs or outputs (an input first), with *index its

@@ -31,9 +31,15 @@ static double fma_peak(void) {
            c8 = _mm256_set1_ps(8.f), c9 = _mm256_set1_ps(9.f);
     double t = now_s();
     for (it = 0; it < n; it++) {
-      c0 = _mm256_fmadd_ps(c0, m, a); c1 = _mm256_fmadd_ps(c1, m, a); c2 = _mm256_fmadd_ps(c2, m, a);
-      c3 = _mm256_fmadd_ps(c3, m, a); c4 = _mm256_fmadd_ps(c4, m, a); c5 = _mm256_fmadd_ps(c5, m, a);
-      c6 = _mm256_fmadd_ps(c6, m, a); c7 = _mm256_fmadd_ps(c7, m, a); c8 = _mm256_fmadd_ps(c8, m, a);
+      c0 = _mm256_fmadd_ps(c0, m, a);
+      c1 = _mm256_fmadd_ps(c1, m, a);
+      c2 = _mm256_fmadd_ps(c2, m, a);
+      c3 = _mm256_fmadd_ps(c3, m, a);
+      c4 = _mm256_fmadd_ps(c4, m, a);
+      c5 = _mm256_fmadd_ps(c5, m, a);
+      c6 = _mm256_fmadd_ps(c6, m, a);
+      c7 = _mm256_fmadd_ps(c7, m, a);
+      c8 = _mm256_fmadd_ps(c8, m, a);
       c9 = _mm256_fmadd_ps(c9, m, a);
     }
     t = now_s() - t;
@@ -159,8 +165,7 @@ static void conv_desc(tb_t *b, const int64_t *xd, const int64_t *wd, const float
 
 static void fp16_section(tb_plugin_t *p, int nthreads, const char *const *simd, int nsimd) {
   /* c, hw, m, k: ResNet/MobileNet-like layers, the last two with weights larger than L2 */
-  static const int64_t shapes[][4] = {{64, 56, 64, 3}, {128, 28, 256, 1}, {256, 14, 256, 3}, {512, 7, 512, 3},
-                                      {256, 4, 256, 3}};
+  static const int64_t shapes[][4] = {{64, 56, 64, 3}, {128, 28, 256, 1}, {256, 14, 256, 3}, {512, 7, 512, 3}, {256, 4, 256, 3}};
   size_t s;
   printf("\n%-22s %-8s %-7s %10s %10s %7s %12s %12s\n", "conv (FP16 storage)", "simd", "threads", "fp32 GF/s",
          "fp16 GF/s", "ratio", "fp32 kept B", "fp16 kept B");
@@ -193,7 +198,9 @@ static void fp16_section(tb_plugin_t *p, int nthreads, const char *const *simd, 
                  b16);
       }
     }
-    free(x); free(w); free(y);
+    free(x);
+    free(w);
+    free(y);
   }
 }
 
@@ -239,7 +246,8 @@ int main(int argc, char **argv) {
   {
     double p512 = fma_peak512();
     if (p512 > 0.) printf("FMA peak (1 core, AVX-512 16-wide FMA loop): %.1f GFLOP/s\n", p512);
-    else printf("FMA peak AVX-512: the CPU has no AVX-512F\n");
+    else
+      printf("FMA peak AVX-512: the CPU has no AVX-512F\n");
     if (p512 > peak) peak = p512;
     printf("%%peak1 below is against the larger of the two, one core\n\n");
   }
@@ -269,7 +277,9 @@ int main(int argc, char **argv) {
         snprintf(op, sizeof op, "sgemm%lld", (long long)n);
         printf("%-8s %-8s %-7d %10.1f %7.0f%%\n", op, arch[a], th, g, 100. * g / peak);
       }
-    free(A); free(B); free(C);
+    free(A);
+    free(B);
+    free(C);
   }
   if (!only_fp16) {
     /* A ResNet-ish 3x3 conv (64->64, 56x56) and a depthwise 3x3 (128ch, 28x28). */
@@ -307,7 +317,9 @@ int main(int argc, char **argv) {
             if (gf > 0) printf("%-22s %-22s %-7d %10.1f\n", name, vn, th, gf);
           }
         }
-      free(x); free(w); free(y);
+      free(x);
+      free(w);
+      free(y);
     }
   }
   fp16_section(&p, nthreads, simd, nsimd);

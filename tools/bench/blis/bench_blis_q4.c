@@ -93,11 +93,12 @@ static int bench_form(const char *build, const char *family, mi_graph_t *g, cons
   if (rc == MI_OK) {
     peak_run = peak_bytes(p, dev);
     qsort(t, (size_t)reps, sizeof t[0], zb_cmp_double);
-    printf("%s %s weights: peak_alloc_bytes prepared %.0f, after runs %.0f; median %.1f us "
-           "(p10 %.1f, p90 %.1f, %d runs, threads %d); host fallbacks %d; rel_l2 vs reference %.3g\n",
-           family, wq == MI_XF_INT4 ? "int4" : "int8", peak_prep, peak_run, t[reps / 2] * 1e3,
-           t[reps / 10] * 1e3, t[reps * 9 / 10] * 1e3, reps, threads, mi_session_fallback_count(s),
-           got->nbytes == want->nbytes ? rel_l2(got, want) : -1.);
+    printf(
+        "%s %s weights: peak_alloc_bytes prepared %.0f, after runs %.0f; median %.1f us "
+        "(p10 %.1f, p90 %.1f, %d runs, threads %d); host fallbacks %d; rel_l2 vs reference %.3g\n",
+        family, wq == MI_XF_INT4 ? "int4" : "int8", peak_prep, peak_run, t[reps / 2] * 1e3,
+        t[reps / 10] * 1e3, t[reps * 9 / 10] * 1e3, reps, threads, mi_session_fallback_count(s),
+        got->nbytes == want->nbytes ? rel_l2(got, want) : -1.);
   } else {
     fprintf(stderr, "bench_blis_q4 %s: %s\n", family, err.message);
   }

@@ -131,9 +131,10 @@ int main(int argc, char **argv) {
       }
     }
   }
-  printf("{\"family\":\"%s\",\"input\":\"%s\",\"threads\":%d,\"best\":\"%s\",\"median_ms\":%.4f,"
-         "\"p10_ms\":%.4f,\"p90_ms\":%.4f}\n",
-         argv[2], fam->input_name, threads, best_cfg, best, bp10, bp90);
+  printf(
+      "{\"family\":\"%s\",\"input\":\"%s\",\"threads\":%d,\"best\":\"%s\",\"median_ms\":%.4f,"
+      "\"p10_ms\":%.4f,\"p90_ms\":%.4f}\n",
+      argv[2], fam->input_name, threads, best_cfg, best, bp10, bp90);
   rc = best > 0. ? 0 : 1;
   goto done;
 fail:

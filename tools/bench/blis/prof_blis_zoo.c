@@ -25,7 +25,8 @@ static double now_us(void) {
 
 static int by_dev(const void *a, const void *b) {
   double x = ((const row_t *)a)->dev_us, y = ((const row_t *)b)->dev_us;
-  return x < y ? 1 : x > y ? -1 : 0;
+  return x < y ? 1 : x > y ? -1
+                           : 0;
 }
 
 /* "Conv 32x16x16 -> 64x8x8 k3 s2 g1" style label of a node's shapes. */
@@ -120,9 +121,10 @@ int main(int argc, char **argv) {
   }
   qsort(tot, (size_t)reps, sizeof *tot, zb_cmp_double);
   qsort(rows, (size_t)fg->node_count, sizeof *rows, by_dev);
-  printf("%s: %d kernels, threads=%d, %d runs: session median %.1f us, sum of node wall medians %.1f us, "
-         "sum of kernel_run medians %.1f us\n",
-         argv[2], nk, threads, reps, tot[reps / 2], wall_sum, dev_sum);
+  printf(
+      "%s: %d kernels, threads=%d, %d runs: session median %.1f us, sum of node wall medians %.1f us, "
+      "sum of kernel_run medians %.1f us\n",
+      argv[2], nk, threads, reps, tot[reps / 2], wall_sum, dev_sum);
   printf("%9s %9s %6s  %s\n", "run us", "wall us", "%run", "first node of the kernel");
   for (i = 0; i < fg->node_count; i++) {
     char lb[160];

@@ -10,8 +10,8 @@
 
 typedef struct shape {
   const char *name;
-  int conv;                        /* 0: MatMul [M,K]x[K,N]; 1: Conv NCHW */
-  int64_t m, k, n;                 /* MatMul */
+  int conv;        /* 0: MatMul [M,K]x[K,N]; 1: Conv NCHW */
+  int64_t m, k, n; /* MatMul */
   int64_t c, h, w, oc, ks, stride, pad, group;
 } shape_t;
 
@@ -299,9 +299,11 @@ int main(int argc, char **argv) {
   memset(&dd, 0, sizeof dd);
   dd.struct_size = sizeof dd;
   BENCH_REQUIRE(o.api->device_info(o.ctx, 0, &dd, NULL) == MI_OK);
-  printf("device: %s (%s, driver %s), %u compute units; %d sampled configs per variant, median "
-         "of %d runs (device time from profiling events)\n", dd.name, dd.vendor,
-         dd.driver_version, dd.compute_units, samples, repeats);
+  printf(
+      "device: %s (%s, driver %s), %u compute units; %d sampled configs per variant, median "
+      "of %d runs (device time from profiling events)\n",
+      dd.name, dd.vendor,
+      dd.driver_version, dd.compute_units, samples, repeats);
   load_domain(&o, &dom);
   for (i = 0; i < sizeof k_shapes / sizeof k_shapes[0]; i++)
     if (argc < 4 || strstr(k_shapes[i].name, argv[3]))

@@ -147,7 +147,7 @@ void bs_joint_restrict(bs_task_t *t, const char *layers, const char *hw) {
     if (node < 0) {
       /* Whole-model choices (model.fuse, model.fold_bn) join when `layers` names them. */
       keep = mi_space_dim_kind(t->space, d) == MI_DIM_MODEL ? list_has(layers, name)
-                                                             : !strncmp(name, "device.", 7) && list_has(hw, name + 7);
+                                                            : !strncmp(name, "device.", 7) && list_has(hw, name + 7);
     } else if (t->graph->nodes[node].name && list_has(layers, t->graph->nodes[node].name)) {
       keep = mi_space_dim_kind(t->space, d) == MI_DIM_MODEL || (knob && list_has(hw, knob + 6));
     }
@@ -273,7 +273,8 @@ void bs_joint_exhaustive(bs_task_t *tasks, int32_t n, int32_t k, double energy_q
     if (q >= 5 && !(ebound > 0)) break;
     t->energy_bound = q < 5 ? 0 : ebound;
     if (q < 5) snprintf(eb, sizeof eb, "none");
-    else snprintf(eb, sizeof eb, "%.4g mJ (q%.2g)", ebound, energy_q);
+    else
+      snprintf(eb, sizeof eb, "%.4g mJ (q%.2g)", ebound, energy_q);
     int32_t feas = 0, jr, sr;
     char jm[512], jh[512], sm[512], sh[512];
     if (q % 5 == 4 && env == NULL) continue; /* the median is already among the rows */

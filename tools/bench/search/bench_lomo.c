@@ -9,7 +9,9 @@
 
 #include "bench_lomo.h"
 
-enum { SAMPLES = 10, PER_SOURCE = 64, LOMO_BUDGET = 64 };
+enum { SAMPLES = 10,
+       PER_SOURCE = 64,
+       LOMO_BUDGET = 64 };
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

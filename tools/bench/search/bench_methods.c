@@ -89,7 +89,9 @@ static void score(const mi_surrogate_t *m, const mi_space_t *s, const int32_t *p
  * annealing's end points as the next batch (random points top it up; no epsilon-greedy). */
 static int32_t run_autotvm(bs_task_t *t, uint64_t seed, int32_t budget, mi_search_result_t **out,
                            mi_error_t *err) {
-  enum { CHAINS = 64, STEPS = 40, BATCH = 8 };
+  enum { CHAINS = 64,
+         STEPS = 40,
+         BATCH = 8 };
   int32_t D = t->D, F = mi_meta_feature_count(t->space), rc = MI_OK;
   int32_t *dflt = malloc((size_t)D * sizeof *dflt), *cur = malloc((size_t)CHAINS * D * sizeof *cur);
   int32_t *nxt = malloc((size_t)CHAINS * D * sizeof *nxt), *pick = malloc((size_t)BATCH * D * sizeof *pick);
@@ -208,7 +210,8 @@ static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int m
   bs_search_options(&o, seed, budget, 2, objs, ev, ctx, frozen);
   o.population = 8;
   if (method == BS_RANDOM || method == BS_NSGA2 || method == BS_EXHAUSTIVE) {
-    o.strategy = method == BS_RANDOM ? MI_STRATEGY_RANDOM : method == BS_NSGA2 ? MI_STRATEGY_NSGA2 : MI_STRATEGY_EXHAUSTIVE;
+    o.strategy = method == BS_RANDOM ? MI_STRATEGY_RANDOM : method == BS_NSGA2 ? MI_STRATEGY_NSGA2
+                                                                               : MI_STRATEGY_EXHAUSTIVE;
     return mi_search_run(t->space, &o, out, err);
   }
   {
@@ -246,8 +249,8 @@ static int32_t run_search(bs_task_t *tasks, int32_t ntask, int32_t target, int m
  * choice phase 1 fixed, repaired, then measured like any other (the table). */
 typedef struct mth_ctx {
   bs_task_t *t;
-  const int32_t *fix;     /* phase 1's best point */
-  const uint8_t *model;   /* 1: a model-side dimension (MI_DIM_MODEL) */
+  const int32_t *fix;   /* phase 1's best point */
+  const uint8_t *model; /* 1: a model-side dimension (MI_DIM_MODEL) */
 } mth_ctx_t;
 
 static int32_t mth_map(const mth_ctx_t *c, const int32_t *pt, int32_t *q, mi_error_t *err) {

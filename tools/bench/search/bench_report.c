@@ -216,7 +216,8 @@ int32_t bs_layer_split(const bs_task_t *t, uint64_t seed, int32_t samples, int32
  * per-layer tables each (the end-to-end model gets the same rows' end-to-end latencies).
  * Spearman and share within 10% on every table entry not among the 10. */
 static void lodo_layers(bs_task_t *tasks, int32_t n, int32_t k, uint64_t seed, double *out) {
-  enum { SAMPLES = 10, PER_SOURCE = 64 };
+  enum { SAMPLES = 10,
+         PER_SOURCE = 64 };
   bs_task_t *t = &tasks[k];
   mi_meta_layer_task_t ls[BS_MAX_TASKS];
   mi_meta_task_t es[BS_MAX_TASKS];
@@ -386,7 +387,8 @@ int bs_report(bs_task_t *tasks, int32_t n, int32_t seeds) {
         double a = median(v[m][0], seeds), b = median(v[m][1], seeds), c = median(v[m][2], seeds);
         char to[32];
         if (a > BUDGET) snprintf(to, sizeof to, ">%d", BUDGET);
-        else snprintf(to, sizeof to, "%.1f", a);
+        else
+          snprintf(to, sizeof to, "%.1f", a);
         printf("| %s | %s %.4g ms | %s | %s | %d/%d | %.3f | %.3f |\n", t->name, t->exhaustive ? "exhaustive" : "pooled",
                t->ref, bs_method_names[m], to, (int)reached, (int)seeds, b, c);
         fflush(stdout);

@@ -368,15 +368,15 @@ int main(int argc, char **argv) {
     double energy_q; /* joint tasks: > 0, an energy bound at this quantile of the table's energy */
     uint32_t mdims;  /* joint tasks: the model-side dimensions (MI_SPACE_* bits) */
   } spec[] = {
-      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0},
-      {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0},
-      {"kws-gen1", "kws.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0},
-      {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1, 1, 0, NULL, NULL, 0, 0},
+      {"resnet-gen1", "resnet.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"resnet-gen2", "resnet.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0}, {"mbv2-gen1", "mobilenetv2.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"mbv2-gen2", "mobilenetv2.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0}, {"kws-gen1", "kws.onnx", "npu-stub", 0, 1, 1, 0, NULL, NULL, 0, 0}, {"kws-gen2", "kws.onnx", "npu-stub", 1, 1, 1, 0, NULL, NULL, 0, 0}, {"resnet-blis", "resnet.onnx", "blis-cpu", 0, 1, 1, 0, NULL, NULL, 0, 0},
       /* A second CPU task, so that resnet-blis has history from its own device to warm from. */
       {"kws-blis", "kws.onnx", "blis-cpu", 0, 1, 1, 0, NULL, NULL, 0, 0},
-      {"resnet-rich1", "resnet.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0}, {"resnet-rich2", "resnet.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
-      {"mbv2-rich1", "mobilenetv2.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0}, {"mbv2-rich2", "mobilenetv2.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
-      {"kws-rich1", "kws.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0}, {"kws-rich2", "kws.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
+      {"resnet-rich1", "resnet.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0},
+      {"resnet-rich2", "resnet.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
+      {"mbv2-rich1", "mobilenetv2.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0},
+      {"mbv2-rich2", "mobilenetv2.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
+      {"kws-rich1", "kws.onnx", "npu-stub", 0, 1, 2, 1, NULL, NULL, 0, 0},
+      {"kws-rich2", "kws.onnx", "npu-stub", 1, 1, 2, 1, NULL, NULL, 0, 0},
       /* Three layers' precision and pruning against the core count (6,912 configurations). */
       {"resnetw-prune1", "resnet-wide.onnx", "npu-stub", 0, 1, 2, 2, JOINT_LAYERS3, "cores", 0, MI_SPACE_PRECISION | MI_SPACE_PRUNE},
       {"resnetw-prune2", "resnet-wide.onnx", "npu-stub", 1, 1, 2, 2, JOINT_LAYERS3, "cores", 0, MI_SPACE_PRECISION | MI_SPACE_PRUNE},
@@ -472,13 +472,15 @@ int main(int argc, char **argv) {
     bs_task_t *t = &tasks[k];
     t->pool = pool;
     t->cache = cache;
-    const int32_t cap = !t->exhaustive ? 96 : spec[keep[k]].layers ? 20000 : 8000;
+    const int32_t cap = !t->exhaustive ? 96 : spec[keep[k]].layers ? 20000
+                                                                   : 8000;
     fill_table(t, t->exhaustive, cap);
     fprintf(stderr, "bench_search: %s: %d configurations in the table (%d measured now), best %.4g ms\n",
             t->name, (int)t->n, (int)t->fresh, t->ref);
     if (t->exhaustive && t->n >= cap)
-      fprintf(stderr, "bench_search: %s: warning: the exhaustive table stopped at its cap of %d "
-                      "configurations: the space may hold more, and the reference may not be its optimum\n",
+      fprintf(stderr,
+              "bench_search: %s: warning: the exhaustive table stopped at its cap of %d "
+              "configurations: the space may hold more, and the reference may not be its optimum\n",
               t->name, (int)cap);
   }
   {

@@ -22,7 +22,7 @@ typedef struct bs_task {
   char name[64];
   char model[512];
   char spec[32];
-  int exhaustive;              /* 1: the table is the whole restricted space (ground truth) */
+  int exhaustive; /* 1: the table is the whole restricted space (ground truth) */
   mi_graph_t *graph;
   mi_plugin_t *plugin;
   mi_space_t *space;
@@ -33,19 +33,19 @@ typedef struct bs_task {
   double desc[MI_META_DESC_SIZE];
   mi_model_features_t mf;
   uint64_t stack;
-  double ref;                  /* best latency of the table (reference optimum) */
-  mi_worker_pool_t *pool;      /* measures on a table miss (NULL: a miss fails) */
-  FILE *cache;                 /* table file, appended on every new measurement */
-  int32_t fresh;               /* measurements made for real in this process */
+  double ref;             /* best latency of the table (reference optimum) */
+  mi_worker_pool_t *pool; /* measures on a table miss (NULL: a miss fails) */
+  FILE *cache;            /* table file, appended on every new measurement */
+  int32_t fresh;          /* measurements made for real in this process */
   /* Per-layer table (npu-stub tasks): a sample of the table's rows measured again with each
    * node's time (seconds, graph->node_count per row; NaN: not timed). */
   int32_t ln;
-  int32_t *lrow;               /* ln indices into rows */
-  double *lsec;                /* ln x graph->node_count */
+  int32_t *lrow; /* ln indices into rows */
+  double *lsec;  /* ln x graph->node_count */
   /* Joint tasks (MI_BENCH_JOINT=1): every model-side point's accuracy drop (relative L2 error
    * against the FP32 model on the reference path, the same figure a worker reports), keyed by
    * the hash of the point with its hardware side at the defaults. */
-  double acc_bound;            /* > 0: a configuration whose drop exceeds it fails (both methods) */
+  double acc_bound; /* > 0: a configuration whose drop exceeds it fails (both methods) */
   int32_t acc_n, acc_cap;
   uint64_t *acc_key;
   double *acc_val;
@@ -108,8 +108,14 @@ int32_t bs_find(const bs_task_t *t, uint64_t hash);
 
 /* Methods: each returns the trials of one run of `budget` measurements with `seed`. */
 enum {
-  BS_RANDOM, BS_NSGA2, BS_AUTOTVM, BS_OURS_COLD, BS_OURS_WARM, BS_OURS_MISLEAD,
-  BS_MTH_NSGA2, BS_MTH_COLD, /* model-then-hardware with NSGA-II / ours cold in both phases */
+  BS_RANDOM,
+  BS_NSGA2,
+  BS_AUTOTVM,
+  BS_OURS_COLD,
+  BS_OURS_WARM,
+  BS_OURS_MISLEAD,
+  BS_MTH_NSGA2,
+  BS_MTH_COLD, /* model-then-hardware with NSGA-II / ours cold in both phases */
   BS_METHODS
 };
 #define BS_MTH_FIRST BS_MTH_NSGA2

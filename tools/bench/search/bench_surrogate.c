@@ -8,7 +8,9 @@
 
 #include "metainfer/mi.h"
 
-enum { D = 8, M = 500, SEEDS = 5 };
+enum { D = 8,
+       M = 500,
+       SEEDS = 5 };
 
 /* A latency-like function: a product of per-dimension factors with one interaction. */
 static double f_true(const double *x) {

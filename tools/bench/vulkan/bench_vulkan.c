@@ -209,9 +209,12 @@ int main(int argc, char **argv) {
   mi_registry_t *r;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-v")) b.verbose = 1;
-    else if (!strcmp(argv[i], "-r") && i + 1 < argc) b.reps = (int)strtol(argv[++i], NULL, 10);
-    else if (!strcmp(argv[i], "-n") && i + 1 < argc) b.rounds = (int)strtol(argv[++i], NULL, 10);
-    else setenv("MI_BUILD", argv[i], 1);
+    else if (!strcmp(argv[i], "-r") && i + 1 < argc)
+      b.reps = (int)strtol(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+      b.rounds = (int)strtol(argv[++i], NULL, 10);
+    else
+      setenv("MI_BUILD", argv[i], 1);
   }
   if (b.reps < 1 || b.reps > 64) b.reps = 5;
   if (!(r = tv_load(&b.p, NULL)) || !b.p) {
