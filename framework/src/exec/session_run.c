@@ -102,7 +102,7 @@ static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t
     ins[j] = s->bufs[st->inputs[j]];
   }
   for (int32_t j = 0; j < st->output_count; j++) outs[j] = s->bufs[st->outputs[j]];
-  if (st->alias) { /* the output is the input's buffer: nothing ran, so no device time (wall only) */
+  if (st->alias) { /* the output is the input's buffer: nothing ran, no time of either clock */
     set_host(s, st->outputs[0], NULL, 0);
     s->on_device[st->outputs[0]] = 1;
     return MI_OK;
