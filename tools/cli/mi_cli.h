@@ -18,6 +18,17 @@ typedef struct mi_cli_opt {
   const char *help; /* one or more '\n'-separated lines; NULL: an alias, left out of the help */
 } mi_cli_opt_t;
 
+/** A program lists each option once, in a macro LIST(X) of X(KEY, "name", "ARG" or NULL,
+ * "help") lines; then
+ *   enum { MI_CLI_KEYS(LIST) };
+ *   static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(LIST)};
+ * make the keys (from 256, above every short letter) and the table with its end. */
+#define MI_CLI_KEYS(list) MI_CLI_KEY_BELOW_FIRST_ = 255, list(MI_CLI_KEY_)
+#define MI_CLI_OPTS(list) \
+  list(MI_CLI_OPT_) { NULL, 0, NULL, NULL }
+#define MI_CLI_KEY_(key, name, arg, help) key,
+#define MI_CLI_OPT_(key, name, arg, help) {name, key, arg, help},
+
 /** A program or a subcommand: what its help says, and the parser's state. */
 typedef struct mi_cli {
   const char *prog;         /* "mi-run", "mi-host tune": starts every message */

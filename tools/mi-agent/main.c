@@ -11,41 +11,27 @@
 #include "agent.h"
 #include "mi_cli.h"
 
-enum { O_DB = 256,
-       O_PLUGINS,
-       O_NAME,
-       O_CACHE,
-       O_MODEL,
-       O_DEVICE,
-       O_INPUTS,
-       O_KNOB,
-       O_ENV,
-       O_LEASE,
-       O_TIMEOUT,
-       O_EXIT_IDLE,
-       O_COUNT,
-       O_REPEATS,
-       O_WAIT,
-       O_NO_FP };
-static const mi_cli_opt_t k_opts[] = {
-    {"db", O_DB, "URL", "the farm's PostgreSQL database (postgresql://...)"},
-    {"plugins", O_PLUGINS, "DIR", "plugin folder (default: $MI_PLUGIN_PATH)"},
-    {"name", O_NAME, "NAME", "run: this agent's name (default: the host name)"},
-    {"cache", O_CACHE, "DIR", "run: where models are cached (default /tmp/mi-agent-cache-UID)"},
-    {"lease", O_LEASE, "S", "run: seconds a claimed job is held between heartbeats (default 10)"},
-    {"timeout", O_TIMEOUT, "S", "a measurement (run) or the wait (submit) ends after S s\n(default 120)"},
-    {"env", O_ENV, "KEY=VALUE", "run: set in the measurement workers (repeatable, at most 7)"},
-    {"exit-idle", O_EXIT_IDLE, "S", "run: exit after S seconds without a job"},
-    {"count", O_COUNT, "N", "run: exit after N jobs; submit: N jobs (default 1)"},
-    {"no-fingerprint", O_NO_FP, NULL, "run: skip the device fingerprint's micro-benchmarks"},
-    {"model", O_MODEL, "FILE", "submit: the model"},
-    {"device", O_DEVICE, "PLUGIN:INDEX", "submit: the device"},
-    {"inputs", O_INPUTS, "SHAPES", "submit: the input shapes"},
-    {"knob", O_KNOB, "K=V", "submit: a knob setting"},
-    {"repeats", O_REPEATS, "N", "submit: timed repeats per measurement (default 5)"},
-    {"wait", O_WAIT, NULL, "submit: wait for the answers and print them"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                                               \
+  X(O_DB, "db", "URL", "the farm's PostgreSQL database (postgresql://...)")                      \
+  X(O_PLUGINS, "plugins", "DIR", "plugin folder (default: $MI_PLUGIN_PATH)")                     \
+  X(O_NAME, "name", "NAME", "run: this agent's name (default: the host name)")                   \
+  X(O_CACHE, "cache", "DIR", "run: where models are cached (default /tmp/mi-agent-cache-UID)")   \
+  X(O_LEASE, "lease", "S", "run: seconds a claimed job is held between heartbeats (default 10)") \
+  X(O_TIMEOUT, "timeout", "S",                                                                   \
+    "a measurement (run) or the wait (submit) ends after S s\n"                                  \
+    "(default 120)")                                                                             \
+  X(O_ENV, "env", "KEY=VALUE", "run: set in the measurement workers (repeatable, at most 7)")    \
+  X(O_EXIT_IDLE, "exit-idle", "S", "run: exit after S seconds without a job")                    \
+  X(O_COUNT, "count", "N", "run: exit after N jobs; submit: N jobs (default 1)")                 \
+  X(O_NO_FP, "no-fingerprint", NULL, "run: skip the device fingerprint's micro-benchmarks")      \
+  X(O_MODEL, "model", "FILE", "submit: the model")                                               \
+  X(O_DEVICE, "device", "PLUGIN:INDEX", "submit: the device")                                    \
+  X(O_INPUTS, "inputs", "SHAPES", "submit: the input shapes")                                    \
+  X(O_KNOB, "knob", "K=V", "submit: a knob setting")                                             \
+  X(O_REPEATS, "repeats", "N", "submit: timed repeats per measurement (default 5)")              \
+  X(O_WAIT, "wait", NULL, "submit: wait for the answers and print them")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 /* Parses argv into a and the command; -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {

@@ -278,21 +278,15 @@ static void reexec_without_tcache(char **argv) {
   /* exec failed: carry on with the caches on; R11 is then noisier, not wrong */
 }
 
-enum { O_PLUGINS = 256,
-       O_PLUGIN,
-       O_RULE,
-       O_TIMEOUT,
-       O_JSON,
-       O_LIST };
-static const mi_cli_opt_t k_opts[] = {
-    {"plugins", O_PLUGINS, "DIR", "the folder of the plugins' manifests (*.mi-plugin)"},
-    {"plugin", O_PLUGIN, "NAME", "only the plugin of this name"},
-    {"rule", O_RULE, "N", "only rule N (repeatable)"},
-    {"timeout", O_TIMEOUT, "SECONDS", "a rule running longer fails (default 120, at most 3600)"},
-    {"json", O_JSON, NULL, "print one JSON object"},
-    {"list-rules", O_LIST, NULL, "list the rules and exit"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                                              \
+  X(O_PLUGINS, "plugins", "DIR", "the folder of the plugins' manifests (*.mi-plugin)")          \
+  X(O_PLUGIN, "plugin", "NAME", "only the plugin of this name")                                 \
+  X(O_RULE, "rule", "N", "only rule N (repeatable)")                                            \
+  X(O_TIMEOUT, "timeout", "SECONDS", "a rule running longer fails (default 120, at most 3600)") \
+  X(O_JSON, "json", NULL, "print one JSON object")                                              \
+  X(O_LIST, "list-rules", NULL, "list the rules and exit")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 /* Parses argv into o; -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, options_t *o) {

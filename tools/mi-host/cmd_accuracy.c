@@ -19,34 +19,25 @@ typedef struct acc_args {
   int calib_count, shape_count, input_count, sensitivity, json, samples;
 } acc_args_t;
 
-enum { O_MODEL = 256,
-       O_CONFIG,
-       O_DEVICE,
-       O_CALIB,
-       O_SHAPE,
-       O_INPUT,
-       O_SAMPLES,
-       O_SENS,
-       O_JSON };
-static const mi_cli_opt_t k_opts[] = {
-    {"model", O_MODEL, "M.onnx", "the FP32 model"},
-    {"config", O_CONFIG, "C.yaml", "the model-side configuration (docs/transforms.md)"},
-    {"calib", O_CALIB, "DIR|INPUT=DIR",
-     "*.npy inputs: the first half calibrates, the rest is held\n"
-     "out; a multi-input model takes one subfolder per input\n"
-     "(named after it) or one --calib INPUT=DIR per input"},
-    {"samples", O_SAMPLES, "N",
-     "without --calib: N deterministic random inputs each for\n"
-     "calibration and held-out (default 4, at most 1000)"},
-    {"shape", O_SHAPE, "NAME=D0,D1..", "the shape of a random input with dynamic dims (repeatable)"},
-    {"input", O_INPUT, "NAME=FILE",
-     "one fixed value of an input in every sample (non-float\n"
-     "inputs, recurrent state; repeatable)"},
-    {"device", O_DEVICE, "PLUGIN:INDEX", "fuse for that device's kernel variants"},
-    {"sensitivity", O_SENS, NULL, "also the error of each layer's setting applied alone"},
-    {"json", O_JSON, NULL, "print one JSON object"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                                                  \
+  X(O_MODEL, "model", "M.onnx", "the FP32 model")                                                   \
+  X(O_CONFIG, "config", "C.yaml", "the model-side configuration (docs/transforms.md)")              \
+  X(O_CALIB, "calib", "DIR|INPUT=DIR",                                                              \
+    "*.npy inputs: the first half calibrates, the rest is held\n"                                   \
+    "out; a multi-input model takes one subfolder per input\n"                                      \
+    "(named after it) or one --calib INPUT=DIR per input")                                          \
+  X(O_SAMPLES, "samples", "N",                                                                      \
+    "without --calib: N deterministic random inputs each for\n"                                     \
+    "calibration and held-out (default 4, at most 1000)")                                           \
+  X(O_SHAPE, "shape", "NAME=D0,D1..", "the shape of a random input with dynamic dims (repeatable)") \
+  X(O_INPUT, "input", "NAME=FILE",                                                                  \
+    "one fixed value of an input in every sample (non-float\n"                                      \
+    "inputs, recurrent state; repeatable)")                                                         \
+  X(O_DEVICE, "device", "PLUGIN:INDEX", "fuse for that device's kernel variants")                   \
+  X(O_SENS, "sensitivity", NULL, "also the error of each layer's setting applied alone")            \
+  X(O_JSON, "json", NULL, "print one JSON object")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
   mi_cli_t c;

@@ -34,45 +34,37 @@ typedef struct cmp_args {
   double timeout_s;
 } cmp_args_t;
 
-enum { O_MODEL = 256,
-       O_DEVICE,
-       O_CONFIG,
-       O_DEFAULT,
-       O_SET,
-       O_SHAPE,
-       O_TARGET,
-       O_BUDGET,
-       O_TIMEOUT,
-       O_MIN_ROUNDS,
-       O_MAX_ROUNDS,
-       O_SEED,
-       O_REPEAT,
-       O_WARMUP,
-       O_JSON,
-       O_INPUT,
-       O_CALIB };
-
-static const mi_cli_opt_t k_opts[] = {
-    {"model", O_MODEL, "M.onnx", "the model"},
-    {"device", O_DEVICE, "PLUGIN:INDEX", "the device to measure on"},
-    {"config", O_CONFIG, "C.yaml[#N]",
-     "a configuration: a deployment.yaml (#N: its Nth configuration\nof the device's entry, 0 the chosen one) or a YAML mapping of\nspace keys (repeatable)"},
-    {"default", O_DEFAULT, NULL, "the space's default configuration (repeatable)"},
-    {"set", O_SET, "KEY=VALUE", "change one key of the --config or --default before it"},
-    {"shape", O_SHAPE, "NAME:D0xD1x...", "an input's shape, also NAME=D0,D1,... (dynamic dims;\nrepeatable)"},
-    {"input", O_INPUT, "NAME=FILE.npy", "an input's values, and so its shape, in every run\n(repeatable; an int64 input random data cannot fill)"},
-    {"calib", O_CALIB, "DIR", "the runs' inputs from DIR's first sample (*.npy, a\nsubfolder per input for several; as a recipe's calibration)"},
-    {"target", O_TARGET, "X", "stop when every ratio is known to +-X, a share (default 0.02)"},
-    {"budget-s", O_BUDGET, "S", "stop after S seconds (default 120)"},
-    {"timeout", O_TIMEOUT, "S", "a worker taking longer than S seconds is killed (default 60)"},
-    {"min-rounds", O_MIN_ROUNDS, "N", "at least N rounds (default 5)"},
-    {"max-rounds", O_MAX_ROUNDS, "N", "at most N rounds (default 30)"},
-    {"seed", O_SEED, "S", "the seed of the round orders and the bootstrap"},
-    {"repeat", O_REPEAT, "N", "N timed cycles per round, each running every\nconfiguration once (default up to 150 within 1 s)"},
-    {"warmup", O_WARMUP, "N", "warm-up cycles per round (and at least 0.1 s)"},
-    {"json", O_JSON, NULL, "print one JSON object"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                                             \
+  X(O_MODEL, "model", "M.onnx", "the model")                                                   \
+  X(O_DEVICE, "device", "PLUGIN:INDEX", "the device to measure on")                            \
+  X(O_CONFIG, "config", "C.yaml[#N]",                                                          \
+    "a configuration: a deployment.yaml (#N: its Nth configuration\n"                          \
+    "of the device's entry, 0 the chosen one) or a YAML mapping of\n"                          \
+    "space keys (repeatable)")                                                                 \
+  X(O_DEFAULT, "default", NULL, "the space's default configuration (repeatable)")              \
+  X(O_SET, "set", "KEY=VALUE", "change one key of the --config or --default before it")        \
+  X(O_SHAPE, "shape", "NAME:D0xD1x...",                                                        \
+    "an input's shape, also NAME=D0,D1,... (dynamic dims;\n"                                   \
+    "repeatable)")                                                                             \
+  X(O_INPUT, "input", "NAME=FILE.npy",                                                         \
+    "an input's values, and so its shape, in every run\n"                                      \
+    "(repeatable; an int64 input random data cannot fill)")                                    \
+  X(O_CALIB, "calib", "DIR",                                                                   \
+    "the runs' inputs from DIR's first sample (*.npy, a\n"                                     \
+    "subfolder per input for several; as a recipe's calibration)")                             \
+  X(O_TARGET, "target", "X", "stop when every ratio is known to +-X, a share (default 0.02)")  \
+  X(O_BUDGET, "budget-s", "S", "stop after S seconds (default 120)")                           \
+  X(O_TIMEOUT, "timeout", "S", "a worker taking longer than S seconds is killed (default 60)") \
+  X(O_MIN_ROUNDS, "min-rounds", "N", "at least N rounds (default 5)")                          \
+  X(O_MAX_ROUNDS, "max-rounds", "N", "at most N rounds (default 30)")                          \
+  X(O_SEED, "seed", "S", "the seed of the round orders and the bootstrap")                     \
+  X(O_REPEAT, "repeat", "N",                                                                   \
+    "N timed cycles per round, each running every\n"                                           \
+    "configuration once (default up to 150 within 1 s)")                                       \
+  X(O_WARMUP, "warmup", "N", "warm-up cycles per round (and at least 0.1 s)")                  \
+  X(O_JSON, "json", NULL, "print one JSON object")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   mi_cli_t c;

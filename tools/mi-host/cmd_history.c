@@ -42,23 +42,17 @@ static int print_ltask(void *user, const mi_ltask_row_t *r) {
   return 0;
 }
 
-enum { O_DB = 256,
-       O_OUT,
-       O_JSON,
-       O_FAILED,
-       O_MODEL,
-       O_DEVICE };
-static const mi_cli_opt_t k_opts[] = {
-    {"db", O_DB, "FILE|URL",
-     "the history: an SQLite file (default history.db) or a\n"
-     "postgresql:// URL"},
-    {"out", O_OUT, "FILE", "export: write to FILE instead of stdout"},
-    {"json", O_JSON, NULL, "stats: print one JSON object"},
-    {"failed", O_FAILED, NULL, "prune: drop the failed records"},
-    {"model", O_MODEL, "NAME|HASH", "prune: drop every record of this model"},
-    {"device", O_DEVICE, "SPEC|NAME|HASH", "prune: drop every record of this device"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                           \
+  X(O_DB, "db", "FILE|URL",                                                  \
+    "the history: an SQLite file (default history.db) or a\n"                \
+    "postgresql:// URL")                                                     \
+  X(O_OUT, "out", "FILE", "export: write to FILE instead of stdout")         \
+  X(O_JSON, "json", NULL, "stats: print one JSON object")                    \
+  X(O_FAILED, "failed", NULL, "prune: drop the failed records")              \
+  X(O_MODEL, "model", "NAME|HASH", "prune: drop every record of this model") \
+  X(O_DEVICE, "device", "SPEC|NAME|HASH", "prune: drop every record of this device")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
   static const char *const subs[] = {"export", "import", "stats", "prune", "layer-tasks"};

@@ -35,49 +35,33 @@ typedef struct task_info {
   mi_graph_t *g;     /* shapes inferred: the per-layer table's shapes and FLOPs */
 } task_info_t;
 
-enum { O_MODEL = 256,
-       O_DEVICE,
-       O_DB,
-       O_REPEAT,
-       O_WARMUP,
-       O_ROUNDS,
-       O_KNOB,
-       O_CHECK,
-       O_FLUSH,
-       O_MIN_WARMUP,
-       O_MEDIAN_CI,
-       O_MIN_SAMPLE,
-       O_WORKERS,
-       O_TIMEOUT,
-       O_NO_FP,
-       O_JSON,
-       O_SHAPE,
-       O_INPUT };
-static const mi_cli_opt_t k_opts[] = {
-    {"model", O_MODEL, "M.onnx", "the model"},
-    {"device", O_DEVICE, "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)"},
-    {"shape", O_SHAPE, "NAME=D0xD1x...", "an input's shape (dynamic dims; repeatable)"},
-    {"input", O_INPUT, "NAME=FILE.npy", "an input's values, and so its shape (repeatable)"},
-    {"db", O_DB, "FILE|URL", "the history the measurements go to (default history.db)"},
-    {"repeat", O_REPEAT, "N", "at least N timed repeats per figure"},
-    {"warmup", O_WARMUP, "N", "warm-up runs before timing"},
-    {"rounds", O_ROUNDS, "N", "profile N times per device (default 1)"},
-    {"knob", O_KNOB, "NAME=INT[@DEV]",
-     "set a knob (on one device with @PLUGIN:INDEX; repeatable)"},
-    {"check", O_CHECK, NULL, "compare one more run's outputs with the reference interpreter"},
-    {"flush", O_FLUSH, NULL, "write over the cache between repeats (CPU devices)"},
-    {"min-warmup-ms", O_MIN_WARMUP, "X", "warm up for at least X ms (default 100; 0: off)"},
-    {"median-ci", O_MEDIAN_CI, "X",
-     "repeat until the median is known to +-X, a share (default\n0.01; 0: off)"},
-    {"min-sample-ms", O_MIN_SAMPLE, "X",
-     "each sample the mean of back-to-back runs of at least X ms\n(default 0: off)"},
-    {"workers", O_WORKERS, "K",
-     "measure each figure in K fresh worker processes and keep the\nmedian one (default 3, at most 15)"},
-    {"timeout", O_TIMEOUT, "S", "a worker taking longer than S seconds is killed (default 60)"},
-    {"no-fingerprint", O_NO_FP, NULL, "skip the device fingerprint's micro-benchmarks"},
-    {"json", O_JSON, NULL, "print one JSON object"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                                                 \
+  X(O_MODEL, "model", "M.onnx", "the model")                                                       \
+  X(O_DEVICE, "device", "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)")         \
+  X(O_SHAPE, "shape", "NAME=D0xD1x...", "an input's shape (dynamic dims; repeatable)")             \
+  X(O_INPUT, "input", "NAME=FILE.npy", "an input's values, and so its shape (repeatable)")         \
+  X(O_DB, "db", "FILE|URL", "the history the measurements go to (default history.db)")             \
+  X(O_REPEAT, "repeat", "N", "at least N timed repeats per figure")                                \
+  X(O_WARMUP, "warmup", "N", "warm-up runs before timing")                                         \
+  X(O_ROUNDS, "rounds", "N", "profile N times per device (default 1)")                             \
+  X(O_KNOB, "knob", "NAME=INT[@DEV]", "set a knob (on one device with @PLUGIN:INDEX; repeatable)") \
+  X(O_CHECK, "check", NULL, "compare one more run's outputs with the reference interpreter")       \
+  X(O_FLUSH, "flush", NULL, "write over the cache between repeats (CPU devices)")                  \
+  X(O_MIN_WARMUP, "min-warmup-ms", "X", "warm up for at least X ms (default 100; 0: off)")         \
+  X(O_MEDIAN_CI, "median-ci", "X",                                                                 \
+    "repeat until the median is known to +-X, a share (default\n"                                  \
+    "0.01; 0: off)")                                                                               \
+  X(O_MIN_SAMPLE, "min-sample-ms", "X",                                                            \
+    "each sample the mean of back-to-back runs of at least X ms\n"                                 \
+    "(default 0: off)")                                                                            \
+  X(O_WORKERS, "workers", "K",                                                                     \
+    "measure each figure in K fresh worker processes and keep the\n"                               \
+    "median one (default 3, at most 15)")                                                          \
+  X(O_TIMEOUT, "timeout", "S", "a worker taking longer than S seconds is killed (default 60)")     \
+  X(O_NO_FP, "no-fingerprint", NULL, "skip the device fingerprint's micro-benchmarks")             \
+  X(O_JSON, "json", NULL, "print one JSON object")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   mi_cli_t c;

@@ -118,35 +118,28 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
   return rc;
 }
 
-enum { O_MODE = 256,
-       O_MODEL,
-       O_OUT,
-       O_SEED,
-       O_INPUT,
-       O_SHAPE,
-       O_PER_CHANNEL,
-       O_CONV_W,
-       O_MATMUL_W };
-static const mi_cli_opt_t k_opts[] = {
-    {"mode", O_MODE, "dynamic|qdq|qop",
-     "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"
-     "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"
-     "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"
-     "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"
-     "  around Conv, MatMul, Add, Mul and GlobalAveragePool, INT8 symmetric weights,\n"
-     "  INT32 biases\n"
-     "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and\n"
-     "  com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool"},
-    {"model", O_MODEL, "IN.onnx", "the FP32 model to quantize"},
-    {"out", O_OUT, "OUT.onnx", "the quantized copy to write (its folder is created)"},
-    {"input", O_INPUT, "X.npy", "a calibration array, one per graph input in order (repeatable)"},
-    {"shape", O_SHAPE, "NAME=D0,D1,...", "a dynamic input's shape for generated calibration values\n(repeatable; other dynamic dims are 1)"},
-    {"seed", O_SEED, "S", "seed of the generated calibration values (default 1)"},
-    {"per-channel", O_PER_CHANNEL, NULL, "per-channel weight scales"},
-    {"conv-weights", O_CONV_W, "u8|s8", "Conv weight type"},
-    {"matmul-weights", O_MATMUL_W, "u8|s8", "MatMul weight type"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                                               \
+  X(O_MODE, "mode", "dynamic|qdq|qop",                                                           \
+    "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"           \
+    "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"            \
+    "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"                                   \
+    "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"                \
+    "  around Conv, MatMul, Add, Mul and GlobalAveragePool, INT8 symmetric weights,\n"           \
+    "  INT32 biases\n"                                                                           \
+    "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and\n"                   \
+    "  com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool")                        \
+  X(O_MODEL, "model", "IN.onnx", "the FP32 model to quantize")                                   \
+  X(O_OUT, "out", "OUT.onnx", "the quantized copy to write (its folder is created)")             \
+  X(O_INPUT, "input", "X.npy", "a calibration array, one per graph input in order (repeatable)") \
+  X(O_SHAPE, "shape", "NAME=D0,D1,...",                                                          \
+    "a dynamic input's shape for generated calibration values\n"                                 \
+    "(repeatable; other dynamic dims are 1)")                                                    \
+  X(O_SEED, "seed", "S", "seed of the generated calibration values (default 1)")                 \
+  X(O_PER_CHANNEL, "per-channel", NULL, "per-channel weight scales")                             \
+  X(O_CONV_W, "conv-weights", "u8|s8", "Conv weight type")                                       \
+  X(O_MATMUL_W, "matmul-weights", "u8|s8", "MatMul weight type")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 int main(int argc, char **argv) {
   const char *mode = NULL, *in = NULL, *out = NULL, *files[MAX_INPUTS];

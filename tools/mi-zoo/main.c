@@ -17,24 +17,18 @@ static void list(void) {
   }
 }
 
-enum { O_OUT = 256,
-       O_WIDTH,
-       O_DEPTH,
-       O_RESOLUTION,
-       O_SEED,
-       O_BATCH,
-       O_LIST };
-static const mi_cli_opt_t k_opts[] = {
-    {"out", O_OUT, "M.onnx", "the model file to write (its folder is created)"},
-    {"width", O_WIDTH, "W", "channel / hidden-size multiplier (default 1.0)"},
-    {"depth", O_DEPTH, "D", "number of blocks or layers (default: per family)"},
-    {"resolution", O_RESOLUTION, "R",
-     "input size: image side, KWS frames, MLP side, sequence\nlength"},
-    {"seed", O_SEED, "S", "weight seed (default 0)"},
-    {"batch", O_BATCH, "B", "batch dimension (default 1)"},
-    {"list", O_LIST, NULL, "list the families"},
-    {NULL, 0, NULL, NULL},
-};
+#define OPTIONS(X)                                                             \
+  X(O_OUT, "out", "M.onnx", "the model file to write (its folder is created)") \
+  X(O_WIDTH, "width", "W", "channel / hidden-size multiplier (default 1.0)")   \
+  X(O_DEPTH, "depth", "D", "number of blocks or layers (default: per family)") \
+  X(O_RESOLUTION, "resolution", "R",                                           \
+    "input size: image side, KWS frames, MLP side, sequence\n"                 \
+    "length")                                                                  \
+  X(O_SEED, "seed", "S", "weight seed (default 0)")                            \
+  X(O_BATCH, "batch", "B", "batch dimension (default 1)")                      \
+  X(O_LIST, "list", NULL, "list the families")
+enum { MI_CLI_KEYS(OPTIONS) };
+static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 
 /* Parses argv into the options; returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, const char **name, const char **out,
