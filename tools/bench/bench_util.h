@@ -8,9 +8,24 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "drive_env.h"
 
 #define BENCH_REQUIRE(cond) DRIVE_REQUIRE(cond)
+
+/* Seconds of CPU time this process has used: on a shared, loaded machine other processes steal
+ * wall time, not CPU time. (Wall time: mi_now_s.) */
+static inline double bench_cpu_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* qsort's order of doubles, for medians and minimums of timed runs. */
+static inline int bench_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
 
 #endif

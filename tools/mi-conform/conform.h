@@ -33,6 +33,11 @@ typedef int (*conform_rule_fn)(conform_ctx_t *c, char *why, size_t why_size);
  * returns `verdict` (CONFORM_PASS, CONFORM_FAIL or CONFORM_SKIP). */
 int conform_verdict(char *why, size_t n, int verdict, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/** The end of a rule that checked `checked` things and found nothing wrong: CONFORM_SKIP with
+ * `none` (why nothing could be checked) when there were none, else CONFORM_PASS with the
+ * printf-formatted reason. */
+int conform_checked(char *why, size_t n, int checked, const char *none, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 typedef struct conform_rule {
   int number;

@@ -7,8 +7,9 @@
 
 #include "conform_util.h"
 
-/* Fetches `count` descriptions of `size` bytes each through `get`, zeroed and size-prefixed. */
-#define FETCH(arr, cnt, countfn, descfn, type)                                            \
+/* Fetches `count` descriptions of `size` bytes each through `get`, zeroed and size-prefixed,
+ * then runs `terminate` on each (as `e`) to end its fixed char arrays. */
+#define FETCH(arr, cnt, countfn, descfn, type, terminate)                                 \
   do {                                                                                    \
     if (a->countfn && a->descfn) {                                                        \
       if (a->countfn(c->plugin.ctx, dev, &d->cnt, &err) != MI_OK) {                       \
@@ -27,6 +28,8 @@
           snprintf(why, n, "device %u: " #descfn "(%u) failed: %s", dev, i, err.message); \
           goto fail;                                                                      \
         }                                                                                 \
+        type *e = &d->arr[i];                                                             \
+        terminate;                                                                        \
       }                                                                                   \
     }                                                                                     \
   } while (0)
@@ -34,10 +37,25 @@
 /* Forces every fixed char array of the descriptions to be terminated. */
 #define TERMINATE(field) (field)[sizeof(field) - 1] = '\0'
 
+static int vverdict(char *why, size_t n, int verdict, const char *fmt, va_list ap) {
+  if (vsnprintf(why, n, fmt, ap) < 0 && n) why[0] = '\0';
+  return verdict;
+}
+
 int conform_verdict(char *why, size_t n, int verdict, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  if (vsnprintf(why, n, fmt, ap) < 0 && n) why[0] = '\0';
+  verdict = vverdict(why, n, verdict, fmt, ap);
+  va_end(ap);
+  return verdict;
+}
+
+int conform_checked(char *why, size_t n, int checked, const char *none, const char *fmt, ...) {
+  va_list ap;
+  int verdict;
+  if (!checked) return conform_verdict(why, n, CONFORM_SKIP, "%s", none);
+  va_start(ap, fmt);
+  verdict = vverdict(why, n, CONFORM_PASS, fmt, ap);
   va_end(ap);
   return verdict;
 }
@@ -53,29 +71,14 @@ int32_t conform_descs_get(conform_ctx_t *c, uint32_t dev, conform_descs_t *d, ch
     goto fail;
   }
   TERMINATE(d->device.name);
-  FETCH(knobs, knob_count, knob_count, knob_desc, mi_knob_desc_t);
-  FETCH(variants, variant_count, variant_count, variant_desc, mi_variant_desc_t);
-  FETCH(counters, counter_count, counter_count, counter_desc, mi_counter_desc_t);
-  FETCH(constraints, constraint_count, constraint_count, constraint_desc, mi_constraint_desc_t);
-  for (uint32_t i = 0; i < d->knob_count; i++) {
-    TERMINATE(d->knobs[i].name);
-    TERMINATE(d->knobs[i].choices);
-    TERMINATE(d->knobs[i].applies_to);
-  }
-  for (uint32_t i = 0; i < d->variant_count; i++) {
-    TERMINATE(d->variants[i].id);
-    TERMINATE(d->variants[i].op_type);
-    TERMINATE(d->variants[i].knobs);
-  }
-  for (uint32_t i = 0; i < d->counter_count; i++) {
-    TERMINATE(d->counters[i].name);
-    TERMINATE(d->counters[i].unit);
-  }
-  for (uint32_t i = 0; i < d->constraint_count; i++) {
-    TERMINATE(d->constraints[i].a);
-    TERMINATE(d->constraints[i].b);
-    TERMINATE(d->constraints[i].reason);
-  }
+  FETCH(knobs, knob_count, knob_count, knob_desc, mi_knob_desc_t,
+        (TERMINATE(e->name), TERMINATE(e->choices), TERMINATE(e->applies_to)));
+  FETCH(variants, variant_count, variant_count, variant_desc, mi_variant_desc_t,
+        (TERMINATE(e->id), TERMINATE(e->op_type), TERMINATE(e->knobs)));
+  FETCH(counters, counter_count, counter_count, counter_desc, mi_counter_desc_t,
+        (TERMINATE(e->name), TERMINATE(e->unit)));
+  FETCH(constraints, constraint_count, constraint_count, constraint_desc, mi_constraint_desc_t,
+        (TERMINATE(e->a), TERMINATE(e->b), TERMINATE(e->reason)));
   return MI_OK;
 fail:
   conform_descs_free(d);

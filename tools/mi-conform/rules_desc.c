@@ -206,9 +206,6 @@ int conform_rule_invalid_knobs(conform_ctx_t *c, char *why, size_t n) {
     }
     conform_descs_free(&d);
   }
-  if (!tried) {
-    return conform_verdict(why, n, CONFORM_SKIP, "no variant reads a knob with a finite domain");
-  }
-  return conform_verdict(why, n, CONFORM_PASS,
+  return conform_checked(why, n, tried, "no variant reads a knob with a finite domain",
                          "%d out-of-domain knob value(s) refused with reasons", tried);
 }

@@ -332,6 +332,26 @@ static void print_result(const cmp_args_t *a, const mi_compare_result_t *res, co
   if (failure) printf("  FAILED: %s\n", failure);
 }
 
+/* One rounds x configurations matrix of the result as a JSON array of arrays: the samples in
+ * ms, the order each round measured them in, or the 1-min load when each began. */
+enum { ROUND_SAMPLES_MS,
+       ROUND_ORDER,
+       ROUND_LOAD };
+static void json_rounds(const mi_compare_result_t *res, int what) {
+  printf("[");
+  for (int32_t k = 0; k < res->rounds; k++) {
+    printf("%s[", k ? "," : "");
+    for (int32_t c = 0; c < res->count; c++) {
+      if (c) printf(",");
+      if (what == ROUND_ORDER) printf("%d", (int)res->order[k][c]);
+      else
+        mi_json_double(stdout, what == ROUND_LOAD ? res->load[k][c] : res->sample_s[k][c] * 1e3);
+    }
+    printf("]");
+  }
+  printf("]");
+}
+
 static void print_json(const cmp_args_t *a, const mi_compare_result_t *res, const char *failure) {
   int first = 1;
   printf("{");
@@ -373,31 +393,13 @@ static void print_json(const cmp_args_t *a, const mi_compare_result_t *res, cons
     }
     printf("}");
   }
-  printf("],\"samples_ms\":[");
-  for (int32_t k = 0; k < res->rounds; k++) {
-    printf("%s[", k ? "," : "");
-    for (int32_t c = 0; c < res->count; c++) {
-      if (c) printf(",");
-      mi_json_double(stdout, res->sample_s[k][c] * 1e3);
-    }
-    printf("]");
-  }
-  printf("],\"order\":[");
-  for (int32_t k = 0; k < res->rounds; k++) {
-    printf("%s[", k ? "," : "");
-    for (int32_t c = 0; c < res->count; c++) printf("%s%d", c ? "," : "", (int)res->order[k][c]);
-    printf("]");
-  }
-  printf("],\"load\":[");
-  for (int32_t k = 0; k < res->rounds; k++) {
-    printf("%s[", k ? "," : "");
-    for (int32_t c = 0; c < res->count; c++) {
-      if (c) printf(",");
-      mi_json_double(stdout, res->load[k][c]);
-    }
-    printf("]");
-  }
-  printf("]}\n");
+  printf("],\"samples_ms\":");
+  json_rounds(res, ROUND_SAMPLES_MS);
+  printf(",\"order\":");
+  json_rounds(res, ROUND_ORDER);
+  printf(",\"load\":");
+  json_rounds(res, ROUND_LOAD);
+  printf("}\n");
 }
 
 int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {

@@ -3,8 +3,7 @@
 
 #include "mi_host.h"
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static int utf8_len(const unsigned char *p) {
+int mi_host_utf8_len(const unsigned char *p) {
   int n, i;
   if (p[0] < 0x80) return 1;
   if (p[0] >= 0xc2 && p[0] <= 0xdf) n = 2;
@@ -41,7 +40,7 @@ void mi_json_string(FILE *f, const char *s) {
       if (*p < 0x20 || *p == 0x7f) {
         fprintf(f, "\\u%04x", *p);
       } else {
-        int n = utf8_len(p);
+        int n = mi_host_utf8_len(p);
         if (n == 0) {
           fputs("\\ufffd", f);
         } else {

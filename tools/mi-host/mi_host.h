@@ -66,5 +66,8 @@ void mi_json_string(FILE *f, const char *s);
 void mi_json_double(FILE *f, double v);
 /** Writes `"key":` with a leading comma unless `*first`; clears *first. */
 void mi_json_key(FILE *f, int *first, const char *key);
+/** Length of the valid UTF-8 sequence at p, or 0 when it is not one (the JSON and the HTML
+ * writers pass valid text through and escape or replace the rest). */
+int mi_host_utf8_len(const unsigned char *p);
 
 #endif

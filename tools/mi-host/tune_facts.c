@@ -7,22 +7,6 @@
 
 #include "tune_report.h"
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static int utf8_len(const unsigned char *p) {
-  int n;
-  if (p[0] < 0x80) return 1;
-  if (p[0] >= 0xc2 && p[0] <= 0xdf) n = 2;
-  else if (p[0] >= 0xe0 && p[0] <= 0xef)
-    n = 3;
-  else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-    n = 4;
-  else
-    return 0;
-  for (int i = 1; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80) return 0;
-  return n;
-}
-
 void mi__tune_esc(FILE *f, const char *s) {
   for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
     int n;
@@ -39,7 +23,7 @@ void mi__tune_esc(FILE *f, const char *s) {
     }
     /* XML 1.0 has no control characters but these three; a model path or a plugin's message
      * may hold anything. */
-    if (*p < 0x20 || *p == 0x7f || (n = utf8_len(p)) == 0) {
+    if (*p < 0x20 || *p == 0x7f || (n = mi_host_utf8_len(p)) == 0) {
       fputs("&#xfffd;", f);
       continue;
     }

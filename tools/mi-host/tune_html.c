@@ -39,6 +39,17 @@ static void figures(FILE *f, const mi_recipe_t *r, const mi_tune_facts_t *fa, co
   }
 }
 
+/* A run without figures to show (it failed, or its facts could not be drawn): its message
+ * between `open` and `close`, and 1; else fills *fa and returns 0. */
+static int failed(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run, mi_tune_facts_t *fa,
+                  const char *open, const char *close) {
+  if (run->ok && run->res && mi__tune_facts(r, run, fa)) return 0;
+  fputs(open, f);
+  mi__tune_esc(f, run->message);
+  fputs(close, f);
+  return 1;
+}
+
 static void summary_row(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run, int32_t i) {
   mi_tune_facts_t fa;
   fputs("<tr><td>", f);
@@ -47,12 +58,7 @@ static void summary_row(FILE *f, const mi_recipe_t *r, const mi_tune_run_t *run,
   mi__tune_esc(f, run->spec);
   if (run->assigned) fputs(" <span class=\"note\">(assigned)</span>", f);
   fputs("</td>", f);
-  if (!run->ok || !run->res || !mi__tune_facts(r, run, &fa)) {
-    fputs("<td colspan=\"5\" class=\"bad\">failed: ", f);
-    mi__tune_esc(f, run->message);
-    fputs("</td></tr>\n", f);
-    return;
-  }
+  if (failed(f, r, run, &fa, "<td colspan=\"5\" class=\"bad\">failed: ", "</td></tr>\n")) return;
   if (run->front_n > 0) {
     const mi_trial_t *c = &run->res->trials[run->front[0]];
     int32_t o = first_objective(r, &fa);
@@ -151,12 +157,7 @@ static void run_section(FILE *f, const mi_recipe_t *r, mi_tune_run_t *run, int32
   fputs("><h2>", f);
   mi__tune_esc_title(f, run);
   fputs("</h2>\n", f);
-  if (!run->ok || !run->res || !mi__tune_facts(r, run, &fa)) {
-    fputs("<p class=\"bad\">Failed: ", f);
-    mi__tune_esc(f, run->message);
-    fputs("</p></section>\n", f);
-    return;
-  }
+  if (failed(f, r, run, &fa, "<p class=\"bad\">Failed: ", "</p></section>\n")) return;
   fprintf(f,
           "<p>Joint space: %s configurations (%d variant(s) pruned after %d prepare probes); %d measured, "
           "%d from the history, %d failed; %d of the successful ones infeasible; hypervolume %.6g.%s</p>\n",

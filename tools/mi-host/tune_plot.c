@@ -107,6 +107,19 @@ static void axis_title(FILE *f, const axis_t *a, int modeled) {
           a->o == MI_OBJ_ENERGY && modeled ? ", modeled" : "", a->log ? ", log scale" : "");
 }
 
+/* One tick of either axis: its grid line across the plot (x1 y1 x2 y2), its mark on the axis,
+ * and its label at (lx, ly). */
+static void tick(FILE *f, const axis_t *a, double v, const double grid[4], const double mark[4],
+                 double lx, double ly) {
+  fprintf(f,
+          "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+          "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
+          "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">",
+          grid[0], grid[1], grid[2], grid[3], mark[0], mark[1], mark[2], mark[3], lx, ly);
+  tick_text(f, a, v);
+  fputs("</text>\n", f);
+}
+
 /* Frame, grid, ticks with labels and the two axis titles of a plot area. */
 static void axes(FILE *f, const axis_t *x, const axis_t *y, const char *xtitle, int modeled) {
   fprintf(f, "<rect class=\"plot-area\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fff\" stroke=\"#444\"/>\n",
@@ -114,13 +127,8 @@ static void axes(FILE *f, const axis_t *x, const axis_t *y, const char *xtitle, 
   fputs("<g class=\"axis x\" font-size=\"11\" text-anchor=\"middle\">\n", f);
   for (int i = 0; i < x->ticks; i++) {
     double px = axis_px(x, x->tick[i]);
-    fprintf(f,
-            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-            "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
-            "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">",
-            px, y->p1, px, y->p0, px, y->p0, px, y->p0 + 5, px, y->p0 + 17);
-    tick_text(f, x, x->tick[i]);
-    fputs("</text>\n", f);
+    tick(f, x, x->tick[i], (const double[4]){px, y->p1, px, y->p0},
+         (const double[4]){px, y->p0, px, y->p0 + 5}, px, y->p0 + 17);
   }
   fprintf(f, "</g>\n<text class=\"axis-label x\" x=\"%.1f\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\">",
           (x->p0 + x->p1) / 2, y->p0 + 36);
@@ -130,13 +138,8 @@ static void axes(FILE *f, const axis_t *x, const axis_t *y, const char *xtitle, 
   fputs("</text>\n<g class=\"axis y\" font-size=\"11\" text-anchor=\"end\">\n", f);
   for (int i = 0; i < y->ticks; i++) {
     double py = axis_px(y, y->tick[i]);
-    fprintf(f,
-            "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-            "<line class=\"tick\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#444\"/>"
-            "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\">",
-            x->p0, py, x->p1, py, x->p0 - 5, py, x->p0, py, x->p0 - 8, py + 4);
-    tick_text(f, y, y->tick[i]);
-    fputs("</text>\n", f);
+    tick(f, y, y->tick[i], (const double[4]){x->p0, py, x->p1, py},
+         (const double[4]){x->p0 - 5, py, x->p0, py}, x->p0 - 8, py + 4);
   }
   fprintf(f,
           "</g>\n<text class=\"axis-label y\" x=\"16\" y=\"%.1f\" font-size=\"12\" text-anchor=\"middle\" "

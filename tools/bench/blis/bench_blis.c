@@ -6,19 +6,9 @@
 
 #include "bench_util.h"
 #include "drive_blis.h"
+#include "metainfer/mi_core.h"
 
 /* The helpers count check failures; the benchmark makes no checks. */
-
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 /* Single-core FP32 FMA peak: 10 independent 8-wide FMA chains in registers hide the latency. */
 static double fma_peak(void) {
@@ -29,7 +19,7 @@ static double fma_peak(void) {
     __m256 c0 = _mm256_set1_ps(0.f), c1 = _mm256_set1_ps(1.f), c2 = _mm256_set1_ps(2.f), c3 = _mm256_set1_ps(3.f),
            c4 = _mm256_set1_ps(4.f), c5 = _mm256_set1_ps(5.f), c6 = _mm256_set1_ps(6.f), c7 = _mm256_set1_ps(7.f),
            c8 = _mm256_set1_ps(8.f), c9 = _mm256_set1_ps(9.f);
-    double t = now_s();
+    double t = mi_now_s();
     for (it = 0; it < n; it++) {
       c0 = _mm256_fmadd_ps(c0, m, a);
       c1 = _mm256_fmadd_ps(c1, m, a);
@@ -42,7 +32,7 @@ static double fma_peak(void) {
       c8 = _mm256_fmadd_ps(c8, m, a);
       c9 = _mm256_fmadd_ps(c9, m, a);
     }
-    t = now_s() - t;
+    t = mi_now_s() - t;
     c0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
                        _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(_mm256_add_ps(c6, c7), _mm256_add_ps(c8, c9))));
     if (_mm256_cvtss_f32(c0) == 12345.f) puts(""); /* keeps the chains live */
@@ -63,12 +53,12 @@ __attribute__((target("avx512f"))) static double fma_peak512_impl(void) {
     __m512 c[24], sum = _mm512_setzero_ps();
     double t;
     for (j = 0; j < 24; j++) c[j] = _mm512_set1_ps((float)j);
-    t = now_s();
+    t = mi_now_s();
     for (it = 0; it < n; it++) {
 #pragma GCC unroll 24
       for (j = 0; j < 24; j++) c[j] = _mm512_fmadd_ps(c[j], m, a);
     }
-    t = now_s() - t;
+    t = mi_now_s() - t;
     for (j = 0; j < 24; j++) sum = _mm512_add_ps(sum, c[j]);
     if (_mm512_reduce_add_ps(sum) == 12345.f) puts("");
     if (2. * 16 * 24 * n / t * 1e-9 > best) best = 2. * 16 * 24 * n / t * 1e-9;
@@ -103,9 +93,9 @@ static double time_kernel(tb_plugin_t *p, tb_t *b, const char *variant, const mi
   if (rc == MI_OK) rc = p->api->buffer_alloc(p->ctx, 0, obytes, &ob, &err);
   if (rc == MI_OK) rc = p->api->kernel_run(p->ctx, k, ib, b->nkin, &ob, 1, NULL, &err);
   for (r = 0; r < reps && rc == MI_OK; r++) {
-    double t = now_s();
+    double t = mi_now_s();
     rc = p->api->kernel_run(p->ctx, k, ib, b->nkin, &ob, 1, NULL, &err);
-    s[r] = flops / (now_s() - t) * 1e-9;
+    s[r] = flops / (mi_now_s() - t) * 1e-9;
   }
   for (i = 0; i < b->nkin; i++) p->api->buffer_free(p->ctx, ib[i]);
   p->api->buffer_free(p->ctx, ob);
@@ -114,7 +104,7 @@ static double time_kernel(tb_plugin_t *p, tb_t *b, const char *variant, const mi
     fprintf(stderr, "  %s: %s\n", variant ? variant : "default", err.message);
     return -1.;
   }
-  qsort(s, (size_t)reps, sizeof s[0], cmp);
+  qsort(s, (size_t)reps, sizeof s[0], bench_cmp_double);
   return s[reps / 2];
 }
 

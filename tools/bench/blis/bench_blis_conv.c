@@ -10,17 +10,6 @@
 /* Floats written between timed runs with "cold" (64 MiB: past any last-level cache). */
 #define FLUSH_FLOATS (16 * 1024 * 1024)
 
-static double cpu_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Prepared once, one warm-up run, then reps timed runs into s[] (seconds); the kernel's status. */
 static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int nk, const float *x, int reps,
                          double *s, float *flush) {
@@ -43,9 +32,9 @@ static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int
     double t;
     if (flush) /* what the layers before it leave in the caches: none of its data */
       for (i = 0; i < FLUSH_FLOATS; i += 16) flush[i] += 1.f;
-    t = cpu_s();
+    t = bench_cpu_s();
     rc = p->api->kernel_run(p->ctx, k, &ib, 1, &ob, 1, NULL, &err);
-    s[r] = cpu_s() - t;
+    s[r] = bench_cpu_s() - t;
   }
   if (rc != MI_OK) fprintf(stderr, "bench_blis_conv: %s\n", err.message);
   p->api->buffer_free(p->ctx, ib);
@@ -127,7 +116,7 @@ int main(int argc, char **argv) {
     double fl = 2. * m * yd[2] * yd[3] * (c / g) * ks * ks;
     if (strcmp(tok, "c") == 0) continue;
     if (time_conv(&p, &b, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
-    qsort(s, (size_t)reps, sizeof s[0], cmp);
+    qsort(s, (size_t)reps, sizeof s[0], bench_cmp_double);
     printf("  %-8s min %8.4f ms  median %8.4f ms  %7.1f GFLOP/s (min)\n", tok, s[0] * 1e3, s[reps / 2] * 1e3,
            fl / s[0] * 1e-9);
     if (!simd_knob) break;

@@ -15,11 +15,6 @@ typedef struct bench {
   int reps, rounds, verbose;
 } bench_t;
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Median GFLOP/s over b->reps device-timed runs; -1 when the setting is refused or fails. */
 static double measure(bench_t *b, mi_graph_t *g, double flops, const char *variant,
                       const mi_knob_value_t *kv, int nk) {
@@ -55,7 +50,7 @@ static double measure(bench_t *b, mi_graph_t *g, double flops, const char *varia
     if (rc == MI_OK && i >= 0) t[i] = (double)st.device_time_ns;
   }
   if (rc == MI_OK) {
-    qsort(t, (size_t)b->reps, sizeof t[0], cmp);
+    qsort(t, (size_t)b->reps, sizeof t[0], bench_cmp_double);
     res = t[b->reps / 2] > 0 ? flops / t[b->reps / 2] : -1; /* flop/ns = GFLOP/s */
   } else {
     fprintf(stderr, "bench_vulkan: %s: %s\n", variant ? variant : "default", err.message);
