@@ -206,6 +206,13 @@ int mi_cli_int(const mi_cli_t *c, long long lo, long long hi, long long *out) {
   return 0;
 }
 
+int mi_cli_int_to(const mi_cli_t *c, int lo, int hi, int *out) {
+  long long v;
+  int rc = mi_cli_int(c, lo, hi, &v);
+  if (rc == 0) *out = (int)v;
+  return rc;
+}
+
 int mi_cli_double(const mi_cli_t *c, double lo, double hi, double *out) {
   char *end = NULL;
   double v;

@@ -81,6 +81,8 @@ int mi_cli_error(const mi_cli_t *c, const char *fmt, ...) __attribute__((format(
 /** Parses c->value as an integer in [lo, hi] for the current option: 0, or MI_CLI_USAGE after
  * a message when it is not one. */
 int mi_cli_int(const mi_cli_t *c, long long lo, long long hi, long long *out);
+/** mi_cli_int into an int option field: *out changes only when the value is good. */
+int mi_cli_int_to(const mi_cli_t *c, int lo, int hi, int *out);
 /** Parses c->value as a finite number in [lo, hi]: 0, or MI_CLI_USAGE after a message. */
 int mi_cli_double(const mi_cli_t *c, double lo, double hi, double *out);
 

@@ -75,7 +75,6 @@ static int push(const mi_cli_t *c, const char ***list, int *count, const char *v
 
 int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
   mi_cli_t c = cli();
-  long long v = 0;
   int k, st = MI_CLI_GO_ON, rc = 0;
   memset(o, 0, sizeof *o);
   o->warmup = -1;
@@ -95,18 +94,10 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
     case O_CHECK: o->check = 1; break;
     case O_INPUT: rc = push(&c, &o->inputs, &o->input_count, c.value); break;
     case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
-    case O_REPEAT:
-      if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->repeat = (int)v;
-      break;
-    case O_WARMUP:
-      if (!(rc = mi_cli_int(&c, 1, 1000000000, &v))) o->warmup = (int)v;
-      break;
-    case O_TIMEOUT:
-      if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v;
-      break;
-    case O_THREADS:
-      if (!(rc = mi_cli_int(&c, 0, 1000000000, &v))) o->threads = (int)v;
-      break;
+    case O_REPEAT: rc = mi_cli_int_to(&c, 0, 1000000000, &o->repeat); break;
+    case O_WARMUP: rc = mi_cli_int_to(&c, 1, 1000000000, &o->warmup); break;
+    case O_TIMEOUT: rc = mi_cli_int_to(&c, 0, 1000000, &o->timeout_s); break;
+    case O_THREADS: rc = mi_cli_int_to(&c, 0, 1000000000, &o->threads); break;
     case O_SEED: {
       char *end = NULL;
       errno = 0;

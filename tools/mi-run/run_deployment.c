@@ -53,7 +53,6 @@ static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 /* 1 to run; 0 to exit with *status (0 after --help or --version, 2 after a message). */
 static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   mi_cli_t c = {0};
-  long long v = 0;
   int k, st = MI_CLI_GO_ON, rc = 0;
   c.prog = "mi-run";
   c.usage =
@@ -87,12 +86,8 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
       if ((o->policy = mi_stack_policy_find(c.value)) < 0)
         rc = mi_cli_error(&c, "--stack-policy must be use, revalidate or refuse, not '%s'", c.value);
       break;
-    case O_TIMEOUT:
-      if (!(rc = mi_cli_int(&c, 0, 1000000, &v))) o->timeout_s = (int)v;
-      break;
-    case O_REPEAT:
-      if (!(rc = mi_cli_int(&c, 1, 1000000, &v))) o->repeat = (int)v;
-      break;
+    case O_TIMEOUT: rc = mi_cli_int_to(&c, 0, 1000000, &o->timeout_s); break;
+    case O_REPEAT: rc = mi_cli_int_to(&c, 1, 1000000, &o->repeat); break;
     case O_INPUT:
       if (o->input_count == 16 || !strchr(c.value, '='))
         rc = mi_cli_error(&c, "--input takes NAME=FILE.npy (at most 16), not '%s'", c.value);
