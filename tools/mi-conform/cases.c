@@ -36,6 +36,12 @@ static int32_t add_input(mi_graph_t *g, const char *name, int32_t rank, const in
   return t;
 }
 
+/* The empty graph of case `index` of a family with `cases` of them; NULL past the last one (or
+ * out of memory). */
+static mi_graph_t *case_graph(const char *name, int index, int cases) {
+  return index < cases ? mi_graph_create(name) : NULL;
+}
+
 /* Finishes a one-node graph: output tensor, order, shapes. NULL on any failure. */
 static mi_graph_t *finish(mi_graph_t *g, int32_t node) {
   if (node < 0 || mi_graph_toposort(g, NULL) != MI_OK || mi_graph_infer_shapes(g, NULL) != MI_OK) {
@@ -63,9 +69,7 @@ static mi_graph_t *conv_case(int index, uint64_t seed) {
   mi_graph_t *g;
   int32_t in[3], node;
   int64_t pads[4], strides[2], dil[2];
-  if (index >= 4) return NULL;
-  g = mi_graph_create("conform.conv");
-  if (!g) return NULL;
+  if (!(g = case_graph("conform.conv", index, 4))) return NULL;
   in[0] = add_input(g, "x", 4, k[index]);
   in[1] = add_const(g, "w", 4, k[index] + 4, seed, -0.5f, 0.5f);
   in[2] = add_const(g, "b", 1, k[index] + 4, seed + 1, -0.1f, 0.1f);
@@ -86,9 +90,7 @@ static mi_graph_t *gemm_case(const char *op, int index, uint64_t seed) {
   static const int64_t a3[3] = {2, 5, 7}, a2[2] = {5, 7}, b[2] = {7, 9}, bt[2] = {9, 7}, c[1] = {9};
   mi_graph_t *g;
   int32_t in[3], node;
-  if (index >= 2) return NULL;
-  g = mi_graph_create("conform.gemm");
-  if (!g) return NULL;
+  if (!(g = case_graph("conform.gemm", index, 2))) return NULL;
   if (!strcmp(op, "MatMul")) {
     in[0] = add_input(g, "a", index ? 2 : 3, index ? a2 : a3);
     in[1] = add_const(g, "b", 2, b, seed, -0.5f, 0.5f);
@@ -119,9 +121,7 @@ static mi_graph_t *elementwise_case(const char *op, int index, uint64_t seed) {
   mi_graph_t *g = NULL;
   int32_t in[3], node;
   if (is_one_of(op, unary)) {
-    if (index >= 1) return NULL;
-    g = mi_graph_create("conform.unary");
-    if (!g) return NULL;
+    if (!(g = case_graph("conform.unary", index, 1))) return NULL;
     if (!strcmp(op, "Gelu")) g->opset = 20;
     in[0] = add_input(g, "x", 4, x);
     if (!strcmp(op, "Clip")) {
@@ -136,9 +136,7 @@ static mi_graph_t *elementwise_case(const char *op, int index, uint64_t seed) {
     return finish(g, node);
   }
   if (is_one_of(op, binary)) {
-    if (index >= 2) return NULL;
-    g = mi_graph_create("conform.binary");
-    if (!g) return NULL;
+    if (!(g = case_graph("conform.binary", index, 2))) return NULL;
     in[0] = add_input(g, "a", 4, x);
     if (!strcmp(op, "Div")) /* a divisor kept away from zero */
       in[1] = index ? add_const(g, "b", 3, bc, seed, 1.0f, 2.0f) : add_const(g, "b", 4, x, seed, 1.0f, 2.0f);
@@ -154,9 +152,7 @@ static mi_graph_t *norm_pool_case(const char *op, int index, uint64_t seed) {
   static const int64_t x4[4] = {1, 6, 7, 7}, c6[1] = {6}, x3[3] = {2, 5, 16}, d16[1] = {16};
   mi_graph_t *g;
   int32_t in[5], node;
-  if (index >= 1) return NULL;
-  g = mi_graph_create("conform.norm");
-  if (!g) return NULL;
+  if (!(g = case_graph("conform.norm", index, 1))) return NULL;
   if (!strcmp(op, "BatchNormalization")) {
     in[0] = add_input(g, "x", 4, x4);
     in[1] = add_const(g, "scale", 1, c6, seed, 0.5f, 1.5f);
@@ -201,9 +197,7 @@ static mi_graph_t *shape_case(const char *op, int index) {
   static const int64_t new_shape[2] = {6, 20}, perm[4] = {0, 2, 3, 1}, axes[2] = {2, 3};
   mi_graph_t *g;
   int32_t in[2], node;
-  if (index >= 1) return NULL;
-  g = mi_graph_create("conform.shape");
-  if (!g) return NULL;
+  if (!(g = case_graph("conform.shape", index, 1))) return NULL;
   in[0] = add_input(g, "x", 4, x4);
   if (!strcmp(op, "Flatten")) {
     node = one_node(g, op, 1, in);

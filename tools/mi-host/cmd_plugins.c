@@ -145,7 +145,8 @@ static void json_mask(FILE *f, int which, uint32_t mask) {
   fputc(']', f);
 }
 
-static void json_knob(FILE *f, const mi_knob_desc_t *k) {
+static void json_knob(FILE *f, const void *item) {
+  const mi_knob_desc_t *k = item;
   int first = 1;
   uint32_t i;
   fputc('{', f);
@@ -182,9 +183,60 @@ static void json_knob(FILE *f, const mi_knob_desc_t *k) {
   fputc('}', f);
 }
 
+static void json_variant(FILE *f, const void *item) {
+  const mi_variant_desc_t *x = item;
+  int ef = 1;
+  fputc('{', f);
+  mi_json_key(f, &ef, "id"), mi_json_string(f, x->id);
+  mi_json_key(f, &ef, "op_type"), mi_json_string(f, x->op_type);
+  mi_json_key(f, &ef, "description"), mi_json_string(f, x->description);
+  mi_json_key(f, &ef, "dtypes"), json_mask(f, MI_MASK_DTYPE, x->dtype_mask);
+  mi_json_key(f, &ef, "layouts"), json_mask(f, MI_MASK_LAYOUT, x->layout_mask);
+  mi_json_key(f, &ef, "fuse_mask"), fprintf(f, "%u", x->fuse_mask);
+  mi_json_key(f, &ef, "fuses"), json_mask(f, MI_MASK_FUSE, x->fuse_mask);
+  mi_json_key(f, &ef, "knobs"), mi_json_string(f, x->knobs);
+  fputc('}', f);
+}
+
+static void json_counter(FILE *f, const void *item) {
+  const mi_counter_desc_t *c = item;
+  int ef = 1;
+  fputc('{', f);
+  mi_json_key(f, &ef, "name"), mi_json_string(f, c->name);
+  mi_json_key(f, &ef, "kind"), mi_json_string(f, mi_name_counter_kind(c->kind));
+  mi_json_key(f, &ef, "unit"), mi_json_string(f, c->unit);
+  mi_json_key(f, &ef, "resolution"), mi_json_double(f, c->resolution);
+  mi_json_key(f, &ef, "modeled"), fputs(c->modeled ? "true" : "false", f);
+  fputc('}', f);
+}
+
+static void json_constraint(FILE *f, const void *item) {
+  const mi_constraint_desc_t *c = item;
+  int ef = 1;
+  fputc('{', f);
+  mi_json_key(f, &ef, "kind"), mi_json_string(f, mi_name_constraint_kind(c->kind));
+  mi_json_key(f, &ef, "a"), mi_json_string(f, c->a);
+  mi_json_key(f, &ef, "b"), mi_json_string(f, c->b);
+  mi_json_key(f, &ef, "value"), fprintf(f, "%" PRId64, c->value);
+  mi_json_key(f, &ef, "value2"), fprintf(f, "%" PRId64, c->value2);
+  mi_json_key(f, &ef, "applies_to"), mi_json_string(f, c->applies_to);
+  mi_json_key(f, &ef, "reason"), mi_json_string(f, c->reason);
+  fputc('}', f);
+}
+
+/* `"key":[...]`: the n descriptions of `size` bytes at `items`, each written by `write`. */
+static void json_list(FILE *f, int *first, const char *key, const void *items, size_t size,
+                      uint32_t n, void (*write)(FILE *, const void *)) {
+  mi_json_key(f, first, key), fputc('[', f);
+  for (uint32_t i = 0; i < n; i++) {
+    if (i) fputc(',', f);
+    write(f, (const char *)items + (size_t)i * size);
+  }
+  fputc(']', f);
+}
+
 static void json_device(FILE *f, uint32_t d, const device_view_t *v) {
-  int first = 1, ef;
-  uint32_t i;
+  int first = 1;
   fputc('{', f);
   mi_json_key(f, &first, "index"), fprintf(f, "%u", d);
   mi_json_key(f, &first, "name"), mi_json_string(f, v->dev.name);
@@ -197,56 +249,12 @@ static void json_device(FILE *f, uint32_t d, const device_view_t *v) {
   mi_json_key(f, &first, "max_threads"), fprintf(f, "%u", v->dev.max_threads);
   mi_json_key(f, &first, "dtypes"), json_mask(f, MI_MASK_DTYPE, v->dev.dtype_mask);
   mi_json_key(f, &first, "layouts"), json_mask(f, MI_MASK_LAYOUT, v->dev.layout_mask);
-  mi_json_key(f, &first, "knobs"), fputc('[', f);
-  for (i = 0; i < v->nk; i++) {
-    if (i) fputc(',', f);
-    json_knob(f, &v->knobs[i]);
-  }
-  fputc(']', f);
-  mi_json_key(f, &first, "variants"), fputc('[', f);
-  for (i = 0; i < v->nv; i++) {
-    const mi_variant_desc_t *x = &v->variants[i];
-    ef = 1;
-    fputs(i ? ",{" : "{", f);
-    mi_json_key(f, &ef, "id"), mi_json_string(f, x->id);
-    mi_json_key(f, &ef, "op_type"), mi_json_string(f, x->op_type);
-    mi_json_key(f, &ef, "description"), mi_json_string(f, x->description);
-    mi_json_key(f, &ef, "dtypes"), json_mask(f, MI_MASK_DTYPE, x->dtype_mask);
-    mi_json_key(f, &ef, "layouts"), json_mask(f, MI_MASK_LAYOUT, x->layout_mask);
-    mi_json_key(f, &ef, "fuse_mask"), fprintf(f, "%u", x->fuse_mask);
-    mi_json_key(f, &ef, "fuses"), json_mask(f, MI_MASK_FUSE, x->fuse_mask);
-    mi_json_key(f, &ef, "knobs"), mi_json_string(f, x->knobs);
-    fputc('}', f);
-  }
-  fputc(']', f);
-  mi_json_key(f, &first, "counters"), fputc('[', f);
-  for (i = 0; i < v->nc; i++) {
-    const mi_counter_desc_t *c = &v->counters[i];
-    ef = 1;
-    fputs(i ? ",{" : "{", f);
-    mi_json_key(f, &ef, "name"), mi_json_string(f, c->name);
-    mi_json_key(f, &ef, "kind"), mi_json_string(f, mi_name_counter_kind(c->kind));
-    mi_json_key(f, &ef, "unit"), mi_json_string(f, c->unit);
-    mi_json_key(f, &ef, "resolution"), mi_json_double(f, c->resolution);
-    mi_json_key(f, &ef, "modeled"), fputs(c->modeled ? "true" : "false", f);
-    fputc('}', f);
-  }
-  fputc(']', f);
-  mi_json_key(f, &first, "constraints"), fputc('[', f);
-  for (i = 0; i < v->ncon; i++) {
-    const mi_constraint_desc_t *c = &v->constraints[i];
-    ef = 1;
-    fputs(i ? ",{" : "{", f);
-    mi_json_key(f, &ef, "kind"), mi_json_string(f, mi_name_constraint_kind(c->kind));
-    mi_json_key(f, &ef, "a"), mi_json_string(f, c->a);
-    mi_json_key(f, &ef, "b"), mi_json_string(f, c->b);
-    mi_json_key(f, &ef, "value"), fprintf(f, "%" PRId64, c->value);
-    mi_json_key(f, &ef, "value2"), fprintf(f, "%" PRId64, c->value2);
-    mi_json_key(f, &ef, "applies_to"), mi_json_string(f, c->applies_to);
-    mi_json_key(f, &ef, "reason"), mi_json_string(f, c->reason);
-    fputc('}', f);
-  }
-  fputs("]}", f);
+  json_list(f, &first, "knobs", v->knobs, sizeof *v->knobs, v->nk, json_knob);
+  json_list(f, &first, "variants", v->variants, sizeof *v->variants, v->nv, json_variant);
+  json_list(f, &first, "counters", v->counters, sizeof *v->counters, v->nc, json_counter);
+  json_list(f, &first, "constraints", v->constraints, sizeof *v->constraints, v->ncon,
+            json_constraint);
+  fputc('}', f);
 }
 
 /* ---------------------------------------------------------------- the command */
