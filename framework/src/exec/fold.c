@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "graph/graph.h"
 #include "ref/ref.h"
 
 /* Shape (with opset-15 start/end) and Size need only the shape, which a session fixes.
@@ -11,7 +12,7 @@ static int32_t fold_shape_query(const mi_graph_t *g, const mi_node_t *n, mi_arra
                                 mi_error_t *err) {
   const mi_tensor_t *in = &g->tensors[n->inputs[0]];
   int is_shape = strcmp(n->op_type, "Shape") == 0;
-  int64_t start = 0, end = in->rank, count;
+  int64_t start, count;
   for (int32_t i = 0; i < in->rank; i++)
     if (in->dims[i] < 0) return 0; /* not concrete: leave it to the run */
   if (in->rank < 0) return 0;
@@ -24,15 +25,7 @@ static int32_t fold_shape_query(const mi_graph_t *g, const mi_node_t *n, mi_arra
     *(int64_t *)outputs[0]->data = numel;
     return 1;
   }
-  start = mi_node_attr_int(n, "start", 0);
-  end = mi_node_attr_int(n, "end", in->rank);
-  if (start < 0) start += in->rank;
-  if (end < 0) end += in->rank;
-  start = start < 0 ? 0 : start > in->rank ? in->rank
-                                           : start;
-  end = end < 0 ? 0 : end > in->rank ? in->rank
-                                     : end;
-  count = end > start ? end - start : 0;
+  count = mi__shape_op_range(n, in->rank, 1, &start);
   outputs[0] = mi_array_create(MI_DTYPE_INT64, 1, &count);
   if (!outputs[0]) return -mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory folding Shape");
   for (int64_t i = 0; i < count; i++) ((int64_t *)outputs[0]->data)[i] = in->dims[start + i];

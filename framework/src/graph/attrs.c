@@ -125,3 +125,16 @@ MI_API const char *mi_node_attr_string(const mi_node_t *n, const char *name, con
   const mi_attr_t *a = mi_node_attr(n, name);
   return a && a->type == MI_ATTR_STRING ? a->s : dflt;
 }
+
+int64_t mi__shape_op_range(const mi_node_t *n, int32_t rank, int has_range, int64_t *start) {
+  int64_t s = has_range ? mi_node_attr_int(n, "start", 0) : 0;
+  int64_t e = has_range ? mi_node_attr_int(n, "end", rank) : rank;
+  if (s < 0) s += rank;
+  if (e < 0) e += rank;
+  s = s < 0 ? 0 : s > rank ? rank
+                           : s;
+  e = e < 0 ? 0 : e > rank ? rank
+                           : e;
+  *start = s;
+  return e > s ? e - s : 0;
+}

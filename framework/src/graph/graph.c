@@ -92,8 +92,8 @@ MI_API void mi_graph_destroy(mi_graph_t *g) {
   free(g);
 }
 
-static void *dup_bytes(const void *p, size_t n) {
-  if (!p) return NULL;
+void *mi__dup_bytes(const void *p, size_t n) {
+  if (!p && n) return NULL;
   void *d = malloc(n ? n : 1);
   if (d && n) memcpy(d, p, n);
   return d;
@@ -108,9 +108,9 @@ static int clone_tensor(mi_tensor_t *d, const mi_tensor_t *s) {
   if (!(d->name = mi__strdup(s->name))) return -1;
   for (int i = 0; i < MI_MAX_RANK; i++)
     if (s->dim_names[i] && !(d->dim_names[i] = mi__strdup(s->dim_names[i]))) return -1;
-  if (s->data && !(d->data = dup_bytes(s->data, s->nbytes))) return -1;
+  if (s->data && !(d->data = mi__dup_bytes(s->data, s->nbytes))) return -1;
   if (s->channel_scales &&
-      !(d->channel_scales = dup_bytes(s->channel_scales, s->channel_count * sizeof(float))))
+      !(d->channel_scales = mi__dup_bytes(s->channel_scales, s->channel_count * sizeof(float))))
     return -1;
   return 0;
 }
@@ -121,9 +121,9 @@ static int clone_node(mi_node_t *d, const mi_node_t *s) {
   if (!(d->name = mi__strdup(s->name)) || !(d->op_type = mi__strdup(s->op_type)) ||
       !(d->domain = mi__strdup(s->domain ? s->domain : "")))
     return -1;
-  if (!(d->inputs = dup_bytes(s->inputs, (size_t)s->input_count * sizeof(int32_t)))) return -1;
+  if (!(d->inputs = mi__dup_bytes(s->inputs, (size_t)s->input_count * sizeof(int32_t)))) return -1;
   d->input_count = s->input_count;
-  if (!(d->outputs = dup_bytes(s->outputs, (size_t)s->output_count * sizeof(int32_t)))) return -1;
+  if (!(d->outputs = mi__dup_bytes(s->outputs, (size_t)s->output_count * sizeof(int32_t)))) return -1;
   d->output_count = s->output_count;
   if (s->attr_count) {
     if (!(d->attrs = calloc((size_t)s->attr_count, sizeof *d->attrs))) return -1;
@@ -169,15 +169,15 @@ MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
     }
   }
   if (g->input_count &&
-      !(c->inputs = dup_bytes(g->inputs, (size_t)g->input_count * sizeof(int32_t))))
+      !(c->inputs = mi__dup_bytes(g->inputs, (size_t)g->input_count * sizeof(int32_t))))
     goto fail;
   c->input_count = g->input_count;
   if (g->output_count &&
-      !(c->outputs = dup_bytes(g->outputs, (size_t)g->output_count * sizeof(int32_t))))
+      !(c->outputs = mi__dup_bytes(g->outputs, (size_t)g->output_count * sizeof(int32_t))))
     goto fail;
   c->output_count = g->output_count;
   if (g->capture_count &&
-      !(c->captures = dup_bytes(g->captures, (size_t)g->capture_count * sizeof(int32_t))))
+      !(c->captures = mi__dup_bytes(g->captures, (size_t)g->capture_count * sizeof(int32_t))))
     goto fail;
   c->capture_count = g->capture_count;
   return c;

@@ -12,6 +12,9 @@
 
 /** strdup that accepts NULL (returns NULL) and never uses a global. */
 char *mi__strdup(const char *s);
+/** A malloc'd copy of the n bytes at p; at least one byte is allocated, so an empty list has a
+ * pointer too. NULL when out of memory (or p is NULL while n is not 0). */
+void *mi__dup_bytes(const void *p, size_t n);
 /** Frees everything a tensor owns (not the struct itself). */
 void mi__tensor_release(mi_tensor_t *t);
 /** Frees everything a node owns (not the struct itself). */
@@ -42,6 +45,12 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t);
 /** The one node that reads tensor t (through any number of its inputs), or -1 when none or
  * several do or t is a graph output: what a fusion may fold into its producer. */
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
+
+/** The dims [*start, *start + count) of a rank-`rank` input that a Shape node outputs: its start
+ * and end attributes when has_range (opset 15 added them), negative ones counted from the end,
+ * both clamped to [0, rank]. Returns the count (0 when end <= start). Shape inference, constant
+ * folding and the reference kernel all use it. */
+int64_t mi__shape_op_range(const mi_node_t *n, int32_t rank, int has_range, int64_t *start);
 
 /** 1 for an op of the default domain ("" or "ai.onnx") or one of the com.microsoft ops the
  * framework runs (op_domain.c: the quantized ops ONNX Runtime's quantizer writes); else 0. */

@@ -281,24 +281,16 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
     m.type = MI_ATTR_FLOAT;
     m.f = a->f;
     break;
-  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS: {
-    int64_t *p = malloc(a->n_ints ? a->n_ints * sizeof *p : 1);
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS:
     m.type = MI_ATTR_INTS;
     m.count = (int32_t)a->n_ints;
-    m.ints = p;
-    if (!p) break;
-    if (a->n_ints) memcpy(p, a->ints, a->n_ints * sizeof *p);
+    m.ints = mi__dup_bytes(a->ints, a->n_ints * sizeof *m.ints);
     break;
-  }
-  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS: {
-    float *p = malloc(a->n_floats ? a->n_floats * sizeof *p : 1);
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS:
     m.type = MI_ATTR_FLOATS;
     m.count = (int32_t)a->n_floats;
-    m.floats = p;
-    if (!p) break;
-    if (a->n_floats) memcpy(p, a->floats, a->n_floats * sizeof *p);
+    m.floats = mi__dup_bytes(a->floats, a->n_floats * sizeof *m.floats);
     break;
-  }
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING: {
     char *p = malloc(a->s.len + 1);
     m.type = MI_ATTR_STRING;

@@ -23,7 +23,7 @@ typedef struct mi__si {
 typedef int32_t (*mi__si_fn)(mi__si_t *c, const mi_node_t *n);
 #define MI__SI_DONE (-1)
 
-/* One row of a family's op table; each table ends with a {NULL, NULL} row. */
+/* One row of the op table (shape_infer.c): an op type and its handler. */
 typedef struct mi__si_op {
   const char *op;
   mi__si_fn fn;
@@ -67,17 +67,75 @@ int32_t mi__si_broadcast(mi__si_t *c, const mi_node_t *n, int32_t ra, const int6
 /** Converts a double back to int64, saturating (INT64_MAX ends of Slice survive). */
 int64_t mi__si_d2i(double v);
 
-/* Per-family op tables, searched in this order by the driver (shape_infer.c). */
-extern const mi__si_op_t mi__si_ops_elementwise[]; /* unary, broadcasting, normalization */
-extern const mi__si_op_t mi__si_ops_nn[];          /* Conv, pools, MatMul, Gemm, Resize */
-extern const mi__si_op_t mi__si_ops_tensor[];      /* Reshape, Slice, Gather, Reduce*, ... */
-extern const mi__si_op_t mi__si_ops_generate[];    /* Expand, ConstantOfShape, Range, Tile */
-extern const mi__si_op_t mi__si_ops_control[];     /* Scan, If, Loop */
-extern const mi__si_op_t mi__si_ops_pad[];         /* Pad, Size, LSTM */
-extern const mi__si_op_t mi__si_ops_select[];      /* ArgMax, TopK, ... */
-extern const mi__si_op_t mi__si_ops_rearrange[];   /* Split, Trilu, DepthToSpace, ... */
-extern const mi__si_op_t mi__si_ops_quant[];       /* QLinear*, *Integer */
-/** The handler for op_type from the tables above, or NULL. */
+/* The handlers, one per op family file shape_infer_<family>.c; the op table that maps op
+ * types onto them is in shape_infer.c. */
+/* elementwise: unary, broadcasting, normalization */
+int32_t mi__si_unary_eval(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_dropout(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_broadcast_op(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_cast(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_softmax(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_batchnorm(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_layernorm(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_clip(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_constant(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_quantize_linear(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_dequantize_linear(mi__si_t *c, const mi_node_t *n);
+/* nn: Conv, pools, MatMul, Gemm, Resize */
+int32_t mi__si_conv(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_pool(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_matmul(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_gemm(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_resize(mi__si_t *c, const mi_node_t *n);
+/* tensor: Reshape, Slice, Gather, Reduce*, ... */
+int32_t mi__si_reshape(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_flatten(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_transpose(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_reduce(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_squeeze(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_unsqueeze(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_concat(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_shape(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_gather(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_slice(mi__si_t *c, const mi_node_t *n);
+/* generate: Expand, ConstantOfShape, Range, Tile */
+int32_t mi__si_expand(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_constant_of_shape(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_range(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_tile(mi__si_t *c, const mi_node_t *n);
+/* control: Scan, If, Loop */
+int32_t mi__si_scan_op(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_if_op(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_loop_op(mi__si_t *c, const mi_node_t *n);
+/* pad: Pad, Size, LSTM */
+int32_t mi__si_pad(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_size(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_lstm(mi__si_t *c, const mi_node_t *n);
+/* select: ArgMax, TopK, ... */
+int32_t mi__si_argminmax(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_topk(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_nonzero(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_einsum(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_gather_elements(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_scatter_nd(mi__si_t *c, const mi_node_t *n);
+/* rearrange: Split, Trilu, DepthToSpace, ... */
+int32_t mi__si_split(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_trilu(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_cumsum(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_depth_space(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_prelu(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_mod(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_to_bool(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_instancenorm(mi__si_t *c, const mi_node_t *n);
+/* quant: QLinear*, *Integer */
+int32_t mi__si_conv_integer(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_qlinear_conv(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_matmul_integer(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_qlinear_matmul(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_dynamic_quantize(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_qlinear_binary(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_qlinear_gap(mi__si_t *c, const mi_node_t *n);
+/** The handler for op_type from the op table, or NULL. */
 mi__si_fn mi__si_lookup(const char *op);
 
 #endif /* METAINFER_SHAPE_INFER_H */

@@ -42,7 +42,7 @@ static int32_t infer_sub(mi__si_t *c, const mi_node_t *n, mi_graph_t *sub) {
   return MI_OK;
 }
 
-static int32_t if_op(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_if_op(mi__si_t *c, const mi_node_t *n) {
   mi_graph_t *br[2] = {mi_node_subgraph(n, "then_branch"), mi_node_subgraph(n, "else_branch")};
   int32_t rc = mi__si_need(c, n, 1), ok[2] = {0, 0};
   int64_t cnt = 0;
@@ -81,7 +81,7 @@ static int32_t if_op(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t loop_op(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_loop_op(mi__si_t *c, const mi_node_t *n) {
   mi_graph_t *body = mi_node_subgraph(n, "body");
   int32_t nv = n->input_count - n->implicit_inputs - 2, rc;
   if (!body) return mi__si_fail(c, n, MI_ERR_PARSE, "has no body");
@@ -147,7 +147,7 @@ static int32_t scan_list(const mi_node_t *n, const char *name, int32_t want, int
  * shapes and the scan inputs without their scan axis (and batch dim); scan outputs get the
  * number of steps inserted at their axis. */
 #define MAX_SCAN_VALUES 64
-static int32_t scan_op(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_scan_op(mi__si_t *c, const mi_node_t *n) {
   mi_graph_t *body = mi_node_subgraph(n, "body");
   int32_t v8 = c->g->opset < 9, first = v8 ? 1 : 0;
   int32_t nall = n->input_count - n->implicit_inputs - first, rc;
@@ -222,10 +222,3 @@ static int32_t scan_op(mi__si_t *c, const mi_node_t *n) {
   }
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_control[] = {
-    {"Scan", scan_op},
-    {"If", if_op},
-    {"Loop", loop_op},
-    {NULL, NULL},
-};

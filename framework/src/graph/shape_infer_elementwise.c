@@ -39,15 +39,15 @@ static double unary_op(const mi_node_t *n, int32_t dt, double v) {
 }
 
 /* Unary ops whose value we also evaluate (they appear in shape arithmetic). */
-static int32_t unary_eval(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_unary_eval(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_same_shape(c, n);
   if (rc) return rc;
   map_value(c, n, unary_op, 0);
   return MI_OK;
 }
 
-static int32_t dropout(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = unary_eval(c, n);
+int32_t mi__si_dropout(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_unary_eval(c, n);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   mi__si_set(c, n, 1, MI_DTYPE_BOOL, x->rank, x->dims);
@@ -117,7 +117,7 @@ static void eval_broadcast(mi__si_t *c, const mi_node_t *n, int32_t rank, const 
   free(o);
 }
 
-static int32_t broadcast_op(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_broadcast_op(mi__si_t *c, const mi_node_t *n) {
   static const char *variadic[] = {"Max", "Min", "Sum", "Mean"};
   int32_t min = strcmp(n->op_type, "Where") == 0 ? 3 : 2;
   for (size_t i = 0; i < sizeof variadic / sizeof variadic[0]; i++)
@@ -162,7 +162,7 @@ static double cast_op(const mi_node_t *n, int32_t dt, double v) {
   return is_int_dtype(dt) ? trunc(v) : v;
 }
 
-static int32_t cast(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_cast(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_attr_t *to = mi_node_attr(n, "to");
@@ -176,7 +176,7 @@ static int32_t cast(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t softmax(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_softmax(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_same_shape(c, n);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -188,7 +188,7 @@ static int32_t softmax(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t batchnorm(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_batchnorm(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_shaped_like(c, n, 5, MI_DTYPE_UNDEFINED, &x);
   if (rc) return rc;
@@ -197,7 +197,7 @@ static int32_t batchnorm(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t layernorm(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_layernorm(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_shaped_like(c, n, 2, MI_DTYPE_UNDEFINED, &x);
   if (rc) return rc;
@@ -211,7 +211,7 @@ static int32_t layernorm(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t clip(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_clip(mi__si_t *c, const mi_node_t *n) {
   /* min/max are attributes before opset 11 and optional inputs from 11; either way the
    * output has the input's shape. Inputs past X only exist from opset 11. */
   if (c->g->opset < 11 && n->input_count > 1)
@@ -219,7 +219,7 @@ static int32_t clip(mi__si_t *c, const mi_node_t *n) {
   return mi__si_same_shape(c, n);
 }
 
-static int32_t constant(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_constant(mi__si_t *c, const mi_node_t *n) {
   const mi_attr_t *a;
   if ((a = mi_node_attr(n, "value_float")) && a->type == MI_ATTR_FLOAT) {
     double v = a->f;
@@ -248,65 +248,12 @@ static int32_t constant(mi__si_t *c, const mi_node_t *n) {
 }
 
 /* QuantizeLinear: the input's shape in the zero point's dtype (uint8 without one). */
-static int32_t quantize_linear(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_quantize_linear(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *zp = mi__si_in(c, n, 2);
   return mi__si_shaped_like(c, n, 2, zp ? zp->dtype : MI_DTYPE_UINT8, NULL);
 }
 
 /* DequantizeLinear: the input's shape in float32. */
-static int32_t dequantize_linear(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_dequantize_linear(mi__si_t *c, const mi_node_t *n) {
   return mi__si_shaped_like(c, n, 2, MI_DTYPE_FLOAT32, NULL);
 }
-
-const mi__si_op_t mi__si_ops_elementwise[] = {
-    {"Relu", mi__si_same_shape},
-    {"LeakyRelu", mi__si_same_shape},
-    {"HardSigmoid", mi__si_same_shape},
-    {"HardSwish", mi__si_same_shape},
-    {"Sigmoid", mi__si_same_shape},
-    {"Tanh", mi__si_same_shape},
-    {"Erf", mi__si_same_shape},
-    {"Gelu", mi__si_same_shape},
-    {"Log", mi__si_same_shape},
-    {"Exp", mi__si_same_shape},
-    {"Reciprocal", mi__si_same_shape},
-    {"Sqrt", unary_eval},
-    {"Neg", unary_eval},
-    {"Abs", unary_eval},
-    {"Identity", unary_eval},
-    {"Dropout", dropout},
-    {"Add", broadcast_op},
-    {"Sub", broadcast_op},
-    {"Mul", broadcast_op},
-    {"Div", broadcast_op},
-    {"Pow", broadcast_op},
-    {"Max", broadcast_op},
-    {"Min", broadcast_op},
-    {"Equal", broadcast_op},
-    {"Where", broadcast_op},
-    {"Cast", cast},
-    {"Softmax", softmax},
-    {"BatchNormalization", batchnorm},
-    {"LayerNormalization", layernorm},
-    {"Clip", clip},
-    {"Constant", constant},
-    {"Sign", unary_eval},
-    {"Floor", unary_eval},
-    {"Ceil", unary_eval},
-    {"Round", unary_eval},
-    {"Not", unary_eval},
-    {"Softplus", mi__si_same_shape},
-    {"Less", broadcast_op},
-    {"Greater", broadcast_op},
-    {"LessOrEqual", broadcast_op},
-    {"GreaterOrEqual", broadcast_op},
-    {"And", broadcast_op},
-    {"Or", broadcast_op},
-    {"Xor", broadcast_op},
-    {"Sum", broadcast_op},
-    {"Mean", broadcast_op},
-    {"LogSoftmax", softmax},
-    {"QuantizeLinear", quantize_linear},
-    {"DequantizeLinear", dequantize_linear},
-    {NULL, NULL},
-};

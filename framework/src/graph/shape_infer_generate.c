@@ -22,7 +22,7 @@ static int32_t shape_from(mi__si_t *c, const mi_node_t *n, int32_t k, int64_t *d
   return -1;
 }
 
-static int32_t expand(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_expand(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2), r, rank;
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -41,7 +41,7 @@ static int32_t expand(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t constant_of_shape(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_constant_of_shape(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_attr_t *v = mi_node_attr(n, "value");
@@ -68,7 +68,7 @@ static int32_t constant_of_shape(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t range(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_range(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 3);
   if (rc) return rc;
   const mi_tensor_t *start = mi__si_in(c, n, 0);
@@ -102,7 +102,7 @@ static int32_t range(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t tile(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_tile(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_open(c, n, 2, &x);
   if (rc) return rc;
@@ -121,11 +121,3 @@ static int32_t tile(mi__si_t *c, const mi_node_t *n) {
   mi__si_set(c, n, 0, x->dtype, x->rank, d);
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_generate[] = {
-    {"Expand", expand},
-    {"ConstantOfShape", constant_of_shape},
-    {"Range", range},
-    {"Tile", tile},
-    {NULL, NULL},
-};

@@ -48,7 +48,7 @@ static int32_t window(mi__si_t *c, const mi_node_t *n, const mi_tensor_t *x, int
   return MI_OK;
 }
 
-static int32_t conv(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_conv(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0), *w = mi__si_in(c, n, 1);
@@ -100,7 +100,7 @@ static int32_t conv(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t pool(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_pool(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
@@ -124,7 +124,7 @@ static int32_t pool(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t matmul(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_matmul(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *a, *b;
   int32_t rc = mi__si_open2(c, n, 2, 1, &a, &b);
   if (rc) return rc;
@@ -156,7 +156,7 @@ static int32_t matmul(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t gemm(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_gemm(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2);
   if (rc) return rc;
   const mi_tensor_t *a = mi__si_in(c, n, 0), *b = mi__si_in(c, n, 1);
@@ -176,7 +176,7 @@ static int32_t gemm(mi__si_t *c, const mi_node_t *n) {
 
 /* Resize (opset 10: X, scales; 11+: X, roi, scales, sizes) and Upsample (opset 7-8: scales
  * attribute; 9: scales input). */
-static int32_t resize(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_resize(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
@@ -269,16 +269,3 @@ static int32_t resize(mi__si_t *c, const mi_node_t *n) {
   mi__si_set(c, n, 0, x->dtype, r, d);
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_nn[] = {
-    {"Conv", conv},
-    {"ConvTranspose", conv},
-    {"MaxPool", pool},
-    {"AveragePool", pool},
-    {"GlobalAveragePool", pool},
-    {"MatMul", matmul},
-    {"Gemm", gemm},
-    {"Resize", resize},
-    {"Upsample", resize},
-    {NULL, NULL},
-};

@@ -3,7 +3,7 @@
 
 #include "graph/shape_infer.h"
 
-static int32_t pad(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_pad(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
@@ -44,7 +44,7 @@ static int32_t pad(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t size(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_size(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   int64_t numel = mi__tensor_numel(mi__si_in(c, n, 0));
@@ -56,7 +56,7 @@ static int32_t size(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t lstm(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_lstm(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 3);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -72,10 +72,3 @@ static int32_t lstm(mi__si_t *c, const mi_node_t *n) {
   mi__si_set(c, n, 2, x->dtype, 3, h);
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_pad[] = {
-    {"Pad", pad},
-    {"Size", size},
-    {"LSTM", lstm},
-    {NULL, NULL},
-};

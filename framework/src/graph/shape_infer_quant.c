@@ -33,13 +33,13 @@ static int32_t like_float(mi__si_t *c, const mi_node_t *n, const char *like, int
   return MI_OK;
 }
 
-static int32_t conv_integer(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "Conv", 1, -1); }
-static int32_t qlinear_conv(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "Conv", 3, 7); }
-static int32_t matmul_integer(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "MatMul", 1, -1); }
-static int32_t qlinear_matmul(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "MatMul", 3, 7); }
+int32_t mi__si_conv_integer(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "Conv", 1, -1); }
+int32_t mi__si_qlinear_conv(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "Conv", 3, 7); }
+int32_t mi__si_matmul_integer(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "MatMul", 1, -1); }
+int32_t mi__si_qlinear_matmul(mi__si_t *c, const mi_node_t *n) { return like_float(c, n, "MatMul", 3, 7); }
 
 /* y (UINT8, x's shape), y_scale (FLOAT32 scalar), y_zero_point (UINT8 scalar). */
-static int32_t dynamic_quantize(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_dynamic_quantize(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_shaped_like(c, n, 1, MI_DTYPE_UINT8, NULL);
   if (rc) return rc;
   mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 0, NULL);
@@ -48,7 +48,7 @@ static int32_t dynamic_quantize(mi__si_t *c, const mi_node_t *n) {
 }
 
 /* QLinearAdd / QLinearMul: A and B (slots 0 and 3) broadcast, in A's dtype. */
-static int32_t qlinear_binary(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_qlinear_binary(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *a, *b;
   int32_t rc = mi__si_open2(c, n, 4, 3, &a, &b), r;
   int64_t out[MI_MAX_RANK];
@@ -59,7 +59,7 @@ static int32_t qlinear_binary(mi__si_t *c, const mi_node_t *n) {
 }
 
 /* QLinearGlobalAveragePool: spatial dims become 1 (NCHW, or NHWC with channels_last = 1). */
-static int32_t qlinear_gap(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_qlinear_gap(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_open(c, n, 4, &x);
   if (rc) return rc;
@@ -72,15 +72,3 @@ static int32_t qlinear_gap(mi__si_t *c, const mi_node_t *n) {
   mi__si_set(c, n, 0, x->dtype, x->rank, d);
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_quant[] = {
-    {"ConvInteger", conv_integer},
-    {"QLinearConv", qlinear_conv},
-    {"MatMulInteger", matmul_integer},
-    {"QLinearMatMul", qlinear_matmul},
-    {"DynamicQuantizeLinear", dynamic_quantize},
-    {"QLinearAdd", qlinear_binary},
-    {"QLinearMul", qlinear_binary},
-    {"QLinearGlobalAveragePool", qlinear_gap},
-    {NULL, NULL},
-};

@@ -6,12 +6,12 @@
 
 #include "graph/shape_infer.h"
 
-static int32_t to_bool(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_to_bool(mi__si_t *c, const mi_node_t *n) {
   return mi__si_shaped_like(c, n, 1, MI_DTYPE_BOOL, NULL);
 }
 
 /* PRelu's slope must broadcast to X without changing X's shape. */
-static int32_t prelu(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_prelu(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2), r;
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0), *s = mi__si_in(c, n, 1);
@@ -32,7 +32,7 @@ static double mod_value(double a, double b, int fmod_mode) {
   return r;
 }
 
-static int32_t mod(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_mod(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *a, *b;
   int32_t rc = mi__si_open2(c, n, 2, 1, &a, &b), r;
   int64_t d[MI_MAX_RANK], na = 0, nb = 0;
@@ -105,7 +105,7 @@ static int32_t split_sizes(mi__si_t *c, const mi_node_t *n, int64_t dim, int64_t
   return MI_OK;
 }
 
-static int32_t split(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_split(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1), a;
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -145,11 +145,11 @@ static int32_t same_shape_min_rank(mi__si_t *c, const mi_node_t *n, int32_t need
   return mi__si_same_shape(c, n);
 }
 
-static int32_t trilu(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_trilu(mi__si_t *c, const mi_node_t *n) {
   return same_shape_min_rank(c, n, 1, 2);
 }
 
-static int32_t cumsum(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_cumsum(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2), a;
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -160,7 +160,7 @@ static int32_t cumsum(mi__si_t *c, const mi_node_t *n) {
   return mi__si_same_shape(c, n);
 }
 
-static int32_t depth_space(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_depth_space(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -192,20 +192,6 @@ static int32_t depth_space(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t instancenorm(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_instancenorm(mi__si_t *c, const mi_node_t *n) {
   return same_shape_min_rank(c, n, 3, 3);
 }
-
-const mi__si_op_t mi__si_ops_rearrange[] = {
-    {"Split", split},
-    {"Trilu", trilu},
-    {"CumSum", cumsum},
-    {"DepthToSpace", depth_space},
-    {"SpaceToDepth", depth_space},
-    {"PRelu", prelu},
-    {"Mod", mod},
-    {"IsNaN", to_bool},
-    {"IsInf", to_bool},
-    {"InstanceNormalization", instancenorm},
-    {NULL, NULL},
-};

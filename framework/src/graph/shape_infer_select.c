@@ -5,7 +5,7 @@
 #include "graph/einsum.h"
 #include "graph/shape_infer.h"
 
-static int32_t argminmax(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_argminmax(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1), a, r = 0;
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -22,7 +22,7 @@ static int32_t argminmax(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t topk(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_topk(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, c->g->opset >= 10 ? 2 : 1), a;
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -47,7 +47,7 @@ static int32_t topk(mi__si_t *c, const mi_node_t *n) {
 }
 
 /* The count of non-zeros is data: the second dim stays dynamic even for constant input. */
-static int32_t nonzero(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_nonzero(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -56,7 +56,7 @@ static int32_t nonzero(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t einsum(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_einsum(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const char *eq = mi_node_attr_string(n, "equation", NULL), *why = NULL;
@@ -90,7 +90,7 @@ static int32_t einsum(mi__si_t *c, const mi_node_t *n) {
 }
 
 /* GatherElements: the indices' shape, the data's dtype. */
-static int32_t gather_elements(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_gather_elements(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0), *ind = mi__si_in(c, n, 1);
@@ -103,7 +103,7 @@ static int32_t gather_elements(mi__si_t *c, const mi_node_t *n) {
 
 /* ScatterND: the data's shape and dtype; where the ranks are known, updates must have the
  * shape indices[:-1] + data[q:] (q = the last dim of indices). */
-static int32_t scatter_nd(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_scatter_nd(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 3);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0), *ind = mi__si_in(c, n, 1), *u = mi__si_in(c, n, 2);
@@ -123,14 +123,3 @@ static int32_t scatter_nd(mi__si_t *c, const mi_node_t *n) {
   mi__si_set(c, n, 0, x->dtype, x->rank, x->rank >= 0 ? x->dims : NULL);
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_select[] = {
-    {"ArgMax", argminmax},
-    {"ArgMin", argminmax},
-    {"TopK", topk},
-    {"NonZero", nonzero},
-    {"Einsum", einsum},
-    {"GatherElements", gather_elements},
-    {"ScatterND", scatter_nd},
-    {NULL, NULL},
-};

@@ -13,7 +13,7 @@ static void pass_value(mi__si_t *c, const mi_node_t *n) {
   if (v) mi__si_set_val(c, n, 0, v, cnt);
 }
 
-static int32_t reshape(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_reshape(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 2);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0), *s = mi__si_in(c, n, 1);
@@ -70,7 +70,7 @@ static int32_t reshape(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t flatten(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_flatten(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -93,7 +93,7 @@ static int32_t flatten(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t transpose(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_transpose(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int32_t rc = mi__si_open(c, n, 1, &x);
   if (rc) return rc;
@@ -128,7 +128,7 @@ static int64_t get_axes(mi__si_t *c, const mi_node_t *n, int from_input, int64_t
   return mi__si_ints(c, n, 1, axes, MI_MAX_RANK);
 }
 
-static int32_t reduce(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_reduce(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -162,7 +162,7 @@ static int32_t reduce(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t squeeze(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_squeeze(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -199,7 +199,7 @@ static int32_t squeeze(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t unsqueeze(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_unsqueeze(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -225,7 +225,7 @@ static int32_t unsqueeze(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t concat(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_concat(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x0 = mi__si_in(c, n, 0);
@@ -272,7 +272,7 @@ static int32_t concat(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t shape(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_shape(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -281,15 +281,7 @@ static int32_t shape(mi__si_t *c, const mi_node_t *n) {
     mi__si_set(c, n, 0, MI_DTYPE_INT64, 1, &d);
     return MI_OK;
   }
-  int64_t start = c->g->opset >= 15 ? mi_node_attr_int(n, "start", 0) : 0;
-  int64_t end = c->g->opset >= 15 ? mi_node_attr_int(n, "end", x->rank) : x->rank;
-  if (start < 0) start += x->rank;
-  if (end < 0) end += x->rank;
-  start = start < 0 ? 0 : start > x->rank ? x->rank
-                                          : start;
-  end = end < 0 ? 0 : end > x->rank ? x->rank
-                                    : end;
-  int64_t len = end > start ? end - start : 0;
+  int64_t start, len = mi__shape_op_range(n, x->rank, c->g->opset >= 15, &start);
   double v[MI_MAX_RANK];
   for (int64_t i = 0; i < len; i++) v[i] = x->dims[start + i] < 0 ? NAN : (double)x->dims[start + i];
   mi__si_set(c, n, 0, MI_DTYPE_INT64, 1, &len);
@@ -297,7 +289,7 @@ static int32_t shape(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-static int32_t gather(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_gather(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x, *idx;
   int32_t rc = mi__si_open2(c, n, 2, 1, &x, &idx);
   if (rc) return rc;
@@ -330,7 +322,7 @@ static int32_t gather(mi__si_t *c, const mi_node_t *n) {
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi
                                                                                       : v; }
 
-static int32_t slice(mi__si_t *c, const mi_node_t *n) {
+int32_t mi__si_slice(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_need(c, n, c->g->opset >= 10 ? 3 : 1);
   if (rc) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -392,23 +384,3 @@ static int32_t slice(mi__si_t *c, const mi_node_t *n) {
   }
   return MI_OK;
 }
-
-const mi__si_op_t mi__si_ops_tensor[] = {
-    {"Reshape", reshape},
-    {"Flatten", flatten},
-    {"Transpose", transpose},
-    {"ReduceMean", reduce},
-    {"ReduceMax", reduce},
-    {"ReduceSum", reduce},
-    {"Squeeze", squeeze},
-    {"Unsqueeze", unsqueeze},
-    {"Concat", concat},
-    {"Shape", shape},
-    {"Gather", gather},
-    {"Slice", slice},
-    {"ReduceMin", reduce},
-    {"ReduceProd", reduce},
-    {"ReduceL2", reduce},
-    {"ReduceLogSumExp", reduce},
-    {NULL, NULL},
-};

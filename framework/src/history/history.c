@@ -112,6 +112,12 @@ MI_API int32_t mi_history_stats(mi_history_t *h, mi_history_stats_t *out, mi_err
   return h->ops->stats(h->state, out, err);
 }
 
+int64_t *mi__history_stat(mi_history_stats_t *out, int i) {
+  int64_t *f[MI__HISTORY_STAT_COUNTS] = {&out->runs, &out->tasks, &out->configs, &out->stacks,
+                                         &out->devices, &out->measurements, &out->failed};
+  return f[i];
+}
+
 MI_API int32_t mi_history_export(mi_history_t *h, FILE *f, int64_t *count, mi_error_t *err) {
   int64_t n = 0;
   int32_t rc;

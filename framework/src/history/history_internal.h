@@ -31,6 +31,16 @@ int32_t mi__sqlite_put(mi__sqlite_t *st, const mi_record_t *r, const char *uuid,
                        const char *run_uuid, const char *run_started, const char *run_tool,
                        const char *created_at, int64_t *id, int *added, mi_error_t *err);
 
+/* The counts mi_history_stats reports, the same query in both stores (the schemas agree): one
+ * row whose column i < MI__HISTORY_STAT_COUNTS is the count mi__history_stat(out, i) points at. */
+#define MI__HISTORY_STATS_SQL                                             \
+  "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM tasks),"     \
+  " (SELECT count(*) FROM configs), (SELECT count(*) FROM stacks),"       \
+  " (SELECT count(*) FROM devices), (SELECT count(*) FROM measurements)," \
+  " (SELECT count(*) FROM measurements WHERE ok = 0)"
+#define MI__HISTORY_STAT_COUNTS 7
+int64_t *mi__history_stat(mi_history_stats_t *out, int i);
+
 /* 32 hex digits from /dev/urandom (time and pid when it cannot be read). */
 void mi__uuid(char out[33]);
 

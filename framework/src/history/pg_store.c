@@ -262,20 +262,12 @@ static int32_t pg_stats(void *state, mi_history_stats_t *out, mi_error_t *err) {
   PGresult *res;
   int32_t rc;
   memset(out, 0, sizeof *out);
-  if ((rc = mi__pg_run(s->c,
-                       "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM tasks),"
-                       " (SELECT count(*) FROM configs), (SELECT count(*) FROM stacks),"
-                       " (SELECT count(*) FROM devices), (SELECT count(*) FROM measurements),"
-                       " (SELECT count(*) FROM measurements WHERE ok = 0),"
-                       " (SELECT max(version) FROM schema_version)",
-                       0, NULL, &res, err)))
+  if ((rc = mi__pg_run(s->c, MI__HISTORY_STATS_SQL ", (SELECT max(version) FROM schema_version)", 0,
+                       NULL, &res, err)))
     return rc;
-  {
-    int64_t *f[7] = {&out->runs, &out->tasks, &out->configs, &out->stacks, &out->devices,
-                     &out->measurements, &out->failed};
-    for (int i = 0; i < 7; i++) *f[i] = strtoll(PQgetvalue(res, 0, i), NULL, 10);
-    out->schema_version = (int32_t)strtol(PQgetvalue(res, 0, 7), NULL, 10);
-  }
+  for (int i = 0; i < MI__HISTORY_STAT_COUNTS; i++)
+    *mi__history_stat(out, i) = strtoll(PQgetvalue(res, 0, i), NULL, 10);
+  out->schema_version = (int32_t)strtol(PQgetvalue(res, 0, MI__HISTORY_STAT_COUNTS), NULL, 10);
   PQclear(res);
   return MI_OK;
 }

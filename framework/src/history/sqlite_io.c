@@ -268,18 +268,9 @@ int32_t mi__sqlite_stats(void *state, mi_history_stats_t *out, mi_error_t *err) 
   sqlite3_stmt *st = NULL;
   int32_t rc;
   memset(out, 0, sizeof *out);
-  if ((rc = mi__sqlite_prepare(s->db,
-                               "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM tasks),"
-                               " (SELECT count(*) FROM configs), (SELECT count(*) FROM stacks),"
-                               " (SELECT count(*) FROM devices), (SELECT count(*) FROM"
-                               " measurements), (SELECT count(*) FROM measurements WHERE ok = 0)",
-                               &st, "stats", err)) != MI_OK)
-    return rc;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    int64_t *f[7] = {&out->runs, &out->tasks, &out->configs, &out->stacks, &out->devices,
-                     &out->measurements, &out->failed};
-    for (int i = 0; i < 7; i++) *f[i] = sqlite3_column_int64(st, i);
-  }
+  if ((rc = mi__sqlite_prepare(s->db, MI__HISTORY_STATS_SQL, &st, "stats", err)) != MI_OK) return rc;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    for (int i = 0; i < MI__HISTORY_STAT_COUNTS; i++) *mi__history_stat(out, i) = sqlite3_column_int64(st, i);
   sqlite3_finalize(st);
   out->schema_version = mi__sqlite_version(s->db);
   return MI_OK;

@@ -81,6 +81,9 @@ int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const vo
  * stdout or used a forged host handle while serving it. */
 int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const void *b,
                          size_t nb);
+/* Waits until fd has data to read or `deadline` (mi__now_s seconds) passes, retrying after
+ * signals: 1 readable, -1 timed out, -2 poll failed. */
+int mi__poll_readable(int fd, double deadline);
 /* Reads exactly n bytes before `deadline` (mi__now_s seconds; <= 0: no deadline).
  * Returns 1 done, 0 peer closed, -1 timeout, -2 I/O error. */
 int mi__read_full(int fd, void *buf, size_t n, double deadline);
@@ -97,6 +100,19 @@ typedef struct mi__config_cache {
   struct mi_array **ref_out;
 } mi__config_cache_t;
 #define MI__CONFIG_JOB_MAX (16u << 20)
+/* A job as sent (configuration, probe, interleaved): a fixed header of hsize bytes, then `count`
+ * parts whose lengths the header holds in lens[]. mi__job_pack joins them into one malloc'd
+ * payload *out (*len its size); an error when it passes MI__CONFIG_JOB_MAX ("worker: WHAT too
+ * large") or memory runs out. worker_config.c */
+int32_t mi__job_pack(const void *head, size_t hsize, const uint32_t *lens,
+                     const void *const *parts, int count, const char *what, char **out,
+                     size_t *len, mi_error_t *err);
+/* The worker's side for jobs whose parts are texts: copies the header into head (lens points
+ * into it), then t[i] at each text inside payload, each non-empty and NUL-terminated; else
+ * "worker: short|malformed WHAT job". */
+int32_t mi__job_texts(const void *payload, size_t n, void *head, size_t hsize,
+                      const uint32_t *lens, int count, const char **t, const char *what,
+                      mi_error_t *err);
 void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,
                              size_t n, mi__config_cache_t *cache);
 void mi__config_cache_free(mi__config_cache_t *c);

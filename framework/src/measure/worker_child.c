@@ -36,21 +36,24 @@ int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const vo
   return MI_OK;
 }
 
+int mi__poll_readable(int fd, double deadline) {
+  for (;;) {
+    struct pollfd pfd = {fd, POLLIN, 0};
+    double left = deadline - mi__now_s();
+    if (left <= 0) return -1;
+    int pr = poll(&pfd, 1, (int)(left * 1000) + 1);
+    if (pr > 0) return 1;
+    if (pr == 0) return -1;
+    if (errno != EINTR) return -2;
+  }
+}
+
 int mi__read_full(int fd, void *buf, size_t n, double deadline) {
   char *p = buf;
   while (n > 0) {
-    ssize_t r;
-    if (deadline > 0) {
-      struct pollfd pfd = {fd, POLLIN, 0};
-      double left = deadline - mi__now_s();
-      int pr;
-      if (left <= 0) return -1;
-      pr = poll(&pfd, 1, (int)(left * 1000) + 1);
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr < 0) return -2;
-      if (pr == 0) return -1;
-    }
-    r = read(fd, p, n);
+    int w;
+    if (deadline > 0 && (w = mi__poll_readable(fd, deadline)) < 0) return w;
+    ssize_t r = read(fd, p, n);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return -2;
     if (r == 0) return 0;

@@ -159,8 +159,7 @@ void mi__config_hw_free(hw_parsed_t *h) {
 char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options_t *mo,
                          int check, size_t *len, mi_error_t *err) {
   const char *texts[T_COUNT];
-  char *hw = NULL, *xf = NULL, *payload = NULL;
-  size_t total = sizeof(cjob_t), at = sizeof(cjob_t);
+  char *hw = NULL, *xf = NULL, *payload;
   cjob_t job;
   if (!(hw = hw_text(cfg->so, err))) return NULL;
   if (!(xf = xf_text(cfg->xf, err))) {
@@ -182,19 +181,9 @@ char *mi__config_payload(const mi_worker_config_t *cfg, const mi_measure_options
   job.accuracy = cfg->accuracy;
   job.seed = cfg->seed;
   job.accuracy_bound = HAS_FIELD(cfg, accuracy_bound) ? cfg->accuracy_bound : 0;
-  for (int i = 0; i < T_COUNT; i++) total += (job.len[i] = (uint32_t)strlen(texts[i]) + 1);
-  if (total > MI__CONFIG_JOB_MAX)
-    mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configuration too large");
-  else if (!(payload = malloc(total)))
-    mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  if (payload) {
-    memcpy(payload, &job, sizeof job);
-    for (int i = 0; i < T_COUNT; i++) {
-      memcpy(payload + at, texts[i], job.len[i]);
-      at += job.len[i];
-    }
-    *len = total;
-  }
+  for (int i = 0; i < T_COUNT; i++) job.len[i] = (uint32_t)strlen(texts[i]) + 1;
+  mi__job_pack(&job, sizeof job, job.len, (const void *const *)texts, T_COUNT, "configuration",
+               &payload, len, err);
   free(hw);
   free(xf);
   return payload;
@@ -225,14 +214,38 @@ MI_API int32_t mi_worker_profile_config(mi_worker_pool_t *p, const char *spec,
 /* Reads one configuration job: *job, and t[] pointing at its texts inside `payload`. */
 int32_t mi__config_job_parse(const void *payload, size_t n, cjob_t *job, const char **t,
                              mi_error_t *err) {
-  size_t at = sizeof *job;
-  if (n < sizeof *job) return mi_errorf(err, MI_ERR_INTERNAL, "worker: short configuration job");
-  memcpy(job, payload, sizeof *job);
-  for (int i = 0; i < T_COUNT; i++) {
-    if (job->len[i] == 0 || job->len[i] > n - at || ((const char *)payload)[at + job->len[i] - 1])
-      return mi_errorf(err, MI_ERR_INTERNAL, "worker: malformed configuration job");
+  return mi__job_texts(payload, n, job, sizeof *job, job->len, T_COUNT, t, "configuration", err);
+}
+
+int32_t mi__job_pack(const void *head, size_t hsize, const uint32_t *lens,
+                     const void *const *parts, int count, const char *what, char **out,
+                     size_t *len, mi_error_t *err) {
+  size_t total = hsize, at = hsize;
+  *out = NULL;
+  for (int i = 0; i < count; i++) total += lens[i];
+  if (total > MI__CONFIG_JOB_MAX)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: %s too large", what);
+  if (!(*out = malloc(total))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  memcpy(*out, head, hsize);
+  for (int i = 0; i < count; i++) {
+    memcpy(*out + at, parts[i], lens[i]);
+    at += lens[i];
+  }
+  *len = total;
+  return MI_OK;
+}
+
+int32_t mi__job_texts(const void *payload, size_t n, void *head, size_t hsize,
+                      const uint32_t *lens, int count, const char **t, const char *what,
+                      mi_error_t *err) {
+  size_t at = hsize;
+  if (n < hsize) return mi_errorf(err, MI_ERR_INTERNAL, "worker: short %s job", what);
+  memcpy(head, payload, hsize);
+  for (int i = 0; i < count; i++) {
+    if (lens[i] == 0 || lens[i] > n - at || ((const char *)payload)[at + lens[i] - 1])
+      return mi_errorf(err, MI_ERR_INTERNAL, "worker: malformed %s job", what);
     t[i] = (const char *)payload + at;
-    at += job->len[i];
+    at += lens[i];
   }
   return MI_OK;
 }

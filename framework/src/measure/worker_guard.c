@@ -5,7 +5,6 @@
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,17 +45,9 @@ static int watch_child(int fd, double timeout, watch_t *w) {
   double deadline = timeout > 0 ? mi__now_s() + timeout : 0;
   for (;;) {
     char buf[512];
-    ssize_t r;
-    if (deadline > 0) {
-      struct pollfd pf = {fd, POLLIN, 0};
-      double left = deadline - mi__now_s();
-      int pr;
-      if (left <= 0) return -1;
-      pr = poll(&pf, 1, (int)(left * 1000) + 1);
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr == 0) return -1;
-    }
-    r = read(fd, buf, sizeof buf);
+    /* When poll itself fails, the read decides: an error there ends the watch like end of file. */
+    if (deadline > 0 && mi__poll_readable(fd, deadline) == -1) return -1;
+    ssize_t r = read(fd, buf, sizeof buf);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return 0;
     for (ssize_t i = 0; i < r; i++) {

@@ -14,7 +14,7 @@ int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
                               mi__interleave_reply_t *out, mi_error_t *err) {
   mi__interleave_job_t head;
   char *parts[MI_COMPARE_MAX_CONFIGS] = {0}, *payload = NULL;
-  size_t lens[MI_COMPARE_MAX_CONFIGS], total = sizeof head, at = sizeof head;
+  size_t lens[MI_COMPARE_MAX_CONFIGS], total = 0;
   int32_t rc = MI_OK;
   memset(out, 0, sizeof *out);
   if (!p || !spec || !configs || count < 1 || count > MI_COMPARE_MAX_CONFIGS)
@@ -29,21 +29,14 @@ int32_t mi__worker_interleave(mi_worker_pool_t *p, const char *spec,
     else if (!(parts[c] = mi__config_payload(&configs[c], mo, 0, &lens[c], err)))
       rc = err->code;
     else
-      total += (head.len[c] = (uint32_t)lens[c]);
+      head.len[c] = (uint32_t)lens[c]; /* each within MI__CONFIG_JOB_MAX */
   }
-  if (rc == MI_OK && total > MI__CONFIG_JOB_MAX)
-    rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: configurations too large");
-  if (rc == MI_OK && !(payload = malloc(total)))
-    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  if (rc == MI_OK) {
-    memcpy(payload, &head, sizeof head);
-    for (int32_t c = 0; c < count; c++) {
-      memcpy(payload + at, parts[c], lens[c]);
-      at += lens[c];
-    }
+  if (rc == MI_OK)
+    rc = mi__job_pack(&head, sizeof head, head.len, (const void *const *)parts, count,
+                      "configurations", &payload, &total, err);
+  if (rc == MI_OK)
     rc = mi__worker_exchange(p, spec, MI__JOB_INTERLEAVE, payload, total, MI__REPLY_INTERLEAVE,
                              out, sizeof *out, err);
-  }
   for (int32_t c = 0; c < count; c++) free(parts[c]);
   free(payload);
   return rc;

@@ -27,7 +27,7 @@ MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char
                                const char *variant_id, int32_t *status, mi_error_t *err) {
   const char *t[P_COUNT];
   pjob_t job;
-  size_t total = sizeof job, at;
+  size_t total;
   char *payload;
   int32_t rc;
   if (status) *status = MI_OK;
@@ -39,16 +39,10 @@ MI_API int32_t mi_worker_probe(mi_worker_pool_t *p, const char *spec, const char
   t[P_VARIANT] = variant_id;
   memset(&job, 0, sizeof job);
   job.node = node;
-  for (int i = 0; i < P_COUNT; i++) total += (job.len[i] = (uint32_t)strlen(t[i]) + 1);
-  if (total > MI__CONFIG_JOB_MAX)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "worker: probe too large");
-  if (!(payload = malloc(total))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-  memcpy(payload, &job, sizeof job);
-  at = sizeof job;
-  for (int i = 0; i < P_COUNT; i++) {
-    memcpy(payload + at, t[i], job.len[i]);
-    at += job.len[i];
-  }
+  for (int i = 0; i < P_COUNT; i++) job.len[i] = (uint32_t)strlen(t[i]) + 1;
+  if ((rc = mi__job_pack(&job, sizeof job, job.len, (const void *const *)t, P_COUNT, "probe",
+                         &payload, &total, err)))
+    return rc;
   rc = mi__worker_exchange(p, spec, MI__JOB_PROBE, payload, total, MI__REPLY_PROBE, status,
                            sizeof *status, err);
   free(payload);
@@ -203,25 +197,12 @@ void mi__worker_serve_probe(int fd, mi_plugin_t *pl, uint32_t dev, const void *p
                             size_t n, mi__probe_cache_t *cache) {
   pjob_t job;
   const char *t[P_COUNT];
-  size_t at = sizeof job;
   mi_error_t e;
   mi__kdesc_t k;
   mi_kernel_t *kern = NULL;
   int32_t status = MI_OK;
   mi_error_clear(&e);
-  if (n < sizeof job) {
-    mi_errorf(&e, MI_ERR_INTERNAL, "worker: short probe job");
-    goto fail;
-  }
-  memcpy(&job, payload, sizeof job);
-  for (int i = 0; i < P_COUNT; i++) {
-    if (job.len[i] == 0 || at + job.len[i] > n || ((const char *)payload)[at + job.len[i] - 1]) {
-      mi_errorf(&e, MI_ERR_INTERNAL, "worker: malformed probe job");
-      goto fail;
-    }
-    t[i] = (const char *)payload + at;
-    at += job.len[i];
-  }
+  if (mi__job_texts(payload, n, &job, sizeof job, job.len, P_COUNT, t, "probe", &e)) goto fail;
   if (probe_model(cache, t[P_MODEL], t[P_INPUTS], &e)) goto fail;
   /* The same node as the host's: same index and op after the same loading steps. */
   if (job.node < 0 || job.node >= cache->g->node_count ||

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "ref/ref.h"
 
 /* Folding must not blow a model up (Expand or ConstantOfShape to a huge constant). */
@@ -30,14 +31,7 @@ static mi_array_t *shape_query(const mi_graph_t *g, const mi_node_t *n) {
     if ((a = mi_array_create(MI_DTYPE_INT64, 0, NULL))) *(int64_t *)a->data = numel;
     return a;
   }
-  int64_t start = mi_node_attr_int(n, "start", 0), end = mi_node_attr_int(n, "end", in->rank);
-  if (start < 0) start += in->rank;
-  if (end < 0) end += in->rank;
-  start = start < 0 ? 0 : start > in->rank ? in->rank
-                                           : start;
-  end = end < 0 ? 0 : end > in->rank ? in->rank
-                                     : end;
-  int64_t count = end > start ? end - start : 0;
+  int64_t start, count = mi__shape_op_range(n, in->rank, 1, &start);
   if ((a = mi_array_create(MI_DTYPE_INT64, 1, &count)))
     for (int64_t i = 0; i < count; i++) ((int64_t *)a->data)[i] = in->dims[start + i];
   return a;

@@ -7,22 +7,14 @@
 #include "graph/graph.h"
 #include "transform/xf_internal.h"
 
-int mi__xf_is_output(const mi_graph_t *g, int32_t t) {
-  for (int32_t i = 0; i < g->output_count; i++)
-    if (g->outputs[i] == t) return 1;
-  return 0;
-}
-
 int32_t mi__xf_sole_consumer(const mi_graph_t *g, int32_t t) {
-  int32_t who = -1;
-  if (t < 0 || mi__xf_is_output(g, t)) return -1;
-  for (int32_t n = 0; n < g->node_count; n++)
-    for (int32_t k = 0; k < g->nodes[n].input_count; k++)
-      if (g->nodes[n].inputs[k] == t) {
-        if (who >= 0) return -1;
-        who = n;
-      }
-  return who;
+  int32_t who = t < 0 ? -1 : mi__graph_sole_reader(g, t);
+  if (who < 0) return -1;
+  /* The passes rewrite the one input that reads t: a node reading it twice (Mul(x, x)) does not
+   * qualify, though it is the sole reader. */
+  int32_t reads = 0;
+  for (int32_t k = 0; k < g->nodes[who].input_count; k++) reads += g->nodes[who].inputs[k] == t;
+  return reads == 1 ? who : -1;
 }
 
 float *mi__xf_const_f32(const mi_graph_t *g, const mi_node_t *n, int32_t k) {

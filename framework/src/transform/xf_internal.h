@@ -7,9 +7,7 @@
 #include "metainfer/mi_core.h"
 #include "metainfer/mi_transform.h"
 
-/** True when t is a graph output. */
-int mi__xf_is_output(const mi_graph_t *g, int32_t t);
-/** The only node reading t (and t is not a graph output), or -1. */
+/** The only node reading t, through one input only (and t is not a graph output), or -1. */
 int32_t mi__xf_sole_consumer(const mi_graph_t *g, int32_t t);
 /** Constant FP32 data of input k of node n (NULL when absent, not constant or not FP32). */
 float *mi__xf_const_f32(const mi_graph_t *g, const mi_node_t *n, int32_t k);

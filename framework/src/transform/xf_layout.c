@@ -114,7 +114,7 @@ MI_API int32_t mi_xf_layout(mi_graph_t *g, int32_t layout, int32_t block, mi_xf_
         g->nodes[n].inputs[k] = conv;
       }
     }
-    if (want[t] != MI_LAYOUT_NCHW && mi__xf_is_output(g, t)) {
+    if (want[t] != MI_LAYOUT_NCHW && mi__graph_is_output(g, t)) {
       /* The graph's outputs keep their name and NCHW storage. */
       int32_t t2 = add_convert(g, t, MI_LAYOUT_NCHW, block);
       if (t2 < 0) {

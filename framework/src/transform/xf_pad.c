@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "transform/xf_internal.h"
 
 #define PAD_MAX_NODES 64
@@ -14,7 +15,7 @@ typedef struct pad_plan {
 
 /* Walks every reader of t; 0 when one of them cannot take zero-padded channels. */
 static int plan(const mi_graph_t *g, int32_t t, pad_plan_t *p, int depth) {
-  if (depth > 16 || mi__xf_is_output(g, t)) return 0;
+  if (depth > 16 || mi__graph_is_output(g, t)) return 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *x = &g->nodes[n];
     for (int32_t k = 0; k < x->input_count; k++) {

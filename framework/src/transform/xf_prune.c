@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "transform/xf_internal.h"
 
 #define PRUNE_MAX_ACTIONS 64
@@ -41,7 +42,7 @@ static int per_channel_passthrough(const mi_node_t *x) {
 /* Plans the edits for removing the channels of t (ch of them) where keep[c] == 0. */
 static int walk(const mi_graph_t *g, int32_t t, const uint8_t *keep, int64_t ch, prune_plan_t *p,
                 int depth) {
-  if (depth > 32 || mi__xf_is_output(g, t)) return 0;
+  if (depth > 32 || mi__graph_is_output(g, t)) return 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *x = &g->nodes[n];
     for (int32_t k = 0; k < x->input_count; k++) {

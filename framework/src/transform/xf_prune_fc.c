@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "transform/xf_internal.h"
 
 #define FC_MAX_EDITS 32
@@ -48,7 +49,7 @@ static int32_t bias_axis(const mi_graph_t *g, int32_t t, int64_t n) {
 /* Plans the edits for dropping features of activation t ([rows, n]); 0 when a reader cannot
  * follow (a residual Add, a reshape, a graph output, ...). */
 static int walk(const mi_graph_t *g, int32_t t, int64_t n, fc_plan_t *p, int depth) {
-  if (depth > 16 || mi__xf_is_output(g, t)) return 0;
+  if (depth > 16 || mi__graph_is_output(g, t)) return 0;
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *x = &g->nodes[i];
     for (int32_t k = 0; k < x->input_count; k++) {

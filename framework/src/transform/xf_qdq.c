@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "transform/xf_internal.h"
 
 /* Ops without weights that an INT8 device runs on codes (npu-stub's INT8 list): they join the
@@ -72,12 +73,12 @@ int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep
     for (int32_t k = 0; k < data_inputs(x); k++) {
       int32_t t = x->inputs[k];
       if (is_activation(g, t) && !fused_inside(g, op8, t) &&
-          !(keep_float_output && mi__xf_is_output(g, t)))
+          !(keep_float_output && mi__graph_is_output(g, t)))
         qt[t] = 1;
     }
     int32_t y = x->output_count > 0 ? x->outputs[0] : -1;
     if (is_activation(g, y) && !fused_inside(g, op8, y) &&
-        !(keep_float_output && mi__xf_is_output(g, y)))
+        !(keep_float_output && mi__graph_is_output(g, y)))
       qt[y] = 1;
   }
   free(op8);
@@ -107,7 +108,7 @@ int32_t mi__xf_insert_qdq(mi_graph_t *g, int32_t t, float lo, float hi, mi_error
       (tz = mi__xf_add_const(g, base, ".a_zero", MI_DTYPE_UINT8, 0, NULL, &z, 1)) < 0 ||
       (tq = mi__xf_add_value(g, base, ".q", t)) < 0)
     goto oom;
-  if (mi__xf_is_output(g, t) && prod >= 0) {
+  if (mi__graph_is_output(g, t) && prod >= 0) {
     /* A graph output keeps its name and index: its producer writes a new float tensor and
      * the DequantizeLinear writes the output. */
     if ((src = mi__xf_add_value(g, base, ".float", t)) < 0) goto oom;
