@@ -87,6 +87,17 @@ static int32_t need_map(ctx_t *c, const yaml_node_t *n, const char *what) {
   return MI_OK;
 }
 
+/* need_map for an item that remembers where it stands (1-based), for later messages about it. */
+static int32_t need_map_at(ctx_t *c, const yaml_node_t *n, const char *what, int32_t *line,
+                           int32_t *column) {
+  int32_t rc = need_map(c, n, what);
+  if (rc == MI_OK) {
+    *line = (int32_t)n->start_mark.line + 1;
+    *column = (int32_t)n->start_mark.column + 1;
+  }
+  return rc;
+}
+
 /* `measured:` / `constraints:`: the bound keys of the objectives (mi_objective_name). */
 static int32_t parse_figures(ctx_t *c, const yaml_node_t *n, const char *what, double *v,
                              int32_t *has, int32_t *modeled) {
@@ -167,9 +178,7 @@ static int32_t parse_config(ctx_t *c, const yaml_node_t *n, mi_deploy_config_t *
   char id[17];
   int32_t rc, has_id = 0, has_cfg = 0, has_meas = 0, has_verif = 0;
   for (int32_t j = 0; j < MI_OBJ_COUNT; j++) cf->measured[j] = NAN;
-  if ((rc = need_map(c, n, "a configuration entry"))) return rc;
-  cf->line = (int32_t)n->start_mark.line + 1;
-  cf->column = (int32_t)n->start_mark.column + 1;
+  if ((rc = need_map_at(c, n, "a configuration entry", &cf->line, &cf->column))) return rc;
   FOR_PAIRS(c, n, p) {
     const char *k = scalar(KEY(c, p));
     const yaml_node_t *v = VAL(c, p);
@@ -256,9 +265,7 @@ static int32_t grow_configs(ctx_t *c, mi_deploy_entry_t *e, int32_t add) {
 
 static int32_t parse_entry(ctx_t *c, const yaml_node_t *n, mi_deploy_entry_t *e) {
   int32_t rc, has_chosen = 0, has_fb = 0;
-  if ((rc = need_map(c, n, "a deployment"))) return rc;
-  e->line = (int32_t)n->start_mark.line + 1;
-  e->column = (int32_t)n->start_mark.column + 1;
+  if ((rc = need_map_at(c, n, "a deployment", &e->line, &e->column))) return rc;
   FOR_PAIRS(c, n, p) {
     const char *k = scalar(KEY(c, p));
     const yaml_node_t *v = VAL(c, p);

@@ -49,7 +49,7 @@ int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
 /** The dims [*start, *start + count) of a rank-`rank` input that a Shape node outputs: its start
  * and end attributes when has_range (opset 15 added them), negative ones counted from the end,
  * both clamped to [0, rank]. Returns the count (0 when end <= start). Shape inference, constant
- * folding and the reference kernel all use it. */
+ * folding (exec's and ref's) and the reference kernel all use it. */
 int64_t mi__shape_op_range(const mi_node_t *n, int32_t rank, int has_range, int64_t *start);
 
 /** 1 for an op of the default domain ("" or "ai.onnx") or one of the com.microsoft ops the

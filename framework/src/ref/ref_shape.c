@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "ref/ref_ops.h"
 
 /* Output i: a copy of x's bytes under a new shape. */
@@ -125,16 +126,8 @@ int32_t mi__ref_shape(mi__ref_call_t *c) {
   mi_array_t *y;
   int32_t rc;
   if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
-  int64_t r = x->rank, start = mi_node_attr_int(c->node, "start", 0);
-  int64_t end = mi_node_attr_int(c->node, "end", r);
   /* start/end are clamped, never an error. */
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = start < 0 ? 0 : start > r ? r
-                                    : start;
-  end = end < 0 ? 0 : end > r ? r
-                              : end;
-  int64_t len = end > start ? end - start : 0;
+  int64_t start, len = mi__shape_op_range(c->node, x->rank, 1, &start);
   if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_INT64, 1, &len, &y)) != MI_OK) return rc;
   for (int64_t i = 0; i < len; i++) ((int64_t *)y->data)[i] = x->dims[start + i];
   return MI_OK;

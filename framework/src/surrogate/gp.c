@@ -109,7 +109,7 @@ int32_t mi__gp_fit(const double *X, const double *y, int32_t n, int32_t d, int u
   double *D = NULL, *ys = NULL, *tmp = NULL, best = -INFINITY, best_ell = 1, best_noise = 1e-2;
   double rmed = 1;
   int32_t rc = MI_OK;
-  *out = NULL;
+  *out = g; /* the caller's from here on, also when the fit fails (surrogate_internal.h) */
   if (!g) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "surrogate gp: out of memory");
   g->n = n;
   g->d = d;
@@ -159,12 +159,7 @@ done:
   free(D);
   free(ys);
   free(tmp);
-  if (rc != MI_OK) {
-    mi__gp_destroy(g);
-    return rc;
-  }
-  *out = g;
-  return MI_OK;
+  return rc;
 }
 
 int32_t mi__gp_predict(const mi__gp_t *g, const double *X, int32_t m, double *mean, double *std,

@@ -4,6 +4,9 @@
 
 #include "metainfer/mi_meta.h"
 
+/* The learners' fits set *out to the model they build before they start, so that a failed fit
+ * leaves what it built to the caller, which destroys it (mi_surrogate_fit destroys the whole
+ * surrogate) rather than each learner having its own unwinding. */
 typedef struct mi__gp mi__gp_t;
 /* use_ard: one relevance weight per feature by marginal likelihood (MI_SURROGATE_GP_ARD). */
 int32_t mi__gp_fit(const double *X, const double *y, int32_t n, int32_t d, int use_ard,

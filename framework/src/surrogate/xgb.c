@@ -52,7 +52,7 @@ int32_t mi__xgb_fit(const double *X, const double *y, int32_t n, int32_t d,
   DMatrixHandle all = NULL;
   mi_rng_t rs = {o->seed ^ 0x5eedull}; /* the state as it is, not mi_rng_seed's mix */
   char buf[32];
-  *out = NULL;
+  *out = x; /* the caller's from here on, also when the fit fails (surrogate_internal.h) */
   if (!x || !rows || !lab || !raw) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "surrogate xgboost: out of memory");
     goto done;
@@ -131,12 +131,7 @@ done:
   free(rows);
   free(lab);
   free(raw);
-  if (rc != MI_OK) {
-    mi__xgb_destroy(x);
-    return rc;
-  }
-  *out = x;
-  return MI_OK;
+  return rc;
 }
 
 int32_t mi__xgb_predict(const mi__xgb_t *x, const double *X, int32_t m, double *mean,
