@@ -94,8 +94,21 @@ static void nested_error(void) {
   CHECK(strcmp(e.message, "node 'outer': short") == 0, "whole: '%s'", e.message);
 }
 
+static void path_dir(void) {
+  /* The folder a recipe's, a table's or a model's relative paths start from. */
+  static const char *const cases[][2] = {
+      {"a/b/recipe.yaml", "a/b"}, {"recipe.yaml", "."}, {"/recipe.yaml", "/"}, {"/x/m.onnx", "/x"}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char *d = mi__path_dir(cases[i][0]);
+    CHECK(d && strcmp(d, cases[i][1]) == 0, "%s: '%s', not '%s'", cases[i][0], d ? d : "(null)",
+          cases[i][1]);
+    free(d);
+  }
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(nested_error),
+    TU_CASE(path_dir),
     TU_CASE(test_read_file),
     TU_CASE(test_clocks),
     TU_CASE(test_manifest_api),

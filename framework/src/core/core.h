@@ -34,6 +34,9 @@ void mi__now_iso(char out[32]);
  * it). MI_ERR_IO when it cannot be opened or read, MI_ERR_PARSE when it holds more than `max`
  * bytes, MI_ERR_OUT_OF_MEMORY; on failure *buf is NULL. */
 int32_t mi__read_file(const char *path, size_t max, char **buf, size_t *n, mi_error_t *err);
+/* The folder of `path`, malloc'd: "." when it names none, "/" for a file in the root; NULL when
+ * out of memory. Files a recipe, table or model names are found relative to it. */
+char *mi__path_dir(const char *path);
 /* Flushes, fsyncs and closes f, the temporary file `tmp` about to be renamed into place, so what
  * was written survives a crash; f is closed whatever happens. MI_OK, or MI_ERR_IO naming tmp. */
 int32_t mi__file_close_synced(FILE *f, const char *tmp, mi_error_t *err);

@@ -64,3 +64,13 @@ int32_t mi__file_close_synced(FILE *f, const char *tmp, mi_error_t *err) {
   if (fclose(f) != 0) return mi_errorf(err, MI_ERR_IO, "%s: close failed: %s", tmp, strerror(errno));
   return MI_OK;
 }
+
+char *mi__path_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash == path ? 1 : slash - path) : 1;
+  char *d = malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, slash ? path : ".", n);
+  d[n] = '\0';
+  return d;
+}

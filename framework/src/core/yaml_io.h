@@ -29,6 +29,12 @@ typedef struct mi__yaml_limits {
 int32_t mi__yaml_load(const char *text, size_t len, const char *what, const mi__yaml_limits_t *lim,
                       yaml_document_t *doc, mi_error_t *err);
 
+/** mi__yaml_load, then walk(user, doc) on the loaded document, which is deleted after: the
+ * loader's error or walk's status. For readers that turn a document into their own structs. */
+int32_t mi__yaml_walk(const char *text, size_t len, const char *what, const mi__yaml_limits_t *lim,
+                      int32_t (*walk)(void *user, yaml_document_t *doc), void *user,
+                      mi_error_t *err);
+
 /** Finds a key given twice in mapping `map` in O(n log n) (YAML leaves repeated keys undefined;
  * a pairwise check is quadratic in a hostile file). 1 with *first and *again set to the
  * earliest key that repeats and its first occurrence, 0 when every scalar key is distinct,

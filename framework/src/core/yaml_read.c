@@ -69,6 +69,17 @@ int32_t mi__yaml_load(const char *text, size_t len, const char *what, const mi__
   return rc;
 }
 
+int32_t mi__yaml_walk(const char *text, size_t len, const char *what, const mi__yaml_limits_t *lim,
+                      int32_t (*walk)(void *user, yaml_document_t *doc), void *user,
+                      mi_error_t *err) {
+  yaml_document_t doc;
+  int32_t rc = mi__yaml_load(text, len, what, lim, &doc, err);
+  if (rc != MI_OK) return rc;
+  rc = walk(user, &doc);
+  yaml_document_delete(&doc);
+  return rc;
+}
+
 typedef struct key_ref {
   const char *s;
   int32_t pos;

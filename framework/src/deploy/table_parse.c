@@ -15,6 +15,7 @@ typedef struct {
   yaml_document_t *doc;
   const char *path;
   mi_error_t *err;
+  mi_deploy_table_t *t; /* what the document fills */
 } ctx_t;
 
 static int32_t at(ctx_t *c, const yaml_node_t *n, const char *fmt, ...)
@@ -404,36 +405,31 @@ static int32_t header_recipe(const char *text, size_t len, mi_deploy_table_t *t)
   return t->recipe ? MI_OK : MI_ERR_OUT_OF_MEMORY;
 }
 
+static int32_t parse_doc(void *user, yaml_document_t *doc) {
+  ctx_t *c = user;
+  c->doc = doc;
+  return parse_root(c, yaml_document_get_root_node(doc), c->t);
+}
+
 /* The writer never uses aliases, and a table nests 6 levels. */
 static const mi__yaml_limits_t k_limits = {MI__DEPLOY_MAX_BYTES, 16, 0};
 
 int32_t mi_deploy_parse(const char *text, size_t len, const char *path, mi_deploy_table_t **out,
                         mi_error_t *err) {
-  yaml_document_t doc;
   mi_deploy_table_t *t;
-  const char *slash;
   ctx_t c;
   int32_t rc;
   if (out) *out = NULL;
   if (!text || !path || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "deploy: NULL argument");
   if (!(t = calloc(1, sizeof *t))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
-  slash = strrchr(path, '/');
   t->path = strdup(path);
-  t->dir = slash ? strndup(path, (size_t)(slash == path ? 1 : slash - path)) : strdup(".");
+  t->dir = mi__path_dir(path);
   if (!t->path || !t->dir || header_recipe(text, len, t)) {
     mi_deploy_destroy(t);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "deploy: out of memory");
   }
-  if ((rc = mi__yaml_load(text, len, path, &k_limits, &doc, err)) != MI_OK) {
-    mi_deploy_destroy(t);
-    return rc;
-  }
-  c.doc = &doc;
-  c.path = path;
-  c.err = err;
-  rc = parse_root(&c, yaml_document_get_root_node(&doc), t);
-  yaml_document_delete(&doc);
-  if (rc != MI_OK) {
+  c = (ctx_t){.path = path, .err = err, .t = t};
+  if ((rc = mi__yaml_walk(text, len, path, &k_limits, parse_doc, &c, err)) != MI_OK) {
     mi_deploy_destroy(t);
     return rc;
   }

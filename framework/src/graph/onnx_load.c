@@ -73,12 +73,10 @@ MI_API int32_t mi_onnx_load(const char *path, mi_graph_t **out, mi_error_t *err)
   size_t size = 0;
   /* no bound of our own: protobuf-c's is the one that counts */
   if ((rc = mi__read_file(path, SIZE_MAX / 2, &buf, &size, err)) != MI_OK) return rc;
-  const char *slash = strrchr(path, '/');
-  if (!(dir = mi__strdup(slash ? path : "."))) {
+  if (!(dir = mi__path_dir(path))) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     goto done;
   }
-  if (slash) dir[slash == path ? 1 : slash - path] = '\0';
   rc = import_model(buf, size, dir, path, out, err);
 done:
   free(buf);

@@ -405,24 +405,33 @@ static int32_t parse_root(ctx_t *c, const yaml_node_t *root) {
   return MI_OK;
 }
 
+static int32_t parse_doc(void *user, yaml_document_t *doc) {
+  ctx_t *c = user;
+  size_t nodes = (size_t)(doc->nodes.top - doc->nodes.start);
+  unsigned char *seen = calloc(nodes ? nodes : 1, 1);
+  int32_t rc;
+  c->doc = doc;
+  rc = seen ? unique_keys(c, yaml_document_get_root_node(doc), seen)
+            : mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
+  free(seen);
+  return rc == MI_OK ? parse_root(c, yaml_document_get_root_node(doc)) : rc;
+}
+
 /* A recipe is a page of YAML: 1 MiB is generous, the depth limit (32) far beyond its 4 levels,
  * and aliases are allowed but each repeats a subtree for the walk, so they are counted. */
 static const mi__yaml_limits_t k_limits = {1u << 20, 0, 256};
 
 int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi_registry_t *reg,
                         mi_recipe_t **out, mi_error_t *err) {
-  yaml_document_t doc;
   mi_recipe_t *r;
   ctx_t c;
   int32_t rc;
-  const char *slash;
   if (out) *out = NULL;
   if (!text || !path || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "recipe: NULL argument");
   r = calloc(1, sizeof *r);
   if (!r) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
   r->path = strdup(path);
-  slash = strrchr(path, '/');
-  r->dir = slash ? strndup(path, (size_t)(slash - path == 0 ? 1 : slash - path)) : strdup(".");
+  r->dir = mi__path_dir(path);
   r->objectives[0] = MI_OBJ_LATENCY;
   r->objective_count = 1;
   r->budget_measurements = 40;
@@ -437,25 +446,11 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
     mi_recipe_destroy(r);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
   }
-  if ((rc = mi__yaml_load(text, len, path, &k_limits, &doc, err)) != MI_OK) {
-    mi_recipe_destroy(r);
-    return rc;
-  }
-  c.doc = &doc;
   c.path = path;
   c.r = r;
   c.reg = reg;
   c.err = err;
-  {
-    size_t nodes = (size_t)(doc.nodes.top - doc.nodes.start);
-    unsigned char *seen = calloc(nodes ? nodes : 1, 1);
-    rc = seen ? unique_keys(&c, yaml_document_get_root_node(&doc), seen)
-              : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
-    free(seen);
-  }
-  if (rc == MI_OK) rc = parse_root(&c, yaml_document_get_root_node(&doc));
-  yaml_document_delete(&doc);
-  if (rc != MI_OK) {
+  if ((rc = mi__yaml_walk(text, len, path, &k_limits, parse_doc, &c, err)) != MI_OK) {
     mi_recipe_destroy(r);
     return rc;
   }
