@@ -436,12 +436,14 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   is1x1 = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
           c->OH == c->H && c->OW == c->W;
   isdw = c->G == c->C && c->G > 1;
-  /* Default: depthwise direct, else the packed SIMD GEMM where the CPU has AVX2 or AVX-512,
-   * else BLIS (1x1 or im2col). */
+  /* Default: depthwise direct, else Winograd (dense 3x3 stride 1, see blis_wino.c) or the
+   * packed SIMD GEMM where the CPU has AVX2 or AVX-512, else BLIS (1x1 or im2col). */
   if (!p->variant)
-    c->variant = isdw ? MI__CONV_DW : c->simd != MI__SIMD_C ? MI__CONV_PG
-                                  : is1x1                   ? MI__CONV_1X1
-                                                            : MI__CONV_IM2COL;
+    c->variant = isdw                       ? MI__CONV_DW
+                 : mi__blis_wino_default(c) ? MI__CONV_WINO
+                 : c->simd != MI__SIMD_C    ? MI__CONV_PG
+                 : is1x1                    ? MI__CONV_1X1
+                                            : MI__CONV_IM2COL;
   else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16)
     c->variant = MI__CONV_PG;
   else if (strcmp(p->variant, "conv.im2col_gemm") == 0)
@@ -450,6 +452,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     c->variant = MI__CONV_1X1;
   else if (strcmp(p->variant, "conv.depthwise_direct") == 0)
     c->variant = MI__CONV_DW;
+  else if (strcmp(p->variant, "conv.winograd") == 0)
+    c->variant = MI__CONV_WINO;
   else
     c->variant = MI__CONV_NHWC;
   if (c->variant == MI__CONV_1X1 && !is1x1)
@@ -485,10 +489,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
                    ? MI__EK_ADD_RELU
                    : MI__EK_GENERIC;
   }
-  if (c->variant == MI__CONV_PG || c->variant == MI__CONV_DW) {
+  if (c->variant == MI__CONV_PG || c->variant == MI__CONV_DW || c->variant == MI__CONV_WINO) {
     int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
     if (si > 0 && si < p->ctx->simd_n) c->simd = p->ctx->simd_ids[si];
   }
+  if (c->variant == MI__CONV_WINO) return mi__blis_wino_prep(p, s, c, err);
   if (c->variant == MI__CONV_PG) {
     int64_t ohw = c->OH * c->OW;
     uint64_t packed, packed_fl;

@@ -45,7 +45,8 @@ enum { MI__CONV_IM2COL = 0,
        MI__CONV_1X1,
        MI__CONV_DW,
        MI__CONV_NHWC,
-       MI__CONV_PG };
+       MI__CONV_PG,
+       MI__CONV_WINO };
 enum { MI__SIMD_C = 0,
        MI__SIMD_AVX2,
        MI__SIMD_AVX512 };
@@ -121,6 +122,11 @@ int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const
 int32_t mi__blis_conv_pack_nhwc(mi__blis_conv_t *c, const float *w);
 int mi__blis_bn_fold(const mi__blis_prep_t *p, const mi_node_desc_t *n, int64_t c, float *scale,
                      float *shift);
+/* conv.winograd (blis_wino.c): whether the conv is one it takes (dense 3x3, stride and dilation
+ * 1, NCHW), and its prepare: weights transformed and packed, s->aux and s->run set. */
+int mi__blis_wino_fits(const mi__blis_conv_t *c);
+int mi__blis_wino_default(const mi__blis_conv_t *c); /* where the default picks it */
+int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
 int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 
 #endif

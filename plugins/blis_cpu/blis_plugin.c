@@ -24,6 +24,10 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "conv.packed_gemm with the weight panels stored as IEEE half (F16C), converted to float per "
      "k block in the tiles; FP32 activations and sums",
      NCHW, EPI, "threads,simd,im2col_block"},
+    {"conv.winograd", "Conv",
+     "dense 3x3 stride-1 conv as Winograd F(4x4,3x3): weights transformed and packed at prepare, "
+     "36 tile GEMMs on conv.packed_gemm's tiles, epilogue on the output rows",
+     NCHW, EPI, "threads,simd"},
     {"conv.depthwise_direct", "Conv", "direct depthwise conv (group == C), fused epilogue", NCHW,
      EPI, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,

@@ -264,6 +264,15 @@ static void packed_cases(tb_plugin_t *p) {
       {"depthwise 7x7 stride 2, pads 3/1, 19x50", "conv.depthwise_direct", {1, 2, 19, 50, 2, 7, 7, 2, 2, 1, 1, 3, 1, 1, 3, 2}, 0},
       {"depthwise 3x3 stride 1, 7x130 plane", "conv.depthwise_direct", {1, 2, 7, 130, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
       {"depthwise 3x3 strides 1/2, 27x53", "conv.depthwise_direct", {1, 2, 27, 53, 2, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2}, 0},
+      /* Winograd F(4x4,3x3): planes that leave partial 4x4 tiles, no / asymmetric padding, one
+       * output row, rows of more than 16 tiles (two transform steps, the edge copy on the right),
+       * planes of several tile-row blocks, channel counts off the vector width */
+      {"winograd 11x9, 2 images", "conv.winograd", {2, 5, 11, 9, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"winograd pad 0, 10x13", "conv.winograd", {1, 3, 10, 13, 5, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"winograd pads 2/0, 0/2, 23x30", "conv.winograd", {1, 17, 23, 30, 19, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2, 1}, 0},
+      {"winograd 1x9 plane", "conv.winograd", {1, 3, 1, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"winograd 7x150 plane", "conv.winograd", {1, 4, 7, 150, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"winograd 70x66, 4 blocks", "conv.winograd", {1, 9, 70, 66, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
   };
   int64_t ns = simd_choices(p), si;
   size_t i;

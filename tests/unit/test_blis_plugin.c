@@ -64,8 +64,8 @@ static void descriptions(tb_plugin_t *p) {
             "conv variant %s fuse mask", v.id);
     }
   }
-  /* five FP32 conv variants, and conv.packed_gemm_fp16 where the CPU has F16C */
-  CHECK(found == (strstr(d.isa, "-f16c") ? 6u : 5u), "conv variants: got %u (isa %s)", found, d.isa);
+  /* six FP32 conv variants, and conv.packed_gemm_fp16 where the CPU has F16C */
+  CHECK(found == (strstr(d.isa, "-f16c") ? 7u : 6u), "conv variants: got %u (isa %s)", found, d.isa);
   CHECK(p->api->counter_count(p->ctx, 0, &n, &err) == MI_OK && n == 2, "two counters");
   for (i = 0; i < n; i++) {
     memset(&c, 0, sizeof c);

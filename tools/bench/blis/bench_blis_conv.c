@@ -1,7 +1,7 @@
 /* bench_blis_conv.c - one Conv shape on blis-cpu, kernel_run only, by process CPU time (a shared,
  * loaded machine steals wall time, not CPU time): min and median ms and GFLOP/s per SIMD level.
- * Usage: bench_blis_conv [build dir] C HxW M K [stride [group [dilation [reps [cold]]]]];
- * "cold": caches flushed before every timed run. */
+ * Usage: bench_blis_conv [build dir] C HxW M K [stride [group [dilation [reps [cold] [VARIANT]]]]];
+ * "cold": caches flushed before every timed run; VARIANT (conv.*): that variant, else the default. */
 #include <time.h>
 
 #include "bench_util.h"
@@ -11,8 +11,8 @@
 #define FLUSH_FLOATS (16 * 1024 * 1024)
 
 /* Prepared once, one warm-up run, then reps timed runs into s[] (seconds); the kernel's status. */
-static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int nk, const float *x, int reps,
-                         double *s, float *flush) {
+static int32_t time_conv(tb_plugin_t *p, tb_t *b, const char *variant, const mi_knob_value_t *kv, int nk,
+                         const float *x, int reps, double *s, float *flush) {
   mi_error_t err = {0, ""};
   mi_kernel_desc_t d;
   mi_kernel_t *k = NULL;
@@ -22,7 +22,7 @@ static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int
   int32_t rc;
   int r;
   int64_t i;
-  tb_desc(b, &d, NULL, kv, nk);
+  tb_desc(b, &d, variant, kv, nk);
   rc = p->api->kernel_prepare(p->ctx, 0, &d, &k, &err);
   if (rc == MI_OK) rc = p->api->buffer_alloc(p->ctx, 0, ib_bytes, &ib, &err);
   if (rc == MI_OK) rc = p->api->buffer_write(p->ctx, ib, 0, x, ib_bytes, &err);
@@ -52,10 +52,11 @@ int main(int argc, char **argv) {
   double s[200];
   uint32_t nk = 0, ki, simd_knob = 0;
   char choices[256] = "", *save = NULL, *tok;
+  const char *variant = NULL;
   mi_error_t err = {0, ""};
   int sv;
   if (argc < 6) {
-    fprintf(stderr, "usage: bench_blis_conv BUILD C HxW M K [stride [group [dilation [reps [cold]]]]]\n");
+    fprintf(stderr, "usage: bench_blis_conv BUILD C HxW M K [stride [group [dilation [reps [cold] [VARIANT]]]]]\n");
     return 2;
   }
   setenv("MI_BUILD", argv[1], 1);
@@ -68,7 +69,11 @@ int main(int argc, char **argv) {
   if (argc > 7) g = strtoll(argv[7], NULL, 10);
   if (argc > 8) dil = strtoll(argv[8], NULL, 10);
   if (argc > 9) reps = strtoll(argv[9], NULL, 10);
-  if (argc > 10 && strcmp(argv[10], "cold") == 0) flush = calloc(FLUSH_FLOATS, sizeof *flush);
+  for (i = 10; i < argc; i++) {
+    if (strcmp(argv[i], "cold") == 0 && !flush) flush = calloc(FLUSH_FLOATS, sizeof *flush);
+    else if (strncmp(argv[i], "conv.", 5) == 0)
+      variant = argv[i];
+  }
   if (c < 1 || h < 1 || w < 1 || m < 1 || ks < 1 || st < 1 || g < 1 || dil < 1 || c % g || m % g || reps < 1 ||
       reps > 200) {
     fprintf(stderr, "bench_blis_conv: bad shape arguments\n");
@@ -115,7 +120,7 @@ int main(int argc, char **argv) {
     mi_knob_value_t kv[2] = {{"threads", 1, 0.}, {"simd", sv, 0.}};
     double fl = 2. * m * yd[2] * yd[3] * (c / g) * ks * ks;
     if (strcmp(tok, "c") == 0) continue;
-    if (time_conv(&p, &b, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
+    if (time_conv(&p, &b, variant, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
     qsort(s, (size_t)reps, sizeof s[0], bench_cmp_double);
     printf("  %-8s min %8.4f ms  median %8.4f ms  %7.1f GFLOP/s (min)\n", tok, s[0] * 1e3, s[reps / 2] * 1e3,
            fl / s[0] * 1e-9);

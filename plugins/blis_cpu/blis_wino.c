@@ -1,0 +1,358 @@
+/* blis_wino.c - conv.winograd: dense 3x3 stride-1 convolutions as Winograd F(4x4, 3x3).
+ *
+ * Y = A^T [(G g G^T) . (B^T d B)] A over 4x4 output tiles read from 6x6 input tiles: for each of
+ * the 36 tile positions one GEMM of the transformed weights (M x C, transformed in double and
+ * packed once at prepare) by the transformed input tiles (C x tiles): 36 multiply-adds per tile
+ * and channel pair instead of the direct sum's 144. The GEMMs are conv.packed_gemm's
+ * register-blocked tiles (a 1x1 conv of C to M channels per position, raw sums); the transforms
+ * run 16 tiles at a time in the vector lanes. The work is split over blocks of whole tile rows:
+ * one thread transforms a block, multiplies and transforms it back in its own scratch slot while
+ * it is in cache, then runs bias/BN and the epilogue chain on the block's output rows. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "blis_conv.h"
+
+#define WT 4  /* output tile edge */
+#define WA 6  /* input tile edge */
+#define WP 36 /* tile positions */
+#define WL 16 /* tiles per transform step (the vector lanes) */
+/* Tiles per block at most: V and Mo of a block stay in L2 (bench_blis_conv, 64->64 on 80x80:
+ * 1.57-1.60 ms at 64, 1.70-1.73 at 128, 1.65-1.66 at 256; 96->24 on 80x80: 0.83 at 64, 1.45 at
+ * 128). */
+#define WB_TILES 64
+
+typedef struct mi__blis_wino {
+  mi__blis_conv_t sub[WP]; /* position p's GEMM as a 1x1 conv of C to M channels */
+  int64_t th, tw, rows;    /* tile rows, tile columns, tile rows per block */
+  int64_t ld;              /* floats per channel row of a slot's V and Mo (a block + WL spare) */
+  int64_t wtl;             /* floats per row of the column-transformed tile row (padded) */
+  int64_t slots, slot_fl;  /* scratch slots (one per running part), floats per slot */
+  atomic_int *busy;        /* per slot */
+  float *slot;
+} mi__blis_wino_t;
+
+int mi__blis_wino_fits(const mi__blis_conv_t *c) {
+  return c->G == 1 && c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
+         !c->nhwc_in && !c->nhwc_out;
+}
+
+/* The default takes it where it measured faster than conv.packed_gemm (bench_blis_conv, process
+ * CPU time, 2026-12-02): 8+ channels in and out and enough 4x4 tiles to fill the GEMM tiles'
+ * pixel lanes (64 with AVX-512: 64->64 on 20x20 ran even, 128->128 on 10x10 at half speed; 16
+ * with AVX2, where 64->64 on 20x20 ran 1.9x faster). */
+int mi__blis_wino_default(const mi__blis_conv_t *c) {
+  int64_t tiles = (c->OH + WT - 1) / WT * ((c->OW + WT - 1) / WT);
+  return mi__blis_wino_fits(c) && c->simd != MI__SIMD_C && c->C >= 8 && c->M >= 8 &&
+         tiles >= (c->simd == MI__SIMD_AVX512 ? 64 : 16);
+}
+
+/* B^T d of one 6-vector (F(4,3)'s input transform), on vectors of tiles. */
+#define WINO_BT(d0, d1, d2, d3, d4, d5, o)       \
+  do {                                           \
+    (o)[0] = 4.f * (d0)-5.f * (d2) + (d4);       \
+    (o)[1] = -4.f * ((d1) + (d2)) + (d3) + (d4); \
+    (o)[2] = 4.f * ((d1) - (d2)) - (d3) + (d4);  \
+    (o)[3] = 2.f * ((d3) - (d1)) - (d2) + (d4);  \
+    (o)[4] = 2.f * ((d1) - (d3)) - (d2) + (d4);  \
+    (o)[5] = 4.f * (d1)-5.f * (d3) + (d5);       \
+  } while (0)
+
+/* A^T o of one 6-vector (the output transform). */
+#define WINO_AT(o0, o1, o2, o3, o4, o5, y)                                     \
+  do {                                                                         \
+    __typeof__(o0) s12_ = (o1) + (o2), d12_ = (o1) - (o2), s34_ = (o3) + (o4); \
+    __typeof__(o0) d34_ = (o3) - (o4);                                         \
+    (y)[0] = (o0) + s12_ + s34_;                                               \
+    (y)[1] = d12_ + 2.f * d34_;                                                \
+    (y)[2] = s12_ + 4.f * s34_;                                                \
+    (y)[3] = d12_ + 8.f * d34_ + (o5);                                         \
+  } while (0)
+
+typedef float wv16 __attribute__((vector_size(64)));
+typedef int wi16 __attribute__((vector_size(64)));
+typedef float wv16u __attribute__((vector_size(64), aligned(4), may_alias));
+typedef float wv8 __attribute__((vector_size(32)));
+typedef int wi8 __attribute__((vector_size(32)));
+typedef float wv8u __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* Shuffle masks: DI(j) gathers p[4k + j] of two vectors into the low half, CAT joins two low
+ * halves, LO/HI interleave the low/high halves of two vectors lane by lane. */
+#define DI16(j) \
+  (wi16) { j, j + 4, j + 8, j + 12, j + 16, j + 20, j + 24, j + 28, j, j, j, j, j, j, j, j }
+#define CAT16 \
+  (wi16) { 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23 }
+#define LO16 \
+  (wi16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 }
+#define HI16 \
+  (wi16) { 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31 }
+#define DI8(j) \
+  (wi8) { j, j + 4, j + 8, j + 12, j, j, j, j }
+#define CAT8 \
+  (wi8) { 0, 1, 2, 3, 8, 9, 10, 11 }
+#define LO8 \
+  (wi8) { 0, 8, 1, 9, 2, 10, 3, 11 }
+#define HI8 \
+  (wi8) { 4, 12, 5, 13, 6, 14, 7, 15 }
+
+/* The transforms on VL tiles at a time (one vector of VT per tile-wide value), one instance per
+ * SIMD level.
+ * in_*: tile rows [r0, r1) of image x into V[p][ci][tile] (tile = (th - r0) * tw + column). Per
+ * channel and tile row, the column transform runs on the 6 input rows at once (contiguous, a zero
+ * row for padding rows) into tb[a][q] (q = input column + pl; the padding columns outside
+ * [pl, pl + W) are never written, zero since the slot's calloc), then the row transform
+ * reads tile k's six values at tb[a][4k ...] through shuffles (4 loads give VL tiles' first four
+ * values). Lanes past a row's last tile spill into the next row's columns, which are written after
+ * them, or into the spare floats at the end.
+ * out_*: Mo[p][m][tile] back into 4x4 output blocks with bias/BN, interleaved through shuffles into
+ * whole output rows. */
+#define WINO_FNS(VT, VI, VTU, VL, DI, CAT, LO, HI, SFX, ATTR)                                                  \
+  static inline __attribute__((always_inline)) ATTR void deint_##SFX(const float *p, VT e[4], int n) {         \
+    VT l0 = *(const VTU *)p, l1 = *(const VTU *)(p + VL), l2 = *(const VTU *)(p + 2 * VL);                     \
+    VT l3 = *(const VTU *)(p + 3 * VL);                                                                        \
+    e[0] = __builtin_shuffle(__builtin_shuffle(l0, l1, DI(0)), __builtin_shuffle(l2, l3, DI(0)), CAT);         \
+    e[1] = __builtin_shuffle(__builtin_shuffle(l0, l1, DI(1)), __builtin_shuffle(l2, l3, DI(1)), CAT);         \
+    if (n > 2) {                                                                                               \
+      e[2] = __builtin_shuffle(__builtin_shuffle(l0, l1, DI(2)), __builtin_shuffle(l2, l3, DI(2)), CAT);       \
+      e[3] = __builtin_shuffle(__builtin_shuffle(l0, l1, DI(3)), __builtin_shuffle(l2, l3, DI(3)), CAT);       \
+    }                                                                                                          \
+  }                                                                                                            \
+  ATTR static void in_##SFX(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *x, int64_t r0,   \
+                            int64_t r1, float *v, float *tb) {                                                 \
+    int64_t ci, th, i, a, b, q, k0, ld = wn->ld, cs = c->C * ld, wtl = wn->wtl, W = c->W, pl = c->pl;          \
+    const float *zrow = tb + WA * wtl;                                                                         \
+    for (ci = 0; ci < c->C; ci++)                                                                              \
+      for (th = r0; th < r1; th++) {                                                                           \
+        const float *rp[WA];                                                                                   \
+        for (i = 0; i < WA; i++) {                                                                             \
+          int64_t r = th * WT - c->pt + i;                                                                     \
+          rp[i] = r >= 0 && r < c->H ? x + (ci * c->H + r) * W - pl : zrow - pl;                               \
+        }                                                                                                      \
+        for (q = pl; q + VL <= pl + W; q += VL) {                                                              \
+          VT o[WA];                                                                                            \
+          WINO_BT(*(const VTU *)(rp[0] + q), *(const VTU *)(rp[1] + q), *(const VTU *)(rp[2] + q),             \
+                  *(const VTU *)(rp[3] + q), *(const VTU *)(rp[4] + q), *(const VTU *)(rp[5] + q), o);         \
+          for (a = 0; a < WA; a++) *(VTU *)(tb + a * wtl + q) = o[a];                                          \
+        }                                                                                                      \
+        for (; q < pl + W; q++) {                                                                              \
+          float o[WA];                                                                                         \
+          WINO_BT(rp[0][q], rp[1][q], rp[2][q], rp[3][q], rp[4][q], rp[5][q], o);                              \
+          for (a = 0; a < WA; a++) tb[a * wtl + q] = o[a];                                                     \
+        }                                                                                                      \
+        for (a = 0; a < WA; a++)                                                                               \
+          for (k0 = 0; k0 < wn->tw; k0 += VL) {                                                                \
+            const float *p = tb + a * wtl + WT * k0;                                                           \
+            float *vo = v + a * WA * cs + ci * ld + (th - r0) * wn->tw + k0;                                   \
+            VT e[8], o[WA];                                                                                    \
+            deint_##SFX(p, e, 4);                                                                              \
+            deint_##SFX(p + WT, e + 4, 2);                                                                     \
+            WINO_BT(e[0], e[1], e[2], e[3], e[4], e[5], o);                                                    \
+            for (b = 0; b < WA; b++) *(VTU *)(vo + b * cs) = o[b];                                             \
+          }                                                                                                    \
+      }                                                                                                        \
+  }                                                                                                            \
+  ATTR static void out_##SFX(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *mo, int64_t r0, \
+                             int64_t r1, float *y) {                                                           \
+    int64_t m, th, k0, i, j, r, ld = wn->ld, ms = c->M * ld;                                                   \
+    for (m = 0; m < c->M; m++) {                                                                               \
+      float sc = c->affine ? c->scale[m] : 1.f, sh = c->affine ? c->shift[m] : 0.f;                            \
+      for (th = r0; th < r1; th++)                                                                             \
+        for (k0 = 0; k0 < wn->tw; k0 += VL) {                                                                  \
+          const float *o = mo + m * ld + (th - r0) * wn->tw + k0;                                              \
+          VT s[WT][WA], t[WA], z02a, z02b, z13a, z13b, row[WT];                                                \
+          int64_t width = c->OW - k0 * WT;                                                                     \
+          for (j = 0; j < WA; j++) {                                                                           \
+            VT u[WT];                                                                                          \
+            WINO_AT(*(const VTU *)(o + j * ms), *(const VTU *)(o + (WA + j) * ms),                             \
+                    *(const VTU *)(o + (2 * WA + j) * ms), *(const VTU *)(o + (3 * WA + j) * ms),              \
+                    *(const VTU *)(o + (4 * WA + j) * ms), *(const VTU *)(o + (5 * WA + j) * ms), u);          \
+            for (i = 0; i < WT; i++) s[i][j] = u[i];                                                           \
+          }                                                                                                    \
+          for (r = 0; r < WT && th * WT + r < c->OH; r++) {                                                    \
+            float *yr = y + (m * c->OH + th * WT + r) * c->OW + k0 * WT;                                       \
+            WINO_AT(s[r][0], s[r][1], s[r][2], s[r][3], s[r][4], s[r][5], t);                                  \
+            for (i = 0; i < WT; i++) t[i] = t[i] * sc + sh;                                                    \
+            z02a = __builtin_shuffle(t[0], t[2], LO);                                                          \
+            z02b = __builtin_shuffle(t[0], t[2], HI);                                                          \
+            z13a = __builtin_shuffle(t[1], t[3], LO);                                                          \
+            z13b = __builtin_shuffle(t[1], t[3], HI);                                                          \
+            row[0] = __builtin_shuffle(z02a, z13a, LO);                                                        \
+            row[1] = __builtin_shuffle(z02a, z13a, HI);                                                        \
+            row[2] = __builtin_shuffle(z02b, z13b, LO);                                                        \
+            row[3] = __builtin_shuffle(z02b, z13b, HI);                                                        \
+            if (width >= WT * VL) {                                                                            \
+              for (i = 0; i < WT; i++) *(VTU *)(yr + i * VL) = row[i];                                         \
+            } else {                                                                                           \
+              memcpy(yr, row, (size_t)width * sizeof(float));                                                  \
+            }                                                                                                  \
+          }                                                                                                    \
+        }                                                                                                      \
+    }                                                                                                          \
+  }
+
+WINO_FNS(wv16, wi16, wv16u, 16, DI16, CAT16, LO16, HI16, avx512, __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))))
+WINO_FNS(wv8, wi8, wv8u, 8, DI8, CAT8, LO8, HI8, avx2, __attribute__((target("avx2,fma"))))
+WINO_FNS(wv8, wi8, wv8u, 8, DI8, CAT8, LO8, HI8, c, )
+
+typedef struct wino_task {
+  const mi__blis_conv_t *c;
+  const mi__blis_wino_t *wn;
+  void *const *t;
+  mi__blis_env_t env1; /* the run's BLIS contexts, one thread: the tile GEMMs run inside a part */
+  int64_t n;
+} wino_task_t;
+
+/* Items are blocks of tile rows of image n. */
+static void wino_part(void *arg, int64_t b0, int64_t b1) {
+  const wino_task_t *wt = arg;
+  const mi__blis_conv_t *c = wt->c;
+  const mi__blis_wino_t *wn = wt->wn;
+  const float *x = (const float *)wt->t[c->x] + wt->n * c->C * c->H * c->W;
+  float *y = (float *)wt->t[c->y] + wt->n * c->M * c->OH * c->OW, *v, *mo, *tb;
+  int64_t s = 0, blk, p, m, ohw = c->OH * c->OW;
+  /* a free slot: there are as many as parts can run at once */
+  for (;; s = (s + 1) % wn->slots) {
+    int z = 0;
+    if (atomic_compare_exchange_strong(&wn->busy[s], &z, 1)) break;
+  }
+  v = wn->slot + s * wn->slot_fl;
+  mo = v + WP * c->C * wn->ld;
+  tb = mo + WP * c->M * wn->ld;
+  for (blk = b0; blk < b1; blk++) {
+    int64_t r0 = blk * wn->rows, r1 = r0 + wn->rows < wn->th ? r0 + wn->rows : wn->th, nt = (r1 - r0) * wn->tw;
+    int64_t o0 = r0 * WT * c->OW, o1 = (r1 * WT < c->OH ? r1 * WT : c->OH) * c->OW;
+    if (c->simd == MI__SIMD_AVX512) in_avx512(c, wn, x, r0, r1, v, tb);
+    else if (c->simd == MI__SIMD_AVX2)
+      in_avx2(c, wn, x, r0, r1, v, tb);
+    else
+      in_c(c, wn, x, r0, r1, v, tb);
+    for (p = 0; p < WP; p++)
+      mi__blis_pg_gemm_ex(&wn->sub[p], wt->t, &wt->env1, 0, 0, v + p * c->C * wn->ld, wn->ld, NULL, 0, nt,
+                          mo + p * c->M * wn->ld, wn->ld);
+    if (c->simd == MI__SIMD_AVX512) out_avx512(c, wn, mo, r0, r1, y);
+    else if (c->simd == MI__SIMD_AVX2)
+      out_avx2(c, wn, mo, r0, r1, y);
+    else
+      out_c(c, wn, mo, r0, r1, y);
+    if (c->epi_n)
+      for (m = 0; m < c->M; m++) mi__blis_epi_tail(c, wt->t, wt->n, m, o0, y + m * ohw + o0, o1 - o0, 0, 0);
+  }
+  atomic_store(&wn->busy[s], 0);
+}
+
+static int32_t run_wino(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const mi__blis_conv_t *c = s->state;
+  const mi__blis_wino_t *wn = s->aux;
+  mi__blis_env_t pe = *env;
+  wino_task_t wt;
+  int64_t nb = (wn->th + wn->rows - 1) / wn->rows;
+  (void)err;
+  wt.c = c;
+  wt.wn = wn;
+  wt.t = t;
+  wt.env1 = *env;
+  wt.env1.threads = 1;
+  wt.env1.pool = NULL;
+  if (pe.threads > wn->slots) pe.threads = (int32_t)wn->slots;
+  for (wt.n = 0; wt.n < c->N; wt.n++)
+    mi__blis_parallel(&pe, nb, 1, WP * c->M * c->C * wn->rows * wn->tw, wino_part, &wt);
+  return MI_OK;
+}
+
+/* G g G^T of one 3x3 filter, in double: G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6;
+ * 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]. */
+static void weight_tf(const float *g, double u[WA][WA]) {
+  static const double G[WA][3] = {{0.25, 0, 0},
+                                  {-1. / 6, -1. / 6, -1. / 6},
+                                  {-1. / 6, 1. / 6, -1. / 6},
+                                  {1. / 24, 1. / 12, 1. / 6},
+                                  {1. / 24, -1. / 12, 1. / 6},
+                                  {0, 0, 1}};
+  double t[WA][3];
+  int i, j, k;
+  for (i = 0; i < WA; i++)
+    for (j = 0; j < 3; j++) {
+      t[i][j] = 0.;
+      for (k = 0; k < 3; k++) t[i][j] += G[i][k] * g[k * 3 + j];
+    }
+  for (i = 0; i < WA; i++)
+    for (j = 0; j < WA; j++) {
+      u[i][j] = 0.;
+      for (k = 0; k < 3; k++) u[i][j] += t[i][k] * G[j][k];
+    }
+}
+
+int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err) {
+  const float *w = p->k->ptr[c->w];
+  mi__blis_wino_t *wn;
+  int64_t C = c->C, M = c->M, mr = mi__blis_pg_panel(c->simd, 0), pos, m, ci, nb, tiles;
+  uint64_t hdr = (sizeof *wn + 63) / 64 * 16, packed, busy, total;
+  float *tmp, *packed0;
+  if (!mi__blis_wino_fits(c))
+    return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
+                        "blis-cpu: conv.winograd needs a dense (group 1) 3x3 conv, stride 1, dilation 1, on NCHW");
+  {
+    mi__blis_wino_t geo;
+    geo.th = (c->OH + WT - 1) / WT;
+    geo.tw = (c->OW + WT - 1) / WT;
+    tiles = geo.th * geo.tw;
+    /* an even number of blocks of at most WB_TILES tiles, so two threads split them evenly */
+    nb = (tiles + WB_TILES - 1) / WB_TILES;
+    nb += nb % 2 && geo.th > 1;
+    geo.rows = (geo.th + nb - 1) / nb;
+    geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;
+    geo.slots = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
+    /* the column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room
+     * for the shifted loads of a last VL-tile step past the row */
+    geo.wtl = (WT * geo.tw + WT * WL + 2 * WT + 15) / 16 * 16;
+    geo.slot_fl = WP * (C + M) * geo.ld + WA * geo.wtl + c->W; /* + a row of zeros */
+    memset(&geo.sub, 0, sizeof geo.sub);
+    geo.sub[0].variant = MI__CONV_PG;
+    geo.sub[0].simd = c->simd;
+    geo.sub[0].N = geo.sub[0].G = geo.sub[0].KH = geo.sub[0].KW = 1;
+    geo.sub[0].H = geo.sub[0].W = geo.sub[0].OH = geo.sub[0].OW = 1;
+    geo.sub[0].sh = geo.sub[0].sw = geo.sub[0].dh = geo.sub[0].dw = 1;
+    geo.sub[0].C = C;
+    geo.sub[0].M = M;
+    geo.sub[0].pg_mr = mr;
+    geo.sub[0].pg_ek = MI__EK_NONE;
+    geo.sub[0].scale = c->scale;
+    geo.sub[0].shift = c->shift;
+    packed = (mi__blis_pg_packed_floats(&geo.sub[0]) + 15) / 16 * 16;
+    busy = ((uint64_t)geo.slots * sizeof(atomic_int) + 63) / 64 * 16;
+    total = hdr + busy + WP * packed + (uint64_t)geo.slots * (uint64_t)geo.slot_fl;
+    if (!(s->aux = mi__blis_calloc(p->ctx, total * sizeof(float))))
+      return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    wn = s->aux;
+    *wn = geo;
+  }
+  wn->busy = (atomic_int *)((float *)s->aux + hdr);
+  for (pos = 0; pos < wn->slots; pos++) atomic_init(&wn->busy[pos], 0);
+  packed0 = (float *)s->aux + hdr + busy;
+  wn->slot = packed0 + WP * packed;
+  if (!(tmp = mi__blis_alloc(p->ctx, (uint64_t)(WP * M * C) * sizeof(float)))) {
+    mi__blis_free(p->ctx, s->aux);
+    s->aux = NULL;
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  }
+  for (m = 0; m < M; m++)
+    for (ci = 0; ci < C; ci++) {
+      double u[WA][WA];
+      weight_tf(w + (m * C + ci) * 9, u);
+      for (pos = 0; pos < WP; pos++) tmp[(pos * M + m) * C + ci] = (float)u[pos / WA][pos % WA];
+    }
+  for (pos = 0; pos < WP; pos++) {
+    wn->sub[pos] = wn->sub[0];
+    wn->sub[pos].packed = packed0 + pos * packed;
+    mi__blis_pg_pack(&wn->sub[pos], tmp + pos * M * C, 0);
+  }
+  mi__blis_free(p->ctx, tmp);
+  /* the transformed panels are all the kernel reads */
+  if (mi__blis_consumers(p, c->w) == 1 && p->k->owned[c->w]) {
+    mi__blis_free(p->ctx, p->k->ptr[c->w]);
+    p->k->ptr[c->w] = NULL;
+    p->k->owned[c->w] = 0;
+  }
+  s->run = run_wino;
+  return MI_OK;
+}
