@@ -17,9 +17,15 @@
 #define WA 6  /* input tile edge */
 #define WP 36 /* tile positions */
 #define WL 16 /* tiles per transform step (the vector lanes) */
-/* Tiles per block at most: V and Mo of a block stay in L2 (bench_blis_conv, 64->64 on 80x80:
- * 1.57-1.60 ms at 64, 1.70-1.73 at 128, 1.65-1.66 at 256; 96->24 on 80x80: 0.83 at 64, 1.45 at
- * 128). */
+/* How many tile rows a block takes (measured, bench_blis_conv, process CPU time, ms):
+ * - AVX-512: the count whose tiles fill the GEMM tiles' 32 pixel lanes best while V and Mo take at
+ *   most WB_FLOATS (1.5 MB), ties to the larger (128->128 on 40x40: 30-tile blocks 1.16-1.18,
+ *   50-tile ones 1.29-1.31; 128->64 on 40x40 0.74-0.89 against 0.83-1.00; 64->64 and 96->24 on
+ *   80x80 and 16->16 on 160x160 within noise of the rule below);
+ * - AVX2 and C: an even number of blocks of at most WB_TILES tiles (96->24 on 80x80: 1.09-1.21
+ *   against 1.60-1.63 with the lane rule's 80-tile blocks; 16->16 on 160x160 0.60-0.62 against
+ *   0.68-0.69). */
+#define WB_FLOATS 393216
 #define WB_TILES 64
 
 typedef struct mi__blis_wino {
@@ -285,7 +291,7 @@ static void weight_tf(const float *g, double u[WA][WA]) {
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err) {
   const float *w = p->k->ptr[c->w];
   mi__blis_wino_t *wn;
-  int64_t C = c->C, M = c->M, mr = mi__blis_pg_panel(c->simd, 0), pos, m, ci, nb, tiles;
+  int64_t C = c->C, M = c->M, mr = mi__blis_pg_panel(c->simd, 0), pos, m, ci;
   uint64_t hdr = (sizeof *wn + 63) / 64 * 16, packed, busy, total;
   float *tmp, *packed0;
   if (!mi__blis_wino_fits(c))
@@ -295,11 +301,23 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
     mi__blis_wino_t geo;
     geo.th = (c->OH + WT - 1) / WT;
     geo.tw = (c->OW + WT - 1) / WT;
-    tiles = geo.th * geo.tw;
-    /* an even number of blocks of at most WB_TILES tiles, so two threads split them evenly */
-    nb = (tiles + WB_TILES - 1) / WB_TILES;
-    nb += nb % 2 && geo.th > 1;
-    geo.rows = (geo.th + nb - 1) / nb;
+    if (c->simd == MI__SIMD_AVX512) { /* at least two blocks, for two threads */
+      int64_t maxt = WB_FLOATS / (WP * (C + M)), rmax = geo.th > 1 ? (geo.th + 1) / 2 : 1, r;
+      double best = -1.;
+      geo.rows = 1;
+      for (r = 1; r <= rmax && (r == 1 || r * geo.tw <= maxt); r++) {
+        int64_t nt = r * geo.tw;
+        double u = (double)nt / (double)((nt + 31) / 32 * 32);
+        if (u >= best) {
+          best = u;
+          geo.rows = r;
+        }
+      }
+    } else { /* an even count, so two threads split them evenly */
+      int64_t tiles = geo.th * geo.tw, nb = (tiles + WB_TILES - 1) / WB_TILES;
+      nb += nb % 2 && geo.th > 1;
+      geo.rows = (geo.th + nb - 1) / nb;
+    }
     geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;
     geo.slots = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
     /* the column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room
