@@ -319,7 +319,9 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
       geo.rows = (geo.th + nb - 1) / nb;
     }
     geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;
+    /* a slot per part that can run at once: no more than the cores, nor than the blocks */
     geo.slots = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
+    if (geo.slots > (geo.th + geo.rows - 1) / geo.rows) geo.slots = (geo.th + geo.rows - 1) / geo.rows;
     /* the column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room
      * for the shifted loads of a last VL-tile step past the row */
     geo.wtl = (WT * geo.tw + WT * WL + 2 * WT + 15) / 16 * 16;
