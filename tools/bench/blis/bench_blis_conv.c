@@ -7,12 +7,14 @@
 #include "bench_util.h"
 #include "drive_blis.h"
 
+static const char *g_variant; /* the VARIANT argument; NULL: the plugin's default */
+
 /* Floats written between timed runs with "cold" (64 MiB: past any last-level cache). */
 #define FLUSH_FLOATS (16 * 1024 * 1024)
 
 /* Prepared once, one warm-up run, then reps timed runs into s[] (seconds); the kernel's status. */
-static int32_t time_conv(tb_plugin_t *p, tb_t *b, const char *variant, const mi_knob_value_t *kv, int nk,
-                         const float *x, int reps, double *s, float *flush) {
+static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int nk, const float *x, int reps,
+                         double *s, float *flush) {
   mi_error_t err = {0, ""};
   mi_kernel_desc_t d;
   mi_kernel_t *k = NULL;
@@ -22,7 +24,7 @@ static int32_t time_conv(tb_plugin_t *p, tb_t *b, const char *variant, const mi_
   int32_t rc;
   int r;
   int64_t i;
-  tb_desc(b, &d, variant, kv, nk);
+  tb_desc(b, &d, g_variant, kv, nk);
   rc = p->api->kernel_prepare(p->ctx, 0, &d, &k, &err);
   if (rc == MI_OK) rc = p->api->buffer_alloc(p->ctx, 0, ib_bytes, &ib, &err);
   if (rc == MI_OK) rc = p->api->buffer_write(p->ctx, ib, 0, x, ib_bytes, &err);
@@ -52,7 +54,6 @@ int main(int argc, char **argv) {
   double s[200];
   uint32_t nk = 0, ki, simd_knob = 0;
   char choices[256] = "", *save = NULL, *tok;
-  const char *variant = NULL;
   mi_error_t err = {0, ""};
   int sv;
   if (argc < 6) {
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
   for (i = 10; i < argc; i++) {
     if (strcmp(argv[i], "cold") == 0 && !flush) flush = calloc(FLUSH_FLOATS, sizeof *flush);
     else if (strncmp(argv[i], "conv.", 5) == 0)
-      variant = argv[i];
+      g_variant = argv[i];
   }
   if (c < 1 || h < 1 || w < 1 || m < 1 || ks < 1 || st < 1 || g < 1 || dil < 1 || c % g || m % g || reps < 1 ||
       reps > 200) {
@@ -120,7 +121,7 @@ int main(int argc, char **argv) {
     mi_knob_value_t kv[2] = {{"threads", 1, 0.}, {"simd", sv, 0.}};
     double fl = 2. * m * yd[2] * yd[3] * (c / g) * ks * ks;
     if (strcmp(tok, "c") == 0) continue;
-    if (time_conv(&p, &b, variant, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
+    if (time_conv(&p, &b, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
     qsort(s, (size_t)reps, sizeof s[0], bench_cmp_double);
     printf("  %-8s min %8.4f ms  median %8.4f ms  %7.1f GFLOP/s (min)\n", tok, s[0] * 1e3, s[reps / 2] * 1e3,
            fl / s[0] * 1e-9);
