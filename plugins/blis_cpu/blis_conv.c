@@ -271,6 +271,20 @@ __attribute__((target("avx2,fma"), optimize("no-tree-loop-distribute-patterns"))
 }
 static void im2col_c(void *arg, int64_t c0, int64_t c1) { im2col_body(arg, c0, c1); }
 
+/* Columns [p0, p0 + cb) of the group whose input is xg into c->scratch, split over its input
+ * channels. */
+static void im2col(const mi__blis_env_t *env, conv_task_t *ct, const float *xg, int64_t p0, int64_t cb) {
+  const mi__blis_conv_t *c = ct->c;
+  ct->x = xg;
+  ct->p0 = p0;
+  ct->cb = cb;
+  mi__blis_parallel(env, c->C / c->G, 1, c->KH * c->KW * cb,
+                    c->simd == MI__SIMD_AVX512 ? im2col_avx512
+                    : c->simd == MI__SIMD_AVX2 ? im2col_avx2
+                                               : im2col_c,
+                    ct);
+}
+
 /* Items are output channels of image ct->n. */
 static void epi_part(void *arg, int64_t m0, int64_t m1) {
   const conv_task_t *ct = arg;
@@ -299,14 +313,7 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
         continue;
       }
       for (p0 = 0; p0 < ohw; p0 += cb) {
-        ct.x = xg;
-        ct.p0 = p0;
-        ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
-        mi__blis_parallel(env, cg, 1, c->KH * c->KW * ct.cb,
-                          c->simd == MI__SIMD_AVX512 ? im2col_avx512
-                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2
-                                                     : im2col_c,
-                          &ct);
+        im2col(env, &ct, xg, p0, ohw - p0 < cb ? ohw - p0 : cb);
         mi__blis_sgemm(env, mg, ct.cb, kk, 1.f, wg, kk, 1, c->scratch, ct.cb, 1, 0.f, yg + p0, ohw, 1);
       }
     }
@@ -389,14 +396,7 @@ static int32_t run_pg_conv(const mi__blis_step_t *s, void *const *t, const mi__b
         continue;
       }
       for (p0 = 0; p0 < ohw; p0 += cb) {
-        ct.x = xg;
-        ct.p0 = p0;
-        ct.cb = ohw - p0 < cb ? ohw - p0 : cb;
-        mi__blis_parallel(env, cg, 1, c->KH * c->KW * ct.cb,
-                          c->simd == MI__SIMD_AVX512 ? im2col_avx512
-                          : c->simd == MI__SIMD_AVX2 ? im2col_avx2
-                                                     : im2col_c,
-                          &ct);
+        im2col(env, &ct, xg, p0, ohw - p0 < cb ? ohw - p0 : cb);
         mi__blis_pg_gemm(c, t, env, n, g, c->scratch, ct.cb, p0, ct.cb);
       }
     }
@@ -413,12 +413,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) return mi__blis_prep_qconv(p, s, err);
   wt = mi__blis_tensor(p, mi__blis_in(n, 1));
   if (!wt || wt->rank < 3) return mi__blis_unsupported(err, n, "weights missing or rank < 3");
-  if (!(c = mi__blis_state_new(p, s, sizeof *c + (uint64_t)wt->dims[0] * 2 * sizeof(float), err))) return MI_ERR_OUT_OF_MEMORY;
-  c->scale = (float *)(c + 1);
-  c->shift = c->scale + wt->dims[0];
-  c->x = mi__blis_in(n, 0);
-  c->w = mi__blis_in(n, 1);
-  c->y = mi__blis_out(n, 0);
+  if (!(c = mi__blis_conv_new(p, s, n, wt->dims[0], err))) return MI_ERR_OUT_OF_MEMORY;
   c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   rc = mi__blis_conv_geom(p, n, c, err);
   if (rc != MI_OK) return rc;

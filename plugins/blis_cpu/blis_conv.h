@@ -66,6 +66,45 @@ static inline int mi__blis_epi_vec_op(int32_t act) {
          act == MI__ACT_LEAKY || act == MI__ACT_HSIGMOID || act == MI__ACT_AFFINE;
 }
 
+/* Those lane-wise ops on x[0..n): 1, or 0 (nothing done) for any other kind. Inlined into each
+ * caller, so the loops vectorise for the caller's target (a conv row's AVX-512 or AVX2 epilogue,
+ * the standalone op's plain C). Comparisons rather than fminf/fmaxf (libm calls); NaN in gives
+ * NaN out either way; a * x is computed always so the LeakyRelu loop vectorises. */
+static inline __attribute__((always_inline)) int mi__blis_act_lanes(int32_t kind, float a, float b, float *x,
+                                                                    int64_t n) {
+  int64_t i;
+  switch (kind) {
+  case MI__ACT_RELU:
+    for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f;
+    return 1;
+  case MI__ACT_LEAKY:
+    for (i = 0; i < n; i++) {
+      float v = x[i], av = a * v;
+      x[i] = v >= 0.f ? v : av;
+    }
+    return 1;
+  case MI__ACT_CLIP:
+    for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
+    return 1;
+  case MI__ACT_HSIGMOID:
+    for (i = 0; i < n; i++) {
+      float h = a * x[i] + b;
+      x[i] = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
+    }
+    return 1;
+  case MI__ACT_HSWISH:
+    for (i = 0; i < n; i++) {
+      float h = x[i] / 6.f + 0.5f;
+      x[i] = x[i] * (h < 0.f ? 0.f : (h > 1.f ? 1.f : h));
+    }
+    return 1;
+  case MI__ACT_AFFINE:
+    for (i = 0; i < n; i++) x[i] = x[i] * a + b;
+    return 1;
+  default: return 0;
+  }
+}
+
 /* Widest code path this CPU runs (cpuid bits and the compiler's runtime check agree). */
 int32_t mi__blis_simd_level(uint32_t isa);
 /* Floats of the largest plane the SIMD depthwise path takes (its padded copy lives on the stack). */
@@ -127,6 +166,10 @@ int mi__blis_bn_fold(const mi__blis_prep_t *p, const mi_node_desc_t *n, int64_t 
 int mi__blis_wino_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_default(const mi__blis_conv_t *c); /* where the default picks it */
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
+/* The zeroed state of a Conv or ConvTranspose node with room for `m` per-channel scales and
+ * shifts (c->scale, c->shift) and its X, W and Y set; NULL with "out of memory" in err. */
+mi__blis_conv_t *mi__blis_conv_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, int64_t m,
+                                   mi_error_t *err);
 int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 
 #endif

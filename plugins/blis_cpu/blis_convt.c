@@ -53,12 +53,7 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   if (!mi_sdk_attr_ints(n, "strides", st, 2, 1) || !mi_sdk_attr_ints(n, "dilations", d, 2, 1) || !mi_sdk_attr_ints(n, "pads", pads, 4, 0))
     return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
   g = mi_sdk_attr_int(n, "group", 1);
-  if (!(c = mi__blis_state_new(p, s, sizeof *c + (uint64_t)y->dims[1] * 2 * sizeof(float), err))) return MI_ERR_OUT_OF_MEMORY;
-  c->scale = (float *)(c + 1);
-  c->shift = c->scale + y->dims[1];
-  c->x = mi__blis_in(n, 0);
-  c->w = mi__blis_in(n, 1);
-  c->y = mi__blis_out(n, 0);
+  if (!(c = mi__blis_conv_new(p, s, n, y->dims[1], err))) return MI_ERR_OUT_OF_MEMORY;
   c->N = x->dims[0];
   c->C = x->dims[1];
   c->H = x->dims[2];
@@ -89,4 +84,16 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   c->scratch = s->aux;
   s->run = run_convt;
   return MI_OK;
+}
+
+mi__blis_conv_t *mi__blis_conv_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, int64_t m,
+                                   mi_error_t *err) {
+  mi__blis_conv_t *c = mi__blis_state_new(p, s, sizeof *c + (uint64_t)m * 2 * sizeof(float), err);
+  if (!c) return NULL;
+  c->scale = (float *)(c + 1);
+  c->shift = c->scale + m;
+  c->x = mi__blis_in(n, 0);
+  c->w = mi__blis_in(n, 1);
+  c->y = mi__blis_out(n, 0);
+  return c;
 }

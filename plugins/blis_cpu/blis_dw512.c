@@ -14,6 +14,29 @@ static inline __attribute__((always_inline)) __mmask16 lanes(int64_t lo, int64_t
 /* Rows of output computed together: independent accumulators hide the FMA latency. */
 #define DW_ROWS 4
 
+/* The three taps (kw = 0, 1, 2) of one input row for 16 output columns of a 3-wide filter row,
+ * from the 16-float runs at xr under the column masks m3 (a masked lane is not read). Stride 2:
+ * even and odd lanes of the first two runs, and the even lanes shifted by one with the third
+ * run's first value. Stride 1: two runs, taps 1 and 2 by lane shifts. */
+static inline __attribute__((always_inline)) MI__AVX512_FN void dw3s2_taps(const float *xr, const __mmask16 *m3,
+                                                                           __m512 *tap) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  __m512 l0 = _mm512_maskz_loadu_ps(m3[0], xr), l1 = _mm512_maskz_loadu_ps(m3[1], xr + 16);
+  __m512 l2 = _mm512_maskz_loadu_ps(m3[2], xr + 32);
+  tap[0] = _mm512_permutex2var_ps(l0, even, l1);
+  tap[1] = _mm512_permutex2var_ps(l0, odd, l1);
+  tap[2] = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l2), _mm512_castps_si512(tap[0]), 1));
+}
+
+static inline __attribute__((always_inline)) MI__AVX512_FN void dw3s1_taps(const float *xr, const __mmask16 *m3,
+                                                                           __m512 *tap) {
+  __m512 l0 = _mm512_maskz_loadu_ps(m3[0], xr), l1 = _mm512_maskz_loadu_ps(m3[1], xr + 16);
+  tap[0] = l0;
+  tap[1] = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l1), _mm512_castps_si512(l0), 1));
+  tap[2] = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l1), _mm512_castps_si512(l0), 2));
+}
+
 /* Adds the taps of filter row kh to acc for output rows oh0 + r (r < nr), 16 output pixels of a
  * block whose lane 0 reads input column b0 (+ kw); the column masks (input bounds) depend only on
  * the block: mlo/mhi per kw, m3 for the three 16-float runs from b0. A masked lane is not read. */
@@ -21,7 +44,6 @@ static inline __attribute__((always_inline)) MI__AVX512_FN void
 dw_rows(const mi__blis_conv_t *c, const float *xc, const float *wt, int64_t oh0, int nr, int64_t kh,
         int64_t b0, const __mmask16 *mlo, const __mmask16 *mhi, const __mmask16 *m3, __m512 *acc) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   int64_t kw, KW = c->KW;
   int r;
 #pragma GCC unroll 4
@@ -30,15 +52,11 @@ dw_rows(const mi__blis_conv_t *c, const float *xc, const float *wt, int64_t oh0,
     const float *xr = xc + ih * c->W + b0;
     if (r >= nr || ih < 0 || ih >= c->H) continue;
     if (KW == 3) {
-      /* three runs of 16 input columns give all three taps: even and odd lanes of the first two,
-       * and the even lanes shifted by one with the third run's first value */
-      __m512 l0 = _mm512_maskz_loadu_ps(m3[0], xr), l1 = _mm512_maskz_loadu_ps(m3[1], xr + 16);
-      __m512 l2 = _mm512_maskz_loadu_ps(m3[2], xr + 32);
-      __m512 e0 = _mm512_permutex2var_ps(l0, even, l1), o0 = _mm512_permutex2var_ps(l0, odd, l1);
-      __m512 e1 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l2), _mm512_castps_si512(e0), 1));
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wt[kh * 3]), e0, acc[r]);
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wt[kh * 3 + 1]), o0, acc[r]);
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wt[kh * 3 + 2]), e1, acc[r]);
+      __m512 tap[3];
+      dw3s2_taps(xr, m3, tap);
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wt[kh * 3]), tap[0], acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wt[kh * 3 + 1]), tap[1], acc[r]);
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(wt[kh * 3 + 2]), tap[2], acc[r]);
       continue;
     }
     for (kw = 0; kw < KW; kw++) {
@@ -85,26 +103,13 @@ dw_epi(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, int64_t p
   }
 }
 
-/* One plane function per epilogue kind. */
-#define DW_EK_SWITCH(BODY)                            \
-  switch (c->pg_ek) {                                 \
-  case MI__EK_NONE: BODY(MI__EK_NONE); break;         \
-  case MI__EK_RELU: BODY(MI__EK_RELU); break;         \
-  case MI__EK_CLIP: BODY(MI__EK_CLIP); break;         \
-  case MI__EK_ADD: BODY(MI__EK_ADD); break;           \
-  case MI__EK_ADD_RELU: BODY(MI__EK_ADD_RELU); break; \
-  default: BODY(MI__EK_GENERIC); break;               \
-  }
-
-/* 3x3 stride 2 (dilation 1): DW_ROWS output rows of a 16-column block from their 2 * DW_ROWS + 1
- * input rows, each input row loaded once (three masked runs: even, odd and shifted-even lanes) and
- * added to the one or two output rows it feeds, one accumulator per (output row, kh) so the FMA
- * chains are three long; the three kh sums are added at the end. */
+/* 3x3, stride s = 1 or 2 (dilation 1; s a constant after inlining): DW_ROWS output rows of a
+ * 16-column block from their s * (DW_ROWS - 1) + 3 input rows, each input row loaded once (its
+ * three taps from masked runs, dw3s*_taps) and added to the output rows it feeds, one accumulator
+ * per (output row, kh) so the FMA chains are three long; the three kh sums are added at the end. */
 static inline __attribute__((always_inline)) MI__AVX512_FN void
-dw3s2_rows(const float *xc, int64_t W, int64_t H, int64_t ih0, int nr, const __mmask16 *m3,
-           const __m512 *w, __m512 *out) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+dw3_rows(const float *xc, int64_t W, int64_t H, int64_t ih0, int nr, const __mmask16 *m3, const __m512 *w,
+         __m512 *out, int s) {
   __m512 acc[DW_ROWS][3];
   int j, r, kh;
 #pragma GCC unroll 4
@@ -113,26 +118,21 @@ dw3s2_rows(const float *xc, int64_t W, int64_t H, int64_t ih0, int nr, const __m
     for (kh = 0; kh < 3; kh++) acc[r][kh] = _mm512_setzero_ps();
   }
 #pragma GCC unroll 9
-  for (j = 0; j < 2 * DW_ROWS + 1; j++) {
+  for (j = 0; j < s * (DW_ROWS - 1) + 3; j++) {
     int64_t ih = ih0 + j;
-    const float *xr;
-    __m512 l0, l1, l2, e0, o0, e1;
-    if (j > 2 * nr || ih < 0 || ih >= H) continue; /* padding rows add nothing */
-    xr = xc + ih * W;
-    l0 = _mm512_maskz_loadu_ps(m3[0], xr);
-    l1 = _mm512_maskz_loadu_ps(m3[1], xr + 16);
-    l2 = _mm512_maskz_loadu_ps(m3[2], xr + 32);
-    e0 = _mm512_permutex2var_ps(l0, even, l1);
-    o0 = _mm512_permutex2var_ps(l0, odd, l1);
-    e1 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l2), _mm512_castps_si512(e0), 1));
-    /* input row j is filter row kh = j - 2r of output row r */
+    __m512 tap[3];
+    if (j > s * (nr - 1) + 2 || ih < 0 || ih >= H) continue; /* padding rows add nothing */
+    if (s == 2) dw3s2_taps(xc + ih * W, m3, tap);
+    else
+      dw3s1_taps(xc + ih * W, m3, tap);
+      /* input row j is filter row kh = j - s * r of output row r */
 #pragma GCC unroll 4
     for (r = 0; r < DW_ROWS; r++) {
-      kh = j - 2 * r;
+      kh = j - s * r;
       if (kh < 0 || kh > 2) continue;
-      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3], e0, acc[r][kh]);
-      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3 + 1], o0, acc[r][kh]);
-      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3 + 2], e1, acc[r][kh]);
+      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3], tap[0], acc[r][kh]);
+      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3 + 1], tap[1], acc[r][kh]);
+      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3 + 2], tap[2], acc[r][kh]);
     }
   }
 #pragma GCC unroll 4
@@ -140,8 +140,8 @@ dw3s2_rows(const float *xc, int64_t W, int64_t H, int64_t ih0, int nr, const __m
 }
 
 static inline __attribute__((always_inline)) MI__AVX512_FN void
-dw3s2_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc, const float *wm,
-           float *row, int ek) {
+dw3_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc, const float *wm,
+         float *row, int s, int ek) {
   dw_epi_t e = dw_epi_init(c, t, n, m);
   int64_t W = c->W, H = c->H, OW = c->OW, oh, ow0;
   __m512 w[9];
@@ -151,12 +151,12 @@ dw3s2_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const
   for (i = 0; i < 9; i++) w[i] = _mm512_set1_ps(wm[i]);
   for (ow0 = 0; ow0 < OW; ow0 += 16) {
     __mmask16 kout = lanes(0, OW - ow0);
-    int64_t b0 = ow0 * 2 - c->pl;
+    int64_t b0 = ow0 * s - c->pl;
     for (i = 0; i < 3; i++) m3[i] = lanes(-b0 - 16 * i, W - b0 - 16 * i);
     for (oh = 0; oh < c->OH; oh += DW_ROWS) {
       int nr = c->OH - oh < DW_ROWS ? (int)(c->OH - oh) : DW_ROWS, r;
       __m512 acc[DW_ROWS];
-      dw3s2_rows(xc + b0, W, H, oh * 2 - c->pt, nr, m3, w, acc);
+      dw3_rows(xc + b0, W, H, oh * s - c->pt, nr, m3, w, acc, s);
 #pragma GCC unroll 4
       for (r = 0; r < DW_ROWS; r++)
         if (r < nr) {
@@ -167,83 +167,18 @@ dw3s2_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const
   }
 }
 
-MI__AVX512_FN static void dw3s2_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
-                                      const float *xc, const float *wm, float *row) {
-#define BODY(EK) dw3s2_body(c, t, n, m, xc, wm, row, EK)
-  DW_EK_SWITCH(BODY)
-#undef BODY
-}
-
-/* 3x3 stride 1 (dilation 1), the same way: DW_ROWS output rows from DW_ROWS + 2 input rows, each
- * loaded once as two masked runs of 16 (taps kw = 1, 2 by lane shifts) and added to the up to three
- * output rows it feeds. */
-static inline __attribute__((always_inline)) MI__AVX512_FN void
-dw3s1_rows(const float *xc, int64_t W, int64_t H, int64_t ih0, int nr, __mmask16 ma, __mmask16 mb,
-           const __m512 *w, __m512 *out) {
-  __m512 acc[DW_ROWS][3];
-  int j, r, kh;
-#pragma GCC unroll 4
-  for (r = 0; r < DW_ROWS; r++) {
-#pragma GCC unroll 3
-    for (kh = 0; kh < 3; kh++) acc[r][kh] = _mm512_setzero_ps();
+/* One instance per stride and epilogue kind. */
+MI__AVX512_FN static void dw3_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
+                                    const float *xc, const float *wm, float *row) {
+#define BODY_S1(EK) dw3_body(c, t, n, m, xc, wm, row, 1, EK)
+#define BODY_S2(EK) dw3_body(c, t, n, m, xc, wm, row, 2, EK)
+  if (c->sh == 1) {
+    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S1)
+  } else {
+    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S2)
   }
-#pragma GCC unroll 6
-  for (j = 0; j < DW_ROWS + 2; j++) {
-    int64_t ih = ih0 + j;
-    const float *xr;
-    __m512 l0, l1, t1, t2;
-    if (j > nr + 1 || ih < 0 || ih >= H) continue; /* padding rows add nothing */
-    xr = xc + ih * W;
-    l0 = _mm512_maskz_loadu_ps(ma, xr);
-    l1 = _mm512_maskz_loadu_ps(mb, xr + 16);
-    t1 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l1), _mm512_castps_si512(l0), 1));
-    t2 = _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(l1), _mm512_castps_si512(l0), 2));
-    /* input row j is filter row kh = j - r of output row r */
-#pragma GCC unroll 4
-    for (r = 0; r < DW_ROWS; r++) {
-      kh = j - r;
-      if (kh < 0 || kh > 2) continue;
-      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3], l0, acc[r][kh]);
-      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3 + 1], t1, acc[r][kh]);
-      acc[r][kh] = _mm512_fmadd_ps(w[kh * 3 + 2], t2, acc[r][kh]);
-    }
-  }
-#pragma GCC unroll 4
-  for (r = 0; r < DW_ROWS; r++) out[r] = _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), acc[r][2]);
-}
-
-static inline __attribute__((always_inline)) MI__AVX512_FN void
-dw3s1_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc, const float *wm,
-           float *row, int ek) {
-  dw_epi_t e = dw_epi_init(c, t, n, m);
-  int64_t W = c->W, H = c->H, OW = c->OW, oh, ow0;
-  __m512 w[9];
-  int i;
-#pragma GCC unroll 9
-  for (i = 0; i < 9; i++) w[i] = _mm512_set1_ps(wm[i]);
-  for (ow0 = 0; ow0 < OW; ow0 += 16) {
-    __mmask16 kout = lanes(0, OW - ow0);
-    int64_t b0 = ow0 - c->pl;
-    __mmask16 ma = lanes(-b0, W - b0), mb = lanes(-b0 - 16, W - b0 - 16);
-    for (oh = 0; oh < c->OH; oh += DW_ROWS) {
-      int nr = c->OH - oh < DW_ROWS ? (int)(c->OH - oh) : DW_ROWS, r;
-      __m512 acc[DW_ROWS];
-      dw3s1_rows(xc + b0, W, H, oh - c->pt, nr, ma, mb, w, acc);
-#pragma GCC unroll 4
-      for (r = 0; r < DW_ROWS; r++)
-        if (r < nr) {
-          int64_t p = (oh + r) * OW + ow0;
-          _mm512_mask_storeu_ps(row + p, kout, dw_epi(c, t, n, m, p, kout, acc[r], ek, &e));
-        }
-    }
-  }
-}
-
-MI__AVX512_FN static void dw3s1_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
-                                      const float *xc, const float *wm, float *row){
-#define BODY(EK) dw3s1_body(c, t, n, m, xc, wm, row, EK)
-    DW_EK_SWITCH(BODY)
-#undef BODY
+#undef BODY_S1
+#undef BODY_S2
 }
 
 /* Channel m of image n: input plane xc, filter wm, output plane row. Returns 0 (nothing written)
@@ -258,13 +193,13 @@ MI__AVX512_FN int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t,
    * 32x48x48 23.5 -> 8.5 us against the flat padded-copy planes of blis_simd.c, 96x48x48 stride 2
    * 35.5 -> 18). Other stride-1 shapes stay with those flat planes. */
   if (c->dh == 1 && c->dw == 1 && c->KH == 3 && KW == 3 && c->sh == 1 && c->sw == 1) {
-    dw3s1_plane(c, t, n, m, xc, wm, row);
+    dw3_plane(c, t, n, m, xc, wm, row);
     if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * OW, c->pg_vec_ops, 0);
     return 1;
   }
   if (c->dh != 1 || c->dw != 1 || c->sw != 2 || c->KH * KW > 64 || KW > 16) return 0;
   if (c->KH == 3 && KW == 3 && c->sh == 2) {
-    dw3s2_plane(c, t, n, m, xc, wm, row);
+    dw3_plane(c, t, n, m, xc, wm, row);
     if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * OW, c->pg_vec_ops, 0);
     return 1;
   }

@@ -72,32 +72,8 @@ int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *
 
 void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   int64_t i;
+  if (mi__blis_act_lanes(kind, a, b, x, n)) return;
   switch (kind) {
-  case MI__ACT_RELU:
-    for (i = 0; i < n; i++) x[i] = x[i] > 0.f ? x[i] : 0.f;
-    break;
-  case MI__ACT_LEAKY: /* a * x computed always, so the loop vectorises */
-    for (i = 0; i < n; i++) {
-      float v = x[i], av = a * v;
-      x[i] = v >= 0.f ? v : av;
-    }
-    break;
-  case MI__ACT_CLIP:
-    for (i = 0; i < n; i++) x[i] = x[i] < a ? a : (x[i] > b ? b : x[i]);
-    break;
-  /* Comparisons rather than fminf/fmaxf (libm calls here); NaN in gives NaN out either way. */
-  case MI__ACT_HSIGMOID:
-    for (i = 0; i < n; i++) {
-      float h = a * x[i] + b;
-      x[i] = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
-    }
-    break;
-  case MI__ACT_HSWISH:
-    for (i = 0; i < n; i++) {
-      float h = x[i] / 6.f + 0.5f;
-      x[i] = x[i] * (h < 0.f ? 0.f : (h > 1.f ? 1.f : h));
-    }
-    break;
   case MI__ACT_SIGMOID:
     for (i = 0; i < n; i++) x[i] = 1.f / (1.f + expf(-x[i]));
     break;
@@ -150,9 +126,6 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   case MI__ACT_SIGN:
     for (i = 0; i < n; i++) x[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f
                                                               : x[i];
-    break;
-  case MI__ACT_AFFINE:
-    for (i = 0; i < n; i++) x[i] = x[i] * a + b;
     break;
   default: break;
   }

@@ -10,6 +10,18 @@
 
 #define MI__AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 
+/* Runs BODY(EK) with the epilogue kind `ek` (MI__EK_*) as a constant: one instance of a kernel
+ * per chain kind it specialises, MI__EK_GENERIC for the rest. */
+#define MI__BLIS_EK_SWITCH(ek, BODY)                  \
+  switch (ek) {                                       \
+  case MI__EK_NONE: BODY(MI__EK_NONE); break;         \
+  case MI__EK_RELU: BODY(MI__EK_RELU); break;         \
+  case MI__EK_CLIP: BODY(MI__EK_CLIP); break;         \
+  case MI__EK_ADD: BODY(MI__EK_ADD); break;           \
+  case MI__EK_ADD_RELU: BODY(MI__EK_ADD_RELU); break; \
+  default: BODY(MI__EK_GENERIC); break;               \
+  }
+
 /* One lane-wise op of the chain (the kinds mi__blis_epi_vec_op accepts) on one register. */
 static inline __attribute__((always_inline)) MI__AVX512_FN __m512 mi__blis_act512_op(const mi__blis_epi_op_t *op,
                                                                                      __m512 v) {

@@ -3,9 +3,16 @@
 
 #include "blis_qgemm.h"
 
-typedef struct gemm_state {
-  int32_t a, b, c, y;
+/* What Gemm and MatMul share, at the head of their states: A, B, Y and the product's sizes
+ * (Y [m, n] = A [m, k] B [k, n]). */
+typedef struct mm_head {
+  int32_t a, b, y;
   int64_t m, n, k;
+} mm_head_t;
+
+typedef struct gemm_state {
+  mm_head_t h;
+  int32_t c;
   int64_t rsa, csa, rsb, csb;
   float alpha, beta;
   int64_t crs, ccs; /* broadcast strides of C over [m, n] */
@@ -14,17 +21,37 @@ typedef struct gemm_state {
 static int32_t run_gemm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                         mi_error_t *err) {
   const gemm_state_t *g = s->state;
-  float *y = t[g->y], beta = 0.f;
+  float *y = t[g->h.y], beta = 0.f;
   int64_t i, j;
   if (g->c >= 0 && g->beta != 0.f) {
     const float *c = t[g->c];
-    for (i = 0; i < g->m; i++)
-      for (j = 0; j < g->n; j++) y[i * g->n + j] = c[i * g->crs + j * g->ccs];
+    for (i = 0; i < g->h.m; i++)
+      for (j = 0; j < g->h.n; j++) y[i * g->h.n + j] = c[i * g->crs + j * g->ccs];
     beta = g->beta;
   }
-  mi__blis_sgemm(env, g->m, g->n, g->k, g->alpha, t[g->a], g->rsa, g->csa, t[g->b], g->rsb, g->csb,
-                 beta, y, g->n, 1);
+  mi__blis_sgemm(env, g->h.m, g->h.n, g->h.k, g->alpha, t[g->h.a], g->rsa, g->csa, t[g->h.b], g->rsb, g->csb,
+                 beta, y, g->h.n, 1);
   return MI_OK;
+}
+
+/* The opening Gemm and MatMul share, after their shape checks: A and B FP32 (else unsupported),
+ * then the zeroed state of `size` bytes, which starts with an mm_head_t, with A, B and Y set.
+ * NULL with *rc the error. */
+static void *mm_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, const mi_tensor_desc_t *a,
+                    const mi_tensor_desc_t *b, uint64_t size, int32_t *rc, mi_error_t *err) {
+  mm_head_t *h;
+  if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32) {
+    *rc = mi__blis_unsupported(err, n, "A and B must be FLOAT32");
+    return NULL;
+  }
+  if (!(h = mi__blis_state_new(p, s, size, err))) {
+    *rc = MI_ERR_OUT_OF_MEMORY;
+    return NULL;
+  }
+  h->a = mi__blis_in(n, 0);
+  h->b = mi__blis_in(n, 1);
+  h->y = mi__blis_out(n, 0);
+  return h;
 }
 
 int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -33,19 +60,15 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   const mi_tensor_desc_t *c = mi__blis_tensor(p, mi__blis_in(n, 2));
   int64_t ta = mi_sdk_attr_int(n, "transA", 0), tb = mi_sdk_attr_int(n, "transB", 0);
   gemm_state_t *g;
+  int32_t rc;
   if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
   if (!a || !b || a->rank != 2 || b->rank != 2) return mi__blis_unsupported(err, n, "A and B must be 2-D");
-  if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
-    return mi__blis_unsupported(err, n, "A and B must be FLOAT32");
-  if (!(g = mi__blis_state_new(p, s, sizeof *g, err))) return MI_ERR_OUT_OF_MEMORY;
-  g->a = mi__blis_in(n, 0);
-  g->b = mi__blis_in(n, 1);
+  if (!(g = mm_new(p, s, n, a, b, sizeof *g, &rc, err))) return rc;
   g->c = mi__blis_in(n, 2);
-  g->y = mi__blis_out(n, 0);
-  g->m = ta ? a->dims[1] : a->dims[0];
-  g->k = ta ? a->dims[0] : a->dims[1];
-  g->n = tb ? b->dims[0] : b->dims[1];
-  if ((tb ? b->dims[1] : b->dims[0]) != g->k) return mi__blis_unsupported(err, n, "inner dims differ");
+  g->h.m = ta ? a->dims[1] : a->dims[0];
+  g->h.k = ta ? a->dims[0] : a->dims[1];
+  g->h.n = tb ? b->dims[0] : b->dims[1];
+  if ((tb ? b->dims[1] : b->dims[0]) != g->h.k) return mi__blis_unsupported(err, n, "inner dims differ");
   /* Transposes are expressed as strides: BLIS reads any row/column stride. */
   g->rsa = ta ? 1 : a->dims[1];
   g->csa = ta ? a->dims[1] : 1;
@@ -55,7 +78,7 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   g->beta = mi_sdk_attr_float(n, "beta", 1.f);
   if (c) {
     int64_t cm = c->rank == 2 ? c->dims[0] : 1, cn = c->rank >= 1 ? c->dims[c->rank - 1] : 1;
-    if (c->rank > 2 || (cm != 1 && cm != g->m) || (cn != 1 && cn != g->n))
+    if (c->rank > 2 || (cm != 1 && cm != g->h.m) || (cn != 1 && cn != g->h.n))
       return mi__blis_unsupported(err, n, "C does not broadcast to [M, N]");
     g->crs = cm == 1 ? 0 : cn;
     g->ccs = cn == 1 ? 0 : 1;
@@ -67,8 +90,7 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 /* ---- MatMul: numpy matmul semantics, batch dims broadcast. */
 
 typedef struct matmul_state {
-  int32_t a, b, y;
-  int64_t m, n, k;
+  mm_head_t h;
   int32_t brank;
   int64_t bdims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK];
   int64_t batches;
@@ -77,8 +99,8 @@ typedef struct matmul_state {
 static int32_t run_matmul(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                           mi_error_t *err) {
   const matmul_state_t *mm = s->state;
-  const float *a = t[mm->a], *b = t[mm->b];
-  float *y = t[mm->y];
+  const float *a = t[mm->h.a], *b = t[mm->h.b];
+  float *y = t[mm->h.y];
   int64_t idx[MI_MAX_RANK] = {0}, bi;
   int32_t d;
   for (bi = 0; bi < mm->batches; bi++) {
@@ -87,8 +109,8 @@ static int32_t run_matmul(const mi__blis_step_t *s, void *const *t, const mi__bl
       oa += idx[d] * mm->sa[d];
       ob += idx[d] * mm->sb[d];
     }
-    mi__blis_sgemm(env, mm->m, mm->n, mm->k, 1.f, a + oa, mm->k, 1, b + ob, mm->n, 1, 0.f,
-                   y + bi * mm->m * mm->n, mm->n, 1);
+    mi__blis_sgemm(env, mm->h.m, mm->h.n, mm->h.k, 1.f, a + oa, mm->h.k, 1, b + ob, mm->h.n, 1, 0.f,
+                   y + bi * mm->h.m * mm->h.n, mm->h.n, 1);
     for (d = mm->brank - 1; d >= 0; d--) {
       if (++idx[d] < mm->bdims[d]) break;
       idx[d] = 0;
@@ -97,25 +119,31 @@ static int32_t run_matmul(const mi__blis_step_t *s, void *const *t, const mi__bl
   return MI_OK;
 }
 
+/* Element strides over the broadcast batch (brank dims) of an operand whose tbr leading dims are
+ * its batch (aligned to the right) and whose matrices hold `mat` elements: 0 where it has 1. */
+static void batch_strides(const mi_tensor_desc_t *t, int32_t brank, int32_t tbr, int64_t mat, int64_t *st) {
+  int32_t d;
+  for (d = brank - 1; d >= 0; d--) {
+    int32_t dt = d - (brank - tbr);
+    int64_t e = dt >= 0 ? t->dims[dt] : 1;
+    st[d] = e == 1 ? 0 : mat;
+    mat *= e;
+  }
+}
+
 int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1));
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
   matmul_state_t *mm;
-  int32_t d, abr, bbr;
-  int64_t stride;
+  int32_t d, abr, bbr, rc;
   if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
   if (!a || !b || !y || a->rank < 1 || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
-  if (a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32)
-    return mi__blis_unsupported(err, n, "operands must be FLOAT32");
-  if (!(mm = mi__blis_state_new(p, s, sizeof *mm, err))) return MI_ERR_OUT_OF_MEMORY;
-  mm->a = mi__blis_in(n, 0);
-  mm->b = mi__blis_in(n, 1);
-  mm->y = mi__blis_out(n, 0);
-  mm->m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
-  mm->k = a->dims[a->rank - 1];
-  mm->n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
-  if ((b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]) != mm->k)
+  if (!(mm = mm_new(p, s, n, a, b, sizeof *mm, &rc, err))) return rc;
+  mm->h.m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
+  mm->h.k = a->dims[a->rank - 1];
+  mm->h.n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
+  if ((b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]) != mm->h.k)
     return mi__blis_unsupported(err, n, "inner dims differ");
   abr = a->rank > 2 ? a->rank - 2 : 0;
   bbr = b->rank > 2 ? b->rank - 2 : 0;
@@ -128,22 +156,10 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     mm->bdims[d] = ea > eb ? ea : eb;
     mm->batches *= mm->bdims[d];
   }
-  if (mm->batches * mm->m * mm->n != mi_sdk_numel(y))
+  if (mm->batches * mm->h.m * mm->h.n != mi_sdk_numel(y))
     return mi__blis_unsupported(err, n, "output shape does not match");
-  stride = mm->m * mm->k;
-  for (d = mm->brank - 1; d >= 0; d--) {
-    int32_t da = d - (mm->brank - abr);
-    int64_t e = da >= 0 ? a->dims[da] : 1;
-    mm->sa[d] = e == 1 ? 0 : stride;
-    stride *= e;
-  }
-  stride = mm->k * mm->n;
-  for (d = mm->brank - 1; d >= 0; d--) {
-    int32_t db = d - (mm->brank - bbr);
-    int64_t e = db >= 0 ? b->dims[db] : 1;
-    mm->sb[d] = e == 1 ? 0 : stride;
-    stride *= e;
-  }
+  batch_strides(a, mm->brank, abr, mm->h.m * mm->h.k, mm->sa);
+  batch_strides(b, mm->brank, bbr, mm->h.k * mm->h.n, mm->sb);
   /* A's batches are contiguous and B is shared: one tall GEMM instead of many small ones. */
   {
     int shared_b = 1, full_a = 1;
@@ -152,7 +168,7 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
       full_a &= mm->sa[d] != 0 || mm->bdims[d] == 1;
     }
     if (mm->brank && shared_b && full_a) {
-      mm->m *= mm->batches;
+      mm->h.m *= mm->batches;
       mm->batches = 1;
       mm->brank = 0;
     }

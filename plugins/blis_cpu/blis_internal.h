@@ -172,6 +172,11 @@ int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx);
 /* Reads an integer list from a constant INT64/INT32 tensor; returns count or -1. */
 int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max);
 int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why);
+/* Normalises a negative *axis of x (from the end) and splits x's dims around it: outer, the
+ * product of those before; len, the axis; inner, the product of those after (each may be NULL).
+ * 0 when the axis is out of range (a scalar takes axis 0 or -1, with all three 1). */
+int mi__blis_axis_split(const mi_tensor_desc_t *x, int64_t *axis, int64_t *outer, int64_t *len,
+                        int64_t *inner);
 /* The step's zeroed state of `bytes`, owned by the step; NULL with "out of memory" in err. */
 void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes, mi_error_t *err);
 

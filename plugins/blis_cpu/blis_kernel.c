@@ -160,6 +160,25 @@ int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const cha
   return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "blis-cpu: %s '%s': %s", n->op_type, n->name ? n->name : "", why);
 }
 
+int mi__blis_axis_split(const mi_tensor_desc_t *x, int64_t *axis, int64_t *outer, int64_t *len,
+                        int64_t *inner) {
+  int64_t o = 1, l = 1, in = 1;
+  int32_t i;
+  if (*axis < 0) *axis += x->rank;
+  if (*axis < 0 || *axis >= (x->rank ? x->rank : 1)) return 0;
+  for (i = 0; i < x->rank; i++) {
+    if (i < *axis) o *= x->dims[i];
+    else if (i == *axis)
+      l = x->dims[i];
+    else
+      in *= x->dims[i];
+  }
+  if (outer) *outer = o;
+  if (len) *len = l;
+  if (inner) *inner = in;
+  return 1;
+}
+
 /* The variant must belong to the first node's op: "<op>.direct" or a table entry. */
 static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
   const char *id = desc->variant_id, *op = desc->nodes[0]->op_type;

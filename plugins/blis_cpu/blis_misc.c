@@ -338,19 +338,15 @@ static int32_t run_split(const mi__blis_step_t *s, void *const *t, const mi__bli
 int32_t mi__blis_prep_split(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
-  int64_t axis = mi_sdk_attr_int(n, "axis", 0), inner = 1, at = 0;
+  int64_t axis = mi_sdk_attr_int(n, "axis", 0), inner, len, at = 0;
   split_state_t *c;
   int32_t i, d;
   if (!x || x->dtype != MI_DTYPE_FLOAT32 || x->rank < 1) return mi__blis_unsupported(err, n, "input must be FLOAT32");
   if (n->output_count < 1 || n->output_count > 32) return mi__blis_unsupported(err, n, "1..32 outputs");
-  if (axis < 0) axis += x->rank;
-  if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
   if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!mi__blis_axis_split(x, &axis, &c->outer, &len, &inner)) return mi__blis_unsupported(err, n, "axis out of range");
   c->x = mi__blis_in(n, 0);
-  c->outer = 1;
-  for (d = 0; d < axis; d++) c->outer *= x->dims[d];
-  for (d = (int32_t)axis + 1; d < x->rank; d++) inner *= x->dims[d];
-  c->row = x->dims[axis] * inner;
+  c->row = len * inner;
   for (i = 0; i < n->output_count; i++) {
     const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, i));
     if (mi__blis_out(n, i) < 0 || !y) return mi__blis_unsupported(err, n, "an omitted output");
@@ -401,22 +397,18 @@ int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x, *y;
   int64_t axis;
-  int32_t d, rc = io_f32(p, n, &x, &y, err);
+  int32_t rc = io_f32(p, n, &x, &y, err);
   scan_state_t *c;
   if (rc != MI_OK) return rc;
   if (x->rank < 1 || mi__blis_const_ints(p, mi__blis_in(n, 1), &axis, 1) != 1)
     return mi__blis_unsupported(err, n, "axis must be a constant scalar");
-  if (axis < 0) axis += x->rank;
-  if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
   if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!mi__blis_axis_split(x, &axis, &c->outer, &c->len, &c->inner))
+    return mi__blis_unsupported(err, n, "axis out of range");
   c->x = mi__blis_in(n, 0);
   c->y = mi__blis_out(n, 0);
   c->exclusive = mi_sdk_attr_int(n, "exclusive", 0) != 0;
   c->reverse = mi_sdk_attr_int(n, "reverse", 0) != 0;
-  c->outer = c->inner = 1;
-  for (d = 0; d < axis; d++) c->outer *= x->dims[d];
-  for (d = (int32_t)axis + 1; d < x->rank; d++) c->inner *= x->dims[d];
-  c->len = x->dims[axis];
   s->run = run_cumsum;
   return MI_OK;
 }

@@ -12,22 +12,6 @@ typedef struct norm_state {
   float eps;
 } norm_state_t;
 
-static int32_t norm_axis(const mi_tensor_desc_t *x, int64_t axis, int64_t *outer, int64_t *len,
-                         int64_t *inner) {
-  int32_t i;
-  if (axis < 0) axis += x->rank;
-  if (axis < 0 || axis >= (x->rank ? x->rank : 1)) return 0;
-  *outer = *len = *inner = 1;
-  for (i = 0; i < x->rank; i++) {
-    if (i < axis) *outer *= x->dims[i];
-    else if (i == axis)
-      *len = x->dims[i];
-    else
-      *inner *= x->dims[i];
-  }
-  return 1;
-}
-
 /* Items are outer slices; each normalises its inner columns alone. */
 static void softmax_part(void *arg, int64_t o0, int64_t o1) {
   const mi__blis_task_t *nt = arg;
@@ -77,7 +61,7 @@ int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
     if (si > 0 && si < p->ctx->simd_n) st->simd = p->ctx->simd_ids[si];
   }
   axis = mi_sdk_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
-  if (!x || !norm_axis(x, axis, &st->outer, &st->len, &st->inner))
+  if (!x || !mi__blis_axis_split(x, &axis, &st->outer, &st->len, &st->inner))
     return mi__blis_unsupported(err, n, "axis out of range");
   if (n->opset < 13) {
     /* Before opset 13 the input is flattened to 2-D at axis: one softmax per row. */
@@ -136,32 +120,36 @@ static int32_t run_layernorm(const mi__blis_step_t *s, void *const *t, const mi_
                                                         : layernorm_c);
 }
 
-int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
-  const mi_node_desc_t *n = mi__blis_node(p, 0);
-  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
-  norm_state_t *st;
-  int64_t axis = mi_sdk_attr_int(n, "axis", -1);
-  int32_t i;
-  if (!x) return mi__blis_unsupported(err, n, "missing input");
-  if (mi__blis_out(n, 1) >= 0 || mi__blis_out(n, 2) >= 0)
-    return mi__blis_unsupported(err, n, "Mean/InvStdDev outputs");
-  if (mi_sdk_attr_int(n, "stash_type", 1) != 1) return mi__blis_unsupported(err, n, "stash_type");
-  if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
-  if (axis < 0) axis += x->rank;
-  if (axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
+/* The state LayerNormalization and InstanceNormalization share: X, Scale, B, Y and epsilon, with
+ * outer, len and inner split around `axis` (the first normalised one). */
+static int32_t norm_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n,
+                        const mi_tensor_desc_t *x, int64_t axis, norm_state_t **out, mi_error_t *err) {
+  norm_state_t *st = *out = mi__blis_state_new(p, s, sizeof *st, err);
+  if (!st) return MI_ERR_OUT_OF_MEMORY;
+  if (x->rank < 1 || !mi__blis_axis_split(x, &axis, &st->outer, &st->len, &st->inner))
+    return mi__blis_unsupported(err, n, "axis out of range");
   st->x = mi__blis_in(n, 0);
   st->scale = mi__blis_in(n, 1);
   st->bias = mi__blis_in(n, 2);
   st->y = mi__blis_out(n, 0);
   st->eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
+  norm_state_t *st;
+  int32_t rc;
+  if (!x) return mi__blis_unsupported(err, n, "missing input");
+  if (mi__blis_out(n, 1) >= 0 || mi__blis_out(n, 2) >= 0)
+    return mi__blis_unsupported(err, n, "Mean/InvStdDev outputs");
+  if (mi_sdk_attr_int(n, "stash_type", 1) != 1) return mi__blis_unsupported(err, n, "stash_type");
+  if ((rc = norm_new(p, s, n, x, mi_sdk_attr_int(n, "axis", -1), &st, err)) != MI_OK) return rc;
+  /* normalised over the axis and all after it */
+  st->len *= st->inner;
+  st->inner = 1;
   st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
-  st->outer = 1;
-  st->len = 1;
-  for (i = 0; i < x->rank; i++) {
-    if (i < axis) st->outer *= x->dims[i];
-    else
-      st->len *= x->dims[i];
-  }
   if ((st->scale >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->scale)) != st->len) ||
       (st->bias >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->bias)) != st->len))
     return mi__blis_unsupported(err, n, "scale/bias must cover the normalized dims exactly");
@@ -349,21 +337,13 @@ int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_er
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
   const mi_tensor_desc_t *sc = mi__blis_tensor(p, mi__blis_in(n, 1)), *bi = mi__blis_tensor(p, mi__blis_in(n, 2));
   norm_state_t *st;
-  int32_t d;
+  int32_t rc;
   if (!x || x->rank < 3 || x->dtype != MI_DTYPE_FLOAT32) return mi__blis_unsupported(err, n, "input must be FLOAT32 of rank >= 3");
   if (!sc || !bi || sc->dtype != MI_DTYPE_FLOAT32 || bi->dtype != MI_DTYPE_FLOAT32 ||
       mi_sdk_numel(sc) != x->dims[1] || mi_sdk_numel(bi) != x->dims[1])
     return mi__blis_unsupported(err, n, "scale and B must be FLOAT32 with C values");
-  if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
-  st->x = mi__blis_in(n, 0);
-  st->y = mi__blis_out(n, 0);
-  st->scale = mi__blis_in(n, 1);
-  st->bias = mi__blis_in(n, 2);
-  st->eps = mi_sdk_attr_float(n, "epsilon", 1e-5f);
-  st->outer = x->dims[0];
-  st->len = x->dims[1];
-  st->inner = 1;
-  for (d = 2; d < x->rank; d++) st->inner *= x->dims[d];
+  /* one mean per (image, channel) over the spatial dims */
+  if ((rc = norm_new(p, s, n, x, 1, &st, err)) != MI_OK) return rc;
   s->run = run_instnorm;
   return MI_OK;
 }

@@ -175,14 +175,7 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
 static inline __attribute__((always_inline)) AVX512_FN void nv512_ek(const pg_call_t *q, int64_t mp, int64_t bo0,
                                                                      int64_t bo1, int64_t po0, int64_t po1,
                                                                      int two, __mmask16 k0, __mmask16 k1) {
-  switch (q->c->pg_ek) {
-  case MI__EK_NONE: NV512_EK(MI__EK_NONE); break;
-  case MI__EK_RELU: NV512_EK(MI__EK_RELU); break;
-  case MI__EK_CLIP: NV512_EK(MI__EK_CLIP); break;
-  case MI__EK_ADD: NV512_EK(MI__EK_ADD); break;
-  case MI__EK_ADD_RELU: NV512_EK(MI__EK_ADD_RELU); break;
-  default: NV512_EK(MI__EK_GENERIC); break;
-  }
+  MI__BLIS_EK_SWITCH(q->c->pg_ek, NV512_EK)
 }
 #undef NV512_EK
 

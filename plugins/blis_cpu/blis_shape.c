@@ -191,14 +191,11 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
   int64_t axis = mi_sdk_attr_int(n, "axis", 0), total = 0;
   concat_state_t *c;
-  int32_t i, d;
+  int32_t i;
   if (!y || y->rank < 1 || n->input_count > 32) return mi__blis_unsupported(err, n, "too many inputs");
-  if (axis < 0) axis += y->rank;
-  if (axis < 0 || axis >= y->rank) return mi__blis_unsupported(err, n, "axis out of range");
   if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!mi__blis_axis_split(y, &axis, &c->outer, NULL, NULL)) return mi__blis_unsupported(err, n, "axis out of range");
   c->y = mi__blis_out(n, 0);
-  c->outer = 1;
-  for (d = 0; d < axis; d++) c->outer *= y->dims[d];
   c->inner_y = c->outer ? mi_sdk_numel(y) / c->outer : 0;
   for (i = 0; i < n->input_count; i++) {
     const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, i));

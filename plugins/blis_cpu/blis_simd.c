@@ -217,43 +217,11 @@ static inline __attribute__((always_inline)) void epi_body(const mi__blis_conv_t
   for (e = 0; e < c->epi_n; e++) {
     const mi__blis_epi_op_t *op = &c->epi[e];
     float a = op->a, b = op->b;
-    switch (op->act) {
-    case MI__ACT_NONE: {
+    if (op->act == MI__ACT_NONE) { /* residual add */
       const float *r = (const float *)t[op->tensor] + (n * c->M + m) * rstride;
       for (i = 0; i < len; i++) row[i] += r[i];
-      break;
-    }
-    case MI__ACT_RELU:
-      for (i = 0; i < len; i++) row[i] = row[i] > 0.f ? row[i] : 0.f;
-      break;
-    case MI__ACT_CLIP:
-      for (i = 0; i < len; i++) row[i] = row[i] < a ? a : (row[i] > b ? b : row[i]);
-      break;
-    case MI__ACT_HSWISH:
-      for (i = 0; i < len; i++) {
-        float h = row[i] / 6.f + 0.5f;
-        h = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
-        row[i] = row[i] * h;
-      }
-      break;
-    case MI__ACT_LEAKY:
-      for (i = 0; i < len; i++) { /* a * x computed always: the loop vectorises (no trap to avoid) */
-        float v = row[i], av = a * v;
-        row[i] = v >= 0.f ? v : av;
-      }
-      break;
-    case MI__ACT_HSIGMOID:
-      for (i = 0; i < len; i++) {
-        float h = a * row[i] + b;
-        row[i] = h < 0.f ? 0.f : (h > 1.f ? 1.f : h);
-      }
-      break;
-    case MI__ACT_AFFINE:
-      for (i = 0; i < len; i++) row[i] = row[i] * a + b;
-      break;
-    default:
-      if (!mi__blis_act_simd(c->simd, op->act, row, len)) mi__blis_act_apply(op->act, a, b, row, len);
-      break;
+    } else if (!mi__blis_act_lanes(op->act, a, b, row, len) && !mi__blis_act_simd(c->simd, op->act, row, len)) {
+      mi__blis_act_apply(op->act, a, b, row, len); /* the rest: vectorised math or scalar */
     }
   }
 }
