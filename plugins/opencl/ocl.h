@@ -231,6 +231,8 @@ int32_t mi__ocl_upload(ocl_prep_t *p, const void *data, size_t bytes, ocl_arg_t 
 ocl_launch_t *mi__ocl_launch_new(ocl_prep_t *p, const char *source, const char *options,
                                  const char *name, int32_t *rc);
 void mi__ocl_arg_int(ocl_launch_t *l, cl_int v);
+/* n int arguments in a row, v[0] first (a kernel's scalar sizes). */
+void mi__ocl_arg_intv(ocl_launch_t *l, const cl_int *v, int n);
 void mi__ocl_arg_float(ocl_launch_t *l, cl_float v);
 void mi__ocl_arg_raw(ocl_launch_t *l, const void *v, size_t size);
 void mi__ocl_arg(ocl_launch_t *l, ocl_arg_t a);

@@ -158,41 +158,35 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
   return mi__ocl_constraint_desc(&ctx->devs[device], index, out);
 }
 
+/* The rules as data, in C_* order; a reason's %lld is the rule's value (the device's figure). */
+static const struct {
+  int32_t kind;
+  const char *a, *b, *applies_to, *reason;
+} k_rules[C_COUNT] = {
+    [C_WGY_TM] = {MI_CONSTRAINT_DIVIDES, "wg_y", "tile_m", MM2D,
+                  "wg_y must divide tile_m (each work-item computes tile_m/wg_y rows)"},
+    [C_WGX_TN] = {MI_CONSTRAINT_DIVIDES, "wg_x", "tile_n", MM2D,
+                  "wg_x must divide tile_n (each work-item computes tile_n/wg_x columns)"},
+    [C_WG_MAX] = {MI_CONSTRAINT_PRODUCT_LE, "wg_x", "wg_y", NULL,
+                  "work-group size wg_x*wg_y must not exceed CL_DEVICE_MAX_WORK_GROUP_SIZE (%lld)"},
+    [C_LOCAL] = {MI_CONSTRAINT_CUSTOM, "tile_k", "use_local_memory", TILEDV,
+                 "local memory (tile_m*tile_k + tile_k*tile_n)*4 bytes must fit "
+                 "CL_DEVICE_LOCAL_MEM_SIZE (%lld bytes) when use_local_memory=1"},
+    [C_VW] = {MI_CONSTRAINT_CUSTOM, "vector_width", "tile_n", VECV,
+              "vector_width must divide tile_n/wg_x (the columns each work-item computes)"},
+    [C_REGS] = {MI_CONSTRAINT_CUSTOM, "tile_m", "tile_n", MM2D,
+                "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %lld"},
+};
+
 int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out) {
   mi_constraint_desc_t d;
-  switch (i) {
-  case C_WGY_TM:
-    mi_sdk_constraint_set(&d, MI_CONSTRAINT_DIVIDES, "wg_y", "tile_m", MM2D, 0,
-                          "wg_y must divide tile_m (each work-item computes tile_m/wg_y rows)");
-    break;
-  case C_WGX_TN:
-    mi_sdk_constraint_set(&d, MI_CONSTRAINT_DIVIDES, "wg_x", "tile_n", MM2D, 0,
-                          "wg_x must divide tile_n (each work-item computes tile_n/wg_x columns)");
-    break;
-  case C_WG_MAX:
-    mi_sdk_constraint_set(&d, MI_CONSTRAINT_PRODUCT_LE, "wg_x", "wg_y", NULL, (int64_t)dev->max_wg,
-                          "work-group size wg_x*wg_y must not exceed CL_DEVICE_MAX_WORK_GROUP_SIZE (%zu)",
-                          dev->max_wg);
-    break;
-  case C_LOCAL:
-    mi_sdk_constraint_set(&d, MI_CONSTRAINT_CUSTOM, "tile_k", "use_local_memory", TILEDV,
-                          (int64_t)dev->local_mem,
-                          "local memory (tile_m*tile_k + tile_k*tile_n)*4 bytes must fit "
-                          "CL_DEVICE_LOCAL_MEM_SIZE (%llu bytes) when use_local_memory=1",
-                          (unsigned long long)dev->local_mem);
-    break;
-  case C_VW:
-    mi_sdk_constraint_set(&d, MI_CONSTRAINT_CUSTOM, "vector_width", "tile_n", VECV, 0,
-                          "vector_width must divide tile_n/wg_x (the columns each work-item computes)");
-    break;
-  case C_REGS:
-    mi_sdk_constraint_set(&d, MI_CONSTRAINT_CUSTOM, "tile_m", "tile_n", MM2D, MAX_ACC,
-                          "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %d",
-                          MAX_ACC);
-    break;
-  default:
-    return MI_ERR_INVALID_ARGUMENT;
-  }
+  int64_t value = i == C_WG_MAX  ? (int64_t)dev->max_wg
+                  : i == C_LOCAL ? (int64_t)dev->local_mem
+                  : i == C_REGS  ? MAX_ACC
+                                 : 0;
+  if (i >= C_COUNT) return MI_ERR_INVALID_ARGUMENT;
+  mi_sdk_constraint_set(&d, k_rules[i].kind, k_rules[i].a, k_rules[i].b, k_rules[i].applies_to, value,
+                        k_rules[i].reason, (long long)value);
   return mi_sdk_fill(out, &d, sizeof d);
 }
 

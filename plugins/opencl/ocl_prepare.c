@@ -106,6 +106,10 @@ void mi__ocl_arg_raw(ocl_launch_t *l, const void *v, size_t size) {
 }
 
 void mi__ocl_arg_int(ocl_launch_t *l, cl_int v) { mi__ocl_arg_raw(l, &v, sizeof v); }
+void mi__ocl_arg_intv(ocl_launch_t *l, const cl_int *v, int n) {
+  int i;
+  for (i = 0; i < n; i++) mi__ocl_arg_raw(l, &v[i], sizeof v[i]);
+}
 void mi__ocl_arg_float(ocl_launch_t *l, cl_float v) { mi__ocl_arg_raw(l, &v, sizeof v); }
 
 int32_t mi__ocl_arg_epi(ocl_prep_t *p, ocl_launch_t *l, const ocl_epi_t *e, int chan_inner) {

@@ -162,10 +162,10 @@ static int32_t prep_reduce(ocl_prep_t *p, const mi_node_desc_t *n) {
   if (mi_sdk_numel(y) != numel_from(x, 0, x->rank) / (rcount ? rcount : 1))
     return mi_sdk_errorf(p->err, MI_ERR_INVALID_ARGUMENT, "%s: output size does not match", n->op_type);
   if (!(l = ew_launch(p, "reduce_generic", n->inputs[0], n->outputs[0], &st))) return st;
-  mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
-  mi__ocl_arg_int(l, kr);
-  mi__ocl_arg_int(l, rr);
-  mi__ocl_arg_int(l, (cl_int)rcount);
+  {
+    const cl_int sz[] = {(cl_int)mi_sdk_numel(y), kr, rr, (cl_int)rcount};
+    mi__ocl_arg_intv(l, sz, 4);
+  }
   if ((st = mi__ocl_arg_ints(p, l, shp, 2 * kr + 2 * rr)) != MI_OK) return st;
   mi__ocl_arg_int(l, op);
   mi__ocl_grid1(l, (size_t)mi_sdk_numel(y), WG(p));
@@ -186,10 +186,10 @@ static int32_t prep_softmax(ocl_prep_t *p, const mi_node_desc_t *n) {
   len = old ? numel_from(x, (int)axis, x->rank) : x->dims[axis];
   inner = old ? 1 : numel_from(x, (int)axis + 1, x->rank);
   if (!(l = ew_launch(p, "softmax", n->inputs[0], n->outputs[0], &st))) return st;
-  mi__ocl_arg_int(l, (cl_int)outer);
-  mi__ocl_arg_int(l, (cl_int)len);
-  mi__ocl_arg_int(l, (cl_int)inner);
-  mi__ocl_arg_int(l, is_op(n, "LogSoftmax"));
+  {
+    const cl_int sz[] = {(cl_int)outer, (cl_int)len, (cl_int)inner, is_op(n, "LogSoftmax")};
+    mi__ocl_arg_intv(l, sz, 4);
+  }
   mi__ocl_grid1(l, (size_t)(outer * inner), WG(p));
   return mi__ocl_check_wg(p, l);
 }

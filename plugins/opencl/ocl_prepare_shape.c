@@ -198,10 +198,8 @@ static int32_t prep_gather(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
   }
   l = mi__ocl_launch_io(p, mi__ocl_src_shape, "gather_axis", n->inputs[0], n->outputs[0], &st);
   if (l) {
-    mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
-    mi__ocl_arg_int(l, (cl_int)nidx);
-    mi__ocl_arg_int(l, (cl_int)inner);
-    mi__ocl_arg_int(l, (cl_int)k);
+    const cl_int sz[] = {(cl_int)mi_sdk_numel(y), (cl_int)nidx, (cl_int)inner, (cl_int)k};
+    mi__ocl_arg_intv(l, sz, 4);
     st = mi__ocl_arg_ints(p, l, idx, (int)nidx);
   }
   free(idx);
@@ -275,11 +273,8 @@ static int32_t prep_resize(ocl_prep_t *p, const mi_node_desc_t *n, const mi_tens
     axis_table(linear, ct, nm, sel[r - 1], wi, wo, tab + 2 * ho, wt + ho);
     l = mi__ocl_launch_io(p, mi__ocl_src_shape, "resize_hw", n->inputs[0], n->outputs[0], &st);
     if (l) {
-      mi__ocl_arg_int(l, (cl_int)mi_sdk_numel(y));
-      mi__ocl_arg_int(l, (cl_int)hi);
-      mi__ocl_arg_int(l, (cl_int)wi);
-      mi__ocl_arg_int(l, (cl_int)ho);
-      mi__ocl_arg_int(l, (cl_int)wo);
+      const cl_int sz[] = {(cl_int)mi_sdk_numel(y), (cl_int)hi, (cl_int)wi, (cl_int)ho, (cl_int)wo};
+      mi__ocl_arg_intv(l, sz, 5);
       st = mi__ocl_arg_ints(p, l, tab, (int)(2 * ho + 2 * wo));
       if (st == MI_OK && (st = mi__ocl_upload(p, wt, (size_t)(ho + wo) * sizeof *wt, &a)) == MI_OK)
         mi__ocl_arg(l, a);
