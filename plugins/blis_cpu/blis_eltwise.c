@@ -415,10 +415,7 @@ static void bin_part(void *arg, int64_t r0, int64_t r1) {
       ob += idx[d] * st->sb[d];
     }
     bin_row(st->op, a + oa, st->sa[st->rank - 1], b + ob, st->sb[st->rank - 1], y + r * inner, inner);
-    for (d = st->rank - 2; d >= 0; d--) {
-      if (++idx[d] < st->dims[d]) break;
-      idx[d] = 0;
-    }
+    mi__blis_next_index(st->rank - 1, st->dims, NULL, idx, NULL);
   }
 }
 
@@ -522,7 +519,7 @@ static int32_t run_nary(const mi__blis_step_t *s, void *const *t, const mi__blis
                         mi_error_t *err) {
   const nary_state_t *c = s->state;
   float *y = t[c->out];
-  int32_t k, d;
+  int32_t k;
   int64_t i;
   (void)env;
   (void)err;
@@ -531,12 +528,7 @@ static int32_t run_nary(const mi__blis_step_t *s, void *const *t, const mi__blis
     int64_t idx[MI_MAX_RANK] = {0}, off = 0;
     for (i = 0; i < c->n; i++) {
       y[i] = k == 0 ? x[off] : y[i] + x[off];
-      for (d = c->rank - 1; d >= 0; d--) {
-        off += c->st[k][d];
-        if (++idx[d] < c->dims[d]) break;
-        off -= c->st[k][d] * c->dims[d];
-        idx[d] = 0;
-      }
+      mi__blis_next_index(c->rank, c->dims, c->st[k], idx, &off);
     }
   }
   if (c->mean)

@@ -172,6 +172,18 @@ int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx);
 /* Reads an integer list from a constant INT64/INT32 tensor; returns count or -1. */
 int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max);
 int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why);
+/* Advances the multi-index idx[0..rank) over dims, last axis fastest, and the offset *off that
+ * the strides st walk with it (st and off NULL: the index alone). */
+static inline void mi__blis_next_index(int32_t rank, const int64_t *dims, const int64_t *st, int64_t *idx,
+                                       int64_t *off) {
+  int32_t d;
+  for (d = rank - 1; d >= 0; d--) {
+    if (st) *off += st[d];
+    if (++idx[d] < dims[d]) return;
+    if (st) *off -= st[d] * dims[d];
+    idx[d] = 0;
+  }
+}
 /* Normalises a negative *axis of x (from the end) and splits x's dims around it: outer, the
  * product of those before; len, the axis; inner, the product of those after (each may be NULL).
  * 0 when the axis is out of range (a scalar takes axis 0 or -1, with all three 1). */

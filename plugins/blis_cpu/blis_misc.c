@@ -62,10 +62,7 @@ static void amap_rows(void *arg, int64_t r0, int64_t r1) {
     } else {
       for (j = 0; j < w; j++) y[j] = m[j] < 0 ? a->cval : q->x[off + m[j]];
     }
-    for (d = last - 1; d >= 0; d--) {
-      if (++idx[d] < a->dims[d]) break;
-      idx[d] = 0;
-    }
+    mi__blis_next_index(last, a->dims, NULL, idx, NULL);
   }
 }
 

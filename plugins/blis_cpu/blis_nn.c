@@ -182,7 +182,7 @@ static int32_t run_reduce_d(const mi__blis_step_t *s, void *const *t, const mi__
   float *y = t[r->y];
   double *acc = s->aux, *mx = acc + r->on;
   int64_t idx[MI_MAX_RANK] = {0}, i, o = 0;
-  int32_t d, pass;
+  int32_t pass;
   (void)env;
   (void)err;
   for (i = 0; i < r->on; i++) {
@@ -202,12 +202,7 @@ static int32_t run_reduce_d(const mi__blis_step_t *s, void *const *t, const mi__
       } else {
         acc[o] += isinf(mx[o]) ? exp(v) : exp(v - mx[o]);
       }
-      for (d = r->rank - 1; d >= 0; d--) {
-        o += r->ostride[d];
-        if (++idx[d] < r->dims[d]) break;
-        o -= r->ostride[d] * r->dims[d];
-        idx[d] = 0;
-      }
+      mi__blis_next_index(r->rank, r->dims, r->ostride, idx, &o);
     }
   }
   for (i = 0; i < r->on; i++) {
@@ -225,7 +220,6 @@ static int32_t run_reduce(const mi__blis_step_t *s, void *const *t, const mi__bl
   const float *x = t[r->x];
   float *y = t[r->y];
   int64_t idx[MI_MAX_RANK] = {0}, i, o = 0;
-  int32_t d;
   for (i = 0; i < r->on; i++) y[i] = r->op == R_MAX ? -INFINITY : r->op == R_MIN ? INFINITY
                                                                                  : 0.f;
   for (i = 0; i < r->n; i++) {
@@ -235,12 +229,7 @@ static int32_t run_reduce(const mi__blis_step_t *s, void *const *t, const mi__bl
       y[o] = fminf(y[o], v);
     else
       y[o] += v;
-    for (d = r->rank - 1; d >= 0; d--) {
-      o += r->ostride[d];
-      if (++idx[d] < r->dims[d]) break;
-      o -= r->ostride[d] * r->dims[d];
-      idx[d] = 0;
-    }
+    mi__blis_next_index(r->rank, r->dims, r->ostride, idx, &o);
   }
   if (r->op == R_MEAN)
     for (i = 0; i < r->on; i++) y[i] /= (float)r->count;

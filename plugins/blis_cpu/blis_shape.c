@@ -60,12 +60,7 @@ static void gather_rows(void *arg, int64_t r0, int64_t r1) {
     if (xl == 1) memcpy(y, xr, (size_t)w * sizeof *y);
     else
       for (j = 0; j < w; j++) y[j] = xr[j * xl];
-    for (d = last - 1; d >= 0; d--) {
-      off += g->xs[d];
-      if (++idx[d] < g->dims[d]) break;
-      off -= g->xs[d] * g->dims[d];
-      idx[d] = 0;
-    }
+    mi__blis_next_index(last, g->dims, g->xs, idx, &off);
   }
 }
 
