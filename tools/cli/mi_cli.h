@@ -29,6 +29,35 @@ typedef struct mi_cli_opt {
 #define MI_CLI_KEY_(key, name, arg, help) key,
 #define MI_CLI_OPT_(key, name, arg, help) {name, key, arg, help},
 
+/** The options several programs declare with the same meaning and help, for their lists:
+ * each group names its keys (O_JSON, ...) so the programs' switches read the same, and its
+ * help lives here once. */
+/* mi-host's measuring commands (profile, compare, accuracy) and mi-conform. */
+#define MI_CLI_OPT_JSON(X) X(O_JSON, "json", NULL, "print one JSON object")
+/* mi-host's commands that measure a model in worker processes (profile, compare). */
+#define MI_CLI_OPT_MODEL(X) X(O_MODEL, "model", "M.onnx", "the model")
+#define MI_CLI_OPT_WORKER_TIMEOUT(X) \
+  X(O_TIMEOUT, "timeout", "S", "a worker taking longer than S seconds is killed (default 60)")
+/* --shape and --input of mi-host profile, compare and accuracy: the same rules
+ * (mi_graph_input_args), a fixed value the same in every run of the model. */
+#define MI_CLI_OPTS_MODEL_INPUT(X)                           \
+  X(O_SHAPE, "shape", "NAME:D0xD1x...",                      \
+    "an input's shape, also NAME=D0,D1,... (dynamic dims;\n" \
+    "repeatable)")                                           \
+  X(O_INPUT, "input", "NAME=FILE.npy",                       \
+    "an input's values, and so its shape, in every run\n"    \
+    "(repeatable; an int64 input random data cannot fill)")
+/* mi-run and mi-run --deployment: where plugins come from (mi_cli_scan_plugins), where the
+ * outputs go (--output is the older name), and the summary as JSON. */
+#define MI_CLI_OPT_PLUGINS(X)                                     \
+  X(O_PLUGINS, "plugins", "DIR",                                  \
+    "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n" \
+    "folder of this build or installation)")
+#define MI_CLI_OPTS_OUTPUT_DIR(X)                                                                    \
+  X(O_OUTPUT_DIR, "output-dir", "DIR", "write each output as DIR/<output name>.npy (also --output)") \
+  X(O_OUTPUT, "output", "DIR", NULL)
+#define MI_CLI_OPT_JSON_SUMMARY(X) X(O_JSON, "json", NULL, "print the summary as one JSON object")
+
 /** A program or a subcommand: what its help says, and the parser's state. */
 typedef struct mi_cli {
   const char *prog;         /* "mi-run", "mi-host tune": starts every message */

@@ -283,7 +283,7 @@ static void reexec_without_tcache(char **argv) {
   X(O_PLUGIN, "plugin", "NAME", "only the plugin of this name")                                 \
   X(O_RULE, "rule", "N", "only rule N (repeatable)")                                            \
   X(O_TIMEOUT, "timeout", "SECONDS", "a rule running longer fails (default 120, at most 3600)") \
-  X(O_JSON, "json", NULL, "print one JSON object")                                              \
+  MI_CLI_OPT_JSON(X)                                                                            \
   X(O_LIST, "list-rules", NULL, "list the rules and exit")
 enum { MI_CLI_KEYS(OPTIONS) };
 static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};

@@ -19,23 +19,20 @@ typedef struct acc_args {
   int calib_count, shape_count, input_count, sensitivity, json, samples;
 } acc_args_t;
 
-#define OPTIONS(X)                                                                                  \
-  X(O_MODEL, "model", "M.onnx", "the FP32 model")                                                   \
-  X(O_CONFIG, "config", "C.yaml", "the model-side configuration (docs/transforms.md)")              \
-  X(O_CALIB, "calib", "DIR|INPUT=DIR",                                                              \
-    "*.npy inputs: the first half calibrates, the rest is held\n"                                   \
-    "out; a multi-input model takes one subfolder per input\n"                                      \
-    "(named after it) or one --calib INPUT=DIR per input")                                          \
-  X(O_SAMPLES, "samples", "N",                                                                      \
-    "without --calib: N deterministic random inputs each for\n"                                     \
-    "calibration and held-out (default 4, at most 1000)")                                           \
-  X(O_SHAPE, "shape", "NAME=D0,D1..", "the shape of a random input with dynamic dims (repeatable)") \
-  X(O_INPUT, "input", "NAME=FILE",                                                                  \
-    "one fixed value of an input in every sample (non-float\n"                                      \
-    "inputs, recurrent state; repeatable)")                                                         \
-  X(O_DEVICE, "device", "PLUGIN:INDEX", "fuse for that device's kernel variants")                   \
-  X(O_SENS, "sensitivity", NULL, "also the error of each layer's setting applied alone")            \
-  X(O_JSON, "json", NULL, "print one JSON object")
+#define OPTIONS(X)                                                                       \
+  X(O_MODEL, "model", "M.onnx", "the FP32 model")                                        \
+  X(O_CONFIG, "config", "C.yaml", "the model-side configuration (docs/transforms.md)")   \
+  X(O_CALIB, "calib", "DIR|INPUT=DIR",                                                   \
+    "*.npy inputs: the first half calibrates, the rest is held\n"                        \
+    "out; a multi-input model takes one subfolder per input\n"                           \
+    "(named after it) or one --calib INPUT=DIR per input")                               \
+  X(O_SAMPLES, "samples", "N",                                                           \
+    "without --calib: N deterministic random inputs each for\n"                          \
+    "calibration and held-out (default 4, at most 1000)")                                \
+  MI_CLI_OPTS_MODEL_INPUT(X)                                                             \
+  X(O_DEVICE, "device", "PLUGIN:INDEX", "fuse for that device's kernel variants")        \
+  X(O_SENS, "sensitivity", NULL, "also the error of each layer's setting applied alone") \
+  MI_CLI_OPT_JSON(X)
 enum { MI_CLI_KEYS(OPTIONS) };
 static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 

@@ -34,35 +34,30 @@ typedef struct cmp_args {
   double timeout_s;
 } cmp_args_t;
 
-#define OPTIONS(X)                                                                             \
-  X(O_MODEL, "model", "M.onnx", "the model")                                                   \
-  X(O_DEVICE, "device", "PLUGIN:INDEX", "the device to measure on")                            \
-  X(O_CONFIG, "config", "C.yaml[#N]",                                                          \
-    "a configuration: a deployment.yaml (#N: its Nth configuration\n"                          \
-    "of the device's entry, 0 the chosen one) or a YAML mapping of\n"                          \
-    "space keys (repeatable)")                                                                 \
-  X(O_DEFAULT, "default", NULL, "the space's default configuration (repeatable)")              \
-  X(O_SET, "set", "KEY=VALUE", "change one key of the --config or --default before it")        \
-  X(O_SHAPE, "shape", "NAME:D0xD1x...",                                                        \
-    "an input's shape, also NAME=D0,D1,... (dynamic dims;\n"                                   \
-    "repeatable)")                                                                             \
-  X(O_INPUT, "input", "NAME=FILE.npy",                                                         \
-    "an input's values, and so its shape, in every run\n"                                      \
-    "(repeatable; an int64 input random data cannot fill)")                                    \
-  X(O_CALIB, "calib", "DIR",                                                                   \
-    "the runs' inputs from DIR's first sample (*.npy, a\n"                                     \
-    "subfolder per input for several; as a recipe's calibration)")                             \
-  X(O_TARGET, "target", "X", "stop when every ratio is known to +-X, a share (default 0.02)")  \
-  X(O_BUDGET, "budget-s", "S", "stop after S seconds (default 120)")                           \
-  X(O_TIMEOUT, "timeout", "S", "a worker taking longer than S seconds is killed (default 60)") \
-  X(O_MIN_ROUNDS, "min-rounds", "N", "at least N rounds (default 5)")                          \
-  X(O_MAX_ROUNDS, "max-rounds", "N", "at most N rounds (default 30)")                          \
-  X(O_SEED, "seed", "S", "the seed of the round orders and the bootstrap")                     \
-  X(O_REPEAT, "repeat", "N",                                                                   \
-    "N timed cycles per round, each running every\n"                                           \
-    "configuration once (default up to 150 within 1 s)")                                       \
-  X(O_WARMUP, "warmup", "N", "warm-up cycles per round (and at least 0.1 s)")                  \
-  X(O_JSON, "json", NULL, "print one JSON object")
+#define OPTIONS(X)                                                                            \
+  MI_CLI_OPT_MODEL(X)                                                                         \
+  X(O_DEVICE, "device", "PLUGIN:INDEX", "the device to measure on")                           \
+  X(O_CONFIG, "config", "C.yaml[#N]",                                                         \
+    "a configuration: a deployment.yaml (#N: its Nth configuration\n"                         \
+    "of the device's entry, 0 the chosen one) or a YAML mapping of\n"                         \
+    "space keys (repeatable)")                                                                \
+  X(O_DEFAULT, "default", NULL, "the space's default configuration (repeatable)")             \
+  X(O_SET, "set", "KEY=VALUE", "change one key of the --config or --default before it")       \
+  MI_CLI_OPTS_MODEL_INPUT(X)                                                                  \
+  X(O_CALIB, "calib", "DIR",                                                                  \
+    "the runs' inputs from DIR's first sample (*.npy, a\n"                                    \
+    "subfolder per input for several; as a recipe's calibration)")                            \
+  X(O_TARGET, "target", "X", "stop when every ratio is known to +-X, a share (default 0.02)") \
+  X(O_BUDGET, "budget-s", "S", "stop after S seconds (default 120)")                          \
+  MI_CLI_OPT_WORKER_TIMEOUT(X)                                                                \
+  X(O_MIN_ROUNDS, "min-rounds", "N", "at least N rounds (default 5)")                         \
+  X(O_MAX_ROUNDS, "max-rounds", "N", "at most N rounds (default 30)")                         \
+  X(O_SEED, "seed", "S", "the seed of the round orders and the bootstrap")                    \
+  X(O_REPEAT, "repeat", "N",                                                                  \
+    "N timed cycles per round, each running every\n"                                          \
+    "configuration once (default up to 150 within 1 s)")                                      \
+  X(O_WARMUP, "warmup", "N", "warm-up cycles per round (and at least 0.1 s)")                 \
+  MI_CLI_OPT_JSON(X)
 enum { MI_CLI_KEYS(OPTIONS) };
 static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 

@@ -36,10 +36,9 @@ typedef struct task_info {
 } task_info_t;
 
 #define OPTIONS(X)                                                                                 \
-  X(O_MODEL, "model", "M.onnx", "the model")                                                       \
+  MI_CLI_OPT_MODEL(X)                                                                              \
   X(O_DEVICE, "device", "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)")         \
-  X(O_SHAPE, "shape", "NAME=D0xD1x...", "an input's shape (dynamic dims; repeatable)")             \
-  X(O_INPUT, "input", "NAME=FILE.npy", "an input's values, and so its shape (repeatable)")         \
+  MI_CLI_OPTS_MODEL_INPUT(X)                                                                       \
   X(O_DB, "db", "FILE|URL", "the history the measurements go to (default history.db)")             \
   X(O_REPEAT, "repeat", "N", "at least N timed repeats per figure")                                \
   X(O_WARMUP, "warmup", "N", "warm-up runs before timing")                                         \
@@ -57,9 +56,9 @@ typedef struct task_info {
   X(O_WORKERS, "workers", "K",                                                                     \
     "measure each figure in K fresh worker processes and keep the\n"                               \
     "median one (default 3, at most 15)")                                                          \
-  X(O_TIMEOUT, "timeout", "S", "a worker taking longer than S seconds is killed (default 60)")     \
+  MI_CLI_OPT_WORKER_TIMEOUT(X)                                                                     \
   X(O_NO_FP, "no-fingerprint", NULL, "skip the device fingerprint's micro-benchmarks")             \
-  X(O_JSON, "json", NULL, "print one JSON object")
+  MI_CLI_OPT_JSON(X)
 enum { MI_CLI_KEYS(OPTIONS) };
 static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
 

@@ -7,45 +7,42 @@
 #include "mi_cli.h"
 #include "mi_run.h"
 
-#define OPTIONS(X)                                                                                   \
-  X(O_MODEL, "model", "FILE", "the ONNX model")                                                      \
-  X(O_DEVICE, "device", "DEV", "'ref' (reference interpreter) or PLUGIN:INDEX (blis-cpu:0)")         \
-  X(O_PLUGINS, "plugins", "DIR",                                                                     \
-    "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n"                                    \
-    "folder of this build or installation)")                                                         \
-  X(O_INPUT, "input", "NAME=FILE",                                                                   \
-    "a model input from a .npy file (repeatable); its shape\n"                                       \
-    "replaces the model's dynamic dims")                                                             \
-  X(O_SHAPE, "shape", "NAME=D0,D1..",                                                                \
-    "the shape of an input without a file (repeatable); needed\n"                                    \
-    "when the input has dynamic dims. Other inputs get\n"                                            \
-    "deterministic random data of the declared shape")                                               \
-  X(O_SEED, "seed", "S", "seed of the random inputs (default 0)")                                    \
-  X(O_CONFIG, "config", "C.yaml",                                                                    \
-    "apply a model-side transform configuration first (BN\n"                                         \
-    "folding, pruning, padding, quantization, layout, fusion for\n"                                  \
-    "the device's variants; see docs/transforms.md) and list\n"                                      \
-    "the passes")                                                                                    \
-  X(O_OUTPUT_DIR, "output-dir", "DIR", "write each output as DIR/<output name>.npy (also --output)") \
-  X(O_OUTPUT, "output", "DIR", NULL)                                                                 \
-  X(O_REPEAT, "repeat", "N", "N timed runs after the warm-up: median, p10, p90, CV")                 \
-  X(O_WARMUP, "warmup", "N", "warm-up runs before timing (default 2 with --repeat)")                 \
-  X(O_THREADS, "threads", "N", "set the device knob 'threads' when the plugin has it")               \
-  X(O_PROFILE, "profile", NULL,                                                                      \
-    "per-layer table after the summary, slowest first: node, op,\n"                                  \
-    "shapes, variant, ms, share, GFLOP/s or GB/s (20 timed runs\n"                                   \
-    "unless --repeat says otherwise)")                                                               \
-  X(O_JSON, "json", NULL, "print the summary as one JSON object")                                    \
-  X(O_CHECK, "check", NULL,                                                                          \
-    "compare the last run's outputs with the reference\n"                                            \
-    "interpreter's on the same inputs (one reference run, often\n"                                   \
-    "slower than the device's); wrong results fail with exit 1")                                     \
-  X(O_TIMEOUT, "timeout", "S",                                                                       \
-    "a plugin's code runs in a child of mi-run: give up on it when\n"                                \
-    "one step (loading, preparing, one run) takes more than S\n"                                     \
-    "seconds (default 60; 0: never)")                                                                \
-  X(O_DEPLOYMENT, "deployment", "FILE",                                                              \
-    "run a tuned deployment table instead (see\n"                                                    \
+#define OPTIONS(X)                                                                           \
+  X(O_MODEL, "model", "FILE", "the ONNX model")                                              \
+  X(O_DEVICE, "device", "DEV", "'ref' (reference interpreter) or PLUGIN:INDEX (blis-cpu:0)") \
+  MI_CLI_OPT_PLUGINS(X)                                                                      \
+  X(O_INPUT, "input", "NAME=FILE",                                                           \
+    "a model input from a .npy file (repeatable); its shape\n"                               \
+    "replaces the model's dynamic dims")                                                     \
+  X(O_SHAPE, "shape", "NAME=D0,D1..",                                                        \
+    "the shape of an input without a file (repeatable); needed\n"                            \
+    "when the input has dynamic dims. Other inputs get\n"                                    \
+    "deterministic random data of the declared shape")                                       \
+  X(O_SEED, "seed", "S", "seed of the random inputs (default 0)")                            \
+  X(O_CONFIG, "config", "C.yaml",                                                            \
+    "apply a model-side transform configuration first (BN\n"                                 \
+    "folding, pruning, padding, quantization, layout, fusion for\n"                          \
+    "the device's variants; see docs/transforms.md) and list\n"                              \
+    "the passes")                                                                            \
+  MI_CLI_OPTS_OUTPUT_DIR(X)                                                                  \
+  X(O_REPEAT, "repeat", "N", "N timed runs after the warm-up: median, p10, p90, CV")         \
+  X(O_WARMUP, "warmup", "N", "warm-up runs before timing (default 2 with --repeat)")         \
+  X(O_THREADS, "threads", "N", "set the device knob 'threads' when the plugin has it")       \
+  X(O_PROFILE, "profile", NULL,                                                              \
+    "per-layer table after the summary, slowest first: node, op,\n"                          \
+    "shapes, variant, ms, share, GFLOP/s or GB/s (20 timed runs\n"                           \
+    "unless --repeat says otherwise)")                                                       \
+  MI_CLI_OPT_JSON_SUMMARY(X)                                                                 \
+  X(O_CHECK, "check", NULL,                                                                  \
+    "compare the last run's outputs with the reference\n"                                    \
+    "interpreter's on the same inputs (one reference run, often\n"                           \
+    "slower than the device's); wrong results fail with exit 1")                             \
+  X(O_TIMEOUT, "timeout", "S",                                                               \
+    "a plugin's code runs in a child of mi-run: give up on it when\n"                        \
+    "one step (loading, preparing, one run) takes more than S\n"                             \
+    "seconds (default 60; 0: never)")                                                        \
+  X(O_DEPLOYMENT, "deployment", "FILE",                                                      \
+    "run a tuned deployment table instead (see\n"                                            \
     "mi-run --deployment --help)")
 enum { MI_CLI_KEYS(OPTIONS) };
 static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};

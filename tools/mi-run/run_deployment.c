@@ -20,32 +20,29 @@ int mi_run_wants_deployment(int argc, char **argv) {
   return 0;
 }
 
-#define OPTIONS(X)                                                                                   \
-  X(O_DEPLOYMENT, "deployment", "FILE", "the deployment table (tune's DIR/deployment.yaml)")         \
-  X(O_PLUGINS, "plugins", "DIR",                                                                     \
-    "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n"                                    \
-    "folder of this build or installation)")                                                         \
-  X(O_MODEL, "model", "NAME", "the table's entry for this model (default: the assigned one)")        \
-  X(O_DEVICE, "device", "DEV",                                                                       \
-    "the table's entry for this device, PLUGIN:INDEX (default: the\n"                                \
-    "assigned one)")                                                                                 \
-  X(O_INPUT, "input", "NAME=FILE",                                                                   \
-    "a model input from a .npy file (repeatable, at most 16);\n"                                     \
-    "other inputs get deterministic random data")                                                    \
-  X(O_REPEAT, "repeat", "N", "runs (default 1); the summary gives their median")                     \
-  X(O_OUTPUT_DIR, "output-dir", "DIR", "write each output as DIR/<output name>.npy (also --output)") \
-  X(O_OUTPUT, "output", "DIR", NULL)                                                                 \
-  X(O_JSON, "json", NULL, "print the summary as one JSON object")                                    \
-  X(O_POLICY, "stack-policy", "POLICY",                                                              \
-    "use | revalidate | refuse a table tuned on another software\n"                                  \
-    "stack")                                                                                         \
-  X(O_READAPT, "readapt", NULL,                                                                      \
-    "first measure a few neighbours of the chosen configuration,\n"                                  \
-    "adopt the best and rewrite the table")                                                          \
-  X(O_NO_MONITOR, "no-monitor", NULL, "do not watch latency for drift")                              \
-  X(O_LOG, "log", "FILE", "the decision log (default: TABLE_DIR/decisions.jsonl)")                   \
-  X(O_TIMEOUT, "timeout", "S",                                                                       \
-    "give up on the plugin (it runs in a child of mi-run) when one\n"                                \
+#define OPTIONS(X)                                                                            \
+  X(O_DEPLOYMENT, "deployment", "FILE", "the deployment table (tune's DIR/deployment.yaml)")  \
+  MI_CLI_OPT_PLUGINS(X)                                                                       \
+  X(O_MODEL, "model", "NAME", "the table's entry for this model (default: the assigned one)") \
+  X(O_DEVICE, "device", "DEV",                                                                \
+    "the table's entry for this device, PLUGIN:INDEX (default: the\n"                         \
+    "assigned one)")                                                                          \
+  X(O_INPUT, "input", "NAME=FILE",                                                            \
+    "a model input from a .npy file (repeatable, at most 16);\n"                              \
+    "other inputs get deterministic random data")                                             \
+  X(O_REPEAT, "repeat", "N", "runs (default 1); the summary gives their median")              \
+  MI_CLI_OPTS_OUTPUT_DIR(X)                                                                   \
+  MI_CLI_OPT_JSON_SUMMARY(X)                                                                  \
+  X(O_POLICY, "stack-policy", "POLICY",                                                       \
+    "use | revalidate | refuse a table tuned on another software\n"                           \
+    "stack")                                                                                  \
+  X(O_READAPT, "readapt", NULL,                                                               \
+    "first measure a few neighbours of the chosen configuration,\n"                           \
+    "adopt the best and rewrite the table")                                                   \
+  X(O_NO_MONITOR, "no-monitor", NULL, "do not watch latency for drift")                       \
+  X(O_LOG, "log", "FILE", "the decision log (default: TABLE_DIR/decisions.jsonl)")            \
+  X(O_TIMEOUT, "timeout", "S",                                                                \
+    "give up on the plugin (it runs in a child of mi-run) when one\n"                         \
     "step takes more than S seconds (default 60; 0: never)")
 enum { MI_CLI_KEYS(OPTIONS) };
 static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
