@@ -19,13 +19,15 @@ typedef struct mi_cli_opt {
 } mi_cli_opt_t;
 
 /** A program lists each option once, in a macro LIST(X) of X(KEY, "name", "ARG" or NULL,
- * "help") lines; then
- *   enum { MI_CLI_KEYS(LIST) };
- *   static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(LIST)};
- * make the keys (from 256, above every short letter) and the table with its end. */
+ * "help") lines; then MI_CLI_TABLE(LIST, k_opts); makes the keys (from 256, above every short
+ * letter) and the table k_opts with its end (MI_CLI_KEYS and MI_CLI_OPTS, for a program that
+ * wants them apart). */
 #define MI_CLI_KEYS(list) MI_CLI_KEY_BELOW_FIRST_ = 255, list(MI_CLI_KEY_)
 #define MI_CLI_OPTS(list) \
   list(MI_CLI_OPT_) { NULL, 0, NULL, NULL }
+#define MI_CLI_TABLE(list, table) \
+  enum { MI_CLI_KEYS(list) };     \
+  static const mi_cli_opt_t table[] = {MI_CLI_OPTS(list)}
 #define MI_CLI_KEY_(key, name, arg, help) key,
 #define MI_CLI_OPT_(key, name, arg, help) {name, key, arg, help},
 

@@ -30,8 +30,7 @@
   X(O_KNOB, "knob", "K=V", "submit: a knob setting")                                             \
   X(O_REPEATS, "repeats", "N", "submit: timed repeats per measurement (default 5)")              \
   X(O_WAIT, "wait", NULL, "submit: wait for the answers and print them")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 /* Parses argv into a and the command; -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {

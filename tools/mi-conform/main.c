@@ -285,8 +285,7 @@ static void reexec_without_tcache(char **argv) {
   X(O_TIMEOUT, "timeout", "SECONDS", "a rule running longer fails (default 120, at most 3600)") \
   MI_CLI_OPT_JSON(X)                                                                            \
   X(O_LIST, "list-rules", NULL, "list the rules and exit")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 /* Parses argv into o; -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, options_t *o) {

@@ -33,8 +33,7 @@ typedef struct acc_args {
   X(O_DEVICE, "device", "PLUGIN:INDEX", "fuse for that device's kernel variants")        \
   X(O_SENS, "sensitivity", NULL, "also the error of each layer's setting applied alone") \
   MI_CLI_OPT_JSON(X)
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
   mi_cli_t c;

@@ -58,8 +58,7 @@ typedef struct cmp_args {
     "configuration once (default up to 150 within 1 s)")                                      \
   X(O_WARMUP, "warmup", "N", "warm-up cycles per round (and at least 0.1 s)")                 \
   MI_CLI_OPT_JSON(X)
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
   mi_cli_t c;

@@ -51,8 +51,7 @@ static int print_ltask(void *user, const mi_ltask_row_t *r) {
   X(O_FAILED, "failed", NULL, "prune: drop the failed records")              \
   X(O_MODEL, "model", "NAME|HASH", "prune: drop every record of this model") \
   X(O_DEVICE, "device", "SPEC|NAME|HASH", "prune: drop every record of this device")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
   static const char *const subs[] = {"export", "import", "stats", "prune", "layer-tasks"};

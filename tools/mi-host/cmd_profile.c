@@ -59,8 +59,7 @@ typedef struct task_info {
   MI_CLI_OPT_WORKER_TIMEOUT(X)                                                                     \
   X(O_NO_FP, "no-fingerprint", NULL, "skip the device fingerprint's micro-benchmarks")             \
   MI_CLI_OPT_JSON(X)
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
   mi_cli_t c;

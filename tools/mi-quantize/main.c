@@ -138,8 +138,7 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
   X(O_PER_CHANNEL, "per-channel", NULL, "per-channel weight scales")                             \
   X(O_CONV_W, "conv-weights", "u8|s8", "Conv weight type")                                       \
   X(O_MATMUL_W, "matmul-weights", "u8|s8", "MatMul weight type")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 int main(int argc, char **argv) {
   const char *mode = NULL, *in = NULL, *out = NULL, *files[MAX_INPUTS];

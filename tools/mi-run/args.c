@@ -44,8 +44,7 @@
   X(O_DEPLOYMENT, "deployment", "FILE",                                                      \
     "run a tuned deployment table instead (see\n"                                            \
     "mi-run --deployment --help)")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 static mi_cli_t cli(void) {
   mi_cli_t c = {0};

@@ -44,8 +44,7 @@ int mi_run_wants_deployment(int argc, char **argv) {
   X(O_TIMEOUT, "timeout", "S",                                                                \
     "give up on the plugin (it runs in a child of mi-run) when one\n"                         \
     "step takes more than S seconds (default 60; 0: never)")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 /* 1 to run; 0 to exit with *status (0 after --help or --version, 2 after a message). */
 static int parse(int argc, char **argv, dep_opts_t *o, int *status) {

@@ -27,8 +27,7 @@ static void list(void) {
   X(O_SEED, "seed", "S", "weight seed (default 0)")                            \
   X(O_BATCH, "batch", "B", "batch dimension (default 1)")                      \
   X(O_LIST, "list", NULL, "list the families")
-enum { MI_CLI_KEYS(OPTIONS) };
-static const mi_cli_opt_t k_opts[] = {MI_CLI_OPTS(OPTIONS)};
+MI_CLI_TABLE(OPTIONS, k_opts);
 
 /* Parses argv into the options; returns -1 to go on, else the exit status. */
 static int parse(int argc, char **argv, const char **name, const char **out,
