@@ -1,4 +1,5 @@
 /* blis_quant.c - QuantizeLinear / DequantizeLinear (INT8/UINT8, per-tensor or per-axis scales). */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -58,8 +59,64 @@ static inline __attribute__((always_inline)) void dq_body(const void *x, float *
 }
 #define T512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 #define T256 __attribute__((target("avx2,fma")))
-T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t z, int32_t u8) { q_body(x, y, n, s, z, u8); }
-T256 static void q_256(const float *x, void *y, int64_t n, float s, int32_t z, int32_t u8) { q_body(x, y, n, s, z, u8); }
+/* The quotient x / s of QuantizeLinear as x * (1 / s): vdivpd was the whole cost of a QDQ
+ * export's residual adds and quantize steps. The product is within 3 ulp of the correctly
+ * rounded quotient (|q| < 2^31 where it matters, so within 2^-21), and rounding to an integer
+ * only changes at a half; a lane whose product lies within 2^-20 of a half takes the division
+ * itself, so every code is the division's. (Float x and s put an inexact quotient below 2^20 at
+ * least 2^-48 of it away from a half, so only exact ties, where the product is exact too, reach
+ * the division in practice; test_blis_quant's near ties check the codes.) NaN takes neither
+ * branch and ends as the plain C loop's clamps and conversion make it. */
+#define Q_NEAR_HALF (1. / 1048576.)
+T512 static inline __m512i q512_codes(__m512d d, __m512d sd, __m512d rcp) {
+  const __m512d half = _mm512_set1_pd(.5), eps = _mm512_set1_pd(Q_NEAR_HALF);
+  __m512d p = _mm512_mul_pd(d, rcp);
+  __m512d f = _mm512_sub_pd(p, _mm512_roundscale_pd(p, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+  __mmask8 tie = _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(f, half)), eps, _CMP_LT_OQ);
+  if (tie) p = _mm512_mask_div_pd(p, tie, d, sd);
+  p = _mm512_min_pd(_mm512_set1_pd(1e9), _mm512_max_pd(_mm512_set1_pd(-1e9), p));
+  return _mm512_castsi256_si512(_mm512_cvtpd_epi32(p)); /* round half to even (default mode) */
+}
+T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
+  const __m512d sd = _mm512_set1_pd((double)s), rcp = _mm512_set1_pd(1. / (double)s);
+  const __m512i z = _mm512_set1_epi32(zp), lo = _mm512_set1_epi32(u8 ? 0 : -128), hi = _mm512_set1_epi32(u8 ? 255 : 127);
+  int64_t i;
+  for (i = 0; i < n; i += 16) {
+    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
+    __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+    __m512i r0 = q512_codes(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sd, rcp);
+    __m512i r1 = q512_codes(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sd, rcp);
+    __m512i r = _mm512_inserti64x4(r0, _mm512_castsi512_si256(r1), 1);
+    r = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(r, z)));
+    _mm512_mask_cvtepi32_storeu_epi8((int8_t *)y + i, k, r);
+  }
+}
+/* AVX2: the same in four-lane halves, eight codes a step; the tail in plain C. */
+T256 static inline __m128i q256_codes(__m256d d, __m256d sd, __m256d rcp) {
+  const __m256d half = _mm256_set1_pd(.5), eps = _mm256_set1_pd(Q_NEAR_HALF);
+  const __m256d sign = _mm256_set1_pd(-0.);
+  __m256d p = _mm256_mul_pd(d, rcp);
+  __m256d f = _mm256_sub_pd(p, _mm256_round_pd(p, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
+  __m256d tie = _mm256_cmp_pd(_mm256_andnot_pd(sign, _mm256_sub_pd(f, half)), eps, _CMP_LT_OQ);
+  if (_mm256_movemask_pd(tie)) p = _mm256_blendv_pd(p, _mm256_div_pd(d, sd), tie);
+  p = _mm256_min_pd(_mm256_set1_pd(1e9), _mm256_max_pd(_mm256_set1_pd(-1e9), p));
+  return _mm256_cvtpd_epi32(p);
+}
+T256 static void q_256(const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
+  const __m256d sd = _mm256_set1_pd((double)s), rcp = _mm256_set1_pd(1. / (double)s);
+  const __m128i z = _mm_set1_epi32(zp), lo = _mm_set1_epi32(u8 ? 0 : -128), hi = _mm_set1_epi32(u8 ? 255 : 127);
+  int64_t i;
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m128i r0 = q256_codes(_mm256_cvtps_pd(_mm_loadu_ps(x + i)), sd, rcp);
+    __m128i r1 = q256_codes(_mm256_cvtps_pd(_mm_loadu_ps(x + i + 4)), sd, rcp);
+    __m128i h;
+    r0 = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm_add_epi32(r0, z)));
+    r1 = _mm_min_epi32(hi, _mm_max_epi32(lo, _mm_add_epi32(r1, z)));
+    h = _mm_packs_epi32(r0, r1);
+    _mm_storel_epi64((__m128i *)((int8_t *)y + i), u8 ? _mm_packus_epi16(h, h) : _mm_packs_epi16(h, h));
+  }
+  if (i < n) q_body(x + i, (int8_t *)y + i, n - i, s, zp, u8);
+}
 T512 static void dq_512(const void *x, float *y, int64_t n, float s, int32_t z, int32_t u8) { dq_body(x, y, n, s, z, u8); }
 T256 static void dq_256(const void *x, float *y, int64_t n, float s, int32_t z, int32_t u8) { dq_body(x, y, n, s, z, u8); }
 
