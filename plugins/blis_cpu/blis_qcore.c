@@ -323,27 +323,30 @@ REQUANT_BODY(requant_body_f, float)
  * do. Sixteen outputs a step: two halves of eight doubles. */
 #define RQ512_HALF(d, mu, bi) \
   _mm512_cvtpd_epi32(_mm512_min_pd(hi9, _mm512_max_pd(lo9, _mm512_add_pd(_mm512_mul_pd(d, mu), bi))))
-#define RQ512_BODY(LOAD_LO, LOAD_HI, LOADM_LO, LOADM_HI)                                      \
-  const __m512d lo9 = _mm512_set1_pd(-1e9), hi9 = _mm512_set1_pd(1e9);                        \
-  const __m512i z = _mm512_set1_epi32(zy), clo = _mm512_set1_epi32(is_u8 ? 0 : -128);         \
-  const __m512i chi = _mm512_set1_epi32(is_u8 ? 255 : 127);                                   \
-  __m512d mu0 = _mm512_set1_pd(mult[0]), mu1 = mu0, bi0 = _mm512_set1_pd(bias[0]), bi1 = bi0; \
-  int64_t i;                                                                                  \
-  for (i = 0; i < n; i += 16) {                                                               \
-    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);                   \
-    __m256i r0, r1;                                                                           \
-    __m512i v;                                                                                \
-    if (mstep) {                                                                              \
-      mu0 = _mm512_maskz_loadu_pd((__mmask8)k, mult + i);                                     \
-      mu1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), mult + i + 8);                          \
-      bi0 = _mm512_maskz_loadu_pd((__mmask8)k, bias + i);                                     \
-      bi1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), bias + i + 8);                          \
-    }                                                                                         \
-    r0 = RQ512_HALF(k == 0xffff ? LOAD_LO : LOADM_LO, mu0, bi0);                              \
-    r1 = RQ512_HALF(k == 0xffff ? LOAD_HI : LOADM_HI, mu1, bi1);                              \
-    v = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);                                \
-    v = _mm512_min_epi32(chi, _mm512_max_epi32(clo, _mm512_add_epi32(v, z)));                 \
-    _mm512_mask_cvtepi32_storeu_epi8((int8_t *)y + i, k, v);                                  \
+#define RQ512_BODY(LOAD_LO, LOAD_HI, LOADM_LO, LOADM_HI)                                               \
+  const __m512d lo9 = _mm512_set1_pd(-1e9), hi9 = _mm512_set1_pd(1e9);                                 \
+  const __m512i z = _mm512_set1_epi32(zy), clo = _mm512_set1_epi32(is_u8 ? 0 : -128);                  \
+  const __m512i chi = _mm512_set1_epi32(is_u8 ? 255 : 127);                                            \
+  __m512d mu0 = _mm512_set1_pd(mult[0]), mu1 = mu0, bi0 = _mm512_set1_pd(bias[0]), bi1 = bi0;          \
+  int64_t i;                                                                                           \
+  for (i = 0; i < n; i += 16) {                                                                        \
+    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);                            \
+    __m256i r0, r1;                                                                                    \
+    __m512i v;                                                                                         \
+    if (mstep) {                                                                                       \
+      mu0 = _mm512_maskz_loadu_pd((__mmask8)k, mult + i);                                              \
+      mu1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), mult + i + 8);                                   \
+      bi0 = _mm512_maskz_loadu_pd((__mmask8)k, bias + i);                                              \
+      bi1 = _mm512_maskz_loadu_pd((__mmask8)(k >> 8), bias + i + 8);                                   \
+    }                                                                                                  \
+    r0 = RQ512_HALF(k == 0xffff ? LOAD_LO : LOADM_LO, mu0, bi0);                                       \
+    r1 = RQ512_HALF(k == 0xffff ? LOAD_HI : LOADM_HI, mu1, bi1);                                       \
+    v = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);                                         \
+    v = _mm512_min_epi32(chi, _mm512_max_epi32(clo, _mm512_add_epi32(v, z)));                          \
+    if (k == 0xffff) /* vpmovdb to a register, then a plain store: its memory form is slow on Zen 4 */ \
+      _mm_storeu_si128((__m128i *)((int8_t *)y + i), _mm512_cvtepi32_epi8(v));                         \
+    else                                                                                               \
+      _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(v));                               \
   }
 T512Q static void requant_avx512(REQUANT_ARGS(int32_t)){
     RQ512_BODY(_mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i))),

@@ -88,7 +88,10 @@ T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t zp, 
     __m512i r1 = q512_codes(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sd, rcp);
     __m512i r = _mm512_inserti64x4(r0, _mm512_castsi512_si256(r1), 1);
     r = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(r, z)));
-    _mm512_mask_cvtepi32_storeu_epi8((int8_t *)y + i, k, r);
+    if (k == 0xffff) /* vpmovdb to a register, then a plain store: its memory form is slow on Zen 4 */
+      _mm_storeu_si128((__m128i *)((int8_t *)y + i), _mm512_cvtepi32_epi8(r));
+    else
+      _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(r));
   }
 }
 /* AVX2: the same in four-lane halves, eight codes a step; the tail in plain C. */
