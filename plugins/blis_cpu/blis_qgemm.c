@@ -1,6 +1,7 @@
 /* blis_qgemm.c - INT8 Conv, Gemm and MatMul: the lowered QDQ layers of docs/abi.md. Input codes
  * minus their zero point times the INT8 (or INT4) weights, accumulated exactly in int32, bias and
  * scales applied in the output stage, output codes rounded half to even. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
@@ -52,6 +53,26 @@ static inline __attribute__((always_inline)) void qcol_row(int16_t *dst, const v
   for (ow = hi; ow < ow_n; ow++) dst[ow * 2] = 0;
 }
 
+/* qcol_row for stride 1 in AVX-512: 16 codes widened to int32 lanes minus zx, each lane's low
+ * int16 stored to its even slot by a masked store, so the odd slots (the pair's other row,
+ * another item's) are not written. The scalar loop was a tenth of a QDQ detector's run. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qcol_row1_512(int16_t *dst, const void *xr, int u8,
+                                                                               int64_t ow_n, int64_t lo, int64_t hi,
+                                                                               int64_t col, int32_t zx) {
+  const __m512i z = _mm512_set1_epi32(zx);
+  int64_t ow;
+  for (ow = 0; ow < lo; ow++) dst[ow * 2] = 0;
+  for (ow = lo; ow < hi; ow += 16) {
+    int64_t left = hi - ow;
+    __mmask16 k = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);
+    __m128i b = _mm_maskz_loadu_epi8(k, (const int8_t *)xr + col + ow);
+    __m512i v = _mm512_sub_epi32(u8 ? _mm512_cvtepu8_epi32(b) : _mm512_cvtepi8_epi32(b), z);
+    __mmask32 even = 0x55555555u & (left >= 16 ? 0xffffffffu : (1u << (2 * left)) - 1u);
+    _mm512_mask_storeu_epi16(dst + ow * 2, even, v);
+  }
+  for (ow = hi; ow < ow_n; ow++) dst[ow * 2] = 0;
+}
+
 /* Items are input channels of the group: (x - zx) columns, 0 in the padding (real zero), written
  * as pairs of rows (row k is half k & 1 of pair k / 2) for the int32 core. */
 static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
@@ -74,7 +95,9 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
             qcol_row(d, base, q->x_u8, c->OW, c->OW, c->OW, 0, 0, 0);
             continue;
           }
-          if (c->sw == 1) qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, 1, t->zx);
+          if (c->sw == 1 && c->simd == MI__SIMD_AVX512) qcol_row1_512(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, t->zx);
+          else if (c->sw == 1)
+            qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, 1, t->zx);
           else
             qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, c->sw, t->zx);
         }

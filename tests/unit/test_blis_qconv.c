@@ -58,6 +58,7 @@ typedef struct qcase {
   int64_t n, c, h, w, m, k, s, pad, g;
   int x_u8, y_u8, per_channel, int4; /* int4: 1 packed MI_DTYPE_INT4, 2 INT8 values in -8..7 */
   int ties;                          /* dyadic scales: acc * mult + bias lands on .5 for every odd acc */
+  int ext;                           /* zero points at the ends of the code range and a small output scale: both ends saturate */
 } qcase_t;
 
 static void conv_case(tb_plugin_t *p, const qcase_t *q) {
@@ -72,7 +73,7 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   float *bias = malloc((size_t)q->m * sizeof(float)), *cs = malloc((size_t)q->m * sizeof(float));
   float sx = 0.043f, sy = 0.117f;
   int32_t zx = q->x_u8 ? 131 : -5, zy = q->y_u8 ? 120 : 4, rc1, rc2;
-  int64_t ties = 0;
+  int64_t ties = 0, sat_lo = 0, sat_hi = 0;
   tb_t b;
   int tx, tw, tbias, ty, node;
   mi_error_t err = {0, ""};
@@ -90,6 +91,11 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   for (m = 0; m < q->m; m++) {
     bias[m] = q->ties ? (float)rnd(-8, 8) * 0.125f : (float)rnd(-300, 300) * 0.01f;
     cs[m] = q->ties ? 0.25f : (float)rnd(1, 40) * 0.0007f;
+  }
+  if (q->ext) { /* x - zx spans -255..0 (UINT8) or 0..255 (INT8); sums of either sign saturate */
+    zx = q->x_u8 ? 255 : -128;
+    zy = q->y_u8 ? 0 : 127;
+    sy = 0.004f;
   }
   if (q->ties) {
     sx = 0.5f;
@@ -141,6 +147,8 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
               }
           i = ((n * q->m + m) * oh + y0) * ow + x0;
           want[i] = (uint8_t)ref_code(acc, mult, bo, zy, q->y_u8);
+          sat_lo += ref_code(acc, mult, bo, zy, q->y_u8) == (q->y_u8 ? 0 : -128);
+          sat_hi += ref_code(acc, mult, bo, zy, q->y_u8) == (q->y_u8 ? 255 : 127);
           {
             double v = (double)acc * mult + bo;
             ties += v - floor(v) == 0.5 && fabs(v + zy) < 100.; /* a tie that is not saturated */
@@ -157,6 +165,8 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
     for (i = 0; i < yn; i++) diff += y1[i] != want[i];
     CHECK(diff == 0, "%s: %lld of %lld codes differ from the integer reference", q->name, (long long)diff, (long long)yn);
     CHECK(!q->ties || ties > 0, "%s: no exact tie occurred; the case tests nothing", q->name);
+    CHECK(!q->ext || (sat_lo > 0 && sat_hi > 0), "%s: saturates %lld low, %lld high (want both)", q->name,
+          (long long)sat_lo, (long long)sat_hi);
     CHECK(memcmp(y1, y2, (size_t)yn) == 0, "%s: 1 and 2 threads differ", q->name);
   }
 done:
@@ -250,20 +260,25 @@ static void gemm_case(tb_plugin_t *p, int matmul, int int4) {
 }
 
 static tb_plugin_t p;
-/* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties */
+/* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties ext */
 static const qcase_t cases[] = {
-    {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0},
-    {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0},
-    {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0},
-    {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0},
-    {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0},
-    {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0},
-    {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0},
-    {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1},
-    {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0},
-    {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0},
-    {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0},
-    {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0},
+    {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0, 0},
+    {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0, 0},
+    {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0, 0},
+    {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0},
+    {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+    {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1, 0},
+    {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0, 0},
+    {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0, 0},
+    {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0, 0},
+    {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0},
+    /* 37 and 21 columns: a full 16- or 32-lane block and a tail in the columns and the output
+     * stage; odd K; zero points at the code ends, both ends saturated */
+    {"int8 conv 1x1 odd K, extreme zero points, saturating", 1, 7, 3, 37, 5, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1},
+    {"int8 conv 3x3 s8 extreme zero points, saturating", 2, 3, 5, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
+    {"int8 conv 3x3 u8 in s8 out, extreme zero points", 1, 5, 4, 19, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
