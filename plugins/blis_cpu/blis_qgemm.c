@@ -73,6 +73,26 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void qcol_row1_512(i
   for (ow = hi; ow < ow_n; ow++) dst[ow * 2] = 0;
 }
 
+/* Stride 2: 32 bytes widened to int16 lanes minus zx; lane 2j holds input column 2j, which is
+ * output column j, and the even-slot store puts it at dst[j * 2]. The load stops at the last
+ * column read (2 * (hi - 1) + col), so nothing past the row is touched. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qcol_row2_512(int16_t *dst, const void *xr, int u8,
+                                                                               int64_t ow_n, int64_t lo, int64_t hi,
+                                                                               int64_t col, int32_t zx) {
+  const __m512i z = _mm512_set1_epi16((int16_t)zx);
+  int64_t ow;
+  for (ow = 0; ow < lo; ow++) dst[ow * 2] = 0;
+  for (ow = lo; ow < hi; ow += 16) {
+    int64_t left = hi - ow;
+    __mmask32 k = left >= 16 ? 0x7fffffffu : (1u << (2 * left - 1)) - 1u;
+    __m256i b = _mm256_maskz_loadu_epi8(k, (const int8_t *)xr + col + ow * 2);
+    __m512i v = _mm512_sub_epi16(u8 ? _mm512_cvtepu8_epi16(b) : _mm512_cvtepi8_epi16(b), z);
+    __mmask32 even = 0x55555555u & (left >= 16 ? 0xffffffffu : (1u << (2 * left)) - 1u);
+    _mm512_mask_storeu_epi16(dst + ow * 2, even, v);
+  }
+  for (ow = hi; ow < ow_n; ow++) dst[ow * 2] = 0;
+}
+
 /* Items are input channels of the group: (x - zx) columns, 0 in the padding (real zero), written
  * as pairs of rows (row k is half k & 1 of pair k / 2) for the int32 core. */
 static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
@@ -80,6 +100,8 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
   int64_t ci, kh, kw, oh, ohw = (t->oh1 - t->oh0) * c->OW, eb = 1; /* 1-byte codes */
+  int flat = c->simd == MI__SIMD_AVX512 && c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->OW == c->W &&
+             c->OH == c->H; /* no pads: the output plane is the input plane */
   for (ci = c0; ci < c1; ci++)
     for (kh = 0; kh < c->KH; kh++)
       for (kw = 0; kw < c->KW; kw++) {
@@ -88,6 +110,10 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
         const uint8_t *base = (const uint8_t *)t->x + ci * c->H * c->W * eb;
         while (lo < c->OW && lo * c->sw + col < 0) lo++;
         while (hi > lo && (hi - 1) * c->sw + col >= c->W) hi--;
+        if (flat) { /* a 1x1 stride-1 conv without pads: the tile's rows are one contiguous span */
+          qcol_row1_512(dst, base + t->oh0 * c->W, q->x_u8, ohw, 0, ohw, 0, t->zx);
+          continue;
+        }
         for (oh = t->oh0; oh < t->oh1; oh++) {
           int64_t ih = oh * c->sh - c->pt + kh * c->dh;
           int16_t *d = dst + (oh - t->oh0) * c->OW * 2;
@@ -95,7 +121,9 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
             qcol_row(d, base, q->x_u8, c->OW, c->OW, c->OW, 0, 0, 0);
             continue;
           }
-          if (c->sw == 1 && c->simd == MI__SIMD_AVX512) qcol_row1_512(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, t->zx);
+          if (c->sw == 2 && c->simd == MI__SIMD_AVX512) qcol_row2_512(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, t->zx);
+          else if (c->sw == 1 && c->simd == MI__SIMD_AVX512)
+            qcol_row1_512(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, t->zx);
           else if (c->sw == 1)
             qcol_row(d, base + ih * c->W, q->x_u8, c->OW, lo, hi, col, 1, t->zx);
           else

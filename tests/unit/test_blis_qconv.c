@@ -279,6 +279,7 @@ static const qcase_t cases[] = {
     {"int8 conv 1x1 odd K, extreme zero points, saturating", 1, 7, 3, 37, 5, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1},
     {"int8 conv 3x3 s8 extreme zero points, saturating", 2, 3, 5, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
     {"int8 conv 3x3 u8 in s8 out, extreme zero points", 1, 5, 4, 19, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1},
+    {"int8 conv 3x3 stride 2 s8 in, 19 output columns, extreme zero points", 1, 3, 7, 37, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 1},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
