@@ -127,7 +127,7 @@ static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char 
   const mi_sdk_variant_t *v = NULL;
   ocl_knobs_t kn;
   int32_t st = mi_sdk_config_variant(ctx, device, NULL, variant_id, knobs, knob_count, &v, err);
-  if (st != MI_OK) return st;
+  if (st != MI_OK || !v) return st; /* no variant: auto, the plugin picks (default_variant) */
   return mi__ocl_knobs_resolve(&ctx->devs[device], (const ocl_variant_t *)v, knobs, knob_count, &kn, err);
 }
 

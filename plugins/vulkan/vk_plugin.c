@@ -79,7 +79,7 @@ static int32_t p_check_config(mi_plugin_ctx_t *ctx, uint32_t device, const char 
   uint32_t spec[VK_NSPEC];
   int32_t st = mi_sdk_config_variant(ctx, device, mi__vk_tables_all(), variant_id, knobs,
                                      knob_count, &sv, err);
-  if (st != MI_OK) return st;
+  if (st != MI_OK || !sv) return st; /* no variant: auto, the plugin picks */
   v = (const vk_variant_t *)sv;
   if (v->fp16 && !ctx->devs[device].has_fp16)
     return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,

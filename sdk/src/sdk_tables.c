@@ -339,9 +339,25 @@ int32_t mi_sdk_config_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
     return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: check_config: knobs is NULL",
                          pname(ctx));
   if (!all) all = mi_sdk_tables(ctx, device);
-  if (!variant_id || !(*v = mi_sdk_variant_find(all, variant_id)))
+  *v = NULL;
+  /* No variant is "auto": the plugin picks the kernel and its knobs, so the host sends only
+   * device-level knobs (an auto node of a search, a configuration naming model-side keys only).
+   * Refusing it would make the host repair every auto node to an explicit variant. */
+  if (!variant_id || !variant_id[0]) {
+    for (int32_t i = 0; i < knob_count; i++) {
+      int32_t k = mi_sdk_knob_index(all, knobs[i].name);
+      if (k < 0)
+        return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown knob '%s'", pname(ctx),
+                             knobs[i].name ? knobs[i].name : "(null)");
+      if (all->knobs[k].type != MI_KNOB_FLOAT && !mi_sdk_knob_allows(&all->knobs[k], knobs[i].i))
+        return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: knob %s=%lld is outside its domain",
+                             pname(ctx), knobs[i].name, (long long)knobs[i].i);
+    }
+    return MI_OK;
+  }
+  if (!(*v = mi_sdk_variant_find(all, variant_id)))
     return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: unknown variant '%s'", pname(ctx),
-                         variant_id ? variant_id : "(null)");
+                         variant_id);
   return MI_OK;
 }
 

@@ -101,6 +101,20 @@ static void refusals(void) {
   }
   REQUIRE(check("gemm.fastest", NULL, NULL, 0, &err) == MI_ERR_INVALID_CONFIG);
   REQUIRE(check("gemm.tiled", NULL, NULL, 0, &err) == MI_OK);
+  /* No variant is "auto" (the plugin picks, as kernel_prepare does): the host asks it for every
+   * auto node, and a refusal made its repair move the default point's nodes to explicit
+   * variants (depthwise convs ran conv.im2col_gemm instead of conv.depthwise). Knobs it is
+   * given must still be real ones in their domains. */
+  REQUIRE(check(NULL, NULL, NULL, 0, &err) == MI_OK);
+  REQUIRE(check("", NULL, NULL, 0, &err) == MI_OK);
+  {
+    static const char *bad[] = {"warp_size"}, *wg[] = {"wg_x"};
+    int64_t one[] = {1}, three[] = {3};
+    REQUIRE(check(NULL, bad, one, 1, &err) == MI_ERR_INVALID_CONFIG);
+    REQUIRE(strstr(err.message, "warp_size") != NULL);
+    REQUIRE(check(NULL, wg, three, 1, &err) == MI_ERR_INVALID_CONFIG);
+    REQUIRE(strstr(err.message, "wg_x=3") != NULL);
+  }
 }
 
 /* kernel_prepare refuses the same way, before building anything; and unsupported ops. */

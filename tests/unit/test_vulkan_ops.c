@@ -140,6 +140,12 @@ static void knob_rules(void) {
   CHECK(rc == MI_ERR_INVALID_CONFIG && strstr(err.message, "domain"), "domain: %d %s", rc, err.message);
   rc = a->check_config(g_p->ctx, 0, "matmul.tiled", ok, 2, &err);
   CHECK(rc == MI_OK, "valid config refused: %s", err.message);
+  /* No variant is "auto", the plugin's own pick: the host asks it for every auto node, and a
+   * refusal made the space's default point name explicit variants. */
+  rc = a->check_config(g_p->ctx, 0, NULL, NULL, 0, &err);
+  CHECK(rc == MI_OK, "auto refused: %d %s", rc, err.message);
+  rc = a->check_config(g_p->ctx, 0, NULL, bad, 1, &err);
+  CHECK(rc == MI_ERR_INVALID_CONFIG && strstr(err.message, "local_x=3"), "auto, bad knob: %d %s", rc, err.message);
   { /* the same rule through kernel preparation, without host fallback */
     int64_t ad[2] = {8, 8}, bd[2] = {8, 8};
     int32_t x, y, in[2];

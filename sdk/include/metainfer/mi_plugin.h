@@ -422,7 +422,9 @@ typedef struct mi_plugin_api {
   int32_t (*constraint_desc)(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                              mi_constraint_desc_t *out, mi_error_t *err);
   /* Optional. Validates a knob assignment for a variant without preparing; any thread.
-   * MI_OK or MI_ERR_INVALID_CONFIG with the broken rule in err. */
+   * MI_OK or MI_ERR_INVALID_CONFIG with the broken rule in err. variant_id NULL is "auto"
+   * (no variant named: the plugin picks, as kernel_prepare does) with device-level knobs only;
+   * refusing it makes the host move the node to an explicit variant. */
   int32_t (*check_config)(mi_plugin_ctx_t *ctx, uint32_t device, const char *variant_id,
                           const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err);
 

@@ -215,7 +215,9 @@ int32_t mi_sdk_counter_sample(const mi_plugin_ctx_t *ctx, uint32_t device, uint3
 /** The opening of a check_config: checks the device, that `knobs` is not NULL when knob_count
  * is > 0, and finds variant_id in `all` (NULL: the device's tables; a plugin whose devices list
  * fewer variants than it knows passes the full table, to say more than "unknown"). MI_OK with
- * *v set, else MI_ERR_INVALID_CONFIG "NAME: unknown variant 'ID'" or the argument's error. */
+ * *v set, else MI_ERR_INVALID_CONFIG "NAME: unknown variant 'ID'" or the argument's error.
+ * A NULL or empty variant_id is "auto" (the plugin picks the kernel): MI_OK with *v NULL once
+ * every knob is one of the table's and within its domain; the plugin then checks no more. */
 int32_t mi_sdk_config_variant(const mi_plugin_ctx_t *ctx, uint32_t device,
                               const mi_sdk_tables_t *all, const char *variant_id,
                               const mi_knob_value_t *knobs, int32_t knob_count,
