@@ -177,6 +177,23 @@ static void run_n(mi_runtime_t *rt, int n, trace_t *tr) {
   for (int i = 0; i < g->input_count; i++) mi_array_destroy(in[i]);
 }
 
+/* The runtime's long steps as its on_step hook reports them (mi-run restarts its guard's
+ * deadline on each). */
+static struct {
+  int reopen, prepare, measure, other;
+} steps;
+
+static void count_step(void *user, const char *step) {
+  REQUIRE(user == &steps);
+  if (!strcmp(step, "reopen")) steps.reopen++;
+  else if (!strcmp(step, "prepare"))
+    steps.prepare++;
+  else if (!strcmp(step, "measure"))
+    steps.measure++;
+  else
+    steps.other++;
+}
+
 static mi_runtime_t *open_rt(const char *table, int32_t policy, int32_t expect) {
   mi_registry_t *reg = registry();
   mi_runtime_options_t o;
@@ -184,6 +201,9 @@ static mi_runtime_t *open_rt(const char *table, int32_t policy, int32_t expect) 
   mi_error_t err;
   mi_runtime_options_default(&o);
   o.stack_policy = policy;
+  o.on_step = count_step;
+  o.step_user = &steps;
+  memset(&steps, 0, sizeof steps);
   REQUIRE(mi_runtime_open(table, reg, &o, &rt, &err) == expect);
   if (expect != MI_OK) {
     REQUIRE(rt == NULL);
@@ -255,6 +275,14 @@ static void test_drift(const char *table) {
    * measures neighbours, adopts one and rewrites the table atomically. */
   REQUIRE(info.readaptations >= 1 && log_has("drift") >= 3 && log_has("switch") >= 2);
   REQUIRE(log_has("readapt") >= 1 && log_has("table_written") >= 1);
+  /* Every step of the reactions was reported, not only the opening: one prepare per switch
+   * (and the opening), one measure per re-adaptation candidate, one reopen per switch. A
+   * reaction reported as one step was killed by mi-run's guard as a hung run on OpenCL and
+   * Vulkan, where preparing a configuration compiles its kernels. */
+  printf("  steps: %d reopen, %d prepare, %d measure\n", steps.reopen, steps.prepare,
+         steps.measure);
+  REQUIRE(steps.prepare >= 1 + info.switches && steps.reopen >= 1 + info.switches);
+  REQUIRE(steps.measure >= log_has("readapt_measured") && steps.measure >= 2 && !steps.other);
   OK(mi_deploy_load(table, &t, &e_));
   REQUIRE(t->entries[0].config_count >= 4);
   REQUIRE(t->has_bound[MI_OBJ_LATENCY] && t->bound[MI_OBJ_LATENCY] == 100);

@@ -128,6 +128,14 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Each long step of the runtime (a configuration prepared or measured, the device reopened) is a
+ * step of the guard with its own deadline: a drift reaction inside one run (fallbacks, then a
+ * re-adaptation measuring several neighbours) took minutes on OpenCL and Vulkan and was killed
+ * as a hang of the run after --timeout seconds. */
+static void guard_step(void *guard, const char *step) {
+  mi_guard_stage(guard, NULL, step);
+}
+
 int mi_run_deployment_main(int argc, char **argv) {
   dep_opts_t o;
   mi_registry_t *reg = NULL;
@@ -158,6 +166,8 @@ int mi_run_deployment_main(int argc, char **argv) {
   ro.stack_policy = o.policy;
   ro.monitor = o.monitor;
   ro.log_path = o.log;
+  ro.on_step = guard_step;
+  ro.step_user = guard;
   if ((rc = mi_runtime_open(o.table, reg, &ro, &rt, &err))) goto fail;
   mi_runtime_info(rt, &info);
   {

@@ -145,6 +145,13 @@ typedef struct mi_runtime_options {
   int32_t write_table;   /* 1 (default): re-adaptation and revalidation rewrite the table */
   const char *log_path;  /* decision log; NULL: TABLE_DIR/decisions.jsonl; "" none */
   uint64_t seed;         /* re-adaptation neighbours (default 1) */
+  /* NULL, or called before each long step the runtime takes: reopening the device, preparing a
+   * configuration (kernels compiled), measuring one. A drift reaction inside mi_runtime_run
+   * (fallbacks, a re-adaptation of several measured neighbours) is many such steps; a caller
+   * that watches each call with a deadline (mi-run's guard) restarts it here, so that a
+   * reaction made of steps that each finish in time is not taken for a hang. */
+  void (*on_step)(void *user, const char *step);
+  void *step_user;
 } mi_runtime_options_t;
 
 MI_API void mi_runtime_options_default(mi_runtime_options_t *o);

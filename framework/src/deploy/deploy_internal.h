@@ -71,6 +71,9 @@ int32_t mi__rt_check_stack(mi_runtime_t *rt, mi_error_t *err);
 int32_t mi__rt_measure_point(mi_runtime_t *rt, const mi_deploy_config_t *c, int32_t repeats,
                              double *fig, mi_error_t *err);
 
+/* Tells the caller (mi_runtime_options_t.on_step) that a long step begins. */
+void mi__rt_step(const mi_runtime_t *rt, const char *step);
+
 /** Appends one decision to the JSON Lines log: {"ts":..,"event":..,<fields>} where `fields` is
  * a JSON fragment of extra members ("" for none). Failures to log never stop the runtime. */
 void mi__rt_log(mi_runtime_t *rt, const char *event, const char *fmt, ...)

@@ -68,6 +68,7 @@ int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
   mi_manifest_t m;
   mi_space_options_t so;
   int32_t rc;
+  mi__rt_step(rt, "reopen");
   /* The session and space point into the instance: they go first. */
   drop_session(rt);
   mi_space_destroy(rt->space);
@@ -93,6 +94,7 @@ int32_t mi__rt_instantiate(mi_runtime_t *rt, const mi_deploy_config_t *c, int32_
   mi_session_t *s = NULL;
   mi_deploy_config_t copy;
   int32_t rc;
+  mi__rt_step(rt, "prepare");
   if ((rc = prepare(rt, c, &p, err))) return rc;
   if ((rc = mi_session_create(p.xg, &rt->plugin->pub, rt->device, mi_space_hw_options(p.hw), &s,
                               err))) {
@@ -134,6 +136,7 @@ int32_t mi__rt_measure_point(mi_runtime_t *rt, const mi_deploy_config_t *c, int3
   mi_measure_options_t mo;
   int32_t rc;
   for (int32_t k = 0; k < MI_OBJ_COUNT; k++) fig[k] = NAN;
+  mi__rt_step(rt, "measure");
   if ((rc = prepare(rt, c, &p, err))) return rc;
   mi_measure_options_default(&mo);
   mo.warmup = 1;
