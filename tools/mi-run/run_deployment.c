@@ -132,8 +132,11 @@ static int cmp_d(const void *a, const void *b) {
  * step of the guard with its own deadline: a drift reaction inside one run (fallbacks, then a
  * re-adaptation measuring several neighbours) took minutes on OpenCL and Vulkan and was killed
  * as a hang of the run after --timeout seconds. */
-static void guard_step(void *guard, const char *step) {
-  mi_guard_stage(guard, NULL, step);
+static void guard_step(void *guard, const char *device, const char *step) {
+  char who[128];
+  /* The plugin of the table's device, not the last one loaded. */
+  snprintf(who, sizeof who, "%.*s", (int)strcspn(device, ":"), device);
+  mi_guard_stage(guard, who[0] ? who : NULL, step);
 }
 
 int mi_run_deployment_main(int argc, char **argv) {

@@ -150,7 +150,7 @@ typedef struct mi_runtime_options {
    * (fallbacks, a re-adaptation of several measured neighbours) is many such steps; a caller
    * that watches each call with a deadline (mi-run's guard) restarts it here, so that a
    * reaction made of steps that each finish in time is not taken for a hang. */
-  void (*on_step)(void *user, const char *step);
+  void (*on_step)(void *user, const char *device, const char *step); /* device: PLUGIN:INDEX */
   void *step_user;
 } mi_runtime_options_t;
 

@@ -30,7 +30,7 @@ int32_t mi_stack_policy_find(const char *name) {
 }
 
 void mi__rt_step(const mi_runtime_t *rt, const char *step) {
-  if (rt->o.on_step) rt->o.on_step(rt->o.step_user, step);
+  if (rt->o.on_step) rt->o.on_step(rt->o.step_user, rt->spec, step);
 }
 
 void mi__rt_log(mi_runtime_t *rt, const char *event, const char *fmt, ...) {
