@@ -180,12 +180,12 @@ static void run_n(mi_runtime_t *rt, int n, trace_t *tr) {
 /* The runtime's long steps as its on_step hook reports them (mi-run restarts its guard's
  * deadline on each). */
 static struct {
-  int reopen, prepare, measure, other;
+  int open, prepare, measure, other;
 } steps;
 
 static void count_step(void *user, const char *device, const char *step) {
   REQUIRE(user == &steps && !strncmp(device, "npu-stub:", 9));
-  if (!strcmp(step, "reopen")) steps.reopen++;
+  if (!strcmp(step, "open")) steps.open++;
   else if (!strcmp(step, "prepare"))
     steps.prepare++;
   else if (!strcmp(step, "measure"))
@@ -276,12 +276,12 @@ static void test_drift(const char *table) {
   REQUIRE(info.readaptations >= 1 && log_has("drift") >= 3 && log_has("switch") >= 2);
   REQUIRE(log_has("readapt") >= 1 && log_has("table_written") >= 1);
   /* Every step of the reactions was reported, not only the opening: one prepare per switch
-   * (and the opening), one measure per re-adaptation candidate, one reopen per switch. A
+   * (and the opening), one measure per re-adaptation candidate, one device open per switch. A
    * reaction reported as one step was killed by mi-run's guard as a hung run on OpenCL and
    * Vulkan, where preparing a configuration compiles its kernels. */
-  printf("  steps: %d reopen, %d prepare, %d measure\n", steps.reopen, steps.prepare,
+  printf("  steps: %d open, %d prepare, %d measure\n", steps.open, steps.prepare,
          steps.measure);
-  REQUIRE(steps.prepare >= 1 + info.switches && steps.reopen >= 1 + info.switches);
+  REQUIRE(steps.prepare >= 1 + info.switches && steps.open >= 1 + info.switches);
   REQUIRE(steps.measure >= log_has("readapt_measured") && steps.measure >= 2 && !steps.other);
   OK(mi_deploy_load(table, &t, &e_));
   REQUIRE(t->entries[0].config_count >= 4);

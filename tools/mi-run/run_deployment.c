@@ -128,7 +128,7 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Each long step of the runtime (a configuration prepared or measured, the device reopened) is a
+/* Each long step of the runtime (a configuration prepared or measured, a device instance opened) is a
  * step of the guard with its own deadline: a drift reaction inside one run (fallbacks, then a
  * re-adaptation measuring several neighbours) took minutes on OpenCL and Vulkan and was killed
  * as a hang of the run after --timeout seconds. */

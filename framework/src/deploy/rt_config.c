@@ -68,7 +68,7 @@ int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
   mi_manifest_t m;
   mi_space_options_t so;
   int32_t rc;
-  mi__rt_step(rt, "reopen");
+  mi__rt_step(rt, "open"); /* a device instance: the plugin loaded, its space probed */
   /* The session and space point into the instance: they go first. */
   drop_session(rt);
   mi_space_destroy(rt->space);
