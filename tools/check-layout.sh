@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # check-layout.sh - the module rules of docs/architecture.md that the compiler does not check:
 # a framework file includes no other module's *_internal.h (modules offer <module>/<name>.h
-# interfaces instead), no framework header includes the users' umbrella metainfer/mi.h, and
+# interfaces instead), no framework file includes the users' umbrella metainfer/mi.h, and
 # plugins and the SDK include nothing of the host. Prints each breach as file:line and exits 1.
 set -uo pipefail
 src="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -17,9 +17,9 @@ while IFS=: read -r file line text; do
   fi
 done < <(grep -rnE '#include[[:space:]]*"[^"]*_internal\.h"' framework/src --include='*.c' --include='*.h')
 while IFS=: read -r file line _; do
-  echo "$file:$line: a framework header includes metainfer/mi.h (the umbrella is for users; include what is used)"
+  echo "$file:$line: a framework file includes metainfer/mi.h (the umbrella is for users; include what is used)"
   bad=1
-done < <(grep -rnE '#include[[:space:]]*[<"]metainfer/mi\.h[">]' framework/src --include='*.h')
+done < <(grep -rnE '#include[[:space:]]*[<"]metainfer/mi\.h[">]' framework/src --include='*.c' --include='*.h')
 while IFS=: read -r file line text; do
   echo "$file:$line: plugins and the SDK build against the SDK header alone: $text"
   bad=1

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 MI_API size_t mi_dtype_size(int32_t dtype) {
   switch (dtype) {

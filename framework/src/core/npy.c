@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 /* The magic string, the two version bytes and the shortest length field (v1). */
 static const char k_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};

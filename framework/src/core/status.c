@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 static const char *const k_messages[] = {
     [MI_OK] = "ok",

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 /* Where "NAME=VALUE" or "NAME:VALUE" splits: the first '=', else the last ':' (names exported
  * from TensorFlow hold colons, as in "input:0"; shapes and file names after '=' may too). */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_meta.h"
 
 static const char *skip_ws(const char *p) {
   while (*p && isspace((unsigned char)*p)) p++;

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "meta_internal.h"
-#include "metainfer/mi.h"
 
 /* A dimension is numeric when every label parses as a number: then one ordinal feature
  * carries its order; otherwise (kernel variants, precisions) a one-hot block. */

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "meta_internal.h"
-#include "metainfer/mi.h"
 
 enum { STATIC_COLS = 12,
        FP_COLS = MI_META_DESC_SIZE - MI_META_FP_OFFSET,

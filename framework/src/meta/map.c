@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_tune.h"
 
 /* The part of a node dimension's key after "node.<name>." ("variant", "knob.tile"). */
 static const char *dim_suffix(const mi_space_t *s, const mi_graph_t *g, int32_t d) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_meta.h"
 
 int32_t mi_meta_retrieve(const double desc[MI_META_DESC_SIZE], uint64_t stack_hash,
                          const mi_meta_task_t *tasks, int32_t task_count, int32_t k,

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_core.h"
 
 typedef struct {
   double x, y, z;

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi.h"
+#include "metainfer/mi_tune.h"
 
 int mi_pareto_dominates(const double *a, const double *b, int32_t m) {
   int better = 0;

@@ -12,7 +12,7 @@
 
 #include "core/core.h"
 #include "core/yaml_io.h"
-#include "metainfer/mi.h"
+#include "metainfer/mi_tune.h"
 
 typedef struct {
   yaml_document_t *doc;

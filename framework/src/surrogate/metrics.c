@@ -2,8 +2,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "metainfer/mi.h"
-
 typedef struct {
   double v;
   int32_t i;
