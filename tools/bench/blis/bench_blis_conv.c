@@ -74,6 +74,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "cold") == 0 && !flush) flush = calloc(FLUSH_FLOATS, sizeof *flush);
     else if (strncmp(argv[i], "conv.", 5) == 0)
       g_variant = argv[i];
+    else {
+      fprintf(stderr, "bench_blis_conv: argument %d '%s' is neither 'cold' nor a conv.* variant\n", (int)i, argv[i]);
+      return 2;
+    }
   }
   if (c < 1 || h < 1 || w < 1 || m < 1 || ks < 1 || st < 1 || g < 1 || dil < 1 || c % g || m % g || reps < 1 ||
       reps > 200) {
