@@ -55,7 +55,7 @@ struct mi_plugin_ctx {
   int32_t simd_ids[4]; /* knob `simd` enum index -> MI__SIMD_* level (0 = widest) */
   int32_t simd_n;
   char simd_choices[64];
-  int32_t qdot_ids[5]; /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
+  int32_t qdot_ids[6]; /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
   int32_t qdot_n;
   char qdot_choices[64];
   void *cntx[MI__ARCH_COUNT]; /* cntx_t*, built lazily, owned */

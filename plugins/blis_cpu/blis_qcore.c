@@ -237,7 +237,7 @@ void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, in
   static const qcore_fn cores[3][3] = {{q512_vnni, q512_vnni_a4, q512_vnni_b4},
                                        {q512_madd, q512_madd_a4, q512_madd_b4},
                                        {q256_madd, q256_madd_a4, q256_madd_b4}};
-  int32_t c = dot == MI__QDOT_VNNI ? 0 : dot == MI__QDOT_AVX512 ? 1
+  int32_t c = dot >= MI__QDOT_VNNI ? 0 : dot == MI__QDOT_AVX512 ? 1
                                      : dot == MI__QDOT_AVX2     ? 2
                                                                 : -1;
   /* Column blocks whose B panel (kp pairs of QNB columns) stays in L2 while every row block
@@ -262,7 +262,7 @@ void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, 
 
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd) {
   if (simd == MI__SIMD_AVX512 && (isa & MI__ISA_AVX512VNNI) && __builtin_cpu_supports("avx512vnni"))
-    return MI__QDOT_VNNI;
+    return MI__QDOT_VNNI_U8;
   if (simd == MI__SIMD_AVX512) return MI__QDOT_AVX512;
   if (simd == MI__SIMD_AVX2) return MI__QDOT_AVX2;
   return MI__QDOT_C;

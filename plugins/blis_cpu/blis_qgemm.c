@@ -17,12 +17,19 @@ typedef struct qconv {
   int32_t w4;                     /* INT4 weight kept packed: w4q, not wq */
   int64_t kk, ka;                 /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
   double *mult, *bias;
-  int16_t *wq;  /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
-  uint8_t *w4q; /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
-  float *wf;    /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
-  int16_t *col; /* [ka/2][OH*OW][2] scratch: pairs of column rows */
-  int32_t *acc; /* [M/G][OH*OW] scratch */
+  int16_t *wq;   /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
+  uint8_t *w4q;  /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
+  float *wf;     /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
+  int16_t *col;  /* [ka/2][OH*OW][2] scratch: pairs of column rows */
+  int32_t *acc;  /* [M/G][OH*OW] scratch */
+  int64_t kq;    /* byte core (u8k): kk rounded up to 4, in quads */
+  int32_t u8k;   /* byte core: w8, col as [kq][OH*OW][4] codes, wsum */
+  uint8_t *w8;   /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
+  int32_t *wsum; /* [M] sums of each output channel's weights: the zero point's correction */
 } qconv_t;
+
+/* Column rows of the byte core's im2col are built in runs of output rows up to this many bytes. */
+#define QV_ROW_BYTES 2048
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
 #define QCOL_TILE_BYTES (512 * 1024)
@@ -132,6 +139,61 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
       }
 }
 
+/* Rows ohs..ohs+nrow of column row k (channel, kh, kw) as raw codes, the zero point's code in
+ * the padding, OW bytes each. */
+static void qv_col_rows(const qconv_task_t *t, int64_t k, int64_t ohs, int64_t nrow, uint8_t zraw, uint8_t *d) {
+  const mi__blis_conv_t *c = &t->q->g;
+  int64_t ci = k / (c->KH * c->KW), kh = k / c->KW % c->KH, kw = k % c->KW, oh, ow;
+  int64_t col = kw * c->dw - c->pl, lo = 0, hi = c->OW;
+  const uint8_t *base = (const uint8_t *)t->x + ci * c->H * c->W;
+  while (lo < c->OW && lo * c->sw + col < 0) lo++;
+  while (hi > lo && (hi - 1) * c->sw + col >= c->W) hi--;
+  for (oh = ohs; oh < ohs + nrow; oh++, d += c->OW) {
+    int64_t ih = oh * c->sh - c->pt + kh * c->dh;
+    const uint8_t *src = base + ih * c->W + col;
+    if (ih < 0 || ih >= c->H) {
+      memset(d, zraw, (size_t)c->OW);
+      continue;
+    }
+    memset(d, zraw, (size_t)lo);
+    if (c->sw == 1) memcpy(d + lo, src + lo, (size_t)(hi - lo));
+    else
+      for (ow = lo; ow < hi; ow++) d[ow] = src[ow * c->sw];
+    memset(d + hi, zraw, (size_t)(c->OW - hi));
+  }
+}
+
+/* Byte core columns: items are k quads, four column rows interleaved (blis_qvnni.c); a quad's
+ * rows past kk repeat row kk - 1 (their weights are 0). INT8 codes get their sign bit flipped. */
+static void qv_im2col_part(void *arg, int64_t q0, int64_t q1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t ohw = (t->oh1 - t->oh0) * c->OW, chunk = QV_ROW_BYTES / c->OW, qd, e, oh;
+  uint8_t rows[4][QV_ROW_BYTES], flip = q->x_u8 ? 0 : 0x80;
+  int flat = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->OW == c->W && c->OH == c->H;
+  for (qd = q0; qd < q1; qd++) {
+    uint8_t *dst = (uint8_t *)q->col + qd * ohw * 4;
+    const uint8_t *r[4];
+    if (flat) { /* 1x1, stride 1, no pads: each row is a span of its channel's plane */
+      for (e = 0; e < 4; e++) {
+        int64_t k = 4 * qd + e < q->kk ? 4 * qd + e : q->kk - 1;
+        r[e] = (const uint8_t *)t->x + k * c->H * c->W + t->oh0 * c->W;
+      }
+      mi__blis_qv_quads(r, ohw, flip, dst);
+      continue;
+    }
+    for (oh = t->oh0; oh < t->oh1; oh += chunk) {
+      int64_t nrow = t->oh1 - oh < chunk ? t->oh1 - oh : chunk;
+      for (e = 0; e < 4; e++) {
+        qv_col_rows(t, 4 * qd + e < q->kk ? 4 * qd + e : q->kk - 1, oh, nrow, (uint8_t)t->zx, rows[e]);
+        r[e] = rows[e];
+      }
+      mi__blis_qv_quads(r, nrow * c->OW, flip, dst + (oh - t->oh0) * c->OW * 4);
+    }
+  }
+}
+
 /* The sums of output channel oc (n values) to its output row: the int32 bias added, then the
  * codes (output stage) or the int32 sums themselves (out32). */
 static void qconv_out(const qconv_t *q, int64_t oc, int32_t *acc, int64_t n, void *yr) {
@@ -149,7 +211,10 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
   int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW;
-  if (q->w4)
+  if (q->u8k) /* codes made unsigned: zu = zx + 128 for INT8 codes */
+    mi__blis_qv_gemm(q->dot, 1, m0, m1, ohw, q->kq, q->w8 + t->g * mg * q->kq * 4, (const uint8_t *)q->col,
+                     q->wsum + t->g * mg, NULL, t->zx + (q->x_u8 ? 0 : 128), q->acc);
+  else if (q->w4)
     mi__blis_qgemm_packed(q->dot, MI__QPACK_A4, m0, m1, ohw, q->ka / 2, q->w4q + t->g * mg * q->ka / 2,
                           q->ka, q->col, q->acc);
   else
@@ -245,7 +310,7 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   int64_t n, g, cg = c->C / c->G, mg = c->M / c->G, ohw = c->OH * c->OW;
   qconv_task_t task;
   int64_t yb = q->out32 ? 4 : 1; /* bytes per output element */
-  int64_t tile = QCOL_TILE_BYTES / (q->ka * 2 * c->OW);
+  int64_t tile = QCOL_TILE_BYTES / ((q->u8k ? q->kq * 4 : q->ka * 2) * c->OW);
   tile = tile < 1 ? 1 : tile;
   (void)err;
   task.q = q;
@@ -268,7 +333,9 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
        * and the GEMM: a 96x80x80 3x3 conv's whole column matrix is 11 MB. */
       for (task.oh0 = 0; task.oh0 < c->OH; task.oh0 = task.oh1) {
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
-        mi__blis_parallel(env, cg, 1, c->KH * c->KW * (task.oh1 - task.oh0) * c->OW, qim2col_part, &task);
+        if (q->u8k) mi__blis_parallel(env, q->kq, 1, 4 * (task.oh1 - task.oh0) * c->OW, qv_im2col_part, &task);
+        else
+          mi__blis_parallel(env, cg, 1, c->KH * c->KW * (task.oh1 - task.oh0) * c->OW, qim2col_part, &task);
         mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
       }
     }
@@ -371,9 +438,10 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
     return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
   if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 conv runs alone, not in a fused group");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 2 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + w->dims[0];
+  q->wsum = (int32_t *)(q->bias + w->dims[0]) + w->dims[0];
   if (src->ibias) {
     q->ibias = (int32_t *)(q->bias + w->dims[0]);
     memcpy(q->ibias, src->ibias, (size_t)w->dims[0] * sizeof(int32_t));
@@ -426,6 +494,24 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     s->run = run_qconv;
     return MI_OK;
   }
+  q->kq = (q->kk + 3) / 4;
+  /* byte core: the weights minus their zero point all fit INT8; [M][kq*4] bytes fit in wq's
+   * [M][ka] int16 and the [kq][OH*OW][4] columns in col's (4 * kq <= 2 * ka) */
+  q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->dw && q->g.OW <= QV_ROW_BYTES;
+  for (i = 0; i < q->g.M * q->kk && q->u8k; i++) {
+    int32_t v = wval(src, w, i, i / q->kk);
+    q->u8k = v >= -128 && v <= 127;
+  }
+  if (q->u8k) {
+    q->w8 = (uint8_t *)q->wq;
+    for (i = 0; i < q->g.M * q->kk; i++) {
+      int32_t v = wval(src, w, i, i / q->kk);
+      q->w8[i / q->kk * q->kq * 4 + i % q->kk] = (uint8_t)(int8_t)v;
+      q->wsum[i / q->kk] += v;
+    }
+    s->run = run_qconv;
+    return MI_OK;
+  }
   /* OIHW = [M][kk], rows padded to ka with 0; calloc leaves the odd pair halves of col 0 */
   for (i = 0; i < q->g.M * q->kk; i++) {
     int32_t v = wval(src, w, i, i / q->kk);
@@ -448,6 +534,10 @@ typedef struct qgemm {
   uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
   int16_t *a16;        /* [m][ka] scratch, zero past k */
   int32_t *acc;        /* [m][n] scratch */
+  int32_t u8k;         /* byte core: a8, b8, csum instead of a16, b */
+  int64_t kq;          /* k rounded up to 4, in quads */
+  uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
+  int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
 } qgemm_t;
 
 typedef struct qgemm_task {
@@ -461,12 +551,19 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   const qgemm_task_t *t = arg;
   const qgemm_t *q = t->q;
   int64_t i, j;
-  for (i = r0; i < r1; i++)
-    for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - t->za);
-  if (q->w4)
-    mi__blis_qgemm_packed(q->dot, MI__QPACK_B4, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b4, q->acc);
-  else
-    mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
+  if (q->u8k) { /* the codes as unsigned bytes (INT8: sign bit flipped, zero point + 128) */
+    uint8_t flip = q->a_u8 ? 0 : 0x80;
+    for (i = r0; i < r1; i++)
+      for (j = 0; j < q->k; j++) q->a8[i * q->kq * 4 + j] = (uint8_t)(((const uint8_t *)t->a)[i * q->k + j] ^ flip);
+    mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, t->za + (q->a_u8 ? 0 : 128), q->acc);
+  } else {
+    for (i = r0; i < r1; i++)
+      for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - t->za);
+    if (q->w4)
+      mi__blis_qgemm_packed(q->dot, MI__QPACK_B4, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b4, q->acc);
+    else
+      mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
+  }
   if (q->out32) {
     memcpy((int32_t *)t->y + r0 * q->n, q->acc + r0 * q->n, (size_t)((r1 - r0) * q->n) * sizeof(int32_t));
     return;
@@ -522,9 +619,10 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   kk = tb ? w->dims[1] : w->dims[0];
   nn = tb ? w->dims[0] : w->dims[1];
   if (a->dims[a->rank - 1] != kk || kk >= 32768) return mi__blis_unsupported(err, n, "INT8: inner dims differ or too long");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * 2 * sizeof(double), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * (2 * sizeof(double) + sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + nn;
+  q->csum = (int32_t *)(q->bias + nn);
   q->k = kk;
   q->n = nn;
   q->m = mi_sdk_numel(a) / kk;
@@ -561,6 +659,26 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     return MI_OK;
   }
   q->b = q->a16 + q->m * q->ka;
+  /* byte core where B minus its zero point fits INT8: [m][kq*4] and [kq][n][4] bytes fit in
+   * a16's and b's storage (4 * kq <= 2 * ka) */
+  q->kq = (kk + 3) / 4;
+  q->u8k = q->dot == MI__QDOT_VNNI_U8;
+  for (i = 0; i < kk * nn && q->u8k; i++) {
+    int32_t v = wval(src, w, i, tb ? i / kk : i % nn);
+    q->u8k = v >= -128 && v <= 127;
+  }
+  if (q->u8k) {
+    q->a8 = (uint8_t *)q->a16;
+    q->b8 = (uint8_t *)q->b;
+    for (i = 0; i < kk; i++)
+      for (j = 0; j < nn; j++) {
+        int32_t v = wval(src, w, tb ? j * kk + i : i * nn + j, j);
+        q->b8[((i >> 2) * nn + j) * 4 + (i & 3)] = (uint8_t)(int8_t)v;
+        q->csum[j] += v;
+      }
+    s->run = run_qgemm;
+    return MI_OK;
+  }
   for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
     for (j = 0; j < nn; j++)
       q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)wval(src, w, tb ? j * kk + i : i * nn + j, j);

@@ -4,12 +4,14 @@
 
 #include "blis_conv.h"
 
-/* Int16 pair dot products of the int32 core (knob int8_dot): plain C, vpmaddwd on AVX2 or
- * AVX-512BW, vpdpwssd on AVX-512 VNNI. */
+/* Dot products of the int32 core (knob int8_dot): int16 pairs in plain C, vpmaddwd on AVX2 or
+ * AVX-512BW, vpdpwssd on AVX-512 VNNI; VNNI_U8: byte quads, vpdpbusd on the codes themselves
+ * (blis_qvnni.c) where the weights fit INT8, the int16 vpdpwssd core elsewhere. */
 enum { MI__QDOT_C = 0,
        MI__QDOT_AVX2,
        MI__QDOT_AVX512,
-       MI__QDOT_VNNI };
+       MI__QDOT_VNNI,
+       MI__QDOT_VNNI_U8 };
 /* Widest pair-dot path for this CPU at SIMD level simd. */
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
 /* acc[m0..m1)[n] = a[m][k] * b[k][n] in int32, exactly, k in kp pairs: b2 is b as [kp][n][2]
@@ -17,6 +19,15 @@ int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
  * stride ka = 2 * kp (zero past k). */
 void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
                     int64_t ka, const int16_t *b2, int32_t *acc);
+/* The byte core (blis_qvnni.c): acc[i][j] = sum_p dot4(a row i quad p, b[p][j]) - zu * (rsum[i],
+ * or csum[j] when rsum is NULL), exactly, rows m0..m1. a: rows of kq * 4 bytes; b: [kq][n][4]
+ * bytes. lanes_u8: b holds the unsigned codes and a the signed weights (a conv's columns), else a
+ * holds the codes and b the weights (a Gemm's). dot MI__QDOT_VNNI_U8: vpdpbusd, else plain C. */
+void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq,
+                      const uint8_t *a, const uint8_t *b, const int32_t *rsum, const int32_t *csum,
+                      int32_t zu, int32_t *acc);
+/* dst[j * 4 + e] = r[e][j] ^ flip, j < n: four rows of codes interleaved into the quads above. */
+void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst);
 /* Storage of the core's operands: both int16 pairs, or one of them packed INT4, one byte per k
  * pair (even k in the low nibble, odd k in the high one, signed), widened to int16 pairs inside
  * the core right before use. A4: A rows of ka / 2 bytes; B4: B as [kp][n] bytes. */

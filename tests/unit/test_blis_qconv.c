@@ -85,7 +85,10 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   }
   for (i = 0; i < xn; i++) x[i] = (uint8_t)(q->x_u8 ? rnd(0, 255) : rnd(-128, 127));
   for (i = 0; i < wn; i++) {
-    w8[i] = (int8_t)(q->int4 ? rnd(-8, 7) : rnd(-127, 127));
+    /* ext: an eighth of the weights at the ends -128 or 127 (the byte core's signed operand) */
+    int32_t end = q->ext && rnd(0, 7) == 0 ? (rnd(0, 1) ? -128 : 127) : 0;
+    w8[i] = (int8_t)(q->int4 ? rnd(-8, 7) : end ? end
+                                                : rnd(-127, 127));
     w4[i / 2] |= (uint8_t)((w8[i] & 15) << (i & 1 ? 4 : 0)); /* low nibble first */
   }
   for (m = 0; m < q->m; m++) {
@@ -280,6 +283,12 @@ static const qcase_t cases[] = {
     {"int8 conv 3x3 s8 extreme zero points, saturating", 2, 3, 5, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
     {"int8 conv 3x3 u8 in s8 out, extreme zero points", 1, 5, 4, 19, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1},
     {"int8 conv 3x3 stride 2 s8 in, 19 output columns, extreme zero points", 1, 3, 7, 37, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 1},
+    /* the byte core (vpdpbusd, quads of k): 13 rows = two blocks of 6 and a row; 2500 columns =
+     * two column blocks, the last ending in a partial 64-column block; K 75 and 5 end in a partial
+     * quad; a grouped 1x1 reads spans of the planes (no column rows) */
+    {"int8 conv 3x3 13 output channels, 2500 columns", 1, 16, 50, 50, 13, 3, 1, 1, 1, 0, 1, 1, 0, 0, 0},
+    {"int8 conv 5x5 stride 2 pad 2 u8, K 75, 135 columns, extreme zero points", 1, 3, 18, 30, 7, 5, 2, 2, 1, 1, 0, 0, 0, 0, 1},
+    {"int8 conv grouped 1x1 s8, K 5 per group, extreme zero points", 2, 15, 4, 9, 12, 1, 1, 0, 3, 0, 0, 1, 0, 0, 1},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;

@@ -1,0 +1,132 @@
+/* blis_qvnni.c - the byte form of the INT8 core: vpdpbusd (AVX-512 VNNI) multiplies unsigned
+ * activation codes by signed weights four k at a time, reading the codes themselves. The int16
+ * core (blis_qcore.c) first widens every code minus its zero point to int16 and multiplies pairs:
+ * half the products per instruction and twice the column bytes. Here the zero point is taken out
+ * after the sum: sum_k (u_k - zu) * w_k = sum_k u_k * w_k - zu * sum_k w_k, one int32 constant per
+ * output channel (or per column for a Gemm), so the result is the same exact int32 sum. INT8
+ * codes are made unsigned by flipping their sign bit (u = x + 128, zu = zx + 128). Padding holds
+ * the zero point's code, which the correction turns into an exact 0. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+#define T512V "avx512f,avx512vl,avx512bw,avx512dq,avx512vnni"
+
+/* Register block: QV_ROWS rows x 64 columns (4 x 16 int32 lanes): 24 accumulators, 4 column
+ * vectors and a broadcast in the 32 zmm registers. */
+#define QV_ROWS 6
+/* Bytes of B one column block spans (stays in L2 while every row block reads it). */
+#define QV_NB_BYTES (256 * 1024)
+
+/* DOT(c, lanes, bcast): vpdpbusd takes its unsigned bytes from its first multiplicand. A conv has
+ * the codes in the lanes (columns) and broadcasts the weights; a Gemm broadcasts the codes of A's
+ * row and has the weights in the lanes. */
+#define DOT_LANES_U8(c, l, a) _mm512_dpbusd_epi32(c, l, a)
+#define DOT_BCAST_U8(c, l, a) _mm512_dpbusd_epi32(c, a, l)
+
+/* acc[i][j] = sum_p dot4(a row i quad p, b[p][j]) - zu * (rsum[i] or csum[j]) for rows m0..m1 and
+ * columns jb..je of n; a: rows of kq * 4 bytes, b: [kq][n][4] bytes. */
+/* A quad of bytes read as one int32 (any alignment, any byte type under it). */
+typedef int32_t qv_quad_t __attribute__((may_alias, aligned(1)));
+
+#define QV_ARGS                                                                            \
+  int64_t m0, int64_t m1, int64_t n, int64_t jb, int64_t je, int64_t kq, const uint8_t *a, \
+      const uint8_t *b, const int32_t *rsum, const int32_t *csum, int32_t zu, int32_t *acc
+#define QV_BODY(DOT)                                                                                            \
+  int64_t i, j0, p;                                                                                             \
+  for (i = m0; i < m1; i += QV_ROWS) {                                                                          \
+    int64_t rows = m1 - i < QV_ROWS ? m1 - i : QV_ROWS;                                                         \
+    const qv_quad_t *ar[QV_ROWS];                                                                               \
+    int r, v;                                                                                                   \
+    for (r = 0; r < QV_ROWS; r++) ar[r] = (const qv_quad_t *)(a + (i + (r < rows ? r : 0)) * kq * 4);           \
+    for (j0 = jb; j0 < je; j0 += 64) {                                                                          \
+      int64_t left = je - j0;                                                                                   \
+      __mmask16 km[4];                                                                                          \
+      __m512i c[QV_ROWS][4];                                                                                    \
+      const uint8_t *bp = b + j0 * 4;                                                                           \
+      for (v = 0; v < 4; v++) {                                                                                 \
+        int64_t l = left - 16 * v;                                                                              \
+        km[v] = l >= 16 ? 0xffff : l > 0 ? (__mmask16)((1u << l) - 1u)                                          \
+                                         : 0;                                                                   \
+      }                                                                                                         \
+      _Pragma("GCC unroll 6") for (r = 0; r < QV_ROWS; r++) {                                                   \
+        _Pragma("GCC unroll 4") for (v = 0; v < 4; v++) c[r][v] = _mm512_setzero_si512();                       \
+      }                                                                                                         \
+      for (p = 0; p < kq; p++, bp += n * 4) {                                                                   \
+        __m512i b0 = _mm512_maskz_loadu_epi32(km[0], bp), b1 = _mm512_maskz_loadu_epi32(km[1], bp + 64);        \
+        __m512i b2 = _mm512_maskz_loadu_epi32(km[2], bp + 128), b3 = _mm512_maskz_loadu_epi32(km[3], bp + 192); \
+        _Pragma("GCC unroll 6") for (r = 0; r < QV_ROWS; r++) {                                                 \
+          __m512i av = _mm512_set1_epi32(ar[r][p]);                                                             \
+          c[r][0] = DOT(c[r][0], b0, av);                                                                       \
+          c[r][1] = DOT(c[r][1], b1, av);                                                                       \
+          c[r][2] = DOT(c[r][2], b2, av);                                                                       \
+          c[r][3] = DOT(c[r][3], b3, av);                                                                       \
+        }                                                                                                       \
+      }                                                                                                         \
+      _Pragma("GCC unroll 6") for (r = 0; r < QV_ROWS; r++) {                                                   \
+        if (r >= rows) continue;                                                                                \
+        _Pragma("GCC unroll 4") for (v = 0; v < 4; v++) {                                                       \
+          __m512i corr = rsum ? _mm512_set1_epi32(zu * rsum[i + r])                                             \
+                              : _mm512_mullo_epi32(_mm512_set1_epi32(zu),                                       \
+                                                   _mm512_maskz_loadu_epi32(km[v], csum + j0 + 16 * v));        \
+          if (km[v])                                                                                            \
+            _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16 * v, km[v], _mm512_sub_epi32(c[r][v], corr));  \
+        }                                                                                                       \
+      }                                                                                                         \
+    }                                                                                                           \
+  }
+
+__attribute__((target(T512V))) static void qv_conv512(QV_ARGS) { QV_BODY(DOT_LANES_U8) }
+__attribute__((target(T512V))) static void qv_gemm512(QV_ARGS) { QV_BODY(DOT_BCAST_U8) }
+
+/* Plain C, the same sums: byte e of quad p of a row / a column, signed where it holds weights. */
+static void qv_c(int lanes_u8, QV_ARGS) {
+  int64_t i, j, p, e;
+  for (i = m0; i < m1; i++)
+    for (j = jb; j < je; j++) {
+      int32_t sum = 0;
+      for (p = 0; p < kq; p++)
+        for (e = 0; e < 4; e++) {
+          int32_t av = a[(i * kq + p) * 4 + e], bv = b[(p * n + j) * 4 + e];
+          sum += lanes_u8 ? bv * (int8_t)av : av * (int8_t)bv;
+        }
+      acc[i * n + j] = sum - zu * (rsum ? rsum[i] : csum[j]);
+    }
+}
+
+void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq,
+                      const uint8_t *a, const uint8_t *b, const int32_t *rsum, const int32_t *csum,
+                      int32_t zu, int32_t *acc) {
+  int64_t nb = QV_NB_BYTES / ((kq > 0 ? kq : 1) * 4) / 64 * 64, jb, je;
+  nb = nb < 64 ? 64 : nb;
+  for (jb = 0; jb < n; jb = je) {
+    je = n - jb > nb ? jb + nb : n;
+    if (dot != MI__QDOT_VNNI_U8) qv_c(lanes_u8, m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
+    else if (lanes_u8)
+      qv_conv512(m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
+    else
+      qv_gemm512(m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
+  }
+}
+
+/* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16
+ * columns a step, the tail scalar so nothing past dst's n quads is written). */
+void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {
+  const __m128i f = _mm_set1_epi8((char)flip);
+  int64_t j = 0, e;
+  for (; j + 16 <= n; j += 16) {
+    __m128i r0 = _mm_xor_si128(f, _mm_loadu_si128((const __m128i *)(r[0] + j)));
+    __m128i r1 = _mm_xor_si128(f, _mm_loadu_si128((const __m128i *)(r[1] + j)));
+    __m128i r2 = _mm_xor_si128(f, _mm_loadu_si128((const __m128i *)(r[2] + j)));
+    __m128i r3 = _mm_xor_si128(f, _mm_loadu_si128((const __m128i *)(r[3] + j)));
+    __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+    __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+    _mm_storeu_si128((__m128i *)(dst + j * 4), _mm_unpacklo_epi16(lo01, lo23));
+    _mm_storeu_si128((__m128i *)(dst + j * 4 + 16), _mm_unpackhi_epi16(lo01, lo23));
+    _mm_storeu_si128((__m128i *)(dst + j * 4 + 32), _mm_unpacklo_epi16(hi01, hi23));
+    _mm_storeu_si128((__m128i *)(dst + j * 4 + 48), _mm_unpackhi_epi16(hi01, hi23));
+  }
+  for (; j < n; j++)
+    for (e = 0; e < 4; e++) dst[j * 4 + e] = (uint8_t)(r[e][j] ^ flip);
+}
