@@ -140,26 +140,22 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
 }
 
 /* Rows ohs..ohs+nrow of column row k (channel, kh, kw) as raw codes, the zero point's code in
- * the padding, OW bytes each. */
+ * the padding, OW bytes each (strides 1 and 2 in AVX-512, blis_qvnni.c). */
 static void qv_col_rows(const qconv_task_t *t, int64_t k, int64_t ohs, int64_t nrow, uint8_t zraw, uint8_t *d) {
   const mi__blis_conv_t *c = &t->q->g;
-  int64_t ci = k / (c->KH * c->KW), kh = k / c->KW % c->KH, kw = k % c->KW, oh, ow;
-  int64_t col = kw * c->dw - c->pl, lo = 0, hi = c->OW;
-  const uint8_t *base = (const uint8_t *)t->x + ci * c->H * c->W;
-  while (lo < c->OW && lo * c->sw + col < 0) lo++;
-  while (hi > lo && (hi - 1) * c->sw + col >= c->W) hi--;
+  int64_t kh = k / c->KW % c->KH, kw = k % c->KW, oh, ow;
+  mi__blis_qv_rows_t g = {(const uint8_t *)t->x + k / (c->KH * c->KW) * c->H * c->W, c->H, c->W, c->OW, c->sh, c->sw,
+                          kw * c->dw - c->pl, 0, c->OW, zraw};
+  while (g.lo < c->OW && g.lo * c->sw + g.col < 0) g.lo++;
+  while (g.hi > g.lo && (g.hi - 1) * c->sw + g.col >= c->W) g.hi--;
+  if (c->sw <= 2) {
+    mi__blis_qv_col_rows(&g, ohs * c->sh - c->pt + kh * c->dh, nrow, d);
+    return;
+  }
   for (oh = ohs; oh < ohs + nrow; oh++, d += c->OW) {
     int64_t ih = oh * c->sh - c->pt + kh * c->dh;
-    const uint8_t *src = base + ih * c->W + col;
-    if (ih < 0 || ih >= c->H) {
-      memset(d, zraw, (size_t)c->OW);
-      continue;
-    }
-    memset(d, zraw, (size_t)lo);
-    if (c->sw == 1) memcpy(d + lo, src + lo, (size_t)(hi - lo));
-    else
-      for (ow = lo; ow < hi; ow++) d[ow] = src[ow * c->sw];
-    memset(d + hi, zraw, (size_t)(c->OW - hi));
+    for (ow = 0; ow < c->OW; ow++)
+      d[ow] = ih >= 0 && ih < c->H && ow >= g.lo && ow < g.hi ? g.plane[ih * c->W + ow * c->sw + g.col] : zraw;
   }
 }
 

@@ -130,3 +130,40 @@ void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8
   for (; j < n; j++)
     for (e = 0; e < 4; e++) dst[j * 4 + e] = (uint8_t)(r[e][j] ^ flip);
 }
+
+/* Lanes [a, b) of 64 set (a and b clamped to 0..64). */
+static inline uint64_t lanes64(int64_t a, int64_t b) {
+  a = a < 0 ? 0 : a > 64 ? 64
+                         : a;
+  b = b < 0 ? 0 : b > 64 ? 64
+                         : b;
+  if (b <= a) return 0;
+  return (b - a == 64 ? ~0ull : (1ull << (b - a)) - 1ull) << a;
+}
+
+/* nrow column rows of OW bytes at d (row r: input row ih0 + r * sh of plane, H x W codes), output
+ * column ow reading input column ow * sw + col where lo <= ow < hi and the zero point's code zraw
+ * elsewhere; stride sw 1 or 2. Masked loads read only the columns inside the row (no fault past
+ * the plane) and the same masks put zraw in the padding: one load and one store per 64 (stride 1)
+ * or 32 (stride 2) output columns, where memset + memcpy per row cost more than the GEMM on the
+ * small planes of an audio embedding (OW 4-30). Only the byte core calls it (AVX-512 VNNI CPUs). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) void mi__blis_qv_col_rows(const mi__blis_qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d) {
+  const __m512i z = _mm512_set1_epi8((char)g->zraw);
+  int64_t r, c0, step = g->sw == 2 ? 32 : 64;
+  for (r = 0; r < nrow; r++, d += g->OW) {
+    int64_t ih = ih0 + r * g->sh;
+    const uint8_t *src = g->plane + ih * g->W + g->col;
+    int inside = ih >= 0 && ih < g->H;
+    for (c0 = 0; c0 < g->OW; c0 += step) {
+      uint64_t keep = inside ? lanes64(g->lo - c0, g->hi - c0) : 0, out = lanes64(0, g->OW - c0);
+      if (g->sw == 2) { /* byte pairs: lane j's even byte is input column 2 (c0 + j) + col */
+        uint64_t kl = lanes64(2 * (g->lo - c0), 2 * (g->hi - c0) - 1) * (inside != 0);
+        __m256i v = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(kl, src + 2 * c0));
+        v = _mm256_mask_blend_epi8((__mmask32)keep, _mm512_castsi512_si256(z), v);
+        _mm256_mask_storeu_epi8(d + c0, (__mmask32)out, v);
+      } else {
+        _mm512_mask_storeu_epi8(d + c0, out, _mm512_mask_loadu_epi8(z, keep, src + c0));
+      }
+    }
+  }
+}

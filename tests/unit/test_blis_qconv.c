@@ -289,6 +289,10 @@ static const qcase_t cases[] = {
     {"int8 conv 3x3 13 output channels, 2500 columns", 1, 16, 50, 50, 13, 3, 1, 1, 1, 0, 1, 1, 0, 0, 0},
     {"int8 conv 5x5 stride 2 pad 2 u8, K 75, 135 columns, extreme zero points", 1, 3, 18, 30, 7, 5, 2, 2, 1, 1, 0, 0, 0, 0, 1},
     {"int8 conv grouped 1x1 s8, K 5 per group, extreme zero points", 2, 15, 4, 9, 12, 1, 1, 0, 3, 0, 0, 1, 0, 0, 1},
+    /* column rows: 150 and 70 output columns (several 64- or 32-column masked chunks), stride 3 */
+    {"int8 conv 3x3 150 columns a row, extreme zero points", 1, 3, 5, 150, 7, 3, 1, 1, 1, 0, 1, 1, 0, 0, 1},
+    {"int8 conv 3x3 stride 2, 70 columns a row", 1, 3, 6, 140, 5, 3, 2, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 conv 3x3 stride 3", 1, 4, 11, 14, 5, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
