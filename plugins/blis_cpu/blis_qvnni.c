@@ -147,9 +147,36 @@ static inline uint64_t lanes64(int64_t a, int64_t b) {
  * the plane) and the same masks put zraw in the padding: one load and one store per 64 (stride 1)
  * or 32 (stride 2) output columns, where memset + memcpy per row cost more than the GEMM on the
  * small planes of an audio embedding (OW 4-30). Only the byte core calls it (AVX-512 VNNI CPUs). */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) void mi__blis_qv_col_rows(const mi__blis_qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d) {
+#define T512BW __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* d[i] = src[i] for i < n where base <= src + i < end, zraw elsewhere: 64 bytes a step, masked. */
+T512BW static void span_copy(const uint8_t *src, int64_t n, const uint8_t *base, const uint8_t *end, __m512i z, uint8_t *d) {
+  int64_t i, a = base - src, b = end - src; /* readable: a <= i < b */
+  for (i = 0; i < n; i += 64)
+    _mm512_mask_storeu_epi8(d + i, lanes64(0, n - i), _mm512_mask_loadu_epi8(z, lanes64(a - i, b - i), src + i));
+}
+
+T512BW void mi__blis_qv_col_rows(const mi__blis_qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d) {
   const __m512i z = _mm512_set1_epi8((char)g->zraw);
   int64_t r, c0, step = g->sw == 2 ? 32 : 64;
+  if (g->sw == 1 && g->sh == 1 && g->W == g->OW) {
+    /* "same" stride-1 rows (OW == W): the rows inside the plane are one span of it shifted by col,
+     * copied 64 bytes at a time whatever OW is (the 4-32 columns of an audio embedding's planes);
+     * rows outside and the lo / hi edge columns of each row are the zero point's code */
+    int64_t ra = ih0 < 0 ? -ih0 : 0, rb = g->H - ih0 < nrow ? g->H - ih0 : nrow, ow;
+    ra = ra > nrow ? nrow : ra;
+    rb = rb < ra ? ra : rb;
+    span_copy(d, ra * g->OW, d, d, z, d); /* nothing readable: all zraw */
+    span_copy(g->plane + (ih0 + ra) * g->W + g->col, (rb - ra) * g->OW, g->plane, g->plane + g->H * g->W, z,
+              d + ra * g->OW);
+    span_copy(d, (nrow - rb) * g->OW, d, d, z, d + rb * g->OW);
+    if (g->lo > 0 || g->hi < g->OW)
+      for (r = ra; r < rb; r++) {
+        for (ow = 0; ow < g->lo; ow++) d[r * g->OW + ow] = g->zraw;
+        for (ow = g->hi; ow < g->OW; ow++) d[r * g->OW + ow] = g->zraw;
+      }
+    return;
+  }
   for (r = 0; r < nrow; r++, d += g->OW) {
     int64_t ih = ih0 + r * g->sh;
     const uint8_t *src = g->plane + ih * g->W + g->col;
