@@ -4,7 +4,6 @@
  * export puts at every residual add. The codes are the unfused nodes' bit for bit: each block of
  * outputs is dequantized, added and quantized with the standalone kernels' row loops, in cache,
  * instead of three passes over memory with two float tensors between them. */
-#include <immintrin.h>
 #include <string.h>
 
 #include "blis_qgemm.h"
@@ -23,7 +22,6 @@ typedef struct qbin {
   int32_t y, yu8, yz, mul, simd;
   float ys;
   int64_t n;
-  uint8_t *pair; /* AVX-512: [256 * 256 + 4] output code of every (a, b) code pair, or NULL */
 } qbin_t;
 
 typedef struct qb_task {
@@ -49,48 +47,12 @@ static void side_rows(const qbin_t *q, const qb_side_t *o, const void *codes, in
   }
 }
 
-/* The codes of outputs [i, i + len) of one operand, as bytes (broadcast ones repeated). */
-static void side_bytes(const qb_side_t *o, const uint8_t *codes, int64_t i, int64_t len, uint8_t *c) {
-  int64_t j = 0;
-  if (o->run == 1 && o->count >= i + len) {
-    memcpy(c, codes + i, (size_t)len);
-    return;
-  }
-  while (j < len) {
-    int64_t at = i + j, end = (at / o->run + 1) * o->run - i;
-    uint8_t v = codes[(at / o->run) % o->count];
-    if (end > len) end = len;
-    memset(c + j, v, (size_t)(end - j));
-    j = end;
-  }
-}
-
-/* y[j] = pair[a[j] << 8 | b[j]]: 16 codes a step through vpgatherdd (the table is padded by 4
- * bytes, each lane keeps its dword's low byte). */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void pair_rows(const uint8_t *pair, const uint8_t *a,
-                                                                           const uint8_t *b, int64_t n, uint8_t *y) {
-  int64_t j;
-  for (j = 0; j < n; j += 16) {
-    __mmask16 k = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1u);
-    __m512i ia = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, a + j)), ib = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, b + j));
-    __m512i v = _mm512_i32gather_epi32(_mm512_or_si512(_mm512_slli_epi32(ia, 8), ib), pair, 1);
-    _mm_mask_storeu_epi8(y + j, k, _mm512_cvtepi32_epi8(v));
-  }
-}
-
 static void qb_part(void *arg, int64_t b, int64_t e) {
   const qb_task_t *t = arg;
   const qbin_t *q = t->q;
   float fa[QB_BLOCK], fb[QB_BLOCK];
-  uint8_t ca[QB_BLOCK], cb[QB_BLOCK];
   int64_t blk, j;
-  for (blk = b; blk < e && q->pair; blk++) {
-    int64_t i = blk * QB_BLOCK, len = q->n - i < QB_BLOCK ? q->n - i : QB_BLOCK;
-    side_bytes(&q->a, t->t[q->a.t], i, len, ca);
-    side_bytes(&q->b, t->t[q->b.t], i, len, cb);
-    pair_rows(q->pair, ca, cb, len, (uint8_t *)t->t[q->y] + i);
-  }
-  for (blk = b; blk < e && !q->pair; blk++) {
+  for (blk = b; blk < e; blk++) {
     int64_t i = blk * QB_BLOCK, len = q->n - i < QB_BLOCK ? q->n - i : QB_BLOCK;
     side_rows(q, &q->a, t->t[q->a.t], i, len, fa);
     side_rows(q, &q->b, t->t[q->b.t], i, len, fb);
@@ -167,23 +129,5 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   q->n = mi_sdk_numel(y);
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   s->run = run_qbin;
-  if (q->simd == MI__SIMD_AVX512 && q->n >= 65536) {
-    /* Both operands have one scale and zero point, so the output code is a function of the two
-     * input codes: a 64 KiB table, each row made by the row loops the blocks run (the same floats
-     * and codes, bit for bit), read by gathers in L2 instead of a float round trip per element */
-    int32_t a, c;
-    float fa[256], fb[256];
-    uint8_t codes[256];
-    if (!(q->pair = s->aux = mi__blis_calloc(p->ctx, 65536 + 4)))
-      return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    for (c = 0; c < 256; c++) codes[c] = (uint8_t)c; /* raw bytes: INT8 codes by their bit pattern */
-    mi__blis_dq_row(q->simd, codes, fb, 256, q->b.s, q->b.z, q->b.u8);
-    for (a = 0; a < 256; a++) {
-      float va;
-      mi__blis_dq_row(q->simd, codes + a, &va, 1, q->a.s, q->a.z, q->a.u8);
-      for (c = 0; c < 256; c++) fa[c] = q->mul ? va * fb[c] : va + fb[c];
-      mi__blis_q_row(q->simd, fa, q->pair + a * 256, 256, q->ys, q->yz, q->yu8);
-    }
-  }
   return MI_OK;
 }

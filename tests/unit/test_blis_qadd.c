@@ -41,11 +41,10 @@ typedef struct qcase {
   int relu;          /* a Relu between the op and the Q (zy must be the lowest code) */
   int sum_is_output; /* the float sum is a graph output too: no lowering */
   int kernels;       /* device kernels expected */
-  int big;           /* [1,6,99,111] (65934 outputs): the table of every code pair (AVX-512) */
 } qcase_t;
 
 static mi_graph_t *build(const qcase_t *c) {
-  int64_t d[4] = {1, 6, c->big ? 99 : 9, c->big ? 111 : 11}, dc[4] = {1, 6, 1, 1}, d1[1] = {1};
+  int64_t d[4] = {1, 6, 9, 11}, dc[4] = {1, 6, 1, 1}, d1[1] = {1};
   mi_graph_t *g = mi_graph_create("qadd");
   REQUIRE(g);
   g->opset = 13;
@@ -88,10 +87,9 @@ static void check(const qcase_t *c) {
     const mi_tensor_t *t = &g->tensors[g->inputs[k]];
     in[k] = mi_array_create(t->dtype, t->rank, t->dims);
     REQUIRE(in[k]);
-    /* every code appears in a, and many pairs meet (b's pattern shifts every 256 elements: in a
-     * big case most of the 65536 pairs) */
+    /* every code appears in a, and many pairs meet */
     for (int64_t i = 0; i < (int64_t)in[k]->nbytes; i++)
-      ((uint8_t *)in[k]->data)[i] = (uint8_t)(k ? i * 91 + (i >> 8) * 5 + 7 : i * 37 + 11);
+      ((uint8_t *)in[k]->data)[i] = (uint8_t)(k ? i * 91 + 7 : i * 37 + 11);
   }
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -131,10 +129,10 @@ static void check(const qcase_t *c) {
 /* A residual add as a QDQ export writes it, UINT8 and INT8, with and without the Relu. */
 static void residual_add(void) {
   static const qcase_t cases[] = {
-      {"Add u8", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 4, 0, 0, 1, 0},
-      {"Add s8", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, 4, 0, 0, 1, 0},
-      {"Add Relu u8 (Q at code 0)", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.02f, 131, 9, 0, 4, 1, 0, 1, 0},
-      {"Add Relu s8 (Q at code -128)", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.011f, -7, 30, -128, 4, 1, 0, 1, 0},
+      {"Add u8", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 4, 0, 0, 1},
+      {"Add s8", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, 4, 0, 0, 1},
+      {"Add Relu u8 (Q at code 0)", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.02f, 131, 9, 0, 4, 1, 0, 1},
+      {"Add Relu s8 (Q at code -128)", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.011f, -7, 30, -128, 4, 1, 0, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
@@ -142,21 +140,10 @@ static void residual_add(void) {
 /* Mul of two quantized values (SE gating, attention scaling), and broadcast operands. */
 static void mul_and_broadcast(void) {
   static const qcase_t cases[] = {
-      {"Mul u8", "Mul", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.011f, 131, 9, 100, 4, 0, 0, 1, 0},
-      {"Mul s8 by channel", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, -1, 0, 0, 1, 0},
-      {"Add u8 one code", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1, 0},
-      {"Add s8 by channel", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, -1, 0, 0, 1, 0},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
-}
-
-/* Outputs enough for the table of every (a, b) code pair, read 16 at a time with a tail. */
-static void pair_table(void) {
-  static const qcase_t cases[] = {
-      {"Add u8 big", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 4, 0, 0, 1, 1},
-      {"Add Relu s8 big", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.011f, -7, 30, -128, 4, 1, 0, 1, 1},
-      {"Mul s8 by channel big", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, -1, 0, 0, 1, 1},
-      {"Add u8 one code big", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1, 1},
+      {"Mul u8", "Mul", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.011f, 131, 9, 100, 4, 0, 0, 1},
+      {"Mul s8 by channel", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, -1, 0, 0, 1},
+      {"Add u8 one code", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1},
+      {"Add s8 by channel", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, -1, 0, 0, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
@@ -164,7 +151,7 @@ static void pair_table(void) {
 /* The float sum is read outside (a graph output): DQ, DQ, Add and Q stay four kernels. */
 static void sum_read_outside(void) {
   static const qcase_t c = {"Add u8, sum also an output", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f,
-                            131, 9, 120, 4, 0, 1, 4, 0};
+                            131, 9, 120, 4, 0, 1, 4};
   check(&c);
 }
 
@@ -179,7 +166,6 @@ static void setup(void) {
 
 static void teardown(void) { mi_registry_destroy(r); }
 
-static const tu_case_t tu_cases[] = {TU_CASE(residual_add), TU_CASE(mul_and_broadcast), TU_CASE(pair_table),
-                                     TU_CASE(sum_read_outside)};
+static const tu_case_t tu_cases[] = {TU_CASE(residual_add), TU_CASE(mul_and_broadcast), TU_CASE(sum_read_outside)};
 
 TU_MAIN(setup, teardown)
