@@ -179,6 +179,22 @@ static void value_read_outside(void) {
   check(g, "chain value also an output", 4, 1);
 }
 
+/* The DequantizeLinear's value is read outside the chain by a float op whose result is a float
+ * graph output: the chain's kernel writes the value as well (gathered from the per-code table
+ * with AVX-512, 16 floats a step and a tail), and the float output is byte-equal. */
+static void dq_value_read_by_float_op(void) {
+  int32_t xf;
+  mi_graph_t *g = start(MI_DTYPE_INT8, -3, 0.041f, &xf);
+  int32_t a = val(g, "a"), c = val(g, "c"), r = val(g, "r");
+  int32_t ai[2] = {xf, f32(g, "three", 3.f)}, ci[3] = {a, f32(g, "zero", 0.f), f32(g, "six", 6.f)};
+  op(g, "Add", 2, ai, a);
+  op(g, "Clip", 3, ci, c);
+  finish(g, c, MI_DTYPE_INT8, 0.03f, -128);
+  op(g, "Relu", 1, &xf, r);
+  REQUIRE(mi_graph_add_output(g, r) == MI_OK);
+  check(g, "DQ value read by a float Relu", 2, 0);
+}
+
 /* paddle2onnx's hard-swish as QDQ exports write it: DQ(a) -> Add(3) -> Clip(0, 6) -> Q is a
  * chain, and the same DQ(a) also feeds the Mul with the clip's dequantized codes after it: the
  * chain's kernel writes DQ(a)'s value as well, and DQ(a), DQ(cq) -> Mul -> Q runs as one lowered
@@ -267,6 +283,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(activations),
     TU_CASE(value_read_outside),
     TU_CASE(dq_read_after_chain),
+    TU_CASE(dq_value_read_by_float_op),
     TU_CASE(max_pool_ends_chain),
 };
 
