@@ -28,9 +28,6 @@ typedef struct qconv {
   int32_t *wsum; /* [M] sums of each output channel's weights: the zero point's correction */
 } qconv_t;
 
-/* Column rows of the byte core's im2col are built in runs of output rows up to this many bytes. */
-#define QV_ROW_BYTES 2048
-
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
 #define QCOL_TILE_BYTES (512 * 1024)
 
@@ -139,55 +136,10 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
       }
 }
 
-/* Rows ohs..ohs+nrow of column row k (channel, kh, kw) as raw codes, the zero point's code in
- * the padding, OW bytes each (strides 1 and 2 in AVX-512, blis_qvnni.c). */
-static void qv_col_rows(const qconv_task_t *t, int64_t k, int64_t ohs, int64_t nrow, uint8_t zraw, uint8_t *d) {
-  const mi__blis_conv_t *c = &t->q->g;
-  int64_t kh = k / c->KW % c->KH, kw = k % c->KW, oh, ow;
-  mi__blis_qv_rows_t g = {(const uint8_t *)t->x + k / (c->KH * c->KW) * c->H * c->W, c->H, c->W, c->OW, c->sh, c->sw,
-                          kw * c->dw - c->pl, 0, c->OW, zraw};
-  while (g.lo < c->OW && g.lo * c->sw + g.col < 0) g.lo++;
-  while (g.hi > g.lo && (g.hi - 1) * c->sw + g.col >= c->W) g.hi--;
-  if (c->sw <= 2) {
-    mi__blis_qv_col_rows(&g, ohs * c->sh - c->pt + kh * c->dh, nrow, d);
-    return;
-  }
-  for (oh = ohs; oh < ohs + nrow; oh++, d += c->OW) {
-    int64_t ih = oh * c->sh - c->pt + kh * c->dh;
-    for (ow = 0; ow < c->OW; ow++)
-      d[ow] = ih >= 0 && ih < c->H && ow >= g.lo && ow < g.hi ? g.plane[ih * c->W + ow * c->sw + g.col] : zraw;
-  }
-}
-
-/* Byte core columns: items are k quads, four column rows interleaved (blis_qvnni.c); a quad's
- * rows past kk repeat row kk - 1 (their weights are 0). INT8 codes get their sign bit flipped. */
+/* Byte core columns: items are k quads (blis_qvnni.c). */
 static void qv_im2col_part(void *arg, int64_t q0, int64_t q1) {
   const qconv_task_t *t = arg;
-  const qconv_t *q = t->q;
-  const mi__blis_conv_t *c = &q->g;
-  int64_t ohw = (t->oh1 - t->oh0) * c->OW, chunk = QV_ROW_BYTES / c->OW, qd, e, oh;
-  uint8_t rows[4][QV_ROW_BYTES], flip = q->x_u8 ? 0 : 0x80;
-  int flat = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->OW == c->W && c->OH == c->H;
-  for (qd = q0; qd < q1; qd++) {
-    uint8_t *dst = (uint8_t *)q->col + qd * ohw * 4;
-    const uint8_t *r[4];
-    if (flat) { /* 1x1, stride 1, no pads: each row is a span of its channel's plane */
-      for (e = 0; e < 4; e++) {
-        int64_t k = 4 * qd + e < q->kk ? 4 * qd + e : q->kk - 1;
-        r[e] = (const uint8_t *)t->x + k * c->H * c->W + t->oh0 * c->W;
-      }
-      mi__blis_qv_quads(r, ohw, flip, dst);
-      continue;
-    }
-    for (oh = t->oh0; oh < t->oh1; oh += chunk) {
-      int64_t nrow = t->oh1 - oh < chunk ? t->oh1 - oh : chunk;
-      for (e = 0; e < 4; e++) {
-        qv_col_rows(t, 4 * qd + e < q->kk ? 4 * qd + e : q->kk - 1, oh, nrow, (uint8_t)t->zx, rows[e]);
-        r[e] = rows[e];
-      }
-      mi__blis_qv_quads(r, nrow * c->OW, flip, dst + (oh - t->oh0) * c->OW * 4);
-    }
-  }
+  mi__blis_qv_im2col(&t->q->g, t->x, t->q->kk, t->q->x_u8, t->zx, t->oh0, t->oh1, q0, q1, (uint8_t *)t->q->col);
 }
 
 /* The sums of output channel oc (n values) to its output row: the int32 bias added, then the
@@ -493,7 +445,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->kq = (q->kk + 3) / 4;
   /* byte core: the weights minus their zero point all fit INT8; [M][kq*4] bytes fit in wq's
    * [M][ka] int16 and the [kq][OH*OW][4] columns in col's (4 * kq <= 2 * ka) */
-  q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->dw && q->g.OW <= QV_ROW_BYTES;
+  q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->dw && q->g.OW <= MI__QV_ROW_BYTES;
   for (i = 0; i < q->g.M * q->kk && q->u8k; i++) {
     int32_t v = wval(src, w, i, i / q->kk);
     q->u8k = v >= -128 && v <= 127;

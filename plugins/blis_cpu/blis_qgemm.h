@@ -26,17 +26,13 @@ void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, 
 void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq,
                       const uint8_t *a, const uint8_t *b, const int32_t *rsum, const int32_t *csum,
                       int32_t zu, int32_t *acc);
-/* dst[j * 4 + e] = r[e][j] ^ flip, j < n: four rows of codes interleaved into the quads above. */
-void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst);
-/* Column rows of the byte core's im2col (stride 1 or 2, AVX-512BW): row r of nrow reads input row
- * ih0 + r * sh; output column ow reads input column ow * sw + col for lo <= ow < hi, and holds
- * the zero point's code zraw elsewhere and in rows outside 0..H. */
-typedef struct mi__blis_qv_rows {
-  const uint8_t *plane; /* H x W codes of one input channel */
-  int64_t H, W, OW, sh, sw, col, lo, hi;
-  uint8_t zraw;
-} mi__blis_qv_rows_t;
-void mi__blis_qv_col_rows(const mi__blis_qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d);
+/* The byte core's conv columns of one group (c's geometry, x its first input channel's plane) for
+ * output rows oh0..oh1, k quads q0..q1 of kk: col as [kq][(oh1 - oh0) * OW][4] codes made unsigned,
+ * the zero point's code zx in the padding; a quad's k past kk repeats k = kk - 1 (weight 0). Output
+ * rows up to MI__QV_ROW_BYTES columns (AVX-512BW: the byte core runs on AVX-512 VNNI CPUs only). */
+#define MI__QV_ROW_BYTES 2048
+void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int32_t x_u8, int32_t zx, int64_t oh0,
+                        int64_t oh1, int64_t q0, int64_t q1, uint8_t *col);
 /* Storage of the core's operands: both int16 pairs, or one of them packed INT4, one byte per k
  * pair (even k in the low nibble, odd k in the high one, signed), widened to int16 pairs inside
  * the core right before use. A4: A rows of ka / 2 bytes; B4: B as [kp][n] bytes. */

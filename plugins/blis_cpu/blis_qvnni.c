@@ -112,7 +112,7 @@ void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int
 
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16
  * columns a step, the tail scalar so nothing past dst's n quads is written). */
-void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {
+static void qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {
   const __m128i f = _mm_set1_epi8((char)flip);
   int64_t j = 0, e;
   for (; j + 16 <= n; j += 16) {
@@ -130,6 +130,15 @@ void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8
   for (; j < n; j++)
     for (e = 0; e < 4; e++) dst[j * 4 + e] = (uint8_t)(r[e][j] ^ flip);
 }
+
+/* Column rows (stride 1 or 2): row r of nrow reads input row ih0 + r * sh; output column ow reads
+ * input column ow * sw + col for lo <= ow < hi, and holds the zero point's code zraw elsewhere and
+ * in rows outside 0..H. */
+typedef struct qv_rows {
+  const uint8_t *plane; /* H x W codes of one input channel */
+  int64_t H, W, OW, sh, sw, col, lo, hi;
+  uint8_t zraw;
+} qv_rows_t;
 
 /* Lanes [a, b) of 64 set (a and b clamped to 0..64). */
 static inline uint64_t lanes64(int64_t a, int64_t b) {
@@ -156,7 +165,7 @@ T512BW static void span_copy(const uint8_t *src, int64_t n, const uint8_t *base,
     _mm512_mask_storeu_epi8(d + i, lanes64(0, n - i), _mm512_mask_loadu_epi8(z, lanes64(a - i, b - i), src + i));
 }
 
-T512BW void mi__blis_qv_col_rows(const mi__blis_qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d) {
+T512BW static void qv_col_rows(const qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d) {
   const __m512i z = _mm512_set1_epi8((char)g->zraw);
   int64_t r, c0, step = g->sw == 2 ? 32 : 64;
   if (g->sw == 1 && g->sh == 1 && g->W == g->OW) {
@@ -191,6 +200,53 @@ T512BW void mi__blis_qv_col_rows(const mi__blis_qv_rows_t *g, int64_t ih0, int64
       } else {
         _mm512_mask_storeu_epi8(d + c0, out, _mm512_mask_loadu_epi8(z, keep, src + c0));
       }
+    }
+  }
+}
+
+/* Rows ohs..ohs+nrow of column row k (channel, kh, kw) as raw codes, the zero point's code in
+ * the padding, OW bytes each: strides 1 and 2 in AVX-512, others a scalar loop. */
+static void col_rows_k(const mi__blis_conv_t *c, const uint8_t *x, int64_t k, int64_t ohs, int64_t nrow, uint8_t zraw,
+                       uint8_t *d) {
+  int64_t kh = k / c->KW % c->KH, kw = k % c->KW, oh, ow;
+  qv_rows_t g = {x + k / (c->KH * c->KW) * c->H * c->W, c->H, c->W, c->OW, c->sh, c->sw, kw * c->dw - c->pl, 0, c->OW,
+                 zraw};
+  while (g.lo < c->OW && g.lo * c->sw + g.col < 0) g.lo++;
+  while (g.hi > g.lo && (g.hi - 1) * c->sw + g.col >= c->W) g.hi--;
+  if (c->sw <= 2) {
+    qv_col_rows(&g, ohs * c->sh - c->pt + kh * c->dh, nrow, d);
+    return;
+  }
+  for (oh = ohs; oh < ohs + nrow; oh++, d += c->OW) {
+    int64_t ih = oh * c->sh - c->pt + kh * c->dh;
+    for (ow = 0; ow < c->OW; ow++)
+      d[ow] = ih >= 0 && ih < c->H && ow >= g.lo && ow < g.hi ? g.plane[ih * c->W + ow * c->sw + g.col] : zraw;
+  }
+}
+
+void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int32_t x_u8, int32_t zx, int64_t oh0,
+                        int64_t oh1, int64_t q0, int64_t q1, uint8_t *col) {
+  int64_t ohw = (oh1 - oh0) * c->OW, chunk = MI__QV_ROW_BYTES / c->OW, qd, e, oh;
+  uint8_t rows[4][MI__QV_ROW_BYTES], flip = x_u8 ? 0 : 0x80;
+  int flat = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->OW == c->W && c->OH == c->H;
+  for (qd = q0; qd < q1; qd++) {
+    uint8_t *dst = col + qd * ohw * 4;
+    const uint8_t *r[4];
+    if (flat) { /* 1x1, stride 1, no pads: each row is a span of its channel's plane */
+      for (e = 0; e < 4; e++) {
+        int64_t k = 4 * qd + e < kk ? 4 * qd + e : kk - 1;
+        r[e] = (const uint8_t *)x + k * c->H * c->W + oh0 * c->W;
+      }
+      qv_quads(r, ohw, flip, dst);
+      continue;
+    }
+    for (oh = oh0; oh < oh1; oh += chunk) {
+      int64_t nrow = oh1 - oh < chunk ? oh1 - oh : chunk;
+      for (e = 0; e < 4; e++) {
+        col_rows_k(c, x, 4 * qd + e < kk ? 4 * qd + e : kk - 1, oh, nrow, (uint8_t)zx, rows[e]);
+        r[e] = rows[e];
+      }
+      qv_quads(r, nrow * c->OW, flip, dst + (oh - oh0) * c->OW * 4);
     }
   }
 }
