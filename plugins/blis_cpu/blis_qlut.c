@@ -48,17 +48,6 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void lut_row_vbmi(
   }
 }
 
-/* xf[i] = dq[x[i]], 16 floats a step gathered from the 1 KiB table (in L1): the scalar loop was
- * as long as the chain's lookup itself in a QDQ detector's hard-swish chains. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dq_gather(const float *dq, const uint8_t *x, float *xf,
-                                                                           int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
-    __m512i idx = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, x + i));
-    _mm512_mask_storeu_ps(xf + i, k, _mm512_i32gather_ps(idx, dq, 4));
-  }
-}
-
 static void qlut_part(void *arg, int64_t b, int64_t e) {
   const qlut_task_t *t = arg;
   const qlut_t *q = t->q;
@@ -75,8 +64,7 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
       if (q->flip)
         for (int64_t i = 0; i < q->qp.OH * q->qp.OW; i++) yp[i] ^= q->flip;
     }
-    if (t->xf && q->vbmi) dq_gather(q->dq, x, t->xf + p * q->hw, q->hw);
-    else if (t->xf)
+    if (t->xf)
       for (int64_t i = 0; i < q->hw; i++) t->xf[p * q->hw + i] = q->dq[x[i]];
   }
 }
