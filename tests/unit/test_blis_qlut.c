@@ -180,8 +180,8 @@ static void value_read_outside(void) {
 }
 
 /* The DequantizeLinear's value is read outside the chain by a float op whose result is a float
- * graph output: the chain's kernel writes the value as well (gathered from the per-code table
- * with AVX-512, 16 floats a step and a tail), and the float output is byte-equal. */
+ * graph output: the chain's kernel writes the value as well (from its per-code table), and the
+ * float output is byte-equal (dq_read_after_chain's value is read by no float op). */
 static void dq_value_read_by_float_op(void) {
   int32_t xf;
   mi_graph_t *g = start(MI_DTYPE_INT8, -3, 0.041f, &xf);
