@@ -224,16 +224,39 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i lane_mask256(int64_
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+/* One accumulator through the epilogue of kind EK (compile-time after inlining), as epi_kind does
+ * for AVX-512: the common chains without the walk over the op list; FULL: plain residual loads. */
+static inline __attribute__((always_inline)) AVX2_FN __m256 epi256_kind(const pg_call_t *q, int64_t m, int64_t p,
+                                                                        __m256i k, __m256 v, int ek, int full) {
+  const mi__blis_conv_t *c = q->c;
+  if (ek == MI__EK_GENERIC) return epi256(q, m, p, k, v);
+  if (c->affine) v = _mm256_fmadd_ps(v, _mm256_set1_ps(c->scale[m]), _mm256_set1_ps(c->shift[m]));
+  switch (ek) {
+  case MI__EK_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
+  case MI__EK_CLIP: return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(c->epi[0].a)), _mm256_set1_ps(c->epi[0].b));
+  case MI__EK_ADD:
+  case MI__EK_ADD_RELU: {
+    const float *r = (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + m) * c->OH * c->OW + p;
+    v = _mm256_add_ps(v, full ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, k));
+    return ek == MI__EK_ADD ? v : _mm256_max_ps(v, _mm256_setzero_ps());
+  }
+  default: return v; /* MI__EK_NONE */
+  }
+}
+
 /* FULL (compile-time): all 16 pixels valid, so B is read with plain loads; masked loads cost more
- * than the FMAs they feed on some cores. */
-static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t item, int full) {
+ * than the FMAs they feed on some cores. EK (compile-time): the epilogue kind. With B rows at a
+ * fixed stride (a pointwise conv's input planes) the rows, the output and the residual are
+ * prefetched PG_PF floats ahead, as the AVX-512 tile does. */
+static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t item, int full,
+                                                                     int ek) {
   int64_t mp = item % q->mp_n, col = (item / q->mp_n) * 16, left = q->N - col;
   const float *b = q->b + col;
   float abuf[MR256 * PG_KB] __attribute__((aligned(32)));
   __m256i k0 = lane_mask256(left), k1 = lane_mask256(left - 8);
   __m256 c0[MR256], c1[MR256];
   int64_t kk, k0b, ldb = q->ldb, rows = q->mg - mp * MR256;
-  int i;
+  int i, pf = full && !q->koff;
 #pragma GCC unroll 6
   for (i = 0; i < MR256; i++) c0[i] = c1[i] = _mm256_setzero_ps();
   for (k0b = 0; k0b < q->K; k0b += PG_KB) {
@@ -255,6 +278,7 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
     if (koff) {
       NV256_K(bb + koff[kk])
     } else {
+      if (pf) pg_prefetch_rows(bb, ldb, kn, 0, 8);
       NV256_K(bb + kk * ldb)
     }
 #undef NV256_K
@@ -263,24 +287,41 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
   for (i = 0; i < MR256; i++) {
     if (i < rows) {
       int64_t m = mp * MR256 + i, p = q->p0 + col;
-      float *yr = q->y + m * q->ldc + p;
-      __m256 v0 = q->epi ? epi256(q, q->m0 + m, p, k0, c0[i]) : c0[i];
-      if (full) {
-        _mm256_storeu_ps(yr, v0);
-        _mm256_storeu_ps(yr + 8, q->epi ? epi256(q, q->m0 + m, p + 8, k1, c1[i]) : c1[i]);
+      float *yr = q->y + m * q->ldc;
+      if (pf) pg_prefetch_out(q, m, yr, p, p + 8, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
+      yr += p;
+      if (!q->epi) {
+        if (full) {
+          _mm256_storeu_ps(yr, c0[i]);
+          _mm256_storeu_ps(yr + 8, c1[i]);
+        } else {
+          _mm256_maskstore_ps(yr, k0, c0[i]);
+          if (left > 8) _mm256_maskstore_ps(yr + 8, k1, c1[i]);
+        }
         continue;
       }
-      _mm256_maskstore_ps(yr, k0, v0);
-      if (left > 8) _mm256_maskstore_ps(yr + 8, k1, q->epi ? epi256(q, q->m0 + m, p + 8, k1, c1[i]) : c1[i]);
+      if (full) {
+        _mm256_storeu_ps(yr, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 1));
+        _mm256_storeu_ps(yr + 8, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 1));
+        continue;
+      }
+      _mm256_maskstore_ps(yr, k0, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 0));
+      if (left > 8) _mm256_maskstore_ps(yr + 8, k1, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 0));
     }
   }
 }
 
+#define NV256_EK(EK)                      \
+  do {                                    \
+    if (full) nv256_body(q, item, 1, EK); \
+    else                                  \
+      nv256_body(q, item, 0, EK);         \
+  } while (0)
 AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
-  if (q->N - (item / q->mp_n) * 16 >= 16) nv256_body(q, item, 1);
-  else
-    nv256_body(q, item, 0);
+  int full = q->N - (item / q->mp_n) * 16 >= 16;
+  MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
 }
+#undef NV256_EK
 
 /* ---- "nv" tiles, plain C: 4 rows x 16 pixels; the epilogue runs on the stored rows. */
 #define MRC 4
