@@ -231,6 +231,11 @@ static void packed_cases(tb_plugin_t *p) {
       /* narrow rows (5 of 16 lanes as segments): the flat run with junk columns and compaction */
       {"packed 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed dilated grouped", "conv.packed_gemm", {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2}, 0},
+      /* the register tiles over several k blocks of 128: a 1-D conv of a long kernel and wide
+       * stride (5 pixels: channels in the lanes, rows 16 + 16 + 5), and a pointwise conv of 72
+       * pixels (pixels in the lanes: full 16-pixel blocks, prefetched, and a tail of 8) */
+      {"packed 1-D kernel 100 stride 20, 3 channels, 5 pixels", "conv.packed_gemm", {1, 3, 1, 180, 37, 1, 100, 1, 20, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed pointwise 150 channels, 72 pixels", "conv.packed_gemm", {1, 150, 9, 8, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"depthwise 3x3 stride 2, 21 wide", "conv.depthwise_direct", {1, 8, 13, 21, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8}, 0},
       {"depthwise 5x5 stride 2, 37 wide", "conv.depthwise_direct", {2, 3, 11, 37, 3, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 3}, 0},
       {"depthwise 3x3 stride 2 pad 0, 3x3 plane", "conv.depthwise_direct", {1, 4, 6, 6, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 4}, 0},
