@@ -14,9 +14,12 @@ average is recorded with every round. Before timing, every model's blis-cpu outp
 with ONNX Runtime's (relative L2, target <= 1e-4).
 
 usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
-                               [--only REGEX] [--no-avx2] [--markdown] [--clock wall|cpu|both]
+                               [--only REGEX] [--no-avx2] [--avx2-only] [--markdown]
+                               [--clock wall|cpu|both]
                                [--quant qdq,dynamic,qop]
---base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column.
+--base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column,
+and with the AVX2-capped column a "before AVX2" column (the old build capped the same way).
+--avx2-only times blis-cpu capped at AVX2 only (the new build and --base's), not at its defaults.
 --quant adds each model's quantized forms (tools/mi-quantize, calibrated on the benchmark's own
 input) as models of their own, "NAME:MODE", timed in the same rounds on blis-cpu and on ONNX
 Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end, for
@@ -104,8 +107,8 @@ class Runner:
 
     def blis(self, model, inputs, threads, repeat, simd, outdir=None):
         run = self.mirun
-        if simd == "base":
-            run, simd = self.base, "default"
+        if simd.startswith("base"):  # the --base build, uncapped or capped at AVX2
+            run, simd = self.base, ("avx2" if simd == "base-avx2" else "default")
         cmd = [run, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
                "--repeat", str(repeat), "--warmup", self.warmup, "--json"]
         for i in inputs:
@@ -162,6 +165,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--only", default="")
     ap.add_argument("--no-avx2", action="store_true", help="skip the AVX2-capped column")
+    ap.add_argument("--avx2-only", action="store_true",
+                    help="time blis-cpu capped at AVX2 only (and --base capped too), not at its defaults")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--clock", choices=("wall", "cpu", "both"), default="both",
                     help="which ratios to print: wall time, process CPU time, or both tables")
@@ -178,6 +183,12 @@ def main():
         sys.exit(f"run.py: no mi-run in {a.build}/bin")
     cpu, cores, avx512 = machine()
     simds = ["default"] + (["avx2"] if avx512 and not a.no_avx2 else [])
+    if a.avx2_only:
+        if "avx2" not in simds:
+            sys.exit("run.py: --avx2-only needs a CPU with AVX-512 and no --no-avx2")
+        simds = ["avx2"]
+    # the --base build's columns: as the new build's, "base" uncapped, "base-avx2" capped
+    bases = [{"default": "base", "avx2": "base-avx2"}[s] for s in simds] if a.base else []
     threads = [int(t) for t in a.threads.split(",") if t]
     r = Runner(a.build, threads, a.warmup)
     if a.base:
@@ -251,23 +262,22 @@ def main():
               "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]); < 1: blis-cpu faster")
         worst = {}
         if a.markdown:
-            head = "| model | threads | ORT ms | blis-cpu ms | ratio [range] |"
-            sep = "| --- | ---: | ---: | ---: | --- |"
-            if "avx2" in simds:
-                head += " blis-cpu AVX2 ms | ratio AVX2 [range] |"
-                sep += " ---: | --- |"
-            if a.base:
-                head += " before ms | ratio before [range] |"
+            head = "| model | threads | ORT ms |"
+            sep = "| --- | ---: | ---: |"
+            for s in simds + bases:
+                head += " %s ms | ratio %s [range] |" % {
+                    "default": ("blis-cpu", ""), "avx2": ("blis-cpu AVX2", "AVX2"), "base": ("before", "before"),
+                    "base-avx2": ("before AVX2", "before AVX2")}[s]
                 sep += " ---: | --- |"
             print(head + " max rel L2 |")
             print(sep + " ---: |")
         else:
-            print(f"{'model':<16} {'thr':>3} {'ORT ms':>9} {'blis ms':>9} {'ratio':>6} {'range':>11}" +
-                  (f" {'avx2 ms':>9} {'ratio':>6} {'range':>11}" if "avx2" in simds else "") +
-                  (f" {'before':>9} {'ratio':>6} {'range':>11}" if a.base else "") + "  rel L2")
+            title = {"default": "blis ms", "avx2": "avx2 ms", "base": "before", "base-avx2": "bef avx2"}
+            print(f"{'model':<16} {'thr':>3} {'ORT ms':>9}" +
+                  "".join(f" {title[s]:>9} {'ratio':>6} {'range':>11}" for s in simds + bases) + "  rel L2")
         for t in threads:
             for name, _, _, _, err in todo:
-                cols = simds + (["base"] if a.base else [])
+                cols = simds + bases
                 cells = [cell(name, t, s) for s in cols]
                 if cells[0] is None:
                     continue
@@ -288,7 +298,7 @@ def main():
                     print(line + f"  {err:.1g}")
         for t in threads:
             for name, _, _, _, _ in todo:
-                for who in ["default"] + (["base"] if a.base else []):
+                for who in [w for w in ("default", "base") if w in simds + bases]:
                     if ":" not in name or not ms.get((name, t, who)):
                         continue
                     fp = ms.get((name.split(":")[0], t, who), [])
@@ -298,14 +308,15 @@ def main():
                         print(f"{name} {t} thread(s): blis-cpu{' (before)' if who == 'base' else ''} quantized / "
                               f"FP32 ({clock}) {statistics.median(rs):.2f} [{min(rs):.2f}-{max(rs):.2f}]")
         for (s, t), (w, name) in sorted(worst.items()):
-            print(f"worst {clock} ratio, {dict(avx2='AVX2-capped', base='before').get(s, 'defaults')}, "
+            print(f"worst {clock} ratio, "
+                  f"{dict(avx2='AVX2-capped', base='before', **{'base-avx2': 'before, AVX2-capped'}).get(s, 'defaults')}, "
                   f"{t} thread(s): {w:.2f} ({name})")
 
     # ms[(name, threads, who)] = list over rounds of (wall ms, cpu ms); who: "ort" or a simd value
     ms = {}
     loads = []
     clocks = ["wall", "cpu"] if a.clock == "both" else [a.clock]
-    whos = simds + (["base"] if a.base else []) + ["ort"]
+    whos = simds + bases + ["ort"]
     for rnd in range(a.rounds):
         for t in threads:
             for name, path, ins, reps, _ in todo:
