@@ -131,6 +131,10 @@ void mi__blis_pg_gemm(const mi__blis_conv_t *c, void *const *t, const mi__blis_e
  * [p0, p0 + len) of channel m of image n, stored at row. */
 void mi__blis_epi_tail(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, int64_t p0,
                        float *row, int64_t len, int32_t from, int affine);
+/* AVX2 depthwise 3x3 plane (stride 1 or 2) with the epilogue (blis_dw256.c); 0 when the geometry
+ * is not taken. */
+int mi__blis_dw256_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
+                         const float *wm, float *row);
 /* AVX-512 depthwise plane with the epilogue (blis_dw512.c); 0 when the geometry is not taken. */
 int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
                          const float *xc, const float *wm, float *row);

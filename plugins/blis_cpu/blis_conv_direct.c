@@ -26,6 +26,7 @@ static void dw_part(void *arg, int64_t p0, int64_t p1) {
       const float *xc = x + (n * c->C + m / mult) * c->H * c->W, *wm = w + m * c->KH * c->KW;
       float *row = y + (n * c->M + m) * ohw;
       if (c->simd == MI__SIMD_AVX512 && mi__blis_dw512_plane(c, t, n, m, xc, wm, row)) continue;
+      if (c->simd == MI__SIMD_AVX2 && mi__blis_dw256_plane(c, t, n, m, xc, wm, row)) continue;
       if (mi__blis_dw_plane(c, xc, wm, row)) {
         if (c->affine || c->epi_n) mi__blis_epi_row(c, t, n, m, row);
         continue;

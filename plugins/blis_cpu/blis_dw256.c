@@ -1,0 +1,160 @@
+/* blis_dw256.c - AVX2 depthwise 3x3 planes at stride 1 and 2: the row kernel of blis_dw512.c on
+ * 8-lane registers, read straight from the input (no padded copy of the plane), the fused epilogue
+ * applied in registers. */
+#include "blis_epi512.h"
+
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+/* Output rows computed together (independent accumulators hide the FMA latency). */
+#define DW2_ROWS 4
+
+/* Lane j of a mask is set when lo <= j < hi (an all-ones lane: that float is read). */
+static inline __attribute__((always_inline)) AVX2_FN __m256i lanes8(int64_t lo, int64_t hi) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  lo = lo < 0 ? 0 : lo > 8 ? 8
+                           : lo;
+  hi = hi < 0 ? 0 : hi > 8 ? 8
+                           : hi;
+  return _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), idx),
+                          _mm256_cmpgt_epi32(idx, _mm256_set1_epi32((int)lo - 1)));
+}
+
+/* 8 floats from p; FULL (compile-time): every lane is inside the row, a plain load; else a masked
+ * load (a masked lane is not read and is 0: the zero padding). */
+#define LD8(p, k) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps((p), (k)))
+
+/* The three taps of one input row for 8 output columns: lane j of tap kw reads input column
+ * b0 + s * j + kw (xr points at column b0). Stride 2: the even lanes of the 16 floats from
+ * column b0 + kw. */
+static inline __attribute__((always_inline)) AVX2_FN void dw3_taps8(const float *xr, const __m256i *mk, __m256 *tap,
+                                                                    int s, int full) {
+  int kw;
+  if (s == 1) {
+#pragma GCC unroll 3
+    for (kw = 0; kw < 3; kw++) tap[kw] = LD8(xr + kw, mk[kw]);
+    return;
+  }
+#pragma GCC unroll 3
+  for (kw = 0; kw < 3; kw++) {
+    __m256 lo = LD8(xr + kw, mk[2 * kw]), hi = LD8(xr + kw + 8, mk[2 * kw + 1]);
+    /* lanes 0,2 of each 4 from lo then hi, per 128-bit half; the 64-bit swap puts them in order */
+    __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88);
+    tap[kw] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+  }
+}
+
+/* DW2_ROWS output rows of an 8-column block from their s * (DW2_ROWS - 1) + 3 input rows, each
+ * input row loaded once and added to the output rows it feeds; one accumulator per (output row,
+ * kh), the three kh sums added at the end (the order of blis_dw512.c's row kernel). */
+static inline __attribute__((always_inline)) AVX2_FN void dw3_rows8(const float *xc, int64_t W, int64_t H,
+                                                                    int64_t ih0, int nr, const __m256i *mk,
+                                                                    const __m256 *w, __m256 *out, int s,
+                                                                    int full) {
+  __m256 acc[DW2_ROWS][3];
+  int j, r, kh;
+#pragma GCC unroll 4
+  for (r = 0; r < DW2_ROWS; r++) {
+#pragma GCC unroll 3
+    for (kh = 0; kh < 3; kh++) acc[r][kh] = _mm256_setzero_ps();
+  }
+#pragma GCC unroll 9
+  for (j = 0; j < s * (DW2_ROWS - 1) + 3; j++) {
+    int64_t ih = ih0 + j;
+    __m256 tap[3];
+    if (j > s * (nr - 1) + 2 || ih < 0 || ih >= H) continue; /* padding rows add nothing */
+    dw3_taps8(xc + ih * W, mk, tap, s, full);
+#pragma GCC unroll 4
+    for (r = 0; r < DW2_ROWS; r++) {
+      kh = j - s * r; /* input row j is filter row kh of output row r */
+      if (kh < 0 || kh > 2) continue;
+      acc[r][kh] = _mm256_fmadd_ps(w[kh * 3], tap[0], acc[r][kh]);
+      acc[r][kh] = _mm256_fmadd_ps(w[kh * 3 + 1], tap[1], acc[r][kh]);
+      acc[r][kh] = _mm256_fmadd_ps(w[kh * 3 + 2], tap[2], acc[r][kh]);
+    }
+  }
+#pragma GCC unroll 4
+  for (r = 0; r < DW2_ROWS; r++) out[r] = _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), acc[r][2]);
+}
+
+/* Bias/BN and the chain's vector prefix on output pixels [p, p + 8) of plane pl (offset of plane
+ * (n, m) in the output-shaped tensors); the common chains (ek, compile-time) without the walk over
+ * the op list. ko: the valid lanes; FO: all of them. */
+static inline __attribute__((always_inline)) AVX2_FN __m256 dw_epi8(const mi__blis_conv_t *c, void *const *t,
+                                                                    int64_t pl, int64_t p, __m256i ko, __m256 v,
+                                                                    __m256 sc, __m256 sh, int ek, int fo) {
+  int32_t e;
+  v = _mm256_fmadd_ps(v, sc, sh);
+  if (ek == MI__EK_RELU) return _mm256_max_ps(v, _mm256_setzero_ps());
+  if (ek == MI__EK_CLIP)
+    return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(c->epi[0].a)), _mm256_set1_ps(c->epi[0].b));
+  if (ek == MI__EK_NONE) return v;
+  for (e = 0; e < (ek == MI__EK_GENERIC ? c->pg_vec_ops : 1); e++) {
+    const mi__blis_epi_op_t *op = &c->epi[e];
+    if (op->act == MI__ACT_NONE) {
+      const float *r = (const float *)t[op->tensor] + pl + p;
+      v = _mm256_add_ps(v, fo ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, ko));
+    } else {
+      v = mi__blis_act256_op(op, v);
+    }
+  }
+  return ek == MI__EK_ADD_RELU ? _mm256_max_ps(v, _mm256_setzero_ps()) : v;
+}
+
+/* One plane, stride s (1 or 2) and epilogue kind ek constants. Column blocks whose three taps'
+ * runs lie inside the row load without masks. */
+static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__blis_conv_t *c, void *const *t,
+                                                                    int64_t n, int64_t m, const float *xc,
+                                                                    const float *wm, float *row, int s, int ek) {
+  int64_t W = c->W, H = c->H, OW = c->OW, pl = (n * c->M + m) * c->OH * OW, oh, ow0;
+  __m256 w[9], sc = _mm256_set1_ps(c->affine ? c->scale[m] : 1.f), sh = _mm256_set1_ps(c->affine ? c->shift[m] : 0.f);
+  __m256i mk[6];
+  int i;
+#pragma GCC unroll 9
+  for (i = 0; i < 9; i++) w[i] = _mm256_set1_ps(wm[i]);
+  for (ow0 = 0; ow0 < OW; ow0 += 8) {
+    int64_t b0 = ow0 * s - c->pl, nout = OW - ow0 < 8 ? OW - ow0 : 8;
+    __m256i ko = lanes8(0, nout);
+    /* inside the row: lane 7 of the last tap's run (column b0 + 8 * s + 1) exists */
+    int full = b0 >= 0 && b0 + 8 * s + 2 <= W, fo = nout == 8;
+    if (s == 1)
+      for (i = 0; i < 3; i++) mk[i] = lanes8(-(b0 + i), W - (b0 + i));
+    else
+      for (i = 0; i < 6; i++) mk[i] = lanes8(-(b0 + i / 2 + 8 * (i % 2)), W - (b0 + i / 2 + 8 * (i % 2)));
+    for (oh = 0; oh < c->OH; oh += DW2_ROWS) {
+      int nr = c->OH - oh < DW2_ROWS ? (int)(c->OH - oh) : DW2_ROWS, r;
+      __m256 acc[DW2_ROWS];
+      if (full) dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1);
+      else
+        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 0);
+#pragma GCC unroll 4
+      for (r = 0; r < DW2_ROWS; r++)
+        if (r < nr) {
+          int64_t p = (oh + r) * OW + ow0;
+          if (fo) _mm256_storeu_ps(row + p, dw_epi8(c, t, pl, p, ko, acc[r], sc, sh, ek, 1));
+          else
+            _mm256_maskstore_ps(row + p, ko, dw_epi8(c, t, pl, p, ko, acc[r], sc, sh, ek, 0));
+        }
+    }
+  }
+}
+
+/* Channel m of image n: input plane xc, filter wm, output plane row, with the fused epilogue.
+ * Returns 0 (nothing written) for the geometries it does not take: only 3x3 filters, dilation 1,
+ * the same stride 1 or 2 both ways. Replaces the padded-copy planes of blis_simd.c there
+ * (blazeface's 24-channel 3x3 convs on 128x128 planes ran at 19-22 GFLOP/s with those). */
+AVX2_FN int mi__blis_dw256_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
+                                 const float *wm, float *row) {
+  if (c->KH != 3 || c->KW != 3 || c->dh != 1 || c->dw != 1 || c->sh != c->sw || (c->sh != 1 && c->sh != 2))
+    return 0;
+#define BODY_S1(EK) dw3_body8(c, t, n, m, xc, wm, row, 1, EK)
+#define BODY_S2(EK) dw3_body8(c, t, n, m, xc, wm, row, 2, EK)
+  if (c->sh == 1) {
+    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S1)
+  } else {
+    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S2)
+  }
+#undef BODY_S1
+#undef BODY_S2
+  if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * c->OW, c->pg_vec_ops, 0);
+  return 1;
+}
