@@ -1,7 +1,9 @@
 /* test_measure_compare.c - the paired comparison's statistics on synthetic samples: a known
  * ratio under drift, an interval that spans 1, determinism given the seed, and the rounds of
- * mi_compare_run with a synthetic measurer (no clocks involved). */
+ * mi_compare_run with a synthetic measurer (no clocks involved), and its wall-time budget with one
+ * that sleeps. */
 #include <math.h>
+#include <time.h>
 
 #include "measure/measure_internal.h"
 #include "test_util.h"
@@ -134,10 +136,58 @@ static void test_rounds(void) {
         "one configuration is refused");
 }
 
+/* Measurements that take `sleep_s` each, with the start of each round's first one kept. */
+typedef struct slow {
+  double sleep_s, start[64];
+  int calls, count;
+} slow_t;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int32_t slow_measure(void *user, int32_t c, double *median_s, mi_error_t *err) {
+  slow_t *y = user;
+  struct timespec ts = {0, (long)(y->sleep_s * 1e9)};
+  (void)err;
+  if (y->calls % y->count == 0 && y->calls / y->count < 64) y->start[y->calls / y->count] = now_s();
+  y->calls++;
+  nanosleep(&ts, NULL);
+  *median_s = 1e-3 * (1 + c);
+  return MI_OK;
+}
+
+/* The budget counts the round in progress: no round is begun that a round as long as the longest
+ * since the first would carry past it. Rounds of 2 x 50 ms under a 0.35 s budget: the old rule
+ * (stop once the budget is spent) began a fourth round at 0.3 s and ended at 0.4 s. */
+static void test_budget_counts_round(void) {
+  slow_t y = {0.05, {0}, 0, 2};
+  mi_compare_options_t o;
+  mi_compare_result_t res;
+  mi_error_t err;
+  double t0 = now_s(), longest = 0;
+  mi_compare_options_default(&o);
+  o.budget_s = 0.35;
+  o.target = 1e-9; /* never met: only the budget stops it */
+  o.max_rounds = 40;
+  CHECK(mi_compare_run(2, slow_measure, &y, &o, &res, &err) == MI_OK, "%s", err.message);
+  CHECK(res.rounds >= 2, "two rounds at least: %d", (int)res.rounds);
+  for (int k = 1; k + 1 < res.rounds; k++)
+    if (y.start[k + 1] - y.start[k] > longest) longest = y.start[k + 1] - y.start[k];
+  /* The last round was begun only when one as long as the longest before it fitted (a 5 ms
+   * allowance for the loop's own work between rounds). */
+  CHECK(res.rounds == 2 || y.start[res.rounds - 1] - t0 + longest <= o.budget_s + 0.005,
+        "round %d begun at %.3f s with rounds of %.3f s, budget %.2f s", (int)res.rounds,
+        y.start[res.rounds - 1] - t0, longest, o.budget_s);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_known_ratio),
     TU_CASE(test_spans_one),
     TU_CASE(test_rounds),
+    TU_CASE(test_budget_counts_round),
 };
 
 TU_MAIN(NULL, NULL)

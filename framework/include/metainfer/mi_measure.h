@@ -356,7 +356,8 @@ typedef struct mi_compare_options {
   uint32_t struct_size;
   double target;      /* stop once every interval's half-width is under this share
                        * (default 0.02: +-2%) */
-  double budget_s;    /* or once this much wall time has passed (default 120) */
+  double budget_s;    /* wall time (default 120): after two rounds, no round is begun that would
+                       * end past it, judged by the longest round since the first */
   int32_t min_rounds; /* rounds before the target may stop it (default 5) */
   int32_t max_rounds; /* at most this many (default 30, at most MI_COMPARE_MAX_ROUNDS) */
   double confidence;  /* of the intervals (default 0.95) */
