@@ -74,6 +74,12 @@ $HOST history stats --db "$T/k.db" > /dev/null || fail "mi-host opens the killed
 # 4. Export, import twice, bad line with its number.
 $HOST history export --db "$T/a.db" --out "$T/a.jsonl" 2> /dev/null || fail "export"
 [ "$(wc -l < "$T/a.jsonl")" -eq 3 ] || fail "3 lines expected"
+# An output that is the history itself is refused (it used to empty the history).
+( cd "$T" && cp a.db history.db && $HOST history export history.db 2> "$T/err" > /dev/null; [ $? -eq 2 ] ) \
+  || fail "export onto the history itself not refused: $(cat "$T/err")"
+grep -q "is the history itself" "$T/err" || fail "message: $(cat "$T/err")"
+$HOST history export --db "$T/history.db" --out "$T/history.db" 2> /dev/null && fail "export --out onto --db"
+[ "$($HOST history export --db "$T/history.db" | wc -l)" -eq 3 ] || fail "history emptied by an export onto itself"
 $HOST history import --db "$T/b.db" "$T/a.jsonl" | grep -q "imported 3 records" || fail "import"
 $HOST history import --db "$T/b.db" "$T/a.jsonl" | grep -q "imported 0 records, skipped 3" \
   || fail "second import must add nothing"

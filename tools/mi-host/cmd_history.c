@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "metainfer/mi_ltask.h"
 #include "mi_host.h"
@@ -104,6 +105,13 @@ int mi_host_cmd_history(mi_host_t *h, int argc, char **argv) {
   if (!strcmp(sub, "prune") && (file || (!pr.failed && !pr.model && !pr.device)))
     return mi_cli_error(&c, "prune needs --failed, --model or --device (all records of a model or device)");
   if (!strcmp(sub, "import") && !file) return mi_host_usage_error("history import needs a FILE");
+  if (!strcmp(sub, "export") && file && strcmp(file, "-")) {
+    /* export's FILE is its output: `history export history.db` opened the default history for
+     * writing and emptied it (0 bytes, every record lost) before reading it. */
+    struct stat a, b;
+    if (!strcmp(file, db) || (stat(file, &a) == 0 && stat(db, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+      return mi_cli_error(&c, "export: the output '%s' is the history itself (--db %s); give another file", file, db);
+  }
   mi_error_clear(&err);
   if (mi_history_open(db, &hist, &err)) {
     fprintf(stderr, "mi-host: history: %s\n", err.message);
