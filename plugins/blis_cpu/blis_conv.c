@@ -597,5 +597,6 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   s->run = c->variant == MI__CONV_PG                                     ? run_pg_conv
            : c->variant == MI__CONV_IM2COL || c->variant == MI__CONV_1X1 ? run_gemm_conv
                                                                          : mi__blis_conv_run_direct;
+  mi__blis_dwpw_link(p, s, c);
   return MI_OK;
 }

@@ -36,9 +36,10 @@ typedef struct mi__blis_conv {
   int64_t *pg_seg;      /* ... AVX-512 "nv" tiles: output row segments of <= 16 pixels as
                          * {flat offset, output pixel, length}, inside aux */
   int64_t pg_nseg;
-  float *pg_raw;  /* ... raw sums over the flat padded pixels, inside aux */
-  int32_t dw_cl;  /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
-  float *scratch; /* im2col columns or NHWC input copy, inside aux */
+  float *pg_raw;                  /* ... raw sums over the flat padded pixels, inside aux */
+  int32_t dw_cl;                  /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
+  float *scratch;                 /* im2col columns or NHWC input copy, inside aux */
+  const struct mi__blis_conv *pw; /* conv.depthwise_direct: the pointwise conv run in the same pass */
 } mi__blis_conv_t;
 
 enum { MI__CONV_IM2COL = 0,
@@ -138,6 +139,16 @@ int mi__blis_dw256_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, in
 /* AVX-512 depthwise plane with the epilogue (blis_dw512.c); 0 when the geometry is not taken. */
 int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
                          const float *xc, const float *wm, float *row);
+/* The 3x3 row kernels of mi__blis_dw512_plane on output rows [oh0, oh1) only, row oh0 stored at
+ * out (a band of a depthwise-then-pointwise pass, blis_dwpw.c); _fit: the geometry they take
+ * (3x3, dilation 1, stride 1 or 2) with every epilogue op in registers. */
+int mi__blis_dw512_rows_fit(const mi__blis_conv_t *c);
+void mi__blis_dw512_rows(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
+                         const float *wm, float *out, int64_t oh0, int64_t oh1);
+/* Joins a pointwise conv.packed_gemm step `s` (state c) to the depthwise step before it in the
+ * kernel when that one produces c's input alone and its geometry is taken: the depthwise step then
+ * runs both over bands of rows, this one nothing. */
+void mi__blis_dwpw_link(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c);
 /* The same with B[k][p] at b + koff[k] + p when koff is set, and, when raw is set, the plain sums
  * written to raw (row m at raw + m * ldraw, no epilogue). */
 void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env,

@@ -141,7 +141,7 @@ dw3_rows(const float *xc, int64_t W, int64_t H, int64_t ih0, int nr, const __mma
 
 static inline __attribute__((always_inline)) MI__AVX512_FN void
 dw3_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc, const float *wm,
-         float *row, int s, int ek) {
+         float *row, int64_t oh0, int64_t oh1, int s, int ek) {
   dw_epi_t e = dw_epi_init(c, t, n, m);
   int64_t W = c->W, H = c->H, OW = c->OW, oh, ow0;
   __m512 w[9];
@@ -153,25 +153,25 @@ dw3_body(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const f
     __mmask16 kout = lanes(0, OW - ow0);
     int64_t b0 = ow0 * s - c->pl;
     for (i = 0; i < 3; i++) m3[i] = lanes(-b0 - 16 * i, W - b0 - 16 * i);
-    for (oh = 0; oh < c->OH; oh += DW_ROWS) {
-      int nr = c->OH - oh < DW_ROWS ? (int)(c->OH - oh) : DW_ROWS, r;
+    for (oh = oh0; oh < oh1; oh += DW_ROWS) {
+      int nr = oh1 - oh < DW_ROWS ? (int)(oh1 - oh) : DW_ROWS, r;
       __m512 acc[DW_ROWS];
       dw3_rows(xc + b0, W, H, oh * s - c->pt, nr, m3, w, acc, s);
 #pragma GCC unroll 4
       for (r = 0; r < DW_ROWS; r++)
         if (r < nr) {
           int64_t p = (oh + r) * OW + ow0;
-          _mm512_mask_storeu_ps(row + p, kout, dw_epi(c, t, n, m, p, kout, acc[r], ek, &e));
+          _mm512_mask_storeu_ps(row + (p - oh0 * OW), kout, dw_epi(c, t, n, m, p, kout, acc[r], ek, &e));
         }
     }
   }
 }
 
-/* One instance per stride and epilogue kind. */
+/* One instance per stride and epilogue kind: output rows [oh0, oh1), row oh0 stored at `row`. */
 MI__AVX512_FN static void dw3_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
-                                    const float *xc, const float *wm, float *row) {
-#define BODY_S1(EK) dw3_body(c, t, n, m, xc, wm, row, 1, EK)
-#define BODY_S2(EK) dw3_body(c, t, n, m, xc, wm, row, 2, EK)
+                                    const float *xc, const float *wm, float *row, int64_t oh0, int64_t oh1) {
+#define BODY_S1(EK) dw3_body(c, t, n, m, xc, wm, row, oh0, oh1, 1, EK)
+#define BODY_S2(EK) dw3_body(c, t, n, m, xc, wm, row, oh0, oh1, 2, EK)
   if (c->sh == 1) {
     MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S1)
   } else {
@@ -193,13 +193,13 @@ MI__AVX512_FN int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t,
    * 32x48x48 23.5 -> 8.5 us against the flat padded-copy planes of blis_simd.c, 96x48x48 stride 2
    * 35.5 -> 18). Other stride-1 shapes stay with those flat planes. */
   if (c->dh == 1 && c->dw == 1 && c->KH == 3 && KW == 3 && c->sh == 1 && c->sw == 1) {
-    dw3_plane(c, t, n, m, xc, wm, row);
+    dw3_plane(c, t, n, m, xc, wm, row, 0, c->OH);
     if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * OW, c->pg_vec_ops, 0);
     return 1;
   }
   if (c->dh != 1 || c->dw != 1 || c->sw != 2 || c->KH * KW > 64 || KW > 16) return 0;
   if (c->KH == 3 && KW == 3 && c->sh == 2) {
-    dw3_plane(c, t, n, m, xc, wm, row);
+    dw3_plane(c, t, n, m, xc, wm, row, 0, c->OH);
     if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * OW, c->pg_vec_ops, 0);
     return 1;
   }
@@ -229,6 +229,16 @@ MI__AVX512_FN int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t,
   if (c->pg_vec_ops < c->epi_n)
     mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * OW, c->pg_vec_ops, 0);
   return 1;
+}
+
+int mi__blis_dw512_rows_fit(const mi__blis_conv_t *c) {
+  return c->KH == 3 && c->KW == 3 && c->dh == 1 && c->dw == 1 && c->sh == c->sw && (c->sh == 1 || c->sh == 2) &&
+         c->pg_vec_ops == c->epi_n;
+}
+
+MI__AVX512_FN void mi__blis_dw512_rows(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
+                                       const float *xc, const float *wm, float *out, int64_t oh0, int64_t oh1) {
+  dw3_plane(c, t, n, m, xc, wm, out, oh0, oh1);
 }
 
 /* ---- Small planes, channels in the lanes: 16 channels at a time, the planes transposed once into

@@ -28,8 +28,10 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "dense 3x3 stride-1 conv as Winograd F(4x4,3x3): weights transformed and packed at prepare, "
      "36 tile GEMMs on conv.packed_gemm's tiles, epilogue on the output rows",
      NCHW, EPI, "threads,simd"},
-    {"conv.depthwise_direct", "Conv", "direct depthwise conv (group == C), fused epilogue", NCHW,
-     EPI, "simd"},
+    {"conv.depthwise_direct", "Conv",
+     "direct depthwise conv (group == C), fused epilogue; with a pointwise conv after it, both in "
+     "one pass over bands of rows",
+     NCHW, EPI | MI_FUSE_CONV, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
      "oc_block"},
     {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, MI_FUSE_BIAS,

@@ -182,6 +182,90 @@ static void auto_fused(mi_plugin_t *p) {
   mi_graph_destroy(g);
 }
 
+/* Depthwise-separable blocks as MobileNet/BlazeFace exports write them: a depthwise 3x3 conv
+ * (+ bias, Relu) read only by a pointwise conv (+ bias, the block's input added, Relu), then a
+ * stride-2 depthwise conv with a channel multiplier of 2 read by a pointwise conv to 24
+ * channels, then one whose depthwise result is read twice (no fusion there). Planes large
+ * enough that blis-cpu's one-pass kernel splits them into several bands of rows, the last one
+ * short. The default session runs each of the first two blocks as one kernel (4 kernels
+ * before MI_FUSE_CONV), the third as two, with the reference's result. */
+static void auto_dwpw(mi_plugin_t *p, int32_t threads) {
+  mi_graph_t *g = mi_graph_create("dwpw");
+  int64_t xd[4] = {1, 32, 30, 37}, w1d[4] = {32, 1, 3, 3}, p1d[4] = {32, 32, 1, 1}, w2d[4] = {64, 1, 3, 3};
+  int64_t p2d[4] = {24, 64, 1, 1}, w3d[4] = {24, 1, 3, 3}, p3d[4] = {8, 24, 1, 1}, b32[1] = {32};
+  int64_t b24[1] = {24}, pad1[4] = {1, 1, 1, 1}, st2[2] = {2, 2};
+  static float v[4096];
+  uint64_t seed = 9;
+  int32_t n, k;
+  mi_array_t *in, *got[4] = {0}, *want[4] = {0};
+  mi_session_t *s;
+  mi_error_t err = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  double d;
+  g->opset = 13;
+  for (int i = 0; i < 4096; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
+  }
+#define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
+#define C(name, r, d, off) mi_graph_add_const_f32(g, name, r, d, v + (off))
+#define NODE(op, nm, nin, ins, out) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out})
+  {
+    int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd), d1 = T("d1"), r1 = T("r1"), q1 = T("q1");
+    int32_t a1 = T("a1"), y1 = T("y1"), d2 = T("d2"), y2 = T("y2"), d3 = T("d3"), y3 = T("y3"), e3 = T("e3");
+    int32_t out = T("out");
+    mi_graph_add_input(g, x);
+    n = NODE("Conv", "dw1", 3, ((int32_t[]){x, C("w1", 4, w1d, 0), C("b1", 1, b32, 300)}), d1);
+    mi_node_set_int(g, n, "group", 32);
+    mi_node_set_ints(g, n, "pads", 4, pad1);
+    NODE("Relu", "relu1", 1, ((int32_t[]){d1}), r1);
+    NODE("Conv", "pw1", 3, ((int32_t[]){r1, C("p1", 4, p1d, 400), C("c1", 1, b32, 1500)}), q1);
+    NODE("Add", "res1", 2, ((int32_t[]){x, q1}), a1);
+    NODE("Relu", "relu1b", 1, ((int32_t[]){a1}), y1);
+    n = NODE("Conv", "dw2", 2, ((int32_t[]){y1, C("w2", 4, w2d, 1600)}), d2);
+    mi_node_set_int(g, n, "group", 32);
+    mi_node_set_ints(g, n, "pads", 4, pad1);
+    mi_node_set_ints(g, n, "strides", 2, st2);
+    NODE("Conv", "pw2", 3, ((int32_t[]){d2, C("p2", 4, p2d, 2200), C("c2", 1, b24, 3800)}), y2);
+    n = NODE("Conv", "dw3", 2, ((int32_t[]){y2, C("w3", 4, w3d, 3850)}), d3);
+    mi_node_set_int(g, n, "group", 24);
+    mi_node_set_ints(g, n, "pads", 4, pad1);
+    NODE("Conv", "pw3", 2, ((int32_t[]){d3, C("p3", 4, p3d, 3000)}), y3);
+    NODE("ReduceMean", "second_reader", 1, ((int32_t[]){d3}), e3);
+    NODE("Add", "sum", 2, ((int32_t[]){y3, e3}), out);
+    mi_graph_add_output(g, out);
+  }
+#undef T
+#undef C
+#undef NODE
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("dwpw graph", &err);
+  in = input_for(g, 23);
+  {
+    mi_session_options_t o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.allow_host_fallback = 1;
+    o.device_knob_count = 1;
+    o.device_knobs = &th;
+    s = NULL;
+    if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  }
+  run(s, g, in, got);
+  ref(g, in, want);
+  k = mi_session_kernel_count(s);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("%s dw+pw blocks, %d threads: %d kernels, %d refused, rel L2 vs reference %.2e\n", p->name,
+         threads, k, mi_session_unfused_count(s), d);
+  /* [dw1 relu1 pw1 res1 relu1b] [dw2 pw2] [dw3] [pw3] [second_reader] [sum] */
+  CHECK(k == 6, "dw+pw blocks as one kernel each: got %d kernels, want 6", k);
+  CHECK(mi_session_unfused_count(s) == 0, "no group refused");
+  CHECK(d < 1e-5, "rel L2 %.3e", d);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static mi_registry_t *r;
 static mi_plugin_t *blis, *npu;
 static const char *gpus[] = {"opencl", "vulkan"};
@@ -203,6 +287,8 @@ static void blis_fusion(void) {
     fused_vs_unfused(blis, "resnet", 0.5, 2);
     fused_vs_unfused(blis, "mobilenetv2", 0.5, 3);
     auto_fused(blis);
+    auto_dwpw(blis, 1);
+    auto_dwpw(blis, 2);
   }
 }
 

@@ -130,7 +130,7 @@ enum mi__role {
   MI__ROLE_DQ_SKIP = 2 /* a DequantizeLinear every reader of which is a lowered layer */
 };
 
-#define MI__UNIT_MAX 16
+#define MI__UNIT_MAX 32 /* a depthwise conv's chain, a pointwise conv and its chain */
 
 typedef struct mi__unit {
   int32_t kind; /* 0: fused group, 1: quantized layer lowered with its Q/DQ */

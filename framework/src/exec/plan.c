@@ -301,15 +301,57 @@ static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t 
   return 1;
 }
 
-/* The chain after conv `n` as unit *u (2..MI__UNIT_MAX nodes); 0 when nothing joins it. */
+/* Conv node `n` is depthwise (group == input channels > 1), NCHW (or unset), constant weights. */
+static int is_depthwise(const mi_graph_t *g, mi_array_t *const *consts, int32_t n) {
+  const mi_node_t *c = &g->nodes[n];
+  const mi_tensor_t *x = c->input_count > 1 && c->inputs[0] >= 0 ? &g->tensors[c->inputs[0]] : NULL;
+  int64_t grp = mi_node_attr_int(c, "group", 1);
+  return x && x->rank == 4 && c->inputs[1] >= 0 && consts[c->inputs[1]] && grp > 1 && x->dims[1] == grp &&
+         (x->layout == MI_LAYOUT_ANY || x->layout == MI_LAYOUT_NCHW);
+}
+
+/* Conv node `r` is pointwise on `cur` (1x1, stride 1, no pads, group 1, constant weights and
+ * bias): the second conv of a depthwise-separable block (MI_FUSE_CONV). */
+static int is_pointwise_on(const mi_graph_t *g, mi_array_t *const *consts, int32_t r, int32_t cur) {
+  const mi_node_t *c = &g->nodes[r];
+  const mi_array_t *w = c->input_count > 1 && c->inputs[1] >= 0 ? consts[c->inputs[1]] : NULL;
+  const mi_attr_t *a;
+  if (!is_op(g, r, "Conv") || c->inputs[0] != cur || !w || w->rank != 4 || w->dims[2] != 1 ||
+      w->dims[3] != 1 || mi_node_attr_int(c, "group", 1) != 1 || c->output_count != 1 ||
+      (c->input_count > 2 && c->inputs[2] >= 0 && !consts[c->inputs[2]]) ||
+      g->tensors[c->outputs[0]].layout != g->tensors[cur].layout)
+    return 0;
+  if ((a = mi_node_attr(c, "auto_pad")) && a->s && strcmp(a->s, "NOTSET") && strcmp(a->s, "VALID"))
+    return 0;
+  for (const char *const *k = (const char *const[]){"strides", "pads", "dilations", NULL}; *k; k++)
+    if ((a = mi_node_attr(c, *k)) && a->type != MI_ATTR_INTS)
+      return 0;
+    else if (a)
+      for (int32_t i = 0; i < a->count; i++)
+        if (a->ints[i] != (strcmp(*k, "pads") ? 1 : 0)) return 0;
+  return 1;
+}
+
+/* The chain after conv `n` as unit *u (2..MI__UNIT_MAX nodes); 0 when nothing joins it. A
+ * pointwise conv joins a depthwise one's unit (MI_FUSE_CONV) only when its whole chain fits too:
+ * else the unit is matched again without it, so no chain op is left out of a kernel. */
 static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
                        uint32_t mask, int32_t n, mi__unit_t *u) {
-  int32_t cur = g->nodes[n].outputs[0];
+  int32_t cur = g->nodes[n].outputs[0], last_conv = 0; /* index in u->nodes of the last Conv */
+  int dw = (mask & MI_FUSE_CONV) && is_depthwise(g, consts, n), capped = 0;
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
   while (cur >= 0 && !mi__graph_is_output(g, cur)) {
     int32_t r = mi__graph_sole_reader(g, cur), q[4];
     uint32_t bit;
+    if (dw && r >= 0 && last_conv == 0 && p->role[r] == MI__ROLE_NODE && u->count < MI__UNIT_MAX &&
+        is_pointwise_on(g, consts, r, cur)) {
+      last_conv = u->count;
+      u->nodes[u->count++] = r;
+      cur = g->nodes[r].outputs[0];
+      continue;
+    }
+    capped = u->count + 4 > MI__UNIT_MAX;
     if (r < 0) {
       if (!(mask & MI_FUSE_ACT) || u->count + 4 > MI__UNIT_MAX || !match_hswish(g, consts, cur, q))
         break;
@@ -319,13 +361,14 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
       cur = g->nodes[q[3]].outputs[0];
       continue;
     }
-    bit = chain_bit(g, consts, r, cur, u->count == 1);
+    bit = chain_bit(g, consts, r, cur, u->count == last_conv + 1);
     if (!bit || !(mask & bit) || p->role[r] != MI__ROLE_NODE || u->count == MI__UNIT_MAX ||
         g->nodes[r].output_count != 1 || consts[g->nodes[r].outputs[0]])
       break;
     u->nodes[u->count++] = r;
     cur = g->nodes[r].outputs[0];
   }
+  if (last_conv > 0 && capped) return match_chain(g, p, consts, mask & ~(uint32_t)MI_FUSE_CONV, n, u);
   if (u->count < 2) return 0;
   u->op = n;
   u->at = u->nodes[u->count - 1];

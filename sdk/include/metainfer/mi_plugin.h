@@ -229,7 +229,10 @@ typedef enum mi_fuse_bits {
   MI_FUSE_BN = 1u << 1,   /* op + BatchNormalization (folded or not) */
   MI_FUSE_RELU = 1u << 2, /* + Relu / Clip(0,6) */
   MI_FUSE_ACT = 1u << 3,  /* + other activations (Sigmoid, HardSwish, LeakyRelu, ...) */
-  MI_FUSE_ADD = 1u << 4   /* + residual Add */
+  MI_FUSE_ADD = 1u << 4,  /* + residual Add */
+  /* depthwise Conv [+ its chain] + a pointwise Conv (1x1, stride 1, no pads, group 1) reading
+   * it, with the pointwise conv's own chain after it: one pass, the intermediate kept in cache */
+  MI_FUSE_CONV = 1u << 5
 } mi_fuse_bits;
 
 /** A kernel variant for one op type. Filled by variant_desc. */

@@ -1,0 +1,75 @@
+/* blis_dwpw.c - a depthwise conv and the pointwise conv that reads it, in one pass over bands of
+ * output rows: the depthwise rows of every channel go to a small buffer that the packed GEMM
+ * reads at once, so the intermediate never travels to memory and back (MobileNet/BlazeFace
+ * blocks on large planes are bound by those bytes, not by their FLOPs). */
+#include "blis_conv.h"
+
+/* Floats of one band of depthwise output (64 KiB on the stack: well inside L2, the input rows
+ * and the residual rows of the band beside it). */
+#define DWPW_BAND 16384
+
+/* Fewest output rows per band: thinner bands cost more in per-band calls than the intermediate's
+ * round trip saves (M-LSD's 96-channel 160- and 80-wide planes, 1 and 2 rows a band: 12-20%
+ * slower at 1 thread than the two convs apart; BlazeFace's 24-channel 128-wide planes, 4 rows a
+ * band: faster). */
+#define DWPW_MIN_ROWS 4
+
+typedef struct dwpw_task {
+  const mi__blis_conv_t *dw;
+  void *const *t;
+  int64_t rows, bands; /* output rows per band, bands per image */
+} dwpw_task_t;
+
+/* Items are (image, band). */
+static void band_part(void *arg, int64_t b0, int64_t b1) {
+  const dwpw_task_t *k = arg;
+  const mi__blis_conv_t *dw = k->dw, *pw = dw->pw;
+  const float *x = k->t[dw->x], *w = k->t[dw->w];
+  float buf[DWPW_BAND] __attribute__((aligned(64)));
+  int64_t b, m, mult = dw->M / dw->C;
+  for (b = b0; b < b1; b++) {
+    int64_t n = b / k->bands, oh0 = b % k->bands * k->rows;
+    int64_t oh1 = oh0 + k->rows < dw->OH ? oh0 + k->rows : dw->OH, npix = (oh1 - oh0) * dw->OW;
+    for (m = 0; m < dw->M; m++)
+      mi__blis_dw512_rows(dw, k->t, n, m, x + (n * dw->C + m / mult) * dw->H * dw->W, w + m * 9, buf + m * npix,
+                          oh0, oh1);
+    mi__blis_pg_gemm(pw, k->t, NULL, n, 0, buf, npix, oh0 * dw->OW, npix);
+  }
+}
+
+static int32_t run_dwpw(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const mi__blis_conv_t *dw = s->state;
+  dwpw_task_t k;
+  (void)err;
+  k.dw = dw;
+  k.t = t;
+  k.rows = DWPW_BAND / (dw->M * dw->OW);
+  if (k.rows > 4) k.rows &= ~(int64_t)3; /* whole blocks of the row kernels' 4 rows */
+  k.bands = (dw->OH + k.rows - 1) / k.rows;
+  mi__blis_parallel(env, dw->N * k.bands, 1, k.rows * dw->OW * dw->M * (9 + dw->pw->M) * 2, band_part, &k);
+  return MI_OK;
+}
+
+/* The pointwise step's work is done by the depthwise step's pass. */
+static int32_t run_none(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  (void)s;
+  (void)t;
+  (void)env;
+  (void)err;
+  return MI_OK;
+}
+
+void mi__blis_dwpw_link(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c) {
+  mi__blis_step_t *prev = p->k->step_count > 0 ? &p->k->steps[p->k->step_count - 1] : NULL;
+  mi__blis_conv_t *dw = prev && prev->run == mi__blis_conv_run_direct ? prev->state : NULL;
+  if (!dw || dw->variant != MI__CONV_DW || dw->dw_cl || dw->nhwc_in || dw->nhwc_out || dw->pw ||
+      dw->simd != MI__SIMD_AVX512 || !mi__blis_dw512_rows_fit(dw) || dw->M * dw->OW * DWPW_MIN_ROWS > DWPW_BAND)
+    return;
+  if (c->variant != MI__CONV_PG || !c->pg_direct || c->pg_mv || c->packed_h || c->G != 1 ||
+      c->simd != MI__SIMD_AVX512 || c->x != dw->y || c->N != dw->N || c->C != dw->M || c->H != dw->OH ||
+      c->W != dw->OW || mi__blis_consumers(p, c->x) != 1 || mi__blis_is_kernel_output(p, c->x))
+    return;
+  dw->pw = c;
+  prev->run = run_dwpw;
+  s->run = run_none;
+}
