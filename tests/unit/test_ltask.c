@@ -1,8 +1,9 @@
 /* test_ltask.c - layer tasks: two models with the same convolution (shapes, attributes,
  * epilogue) share its task key, other workloads do not; the task table round-trips through the
  * history (query, export, import); tuning a second model after a first one that shares tasks
- * measures fewer (task, choice) pairs than the same model cold; the chosen kernels are the
- * fastest the (synthetic) per-layer clock says. Runs on blis-cpu's real space. */
+ * measures fewer (task, choice) pairs than the same model cold; a model whose tasks are all new
+ * starts them from the nearest measured ones and measures at most half as many; the chosen
+ * kernels are the fastest the (synthetic) per-layer clock says. Runs on blis-cpu's real space. */
 #include <math.h>
 
 #include "metainfer/mi_ltask.h"
@@ -10,9 +11,10 @@
 #include "test_space_util.h"
 
 /* x[1,3,12,12] -> Conv 3x3 (8) -> BN -> Relu -> Conv 1x1 (c2) -> Relu -> GAP -> Flatten ->
- * Gemm (10); `tag` prefixes node names so the two models share no name. */
-static mi_graph_t *cnn(const char *tag, int64_t c2) {
-  static const int64_t xd[4] = {1, 3, 12, 12}, w1d[4] = {8, 3, 3, 3}, bnd[1] = {8}, pads[4] = {1, 1, 1, 1};
+ * Gemm (10), at hw x hw; `tag` prefixes node names so the two models share no name. */
+static mi_graph_t *cnn_hw(const char *tag, int64_t c2, int64_t hw) {
+  static const int64_t w1d[4] = {8, 3, 3, 3}, bnd[1] = {8}, pads[4] = {1, 1, 1, 1};
+  int64_t xd[4] = {1, 3, hw, hw};
   int64_t w2d[4] = {c2, 8, 1, 1}, wgd[2] = {10, c2}, bgd[1] = {10};
   float w1[8 * 27], w2[16 * 8], s[8], b[8], mu[8], var[8], wg[10 * 16], bg[10];
   mi_graph_t *g = mi_graph_create(tag);
@@ -78,6 +80,8 @@ static int32_t node_named(const mi_graph_t *g, const char *name) {
     if (!strcmp(g->nodes[n].name, name)) return n;
   return -1;
 }
+
+static mi_graph_t *cnn(const char *tag, int64_t c2) { return cnn_hw(tag, c2, 12); }
 
 /* A synthetic per-layer clock: each node's time depends on its op and its kernel choice only,
  * the same on every model; counts the calls. */
@@ -323,6 +327,60 @@ static void tasks_history_search(void) {
   tu_rmtree(dir);
 }
 
+/* The nearest-task warm start: after the same network at 12x12 and at 20x20, the network at
+ * 16x16 (no conv key in common, the Gemm after the pooling is the same task) starts each conv
+ * from its two nearest measured tasks; they agree (the synthetic clock depends on the choice,
+ * not the shape), so it measures only their choice beside the default: at most half the layer
+ * measurements of a run with no history, and the same choices that cold run makes. */
+static void warm_start_from_neighbours(void) {
+  mi_registry_t *r = tsu_registry();
+  mi_graph_t *a = cnn_hw("a", 8, 12), *b = cnn_hw("b", 8, 20), *c = cnn_hw("c", 8, 16);
+  mi_history_t *h = NULL, *hc = NULL;
+  mi_ltask_result_t ra, rb, rc, rcold;
+  mi_ltasks_t *ta, *tb, *tc, *tcold;
+  mi_space_t *sa, *sb, *sc, *scold;
+  char dir[128], db[256], dbc[256];
+  mi_error_t err;
+  REQUIRE(tu_tempdir(dir, sizeof dir, "ltaskwarm"));
+  snprintf(db, sizeof db, "%s/h.db", dir);
+  snprintf(dbc, sizeof dbc, "%s/cold.db", dir);
+  REQUIRE(mi_history_open(db, &h, &err) == MI_OK);
+  REQUIRE(mi_history_open(dbc, &hc, &err) == MI_OK);
+  tune(r, a, h, &ra, &ta, &sa);
+  tune(r, b, h, &rb, &tb, &sb);
+  tune(r, c, h, &rc, &tc, &sc);
+  tune(r, c, hc, &rcold, &tcold, &scold);
+  fprintf(stderr,
+          "c after a and b: %d tasks, %d from the history, %d warm (%d agreed), %d cold; %d layer measurements "
+          "(%d warm) against %d for a run with no history (c cold: %d)\n",
+          (int)rc.tasks, (int)rc.reused, (int)rc.warm, (int)rc.agreed, (int)rc.cold, (int)rc.layer_measurements,
+          (int)rc.warm_layer_measurements, (int)rc.cold_run_layer_measurements, (int)rcold.layer_measurements);
+  CHECK(ra.warm == 0 && ra.cold == ra.tasks, "a: %d warm of %d", (int)ra.warm, (int)ra.tasks);
+  CHECK(rcold.warm == 0 && rcold.cold_run_layer_measurements == rcold.layer_measurements,
+        "cold: %d warm, %d against %d", (int)rcold.warm, (int)rcold.cold_run_layer_measurements,
+        (int)rcold.layer_measurements);
+  CHECK(rc.agreed >= 2 && rc.reused >= 1 && rc.reused + rc.warm + rc.cold == rc.tasks,
+        "c: %d agreed, %d reused, %d warm, %d cold of %d", (int)rc.agreed, (int)rc.reused, (int)rc.warm,
+        (int)rc.cold, (int)rc.tasks);
+  CHECK(rc.cold_run_layer_measurements == rcold.layer_measurements, "cold-run count %d, measured cold %d",
+        (int)rc.cold_run_layer_measurements, (int)rcold.layer_measurements);
+  CHECK(2 * rc.layer_measurements <= rcold.layer_measurements, "warm %d layer measurements, cold %d",
+        (int)rc.layer_measurements, (int)rcold.layer_measurements);
+  /* The warm start loses nothing here: every node runs what the cold run chose. */
+  for (int32_t n = 0; n < c->node_count; n++) {
+    char *x = mi_ltask_choice(sc, rc.point, n), *y = mi_ltask_choice(scold, rcold.point, n);
+    CHECK(x && y && !strcmp(x, y), "%s: warm '%s', cold '%s'", c->nodes[n].name, x ? x : "?", y ? y : "?");
+    free(x), free(y);
+  }
+  mi_ltask_result_free(&ra), mi_ltask_result_free(&rb), mi_ltask_result_free(&rc), mi_ltask_result_free(&rcold);
+  mi_ltasks_destroy(ta), mi_ltasks_destroy(tb), mi_ltasks_destroy(tc), mi_ltasks_destroy(tcold);
+  mi_space_destroy(sa), mi_space_destroy(sb), mi_space_destroy(sc), mi_space_destroy(scold);
+  mi_history_close(h), mi_history_close(hc);
+  mi_graph_destroy(a), mi_graph_destroy(b), mi_graph_destroy(c);
+  mi_registry_destroy(r);
+  tu_rmtree(dir);
+}
+
 /* Attributes at their ONNX default, written by one exporter and left out by another, do not
  * split a workload into two tasks; a value that is not the default still does. */
 static void default_attributes(void) {
@@ -347,6 +405,7 @@ static void default_attributes(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(tasks_history_search),
     TU_CASE(default_attributes),
+    TU_CASE(warm_start_from_neighbours),
 };
 
 TU_MAIN(NULL, NULL)

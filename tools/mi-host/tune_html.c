@@ -163,6 +163,16 @@ static void run_section(FILE *f, const mi_recipe_t *r, mi_tune_run_t *run, int32
           "%d from the history, %d failed; %d of the successful ones infeasible; hypervolume %.6g.%s</p>\n",
           run->size, (int)run->pruned, (int)run->probes, run->res->measured, run->res->replayed, (int)fa.failed,
           (int)fa.infeasible, run->hv, run->energy_modeled ? " Energy figures are <b>modeled</b>, not measured." : "");
+  if (run->ltasks > 0)
+    /* Where the kernel choices came from: the history, the nearest measured tasks, or a cold
+     * measurement of every candidate; and what a run with no history would have measured. */
+    fprintf(f,
+            "<p>Layer tasks: %d on %d nodes; %d from the history, %d warm-started from the nearest measured "
+            "tasks (%d on the choice their neighbours agreed on), %d measured cold; %d layer measurements "
+            "(%d for the warm-started) in %d whole-model runs, against %d for a run with no history.</p>\n",
+            (int)run->ltasks, (int)run->ltask_nodes, (int)run->ltask_reused, (int)run->ltask_warm,
+            (int)run->ltask_agreed, (int)run->ltask_cold, (int)run->ltask_layer_measurements,
+            (int)run->ltask_warm_layer_measurements, (int)run->ltask_rounds, (int)run->ltask_cold_run_layer_measurements);
   for (int32_t j = 0; j < r->objective_count; j++)
     if (!fa.has[r->objectives[j]] && fa.ok > 0)
       fprintf(f, "<p class=\"missing\">No %s figure on this device (%s)%s; the plot shows what was measured instead.</p>\n",

@@ -12,7 +12,12 @@
 extern "C" {
 #endif
 
-#define MI_LTASK_FEATURES 6
+/* Features of a task for the nearest-task distance: [0, MI_LTASK_CLASS) log2 sizes (the first
+ * three inputs, the output, in and out channels), [MI_LTASK_CLASS, MI_LTASK_FEATURES) its kernel
+ * class (log2 window, log2 stride product, log2 groups, depthwise, precision code), which a
+ * neighbour must share exactly. Rows stored before the class features existed have 6. */
+#define MI_LTASK_CLASS 6
+#define MI_LTASK_FEATURES 11
 
 /** One layer task of a (model, device): the nodes that have it and its kernel dimensions. */
 typedef struct mi_ltask {
@@ -24,7 +29,7 @@ typedef struct mi_ltask {
   int32_t *chain; /* per node: the epilogue chain's nodes (-1 terminated, owned
                    * as one block with `chain_at`) whose time counts with it */
   int32_t *chain_at;
-  double features[MI_LTASK_FEATURES]; /* log2 sizes for the nearest-task distance */
+  double features[MI_LTASK_FEATURES]; /* sizes and kernel class, for the nearest-task distance */
 } mi_ltask_t;
 
 typedef struct mi_ltasks {
@@ -98,18 +103,28 @@ MI_API void mi_ltask_options_default(mi_ltask_options_t *o);
 typedef struct mi_ltask_result {
   int32_t tasks;              /* layer tasks of the model */
   int32_t reused;             /* tasks whose best came from the history (no measurement) */
-  int32_t warm;               /* tasks that tried a nearest measured task's best first */
+  int32_t warm;               /* tasks whose candidates came from their nearest measured
+                               * tasks (same op and kernel class, nearby sizes) */
   int32_t measured_tasks;     /* tasks measured in this run */
   int32_t layer_measurements; /* (task, choice) pairs measured */
   int32_t rounds;             /* end-to-end measurements made for them */
   int32_t improved;           /* tasks whose best is not the base point's choice */
   int32_t *point;             /* the base point with each task's best choice (owned) */
+  /* Added, the nearest-task warm start: of `warm`, the tasks whose neighbours agreed on one
+   * best (measured: that choice and the default only); tasks measured with no neighbour (their
+   * whole cold list); the (task, choice) pairs the warm tasks measured; and the pairs a run
+   * with no history would measure on this model (every task's cold list). */
+  int32_t agreed, cold;
+  int32_t warm_layer_measurements, cold_run_layer_measurements;
 } mi_ltask_result_t;
 
 /** Tunes every task of `t` from base point `base`: tasks already in the history (same key,
  * device and stack) take their stored best; the others try their choices in rounds, one
- * choice per task per end-to-end measurement, their nearest measured tasks' best first, and
- * store every result. out->point is `base` with each task's best on all of its nodes. */
+ * choice per task per end-to-end measurement, and store every result. A task's choices: when
+ * its nearest measured tasks (same op and kernel class, up to 3 within a log2 size distance of
+ * 3) agree on a best, that one and the default; when they disagree, the default and the rest
+ * in the order of their measurements, the choices each of them found 1.25x slower cut; with
+ * none, the default, every other variant, then one knob changed at a time. out->point is `base` with each task's best on all of its nodes. */
 MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
                               const int32_t *base, const mi_ltask_options_t *o,
                               mi_ltask_result_t *out, mi_error_t *err);

@@ -71,6 +71,10 @@ typedef struct mi_tune_run {
   int32_t ltasks, ltask_nodes, ltask_reused, ltask_warm, ltask_measured;
   int32_t ltask_layer_measurements, ltask_rounds, ltask_improved;
   double ltask_log10_model, ltask_log10_device, ltask_log10_kernel;
+  /* Added, the nearest-task warm start (mi_ltask_result_t): of ltask_warm, the tasks whose
+   * neighbours agreed on a best; tasks measured with no neighbour; the layer measurements of
+   * the warm tasks; and what a run with no history would measure on this model. */
+  int32_t ltask_agreed, ltask_cold, ltask_warm_layer_measurements, ltask_cold_run_layer_measurements;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -156,9 +156,40 @@ static int kernel_dim(const mi_space_t *s, int32_t d) {
   return mi_space_dim_node(s, d) >= 0 && (k == MI_DIM_VARIANT || k == MI_DIM_KNOB);
 }
 
-static void features_of(const mi_graph_t *g, int32_t n, double *f) {
+/* The kernel class part of the features (MI_LTASK_CLASS on): log2 of the kernel window and of
+ * the stride product, log2 of the group count, 1 for a depthwise conv (a group per input
+ * channel), and the precision label's code. A task warm-starts only from tasks of its class:
+ * a 1x1 conv's best kernel says nothing about a 3x3 depthwise of the same sizes. */
+static void class_of(const mi_graph_t *g, const mi_node_t *nd, const char *precision, double *f) {
+  static const char *const prec[] = {"fp32", "fp16", "int8_tensor", "int8_channel", "int8_act", NULL};
+  int64_t group = 1, stride = 1;
+  int32_t p = 0;
+  if (nd->input_count > 1 && nd->inputs[1] >= 0 && g->tensors[nd->inputs[1]].rank >= 3 &&
+      (!strcmp(nd->op_type, "Conv") || !strcmp(nd->op_type, "ConvTranspose"))) {
+    const mi_tensor_t *w = &g->tensors[nd->inputs[1]];
+    double win = 1;
+    for (int32_t d = 2; d < w->rank; d++) win *= (double)(w->dims[d] > 0 ? w->dims[d] : 1);
+    f[6] = log2(win);
+  }
+  for (int32_t a = 0; a < nd->attr_count; a++) {
+    const mi_attr_t *at = &nd->attrs[a];
+    if (!strcmp(at->name, "group") && at->type == MI_ATTR_INT && at->i > 1) group = at->i;
+    if (!strcmp(at->name, "strides") && at->ints)
+      for (int32_t k = 0; k < at->count; k++) stride *= at->ints[k] > 0 ? at->ints[k] : 1;
+  }
+  f[7] = log2((double)stride);
+  f[8] = log2((double)group);
+  if (group > 1 && nd->input_count > 0 && nd->inputs[0] >= 0 && g->tensors[nd->inputs[0]].rank >= 2 &&
+      g->tensors[nd->inputs[0]].dims[1] == group)
+    f[9] = 1;
+  while (prec[p] && precision && strcmp(prec[p], precision) != 0) p++;
+  f[10] = precision ? p : 0;
+}
+
+static void features_of(const mi_graph_t *g, int32_t n, const char *precision, double *f) {
   const mi_node_t *nd = &g->nodes[n];
   for (int k = 0; k < MI_LTASK_FEATURES; k++) f[k] = 0;
+  class_of(g, nd, precision, f);
   /* log2 of the sizes of the first three inputs and the output, and of the in/out channels */
   for (int32_t i = 0; i < 3 && i < nd->input_count; i++) {
     int32_t t = nd->inputs[i];
@@ -258,7 +289,7 @@ MI_API int32_t mi_ltasks_extract(const mi_graph_t *g, const mi_space_t *s, const
       memcpy(t->tasks[k].key, key, sizeof key);
       t->tasks[k].text = text;
       snprintf(t->tasks[k].op, sizeof t->tasks[k].op, "%s", g->nodes[n].op_type);
-      features_of(g, n, t->tasks[k].features);
+      features_of(g, n, prec, t->tasks[k].features);
       t->count++;
     } else {
       free(text);

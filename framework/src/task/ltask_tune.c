@@ -27,6 +27,7 @@ typedef struct {
   char *best; /* best choice so far (owned copy), NULL none */
   double best_s;
   int reused; /* 1: the best came from the history */
+  int warm;   /* 1: its candidates came from its nearest measured tasks */
 } task_state_t;
 
 static int has_cand(const task_state_t *ts, const char *c) {
@@ -59,36 +60,118 @@ static int exact_row(void *user, const mi_ltask_row_t *row) {
   return 1;
 }
 
+/* The nearest-task warm start: a new task looks at the measured tasks of its op and kernel class
+ * on this device and stack, takes up to NEAR_K within NEAR_RADIUS (Euclidean distance of the
+ * log2 sizes), and when at least two of them agree on their best choice it measures only that
+ * choice beside the default (the guard: the faster of the two wins); when they disagree, their
+ * measurements order its candidates and cut the choices each of them found clearly slower. */
+#define NEAR_K 3
+#define NEAR_RADIUS 3.0 /* log2 units: twice the channels and the spatial size is about 2.4 */
+#define NEAR_CUT 1.25   /* a choice every neighbour that measured it found this much slower */
+#define LIST_MAX 64     /* candidates gathered before the cap */
+
+typedef struct {
+  char key[17];
+  double f[MI_LTASK_FEATURES];
+  int nf;       /* features stored (older rows have no class features) */
+  int32_t best; /* its fastest row */
+  double dist;
+} nb_task_t;
+
+typedef struct {
+  int32_t task;
+  char *choice;
+  double seconds;
+} nb_row_t;
+
 typedef struct {
   const double *f;  /* the new task's features */
   const char *self; /* its key: not a neighbour of itself */
-  struct {
-    char key[17];
-    char *choice;
-    double dist;
-  } near[64];
-  int32_t n;
+  nb_task_t *t;
+  nb_row_t *r;
+  int32_t nt, ct, nr, cr;
 } nearest_t;
 
 static int near_row(void *user, const mi_ltask_row_t *row) {
   nearest_t *nb = user;
-  double f[MI_LTASK_FEATURES] = {0}, d = 0;
   const char *p = row->features ? row->features : "";
-  if (!row->ok || strcmp(row->key, nb->self) == 0) return 0;
-  for (int32_t i = 0; i < nb->n; i++)
-    if (strcmp(nb->near[i].key, row->key) == 0) return 0; /* rows come fastest first per key */
-  if (nb->n >= 64) return 0;
-  for (int k = 0; k < MI_LTASK_FEATURES && *p; k++) {
-    char *end;
-    f[k] = strtod(p, &end);
-    p = *end == ',' ? end + 1 : end;
+  int32_t i;
+  if (!row->ok || !(row->seconds > 0) || strcmp(row->key, nb->self) == 0) return 0;
+  for (i = 0; i < nb->nt && strcmp(nb->t[i].key, row->key) != 0; i++) {}
+  if (i == nb->nt) {
+    nb_task_t *k;
+    if (nb->nt == nb->ct) {
+      nb_task_t *g = realloc(nb->t, (size_t)(nb->ct ? 2 * nb->ct : 32) * sizeof *g);
+      if (!g) return 1;
+      nb->t = g;
+      nb->ct = nb->ct ? 2 * nb->ct : 32;
+    }
+    k = &nb->t[nb->nt++];
+    memset(k, 0, sizeof *k);
+    snprintf(k->key, sizeof k->key, "%s", row->key);
+    k->best = -1;
+    while (k->nf < MI_LTASK_FEATURES && *p) {
+      char *end;
+      k->f[k->nf] = strtod(p, &end);
+      if (end == p) break;
+      k->nf++;
+      p = *end == ',' ? end + 1 : end;
+    }
   }
-  for (int k = 0; k < MI_LTASK_FEATURES; k++) d += (f[k] - nb->f[k]) * (f[k] - nb->f[k]);
-  snprintf(nb->near[nb->n].key, sizeof nb->near[nb->n].key, "%s", row->key);
-  nb->near[nb->n].choice = strdup(row->choice);
-  nb->near[nb->n].dist = d;
-  if (nb->near[nb->n].choice) nb->n++;
+  if (nb->nr == nb->cr) {
+    nb_row_t *g = realloc(nb->r, (size_t)(nb->cr ? 2 * nb->cr : 64) * sizeof *g);
+    if (!g) return 1;
+    nb->r = g;
+    nb->cr = nb->cr ? 2 * nb->cr : 64;
+  }
+  if (!(nb->r[nb->nr].choice = strdup(row->choice))) return 1;
+  nb->r[nb->nr].task = i;
+  nb->r[nb->nr].seconds = row->seconds;
+  if (nb->t[i].best < 0 || row->seconds < nb->r[nb->t[i].best].seconds) nb->t[i].best = nb->nr;
+  nb->nr++;
   return 0;
+}
+
+static void near_free(nearest_t *nb) {
+  for (int32_t i = 0; i < nb->nr; i++) free(nb->r[i].choice);
+  free(nb->r);
+  free(nb->t);
+}
+
+/* Distance of a measured task to the new one: infinite unless the kernel class is the same
+ * (rows written before the class features existed never qualify). */
+static double near_distance(const nb_task_t *k, const double *f) {
+  double d = 0;
+  if (k->nf < MI_LTASK_FEATURES) return INFINITY;
+  for (int j = MI_LTASK_CLASS; j < MI_LTASK_FEATURES; j++)
+    if (fabs(k->f[j] - f[j]) > 1e-3) return INFINITY; /* stored with 6 digits */
+  for (int j = 0; j < MI_LTASK_CLASS; j++) d += (k->f[j] - f[j]) * (k->f[j] - f[j]);
+  return sqrt(d);
+}
+
+/* Up to NEAR_K nearest tasks within the radius, nearest first, into pick; returns how many. */
+static int32_t near_pick(nearest_t *nb, int32_t *pick) {
+  int32_t n = 0;
+  for (int32_t i = 0; i < nb->nt; i++) nb->t[i].dist = near_distance(&nb->t[i], nb->f);
+  while (n < NEAR_K) {
+    int32_t b = -1;
+    for (int32_t i = 0; i < nb->nt; i++) {
+      int taken = 0;
+      for (int32_t j = 0; j < n; j++) taken |= pick[j] == i;
+      if (!taken && nb->t[i].dist <= NEAR_RADIUS && (b < 0 || nb->t[i].dist < nb->t[b].dist)) b = i;
+    }
+    if (b < 0) break;
+    pick[n++] = b;
+  }
+  return n;
+}
+
+/* Neighbour j's time for `choice` over its best; NAN when it did not measure it. */
+static double near_ratio(const nearest_t *nb, int32_t j, const char *choice) {
+  const nb_task_t *k = &nb->t[j];
+  for (int32_t i = 0; i < nb->nr; i++)
+    if (nb->r[i].task == j && !strcmp(nb->r[i].choice, choice)) return nb->r[i].seconds / nb->r[k->best].seconds;
+  return NAN;
 }
 
 static void features_text(const double *f, char *buf, size_t cap) {
@@ -121,52 +204,116 @@ static int apply_all(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, cons
   return ok;
 }
 
-/* The choices a task tries: the base point's, the nearest measured tasks' best (up to 2), each
- * other variant at its default knobs, then one knob of the base variant changed at a time. */
-static void candidates(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k,
-                       task_state_t *ts, nearest_t *nb, int32_t cap, int *warm) {
-  int32_t D = mi_space_dim_count(s), rep = k->nodes[0];
-  int32_t *tmp = malloc((size_t)D * sizeof *tmp + 1);
-  if (!tmp) return;
-  add_cand(ts, mi_ltask_choice(s, base, rep), cap);
-  *warm = 0;
-  for (int32_t taken = 0; nb && taken < 2 && nb->n > 0;) {
-    int32_t bi = 0;
-    for (int32_t i = 1; i < nb->n; i++)
-      if (nb->near[i].dist < nb->near[bi].dist) bi = i;
-    memcpy(tmp, base, (size_t)D * sizeof *tmp);
-    if (mi_ltask_apply(s, tmp, rep, nb->near[bi].choice) && mi_space_repair(s, tmp, NULL, NULL) == MI_OK) {
-      char *c = mi_ltask_choice(s, tmp, rep);
-      if (c && !has_cand(ts, c)) {
-        *warm = 1;
-        taken++;
+/* The cold list of a task: the base point's choice, each other variant at its default knobs,
+ * then one knob of the base variant changed at a time (up to LIST_MAX, into all). */
+static void cold_list(const mi_space_t *s, const int32_t *base, int32_t rep, int32_t *tmp,
+                      task_state_t *all) {
+  int32_t D = mi_space_dim_count(s);
+  add_cand(all, mi_ltask_choice(s, base, rep), LIST_MAX);
+  for (int pass = 0; pass < 2; pass++)
+    for (int32_t d = 0; d < D; d++) {
+      int32_t kind = mi_space_dim_kind(s, d);
+      if (mi_space_dim_node(s, d) != rep || kind != (pass ? MI_DIM_KNOB : MI_DIM_VARIANT) ||
+          (pass && !mi_space_active(s, base, d)))
+        continue;
+      for (int32_t v = 0; v < mi_space_dim_size(s, d); v++) {
+        if (v == base[d]) continue;
+        memcpy(tmp, base, (size_t)D * sizeof *tmp);
+        tmp[d] = v;
+        if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) add_cand(all, mi_ltask_choice(s, tmp, rep), LIST_MAX);
       }
-      add_cand(ts, c, cap);
     }
-    free(nb->near[bi].choice);
-    nb->near[bi] = nb->near[--nb->n];
+}
+
+/* Another task's choice `c` as node rep of base runs it (repaired): malloc'd, NULL if it does
+ * not apply. */
+static char *mapped(const mi_space_t *s, const int32_t *base, int32_t rep, int32_t *tmp, const char *c) {
+  memcpy(tmp, base, (size_t)mi_space_dim_count(s) * sizeof *tmp);
+  if (!mi_ltask_apply(s, tmp, rep, c) || mi_space_repair(s, tmp, NULL, NULL) != MI_OK) return NULL;
+  return mi_ltask_choice(s, tmp, rep);
+}
+
+/* The length of task k's cold list, at most cap: what a run without history measures for it. */
+static int32_t cold_count(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, int32_t cap) {
+  int32_t *tmp = malloc((size_t)mi_space_dim_count(s) * sizeof *tmp + 1), n;
+  task_state_t all;
+  memset(&all, 0, sizeof all);
+  if (!tmp || !(all.cand = calloc(LIST_MAX, sizeof *all.cand))) {
+    free(tmp);
+    return 0;
   }
-  for (int32_t d = 0; d < D; d++) {
-    if (mi_space_dim_node(s, d) != rep || mi_space_dim_kind(s, d) != MI_DIM_VARIANT) continue;
-    for (int32_t v = 0; v < mi_space_dim_size(s, d); v++) {
-      if (v == base[d]) continue;
-      memcpy(tmp, base, (size_t)D * sizeof *tmp);
-      tmp[d] = v;
-      if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) add_cand(ts, mi_ltask_choice(s, tmp, rep), cap);
-    }
-  }
-  for (int32_t d = 0; d < D; d++) {
-    if (mi_space_dim_node(s, d) != rep || mi_space_dim_kind(s, d) != MI_DIM_KNOB ||
-        !mi_space_active(s, base, d))
-      continue;
-    for (int32_t v = 0; v < mi_space_dim_size(s, d); v++) {
-      if (v == base[d]) continue;
-      memcpy(tmp, base, (size_t)D * sizeof *tmp);
-      tmp[d] = v;
-      if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) add_cand(ts, mi_ltask_choice(s, tmp, rep), cap);
-    }
-  }
+  cold_list(s, base, k->nodes[0], tmp, &all);
+  n = all.ncand < cap ? all.ncand : cap;
+  for (int32_t i = 0; i < all.ncand; i++) free(all.cand[i]);
+  free(all.cand);
   free(tmp);
+  return n;
+}
+
+/* The choices task k tries, into ts (at most cap): without neighbours its cold list; when its
+ * nearest measured tasks agree on a best, the base choice and that one (*warm = 2); when they
+ * disagree, the base choice, then the rest ordered by their measurements with the choices each
+ * of them found NEAR_CUT slower cut (*warm = 1). Returns the length of its cold list (capped):
+ * what a run without history measures for it. */
+static int32_t candidates(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k,
+                          task_state_t *ts, nearest_t *nb, int32_t cap, int *warm) {
+  int32_t D = mi_space_dim_count(s), rep = k->nodes[0], pick[NEAR_K], np = 0, cold = 0;
+  int32_t *tmp = malloc((size_t)D * sizeof *tmp + 1);
+  char *nbest[NEAR_K] = {NULL}, *list[LIST_MAX + NEAR_K];
+  double score[LIST_MAX + NEAR_K];
+  task_state_t all;
+  int agreed;
+  memset(&all, 0, sizeof all);
+  *warm = 0;
+  if (!tmp || !(all.cand = calloc(LIST_MAX, sizeof *all.cand))) goto done;
+  cold_list(s, base, rep, tmp, &all);
+  cold = all.ncand < cap ? all.ncand : cap;
+  if (all.ncand == 0) goto done;
+  add_cand(ts, strdup(all.cand[0]), cap); /* the default: always measured, the guard */
+  if (nb) np = near_pick(nb, pick);
+  for (int32_t j = 0; j < np; j++) nbest[j] = mapped(s, base, rep, tmp, nb->r[nb->t[pick[j]].best].choice);
+  agreed = np >= 2;
+  for (int32_t j = 0; j < np; j++) agreed &= nbest[j] && !strcmp(nbest[j], nbest[0] ? nbest[0] : "");
+  if (agreed) {
+    add_cand(ts, strdup(nbest[0]), cap);
+    *warm = 2;
+  } else {
+    int32_t n = 0;
+    for (int32_t j = 0; j < np; j++)
+      if (nbest[j]) list[n++] = nbest[j];
+    for (int32_t i = 1; i < all.ncand; i++) list[n++] = all.cand[i];
+    for (int32_t i = 0; i < n; i++) {
+      /* Mean ratio to the best over the neighbours that measured it; unknown ones go last. */
+      double sum = 0, lo = INFINITY;
+      int32_t m = 0;
+      for (int32_t j = 0; j < np; j++) {
+        double r = near_ratio(nb, pick[j], list[i]);
+        if (!isfinite(r)) continue;
+        sum += r;
+        lo = r < lo ? r : lo;
+        m++;
+      }
+      score[i] = m == 0 ? INFINITY : lo >= NEAR_CUT ? NAN
+                                                    : sum / m;
+    }
+    for (int32_t i = 0; i < n; i++)
+      if (isnan(score[i])) list[i] = NULL; /* cut */
+    for (;;) {
+      int32_t b = -1;
+      for (int32_t i = 0; i < n; i++)
+        if (list[i] && (b < 0 || score[i] < score[b])) b = i;
+      if (b < 0) break;
+      add_cand(ts, strdup(list[b]), cap);
+      list[b] = NULL;
+    }
+    *warm = np > 0;
+  }
+done:
+  for (int32_t j = 0; j < NEAR_K; j++) free(nbest[j]);
+  for (int32_t i = 0; i < all.ncand; i++) free(all.cand[i]);
+  free(all.cand);
+  free(tmp);
+  return cold;
 }
 
 static void put_row(const mi_ltask_options_t *o, const mi_ltask_t *k, const char *choice, int ok,
@@ -217,6 +364,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     const mi_ltask_t *k = &t->tasks[i];
     exact_t ex = {NULL, NAN};
     int warm = 0;
+    int32_t cold;
     ts[i].best_s = INFINITY;
     if (!(ts[i].cand = calloc((size_t)cap, sizeof *ts[i].cand))) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "layer tasks: out of memory");
@@ -231,6 +379,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
         ts[i].best_s = ex.seconds;
         ts[i].reused = 1;
         out->reused++;
+        out->cold_run_layer_measurements += cold_count(s, base, k, cap < rounds ? cap : rounds);
         continue;
       }
       free(ex.choice);
@@ -242,10 +391,14 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
       nb.self = k->key;
       if (o->history)
         mi_history_ltask_query(o->history, o->device_hash, o->stack_hash, k->op, NULL, near_row, &nb, NULL);
-      candidates(s, base, k, &ts[i], o->history ? &nb : NULL, cap, &warm);
-      for (int32_t j = 0; j < nb.n; j++) free(nb.near[j].choice);
+      cold = candidates(s, base, k, &ts[i], o->history ? &nb : NULL, cap, &warm);
+      near_free(&nb);
     }
-    out->warm += warm;
+    out->cold_run_layer_measurements += cold < rounds ? cold : rounds;
+    out->warm += warm > 0;
+    out->agreed += warm == 2;
+    out->cold += warm == 0;
+    ts[i].warm = warm > 0;
   }
   for (int32_t r = 0; r < rounds; r++) {
     int any = 0, n_in = 0;
@@ -270,6 +423,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
       double sec;
       if (!in_round[i]) continue;
       out->layer_measurements++;
+      out->warm_layer_measurements += ts[i].warm;
       /* What the node ran after repair, which may differ from the candidate. */
       if (!(actual = mi_ltask_choice(s, pt, t->tasks[i].nodes[0]))) continue;
       sec = rc == MI_OK ? task_seconds(&t->tasks[i], node_s) : NAN;

@@ -91,6 +91,10 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   run->ltask_layer_measurements = res.layer_measurements;
   run->ltask_rounds = res.rounds;
   run->ltask_improved = res.improved;
+  run->ltask_agreed = res.agreed;
+  run->ltask_cold = res.cold;
+  run->ltask_warm_layer_measurements = res.warm_layer_measurements;
+  run->ltask_cold_run_layer_measurements = res.cold_run_layer_measurements;
   run->ltask_log10_model = log10_of(s, frozen, 0);
   run->ltask_log10_device = log10_of(s, frozen, 1);
   run->ltask_log10_kernel = log10_of(s, frozen, 2);

@@ -314,12 +314,14 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
                    "%s: %s: space: model-side 10^%.0f x device-level 10^%.0f, %d layer tasks on %d nodes "
                    "(their kernel choices, 10^%.0f as a cross product, tuned per task): %d from the history, %d measured "
-                   "(%d warm-started from the nearest measured tasks) with %d layer measurements in %d whole-model runs; "
-                   "%d tasks run better than by default",
+                   "(%d warm-started from the nearest measured tasks, %d of them on the choice their neighbours agreed on; "
+                   "%d cold) with %d layer measurements in %d whole-model runs (%d of them for the warm-started), "
+                   "against %d layer measurements for a run with no history; %d tasks run better than by default",
                    run->model, run->spec, run->ltask_log10_model, run->ltask_log10_device, (int)run->ltasks,
                    (int)run->ltask_nodes, run->ltask_log10_kernel, (int)run->ltask_reused, (int)run->ltask_measured,
-                   (int)run->ltask_warm, (int)run->ltask_layer_measurements, (int)run->ltask_rounds,
-                   (int)run->ltask_improved);
+                   (int)run->ltask_warm, (int)run->ltask_agreed, (int)run->ltask_cold,
+                   (int)run->ltask_layer_measurements, (int)run->ltask_rounds, (int)run->ltask_warm_layer_measurements,
+                   (int)run->ltask_cold_run_layer_measurements, (int)run->ltask_improved);
     }
   }
   if (o.strategy == MI_STRATEGY_META) {

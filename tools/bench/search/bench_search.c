@@ -27,6 +27,7 @@ static int32_t bench_profile(const bs_task_t *t, mi_worker_pool_t *pool, const m
   memset(&wc, 0, sizeof wc);
   wc.struct_size = sizeof wc;
   wc.model = t->model;
+  wc.inputs = t->inputs[0] ? t->inputs : NULL;
   wc.xf = xc;
   wc.so = mi_space_hw_options(hw);
   wc.seed = 1;
@@ -205,7 +206,9 @@ static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, 
   mi_model_features_t mf;
   int32_t rc;
   if (!(t->plugin = mi_registry_find(reg, plugin))) return mi_errorf(err, MI_ERR_NOT_FOUND, "no plugin %s", plugin);
-  if ((rc = mi_onnx_load(t->model, &t->graph, err)) || (rc = mi_graph_infer_shapes(t->graph, err)) ||
+  if ((rc = mi_onnx_load(t->model, &t->graph, err)) ||
+      (t->inputs[0] && (rc = mi_graph_set_input_shapes(t->graph, t->inputs, t->name, err))) ||
+      (rc = mi_graph_infer_shapes(t->graph, err)) ||
       (rc = mi_graph_toposort(t->graph, err)))
     return rc;
   mi_space_options_default(&so);
@@ -213,7 +216,11 @@ static int32_t setup_task(bs_task_t *t, mi_registry_t *reg, const char *plugin, 
   if ((rc = mi_space_create(t->graph, t->plugin, dev, &so, &t->space, err))) return rc;
   t->D = mi_space_dim_count(t->space);
   if (!(t->frozen = calloc((size_t)t->D, 1))) return MI_ERR_OUT_OF_MEMORY;
-  if (layers)
+  if (t->real)
+    /* The whole space but the batch (it changes the workload) and the ISA (the machine's). */
+    for (int32_t d = 0; d < t->D; d++)
+      t->frozen[d] = !strcmp(mi_space_dim_name(t->space, d), "device.batch") || strstr(mi_space_dim_name(t->space, d), ".knob.arch");
+  else if (layers)
     bs_joint_restrict(t, layers, hw);
   else if (nodes > 1)
     restrict_rich(t, nodes);
@@ -390,7 +397,8 @@ int main(int argc, char **argv) {
        * pruning against cores and those layers' dataflow (3,456). */
       {"resnetw-fuse1", "resnet-wide.onnx", "npu-stub", 0, 1, 2, 2, JOINT_WHOLE "," JOINT_LAYERS3, "cores,dataflow", 0, JOINT_FUSE_DIMS},
       {"resnetw-fuse2", "resnet-wide.onnx", "npu-stub", 1, 1, 2, 2, JOINT_WHOLE "," JOINT_LAYERS3, "cores,dataflow", 0, JOINT_FUSE_DIMS}};
-  const char *rich = getenv("MI_BENCH_RICH"), *joint = getenv("MI_BENCH_JOINT");
+  const char *rich = getenv("MI_BENCH_RICH"), *joint = getenv("MI_BENCH_JOINT"), *real = getenv("MI_BENCH_REAL");
+  const int real_mode = real && !strcmp(real, "1");
   int32_t n = 0, seeds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 10;
   bs_task_t tasks[BS_MAX_TASKS];
   int32_t keep[BS_MAX_TASKS];
@@ -406,11 +414,19 @@ int main(int argc, char **argv) {
   }
   memset(tasks, 0, sizeof tasks);
   for (int32_t k = 0; k < (int32_t)(sizeof spec / sizeof spec[0]) && n < BS_MAX_TASKS; k++) {
-    int on = spec[k].set == 0 || (spec[k].set == 1 && rich && !strcmp(rich, "1")) ||
-             (spec[k].set == 2 && joint && !strcmp(joint, "1"));
+    /* MI_BENCH_REAL=1 runs the real-model tasks alone (their own report). */
+    int on = real_mode ? 0 : spec[k].set == 0 || (spec[k].set == 1 && rich && !strcmp(rich, "1")) || (spec[k].set == 2 && joint && !strcmp(joint, "1"));
     /* With a task list, only the named tasks (the others are neither measured nor used as
      * history). */
     if (on && (argc <= 5 || strstr(argv[5], spec[k].name))) keep[n++] = k;
+  }
+  if (real_mode) {
+    /* Real-model tasks: ZOO_DIR is then the models folder (tools/models/fetch.sh). */
+    for (int32_t q = 0; bs_real_specs[q].name && n < BS_MAX_TASKS; q++) {
+      if (argc > 5 && !strstr(argv[5], bs_real_specs[q].name)) continue;
+      tasks[n].real = 1;
+      keep[n++] = -1 - q;
+    }
   }
   if (!(reg = mi_registry_create()) || mi_registry_scan(reg, argv[1], &err) != MI_OK) {
     fprintf(stderr, "bench_search: %s\n", err.message);
@@ -427,6 +443,18 @@ int main(int argc, char **argv) {
   for (int32_t k = 0; k < n; k++) {
     bs_task_t *t = &tasks[k];
     int32_t q = keep[k];
+    if (q < 0) {
+      const bs_real_spec_t *rs = &bs_real_specs[-1 - q];
+      snprintf(t->name, sizeof t->name, "%s", rs->name);
+      snprintf(t->model, sizeof t->model, "%s/%s", argv[2], rs->file);
+      snprintf(t->spec, sizeof t->spec, "blis-cpu:0");
+      snprintf(t->inputs, sizeof t->inputs, "%s", rs->inputs);
+      if (setup_task(t, reg, "blis-cpu", 0, 0, 1, NULL, NULL, &err) != MI_OK) {
+        fprintf(stderr, "bench_search: %s: %s\n", t->name, err.message);
+        goto done;
+      }
+      continue;
+    }
     snprintf(t->name, sizeof t->name, "%s", spec[q].name);
     snprintf(t->model, sizeof t->model, "%s/%s", argv[2], spec[q].file);
     snprintf(t->spec, sizeof t->spec, "%s:%u", spec[q].plugin, spec[q].dev);
@@ -444,7 +472,7 @@ int main(int argc, char **argv) {
   if (getenv("MI_BENCH_DESCRIBE") && !strcmp(getenv("MI_BENCH_DESCRIBE"), "1")) {
     int bad = 0, joint_tasks = 0;
     for (int32_t k = 0; k < n; k++)
-      if (spec[keep[k]].layers) {
+      if (keep[k] >= 0 && spec[keep[k]].layers) {
         bad += bs_joint_describe(&tasks[k], spec[keep[k]].mdims);
         joint_tasks++;
       }
@@ -472,6 +500,7 @@ int main(int argc, char **argv) {
     bs_task_t *t = &tasks[k];
     t->pool = pool;
     t->cache = cache;
+    if (t->real) continue; /* no table to fill: the methods measure what they visit */
     const int32_t cap = !t->exhaustive ? 96 : spec[keep[k]].layers ? 20000
                                                                    : 8000;
     fill_table(t, t->exhaustive, cap);
@@ -499,13 +528,19 @@ int main(int argc, char **argv) {
     int any = 0;
     snprintf(apath, sizeof apath, "%s.accuracy", argv[3]);
     for (int32_t k = 0; k < n; k++) {
-      if (!spec[keep[k]].layers) continue;
+      if (keep[k] < 0 || !spec[keep[k]].layers) continue;
       bs_accuracy_fill(&tasks[k], spec[keep[k]].dev, apath);
       bs_joint_exhaustive(tasks, n, k, spec[keep[k]].energy_q, !any);
       any = 1;
     }
   }
-  rc = bs_report(tasks, n, seeds);
+  if (real_mode) {
+    const char *b = getenv("MI_BENCH_REAL_BUDGET");
+    for (int32_t k = 0; k < n; k++) tasks[k].pool = pool; /* misses are measured */
+    rc = bs_real_report(tasks, n, seeds, b ? (int32_t)strtol(b, NULL, 10) : 8);
+  } else {
+    rc = bs_report(tasks, n, seeds);
+  }
   if (cache) fclose(cache);
 done:
   for (int32_t k = 0; k < n; k++) {

@@ -22,7 +22,9 @@ typedef struct bs_task {
   char name[64];
   char model[512];
   char spec[32];
-  int exhaustive; /* 1: the table is the whole restricted space (ground truth) */
+  char inputs[128]; /* fixed input shapes "NAME:1x3x48x192" (real models), "" none */
+  int real;         /* 1: a real model's whole kernel space (bench_real.c) */
+  int exhaustive;   /* 1: the table is the whole restricted space (ground truth) */
   mi_graph_t *graph;
   mi_plugin_t *plugin;
   mi_space_t *space;
@@ -145,5 +147,15 @@ int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int metho
  * reach at all (NaN on failure); against the reference optimum it bounds what any joint search
  * can gain over it on this space. */
 double bs_model_then_hw_oracle(bs_task_t *tasks, int32_t ntask, int32_t target);
+
+/* Real-model tasks (bench_real.c, MI_BENCH_REAL=1): name, file in the models folder, inputs;
+ * NULL-terminated. */
+typedef struct bs_real_spec {
+  const char *name, *file, *inputs;
+} bs_real_spec_t;
+extern const bs_real_spec_t bs_real_specs[];
+/* Runs every method at 4x `budget` (pooled: the reference) and at `budget`, and prints the
+ * table of measurements to within 5% of the reference. */
+int bs_real_report(bs_task_t *tasks, int32_t n, int32_t seeds, int32_t budget);
 
 #endif
