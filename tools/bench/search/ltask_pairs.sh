@@ -5,15 +5,21 @@
 # deployments against the default in paired rounds (mi-host compare).
 # Usage: tools/bench/search/ltask_pairs.sh BUILD FIRST:INPUT:SHAPE SECOND:INPUT:SHAPE
 #   (INPUT:SHAPE may be empty, "name::", for a model whose input shape is fixed.)
-#   MI_BENCH_BUDGET (default 16) measurements per tune.
+#   MI_BENCH_BUDGET (default 16) measurements per tune; MI_BENCH_KEEP=DIR keeps the recipes,
+#   histories, deployments and logs there instead of a removed temporary folder.
 set -euo pipefail
 build=${1:?BUILD}
 first=${2:?FIRST}
 second=${3:?SECOND}
 budget=${MI_BENCH_BUDGET:-16}
 dir=${MI_MODELS:-$HOME/.cache/metainfer/models}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${MI_BENCH_KEEP:-}" ]; then
+  work=$MI_BENCH_KEEP
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 H=("$build/bin/mi-host" --plugins "$build/plugins")
 recipe() { # NAME:INPUT:SHAPE HISTORY OUT
   local name input shape
