@@ -35,17 +35,6 @@ static double best_in(const mi_search_result_t *r, int32_t k, int32_t *at, doubl
   return best;
 }
 
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  if (n == 0) return NAN;
-  qsort(v, (size_t)n, sizeof *v, cmp_d);
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* One method's run on task k at `budget`; NULL on failure (said on stderr). */
 static mi_search_result_t *run(bs_task_t *tasks, int32_t n, int32_t k, int m, int32_t s, int32_t budget) {
   mi_search_result_t *r = NULL;
@@ -107,14 +96,14 @@ int bs_real_report(bs_task_t *tasks, int32_t n, int32_t seeds, int32_t budget) {
         mi_search_result_destroy(r4);
         got++;
       }
-      if (median(to, got) > budget) snprintf(tos, sizeof tos, ">%d", (int)budget);
+      if (bs_median(to, got) > budget) snprintf(tos, sizeof tos, ">%d", (int)budget);
       else
-        snprintf(tos, sizeof tos, "%.1f", median(to, got));
-      if (median(to4, got) > 4 * budget) snprintf(tos4, sizeof tos4, ">%d", (int)(4 * budget));
+        snprintf(tos, sizeof tos, "%.1f", bs_median(to, got));
+      if (bs_median(to4, got) > 4 * budget) snprintf(tos4, sizeof tos4, ">%d", (int)(4 * budget));
       else
-        snprintf(tos4, sizeof tos4, "%.1f", median(to4, got));
+        snprintf(tos4, sizeof tos4, "%.1f", bs_median(to4, got));
       printf("| %s | %.4g ms | %.4g ms | %d | %s | %s | %d/%d | %.3f | %s | %.3f |\n", tasks[k].name, dflt[k], ref[k],
-             (int)tasks[k].n, bs_method_names[m], tos, (int)reached, (int)got, median(b1, got), tos4, median(b4, got));
+             (int)tasks[k].n, bs_method_names[m], tos, (int)reached, (int)got, bs_median(b1, got), tos4, bs_median(b4, got));
       fflush(stdout);
     }
   }

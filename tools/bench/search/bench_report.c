@@ -10,16 +10,20 @@
 
 #define BUDGET 64
 
+static double median(double *v, int n);
+
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
-static double median(double *v, int n) {
+double bs_median(double *v, int n) {
   if (n == 0) return NAN;
   qsort(v, (size_t)n, sizeof *v, cmp_d);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+static double median(double *v, int n) { return bs_median(v, n); }
 
 static double worst(const double *v, int n) {
   double w = NAN;

@@ -148,6 +148,9 @@ int32_t bs_run_method(bs_task_t *tasks, int32_t ntask, int32_t target, int metho
  * can gain over it on this space. */
 double bs_model_then_hw_oracle(bs_task_t *tasks, int32_t ntask, int32_t target);
 
+/* The median of v[0..n) (sorts v; NAN when n is 0). */
+double bs_median(double *v, int n);
+
 /* Real-model tasks (bench_real.c, MI_BENCH_REAL=1): name, file in the models folder, inputs;
  * NULL-terminated. */
 typedef struct bs_real_spec {
