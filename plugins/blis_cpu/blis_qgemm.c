@@ -20,16 +20,25 @@ typedef struct qconv {
   int16_t *wq;   /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
   uint8_t *w4q;  /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
   float *wf;     /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
-  int16_t *col;  /* [ka/2][OH*OW][2] scratch: pairs of column rows */
-  int32_t *acc;  /* [M/G][OH*OW] scratch */
+  int16_t *col;  /* [ka/2][tile rows*OW][2] scratch: pairs of column rows of one tile */
+  int32_t *acc;  /* [M/G][tile rows*OW] scratch (depthwise: [N*M][OH*OW]) */
   int64_t kq;    /* byte core (u8k): kk rounded up to 4, in quads */
-  int32_t u8k;   /* byte core: w8, col as [kq][OH*OW][4] codes, wsum */
+  int32_t u8k;   /* byte core: w8, col as [kq][tile rows*OW][4] codes, wsum */
   uint8_t *w8;   /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
   int32_t *wsum; /* [M] sums of each output channel's weights: the zero point's correction */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
 #define QCOL_TILE_BYTES (512 * 1024)
+
+/* Output rows per tile of the GEMM path: its columns and sums are all the scratch it needs, so a
+ * layer holds one tile's, not its whole plane's (each 3x3 64-channel layer of a 1024x1024 model
+ * held 576 int16 columns and 64 int32 sums per output pixel, zeroed at prepare). */
+static int64_t qtile_rows(const qconv_t *q) {
+  int64_t tile = QCOL_TILE_BYTES / (q->ka * 2 * q->g.OW);
+  tile = tile < 1 ? 1 : tile;
+  return tile < q->g.OH ? tile : q->g.OH;
+}
 
 typedef struct qconv_task {
   const qconv_t *q;
@@ -258,8 +267,9 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   int64_t n, g, cg = c->C / c->G, mg = c->M / c->G, ohw = c->OH * c->OW;
   qconv_task_t task;
   int64_t yb = q->out32 ? 4 : 1; /* bytes per output element */
-  int64_t tile = QCOL_TILE_BYTES / ((q->u8k ? q->kq * 4 : q->ka * 2) * c->OW);
-  tile = tile < 1 ? 1 : tile;
+  /* the byte core's columns take the int16 core's rows per tile: 4 * kq <= 2 * ka bytes a pixel
+   * fit the scratch qtile_rows sized at prepare */
+  int64_t tile = qtile_rows(q);
   (void)err;
   task.q = q;
   task.oh0 = 0;
@@ -379,7 +389,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   const mi_tensor_desc_t *x = mi__blis_tensor(p, src->x), *w = mi__blis_tensor(p, src->w);
   const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
   qconv_t *q;
-  int64_t i, ohw, mg, wn, fw;
+  int64_t i, ohw, mg, wn, fw, th, na;
   int32_t rc;
   if (!mi__blis_is_q8(x) || !w || !w->data || !y || (src->out32 ? y->dtype != MI_DTYPE_INT32 : !mi__blis_is_q8(y)))
     return mi__blis_unsupported(err, n, "integer conv needs INT8/UINT8 codes in, a constant weight, codes or INT32 out");
@@ -413,6 +423,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->dot = int8_dot(p, q->g.simd);
   ohw = q->g.OH * q->g.OW;
   mg = q->g.M / q->g.G;
+  th = q->g.OW * qtile_rows(q); /* pixels of one tile: the GEMM path's columns and sums */
   wn = q->g.M * q->ka;
   if (q->kk >= 32768) return mi__blis_unsupported(err, n, "INT8 conv: reduction too long for int32");
   q->dw = q->g.C == q->g.G && q->g.G > 1;
@@ -422,13 +433,13 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if (q->w4) wn = (wn / 2 + 1) / 2; /* M * ka / 2 bytes, counted in int16 */
   /* acc holds one group's rows, or every plane of the batch for the depthwise path */
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
-  s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + q->ka * ohw) * sizeof(int16_t) +
-                                       (uint64_t)((q->dw ? q->g.N * q->g.M : mg) * ohw) * sizeof(int32_t) +
-                                       (uint64_t)fw * sizeof(float) + 64);
+  na = q->dw ? q->g.N * q->g.M * ohw : mg * th;
+  s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) +
+                                       (uint64_t)na * sizeof(int32_t) + (uint64_t)fw * sizeof(float) + 64);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux; /* int32 first keeps it aligned */
-  q->wf = fw ? (float *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) : NULL;
-  q->wq = (int16_t *)((char *)(q->acc + (q->dw ? q->g.N * q->g.M : mg) * ohw) + fw * sizeof(float));
+  q->wf = fw ? (float *)(q->acc + na) : NULL;
+  q->wq = (int16_t *)((char *)(q->acc + na) + fw * sizeof(float));
   q->col = q->wq + wn;
   if (q->w4) { /* OIHW = [M][kk] as [M][ka/2] pair bytes; an odd kk's last high nibble stays 0 */
     q->w4q = (uint8_t *)q->wq;
@@ -444,7 +455,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   }
   q->kq = (q->kk + 3) / 4;
   /* byte core: the weights minus their zero point all fit INT8; [M][kq*4] bytes fit in wq's
-   * [M][ka] int16 and the [kq][OH*OW][4] columns in col's (4 * kq <= 2 * ka) */
+   * [M][ka] int16 and the [kq][tile rows*OW][4] columns in col's (4 * kq <= 2 * ka) */
   q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->dw && q->g.OW <= MI__QV_ROW_BYTES;
   for (i = 0; i < q->g.M * q->kk && q->u8k; i++) {
     int32_t v = wval(src, w, i, i / q->kk);

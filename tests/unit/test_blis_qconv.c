@@ -272,6 +272,9 @@ static const qcase_t cases[] = {
     {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0},
     {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},
     {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+    /* 298 int16 per column pixel x 40 columns: 21-row tiles of 512 KB, so 21 + 21 + 3 rows per
+     * image, twice; odd K leaves the last pair's second half zero in every tile */
+    {"int8 conv 3x3 odd K over three row tiles, batch 2", 2, 33, 45, 40, 8, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
     {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1, 0},
     {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0, 0},
     {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0, 0},

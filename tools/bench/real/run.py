@@ -115,7 +115,11 @@ class Runner:
         if simd.startswith("base"):  # the --base build, uncapped or capped at AVX2
             run, simd = self.base, ("avx2" if simd == "base-avx2" else "default")
         cmd = [run, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
-               "--repeat", str(repeat), "--warmup", self.warmup, "--json"]
+               "--repeat", str(repeat), "--warmup", self.warmup, "--json",
+               # mi-run's 60 s watchdog per step is shorter than one run of the 1024x1024 model
+               # (about 7 s of CPU) on a machine loaded 15 deep; a benchmark measures, 600 s
+               # still ends a real hang
+               "--timeout", "600"]
         for i in inputs:
             cmd += ["--input", i]
         if outdir:
