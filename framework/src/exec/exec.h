@@ -122,6 +122,7 @@ typedef struct mi__plan {
   int32_t *unit; /* per node: the unit it belongs to, -1 for none */
   int32_t unit_count;
   struct mi__unit *units;
+  const uint8_t *pinned; /* per node, or NULL: a choice of its own (not joined as a second conv) */
 } mi__plan_t;
 
 enum mi__role {
@@ -147,7 +148,7 @@ typedef struct mi__unit {
  * run in INT8. */
 int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                        const mi_variant_desc_t *vars, uint32_t var_count, int auto_fuse,
-                       mi_error_t *err);
+                       const uint8_t *pinned, mi_error_t *err);
 void mi__plan_free(mi__plan_t *p);
 /* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,

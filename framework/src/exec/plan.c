@@ -344,8 +344,9 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   while (cur >= 0 && !mi__graph_is_output(g, cur)) {
     int32_t r = mi__graph_sole_reader(g, cur), q[4];
     uint32_t bit;
+    /* a pointwise conv with a choice of its own stays out: a unit carries its anchor's only */
     if (dw && r >= 0 && last_conv == 0 && p->role[r] == MI__ROLE_NODE && u->count < MI__UNIT_MAX &&
-        is_pointwise_on(g, consts, r, cur)) {
+        !(p->pinned && p->pinned[r]) && is_pointwise_on(g, consts, r, cur)) {
       last_conv = u->count;
       u->nodes[u->count++] = r;
       cur = g->nodes[r].outputs[0];
@@ -436,10 +437,11 @@ static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
 
 int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                        const mi_variant_desc_t *vars, uint32_t var_count, int auto_fuse,
-                       mi_error_t *err) {
+                       const uint8_t *pinned, mi_error_t *err) {
   int32_t max_group = -1;
   mi__unit_t u;
   memset(p, 0, sizeof *p);
+  p->pinned = pinned;
   p->node_count = g->node_count;
   p->role = calloc((size_t)g->node_count + 1, sizeof *p->role);
   p->unit = malloc(((size_t)g->node_count + 1) * sizeof *p->unit);

@@ -416,6 +416,7 @@ static int32_t alloc_buffers(mi_session_t *s, mi_error_t *err) {
 int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err) {
   const mi_graph_t *g = s->g;
   prep_t p;
+  uint8_t *pinned = NULL;
   int32_t rc = MI_OK;
   memset(&p, 0, sizeof p);
   p.s = s;
@@ -443,13 +444,20 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   if (mi__fp16_only(s->plugin, s->device) &&
       (p.fp16_host = calloc((size_t)g->node_count + 1, 1)))
     mi__fp16_range_mark(g, s->consts, p.fp16_host);
+  /* nodes with a variant or knobs of their own: a fused unit would run them with its anchor's */
+  if ((pinned = calloc((size_t)g->node_count + 1, 1)))
+    for (int32_t i = 0; i < g->node_count; i++) {
+      const mi_node_choice_t *c = find_choice(opts, g->nodes[i].name);
+      pinned[i] = c && ((c->variant_id && c->variant_id[0]) || c->knob_count > 0);
+    }
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
-                           !OPT(opts, no_auto_fuse, 0), err)))
+                           !OPT(opts, no_auto_fuse, 0), pinned, err)))
     goto done;
   if ((rc = prepare_all(&p, err))) goto done;
   rc = alloc_buffers(s, err);
 done:
   mi__plan_free(&p.plan);
+  free(pinned);
   free(p.vars);
   free(p.folded);
   free(p.fp16_host);
