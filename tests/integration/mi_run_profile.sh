@@ -36,4 +36,23 @@ grep -q "^per-layer profile (median of 3 runs" "$T/p.txt" || fail "table heading
 grep -Eq "^node +op +shapes +variant +ms +share +rate" "$T/p.txt" || fail "column heading"
 grep -Eq "^total .* 100\.0%" "$T/p.txt" || fail "total line"
 grep -q "GFLOP/s" "$T/p.txt" || fail "no GFLOP/s column value"
+# The quantized forms of the same model do the same multiply-adds: their integer convs
+# (ConvInteger, QLinearConv, Conv between Q/DQ) count what the float convs count.
+QUANT=$B/bin/mi-quantize
+"$RUN" --model "$T/r.onnx" --device blis-cpu:0 --profile --repeat 1 --json > "$T/f.json" ||
+  fail "--profile of the FP32 model"
+for mode in dynamic qop qdq; do
+  "$QUANT" --mode $mode --model "$T/r.onnx" --out "$T/r_$mode.onnx" > /dev/null || fail "quantize $mode"
+  "$RUN" --model "$T/r_$mode.onnx" --device blis-cpu:0 --profile --repeat 1 --json > "$T/$mode.json" ||
+    fail "--profile of the $mode model"
+  python3 - "$T/f.json" "$T/$mode.json" <<'PY' || fail "flops of the $mode model"
+import json, sys
+def flops(p):
+    rows = json.load(open(p))["profile"]["layers"]
+    return sum(r.get("flops", 0) for r in rows), {r["op"] for r in rows if r.get("flops", 0) > 0}
+f, _ = flops(sys.argv[1])
+q, ops = flops(sys.argv[2])
+assert f > 0 and abs(q - f) <= 1e-9 * f, (q, f, ops)
+PY
+done
 echo "mi_run_profile: ok"

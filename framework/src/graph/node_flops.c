@@ -17,17 +17,22 @@ const mi_tensor_t *mi__node_tensor(const mi_graph_t *g, const mi_node_t *n, int 
   return i < c && ix[i] >= 0 ? &g->tensors[ix[i]] : NULL;
 }
 
+/* The integer forms count as their float op: one multiply-add is two operations whatever the
+ * width. QLinearConv's weight is its fourth input (x, x_scale, x_zero_point, w, ...). */
 double mi__node_flops(const mi_graph_t *g, const mi_node_t *n) {
-  const mi_tensor_t *x = mi__node_tensor(g, n, 0, 0), *w = mi__node_tensor(g, n, 0, 1);
-  const mi_tensor_t *y = mi__node_tensor(g, n, 1, 0);
   const char *op = n->op_type;
+  int qconv = !strcmp(op, "QLinearConv");
+  int conv = qconv || !strcmp(op, "Conv") || !strcmp(op, "ConvInteger");
+  int matmul = !strcmp(op, "MatMul") || !strcmp(op, "MatMulInteger") || !strcmp(op, "QLinearMatMul");
+  const mi_tensor_t *x = mi__node_tensor(g, n, 0, 0), *w = mi__node_tensor(g, n, 0, qconv ? 3 : 1);
+  const mi_tensor_t *y = mi__node_tensor(g, n, 1, 0);
   double out = y ? mi__tensor_numel_est(y) : 0;
-  if (!strcmp(op, "Conv") && w && w->rank >= 3) {
+  if (conv && w && w->rank >= 3) {
     double k = 1;
     for (int32_t i = 1; i < w->rank; i++) k *= (double)w->dims[i]; /* Cin/group * kh * kw */
     return 2.0 * out * k;
   }
-  if ((!strcmp(op, "MatMul") || !strcmp(op, "Gemm")) && x && x->rank >= 1) {
+  if ((matmul || !strcmp(op, "Gemm")) && x && x->rank >= 1) {
     double k = (double)x->dims[x->rank - 1];
     if (!strcmp(op, "Gemm") && mi_node_attr_int(n, "transA", 0) && x->rank == 2)
       k = (double)x->dims[0];
