@@ -10,7 +10,8 @@ const ort = require('onnxruntime-node');
 
 function usage(code) {
   process.stderr.write('usage: node ort_run.js --model M.onnx [--input NAME=FILE.npy]... ' +
-    '[--output-dir DIR] [--threads N] [--repeat N] [--warmup N] [--json]\n');
+    '[--output-dir DIR] [--threads N] [--repeat N] [--warmup N] [--json]\n' +
+    '       [--profile FILE.json]  (ONNX Runtime\'s own per-node trace of the timed runs)\n');
   process.exit(code);
 }
 
@@ -34,6 +35,7 @@ function parseArgs(argv) {
     else if (a === '--repeat') o.repeat = int(1);
     else if (a === '--warmup') o.warmup = int(0);
     else if (a === '--json') o.json = true;
+    else if (a === '--profile') o.profile = val();
     else if (a === '--help' || a === '-h') usage(0);
     else throw new Error(`unknown option '${a}'`);
   }
@@ -106,6 +108,7 @@ async function main() {
   }
   const so = { executionProviders: ['cpu'], graphOptimizationLevel: 'all' };
   if (o.threads) { so.intraOpNumThreads = o.threads; so.interOpNumThreads = 1; }
+  if (o.profile) { so.enableProfiling = true; so.profileFilePrefix = `${o.profile}.ort`; }
   const sess = await ort.InferenceSession.create(o.model, so);
   const feeds = {};
   for (const spec of o.inputs) {
@@ -130,6 +133,17 @@ async function main() {
     lat.push(Number(process.hrtime.bigint() - t0) / 1e6);
     const c = process.cpuUsage(c0);
     cpu.push((c.user + c.system) / 1e3);
+  }
+  if (o.profile) {
+    // ONNX Runtime names the trace itself (prefix + date) and returns no name here: take the
+    // newest file with the prefix and move it where the caller asked.
+    sess.endProfiling();
+    const dir = path.dirname(path.resolve(o.profile)), base = `${path.basename(o.profile)}.ort_`;
+    const traces = fs.readdirSync(dir).filter((f) => f.startsWith(base) && f.endsWith('.json'))
+      .map((f) => path.join(dir, f)).sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+    if (!traces.length) throw new Error(`--profile: ONNX Runtime wrote no trace next to ${o.profile}`);
+    fs.renameSync(traces[0], o.profile);
+    for (const t of traces.slice(1)) fs.unlinkSync(t);
   }
   const files = {};
   if (o.outputDir) {

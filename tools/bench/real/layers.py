@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""layers.py - where one real model's time goes on blis-cpu and on ONNX Runtime, side by side:
+mi-run --profile (per step: a device kernel with its fused nodes) and ONNX Runtime's own per-node
+trace (ort_run.js --profile; its nodes after its graph optimisation: FusedConv, NCHWc convs,
+...), both on the same inputs at the same thread count, as time per op type and the slowest
+steps of each. Names differ after fusion on both sides, so steps are shown by op and output
+shape, not matched one to one.
+
+usage: tools/bench/real/layers.py MODEL [--build B] [--threads N] [--repeat N] [--top N] [--avx2]
+MODEL is a name from run.py's list (e.g. mlsd-tiny-320) or a path to an .onnx file with no
+input arguments needed. Per-step times are medians over the timed runs on both sides (wall
+clock around each step); on a loaded machine compare shares more than milliseconds.
+"""
+import argparse
+import collections
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run  # noqa: E402  (the model list, the input generator's arguments, sh())
+
+
+def ort_steps(trace, warmup):
+    """Per-node medians over the timed runs of an ONNX Runtime trace: [(ms, op, name, out)]."""
+    ev = json.load(open(trace))
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e.get("name") == "model_run")[warmup:]
+    per = collections.defaultdict(list)
+    info = {}
+    for e in ev:
+        if e.get("cat") != "Node" or not e["name"].endswith("_kernel_time"):
+            continue
+        if not any(t0 <= e["ts"] <= t1 for t0, t1 in runs):
+            continue
+        name = e["name"][: -len("_kernel_time")]
+        per[name].append(e["dur"] / 1e3)
+        outs = e["args"].get("output_type_shape", [])
+        shape = "x".join(str(d) for d in next(iter(outs[0].values()))) if outs else ""
+        info[name] = (e["args"].get("op_name", "?"), shape)
+    return [(statistics.median(v), info[n][0], n, info[n][1]) for n, v in per.items()]
+
+
+def by_op(rows):
+    acc = collections.Counter()
+    for ms, op, _, _ in rows:
+        acc[op] += ms
+    return acc
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("--build", default=os.environ.get("MI_BUILD", os.path.join(run.SRC, "build")))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--avx2", action="store_true", help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD)")
+    a = ap.parse_args()
+    models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
+    known = {n: (f, g) for n, f, g in run.MODELS}
+    if a.model in known:
+        path, gen = os.path.join(models_dir, known[a.model][0]), known[a.model][1]
+    elif a.model.endswith(".onnx"):
+        path, gen = a.model, []
+    else:
+        sys.exit(f"layers.py: '{a.model}' is neither a model of run.py's list nor an .onnx file")
+    if not os.path.exists(path):
+        sys.exit(f"layers.py: {path} not found (tools/models/fetch.sh)")
+    tmp = tempfile.mkdtemp(prefix="mi-layers-")
+    try:
+        ins = run.sh(["node", os.path.join(run.ORT, "gen_inputs.js"), path, os.path.join(tmp, "in")] + gen).split()
+        feeds = sum((["--input", i] for i in ins), [])
+        common = ["--threads", str(a.threads), "--repeat", str(a.repeat), "--warmup", str(a.warmup)]
+        env = dict(os.environ)
+        env.pop("MI_BLIS_MAX_SIMD", None)
+        if a.avx2:
+            env["MI_BLIS_MAX_SIMD"] = "avx2"
+        mi = json.loads(run.sh([os.path.join(a.build, "bin", "mi-run"), "--model", path, "--device",
+                                "blis-cpu:0", "--profile", "--json"] + common + feeds, env))
+        trace = os.path.join(tmp, "ort.json")
+        run.sh(["node", os.path.join(run.ORT, "ort_run.js"), "--model", path, "--profile", trace] + common + feeds)
+        ort = ort_steps(trace, a.warmup)
+    except RuntimeError as e:
+        sys.exit(f"layers.py: {e}")
+    ours = [(r["ms"], r["op"].split("+")[0], r["name"], r["shapes"].split(" -> ")[-1] if " -> " in r["shapes"] else "",
+             r["op"]) for r in mi["profile"]["layers"]]
+    o_tot, r_tot = sum(r[0] for r in ours), sum(r[0] for r in ort)
+    print(f"{os.path.basename(path)}, {a.threads} thread(s), {a.repeat} runs each, load "
+          f"{run.load()}: summed steps blis-cpu {o_tot:.3f} ms ({len(ours)} steps), "
+          f"ONNX Runtime {r_tot:.3f} ms ({len(ort)} nodes), ratio {o_tot / max(r_tot, 1e-9):.2f}")
+    print("\ntime by op type (blis-cpu: the first node of a fused step; ORT: its node's op)")
+    mo, ro = by_op([r[:4] for r in ours]), by_op(ort)
+    print(f"{'op':<24}{'blis ms':>10}{'share':>8}{'ORT ms':>10}{'share':>8}")
+    for op in sorted(set(mo) | set(ro), key=lambda k: -(mo[k] + ro[k])):
+        print(f"{op:<24}{mo[op]:>10.3f}{mo[op] / max(o_tot, 1e-9):>8.1%}{ro[op]:>10.3f}"
+              f"{ro[op] / max(r_tot, 1e-9):>8.1%}")
+    print(f"\nslowest {a.top} steps of each")
+    print(f"{'blis-cpu op':<28}{'output':<18}{'ms':>8}   {'ORT op':<20}{'output':<22}{'ms':>8}")
+    o_top, r_top = sorted(ours, key=lambda r: -r[0])[: a.top], sorted(ort, key=lambda r: -r[0])[: a.top]
+    for i in range(max(len(o_top), len(r_top))):
+        left = f"{o_top[i][4][:27]:<28}{o_top[i][3][:17]:<18}{o_top[i][0]:>8.3f}" if i < len(o_top) else " " * 54
+        right = f"{r_top[i][1][:19]:<20}{r_top[i][3][:21]:<22}{r_top[i][0]:>8.3f}" if i < len(r_top) else ""
+        print(f"{left}   {right}")
+
+
+if __name__ == "__main__":
+    main()
