@@ -126,9 +126,10 @@ typedef struct mi__plan {
 } mi__plan_t;
 
 enum mi__role {
-  MI__ROLE_NODE = 0,   /* prepared on its own */
-  MI__ROLE_MEMBER = 1, /* inside a unit; the unit's step runs at the unit's position */
-  MI__ROLE_DQ_SKIP = 2 /* a DequantizeLinear every reader of which is a lowered layer */
+  MI__ROLE_NODE = 0,    /* prepared on its own */
+  MI__ROLE_MEMBER = 1,  /* inside a unit; the unit's step runs at the unit's position */
+  MI__ROLE_DQ_SKIP = 2, /* a DequantizeLinear every reader of which is a lowered layer */
+  MI__ROLE_UNREAD = 3   /* no node reads its outputs and none is a graph output: not run */
 };
 
 #define MI__UNIT_MAX 32 /* a depthwise conv's chain, a pointwise conv and its chain */

@@ -435,6 +435,23 @@ static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
   }
 }
 
+/* Nodes whose outputs nobody reads (a Pad folded into its Conv leaves one): never run. */
+static void mark_unread(mi__plan_t *p, const mi_graph_t *g) {
+  uint8_t *read = calloc((size_t)g->tensor_count + 1, 1);
+  if (!read) return; /* then they run, as before */
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+      if (g->nodes[i].inputs[j] >= 0) read[g->nodes[i].inputs[j]] = 1;
+  for (int32_t i = 0; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    int used = n->output_count == 0 || n->subgraph_count > 0;
+    for (int32_t o = 0; o < n->output_count && !used; o++)
+      used = n->outputs[o] >= 0 && (read[n->outputs[o]] || mi__graph_is_output(g, n->outputs[o]));
+    if (!used) p->role[i] = MI__ROLE_UNREAD;
+  }
+  free(read);
+}
+
 int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                        const mi_variant_desc_t *vars, uint32_t var_count, int auto_fuse,
                        const uint8_t *pinned, mi_error_t *err) {
@@ -447,6 +464,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
   p->unit = malloc(((size_t)g->node_count + 1) * sizeof *p->unit);
   if (!p->role || !p->unit) goto oom;
   for (int32_t i = 0; i < g->node_count; i++) p->unit[i] = -1;
+  mark_unread(p, g);
   int qdq_elt = (fuse_mask(vars, var_count, "DequantizeLinear") & MI_FUSE_ACT) != 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     if (p->role[n] != MI__ROLE_NODE || !match_lowered(g, consts, n, &u)) continue;

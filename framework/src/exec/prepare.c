@@ -338,7 +338,8 @@ static int32_t prepare_all(prep_t *p, mi_error_t *err) {
   int32_t rc;
   for (int32_t i = 0; i < g->node_count; i++) {
     mi__unit_t *u;
-    if (p->folded[i] || p->plan.role[i] == MI__ROLE_DQ_SKIP) continue;
+    if (p->folded[i] || p->plan.role[i] == MI__ROLE_DQ_SKIP || p->plan.role[i] == MI__ROLE_UNREAD)
+      continue;
     if (p->plan.role[i] == MI__ROLE_MEMBER) {
       u = &p->plan.units[p->plan.unit[i]];
       if (u->dead) rc = prepare_single(p, i, err);

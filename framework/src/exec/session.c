@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "graph/graph.h"
 #include "ref/ref.h"
 
 /* Reads a field of the caller's options only when the struct they declared contains it. */
@@ -125,6 +126,18 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
     }
     s->g = s->own;
     if ((rc = mi__qdq_params_set(s->own, err))) goto done;
+  }
+  if (mi__graph_pad_foldable(s->g)) {
+    /* Zero Pads before Convs become the Convs' padding, on a private copy. */
+    if (!s->own && !(s->own = mi_graph_clone(g))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
+      goto done;
+    }
+    s->g = s->own;
+    if (mi__graph_fold_pads(s->own) < 0) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory folding Pad nodes");
+      goto done;
+    }
   }
   rc = create_device(s, opts, err);
 done:

@@ -46,6 +46,13 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t);
  * several do or t is a graph output: what a fusion may fold into its producer. */
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
 
+/** 1 when some zero constant Pad of spatial dims is read by one Conv only (pad_fold.c). */
+int mi__graph_pad_foldable(const mi_graph_t *g);
+/** Folds each such Pad into its Conv's pads: the Conv reads the Pad's input, the Pad's output
+ * is left without readers (nodes are not removed, so node indices stay those of the graph it
+ * was cloned from). Returns the number folded, or -MI_ERR_OUT_OF_MEMORY. */
+int32_t mi__graph_fold_pads(mi_graph_t *g);
+
 /** The dims [*start, *start + count) of a rank-`rank` input that a Shape node outputs: its start
  * and end attributes when has_range (opset 15 added them), negative ones counted from the end,
  * both clamped to [0, rank]. Returns the count (0 when end <= start). Shape inference, constant

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/exec.h"
 #include "graph/graph.h"
 #include "measure/measure_internal.h"
 
@@ -125,7 +126,9 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
     r->node_count = c;
     r->where = s && kernel_of[i] < 0 ? 1 : 0;
     r->ms = node_ms[i];
-    describe(g, nodes, c, r);
+    /* Shapes as the session runs them: its private copy when it rewrote the graph (a Pad
+     * folded into a Conv); that copy keeps the caller's node indices. */
+    describe(s && s->g->node_count == g->node_count ? s->g : g, nodes, c, r);
     v = asked_variant(g, so, nodes, c);
     snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v
                                                                         : "default");
