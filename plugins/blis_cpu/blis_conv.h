@@ -145,6 +145,9 @@ int mi__blis_dw512_plane(const mi__blis_conv_t *c, void *const *t, int64_t n, in
 int mi__blis_dw512_rows_fit(const mi__blis_conv_t *c);
 void mi__blis_dw512_rows(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
                          const float *wm, float *out, int64_t oh0, int64_t oh1);
+/* The same on 8-lane registers (AVX2, blis_dw256.c), for the geometry mi__blis_dw512_rows_fit takes. */
+void mi__blis_dw256_rows(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
+                         const float *wm, float *out, int64_t oh0, int64_t oh1);
 /* Joins a pointwise conv.packed_gemm step `s` (state c) to the depthwise step before it in the
  * kernel when that one produces c's input alone and its geometry is taken: the depthwise step then
  * runs both over bands of rows, this one nothing. */

@@ -100,11 +100,12 @@ static inline __attribute__((always_inline)) AVX2_FN __m256 dw_epi8(const mi__bl
   return ek == MI__EK_ADD_RELU ? _mm256_max_ps(v, _mm256_setzero_ps()) : v;
 }
 
-/* One plane, stride s (1 or 2) and epilogue kind ek constants. Column blocks whose three taps'
- * runs lie inside the row load without masks. */
+/* Output rows [oh0, oh1) of one plane (row oh0 stored at row), stride s (1 or 2) and epilogue kind
+ * ek constants. Column blocks whose three taps' runs lie inside the row load without masks. */
 static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__blis_conv_t *c, void *const *t,
                                                                     int64_t n, int64_t m, const float *xc,
-                                                                    const float *wm, float *row, int s, int ek) {
+                                                                    const float *wm, float *row, int64_t oh0,
+                                                                    int64_t oh1, int s, int ek) {
   int64_t W = c->W, H = c->H, OW = c->OW, pl = (n * c->M + m) * c->OH * OW, oh, ow0;
   __m256 w[9], sc = _mm256_set1_ps(c->affine ? c->scale[m] : 1.f), sh = _mm256_set1_ps(c->affine ? c->shift[m] : 0.f);
   __m256i mk[6];
@@ -120,8 +121,8 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__bl
       for (i = 0; i < 3; i++) mk[i] = lanes8(-(b0 + i), W - (b0 + i));
     else
       for (i = 0; i < 6; i++) mk[i] = lanes8(-(b0 + i / 2 + 8 * (i % 2)), W - (b0 + i / 2 + 8 * (i % 2)));
-    for (oh = 0; oh < c->OH; oh += DW2_ROWS) {
-      int nr = c->OH - oh < DW2_ROWS ? (int)(c->OH - oh) : DW2_ROWS, r;
+    for (oh = oh0; oh < oh1; oh += DW2_ROWS) {
+      int nr = oh1 - oh < DW2_ROWS ? (int)(oh1 - oh) : DW2_ROWS, r;
       __m256 acc[DW2_ROWS];
       if (full) dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1);
       else
@@ -130,12 +131,26 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__bl
       for (r = 0; r < DW2_ROWS; r++)
         if (r < nr) {
           int64_t p = (oh + r) * OW + ow0;
-          if (fo) _mm256_storeu_ps(row + p, dw_epi8(c, t, pl, p, ko, acc[r], sc, sh, ek, 1));
+          if (fo) _mm256_storeu_ps(row + (p - oh0 * OW), dw_epi8(c, t, pl, p, ko, acc[r], sc, sh, ek, 1));
           else
-            _mm256_maskstore_ps(row + p, ko, dw_epi8(c, t, pl, p, ko, acc[r], sc, sh, ek, 0));
+            _mm256_maskstore_ps(row + (p - oh0 * OW), ko, dw_epi8(c, t, pl, p, ko, acc[r], sc, sh, ek, 0));
         }
     }
   }
+}
+
+/* One instance per stride and epilogue kind: output rows [oh0, oh1), row oh0 stored at row. */
+static AVX2_FN void dw3_plane8(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
+                               const float *wm, float *row, int64_t oh0, int64_t oh1) {
+#define BODY_S1(EK) dw3_body8(c, t, n, m, xc, wm, row, oh0, oh1, 1, EK)
+#define BODY_S2(EK) dw3_body8(c, t, n, m, xc, wm, row, oh0, oh1, 2, EK)
+  if (c->sh == 1) {
+    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S1)
+  } else {
+    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S2)
+  }
+#undef BODY_S1
+#undef BODY_S2
 }
 
 /* Channel m of image n: input plane xc, filter wm, output plane row, with the fused epilogue.
@@ -146,15 +161,14 @@ AVX2_FN int mi__blis_dw256_plane(const mi__blis_conv_t *c, void *const *t, int64
                                  const float *wm, float *row) {
   if (c->KH != 3 || c->KW != 3 || c->dh != 1 || c->dw != 1 || c->sh != c->sw || (c->sh != 1 && c->sh != 2))
     return 0;
-#define BODY_S1(EK) dw3_body8(c, t, n, m, xc, wm, row, 1, EK)
-#define BODY_S2(EK) dw3_body8(c, t, n, m, xc, wm, row, 2, EK)
-  if (c->sh == 1) {
-    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S1)
-  } else {
-    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S2)
-  }
-#undef BODY_S1
-#undef BODY_S2
+  dw3_plane8(c, t, n, m, xc, wm, row, 0, c->OH);
   if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, c->OH * c->OW, c->pg_vec_ops, 0);
   return 1;
+}
+
+/* The row kernels above on output rows [oh0, oh1) only (a band of blis_dwpw.c's pass; the geometry
+ * and epilogue that mi__blis_dw512_rows_fit takes). */
+AVX2_FN void mi__blis_dw256_rows(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
+                                 const float *wm, float *out, int64_t oh0, int64_t oh1) {
+  dw3_plane8(c, t, n, m, xc, wm, out, oh0, oh1);
 }

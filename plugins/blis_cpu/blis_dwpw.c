@@ -30,9 +30,12 @@ static void band_part(void *arg, int64_t b0, int64_t b1) {
   for (b = b0; b < b1; b++) {
     int64_t n = b / k->bands, oh0 = b % k->bands * k->rows;
     int64_t oh1 = oh0 + k->rows < dw->OH ? oh0 + k->rows : dw->OH, npix = (oh1 - oh0) * dw->OW;
-    for (m = 0; m < dw->M; m++)
-      mi__blis_dw512_rows(dw, k->t, n, m, x + (n * dw->C + m / mult) * dw->H * dw->W, w + m * 9, buf + m * npix,
-                          oh0, oh1);
+    for (m = 0; m < dw->M; m++) {
+      const float *xc = x + (n * dw->C + m / mult) * dw->H * dw->W;
+      if (dw->simd == MI__SIMD_AVX512) mi__blis_dw512_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * npix, oh0, oh1);
+      else
+        mi__blis_dw256_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * npix, oh0, oh1);
+    }
     mi__blis_pg_gemm(pw, k->t, NULL, n, 0, buf, npix, oh0 * dw->OW, npix);
   }
 }
@@ -63,10 +66,11 @@ void mi__blis_dwpw_link(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t 
   mi__blis_step_t *prev = p->k->step_count > 0 ? &p->k->steps[p->k->step_count - 1] : NULL;
   mi__blis_conv_t *dw = prev && prev->run == mi__blis_conv_run_direct ? prev->state : NULL;
   if (!dw || dw->variant != MI__CONV_DW || dw->dw_cl || dw->nhwc_in || dw->nhwc_out || dw->pw ||
-      dw->simd != MI__SIMD_AVX512 || !mi__blis_dw512_rows_fit(dw) || dw->M * dw->OW * DWPW_MIN_ROWS > DWPW_BAND)
+      (dw->simd != MI__SIMD_AVX512 && dw->simd != MI__SIMD_AVX2) || !mi__blis_dw512_rows_fit(dw) ||
+      dw->M * dw->OW * DWPW_MIN_ROWS > DWPW_BAND)
     return;
-  if (c->variant != MI__CONV_PG || !c->pg_direct || c->pg_mv || c->packed_h || c->G != 1 ||
-      c->simd != MI__SIMD_AVX512 || c->x != dw->y || c->N != dw->N || c->C != dw->M || c->H != dw->OH ||
+  if (c->variant != MI__CONV_PG || !c->pg_direct || c->pg_mv || c->packed_h || c->G != 1 || c->simd != dw->simd ||
+      c->x != dw->y || c->N != dw->N || c->C != dw->M || c->H != dw->OH ||
       c->W != dw->OW || mi__blis_consumers(p, c->x) != 1 || mi__blis_is_kernel_output(p, c->x))
     return;
   dw->pw = c;

@@ -292,6 +292,27 @@ static void blis_fusion(void) {
   }
 }
 
+/* The same blocks with blis-cpu's SIMD capped (a fresh registry: the plugin reads the cap when it
+ * loads): at AVX2 the one-pass kernel runs the 8-lane depthwise row kernels, in C the two convs
+ * run apart. */
+static void blis_fusion_capped(void) {
+  static const char *caps[2] = {"avx2", "c"};
+  for (int lv = 0; lv < 2; lv++) {
+    mi_registry_t *reg;
+    mi_plugin_t *p;
+    setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    reg = open_plugins();
+    p = mi_registry_find(reg, "blis-cpu");
+    printf("simd cap %s\n", caps[lv]);
+    if (p) {
+      auto_dwpw(p, 1);
+      auto_dwpw(p, 2);
+    }
+    mi_registry_destroy(reg);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+}
+
 static void gpu_fusion(void) {
   for (size_t i = 0; i < 2; i++) {
     mi_plugin_t *p = mi_registry_find(r, gpus[i]);
@@ -309,6 +330,7 @@ static void refused_groups_npu(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(blis_fusion),
+    TU_CASE(blis_fusion_capped),
     TU_CASE(gpu_fusion),
     TU_CASE(refused_groups_npu),
 };
