@@ -112,21 +112,26 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__bl
   int i;
 #pragma GCC unroll 9
   for (i = 0; i < 9; i++) w[i] = _mm256_set1_ps(wm[i]);
-  for (ow0 = 0; ow0 < OW; ow0 += 8) {
-    int64_t b0 = ow0 * s - c->pl, nout = OW - ow0 < 8 ? OW - ow0 : 8;
-    __m256i ko = lanes8(0, nout);
-    /* inside the row: lane 7 of the last tap's run (column b0 + 8 * s + 1) exists */
-    int full = b0 >= 0 && b0 + 8 * s + 2 <= W, fo = nout == 8;
-    if (s == 1)
-      for (i = 0; i < 3; i++) mk[i] = lanes8(-(b0 + i), W - (b0 + i));
-    else
-      for (i = 0; i < 6; i++) mk[i] = lanes8(-(b0 + i / 2 + 8 * (i % 2)), W - (b0 + i / 2 + 8 * (i % 2)));
-    for (oh = oh0; oh < oh1; oh += DW2_ROWS) {
-      int nr = oh1 - oh < DW2_ROWS ? (int)(oh1 - oh) : DW2_ROWS, r;
+  /* A band of DW2_ROWS output rows across the whole width, then the next: its s * 3 + 3 input rows
+   * stay in L1 from one column block to the next (column blocks down the whole plane read each
+   * input line from L2 again: blazeface's 128x128 planes). */
+  for (oh = oh0; oh < oh1; oh += DW2_ROWS) {
+    int nr = oh1 - oh < DW2_ROWS ? (int)(oh1 - oh) : DW2_ROWS, r;
+    for (ow0 = 0; ow0 < OW; ow0 += 8) {
+      int64_t b0 = ow0 * s - c->pl, nout = OW - ow0 < 8 ? OW - ow0 : 8;
+      __m256i ko = lanes8(0, nout);
+      /* inside the row: lane 7 of the last tap's run (column b0 + 8 * s + 1) exists */
+      int full = b0 >= 0 && b0 + 8 * s + 2 <= W, fo = nout == 8;
       __m256 acc[DW2_ROWS];
-      if (full) dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1);
-      else
+      if (full) {
+        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1);
+      } else {
+        if (s == 1)
+          for (i = 0; i < 3; i++) mk[i] = lanes8(-(b0 + i), W - (b0 + i));
+        else
+          for (i = 0; i < 6; i++) mk[i] = lanes8(-(b0 + i / 2 + 8 * (i % 2)), W - (b0 + i / 2 + 8 * (i % 2)));
         dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 0);
+      }
 #pragma GCC unroll 4
       for (r = 0; r < DW2_ROWS; r++)
         if (r < nr) {
