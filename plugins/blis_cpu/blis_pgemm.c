@@ -278,7 +278,7 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
     if (koff) {
       NV256_K(bb + koff[kk])
     } else {
-      if (pf) pg_prefetch_rows(bb, ldb, kn, 0, 8);
+      if (pf && mp == 0) pg_prefetch_rows(bb, ldb, kn, 0, 8);
       NV256_K(bb + kk * ldb)
     }
 #undef NV256_K
