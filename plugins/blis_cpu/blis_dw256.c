@@ -147,15 +147,9 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__bl
 /* One instance per stride and epilogue kind: output rows [oh0, oh1), row oh0 stored at row. */
 static AVX2_FN void dw3_plane8(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *xc,
                                const float *wm, float *row, int64_t oh0, int64_t oh1) {
-#define BODY_S1(EK) dw3_body8(c, t, n, m, xc, wm, row, oh0, oh1, 1, EK)
-#define BODY_S2(EK) dw3_body8(c, t, n, m, xc, wm, row, oh0, oh1, 2, EK)
-  if (c->sh == 1) {
-    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S1)
-  } else {
-    MI__BLIS_EK_SWITCH(c->pg_ek, BODY_S2)
-  }
-#undef BODY_S1
-#undef BODY_S2
+#define MI__DW3_BODY(S, EK) dw3_body8(c, t, n, m, xc, wm, row, oh0, oh1, S, EK)
+  MI__BLIS_DW3_SWITCH(c);
+#undef MI__DW3_BODY
 }
 
 /* Channel m of image n: input plane xc, filter wm, output plane row, with the fused epilogue.

@@ -22,6 +22,19 @@
   default: BODY(MI__EK_GENERIC); break;               \
   }
 
+/* A 3x3 depthwise row kernel's instances: the caller's MI__DW3_BODY(S, EK) for the conv's stride
+ * S (1, else 2) and epilogue kind EK, both compile-time (blis_dw512.c, blis_dw256.c). */
+#define MI__BLIS_DW3_BODY1(EK) MI__DW3_BODY(1, EK)
+#define MI__BLIS_DW3_BODY2(EK) MI__DW3_BODY(2, EK)
+#define MI__BLIS_DW3_SWITCH(c)                           \
+  do {                                                   \
+    if ((c)->sh == 1) {                                  \
+      MI__BLIS_EK_SWITCH((c)->pg_ek, MI__BLIS_DW3_BODY1) \
+    } else {                                             \
+      MI__BLIS_EK_SWITCH((c)->pg_ek, MI__BLIS_DW3_BODY2) \
+    }                                                    \
+  } while (0)
+
 /* One lane-wise op of the chain (the kinds mi__blis_epi_vec_op accepts) on one register. */
 static inline __attribute__((always_inline)) MI__AVX512_FN __m512 mi__blis_act512_op(const mi__blis_epi_op_t *op,
                                                                                      __m512 v) {
