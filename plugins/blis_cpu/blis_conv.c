@@ -410,7 +410,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   int32_t rc, is1x1, isdw, w_half, pg16;
   uint64_t aux = 0;
   if (strcmp(n->op_type, "ConvTranspose") == 0) return mi__blis_prep_convt(p, s, err);
-  if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) return mi__blis_prep_qconv(p, s, err);
+  if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) {
+    int taken;
+    rc = mi__blis_prep_qdw(p, s, &taken, err); /* the depthwise byte kernel where it applies */
+    return rc != MI_OK || taken ? rc : mi__blis_prep_qconv(p, s, err);
+  }
   wt = mi__blis_tensor(p, mi__blis_in(n, 1));
   if (!wt || wt->rank < 3) return mi__blis_unsupported(err, n, "weights missing or rank < 3");
   if (!(c = mi__blis_conv_new(p, s, n, wt->dims[0], err))) return MI_ERR_OUT_OF_MEMORY;

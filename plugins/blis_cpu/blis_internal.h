@@ -195,6 +195,9 @@ void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes,
 /* Op families (each in its own file). */
 int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* INT8 depthwise Conv on AVX-512 VNNI + VBMI (blis_qdw.c): *taken 0 when it does not apply (the
+ * generic INT8 conv runs then), with nothing allocated. */
+int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
@@ -212,6 +215,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 /* MaxPool on codes in unsigned order, ending such a chain (blis_qpool.c). */
 typedef struct mi__blis_qpool {
   int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl;
+  int32_t k2s2; /* 2x2 windows at stride 2 inside the plane, on AVX-512BW: 64 codes a step */
 } mi__blis_qpool_t;
 int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
                             mi__blis_qpool_t *q, mi_error_t *err);

@@ -12,15 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "blis_conv.h"
+#include "blis_qgemm.h"
 
 typedef struct qlut {
   int32_t x, y, xf;             /* xf: the DequantizeLinear's value when read outside the chain, else -1 */
-  float dq[256];                /* its value per code */
   int64_t planes, hw, channels; /* element i: channel (i / hw) % channels */
   int32_t pool;                 /* 1: a MaxPool ends the chain; the table writes its input */
   uint8_t flip;                 /* 0x80 for INT8 codes pooled in unsigned order, else 0 */
   int32_t vbmi;                 /* look up 64 codes at a time with vpermi2b (AVX-512 VBMI) */
+  int32_t simd, zx, x_u8;       /* xf's rows: mi__blis_dq_row of the codes (the table's first values) */
+  float sx;
   mi__blis_qpool_t qp;
   uint8_t *codes;  /* pool mode: the table's codes, planes x hw (the step's aux) */
   uint8_t table[]; /* channels x 256, indexed by the code's byte */
@@ -64,8 +65,7 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
       if (q->flip)
         for (int64_t i = 0; i < q->qp.OH * q->qp.OW; i++) yp[i] ^= q->flip;
     }
-    if (t->xf)
-      for (int64_t i = 0; i < q->hw; i++) t->xf[p * q->hw + i] = q->dq[x[i]];
+    if (t->xf) mi__blis_dq_row(q->simd, x, t->xf + p * q->hw, q->hw, q->sx, q->zx, q->x_u8);
   }
 }
 
@@ -299,12 +299,15 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     }
   }
   lut->xf = mi__blis_is_kernel_output(p, mi__blis_out(dq, 0)) ? mi__blis_out(dq, 0) : -1;
-  memcpy(lut->dq, buf, sizeof lut->dq);
   lut->x = mi__blis_in(dq, 0);
   lut->y = mi__blis_out(q, 0);
   lut->channels = channels;
   lut->hw = hw;
   lut->planes = mi_sdk_numel(x) / hw;
+  lut->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  lut->sx = sx;
+  lut->zx = zx;
+  lut->x_u8 = x->dtype == MI_DTYPE_UINT8;
   lut->vbmi = mi__blis_simd_level(p->ctx->cpu.isa) == MI__SIMD_AVX512 && __builtin_cpu_supports("avx512vbmi");
   s->run = run_qlut;
   p->nodes_used = d->node_count;

@@ -296,6 +296,17 @@ static const qcase_t cases[] = {
     {"int8 conv 3x3 150 columns a row, extreme zero points", 1, 3, 5, 150, 7, 3, 1, 1, 1, 0, 1, 1, 0, 0, 1},
     {"int8 conv 3x3 stride 2, 70 columns a row", 1, 3, 6, 140, 5, 3, 2, 1, 1, 1, 1, 0, 0, 0, 0},
     {"int8 conv 3x3 stride 3", 1, 4, 11, 14, 5, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0},
+    /* depthwise byte kernel (blis_qdw.c, AVX-512 VNNI + VBMI): 16 output columns a vector and a
+     * tail, strides 1 and 2, 5x5 (two quads a kernel row), channel multiplier 2, planes in
+     * several strips of output rows, the padding at both code ends */
+    {"int8 depthwise 3x3 u8, 37 columns, batch 2", 2, 5, 9, 37, 5, 3, 1, 1, 5, 1, 1, 1, 0, 0, 0},
+    {"int8 depthwise 3x3 stride 2 s8, 41 columns, extreme zero points", 1, 6, 8, 81, 6, 3, 2, 1, 6, 0, 0, 1, 0, 0, 1},
+    {"int8 depthwise 3x3 u8 extreme zero points", 1, 4, 7, 19, 4, 3, 1, 1, 4, 1, 0, 0, 0, 0, 1},
+    {"int8 depthwise 5x5 stride 2 pad 2 u8, extreme zero points", 2, 3, 11, 35, 3, 5, 2, 2, 3, 1, 1, 1, 0, 0, 1},
+    {"int8 depthwise 5x5 pad 2 s8 in, 130 columns", 1, 3, 6, 130, 3, 5, 1, 2, 3, 0, 1, 0, 0, 0, 0},
+    {"int8 depthwise multiplier 2, no padding", 1, 3, 8, 20, 6, 3, 1, 0, 3, 1, 1, 1, 0, 0, 0},
+    {"int8 depthwise 3x3, 70x150 planes in strips", 1, 3, 70, 150, 3, 3, 1, 1, 3, 1, 1, 1, 0, 0, 0},
+    {"int4 depthwise exact ties", 1, 4, 6, 17, 4, 3, 1, 1, 4, 1, 0, 1, 1, 1, 0},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;

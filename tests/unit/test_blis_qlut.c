@@ -35,8 +35,11 @@ static int32_t op(mi_graph_t *g, const char *type, int nin, const int32_t *ins, 
 }
 
 /* x codes [1, C, H, W] (every code present) -> DQ -> returns the float value's tensor. */
+/* Width of the planes start() makes (the pool cases widen it past one vector of outputs). */
+static int64_t g_w = 11;
+
 static mi_graph_t *start(int32_t dt, int32_t zx, float sx, int32_t *xf) {
-  int64_t d[4] = {1, 6, 9, 11};
+  int64_t d[4] = {1, 6, 9, g_w};
   mi_graph_t *g = mi_graph_create("qlut");
   REQUIRE(g);
   g->opset = 13;
@@ -162,6 +165,7 @@ static void activations(void) {
     snprintf(name, sizeof name, "Sub -> %s -> Min %s", acts[i], dt == MI_DTYPE_UINT8 ? "u8" : "s8");
     check(g, name, 1, 0);
   }
+  g_w = 11;
 }
 
 /* The chain's middle value is also a graph output: not one kernel (DQ, LeakyRelu, Max, Q). The
@@ -217,22 +221,28 @@ static void dq_read_after_chain(void) {
 
 /* A MaxPool between the chain and its Q (oww_embedding's LeakyRelu -> Max -> MaxPool -> Q): one
  * kernel that pools the table's codes. Odd planes (9 x 11), windows over the border, a chain that
- * is not monotone (hard-swish), INT8 codes whose order is signed, and DQ -> MaxPool -> Q alone. */
+ * is not monotone (hard-swish), INT8 codes whose order is signed, and DQ -> MaxPool -> Q alone;
+ * 2x2 stride 2 on 75- and 130-wide planes (37 and 65 outputs a row: 32-output vectors and a tail,
+ * an odd last input column and row left out). */
 static void max_pool_ends_chain(void) {
   static const struct {
     int64_t k, s, d, pad;
     const char *auto_pad;
     int ceil, chain, dt;
+    int64_t w;
   } cases[] = {
-      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8},
-      {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8},
-      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8},
-      {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8},
-      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8},
-      {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8},
+      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8, 11},
+      {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8, 11},
+      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8, 11},
+      {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8, 11},
+      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8, 11},
+      {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8, 11},
+      {2, 2, 1, 0, NULL, 0, 1, MI_DTYPE_INT8, 75},
+      {2, 2, 1, 0, NULL, 0, 2, MI_DTYPE_UINT8, 130},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int32_t xf, dt = cases[i].dt, v;
+    g_w = cases[i].w;
     mi_graph_t *g = start(dt, dt == MI_DTYPE_UINT8 ? 131 : -5, 0.043f, &xf);
     if (cases[i].chain == 0) { /* LeakyRelu(0.2) -> Max(-0.3) */
       int32_t a = val(g, "a"), mi[2] = {a, f32(g, "lo", -0.3f)};
@@ -257,12 +267,13 @@ static void max_pool_ends_chain(void) {
     if (cases[i].ceil) REQUIRE(mi_node_set_int(g, n, "ceil_mode", 1) == MI_OK);
     finish(g, p, dt, 0.021f, dt == MI_DTYPE_UINT8 ? 14 : -3);
     char name[96];
-    snprintf(name, sizeof name, "MaxPool %lldx%lld s%lld d%lld pad %lld %s ceil %d chain %d %s", (long long)k[0],
+    snprintf(name, sizeof name, "MaxPool %lldx%lld s%lld d%lld pad %lld %s ceil %d chain %d %s w %lld", (long long)k[0],
              (long long)k[1], (long long)st[0], (long long)dl[0], (long long)pads[0],
              cases[i].auto_pad ? cases[i].auto_pad : "", cases[i].ceil, cases[i].chain,
-             dt == MI_DTYPE_UINT8 ? "u8" : "s8");
+             dt == MI_DTYPE_UINT8 ? "u8" : "s8", (long long)cases[i].w);
     check(g, name, 1, 0);
   }
+  g_w = 11;
 }
 
 static void setup(void) {
