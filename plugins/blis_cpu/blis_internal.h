@@ -212,6 +212,8 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* DequantizeLinear -> elementwise ops -> QuantizeLinear as one table per channel (blis_qlut.c). */
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* y[i] = tab[x[i]] for n bytes; vbmi: 64 a step with vpermi2b (the CPU must have AVX-512 VBMI). */
+void mi__blis_lut_row(int32_t vbmi, const uint8_t *tab, const uint8_t *x, uint8_t *y, int64_t n);
 /* MaxPool on codes in unsigned order, ending such a chain (blis_qpool.c). */
 typedef struct mi__blis_qpool {
   int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl;

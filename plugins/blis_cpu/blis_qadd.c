@@ -20,6 +20,7 @@ typedef struct qb_side {
 typedef struct qbin {
   qb_side_t a, b;
   int32_t y, yu8, yz, mul, simd;
+  int32_t tab, vbmi; /* tab: b broadcasts over runs of b.run outputs; a runs through a table per run */
   float ys;
   int64_t n;
 } qbin_t;
@@ -64,10 +65,39 @@ static void qb_part(void *arg, int64_t b, int64_t e) {
   }
 }
 
+/* Items are runs of outputs over which b holds one value (a per-channel scale or shift against a
+ * full tensor: an SE block's Mul). Within a run each output is a function of a's code, so the
+ * 256 codes go through the block loop's own rows (DequantizeLinear, the op with b's value,
+ * QuantizeLinear: the same float and double steps, so the same codes) and the run is looked up. */
+static void qb_tab_part(void *arg, int64_t b, int64_t e) {
+  const qb_task_t *t = arg;
+  const qbin_t *q = t->q;
+  float fa[256], fb;
+  uint8_t codes[256], tab[256];
+  int64_t r, j;
+  for (j = 0; j < 256; j++) codes[j] = (uint8_t)j;
+  mi__blis_dq_row(q->simd, codes, fa, 256, q->a.s, q->a.z, q->a.u8);
+  for (r = b; r < e; r++) {
+    float f[256];
+    side_rows(q, &q->b, t->t[q->b.t], r * q->b.run, 1, &fb);
+    if (q->mul)
+      for (j = 0; j < 256; j++) f[j] = fa[j] * fb;
+    else
+      for (j = 0; j < 256; j++) f[j] = fa[j] + fb;
+    mi__blis_q_row(q->simd, f, tab, 256, q->ys, q->yz, q->yu8);
+    mi__blis_lut_row(q->vbmi, tab, (const uint8_t *)t->t[q->a.t] + r * q->b.run,
+                     (uint8_t *)t->t[q->y] + r * q->b.run, q->b.run);
+  }
+}
+
 static int32_t run_qbin(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const qbin_t *q = s->state;
   qb_task_t task = {q, t};
   (void)err;
+  if (q->tab) {
+    mi__blis_parallel(env, q->n / q->b.run, 1, q->b.run, qb_tab_part, &task);
+    return MI_OK;
+  }
   mi__blis_parallel(env, (q->n + QB_BLOCK - 1) / QB_BLOCK, 1, QB_BLOCK * 4, qb_part, &task);
   return MI_OK;
 }
@@ -128,6 +158,14 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   q->mul = strcmp(n->op_type, "Mul") == 0;
   q->n = mi_sdk_numel(y);
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  q->vbmi = q->simd == MI__SIMD_AVX512 && __builtin_cpu_supports("avx512vbmi");
+  if (q->b.run == 1 && q->a.run > 1) { /* the broadcast operand second (Add, Mul: a op b == b op a in IEEE) */
+    qb_side_t o = q->a;
+    q->a = q->b;
+    q->b = o;
+  }
+  /* a table per run where a run is long enough to pay for its 256 codes */
+  q->tab = q->a.run == 1 && q->a.count == q->n && q->b.run >= 1024 && q->n % q->b.run == 0;
   s->run = run_qbin;
   return MI_OK;
 }

@@ -18,12 +18,12 @@
 
 typedef struct qdw {
   mi__blis_conv_t g;
-  int32_t zy, y_u8, flip, zxu; /* flip: 0x80 makes INT8 codes unsigned; zxu: zx made unsigned */
-  int32_t nq;                  /* quads of taps per kernel row */
-  int64_t wp, rows;            /* bytes of a padded input row; output rows per strip */
-  double *mult, *bias;         /* [M] output stage */
-  int32_t *corr;               /* [M]: zxu * the sum of channel m's weights */
-  int32_t *wq;                 /* [M][KH][nq] dwords: taps 4q..4q+3 of a kernel row, 0 past KW */
+  int32_t zy, y_u8, flip, zxu;    /* flip: 0x80 makes INT8 codes unsigned; zxu: zx made unsigned */
+  int32_t nq;                     /* quads of taps per kernel row */
+  int64_t wp, rows;               /* bytes of a padded input row; output rows per strip */
+  double *mult, *bias;            /* [M] output stage */
+  int32_t *corr;                  /* [M]: zxu * the sum of channel m's weights */
+  int32_t *wq;                    /* [M][KH][nq] dwords: taps 4q..4q+3 of a kernel row, 0 past KW */
   uint8_t idx[QDW_MAX_QUADS][64]; /* vpermb index of quad q: lane j, byte t <- j * sw + (4q + t) * dw */
 } qdw_t;
 
@@ -181,8 +181,7 @@ int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi
     memset(err, 0, sizeof *err); /* the generic path reports what it refuses */
     return MI_OK;
   }
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)probe.g.M * (2 * sizeof(double) + sizeof(int32_t)) +
-                                         (uint64_t)(probe.g.M * probe.g.KH * probe.nq) * sizeof(int32_t),
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)probe.g.M * (2 * sizeof(double) + sizeof(int32_t)) + (uint64_t)(probe.g.M * probe.g.KH * probe.nq) * sizeof(int32_t),
                                err)))
     return MI_ERR_OUT_OF_MEMORY;
   *q = probe;

@@ -49,6 +49,12 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) static void lut_row_vbmi(
   }
 }
 
+void mi__blis_lut_row(int32_t vbmi, const uint8_t *tab, const uint8_t *x, uint8_t *y, int64_t n) {
+  if (vbmi) lut_row_vbmi(tab, x, y, n);
+  else
+    for (int64_t i = 0; i < n; i++) y[i] = tab[x[i]];
+}
+
 static void qlut_part(void *arg, int64_t b, int64_t e) {
   const qlut_task_t *t = arg;
   const qlut_t *q = t->q;
@@ -56,9 +62,7 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
     const uint8_t *tab = q->table + ((p % q->channels) << 8);
     const uint8_t *x = t->x + p * q->hw;
     uint8_t *y = q->pool ? q->codes + p * q->hw : t->y + p * q->hw;
-    if (q->vbmi) lut_row_vbmi(tab, x, y, q->hw);
-    else
-      for (int64_t i = 0; i < q->hw; i++) y[i] = tab[x[i]];
+    mi__blis_lut_row(q->vbmi, tab, x, y, q->hw);
     if (q->pool) {
       uint8_t *yp = t->y + p * q->qp.OH * q->qp.OW;
       mi__blis_qpool_plane(&q->qp, y, yp);

@@ -59,7 +59,7 @@ static void border(const mi__blis_qpool_t *q, const uint8_t *xr, uint8_t *yr, in
  * (the high byte shifted onto the low one), packed back to bytes. The strided scalar loop of the
  * general path ran at about a byte a cycle: a QDQ face detector's first pool took 0.36 ms. */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void pool_k2s2(const mi__blis_qpool_t *q, const uint8_t *x,
-                                                                  uint8_t *y) {
+                                                                           uint8_t *y) {
   for (int64_t oh = 0; oh < q->OH; oh++) {
     const uint8_t *r0 = x + 2 * oh * q->W, *r1 = r0 + q->W;
     for (int64_t ow = 0; ow < q->OW; ow += 32) {

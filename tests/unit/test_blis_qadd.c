@@ -41,10 +41,12 @@ typedef struct qcase {
   int relu;          /* a Relu between the op and the Q (zy must be the lowest code) */
   int sum_is_output; /* the float sum is a graph output too: no lowering */
   int kernels;       /* device kernels expected */
+  int big;           /* 40 x 40 planes: a broadcast value spans runs of 1600+ outputs (blis_qadd.c's table per run) */
+  int swap;          /* the op reads b first (the broadcast operand on the left) */
 } qcase_t;
 
 static mi_graph_t *build(const qcase_t *c) {
-  int64_t d[4] = {1, 6, 9, 11}, dc[4] = {1, 6, 1, 1}, d1[1] = {1};
+  int64_t d[4] = {1, 6, c->big ? 40 : 9, c->big ? 40 : 11}, dc[4] = {1, 6, 1, 1}, d1[1] = {1};
   mi_graph_t *g = mi_graph_create("qadd");
   REQUIRE(g);
   g->opset = 13;
@@ -59,7 +61,7 @@ static mi_graph_t *build(const qcase_t *c) {
   int32_t bi[3] = {b, f32(g, "bs", c->sb), code(g, "bz", c->dt, c->zb)};
   op(g, "DequantizeLinear", 3, ai, af);
   op(g, "DequantizeLinear", 3, bi, bf);
-  int32_t si[2] = {af, bf};
+  int32_t si[2] = {c->swap ? bf : af, c->swap ? af : bf};
   op(g, c->op, 2, si, s);
   if (c->relu) {
     int32_t rl = val(g, "r");
@@ -129,10 +131,10 @@ static void check(const qcase_t *c) {
 /* A residual add as a QDQ export writes it, UINT8 and INT8, with and without the Relu. */
 static void residual_add(void) {
   static const qcase_t cases[] = {
-      {"Add u8", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 4, 0, 0, 1},
-      {"Add s8", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, 4, 0, 0, 1},
-      {"Add Relu u8 (Q at code 0)", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.02f, 131, 9, 0, 4, 1, 0, 1},
-      {"Add Relu s8 (Q at code -128)", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.011f, -7, 30, -128, 4, 1, 0, 1},
+      {"Add u8", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 4, 0, 0, 1, 0, 0},
+      {"Add s8", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, 4, 0, 0, 1, 0, 0},
+      {"Add Relu u8 (Q at code 0)", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.02f, 131, 9, 0, 4, 1, 0, 1, 0, 0},
+      {"Add Relu s8 (Q at code -128)", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.011f, -7, 30, -128, 4, 1, 0, 1, 0, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
@@ -140,10 +142,14 @@ static void residual_add(void) {
 /* Mul of two quantized values (SE gating, attention scaling), and broadcast operands. */
 static void mul_and_broadcast(void) {
   static const qcase_t cases[] = {
-      {"Mul u8", "Mul", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.011f, 131, 9, 100, 4, 0, 0, 1},
-      {"Mul s8 by channel", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, -1, 0, 0, 1},
-      {"Add u8 one code", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1},
-      {"Add s8 by channel", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, -1, 0, 0, 1},
+      {"Mul u8", "Mul", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.011f, 131, 9, 100, 4, 0, 0, 1, 0, 0},
+      {"Mul s8 by channel", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, -1, 0, 0, 1, 0, 0},
+      {"Add u8 one code", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1, 0, 0},
+      {"Add s8 by channel", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, -1, 0, 0, 1, 0, 0},
+      {"Mul s8 by channel, 40x40 planes", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, -1, 0, 0, 1, 1, 0},
+      {"Mul u8 by channel first, 40x40 planes", "Mul", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.011f, 131, 9, 100, -1, 0, 0, 1, 1, 1},
+      {"Add u8 one code first, 40x40 planes", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1, 1, 1},
+      {"Add s8 by channel, Relu, 40x40 planes", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, -128, -1, 1, 0, 1, 1, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
@@ -151,7 +157,7 @@ static void mul_and_broadcast(void) {
 /* The float sum is read outside (a graph output): DQ, DQ, Add and Q stay four kernels. */
 static void sum_read_outside(void) {
   static const qcase_t c = {"Add u8, sum also an output", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f,
-                            131, 9, 120, 4, 0, 1, 4};
+                            131, 9, 120, 4, 0, 1, 4, 0, 0};
   check(&c);
 }
 
