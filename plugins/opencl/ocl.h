@@ -130,6 +130,7 @@ extern const char mi__ocl_src_ew[];
 extern const char mi__ocl_src_conv[];
 extern const char mi__ocl_src_gemm[];
 extern const char mi__ocl_src_shape[];
+extern const char mi__ocl_src_direct[];
 
 /* ---------------------------------------------------------------- knobs (ocl_knobs.c) */
 
@@ -142,6 +143,9 @@ enum {
   K_VW,
   K_LOCAL,
   K_UNROLL,
+  K_OCB,
+  K_OWB,
+  K_OHB,
   K_COUNT
 };
 
@@ -250,6 +254,10 @@ int32_t mi__ocl_check_wg(ocl_prep_t *p, ocl_launch_t *l);
 
 int32_t mi__ocl_prepare_conv(ocl_prep_t *p);
 int32_t mi__ocl_prepare_gemm(ocl_prep_t *p);
+/* conv.tiled / conv.dw_tiled for the Conv with geometry g (mi__ocl_prepare_conv's), N images,
+ * filter w, bound input and output, epilogue e (ocl_prepare_direct.c). */
+int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tensor_desc_t *w,
+                           ocl_arg_t ax, ocl_arg_t ay, const ocl_epi_t *e);
 int32_t mi__ocl_prepare_op(ocl_prep_t *p);
 /* t_out (dims, out strides, from out_base) gets t_in read at in_base with in strides: one
  * strided_copy launch (ocl_prepare_ops.c). */

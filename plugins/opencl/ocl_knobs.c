@@ -11,7 +11,11 @@
 #define TILED (B(K_WG_X) | B(K_WG_Y) | B(K_TILE_M) | B(K_TILE_N) | B(K_TILE_K) | B(K_LOCAL) | B(K_UNROLL))
 #define VEC (B(K_WG_X) | B(K_WG_Y) | B(K_TILE_M) | B(K_TILE_N) | B(K_VW) | B(K_UNROLL))
 #define NAIVE (B(K_WG_X) | B(K_WG_Y) | B(K_UNROLL))
-/* defaults: wg_x wg_y tile_m tile_n tile_k vw local unroll */
+/* defaults: wg_x wg_y tile_m tile_n tile_k vw local unroll (oc_per_item ow_per_item oh_per_item
+ * where read). The first Conv variant stays the untuned default for group-1 convolutions: im2col
+ * plus the local-memory tiled GEMM is the choice that suits every device class (GPUs above all)
+ * without measuring; the tiled direct and register-blocked ones below are what a tune can pick
+ * where they win (docs/backends/opencl.md). */
 #define D_TILED \
   { 8, 8, 32, 32, 8, 1, 1, 4 }
 #define D_VEC \
@@ -20,6 +24,11 @@
   { 16, 4, 1, 1, 1, 1, 0, 1 }
 #define D_1D \
   { 64, 1, 1, 1, 1, 1, 0, 1 }
+/* the tiled direct convolutions: wg_x, then oc_per_item ow_per_item oh_per_item */
+#define D_DIRECT \
+  { 8, 1, 1, 1, 1, 1, 0, 1, 4, 4, 2 }
+#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_UNROLL))
+#define DW_TILED_KNOBS (B(K_WG_X) | B(K_OHB) | B(K_OWB))
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
 #define V(id, op, desc, fuse, knobs, dflt) \
@@ -30,6 +39,15 @@ static const ocl_variant_t k_variants[] = {
     V("conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED),
     V("conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
       B(K_WG_X) | B(K_UNROLL), D_1D),
+    V("conv.tiled", "Conv",
+      "direct convolution, oc_per_item x ow_per_item outputs per work-item in registers",
+      MM_FUSE, CONV_TILED_KNOBS, D_DIRECT),
+    V("conv.dw_tiled", "Conv",
+      "depthwise convolution, oh_per_item x ow_per_item outputs per work-item in registers",
+      MM_FUSE, DW_TILED_KNOBS, D_DIRECT),
+    V("conv.im2col_regblock", "Conv",
+      "im2col (none for 1x1 stride 1) then the register-blocked GEMM with floatN loads", MM_FUSE,
+      VEC, D_VEC),
     V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
       B(K_WG_X) | B(K_UNROLL), D_1D),
     V("convtranspose.direct", "ConvTranspose",
@@ -121,6 +139,12 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
          4, 8),
     KNOB("use_local_memory", "stage tiles in __local memory", "", MI_KNOB_BOOL, 1, 0, 0),
     KNOB("unroll", "unroll hint of the innermost loop", "", MI_KNOB_INT, 1, 4, 1, 2, 4, 8),
+    KNOB("oc_per_item", "output channels one work-item computes (tiled direct convolution)", "",
+         MI_KNOB_INT, 4, 5, 1, 2, 4, 8, 16),
+    KNOB("ow_per_item", "output columns one work-item computes (tiled direct convolutions)", "",
+         MI_KNOB_INT, 4, 5, 1, 2, 4, 8, 16),
+    KNOB("oh_per_item", "output rows one work-item computes (tiled depthwise convolution)", "",
+         MI_KNOB_INT, 2, 4, 1, 2, 4, 8),
 };
 
 static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
@@ -133,6 +157,8 @@ enum { C_WGY_TM,
        C_LOCAL,
        C_VW,
        C_REGS,
+       C_TREGS,
+       C_DREGS,
        C_COUNT };
 const mi_sdk_tables_t mi__ocl_tables = {
     .knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants, .variant_count = sizeof k_variants / sizeof k_variants[0], .variant_size = sizeof k_variants[0], .constraint_count = C_COUNT, .constraint = constraint_of};
@@ -148,9 +174,10 @@ const ocl_variant_t *mi__ocl_variant_default(const char *op) {
 
 /* ---------------------------------------------------------------- constraints */
 
-#define MM2D "conv.im2col_gemm,gemm.tiled,gemm.regblock,matmul.tiled,matmul.regblock"
+#define MM2D \
+  "conv.im2col_gemm,conv.im2col_regblock,gemm.tiled,gemm.regblock,matmul.tiled,matmul.regblock"
 #define TILEDV "conv.im2col_gemm,gemm.tiled,matmul.tiled"
-#define VECV "gemm.regblock,matmul.regblock"
+#define VECV "conv.im2col_regblock,gemm.regblock,matmul.regblock"
 #define MAX_ACC 64
 
 static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
@@ -176,14 +203,18 @@ static const struct {
               "vector_width must divide tile_n/wg_x (the columns each work-item computes)"},
     [C_REGS] = {MI_CONSTRAINT_CUSTOM, "tile_m", "tile_n", MM2D,
                 "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %lld"},
+    [C_TREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oc_per_item", "ow_per_item", "conv.tiled",
+                 "accumulators per work-item oc_per_item*ow_per_item must be at most %lld"},
+    [C_DREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oh_per_item", "ow_per_item", "conv.dw_tiled",
+                 "accumulators per work-item oh_per_item*ow_per_item must be at most %lld"},
 };
 
 int32_t mi__ocl_constraint_desc(const ocl_device_t *dev, uint32_t i, mi_constraint_desc_t *out) {
   mi_constraint_desc_t d;
-  int64_t value = i == C_WG_MAX  ? (int64_t)dev->max_wg
-                  : i == C_LOCAL ? (int64_t)dev->local_mem
-                  : i == C_REGS  ? MAX_ACC
-                                 : 0;
+  int64_t value = i == C_WG_MAX                                 ? (int64_t)dev->max_wg
+                  : i == C_LOCAL                                ? (int64_t)dev->local_mem
+                  : i == C_REGS || i == C_TREGS || i == C_DREGS ? MAX_ACC
+                                                                : 0;
   if (i >= C_COUNT) return MI_ERR_INVALID_ARGUMENT;
   mi_sdk_constraint_set(&d, k_rules[i].kind, k_rules[i].a, k_rules[i].b, k_rules[i].applies_to, value,
                         k_rules[i].reason, (long long)value);
@@ -220,15 +251,18 @@ static int32_t check_rules(const ocl_device_t *dev, const ocl_variant_t *v, cons
       break;
     case C_VW: broken = (k[K_TILE_N] / k[K_WG_X]) % k[K_VW] != 0; break;
     case C_REGS: broken = (k[K_TILE_M] / k[K_WG_Y]) * (k[K_TILE_N] / k[K_WG_X]) > MAX_ACC; break;
+    case C_TREGS: broken = k[K_OCB] * k[K_OWB] > MAX_ACC; break;
+    case C_DREGS: broken = k[K_OHB] * k[K_OWB] > MAX_ACC; break;
     default: break;
     }
     if (broken)
       return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG,
                            "%s: %s (wg_x=%lld wg_y=%lld tile_m=%lld tile_n=%lld tile_k=%lld "
-                           "vector_width=%lld)",
-                           v->v.id, c.reason, (long long)k[K_WG_X],
-                           (long long)k[K_WG_Y], (long long)k[K_TILE_M], (long long)k[K_TILE_N],
-                           (long long)k[K_TILE_K], (long long)k[K_VW]);
+                           "vector_width=%lld oc_per_item=%lld ow_per_item=%lld oh_per_item=%lld)",
+                           v->v.id, c.reason, (long long)k[K_WG_X], (long long)k[K_WG_Y],
+                           (long long)k[K_TILE_M], (long long)k[K_TILE_N], (long long)k[K_TILE_K],
+                           (long long)k[K_VW], (long long)k[K_OCB], (long long)k[K_OWB],
+                           (long long)k[K_OHB]);
   }
   return MI_OK;
 }

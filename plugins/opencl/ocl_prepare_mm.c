@@ -172,10 +172,15 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     goto done;
   }
   if ((st = mi__ocl_bind(p, n->inputs[0], &ax)) != MI_OK) goto done;
-  if ((st = mi__ocl_bind(p, n->inputs[1], &aw)) != MI_OK) goto done;
   if ((st = mi__ocl_bind(p, e.out_tensor, &ay)) != MI_OK) goto done;
+  if (!transposed && (strcmp(p->var->v.id, "conv.tiled") == 0 ||
+                      strcmp(p->var->v.id, "conv.dw_tiled") == 0)) {
+    st = mi__ocl_conv_tiled(p, g, N, w, ax, ay, &e); /* packs its own copy of the filter */
+    goto done;
+  }
+  if ((st = mi__ocl_bind(p, n->inputs[1], &aw)) != MI_OK) goto done;
   if ((st = mi__ocl_upload(p, g, sizeof g, &ag)) != MI_OK) goto done;
-  if (strcmp(p->var->v.id, "conv.im2col_gemm") == 0) {
+  if (strncmp(p->var->v.id, "conv.im2col_", 12) == 0) {
     gemm_geo_t gg;
     int K = (C / G) * KH * KW, P = OH * OW, OCg = OC / G;
     int direct = KH == 1 && KW == 1 && g[8] == 1 && g[9] == 1 && g[10] == 0 && g[11] == 0 &&
@@ -221,7 +226,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     gg.bs.s[3] = K * P;
     gg.bs.s[4] = OC * P;
     gg.bs.s[5] = OCg * P;
-    st = add_gemm(p, GK_TILED, aw, acol, ay, &gg, &e, P);
+    st = add_gemm(p, gemm_kind(p->var), aw, acol, ay, &gg, &e, P);
   } else {
     int dw = strcmp(p->var->v.id, "conv.depthwise") == 0;
     const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw"

@@ -25,13 +25,22 @@ static const shape_t k_shapes[] = {
     {"mbv2 1x1 32->96 24x24", 1, 0, 0, 0, 32, 24, 24, 96, 1, 1, 0, 1},
     {"mbv2 dw3x3 96 24x24 s2", 1, 0, 0, 0, 96, 24, 24, 96, 3, 2, 1, 96},
     {"resnet stem 7x7 3->32 64x64 s2", 1, 0, 0, 0, 3, 64, 64, 32, 7, 2, 3, 1},
+    /* the face detector's (blazeface_front) heaviest layers */
+    {"blazeface stem 5x5 3->24 128x128 s2", 1, 0, 0, 0, 3, 128, 128, 24, 5, 2, 2, 1},
+    {"blazeface dw3x3 24 64x64", 1, 0, 0, 0, 24, 64, 64, 24, 3, 1, 1, 24},
+    {"blazeface 1x1 24->28 64x64", 1, 0, 0, 0, 24, 64, 64, 28, 1, 1, 0, 1},
+    {"blazeface dw3x3 88 16x16", 1, 0, 0, 0, 88, 16, 16, 88, 3, 1, 1, 88},
+    {"blazeface 1x1 88->96 16x16", 1, 0, 0, 0, 88, 16, 16, 96, 1, 1, 0, 1},
 };
 
-static const char *k_knob_names[] = {"wg_x", "wg_y", "tile_m", "tile_n", "tile_k",
-                                     "vector_width", "use_local_memory", "unroll"};
+#define NK 11
+static const char *k_knob_names[NK] = {"wg_x", "wg_y", "tile_m",
+                                       "tile_n", "tile_k", "vector_width",
+                                       "use_local_memory", "unroll", "oc_per_item",
+                                       "ow_per_item", "oh_per_item"};
 
 typedef struct cfg {
-  int64_t v[8];
+  int64_t v[NK];
   uint32_t mask; /* knobs the variant reads */
 } cfg_t;
 
@@ -84,7 +93,7 @@ static const mi_kernel_desc_t *describe(kd_t *k, const shape_t *s, const float *
     k->ins[k->nin++] = in[0];
   }
   if (c)
-    for (i = 0; i < 8; i++)
+    for (i = 0; i < NK; i++)
       if (c->mask & (1u << i)) kd_knob(k, k_knob_names[i], c->v[i]);
   return kd_finish(k, variant);
 }
@@ -131,7 +140,7 @@ static uint32_t variant_mask(ocl_t *o, const char *id) {
     v.struct_size = sizeof v;
     BENCH_REQUIRE(o->api->variant_desc(o->ctx, 0, i, &v, NULL) == MI_OK);
     if (strcmp(v.id, id) != 0) continue;
-    for (j = 0; j < 8; j++)
+    for (j = 0; j < NK; j++)
       if (strstr(v.knobs, k_knob_names[j])) mask |= 1u << j;
     return mask;
   }
@@ -140,16 +149,16 @@ static uint32_t variant_mask(ocl_t *o, const char *id) {
 
 /* Declared domains, capped so the sweep stays among settings a CPU device can take. */
 typedef struct domain {
-  int64_t v[8][MI_KNOB_MAX_VALUES];
-  int n[8];
+  int64_t v[NK][MI_KNOB_MAX_VALUES];
+  int n[NK];
 } domain_t;
 
 static void load_domain(ocl_t *o, domain_t *d) {
-  static const int64_t cap[8] = {32, 32, 64, 64, 32, 8, 1, 8};
+  static const int64_t cap[NK] = {32, 32, 64, 64, 32, 8, 1, 8, 16, 16, 8};
   uint32_t nk = 0, j, i;
   memset(d, 0, sizeof *d);
   BENCH_REQUIRE(o->api->knob_count(o->ctx, 0, &nk, NULL) == MI_OK);
-  for (j = 0; j < nk && j < 8; j++) {
+  for (j = 0; j < nk && j < NK; j++) {
     mi_knob_desc_t kd;
     memset(&kd, 0, sizeof kd);
     kd.struct_size = sizeof kd;
@@ -171,7 +180,7 @@ static unsigned lcg(unsigned *seed) {
 
 static void sample(const domain_t *d, cfg_t *c, unsigned *seed) {
   int j;
-  for (j = 0; j < 8; j++)
+  for (j = 0; j < NK; j++)
     if (d->n[j] > 0) c->v[j] = d->v[j][lcg(seed) % (unsigned)d->n[j]];
 }
 
@@ -179,16 +188,16 @@ static void knob_str(const cfg_t *c, char *out, size_t size) {
   size_t w = 0;
   int i;
   out[0] = '\0';
-  for (i = 0; i < 8 && w < size; i++)
+  for (i = 0; i < NK && w < size; i++)
     if (c->mask & (1u << i))
       w += (size_t)snprintf(out + w, size - w, "%s%s=%lld", w ? " " : "", k_knob_names[i],
                             (long long)c->v[i]);
 }
 
 static int config_ok(ocl_t *o, const char *variant, const cfg_t *c) {
-  mi_knob_value_t kv[8];
+  mi_knob_value_t kv[NK];
   int i, n = 0;
-  for (i = 0; i < 8; i++)
+  for (i = 0; i < NK; i++)
     if (c->mask & (1u << i)) {
       kv[n].name = k_knob_names[i];
       kv[n].i = c->v[i];
@@ -200,7 +209,8 @@ static int config_ok(ocl_t *o, const char *variant, const cfg_t *c) {
 
 static void bench_shape(ocl_t *o, const domain_t *dom, const shape_t *s, int samples, int repeats) {
   static const char *mm[] = {"matmul.naive", "matmul.tiled", "matmul.regblock"};
-  static const char *cv[] = {"conv.im2col_gemm", "conv.direct", "conv.depthwise"};
+  static const char *cv[] = {"conv.im2col_gemm", "conv.im2col_regblock", "conv.direct",
+                             "conv.tiled", "conv.depthwise", "conv.dw_tiled"};
   const char *const *vars = s->conv ? cv : mm;
   size_t nx = s->conv ? (size_t)(s->c * s->h * s->w) : (size_t)(s->m * s->k);
   size_t nw = s->conv ? (size_t)(s->oc * (s->c / s->group) * s->ks * s->ks) : (size_t)(s->k * s->n);
@@ -222,10 +232,11 @@ static void bench_shape(ocl_t *o, const domain_t *dom, const shape_t *s, int sam
     dflt = t ? fl / (double)t : 0.;
     printf("  %-18s %-58s %9.1f us %7.2f GFLOP/s\n", "default", "(plugin's choice)", t / 1e3, dflt);
   }
-  for (vi = 0; vi < 3; vi++) {
+  for (vi = 0; vi < (s->conv ? 6 : 3); vi++) {
     cfg_t c;
     uint32_t mask;
-    if (s->conv && (vi == 2) != (s->group > 1 && s->group == s->c)) continue;
+    /* the depthwise-only variants on depthwise shapes, conv.tiled on the others */
+    if (s->conv && (vi >= 3) && (vi >= 4) != (s->group > 1 && s->group == s->c)) continue;
     if (!(mask = variant_mask(o, vars[vi]))) continue;
     for (j = 0; j <= samples; j++) {
       uint64_t t;
