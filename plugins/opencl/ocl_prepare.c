@@ -194,9 +194,17 @@ static int32_t io_sizes(const mi_kernel_desc_t *d, mi_kernel_t *k, mi_error_t *e
 static const ocl_variant_t *default_variant(const ocl_device_t *dev, const mi_kernel_desc_t *d) {
   const mi_node_desc_t *n = d->nodes[0];
   if (strcmp(n->op_type, "Conv") == 0 && n->input_count >= 2) {
-    const mi_tensor_desc_t *x = mi__ocl_tensor(d, n->inputs[0]);
+    const mi_tensor_desc_t *x = mi__ocl_tensor(d, n->inputs[0]), *w = mi__ocl_tensor(d, n->inputs[1]);
     int64_t g = mi_sdk_attr_int(n, "group", 1);
-    if (x && x->rank == 4 && g > 1 && g == x->dims[1]) return mi__ocl_variant_find("conv.depthwise");
+    int dw = x && x->rank == 4 && g > 1 && g == x->dims[1];
+    /* On a CPU device the register-tiled direct convs beat im2col + a local-memory GEMM at
+     * their default blocks (3-12x on PoCL, docs/backends/opencl.md), for the reason below;
+     * they take a constant FP32 filter of at most 49 taps. */
+    if (dev->desc.kind == MI_DEVICE_CPU && x && x->rank == 4 && w && w->rank == 4 && w->data &&
+        w->dtype == MI_DTYPE_FLOAT32 && w->dims[2] * w->dims[3] <= 49 &&
+        (dw ? w->dims[0] % x->dims[1] == 0 : !(w->dims[1] == 1 && w->dims[0] == g)))
+      return mi__ocl_variant_find(dw ? "conv.dw_tiled" : "conv.tiled");
+    if (dw) return mi__ocl_variant_find("conv.depthwise");
   }
   /* On a CPU device __local memory is ordinary memory plus barriers, so staging tiles costs
    * more than it saves: register blocking wins there (measured by tools/bench/opencl). */
