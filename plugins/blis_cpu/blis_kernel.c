@@ -179,9 +179,8 @@ int mi__blis_axis_split(const mi_tensor_desc_t *x, int64_t *axis, int64_t *outer
   return 1;
 }
 
-/* The variant must belong to the first node's op: "<op>.direct" or a table entry. */
-static int32_t check_variant(const mi_kernel_desc_t *desc, mi_error_t *err) {
-  const char *id = desc->variant_id, *op = desc->nodes[0]->op_type;
+/* The variant `id` must belong to `op`: "<op>.direct" or a table entry. */
+static int32_t check_variant(const char *id, const char *op, mi_error_t *err) {
   const mi__blis_variant_t *v;
   char want[72];
   size_t i, n = strlen(op);
@@ -284,6 +283,38 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
   return MI_OK;
 }
 
+/* Member i's own choice (ABI 1.1 member_choices) as a description of its own in *own (the
+ * kernel's with the member's variant and knobs; own->struct_size 0 when it has none). threads
+ * and arch stay the kernel's: one kernel runs on one thread count and BLIS kernel set, so a
+ * member asking for others is refused, and the host runs the group's nodes one by one. */
+static int32_t member_desc(mi_plugin_ctx_t *ctx, const mi_kernel_desc_t *d, int32_t i, mi_kernel_desc_t *own,
+                           mi_error_t *err) {
+  const mi_member_choice_t *m;
+  int32_t rc, q;
+  own->struct_size = 0;
+  if (!MI_HAS_FIELD(d, mi_kernel_desc_t, member_choices) || !d->member_choices || !(m = d->member_choices[i]) ||
+      !MI_HAS_FIELD(m, mi_member_choice_t, knobs))
+    return MI_OK;
+  if ((rc = mi__blis_check_knobs(ctx, m->knobs, m->knob_count, err)) != MI_OK ||
+      (rc = check_variant(m->variant_id, d->nodes[i]->op_type, err)) != MI_OK)
+    return rc;
+  for (q = 0; q < m->knob_count; q++) {
+    const char *nm = m->knobs[q].name ? m->knobs[q].name : "";
+    int64_t v = m->knobs[q].i, kv = mi_sdk_knob_int(d, nm, -1);
+    int th = !strcmp(nm, "threads"), ar = !strcmp(nm, "arch");
+    /* compared as what runs: 0 threads and no arch are the device's own */
+    if ((th && (v > 0 ? v : ctx->threads) != (kv > 0 ? kv : ctx->threads)) ||
+        (ar && ctx->arch_ids[v] != (kv >= 0 ? ctx->arch_ids[kv] : ctx->arch)))
+      return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "blis-cpu: member '%s' asks %s=%lld, the group's kernel runs one",
+                           d->nodes[i]->name ? d->nodes[i]->name : "?", nm, (long long)m->knobs[q].i);
+  }
+  *own = *d;
+  own->variant_id = m->variant_id;
+  own->knob_count = m->knob_count;
+  own->knobs = m->knobs;
+  return MI_OK;
+}
+
 int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *d,
                                 mi_kernel_t **out, mi_error_t *err) {
   mi_kernel_t *k = NULL;
@@ -295,7 +326,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: empty description");
   if (device != 0) return mi_sdk_error(err, MI_ERR_NOT_FOUND, "blis-cpu: only device 0 exists");
   rc = mi__blis_check_knobs(ctx, d->knobs, d->knob_count, err);
-  if (rc == MI_OK) rc = check_variant(d, err);
+  if (rc == MI_OK) rc = check_variant(d->variant_id, d->nodes[0]->op_type, err);
   if (rc != MI_OK) return rc;
   if (!(k = kernel_new(d))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   k->input_count = d->input_count;
@@ -319,6 +350,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
   if (rc != MI_OK) goto fail;
   for (i = 0; i < d->node_count;) {
     mi__blis_prep_t p;
+    mi_kernel_desc_t own;
     const mi_node_desc_t *node = d->nodes[i];
     int32_t j;
     memset(&p, 0, sizeof p);
@@ -327,7 +359,12 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     p.desc = d;
     p.node_index = i;
     p.nodes_used = 1;
-    p.variant = i == 0 && d->variant_id && d->variant_id[0] && !mi__blis_is_direct_id(d->variant_id) ? d->variant_id : NULL;
+    if (i > 0 && (rc = member_desc(ctx, d, i, &own, err)) != MI_OK) goto fail;
+    if (i > 0 && own.struct_size) p.desc = &own; /* a member with a choice of its own */
+    p.variant = (i == 0 || p.desc != d) && p.desc->variant_id && p.desc->variant_id[0] &&
+                        !mi__blis_is_direct_id(p.desc->variant_id)
+                    ? p.desc->variant_id
+                    : NULL;
     for (j = 0; j < OPS_N; j++)
       if (strcmp(ops[j].op, node->op_type) == 0) break;
     if (j == OPS_N) {

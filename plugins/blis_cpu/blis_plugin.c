@@ -31,7 +31,7 @@ const mi__blis_variant_t mi__blis_variants[] = {
     {"conv.depthwise_direct", "Conv",
      "direct depthwise conv (group == C), fused epilogue; with a pointwise conv after it, both in "
      "one pass over bands of rows",
-     NCHW, EPI | MI_FUSE_CONV, "simd"},
+     NCHW, EPI | MI_FUSE_CONV | MI_FUSE_MEMBER_CHOICES, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
      "oc_block"},
     {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, MI_FUSE_BIAS,

@@ -188,8 +188,14 @@ static void auto_fused(mi_plugin_t *p) {
  * channels, then one whose depthwise result is read twice (no fusion there). Planes large
  * enough that blis-cpu's one-pass kernel splits them into several bands of rows, the last one
  * short. The default session runs each of the first two blocks as one kernel (4 kernels
- * before MI_FUSE_CONV), the third as two, with the reference's result. */
-static void auto_dwpw(mi_plugin_t *p, int32_t threads) {
+ * before MI_FUSE_CONV), the third as two, with the reference's result.
+ * With `own` choices the pointwise convs carry variants of their own, as a tuned configuration
+ * names them: pw1 conv.packed_gemm (the one-pass kernel's), pw2 conv.1x1_gemm (a BLIS sgemm
+ * the one pass cannot take, so the group runs it as a second step of the same kernel). The
+ * groups stay (MI_FUSE_MEMBER_CHOICES: each member runs with its own choice), with the
+ * reference's result. own == 2 adds threads=threads+1 to pw2's choice, which one kernel cannot
+ * honour: that group is refused cleanly and its nodes run one kernel each. */
+static void auto_dwpw(mi_plugin_t *p, int32_t threads, int own) {
   mi_graph_t *g = mi_graph_create("dwpw");
   int64_t xd[4] = {1, 32, 30, 37}, w1d[4] = {32, 1, 3, 3}, p1d[4] = {32, 32, 1, 1}, w2d[4] = {64, 1, 3, 3};
   int64_t p2d[4] = {24, 64, 1, 1}, w3d[4] = {24, 1, 3, 3}, p3d[4] = {8, 24, 1, 1}, b32[1] = {32};
@@ -200,7 +206,9 @@ static void auto_dwpw(mi_plugin_t *p, int32_t threads) {
   mi_array_t *in, *got[4] = {0}, *want[4] = {0};
   mi_session_t *s;
   mi_error_t err = {0};
-  mi_knob_value_t th = {"threads", threads, 0};
+  mi_knob_value_t th = {"threads", threads, 0}, th2 = {"threads", threads + 1, 0};
+  mi_node_choice_t ch[2] = {{"pw1", "conv.packed_gemm", 0, NULL}, {"pw2", "conv.1x1_gemm", own == 2, &th2}};
+  int32_t want_k = own == 2 ? 7 : 6;
   double d;
   g->opset = 13;
   for (int i = 0; i < 4096; i++) {
@@ -247,6 +255,8 @@ static void auto_dwpw(mi_plugin_t *p, int32_t threads) {
     o.allow_host_fallback = 1;
     o.device_knob_count = 1;
     o.device_knobs = &th;
+    o.choice_count = own ? 2 : 0;
+    o.choices = ch;
     s = NULL;
     if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
   }
@@ -254,11 +264,17 @@ static void auto_dwpw(mi_plugin_t *p, int32_t threads) {
   ref(g, in, want);
   k = mi_session_kernel_count(s);
   d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s dw+pw blocks, %d threads: %d kernels, %d refused, rel L2 vs reference %.2e\n", p->name,
-         threads, k, mi_session_unfused_count(s), d);
-  /* [dw1 relu1 pw1 res1 relu1b] [dw2 pw2] [dw3] [pw3] [second_reader] [sum] */
-  CHECK(k == 6, "dw+pw blocks as one kernel each: got %d kernels, want 6", k);
-  CHECK(mi_session_unfused_count(s) == 0, "no group refused");
+  printf("%s dw+pw blocks, %d threads, %s: %d kernels, %d refused, rel L2 vs reference %.2e\n", p->name,
+         threads, own == 2 ? "pw2 asks its own threads" : own ? "pointwise variants named"
+                                                              : "default",
+         k,
+         mi_session_unfused_count(s), d);
+  /* [dw1 relu1 pw1 res1 relu1b] [dw2 pw2] [dw3] [pw3] [second_reader] [sum]; refused: [dw2] [pw2] */
+  CHECK(k == want_k, "dw+pw blocks as one kernel each: got %d kernels, want %d", k, want_k);
+  CHECK(mi_session_unfused_count(s) == (own == 2), "groups refused: %d, want %d", mi_session_unfused_count(s),
+        own == 2);
+  if (own == 2 && mi_session_unfused_count(s) == 1)
+    CHECK(strstr(mi_session_unfused(s, 0), "pw2") != NULL, "the refusal names the member: %s", mi_session_unfused(s, 0));
   CHECK(d < 1e-5, "rel L2 %.3e", d);
   destroy_outs(got, want);
   mi_session_destroy(s);
@@ -287,8 +303,11 @@ static void blis_fusion(void) {
     fused_vs_unfused(blis, "resnet", 0.5, 2);
     fused_vs_unfused(blis, "mobilenetv2", 0.5, 3);
     auto_fused(blis);
-    auto_dwpw(blis, 1);
-    auto_dwpw(blis, 2);
+    auto_dwpw(blis, 1, 0);
+    auto_dwpw(blis, 2, 0);
+    auto_dwpw(blis, 1, 1);
+    auto_dwpw(blis, 2, 1);
+    auto_dwpw(blis, 1, 2);
   }
 }
 

@@ -402,7 +402,109 @@ static void default_attributes(void) {
   mi_graph_destroy(a), mi_graph_destroy(b), mi_graph_destroy(c);
 }
 
+/* x[1,8,12,12] -> depthwise Conv 3x3 -> Relu -> pointwise Conv (16) -> Relu: a dw+pw unit. */
+static mi_graph_t *dwpw(void) {
+  static const int64_t xd[4] = {1, 8, 12, 12}, wdd[4] = {8, 1, 3, 3}, wpd[4] = {16, 8, 1, 1}, pads[4] = {1, 1, 1, 1};
+  static float wd[72], wp[128];
+  mi_graph_t *g = mi_graph_create("dwpw");
+  int32_t x, d, r, q, y, n;
+  mi_error_t err;
+  for (int i = 0; i < 72; i++) wd[i] = (float)((i * 5) % 7) / 7.0f - 0.5f;
+  for (int i = 0; i < 128; i++) wp[i] = (float)((i * 3) % 13) / 13.0f - 0.5f;
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  d = mi_graph_add_tensor(g, "d", MI_DTYPE_FLOAT32, -1, NULL);
+  r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, -1, NULL);
+  q = mi_graph_add_tensor(g, "q", MI_DTYPE_FLOAT32, -1, NULL);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  n = mi_graph_add_node(g, "Conv", "dw", 2, (int32_t[]){x, mi_graph_add_const_f32(g, "wd", 4, wdd, wd)}, 1, &d);
+  mi_node_set_int(g, n, "group", 8);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_graph_add_node(g, "Relu", "dw_relu", 1, &d, 1, &r);
+  mi_graph_add_node(g, "Conv", "pw", 2, (int32_t[]){r, mi_graph_add_const_f32(g, "wp", 4, wpd, wp)}, 1, &q);
+  mi_graph_add_node(g, "Relu", "pw_relu", 1, &q, 1, &y);
+  mi_graph_add_output(g, y);
+  if (mi_graph_toposort(g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
+    fprintf(stderr, "dwpw: %s\n", err.message);
+    exit(1);
+  }
+  return g;
+}
+
+typedef struct {
+  const char *base_pw; /* the default's pointwise part */
+  int rows, pw_changed;
+} pw_rows_t;
+
+static int pw_row(void *user, const mi_ltask_row_t *row) {
+  pw_rows_t *w = user;
+  const char *bar = strstr(row->choice, " | ");
+  w->rows++;
+  w->pw_changed += bar && strcmp(bar + 3, w->base_pw) != 0;
+  return 0;
+}
+
+/* On a device that runs a depthwise conv and the pointwise conv reading it as one kernel
+ * (MI_FUSE_CONV), the pair is one layer task: its workload is the group, its time the group's,
+ * and its candidates change the pointwise conv's variant too (what the unit runs with its
+ * member choice). Without fusion they stay two tasks. */
+static void dwpw_unit_task(void) {
+  mi_registry_t *r = tsu_registry();
+  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
+  mi_graph_t *g = dwpw();
+  int32_t dw = node_named(g, "dw"), pw = node_named(g, "pw"), *base, k;
+  mi_space_t *s = NULL;
+  mi_ltasks_t *t1 = NULL, *t2 = NULL;
+  mi_ltask_options_t o;
+  mi_ltask_result_t res;
+  mi_history_t *h = NULL;
+  clock_t_ c;
+  char dir[128], db[256], *pwc;
+  pw_rows_t w = {NULL, 0, 0};
+  mi_error_t err;
+  REQUIRE(p && dw >= 0 && pw >= 0 && mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK);
+  base = calloc((size_t)mi_space_dim_count(s) + 1, sizeof *base);
+  mi_space_default(s, base);
+  mi_space_repair(s, base, NULL, NULL);
+  REQUIRE(mi_ltasks_extract(g, s, base, &t1, &err) == MI_OK);
+  REQUIRE(mi_ltasks_extract_fused(g, s, base, 1, &t2, &err) == MI_OK);
+  CHECK(t1->node_task[dw] >= 0 && t1->node_task[pw] >= 0 && t1->node_task[dw] != t1->node_task[pw],
+        "unfused: two tasks (%d, %d)", (int)t1->node_task[dw], (int)t1->node_task[pw]);
+  REQUIRE(t2->count == 1 && t2->node_task[dw] == 0 && t2->node_task[pw] == 0);
+  k = 0;
+  CHECK(!strcmp(t2->tasks[k].op, "Conv+Conv") && t2->tasks[k].second && t2->tasks[k].second[0] == pw &&
+            strstr(t2->tasks[k].text, " >> Conv"),
+        "fused task: op %s, text %s", t2->tasks[k].op, t2->tasks[k].text);
+  REQUIRE(tu_tempdir(dir, sizeof dir, "ltaskdwpw"));
+  snprintf(db, sizeof db, "%s/h.db", dir);
+  REQUIRE(mi_history_open(db, &h, &err) == MI_OK);
+  c.g = g, c.s = s, c.calls = 0;
+  mi_ltask_options_default(&o);
+  o.history = h;
+  o.device_hash = "dev0";
+  o.stack_hash = "stack0";
+  o.measure = fake_measure;
+  o.measure_ctx = &c;
+  REQUIRE(mi_ltasks_tune(g, s, t2, base, &o, &res, &err) == MI_OK);
+  pwc = mi_ltask_choice(s, base, pw);
+  w.base_pw = pwc ? pwc : "";
+  mi_history_ltask_query(h, "dev0", "stack0", NULL, t2->tasks[k].key, pw_row, &w, NULL);
+  fprintf(stderr, "dw+pw task: %d rows, %d with another pointwise choice; %d rounds\n", w.rows, w.pw_changed,
+          (int)res.rounds);
+  CHECK(w.rows >= 3 && w.pw_changed >= 1, "%d rows, %d change the pointwise conv", w.rows, w.pw_changed);
+  free(pwc);
+  mi_ltask_result_free(&res);
+  mi_history_close(h);
+  tu_rmtree(dir);
+  free(base);
+  mi_ltasks_destroy(t1), mi_ltasks_destroy(t2);
+  mi_space_destroy(s);
+  mi_graph_destroy(g);
+  mi_registry_destroy(r);
+}
+
 static const tu_case_t tu_cases[] = {
+    TU_CASE(dwpw_unit_task),
     TU_CASE(tasks_history_search),
     TU_CASE(default_attributes),
     TU_CASE(warm_start_from_neighbours),

@@ -6,7 +6,7 @@
 static const char *const k_dtypes[] = {"undefined", "float32", "float16", "int8", "uint8",
                                        "int4", "int32", "int64", "bool"};
 static const char *const k_layouts[] = {"any", "nchw", "nhwc", "nchwc"};
-static const char *const k_fuse[] = {"bias", "bn", "relu", "act", "add"};
+static const char *const k_fuse[] = {"bias", "bn", "relu", "act", "add", "conv", "member_choices"};
 static const char *const k_kinds[] = {"cpu", "gpu", "npu", "other"};
 static const char *const k_scopes[] = {"device", "op", "variant"};
 static const char *const k_types[] = {"int", "float", "bool", "enum"};

@@ -30,6 +30,10 @@ typedef struct mi_ltask {
                    * as one block with `chain_at`) whose time counts with it */
   int32_t *chain_at;
   double features[MI_LTASK_FEATURES]; /* sizes and kernel class, for the nearest-task distance */
+  /* Added, dw+pw units (mi_ltasks_extract_fused): NULL, or per node the pointwise conv that runs
+   * in its unit. Such a task's op is "Conv+Conv", its text "DW-TEXT >> PW-TEXT", its chain has
+   * the pointwise conv and its epilogue, and its choice is "DW-CHOICE | PW-CHOICE". */
+  int32_t *second;
 } mi_ltask_t;
 
 typedef struct mi_ltasks {
@@ -50,6 +54,11 @@ MI_API char *mi_ltask_text(const mi_graph_t *g, int32_t n, const char *precision
  * (a variant dimension with more than one value, or node knobs). */
 MI_API int32_t mi_ltasks_extract(const mi_graph_t *g, const mi_space_t *s, const int32_t *pt,
                                  mi_ltasks_t **out, mi_error_t *err);
+/** The same where the device runs a depthwise conv and the pointwise conv that alone reads it
+ * as one unit (fuse_conv: a Conv variant declares MI_FUSE_CONV): each such pair is one task
+ * (see mi_ltask_t.second), the pointwise conv no task of its own. */
+MI_API int32_t mi_ltasks_extract_fused(const mi_graph_t *g, const mi_space_t *s, const int32_t *pt,
+                                       int fuse_conv, mi_ltasks_t **out, mi_error_t *err);
 MI_API void mi_ltasks_destroy(mi_ltasks_t *t);
 
 /** A node's kernel choice as text: "variant=ID;knob.K=V;..." over its active kernel dimensions

@@ -122,7 +122,9 @@ typedef struct mi__plan {
   int32_t *unit; /* per node: the unit it belongs to, -1 for none */
   int32_t unit_count;
   struct mi__unit *units;
-  const uint8_t *pinned; /* per node, or NULL: a choice of its own (not joined as a second conv) */
+  /* per node, or NULL: a choice of its own (joined as a second conv only with
+   * MI_FUSE_MEMBER_CHOICES) */
+  const uint8_t *pinned;
 } mi__plan_t;
 
 enum mi__role {

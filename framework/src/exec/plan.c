@@ -344,9 +344,10 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   while (cur >= 0 && !mi__graph_is_output(g, cur)) {
     int32_t r = mi__graph_sole_reader(g, cur), q[4];
     uint32_t bit;
-    /* a pointwise conv with a choice of its own stays out: a unit carries its anchor's only */
+    /* A pointwise conv with a choice of its own joins only when the plugin runs a member with
+     * its own choice (MI_FUSE_MEMBER_CHOICES); else the unit would carry its anchor's only. */
     if (dw && r >= 0 && last_conv == 0 && p->role[r] == MI__ROLE_NODE && u->count < MI__UNIT_MAX &&
-        !(p->pinned && p->pinned[r]) && is_pointwise_on(g, consts, r, cur)) {
+        !(p->pinned && p->pinned[r] && !(mask & MI_FUSE_MEMBER_CHOICES)) && is_pointwise_on(g, consts, r, cur)) {
       last_conv = u->count;
       u->nodes[u->count++] = r;
       cur = g->nodes[r].outputs[0];

@@ -79,6 +79,29 @@ static int variant_fits(const prep_t *p, const char *id, int32_t layout, uint32_
   return 1;
 }
 
+/* The own choices of a group's members that it runs as ops of their own (the pointwise Conv of
+ * MI_FUSE_CONV; epilogue members run in their op's epilogue and carry none) into mc/mp, for
+ * mi_kernel_desc_t.member_choices; 0 when no member has one. */
+static int member_choices(const prep_t *p, const int32_t *nodes, int32_t count, mi_member_choice_t *mc,
+                          const mi_member_choice_t **mp) {
+  int any = 0;
+  mp[0] = NULL;
+  for (int32_t m = 1; m < count; m++) {
+    const mi_node_t *n = &p->s->g->nodes[nodes[m]];
+    const mi_node_choice_t *c = strcmp(n->op_type, "Conv") ? NULL : find_choice(p->opts, n->name);
+    mp[m] = NULL;
+    if (!c || !((c->variant_id && c->variant_id[0]) || c->knob_count > 0)) continue;
+    memset(&mc[m], 0, sizeof mc[m]);
+    mc[m].struct_size = (uint32_t)sizeof mc[m];
+    mc[m].variant_id = c->variant_id;
+    mc[m].knob_count = c->knob_count;
+    mc[m].knobs = c->knobs;
+    mp[m] = &mc[m];
+    any = 1;
+  }
+  return any;
+}
+
 /* Prepares one kernel. `variant` is the variant the step needs when the node's choice does not
  * name one; `layout` and `dtypes` are what the step's tensors are (MI_LAYOUT_NCHW, 0: plain).
  * A choice whose variant cannot take them (a configuration made for NCHW run in NHWC, a float
@@ -92,6 +115,8 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[nodes[0]].name);
   mi__step_t *st = &s->steps[s->step_count];
   mi_kernel_t *kernel = NULL;
+  mi_member_choice_t mc[MI__UNIT_MAX];
+  const mi_member_choice_t *mp[MI__UNIT_MAX];
   int32_t rc;
   *fatal = 0;
   if (choice && choice->variant_id && choice->variant_id[0] &&
@@ -103,6 +128,7 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
     k->desc.knobs = choice->knobs;
   }
   if ((!k->desc.variant_id || !k->desc.variant_id[0]) && variant) k->desc.variant_id = variant;
+  if (count > 1 && count <= MI__UNIT_MAX && member_choices(p, nodes, count, mc, mp)) k->desc.member_choices = mp;
   rc = pl->api.kernel_prepare(pl->ctx, s->device, &k->desc, &kernel, perr);
   if (rc == MI_OK && !kernel) rc = mi_errorf(perr, MI_ERR_INTERNAL, "no kernel returned");
   if (rc != MI_OK) {
@@ -445,7 +471,8 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   if (mi__fp16_only(s->plugin, s->device) &&
       (p.fp16_host = calloc((size_t)g->node_count + 1, 1)))
     mi__fp16_range_mark(g, s->consts, p.fp16_host);
-  /* nodes with a variant or knobs of their own: a fused unit would run them with its anchor's */
+  /* Nodes with a variant or knobs of their own: a fused unit whose plugin does not promise
+   * MI_FUSE_MEMBER_CHOICES would run them with its anchor's (plan.c keeps them out). */
   if ((pinned = calloc((size_t)g->node_count + 1, 1)))
     for (int32_t i = 0; i < g->node_count; i++) {
       const mi_node_choice_t *c = find_choice(opts, g->nodes[i].name);

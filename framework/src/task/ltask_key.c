@@ -211,6 +211,7 @@ static void features_of(const mi_graph_t *g, int32_t n, const char *precision, d
 MI_API void mi_ltasks_destroy(mi_ltasks_t *t) {
   if (!t) return;
   for (int32_t i = 0; i < t->count; i++) {
+    free(t->tasks[i].second);
     free(t->tasks[i].text);
     free(t->tasks[i].nodes);
     free(t->tasks[i].chain);
@@ -221,13 +222,19 @@ MI_API void mi_ltasks_destroy(mi_ltasks_t *t) {
   free(t);
 }
 
-/* Adds node n (with its chain) to task k. */
-static int add_node(mi_ltask_t *k, int32_t n, const int32_t *chain, int32_t nc) {
+/* Adds node n (with its chain, and pw, the pointwise conv of its dw+pw unit, or -1) to task k. */
+static int add_node(mi_ltask_t *k, int32_t n, const int32_t *chain, int32_t nc, int32_t pw) {
   int32_t *nn = realloc(k->nodes, ((size_t)k->node_count + 1) * sizeof *nn);
   int32_t used = k->node_count ? k->chain_at[k->node_count] : 0;
   int32_t *na, *ch;
   if (!nn) return 0;
   k->nodes = nn;
+  if (pw >= 0) {
+    int32_t *sc = realloc(k->second, ((size_t)k->node_count + 1) * sizeof *sc);
+    if (!sc) return 0;
+    k->second = sc;
+    sc[k->node_count] = pw;
+  }
   na = realloc(k->chain_at, ((size_t)k->node_count + 2) * sizeof *na);
   if (!na) return 0;
   k->chain_at = na;
@@ -241,8 +248,51 @@ static int add_node(mi_ltask_t *k, int32_t n, const int32_t *chain, int32_t nc) 
   return 1;
 }
 
+/* A depthwise conv (group == input channels > 1, constant 4-D weights). */
+static int depthwise(const mi_graph_t *g, int32_t n) {
+  const mi_node_t *c = &g->nodes[n];
+  int64_t grp = mi_node_attr_int(c, "group", 1);
+  return !strcmp(c->op_type, "Conv") && c->input_count > 1 && c->inputs[0] >= 0 && c->inputs[1] >= 0 &&
+         g->tensors[c->inputs[1]].data && g->tensors[c->inputs[0]].rank == 4 && grp > 1 &&
+         g->tensors[c->inputs[0]].dims[1] == grp;
+}
+
+/* Conv r is pointwise on tensor t (1x1, stride 1, no pads, group 1, constant weights): the
+ * sessions' rule for the second conv of a dw+pw unit (exec's plan.c, MI_FUSE_CONV). */
+static int pointwise_on(const mi_graph_t *g, int32_t r, int32_t t) {
+  const mi_node_t *c = &g->nodes[r];
+  const mi_tensor_t *w = c->input_count > 1 && c->inputs[1] >= 0 ? &g->tensors[c->inputs[1]] : NULL;
+  if (strcmp(c->op_type, "Conv") || c->inputs[0] != t || !w || !w->data || w->rank != 4 || w->dims[2] != 1 ||
+      w->dims[3] != 1 || mi_node_attr_int(c, "group", 1) != 1 || c->output_count != 1 ||
+      (c->input_count > 2 && c->inputs[2] >= 0 && !g->tensors[c->inputs[2]].data))
+    return 0;
+  for (int32_t a = 0; a < c->attr_count; a++) {
+    const mi_attr_t *at = &c->attrs[a];
+    if (!strcmp(at->name, "auto_pad") && at->s && strcmp(at->s, "NOTSET") && strcmp(at->s, "VALID")) return 0;
+    if ((!strcmp(at->name, "strides") || !strcmp(at->name, "pads") || !strcmp(at->name, "dilations")) &&
+        !default_attr("Conv", at))
+      return 0;
+  }
+  return 1;
+}
+
+/* The pointwise conv that runs in depthwise conv n's unit (n's chain of `nc` nodes, then a
+ * pointwise conv that alone reads it), or -1. */
+static int32_t dwpw_partner(const mi_graph_t *g, int32_t n, const int32_t *chain, int32_t nc) {
+  int32_t t, r;
+  if (!depthwise(g, n)) return -1;
+  t = g->nodes[nc ? chain[nc - 1] : n].outputs[0];
+  if (t < 0 || mi__graph_is_output(g, t) || (r = mi__graph_sole_reader(g, t)) < 0) return -1;
+  return pointwise_on(g, r, t) ? r : -1;
+}
+
 MI_API int32_t mi_ltasks_extract(const mi_graph_t *g, const mi_space_t *s, const int32_t *pt,
                                  mi_ltasks_t **out, mi_error_t *err) {
+  return mi_ltasks_extract_fused(g, s, pt, 0, out, err);
+}
+
+MI_API int32_t mi_ltasks_extract_fused(const mi_graph_t *g, const mi_space_t *s, const int32_t *pt,
+                                       int fuse_conv, mi_ltasks_t **out, mi_error_t *err) {
   mi_ltasks_t *t;
   int32_t layout_dim = -1, *has = NULL;
   const char *layout = "nchw";
@@ -269,13 +319,33 @@ MI_API int32_t mi_ltasks_extract(const mi_graph_t *g, const mi_space_t *s, const
   }
   if (layout_dim >= 0) layout = mi_space_dim_label(s, layout_dim, pt[layout_dim]);
   for (int32_t n = 0; n < g->node_count; n++) {
-    int32_t pd, chain[16], nc, k;
+    int32_t pd, chain[34], nc, k, pw = -1;
     const char *prec = "fp32";
     char *text, key[17];
-    if (has[n] < 0) continue;
+    if (has[n] < 0 || t->node_task[n] >= 0) continue; /* none, or taken by its dw+pw unit */
     if ((pd = node_dim(s, g, n, "precision")) >= 0) prec = mi_space_dim_label(s, pd, pt[pd]);
     nc = chain_walk(g, n, has, chain);
     if (!(text = text_of(g, n, prec, layout, has))) goto oom;
+    /* A dw+pw unit (the device fuses them, MI_FUSE_CONV) is one task: what runs is one kernel,
+     * timed as one, so its workload is the group and its choice both convs' choices. */
+    if (fuse_conv && (pw = dwpw_partner(g, n, chain, nc)) >= 0 && t->node_task[pw] < 0) {
+      const char *pp = "fp32";
+      char *tail;
+      mi__sbuf_t b = {0};
+      if ((pd = node_dim(s, g, pw, "precision")) >= 0) pp = mi_space_dim_label(s, pd, pt[pd]);
+      if (!(tail = text_of(g, pw, pp, layout, has))) {
+        free(text);
+        goto oom;
+      }
+      mi__sbuf_printf(&b, "%s >> %s", text, tail);
+      free(text);
+      free(tail);
+      if (!(text = mi__sbuf_take(&b))) goto oom;
+      chain[nc++] = pw;
+      nc += chain_walk(g, pw, has, chain + nc);
+    } else {
+      pw = -1;
+    }
     mi_hash64_hex(mi_hash64(text, strlen(text), MI_HASH64_SEED), key);
     for (k = 0; k < t->count && strcmp(t->tasks[k].key, key) != 0; k++) {}
     if (k == t->count) {
@@ -288,14 +358,20 @@ MI_API int32_t mi_ltasks_extract(const mi_graph_t *g, const mi_space_t *s, const
       memset(&t->tasks[k], 0, sizeof t->tasks[k]);
       memcpy(t->tasks[k].key, key, sizeof key);
       t->tasks[k].text = text;
-      snprintf(t->tasks[k].op, sizeof t->tasks[k].op, "%s", g->nodes[n].op_type);
+      /* "Conv+Conv": a group warm-starts from groups only (its choice spans both convs) */
+      snprintf(t->tasks[k].op, sizeof t->tasks[k].op, "%s%s", g->nodes[n].op_type, pw >= 0 ? "+Conv" : "");
       features_of(g, n, prec, t->tasks[k].features);
+      if (pw >= 0 && g->nodes[pw].outputs[0] >= 0 && g->tensors[g->nodes[pw].outputs[0]].rank >= 2)
+        t->tasks[k].features[5] = log2((double)(g->tensors[g->nodes[pw].outputs[0]].dims[1] > 0
+                                                    ? g->tensors[g->nodes[pw].outputs[0]].dims[1]
+                                                    : 1)); /* the group's out channels */
       t->count++;
     } else {
       free(text);
     }
-    if (!add_node(&t->tasks[k], n, chain, nc)) goto oom;
+    if (!add_node(&t->tasks[k], n, chain, nc, pw)) goto oom;
     t->node_task[n] = k;
+    if (pw >= 0) t->node_task[pw] = k; /* its kernel dimensions belong to the group's task */
   }
   free(has);
   *out = t;

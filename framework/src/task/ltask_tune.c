@@ -197,40 +197,89 @@ static double task_seconds(const mi_ltask_t *k, const double *node_s) {
   return timed ? sum / timed : NAN;
 }
 
+/* Node i of task k's choice in pt: its own, or for a dw+pw unit "DW | PW" (malloc'd). */
+static char *task_choice(const mi_space_t *s, const int32_t *pt, const mi_ltask_t *k, int32_t i) {
+  char *a = mi_ltask_choice(s, pt, k->nodes[i]), *b, *c;
+  size_t n;
+  if (!k->second || !a) return a;
+  if (!(b = mi_ltask_choice(s, pt, k->second[i]))) {
+    free(a);
+    return NULL;
+  }
+  n = strlen(a) + strlen(b) + 4;
+  if ((c = malloc(n))) snprintf(c, n, "%s | %s", a, b);
+  free(a);
+  free(b);
+  return c;
+}
+
+/* Sets node i of task k (both convs of a dw+pw unit) from a task_choice text; 1 when every part
+ * applied (pt is then changed), 0 otherwise (pt unchanged). */
+static int task_apply(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, int32_t i, const char *choice) {
+  size_t bytes = (size_t)mi_space_dim_count(s) * sizeof *pt;
+  const char *bar;
+  char *first;
+  int32_t *was;
+  int ok;
+  if (!k->second) return mi_ltask_apply(s, pt, k->nodes[i], choice);
+  if (!(bar = strstr(choice, " | "))) return 0;
+  first = malloc((size_t)(bar - choice) + 1);
+  was = malloc(bytes + 1);
+  ok = first && was;
+  if (ok) {
+    memcpy(first, choice, (size_t)(bar - choice));
+    first[bar - choice] = '\0';
+    memcpy(was, pt, bytes);
+    ok = mi_ltask_apply(s, pt, k->nodes[i], first) && mi_ltask_apply(s, pt, k->second[i], bar + 3);
+    if (!ok) memcpy(pt, was, bytes);
+  }
+  free(first);
+  free(was);
+  return ok;
+}
+
 /* Applies `choice` to every node of task k in pt; 1 when every node took it. */
 static int apply_all(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, const char *choice) {
   int ok = 1;
-  for (int32_t i = 0; i < k->node_count; i++) ok &= mi_ltask_apply(s, pt, k->nodes[i], choice);
+  for (int32_t i = 0; i < k->node_count; i++) ok &= task_apply(s, pt, k, i, choice);
   return ok;
 }
 
 /* The cold list of a task: the base point's choice, each other variant at its default knobs,
- * then one knob of the base variant changed at a time (up to LIST_MAX, into all). */
-static void cold_list(const mi_space_t *s, const int32_t *base, int32_t rep, int32_t *tmp,
+ * then one knob of the base variant changed at a time (up to LIST_MAX, into all). For a dw+pw
+ * unit each step alternates between the two convs, so that a short list tries both. */
+static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, int32_t *tmp,
                       task_state_t *all) {
-  int32_t D = mi_space_dim_count(s);
-  add_cand(all, mi_ltask_choice(s, base, rep), LIST_MAX);
-  for (int pass = 0; pass < 2; pass++)
-    for (int32_t d = 0; d < D; d++) {
-      int32_t kind = mi_space_dim_kind(s, d);
-      if (mi_space_dim_node(s, d) != rep || kind != (pass ? MI_DIM_KNOB : MI_DIM_VARIANT) ||
-          (pass && !mi_space_active(s, base, d)))
-        continue;
-      for (int32_t v = 0; v < mi_space_dim_size(s, d); v++) {
-        if (v == base[d]) continue;
-        memcpy(tmp, base, (size_t)D * sizeof *tmp);
-        tmp[d] = v;
-        if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) add_cand(all, mi_ltask_choice(s, tmp, rep), LIST_MAX);
+  int32_t D = mi_space_dim_count(s), node[2] = {k->nodes[0], k->second ? k->second[0] : -1};
+  add_cand(all, task_choice(s, base, k, 0), LIST_MAX);
+  for (int pass = 0; pass < 2; pass++) {
+    char *list[2][LIST_MAX];
+    int32_t n[2] = {0, 0};
+    for (int j = 0; j < 2; j++)
+      for (int32_t d = 0; d < D && node[j] >= 0; d++) {
+        int32_t kind = mi_space_dim_kind(s, d);
+        if (mi_space_dim_node(s, d) != node[j] || kind != (pass ? MI_DIM_KNOB : MI_DIM_VARIANT) ||
+            (pass && !mi_space_active(s, base, d)))
+          continue;
+        for (int32_t v = 0; v < mi_space_dim_size(s, d) && n[j] < LIST_MAX; v++) {
+          if (v == base[d]) continue;
+          memcpy(tmp, base, (size_t)D * sizeof *tmp);
+          tmp[d] = v;
+          if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) list[j][n[j]++] = task_choice(s, tmp, k, 0);
+        }
       }
-    }
+    for (int32_t i = 0; i < n[0] || i < n[1]; i++)
+      for (int j = 0; j < 2; j++)
+        if (i < n[j]) add_cand(all, list[j][i], LIST_MAX);
+  }
 }
 
-/* Another task's choice `c` as node rep of base runs it (repaired): malloc'd, NULL if it does
- * not apply. */
-static char *mapped(const mi_space_t *s, const int32_t *base, int32_t rep, int32_t *tmp, const char *c) {
+/* Another task's choice `c` as task k's first node (with its unit's pointwise conv) in base
+ * runs it (repaired): malloc'd, NULL if it does not apply. */
+static char *mapped(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, int32_t *tmp, const char *c) {
   memcpy(tmp, base, (size_t)mi_space_dim_count(s) * sizeof *tmp);
-  if (!mi_ltask_apply(s, tmp, rep, c) || mi_space_repair(s, tmp, NULL, NULL) != MI_OK) return NULL;
-  return mi_ltask_choice(s, tmp, rep);
+  if (!task_apply(s, tmp, k, 0, c) || mi_space_repair(s, tmp, NULL, NULL) != MI_OK) return NULL;
+  return task_choice(s, tmp, k, 0);
 }
 
 /* The length of task k's cold list, at most cap: what a run without history measures for it. */
@@ -242,7 +291,7 @@ static int32_t cold_count(const mi_space_t *s, const int32_t *base, const mi_lta
     free(tmp);
     return 0;
   }
-  cold_list(s, base, k->nodes[0], tmp, &all);
+  cold_list(s, base, k, tmp, &all);
   n = all.ncand < cap ? all.ncand : cap;
   for (int32_t i = 0; i < all.ncand; i++) free(all.cand[i]);
   free(all.cand);
@@ -257,7 +306,7 @@ static int32_t cold_count(const mi_space_t *s, const int32_t *base, const mi_lta
  * what a run without history measures for it. */
 static int32_t candidates(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k,
                           task_state_t *ts, nearest_t *nb, int32_t cap, int *warm) {
-  int32_t D = mi_space_dim_count(s), rep = k->nodes[0], pick[NEAR_K], np = 0, cold = 0;
+  int32_t D = mi_space_dim_count(s), pick[NEAR_K], np = 0, cold = 0;
   int32_t *tmp = malloc((size_t)D * sizeof *tmp + 1);
   char *nbest[NEAR_K] = {NULL}, *list[LIST_MAX + NEAR_K];
   double score[LIST_MAX + NEAR_K];
@@ -266,12 +315,12 @@ static int32_t candidates(const mi_space_t *s, const int32_t *base, const mi_lta
   memset(&all, 0, sizeof all);
   *warm = 0;
   if (!tmp || !(all.cand = calloc(LIST_MAX, sizeof *all.cand))) goto done;
-  cold_list(s, base, rep, tmp, &all);
+  cold_list(s, base, k, tmp, &all);
   cold = all.ncand < cap ? all.ncand : cap;
   if (all.ncand == 0) goto done;
   add_cand(ts, strdup(all.cand[0]), cap); /* the default: always measured, the guard */
   if (nb) np = near_pick(nb, pick);
-  for (int32_t j = 0; j < np; j++) nbest[j] = mapped(s, base, rep, tmp, nb->r[nb->t[pick[j]].best].choice);
+  for (int32_t j = 0; j < np; j++) nbest[j] = mapped(s, base, k, tmp, nb->r[nb->t[pick[j]].best].choice);
   agreed = np >= 2;
   for (int32_t j = 0; j < np; j++) agreed &= nbest[j] && !strcmp(nbest[j], nbest[0] ? nbest[0] : "");
   if (agreed) {
@@ -425,7 +474,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
       out->layer_measurements++;
       out->warm_layer_measurements += ts[i].warm;
       /* What the node ran after repair, which may differ from the candidate. */
-      if (!(actual = mi_ltask_choice(s, pt, t->tasks[i].nodes[0]))) continue;
+      if (!(actual = task_choice(s, pt, &t->tasks[i], 0))) continue;
       sec = rc == MI_OK ? task_seconds(&t->tasks[i], node_s) : NAN;
       /* A failed round says which choice failed only when it tried one task. */
       if (rc == MI_OK || n_in == 1) put_row(o, &t->tasks[i], actual, rc == MI_OK && isfinite(sec), sec);
@@ -445,7 +494,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     if (!ts[i].reused && ts[i].ncand > 0) out->measured_tasks++;
     if (!ts[i].best) continue;
     apply_all(s, out->point, &t->tasks[i], ts[i].best);
-    b0 = mi_ltask_choice(s, base, t->tasks[i].nodes[0]);
+    b0 = task_choice(s, base, &t->tasks[i], 0);
     out->improved += b0 && strcmp(b0, ts[i].best) != 0;
     free(b0);
   }

@@ -100,12 +100,13 @@ int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
 void mi_tune_sources_free(mi_tune_sources_t *s);
 
 /** The layer-task phase before the joint search (tune_ltask.c): tunes the model's layer tasks
- * on the device (history first), fills run's ltask fields, and gives the kernel dimensions to
+ * on the device (history first; fuse_conv: the device runs dw+pw units, each one task), fills
+ * run's ltask fields, and gives the kernel dimensions to
  * hold (*frozen) and the point holding each task's best (*fixed); both malloc'd, NULL when the
  * model has no layer task. */
 int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_t *g,
-                       const char *device_hash, int quiet, uint8_t **frozen, int32_t **fixed,
-                       mi_error_t *err);
+                       const char *device_hash, int quiet, int fuse_conv, uint8_t **frozen,
+                       int32_t **fixed, mi_error_t *err);
 
 /* Calls out (tune_call.c). */
 /** Formats the task's progress line and hands it to the progress callback. */

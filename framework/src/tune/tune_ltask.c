@@ -48,7 +48,7 @@ static double log10_of(const mi_space_t *s, const uint8_t *frozen, int which) {
 }
 
 int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_t *g,
-                       const char *device_hash, int quiet, uint8_t **frozen_out,
+                       const char *device_hash, int quiet, int fuse_conv, uint8_t **frozen_out,
                        int32_t **fixed_out, mi_error_t *err) {
   const mi_space_t *s = run->space;
   int32_t D = mi_space_dim_count(s), rc, *base = malloc((size_t)D * sizeof *base + 1);
@@ -67,7 +67,7 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   }
   mi_space_default(s, base);
   mi_space_repair(s, base, NULL, NULL);
-  if ((rc = mi_ltasks_extract(g, s, base, &t, err)) != MI_OK) goto done;
+  if ((rc = mi_ltasks_extract_fused(g, s, base, fuse_conv, &t, err)) != MI_OK) goto done;
   run->ltask_nodes = 0;
   for (int32_t i = 0; i < t->count; i++) run->ltask_nodes += t->tasks[i].node_count;
   run->ltasks = t->count;

@@ -188,6 +188,18 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
   return rc;
 }
 
+/* Whether the device runs a depthwise conv and the pointwise conv reading it as one unit (a
+ * Conv variant declares MI_FUSE_CONV): the layer tasks then take the pair as one task. */
+static int fuses_conv(const mi_plugin_t *p, uint32_t dev) {
+  mi_variant_desc_t *v = NULL;
+  uint32_t n = 0, mask = 0;
+  if (mi_plugin_variants(p, dev, &v, &n, NULL) != MI_OK) return 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (strncmp(v[i].op_type, "Conv", sizeof v[i].op_type) == 0) mask |= v[i].fuse_mask;
+  free(v);
+  return (mask & MI_FUSE_CONV) != 0;
+}
+
 static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_history_t *hist) {
   const mi_recipe_t *r = c->r;
   mi_tune_run_t *run = &c->runs[d];
@@ -306,7 +318,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   if (o.strategy == MI_STRATEGY_META && !c->agents && !c->no_ltasks) {
     /* Layer tasks first: each distinct workload's kernel choice from per-layer times (or the
      * history), then the joint search over model-side choices x device-level knobs. */
-    if (mi_tune_ltasks(&task, run, c->graph, dhash, 0, &frozen, &fixed, &err) != MI_OK) goto done;
+    if (mi_tune_ltasks(&task, run, c->graph, dhash, 0, fuses_conv(p, dev), &frozen, &fixed, &err) != MI_OK) goto done;
     if (fixed) {
       /* The rounds' measurements are in the history: the default replays from there. */
       if (mi_tune_reload_known(&task, &err) != MI_OK) goto done;

@@ -1,4 +1,4 @@
-/* mi_plugin.h - the Meta Infer backend ABI, version 1: everything a device plugin needs.
+/* mi_plugin.h - the Meta Infer backend ABI, version 1.1: everything a device plugin needs.
  *
  * This header is self-contained: a plugin includes it and nothing else from Meta Infer.
  * docs/abi.md is the contract in prose; the rules in short:
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define MI_ABI_VERSION_MAJOR 1
-#define MI_ABI_VERSION_MINOR 0
+#define MI_ABI_VERSION_MINOR 1
 
 /** Name of the one symbol a plugin exports. */
 #define MI_PLUGIN_ENTRY_NAME "mi_plugin_entry"
@@ -232,7 +232,12 @@ typedef enum mi_fuse_bits {
   MI_FUSE_ADD = 1u << 4,  /* + residual Add */
   /* depthwise Conv [+ its chain] + a pointwise Conv (1x1, stride 1, no pads, group 1) reading
    * it, with the pointwise conv's own chain after it: one pass, the intermediate kept in cache */
-  MI_FUSE_CONV = 1u << 5
+  MI_FUSE_CONV = 1u << 5,
+  /* ABI 1.1. Not a pattern but a promise about the patterns above: a group this variant anchors
+   * runs each member that has a choice of its own (mi_kernel_desc_t.member_choices) with that
+   * variant and those knobs, or the plugin refuses the group (MI_ERR_UNSUPPORTED with the
+   * reason). Without it the host keeps such a member out of the group (prepared on its own). */
+  MI_FUSE_MEMBER_CHOICES = 1u << 6
 } mi_fuse_bits;
 
 /** A kernel variant for one op type. Filled by variant_desc. */
@@ -342,6 +347,16 @@ typedef struct mi_knob_value {
   double f;  /* FLOAT */
 } mi_knob_value_t;
 
+/** A fused group member's own kernel choice (ABI 1.1), for a member the group runs as an op
+ * of its own (the pointwise Conv of MI_FUSE_CONV): its variant and knobs, in place of the
+ * kernel's variant_id and knobs, which stay the anchor's (nodes[0]). */
+typedef struct mi_member_choice {
+  uint32_t struct_size;
+  const char *variant_id; /* NULL or "" = plugin's choice for this member */
+  int32_t knob_count;
+  const mi_knob_value_t *knobs; /* missing knobs take their defaults */
+} mi_member_choice_t;
+
 /** What to prepare: one op or a fused group, a variant and its knob values. */
 typedef struct mi_kernel_desc {
   uint32_t struct_size;
@@ -356,6 +371,12 @@ typedef struct mi_kernel_desc {
   const char *variant_id; /* NULL or "" = plugin's choice */
   int32_t knob_count;
   const mi_knob_value_t *knobs; /* missing knobs take their defaults */
+  /* ABI 1.1 (read it only when struct_size covers it). NULL, or node_count entries in `nodes`
+   * order: entry i non-NULL when member i has a choice of its own (see mi_member_choice_t);
+   * entry 0 is always NULL. A plugin whose anchoring variant declares MI_FUSE_MEMBER_CHOICES
+   * honours each entry or refuses the kernel; others may ignore the field (the host then sends
+   * no member with a choice of its own in a group). */
+  const mi_member_choice_t *const *member_choices;
 } mi_kernel_desc_t;
 
 /** Statistics of one kernel_run, filled when the caller passes a non-NULL pointer. */
