@@ -109,6 +109,20 @@ static int32_t fake_measure(void *ctx, const int32_t *pt, double *node_s, mi_err
   return MI_OK;
 }
 
+/* Options measuring with the synthetic clock c (reset) on g and s, "dev0"/"stack0" in history h. */
+static void fake_options(mi_ltask_options_t *o, mi_history_t *h, clock_t_ *c, const mi_graph_t *g,
+                         const mi_space_t *s) {
+  c->g = g;
+  c->s = s;
+  c->calls = 0;
+  mi_ltask_options_default(o);
+  o->history = h;
+  o->device_hash = "dev0";
+  o->stack_hash = "stack0";
+  o->measure = fake_measure;
+  o->measure_ctx = c;
+}
+
 typedef struct {
   const char *choice; /* the chosen one */
   double best, chosen;
@@ -142,15 +156,7 @@ static int32_t tune(mi_registry_t *r, const mi_graph_t *g, mi_history_t *h, mi_l
   mi_space_default(s, base);
   mi_space_repair(s, base, NULL, NULL);
   REQUIRE(mi_ltasks_extract(g, s, base, &t, &err) == MI_OK);
-  c.g = g;
-  c.s = s;
-  c.calls = 0;
-  mi_ltask_options_default(&o);
-  o.history = h;
-  o.device_hash = "dev0";
-  o.stack_hash = "stack0";
-  o.measure = fake_measure;
-  o.measure_ctx = &c;
+  fake_options(&o, h, &c, g, s);
   rc = mi_ltasks_tune(g, s, t, base, &o, res, &err);
   CHECK(rc == MI_OK, "%s", err.message);
   CHECK(res->rounds == c.calls, "rounds %d, measurements %d", (int)res->rounds, (int)c.calls);
@@ -478,13 +484,7 @@ static void dwpw_unit_task(void) {
   REQUIRE(tu_tempdir(dir, sizeof dir, "ltaskdwpw"));
   snprintf(db, sizeof db, "%s/h.db", dir);
   REQUIRE(mi_history_open(db, &h, &err) == MI_OK);
-  c.g = g, c.s = s, c.calls = 0;
-  mi_ltask_options_default(&o);
-  o.history = h;
-  o.device_hash = "dev0";
-  o.stack_hash = "stack0";
-  o.measure = fake_measure;
-  o.measure_ctx = &c;
+  fake_options(&o, h, &c, g, s);
   REQUIRE(mi_ltasks_tune(g, s, t2, base, &o, &res, &err) == MI_OK);
   pwc = mi_ltask_choice(s, base, pw);
   w.base_pw = pwc ? pwc : "";
