@@ -26,6 +26,9 @@ typedef struct qconv {
   int32_t u8k;   /* byte core: w8, col as [kq][tile rows*OW][4] codes, wsum */
   uint8_t *w8;   /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
   int32_t *wsum; /* [M] sums of each output channel's weights: the zero point's correction */
+  int32_t *wd;   /* [M] byte core: weight shift d of each output channel (s = v - d fits INT8) */
+  int32_t *psum; /* [tile rows*OW] byte core with a shift: sums of each pixel's column codes */
+  int32_t shift; /* some wd[m] != 0 */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
@@ -151,6 +154,13 @@ static void qv_im2col_part(void *arg, int64_t q0, int64_t q1) {
   mi__blis_qv_im2col(&t->q->g, t->x, t->q->kk, t->q->x_u8, t->zx, t->oh0, t->oh1, q0, q1, (uint8_t *)t->q->col);
 }
 
+/* Pixel sums of the tile's byte columns, for the weight shift: items are pixels. */
+static void qv_colsum_part(void *arg, int64_t j0, int64_t j1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  mi__blis_qv_colsum(q->dot, q->kk, q->kq, (t->oh1 - t->oh0) * q->g.OW, (const uint8_t *)q->col, j0, j1, q->psum);
+}
+
 /* The sums of output channel oc (n values) to its output row: the int32 bias added, then the
  * codes (output stage) or the int32 sums themselves (out32). */
 static void qconv_out(const qconv_t *q, int64_t oc, int32_t *acc, int64_t n, void *yr) {
@@ -168,10 +178,13 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
   int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW;
-  if (q->u8k) /* codes made unsigned: zu = zx + 128 for INT8 codes */
+  if (q->u8k) { /* codes made unsigned: zu = zx + 128 for INT8 codes */
+    int32_t zu = t->zx + (q->x_u8 ? 0 : 128);
     mi__blis_qv_gemm(q->dot, 1, m0, m1, ohw, q->kq, q->w8 + t->g * mg * q->kq * 4, (const uint8_t *)q->col,
-                     q->wsum + t->g * mg, NULL, t->zx + (q->x_u8 ? 0 : 128), q->acc);
-  else if (q->w4)
+                     q->wsum + t->g * mg, NULL, zu, q->acc);
+    for (m = m0; m < m1 && q->shift; m++)
+      if (q->wd[t->g * mg + m]) mi__blis_qv_shift(q->acc + m * ohw, ohw, q->wd[t->g * mg + m], q->psum, zu * (int32_t)q->kk);
+  } else if (q->w4)
     mi__blis_qgemm_packed(q->dot, MI__QPACK_A4, m0, m1, ohw, q->ka / 2, q->w4q + t->g * mg * q->ka / 2,
                           q->ka, q->col, q->acc);
   else
@@ -292,7 +305,8 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
       for (task.oh0 = 0; task.oh0 < c->OH; task.oh0 = task.oh1) {
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
         if (q->u8k) mi__blis_parallel(env, q->kq, 1, 4 * (task.oh1 - task.oh0) * c->OW, qv_im2col_part, &task);
-        else
+        if (q->shift) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
+        if (!q->u8k)
           mi__blis_parallel(env, cg, 1, c->KH * c->KW * (task.oh1 - task.oh0) * c->OW, qim2col_part, &task);
         mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
       }
@@ -321,35 +335,6 @@ static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi__
   return MI_OK;
 }
 
-/* The lowered layer's source: parameters from the tensor fields (docs/abi.md). */
-static int32_t lowered_src(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t bias_idx,
-                           double alpha, double beta, mi__blis_qsrc_t *src, mi_error_t *err) {
-  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
-  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  memset(src, 0, sizeof *src);
-  src->x = mi__blis_in(n, 0);
-  src->w = mi__blis_in(n, 1);
-  src->y = mi__blis_out(n, 0);
-  src->zx_t = -1;
-  src->zx = x->zero_point;
-  src->zy = y->zero_point;
-  src->sx = (double)x->scale;
-  src->sy = (double)y->scale;
-  src->fbias = bias_idx;
-  src->alpha = alpha;
-  src->beta = beta;
-  if (w->channel_count == 0) {
-    src->sw = &w->scale;
-    src->nsw = 1;
-  } else if (w->channel_scales) { /* checked against the output channels by out_stage */
-    src->sw = w->channel_scales;
-    src->nsw = w->channel_count;
-  } else {
-    return mi__blis_unsupported(err, n, "INT8: weight scales are neither per tensor nor per output channel");
-  }
-  return MI_OK;
-}
-
 /* Weight element i (output channel c) minus its zero point. */
 static int32_t wval(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t i, int64_t c) {
   int32_t v = w->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)w->data)[i] : mi__blis_qweight(w, i);
@@ -360,27 +345,26 @@ static int32_t wval(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64
   return v;
 }
 
+/* Byte core shift d of the cnt weights of channel c (elements i0 + t * step): 0 where their values
+ * fit INT8, else what moves their lowest to -128; returns 0 when they span more than 256 values. */
+static int byte_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t i0, int64_t cnt,
+                      int64_t step, int32_t *d) {
+  int32_t lo = 0, hi = 0, v;
+  int64_t t;
+  for (t = 0; t < cnt; t++) {
+    v = wval(src, w, i0 + t * step, c);
+    lo = t == 0 || v < lo ? v : lo;
+    hi = t == 0 || v > hi ? v : hi;
+  }
+  *d = lo >= -128 && hi <= 127 ? 0 : lo + 128;
+  return hi - lo <= 255;
+}
+
 /* Pair-dot path of the int32 core: knob int8_dot (0 = auto, the widest this CPU runs). */
 static int32_t int8_dot(const mi__blis_prep_t *p, int32_t simd) {
   int64_t v = mi_sdk_knob_int(p->desc, "int8_dot", 0);
   if (v > 0 && v < p->ctx->qdot_n) return p->ctx->qdot_ids[v];
   return mi__blis_qdot_level(p->ctx->cpu.isa, simd);
-}
-
-static int q8_pair(const mi_tensor_desc_t *x, const mi_tensor_desc_t *w, const mi_tensor_desc_t *y) {
-  return mi__blis_is_q8(x) && mi__blis_is_q8(y) && w && w->data &&
-         (w->dtype == MI_DTYPE_INT8 || w->dtype == MI_DTYPE_INT4) && w->zero_point == 0;
-}
-
-int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
-  const mi_node_desc_t *n = mi__blis_node(p, 0);
-  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
-  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  mi__blis_qsrc_t src;
-  int32_t rc;
-  if (!q8_pair(x, w, y)) return mi__blis_unsupported(err, n, "INT8 conv needs codes in and out and an INT8/INT4 weight with zero point 0");
-  if ((rc = lowered_src(p, n, mi__blis_in(n, 2), 1., 1., &src, err)) != MI_OK) return rc;
-  return mi__blis_qconv_build(p, s, &src, err);
 }
 
 int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
@@ -396,10 +380,11 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
     return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
   if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 conv runs alone, not in a fused group");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 2 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 3 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + w->dims[0];
   q->wsum = (int32_t *)(q->bias + w->dims[0]) + w->dims[0];
+  q->wd = q->wsum + w->dims[0];
   if (src->ibias) {
     q->ibias = (int32_t *)(q->bias + w->dims[0]);
     memcpy(q->ibias, src->ibias, (size_t)w->dims[0] * sizeof(int32_t));
@@ -435,9 +420,11 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
   na = q->dw ? q->g.N * q->g.M * ohw : mg * th;
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) +
-                                       (uint64_t)na * sizeof(int32_t) + (uint64_t)fw * sizeof(float) + 64);
+                                       (uint64_t)(na + th) * sizeof(int32_t) + (uint64_t)fw * sizeof(float) + 64);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux; /* int32 first keeps it aligned */
+  q->psum = q->acc + na;
+  na += th;
   q->wf = fw ? (float *)(q->acc + na) : NULL;
   q->wq = (int16_t *)((char *)(q->acc + na) + fw * sizeof(float));
   q->col = q->wq + wn;
@@ -457,14 +444,15 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   /* byte core: the weights minus their zero point all fit INT8; [M][kq*4] bytes fit in wq's
    * [M][ka] int16 and the [kq][tile rows*OW][4] columns in col's (4 * kq <= 2 * ka) */
   q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->dw && q->g.OW <= MI__QV_ROW_BYTES;
-  for (i = 0; i < q->g.M * q->kk && q->u8k; i++) {
-    int32_t v = wval(src, w, i, i / q->kk);
-    q->u8k = v >= -128 && v <= 127;
+  for (i = 0; i < q->g.M && q->u8k; i++) {
+    q->u8k = byte_shift(src, w, i, i * q->kk, q->kk, 1, &q->wd[i]);
+    q->shift |= q->wd[i] != 0;
   }
+  q->shift &= q->u8k;
   if (q->u8k) {
     q->w8 = (uint8_t *)q->wq;
     for (i = 0; i < q->g.M * q->kk; i++) {
-      int32_t v = wval(src, w, i, i / q->kk);
+      int32_t v = wval(src, w, i, i / q->kk) - q->wd[i / q->kk];
       q->w8[i / q->kk * q->kq * 4 + i % q->kk] = (uint8_t)(int8_t)v;
       q->wsum[i / q->kk] += v;
     }
@@ -497,6 +485,7 @@ typedef struct qgemm {
   int64_t kq;          /* k rounded up to 4, in quads */
   uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
   int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
+  int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
 } qgemm_t;
 
 typedef struct qgemm_task {
@@ -512,9 +501,16 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   int64_t i, j;
   if (q->u8k) { /* the codes as unsigned bytes (INT8: sign bit flipped, zero point + 128) */
     uint8_t flip = q->a_u8 ? 0 : 0x80;
+    int32_t zu = t->za + (q->a_u8 ? 0 : 128);
     for (i = r0; i < r1; i++)
       for (j = 0; j < q->k; j++) q->a8[i * q->kq * 4 + j] = (uint8_t)(((const uint8_t *)t->a)[i * q->k + j] ^ flip);
-    mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, t->za + (q->a_u8 ? 0 : 128), q->acc);
+    mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
+    for (i = r0; i < r1 && q->wd; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
+      uint32_t rs = 0;
+      for (j = 0; j < q->k; j++) rs += q->a8[i * q->kq * 4 + j];
+      rs -= (uint32_t)zu * (uint32_t)q->k;
+      for (j = 0; j < q->n; j++) q->acc[i * q->n + j] = (int32_t)((uint32_t)q->acc[i * q->n + j] + (uint32_t)q->wd[j] * rs);
+    }
   } else {
     for (i = r0; i < r1; i++)
       for (j = 0; j < q->k; j++) q->a16[i * q->ka + j] = (int16_t)(code(t->a, q->a_u8, i * q->k + j) - t->za);
@@ -544,22 +540,6 @@ static int32_t run_qgemm(const mi__blis_step_t *s, void *const *t, const mi__bli
   return MI_OK;
 }
 
-int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
-  const mi_node_desc_t *n = mi__blis_node(p, 0);
-  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
-  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  int is_gemm = strcmp(n->op_type, "Gemm") == 0;
-  double alpha = is_gemm ? mi_sdk_attr_float(n, "alpha", 1.f) : 1., beta = is_gemm ? mi_sdk_attr_float(n, "beta", 1.f) : 1.;
-  mi__blis_qsrc_t src;
-  int32_t rc;
-  if (!q8_pair(a, w, y) || w->rank != 2 || a->rank < 1)
-    return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul needs codes in and out and a 2-D INT8/INT4 constant B");
-  if (is_gemm && (mi_sdk_attr_int(n, "transA", 0) != 0 || a->rank != 2))
-    return mi__blis_unsupported(err, n, "INT8 Gemm: only transA = 0 with a 2-D A");
-  if ((rc = lowered_src(p, n, is_gemm ? mi__blis_in(n, 2) : -1, alpha, beta, &src, err)) != MI_OK) return rc;
-  return mi__blis_qgemm_build(p, s, &src, err);
-}
-
 int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
                              mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
@@ -578,10 +558,11 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   kk = tb ? w->dims[1] : w->dims[0];
   nn = tb ? w->dims[0] : w->dims[1];
   if (a->dims[a->rank - 1] != kk || kk >= 32768) return mi__blis_unsupported(err, n, "INT8: inner dims differ or too long");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * (2 * sizeof(double) + sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * (2 * sizeof(double) + 2 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + nn;
   q->csum = (int32_t *)(q->bias + nn);
+  q->wd = q->csum + nn;
   q->k = kk;
   q->n = nn;
   q->m = mi_sdk_numel(a) / kk;
@@ -622,16 +603,17 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
    * a16's and b's storage (4 * kq <= 2 * ka) */
   q->kq = (kk + 3) / 4;
   q->u8k = q->dot == MI__QDOT_VNNI_U8;
-  for (i = 0; i < kk * nn && q->u8k; i++) {
-    int32_t v = wval(src, w, i, tb ? i / kk : i % nn);
-    q->u8k = v >= -128 && v <= 127;
+  for (j = 0, i = 0; j < nn && q->u8k; j++) {
+    q->u8k = byte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
+    i |= q->wd[j] != 0;
   }
+  if (!i) q->wd = NULL;
   if (q->u8k) {
     q->a8 = (uint8_t *)q->a16;
     q->b8 = (uint8_t *)q->b;
     for (i = 0; i < kk; i++)
       for (j = 0; j < nn; j++) {
-        int32_t v = wval(src, w, tb ? j * kk + i : i * nn + j, j);
+        int32_t v = wval(src, w, tb ? j * kk + i : i * nn + j, j) - (q->wd ? q->wd[j] : 0);
         q->b8[((i >> 2) * nn + j) * 4 + (i & 3)] = (uint8_t)(int8_t)v;
         q->csum[j] += v;
       }

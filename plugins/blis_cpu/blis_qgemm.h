@@ -26,6 +26,14 @@ void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, 
 void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq,
                       const uint8_t *a, const uint8_t *b, const int32_t *rsum, const int32_t *csum,
                       int32_t zu, int32_t *acc);
+/* Weights whose values (minus their zero point) span at most 256 but do not fit INT8 (UINT8
+ * weights with a zero point, ONNX Runtime's dynamic ConvInteger): stored as s = v - d, d one shift
+ * per output channel, so s fits INT8, and the byte core's sums get d * sum_k (u_k - zu) back:
+ * mi__blis_qv_colsum gives sum_k u_k per column of conv columns ([kq][n][4], k < kk only) and
+ * mi__blis_qv_shift adds acc[j] += d * (psum[j] - base), base = zu * kk, modulo 2^32. */
+void mi__blis_qv_colsum(int32_t dot, int64_t kk, int64_t kq, int64_t n, const uint8_t *col, int64_t j0, int64_t j1,
+                        int32_t *psum);
+void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, int32_t base);
 /* The byte core's conv columns of one group (c's geometry, x its first input channel's plane) for
  * output rows oh0..oh1, k quads q0..q1 of kk: col as [kq][(oh1 - oh0) * OW][4] codes made unsigned,
  * the zero point's code zx in the padding; a quad's k past kk repeats k = kk - 1 (weight 0). Output

@@ -1,11 +1,73 @@
-/* blis_qlinear.c - QLinearConv, QLinearMatMul, ConvInteger and MatMulInteger on the int32 core
- * of the lowered INT8 layers (blis_qgemm.c): their scales and zero points come from constant
+/* blis_qlinear.c - where the INT8 core's layers (blis_qgemm.c) take their quantization from:
+ * the lowered QDQ Conv / Gemm / MatMul (tensor fields), and QLinearConv, QLinearMatMul,
+ * ConvInteger and MatMulInteger, whose scales and zero points come from constant
  * inputs instead of the tensor fields, weights may be UINT8 with zero points, ConvInteger and
  * MatMulInteger write the int32 sums, and their input zero point may be a runtime scalar (the
  * one DynamicQuantizeLinear computes). */
 #include <string.h>
 
 #include "blis_qgemm.h"
+
+/* The lowered layer's source: parameters from the tensor fields (docs/abi.md). */
+static int32_t lowered_src(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t bias_idx,
+                           double alpha, double beta, mi__blis_qsrc_t *src, mi_error_t *err) {
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  memset(src, 0, sizeof *src);
+  src->x = mi__blis_in(n, 0);
+  src->w = mi__blis_in(n, 1);
+  src->y = mi__blis_out(n, 0);
+  src->zx_t = -1;
+  src->zx = x->zero_point;
+  src->zy = y->zero_point;
+  src->sx = (double)x->scale;
+  src->sy = (double)y->scale;
+  src->fbias = bias_idx;
+  src->alpha = alpha;
+  src->beta = beta;
+  if (w->channel_count == 0) {
+    src->sw = &w->scale;
+    src->nsw = 1;
+  } else if (w->channel_scales) { /* checked against the output channels by out_stage */
+    src->sw = w->channel_scales;
+    src->nsw = w->channel_count;
+  } else {
+    return mi__blis_unsupported(err, n, "INT8: weight scales are neither per tensor nor per output channel");
+  }
+  return MI_OK;
+}
+
+static int q8_pair(const mi_tensor_desc_t *x, const mi_tensor_desc_t *w, const mi_tensor_desc_t *y) {
+  return mi__blis_is_q8(x) && mi__blis_is_q8(y) && w && w->data &&
+         (w->dtype == MI_DTYPE_INT8 || w->dtype == MI_DTYPE_INT4) && w->zero_point == 0;
+}
+
+int32_t mi__blis_prep_qconv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  mi__blis_qsrc_t src;
+  int32_t rc;
+  if (!q8_pair(x, w, y)) return mi__blis_unsupported(err, n, "INT8 conv needs codes in and out and an INT8/INT4 weight with zero point 0");
+  if ((rc = lowered_src(p, n, mi__blis_in(n, 2), 1., 1., &src, err)) != MI_OK) return rc;
+  return mi__blis_qconv_build(p, s, &src, err);
+}
+
+int32_t mi__blis_prep_qgemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
+  int is_gemm = strcmp(n->op_type, "Gemm") == 0;
+  double alpha = is_gemm ? mi_sdk_attr_float(n, "alpha", 1.f) : 1., beta = is_gemm ? mi_sdk_attr_float(n, "beta", 1.f) : 1.;
+  mi__blis_qsrc_t src;
+  int32_t rc;
+  if (!q8_pair(a, w, y) || w->rank != 2 || a->rank < 1)
+    return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul needs codes in and out and a 2-D INT8/INT4 constant B");
+  if (is_gemm && (mi_sdk_attr_int(n, "transA", 0) != 0 || a->rank != 2))
+    return mi__blis_unsupported(err, n, "INT8 Gemm: only transA = 0 with a 2-D A");
+  if ((rc = lowered_src(p, n, is_gemm ? mi__blis_in(n, 2) : -1, alpha, beta, &src, err)) != MI_OK) return rc;
+  return mi__blis_qgemm_build(p, s, &src, err);
+}
 
 /* The one value of a constant FLOAT32 tensor. */
 static int f32_scalar(const mi_tensor_desc_t *t, double *v) {

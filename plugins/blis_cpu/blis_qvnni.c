@@ -110,6 +110,42 @@ void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int
   }
 }
 
+/* psum[j] = sum over k < kk of column j's codes (kq quads of n columns, [kq][n][4] bytes), for
+ * columns j0..j1: the pixel sums a weight shift needs (blis_qgemm.h). The last quad's bytes past kk
+ * repeat k = kk - 1, so they get weight 0 here. vpdpbusd against ones: 16 columns a step. */
+__attribute__((target(T512V))) static void qv_colsum512(int64_t kk, int64_t kq, int64_t n, const uint8_t *col,
+                                                        int64_t j0, int64_t j1, int32_t *psum) {
+  int32_t rem = (int32_t)(kk - 4 * (kq - 1)); /* 1..4 real bytes in the last quad */
+  const __m512i ones = _mm512_set1_epi32(0x01010101), last = _mm512_set1_epi32((int32_t)(0xffffffffu >> (32 - 8 * rem)) & 0x01010101);
+  int64_t j, p;
+  for (j = j0; j < j1; j += 16) {
+    __mmask16 km = j1 - j >= 16 ? 0xffff : (__mmask16)((1u << (j1 - j)) - 1u);
+    __m512i s = _mm512_setzero_si512();
+    for (p = 0; p < kq; p++)
+      s = _mm512_dpbusd_epi32(s, _mm512_maskz_loadu_epi32(km, col + (p * n + j) * 4), p + 1 < kq ? ones : last);
+    _mm512_mask_storeu_epi32(psum + j, km, s);
+  }
+}
+
+void mi__blis_qv_colsum(int32_t dot, int64_t kk, int64_t kq, int64_t n, const uint8_t *col, int64_t j0, int64_t j1,
+                        int32_t *psum) {
+  int64_t j, k;
+  if (dot == MI__QDOT_VNNI_U8) {
+    qv_colsum512(kk, kq, n, col, j0, j1, psum);
+    return;
+  }
+  for (j = j0; j < j1; j++) {
+    int32_t s = 0;
+    for (k = 0; k < kk; k++) s += col[((k >> 2) * n + j) * 4 + (k & 3)];
+    psum[j] = s;
+  }
+}
+
+void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, int32_t base) {
+  int64_t j; /* modulo 2^32, as the sums themselves: exact wherever the true sum fits int32 */
+  for (j = 0; j < n; j++) acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)d * ((uint32_t)psum[j] - (uint32_t)base));
+}
+
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16
  * columns a step, the tail scalar so nothing past dst's n quads is written). */
 static void qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {

@@ -148,6 +148,22 @@ static void conv_integer(int u8w, int64_t group, int64_t stride, int64_t k) {
   run_case(g, name, 0);
 }
 
+/* ConvInteger straight on UINT8 codes x with a constant zero point zx, UINT8 weights with one
+ * zero point zw for every channel (0, 128, 255: the byte core's weight shift at both ends and
+ * none), odd C * k * k, planes wider than one 64-column register block and tiles of rows. */
+static void conv_integer_u8(int32_t zx, int32_t zw, int64_t c, int64_t k, int64_t h, int64_t wd_) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[4] = {1, c, h, wd_}, wd[4] = {13, c, k, k}, pads[4] = {k / 2, k / 2, k / 2, k / 2};
+  int32_t ci[4] = {input(g, "x", MI_DTYPE_UINT8, 4, xd), constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL),
+                   codec(g, "xz", MI_DTYPE_UINT8, zx), codec(g, "wz", MI_DTYPE_UINT8, zw)};
+  int32_t y = out(g, "y");
+  mi_node_set_ints(g, node(g, "ConvInteger", 4, ci, 1, &y, 0), "pads", 4, pads);
+  char name[96];
+  snprintf(name, sizeof name, "ConvInteger u8 x zx %d, u8 w zw %d, %lldx%lldx%lld k %lld", (int)zx, (int)zw,
+           (long long)c, (long long)h, (long long)wd_, (long long)k);
+  run_case(g, name, 0);
+}
+
 /* DynamicQuantizeLinear -> MatMulInteger (batched A, INT8 or UINT8 B with per-column zero points,
  * K odd) -> Cast; also the scale and zero point outputs. */
 static void matmul_integer(int u8w) {
@@ -254,6 +270,10 @@ static void conv_integer_cases(void) {
   conv_integer(0, 1, 2, 3);
   conv_integer(1, 6, 1, 3); /* depthwise */
   conv_integer(0, 2, 1, 1);
+  conv_integer_u8(0, 0, 3, 3, 9, 70);      /* k 27: one real byte in the last quad */
+  conv_integer_u8(255, 255, 5, 3, 11, 67); /* k 45 */
+  conv_integer_u8(131, 128, 7, 1, 5, 130); /* no shift: u8 weights minus 128 fit INT8 */
+  conv_integer_u8(17, 3, 2, 5, 300, 97);   /* k 50, several row tiles */
 }
 
 static void matmul_integer_cases(void) {
