@@ -17,18 +17,20 @@ typedef struct qconv {
   int32_t w4;                     /* INT4 weight kept packed: w4q, not wq */
   int64_t kk, ka;                 /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
   double *mult, *bias;
-  int16_t *wq;   /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
-  uint8_t *w4q;  /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
-  float *wf;     /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
-  int16_t *col;  /* [ka/2][tile rows*OW][2] scratch: pairs of column rows of one tile */
-  int32_t *acc;  /* [M/G][tile rows*OW] scratch (depthwise: [N*M][OH*OW]) */
-  int64_t kq;    /* byte core (u8k): kk rounded up to 4, in quads */
-  int32_t u8k;   /* byte core: w8, col as [kq][tile rows*OW][4] codes, wsum */
-  uint8_t *w8;   /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
-  int32_t *wsum; /* [M] sums of each output channel's weights: the zero point's correction */
-  int32_t *wd;   /* [M] byte core: weight shift d of each output channel (s = v - d fits INT8) */
-  int32_t *psum; /* [tile rows*OW] byte core with a shift: sums of each pixel's column codes */
-  int32_t shift; /* some wd[m] != 0 */
+  int16_t *wq;                 /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
+  uint8_t *w4q;                /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
+  float *wf;                   /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
+  int16_t *col;                /* [ka/2][tile rows*OW][2] scratch: pairs of column rows of one tile */
+  int32_t *acc;                /* [M/G][tile rows*OW] scratch (depthwise: [N*M][OH*OW]) */
+  int64_t kq;                  /* byte core (u8k): kk rounded up to 4, in quads */
+  int32_t u8k;                 /* byte core: w8, col as [kq][tile rows*OW][4] codes, wsum */
+  uint8_t *w8;                 /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
+  int32_t *wsum;               /* [M] sums of each output channel's weights: the zero point's correction */
+  int32_t *wd;                 /* [M] byte core: weight shift d of each output channel (s = v - d fits INT8) */
+  int32_t *psum;               /* [tile rows*OW] byte core with a shift: sums of each pixel's column codes */
+  int32_t shift;               /* some wd[m] != 0 */
+  int32_t tail, relu, scale_t; /* out32's float tail (mi__blis_qsrc_t), its scale's tensor */
+  float *tb;                   /* [M] the tail's bias, or NULL */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
@@ -49,6 +51,7 @@ typedef struct qconv_task {
   void *y;       /* image n, group g output */
   int64_t g;
   int32_t zx;       /* x's zero point for this run */
+  float fs;         /* the float tail's scale for this run */
   int64_t oh0, oh1; /* the output rows of this tile (columns and sums of these rows only) */
 } qconv_task_t;
 
@@ -163,11 +166,14 @@ static void qv_colsum_part(void *arg, int64_t j0, int64_t j1) {
 
 /* The sums of output channel oc (n values) to its output row: the int32 bias added, then the
  * codes (output stage) or the int32 sums themselves (out32). */
-static void qconv_out(const qconv_t *q, int64_t oc, int32_t *acc, int64_t n, void *yr) {
+static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n, void *yr) {
+  const qconv_t *q = t->q;
   int64_t i;
   if (q->ibias)
     for (i = 0; i < n; i++) acc[i] += q->ibias[oc];
-  if (q->out32) memcpy(yr, acc, (size_t)n * sizeof *acc);
+  if (q->tail) mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f, q->relu, yr);
+  else if (q->out32)
+    memcpy(yr, acc, (size_t)n * sizeof *acc);
   else
     mi__blis_requant(q->g.simd, acc, n, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
 }
@@ -190,7 +196,7 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   else
     mi__blis_qgemm(q->dot, m0, m1, ohw, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
   for (m = m0; m < m1; m++) /* 1-byte codes or int32 sums */
-    qconv_out(q, t->g * mg + m, q->acc + m * ohw, ohw,
+    qconv_out(t, t->g * mg + m, q->acc + m * ohw, ohw,
               (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
 }
 
@@ -245,11 +251,11 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
           continue;
         }
         for (i = 0; i < ohw; i++) acc[i] = (int32_t)yf[i];
-        qconv_out(q, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
+        qconv_out(t, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
         continue;
       }
     } else if (q->wf && qdw_strips(t, xo, q->wf + m * c->KH * c->KW, acc)) {
-      qconv_out(q, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
+      qconv_out(t, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
       continue;
     }
     for (oh = 0; oh < c->OH; oh++)
@@ -266,7 +272,7 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
         }
         acc[oh * c->OW + ow] = sum;
       }
-    qconv_out(q, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
+    qconv_out(t, m, acc, ohw, (uint8_t *)t->y + pl * ohw * (q->out32 ? 4 : 1));
   }
 }
 
@@ -288,6 +294,7 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   task.oh0 = 0;
   task.oh1 = c->OH;
   task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
+  task.fs = q->tail ? *(const float *)t[q->scale_t] : 0.f;
   if (q->dw) {
     task.x = t[c->x];
     task.y = t[c->y];
@@ -375,16 +382,25 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   qconv_t *q;
   int64_t i, ohw, mg, wn, fw, th, na;
   int32_t rc;
-  if (!mi__blis_is_q8(x) || !w || !w->data || !y || (src->out32 ? y->dtype != MI_DTYPE_INT32 : !mi__blis_is_q8(y)))
+  if (!mi__blis_is_q8(x) || !w || !w->data || !y ||
+      (src->out32 ? y->dtype != (src->tail ? MI_DTYPE_FLOAT32 : MI_DTYPE_INT32) : !mi__blis_is_q8(y)))
     return mi__blis_unsupported(err, n, "integer conv needs INT8/UINT8 codes in, a constant weight, codes or INT32 out");
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
     return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
-  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 conv runs alone, not in a fused group");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 3 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (p->desc->node_count != 1 + src->tail)
+    return mi__blis_unsupported(err, n, "INT8 conv runs alone or with its float tail, not in a fused group");
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 4 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + w->dims[0];
   q->wsum = (int32_t *)(q->bias + w->dims[0]) + w->dims[0];
   q->wd = q->wsum + w->dims[0];
+  if ((q->tail = src->tail) > 0) { /* the float tail: y is its output (blis_qlinear.c) */
+    q->scale_t = src->scale_t;
+    q->relu = src->relu;
+    q->tb = src->tb ? (float *)(q->wd + w->dims[0]) : NULL;
+    for (i = 0; q->tb && i < w->dims[0]; i++) q->tb[i] = src->tb[src->ntb == 1 ? 0 : i];
+    p->nodes_used = 1 + src->tail;
+  }
   if (src->ibias) {
     q->ibias = (int32_t *)(q->bias + w->dims[0]);
     memcpy(q->ibias, src->ibias, (size_t)w->dims[0] * sizeof(int32_t));

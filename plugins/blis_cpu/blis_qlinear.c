@@ -99,6 +99,58 @@ static int weight_zp(const mi_tensor_desc_t *z, const mi_tensor_desc_t *w, int64
   return 1;
 }
 
+/* The next node of the kernel when it is op reading `cur` alone (one output, `cur` read by it only
+ * and no kernel output); its other input in *other. */
+static const mi_node_desc_t *tail_node(const mi__blis_prep_t *p, int32_t at, const char *op, int32_t cur,
+                                       int32_t *other) {
+  const mi_node_desc_t *m = mi__blis_node(p, at);
+  if (!m || strcmp(m->op_type, op) || m->output_count != 1 || mi__blis_consumers(p, cur) != 1 ||
+      mi__blis_is_kernel_output(p, cur))
+    return NULL;
+  if (m->input_count == 1 && m->inputs[0] == cur) return m;
+  if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return NULL;
+  *other = m->inputs[m->inputs[0] == cur ? 1 : 0];
+  return *other != cur ? m : NULL;
+}
+
+/* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
+ * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
+ * along axis 1) and Relu. Fills src's tail fields and y; leaves src alone when they do not fit,
+ * and the nodes then run as steps of their own. */
+static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src) {
+  const mi_node_desc_t *m;
+  const mi_tensor_desc_t *t;
+  int32_t cur = src->y, other = -1, at = 1, d;
+  if (!(m = tail_node(p, at, "Cast", cur, &other)) || mi_sdk_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return;
+  cur = m->outputs[0];
+  if (!(m = tail_node(p, ++at, "Mul", cur, &other)) || !(t = mi__blis_tensor(p, other)) ||
+      t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1)
+    return;
+  src->scale_t = other;
+  cur = m->outputs[0];
+  m = tail_node(p, ++at, "Add", cur, &other);
+  t = m ? mi__blis_tensor(p, other) : NULL;
+  if (t && t->data && t->dtype == MI_DTYPE_FLOAT32 && (mi_sdk_numel(t) == 1 || mi_sdk_numel(t) == ch)) {
+    const mi_tensor_desc_t *y = mi__blis_tensor(p, m->outputs[0]);
+    int ok = y && y->rank >= 2 && t->rank <= y->rank;
+    for (d = 0; ok && d < t->rank; d++) /* aligned to the right: only axis 1 may be ch */
+      ok = t->dims[d] == 1 || (y->rank - t->rank + d == 1 && t->dims[d] == ch);
+    if (ok) {
+      src->tb = t->data;
+      src->ntb = mi_sdk_numel(t);
+      cur = m->outputs[0];
+      at++;
+    }
+  }
+  if ((m = tail_node(p, at, "Relu", cur, &other))) {
+    src->relu = 1;
+    cur = m->outputs[0];
+    at++;
+  }
+  src->tail = at - 1;
+  src->y = cur;
+}
+
 int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   int is_conv = strstr(n->op_type, "Conv") != NULL, qlin = strncmp(n->op_type, "QLinear", 7) == 0;
@@ -128,6 +180,7 @@ int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   }
   if (!qlin) {
     src.out32 = 1;
+    if (is_conv) int_tail(p, ch, &src);
     return is_conv ? mi__blis_qconv_build(p, s, &src, err) : mi__blis_qgemm_build(p, s, &src, err);
   }
   {

@@ -8,6 +8,7 @@
 #include "metainfer/mi_graph.h"
 
 static mi_plugin_t *g_blis;
+static int32_t g_kernels; /* when > 0: the session must run the graph as this many kernels */
 
 static uint64_t g_seed = 12345;
 static uint32_t rnd32(void) {
@@ -95,6 +96,9 @@ static void run_case(mi_graph_t *g, const char *name, int want_refusal) {
           name, (int)rc, err.message);
   } else {
     CHECK(rc == MI_OK, "%s: session: %s", name, err.message);
+    if (rc == MI_OK && g_kernels > 0)
+      CHECK(mi_session_kernel_count(s) == g_kernels, "%s: %d kernels, expected %d", name,
+            (int)mi_session_kernel_count(s), (int)g_kernels);
     if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)in, nin, od, nout, &err);
     CHECK(rc == MI_OK, "%s: run: %s", name, err.message);
     if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, orf, nout, &err);
@@ -162,6 +166,47 @@ static void conv_integer_u8(int32_t zx, int32_t zw, int64_t c, int64_t k, int64_
   snprintf(name, sizeof name, "ConvInteger u8 x zx %d, u8 w zw %d, %lldx%lldx%lld k %lld", (int)zx, (int)zw,
            (long long)c, (long long)h, (long long)wd_, (long long)k);
   run_case(g, name, 0);
+}
+
+/* ONNX Runtime's dynamic conv with its float tail: DynamicQuantizeLinear -> ConvInteger (UINT8
+ * weights, zero point 0 / 128 / 255 or per channel) -> Cast -> Mul by (x scale * w scale) [-> Add
+ * bias [1,M,1,1]] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
+ * product), every float equal to the unfused reference's bit for bit. */
+static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw) {
+  mi_graph_t *g = graph(13);
+  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
+  int64_t bd[4] = {1, m, 1, 1};
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
+                  mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t t[5], y = out(g, "y");
+  for (int i = 0; i < 5; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "t%d", i);
+    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
+  }
+  int32_t wz = zw >= 0 ? codec(g, "wz", MI_DTYPE_UINT8, zw) : constant(g, "wz", MI_DTYPE_UINT8, 1, &m, NULL);
+  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], wz};
+  int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
+  int32_t last = relu ? t[4] : y, scaled = bias ? t[3] : last, ad[2] = {scaled, 0};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  node(g, "Mul", 2, sm, 1, &t[2], 0);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
+  mi_node_set_int(g, n, "group", group);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_int(g, node(g, "Cast", 1, &t[0], 1, &t[1], 0), "to", 1);
+  node(g, "Mul", 2, mm, 1, &scaled, 0);
+  if (bias) {
+    ad[1] = constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL);
+    node(g, "Add", 2, ad, 1, &last, 0);
+  }
+  if (relu) node(g, "Relu", 1, &last, 1, &y, 0);
+  char name[96];
+  snprintf(name, sizeof name, "ConvInteger + float tail, bias %d relu %d group %lld zw %d", bias, relu,
+           (long long)group, (int)zw);
+  g_kernels = 3;
+  run_case(g, name, 0);
+  g_kernels = 0;
 }
 
 /* DynamicQuantizeLinear -> MatMulInteger (batched A, INT8 or UINT8 B with per-column zero points,
@@ -274,6 +319,11 @@ static void conv_integer_cases(void) {
   conv_integer_u8(255, 255, 5, 3, 11, 67); /* k 45 */
   conv_integer_u8(131, 128, 7, 1, 5, 130); /* no shift: u8 weights minus 128 fit INT8 */
   conv_integer_u8(17, 3, 2, 5, 300, 97);   /* k 50, several row tiles */
+  conv_integer_tail(1, 1, 1, 0);
+  conv_integer_tail(1, 0, 1, 255);
+  conv_integer_tail(0, 1, 1, 128);
+  conv_integer_tail(0, 0, 1, -1);
+  conv_integer_tail(1, 1, 6, -1); /* depthwise */
 }
 
 static void matmul_integer_cases(void) {

@@ -386,6 +386,51 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   return 1;
 }
 
+/* The float tail ONNX Runtime's dynamic quantization writes after an integer conv: ConvInteger ->
+ * Cast(FLOAT) -> Mul by one scale (the input's runtime scale times the weight's) [-> Add of a
+ * constant bias] [-> Relu], as unit *u, for a device whose ConvInteger declares MI_FUSE_BIAS (the
+ * int32 sums scaled, biased and clamped in its output stage, the same float operations in the
+ * same order). 0 when the chain is not there. */
+static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+                          mi__unit_t *u) {
+  static const char *const ops[] = {"Cast", "Mul", "Add", "Relu"};
+  int32_t cur = g->nodes[n].outputs[0];
+  memset(u, 0, sizeof *u);
+  u->nodes[u->count++] = n;
+  for (int k = 0; k < 4 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
+    int32_t r = mi__graph_sole_reader(g, cur), other;
+    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
+    if (!m || !is_op(g, r, ops[k]) || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
+        m->output_count != 1 || m->outputs[0] < 0) {
+      if (k < 2) return 0; /* the Cast and the scale are the pattern; the bias and Relu optional */
+      continue;
+    }
+    if (k == 0 && mi_node_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return 0;
+    if (k == 1 || k == 2) {
+      if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return 0;
+      other = m->inputs[m->inputs[0] == cur ? 1 : 0];
+      if (other < 0 || other == cur || g->tensors[other].dtype != MI_DTYPE_FLOAT32) return 0;
+      if (k == 2 && !consts[other]) continue; /* a residual Add: not the bias */
+      if (k == 1 && g->tensors[other].rank != 0) {
+        for (int32_t d = 0; d < g->tensors[other].rank; d++)
+          if (g->tensors[other].dims[d] != 1) return 0;
+      }
+    }
+    u->nodes[u->count++] = r;
+    cur = m->outputs[0];
+  }
+  if (u->count < 3) return 0;
+  u->op = n;
+  u->at = u->nodes[u->count - 1];
+  u->dqx = u->dqw = u->act = u->q = -1;
+  for (int32_t k = 1; k < u->count; k++) /* every outside input ready when the kernel runs */
+    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) {
+      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
+      if (pr > u->at) return 0;
+    }
+  return 1;
+}
+
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
 /* Groups of the session's own, when the graph carries none and the device fuses conv chains. */
@@ -393,6 +438,11 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
                            const mi_variant_desc_t *vars, uint32_t var_count) {
   uint32_t mask = fuse_mask(vars, var_count, "Conv");
   mi__unit_t u;
+  if (fuse_mask(vars, var_count, "ConvInteger") & MI_FUSE_BIAS)
+    for (int32_t n = 0; n < g->node_count; n++)
+      if (is_op(g, n, "ConvInteger") && p->role[n] == MI__ROLE_NODE && g->nodes[n].output_count == 1 &&
+          g->nodes[n].outputs[0] >= 0 && match_int_tail(g, p, consts, n, &u) && add_unit(p, &u))
+        return MI_ERR_OUT_OF_MEMORY;
   if (!(mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))) return MI_OK;
   for (int32_t n = 0; n < g->node_count; n++) {
     if (!is_op(g, n, "Conv") || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
