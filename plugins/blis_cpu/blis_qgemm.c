@@ -17,20 +17,20 @@ typedef struct qconv {
   int32_t w4;                     /* INT4 weight kept packed: w4q, not wq */
   int64_t kk, ka;                 /* C/G * KH * KW; ka: kk rounded up to even (pairs) */
   double *mult, *bias;
-  int16_t *wq;                 /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
-  uint8_t *w4q;                /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
-  float *wf;                   /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
-  int16_t *col;                /* [ka/2][tile rows*OW][2] scratch: pairs of column rows of one tile */
-  int32_t *acc;                /* [M/G][tile rows*OW] scratch (depthwise: [N*M][OH*OW]) */
-  int64_t kq;                  /* byte core (u8k): kk rounded up to 4, in quads */
-  int32_t u8k;                 /* byte core: w8, col as [kq][tile rows*OW][4] codes, wsum */
-  uint8_t *w8;                 /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
-  int32_t *wsum;               /* [M] sums of each output channel's weights: the zero point's correction */
-  int32_t *wd;                 /* [M] byte core: weight shift d of each output channel (s = v - d fits INT8) */
-  int32_t *psum;               /* [tile rows*OW] byte core with a shift: sums of each pixel's column codes */
-  int32_t shift;               /* some wd[m] != 0 */
-  int32_t tail, relu, scale_t; /* out32's float tail (mi__blis_qsrc_t), its scale's tensor */
-  float *tb;                   /* [M] the tail's bias, or NULL */
+  int16_t *wq;                        /* [M][ka], zero past kk (INT8, and INT4 depthwise) */
+  uint8_t *w4q;                       /* INT4: [M][ka/2] bytes, one per k pair (MI__QPACK_A4), zero past kk */
+  float *wf;                          /* depthwise: the weights as floats ([M][kk]), for the float SIMD planes */
+  int16_t *col;                       /* [ka/2][tile rows*OW][2] scratch: pairs of column rows of one tile */
+  int32_t *acc;                       /* [M/G][tile rows*OW] scratch (depthwise: [N*M][OH*OW]) */
+  int64_t kq;                         /* byte core (u8k): kk rounded up to 4, in quads */
+  int32_t u8k;                        /* byte core: w8, col as [kq][tile rows*OW][4] codes, wsum */
+  uint8_t *w8;                        /* [M][kq * 4] INT8 weights, zero past kk (in wq's storage) */
+  int32_t *wsum;                      /* [M] sums of each output channel's weights: the zero point's correction */
+  int32_t *wd;                        /* [M] byte core: weight shift d of each output channel (s = v - d fits INT8) */
+  int32_t *psum;                      /* [tile rows*OW] byte core with a shift: sums of each pixel's column codes */
+  int32_t shift;                      /* some wd[m] != 0 */
+  int32_t tail, relu, scale_t, res_t; /* out32's float tail (mi__blis_qsrc_t): scale, residual */
+  float *tb;                          /* [M] the tail's bias, or NULL */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
@@ -52,6 +52,7 @@ typedef struct qconv_task {
   int64_t g;
   int32_t zx;       /* x's zero point for this run */
   float fs;         /* the float tail's scale for this run */
+  const float *res; /* the tail's residual at y's offset, or NULL */
   int64_t oh0, oh1; /* the output rows of this tile (columns and sums of these rows only) */
 } qconv_task_t;
 
@@ -171,7 +172,9 @@ static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n
   int64_t i;
   if (q->ibias)
     for (i = 0; i < n; i++) acc[i] += q->ibias[oc];
-  if (q->tail) mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f, q->relu, yr);
+  if (q->tail)
+    mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f,
+                      t->res ? t->res + ((float *)yr - (float *)t->y) : NULL, q->relu, yr);
   else if (q->out32)
     memcpy(yr, acc, (size_t)n * sizeof *acc);
   else
@@ -295,6 +298,7 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   task.oh1 = c->OH;
   task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
   task.fs = q->tail ? *(const float *)t[q->scale_t] : 0.f;
+  task.res = q->tail && q->res_t >= 0 ? t[q->res_t] : NULL;
   if (q->dw) {
     task.x = t[c->x];
     task.y = t[c->y];
@@ -307,6 +311,7 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
       task.g = g;
       task.x = (const uint8_t *)t[c->x] + xo; /* 1-byte codes: byte offsets */
       task.y = (uint8_t *)t[c->y] + yo * yb;
+      task.res = task.res ? (const float *)t[q->res_t] + yo : NULL;
       /* Tiles of output rows whose columns (ka int16 per pixel) stay in cache between im2col
        * and the GEMM: a 96x80x80 3x3 conv's whole column matrix is 11 MB. */
       for (task.oh0 = 0; task.oh0 < c->OH; task.oh0 = task.oh1) {
@@ -397,6 +402,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if ((q->tail = src->tail) > 0) { /* the float tail: y is its output (blis_qlinear.c) */
     q->scale_t = src->scale_t;
     q->relu = src->relu;
+    q->res_t = src->res_t;
     q->tb = src->tb ? (float *)(q->wd + w->dims[0]) : NULL;
     for (i = 0; q->tb && i < w->dims[0]; i++) q->tb[i] = src->tb[src->ntb == 1 ? 0 : i];
     p->nodes_used = 1 + src->tail;

@@ -98,11 +98,13 @@ typedef struct mi__blis_qsrc {
   int32_t scale_t; /* tensor of the one FLOAT32 scale (read at each run) */
   const float *tb; /* bias per output channel (ntb = channels) or one (ntb = 1); NULL: no Add */
   int64_t ntb;
+  int32_t res_t; /* runtime FLOAT32 tensor of y's shape added after the bias (a residual), or -1 */
   int32_t relu;
 } mi__blis_qsrc_t;
-/* y[j] = relu((float)acc[j] * s + b): Cast, Mul, Add, Relu of the tail one rounding each, b added
+/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none): the tail's ops one rounding each, b added
  * only when has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
-void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, int relu, float *y);
+void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
+                       int relu, float *y);
 /* Integer Conv / Gemm-MatMul (B constant, 2-D) steps from a source. */
 int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
                              mi_error_t *err);

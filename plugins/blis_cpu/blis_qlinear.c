@@ -142,6 +142,14 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
       at++;
     }
   }
+  m = tail_node(p, at, "Add", cur, &other);
+  t = m ? mi__blis_tensor(p, other) : NULL;
+  if (t && !t->data && t->dtype == MI_DTYPE_FLOAT32 && mi_sdk_numel(t) == mi_sdk_numel(mi__blis_tensor(p, cur)) &&
+      mi_sdk_numel(mi__blis_tensor(p, m->outputs[0])) == mi_sdk_numel(t)) { /* a residual of y's shape */
+    src->res_t = other;
+    cur = m->outputs[0];
+    at++;
+  }
   if ((m = tail_node(p, at, "Relu", cur, &other))) {
     src->relu = 1;
     cur = m->outputs[0];
@@ -168,6 +176,7 @@ int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   src.y = mi__blis_out(n, 0);
   src.zx_t = -1;
   src.fbias = -1;
+  src.res_t = -1;
   src.alpha = src.beta = 1.;
   if (!weight_zp(mi__blis_tensor(p, mi__blis_in(n, qlin ? 5 : 3)), w, ch, &src.wz))
     return mi__blis_unsupported(err, n, "weight zero point must be a constant of the weight's dtype, per tensor or per output channel");

@@ -147,27 +147,30 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
 }
 
 __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, int64_t n, float s, int has_b, float b,
-                                                           int relu, float *y) {
+                                                           const float *res, int relu, float *y) {
   const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b), z = _mm512_setzero_ps();
   int64_t j;
   for (j = 0; j < n; j += 16) {
     __mmask16 km = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1u);
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, acc + j)), vs);
     if (has_b) v = _mm512_add_ps(v, vb);
+    if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res + j));
     if (relu) v = _mm512_max_ps(v, z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
     _mm512_mask_storeu_ps(y + j, km, v);
   }
 }
 
-void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, int relu, float *y) {
+void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
+                       int relu, float *y) {
   int64_t j;
   if (simd == MI__SIMD_AVX512) {
-    qv_ftail512(acc, n, s, has_b, b, relu, y);
+    qv_ftail512(acc, n, s, has_b, b, res, relu, y);
     return;
   }
   for (j = 0; j < n; j++) {
     float v = (float)acc[j] * s;
     if (has_b) v = v + b;
+    if (res) v = v + res[j];
     y[j] = relu ? (v > 0.f ? v : 0.f) : v;
   }
 }

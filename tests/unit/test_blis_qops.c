@@ -170,17 +170,17 @@ static void conv_integer_u8(int32_t zx, int32_t zw, int64_t c, int64_t k, int64_
 
 /* ONNX Runtime's dynamic conv with its float tail: DynamicQuantizeLinear -> ConvInteger (UINT8
  * weights, zero point 0 / 128 / 255 or per channel) -> Cast -> Mul by (x scale * w scale) [-> Add
- * bias [1,M,1,1]] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
+ * bias [1,M,1,1]] [-> Add of a runtime residual] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
  * product), every float equal to the unfused reference's bit for bit. */
-static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw) {
+static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int res) {
   mi_graph_t *g = graph(13);
   int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
-  int64_t bd[4] = {1, m, 1, 1};
+  int64_t bd[4] = {1, m, 1, 1}, rd[4] = {1, m, 13, 71};
   int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
   int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
                   mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t t[5], y = out(g, "y");
-  for (int i = 0; i < 5; i++) {
+  int32_t t[6], y = out(g, "y");
+  for (int i = 0; i < 6; i++) {
     char nm[8];
     snprintf(nm, sizeof nm, "t%d", i);
     t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
@@ -188,7 +188,8 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw) {
   int32_t wz = zw >= 0 ? codec(g, "wz", MI_DTYPE_UINT8, zw) : constant(g, "wz", MI_DTYPE_UINT8, 1, &m, NULL);
   int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], wz};
   int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
-  int32_t last = relu ? t[4] : y, scaled = bias ? t[3] : last, ad[2] = {scaled, 0};
+  int32_t last = relu ? t[4] : y, summed = res ? t[5] : last, scaled = bias ? t[3] : summed, ad[2] = {scaled, 0};
+  int32_t ra[2] = {res ? input(g, "r", MI_DTYPE_FLOAT32, 4, rd) : -1, summed};
   node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
   node(g, "Mul", 2, sm, 1, &t[2], 0);
   int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
@@ -198,12 +199,13 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw) {
   node(g, "Mul", 2, mm, 1, &scaled, 0);
   if (bias) {
     ad[1] = constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL);
-    node(g, "Add", 2, ad, 1, &last, 0);
+    node(g, "Add", 2, ad, 1, &summed, 0);
   }
+  if (res) node(g, "Add", 2, ra, 1, &last, 0);
   if (relu) node(g, "Relu", 1, &last, 1, &y, 0);
   char name[96];
-  snprintf(name, sizeof name, "ConvInteger + float tail, bias %d relu %d group %lld zw %d", bias, relu,
-           (long long)group, (int)zw);
+  snprintf(name, sizeof name, "ConvInteger + float tail, bias %d relu %d group %lld zw %d residual %d", bias, relu,
+           (long long)group, (int)zw, res);
   g_kernels = 3;
   run_case(g, name, 0);
   g_kernels = 0;
@@ -319,11 +321,13 @@ static void conv_integer_cases(void) {
   conv_integer_u8(255, 255, 5, 3, 11, 67); /* k 45 */
   conv_integer_u8(131, 128, 7, 1, 5, 130); /* no shift: u8 weights minus 128 fit INT8 */
   conv_integer_u8(17, 3, 2, 5, 300, 97);   /* k 50, several row tiles */
-  conv_integer_tail(1, 1, 1, 0);
-  conv_integer_tail(1, 0, 1, 255);
-  conv_integer_tail(0, 1, 1, 128);
-  conv_integer_tail(0, 0, 1, -1);
-  conv_integer_tail(1, 1, 6, -1); /* depthwise */
+  conv_integer_tail(1, 1, 1, 0, 0);
+  conv_integer_tail(1, 0, 1, 255, 0);
+  conv_integer_tail(0, 1, 1, 128, 0);
+  conv_integer_tail(0, 0, 1, -1, 0);
+  conv_integer_tail(1, 1, 6, -1, 0); /* depthwise */
+  conv_integer_tail(1, 1, 1, 3, 1);  /* residual Add before the Relu */
+  conv_integer_tail(0, 0, 6, -1, 1);
 }
 
 static void matmul_integer_cases(void) {

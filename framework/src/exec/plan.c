@@ -390,14 +390,15 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
  * Cast(FLOAT) -> Mul by one scale (the input's runtime scale times the weight's) [-> Add of a
  * constant bias] [-> Relu], as unit *u, for a device whose ConvInteger declares MI_FUSE_BIAS (the
  * int32 sums scaled, biased and clamped in its output stage, the same float operations in the
- * same order). 0 when the chain is not there. */
+ * same order); a residual Add of a runtime tensor of the output's shape may come before the Relu.
+ * 0 when the chain is not there. */
 static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
                           mi__unit_t *u) {
-  static const char *const ops[] = {"Cast", "Mul", "Add", "Relu"};
+  static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu"};
   int32_t cur = g->nodes[n].outputs[0];
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
-  for (int k = 0; k < 4 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
+  for (int k = 0; k < 5 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
     int32_t r = mi__graph_sole_reader(g, cur), other;
     const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
     if (!m || !is_op(g, r, ops[k]) || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
@@ -406,11 +407,12 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
       continue;
     }
     if (k == 0 && mi_node_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return 0;
-    if (k == 1 || k == 2) {
+    if (k >= 1 && k <= 3) {
       if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return 0;
       other = m->inputs[m->inputs[0] == cur ? 1 : 0];
       if (other < 0 || other == cur || g->tensors[other].dtype != MI_DTYPE_FLOAT32) return 0;
       if (k == 2 && !consts[other]) continue; /* a residual Add: not the bias */
+      if (k == 3 && (consts[other] || g->tensors[other].rank != g->tensors[cur].rank)) continue;
       if (k == 1 && g->tensors[other].rank != 0) {
         for (int32_t d = 0; d < g->tensors[other].rank; d++)
           if (g->tensors[other].dims[d] != 1) return 0;
