@@ -324,8 +324,8 @@ static void blis_fusion_capped(void) {
     p = mi_registry_find(reg, "blis-cpu");
     printf("simd cap %s\n", caps[lv]);
     if (p) {
-      auto_dwpw(p, 1);
-      auto_dwpw(p, 2);
+      auto_dwpw(p, 1, 0);
+      auto_dwpw(p, 2, 0);
     }
     mi_registry_destroy(reg);
   }
