@@ -438,11 +438,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   /* Default: depthwise direct, else Winograd (dense 3x3 stride 1, see blis_wino.c) or the
    * packed SIMD GEMM where the CPU has AVX2 or AVX-512, else BLIS (1x1 or im2col). */
   if (!p->variant)
-    c->variant = isdw                       ? MI__CONV_DW
-                 : mi__blis_wino_default(c) ? MI__CONV_WINO
-                 : c->simd != MI__SIMD_C    ? MI__CONV_PG
-                 : is1x1                    ? MI__CONV_1X1
-                                            : MI__CONV_IM2COL;
+    c->variant = isdw                                                       ? MI__CONV_DW
+                 : mi__blis_wino_default(c) || mi__blis_wino_dil_default(c) ? MI__CONV_WINO
+                 : c->simd != MI__SIMD_C                                    ? MI__CONV_PG
+                 : is1x1                                                    ? MI__CONV_1X1
+                                                                            : MI__CONV_IM2COL;
   else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16)
     c->variant = MI__CONV_PG;
   else if (strcmp(p->variant, "conv.im2col_gemm") == 0)
@@ -488,10 +488,20 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
                    ? MI__EK_ADD_RELU
                    : MI__EK_GENERIC;
   }
+  /* dilated Winograd, picked before the epilogue was known, gives way to conv.packed_gemm for a
+   * fused residual add (which it does not take) */
+  if (c->variant == MI__CONV_WINO && c->dh > 1 && c->epi_n && !mi__blis_wino_dil_fits(c)) {
+    int32_t en = c->epi_n, geo;
+    c->epi_n = 0;
+    geo = mi__blis_wino_dil_fits(c);
+    c->epi_n = en;
+    if (geo || !p->variant) c->variant = MI__CONV_PG;
+  }
   if (c->variant == MI__CONV_PG || c->variant == MI__CONV_DW || c->variant == MI__CONV_WINO) {
     int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
     if (si > 0 && si < p->ctx->simd_n) c->simd = p->ctx->simd_ids[si];
   }
+  if (c->variant == MI__CONV_WINO && c->dh > 1) return mi__blis_wino_dil_prep(p, s, c, err);
   if (c->variant == MI__CONV_WINO) return mi__blis_wino_prep(p, s, c, err);
   if (c->variant == MI__CONV_PG) {
     int64_t ohw = c->OH * c->OW;

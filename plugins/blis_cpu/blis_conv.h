@@ -184,6 +184,11 @@ int mi__blis_bn_fold(const mi__blis_prep_t *p, const mi_node_desc_t *n, int64_t 
 int mi__blis_wino_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_default(const mi__blis_conv_t *c); /* where the default picks it */
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
+/* The same for dilated 3x3 stride-1 convs as a batch of sub-grid convs (blis_wino_dil.c): pads
+ * equal to the dilation, H and W multiples of it, no fused residual add. */
+int mi__blis_wino_dil_fits(const mi__blis_conv_t *c);
+int mi__blis_wino_dil_default(const mi__blis_conv_t *c);
+int32_t mi__blis_wino_dil_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
 /* The zeroed state of a Conv or ConvTranspose node with room for `m` per-channel scales and
  * shifts (c->scale, c->shift) and its X, W and Y set; NULL with "out of memory" in err. */
 mi__blis_conv_t *mi__blis_conv_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, int64_t m,

@@ -278,6 +278,14 @@ static void packed_cases(tb_plugin_t *p) {
       {"winograd 1x9 plane", "conv.winograd", {1, 3, 1, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"winograd 7x150 plane", "conv.winograd", {1, 4, 7, 150, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"winograd 70x66, 4 blocks", "conv.winograd", {1, 9, 70, 66, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      /* dilated 3x3 as a mosaic of sub-grids (blis_wino_dil.c); sizes not divisible by the
+       * dilation take conv.packed_gemm by default */
+      {"winograd dilation 2, 16x20", "conv.winograd", {1, 8, 16, 20, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1}, 0},
+      {"winograd dilation 3, 2 images 21x18", "conv.winograd", {2, 5, 21, 18, 7, 3, 3, 1, 1, 3, 3, 3, 3, 3, 3, 1}, 0},
+      {"winograd dilation 5, 80x80", "conv.winograd", {1, 16, 80, 80, 17, 3, 3, 1, 1, 5, 5, 5, 5, 5, 5, 1}, 0},
+      {"default dilation 5, 80x80", NULL, {1, 16, 80, 80, 16, 3, 3, 1, 1, 5, 5, 5, 5, 5, 5, 1}, 0},
+      {"default dilation 5, 80x82", NULL, {1, 8, 80, 82, 8, 3, 3, 1, 1, 5, 5, 5, 5, 5, 5, 1}, 0},
+      {"default dilation 2, 81x80", NULL, {1, 8, 81, 80, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1}, 0},
   };
   int64_t ns = simd_choices(p), si;
   size_t i;
