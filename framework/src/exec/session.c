@@ -72,6 +72,14 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
   return mi__session_prepare(s, opts, err);
 }
 
+/* The session's private copy of g (made on first use) becomes the graph it runs. */
+static int32_t own_copy(mi_session_t *s, const mi_graph_t *g, mi_error_t *err) {
+  if (!s->own && !(s->own = mi_graph_clone(g)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
+  s->g = s->own;
+  return MI_OK;
+}
+
 MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
                                  const mi_session_options_t *opts, mi_session_t **out,
                                  mi_error_t *err) {
@@ -98,13 +106,7 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   }
   if (!shapes_concrete(g)) {
     /* The device needs concrete shapes; infer them on a private copy. */
-    s->own = mi_graph_clone(g);
-    if (!s->own) {
-      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
-      goto done;
-    }
-    if ((rc = mi_graph_infer_shapes(s->own, err))) goto done;
-    s->g = s->own;
+    if ((rc = own_copy(s, g, err)) || (rc = mi_graph_infer_shapes(s->own, err))) goto done;
     /* Static inference cannot see through value-dependent control flow (an If on an input):
      * one reference run on zero inputs shows the shapes, fixed from here on. */
     if (!shapes_concrete(s->g) && inputs_concrete(s->g)) {
@@ -120,20 +122,11 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   }
   if (mi__qdq_params_missing(s->g)) {
     /* A QDQ model from a file: its quantization into the tensor fields, on a private copy. */
-    if (!s->own && !(s->own = mi_graph_clone(g))) {
-      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
-      goto done;
-    }
-    s->g = s->own;
-    if ((rc = mi__qdq_params_set(s->own, err))) goto done;
+    if ((rc = own_copy(s, g, err)) || (rc = mi__qdq_params_set(s->own, err))) goto done;
   }
   if (mi__graph_pad_foldable(s->g)) {
     /* Zero Pads before Convs become the Convs' padding, on a private copy. */
-    if (!s->own && !(s->own = mi_graph_clone(g))) {
-      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
-      goto done;
-    }
-    s->g = s->own;
+    if ((rc = own_copy(s, g, err))) goto done;
     if (mi__graph_fold_pads(s->own) < 0) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory folding Pad nodes");
       goto done;

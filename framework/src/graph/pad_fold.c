@@ -55,6 +55,8 @@ static int32_t fold_target(const mi_graph_t *g, int32_t p, int64_t *amounts) {
       c->inputs[0] != out || c->inputs[1] == out)
     return -1;
   if (strcmp(mi_node_attr_string(c, "auto_pad", "NOTSET"), "NOTSET")) return -1;
+  const mi_attr_t *cp = mi_node_attr(c, "pads"); /* absent, or 2 per spatial dim */
+  if (cp && (cp->type != MI_ATTR_INTS || cp->count != 2 * (rank - 2))) return -1;
   return conv;
 }
 
@@ -75,7 +77,6 @@ int32_t mi__graph_fold_pads(mi_graph_t *g) {
     rank = g->tensors[g->nodes[i].inputs[0]].rank;
     sp = rank - 2;
     cp = mi_node_attr(&g->nodes[conv], "pads");
-    if (cp && (cp->type != MI_ATTR_INTS || cp->count != 2 * sp)) continue;
     for (int32_t k = 0; k < sp; k++) {
       pads[k] = (cp ? cp->ints[k] : 0) + amounts[2 + k];
       pads[sp + k] = (cp ? cp->ints[sp + k] : 0) + amounts[rank + 2 + k];
