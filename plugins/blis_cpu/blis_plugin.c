@@ -416,7 +416,9 @@ static int32_t buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t byte
   if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_alloc: out is NULL");
   *out = NULL;
   b = calloc(1, sizeof *b);
-  if (!b || !(b->data = mi__blis_calloc(ctx, bytes ? bytes : 1))) {
+  /* Not zeroed: the host writes every byte of a tensor before reading it (its memory plan reuses
+   * buffers, so a kernel cannot count on zeros anyway), and zeroing made every page resident. */
+  if (!b || !(b->data = mi__blis_alloc(ctx, bytes ? bytes : 1))) {
     free(b);
     return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu buffer_alloc: out of memory");
   }

@@ -69,7 +69,12 @@ static int32_t open_device(mi_plugin_ctx_t *ctx, vk_device_t *d, mi_error_t *err
   d->dsl = d->shared->dsl;
   d->layout = d->shared->layout;
   if (mi__vk_cache_open(ctx, d, err) != MI_OK) return err ? err->code : MI_ERR_DEVICE;
-  return mi__vk_buffer_alloc(ctx, (uint32_t)(d - ctx->devs), 64, &d->dummy, err);
+  {
+    int32_t rc = mi__vk_buffer_alloc(ctx, (uint32_t)(d - ctx->devs), 64, &d->dummy, err);
+    if (rc != MI_OK) return rc;
+  }
+  memset(d->dummy->map, 0, 64); /* bound to unused slots: reads there see zeros */
+  return MI_OK;
 }
 
 int32_t mi__vk_devices_open(mi_plugin_ctx_t *ctx, mi_error_t *err) {

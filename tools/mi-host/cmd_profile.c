@@ -240,6 +240,9 @@ static void print_profile(FILE *f, const char *spec, const mi_profile_t *p, cons
   if (p->peak_memory_source)
     fprintf(f, "  peak memory %.1f MiB (%s)", (double)p->peak_memory_bytes / 1048576.0,
             p->peak_memory_source == 1 ? "device counter" : "worker RSS");
+  if (p->planned_memory_bytes)
+    fprintf(f, "\n  tensor memory %.1f MiB planned (one buffer per tensor: %.1f MiB)",
+            (double)p->planned_memory_bytes / 1048576.0, (double)p->unplanned_memory_bytes / 1048576.0);
   fputc('\n', f);
   layer_table(f, g, p, 0);
 }
@@ -293,7 +296,9 @@ static void json_profile(FILE *f, const char *spec, const mi_profile_t *p, const
       fputs("null", f);
     fprintf(f, ",\"energy_source\":%s", !p->has_energy ? "null" : p->energy_modeled ? "\"modeled\""
                                                                                     : "\"measured\"");
-    fprintf(f, ",\"peak_memory_bytes\":%llu", (unsigned long long)p->peak_memory_bytes);
+    fprintf(f, ",\"peak_memory_bytes\":%llu,\"planned_memory_bytes\":%llu,\"unplanned_memory_bytes\":%llu",
+            (unsigned long long)p->peak_memory_bytes, (unsigned long long)p->planned_memory_bytes,
+            (unsigned long long)p->unplanned_memory_bytes);
     fprintf(f, ",\"layers\":%s,\"table\":", layers ? layers : "[]");
     layer_table(f, g, p, 1);
     fputc('}', f);

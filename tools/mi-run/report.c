@@ -70,11 +70,15 @@ static void print_dims(FILE *f, const mi_array_t *a) {
 
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   int32_t nf = mi_session_fallback_count(s->session);
+  uint64_t planned = 0, unplanned = 0, live = 0;
   fprintf(f, "model: %s\ndevice: %s\n", s->opts->model, s->opts->device);
   fprintf(f, "constant folding: %d nodes folded\n", (int)s->folded);
   if (s->xf) run_print_passes(f, s->xf, 0);
   if (s->session && mi_session_kernel_count(s->session) >= 0)
     fprintf(f, "device kernels: %d\n", (int)mi_session_kernel_count(s->session));
+  if (mi_session_memory(s->session, &planned, &unplanned, &live))
+    fprintf(f, "tensor memory: %.1f MiB planned (one buffer per tensor: %.1f MiB; most live at one step: %.1f MiB)\n",
+            (double)planned / 1048576.0, (double)unplanned / 1048576.0, (double)live / 1048576.0);
   for (int32_t i = 0; i < mi_session_unfused_count(s->session); i++)
     fprintf(f, "not fused: %s\n", mi_session_unfused(s->session, i));
   fprintf(f, "fallback nodes: %s", nf ? "" : "none");
@@ -130,6 +134,7 @@ static void json_stats(FILE *f, const run_stats_t *st) {
 int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   int32_t rc = MI_OK;
   int32_t nf = mi_session_fallback_count(s->session);
+  uint64_t planned = 0, unplanned = 0, live = 0;
   fputs("{\"model\": ", f);
   run_json_string(f, s->opts->model);
   fputs(", \"device\": ", f);
@@ -156,6 +161,9 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   fprintf(f, ", \"warmup\": %d, \"folded_nodes\": %d", s->warmup, (int)s->folded);
   if (mi_session_kernel_count(s->session) >= 0)
     fprintf(f, ", \"device_kernels\": %d", (int)mi_session_kernel_count(s->session));
+  if (mi_session_memory(s->session, &planned, &unplanned, &live))
+    fprintf(f, ", \"tensor_memory\": {\"planned_bytes\": %llu, \"unplanned_bytes\": %llu, \"live_peak_bytes\": %llu}",
+            (unsigned long long)planned, (unsigned long long)unplanned, (unsigned long long)live);
   if (s->xf) run_print_passes(f, s->xf, 1);
   if (s->has_device_time) {
     fputs(", \"device_time_ms\": ", f);

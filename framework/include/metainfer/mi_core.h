@@ -247,6 +247,9 @@ typedef struct mi_session_options {
    * activations, clamps, hard-swish, residual Add) run in the conv's kernel where the device's
    * conv variants declare those fuse bits. */
   int32_t no_auto_fuse;
+  /* 1: one device buffer per runtime tensor, as before the memory plan (a baseline for
+   * measuring it). By default tensors whose lifetimes do not overlap share buffers. */
+  int32_t no_memory_plan;
 } mi_session_options_t;
 
 /** A graph prepared for one device: kernels prepared, constants uploaded. */
@@ -281,6 +284,12 @@ MI_API int32_t mi_session_kernel_count(const mi_session_t *s);
  * points *nodes at them (valid while the session lives); 0 for a bad index. */
 MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,
                                        const int32_t **nodes);
+/** Device memory of the session's runtime tensors: bytes its buffers take under the memory plan,
+ * bytes one buffer per tensor would take, and the most bytes live at any one step (the bound for
+ * any plan). Returns 1 and sets the non-NULL outputs; 0 on the reference path or for NULL. Kernel
+ * workspaces, weights and nested sessions are not included. */
+MI_API int mi_session_memory(const mi_session_t *s, uint64_t *planned, uint64_t *unplanned,
+                             uint64_t *live_peak);
 /** Multi-node kernels the device refused, so that their nodes ran one kernel each: count, and
  * one line each ("group of 'conv1' (3 nodes): <the plugin's reason>"). */
 MI_API int32_t mi_session_unfused_count(const mi_session_t *s);

@@ -135,6 +135,10 @@ typedef struct mi_profile {
    * when unreadable, and the online CPUs it is to be read against. */
   double load1;
   int32_t cpus;
+  /* Added: the session's device memory plan for its runtime tensors (mi_session_memory): bytes
+   * allocated, and what one buffer per tensor would take; 0 on the reference path. */
+  uint64_t planned_memory_bytes;
+  uint64_t unplanned_memory_bytes;
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`

@@ -35,9 +35,14 @@ struct mi_session {
   /* Per tensor: its constant value (a view of an initializer or an owned folded array). */
   mi_array_t **consts;
   uint8_t *const_owned;
-  mi_buffer_t **bufs; /* per tensor: device buffer, NULL when no device kernel touches it */
-  uint8_t *buf_alias; /* per tensor: bufs[t] is another tensor's buffer (not freed with t) */
-  uint64_t *buf_bytes;
+  mi_buffer_t **bufs;  /* per tensor: device buffer, NULL when no device kernel touches it */
+  uint64_t *buf_bytes; /* per tensor: its stored bytes (its allocation may be larger) */
+  /* The device allocations bufs[] point into (memplan.c): tensors whose lifetimes do not
+   * overlap share one. Bytes allocated, bytes one buffer per tensor would take, and the most
+   * bytes live at one step. */
+  mi_buffer_t **allocs;
+  int32_t alloc_count;
+  uint64_t mem_planned, mem_unplanned, mem_live_peak;
   /* Per tensor: how its device buffer is stored (mi_layout, block). Host copies are always
    * logical (ONNX order, what the reference interpreter reads); the transfers convert. */
   int8_t *dlayout;
@@ -218,6 +223,12 @@ typedef struct mi__nested mi__nested_t;
 int32_t mi__nested_if(mi_session_t *s, int32_t node, const mi_array_t *const *ins,
                       mi_array_t **outs, mi_error_t *err);
 void mi__nested_free(mi_session_t *s);
+
+/* The device memory plan (memplan.c): lifetimes of the runtime tensors device steps touch over
+ * the step order, then one allocation per group of tensors whose lifetimes do not overlap (with
+ * plan == 0 one per tensor, as a baseline); sets each step's alias flag, bufs and buf_bytes. */
+int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err);
+void mi__memplan_free(mi_session_t *s);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

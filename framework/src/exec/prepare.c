@@ -386,60 +386,6 @@ static int32_t prepare_all(prep_t *p, mi_error_t *err) {
   return MI_OK;
 }
 
-/* A single Reshape, Flatten, Squeeze, Unsqueeze or Identity node between two plain (NCHW-stored)
- * tensors of the same dtype and bytes: the same bytes in the same order, so its output can be its
- * input's buffer instead of a copy (oww-hello-deepa's Flatten: 5% of the model as a copy). Each
- * tensor is written once per run, by the step that makes it, so the two never differ. */
-static int aliasable(const mi_session_t *s, const mi__step_t *st) {
-  static const char *const ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
-  const mi_tensor_t *x, *y;
-  int ok = 0, okx, oky;
-  size_t i;
-  if (st->node_count != 1 || st->input_count < 1 || st->output_count != 1) return 0;
-  for (i = 0; i < sizeof ops / sizeof ops[0]; i++) ok |= strcmp(s->g->nodes[st->node].op_type, ops[i]) == 0;
-  x = &s->g->tensors[st->inputs[0]];
-  y = &s->g->tensors[st->outputs[0]];
-  if (!ok || x != &s->g->tensors[s->g->nodes[st->node].inputs[0]] || x->dtype != y->dtype ||
-      s->dlayout[st->inputs[0]] != MI_LAYOUT_NCHW || s->dlayout[st->outputs[0]] != MI_LAYOUT_NCHW ||
-      s->bufs[st->outputs[0]])
-    return 0;
-  return mi__stored_bytes(x, MI_LAYOUT_NCHW, 0, &okx) == mi__stored_bytes(y, MI_LAYOUT_NCHW, 0, &oky) && okx &&
-         oky;
-}
-
-/* Device buffers: one per runtime tensor a device kernel touches, in its stored layout, but one
- * for both tensors of an aliasable step. */
-static int32_t alloc_buffers(mi_session_t *s, mi_error_t *err) {
-  const mi_plugin_t *p = s->plugin;
-  for (int32_t i = 0; i < s->step_count; i++) {
-    mi__step_t *st = &s->steps[i];
-    if (st->kind != MI__STEP_DEVICE) continue;
-    st->alias = aliasable(s, st);
-    for (int32_t j = 0; j < st->input_count + st->output_count; j++) {
-      int32_t t = j < st->input_count ? st->inputs[j] : st->outputs[j - st->input_count];
-      mi_error_t perr = {0};
-      int ok;
-      int32_t rc;
-      if (s->bufs[t]) continue;
-      if (st->alias && j == st->input_count) {
-        s->bufs[t] = s->bufs[st->inputs[0]];
-        s->buf_bytes[t] = s->buf_bytes[st->inputs[0]];
-        s->buf_alias[t] = 1;
-        continue;
-      }
-      s->buf_bytes[t] = mi__stored_bytes(&s->g->tensors[t], s->dlayout[t], s->dblock[t], &ok);
-      rc = p->api.buffer_alloc(p->ctx, s->device, s->buf_bytes[t] ? s->buf_bytes[t] : 1,
-                               &s->bufs[t], &perr);
-      if (rc == MI_OK && !s->bufs[t]) rc = MI_ERR_INTERNAL;
-      if (rc)
-        return mi_errorf(err, rc, "tensor '%s': cannot allocate %llu device bytes: %s",
-                         s->g->tensors[t].name, (unsigned long long)s->buf_bytes[t],
-                         perr.message[0] ? perr.message : mi_status_message(rc));
-    }
-  }
-  return MI_OK;
-}
-
 int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err) {
   const mi_graph_t *g = s->g;
   prep_t p;
@@ -482,7 +428,7 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
                            !OPT(opts, no_auto_fuse, 0), pinned, err)))
     goto done;
   if ((rc = prepare_all(&p, err))) goto done;
-  rc = alloc_buffers(s, err);
+  rc = mi__memplan(s, !OPT(opts, no_memory_plan, 0), err);
 done:
   mi__plan_free(&p.plan);
   free(pinned);

@@ -44,13 +44,12 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
   s->const_owned = calloc((size_t)nt + 1, 1);
   s->bufs = calloc((size_t)nt + 1, sizeof *s->bufs);
   s->buf_bytes = calloc((size_t)nt + 1, sizeof *s->buf_bytes);
-  s->buf_alias = calloc((size_t)nt + 1, 1);
   s->hval = calloc((size_t)nt + 1, sizeof *s->hval);
   s->hown = calloc((size_t)nt + 1, sizeof *s->hown);
   s->on_device = calloc((size_t)nt + 1, 1);
   s->dlayout = calloc((size_t)nt + 1, sizeof *s->dlayout);
   s->dblock = calloc((size_t)nt + 1, sizeof *s->dblock);
-  if (!s->steps || !s->consts || !s->const_owned || !s->bufs || !s->buf_bytes || !s->buf_alias || !s->hval ||
+  if (!s->steps || !s->consts || !s->const_owned || !s->bufs || !s->buf_bytes || !s->hval ||
       !s->hown || !s->on_device || !s->dlayout || !s->dblock)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory creating a session");
   if (knob_count > 0) {
@@ -153,8 +152,8 @@ MI_API void mi_session_destroy(mi_session_t *s) {
     free(s->steps[i].nodes);
   }
   free(s->steps);
+  if (p) mi__memplan_free(s);
   for (int32_t t = 0; s->g && t < s->g->tensor_count; t++) {
-    if (s->bufs && s->bufs[t] && !(s->buf_alias && s->buf_alias[t])) p->api.buffer_free(p->ctx, s->bufs[t]);
     if (s->consts && s->consts[t]) {
       if (s->const_owned[t])
         mi_array_destroy(s->consts[t]);
@@ -167,7 +166,6 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->const_owned);
   free(s->bufs);
   free(s->buf_bytes);
-  free(s->buf_alias);
   free(s->hval);
   free(s->hown);
   free(s->on_device);
@@ -252,6 +250,15 @@ MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,
     return st->node_count > 1 ? st->node_count : 1;
   }
   return 0;
+}
+
+MI_API int mi_session_memory(const mi_session_t *s, uint64_t *planned, uint64_t *unplanned,
+                             uint64_t *live_peak) {
+  if (!s || !s->plugin) return 0;
+  if (planned) *planned = s->mem_planned;
+  if (unplanned) *unplanned = s->mem_unplanned;
+  if (live_peak) *live_peak = s->mem_live_peak;
+  return 1;
 }
 
 MI_API int32_t mi_session_unfused_count(const mi_session_t *s) {

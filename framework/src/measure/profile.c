@@ -371,6 +371,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   if ((rc = mi_session_create(g, plugin, device, so, &p.s, err))) goto done;
   r->prepare_s = mi__now_s() - t0;
   r->fallback_count = mi_session_fallback_count(p.s);
+  mi_session_memory(p.s, &r->planned_memory_bytes, &r->unplanned_memory_bytes, NULL);
   if (o.flush_cache && r->desc.kind == MI_DEVICE_CPU) {
     p.flush_bytes = r->desc.cache_bytes ? 2 * r->desc.cache_bytes : (32u << 20);
     if (p.flush_bytes > (256u << 20)) p.flush_bytes = 256u << 20;

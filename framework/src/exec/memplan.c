@@ -1,0 +1,247 @@
+/* memplan.c - the session's static device memory plan: tensor lifetimes over the step order,
+ * then tensors whose lifetimes do not overlap share one device allocation (greedy by size,
+ * best fit), so a run needs the memory of its widest point rather than of every tensor. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/exec.h"
+
+/* A single Reshape, Flatten, Squeeze, Unsqueeze or Identity node between two plain (NCHW-stored)
+ * tensors of the same dtype and bytes: the same bytes in the same order, so its output can be its
+ * input's buffer instead of a copy (oww-hello-deepa's Flatten: 5% of the model as a copy). Each
+ * tensor is written once per run, by the step that makes it, so the two never differ; the plan
+ * gives both one lifetime (the union of theirs). */
+static int aliasable(const mi_session_t *s, const mi__step_t *st) {
+  static const char *const ops[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  const mi_tensor_t *x, *y;
+  int ok = 0, okx, oky;
+  size_t i;
+  if (st->node_count != 1 || st->input_count < 1 || st->output_count != 1) return 0;
+  for (i = 0; i < sizeof ops / sizeof ops[0]; i++) ok |= strcmp(s->g->nodes[st->node].op_type, ops[i]) == 0;
+  x = &s->g->tensors[st->inputs[0]];
+  y = &s->g->tensors[st->outputs[0]];
+  if (!ok || x != &s->g->tensors[s->g->nodes[st->node].inputs[0]] || x->dtype != y->dtype ||
+      s->dlayout[st->inputs[0]] != MI_LAYOUT_NCHW || s->dlayout[st->outputs[0]] != MI_LAYOUT_NCHW)
+    return 0;
+  return mi__stored_bytes(x, MI_LAYOUT_NCHW, 0, &okx) == mi__stored_bytes(y, MI_LAYOUT_NCHW, 0, &oky) && okx &&
+         oky;
+}
+
+typedef struct plan_tmp {
+  int32_t *root;         /* union-find over tensors that share bytes through alias steps */
+  int32_t *first, *last; /* per root: steps that touch any of its tensors; -1 when none does */
+  uint8_t *device;       /* per root: a device step touches it, so it needs a buffer */
+  uint64_t *bytes;       /* per root: stored bytes */
+  int32_t *slot;         /* per root: its allocation */
+} plan_tmp_t;
+
+static int32_t find(int32_t *root, int32_t t) {
+  while (root[t] != t) t = root[t] = root[root[t]];
+  return t;
+}
+
+static void touch(plan_tmp_t *m, int32_t t, int32_t step, int device) {
+  if (t < 0) return;
+  t = find(m->root, t);
+  if (m->first[t] < 0 || step < m->first[t]) m->first[t] = step;
+  if (step > m->last[t]) m->last[t] = step;
+  m->device[t] |= (uint8_t)device;
+}
+
+/* Lifetimes in step positions: a tensor lives from the first step that touches it (its producer,
+ * or for a graph input its first reader, which uploads it) to the last that reads it, host steps
+ * included (they download it). Graph outputs live to the end (the run downloads them last). A
+ * step's inputs and outputs all live at that step, so no kernel gets one buffer twice. */
+static void lifetimes(const mi_session_t *s, plan_tmp_t *m) {
+  const mi_graph_t *g = s->g;
+  for (int32_t i = 0; i < s->step_count; i++) {
+    mi__step_t *st = &s->steps[i];
+    if (st->kind == MI__STEP_DEVICE && (st->alias = aliasable(s, st)))
+      m->root[find(m->root, st->outputs[0])] = find(m->root, st->inputs[0]);
+  }
+  for (int32_t i = 0; i < s->step_count; i++) {
+    const mi__step_t *st = &s->steps[i];
+    if (st->kind == MI__STEP_DEVICE) {
+      for (int32_t j = 0; j < st->input_count; j++) touch(m, st->inputs[j], i, 1);
+      for (int32_t j = 0; j < st->output_count; j++) touch(m, st->outputs[j], i, 1);
+    } else if (st->kind == MI__STEP_HOST) {
+      /* A node with subgraphs lists the outer values its branches capture among its inputs. */
+      const mi_node_t *n = &g->nodes[st->node];
+      for (int32_t j = 0; j < n->input_count; j++) touch(m, n->inputs[j], i, 0);
+      for (int32_t j = 0; j < n->output_count; j++) touch(m, n->outputs[j], i, 0);
+    }
+  }
+  for (int32_t i = 0; i < g->output_count; i++) touch(m, g->outputs[i], s->step_count, 0);
+}
+
+/* An NCHWc tensor whose channels do not fill the last block: the ABI promises its padding
+ * channels read zero, and not every kernel writes them, so it keeps a zeroed buffer of its own. */
+static int padded(const mi_session_t *s, int32_t t) {
+  int ok;
+  const mi_tensor_t *x = &s->g->tensors[t];
+  return s->dlayout[t] == MI_LAYOUT_NCHWC &&
+         mi__stored_bytes(x, MI_LAYOUT_NCHWC, s->dblock[t], &ok) != mi__tensor_bytes(x, &ok);
+}
+
+typedef struct root_key {
+  uint64_t bytes;
+  int32_t t;
+} root_key_t;
+
+/* The most bytes live at any one step: what a plan with offsets in one arena could reach at
+ * best, the bound the plan's own figure is judged against. */
+static void live_peak(mi_session_t *s, const plan_tmp_t *m, const root_key_t *keys, int32_t n) {
+  int64_t *delta = calloc((size_t)s->step_count + 2, sizeof *delta), live = 0;
+  if (!delta) return;
+  for (int32_t k = 0; k < n; k++) {
+    delta[m->first[keys[k].t]] += (int64_t)keys[k].bytes;
+    delta[m->last[keys[k].t] + 1] -= (int64_t)keys[k].bytes;
+  }
+  for (int32_t i = 0; i <= s->step_count; i++)
+    if ((live += delta[i]) > (int64_t)s->mem_live_peak) s->mem_live_peak = (uint64_t)live;
+  free(delta);
+}
+
+static int by_bytes_desc(const void *a, const void *b) {
+  const root_key_t *x = a, *y = b;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? 1 : -1;
+  return x->t < y->t ? -1 : x->t > y->t; /* ties by index: the plan is reproducible */
+}
+
+/* Greedy by size: the largest tensors first, each into the smallest allocation none of whose
+ * tensors' lifetimes overlaps its own, else into a new one. Largest first means an allocation's
+ * size is set by its first tensor and every later one fits. Returns the allocation count. */
+static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order, int32_t n,
+                      int plan, uint64_t *size, uint8_t *priv, int32_t *head, int32_t *next) {
+  int32_t count = 0;
+  for (int32_t k = 0; k < n; k++) {
+    int32_t t = order[k], best = -1;
+    int shared = plan && !padded(s, t);
+    for (int32_t a = 0; shared && a < count; a++) {
+      int free_span = !priv[a];
+      for (int32_t u = head[a]; free_span && u >= 0; u = next[u])
+        free_span = m->last[u] < m->first[t] || m->last[t] < m->first[u];
+      if (free_span && (best < 0 || size[a] < size[best])) best = a;
+    }
+    if (best < 0) {
+      best = count++;
+      size[best] = m->bytes[t];
+      priv[best] = (uint8_t)padded(s, t);
+      head[best] = -1;
+    }
+    m->slot[t] = best;
+    next[t] = head[best];
+    head[best] = t;
+  }
+  return count;
+}
+
+static void tmp_free(plan_tmp_t *m) {
+  free(m->root);
+  free(m->first);
+  free(m->last);
+  free(m->device);
+  free(m->bytes);
+  free(m->slot);
+}
+
+/* Writes zeros over a private buffer: plugins need not zero what they allocate. */
+static int32_t zero_fill(mi_session_t *s, mi_buffer_t *b, uint64_t bytes, mi_error_t *perr) {
+  const mi_plugin_t *p = s->plugin;
+  void *z = calloc(1, bytes ? bytes : 1);
+  int32_t rc;
+  if (!z) return mi_errorf(perr, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  rc = p->api.buffer_write(p->ctx, b, 0, z, bytes, perr);
+  free(z);
+  return rc;
+}
+
+static int32_t alloc_all(mi_session_t *s, plan_tmp_t *m, const int32_t *order, int32_t n,
+                         const uint64_t *size, const uint8_t *priv, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  for (int32_t k = 0; k < n; k++) {
+    int32_t t = order[k], a = m->slot[t];
+    mi_error_t perr = {0};
+    int32_t rc = MI_OK;
+    uint64_t bytes = size[a];
+    if (s->allocs[a]) continue; /* the largest tensor of a shared allocation made it */
+    rc = p->api.buffer_alloc(p->ctx, s->device, bytes ? bytes : 1, &s->allocs[a], &perr);
+    if (rc == MI_OK && !s->allocs[a]) rc = mi_errorf(&perr, MI_ERR_INTERNAL, "no buffer returned");
+    if (rc == MI_OK && priv[a]) rc = zero_fill(s, s->allocs[a], bytes, &perr);
+    if (rc)
+      return mi_errorf(err, rc, "tensor '%s': cannot allocate %llu device bytes: %s", s->g->tensors[t].name,
+                       (unsigned long long)bytes, perr.message[0] ? perr.message : mi_status_message(rc));
+    s->mem_planned += bytes;
+  }
+  return MI_OK;
+}
+
+int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err) {
+  const mi_graph_t *g = s->g;
+  int32_t nt = g->tensor_count, n = 0, rc = MI_OK;
+  plan_tmp_t m;
+  root_key_t *keys = malloc((size_t)nt * sizeof *keys + 1);
+  int32_t *order = malloc((size_t)nt * sizeof *order + 1);
+  int32_t *head = malloc((size_t)nt * sizeof *head + 1);
+  int32_t *next = malloc((size_t)nt * sizeof *next + 1);
+  uint64_t *size = calloc((size_t)nt + 1, sizeof *size);
+  uint8_t *priv = calloc((size_t)nt + 1, 1);
+  m.root = malloc((size_t)nt * sizeof *m.root + 1);
+  m.first = malloc((size_t)nt * sizeof *m.first + 1);
+  m.last = malloc((size_t)nt * sizeof *m.last + 1);
+  m.device = calloc((size_t)nt + 1, 1);
+  m.bytes = calloc((size_t)nt + 1, sizeof *m.bytes);
+  m.slot = malloc((size_t)nt * sizeof *m.slot + 1);
+  if (!keys || !order || !head || !next || !size || !priv || !m.root || !m.first || !m.last ||
+      !m.device || !m.bytes || !m.slot) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory planning device memory");
+    goto done;
+  }
+  for (int32_t t = 0; t < nt; t++) {
+    m.root[t] = t;
+    m.first[t] = m.last[t] = -1;
+  }
+  lifetimes(s, &m);
+  for (int32_t t = 0; t < nt; t++) {
+    int ok;
+    if (find(m.root, t) != t || !m.device[t]) continue;
+    m.bytes[t] = mi__stored_bytes(&g->tensors[t], s->dlayout[t], s->dblock[t], &ok);
+    s->mem_unplanned += m.bytes[t];
+    keys[n].bytes = m.bytes[t];
+    keys[n++].t = t;
+  }
+  live_peak(s, &m, keys, n);
+  qsort(keys, (size_t)n, sizeof *keys, by_bytes_desc);
+  for (int32_t k = 0; k < n; k++) order[k] = keys[k].t;
+  s->alloc_count = assign(s, &m, order, n, plan, size, priv, head, next);
+  if (!(s->allocs = calloc((size_t)s->alloc_count + 1, sizeof *s->allocs))) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory planning device memory");
+    goto done;
+  }
+  if ((rc = alloc_all(s, &m, order, n, size, priv, err))) goto done;
+  for (int32_t t = 0; t < nt; t++) {
+    int32_t r = find(m.root, t);
+    int ok;
+    if (!m.device[r]) continue;
+    s->bufs[t] = s->allocs[m.slot[r]];
+    s->buf_bytes[t] = mi__stored_bytes(&g->tensors[t], s->dlayout[t], s->dblock[t], &ok);
+  }
+done:
+  tmp_free(&m);
+  free(keys);
+  free(order);
+  free(head);
+  free(next);
+  free(size);
+  free(priv);
+  return rc;
+}
+
+void mi__memplan_free(mi_session_t *s) {
+  const mi_plugin_t *p = s->plugin;
+  for (int32_t a = 0; s->allocs && a < s->alloc_count; a++)
+    if (s->allocs[a]) p->api.buffer_free(p->ctx, s->allocs[a]);
+  free(s->allocs);
+  s->allocs = NULL;
+  s->alloc_count = 0;
+}
