@@ -76,22 +76,10 @@ static mi_graph_t *build(int kind) {
   return g;
 }
 
-static mi_session_t *make(const mi_graph_t *g, mi_plugin_t *p, int plan) {
-  mi_session_options_t o;
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
-  o.no_auto_fuse = 1; /* one kernel per node: the most tensors in device buffers */
-  o.no_memory_plan = !plan;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
-  return s;
-}
-
 static void on_plugin(mi_plugin_t *p, int kind) {
   mi_graph_t *g = build(kind);
-  mi_session_t *planned = make(g, p, 1), *plain = make(g, p, 0);
+  /* one kernel per node: the most tensors in device buffers */
+  mi_session_t *planned = session_with(g, p, 1, 0), *plain = session_with(g, p, 1, 1);
   uint64_t mp = 0, mu = 0, live = 0, pp = 0, pu = 0;
   int32_t kernels = mi_session_kernel_count(planned);
   CHECK(mi_session_memory(planned, &mp, &mu, &live) == 1, "%s %s: no memory figures", p->name, names[kind]);
@@ -141,17 +129,7 @@ static void blis_cpu(void) {
   if (p) all_cases(p);
 }
 
-static void others(void) {
-  static const char *const plugins[] = {"opencl", "vulkan", "npu-stub"};
-  for (size_t i = 0; i < 3; i++) {
-    mi_plugin_t *p = mi_registry_find(r, plugins[i]);
-    if (p) all_cases(p);
-    else if (!tu_plugin_built(plugins[i]))
-      printf("%s: not built here, skipped\n", plugins[i]);
-    else
-      CHECK(0, "%s was built but the loader refused it", plugins[i]);
-  }
-}
+static void others(void) { other_plugins(r, all_cases); }
 
 static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(others)};
 TU_MAIN(setup, teardown)

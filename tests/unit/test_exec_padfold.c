@@ -102,17 +102,7 @@ static void blis_cpu(void) {
   if (p) on_plugin(p);
 }
 
-static void others(void) {
-  static const char *const names[] = {"opencl", "vulkan", "npu-stub"};
-  for (size_t i = 0; i < 3; i++) {
-    mi_plugin_t *p = mi_registry_find(r, names[i]);
-    if (p) on_plugin(p);
-    else if (!tu_plugin_built(names[i]))
-      printf("%s: not built here, skipped\n", names[i]);
-    else
-      CHECK(0, "%s was built but the loader refused it", names[i]);
-  }
-}
+static void others(void) { other_plugins(r, on_plugin); }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(blis_cpu),

@@ -64,29 +64,39 @@ static inline mi_array_t *input_for(const mi_graph_t *g, uint64_t seed) {
   return a;
 }
 
-static inline mi_session_t *session(const mi_graph_t *g, mi_plugin_t *p) {
+/* A session with host fallback; no_auto_fuse: without the session's own fused groups (one kernel
+ * per node unless the graph's groups say otherwise); no_memory_plan: one device buffer per
+ * tensor (mi_session_options_t). */
+static inline mi_session_t *session_with(const mi_graph_t *g, mi_plugin_t *p, int no_auto_fuse,
+                                         int no_memory_plan) {
   mi_session_options_t o;
   mi_session_t *s = NULL;
   mi_error_t err = {0};
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.allow_host_fallback = 1;
+  o.no_auto_fuse = no_auto_fuse;
+  o.no_memory_plan = no_memory_plan;
   if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
   return s;
 }
 
-/* The same without the session's own fused groups (mi_session_options_t.no_auto_fuse): one
- * kernel per node unless the graph's groups say otherwise. */
-static inline mi_session_t *session_plain(const mi_graph_t *g, mi_plugin_t *p) {
-  mi_session_options_t o;
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
-  o.no_auto_fuse = 1;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
-  return s;
+static inline mi_session_t *session(const mi_graph_t *g, mi_plugin_t *p) { return session_with(g, p, 0, 0); }
+
+static inline mi_session_t *session_plain(const mi_graph_t *g, mi_plugin_t *p) { return session_with(g, p, 1, 0); }
+
+/* Calls fn on opencl, vulkan and npu-stub where they load; one this build made that the loader
+ * refused is a failure. */
+static inline void other_plugins(mi_registry_t *r, void (*fn)(mi_plugin_t *)) {
+  static const char *const names[] = {"opencl", "vulkan", "npu-stub"};
+  for (size_t i = 0; i < 3; i++) {
+    mi_plugin_t *p = mi_registry_find(r, names[i]);
+    if (p) fn(p);
+    else if (!tu_plugin_built(names[i]))
+      printf("%s: not built here, skipped\n", names[i]);
+    else
+      CHECK(0, "%s was built but the loader refused it", names[i]);
+  }
 }
 
 /* Runs s on x; outs gets g->output_count new arrays. */
