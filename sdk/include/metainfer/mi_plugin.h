@@ -421,7 +421,10 @@ typedef struct mi_plugin_api {
   int32_t (*variant_desc)(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
                           mi_variant_desc_t *out, mi_error_t *err);
 
-  /* Required. Device memory; serialized per device. Sizes and offsets in bytes. */
+  /* Required. Device memory; serialized per device. Sizes and offsets in bytes. A new buffer's
+   * contents are undefined (need not be zeroed): the host reuses buffers across tensors whose
+   * lifetimes do not overlap and writes a tensor before any kernel reads it, so a kernel writes
+   * every byte of its outputs. A buffer may be larger than the tensor passed in it (offset 0). */
   int32_t (*buffer_alloc)(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t bytes,
                           mi_buffer_t **out, mi_error_t *err);
   int32_t (*buffer_write)(mi_plugin_ctx_t *ctx, mi_buffer_t *buf, uint64_t offset,
