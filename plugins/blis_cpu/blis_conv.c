@@ -327,18 +327,18 @@ static int32_t run_gemm_conv(const mi__blis_step_t *s, void *const *t, const mi_
  * sh x sw stride phases of pg_hp x pg_wp (padded row r goes to phase r % sh, row r / sh; columns
  * alike), so output (oh, ow) of tap (ci, kh, kw) reads flat element koff[k] + oh*wp + ow of its
  * phase: B is those planes at per-row offsets, over (OH-1)*wp + OW flat pixels whose columns past
- * OW are computed and dropped. Then the rows are compacted and the epilogue runs on them. The
+ * OW are computed and dropped. Then the rows are compacted with the epilogue in one pass. The
  * copies below write the same elements at every run: the padding was zeroed once at prepare
  * (zeroing the whole buffer per run cost 96x82x82 floats per call on a DB detector's 3x3 convs). */
-static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
-                    int64_t g, const float *xg) {
-  int64_t cg = c->C / c->G, mg = c->M / c->G, hp = c->pg_hp, wp = c->pg_wp, ohw = c->OH * c->OW;
-  int64_t nf = (c->OH - 1) * wp + c->OW, ph = c->sh * c->sw, ci, i, j, m, oh;
-  float *pad = c->scratch, *y = (float *)t[c->y] + (n * c->M + g * mg) * ohw;
-  for (ci = 0; ci < cg; ci++)
+static void pad_part(void *arg, int64_t c0, int64_t c1) { /* items: the group's input channels */
+  const conv_task_t *ct = arg;
+  const mi__blis_conv_t *c = ct->c;
+  int64_t hp = c->pg_hp, wp = c->pg_wp, ph = c->sh * c->sw, ci, i, j;
+  float *pad = c->scratch;
+  for (ci = c0; ci < c1; ci++)
     for (i = 0; i < c->H; i++) {
       int64_t pr = i + c->pt, r = pr % c->sh, i2 = pr / c->sh, j1 = c->W;
-      const float *xr = xg + (ci * c->H + i) * c->W;
+      const float *xr = ct->x + (ci * c->H + i) * c->W;
       if (i2 >= hp) break;
       if (c->sw == 1) {
         float *dst = pad + ((ci * ph + r) * hp + i2) * wp + c->pl;
@@ -359,18 +359,22 @@ static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env
         }
       }
     }
+}
+
+static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
+                    int64_t g, const float *xg) {
+  int64_t mg = c->M / c->G, wp = c->pg_wp, ohw = c->OH * c->OW, nf = (c->OH - 1) * wp + c->OW;
+  float *pad = c->scratch, *y = (float *)t[c->y] + (n * c->M + g * mg) * ohw;
+  conv_task_t ct;
+  ct.c = c;
+  ct.x = xg;
+  mi__blis_parallel(env, c->C / c->G, 1, c->H * c->W, pad_part, &ct);
   if (c->pg_pix || c->pg_seg) { /* the tiles read the useful pixels only and run the epilogue */
     mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, ohw, NULL, 0);
     return;
   }
   mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, nf, c->pg_raw, nf);
-  for (m = 0; m < mg; m++) {
-    float *row = y + m * ohw;
-    const float *r = c->pg_raw + m * nf;
-    for (oh = 0; oh < c->OH; oh++)
-      for (j = 0; j < c->OW; j++) row[oh * c->OW + j] = r[oh * wp + j];
-    if (c->affine || c->epi_n) mi__blis_epi_row(c, t, n, g * mg + m, row);
-  }
+  mi__blis_epi_compact(c, t, env, n, g * mg, mg, c->pg_raw, wp, y);
 }
 
 /* conv.packed_gemm: per image and group, the packed GEMM on the input (pointwise) or on im2col
@@ -526,11 +530,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     packed = mi__blis_pg_packed_floats(c);
     packed_fl = pg16 ? (packed + 15) / 16 * 8 : packed; /* halves take half the floats (kept 32-byte multiples) */
     /* On the flat planes the tiles read the useful pixels only when they can: "mv" tiles through a
-     * pixel table; with AVX-512, output rows as 16-pixel segments when they take no more lanes
-     * than the flat run with its junk columns (not kws' 5-wide rows: 5 of 16 lanes). Else the
+     * pixel table; with AVX-512 or AVX2, output rows as 16-pixel segments when they take no more
+     * lanes than the flat run with its junk columns (not kws' 5-wide rows: 5 of 16 lanes). Else the
      * flat run goes to raw sums, compacted after. */
     pix = c->pg_hp && c->pg_mv ? 2 * ohw : 0;
-    if (c->pg_hp && !c->pg_mv && c->simd == MI__SIMD_AVX512 &&
+    if (c->pg_hp && !c->pg_mv && c->simd != MI__SIMD_C &&
         c->OH * ((c->OW + 15) / 16) * 16 <= (nf + 31) / 32 * 32) {
       c->pg_nseg = c->OH * ((c->OW + 15) / 16);
       pix = 6 * c->pg_nseg; /* floats for 3 int64 a segment */

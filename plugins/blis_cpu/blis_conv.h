@@ -116,6 +116,10 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
 
 /* Applies bias/BN, activations and residual adds to channel m's OH*OW row of image n. */
 void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row);
+/* The same on channels [m0, m0 + mg) of image n, on all threads: channel m0 + i's OH rows of OW
+ * outputs read at raw + i * ((OH - 1) * ss + OW) with row stride ss, written compact to y + i * OH*OW. */
+void mi__blis_epi_compact(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
+                          int64_t m0, int64_t mg, const float *raw, int64_t ss, float *y);
 /* conv.packed_gemm (blis_pgemm.c): rows per weight panel, packed size, packing, and one GEMM over
  * group g of image n, pixels [p0, p0 + npix) of each output row, B[k][p] at b + k * ldb + p. */
 int64_t mi__blis_pg_panel(int32_t simd, int mv);

@@ -248,10 +248,9 @@ static inline __attribute__((always_inline)) AVX2_FN __m256 epi256_kind(const pg
  * than the FMAs they feed on some cores. EK (compile-time): the epilogue kind. With B rows at a
  * fixed stride (a pointwise conv's input planes) the rows, the output and the residual are
  * prefetched PG_PF floats ahead, as the AVX-512 tile does. */
-static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t item, int full,
-                                                                     int ek) {
-  int64_t mp = item % q->mp_n, col = (item / q->mp_n) * 16, left = q->N - col;
-  const float *b = q->b + col;
+static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t mp, int64_t bo,
+                                                                     int64_t po, int64_t left, int full, int ek) {
+  const float *b = q->b + bo;
   float abuf[MR256 * PG_KB] __attribute__((aligned(32)));
   __m256i k0 = lane_mask256(left), k1 = lane_mask256(left - 8);
   __m256 c0[MR256], c1[MR256];
@@ -286,7 +285,7 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
 #pragma GCC unroll 6
   for (i = 0; i < MR256; i++) {
     if (i < rows) {
-      int64_t m = mp * MR256 + i, p = q->p0 + col;
+      int64_t m = mp * MR256 + i, p = po;
       float *yr = q->y + m * q->ldc;
       if (pf) pg_prefetch_out(q, m, yr, p, p + 8, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
       yr += p;
@@ -311,14 +310,21 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
   }
 }
 
-#define NV256_EK(EK)                      \
-  do {                                    \
-    if (full) nv256_body(q, item, 1, EK); \
-    else                                  \
-      nv256_body(q, item, 0, EK);         \
+#define NV256_EK(EK)                                      \
+  do {                                                    \
+    if (left >= 16) nv256_body(q, mp, bo, po, 16, 1, EK); \
+    else                                                  \
+      nv256_body(q, mp, bo, po, left, 0, EK);             \
   } while (0)
+/* One 16-pixel column block, or one row segment of the flat planes (no junk columns, stored in
+ * place, as nv512's pairs of segments). */
 AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
-  int full = q->N - (item / q->mp_n) * 16 >= 16;
+  int64_t mp = item % q->mp_n, blk = item / q->mp_n, bo = blk * 16, po = q->p0 + bo, left = q->N - bo;
+  if (q->seg) {
+    bo = q->seg[3 * blk];
+    po = q->seg[3 * blk + 1];
+    left = q->seg[3 * blk + 2];
+  }
   MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
 }
 #undef NV256_EK
@@ -432,7 +438,7 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
   q.ldb = ldb;
   q.koff = koff;
   q.pix = koff && c->pg_mv && !raw ? c->pg_pix : NULL;
-  q.seg = koff && !c->pg_mv && !raw && c->simd == MI__SIMD_AVX512 ? c->pg_seg : NULL;
+  q.seg = koff && !c->pg_mv && !raw && c->simd != MI__SIMD_C ? c->pg_seg : NULL;
   q.nseg = q.seg ? c->pg_nseg : 0;
   q.epi = raw == NULL;
   q.y = raw ? raw : (float *)t[c->y] + (n * c->M + g * mg) * ohw;
@@ -448,7 +454,7 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
     mi__blis_parallel(env, q.mp_n, 1, mr * K * npix, pg_part, &q);
   } else {
     int64_t cols = nv_cols(c->simd);
-    q.nb_n = q.seg ? (q.nseg + 1) / 2 : (npix + cols - 1) / cols;
+    q.nb_n = q.seg ? (q.nseg + cols / 16 - 1) / (cols / 16) : (npix + cols - 1) / cols;
     mi__blis_parallel(env, q.mp_n * q.nb_n, 1, mr * K * cols, pg_part, &q);
   }
   /* Epilogue ops past the vector prefix (sigmoid, ...), on the rows this call wrote. */

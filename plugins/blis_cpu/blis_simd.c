@@ -286,42 +286,125 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
 
 /* The SIMD row epilogues: bias/BN and the chain's vector prefix in registers, one pass over the row
  * (GCC leaves the per-op loops of epi_body scalar under -ftrapping-math), then the rest of the
- * chain on the row (mi__blis_epi_tail). */
+ * chain on the row (mi__blis_epi_tail). The source is channel m's OH rows of OW outputs at a row
+ * stride of ss floats: the output row itself (ss == OW, one flat run) or a GEMM's raw sums with
+ * junk columns (conv.packed_gemm's flat planes), so compacting them costs no pass of its own. */
 MI__AVX512 static void epi_avx512(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
-                                  float *row) {
-  int64_t len = c->OH * c->OW, i;
-  for (i = 0; i < len; i += 16) {
-    __mmask16 k = len - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (len - i)) - 1u);
-    _mm512_mask_storeu_ps(row + i, k, mi__blis_epi512(c, t, n, m, i, k, _mm512_maskz_loadu_ps(k, row + i)));
-  }
+                                  const float *src, int64_t ss, float *row) {
+  int64_t len = c->OH * c->OW, nr = ss == c->OW ? 1 : c->OH, wd = len / nr, r, i;
+  for (r = 0; r < nr; r++)
+    for (i = 0; i < wd; i += 16) {
+      __mmask16 k = wd - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (wd - i)) - 1u);
+      _mm512_mask_storeu_ps(row + r * wd + i, k,
+                            mi__blis_epi512(c, t, n, m, r * wd + i, k, _mm512_maskz_loadu_ps(k, src + r * ss + i)));
+    }
   if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, len, c->pg_vec_ops, 0);
 }
+/* One op of the chain on nv registers: the switch is taken once per block, not per register (per
+ * register it cost more than the op itself), and each case inlines the op with its kind constant. */
+#define EPI_VN 8
+#define EPI_ACT_CASE(K)                                            \
+  case K: {                                                        \
+    mi__blis_epi_op_t o_ = *op;                                    \
+    o_.act = K;                                                    \
+    for (j = 0; j < nv; j++) v[j] = mi__blis_act256_op(&o_, v[j]); \
+  } break;
+static inline __attribute__((always_inline)) __attribute__((target("avx2,fma"))) void
+act256_block(const mi__blis_epi_op_t *op, __m256 *v, int nv) {
+  int j;
+  switch (op->act) {
+    EPI_ACT_CASE(MI__ACT_RELU)
+    EPI_ACT_CASE(MI__ACT_CLIP)
+    EPI_ACT_CASE(MI__ACT_LEAKY)
+    EPI_ACT_CASE(MI__ACT_HSIGMOID)
+    EPI_ACT_CASE(MI__ACT_AFFINE)
+  default:
+    for (j = 0; j < nv; j++) v[j] = mi__blis_act256_op(op, v[j]);
+    break;
+  }
+}
+#undef EPI_ACT_CASE
+/* Blocks of up to EPI_VN registers of one source row; only a row's last register is masked
+ * (masked loads and stores cost several times more than plain ones on some cores). */
 MI__AVX2 static void epi_avx2(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m,
-                              float *row) {
-  int64_t len = c->OH * c->OW, i;
+                              const float *src, int64_t ss, float *row) {
+  int64_t len = c->OH * c->OW, nr = ss == c->OW ? 1 : c->OH, wd = len / nr, r, i;
   const float *res[MI__EPI_MAX];
   int32_t e;
   __m256 sc = _mm256_set1_ps(c->affine ? c->scale[m] : 1.f), sh = _mm256_set1_ps(c->affine ? c->shift[m] : 0.f);
+  __m256i lk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(wd % 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   for (e = 0; e < c->pg_vec_ops; e++)
     res[e] = c->epi[e].act == MI__ACT_NONE ? (const float *)t[c->epi[e].tensor] + (n * c->M + m) * len : NULL;
-  for (i = 0; i < len; i += 8) {
-    __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - i > 8 ? 8 : len - i)),
-                                   _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    __m256 v = _mm256_fmadd_ps(_mm256_maskload_ps(row + i, k), sc, sh);
-    for (e = 0; e < c->pg_vec_ops; e++)
-      v = res[e] ? _mm256_add_ps(v, _mm256_maskload_ps(res[e] + i, k)) : mi__blis_act256_op(&c->epi[e], v);
-    _mm256_maskstore_ps(row + i, k, v);
-  }
+  for (r = 0; r < nr; r++)
+    for (i = 0; i < wd; i += 8 * EPI_VN) {
+      const float *s = src + r * ss + i;
+      float *d = row + r * wd + i;
+      int64_t p = r * wd + i, left = wd - i;
+      int nv = left >= 8 * EPI_VN ? EPI_VN : (int)((left + 7) / 8), full = nv - (left < 8 * nv), j;
+      __m256 v[EPI_VN];
+      for (j = 0; j < full; j++) v[j] = _mm256_loadu_ps(s + 8 * j);
+      if (full < nv) v[full] = _mm256_maskload_ps(s + 8 * full, lk);
+      if (c->affine)
+        for (j = 0; j < nv; j++) v[j] = _mm256_fmadd_ps(v[j], sc, sh);
+      for (e = 0; e < c->pg_vec_ops; e++) {
+        if (!res[e]) {
+          act256_block(&c->epi[e], v, nv);
+          continue;
+        }
+        for (j = 0; j < full; j++) v[j] = _mm256_add_ps(v[j], _mm256_loadu_ps(res[e] + p + 8 * j));
+        if (full < nv) v[full] = _mm256_add_ps(v[full], _mm256_maskload_ps(res[e] + p + 8 * full, lk));
+      }
+      for (j = 0; j < full; j++) _mm256_storeu_ps(d + 8 * j, v[j]);
+      if (full < nv) _mm256_maskstore_ps(d + 8 * full, lk, v[full]);
+    }
   if (c->pg_vec_ops < c->epi_n) mi__blis_epi_tail(c, t, n, m, 0, row, len, c->pg_vec_ops, 0);
 }
-static void epi_c(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
+static void epi_c(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *src,
+                  int64_t ss, float *row) {
+  int64_t oh, j;
+  if (src != row)
+    for (oh = 0; oh < c->OH; oh++)
+      for (j = 0; j < c->OW; j++) row[oh * c->OW + j] = src[oh * ss + j];
   epi_body(c, t, n, m, row, c->OH * c->OW, c->OH * c->OW);
 }
 
-void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
+static void epi_level(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, const float *src,
+                      int64_t ss, float *row) {
   switch (c->simd) {
-  case MI__SIMD_AVX512: epi_avx512(c, t, n, m, row); break;
-  case MI__SIMD_AVX2: epi_avx2(c, t, n, m, row); break;
-  default: epi_c(c, t, n, m, row); break;
+  case MI__SIMD_AVX512: epi_avx512(c, t, n, m, src, ss, row); break;
+  case MI__SIMD_AVX2: epi_avx2(c, t, n, m, src, ss, row); break;
+  default: epi_c(c, t, n, m, src, ss, row); break;
   }
+}
+
+void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row) {
+  epi_level(c, t, n, m, row, c->OW, row);
+}
+
+typedef struct compact_task {
+  const mi__blis_conv_t *c;
+  void *const *t;
+  int64_t n, m0, ss;
+  const float *raw;
+  float *y;
+} compact_task_t;
+
+/* Items are the group's output channels. */
+static void compact_part(void *arg, int64_t m0, int64_t m1) {
+  const compact_task_t *k = arg;
+  int64_t m, ohw = k->c->OH * k->c->OW, nf = (k->c->OH - 1) * k->ss + k->c->OW;
+  for (m = m0; m < m1; m++) epi_level(k->c, k->t, k->n, k->m0 + m, k->raw + m * nf, k->ss, k->y + m * ohw);
+}
+
+void mi__blis_epi_compact(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
+                          int64_t m0, int64_t mg, const float *raw, int64_t ss, float *y) {
+  compact_task_t k;
+  k.c = c;
+  k.t = t;
+  k.n = n;
+  k.m0 = m0;
+  k.ss = ss;
+  k.raw = raw;
+  k.y = y;
+  mi__blis_parallel(env, mg, 1, c->OH * c->OW * (1 + c->epi_n), compact_part, &k);
 }
