@@ -3,10 +3,11 @@
  * axis at a time, each output position blending two input positions (weight 0 for nearest), so
  * the results match the reference bit for bit. Scales and sizes must be constants; the index
  * tables are computed at prepare. */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
-#include "blis_internal.h"
+#include "blis_conv.h"
 
 /* One resized axis: `outer` blocks of `in` x `inner` become `outer` blocks of `out` x `inner`. */
 typedef struct resize_pass {
@@ -23,6 +24,10 @@ typedef struct resize_state {
   float *scratch[2]; /* ping-pong buffers for the intermediate passes, into aux */
   int32_t fused;     /* the last two passes are rows then the innermost axis: run as one */
   int32_t nearest_w; /* the innermost pass is nearest (weights all 0): a plain gather */
+  /* The innermost pass doubles the axis (any coordinate mode): from output up_h to up_e, output
+   * h + 2k + e blends input i0[h + e] + k and i1[h + e] + k with weight w[h + e], so 16 outputs
+   * are two 8-wide blends interleaved (AVX2); 0 when not so or the CPU lacks AVX2. */
+  int64_t up_h, up_e;
 } resize_state_t;
 
 /* Widest input row the fused passes blend on the stack. */
@@ -45,13 +50,64 @@ static inline void pass_row(const resize_pass_t *ps, const float *x, float *y, i
     for (t = 0; t < ps->inner; t++) dst[t] = (1.0f - w) * a[t] + w * b[t];
 }
 
-/* The innermost axis (inner 1) of one row: a gather through the index tables. */
-static inline void gather_row(const resize_pass_t *ps, const float *xr, float *yr, int nearest) {
+/* Outputs [j0, j1) of the innermost axis (inner 1) of one row: a gather through the tables. */
+static inline void gather_run(const resize_pass_t *ps, const float *xr, float *yr, int nearest, int64_t j0,
+                              int64_t j1) {
   int64_t j;
   if (nearest)
-    for (j = 0; j < ps->out; j++) yr[j] = xr[ps->i0[j]];
+    for (j = j0; j < j1; j++) yr[j] = xr[ps->i0[j]];
   else
-    for (j = 0; j < ps->out; j++) yr[j] = (1.0f - ps->w[j]) * xr[ps->i0[j]] + ps->w[j] * xr[ps->i1[j]];
+    for (j = j0; j < j1; j++) yr[j] = (1.0f - ps->w[j]) * xr[ps->i0[j]] + ps->w[j] * xr[ps->i1[j]];
+}
+
+/* The doubling run [h, e) of one row, 16 outputs a step: the same products and sum as the scalar
+ * blend (no fused multiply-add, so the bits match the reference); returns where it stopped. */
+__attribute__((target("avx2"))) static int64_t up2_run(const resize_pass_t *ps, const float *xr, float *yr,
+                                                       int nearest, int64_t h, int64_t e) {
+  const float *a0 = xr + ps->i0[h], *b0 = xr + ps->i1[h], *a1 = xr + ps->i0[h + 1], *b1 = xr + ps->i1[h + 1];
+  __m256 w0 = _mm256_set1_ps(ps->w[h]), v0 = _mm256_set1_ps(1.0f - ps->w[h]);
+  __m256 w1 = _mm256_set1_ps(ps->w[h + 1]), v1 = _mm256_set1_ps(1.0f - ps->w[h + 1]);
+  int64_t k;
+  for (k = 0; h + 2 * k + 16 <= e; k += 8) {
+    __m256 ev = _mm256_loadu_ps(a0 + k), od = _mm256_loadu_ps(a1 + k), lo, hi;
+    if (!nearest) {
+      ev = _mm256_add_ps(_mm256_mul_ps(v0, ev), _mm256_mul_ps(w0, _mm256_loadu_ps(b0 + k)));
+      od = _mm256_add_ps(_mm256_mul_ps(v1, od), _mm256_mul_ps(w1, _mm256_loadu_ps(b1 + k)));
+    }
+    lo = _mm256_unpacklo_ps(ev, od); /* e0 o0 e1 o1 | e4 o4 e5 o5 */
+    hi = _mm256_unpackhi_ps(ev, od); /* e2 o2 e3 o3 | e6 o6 e7 o7 */
+    _mm256_storeu_ps(yr + h + 2 * k, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(yr + h + 2 * k + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+  }
+  return h + 2 * k;
+}
+
+static inline void gather_row(const resize_state_t *r, const resize_pass_t *ps, const float *xr, float *yr,
+                              int nearest) {
+  int64_t j = 0;
+  if (r->up_e > r->up_h) {
+    gather_run(ps, xr, yr, nearest, 0, r->up_h);
+    j = up2_run(ps, xr, yr, nearest, r->up_h, r->up_e);
+  }
+  gather_run(ps, xr, yr, nearest, j, ps->out);
+}
+
+/* Finds the doubling run of the innermost pass: the longest stretch from an early output where
+ * every tap is its neighbour-but-one's moved by one input (edges clamp, so they stay scalar). */
+static void plan_up2(resize_state_t *r, int32_t simd) {
+  const resize_pass_t *ps = &r->pass[r->npass - 1];
+  int64_t h, e;
+  r->up_h = r->up_e = 0;
+  if (simd == MI__SIMD_C || ps->inner != 1 || ps->out != 2 * ps->in || ps->out < 20) return;
+  for (h = 0; h < 4; h++) {
+    for (e = h; e + 2 < ps->out; e++)
+      if (ps->i0[e + 2] != ps->i0[e] + 1 || ps->i1[e + 2] != ps->i1[e] + 1 || ps->w[e + 2] != ps->w[e]) break;
+    if (e + 2 - h >= 16) { /* taps h .. e + 1 follow the rule */
+      r->up_h = h;
+      r->up_e = e + 2;
+      return;
+    }
+  }
 }
 
 typedef struct resize_task {
@@ -86,7 +142,7 @@ static void fused_part(void *arg, int64_t i0, int64_t i1) {
       for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
       row = tmp;
     }
-    gather_row(pw, row, rt->y + i * pw->out, r->nearest_w);
+    gather_row(r, pw, row, rt->y + i * pw->out, r->nearest_w);
   }
 }
 
@@ -276,6 +332,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     r->nearest_w = 1;
     for (j = 0; j < ps->out; j++)
       if (ps->w[j] != 0.0f) r->nearest_w = 0;
+    if (r->fused) plan_up2(r, mi__blis_simd_level(p->ctx->cpu.isa));
   }
   s->run = run_resize;
   return MI_OK;
