@@ -246,15 +246,17 @@ static inline __attribute__((always_inline)) AVX2_FN __m256 epi256_kind(const pg
 
 /* FULL (compile-time): all 16 pixels valid, so B is read with plain loads; masked loads cost more
  * than the FMAs they feed on some cores. EK (compile-time): the epilogue kind. With B rows at a
- * fixed stride (a pointwise conv's input planes) the rows, the output and the residual are
- * prefetched PG_PF floats ahead, as the AVX-512 tile does. */
+ * fixed stride (a pointwise conv's input planes) the output and the residual are prefetched PG_PF
+ * floats ahead, as the AVX-512 tile does; the B rows too unless bp holds the block packed (K rows
+ * of 16 floats, see nv256_items). HALF (compile-time): left <= 8, only the first vector. */
 static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t mp, int64_t bo,
-                                                                     int64_t po, int64_t left, int full, int ek) {
-  const float *b = q->b + bo;
+                                                                     int64_t po, int64_t left, const float *bp,
+                                                                     int full, int half, int ek) {
+  const float *b = bp ? bp : q->b + bo;
   float abuf[MR256 * PG_KB] __attribute__((aligned(32)));
   __m256i k0 = lane_mask256(left), k1 = lane_mask256(left - 8);
   __m256 c0[MR256], c1[MR256];
-  int64_t kk, k0b, ldb = q->ldb, rows = q->mg - mp * MR256;
+  int64_t kk, k0b, ldb = bp ? 16 : q->ldb, rows = q->mg - mp * MR256;
   int i, pf = full && !q->koff;
 #pragma GCC unroll 6
   for (i = 0; i < MR256; i++) c0[i] = c1[i] = _mm256_setzero_ps();
@@ -263,21 +265,23 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
     const float *a = pg_a(q, (mp * q->K + k0b) * MR256, kn * MR256, abuf, 0);
     const int64_t *koff = q->koff ? q->koff + k0b : NULL;
     const float *bb = b + (koff ? 0 : k0b * ldb);
-#define NV256_K(BK)                                                              \
-  for (kk = 0; kk < kn; kk++) {                                                  \
-    const float *bk = (BK);                                                      \
-    __m256 b0 = full ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, k0);         \
-    __m256 b1 = full ? _mm256_loadu_ps(bk + 8) : _mm256_maskload_ps(bk + 8, k1); \
-    _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                        \
-      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);                       \
-      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                                    \
-      c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                                    \
-    }                                                                            \
+#define NV256_K(BK)                                                      \
+  for (kk = 0; kk < kn; kk++) {                                          \
+    const float *bk = (BK);                                              \
+    __m256 b0 = full ? _mm256_loadu_ps(bk) : _mm256_maskload_ps(bk, k0); \
+    __m256 b1 = full   ? _mm256_loadu_ps(bk + 8)                         \
+                : half ? _mm256_setzero_ps()                             \
+                       : _mm256_maskload_ps(bk + 8, k1);                 \
+    _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                \
+      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);               \
+      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                            \
+      if (!half) c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                 \
+    }                                                                    \
   }
     if (koff) {
       NV256_K(bb + koff[kk])
     } else {
-      if (pf && mp == 0) pg_prefetch_rows(bb, ldb, kn, 0, 8);
+      if (pf && !bp && mp == 0) pg_prefetch_rows(bb, ldb, kn, 0, 8);
       NV256_K(bb + kk * ldb)
     }
 #undef NV256_K
@@ -295,7 +299,7 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
           _mm256_storeu_ps(yr + 8, c1[i]);
         } else {
           _mm256_maskstore_ps(yr, k0, c0[i]);
-          if (left > 8) _mm256_maskstore_ps(yr + 8, k1, c1[i]);
+          if (!half) _mm256_maskstore_ps(yr + 8, k1, c1[i]);
         }
         continue;
       }
@@ -305,29 +309,90 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
         continue;
       }
       _mm256_maskstore_ps(yr, k0, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 0));
-      if (left > 8) _mm256_maskstore_ps(yr + 8, k1, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 0));
+      if (!half) _mm256_maskstore_ps(yr + 8, k1, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 0));
     }
   }
 }
 
-#define NV256_EK(EK)                                      \
-  do {                                                    \
-    if (left >= 16) nv256_body(q, mp, bo, po, 16, 1, EK); \
-    else                                                  \
-      nv256_body(q, mp, bo, po, left, 0, EK);             \
-  } while (0)
-/* One 16-pixel column block, or one row segment of the flat planes (no junk columns, stored in
- * place, as nv512's pairs of segments). */
-AVX2_FN static void nv256(const pg_call_t *q, int64_t item) {
-  int64_t mp = item % q->mp_n, blk = item / q->mp_n, bo = blk * 16, po = q->p0 + bo, left = q->N - bo;
+/* Where column block blk of B starts (bo), where its outputs go (po) and how many pixels it has
+ * (left, may exceed 16 on the last block): a 16-pixel block, or one row segment of the flat planes
+ * (no junk columns, stored in place, as nv512's pairs of segments). */
+static inline void nv256_block(const pg_call_t *q, int64_t blk, int64_t *bo, int64_t *po, int64_t *left) {
+  *bo = blk * 16;
+  *po = q->p0 + *bo;
+  *left = q->N - *bo;
   if (q->seg) {
-    bo = q->seg[3 * blk];
-    po = q->seg[3 * blk + 1];
-    left = q->seg[3 * blk + 2];
+    *bo = q->seg[3 * blk];
+    *po = q->seg[3 * blk + 1];
+    *left = q->seg[3 * blk + 2];
   }
+}
+
+/* A last block of 8 pixels or fewer runs half the tile: its second vector would be all masked
+ * lanes, and the multiply-adds on them are wasted (conv.winograd's 50-tile blocks on 40x40 planes
+ * end in one of 2 pixels). */
+#define NV256_EK(EK)                                              \
+  do {                                                            \
+    if (left >= 16) nv256_body(q, mp, bo, po, 16, bp, 1, 0, EK);  \
+    else if (left <= 8)                                           \
+      nv256_body(q, mp, bo, po, left, bp, 0, 1, EK);              \
+    else                                                          \
+      nv256_body(q, mp, bo, po, left, bp, 0, 0, EK);              \
+  } while (0)
+AVX2_FN static void nv256(const pg_call_t *q, int64_t item, const float *bp) {
+  int64_t mp = item % q->mp_n, bo, po, left;
+  nv256_block(q, item / q->mp_n, &bo, &po, &left);
   MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
 }
 #undef NV256_EK
+
+/* Most K rows of a packed B block of the AVX2 tile (32 KiB on the stack). */
+#define PG_BPK_K 512
+
+/* B rows at a fixed stride that is a multiple of 2 KiB are packed once per 16-pixel block, [K][16]
+ * with zeros past the last pixel, and every row panel of that block reads the copy. In place, the
+ * K rows of one block sit a plane apart, and such planes (64x64, 128x128, 160x160) put them all in
+ * one or two sets of the L1, so each panel found the previous one's rows evicted. 1x1 convs capped
+ * at AVX2 (bench_blis_conv, warm, min of 60): 24->24 128x128 0.327 ms against 0.229 for the same
+ * conv on 128x130 planes; 48->48 64x64 0.288 against 0.196 on 66x64. Packed: 0.235 and 0.195.
+ * Other strides stay in place: packing 144->24 or 64->32 on 80x80 planes (rows over four sets)
+ * was 3-13% slower. */
+static inline __attribute__((always_inline)) AVX2_FN void pack_b16(const pg_call_t *q, int64_t bo, int64_t left,
+                                                                   float *bp) {
+  const float *b = q->b + bo;
+  int64_t k;
+  __m256i k0 = lane_mask256(left), k1 = lane_mask256(left - 8);
+  if (left >= 16) {
+    for (k = 0; k < q->K; k++) {
+      const float *bk = b + k * q->ldb;
+      _mm_prefetch((const char *)(bk + PG_PF), _MM_HINT_T0);
+      _mm256_store_ps(bp + k * 16, _mm256_loadu_ps(bk));
+      _mm256_store_ps(bp + k * 16 + 8, _mm256_loadu_ps(bk + 8));
+    }
+    return;
+  }
+  for (k = 0; k < q->K; k++) {
+    _mm256_store_ps(bp + k * 16, _mm256_maskload_ps(b + k * q->ldb, k0));
+    _mm256_store_ps(bp + k * 16 + 8, _mm256_maskload_ps(b + k * q->ldb + 8, k1));
+  }
+}
+
+/* Items [i0, i1) (row panel fastest): B packed when more than one panel reads each block. */
+AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
+  float bp[PG_BPK_K * 16] __attribute__((aligned(32)));
+  int pack = !q->koff && q->mp_n >= 2 && q->K <= PG_BPK_K && q->ldb % 512 == 0;
+  int64_t i, last = -1;
+  for (i = i0; i < i1; i++) {
+    int64_t blk = i / q->mp_n;
+    if (pack && blk != last) {
+      int64_t bo, po, left;
+      nv256_block(q, blk, &bo, &po, &left);
+      pack_b16(q, bo, left, bp);
+      last = blk;
+    }
+    nv256(q, i, pack ? bp : NULL);
+  }
+}
 
 /* ---- "nv" tiles, plain C: 4 rows x 16 pixels; the epilogue runs on the stored rows. */
 #define MRC 4
@@ -401,6 +466,10 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
   const pg_call_t *q = arg;
   int32_t simd = q->c->simd;
   int64_t i;
+  if (!q->c->pg_mv && simd == MI__SIMD_AVX2) {
+    nv256_items(q, i0, i1);
+    return;
+  }
   for (i = i0; i < i1; i++) {
     if (q->c->pg_mv) {
       if (simd == MI__SIMD_AVX512) mi__blis_pg_mv512(q, i);
@@ -410,8 +479,6 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
         mi__blis_pg_mvc(q, i);
     } else if (simd == MI__SIMD_AVX512) {
       nv512(q, i);
-    } else if (simd == MI__SIMD_AVX2) {
-      nv256(q, i);
     } else {
       nvc(q, i);
     }
