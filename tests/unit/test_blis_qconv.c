@@ -57,7 +57,8 @@ typedef struct qcase {
   const char *name;
   int64_t n, c, h, w, m, k, s, pad, g;
   int x_u8, y_u8, per_channel, int4; /* int4: 1 packed MI_DTYPE_INT4, 2 INT8 values in -8..7 */
-  int ties;                          /* dyadic scales: acc * mult + bias lands on .5 for every odd acc */
+  int ties;                          /* dyadic scales: acc * mult + bias lands on .5 for every odd acc;
+                                        2: 2^-47 off it (mult 1/2 - 2^-47, 1/2 in float) */
   int ext;                           /* zero points at the ends of the code range and a small output scale: both ends saturate */
 } qcase_t;
 
@@ -103,6 +104,10 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   if (q->ties) {
     sx = 0.5f;
     sy = 0.25f; /* mult = 0.5 * 0.25 / 0.25 = 1/2: every odd acc + bias*8 is an exact half */
+  }
+  if (q->ties == 2) { /* (1/2 + 2^-24)(1/4 - 2^-25) / (1/4) = 1/2 - 2^-47: just below each half */
+    sx = 0.5f + 0x1p-24f;
+    for (m = 0; m < q->m; m++) cs[m] = 0.25f - 0x1p-25f;
   }
   memset(&b, 0, sizeof b);
   tx = tb_tensor(&b, 4, xd, NULL);
@@ -154,7 +159,8 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
           sat_hi += ref_code(acc, mult, bo, zy, q->y_u8) == (q->y_u8 ? 255 : 127);
           {
             double v = (double)acc * mult + bo;
-            ties += v - floor(v) == 0.5 && fabs(v + zy) < 100.; /* a tie that is not saturated */
+            /* a tie (or, ties 2, a near tie a float output stage would take for one) that is not saturated */
+            ties += (q->ties == 2 ? fabs(v - floor(v) - 0.5) < 1e-9 : v - floor(v) == 0.5) && fabs(v + zy) < 100.;
           }
         }
     }
@@ -307,6 +313,11 @@ static const qcase_t cases[] = {
     {"int8 depthwise multiplier 2, no padding", 1, 3, 8, 20, 6, 3, 1, 0, 3, 1, 1, 1, 0, 0, 0},
     {"int8 depthwise 3x3, 70x150 planes in strips", 1, 3, 70, 150, 3, 3, 1, 1, 3, 1, 1, 1, 0, 0, 0},
     {"int4 depthwise exact ties", 1, 4, 6, 17, 4, 3, 1, 1, 4, 1, 0, 1, 1, 1, 0},
+    /* near ties through each output stage: the pointwise GEMM's rows, the depthwise kernel's
+     * strips, the 3x3 column path; a float-only output stage rounds half of them the wrong way */
+    {"int8 conv 1x1 near ties", 1, 6, 5, 37, 7, 1, 1, 0, 1, 1, 1, 0, 0, 2, 0},
+    {"int8 depthwise near ties", 1, 5, 9, 37, 5, 3, 1, 1, 5, 1, 0, 0, 0, 2, 0},
+    {"int8 conv 3x3 near ties, 2500 columns", 1, 4, 50, 50, 6, 3, 1, 1, 1, 0, 1, 0, 0, 2, 0},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
