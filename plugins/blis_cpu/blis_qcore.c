@@ -348,63 +348,14 @@ REQUANT_BODY(requant_body_f, float)
     else                                                                                               \
       _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(v));                               \
   }
-T512Q static void requant_d512(REQUANT_ARGS(int32_t)){
+T512Q static void requant_avx512(REQUANT_ARGS(int32_t)){
     RQ512_BODY(_mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i))),
                _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i + 8))),
                _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)k, acc + i)),
-               _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)(k >> 8), acc + i + 8)))} T512Q static void requant_fd512(REQUANT_ARGS(float)){
+               _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)(k >> 8), acc + i + 8)))} T512Q static void requant_f_avx512(REQUANT_ARGS(float)){
     RQ512_BODY(_mm512_cvtps_pd(_mm256_loadu_ps(acc + i)), _mm512_cvtps_pd(_mm256_loadu_ps(acc + i + 8)),
                _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)k, acc + i)),
                _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)(k >> 8), acc + i + 8)))}
-/* One scale (mstep 0), sixteen codes in float first: the double loop above converts every sum
- * to double and back, most of a QDQ model's output stage. v = fl(fl(a) * fl(mult) + fl(bias)),
- * a = the sum as float, is within (|a * mult| + |bias|) * 2^-22 of the double value the codes
- * are defined by (four roundings of 2^-24 each, the double's own error far below), so it rounds
- * as that value does unless it lies within that distance of a half; the test takes four times
- * the bound plus 2^-20, so a vector with any lane that near a half, or any lane of |v| >= 2^21
- * (the bound then exceeds 1/2: saturating sums, which the double path clamps), or NaN, runs the
- * double loop for those sixteen codes. Every code is the double loop's (test_blis_qconv's near
- * ties: a mult half an ulp of float below 1/2 puts every odd sum 2^-47 below a half). */
-#define RQ_NEAR (1.f / 1048576.f)
-#define RQ512F_BODY(T, LOAD)                                                                                 \
-  const __m512 muf = _mm512_set1_ps((float)mult[0]), bif = _mm512_set1_ps((float)bias[0]);                   \
-  const __m512 half = _mm512_set1_ps(.5f);                                                                   \
-  const __m512 cst = _mm512_set1_ps((fabsf((float)bias[0]) + 1.f) * RQ_NEAR);                                \
-  const __m512i z = _mm512_set1_epi32(zy), clo = _mm512_set1_epi32(is_u8 ? 0 : -128);                        \
-  const __m512i chi = _mm512_set1_epi32(is_u8 ? 255 : 127);                                                  \
-  int64_t i;                                                                                                 \
-  for (i = 0; i < n; i += 16) {                                                                              \
-    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);                                  \
-    __m512 p = _mm512_mul_ps(LOAD, muf), v = _mm512_add_ps(p, bif);                                          \
-    __m512 f = _mm512_sub_ps(v, _mm512_roundscale_ps(v, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));         \
-    __m512 d = _mm512_abs_ps(_mm512_sub_ps(f, half));                                                        \
-    __m512i r;                                                                                               \
-    /* not (d >= bound): a near half, a large |v| or a NaN takes the double loop */                          \
-    if (_mm512_mask_cmp_ps_mask(k, d, _mm512_fmadd_ps(_mm512_abs_ps(p), _mm512_set1_ps(4.f * RQ_NEAR), cst), \
-                                _CMP_NGE_UQ)) {                                                              \
-      T(acc + i, n - i < 16 ? n - i : 16, mult, bias, 0, zy, is_u8, (int8_t *)y + i);                        \
-      continue;                                                                                              \
-    }                                                                                                        \
-    r = _mm512_min_epi32(chi, _mm512_max_epi32(clo, _mm512_add_epi32(_mm512_cvtps_epi32(v), z)));            \
-    if (k == 0xffff)                                                                                         \
-      _mm_storeu_si128((__m128i *)((int8_t *)y + i), _mm512_cvtepi32_epi8(r));                               \
-    else                                                                                                     \
-      _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(r));                                     \
-  }
-T512Q static void requant_avx512(REQUANT_ARGS(int32_t)) {
-  if (mstep) {
-    requant_d512(acc, n, mult, bias, mstep, zy, is_u8, y);
-    return;
-  }
-  RQ512F_BODY(requant_d512, _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, acc + i)))
-}
-T512Q static void requant_f_avx512(REQUANT_ARGS(float)) {
-  if (mstep) {
-    requant_fd512(acc, n, mult, bias, mstep, zy, is_u8, y);
-    return;
-  }
-  RQ512F_BODY(requant_fd512, _mm512_maskz_loadu_ps(k, acc + i))
-}
 /* AVX2: eight outputs a step (two halves of four doubles), packed to bytes with saturating packs
  * that never saturate (the values are clamped to the code range first); the tail in plain C. */
 #define RQ256_HALF(d, mu, bi) \
