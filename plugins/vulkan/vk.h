@@ -193,6 +193,8 @@ const mi_sdk_tables_t *mi__vk_tables(const vk_device_t *d);
 /* Every variant the plugin knows, fp16 ones included (check_config names what a device lacks). */
 const mi_sdk_tables_t *mi__vk_tables_all(void);
 const vk_variant_t *mi__vk_variant_default(const char *op);
+/* What an "auto" kernel runs: the op's default, except on a CPU device (below, vk_knobs.c). */
+const vk_variant_t *mi__vk_variant_auto(const vk_device_t *dev, const mi_kernel_desc_t *desc);
 int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_desc_t *out);
 /* Effective knob values (spec constants) of `v`; MI_ERR_INVALID_CONFIG names the broken rule. */
 int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *v,

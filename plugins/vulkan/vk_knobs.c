@@ -143,6 +143,32 @@ const vk_variant_t *mi__vk_variant_default(const char *op) {
   return (const vk_variant_t *)mi_sdk_variant_first(&k_all, op);
 }
 
+/* On a CPU device (lavapipe) conv.direct, one output per invocation, runs at 0.1-0.2 GFLOP/s,
+ * and the implicit GEMM with register blocks several times faster for every group-1 convolution
+ * (docs/tuning.md), and depthwise ones run their own kernel: the default there must not be the
+ * slow one (a tune then wins only what its knobs add). GPUs keep the first variant. */
+const vk_variant_t *mi__vk_variant_auto(const vk_device_t *dev, const mi_kernel_desc_t *desc) {
+  const mi_node_desc_t *n = desc->nodes[0];
+  const mi_tensor_desc_t *x, *w, *y;
+  int64_t g;
+  if (dev->desc.kind != MI_DEVICE_CPU || strcmp(n->op_type, "Conv") != 0 || n->input_count < 2 ||
+      n->output_count < 1)
+    return mi__vk_variant_default(n->op_type);
+  x = mi__vk_tensor(desc, n->inputs[0]);
+  w = mi__vk_tensor(desc, n->inputs[1]);
+  y = mi__vk_tensor(desc, n->outputs[0]);
+  g = mi_sdk_attr_int(n, "group", 1);
+  if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4 || !w->data)
+    return mi__vk_variant_default(n->op_type);
+  if (g > 1 && g == x->dims[1] && y->dims[1] == x->dims[1])
+    return (const vk_variant_t *)mi_sdk_variant_find(&k_all, "conv.depthwise");
+  /* the declared blocks: 16 x 4 output pixels by 8 x 4 channels per workgroup */
+  if ((y->dims[2] * y->dims[3] + 63) / 64 > dev->props.limits.maxComputeWorkGroupCount[0] ||
+      x->dims[0] * g > dev->props.limits.maxComputeWorkGroupCount[2])
+    return mi__vk_variant_default(n->op_type);
+  return (const vk_variant_t *)mi_sdk_variant_find(&k_all, "conv.gemm");
+}
+
 static void applies(uint32_t knob_bit, int shape, char *out, size_t size) {
   size_t n = 0;
   uint32_t i;

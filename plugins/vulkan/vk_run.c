@@ -78,7 +78,7 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
     return rc;
   p.dev = &ctx->devs[device];
   op = desc->nodes[0]->op_type;
-  if (!(p.var = named ? (const vk_variant_t *)named : mi__vk_variant_default(op)))
+  if (!(p.var = named ? (const vk_variant_t *)named : mi__vk_variant_auto(p.dev, desc)))
     return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: op %s is not implemented", op);
   if (p.var->fp16 && !p.dev->has_fp16)
     return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED, "vulkan: %s needs shaderFloat16 and storageBuffer16BitAccess",

@@ -6,6 +6,7 @@
 # markdown table: model, tune wall time, measurements, tuned/default median ratio with its 95% CI.
 #
 # usage: tools/bench/tune_real.sh [BUILD_DIR] [OUT_DIR] [--only REGEX] [--budget N] [--seed S]
+#          [--plugin P] (default blis-cpu; opencl or vulkan tune and compare on that plugin's device 0)
 # Timing runs at `nice -n -10` when the caller may raise priority (root), as the bench rules ask.
 # Needs the models in ${MI_MODEL_DIR:-~/.cache/metainfer/models}. Each model's history starts
 # empty (OUT_DIR/NAME/out/history.db), so no model is helped by another's tune.
@@ -13,12 +14,13 @@ set -u
 B=$(realpath "${1:-build}")
 O=${2:-/tmp/tune_real}
 shift $(( $# >= 2 ? 2 : $# ))
-ONLY=.; BUDGET=40; SEED=1
+ONLY=.; BUDGET=40; SEED=1; PLUGIN=blis-cpu
 while [ $# -gt 0 ]; do
   case $1 in
     --only) ONLY=$2; shift 2 ;;
     --budget) BUDGET=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --plugin) PLUGIN=$2; shift 2 ;;
     *) echo "tune_real.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -92,7 +94,7 @@ for m in "${MODELS[@]}"; do
 version: 1
 model: $M/$file
 inputs: $inputs
-pool: [ {plugin: blis-cpu} ]
+pool: [ {plugin: $PLUGIN, device: 0} ]
 constraints: { accuracy_drop: 0.01 }
 objectives: [latency]
 budget: { measurements: $BUDGET }
@@ -106,7 +108,7 @@ EOF
   echo "   rc=$rc $(echo "$t1 - $t0" | bc) s load $l1"
   [ -s "$d/out/deployment.yaml" ] || continue
   echo "== $name compare $(date -u +%T) load $(load)"
-  $HOST compare --model "$M/$file" "${shapes[@]}" "${cmpx[@]}" --device blis-cpu:0 --default \
+  $HOST compare --model "$M/$file" "${shapes[@]}" "${cmpx[@]}" --device $PLUGIN:0 --default \
     --config "$d/out/deployment.yaml" --seed "$SEED" >"$d/compare.json" 2>"$d/compare.err"
   echo "   rc=$? load $(load)"
 done

@@ -107,11 +107,13 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       fprintf(f,
               ",\"layer_tasks\":{\"tasks\":%d,\"nodes\":%d,\"from_history\":%d,\"measured\":%d,\"warm\":%d,"
               "\"agreed\":%d,\"cold\":%d,\"layer_measurements\":%d,\"warm_layer_measurements\":%d,"
-              "\"cold_run_layer_measurements\":%d,\"rounds\":%d,\"improved\":%d,\"log10_model\":",
+              "\"cold_run_layer_measurements\":%d,\"rounds\":%d,\"improved\":%d,\"knob_rounds\":%d,"
+              "\"knob_layer_measurements\":%d,\"knob_improved\":%d,\"log10_model\":",
               (int)run->ltasks, (int)run->ltask_nodes, (int)run->ltask_reused, (int)run->ltask_measured,
               (int)run->ltask_warm, (int)run->ltask_agreed, (int)run->ltask_cold, (int)run->ltask_layer_measurements,
               (int)run->ltask_warm_layer_measurements, (int)run->ltask_cold_run_layer_measurements,
-              (int)run->ltask_rounds, (int)run->ltask_improved);
+              (int)run->ltask_rounds, (int)run->ltask_improved, (int)run->ltask_knob_rounds,
+              (int)run->ltask_knob_measurements, (int)run->ltask_knob_improved);
       mi_json_double(f, run->ltask_log10_model);
       fputs(",\"log10_device\":", f);
       mi_json_double(f, run->ltask_log10_device);

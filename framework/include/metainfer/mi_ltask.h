@@ -105,6 +105,13 @@ typedef struct mi_ltask_options {
   const char *device_hash, *stack_hash;
   mi_ltask_measure_fn measure;
   void *measure_ctx;
+  /* Added, the knob stage: after the variant rounds, up to knob_rounds more whole-model
+   * measurements (0: none, the default) in which every task not taken from the history (nor
+   * warm-started from neighbours that agreed) moves one knob of its fastest choice one value
+   * up or down; stopped once it has run knob_seconds (<= 0: no limit). Read only when
+   * struct_size covers them. */
+  int32_t knob_rounds;
+  double knob_seconds;
 } mi_ltask_options_t;
 
 MI_API void mi_ltask_options_default(mi_ltask_options_t *o);
@@ -125,6 +132,9 @@ typedef struct mi_ltask_result {
    * with no history would measure on this model (every task's cold list). */
   int32_t agreed, cold;
   int32_t warm_layer_measurements, cold_run_layer_measurements;
+  /* Added, the knob stage: its whole-model rounds (counted in `rounds` too), its (task, choice)
+   * pairs (in `layer_measurements` too) and the tasks whose best it found. */
+  int32_t knob_rounds, knob_measurements, knob_improved;
 } mi_ltask_result_t;
 
 /** Tunes every task of `t` from base point `base`: tasks already in the history (same key,
@@ -133,7 +143,9 @@ typedef struct mi_ltask_result {
  * its nearest measured tasks (same op and kernel class, up to 3 within a log2 size distance of
  * 3) agree on a best, that one and the default; when they disagree, the default and the rest
  * in the order of their measurements, the choices each of them found 1.25x slower cut; with
- * none, the default, every other variant, then one knob changed at a time. out->point is `base` with each task's best on all of its nodes. */
+ * none, the default, every other variant, then one knob changed at a time. Then the knob
+ * stage (o->knob_rounds): each measured task climbs one knob step a round from its fastest
+ * choice with knobs. out->point is `base` with each task's best on all of its nodes. */
 MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
                               const int32_t *base, const mi_ltask_options_t *o,
                               mi_ltask_result_t *out, mi_error_t *err);

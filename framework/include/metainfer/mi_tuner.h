@@ -75,6 +75,9 @@ typedef struct mi_tune_run {
    * neighbours agreed on a best; tasks measured with no neighbour; the layer measurements of
    * the warm tasks; and what a run with no history would measure on this model. */
   int32_t ltask_agreed, ltask_cold, ltask_warm_layer_measurements, ltask_cold_run_layer_measurements;
+  /* Added, the layer tasks' knob stage: its whole-model rounds and layer measurements (both
+   * counted in the figures above too) and the tasks whose best it found. */
+  int32_t ltask_knob_rounds, ltask_knob_measurements, ltask_knob_improved;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metainfer/mi_ltask.h"
+#include "task/ltask_internal.h"
 
 MI_API void mi_ltask_options_default(mi_ltask_options_t *o) {
   memset(o, 0, sizeof *o);
@@ -21,14 +21,7 @@ MI_API void mi_ltask_result_free(mi_ltask_result_t *r) {
   r->point = NULL;
 }
 
-typedef struct {
-  char **cand; /* choices to try, [0] = the base point's */
-  int32_t ncand;
-  char *best; /* best choice so far (owned copy), NULL none */
-  double best_s;
-  int reused; /* 1: the best came from the history */
-  int warm;   /* 1: its candidates came from its nearest measured tasks */
-} task_state_t;
+typedef mi__ltask_state_t task_state_t;
 
 static int has_cand(const task_state_t *ts, const char *c) {
   for (int32_t i = 0; i < ts->ncand; i++)
@@ -183,7 +176,7 @@ static void features_text(const double *f, char *buf, size_t cap) {
 
 /* The task's time per node: its nodes' times with their epilogues', averaged over the nodes
  * that were timed; NaN when none was. */
-static double task_seconds(const mi_ltask_t *k, const double *node_s) {
+double mi__ltask_seconds(const mi_ltask_t *k, const double *node_s) {
   double sum = 0;
   int32_t timed = 0;
   for (int32_t i = 0; i < k->node_count; i++) {
@@ -198,7 +191,7 @@ static double task_seconds(const mi_ltask_t *k, const double *node_s) {
 }
 
 /* Node i of task k's choice in pt: its own, or for a dw+pw unit "DW | PW" (malloc'd). */
-static char *task_choice(const mi_space_t *s, const int32_t *pt, const mi_ltask_t *k, int32_t i) {
+char *mi__ltask_task_choice(const mi_space_t *s, const int32_t *pt, const mi_ltask_t *k, int32_t i) {
   char *a = mi_ltask_choice(s, pt, k->nodes[i]), *b, *c;
   size_t n;
   if (!k->second || !a) return a;
@@ -239,7 +232,7 @@ static int task_apply(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, int
 }
 
 /* Applies `choice` to every node of task k in pt; 1 when every node took it. */
-static int apply_all(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, const char *choice) {
+int mi__ltask_apply_all(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, const char *choice) {
   int ok = 1;
   for (int32_t i = 0; i < k->node_count; i++) ok &= task_apply(s, pt, k, i, choice);
   return ok;
@@ -251,7 +244,7 @@ static int apply_all(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, cons
 static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, int32_t *tmp,
                       task_state_t *all) {
   int32_t D = mi_space_dim_count(s), node[2] = {k->nodes[0], k->second ? k->second[0] : -1};
-  add_cand(all, task_choice(s, base, k, 0), LIST_MAX);
+  add_cand(all, mi__ltask_task_choice(s, base, k, 0), LIST_MAX);
   for (int pass = 0; pass < 2; pass++) {
     char *list[2][LIST_MAX];
     int32_t n[2] = {0, 0};
@@ -265,7 +258,7 @@ static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t
           if (v == base[d]) continue;
           memcpy(tmp, base, (size_t)D * sizeof *tmp);
           tmp[d] = v;
-          if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) list[j][n[j]++] = task_choice(s, tmp, k, 0);
+          if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) list[j][n[j]++] = mi__ltask_task_choice(s, tmp, k, 0);
         }
       }
     for (int32_t i = 0; i < n[0] || i < n[1]; i++)
@@ -279,7 +272,7 @@ static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t
 static char *mapped(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, int32_t *tmp, const char *c) {
   memcpy(tmp, base, (size_t)mi_space_dim_count(s) * sizeof *tmp);
   if (!task_apply(s, tmp, k, 0, c) || mi_space_repair(s, tmp, NULL, NULL) != MI_OK) return NULL;
-  return task_choice(s, tmp, k, 0);
+  return mi__ltask_task_choice(s, tmp, k, 0);
 }
 
 /* The length of task k's cold list, at most cap: what a run without history measures for it. */
@@ -365,8 +358,8 @@ done:
   return cold;
 }
 
-static void put_row(const mi_ltask_options_t *o, const mi_ltask_t *k, const char *choice, int ok,
-                    double seconds) {
+void mi__ltask_put_row(const mi_ltask_options_t *o, const mi_ltask_t *k, const char *choice, int ok,
+                       double seconds) {
   mi_ltask_row_t row;
   char feat[160];
   if (!o->history) return;
@@ -384,6 +377,22 @@ static void put_row(const mi_ltask_options_t *o, const mi_ltask_t *k, const char
   /* The table is a cache of what was measured: a failed write costs a later re-measurement,
    * not this tune. */
   mi_history_ltask_put(o->history, &row, NULL);
+}
+
+void mi__ltask_tried(mi__ltask_state_t *ts, const char *choice, double seconds) {
+  char *c;
+  if (ts->ntried == ts->ctried) {
+    int32_t n = ts->ctried ? 2 * ts->ctried : 16;
+    char **a = realloc(ts->tried, (size_t)n * sizeof *a);
+    double *b;
+    if (a) ts->tried = a;
+    if (!a || !(b = realloc(ts->tried_s, (size_t)n * sizeof *b))) return; /* only a lost skip */
+    ts->tried_s = b;
+    ts->ctried = n;
+  }
+  if (!(c = strdup(choice))) return;
+  ts->tried[ts->ntried] = c;
+  ts->tried_s[ts->ntried++] = seconds;
 }
 
 MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
@@ -422,7 +431,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     if (o->history) {
       mi_history_ltask_query(o->history, o->device_hash, o->stack_hash, NULL, k->key, exact_row, &ex, NULL);
       memcpy(pt, base, (size_t)D * sizeof *pt);
-      if (ex.choice && apply_all(s, pt, k, ex.choice)) {
+      if (ex.choice && mi__ltask_apply_all(s, pt, k, ex.choice)) {
         /* Measured before, by this model or another: taken as it is. */
         ts[i].best = ex.choice;
         ts[i].best_s = ex.seconds;
@@ -447,7 +456,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     out->warm += warm > 0;
     out->agreed += warm == 2;
     out->cold += warm == 0;
-    ts[i].warm = warm > 0;
+    ts[i].warm = warm;
   }
   for (int32_t r = 0; r < rounds; r++) {
     int any = 0, n_in = 0;
@@ -456,7 +465,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     for (int32_t i = 0; i < t->count; i++) {
       in_round[i] = 0;
       if (ts[i].reused || r >= ts[i].ncand) continue;
-      if (!apply_all(s, pt, &t->tasks[i], ts[i].cand[r])) continue;
+      if (!mi__ltask_apply_all(s, pt, &t->tasks[i], ts[i].cand[r])) continue;
       in_round[i] = 1;
       any = 1;
       n_in++;
@@ -472,12 +481,13 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
       double sec;
       if (!in_round[i]) continue;
       out->layer_measurements++;
-      out->warm_layer_measurements += ts[i].warm;
+      out->warm_layer_measurements += ts[i].warm > 0;
       /* What the node ran after repair, which may differ from the candidate. */
-      if (!(actual = task_choice(s, pt, &t->tasks[i], 0))) continue;
-      sec = rc == MI_OK ? task_seconds(&t->tasks[i], node_s) : NAN;
+      if (!(actual = mi__ltask_task_choice(s, pt, &t->tasks[i], 0))) continue;
+      sec = rc == MI_OK ? mi__ltask_seconds(&t->tasks[i], node_s) : NAN;
       /* A failed round says which choice failed only when it tried one task. */
-      if (rc == MI_OK || n_in == 1) put_row(o, &t->tasks[i], actual, rc == MI_OK && isfinite(sec), sec);
+      if (rc == MI_OK || n_in == 1) mi__ltask_put_row(o, &t->tasks[i], actual, rc == MI_OK && isfinite(sec), sec);
+      mi__ltask_tried(&ts[i], actual, rc == MI_OK ? sec : NAN);
       if (rc == MI_OK && isfinite(sec) && sec < ts[i].best_s) {
         free(ts[i].best);
         ts[i].best = actual;
@@ -488,13 +498,14 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     }
     rc = MI_OK; /* one failed round fails only its candidates */
   }
+  if ((rc = mi__ltask_knob_stage(g, s, t, base, o, ts, out, err)) != MI_OK) goto done;
   memcpy(out->point, base, (size_t)D * sizeof *out->point);
   for (int32_t i = 0; i < t->count; i++) {
     char *b0;
     if (!ts[i].reused && ts[i].ncand > 0) out->measured_tasks++;
     if (!ts[i].best) continue;
-    apply_all(s, out->point, &t->tasks[i], ts[i].best);
-    b0 = task_choice(s, base, &t->tasks[i], 0);
+    mi__ltask_apply_all(s, out->point, &t->tasks[i], ts[i].best);
+    b0 = mi__ltask_task_choice(s, base, &t->tasks[i], 0);
     out->improved += b0 && strcmp(b0, ts[i].best) != 0;
     free(b0);
   }
@@ -504,6 +515,9 @@ done:
     for (int32_t j = 0; j < ts[i].ncand; j++) free(ts[i].cand[j]);
     free(ts[i].cand);
     free(ts[i].best);
+    for (int32_t j = 0; j < ts[i].ntried; j++) free(ts[i].tried[j]);
+    free(ts[i].tried);
+    free(ts[i].tried_s);
   }
   free(ts);
   free(pt);

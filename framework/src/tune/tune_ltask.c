@@ -77,6 +77,11 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   /* The rounds come out of the recipe's budget, keeping at least half for the joint search. */
   if (task->budget > 0 && lo.max_candidates > task->budget / 2) lo.max_candidates = (int32_t)(task->budget / 2);
   if (lo.max_candidates < 1) lo.max_candidates = 1;
+  /* Then the knob stage: the rest of that half of the budget, and at most a quarter of the
+   * search's seconds (compiling a kernel per step is what a round costs on OpenCL and Vulkan). */
+  lo.knob_rounds = task->budget > 0 ? (int32_t)(task->budget / 2) - lo.max_candidates : 8;
+  if (lo.knob_rounds < 0) lo.knob_rounds = 0;
+  lo.knob_seconds = task->search && task->search->max_seconds > 0 ? task->search->max_seconds / 4 : 0;
   lo.history = task->history;
   lo.device_hash = device_hash;
   lo.stack_hash = run->stack_hash;
@@ -91,6 +96,9 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   run->ltask_layer_measurements = res.layer_measurements;
   run->ltask_rounds = res.rounds;
   run->ltask_improved = res.improved;
+  run->ltask_knob_rounds = res.knob_rounds;
+  run->ltask_knob_measurements = res.knob_measurements;
+  run->ltask_knob_improved = res.knob_improved;
   run->ltask_agreed = res.agreed;
   run->ltask_cold = res.cold;
   run->ltask_warm_layer_measurements = res.warm_layer_measurements;

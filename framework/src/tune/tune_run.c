@@ -328,12 +328,14 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                    "(their kernel choices, 10^%.0f as a cross product, tuned per task): %d from the history, %d measured "
                    "(%d warm-started from the nearest measured tasks, %d of them on the choice their neighbours agreed on; "
                    "%d cold) with %d layer measurements in %d whole-model runs (%d of them for the warm-started), "
-                   "against %d layer measurements for a run with no history; %d tasks run better than by default",
+                   "against %d layer measurements for a run with no history; %d tasks run better than by default "
+                   "(the knob stage: %d rounds, %d layer measurements, %d tasks faster)",
                    run->model, run->spec, run->ltask_log10_model, run->ltask_log10_device, (int)run->ltasks,
                    (int)run->ltask_nodes, run->ltask_log10_kernel, (int)run->ltask_reused, (int)run->ltask_measured,
                    (int)run->ltask_warm, (int)run->ltask_agreed, (int)run->ltask_cold,
                    (int)run->ltask_layer_measurements, (int)run->ltask_rounds, (int)run->ltask_warm_layer_measurements,
-                   (int)run->ltask_cold_run_layer_measurements, (int)run->ltask_improved);
+                   (int)run->ltask_cold_run_layer_measurements, (int)run->ltask_improved,
+                   (int)run->ltask_knob_rounds, (int)run->ltask_knob_measurements, (int)run->ltask_knob_improved);
     }
   }
   if (o.strategy == MI_STRATEGY_META) {

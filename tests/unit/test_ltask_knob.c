@@ -1,0 +1,142 @@
+/* test_ltask_knob.c - the knob stage of layer-task tuning: on a real plugin's space (blis-cpu,
+ * and opencl / vulkan where the machine has them), a per-layer clock whose fastest choice for a
+ * Conv sits two values up one of its knobs is found by the knob stage and carried into the
+ * point the end-to-end search starts from; without the stage (knob_rounds 0, what the tuner
+ * did before) every variant is tried at its declared knobs only and the knob is never moved. The
+ * stage measures a few steps per task, not the knobs' cross product. */
+#include <math.h>
+
+#include "metainfer/mi_ltask.h"
+#include "test_space_util.h"
+
+/* A synthetic per-layer clock: a Conv's time grows with the distance of each knob it reads from
+ * its target (the declared default, two values up for the first knob with room for it); other
+ * nodes and an "auto" Conv (no knobs: the plugin's own) take the time of the declared knobs. */
+typedef struct {
+  const mi_graph_t *g;
+  const mi_space_t *s;
+  int32_t *dflt;
+  int32_t calls;
+} kclock_t;
+
+/* The knob dimension of node n the clock wants moved: its first active one with room for two
+ * steps up, -1 none. */
+static int32_t target_dim(const mi_space_t *s, const int32_t *pt, const int32_t *dflt, int32_t n) {
+  for (int32_t d = 0; d < mi_space_dim_count(s); d++)
+    if (mi_space_dim_node(s, d) == n && mi_space_dim_kind(s, d) == MI_DIM_KNOB && mi_space_active(s, pt, d) &&
+        dflt[d] + 2 < mi_space_dim_size(s, d))
+      return d;
+  return -1;
+}
+
+static double conv_time(const kclock_t *c, const int32_t *pt, int32_t n) {
+  int32_t td = target_dim(c->s, pt, c->dflt, n);
+  double t = 1.0;
+  if (td < 0) return 1e-4 * (1.0 + 0.4); /* auto, or a variant with no knob to move */
+  for (int32_t d = 0; d < mi_space_dim_count(c->s); d++) {
+    int32_t want = d == td ? c->dflt[d] + 2 : c->dflt[d];
+    if (mi_space_dim_node(c->s, d) != n || mi_space_dim_kind(c->s, d) != MI_DIM_KNOB ||
+        !mi_space_active(c->s, pt, d))
+      continue;
+    t += 0.2 * abs(pt[d] - want);
+  }
+  return 1e-4 * t;
+}
+
+static int32_t kmeasure(void *ctx, const int32_t *pt, double *node_s, mi_error_t *err) {
+  kclock_t *c = ctx;
+  (void)err;
+  c->calls++;
+  for (int32_t n = 0; n < c->g->node_count; n++)
+    node_s[n] = !strcmp(c->g->nodes[n].op_type, "Conv") ? conv_time(c, pt, n) : 1e-5;
+  return MI_OK;
+}
+
+/* Tunes the small CNN's tasks on `plugin` with `rounds` knob rounds; returns how many of its
+ * Convs whose best has a knob to move ended on the clock's target, into *hit (of *want). */
+static void tune_knobs(mi_registry_t *r, const char *plugin, int32_t rounds, int32_t *hit, int32_t *want,
+                       mi_ltask_result_t *res) {
+  mi_plugin_t *p = mi_registry_find(r, plugin);
+  mi_graph_t *g = tsu_small_cnn();
+  mi_space_t *s = NULL;
+  mi_ltasks_t *t = NULL;
+  mi_ltask_options_t o;
+  mi_error_t err;
+  int32_t D, *base;
+  kclock_t c;
+  *hit = *want = 0;
+  REQUIRE(p != NULL, "%s not loaded", plugin);
+  REQUIRE(mi_space_create(g, p, 0, NULL, &s, &err) == MI_OK, "space: %s", err.message);
+  D = mi_space_dim_count(s);
+  base = calloc((size_t)D + 1, sizeof *base);
+  c.dflt = calloc((size_t)D + 1, sizeof *c.dflt);
+  mi_space_default(s, base);
+  mi_space_default(s, c.dflt);
+  mi_space_repair(s, base, NULL, NULL);
+  REQUIRE(mi_ltasks_extract(g, s, base, &t, &err) == MI_OK, "extract: %s", err.message);
+  c.g = g;
+  c.s = s;
+  c.calls = 0;
+  mi_ltask_options_default(&o);
+  o.measure = kmeasure;
+  o.measure_ctx = &c;
+  o.knob_rounds = rounds;
+  CHECK(mi_ltasks_tune(g, s, t, base, &o, res, &err) == MI_OK, "%s: %s", plugin, err.message);
+  CHECK(res->rounds == c.calls, "rounds %d, measurements %d", (int)res->rounds, (int)c.calls);
+  for (int32_t n = 0; res->point && n < g->node_count; n++) {
+    int32_t td;
+    if (strcmp(g->nodes[n].op_type, "Conv") != 0 || (td = target_dim(s, res->point, c.dflt, n)) < 0) continue;
+    (*want)++;
+    *hit += res->point[td] == c.dflt[td] + 2;
+    if (rounds > 0) {
+      char *ch = mi_ltask_choice(s, res->point, n);
+      fprintf(stderr, "%s %s: %s (target %s=%s)\n", plugin, g->nodes[n].name, ch, mi_space_dim_name(s, td),
+              mi_space_dim_label(s, td, c.dflt[td] + 2));
+      free(ch);
+    }
+  }
+  fprintf(stderr,
+          "%s, %d knob rounds: %d tasks, %d layer measurements in %d rounds (knob stage %d in %d, %d tasks "
+          "faster); %d of %d Convs on the target\n",
+          plugin, (int)rounds, (int)res->tasks, (int)res->layer_measurements, (int)res->rounds,
+          (int)res->knob_measurements, (int)res->knob_rounds, (int)res->knob_improved, (int)*hit, (int)*want);
+  free(base);
+  free(c.dflt);
+  mi_ltasks_destroy(t);
+  mi_space_destroy(s);
+  mi_graph_destroy(g);
+}
+
+static void knob_stage_on(const char *plugin, int required) {
+  mi_registry_t *r = tsu_registry();
+  mi_ltask_result_t off, on;
+  int32_t hit0, want0, hit1, want1;
+  if (!mi_registry_find(r, plugin) && !required) {
+    fprintf(stderr, "%s: not built or no device, skipped\n", plugin);
+    mi_registry_destroy(r);
+    return;
+  }
+  tune_knobs(r, plugin, 0, &hit0, &want0, &off);
+  tune_knobs(r, plugin, 12, &hit1, &want1, &on);
+  /* Before the stage the knob never moved; with it every Conv reaches its target (two steps,
+   * the second taken first because the first paid), in far fewer rounds than a sweep. */
+  CHECK(off.knob_rounds == 0 && hit0 == 0, "%s without the stage: %d on target", plugin, (int)hit0);
+  CHECK(want1 >= 1 && hit1 == want1, "%s: %d of %d Convs on the knob target", plugin, (int)hit1, (int)want1);
+  CHECK(on.knob_improved >= want1 && on.knob_rounds <= 12, "%s: %d improved in %d rounds", plugin,
+        (int)on.knob_improved, (int)on.knob_rounds);
+  mi_ltask_result_free(&off);
+  mi_ltask_result_free(&on);
+  mi_registry_destroy(r);
+}
+
+static void knob_stage_blis(void) { knob_stage_on("blis-cpu", 1); }
+static void knob_stage_opencl(void) { knob_stage_on("opencl", 0); }
+static void knob_stage_vulkan(void) { knob_stage_on("vulkan", 0); }
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(knob_stage_blis),
+    TU_CASE(knob_stage_opencl),
+    TU_CASE(knob_stage_vulkan),
+};
+
+TU_MAIN(NULL, NULL)
