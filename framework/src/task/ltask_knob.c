@@ -62,8 +62,16 @@ static int32_t tally_key(tallies_t *ta, const mi_ltask_t *k, int j, const char *
   return ta->n++;
 }
 
-static double tally_mean(const tallies_t *ta, int32_t key) {
-  return key >= 0 && ta->t[key].n > 0 ? ta->t[key].sum / ta->t[key].n : 0.0;
+/* A step's rank: its mean gain on the kernel class; an untried step ranks between the steps that
+ * paid and those that cost, in an order of its own per task (a hash of the task and the step),
+ * so that in the first round the tasks of a class try different steps and the next round
+ * already knows which of them paid for the class. */
+static double step_score(const tallies_t *ta, int32_t key, const char *task) {
+  char buf[200];
+  if (key < 0) return -INFINITY;
+  if (ta->t[key].n > 0) return ta->t[key].sum / ta->t[key].n;
+  snprintf(buf, sizeof buf, "%s|%s", task, ta->t[key].text);
+  return -1e-9 * (double)(mi_hash64(buf, strlen(buf), 0) % 1000 + 1);
 }
 
 static int tried_has(const mi__ltask_state_t *ts, const char *c) {
@@ -79,7 +87,8 @@ static void moves_clear(kstate_t *ks) {
 
 /* The steps from `center`: every knob the task's conv(s) read there, one value up and one down
  * (kept only when the space's rules leave the value as set), none measured before; ordered
- * with the step that made the centre first, then by what each step did on this kernel class. */
+ * with the step that made the centre first, then by what each step did on this kernel class
+ * (step_score). */
 static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, const mi__ltask_state_t *ts,
                       kstate_t *ks, tallies_t *ta, int32_t *tmp, int32_t *tmp2) {
   int32_t D = mi_space_dim_count(s), node[2] = {k->nodes[0], k->second ? k->second[0] : -1};
@@ -112,10 +121,10 @@ static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t
   for (int32_t i = 1; i < ks->nm; i++) {
     char *c = ks->mv[i];
     int32_t key = ks->key[i], at = i;
-    double sc = key == ks->last && key >= 0 ? INFINITY : tally_mean(ta, key);
+    double sc = key == ks->last && key >= 0 ? INFINITY : step_score(ta, key, k->key);
     while (at > 0) {
       int32_t pk = ks->key[at - 1];
-      double ps = pk == ks->last && pk >= 0 ? INFINITY : tally_mean(ta, pk);
+      double ps = pk == ks->last && pk >= 0 ? INFINITY : step_score(ta, pk, k->key);
       if (ps >= sc) break;
       ks->mv[at] = ks->mv[at - 1];
       ks->key[at] = ks->key[at - 1];

@@ -1,0 +1,67 @@
+# tune_knobs_gpu.sh - the layer tasks' knob stage on opencl (PoCL) and vulkan (lavapipe), for real:
+# mi-host tune of a small MobileNet-style zoo model with layer tasks must (1) report knob rounds and
+# knob layer measurements, (2) measure some convolution task at two values of one knob with the
+# same variant (before the stage every variant was measured at its declared knobs only, so no task
+# ever had two), and (3) carry each task's best choice into the point the joint search measures
+# next after the default (its first measurement with the tasks' choices held): every node of a
+# task whose best names a variant runs that variant with those knobs there. A device the machine
+# lacks is skipped; 77 when neither is there. No timing is asserted.
+set -euo pipefail
+: "${MI_BUILD:?}"
+source "$(dirname "$0")/lib.bash"
+export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=$T/pocl
+mkdir -p "$POCL_CACHE_DIR"
+"$ZOO" mobilenetv2 --out "$T/net.onnx" --width 0.5 --depth 3 --resolution 32 >/dev/null
+ran=0
+for dev in opencl vulkan; do
+  if ! "${H[@]}" plugins 2>/dev/null | grep -A2 "^plugin $dev " | grep -q "device 0:"; then
+    echo "no $dev device: skipped"
+    continue
+  fi
+  ran=$((ran + 1))
+  D=$T/$dev
+  mkdir -p "$D"
+  cp "$T/net.onnx" "$D/net.onnx"
+  # budget 20: 6 variant rounds, then 10 - 6 = 4 knob rounds
+  printf '%s\n' 'version: 1' 'model: net.onnx' "pool: [ {plugin: $dev, device: 0} ]" \
+    'objectives: [latency]' 'measure: { repeats: 3, warmup: 1 }' 'history: hist.db' \
+    'budget: { measurements: 20 }' 'search: { seed: 3 }' >"$D/recipe.yaml"
+  "${H[@]}" tune "$D/recipe.yaml" --out "$D/tune" 2>"$D/tlog" || { cat "$D/tlog"; exit 1; }
+  python3 - "$D" "$dev" <<'PY'
+import json, sqlite3, sys
+D, dev = sys.argv[1], sys.argv[2]
+lt = json.load(open(D + "/tune/pareto.json"))["runs"][0]["layer_tasks"]
+assert lt["knob_rounds"] >= 1 and lt["knob_layer_measurements"] >= 1, (dev, lt)
+db = sqlite3.connect(D + "/hist.db")
+def parse(choice):  # "variant=V;knob.a=1;knob.b=2" (a dw+pw unit: "DW | PW") -> [(V, {a: 1, ...})]
+    out = []
+    for part in choice.split(" | "):
+        kv = dict(e.split("=", 1) for e in part.split(";") if "=" in e)
+        out.append((kv.pop("variant", "auto"), kv))
+    return out
+varied, best = 0, {}
+rows = db.execute("SELECT key, choice, seconds FROM layer_tasks WHERE ok = 1 AND op LIKE 'Conv%' ORDER BY key").fetchall()
+by_key = {}
+for key, choice, sec in rows:
+    by_key.setdefault(key, []).append((parse(choice), sec, choice))
+for key, rs in by_key.items():
+    variants = {}
+    for p, sec, choice in rs:
+        variants.setdefault(tuple(v for v, _ in p), []).append(p)
+    # two rows of the same variant(s) whose knobs differ: a knob was varied
+    varied += any(len({json.dumps([k for _, k in p], sort_keys=True) for p in ps}) > 1 for ps in variants.values())
+assert varied >= 1, "%s: no Conv task was measured at two knob values of one variant" % dev
+# The joint search's measurements in order: the default, then the default with the held choices.
+canon = [c for (c,) in db.execute("SELECT c.canonical FROM measurements m JOIN configs c ON c.id = m.config_id ORDER BY m.id")]
+n_lt = lt["rounds"]
+assert len(canon) > n_lt + 1, (len(canon), n_lt)
+held = canon[n_lt + 1] if canon[n_lt] == canon[0] else canon[n_lt]
+nodes = dict(e.split(":", 1) for e in held.split(";")[1:] if ":" in e)
+named = {n: v for n, v in nodes.items() if not v.startswith("default")}
+assert named, "%s: the held point names no variant: %s" % (dev, held[:300])
+print("%s: %d knob rounds, %d knob layer measurements, %d tasks faster; %d Conv tasks varied a knob; "
+      "held point names %d nodes' choices" % (dev, lt["knob_rounds"], lt["knob_layer_measurements"],
+      lt["knob_improved"], varied, len(named)))
+PY
+done
+[ "$ran" -gt 0 ] || { echo "SKIP: no OpenCL or Vulkan device"; exit 77; }
