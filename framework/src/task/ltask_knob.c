@@ -7,7 +7,8 @@
  * of the model in the same whole-model measurement. What a step did is kept per kernel class
  * (op, window, stride, groups, depthwise, precision: the shape features of the task key): a step
  * that sped up one 1x1 convolution is tried first on the next, and a step that just paid is
- * tried again (a block that helped at 8 may help more at 16). A task stops at a local optimum;
+ * tried again (a block that helped at 8 may help more at 16); a step that cost the class on
+ * average over two tasks or more is not taken again. A task stops at a local optimum;
  * the stage stops when its rounds or its seconds are spent. */
 #include <math.h>
 #include <stddef.h>
@@ -78,6 +79,13 @@ static int tried_has(const mi__ltask_state_t *ts, const char *c) {
   for (int32_t i = 0; i < ts->ntried; i++)
     if (!strcmp(ts->tried[i], c)) return 1;
   return 0;
+}
+
+/* The class has measured this step on at least two tasks and it cost on average what a taken
+ * step must gain: skipped, which on OpenCL and Vulkan saves compiling a kernel that would lose
+ * (ops whose only knob is the work-group size gain nothing on a CPU device). */
+static int predicted_loss(const tallies_t *ta, int32_t key) {
+  return key >= 0 && ta->t[key].n >= 2 && ta->t[key].sum / ta->t[key].n < log(ACCEPT);
 }
 
 static void moves_clear(kstate_t *ks) {
@@ -194,7 +202,9 @@ int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_
     for (int32_t i = 0; i < t->count; i++) {
       in_round[i] = 0;
       while (ks[i].active && ks[i].next < ks[i].nm && !in_round[i]) {
-        if (mi__ltask_apply_all(s, pt, &t->tasks[i], ks[i].mv[ks[i].next])) in_round[i] = 1;
+        if (!predicted_loss(&ta, ks[i].key[ks[i].next]) &&
+            mi__ltask_apply_all(s, pt, &t->tasks[i], ks[i].mv[ks[i].next]))
+          in_round[i] = 1;
         else
           ks[i].next++;
       }
