@@ -72,3 +72,28 @@ mi_blis_recipe() {
     printf '%s\n' "$@"
   } >"$T/recipe.yaml"
 }
+
+# $T/net.onnx: the small MobileNet-style model (depthwise convs) the opencl/vulkan tune tests
+# tune, with the kernel caches in $T (exported: every later tool call uses them).
+mi_gpu_net() {
+  export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=$T/pocl
+  mkdir -p "$POCL_CACHE_DIR"
+  "$ZOO" mobilenetv2 --out "$T/net.onnx" --width 0.5 --depth 3 --resolution 32 >/dev/null
+}
+
+# mi_gpu_dir DEV: 0 when plugin DEV (opencl, vulkan) has a device 0, after making $T/DEV with a
+# copy of $T/net.onnx and $T/DEV/recipe.yaml tuning it there for latency (history hist.db), with
+# the budget, search and other lines the test gives after DEV; 1 with a "skipped" line otherwise.
+mi_gpu_dir() {
+  local dev=$1
+  shift
+  if ! "${H[@]}" plugins 2>/dev/null | grep -A2 "^plugin $dev " | grep -q "device 0:"; then
+    echo "no $dev device: skipped"
+    return 1
+  fi
+  mkdir -p "$T/$dev"
+  cp "$T/net.onnx" "$T/$dev/net.onnx"
+  printf '%s\n' 'version: 1' 'model: net.onnx' "pool: [ {plugin: $dev, device: 0} ]" \
+    'objectives: [latency]' 'measure: { repeats: 5, warmup: 1 }' 'history: hist.db' "$@" \
+    >"$T/$dev/recipe.yaml"
+}

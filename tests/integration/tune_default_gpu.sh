@@ -11,23 +11,13 @@
 set -euo pipefail
 : "${MI_BUILD:?}"
 source "$(dirname "$0")/lib.bash"
-export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=$T/pocl
-mkdir -p "$POCL_CACHE_DIR"
-"$ZOO" mobilenetv2 --out "$T/net.onnx" --width 0.5 --depth 3 --resolution 32 >/dev/null
+mi_gpu_net
 printf 'model.fuse: "on"\n' >"$T/fuse.yaml"
 ran=0
 for dev in opencl vulkan; do
-  if ! "${H[@]}" plugins 2>/dev/null | grep -A2 "^plugin $dev " | grep -q "device 0:"; then
-    echo "no $dev device: skipped"
-    continue
-  fi
+  mi_gpu_dir "$dev" 'budget: { measurements: 1 }' 'search: { strategy: meta, seed: 3 }' || continue
   ran=$((ran + 1))
   D=$T/$dev
-  mkdir -p "$D"
-  cp "$T/net.onnx" "$D/net.onnx"
-  printf '%s\n' 'version: 1' 'model: net.onnx' "pool: [ {plugin: $dev, device: 0} ]" \
-    'objectives: [latency]' 'measure: { repeats: 5, warmup: 1 }' 'history: hist.db' \
-    'budget: { measurements: 1 }' 'search: { strategy: meta, seed: 3 }' >"$D/recipe.yaml"
   "${H[@]}" tune "$D/recipe.yaml" --out "$D/tune" --no-layer-tasks 2>"$D/tlog" || { cat "$D/tlog"; exit 1; }
   "$RUN" --plugins "$B/plugins" --model "$D/net.onnx" --device "$dev:0" --profile --repeat 1 \
     --json >"$D/run.json" 2>"$D/rlog" || { cat "$D/rlog"; exit 1; }

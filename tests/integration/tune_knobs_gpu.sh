@@ -10,23 +10,13 @@
 set -euo pipefail
 : "${MI_BUILD:?}"
 source "$(dirname "$0")/lib.bash"
-export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=$T/pocl
-mkdir -p "$POCL_CACHE_DIR"
-"$ZOO" mobilenetv2 --out "$T/net.onnx" --width 0.5 --depth 3 --resolution 32 >/dev/null
+mi_gpu_net
 ran=0
 for dev in opencl vulkan; do
-  if ! "${H[@]}" plugins 2>/dev/null | grep -A2 "^plugin $dev " | grep -q "device 0:"; then
-    echo "no $dev device: skipped"
-    continue
-  fi
+  # budget 20: 6 variant rounds, then 10 - 6 = 4 knob rounds
+  mi_gpu_dir "$dev" 'budget: { measurements: 20 }' 'search: { seed: 3 }' || continue
   ran=$((ran + 1))
   D=$T/$dev
-  mkdir -p "$D"
-  cp "$T/net.onnx" "$D/net.onnx"
-  # budget 20: 6 variant rounds, then 10 - 6 = 4 knob rounds
-  printf '%s\n' 'version: 1' 'model: net.onnx' "pool: [ {plugin: $dev, device: 0} ]" \
-    'objectives: [latency]' 'measure: { repeats: 3, warmup: 1 }' 'history: hist.db' \
-    'budget: { measurements: 20 }' 'search: { seed: 3 }' >"$D/recipe.yaml"
   "${H[@]}" tune "$D/recipe.yaml" --out "$D/tune" 2>"$D/tlog" || { cat "$D/tlog"; exit 1; }
   python3 - "$D" "$dev" <<'PY'
 import json, sqlite3, sys
