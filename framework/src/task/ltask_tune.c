@@ -1,7 +1,8 @@
 /* ltask_tune.c - tunes a model's layer tasks: each task's kernel choices are tried in rounds
  * (one choice per task per end-to-end measurement, read back through per-layer times), tasks
  * the history already has on this device and stack cost nothing, and a new task tries the best
- * choices of its nearest measured tasks (same op, closest shapes) first. */
+ * choices of its nearest measured tasks (same op, closest shapes) first. The knob stage that
+ * follows the variant rounds is ltask_knob.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
