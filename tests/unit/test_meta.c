@@ -423,6 +423,54 @@ static void test_explore(const mi_space_t *s) {
   mi_search_result_destroy(r[1]);
 }
 
+/* Accuracy screen (strategy_acc.c): every lossy precision makes the point faster and breaks a
+ * 1% bound. Without the screen the surrogate, which models latency only, kept proposing the
+ * faster lossy points; with it, after the design no more than one searched point may break
+ * the bound (the first rounds' fit needs a lossy point measured). */
+static int32_t lossy_eval(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj, mi_error_t *err) {
+  double lossy = 0;
+  (void)err;
+  for (int32_t d = 0; d < mi_space_dim_count(s); d++) {
+    const char *n = mi_space_dim_name(s, d), *l = mi_space_dim_label(s, d, pt[d]);
+    size_t k = strlen(n);
+    if (k > 10 && !strcmp(n + k - 10, ".precision") && strcmp(l, "fp32") != 0) lossy += 1;
+  }
+  obj[MI_OBJ_LATENCY] = synth_value(ctx, s, pt) / (1 + lossy);
+  obj[MI_OBJ_ACCURACY] = 0.2 * sqrt(lossy);
+  return MI_OK;
+}
+
+static void test_acc_screen(const mi_space_t *s) {
+  synth_t target = {5, 1, 0};
+  mi_bound_t bound = {MI_OBJ_ACCURACY, 0.01};
+  mi_search_options_t o;
+  mi_meta_options_t mo;
+  mi_meta_report_t rep;
+  mi_search_result_t *r = NULL;
+  mi_error_t err;
+  int32_t bad = 0, after = 0;
+  options(&o, &target, 7, 30);
+  o.evaluate = lossy_eval;
+  o.bound_count = 1;
+  o.bounds = &bound;
+  mi_meta_options_default(&mo);
+  mo.screen = 2000;
+  memset(&rep, 0, sizeof rep);
+  mo.report = &rep;
+  CHECK(mi_meta_search_run(s, &o, &mo, &r, &err) == MI_OK, "meta: %s", err.message);
+  if (!r) return;
+  for (int32_t i = mo.init_points; i < r->count; i++) {
+    after++;
+    bad += r->trials[i].objectives[MI_OBJ_ACCURACY] > 0.01;
+  }
+  printf("accuracy screen: %d of %d searched points over the bound, %d candidate scorings screened\n", (int)bad,
+         (int)after, (int)rep.acc_screened);
+  CHECK(after >= 10, "only %d searched points", (int)after);
+  CHECK(bad <= 1, "%d of %d searched points broke the accuracy bound", (int)bad, (int)after);
+  CHECK(rep.acc_screened > 0, "nothing screened");
+  mi_search_result_destroy(r);
+}
+
 static tsu_npu_space_t fx;
 
 static void setup(void) {
@@ -438,6 +486,7 @@ static void exhausted(void) { test_exhausted(fx.s); }
 static void strategy(void) { test_strategy(fx.s, fx.g); }
 static void late_liar(void) { test_late_liar(fx.s, fx.g); }
 static void explore(void) { test_explore(fx.s); }
+static void acc_screen(void) { test_acc_screen(fx.s); }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_retrieve),
@@ -448,6 +497,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(strategy),
     TU_CASE(late_liar),
     TU_CASE(explore),
+    TU_CASE(acc_screen),
 };
 
 TU_MAIN(setup, teardown)

@@ -181,6 +181,11 @@ typedef struct mi_meta_report {
    * that pass the check shorten the design to 3 points; when they are dropped later, the design
    * is completed to init_points before the next round. */
   int32_t design_points;
+  /* Added, the accuracy predictor (docs/tuning.md, "Accuracy screen and split moves"): the
+   * candidates the screen dropped as predicted over the recipe's accuracy bound (counted each
+   * time one was scored), and the split moves measured. */
+  int32_t acc_screened;
+  int32_t split_moves;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */

@@ -204,6 +204,11 @@ typedef struct mi_xf_metrics {
   double cosine;  /* cosine similarity of the same vectors */
   double max_abs; /* largest absolute difference */
   double top1;    /* share of rows whose argmax agrees; -1 when not a classifier */
+  /* ||y_o - y0_o|| / ||y0_o|| per output o over every sample, the worst output: what a tune
+   * bounds as the accuracy drop. rel_l2 pools the outputs, so one of large norm hides a wrong
+   * one of small norm (M-LSD's 4-channel offsets against its 1-channel scores). Equals rel_l2
+   * for a model with one output. */
+  double worst_rel_l2;
 } mi_xf_metrics_t;
 
 /** Runs `orig` and `xf` on the reference interpreter over `s` and compares every output. */

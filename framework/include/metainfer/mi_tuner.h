@@ -78,6 +78,9 @@ typedef struct mi_tune_run {
   /* Added, the layer tasks' knob stage: its whole-model rounds and layer measurements (both
    * counted in the figures above too) and the tasks whose best it found. */
   int32_t ltask_knob_rounds, ltask_knob_measurements, ltask_knob_improved;
+  /* Added, the accuracy screen (mi_meta_report_t): candidates dropped as predicted over the
+   * accuracy bound, split moves measured. */
+  int32_t acc_screened, split_moves;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -52,7 +52,10 @@ int32_t mi__device_accuracy(const mi_graph_t *run_graph, mi_plugin_t *pl, uint32
                           &met, err);
   mi_session_destroy(s);
   if (rc) return rc;
-  *rel_l2 = met.rel_l2;
+  /* The worst output's error, not the pooled one: the reference check (mi__check_error) judges
+   * each output on its own, and the pooled figure let an FP16 point of M-LSD pass the tune at
+   * 0.0033 whose scores output was 6.8% off, which the paired check then refused. */
+  *rel_l2 = met.worst_rel_l2;
   *top1 = met.top1;
   return MI_OK;
 }

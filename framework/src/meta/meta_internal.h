@@ -57,6 +57,10 @@ typedef struct mi__meta {
   uint8_t *luse; /* target nodes summed (graph node_count) */
   double *tls;   /* per trial, the evaluator's per-layer seconds (N each) */
   int32_t tls_cap, ltrials;
+  /* The accuracy predictor and the split moves (strategy_acc.c); acc_screened counts the
+   * candidates the screen dropped as predicted over the accuracy bound. */
+  struct mi__acc *acc;
+  int32_t acc_screened;
 } mi__meta_t;
 
 /* The per-layer model (layer.c): rows of the tasks laid out for the target space `s`. */
@@ -120,5 +124,19 @@ int32_t mi__meta_best(const mi__meta_t *st);
  * pt filled, 0 when every move was handed out. */
 int mi__meta_design_move(mi__meta_t *st, int32_t *pt);
 int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);
+
+/* The accuracy predictor (strategy_acc.c): refits on the trials so far; a point's predicted
+ * accuracy drop (NaN before a model-side change was measured); 1 when it is predicted over the
+ * recipe's accuracy bound. */
+void mi__meta_acc_fit(mi__meta_t *st);
+double mi__meta_acc_predict(mi__meta_t *st, const int32_t *pt);
+int mi__meta_acc_screened(mi__meta_t *st, const int32_t *pt);
+void mi__meta_acc_free(struct mi__acc *a);
+/* The next split move (a block of layers at the fastest lossy precision): 1 with pt set. */
+int mi__meta_split_move(mi__meta_t *st, int32_t *pt);
+int32_t mi__meta_split_count(const mi__meta_t *st);
+/* The per-layer precision move (each block at the label the model-wide moves timed fastest,
+ * trimmed to the predicted accuracy bound), once: 1 with pt set. */
+int mi__meta_compose_move(mi__meta_t *st, int32_t *pt);
 
 #endif

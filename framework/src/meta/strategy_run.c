@@ -68,6 +68,17 @@ static int32_t random_untried(mi__meta_t *st, int32_t *batch, int32_t k, int32_t
     for (int32_t i = 0; i < st->r->count && !seen; i++) seen = st->r->trials[i].hash == h;
     for (int32_t i = 0; i < k && !seen; i++) seen = mi_space_hash(st->s, batch + (size_t)i * st->D) == h;
     if (seen) continue;
+    if (mi__meta_acc_screened(st, pt)) {
+      /* Random per-layer precisions break the accuracy bound almost surely: explore the rest
+       * of the point with the centre's model side instead. */
+      for (int32_t d = 0; d < st->D; d++)
+        if (mi_space_dim_kind(st->s, d) == MI_DIM_MODEL && mi_space_dim_node(st->s, d) >= 0) pt[d] = st->center[d];
+      if (mi__meta_fix(st, pt) != MI_OK || mi__meta_acc_screened(st, pt)) continue;
+      h = mi_space_hash(st->s, pt);
+      for (int32_t i = 0; i < st->r->count && !seen; i++) seen = st->r->trials[i].hash == h;
+      for (int32_t i = 0; i < k && !seen; i++) seen = mi_space_hash(st->s, batch + (size_t)i * st->D) == h;
+      if (seen) continue;
+    }
     memcpy(batch + (size_t)k * st->D, pt, (size_t)st->D * sizeof *pt);
     return 1;
   }
@@ -197,8 +208,25 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
   while (mi__meta_has_budget(&st)) {
     int32_t want = st.mo.batch, got, b0 = mi__meta_best(&st), b1;
     double before = b0 >= 0 ? mi__meta_logobj(&st, &st.r->trials[b0], 0) : INFINITY;
+    /* Split moves first (strategy_acc.c): blocks of layers at a lossy precision that was
+     * faster model-wide, until the blocks that carry the loss are known. */
+    while (mi__meta_has_budget(&st) && mi__meta_split_move(&st, pt))
+      if (mi__meta_eval(&st, pt, &fresh) < 0) {
+        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+        goto done;
+      }
+    if (!mi__meta_has_budget(&st)) break;
+    if (st.r->count > 0) {
+      mi__meta_acc_fit(&st);
+      if (mi__meta_compose_move(&st, pt) && mi__meta_eval(&st, pt, &fresh) < 0) {
+        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+        goto done;
+      }
+      if (!mi__meta_has_budget(&st)) break;
+    }
     if (want > st.budget - st.r->measured) want = (int32_t)(st.budget - st.r->measured);
     if ((rc = mi__meta_fit(&st, round, err)) != MI_OK) break;
+    mi__meta_acc_fit(&st);
     /* The weight the fit gave the per-layer model (0 once the history is dropped). */
     if (st.mo.report && round < MI_META_MAX_ROUNDS) st.mo.report->layer_weight[round] = st.lmodel ? st.lweight : NAN;
     if (st.source_count > 0 && !st.sources_off) {
@@ -270,11 +298,16 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     adapt(&st, b1 >= 0 && mi__meta_logobj(&st, &st.r->trials[b1], 0) < before - 1e-3, &succ, &fail);
     round++;
   }
-  if (st.mo.report) st.mo.report->design_points = st.design_count;
+  if (st.mo.report) {
+    st.mo.report->design_points = st.design_count;
+    st.mo.report->acc_screened = st.acc_screened;
+    st.mo.report->split_moves = mi__meta_split_count(&st);
+  }
   if (rc == MI_OK && st.mo.report) rc = saving_report(&st, err);
 done:
   for (int32_t j = 0; j < MI_OBJ_COUNT; j++) mi_surrogate_destroy(st.model[j]);
   mi__meta_sources_free(&st);
+  mi__meta_acc_free(st.acc);
   free(pt);
   free(batch);
   free(st.center);

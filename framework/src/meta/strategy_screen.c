@@ -169,6 +169,11 @@ int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *
       fit[i] = score(st, lam, pop.mu + (size_t)i * m, pop.sd + (size_t)i * m, ideal);
       for (int32_t j = 0; j < i; j++)
         if (pop.hash[j] == pop.hash[i]) fit[i] = INFINITY; /* duplicates go last */
+      /* Predicted over the accuracy bound (strategy_acc.c): neither bred from nor measured. */
+      if (isfinite(fit[i]) && mi__meta_acc_screened(st, pop.pts + (size_t)i * D)) {
+        fit[i] = INFINITY;
+        st->acc_screened++;
+      }
       ord[i] = i;
     }
     for (int32_t i = 1; i < pop.n + kid.n; i++)
