@@ -204,10 +204,11 @@ typedef struct mi_xf_metrics {
   double cosine;  /* cosine similarity of the same vectors */
   double max_abs; /* largest absolute difference */
   double top1;    /* share of rows whose argmax agrees; -1 when not a classifier */
-  /* ||y_o - y0_o|| / ||y0_o|| per output o over every sample, the worst output: what a tune
-   * bounds as the accuracy drop. rel_l2 pools the outputs, so one of large norm hides a wrong
-   * one of small norm (M-LSD's 4-channel offsets against its 1-channel scores). Equals rel_l2
-   * for a model with one output. */
+  /* Per output o over every sample, ||y_o - y0_o|| / max(||y0_o||, 1e-3 * sqrt(n_o)) (the
+   * reference check's figure, mi_outputs_check), the worst output. rel_l2 pools the outputs, so
+   * one of large norm hides an error in one of small norm (M-LSD's 4-channel offsets against
+   * its 1-channel scores); the floor keeps an output near zero everywhere from dividing by its
+   * own rounding noise. */
   double worst_rel_l2;
 } mi_xf_metrics_t;
 

@@ -154,8 +154,8 @@ int32_t mi__worker_interleave(struct mi_worker_pool *p, const char *spec,
  * cache's samples; the reference outputs are computed once per cache. */
 int32_t mi__device_accuracy(const struct mi_graph *run_graph,
                             mi_plugin_t *pl, uint32_t dev, const mi_session_options_t *so,
-                            mi__config_cache_t *cache, double *rel_l2, double *top1,
-                            mi_error_t *err);
+                            mi__config_cache_t *cache, double *rel_l2, double *worst,
+                            double *top1, mi_error_t *err);
 
 /* Probe jobs (worker_probe.c): the child's model with views of its constants. */
 typedef struct mi__probe_cache {

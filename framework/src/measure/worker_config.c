@@ -379,14 +379,19 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
                                job->check && !job->accuracy, first, prof, err)))
     goto done;
   if (job->accuracy) {
+    double worst = INFINITY;
     if ((rc = mi__device_accuracy(xg ? xg : cache->g, pl, dev, &hw.so, cache, &res->rel_l2,
-                                  &res->top1, err)))
+                                  &worst, &res->top1, err)))
       goto done;
     res->has_accuracy = 1;
-    if (res->rel_l2 <= 0.05) {
+    /* Right without the check's reference run only when every output on its own is within the
+     * check's bound (the check's own figure, mi_xf_metrics_t.worst_rel_l2): the pooled rel_l2
+     * let an FP16 point of mlsd_tiny_320 pass at 0.0033 whose scores output was 6.8% off, and
+     * the end-of-tune paired check then refused it as wrong results. */
+    if (worst <= 0.05) {
       (*prof)->checked = 1;
       (*prof)->check_ok = 1;
-      (*prof)->check_error = res->rel_l2;
+      (*prof)->check_error = worst;
     } else if (job->accuracy_bound > 0 && res->rel_l2 > job->accuracy_bound) {
       /* Over the caller's accuracy bound: infeasible whether a kernel or the transform lost
        * the accuracy, so the check's reference run (seconds on a real model) would decide

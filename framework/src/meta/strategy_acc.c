@@ -131,8 +131,27 @@ void mi__meta_acc_fit(mi__meta_t *st) {
   }
   {
     double lam = 1e-6 * scale, c0 = 0;
-    for (int32_t f = 0; f < nf; f++) a->s[f] = 0;
-    for (int32_t i = 0; i < n; i++) r[i] = y[i];
+    /* Start from the even split (each trial's loss shared by the choices it made, averaged
+     * over the trials that made each choice): coordinate descent from zero handed a model-wide
+     * move's whole loss to its first layer and left the other 68 free, so the screen let through
+     * every point that kept that one layer at FP32 (blazeface_back, first run). */
+    for (int32_t f = 0; f < nf; f++) {
+      double sum = 0;
+      int32_t c = 0;
+      for (int32_t i = 0; i < n; i++) {
+        int32_t k = 0;
+        if (!x[(size_t)i * nf + f]) continue;
+        for (int32_t g = 0; g < nf; g++) k += x[(size_t)i * nf + g];
+        sum += y[i] / k;
+        c++;
+      }
+      a->s[f] = c ? sum / c : 0;
+    }
+    for (int32_t i = 0; i < n; i++) {
+      r[i] = y[i];
+      for (int32_t f = 0; f < nf; f++)
+        if (x[(size_t)i * nf + f]) r[i] -= a->s[f];
+    }
     for (int32_t it = 0; it < ACC_SWEEPS; it++) {
       /* c0: the loss every point has (a lossy kernel, float reassociation) */
       double num = 0, nw;

@@ -29,7 +29,7 @@ MI_API int32_t mi_xf_compare_run(const mi_graph_t *orig, mi_xf_run_fn run, void 
 MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig, void *ctx_orig,
                                   mi_xf_run_fn run, void *ctx, const mi_xf_samples_t *s,
                                   mi_xf_metrics_t *m, mi_error_t *err) {
-  double d2 = 0, a2 = 0, b2 = 0, ab = 0, mx = 0, *od2 = NULL, *oa2 = NULL;
+  double d2 = 0, a2 = 0, b2 = 0, ab = 0, mx = 0, *od2 = NULL, *oa2 = NULL, *on = NULL;
   int64_t rows = 0, agree = 0;
   int32_t rc = MI_OK, no;
   mi_array_t **ya = NULL, **yb = NULL;
@@ -41,7 +41,8 @@ MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig,
   yb = calloc((size_t)no + 1, sizeof *yb);
   od2 = calloc((size_t)no + 1, sizeof *od2);
   oa2 = calloc((size_t)no + 1, sizeof *oa2);
-  if (!ya || !yb || !od2 || !oa2) {
+  on = calloc((size_t)no + 1, sizeof *on);
+  if (!ya || !yb || !od2 || !oa2 || !on) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
     goto done;
   }
@@ -62,6 +63,7 @@ MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig,
         break;
       }
       const float *pa = a->data, *pb = b->data;
+      on[o] += (double)n;
       for (int64_t i = 0; i < n; i++) {
         double x = pa[i], y = pb[i], d = fabs(x - y);
         d2 += d * d;
@@ -98,13 +100,14 @@ MI_API int32_t mi_xf_compare_runs(const mi_graph_t *orig, mi_xf_run_fn run_orig,
     m->top1 = rows ? (double)agree / (double)rows : -1.0;
     m->worst_rel_l2 = 0;
     for (int32_t o = 0; o < no; o++) {
-      double e = oa2[o] > 0 ? sqrt(od2[o] / oa2[o]) : sqrt(od2[o]);
+      double e = sqrt(od2[o]) / fmax(sqrt(oa2[o]), 1e-3 * sqrt(fmax(on[o], 1.0)));
       if (e > m->worst_rel_l2 || isnan(e)) m->worst_rel_l2 = e;
     }
   }
 done:
   free(od2);
   free(oa2);
+  free(on);
   free(ya);
   free(yb);
   return rc;
