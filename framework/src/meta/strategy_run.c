@@ -70,9 +70,11 @@ static int32_t random_untried(mi__meta_t *st, int32_t *batch, int32_t k, int32_t
     if (seen) continue;
     if (mi__meta_acc_screened(st, pt)) {
       /* Random per-layer precisions break the accuracy bound almost surely: explore the rest
-       * of the point with the centre's model side instead. */
+       * of the point with the centre's model side instead, else the default's (every layer at
+       * its default, which the predictor never screens). */
       for (int32_t d = 0; d < st->D; d++)
-        if (mi_space_dim_kind(st->s, d) == MI_DIM_MODEL && mi_space_dim_node(st->s, d) >= 0) pt[d] = st->center[d];
+        if (mi_space_dim_kind(st->s, d) == MI_DIM_MODEL && mi_space_dim_node(st->s, d) >= 0)
+          pt[d] = tries % 2 ? 0 : st->center[d];
       if (mi__meta_fix(st, pt) != MI_OK || mi__meta_acc_screened(st, pt)) continue;
       h = mi_space_hash(st->s, pt);
       for (int32_t i = 0; i < st->r->count && !seen; i++) seen = st->r->trials[i].hash == h;
