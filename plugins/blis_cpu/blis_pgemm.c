@@ -331,13 +331,13 @@ static inline void nv256_block(const pg_call_t *q, int64_t blk, int64_t *bo, int
 /* A last block of 8 pixels or fewer runs half the tile: its second vector would be all masked
  * lanes, and the multiply-adds on them are wasted (conv.winograd's 50-tile blocks on 40x40 planes
  * end in one of 2 pixels). */
-#define NV256_EK(EK)                                              \
-  do {                                                            \
-    if (left >= 16) nv256_body(q, mp, bo, po, 16, bp, 1, 0, EK);  \
-    else if (left <= 8)                                           \
-      nv256_body(q, mp, bo, po, left, bp, 0, 1, EK);              \
-    else                                                          \
-      nv256_body(q, mp, bo, po, left, bp, 0, 0, EK);              \
+#define NV256_EK(EK)                                             \
+  do {                                                           \
+    if (left >= 16) nv256_body(q, mp, bo, po, 16, bp, 1, 0, EK); \
+    else if (left <= 8)                                          \
+      nv256_body(q, mp, bo, po, left, bp, 0, 1, EK);             \
+    else                                                         \
+      nv256_body(q, mp, bo, po, left, bp, 0, 0, EK);             \
   } while (0)
 AVX2_FN static void nv256(const pg_call_t *q, int64_t item, const float *bp) {
   int64_t mp = item % q->mp_n, bo, po, left;
