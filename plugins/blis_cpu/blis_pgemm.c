@@ -104,12 +104,13 @@ epi_kind(const pg_call_t *q, int64_t m, int64_t p, __mmask16 k, __m512 v, int ek
 #define PG_ST(p, k, v) (full ? _mm512_storeu_ps((p), (v)) : _mm512_mask_storeu_ps((p), (k), (v)))
 static inline __attribute__((always_inline)) AVX512_FN void
 nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0, int64_t po1, int two,
-           __mmask16 k0, __mmask16 k1, int ek, int full) {
-  const float *b = q->b;
+           __mmask16 k0, __mmask16 k1, const float *bp, int ek, int full) {
+  /* bp: the block packed [K][32] (see nv512_items); bo0 and bo1 are then 0 and 16 */
+  const float *b = bp ? bp : q->b;
   int pf = full && !q->koff; /* B rows at a fixed stride: prefetch (see PG_PF) */
   float abuf[MR512 * PG_KB] __attribute__((aligned(64)));
   __m512 c0[MR512], c1[MR512];
-  int64_t kk, k0b, ldb = q->ldb, rows = q->mg - mp * MR512;
+  int64_t kk, k0b, ldb = bp ? 32 : q->ldb, rows = q->mg - mp * MR512;
   int i;
   /* Every index into c0/c1 is a constant after unrolling, so they stay in registers. */
 #pragma GCC unroll 8
@@ -134,7 +135,7 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
       NV512_K(b + koff[kk])
     } else {
       const float *bb = b + k0b * ldb;
-      if (pf) pg_prefetch_rows(bb, ldb, kn, bo0, bo1);
+      if (pf && !bp) pg_prefetch_rows(bb, ldb, kn, bo0, bo1);
       NV512_K(bb + kk * ldb)
     }
 #undef NV512_K
@@ -165,16 +166,17 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
 #undef PG_ST
 
 /* The tile for one epilogue kind and pixel width, chosen at run time, specialised at compile time. */
-#define NV512_EK(EK)                                             \
-  do {                                                           \
-    if (k0 == 0xffff && (!two || k1 == 0xffff))                  \
-      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, EK, 1); \
-    else                                                         \
-      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, EK, 0); \
+#define NV512_EK(EK)                                                 \
+  do {                                                               \
+    if (k0 == 0xffff && (!two || k1 == 0xffff))                      \
+      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, bp, EK, 1); \
+    else                                                             \
+      nv512_tile(q, mp, bo0, bo1, po0, po1, two, k0, k1, bp, EK, 0); \
   } while (0)
 static inline __attribute__((always_inline)) AVX512_FN void nv512_ek(const pg_call_t *q, int64_t mp, int64_t bo0,
                                                                      int64_t bo1, int64_t po0, int64_t po1,
-                                                                     int two, __mmask16 k0, __mmask16 k1) {
+                                                                     int two, __mmask16 k0, __mmask16 k1,
+                                                                     const float *bp) {
   MI__BLIS_EK_SWITCH(q->c->pg_ek, NV512_EK)
 }
 #undef NV512_EK
@@ -184,15 +186,50 @@ static inline __attribute__((always_inline)) __mmask16 mask16(int64_t left) {
                                                     : (__mmask16)((1u << left) - 1u);
 }
 
-AVX512_FN static void nv512(const pg_call_t *q, int64_t item) {
+AVX512_FN static void nv512(const pg_call_t *q, int64_t item, const float *bp) {
   int64_t mp = item % q->mp_n, blk = item / q->mp_n;
   if (q->seg) { /* two row segments of the flat planes: no junk columns, stored in place */
     const int64_t *s0 = q->seg + 6 * blk, *s1 = s0 + 3;
     int two = 2 * blk + 1 < q->nseg;
-    nv512_ek(q, mp, s0[0], two ? s1[0] : 0, s0[1], two ? s1[1] : 0, two, mask16(s0[2]), two ? mask16(s1[2]) : 0);
+    nv512_ek(q, mp, s0[0], two ? s1[0] : 0, s0[1], two ? s1[1] : 0, two, mask16(s0[2]), two ? mask16(s1[2]) : 0,
+             NULL);
   } else {
     int64_t col = blk * 32, left = q->N - col;
-    nv512_ek(q, mp, col, col + 16, q->p0 + col, q->p0 + col + 16, left > 16, mask16(left), mask16(left - 16));
+    nv512_ek(q, mp, bp ? 0 : col, bp ? 16 : col + 16, q->p0 + col, q->p0 + col + 16, left > 16, mask16(left),
+             mask16(left - 16), bp);
+  }
+}
+
+/* Most K rows of a packed B block of the AVX-512 tile (64 KiB on the stack). */
+#define PG_BPK512_K 512
+
+/* The AVX-512 form of pack_b16 below (same condition, same L1 set thrash): B rows a multiple of
+ * 2 KiB apart are copied once per 32-pixel block, [K][32] with zeros past the last pixel, and
+ * every row panel of the block reads the copy. */
+static inline __attribute__((always_inline)) AVX512_FN void pack_b32(const pg_call_t *q, int64_t col, float *bp) {
+  const float *b = q->b + col;
+  int64_t k, left = q->N - col;
+  __mmask16 k0 = mask16(left), k1 = mask16(left - 16);
+  for (k = 0; k < q->K; k++) {
+    const float *bk = b + k * q->ldb;
+    _mm_prefetch((const char *)(bk + PG_PF), _MM_HINT_T0);
+    _mm512_store_ps(bp + k * 32, _mm512_maskz_loadu_ps(k0, bk));
+    _mm512_store_ps(bp + k * 32 + 16, _mm512_maskz_loadu_ps(k1, bk + 16));
+  }
+}
+
+/* Items [i0, i1) (row panel fastest): B packed when more than one panel reads each block. */
+AVX512_FN static void nv512_items(const pg_call_t *q, int64_t i0, int64_t i1) {
+  float bp[PG_BPK512_K * 32] __attribute__((aligned(64)));
+  int pack = !q->koff && q->mp_n >= 2 && q->K <= PG_BPK512_K && q->ldb % 512 == 0;
+  int64_t i, last = -1;
+  for (i = i0; i < i1; i++) {
+    int64_t blk = i / q->mp_n;
+    if (pack && blk != last) {
+      pack_b32(q, blk * 32, bp);
+      last = blk;
+    }
+    nv512(q, i, pack ? bp : NULL);
   }
 }
 
@@ -470,6 +507,10 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
     nv256_items(q, i0, i1);
     return;
   }
+  if (!q->c->pg_mv && simd == MI__SIMD_AVX512) {
+    nv512_items(q, i0, i1);
+    return;
+  }
   for (i = i0; i < i1; i++) {
     if (q->c->pg_mv) {
       if (simd == MI__SIMD_AVX512) mi__blis_pg_mv512(q, i);
@@ -477,8 +518,6 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
         mi__blis_pg_mv256(q, i);
       else
         mi__blis_pg_mvc(q, i);
-    } else if (simd == MI__SIMD_AVX512) {
-      nv512(q, i);
     } else {
       nvc(q, i);
     }

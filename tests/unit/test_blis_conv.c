@@ -255,6 +255,9 @@ static void packed_cases(tb_plugin_t *p) {
        * asymmetric padding, heights that leave a partial group of rows, narrow tall planes */
       {"depthwise 3x3 stride 1 pad 0, 37x35 plane", "conv.depthwise_direct", {1, 3, 37, 35, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 3}, 0},
       {"depthwise 3x3 stride 1, pads 2/0, 41x33", "conv.depthwise_direct", {1, 2, 41, 33, 2, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2, 2}, 0},
+      /* interior groups of 4 rows in 16-column blocks (AVX2), 8-column blocks at the edges and
+       * in the rows next to the padding; a right pad of 2 */
+      {"depthwise 3x3 stride 1, pads 1/0/1/2, 23x45", "conv.depthwise_direct", {1, 3, 23, 45, 3, 3, 3, 1, 1, 1, 1, 1, 0, 1, 2, 3}, 0},
       {"depthwise 3x3 stride 1, 300x3 plane", "conv.depthwise_direct", {1, 2, 300, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2}, 0},
       {"depthwise 3x3 stride 2 pad 0, 43x34 plane", "conv.depthwise_direct", {1, 2, 43, 34, 2, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, 2}, 0},
       {"depthwise 3x3 stride 2, pads 0/1, 30x33", "conv.depthwise_direct", {1, 3, 30, 33, 3, 3, 3, 2, 2, 1, 1, 0, 1, 1, 0, 3}, 0},
