@@ -76,47 +76,6 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_rows8(const float 
   for (r = 0; r < DW2_ROWS; r++) out[r] = _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), acc[r][2]);
 }
 
-/* DW2_ROWS output rows of a 16-column block at stride 1 whose input rows and columns all lie
- * inside the plane (xr: the input at the block's top-left tap): one accumulator per output vector
- * (8 independent FMA chains), each input row's 6 taps loaded once into registers for the output
- * rows it feeds, each weight broadcast where it is used; each output's taps summed in (kh, kw)
- * order from 0. The row kernel above keeps 12 accumulators, 3 taps and the 9 weights live and
- * spills on 16 ymm registers (24-channel 128x128 planes: 56 GFLOP/s). Not inlined: inside the
- * plane loop the compiler ran out of general registers for the row addresses. */
-static __attribute__((noinline)) AVX2_FN void dw3s1_rows16(const float *xr, int64_t W, const float *wm,
-                                                           __m256 (*out)[2]) {
-  __m256 acc[DW2_ROWS][2];
-  int j, r, b, kw;
-#pragma GCC unroll 4
-  for (r = 0; r < DW2_ROWS; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-#pragma GCC unroll 6
-  for (j = 0; j < DW2_ROWS + 2; j++) {
-    __m256 tap[2][3];
-    /* opaque to the compiler, so it broadcasts each weight where it is used instead of keeping
-     * all nine in registers and spilling the accumulators */
-    const float *wj = wm;
-    __asm__ volatile(""
-                     : "+r"(wj));
-#pragma GCC unroll 2
-    for (b = 0; b < 2; b++)
-#pragma GCC unroll 3
-      for (kw = 0; kw < 3; kw++) tap[b][kw] = _mm256_loadu_ps(xr + j * W + 8 * b + kw);
-#pragma GCC unroll 4
-    for (r = 0; r < DW2_ROWS; r++) {
-      int kh = j - r; /* input row j is filter row kh of output row r */
-      if (kh < 0 || kh > 2) continue;
-#pragma GCC unroll 3
-      for (kw = 0; kw < 3; kw++) {
-        __m256 wv = _mm256_broadcast_ss(wj + kh * 3 + kw);
-        acc[r][0] = _mm256_fmadd_ps(wv, tap[0][kw], acc[r][0]);
-        acc[r][1] = _mm256_fmadd_ps(wv, tap[1][kw], acc[r][1]);
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (r = 0; r < DW2_ROWS; r++) out[r][0] = acc[r][0], out[r][1] = acc[r][1];
-}
-
 /* Bias/BN and the chain's vector prefix on output pixels [p, p + 8) of plane pl (offset of plane
  * (n, m) in the output-shaped tensors); the common chains (ek, compile-time) without the walk over
  * the op list. ko: the valid lanes; FO: all of them. */
@@ -158,26 +117,9 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__bl
    * input line from L2 again: blazeface's 128x128 planes). */
   for (oh = oh0; oh < oh1; oh += DW2_ROWS) {
     int nr = oh1 - oh < DW2_ROWS ? (int)(oh1 - oh) : DW2_ROWS, r;
-    /* stride 1, a whole group of rows whose input rows all exist: 16-column blocks inside the
-     * row take dw3s1_rows16, the edges the 8-column kernel below */
-    int inner = s == 1 && nr == DW2_ROWS && oh - c->pt >= 0 && oh - c->pt + DW2_ROWS + 2 <= H;
-    int64_t step;
-    for (ow0 = 0; ow0 < OW; ow0 += step) {
+    for (ow0 = 0; ow0 < OW; ow0 += 8) {
       int64_t b0 = ow0 * s - c->pl, nout = OW - ow0 < 8 ? OW - ow0 : 8;
       __m256i ko = lanes8(0, nout);
-      step = 8;
-      if (inner && ow0 + 16 <= OW && b0 >= 0 && b0 + 18 <= W) {
-        __m256 a16[DW2_ROWS][2];
-        dw3s1_rows16(xc + (oh - c->pt) * W + b0, W, wm, a16);
-#pragma GCC unroll 4
-        for (r = 0; r < DW2_ROWS; r++) {
-          int64_t p = (oh + r) * OW + ow0;
-          _mm256_storeu_ps(row + (p - oh0 * OW), dw_epi8(c, t, pl, p, ko, a16[r][0], sc, sh, ek, 1));
-          _mm256_storeu_ps(row + (p + 8 - oh0 * OW), dw_epi8(c, t, pl, p + 8, ko, a16[r][1], sc, sh, ek, 1));
-        }
-        step = 16;
-        continue;
-      }
       /* inside the row: lane 7 of the last tap's run (column b0 + 8 * s + 1) exists */
       int full = b0 >= 0 && b0 + 8 * s + 2 <= W, fo = nout == 8;
       __m256 acc[DW2_ROWS];
