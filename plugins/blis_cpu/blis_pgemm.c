@@ -37,6 +37,23 @@ void mi__blis_epi_tail(const mi__blis_conv_t *c, void *const *t, int64_t n, int6
   }
 }
 
+/* Items [i0, i1) of a pixel tile (row panel fastest). With pack, each column block is copied
+ * into bp (pk) before the first of its panels, and the tiles read the copy (see pack_b16). */
+typedef void (*pg_pack_fn)(const pg_call_t *q, int64_t blk, float *bp);
+typedef void (*pg_tile_fn)(const pg_call_t *q, int64_t item, const float *bp);
+static void pg_items(const pg_call_t *q, int64_t i0, int64_t i1, int pack, float *bp, pg_pack_fn pk,
+                     pg_tile_fn tile) {
+  int64_t i, last = -1;
+  for (i = i0; i < i1; i++) {
+    int64_t blk = i / q->mp_n;
+    if (pack && blk != last) {
+      pk(q, blk, bp);
+      last = blk;
+    }
+    tile(q, i, pack ? bp : NULL);
+  }
+}
+
 /* ---- "nv" tiles, AVX-512: 8 rows x 32 pixels (16 accumulators). */
 #define MR512 8
 
@@ -206,9 +223,9 @@ AVX512_FN static void nv512(const pg_call_t *q, int64_t item, const float *bp) {
 /* The AVX-512 form of pack_b16 below (same condition, same L1 set thrash): B rows a multiple of
  * 2 KiB apart are copied once per 32-pixel block, [K][32] with zeros past the last pixel, and
  * every row panel of the block reads the copy. */
-static inline __attribute__((always_inline)) AVX512_FN void pack_b32(const pg_call_t *q, int64_t col, float *bp) {
-  const float *b = q->b + col;
-  int64_t k, left = q->N - col;
+AVX512_FN static void pack_b32(const pg_call_t *q, int64_t blk, float *bp) {
+  const float *b = q->b + blk * 32;
+  int64_t k, left = q->N - blk * 32;
   __mmask16 k0 = mask16(left), k1 = mask16(left - 16);
   for (k = 0; k < q->K; k++) {
     const float *bk = b + k * q->ldb;
@@ -220,19 +237,10 @@ static inline __attribute__((always_inline)) AVX512_FN void pack_b32(const pg_ca
 
 /* Items [i0, i1) (row panel fastest): B packed when three or more panels read each block. The
  * copy costs about what one panel's reads of the block do, so with two panels it saves at most
- * one re-read: 64 -> 16 1x1 on 160x160 (2 panels) ran 1.09-1.18x slower packed. */
+ * one re-read: 64 -> 16 1x1 on 160x160 (2 panels) ran 1.09-1.19x slower packed. */
 AVX512_FN static void nv512_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   float bp[PG_BPK512_K * 32] __attribute__((aligned(64)));
-  int pack = !q->koff && q->mp_n >= 3 && q->K <= PG_BPK512_K && q->ldb % 512 == 0;
-  int64_t i, last = -1;
-  for (i = i0; i < i1; i++) {
-    int64_t blk = i / q->mp_n;
-    if (pack && blk != last) {
-      pack_b32(q, blk * 32, bp);
-      last = blk;
-    }
-    nv512(q, i, pack ? bp : NULL);
-  }
+  pg_items(q, i0, i1, !q->koff && q->mp_n >= 3 && q->K <= PG_BPK512_K && q->ldb % 512 == 0, bp, pack_b32, nv512);
 }
 
 /* ---- "nv" tiles, AVX2: 6 rows x 16 pixels (12 accumulators). */
@@ -416,21 +424,16 @@ static inline __attribute__((always_inline)) AVX2_FN void pack_b16(const pg_call
   }
 }
 
+AVX2_FN static void pack256(const pg_call_t *q, int64_t blk, float *bp) {
+  int64_t bo, po, left;
+  nv256_block(q, blk, &bo, &po, &left);
+  pack_b16(q, bo, left, bp);
+}
+
 /* Items [i0, i1) (row panel fastest): B packed when more than one panel reads each block. */
 AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   float bp[PG_BPK_K * 16] __attribute__((aligned(32)));
-  int pack = !q->koff && q->mp_n >= 2 && q->K <= PG_BPK_K && q->ldb % 512 == 0;
-  int64_t i, last = -1;
-  for (i = i0; i < i1; i++) {
-    int64_t blk = i / q->mp_n;
-    if (pack && blk != last) {
-      int64_t bo, po, left;
-      nv256_block(q, blk, &bo, &po, &left);
-      pack_b16(q, bo, left, bp);
-      last = blk;
-    }
-    nv256(q, i, pack ? bp : NULL);
-  }
+  pg_items(q, i0, i1, !q->koff && q->mp_n >= 2 && q->K <= PG_BPK_K && q->ldb % 512 == 0, bp, pack256, nv256);
 }
 
 /* ---- "nv" tiles, plain C: 4 rows x 16 pixels; the epilogue runs on the stored rows. */
