@@ -488,21 +488,32 @@ static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
   }
 }
 
-/* Nodes whose outputs nobody reads (a Pad folded into its Conv leaves one): never run. */
+/* Nodes whose outputs nobody reads (a Pad folded into its Conv leaves one): never run. Counted
+ * readers, so a node read only by such nodes is one too (a fused layer norm leaves a chain). */
 static void mark_unread(mi__plan_t *p, const mi_graph_t *g) {
-  uint8_t *read = calloc((size_t)g->tensor_count + 1, 1);
-  if (!read) return; /* then they run, as before */
+  int32_t *reads = calloc((size_t)g->tensor_count + 1, sizeof *reads);
+  int changed = 1;
+  if (!reads) return; /* then they run, as before */
   for (int32_t i = 0; i < g->node_count; i++)
     for (int32_t j = 0; j < g->nodes[i].input_count; j++)
-      if (g->nodes[i].inputs[j] >= 0) read[g->nodes[i].inputs[j]] = 1;
-  for (int32_t i = 0; i < g->node_count; i++) {
-    const mi_node_t *n = &g->nodes[i];
-    int used = n->output_count == 0 || n->subgraph_count > 0;
-    for (int32_t o = 0; o < n->output_count && !used; o++)
-      used = n->outputs[o] >= 0 && (read[n->outputs[o]] || mi__graph_is_output(g, n->outputs[o]));
-    if (!used) p->role[i] = MI__ROLE_UNREAD;
+      if (g->nodes[i].inputs[j] >= 0) reads[g->nodes[i].inputs[j]]++;
+  /* Graph order is topological: a backward sweep settles a chain at once; repeat until none. */
+  while (changed) {
+    changed = 0;
+    for (int32_t i = g->node_count - 1; i >= 0; i--) {
+      const mi_node_t *n = &g->nodes[i];
+      int used = n->output_count == 0 || n->subgraph_count > 0;
+      if (p->role[i] == MI__ROLE_UNREAD) continue;
+      for (int32_t o = 0; o < n->output_count && !used; o++)
+        used = n->outputs[o] >= 0 && (reads[n->outputs[o]] || mi__graph_is_output(g, n->outputs[o]));
+      if (used) continue;
+      p->role[i] = MI__ROLE_UNREAD;
+      changed = 1;
+      for (int32_t j = 0; j < n->input_count; j++)
+        if (n->inputs[j] >= 0) reads[n->inputs[j]]--;
+    }
   }
-  free(read);
+  free(reads);
 }
 
 int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,

@@ -53,6 +53,15 @@ int mi__graph_pad_foldable(const mi_graph_t *g);
  * was cloned from). Returns the number folded, or -MI_ERR_OUT_OF_MEMORY. */
 int32_t mi__graph_fold_pads(mi_graph_t *g);
 
+/** 1 when the graph spells out a layer normalisation (ReduceMean, Sub, Pow, ReduceMean,
+ * Add(eps), Sqrt, Div, Mul[, Add]) over its trailing dims that one LayerNormalization computes
+ * (ln_fuse.c). */
+int mi__graph_ln_fusable(const mi_graph_t *g);
+/** Rewrites the last node of each such norm into LayerNormalization(X, scale[, bias]) with
+ * the same output; the norm's other nodes are left without readers (nodes are not removed, as
+ * in mi__graph_fold_pads). Returns the number fused, or -MI_ERR_OUT_OF_MEMORY. */
+int32_t mi__graph_fuse_layernorms(mi_graph_t *g);
+
 /** The dims [*start, *start + count) of a rank-`rank` input that a Shape node outputs: its start
  * and end attributes when has_range (opset 15 added them), negative ones counted from the end,
  * both clamped to [0, rank]. Returns the count (0 when end <= start). Shape inference, constant
