@@ -78,17 +78,12 @@ static mi_graph_t *norm_graph(const spec_t *sp) {
 /* Runs the spelling on p and the reference; returns the session's steps (kernels + host). */
 static int32_t check(mi_plugin_t *p, const char *what, spec_t sp) {
   mi_graph_t *g;
-  mi_array_t *x, *got[4] = {0}, *want[4] = {0};
-  mi_session_t *s;
+  mi_array_t *got[4] = {0}, *want[4] = {0};
   int32_t steps;
   double d;
   if (sp.exponent == 0.0f) sp.exponent = 2.0f;
   g = norm_graph(&sp);
-  x = input_for(g, 7);
-  s = session(g, p);
-  steps = mi_session_kernel_count(s) + mi_session_fallback_count(s);
-  run(s, g, x, got);
-  ref(g, x, want);
+  steps = run_both(g, p, 7, got, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
   printf("%s %s: %d steps, rel L2 vs reference %.2e\n", p->name, what, steps, d);
   /* npu-stub computes in FP16 (docs/backends/npu-stub.md): its own tolerance */
@@ -96,8 +91,6 @@ static int32_t check(mi_plugin_t *p, const char *what, spec_t sp) {
   if (sp.d_is_output)
     CHECK(tu_rel_l2_arrays(got[1], want[1]) < 1e-5, "%s %s: the centred output", p->name, what);
   destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_array_destroy(x);
   mi_graph_destroy(g);
   return steps;
 }
@@ -123,20 +116,9 @@ static void on_plugin(mi_plugin_t *p) {
 }
 
 static void setup(void) { r = open_plugins(); }
-
 static void teardown(void) { mi_registry_destroy(r); }
-
-static void blis_cpu(void) {
-  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
-  CHECK(p != NULL, "blis-cpu is loaded");
-  if (p) on_plugin(p);
-}
-
+static void blis_cpu(void) { on_blis_cpu(r, on_plugin); }
 static void others(void) { other_plugins(r, on_plugin); }
-
-static const tu_case_t tu_cases[] = {
-    TU_CASE(blis_cpu),
-    TU_CASE(others),
-};
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(others)};
 
 TU_MAIN(setup, teardown)

@@ -123,11 +123,7 @@ static void setup(void) { r = open_plugins(); }
 
 static void teardown(void) { mi_registry_destroy(r); }
 
-static void blis_cpu(void) {
-  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
-  CHECK(p != NULL, "blis-cpu is loaded");
-  if (p) all_cases(p);
-}
+static void blis_cpu(void) { on_blis_cpu(r, all_cases); }
 
 static void others(void) { other_plugins(r, all_cases); }
 

@@ -53,13 +53,9 @@ static mi_graph_t *pad_conv(int kind, int64_t stride, const int64_t conv_pads[4]
 /* Runs one graph on p and the reference; returns the session's steps (kernels + host nodes). */
 static int32_t check(mi_plugin_t *p, int kind, int64_t stride, const int64_t *conv_pads, const int64_t pad[8]) {
   mi_graph_t *g = pad_conv(kind, stride, conv_pads, pad);
-  mi_array_t *x = input_for(g, 3), *got[4] = {0}, *want[4] = {0};
-  mi_session_t *s = session(g, p);
-  int32_t steps = mi_session_kernel_count(s) + mi_session_fallback_count(s);
-  double d;
-  run(s, g, x, got);
-  ref(g, x, want);
-  d = tu_rel_l2_arrays(got[0], want[0]);
+  mi_array_t *got[4] = {0}, *want[4] = {0};
+  int32_t steps = run_both(g, p, 3, got, want);
+  double d = tu_rel_l2_arrays(got[0], want[0]);
   printf("%s kind %d stride %lld: %d steps, rel L2 vs reference %.2e\n", p->name, kind,
          (long long)stride, steps, d);
   /* npu-stub computes in FP16 (docs/backends/npu-stub.md): its own tolerance, folded or not */
@@ -67,8 +63,6 @@ static int32_t check(mi_plugin_t *p, int kind, int64_t stride, const int64_t *co
         p->name, kind, (long long)stride, d);
   if (kind == TWO_READERS) CHECK(tu_rel_l2_arrays(got[1], want[1]) < 1e-6, "the Pad's own output");
   destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_array_destroy(x);
   mi_graph_destroy(g);
   return steps;
 }
@@ -96,11 +90,7 @@ static void teardown(void) {
   mi_registry_destroy(r);
 }
 
-static void blis_cpu(void) {
-  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
-  CHECK(p != NULL, "blis-cpu is loaded");
-  if (p) on_plugin(p);
-}
+static void blis_cpu(void) { on_blis_cpu(r, on_plugin); }
 
 static void others(void) { other_plugins(r, on_plugin); }
 

@@ -99,6 +99,13 @@ static inline void other_plugins(mi_registry_t *r, void (*fn)(mi_plugin_t *)) {
   }
 }
 
+/* Calls fn on blis-cpu, which every build has: failing when the loader refused it. */
+static inline void on_blis_cpu(mi_registry_t *r, void (*fn)(mi_plugin_t *)) {
+  mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
+  CHECK(p != NULL, "blis-cpu is loaded");
+  if (p) fn(p);
+}
+
 /* Runs s on x; outs gets g->output_count new arrays. */
 static inline void run(mi_session_t *s, const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
   mi_error_t err = {0};
@@ -108,6 +115,21 @@ static inline void run(mi_session_t *s, const mi_graph_t *g, const mi_array_t *x
 static inline void ref(const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
   mi_error_t err = {0};
   if (mi_ref_run(g, &x, 1, outs, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
+}
+
+/* Runs g on p (a session with host fallback) and on the reference, on one seeded input; got and
+ * want get the outputs (destroy_outs frees them). Returns the session's steps: kernels plus
+ * host nodes. */
+static inline int32_t run_both(const mi_graph_t *g, mi_plugin_t *p, uint64_t seed, mi_array_t **got,
+                               mi_array_t **want) {
+  mi_array_t *x = input_for(g, seed);
+  mi_session_t *s = session(g, p);
+  int32_t steps = mi_session_kernel_count(s) + mi_session_fallback_count(s);
+  run(s, g, x, got);
+  ref(g, x, want);
+  mi_session_destroy(s);
+  mi_array_destroy(x);
+  return steps;
 }
 
 /* Frees the outputs run() and ref() filled (up to 4 each). */
