@@ -62,6 +62,28 @@ __attribute__((target("avx512f"))) static void minmax_avx512(const float *x, int
   }
 }
 
+__attribute__((target("avx2"))) static void minmax_avx2(const float *x, int64_t n, float *lo, float *hi) {
+  __m256 l = _mm256_setzero_ps(), h = _mm256_setzero_ps();
+  float lv[8], hv[8];
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(x + i);
+    l = _mm256_min_ps(l, v);
+    h = _mm256_max_ps(h, v);
+  }
+  _mm256_storeu_ps(lv, l);
+  _mm256_storeu_ps(hv, h);
+  *lo = *hi = 0.f;
+  for (int k = 0; k < 8; k++) {
+    *lo = lv[k] < *lo ? lv[k] : *lo;
+    *hi = hv[k] > *hi ? hv[k] : *hi;
+  }
+  for (; i < n; i++) {
+    *lo = x[i] < *lo ? x[i] : *lo;
+    *hi = x[i] > *hi ? x[i] : *hi;
+  }
+}
+
 static void minmax_c(const float *x, int64_t n, float *lo, float *hi) {
   int64_t i;
   *lo = *hi = 0.f;
@@ -71,21 +93,39 @@ static void minmax_c(const float *x, int64_t n, float *lo, float *hi) {
   }
 }
 
-static inline __attribute__((always_inline)) void dynq_body(const float *x, uint8_t *y, int64_t b,
-                                                            int64_t e, float s, float z) {
-  int64_t i;
-  for (i = b; i < e; i++) {
-    float v = rintf(x[i] / s) + z;
-    v = v < 0.f ? 0.f : v;
-    v = v > 255.f ? 255.f : v;
-    y[i] = (uint8_t)(int32_t)v;
-  }
+/* y = sat(rint(x / s) + z), one element; the vector loops below do the same operations in the
+ * same order (divide, round to nearest even, add, clamp; NaN clamps to 0 either way), so the
+ * codes match the reference's bit for bit. GCC leaves the scalar form unvectorised. */
+static inline uint8_t dynq_one(float x, float s, float z) {
+  float v = rintf(x / s) + z;
+  v = v < 0.f ? 0.f : v;
+  v = v > 255.f ? 255.f : v;
+  return (uint8_t)(int32_t)v;
 }
+
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
-  dynq_body(x, y, b, e, s, z);
+  const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(z), v0 = _mm512_setzero_ps(), v255 = _mm512_set1_ps(255.f);
+  int64_t i = b;
+  for (; i + 16 <= e; i += 16) {
+    __m512 v = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vz), v0), v255);
+    _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
+  for (; i < e; i++) y[i] = dynq_one(x[i], s, z);
 }
 __attribute__((target("avx2"))) static void dynq_avx2(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
-  dynq_body(x, y, b, e, s, z);
+  const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(), v255 = _mm256_set1_ps(255.f);
+  int64_t i = b;
+  for (; i + 8 <= e; i += 8) {
+    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i c = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, vz), v0), v255));
+    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+    _mm_storel_epi64((__m128i *)(y + i), _mm_packus_epi16(w, w));
+  }
+  for (; i < e; i++) y[i] = dynq_one(x[i], s, z);
+}
+static void dynq_c(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
+  for (int64_t i = b; i < e; i++) y[i] = dynq_one(x[i], s, z);
 }
 
 static void dynq_part(void *arg, int64_t b, int64_t e) {
@@ -96,13 +136,15 @@ static void dynq_part(void *arg, int64_t b, int64_t e) {
   else if (t->q->simd == MI__SIMD_AVX2)
     dynq_avx2(x, y, b, e, t->scale, (float)t->zp);
   else
-    dynq_body(x, y, b, e, t->scale, (float)t->zp);
+    dynq_c(x, y, b, e, t->scale, (float)t->zp);
 }
 
 static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
   qelt_task_t task = {q, t, 1.f, 0};
   float lo, hi, z0;
   if (q->simd == MI__SIMD_AVX512) minmax_avx512(t[q->a], q->n, &lo, &hi);
+  else if (q->simd == MI__SIMD_AVX2)
+    minmax_avx2(t[q->a], q->n, &lo, &hi);
   else
     minmax_c(t[q->a], q->n, &lo, &hi);
   task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
