@@ -1,11 +1,13 @@
-/* blis_qdw.c - INT8 depthwise Conv (a lowered QDQ layer, one input channel per group) on AVX-512
- * VNNI with VBMI: sixteen output columns in the lanes, each lane's four taps of one kernel row
- * gathered from a 64-byte load by one byte permute (vpermb) and multiplied by the row's four
- * weights in one vpdpbusd, exact int32 sums, the output stage of the GEMM path (blis_qcore.c).
- * The generic depthwise path (blis_qgemm.c) widens every code to float and runs the float plane:
- * a 3x3 24x128x128 layer of a QDQ face detector took 0.23 ms there, more than its FP32 original's
- * depthwise, pointwise, add and Relu together. Same codes, bit for bit: both compute the exact
- * sum of (x - zx) * w over the taps inside the image and apply mi__blis_requant to it. */
+/* blis_qdw.c - INT8 depthwise Conv (a lowered QDQ layer, or ConvInteger with its float tail: one
+ * input channel per group) on AVX-512 VNNI with VBMI: sixteen output columns in the lanes, each
+ * lane's four taps of one kernel row gathered from a 64-byte load by one byte permute (vpermb) and
+ * multiplied by the row's four weights in one vpdpbusd, exact int32 sums, then the output stage of
+ * the GEMM path (blis_qcore.c), the int32 sums themselves, or ConvInteger's float tail. The generic
+ * depthwise path (blis_qgemm.c) widens every code to float and runs the float plane: a 3x3
+ * 24x128x128 layer of a QDQ face detector took 0.23 ms there, more than its FP32 original's
+ * depthwise, pointwise, add and Relu together; the dynamic export's ConvInteger took 0.30-0.35 ms
+ * there. Same results, bit for bit: both compute the exact sum of (x - zx) * w over the taps
+ * inside the image and finish it the same way. */
 #include <immintrin.h>
 #include <string.h>
 
@@ -16,14 +18,23 @@
 #define QDW_ACC_INTS 4096
 #define QDW_MAX_QUADS 4 /* kernel rows up to 16 taps wide */
 
+enum { QDW_CODES = 0, /* the output stage to codes (lowered QDQ) */
+       QDW_INT32,     /* ConvInteger's int32 sums */
+       QDW_TAIL };    /* ConvInteger -> Cast -> Mul [-> Add bias] [-> Add residual] [-> Relu] */
+
 typedef struct qdw {
   mi__blis_conv_t g;
-  int32_t zy, y_u8, flip, zxu;    /* flip: 0x80 makes INT8 codes unsigned; zxu: zx made unsigned */
+  int32_t zy, y_u8, flip, zxu; /* flip: 0x80 makes INT8 codes unsigned; zxu: zx made unsigned */
+  int32_t zx_t;                /* runtime tensor of x's zero point (one code), or -1: zxu */
+  int32_t out, relu, scale_t, res_t;
   int32_t nq;                     /* quads of taps per kernel row */
   int64_t wp, rows;               /* bytes of a padded input row; output rows per strip */
-  double *mult, *bias;            /* [M] output stage */
-  int32_t *corr;                  /* [M]: zxu * the sum of channel m's weights */
+  double *mult, *bias;            /* [M] output stage (QDW_CODES) */
+  float *tb;                      /* [M] the tail's bias, or NULL */
+  int32_t *vsum;                  /* [M]: sum of channel m's weights (minus their zero point) */
+  int32_t *wd;                    /* [M]: shift d of channel m: the stored bytes are w - d (UINT8 weights) */
   int32_t *wq;                    /* [M][KH][nq] dwords: taps 4q..4q+3 of a kernel row, 0 past KW */
+  int32_t ones[QDW_MAX_QUADS];    /* quad q's bytes 1 for taps inside KW: the codes' sum for d */
   uint8_t idx[QDW_MAX_QUADS][64]; /* vpermb index of quad q: lane j, byte t <- j * sw + (4q + t) * dw */
 } qdw_t;
 
@@ -31,16 +42,20 @@ typedef struct qdw_task {
   const qdw_t *q;
   const uint8_t *x;
   uint8_t *y;
+  const float *res; /* the tail's residual, or NULL */
+  float fs;         /* the tail's scale */
+  int32_t zxu;      /* this run's zero point, made unsigned */
 } qdw_task_t;
 
 /* Input rows r0..r0+n of plane xp as padded rows of wp bytes: zxu left of the image (pl bytes),
  * the codes made unsigned, zxu to the end; rows outside the image all zxu. The zero point's code
- * in the padding adds zxu * w there, which corr takes out with the rest: the padding counts as
- * real zero, as in the reference. 64 bytes a step (the scalar copy was most of the layer). */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdw_pad_rows(const qdw_t *q, const uint8_t *xp,
-                                                                              int64_t r0, int64_t n, uint8_t *dst) {
+ * in the padding adds zxu * w there, which the correction takes out with the rest: the padding
+ * counts as real zero, as in the reference. 64 bytes a step (the scalar copy was most of the layer). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdw_pad_rows(const qdw_t *q, int32_t zxu,
+                                                                              const uint8_t *xp, int64_t r0,
+                                                                              int64_t n, uint8_t *dst) {
   const mi__blis_conv_t *c = &q->g;
-  const __m512i flip = _mm512_set1_epi8((char)q->flip), z = _mm512_set1_epi8((char)q->zxu);
+  const __m512i flip = _mm512_set1_epi8((char)q->flip), z = _mm512_set1_epi8((char)zxu);
   int64_t r, i;
   for (r = 0; r < n; r++, dst += q->wp) {
     int64_t ih = r0 + r;
@@ -59,12 +74,13 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdw_pad_rows(co
 }
 
 /* The sums of output rows o0..o1 of channel m into acc (row stride OW, up to 15 lanes written
- * past each row's end: the next row's, or the scratch's slack). */
+ * past each row's end: the next row's, or the scratch's slack): sum (u - zxu) * (s + d) over the
+ * taps = sum u * s + d * sum u - zxu * vsum, s the stored bytes; corr = zxu * vsum. */
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi"))) static void
-qdw_rows512(const qdw_t *q, int64_t m, const uint8_t *pad, int64_t o0, int64_t o1, int32_t *acc) {
+qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0, int64_t o1, int32_t *acc) {
   const mi__blis_conv_t *c = &q->g;
-  const int32_t *wm = q->wq + m * c->KH * q->nq;
-  const __m512i corr = _mm512_set1_epi32(q->corr[m]);
+  const int32_t *wm = q->wq + m * c->KH * q->nq, d = q->wd[m];
+  const __m512i vc = _mm512_set1_epi32(corr), vd = _mm512_set1_epi32(d);
   __m512i ix[QDW_MAX_QUADS];
   int64_t oh, j0, kh, qi;
   for (qi = 0; qi < q->nq; qi++) ix[qi] = _mm512_loadu_si512(q->idx[qi]);
@@ -72,15 +88,31 @@ qdw_rows512(const qdw_t *q, int64_t m, const uint8_t *pad, int64_t o0, int64_t o
     const uint8_t *row = pad + (oh - o0) * c->sh * q->wp;
     int32_t *ar = acc + (oh - o0) * c->OW;
     for (j0 = 0; j0 < c->OW; j0 += 16) {
-      __m512i a = _mm512_setzero_si512();
+      __m512i a = _mm512_setzero_si512(), u = _mm512_setzero_si512();
       for (kh = 0; kh < c->KH; kh++) {
         __m512i v = _mm512_loadu_si512(row + kh * c->dh * q->wp + j0 * c->sw);
-        for (qi = 0; qi < q->nq; qi++)
-          a = _mm512_dpbusd_epi32(a, _mm512_permutexvar_epi8(ix[qi], v), _mm512_set1_epi32(wm[kh * q->nq + qi]));
+        for (qi = 0; qi < q->nq; qi++) {
+          __m512i t = _mm512_permutexvar_epi8(ix[qi], v);
+          a = _mm512_dpbusd_epi32(a, t, _mm512_set1_epi32(wm[kh * q->nq + qi]));
+          if (d) u = _mm512_dpbusd_epi32(u, t, _mm512_set1_epi32(q->ones[qi]));
+        }
       }
-      _mm512_storeu_si512(ar + j0, _mm512_sub_epi32(a, corr));
+      if (d) a = _mm512_add_epi32(a, _mm512_mullo_epi32(u, vd));
+      _mm512_storeu_si512(ar + j0, _mm512_sub_epi32(a, vc));
     }
   }
+}
+
+/* n sums of channel m to y at element offset off: codes, int32 sums or the float tail. */
+static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t n, int64_t off) {
+  const qdw_t *q = t->q;
+  if (q->out == QDW_CODES)
+    mi__blis_requant(q->g.simd, acc, n, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, t->y + off);
+  else if (q->out == QDW_INT32)
+    memcpy((int32_t *)t->y + off, acc, (size_t)n * sizeof *acc);
+  else
+    mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f, t->res ? t->res + off : NULL,
+                      q->relu, (float *)t->y + off);
 }
 
 /* Items are (image, output channel) planes, each in strips of q->rows output rows. */
@@ -96,10 +128,9 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
     const uint8_t *xp = t->x + (n * c->C + m / dm) * c->H * c->W;
     for (o0 = 0; o0 < c->OH; o0 += q->rows) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH;
-      qdw_pad_rows(q, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
-      qdw_rows512(q, m, pad, o0, o1, acc);
-      mi__blis_requant(c->simd, acc, (o1 - o0) * c->OW, q->mult + m, q->bias + m, 0, q->zy, q->y_u8,
-                       t->y + pl * ohw + o0 * c->OW);
+      qdw_pad_rows(q, t->zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
+      qdw_rows512(q, m, t->zxu * q->vsum[m], pad, o0, o1, acc);
+      qdw_out(t, m, acc, (o1 - o0) * c->OW, pl * ohw + o0 * c->OW);
     }
   }
 }
@@ -112,6 +143,9 @@ static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_
   c = &task.q->g;
   task.x = t[c->x];
   task.y = t[c->y];
+  task.zxu = task.q->zx_t >= 0 ? (*(const uint8_t *)t[task.q->zx_t] ^ task.q->flip) & 0xff : task.q->zxu;
+  task.fs = task.q->out == QDW_TAIL ? *(const float *)t[task.q->scale_t] : 0.f;
+  task.res = task.q->out == QDW_TAIL && task.q->res_t >= 0 ? t[task.q->res_t] : NULL;
   mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * c->KH * c->KW, qdw_part, &task);
   return MI_OK;
 }
@@ -163,55 +197,109 @@ static int qdw_stage(const mi__blis_prep_t *p, const mi_node_desc_t *n, qdw_t *q
   return 1;
 }
 
+/* The step's state for the layer src describes, its weights stored; NULL (and err clear) when
+ * this path does not apply: the generic path then builds the step afresh and says what it refuses. */
+static qdw_t *qdw_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, src->x), *w = mi__blis_tensor(p, src->w);
+  qdw_t probe, *q;
+  int64_t m, kh, kw, qi, j, t, taps;
+  if (!qdw_cpu(p) || !x || !w || !w->data || !mi__blis_is_q8(x) ||
+      (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4 && w->dtype != MI_DTYPE_UINT8))
+    return NULL;
+  memset(&probe, 0, sizeof probe);
+  probe.g.x = src->x;
+  probe.g.w = src->w;
+  probe.g.y = src->y;
+  probe.g.simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  if (mi__blis_conv_geom(p, n, &probe.g, err) != MI_OK || !qdw_geometry(&probe)) {
+    memset(err, 0, sizeof *err);
+    return NULL;
+  }
+  taps = probe.g.KH * probe.g.KW;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)probe.g.M * (2 * sizeof(double) + 2 * sizeof(int32_t) + sizeof(float)) + (uint64_t)(probe.g.M * probe.g.KH * probe.nq) * sizeof(int32_t),
+                               err)))
+    return NULL;
+  *q = probe;
+  q->mult = (double *)(q + 1);
+  q->bias = q->mult + q->g.M;
+  q->vsum = (int32_t *)(q->bias + q->g.M);
+  q->wd = q->vsum + q->g.M;
+  q->wq = q->wd + q->g.M;
+  q->tb = (float *)(q->wq + q->g.M * q->g.KH * q->nq);
+  q->flip = x->dtype == MI_DTYPE_UINT8 ? 0 : 0x80;
+  q->zxu = (src->zx ^ q->flip) & 0xff;
+  q->zx_t = src->zx_t;
+  for (m = 0; m < q->g.M; m++) {
+    if (!mi__blis_qbyte_shift(src, w, m, m * taps, taps, 1, &q->wd[m])) goto refuse;
+    for (kh = 0; kh < q->g.KH; kh++)
+      for (kw = 0; kw < q->g.KW; kw++) {
+        int32_t v = mi__blis_qwval(src, w, (m * q->g.KH + kh) * q->g.KW + kw, m);
+        uint8_t *d = (uint8_t *)&q->wq[(m * q->g.KH + kh) * q->nq + kw / 4] + kw % 4; /* x86: little endian */
+        *d = (uint8_t)(int8_t)(v - q->wd[m]);
+        q->vsum[m] += v;
+      }
+  }
+  for (qi = 0; qi < q->nq; qi++) {
+    for (t = 0; t < 4; t++) q->ones[qi] |= (4 * qi + t < q->g.KW ? 1 : 0) << (8 * t);
+    for (j = 0; j < 16; j++)
+      for (t = 0; t < 4; t++) /* taps past KW have weight 0: any byte of the load serves */
+        q->idx[qi][j * 4 + t] = (uint8_t)(4 * qi + t < q->g.KW ? j * q->g.sw + (4 * qi + t) * q->g.dw : 0);
+  }
+  s->run = run_qdw;
+  return q;
+refuse:
+  mi__blis_free(p->ctx, s->state);
+  s->state = NULL;
+  return NULL;
+}
+
 int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  qdw_t probe, *q;
-  int64_t m, kh, kw, qi, j, t;
+  mi__blis_qsrc_t src;
+  qdw_t *q;
   *taken = 0;
-  if (p->desc->node_count != 1 || !qdw_cpu(p) || !x || !y || !w || !w->data || !mi__blis_is_q8(x) ||
-      !mi__blis_is_q8(y) || (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4) || w->zero_point != 0)
+  if (p->desc->node_count != 1 || !x || !y || !w || !mi__blis_is_q8(y) || w->dtype == MI_DTYPE_UINT8 ||
+      w->zero_point != 0)
     return MI_OK;
-  memset(&probe, 0, sizeof probe);
-  probe.g.x = mi__blis_in(n, 0);
-  probe.g.w = mi__blis_in(n, 1);
-  probe.g.y = mi__blis_out(n, 0);
-  probe.g.simd = mi__blis_simd_level(p->ctx->cpu.isa);
-  if (mi__blis_conv_geom(p, n, &probe.g, err) != MI_OK || !qdw_geometry(&probe)) {
-    memset(err, 0, sizeof *err); /* the generic path reports what it refuses */
-    return MI_OK;
-  }
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)probe.g.M * (2 * sizeof(double) + sizeof(int32_t)) + (uint64_t)(probe.g.M * probe.g.KH * probe.nq) * sizeof(int32_t),
-                               err)))
-    return MI_ERR_OUT_OF_MEMORY;
-  *q = probe;
-  q->mult = (double *)(q + 1);
-  q->bias = q->mult + q->g.M;
-  q->corr = (int32_t *)(q->bias + q->g.M);
-  q->wq = q->corr + q->g.M;
+  memset(&src, 0, sizeof src);
+  src.x = mi__blis_in(n, 0);
+  src.w = mi__blis_in(n, 1);
+  src.y = mi__blis_out(n, 0);
+  src.zx = x->zero_point;
+  src.zx_t = -1;
+  if (!(q = qdw_new(p, s, &src, err))) return err->code ? err->code : MI_OK;
   if (!qdw_stage(p, n, q)) { /* the generic path builds the step's state afresh */
     mi__blis_free(p->ctx, s->state);
     s->state = NULL;
     return MI_OK;
   }
-  q->flip = x->dtype == MI_DTYPE_UINT8 ? 0 : 0x80;
-  q->zxu = (x->zero_point ^ q->flip) & 0xff;
+  q->out = QDW_CODES;
   q->zy = y->zero_point;
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
-  for (m = 0; m < q->g.M; m++)
-    for (kh = 0; kh < q->g.KH; kh++)
-      for (kw = 0; kw < q->g.KW; kw++) {
-        int32_t v = mi__blis_qweight(w, (m * q->g.KH + kh) * q->g.KW + kw);
-        uint8_t *d = (uint8_t *)&q->wq[(m * q->g.KH + kh) * q->nq + kw / 4] + kw % 4; /* x86: little endian */
-        *d = (uint8_t)(int8_t)v;
-        q->corr[m] += q->zxu * v;
-      }
-  for (qi = 0; qi < q->nq; qi++)
-    for (j = 0; j < 16; j++)
-      for (t = 0; t < 4; t++) /* taps past KW have weight 0: any byte of the load serves */
-        q->idx[qi][j * 4 + t] = (uint8_t)(4 * qi + t < q->g.KW ? j * q->g.sw + (4 * qi + t) * q->g.dw : 0);
-  s->run = run_qdw;
+  *taken = 1;
+  return MI_OK;
+}
+
+int32_t mi__blis_prep_qdw_int(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src, int *taken,
+                              mi_error_t *err) {
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
+  qdw_t *q;
+  int64_t m;
+  *taken = 0;
+  if (!src->out32 || src->ibias || p->desc->node_count != 1 + src->tail || !y ||
+      y->dtype != (src->tail ? MI_DTYPE_FLOAT32 : MI_DTYPE_INT32))
+    return MI_OK;
+  if (!(q = qdw_new(p, s, src, err))) return err->code ? err->code : MI_OK;
+  q->out = src->tail ? QDW_TAIL : QDW_INT32;
+  q->relu = src->relu;
+  q->scale_t = src->scale_t;
+  q->res_t = src->res_t;
+  for (m = 0; m < q->g.M; m++) q->tb[m] = src->tb ? src->tb[src->ntb == 1 ? 0 : m] : 0.f;
+  if (!src->tb) q->tb = NULL;
+  p->nodes_used = 1 + src->tail;
   *taken = 1;
   return MI_OK;
 }

@@ -347,31 +347,6 @@ static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi__
   return MI_OK;
 }
 
-/* Weight element i (output channel c) minus its zero point. */
-static int32_t wval(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t i, int64_t c) {
-  int32_t v = w->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)w->data)[i] : mi__blis_qweight(w, i);
-  if (src->wz) {
-    int64_t k = mi_sdk_numel(src->wz) == 1 ? 0 : c;
-    v -= src->wz->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)src->wz->data)[k] : ((const int8_t *)src->wz->data)[k];
-  }
-  return v;
-}
-
-/* Byte core shift d of the cnt weights of channel c (elements i0 + t * step): 0 where their values
- * fit INT8, else what moves their lowest to -128; returns 0 when they span more than 256 values. */
-static int byte_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t i0, int64_t cnt,
-                      int64_t step, int32_t *d) {
-  int32_t lo = 0, hi = 0, v;
-  int64_t t;
-  for (t = 0; t < cnt; t++) {
-    v = wval(src, w, i0 + t * step, c);
-    lo = t == 0 || v < lo ? v : lo;
-    hi = t == 0 || v > hi ? v : hi;
-  }
-  *d = lo >= -128 && hi <= 127 ? 0 : lo + 128;
-  return hi - lo <= 255;
-}
-
 /* Pair-dot path of the int32 core: knob int8_dot (0 = auto, the widest this CPU runs). */
 static int32_t int8_dot(const mi__blis_prep_t *p, int32_t simd) {
   int64_t v = mi_sdk_knob_int(p->desc, "int8_dot", 0);
@@ -467,14 +442,14 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
    * [M][ka] int16 and the [kq][tile rows*OW][4] columns in col's (4 * kq <= 2 * ka) */
   q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->dw && q->g.OW <= MI__QV_ROW_BYTES;
   for (i = 0; i < q->g.M && q->u8k; i++) {
-    q->u8k = byte_shift(src, w, i, i * q->kk, q->kk, 1, &q->wd[i]);
+    q->u8k = mi__blis_qbyte_shift(src, w, i, i * q->kk, q->kk, 1, &q->wd[i]);
     q->shift |= q->wd[i] != 0;
   }
   q->shift &= q->u8k;
   if (q->u8k) {
     q->w8 = (uint8_t *)q->wq;
     for (i = 0; i < q->g.M * q->kk; i++) {
-      int32_t v = wval(src, w, i, i / q->kk) - q->wd[i / q->kk];
+      int32_t v = mi__blis_qwval(src, w, i, i / q->kk) - q->wd[i / q->kk];
       q->w8[i / q->kk * q->kq * 4 + i % q->kk] = (uint8_t)(int8_t)v;
       q->wsum[i / q->kk] += v;
     }
@@ -483,7 +458,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   }
   /* OIHW = [M][kk], rows padded to ka with 0; calloc leaves the odd pair halves of col 0 */
   for (i = 0; i < q->g.M * q->kk; i++) {
-    int32_t v = wval(src, w, i, i / q->kk);
+    int32_t v = mi__blis_qwval(src, w, i, i / q->kk);
     q->wq[i / q->kk * q->ka + i % q->kk] = (int16_t)v;
     if (q->wf) q->wf[i] = (float)v;
   }
@@ -614,7 +589,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     q->b4 = (uint8_t *)(q->a16 + q->m * q->ka);
     for (i = 0; i < kk; i++) /* row i is nibble i & 1 of pair i / 2; an odd k's last stays 0 */
       for (j = 0; j < nn; j++) {
-        int32_t v = wval(src, w, tb ? j * kk + i : i * nn + j, j);
+        int32_t v = mi__blis_qwval(src, w, tb ? j * kk + i : i * nn + j, j);
         q->b4[(i >> 1) * nn + j] |= mi__blis_nib_byte(i & 1 ? 0 : v, i & 1 ? v : 0);
       }
     s->run = run_qgemm;
@@ -626,7 +601,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->kq = (kk + 3) / 4;
   q->u8k = q->dot == MI__QDOT_VNNI_U8;
   for (j = 0, i = 0; j < nn && q->u8k; j++) {
-    q->u8k = byte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
+    q->u8k = mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
     i |= q->wd[j] != 0;
   }
   if (!i) q->wd = NULL;
@@ -635,7 +610,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     q->b8 = (uint8_t *)q->b;
     for (i = 0; i < kk; i++)
       for (j = 0; j < nn; j++) {
-        int32_t v = wval(src, w, tb ? j * kk + i : i * nn + j, j) - (q->wd ? q->wd[j] : 0);
+        int32_t v = mi__blis_qwval(src, w, tb ? j * kk + i : i * nn + j, j) - (q->wd ? q->wd[j] : 0);
         q->b8[((i >> 2) * nn + j) * 4 + (i & 3)] = (uint8_t)(int8_t)v;
         q->csum[j] += v;
       }
@@ -644,7 +619,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   }
   for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
     for (j = 0; j < nn; j++)
-      q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)wval(src, w, tb ? j * kk + i : i * nn + j, j);
+      q->b[((i >> 1) * nn + j) * 2 + (i & 1)] = (int16_t)mi__blis_qwval(src, w, tb ? j * kk + i : i * nn + j, j);
   s->run = run_qgemm;
   return MI_OK;
 }

@@ -105,6 +105,17 @@ typedef struct mi__blis_qsrc {
  * only when has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
                        int relu, float *y);
+/* Weight element i (output channel c) of src's constant weight w minus its zero point, and the
+ * byte core's shift d of the cnt weights of channel c (elements i0 + t * step): 0 where their
+ * values fit INT8, else what moves their lowest to -128; 0 when they span more than 256 values
+ * (blis_qlinear.c). */
+int32_t mi__blis_qwval(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t i, int64_t c);
+int mi__blis_qbyte_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t i0, int64_t cnt,
+                         int64_t step, int32_t *d);
+/* The depthwise byte kernel (blis_qdw.c) for ConvInteger with its float tail or int32 sums:
+ * *taken 0 when it does not apply (the generic path then runs the layer). */
+int32_t mi__blis_prep_qdw_int(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src, int *taken,
+                              mi_error_t *err);
 /* Integer Conv / Gemm-MatMul (B constant, 2-D) steps from a source. */
 int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
                              mi_error_t *err);

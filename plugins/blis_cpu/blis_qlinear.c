@@ -8,6 +8,31 @@
 
 #include "blis_qgemm.h"
 
+/* Weight element i (output channel c) minus its zero point. */
+int32_t mi__blis_qwval(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t i, int64_t c) {
+  int32_t v = w->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)w->data)[i] : mi__blis_qweight(w, i);
+  if (src->wz) {
+    int64_t k = mi_sdk_numel(src->wz) == 1 ? 0 : c;
+    v -= src->wz->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)src->wz->data)[k] : ((const int8_t *)src->wz->data)[k];
+  }
+  return v;
+}
+
+/* Byte core shift d of the cnt weights of channel c (elements i0 + t * step): 0 where their values
+ * fit INT8, else what moves their lowest to -128; returns 0 when they span more than 256 values. */
+int mi__blis_qbyte_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t i0, int64_t cnt,
+                         int64_t step, int32_t *d) {
+  int32_t lo = 0, hi = 0, v;
+  int64_t t;
+  for (t = 0; t < cnt; t++) {
+    v = mi__blis_qwval(src, w, i0 + t * step, c);
+    lo = t == 0 || v < lo ? v : lo;
+    hi = t == 0 || v > hi ? v : hi;
+  }
+  *d = lo >= -128 && hi <= 127 ? 0 : lo + 128;
+  return hi - lo <= 255;
+}
+
 /* The lowered layer's source: parameters from the tensor fields (docs/abi.md). */
 static int32_t lowered_src(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t bias_idx,
                            double alpha, double beta, mi__blis_qsrc_t *src, mi_error_t *err) {
@@ -189,7 +214,12 @@ int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   }
   if (!qlin) {
     src.out32 = 1;
-    if (is_conv) int_tail(p, ch, &src);
+    if (is_conv) {
+      int taken, rc;
+      int_tail(p, ch, &src);
+      rc = mi__blis_prep_qdw_int(p, s, &src, &taken, err); /* the depthwise byte kernel where it applies */
+      if (rc != MI_OK || taken) return rc;
+    }
     return is_conv ? mi__blis_qconv_build(p, s, &src, err) : mi__blis_qgemm_build(p, s, &src, err);
   }
   {

@@ -328,6 +328,14 @@ static void conv_integer_cases(void) {
   conv_integer_tail(1, 1, 6, -1, 0); /* depthwise */
   conv_integer_tail(1, 1, 1, 3, 1);  /* residual Add before the Relu */
   conv_integer_tail(0, 0, 6, -1, 1);
+  /* the depthwise byte kernel (AVX-512 VNNI + VBMI): weight shifts at both ends and none, strides
+   * 2, 5x5, signed weights, the runtime zero point in the padding */
+  conv_integer_tail(1, 1, 6, 0, 1);
+  conv_integer_tail(0, 1, 6, 255, 0);
+  conv_integer_tail(1, 0, 6, 128, 0);
+  conv_integer(1, 6, 2, 5);
+  conv_integer(0, 6, 2, 3);
+  conv_integer(0, 6, 1, 5);
 }
 
 static void matmul_integer_cases(void) {
