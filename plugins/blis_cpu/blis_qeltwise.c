@@ -46,20 +46,25 @@ static inline int32_t code_at(const void *x, int u8, int64_t i) {
 /* ---- DynamicQuantizeLinear: min/max (widened to include 0), then y = sat(rint(x / s) + zp) in
  * float, as the reference and ONNX Runtime. */
 
+/* Four chains each of min and max: one chain was bound by the latency of vminps. The new value
+ * is the first operand, so a NaN leaves the running value as the C loop does. */
 __attribute__((target("avx512f"))) static void minmax_avx512(const float *x, int64_t n, float *lo, float *hi) {
-  __m512 l = _mm512_setzero_ps(), h = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 v = _mm512_loadu_ps(x + i);
-    l = _mm512_min_ps(l, v);
-    h = _mm512_max_ps(h, v);
+  __m512 l[4], h[4];
+  int64_t i = 0, k;
+  for (k = 0; k < 4; k++) l[k] = h[k] = _mm512_setzero_ps();
+  for (; i + 64 <= n; i += 64)
+    for (k = 0; k < 4; k++) {
+      __m512 v = _mm512_loadu_ps(x + i + 16 * k);
+      l[k] = _mm512_min_ps(v, l[k]);
+      h[k] = _mm512_max_ps(v, h[k]);
+    }
+  for (; i < n; i += 16) {
+    __m512 v = _mm512_maskz_loadu_ps(n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u), x + i);
+    l[0] = _mm512_min_ps(v, l[0]); /* masked lanes are 0, inside every range */
+    h[0] = _mm512_max_ps(v, h[0]);
   }
-  *lo = _mm512_reduce_min_ps(l);
-  *hi = _mm512_reduce_max_ps(h);
-  for (; i < n; i++) {
-    *lo = x[i] < *lo ? x[i] : *lo;
-    *hi = x[i] > *hi ? x[i] : *hi;
-  }
+  *lo = _mm512_reduce_min_ps(_mm512_min_ps(_mm512_min_ps(l[0], l[1]), _mm512_min_ps(l[2], l[3])));
+  *hi = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(h[0], h[1]), _mm512_max_ps(h[2], h[3])));
 }
 
 __attribute__((target("avx2"))) static void minmax_avx2(const float *x, int64_t n, float *lo, float *hi) {
@@ -102,16 +107,29 @@ static inline uint8_t dynq_one(float x, float s, float z) {
   v = v > 255.f ? 255.f : v;
   return (uint8_t)(int32_t)v;
 }
-
+/* The quotient as x * fl(1 / s): |x / s| <= 255 (s spans the range of x), so the product is
+ * within 2^-14 of the float quotient and rounds as it does unless it lies within 2^-12 of a half;
+ * a vector with such a lane (ties, rare) takes the division itself, so every code is the
+ * reference's. vdivps was most of the quantize pass. The zero point and the clamp in integers
+ * (vpmovusdb saturates at 255). */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
-  const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(z), v0 = _mm512_setzero_ps(), v255 = _mm512_set1_ps(255.f);
-  int64_t i = b;
-  for (; i + 16 <= e; i += 16) {
-    __m512 v = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(v, vz), v0), v255);
-    _mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(v)));
+  const __m512 vs = _mm512_set1_ps(s), rcp = _mm512_set1_ps(1.f / s), near = _mm512_set1_ps(.5f - 1.f / 4096.f);
+  const __m512i vz = _mm512_set1_epi32((int32_t)z), zero = _mm512_setzero_si512();
+  int64_t i;
+  for (i = b; i < e; i += 16) {
+    __mmask16 k = e - i >= 16 ? 0xffff : (__mmask16)((1u << (e - i)) - 1u);
+    __m512 v = _mm512_maskz_loadu_ps(k, x + i), p = _mm512_mul_ps(v, rcp);
+    __m512 r = _mm512_roundscale_ps(p, _MM_FROUND_CUR_DIRECTION);
+    __m128i c;
+    if (_mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(p, r)), near, _CMP_GT_OQ))
+      r = _mm512_roundscale_ps(_mm512_div_ps(v, vs), _MM_FROUND_CUR_DIRECTION);
+    /* |r| <= 256: exact as int32; a NaN converts to INT_MIN and ends as 0, as the C loop's */
+    c = _mm512_cvtusepi32_epi8(_mm512_max_epi32(zero, _mm512_add_epi32(_mm512_cvtps_epi32(r), vz)));
+    if (k == 0xffff) /* a register then a plain store: the masked byte store's memory form is slow on Zen 4 */
+      _mm_storeu_si128((__m128i *)(y + i), c);
+    else
+      _mm_mask_storeu_epi8(y + i, k, c);
   }
-  for (; i < e; i++) y[i] = dynq_one(x[i], s, z);
 }
 __attribute__((target("avx2"))) static void dynq_avx2(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
   const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(), v255 = _mm256_set1_ps(255.f);

@@ -156,7 +156,10 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
     if (has_b) v = _mm512_add_ps(v, vb);
     if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res + j));
     if (relu) v = _mm512_max_ps(v, z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
-    _mm512_mask_storeu_ps(y + j, km, v);
+    if (km == 0xffff)
+      _mm512_storeu_ps(y + j, v);
+    else
+      _mm512_mask_storeu_ps(y + j, km, v);
   }
 }
 

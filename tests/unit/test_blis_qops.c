@@ -9,6 +9,8 @@
 
 static mi_plugin_t *g_blis;
 static int32_t g_kernels; /* when > 0: the session must run the graph as this many kernels */
+static const float *g_x0; /* when set: the first input's values (g_x0n of them), not fill()'s */
+static int64_t g_x0n;
 
 static uint64_t g_seed = 12345;
 static uint32_t rnd32(void) {
@@ -86,6 +88,7 @@ static void run_case(mi_graph_t *g, const char *name, int want_refusal) {
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
     in[i] = mi_array_create(t->dtype, t->rank, t->dims);
     fill(in[i]);
+    if (i == 0 && g_x0 && in[i]->nbytes == (size_t)g_x0n * sizeof(float)) memcpy(in[i]->data, g_x0, in[i]->nbytes);
   }
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
@@ -312,7 +315,31 @@ static void teardown(void) {
   mi_registry_destroy(r);
 }
 
+/* DynamicQuantizeLinear alone on values whose quotients x / s are exact ties k + 1/2 (s = 3 from
+ * the range [-382.5, 382.5]) or within a few ulp of one: fl(1 / 3) * x lands past the tie for
+ * k of about 100 and up, so a quotient taken as x times the reciprocal without the division where
+ * it lies near a half gets codes wrong; the ties round to even. Also a length of 16k + 5 (tail). */
+static void dynq_ties(void) {
+  static float xv[2 * 251 + 5];
+  int64_t n = 0, xd[2] = {1, (int64_t)(sizeof xv / sizeof xv[0])};
+  xv[n++] = -382.5f;
+  xv[n++] = 382.5f;
+  for (int32_t k = -125; k < 125 && n + 2 <= xd[1]; k++) {
+    xv[n++] = (float)(3 * k) + 1.5f;                     /* (k + 1/2) * 3: exactly a tie */
+    xv[n++] = nextafterf((float)(3 * k) + 1.5f, 1000.f); /* just past it */
+  }
+  while (n < xd[1]) xv[n++] = 0.f;
+  mi_graph_t *g = graph(13);
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 2, xd), q[3] = {out(g, "xq"), out(g, "xs"), out(g, "xz")};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  g_x0 = xv;
+  g_x0n = xd[1];
+  run_case(g, "DynamicQuantizeLinear on ties", 0);
+  g_x0 = NULL;
+}
+
 static void conv_integer_cases(void) {
+  dynq_ties();
   conv_integer(1, 1, 1, 3);
   conv_integer(0, 1, 2, 3);
   conv_integer(1, 6, 1, 3); /* depthwise */
