@@ -157,14 +157,42 @@ static void dynq_part(void *arg, int64_t b, int64_t e) {
     dynq_c(x, y, b, e, t->scale, (float)t->zp);
 }
 
+/* The min/max pass in at most MM_PARTS parts across the threads (it ran on one while the quantize
+ * pass used every thread), each part's range then merged: min and max do not depend on the order. */
+#define MM_PARTS 64
+typedef struct mm_task {
+  const qelt_t *q;
+  const float *x;
+  int64_t chunk;
+  float lo[MM_PARTS], hi[MM_PARTS];
+} mm_task_t;
+
+static void minmax_part(void *arg, int64_t b, int64_t e) {
+  mm_task_t *t = arg;
+  for (; b < e; b++) {
+    int64_t i0 = b * t->chunk, n = t->q->n - i0 < t->chunk ? t->q->n - i0 : t->chunk;
+    if (t->q->simd == MI__SIMD_AVX512) minmax_avx512(t->x + i0, n, &t->lo[b], &t->hi[b]);
+    else if (t->q->simd == MI__SIMD_AVX2)
+      minmax_avx2(t->x + i0, n, &t->lo[b], &t->hi[b]);
+    else
+      minmax_c(t->x + i0, n, &t->lo[b], &t->hi[b]);
+  }
+}
+
 static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
   qelt_task_t task = {q, t, 1.f, 0};
-  float lo, hi, z0;
-  if (q->simd == MI__SIMD_AVX512) minmax_avx512(t[q->a], q->n, &lo, &hi);
-  else if (q->simd == MI__SIMD_AVX2)
-    minmax_avx2(t[q->a], q->n, &lo, &hi);
-  else
-    minmax_c(t[q->a], q->n, &lo, &hi);
+  mm_task_t mm;
+  float lo = 0.f, hi = 0.f, z0;
+  int64_t parts, i;
+  mm.q = q;
+  mm.x = t[q->a];
+  mm.chunk = (q->n + MM_PARTS - 1) / MM_PARTS < 16384 ? 16384 : (q->n + MM_PARTS - 1) / MM_PARTS;
+  parts = (q->n + mm.chunk - 1) / mm.chunk;
+  mi__blis_parallel(env, parts, 1, mm.chunk, minmax_part, &mm);
+  for (i = 0; i < parts; i++) {
+    lo = mm.lo[i] < lo ? mm.lo[i] : lo;
+    hi = mm.hi[i] > hi ? mm.hi[i] : hi;
+  }
   task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   z0 = 0.0f - lo / task.scale;
   z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f

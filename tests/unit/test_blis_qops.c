@@ -338,8 +338,26 @@ static void dynq_ties(void) {
   g_x0 = NULL;
 }
 
+/* DynamicQuantizeLinear on 3 * 16384 + 7 values, the min/max pass in parts: the lowest value in
+ * the last part, the highest in the third, so a merge that misses a part gets the scale wrong. */
+static void dynq_parts(void) {
+  static float xv[3 * 16384 + 7];
+  int64_t n = (int64_t)(sizeof xv / sizeof xv[0]), xd[2] = {1, n};
+  for (int64_t i = 0; i < n; i++) xv[i] = (float)(i % 97) / 32.f - 1.f;
+  xv[n - 2] = -5.25f;
+  xv[2 * 16384 + 11] = 6.5f;
+  mi_graph_t *g = graph(13);
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 2, xd), q[3] = {out(g, "xq"), out(g, "xs"), out(g, "xz")};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  g_x0 = xv;
+  g_x0n = n;
+  run_case(g, "DynamicQuantizeLinear in parts", 0);
+  g_x0 = NULL;
+}
+
 static void conv_integer_cases(void) {
   dynq_ties();
+  dynq_parts();
   conv_integer(1, 1, 1, 3);
   conv_integer(0, 1, 2, 3);
   conv_integer(1, 6, 1, 3); /* depthwise */
