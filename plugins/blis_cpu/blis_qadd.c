@@ -21,6 +21,8 @@ typedef struct qbin {
   qb_side_t a, b;
   int32_t y, yu8, yz, mul, simd;
   int32_t tab, vbmi; /* tab: b broadcasts over runs of b.run outputs; a runs through a table per run */
+  int32_t full;      /* neither operand broadcasts: mi__blis_qbin_row where the SIMD level has it */
+  mi__blis_qbin_row_t row;
   float ys;
   int64_t n;
 } qbin_t;
@@ -53,6 +55,12 @@ static void qb_part(void *arg, int64_t b, int64_t e) {
   const qbin_t *q = t->q;
   float fa[QB_BLOCK], fb[QB_BLOCK];
   int64_t blk, j;
+  if (q->full) {
+    int64_t i = b * QB_BLOCK, end = e * QB_BLOCK < q->n ? e * QB_BLOCK : q->n;
+    if (mi__blis_qbin_row(q->simd, &q->row, (const uint8_t *)t->t[q->a.t] + i, (const uint8_t *)t->t[q->b.t] + i,
+                          (uint8_t *)t->t[q->y] + i, end - i))
+      return;
+  }
   for (blk = b; blk < e; blk++) {
     int64_t i = blk * QB_BLOCK, len = q->n - i < QB_BLOCK ? q->n - i : QB_BLOCK;
     side_rows(q, &q->a, t->t[q->a.t], i, len, fa);
@@ -166,6 +174,17 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   }
   /* a table per run where a run is long enough to pay for its 256 codes */
   q->tab = q->a.run == 1 && q->a.count == q->n && q->b.run >= 1024 && q->n % q->b.run == 0;
+  q->full = q->a.run == 1 && q->a.count == q->n && q->b.run == 1 && q->b.count == q->n;
+  q->row.sa = q->a.s;
+  q->row.sb = q->b.s;
+  q->row.ys = q->ys;
+  q->row.za = q->a.z;
+  q->row.zb = q->b.z;
+  q->row.yz = q->yz;
+  q->row.au8 = q->a.u8;
+  q->row.bu8 = q->b.u8;
+  q->row.yu8 = q->yu8;
+  q->row.mul = q->mul;
   s->run = run_qbin;
   return MI_OK;
 }

@@ -74,6 +74,13 @@ int mi__blis_is_q8(const mi_tensor_desc_t *t);
  * n floats y = DequantizeLinear(x), the reference's arithmetic bit for bit (blis_quant.c). */
 void mi__blis_q_row(int32_t simd, const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8);
 void mi__blis_dq_row(int32_t simd, const void *x, float *y, int64_t n, float s, int32_t zp, int32_t u8);
+/* n codes y = Q(DQ(xa) op DQ(xb)) of two full operands (op: Add, or Mul when mul), the unfused
+ * nodes' arithmetic bit for bit, on AVX-512 (blis_quant.c); 0 (nothing written) at other levels. */
+typedef struct mi__blis_qbin_row {
+  float sa, sb, ys;
+  int32_t za, zb, yz, au8, bu8, yu8, mul;
+} mi__blis_qbin_row_t;
+int mi__blis_qbin_row(int32_t simd, const mi__blis_qbin_row_t *b, const void *xa, const void *xb, void *y, int64_t n);
 /* A lowered QDQ Add or Mul: codes in, codes out (blis_qadd.c). */
 int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 

@@ -92,26 +92,57 @@ T512 static inline int q512_codes_f(__m512 v, __m512 rcpf, __m512i *r) {
   *r = _mm512_cvtps_epi32(_mm512_min_ps(big, _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), big), p)));
   return 1;
 }
+/* Codes of the k lanes of v to y: the float-first quotient, else the double path. */
+T512 static inline void q512_store(__m512 v, __mmask16 k, int8_t *y, __m512d sd, __m512d rcp, __m512 rcpf, __m512i z,
+                                   __m512i lo, __m512i hi) {
+  __m512i r;
+  if (!q512_codes_f(v, rcpf, &r)) {
+    __m512i r0 = q512_codes(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sd, rcp);
+    __m512i r1 = q512_codes(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sd, rcp);
+    r = _mm512_inserti64x4(r0, _mm512_castsi512_si256(r1), 1);
+  }
+  r = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(r, z)));
+  if (k == 0xffff) /* vpmovdb to a register, then a plain store: its memory form is slow on Zen 4 */
+    _mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(r));
+  else
+    _mm_mask_storeu_epi8(y, k, _mm512_cvtepi32_epi8(r));
+}
+#define Q512_CONSTS(s, zp, u8)                                                            \
+  const __m512d sd = _mm512_set1_pd((double)(s)), rcp = _mm512_set1_pd(1. / (double)(s)); \
+  const __m512 rcpf = _mm512_set1_ps((float)(1. / (double)(s)));                          \
+  const __m512i z = _mm512_set1_epi32(zp), lo = _mm512_set1_epi32((u8) ? 0 : -128), hi = _mm512_set1_epi32((u8) ? 255 : 127)
 T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
-  const __m512d sd = _mm512_set1_pd((double)s), rcp = _mm512_set1_pd(1. / (double)s);
-  const __m512 rcpf = _mm512_set1_ps((float)(1. / (double)s));
-  const __m512i z = _mm512_set1_epi32(zp), lo = _mm512_set1_epi32(u8 ? 0 : -128), hi = _mm512_set1_epi32(u8 ? 255 : 127);
+  Q512_CONSTS(s, zp, u8);
   int64_t i;
   for (i = 0; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
-    __m512 v = _mm512_maskz_loadu_ps(k, x + i);
-    __m512i r;
-    if (!q512_codes_f(v, rcpf, &r)) {
-      __m512i r0 = q512_codes(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sd, rcp);
-      __m512i r1 = q512_codes(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sd, rcp);
-      r = _mm512_inserti64x4(r0, _mm512_castsi512_si256(r1), 1);
-    }
-    r = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(r, z)));
-    if (k == 0xffff) /* vpmovdb to a register, then a plain store: its memory form is slow on Zen 4 */
-      _mm_storeu_si128((__m128i *)((int8_t *)y + i), _mm512_cvtepi32_epi8(r));
-    else
-      _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(r));
+    q512_store(_mm512_maskz_loadu_ps(k, x + i), k, (int8_t *)y + i, sd, rcp, rcpf, z, lo, hi);
   }
+}
+/* Sixteen codes of x as floats, (x - z) * s: DequantizeLinear's product, exact before its one rounding. */
+T512 static inline __m512 dq512(const void *x, __mmask16 k, int32_t u8, __m512i z, __m512 s) {
+  __m128i c = _mm_maskz_loadu_epi8(k, x);
+  __m512i w = u8 ? _mm512_cvtepu8_epi32(c) : _mm512_cvtepi8_epi32(c);
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(w, z)), s);
+}
+/* A lowered QDQ Add / Mul of two full operands, 16 outputs a step: both DequantizeLinear rows,
+ * the op and QuantizeLinear in registers (the block loop wrote and read three float rows). */
+T512 static void qbin_512(const mi__blis_qbin_row_t *b, const void *xa, const void *xb, void *y, int64_t n) {
+  Q512_CONSTS(b->ys, b->yz, b->yu8);
+  const __m512i za = _mm512_set1_epi32(b->za), zb = _mm512_set1_epi32(b->zb);
+  const __m512 sa = _mm512_set1_ps(b->sa), sb = _mm512_set1_ps(b->sb);
+  int64_t i;
+  for (i = 0; i < n; i += 16) {
+    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
+    __m512 fa = dq512((const uint8_t *)xa + i, k, b->au8, za, sa), fb = dq512((const uint8_t *)xb + i, k, b->bu8, zb, sb);
+    q512_store(b->mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb), k, (int8_t *)y + i, sd, rcp, rcpf, z, lo, hi);
+  }
+}
+
+int mi__blis_qbin_row(int32_t simd, const mi__blis_qbin_row_t *b, const void *xa, const void *xb, void *y, int64_t n) {
+  if (simd != MI__SIMD_AVX512) return 0;
+  qbin_512(b, xa, xb, y, n);
+  return 1;
 }
 /* AVX2: the same in four-lane halves, eight codes a step; the tail in plain C. */
 T256 static inline __m128i q256_codes(__m256d d, __m256d sd, __m256d rcp) {

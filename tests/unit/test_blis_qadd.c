@@ -135,6 +135,9 @@ static void residual_add(void) {
       {"Add s8", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, 4, 0, 0, 1, 0, 0},
       {"Add Relu u8 (Q at code 0)", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.02f, 131, 9, 0, 4, 1, 0, 1, 0, 0},
       {"Add Relu s8 (Q at code -128)", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.011f, -7, 30, -128, 4, 1, 0, 1, 0, 0},
+      /* 40x40 planes: full operands over several blocks of the parallel split */
+      {"Add u8, 40x40 planes", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 4, 0, 0, 1, 1, 0},
+      {"Mul s8, 40x40 planes", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, 4, 0, 0, 1, 1, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
