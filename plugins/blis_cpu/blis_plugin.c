@@ -316,9 +316,9 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
         !strcmp(op, "Mul"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
     if (!strcmp(op, "ConvInteger")) { /* the dynamic export's float tail in the output stage */
-      v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_RELU;
+      v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,
-               "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias)] [-> Relu] as its float output stage");
+               "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias)] [-> Relu] [-> hard-swish] as its float output stage");
     }
     if (!strcmp(op, "DequantizeLinear")) { /* DQ -> elementwise ops -> Q: blis_qlut.c */
       v.fuse_mask = MI_FUSE_ACT;

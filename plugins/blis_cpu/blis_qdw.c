@@ -27,6 +27,7 @@ typedef struct qdw {
   int32_t zy, y_u8, flip, zxu; /* flip: 0x80 makes INT8 codes unsigned; zxu: zx made unsigned */
   int32_t zx_t;                /* runtime tensor of x's zero point (one code), or -1: zxu */
   int32_t out, relu, scale_t, res_t;
+  mi__blis_hsw_t hs;              /* the tail's hard-swish */
   int32_t nq;                     /* quads of taps per kernel row */
   int64_t wp, rows;               /* bytes of a padded input row; output rows per strip */
   double *mult, *bias;            /* [M] output stage (QDW_CODES) */
@@ -112,7 +113,7 @@ static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t 
     memcpy((int32_t *)t->y + off, acc, (size_t)n * sizeof *acc);
   else
     mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f, t->res ? t->res + off : NULL,
-                      q->relu, (float *)t->y + off);
+                      q->relu, &q->hs, (float *)t->y + off);
 }
 
 /* Items are (image, output channel) planes, each in strips of q->rows output rows. */
@@ -295,6 +296,7 @@ int32_t mi__blis_prep_qdw_int(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__
   if (!(q = qdw_new(p, s, src, err))) return err->code ? err->code : MI_OK;
   q->out = src->tail ? QDW_TAIL : QDW_INT32;
   q->relu = src->relu;
+  q->hs = src->hs;
   q->scale_t = src->scale_t;
   q->res_t = src->res_t;
   for (m = 0; m < q->g.M; m++) q->tb[m] = src->tb ? src->tb[src->ntb == 1 ? 0 : m] : 0.f;

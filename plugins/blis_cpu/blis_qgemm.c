@@ -31,6 +31,7 @@ typedef struct qconv {
   int32_t shift;                      /* some wd[m] != 0 */
   int32_t tail, relu, scale_t, res_t; /* out32's float tail (mi__blis_qsrc_t): scale, residual */
   float *tb;                          /* [M] the tail's bias, or NULL */
+  mi__blis_hsw_t hs;                  /* the tail's hard-swish */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
@@ -174,7 +175,7 @@ static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n
     for (i = 0; i < n; i++) acc[i] += q->ibias[oc];
   if (q->tail)
     mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f,
-                      t->res ? t->res + ((float *)yr - (float *)t->y) : NULL, q->relu, yr);
+                      t->res ? t->res + ((float *)yr - (float *)t->y) : NULL, q->relu, &q->hs, yr);
   else if (q->out32)
     memcpy(yr, acc, (size_t)n * sizeof *acc);
   else
@@ -377,6 +378,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if ((q->tail = src->tail) > 0) { /* the float tail: y is its output (blis_qlinear.c) */
     q->scale_t = src->scale_t;
     q->relu = src->relu;
+    q->hs = src->hs;
     q->res_t = src->res_t;
     q->tb = src->tb ? (float *)(q->wd + w->dims[0]) : NULL;
     for (i = 0; q->tb && i < w->dims[0]; i++) q->tb[i] = src->tb[src->ntb == 1 ? 0 : i];

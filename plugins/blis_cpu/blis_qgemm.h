@@ -84,6 +84,14 @@ int mi__blis_qbin_row(int32_t simd, const mi__blis_qbin_row_t *b, const void *xa
 /* A lowered QDQ Add or Mul: codes in, codes out (blis_qadd.c). */
 int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 
+/* After the Relu: x * am (when has_am) + ac (when has_ac) by constant scalars (a learnable affine
+ * block), then a hard-swish as paddle2onnx writes it, x * clip(x + a, lo, hi) / d (or * d when
+ * !div) when on; one float rounding per node as the unfused nodes do. */
+typedef struct mi__blis_hsw {
+  int32_t has_am, has_ac, on, div;
+  float am, ac, a, lo, hi, d;
+} mi__blis_hsw_t;
+
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,
  * ConvInteger and MatMulInteger (blis_qlinear.c). */
@@ -107,11 +115,13 @@ typedef struct mi__blis_qsrc {
   int64_t ntb;
   int32_t res_t; /* runtime FLOAT32 tensor of y's shape added after the bias (a residual), or -1 */
   int32_t relu;
+  mi__blis_hsw_t hs; /* a hard-swish written out, after the Relu */
 } mi__blis_qsrc_t;
-/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none): the tail's ops one rounding each, b added
- * only when has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
+/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none), then the hard-swish hs when on: the
+ * tail's ops one rounding each, b added only when has_b (x + 0 would turn -0 into +0), the clamp
+ * only when relu (blis_qvnni.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
-                       int relu, float *y);
+                       int relu, const mi__blis_hsw_t *hs, float *y);
 /* Weight element i (output channel c) of src's constant weight w minus its zero point, and the
  * byte core's shift d of the cnt weights of channel c (elements i0 + t * step): 0 where their
  * values fit INT8, else what moves their lowest to -128; 0 when they span more than 256 values

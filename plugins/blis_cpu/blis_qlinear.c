@@ -138,6 +138,51 @@ static const mi_node_desc_t *tail_node(const mi__blis_prep_t *p, int32_t at, con
   return *other != cur ? m : NULL;
 }
 
+/* The one FLOAT32 value of constant tensor t into *v. */
+static int f32_const(const mi__blis_prep_t *p, int32_t t, float *v) {
+  const mi_tensor_desc_t *d = t >= 0 ? mi__blis_tensor(p, t) : NULL;
+  if (!d || !d->data || d->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(d) != 1) return 0;
+  *v = *(const float *)d->data;
+  return 1;
+}
+
+/* Kernel nodes at..at+3 as the host groups a hard-swish after the tail (exec/plan.c): Add(x, a) ->
+ * Clip(lo, hi) -> Mul(x, clip) -> Div(d) or Mul(d), each reading only the one before it and x, no
+ * intermediate read outside; fills *hs, 0 when they are not that. */
+static int hswish_tail(const mi__blis_prep_t *p, int32_t at, int32_t x, mi__blis_hsw_t *hs) {
+  const mi_node_desc_t *add = mi__blis_node(p, at), *clip = mi__blis_node(p, at + 1), *mul = mi__blis_node(p, at + 2),
+                       *div = mi__blis_node(p, at + 3);
+  int32_t t;
+  if (!add || !clip || !mul || !div || strcmp(add->op_type, "Add") || strcmp(clip->op_type, "Clip") ||
+      strcmp(mul->op_type, "Mul") || (strcmp(div->op_type, "Div") && strcmp(div->op_type, "Mul")))
+    return 0;
+  if (add->input_count != 2 || add->inputs[0] != x || !f32_const(p, add->inputs[1], &hs->a)) return 0;
+  t = add->outputs[0];
+  if (clip->inputs[0] != t || mi__blis_consumers(p, t) != 1 || mi__blis_is_kernel_output(p, t)) return 0;
+  hs->lo = -3.402823466e38f;
+  hs->hi = 3.402823466e38f;
+  if (clip->input_count == 1) { /* bounds as attributes before opset 11 */
+    hs->lo = mi_sdk_attr_float(clip, "min", hs->lo);
+    hs->hi = mi_sdk_attr_float(clip, "max", hs->hi);
+  } else if ((clip->input_count > 1 && clip->inputs[1] >= 0 && !f32_const(p, clip->inputs[1], &hs->lo)) ||
+             (clip->input_count > 2 && clip->inputs[2] >= 0 && !f32_const(p, clip->inputs[2], &hs->hi))) {
+    return 0;
+  }
+  t = clip->outputs[0];
+  if (mul->input_count != 2 || mi__blis_consumers(p, t) != 1 || mi__blis_is_kernel_output(p, t) ||
+      !((mul->inputs[0] == x && mul->inputs[1] == t) || (mul->inputs[0] == t && mul->inputs[1] == x)))
+    return 0;
+  t = mul->outputs[0];
+  if (div->input_count != 2 || div->inputs[0] != t || mi__blis_consumers(p, t) != 1 || mi__blis_is_kernel_output(p, t) ||
+      !f32_const(p, div->inputs[1], &hs->d))
+    return 0;
+  /* x is read by the Add and the Mul only */
+  if (mi__blis_consumers(p, x) != 2 || mi__blis_is_kernel_output(p, x)) return 0;
+  hs->div = strcmp(div->op_type, "Div") == 0;
+  hs->on = 1;
+  return 1;
+}
+
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
  * along axis 1) and Relu. Fills src's tail fields and y; leaves src alone when they do not fit,
@@ -179,6 +224,21 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
     src->relu = 1;
     cur = m->outputs[0];
     at++;
+  }
+  memset(&src->hs, 0, sizeof src->hs);
+  if ((m = tail_node(p, at, "Mul", cur, &other)) && f32_const(p, other, &src->hs.am)) {
+    src->hs.has_am = 1;
+    cur = m->outputs[0];
+    at++;
+  }
+  if ((m = tail_node(p, at, "Add", cur, &other)) && f32_const(p, other, &src->hs.ac)) {
+    src->hs.has_ac = 1;
+    cur = m->outputs[0];
+    at++;
+  }
+  if (hswish_tail(p, at, cur, &src->hs)) {
+    cur = mi__blis_node(p, at + 3)->outputs[0];
+    at += 4;
   }
   src->tail = at - 1;
   src->y = cur;

@@ -147,8 +147,11 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
 }
 
 __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, int64_t n, float s, int has_b, float b,
-                                                           const float *res, int relu, float *y) {
+                                                           const float *res, int relu, const mi__blis_hsw_t *hs,
+                                                           float *y) {
   const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b), z = _mm512_setzero_ps();
+  const __m512 ha = _mm512_set1_ps(hs->a), hlo = _mm512_set1_ps(hs->lo), hhi = _mm512_set1_ps(hs->hi),
+               hd = _mm512_set1_ps(hs->d), am = _mm512_set1_ps(hs->am), ac = _mm512_set1_ps(hs->ac);
   int64_t j;
   for (j = 0; j < n; j += 16) {
     __mmask16 km = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1u);
@@ -156,6 +159,13 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
     if (has_b) v = _mm512_add_ps(v, vb);
     if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res + j));
     if (relu) v = _mm512_max_ps(v, z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
+    if (hs->has_am) v = _mm512_mul_ps(v, am);
+    if (hs->has_ac) v = _mm512_add_ps(v, ac);
+    if (hs->on) { /* clip as x < lo ? lo : x, then x > hi ? hi : x: the bound first keeps a NaN */
+      __m512 c = _mm512_min_ps(hhi, _mm512_max_ps(hlo, _mm512_add_ps(v, ha)));
+      v = _mm512_mul_ps(v, c);
+      v = hs->div ? _mm512_div_ps(v, hd) : _mm512_mul_ps(v, hd);
+    }
     if (km == 0xffff)
       _mm512_storeu_ps(y + j, v);
     else
@@ -164,17 +174,29 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
 }
 
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
-                       int relu, float *y) {
+                       int relu, const mi__blis_hsw_t *hs, float *y) {
+  static const mi__blis_hsw_t none = {0, 0, 0, 0, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   int64_t j;
+  if (!hs) hs = &none;
   if (simd == MI__SIMD_AVX512) {
-    qv_ftail512(acc, n, s, has_b, b, res, relu, y);
+    qv_ftail512(acc, n, s, has_b, b, res, relu, hs, y);
     return;
   }
   for (j = 0; j < n; j++) {
     float v = (float)acc[j] * s;
     if (has_b) v = v + b;
     if (res) v = v + res[j];
-    y[j] = relu ? (v > 0.f ? v : 0.f) : v;
+    v = relu ? (v > 0.f ? v : 0.f) : v;
+    if (hs->has_am) v = v * hs->am;
+    if (hs->has_ac) v = v + hs->ac;
+    if (hs->on) {
+      float c = v + hs->a;
+      c = c < hs->lo ? hs->lo : c;
+      c = c > hs->hi ? hs->hi : c;
+      v = v * c;
+      v = hs->div ? v / hs->d : v * hs->d;
+    }
+    y[j] = v;
   }
 }
 

@@ -214,6 +214,51 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int
   g_kernels = 0;
 }
 
+/* The dynamic form of a PP-OCRv4 conv: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul ->
+ * Add bias, then Mul and Add by constant scalars (a learnable affine block) and the hard-swish
+ * written out, x * clip(x + 3, 0, 6) / 6 (by_sixth: * (1/6) instead of / 6), plain or depthwise
+ * (group 6): one kernel for the conv and all of it, floats equal to the unfused reference's. */
+static void conv_integer_hswish(int64_t group, int by_sixth) {
+  mi_graph_t *g = graph(13);
+  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
+  int64_t bd[4] = {1, m, 1, 1};
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
+                  mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t t[10], y = out(g, "y");
+  for (int i = 0; i < 10; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "t%d", i);
+    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
+  }
+  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, 131)};
+  int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
+  int32_t ba[2] = {t[3], constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL)};
+  int32_t am[2] = {f32c(g, "am", 1.0731f), t[4]}, ac[2] = {t[5], f32c(g, "ac", -0.0625f)};
+  int32_t h3[2] = {t[6], f32c(g, "three", 3.f)}, cl[3] = {t[7], f32c(g, "lo", 0.f), f32c(g, "hi", 6.f)};
+  int32_t hm[2] = {t[6], t[8]}, hd[2] = {t[9], f32c(g, "six", by_sixth ? 1.f / 6.f : 6.f)};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  node(g, "Mul", 2, sm, 1, &t[2], 0);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
+  mi_node_set_int(g, n, "group", group);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_int(g, node(g, "Cast", 1, &t[0], 1, &t[1], 0), "to", 1);
+  node(g, "Mul", 2, mm, 1, &t[3], 0);
+  node(g, "Add", 2, ba, 1, &t[4], 0);
+  node(g, "Mul", 2, am, 1, &t[5], 0);
+  node(g, "Add", 2, ac, 1, &t[6], 0);
+  node(g, "Add", 2, h3, 1, &t[7], 0);
+  node(g, "Clip", 3, cl, 1, &t[8], 0);
+  node(g, "Mul", 2, hm, 1, &t[9], 0);
+  node(g, by_sixth ? "Mul" : "Div", 2, hd, 1, &y, 0);
+  char name[96];
+  snprintf(name, sizeof name, "ConvInteger + affine + hard-swish, group %lld, %s", (long long)group,
+           by_sixth ? "* 1/6" : "/ 6");
+  g_kernels = 3;
+  run_case(g, name, 0);
+  g_kernels = 0;
+}
+
 /* DynamicQuantizeLinear -> MatMulInteger (batched A, INT8 or UINT8 B with per-column zero points,
  * K odd) -> Cast; also the scale and zero point outputs. */
 static void matmul_integer(int u8w) {
@@ -381,6 +426,8 @@ static void conv_integer_cases(void) {
   conv_integer(1, 6, 2, 5);
   conv_integer(0, 6, 2, 3);
   conv_integer(0, 6, 1, 5);
+  conv_integer_hswish(1, 0);
+  conv_integer_hswish(6, 1);
 }
 
 static void matmul_integer_cases(void) {

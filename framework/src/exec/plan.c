@@ -390,10 +390,11 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
  * Cast(FLOAT) -> Mul by one scale (the input's runtime scale times the weight's) [-> Add of a
  * constant bias] [-> Relu], as unit *u, for a device whose ConvInteger declares MI_FUSE_BIAS (the
  * int32 sums scaled, biased and clamped in its output stage, the same float operations in the
- * same order); a residual Add of a runtime tensor of the output's shape may come before the Relu.
+ * same order); a residual Add of a runtime tensor of the output's shape may come before the Relu,
+ * and with MI_FUSE_ACT a hard-swish written out (x * clip(x + 3, 0, 6) / 6) may end it.
  * 0 when the chain is not there. */
 static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
-                          mi__unit_t *u) {
+                          int hswish, mi__unit_t *u) {
   static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu"};
   int32_t cur = g->nodes[n].outputs[0];
   memset(u, 0, sizeof *u);
@@ -422,6 +423,26 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
     cur = m->outputs[0];
   }
   if (u->count < 3) return 0;
+  /* with MI_FUSE_ACT: x * a [+ b] by constant scalars (paddle's learnable affine block), then the
+   * hard-swish */
+  for (int k = 0; k < 2 && hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count < MI__UNIT_MAX; k++) {
+    int32_t r = mi__graph_sole_reader(g, cur);
+    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
+    if (!m || !is_op(g, r, k ? "Add" : "Mul") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
+        m->input_count != 2 || m->output_count != 1 || m->outputs[0] < 0 ||
+        isnan(const_scalar(g, consts, r, m->inputs[0] == cur ? 1 : 0)))
+      continue;
+    u->nodes[u->count++] = r;
+    cur = m->outputs[0];
+  }
+  int32_t q[4];
+  if (hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count + 4 <= MI__UNIT_MAX &&
+      match_hswish(g, consts, cur, q) && p->role[q[0]] == MI__ROLE_NODE && p->role[q[1]] == MI__ROLE_NODE &&
+      p->role[q[2]] == MI__ROLE_NODE && p->role[q[3]] == MI__ROLE_NODE &&
+      !(p->pinned && (p->pinned[q[0]] || p->pinned[q[1]] || p->pinned[q[2]] || p->pinned[q[3]])) &&
+      !mi__graph_is_output(g, g->nodes[q[0]].outputs[0]) && !mi__graph_is_output(g, g->nodes[q[1]].outputs[0]) &&
+      !mi__graph_is_output(g, g->nodes[q[2]].outputs[0]))
+    for (int k = 0; k < 4; k++) u->nodes[u->count++] = q[k];
   u->op = n;
   u->at = u->nodes[u->count - 1];
   u->dqx = u->dqw = u->act = u->q = -1;
@@ -440,10 +461,12 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
                            const mi_variant_desc_t *vars, uint32_t var_count) {
   uint32_t mask = fuse_mask(vars, var_count, "Conv");
   mi__unit_t u;
-  if (fuse_mask(vars, var_count, "ConvInteger") & MI_FUSE_BIAS)
+  uint32_t imask = fuse_mask(vars, var_count, "ConvInteger");
+  if (imask & MI_FUSE_BIAS)
     for (int32_t n = 0; n < g->node_count; n++)
       if (is_op(g, n, "ConvInteger") && p->role[n] == MI__ROLE_NODE && g->nodes[n].output_count == 1 &&
-          g->nodes[n].outputs[0] >= 0 && match_int_tail(g, p, consts, n, &u) && add_unit(p, &u))
+          g->nodes[n].outputs[0] >= 0 && match_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0, &u) &&
+          add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   if (!(mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))) return MI_OK;
   for (int32_t n = 0; n < g->node_count; n++) {
