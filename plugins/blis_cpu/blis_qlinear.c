@@ -185,7 +185,8 @@ static int hswish_tail(const mi__blis_prep_t *p, int32_t at, int32_t x, mi__blis
 
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
- * along axis 1) and Relu. Fills src's tail fields and y; leaves src alone when they do not fit,
+ * along axis 1), a residual Add and Relu, then a Mul and an Add by constant scalars and a
+ * written-out hard-swish. Fills src's tail fields and y; leaves src alone when they do not fit,
  * and the nodes then run as steps of their own. */
 static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src) {
   const mi_node_desc_t *m;
