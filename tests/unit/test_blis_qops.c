@@ -171,6 +171,20 @@ static void conv_integer_u8(int32_t zx, int32_t zw, int64_t c, int64_t k, int64_
   run_case(g, name, 0);
 }
 
+/* The float input x (shape xd) through a DynamicQuantizeLinear into q (codes, scale, zero
+ * point), the graph's first node, and n intermediate tensors t[0..n). */
+static void dynq_front(mi_graph_t *g, const int64_t *xd, int32_t q[3], int32_t *t, int n) {
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  static const char *const qn[3] = {"xq", "xs", "xz"};
+  for (int i = 0; i < 3; i++) q[i] = mi_graph_add_tensor(g, qn[i], MI_DTYPE_UNDEFINED, -1, NULL);
+  for (int i = 0; i < n; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "t%d", i);
+    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
+  }
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+}
+
 /* ONNX Runtime's dynamic conv with its float tail: DynamicQuantizeLinear -> ConvInteger (UINT8
  * weights, zero point 0 / 128 / 255 or per channel) -> Cast -> Mul by (x scale * w scale) [-> Add
  * bias [1,M,1,1]] [-> Add of a runtime residual] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
@@ -179,21 +193,14 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int
   mi_graph_t *g = graph(13);
   int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
   int64_t bd[4] = {1, m, 1, 1}, rd[4] = {1, m, 13, 71};
-  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
-                  mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t t[6], y = out(g, "y");
-  for (int i = 0; i < 6; i++) {
-    char nm[8];
-    snprintf(nm, sizeof nm, "t%d", i);
-    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
-  }
+  int32_t q[3], t[6];
+  dynq_front(g, xd, q, t, 6);
+  int32_t y = out(g, "y");
   int32_t wz = zw >= 0 ? codec(g, "wz", MI_DTYPE_UINT8, zw) : constant(g, "wz", MI_DTYPE_UINT8, 1, &m, NULL);
   int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], wz};
   int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
   int32_t last = relu ? t[4] : y, summed = res ? t[5] : last, scaled = bias ? t[3] : summed, ad[2] = {scaled, 0};
   int32_t ra[2] = {res ? input(g, "r", MI_DTYPE_FLOAT32, 4, rd) : -1, summed};
-  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
   node(g, "Mul", 2, sm, 1, &t[2], 0);
   int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
   mi_node_set_int(g, n, "group", group);
@@ -222,22 +229,15 @@ static void conv_integer_hswish(int64_t group, int by_sixth) {
   mi_graph_t *g = graph(13);
   int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
   int64_t bd[4] = {1, m, 1, 1};
-  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
-                  mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t t[10], y = out(g, "y");
-  for (int i = 0; i < 10; i++) {
-    char nm[8];
-    snprintf(nm, sizeof nm, "t%d", i);
-    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
-  }
+  int32_t q[3], t[10];
+  dynq_front(g, xd, q, t, 10);
+  int32_t y = out(g, "y");
   int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, 131)};
   int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
   int32_t ba[2] = {t[3], constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL)};
   int32_t am[2] = {f32c(g, "am", 1.0731f), t[4]}, ac[2] = {t[5], f32c(g, "ac", -0.0625f)};
   int32_t h3[2] = {t[6], f32c(g, "three", 3.f)}, cl[3] = {t[7], f32c(g, "lo", 0.f), f32c(g, "hi", 6.f)};
   int32_t hm[2] = {t[6], t[8]}, hd[2] = {t[9], f32c(g, "six", by_sixth ? 1.f / 6.f : 6.f)};
-  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
   node(g, "Mul", 2, sm, 1, &t[2], 0);
   int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
   mi_node_set_int(g, n, "group", group);
