@@ -260,6 +260,17 @@ static int32_t prep_pool(ocl_prep_t *p, const mi_node_desc_t *n) {
   return mi__ocl_check_wg(p, l);
 }
 
+/* 1 when strides `st` walk dims as one dense row-major block (unit axes aside). */
+static int dense(int rank, const int64_t *dims, const int64_t *st) {
+  int64_t want = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    if (dims[i] == 1) continue;
+    if (st[i] != want) return 0;
+    want *= dims[i];
+  }
+  return 1;
+}
+
 int32_t mi__ocl_strided_copy(ocl_prep_t *p, int t_in, int t_out, int rank, const int64_t *dims,
                              const int64_t *sin, int64_t in_base, const int64_t *sout,
                              int64_t out_base) {
@@ -276,6 +287,23 @@ int32_t mi__ocl_strided_copy(ocl_prep_t *p, int t_in, int t_out, int rank, const
   }
   if (rank == 0) shp[0] = 1, shp[1] = 0, shp[2] = 0;
   if (cnt == 0) return MI_OK;
+  if (dense(rank, dims, sin) && dense(rank, dims, sout) && t_in != t_out) {
+    /* One block on both sides (a Concat or Split along the outermost non-unit axis, a Slice of
+     * whole rows): a buffer copy at an offset. The kernel spends a division and a modulo per axis
+     * per element, one element per work-item: on a CPU device a Concat of 28 channels at 64x64
+     * took 0.8 ms that way, a tenth of the model's layer time. */
+    if (p->k->nl >= OCL_MAX_LAUNCHES) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "too many launches");
+    l = &p->k->launches[p->k->nl];
+    memset(l, 0, sizeof *l);
+    if ((st = mi__ocl_bind(p, t_in, &l->args[0])) != MI_OK) return st;
+    if ((st = mi__ocl_bind(p, t_out, &l->args[1])) != MI_OK) return st;
+    l->nargs = 2;
+    l->copy_bytes = (size_t)cnt * 4;
+    l->src_off = (size_t)in_base * 4;
+    l->dst_off = (size_t)out_base * 4;
+    p->k->nl++;
+    return MI_OK;
+  }
   if (!(l = ew_launch(p, "strided_copy", t_in, t_out, &st))) return st;
   mi__ocl_arg_int(l, (cl_int)cnt);
   mi__ocl_arg_int(l, r);

@@ -62,7 +62,7 @@ int32_t mi__ocl_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *co
     if (!l->k) {
       cl_mem src = arg_mem(k, &l->args[0], inputs, outputs);
       cl_mem dst = arg_mem(k, &l->args[1], inputs, outputs);
-      if (src == dst || l->copy_bytes == 0) continue;
+      if ((src == dst && l->src_off == l->dst_off) || l->copy_bytes == 0) continue;
       rc = clEnqueueCopyBuffer(k->dev->queue, src, dst, l->src_off, l->dst_off, l->copy_bytes, 0,
                                NULL, &ev[nev]);
       if (rc != CL_SUCCESS) {

@@ -119,6 +119,7 @@ typedef struct vk_disp {
   uint32_t push[VK_PUSH_WORDS];
   uint32_t groups[3];
   uint64_t copy_bytes;
+  uint64_t src_off, dst_off; /* of a buffer copy, in bytes */
 } vk_disp_t;
 
 struct mi_kernel {

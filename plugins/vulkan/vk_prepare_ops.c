@@ -258,6 +258,17 @@ static int32_t concat(vk_prep_t *p, const mi_node_desc_t *n) {
     if (!x || x->rank != y->rank) return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "vulkan: Concat: bad input");
     dims[0] = outer, dims[1] = x->dims[axis], dims[2] = inner;
     if (dims[1] == 0) continue;
+    if (outer == 1) {
+      /* The input is one block of the output (a channel Concat of one image): a buffer copy at
+       * an offset, not a shader invocation per element. */
+      if (!(d = mi__vk_disp_new(p, NULL, &rc))) return rc;
+      d->copy_bytes = (uint64_t)(dims[1] * inner) * 4;
+      d->dst_off = (uint64_t)(off * inner) * 4;
+      if ((rc = mi__vk_bind(p, n->inputs[i], &d->bind[0])) != MI_OK) return rc;
+      if ((rc = mi__vk_bind(p, n->outputs[0], &d->bind[2])) != MI_OK) return rc;
+      off += dims[1];
+      continue;
+    }
     if (!(d = ew_new(p, 0, ACT_NONE, 0, 0, 3, dims, &rc))) return rc;
     d->push[6] = (uint32_t)(off * inner);
     d->push[14] = (uint32_t)(dims[1] * inner), d->push[15] = (uint32_t)inner, d->push[16] = 1;

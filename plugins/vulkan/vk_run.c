@@ -148,7 +148,8 @@ static void record(mi_kernel_t *k, mi_buffer_t *const *in, mi_buffer_t *const *o
     if (k->qpool) vkCmdWriteTimestamp(k->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, k->qpool, (uint32_t)(2 * i));
     if (!ds->pipe) {
       VkBufferCopy c;
-      c.srcOffset = c.dstOffset = 0;
+      c.srcOffset = ds->src_off;
+      c.dstOffset = ds->dst_off;
       c.size = ds->copy_bytes ? ds->copy_bytes : 4;
       vkCmdCopyBuffer(k->cmd, resolve(k, ds->bind[0], in, out)->buf, resolve(k, ds->bind[2], in, out)->buf, 1, &c);
     } else {

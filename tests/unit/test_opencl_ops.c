@@ -206,6 +206,42 @@ static void reduce_and_copies(void) {
   run_check(&k, "Concat axis 1");
 }
 
+/* One image, Concat along channels: each input is one block of the output, copied as a buffer
+ * at its offset (a runtime input after a constant, so the offsets differ per input); and a Slice
+ * of whole channels, a block at an offset of its input. */
+static void concat_blocks(void) {
+  static float C[8 * 6];
+  kd_t k;
+  int64_t da[4] = {1, 2, 8, 6}, dc[4] = {1, 1, 8, 6}, db[4] = {1, 3, 8, 6}, dy[4] = {1, 6, 8, 6};
+  int64_t ds[4] = {1, 2, 8, 6}, st[1] = {1}, en[1] = {3}, ax[1] = {1};
+  int in[3], i;
+  mi_node_desc_t *n;
+  fill(C, sizeof C / 4, 23);
+  memset(&k, 0, sizeof k);
+  in[0] = kd_tensor(&k, 4, da, NULL);
+  in[1] = kd_tensor(&k, 4, dc, C);
+  in[2] = kd_tensor(&k, 4, db, NULL);
+  k.ins[k.nin++] = in[0];
+  k.ins[k.nin++] = in[2];
+  k.outs[k.nout++] = kd_tensor(&k, 4, dy, NULL);
+  n = kd_node(&k, "Concat", 3, in, k.outs[0]);
+  kd_attr_int(&k, n, "axis", 1);
+  for (i = 0; i < 6 * 48; i++) R[i] = i < 96 ? X[i] : i < 144 ? C[i - 96]
+                                                              : X2[i - 144];
+  run_check(&k, "Concat one image");
+  /* Slice channels 1..2 of a 1x3x8x6 input (starts, ends and axes as attributes) */
+  memset(&k, 0, sizeof k);
+  in[0] = kd_tensor(&k, 4, db, NULL);
+  k.ins[k.nin++] = in[0];
+  k.outs[k.nout++] = kd_tensor(&k, 4, ds, NULL);
+  n = kd_node(&k, "Slice", 1, in, k.outs[0]);
+  kd_attr_ints(&k, n, "starts", 1, st);
+  kd_attr_ints(&k, n, "ends", 1, en);
+  kd_attr_ints(&k, n, "axes", 1, ax);
+  for (i = 0; i < 96; i++) R[i] = X[48 + i];
+  run_check(&k, "Slice whole channels");
+}
+
 static void setup(void) {
   memset(&o, 0, sizeof o);
   ocl_env(&o);
@@ -240,6 +276,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(softmax_layernorm),
     TU_CASE(pools_both),
     TU_CASE(reduce_and_copies),
+    TU_CASE(concat_blocks),
 };
 
 TU_MAIN(setup, teardown)

@@ -122,6 +122,18 @@ static void misc_cases(void) {
   }
 }
 
+/* One image, Concat along channels: each input is one block of the output, a buffer copy at
+ * its offset (a constant between two runtime inputs, so each offset differs). */
+static void concat_blocks(void) {
+  int64_t xd[4] = {1, 2, 5, 4}, cd[4] = {1, 1, 5, 4};
+  int32_t x[2], y, in[3];
+  mi_graph_t *g = g1("Concat", 2, 4, xd, x, &y);
+  in[0] = x[0], in[1] = tv_const(g, "c", 4, cd, 5), in[2] = x[1];
+  int n = mi_graph_add_node(g, "Concat", "n", 3, in, 1, &y);
+  mi_node_set_int(g, n, "axis", 1);
+  expect(g, "Concat one image", NULL, NULL, 0);
+}
+
 static void knob_rules(void) {
   mi_error_t err = {0, ""};
   mi_knob_value_t big[2] = {{"local_x", 64, 0}, {"local_y", 64, 0}};
@@ -232,6 +244,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(binary),
     TU_CASE(unary),
     TU_CASE(misc_cases),
+    TU_CASE(concat_blocks),
     TU_CASE(knob_rules),
     TU_CASE(buffer_limit),
 };

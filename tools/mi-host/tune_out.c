@@ -96,6 +96,16 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       mi_json_double(f, 1 / run->vs_default.lo);
       fprintf(f, "],\"rounds\":%d,\"deployed_default\":%s,\"chose_default\":%s,\"loaded\":%d}", (int)run->confirm_rounds,
               run->deployed_default ? "true" : "false", run->confirm == 2 ? "true" : "false", (int)run->confirm_loaded);
+      if (run->contender >= 0 && run->confirm_rounds > 0) {
+        /* the search chose the default; the best other trial had the paired rounds instead */
+        fprintf(f, ",\"contender\":{\"trial\":%d,\"speedup\":", (int)run->contender + 1);
+        mi_json_double(f, 1 / run->vs_contender.ratio);
+        fputs(",\"ci95\":[", f);
+        mi_json_double(f, 1 / run->vs_contender.hi);
+        fputc(',', f);
+        mi_json_double(f, 1 / run->vs_contender.lo);
+        fputs("]}", f);
+      }
     } else if (run->confirm_note[0]) {
       /* no paired figure: why, and whether the default was kept for want of one */
       fprintf(f, ",\"vs_default\":{\"deployed_default\":%s,\"note\":", run->deployed_default ? "true" : "false");

@@ -81,6 +81,11 @@ typedef struct mi_tune_run {
   /* Added, the accuracy screen (mi_meta_report_t): candidates dropped as predicted over the
    * accuracy bound, split moves measured. */
   int32_t acc_screened, split_moves;
+  /* Added, the end-of-tune check when the search chose the default itself: the trial pitted
+   * against it in paired rounds (mi_tune_contender; -1 none) and contender/default latency from
+   * those rounds. A significantly faster contender leads (confirm 1), else confirm stays 2. */
+  int32_t contender;
+  mi_compare_ratio_t vs_contender;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON
@@ -160,6 +165,11 @@ MI_API void mi_tune_failure_text(const mi_recipe_t *r, const mi_tune_run_t *runs
                                  int32_t m, char *buf, size_t cap);
 /** The end-of-tune check's one line ("tuned 1.24x faster than default (95% CI 1.21-1.27)"). */
 MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap);
+/** The trial the end-of-tune check pits against the default when the search chose the default:
+ * the fastest (latency) successful trial of `res` within the bounds that is not the default
+ * (`default_hash`); -1 when there is none. */
+MI_API int32_t mi_tune_contender(const mi_search_result_t *res, uint64_t default_hash,
+                                 const mi_bound_t *bounds, int32_t bound_count);
 /** Measures the points `pts` of space `s` (count of them, 2..MI_COMPARE_MAX_CONFIGS) in
  * paired rounds in fresh workers of `pool` (the end-of-tune check; mi-host compare too). */
 MI_API int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec,
