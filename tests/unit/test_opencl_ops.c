@@ -148,6 +148,12 @@ static void pools(int is_max) {
   run_check(&k, is_max ? "MaxPool 3x3 s2 p1" : "AveragePool 3x3 s2 p1");
 }
 
+/* The output (dims dy) and a Concat along axis 1 of the nin tensors `in` into it. */
+static void concat_axis1(kd_t *k, int nin, const int *in, const int64_t *dy) {
+  k->outs[k->nout++] = kd_tensor(k, 4, dy, NULL);
+  kd_attr_int(k, kd_node(k, "Concat", nin, in, k->outs[0]), "axis", 1);
+}
+
 static void reduce_and_copies(void) {
   kd_t k;
   int64_t dx[4] = {2, 3, 8, 6}, dy[4] = {2, 1, 8, 6}, dg[4] = {2, 3, 1, 1}, dt[4] = {2, 8, 6, 3};
@@ -196,9 +202,7 @@ static void reduce_and_copies(void) {
   in[1] = kd_tensor(&k, 4, dg, NULL);
   k.ins[k.nin++] = in[0];
   k.ins[k.nin++] = in[1];
-  k.outs[k.nout++] = kd_tensor(&k, 4, dx, NULL);
-  n = kd_node(&k, "Concat", 2, in, k.outs[0]);
-  kd_attr_int(&k, n, "axis", 1);
+  concat_axis1(&k, 2, in, dx);
   for (i = 0; i < 288; i++) {
     int b = i / 144, cc = (i / 48) % 3, hw = i % 48;
     R[i] = cc < 2 ? X[b * 96 + cc * 48 + hw] : X2[b * 48 + hw];
@@ -223,9 +227,7 @@ static void concat_blocks(void) {
   in[2] = kd_tensor(&k, 4, db, NULL);
   k.ins[k.nin++] = in[0];
   k.ins[k.nin++] = in[2];
-  k.outs[k.nout++] = kd_tensor(&k, 4, dy, NULL);
-  n = kd_node(&k, "Concat", 3, in, k.outs[0]);
-  kd_attr_int(&k, n, "axis", 1);
+  concat_axis1(&k, 3, in, dy);
   for (i = 0; i < 6 * 48; i++) R[i] = i < 96 ? X[i] : i < 144 ? C[i - 96]
                                                               : X2[i - 144];
   run_check(&k, "Concat one image");
