@@ -5,6 +5,7 @@
  * did before) every variant is tried at its declared knobs only and the knob is never moved. The
  * stage measures a few steps per task, not the knobs' cross product. */
 #include <math.h>
+#include <time.h>
 
 #include "metainfer/mi_ltask.h"
 #include "test_space_util.h"
@@ -17,6 +18,7 @@ typedef struct {
   const mi_space_t *s;
   int32_t *dflt;
   int32_t calls;
+  double sleep_s; /* wall time each whole-model measurement takes (0: none) */
 } kclock_t;
 
 /* The knob dimension of node n the clock wants moved: its first active one with room for two
@@ -47,6 +49,10 @@ static int32_t kmeasure(void *ctx, const int32_t *pt, double *node_s, mi_error_t
   kclock_t *c = ctx;
   (void)err;
   c->calls++;
+  if (c->sleep_s > 0) {
+    struct timespec ts = {0, (long)(c->sleep_s * 1e9)};
+    nanosleep(&ts, NULL);
+  }
   for (int32_t n = 0; n < c->g->node_count; n++)
     node_s[n] = !strcmp(c->g->nodes[n].op_type, "Conv") ? conv_time(c, pt, n) : 1e-5;
   return MI_OK;
@@ -54,8 +60,8 @@ static int32_t kmeasure(void *ctx, const int32_t *pt, double *node_s, mi_error_t
 
 /* Tunes the small CNN's tasks on `plugin` with `rounds` knob rounds; returns how many of its
  * Convs whose best has a knob to move ended on the clock's target, into *hit (of *want). */
-static void tune_knobs(mi_registry_t *r, const char *plugin, int32_t rounds, int32_t *hit, int32_t *want,
-                       mi_ltask_result_t *res) {
+static void tune_knobs_timed(mi_registry_t *r, const char *plugin, int32_t rounds, double sleep_s,
+                             double max_seconds, int32_t *hit, int32_t *want, mi_ltask_result_t *res) {
   mi_plugin_t *p = mi_registry_find(r, plugin);
   mi_graph_t *g = tsu_small_cnn();
   mi_space_t *s = NULL;
@@ -77,10 +83,12 @@ static void tune_knobs(mi_registry_t *r, const char *plugin, int32_t rounds, int
   c.g = g;
   c.s = s;
   c.calls = 0;
+  c.sleep_s = sleep_s;
   mi_ltask_options_default(&o);
   o.measure = kmeasure;
   o.measure_ctx = &c;
   o.knob_rounds = rounds;
+  o.max_seconds = max_seconds;
   CHECK(mi_ltasks_tune(g, s, t, base, &o, res, &err) == MI_OK, "%s: %s", plugin, err.message);
   CHECK(res->rounds == c.calls, "rounds %d, measurements %d", (int)res->rounds, (int)c.calls);
   for (int32_t n = 0; res->point && n < g->node_count; n++) {
@@ -105,6 +113,32 @@ static void tune_knobs(mi_registry_t *r, const char *plugin, int32_t rounds, int
   mi_ltasks_destroy(t);
   mi_space_destroy(s);
   mi_graph_destroy(g);
+}
+
+static void tune_knobs(mi_registry_t *r, const char *plugin, int32_t rounds, int32_t *hit, int32_t *want,
+                       mi_ltask_result_t *res) {
+  tune_knobs_timed(r, plugin, rounds, 0, 0, hit, want, res);
+}
+
+/* The phase's seconds (max_seconds): with measurements of 40 ms and 0.1 s for the phase, no
+ * round is begun after 0.1 s (so at most 4 run), and the rounds left out, variant and knob, are
+ * counted; the untimed run makes them all. A tuner's time budget holds on a model whose
+ * measurements take seconds only so (the knob stage alone used to be capped, the variant rounds
+ * not at all). */
+static void phase_seconds_blis(void) {
+  mi_registry_t *r = tsu_registry();
+  mi_ltask_result_t full, timed;
+  int32_t hit, want;
+  tune_knobs(r, "blis-cpu", 12, &hit, &want, &full);
+  tune_knobs_timed(r, "blis-cpu", 12, 0.04, 0.1, &hit, &want, &timed);
+  CHECK(full.rounds > 4 && full.variant_rounds_cut == 0 && full.knob_rounds_cut == 0,
+        "untimed: %d rounds, %d + %d cut", (int)full.rounds, (int)full.variant_rounds_cut, (int)full.knob_rounds_cut);
+  CHECK(timed.rounds >= 1 && timed.rounds <= 4, "timed: %d rounds in 0.1 s of 40 ms each", (int)timed.rounds);
+  CHECK(timed.variant_rounds_cut + timed.knob_rounds_cut > 0, "timed: nothing counted as cut (%d rounds of %d)",
+        (int)timed.rounds, (int)full.rounds);
+  mi_ltask_result_free(&full);
+  mi_ltask_result_free(&timed);
+  mi_registry_destroy(r);
 }
 
 static void knob_stage_on(const char *plugin, int required) {
@@ -137,6 +171,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(knob_stage_blis),
     TU_CASE(knob_stage_opencl),
     TU_CASE(knob_stage_vulkan),
+    TU_CASE(phase_seconds_blis),
 };
 
 TU_MAIN(NULL, NULL)

@@ -183,11 +183,27 @@ static void test_budget_counts_round(void) {
         y.start[res.rounds - 1] - t0, longest, o.budget_s);
 }
 
+/* A budget already spent when the comparison starts (a tune at the end of its seconds) still
+ * gets the two rounds that say anything; the end-of-round check used to stop it after one. */
+static void test_spent_budget_two_rounds(void) {
+  slow_t y = {0.02, {0}, 0, 2};
+  mi_compare_options_t o;
+  mi_compare_result_t res;
+  mi_error_t err;
+  mi_compare_options_default(&o);
+  o.budget_s = 1e-3;
+  o.target = 1e-9;
+  o.max_rounds = 40;
+  CHECK(mi_compare_run(2, slow_measure, &y, &o, &res, &err) == MI_OK, "%s", err.message);
+  CHECK(res.rounds == 2, "a spent budget runs exactly two rounds: %d", (int)res.rounds);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_known_ratio),
     TU_CASE(test_spans_one),
     TU_CASE(test_rounds),
     TU_CASE(test_budget_counts_round),
+    TU_CASE(test_spent_budget_two_rounds),
 };
 
 TU_MAIN(NULL, NULL)

@@ -78,7 +78,7 @@ static void full_recipe(void) {
           "constraints");
     CHECK(r->objective_count == 2 && r->objectives[1] == MI_OBJ_ENERGY, "objectives");
     CHECK(r->preference_count == 2 && r->preference[0] == MI_OBJ_LATENCY, "preference defaults");
-    /* Not the defaults (40, 600): an ignored budget block fails here. */
+    /* Not the defaults (40, 300): an ignored budget block fails here. */
     CHECK(r->budget_measurements == 17 && r->budget_seconds == 321, "budget %lld %g",
           (long long)r->budget_measurements, (double)r->budget_seconds);
     CHECK(r->history && strstr(r->history, g_dir), "history path");
@@ -106,7 +106,7 @@ static void budget_count(void) {
   /* `budget: 12` is a count of measurements; the seconds keep their default. */
   CHECK(parse("version: 1\nmodel: models/net.onnx\npool: [npu-stub]\nbudget: 12\n", NULL, &r, &err) ==
                 MI_OK &&
-            r && r->budget_measurements == 12 && r->budget_seconds == 600,
+            r && r->budget_measurements == 12 && r->budget_seconds == 300,
         "budget: 12: %s", err.message);
   mi_recipe_destroy(r);
 }

@@ -123,6 +123,70 @@ static void conv_integer(void) {
   }
 }
 
+/* ConvInteger on random shapes against the direct loop (bounds checked per product) the
+ * interpreter used to run: strides, pads, dilations, groups, 1x1 to 3x5 kernels, uint8 with a
+ * zero point and int8 weights with one; every int32 exactly equal. */
+static void conv_integer_random(void) {
+  static const int64_t cfg[][10] = {
+      /* C, M, group, H, W, KH, KW, stride, pad, dil */
+      {3, 4, 1, 7, 9, 3, 3, 1, 1, 1},
+      {4, 4, 4, 8, 8, 3, 3, 2, 1, 1},
+      {6, 4, 2, 9, 7, 3, 5, 2, 2, 1},
+      {5, 3, 1, 6, 11, 1, 1, 1, 0, 1},
+      {2, 2, 1, 10, 10, 3, 3, 1, 2, 2},
+      {4, 6, 2, 5, 13, 2, 3, 3, 1, 2},
+  };
+  uint32_t rng = 12345;
+  for (size_t q = 0; q < sizeof cfg / sizeof cfg[0]; q++) {
+    const int64_t *f = cfg[q];
+    int64_t C = f[0], M = f[1], G = f[2], H = f[3], W = f[4], KH = f[5], KW = f[6], st = f[7], pd = f[8], dl = f[9];
+    int64_t OH = (H + 2 * pd - dl * (KH - 1) - 1) / st + 1, OW = (W + 2 * pd - dl * (KW - 1) - 1) / st + 1;
+    int64_t xd[4] = {1, C, H, W}, wd[4] = {M, C / G, KH, KW}, nx = C * H * W, nw = M * (C / G) * KH * KW;
+    uint8_t *x = malloc((size_t)nx), zx = 7;
+    int8_t *wv = malloc((size_t)nw), zw = -3;
+    int32_t *want = malloc((size_t)(M * OH * OW) * sizeof *want);
+    for (int64_t i = 0; i < nx; i++) x[i] = (uint8_t)((rng = rng * 1103515245u + 12345u) >> 24);
+    for (int64_t i = 0; i < nw; i++) wv[i] = (int8_t)((rng = rng * 1103515245u + 12345u) >> 24);
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          int64_t acc = 0, g = m / (M / G);
+          for (int64_t ci = 0; ci < C / G; ci++)
+            for (int64_t kh = 0; kh < KH; kh++)
+              for (int64_t kw = 0; kw < KW; kw++) {
+                int64_t ih = oh * st - pd + kh * dl, iw = ow * st - pd + kw * dl;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                acc += (int64_t)(x[((g * (C / G) + ci) * H + ih) * W + iw] - zx) *
+                       (wv[((m * (C / G) + ci) * KH + kh) * KW + kw] - zw);
+              }
+          want[(m * OH + oh) * OW + ow] = (int32_t)acc;
+        }
+    {
+      mi_array_t *in[4] = {arr(MI_DTYPE_UINT8, 4, xd, x), arr(MI_DTYPE_INT8, 4, wd, wv), u8s(zx), i8s(zw)};
+      mi_array_t *out[1] = {0};
+      int64_t p[4] = {pd, pd, pd, pd}, sv[2] = {st, st}, dv[2] = {dl, dl};
+      op_case_t k;
+      mi_error_t err = {0};
+      case_begin(&k, "ConvInteger", 10, 4, in, 0xA, 1);
+      mi_node_set_ints(k.g, k.node, "pads", 4, p);
+      mi_node_set_ints(k.g, k.node, "strides", 2, sv);
+      mi_node_set_ints(k.g, k.node, "dilations", 2, dv);
+      mi_node_set_int(k.g, k.node, "group", G);
+      CHECK(case_run(&k, out, 0, &err) == MI_OK, "ConvInteger case %d: %s", (int)q, err.message);
+      if (out[0]) {
+        char what[48];
+        snprintf(what, sizeof what, "ConvInteger random case %d", (int)q);
+        expect_codes(what, out[0], MI_DTYPE_INT32, want, M * OH * OW);
+      }
+      free_all(out, 1);
+      free_all(in, 4);
+    }
+    free(x);
+    free(wv);
+    free(want);
+  }
+}
+
 /* ONNX's QLinearMatMul node test (2-D, uint8), and the int8 form of the output saturating. */
 static void qlinear_matmul(void) {
   static const uint8_t a[8] = {208, 236, 0, 238, 3, 214, 255, 29};
@@ -258,6 +322,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(dynamic_quantize),
     TU_CASE(matmul_integer),
     TU_CASE(conv_integer),
+    TU_CASE(conv_integer_random),
     TU_CASE(qlinear_matmul),
     TU_CASE(qlinear_conv),
     TU_CASE(qlinear_add_mul),

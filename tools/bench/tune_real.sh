@@ -44,6 +44,7 @@ MODELS=(
   "blazeface_front|blazeface_front.onnx|{}"
   "blazeface_back|blazeface_back.onnx|{}"
   "mlsd_tiny_320|mlsd_tiny_320.onnx|{}"
+  "isnet_quint8|isnet_quint8_1024.onnx|{}"
 )
 
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -116,7 +117,7 @@ done
 python3 - "$O" <<'PY'
 import json, os, sys
 O = sys.argv[1]
-order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","blazeface_front","blazeface_back","mlsd_tiny_320"]
+order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8"]
 print("| model | tune wall s (load start-end) | measured + replayed | deployed | tune's confirm: speedup (95% CI, rounds) | mi-host compare: tuned/default median ms, ratio (95% CI), rounds |")
 print("| --- | --- | --- | --- | --- | --- |")
 for name in order:

@@ -112,6 +112,14 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       mi_json_string(f, run->confirm_note);
       fputc('}', f);
     }
+    /* The recipe's seconds and what they cut (mi_tune_run_t's time fields). */
+    fputs(",\"time\":{\"budget_s\":", f);
+    mi_json_double(f, run->time_budget_s);
+    fputs(",\"used_s\":", f);
+    mi_json_double(f, run->time_used_s);
+    fprintf(f, ",\"cut\":{\"variant_rounds\":%d,\"knob_rounds\":%d,\"search\":%d,\"confirm\":%s}}",
+            (int)run->cut_variant_rounds, (int)run->cut_knob_rounds, (int)run->cut_search,
+            run->cut_confirm ? "true" : "false");
     if (run->ltasks > 0) {
       /* The space as it was searched: model side x device level, plus the layer tasks. */
       fprintf(f,

@@ -112,6 +112,11 @@ typedef struct mi_ltask_options {
    * struct_size covers them. */
   int32_t knob_rounds;
   double knob_seconds;
+  /* Added: the whole phase's wall-time share (variant rounds and knob stage together): no
+   * round is begun once the phase has run max_seconds (<= 0: no limit), so a tuner's time
+   * budget holds on a model whose measurements take many seconds. Read only when struct_size
+   * covers it. */
+  double max_seconds;
 } mi_ltask_options_t;
 
 MI_API void mi_ltask_options_default(mi_ltask_options_t *o);
@@ -135,6 +140,10 @@ typedef struct mi_ltask_result {
   /* Added, the knob stage: its whole-model rounds (counted in `rounds` too), its (task, choice)
    * pairs (in `layer_measurements` too) and the tasks whose best it found. */
   int32_t knob_rounds, knob_measurements, knob_improved;
+  /* Added, what the seconds (max_seconds, knob_seconds) left out: variant rounds planned but
+   * not run, and knob rounds planned but not run when the stage stopped on time rather than at
+   * a local optimum of every task. */
+  int32_t variant_rounds_cut, knob_rounds_cut;
 } mi_ltask_result_t;
 
 /** Tunes every task of `t` from base point `base`: tasks already in the history (same key,

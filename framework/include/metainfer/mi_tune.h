@@ -244,7 +244,7 @@ typedef struct mi_recipe {
   int32_t preference_count;         /* lexicographic pick; default = objectives */
   int32_t preference[MI_OBJ_COUNT];
   int64_t budget_measurements; /* per (model, device); default 40 */
-  double budget_seconds;       /* per (model, device); default 600 */
+  double budget_seconds;       /* per (model, device), the whole tune; default 300 */
   char *history;               /* SQLite file or URL, or NULL */
   char *strategy;              /* "nsga2" (default), "random", "exhaustive" */
   uint64_t seed;               /* default 1 */

@@ -86,6 +86,12 @@ typedef struct mi_tune_run {
    * those rounds. A significantly faster contender leads (confirm 1), else confirm stays 2. */
   int32_t contender;
   mi_compare_ratio_t vs_contender;
+  /* Added, the recipe's seconds (budget.seconds) as shares of one (model, device) tune: the
+   * budget, the wall time the tune took (space to paired check), and what the time cut: layer
+   * task variant rounds and knob rounds not run, the search's measurements left of its count,
+   * and 1 when the paired check got less than its usual 60 s. */
+  double time_budget_s, time_used_s;
+  int32_t cut_variant_rounds, cut_knob_rounds, cut_search, cut_confirm;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -435,7 +435,7 @@ int32_t mi_recipe_parse(const char *text, size_t len, const char *path, const mi
   r->objectives[0] = MI_OBJ_LATENCY;
   r->objective_count = 1;
   r->budget_measurements = 40;
-  r->budget_seconds = 600;
+  r->budget_seconds = 300; /* the whole tune of a (model, device), shared out by the tuner */
   r->seed = 1;
   r->model_dims = MI_SPACE_MODEL_ALL;
   r->repeats = 5;

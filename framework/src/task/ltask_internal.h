@@ -39,5 +39,8 @@ void mi__ltask_tried(mi__ltask_state_t *ts, const char *choice, double seconds);
 int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
                              const int32_t *base, const mi_ltask_options_t *o,
                              mi__ltask_state_t *ts, mi_ltask_result_t *out, mi_error_t *err);
+/** Seconds the layer-task phase has left of o->max_seconds from its start phase_t0 (mi_now_s);
+ * INFINITY when no limit is set (or struct_size does not cover it). */
+double mi__ltask_phase_left(const mi_ltask_options_t *o, double phase_t0);
 
 #endif

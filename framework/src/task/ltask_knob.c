@@ -192,9 +192,17 @@ int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_
    * theirs (the warm start's saving); the others climb. */
   for (int32_t i = 0; i < t->count; i++)
     if (!ts[i].reused && ts[i].warm != 2) start(s, base, &t->tasks[i], &ts[i], &ks[i], &ta, tmp, tmp2);
-  for (int32_t r = 0; r < rounds && !(limit > 0 && mi_now_s() - t0 > limit); r++) {
-    int32_t n_in = 0;
+  for (int32_t r = 0; r < rounds; r++) {
+    int32_t n_in = 0, any = 0;
     mi_error_t e;
+    for (int32_t i = 0; i < t->count; i++) any |= ks[i].active;
+    if (!any) break;
+    if (limit > 0 && mi_now_s() - t0 > limit) {
+      /* Stopped by the seconds while some task still had steps: the rounds left are counted,
+       * so the tuner can say what its time budget cut. */
+      out->knob_rounds_cut = rounds - r;
+      break;
+    }
     memcpy(pt, base, (size_t)D * sizeof *pt);
     /* Every other task holds its best, so its time in this round is a fresh reading of it. */
     for (int32_t i = 0; i < t->count; i++)

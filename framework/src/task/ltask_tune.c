@@ -4,6 +4,7 @@
  * choices of its nearest measured tasks (same op, closest shapes) first. The knob stage that
  * follows the variant rounds is ltask_knob.c. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,12 @@ MI_API void mi_ltask_options_default(mi_ltask_options_t *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
   o->max_candidates = 6;
+}
+
+double mi__ltask_phase_left(const mi_ltask_options_t *o, double phase_t0) {
+  int has = o->struct_size >= offsetof(mi_ltask_options_t, max_seconds) + sizeof o->max_seconds;
+  if (!has || !(o->max_seconds > 0)) return INFINITY;
+  return o->max_seconds - (mi_now_s() - phase_t0);
 }
 
 MI_API void mi_ltask_result_free(mi_ltask_result_t *r) {
@@ -401,7 +408,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
                               mi_ltask_result_t *out, mi_error_t *err) {
   int32_t D, rc = MI_OK, cap, rounds, *pt = NULL, *in_round = NULL;
   task_state_t *ts = NULL;
-  double *node_s = NULL;
+  double *node_s = NULL, t0 = mi_now_s();
   if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_ltasks_tune: out is NULL");
   memset(out, 0, sizeof *out);
   if (!g || !s || !t || !base || !o || !o->measure)
@@ -462,6 +469,15 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
   for (int32_t r = 0; r < rounds; r++) {
     int any = 0, n_in = 0;
     mi_error_t e;
+    if (mi__ltask_phase_left(o, t0) <= 0) {
+      /* Out of the phase's seconds: the rounds some task still had are left out, and counted. */
+      int32_t most = 0;
+      for (int32_t i = 0; i < t->count; i++)
+        if (!ts[i].reused && ts[i].ncand > most) most = ts[i].ncand;
+      out->variant_rounds_cut = (most < rounds ? most : rounds) - r;
+      if (out->variant_rounds_cut < 0) out->variant_rounds_cut = 0;
+      break;
+    }
     memcpy(pt, base, (size_t)D * sizeof *pt);
     for (int32_t i = 0; i < t->count; i++) {
       in_round[i] = 0;
@@ -499,7 +515,16 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     }
     rc = MI_OK; /* one failed round fails only its candidates */
   }
-  if ((rc = mi__ltask_knob_stage(g, s, t, base, o, ts, out, err)) != MI_OK) goto done;
+  {
+    /* The knob stage gets what is left of the phase's seconds (or its own cap, if smaller). */
+    mi_ltask_options_t ko = *o;
+    double left = mi__ltask_phase_left(o, t0);
+    if (isfinite(left) && ko.struct_size >= offsetof(mi_ltask_options_t, max_seconds) + sizeof ko.max_seconds) {
+      /* 1e-9, not 0: a limit of 0 reads as none */
+      if (!(ko.knob_seconds > 0) || left < ko.knob_seconds) ko.knob_seconds = left > 1e-9 ? left : 1e-9;
+    }
+    if ((rc = mi__ltask_knob_stage(g, s, t, base, &ko, ts, out, err)) != MI_OK) goto done;
+  }
   memcpy(out->point, base, (size_t)D * sizeof *out->point);
   for (int32_t i = 0; i < t->count; i++) {
     char *b0;

@@ -52,6 +52,39 @@ void mi__tune_progress_trial(void *ctx, const mi_trial_t *t, int32_t used, int64
   if (k->cb && k->cb->trial) k->cb->trial(k->cb->user, k->spec, t);
 }
 
+double mi__tune_left(const mi_tune_task_t *t) {
+  return t->deadline > 0 ? t->deadline - mi_now_s() : INFINITY;
+}
+
+void mi__tune_share_search(const mi_tune_task_t *t, mi_search_options_t *o) {
+  double left = mi__tune_left(t), keep;
+  if (!isfinite(left)) return;
+  /* The paired check at the end keeps its share (15% of the budget, at most its usual 60 s);
+   * the search has the rest, at least a moment so that it still takes what the history holds. */
+  keep = fmin(MI__TUNE_CONFIRM_S, MI__TUNE_CONFIRM_SHARE * t->recipe->budget_seconds);
+  o->max_seconds = fmax(left - keep, 1e-3);
+}
+
+void mi__tune_time_note(const mi_tune_callbacks_t *cb, const mi_tune_run_t *run) {
+  char text[512];
+  size_t at = 0;
+  int any = run->cut_variant_rounds || run->cut_knob_rounds || run->cut_search || run->cut_confirm;
+  if (!(run->time_budget_s > 0) || !any) return;
+  at += (size_t)snprintf(text + at, sizeof text - at, "the %.0f s budget (tune took %.0f s) cut", run->time_budget_s,
+                         run->time_used_s);
+  if (run->cut_variant_rounds)
+    at += (size_t)snprintf(text + at, sizeof text - at, " %d layer-task variant round(s),", (int)run->cut_variant_rounds);
+  if (run->cut_knob_rounds)
+    at += (size_t)snprintf(text + at, sizeof text - at, " %d knob round(s),", (int)run->cut_knob_rounds);
+  if (run->cut_search)
+    at += (size_t)snprintf(text + at, sizeof text - at, " %d search measurement(s),", (int)run->cut_search);
+  if (run->cut_confirm && at < sizeof text)
+    at += (size_t)snprintf(text + at, sizeof text - at, " the paired check's time (%.0f s, not %d),",
+                           run->confirm_s, (int)MI__TUNE_CONFIRM_S);
+  if (at > 0 && at < sizeof text && text[at - 1] == ',') text[at - 1] = '\0';
+  mi__tune_log(cb, MI_TUNE_LOG_INFO, "%s: %s: %s (budget.seconds sets it)", run->model, run->spec, text);
+}
+
 int mi_tune_stop_search(mi_tune_task_t *t) {
   if (!mi__tune_stopping(t->cb)) return 0;
   /* The search loops end when their wall-time budget is spent: spending it ends the search at

@@ -126,7 +126,12 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   mo.budget_s = 2;
   mi_compare_options_default(&co);
   co.seed = task->recipe->seed + 1;
-  co.budget_s = 60; /* a tune per model should end within minutes (issue 21) */
+  co.budget_s = MI__TUNE_CONFIRM_S; /* a tune per model should end within minutes (issue 21) */
+  if (mi__tune_left(task) < co.budget_s) {
+    /* What the recipe's seconds leave (two rounds always run: the least that says anything). */
+    co.budget_s = fmax(mi__tune_left(task), 1e-3);
+    run->cut_confirm = 1;
+  }
   co.max_rounds = 20;
   memset(&base, 0, sizeof base);
   base.struct_size = sizeof base;

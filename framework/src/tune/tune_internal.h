@@ -54,6 +54,9 @@ typedef struct mi_tune_task {
   int32_t layer_n, layer_cap;
   int32_t *layer_node;
   double *layer_sec;
+  /* Added: when the (model, device) tune began and when its budget.seconds run out (mi_now_s;
+   * deadline 0: no time budget). Each phase takes its share of what is left (tune_run.c). */
+  double t_begin, deadline;
 } mi_tune_task_t;
 
 /** mi_evaluate_fn for a mi_tune_task_t: the configuration measured in the device's worker,
@@ -107,6 +110,19 @@ void mi_tune_sources_free(mi_tune_sources_t *s);
 int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_t *g,
                        const char *device_hash, int quiet, int fuse_conv, uint8_t **frozen,
                        int32_t **fixed, mi_error_t *err);
+
+/* The recipe's seconds as shares of one tune (tune_call.c): the layer-task phase may run until
+ * MI__TUNE_LTASK_SHARE of the budget is spent, the paired check keeps MI__TUNE_CONFIRM_SHARE of it
+ * (at most MI__TUNE_CONFIRM_S), the search has the rest. */
+#define MI__TUNE_LTASK_SHARE 0.4
+#define MI__TUNE_CONFIRM_SHARE 0.15
+#define MI__TUNE_CONFIRM_S 60.0
+/** Seconds left of the task's budget (INFINITY: no budget). */
+double mi__tune_left(const mi_tune_task_t *t);
+/** Sets o->max_seconds to the search's share of what is left (unchanged without a budget). */
+void mi__tune_share_search(const mi_tune_task_t *t, mi_search_options_t *o);
+/** Logs what the time budget cut, when it cut anything. */
+void mi__tune_time_note(const mi_tune_callbacks_t *cb, const mi_tune_run_t *run);
 
 /* Calls out (tune_call.c). */
 /** Formats the task's progress line and hands it to the progress callback. */

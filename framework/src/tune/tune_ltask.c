@@ -82,6 +82,10 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   lo.knob_rounds = task->budget > 0 ? (int32_t)(task->budget / 2) - lo.max_candidates : 8;
   if (lo.knob_rounds < 0) lo.knob_rounds = 0;
   lo.knob_seconds = task->search && task->search->max_seconds > 0 ? task->search->max_seconds / 4 : 0;
+  /* The whole phase, from the start of the tune (the space's probes count), within its share of
+   * the recipe's seconds; what that leaves out is counted and said (mi__tune_time_note). */
+  if (task->deadline > 0)
+    lo.max_seconds = fmax(MI__TUNE_LTASK_SHARE * task->recipe->budget_seconds - (mi_now_s() - task->t_begin), 1e-9);
   lo.history = task->history;
   lo.device_hash = device_hash;
   lo.stack_hash = run->stack_hash;
@@ -99,6 +103,8 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
   run->ltask_knob_rounds = res.knob_rounds;
   run->ltask_knob_measurements = res.knob_measurements;
   run->ltask_knob_improved = res.knob_improved;
+  run->cut_variant_rounds = res.variant_rounds_cut;
+  run->cut_knob_rounds = res.knob_rounds_cut;
   run->ltask_agreed = res.agreed;
   run->ltask_cold = res.cold;
   run->ltask_warm_layer_measurements = res.warm_layer_measurements;

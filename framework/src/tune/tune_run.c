@@ -218,11 +218,17 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   char dhash[17], shapes[1024];
   uint8_t *frozen = NULL;
   int32_t *fixed = NULL;
+  double search_t0;
   memset(&task, 0, sizeof task);
   memset(&base, 0, sizeof base);
   mi_error_clear(&err);
   task.cb = c->cb;
   task.line = d;
+  /* The recipe's seconds hold for the whole (model, device) tune: the space's probes, the layer
+   * tasks, the search and the paired check each take a share (mi__tune_share_search). */
+  task.t_begin = mi_now_s();
+  task.deadline = r->budget_seconds > 0 ? task.t_begin + r->budget_seconds : 0;
+  run->time_budget_s = r->budget_seconds;
   if (!(p = mi_registry_find(c->reg, r->pool[d].plugin)) || (uint32_t)r->pool[d].device >= p->device_count) {
     const char *why = mi_registry_refusal(c->reg, r->pool[d].plugin);
     /* A long refusal is cut: the line only has to say which device and why. */
@@ -340,11 +346,17 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                    (int)run->ltask_knob_rounds, (int)run->ltask_knob_measurements, (int)run->ltask_knob_improved);
     }
   }
+  mi__tune_share_search(&task, &o);
+  search_t0 = mi_now_s();
   if (o.strategy == MI_STRATEGY_META) {
     if (run_meta(c, &task, run, &o, frozen, fixed, &err) != MI_OK) goto done;
   } else if (mi_search_run(run->space, &o, &run->res, &err) != MI_OK) {
     goto done;
   }
+  /* Measurements the search's seconds left out of its count (not when it ended for other reasons). */
+  if (task.deadline > 0 && o.max_measurements > 0 && mi_now_s() - search_t0 >= o.max_seconds &&
+      run->res->measured + run->res->replayed < o.max_measurements)
+    run->cut_search = (int32_t)(o.max_measurements - run->res->measured - run->res->replayed);
   run->front = malloc(((size_t)run->res->count + 1) * sizeof *run->front);
   if (!run->front) goto done;
   run->front_n = mi_search_front(run->res, &o, r->preference, r->preference_count, run->front);
@@ -421,6 +433,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
     if (line[0]) mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: %s", run->model, run->spec, line);
   }
   if (c->verify > 0 && run->front_n > 0 && !mi__tune_stopping(c->cb)) verify_front(&task, run, &o, c->verify);
+  run->time_used_s = mi_now_s() - task.t_begin;
+  mi__tune_time_note(c->cb, run);
   run->energy_modeled = task.energy_modeled;
   run->ok = 1;
   mi__tune_progress(&task, 1, "%-14s done: %d measured, %d from the history, front of %d%s",
