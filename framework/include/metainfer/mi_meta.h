@@ -186,6 +186,9 @@ typedef struct mi_meta_report {
    * time one was scored), and the split moves measured. */
   int32_t acc_screened;
   int32_t split_moves;
+  /* Added: 1 when the search stopped because its seconds were spent, or because the next
+   * round's fit and screen (timed on the last) would have ended past them. */
+  int32_t stopped_on_time;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */

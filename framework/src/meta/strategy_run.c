@@ -231,7 +231,10 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     /* The fit and the screen take seconds on a real model's space (8 s at load 20 on a 10^26
      * model side): no round is begun when the last one's would leave no time to measure what it
      * proposes, so a time budget is not spent on proposals nobody measures. */
-    if (st.so->max_seconds > 0 && mi__now_s() - st.t0 + fit_s >= st.so->max_seconds) break;
+    if (st.so->max_seconds > 0 && mi__now_s() - st.t0 + fit_s >= st.so->max_seconds) {
+      if (st.mo.report) st.mo.report->stopped_on_time = 1;
+      break;
+    }
     fit_t0 = mi__now_s();
     if ((rc = mi__meta_fit(&st, round, err)) != MI_OK) break;
     mi__meta_acc_fit(&st);
@@ -321,6 +324,7 @@ done:
   free(batch);
   free(st.center);
   if (st.r) st.r->seconds = mi__now_s() - st.t0;
+  if (st.mo.report && so->max_seconds > 0 && mi__now_s() - st.t0 >= so->max_seconds) st.mo.report->stopped_on_time = 1;
   if (rc != MI_OK) {
     mi_search_result_destroy(st.r);
     return rc;

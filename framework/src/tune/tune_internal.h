@@ -57,6 +57,7 @@ typedef struct mi_tune_task {
   /* Added: when the (model, device) tune began and when its budget.seconds run out (mi_now_s;
    * deadline 0: no time budget). Each phase takes its share of what is left (tune_run.c). */
   double t_begin, deadline;
+  int search_on_time; /* the meta search said it stopped on its seconds (mi_meta_report_t) */
 } mi_tune_task_t;
 
 /** mi_evaluate_fn for a mi_tune_task_t: the configuration measured in the device's worker,

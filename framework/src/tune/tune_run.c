@@ -184,6 +184,7 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     run->layer_weight = rep->rounds > 0 ? rep->layer_weight[rep->rounds - 1] : NAN;
     run->acc_screened = rep->acc_screened;
     run->split_moves = rep->split_moves;
+    task->search_on_time = rep->stopped_on_time;
   }
   mi_tune_sources_free(&src);
   free(rep);
@@ -354,7 +355,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
     goto done;
   }
   /* Measurements the search's seconds left out of its count (not when it ended for other reasons). */
-  if (task.deadline > 0 && o.max_measurements > 0 && mi_now_s() - search_t0 >= o.max_seconds &&
+  if (task.deadline > 0 && o.max_measurements > 0 && (task.search_on_time || mi_now_s() - search_t0 >= o.max_seconds) &&
       run->res->measured + run->res->replayed < o.max_measurements)
     run->cut_search = (int32_t)(o.max_measurements - run->res->measured - run->res->replayed);
   run->front = malloc(((size_t)run->res->count + 1) * sizeof *run->front);
