@@ -325,6 +325,21 @@ static void hang(void) {
   mi_worker_pool_destroy(p);
 }
 
+static void budget_deadline(void) {
+  /* A caller's time budget (mi_worker_pool_set_deadline) stops a job long before the worker's
+   * own 60 s timeout, and says which limit stopped it; cleared, the next job has the timeout. */
+  p = pool("hang", 60.0);
+  {
+    time_t t0 = time(NULL);
+    mi_worker_pool_set_deadline(p, mi_now_s() + 1.0);
+    rc = mi_worker_profile(p, "npu-stub:0", model, NULL, &mo, 0, &pr, &err);
+    CHECK(rc == MI_ERR_TIMEOUT && !pr && strstr(err.message, "time budget"), "budget: %s", err.message);
+    CHECK(time(NULL) - t0 < 10, "the budget's deadline holds (%ld s)", (long)(time(NULL) - t0));
+    mi_worker_pool_set_deadline(p, 0);
+  }
+  mi_worker_pool_destroy(p);
+}
+
 static void wrong_results(void) {
   /* Wrong results: caught by the reference check. */
   p = pool("wrong", 30);
@@ -391,6 +406,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(refused_programs),
     TU_CASE(crash),
     TU_CASE(hang),
+    TU_CASE(budget_deadline),
     TU_CASE(wrong_results),
     TU_CASE(interleave),
 };

@@ -214,6 +214,11 @@ MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *o, mi_worker_poo
                                      mi_error_t *err);
 /** Kills and reaps every worker. NULL is a no-op. */
 MI_API void mi_worker_pool_destroy(mi_worker_pool_t *p);
+/** Added: no job of the pool waits for its worker past deadline_s (mi_now_s clock; <= 0: none,
+ * the default): a job still running then is killed and fails with MI_ERR_TIMEOUT, "stopped at the
+ * caller's time budget". A tuner sets its time budget's end so that one slow measurement cannot
+ * carry the tune past it. */
+MI_API void mi_worker_pool_set_deadline(mi_worker_pool_t *p, double deadline_s);
 
 /** Profiles the model file `model` on device `spec` ("PLUGIN:INDEX") in its worker, with the
  * device knobs of `so` (may be NULL; per-node choices are not carried yet: MI_ERR_UNSUPPORTED,

@@ -36,6 +36,7 @@ struct mi_worker_pool {
   char *path; /* the mi-worker executable */
   int32_t count;
   slot_t slots[MAX_WORKERS];
+  double deadline; /* mi_worker_pool_set_deadline (0: none) */
 };
 
 extern char **environ;
@@ -150,6 +151,10 @@ static void stop(slot_t *s, int kill_it) {
     }
   }
   s->pid = -1;
+}
+
+MI_API void mi_worker_pool_set_deadline(mi_worker_pool_t *p, double deadline_s) {
+  if (p) p->deadline = deadline_s > 0 ? deadline_s : 0;
 }
 
 MI_API void mi_worker_pool_destroy(mi_worker_pool_t *p) {
@@ -281,13 +286,17 @@ static int32_t spawn(mi_worker_pool_t *p, slot_t *s, mi_error_t *err) {
 static int32_t exchange(mi_worker_pool_t *p, slot_t *s, uint32_t type, const void *job,
                         size_t njob, mi__frame_t *hdr, void **payload, mi_error_t *err) {
   double deadline;
-  int r;
+  int r, by_budget = 0;
   *payload = NULL;
   if (s->pid < 0) {
     int32_t rc = spawn(p, s, err);
     if (rc) return rc;
   }
   deadline = mi__now_s() + p->o.timeout_s;
+  if (p->deadline > 0 && p->deadline < deadline) {
+    deadline = p->deadline;
+    by_budget = 1;
+  }
   if (mi__frame_send(s->fd, type, job, njob, NULL, 0) != MI_OK) {
     r = 0; /* the worker is gone: find out how below */
   } else if ((r = mi__read_full(s->fd, hdr, sizeof *hdr, deadline)) == 1) {
@@ -304,6 +313,9 @@ static int32_t exchange(mi_worker_pool_t *p, slot_t *s, uint32_t type, const voi
   }
   if (r == -1) {
     stop(s, 1);
+    if (by_budget)
+      return mi_errorf(err, MI_ERR_TIMEOUT, "stopped at the caller's time budget (worker killed; its timeout is %.1f s)",
+                       p->o.timeout_s);
     return mi_errorf(err, MI_ERR_TIMEOUT, "timed out after %.1f s (worker killed)",
                      p->o.timeout_s);
   }

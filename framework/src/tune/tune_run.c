@@ -230,6 +230,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.t_begin = mi_now_s();
   task.deadline = r->budget_seconds > 0 ? task.t_begin + r->budget_seconds : 0;
   run->time_budget_s = r->budget_seconds;
+  /* A measurement in flight at the budget's end is stopped (the paired check, after, is not). */
+  mi_worker_pool_set_deadline(pool, task.deadline);
   if (!(p = mi_registry_find(c->reg, r->pool[d].plugin)) || (uint32_t)r->pool[d].device >= p->device_count) {
     const char *why = mi_registry_refusal(c->reg, r->pool[d].plugin);
     /* A long refusal is cut: the line only has to say which device and why. */
@@ -427,6 +429,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   }
   /* The choice against the default and the runner-up in paired rounds (farm measurements ran
    * elsewhere: not here). */
+  mi_worker_pool_set_deadline(pool, 0);
   if (!c->agents && run->front_n > 0 && !mi__tune_stopping(c->cb)) {
     char line[640];
     mi_tune_confirm(&task, run, r->preference_count ? r->preference[0] : r->objectives[0], 0);
@@ -442,6 +445,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                     run->spec, (int)run->res->measured, (int)run->res->replayed, (int)run->front_n,
                     mi_worker_quarantined(pool, run->spec) ? " (device quarantined)" : "");
 done:
+  mi_worker_pool_set_deadline(pool, 0);
   mi_space_detach_pool(run->space);                  /* the space outlives this thread's workers */
   if (run->ok && mi_space_ask_failure(run->space)) { /* its plugin failed on a question */
     run->ok = 0;
