@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import MODELS, ORT, SRC, load, machine, sh  # noqa: E402
+from run import ORT, SRC, fetched, load, machine, sh  # noqa: E402
 
 
 def peak_rss_mib(cmd):
@@ -63,13 +63,7 @@ def main():
     if a.base:
         hdr += " before MiB | after/before | outputs |"
     print(hdr + " tensors planned / one per tensor / live peak MiB | load |")
-    for name, file, gen in MODELS:
-        if a.only and not re.search(a.only, name):
-            continue
-        path = os.path.join(models_dir, file)
-        if not os.path.exists(path):
-            print(f"{name}: not fetched; skipped")
-            continue
+    for name, path, gen in fetched(a.only, models_dir):
         d = os.path.join(tmp, name)
         try:
             ins = sh(["node", os.path.join(ORT, "gen_inputs.js"), path, os.path.join(d, "in")] + gen).split()

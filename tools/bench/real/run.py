@@ -88,6 +88,19 @@ def rel_l2(a, b):
     return num / den if len(a) == len(b) else float("inf")
 
 
+def fetched(only, models_dir):
+    """(name, path, input-generator arguments) of each fetched model that
+    matches `only`, saying which are skipped and why."""
+    for name, file, gen in MODELS:
+        if only and not re.search(only, name):
+            continue
+        path = os.path.join(models_dir, file)
+        if not os.path.exists(path):
+            print(f"{name}: {file} not in {models_dir} (tools/models/fetch.sh); skipped", flush=True)
+            continue
+        yield name, path, gen
+
+
 def sh(cmd, env=None):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if r.returncode != 0:
@@ -210,13 +223,7 @@ def main():
           f"onnxruntime-node {ort_version}; start {t_start}, load {load_start}", flush=True)
 
     todo = []
-    for name, file, gen in MODELS:
-        if a.only and not re.search(a.only, name):
-            continue
-        path = os.path.join(models_dir, file)
-        if not os.path.exists(path):
-            print(f"{name}: {file} not in {models_dir} (tools/models/fetch.sh); skipped")
-            continue
+    for name, path, gen in fetched(a.only, models_dir):
         d = os.path.join(tmp, name)
         try:
             ins = sh(["node", os.path.join(ORT, "gen_inputs.js"), path, os.path.join(d, "in")] + gen).split()
