@@ -178,7 +178,7 @@ static void dynq_front(mi_graph_t *g, const int64_t *xd, int32_t q[3], int32_t *
   static const char *const qn[3] = {"xq", "xs", "xz"};
   for (int i = 0; i < 3; i++) q[i] = mi_graph_add_tensor(g, qn[i], MI_DTYPE_UNDEFINED, -1, NULL);
   for (int i = 0; i < n; i++) {
-    char nm[8];
+    char nm[16];
     snprintf(nm, sizeof nm, "t%d", i);
     t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
   }
