@@ -166,8 +166,9 @@ static int32_t nearest_order(const mi__dim_t *d, int32_t cur, int32_t *order) {
 
 /* Tries the values of dimension d nearest first until check_slot passes at `slot`. */
 static int try_dim(const mi_space_t *s, int32_t *pt, int32_t slot, int32_t d) {
-  int32_t order[MI_KNOB_MAX_VALUES * 8 + 64], n, cur = pt[d];
-  if (d < 0 || s->dims[d].count > (int32_t)(sizeof order / sizeof order[0])) return 0;
+  int32_t order[MI_KNOB_MAX_VALUES * 8 + 64], n, cur;
+  if (d < 0 || s->dims[d].count > (int32_t)(sizeof order / sizeof order[0])) return 0; /* knob not in the point */
+  cur = pt[d];
   n = nearest_order(&s->dims[d], cur, order);
   for (int32_t i = 0; i < n; i++) {
     pt[d] = order[i];
