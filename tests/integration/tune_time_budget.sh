@@ -11,6 +11,8 @@ mi_blis_recipe 'constraints: { accuracy_drop: 0.05 }' 'budget: { measurements: 6
   'search: { seed: 3 }'
 "${H[@]}" tune "$T/recipe.yaml" --out "$T/a" 2>"$T/log" || { cat "$T/log"; exit 1; }
 grep -q 'the 3 s budget (tune took [0-9]* s) cut' "$T/log" || { echo "no time-cut line:"; cat "$T/log"; exit 1; }
+# Jobs the budget stopped are not the device's failures: no quarantine, no failed check_config.
+if grep -Eq 'quarantined|check_config failed' "$T/log"; then echo "a budget stop counted against the device:"; cat "$T/log"; exit 1; fi
 python3 - "$T" <<'PY'
 import json, sys
 T = sys.argv[1]

@@ -219,6 +219,9 @@ MI_API void mi_worker_pool_destroy(mi_worker_pool_t *p);
  * caller's time budget". A tuner sets its time budget's end so that one slow measurement cannot
  * carry the tune past it. */
 MI_API void mi_worker_pool_set_deadline(mi_worker_pool_t *p, double deadline_s);
+/** 1 when the pool has a deadline (mi_worker_pool_set_deadline) and it has passed: a job that
+ * failed then was stopped by the caller's budget, not by the device. */
+MI_API int mi_worker_pool_out_of_time(const mi_worker_pool_t *p);
 
 /** Profiles the model file `model` on device `spec` ("PLUGIN:INDEX") in its worker, with the
  * device knobs of `so` (may be NULL; per-node choices are not carried yet: MI_ERR_UNSUPPORTED,

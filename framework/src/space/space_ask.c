@@ -86,6 +86,10 @@ int32_t mi__space_ask_check(const mi_space_t *s, const char *vid, const mi_knob_
   mi_error_clear(&e);
   if (mi_worker_check_config(s->opts.probe_pool, s->opts.probe_spec, vid, vals, n, &status, why,
                              &e) != MI_OK) {
+    /* Stopped by the caller's time budget: the point is refused for now, but the question is
+     * neither a plugin failure nor an answer to keep. */
+    if (e.code == MI_ERR_TIMEOUT && mi_worker_pool_out_of_time(s->opts.probe_pool))
+      return mi_errorf(why, MI_ERR_INVALID_CONFIG, "not asked: the time budget ran out");
     /* Kept like an answer: asking again would only crash or hang the worker again. */
     status = mi_errorf(why, MI_ERR_INVALID_CONFIG, "check_config failed in the worker: %s",
                        e.message);

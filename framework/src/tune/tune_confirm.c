@@ -131,6 +131,8 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
     /* What the recipe's seconds leave (two rounds always run: the least that says anything). */
     co.budget_s = fmax(mi__tune_left(task), 1e-3);
     run->cut_confirm = 1;
+    /* and each measurement of those rounds shrinks with it (its repeats stay) */
+    mo.budget_s = fmin(mo.budget_s, fmax(co.budget_s / (2.0 * n), 0.05));
   }
   co.max_rounds = 20;
   memset(&base, 0, sizeof base);
