@@ -130,6 +130,69 @@ static double run_time_ns(mi_plugin_t *p, uint32_t dev) {
   return v;
 }
 
+/* After a run of s, whose If node ran branch `branch` on the device: the session names that
+ * nested session (mi_session_nested) with its nodes' times, and the per-layer table nests its
+ * rows under the If's ("<if>/<branch>/<node>", depth 1), the If's row keeping its own time. */
+static void check_nested_profile(const mi_session_t *s, const mi_graph_t *g, const char *branch,
+                                 const char *op) {
+  const mi_session_t *ns = NULL;
+  const mi_graph_t *bg = NULL;
+  const char *b = NULL;
+  int32_t node = -1, nr = 0, ni = 0, if_node = -1;
+  double *ms = calloc((size_t)g->node_count + 1, sizeof *ms), *bms = NULL, if_ms = 0, sum = 0;
+  mi_layer_row_t *rows = NULL, *inner = NULL;
+  mi_error_t err = {0};
+  uint64_t ns_wall = 0;
+  char want[64];
+  int found = 0;
+  for (int32_t i = 0; i < mi_session_nested_count(s) && !ns; i++)
+    ns = mi_session_nested(s, i, &node, &b, &bg);
+  CHECK(ns && bg && b && strcmp(b, branch) == 0, "the run's nested session, branch %s (got %s)",
+        branch, b ? b : "none");
+  if (!ns || !bg || !ms) goto done;
+  for (int32_t i = 0; i < g->node_count; i++)
+    if (strcmp(g->nodes[i].op_type, "If") == 0) if_node = i;
+  CHECK(node == if_node, "nested session of node %d, the If is %d", (int)node, (int)if_node);
+  CHECK(mi_session_nested(s, mi_session_nested_count(s), NULL, NULL, NULL) == NULL,
+        "no session past the last");
+  REQUIRE(bms = calloc((size_t)bg->node_count + 1, sizeof *bms));
+  for (int32_t i = 0; i < g->node_count; i++) {
+    uint64_t w = 0;
+    ms[i] = mi_session_node_time(s, i, &w, NULL) ? (double)w / 1e6 : -1;
+  }
+  for (int32_t i = 0; i < bg->node_count; i++) {
+    bms[i] = mi_session_node_time(ns, i, &ns_wall, NULL) ? (double)ns_wall / 1e6 : -1;
+    sum += bms[i] > 0 ? bms[i] : 0;
+  }
+  if_ms = ms[if_node];
+  CHECK(mi_layer_rows(g, s, NULL, ms, &rows, &nr, &err) == MI_OK, "rows: %s", err.message);
+  CHECK(mi_layer_rows(bg, ns, NULL, bms, &inner, &ni, &err) == MI_OK && ni >= 1,
+        "branch rows: %s", err.message);
+  CHECK(mi_layer_rows_nest(&rows, &nr, if_node, b, inner, ni, &err) == MI_OK, "nest: %s",
+        err.message);
+  CHECK(mi_layer_rows_nest(&rows, &nr, g->node_count + 5, b, inner, ni, &err) != MI_OK,
+        "a parent with no row is refused");
+  snprintf(want, sizeof want, "if/%s/", branch);
+  for (int32_t i = 0; i < nr; i++) {
+    if (rows[i].depth == 0 && rows[i].node == if_node)
+      CHECK(rows[i].ms <= if_ms && rows[i].ms >= if_ms - sum - 1e-9,
+            "the If's row keeps its own time (%g of %g, branch %g)", rows[i].ms, if_ms, sum);
+    if (rows[i].depth == 1) {
+      CHECK(strncmp(rows[i].name, want, strlen(want)) == 0, "branch row '%s' under '%s'",
+            rows[i].name, want);
+      found += strcmp(rows[i].name + strlen(want), inner[0].name) == 0 &&
+               strncmp(rows[i].op, op, strcspn(op, " ")) == 0;
+    }
+  }
+  CHECK(found == 1 && nr >= ni + 1, "the branch's %s row nested once (%d; %d rows, %d inner)", op,
+        found, (int)nr, (int)ni);
+done:
+  free(rows);
+  free(inner);
+  free(ms);
+  free(bms);
+}
+
 /* Runs the If graph g (inputs x = xa, c = ca) on blis-cpu twice, c = cond[rep], against the
  * reference: each time the branch's kernel (`what`) must run on the device (the plugin's kernel
  * time grows, which fails when the host interprets the branch) and give `numel` values, the
@@ -162,6 +225,7 @@ static void run_if_on_device(mi_graph_t *g, mi_array_t *xa, mi_array_t *ca, cons
               tu_rel_l2_arrays(got, ref) <= tol,
           "run %d: %s matches the reference (rel L2 %g)", rep, what,
           got && ref ? tu_rel_l2_arrays(got, ref) : -1.0);
+    check_nested_profile(s, g, cond[rep] ? "then" : "else", what);
     mi_array_destroy(ref);
     mi_array_destroy(got);
   }

@@ -89,11 +89,18 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err);
 void run_json_string(FILE *f, const char *str);
 
 /* --profile (profile.c): each node's wall time per timed run, `ms[run * nodes + node]`, negative
- * where the node did not run on its own. */
+ * where the node did not run on its own; `sub`: the same for each If branch that ran as a
+ * nested session (mi_session_nested), keyed by the If node and the branch. */
 typedef struct run_prof {
   int32_t nodes;
-  int runs;
+  int runs, cap;
   double *ms;
+  int32_t node;       /* for a branch: the If node of the graph around it */
+  const char *branch; /* for a branch: "then" or "else" */
+  const mi_graph_t *g;
+  const mi_session_t *s; /* for a branch: its session in the last run that ran it */
+  int32_t sub_count;
+  struct run_prof *sub;
 } run_prof_t;
 int32_t run_prof_init(run_prof_t *p, const mi_graph_t *g, int runs, mi_error_t *err);
 void run_prof_take(run_prof_t *p, const mi_session_t *s);

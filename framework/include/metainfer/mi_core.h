@@ -277,6 +277,15 @@ MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns);
  * (folded, or no run yet), 1 for wall time only, 2 for wall and device time. */
 MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *wall_ns,
                                 uint64_t *device_ns);
+/** Nested sessions: an If node whose branch runs on the device runs it as a session of its own,
+ * made on first use. Returns how many the session holds (0 on the reference path or for NULL).
+ * mi_session_nested gives session `index` when it ran in the last successful mi_session_run
+ * (else NULL), with the If node of s's graph, the branch ("then" or "else") and the graph it
+ * runs (the branch, its captures as inputs); mi_session_node_time on it gives its nodes' times.
+ * Pointers stay valid until the next run or the session's destruction. */
+MI_API int32_t mi_session_nested_count(const mi_session_t *s);
+MI_API const mi_session_t *mi_session_nested(const mi_session_t *s, int32_t index, int32_t *node,
+                                             const char **branch, const mi_graph_t **graph);
 /** Device kernels the session prepared: a fused group, a quantized layer lowered with its
  * Q/DQ nodes, or a layout conversion counts once each. -1 on the reference path or for NULL. */
 MI_API int32_t mi_session_kernel_count(const mi_session_t *s);

@@ -178,6 +178,7 @@ typedef struct mi_layer_row {
   double share;     /* ms over the sum of every row's ms */
   double flops;     /* of the compute node (Conv, Gemm, MatMul...); 0 for the other ops */
   double bytes;     /* tensors read (weights included) and the outputs written */
+  int32_t depth;    /* 0 for a step of the top graph, 1 inside a subgraph of it, ... */
 } mi_layer_row_t;
 
 /** Per-layer rows of graph `g` (shapes inferred), slowest first. `node_ms[n]` is node n's time
@@ -188,6 +189,14 @@ typedef struct mi_layer_row {
 MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
                              const mi_session_options_t *so, const double *node_ms,
                              mi_layer_row_t **rows, int32_t *count, mi_error_t *err);
+/** Puts the rows of a subgraph that node `parent` ran as a nested session (mi_session_nested;
+ * `inner` from mi_layer_rows on its graph and session, perhaps nested itself) into the table of
+ * the graph around it: each named "<parent's name>/<branch>/<its name>" with depth one more, the
+ * parent's row keeping only its own time (its time less the inner rows'), shares recomputed
+ * over all rows, slowest first. *rows is realloc'd. Fails when `parent` has no row of depth 0. */
+MI_API int32_t mi_layer_rows_nest(mi_layer_row_t **rows, int32_t *count, int32_t parent,
+                                  const char *branch, const mi_layer_row_t *inner,
+                                  int32_t inner_count, mi_error_t *err);
 /** Prints rows as a table (with GFLOP/s for compute ops, GB/s for the others, and a total
  * line) or, with `json`, as one JSON array of objects. */
 MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t count, int json);

@@ -223,6 +223,8 @@ typedef struct mi__nested mi__nested_t;
 int32_t mi__nested_if(mi_session_t *s, int32_t node, const mi_array_t *const *ins,
                       mi_array_t **outs, mi_error_t *err);
 void mi__nested_free(mi_session_t *s);
+/* Marks every nested session as not run, at the start of a run of s. */
+void mi__nested_run_begins(mi_session_t *s);
 
 /* The device memory plan (memplan.c): lifetimes of the runtime tensors device steps touch over
  * the step order, then one allocation per group of tensors whose lifetimes do not overlap (with

@@ -11,6 +11,7 @@ struct mi__nested {
   int32_t node;
   int branch;    /* 1 then, 0 else */
   int failed;    /* the device could not take it: the reference interpreter runs it */
+  int ran;       /* it ran in the owning session's last run (profiles read its node times) */
   mi_graph_t *g; /* the branch, captures as inputs */
   mi_session_t *s;
   int32_t *slot; /* per input of g: the If node's input that carries its value */
@@ -124,5 +125,24 @@ int32_t mi__nested_if(mi_session_t *s, int32_t node, const mi_array_t *const *in
   }
   for (int32_t i = 0; i < e->g->input_count; i++) feed[i] = ins[e->slot[i]];
   rc = mi_session_run(e->s, feed, e->g->input_count, outs, n->output_count, err);
+  e->ran = rc == MI_OK;
   return rc ? -rc : 1;
+}
+
+void mi__nested_run_begins(mi_session_t *s) {
+  for (int32_t i = 0; i < s->nested_count; i++) s->nested[i].ran = 0;
+}
+
+MI_API int32_t mi_session_nested_count(const mi_session_t *s) { return s ? s->nested_count : 0; }
+
+MI_API const mi_session_t *mi_session_nested(const mi_session_t *s, int32_t index, int32_t *node,
+                                             const char **branch, const mi_graph_t **graph) {
+  const mi__nested_t *e;
+  if (!s || index < 0 || index >= s->nested_count) return NULL;
+  e = &s->nested[index];
+  if (!e->ran || !e->s) return NULL;
+  if (node) *node = e->node;
+  if (branch) *branch = e->branch ? "then" : "else";
+  if (graph) *graph = e->g;
+  return e->s;
 }

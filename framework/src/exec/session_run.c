@@ -261,6 +261,7 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
     }
   }
   memset(s->node_timed, 0, (size_t)g->node_count);
+  mi__nested_run_begins(s);
   for (int32_t i = 0; i < s->step_count && rc == MI_OK; i++) {
     const mi__step_t *st = &s->steps[i];
     double t0 = mi__now_s();

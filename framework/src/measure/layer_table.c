@@ -143,6 +143,44 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
   return MI_OK;
 }
 
+MI_API int32_t mi_layer_rows_nest(mi_layer_row_t **rows, int32_t *count, int32_t parent,
+                                  const char *branch, const mi_layer_row_t *inner,
+                                  int32_t inner_count, mi_error_t *err) {
+  mi_layer_row_t *out, *p = NULL;
+  double sum = 0, total = 0;
+  if (!rows || !count || (!*rows && *count) || !branch || (!inner && inner_count))
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_layer_rows_nest: NULL argument");
+  for (int32_t i = 0; i < *count; i++)
+    if ((*rows)[i].node == parent && (*rows)[i].depth == 0) p = &(*rows)[i];
+  if (!p)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "mi_layer_rows_nest: node %d has no row of its own", (int)parent);
+  out = realloc(*rows, ((size_t)*count + (size_t)inner_count + 1) * sizeof *out);
+  if (!out) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "per-layer table: out of memory");
+  *rows = out;
+  for (int32_t i = 0; i < *count; i++)
+    if (out[i].node == parent && out[i].depth == 0) p = &out[i];
+  for (int32_t i = 0; i < inner_count; i++) {
+    mi_layer_row_t *r = &out[*count + i];
+    *r = inner[i];
+    r->depth = inner[i].depth + 1;
+    /* "If_0/then/Conv_3": the step is found by its path from the top graph; a path too long
+     * for the field ends in '~' so a cut name is not read as a whole one */
+    if (snprintf(r->name, sizeof r->name, "%s/%s/%s", p->name, branch, inner[i].name) >=
+        (int)sizeof r->name)
+      r->name[sizeof r->name - 2] = '~';
+    sum += r->ms;
+  }
+  /* The parent's wall time contains its branch's steps: what is left is its own cost (feeding
+   * the branch, the nested session's work between steps), so no time is counted twice. */
+  p->ms = p->ms > sum ? p->ms - sum : 0;
+  *count += inner_count;
+  for (int32_t i = 0; i < *count; i++) total += out[i].ms;
+  for (int32_t i = 0; i < *count; i++) out[i].share = total > 0 ? out[i].ms / total : 0;
+  qsort(out, (size_t)*count, sizeof *out, by_time);
+  return MI_OK;
+}
+
 static void json_str(FILE *f, const char *s) {
   mi__sbuf_t b = {0};
   char *t;
@@ -172,7 +210,8 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
       json_str(f, r->variant);
       fprintf(f, ", \"where\": \"%s\", \"nodes\": %d, \"ms\": %.9g, \"share\": %.9g",
               r->where ? "host" : "device", (int)r->node_count, r->ms, r->share);
-      fprintf(f, ", \"flops\": %.6g, \"bytes\": %.6g", r->flops, r->bytes);
+      fprintf(f, ", \"flops\": %.6g, \"bytes\": %.6g, \"depth\": %d", r->flops, r->bytes,
+              (int)r->depth);
       if (r->ms > 0 && r->flops > 0) fprintf(f, ", \"gflops\": %.6g", r->flops / r->ms / 1e6);
       else if (r->ms > 0)
         fprintf(f, ", \"gbytes_per_s\": %.6g", r->bytes / r->ms / 1e6);

@@ -6,15 +6,20 @@ trace (ort_run.js --profile; its nodes after its graph optimisation: FusedConv, 
 steps of each. Names differ after fusion on both sides, so steps are shown by op and output
 shape, not matched one to one.
 
-usage: tools/bench/real/layers.py MODEL [--build B] [--threads N] [--repeat N] [--top N] [--avx2]
+usage: tools/bench/real/layers.py MODEL|all [--build B] [--threads N] [--repeat N] [--top N]
+                                  [--avx2] [--glue-limit F] [--no-ort]
 MODEL is a name from run.py's list (e.g. mlsd-tiny-320) or a path to an .onnx file with no
-input arguments needed. Per-step times are medians over the timed runs on both sides (wall
+input arguments needed; `all` profiles every fetched model and prints one markdown row each:
+its slowest elementwise or data-movement step (every op but convolutions, GEMMs, recurrent
+layers and control flow) and that step's share of the summed steps. The exit status is 1 when
+a model has such a step over --glue-limit (default 5%). Per-step times are medians over the timed runs on both sides (wall
 clock around each step); on a loaded machine compare shares more than milliseconds.
 """
 import argparse
 import collections
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -49,44 +54,45 @@ def by_op(rows):
     return acc
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("model")
-    ap.add_argument("--build", default=os.environ.get("MI_BUILD", os.path.join(run.SRC, "build")))
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--top", type=int, default=15)
-    ap.add_argument("--avx2", action="store_true", help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD)")
-    a = ap.parse_args()
-    models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
-    known = {n: (f, g) for n, f, g in run.MODELS}
-    if a.model in known:
-        path, gen = os.path.join(models_dir, known[a.model][0]), known[a.model][1]
-    elif a.model.endswith(".onnx"):
-        path, gen = a.model, []
-    else:
-        sys.exit(f"layers.py: '{a.model}' is neither a model of run.py's list nor an .onnx file")
-    if not os.path.exists(path):
-        sys.exit(f"layers.py: {path} not found (tools/models/fetch.sh)")
-    tmp = tempfile.mkdtemp(prefix="mi-layers-")
-    try:
-        ins = run.sh(["node", os.path.join(run.ORT, "gen_inputs.js"), path, os.path.join(tmp, "in")] + gen).split()
-        feeds = sum((["--input", i] for i in ins), [])
-        common = ["--threads", str(a.threads), "--repeat", str(a.repeat), "--warmup", str(a.warmup)]
-        env = dict(os.environ)
-        env.pop("MI_BLIS_MAX_SIMD", None)
-        if a.avx2:
-            env["MI_BLIS_MAX_SIMD"] = "avx2"
-        mi = json.loads(run.sh([os.path.join(a.build, "bin", "mi-run"), "--model", path, "--device",
-                                "blis-cpu:0", "--profile", "--json"] + common + feeds, env))
-        trace = os.path.join(tmp, "ort.json")
-        run.sh(["node", os.path.join(run.ORT, "ort_run.js"), "--model", path, "--profile", trace] + common + feeds)
-        ort = ort_steps(trace, a.warmup)
-    except RuntimeError as e:
-        sys.exit(f"layers.py: {e}")
+# Ops whose time is arithmetic (or a whole network, for control flow): every other op is
+# elementwise or data movement ("glue"), which the per-layer criterion caps at --glue-limit of
+# the model's time per step.
+COMPUTE = {"Conv", "ConvTranspose", "Gemm", "MatMul", "ConvInteger", "MatMulInteger", "QLinearConv",
+           "QLinearMatMul", "LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
+
+
+def profile(path, gen, a, tmp):
+    """(blis-cpu steps [(ms, first op, name, output shape, fused ops)], ONNX Runtime nodes) of
+    one model on the same inputs; with a.no_ort, ONNX Runtime's list is empty."""
+    ins = run.sh(["node", os.path.join(run.ORT, "gen_inputs.js"), path, os.path.join(tmp, "in")] + gen).split()
+    feeds = sum((["--input", i] for i in ins), [])
+    common = ["--threads", str(a.threads), "--repeat", str(a.repeat), "--warmup", str(a.warmup)]
+    env = dict(os.environ)
+    env.pop("MI_BLIS_MAX_SIMD", None)
+    if a.avx2:
+        env["MI_BLIS_MAX_SIMD"] = "avx2"
+    mi = json.loads(run.sh([os.path.join(a.build, "bin", "mi-run"), "--model", path, "--device",
+                            "blis-cpu:0", "--profile", "--json"] + common + feeds, env))
     ours = [(r["ms"], r["op"].split("+")[0], r["name"], r["shapes"].split(" -> ")[-1] if " -> " in r["shapes"] else "",
              r["op"]) for r in mi["profile"]["layers"]]
+    if a.no_ort:
+        return ours, []
+    trace = os.path.join(tmp, "ort.json")
+    run.sh(["node", os.path.join(run.ORT, "ort_run.js"), "--model", path, "--profile", trace] + common + feeds)
+    return ours, ort_steps(trace, a.warmup)
+
+
+def worst_glue(ours):
+    """The slowest elementwise or data-movement step and its share of the summed steps."""
+    tot = sum(r[0] for r in ours)
+    glue = [r for r in ours if r[1] not in COMPUTE]
+    if not glue or tot <= 0:
+        return None, 0.0
+    w = max(glue, key=lambda r: r[0])
+    return w, w[0] / tot
+
+
+def report(path, a, ours, ort):
     o_tot, r_tot = sum(r[0] for r in ours), sum(r[0] for r in ort)
     print(f"{os.path.basename(path)}, {a.threads} thread(s), {a.repeat} runs each, load "
           f"{run.load()}: summed steps blis-cpu {o_tot:.3f} ms ({len(ours)} steps), "
@@ -104,6 +110,61 @@ def main():
         left = f"{o_top[i][4][:27]:<28}{o_top[i][3][:17]:<18}{o_top[i][0]:>8.3f}" if i < len(o_top) else " " * 54
         right = f"{r_top[i][1][:19]:<20}{r_top[i][3][:21]:<22}{r_top[i][0]:>8.3f}" if i < len(r_top) else ""
         print(f"{left}   {right}")
+    w, share = worst_glue(ours)
+    if w:
+        print(f"\nslowest elementwise/data-movement step: {w[4]} '{w[2]}' {w[0]:.3f} ms, {share:.1%} "
+              f"({'over' if share > a.glue_limit else 'within'} the {a.glue_limit:.0%} limit)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", help="a name of run.py's list, an .onnx path, or 'all' (every fetched model)")
+    ap.add_argument("--build", default=os.environ.get("MI_BUILD", os.path.join(run.SRC, "build")))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--avx2", action="store_true", help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD)")
+    ap.add_argument("--glue-limit", type=float, default=0.05,
+                    help="largest share of one elementwise/data-movement step (default 0.05)")
+    ap.add_argument("--no-ort", action="store_true", help="profile blis-cpu only")
+    a = ap.parse_args()
+    models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
+    known = {n: (f, g) for n, f, g in run.MODELS}
+    if a.model == "all":
+        todo = [(n, p, g) for n, p, g in run.fetched(None, models_dir)]
+    elif a.model in known:
+        todo = [(a.model, os.path.join(models_dir, known[a.model][0]), known[a.model][1])]
+    elif a.model.endswith(".onnx"):
+        todo = [(os.path.basename(a.model), a.model, [])]
+    else:
+        sys.exit(f"layers.py: '{a.model}' is neither a model of run.py's list nor an .onnx file")
+    for _, path, _ in todo:
+        if not os.path.exists(path):
+            sys.exit(f"layers.py: {path} not found (tools/models/fetch.sh)")
+    summary, over = [], 0
+    for name, path, gen in todo:
+        tmp = tempfile.mkdtemp(prefix="mi-layers-")
+        try:
+            ours, ort = profile(path, gen, a, tmp)
+        except RuntimeError as e:
+            sys.exit(f"layers.py: {name}: {e}")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        w, share = worst_glue(ours)
+        over += share > a.glue_limit
+        if len(todo) == 1:
+            report(path, a, ours, ort)
+        else:
+            summary.append((name, sum(r[0] for r in ours), len(ours), w, share, run.load()))
+    if summary:
+        print("| model | threads | summed steps ms | steps | slowest elementwise/data-movement step | ms | share | load |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, tot, n, w, share, ld in summary:
+            step = f"{w[4]} `{w[2]}`" if w else "-"
+            mark = " **over**" if share > a.glue_limit else ""
+            print(f"| {name} | {a.threads} | {tot:.3f} | {n} | {step} | {w[0] if w else 0:.3f} | {share:.1%}{mark} | {ld} |")
+    sys.exit(1 if over else 0)
 
 
 if __name__ == "__main__":
