@@ -188,10 +188,13 @@ static void layernorm_case(tb_plugin_t *p, int64_t len) {
   expect(p, &b, name, ins, ref, NULL, 0);
 }
 
-/* 3x3 stride 2 pad 1 pools on 8x7 with ceil_mode: the last window hangs over the edge. */
-static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W) {
-  int64_t xd[4] = {1, 2, 8, W}, k[2] = {3, 3}, s[2] = {2, 2}, pads[4] = {1, 1, 1, 1};
-  int64_t oh = (8 + 2 - 3 + 1) / 2 + 1, ow = (W + 2 - 3 + 1) / 2 + 1, yd[4] = {1, 2, oh, ow}, c, i, j, a, bb;
+/* KxK (3 with pad 1, or 2 with none) stride 2 pools on 8xW with ceil_mode: the last window
+ * hangs over the edge. */
+static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W, int64_t K) {
+  int64_t pd = K == 3 ? 1 : 0, xd[4] = {1, 2, 8, W}, k[2] = {K, K}, s[2] = {2, 2},
+          pads[4] = {pd, pd, pd, pd};
+  int64_t oh = (8 + 2 * pd - K + 1) / 2 + 1, ow = (W + 2 * pd - K + 1) / 2 + 1,
+          yd[4] = {1, 2, oh, ow}, c, i, j, a, bb;
   float x[16 * 40], ref[5 * 2 * 21];
   const float *ins[1] = {x};
   char name[64];
@@ -214,17 +217,18 @@ static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W
       for (j = 0; j < ow; j++) {
         double acc = is_max ? -1e30 : 0.;
         int cnt = 0, padcnt = 0;
-        for (a = 0; a < 3; a++)
-          for (bb = 0; bb < 3; bb++) {
-            int64_t ih = i * 2 - 1 + a, iw = j * 2 - 1 + bb;
-            if (ih <= 8 && iw <= W) padcnt++; /* inside the padded input (pad 1 each side) */
+        for (a = 0; a < K; a++)
+          for (bb = 0; bb < K; bb++) {
+            int64_t ih = i * 2 - pd + a, iw = j * 2 - pd + bb;
+            if (ih < 8 + pd && iw < W + pd) padcnt++; /* inside the padded input */
             if (ih < 0 || ih >= 8 || iw < 0 || iw >= W) continue;
             acc = is_max ? fmax(acc, x[(c * 8 + ih) * W + iw]) : acc + x[(c * 8 + ih) * W + iw];
             cnt++;
           }
         ref[(c * oh + i) * ow + j] = (float)(is_max ? acc : acc / (include_pad ? padcnt : cnt));
       }
-  snprintf(name, sizeof name, "%s ceil include_pad=%d width %lld", op, include_pad, (long long)W);
+  snprintf(name, sizeof name, "%s %lldx%lld ceil include_pad=%d width %lld", op, (long long)K,
+           (long long)K, include_pad, (long long)W);
   expect(p, &b, name, ins, ref, NULL, 0);
 }
 
@@ -480,11 +484,15 @@ static void layernorm(void) {
 }
 
 static void pool(void) {
-  pool_case(&p, "MaxPool", 0, 7);
-  pool_case(&p, "MaxPool", 0, 37); /* 19 outputs a row: a full block of 16 and a tail */
-  pool_case(&p, "AveragePool", 0, 7);
-  pool_case(&p, "AveragePool", 1, 7);
-  pool_case(&p, "AveragePool", 1, 37);
+  pool_case(&p, "MaxPool", 0, 7, 3);
+  pool_case(&p, "MaxPool", 0, 37, 3); /* 19 outputs a row: a full block of 16 and a tail */
+  pool_case(&p, "MaxPool", 0, 7, 2);
+  pool_case(&p, "MaxPool", 0, 37, 2); /* 2x2/2 on AVX-512: 16 outputs a step, then a tail of 3 */
+  pool_case(&p, "MaxPool", 0, 32, 2); /* an even width: no window past the edge */
+  pool_case(&p, "AveragePool", 0, 7, 3);
+  pool_case(&p, "AveragePool", 1, 7, 3);
+  pool_case(&p, "AveragePool", 1, 37, 3);
+  pool_case(&p, "AveragePool", 0, 37, 2);
 }
 
 static void binary(void) {
