@@ -11,7 +11,9 @@ usage: tools/bench/real/layers.py MODEL|all [--build B] [--threads N] [--repeat 
 MODEL is a name from run.py's list (e.g. mlsd-tiny-320) or a path to an .onnx file with no
 input arguments needed; `all` profiles every fetched model and prints one markdown row each:
 its slowest elementwise or data-movement step (every op but convolutions, GEMMs, recurrent
-layers and control flow) and that step's share of the summed steps. The exit status is 1 when
+layers and control flow; pooling counts) and that step's share of the summed steps, and the op
+type of such steps with the most time over all its steps. Steps inside an If branch that ran as
+a nested session count on their own, named <If>/<branch>/<step>. The exit status is 1 when
 a model has such a step over --glue-limit (default 5%). Per-step times are medians over the timed runs on both sides (wall
 clock around each step); on a loaded machine compare shares more than milliseconds.
 """
@@ -92,6 +94,16 @@ def worst_glue(ours):
     return w, w[0] / tot
 
 
+def worst_glue_type(ours):
+    """The elementwise or data-movement op type with the most time over all its steps, its share."""
+    tot = sum(r[0] for r in ours)
+    acc = by_op([r[:4] for r in ours if r[1] not in COMPUTE])
+    if not acc or tot <= 0:
+        return "-", 0.0
+    op = max(acc, key=lambda k: acc[k])
+    return f"{op} x{sum(1 for r in ours if r[1] == op)}", acc[op] / tot
+
+
 def report(path, a, ours, ort):
     o_tot, r_tot = sum(r[0] for r in ours), sum(r[0] for r in ort)
     print(f"{os.path.basename(path)}, {a.threads} thread(s), {a.repeat} runs each, load "
@@ -127,8 +139,9 @@ def main():
     ap.add_argument("--avx2", action="store_true", help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD)")
     ap.add_argument("--glue-limit", type=float, default=0.05,
                     help="largest share of one elementwise/data-movement step (default 0.05)")
-    ap.add_argument("--no-ort", action="store_true", help="profile blis-cpu only")
+    ap.add_argument("--no-ort", action="store_true", help="profile blis-cpu only (implied by 'all')")
     a = ap.parse_args()
+    a.no_ort = a.no_ort or a.model == "all"  # the summary reads blis-cpu's steps alone
     models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
     known = {n: (f, g) for n, f, g in run.MODELS}
     if a.model == "all":
@@ -156,14 +169,16 @@ def main():
         if len(todo) == 1:
             report(path, a, ours, ort)
         else:
-            summary.append((name, sum(r[0] for r in ours), len(ours), w, share, run.load()))
+            summary.append((name, sum(r[0] for r in ours), len(ours), w, share, worst_glue_type(ours), run.load()))
     if summary:
-        print("| model | threads | summed steps ms | steps | slowest elementwise/data-movement step | ms | share | load |")
-        print("|---|---|---|---|---|---|---|---|")
-        for name, tot, n, w, share, ld in summary:
+        print("| model | threads | summed steps ms | steps | slowest elementwise/data-movement step | ms | share "
+              "| that kind's steps together | load |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for name, tot, n, w, share, (op, op_share), ld in summary:
             step = f"{w[4]} `{w[2]}`" if w else "-"
             mark = " **over**" if share > a.glue_limit else ""
-            print(f"| {name} | {a.threads} | {tot:.3f} | {n} | {step} | {w[0] if w else 0:.3f} | {share:.1%}{mark} | {ld} |")
+            print(f"| {name} | {a.threads} | {tot:.3f} | {n} | {step} | {w[0] if w else 0:.3f} | {share:.1%}{mark} "
+                  f"| {op} {op_share:.1%} | {ld} |")
     sys.exit(1 if over else 0)
 
 
