@@ -32,6 +32,7 @@ typedef struct qconv {
   int32_t tail, relu, scale_t, res_t; /* out32's float tail (mi__blis_qsrc_t): scale, residual */
   float *tb;                          /* [M] the tail's bias, or NULL */
   mi__blis_hsw_t hs;                  /* the tail's hard-swish */
+  mi__blis_qd_t qd;                   /* byte core without columns when qd.w (blis_qdirect.c) */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans. */
@@ -182,6 +183,13 @@ static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n
     mi__blis_requant(q->g.simd, acc, n, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
 }
 
+/* The direct form's sums of group output channel m, output row oh. */
+static void qd_out(void *arg, int64_t m, int64_t oh, int32_t *acc) {
+  const qconv_task_t *t = arg;
+  const mi__blis_conv_t *c = &t->q->g;
+  qconv_out(t, t->g * (c->M / c->G) + m, acc, c->OW, (uint8_t *)t->y + (m * c->OH + oh) * c->OW * (t->q->out32 ? 4 : 1));
+}
+
 /* Items are output channels of the group: accumulate, then requantize the row. */
 static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   const qconv_task_t *t = arg;
@@ -313,9 +321,10 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
       task.x = (const uint8_t *)t[c->x] + xo; /* 1-byte codes: byte offsets */
       task.y = (uint8_t *)t[c->y] + yo * yb;
       task.res = task.res ? (const float *)t[q->res_t] + yo : NULL;
+      if (q->qd.w) mi__blis_qd_run(&q->qd, env, g, task.x, q->x_u8, task.zx, qd_out, &task);
       /* Tiles of output rows whose columns (ka int16 per pixel) stay in cache between im2col
        * and the GEMM: a 96x80x80 3x3 conv's whole column matrix is 11 MB. */
-      for (task.oh0 = 0; task.oh0 < c->OH; task.oh0 = task.oh1) {
+      for (task.oh0 = 0; task.oh0 < c->OH && !q->qd.w; task.oh0 = task.oh1) {
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
         if (q->u8k) mi__blis_parallel(env, q->kq, 1, 4 * (task.oh1 - task.oh0) * c->OW, qv_im2col_part, &task);
         if (q->shift) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
@@ -418,8 +427,11 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   /* acc holds one group's rows, or every plane of the batch for the depthwise path */
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
   na = q->dw ? q->g.N * q->g.M * ohw : mg * th;
-  s->aux = mi__blis_calloc(p->ctx, (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) +
-                                       (uint64_t)(na + th) * sizeof(int32_t) + (uint64_t)fw * sizeof(float) + 64);
+  /* the direct form's block last, planned before the weights say whether the byte core runs */
+  uint64_t dq = !q->dw && !q->w4 && q->g.OW <= MI__QV_ROW_BYTES ? mi__blis_qd_plan(&q->qd, &q->g, q->dot) : 0;
+  uint64_t ab = (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) + (uint64_t)(na + th) * sizeof(int32_t) +
+                (uint64_t)fw * sizeof(float) + 64;
+  s->aux = mi__blis_calloc(p->ctx, ab + dq);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux; /* int32 first keeps it aligned */
   q->psum = q->acc + na;
@@ -455,6 +467,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
       q->w8[i / q->kk * q->kq * 4 + i % q->kk] = (uint8_t)(int8_t)v;
       q->wsum[i / q->kk] += v;
     }
+    if (dq) mi__blis_qd_init(&q->qd, (char *)s->aux + ab, q->w8, q->kq, q->wsum, q->wd, q->shift);
     s->run = run_qconv;
     return MI_OK;
   }

@@ -41,6 +41,38 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
 #define MI__QV_ROW_BYTES 2048
 void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int32_t x_u8, int32_t zx, int64_t oh0,
                         int64_t oh1, int64_t q0, int64_t q1, uint8_t *col);
+/* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows of codes interleaved into quads. */
+void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst);
+/* The byte core's conv without columns (blis_qdirect.c): the group's input copied once per run
+ * into channel quads over stride-phase planes of the padded input ([cq][sh * sw][hq * wq][4]
+ * bytes, the zero point's code in the padding), so tap (kh, kw) of quad cq is one byte offset and
+ * output pixel oh * wq + ow reads 16 pixels' quads as one 64-byte load: no im2col (a 96-channel
+ * 3x3 conv's columns are 864 bytes a pixel). Pixels ow >= OW of each row are computed and dropped. */
+typedef struct mi__blis_qd {
+  const mi__blis_conv_t *c;
+  int64_t cg, mg, cq, kk;     /* input / output channels of a group, quads, cg * KH * KW */
+  int64_t hq, wq, nph, nk;    /* phase plane hq x wq, sh * sw phases, k steps cq * KH * KW */
+  int64_t tile;               /* output rows per tile: its sums stay in cache for the output stage */
+  int32_t dot, shift;         /* shift: some wd[m] != 0 (psum needed) */
+  const int32_t *wsum, *wd;   /* [M] weight sums and shifts (blis_qgemm.h) */
+  int32_t *koff;              /* [nk] byte offset of k step (cq, kh, kw) from pixel 0 */
+  int32_t *toff;              /* [KH * KW] int32 offset of tap (kh, kw) in ssum */
+  uint8_t *w;                 /* [M][nk * 4] weights in k-step order, 0 past cg */
+  uint8_t *xp;                /* the quads, and a row of slack read only by dropped pixels */
+  int32_t *ssum, *psum, *acc; /* shift: per padded pixel, per output pixel; [mg][tile * wq] sums */
+} mi__blis_qd_t;
+/* Output of row oh of group output channel m: OW int32 sums (writable) at acc. */
+typedef void (*mi__blis_qd_out_fn)(void *arg, int64_t m, int64_t oh, int32_t *acc);
+/* Fills d's geometry for conv c (the byte core's, kk = C/G * KH * KW) and returns the bytes
+ * mi__blis_qd_init needs, or 0 when the direct form does not apply (1x1, a 1-channel group ...). */
+uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t dot);
+/* Carves mem (zeroed, 64-byte aligned) and reorders the byte core's weights w8 ([M][kq * 4]). */
+void mi__blis_qd_init(mi__blis_qd_t *d, void *mem, const uint8_t *w8, int64_t kq, const int32_t *wsum,
+                      const int32_t *wd, int32_t shift);
+/* Group g of one image: x its first input channel's plane, codes UINT8 (x_u8) or INT8, zero
+ * point zx; exact int32 sums handed row by row to out. */
+void mi__blis_qd_run(const mi__blis_qd_t *d, const mi__blis_env_t *env, int64_t g, const void *x, int32_t x_u8,
+                     int32_t zx, mi__blis_qd_out_fn out, void *arg);
 /* Storage of the core's operands: both int16 pairs, or one of them packed INT4, one byte per k
  * pair (even k in the low nibble, odd k in the high one, signed), widened to int16 pairs inside
  * the core right before use. A4: A rows of ka / 2 bytes; B4: B as [kp][n] bytes. */

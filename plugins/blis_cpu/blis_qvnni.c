@@ -202,7 +202,7 @@ void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int
 
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16
  * columns a step, the tail scalar so nothing past dst's n quads is written). */
-static void qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {
+void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {
   const __m128i f = _mm_set1_epi8((char)flip);
   int64_t j = 0, e;
   for (; j + 16 <= n; j += 16) {
@@ -327,7 +327,7 @@ void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int
         int64_t k = 4 * qd + e < kk ? 4 * qd + e : kk - 1;
         r[e] = (const uint8_t *)x + k * c->H * c->W + oh0 * c->W;
       }
-      qv_quads(r, ohw, flip, dst);
+      mi__blis_qv_quads(r, ohw, flip, dst);
       continue;
     }
     for (oh = oh0; oh < oh1; oh += chunk) {
@@ -336,7 +336,7 @@ void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int
         col_rows_k(c, x, 4 * qd + e < kk ? 4 * qd + e : kk - 1, oh, nrow, (uint8_t)zx, rows[e]);
         r[e] = rows[e];
       }
-      qv_quads(r, nrow * c->OW, flip, dst + (oh - oh0) * c->OW * 4);
+      mi__blis_qv_quads(r, nrow * c->OW, flip, dst + (oh - oh0) * c->OW * 4);
     }
   }
 }

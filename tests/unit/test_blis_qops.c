@@ -158,16 +158,20 @@ static void conv_integer(int u8w, int64_t group, int64_t stride, int64_t k) {
 /* ConvInteger straight on UINT8 codes x with a constant zero point zx, UINT8 weights with one
  * zero point zw for every channel (0, 128, 255: the byte core's weight shift at both ends and
  * none), odd C * k * k, planes wider than one 64-column register block and tiles of rows. */
+static int64_t g_u8_stride = 1; /* strides of conv_integer_u8 */
 static void conv_integer_u8(int32_t zx, int32_t zw, int64_t c, int64_t k, int64_t h, int64_t wd_) {
   mi_graph_t *g = graph(13);
   int64_t xd[4] = {1, c, h, wd_}, wd[4] = {13, c, k, k}, pads[4] = {k / 2, k / 2, k / 2, k / 2};
+  int64_t st[2] = {g_u8_stride, g_u8_stride};
   int32_t ci[4] = {input(g, "x", MI_DTYPE_UINT8, 4, xd), constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL),
                    codec(g, "xz", MI_DTYPE_UINT8, zx), codec(g, "wz", MI_DTYPE_UINT8, zw)};
   int32_t y = out(g, "y");
-  mi_node_set_ints(g, node(g, "ConvInteger", 4, ci, 1, &y, 0), "pads", 4, pads);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &y, 0);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_ints(g, n, "strides", 2, st);
   char name[96];
-  snprintf(name, sizeof name, "ConvInteger u8 x zx %d, u8 w zw %d, %lldx%lldx%lld k %lld", (int)zx, (int)zw,
-           (long long)c, (long long)h, (long long)wd_, (long long)k);
+  snprintf(name, sizeof name, "ConvInteger u8 x zx %d, u8 w zw %d, %lldx%lldx%lld k %lld stride %lld", (int)zx, (int)zw,
+           (long long)c, (long long)h, (long long)wd_, (long long)k, (long long)g_u8_stride);
   run_case(g, name, 0);
 }
 
@@ -189,9 +193,11 @@ static void dynq_front(mi_graph_t *g, const int64_t *xd, int32_t q[3], int32_t *
  * weights, zero point 0 / 128 / 255 or per channel) -> Cast -> Mul by (x scale * w scale) [-> Add
  * bias [1,M,1,1]] [-> Add of a runtime residual] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
  * product), every float equal to the unfused reference's bit for bit. */
+static int64_t g_tail_c = 6; /* input channels of conv_integer_tail (6: group 6 is depthwise) */
 static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int res) {
   mi_graph_t *g = graph(13);
-  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
+  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, g_tail_c, 13, 71}, wd[4] = {m, g_tail_c / group, 3, 3};
+  int64_t pads[4] = {1, 1, 1, 1};
   int64_t bd[4] = {1, m, 1, 1}, rd[4] = {1, m, 13, 71};
   int32_t q[3], t[6];
   dynq_front(g, xd, q, t, 6);
@@ -411,6 +417,20 @@ static void conv_integer_cases(void) {
   conv_integer_u8(255, 255, 5, 3, 11, 67); /* k 45 */
   conv_integer_u8(131, 128, 7, 1, 5, 130); /* no shift: u8 weights minus 128 fit INT8 */
   conv_integer_u8(17, 3, 2, 5, 300, 97);   /* k 50, several row tiles */
+  /* the byte core without columns (blis_qdirect.c): the weight shift's pixel sums over the
+   * padded planes and their stride phases, a partial last quad, the tail per output row */
+  conv_integer_u8(0, 0, 16, 3, 9, 70);
+  conv_integer_u8(255, 255, 17, 3, 11, 67);
+  conv_integer_u8(3, 250, 20, 5, 40, 97);
+  g_u8_stride = 2;
+  conv_integer_u8(0, 0, 18, 3, 12, 41);
+  conv_integer_u8(200, 7, 24, 5, 15, 33);
+  g_u8_stride = 1;
+  g_tail_c = 20;
+  conv_integer_tail(1, 1, 1, 0, 1);
+  conv_integer_tail(0, 0, 1, -1, 0);
+  conv_integer_tail(1, 0, 1, 128, 1);
+  g_tail_c = 6;
   conv_integer_tail(1, 1, 1, 0, 0);
   conv_integer_tail(1, 0, 1, 255, 0);
   conv_integer_tail(0, 1, 1, 128, 0);
