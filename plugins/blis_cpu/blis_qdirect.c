@@ -16,6 +16,8 @@
 #define QD_ROWS 6
 /* Bytes of int32 sums one tile of output rows holds for the group's channels. */
 #define QD_ACC_BYTES (256 * 1024)
+/* Shortest reduction C/G * KH * KW that takes this path (see mi__blis_qd_plan). */
+#define QD_MIN_K 512
 
 static uint64_t up64(uint64_t b) { return (b + 63) / 64 * 64; }
 
@@ -27,10 +29,16 @@ uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t do
   d->dot = dot;
   d->cg = c->C / c->G;
   d->mg = c->M / c->G;
-  /* a 1x1 conv's columns are spans of the planes already; a group of under 16 channels that are
-   * not whole quads would multiply up to 3 padding channels per quad; dilated convs keep the
-   * column path (the offsets would hold them, no test does yet) */
-  if (dot != MI__QDOT_VNNI_U8 || taps < 2 || c->sh > 4 || c->sw > 4 || c->dh != 1 || c->dw != 1 || (d->cg % 4 && d->cg < 16))
+  /* Only long columns (QD_MIN_K): per-layer profiles at 1 thread, this path over the column
+   * path, AVX-512 VNNI: 0.41-0.65 at K 864 (96-channel 3x3, 80x80 down to 10x10), 0.56-0.73 at K
+   * 576 and 1152 (64 and 128 channels, 40x40 and 80x80); 1.2-1.8 at K 72-288 (1x3 and 3x1 convs
+   * of 24-96 channels on planes 2-32 wide) and 1.29 at K 36 (4 channels, 320x320 stride 2),
+   * where the columns are cheap and the copy, the dropped pixels and the row tails are not. A 1x1
+   * conv's columns are spans of the planes already; a group of under 16 channels that are not
+   * whole quads would multiply up to 3 padding channels per quad; dilated convs keep the column
+   * path (the offsets would hold them, no test does yet). */
+  if (dot != MI__QDOT_VNNI_U8 || taps < 2 || d->cg * taps < QD_MIN_K || c->sh > 4 || c->sw > 4 || c->dh != 1 ||
+      c->dw != 1 || (d->cg % 4 && d->cg < 16))
     return 0;
   d->cq = (d->cg + 3) / 4;
   d->kk = d->cg * taps;
@@ -205,16 +213,20 @@ T512V static void qd_gemm512(const mi__blis_qd_t *d, const uint8_t *w, const int
 }
 
 /* Items are output channels of the group: their sums over the tile's rows, the weight shift, then
- * each output row to out while the sums are in cache. */
+ * the tile's rows to out while the sums are in cache (one call a channel: a call a row cost more
+ * than the GEMM on an audio embedding's 8-32-pixel rows). */
 static void qd_rows_part(void *arg, int64_t m0, int64_t m1) {
   const qd_task_t *t = arg;
   const mi__blis_qd_t *d = t->d;
-  int64_t np = (t->oh1 - t->oh0) * d->wq, p0 = t->oh0 * d->wq, mb = t->g * d->mg, m, oh;
+  int64_t np = (t->oh1 - t->oh0) * d->wq, p0 = t->oh0 * d->wq, mb = t->g * d->mg, ow = d->c->OW, m, oh;
   qd_gemm512(d, d->w + mb * d->nk * 4, d->wsum + mb, m0, m1, p0, np, t->zu, d->acc);
   for (m = m0; m < m1 && d->shift; m++)
     if (d->wd[mb + m]) mi__blis_qv_shift(d->acc + m * np, np, d->wd[mb + m], d->psum + p0, t->zu * (int32_t)d->kk);
-  for (m = m0; m < m1; m++)
-    for (oh = t->oh0; oh < t->oh1; oh++) t->out(t->arg, m, oh, d->acc + m * np + (oh - t->oh0) * d->wq);
+  for (m = m0; m < m1; m++) { /* rows compacted in place (dropping pixels ow >= OW), one call */
+    int32_t *a = d->acc + m * np;
+    for (oh = 1; oh < t->oh1 - t->oh0 && d->wq > ow; oh++) memmove(a + oh * ow, a + oh * d->wq, (size_t)ow * 4);
+    t->out(t->arg, m, t->oh0, t->oh1 - t->oh0, a);
+  }
 }
 
 void mi__blis_qd_run(const mi__blis_qd_t *d, const mi__blis_env_t *env, int64_t g, const void *x, int32_t x_u8,

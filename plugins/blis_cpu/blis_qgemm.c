@@ -183,11 +183,11 @@ static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n
     mi__blis_requant(q->g.simd, acc, n, q->mult + oc, q->bias + oc, 0, q->zy, q->y_u8, yr);
 }
 
-/* The direct form's sums of group output channel m, output row oh. */
-static void qd_out(void *arg, int64_t m, int64_t oh, int32_t *acc) {
+/* The direct form's sums of group output channel m, output rows oh..oh+rows. */
+static void qd_out(void *arg, int64_t m, int64_t oh, int64_t rows, int32_t *acc) {
   const qconv_task_t *t = arg;
   const mi__blis_conv_t *c = &t->q->g;
-  qconv_out(t, t->g * (c->M / c->G) + m, acc, c->OW, (uint8_t *)t->y + (m * c->OH + oh) * c->OW * (t->q->out32 ? 4 : 1));
+  qconv_out(t, t->g * (c->M / c->G) + m, acc, rows * c->OW, (uint8_t *)t->y + (m * c->OH + oh) * c->OW * (t->q->out32 ? 4 : 1));
 }
 
 /* Items are output channels of the group: accumulate, then requantize the row. */

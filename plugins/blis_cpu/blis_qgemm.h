@@ -61,8 +61,8 @@ typedef struct mi__blis_qd {
   uint8_t *xp;                /* the quads, and a row of slack read only by dropped pixels */
   int32_t *ssum, *psum, *acc; /* shift: per padded pixel, per output pixel; [mg][tile * wq] sums */
 } mi__blis_qd_t;
-/* Output of row oh of group output channel m: OW int32 sums (writable) at acc. */
-typedef void (*mi__blis_qd_out_fn)(void *arg, int64_t m, int64_t oh, int32_t *acc);
+/* Output of rows oh..oh+rows of group output channel m: rows * OW int32 sums (writable) at acc. */
+typedef void (*mi__blis_qd_out_fn)(void *arg, int64_t m, int64_t oh, int64_t rows, int32_t *acc);
 /* Fills d's geometry for conv c (the byte core's, kk = C/G * KH * KW) and returns the bytes
  * mi__blis_qd_init needs, or 0 when the direct form does not apply (1x1, a 1-channel group ...). */
 uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t dot);

@@ -318,18 +318,18 @@ static const qcase_t cases[] = {
     {"int8 conv 1x1 near ties", 1, 6, 5, 37, 7, 1, 1, 0, 1, 1, 1, 0, 0, 2, 0},
     {"int8 depthwise near ties", 1, 5, 9, 37, 5, 3, 1, 1, 5, 1, 0, 0, 0, 2, 0},
     {"int8 conv 3x3 near ties, 2500 columns", 1, 4, 50, 50, 6, 3, 1, 1, 1, 0, 1, 0, 0, 2, 0},
-    /* the byte core without columns (blis_qdirect.c, groups of 16+ channels or whole quads):
-     * stride phases 2, 3 and 4, a partial last quad (17, 21 channels), groups, 64 channels over
-     * 130-pixel padded rows in three tiles of rows, code ends, near ties */
-    {"int8 direct 3x3 stride 2, 20 channels, 12 columns", 1, 20, 17, 23, 9, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 direct 5x5 pad 2, 17 channels, batch 2", 2, 17, 9, 30, 7, 5, 1, 2, 1, 0, 1, 1, 0, 0, 0},
+    /* the byte core without columns (blis_qdirect.c: K = C/G * KH * KW >= 512, groups of 16+
+     * channels or whole quads): stride phases 2, 3 and 4, a partial last quad (21, 57 channels),
+     * groups, 64 outputs over 130-pixel padded rows in three tiles of rows, code ends (its output
+     * stage is the other paths', near ties included) */
+    {"int8 direct 3x3 stride 2, 60 channels, 12 columns", 1, 60, 17, 23, 9, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 direct 5x5 pad 2, 21 channels, batch 2", 2, 21, 9, 30, 7, 5, 1, 2, 1, 0, 1, 1, 0, 0, 0},
     {"int8 direct 5x5 stride 2 pad 2, 21 channels, extreme zero points", 1, 21, 15, 19, 5, 5, 2, 2, 1, 0, 0, 1, 0, 0, 1},
-    {"int8 direct grouped 3x3, 8 channels a group", 1, 16, 10, 13, 6, 3, 1, 1, 2, 1, 0, 0, 0, 0, 0},
-    {"int8 direct 3x3 stride 3, no padding", 1, 24, 14, 20, 5, 3, 3, 0, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 direct 3x3 stride 4", 1, 16, 13, 29, 4, 3, 4, 1, 1, 0, 1, 1, 0, 0, 0},
-    {"int8 direct 3x3 64 outputs, 128 columns, row tiles", 1, 16, 20, 128, 64, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 direct 3x3 s8 extreme zero points, saturating", 2, 16, 6, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
-    {"int8 direct 3x3 near ties", 1, 16, 9, 37, 7, 3, 1, 1, 1, 1, 1, 0, 0, 2, 0},
+    {"int8 direct grouped 3x3, 64 channels a group", 1, 128, 10, 13, 6, 3, 1, 1, 2, 1, 0, 0, 0, 0, 0},
+    {"int8 direct 3x3 stride 3, no padding", 1, 60, 14, 20, 5, 3, 3, 0, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 direct 3x3 stride 4", 1, 64, 13, 29, 4, 3, 4, 1, 1, 0, 1, 1, 0, 0, 0},
+    {"int8 direct 3x3 64 outputs, 128 columns, row tiles", 1, 64, 20, 128, 64, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 direct 3x3 s8 57 channels, extreme zero points, saturating", 2, 57, 6, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;

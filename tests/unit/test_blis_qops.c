@@ -417,16 +417,16 @@ static void conv_integer_cases(void) {
   conv_integer_u8(255, 255, 5, 3, 11, 67); /* k 45 */
   conv_integer_u8(131, 128, 7, 1, 5, 130); /* no shift: u8 weights minus 128 fit INT8 */
   conv_integer_u8(17, 3, 2, 5, 300, 97);   /* k 50, several row tiles */
-  /* the byte core without columns (blis_qdirect.c): the weight shift's pixel sums over the
+  /* the byte core without columns (blis_qdirect.c, K >= 512): the weight shift's pixel sums over the
    * padded planes and their stride phases, a partial last quad, the tail per output row */
-  conv_integer_u8(0, 0, 16, 3, 9, 70);
-  conv_integer_u8(255, 255, 17, 3, 11, 67);
-  conv_integer_u8(3, 250, 20, 5, 40, 97);
+  conv_integer_u8(0, 0, 64, 3, 9, 70);
+  conv_integer_u8(255, 255, 57, 3, 11, 67);
+  conv_integer_u8(3, 250, 21, 5, 40, 97);
   g_u8_stride = 2;
-  conv_integer_u8(0, 0, 18, 3, 12, 41);
+  conv_integer_u8(0, 0, 60, 3, 12, 41);
   conv_integer_u8(200, 7, 24, 5, 15, 33);
   g_u8_stride = 1;
-  g_tail_c = 20;
+  g_tail_c = 60;
   conv_integer_tail(1, 1, 1, 0, 1);
   conv_integer_tail(0, 0, 1, -1, 0);
   conv_integer_tail(1, 0, 1, 128, 1);
