@@ -67,14 +67,15 @@ __attribute__((target("avx512f"))) static void minmax_avx512(const float *x, int
   *hi = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(h[0], h[1]), _mm512_max_ps(h[2], h[3])));
 }
 
+/* The new value first here too: vminps returns its second operand when either is NaN. */
 __attribute__((target("avx2"))) static void minmax_avx2(const float *x, int64_t n, float *lo, float *hi) {
   __m256 l = _mm256_setzero_ps(), h = _mm256_setzero_ps();
   float lv[8], hv[8];
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
-    l = _mm256_min_ps(l, v);
-    h = _mm256_max_ps(h, v);
+    l = _mm256_min_ps(v, l);
+    h = _mm256_max_ps(v, h);
   }
   _mm256_storeu_ps(lv, l);
   _mm256_storeu_ps(hv, h);
@@ -103,7 +104,7 @@ static void minmax_c(const float *x, int64_t n, float *lo, float *hi) {
  * codes match the reference's bit for bit. GCC leaves the scalar form unvectorised. */
 static inline uint8_t dynq_one(float x, float s, float z) {
   float v = rintf(x / s) + z;
-  v = v < 0.f ? 0.f : v;
+  v = v > 0.f ? v : 0.f; /* a NaN to 0 here, not in the int32 conversion (undefined for NaN) */
   v = v > 255.f ? 255.f : v;
   return (uint8_t)(int32_t)v;
 }

@@ -406,9 +406,86 @@ static void dynq_parts(void) {
   g_x0 = NULL;
 }
 
+/* blis-cpu's DynamicQuantizeLinear on x (n floats): codes, scale and zero point; 0 on success. */
+static int dynq_blis(const float *xv, int64_t n, uint8_t *codes, float *scale, uint8_t *zp) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[2] = {1, n};
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 2, xd), q[3] = {out(g, "xq"), out(g, "xs"), out(g, "xz")};
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_array_t *in = NULL, *od[3] = {0};
+  mi_error_t e = {0, ""};
+  int32_t rc;
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  rc = mi_graph_infer_shapes(g, &e);
+  if (rc == MI_OK && (in = mi_array_create(MI_DTYPE_FLOAT32, 2, xd))) memcpy(in->data, xv, in->nbytes);
+  if (rc == MI_OK) rc = in ? mi_session_create(g, g_blis, 0, &o, &s, &e) : MI_ERR_OUT_OF_MEMORY;
+  if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)&in, 1, od, 3, &e);
+  CHECK(rc == MI_OK, "DynamicQuantizeLinear on blis-cpu: %s", e.message);
+  if (rc == MI_OK) {
+    memcpy(codes, od[0]->data, (size_t)n);
+    *scale = *(const float *)od[1]->data;
+    *zp = *(const uint8_t *)od[2]->data;
+  }
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  for (int k = 0; k < 3; k++) mi_array_destroy(od[k]);
+  mi_graph_destroy(g);
+  return rc;
+}
+
+/* DynamicQuantizeLinear at each SIMD level (MI_BLIS_MAX_SIMD caps it; on an AVX-512 machine the
+ * AVX2 and plain C passes run nowhere else): lengths around the vector widths against the
+ * reference, then a NaN, which the reference refuses: the range ignores it at every level (the
+ * C loop's comparisons do), so all levels give the same scale and codes. The AVX2 min/max took
+ * the NaN into its lane and lost the lane's minimum before it (-5 here: scale 1/255, not 6/255). */
+static void dynq_levels(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  static const int64_t lens[] = {1, 7, 8, 9, 17, 63, 16 * 5 + 3};
+  mi_plugin_t *keep = g_blis;
+  float xv[40], sc[3] = {0, 0, 0};
+  uint8_t codes[3][40], zp[3] = {0, 0, 0};
+  for (int i = 0; i < 40; i++) xv[i] = (float)(i % 5) / 4.f;
+  xv[0] = -5.f;
+  xv[8] = NAN; /* lane 0 of the second AVX2 vector, after the minimum in lane 0 of the first */
+  for (int lv = 0; lv < 3; lv++) {
+    mi_registry_t *reg = mi_registry_create();
+    uint32_t dev = 0;
+    mi_error_t e = {0, ""};
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    else
+      unsetenv("MI_BLIS_MAX_SIMD");
+    REQUIRE(reg && tu_scan_plugins(reg, &e) == MI_OK && mi_registry_device(reg, "blis-cpu:0", &g_blis, &dev, &e) == MI_OK);
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+      mi_graph_t *g = graph(13);
+      int64_t xd[2] = {1, lens[k]};
+      int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 2, xd), q[3] = {out(g, "xq"), out(g, "xs"), out(g, "xz")};
+      char name[80];
+      node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+      snprintf(name, sizeof name, "DynamicQuantizeLinear, %lld values, simd cap %s", (long long)lens[k],
+               caps[lv] ? caps[lv] : "none");
+      run_case(g, name, 0);
+    }
+    dynq_blis(xv, 40, codes[lv], &sc[lv], &zp[lv]);
+    mi_registry_destroy(reg);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+  g_blis = keep;
+  for (int lv = 1; lv < 3; lv++) {
+    int diff = 0;
+    for (int i = 0; i < 40; i++) diff += i != 8 && codes[lv][i] != codes[0][i];
+    CHECK(sc[lv] == sc[0] && zp[lv] == zp[0] && diff == 0,
+          "DynamicQuantizeLinear with a NaN, simd cap %s: scale %g zero point %d (%d codes differ), uncapped %g %d",
+          caps[lv], (double)sc[lv], (int)zp[lv], diff, (double)sc[0], (int)zp[0]);
+  }
+}
+
 static void conv_integer_cases(void) {
   dynq_ties();
   dynq_parts();
+  dynq_levels();
   conv_integer(1, 1, 1, 3);
   conv_integer(0, 1, 2, 3);
   conv_integer(1, 6, 1, 3); /* depthwise */
