@@ -149,9 +149,9 @@ typedef struct mi__blis_qsrc {
   int32_t relu;
   mi__blis_hsw_t hs; /* a hard-swish written out, after the Relu */
 } mi__blis_qsrc_t;
-/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none), then the hard-swish hs when on: the
- * tail's ops one rounding each, b added only when has_b (x + 0 would turn -0 into +0), the clamp
- * only when relu (blis_qvnni.c). */
+/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none), then hs (NULL: none): its affine
+ * block and its hard-swish, each where set. The tail's ops one rounding each, b added only when
+ * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
                        int relu, const mi__blis_hsw_t *hs, float *y);
 /* Weight element i (output channel c) of src's constant weight w minus its zero point, and the

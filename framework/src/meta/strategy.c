@@ -54,10 +54,10 @@ int32_t mi__meta_eval(mi__meta_t *st, const int32_t *pt, int *fresh) {
   return i;
 }
 
-/* The best measured trial on the first objective (the trust region's centre), or -1. */
-/* The best trial on the first objective among those that meet the bounds, else among all: the
- * trust region's centre. A fastest point over the accuracy bound (mlsd_tiny_320: 25% pruning at
- * 29 ms, drop 0.90) made the region a place the accuracy screen rejects wholesale. */
+/* The best trial on the first objective among those that meet the bounds, else among all (-1:
+ * none has a finite value): the trust region's centre. A fastest point over the accuracy bound
+ * (mlsd_tiny_320: 25% pruning at 29 ms, drop 0.90) made the region a place the accuracy screen
+ * rejects wholesale. */
 static int32_t best_trial(const mi__meta_t *st) {
   int32_t b = -1, bf = -1;
   double bv = INFINITY, bfv = INFINITY;
