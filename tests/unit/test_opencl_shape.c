@@ -1,6 +1,6 @@
 /* test_opencl_shape.c - Slice, Gather and Resize on opencl:0 (loaded through the host registry,
- * no host fallback) against the reference interpreter, on odd shapes. Pad and Split, which the
- * reference lacks, are in test_opencl_pad.c. */
+ * no host fallback) against the reference interpreter, on odd shapes; a Concat past the launch
+ * limit refused by name. Pad and Split, which the reference lacks, are in test_opencl_pad.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +152,32 @@ static void resizes(mi_plugin_t *p, uint32_t dev) {
   }
 }
 
+/* A Concat of one image's channels from more inputs than a kernel has launches (one buffer copy
+ * each): opencl refuses it, and without host fallback the error names the plugin and its limit
+ * (it said "too many launches" alone). */
+static void concat_many(mi_plugin_t *p, uint32_t dev) {
+  int64_t d[4] = {1, 1, 2, 3};
+  int32_t in[41], y;
+  mi_session_t *s = NULL;
+  mi_session_options_t o;
+  mi_error_t err = {0};
+  int32_t rc;
+  gb_t b = start(4, d);
+  y = out_tensor(&b, "y");
+  for (int i = 0; i < 41; i++) in[i] = b.x;
+  mi_node_set_int(b.g, mi_graph_add_node(b.g, "Concat", "cat", 41, in, 1, &y), "axis", 1);
+  rc = mi_graph_infer_shapes(b.g, &err);
+  CHECK(rc == MI_OK, "Concat of 41: shapes: %s", err.message);
+  memset(&o, 0, sizeof o);
+  o.struct_size = (uint32_t)sizeof o;
+  if (rc == MI_OK) rc = mi_session_create(b.g, p, dev, &o, &s, &err);
+  CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "opencl") && strstr(err.message, "40 launches"),
+        "Concat of 41 inputs without fallback: status %d, message \"%s\" (want opencl's launch limit named)",
+        (int)rc, err.message);
+  mi_session_destroy(s);
+  mi_graph_destroy(b.g);
+}
+
 static const char *build;
 static mi_registry_t *r;
 static mi_plugin_t *p;
@@ -160,6 +186,7 @@ static uint32_t dev;
 static void slices_case(void) { slices(p, dev); }
 static void gathers_case(void) { gathers(p, dev); }
 static void resizes_case(void) { resizes(p, dev); }
+static void concat_many_case(void) { concat_many(p, dev); }
 
 static void setup(void) {
   build = getenv("MI_BUILD");
@@ -186,6 +213,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(slices_case),
     TU_CASE(gathers_case),
     TU_CASE(resizes_case),
+    TU_CASE(concat_many_case),
 };
 
 TU_MAIN(setup, teardown)
