@@ -139,5 +139,57 @@ static void library_call(void) {
   tu_rmtree(dir);
 }
 
-static const tu_case_t tu_cases[] = {TU_CASE(library_call)};
+/* Stops the tune at its second search trial (as a Ctrl-C would). */
+static int stop_at_two(void *user) { return ((seen_t *)user)->trials >= 2; }
+
+/* A tune the caller stopped mid-search: the measurements it did not take are the stop's, not
+ * the recipe's seconds' (run->cut_search counts what budget.seconds cut; it counted these, and
+ * the log said the 120 s budget cut them in a tune of a few seconds). */
+static void stopped_by_caller(void) {
+  char dir[128], cmd[1024], path[512], plugins[1024];
+  mi_registry_t *reg = mi_registry_create();
+  mi_recipe_t *r = NULL;
+  mi_tune_options_t o;
+  mi_tune_callbacks_t cb;
+  mi_tune_result_t *res = NULL;
+  mi_error_t err = {0, ""};
+  mi_plugin_t *p;
+  uint32_t dev;
+  seen_t seen;
+  FILE *f;
+  memset(&seen, 0, sizeof seen);
+  REQUIRE(reg && tu_tempdir(dir, sizeof dir, "tune-stop"));
+  REQUIRE(tu_scan_plugins(reg, &err) == MI_OK, "%s", err.message);
+  tu_device_or_skip(reg, "blis-cpu", "blis-cpu:0", &p, &dev);
+  snprintf(path, sizeof path, "%s/net.onnx", dir);
+  REQUIRE(tu_mi_zoo(cmd, sizeof cmd, "resnet", path, "--width 0.25 --depth 1 --resolution 16") == 0, "%s", cmd);
+  snprintf(path, sizeof path, "%s/recipe.yaml", dir);
+  REQUIRE((f = fopen(path, "w")));
+  fputs(
+      "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nobjectives: [latency]\n"
+      "budget: { measurements: 12, seconds: 120 }\nsearch: { seed: 2 }\nmeasure: { repeats: 5, warmup: 1 }\n",
+      f);
+  fclose(f);
+  REQUIRE(mi_recipe_load(path, reg, &r, &err) == MI_OK, "%s", err.message);
+  mi_tune_options_default(&o);
+  o.registry = reg;
+  o.plugin_path = tu_build_path(plugins, sizeof plugins, "plugins");
+  memset(&cb, 0, sizeof cb);
+  cb.struct_size = sizeof cb;
+  cb.user = &seen;
+  cb.trial = on_trial;
+  cb.stop = stop_at_two;
+  REQUIRE(mi_tune_run(r, &o, &cb, &res, &err) == MI_OK, "%s", err.message);
+  REQUIRE(res && res->stopped, "the tune was not stopped (%d trials)", (int)seen.trials);
+  for (int32_t i = 0; i < res->count; i++)
+    CHECK(res->runs[i].cut_search == 0 && res->runs[i].time_used_s < 120,
+          "stopped by the caller after %d trials in %.1f s: %d search measurements counted as cut by the time budget",
+          (int)seen.trials, res->runs[i].time_used_s, (int)res->runs[i].cut_search);
+  mi_tune_result_destroy(res);
+  mi_recipe_destroy(r);
+  mi_registry_destroy(reg);
+  tu_rmtree(dir);
+}
+
+static const tu_case_t tu_cases[] = {TU_CASE(library_call), TU_CASE(stopped_by_caller)};
 TU_MAIN(NULL, NULL)

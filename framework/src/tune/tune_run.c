@@ -356,8 +356,10 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   } else if (mi_search_run(run->space, &o, &run->res, &err) != MI_OK) {
     goto done;
   }
-  /* Measurements the search's seconds left out of its count (not when it ended for other reasons). */
-  if (task.deadline > 0 && o.max_measurements > 0 && (task.search_on_time || mi_now_s() - search_t0 >= o.max_seconds) &&
+  /* Measurements the search's seconds left out of its count (not when it ended for other reasons:
+   * a caller's stop also ends it by spending its seconds, mi_tune_stop_search). */
+  if (task.deadline > 0 && o.max_measurements > 0 && !mi__tune_stopping(c->cb) &&
+      (task.search_on_time || mi_now_s() - search_t0 >= o.max_seconds) &&
       run->res->measured + run->res->replayed < o.max_measurements)
     run->cut_search = (int32_t)(o.max_measurements - run->res->measured - run->res->replayed);
   run->front = malloc(((size_t)run->res->count + 1) * sizeof *run->front);
