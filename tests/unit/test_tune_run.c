@@ -48,9 +48,34 @@ static void on_log(void *user, int kind, const char *text) {
   s->space_lines += strstr(text, "net.onnx: blis-cpu:0: joint space of ") == text;
 }
 
+/* A temporary folder with a zoo ResNet (net.onnx) and a recipe of `yaml` for it, loaded into *r,
+ * the plugins scanned into *reg (the test skipped without blis-cpu) and tune options on them. */
+static void tune_setup(const char *tag, const char *yaml, char *dir, size_t cap, mi_registry_t **reg,
+                       mi_recipe_t **r, mi_tune_options_t *o, char *plugins, size_t pcap) {
+  char cmd[1024], path[512];
+  mi_error_t err = {0, ""};
+  mi_plugin_t *p;
+  uint32_t dev;
+  FILE *f;
+  *reg = mi_registry_create();
+  REQUIRE(*reg && tu_tempdir(dir, cap, tag));
+  REQUIRE(tu_scan_plugins(*reg, &err) == MI_OK, "%s", err.message);
+  tu_device_or_skip(*reg, "blis-cpu", "blis-cpu:0", &p, &dev);
+  snprintf(path, sizeof path, "%s/net.onnx", dir);
+  REQUIRE(tu_mi_zoo(cmd, sizeof cmd, "resnet", path, "--width 0.25 --depth 1 --resolution 16") == 0, "%s", cmd);
+  snprintf(path, sizeof path, "%s/recipe.yaml", dir);
+  REQUIRE((f = fopen(path, "w")));
+  fputs(yaml, f);
+  fclose(f);
+  REQUIRE(mi_recipe_load(path, *reg, r, &err) == MI_OK, "%s", err.message);
+  mi_tune_options_default(o);
+  o->registry = *reg;
+  o->plugin_path = tu_build_path(plugins, pcap, "plugins");
+}
+
 static void library_call(void) {
-  char dir[128], cmd[1024], path[512], plugins[1024], table[600], cwd[1024];
-  mi_registry_t *reg = mi_registry_create();
+  char dir[128], cmd[1024], plugins[1024], table[600], cwd[1024];
+  mi_registry_t *reg = NULL;
   mi_recipe_t *r = NULL;
   mi_tune_options_t o;
   mi_tune_callbacks_t cb;
@@ -58,29 +83,14 @@ static void library_call(void) {
   mi_runtime_t *rt = NULL;
   mi_runtime_info_t info;
   mi_error_t err = {0, ""};
-  mi_plugin_t *p;
-  uint32_t dev;
   seen_t seen;
-  FILE *f;
   int32_t *def;
   memset(&seen, 0, sizeof seen);
-  REQUIRE(reg && tu_tempdir(dir, sizeof dir, "tune-run"));
-  REQUIRE(tu_scan_plugins(reg, &err) == MI_OK, "%s", err.message);
-  tu_device_or_skip(reg, "blis-cpu", "blis-cpu:0", &p, &dev);
-  snprintf(path, sizeof path, "%s/net.onnx", dir);
-  REQUIRE(tu_mi_zoo(cmd, sizeof cmd, "resnet", path, "--width 0.25 --depth 1 --resolution 16") == 0, "%s", cmd);
-  snprintf(path, sizeof path, "%s/recipe.yaml", dir);
-  REQUIRE((f = fopen(path, "w")));
-  fputs(
-      "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nconstraints: { accuracy_drop: 0.05 }\n"
-      "objectives: [latency]\nbudget: { measurements: 8, seconds: 120 }\nsearch: { seed: 2 }\n"
-      "measure: { repeats: 5, warmup: 1 }\nhistory: hist.db\n",
-      f);
-  fclose(f);
-  REQUIRE(mi_recipe_load(path, reg, &r, &err) == MI_OK, "%s", err.message);
-  mi_tune_options_default(&o);
-  o.registry = reg;
-  o.plugin_path = tu_build_path(plugins, sizeof plugins, "plugins");
+  tune_setup("tune-run",
+             "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nconstraints: { accuracy_drop: 0.05 }\n"
+             "objectives: [latency]\nbudget: { measurements: 8, seconds: 120 }\nsearch: { seed: 2 }\n"
+             "measure: { repeats: 5, warmup: 1 }\nhistory: hist.db\n",
+             dir, sizeof dir, &reg, &r, &o, plugins, sizeof plugins);
   memset(&cb, 0, sizeof cb);
   cb.struct_size = sizeof cb;
   cb.user = &seen;
@@ -146,34 +156,19 @@ static int stop_at_two(void *user) { return ((seen_t *)user)->trials >= 2; }
  * the recipe's seconds' (run->cut_search counts what budget.seconds cut; it counted these, and
  * the log said the 120 s budget cut them in a tune of a few seconds). */
 static void stopped_by_caller(void) {
-  char dir[128], cmd[1024], path[512], plugins[1024];
-  mi_registry_t *reg = mi_registry_create();
+  char dir[128], plugins[1024];
+  mi_registry_t *reg = NULL;
   mi_recipe_t *r = NULL;
   mi_tune_options_t o;
   mi_tune_callbacks_t cb;
   mi_tune_result_t *res = NULL;
   mi_error_t err = {0, ""};
-  mi_plugin_t *p;
-  uint32_t dev;
   seen_t seen;
-  FILE *f;
   memset(&seen, 0, sizeof seen);
-  REQUIRE(reg && tu_tempdir(dir, sizeof dir, "tune-stop"));
-  REQUIRE(tu_scan_plugins(reg, &err) == MI_OK, "%s", err.message);
-  tu_device_or_skip(reg, "blis-cpu", "blis-cpu:0", &p, &dev);
-  snprintf(path, sizeof path, "%s/net.onnx", dir);
-  REQUIRE(tu_mi_zoo(cmd, sizeof cmd, "resnet", path, "--width 0.25 --depth 1 --resolution 16") == 0, "%s", cmd);
-  snprintf(path, sizeof path, "%s/recipe.yaml", dir);
-  REQUIRE((f = fopen(path, "w")));
-  fputs(
-      "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nobjectives: [latency]\n"
-      "budget: { measurements: 12, seconds: 120 }\nsearch: { seed: 2 }\nmeasure: { repeats: 5, warmup: 1 }\n",
-      f);
-  fclose(f);
-  REQUIRE(mi_recipe_load(path, reg, &r, &err) == MI_OK, "%s", err.message);
-  mi_tune_options_default(&o);
-  o.registry = reg;
-  o.plugin_path = tu_build_path(plugins, sizeof plugins, "plugins");
+  tune_setup("tune-stop",
+             "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nobjectives: [latency]\n"
+             "budget: { measurements: 12, seconds: 120 }\nsearch: { seed: 2 }\nmeasure: { repeats: 5, warmup: 1 }\n",
+             dir, sizeof dir, &reg, &r, &o, plugins, sizeof plugins);
   memset(&cb, 0, sizeof cb);
   cb.struct_size = sizeof cb;
   cb.user = &seen;
