@@ -49,9 +49,11 @@ static void on_log(void *user, int kind, const char *text) {
 }
 
 /* A temporary folder with a zoo ResNet (net.onnx) and a recipe of `yaml` for it, loaded into *r,
- * the plugins scanned into *reg (the test skipped without blis-cpu) and tune options on them. */
+ * the plugins scanned into *reg (the test skipped without blis-cpu), tune options on them, and
+ * callbacks counting trials into *seen. */
 static void tune_setup(const char *tag, const char *yaml, char *dir, size_t cap, mi_registry_t **reg,
-                       mi_recipe_t **r, mi_tune_options_t *o, char *plugins, size_t pcap) {
+                       mi_recipe_t **r, mi_tune_options_t *o, char *plugins, size_t pcap, mi_tune_callbacks_t *cb,
+                       seen_t *seen) {
   char cmd[1024], path[512];
   mi_error_t err = {0, ""};
   mi_plugin_t *p;
@@ -71,6 +73,11 @@ static void tune_setup(const char *tag, const char *yaml, char *dir, size_t cap,
   mi_tune_options_default(o);
   o->registry = *reg;
   o->plugin_path = tu_build_path(plugins, pcap, "plugins");
+  memset(seen, 0, sizeof *seen);
+  memset(cb, 0, sizeof *cb);
+  cb->struct_size = sizeof *cb;
+  cb->user = seen;
+  cb->trial = on_trial;
 }
 
 static void library_call(void) {
@@ -85,17 +92,12 @@ static void library_call(void) {
   mi_error_t err = {0, ""};
   seen_t seen;
   int32_t *def;
-  memset(&seen, 0, sizeof seen);
   tune_setup("tune-run",
              "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nconstraints: { accuracy_drop: 0.05 }\n"
              "objectives: [latency]\nbudget: { measurements: 8, seconds: 120 }\nsearch: { seed: 2 }\n"
              "measure: { repeats: 5, warmup: 1 }\nhistory: hist.db\n",
-             dir, sizeof dir, &reg, &r, &o, plugins, sizeof plugins);
-  memset(&cb, 0, sizeof cb);
-  cb.struct_size = sizeof cb;
-  cb.user = &seen;
+             dir, sizeof dir, &reg, &r, &o, plugins, sizeof plugins, &cb, &seen);
   cb.progress = on_progress;
-  cb.trial = on_trial;
   cb.model = on_model;
   cb.log = on_log;
   REQUIRE(mi_tune_run(r, &o, &cb, &res, &err) == MI_OK, "%s", err.message);
@@ -164,15 +166,10 @@ static void stopped_by_caller(void) {
   mi_tune_result_t *res = NULL;
   mi_error_t err = {0, ""};
   seen_t seen;
-  memset(&seen, 0, sizeof seen);
   tune_setup("tune-stop",
              "version: 1\nmodel: net.onnx\npool: [ {plugin: blis-cpu} ]\nobjectives: [latency]\n"
              "budget: { measurements: 12, seconds: 120 }\nsearch: { seed: 2 }\nmeasure: { repeats: 5, warmup: 1 }\n",
-             dir, sizeof dir, &reg, &r, &o, plugins, sizeof plugins);
-  memset(&cb, 0, sizeof cb);
-  cb.struct_size = sizeof cb;
-  cb.user = &seen;
-  cb.trial = on_trial;
+             dir, sizeof dir, &reg, &r, &o, plugins, sizeof plugins, &cb, &seen);
   cb.stop = stop_at_two;
   REQUIRE(mi_tune_run(r, &o, &cb, &res, &err) == MI_OK, "%s", err.message);
   REQUIRE(res && res->stopped, "the tune was not stopped (%d trials)", (int)seen.trials);
