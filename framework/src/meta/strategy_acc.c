@@ -393,7 +393,8 @@ int mi__meta_compose_move(mi__meta_t *st, int32_t *pt) {
         int32_t d = a->pd[k];
         pt[d] = 0;
         for (int32_t v = 0; lab[b] >= 0 && v < mi_space_dim_size(st->s, d); v++)
-          if (!strcmp(mi_space_dim_label(st->s, d, v), labels[lab[b]])) pt[d] = v;
+          if (mi_space_dim_label(st->s, d, v) && !strcmp(mi_space_dim_label(st->s, d, v), labels[lab[b]]))
+            pt[d] = v;
         any |= lab[b] >= 0;
       }
     if (!any) break;
