@@ -45,5 +45,34 @@ static void picks_fastest_feasible_other(void) {
   CHECK(mi_tune_contender(NULL, 11, &b, 1) == -1, "contender of no result");
 }
 
-static const tu_case_t tu_cases[] = {TU_CASE(picks_fastest_feasible_other)};
+static void next_fastest_for_the_paired_check(void) {
+  /* The paired check also takes the next fastest feasible trials: fastest first, one per
+   * configuration (a replayed point counts once, at its fastest), never the default, the choice
+   * or the runner-up (skip), a failure or one over a bound. */
+  mi_bound_t b = {MI_OBJ_ACCURACY, 0.01};
+  mi_trial_t t[9];
+  mi_search_result_t r;
+  uint64_t skip[2] = {20, 21};
+  int32_t out[3] = {-1, -1, -1}, n;
+  t[0] = trial(11, MI_OK, 0.300, 0);                 /* the default */
+  t[1] = trial(20, MI_OK, 0.200, 0);                 /* the choice (skipped) */
+  t[2] = trial(21, MI_OK, 0.210, 0);                 /* the runner-up (skipped) */
+  t[3] = trial(30, MI_OK, 0.260, 0);                 /* third */
+  t[4] = trial(31, MI_OK, 0.240, 0.002);             /* second */
+  t[5] = trial(32, MI_OK, 0.150, 0.5);               /* over the bound */
+  t[6] = trial(33, MI_ERR_INVALID_CONFIG, 0.100, 0); /* failed */
+  t[7] = trial(30, MI_OK, 0.230, 0);                 /* 30 again, faster: now first */
+  t[8] = trial(34, MI_OK, 0.290, 0);                 /* fourth: past the cap */
+  memset(&r, 0, sizeof r);
+  r.trials = t;
+  r.count = 9;
+  n = mi_tune_contenders(&r, 11, &b, 1, skip, 2, out, 3);
+  CHECK(n == 3 && out[0] == 7 && out[1] == 4 && out[2] == 8, "got %d: %d %d %d, want 3: 7 4 8",
+        (int)n, (int)out[0], (int)out[1], (int)out[2]);
+  n = mi_tune_contenders(&r, 11, &b, 1, skip, 2, out, 1);
+  CHECK(n == 1 && out[0] == 7, "cap 1: %d, %d", (int)n, (int)out[0]);
+}
+
+static const tu_case_t tu_cases[] = {TU_CASE(picks_fastest_feasible_other),
+                                     TU_CASE(next_fastest_for_the_paired_check)};
 TU_MAIN(NULL, NULL)

@@ -266,6 +266,17 @@ typedef struct mi_worker_config {
                              * profile says checked = 0) */
   const char *fixed_inputs; /* "NAME=FILE.npy;..." inputs with fixed values (and so
                              * shapes), the rest random or from `calibration`; NULL: none */
+  /* Added: the accuracy's reference outputs kept in a folder, so that they are computed once
+   * per tune and not once per worker process (a real model's reference run can take minutes). */
+  const char *ref_dir; /* folder of the reference outputs ("s<K>_o<O>.npy"); NULL: none. A
+                        * worker that lacks them reads them from here, or computes them on the
+                        * reference interpreter and writes them here */
+  int32_t ref_device;  /* 1 (with ref_dir, while it holds no outputs): this configuration's own
+                        * outputs on the device become the reference (for the default
+                        * configuration at FP32, when the reference interpreter is too slow);
+                        * the folder is marked so, and later jobs skip the reference check
+                        * of the transformed model: an output over the check's 5% fails as
+                        * wrong results */
 } mi_worker_config_t;
 
 /** What a configuration job returns besides the profile. */

@@ -13,6 +13,9 @@ extern "C" {
 #endif
 
 /* The result of one (model, device). */
+/** How many more trials than the choice and the runner-up join the end-of-tune check. */
+#define MI_TUNE_EXTRAS 2
+
 typedef struct mi_tune_run {
   const char *model;
   int32_t model_index;
@@ -92,6 +95,11 @@ typedef struct mi_tune_run {
    * and 1 when the paired check got less than its usual 60 s. */
   double time_budget_s, time_used_s;
   int32_t cut_variant_rounds, cut_knob_rounds, cut_search, cut_confirm;
+  /* Added: the next fastest feasible trials (single medians, mi_tune_contenders) that joined the
+   * paired check besides the choice, the runner-up and the default, so that the choice does not
+   * rest on one noisy median (the minimum of ~30 is biased low); extra_lead is the one of them
+   * that led, significantly faster than the default and than the other choices (-1 none). */
+  int32_t extras, extra[MI_TUNE_EXTRAS], extra_lead;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON
@@ -176,6 +184,12 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
  * (`default_hash`); -1 when there is none. */
 MI_API int32_t mi_tune_contender(const mi_search_result_t *res, uint64_t default_hash,
                                  const mi_bound_t *bounds, int32_t bound_count);
+/** The `cap` fastest (latency) successful trials of `res` within the bounds, one per
+ * configuration (hash), that are not the default nor a hash in skip[0..nskip); their indices into
+ * out[], fastest first; returns how many. */
+MI_API int32_t mi_tune_contenders(const mi_search_result_t *res, uint64_t default_hash,
+                                  const mi_bound_t *bounds, int32_t bound_count,
+                                  const uint64_t *skip, int32_t nskip, int32_t *out, int32_t cap);
 /** Measures the points `pts` of space `s` (count of them, 2..MI_COMPARE_MAX_CONFIGS) in
  * paired rounds in fresh workers of `pool` (the end-of-tune check; mi-host compare too). */
 MI_API int32_t mi_tune_compare_points(mi_worker_pool_t *pool, const char *spec,

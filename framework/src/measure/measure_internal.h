@@ -98,6 +98,11 @@ typedef struct mi__config_cache {
    * by the first accuracy measurement: every later configuration of the model compares with
    * the same outputs, and on a real model the reference interpreter takes seconds a run. */
   struct mi_array **ref_out;
+  /* Set per job: the folder that keeps the reference outputs across workers ("" none), whether
+   * this job's own device outputs may become them, and whether the ones held came from a
+   * device (then a transformed model's reference check is not run: worker_config.c). */
+  const char *ref_dir;
+  int ref_device, ref_is_device;
 } mi__config_cache_t;
 #define MI__CONFIG_JOB_MAX (16u << 20)
 /* A job as sent (configuration, probe, interleaved): a fixed header of hsize bytes, then `count`

@@ -14,6 +14,7 @@ enum { T_MODEL,
        T_HW,
        T_CALIB,
        T_FIXED,
+       T_REFDIR,
        T_COUNT };
 
 /* The job as sent: this header, then T_COUNT texts, each NUL-terminated, lengths included. */
@@ -22,6 +23,7 @@ typedef struct cjob {
   int32_t check, samples, accuracy;
   uint64_t seed;
   double accuracy_bound; /* mi_worker_config_t.accuracy_bound, 0 when none */
+  int32_t ref_device;    /* mi_worker_config_t.ref_device */
   uint32_t len[T_COUNT];
 } cjob_t;
 

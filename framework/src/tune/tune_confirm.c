@@ -56,17 +56,62 @@ static int32_t find_default(const mi_tune_task_t *task, const mi_tune_run_t *run
   return found;
 }
 
+MI_API int32_t mi_tune_contenders(const mi_search_result_t *res, uint64_t default_hash,
+                                  const mi_bound_t *bounds, int32_t bound_count,
+                                  const uint64_t *skip, int32_t nskip, int32_t *out, int32_t cap) {
+  int32_t n = 0;
+  /* Insertion into out[] by latency, one trial per hash (a replayed point keeps its fastest). */
+  for (int32_t i = 0; res && i < res->count && cap > 0; i++) {
+    const mi_trial_t *t = &res->trials[i];
+    double v = 0, lat = t->objectives[MI_OBJ_LATENCY];
+    int32_t at, same = -1, skipped = t->hash == default_hash;
+    for (int32_t k = 0; k < nskip && !skipped; k++) skipped = skip[k] == t->hash;
+    if (skipped || t->status != MI_OK || !isfinite(lat)) continue;
+    mi_pareto_violation(t->objectives, 1, MI_OBJ_COUNT, bounds, bound_count, &v);
+    if (v != 0) continue;
+    for (int32_t k = 0; k < n && same < 0; k++)
+      if (res->trials[out[k]].hash == t->hash) same = k;
+    if (same >= 0) {
+      if (lat >= res->trials[out[same]].objectives[MI_OBJ_LATENCY]) continue;
+      memmove(&out[same], &out[same + 1], (size_t)(n - same - 1) * sizeof *out);
+      n--;
+    }
+    for (at = n; at > 0 && lat < res->trials[out[at - 1]].objectives[MI_OBJ_LATENCY]; at--) {
+    }
+    if (at >= cap) continue;
+    if (n == cap) n--;
+    memmove(&out[at + 1], &out[at], (size_t)(n - at) * sizeof *out);
+    out[at] = i;
+    n++;
+  }
+  return n;
+}
+
 MI_API int32_t mi_tune_contender(const mi_search_result_t *res, uint64_t default_hash,
                                  const mi_bound_t *bounds, int32_t bound_count) {
   int32_t best = -1;
-  for (int32_t i = 0; res && i < res->count; i++) {
-    const mi_trial_t *t = &res->trials[i];
-    double v = 0, lat = t->objectives[MI_OBJ_LATENCY];
-    if (t->hash == default_hash || t->status != MI_OK || !isfinite(lat)) continue;
-    mi_pareto_violation(t->objectives, 1, MI_OBJ_COUNT, bounds, bound_count, &v);
-    if (v == 0 && (best < 0 || lat < res->trials[best].objectives[MI_OBJ_LATENCY])) best = i;
+  return mi_tune_contenders(res, default_hash, bounds, bound_count, NULL, 0, &best, 1) ? best : -1;
+}
+
+/* The extra trials of the paired check (columns x0.. of `res`): one significantly faster than
+ * the default and with a lower ratio than `bar` (what would be deployed: 1 for the default)
+ * leads. The search's ranking rests on single medians; the rounds rank the few best again. */
+static void lead_with(mi_tune_run_t *run, int32_t idx);
+static void extra_lead(mi_tune_run_t *run, const mi_compare_result_t *res, int32_t x0, double bar) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < run->extras; i++) {
+    const mi_compare_ratio_t *v = &res->vs_first[x0 + i];
+    if (v->verdict == MI_COMPARE_FASTER && v->ratio < bar) {
+      best = i;
+      bar = v->ratio;
+    }
   }
-  return best;
+  if (best < 0) return;
+  run->extra_lead = run->extra[best];
+  run->vs_default = res->vs_first[x0 + best];
+  run->deployed_default = 0;
+  run->confirm = 1;
+  lead_with(run, run->extra_lead);
 }
 
 /* Puts trial `idx` first in the front (moving it up, or adding it when it was not there). */
@@ -86,10 +131,13 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   mi_compare_result_t *res = NULL;
   mi_worker_config_t base;
   mi_error_t err;
-  const int32_t *pts[3];
-  int32_t n = 0, chosen, dflt, rc, decide = first_preference == MI_OBJ_LATENCY;
+  const int32_t *pts[3 + MI_TUNE_EXTRAS];
+  uint64_t skip[2];
+  int32_t n = 0, x0, chosen, dflt, rc, decide = first_preference == MI_OBJ_LATENCY;
   run->default_trial = -1;
   run->contender = -1;
+  run->extras = 0;
+  run->extra_lead = -1;
   if (run->front_n == 0) return;
   chosen = run->front[0];
   dflt = run->default_trial = find_default(task, run);
@@ -117,6 +165,14 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   if (dflt >= 0) pts[n++] = run->res->trials[dflt].point;
   pts[n++] = run->res->trials[chosen].point;
   if (run->has_runner_up) pts[n++] = run->res->trials[run->front[1]].point;
+  /* The next fastest feasible trials join the same rounds (a paired check that has the default). */
+  skip[0] = run->res->trials[chosen].hash;
+  skip[1] = run->has_runner_up ? run->res->trials[run->front[1]].hash : skip[0];
+  if (decide && dflt >= 0)
+    run->extras = mi_tune_contenders(run->res, run->res->trials[dflt].hash, task->bounds, task->bound_count,
+                                     skip, 2, run->extra, MI_TUNE_EXTRAS);
+  x0 = n;
+  for (int32_t i = 0; i < run->extras; i++) pts[n++] = run->res->trials[run->extra[i]].point;
   if (!(res = calloc(1, sizeof *res))) return;
   mi_measure_options_default(&mo);
   mo.warmup = task->warmup;
@@ -176,6 +232,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
       run->confirm = 1;
       run->vs_default = run->vs_contender;
     }
+    extra_lead(run, res, x0, run->confirm == 1 ? run->vs_contender.ratio : 1.0);
     free(res);
     return;
   }
@@ -208,6 +265,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
       lead_with(run, dflt);
       run->deployed_default = 1;
     }
+    if (decide) extra_lead(run, res, x0, run->deployed_default ? 1.0 : run->vs_default.ratio);
   } else {
     run->confirm = 0; /* compared with the runner-up only */
   }
@@ -230,7 +288,12 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
   }
   if (run->confirm == 1) {
     double sp = 1 / v->ratio, lo = 1 / v->hi, hi = 1 / v->lo;
-    if (run->deployed_default)
+    if (run->extra_lead >= 0)
+      at = (size_t)snprintf(buf, cap,
+                            "measurement %d, one of the %d next fastest that joined the paired rounds, "
+                            "leads: %.2fx faster than default (95%% CI %.2f-%.2f, %d paired rounds)",
+                            (int)run->extra_lead + 1, (int)run->extras, sp, lo, hi, (int)run->confirm_rounds);
+    else if (run->deployed_default)
       at = (size_t)snprintf(buf, cap, "%s (tuned %.2fx, 95%% CI %.2f-%.2f, %d paired rounds); deploying default",
                             v->verdict == MI_COMPARE_SLOWER ? "tuned is slower than default"
                                                             : "no significant difference from default",

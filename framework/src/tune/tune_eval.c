@@ -1,9 +1,13 @@
 /* tune_eval.c - mi-host tune's evaluator: a point becomes a transform configuration text and
  * session options, measured in the device's crash-isolated worker (which applies the transform
  * and computes the accuracy drop), recorded in the history; and the history replayed (resume). */
+#define _GNU_SOURCE 1 /* mkdtemp */
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tune/tune_internal.h"
 
@@ -147,6 +151,7 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   wc.seed = t->recipe->seed;
   wc.samples = 2;
   wc.accuracy = 1;
+  wc.ref_dir = t->ref_dir[0] ? t->ref_dir : NULL;
   for (int32_t b = 0; b < t->bound_count; b++)
     if (t->bounds[b].objective == MI_OBJ_ACCURACY) wc.accuracy_bound = t->bounds[b].max;
   t->layer_n = 0;
@@ -175,6 +180,114 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   free(hw_text);
   free(xf_text);
   return rc;
+}
+
+/* The reference interpreter's share of the budget for the reference outputs (2 samples): past
+ * it the device's default is the reference. isnet_quint8 at 1024x1024 takes 73 s of CPU per
+ * sample on the reference; the models that tune in minutes take seconds. */
+#define REF_SHARE 0.15
+#define REF_MAX_S 45.0
+
+static int32_t measure_default(mi_tune_task_t *t, const mi_space_t *s, int device, mi_error_t *err) {
+  int32_t *pt = malloc(((size_t)mi_space_dim_count(s) + 1) * sizeof *pt), rc;
+  mi_space_hw_t *hw = NULL;
+  mi_xf_config_t *xc = NULL;
+  char *hw_text = NULL, *xf_text = NULL;
+  mi_profile_t *prof = NULL;
+  mi_measure_options_t mo;
+  mi_worker_config_t wc;
+  if (!pt) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
+  mi_space_default(s, pt);
+  mi_space_repair(s, pt, NULL, NULL); /* as the search measures it */
+  rc = halves(s, pt, &hw_text, &xf_text, &hw, &xc, err);
+  free(pt);
+  if (rc != MI_OK) return rc;
+  mi_measure_options_default(&mo);
+  mo.warmup = t->warmup;
+  mo.min_repeats = t->repeats;
+  mo.max_repeats = t->repeats;
+  mo.budget_s = 2;
+  memset(&wc, 0, sizeof wc);
+  wc.struct_size = sizeof wc;
+  wc.model = t->model_path;
+  wc.inputs = t->inputs;
+  wc.xf = xc;
+  wc.so = mi_space_hw_options(hw);
+  wc.calibration = t->recipe->calibration;
+  wc.seed = t->recipe->seed;
+  wc.samples = 2;
+  wc.accuracy = 1;
+  wc.ref_dir = t->ref_dir;
+  wc.ref_device = device;
+  rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, NULL, err);
+  mi_profile_destroy(prof);
+  mi_xf_config_destroy(xc);
+  mi_space_hw_destroy(hw);
+  free(hw_text);
+  free(xf_text);
+  return rc;
+}
+
+void mi__tune_reference(mi_tune_task_t *t, const mi_space_t *s) {
+  const char *tmp = getenv("TMPDIR");
+  double cap = t->deadline > 0 ? fmin(REF_SHARE * t->recipe->budget_seconds, REF_MAX_S) : REF_MAX_S,
+         t0 = mi_now_s();
+  mi_error_t err;
+  int32_t rc;
+  t->ref_dir[0] = '\0';
+  t->ref_device = 0;
+  if (snprintf(t->ref_dir, sizeof t->ref_dir, "%s/mi-ref-XXXXXX", tmp && tmp[0] ? tmp : "/tmp") >=
+          (int)sizeof t->ref_dir ||
+      !mkdtemp(t->ref_dir)) {
+    t->ref_dir[0] = '\0';
+    return;
+  }
+  mi_worker_pool_set_deadline(t->pool, t->deadline > 0 ? fmin(t->deadline, t0 + cap) : t0 + cap);
+  rc = measure_default(t, s, 0, &err);
+  mi_worker_pool_set_deadline(t->pool, t->deadline);
+  if (rc == MI_OK) {
+    mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
+                 "%s: accuracy reference: the reference interpreter's outputs on the samples, computed "
+                 "once (%.1f s, with a warm-up measurement of the default) and read by every measurement",
+                 t->spec, mi_now_s() - t0);
+    return;
+  }
+  if (rc != MI_ERR_TIMEOUT) {
+    /* Not the reference's time: the measurements say what is wrong, as they always did. */
+    mi__tune_log(t->cb, MI_TUNE_LOG_INFO, "%s: accuracy reference not computed ahead: %s", t->spec,
+                 err.message);
+    return;
+  }
+  t0 = mi_now_s();
+  rc = measure_default(t, s, 1, &err);
+  if (rc == MI_OK) {
+    t->ref_device = 1;
+    mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
+                 "%s: accuracy reference: the reference interpreter did not give the samples' outputs "
+                 "within %.0f s, so accuracy drops in this tune are against the default configuration's "
+                 "FP32 outputs on this device (%.1f s), not the reference interpreter's",
+                 t->spec, cap, mi_now_s() - t0);
+  } else {
+    mi__tune_log(t->cb, MI_TUNE_LOG_INFO,
+                 "%s: accuracy reference: neither the reference interpreter "
+                 "(over %.0f s) nor the device's default gave it: %s",
+                 t->spec, cap, err.message);
+  }
+}
+
+void mi__tune_reference_drop(mi_tune_task_t *t) {
+  DIR *d;
+  struct dirent *e;
+  char path[512];
+  if (!t->ref_dir[0]) return;
+  if ((d = opendir(t->ref_dir))) {
+    while ((e = readdir(d)))
+      if (e->d_name[0] != '.' && snprintf(path, sizeof path, "%s/%s", t->ref_dir, e->d_name) < (int)sizeof path)
+        remove(path);
+    closedir(d);
+  }
+  rmdir(t->ref_dir);
+  t->ref_dir[0] = '\0';
 }
 
 int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,

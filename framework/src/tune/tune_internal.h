@@ -58,8 +58,23 @@ typedef struct mi_tune_task {
    * deadline 0: no time budget). Each phase takes its share of what is left (tune_run.c). */
   double t_begin, deadline;
   int search_on_time; /* the meta search said it stopped on its seconds (mi_meta_report_t) */
+  /* Added: the folder holding the accuracy's reference outputs for every measurement of this
+   * tune (mi_worker_config_t.ref_dir; "" none), and whether they are the device's default
+   * configuration's outputs rather than the reference interpreter's (tune_eval.c). */
+  char ref_dir[256];
+  int ref_device;
 } mi_tune_task_t;
 
+/** Before any measurement of the task: the accuracy's reference outputs computed once, in the
+ * device's worker, into a new folder (t->ref_dir) that every later measurement reads, so no
+ * worker runs the reference interpreter again. When the reference interpreter does not finish
+ * within its share of the budget, the default configuration's outputs on the device become the
+ * reference (t->ref_device, said in the log). The same measurement warms the worker up, so the
+ * default's recorded time is not a fresh process's. Its timing is not recorded. Never fails the
+ * tune: without a folder the workers compute the reference themselves, as before. */
+void mi__tune_reference(mi_tune_task_t *t, const mi_space_t *s);
+/** Removes the reference folder (end of the task). */
+void mi__tune_reference_drop(mi_tune_task_t *t);
 /** mi_evaluate_fn for a mi_tune_task_t: the configuration measured in the device's worker,
  * then recorded in the history. */
 int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,

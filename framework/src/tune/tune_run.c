@@ -326,6 +326,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.budget = r->budget_measurements;
   task.search = &o;
   if (r->budget_measurements == 0 || mi_tune_stop_search(&task)) goto done;
+  if (!c->agents) mi__tune_reference(&task, run->space); /* once, before any measurement */
   if (o.strategy == MI_STRATEGY_META && !c->agents && !c->no_ltasks) {
     /* Layer tasks first: each distinct workload's kernel choice from per-layer times (or the
      * history), then the joint search over model-side choices x device-level knobs. */
@@ -461,6 +462,7 @@ done:
     mi__tune_progress(&task, 1, "%-14s every measurement failed (%d)%s", run->spec,
                       (int)run->res->count, mi_worker_quarantined(pool, run->spec) ? "; device quarantined" : "");
   }
+  mi__tune_reference_drop(&task);
   mi_tune_free_known(&task);
   free(frozen);
   free(fixed);
