@@ -110,7 +110,7 @@ EOF
   [ -s "$d/out/deployment.yaml" ] || continue
   echo "== $name compare $(date -u +%T) load $(load)"
   $HOST compare --model "$M/$file" "${shapes[@]}" "${cmpx[@]}" --device $PLUGIN:0 --default \
-    --config "$d/out/deployment.yaml" --seed "$SEED" >"$d/compare.json" 2>"$d/compare.err"
+    --config "$d/out/deployment.yaml" --seed "$SEED" --timeout 300 >"$d/compare.json" 2>"$d/compare.err"
   echo "   rc=$? load $(load)"
 done
 
@@ -131,7 +131,8 @@ for name in order:
         meas = "%s + %s" % (r.get("measured"), r.get("replayed"))
         v = r.get("vs_default") or {}
         dep = "default" if v.get("deployed_default") or v.get("chose_default") else "tuned"
-        if v: conf = "%.2fx (%.2f-%.2f, %d)" % (v["speedup"], v["ci95"][0], v["ci95"][1], v["rounds"])
+        if v.get("speedup"): conf = "%.2fx (%.2f-%.2f, %d)" % (v["speedup"], v["ci95"][0], v["ci95"][1], v["rounds"])
+        elif v.get("note"): conf = v["note"][:90]
         if not any(t.get("ok") for t in r.get("trials", [])): dep = "nothing measured: " + (r["trials"][0].get("failure") or "")[:70]
     except Exception:
         dep = "tune failed (rc %s)" % rc

@@ -132,6 +132,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   mi_worker_config_t base;
   mi_error_t err;
   const int32_t *pts[3 + MI_TUNE_EXTRAS];
+  int32_t col[3 + MI_TUNE_EXTRAS]; /* the trial of each column of the rounds */
   uint64_t skip[2];
   int32_t n = 0, x0, chosen, dflt, rc, decide = first_preference == MI_OBJ_LATENCY;
   run->default_trial = -1;
@@ -162,9 +163,9 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
              "the default configuration was not measured, failed or broke a bound: no check against it");
     if (!run->has_runner_up) return;
   }
-  if (dflt >= 0) pts[n++] = run->res->trials[dflt].point;
-  pts[n++] = run->res->trials[chosen].point;
-  if (run->has_runner_up) pts[n++] = run->res->trials[run->front[1]].point;
+  if (dflt >= 0) col[n++] = dflt;
+  col[n++] = chosen;
+  if (run->has_runner_up) col[n++] = run->front[1];
   /* The next fastest feasible trials join the same rounds (a paired check that has the default). */
   skip[0] = run->res->trials[chosen].hash;
   skip[1] = run->has_runner_up ? run->res->trials[run->front[1]].hash : skip[0];
@@ -172,7 +173,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
     run->extras = mi_tune_contenders(run->res, run->res->trials[dflt].hash, task->bounds, task->bound_count,
                                      skip, 2, run->extra, MI_TUNE_EXTRAS);
   x0 = n;
-  for (int32_t i = 0; i < run->extras; i++) pts[n++] = run->res->trials[run->extra[i]].point;
+  for (int32_t i = 0; i < run->extras; i++) col[n++] = run->extra[i];
   if (!(res = calloc(1, sizeof *res))) return;
   mi_measure_options_default(&mo);
   mo.warmup = task->warmup;
@@ -191,6 +192,35 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
     mo.budget_s = fmin(mo.budget_s, fmax(co.budget_s / (2.0 * n), 0.05));
   }
   co.max_rounds = 20;
+  {
+    /* The least the check costs, from the single medians: two rounds of each configuration's
+     * warm-up and repeats. What does not fit the budget's time goes, the extras first, then the
+     * runner-up; a check that cannot fit at all is not run (isnet_quint8, seconds a run, took
+     * the tune to 392 s when its check ran anyway). */
+    double cost = 0, per = 2e-3 * (mo.warmup + mo.min_repeats);
+    for (int32_t i = 0; i < n; i++) cost += per * fmax(run->res->trials[col[i]].objectives[MI_OBJ_LATENCY], 0);
+    for (; task->deadline > 0 && cost > co.budget_s && n > x0 - (run->has_runner_up && dflt >= 0); n--) {
+      cost -= per * fmax(run->res->trials[col[n - 1]].objectives[MI_OBJ_LATENCY], 0);
+      if (run->extras > 0) {
+        run->extras--;
+      } else {
+        run->has_runner_up = 0;
+        x0--;
+      }
+    }
+    if (task->deadline > 0 && cost > co.budget_s) {
+      int fall_back = dflt >= 0 && decide && run->contender < 0;
+      snprintf(run->confirm_note, sizeof run->confirm_note,
+               "the paired check needs at least %.0f s (two rounds), the time budget leaves %.0f s: not run%s",
+               cost, co.budget_s, fall_back ? "; deploying default" : "");
+      if (fall_back) {
+        lead_with(run, dflt);
+        run->deployed_default = 1;
+      }
+      free(res);
+      return;
+    }
+  }
   memset(&base, 0, sizeof base);
   base.struct_size = sizeof base;
   base.model = task->model_path;
@@ -202,6 +232,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
     mi__tune_progress(task, 0, "%-14s checking the %s against the %s in paired rounds",
                       task->spec, run->contender >= 0 ? "best other configuration" : "choice",
                       dflt >= 0 ? "default" : "runner-up");
+  for (int32_t i = 0; i < n; i++) pts[i] = run->res->trials[col[i]].point;
   rc = mi_tune_compare_points(task->pool, task->spec, run->space, &base, pts, n, &mo, &co, res, &err);
   if (rc != MI_OK || res->rounds < 2) {
     /* No paired evidence: what mi-run does anyway stays deployed (issue 24: no "faster" claim
