@@ -69,12 +69,16 @@ static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err)
 
 /* Prepares the kernel `k` describes; on success appends a device step for `nodes`. Returns the
  * plugin's status (its message in perr) or a host error (in err, with *fatal set). */
-/* Whether the device's variant `id` takes tensors in `layout` (MI_LAYOUT_NCHW: any) and of the
- * dtypes in `dtypes` (0: any). An id the device did not declare is left to the device. */
-static int variant_fits(const prep_t *p, const char *id, int32_t layout, uint32_t dtypes) {
+/* Whether the device's variant `id` implements `op` and takes tensors in `layout`
+ * (MI_LAYOUT_NCHW: any) and of the dtypes in `dtypes` (0: any). An id the device did not declare
+ * is left to the device. The op matters where the session rewrote the graph: a layer norm spelled
+ * out in Adds and Divs becomes one LayerNormalization named after its last Add, so a choice made
+ * for that Add (oww_hello_deepa's add.direct) would otherwise reach the fused node and fail. */
+static int variant_fits(const prep_t *p, const char *id, const char *op, int32_t layout, uint32_t dtypes) {
   for (uint32_t i = 0; i < p->var_count; i++)
     if (strncmp(p->vars[i].id, id, sizeof p->vars[i].id) == 0)
-      return (layout == MI_LAYOUT_NCHW || (p->vars[i].layout_mask & MI_LAYOUT_BIT(layout))) &&
+      return (!p->vars[i].op_type[0] || strncmp(p->vars[i].op_type, op, sizeof p->vars[i].op_type) == 0) &&
+             (layout == MI_LAYOUT_NCHW || (p->vars[i].layout_mask & MI_LAYOUT_BIT(layout))) &&
              (!dtypes || (p->vars[i].dtype_mask & dtypes));
   return 1;
 }
@@ -120,7 +124,7 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   int32_t rc;
   *fatal = 0;
   if (choice && choice->variant_id && choice->variant_id[0] &&
-      !variant_fits(p, choice->variant_id, layout, dtypes))
+      !variant_fits(p, choice->variant_id, s->g->nodes[nodes[0]].op_type, layout, dtypes))
     choice = NULL;
   if (choice) {
     k->desc.variant_id = choice->variant_id;
