@@ -94,10 +94,22 @@ static int exists(const char *folder, const char *name) {
   return stat(p, &st) == 0;
 }
 
-static void shared_folder(void) {
-  char refs[128], p[256];
-  double drop = -1;
+/* Doubles the kept outputs of both samples in folder `refs`. */
+static void double_refs(const char *refs) {
+  char p[256];
   mi_array_t *a = NULL;
+  for (int k = 0; k < 2; k++) {
+    snprintf(p, sizeof p, "%s/s%d_o0.npy", refs, k);
+    REQUIRE(mi_npy_load(p, &a, &err) == MI_OK, "%s", err.message);
+    for (int64_t i = 0; i < mi_array_numel(a); i++) ((float *)a->data)[i] *= 2;
+    REQUIRE(mi_npy_save(p, a, &err) == MI_OK, "%s", err.message);
+    mi_array_destroy(a);
+  }
+}
+
+static void shared_folder(void) {
+  char refs[128];
+  double drop = -1;
   snprintf(refs, sizeof refs, "%s/interp", dir);
   REQUIRE(mkdir(refs, 0700) == 0, "mkdir %s", refs);
   CHECK(measure(refs, 0, NULL, &drop) == MI_OK && drop >= 0 && drop < 1e-5, "first: %s, drop %g",
@@ -106,13 +118,7 @@ static void shared_folder(void) {
         "the reference outputs of both samples kept in the folder, not marked as a device's");
   /* The kept outputs doubled: a fresh worker that reads them sees ||y - 2y|| / ||2y|| = 0.5; one
    * that ran the reference interpreter again would see 0. */
-  for (int k = 0; k < 2; k++) {
-    snprintf(p, sizeof p, "%s/s%d_o0.npy", refs, k);
-    REQUIRE(mi_npy_load(p, &a, &err) == MI_OK, "%s", err.message);
-    for (int64_t i = 0; i < mi_array_numel(a); i++) ((float *)a->data)[i] *= 2;
-    REQUIRE(mi_npy_save(p, a, &err) == MI_OK, "%s", err.message);
-    mi_array_destroy(a);
-  }
+  double_refs(refs);
   CHECK(measure(refs, 0, NULL, &drop) == MI_OK && drop > 0.49 && drop < 0.51,
         "second worker's drop %g, want 0.5 (read from the folder): %s", drop, err.message);
 }
@@ -121,10 +127,9 @@ static void device_reference(void) {
   /* INT8 weights, measured with ref_device: its own device outputs are the reference, so its drop
    * is exactly 0 (against the reference interpreter it is not), and the folder is marked. */
   static const char text[] = "version: 1\ndefaults: {weights: int8}\n";
-  char refs[128], p[256];
+  char refs[128];
   double drop = -1, lossy = -1;
   mi_xf_config_t *xc = NULL;
-  mi_array_t *a = NULL;
   snprintf(refs, sizeof refs, "%s/device", dir);
   REQUIRE(mkdir(refs, 0700) == 0, "mkdir %s", refs);
   REQUIRE(mi_xf_config_parse(text, strlen(text), "int8", &xc, &err) == MI_OK, "%s", err.message);
@@ -134,13 +139,7 @@ static void device_reference(void) {
   CHECK(exists(refs, "s0_o0.npy") && exists(refs, "device"), "the device's outputs kept, marked");
   /* Doubled as above: with the mark the outputs 50% off fail as wrong results without the
    * reference check (which found the model right in shared_folder). */
-  for (int k = 0; k < 2; k++) {
-    snprintf(p, sizeof p, "%s/s%d_o0.npy", refs, k);
-    REQUIRE(mi_npy_load(p, &a, &err) == MI_OK, "%s", err.message);
-    for (int64_t i = 0; i < mi_array_numel(a); i++) ((float *)a->data)[i] *= 2;
-    REQUIRE(mi_npy_save(p, a, &err) == MI_OK, "%s", err.message);
-    mi_array_destroy(a);
-  }
+  double_refs(refs);
   CHECK(measure(refs, 0, NULL, &drop) == MI_ERR_CONSTRAINT && strstr(err.message, "wrong"),
         "against the marked reference: %s (drop %g)", err.message, drop);
   mi_xf_config_destroy(xc);

@@ -111,6 +111,22 @@ static int setup_failure(const mi_tune_task_t *t, int32_t rc, const mi_error_t *
   return rc == MI_ERR_CRASHED && (strstr(m, "signal 2 ") || strstr(m, "signal 15 "));
 }
 
+/* The task's configuration job for one point's halves: its model, samples and accuracy. */
+static void task_job(const mi_tune_task_t *t, const mi_xf_config_t *xc, const mi_space_hw_t *hw,
+                     mi_worker_config_t *wc) {
+  memset(wc, 0, sizeof *wc);
+  wc->struct_size = sizeof *wc;
+  wc->model = t->model_path;
+  wc->inputs = t->inputs;
+  wc->xf = xc;
+  wc->so = mi_space_hw_options(hw);
+  wc->calibration = t->recipe->calibration;
+  wc->seed = t->recipe->seed;
+  wc->samples = 2;
+  wc->accuracy = 1;
+  wc->ref_dir = t->ref_dir[0] ? t->ref_dir : NULL;
+}
+
 /* How much slower than the best so far a configuration's first runs may be before its timing
  * stops (latency-only tunes): beyond the load's drift (2-5% in minutes, 20% under load) by far. */
 #define SLOW_FACTOR 2.0
@@ -141,17 +157,7 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   if (t->objective_count == 1 && t->first_objective == MI_OBJ_LATENCY && isfinite(t->best) &&
       t->best > 0)
     mo.stop_above_s = SLOW_FACTOR * t->best * 1e-3;
-  memset(&wc, 0, sizeof wc);
-  wc.struct_size = sizeof wc;
-  wc.model = t->model_path;
-  wc.inputs = t->inputs;
-  wc.xf = xc;
-  wc.so = mi_space_hw_options(hw);
-  wc.calibration = t->recipe->calibration;
-  wc.seed = t->recipe->seed;
-  wc.samples = 2;
-  wc.accuracy = 1;
-  wc.ref_dir = t->ref_dir[0] ? t->ref_dir : NULL;
+  task_job(t, xc, hw, &wc);
   for (int32_t b = 0; b < t->bound_count; b++)
     if (t->bounds[b].objective == MI_OBJ_ACCURACY) wc.accuracy_bound = t->bounds[b].max;
   t->layer_n = 0;
@@ -207,17 +213,8 @@ static int32_t measure_default(mi_tune_task_t *t, const mi_space_t *s, int devic
   mo.min_repeats = t->repeats;
   mo.max_repeats = t->repeats;
   mo.budget_s = 2;
-  memset(&wc, 0, sizeof wc);
-  wc.struct_size = sizeof wc;
-  wc.model = t->model_path;
-  wc.inputs = t->inputs;
-  wc.xf = xc;
-  wc.so = mi_space_hw_options(hw);
-  wc.calibration = t->recipe->calibration;
-  wc.seed = t->recipe->seed;
-  wc.samples = 2;
-  wc.accuracy = 1;
-  wc.ref_dir = t->ref_dir;
+  task_job(t, xc, hw, &wc);
+  wc.ref_dir = t->ref_dir; /* the folder the default's outputs go to */
   wc.ref_device = device;
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, NULL, err);
   mi_profile_destroy(prof);
