@@ -42,6 +42,14 @@ fail:
   return rc;
 }
 
+/* Frees what halves() made. */
+static void halves_free(mi_xf_config_t *xc, mi_space_hw_t *hw, char *hw_text, char *xf_text) {
+  mi_xf_config_destroy(xc);
+  mi_space_hw_destroy(hw);
+  free(hw_text);
+  free(xf_text);
+}
+
 static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc,
                    const mi_profile_t *prof, const mi_worker_config_result_t *res,
                    const char *failure) {
@@ -181,10 +189,7 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
     record(t, hw_text, xf_text, rc, prof, &res, err ? err->message : "failed");
   mi_tune_stop_search(t);
   mi_profile_destroy(prof);
-  mi_xf_config_destroy(xc);
-  mi_space_hw_destroy(hw);
-  free(hw_text);
-  free(xf_text);
+  halves_free(xc, hw, hw_text, xf_text);
   return rc;
 }
 
@@ -218,10 +223,7 @@ static int32_t measure_default(mi_tune_task_t *t, const mi_space_t *s, int devic
   wc.ref_device = device;
   rc = mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, NULL, err);
   mi_profile_destroy(prof);
-  mi_xf_config_destroy(xc);
-  mi_space_hw_destroy(hw);
-  free(hw_text);
-  free(xf_text);
+  halves_free(xc, hw, hw_text, xf_text);
   return rc;
 }
 
