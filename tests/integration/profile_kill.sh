@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # profile_kill.sh - mi-host profile end to end: JSON figures, a crashing device recorded with
 # its reason while the others go on, SIGKILL in the middle of a run (the database opens clean
-# and keeps the completed measurements), and history export/import through the CLI.
+# and keeps the completed measurements), history export/import through the CLI, and the steps
+# inside an If branch that ran as a nested session in the per-layer table (text and JSON).
 set -u
-B=${MI_BUILD:?MI_BUILD is not set}
-T=$(mktemp -d /tmp/mi-profile-XXXXXX)
-trap 'rm -rf "$T"' EXIT
+. "${BASH_SOURCE[0]%/*}/lib.bash"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 HOST="$B/bin/mi-host --plugins $B/plugins"
 
@@ -86,4 +85,53 @@ $HOST history import --db "$T/b.db" "$T/a.jsonl" | grep -q "imported 0 records, 
 { head -1 "$T/a.jsonl"; echo '{"format":1,"kind":"measurement"'; } > "$T/bad.jsonl"
 $HOST history import --db "$T/c.db" "$T/bad.jsonl" 2> "$T/err" > /dev/null && fail "bad line accepted"
 grep -q "line 2" "$T/err" || fail "bad line number: $(cat "$T/err")"
+# 6. out = Mul(y, y), y = If(max(x) > 0.5, Tanh(Relu(x) + x), Sigmoid(Relu(x) + x)): the If
+# runs on the host and the branch it picks as a nested session on blis-cpu; that branch's
+# steps are rows named <If>/<branch>/<step> under the If, in JSON and in the text, where a
+# path longer than the column keeps its tail (the step's own name). Plain job and --shape job.
+mi_wire_py
+python3 - "$T" <<'PY' || fail "If model"
+import struct, sys
+sys.path.insert(0, sys.argv[1]); from mi_wire import *
+def graph(nodes, name, outs):
+    return b"".join(ld(1, n) for n in nodes) + s(2, name) + b"".join(ld(12, vinfo(*o)) for o in outs)
+def gattr(name, g): return s(1, name) + ld(6, g) + vi(20, 5)
+IF = "an_if_node_named_at_length"
+def branch(name, op):
+    return graph([node("Relu", "relu_step_with_a_long_name", ["x"], ["r" + name]),
+                  node("Add", "add", ["r" + name, "x"], ["a" + name]),
+                  node(op, "last", ["a" + name], ["y" + name])], name, [("y" + name, 1, [1, 64])])
+then_g, else_g = branch("then", "Tanh"), branch("else", "Sigmoid")
+half = vi(2, 1) + s(8, "half") + ld(9, struct.pack("<f", 0.5))
+rmax = node("ReduceMax", "rmax", ["x"], ["m"]) + ld(5, s(1, "keepdims") + vi(3, 0) + vi(20, 2))
+ifn = node("If", IF, ["c"], ["y"]) + ld(5, gattr("then_branch", then_g)) + ld(5, gattr("else_branch", else_g))
+save("if.onnx", model([rmax, node("Greater", "gt", ["m", "half"], ["c"]), ifn,
+                       node("Mul", "sq", ["y", "y"], ["out"])],
+                      [("x", 1, [1, 64])], [("out", 1, [1, 64])], inits=ld(5, half)))
+PY
+for opt in "" "--shape x=1x64"; do
+  # shellcheck disable=SC2086
+  $HOST profile --model "$T/if.onnx" --device blis-cpu:0 --db "$T/if.db" --repeat 5 --workers 1 \
+    --no-fingerprint --json $opt > "$T/if.json" || fail "profile of the If model $opt"
+  python3 - "$T/if.json" <<'PY' || fail "nested rows in the JSON table $opt"
+import json, sys
+rows = json.load(open(sys.argv[1]))["table"]
+IF = "an_if_node_named_at_length"
+nested = {r["name"] for r in rows if r["depth"] == 1}
+ran = [b for b in ("then", "else") if IF + "/" + b + "/add" in nested]
+assert len(ran) == 1, (nested, rows)
+want = {IF + "/" + ran[0] + "/" + n for n in ("relu_step_with_a_long_name", "add", "last")}
+assert want <= nested and all(n.startswith(IF + "/" + ran[0] + "/") for n in nested), nested
+assert [r["name"] for r in rows if r["depth"] == 0 and r["op"] == "If"] == [IF], rows
+assert abs(sum(r["share"] for r in rows) - 1) < 1e-6, rows
+ms = [r["ms"] for r in rows]
+assert ms == sorted(ms, reverse=True), "not sorted by time"
+PY
+done
+$HOST profile --model "$T/if.onnx" --device blis-cpu:0 --db "$T/if.db" --repeat 5 --workers 1 \
+  --no-fingerprint > "$T/if.txt" || fail "profile of the If model (text)"
+grep -Eq "^~.*/(then|else)/relu_step_with_a_long_name +Relu " "$T/if.txt" ||
+  fail "the long nested name lost its tail: $(cat "$T/if.txt")"
+grep -Eq "^an_if_node_named_at_length/(then|else)/add +Add " "$T/if.txt" ||
+  fail "nested row in the text: $(cat "$T/if.txt")"
 echo "profile_kill: ok"

@@ -196,7 +196,8 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
 
 /* The framework's per-layer table (the one mi-run --profile prints) from the worker's per-node
  * medians: device time where the kernel had a timer, else wall time. The worker's session is
- * gone, so a fused kernel shows under the node that carried its time. */
+ * gone, so a fused kernel shows under the node that carried its time (the branch rows the
+ * worker made with its nested sessions show their fused kernels). */
 static void layer_table(FILE *f, const mi_graph_t *g, const mi_profile_t *p, int json) {
   double *ms = g ? malloc(((size_t)g->node_count + 1) * sizeof *ms) : NULL;
   mi_layer_row_t *rows = NULL;
@@ -214,6 +215,10 @@ static void layer_table(FILE *f, const mi_graph_t *g, const mi_profile_t *p, int
           rows[r].where = 1;
           snprintf(rows[r].variant, sizeof rows[r].variant, "host");
         }
+    /* The steps of the If branches that ran as nested sessions, named <If>/<branch>/<step>
+     * as mi-run --profile names them; the If's row keeps its own time. Out of memory, the
+     * table stays without them. */
+    mi_profile_nest_rows(p, &rows, &n, NULL);
     mi_layer_rows_print(f, rows, n, json);
   } else if (json) {
     fputs("[]", f);
@@ -459,6 +464,9 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
       memset(&so, 0, sizeof so);
       so.struct_size = (uint32_t)sizeof so;
       so.device_knobs = kv;
+      /* As mi-run: a node the device refuses (an If among them: its branch still runs on the
+       * device, as a nested session) runs on the host and shows as a host row. */
+      so.allow_host_fallback = 1;
       for (int k = 0; k < a.nknob; k++)
         if (!a.knob_dev[k] || !strcmp(a.knob_dev[k], spec))
           kv[so.device_knob_count++] = a.knobs[k];

@@ -139,6 +139,11 @@ typedef struct mi_profile {
    * allocated, and what one buffer per tensor would take; 0 on the reference path. */
   uint64_t planned_memory_bytes;
   uint64_t unplanned_memory_bytes;
+  /* Added: the steps inside If branches that ran as nested sessions (mi_session_nested), as
+   * per-layer rows of the branch's graph and session (per-node medians over the kept samples
+   * in which the branch ran), each tagged with its If node and branch (mi_nest_row_t, below). */
+  int32_t nest_count;
+  struct mi_nest_row *nest;
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
@@ -181,6 +186,14 @@ typedef struct mi_layer_row {
   int32_t depth;    /* 0 for a step of the top graph, 1 inside a subgraph of it, ... */
 } mi_layer_row_t;
 
+/** A row of a branch's table in a profile (mi_profile_t.nest): the If node of the profiled
+ * graph and the branch ("then" or "else") it belongs to, for mi_layer_rows_nest. */
+typedef struct mi_nest_row {
+  int32_t parent;
+  char branch[8];
+  mi_layer_row_t row;
+} mi_nest_row_t;
+
 /** Per-layer rows of graph `g` (shapes inferred), slowest first. `node_ms[n]` is node n's time
  * per run in ms, negative when it did not run on its own (folded, or a member of a fused kernel
  * whose time another node carries). `s` (may be NULL) groups the nodes of one device kernel and
@@ -197,8 +210,13 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
 MI_API int32_t mi_layer_rows_nest(mi_layer_row_t **rows, int32_t *count, int32_t parent,
                                   const char *branch, const mi_layer_row_t *inner,
                                   int32_t inner_count, mi_error_t *err);
+/** Nests a profile's branch rows (mi_profile_t.nest) into `rows` (from mi_layer_rows on the
+ * profiled graph) with mi_layer_rows_nest, one call per If node and branch. */
+MI_API int32_t mi_profile_nest_rows(const mi_profile_t *p, mi_layer_row_t **rows, int32_t *count,
+                                    mi_error_t *err);
 /** Prints rows as a table (with GFLOP/s for compute ops, GB/s for the others, and a total
- * line) or, with `json`, as one JSON array of objects. */
+ * line; the node column as wide as the longest name up to 64 characters, a longer name keeping
+ * its tail after a '~') or, with `json`, as one JSON array of objects. */
 MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t count, int json);
 
 /* ---------------------------------------------------------------- crash-isolated workers */

@@ -165,10 +165,16 @@ MI_API int32_t mi_layer_rows_nest(mi_layer_row_t **rows, int32_t *count, int32_t
     *r = inner[i];
     r->depth = inner[i].depth + 1;
     /* "If_0/then/Conv_3": the step is found by its path from the top graph; a path too long
-     * for the field ends in '~' so a cut name is not read as a whole one */
-    if (snprintf(r->name, sizeof r->name, "%s/%s/%s", p->name, branch, inner[i].name) >=
-        (int)sizeof r->name)
-      r->name[sizeof r->name - 2] = '~';
+     * for the field keeps its tail (the step's own name) after a '~', so a cut name is not
+     * read as a whole one */
+    {
+      char path[3 * sizeof r->name];
+      size_t len = (size_t)snprintf(path, sizeof path, "%s/%s/%s", p->name, branch, inner[i].name);
+      if (len >= sizeof path) len = sizeof path - 1;
+      if (len < sizeof r->name) memcpy(r->name, path, len + 1);
+      else
+        snprintf(r->name, sizeof r->name, "~%s", path + len - (sizeof r->name - 2));
+    }
     sum += r->ms;
   }
   /* The parent's wall time contains its branch's steps: what is left is its own cost (feeding
@@ -190,8 +196,39 @@ static void json_str(FILE *f, const char *s) {
   free(t);
 }
 
+MI_API int32_t mi_profile_nest_rows(const mi_profile_t *p, mi_layer_row_t **rows, int32_t *count,
+                                    mi_error_t *err) {
+  int32_t rc = MI_OK;
+  if (!p) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_profile_nest_rows: NULL profile");
+  /* fill_nest (profile.c) writes each branch's rows together: one group per run of them */
+  for (int32_t i = 0, j; rc == MI_OK && i < p->nest_count; i = j) {
+    mi_layer_row_t *inner = malloc(((size_t)(p->nest_count - i) + 1) * sizeof *inner);
+    if (!inner) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "per-layer table: out of memory");
+    for (j = i; j < p->nest_count && p->nest[j].parent == p->nest[i].parent &&
+                !strcmp(p->nest[j].branch, p->nest[i].branch);
+         j++)
+      inner[j - i] = p->nest[j].row;
+    rc = mi_layer_rows_nest(rows, count, p->nest[i].parent, p->nest[i].branch, inner, j - i, err);
+    free(inner);
+  }
+  return rc;
+}
+
+/* The node column's width: the longest name, at least the heading's 28, at most NAME_COL. */
+#define NAME_COL 48
+
+/* `name` as it fits in `w` characters: whole, or '~' and its tail (a nested step's own name
+ * is at the end of its path). */
+static const char *name_cell(const char *name, int w, char *buf, size_t cap) {
+  size_t len = strlen(name);
+  if (len <= (size_t)w) return name;
+  snprintf(buf, cap, "~%s", name + len - (size_t)(w - 1));
+  return buf;
+}
+
 MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t count, int json) {
   double total = 0, flops = 0;
+  int w = 28;
   for (int32_t i = 0; i < count; i++) {
     total += rows[i].ms;
     flops += rows[i].flops;
@@ -220,18 +257,22 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
     fputc(']', f);
     return;
   }
-  fprintf(f, "%-28s %-22s %-38s %-20s %9s %6s %12s\n", "node", "op", "shapes", "variant", "ms",
+  for (int32_t i = 0; i < count; i++)
+    if ((int)strlen(rows[i].name) > w) w = (int)strlen(rows[i].name);
+  if (w > NAME_COL) w = NAME_COL;
+  fprintf(f, "%-*s %-22s %-38s %-20s %9s %6s %12s\n", w, "node", "op", "shapes", "variant", "ms",
           "share", "rate");
   for (int32_t i = 0; i < count; i++) {
     const mi_layer_row_t *r = &rows[i];
-    char rate[32] = "";
+    char rate[32] = "", cut[sizeof r->name];
     if (r->ms > 0 && r->flops > 0) snprintf(rate, sizeof rate, "%.1f GFLOP/s", r->flops / r->ms / 1e6);
     else if (r->ms > 0 && r->bytes > 0)
       snprintf(rate, sizeof rate, "%.2f GB/s", r->bytes / r->ms / 1e6);
-    fprintf(f, "%-28.28s %-22.22s %-38.38s %-20.20s %9.4f %5.1f%% %12s\n", r->name, r->op,
-            r->shapes, r->variant, r->ms, r->share * 100, rate);
+    fprintf(f, "%-*s %-22.22s %-38.38s %-20.20s %9.4f %5.1f%% %12s\n", w,
+            name_cell(r->name, w, cut, sizeof cut), r->op, r->shapes, r->variant, r->ms,
+            r->share * 100, rate);
   }
-  fprintf(f, "%-28s %-22s %-38s %-20s %9.4f %5.1f%% %12s\n", "total", "", "", "", total,
+  fprintf(f, "%-*s %-22s %-38s %-20s %9.4f %5.1f%% %12s\n", w, "total", "", "", "", total,
           count ? 100.0 : 0.0, "");
   if (total > 0 && flops > 0)
     fprintf(f, "compute ops: %.3f GFLOP per run, %.1f GFLOP/s over the summed layer time\n",

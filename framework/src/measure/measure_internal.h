@@ -47,11 +47,11 @@ enum {
   MI__FRAME_MAGIC = 0x4d49574bu, /* "MIWK" */
   MI__JOB_PROFILE = 1,
   MI__JOB_FINGERPRINT = 2,
-  MI__REPLY_PROFILE = 11,     /* mi_profile_t, then layer_count mi_layer_profile_t */
+  MI__REPLY_PROFILE = 11,     /* mi_profile_t, layer_count mi_layer_profile_t, nest_count mi_nest_row_t */
   MI__REPLY_FINGERPRINT = 12, /* mi_device_fingerprint_t */
   MI__REPLY_ERROR = 13,       /* mi_error_t */
   MI__JOB_CONFIG = 3,         /* mi__config_job_t, then its texts (worker_config.c) */
-  MI__REPLY_CONFIG = 14,      /* mi_worker_config_result_t, mi_profile_t, then its layers */
+  MI__REPLY_CONFIG = 14,      /* mi_worker_config_result_t, mi_profile_t, its layers, branch rows */
   MI__JOB_PROBE = 4,          /* a kernel_prepare probe (worker_probe.c) */
   MI__REPLY_PROBE = 15,       /* int32_t: the plugin's status */
   MI__JOB_CHECK = 5,          /* a check_config question (worker_probe.c) */
@@ -73,6 +73,7 @@ typedef struct mi__job {
   int32_t knob_count; /* device knobs */
   char knob_name[16][64];
   int64_t knob_value[16];
+  int32_t allow_host_fallback; /* mi_session_options_t's */
 } mi__job_t;
 
 /* Writes a frame (header + two payload parts); MI_ERR_IO when the peer is gone. */
@@ -81,6 +82,9 @@ int32_t mi__frame_send(int fd, uint32_t type, const void *a, size_t na, const vo
  * stdout or used a forged host handle while serving it. */
 int32_t mi__worker_reply(int fd, uint32_t type, const void *a, size_t na, const void *b,
                          size_t nb);
+/* A profile's reply body: its layers, then its branch rows (malloc'd, *n bytes); NULL when out
+ * of memory. mi__worker_job reads it back. */
+void *mi__profile_body(const mi_profile_t *p, size_t *n);
 /* Waits until fd has data to read or `deadline` (mi__now_s seconds) passes, retrying after
  * signals: 1 readable, -1 timed out, -2 poll failed. */
 int mi__poll_readable(int fd, double deadline);

@@ -13,6 +13,18 @@ typedef struct counters {
   int32_t energy_modeled;
 } counters_t;
 
+/* The node times of one If branch that ran as a nested session (mi_session_nested, by its
+ * index there), per kept sample, summed over the sample's runs in which the branch ran. */
+typedef struct nest_src {
+  const mi_session_t *s;
+  const mi_graph_t *g;
+  int32_t node;
+  const char *branch;
+  double *wall;   /* g's node_count x MI_MEASURE_MAX_SAMPLES */
+  int32_t *runs;  /* per sample: the runs of its batch that ran the branch */
+  uint8_t *timed; /* per node of g: it ran on its own */
+} nest_src_t;
+
 typedef struct prof_src {
   mi_session_t *s;
   const mi_graph_t *g;
@@ -31,6 +43,8 @@ typedef struct prof_src {
   double peak_mem;
   unsigned char *flush;
   size_t flush_bytes;
+  nest_src_t *nest;
+  int32_t nest_count;
 } prof_src_t;
 
 static int read_counter(prof_src_t *p, int32_t idx, double *v) {
@@ -102,6 +116,53 @@ MI_API int32_t mi_device_time_check(uint64_t device_ns, double wall_s, mi_error_
   return plausible(device_ns, wall_s, err);
 }
 
+/* After a run: adds the node times of every branch that ran as a nested session to sample
+ * `slot`. Out of memory, a branch stays out of the profile (its time in its If's row). */
+static void nest_take(prof_src_t *p, size_t slot) {
+  const size_t stride = MI_MEASURE_MAX_SAMPLES;
+  for (int32_t i = 0; i < mi_session_nested_count(p->s); i++) {
+    int32_t node = -1;
+    const char *branch = NULL;
+    const mi_graph_t *g = NULL;
+    const mi_session_t *ns = mi_session_nested(p->s, i, &node, &branch, &g);
+    nest_src_t *e;
+    if (!ns || !g) continue;
+    if (i >= p->nest_count) {
+      nest_src_t *grown = realloc(p->nest, ((size_t)i + 1) * sizeof *grown);
+      if (!grown) continue;
+      memset(grown + p->nest_count, 0, ((size_t)i + 1 - (size_t)p->nest_count) * sizeof *grown);
+      p->nest = grown;
+      p->nest_count = i + 1;
+    }
+    e = &p->nest[i];
+    if (!e->wall) {
+      e->wall = calloc((size_t)g->node_count * stride + 1, sizeof *e->wall);
+      e->runs = calloc(stride, sizeof *e->runs);
+      e->timed = calloc((size_t)g->node_count + 1, 1);
+      if (!e->wall || !e->runs || !e->timed) {
+        free(e->wall);
+        free(e->runs);
+        free(e->timed);
+        memset(e, 0, sizeof *e);
+        continue;
+      }
+      e->g = g;
+    }
+    if (e->g->node_count != g->node_count) continue; /* another graph: not comparable */
+    e->s = ns;
+    e->g = g;
+    e->node = node;
+    e->branch = branch;
+    e->runs[slot]++;
+    for (int32_t n = 0; n < g->node_count; n++) {
+      uint64_t wn = 0;
+      if (mi_session_node_time(ns, n, &wn, NULL) <= 0) continue;
+      e->wall[(size_t)n * stride + slot] += (double)wn * 1e-9;
+      e->timed[n] = 1;
+    }
+  }
+}
+
 /* One sample: `batch` runs back to back, each timed on its own (the per-node bookkeeping between
  * them stays outside the timed spans), their mean; counters are read around the whole batch. */
 static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *err) {
@@ -114,6 +175,12 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
   int keep_nodes = p->k < MI_MEASURE_MAX_SAMPLES;
   for (int32_t n = 0; keep_nodes && n < p->g->node_count; n++)
     p->node_wall[(size_t)n * stride + slot] = p->node_dev[(size_t)n * stride + slot] = 0;
+  for (int32_t i = 0; keep_nodes && i < p->nest_count; i++) {
+    const nest_src_t *e = &p->nest[i];
+    if (e->runs) e->runs[slot] = 0;
+    for (int32_t n = 0; e->wall && e->g && n < e->g->node_count; n++)
+      e->wall[(size_t)n * stride + slot] = 0;
+  }
   for (int32_t b = 0; b < batch && rc == MI_OK; b++) {
     uint64_t dev = 0;
     double w0 = mi__now_s(), w1;
@@ -144,6 +211,7 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
       p->node_dev[(size_t)n * stride + slot] += (double)dn * 1e-9 / batch;
       if (r == 2) p->node_has_dev[n] = 1;
     }
+    if (keep_nodes) nest_take(p, slot);
   }
   if (rc) return rc;
   *changed = 0;
@@ -284,7 +352,64 @@ static int32_t fill_layers(prof_src_t *p, mi_profile_t *out, double trim, mi_err
   return MI_OK;
 }
 
+/* out->nest: each branch's rows (mi_layer_rows on its graph and session) from its nodes'
+ * medians over the kept samples that ran it. A branch inside a branch is not followed: its
+ * time stays in its If's row. */
+static int32_t fill_nest(prof_src_t *p, mi_profile_t *out, double trim, mi_error_t *err) {
+  double col[MI_MEASURE_MAX_SAMPLES];
+  int32_t rc = MI_OK;
+  for (int32_t i = 0; rc == MI_OK && i < p->nest_count; i++) {
+    const nest_src_t *e = &p->nest[i];
+    mi_layer_row_t *rows = NULL;
+    mi_nest_row_t *grown;
+    double *med;
+    int32_t n = 0;
+    if (!e->s || !e->runs || !e->timed) continue;
+    if (!(med = malloc(((size_t)e->g->node_count + 1) * sizeof *med)))
+      return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+    for (int32_t node = 0; rc == MI_OK && node < e->g->node_count; node++) {
+      int32_t k = 0;
+      mi_stats_t st;
+      med[node] = -1;
+      for (int32_t s = 0; e->timed[node] && s < p->k; s++)
+        if (e->runs[s] > 0) col[k++] = e->wall[(size_t)node * MI_MEASURE_MAX_SAMPLES + (size_t)s] / e->runs[s];
+      if (k > 0 && (rc = mi_stats_compute(col, k, trim, &st, err)) == MI_OK) med[node] = st.median * 1e3;
+    }
+    if (rc == MI_OK) rc = mi_layer_rows(e->g, e->s, NULL, med, &rows, &n, err);
+    free(med);
+    grown = rc == MI_OK ? realloc(out->nest, ((size_t)out->nest_count + (size_t)n + 1) * sizeof *grown) : NULL;
+    if (rc == MI_OK && !grown) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "profile: out of memory");
+    for (int32_t r = 0; rc == MI_OK && r < n; r++) {
+      mi_nest_row_t *x = &grown[out->nest_count++];
+      memset(x, 0, sizeof *x);
+      x->parent = e->node;
+      snprintf(x->branch, sizeof x->branch, "%s", e->branch);
+      x->row = rows[r];
+    }
+    if (grown) out->nest = grown;
+    free(rows);
+  }
+  return rc;
+}
+
+void *mi__profile_body(const mi_profile_t *p, size_t *n) {
+  size_t nl = (size_t)p->layer_count * sizeof *p->layers;
+  size_t nn = (size_t)p->nest_count * sizeof *p->nest;
+  char *b = malloc(nl + nn + 1);
+  if (!b) return NULL;
+  if (nl) memcpy(b, p->layers, nl);
+  if (nn) memcpy(b + nl, p->nest, nn);
+  *n = nl + nn;
+  return b;
+}
+
 static void src_free(prof_src_t *p) {
+  for (int32_t i = 0; i < p->nest_count; i++) {
+    free(p->nest[i].wall);
+    free(p->nest[i].runs);
+    free(p->nest[i].timed);
+  }
+  free(p->nest);
   for (int32_t i = 0; p->in && i < p->nin; i++) mi_array_destroy(p->in[i]);
   for (int32_t i = 0; p->outs && i < p->nout; i++) mi_array_destroy(p->outs[i]);
   free(p->in);
@@ -415,6 +540,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
     r->peak_memory_source = 2;
   }
   if ((rc = fill_layers(&p, r, o.trim, err))) goto done;
+  if ((rc = fill_nest(&p, r, o.trim, err))) goto done;
   if (check && (rc = check_reference(&p, r, err))) goto done;
 done:
   src_free(&p);
@@ -444,6 +570,7 @@ int32_t mi__profile_check(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t dev
 MI_API void mi_profile_destroy(mi_profile_t *p) {
   if (!p) return;
   free(p->layers);
+  free(p->nest);
   free(p);
 }
 

@@ -418,6 +418,7 @@ MI_API int32_t mi_worker_profile(mi_worker_pool_t *p, const char *spec, const ch
   if (mo) memcpy(&job.mo, mo, mo->struct_size < sizeof job.mo ? mo->struct_size : sizeof job.mo);
   job.mo.struct_size = (uint32_t)sizeof job.mo;
   job.check = check;
+  job.allow_host_fallback = so && so->allow_host_fallback;
   if (so && (so->choice_count > 0 || so->device_knob_count > 16))
     return mi_errorf(err, MI_ERR_UNSUPPORTED,
                      "worker: per-node choices and more than 16 device knobs are not carried");
@@ -494,9 +495,11 @@ int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, con
     }
     memcpy(r, at, sizeof *r);
     r->layers = NULL;
-    if (r->layer_count < 0 ||
-        h.length != prefix + sizeof *r + (size_t)r->layer_count * sizeof(mi_layer_profile_t)) {
-      r->layer_count = 0;
+    r->nest = NULL;
+    if (r->layer_count < 0 || r->nest_count < 0 ||
+        h.length != prefix + sizeof *r + (size_t)r->layer_count * sizeof(mi_layer_profile_t) +
+                        (size_t)r->nest_count * sizeof(mi_nest_row_t)) {
+      r->layer_count = r->nest_count = 0;
       rc = mi_errorf(err, MI_ERR_INTERNAL, "worker %s: profile reply of the wrong size", spec);
       goto done;
     }
@@ -505,6 +508,12 @@ int32_t mi__worker_job(mi_worker_pool_t *p, const char *spec, uint32_t type, con
       goto done;
     }
     memcpy(r->layers, at + sizeof *r, (size_t)r->layer_count * sizeof *r->layers);
+    if (!(r->nest = calloc((size_t)r->nest_count + 1, sizeof *r->nest))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+      goto done;
+    }
+    memcpy(r->nest, at + sizeof *r + (size_t)r->layer_count * sizeof *r->layers,
+           (size_t)r->nest_count * sizeof *r->nest);
     if (r->checked && !r->check_ok)
       rc = mi_errorf(err, MI_ERR_CONSTRAINT,
                      MI__WRONG_PREFIX ": relative L2 error %.3g against the reference",

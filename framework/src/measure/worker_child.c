@@ -176,20 +176,30 @@ static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__job_t
     }
     so.device_knob_count = job->knob_count;
     so.device_knobs = kv;
+    so.allow_host_fallback = job->allow_host_fallback;
     if (mi_profile_run(*g, pl, dev, &so, &job->mo, job->check, &prof, &e)) {
       send_error(fd, &e);
       return;
     }
   }
-  mi__worker_reply(fd, MI__REPLY_PROFILE, prof, sizeof *prof, prof->layers,
-                   (size_t)prof->layer_count * sizeof *prof->layers);
+  {
+    size_t nb = 0;
+    void *body = mi__profile_body(prof, &nb);
+    if (body) {
+      mi__worker_reply(fd, MI__REPLY_PROFILE, prof, sizeof *prof, body, nb);
+    } else {
+      mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+      send_error(fd, &e);
+    }
+    free(body);
+  }
   mi_profile_destroy(prof);
 }
 
 uint64_t mi__wire_tag(void) {
   const uint64_t sizes[] = {sizeof(mi__frame_t), sizeof(mi__job_t),
                             sizeof(mi_measure_options_t), sizeof(mi_profile_t),
-                            sizeof(mi_layer_profile_t), sizeof(mi_device_fingerprint_t),
+                            sizeof(mi_layer_profile_t), sizeof(mi_nest_row_t), sizeof(mi_device_fingerprint_t),
                             sizeof(mi_worker_config_result_t), sizeof(mi_error_t),
                             sizeof(mi__interleave_job_t), sizeof(mi__interleave_reply_t)};
   uint64_t h = mi_hash64(MI_VERSION_STRING, sizeof MI_VERSION_STRING - 1, 0xcbf29ce484222325ull);

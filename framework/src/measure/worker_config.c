@@ -439,15 +439,19 @@ void mi__worker_serve_config(int fd, mi_plugin_t *pl, uint32_t dev, const void *
   if (run_config(pl, dev, &job, t, hw, cache, &prof, &res, &e)) goto fail;
   free(hw);
   {
-    /* One frame: the result, the profile, then its layers. */
-    size_t nl = (size_t)prof->layer_count * sizeof *prof->layers;
+    /* One frame: the result, the profile, then its layers and branch rows. */
+    size_t nb = 0;
     char *buf = malloc(sizeof res + sizeof *prof + 1);
-    if (buf) {
+    void *body = mi__profile_body(prof, &nb);
+    if (buf && body) {
       memcpy(buf, &res, sizeof res);
       memcpy(buf + sizeof res, prof, sizeof *prof);
-      mi__worker_reply(fd, MI__REPLY_CONFIG, buf, sizeof res + sizeof *prof, prof->layers, nl);
+      mi__worker_reply(fd, MI__REPLY_CONFIG, buf, sizeof res + sizeof *prof, body, nb);
       free(buf);
+      free(body);
     } else {
+      free(buf);
+      free(body);
       mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
       mi__frame_send(fd, MI__REPLY_ERROR, &e, sizeof e, NULL, 0);
     }
