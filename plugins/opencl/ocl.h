@@ -146,6 +146,7 @@ enum {
   K_OCB,
   K_OWB,
   K_OHB,
+  K_OWV,
   K_COUNT
 };
 

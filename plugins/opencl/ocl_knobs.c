@@ -27,8 +27,8 @@
 /* the tiled direct convolutions: wg_x, then oc_per_item ow_per_item oh_per_item */
 #define D_DIRECT \
   { 8, 1, 1, 1, 1, 1, 0, 1, 4, 4, 2 }
-#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_UNROLL))
-#define DW_TILED_KNOBS (B(K_WG_X) | B(K_OHB) | B(K_OWB))
+#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_WG_Y) | B(K_OCB) | B(K_OWB) | B(K_UNROLL) | B(K_OWV))
+#define DW_TILED_KNOBS (B(K_WG_X) | B(K_WG_Y) | B(K_OHB) | B(K_OWB) | B(K_OWV))
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
 #define V(id, op, desc, fuse, knobs, dflt) \
@@ -145,6 +145,10 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
          MI_KNOB_INT, 4, 5, 1, 2, 4, 8, 16),
     KNOB("oh_per_item", "output rows one work-item computes (tiled depthwise convolution)", "",
          MI_KNOB_INT, 2, 4, 1, 2, 4, 8),
+    KNOB("ow_vector",
+         "a work-item's ow_per_item columns as one floatN vector, one vector FMA per tap (tiled "
+         "direct convolutions; SIMD where the device does not vectorise across work-items)",
+         "", MI_KNOB_BOOL, 0, 0, 0),
 };
 
 static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,

@@ -8,12 +8,12 @@
 
 /* The geometry options every tiled kernel is built with (g as in mi__ocl_prepare_conv). */
 static void geo_opts(char *buf, size_t n, const char *kind, const cl_int *g, int b0, int owb,
-                     int unroll) {
+                     const ocl_knobs_t *kn) {
   snprintf(buf, n,
            "-D %s -D KH=%d -D KW=%d -D SH=%d -D SW=%d -D DH=%d -D DW=%d -D %s=%d -D OWB=%d "
-           "-D UNROLL=%d",
+           "-D UNROLL=%d -D OWV=%d",
            kind, g[6], g[7], g[8], g[9], g[12], g[13], strcmp(kind, "CONV_TILED") ? "OHB" : "OCB",
-           b0, owb, unroll);
+           b0, owb, (int)kn->v[K_UNROLL], kn->v[K_OWV] && owb > 1); /* no float1: scalar */
 }
 
 /* Which shapes each variant takes. conv.tiled leaves depthwise convolutions (one input and one
@@ -45,7 +45,7 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
   int C = g[0], OC = g[3], OH = g[4], OW = g[5], KK = g[6] * g[7], G = g[14];
   int owb = (int)p->kn.v[K_OWB], b0 = (int)p->kn.v[dw ? K_OHB : K_OCB];
   cl_int sizes[9] = {C, g[1], g[2], OC, OH, OW, g[10], g[11], G};
-  size_t wgx = (size_t)p->kn.v[K_WG_X];
+  size_t wgx = (size_t)p->kn.v[K_WG_X], wgy = (size_t)p->kn.v[K_WG_Y];
   char opt[256];
   ocl_arg_t aw;
   ocl_launch_t *l;
@@ -69,8 +69,7 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
     free(pk);
     if (st != MI_OK) return st;
   }
-  geo_opts(opt, sizeof opt, dw ? "CONV_DW_TILED" : "CONV_TILED", g, b0, owb,
-           (int)p->kn.v[K_UNROLL]);
+  geo_opts(opt, sizeof opt, dw ? "CONV_DW_TILED" : "CONV_TILED", g, b0, owb, &p->kn);
   if (!(l = mi__ocl_launch_new(p, mi__ocl_src_direct, opt, dw ? "conv_dw_tiled" : "conv_tiled", &st)))
     return st;
   mi__ocl_arg(l, ax);
@@ -79,14 +78,18 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
   mi__ocl_arg_intv(l, sizes, dw ? 8 : 9);
   if ((st = mi__ocl_arg_epi(p, l, e, OH * OW)) != MI_OK) return st;
   l->dim = 3;
+  /* wg_y stacks output rows (row blocks) into one work-group: on a CPU device every work-group
+   * is a task of its own, and a group of wg_x items along a short row is too little work to pay
+   * for it (blazeface's 64-wide depthwise rows: 1536 groups of 8 items per layer). */
   l->lws[0] = wgx;
-  l->lws[1] = l->lws[2] = 1;
+  l->lws[1] = wgy;
+  l->lws[2] = 1;
   l->gws[0] = ((size_t)(OW + owb - 1) / owb + wgx - 1) / wgx * wgx;
   if (dw) {
-    l->gws[1] = (size_t)(OH + b0 - 1) / b0;
+    l->gws[1] = ((size_t)(OH + b0 - 1) / b0 + wgy - 1) / wgy * wgy;
     l->gws[2] = (size_t)N * OC;
   } else {
-    l->gws[1] = (size_t)OH;
+    l->gws[1] = ((size_t)OH + wgy - 1) / wgy * wgy;
     l->gws[2] = (size_t)N * G * ((OC / G + b0 - 1) / b0);
   }
   l->has_lws = 1;

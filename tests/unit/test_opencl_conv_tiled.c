@@ -54,8 +54,8 @@ static void ref(const shape_t *s, const float *x, const float *w, const float *b
 }
 
 typedef struct knobset {
-  const char *name[3];
-  int64_t v[3];
+  const char *name[4];
+  int64_t v[4];
 } knobset_t;
 
 static ocl_t o;
@@ -112,7 +112,7 @@ static int32_t run_one(const shape_t *s, const char *variant, const knobset_t *k
   } else {
     k.outs[k.nout++] = t1;
   }
-  for (i = 0; ks && i < 3 && ks->name[i]; i++) kd_knob(&k, ks->name[i], ks->v[i]);
+  for (i = 0; ks && i < 4 && ks->name[i]; i++) kd_knob(&k, ks->name[i], ks->v[i]);
   ins[0] = x;
   ins[1] = weights_at_run ? w : res;
   ins[2] = res;
@@ -148,6 +148,16 @@ static const knobset_t k_dw[] = {
     {{"oh_per_item", "ow_per_item", "wg_x"}, {4, 16, 2}},
     {{"oh_per_item", "ow_per_item"}, {2, 1}},
 };
+/* Columns as one vector (ow_per_item 2..16; 1 has no vector and stays scalar): blocks and
+ * work-groups that do not divide the output row, a work-group wider than the row, rows stacked
+ * into the work-group (wg_y). */
+static const knobset_t k_vec[] = {
+    {{"ow_vector"}, {1}},
+    {{"ow_vector", "ow_per_item", "wg_y", "oh_per_item"}, {1, 2, 4, 4}},
+    {{"ow_vector", "ow_per_item", "wg_x", "oc_per_item"}, {1, 8, 16, 8}},
+    {{"ow_vector", "ow_per_item", "wg_y", "oh_per_item"}, {1, 16, 2, 1}},
+    {{"ow_vector", "ow_per_item", "wg_x", "oc_per_item"}, {1, 1, 1, 2}},
+};
 static const knobset_t k_reg[] = {
     {{NULL}, {0}},
     {{"tile_m", "tile_n", "vector_width"}, {8, 16, 2}},
@@ -182,6 +192,16 @@ static void tiled_matches_reference(void) {
   }
 }
 
+/* ow_vector on both tiled variants: every shape at every vector setting (a knob a variant does
+ * not read is ignored), one of them again with Relu + residual Add fused. */
+static void vector_matches_reference(void) {
+  for (size_t i = 0; i < COUNT(k_shapes); i++) {
+    const char *v = is_dw(&k_shapes[i]) ? "conv.dw_tiled" : "conv.tiled";
+    for (size_t j = 0; j < COUNT(k_vec); j++) REQUIRE(run_one(&k_shapes[i], v, &k_vec[j], 0, 0) == MI_OK);
+    REQUIRE(run_one(&k_shapes[i], v, &k_vec[1 + i % 3], 1, 0) == MI_OK);
+  }
+}
+
 static void regblock_matches_reference(void) {
   for (size_t i = 0; i < COUNT(k_shapes); i++) {
     for (size_t j = 0; j < COUNT(k_reg); j++)
@@ -205,6 +225,7 @@ static void refusals(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(tiled_matches_reference),
+    TU_CASE(vector_matches_reference),
     TU_CASE(regblock_matches_reference),
     TU_CASE(refusals),
 };
