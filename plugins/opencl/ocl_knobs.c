@@ -27,8 +27,8 @@
 /* the tiled direct convolutions: wg_x, then oc_per_item ow_per_item oh_per_item */
 #define D_DIRECT \
   { 8, 1, 1, 1, 1, 1, 0, 1, 4, 4, 2 }
-#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_WG_Y) | B(K_OCB) | B(K_OWB) | B(K_UNROLL) | B(K_OWV))
-#define DW_TILED_KNOBS (B(K_WG_X) | B(K_WG_Y) | B(K_OHB) | B(K_OWB) | B(K_OWV))
+#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_UNROLL) | B(K_OWV))
+#define DW_TILED_KNOBS (B(K_WG_X) | B(K_OHB) | B(K_OWB) | B(K_OWV))
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
 #define V(id, op, desc, fuse, knobs, dflt) \

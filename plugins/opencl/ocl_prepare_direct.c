@@ -45,7 +45,7 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
   int C = g[0], OC = g[3], OH = g[4], OW = g[5], KK = g[6] * g[7], G = g[14];
   int owb = (int)p->kn.v[K_OWB], b0 = (int)p->kn.v[dw ? K_OHB : K_OCB];
   cl_int sizes[9] = {C, g[1], g[2], OC, OH, OW, g[10], g[11], G};
-  size_t wgx = (size_t)p->kn.v[K_WG_X], wgy = (size_t)p->kn.v[K_WG_Y];
+  size_t wgx = (size_t)p->kn.v[K_WG_X];
   char opt[256];
   ocl_arg_t aw;
   ocl_launch_t *l;
@@ -78,18 +78,14 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
   mi__ocl_arg_intv(l, sizes, dw ? 8 : 9);
   if ((st = mi__ocl_arg_epi(p, l, e, OH * OW)) != MI_OK) return st;
   l->dim = 3;
-  /* wg_y stacks output rows (row blocks) into one work-group: on a CPU device every work-group
-   * is a task of its own, and a group of wg_x items along a short row is too little work to pay
-   * for it (blazeface's 64-wide depthwise rows: 1536 groups of 8 items per layer). */
   l->lws[0] = wgx;
-  l->lws[1] = wgy;
-  l->lws[2] = 1;
+  l->lws[1] = l->lws[2] = 1;
   l->gws[0] = ((size_t)(OW + owb - 1) / owb + wgx - 1) / wgx * wgx;
   if (dw) {
-    l->gws[1] = ((size_t)(OH + b0 - 1) / b0 + wgy - 1) / wgy * wgy;
+    l->gws[1] = (size_t)(OH + b0 - 1) / b0;
     l->gws[2] = (size_t)N * OC;
   } else {
-    l->gws[1] = ((size_t)OH + wgy - 1) / wgy * wgy;
+    l->gws[1] = (size_t)OH;
     l->gws[2] = (size_t)N * G * ((OC / G + b0 - 1) / b0);
   }
   l->has_lws = 1;

@@ -53,7 +53,7 @@ const char mi__ocl_src_direct[] =
     "                         int PH, int PW, int G, EPI_PARAMS) {\n"
     "  int Cg = C / G, OCg = OC / G, nob = (OCg + OCB - 1) / OCB;\n"
     "  int ow0 = get_global_id(0) * OWB, oh = get_global_id(1), z = get_global_id(2);\n"
-    "  if (ow0 >= OW || oh >= OH) return;\n"
+    "  if (ow0 >= OW) return;\n"
     "  int ob = z % nob, gi = (z / nob) % G, nn = z / (nob * G);\n"
     "  __global const float *xg = x + (nn * C + gi * Cg) * H * W;\n"
     "  __global const float *wb = wp + (gi * nob + ob) * Cg * KH * KW * OCB;\n"

@@ -149,13 +149,12 @@ static const knobset_t k_dw[] = {
     {{"oh_per_item", "ow_per_item"}, {2, 1}},
 };
 /* Columns as one vector (ow_per_item 2..16; 1 has no vector and stays scalar): blocks and
- * work-groups that do not divide the output row, a work-group wider than the row, rows stacked
- * into the work-group (wg_y). */
+ * work-groups that do not divide the output row, a work-group wider than the row. */
 static const knobset_t k_vec[] = {
     {{"ow_vector"}, {1}},
-    {{"ow_vector", "ow_per_item", "wg_y", "oh_per_item"}, {1, 2, 4, 4}},
+    {{"ow_vector", "ow_per_item", "wg_x", "oh_per_item"}, {1, 2, 4, 4}},
     {{"ow_vector", "ow_per_item", "wg_x", "oc_per_item"}, {1, 8, 16, 8}},
-    {{"ow_vector", "ow_per_item", "wg_y", "oh_per_item"}, {1, 16, 2, 1}},
+    {{"ow_vector", "ow_per_item", "wg_x", "oh_per_item"}, {1, 16, 2, 1}},
     {{"ow_vector", "ow_per_item", "wg_x", "oc_per_item"}, {1, 1, 1, 2}},
 };
 static const knobset_t k_reg[] = {
