@@ -146,7 +146,6 @@ enum {
   K_OCB,
   K_OWB,
   K_OHB,
-  K_OWV,
   K_COUNT
 };
 

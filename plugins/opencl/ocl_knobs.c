@@ -27,8 +27,15 @@
 /* the tiled direct convolutions: wg_x, then oc_per_item ow_per_item oh_per_item */
 #define D_DIRECT \
   { 8, 1, 1, 1, 1, 1, 0, 1, 4, 4, 2 }
-#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_UNROLL) | B(K_OWV))
-#define DW_TILED_KNOBS (B(K_WG_X) | B(K_OHB) | B(K_OWB) | B(K_OWV))
+/* the vector forms: a block of ow_per_item columns is one floatN, so the declared block is as
+ * wide as a CPU's SIMD register (16 floats) and the work-group narrower to match the fewer
+ * work-items per row */
+#define D_VTILED \
+  { 4, 1, 1, 1, 1, 1, 0, 1, 4, 16, 2 }
+#define D_VDW \
+  { 8, 1, 1, 1, 1, 1, 0, 1, 4, 8, 2 }
+#define CONV_TILED_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_UNROLL))
+#define DW_TILED_KNOBS (B(K_WG_X) | B(K_OHB) | B(K_OWB))
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_NCHW) | MI_LAYOUT_BIT(MI_LAYOUT_ANY))
 #define V(id, op, desc, fuse, knobs, dflt) \
@@ -37,6 +44,16 @@
 
 static const ocl_variant_t k_variants[] = {
     V("conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED),
+    /* Listed second and third: a tune's first layer round tries a node's variants at their
+     * declared knobs in this order, as many as its cap allows (docs/tuning.md). */
+    V("conv.tiled_vec", "Conv",
+      "conv.tiled with a work-item's ow_per_item columns as one floatN vector, one vector FMA "
+      "per tap (SIMD where the device does not vectorise across work-items, as CPU OpenCL)",
+      MM_FUSE, CONV_TILED_KNOBS, D_VTILED),
+    V("conv.dw_vec", "Conv",
+      "conv.dw_tiled with a work-item's ow_per_item columns as one floatN vector, one vector "
+      "FMA per tap",
+      MM_FUSE, DW_TILED_KNOBS, D_VDW),
     V("conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
       B(K_WG_X) | B(K_UNROLL), D_1D),
     V("conv.tiled", "Conv",
@@ -145,10 +162,6 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
          MI_KNOB_INT, 4, 5, 1, 2, 4, 8, 16),
     KNOB("oh_per_item", "output rows one work-item computes (tiled depthwise convolution)", "",
          MI_KNOB_INT, 2, 4, 1, 2, 4, 8),
-    KNOB("ow_vector",
-         "a work-item's ow_per_item columns as one floatN vector, one vector FMA per tap (tiled "
-         "direct convolutions; SIMD where the device does not vectorise across work-items)",
-         "", MI_KNOB_BOOL, 0, 0, 0),
 };
 
 static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32_t index,
@@ -207,9 +220,9 @@ static const struct {
               "vector_width must divide tile_n/wg_x (the columns each work-item computes)"},
     [C_REGS] = {MI_CONSTRAINT_CUSTOM, "tile_m", "tile_n", MM2D,
                 "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %lld"},
-    [C_TREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oc_per_item", "ow_per_item", "conv.tiled",
+    [C_TREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oc_per_item", "ow_per_item", "conv.tiled,conv.tiled_vec",
                  "accumulators per work-item oc_per_item*ow_per_item must be at most %lld"},
-    [C_DREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oh_per_item", "ow_per_item", "conv.dw_tiled",
+    [C_DREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oh_per_item", "ow_per_item", "conv.dw_tiled,conv.dw_vec",
                  "accumulators per work-item oh_per_item*ow_per_item must be at most %lld"},
 };
 

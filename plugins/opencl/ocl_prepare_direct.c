@@ -1,5 +1,6 @@
 /* ocl_prepare_direct.c - prepares the register-tiled direct convolutions (conv.tiled,
- * conv.dw_tiled): the filter geometry as build options, the weights packed for conv.tiled. */
+ * conv.dw_tiled and their vector forms conv.tiled_vec, conv.dw_vec): the filter geometry as
+ * build options, the weights packed for conv.tiled. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,12 +9,12 @@
 
 /* The geometry options every tiled kernel is built with (g as in mi__ocl_prepare_conv). */
 static void geo_opts(char *buf, size_t n, const char *kind, const cl_int *g, int b0, int owb,
-                     const ocl_knobs_t *kn) {
+                     const ocl_knobs_t *kn, int vec) {
   snprintf(buf, n,
            "-D %s -D KH=%d -D KW=%d -D SH=%d -D SW=%d -D DH=%d -D DW=%d -D %s=%d -D OWB=%d "
            "-D UNROLL=%d -D OWV=%d",
            kind, g[6], g[7], g[8], g[9], g[12], g[13], strcmp(kind, "CONV_TILED") ? "OHB" : "OCB",
-           b0, owb, (int)kn->v[K_UNROLL], kn->v[K_OWV] && owb > 1); /* no float1: scalar */
+           b0, owb, (int)kn->v[K_UNROLL], vec && owb > 1); /* no float1: scalar */
 }
 
 /* Which shapes each variant takes. conv.tiled leaves depthwise convolutions (one input and one
@@ -26,12 +27,12 @@ static int32_t accepts(ocl_prep_t *p, int dw, const cl_int *g, const mi_tensor_d
                          p->var->v.id);
   if (dw && (G != C || OC % C))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
-                         "conv.dw_tiled: needs group == channels (group %d, C %d)", G, C);
+                         "%s: needs group == channels (group %d, C %d)", p->var->v.id, G, C);
   if (!dw && C / G == 1 && OC / G == 1)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
-                         "conv.tiled: a depthwise convolution (group %d == channels) is "
-                         "conv.dw_tiled's",
-                         G);
+                         "%s: a depthwise convolution (group %d == channels) is "
+                         "conv.dw_tiled's / conv.dw_vec's",
+                         p->var->v.id, G);
   if ((long long)g[6] * g[7] > 49)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "%s: filters up to 49 taps (7x7) unroll into registers; %dx%d is larger",
@@ -41,7 +42,8 @@ static int32_t accepts(ocl_prep_t *p, int dw, const cl_int *g, const mi_tensor_d
 
 int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tensor_desc_t *w,
                            ocl_arg_t ax, ocl_arg_t ay, const ocl_epi_t *e) {
-  int dw = strcmp(p->var->v.id, "conv.dw_tiled") == 0;
+  int dw = !strcmp(p->var->v.id, "conv.dw_tiled") || !strcmp(p->var->v.id, "conv.dw_vec");
+  int vec = strstr(p->var->v.id, "_vec") != NULL;
   int C = g[0], OC = g[3], OH = g[4], OW = g[5], KK = g[6] * g[7], G = g[14];
   int owb = (int)p->kn.v[K_OWB], b0 = (int)p->kn.v[dw ? K_OHB : K_OCB];
   cl_int sizes[9] = {C, g[1], g[2], OC, OH, OW, g[10], g[11], G};
@@ -69,7 +71,7 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
     free(pk);
     if (st != MI_OK) return st;
   }
-  geo_opts(opt, sizeof opt, dw ? "CONV_DW_TILED" : "CONV_TILED", g, b0, owb, &p->kn);
+  geo_opts(opt, sizeof opt, dw ? "CONV_DW_TILED" : "CONV_TILED", g, b0, owb, &p->kn, vec);
   if (!(l = mi__ocl_launch_new(p, mi__ocl_src_direct, opt, dw ? "conv_dw_tiled" : "conv_tiled", &st)))
     return st;
   mi__ocl_arg(l, ax);

@@ -15,7 +15,7 @@ const char mi__ocl_src_direct[] =
     "#define LOAD_SEG(s, xr, iw0, W) FULL_UNROLL for (int q = 0; q < SEG; q++) { \\\n"
     "    int iw = (iw0) + q; float v = (xr)[clamp(iw, 0, (W) - 1)]; \\\n"
     "    s[q] = (iw >= 0 && iw < (W)) ? v : 0.0f; }\n"
-    /* OWV: a work-item's OWB adjacent columns as one floatOWB vector (OWB 2..16), so each tap is
+    /* OWV (the _vec variants): a work-item's OWB adjacent columns as one floatOWB vector (OWB 2..16), so each tap is
      * one vector FMA for the whole block. A device that does not vectorise across work-items
      * (CPU OpenCL runs these kernels a work-item at a time: 3.5 GFLOP/s on a 64x64 depthwise
      * layer) gets its SIMD from the work-item instead. Where the block's input segment lies

@@ -33,11 +33,11 @@ static const shape_t k_shapes[] = {
     {"blazeface 1x1 88->96 16x16", 1, 0, 0, 0, 88, 16, 16, 96, 1, 1, 0, 1},
 };
 
-#define NK 12
+#define NK 11
 static const char *k_knob_names[NK] = {"wg_x", "wg_y", "tile_m",
                                        "tile_n", "tile_k", "vector_width",
                                        "use_local_memory", "unroll", "oc_per_item",
-                                       "ow_per_item", "oh_per_item", "ow_vector"};
+                                       "ow_per_item", "oh_per_item"};
 
 typedef struct cfg {
   int64_t v[NK];
@@ -154,7 +154,7 @@ typedef struct domain {
 } domain_t;
 
 static void load_domain(ocl_t *o, domain_t *d) {
-  static const int64_t cap[NK] = {32, 32, 64, 64, 32, 8, 1, 8, 16, 16, 8, 1};
+  static const int64_t cap[NK] = {32, 32, 64, 64, 32, 8, 1, 8, 16, 16, 8};
   uint32_t nk = 0, j, i;
   memset(d, 0, sizeof *d);
   BENCH_REQUIRE(o->api->knob_count(o->ctx, 0, &nk, NULL) == MI_OK);
