@@ -134,4 +134,33 @@ grep -Eq "^~.*/(then|else)/relu_step_with_a_long_name +Relu " "$T/if.txt" ||
   fail "the long nested name lost its tail: $(cat "$T/if.txt")"
 grep -Eq "^an_if_node_named_at_length/(then|else)/add +Add " "$T/if.txt" ||
   fail "nested row in the text: $(cat "$T/if.txt")"
+# 7. The If's condition as a bool graph input: random data cannot stand for it, so its value
+# comes from --input, which must reach the worker (it carried only the shapes once) and pick
+# the branch: true runs then, false runs else.
+python3 - "$T" <<'PY' || fail "If model with a bool input"
+import struct, sys
+sys.path.insert(0, sys.argv[1]); from mi_wire import *
+def graph(nodes, name, outs):
+    return b"".join(ld(1, n) for n in nodes) + s(2, name) + b"".join(ld(12, vinfo(*o)) for o in outs)
+def gattr(name, g): return s(1, name) + ld(6, g) + vi(20, 5)
+def branch(name, op):
+    return graph([node(op, "step", ["x"], ["y" + name])], name, [("y" + name, 1, [1, 64])])
+ifn = node("If", "cond", ["c"], ["y"]) + ld(5, gattr("then_branch", branch("then", "Tanh"))) + \
+    ld(5, gattr("else_branch", branch("else", "Sigmoid")))
+save("ifc.onnx", model([ifn], [("x", 1, [1, 64]), ("c", 9, [])], [("y", 1, [1, 64])]))
+for v in (0, 1):
+    h = "{'descr': '|b1', 'fortran_order': False, 'shape': (), }"
+    h += " " * (63 - (10 + len(h)) % 64) + "\n"
+    open("%s/c%d.npy" % (sys.argv[1], v), "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + bytes([v]))
+PY
+for v in 0 1; do
+  $HOST profile --model "$T/ifc.onnx" --device blis-cpu:0 --db "$T/if.db" --repeat 3 --workers 1 \
+    --no-fingerprint --json --input "c=$T/c$v.npy" > "$T/ifc.json" || fail "profile with --input c=c$v.npy"
+  python3 - "$T/ifc.json" $v <<'PY' || fail "the --input value did not pick the branch (c=$v)"
+import json, sys
+rows = json.load(open(sys.argv[1]))["table"]
+want = "cond/" + ("then" if sys.argv[2] == "1" else "else") + "/step"
+assert want in {r["name"] for r in rows if r["depth"] == 1}, rows
+PY
+done
 echo "profile_kill: ok"

@@ -243,7 +243,7 @@ static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t 
  * and mi-run), and what the workers get: every input's shape when any was given, and the
  * --input files by absolute path (a worker need not share the working directory). */
 static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
-  size_t at = 0, fat = 0;
+  size_t at = 0;
   int32_t rc;
   if ((rc = mi_onnx_load(a->model, g, err))) return rc;
   if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)))
@@ -267,18 +267,8 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
                          t->name, (int)d,
                          t->name, t->name);
   }
-  for (int i = 0; i < a->nfile; i++) {
-    const char *eq = strchr(a->files[i], '=');
-    char *abs = eq ? realpath(eq + 1, NULL) : NULL;
-    if (!abs || strchr(a->files[i], ';'))
-      rc = mi_errorf(err, MI_ERR_IO, "--input '%s': cannot resolve the file", a->files[i]);
-    else
-      fat += (size_t)snprintf(a->fixed + fat, fat < sizeof a->fixed ? sizeof a->fixed - fat : 0,
-                              "%s%.*s=%s", i ? ";" : "", (int)(eq - a->files[i]), a->files[i], abs);
-    free(abs);
-    if (rc) return rc;
-  }
-  if (fat >= sizeof a->fixed) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: too many files");
+  if ((rc = mi_host_fixed_inputs(a->files, a->nfile, a->fixed, sizeof a->fixed, err)))
+    return rc;
   if (!(rc = mi_graph_toposort(*g, err))) rc = mi_graph_infer_shapes(*g, err);
   return rc;
 }

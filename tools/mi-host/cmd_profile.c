@@ -32,6 +32,7 @@ typedef struct task_info {
   char *features;
   mi_model_features_t f;
   char inputs[2048]; /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
+  char fixed[8192];  /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
   mi_graph_t *g;     /* shapes inferred: the per-layer table's shapes and FLOPs */
 } task_info_t;
 
@@ -185,6 +186,7 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
         at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, d ? "x%lld" : "%lld", (long long)x->dims[d]);
     }
   }
+  if (!rc) rc = mi_host_fixed_inputs(a->inputs, a->ninput, t->fixed, sizeof t->fixed, err);
   if (!rc && !(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
       !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
     t->features = mi_model_features_json(&t->f);
@@ -322,7 +324,7 @@ static int by_latency(const void *x, const void *y) {
  * lower middle one for even k), with every worker's median in `medians` (seconds, in the order
  * measured). The first failure ends it: NULL, err says why. */
 static mi_profile_t *measure_in_workers(mi_worker_pool_t *pool, const char *spec, const char *model,
-                                        const char *inputs,
+                                        const char *inputs, const char *fixed,
                                         const mi_session_options_t *so,
                                         const mi_measure_options_t *mo, int check, int k,
                                         double *medians, mi_error_t *err) {
@@ -331,12 +333,15 @@ static mi_profile_t *measure_in_workers(mi_worker_pool_t *pool, const char *spec
   for (; n < k; n++) {
     if (n > 0) mi_worker_retire(pool, spec);
     if (inputs[0]) {
-      /* Input shapes travel with a configuration job; the plain profile job has none. */
+      /* Input shapes and values travel with a configuration job; the plain profile job has none
+       * (the values of --input reach the worker as files: a bool or int64 input cannot be
+       * drawn at random). */
       mi_worker_config_t wc;
       memset(&wc, 0, sizeof wc);
       wc.struct_size = sizeof wc;
       wc.model = model;
       wc.inputs = inputs;
+      wc.fixed_inputs = fixed[0] ? fixed : NULL;
       wc.so = so;
       if (mi_worker_profile_config(pool, spec, &wc, mo, check, &got[n], NULL, err) != MI_OK) break;
     } else if (mi_worker_profile(pool, spec, model, so, mo, check, &got[n], err) != MI_OK) {
@@ -476,7 +481,7 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
       if (r == 0 && a.fingerprint && mi_worker_fingerprint(pool, spec, &fps[d], &err) == MI_OK)
         mi_error_clear(&err);
       if (!err.message[0] || err.code == MI_OK)
-        p = measure_in_workers(pool, spec, a.model, task.inputs, &so, &a.mo, a.check, a.workers, medians, &err);
+        p = measure_in_workers(pool, spec, a.model, task.inputs, task.fixed, &so, &a.mo, a.check, a.workers, medians, &err);
       if (!p) failed++;
       if (record(hist, run, &task, spec, &fps[d], canon, p, p ? NULL : err.message, &rerr)) {
         fprintf(stderr, "mi-host: profile: cannot record: %s\n", rerr.message);

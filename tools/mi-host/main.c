@@ -115,6 +115,24 @@ int mi_host_usage_error(const char *fmt, ...) {
   return MI_HOST_USAGE;
 }
 
+int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t cap, mi_error_t *err) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    const char *eq = strchr(args[i], '=');
+    char *abs = eq ? realpath(eq + 1, NULL) : NULL;
+    if (!abs || strchr(args[i], ';')) {
+      free(abs);
+      return mi_errorf(err, MI_ERR_IO, "--input '%s': cannot resolve the file", args[i]);
+    }
+    at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "%s%.*s=%s", i ? ";" : "",
+                           (int)(eq - args[i]), args[i], abs);
+    free(abs);
+  }
+  if (at >= cap) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--input: too many files");
+  return MI_OK;
+}
+
 const char *mi_host_plugin_path(mi_host_t *h) {
   char given[8192] = "";
   size_t at = 0;

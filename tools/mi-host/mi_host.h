@@ -50,6 +50,11 @@ void mi_host_cli_begin(mi_host_t *h, mi_cli_t *c, const char *command, const mi_
  * printed, MI_HOST_USAGE after a message. */
 int mi_host_cli_next(mi_cli_t *c, int *status);
 
+/** The --input NAME=FILE.npy arguments as the workers take them (mi_worker_config_t's
+ * fixed_inputs): "NAME=/ABS/FILE.npy;...", each file resolved to its absolute path since the
+ * workers may run elsewhere in the tree. An unresolvable file or a text over `cap` is an error. */
+int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t cap, mi_error_t *err);
+
 /** Prints "mi-host: <message>" to stderr and returns MI_HOST_USAGE. */
 int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
