@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "meta/meta_internal.h"
 
 enum { POP = 128,
@@ -140,6 +141,11 @@ int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *
     if (target > cap) target = cap;
   }
   while (scored < target) {
+    /* Past the search's seconds nothing this screen proposes is measured (mi__meta_has_budget),
+     * so the generations stop there: a clock that only cuts work whose result is thrown away,
+     * and a seed still gives the same search within its time. Under a sanitizer one round took
+     * 17 s of a 3 s budget. */
+    if (st->so->max_seconds > 0 && mi__now_s() - st->t0 >= st->so->max_seconds) break;
     /* A fresh scalarisation each generation spreads the population along the front. */
     draw_lambda(st, lam);
     for (int32_t i = 0; i < pop.n; i++) fit[i] = score(st, lam, pop.mu + (size_t)i * m, pop.sd + (size_t)i * m, ideal);
