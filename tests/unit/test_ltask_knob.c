@@ -61,7 +61,8 @@ static int32_t kmeasure(void *ctx, const int32_t *pt, double *node_s, mi_error_t
 /* Tunes the small CNN's tasks on `plugin` with `rounds` knob rounds; returns how many of its
  * Convs whose best has a knob to move ended on the clock's target, into *hit (of *want). */
 static void tune_knobs_timed(mi_registry_t *r, const char *plugin, int32_t rounds, double sleep_s,
-                             double max_seconds, int32_t *hit, int32_t *want, mi_ltask_result_t *res) {
+                             double max_seconds, double hard_seconds, int32_t reserve_runs, int32_t *hit,
+                             int32_t *want, mi_ltask_result_t *res) {
   mi_plugin_t *p = mi_registry_find(r, plugin);
   mi_graph_t *g = tsu_small_cnn();
   mi_space_t *s = NULL;
@@ -89,6 +90,8 @@ static void tune_knobs_timed(mi_registry_t *r, const char *plugin, int32_t round
   o.measure_ctx = &c;
   o.knob_rounds = rounds;
   o.max_seconds = max_seconds;
+  o.hard_seconds = hard_seconds;
+  o.reserve_runs = reserve_runs;
   CHECK(mi_ltasks_tune(g, s, t, base, &o, res, &err) == MI_OK, "%s: %s", plugin, err.message);
   CHECK(res->rounds == c.calls, "rounds %d, measurements %d", (int)res->rounds, (int)c.calls);
   for (int32_t n = 0; res->point && n < g->node_count; n++) {
@@ -117,7 +120,7 @@ static void tune_knobs_timed(mi_registry_t *r, const char *plugin, int32_t round
 
 static void tune_knobs(mi_registry_t *r, const char *plugin, int32_t rounds, int32_t *hit, int32_t *want,
                        mi_ltask_result_t *res) {
-  tune_knobs_timed(r, plugin, rounds, 0, 0, hit, want, res);
+  tune_knobs_timed(r, plugin, rounds, 0, 0, 0, 0, hit, want, res);
 }
 
 /* The phase's seconds (max_seconds): with measurements of 40 ms and 0.1 s for the phase, no
@@ -130,7 +133,7 @@ static void phase_seconds_blis(void) {
   mi_ltask_result_t full, timed;
   int32_t hit, want;
   tune_knobs(r, "blis-cpu", 12, &hit, &want, &full);
-  tune_knobs_timed(r, "blis-cpu", 12, 0.04, 0.1, &hit, &want, &timed);
+  tune_knobs_timed(r, "blis-cpu", 12, 0.04, 0.1, 0, 0, &hit, &want, &timed);
   CHECK(full.rounds > 4 && full.variant_rounds_cut == 0 && full.knob_rounds_cut == 0,
         "untimed: %d rounds, %d + %d cut", (int)full.rounds, (int)full.variant_rounds_cut, (int)full.knob_rounds_cut);
   CHECK(timed.rounds >= 1 && timed.rounds <= 4, "timed: %d rounds in 0.1 s of 40 ms each", (int)timed.rounds);
@@ -138,6 +141,25 @@ static void phase_seconds_blis(void) {
         (int)timed.rounds, (int)full.rounds);
   mi_ltask_result_free(&full);
   mi_ltask_result_free(&timed);
+  mi_registry_destroy(r);
+}
+
+/* The extension (hard_seconds, reserve_runs): with 40 ms rounds, a 0.1 s share and 0.6 s in all,
+ * a phase that must leave 2 runs after it (0.12 s at its pace) runs on past the share, up to
+ * 0.6 s; one that must leave 20 (1.2 s) keeps to the share. The tuner grants the extension when
+ * its joint search has only a few points left (opencl and vulkan on a face detector: 2). */
+static void phase_reserve_blis(void) {
+  mi_registry_t *r = tsu_registry();
+  mi_ltask_result_t few, many;
+  int32_t hit, want;
+  double t0 = mi_now_s(), el;
+  tune_knobs_timed(r, "blis-cpu", 12, 0.04, 0.1, 0.6, 2, &hit, &want, &few);
+  el = mi_now_s() - t0;
+  tune_knobs_timed(r, "blis-cpu", 12, 0.04, 0.1, 0.6, 20, &hit, &want, &many);
+  CHECK(few.rounds > 4 && el < 0.6 + 0.2, "2 runs reserved: %d rounds in %.2f s", (int)few.rounds, el);
+  CHECK(many.rounds >= 1 && many.rounds <= 4, "20 runs reserved: %d rounds past a 0.1 s share", (int)many.rounds);
+  mi_ltask_result_free(&few);
+  mi_ltask_result_free(&many);
   mi_registry_destroy(r);
 }
 
@@ -172,6 +194,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(knob_stage_opencl),
     TU_CASE(knob_stage_vulkan),
     TU_CASE(phase_seconds_blis),
+    TU_CASE(phase_reserve_blis),
 };
 
 TU_MAIN(NULL, NULL)

@@ -117,6 +117,13 @@ typedef struct mi_ltask_options {
    * budget holds on a model whose measurements take many seconds. Read only when struct_size
    * covers it. */
   double max_seconds;
+  /* Added: the phase may run past max_seconds, up to hard_seconds from its start, while
+   * reserve_runs more whole-model measurements at the phase's own mean round time (x1.5) still
+   * fit after it: when what comes after the phase is small (a tuner whose joint search has a
+   * handful of points left once the kernel choices are the tasks'), the seconds it would not use
+   * go to the layer tasks. hard_seconds <= 0: off. Read only when struct_size covers them. */
+  double hard_seconds;
+  int32_t reserve_runs;
 } mi_ltask_options_t;
 
 MI_API void mi_ltask_options_default(mi_ltask_options_t *o);

@@ -37,10 +37,11 @@ void mi__ltask_tried(mi__ltask_state_t *ts, const char *choice, double seconds);
 /* The knob stage (ltask_knob.c): up to `rounds` more whole-model measurements, each moving every
  * measured task one knob step from its fastest choice with knobs; adds to out's counters. */
 int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
-                             const int32_t *base, const mi_ltask_options_t *o,
+                             const int32_t *base, const mi_ltask_options_t *o, double phase_t0,
                              mi__ltask_state_t *ts, mi_ltask_result_t *out, mi_error_t *err);
-/** Seconds the layer-task phase has left of o->max_seconds from its start phase_t0 (mi_now_s);
- * INFINITY when no limit is set (or struct_size does not cover it). */
-double mi__ltask_phase_left(const mi_ltask_options_t *o, double phase_t0);
+/** Seconds the layer-task phase has left of o->max_seconds from its start phase_t0 (mi_now_s),
+ * or of o->hard_seconds less o->reserve_runs rounds at the mean of the `rounds` run so far
+ * (x1.5), whichever is more; INFINITY when no limit is set (or struct_size does not cover it). */
+double mi__ltask_phase_left(const mi_ltask_options_t *o, double phase_t0, int32_t rounds);
 
 #endif

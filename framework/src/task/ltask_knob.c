@@ -168,8 +168,8 @@ static void start(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k,
 }
 
 int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
-                             const int32_t *base, const mi_ltask_options_t *o, mi__ltask_state_t *ts,
-                             mi_ltask_result_t *out, mi_error_t *err) {
+                             const int32_t *base, const mi_ltask_options_t *o, double phase_t0,
+                             mi__ltask_state_t *ts, mi_ltask_result_t *out, mi_error_t *err) {
   int has = o->struct_size >= offsetof(mi_ltask_options_t, knob_seconds) + sizeof o->knob_seconds;
   int32_t rounds = has ? o->knob_rounds : 0, D = mi_space_dim_count(s), rc = MI_OK;
   double limit = has ? o->knob_seconds : 0, t0 = mi_now_s();
@@ -197,7 +197,7 @@ int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_
     mi_error_t e;
     for (int32_t i = 0; i < t->count; i++) any |= ks[i].active;
     if (!any) break;
-    if (limit > 0 && mi_now_s() - t0 > limit) {
+    if ((limit > 0 && mi_now_s() - t0 > limit) || mi__ltask_phase_left(o, phase_t0, out->rounds) <= 0) {
       /* Stopped by the seconds while some task still had steps: the rounds left are counted,
        * so the tuner can say what its time budget cut. */
       out->knob_rounds_cut = rounds - r;

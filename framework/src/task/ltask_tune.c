@@ -17,10 +17,17 @@ MI_API void mi_ltask_options_default(mi_ltask_options_t *o) {
   o->max_candidates = 6;
 }
 
-double mi__ltask_phase_left(const mi_ltask_options_t *o, double phase_t0) {
+double mi__ltask_phase_left(const mi_ltask_options_t *o, double phase_t0, int32_t rounds) {
   int has = o->struct_size >= offsetof(mi_ltask_options_t, max_seconds) + sizeof o->max_seconds;
+  int hard = o->struct_size >= offsetof(mi_ltask_options_t, reserve_runs) + sizeof o->reserve_runs;
+  double el = mi_now_s() - phase_t0, left;
   if (!has || !(o->max_seconds > 0)) return INFINITY;
-  return o->max_seconds - (mi_now_s() - phase_t0);
+  left = o->max_seconds - el;
+  if (hard && o->hard_seconds > 0 && rounds > 0) {
+    double after = 1.5 * (o->reserve_runs > 0 ? o->reserve_runs : 0) * el / rounds;
+    left = fmax(left, o->hard_seconds - el - after);
+  }
+  return left;
 }
 
 MI_API void mi_ltask_result_free(mi_ltask_result_t *r) {
@@ -469,7 +476,7 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
   for (int32_t r = 0; r < rounds; r++) {
     int any = 0, n_in = 0;
     mi_error_t e;
-    if (mi__ltask_phase_left(o, t0) <= 0) {
+    if (mi__ltask_phase_left(o, t0, out->rounds) <= 0) {
       /* Out of the phase's seconds: the rounds some task still had are left out, and counted. */
       int32_t most = 0;
       for (int32_t i = 0; i < t->count; i++)
@@ -516,14 +523,9 @@ MI_API int32_t mi_ltasks_tune(const mi_graph_t *g, const mi_space_t *s, const mi
     rc = MI_OK; /* one failed round fails only its candidates */
   }
   {
-    /* The knob stage gets what is left of the phase's seconds (or its own cap, if smaller). */
-    mi_ltask_options_t ko = *o;
-    double left = mi__ltask_phase_left(o, t0);
-    if (isfinite(left) && ko.struct_size >= offsetof(mi_ltask_options_t, max_seconds) + sizeof ko.max_seconds) {
-      /* 1e-9, not 0: a limit of 0 reads as none */
-      if (!(ko.knob_seconds > 0) || left < ko.knob_seconds) ko.knob_seconds = left > 1e-9 ? left : 1e-9;
-    }
-    if ((rc = mi__ltask_knob_stage(g, s, t, base, &ko, ts, out, err)) != MI_OK) goto done;
+    /* The knob stage stops at its own cap (knob_seconds) or when the phase's seconds are out,
+     * which it reads before each round (their extension depends on the rounds' mean time). */
+    if ((rc = mi__ltask_knob_stage(g, s, t, base, o, t0, ts, out, err)) != MI_OK) goto done;
   }
   memcpy(out->point, base, (size_t)D * sizeof *out->point);
   for (int32_t i = 0; i < t->count; i++) {

@@ -56,13 +56,16 @@ double mi__tune_left(const mi_tune_task_t *t) {
   return t->deadline > 0 ? t->deadline - mi_now_s() : INFINITY;
 }
 
+double mi__tune_confirm_keep(const mi_tune_task_t *t) {
+  return fmin(MI__TUNE_CONFIRM_S, MI__TUNE_CONFIRM_SHARE * t->recipe->budget_seconds);
+}
+
 void mi__tune_share_search(const mi_tune_task_t *t, mi_search_options_t *o) {
-  double left = mi__tune_left(t), keep;
+  double left = mi__tune_left(t);
   if (!isfinite(left)) return;
   /* The paired check at the end keeps its share (15% of the budget, at most its usual 60 s);
    * the search has the rest, at least a moment so that it still takes what the history holds. */
-  keep = fmin(MI__TUNE_CONFIRM_S, MI__TUNE_CONFIRM_SHARE * t->recipe->budget_seconds);
-  o->max_seconds = fmax(left - keep, 1e-3);
+  o->max_seconds = fmax(left - mi__tune_confirm_keep(t), 1e-3);
 }
 
 void mi__tune_time_note(const mi_tune_callbacks_t *cb, const mi_tune_run_t *run) {

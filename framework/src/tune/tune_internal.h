@@ -129,12 +129,16 @@ int32_t mi_tune_ltasks(mi_tune_task_t *task, mi_tune_run_t *run, const mi_graph_
 
 /* The recipe's seconds as shares of one tune (tune_call.c): the layer-task phase may run until
  * MI__TUNE_LTASK_SHARE of the budget is spent, the paired check keeps MI__TUNE_CONFIRM_SHARE of it
- * (at most MI__TUNE_CONFIRM_S), the search has the rest. */
+ * (at most MI__TUNE_CONFIRM_S), the search has the rest. When the search has only a few points
+ * left once the kernel choices are the tasks', the layer phase may run until what those need at
+ * its own pace, plus the check's share, is all that is left (tune_ltask.c). */
 #define MI__TUNE_LTASK_SHARE 0.4
 #define MI__TUNE_CONFIRM_SHARE 0.15
 #define MI__TUNE_CONFIRM_S 60.0
 /** Seconds left of the task's budget (INFINITY: no budget). */
 double mi__tune_left(const mi_tune_task_t *t);
+/** Seconds the paired check keeps of the budget. */
+double mi__tune_confirm_keep(const mi_tune_task_t *t);
 /** Sets o->max_seconds to the search's share of what is left (unchanged without a budget). */
 void mi__tune_share_search(const mi_tune_task_t *t, mi_search_options_t *o);
 /** Logs what the time budget cut, when it cut anything. */
