@@ -10,7 +10,7 @@
 #define VK_PLUGIN_NAME "vulkan"
 #define VK_NBIND 6       /* storage-buffer bindings of the one descriptor-set layout */
 #define VK_PUSH_WORDS 32 /* 128 bytes: the guaranteed minimum maxPushConstantsSize */
-#define VK_NSPEC 6       /* spec constants: local_x, local_y, tile_k, unroll, reg_m, reg_n */
+#define VK_NSPEC 8 /* spec constants: the 6 knobs, then 2 shape constants (K_STRIDE, K_KSIZE) */
 #define VK_MAX_DISP 24
 #define VK_MAX_OWN 24
 #define VK_MAX_IO 32
@@ -177,10 +177,15 @@ enum { K_LOCAL_X,
        K_REG_M,
        K_REG_N,
        K_COUNT };
+/* Spec constants after the knobs: shapes a pipeline is compiled for (conv.dw_vec's stride and
+ * kernel size, so its loops unroll into registers); 1 where a shader does not read them. */
+enum { K_STRIDE = K_COUNT,
+       K_KSIZE };
 enum { SH_1D,
        SH_CONV,
        SH_GEMM_NAIVE,
-       SH_GEMM_TILED };
+       SH_GEMM_TILED,
+       SH_VEC };
 
 typedef struct vk_variant {
   mi_sdk_variant_t v; /* id, op type, dtype (FP16 for the fp16 ones), knob_mask (bit per K_*) */
@@ -264,6 +269,11 @@ int32_t mi__vk_epi_bind(vk_prep_t *p, vk_disp_t *d, const vk_epi_t *e, int at);
 void mi__vk_epi_free(vk_epi_t *e);
 
 int32_t mi__vk_prepare_conv(vk_prep_t *p);
+/* conv.vec / conv.dw_vec (vk_prepare_vec.c): checks the shape, sets the shape constants, may
+ * view a 1x1 conv as one row (v is the push block's first 16 words), and counts invocations. */
+int32_t mi__vk_conv_vec_shape(vk_prep_t *p, int64_t *v, uint64_t *items);
+/* The weights in the layout the variant reads, uploaded into a buffer of the kernel. */
+int32_t mi__vk_conv_vec_weights(vk_prep_t *p, const int64_t *v, const float *w, vk_ref_t *out);
 int32_t mi__vk_prepare_gemm(vk_prep_t *p);
 int32_t mi__vk_prepare_op(vk_prep_t *p);
 

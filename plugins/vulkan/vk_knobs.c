@@ -18,6 +18,9 @@
   { 16, 16, 16, 4, 1, 1 }
 #define D_REG \
   { 16, 8, 16, 4, 4, 4 }
+/* conv.vec: 8 output channels x 4 columns; conv.dw_vec: 2 rows x 4 columns per invocation */
+#define D_VEC \
+  { 32, 1, 1, 1, 2, 1 }
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
 #define LAYOUTS (MI_LAYOUT_BIT(MI_LAYOUT_ANY) | MI_LAYOUT_BIT(MI_LAYOUT_NCHW))
 #define V(id, op, desc, fuse, knobs, shape, dflt) \
@@ -31,6 +34,11 @@
 static const vk_variant_t k_variants[] = {
     V("conv.direct", "Conv", "direct convolution (groups, strides, pads, dilations)", MM_FUSE,
       B(K_LOCAL_X) | B(K_UNROLL), SH_CONV, D_1D),
+    /* For CPU drivers: listed next, so a layer task's first round tries them at their blocks. */
+    V("conv.vec", "Conv", "direct convolution, 4 columns x 4*reg_m output channels per invocation in vec4 registers (group 1, strides, pads, dilations)",
+      MM_FUSE, B(K_LOCAL_X) | B(K_REG_M), SH_VEC, D_VEC),
+    V("conv.dw_vec", "Conv", "depthwise convolution, reg_m rows x 4*reg_n columns per invocation from input rows loaded once (square kernel <= 7, stride 1 or 2)",
+      MM_FUSE, B(K_LOCAL_X) | B(K_REG_M) | B(K_REG_N), SH_VEC, D_VEC),
     V("conv.depthwise", "Conv", "depthwise convolution (group == channels)", MM_FUSE,
       B(K_LOCAL_X), SH_1D, D_1D),
     V("conv.gemm", "Conv", "implicit GEMM (input unfolded in the tile loads), shared-memory tiles, reg_m x reg_n outputs per invocation (groups, strides, pads, dilations)",
@@ -128,6 +136,7 @@ enum { C_INVOC,
        C_UNROLL_TK,
        C_SHARED,
        C_UNROLL_KW,
+       C_VEC_REGS,
        C_COUNT };
 static const mi_sdk_tables_t k_all = {.knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants, .variant_count = NVAR, .variant_size = sizeof k_variants[0], .constraint_count = C_COUNT, .constraint = constraint_of};
 static const mi_sdk_tables_t k_no_fp16 = {.knobs = k_knobs, .knob_count = K_COUNT, .variants = k_variants, .variant_count = NVAR - NFP16, .variant_size = sizeof k_variants[0], .constraint_count = C_COUNT, .constraint = constraint_of};
@@ -186,6 +195,9 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
   return mi__vk_constraint_desc(&ctx->devs[device], index, out);
 }
 
+/* Past 8 vec4 blocks of outputs per invocation (32 or 64 accumulators) the registers spill. */
+#define VEC_MAX_REGS 8
+
 static int64_t shared_bytes(const int64_t *v) {
   return (v[K_LOCAL_Y] * v[K_REG_M] + v[K_LOCAL_X] * v[K_REG_N]) * v[K_TILE_K] * 4;
 }
@@ -227,6 +239,11 @@ int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_d
   case C_UNROLL_KW:
     applies(0, SH_CONV, to, sizeof to);
     mi_sdk_constraint_set(&c, MI_CONSTRAINT_LESS_EQUAL, "unroll", NULL, to, 8, "unroll <= 8 kernel columns");
+    break;
+  case C_VEC_REGS:
+    applies(0, SH_VEC, to, sizeof to);
+    mi_sdk_constraint_set(&c, MI_CONSTRAINT_PRODUCT_LE, "reg_m", "reg_n", to, VEC_MAX_REGS,
+                          "reg_m * reg_n <= %d (vec4 registers of outputs per invocation)", VEC_MAX_REGS);
     break;
   default:
     return MI_ERR_INVALID_ARGUMENT;
@@ -275,6 +292,10 @@ int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *var,
                            "maxComputeSharedMemorySize (%u)",
                            var->v.id, (long long)shared_bytes(v), l->maxComputeSharedMemorySize);
   }
+  if (var->shape == SH_VEC && v[K_REG_M] * v[K_REG_N] > VEC_MAX_REGS)
+    return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: reg_m * reg_n = %lld breaks reg_m * reg_n <= %d",
+                         var->v.id, (long long)(v[K_REG_M] * v[K_REG_N]), VEC_MAX_REGS);
   for (k = 0; k < K_COUNT; k++) spec[k] = (uint32_t)v[k];
+  spec[K_STRIDE] = spec[K_KSIZE] = 0; /* set by prepare where a shader reads them */
   return MI_OK;
 }

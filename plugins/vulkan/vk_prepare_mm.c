@@ -14,7 +14,8 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   int64_t v[16]; /* N C H W K OH OW KH KW sh sw ph pw dh dw G */
   int two_d, i, depthwise = strcmp(p->var->v.id, "conv.depthwise") == 0;
-  int gemm = p->var->shape == SH_GEMM_TILED;
+  int gemm = p->var->shape == SH_GEMM_TILED, vec = p->var->shape == SH_VEC;
+  uint64_t items = 0;
   int transposed = strcmp(n->op_type, "ConvTranspose") == 0;
   vk_epi_t e;
   vk_disp_t *d;
@@ -78,14 +79,18 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
                          (long long)((v[5] * v[6] + tn - 1) / tn), (long long)((v[4] / v[15] + tm - 1) / tm),
                          (long long)(v[0] * v[15]));
   }
-  if (rc == MI_OK && (d = mi__vk_disp_new(p, transposed ? "convt" : depthwise ? "convdw"
-                                                                : gemm        ? "gemm_conv"
-                                                                              : "conv",
+  if (rc == MI_OK && vec) rc = mi__vk_conv_vec_shape(p, v, &items);
+  if (rc == MI_OK && (d = mi__vk_disp_new(p, vec ? p->var->v.id[5] == 'd' ? "convdwvec" : "convvec"
+                                             : transposed ? "convt"
+                                             : depthwise  ? "convdw"
+                                             : gemm       ? "gemm_conv"
+                                                          : "conv",
                                           &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
     /* the implicit GEMM reads the weights as A (binding 0) and the input as B (binding 1) */
     rc = mi__vk_bind(p, n->inputs[gemm ? 1 : 0], &d->bind[0]);
-    if (rc == MI_OK) rc = mi__vk_bind(p, n->inputs[gemm ? 0 : 1], &d->bind[1]);
+    if (rc == MI_OK)
+      rc = vec ? mi__vk_conv_vec_weights(p, v, w->data, &d->bind[1]) : mi__vk_bind(p, n->inputs[gemm ? 0 : 1], &d->bind[1]);
     if (rc == MI_OK) rc = mi__vk_bind(p, desc->outputs[0], &d->bind[2]);
     if (rc == MI_OK) rc = mi__vk_epi_bind(p, d, &e, 16);
     if (gemm) { /* rows: the group's output channels; columns: output pixels; z: image x group */
@@ -93,6 +98,8 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
       d->groups[0] = (uint32_t)((v[5] * v[6] + (int64_t)tn - 1) / (int64_t)tn);
       d->groups[1] = (uint32_t)((v[4] / v[15] + (int64_t)tm - 1) / (int64_t)tm);
       d->groups[2] = (uint32_t)(v[0] * v[15]);
+    } else if (vec) {
+      mi__vk_grid1(p, d, items);
     } else {
       mi__vk_grid1(p, d, (uint64_t)(v[0] * v[4] * v[5] * v[6]));
     }
