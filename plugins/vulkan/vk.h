@@ -10,7 +10,7 @@
 #define VK_PLUGIN_NAME "vulkan"
 #define VK_NBIND 6       /* storage-buffer bindings of the one descriptor-set layout */
 #define VK_PUSH_WORDS 32 /* 128 bytes: the guaranteed minimum maxPushConstantsSize */
-#define VK_NSPEC 8 /* spec constants: the 6 knobs, then 2 shape constants (K_STRIDE, K_KSIZE) */
+#define VK_NSPEC 8       /* spec constants: the 6 knobs, then 2 shape constants (K_STRIDE, K_KSIZE) */
 #define VK_MAX_DISP 24
 #define VK_MAX_OWN 24
 #define VK_MAX_IO 32

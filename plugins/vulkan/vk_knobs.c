@@ -195,8 +195,9 @@ static int32_t constraint_of(const mi_plugin_ctx_t *ctx, uint32_t device, uint32
   return mi__vk_constraint_desc(&ctx->devs[device], index, out);
 }
 
-/* Past 8 vec4 blocks of outputs per invocation (32 or 64 accumulators) the registers spill. */
-#define VEC_MAX_REGS 8
+/* conv.dw_vec keeps reg_m x 4*reg_n outputs and a window of input columns per row in registers:
+ * past 16 blocks (64 accumulators) the unrolled shader only spills and compiles for seconds. */
+#define VEC_MAX_REGS 16
 
 static int64_t shared_bytes(const int64_t *v) {
   return (v[K_LOCAL_Y] * v[K_REG_M] + v[K_LOCAL_X] * v[K_REG_N]) * v[K_TILE_K] * 4;
@@ -241,7 +242,7 @@ int32_t mi__vk_constraint_desc(const vk_device_t *d, uint32_t i, mi_constraint_d
     mi_sdk_constraint_set(&c, MI_CONSTRAINT_LESS_EQUAL, "unroll", NULL, to, 8, "unroll <= 8 kernel columns");
     break;
   case C_VEC_REGS:
-    applies(0, SH_VEC, to, sizeof to);
+    applies(B(K_REG_N), SH_VEC, to, sizeof to);
     mi_sdk_constraint_set(&c, MI_CONSTRAINT_PRODUCT_LE, "reg_m", "reg_n", to, VEC_MAX_REGS,
                           "reg_m * reg_n <= %d (vec4 registers of outputs per invocation)", VEC_MAX_REGS);
     break;
@@ -292,7 +293,7 @@ int32_t mi__vk_knobs_resolve(const vk_device_t *d, const vk_variant_t *var,
                            "maxComputeSharedMemorySize (%u)",
                            var->v.id, (long long)shared_bytes(v), l->maxComputeSharedMemorySize);
   }
-  if (var->shape == SH_VEC && v[K_REG_M] * v[K_REG_N] > VEC_MAX_REGS)
+  if (var->shape == SH_VEC && (var->v.knob_mask & B(K_REG_N)) && v[K_REG_M] * v[K_REG_N] > VEC_MAX_REGS)
     return mi_sdk_errorf(err, MI_ERR_INVALID_CONFIG, "%s: reg_m * reg_n = %lld breaks reg_m * reg_n <= %d",
                          var->v.id, (long long)(v[K_REG_M] * v[K_REG_N]), VEC_MAX_REGS);
   for (k = 0; k < K_COUNT; k++) spec[k] = (uint32_t)v[k];

@@ -7,6 +7,13 @@
 
 static void fpush(vk_disp_t *d, int at, float v) { memcpy(&d->push[at], &v, 4); }
 
+static const char *conv_shader(const vk_prep_t *p, int transposed, int depthwise) {
+  if (p->var->shape == SH_VEC) return strcmp(p->var->v.id, "conv.dw_vec") == 0 ? "convdwvec" : "convvec";
+  if (transposed) return "convt";
+  if (depthwise) return "convdw";
+  return p->var->shape == SH_GEMM_TILED ? "gemm_conv" : "conv";
+}
+
 int32_t mi__vk_prepare_conv(vk_prep_t *p) {
   const mi_kernel_desc_t *desc = p->desc;
   const mi_node_desc_t *n = desc->nodes[0];
@@ -80,12 +87,7 @@ int32_t mi__vk_prepare_conv(vk_prep_t *p) {
                          (long long)(v[0] * v[15]));
   }
   if (rc == MI_OK && vec) rc = mi__vk_conv_vec_shape(p, v, &items);
-  if (rc == MI_OK && (d = mi__vk_disp_new(p, vec ? p->var->v.id[5] == 'd' ? "convdwvec" : "convvec"
-                                             : transposed ? "convt"
-                                             : depthwise  ? "convdw"
-                                             : gemm       ? "gemm_conv"
-                                                          : "conv",
-                                          &rc))) {
+  if (rc == MI_OK && (d = mi__vk_disp_new(p, conv_shader(p, transposed, depthwise), &rc))) {
     for (i = 0; i < 16; i++) d->push[i] = (uint32_t)v[i];
     /* the implicit GEMM reads the weights as A (binding 0) and the input as B (binding 1) */
     rc = mi__vk_bind(p, n->inputs[gemm ? 1 : 0], &d->bind[0]);
