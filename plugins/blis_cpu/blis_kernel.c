@@ -229,7 +229,7 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
 }
 
 /* INT8/UINT8 runtime tensors are accepted only where every node touching them is a
- * Quantize/DequantizeLinear or a lowered INT8 Conv/Gemm/MatMul, the ops that check their dtypes;
+ * Quantize/DequantizeLinear or a lowered INT8 Conv/Gemm/MatMul/Add, the ops that check their dtypes;
  * the float ops would misread them. */
 static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
   int32_t i, j;
@@ -240,7 +240,8 @@ static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
     for (j = 0; j < n->input_count; j++) touches |= n->inputs[j] == t;
     for (j = 0; j < n->output_count; j++) touches |= n->outputs[j] == t;
     if (touches && strcmp(n->op_type, "QuantizeLinear") && strcmp(n->op_type, "DequantizeLinear") &&
-        strcmp(n->op_type, "Conv") && strcmp(n->op_type, "Gemm") && strcmp(n->op_type, "MatMul"))
+        strcmp(n->op_type, "Conv") && strcmp(n->op_type, "Gemm") && strcmp(n->op_type, "MatMul") &&
+        strcmp(n->op_type, "Add")) /* a QDQ block's residual Add (blis_qblock.c) */
       return 0;
   }
   return 1;
@@ -380,6 +381,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     if (rc != MI_OK) goto fail;
     i += p.nodes_used > 0 ? p.nodes_used : 1;
   }
+  if (d->node_count > 1) mi__blis_qblock_link(k, d);
   *out = k;
   return MI_OK;
 fail:

@@ -11,7 +11,9 @@
 #define EPI (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD)
 
 const mi__blis_variant_t mi__blis_variants[] = {
-    {"conv.im2col_gemm", "Conv", "im2col + BLIS sgemm, fused epilogue; INT8 codes: int32 GEMM", NCHW, EPI,
+    {"conv.im2col_gemm", "Conv",
+     "im2col + BLIS sgemm, fused epilogue; INT8 codes: int32 GEMM, a QDQ depthwise-separable block in one pass",
+     NCHW, EPI | MI_FUSE_CONV,
      "threads,arch,im2col_block,int8_dot"},
     {"conv.1x1_gemm", "Conv", "pointwise conv (1x1, stride 1, pad 0) as one BLIS sgemm", NCHW, EPI,
      "threads,arch"},

@@ -110,6 +110,15 @@ static int32_t run_qbin(const mi__blis_step_t *s, void *const *t, const mi__blis
   return MI_OK;
 }
 
+const mi__blis_qbin_row_t *mi__blis_qbin_full(const mi__blis_step_t *s, int32_t *a, int32_t *b, int32_t *y) {
+  const qbin_t *q = s->state;
+  if ((s->run != run_qbin && !mi__blis_qblock_runs(s)) || !q->full || q->simd != MI__SIMD_AVX512) return NULL;
+  *a = q->a.t;
+  *b = q->b.t;
+  *y = q->y;
+  return &q->row;
+}
+
 /* The run and count of an operand that broadcasts to y as one block of y's dims (all of them,
  * a single element, or a middle block such as [C,1,1] of [N,C,H,W]); 0 otherwise. */
 static int side_shape(const mi_tensor_desc_t *x, const mi_tensor_desc_t *y, qb_side_t *o) {
@@ -149,7 +158,8 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   qbin_t *q;
   if (strcmp(n->op_type, "Add") && strcmp(n->op_type, "Mul"))
     return mi__blis_unsupported(err, n, "only Add and Mul run on codes");
-  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "a quantized Add/Mul runs alone");
+  if (p->desc->node_count != 1 && !mi__blis_qblock_desc(p))
+    return mi__blis_unsupported(err, n, "a quantized Add/Mul runs alone");
   if (!a || !b || !y || !mi__blis_is_q8(y) || y->channel_count != 0 || !(y->scale > 0.f))
     return mi__blis_unsupported(err, n, "needs codes out with one scale and zero point");
   q = mi__blis_calloc(p->ctx, sizeof *q);

@@ -116,6 +116,14 @@ static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t 
                       q->relu, &q->hs, (float *)t->y + off);
 }
 
+/* The sums of output rows o0..o1 (at most q->rows) of channel m, xp its input plane. */
+static void qdw_strip(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t m, int64_t o0, int64_t o1,
+                      uint8_t *pad, int32_t *acc) {
+  const mi__blis_conv_t *c = &q->g;
+  qdw_pad_rows(q, zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
+  qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
+}
+
 /* Items are (image, output channel) planes, each in strips of q->rows output rows. */
 static void qdw_part(void *arg, int64_t p0, int64_t p1) {
   const qdw_task_t *t = arg;
@@ -129,8 +137,7 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
     const uint8_t *xp = t->x + (n * c->C + m / dm) * c->H * c->W;
     for (o0 = 0; o0 < c->OH; o0 += q->rows) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH;
-      qdw_pad_rows(q, t->zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
-      qdw_rows512(q, m, t->zxu * q->vsum[m], pad, o0, o1, acc);
+      qdw_strip(q, t->zxu, xp, m, o0, o1, pad, acc);
       qdw_out(t, m, acc, (o1 - o0) * c->OW, pl * ohw + o0 * c->OW);
     }
   }
@@ -149,6 +156,25 @@ static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_
   task.res = task.q->out == QDW_TAIL && task.q->res_t >= 0 ? t[task.q->res_t] : NULL;
   mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * c->KH * c->KW, qdw_part, &task);
   return MI_OK;
+}
+
+const mi__blis_conv_t *mi__blis_qdw_codes_geom(const mi__blis_step_t *s) {
+  const qdw_t *q = s->state;
+  return (s->run == run_qdw || mi__blis_qblock_runs(s)) && q->out == QDW_CODES && q->zx_t < 0 ? &q->g : NULL;
+}
+
+void mi__blis_qdw_codes_rows(const mi__blis_step_t *s, const uint8_t *x, int64_t n, int64_t m, int64_t o0, int64_t o1,
+                             uint8_t *y) {
+  const qdw_t *q = s->state;
+  const mi__blis_conv_t *c = &q->g;
+  uint8_t pad[QDW_ROWS_BYTES];
+  int32_t acc[QDW_ACC_INTS];
+  const uint8_t *xp = x + (n * c->C + m / (c->M / c->C)) * c->H * c->W;
+  for (int64_t a = o0; a < o1; a += q->rows) {
+    int64_t b = a + q->rows < o1 ? a + q->rows : o1;
+    qdw_strip(q, q->zxu, xp, m, a, b, pad, acc);
+    mi__blis_requant(c->simd, acc, (b - a) * c->OW, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, y + (a - o0) * c->OW);
+  }
 }
 
 /* The geometry of this path, or 0: NCHW depthwise, the lanes' taps inside one 64-byte load,
@@ -262,7 +288,8 @@ int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi
   mi__blis_qsrc_t src;
   qdw_t *q;
   *taken = 0;
-  if (p->desc->node_count != 1 || !x || !y || !w || !mi__blis_is_q8(y) || w->dtype == MI_DTYPE_UINT8 ||
+  if ((p->desc->node_count != 1 && !mi__blis_qblock_desc(p)) || !x || !y || !w || !mi__blis_is_q8(y) ||
+      w->dtype == MI_DTYPE_UINT8 ||
       w->zero_point != 0)
     return MI_OK;
   memset(&src, 0, sizeof src);

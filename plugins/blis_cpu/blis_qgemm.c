@@ -336,6 +336,33 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   return MI_OK;
 }
 
+const mi__blis_conv_t *mi__blis_qconv_pw_geom(const mi__blis_step_t *s) {
+  const qconv_t *q = s->state;
+  const mi__blis_conv_t *c = &q->g;
+  if ((s->run != run_qconv && !mi__blis_qblock_runs(s)) || !q->u8k || q->qd.w || q->dw || q->out32 || q->tail || q->ibias || q->zx_t >= 0)
+    return NULL;
+  return c->G == 1 && c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W ? c
+                                                                                                             : NULL;
+}
+
+void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t npix, uint8_t *col, int32_t *acc,
+                            int32_t *psum, uint8_t *y, int64_t ystride) {
+  const qconv_t *q = s->state;
+  int32_t zu = q->zx + (q->x_u8 ? 0 : 128);
+  int64_t qd, e, m;
+  for (qd = 0; qd < q->kq; qd++) { /* the flat 1x1 columns of mi__blis_qv_im2col */
+    const uint8_t *r[4];
+    for (e = 0; e < 4; e++) r[e] = x + (4 * qd + e < q->kk ? 4 * qd + e : q->kk - 1) * npix;
+    mi__blis_qv_quads(r, npix, q->x_u8 ? 0 : 0x80, col + qd * npix * 4);
+  }
+  mi__blis_qv_gemm(q->dot, 1, 0, q->g.M, npix, q->kq, q->w8, col, q->wsum, NULL, zu, acc);
+  if (q->shift) mi__blis_qv_colsum(q->dot, q->kk, q->kq, npix, col, 0, npix, psum);
+  for (m = 0; m < q->g.M; m++) {
+    if (q->shift && q->wd[m]) mi__blis_qv_shift(acc + m * npix, npix, q->wd[m], psum, zu * (int32_t)q->kk);
+    mi__blis_requant(q->g.simd, acc + m * npix, npix, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, y + m * ystride);
+  }
+}
+
 /* Output stage parameters of channel oc: mult = alpha*sx*sw/sy, bias = beta*b/sy (docs/abi.md). */
 static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi__blis_qsrc_t *src,
                          int64_t channels, double *mult, double *bias, mi_error_t *err) {
@@ -377,7 +404,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     return mi__blis_unsupported(err, n, "integer conv needs INT8/UINT8 codes in, a constant weight, codes or INT32 out");
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
     return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
-  if (p->desc->node_count != 1 + src->tail)
+  if (p->desc->node_count != 1 + src->tail && !(src->tail == 0 && mi__blis_qblock_desc(p)))
     return mi__blis_unsupported(err, n, "INT8 conv runs alone or with its float tail, not in a fused group");
   if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 4 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);

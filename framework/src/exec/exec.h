@@ -97,6 +97,10 @@ typedef struct mi__kreq {
   const int32_t *subst_from, *subst_to; /* graph tensor subst_from[i] reads as subst_to[i] */
   int32_t subst_count;
   int plain_layout; /* describe 4-D activations as NCHW whatever their storage (elementwise) */
+  /* Nodes the kernel stands in for without describing them (a QDQ block's Q and DQ nodes
+   * between its layers): their reads do not make a tensor leave the kernel. */
+  const int32_t *absorbed;
+  int32_t absorbed_count;
 } mi__kreq_t;
 
 /* Describes the nodes of `req` for kernel_prepare. `consts[t]` is tensor t's constant value
@@ -142,13 +146,14 @@ enum mi__role {
 #define MI__UNIT_MAX 32 /* a depthwise conv's chain, a pointwise conv and its chain */
 
 typedef struct mi__unit {
-  int32_t kind; /* 0: fused group, 1: quantized layer lowered with its Q/DQ */
+  int32_t kind; /* 0: fused group, 1: quantized layer lowered with its Q/DQ, 2: a QDQ block */
   int32_t count;
   int32_t nodes[MI__UNIT_MAX]; /* graph nodes in execution order */
   int32_t at;                  /* the node position where its step goes */
   int32_t op;                  /* lowered: the Conv/Gemm/MatMul; group: the anchor */
   int32_t dqx, dqw, act, q;    /* lowered: the DequantizeLinear of input / weight, activation, Q */
   int32_t dead;                /* refused: its nodes run one by one */
+  int32_t sub[3], sub_count;   /* QDQ block: its lowered layers (kind 1 units), in order */
 } mi__unit_t;
 
 /* Plans fused groups (mi_node_t.group; with auto_fuse, when the graph has none, the conv
@@ -190,6 +195,13 @@ int32_t mi__qdq_params_set(mi_graph_t *g, mi_error_t *err);
  * a node of it is already in a unit (role). */
 int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *const *consts,
                         int32_t dq, mi__unit_t *u);
+
+/* QDQ blocks (qdq_block.c): a lowered depthwise Conv, the lowered pointwise Conv that alone
+ * reads its codes, and the lowered residual Add that alone reads the pointwise codes, as one
+ * kernel unit (kind 2) over the lowered units, for a device whose INT8 Conv variant declares
+ * MI_FUSE_CONV. Called after the lowered layers and DQ skips are planned. */
+int32_t mi__qdq_block_plan(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
+                           const mi_variant_desc_t *vars, uint32_t var_count);
 
 /* FP16 devices (fp16_range.c): 1 when the device computes in FLOAT16 and not in FLOAT32. */
 int mi__fp16_only(const mi_plugin_t *p, uint32_t device);

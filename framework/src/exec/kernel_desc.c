@@ -87,6 +87,23 @@ static int in_list(const int32_t *list, int32_t n, int32_t x) {
  * kernel, or not read by any later node of it (the last node's results). */
 static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, int32_t t) {
   int read_later = 0;
+  if (r->absorbed_count) { /* a QDQ block: reads through the substitutions, absorbed nodes aside */
+    t = subst(r, t);
+    if (in_list(g->outputs, g->output_count, t)) return 1;
+    for (int32_t i = 0; i < g->node_count; i++) {
+      const mi_node_t *n = &g->nodes[i];
+      int32_t at = -1;
+      if (in_list(r->absorbed, r->absorbed_count, i)) continue;
+      for (int32_t m = 0; m < r->node_count; m++)
+        if (r->nodes[m] == i) at = m;
+      for (int32_t j = 0; j < n->input_count; j++)
+        if ((at < 0 ? n->inputs[j] : subst(r, n->inputs[j])) == t) {
+          if (at < 0) return 1;
+          read_later |= at > pos;
+        }
+    }
+    return !read_later;
+  }
   if (r->node_count == 1 || in_list(g->outputs, g->output_count, t)) return 1;
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];

@@ -320,7 +320,7 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   int32_t from[3] = {op->inputs[0], op->inputs[1], op->outputs[0]};
   int32_t to[3] = {g->nodes[u->dqx].inputs[0], g->nodes[u->dqw].inputs[0],
                    g->nodes[u->q].outputs[0]};
-  mi__kreq_t req = {&u->op, 1, from, to, 3, 0};
+  mi__kreq_t req = {&u->op, 1, from, to, 3, 0, NULL, 0};
   int refused;
   int32_t rc = try_unit(p, u, &req, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
                         MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
@@ -339,10 +339,54 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   return prepare_single(p, u->op, err);
 }
 
+/* A QDQ block (qdq_block.c): its lowered layers' ops in one kernel, each with its own lowered
+ * layer's substitutions, the Q/DQ nodes between absorbed. Refused: each lowered layer alone. */
+static int32_t prepare_block(prep_t *p, mi__unit_t *u, mi_error_t *err) {
+  const mi_graph_t *g = p->s->g;
+  int32_t ops[3], from[9], to[9], absorbed[MI__UNIT_MAX + 6], na = 0, rc;
+  mi__kreq_t req;
+  mi__unit_t view = *u;
+  int refused;
+  for (int32_t i = 0; i < u->sub_count; i++) {
+    const mi__unit_t *l = &p->plan.units[u->sub[i]];
+    const mi_node_t *op = &g->nodes[l->op];
+    ops[i] = l->op;
+    from[3 * i] = op->inputs[0];
+    from[3 * i + 1] = op->inputs[1];
+    from[3 * i + 2] = op->outputs[0];
+    to[3 * i] = g->nodes[l->dqx].inputs[0];
+    to[3 * i + 1] = g->nodes[l->dqw].inputs[0];
+    to[3 * i + 2] = g->nodes[l->q].outputs[0];
+    for (int32_t k = 0; k < l->count; k++)
+      if (l->nodes[k] != l->op) absorbed[na++] = l->nodes[k];
+    absorbed[na++] = l->dqx;
+    absorbed[na++] = l->dqw;
+  }
+  memset(&req, 0, sizeof req);
+  req.nodes = ops;
+  req.node_count = u->sub_count;
+  req.subst_from = from;
+  req.subst_to = to;
+  req.subst_count = 3 * u->sub_count;
+  req.absorbed = absorbed;
+  req.absorbed_count = na;
+  view.nodes[0] = ops[0]; /* the kernel's nodes are the ops: its step and its profile row name them */
+  view.nodes[1] = ops[1];
+  view.nodes[2] = ops[2 % u->sub_count];
+  view.count = u->sub_count;
+  rc = try_unit(p, &view, &req, int8_variant_id(p, "Conv"), MI_LAYOUT_NCHW,
+                MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
+  u->dead = view.dead;
+  if (rc || !refused) return rc;
+  for (int32_t i = 0; i < u->sub_count; i++)
+    if ((rc = prepare_lowered(p, &p->plan.units[u->sub[i]], err))) return rc;
+  return MI_OK;
+}
+
 /* A fused group, described with the anchor's choice; refused: its nodes one by one. */
 static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
-  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0};
+  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0};
   const char *variant = NULL;
   int32_t lay = node_layout(s, u->op), rc;
   int refused;
@@ -376,7 +420,8 @@ static int32_t prepare_all(prep_t *p, mi_error_t *err) {
       else if (i != u->at)
         continue;
       else
-        rc = u->kind ? prepare_lowered(p, u, err) : prepare_group(p, u, err);
+        rc = u->kind == 2 ? prepare_block(p, u, err) : u->kind ? prepare_lowered(p, u, err)
+                                                               : prepare_group(p, u, err);
     } else if (dq_of_constants(s, i)) {
       /* A quantized weight no kernel reads as codes: its float value, once. */
       rc = fold(p, i, 1, err);
