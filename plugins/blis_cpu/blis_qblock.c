@@ -13,7 +13,7 @@
 
 /* Bytes of one band's scratch (depthwise codes, columns, sums, pixel sums, pointwise codes): on
  * the stack, well inside L2 with the band's input and residual rows beside it. */
-#define QB_BAND_BYTES (96 * 1024)
+#define QB_BAND_BYTES (192 * 1024)
 
 typedef struct qblock_task {
   const mi__blis_step_t *s; /* the depthwise step; the pointwise (and Add) steps follow it */
@@ -45,10 +45,10 @@ static void band_part(void *arg, int64_t b0, int64_t b1) {
     for (m = 0; m < dw->M; m++)
       mi__blis_qdw_codes_rows(k->s, k->t[dw->x], n, m, oh0, oh1, dwc + m * npix);
     if (!k->row) { /* no Add: the pointwise codes are the kernel's output */
-      mi__blis_qconv_pw_band(k->s + 1, dwc, npix, col, acc, psum, (uint8_t *)k->t[pw->y] + off, ohw);
+      mi__blis_qconv_pw_band(k->s + 1, dwc, oh1 - oh0, col, acc, psum, (uint8_t *)k->t[pw->y] + off, ohw);
       continue;
     }
-    mi__blis_qconv_pw_band(k->s + 1, dwc, npix, col, acc, psum, pwc, npix);
+    mi__blis_qconv_pw_band(k->s + 1, dwc, oh1 - oh0, col, acc, psum, pwc, npix);
     for (m = 0; m < pw->M; m++) {
       const uint8_t *res = (const uint8_t *)k->t[k->pw_a ? k->rb : k->ra] + off + m * ohw;
       const uint8_t *mine = pwc + m * npix;

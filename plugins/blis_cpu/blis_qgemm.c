@@ -339,27 +339,24 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
 const mi__blis_conv_t *mi__blis_qconv_pw_geom(const mi__blis_step_t *s) {
   const qconv_t *q = s->state;
   const mi__blis_conv_t *c = &q->g;
-  if ((s->run != run_qconv && !mi__blis_qblock_runs(s)) || !q->u8k || q->qd.w || q->dw || q->out32 || q->tail || q->ibias || q->zx_t >= 0)
-    return NULL;
-  return c->G == 1 && c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->OH == c->H && c->OW == c->W ? c
-                                                                                                             : NULL;
+  int ok = (s->run == run_qconv || mi__blis_qblock_runs(s)) && q->u8k && !q->qd.w && !q->dw && !q->out32 && !q->tail;
+  ok = ok && !q->ibias && q->zx_t < 0 && c->G == 1 && c->KH * c->KW * c->sh * c->sw == 1;
+  return ok && c->OH == c->H && c->OW == c->W ? c : NULL;
 }
 
-void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t npix, uint8_t *col, int32_t *acc,
+void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t rows, uint8_t *col, int32_t *acc,
                             int32_t *psum, uint8_t *y, int64_t ystride) {
   const qconv_t *q = s->state;
+  mi__blis_conv_t g = q->g; /* the band as a plane of its own: the flat 1x1 columns */
   int32_t zu = q->zx + (q->x_u8 ? 0 : 128);
-  int64_t qd, e, m;
-  for (qd = 0; qd < q->kq; qd++) { /* the flat 1x1 columns of mi__blis_qv_im2col */
-    const uint8_t *r[4];
-    for (e = 0; e < 4; e++) r[e] = x + (4 * qd + e < q->kk ? 4 * qd + e : q->kk - 1) * npix;
-    mi__blis_qv_quads(r, npix, q->x_u8 ? 0 : 0x80, col + qd * npix * 4);
-  }
-  mi__blis_qv_gemm(q->dot, 1, 0, q->g.M, npix, q->kq, q->w8, col, q->wsum, NULL, zu, acc);
+  int64_t m, npix = rows * g.OW;
+  g.H = g.OH = rows;
+  mi__blis_qv_im2col(&g, x, q->kk, q->x_u8, q->zx, 0, rows, 0, q->kq, col);
+  mi__blis_qv_gemm(q->dot, 1, 0, g.M, npix, q->kq, q->w8, col, q->wsum, NULL, zu, acc);
   if (q->shift) mi__blis_qv_colsum(q->dot, q->kk, q->kq, npix, col, 0, npix, psum);
-  for (m = 0; m < q->g.M; m++) {
+  for (m = 0; m < g.M; m++) {
     if (q->shift && q->wd[m]) mi__blis_qv_shift(acc + m * npix, npix, q->wd[m], psum, zu * (int32_t)q->kk);
-    mi__blis_requant(q->g.simd, acc + m * npix, npix, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, y + m * ystride);
+    mi__blis_requant(g.simd, acc + m * npix, npix, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, y + m * ystride);
   }
 }
 

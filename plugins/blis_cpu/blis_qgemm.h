@@ -177,14 +177,15 @@ int mi__blis_qblock_runs(const mi__blis_step_t *s);
 /* The band pass's parts of each layer: the lowered depthwise layer of step s (codes out,
  * constant zero point: its geometry, else NULL) and its codes for output rows o0..o1 of channel
  * m of image n, rows of OW at y; the lowered pointwise layer (1x1, stride 1, no pads, one group,
- * the byte core, constant zero point) and its codes for npix pixels of input codes x ([C][npix];
- * col [kq][npix][4], acc [M][npix] and psum [npix] scratch), channel m's at y + m * ystride; the
+ * the byte core, constant zero point) and its codes for `rows` whole rows (npix pixels) of input
+ * codes x ([C][npix]; col [kq][npix][4], acc [M][npix] and psum [npix] scratch), channel m's at
+ * y + m * ystride; the
  * full-operand QDQ Add/Mul on AVX-512: its rows and operand tensors, else NULL. */
 const mi__blis_conv_t *mi__blis_qdw_codes_geom(const mi__blis_step_t *s);
 void mi__blis_qdw_codes_rows(const mi__blis_step_t *s, const uint8_t *x, int64_t n, int64_t m, int64_t o0, int64_t o1,
                              uint8_t *y);
 const mi__blis_conv_t *mi__blis_qconv_pw_geom(const mi__blis_step_t *s);
-void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t npix, uint8_t *col, int32_t *acc,
+void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t rows, uint8_t *col, int32_t *acc,
                             int32_t *psum, uint8_t *y, int64_t ystride);
 const mi__blis_qbin_row_t *mi__blis_qbin_full(const mi__blis_step_t *s, int32_t *a, int32_t *b, int32_t *y);
 /* Integer Conv / Gemm-MatMul (B constant, 2-D) steps from a source. */
