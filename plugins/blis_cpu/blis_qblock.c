@@ -49,6 +49,12 @@ static void band_part(void *arg, int64_t b0, int64_t b1) {
       continue;
     }
     mi__blis_qconv_pw_band(k->s + 1, dwc, oh1 - oh0, col, acc, psum, pwc, npix);
+    if (npix == ohw) { /* the band is the whole image: its channels' rows are one run */
+      const uint8_t *res = (const uint8_t *)k->t[k->pw_a ? k->rb : k->ra] + off;
+      mi__blis_qbin_row(MI__SIMD_AVX512, k->row, k->pw_a ? pwc : res, k->pw_a ? res : pwc,
+                        (uint8_t *)k->t[k->ry] + off, npix * pw->M);
+      continue;
+    }
     for (m = 0; m < pw->M; m++) {
       const uint8_t *res = (const uint8_t *)k->t[k->pw_a ? k->rb : k->ra] + off + m * ohw;
       const uint8_t *mine = pwc + m * npix;
