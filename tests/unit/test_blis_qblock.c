@@ -5,33 +5,7 @@
  * they stay three kernels): UINT8 and INT8 codes, strides 1 and 2, the block's input as its
  * residual through one shared DQ, a residual of its own, no Add, planes of several bands,
  * per-channel weight scales; and within one code of mi_ref_run's. */
-#include "test_blis_util.h"
-
-#include "metainfer/mi_graph.h"
-
-static mi_registry_t *r;
-static mi_plugin_t *g_blis;
-
-static int32_t tensor(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims, const void *vals,
-                      size_t nbytes) {
-  int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
-  REQUIRE(t >= 0);
-  if (vals) REQUIRE(mi_graph_set_data(g, t, vals, nbytes) == MI_OK);
-  return t;
-}
-
-static int32_t f32(mi_graph_t *g, const char *name, float v) { return tensor(g, name, MI_DTYPE_FLOAT32, 0, NULL, &v, 4); }
-static int32_t code(mi_graph_t *g, const char *name, int32_t dt, int32_t v) {
-  uint8_t b = (uint8_t)v;
-  return tensor(g, name, dt, 0, NULL, &b, 1);
-}
-static int32_t val(mi_graph_t *g, const char *name) { return tensor(g, name, MI_DTYPE_UNDEFINED, -1, NULL, NULL, 0); }
-
-static int32_t op(mi_graph_t *g, const char *type, int nin, const int32_t *ins, int32_t y) {
-  int32_t n = mi_graph_add_node(g, type, NULL, nin, ins, 1, &y);
-  REQUIRE(n >= 0);
-  return n;
-}
+#include "test_qdq_graph.h"
 
 static uint32_t g_rng = 777u;
 static int32_t rnd(int32_t lo, int32_t hi) {
@@ -49,29 +23,20 @@ typedef struct bcase {
   int kernels;           /* device kernels expected */
 } bcase_t;
 
-/* DQ(codes) with scale s and zero point z: its float output. */
-static int32_t dq(mi_graph_t *g, const char *name, int32_t codes, int32_t dt, float s, int32_t z) {
-  char nm[64];
-  int32_t y = val(g, name);
-  snprintf(nm, sizeof nm, "%s_s", name);
-  int32_t s_t = f32(g, nm, s);
-  snprintf(nm, sizeof nm, "%s_z", name);
-  int32_t in[3] = {codes, s_t, code(g, nm, dt, z)};
-  op(g, "DequantizeLinear", 3, in, y);
-  return y;
-}
-
-/* Q(x) with scale s and zero point z: its codes. */
-static int32_t q(mi_graph_t *g, const char *name, int32_t x, int32_t dt, float s, int32_t z) {
+/* A DequantizeLinear or QuantizeLinear node `type` of x with scale s and zero point z (codes of
+ * dtype dt): its output. */
+static int32_t qdq(mi_graph_t *g, const char *type, const char *name, int32_t x, int32_t dt, float s, int32_t z) {
   char nm[64];
   int32_t y = val(g, name);
   snprintf(nm, sizeof nm, "%s_s", name);
   int32_t s_t = f32(g, nm, s);
   snprintf(nm, sizeof nm, "%s_z", name);
   int32_t in[3] = {x, s_t, code(g, nm, dt, z)};
-  op(g, "QuantizeLinear", 3, in, y);
+  op(g, type, 3, in, y);
   return y;
 }
+#define dq(g, name, codes, dt, s, z) qdq(g, "DequantizeLinear", name, codes, dt, s, z)
+#define q(g, name, x, dt, s, z) qdq(g, "QuantizeLinear", name, x, dt, s, z)
 
 /* A Conv of INT8 weights [m][cg][k][k] (per-channel scales through DQ's axis) and a float bias. */
 static int32_t conv(mi_graph_t *g, const char *name, int32_t x, int64_t m, int64_t cg, int64_t k, int64_t s,
@@ -225,22 +190,15 @@ static void check(const bcase_t *c) {
   }
 }
 
-/* BlazeFace's block: the input is the residual, Relu after the Add; UINT8 and INT8. */
-static void residual_block(void) {
+/* BlazeFace's block (the input as the residual, Relu after the Add; UINT8 and INT8, several
+ * bands over the threads at 64x64), stride 2 with a residual of its own (BlazeFace's pooled,
+ * channel-padded branch) and more pointwise outputs than inputs, and blocks without an Add. */
+static void blocks(void) {
   static const bcase_t cases[] = {
       {"u8 24ch 20x37, input as residual, Relu", MI_DTYPE_UINT8, 24, 24, 20, 37, 1, 1, 1, 0, 1},
       {"s8 24ch 20x37, input as residual, Relu", MI_DTYPE_INT8, 24, 24, 20, 37, 1, 1, 1, 0, 1},
       {"u8 13ch -> 13, no Relu", MI_DTYPE_UINT8, 13, 13, 9, 11, 1, 1, 0, 0, 1},
-      /* 64x64 planes of 28 channels: several bands of rows, split across the threads */
       {"u8 28ch 64x64, several bands", MI_DTYPE_UINT8, 28, 28, 64, 64, 1, 1, 1, 0, 1},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
-}
-
-/* Stride 2 with a residual of its own (BlazeFace's pooled, channel-padded branch), more
- * pointwise outputs than inputs, and a block without an Add. */
-static void other_blocks(void) {
-  static const bcase_t cases[] = {
       {"s8 stride 2, 24 -> 28, own residual", MI_DTYPE_INT8, 24, 28, 33, 30, 2, 2, 1, 0, 1},
       {"u8 stride 2, 10 -> 17, own residual", MI_DTYPE_UINT8, 10, 17, 16, 16, 2, 2, 0, 0, 1},
       {"u8 dw + pw, no Add", MI_DTYPE_UINT8, 24, 40, 19, 23, 1, 0, 0, 0, 1},
@@ -249,17 +207,6 @@ static void other_blocks(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }
 
-static void setup(void) {
-  mi_error_t err = {0, ""};
-  uint32_t dev = 0;
-  r = mi_registry_create();
-  REQUIRE(r);
-  if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
-  tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
-}
-
-static void teardown(void) { mi_registry_destroy(r); }
-
-static const tu_case_t tu_cases[] = {TU_CASE(residual_block), TU_CASE(other_blocks)};
+static const tu_case_t tu_cases[] = {TU_CASE(blocks)};
 
 TU_MAIN(setup, teardown)
