@@ -118,10 +118,17 @@ int32_t mi__blis_prep_qbinary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
 
 /* After the Relu: x * am (when has_am) + ac (when has_ac) by constant scalars (a learnable affine
  * block), then a hard-swish as paddle2onnx writes it, x * clip(x + a, lo, hi) / d (or * d when
- * !div) when on; one float rounding per node as the unfused nodes do. */
+ * !div) when on; one float rounding per node as the unfused nodes do. Then nact activations in
+ * order: act[i] is MI__ACT_LEAKY, _RELU or _CLIP of mi__blis_act_of with its aa / ab (the kinds
+ * whose lane form is the reference's arithmetic), or MI__QT_MAX / _MIN, a Max / Min against the
+ * constant aa with the reference's NaN rule (tf2onnx's leaky clamp). */
+#define MI__QT_MAX (-1)
+#define MI__QT_MIN (-2)
 typedef struct mi__blis_hsw {
   int32_t has_am, has_ac, on, div;
   float am, ac, a, lo, hi, d;
+  int32_t nact, act[2];
+  float aa[2], ab[2];
 } mi__blis_hsw_t;
 
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer

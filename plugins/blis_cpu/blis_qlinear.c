@@ -183,6 +183,30 @@ static int hswish_tail(const mi__blis_prep_t *p, int32_t at, int32_t x, mi__blis
   return 1;
 }
 
+/* Kernel node `at` as the tail's next activation on `cur` (read by it alone, no kernel output):
+ * LeakyRelu, Relu or Clip, or a Max / Min against a constant scalar; appended to hs. */
+static const mi_node_desc_t *tail_act(const mi__blis_prep_t *p, int32_t at, int32_t cur, mi__blis_hsw_t *hs) {
+  const mi_node_desc_t *m = mi__blis_node(p, at);
+  int32_t kind, i = hs->nact;
+  float a, b;
+  if (!m || m->output_count != 1 || m->input_count < 1 || m->inputs[0] != cur || mi__blis_consumers(p, cur) != 1 ||
+      mi__blis_is_kernel_output(p, cur))
+    return NULL;
+  if ((!strcmp(m->op_type, "Max") || !strcmp(m->op_type, "Min")) && m->input_count == 2) {
+    if (!f32_const(p, m->inputs[1], &a)) return NULL;
+    kind = m->op_type[1] == 'a' ? MI__QT_MAX : MI__QT_MIN;
+    b = 0.f;
+  } else if (!mi__blis_act_of(p, m, &kind, &a, &b) ||
+             (kind != MI__ACT_LEAKY && kind != MI__ACT_RELU && kind != MI__ACT_CLIP)) {
+    return NULL; /* others (Sigmoid: the plugin's own exp) run as steps after the tail */
+  }
+  hs->act[i] = kind;
+  hs->aa[i] = a;
+  hs->ab[i] = b;
+  hs->nact++;
+  return m;
+}
+
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
  * along axis 1), a residual Add and Relu, then a Mul and an Add by constant scalars and a
@@ -240,6 +264,10 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
   if (hswish_tail(p, at, cur, &src->hs)) {
     cur = mi__blis_node(p, at + 3)->outputs[0];
     at += 4;
+  }
+  while (src->hs.nact < 2 && (m = tail_act(p, at, cur, &src->hs))) {
+    cur = m->outputs[0];
+    at++;
   }
   src->tail = at - 1;
   src->y = cur;

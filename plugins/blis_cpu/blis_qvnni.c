@@ -146,6 +146,20 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
   for (j = 0; j < n; j++) acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)d * ((uint32_t)psum[j] - (uint32_t)base));
 }
 
+/* The tail's activations on a written row, in order (the plain path). */
+static void tail_acts(const mi__blis_hsw_t *hs, float *y, int64_t n) {
+  int64_t j;
+  for (int32_t i = 0; i < hs->nact; i++) {
+    float a = hs->aa[i];
+    if (hs->act[i] == MI__QT_MAX)
+      for (j = 0; j < n; j++) y[j] = y[j] != y[j] || y[j] > a ? y[j] : a;
+    else if (hs->act[i] == MI__QT_MIN)
+      for (j = 0; j < n; j++) y[j] = y[j] != y[j] || y[j] < a ? y[j] : a;
+    else
+      mi__blis_act_apply(hs->act[i], a, hs->ab[i], y, n);
+  }
+}
+
 __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, int64_t n, float s, int has_b, float b,
                                                            const float *res, int relu, const mi__blis_hsw_t *hs,
                                                            float *y) {
@@ -166,6 +180,26 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
       v = _mm512_mul_ps(v, c);
       v = hs->div ? _mm512_div_ps(v, hd) : _mm512_mul_ps(v, hd);
     }
+    for (int32_t i = 0; i < hs->nact; i++) { /* the unfused ops' comparisons, NaN and -0 included */
+      __m512 a = _mm512_set1_ps(hs->aa[i]), b = _mm512_set1_ps(hs->ab[i]);
+      switch (hs->act[i]) {
+      case MI__ACT_LEAKY: /* v >= 0 ? v : a * v */
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_GE_OQ), _mm512_mul_ps(v, a), v);
+        break;
+      case MI__ACT_RELU: v = _mm512_max_ps(v, z); break;
+      case MI__ACT_CLIP: { /* v < a ? a : (v > b ? b : v) */
+        __mmask16 lo = _mm512_cmp_ps_mask(v, a, _CMP_LT_OQ);
+        v = _mm512_mask_blend_ps(lo, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, b, _CMP_GT_OQ), v, b), a);
+        break;
+      }
+      case MI__QT_MAX: /* v != v || v > a ? v : a */
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, a, _CMP_NLE_UQ), a, v);
+        break;
+      default: /* MI__QT_MIN: v != v || v < a ? v : a */
+        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, a, _CMP_NGE_UQ), a, v);
+        break;
+      }
+    }
     if (km == 0xffff)
       _mm512_storeu_ps(y + j, v);
     else
@@ -175,7 +209,7 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
 
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
                        int relu, const mi__blis_hsw_t *hs, float *y) {
-  static const mi__blis_hsw_t none = {0, 0, 0, 0, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  static const mi__blis_hsw_t none;
   int64_t j;
   if (!hs) hs = &none;
   if (simd == MI__SIMD_AVX512) {
@@ -198,6 +232,7 @@ void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int
     }
     y[j] = v;
   }
+  tail_acts(hs, y, n);
 }
 
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16

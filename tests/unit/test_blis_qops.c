@@ -265,6 +265,40 @@ static void conv_integer_hswish(int64_t group, int by_sixth) {
   g_kernels = 0;
 }
 
+/* tf2onnx's dynamic layer: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul -> Add bias, then
+ * two activations in the conv's kernel: LeakyRelu -> Max against a constant (kind 0), Min -> Clip
+ * (1), Max -> LeakyRelu (2); floats equal to the unfused reference's. */
+static void conv_integer_acts(int64_t group, int kind) {
+  mi_graph_t *g = graph(13);
+  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 1, 3}, pads[4] = {0, 1, 0, 1};
+  int64_t bd[4] = {1, m, 1, 1};
+  int32_t q[3], t[6];
+  static const char *const a0[3] = {"LeakyRelu", "Min", "Max"}, *const a1[3] = {"Max", "Clip", "LeakyRelu"};
+  dynq_front(g, xd, q, t, 6);
+  int32_t y = out(g, "y");
+  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, 119)};
+  int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
+  int32_t ba[2] = {t[3], constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL)};
+  int32_t c0[2] = {t[4], f32c(g, "c0", 0.375f)}, c1[3] = {t[5], f32c(g, "c1", -0.0625f), f32c(g, "c2", 0.75f)};
+  node(g, "Mul", 2, sm, 1, &t[2], 0);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
+  mi_node_set_int(g, n, "group", group);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_int(g, node(g, "Cast", 1, &t[0], 1, &t[1], 0), "to", 1);
+  node(g, "Mul", 2, mm, 1, &t[3], 0);
+  node(g, "Add", 2, ba, 1, &t[4], 0);
+  int32_t n0 = node(g, a0[kind], kind ? 2 : 1, c0, 1, &t[5], 0);
+  int32_t n1 = node(g, a1[kind], kind == 2 ? 1 : kind == 1 ? 3
+                                                           : 2,
+                    c1, 1, &y, 0);
+  if (kind != 1) mi_node_set_float(g, kind ? n1 : n0, "alpha", 0.2f);
+  char name[96];
+  snprintf(name, sizeof name, "ConvInteger + %s -> %s, group %lld", a0[kind], a1[kind], (long long)group);
+  g_kernels = 3;
+  run_case(g, name, 0);
+  g_kernels = 0;
+}
+
 /* DynamicQuantizeLinear -> MatMulInteger (batched A, INT8 or UINT8 B with per-column zero points,
  * K odd) -> Cast; also the scale and zero point outputs. */
 static void matmul_integer(int u8w) {
@@ -525,6 +559,10 @@ static void conv_integer_cases(void) {
   conv_integer(0, 6, 1, 5);
   conv_integer_hswish(1, 0);
   conv_integer_hswish(6, 1);
+  for (int kind = 0; kind < 3; kind++) {
+    conv_integer_acts(1, kind);
+    conv_integer_acts(6, kind);
+  }
 }
 
 static void matmul_integer_cases(void) {

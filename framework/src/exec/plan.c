@@ -441,8 +441,23 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
       p->role[q[2]] == MI__ROLE_NODE && p->role[q[3]] == MI__ROLE_NODE &&
       !(p->pinned && (p->pinned[q[0]] || p->pinned[q[1]] || p->pinned[q[2]] || p->pinned[q[3]])) &&
       !mi__graph_is_output(g, g->nodes[q[0]].outputs[0]) && !mi__graph_is_output(g, g->nodes[q[1]].outputs[0]) &&
-      !mi__graph_is_output(g, g->nodes[q[2]].outputs[0]))
+      !mi__graph_is_output(g, g->nodes[q[2]].outputs[0])) {
     for (int k = 0; k < 4; k++) u->nodes[u->count++] = q[k];
+    cur = g->nodes[q[3]].outputs[0];
+  }
+  /* then up to two of LeakyRelu, Relu, Clip and Max / Min against a constant (tf2onnx's LeakyRelu
+   * -> Max), which the FP32 conv's epilogue takes too: the dynamic layer stays one kernel */
+  for (int k = 0; k < 2 && hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count < MI__UNIT_MAX; k++) {
+    int32_t r = mi__graph_sole_reader(g, cur);
+    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
+    if (!m || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) || m->output_count != 1 ||
+        m->outputs[0] < 0 || consts[m->outputs[0]] || chain_bit(g, consts, r, cur, 0) != MI_FUSE_ACT ||
+        !(is_op(g, r, "LeakyRelu") || is_op(g, r, "Relu") || is_op(g, r, "Clip") || is_op(g, r, "Max") ||
+          is_op(g, r, "Min")))
+      break;
+    u->nodes[u->count++] = r;
+    cur = m->outputs[0];
+  }
   u->op = n;
   u->at = u->nodes[u->count - 1];
   u->dqx = u->dqw = u->act = u->q = -1;
