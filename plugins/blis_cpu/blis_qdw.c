@@ -154,7 +154,9 @@ static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_
   task.zxu = task.q->zx_t >= 0 ? (*(const uint8_t *)t[task.q->zx_t] ^ task.q->flip) & 0xff : task.q->zxu;
   task.fs = task.q->out == QDW_TAIL ? *(const float *)t[task.q->scale_t] : 0.f;
   task.res = task.q->out == QDW_TAIL && task.q->res_t >= 0 ? t[task.q->res_t] : NULL;
+  mi__blis_ftail_begin(&task.q->hs);
   mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * c->KH * c->KW, qdw_part, &task);
+  mi__blis_ftail_end(&task.q->hs, t, env, c->simd);
   return MI_OK;
 }
 

@@ -180,10 +180,30 @@ static void minmax_part(void *arg, int64_t b, int64_t e) {
   }
 }
 
+void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
+                         int32_t yz, int64_t n, float lo, float hi) {
+  qelt_t q;
+  qelt_task_t task = {&q, t, 1.f, 0};
+  float z0;
+  memset(&q, 0, sizeof q);
+  q.kind = QE_DYNQ;
+  q.simd = simd;
+  q.a = x;
+  q.y = y;
+  q.n = n;
+  task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  z0 = 0.0f - lo / task.scale;
+  z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f
+                                   : z0;
+  task.zp = (int32_t)rintf(z0);
+  *(float *)t[ys] = task.scale;
+  *(uint8_t *)t[yz] = (uint8_t)task.zp;
+  mi__blis_parallel(env, n, 4096, 4, dynq_part, &task);
+}
+
 static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
-  qelt_task_t task = {q, t, 1.f, 0};
   mm_task_t mm;
-  float lo = 0.f, hi = 0.f, z0;
+  float lo = 0.f, hi = 0.f;
   int64_t parts, i;
   mm.q = q;
   mm.x = t[q->a];
@@ -194,14 +214,7 @@ static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *e
     lo = mm.lo[i] < lo ? mm.lo[i] : lo;
     hi = mm.hi[i] > hi ? mm.hi[i] : hi;
   }
-  task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  z0 = 0.0f - lo / task.scale;
-  z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f
-                                   : z0;
-  task.zp = (int32_t)rintf(z0);
-  *(float *)t[q->ys] = task.scale;
-  *(uint8_t *)t[q->yz] = (uint8_t)task.zp;
-  mi__blis_parallel(env, q->n, 4096, 4, dynq_part, &task);
+  mi__blis_dynq_codes(env, q->simd, t, q->a, q->y, q->ys, q->yz, q->n, lo, hi);
   return MI_OK;
 }
 

@@ -308,10 +308,12 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
   task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
   task.fs = q->tail ? *(const float *)t[q->scale_t] : 0.f;
   task.res = q->tail && q->res_t >= 0 ? t[q->res_t] : NULL;
+  mi__blis_ftail_begin(&q->hs);
   if (q->dw) {
     task.x = t[c->x];
     task.y = t[c->y];
     mi__blis_parallel(env, c->N * c->M, 1, ohw * c->KH * c->KW, qdw_part, &task);
+    mi__blis_ftail_end(&q->hs, t, env, c->simd);
     return MI_OK;
   }
   for (n = 0; n < c->N; n++)
@@ -333,6 +335,7 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
         mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
       }
     }
+  mi__blis_ftail_end(&q->hs, t, env, c->simd);
   return MI_OK;
 }
 

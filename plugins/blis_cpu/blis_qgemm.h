@@ -129,7 +129,22 @@ typedef struct mi__blis_hsw {
   float am, ac, a, lo, hi, d;
   int32_t nact, act[2];
   float aa[2], ab[2];
+  /* dq: a DynamicQuantizeLinear of the tail's output ends the step (tensors dq_x, the floats, n of
+   * them, and its outputs dq_y, dq_s, dq_z): every row's min/max is merged into rlo / rhi (float bits,
+   * across the threads) as it is written, and the quantize pass alone reads the floats again */
+  int32_t dq, dq_x, dq_y, dq_s, dq_z;
+  int64_t dq_n;
+  uint32_t rlo, rhi;
 } mi__blis_hsw_t;
+/* Around a step whose tail may end in that DynamicQuantizeLinear: the range reset before its rows,
+ * then the codes, scale and zero point from it (blis_qvnni.c); nothing where !hs->dq. */
+void mi__blis_ftail_begin(const mi__blis_hsw_t *hs);
+void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis_env_t *env, int32_t simd);
+/* DynamicQuantizeLinear's codes of the n floats t[x] given their min lo and max hi (each widened
+ * to include 0): scale and zero point to t[ys], t[yz], codes to t[y], the reference's arithmetic
+ * (blis_qeltwise.c). */
+void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
+                         int32_t yz, int64_t n, float lo, float hi);
 
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,

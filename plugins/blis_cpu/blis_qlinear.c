@@ -207,6 +207,28 @@ static const mi_node_desc_t *tail_act(const mi__blis_prep_t *p, int32_t at, int3
   return m;
 }
 
+/* Kernel node m as DynamicQuantizeLinear of the tail's output cur (which others may read too):
+ * fills hs's dq fields, 0 when it is not one. */
+static int tail_dynq(const mi__blis_prep_t *p, const mi_node_desc_t *m, int32_t cur, mi__blis_hsw_t *hs) {
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, cur), *y, *ys, *yz;
+  if (strcmp(m->op_type, "DynamicQuantizeLinear") || m->input_count != 1 || m->inputs[0] != cur ||
+      m->output_count != 3 || !x || x->dtype != MI_DTYPE_FLOAT32)
+    return 0;
+  y = mi__blis_tensor(p, m->outputs[0]);
+  ys = mi__blis_tensor(p, m->outputs[1]);
+  yz = mi__blis_tensor(p, m->outputs[2]);
+  if (!y || !ys || !yz || y->dtype != MI_DTYPE_UINT8 || ys->dtype != MI_DTYPE_FLOAT32 || yz->dtype != MI_DTYPE_UINT8 ||
+      mi_sdk_numel(y) != mi_sdk_numel(x) || mi_sdk_numel(ys) != 1 || mi_sdk_numel(yz) != 1)
+    return 0;
+  hs->dq = 1;
+  hs->dq_x = cur;
+  hs->dq_y = m->outputs[0];
+  hs->dq_s = m->outputs[1];
+  hs->dq_z = m->outputs[2];
+  hs->dq_n = mi_sdk_numel(x);
+  return 1;
+}
+
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
  * along axis 1), a residual Add and Relu, then a Mul and an Add by constant scalars and a
@@ -269,6 +291,7 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
     cur = m->outputs[0];
     at++;
   }
+  if ((m = mi__blis_node(p, at)) && tail_dynq(p, m, cur, &src->hs)) at++;
   src->tail = at - 1;
   src->y = cur;
 }

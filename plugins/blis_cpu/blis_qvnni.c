@@ -146,7 +146,38 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
   for (j = 0; j < n; j++) acc[j] = (int32_t)((uint32_t)acc[j] + (uint32_t)d * ((uint32_t)psum[j] - (uint32_t)base));
 }
 
-/* The tail's activations on a written row, in order (the plain path). */
+/* The range of a written part merged into *a (float bits, shared by the threads): v replaces it
+ * only when strictly below (lo) or above (hi) it, as the unfused min/max pass's comparisons (a
+ * -0 never replaces the initial +0; NaNs never reach here). */
+static void merge_range(const uint32_t *shared, float v, int hi) {
+  uint32_t *a = (uint32_t *)shared, o = __atomic_load_n(a, __ATOMIC_RELAXED), nb;
+  float f;
+  memcpy(&nb, &v, sizeof nb);
+  for (;;) {
+    memcpy(&f, &o, sizeof f);
+    if (!(hi ? v > f : v < f) ||
+        __atomic_compare_exchange_n(a, &o, nb, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return;
+  }
+}
+
+void mi__blis_ftail_begin(const mi__blis_hsw_t *hs) {
+  if (hs->dq) { /* the state is the step's own writable block, seen const by the run */
+    __atomic_store_n((uint32_t *)&hs->rlo, 0u, __ATOMIC_RELAXED);
+    __atomic_store_n((uint32_t *)&hs->rhi, 0u, __ATOMIC_RELAXED);
+  }
+}
+
+void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis_env_t *env, int32_t simd) {
+  uint32_t lb = __atomic_load_n(&hs->rlo, __ATOMIC_RELAXED), hb = __atomic_load_n(&hs->rhi, __ATOMIC_RELAXED);
+  float lo, hi;
+  if (!hs->dq) return;
+  memcpy(&lo, &lb, sizeof lo);
+  memcpy(&hi, &hb, sizeof hi);
+  mi__blis_dynq_codes(env, simd, t, hs->dq_x, hs->dq_y, hs->dq_s, hs->dq_z, hs->dq_n, lo, hi);
+}
+
+/* The tail's activations on a written row, in order (the plain path), then its range. */
 static void tail_acts(const mi__blis_hsw_t *hs, float *y, int64_t n) {
   int64_t j;
   for (int32_t i = 0; i < hs->nact; i++) {
@@ -158,52 +189,112 @@ static void tail_acts(const mi__blis_hsw_t *hs, float *y, int64_t n) {
     else
       mi__blis_act_apply(hs->act[i], a, hs->ab[i], y, n);
   }
+  if (hs->dq) {
+    float lo = 0.f, hi = 0.f;
+    for (j = 0; j < n; j++) {
+      lo = y[j] < lo ? y[j] : lo;
+      hi = y[j] > hi ? y[j] : hi;
+    }
+    merge_range(&hs->rlo, lo, 0);
+    merge_range(&hs->rhi, hi, 1);
+  }
 }
 
+/* One vector of the tail (the lanes of km) from its int32 sums and residual. */
+typedef struct ftail_k {
+  __m512 vs, vb, z, ha, hlo, hhi, hd, am, ac;
+} ftail_k_t;
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+ftail_vec512(const ftail_k_t *k, const int32_t *acc, const float *res, __mmask16 km, int has_b, int relu,
+             const mi__blis_hsw_t *hs) {
+  __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, acc)), k->vs);
+  if (has_b) v = _mm512_add_ps(v, k->vb);
+  if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res));
+  if (relu) v = _mm512_max_ps(v, k->z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
+  if (hs->has_am) v = _mm512_mul_ps(v, k->am);
+  if (hs->has_ac) v = _mm512_add_ps(v, k->ac);
+  if (hs->on) { /* clip as x < lo ? lo : x, then x > hi ? hi : x: the bound first keeps a NaN */
+    __m512 c = _mm512_min_ps(k->hhi, _mm512_max_ps(k->hlo, _mm512_add_ps(v, k->ha)));
+    v = _mm512_mul_ps(v, c);
+    v = hs->div ? _mm512_div_ps(v, k->hd) : _mm512_mul_ps(v, k->hd);
+  }
+  for (int32_t i = 0; i < hs->nact; i++) { /* the unfused ops' comparisons, NaN and -0 included */
+    __m512 a = _mm512_set1_ps(hs->aa[i]), b = _mm512_set1_ps(hs->ab[i]);
+    switch (hs->act[i]) {
+    case MI__ACT_LEAKY: /* v >= 0 ? v : a * v */
+      v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, k->z, _CMP_GE_OQ), _mm512_mul_ps(v, a), v);
+      break;
+    case MI__ACT_RELU: v = _mm512_max_ps(v, k->z); break;
+    case MI__ACT_CLIP: { /* v < a ? a : (v > b ? b : v) */
+      __mmask16 lo = _mm512_cmp_ps_mask(v, a, _CMP_LT_OQ);
+      v = _mm512_mask_blend_ps(lo, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, b, _CMP_GT_OQ), v, b), a);
+      break;
+    }
+    case MI__QT_MAX: /* v != v || v > a ? v : a */
+      v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, a, _CMP_NLE_UQ), a, v);
+      break;
+    default: /* MI__QT_MIN: v != v || v < a ? v : a */
+      v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, a, _CMP_NGE_UQ), a, v);
+      break;
+    }
+  }
+  return v;
+}
+
+/* Two vectors a step: with a DynamicQuantizeLinear after the tail, its range in two chains each
+ * of min and max (one chain's vminps latency bound the loop and made the layer slower than the
+ * separate min/max pass it replaces). The new value first: vminps returns its second operand
+ * for a NaN, so a NaN leaves the range as the unfused pass's comparisons do. */
 __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, int64_t n, float s, int has_b, float b,
                                                            const float *res, int relu, const mi__blis_hsw_t *hs,
                                                            float *y) {
-  const __m512 vs = _mm512_set1_ps(s), vb = _mm512_set1_ps(b), z = _mm512_setzero_ps();
-  const __m512 ha = _mm512_set1_ps(hs->a), hlo = _mm512_set1_ps(hs->lo), hhi = _mm512_set1_ps(hs->hi),
-               hd = _mm512_set1_ps(hs->d), am = _mm512_set1_ps(hs->am), ac = _mm512_set1_ps(hs->ac);
+  ftail_k_t k;
+  __m512 l0, l1, h0, h1, v0, v1;
   int64_t j;
-  for (j = 0; j < n; j += 16) {
-    __mmask16 km = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1u);
-    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, acc + j)), vs);
-    if (has_b) v = _mm512_add_ps(v, vb);
-    if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res + j));
-    if (relu) v = _mm512_max_ps(v, z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
-    if (hs->has_am) v = _mm512_mul_ps(v, am);
-    if (hs->has_ac) v = _mm512_add_ps(v, ac);
-    if (hs->on) { /* clip as x < lo ? lo : x, then x > hi ? hi : x: the bound first keeps a NaN */
-      __m512 c = _mm512_min_ps(hhi, _mm512_max_ps(hlo, _mm512_add_ps(v, ha)));
-      v = _mm512_mul_ps(v, c);
-      v = hs->div ? _mm512_div_ps(v, hd) : _mm512_mul_ps(v, hd);
+  k.vs = _mm512_set1_ps(s);
+  k.vb = _mm512_set1_ps(b);
+  k.z = l0 = l1 = h0 = h1 = _mm512_setzero_ps();
+  k.ha = _mm512_set1_ps(hs->a);
+  k.hlo = _mm512_set1_ps(hs->lo);
+  k.hhi = _mm512_set1_ps(hs->hi);
+  k.hd = _mm512_set1_ps(hs->d);
+  k.am = _mm512_set1_ps(hs->am);
+  k.ac = _mm512_set1_ps(hs->ac);
+  for (j = 0; j + 32 <= n; j += 32) {
+    v0 = ftail_vec512(&k, acc + j, res ? res + j : NULL, 0xffff, has_b, relu, hs);
+    v1 = ftail_vec512(&k, acc + j + 16, res ? res + j + 16 : NULL, 0xffff, has_b, relu, hs);
+    if (hs->dq) {
+      l0 = _mm512_min_ps(v0, l0);
+      h0 = _mm512_max_ps(v0, h0);
+      l1 = _mm512_min_ps(v1, l1);
+      h1 = _mm512_max_ps(v1, h1);
     }
-    for (int32_t i = 0; i < hs->nact; i++) { /* the unfused ops' comparisons, NaN and -0 included */
-      __m512 a = _mm512_set1_ps(hs->aa[i]), b = _mm512_set1_ps(hs->ab[i]);
-      switch (hs->act[i]) {
-      case MI__ACT_LEAKY: /* v >= 0 ? v : a * v */
-        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, z, _CMP_GE_OQ), _mm512_mul_ps(v, a), v);
-        break;
-      case MI__ACT_RELU: v = _mm512_max_ps(v, z); break;
-      case MI__ACT_CLIP: { /* v < a ? a : (v > b ? b : v) */
-        __mmask16 lo = _mm512_cmp_ps_mask(v, a, _CMP_LT_OQ);
-        v = _mm512_mask_blend_ps(lo, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, b, _CMP_GT_OQ), v, b), a);
-        break;
-      }
-      case MI__QT_MAX: /* v != v || v > a ? v : a */
-        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, a, _CMP_NLE_UQ), a, v);
-        break;
-      default: /* MI__QT_MIN: v != v || v < a ? v : a */
-        v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, a, _CMP_NGE_UQ), a, v);
-        break;
-      }
+    _mm512_storeu_ps(y + j, v0);
+    _mm512_storeu_ps(y + j + 16, v1);
+  }
+  for (; j < n; j += 16) {
+    __mmask16 km = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1u);
+    v0 = ftail_vec512(&k, acc + j, res ? res + j : NULL, km, has_b, relu, hs);
+    if (hs->dq) {
+      l0 = _mm512_mask_min_ps(l0, km, v0, l0);
+      h0 = _mm512_mask_max_ps(h0, km, v0, h0);
     }
     if (km == 0xffff)
-      _mm512_storeu_ps(y + j, v);
+      _mm512_storeu_ps(y + j, v0);
     else
-      _mm512_mask_storeu_ps(y + j, km, v);
+      _mm512_mask_storeu_ps(y + j, km, v0);
+  }
+  if (hs->dq) { /* reduced and merged only where they widen the range so far (rare after the first
+                 rows): a reduction per call cost more than the min/max pass saved, at 128-256
+                 outputs a call */
+    uint32_t lb = __atomic_load_n(&hs->rlo, __ATOMIC_RELAXED), hb = __atomic_load_n(&hs->rhi, __ATOMIC_RELAXED);
+    float lo, hi;
+    memcpy(&lo, &lb, sizeof lo);
+    memcpy(&hi, &hb, sizeof hi);
+    l0 = _mm512_min_ps(l0, l1);
+    h0 = _mm512_max_ps(h0, h1);
+    if (_mm512_cmp_ps_mask(l0, _mm512_set1_ps(lo), _CMP_LT_OQ)) merge_range(&hs->rlo, _mm512_reduce_min_ps(l0), 0);
+    if (_mm512_cmp_ps_mask(h0, _mm512_set1_ps(hi), _CMP_GT_OQ)) merge_range(&hs->rhi, _mm512_reduce_max_ps(h0), 1);
   }
 }
 

@@ -189,11 +189,18 @@ static void dynq_front(mi_graph_t *g, const int64_t *xd, int32_t q[3], int32_t *
   node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
 }
 
+/* y, a graph output, also quantized by a DynamicQuantizeLinear whose outputs are graph outputs. */
+static void dynq_back(mi_graph_t *g, int32_t y) {
+  int32_t qo[3] = {out(g, "yq"), out(g, "ys"), out(g, "yz")};
+  node(g, "DynamicQuantizeLinear", 1, &y, 3, qo, 0);
+}
+
 /* ONNX Runtime's dynamic conv with its float tail: DynamicQuantizeLinear -> ConvInteger (UINT8
  * weights, zero point 0 / 128 / 255 or per channel) -> Cast -> Mul by (x scale * w scale) [-> Add
  * bias [1,M,1,1]] [-> Add of a runtime residual] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
  * product), every float equal to the unfused reference's bit for bit. */
 static int64_t g_tail_c = 6; /* input channels of conv_integer_tail (6: group 6 is depthwise) */
+static int g_tail_dq;        /* y also quantized by a DynamicQuantizeLinear (in the conv's kernel) */
 static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int res) {
   mi_graph_t *g = graph(13);
   int64_t m = group == 6 ? 12 : 10, xd[4] = {1, g_tail_c, 13, 71}, wd[4] = {m, g_tail_c / group, 3, 3};
@@ -219,9 +226,10 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int
   }
   if (res) node(g, "Add", 2, ra, 1, &last, 0);
   if (relu) node(g, "Relu", 1, &last, 1, &y, 0);
+  if (g_tail_dq) dynq_back(g, y);
   char name[96];
-  snprintf(name, sizeof name, "ConvInteger + float tail, bias %d relu %d group %lld zw %d residual %d", bias, relu,
-           (long long)group, (int)zw, res);
+  snprintf(name, sizeof name, "ConvInteger + float tail, bias %d relu %d group %lld zw %d residual %d dq %d", bias,
+           relu, (long long)group, (int)zw, res, g_tail_dq);
   g_kernels = 3;
   run_case(g, name, 0);
   g_kernels = 0;
@@ -267,8 +275,10 @@ static void conv_integer_hswish(int64_t group, int by_sixth) {
 
 /* tf2onnx's dynamic layer: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul -> Add bias, then
  * two activations in the conv's kernel: LeakyRelu -> Max against a constant (kind 0), Min -> Clip
- * (1), Max -> LeakyRelu (2); floats equal to the unfused reference's. */
-static void conv_integer_acts(int64_t group, int kind) {
+ * (1), Max -> LeakyRelu (2); floats equal to the unfused reference's. dq: the output, still a
+ * graph output, is also quantized by a DynamicQuantizeLinear for the next layer, which joins the
+ * conv's kernel (its range taken as the tail writes); codes, scale and zero point equal too. */
+static void conv_integer_acts(int64_t group, int kind, int dq) {
   mi_graph_t *g = graph(13);
   int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 1, 3}, pads[4] = {0, 1, 0, 1};
   int64_t bd[4] = {1, m, 1, 1};
@@ -292,8 +302,10 @@ static void conv_integer_acts(int64_t group, int kind) {
                                                            : 2,
                     c1, 1, &y, 0);
   if (kind != 1) mi_node_set_float(g, kind ? n1 : n0, "alpha", 0.2f);
+  if (dq) dynq_back(g, y);
   char name[96];
-  snprintf(name, sizeof name, "ConvInteger + %s -> %s, group %lld", a0[kind], a1[kind], (long long)group);
+  snprintf(name, sizeof name, "ConvInteger + %s -> %s%s, group %lld", a0[kind], a1[kind],
+           dq ? " -> DynamicQuantizeLinear" : "", (long long)group);
   g_kernels = 3;
   run_case(g, name, 0);
   g_kernels = 0;
@@ -560,9 +572,16 @@ static void conv_integer_cases(void) {
   conv_integer_hswish(1, 0);
   conv_integer_hswish(6, 1);
   for (int kind = 0; kind < 3; kind++) {
-    conv_integer_acts(1, kind);
-    conv_integer_acts(6, kind);
+    conv_integer_acts(1, kind, kind == 1);
+    conv_integer_acts(6, kind, kind != 1);
   }
+  g_tail_dq = 1; /* then a DynamicQuantizeLinear: the direct byte core, the depthwise one, the GEMM */
+  g_tail_c = 60;
+  conv_integer_tail(1, 1, 1, 0, 1);
+  g_tail_c = 6;
+  conv_integer_tail(1, 1, 6, 0, 1);
+  conv_integer_tail(1, 0, 1, 255, 0);
+  g_tail_dq = 0;
 }
 
 static void matmul_integer_cases(void) {

@@ -386,6 +386,20 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   return 1;
 }
 
+/* The DynamicQuantizeLinear that quantizes float value `cur` for the next integer layer, or -1:
+ * it joins the unit that writes cur (whose kernel can take the range while writing, one pass
+ * over the floats less); cur may have other readers, all after it, since the unit runs there. */
+static int32_t tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) {
+  for (int32_t d = 0; d < g->node_count; d++) /* graph order: the first reader must be it */
+    for (int32_t j = 0; j < g->nodes[d].input_count; j++)
+      if (g->nodes[d].inputs[j] == cur)
+        return is_op(g, d, "DynamicQuantizeLinear") && j == 0 && p->role[d] == MI__ROLE_NODE &&
+                       !(p->pinned && p->pinned[d]) && g->nodes[d].output_count == 3
+                   ? d
+                   : -1;
+  return -1;
+}
+
 /* The float tail ONNX Runtime's dynamic quantization writes after an integer conv: ConvInteger ->
  * Cast(FLOAT) -> Mul by one scale (the input's runtime scale times the weight's) [-> Add of a
  * constant bias] [-> Relu], as unit *u, for a device whose ConvInteger declares MI_FUSE_BIAS (the
@@ -457,6 +471,10 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
       break;
     u->nodes[u->count++] = r;
     cur = m->outputs[0];
+  }
+  if (hswish && cur >= 0 && u->count < MI__UNIT_MAX) {
+    int32_t r = tail_dynq(g, p, cur);
+    if (r >= 0) u->nodes[u->count++] = r;
   }
   u->op = n;
   u->at = u->nodes[u->count - 1];
