@@ -182,15 +182,9 @@ static void minmax_part(void *arg, int64_t b, int64_t e) {
 
 void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
                          int32_t yz, int64_t n, float lo, float hi) {
-  qelt_t q;
+  qelt_t q = {.kind = QE_DYNQ, .simd = simd, .a = x, .y = y, .n = n};
   qelt_task_t task = {&q, t, 1.f, 0};
   float z0;
-  memset(&q, 0, sizeof q);
-  q.kind = QE_DYNQ;
-  q.simd = simd;
-  q.a = x;
-  q.y = y;
-  q.n = n;
   task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   z0 = 0.0f - lo / task.scale;
   z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f

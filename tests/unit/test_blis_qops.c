@@ -235,23 +235,17 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int
   g_kernels = 0;
 }
 
-/* The dynamic form of a PP-OCRv4 conv: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul ->
- * Add bias, then Mul and Add by constant scalars (a learnable affine block) and the hard-swish
- * written out, x * clip(x + 3, 0, 6) / 6 (by_sixth: * (1/6) instead of / 6), plain or depthwise
- * (group 6): one kernel for the conv and all of it, floats equal to the unfused reference's. */
-static void conv_integer_hswish(int64_t group, int by_sixth) {
-  mi_graph_t *g = graph(13);
-  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
-  int64_t bd[4] = {1, m, 1, 1};
-  int32_t q[3], t[10];
-  dynq_front(g, xd, q, t, 10);
+/* The head both tails below share: DynamicQuantizeLinear of x [1,6,13,71] -> ConvInteger (UINT8
+ * weights [m,6/group,kh,3], zero point wz) -> Cast -> Mul by the scale product -> Add bias
+ * [1,m,1,1], into t[4] of nt intermediates; returns the graph output y. */
+static int32_t conv_int_head(mi_graph_t *g, int64_t group, int64_t kh, const int64_t *pads, int32_t wz, int32_t q[3],
+                             int32_t *t, int nt) {
+  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, kh, 3}, bd[4] = {1, m, 1, 1};
+  dynq_front(g, xd, q, t, nt);
   int32_t y = out(g, "y");
-  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, 131)};
+  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, wz)};
   int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
   int32_t ba[2] = {t[3], constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL)};
-  int32_t am[2] = {f32c(g, "am", 1.0731f), t[4]}, ac[2] = {t[5], f32c(g, "ac", -0.0625f)};
-  int32_t h3[2] = {t[6], f32c(g, "three", 3.f)}, cl[3] = {t[7], f32c(g, "lo", 0.f), f32c(g, "hi", 6.f)};
-  int32_t hm[2] = {t[6], t[8]}, hd[2] = {t[9], f32c(g, "six", by_sixth ? 1.f / 6.f : 6.f)};
   node(g, "Mul", 2, sm, 1, &t[2], 0);
   int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
   mi_node_set_int(g, n, "group", group);
@@ -259,6 +253,20 @@ static void conv_integer_hswish(int64_t group, int by_sixth) {
   mi_node_set_int(g, node(g, "Cast", 1, &t[0], 1, &t[1], 0), "to", 1);
   node(g, "Mul", 2, mm, 1, &t[3], 0);
   node(g, "Add", 2, ba, 1, &t[4], 0);
+  return y;
+}
+
+/* The dynamic form of a PP-OCRv4 conv: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul ->
+ * Add bias, then Mul and Add by constant scalars (a learnable affine block) and the hard-swish
+ * written out, x * clip(x + 3, 0, 6) / 6 (by_sixth: * (1/6) instead of / 6), plain or depthwise
+ * (group 6): one kernel for the conv and all of it, floats equal to the unfused reference's. */
+static void conv_integer_hswish(int64_t group, int by_sixth) {
+  mi_graph_t *g = graph(13);
+  int64_t pads[4] = {1, 1, 1, 1};
+  int32_t q[3], t[10], y = conv_int_head(g, group, 3, pads, 131, q, t, 10);
+  int32_t am[2] = {f32c(g, "am", 1.0731f), t[4]}, ac[2] = {t[5], f32c(g, "ac", -0.0625f)};
+  int32_t h3[2] = {t[6], f32c(g, "three", 3.f)}, cl[3] = {t[7], f32c(g, "lo", 0.f), f32c(g, "hi", 6.f)};
+  int32_t hm[2] = {t[6], t[8]}, hd[2] = {t[9], f32c(g, "six", by_sixth ? 1.f / 6.f : 6.f)};
   node(g, "Mul", 2, am, 1, &t[5], 0);
   node(g, "Add", 2, ac, 1, &t[6], 0);
   node(g, "Add", 2, h3, 1, &t[7], 0);
@@ -280,27 +288,12 @@ static void conv_integer_hswish(int64_t group, int by_sixth) {
  * conv's kernel (its range taken as the tail writes); codes, scale and zero point equal too. */
 static void conv_integer_acts(int64_t group, int kind, int dq) {
   mi_graph_t *g = graph(13);
-  int64_t m = group == 6 ? 12 : 10, xd[4] = {1, 6, 13, 71}, wd[4] = {m, 6 / group, 1, 3}, pads[4] = {0, 1, 0, 1};
-  int64_t bd[4] = {1, m, 1, 1};
-  int32_t q[3], t[6];
+  int64_t pads[4] = {0, 1, 0, 1};
+  int32_t q[3], t[6], y = conv_int_head(g, group, 1, pads, 119, q, t, 6);
   static const char *const a0[3] = {"LeakyRelu", "Min", "Max"}, *const a1[3] = {"Max", "Clip", "LeakyRelu"};
-  dynq_front(g, xd, q, t, 6);
-  int32_t y = out(g, "y");
-  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, 119)};
-  int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
-  int32_t ba[2] = {t[3], constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL)};
   int32_t c0[2] = {t[4], f32c(g, "c0", 0.375f)}, c1[3] = {t[5], f32c(g, "c1", -0.0625f), f32c(g, "c2", 0.75f)};
-  node(g, "Mul", 2, sm, 1, &t[2], 0);
-  int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
-  mi_node_set_int(g, n, "group", group);
-  mi_node_set_ints(g, n, "pads", 4, pads);
-  mi_node_set_int(g, node(g, "Cast", 1, &t[0], 1, &t[1], 0), "to", 1);
-  node(g, "Mul", 2, mm, 1, &t[3], 0);
-  node(g, "Add", 2, ba, 1, &t[4], 0);
   int32_t n0 = node(g, a0[kind], kind ? 2 : 1, c0, 1, &t[5], 0);
-  int32_t n1 = node(g, a1[kind], kind == 2 ? 1 : kind == 1 ? 3
-                                                           : 2,
-                    c1, 1, &y, 0);
+  int32_t n1 = node(g, a1[kind], (int[]){2, 3, 1}[kind], c1, 1, &y, 0);
   if (kind != 1) mi_node_set_float(g, kind ? n1 : n0, "alpha", 0.2f);
   if (dq) dynq_back(g, y);
   char name[96];
