@@ -313,10 +313,8 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
     task.x = t[c->x];
     task.y = t[c->y];
     mi__blis_parallel(env, c->N * c->M, 1, ohw * c->KH * c->KW, qdw_part, &task);
-    mi__blis_ftail_end(&q->hs, t, env, c->simd);
-    return MI_OK;
   }
-  for (n = 0; n < c->N; n++)
+  for (n = 0; !q->dw && n < c->N; n++)
     for (g = 0; g < c->G; g++) {
       int64_t xo = (n * c->C + g * cg) * c->H * c->W, yo = (n * c->M + g * mg) * ohw;
       task.g = g;
