@@ -34,6 +34,11 @@
   { 4, 1, 1, 1, 1, 1, 0, 1, 4, 16, 2 }
 #define D_VDW \
   { 8, 1, 1, 1, 1, 1, 0, 1, 4, 8, 2 }
+/* conv.pw_vec: oc_per_item channels x oh_per_item vectors of ow_per_item pixels, 4 x 2 x 16 (8
+ * float16 accumulators: a quarter of an AVX-512 register file, half of AVX2's) */
+#define D_VPW \
+  { 4, 1, 1, 1, 1, 1, 0, 1, 4, 16, 2 }
+#define PW_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_OHB) | B(K_UNROLL))
 #define CONV_TILED_KNOBS (B(K_WG_X) | B(K_OCB) | B(K_OWB) | B(K_UNROLL))
 #define DW_TILED_KNOBS (B(K_WG_X) | B(K_OHB) | B(K_OWB))
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
@@ -44,8 +49,13 @@
 
 static const ocl_variant_t k_variants[] = {
     V("conv.im2col_gemm", "Conv", "im2col then tiled GEMM with local memory", MM_FUSE, TILED, D_TILED),
-    /* Listed second and third: a tune's first layer round tries a node's variants at their
+    /* Listed second to fourth: a tune's first layer round tries a node's variants at their
      * declared knobs in this order, as many as its cap allows (docs/tuning.md). */
+    V("conv.pw_vec", "Conv",
+      "pointwise (1x1, stride 1, group 1): oc_per_item channels x oh_per_item floatN vectors of "
+      "ow_per_item pixels of the flat plane per work-item, each input vector loaded once per "
+      "input channel, the epilogue on whole vectors",
+      MM_FUSE, PW_KNOBS, D_VPW),
     V("conv.tiled_vec", "Conv",
       "conv.tiled with a work-item's ow_per_item columns as one floatN vector, one vector FMA "
       "per tap (SIMD where the device does not vectorise across work-items, as CPU OpenCL)",
@@ -160,7 +170,10 @@ static const mi_sdk_knob_t k_knobs[K_COUNT] = {
          MI_KNOB_INT, 4, 5, 1, 2, 4, 8, 16),
     KNOB("ow_per_item", "output columns one work-item computes (tiled direct convolutions)", "",
          MI_KNOB_INT, 4, 5, 1, 2, 4, 8, 16),
-    KNOB("oh_per_item", "output rows one work-item computes (tiled depthwise convolution)", "",
+    KNOB("oh_per_item",
+         "output rows one work-item computes (tiled depthwise convolution); floatN pixel "
+         "vectors (conv.pw_vec)",
+         "",
          MI_KNOB_INT, 2, 4, 1, 2, 4, 8),
 };
 
@@ -220,9 +233,9 @@ static const struct {
               "vector_width must divide tile_n/wg_x (the columns each work-item computes)"},
     [C_REGS] = {MI_CONSTRAINT_CUSTOM, "tile_m", "tile_n", MM2D,
                 "accumulators per work-item (tile_m/wg_y)*(tile_n/wg_x) must be at most %lld"},
-    [C_TREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oc_per_item", "ow_per_item", "conv.tiled,conv.tiled_vec",
+    [C_TREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oc_per_item", "ow_per_item", "conv.tiled,conv.tiled_vec,conv.pw_vec",
                  "accumulators per work-item oc_per_item*ow_per_item must be at most %lld"},
-    [C_DREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oh_per_item", "ow_per_item", "conv.dw_tiled,conv.dw_vec",
+    [C_DREGS] = {MI_CONSTRAINT_PRODUCT_LE, "oh_per_item", "ow_per_item", "conv.dw_tiled,conv.dw_vec,conv.pw_vec",
                  "accumulators per work-item oh_per_item*ow_per_item must be at most %lld"},
 };
 

@@ -1,6 +1,7 @@
 /* ocl_prepare_direct.c - prepares the register-tiled direct convolutions (conv.tiled,
- * conv.dw_tiled and their vector forms conv.tiled_vec, conv.dw_vec): the filter geometry as
- * build options, the weights packed for conv.tiled. */
+ * conv.dw_tiled, their vector forms conv.tiled_vec, conv.dw_vec, and the pointwise
+ * conv.pw_vec): the filter geometry as build options, the weights packed for conv.tiled and
+ * conv.pw_vec. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +21,19 @@ static void geo_opts(char *buf, size_t n, const char *kind, const cl_int *g, int
 /* Which shapes each variant takes. conv.tiled leaves depthwise convolutions (one input and one
  * output channel per group) to conv.dw_tiled, whose whole point they are; both need a constant
  * filter, since conv.tiled repacks it and conv.dw_tiled's taps are compile-time loops over it. */
-static int32_t accepts(ocl_prep_t *p, int dw, const cl_int *g, const mi_tensor_desc_t *w) {
+static int32_t accepts(ocl_prep_t *p, int dw, int pw, const cl_int *g, const mi_tensor_desc_t *w) {
   int C = g[0], OC = g[3], G = g[14];
   if (!w->data || w->dtype != MI_DTYPE_FLOAT32)
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED, "%s: needs a constant FP32 filter",
                          p->var->v.id);
+  /* conv.pw_vec reads a channel's plane as one flat run of pixels, true only when the output
+   * plane is the input plane */
+  if (pw && (g[6] != 1 || g[7] != 1 || g[8] != 1 || g[9] != 1 || g[10] || g[11] || G != 1 ||
+             g[4] != g[1] || g[5] != g[2]))
+    return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
+                         "%s: needs a 1x1 filter, stride 1, no pads and group 1 (got %dx%d, "
+                         "stride %dx%d, group %d)",
+                         p->var->v.id, g[6], g[7], g[8], g[9], G);
   if (dw && (G != C || OC % C))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "%s: needs group == channels (group %d, C %d)", p->var->v.id, G, C);
@@ -40,10 +49,37 @@ static int32_t accepts(ocl_prep_t *p, int dw, const cl_int *g, const mi_tensor_d
   return MI_OK;
 }
 
+/* conv.pw_vec's launch: work-item (block of oh_per_item floatN vectors of the flat plane,
+ * (image, block of oc_per_item channels)); the filter is packed as conv.tiled's with one tap. */
+static int32_t launch_pw(ocl_prep_t *p, const cl_int *g, int N, ocl_arg_t aw, ocl_arg_t ax,
+                         ocl_arg_t ay, const ocl_epi_t *e) {
+  int ocb = (int)p->kn.v[K_OCB], owb = (int)p->kn.v[K_OWB], ohb = (int)p->kn.v[K_OHB];
+  cl_int sizes[3] = {g[0], g[4] * g[5], g[3]};
+  size_t wgx = (size_t)p->kn.v[K_WG_X], blocks = ((size_t)sizes[1] + ohb * owb - 1) / (ohb * owb);
+  char opt[160];
+  ocl_launch_t *l;
+  int32_t st;
+  snprintf(opt, sizeof opt, "-D CONV_PW -D OCB=%d -D OWB=%d -D OHB=%d -D UNROLL=%d -D OWV=1", ocb,
+           owb, ohb, (int)p->kn.v[K_UNROLL]);
+  if (!(l = mi__ocl_launch_new(p, mi__ocl_src_direct, opt, "conv_pw", &st))) return st;
+  mi__ocl_arg(l, ax);
+  mi__ocl_arg(l, aw);
+  mi__ocl_arg(l, ay);
+  mi__ocl_arg_intv(l, sizes, 3);
+  if ((st = mi__ocl_arg_epi(p, l, e, sizes[1])) != MI_OK) return st;
+  l->dim = 2;
+  l->lws[0] = wgx;
+  l->lws[1] = 1;
+  l->gws[0] = (blocks + wgx - 1) / wgx * wgx;
+  l->gws[1] = (size_t)N * ((sizes[2] + ocb - 1) / ocb);
+  l->has_lws = 1;
+  return mi__ocl_check_wg(p, l);
+}
+
 int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tensor_desc_t *w,
                            ocl_arg_t ax, ocl_arg_t ay, const ocl_epi_t *e) {
   int dw = !strcmp(p->var->v.id, "conv.dw_tiled") || !strcmp(p->var->v.id, "conv.dw_vec");
-  int vec = strstr(p->var->v.id, "_vec") != NULL;
+  int pw = !strcmp(p->var->v.id, "conv.pw_vec"), vec = strstr(p->var->v.id, "_vec") != NULL;
   int C = g[0], OC = g[3], OH = g[4], OW = g[5], KK = g[6] * g[7], G = g[14];
   int owb = (int)p->kn.v[K_OWB], b0 = (int)p->kn.v[dw ? K_OHB : K_OCB];
   cl_int sizes[9] = {C, g[1], g[2], OC, OH, OW, g[10], g[11], G};
@@ -52,7 +88,7 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
   ocl_arg_t aw;
   ocl_launch_t *l;
   int32_t st;
-  if ((st = accepts(p, dw, g, w)) != MI_OK) return st;
+  if ((st = accepts(p, dw, pw, g, w)) != MI_OK) return st;
   if (dw) {
     if ((st = mi__ocl_upload(p, w->data, (size_t)OC * KK * 4, &aw)) != MI_OK) return st;
   } else {
@@ -71,6 +107,7 @@ int32_t mi__ocl_conv_tiled(ocl_prep_t *p, const cl_int *g, int N, const mi_tenso
     free(pk);
     if (st != MI_OK) return st;
   }
+  if (pw) return launch_pw(p, g, N, aw, ax, ay, e);
   geo_opts(opt, sizeof opt, dw ? "CONV_DW_TILED" : "CONV_TILED", g, b0, owb, &p->kn, vec);
   if (!(l = mi__ocl_launch_new(p, mi__ocl_src_direct, opt, dw ? "conv_dw_tiled" : "conv_tiled", &st)))
     return st;

@@ -174,7 +174,8 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   if ((st = mi__ocl_bind(p, n->inputs[0], &ax)) != MI_OK) goto done;
   if ((st = mi__ocl_bind(p, e.out_tensor, &ay)) != MI_OK) goto done;
   if (!transposed && (!strcmp(p->var->v.id, "conv.tiled") || !strcmp(p->var->v.id, "conv.dw_tiled") ||
-                      !strcmp(p->var->v.id, "conv.tiled_vec") || !strcmp(p->var->v.id, "conv.dw_vec"))) {
+                      !strcmp(p->var->v.id, "conv.tiled_vec") || !strcmp(p->var->v.id, "conv.dw_vec") ||
+                      !strcmp(p->var->v.id, "conv.pw_vec"))) {
     st = mi__ocl_conv_tiled(p, g, N, w, ax, ay, &e); /* packs its own copy of the filter */
     goto done;
   }

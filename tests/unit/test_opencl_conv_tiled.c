@@ -1,5 +1,6 @@
 /* test_opencl_conv_tiled.c - the tuning variants of Conv on the OpenCL plugin (conv.tiled,
- * conv.dw_tiled, their vector forms conv.tiled_vec and conv.dw_vec, conv.im2col_regblock) against a naive convolution, over odd sizes, asymmetric
+ * conv.dw_tiled, their vector forms conv.tiled_vec and conv.dw_vec, the pointwise conv.pw_vec,
+ * conv.im2col_regblock) against a naive convolution, over odd sizes, asymmetric
  * pads, strides 1 and 2, dilation, groups, depthwise multipliers, 1x1 and non-square filters,
  * each at several knob settings (blocks that do not divide the output, work-groups wider than
  * a row), a fused Relu + residual Add, and the shapes each variant refuses. */
@@ -157,6 +158,23 @@ static const knobset_t k_vec[] = {
     {{"ow_per_item", "wg_x", "oh_per_item", "oc_per_item"}, {16, 2, 4, 4}},
     {{"ow_per_item", "wg_x", "oh_per_item", "oc_per_item"}, {1, 1, 2, 16}},
 };
+/* conv.pw_vec's shapes: planes that its oh_per_item x ow_per_item pixel blocks do not divide
+ * (30, 63 pixels), channel counts its oc_per_item blocks do not divide (9, 28, 3), two images,
+ * and one of the detector's 64x64 layers. */
+static const shape_t k_pw[] = {
+    {1, 7, 6, 5, 9, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+    {2, 24, 8, 8, 28, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+    {1, 5, 7, 9, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+    {1, 24, 64, 64, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1},
+};
+/* ow_per_item 1 is its scalar form; the rest are floatN vectors */
+static const knobset_t k_pwk[] = {
+    {{NULL}, {0}},
+    {{"oc_per_item", "ow_per_item", "oh_per_item", "wg_x"}, {4, 4, 1, 1}},
+    {{"oc_per_item", "ow_per_item", "oh_per_item", "wg_x"}, {16, 2, 4, 8}},
+    {{"oc_per_item", "ow_per_item", "oh_per_item", "wg_x"}, {1, 1, 8, 2}},
+    {{"oc_per_item", "ow_per_item", "oh_per_item", "unroll"}, {2, 8, 8, 4}},
+};
 static const knobset_t k_reg[] = {
     {{NULL}, {0}},
     {{"tile_m", "tile_n", "vector_width"}, {8, 16, 2}},
@@ -203,6 +221,18 @@ static void vector_matches_reference(void) {
   }
 }
 
+/* conv.pw_vec: every shape at its defaults, then at each setting in turn with Relu + residual
+ * Add fused (the epilogue it runs on whole vectors, and element by element at a plane's end). */
+static void pointwise_matches_reference(void) {
+  for (size_t i = 0; i < COUNT(k_pw); i++) {
+    REQUIRE(run_one(&k_pw[i], "conv.pw_vec", &k_pwk[0], 0, 0) == MI_OK);
+    REQUIRE(run_one(&k_pw[i], "conv.pw_vec", &k_pwk[0], 1, 0) == MI_OK);
+    for (size_t j = 1; j < COUNT(k_pwk); j++)
+      if (j % COUNT(k_pw) == i || (j + 2) % COUNT(k_pw) == i)
+        REQUIRE(run_one(&k_pw[i], "conv.pw_vec", &k_pwk[j], 1, 0) == MI_OK);
+  }
+}
+
 static void regblock_matches_reference(void) {
   for (size_t i = 0; i < COUNT(k_shapes); i++) {
     for (size_t j = 0; j < COUNT(k_reg); j++)
@@ -226,11 +256,26 @@ static void refusals(void) {
   REQUIRE(run_one(&k_shapes[1], "conv.dw_vec", NULL, 0, 0) == MI_ERR_UNSUPPORTED);
   REQUIRE(run_one(&k_shapes[1], "conv.tiled_vec", &big, 0, 0) == MI_ERR_INVALID_CONFIG);
   REQUIRE(run_one(&k_shapes[7], "conv.dw_vec", &bigdw, 0, 0) == MI_ERR_INVALID_CONFIG);
+  /* conv.pw_vec: a 3x3 filter, a 1x1 one with stride 2, a depthwise one, a filter given at run
+   * time, too many accumulators in either product */
+  REQUIRE(run_one(&k_shapes[1], "conv.pw_vec", NULL, 0, 0) == MI_ERR_UNSUPPORTED);
+  REQUIRE(run_one(&k_shapes[4], "conv.pw_vec", NULL, 0, 0) == MI_ERR_UNSUPPORTED);
+  REQUIRE(run_one(&k_shapes[7], "conv.pw_vec", NULL, 0, 0) == MI_ERR_UNSUPPORTED);
+  REQUIRE(run_one(&k_pw[0], "conv.pw_vec", NULL, 0, 1) == MI_ERR_UNSUPPORTED);
+  REQUIRE(run_one(&k_pw[0], "conv.pw_vec", &big, 0, 0) == MI_ERR_INVALID_CONFIG);
+  REQUIRE(run_one(&k_pw[0], "conv.pw_vec", &bigdw, 0, 0) == MI_ERR_INVALID_CONFIG);
+  {
+    const shape_t padded = {1, 4, 5, 5, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    const shape_t grouped = {1, 4, 5, 5, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2};
+    REQUIRE(run_one(&padded, "conv.pw_vec", NULL, 0, 0) == MI_ERR_UNSUPPORTED);
+    REQUIRE(run_one(&grouped, "conv.pw_vec", NULL, 0, 0) == MI_ERR_UNSUPPORTED);
+  }
 }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(tiled_matches_reference),
     TU_CASE(vector_matches_reference),
+    TU_CASE(pointwise_matches_reference),
     TU_CASE(regblock_matches_reference),
     TU_CASE(refusals),
 };
