@@ -32,8 +32,8 @@ static int32_t accepts(ocl_prep_t *p, int dw, int pw, const cl_int *g, const mi_
              g[4] != g[1] || g[5] != g[2]))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "%s: needs a 1x1 filter, stride 1, no pads and group 1 (got %dx%d, "
-                         "stride %dx%d, group %d)",
-                         p->var->v.id, g[6], g[7], g[8], g[9], G);
+                         "stride %dx%d, pads %d,%d, group %d)",
+                         p->var->v.id, g[6], g[7], g[8], g[9], g[10], g[11], G);
   if (dw && (G != C || OC % C))
     return mi_sdk_errorf(p->err, MI_ERR_UNSUPPORTED,
                          "%s: needs group == channels (group %d, C %d)", p->var->v.id, G, C);
