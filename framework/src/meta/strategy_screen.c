@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/core.h"
 #include "meta/meta_internal.h"
 
 enum { POP = 128,
@@ -145,7 +144,7 @@ int32_t mi__meta_screen(mi__meta_t *st, int32_t want, int32_t *out, mi_error_t *
      * so the generations stop there: a clock that only cuts work whose result is thrown away,
      * and a seed still gives the same search within its time. Under a sanitizer one round took
      * 17 s of a 3 s budget. */
-    if (st->so->max_seconds > 0 && mi__now_s() - st->t0 >= st->so->max_seconds) break;
+    if (!mi__meta_has_budget(st)) break;
     /* A fresh scalarisation each generation spreads the population along the front. */
     draw_lambda(st, lam);
     for (int32_t i = 0; i < pop.n; i++) fit[i] = score(st, lam, pop.mu + (size_t)i * m, pop.sd + (size_t)i * m, ideal);
