@@ -1,7 +1,7 @@
 # dynamic_inputs.sh - a model whose batch dimension is dynamic ('N'): tune without inputs: in the
 # recipe takes it as 1 with a one-line note and tunes (it aborted the host before: plugin code
 # probed an unresolved shape); mi-host profile and accuracy take --shape NAME=1x3x8x8 (or
-# D0,D1,...) and --input NAME=FILE.npy, and without them profile names the option to give.
+# D0,D1,..., or NAME:1x3x8x8) and --input NAME=FILE.npy, and without them profile names the option to give.
 set -euo pipefail
 source "$(dirname "$0")/lib.bash"
 HOST=$B/bin/mi-host
@@ -43,7 +43,7 @@ if "$HOST" --plugins "$B/plugins" profile --model "$T/dyn.onnx" --device npu-stu
   echo "profile of a dynamic model without a shape succeeded"; exit 1
 fi
 grep -q "input 'x' has dynamic dim 0 ('N'): give --shape x=" "$T/e1" || { cat "$T/e1"; exit 1; }
-for opt in "--shape x=1x3x8x8" "--shape x=2,3,8,8" "--input x=$T/x.npy"; do
+for opt in "--shape x=1x3x8x8" "--shape x=2,3,8,8" "--shape x:1x3x8x8" "--input x=$T/x.npy"; do
   # shellcheck disable=SC2086
   "$HOST" --plugins "$B/plugins" profile --model "$T/dyn.onnx" --device npu-stub:0 --db "$T/p.db" \
     --workers 1 --no-fingerprint --json $opt >"$T/pj" 2>"$T/e2" || { echo "profile $opt"; cat "$T/e2"; exit 1; }
@@ -55,6 +55,8 @@ fi
 grep -q "input 'x' (--shape): dim 1 is 4, the model declares 3" "$T/e3" || { cat "$T/e3"; exit 1; }
 # accuracy: the same options.
 printf 'version: 1\n' > "$T/c.yaml"
-"$HOST" --plugins "$B/plugins" accuracy --model "$T/dyn.onnx" --config "$T/c.yaml" --shape x=1x3x8x8 --json >"$T/aj" 2>"$T/e4" || { cat "$T/e4"; exit 1; }
+for opt in x=1x3x8x8 x:1x3x8x8; do # NAME:D0xD1 as mi-host compare and profile take it
+  "$HOST" --plugins "$B/plugins" accuracy --model "$T/dyn.onnx" --config "$T/c.yaml" --shape $opt --json >"$T/aj" 2>"$T/e4" || { cat "$T/e4"; exit 1; }
+done
 "$HOST" --plugins "$B/plugins" accuracy --model "$T/dyn.onnx" --config "$T/c.yaml" --input "x=$T/x.npy" --json >"$T/aj" 2>"$T/e5" || { cat "$T/e5"; exit 1; }
 echo ok

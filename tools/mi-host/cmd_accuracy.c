@@ -64,9 +64,10 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
     default: { /* --shape, --input */
       int is_shape = k == O_SHAPE;
       int *n = is_shape ? &a->shape_count : &a->input_count;
-      if (!strchr(c.value, '='))
+      /* NAME:VALUE too, as every other command takes it (mi_graph_input_args) */
+      if (!strchr(c.value, '=') && !strchr(c.value, ':'))
         return mi_host_usage_error("accuracy: %s needs NAME=%s", c.opt,
-                                   is_shape ? "D0,D1,..." : "FILE.npy");
+                                   is_shape ? "D0,D1,... or NAME:D0xD1x..." : "FILE.npy");
       if (*n == ACC_MAX_SPECS)
         return mi_host_usage_error("accuracy: at most %d %s options", ACC_MAX_SPECS, c.opt);
       (is_shape ? a->shapes : a->inputs)[(*n)++] = c.value;
