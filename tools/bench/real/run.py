@@ -57,6 +57,9 @@ MODELS = [
                                              "--value", "sr=16000"]),
     ("silero-vad-v6", "silero_vad_v6.onnx", ["input=1,512", "state=2,1,128",
                                              "--value", "sr=16000"]),
+    # The v6 weights exported without the LSTM op (Gemm/Split/Sigmoid/Tanh cells, opset 18).
+    ("silero-vad-v6-ifless", "silero_vad_v6_ifless.onnx", ["input=1,512", "state=2,1,128",
+                                                           "--value", "sr=16000"]),
     # tf2onnx detectors, fixed channels-last inputs. M-LSD's `scores` keeps only local maxima
     # (x == MaxPool(x)), so its rel L2 counts float ties that flip (tools/ort/compare.sh --peaks).
     ("blazeface-front", "blazeface_front.onnx", ["--image"]),
