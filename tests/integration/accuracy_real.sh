@@ -13,7 +13,7 @@ fail() { echo "accuracy_real: $*" >&2; exit 1; }
 # tests/onnx/real_models.sh.
 present=()
 for n in ppocr_v2_cls ppocr_v4_det ppocr_v4_rec oww_hello_deepa silero_vad_v4 silero_vad_v5 \
-         silero_vad_v6 blazeface_front; do
+         silero_vad_v6 silero_vad_v6_ifless blazeface_front; do
   [ -f "$models/$n.onnx" ] && present+=("$models/$n.onnx")
 done
 if [ ${#present[@]} -eq 0 ]; then
@@ -64,7 +64,7 @@ for m in "${present[@]}"; do
     ppocr_v4_rec) args=(--shape x=1,3,48,96);;
     silero_vad_v4) args=(--shape input=1,512 --input "sr=$tmp/sr.npy" --input "h=$tmp/h64.npy"
                          --input "c=$tmp/h64.npy"); want_applied=0;;
-    silero_vad_v5|silero_vad_v6) args=(--shape input=1,512 --input "sr=$tmp/sr.npy"
+    silero_vad_v5|silero_vad_v6|silero_vad_v6_ifless) args=(--shape input=1,512 --input "sr=$tmp/sr.npy"
                          --input "state=$tmp/st128.npy"); want_applied=0;;
     *) args=();;
   esac
