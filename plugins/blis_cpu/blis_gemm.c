@@ -1,6 +1,8 @@
-/* blis_gemm.c - Gemm and batched, broadcasting MatMul through BLIS sgemm. */
+/* blis_gemm.c - Gemm and batched, broadcasting MatMul: BLIS sgemm, or the packed-weight GEMM of
+ * blis_mmpack.c when B is a constant. */
 #include <string.h>
 
+#include "blis_mmpack.h"
 #include "blis_qgemm.h"
 
 /* What Gemm and MatMul share, at the head of their states: A, B, Y and the product's sizes
@@ -8,7 +10,41 @@
 typedef struct mm_head {
   int32_t a, b, y;
   int64_t m, n, k;
+  mi__blis_mmp_t pk; /* B packed at prepare (pk.pb set), else BLIS */
 } mm_head_t;
+
+static int32_t run_packed(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const mm_head_t *h = s->state;
+  (void)err;
+  mi__blis_mmp_run(env, &h->pk, t[h->a], h->m, t[h->y]);
+  return MI_OK;
+}
+
+/* Takes the packed path when B is a constant (weights): BLIS packs both operands on every call,
+ * which on a transformer's shapes (rows 40-128, K 120-1536) cost half its time (see blis-cpu.md).
+ * B [k][n] at rsb / csb, scaled by alpha; c (NULL: none) a bias over the columns, scaled by beta.
+ * 1 when taken (s->run set), 0 to stay on BLIS, -1 out of memory. */
+static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, mm_head_t *h, int64_t rsb,
+                    int64_t csb, float alpha, int32_t c, int64_t ccs, float beta) {
+  int32_t simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
+  if (!mi__blis_is_const(p, h->b) || !p->k->ptr[h->b] || h->k < 1 || h->n < 1 || h->m < 1) return 0;
+  if (c >= 0 && (!mi__blis_is_const(p, c) || !p->k->ptr[c])) return 0;
+  if (si > 0 && si < p->ctx->simd_n) simd = p->ctx->simd_ids[si];
+  s->aux = mi__blis_alloc(p->ctx, mi__blis_mmp_bytes(simd, h->k, h->n, c >= 0));
+  if (!s->aux) return -1;
+  mi__blis_mmp_pack(&h->pk, s->aux, simd, p->k->ptr[h->b], rsb, csb, h->k, h->n, alpha,
+                    c >= 0 ? p->k->ptr[c] : NULL, ccs, beta);
+  /* The panels are all the step reads: drop the constant copy when nothing else does. */
+  if (mi__blis_consumers(p, h->b) == 1 && p->k->owned[h->b]) {
+    mi__blis_free(p->ctx, p->k->ptr[h->b]);
+    p->k->ptr[h->b] = NULL;
+    p->k->owned[h->b] = 0;
+  }
+  (void)n;
+  s->run = run_packed;
+  return 1;
+}
 
 typedef struct gemm_state {
   mm_head_t h;
@@ -82,6 +118,12 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       return mi__blis_unsupported(err, n, "C does not broadcast to [M, N]");
     g->crs = cm == 1 ? 0 : cn;
     g->ccs = cn == 1 ? 0 : 1;
+  }
+  /* transA stays on BLIS (A read in place by rows); C only as a constant bias over the columns. */
+  if (!ta && (!c || g->beta == 0.f || g->crs == 0)) {
+    int r = packed_b(p, s, n, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
+    if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    if (r) return MI_OK;
   }
   s->run = run_gemm;
   return MI_OK;
@@ -172,6 +214,12 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
       mm->batches = 1;
       mm->brank = 0;
     }
+  }
+  /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then). */
+  if (mm->batches == 1) {
+    int r = packed_b(p, s, n, &mm->h, mm->h.n, 1, 1.f, -1, 0, 0.f);
+    if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    if (r) return MI_OK;
   }
   s->run = run_matmul;
   return MI_OK;

@@ -38,10 +38,12 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "oc_block"},
     {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, MI_FUSE_BIAS,
      "threads,arch"},
-    {"gemm.blis", "Gemm", "BLIS sgemm with transA/transB/alpha/beta", NCHW, MI_FUSE_BIAS,
-     "threads,arch,int8_dot"},
-    {"matmul.blis", "MatMul", "batched BLIS sgemm with numpy broadcasting", NCHW, 0,
-     "threads,arch,int8_dot"},
+    {"gemm.blis", "Gemm",
+     "BLIS sgemm with transA/transB/alpha/beta; constant B packed once for register-blocked tiles",
+     NCHW, MI_FUSE_BIAS, "threads,arch,int8_dot,simd"},
+    {"matmul.blis", "MatMul",
+     "batched BLIS sgemm with numpy broadcasting; constant B packed once for register-blocked tiles",
+     NCHW, 0, "threads,arch,int8_dot,simd"},
 };
 const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);
 

@@ -1,0 +1,218 @@
+/* blis_mmpack.c - FP32 GEMM on a constant B packed once at prepare: register-blocked AVX-512
+ * (12 x 32), AVX2 (6 x 16) and C (4 x 16) tiles, A read in place, bias in the accumulators. */
+#include "blis_mmpack.h"
+
+#include <immintrin.h>
+
+#include "blis_epi512.h"
+
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+/* k is walked in blocks of MM_KC: one block of a 32-column panel is 32 KiB, which stays in L1
+ * while every row tile of the block's rows reads it; the rows are walked in blocks of MM_MC so that
+ * A's part of a k block (MM_MC x MM_KC floats, 192 KiB) stays in L2 across the panels. Between k
+ * blocks the partial sums go through Y. */
+#define MM_KC 256
+#define MM_MC 192
+
+static int64_t panel_width(int32_t simd) { return simd == MI__SIMD_AVX512 ? 32 : 16; }
+
+uint64_t mi__blis_mmp_bytes(int32_t simd, int64_t k, int64_t n, int bias) {
+  int64_t nr = panel_width(simd), np = (n + nr - 1) / nr;
+  return (uint64_t)(np * nr * (k + (bias ? 1 : 0))) * sizeof(float);
+}
+
+void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float *b, int64_t rsb, int64_t csb,
+                       int64_t k, int64_t n, float alpha, const float *c, int64_t ccs, float beta) {
+  int64_t pn, kk, j;
+  p->k = k;
+  p->n = n;
+  p->simd = simd;
+  p->nr = panel_width(simd);
+  p->panels = (n + p->nr - 1) / p->nr;
+  for (pn = 0; pn < p->panels; pn++)
+    for (kk = 0; kk < k; kk++) {
+      float *row = mem + (pn * k + kk) * p->nr;
+      for (j = 0; j < p->nr; j++) {
+        int64_t col = pn * p->nr + j;
+        row[j] = col < n ? alpha * b[kk * rsb + col * csb] : 0.f;
+      }
+    }
+  p->pb = mem;
+  p->bias = NULL;
+  if (c) {
+    float *bias = mem + p->panels * p->nr * k;
+    for (j = 0; j < p->panels * p->nr; j++) bias[j] = j < n ? beta * c[j * ccs] : 0.f;
+    p->bias = bias;
+  }
+}
+
+/* ---- AVX-512: MR (compile-time, 1..12) rows x 32 columns, 24 accumulators. A tile starts from the
+ * bias (first k block) or from the partial sums in Y, and ends with one store, masked at the last
+ * panel's columns. */
+static inline __attribute__((always_inline)) MI__AVX512_FN void
+tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
+        int64_t cols, int MR) {
+  __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1u);
+  __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols <= 16 ? 0
+                                                              : (1u << (cols - 16)) - 1u);
+  __m512 c0[12], c1[12];
+  const float *ar[12];
+  int64_t kk;
+  int i;
+#pragma GCC unroll 12
+  for (i = 0; i < 12; i++) {
+    if (i >= MR) continue;
+    ar[i] = a + i * lda;
+    if (!first) {
+      c0[i] = _mm512_maskz_loadu_ps(m0, y + i * ldy);
+      c1[i] = _mm512_maskz_loadu_ps(m1, y + i * ldy + 16);
+    } else if (bias) {
+      c0[i] = _mm512_loadu_ps(bias);
+      c1[i] = _mm512_loadu_ps(bias + 16);
+    } else {
+      c0[i] = c1[i] = _mm512_setzero_ps();
+    }
+  }
+  for (kk = 0; kk < kn; kk++) {
+    __m512 b0 = _mm512_loadu_ps(pb + kk * 32), b1 = _mm512_loadu_ps(pb + kk * 32 + 16);
+#pragma GCC unroll 12
+    for (i = 0; i < 12; i++) {
+      if (i >= MR) continue;
+      __m512 av = _mm512_set1_ps(ar[i][kk]);
+      c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
+      c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
+    }
+  }
+#pragma GCC unroll 12
+  for (i = 0; i < 12; i++) {
+    if (i >= MR) continue;
+    _mm512_mask_storeu_ps(y + i * ldy, m0, c0[i]);
+    _mm512_mask_storeu_ps(y + i * ldy + 16, m1, c1[i]);
+  }
+}
+
+#define MM_T512(R) \
+  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R); break;
+static MI__AVX512_FN void rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                                  const float *bias, int first, int64_t cols, int64_t rows) {
+  for (; rows > 0; rows -= 12, a += 12 * lda, y += 12 * ldy) switch (rows > 12 ? 12 : rows) {
+      MM_T512(1)
+      MM_T512(2) MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6)
+          MM_T512(7) MM_T512(8) MM_T512(9) MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12);
+    }
+}
+
+/* ---- AVX2: MR (1..6) rows x 16 columns, 12 accumulators, the two panel vectors and one broadcast
+ * (15 of the 16 ymm registers). */
+static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a, int64_t lda, const float *pb,
+                                                                  int64_t kn, float *y, int64_t ldy, const float *bias,
+                                                                  int first, int64_t cols, int MR) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols), lane);
+  __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8), lane);
+  __m256 c0[6], c1[6];
+  const float *ar[6];
+  int64_t kk;
+  int i;
+#pragma GCC unroll 6
+  for (i = 0; i < 6; i++) {
+    if (i >= MR) continue;
+    ar[i] = a + i * lda;
+    if (!first) {
+      c0[i] = _mm256_maskload_ps(y + i * ldy, m0);
+      c1[i] = _mm256_maskload_ps(y + i * ldy + 8, m1);
+    } else if (bias) {
+      c0[i] = _mm256_loadu_ps(bias);
+      c1[i] = _mm256_loadu_ps(bias + 8);
+    } else {
+      c0[i] = c1[i] = _mm256_setzero_ps();
+    }
+  }
+  for (kk = 0; kk < kn; kk++) {
+    __m256 b0 = _mm256_loadu_ps(pb + kk * 16), b1 = _mm256_loadu_ps(pb + kk * 16 + 8);
+#pragma GCC unroll 6
+    for (i = 0; i < 6; i++) {
+      if (i >= MR) continue;
+      __m256 av = _mm256_broadcast_ss(ar[i] + kk);
+      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);
+      c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
+    }
+  }
+#pragma GCC unroll 6
+  for (i = 0; i < 6; i++) {
+    if (i >= MR) continue;
+    _mm256_maskstore_ps(y + i * ldy, m0, c0[i]);
+    _mm256_maskstore_ps(y + i * ldy + 8, m1, c1[i]);
+  }
+}
+
+#define MM_T256(R) \
+  case R: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, R); break;
+static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                            const float *bias, int first, int64_t cols, int64_t rows) {
+  for (; rows > 0; rows -= 6, a += 6 * lda, y += 6 * ldy) switch (rows > 6 ? 6 : rows) {
+      MM_T256(1)
+      MM_T256(2) MM_T256(3) MM_T256(4) MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6);
+    }
+}
+
+/* ---- plain C: 4 rows x 16 columns in a local block, the same k order. */
+static void rows_c(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                   const float *bias, int first, int64_t cols, int64_t rows) {
+  for (; rows > 0; rows -= 4, a += 4 * lda, y += 4 * ldy) {
+    int64_t r = rows > 4 ? 4 : rows, i, j, kk;
+    float acc[4][16];
+    for (i = 0; i < r; i++)
+      for (j = 0; j < 16; j++) acc[i][j] = !first ? (j < cols ? y[i * ldy + j] : 0.f) : bias ? bias[j]
+                                                                                             : 0.f;
+    for (kk = 0; kk < kn; kk++)
+      for (i = 0; i < r; i++) {
+        float av = a[i * lda + kk];
+        for (j = 0; j < 16; j++) acc[i][j] += av * pb[kk * 16 + j];
+      }
+    for (i = 0; i < r; i++)
+      for (j = 0; j < cols; j++) y[i * ldy + j] = acc[i][j];
+  }
+}
+
+typedef struct mmp_task {
+  const mi__blis_mmp_t *p;
+  const float *a;
+  float *y;
+  int64_t m;
+} mmp_task_t;
+
+/* Panels [p0, p1) over all rows: row blocks, then k blocks, then panels, then row tiles. */
+static void mmp_part(void *arg, int64_t p0, int64_t p1) {
+  const mmp_task_t *t = arg;
+  const mi__blis_mmp_t *p = t->p;
+  int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn;
+  for (m0 = 0; m0 < t->m; m0 += MM_MC) {
+    int64_t rows = t->m - m0 < MM_MC ? t->m - m0 : MM_MC;
+    for (k0 = 0; k0 < K; k0 += MM_KC) {
+      int64_t kn = K - k0 < MM_KC ? K - k0 : MM_KC;
+      int first = k0 == 0;
+      for (pn = p0; pn < p1; pn++) {
+        const float *a = t->a + m0 * K + k0, *pb = p->pb + (pn * K + k0) * nr;
+        const float *bias = first && p->bias ? p->bias + pn * nr : NULL;
+        float *y = t->y + m0 * N + pn * nr;
+        int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
+        if (p->simd == MI__SIMD_AVX512) rows512(a, K, pb, kn, y, N, bias, first, cols, rows);
+        else if (p->simd == MI__SIMD_AVX2)
+          rows256(a, K, pb, kn, y, N, bias, first, cols, rows);
+        else
+          rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
+      }
+    }
+  }
+}
+
+void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y) {
+  mmp_task_t t;
+  t.p = p;
+  t.a = a;
+  t.y = y;
+  t.m = m;
+  mi__blis_parallel(env, p->panels, 1, m * p->k * p->nr, mmp_part, &t);
+}

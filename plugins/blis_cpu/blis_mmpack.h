@@ -1,0 +1,28 @@
+/* blis_mmpack.h - FP32 GEMM on a constant B packed once at prepare (Gemm, MatMul weights). */
+#ifndef MI_BLIS_MMPACK_H
+#define MI_BLIS_MMPACK_H
+
+#include "blis_conv.h"
+
+/* Y[m][n] = sum_k A[m][k] * B[k][n] (+ bias[n]) with B packed in panels of `nr` columns,
+ * [panel][k][nr] (zeros past n), so the micro-kernel reads one row of a panel as whole vectors
+ * and broadcasts A's values from A in place (A is not copied: its rows are the tokens of a
+ * transformer, few, and read once per panel from L1/L2). */
+typedef struct mi__blis_mmp {
+  int64_t k, n, nr, panels;
+  int32_t simd;
+  const float *pb;   /* packed B */
+  const float *bias; /* [panels * nr], zeros past n; NULL without bias */
+} mi__blis_mmp_t;
+
+/* Bytes of the block mi__blis_mmp_pack fills (packed B, then the bias when `bias`). */
+uint64_t mi__blis_mmp_bytes(int32_t simd, int64_t k, int64_t n, int bias);
+/* Packs alpha * B (element [kk][j] at b + kk * rsb + j * csb: transB is a stride) into mem and,
+ * with c, beta * c[j * ccs] as the bias; fills *p. */
+void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float *b, int64_t rsb, int64_t csb,
+                       int64_t k, int64_t n, float alpha, const float *c, int64_t ccs, float beta);
+/* y [m][n] (row stride n) from a [m][k] (row stride k), split over the pool by panels of columns:
+ * every element is summed in the same order whatever the split. */
+void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y);
+
+#endif
