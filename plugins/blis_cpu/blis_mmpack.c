@@ -14,6 +14,9 @@
  * blocks the partial sums go through Y. */
 #define MM_KC 256
 #define MM_MC 192
+/* The first row tile of a panel prefetches the panel MM_PF floats ahead (into the next panel at its
+ * end): the panel is that tile's one stream from memory when B does not stay in cache. */
+#define MM_PF 512
 
 static int64_t panel_width(int32_t simd) { return simd == MI__SIMD_AVX512 ? 32 : 16; }
 
@@ -52,7 +55,7 @@ void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float 
  * panel's columns. */
 static inline __attribute__((always_inline)) MI__AVX512_FN void
 tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
-        int64_t cols, int MR) {
+        int64_t cols, int MR, int pf) {
   __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1u);
   __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols <= 16 ? 0
                                                               : (1u << (cols - 16)) - 1u);
@@ -76,6 +79,10 @@ tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
   }
   for (kk = 0; kk < kn; kk++) {
     __m512 b0 = _mm512_loadu_ps(pb + kk * 32), b1 = _mm512_loadu_ps(pb + kk * 32 + 16);
+    if (pf) {
+      _mm_prefetch((const char *)(pb + kk * 32 + MM_PF), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pb + kk * 32 + MM_PF + 16), _MM_HINT_T0);
+    }
 #pragma GCC unroll 12
     for (i = 0; i < 12; i++) {
       if (i >= MR) continue;
@@ -92,15 +99,25 @@ tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
   }
 }
 
+/* The rows as the fewest tiles of at most 12, their heights differing by one at most: 40 rows run
+ * as 4 tiles of 10, not 3 of 12 and one of 4 (a 4-row tile does 8 multiply-adds per two panel
+ * loads). */
 #define MM_T512(R) \
-  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R); break;
+  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0); break;
 static MI__AVX512_FN void rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
                                   const float *bias, int first, int64_t cols, int64_t rows) {
-  for (; rows > 0; rows -= 12, a += 12 * lda, y += 12 * ldy) switch (rows > 12 ? 12 : rows) {
+  int64_t tiles = (rows + 11) / 12, t;
+  for (t = 0; t < tiles; t++) {
+    int64_t r = rows / tiles + (t < rows % tiles);
+    switch (r) {
       MM_T512(1)
-      MM_T512(2) MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6)
-          MM_T512(7) MM_T512(8) MM_T512(9) MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12);
+      MM_T512(2)
+      MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
+          MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0);
     }
+    a += r * lda;
+    y += r * ldy;
+  }
 }
 
 /* ---- AVX2: MR (1..6) rows x 16 columns, 12 accumulators, the two panel vectors and one broadcast
@@ -151,10 +168,17 @@ static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a
   case R: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, R); break;
 static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
                             const float *bias, int first, int64_t cols, int64_t rows) {
-  for (; rows > 0; rows -= 6, a += 6 * lda, y += 6 * ldy) switch (rows > 6 ? 6 : rows) {
+  int64_t tiles = (rows + 5) / 6, t;
+  for (t = 0; t < tiles; t++) {
+    int64_t r = rows / tiles + (t < rows % tiles);
+    switch (r) {
       MM_T256(1)
-      MM_T256(2) MM_T256(3) MM_T256(4) MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6);
+      MM_T256(2)
+      MM_T256(3) MM_T256(4) MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6);
     }
+    a += r * lda;
+    y += r * ldy;
+  }
 }
 
 /* ---- plain C: 4 rows x 16 columns in a local block, the same k order. */

@@ -16,7 +16,7 @@ with ONNX Runtime's (relative L2, target <= 1e-4).
 usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
                                [--only REGEX] [--no-avx2] [--avx2-only] [--markdown]
                                [--clock wall|cpu|both]
-                               [--quant qdq,dynamic,qop]
+                               [--quant qdq,dynamic,qop] [--model FILE.onnx]...
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column,
 and with the AVX2-capped column a "before AVX2" column (the old build capped the same way).
 --avx2-only times blis-cpu capped at AVX2 only (the new build and --base's), not at its defaults.
@@ -91,13 +91,15 @@ def rel_l2(a, b):
     return num / den if len(a) == len(b) else float("inf")
 
 
-def fetched(only, models_dir):
+def fetched(only, models_dir, extra=()):
     """(name, path, input-generator arguments) of each fetched model that
-    matches `only`, saying which are skipped and why."""
-    for name, file, gen in MODELS:
+    matches `only`, saying which are skipped and why; then each extra model
+    file (--model: named by its file, inputs of its declared shapes)."""
+    for name, file, gen in MODELS + [(os.path.splitext(os.path.basename(p))[0], os.path.abspath(p), [])
+                                     for p in extra]:
         if only and not re.search(only, name):
             continue
-        path = os.path.join(models_dir, file)
+        path = file if os.path.isabs(file) else os.path.join(models_dir, file)
         if not os.path.exists(path):
             print(f"{name}: {file} not in {models_dir} (tools/models/fetch.sh); skipped", flush=True)
             continue
@@ -199,6 +201,9 @@ def main():
                     help="timed runs per measurement: about this many ms of runs (--min-runs..300)")
     ap.add_argument("--min-runs", type=int, default=5, help="fewest timed runs per measurement")
     ap.add_argument("--warmup", type=int, default=2, help="warm-up runs per measurement")
+    ap.add_argument("--model", action="append", default=[],
+                    help="also time this model file (repeatable; e.g. an mi-zoo model), inputs of its "
+                         "declared shapes; --only filters it by its file name")
     ap.add_argument("--quant", default="", help="quantized forms to add: qdq, dynamic, qop (comma list)")
     a = ap.parse_args()
     models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
@@ -226,7 +231,7 @@ def main():
           f"onnxruntime-node {ort_version}; start {t_start}, load {load_start}", flush=True)
 
     todo = []
-    for name, path, gen in fetched(a.only, models_dir):
+    for name, path, gen in fetched(a.only, models_dir, a.model):
         d = os.path.join(tmp, name)
         try:
             ins = sh(["node", os.path.join(ORT, "gen_inputs.js"), path, os.path.join(d, "in")] + gen).split()
