@@ -98,7 +98,8 @@ static const mi_sdk_knob_t k_knobs[KNOB_N] = {
      .applies_to = "conv.direct_nhwc"},
     /* applies_to left empty (all): the list would pass its 127 characters, and a variant reads
      * the knob only when its own knob list names it (conv.packed_gemm, conv.packed_gemm_fp16,
-     * conv.depthwise_direct and the exp/erf activations). */
+     * conv.depthwise_direct, gemm.blis and matmul.blis on constant weights, and the exp/erf
+     * activations). */
     {KNOB("simd",
           "SIMD code path of the conv kernels and exp/erf activations: auto = the widest this CPU runs",
           "", MI_KNOB_SCOPE_VARIANT, MI_KNOB_ENUM),
