@@ -3,6 +3,7 @@
 #include "blis_mmpack.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 #include "blis_epi512.h"
 
@@ -25,24 +26,34 @@ uint64_t mi__blis_mmp_bytes(int32_t simd, int64_t k, int64_t n, int bias) {
   return (uint64_t)(np * nr * (k + (bias ? 1 : 0))) * sizeof(float);
 }
 
-void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float *b, int64_t rsb, int64_t csb,
-                       int64_t k, int64_t n, float alpha, const float *c, int64_t ccs, float beta) {
-  int64_t pn, kk, j;
+/* Panel pn of alpha * B into dst, [k][nr], zeros past n. */
+static void pack_panel(float *dst, const float *b, int64_t rsb, int64_t csb, int64_t k, int64_t n, int64_t nr,
+                       int64_t pn, float alpha) {
+  int64_t kk, j;
+  for (kk = 0; kk < k; kk++) {
+    float *row = dst + kk * nr;
+    for (j = 0; j < nr; j++) {
+      int64_t col = pn * nr + j;
+      row[j] = col < n ? alpha * b[kk * rsb + col * csb] : 0.f;
+    }
+  }
+}
+
+static void set_shape(mi__blis_mmp_t *p, int32_t simd, int64_t k, int64_t n) {
   p->k = k;
   p->n = n;
   p->simd = simd;
   p->nr = panel_width(simd);
   p->panels = (n + p->nr - 1) / p->nr;
-  for (pn = 0; pn < p->panels; pn++)
-    for (kk = 0; kk < k; kk++) {
-      float *row = mem + (pn * k + kk) * p->nr;
-      for (j = 0; j < p->nr; j++) {
-        int64_t col = pn * p->nr + j;
-        row[j] = col < n ? alpha * b[kk * rsb + col * csb] : 0.f;
-      }
-    }
+  p->pb = p->bias = NULL;
+}
+
+void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float *b, int64_t rsb, int64_t csb,
+                       int64_t k, int64_t n, float alpha, const float *c, int64_t ccs, float beta) {
+  int64_t pn, j;
+  set_shape(p, simd, k, n);
+  for (pn = 0; pn < p->panels; pn++) pack_panel(mem + pn * k * p->nr, b, rsb, csb, k, n, p->nr, pn, alpha);
   p->pb = mem;
-  p->bias = NULL;
   if (c) {
     float *bias = mem + p->panels * p->nr * k;
     for (j = 0; j < p->panels * p->nr; j++) bias[j] = j < n ? beta * c[j * ccs] : 0.f;
@@ -112,7 +123,8 @@ static MI__AVX512_FN void rows512(const float *a, int64_t lda, const float *pb, 
     switch (r) {
       MM_T512(1)
       MM_T512(2)
-      MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
+      MM_T512(3)
+      MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
           MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0);
     }
     a += r * lda;
@@ -174,7 +186,8 @@ static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_
     switch (r) {
       MM_T256(1)
       MM_T256(2)
-      MM_T256(3) MM_T256(4) MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6);
+      MM_T256(3)
+      MM_T256(4) MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6);
     }
     a += r * lda;
     y += r * ldy;
@@ -200,27 +213,18 @@ static void rows_c(const float *a, int64_t lda, const float *pb, int64_t kn, flo
   }
 }
 
-typedef struct mmp_task {
-  const mi__blis_mmp_t *p;
-  const float *a;
-  float *y;
-  int64_t m;
-} mmp_task_t;
-
-/* Panels [p0, p1) over all rows: row blocks, then k blocks, then panels, then row tiles. */
-static void mmp_part(void *arg, int64_t p0, int64_t p1) {
-  const mmp_task_t *t = arg;
-  const mi__blis_mmp_t *p = t->p;
+/* Panels [p0, p1) of p over rows [0, m): row blocks, then k blocks, then panels, then row tiles. */
+static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, float *y0, int64_t p0, int64_t p1) {
   int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn;
-  for (m0 = 0; m0 < t->m; m0 += MM_MC) {
-    int64_t rows = t->m - m0 < MM_MC ? t->m - m0 : MM_MC;
+  for (m0 = 0; m0 < m; m0 += MM_MC) {
+    int64_t rows = m - m0 < MM_MC ? m - m0 : MM_MC;
     for (k0 = 0; k0 < K; k0 += MM_KC) {
       int64_t kn = K - k0 < MM_KC ? K - k0 : MM_KC;
       int first = k0 == 0;
       for (pn = p0; pn < p1; pn++) {
-        const float *a = t->a + m0 * K + k0, *pb = p->pb + (pn * K + k0) * nr;
+        const float *a = a0 + m0 * K + k0, *pb = p->pb + (pn * K + k0) * nr;
         const float *bias = first && p->bias ? p->bias + pn * nr : NULL;
-        float *y = t->y + m0 * N + pn * nr;
+        float *y = y0 + m0 * N + pn * nr;
         int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
         if (p->simd == MI__SIMD_AVX512) rows512(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX2)
@@ -232,11 +236,78 @@ static void mmp_part(void *arg, int64_t p0, int64_t p1) {
   }
 }
 
+typedef struct mmp_task {
+  const mi__blis_mmp_t *p;
+  const mi__blis_mmb_t *mb;
+  const float *a, *b;
+  float *y;
+  int64_t m;
+} mmp_task_t;
+
+static void mmp_part(void *arg, int64_t p0, int64_t p1) {
+  const mmp_task_t *t = arg;
+  run_panels(t->p, t->a, t->m, t->y, p0, p1);
+}
+
 void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y) {
   mmp_task_t t;
+  memset(&t, 0, sizeof t);
   t.p = p;
   t.a = a;
   t.y = y;
   t.m = m;
   mi__blis_parallel(env, p->panels, 1, m * p->k * p->nr, mmp_part, &t);
+}
+
+/* ---- runtime B: items are (batch, panel), batch-major. */
+
+uint64_t mi__blis_mmb_bytes(int32_t simd, int64_t k, int64_t n, int64_t batches) {
+  return (uint64_t)batches * (2u * sizeof(int64_t) + mi__blis_mmp_bytes(simd, k, n, 0));
+}
+
+void mi__blis_mmb_init(mi__blis_mmb_t *mb, void *mem, int32_t simd, int64_t m, int64_t k, int64_t n,
+                       int64_t batches) {
+  set_shape(&mb->p, simd, k, n);
+  mb->m = m;
+  mb->batches = batches;
+  mb->oa = mem;
+  mb->ob = mb->oa + batches;
+  mb->scratch = (float *)(mb->ob + batches);
+}
+
+static void mmb_pack_part(void *arg, int64_t i0, int64_t i1) {
+  const mmp_task_t *t = arg;
+  const mi__blis_mmb_t *mb = t->mb;
+  const mi__blis_mmp_t *p = &mb->p;
+  int64_t i;
+  for (i = i0; i < i1; i++) {
+    int64_t bi = i / p->panels, pn = i % p->panels;
+    pack_panel(mb->scratch + (bi * p->panels + pn) * p->k * p->nr, t->b + mb->ob[bi], p->n, 1, p->k, p->n, p->nr,
+               pn, 1.f);
+  }
+}
+
+static void mmb_part(void *arg, int64_t i0, int64_t i1) {
+  const mmp_task_t *t = arg;
+  const mi__blis_mmb_t *mb = t->mb;
+  int64_t np = mb->p.panels, i = i0;
+  while (i < i1) {
+    int64_t bi = i / np, end = (bi + 1) * np < i1 ? (bi + 1) * np : i1;
+    mi__blis_mmp_t q = mb->p;
+    q.pb = mb->scratch + bi * np * q.k * q.nr;
+    run_panels(&q, t->a + mb->oa[bi], mb->m, t->y + bi * mb->m * q.n, i - bi * np, end - bi * np);
+    i = end;
+  }
+}
+
+void mi__blis_mmb_run(const mi__blis_env_t *env, const mi__blis_mmb_t *mb, const float *a, const float *b, float *y) {
+  mmp_task_t t;
+  int64_t items = mb->batches * mb->p.panels;
+  memset(&t, 0, sizeof t);
+  t.mb = mb;
+  t.a = a;
+  t.b = b;
+  t.y = y;
+  mi__blis_parallel(env, items, 1, mb->p.k * mb->p.nr, mmb_pack_part, &t);
+  mi__blis_parallel(env, items, 1, mb->m * mb->p.k * mb->p.nr, mmb_part, &t);
 }

@@ -25,4 +25,21 @@ void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float 
  * every element is summed in the same order whatever the split. */
 void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y);
 
+/* A GEMM per batch whose B is a runtime tensor (attention's QK^T and PV): batch bi reads A [m][k] at
+ * a + oa[bi] and B [k][n] (row stride n) at b + ob[bi] and writes Y at y + bi * m * n. Each run packs
+ * B's panels of every batch into scratch on the pool, then runs the tiles over (batch, panel) items.
+ * The caller fills oa and ob (batches each) after mi__blis_mmb_init. */
+typedef struct mi__blis_mmb {
+  mi__blis_mmp_t p; /* shape and code path; pb set per batch */
+  int64_t m, batches;
+  int64_t *oa, *ob;
+  float *scratch;
+} mi__blis_mmb_t;
+
+/* Bytes of the block mi__blis_mmb_init lays out (offsets, then packed panels of every batch). */
+uint64_t mi__blis_mmb_bytes(int32_t simd, int64_t k, int64_t n, int64_t batches);
+void mi__blis_mmb_init(mi__blis_mmb_t *mb, void *mem, int32_t simd, int64_t m, int64_t k, int64_t n,
+                       int64_t batches);
+void mi__blis_mmb_run(const mi__blis_env_t *env, const mi__blis_mmb_t *mb, const float *a, const float *b, float *y);
+
 #endif
