@@ -42,7 +42,8 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "BLIS sgemm with transA/transB/alpha/beta; constant B packed once for register-blocked tiles",
      NCHW, MI_FUSE_BIAS, "threads,arch,int8_dot,simd"},
     {"matmul.blis", "MatMul",
-     "batched BLIS sgemm with numpy broadcasting; constant B packed once for register-blocked tiles",
+     "batched GEMM with numpy broadcasting: register-blocked tiles on B packed once (constant) or per "
+     "call (small runtime B), else BLIS sgemm",
      NCHW, 0, "threads,arch,int8_dot,simd"},
 };
 const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);
