@@ -124,7 +124,8 @@ static MI__AVX512_FN void rows512(const float *a, int64_t lda, const float *pb, 
       MM_T512(1)
       MM_T512(2)
       MM_T512(3)
-      MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
+      MM_T512(4)
+      MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
           MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0);
     }
     a += r * lda;
@@ -136,7 +137,7 @@ static MI__AVX512_FN void rows512(const float *a, int64_t lda, const float *pb, 
  * (15 of the 16 ymm registers). */
 static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a, int64_t lda, const float *pb,
                                                                   int64_t kn, float *y, int64_t ldy, const float *bias,
-                                                                  int first, int64_t cols, int MR) {
+                                                                  int first, int64_t cols, int MR, int pf) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols), lane);
   __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8), lane);
@@ -160,6 +161,7 @@ static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a
   }
   for (kk = 0; kk < kn; kk++) {
     __m256 b0 = _mm256_loadu_ps(pb + kk * 16), b1 = _mm256_loadu_ps(pb + kk * 16 + 8);
+    if (pf) _mm_prefetch((const char *)(pb + kk * 16 + MM_PF), _MM_HINT_T0);
 #pragma GCC unroll 6
     for (i = 0; i < 6; i++) {
       if (i >= MR) continue;
@@ -177,7 +179,7 @@ static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a
 }
 
 #define MM_T256(R) \
-  case R: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, R); break;
+  case R: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0); break;
 static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
                             const float *bias, int first, int64_t cols, int64_t rows) {
   int64_t tiles = (rows + 5) / 6, t;
@@ -187,7 +189,8 @@ static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_
       MM_T256(1)
       MM_T256(2)
       MM_T256(3)
-      MM_T256(4) MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6);
+      MM_T256(4)
+      MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
     }
     a += r * lda;
     y += r * ldy;
