@@ -1,5 +1,5 @@
 /* blis_mmpack.c - FP32 GEMM on a constant B packed once at prepare: register-blocked AVX-512
- * (12 x 32), AVX2 (6 x 16) and C (4 x 16) tiles, A read in place, bias in the accumulators. */
+ * (12 x 32 or 12 x 16), AVX2 (6 x 16) and C (4 x 16) tiles, A read in place, bias in the accumulators. */
 #include "blis_mmpack.h"
 
 #include <immintrin.h>
@@ -19,10 +19,13 @@
  * end): the panel is that tile's one stream from memory when B does not stay in cache. */
 #define MM_PF 512
 
-static int64_t panel_width(int32_t simd) { return simd == MI__SIMD_AVX512 ? 32 : 16; }
+/* AVX-512 panels are 32 columns wide, 16 when B has no more (a 10-class head: 10 of 16 lanes used
+ * instead of 10 of 32; 1024 rows by 1024x10 took 0.43 ms on 32-wide panels against 0.30 through
+ * BLIS). */
+static int64_t panel_width(int32_t simd, int64_t n) { return simd == MI__SIMD_AVX512 && n > 16 ? 32 : 16; }
 
 uint64_t mi__blis_mmp_bytes(int32_t simd, int64_t k, int64_t n, int bias) {
-  int64_t nr = panel_width(simd), np = (n + nr - 1) / nr;
+  int64_t nr = panel_width(simd, n), np = (n + nr - 1) / nr;
   return (uint64_t)(np * nr * (k + (bias ? 1 : 0))) * sizeof(float);
 }
 
@@ -43,7 +46,7 @@ static void set_shape(mi__blis_mmp_t *p, int32_t simd, int64_t k, int64_t n) {
   p->k = k;
   p->n = n;
   p->simd = simd;
-  p->nr = panel_width(simd);
+  p->nr = panel_width(simd, n);
   p->panels = (n + p->nr - 1) / p->nr;
   p->pb = p->bias = NULL;
 }
@@ -61,12 +64,13 @@ void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float 
   }
 }
 
-/* ---- AVX-512: MR (compile-time, 1..12) rows x 32 columns, 24 accumulators. A tile starts from the
+/* ---- AVX-512: MR (compile-time, 1..12) rows x 16 * NV (NV 1 or 2) columns, up to 24 accumulators.
+ * A tile starts from the
  * bias (first k block) or from the partial sums in Y, and ends with one store, masked at the last
  * panel's columns. */
 static inline __attribute__((always_inline)) MI__AVX512_FN void
 tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
-        int64_t cols, int MR, int pf) {
+        int64_t cols, int MR, int pf, int NV) {
   __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1u);
   __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols <= 16 ? 0
                                                               : (1u << (cols - 16)) - 1u);
@@ -78,35 +82,36 @@ tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
   for (i = 0; i < 12; i++) {
     if (i >= MR) continue;
     ar[i] = a + i * lda;
+    c1[i] = _mm512_setzero_ps();
     if (!first) {
       c0[i] = _mm512_maskz_loadu_ps(m0, y + i * ldy);
-      c1[i] = _mm512_maskz_loadu_ps(m1, y + i * ldy + 16);
+      if (NV == 2) c1[i] = _mm512_maskz_loadu_ps(m1, y + i * ldy + 16);
     } else if (bias) {
       c0[i] = _mm512_loadu_ps(bias);
-      c1[i] = _mm512_loadu_ps(bias + 16);
+      if (NV == 2) c1[i] = _mm512_loadu_ps(bias + 16);
     } else {
-      c0[i] = c1[i] = _mm512_setzero_ps();
+      c0[i] = _mm512_setzero_ps();
     }
   }
   for (kk = 0; kk < kn; kk++) {
-    __m512 b0 = _mm512_loadu_ps(pb + kk * 32), b1 = _mm512_loadu_ps(pb + kk * 32 + 16);
+    __m512 b0 = _mm512_loadu_ps(pb + kk * 16 * NV), b1 = NV == 2 ? _mm512_loadu_ps(pb + kk * 32 + 16) : b0;
     if (pf) {
-      _mm_prefetch((const char *)(pb + kk * 32 + MM_PF), _MM_HINT_T0);
-      _mm_prefetch((const char *)(pb + kk * 32 + MM_PF + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pb + kk * 16 * NV + MM_PF), _MM_HINT_T0);
+      if (NV == 2) _mm_prefetch((const char *)(pb + kk * 32 + MM_PF + 16), _MM_HINT_T0);
     }
 #pragma GCC unroll 12
     for (i = 0; i < 12; i++) {
       if (i >= MR) continue;
       __m512 av = _mm512_set1_ps(ar[i][kk]);
       c0[i] = _mm512_fmadd_ps(av, b0, c0[i]);
-      c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
+      if (NV == 2) c1[i] = _mm512_fmadd_ps(av, b1, c1[i]);
     }
   }
 #pragma GCC unroll 12
   for (i = 0; i < 12; i++) {
     if (i >= MR) continue;
     _mm512_mask_storeu_ps(y + i * ldy, m0, c0[i]);
-    _mm512_mask_storeu_ps(y + i * ldy + 16, m1, c1[i]);
+    if (NV == 2) _mm512_mask_storeu_ps(y + i * ldy + 16, m1, c1[i]);
   }
 }
 
@@ -114,23 +119,31 @@ tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
  * as 4 tiles of 10, not 3 of 12 and one of 4 (a 4-row tile does 8 multiply-adds per two panel
  * loads). */
 #define MM_T512(R) \
-  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0); break;
-static MI__AVX512_FN void rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
-                                  const float *bias, int first, int64_t cols, int64_t rows) {
+  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0, NV); break;
+static inline __attribute__((always_inline)) MI__AVX512_FN void
+rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
+        int64_t cols, int64_t rows, int NV) {
   int64_t tiles = (rows + 11) / 12, t;
   for (t = 0; t < tiles; t++) {
     int64_t r = rows / tiles + (t < rows % tiles);
     switch (r) {
       MM_T512(1)
-      MM_T512(2)
-      MM_T512(3)
-      MM_T512(4)
-      MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
-          MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0);
+      MM_T512(2) MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
+          MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0, NV);
     }
     a += r * lda;
     y += r * ldy;
   }
+}
+
+static MI__AVX512_FN void rows512_16(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                                     const float *bias, int first, int64_t cols, int64_t rows) {
+  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 1);
+}
+
+static MI__AVX512_FN void rows512_32(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                                     const float *bias, int first, int64_t cols, int64_t rows) {
+  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 2);
 }
 
 /* ---- AVX2: MR (1..6) rows x 16 columns, 12 accumulators, the two panel vectors and one broadcast
@@ -190,7 +203,8 @@ static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_
       MM_T256(2)
       MM_T256(3)
       MM_T256(4)
-      MM_T256(5) default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
+      MM_T256(5)
+      default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
     }
     a += r * lda;
     y += r * ldy;
@@ -229,7 +243,9 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
         const float *bias = first && p->bias ? p->bias + pn * nr : NULL;
         float *y = y0 + m0 * N + pn * nr;
         int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
-        if (p->simd == MI__SIMD_AVX512) rows512(a, K, pb, kn, y, N, bias, first, cols, rows);
+        if (p->simd == MI__SIMD_AVX512 && nr == 16) rows512_16(a, K, pb, kn, y, N, bias, first, cols, rows);
+        else if (p->simd == MI__SIMD_AVX512)
+          rows512_32(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX2)
           rows256(a, K, pb, kn, y, N, bias, first, cols, rows);
         else
