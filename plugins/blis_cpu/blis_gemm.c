@@ -1,5 +1,5 @@
-/* blis_gemm.c - Gemm and batched, broadcasting MatMul: BLIS sgemm, or the packed-weight GEMM of
- * blis_mmpack.c when B is a constant. */
+/* blis_gemm.c - Gemm and batched, broadcasting MatMul: the packed tiles of blis_mmpack.c for a
+ * constant B (and small runtime ones), BLIS sgemm otherwise. */
 #include <string.h>
 
 #include "blis_mmpack.h"
@@ -20,18 +20,18 @@ static int32_t run_packed(const mi__blis_step_t *s, void *const *t, const mi__bl
   return MI_OK;
 }
 
-/* Takes the packed path when B is a constant (weights): BLIS packs both operands on every call,
- * which on a transformer's shapes (rows 40-128, K 120-1536) cost half its time (see blis-cpu.md).
- * B [k][n] at rsb / csb, scaled by alpha; c (NULL: none) a bias over the columns, scaled by beta.
- * 1 when taken (s->run set), 0 to stay on BLIS, -1 out of memory. */
 /* The code path of the packed tiles: the widest this CPU runs, or the `simd` knob's. */
 static int32_t simd_of(const mi__blis_prep_t *p) {
   int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
   return si > 0 && si < p->ctx->simd_n ? p->ctx->simd_ids[si] : mi__blis_simd_level(p->ctx->cpu.isa);
 }
 
-static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, mm_head_t *h, int64_t rsb,
-                    int64_t csb, float alpha, int32_t c, int64_t ccs, float beta) {
+/* Takes the packed path when B is a constant (weights): BLIS packs both operands on every call,
+ * which on a transformer's shapes (rows 40-128, K 120-1536) cost half its time (see blis-cpu.md).
+ * B [k][n] at rsb / csb, scaled by alpha; tensor c (-1: none) a bias over the columns, scaled by beta.
+ * 1 when taken (s->run set), 0 to stay on BLIS, -1 out of memory. */
+static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_t rsb, int64_t csb, float alpha,
+                    int32_t c, int64_t ccs, float beta) {
   int32_t simd = simd_of(p);
   if (!mi__blis_is_const(p, h->b) || !p->k->ptr[h->b] || h->k < 1 || h->n < 1 || h->m < 1) return 0;
   if (c >= 0 && (!mi__blis_is_const(p, c) || !p->k->ptr[c])) return 0;
@@ -45,7 +45,6 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t
     p->k->ptr[h->b] = NULL;
     p->k->owned[h->b] = 0;
   }
-  (void)n;
   s->run = run_packed;
   return 1;
 }
@@ -125,7 +124,7 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   }
   /* transA stays on BLIS (A read in place by rows); C only as a constant bias over the columns. */
   if (!ta && (!c || g->beta == 0.f || g->crs == 0)) {
-    int r = packed_b(p, s, n, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
+    int r = packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     if (r) return MI_OK;
   }
@@ -154,11 +153,11 @@ static int32_t run_matmul_mmb(const mi__blis_step_t *s, void *const *t, const mi
 /* Runtime B (attention's QK^T and PV: per head 128x64 by 64x128 ran at about 100 GFLOP/s through
  * BLIS): B's panels packed on every call, then the packed tiles, where the packing is a small part:
  * 16 rows or more, at most MI__AUTO_SMALL_MACS multiply-adds a batch (larger GEMMs stay on BLIS,
- * measured only up to there), B 2-D or more. 1 when taken, 0 to stay on BLIS, -1 out of memory. */
-static int runtime_b(mi__blis_prep_t *p, mi__blis_step_t *s, matmul_state_t *mm, int32_t brank_b) {
+ * measured only up to there), B 2-D or more (b2d). 1 when taken, 0 to stay on BLIS, -1 out of memory. */
+static int runtime_b(mi__blis_prep_t *p, mi__blis_step_t *s, matmul_state_t *mm, int b2d) {
   int64_t idx[MI_MAX_RANK] = {0}, bi;
   int32_t d, simd = simd_of(p);
-  if (brank_b < 0 || mm->h.m < 16 || mm->h.k < 1 || mm->h.n < 1 || mm->batches > 4096 ||
+  if (!b2d || mm->h.m < 16 || mm->h.k < 1 || mm->h.n < 1 || mm->batches > 4096 ||
       mm->h.m * mm->h.k * mm->h.n > MI__AUTO_SMALL_MACS)
     return 0;
   if (!(s->aux = mi__blis_alloc(p->ctx, mi__blis_mmb_bytes(simd, mm->h.k, mm->h.n, mm->batches)))) return -1;
@@ -254,12 +253,12 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   }
   /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then). */
   if (mm->batches == 1) {
-    int r = packed_b(p, s, n, &mm->h, mm->h.n, 1, 1.f, -1, 0, 0.f);
+    int r = packed_b(p, s, &mm->h, mm->h.n, 1, 1.f, -1, 0, 0.f);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     if (r) return MI_OK;
   }
   {
-    int r = runtime_b(p, s, mm, b->rank >= 2 ? 0 : -1);
+    int r = runtime_b(p, s, mm, b->rank >= 2);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     if (r) return MI_OK;
   }
