@@ -1,5 +1,5 @@
-/* blis_mmpack.c - FP32 GEMM on a constant B packed once at prepare: register-blocked AVX-512
- * (12 x 32 or 12 x 16), AVX2 (6 x 16) and C (4 x 16) tiles, A read in place, bias in the accumulators. */
+/* blis_mmpack.c - FP32 GEMM on B packed in column panels (once at prepare, or per call for a runtime
+ * B): AVX-512 12 x 32 / 12 x 16, AVX2 6 x 16 and C 4 x 16 tiles, A read in place. */
 #include "blis_mmpack.h"
 
 #include <immintrin.h>
@@ -65,9 +65,8 @@ void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float 
 }
 
 /* ---- AVX-512: MR (compile-time, 1..12) rows x 16 * NV (NV 1 or 2) columns, up to 24 accumulators.
- * A tile starts from the
- * bias (first k block) or from the partial sums in Y, and ends with one store, masked at the last
- * panel's columns. */
+ * A tile starts from the bias (first k block) or from the partial sums in Y, and ends with one
+ * store, masked at the last panel's columns. */
 static inline __attribute__((always_inline)) MI__AVX512_FN void
 tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
         int64_t cols, int MR, int pf, int NV) {
@@ -128,7 +127,8 @@ rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
     int64_t r = rows / tiles + (t < rows % tiles);
     switch (r) {
       MM_T512(1)
-      MM_T512(2) MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
+      MM_T512(2)
+      MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
           MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0, NV);
     }
     a += r * lda;
@@ -204,7 +204,7 @@ static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_
       MM_T256(3)
       MM_T256(4)
       MM_T256(5)
-      default : tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
+    default: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
     }
     a += r * lda;
     y += r * ldy;
