@@ -125,12 +125,14 @@ rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
   int64_t tiles = (rows + 11) / 12, t;
   for (t = 0; t < tiles; t++) {
     int64_t r = rows / tiles + (t < rows % tiles);
+    /* the macro cases: clang-format does not settle on them */
+    /* clang-format off */
     switch (r) {
-      MM_T512(1)
-      MM_T512(2)
-      MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6) MM_T512(7) MM_T512(8) MM_T512(9)
-          MM_T512(10) MM_T512(11) default : tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0, NV);
+      MM_T512(1) MM_T512(2) MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6)
+      MM_T512(7) MM_T512(8) MM_T512(9) MM_T512(10) MM_T512(11)
+      default: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0, NV);
     }
+    /* clang-format on */
     a += r * lda;
     y += r * ldy;
   }
@@ -198,14 +200,13 @@ static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_
   int64_t tiles = (rows + 5) / 6, t;
   for (t = 0; t < tiles; t++) {
     int64_t r = rows / tiles + (t < rows % tiles);
+    /* the macro cases: clang-format does not settle on them */
+    /* clang-format off */
     switch (r) {
-      MM_T256(1)
-      MM_T256(2)
-      MM_T256(3)
-      MM_T256(4)
-      MM_T256(5)
-    default: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
+      MM_T256(1) MM_T256(2) MM_T256(3) MM_T256(4) MM_T256(5)
+      default: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
     }
+    /* clang-format on */
     a += r * lda;
     y += r * ldy;
   }
