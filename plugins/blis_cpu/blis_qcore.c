@@ -348,11 +348,52 @@ REQUANT_BODY(requant_body_f, float)
     else                                                                                               \
       _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(v));                               \
   }
-T512Q static void requant_avx512(REQUANT_ARGS(int32_t)){
+T512Q static void requant_d512(REQUANT_ARGS(int32_t)){
     RQ512_BODY(_mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i))),
                _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i + 8))),
                _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)k, acc + i)),
-               _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)(k >> 8), acc + i + 8)))} T512Q static void requant_f_avx512(REQUANT_ARGS(float)){
+               _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)(k >> 8), acc + i + 8)))}
+/* One scale (mstep 0), sixteen codes in float first, the zero point in the bias: v = fma(fl(acc),
+ * fl(mult), fl(bias + zy)) is within 2^-22 (|acc * mult| + |bias| + |zy|) of the double's v + zy
+ * (fl(acc) is exact below 2^24 and within 2^-24 of acc above; the other two within 2^-24 relative;
+ * the fma rounds once). r = round(v) (vcvtps2dq, half to even) and d = v - r (exact) put v
+ * 1/2 - |d| from the nearest half; where that exceeds e = 2^-20 (|fl(acc)| |mult| + |bias| + |zy|)
+ * in every lane, the double lands on the same side of every half, so r is its rounded value plus
+ * zy. A vector with a lane nearer a half (ties, near ties; |v| >= 2^19, where e >= 1/2; past int32,
+ * where r is INT_MIN and d huge) runs the double stage above, so every code is rne_code's. The code
+ * clamp is the saturating narrow (vpmovsdb; UINT8 after max(r, 0), vpmovusdb). Twelve vector
+ * operations on 16 codes, the double stage about twenty-two. */
+T512Q static void requant_avx512(REQUANT_ARGS(int32_t)) {
+  const double mu = mult[0], bz = bias[0] + zy, ez = (fabs(bias[0]) + fabs((double)zy)) * 0x1p-20;
+  int64_t i;
+  /* fl(mult), fl(bias + zy) within 2^-24 relative: normal floats */
+  if (mstep || !(fabs(mu) >= 1e-30 && fabs(mu) <= 1e30 && fabs(bz) <= 1e30 && ez < .25)) {
+    requant_d512(acc, n, mult, bias, mstep, zy, is_u8, y);
+    return;
+  }
+  {
+    const __m512 muf = _mm512_set1_ps((float)mu), bzf = _mm512_set1_ps((float)bz);
+    const __m512 emu = _mm512_set1_ps((float)(fabs(mu) * 0x1p-20)), half = _mm512_set1_ps((float)(.5 - ez));
+    for (i = 0; i < n; i += 16) {
+      __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
+      __m512 af = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, acc + i));
+      __m512 v = _mm512_fmadd_ps(af, muf, bzf);
+      __m512i r = _mm512_cvtps_epi32(v);
+      __m512 d = _mm512_abs_ps(_mm512_sub_ps(v, _mm512_cvtepi32_ps(r)));
+      __m128i c;
+      if (_mm512_cmp_ps_mask(d, _mm512_fnmadd_ps(_mm512_abs_ps(af), emu, half), _CMP_LE_OQ) != 0xffff) {
+        requant_d512(acc + i, n - i < 16 ? n - i : 16, mult, bias, 0, zy, is_u8, (int8_t *)y + i);
+        continue;
+      }
+      c = is_u8 ? _mm512_cvtusepi32_epi8(_mm512_max_epi32(r, _mm512_setzero_si512())) : _mm512_cvtsepi32_epi8(r);
+      if (k == 0xffff) /* the narrow to a register, then a plain store: its memory form is slow on Zen 4 */
+        _mm_storeu_si128((__m128i *)((int8_t *)y + i), c);
+      else
+        _mm_mask_storeu_epi8((int8_t *)y + i, k, c);
+    }
+  }
+}
+T512Q static void requant_f_avx512(REQUANT_ARGS(float)){
     RQ512_BODY(_mm512_cvtps_pd(_mm256_loadu_ps(acc + i)), _mm512_cvtps_pd(_mm256_loadu_ps(acc + i + 8)),
                _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)k, acc + i)),
                _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)(k >> 8), acc + i + 8)))}
