@@ -104,6 +104,50 @@ qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t
   }
 }
 
+/* The common 3-tap-row case (one quad, no weight shift: every QDQ 3x3 depthwise layer), the three
+ * rows' weights held in registers, R output rows a step: at stride 1 they read R + 2 input rows,
+ * each loaded and permuted once and multiplied into the up to three output rows it feeds (3R
+ * vpdpbusd for R + 2 vpermb, where the loop above runs 3R of each). The same sums in the same
+ * order per lane. A row's last vector is stored under its mask, as rows are interleaved. */
+#define QDW3_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_t *q, const __m512i *w, __m512i ix,
+                                                                      __m512i vc, const uint8_t *row, int64_t j0,
+                                                                      int32_t *ar, __mmask16 k, int R) {
+  const mi__blis_conv_t *c = &q->g;
+  __m512i a[4];
+  int r, i;
+  for (r = 0; r < R; r++) a[r] = _mm512_setzero_si512();
+  for (i = 0; i < (R - 1) * c->sh + 3; i++) {
+    __m512i t = _mm512_permutexvar_epi8(ix, _mm512_loadu_si512(row + i * q->wp + j0 * c->sw));
+    for (r = 0; r < R; r++) { /* input row i feeds output row r through kernel row i - r * sh */
+      int kh = i - r * (int)c->sh;
+      if (kh >= 0 && kh < 3) a[r] = _mm512_dpbusd_epi32(a[r], t, w[kh]);
+    }
+  }
+  for (r = 0; r < R; r++) _mm512_mask_storeu_epi32(ar + r * c->OW + j0, k, _mm512_sub_epi32(a[r], vc));
+}
+QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0, int64_t o1,
+                                   int32_t *acc) {
+  const mi__blis_conv_t *c = &q->g;
+  const int32_t *wm = q->wq + m * 3;
+  const __m512i vc = _mm512_set1_epi32(corr), ix = _mm512_loadu_si512(q->idx[0]);
+  __m512i w[3];
+  int64_t oh = o0, j0;
+  w[0] = _mm512_set1_epi32(wm[0]);
+  w[1] = _mm512_set1_epi32(wm[1]);
+  w[2] = _mm512_set1_epi32(wm[2]);
+  for (; c->sh == 1 && oh + 4 <= o1; oh += 4)
+    for (j0 = 0; j0 < c->OW; j0 += 16) {
+      __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc + (oh - o0) * c->OW, k, 4);
+    }
+  for (; oh < o1; oh++)
+    for (j0 = 0; j0 < c->OW; j0 += 16) {
+      __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc + (oh - o0) * c->OW, k, 1);
+    }
+}
+
 /* n sums of channel m to y at element offset off: codes, int32 sums or the float tail. */
 static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t n, int64_t off) {
   const qdw_t *q = t->q;
@@ -121,7 +165,10 @@ static void qdw_strip(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t m,
                       uint8_t *pad, int32_t *acc) {
   const mi__blis_conv_t *c = &q->g;
   qdw_pad_rows(q, zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
-  qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
+  if (c->KH == 3 && q->nq == 1 && q->wd[m] == 0)
+    qdw3_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
+  else
+    qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
 }
 
 /* Items are (image, output channel) planes, each in strips of q->rows output rows. */
