@@ -113,14 +113,15 @@ qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t
 QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_t *q, const __m512i *w, __m512i ix,
                                                                       __m512i vc, const uint8_t *row, int64_t j0,
                                                                       int32_t *ar, __mmask16 k, int R) {
+  /* R > 1 only at stride 1: R and the tap loop are constants, so all of it unrolls */
   const mi__blis_conv_t *c = &q->g;
   __m512i a[4];
   int r, i;
   for (r = 0; r < R; r++) a[r] = _mm512_setzero_si512();
-  for (i = 0; i < (R - 1) * c->sh + 3; i++) {
+  for (i = 0; i < R + 2; i++) {
     __m512i t = _mm512_permutexvar_epi8(ix, _mm512_loadu_si512(row + i * q->wp + j0 * c->sw));
-    for (r = 0; r < R; r++) { /* input row i feeds output row r through kernel row i - r * sh */
-      int kh = i - r * (int)c->sh;
+    for (r = 0; r < R; r++) { /* input row i feeds output row r through kernel row i - r */
+      int kh = i - r;
       if (kh >= 0 && kh < 3) a[r] = _mm512_dpbusd_epi32(a[r], t, w[kh]);
     }
   }
