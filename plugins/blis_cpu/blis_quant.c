@@ -115,10 +115,32 @@ T512 static inline void q512_store(__m512 v, __mmask16 k, int8_t *y, __m512d sd,
   const __m512 rcpf = _mm512_set1_ps((float)(1. / (double)(s)));                          \
   const __m512i z = _mm512_set1_epi32(zp);                                                \
   const __m512 zf = _mm512_set1_ps((float)(zp))
+/* 64 codes of four float vectors v[0..3] to y when every lane is float-first (two saturating packs
+ * to int16 and one to bytes clamp them, one dword permute puts the 128-bit lanes' groups of four in
+ * order), else sixteen at a time. */
+T512 static inline void q512_store64(const __m512 *v, int8_t *y, __m512d sd, __m512d rcp, __m512 rcpf, __m512i z,
+                                     __m512 zf, int32_t u8) {
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  __m512i r[4], p01, p23;
+  int ok = 1, j;
+  for (j = 0; j < 4; j++) ok &= q512_codes_f(v[j], rcpf, zf, &r[j]);
+  if (!ok) { /* a lane near a half */
+    for (j = 0; j < 4; j++) q512_store(v[j], 0xffff, y + 16 * j, sd, rcp, rcpf, z, zf, u8);
+    return;
+  }
+  p01 = _mm512_packs_epi32(r[0], r[1]);
+  p23 = _mm512_packs_epi32(r[2], r[3]);
+  _mm512_storeu_si512(y, _mm512_permutexvar_epi32(order, u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23)));
+}
 T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
   Q512_CONSTS(s, zp, u8);
-  int64_t i;
-  for (i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 v[4] = {_mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i + 32),
+                         _mm512_loadu_ps(x + i + 48)};
+    q512_store64(v, (int8_t *)y + i, sd, rcp, rcpf, z, zf, u8);
+  }
+  for (; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
     q512_store(_mm512_maskz_loadu_ps(k, x + i), k, (int8_t *)y + i, sd, rcp, rcpf, z, zf, u8);
   }
@@ -135,28 +157,15 @@ T512 static void qbin_512(const mi__blis_qbin_row_t *b, const void *xa, const vo
   Q512_CONSTS(b->ys, b->yz, b->yu8);
   const __m512i za = _mm512_set1_epi32(b->za), zb = _mm512_set1_epi32(b->zb);
   const __m512 sa = _mm512_set1_ps(b->sa), sb = _mm512_set1_ps(b->sb);
-  /* 64 codes a step where every lane is float-first: two saturating packs to int16 and one to
-   * bytes clamp them, one dword permute puts the 128-bit lanes' groups of four in order */
-  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    __m512i r[4], p01, p23;
     __m512 v[4];
-    int ok = 1, j;
-    for (j = 0; j < 4; j++) {
+    for (int j = 0; j < 4; j++) {
       __m512 fa = dq512((const uint8_t *)xa + i + 16 * j, 0xffff, b->au8, za, sa);
       __m512 fb = dq512((const uint8_t *)xb + i + 16 * j, 0xffff, b->bu8, zb, sb);
       v[j] = b->mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);
-      ok &= q512_codes_f(v[j], rcpf, zf, &r[j]);
     }
-    if (!ok) { /* a lane near a half: sixteen codes at a time */
-      for (j = 0; j < 4; j++) q512_store(v[j], 0xffff, (int8_t *)y + i + 16 * j, sd, rcp, rcpf, z, zf, b->yu8);
-      continue;
-    }
-    p01 = _mm512_packs_epi32(r[0], r[1]);
-    p23 = _mm512_packs_epi32(r[2], r[3]);
-    _mm512_storeu_si512((int8_t *)y + i, _mm512_permutexvar_epi32(order, b->yu8 ? _mm512_packus_epi16(p01, p23)
-                                                                                : _mm512_packs_epi16(p01, p23)));
+    q512_store64(v, (int8_t *)y + i, sd, rcp, rcpf, z, zf, b->yu8);
   }
   for (; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
