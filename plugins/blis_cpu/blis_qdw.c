@@ -51,26 +51,31 @@ typedef struct qdw_task {
 /* Input rows r0..r0+n of plane xp as padded rows of wp bytes: zxu left of the image (pl bytes),
  * the codes made unsigned, zxu to the end; rows outside the image all zxu. The zero point's code
  * in the padding adds zxu * w there, which the correction takes out with the rest: the padding
- * counts as real zero, as in the reference. 64 bytes a step (the scalar copy was most of the layer). */
+ * counts as real zero, as in the reference. 64 bytes a step, every store whole (the image's bytes
+ * blended into zxu under a load mask): a row's last store may run up to 63 bytes into the next
+ * row, which is written after it, or into the scratch's QDW_PAD_SLACK. Masked byte stores, which
+ * the kernel's 64-byte loads then read across, made this copy 6-8% of a QDQ detector's samples. */
+#define QDW_PAD_SLACK 128
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdw_pad_rows(const qdw_t *q, int32_t zxu,
                                                                               const uint8_t *xp, int64_t r0,
                                                                               int64_t n, uint8_t *dst) {
   const mi__blis_conv_t *c = &q->g;
   const __m512i flip = _mm512_set1_epi8((char)q->flip), z = _mm512_set1_epi8((char)zxu);
-  int64_t r, i;
+  int64_t r, i, wr = (c->W + 63) / 64 * 64; /* bytes the image's stores cover */
   for (r = 0; r < n; r++, dst += q->wp) {
     int64_t ih = r0 + r;
-    for (i = 0; i < q->wp; i += 64) {
-      int64_t left = q->wp - i;
-      _mm512_mask_storeu_epi8(dst + i, left >= 64 ? ~0ull : (1ull << left) - 1ull, z);
+    if (ih < 0 || ih >= c->H) {
+      for (i = 0; i < q->wp; i += 64) _mm512_storeu_si512(dst + i, z);
+      continue;
     }
-    if (ih < 0 || ih >= c->H) continue;
+    for (i = 0; i < c->pl; i += 64) _mm512_storeu_si512(dst + i, z); /* the image overwrites the rest */
     for (i = 0; i < c->W; i += 64) {
       int64_t left = c->W - i;
       __mmask64 k = left >= 64 ? ~0ull : (1ull << left) - 1ull;
-      __m512i v = _mm512_maskz_loadu_epi8(k, xp + ih * c->W + i);
-      _mm512_mask_storeu_epi8(dst + c->pl + i, k, _mm512_xor_si512(v, flip));
+      __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, xp + ih * c->W + i), flip);
+      _mm512_storeu_si512(dst + c->pl + i, _mm512_mask_blend_epi8(k, z, v));
     }
+    for (i = c->pl + wr; i < q->wp; i += 64) _mm512_storeu_si512(dst + i, z);
   }
 }
 
@@ -177,7 +182,7 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
   const qdw_task_t *t = arg;
   const qdw_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
-  uint8_t pad[QDW_ROWS_BYTES];
+  uint8_t pad[QDW_ROWS_BYTES + QDW_PAD_SLACK];
   int32_t acc[QDW_ACC_INTS];
   int64_t pl, o0, dm = c->M / c->C, ohw = c->OH * c->OW;
   for (pl = p0; pl < p1; pl++) {
@@ -217,7 +222,7 @@ void mi__blis_qdw_codes_rows(const mi__blis_step_t *s, const uint8_t *x, int64_t
                              uint8_t *y) {
   const qdw_t *q = s->state;
   const mi__blis_conv_t *c = &q->g;
-  uint8_t pad[QDW_ROWS_BYTES];
+  uint8_t pad[QDW_ROWS_BYTES + QDW_PAD_SLACK];
   int32_t acc[QDW_ACC_INTS];
   const uint8_t *xp = x + (n * c->C + m / (c->M / c->C)) * c->H * c->W;
   for (int64_t a = o0; a < o1; a += q->rows) {
