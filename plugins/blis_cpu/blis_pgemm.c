@@ -271,26 +271,6 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i lane_mask256(int64_
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* One accumulator through the epilogue of kind EK (compile-time after inlining), as epi_kind does
- * for AVX-512: the common chains without the walk over the op list; FULL: plain residual loads. */
-static inline __attribute__((always_inline)) AVX2_FN __m256 epi256_kind(const pg_call_t *q, int64_t m, int64_t p,
-                                                                        __m256i k, __m256 v, int ek, int full) {
-  const mi__blis_conv_t *c = q->c;
-  if (ek == MI__EK_GENERIC) return epi256(q, m, p, k, v);
-  if (c->affine) v = _mm256_fmadd_ps(v, _mm256_set1_ps(c->scale[m]), _mm256_set1_ps(c->shift[m]));
-  switch (ek) {
-  case MI__EK_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
-  case MI__EK_CLIP: return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(c->epi[0].a)), _mm256_set1_ps(c->epi[0].b));
-  case MI__EK_ADD:
-  case MI__EK_ADD_RELU: {
-    const float *r = (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + m) * c->OH * c->OW + p;
-    v = _mm256_add_ps(v, full ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, k));
-    return ek == MI__EK_ADD ? v : _mm256_max_ps(v, _mm256_setzero_ps());
-  }
-  default: return v; /* MI__EK_NONE */
-  }
-}
-
 /* FULL (compile-time): all 16 pixels valid, so B is read with plain loads; masked loads cost more
  * than the FMAs they feed on some cores. EK (compile-time): the epilogue kind. With B rows at a
  * fixed stride (a pointwise conv's input planes) the output and the residual are prefetched PG_PF
@@ -333,30 +313,62 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
     }
 #undef NV256_K
   }
+  /* The store: everything the rows need is read into locals first. The stores go through a
+   * may_alias type, so anything read after one (q's and c's fields, the residual's address) was
+   * read again for every row: with K = 24 (BlazeFace's pointwise convs) that address arithmetic
+   * was a third of the tile's time. */
+  {
+    const mi__blis_conv_t *c = q->c;
+    const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU;
+    const int64_t ldc = q->ldc, ohw = c->OH * c->OW, mm0 = q->m0 + mp * MR256;
+    float *y0 = q->y + mp * MR256 * ldc + po;
+    const float *sc = c->affine ? c->scale + mm0 : NULL, *sh = c->affine ? c->shift + mm0 : NULL;
+    const float *r0 = res ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw + po : NULL;
+    const __m256 lo = _mm256_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
+    const __m256 hi = _mm256_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
+    const int epi = q->epi;
 #pragma GCC unroll 6
-  for (i = 0; i < MR256; i++) {
-    if (i < rows) {
-      int64_t m = mp * MR256 + i, p = po;
-      float *yr = q->y + m * q->ldc;
-      if (pf) pg_prefetch_out(q, m, yr, p, p + 8, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
-      yr += p;
-      if (!q->epi) {
-        if (full) {
-          _mm256_storeu_ps(yr, c0[i]);
-          _mm256_storeu_ps(yr + 8, c1[i]);
-        } else {
-          _mm256_maskstore_ps(yr, k0, c0[i]);
-          if (!half) _mm256_maskstore_ps(yr + 8, k1, c1[i]);
+    for (i = 0; i < MR256; i++) {
+      if (i < rows) {
+        float *yr = y0 + i * ldc;
+        __m256 v0 = c0[i], v1 = c1[i];
+        if (pf) {
+          /* one line a row: the block is 16 floats, and the next block of the run reads on */
+          _mm_prefetch((const char *)(yr + PG_PF), _MM_HINT_T0);
+          if (res && epi) _mm_prefetch((const char *)(r0 + i * ohw + PG_PF), _MM_HINT_T0);
         }
-        continue;
+        if (epi && ek == MI__EK_GENERIC) {
+          v0 = epi256(q, mm0 + i, po, k0, v0);
+          if (!half) v1 = epi256(q, mm0 + i, po + 8, k1, v1);
+        } else if (epi) {
+          if (sc) {
+            __m256 s8 = _mm256_broadcast_ss(sc + i), h8 = _mm256_broadcast_ss(sh + i);
+            v0 = _mm256_fmadd_ps(v0, s8, h8);
+            v1 = _mm256_fmadd_ps(v1, s8, h8);
+          }
+          if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU || ek == MI__EK_ADD) {
+            if (res) {
+              const float *rr = r0 + i * ohw;
+              v0 = _mm256_add_ps(v0, full ? _mm256_loadu_ps(rr) : _mm256_maskload_ps(rr, k0));
+              if (!half) v1 = _mm256_add_ps(v1, full ? _mm256_loadu_ps(rr + 8) : _mm256_maskload_ps(rr + 8, k1));
+            }
+            if (ek != MI__EK_ADD) {
+              v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
+              v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
+            }
+          } else if (ek == MI__EK_CLIP) {
+            v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
+            v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+          }
+        }
+        if (full) {
+          _mm256_storeu_ps(yr, v0);
+          _mm256_storeu_ps(yr + 8, v1);
+        } else {
+          _mm256_maskstore_ps(yr, k0, v0);
+          if (!half) _mm256_maskstore_ps(yr + 8, k1, v1);
+        }
       }
-      if (full) {
-        _mm256_storeu_ps(yr, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 1));
-        _mm256_storeu_ps(yr + 8, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 1));
-        continue;
-      }
-      _mm256_maskstore_ps(yr, k0, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 0));
-      if (!half) _mm256_maskstore_ps(yr + 8, k1, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 0));
     }
   }
 }
