@@ -91,28 +91,6 @@ AVX512_FN void mi__blis_h2f512(const uint16_t *h, float *f, int64_t n) {
   }
 }
 
-/* One accumulator through the epilogue of kind EK (compile-time after inlining): the common chains
- * without the per-vector walk over the op list that mi__blis_epi512 does. sc/sh: the row's scale and
- * shift (1 and 0 without bias/BN); lo/hi: the Clip bounds; r: the residual at this vector. */
-static inline __attribute__((always_inline)) AVX512_FN __m512
-epi_kind(const pg_call_t *q, int64_t m, int64_t p, __mmask16 k, __m512 v, int ek, __m512 sc, __m512 sh,
-         __m512 lo, __m512 hi) {
-  if (ek == MI__EK_GENERIC) return mi__blis_epi512(q->c, q->t, q->n, m, p, k, v);
-  v = _mm512_fmadd_ps(v, sc, sh);
-  switch (ek) {
-  case MI__EK_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-  case MI__EK_CLIP: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-  case MI__EK_ADD:
-  case MI__EK_ADD_RELU: {
-    const mi__blis_conv_t *c = q->c;
-    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, (const float *)q->t[c->epi[0].tensor] +
-                                                      (q->n * c->M + m) * c->OH * c->OW + p));
-    return ek == MI__EK_ADD ? v : _mm512_max_ps(v, _mm512_setzero_ps());
-  }
-  default: return v; /* MI__EK_NONE */
-  }
-}
-
 /* The two 16-lane vectors of a tile read B at flat offsets bo0 / bo1 and write output pixels
  * po0 / po1 (contiguous, bo1 = bo0 + 16, or two row segments of the flat planes). */
 /* Full tiles (every lane of both vectors valid) load and store without masks (mobilenetv2, in
@@ -157,24 +135,54 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
     }
 #undef NV512_K
   }
+  /* The store, with what the rows need read into locals first (see nv256_body). */
+  {
+    const mi__blis_conv_t *c = q->c;
+    const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, epi = q->epi;
+    const int64_t ldc = q->ldc, ohw = c->OH * c->OW, mm0 = q->m0 + mp * MR512;
+    float *y0 = q->y + mp * MR512 * ldc;
+    const float *sc = c->affine ? c->scale + mm0 : NULL, *sh = c->affine ? c->shift + mm0 : NULL;
+    const float *r0 = res && epi ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw : NULL;
+    const __m512 lo = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
+    const __m512 hi = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
 #pragma GCC unroll 8
-  for (i = 0; i < MR512; i++) {
-    if (i < rows) {
-      int64_t m = mp * MR512 + i;
-      float *yr = q->y + m * q->ldc;
-      if (pf) pg_prefetch_out(q, m, yr, po0, po1, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
-      if (!q->epi) {
-        PG_ST(yr + po0, k0, c0[i]);
-        if (two) PG_ST(yr + po1, k1, c1[i]);
-        continue;
-      }
-      {
-        const mi__blis_conv_t *c = q->c;
-        int64_t mm = q->m0 + m;
-        __m512 sc = _mm512_set1_ps(c->affine ? c->scale[mm] : 1.f), sh = _mm512_set1_ps(c->affine ? c->shift[mm] : 0.f);
-        __m512 lo = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f), hi = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
-        PG_ST(yr + po0, k0, epi_kind(q, mm, po0, k0, c0[i], ek, sc, sh, lo, hi));
-        if (two) PG_ST(yr + po1, k1, epi_kind(q, mm, po1, k1, c1[i], ek, sc, sh, lo, hi));
+    for (i = 0; i < MR512; i++) {
+      if (i < rows) {
+        float *yr = y0 + i * ldc;
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (pf) {
+          _mm_prefetch((const char *)(yr + po0 + PG_PF), _MM_HINT_T0);
+          _mm_prefetch((const char *)(yr + po1 + PG_PF), _MM_HINT_T0);
+          if (r0) {
+            _mm_prefetch((const char *)(r0 + i * ohw + po0 + PG_PF), _MM_HINT_T0);
+            _mm_prefetch((const char *)(r0 + i * ohw + po1 + PG_PF), _MM_HINT_T0);
+          }
+        }
+        if (epi && ek == MI__EK_GENERIC) {
+          v0 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po0, k0, v0);
+          if (two) v1 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po1, k1, v1);
+        } else if (epi) {
+          if (sc) {
+            __m512 s16 = _mm512_set1_ps(sc[i]), h16 = _mm512_set1_ps(sh[i]);
+            v0 = _mm512_fmadd_ps(v0, s16, h16);
+            v1 = _mm512_fmadd_ps(v1, s16, h16);
+          }
+          if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU || ek == MI__EK_ADD) {
+            if (res) {
+              v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, r0 + i * ohw + po0));
+              if (two) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, r0 + i * ohw + po1));
+            }
+            if (ek != MI__EK_ADD) {
+              v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
+              v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
+            }
+          } else if (ek == MI__EK_CLIP) {
+            v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
+            v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
+          }
+        }
+        PG_ST(yr + po0, k0, v0);
+        if (two) PG_ST(yr + po1, k1, v1);
       }
     }
   }
