@@ -450,22 +450,25 @@ AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   float bp[PG_BPK_K * 16] __attribute__((aligned(32)));
   int64_t S = q->K >= PG_BPK_K ? 1 : PG_BPK_K / q->K;
   int pack = !q->koff && q->mp_n >= 2 && q->K <= PG_BPK_K && q->ldb % 512 == 0;
-  int64_t i, last = -1, per;
+  int64_t i, last = -1, per, run, r, cnt, mp, sub;
   if (S > NV256_S) S = NV256_S;
   per = q->mp_n * S;
+  /* item i0's place, then stepped (no divisions per item) */
+  run = i0 / per;
+  r = i0 - run * per;
+  cnt = q->nb_n - run * S < S ? q->nb_n - run * S : S;
+  mp = r / cnt;
+  sub = r - mp * cnt;
   for (i = i0; i < i1; i++) {
-    int64_t run = i / per, r = i - run * per, cnt = q->nb_n - run * S, mp, blk, bo, po, left;
+    int64_t blk = run * S + sub, bo, po, left;
     const float *bpp = NULL;
-    if (cnt > S) cnt = S;
-    mp = r / cnt;
-    blk = run * S + r - mp * cnt;
     if (pack) {
       if (run != last) {
         int64_t j;
         for (j = 0; j < cnt; j++) pack256(q, run * S + j, bp + j * q->K * 16);
         last = run;
       }
-      bpp = bp + (blk - run * S) * q->K * 16;
+      bpp = bp + sub * q->K * 16;
     }
     nv256_block(q, blk, &bo, &po, &left);
 #define NV256_EK(EK)                                              \
@@ -478,6 +481,14 @@ AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   } while (0)
     MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
 #undef NV256_EK
+    if (++sub == cnt) {
+      sub = 0;
+      if (++mp == q->mp_n) {
+        mp = 0;
+        run++;
+        cnt = q->nb_n - run * S < S ? q->nb_n - run * S : S;
+      }
+    }
   }
 }
 
