@@ -286,7 +286,7 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i lane_mask256(int64_
  * of 16 floats, see nv256_items). HALF (compile-time): left <= 8, only the first vector. */
 static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t mp, int64_t bo,
                                                                      int64_t po, int64_t left, const float *bp,
-                                                                     int full, int half, int ek) {
+                                                                     int full, int half, int ek, int nr) {
   const float *b = bp ? bp : q->b + bo;
   float abuf[MR256 * PG_KB] __attribute__((aligned(32)));
   __m256i k0 = lane_mask256(left), k1 = lane_mask256(left - 8);
@@ -308,9 +308,11 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
                 : half ? _mm256_setzero_ps()                             \
                        : _mm256_maskload_ps(bk + 8, k1);                 \
     _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                \
-      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);               \
-      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                            \
-      if (!half) c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                 \
+      if (i < nr) {                                                      \
+        __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);             \
+        c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                          \
+        if (!half) c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);               \
+      }                                                                  \
     }                                                                    \
   }
     if (koff) {
@@ -440,6 +442,10 @@ AVX2_FN static void pack256(const pg_call_t *q, int64_t blk, float *bp) {
   pack_b16(q, bo, left, bp);
 }
 
+/* A last row panel of 1-4 rows (M = 16, 32, 64 ... in panels of 6) runs 4 or 2 rows of the tile:
+ * all 6 cost as much as the 6 rows (bench_blis_conv capped, 3x3 stride 2 from 4 channels on
+ * 320x320: 30 outputs 0.71-0.74 ms, 32 outputs 0.83-0.84, 36 outputs 0.82-0.85). */
+
 /* Most 16-pixel blocks one row panel runs in a row. */
 #define NV256_S 8
 
@@ -464,7 +470,7 @@ AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   mp = r / cnt;
   sub = r - mp * cnt;
   for (i = i0; i < i1; i++) {
-    int64_t blk = run * S + sub, bo, po, left;
+    int64_t blk = run * S + sub, bo, po, left, mrows = q->mg - mp * MR256; /* rows of this panel */
     const float *bpp = NULL;
     if (pack) {
       if (run != last) {
@@ -475,16 +481,25 @@ AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
       bpp = bp + sub * q->K * 16;
     }
     nv256_block(q, blk, &bo, &po, &left);
-#define NV256_EK(EK)                                              \
-  do {                                                            \
-    if (left >= 16) nv256_body(q, mp, bo, po, 16, bpp, 1, 0, EK); \
-    else if (left <= 8)                                           \
-      nv256_body(q, mp, bo, po, left, bpp, 0, 1, EK);             \
-    else                                                          \
-      nv256_body(q, mp, bo, po, left, bpp, 0, 0, EK);             \
+#define NV256_NR(EK, NR)                                              \
+  do {                                                                \
+    if (left >= 16) nv256_body(q, mp, bo, po, 16, bpp, 1, 0, EK, NR); \
+    else if (left <= 8)                                               \
+      nv256_body(q, mp, bo, po, left, bpp, 0, 1, EK, NR);             \
+    else                                                              \
+      nv256_body(q, mp, bo, po, left, bpp, 0, 0, EK, NR);             \
+  } while (0)
+#define NV256_EK(EK)                    \
+  do {                                  \
+    if (mrows > 4) NV256_NR(EK, MR256); \
+    else if (mrows > 2)                 \
+      NV256_NR(EK, 4);                  \
+    else                                \
+      NV256_NR(EK, 2);                  \
   } while (0)
     MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
 #undef NV256_EK
+#undef NV256_NR
     if (++sub == cnt) {
       sub = 0;
       if (++mp == q->mp_n) {
