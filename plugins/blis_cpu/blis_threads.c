@@ -203,12 +203,14 @@ static int worker_on(mi__blis_pool_t *pool, int32_t cpu) {
 
 /* The caller waits for the chunks workers claimed. A worker that runs finishes its chunk within
  * about one chunk's time, so the caller spins that long (twice the mean of its own chunks, plus
- * 20 us) and never sleeps then: on this virtual machine a futex sleep and wake-up per region
- * (what a condition variable did every time) cost more than the small regions, and 2-thread runs
- * of small models were slower than 1-thread ones on a quiet machine. Past that the worker is
- * likely descheduled: the caller sleeps until the last worker leaves, so its core can run the
- * worker or others. A worker on the caller's own core cannot go on while the caller spins: it
- * yields at once then. */
+ * 20 us, at most MI__POOL_WAIT_MAX_NS) and does not sleep then: on this virtual machine a futex
+ * sleep and wake-up per region (what a condition variable did every time) cost more than the
+ * small regions, and 2-thread runs of small models were slower than 1-thread ones on a quiet
+ * machine. Past that the worker is likely descheduled: the caller sleeps until the last worker
+ * leaves, so its core can run the worker or others (the cap: a region whose chunks last longer
+ * pays a wake-up of a few percent, and a descheduled worker gets the caller's core sooner). A
+ * worker on the caller's own core cannot go on while the caller spins: it yields at once then. */
+#define MI__POOL_WAIT_MAX_NS 100000
 static void wait_workers(mi__blis_pool_t *pool, int64_t spin_ns) {
   int32_t me = sched_getcpu();
   int64_t t0 = 0;
@@ -269,6 +271,9 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   }
   mine = run_chunks(pool);
   atomic_fetch_add(&pool->gen, 1); /* closed: every chunk is claimed */
-  if (atomic_load(&pool->active) > 0) wait_workers(pool, 2 * (now_ns() - t0) / (mine > 0 ? mine : 1) + 20000);
+  if (atomic_load(&pool->active) > 0) {
+    int64_t spin_ns = 2 * (now_ns() - t0) / (mine > 0 ? mine : 1) + 20000;
+    wait_workers(pool, spin_ns < MI__POOL_WAIT_MAX_NS ? spin_ns : MI__POOL_WAIT_MAX_NS);
+  }
   pthread_mutex_unlock(&pool->region);
 }
