@@ -40,6 +40,7 @@ typedef struct mi__blis_conv {
   int32_t dw_cl;                  /* conv.depthwise_direct: channels-in-lanes blocks (packed holds weights) */
   float *scratch;                 /* im2col columns or NHWC input copy, inside aux */
   const struct mi__blis_conv *pw; /* conv.depthwise_direct: the pointwise conv run in the same pass */
+  int64_t pw_band;                /* with pw: floats of one band of depthwise rows (blis_dwpw.c) */
 } mi__blis_conv_t;
 
 enum { MI__CONV_IM2COL = 0,

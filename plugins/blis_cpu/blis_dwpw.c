@@ -4,9 +4,15 @@
  * blocks on large planes are bound by those bytes, not by their FLOPs). */
 #include "blis_conv.h"
 
-/* Floats of one band of depthwise output (64 KiB on the stack: well inside L2, the input rows
- * and the residual rows of the band beside it). */
-#define DWPW_BAND 16384
+/* Floats of one band of depthwise output, on the stack: 64 KiB where that holds 4 rows, else up
+ * to an eighth of the L2 and at most 192 KiB (the QDQ block's band, blis_qblock.c), so that the
+ * band, the input rows it reads and the residual rows beside it stay in L2. With 64 KiB on every
+ * CPU, M-LSD's 96- to 384-channel blocks (80- to 20-wide planes) did not fit 4 rows and ran as two
+ * convs, the intermediate through memory; with up to 192 KiB (this CPU's 2 MiB L2) they fuse: the
+ * whole model 27.7 -> 25.2 ms capped at AVX2, 22.3 -> 20.3 uncapped (1 thread, 3 interleaved
+ * rounds of mi-run, CPU time); BlazeFace keeps its 64 KiB bands. */
+#define DWPW_BAND_MIN 16384
+#define DWPW_BAND_MAX 49152
 
 /* Fewest output rows per band: thinner bands cost more in per-band calls than the intermediate's
  * round trip saves (M-LSD's 96-channel 160- and 80-wide planes, 1 and 2 rows a band: 12-20%
@@ -25,7 +31,7 @@ static void band_part(void *arg, int64_t b0, int64_t b1) {
   const dwpw_task_t *k = arg;
   const mi__blis_conv_t *dw = k->dw, *pw = dw->pw;
   const float *x = k->t[dw->x], *w = k->t[dw->w];
-  float buf[DWPW_BAND] __attribute__((aligned(64)));
+  float buf[DWPW_BAND_MAX] __attribute__((aligned(64)));
   int64_t b, m, mult = dw->M / dw->C;
   for (b = b0; b < b1; b++) {
     int64_t n = b / k->bands, oh0 = b % k->bands * k->rows;
@@ -46,7 +52,7 @@ static int32_t run_dwpw(const mi__blis_step_t *s, void *const *t, const mi__blis
   (void)err;
   k.dw = dw;
   k.t = t;
-  k.rows = DWPW_BAND / (dw->M * dw->OW);
+  k.rows = dw->pw_band / (dw->M * dw->OW);
   if (k.rows > 4) k.rows &= ~(int64_t)3; /* whole blocks of the row kernels' 4 rows */
   k.bands = (dw->OH + k.rows - 1) / k.rows;
   mi__blis_parallel(env, dw->N * k.bands, 1, k.rows * dw->OW * dw->M * (9 + dw->pw->M) * 2, band_part, &k);
@@ -65,15 +71,21 @@ static int32_t run_none(const mi__blis_step_t *s, void *const *t, const mi__blis
 void mi__blis_dwpw_link(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c) {
   mi__blis_step_t *prev = p->k->step_count > 0 ? &p->k->steps[p->k->step_count - 1] : NULL;
   mi__blis_conv_t *dw = prev && prev->run == mi__blis_conv_run_direct ? prev->state : NULL;
+  /* 64 KiB where that holds 4 rows (thinner bands: more of them to split over threads), else up
+   * to an eighth of the L2 (0 where unknown) */
+  int64_t band = (int64_t)(p->ctx->cpu.l2_bytes / 8 / sizeof(float)) / 16 * 16;
+  if (band > DWPW_BAND_MAX) band = DWPW_BAND_MAX;
+  if (band < DWPW_BAND_MIN || (dw && dw->M * dw->OW * DWPW_MIN_ROWS <= DWPW_BAND_MIN)) band = DWPW_BAND_MIN;
   if (!dw || dw->variant != MI__CONV_DW || dw->dw_cl || dw->nhwc_in || dw->nhwc_out || dw->pw ||
       (dw->simd != MI__SIMD_AVX512 && dw->simd != MI__SIMD_AVX2) || !mi__blis_dw512_rows_fit(dw) ||
-      dw->M * dw->OW * DWPW_MIN_ROWS > DWPW_BAND)
+      dw->M * dw->OW * DWPW_MIN_ROWS > band)
     return;
   if (c->variant != MI__CONV_PG || !c->pg_direct || c->pg_mv || c->packed_h || c->G != 1 || c->simd != dw->simd ||
       c->x != dw->y || c->N != dw->N || c->C != dw->M || c->H != dw->OH ||
       c->W != dw->OW || mi__blis_consumers(p, c->x) != 1 || mi__blis_is_kernel_output(p, c->x))
     return;
   dw->pw = c;
+  dw->pw_band = band;
   prev->run = run_dwpw;
   s->run = run_none;
 }

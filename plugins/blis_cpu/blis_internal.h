@@ -104,6 +104,8 @@ void mi__blis_pool_destroy(mi__blis_pool_t *pool);
 #define MI__PAR_MIN_WORK (1 << 15)
 void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
                        mi__blis_task_fn fn, void *arg);
+/* The threads mi__blis_parallel gives such a loop (1: it runs on the calling thread). */
+int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_t item_work);
 
 /* ---- kernels */
 #define MI__MAX_STEP_IO 8

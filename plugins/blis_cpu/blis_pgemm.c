@@ -91,28 +91,6 @@ AVX512_FN void mi__blis_h2f512(const uint16_t *h, float *f, int64_t n) {
   }
 }
 
-/* One accumulator through the epilogue of kind EK (compile-time after inlining): the common chains
- * without the per-vector walk over the op list that mi__blis_epi512 does. sc/sh: the row's scale and
- * shift (1 and 0 without bias/BN); lo/hi: the Clip bounds; r: the residual at this vector. */
-static inline __attribute__((always_inline)) AVX512_FN __m512
-epi_kind(const pg_call_t *q, int64_t m, int64_t p, __mmask16 k, __m512 v, int ek, __m512 sc, __m512 sh,
-         __m512 lo, __m512 hi) {
-  if (ek == MI__EK_GENERIC) return mi__blis_epi512(q->c, q->t, q->n, m, p, k, v);
-  v = _mm512_fmadd_ps(v, sc, sh);
-  switch (ek) {
-  case MI__EK_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-  case MI__EK_CLIP: return _mm512_min_ps(_mm512_max_ps(v, lo), hi);
-  case MI__EK_ADD:
-  case MI__EK_ADD_RELU: {
-    const mi__blis_conv_t *c = q->c;
-    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, (const float *)q->t[c->epi[0].tensor] +
-                                                      (q->n * c->M + m) * c->OH * c->OW + p));
-    return ek == MI__EK_ADD ? v : _mm512_max_ps(v, _mm512_setzero_ps());
-  }
-  default: return v; /* MI__EK_NONE */
-  }
-}
-
 /* The two 16-lane vectors of a tile read B at flat offsets bo0 / bo1 and write output pixels
  * po0 / po1 (contiguous, bo1 = bo0 + 16, or two row segments of the flat planes). */
 /* Full tiles (every lane of both vectors valid) load and store without masks (mobilenetv2, in
@@ -157,24 +135,54 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
     }
 #undef NV512_K
   }
+  /* The store, with what the rows need read into locals first (see nv256_body). */
+  {
+    const mi__blis_conv_t *c = q->c;
+    const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, epi = q->epi;
+    const int64_t ldc = q->ldc, ohw = c->OH * c->OW, mm0 = q->m0 + mp * MR512;
+    float *y0 = q->y + mp * MR512 * ldc;
+    const float *sc = c->affine ? c->scale + mm0 : NULL, *sh = c->affine ? c->shift + mm0 : NULL;
+    const float *r0 = res && epi ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw : NULL;
+    const __m512 lo = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
+    const __m512 hi = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
 #pragma GCC unroll 8
-  for (i = 0; i < MR512; i++) {
-    if (i < rows) {
-      int64_t m = mp * MR512 + i;
-      float *yr = q->y + m * q->ldc;
-      if (pf) pg_prefetch_out(q, m, yr, po0, po1, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
-      if (!q->epi) {
-        PG_ST(yr + po0, k0, c0[i]);
-        if (two) PG_ST(yr + po1, k1, c1[i]);
-        continue;
-      }
-      {
-        const mi__blis_conv_t *c = q->c;
-        int64_t mm = q->m0 + m;
-        __m512 sc = _mm512_set1_ps(c->affine ? c->scale[mm] : 1.f), sh = _mm512_set1_ps(c->affine ? c->shift[mm] : 0.f);
-        __m512 lo = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f), hi = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
-        PG_ST(yr + po0, k0, epi_kind(q, mm, po0, k0, c0[i], ek, sc, sh, lo, hi));
-        if (two) PG_ST(yr + po1, k1, epi_kind(q, mm, po1, k1, c1[i], ek, sc, sh, lo, hi));
+    for (i = 0; i < MR512; i++) {
+      if (i < rows) {
+        float *yr = y0 + i * ldc;
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (pf) {
+          _mm_prefetch((const char *)(yr + po0 + PG_PF), _MM_HINT_T0);
+          _mm_prefetch((const char *)(yr + po1 + PG_PF), _MM_HINT_T0);
+          if (r0) {
+            _mm_prefetch((const char *)(r0 + i * ohw + po0 + PG_PF), _MM_HINT_T0);
+            _mm_prefetch((const char *)(r0 + i * ohw + po1 + PG_PF), _MM_HINT_T0);
+          }
+        }
+        if (epi && ek == MI__EK_GENERIC) {
+          v0 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po0, k0, v0);
+          if (two) v1 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po1, k1, v1);
+        } else if (epi) {
+          if (sc) {
+            __m512 s16 = _mm512_set1_ps(sc[i]), h16 = _mm512_set1_ps(sh[i]);
+            v0 = _mm512_fmadd_ps(v0, s16, h16);
+            v1 = _mm512_fmadd_ps(v1, s16, h16);
+          }
+          if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU || ek == MI__EK_ADD) {
+            if (res) {
+              v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, r0 + i * ohw + po0));
+              if (two) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, r0 + i * ohw + po1));
+            }
+            if (ek != MI__EK_ADD) {
+              v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
+              v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
+            }
+          } else if (ek == MI__EK_CLIP) {
+            v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
+            v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
+          }
+        }
+        PG_ST(yr + po0, k0, v0);
+        if (two) PG_ST(yr + po1, k1, v1);
       }
     }
   }
@@ -271,26 +279,6 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i lane_mask256(int64_
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* One accumulator through the epilogue of kind EK (compile-time after inlining), as epi_kind does
- * for AVX-512: the common chains without the walk over the op list; FULL: plain residual loads. */
-static inline __attribute__((always_inline)) AVX2_FN __m256 epi256_kind(const pg_call_t *q, int64_t m, int64_t p,
-                                                                        __m256i k, __m256 v, int ek, int full) {
-  const mi__blis_conv_t *c = q->c;
-  if (ek == MI__EK_GENERIC) return epi256(q, m, p, k, v);
-  if (c->affine) v = _mm256_fmadd_ps(v, _mm256_set1_ps(c->scale[m]), _mm256_set1_ps(c->shift[m]));
-  switch (ek) {
-  case MI__EK_RELU: return _mm256_max_ps(v, _mm256_setzero_ps());
-  case MI__EK_CLIP: return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(c->epi[0].a)), _mm256_set1_ps(c->epi[0].b));
-  case MI__EK_ADD:
-  case MI__EK_ADD_RELU: {
-    const float *r = (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + m) * c->OH * c->OW + p;
-    v = _mm256_add_ps(v, full ? _mm256_loadu_ps(r) : _mm256_maskload_ps(r, k));
-    return ek == MI__EK_ADD ? v : _mm256_max_ps(v, _mm256_setzero_ps());
-  }
-  default: return v; /* MI__EK_NONE */
-  }
-}
-
 /* FULL (compile-time): all 16 pixels valid, so B is read with plain loads; masked loads cost more
  * than the FMAs they feed on some cores. EK (compile-time): the epilogue kind. With B rows at a
  * fixed stride (a pointwise conv's input planes) the output and the residual are prefetched PG_PF
@@ -298,7 +286,7 @@ static inline __attribute__((always_inline)) AVX2_FN __m256 epi256_kind(const pg
  * of 16 floats, see nv256_items). HALF (compile-time): left <= 8, only the first vector. */
 static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_call_t *q, int64_t mp, int64_t bo,
                                                                      int64_t po, int64_t left, const float *bp,
-                                                                     int full, int half, int ek) {
+                                                                     int full, int half, int ek, int nr) {
   const float *b = bp ? bp : q->b + bo;
   float abuf[MR256 * PG_KB] __attribute__((aligned(32)));
   __m256i k0 = lane_mask256(left), k1 = lane_mask256(left - 8);
@@ -320,43 +308,81 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
                 : half ? _mm256_setzero_ps()                             \
                        : _mm256_maskload_ps(bk + 8, k1);                 \
     _Pragma("GCC unroll 6") for (i = 0; i < MR256; i++) {                \
-      __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);               \
-      c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                            \
-      if (!half) c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);                 \
+      if (i < nr) {                                                      \
+        __m256 av = _mm256_broadcast_ss(a + kk * MR256 + i);             \
+        c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);                          \
+        if (!half) c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);               \
+      }                                                                  \
     }                                                                    \
   }
     if (koff) {
       NV256_K(bb + koff[kk])
     } else {
-      if (pf && !bp && mp == 0) pg_prefetch_rows(bb, ldb, kn, 0, 8);
+      /* one line a row (a block is one line; the run's next block prefetches the following),
+       * and only where the row goes on that far: the tile GEMMs of conv.winograd read rows of
+       * 60-80 floats, and the prefetches past them cost 9% of M-LSD's AVX2 tile time (perf) */
+      if (pf && !bp && mp == 0 && bo + PG_PF < q->N)
+        for (kk = 0; kk < kn; kk++) _mm_prefetch((const char *)(bb + kk * ldb + PG_PF), _MM_HINT_T0);
       NV256_K(bb + kk * ldb)
     }
 #undef NV256_K
   }
+  /* The store: everything the rows need is read into locals first. The stores go through a
+   * may_alias type, so anything read after one (q's and c's fields, the residual's address) was
+   * read again for every row: with K = 24 (BlazeFace's pointwise convs) that address arithmetic
+   * was a third of the tile's time. */
+  {
+    const mi__blis_conv_t *c = q->c;
+    const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU;
+    const int64_t ldc = q->ldc, ohw = c->OH * c->OW, mm0 = q->m0 + mp * MR256;
+    float *y0 = q->y + mp * MR256 * ldc + po;
+    const float *sc = c->affine ? c->scale + mm0 : NULL, *sh = c->affine ? c->shift + mm0 : NULL;
+    const float *r0 = res ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw + po : NULL;
+    const __m256 lo = _mm256_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
+    const __m256 hi = _mm256_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
+    const int epi = q->epi;
 #pragma GCC unroll 6
-  for (i = 0; i < MR256; i++) {
-    if (i < rows) {
-      int64_t m = mp * MR256 + i, p = po;
-      float *yr = q->y + m * q->ldc;
-      if (pf) pg_prefetch_out(q, m, yr, p, p + 8, ek == MI__EK_ADD || ek == MI__EK_ADD_RELU);
-      yr += p;
-      if (!q->epi) {
-        if (full) {
-          _mm256_storeu_ps(yr, c0[i]);
-          _mm256_storeu_ps(yr + 8, c1[i]);
-        } else {
-          _mm256_maskstore_ps(yr, k0, c0[i]);
-          if (!half) _mm256_maskstore_ps(yr + 8, k1, c1[i]);
+    for (i = 0; i < MR256; i++) {
+      if (i < rows) {
+        float *yr = y0 + i * ldc;
+        __m256 v0 = c0[i], v1 = c1[i];
+        if (pf) {
+          /* one line a row: the block is 16 floats, and the next block of the run reads on */
+          _mm_prefetch((const char *)(yr + PG_PF), _MM_HINT_T0);
+          if (res && epi) _mm_prefetch((const char *)(r0 + i * ohw + PG_PF), _MM_HINT_T0);
         }
-        continue;
+        if (epi && ek == MI__EK_GENERIC) {
+          v0 = epi256(q, mm0 + i, po, k0, v0);
+          if (!half) v1 = epi256(q, mm0 + i, po + 8, k1, v1);
+        } else if (epi) {
+          if (sc) {
+            __m256 s8 = _mm256_broadcast_ss(sc + i), h8 = _mm256_broadcast_ss(sh + i);
+            v0 = _mm256_fmadd_ps(v0, s8, h8);
+            v1 = _mm256_fmadd_ps(v1, s8, h8);
+          }
+          if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU || ek == MI__EK_ADD) {
+            if (res) {
+              const float *rr = r0 + i * ohw;
+              v0 = _mm256_add_ps(v0, full ? _mm256_loadu_ps(rr) : _mm256_maskload_ps(rr, k0));
+              if (!half) v1 = _mm256_add_ps(v1, full ? _mm256_loadu_ps(rr + 8) : _mm256_maskload_ps(rr + 8, k1));
+            }
+            if (ek != MI__EK_ADD) {
+              v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
+              v1 = _mm256_max_ps(v1, _mm256_setzero_ps());
+            }
+          } else if (ek == MI__EK_CLIP) {
+            v0 = _mm256_min_ps(_mm256_max_ps(v0, lo), hi);
+            v1 = _mm256_min_ps(_mm256_max_ps(v1, lo), hi);
+          }
+        }
+        if (full) {
+          _mm256_storeu_ps(yr, v0);
+          _mm256_storeu_ps(yr + 8, v1);
+        } else {
+          _mm256_maskstore_ps(yr, k0, v0);
+          if (!half) _mm256_maskstore_ps(yr + 8, k1, v1);
+        }
       }
-      if (full) {
-        _mm256_storeu_ps(yr, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 1));
-        _mm256_storeu_ps(yr + 8, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 1));
-        continue;
-      }
-      _mm256_maskstore_ps(yr, k0, epi256_kind(q, q->m0 + m, p, k0, c0[i], ek, 0));
-      if (!half) _mm256_maskstore_ps(yr + 8, k1, epi256_kind(q, q->m0 + m, p + 8, k1, c1[i], ek, 0));
     }
   }
 }
@@ -378,20 +404,6 @@ static inline void nv256_block(const pg_call_t *q, int64_t blk, int64_t *bo, int
 /* A last block of 8 pixels or fewer runs half the tile: its second vector would be all masked
  * lanes, and the multiply-adds on them are wasted (conv.winograd's 50-tile blocks on 40x40 planes
  * end in one of 2 pixels). */
-#define NV256_EK(EK)                                             \
-  do {                                                           \
-    if (left >= 16) nv256_body(q, mp, bo, po, 16, bp, 1, 0, EK); \
-    else if (left <= 8)                                          \
-      nv256_body(q, mp, bo, po, left, bp, 0, 1, EK);             \
-    else                                                         \
-      nv256_body(q, mp, bo, po, left, bp, 0, 0, EK);             \
-  } while (0)
-AVX2_FN static void nv256(const pg_call_t *q, int64_t item, const float *bp) {
-  int64_t mp = item % q->mp_n, bo, po, left;
-  nv256_block(q, item / q->mp_n, &bo, &po, &left);
-  MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
-}
-#undef NV256_EK
 
 /* Most K rows of a packed B block of the AVX2 tile (32 KiB on the stack). */
 #define PG_BPK_K 512
@@ -430,10 +442,73 @@ AVX2_FN static void pack256(const pg_call_t *q, int64_t blk, float *bp) {
   pack_b16(q, bo, left, bp);
 }
 
-/* Items [i0, i1) (row panel fastest): B packed when more than one panel reads each block. */
+/* A last row panel of 1-4 rows (M = 16, 32, 64 ... in panels of 6) runs 4 or 2 rows of the tile:
+ * all 6 cost as much as the 6 rows (bench_blis_conv capped, 3x3 stride 2 from 4 channels on
+ * 320x320: 30 outputs 0.71-0.74 ms, 32 outputs 0.83-0.84, 36 outputs 0.82-0.85). */
+
+/* Most 16-pixel blocks one row panel runs in a row. */
+#define NV256_S 8
+
+/* Items [i0, i1): runs of up to S adjacent 16-pixel blocks (S * K <= PG_BPK_K, so S = 8 for
+ * K <= 64), row panel next, block fastest. One panel's run writes S * 64 contiguous bytes of each
+ * of its 6 output rows; one block per panel visit wrote one cache line to each of M output planes
+ * in turn, more streams than the core's write combining and prefetchers follow: 16 -> 96 1x1 on
+ * 160x160 capped at AVX2, caches cold, 1.51-2.22 ms min with S = 1, 1.14-1.29 with S = 8 (K 24 ->
+ * 144 on 80x80: 0.61 -> 0.55). With K over 64 the run is shorter and the tile's sums dominate.
+ * Where B is packed (see pack_b16) the run's blocks are copied together, [block][K][16]. */
 AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   float bp[PG_BPK_K * 16] __attribute__((aligned(32)));
-  pg_items(q, i0, i1, !q->koff && q->mp_n >= 2 && q->K <= PG_BPK_K && q->ldb % 512 == 0, bp, pack256, nv256);
+  int64_t S = q->K >= PG_BPK_K ? 1 : PG_BPK_K / q->K;
+  int pack = !q->koff && q->mp_n >= 2 && q->K <= PG_BPK_K && q->ldb % 512 == 0;
+  int64_t i, last = -1, per, run, r, cnt, mp, sub;
+  if (S > NV256_S) S = NV256_S;
+  per = q->mp_n * S;
+  /* item i0's place, then stepped (no divisions per item) */
+  run = i0 / per;
+  r = i0 - run * per;
+  cnt = q->nb_n - run * S < S ? q->nb_n - run * S : S;
+  mp = r / cnt;
+  sub = r - mp * cnt;
+  for (i = i0; i < i1; i++) {
+    int64_t blk = run * S + sub, bo, po, left, mrows = q->mg - mp * MR256; /* rows of this panel */
+    const float *bpp = NULL;
+    if (pack) {
+      if (run != last) {
+        int64_t j;
+        for (j = 0; j < cnt; j++) pack256(q, run * S + j, bp + j * q->K * 16);
+        last = run;
+      }
+      bpp = bp + sub * q->K * 16;
+    }
+    nv256_block(q, blk, &bo, &po, &left);
+#define NV256_NR(EK, NR)                                              \
+  do {                                                                \
+    if (left >= 16) nv256_body(q, mp, bo, po, 16, bpp, 1, 0, EK, NR); \
+    else if (left <= 8)                                               \
+      nv256_body(q, mp, bo, po, left, bpp, 0, 1, EK, NR);             \
+    else                                                              \
+      nv256_body(q, mp, bo, po, left, bpp, 0, 0, EK, NR);             \
+  } while (0)
+#define NV256_EK(EK)                    \
+  do {                                  \
+    if (mrows > 4) NV256_NR(EK, MR256); \
+    else if (mrows > 2)                 \
+      NV256_NR(EK, 4);                  \
+    else                                \
+      NV256_NR(EK, 2);                  \
+  } while (0)
+    MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_EK)
+#undef NV256_EK
+#undef NV256_NR
+    if (++sub == cnt) {
+      sub = 0;
+      if (++mp == q->mp_n) {
+        mp = 0;
+        run++;
+        cnt = q->nb_n - run * S < S ? q->nb_n - run * S : S;
+      }
+    }
+  }
 }
 
 /* ---- "nv" tiles, plain C: 4 rows x 16 pixels; the epilogue runs on the stored rows. */

@@ -65,20 +65,6 @@ static inline __attribute__((always_inline)) void pg_prefetch_rows(const float *
   }
 }
 
-/* Prefetch of output row m at yr (pixels po0 / po1, + PG_PF) and, with res, of the same pixels of
- * the chain's first op's residual (the Add of the common chains). */
-static inline __attribute__((always_inline)) void pg_prefetch_out(const pg_call_t *q, int64_t m, const float *yr,
-                                                                  int64_t po0, int64_t po1, int res) {
-  _mm_prefetch((const char *)(yr + po0 + PG_PF), _MM_HINT_T0);
-  _mm_prefetch((const char *)(yr + po1 + PG_PF), _MM_HINT_T0);
-  if (res) {
-    const mi__blis_conv_t *c = q->c;
-    const float *rr = (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + q->m0 + m) * c->OH * c->OW;
-    _mm_prefetch((const char *)(rr + po0 + PG_PF), _MM_HINT_T0);
-    _mm_prefetch((const char *)(rr + po1 + PG_PF), _MM_HINT_T0);
-  }
-}
-
 /* The "mv" tiles (blis_pgemm_mv.c): one panel of channels over all the call's pixels. */
 void mi__blis_pg_mv512(const pg_call_t *q, int64_t item);
 void mi__blis_pg_mv256(const pg_call_t *q, int64_t item);

@@ -314,6 +314,9 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
         !strcmp(op, "Exp") || !strcmp(op, "Softmax")) {
       snprintf(v.description, sizeof v.description, "loop over host memory, vectorised exp/erf (knob simd)");
       snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "MaxPool")) {
+      snprintf(v.description, sizeof v.description, "separable max, vectorised stride-2 rows (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
     } else {
       snprintf(v.description, sizeof v.description, "plain loop over host memory");
     }

@@ -48,6 +48,30 @@ hmax_s2_avx512(const float *vm, int64_t W, int64_t pl, float *yr, int64_t OW, in
   }
 }
 
+/* The same horizontal max with AVX2, eight outputs a step, on the outputs whose taps all lie in
+ * [0, W) (the edges take the plain loop): the even and the odd columns of two runs of 8 by an
+ * in-lane shuffle and a lane permute, the third tap (KW 3) as the even columns of the runs two
+ * columns on. Taps in kw order with `v > acc`, as everywhere here. Returns the first output
+ * column it did not write (from lo on). */
+__attribute__((target("avx2,fma"))) static int64_t hmax_s2_avx2(const float *vm, int64_t pl, float *yr, int64_t lo,
+                                                                int64_t hi, int64_t KW) {
+  int64_t ow;
+  for (ow = lo; ow + 8 <= hi; ow += 8) {
+    const float *v = vm + 2 * ow - pl;
+    __m256 a = _mm256_loadu_ps(v), b = _mm256_loadu_ps(v + 8);
+    __m256 e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+    __m256 acc = _mm256_max_ps(o, _mm256_max_ps(e, _mm256_set1_ps(-INFINITY)));
+    if (KW == 3) {
+      __m256 c = _mm256_loadu_ps(v + 2), d = _mm256_loadu_ps(v + 10);
+      acc = _mm256_max_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(c, d, 0x88)), 0xd8)),
+                          acc);
+    }
+    _mm256_storeu_ps(yr + ow, acc);
+  }
+  return ow;
+}
+
 /* Items are (image, channel) planes. */
 static void pool_part(void *arg, int64_t c0, int64_t c1) {
   const mi__blis_task_t *pt = arg;
@@ -85,7 +109,7 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
      * contiguous pass per row), then the horizontal max over that row's taps, on the run of output
      * columns whose input column exists. Max is order-free here: the value starts at -inf and a
      * NaN never replaces it (`v > acc` is false), as in the tap-by-tap loop below. */
-    float vm[4096];
+    float vm[4096 + 8]; /* + 8: the AVX2 third-tap load reads one float past the row */
     for (c = c0; c < c1; c++) {
       const float *xc = x + c * q->H * q->W;
       for (oh = 0; oh < q->OH; oh++) {
@@ -100,6 +124,21 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
         }
         if (q->simd == MI__SIMD_AVX512 && (q->KW == 3 || q->KW == 2) && q->sw == 2) {
           hmax_s2_avx512(vm, q->W, q->pl, yr, q->OW, q->KW);
+          continue;
+        }
+        if (q->simd == MI__SIMD_AVX2 && (q->KW == 3 || q->KW == 2) && q->sw == 2) {
+          /* outputs [vlo, vhi) have every tap inside the row; the others take the loop below */
+          int64_t last = q->W - q->KW + q->pl, vlo = (q->pl + 1) / 2, vhi = last >= 0 ? last / 2 + 1 : 0, done;
+          if (vhi > q->OW) vhi = q->OW;
+          done = vhi > vlo ? hmax_s2_avx2(vm, q->pl, yr, vlo, vhi, q->KW) : vlo;
+          for (ow = 0; ow < q->OW; ow++) {
+            if (ow >= vlo && ow < done) continue;
+            yr[ow] = -INFINITY;
+            for (kw = 0; kw < q->KW; kw++) {
+              int64_t iw = 2 * ow - q->pl + kw;
+              if (iw >= 0 && iw < q->W) yr[ow] = vm[iw] > yr[ow] ? vm[iw] : yr[ow];
+            }
+          }
           continue;
         }
         for (ow = 0; ow < q->OW; ow++) yr[ow] = -INFINITY;
@@ -185,6 +224,10 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   q->y = mi__blis_out(n, 0);
   q->is_max = strstr(n->op_type, "Max") != NULL;
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  if (q->is_max) {
+    int64_t si = mi_sdk_knob_int(p->desc, "simd", 0); /* knob `simd` (MaxPool): 0 = auto */
+    if (si > 0 && si < p->ctx->simd_n) q->simd = p->ctx->simd_ids[si];
+  }
   q->include_pad = (int32_t)mi_sdk_attr_int(n, "count_include_pad", 0);
   q->NC = x->dims[0] * x->dims[1];
   q->H = x->dims[2];

@@ -348,11 +348,79 @@ REQUANT_BODY(requant_body_f, float)
     else                                                                                               \
       _mm_mask_storeu_epi8((int8_t *)y + i, k, _mm512_cvtepi32_epi8(v));                               \
   }
-T512Q static void requant_avx512(REQUANT_ARGS(int32_t)){
+T512Q static void requant_d512(REQUANT_ARGS(int32_t)){
     RQ512_BODY(_mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i))),
                _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(acc + i + 8))),
                _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)k, acc + i)),
-               _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)(k >> 8), acc + i + 8)))} T512Q static void requant_f_avx512(REQUANT_ARGS(float)){
+               _mm512_cvtepi32_pd(_mm256_maskz_loadu_epi32((__mmask8)(k >> 8), acc + i + 8)))}
+/* One scale (mstep 0), sixteen codes in float first, the zero point in the bias: v = fma(fl(acc),
+ * fl(mult), fl(bias + zy)) is within 2^-22 (|acc * mult| + |bias| + |zy|) of the double's v + zy
+ * (fl(acc) is exact below 2^24 and within 2^-24 of acc above; the other two within 2^-24 relative;
+ * the fma rounds once). r = round(v) (vcvtps2dq, half to even) and d = v - r (exact) put v
+ * 1/2 - |d| from the nearest half; where that exceeds e = 2^-20 (|fl(acc)| |mult| + |bias| + |zy|)
+ * in every lane, the double lands on the same side of every half, so r is its rounded value plus
+ * zy. A vector with a lane nearer a half (ties, near ties; |v| >= 2^19, where e >= 1/2; past int32,
+ * where r is INT_MIN and d huge) runs the double stage above, so every code is rne_code's. The code
+ * clamp is the saturating narrow (vpmovsdb; UINT8 after max(r, 0), vpmovusdb). Twelve vector
+ * operations on 16 codes, the double stage about twenty-two. */
+/* Sixteen lanes' r = round(v), and the mask of lanes at least e from a half. */
+T512Q static inline __mmask16 rq512_lanes(const int32_t *acc, __mmask16 k, __m512 muf, __m512 bzf, __m512 emu,
+                                          __m512 half, __m512i *r) {
+  __m512 af = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(k, acc));
+  __m512 v = _mm512_fmadd_ps(af, muf, bzf);
+  *r = _mm512_cvtps_epi32(v);
+  return _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(v, _mm512_cvtepi32_ps(*r))),
+                            _mm512_fnmadd_ps(_mm512_abs_ps(af), emu, half), _CMP_LE_OQ);
+}
+/* Codes i..i+15 (fewer at the end): float first, else the double stage. */
+T512Q static inline void rq512_16(const int32_t *acc, int64_t n, int64_t i, const double *mult, const double *bias,
+                                  int32_t zy, int32_t is_u8, void *y, __m512 muf, __m512 bzf, __m512 emu, __m512 half) {
+  __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
+  __m512i r;
+  __m128i c;
+  if ((rq512_lanes(acc + i, k, muf, bzf, emu, half, &r) & k) != k) {
+    requant_d512(acc + i, n - i < 16 ? n - i : 16, mult, bias, 0, zy, is_u8, (int8_t *)y + i);
+    return;
+  }
+  c = is_u8 ? _mm512_cvtusepi32_epi8(_mm512_max_epi32(r, _mm512_setzero_si512())) : _mm512_cvtsepi32_epi8(r);
+  if (k == 0xffff) /* the narrow to a register, then a plain store: its memory form is slow on Zen 4 */
+    _mm_storeu_si128((__m128i *)((int8_t *)y + i), c);
+  else
+    _mm_mask_storeu_epi8((int8_t *)y + i, k, c);
+}
+T512Q static void requant_avx512(REQUANT_ARGS(int32_t)) {
+  const double mu = mult[0], bz = bias[0] + zy, ez = (fabs(bias[0]) + fabs((double)zy)) * 0x1p-20;
+  int64_t i = 0;
+  /* fl(mult), fl(bias + zy) within 2^-24 relative: normal floats */
+  if (mstep || !(fabs(mu) >= 1e-30 && fabs(mu) <= 1e30 && fabs(bz) <= 1e30 && ez < .25)) {
+    requant_d512(acc, n, mult, bias, mstep, zy, is_u8, y);
+    return;
+  }
+  {
+    const __m512 muf = _mm512_set1_ps((float)mu), bzf = _mm512_set1_ps((float)bz);
+    const __m512 emu = _mm512_set1_ps((float)(fabs(mu) * 0x1p-20)), half = _mm512_set1_ps((float)(.5 - ez));
+    /* 64 codes a step: two saturating packs to int16 and one to bytes clamp them (UINT8: vpackuswb
+     * of the int16 values), one dword permute puts the 128-bit lanes' groups of four in order */
+    const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    for (; i + 64 <= n; i += 64) {
+      __m512i r0, r1, r2, r3, p01, p23;
+      __mmask16 ok = rq512_lanes(acc + i, 0xffff, muf, bzf, emu, half, &r0);
+      ok &= rq512_lanes(acc + i + 16, 0xffff, muf, bzf, emu, half, &r1);
+      ok &= rq512_lanes(acc + i + 32, 0xffff, muf, bzf, emu, half, &r2);
+      ok &= rq512_lanes(acc + i + 48, 0xffff, muf, bzf, emu, half, &r3);
+      if (ok != 0xffff) { /* a lane near a half: sixteen codes at a time */
+        for (int64_t j = i; j < i + 64; j += 16) rq512_16(acc, n, j, mult, bias, zy, is_u8, y, muf, bzf, emu, half);
+        continue;
+      }
+      p01 = _mm512_packs_epi32(r0, r1);
+      p23 = _mm512_packs_epi32(r2, r3);
+      _mm512_storeu_si512((int8_t *)y + i, _mm512_permutexvar_epi32(order, is_u8 ? _mm512_packus_epi16(p01, p23)
+                                                                                 : _mm512_packs_epi16(p01, p23)));
+    }
+    for (; i < n; i += 16) rq512_16(acc, n, i, mult, bias, zy, is_u8, y, muf, bzf, emu, half);
+  }
+}
+T512Q static void requant_f_avx512(REQUANT_ARGS(float)){
     RQ512_BODY(_mm512_cvtps_pd(_mm256_loadu_ps(acc + i)), _mm512_cvtps_pd(_mm256_loadu_ps(acc + i + 8)),
                _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)k, acc + i)),
                _mm512_cvtps_pd(_mm256_maskz_loadu_ps((__mmask8)(k >> 8), acc + i + 8)))}

@@ -51,26 +51,31 @@ typedef struct qdw_task {
 /* Input rows r0..r0+n of plane xp as padded rows of wp bytes: zxu left of the image (pl bytes),
  * the codes made unsigned, zxu to the end; rows outside the image all zxu. The zero point's code
  * in the padding adds zxu * w there, which the correction takes out with the rest: the padding
- * counts as real zero, as in the reference. 64 bytes a step (the scalar copy was most of the layer). */
+ * counts as real zero, as in the reference. 64 bytes a step, every store whole (the image's bytes
+ * blended into zxu under a load mask): a row's last store may run up to 63 bytes into the next
+ * row, which is written after it, or into the scratch's QDW_PAD_SLACK. Masked byte stores, which
+ * the kernel's 64-byte loads then read across, made this copy 6-8% of a QDQ detector's samples. */
+#define QDW_PAD_SLACK 128
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void qdw_pad_rows(const qdw_t *q, int32_t zxu,
                                                                               const uint8_t *xp, int64_t r0,
                                                                               int64_t n, uint8_t *dst) {
   const mi__blis_conv_t *c = &q->g;
   const __m512i flip = _mm512_set1_epi8((char)q->flip), z = _mm512_set1_epi8((char)zxu);
-  int64_t r, i;
+  int64_t r, i, wr = (c->W + 63) / 64 * 64; /* bytes the image's stores cover */
   for (r = 0; r < n; r++, dst += q->wp) {
     int64_t ih = r0 + r;
-    for (i = 0; i < q->wp; i += 64) {
-      int64_t left = q->wp - i;
-      _mm512_mask_storeu_epi8(dst + i, left >= 64 ? ~0ull : (1ull << left) - 1ull, z);
+    if (ih < 0 || ih >= c->H) {
+      for (i = 0; i < q->wp; i += 64) _mm512_storeu_si512(dst + i, z);
+      continue;
     }
-    if (ih < 0 || ih >= c->H) continue;
+    for (i = 0; i < c->pl; i += 64) _mm512_storeu_si512(dst + i, z); /* the image overwrites the rest */
     for (i = 0; i < c->W; i += 64) {
       int64_t left = c->W - i;
       __mmask64 k = left >= 64 ? ~0ull : (1ull << left) - 1ull;
-      __m512i v = _mm512_maskz_loadu_epi8(k, xp + ih * c->W + i);
-      _mm512_mask_storeu_epi8(dst + c->pl + i, k, _mm512_xor_si512(v, flip));
+      __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(k, xp + ih * c->W + i), flip);
+      _mm512_storeu_si512(dst + c->pl + i, _mm512_mask_blend_epi8(k, z, v));
     }
+    for (i = c->pl + wr; i < q->wp; i += 64) _mm512_storeu_si512(dst + i, z);
   }
 }
 
@@ -104,6 +109,51 @@ qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t
   }
 }
 
+/* The common 3-tap-row case (one quad, no weight shift: every QDQ 3x3 depthwise layer), the three
+ * rows' weights held in registers, R output rows a step: at stride 1 they read R + 2 input rows,
+ * each loaded and permuted once and multiplied into the up to three output rows it feeds (3R
+ * vpdpbusd for R + 2 vpermb, where the loop above runs 3R of each). The same sums in the same
+ * order per lane. A row's last vector is stored under its mask, as rows are interleaved. */
+#define QDW3_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_t *q, const __m512i *w, __m512i ix,
+                                                                      __m512i vc, const uint8_t *row, int64_t j0,
+                                                                      int32_t *ar, __mmask16 k, int R) {
+  /* R > 1 only at stride 1: R and the tap loop are constants, so all of it unrolls */
+  const mi__blis_conv_t *c = &q->g;
+  __m512i a[4];
+  int r, i;
+  for (r = 0; r < R; r++) a[r] = _mm512_setzero_si512();
+  for (i = 0; i < R + 2; i++) {
+    __m512i t = _mm512_permutexvar_epi8(ix, _mm512_loadu_si512(row + i * q->wp + j0 * c->sw));
+    for (r = 0; r < R; r++) { /* input row i feeds output row r through kernel row i - r */
+      int kh = i - r;
+      if (kh >= 0 && kh < 3) a[r] = _mm512_dpbusd_epi32(a[r], t, w[kh]);
+    }
+  }
+  for (r = 0; r < R; r++) _mm512_mask_storeu_epi32(ar + r * c->OW + j0, k, _mm512_sub_epi32(a[r], vc));
+}
+QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0, int64_t o1,
+                                   int32_t *acc) {
+  const mi__blis_conv_t *c = &q->g;
+  const int32_t *wm = q->wq + m * 3;
+  const __m512i vc = _mm512_set1_epi32(corr), ix = _mm512_loadu_si512(q->idx[0]);
+  __m512i w[3];
+  int64_t oh = o0, j0;
+  w[0] = _mm512_set1_epi32(wm[0]);
+  w[1] = _mm512_set1_epi32(wm[1]);
+  w[2] = _mm512_set1_epi32(wm[2]);
+  for (; c->sh == 1 && oh + 4 <= o1; oh += 4)
+    for (j0 = 0; j0 < c->OW; j0 += 16) {
+      __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc + (oh - o0) * c->OW, k, 4);
+    }
+  for (; oh < o1; oh++)
+    for (j0 = 0; j0 < c->OW; j0 += 16) {
+      __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc + (oh - o0) * c->OW, k, 1);
+    }
+}
+
 /* n sums of channel m to y at element offset off: codes, int32 sums or the float tail. */
 static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t n, int64_t off) {
   const qdw_t *q = t->q;
@@ -121,7 +171,10 @@ static void qdw_strip(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t m,
                       uint8_t *pad, int32_t *acc) {
   const mi__blis_conv_t *c = &q->g;
   qdw_pad_rows(q, zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
-  qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
+  if (c->KH == 3 && q->nq == 1 && q->wd[m] == 0)
+    qdw3_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
+  else
+    qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
 }
 
 /* Items are (image, output channel) planes, each in strips of q->rows output rows. */
@@ -129,7 +182,7 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
   const qdw_task_t *t = arg;
   const qdw_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
-  uint8_t pad[QDW_ROWS_BYTES];
+  uint8_t pad[QDW_ROWS_BYTES + QDW_PAD_SLACK];
   int32_t acc[QDW_ACC_INTS];
   int64_t pl, o0, dm = c->M / c->C, ohw = c->OH * c->OW;
   for (pl = p0; pl < p1; pl++) {
@@ -169,7 +222,7 @@ void mi__blis_qdw_codes_rows(const mi__blis_step_t *s, const uint8_t *x, int64_t
                              uint8_t *y) {
   const qdw_t *q = s->state;
   const mi__blis_conv_t *c = &q->g;
-  uint8_t pad[QDW_ROWS_BYTES];
+  uint8_t pad[QDW_ROWS_BYTES + QDW_PAD_SLACK];
   int32_t acc[QDW_ACC_INTS];
   const uint8_t *xp = x + (n * c->C + m / (c->M / c->C)) * c->H * c->W;
   for (int64_t a = o0; a < o1; a += q->rows) {

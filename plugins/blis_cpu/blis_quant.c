@@ -77,46 +77,72 @@ T512 static inline __m512i q512_codes(__m512d d, __m512d sd, __m512d rcp) {
   p = _mm512_min_pd(_mm512_set1_pd(1e9), _mm512_max_pd(_mm512_set1_pd(-1e9), p));
   return _mm512_castsi256_si512(_mm512_cvtpd_epi32(p)); /* round half to even (default mode) */
 }
-/* Sixteen codes in float first: p = x * fl(1 / s) is within 2^-23 |x / s| (+ rounding) of the
- * quotient, so below 2^10 it is within 2^-13 of it and rounds as the quotient does unless it lies
- * within 2^-12 of a half; larger |p| saturates either way (|x / s| > 900 with a zero point in
- * -128..255). A vector with such a lane (ties and near ties, rare) takes the double path above,
- * every code of it the division's. Half the double path's work: the residual adds and quantize
- * steps of a QDQ export are this loop. 0 when the double path must run. */
+/* Sixteen codes in float first, the zero point in the same rounding: p = fma(x, fl(1 / s), z) is
+ * within 2^-24 |x / s| + 2^-24 |p| of the quotient plus z, so where |p| < 2^10 (|x / s| < 1300)
+ * within 2^-13 of it, and rounds as it does unless it lies within 2^-12 of a half; larger |p|
+ * saturates either way (|x / s + z| > 1000 with a zero point in -128..255). r = round(p) (vcvtps2dq,
+ * half to even) and |p - r| (exact) say how near a half p lies; a vector with a lane within 2^-12
+ * of one (ties and near ties, rare; NaN, and |p| >= 2^31, where r is INT_MIN) takes the double path
+ * above, every code of it the division's. Half the double path's work: the residual adds and
+ * quantize steps of a QDQ export are this loop. 0 when the double path must run. */
 #define Q_NEAR_HALF_F (1.f / 4096.f)
-T512 static inline int q512_codes_f(__m512 v, __m512 rcpf, __m512i *r) {
-  const __m512 half = _mm512_set1_ps(.5f), eps = _mm512_set1_ps(Q_NEAR_HALF_F), big = _mm512_set1_ps(1e9f);
-  __m512 p = _mm512_mul_ps(v, rcpf);
-  __m512 f = _mm512_sub_ps(p, _mm512_roundscale_ps(p, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-  if (_mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(f, half)), eps, _CMP_LT_OQ)) return 0;
-  *r = _mm512_cvtps_epi32(_mm512_min_ps(big, _mm512_max_ps(_mm512_sub_ps(_mm512_setzero_ps(), big), p)));
-  return 1;
+T512 static inline int q512_codes_f(__m512 v, __m512 rcpf, __m512 zf, __m512i *r) {
+  const __m512 lim = _mm512_set1_ps(.5f - Q_NEAR_HALF_F);
+  __m512 p = _mm512_fmadd_ps(v, rcpf, zf);
+  *r = _mm512_cvtps_epi32(p);
+  return _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(p, _mm512_cvtepi32_ps(*r))), lim, _CMP_LE_OQ) == 0xffff;
 }
-/* Codes of the k lanes of v to y: the float-first quotient, else the double path. */
+/* Codes of the k lanes of v to y: the float-first quotient, else the double path and the zero
+ * point on int32 lanes; the clamp as the saturating narrow (vpmovsdb; UINT8 after max(r, 0),
+ * vpmovusdb). */
 T512 static inline void q512_store(__m512 v, __mmask16 k, int8_t *y, __m512d sd, __m512d rcp, __m512 rcpf, __m512i z,
-                                   __m512i lo, __m512i hi) {
+                                   __m512 zf, int32_t u8) {
   __m512i r;
-  if (!q512_codes_f(v, rcpf, &r)) {
+  __m128i c;
+  if (!q512_codes_f(v, rcpf, zf, &r)) {
     __m512i r0 = q512_codes(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), sd, rcp);
     __m512i r1 = q512_codes(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), sd, rcp);
-    r = _mm512_inserti64x4(r0, _mm512_castsi512_si256(r1), 1);
+    r = _mm512_add_epi32(_mm512_inserti64x4(r0, _mm512_castsi512_si256(r1), 1), z); /* |r0|, |r1| <= 1e9 */
   }
-  r = _mm512_min_epi32(hi, _mm512_max_epi32(lo, _mm512_add_epi32(r, z)));
-  if (k == 0xffff) /* vpmovdb to a register, then a plain store: its memory form is slow on Zen 4 */
-    _mm_storeu_si128((__m128i *)y, _mm512_cvtepi32_epi8(r));
+  c = u8 ? _mm512_cvtusepi32_epi8(_mm512_max_epi32(r, _mm512_setzero_si512())) : _mm512_cvtsepi32_epi8(r);
+  if (k == 0xffff) /* the narrow to a register, then a plain store: its memory form is slow on Zen 4 */
+    _mm_storeu_si128((__m128i *)y, c);
   else
-    _mm_mask_storeu_epi8(y, k, _mm512_cvtepi32_epi8(r));
+    _mm_mask_storeu_epi8(y, k, c);
 }
 #define Q512_CONSTS(s, zp, u8)                                                            \
   const __m512d sd = _mm512_set1_pd((double)(s)), rcp = _mm512_set1_pd(1. / (double)(s)); \
   const __m512 rcpf = _mm512_set1_ps((float)(1. / (double)(s)));                          \
-  const __m512i z = _mm512_set1_epi32(zp), lo = _mm512_set1_epi32((u8) ? 0 : -128), hi = _mm512_set1_epi32((u8) ? 255 : 127)
+  const __m512i z = _mm512_set1_epi32(zp);                                                \
+  const __m512 zf = _mm512_set1_ps((float)(zp))
+/* 64 codes of four float vectors v[0..3] to y when every lane is float-first (two saturating packs
+ * to int16 and one to bytes clamp them, one dword permute puts the 128-bit lanes' groups of four in
+ * order), else sixteen at a time. */
+T512 static inline void q512_store64(const __m512 *v, int8_t *y, __m512d sd, __m512d rcp, __m512 rcpf, __m512i z,
+                                     __m512 zf, int32_t u8) {
+  const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+  __m512i r[4], p01, p23;
+  int ok = 1, j;
+  for (j = 0; j < 4; j++) ok &= q512_codes_f(v[j], rcpf, zf, &r[j]);
+  if (!ok) { /* a lane near a half */
+    for (j = 0; j < 4; j++) q512_store(v[j], 0xffff, y + 16 * j, sd, rcp, rcpf, z, zf, u8);
+    return;
+  }
+  p01 = _mm512_packs_epi32(r[0], r[1]);
+  p23 = _mm512_packs_epi32(r[2], r[3]);
+  _mm512_storeu_si512(y, _mm512_permutexvar_epi32(order, u8 ? _mm512_packus_epi16(p01, p23) : _mm512_packs_epi16(p01, p23)));
+}
 T512 static void q_512(const float *x, void *y, int64_t n, float s, int32_t zp, int32_t u8) {
   Q512_CONSTS(s, zp, u8);
-  int64_t i;
-  for (i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512 v[4] = {_mm512_loadu_ps(x + i), _mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i + 32),
+                         _mm512_loadu_ps(x + i + 48)};
+    q512_store64(v, (int8_t *)y + i, sd, rcp, rcpf, z, zf, u8);
+  }
+  for (; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
-    q512_store(_mm512_maskz_loadu_ps(k, x + i), k, (int8_t *)y + i, sd, rcp, rcpf, z, lo, hi);
+    q512_store(_mm512_maskz_loadu_ps(k, x + i), k, (int8_t *)y + i, sd, rcp, rcpf, z, zf, u8);
   }
 }
 /* Sixteen codes of x as floats, (x - z) * s: DequantizeLinear's product, exact before its one rounding. */
@@ -131,11 +157,20 @@ T512 static void qbin_512(const mi__blis_qbin_row_t *b, const void *xa, const vo
   Q512_CONSTS(b->ys, b->yz, b->yu8);
   const __m512i za = _mm512_set1_epi32(b->za), zb = _mm512_set1_epi32(b->zb);
   const __m512 sa = _mm512_set1_ps(b->sa), sb = _mm512_set1_ps(b->sb);
-  int64_t i;
-  for (i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    __m512 v[4];
+    for (int j = 0; j < 4; j++) {
+      __m512 fa = dq512((const uint8_t *)xa + i + 16 * j, 0xffff, b->au8, za, sa);
+      __m512 fb = dq512((const uint8_t *)xb + i + 16 * j, 0xffff, b->bu8, zb, sb);
+      v[j] = b->mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb);
+    }
+    q512_store64(v, (int8_t *)y + i, sd, rcp, rcpf, z, zf, b->yu8);
+  }
+  for (; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
     __m512 fa = dq512((const uint8_t *)xa + i, k, b->au8, za, sa), fb = dq512((const uint8_t *)xb + i, k, b->bu8, zb, sb);
-    q512_store(b->mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb), k, (int8_t *)y + i, sd, rcp, rcpf, z, lo, hi);
+    q512_store(b->mul ? _mm512_mul_ps(fa, fb) : _mm512_add_ps(fa, fb), k, (int8_t *)y + i, sd, rcp, rcpf, z, zf, b->yu8);
   }
 }
 

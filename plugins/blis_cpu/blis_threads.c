@@ -1,7 +1,10 @@
 /* blis_threads.c - the plugin instance's own small pthread pool for its loops (BLIS threads itself). */
+#define _GNU_SOURCE /* sched_getcpu */
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "blis_internal.h"
 
@@ -9,20 +12,26 @@
 
 struct mi__blis_pool {
   pthread_mutex_t region; /* one parallel region at a time; a second caller runs serially */
-  pthread_mutex_t m;
-  pthread_cond_t go, done;
+  pthread_mutex_t m;      /* only for sleeping and for starting workers */
+  pthread_cond_t go;      /* a region opened (workers asleep) */
+  pthread_cond_t done;    /* the last worker left (the caller asleep) */
   pthread_t th[MI__POOL_MAX];
   int32_t spawned, max_workers;
-  _Atomic uint64_t gen; /* bumped when a region opens */
-  int32_t open;         /* under m: workers may still join the current region */
-  int32_t active;       /* under m: workers inside the current region */
-  int32_t sleepers;     /* under m: workers blocked on `go` */
+  /* Odd while a region is open, even while closed: bumped by the caller when it opens a region
+   * and again when it has claimed the last chunk. Workers join only an open region. */
+  _Alignas(64) _Atomic uint64_t gen;
+  _Atomic int32_t active;   /* workers inside the current region (joined, not yet left) */
+  _Atomic int32_t sleepers; /* workers asleep on `go`, or about to be */
   _Atomic int32_t quit;
+  _Atomic int32_t caller_waiting;         /* the caller sleeps on `done`, or is about to */
+  _Atomic int32_t caller_cpu;             /* where the caller opened the last region: a hint */
+  _Atomic int32_t wcpu[MI__POOL_MAX + 1]; /* per worker: its core while in a region, else -1 */
+  /* the region, written by the caller only while closed and no worker is active */
   mi__blis_task_fn fn;
   void *arg;
-  int64_t count, grain, chunk; /* chunk: items claimed at a time, a multiple of grain */
-  int32_t parts;               /* threads of the current region, the caller included */
-  _Atomic int64_t next;        /* first unclaimed item */
+  int64_t count, chunk;              /* chunk: items claimed at a time, a multiple of the grain */
+  int32_t parts;                     /* threads of the current region, the caller included */
+  _Alignas(64) _Atomic int64_t next; /* first unclaimed item (its own cache line: claimed often) */
 };
 
 typedef struct worker_arg {
@@ -33,13 +42,15 @@ typedef struct worker_arg {
 
 /* Claims chunks of the current region until none is left. Chunks start on multiples of grain, so
  * every item is computed by the same code (same vector/tail split) whoever runs it. */
-static void run_chunks(mi__blis_pool_t *pool) {
-  for (;;) {
+static int64_t run_chunks(mi__blis_pool_t *pool) {
+  int64_t n = 0;
+  for (;; n++) {
     int64_t b = atomic_fetch_add(&pool->next, pool->chunk), e;
     if (b >= pool->count) break;
     e = b + pool->chunk < pool->count ? b + pool->chunk : pool->count;
     pool->fn(pool->arg, b, e);
   }
+  return n; /* chunks this thread ran */
 }
 
 /* Spin iterations a worker waits for the next region before it sleeps: regions come in quick
@@ -55,16 +66,32 @@ static void run_chunks(mi__blis_pool_t *pool) {
 #define MI__POOL_SPIN_HOT 1024
 #define MI__POOL_YIELD_EVERY 64
 
-/* Waits, without sleeping, up to MI__POOL_SPIN iterations for a region after `seen` or quit. */
-static void spin_wait(mi__blis_pool_t *pool, uint64_t seen) {
+/* Whether this thread runs on the core given (sched_getcpu: a hint, the thread may move). */
+static int on_cpu(int32_t cpu) { return cpu >= 0 && sched_getcpu() == cpu; }
+
+static int is_open_after(uint64_t gen, uint64_t seen) { return gen != seen && (gen & 1); }
+
+/* Waits, without sleeping, up to MI__POOL_SPIN iterations for a region opened after `seen`, or
+ * quit. Returns the generation it saw. */
+static uint64_t spin_wait(mi__blis_pool_t *pool, uint64_t seen) {
+  uint64_t g = atomic_load(&pool->gen);
   for (int32_t spin = 0; spin < MI__POOL_SPIN; spin++) {
-    if (atomic_load(&pool->gen) != seen || atomic_load(&pool->quit)) return;
-    if (spin >= MI__POOL_SPIN_HOT && spin % MI__POOL_YIELD_EVERY == 0) sched_yield();
+    if (is_open_after(g, seen) || atomic_load(&pool->quit)) return g;
+    /* on the caller's core a spin only delays it: yield at once there */
+    if (spin % MI__POOL_YIELD_EVERY == 0 &&
+        (spin >= MI__POOL_SPIN_HOT || on_cpu(atomic_load(&pool->caller_cpu))))
+      sched_yield();
     else
       __builtin_ia32_pause();
+    g = atomic_load(&pool->gen);
   }
+  return g;
 }
 
+/* A worker joins a region without a lock: it counts itself active, then checks that the region
+ * it saw is still open. The caller closes (bumps gen) before it waits for `active` to drop to 0,
+ * so a worker either counted itself before that wait (the caller waits for it) or sees the
+ * region closed and claims nothing; and the caller rewrites the region only when none is in. */
 static void *worker(void *p) {
   worker_arg_t *wa = p;
   mi__blis_pool_t *pool = wa->pool;
@@ -72,40 +99,43 @@ static void *worker(void *p) {
   uint64_t seen = wa->start_gen;
   free(wa);
   for (;;) {
-    spin_wait(pool, seen);
-    pthread_mutex_lock(&pool->m);
-    while (atomic_load(&pool->gen) == seen && !atomic_load(&pool->quit)) {
-      pool->sleepers++;
-      pthread_cond_wait(&pool->go, &pool->m);
-      pool->sleepers--;
-    }
-    if (atomic_load(&pool->quit)) {
+    uint64_t g = spin_wait(pool, seen);
+    if (!is_open_after(g, seen) && !atomic_load(&pool->quit)) {
+      pthread_mutex_lock(&pool->m);
+      atomic_fetch_add(&pool->sleepers, 1);
+      while (!is_open_after(g = atomic_load(&pool->gen), seen) && !atomic_load(&pool->quit))
+        pthread_cond_wait(&pool->go, &pool->m);
+      atomic_fetch_sub(&pool->sleepers, 1);
       pthread_mutex_unlock(&pool->m);
-      break;
     }
-    seen = atomic_load(&pool->gen);
-    if (!pool->open || idx >= pool->parts) { /* finished by the caller alone, or not needed */
+    if (atomic_load(&pool->quit)) break;
+    seen = g;
+    atomic_fetch_add(&pool->active, 1);
+    if (atomic_load(&pool->gen) == g && idx < pool->parts) {
+      atomic_store(&pool->wcpu[idx], sched_getcpu());
+      run_chunks(pool);
+      atomic_store(&pool->wcpu[idx], -1);
+    }
+    if (atomic_fetch_sub(&pool->active, 1) == 1 && atomic_load(&pool->caller_waiting)) {
+      pthread_mutex_lock(&pool->m);
+      pthread_cond_broadcast(&pool->done);
       pthread_mutex_unlock(&pool->m);
-      continue;
     }
-    pool->active++;
-    pthread_mutex_unlock(&pool->m);
-    run_chunks(pool);
-    pthread_mutex_lock(&pool->m);
-    if (--pool->active == 0) pthread_cond_signal(&pool->done);
-    pthread_mutex_unlock(&pool->m);
   }
   return NULL;
 }
 
 mi__blis_pool_t *mi__blis_pool_create(int32_t max_threads) {
-  mi__blis_pool_t *pool = calloc(1, sizeof *pool);
+  mi__blis_pool_t *pool = aligned_alloc(64, (sizeof(mi__blis_pool_t) + 63) / 64 * 64);
   if (!pool) return NULL;
+  memset(pool, 0, sizeof *pool);
   pthread_mutex_init(&pool->region, NULL);
   pthread_mutex_init(&pool->m, NULL);
   pthread_cond_init(&pool->go, NULL);
   pthread_cond_init(&pool->done, NULL);
   pool->max_workers = max_threads - 1 < MI__POOL_MAX ? max_threads - 1 : MI__POOL_MAX;
+  atomic_store(&pool->caller_cpu, -1);
+  for (int32_t i = 0; i <= MI__POOL_MAX; i++) atomic_store(&pool->wcpu[i], -1);
   return pool;
 }
 
@@ -125,8 +155,11 @@ void mi__blis_pool_destroy(mi__blis_pool_t *pool) {
 }
 
 /* Workers are started on first need, so a threads=1 instance never owns a thread. Called with
- * pool->m held; returns how many workers exist (fewer when pthread_create fails). */
+ * pool->region held, the region closed; returns how many workers exist (fewer when
+ * pthread_create fails). */
 static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
+  if (pool->spawned >= want || pool->spawned >= pool->max_workers) return pool->spawned;
+  pthread_mutex_lock(&pool->m);
   while (pool->spawned < want && pool->spawned < pool->max_workers) {
     worker_arg_t *wa = malloc(sizeof *wa);
     if (!wa) break;
@@ -139,7 +172,66 @@ static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
     }
     pool->spawned++;
   }
+  pthread_mutex_unlock(&pool->m);
   return pool->spawned;
+}
+
+int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_t item_work) {
+  double work = (double)count * (double)(item_work > 0 ? item_work : 1);
+  int64_t units;
+  int32_t parts = threads;
+  if (count <= 0) return 1;
+  if (grain < 1) grain = 1;
+  units = (count + grain - 1) / grain;
+  if ((double)parts * MI__PAR_MIN_WORK > work) parts = (int32_t)(work / MI__PAR_MIN_WORK);
+  if (parts > units) parts = (int32_t)units;
+  return parts < 1 ? 1 : parts;
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether a worker inside the region last ran on the core given. */
+static int worker_on(mi__blis_pool_t *pool, int32_t cpu) {
+  for (int32_t i = 1; i <= pool->spawned && cpu >= 0; i++)
+    if (atomic_load(&pool->wcpu[i]) == cpu) return 1;
+  return 0;
+}
+
+/* The caller waits for the chunks workers claimed. A worker that runs finishes its chunk within
+ * about one chunk's time, so the caller spins that long (twice the mean of its own chunks, plus
+ * 20 us, at most MI__POOL_WAIT_MAX_NS) and does not sleep then: on this virtual machine a futex
+ * sleep and wake-up per region (what a condition variable did every time) cost more than the
+ * small regions, and 2-thread runs of small models were slower than 1-thread ones on a quiet
+ * machine. Past that the worker is likely descheduled: the caller sleeps until the last worker
+ * leaves, so its core can run the worker or others (the cap: a region whose chunks last longer
+ * pays a wake-up of a few percent, and a descheduled worker gets the caller's core sooner). A
+ * worker on the caller's own core cannot go on while the caller spins: it yields at once then. */
+#define MI__POOL_WAIT_MAX_NS 100000
+static void wait_workers(mi__blis_pool_t *pool, int64_t spin_ns) {
+  int32_t me = sched_getcpu();
+  int64_t t0 = 0;
+  for (int32_t spin = 0; atomic_load(&pool->active) > 0; spin++) {
+    if (spin % 64 == 63) {
+      if (worker_on(pool, me)) {
+        sched_yield();
+        continue;
+      }
+      if (!t0) t0 = now_ns();
+      else if (now_ns() - t0 > spin_ns) {
+        pthread_mutex_lock(&pool->m);
+        atomic_store(&pool->caller_waiting, 1);
+        while (atomic_load(&pool->active) > 0) pthread_cond_wait(&pool->done, &pool->m);
+        atomic_store(&pool->caller_waiting, 0);
+        pthread_mutex_unlock(&pool->m);
+        return;
+      }
+    }
+    __builtin_ia32_pause();
+  }
 }
 
 /* The caller opens the region and claims chunks itself; workers that are awake join and claim
@@ -148,21 +240,16 @@ static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
 void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
                        mi__blis_task_fn fn, void *arg) {
   mi__blis_pool_t *pool = env ? env->pool : NULL;
-  int32_t parts = env ? env->threads : 1;
-  int64_t units;
-  double work = (double)count * (double)(item_work > 0 ? item_work : 1);
+  int32_t parts = mi__blis_par_parts(env ? env->threads : 1, count, grain, item_work);
+  int64_t units, t0, mine;
+  if (count <= 0) return;
   if (grain < 1) grain = 1;
   units = (count + grain - 1) / grain;
-  if ((double)parts * MI__PAR_MIN_WORK > work) parts = (int32_t)(work / MI__PAR_MIN_WORK);
-  if (parts > units) parts = (int32_t)units;
-  if (count <= 0) return;
   if (parts <= 1 || !pool || pthread_mutex_trylock(&pool->region) != 0) {
     fn(arg, 0, count);
     return;
   }
-  pthread_mutex_lock(&pool->m);
   if (ensure_workers(pool, parts - 1) == 0) {
-    pthread_mutex_unlock(&pool->m);
     pthread_mutex_unlock(&pool->region);
     fn(arg, 0, count);
     return;
@@ -170,19 +257,23 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   pool->fn = fn;
   pool->arg = arg;
   pool->count = count;
-  pool->grain = grain;
   pool->parts = parts;
   /* about four chunks per part, so a late worker still finds work and an early one does more */
   pool->chunk = (units + 4 * parts - 1) / (4 * parts) * grain;
   atomic_store(&pool->next, 0);
-  pool->open = 1;
-  atomic_fetch_add(&pool->gen, 1);
-  if (pool->sleepers) pthread_cond_broadcast(&pool->go);
-  pthread_mutex_unlock(&pool->m);
-  run_chunks(pool);
-  pthread_mutex_lock(&pool->m);
-  pool->open = 0;
-  while (pool->active > 0) pthread_cond_wait(&pool->done, &pool->m);
-  pthread_mutex_unlock(&pool->m);
+  atomic_store(&pool->caller_cpu, sched_getcpu());
+  t0 = now_ns();
+  atomic_fetch_add(&pool->gen, 1); /* open */
+  if (atomic_load(&pool->sleepers) > 0) {
+    pthread_mutex_lock(&pool->m);
+    pthread_cond_broadcast(&pool->go);
+    pthread_mutex_unlock(&pool->m);
+  }
+  mine = run_chunks(pool);
+  atomic_fetch_add(&pool->gen, 1); /* closed: every chunk is claimed */
+  if (atomic_load(&pool->active) > 0) {
+    int64_t spin_ns = 2 * (now_ns() - t0) / (mine > 0 ? mine : 1) + 20000;
+    wait_workers(pool, spin_ns < MI__POOL_WAIT_MAX_NS ? spin_ns : MI__POOL_WAIT_MAX_NS);
+  }
   pthread_mutex_unlock(&pool->region);
 }

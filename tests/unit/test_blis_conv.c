@@ -244,6 +244,11 @@ static void packed_cases(tb_plugin_t *p) {
       /* the AVX-512 tile's packed 32-pixel blocks (three or more row panels of 8), 2 images, a
        * partial last panel */
       {"packed pointwise 64x32 plane, 27 rows, 2 images", "conv.packed_gemm", {2, 30, 64, 32, 27, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      /* the AVX2 tile's runs of adjacent 16-pixel blocks per row panel (8 blocks for K <= 64,
+       * 512 / K above): a partial last run ending in a half block, in place; packed runs of 5
+       * blocks (K 100) with a last run of 2 */
+      {"packed pointwise 20x30 plane, 20 rows, 2 images", "conv.packed_gemm", {2, 24, 20, 30, 20, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed pointwise 16x32 plane, 100 channels, 13 rows", "conv.packed_gemm", {1, 100, 16, 32, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"depthwise 3x3 stride 2, 21 wide", "conv.depthwise_direct", {1, 8, 13, 21, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 8}, 0},
       {"depthwise 5x5 stride 2, 37 wide", "conv.depthwise_direct", {2, 3, 11, 37, 3, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2, 3}, 0},
       {"depthwise 3x3 stride 2 pad 0, 3x3 plane", "conv.depthwise_direct", {1, 4, 6, 6, 4, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 4}, 0},

@@ -189,15 +189,15 @@ static void layernorm_case(tb_plugin_t *p, int64_t len) {
 }
 
 /* KxK (3 with pad 1, or 2 with none) stride 2 pools on 8xW with ceil_mode: the last window
- * hangs over the edge. */
-static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W, int64_t K) {
+ * hangs over the edge. MaxPool on SIMD path simd (knob `simd`, 0 = auto). */
+static void pool_case_simd(tb_plugin_t *p, const char *op, int include_pad, int64_t W, int64_t K, int64_t simd) {
   int64_t pd = K == 3 ? 1 : 0, xd[4] = {1, 2, 8, W}, k[2] = {K, K}, s[2] = {2, 2},
           pads[4] = {pd, pd, pd, pd};
   int64_t oh = (8 + 2 * pd - K + 1) / 2 + 1, ow = (W + 2 * pd - K + 1) / 2 + 1,
           yd[4] = {1, 2, oh, ow}, c, i, j, a, bb;
   float x[16 * 40], ref[5 * 2 * 21];
   const float *ins[1] = {x};
-  char name[64];
+  char name[96];
   int is_max = strcmp(op, "MaxPool") == 0, t0, t1, node;
   tb_t b;
   if (W > 40) return;
@@ -227,9 +227,16 @@ static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W
           }
         ref[(c * oh + i) * ow + j] = (float)(is_max ? acc : acc / (include_pad ? padcnt : cnt));
       }
-  snprintf(name, sizeof name, "%s %lldx%lld ceil include_pad=%d width %lld", op, (long long)K,
-           (long long)K, include_pad, (long long)W);
-  expect(p, &b, name, ins, ref, NULL, 0);
+  snprintf(name, sizeof name, "%s %lldx%lld ceil include_pad=%d width %lld simd %lld", op, (long long)K,
+           (long long)K, include_pad, (long long)W, (long long)simd);
+  {
+    mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
+    expect(p, &b, name, ins, ref, kv, is_max && simd ? 1 : 0);
+  }
+}
+
+static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W, int64_t K) {
+  pool_case_simd(p, op, include_pad, W, K, 0);
 }
 
 static void binary_case(tb_plugin_t *p, const char *op) {
@@ -475,6 +482,13 @@ static void simd_paths(void) {
     unary_case(&p, "Sigmoid", NULL, si);
     unary_case(&p, "Gelu", NULL, si);
     unary_case(&p, "Gelu", "tanh", si);
+    /* the stride-2 horizontal max (AVX-512: 16 outputs a step; AVX2: 8, on the outputs whose
+     * taps lie inside the row) */
+    pool_case_simd(&p, "MaxPool", 0, 37, 3, si);
+    pool_case_simd(&p, "MaxPool", 0, 40, 3, si);
+    pool_case_simd(&p, "MaxPool", 0, 37, 2, si);
+    pool_case_simd(&p, "MaxPool", 0, 32, 2, si);
+    pool_case_simd(&p, "MaxPool", 0, 7, 3, si);
   }
 }
 

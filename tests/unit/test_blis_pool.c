@@ -1,7 +1,8 @@
 /* test_blis_pool.c - the blis-cpu plugin's own thread pool (blis_threads.c, built into this test):
  * every item of every parallel region runs exactly once, whether the workers are spinning, in the
  * spin's yielding part or asleep when a region opens, on all cores and with the whole process
- * held on one core (the caller sharing its worker's core, where the spin yields it). */
+ * held on one core (the caller sharing its worker's core, where the spin yields it); regions back
+ * to back, where a worker joins late; and the split decision. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <time.h>
@@ -64,9 +65,68 @@ static void one_core(void) {
   regions(3, "one core");
 }
 
+/* Regions back to back with no gap, each with its own argument: the workers join without a
+ * lock, so one that saw a region open but joined after the caller closed it must claim nothing
+ * (else it would run the next region's items with a stale argument, or the caller would return
+ * while it still writes). Every item must be counted once, in its own region's slot, before
+ * mi__blis_parallel returns. */
+#define TIGHT_ITEMS 64
+#define TIGHT_REGIONS 5000
+static int32_t g_tight[2][TIGHT_ITEMS];
+
+static void count_tight(void *arg, int64_t b, int64_t e) {
+  int32_t *slot = arg;
+  for (int64_t i = b; i < e; i++) {
+    /* a little work per item, so the workers find chunks left to claim, and more on the last
+     * chunk, which a worker that joined late often claims: the caller must wait for it */
+    for (volatile int spin = 0; spin < (i >= TIGHT_ITEMS - 8 ? 5000 : 200); spin++) {
+    }
+    slot[i]++;
+  }
+}
+
+static void tight(int32_t threads) {
+  mi__blis_env_t env;
+  int bad = 0;
+  memset(&env, 0, sizeof env);
+  memset(g_tight, 0, sizeof g_tight);
+  env.threads = threads;
+  REQUIRE(env.pool = mi__blis_pool_create(threads));
+  for (int r = 0; r < TIGHT_REGIONS && !bad; r++) {
+    int32_t *mine = g_tight[r & 1], *other = g_tight[(r & 1) ^ 1];
+    mi__blis_parallel(&env, TIGHT_ITEMS, 1, MI__PAR_MIN_WORK, count_tight, mine);
+    for (int i = 0; i < TIGHT_ITEMS; i++)
+      if (mine[i] != r / 2 + 1 || other[i] != (r + 1) / 2) {
+        CHECK(0, " %d threads, region %d: item %d counted %d (this region's slot) and %d (the other)",
+              (int)threads, r, i, (int)mine[i], (int)other[i]);
+        bad = 1;
+        break;
+      }
+  }
+  mi__blis_pool_destroy(env.pool);
+}
+
+static void back_to_back(void) {
+  tight(2);
+  tight(4);
+}
+
+/* The split decision: a part never gets less than MI__PAR_MIN_WORK, nor more parts than grains. */
+static void parts_decision(void) {
+  CHECK(mi__blis_par_parts(2, 100, 1, MI__PAR_MIN_WORK / 100) == 1, " tiny loop split");
+  CHECK(mi__blis_par_parts(2, 2, 1, MI__PAR_MIN_WORK - 1) == 1, " two parts under the minimum");
+  CHECK(mi__blis_par_parts(2, 2, 1, MI__PAR_MIN_WORK) == 2, " two parts at the minimum");
+  CHECK(mi__blis_par_parts(4, 3, 1, MI__PAR_MIN_WORK * 10) == 3, " more parts than items");
+  CHECK(mi__blis_par_parts(4, 4096 * 3, 4096, MI__PAR_MIN_WORK) == 3, " more parts than grains");
+  CHECK(mi__blis_par_parts(1, 1 << 20, 1, 1 << 20) == 1, " one thread split");
+  CHECK(mi__blis_par_parts(2, 0, 1, 1) == 1, " empty loop");
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(all_cores),
     TU_CASE(one_core),
+    TU_CASE(back_to_back),
+    TU_CASE(parts_decision),
 };
 
 TU_MAIN(NULL, NULL)

@@ -318,6 +318,10 @@ static const qcase_t cases[] = {
     {"int8 conv 1x1 near ties", 1, 6, 5, 37, 7, 1, 1, 0, 1, 1, 1, 0, 0, 2, 0},
     {"int8 depthwise near ties", 1, 5, 9, 37, 5, 3, 1, 1, 5, 1, 0, 0, 0, 2, 0},
     {"int8 conv 3x3 near ties, 2500 columns", 1, 4, 50, 50, 6, 3, 1, 1, 1, 0, 1, 0, 0, 2, 0},
+    /* the depthwise kernel's 3-tap rows: four output rows a step and three alone, one masked
+     * vector a row (8 columns, as a detector's last planes); the output stage's 64-code steps */
+    {"int8 depthwise near ties, 11 rows of 8 columns", 1, 16, 11, 8, 16, 3, 1, 1, 16, 1, 0, 0, 0, 2, 0},
+    {"int8 depthwise 3x3 s8 out, 11 rows of 70 columns, extreme zero points", 1, 3, 11, 70, 3, 3, 1, 1, 3, 1, 0, 1, 0, 0, 1},
     /* the byte core without columns (blis_qdirect.c: K = C/G * KH * KW >= 512, groups of 16+
      * channels or whole quads): stride phases 2, 3 and 4, a partial last quad (21, 57 channels),
      * groups, 64 outputs over 130-pixel padded rows in three tiles of rows, code ends (its output

@@ -282,6 +282,71 @@ static void auto_dwpw(mi_plugin_t *p, int32_t threads, int own) {
   mi_graph_destroy(g);
 }
 
+/* Wide depthwise-separable blocks: 96 channels on 100-wide planes (stride 1), then on 50-wide
+ * ones (stride 2). A band of 4 such rows is over 64 KiB, so the one-pass kernel takes them only
+ * with the larger band an L2 of 1 MiB or more allows (blis_dwpw.c): several bands, the last one
+ * short. Same result as the reference either way. */
+static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
+  mi_graph_t *g = mi_graph_create("wide_dwpw");
+  int64_t xd[4] = {1, 96, 24, 100}, wd[4] = {96, 1, 3, 3}, p1d[4] = {96, 96, 1, 1}, p2d[4] = {24, 96, 1, 1};
+  int64_t b96[1] = {96}, b24[1] = {24}, pad1[4] = {1, 1, 1, 1}, st2[2] = {2, 2};
+  static float v[12288];
+  uint64_t seed = 17;
+  int32_t n;
+  mi_array_t *in, *got[4] = {0}, *want[4] = {0};
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  double d;
+  g->opset = 13;
+  for (int i = 0; i < 12288; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
+  }
+#define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
+#define C(name, r, d, off) mi_graph_add_const_f32(g, name, r, d, v + (off))
+#define NODE(op, nm, nin, ins, out) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out})
+  {
+    int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd), d1 = T("d1"), r1 = T("r1"), y1 = T("y1");
+    int32_t d2 = T("d2"), out = T("out");
+    mi_graph_add_input(g, x);
+    n = NODE("Conv", "dw1", 3, ((int32_t[]){x, C("w1", 4, wd, 0), C("b1", 1, b96, 900)}), d1);
+    mi_node_set_int(g, n, "group", 96);
+    mi_node_set_ints(g, n, "pads", 4, pad1);
+    NODE("Relu", "relu1", 1, ((int32_t[]){d1}), r1);
+    NODE("Conv", "pw1", 3, ((int32_t[]){r1, C("p1", 4, p1d, 1000), C("c1", 1, b96, 10300)}), y1);
+    n = NODE("Conv", "dw2", 2, ((int32_t[]){y1, C("w2", 4, wd, 10400)}), d2);
+    mi_node_set_int(g, n, "group", 96);
+    mi_node_set_ints(g, n, "pads", 4, pad1);
+    mi_node_set_ints(g, n, "strides", 2, st2);
+    NODE("Conv", "pw2", 3, ((int32_t[]){d2, C("p2", 4, p2d, 9000), C("c2", 1, b24, 11400)}), out);
+    mi_graph_add_output(g, out);
+  }
+#undef T
+#undef C
+#undef NODE
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("wide dwpw graph", &err);
+  in = input_for(g, 29);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  run(s, g, in, got);
+  ref(g, in, want);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("%s wide dw+pw blocks, %d threads: %d kernels, rel L2 vs reference %.2e\n", p->name, threads,
+         mi_session_kernel_count(s), d);
+  CHECK(mi_session_kernel_count(s) == 2, "one kernel a block: got %d", mi_session_kernel_count(s));
+  CHECK(d < 1e-5, "rel L2 %.3e", d);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static mi_registry_t *r;
 static mi_plugin_t *blis, *npu;
 static const char *gpus[] = {"opencl", "vulkan"};
@@ -308,6 +373,8 @@ static void blis_fusion(void) {
     auto_dwpw(blis, 1, 1);
     auto_dwpw(blis, 2, 1);
     auto_dwpw(blis, 1, 2);
+    wide_dwpw(blis, 1);
+    wide_dwpw(blis, 2);
   }
 }
 
@@ -326,6 +393,8 @@ static void blis_fusion_capped(void) {
     if (p) {
       auto_dwpw(p, 1, 0);
       auto_dwpw(p, 2, 0);
+      wide_dwpw(p, 1);
+      wide_dwpw(p, 2);
     }
     mi_registry_destroy(reg);
   }
