@@ -5,7 +5,11 @@
  * formulas (framework/src/ref: ref_quant.c, ref_elementwise.c), in the same float and double
  * arithmetic, so the codes are the reference's. QDQ exports put such chains between all their
  * quantized layers (LeakyRelu and a clamp, hard-swish written out, per-channel scale and shift):
- * a lookup per byte instead of dequantizing, one pass per float op and quantizing again. */
+ * a lookup per byte instead of dequantizing, one pass per float op and quantizing again.
+ * A Concat of the chain's value with constants may end the chain (after its MaxPool, if any):
+ * the table writes its planes into their channels of the output, and the constants' codes,
+ * quantized once at prepare with the Q's formula, are copied into theirs (the zero channels a
+ * residual branch is widened with become the zero point's code). */
 #include <float.h>
 #include <immintrin.h>
 #include <math.h>
@@ -23,8 +27,15 @@ typedef struct qlut {
   int32_t simd, zx, x_u8;       /* xf's rows: mi__blis_dq_row of the codes (the table's first values) */
   float sx;
   mi__blis_qpool_t qp;
-  uint8_t *codes;  /* pool mode: the table's codes, planes x hw (the step's aux) */
-  uint8_t table[]; /* channels x 256, indexed by the code's byte */
+  uint8_t *codes; /* pool mode: the table's codes, planes x hw (the step's aux) */
+  /* The output: batch x out_ch planes of out_hw codes; the chain's planes start at channel
+   * cat_off. A Concat's constant inputs: cat_n of them, cat_ch[k] channels at cat_at[k], their
+   * codes batch x cat_ch[k] x out_hw each, back to back in cat_codes. */
+  int64_t out_ch, out_hw, cat_off, batch;
+  int32_t cat_n;
+  int64_t cat_ch[8], cat_at[8];
+  uint8_t *cat_codes; /* after the table (the step's state) */
+  uint8_t table[];    /* channels x 256, indexed by the code's byte */
 } qlut_t;
 
 typedef struct qlut_task {
@@ -61,10 +72,11 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
   for (int64_t p = b; p < e; p++) {
     const uint8_t *tab = q->table + ((p % q->channels) << 8);
     const uint8_t *x = t->x + p * q->hw;
-    uint8_t *y = q->pool ? q->codes + p * q->hw : t->y + p * q->hw;
+    uint8_t *yo = t->y + ((p / q->channels) * q->out_ch + q->cat_off + p % q->channels) * q->out_hw;
+    uint8_t *y = q->pool ? q->codes + p * q->hw : yo;
     mi__blis_lut_row(q->vbmi, tab, x, y, q->hw);
     if (q->pool) {
-      uint8_t *yp = t->y + p * q->qp.OH * q->qp.OW;
+      uint8_t *yp = yo;
       mi__blis_qpool_plane(&q->qp, y, yp);
       if (q->flip)
         for (int64_t i = 0; i < q->qp.OH * q->qp.OW; i++) yp[i] ^= q->flip;
@@ -82,6 +94,12 @@ static int32_t run_qlut(const mi__blis_step_t *s, void *const *t, const mi__blis
   qt.xf = qt.q->xf >= 0 ? t[qt.q->xf] : NULL;
   (void)err;
   mi__blis_parallel(env, qt.q->planes, 1, qt.q->hw, qlut_part, &qt);
+  for (int64_t n = 0, at = 0; n < qt.q->batch; n++)
+    for (int32_t k = 0; k < qt.q->cat_n; k++) {
+      int64_t bytes = qt.q->cat_ch[k] * qt.q->out_hw;
+      memcpy(qt.y + (n * qt.q->out_ch + qt.q->cat_at[k]) * qt.q->out_hw, qt.q->cat_codes + at, (size_t)bytes);
+      at += bytes;
+    }
   return MI_OK;
 }
 
@@ -207,13 +225,62 @@ static int eval_node(const mi__blis_prep_t *p, float *const *vals, const mi_node
   return 1;
 }
 
+/* The Concat ending a chain (along axis 1): input `value` is the chain's value (v, its
+ * shape), every other input a FLOAT32 constant of the output's shape but for its channels.
+ * Fills the output geometry and the constants' codes: QuantizeLinear of each value with the
+ * Q's scale sy and zero point zy (ref_quant.c's formula, as the table's). */
+static int32_t concat_init(mi__blis_prep_t *p, const mi_node_desc_t *cat, int32_t value,
+                           const mi_tensor_desc_t *v, const mi_tensor_desc_t *y, float sy, int32_t zy, qlut_t *lut,
+                           mi_error_t *err) {
+  int64_t axis = mi_sdk_attr_int(cat, "axis", 0), ch = 0, bytes = 0, at = 0;
+  double lo = y->dtype == MI_DTYPE_UINT8 ? 0. : -128., hi = y->dtype == MI_DTYPE_UINT8 ? 255. : 127.;
+  int seen = 0;
+  if (axis < 0) axis += y->rank;
+  if (axis != 1 || y->rank < 2 || v->rank != y->rank || cat->input_count > 9 ||
+      (y->rank == 4 && y->layout != MI_LAYOUT_NCHW && y->layout != MI_LAYOUT_ANY))
+    return mi__blis_unsupported(err, cat, "a chain's Concat joins NCHW channels (axis 1)");
+  for (int32_t i = 0; i < cat->input_count; i++) {
+    const mi_tensor_desc_t *d = mi__blis_tensor(p, mi__blis_in(cat, i));
+    int ok = d && d->rank == y->rank;
+    for (int32_t k = 0; ok && k < y->rank; k++) ok = k == 1 || d->dims[k] == y->dims[k];
+    if (ok && mi__blis_in(cat, i) == value && !seen) {
+      seen = 1, lut->cat_off = ch;
+    } else if (ok && d->data && d->dtype == MI_DTYPE_FLOAT32) {
+      lut->cat_at[lut->cat_n] = ch;
+      lut->cat_ch[lut->cat_n++] = d->dims[1];
+      bytes += mi_sdk_numel(d);
+    } else
+      return mi__blis_unsupported(err, cat, "a chain's Concat of its value with FLOAT32 constants");
+    ch += d->dims[1];
+  }
+  if (!seen || ch != y->dims[1]) return mi__blis_unsupported(err, cat, "a chain's Concat of its value with constants");
+  if (bytes > mi_sdk_numel(y)) return mi__blis_unsupported(err, cat, "a chain's Concat of its value with constants");
+  for (int32_t i = 0; i < cat->input_count; i++) {
+    const mi_tensor_desc_t *d = mi__blis_tensor(p, mi__blis_in(cat, i));
+    if (mi__blis_in(cat, i) == value) continue;
+    for (int64_t e = 0, n = mi_sdk_numel(d); e < n; e++) {
+      float f = ((const float *)d->data)[e];
+      double r = rint((double)f / (double)sy) + zy;
+      if (f != f) return mi__blis_unsupported(err, cat, "a chain's Concat with a NaN constant");
+      r = r < lo ? lo : r > hi ? hi
+                               : r;
+      lut->cat_codes[at++] = (uint8_t)(int32_t)r;
+    }
+  }
+  lut->out_ch = y->dims[1];
+  return MI_OK;
+}
+
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_kernel_desc_t *d = p->desc;
   const mi_node_desc_t *dq = d->nodes[0], *q = d->nodes[d->node_count - 1];
-  /* a MaxPool right before the Q (exec/qdq_chain.c) pools the table's codes (blis_qpool.c) */
-  const mi_node_desc_t *mp = d->node_count >= 3 && !strcmp(d->nodes[d->node_count - 2]->op_type, "MaxPool")
-                                 ? d->nodes[d->node_count - 2]
-                                 : NULL;
+  /* a Concat with constants right before the Q (exec/qdq_chain.c), and a MaxPool right before
+   * it or the Q, pooling the table's codes (blis_qpool.c) */
+  const mi_node_desc_t *cat = d->node_count >= 3 && !strcmp(d->nodes[d->node_count - 2]->op_type, "Concat")
+                                  ? d->nodes[d->node_count - 2]
+                                  : NULL;
+  const int32_t mp_at = d->node_count - 2 - (cat != NULL);
+  const mi_node_desc_t *mp = mp_at >= 1 && !strcmp(d->nodes[mp_at]->op_type, "MaxPool") ? d->nodes[mp_at] : NULL;
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(dq, 0)), *y = mi__blis_tensor(p, mi__blis_out(q, 0));
   float sx, sy;
   int32_t zx, zy, rc = MI_OK;
@@ -222,7 +289,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   qlut_t *lut;
   if (!x || !y || x->data || (x->dtype != MI_DTYPE_UINT8 && x->dtype != MI_DTYPE_INT8) ||
       (y->dtype != MI_DTYPE_UINT8 && y->dtype != MI_DTYPE_INT8) || x->rank != y->rank ||
-      (!mp && mi_sdk_numel(x) != mi_sdk_numel(y)) || mi_sdk_numel(x) < 1)
+      (!mp && !cat && mi_sdk_numel(x) != mi_sdk_numel(y)) || mi_sdk_numel(x) < 1)
     return mi__blis_unsupported(err, dq, "a chain from INT8/UINT8 codes to codes of the same shape");
   if (!qparams(p, dq, x->dtype, &sx, &zx) || !qparams(p, q, y->dtype, &sy, &zy))
     return mi__blis_unsupported(err, dq, "a chain's Q/DQ take one constant scale and zero point");
@@ -234,12 +301,13 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (channels < 1 || channels > 4096) return mi__blis_unsupported(err, dq, "chain over too many channels");
   vals = calloc((size_t)d->tensor_count, sizeof *vals);
   buf = malloc((size_t)d->node_count * (size_t)channels * 256 * sizeof *buf);
-  lut = mi__blis_calloc(p->ctx, sizeof *lut + (uint64_t)channels * 256);
+  lut = mi__blis_calloc(p->ctx, sizeof *lut + (uint64_t)channels * 256 + (cat ? (uint64_t)mi_sdk_numel(y) : 0));
   if (!vals || !buf || !lut) {
     rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     goto done;
   }
   s->state = lut;
+  lut->cat_codes = lut->table + channels * 256;
   /* DequantizeLinear of every code (exact: 9-bit integer times the scale, rounded once). */
   vals[mi__blis_out(dq, 0)] = buf;
   for (int64_t c = 0; c < channels; c++)
@@ -247,7 +315,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       int32_t code = x->dtype == MI_DTYPE_UINT8 ? k : (int8_t)(uint8_t)k;
       buf[(c << 8) + k] = (float)((double)(code - zx) * (double)sx);
     }
-  for (int32_t i = 1; i + 1 + (mp != NULL) < d->node_count; i++) {
+  for (int32_t i = 1; i + 1 + (mp != NULL) + (cat != NULL) < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];
     int32_t o = mi__blis_out(n, 0);
     const mi_tensor_desc_t *od = mi__blis_tensor(p, o);
@@ -275,7 +343,9 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
         rc = mi__blis_unsupported(err, mp, "a chain whose value before MaxPool can be NaN");
         goto done;
       }
-    if ((rc = mi__blis_qpool_init(mp, x, y, &lut->qp, err)) != MI_OK) goto done;
+    if ((rc = mi__blis_qpool_init(mp, x, cat ? mi__blis_tensor(p, mi__blis_out(mp, 0)) : y, &lut->qp, err)) !=
+        MI_OK)
+      goto done;
     vals[mi__blis_out(mp, 0)] = vals[in]; /* the Q's table is over the pool's input */
     lut->pool = 1;
     lut->flip = y->dtype == MI_DTYPE_INT8 ? 0x80 : 0;
@@ -283,6 +353,19 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       rc = mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
       goto done;
     }
+  }
+  lut->out_ch = channels;
+  lut->out_hw = mp ? lut->qp.OH * lut->qp.OW : hw;
+  if (cat) {
+    int32_t in = mp ? mi__blis_out(mp, 0) : -1;
+    for (int32_t i = 0; in < 0 && i < cat->input_count; i++)
+      if (mi__blis_in(cat, i) >= 0 && vals[mi__blis_in(cat, i)]) in = mi__blis_in(cat, i);
+    if (in < 0 || !vals[in] || mi__blis_out(cat, 0) < 0 || !mi__blis_tensor(p, in)) {
+      rc = mi__blis_unsupported(err, cat, "a chain's Concat reads the chain's value");
+      goto done;
+    }
+    if ((rc = concat_init(p, cat, in, mi__blis_tensor(p, in), y, sy, zy, lut, err)) != MI_OK) goto done;
+    vals[mi__blis_out(cat, 0)] = vals[in]; /* the Q's table is over the chain's value */
   }
   {
     int sa = 0;
@@ -308,6 +391,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   lut->channels = channels;
   lut->hw = hw;
   lut->planes = mi_sdk_numel(x) / hw;
+  lut->batch = lut->planes / channels;
   lut->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   lut->sx = sx;
   lut->zx = zx;

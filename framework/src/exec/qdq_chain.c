@@ -7,7 +7,10 @@
  * one kernel only to a device whose DequantizeLinear variants declare MI_FUSE_ACT; refused, its
  * nodes run one by one as before. A MaxPool may end the chain, right before its Q: quantization
  * never decreases, so the Q of a window's maximum is the maximum of its codes, and the device
- * pools the codes the table wrote (the window shrinks the shape; the device checks the rest). */
+ * pools the codes the table wrote (the window shrinks the shape; the device checks the rest).
+ * A Concat of the chain's value with constants may come last (after such a MaxPool, if any):
+ * quantizing is elementwise, so Q(Concat(v, c)) is Concat(Q(v), Q(c)), the constants' codes
+ * fixed at prepare (the zero channels a residual branch widens its channels with). */
 #include <string.h>
 
 #include "exec/exec.h"
@@ -22,7 +25,7 @@ static int chain_op(const mi_graph_t *g, int32_t n) {
   static const char *const ops[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
                                     "Tanh", "Neg", "Abs", "Clip", "Add",
                                     "Sub", "Mul", "Div", "Max", "Min",
-                                    "MaxPool"};
+                                    "MaxPool", "Concat"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (plain_op(g, n, ops[i])) return g->nodes[n].output_count == 1;
   return 0;
@@ -75,8 +78,16 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
     u->nodes[u->count++] = i;
   }
   if (q < 0 || role[q] != MI__ROLE_NODE || g->nodes[q].output_count != 1) return 0;
-  for (int32_t m = 1; m < u->count; m++) /* a MaxPool only as the value the Q reads */
-    if (plain_op(g, u->nodes[m], "MaxPool") && g->nodes[u->nodes[m]].outputs[0] != g->nodes[q].inputs[0]) return 0;
+  /* A Concat only as the value the Q reads; a MaxPool as that value or the Concat's operand. */
+  for (int32_t m = 1; m < u->count; m++) {
+    int32_t t = g->nodes[u->nodes[m]].outputs[0], qin = g->nodes[q].inputs[0];
+    int32_t last = u->nodes[u->count - 1];
+    if (plain_op(g, u->nodes[m], "Concat") && t != qin) return 0;
+    if (plain_op(g, u->nodes[m], "MaxPool") && t != qin &&
+        !(plain_op(g, last, "Concat") && g->nodes[last].outputs[0] == qin && m == u->count - 2 &&
+          mi__graph_sole_reader(g, t) == last))
+      return 0;
+  }
   /* Every value of the chain stays inside: read by members only (the last by the Q alone). */
   for (int32_t m = 0; m < u->count; m++) {
     int32_t t = g->nodes[u->nodes[m]].outputs[0];
