@@ -5,15 +5,17 @@
  * shift, HardSigmoid/Sigmoid/Tanh/HardSwish, INT8 and UINT8 codes, all 256 codes of the input.
  * A chain whose value is also a graph output is not one kernel and still matches. A MaxPool right
  * before the Q joins the chain (the codes are pooled; pads, strides, dilations, SAME padding,
- * ceil_mode, a non-monotone chain, INT8 codes) and still matches byte for byte. */
+ * ceil_mode, a non-monotone chain, INT8 codes) and still matches byte for byte. A Concat of the
+ * chain's value with constants right before the Q (after such a MaxPool, if any) joins it too:
+ * a residual branch's zero channels, constants on either side, another scale, two images. */
 #include "test_qdq_graph.h"
 
 /* x codes [1, C, H, W] (every code present) -> DQ -> returns the float value's tensor. */
 /* Width of the planes start() makes (the pool cases widen it past one vector of outputs). */
-static int64_t g_w = 11;
+static int64_t g_w = 11, g_n = 1;
 
 static mi_graph_t *start(int32_t dt, int32_t zx, float sx, int32_t *xf) {
-  int64_t d[4] = {1, 6, 9, g_w};
+  int64_t d[4] = {g_n, 6, 9, g_w};
   mi_graph_t *g = mi_graph_create("qlut");
   REQUIRE(g);
   g->opset = 13;
@@ -250,6 +252,71 @@ static void max_pool_ends_chain(void) {
   g_w = 11;
 }
 
+/* A FLOAT32 constant [g_n, ch, h, w]: zeros, or values across the output's codes and past them. */
+static int32_t channels_const(mi_graph_t *g, const char *name, int64_t ch, int64_t h, int64_t w, int zeros) {
+  int64_t d[4] = {g_n, ch, h, w}, n = g_n * ch * h * w;
+  float *v = calloc((size_t)n, sizeof *v);
+  REQUIRE(v);
+  for (int64_t i = 0; i < n && !zeros; i++) v[i] = (float)((i * 29) % 97 - 48) * 0.0625f;
+  int32_t t = tensor(g, name, MI_DTYPE_FLOAT32, 4, d, v, (size_t)n * sizeof *v);
+  free(v);
+  return t;
+}
+
+/* BlazeFace's residual branch that widens the channels: DQ -> [MaxPool] -> Concat(value, zero
+ * channels) -> Q, as one kernel (not 3-4) whose codes equal the reference's byte for byte: the
+ * same quantization on both sides (the table is the identity), another scale and zero point,
+ * constants before and after the value (values that saturate), INT8 codes through the pool's
+ * unsigned order, a hard-swish before the pool, two images. Concat(value, value) is no chain
+ * (the device refuses it: three kernels) and still matches. */
+static void concat_ends_chain(void) {
+  static const struct {
+    int pool, chain, dt, before, after, zeros, same, n;
+  } cases[] = {
+      {0, 0, MI_DTYPE_UINT8, 0, 4, 1, 1, 1},
+      {1, 0, MI_DTYPE_UINT8, 0, 2, 1, 1, 1},
+      {1, 1, MI_DTYPE_INT8, 3, 2, 0, 0, 1},
+      {0, 1, MI_DTYPE_UINT8, 5, 0, 0, 0, 2},
+      {1, 0, MI_DTYPE_INT8, 0, 4, 1, 1, 2},
+      {0, 0, MI_DTYPE_INT8, 0, -1, 0, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int32_t xf, dt = cases[i].dt, v, ins[3], nin = 0;
+    int32_t zx = dt == MI_DTYPE_UINT8 ? 131 : -5;
+    int64_t h = cases[i].pool ? 4 : 9, w = cases[i].pool ? 37 : 75;
+    float sx = 0.043f;
+    g_w = 75;
+    g_n = cases[i].n;
+    mi_graph_t *g = start(dt, zx, sx, &xf);
+    v = xf;
+    if (cases[i].chain) {
+      v = val(g, "h");
+      op(g, "HardSwish", 1, &xf, v);
+    }
+    if (cases[i].pool) {
+      int32_t p = val(g, "p"), n = op(g, "MaxPool", 1, &v, p);
+      int64_t k[2] = {2, 2};
+      REQUIRE(mi_node_set_ints(g, n, "kernel_shape", 2, k) == MI_OK);
+      REQUIRE(mi_node_set_ints(g, n, "strides", 2, k) == MI_OK);
+      v = p;
+    }
+    if (cases[i].before) ins[nin++] = channels_const(g, "c0", cases[i].before, h, w, cases[i].zeros);
+    ins[nin++] = v;
+    if (cases[i].after > 0) ins[nin++] = channels_const(g, "c1", cases[i].after, h, w, cases[i].zeros);
+    if (cases[i].after < 0) ins[nin++] = v;
+    int32_t c = val(g, "c"), cn = op(g, "Concat", nin, ins, c);
+    REQUIRE(mi_node_set_int(g, cn, "axis", 1) == MI_OK);
+    finish(g, c, dt, cases[i].same ? sx : 0.029f, cases[i].same ? zx : (dt == MI_DTYPE_UINT8 ? 7 : 3));
+    char name[96];
+    snprintf(name, sizeof name, "Concat pool %d chain %d %s %d+6+%d zeros %d same %d batch %d", cases[i].pool,
+             cases[i].chain, dt == MI_DTYPE_UINT8 ? "u8" : "s8", cases[i].before, cases[i].after, cases[i].zeros,
+             cases[i].same, cases[i].n);
+    check(g, name, cases[i].after < 0 ? 3 : 1, 0);
+  }
+  g_w = 11;
+  g_n = 1;
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(leaky_clamp),
     TU_CASE(hard_swish_written_out),
@@ -259,6 +326,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(dq_read_after_chain),
     TU_CASE(dq_value_read_by_float_op),
     TU_CASE(max_pool_ends_chain),
+    TU_CASE(concat_ends_chain),
 };
 
 TU_MAIN(setup, teardown)
