@@ -4,7 +4,9 @@
  * kernels), and every output code equals the one of the same layers run apart (where an intermediate is also a graph output
  * they stay three kernels): UINT8 and INT8 codes, strides 1 and 2, the block's input as its
  * residual through one shared DQ, a residual of its own, no Add, planes of several bands,
- * per-channel weight scales; and within one code of mi_ref_run's. */
+ * per-channel weight scales; and within one code of mi_ref_run's. BlazeFace's widening residual
+ * (DQ(x) -> [MaxPool] -> Concat(zero channels) -> Q, the DQ shared with the depthwise conv) is
+ * one chain kernel beside the block, which leaves the dequantized input unwritten. */
 #include "test_qdq_graph.h"
 
 static uint32_t g_rng = 777u;
@@ -17,7 +19,8 @@ typedef struct bcase {
   const char *name;
   int32_t dt;
   int64_t c, m, h, w, s; /* depthwise channels, pointwise outputs, plane, depthwise stride */
-  int add;               /* 0: none; 1: the block's input (one DQ shared); 2: a residual input */
+  int add;               /* 0: none; 1: the block's input (one DQ shared); 2: a residual input; 3: the block's
+                          * input, [pooled,] widened with zero channels and quantized again */
   int relu;              /* a Relu before the Add's Q (its zero point is the lowest code) */
   int dw_out;            /* the depthwise codes are a graph output too */
   int kernels;           /* device kernels expected */
@@ -101,6 +104,22 @@ static mi_graph_t *build(const bcase_t *c, int *nin) {
       *nin = 2;
       res = dq(g, "res_f", rx, c->dt, 0.021f, u8 ? 9 : 30);
     }
+    if (c->add == 3) { /* the same quantization as x, so the widened codes are x's and zp's */
+      int64_t zd[4] = {1, c->m - c->c, oh, ow}, zn = (c->m - c->c) * oh * ow;
+      float *zeros = calloc((size_t)zn, sizeof *zeros);
+      REQUIRE(zeros);
+      int32_t ci[2] = {xf, tensor(g, "zeros", MI_DTYPE_FLOAT32, 4, zd, zeros, (size_t)zn * sizeof *zeros)};
+      free(zeros);
+      if (c->s == 2) {
+        int32_t pn = op(g, "MaxPool", 1, &xf, ci[0] = val(g, "pool"));
+        int64_t k2[2] = {2, 2};
+        REQUIRE(mi_node_set_ints(g, pn, "kernel_shape", 2, k2) == MI_OK);
+        REQUIRE(mi_node_set_ints(g, pn, "strides", 2, k2) == MI_OK);
+      }
+      int32_t cat = val(g, "widened");
+      REQUIRE(mi_node_set_int(g, op(g, "Concat", 2, ci, cat), "axis", 1) == MI_OK);
+      res = dq(g, "res_f", q(g, "res_q", cat, c->dt, 0.043f, u8 ? 131 : -5), c->dt, 0.043f, u8 ? 131 : -5);
+    }
     int32_t ai[2] = {dq(g, "pw_f", pq, c->dt, 0.057f, u8 ? 120 : 4), res}, s = val(g, "sum");
     op(g, "Add", 2, ai, s);
     if (c->relu) {
@@ -146,6 +165,14 @@ static int32_t run_case(const bcase_t *c, int dw_out, int kernels, mi_array_t **
     rc = mi_session_run(s, (const mi_array_t *const *)in, nin, got, g->output_count, &err);
     CHECK(rc == MI_OK, "%s: run: %s", c->name, err.message);
   }
+  if (rc == MI_OK && c->add == 3 && !dw_out) {
+    /* the float plane of x (4 bytes a code) takes no device memory: only codes do */
+    int64_t oh = (c->h - 1) / c->s + 1, ow = (c->w - 1) / c->s + 1, codes = c->c * c->h * c->w + 2 * c->m * oh * ow;
+    uint64_t unplanned = 0;
+    REQUIRE(mi_session_memory(s, NULL, &unplanned, NULL));
+    CHECK(unplanned < (uint64_t)(codes + 2 * c->c * c->h * c->w), "%s: %llu bytes of tensors, the codes' %lld",
+          c->name, (unsigned long long)unplanned, (long long)codes);
+  }
   if (rc == MI_OK && want) {
     rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, want, g->output_count, &err);
     CHECK(rc == MI_OK, "%s: reference: %s", c->name, err.message);
@@ -164,7 +191,7 @@ static int32_t run_case(const bcase_t *c, int dw_out, int kernels, mi_array_t **
  * bit for bit): at most 1 output in 500 differs, by at most 8 codes. */
 static void check(const bcase_t *c) {
   mi_array_t *got[2] = {0}, *apart[2] = {0}, *want[2] = {0};
-  if (run_case(c, c->dw_out, c->kernels, got, want) == MI_OK && run_case(c, 1, c->add ? 3 : 2, apart, NULL) == MI_OK) {
+  if (run_case(c, c->dw_out, c->kernels, got, want) == MI_OK && run_case(c, 1, (c->add ? 3 : 2) + (c->add == 3), apart, NULL) == MI_OK) {
     size_t diff = 0, off = 0, far = 0, spread[256] = {0}, codes = 0, most = 0;
     const uint8_t *a = got[0]->data, *b = apart[0]->data, *w = want[0]->data;
     int u8 = got[0]->dtype == MI_DTYPE_UINT8;
@@ -203,6 +230,8 @@ static void blocks(void) {
       {"u8 stride 2, 10 -> 17, own residual", MI_DTYPE_UINT8, 10, 17, 16, 16, 2, 2, 0, 0, 1},
       {"u8 dw + pw, no Add", MI_DTYPE_UINT8, 24, 40, 19, 23, 1, 0, 0, 0, 1},
       {"s8 dw + pw, no Add, 96ch 8x8", MI_DTYPE_INT8, 96, 96, 8, 8, 1, 0, 0, 0, 1},
+      {"u8 24 -> 28, widened input as residual, Relu", MI_DTYPE_UINT8, 24, 28, 20, 37, 1, 3, 1, 0, 2},
+      {"s8 stride 2, 24 -> 32, pooled widened input, Relu", MI_DTYPE_INT8, 24, 32, 32, 30, 2, 3, 1, 0, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }

@@ -154,6 +154,7 @@ typedef struct mi__unit {
   int32_t dqx, dqw, act, q;    /* lowered: the DequantizeLinear of input / weight, activation, Q */
   int32_t dead;                /* refused: its nodes run one by one */
   int32_t sub[3], sub_count;   /* QDQ block: its lowered layers (kind 1 units), in order */
+  int32_t dq_state;            /* chain: 1 prepared without writing its DQ's float value, 2 the DQ runs apart */
 } mi__unit_t;
 
 /* Plans fused groups (mi_node_t.group; with auto_fuse, when the graph has none, the conv
@@ -193,8 +194,18 @@ int32_t mi__qdq_params_set(mi_graph_t *g, mi_error_t *err);
  * elementwise float ops reading only its values and constants, and the one QuantizeLinear they
  * end in, as a group unit (kind 0, anchor dq, at the Q) in *u; 0 when dq starts no such chain or
  * a node of it is already in a unit (role). */
-int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *const *consts,
-                        int32_t dq, mi__unit_t *u);
+int mi__qdq_chain_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t dq,
+                        mi__unit_t *u);
+/* The nodes other than chain unit u's that read its DequantizeLinear's float value, when every
+ * one of them is a live lowered layer reading the codes instead (its dqx or dqw): the chain's
+ * kernel need not write that value. Their count (at most cap), 0 when the value is needed. */
+int32_t mi__qdq_chain_code_readers(const mi__plan_t *p, const mi_graph_t *g, const mi__unit_t *u, int32_t *out,
+                                   int32_t cap);
+/* For a lowered layer at node position `at` that the device refused and that reads
+ * DequantizeLinear dq: 1 when dq heads a live chain unit whose kernel does not (prepared
+ * already, dq_state 1) or will not (prepared later) write dq's float value, so the caller
+ * runs dq apart now (dq_state becomes 2, once for all such readers); else 0. */
+int mi__qdq_chain_dq_apart(mi__plan_t *p, int32_t dq, int32_t at);
 
 /* QDQ blocks (qdq_block.c): a lowered depthwise Conv, the lowered pointwise Conv that alone
  * reads its codes, and the lowered residual Add that alone reads the pointwise codes, as one

@@ -606,7 +606,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
    * DequantizeLinear declares MI_FUSE_ACT. */
   if (fuse_mask(vars, var_count, "DequantizeLinear") & MI_FUSE_ACT)
     for (int32_t n = 0; n < g->node_count; n++)
-      if (mi__qdq_chain_match(g, p->role, consts, n, &u) && add_unit(p, &u)) goto oom;
+      if (mi__qdq_chain_match(g, p, consts, n, &u) && add_unit(p, &u)) goto oom;
   mark_dq_skips(p, g);
   if (mi__qdq_block_plan(p, g, consts, vars, var_count)) goto oom;
   return MI_OK;

@@ -325,6 +325,10 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   int32_t rc = try_unit(p, u, &req, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
                         MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
   if (rc || !refused) return rc;
+  /* A chain's kernel on the same codes does not write their float value: run the DQ apart. */
+  if (mi__qdq_chain_dq_apart(&p->plan, u->dqx, u->at) && (rc = prepare_single(p, u->dqx, err))) return rc;
+  if (u->dqw != u->dqx && mi__qdq_chain_dq_apart(&p->plan, u->dqw, u->at) && (rc = prepare_single(p, u->dqw, err)))
+    return rc;
   /* Its DequantizeLinears were skipped when only lowered layers read them: revive them. */
   if (p->plan.role[u->dqx] == MI__ROLE_DQ_SKIP) {
     p->plan.role[u->dqx] = MI__ROLE_NODE;
@@ -388,13 +392,18 @@ static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
   mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0};
   const char *variant = NULL;
-  int32_t lay = node_layout(s, u->op), rc;
+  int32_t lay = node_layout(s, u->op), rc, readers[MI__UNIT_MAX];
   int refused;
   if (lay != MI_LAYOUT_NCHW)
     variant = mi__variant_for_layout(p->vars, p->var_count, s->g->nodes[u->op].op_type, lay);
+  /* A quantized chain whose DQ value only lowered layers read (they read the codes): their
+   * reads do not make the kernel write that float plane. */
+  req.absorbed_count = mi__qdq_chain_code_readers(&p->plan, s->g, u, readers, MI__UNIT_MAX);
+  req.absorbed = readers;
+  if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
   if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
-  for (int32_t m = 0; m < u->count; m++)
-    if ((rc = prepare_single(p, u->nodes[m], err))) return rc;
+  for (int32_t m = 0; m < u->count; m++) /* (a chain's DQ that already runs apart: once) */
+    if ((m || u->dq_state != 2) && (rc = prepare_single(p, u->nodes[m], err))) return rc;
   return MI_OK;
 }
 

@@ -37,8 +37,24 @@ static int member(const mi__unit_t *u, int32_t n) {
   return 0;
 }
 
-int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *const *consts,
-                        int32_t dq, mi__unit_t *u) {
+/* The lowered unit (kind 1, alone or inside a QDQ block) whose op is node n, or NULL. */
+static const mi__unit_t *lowered_of(const mi__plan_t *p, int32_t n) {
+  const mi__unit_t *u = p->unit[n] >= 0 ? &p->units[p->unit[n]] : NULL;
+  if (u && u->kind == 2)
+    for (int32_t k = 0; k < u->sub_count; k++)
+      if (p->units[u->sub[k]].op == n) return &p->units[u->sub[k]];
+  return u && u->kind == 1 && u->op == n ? u : NULL;
+}
+
+/* Node i reads DequantizeLinear dq's value as a live lowered layer: it reads dq's codes. */
+static int code_reader(const mi__plan_t *p, int32_t i, int32_t dq) {
+  const mi__unit_t *l = lowered_of(p, i);
+  return l && !l->dead && (l->dqx == dq || l->dqw == dq);
+}
+
+int mi__qdq_chain_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t dq,
+                        mi__unit_t *u) {
+  const int8_t *role = p->role;
   const mi_node_t *d = &g->nodes[dq];
   int32_t q = -1, xq;
   memset(u, 0, sizeof *u);
@@ -60,6 +76,9 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
         outside = 1;
     }
     if (!reads) continue;
+    /* A lowered layer reads the codes the chain reads, wherever it runs (prepare.c runs the DQ
+     * apart for it when the device refuses it). */
+    if (!past_dq && code_reader(p, i, dq)) continue;
     /* A reader of the dequantized input alone that is no part of the chain: the kernel writes
      * that value too, so the reader must come after the kernel (the chain's Q). */
     if (!past_dq && (outside || !chain_op(g, i) || q >= 0)) {
@@ -94,7 +113,8 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
     if (u->nodes[m] > q || mi__graph_is_output(g, t)) return 0;
     for (int32_t i = 0; i < g->node_count; i++)
       for (int32_t j = 0; j < g->nodes[i].input_count; j++)
-        if (g->nodes[i].inputs[j] == t && !member(u, i) && i != q && !(m == 0 && i > q)) return 0;
+        if (g->nodes[i].inputs[j] == t && !member(u, i) && i != q && !(m == 0 && (i > q || code_reader(p, i, dq))))
+          return 0;
     if (t == g->nodes[q].inputs[0])
       for (int32_t i = 0; i < g->node_count; i++)
         for (int32_t j = 0; j < g->nodes[i].input_count; j++)
@@ -105,5 +125,32 @@ int mi__qdq_chain_match(const mi_graph_t *g, const int8_t *role, mi_array_t *con
   u->op = dq;
   u->at = q;
   u->dqx = u->dqw = u->act = u->q = -1;
+  return 1;
+}
+
+int32_t mi__qdq_chain_code_readers(const mi__plan_t *p, const mi_graph_t *g, const mi__unit_t *u, int32_t *out,
+                                   int32_t cap) {
+  int32_t n = 0, dq = u->op, t;
+  if (u->kind != 0 || u->dead || !plain_op(g, dq, "DequantizeLinear") || (t = g->nodes[dq].outputs[0]) < 0 ||
+      mi__graph_is_output(g, t))
+    return 0;
+  for (int32_t i = 0; i < g->node_count; i++) {
+    if (member(u, i)) continue;
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++) {
+      if (g->nodes[i].inputs[j] != t) continue;
+      /* a reader that needs the float value, unless a step of its own computes it already */
+      if ((u->dq_state != 2 && !code_reader(p, i, dq)) || n >= cap) return 0;
+      out[n++] = i;
+      break;
+    }
+  }
+  return n;
+}
+
+int mi__qdq_chain_dq_apart(mi__plan_t *p, int32_t dq, int32_t at) {
+  mi__unit_t *u = p->unit[dq] >= 0 ? &p->units[p->unit[dq]] : NULL;
+  if (!u || u->kind != 0 || u->op != dq || u->dead || u->dq_state == 2) return 0;
+  if (u->at < at && u->dq_state != 1) return 0; /* prepared already, writing the value */
+  u->dq_state = 2;
   return 1;
 }
