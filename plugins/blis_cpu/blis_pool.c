@@ -7,7 +7,7 @@
 #include "blis_conv.h"
 
 typedef struct pool_state {
-  int32_t x, y, is_max, include_pad, simd;
+  int32_t x, y, is_max, include_pad, simd, tiled;
   int64_t NC, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
 } pool_state_t;
 
@@ -72,6 +72,85 @@ __attribute__((target("avx2,fma"))) static int64_t hmax_s2_avx2(const float *vm,
   return ow;
 }
 
+/* Max over non-overlapping windows that tile the plane exactly (kernel = strides, no pads, no
+ * dilation, H = KH * OH, W = KW * OW, KW 1 or 2): output row g is input rows KH*g .. KH*g+KH-1,
+ * and with W = 2 * OW the horizontal pairs run on across rows, so `rows` output rows (any run of
+ * whole planes) are one flat pass: the vertical maxima of a batch of rows into vm, then pairs
+ * over vm as one array. The per-row loop below paid its setup on every output row, which on the
+ * small planes of audio and detector models (1x48x32x16 -> 32x8, 72x28x8 -> 14x4) ran at
+ * 1.5-5.6 GB/s. Same tap order and `v > acc` rule as the separable path. */
+#define MI__POOL_VM 4096
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void
+maxpool_tiled_avx512(const float *x, float *y, int64_t rows, int64_t W, int64_t KH, int64_t KW) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512 ninf = _mm512_set1_ps(-INFINITY);
+  float vm[MI__POOL_VM];
+  int64_t batch = MI__POOL_VM / W, g0, g, w, kh, i;
+  for (g0 = 0; g0 < rows; g0 += batch) {
+    int64_t nb = rows - g0 < batch ? rows - g0 : batch, n = nb * W;
+    const float *src = x + g0 * KH * W;
+    float *dst = KW == 1 ? y + g0 * W : vm;
+    if (KH > 1 || KW == 1) {
+      for (g = 0; g < nb; g++)
+        for (w = 0; w < W; w += 16) {
+          __mmask16 m = W - w >= 16 ? 0xffff : (__mmask16)((1u << (W - w)) - 1u);
+          const float *xr = x + (g0 + g) * KH * W + w;
+          __m512 acc = ninf;
+          for (kh = 0; kh < KH; kh++) acc = _mm512_max_ps(_mm512_maskz_loadu_ps(m, xr + kh * W), acc);
+          _mm512_mask_storeu_ps(dst + g * W + w, m, acc);
+        }
+      src = vm;
+    }
+    if (KW == 1) continue;
+    for (i = 0; i < n / 2; i += 16) {
+      int64_t left = n / 2 - i;
+      __mmask16 m = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1u);
+      __mmask16 m0 = left >= 8 ? 0xffff : (__mmask16)((1u << (2 * left)) - 1u);
+      __mmask16 m1 = left >= 16 ? 0xffff : left > 8 ? (__mmask16)((1u << (2 * left - 16)) - 1u)
+                                                    : 0;
+      __m512 l0 = _mm512_maskz_loadu_ps(m0, src + 2 * i), l1 = _mm512_maskz_loadu_ps(m1, src + 2 * i + 16);
+      __m512 acc = _mm512_max_ps(_mm512_permutex2var_ps(l0, even, l1), ninf);
+      acc = _mm512_max_ps(_mm512_permutex2var_ps(l0, odd, l1), acc);
+      _mm512_mask_storeu_ps(y + g0 * (W / 2) + i, m, acc);
+    }
+  }
+}
+
+/* The same pass in C, compiled for AVX2 and for the baseline (the loops vectorise). */
+static inline __attribute__((always_inline)) void maxpool_tiled_body(const float *x, float *y, int64_t rows,
+                                                                     int64_t W, int64_t KH, int64_t KW) {
+  float vm[MI__POOL_VM];
+  int64_t batch = MI__POOL_VM / W, g0, g, w, kh, i;
+  for (g0 = 0; g0 < rows; g0 += batch) {
+    int64_t nb = rows - g0 < batch ? rows - g0 : batch, n = nb * W;
+    const float *src = x + g0 * KH * W;
+    float *dst = KW == 1 ? y + g0 * W : vm;
+    if (KH > 1 || KW == 1) {
+      for (g = 0; g < nb; g++) {
+        const float *xr = x + (g0 + g) * KH * W;
+        float *d = dst + g * W;
+        for (w = 0; w < W; w++) d[w] = -INFINITY;
+        for (kh = 0; kh < KH; kh++)
+          for (w = 0; w < W; w++) d[w] = xr[kh * W + w] > d[w] ? xr[kh * W + w] : d[w];
+      }
+      src = vm;
+    }
+    if (KW == 1) continue;
+    for (i = 0; i < n / 2; i++) {
+      float a = src[2 * i] > -INFINITY ? src[2 * i] : -INFINITY;
+      y[g0 * (W / 2) + i] = src[2 * i + 1] > a ? src[2 * i + 1] : a;
+    }
+  }
+}
+__attribute__((target("avx2,fma"))) static void maxpool_tiled_avx2(const float *x, float *y, int64_t rows, int64_t W,
+                                                                   int64_t KH, int64_t KW) {
+  maxpool_tiled_body(x, y, rows, W, KH, KW);
+}
+static void maxpool_tiled(const float *x, float *y, int64_t rows, int64_t W, int64_t KH, int64_t KW) {
+  maxpool_tiled_body(x, y, rows, W, KH, KW);
+}
+
 /* Items are (image, channel) planes. */
 static void pool_part(void *arg, int64_t c0, int64_t c1) {
   const mi__blis_task_t *pt = arg;
@@ -102,6 +181,15 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
       }
       y[c] = q->is_max ? part[0] : part[0] / (float)hw;
     }
+    return;
+  }
+  if (q->tiled) {
+    if (q->simd == MI__SIMD_AVX512)
+      maxpool_tiled_avx512(x + c0 * q->H * q->W, y + c0 * q->OH * q->OW, (c1 - c0) * q->OH, q->W, q->KH, q->KW);
+    else if (q->simd == MI__SIMD_AVX2)
+      maxpool_tiled_avx2(x + c0 * q->H * q->W, y + c0 * q->OH * q->OW, (c1 - c0) * q->OH, q->W, q->KH, q->KW);
+    else
+      maxpool_tiled(x + c0 * q->H * q->W, y + c0 * q->OH * q->OW, (c1 - c0) * q->OH, q->W, q->KH, q->KW);
     return;
   }
   if (q->is_max && q->dh == 1 && q->dw == 1 && q->W <= 4096) {
@@ -249,6 +337,9 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     mi_sdk_same_pads(auto_pad, (q->OH - 1) * q->sh + (q->KH - 1) * q->dh + 1 - q->H, &q->pt, &q->pb);
     mi_sdk_same_pads(auto_pad, (q->OW - 1) * q->sw + (q->KW - 1) * q->dw + 1 - q->W, &q->pl, &q->pr);
   }
+  q->tiled = q->is_max && q->KH == q->sh && q->KW == q->sw && (q->KW == 1 || q->KW == 2) && q->dh == 1 &&
+             q->dw == 1 && !q->pt && !q->pl && !q->pb && !q->pr && q->H == q->KH * q->OH &&
+             q->W == q->KW * q->OW && q->W <= MI__POOL_VM;
   s->run = run_pool;
   return MI_OK;
 }

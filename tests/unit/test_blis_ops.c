@@ -239,6 +239,51 @@ static void pool_case(tb_plugin_t *p, const char *op, int include_pad, int64_t W
   pool_case_simd(p, op, include_pad, W, K, 0);
 }
 
+/* MaxPool whose windows tile the plane (kernel = strides, no pads): C planes of (KH * OH) x W,
+ * widths from 2 (pairs that run on across rows and planes) to 72 (a tail past 64), enough rows
+ * that the flat pass takes several batches, a NaN tap (never taken) and an all-NaN window (-inf),
+ * on every code path of knob simd; max picks one of its inputs, so the result is exact. */
+static void tiled_pool_case(tb_plugin_t *p, int64_t KH, int64_t KW, int64_t W, int64_t simd) {
+  enum { C = 3,
+         OH = 40 };
+  int64_t OW = W / KW, xd[4] = {1, C, KH * OH, W}, yd[4] = {1, C, OH, OW}, k[2] = {KH, KW}, n, i, j, a, bb, c;
+  static float x[C * 3 * OH * 72], ref[C * OH * 72], got[C * OH * 72];
+  const float *ins[1] = {x};
+  mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
+  mi_error_t err = {0, ""};
+  int t0, t1, node, bad = 0;
+  tb_t b;
+  n = C * KH * OH * W;
+  tb_fill(x, n, 60 + W);
+  x[5] = NAN;
+  for (a = 0; a < KH; a++)
+    for (bb = 0; bb < KW; bb++) x[(KH * 7 + a) * W + KW + bb] = NAN; /* window (7, 1) of plane 0 */
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 4, xd, NULL);
+  t1 = tb_tensor(&b, 4, yd, NULL);
+  node = tb_node(&b, "MaxPool", 12, 1, &t0, t1);
+  tb_attr_is(&b, node, "kernel_shape", 2, k);
+  tb_attr_is(&b, node, "strides", 2, k);
+  tb_finish(&b, t1);
+  for (c = 0; c < C; c++)
+    for (i = 0; i < OH; i++)
+      for (j = 0; j < OW; j++) {
+        float acc = -INFINITY;
+        for (a = 0; a < KH; a++)
+          for (bb = 0; bb < KW; bb++) {
+            float v = x[(c * KH * OH + i * KH + a) * W + j * KW + bb];
+            acc = v > acc ? v : acc;
+          }
+        ref[(c * OH + i) * OW + j] = acc;
+      }
+  memset(got, 0, sizeof got);
+  CHECK(tb_run(p, &b, NULL, kv, 1, ins, got, &err) == MI_OK, "tiled MaxPool: %s", err.message);
+  for (i = 0; i < C * OH * OW; i++) bad += memcmp(&got[i], &ref[i], 4) != 0;
+  CHECK(bad == 0, "MaxPool %lldx%lld/%lldx%lld width %lld simd %lld: %d of %lld outputs differ (first want %g got %g)",
+        (long long)KH, (long long)KW, (long long)KH, (long long)KW, (long long)W, (long long)simd, bad,
+        (long long)(C * OH * OW), ref[0], got[0]);
+}
+
 static void binary_case(tb_plugin_t *p, const char *op) {
   /* [2,3,4] op [3,1]: numpy broadcasting over the first and last dims. */
   int64_t ad[3] = {2, 3, 4}, bd[2] = {3, 1}, i;
@@ -503,6 +548,16 @@ static void pool(void) {
   pool_case(&p, "MaxPool", 0, 7, 2);
   pool_case(&p, "MaxPool", 0, 37, 2); /* 2x2/2 on AVX-512: 16 outputs a step, then a tail of 3 */
   pool_case(&p, "MaxPool", 0, 32, 2); /* an even width: no window past the edge */
+  {
+    static const int64_t widths[] = {2, 4, 8, 16, 36, 72};
+    int64_t si, w;
+    for (si = 0; si < simd_choices(&p); si++)
+      for (w = 0; w < 6; w++) {
+        tiled_pool_case(&p, 2, 2, widths[w], si);
+        tiled_pool_case(&p, 1, 2, widths[w], si);
+        tiled_pool_case(&p, 3, 1, widths[w], si);
+      }
+  }
   pool_case(&p, "AveragePool", 0, 7, 3);
   pool_case(&p, "AveragePool", 1, 7, 3);
   pool_case(&p, "AveragePool", 1, 37, 3);
