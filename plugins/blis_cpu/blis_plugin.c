@@ -329,6 +329,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       snprintf(v.description, sizeof v.description,
                "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias)] [-> Relu] [-> hard-swish] as its float output stage");
     }
+    if (!strcmp(op, "Concat")) { /* Concat -> DynamicQuantizeLinear: blis_qconcat.c */
+      v.fuse_mask = MI_FUSE_ACT;
+      snprintf(v.description, sizeof v.description,
+               "plain copy; -> DynamicQuantizeLinear as codes straight from the inputs");
+    }
     if (!strcmp(op, "DequantizeLinear")) { /* DQ -> elementwise ops -> Q: blis_qlut.c */
       v.fuse_mask = MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,

@@ -169,67 +169,96 @@ static void dynq_c(const float *x, uint8_t *y, int64_t b, int64_t e, float s, fl
   for (int64_t i = b; i < e; i++) y[i] = dynq_one(x[i], s, z);
 }
 
+/* Codes of `outer` blocks of `inner` floats, block o from x + o * inner into y + o * ystride (one
+ * block: a whole tensor; several: one input of a Concat into its slab of the output). */
+typedef struct dynq_task {
+  int32_t simd;
+  const float *x;
+  uint8_t *y;
+  int64_t inner, ystride;
+  float scale, zp;
+} dynq_task_t;
+
 static void dynq_part(void *arg, int64_t b, int64_t e) {
-  const qelt_task_t *t = arg;
-  const float *x = t->t[t->q->a];
-  uint8_t *y = t->t[t->q->y];
-  if (t->q->simd == MI__SIMD_AVX512) dynq_avx512(x, y, b, e, t->scale, (float)t->zp);
-  else if (t->q->simd == MI__SIMD_AVX2)
-    dynq_avx2(x, y, b, e, t->scale, (float)t->zp);
-  else
-    dynq_c(x, y, b, e, t->scale, (float)t->zp);
+  const dynq_task_t *t = arg;
+  while (b < e) {
+    int64_t o = b / t->inner, r = b % t->inner, len = t->inner - r < e - b ? t->inner - r : e - b;
+    const float *x = t->x + o * t->inner + r;
+    uint8_t *y = t->y + o * t->ystride + r;
+    if (t->simd == MI__SIMD_AVX512) dynq_avx512(x, y, 0, len, t->scale, t->zp);
+    else if (t->simd == MI__SIMD_AVX2)
+      dynq_avx2(x, y, 0, len, t->scale, t->zp);
+    else
+      dynq_c(x, y, 0, len, t->scale, t->zp);
+    b += len;
+  }
+}
+
+void mi__blis_dynq_blocks(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t outer, int64_t inner,
+                          uint8_t *y, int64_t ystride, float scale, int32_t zp) {
+  dynq_task_t task = {simd, x, y, inner, ystride, scale, (float)zp};
+  if (inner > 0) mi__blis_parallel(env, outer * inner, 4096, 4, dynq_part, &task);
 }
 
 /* The min/max pass in at most MM_PARTS parts across the threads (it ran on one while the quantize
  * pass used every thread), each part's range then merged: min and max do not depend on the order. */
 #define MM_PARTS 64
 typedef struct mm_task {
-  const qelt_t *q;
+  int32_t simd;
   const float *x;
-  int64_t chunk;
+  int64_t n, chunk;
   float lo[MM_PARTS], hi[MM_PARTS];
 } mm_task_t;
 
 static void minmax_part(void *arg, int64_t b, int64_t e) {
   mm_task_t *t = arg;
   for (; b < e; b++) {
-    int64_t i0 = b * t->chunk, n = t->q->n - i0 < t->chunk ? t->q->n - i0 : t->chunk;
-    if (t->q->simd == MI__SIMD_AVX512) minmax_avx512(t->x + i0, n, &t->lo[b], &t->hi[b]);
-    else if (t->q->simd == MI__SIMD_AVX2)
+    int64_t i0 = b * t->chunk, n = t->n - i0 < t->chunk ? t->n - i0 : t->chunk;
+    if (t->simd == MI__SIMD_AVX512) minmax_avx512(t->x + i0, n, &t->lo[b], &t->hi[b]);
+    else if (t->simd == MI__SIMD_AVX2)
       minmax_avx2(t->x + i0, n, &t->lo[b], &t->hi[b]);
     else
       minmax_c(t->x + i0, n, &t->lo[b], &t->hi[b]);
   }
 }
 
-void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
-                         int32_t yz, int64_t n, float lo, float hi) {
-  qelt_t q = {.kind = QE_DYNQ, .simd = simd, .a = x, .y = y, .n = n};
-  qelt_task_t task = {&q, t, 1.f, 0};
+void mi__blis_dynq_range(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t n, float *lo, float *hi) {
+  mm_task_t mm;
+  int64_t parts, i;
+  mm.simd = simd;
+  mm.x = x;
+  mm.n = n;
+  mm.chunk = (n + MM_PARTS - 1) / MM_PARTS < 16384 ? 16384 : (n + MM_PARTS - 1) / MM_PARTS;
+  parts = (n + mm.chunk - 1) / mm.chunk;
+  mi__blis_parallel(env, parts, 1, mm.chunk, minmax_part, &mm);
+  for (i = 0; i < parts; i++) {
+    *lo = mm.lo[i] < *lo ? mm.lo[i] : *lo;
+    *hi = mm.hi[i] > *hi ? mm.hi[i] : *hi;
+  }
+}
+
+void mi__blis_dynq_params(float lo, float hi, float *scale, int32_t *zp) {
   float z0;
-  task.scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  z0 = 0.0f - lo / task.scale;
+  *scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  z0 = 0.0f - lo / *scale;
   z0 = z0 < 0.f ? 0.f : z0 > 255.f ? 255.f
                                    : z0;
-  task.zp = (int32_t)rintf(z0);
-  *(float *)t[ys] = task.scale;
-  *(uint8_t *)t[yz] = (uint8_t)task.zp;
-  mi__blis_parallel(env, n, 4096, 4, dynq_part, &task);
+  *zp = (int32_t)rintf(z0);
+}
+
+void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
+                         int32_t yz, int64_t n, float lo, float hi) {
+  float scale;
+  int32_t zp;
+  mi__blis_dynq_params(lo, hi, &scale, &zp);
+  *(float *)t[ys] = scale;
+  *(uint8_t *)t[yz] = (uint8_t)zp;
+  mi__blis_dynq_blocks(env, simd, t[x], 1, n, t[y], n, scale, zp);
 }
 
 static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
-  mm_task_t mm;
   float lo = 0.f, hi = 0.f;
-  int64_t parts, i;
-  mm.q = q;
-  mm.x = t[q->a];
-  mm.chunk = (q->n + MM_PARTS - 1) / MM_PARTS < 16384 ? 16384 : (q->n + MM_PARTS - 1) / MM_PARTS;
-  parts = (q->n + mm.chunk - 1) / mm.chunk;
-  mi__blis_parallel(env, parts, 1, mm.chunk, minmax_part, &mm);
-  for (i = 0; i < parts; i++) {
-    lo = mm.lo[i] < lo ? mm.lo[i] : lo;
-    hi = mm.hi[i] > hi ? mm.hi[i] : hi;
-  }
+  mi__blis_dynq_range(env, q->simd, t[q->a], q->n, &lo, &hi);
   mi__blis_dynq_codes(env, q->simd, t, q->a, q->y, q->ys, q->yz, q->n, lo, hi);
   return MI_OK;
 }

@@ -145,6 +145,13 @@ void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis
  * (blis_qeltwise.c). */
 void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
                          int32_t yz, int64_t n, float lo, float hi);
+/* The pieces of it: the range of n floats merged into *lo, *hi (start them at 0, the widening),
+ * the scale and zero point of a range, and the codes of `outer` blocks of `inner` floats (block o
+ * from x + o * inner to y + o * ystride), across the threads. */
+void mi__blis_dynq_range(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t n, float *lo, float *hi);
+void mi__blis_dynq_params(float lo, float hi, float *scale, int32_t *zp);
+void mi__blis_dynq_blocks(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t outer, int64_t inner,
+                          uint8_t *y, int64_t ystride, float scale, int32_t zp);
 
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,

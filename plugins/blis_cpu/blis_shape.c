@@ -184,22 +184,34 @@ static int32_t run_concat(const mi__blis_step_t *s, void *const *t, const mi__bl
 int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  int64_t axis = mi_sdk_attr_int(n, "axis", 0), total = 0;
+  int64_t axis = mi_sdk_attr_int(n, "axis", 0), total = 0, outer, inner[32];
   concat_state_t *c;
-  int32_t i;
+  int32_t i, in[32];
   if (!y || y->rank < 1 || n->input_count > 32) return mi__blis_unsupported(err, n, "too many inputs");
-  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
-  if (!mi__blis_axis_split(y, &axis, &c->outer, NULL, NULL)) return mi__blis_unsupported(err, n, "axis out of range");
-  c->y = mi__blis_out(n, 0);
-  c->inner_y = c->outer ? mi_sdk_numel(y) / c->outer : 0;
+  if (!mi__blis_axis_split(y, &axis, &outer, NULL, NULL)) return mi__blis_unsupported(err, n, "axis out of range");
   for (i = 0; i < n->input_count; i++) {
     const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, i));
     if (!x || x->dtype != MI_DTYPE_FLOAT32 || x->rank != y->rank) return mi__blis_unsupported(err, n, "input rank/dtype");
-    c->in[c->count] = mi__blis_in(n, i);
-    c->inner[c->count++] = c->outer ? mi_sdk_numel(x) / c->outer : 0;
-    total += c->outer ? mi_sdk_numel(x) / c->outer : 0;
+    in[i] = mi__blis_in(n, i);
+    inner[i] = outer ? mi_sdk_numel(x) / outer : 0;
+    total += inner[i];
   }
-  if (total != c->inner_y) return mi__blis_unsupported(err, n, "input sizes do not add up");
+  if (total != (outer ? mi_sdk_numel(y) / outer : 0)) return mi__blis_unsupported(err, n, "input sizes do not add up");
+  /* A DynamicQuantizeLinear of the result in the same kernel: the codes from the inputs */
+  switch (mi__blis_prep_qconcat(p, s, outer, n->input_count, in, inner, err)) {
+  case 1: return MI_OK;
+  case -1: return MI_ERR_OUT_OF_MEMORY;
+  default: break;
+  }
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
+  c->y = mi__blis_out(n, 0);
+  c->outer = outer;
+  c->inner_y = total;
+  c->count = n->input_count;
+  for (i = 0; i < n->input_count; i++) {
+    c->in[i] = in[i];
+    c->inner[i] = inner[i];
+  }
   s->run = run_concat;
   return MI_OK;
 }

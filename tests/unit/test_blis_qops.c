@@ -614,6 +614,45 @@ static void qlinear_gap_cases(void) {
   qlinear_gap(1);
 }
 
+/* Concat -> DynamicQuantizeLinear (a U-Net decoder's skip join before its next dynamic conv):
+ * one kernel, the codes taken straight from the inputs; the result also read by a Relu (the
+ * float concatenation written too, two kernels), along an inner axis (several blocks per input),
+ * and one large enough to split across threads. */
+static void concat_dynq(int64_t axis, int also_float, int64_t h) {
+  int64_t ad[4] = {2, 3, h, 7}, bd[4] = {2, 3, h, 7};
+  char name[96];
+  mi_graph_t *g = graph(13);
+  int32_t ins[2], c, qo[3];
+  ad[axis] = 3;
+  bd[axis] = 2;
+  ins[0] = input(g, "a", MI_DTYPE_FLOAT32, 4, ad);
+  ins[1] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
+  c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_node_set_int(g, node(g, "Concat", 2, ins, 1, &c, 0), "axis", axis);
+  qo[0] = out(g, "cq");
+  qo[1] = out(g, "cs");
+  qo[2] = out(g, "cz");
+  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
+  if (also_float) {
+    int32_t r = out(g, "r");
+    node(g, "Relu", 1, &c, 1, &r, 0);
+  }
+  snprintf(name, sizeof name, "Concat axis %lld -> DynamicQuantizeLinear%s, h %lld", (long long)axis,
+           also_float ? ", Concat also -> Relu" : "", (long long)h);
+  g_kernels = also_float ? 2 : 1;
+  run_case(g, name, 0);
+  g_kernels = 0;
+}
+
+static void concat_dynq_cases(void) {
+  concat_dynq(1, 0, 5);
+  concat_dynq(2, 0, 5);
+  concat_dynq(3, 0, 5);
+  concat_dynq(1, 1, 5);
+  concat_dynq(2, 1, 5);
+  concat_dynq(1, 0, 4000); /* 2 x 5 x 4000 x 7: ranges and codes in parts across the threads */
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(conv_integer_cases),
     TU_CASE(matmul_integer_cases),
@@ -621,6 +660,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(qlinear_matmul_cases),
     TU_CASE(qlinear_binary_cases),
     TU_CASE(qlinear_gap_cases),
+    TU_CASE(concat_dynq_cases),
 };
 
 TU_MAIN(setup, teardown)

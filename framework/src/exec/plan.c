@@ -502,6 +502,23 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
           g->nodes[n].outputs[0] >= 0 && match_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0, &u) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
+  /* A Concat whose result a DynamicQuantizeLinear reads first, where the device's Concat declares
+   * MI_FUSE_ACT: one kernel, which can take the range from the inputs and write the codes from
+   * them (the float concatenation only where others read it). */
+  if (fuse_mask(vars, var_count, "Concat") & MI_FUSE_ACT)
+    for (int32_t n = 0; n < g->node_count; n++) {
+      int32_t y = g->nodes[n].output_count == 1 ? g->nodes[n].outputs[0] : -1, r;
+      if (!is_op(g, n, "Concat") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
+          consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
+        continue;
+      memset(&u, 0, sizeof u);
+      u.nodes[u.count++] = n;
+      u.nodes[u.count++] = r;
+      u.op = n;
+      u.at = r;
+      u.dqx = u.dqw = u.act = u.q = -1;
+      if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+    }
   if (!(mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))) return MI_OK;
   for (int32_t n = 0; n < g->node_count; n++) {
     if (!is_op(g, n, "Conv") || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
