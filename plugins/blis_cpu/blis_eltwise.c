@@ -291,7 +291,9 @@ enum { B_ADD,
        B_MAX,
        B_MIN,
        B_PRELU,
-       B_FMOD };
+       B_FMOD,
+       B_MULADD_A,   /* A + A * B: a Mul and the Add of its result to its first input */
+       B_MULADD_B }; /* B + A * B */
 
 typedef struct bin_state {
   int32_t a, b, out, op, rank, simd;
@@ -337,6 +339,21 @@ static inline __attribute__((always_inline)) void bin_row(int32_t op, const floa
       for (i = 0; i < n; i++) y[i] = a[i] / bv;
       return;
     }
+  }
+  if (op == B_MULADD_A || op == B_MULADD_B) {
+    /* the product rounded, then the sum (no contraction in C11): the two ops' own roundings */
+    if (op == B_MULADD_A && sa == 1 && sb == 0) {
+      float bv = b[0];
+      for (i = 0; i < n; i++) y[i] = a[i] + a[i] * bv;
+    } else if (op == B_MULADD_B && sa == 0 && sb == 1) {
+      float av = a[0];
+      for (i = 0; i < n; i++) y[i] = b[i] + av * b[i];
+    } else if (op == B_MULADD_A) {
+      for (i = 0; i < n; i++) y[i] = a[i * sa] + a[i * sa] * b[i * sb];
+    } else {
+      for (i = 0; i < n; i++) y[i] = b[i * sb] + a[i * sa] * b[i * sb];
+    }
+    return;
   }
   if (op == B_POW && sb == 0 && b[0] == 2.0f) {
     /* x^2 (power spectra, variances): powf of 2 is the correctly rounded square, x * x's bits */
@@ -461,6 +478,31 @@ static void bcast_strides(const mi_tensor_desc_t *t, int32_t rank, const int64_t
   }
 }
 
+/* A Mul whose result only an Add of the kernel reads, the Add's other operand one of the Mul's
+ * (an SE block's x + x * gate, the host's group): one pass writing the Add's output, instead of
+ * the product written and read back. */
+static void mul_add(mi__blis_prep_t *p, bin_state_t *st, const mi_tensor_desc_t *ty) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0), *m = mi__blis_node(p, 1);
+  const mi_tensor_desc_t *tz;
+  int32_t prod = mi__blis_out(n, 0), other, i;
+  if (st->op != B_MUL || !m || strcmp(m->op_type, "Add") || m->input_count != 2 || m->output_count != 1 ||
+      mi__blis_is_kernel_output(p, prod) || mi__blis_consumers(p, prod) != 1)
+    return;
+  if (m->inputs[0] == prod) other = m->inputs[1];
+  else if (m->inputs[1] == prod)
+    other = m->inputs[0];
+  else
+    return;
+  if ((other != st->a && other != st->b) || other == prod || !(tz = mi__blis_tensor(p, m->outputs[0])) ||
+      tz->dtype != MI_DTYPE_FLOAT32 || tz->rank != ty->rank)
+    return;
+  for (i = 0; i < ty->rank; i++)
+    if (tz->dims[i] != ty->dims[i]) return;
+  st->op = other == st->a ? B_MULADD_A : B_MULADD_B;
+  st->out = m->outputs[0];
+  p->nodes_used = 2;
+}
+
 int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "PRelu", "Mod"};
   const mi_node_desc_t *n = mi__blis_node(p, 0);
@@ -501,6 +543,7 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   bcast_strides(ta, st->rank, st->dims, st->sa);
   bcast_strides(tb, st->rank, st->dims, st->sb);
   st->n = mi_sdk_numel(ty);
+  mul_add(p, st, ty);
   /* Merge the last two dims while each operand walks them as one (contiguous or broadcast over
    * both): [1,C,H,W] * [1,C,1,1] runs as C rows of H*W instead of C*H rows of W. */
   while (st->rank > 1) {

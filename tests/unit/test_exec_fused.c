@@ -348,6 +348,55 @@ static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
 }
 
 static mi_registry_t *r;
+/* A squeeze-excite gate with its residual as PP-OCRv4's detector writes it: x -> GlobalAveragePool
+ * -> Sigmoid -> s, then Mul(x, s) read only by Add(x, that) (operands in either order). The
+ * default session runs the Mul and the Add as one kernel (3 kernels, 4 with the product written
+ * out), bit for bit the unfused kernels' result (the product rounded, then the sum); a product
+ * that is also a graph output keeps its own kernel. */
+static void se_mul_add(mi_plugin_t *p, int swap, int product_out) {
+  mi_graph_t *g = mi_graph_create("se");
+  int64_t xd[4] = {1, 6, 7, 37};
+  int32_t x, gp, sg, m, y, k;
+  mi_array_t *in, *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  mi_session_t *s, *s0;
+  mi_error_t err = {0};
+  g->opset = 13;
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  gp = mi_graph_add_tensor(g, "gp", MI_DTYPE_FLOAT32, -1, NULL);
+  sg = mi_graph_add_tensor(g, "sg", MI_DTYPE_FLOAT32, -1, NULL);
+  m = mi_graph_add_tensor(g, "m", MI_DTYPE_FLOAT32, -1, NULL);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "GlobalAveragePool", "gap", 1, &x, 1, &gp);
+  mi_graph_add_node(g, "Sigmoid", "gate", 1, &gp, 1, &sg);
+  mi_graph_add_node(g, "Mul", "mul", 2, swap ? (int32_t[]){sg, x} : (int32_t[]){x, sg}, 1, &m);
+  mi_graph_add_node(g, "Add", "add", 2, swap ? (int32_t[]){m, x} : (int32_t[]){x, m}, 1, &y);
+  mi_graph_add_output(g, y);
+  if (product_out) mi_graph_add_output(g, m);
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("se graph", &err);
+  in = input_for(g, 31);
+  s = session(g, p);
+  s0 = session_plain(g, p);
+  run(s, g, in, got);
+  run(s0, g, in, plain);
+  ref(g, in, want);
+  k = mi_session_kernel_count(s);
+  CHECK(k == (product_out ? 4 : 3), "SE Mul -> Add (swap %d, product out %d): %d kernels", swap, product_out, k);
+  CHECK(got[0]->nbytes == plain[0]->nbytes && memcmp(got[0]->data, plain[0]->data, plain[0]->nbytes) == 0,
+        "SE Mul -> Add (swap %d, product out %d): not the unfused kernels' bits", swap, product_out);
+  CHECK(tu_rel_l2_arrays(got[0], want[0]) < 1e-5, "SE Mul -> Add: rel L2 %.3e against the reference",
+        tu_rel_l2_arrays(got[0], want[0]));
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(plain[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_session_destroy(s0);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static mi_plugin_t *blis, *npu;
 static const char *gpus[] = {"opencl", "vulkan"};
 
@@ -368,6 +417,9 @@ static void blis_fusion(void) {
     fused_vs_unfused(blis, "resnet", 0.5, 2);
     fused_vs_unfused(blis, "mobilenetv2", 0.5, 3);
     auto_fused(blis);
+    se_mul_add(blis, 0, 0);
+    se_mul_add(blis, 1, 0);
+    se_mul_add(blis, 0, 1);
     auto_dwpw(blis, 1, 0);
     auto_dwpw(blis, 2, 0);
     auto_dwpw(blis, 1, 1);

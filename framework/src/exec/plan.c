@@ -519,13 +519,39 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       u.dqx = u.dqw = u.act = u.q = -1;
       if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
     }
-  if (!(mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))) return MI_OK;
-  for (int32_t n = 0; n < g->node_count; n++) {
-    if (!is_op(g, n, "Conv") || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
-        g->nodes[n].outputs[0] < 0 || consts[g->nodes[n].outputs[0]])
-      continue;
-    if (match_chain(g, p, consts, mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
-  }
+  if (mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
+    for (int32_t n = 0; n < g->node_count; n++) {
+      if (!is_op(g, n, "Conv") || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
+          g->nodes[n].outputs[0] < 0 || consts[g->nodes[n].outputs[0]])
+        continue;
+      if (match_chain(g, p, consts, mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+    }
+  /* A Mul of two runtime values whose result only an Add reads, the Add's other operand one of
+   * the Mul's (an SE block's x + x * gate), where the device's Mul declares MI_FUSE_ADD: one
+   * kernel, one pass. After the conv chains, which take a Mul or Add of theirs first; a constant
+   * factor is left to the quantized chains (DQ -> elementwise -> Q as a table). */
+  if (fuse_mask(vars, var_count, "Mul") & MI_FUSE_ADD)
+    for (int32_t n = 0; n < g->node_count; n++) {
+      const mi_node_t *m = &g->nodes[n];
+      int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, other;
+      if (!is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
+          m->input_count != 2 || consts[y] || m->inputs[0] < 0 || m->inputs[1] < 0 || consts[m->inputs[0]] ||
+          consts[m->inputs[1]] || mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 ||
+          !is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
+          g->nodes[r].input_count != 2 || g->nodes[r].output_count != 1)
+        continue;
+      other = g->nodes[r].inputs[g->nodes[r].inputs[0] == y ? 1 : 0];
+      if (other == y || (other != m->inputs[0] && other != m->inputs[1]) ||
+          g->tensors[other].dtype != MI_DTYPE_FLOAT32)
+        continue;
+      memset(&u, 0, sizeof u);
+      u.nodes[u.count++] = n;
+      u.nodes[u.count++] = r;
+      u.op = n;
+      u.at = r;
+      u.dqx = u.dqw = u.act = u.q = -1;
+      if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+    }
   return MI_OK;
 }
 
