@@ -2,7 +2,9 @@
  * Concat and Slice. Shapes come concrete from the host, so only the copy pattern is computed. */
 #include <string.h>
 
-#include "blis_internal.h"
+#include <immintrin.h>
+
+#include "blis_conv.h"
 
 typedef struct copy_state {
   int32_t x, y;
@@ -37,9 +39,35 @@ int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 /* ---- generic strided gather: y[out index] = x[sum idx[d] * xs[d] + base] */
 
 typedef struct gather_state {
-  int32_t x, y, rank;
+  int32_t x, y, rank, simd;
   int64_t dims[MI_MAX_RANK], xs[MI_MAX_RANK], base, n;
 } gather_state_t;
+
+/* One output row of w values read at stride xl (2 to 4), sixteen a step: the 16 * xl floats they
+ * span as four masked loads (never past the row's last element), then two vpermt2ps (lanes
+ * whose index is below 32 from the first pair, the rest from the second: vpermt2ps reads only
+ * the low 5 index bits) and a blend. The scalar strided loop ran at 16 GB/s on the NHWC -> NCHW
+ * transpose of a 3-channel image (a detector's first step); vgatherdps was no faster. */
+__attribute__((target("avx512f"))) static void strided_row_avx512(const float *xr, int64_t xl, float *y, int64_t w) {
+  const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                         _mm512_set1_epi32((int32_t)xl));
+  const __mmask16 upper = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(32));
+  int64_t j, k;
+  for (j = 0; j < w; j += 16) {
+    int64_t cnt = w - j < 16 ? w - j : 16, need = (cnt - 1) * xl + 1;
+    const float *src = xr + j * xl;
+    __m512 v[4], lo, hi;
+    for (k = 0; k < 4; k++) {
+      int64_t left = need - 16 * k;
+      __mmask16 m = left >= 16 ? 0xffff : left > 0 ? (__mmask16)((1u << left) - 1u)
+                                                   : 0;
+      v[k] = _mm512_maskz_loadu_ps(m, src + 16 * k);
+    }
+    lo = _mm512_permutex2var_ps(v[0], idx, v[1]);
+    hi = _mm512_permutex2var_ps(v[2], idx, v[3]);
+    _mm512_mask_storeu_ps(y + j, cnt == 16 ? 0xffff : (__mmask16)((1u << cnt) - 1u), _mm512_mask_blend_ps(upper, lo, hi));
+  }
+}
 
 /* Rows of the last output axis [r0, r1): each a strided run of the input (a copy when the stride
  * is 1: slices), so the per-element index carry is paid once a row. */
@@ -58,6 +86,8 @@ static void gather_rows(void *arg, int64_t r0, int64_t r1) {
   for (r = r0; r < r1; r++, y += w) {
     const float *xr = x + off;
     if (xl == 1) memcpy(y, xr, (size_t)w * sizeof *y);
+    else if (g->simd == MI__SIMD_AVX512 && xl >= 2 && xl <= 4)
+      strided_row_avx512(xr, xl, y, w);
     else
       for (j = 0; j < w; j++) y[j] = xr[j * xl];
     mi__blis_next_index(last, g->dims, g->xs, idx, &off);
@@ -84,6 +114,7 @@ static gather_state_t *gather_new(mi__blis_prep_t *p, mi__blis_step_t *s, const 
   g->rank = y->rank > 0 ? y->rank : 1;
   for (d = 0; d < g->rank; d++) g->dims[d] = y->rank > 0 ? y->dims[d] : 1;
   g->n = mi_sdk_numel(y);
+  g->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   s->run = run_gather;
   return g;
 }

@@ -284,6 +284,33 @@ static void tiled_pool_case(tb_plugin_t *p, int64_t KH, int64_t KW, int64_t W, i
         (long long)(C * OH * OW), ref[0], got[0]);
 }
 
+/* NHWC -> NCHW of C channels (2 to 4: the output rows read the input at stride C, sixteen a
+ * step on AVX-512; 5: the plain loop), widths with a tail, on every code path of knob simd; a
+ * copy, so exact. */
+static void transpose_case(tb_plugin_t *p, int64_t C, int64_t W, int64_t simd) {
+  int64_t H = 3, xd[4] = {1, H, W, C}, yd[4] = {1, C, H, W}, perm[4] = {0, 3, 1, 2}, c, h, w;
+  static float x[3 * 40 * 5], ref[3 * 40 * 5], got[3 * 40 * 5];
+  const float *ins[1] = {x};
+  mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
+  mi_error_t err = {0, ""};
+  int t0, t1, node;
+  tb_t b;
+  tb_fill(x, H * W * C, 70 + C);
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 4, xd, NULL);
+  t1 = tb_tensor(&b, 4, yd, NULL);
+  node = tb_node(&b, "Transpose", 13, 1, &t0, t1);
+  tb_attr_is(&b, node, "perm", 4, perm);
+  tb_finish(&b, t1);
+  for (c = 0; c < C; c++)
+    for (h = 0; h < H; h++)
+      for (w = 0; w < W; w++) ref[(c * H + h) * W + w] = x[(h * W + w) * C + c];
+  memset(got, 0, sizeof got);
+  CHECK(tb_run(p, &b, NULL, kv, 1, ins, got, &err) == MI_OK, "Transpose: %s", err.message);
+  CHECK(memcmp(got, ref, (size_t)(H * W * C) * sizeof(float)) == 0, "Transpose NHWC->NCHW C %lld W %lld simd %lld differs",
+        (long long)C, (long long)W, (long long)simd);
+}
+
 static void binary_case(tb_plugin_t *p, const char *op) {
   /* [2,3,4] op [3,1]: numpy broadcasting over the first and last dims. */
   int64_t ad[3] = {2, 3, 4}, bd[2] = {3, 1}, i;
@@ -517,6 +544,10 @@ static void simd_paths(void) {
   int64_t si;
   CHECK(simd_choices(&p) >= 2, "knob simd has %lld values", (long long)simd_choices(&p));
   for (si = 0; si < simd_choices(&p); si++) {
+    for (int64_t c = 2; c <= 5; c++) {
+      transpose_case(&p, c, 40, si); /* two full steps of 16 and a tail of 8 */
+      transpose_case(&p, c, 5, si);
+    }
     softmax_long_case(&p, 37, si);
     softmax_long_case(&p, 100, si);
     softmax_long_case(&p, 5, si);  /* shorter than a vector */
