@@ -311,8 +311,8 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     snprintf(v.op_type, sizeof v.op_type, "%s", op);
     v.layout_mask = NCHW;
     if (!strcmp(op, "Gelu") || !strcmp(op, "Erf") || !strcmp(op, "Tanh") || !strcmp(op, "Sigmoid") ||
-        !strcmp(op, "Exp") || !strcmp(op, "Softmax")) {
-      snprintf(v.description, sizeof v.description, "loop over host memory, vectorised exp/erf (knob simd)");
+        !strcmp(op, "Exp") || !strcmp(op, "Softmax") || !strcmp(op, "Log")) {
+      snprintf(v.description, sizeof v.description, "loop over host memory, vectorised exp/erf/log (knob simd)");
       snprintf(v.knobs, sizeof v.knobs, "simd");
     } else if (!strcmp(op, "MaxPool")) {
       snprintf(v.description, sizeof v.description, "separable max, vectorised stride-2 rows (knob simd)");

@@ -1,11 +1,15 @@
-/* blis_vmath.c - vectorised exp, erf, tanh and the activations built on them (Gelu, Erf, Sigmoid,
- * Tanh, Exp) for AVX-512 and AVX2; the plain C level keeps libm (blis_eltwise.c).
+/* blis_vmath.c - vectorised exp, erf, tanh, log and the activations built on them (Gelu, Erf, Sigmoid,
+ * Tanh, Exp, Log) for AVX-512 and AVX2; the plain C level keeps libm (blis_eltwise.c).
  *
  * exp: n = round(x log2 e), r = x - n ln 2 (two-part ln 2), Cephes' degree-6 polynomial for
  * e^r, times 2^n built in the exponent bits; x is clamped to [-87.3, 88.3] (e^-87.3 = 1.2e-38, a
  * flush the callers do not see: softmax sums and erf tails). Relative error about 2 ulp.
  * erf: Abramowitz & Stegun 7.1.26, absolute error under 1.5e-7 (|erf| <= 1 with the sign restored).
- * tanh(x) = 1 - 2 / (e^2x + 1). These differ from libm by a few ulp, well inside the 1e-4 relative
+ * tanh(x) = 1 - 2 / (e^2x + 1).
+ * log: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log x = e ln 2 + log(1 + f), f = m - 1, by Cephes'
+ * logf (degree-8 polynomial, two-part ln 2), about 1 ulp; zero gives -inf, negatives NaN, +inf
+ * itself. AVX-512 splits x with vgetexpps / vgetmantps (subnormals too); AVX2 from the bits, and
+ * a vector with a lane that is not a positive normal number takes libm for its lanes. These differ from libm by a few ulp, well inside the 1e-4 relative
  * L2 the plugin is held to (test_blis_ops checks 1e-6 against double precision). */
 #include <immintrin.h>
 #include <math.h>
@@ -56,10 +60,43 @@ static inline __attribute__((always_inline)) AVX512_FN __m512 tanh512(__m512 x) 
   return _mm512_sub_ps(_mm512_set1_ps(1.f), _mm512_div_ps(_mm512_set1_ps(2.f), _mm512_add_ps(e, _mm512_set1_ps(1.f))));
 }
 
+/* Cephes' logf polynomial: log(1 + f) - f + f^2 / 2 over f^3, for f in [sqrt(1/2) - 1, sqrt(2) - 1]. */
+#define LOG_POLY(FMA, SET, f, z, p)        \
+  do {                                     \
+    p = SET(7.0376836292E-2f);             \
+    p = FMA(p, f, SET(-1.1514610310E-1f)); \
+    p = FMA(p, f, SET(1.1676998740E-1f));  \
+    p = FMA(p, f, SET(-1.2420140846E-1f)); \
+    p = FMA(p, f, SET(1.4249322787E-1f));  \
+    p = FMA(p, f, SET(-1.6668057665E-1f)); \
+    p = FMA(p, f, SET(2.0000714765E-1f));  \
+    p = FMA(p, f, SET(-2.4999993993E-1f)); \
+    p = FMA(p, f, SET(3.3333331174E-1f));  \
+  } while (0)
+
+static inline __attribute__((always_inline)) AVX512_FN __m512 log512(__m512 x) {
+  __m512 e = _mm512_getexp_ps(x), m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_nan), f, z, p, y;
+  __mmask16 big = _mm512_cmp_ps_mask(m, _mm512_set1_ps(1.41421356237f), _CMP_GT_OQ);
+  m = _mm512_mask_mul_ps(m, big, m, _mm512_set1_ps(0.5f));
+  e = _mm512_mask_add_ps(e, big, e, _mm512_set1_ps(1.f));
+  f = _mm512_sub_ps(m, _mm512_set1_ps(1.f));
+  z = _mm512_mul_ps(f, f);
+  LOG_POLY(_mm512_fmadd_ps, _mm512_set1_ps, f, z, p);
+  y = _mm512_mul_ps(_mm512_mul_ps(p, f), z);
+  y = _mm512_fmadd_ps(e, _mm512_set1_ps(-2.12194440e-4f), y);
+  y = _mm512_fnmadd_ps(z, _mm512_set1_ps(0.5f), y);
+  y = _mm512_add_ps(f, y);
+  y = _mm512_fmadd_ps(e, _mm512_set1_ps(0.693359375f), y);
+  /* +-0: -inf (getmant of -0 is no NaN); +inf: itself (getmant gives NaN) */
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), _mm512_set1_ps(-INFINITY));
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ), x);
+}
+
 static inline __attribute__((always_inline)) AVX512_FN __m512 act512(int32_t kind, __m512 v) {
   const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
   switch (kind) {
   case MI__ACT_EXP: return exp512(v);
+  case MI__ACT_LOG: return log512(v);
   case MI__ACT_ERF: return erf512(v);
   case MI__ACT_TANH: return tanh512(v);
   case MI__ACT_SIGMOID:
@@ -147,10 +184,44 @@ static inline __attribute__((always_inline)) AVX2_FN __m256 tanh256(__m256 x) {
   return _mm256_sub_ps(_mm256_set1_ps(1.f), _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(e, _mm256_set1_ps(1.f))));
 }
 
+/* Positive normal lanes only (the caller checks): e and m from the bits. */
+static inline __attribute__((always_inline)) AVX2_FN __m256 log256(__m256 x) {
+  __m256i b = _mm256_castps_si256(x);
+  __m256 e = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(b, 23), _mm256_set1_epi32(127)));
+  __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(b, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f800000)));
+  __m256 big = _mm256_cmp_ps(m, _mm256_set1_ps(1.41421356237f), _CMP_GT_OQ), f, z, p, y;
+  m = _mm256_blendv_ps(m, _mm256_mul_ps(m, _mm256_set1_ps(0.5f)), big);
+  e = _mm256_add_ps(e, _mm256_and_ps(big, _mm256_set1_ps(1.f)));
+  f = _mm256_sub_ps(m, _mm256_set1_ps(1.f));
+  z = _mm256_mul_ps(f, f);
+  LOG_POLY(_mm256_fmadd_ps, _mm256_set1_ps, f, z, p);
+  y = _mm256_mul_ps(_mm256_mul_ps(p, f), z);
+  y = _mm256_fmadd_ps(e, _mm256_set1_ps(-2.12194440e-4f), y);
+  y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
+  y = _mm256_add_ps(f, y);
+  return _mm256_fmadd_ps(e, _mm256_set1_ps(0.693359375f), y);
+}
+
+/* Log on 8 lanes: libm for a vector with a zero, negative, subnormal, infinite or NaN lane. */
+static inline __attribute__((always_inline)) AVX2_FN __m256 log256_safe(__m256 x) {
+  __m256 ok = _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(1.17549435e-38f), _CMP_GE_OQ),
+                            _mm256_cmp_ps(x, _mm256_set1_ps(3.40282347e+38f), _CMP_LE_OQ));
+  if (_mm256_movemask_ps(ok) != 0xff) {
+    float t[8];
+    int j;
+    _mm256_storeu_ps(t, x);
+    for (j = 0; j < 8; j++) t[j] = logf(t[j]);
+    return _mm256_loadu_ps(t);
+  }
+  return log256(x);
+}
+
 static inline __attribute__((always_inline)) AVX2_FN __m256 act256(int32_t kind, __m256 v) {
   const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f);
   switch (kind) {
   case MI__ACT_EXP: return exp256(v);
+  case MI__ACT_LOG: return log256_safe(v);
   case MI__ACT_ERF: return erf256(v);
   case MI__ACT_TANH: return tanh256(v);
   case MI__ACT_SIGMOID:
@@ -215,7 +286,7 @@ AVX2_FN static void softmax_avx2(const float *x, float *y, int64_t len) {
 
 int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n) {
   if (kind != MI__ACT_EXP && kind != MI__ACT_ERF && kind != MI__ACT_TANH && kind != MI__ACT_SIGMOID &&
-      kind != MI__ACT_GELU && kind != MI__ACT_GELU_TANH)
+      kind != MI__ACT_GELU && kind != MI__ACT_GELU_TANH && kind != MI__ACT_LOG)
     return 0;
   if (simd == MI__SIMD_AVX512) act_avx512(kind, x, n);
   else if (simd == MI__SIMD_AVX2)

@@ -477,6 +477,42 @@ static void unary_case(tb_plugin_t *p, const char *op, const char *approx, int64
   free(got);
 }
 
+/* Log over 1e-30 .. 1e30 (1037 values: full vectors and a tail), each within 2e-7 relative of
+ * double, plus the values a vector path must not bend: subnormals, FLT_MIN, 1 (exactly 0), 0 and
+ * -0 (-inf), negatives and NaN (NaN), +inf (+inf), on every code path of knob simd. */
+static void log_case(tb_plugin_t *p, int64_t simd) {
+  mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
+  enum { N = 1037 };
+  static const float special[] = {1e-40f, 1.17549435e-38f, 1.f, 0.f, -0.f, -1.f, -1e-3f, INFINITY, NAN, 2.f, 0.5f};
+  int64_t d[2] = {17, 61}, i, ns = (int64_t)(sizeof special / sizeof special[0]);
+  float *x = malloc(N * 4), *got = malloc(N * 4);
+  double *ref = malloc(N * sizeof(double));
+  const float *ins[1] = {x};
+  mi_error_t err = {0, ""};
+  tb_t b;
+  int t0, t1, bad = 0;
+  int32_t rc;
+  for (i = 0; i < N; i++) x[i] = (float)exp(-69. + 138. * (double)i / (N - 1));
+  for (i = 0; i < ns; i++) x[37 * i + 5] = special[i]; /* spread over vectors and the tail */
+  for (i = 0; i < N; i++) ref[i] = log((double)x[i]);
+  memset(&b, 0, sizeof b);
+  t0 = tb_tensor(&b, 2, d, NULL);
+  t1 = tb_tensor(&b, 2, d, NULL);
+  tb_node(&b, "Log", 13, 1, &t0, t1);
+  tb_finish(&b, t1);
+  rc = tb_run(p, &b, NULL, kv, 1, ins, got, &err);
+  CHECK(rc == MI_OK, "Log: %s", err.message);
+  for (i = 0; rc == MI_OK && i < N; i++) {
+    int ok = isnan(ref[i])   ? isnan(got[i])
+             : isinf(ref[i]) ? got[i] == (float)ref[i]
+                             : fabs((double)got[i] - ref[i]) <= 2e-7 * fabs(ref[i]) + 1e-30;
+    if (!ok && bad++ < 3) CHECK(0, "Log simd %lld: x=%g got %.9g want %.9g", (long long)simd, x[i], got[i], ref[i]);
+  }
+  free(x);
+  free(ref);
+  free(got);
+}
+
 /* Softmax rows longer than a vector, with large logits (the max is subtracted first). */
 static void softmax_long_case(tb_plugin_t *p, int64_t len, int64_t simd) {
   mi_knob_value_t kv[1] = {{"simd", simd, 0.}};
@@ -552,6 +588,7 @@ static void simd_paths(void) {
     softmax_long_case(&p, 100, si);
     softmax_long_case(&p, 5, si);  /* shorter than a vector */
     softmax_long_case(&p, 64, si); /* whole vectors only */
+    log_case(&p, si);
     unary_case(&p, "Exp", NULL, si);
     unary_case(&p, "Erf", NULL, si);
     unary_case(&p, "Tanh", NULL, si);
