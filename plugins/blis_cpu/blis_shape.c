@@ -194,22 +194,40 @@ typedef struct concat_state {
   int32_t y, count;
   int64_t outer, inner_y;
   int32_t in[32];
-  int64_t inner[32];
+  int64_t inner[32], start[32]; /* start: input i's first element in the flat order below */
+  uint8_t zero[32];             /* a constant input of zeros: filled, not read (channel padding) */
 } concat_state_t;
+
+/* Items are the output's elements in input order (input 0's outer blocks, then input 1's, ...),
+ * so the threads split the copy whatever the block sizes: one block of a few channels (a
+ * BlazeBlock's zero padding) or many short ones. */
+static void concat_part(void *arg, int64_t b, int64_t e) {
+  const mi__blis_task_t *q = arg;
+  const concat_state_t *c = q->state;
+  float *y = q->t[c->y];
+  int32_t i = 0;
+  int64_t off = 0;
+  while (b < e) {
+    int64_t r, o, len;
+    while (i + 1 < c->count && b >= c->start[i + 1]) off += c->inner[i++];
+    r = b - c->start[i];
+    o = r / c->inner[i];
+    r -= o * c->inner[i];
+    len = c->inner[i] - r < e - b ? c->inner[i] - r : e - b;
+    if (c->zero[i]) memset(y + o * c->inner_y + off + r, 0, (size_t)len * sizeof(float));
+    else
+      memcpy(y + o * c->inner_y + off + r, (const float *)q->t[c->in[i]] + o * c->inner[i] + r,
+             (size_t)len * sizeof(float));
+    b += len;
+  }
+}
 
 static int32_t run_concat(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                           mi_error_t *err) {
   const concat_state_t *c = s->state;
-  float *y = t[c->y];
-  int64_t o, off = 0;
-  int32_t i;
-  for (i = 0; i < c->count; i++) {
-    const float *x = t[c->in[i]];
-    for (o = 0; o < c->outer; o++)
-      memcpy(y + o * c->inner_y + off, x + o * c->inner[i], (size_t)c->inner[i] * sizeof(float));
-    off += c->inner[i];
-  }
-  return MI_OK;
+  (void)err;
+  if (c->outer * c->inner_y == 0) return MI_OK;
+  return mi__blis_run_parts(s, t, env, c->outer * c->inner_y, 1024, 1, concat_part);
 }
 
 int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -240,8 +258,17 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   c->inner_y = total;
   c->count = n->input_count;
   for (i = 0; i < n->input_count; i++) {
+    const mi_tensor_desc_t *x = mi__blis_tensor(p, in[i]);
     c->in[i] = in[i];
     c->inner[i] = inner[i];
+    c->start[i] = i ? c->start[i - 1] + outer * inner[i - 1] : 0;
+    if (x->data) {
+      uint64_t k, nb = (uint64_t)mi_sdk_numel(x) * sizeof(float);
+      const uint8_t *d = x->data;
+      for (k = 0; k < nb && !d[k]; k++) {
+      }
+      c->zero[i] = k == nb; /* +0.0f only: -0.0f has a bit set */
+    }
   }
   s->run = run_concat;
   return MI_OK;

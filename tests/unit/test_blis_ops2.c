@@ -317,6 +317,40 @@ static void split_test(int64_t opset) {
   expect_match(g, opset >= 13 ? "Split-13 + Concat" : "Split-11 + Concat");
 }
 
+/* ---- Concat with constant inputs: a block of zeros (a BlazeBlock's channel padding: filled, not
+ * read) and one of values, along axis 1 (one block per input; 86400 values, split across the
+ * session's threads) and axis 2 (several blocks per input), the block of zeros twice; a copy, so
+ * exact. */
+static void concat_const_test(int64_t axis) {
+  int64_t xd[4] = {1, 48, 40, 40}, zd[4] = {1, 4, 40, 40}, cd[4] = {1, 2, 40, 40};
+  float *zeros;
+  int32_t x, cin[4], y, node;
+  mi_graph_t *g;
+  if (axis == 2) {
+    xd[1] = zd[1] = cd[1] = 3;
+    zd[2] = 5;
+    cd[2] = 7;
+  }
+  g = graph_x(13, 4, xd, &x);
+  zeros = calloc((size_t)(zd[1] * zd[2] * zd[3]), sizeof(float));
+  REQUIRE(zeros);
+  cin[0] = x;
+  cin[1] = mi_graph_add_const_f32(g, "zeros", 4, zd, zeros);
+  cin[2] = const_f32(g, "c", 4, cd, 5);
+  cin[3] = cin[1];
+  free(zeros);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  node = mi_graph_add_node(g, "Concat", "cat", 4, cin, 1, &y);
+  mi_node_set_int(g, node, "axis", axis);
+  mi_graph_add_output(g, y);
+  expect_within(g, axis == 1 ? "Concat axis 1, zeros and constants" : "Concat axis 2, zeros and constants", 0.);
+}
+
+static void concat_const(void) {
+  concat_const_test(1);
+  concat_const_test(2);
+}
+
 /* ---- Expand, Tile, Gather */
 
 static void expand_tile_tests(void) {
@@ -616,6 +650,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(prelu_test),
     TU_CASE(pad_tests),
     TU_CASE(split),
+    TU_CASE(concat_const),
     TU_CASE(expand_tile_tests),
     TU_CASE(gather),
     TU_CASE(depth_space_tests),
