@@ -364,11 +364,12 @@ static void pad_part(void *arg, int64_t c0, int64_t c1) { /* items: the group's 
 static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
                     int64_t g, const float *xg) {
   int64_t mg = c->M / c->G, wp = c->pg_wp, ohw = c->OH * c->OW, nf = (c->OH - 1) * wp + c->OW;
-  float *pad = c->scratch, *y = (float *)t[c->y] + (n * c->M + g * mg) * ohw;
+  const float *pad = c->pg_inplace ? xg : c->scratch;
+  float *y = (float *)t[c->y] + (n * c->M + g * mg) * ohw;
   conv_task_t ct;
   ct.c = c;
   ct.x = xg;
-  mi__blis_parallel(env, c->C / c->G, 1, c->H * c->W, pad_part, &ct);
+  if (!c->pg_inplace) mi__blis_parallel(env, c->C / c->G, 1, c->H * c->W, pad_part, &ct);
   if (c->pg_pix || c->pg_seg) { /* the tiles read the useful pixels only and run the epilogue */
     mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, ohw, NULL, 0);
     return;
@@ -520,6 +521,12 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       c->pg_hp = c->OH + (c->KH - 1) * c->dh / c->sh;
       c->pg_wp = c->OW + (c->KW - 1) * c->dw / c->sw;
       nf = (c->OH - 1) * c->pg_wp + c->OW;
+      /* No padding at stride 1 and no rows or columns past the last tap: the padded plane is the
+       * input plane, so the tiles read the input in place (their loads past a row's or the
+       * plane's end are masked, as on the copy). oww-embedding's unpadded 3x1 convs copied their
+       * whole input per run. */
+      c->pg_inplace = c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 && c->pg_hp == c->H &&
+                      c->pg_wp == c->W;
     }
     /* channels in the lanes for small planes; on the flat planes they read the useful pixels
      * through a pixel table (no junk columns, no compaction), up to 100 pixels with AVX2 too
@@ -540,7 +547,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       pix = 6 * c->pg_nseg; /* floats for 3 int64 a segment */
     }
     scratch = c->pg_direct ? 0
-              : c->pg_hp   ? (uint64_t)(c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp + (pix ? 0 : c->M / c->G * nf))
+              : c->pg_hp   ? (uint64_t)((c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp) +
+                                      (pix ? 0 : c->M / c->G * nf))
                            : (uint64_t)(kk * c->block);
     /* aux: row offsets (int64, first: 64-byte aligned), pixel table or segments, packed weights,
      * scratch */
@@ -569,10 +577,10 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
         }
     }
     if (c->pg_hp) {
-      int64_t ci, a, b, k = 0;
-      memset(c->scratch, 0, (size_t)(c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp) * sizeof(float));
+      int64_t ci, a, b, k = 0, planes = c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp;
+      memset(c->scratch, 0, (size_t)planes * sizeof(float));
       c->pg_koff = s->aux;
-      c->pg_raw = pix ? NULL : c->scratch + c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp;
+      c->pg_raw = pix ? NULL : c->scratch + planes;
       for (ci = 0; ci < c->C / c->G; ci++)
         for (a = 0; a < c->KH; a++)
           for (b = 0; b < c->KW; b++) {

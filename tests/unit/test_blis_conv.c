@@ -231,6 +231,15 @@ static void packed_cases(tb_plugin_t *p) {
       /* narrow rows (5 of 16 lanes as segments): the flat run with junk columns and compaction */
       {"packed 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"packed dilated grouped", "conv.packed_gemm", {1, 6, 13, 10, 4, 3, 2, 1, 2, 2, 3, 2, 1, 0, 2, 2}, 0},
+      /* stride 1 without padding: the tiles read the input planes in place (no padded copy),
+       * through row segments (3x1 on 26x32, 2 images; grouped 3x3 on 20x18), the flat run with
+       * its junk columns (30x5), the pixel table (3x1 on 10x2) and several k blocks (1x3, 150
+       * channels) */
+      {"packed unpadded 3x1 26x32, 2 images", "conv.packed_gemm", {2, 7, 26, 32, 13, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed unpadded 3x3 grouped 20x18", "conv.packed_gemm", {1, 6, 20, 18, 10, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 2}, 0},
+      {"packed unpadded 3x3 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed unpadded 3x1 10x2 plane, 2 images", "conv.packed_gemm", {2, 20, 10, 2, 21, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed unpadded 1x3 150 channels 6x40", "conv.packed_gemm", {1, 150, 6, 40, 11, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       /* the register tiles over several k blocks of 128: a 1-D conv of a long kernel and wide
        * stride (5 pixels: channels in the lanes, rows 16 + 16 + 5), and a pointwise conv of 72
        * pixels (pixels in the lanes: full 16-pixel blocks, prefetched, and a tail of 8) */
