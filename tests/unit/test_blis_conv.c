@@ -240,6 +240,12 @@ static void packed_cases(tb_plugin_t *p) {
       {"packed unpadded 3x3 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"packed unpadded 3x1 10x2 plane, 2 images", "conv.packed_gemm", {2, 20, 10, 2, 21, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"packed unpadded 1x3 150 channels 6x40", "conv.packed_gemm", {1, 150, 6, 40, 11, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      /* stride 1 with column padding only (the padded copy; where a tile reads the input in
+       * place instead, these are its border cases): edge and middle 16-column blocks, a last
+       * block of 8, dilation 2 with 150 channels (k blocks that start mid kw) */
+      {"packed 1x3 column pads 26x32, 2 images", "conv.packed_gemm", {2, 7, 26, 32, 13, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed 3x3 column pads 2/0 20x64 grouped", "conv.packed_gemm", {1, 6, 20, 64, 10, 3, 3, 1, 1, 1, 1, 0, 2, 0, 0, 2}, 0},
+      {"packed 1x3 dilation 2 column pads 150 channels 6x40", "conv.packed_gemm", {1, 150, 6, 40, 11, 1, 3, 1, 1, 1, 2, 0, 2, 0, 2, 1}, 0},
       /* the register tiles over several k blocks of 128: a 1-D conv of a long kernel and wide
        * stride (5 pixels: channels in the lanes, rows 16 + 16 + 5), and a pointwise conv of 72
        * pixels (pixels in the lanes: full 16-pixel blocks, prefetched, and a tail of 8) */
