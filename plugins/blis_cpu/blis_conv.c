@@ -370,7 +370,7 @@ static void pg_flat(const mi__blis_conv_t *c, void *const *t, const mi__blis_env
   ct.c = c;
   ct.x = xg;
   if (!c->pg_inplace) mi__blis_parallel(env, c->C / c->G, 1, c->H * c->W, pad_part, &ct);
-  if (c->pg_pix || c->pg_seg) { /* the tiles read the useful pixels only and run the epilogue */
+  if (c->pg_pix || c->pg_seg || c->pg_nojunk) { /* the tiles read the useful pixels only and run the epilogue */
     mi__blis_pg_gemm_ex(c, t, env, n, g, pad, 0, c->pg_koff, 0, ohw, NULL, 0);
     return;
   }
@@ -541,14 +541,18 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
      * lanes than the flat run with its junk columns (not kws' 5-wide rows: 5 of 16 lanes). Else the
      * flat run goes to raw sums, compacted after. */
     pix = c->pg_hp && c->pg_mv ? 2 * ohw : 0;
-    if (c->pg_hp && !c->pg_mv && c->simd != MI__SIMD_C &&
+    /* Rows of the padded plane as wide as the output's (a kernel one column wide): the flat run
+     * has no junk columns, so it is the output itself, stored in place like a pointwise conv's
+     * (oww-embedding's 3x1 convs on 8-wide rows went to raw sums and a compaction pass). */
+    c->pg_nojunk = c->pg_hp && !c->pg_mv && c->pg_wp == c->OW;
+    if (c->pg_hp && !c->pg_mv && !c->pg_nojunk && c->simd != MI__SIMD_C &&
         c->OH * ((c->OW + 15) / 16) * 16 <= (nf + 31) / 32 * 32) {
       c->pg_nseg = c->OH * ((c->OW + 15) / 16);
       pix = 6 * c->pg_nseg; /* floats for 3 int64 a segment */
     }
     scratch = c->pg_direct ? 0
               : c->pg_hp   ? (uint64_t)((c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp) +
-                                      (pix ? 0 : c->M / c->G * nf))
+                                      (pix || c->pg_nojunk ? 0 : c->M / c->G * nf))
                            : (uint64_t)(kk * c->block);
     /* aux: row offsets (int64, first: 64-byte aligned), pixel table or segments, packed weights,
      * scratch */
@@ -580,7 +584,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       int64_t ci, a, b, k = 0, planes = c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp;
       memset(c->scratch, 0, (size_t)planes * sizeof(float));
       c->pg_koff = s->aux;
-      c->pg_raw = pix ? NULL : c->scratch + planes;
+      c->pg_raw = pix || c->pg_nojunk ? NULL : c->scratch + planes;
       for (ci = 0; ci < c->C / c->G; ci++)
         for (a = 0; a < c->KH; a++)
           for (b = 0; b < c->KW; b++) {

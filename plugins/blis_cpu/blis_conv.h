@@ -32,6 +32,8 @@ typedef struct mi__blis_conv {
   int32_t pg_direct;    /* conv.packed_gemm: B is the input itself (pointwise, stride 1) */
   int64_t pg_hp, pg_wp; /* conv.packed_gemm, stride 1: padded plane (0 = im2col instead) */
   int32_t pg_inplace;   /* ... the padded plane is the input itself (stride 1, no padding): no copy */
+  int32_t pg_nojunk;    /* ... the flat run is the output's layout (pg_wp == OW): tiles store
+                         * in place with the epilogue, no segments, no raw sums */
   int64_t *pg_koff;     /* ... offset of row k = (ci, kh, kw) in the padded planes, inside aux */
   int64_t *pg_pix;      /* ... "mv" tiles: flat offset oh*wp + ow of output pixel oh*OW + ow, inside aux */
   int64_t *pg_seg;      /* ... AVX-512 "nv" tiles: output row segments of <= 16 pixels as

@@ -240,6 +240,12 @@ static void packed_cases(tb_plugin_t *p) {
       {"packed unpadded 3x3 30x5 plane", "conv.packed_gemm", {1, 4, 30, 5, 9, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"packed unpadded 3x1 10x2 plane, 2 images", "conv.packed_gemm", {2, 20, 10, 2, 21, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"packed unpadded 1x3 150 channels 6x40", "conv.packed_gemm", {1, 150, 6, 40, 11, 1, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      /* kernels one column wide: the flat run has no junk columns and is stored in place with
+       * the epilogue (row padding on 8- and 20-wide rows, stride 2, 150 channels) */
+      {"packed 3x1 row pads 30x8", "conv.packed_gemm", {1, 9, 30, 8, 13, 3, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1}, 0},
+      {"packed 3x1 row pads 2/0 12x20, 150 channels, 2 images", "conv.packed_gemm", {2, 150, 12, 20, 11, 3, 1, 1, 1, 1, 1, 2, 0, 0, 0, 1}, 0},
+      {"packed 3x1 stride 2 on 40x40", "conv.packed_gemm", {1, 5, 40, 40, 7, 3, 1, 2, 2, 1, 1, 1, 0, 1, 0, 1}, 0},
+      {"packed pointwise stride 2 on 24x40", "conv.packed_gemm", {1, 16, 24, 40, 9, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1}, 0},
       /* stride 1 with column padding only (the padded copy; where a tile reads the input in
        * place instead, these are its border cases): edge and middle 16-column blocks, a last
        * block of 8, dilation 2 with 150 channels (k blocks that start mid kw) */
