@@ -9,7 +9,10 @@
  * A Concat of the chain's value with constants may end the chain (after its MaxPool, if any):
  * the table writes its planes into their channels of the output, and the constants' codes,
  * quantized once at prepare with the Q's formula, are copied into theirs (the zero channels a
- * residual branch is widened with become the zero point's code). */
+ * residual branch is widened with become the zero point's code). A constant-mode Pad of the
+ * spatial dims may end the chain instead: the table writes each row into the padded plane, whose
+ * border is the pad value's code (a TF export's explicit padding before a stride-2 depthwise
+ * conv, which otherwise ran as dequantize, clamp, pad and quantize over a float plane). */
 #include <float.h>
 #include <immintrin.h>
 #include <math.h>
@@ -35,7 +38,12 @@ typedef struct qlut {
   int32_t cat_n;
   int64_t cat_ch[8], cat_at[8];
   uint8_t *cat_codes; /* after the table (the step's state) */
-  uint8_t table[];    /* channels x 256, indexed by the code's byte */
+  /* A Pad ending the chain (pad): planes of ih x iw codes into oh x ow planes at (top, left),
+   * the rest pad_code. */
+  int32_t pad;
+  uint8_t pad_code;
+  int64_t ih, iw, oh, ow, top, left;
+  uint8_t table[]; /* channels x 256, indexed by the code's byte */
 } qlut_t;
 
 typedef struct qlut_task {
@@ -66,6 +74,19 @@ void mi__blis_lut_row(int32_t vbmi, const uint8_t *tab, const uint8_t *x, uint8_
     for (int64_t i = 0; i < n; i++) y[i] = tab[x[i]];
 }
 
+/* One plane into its padded plane: border rows whole, then each row's ends around its lookup. */
+static void lut_pad_plane(const qlut_t *q, const uint8_t *tab, const uint8_t *x, uint8_t *y) {
+  int64_t right = q->ow - q->left - q->iw;
+  memset(y, q->pad_code, (size_t)(q->top * q->ow));
+  for (int64_t r = 0; r < q->ih; r++) {
+    uint8_t *yr = y + (q->top + r) * q->ow;
+    memset(yr, q->pad_code, (size_t)q->left);
+    mi__blis_lut_row(q->vbmi, tab, x + r * q->iw, yr + q->left, q->iw);
+    memset(yr + q->left + q->iw, q->pad_code, (size_t)right);
+  }
+  memset(y + (q->top + q->ih) * q->ow, q->pad_code, (size_t)((q->oh - q->top - q->ih) * q->ow));
+}
+
 static void qlut_part(void *arg, int64_t b, int64_t e) {
   const qlut_task_t *t = arg;
   const qlut_t *q = t->q;
@@ -73,6 +94,11 @@ static void qlut_part(void *arg, int64_t b, int64_t e) {
     const uint8_t *tab = q->table + ((p % q->channels) << 8);
     const uint8_t *x = t->x + p * q->hw;
     uint8_t *yo = t->y + ((p / q->channels) * q->out_ch + q->cat_off + p % q->channels) * q->out_hw;
+    if (q->pad) {
+      lut_pad_plane(q, tab, x, yo);
+      if (t->xf) mi__blis_dq_row(q->simd, x, t->xf + p * q->hw, q->hw, q->sx, q->zx, q->x_u8);
+      continue;
+    }
     uint8_t *y = q->pool ? q->codes + p * q->hw : yo;
     mi__blis_lut_row(q->vbmi, tab, x, y, q->hw);
     if (q->pool) {
@@ -271,6 +297,47 @@ static int32_t concat_init(mi__blis_prep_t *p, const mi_node_desc_t *cat, int32_
   return MI_OK;
 }
 
+/* The Pad ending a chain: constant mode, pads on the last two dims of NCHW codes only (from
+ * opset 11 as a constant input, without axes; before as attributes), the value a FLOAT32
+ * constant or 0. Fills the geometry and the value's code (the Q's formula, as the table's). */
+static int32_t pad_init(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi_tensor_desc_t *x,
+                        const mi_tensor_desc_t *y, float sy, int32_t zy, qlut_t *lut, mi_error_t *err) {
+  int64_t pads[8];
+  int32_t np;
+  float c = 0.f;
+  double lo = y->dtype == MI_DTYPE_UINT8 ? 0. : -128., hi = y->dtype == MI_DTYPE_UINT8 ? 255. : 127., r;
+  if (strcmp(mi_sdk_attr_string(n, "mode", "constant"), "constant") || x->rank != 4 || y->rank != 4)
+    return mi__blis_unsupported(err, n, "a chain's Pad: constant mode on 4-D codes");
+  if (n->opset < 11) {
+    const mi_attr_t *pa = mi_sdk_attr(n, "pads");
+    if (!pa || pa->type != MI_ATTR_INTS || pa->count != 8) return mi__blis_unsupported(err, n, "pads");
+    for (np = 0; np < 8; np++) pads[np] = pa->ints[np];
+    c = mi_sdk_attr_float(n, "value", 0.0f);
+  } else {
+    const mi_tensor_desc_t *v = mi__blis_tensor(p, mi__blis_in(n, 2));
+    np = mi__blis_const_ints(p, mi__blis_in(n, 1), pads, 8);
+    if (np != 8 || mi__blis_in(n, 3) >= 0) return mi__blis_unsupported(err, n, "a chain's Pad: constant pads of every axis");
+    if (v && mi_sdk_numel(v) > 0) {
+      if (!v->data || v->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(v) != 1)
+        return mi__blis_unsupported(err, n, "a chain's Pad: a FLOAT32 constant value");
+      c = *(const float *)v->data;
+    }
+  }
+  for (int32_t k = 0; k < 8; k++)
+    if (pads[k] < 0 || ((k & 3) < 2 && pads[k])) return mi__blis_unsupported(err, n, "a chain's Pad: H and W, outwards");
+  if (c != c || y->dims[0] != x->dims[0] || y->dims[1] != x->dims[1] || y->dims[2] != x->dims[2] + pads[2] + pads[6] ||
+      y->dims[3] != x->dims[3] + pads[3] + pads[7])
+    return mi__blis_unsupported(err, n, "a chain's Pad: output shape differs from the pads");
+  r = rint((double)c / (double)sy) + zy; /* ref_quant.c */
+  r = r < lo ? lo : r > hi ? hi
+                           : r;
+  lut->pad = 1;
+  lut->pad_code = (uint8_t)(int32_t)r;
+  lut->ih = x->dims[2], lut->iw = x->dims[3], lut->oh = y->dims[2], lut->ow = y->dims[3];
+  lut->top = pads[2], lut->left = pads[3];
+  return MI_OK;
+}
+
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_kernel_desc_t *d = p->desc;
   const mi_node_desc_t *dq = d->nodes[0], *q = d->nodes[d->node_count - 1];
@@ -279,7 +346,10 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   const mi_node_desc_t *cat = d->node_count >= 3 && !strcmp(d->nodes[d->node_count - 2]->op_type, "Concat")
                                   ? d->nodes[d->node_count - 2]
                                   : NULL;
-  const int32_t mp_at = d->node_count - 2 - (cat != NULL);
+  const mi_node_desc_t *pad = d->node_count >= 3 && !strcmp(d->nodes[d->node_count - 2]->op_type, "Pad")
+                                  ? d->nodes[d->node_count - 2]
+                                  : NULL;
+  const int32_t mp_at = d->node_count - 2 - (cat != NULL || pad != NULL);
   const mi_node_desc_t *mp = mp_at >= 1 && !strcmp(d->nodes[mp_at]->op_type, "MaxPool") ? d->nodes[mp_at] : NULL;
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(dq, 0)), *y = mi__blis_tensor(p, mi__blis_out(q, 0));
   float sx, sy;
@@ -289,7 +359,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   qlut_t *lut;
   if (!x || !y || x->data || (x->dtype != MI_DTYPE_UINT8 && x->dtype != MI_DTYPE_INT8) ||
       (y->dtype != MI_DTYPE_UINT8 && y->dtype != MI_DTYPE_INT8) || x->rank != y->rank ||
-      (!mp && !cat && mi_sdk_numel(x) != mi_sdk_numel(y)) || mi_sdk_numel(x) < 1)
+      (!mp && !cat && !pad && mi_sdk_numel(x) != mi_sdk_numel(y)) || mi_sdk_numel(x) < 1)
     return mi__blis_unsupported(err, dq, "a chain from INT8/UINT8 codes to codes of the same shape");
   if (!qparams(p, dq, x->dtype, &sx, &zx) || !qparams(p, q, y->dtype, &sy, &zy))
     return mi__blis_unsupported(err, dq, "a chain's Q/DQ take one constant scale and zero point");
@@ -315,7 +385,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       int32_t code = x->dtype == MI_DTYPE_UINT8 ? k : (int8_t)(uint8_t)k;
       buf[(c << 8) + k] = (float)((double)(code - zx) * (double)sx);
     }
-  for (int32_t i = 1; i + 1 + (mp != NULL) + (cat != NULL) < d->node_count; i++) {
+  for (int32_t i = 1; i + 1 + (mp != NULL) + (cat != NULL) + (pad != NULL) < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];
     int32_t o = mi__blis_out(n, 0);
     const mi_tensor_desc_t *od = mi__blis_tensor(p, o);
@@ -366,6 +436,16 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     }
     if ((rc = concat_init(p, cat, in, mi__blis_tensor(p, in), y, sy, zy, lut, err)) != MI_OK) goto done;
     vals[mi__blis_out(cat, 0)] = vals[in]; /* the Q's table is over the chain's value */
+  }
+  if (pad) {
+    int32_t in = mi__blis_in(pad, 0);
+    if (mp || in < 0 || !vals[in] || mi__blis_out(pad, 0) < 0 || mi__blis_out(pad, 0) != mi__blis_in(q, 0)) {
+      rc = mi__blis_unsupported(err, pad, "a chain's Pad reads the chain's value, the Q its output");
+      goto done;
+    }
+    if ((rc = pad_init(p, pad, x, y, sy, zy, lut, err)) != MI_OK) goto done;
+    lut->out_hw = lut->oh * lut->ow;
+    vals[mi__blis_out(pad, 0)] = vals[in]; /* the Q's table is over the chain's value */
   }
   {
     int sa = 0;

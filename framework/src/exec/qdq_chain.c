@@ -10,7 +10,9 @@
  * pools the codes the table wrote (the window shrinks the shape; the device checks the rest).
  * A Concat of the chain's value with constants may come last (after such a MaxPool, if any):
  * quantizing is elementwise, so Q(Concat(v, c)) is Concat(Q(v), Q(c)), the constants' codes
- * fixed at prepare (the zero channels a residual branch widens its channels with). */
+ * fixed at prepare (the zero channels a residual branch widens its channels with). A Pad may
+ * come last instead (no MaxPool or Concat with it), for the same reason: Q(Pad(v, c)) is
+ * Pad(Q(v), Q(c)) (the explicit zero padding of a stride-2 depthwise conv in TF exports). */
 #include <string.h>
 
 #include "exec/exec.h"
@@ -25,7 +27,7 @@ static int chain_op(const mi_graph_t *g, int32_t n) {
   static const char *const ops[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
                                     "Tanh", "Neg", "Abs", "Clip", "Add",
                                     "Sub", "Mul", "Div", "Max", "Min",
-                                    "MaxPool", "Concat"};
+                                    "MaxPool", "Concat", "Pad"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (plain_op(g, n, ops[i])) return g->nodes[n].output_count == 1;
   return 0;
@@ -97,11 +99,12 @@ int mi__qdq_chain_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *co
     u->nodes[u->count++] = i;
   }
   if (q < 0 || role[q] != MI__ROLE_NODE || g->nodes[q].output_count != 1) return 0;
-  /* A Concat only as the value the Q reads; a MaxPool as that value or the Concat's operand. */
+  /* A Concat or a Pad only as the value the Q reads; a MaxPool as that value or the Concat's
+   * operand. */
   for (int32_t m = 1; m < u->count; m++) {
     int32_t t = g->nodes[u->nodes[m]].outputs[0], qin = g->nodes[q].inputs[0];
     int32_t last = u->nodes[u->count - 1];
-    if (plain_op(g, u->nodes[m], "Concat") && t != qin) return 0;
+    if ((plain_op(g, u->nodes[m], "Concat") || plain_op(g, u->nodes[m], "Pad")) && t != qin) return 0;
     if (plain_op(g, u->nodes[m], "MaxPool") && t != qin &&
         !(plain_op(g, last, "Concat") && g->nodes[last].outputs[0] == qin && m == u->count - 2 &&
           mi__graph_sole_reader(g, t) == last))
