@@ -7,7 +7,9 @@
  * before the Q joins the chain (the codes are pooled; pads, strides, dilations, SAME padding,
  * ceil_mode, a non-monotone chain, INT8 codes) and still matches byte for byte. A Concat of the
  * chain's value with constants right before the Q (after such a MaxPool, if any) joins it too:
- * a residual branch's zero channels, constants on either side, another scale, two images. */
+ * a residual branch's zero channels, constants on either side, another scale, two images. A
+ * constant-mode Pad of H and W right before the Q joins it as well (a TF export's explicit
+ * padding before a stride-2 depthwise conv: DQ -> Clip -> Pad -> Q), the border the value's code. */
 #include "test_qdq_graph.h"
 
 /* x codes [1, C, H, W] (every code present) -> DQ -> returns the float value's tensor. */
@@ -317,6 +319,51 @@ static void concat_ends_chain(void) {
   g_n = 1;
 }
 
+/* DQ -> [Clip(0, 6)] -> Pad(H, W; constant value) -> Q as one kernel, byte for byte the
+ * reference's: TF's bottom/right padding, pads on every side, a value that is not the zero
+ * point (and one that saturates), INT8 codes, two images. A reflect Pad and a Pad of the
+ * channels are no chain (the device refuses them: the nodes run apart) and still match. */
+static void pad_ends_chain(void) {
+  static const struct {
+    int clip, dt, n, mode;
+    int64_t pads[8];
+    float value;
+    int kernels;
+  } cases[] = {
+      {1, MI_DTYPE_UINT8, 1, 0, {0, 0, 0, 0, 0, 0, 1, 1}, 0.f, 1},
+      {1, MI_DTYPE_INT8, 1, 0, {0, 0, 2, 1, 0, 0, 0, 3}, 0.5f, 1},
+      {0, MI_DTYPE_UINT8, 2, 0, {0, 0, 1, 2, 0, 0, 3, 0}, 100.f, 1},
+      {1, MI_DTYPE_INT8, 2, 0, {0, 0, 1, 1, 0, 0, 1, 1}, -3.f, 1},
+      {1, MI_DTYPE_UINT8, 1, 1, {0, 0, 1, 1, 0, 0, 1, 1}, 0.f, 0},
+      {1, MI_DTYPE_UINT8, 1, 0, {0, 1, 0, 0, 0, 0, 1, 1}, 0.f, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int32_t xf, dt = cases[i].dt, v;
+    int32_t zx = dt == MI_DTYPE_UINT8 ? 131 : -5;
+    int64_t np = 8;
+    g_w = 75;
+    g_n = cases[i].n;
+    mi_graph_t *g = start(dt, zx, 0.043f, &xf);
+    v = xf;
+    if (cases[i].clip) {
+      int32_t ci[3] = {xf, f32(g, "zero", 0.f), f32(g, "six", 6.f)};
+      v = val(g, "c");
+      op(g, "Clip", 3, ci, v);
+    }
+    int32_t pi[3] = {v, tensor(g, "pads", MI_DTYPE_INT64, 1, &np, cases[i].pads, sizeof cases[i].pads),
+                     f32(g, "value", cases[i].value)};
+    int32_t pv = val(g, "p"), pn = op(g, "Pad", 3, pi, pv);
+    if (cases[i].mode) REQUIRE(mi_node_set_string(g, pn, "mode", "reflect") == MI_OK);
+    finish(g, pv, dt, 0.029f, dt == MI_DTYPE_UINT8 ? 7 : 3);
+    char name[96];
+    snprintf(name, sizeof name, "Pad case %d clip %d %s batch %d value %g", (int)i, cases[i].clip,
+             dt == MI_DTYPE_UINT8 ? "u8" : "s8", cases[i].n, (double)cases[i].value);
+    check(g, name, cases[i].kernels ? cases[i].kernels : 3 + cases[i].clip, 0);
+  }
+  g_w = 11;
+  g_n = 1;
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(leaky_clamp),
     TU_CASE(hard_swish_written_out),
@@ -327,6 +374,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(dq_value_read_by_float_op),
     TU_CASE(max_pool_ends_chain),
     TU_CASE(concat_ends_chain),
+    TU_CASE(pad_ends_chain),
 };
 
 TU_MAIN(setup, teardown)
