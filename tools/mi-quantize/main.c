@@ -11,12 +11,6 @@
 
 #define MAX_INPUTS 16
 
-static int is_output(const mi_graph_t *g, int32_t t) {
-  for (int32_t i = 0; i < g->output_count; i++)
-    if (g->outputs[i] == t) return 1;
-  return 0;
-}
-
 /* Min/max of every marked tensor over one reference run. */
 static int32_t calibrate(const mi_graph_t *g, const uint8_t *mark, mi_array_t **ins, int32_t nin,
                          mq_ranges_t *r, mi_error_t *err) {
@@ -24,12 +18,11 @@ static int32_t calibrate(const mi_graph_t *g, const uint8_t *mark, mi_array_t **
   int32_t rc = c ? MI_OK : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   int32_t n0 = c ? c->output_count : 0, nout = 0;
   mi_array_t **outs = NULL;
-  /* A marked tensor that is a graph output already is read there: the reference run fills a
-   * tensor listed twice among the outputs only once, which left it uncalibrated. */
+  /* Every marked tensor becomes an output of the copy; one that is a graph output already keeps
+   * its place (mi_graph_add_output lists a tensor once), so the outputs are read from the first. */
   for (int32_t t = 0; rc == MI_OK && t < g->tensor_count; t++) {
     r->lo[t] = r->hi[t] = NAN;
-    if (!mark[t] || is_output(g, t)) continue;
-    if (mi_graph_add_output(c, t) != MI_OK) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    if (mark[t] && mi_graph_add_output(c, t) != MI_OK) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }
   if (rc == MI_OK) {
     nout = c->output_count;
