@@ -216,6 +216,11 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
  * block), 0 when not one, -1 out of memory. */
 int mi__blis_prep_qconcat(mi__blis_prep_t *p, mi__blis_step_t *s, int64_t outer, int32_t count, const int32_t *in,
                           const int64_t *inner, mi_error_t *err);
+/* Pad's step when the kernel's next node is a DynamicQuantizeLinear of its result (blis_qpad.c):
+ * 1 when it took both (zero padding of H and W: full holds the begin and end pads of each axis),
+ * 0 when not one, -1 out of memory. */
+int mi__blis_prep_qpad(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_tensor_desc_t *x, const int64_t *full,
+                       float value, int32_t mode, mi_error_t *err);
 int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* DequantizeLinear -> elementwise ops -> QuantizeLinear as one table per channel (blis_qlut.c). */
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

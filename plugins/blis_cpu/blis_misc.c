@@ -192,6 +192,11 @@ int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
     if (y->dims[d] != x->dims[d] + full[d] + full[d + x->rank]) return mi__blis_unsupported(err, n, "output shape differs from the pads");
     if (mode && x->dims[d] == 0 && y->dims[d] > 0) return mi__blis_unsupported(err, n, "edge/reflect pad of an empty axis");
   }
+  switch (mi__blis_prep_qpad(p, s, x, full, cval, mode, err)) { /* -> DynamicQuantizeLinear: blis_qpad.c */
+  case 1: return MI_OK;
+  case -1: return MI_ERR_OUT_OF_MEMORY;
+  default: break;
+  }
   if (!(a = amap_new(p, s, mi__blis_in(n, 0), mi__blis_out(n, 0), y->rank, y->dims))) return OOM(err);
   a->cval = cval;
   mi_sdk_strides(x, st);

@@ -338,6 +338,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       snprintf(v.description, sizeof v.description,
                "plain copy; -> DynamicQuantizeLinear as codes straight from the inputs");
     }
+    if (!strcmp(op, "Pad")) { /* Pad -> DynamicQuantizeLinear: blis_qpad.c */
+      v.fuse_mask = MI_FUSE_ACT;
+      snprintf(v.description, sizeof v.description,
+               "index map; zero Pad -> DynamicQuantizeLinear as codes into the padded plane");
+    }
     if (!strcmp(op, "DequantizeLinear")) { /* DQ -> elementwise ops -> Q: blis_qlut.c */
       v.fuse_mask = MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,

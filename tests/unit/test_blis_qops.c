@@ -653,6 +653,48 @@ static void concat_dynq_cases(void) {
   concat_dynq(1, 0, 4000); /* 2 x 5 x 4000 x 7: ranges and codes in parts across the threads */
 }
 
+/* Pad -> DynamicQuantizeLinear (a TF export's padding before a stride-2 depthwise conv, dynamic
+ * form): one kernel, the codes written into the padded plane, the border the zero point, scale
+ * and zero point the reference's; bottom/right padding, every side, planes split across the
+ * threads. Not one kernel, and still the reference's: a Pad value off 0, a Pad of the channels,
+ * the padded floats also read by a Relu. */
+static void pad_dynq(const int64_t *pads, float value, int also_float, int64_t h, int32_t kernels) {
+  int64_t xd[4] = {2, 3, h, 7}, np = 8;
+  char name[128];
+  mi_graph_t *g = graph(13);
+  int32_t ins[3], pv, qo[3];
+  ins[0] = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  ins[1] = constant(g, "pads", MI_DTYPE_INT64, 1, &np, pads);
+  ins[2] = f32c(g, "value", value);
+  pv = mi_graph_add_tensor(g, "p", MI_DTYPE_UNDEFINED, -1, NULL);
+  node(g, "Pad", 3, ins, 1, &pv, 0);
+  qo[0] = out(g, "pq");
+  qo[1] = out(g, "ps");
+  qo[2] = out(g, "pz");
+  node(g, "DynamicQuantizeLinear", 1, &pv, 3, qo, 0);
+  if (also_float) {
+    int32_t r = out(g, "r");
+    node(g, "Relu", 1, &pv, 1, &r, 0);
+  }
+  snprintf(name, sizeof name, "Pad %lld %lld %lld %lld / %lld %lld %lld %lld value %g -> DynamicQuantizeLinear%s, h %lld",
+           (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3], (long long)pads[4],
+           (long long)pads[5], (long long)pads[6], (long long)pads[7], (double)value, also_float ? ", Pad also -> Relu" : "",
+           (long long)h);
+  g_kernels = kernels;
+  run_case(g, name, 0);
+  g_kernels = 0;
+}
+
+static void pad_dynq_cases(void) {
+  static const int64_t tf[8] = {0, 0, 0, 0, 0, 0, 1, 1}, all[8] = {0, 0, 1, 2, 0, 0, 3, 1}, ch[8] = {0, 1, 0, 0, 0, 0, 1, 1};
+  pad_dynq(tf, 0.f, 0, 5, 1);
+  pad_dynq(all, 0.f, 0, 5, 1);
+  pad_dynq(tf, 0.f, 0, 3000, 1); /* 2 x 3 x 3000 x 7: range and codes in parts across the threads */
+  pad_dynq(all, 0.5f, 0, 5, 0);
+  pad_dynq(ch, 0.f, 0, 5, 0);
+  pad_dynq(tf, 0.f, 1, 5, 0);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(conv_integer_cases),
     TU_CASE(matmul_integer_cases),
@@ -661,6 +703,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(qlinear_binary_cases),
     TU_CASE(qlinear_gap_cases),
     TU_CASE(concat_dynq_cases),
+    TU_CASE(pad_dynq_cases),
 };
 
 TU_MAIN(setup, teardown)

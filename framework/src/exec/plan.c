@@ -504,12 +504,14 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
         return MI_ERR_OUT_OF_MEMORY;
   /* A Concat whose result a DynamicQuantizeLinear reads first, where the device's Concat declares
    * MI_FUSE_ACT: one kernel, which can take the range from the inputs and write the codes from
-   * them (the float concatenation only where others read it). */
-  if (fuse_mask(vars, var_count, "Concat") & MI_FUSE_ACT)
+   * them (the float concatenation only where others read it). A Pad likewise (its codes padded). */
+  uint32_t cat_act = fuse_mask(vars, var_count, "Concat") & MI_FUSE_ACT;
+  uint32_t pad_act = fuse_mask(vars, var_count, "Pad") & MI_FUSE_ACT;
+  if (cat_act || pad_act)
     for (int32_t n = 0; n < g->node_count; n++) {
       int32_t y = g->nodes[n].output_count == 1 ? g->nodes[n].outputs[0] : -1, r;
-      if (!is_op(g, n, "Concat") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
-          consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
+      if (!((is_op(g, n, "Concat") && cat_act) || (is_op(g, n, "Pad") && pad_act)) || p->role[n] != MI__ROLE_NODE ||
+          (p->pinned && p->pinned[n]) || y < 0 || consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
         continue;
       memset(&u, 0, sizeof u);
       u.nodes[u.count++] = n;
