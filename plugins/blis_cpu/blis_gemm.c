@@ -49,6 +49,50 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_
   return 1;
 }
 
+/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim [-> activation] (the
+ * executor's linear chains, docs/abi.md): the bias starts the packed tiles' accumulators, the
+ * activation runs on each panel's finished rows while they are in cache, and the step writes the
+ * last member's output. *bias the bias tensor (-1: no Add to take), *used the nodes absorbed. */
+static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int32_t *bias, int32_t *used, int32_t *y,
+                        int32_t *act, float *aa, float *ab) {
+  const mi_node_desc_t *m = mi__blis_node(p, 1), *f = mi__blis_node(p, 2);
+  const mi_tensor_desc_t *tb;
+  int32_t prod = h->y, c;
+  *bias = -1;
+  *used = 1;
+  *act = 0;
+  if (!m || strcmp(m->op_type, "Add") || m->input_count != 2 || m->output_count != 1 ||
+      mi__blis_is_kernel_output(p, prod) || mi__blis_consumers(p, prod) != 1)
+    return;
+  c = m->inputs[0] == prod ? m->inputs[1] : m->inputs[1] == prod ? m->inputs[0]
+                                                                 : -1;
+  if (c < 0 || c == prod || !mi__blis_is_const(p, c) || !p->k->ptr[c] || !(tb = mi__blis_tensor(p, c)) ||
+      tb->dtype != MI_DTYPE_FLOAT32 || tb->rank < 1 || mi_sdk_numel(tb) != h->n || tb->dims[tb->rank - 1] != h->n)
+    return;
+  if (!mi__blis_tensor(p, prod) || tb->rank > mi__blis_tensor(p, prod)->rank) return;
+  *bias = c;
+  *used = 2;
+  *y = m->outputs[0];
+  if (f && f->input_count >= 1 && f->inputs[0] == *y && f->output_count == 1 && !mi__blis_is_kernel_output(p, *y) &&
+      mi__blis_consumers(p, *y) == 1 && mi__blis_act_of(p, f, act, aa, ab) && *act != MI__ACT_NONE) {
+    *used = 3;
+    *y = f->outputs[0];
+  } else {
+    *act = 0;
+  }
+}
+
+/* Commits linear_tail's find once B is packed (with the bias): MI_OK. */
+static int32_t take_tail(mi__blis_prep_t *p, mm_head_t *h, int32_t used, int32_t y, int32_t act, float aa,
+                         float ab) {
+  h->y = y;
+  h->pk.act = act;
+  h->pk.act_a = aa;
+  h->pk.act_b = ab;
+  p->nodes_used = used;
+  return MI_OK;
+}
+
 typedef struct gemm_state {
   mm_head_t h;
   int32_t c;
@@ -124,9 +168,13 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   }
   /* transA stays on BLIS (A read in place by rows); C only as a constant bias over the columns. */
   if (!ta && (!c || g->beta == 0.f || g->crs == 0)) {
-    int r = packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
+    int32_t bias = -1, used = 1, y = g->h.y, act = 0, r;
+    float aa = 0.f, ab = 0.f;
+    if (!c) linear_tail(p, &g->h, &bias, &used, &y, &act, &aa, &ab);
+    r = bias >= 0 ? packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, bias, 1, 1.f)
+                  : packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    if (r) return MI_OK;
+    if (r) return take_tail(p, &g->h, used, y, act, aa, ab);
   }
   s->run = run_gemm;
   return MI_OK;
@@ -253,9 +301,12 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   }
   /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then). */
   if (mm->batches == 1) {
-    int r = packed_b(p, s, &mm->h, mm->h.n, 1, 1.f, -1, 0, 0.f);
+    int32_t bias = -1, used = 1, yt = mm->h.y, act = 0, r;
+    float aa = 0.f, ab = 0.f;
+    linear_tail(p, &mm->h, &bias, &used, &yt, &act, &aa, &ab);
+    r = packed_b(p, s, &mm->h, mm->h.n, 1, 1.f, bias, 1, 1.f);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    if (r) return MI_OK;
+    if (r) return take_tail(p, &mm->h, used, yt, act, aa, ab);
   }
   {
     int r = runtime_b(p, s, mm, b->rank >= 2);

@@ -49,6 +49,8 @@ static void set_shape(mi__blis_mmp_t *p, int32_t simd, int64_t k, int64_t n) {
   p->nr = panel_width(simd, n);
   p->panels = (n + p->nr - 1) / p->nr;
   p->pb = p->bias = NULL;
+  p->act = 0;
+  p->act_a = p->act_b = 0.f;
 }
 
 void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float *b, int64_t rsb, int64_t csb,
@@ -231,6 +233,14 @@ static void rows_c(const float *a, int64_t lda, const float *pb, int64_t kn, flo
   }
 }
 
+/* A fused activation on a panel's finished rows (rows x cols at y, row stride ldy), while they are
+ * still in L1/L2: the vectorised transcendental ones (blis_vmath.c), else the lane-wise loops. */
+static void act_rows(const mi__blis_mmp_t *p, float *y, int64_t ldy, int64_t cols, int64_t rows) {
+  int64_t i;
+  for (i = 0; i < rows; i++, y += ldy)
+    if (!mi__blis_act_simd(p->simd, p->act, y, cols)) mi__blis_act_apply(p->act, p->act_a, p->act_b, y, cols);
+}
+
 /* Panels [p0, p1) of p over rows [0, m): row blocks, then k blocks, then panels, then row tiles. */
 static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, float *y0, int64_t p0, int64_t p1) {
   int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn;
@@ -251,6 +261,7 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
           rows256(a, K, pb, kn, y, N, bias, first, cols, rows);
         else
           rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
+        if (p->act && k0 + kn >= K) act_rows(p, y, N, cols, rows);
       }
     }
   }

@@ -13,6 +13,8 @@ typedef struct mi__blis_mmp {
   int32_t simd;
   const float *pb;   /* packed B */
   const float *bias; /* [panels * nr], zeros past n; NULL without bias */
+  int32_t act;       /* MI__ACT_* applied to each panel's finished rows (a fused activation), or 0 */
+  float act_a, act_b;
 } mi__blis_mmp_t;
 
 /* Bytes of the block mi__blis_mmp_pack fills (packed B, then the bias when `bias`). */

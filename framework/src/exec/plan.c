@@ -490,6 +490,53 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
+/* A Linear as torch and tf2onnx write it: MatMul / Gemm (no C) with a constant B -> Add of a
+ * constant bias along the last dim [-> one activation], where the device's MatMul / Gemm declares
+ * MI_FUSE_BIAS (and MI_FUSE_RELU / MI_FUSE_ACT for the activation): one kernel, whose plugin may
+ * start its accumulators from the bias and apply the activation as it stores (ONNX Runtime's
+ * MatMul + Add -> Gemm and Gemm + activation fusions). */
+static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
+                             const mi_variant_desc_t *vars, uint32_t var_count) {
+  static const char *const acts[] = {"Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
+  for (int32_t n = 0; n < g->node_count; n++) {
+    const mi_node_t *m = &g->nodes[n];
+    int gemm = is_op(g, n, "Gemm");
+    uint32_t mask = (gemm || is_op(g, n, "MatMul")) ? fuse_mask(vars, var_count, gemm ? "Gemm" : "MatMul") : 0;
+    int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, bias, out, f;
+    mi__unit_t u;
+    if (!(mask & MI_FUSE_BIAS) || p->role[n] != MI__ROLE_NODE || y < 0 || consts[y] || m->input_count < 2 ||
+        (m->input_count > 2 && m->inputs[2] >= 0) || m->inputs[0] < 0 || m->inputs[1] < 0 || !consts[m->inputs[1]] ||
+        consts[m->inputs[1]]->dtype != MI_DTYPE_FLOAT32 || g->tensors[m->inputs[0]].dtype != MI_DTYPE_FLOAT32 ||
+        mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 || !is_op(g, r, "Add") ||
+        p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) || g->nodes[r].input_count != 2 ||
+        g->nodes[r].output_count != 1 || (out = g->nodes[r].outputs[0]) < 0 || consts[out])
+      continue;
+    bias = g->nodes[r].inputs[g->nodes[r].inputs[0] == y ? 1 : 0];
+    {
+      const mi_tensor_t *b = bias >= 0 ? &g->tensors[bias] : NULL, *t = &g->tensors[y];
+      int ok = b && bias != y && consts[bias] && b->dtype == MI_DTYPE_FLOAT32 && b->rank >= 1 &&
+               b->rank <= t->rank && t->rank >= 1 && b->dims[b->rank - 1] == t->dims[t->rank - 1];
+      for (int32_t d = 0; ok && d + 1 < b->rank; d++) ok = b->dims[d] == 1;
+      if (!ok) continue;
+    }
+    memset(&u, 0, sizeof u);
+    u.nodes[u.count++] = n;
+    u.nodes[u.count++] = r;
+    if (!mi__graph_is_output(g, out) && (f = mi__graph_sole_reader(g, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
+        !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0) {
+      uint32_t bit = chain_bit(g, consts, f, out, 0);
+      int named = 0;
+      for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= is_op(g, f, acts[i]);
+      if (named && (bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && (mask & bit)) u.nodes[u.count++] = f;
+    }
+    u.op = n;
+    u.at = u.nodes[u.count - 1];
+    u.dqx = u.dqw = u.act = u.q = -1;
+    if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+  }
+  return MI_OK;
+}
+
 /* Groups of the session's own, when the graph carries none and the device fuses conv chains. */
 static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                            const mi_variant_desc_t *vars, uint32_t var_count) {
@@ -554,7 +601,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       u.dqx = u.dqw = u.act = u.q = -1;
       if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
     }
-  return MI_OK;
+  return linear_groups(p, g, consts, vars, var_count);
 }
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u) {

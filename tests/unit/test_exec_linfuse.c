@@ -1,0 +1,136 @@
+/* test_exec_linfuse.c - a Linear as torch and tf2onnx export it (MatMul / Gemm with a constant B ->
+ * Add of a constant bias along the last dim [-> activation]) runs as one kernel of the session's
+ * own grouping (framework/src/exec/plan.c) on blis-cpu, whose packed tiles start from the bias and
+ * apply the activation to each panel's finished rows: fewer kernels, outputs within 1e-5 relative
+ * L2 of the reference interpreter on every SIMD path, at 1 and 2 threads; a bias that does not
+ * broadcast along the rows keeps its own kernel. */
+#include "test_exec_util.h"
+
+typedef struct spec {
+  const char *act; /* NULL: no activation */
+  int gemm;        /* the first layer a Gemm (transB) on 2-D x, bias operand first */
+  int row_bias;    /* not fusable: the first bias varies over the rows too */
+} spec_t;
+
+static float vals[8192];
+
+/* x -> Linear(48 -> 40) [-> act] -> Linear(40 -> 24) -> y */
+static mi_graph_t *linear_graph(const spec_t *sp) {
+  mi_graph_t *g = mi_graph_create("linfuse");
+  int64_t x3[3] = {2, 19, 48}, x2[2] = {37, 48}, w1[2] = {48, 40}, w1t[2] = {40, 48}, b1[1] = {40};
+  int64_t rb[2] = {19, 40}, w2[2] = {40, 24}, b2[2] = {1, 24};
+  float lo = -0.3f, hi = 0.4f;
+  int32_t x, y1, z1, h, y2, out, w, b, n;
+  mi_error_t err = {0};
+  g->opset = 20;
+#define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
+#define NODE(op, nm, nin, ins, o) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){o})
+  x = sp->gemm ? mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 2, x2) : mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 3, x3);
+  mi_graph_add_input(g, x);
+  y1 = T("y1");
+  z1 = T("z1");
+  w = mi_graph_add_const_f32(g, "w1", 2, sp->gemm ? w1t : w1, vals);
+  b = sp->row_bias ? mi_graph_add_const_f32(g, "b1", 2, rb, vals + 2000) : mi_graph_add_const_f32(g, "b1", 1, b1, vals + 2000);
+  if (sp->gemm) {
+    n = NODE("Gemm", "fc1", 2, ((int32_t[]){x, w}), y1);
+    mi_node_set_int(g, n, "transB", 1);
+    NODE("Add", "fc1_bias", 2, ((int32_t[]){b, y1}), z1);
+  } else {
+    NODE("MatMul", "fc1", 2, ((int32_t[]){x, w}), y1);
+    NODE("Add", "fc1_bias", 2, ((int32_t[]){y1, b}), z1);
+  }
+  h = z1;
+  if (sp->act) {
+    h = T("h");
+    if (!strcmp(sp->act, "Clip"))
+      NODE("Clip", "act", 3,
+           ((int32_t[]){z1, mi_graph_add_const_f32(g, "lo", 0, NULL, &lo), mi_graph_add_const_f32(g, "hi", 0, NULL, &hi)}),
+           h);
+    else
+      n = NODE(sp->act, "act", 1, ((int32_t[]){z1}), h);
+    if (!strcmp(sp->act, "LeakyRelu")) mi_node_set_float(g, g->node_count - 1, "alpha", 0.1f);
+    if (!strcmp(sp->act, "Gelu")) mi_node_set_string(g, g->node_count - 1, "approximate", "tanh");
+  }
+  y2 = T("y2");
+  out = T("out");
+  NODE("MatMul", "fc2", 2, ((int32_t[]){h, mi_graph_add_const_f32(g, "w2", 2, w2, vals + 3000)}), y2);
+  NODE("Add", "fc2_bias", 2, ((int32_t[]){y2, mi_graph_add_const_f32(g, "b2", 2, b2, vals + 5000)}), out);
+  mi_graph_add_output(g, out);
+#undef T
+#undef NODE
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("linear graph", &err);
+  return g;
+}
+
+/* Runs sp on p at `threads` (auto_fuse or not) and on the reference: the session's kernels. */
+static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, int no_auto_fuse) {
+  mi_graph_t *g = linear_graph(sp);
+  mi_array_t *x = input_for(g, 11), *got[4] = {0}, *want[4] = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  int32_t kernels;
+  double d;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.no_auto_fuse = no_auto_fuse;
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  kernels = mi_session_kernel_count(s) + mi_session_fallback_count(s);
+  run(s, g, x, got);
+  ref(g, x, want);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("%s %s%s%s t%d%s: %d steps, rel L2 %.2e\n", p->name, sp->gemm ? "Gemm" : "MatMul", sp->act ? "+" : "",
+         sp->act ? sp->act : "", threads, sp->row_bias ? " row bias" : "", kernels, d);
+  CHECK(d < 1e-5, "%s %s t%d: rel L2 %.3e", p->name, sp->act ? sp->act : "-", threads, d);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_array_destroy(x);
+  mi_graph_destroy(g);
+  return kernels;
+}
+
+static void on_plugin(mi_plugin_t *p) {
+  static const char *const acts[] = {NULL, "Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
+  for (int32_t t = 1; t <= 2; t++)
+    for (int gemm = 0; gemm < 2; gemm++)
+      for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        spec_t sp = {acts[i], gemm, 0};
+        int32_t nodes = acts[i] ? 5 : 4;
+        CHECK(check(p, &sp, t, 1) == nodes, "without the grouping: one kernel a node");
+        CHECK(check(p, &sp, t, 0) == 2, "%s %s: each Linear one kernel", gemm ? "Gemm" : "MatMul",
+              acts[i] ? acts[i] : "-");
+      }
+  {
+    spec_t sp = {"Relu", 0, 1};
+    CHECK(check(p, &sp, 1, 0) == 4, "a bias over the rows too is not grouped (fc2's is)");
+  }
+}
+
+/* blis-cpu at each SIMD cap (a fresh registry: the plugin reads the cap when it loads). */
+static void blis_cpu(void) {
+  static const char *caps[3] = {NULL, "avx2", "c"};
+  uint64_t seed = 5;
+  for (int i = 0; i < 8192; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    vals[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
+  }
+  for (int lv = 0; lv < 3; lv++) {
+    mi_registry_t *reg;
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    reg = open_plugins();
+    printf("simd cap %s\n", caps[lv] ? caps[lv] : "none");
+    on_blis_cpu(reg, on_plugin);
+    mi_registry_destroy(reg);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+}
+
+static void setup(void) {}
+static void teardown(void) {}
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu)};
+
+TU_MAIN(setup, teardown)
