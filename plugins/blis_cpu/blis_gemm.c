@@ -9,6 +9,7 @@
  * (Y [m, n] = A [m, k] B [k, n]). */
 typedef struct mm_head {
   int32_t a, b, y;
+  int32_t res; /* a fused residual Add's other operand, -1: none */
   int64_t m, n, k;
   mi__blis_mmp_t pk; /* B packed at prepare (pk.pb set), else BLIS */
 } mm_head_t;
@@ -16,7 +17,7 @@ typedef struct mm_head {
 static int32_t run_packed(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const mm_head_t *h = s->state;
   (void)err;
-  mi__blis_mmp_run(env, &h->pk, t[h->a], h->m, t[h->y]);
+  mi__blis_mmp_run(env, &h->pk, t[h->a], h->m, t[h->y], h->res >= 0 ? t[h->res] : NULL);
   return MI_OK;
 }
 
@@ -49,18 +50,20 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_
   return 1;
 }
 
-/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim [-> activation] (the
- * executor's linear chains, docs/abi.md): the bias starts the packed tiles' accumulators, the
- * activation runs on each panel's finished rows while they are in cache, and the step writes the
- * last member's output. *bias the bias tensor (-1: no Add to take), *used the nodes absorbed. */
+/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim [-> activation]
+ * [-> residual Add] (the executor's linear chains, docs/abi.md): the bias starts the packed tiles'
+ * accumulators, the activation and the residual run on each panel's finished rows while they are
+ * in cache, and the step writes the last member's output. *bias the bias tensor (-1: no Add to
+ * take), *used the nodes absorbed, *res the residual operand (-1: none). */
 static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int32_t *bias, int32_t *used, int32_t *y,
-                        int32_t *act, float *aa, float *ab) {
+                        int32_t *act, float *aa, float *ab, int32_t *res) {
   const mi_node_desc_t *m = mi__blis_node(p, 1), *f = mi__blis_node(p, 2);
   const mi_tensor_desc_t *tb;
   int32_t prod = h->y, c;
   *bias = -1;
   *used = 1;
   *act = 0;
+  *res = -1;
   if (!m || strcmp(m->op_type, "Add") || m->input_count != 2 || m->output_count != 1 ||
       mi__blis_is_kernel_output(p, prod) || mi__blis_consumers(p, prod) != 1)
     return;
@@ -80,12 +83,30 @@ static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int32_t *b
   } else {
     *act = 0;
   }
+  /* then a residual Add of a runtime tensor of the output's shape, on the finished rows too */
+  *res = -1;
+  if ((f = mi__blis_node(p, *used)) && !strcmp(f->op_type, "Add") && f->input_count == 2 && f->output_count == 1 &&
+      !mi__blis_is_kernel_output(p, *y) && mi__blis_consumers(p, *y) == 1) {
+    const mi_tensor_desc_t *tr, *ty = mi__blis_tensor(p, *y);
+    int32_t r = f->inputs[0] == *y ? f->inputs[1] : f->inputs[1] == *y ? f->inputs[0]
+                                                                       : -1,
+            d;
+    if (r < 0 || r == *y || mi__blis_is_const(p, r) || !(tr = mi__blis_tensor(p, r)) || !ty ||
+        tr->dtype != MI_DTYPE_FLOAT32 || tr->rank != ty->rank)
+      return;
+    for (d = 0; d < tr->rank; d++)
+      if (tr->dims[d] != ty->dims[d]) return;
+    *res = r;
+    *used += 1;
+    *y = f->outputs[0];
+  }
 }
 
 /* Commits linear_tail's find once B is packed (with the bias): MI_OK. */
-static int32_t take_tail(mi__blis_prep_t *p, mm_head_t *h, int32_t used, int32_t y, int32_t act, float aa,
-                         float ab) {
+static int32_t take_tail(mi__blis_prep_t *p, mm_head_t *h, int32_t used, int32_t y, int32_t act, float aa, float ab,
+                         int32_t res) {
   h->y = y;
+  h->res = res;
   h->pk.act = act;
   h->pk.act_a = aa;
   h->pk.act_b = ab;
@@ -134,6 +155,7 @@ static void *mm_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t
   h->a = mi__blis_in(n, 0);
   h->b = mi__blis_in(n, 1);
   h->y = mi__blis_out(n, 0);
+  h->res = -1;
   return h;
 }
 
@@ -168,13 +190,13 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   }
   /* transA stays on BLIS (A read in place by rows); C only as a constant bias over the columns. */
   if (!ta && (!c || g->beta == 0.f || g->crs == 0)) {
-    int32_t bias = -1, used = 1, y = g->h.y, act = 0, r;
+    int32_t bias = -1, used = 1, y = g->h.y, act = 0, res = -1, r;
     float aa = 0.f, ab = 0.f;
-    if (!c) linear_tail(p, &g->h, &bias, &used, &y, &act, &aa, &ab);
+    if (!c) linear_tail(p, &g->h, &bias, &used, &y, &act, &aa, &ab, &res);
     r = bias >= 0 ? packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, bias, 1, 1.f)
                   : packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    if (r) return take_tail(p, &g->h, used, y, act, aa, ab);
+    if (r) return take_tail(p, &g->h, used, y, act, aa, ab, res);
   }
   s->run = run_gemm;
   return MI_OK;
@@ -301,12 +323,12 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   }
   /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then). */
   if (mm->batches == 1) {
-    int32_t bias = -1, used = 1, yt = mm->h.y, act = 0, r;
+    int32_t bias = -1, used = 1, yt = mm->h.y, act = 0, res = -1, r;
     float aa = 0.f, ab = 0.f;
-    linear_tail(p, &mm->h, &bias, &used, &yt, &act, &aa, &ab);
+    linear_tail(p, &mm->h, &bias, &used, &yt, &act, &aa, &ab, &res);
     r = packed_b(p, s, &mm->h, mm->h.n, 1, 1.f, bias, 1, 1.f);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    if (r) return take_tail(p, &mm->h, used, yt, act, aa, ab);
+    if (r) return take_tail(p, &mm->h, used, yt, act, aa, ab, res);
   }
   {
     int r = runtime_b(p, s, mm, b->rank >= 2);

@@ -233,16 +233,25 @@ static void rows_c(const float *a, int64_t lda, const float *pb, int64_t kn, flo
   }
 }
 
-/* A fused activation on a panel's finished rows (rows x cols at y, row stride ldy), while they are
- * still in L1/L2: the vectorised transcendental ones (blis_vmath.c), else the lane-wise loops. */
-static void act_rows(const mi__blis_mmp_t *p, float *y, int64_t ldy, int64_t cols, int64_t rows) {
-  int64_t i;
-  for (i = 0; i < rows; i++, y += ldy)
-    if (!mi__blis_act_simd(p->simd, p->act, y, cols)) mi__blis_act_apply(p->act, p->act_a, p->act_b, y, cols);
+/* A fused activation, then a fused residual add (res at the same offsets as y), on a panel's
+ * finished rows (rows x cols at y, row stride ldy) while they are still in L1/L2: the vectorised
+ * transcendental ones (blis_vmath.c), else the lane-wise loops; the add is the unfused Add's one
+ * rounding. */
+static void finish_rows(const mi__blis_mmp_t *p, float *y, const float *res, int64_t ldy, int64_t cols, int64_t rows) {
+  int64_t i, j;
+  for (i = 0; i < rows; i++, y += ldy) {
+    if (p->act && !mi__blis_act_simd(p->simd, p->act, y, cols))
+      mi__blis_act_apply(p->act, p->act_a, p->act_b, y, cols);
+    if (res) {
+      for (j = 0; j < cols; j++) y[j] += res[j];
+      res += ldy;
+    }
+  }
 }
 
 /* Panels [p0, p1) of p over rows [0, m): row blocks, then k blocks, then panels, then row tiles. */
-static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, float *y0, int64_t p0, int64_t p1) {
+static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, float *y0, const float *res, int64_t p0,
+                       int64_t p1) {
   int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn;
   for (m0 = 0; m0 < m; m0 += MM_MC) {
     int64_t rows = m - m0 < MM_MC ? m - m0 : MM_MC;
@@ -261,7 +270,7 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
           rows256(a, K, pb, kn, y, N, bias, first, cols, rows);
         else
           rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
-        if (p->act && k0 + kn >= K) act_rows(p, y, N, cols, rows);
+        if ((p->act || res) && k0 + kn >= K) finish_rows(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
       }
     }
   }
@@ -270,22 +279,24 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
 typedef struct mmp_task {
   const mi__blis_mmp_t *p;
   const mi__blis_mmb_t *mb;
-  const float *a, *b;
+  const float *a, *b, *res;
   float *y;
   int64_t m;
 } mmp_task_t;
 
 static void mmp_part(void *arg, int64_t p0, int64_t p1) {
   const mmp_task_t *t = arg;
-  run_panels(t->p, t->a, t->m, t->y, p0, p1);
+  run_panels(t->p, t->a, t->m, t->y, t->res, p0, p1);
 }
 
-void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y) {
+void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y,
+                      const float *res) {
   mmp_task_t t;
   memset(&t, 0, sizeof t);
   t.p = p;
   t.a = a;
   t.y = y;
+  t.res = res;
   t.m = m;
   mi__blis_parallel(env, p->panels, 1, m * p->k * p->nr, mmp_part, &t);
 }
@@ -326,7 +337,7 @@ static void mmb_part(void *arg, int64_t i0, int64_t i1) {
     int64_t bi = i / np, end = (bi + 1) * np < i1 ? (bi + 1) * np : i1;
     mi__blis_mmp_t q = mb->p;
     q.pb = mb->scratch + bi * np * q.k * q.nr;
-    run_panels(&q, t->a + mb->oa[bi], mb->m, t->y + bi * mb->m * q.n, i - bi * np, end - bi * np);
+    run_panels(&q, t->a + mb->oa[bi], mb->m, t->y + bi * mb->m * q.n, NULL, i - bi * np, end - bi * np);
     i = end;
   }
 }

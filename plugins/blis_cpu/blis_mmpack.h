@@ -23,9 +23,11 @@ uint64_t mi__blis_mmp_bytes(int32_t simd, int64_t k, int64_t n, int bias);
  * with c, beta * c[j * ccs] as the bias; fills *p. */
 void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float *b, int64_t rsb, int64_t csb,
                        int64_t k, int64_t n, float alpha, const float *c, int64_t ccs, float beta);
-/* y [m][n] (row stride n) from a [m][k] (row stride k), split over the pool by panels of columns:
+/* y [m][n] (row stride n) from a [m][k] (row stride k), then p->act and + res [m][n] (NULL: none)
+ * on each panel's finished rows, split over the pool by panels of columns:
  * every element is summed in the same order whatever the split. */
-void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y);
+void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, int64_t m, float *y,
+                      const float *res);
 
 /* A GEMM per batch whose B is a runtime tensor (attention's QK^T and PV): batch bi reads A [m][k] at
  * a + oa[bi] and B [k][n] (row stride n) at b + ob[bi] and writes Y at y + bi * m * n. Each run packs

@@ -1,7 +1,8 @@
 /* test_exec_linfuse.c - a Linear as torch and tf2onnx export it (MatMul / Gemm with a constant B ->
  * Add of a constant bias along the last dim [-> activation]) runs as one kernel of the session's
- * own grouping (framework/src/exec/plan.c) on blis-cpu, whose packed tiles start from the bias and
- * apply the activation to each panel's finished rows: fewer kernels, outputs within 1e-5 relative
+ * own grouping (framework/src/exec/plan.c), with a residual Add after the second, on blis-cpu,
+ * whose packed tiles start from the bias and apply the activation and residual to each panel's
+ * finished rows: fewer kernels, outputs within 1e-5 relative
  * L2 of the reference interpreter on every SIMD path, at 1 and 2 threads; a bias that does not
  * broadcast along the rows keeps its own kernel. */
 #include "test_exec_util.h"
@@ -10,15 +11,16 @@ typedef struct spec {
   const char *act; /* NULL: no activation */
   int gemm;        /* the first layer a Gemm (transB) on 2-D x, bias operand first */
   int row_bias;    /* not fusable: the first bias varies over the rows too */
+  int residual;    /* x + the second Linear */
 } spec_t;
 
 static float vals[8192];
 
-/* x -> Linear(48 -> 40) [-> act] -> Linear(40 -> 24) -> y */
+/* x -> Linear(48 -> 40) [-> act] -> Linear(40 -> 48) [-> + x] -> y */
 static mi_graph_t *linear_graph(const spec_t *sp) {
   mi_graph_t *g = mi_graph_create("linfuse");
   int64_t x3[3] = {2, 19, 48}, x2[2] = {37, 48}, w1[2] = {48, 40}, w1t[2] = {40, 48}, b1[1] = {40};
-  int64_t rb[2] = {19, 40}, w2[2] = {40, 24}, b2[2] = {1, 24};
+  int64_t rb[2] = {19, 40}, w2[2] = {40, 48}, b2[2] = {1, 48};
   float lo = -0.3f, hi = 0.4f;
   int32_t x, y1, z1, h, y2, out, w, b, n;
   mi_error_t err = {0};
@@ -54,7 +56,13 @@ static mi_graph_t *linear_graph(const spec_t *sp) {
   y2 = T("y2");
   out = T("out");
   NODE("MatMul", "fc2", 2, ((int32_t[]){h, mi_graph_add_const_f32(g, "w2", 2, w2, vals + 3000)}), y2);
-  NODE("Add", "fc2_bias", 2, ((int32_t[]){y2, mi_graph_add_const_f32(g, "b2", 2, b2, vals + 5000)}), out);
+  if (sp->residual) {
+    int32_t y3 = T("y3");
+    NODE("Add", "fc2_bias", 2, ((int32_t[]){y2, mi_graph_add_const_f32(g, "b2", 2, b2, vals + 5000)}), y3);
+    NODE("Add", "residual", 2, ((int32_t[]){x, y3}), out);
+  } else {
+    NODE("Add", "fc2_bias", 2, ((int32_t[]){y2, mi_graph_add_const_f32(g, "b2", 2, b2, vals + 5000)}), out);
+  }
   mi_graph_add_output(g, out);
 #undef T
 #undef NODE
@@ -83,8 +91,8 @@ static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, int no_a
   run(s, g, x, got);
   ref(g, x, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s %s%s%s t%d%s: %d steps, rel L2 %.2e\n", p->name, sp->gemm ? "Gemm" : "MatMul", sp->act ? "+" : "",
-         sp->act ? sp->act : "", threads, sp->row_bias ? " row bias" : "", kernels, d);
+  printf("%s %s%s%s%s t%d%s: %d steps, rel L2 %.2e\n", p->name, sp->gemm ? "Gemm" : "MatMul", sp->act ? "+" : "",
+         sp->act ? sp->act : "", sp->residual ? "+residual" : "", threads, sp->row_bias ? " row bias" : "", kernels, d);
   CHECK(d < 1e-5, "%s %s t%d: rel L2 %.3e", p->name, sp->act ? sp->act : "-", threads, d);
   destroy_outs(got, want);
   mi_session_destroy(s);
@@ -97,15 +105,15 @@ static void on_plugin(mi_plugin_t *p) {
   static const char *const acts[] = {NULL, "Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
   for (int32_t t = 1; t <= 2; t++)
     for (int gemm = 0; gemm < 2; gemm++)
-      for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
-        spec_t sp = {acts[i], gemm, 0};
-        int32_t nodes = acts[i] ? 5 : 4;
+      for (size_t i = 0; i < sizeof acts / sizeof acts[0] * 2; i++) {
+        spec_t sp = {acts[i / 2], gemm, 0, (int)(i % 2)};
+        int32_t nodes = (acts[i / 2] ? 5 : 4) + (int32_t)(i % 2);
         CHECK(check(p, &sp, t, 1) == nodes, "without the grouping: one kernel a node");
-        CHECK(check(p, &sp, t, 0) == 2, "%s %s: each Linear one kernel", gemm ? "Gemm" : "MatMul",
-              acts[i] ? acts[i] : "-");
+        CHECK(check(p, &sp, t, 0) == 2, "%s %s%s: each Linear one kernel", gemm ? "Gemm" : "MatMul",
+              acts[i / 2] ? acts[i / 2] : "-", sp.residual ? " residual" : "");
       }
   {
-    spec_t sp = {"Relu", 0, 1};
+    spec_t sp = {"Relu", 0, 1, 0};
     CHECK(check(p, &sp, 1, 0) == 4, "a bias over the rows too is not grouped (fc2's is)");
   }
 }

@@ -491,10 +491,10 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
 /* A Linear as torch and tf2onnx write it: MatMul / Gemm (no C) with a constant B -> Add of a
- * constant bias along the last dim [-> one activation], where the device's MatMul / Gemm declares
- * MI_FUSE_BIAS (and MI_FUSE_RELU / MI_FUSE_ACT for the activation): one kernel, whose plugin may
- * start its accumulators from the bias and apply the activation as it stores (ONNX Runtime's
- * MatMul + Add -> Gemm and Gemm + activation fusions). */
+ * constant bias along the last dim [-> one activation] [-> a residual Add], where the device's
+ * MatMul / Gemm declares MI_FUSE_BIAS (MI_FUSE_RELU / MI_FUSE_ACT for the activation, MI_FUSE_ADD
+ * for the residual): one kernel, whose plugin may start its accumulators from the bias and apply
+ * the rest as it stores (ONNX Runtime's MatMul + Add -> Gemm and Gemm + activation fusions). */
 static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                              const mi_variant_desc_t *vars, uint32_t var_count) {
   static const char *const acts[] = {"Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
@@ -527,7 +527,18 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
       uint32_t bit = chain_bit(g, consts, f, out, 0);
       int named = 0;
       for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= is_op(g, f, acts[i]);
-      if (named && (bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && (mask & bit)) u.nodes[u.count++] = f;
+      if (named && (bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && (mask & bit)) {
+        u.nodes[u.count++] = f;
+        out = g->nodes[f].outputs[0];
+      }
+    }
+    /* then a residual Add (a runtime tensor of the output's shape, ready before the kernel) */
+    if ((mask & MI_FUSE_ADD) && !mi__graph_is_output(g, out) && (f = mi__graph_sole_reader(g, out)) >= 0 &&
+        p->role[f] == MI__ROLE_NODE && !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 &&
+        g->nodes[f].outputs[0] >= 0 && !consts[g->nodes[f].outputs[0]] && is_op(g, f, "Add") &&
+        chain_bit(g, consts, f, out, 0) == MI_FUSE_ADD) {
+      int32_t other = g->nodes[f].inputs[g->nodes[f].inputs[0] == out ? 1 : 0];
+      if (!consts[other] && g->tensors[other].producer < f) u.nodes[u.count++] = f;
     }
     u.op = n;
     u.at = u.nodes[u.count - 1];
