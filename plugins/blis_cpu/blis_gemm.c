@@ -50,8 +50,11 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_
   return 1;
 }
 
-/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim [-> activation]
- * [-> residual Add] (the executor's linear chains, docs/abi.md): the bias starts the packed tiles'
+/* A value out of the activations' range: linear_tail's x * Sigmoid(x). */
+#define MI__ACT_SILU_GATE (-2)
+
+/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim [-> activation, or
+ * x * Sigmoid(x)] [-> residual Add] (the executor's linear chains, docs/abi.md): the bias starts the packed tiles'
  * accumulators, the activation and the residual run on each panel's finished rows while they are
  * in cache, and the step writes the last member's output. *bias the bias tensor (-1: no Add to
  * take), *used the nodes absorbed, *res the residual operand (-1: none). */
@@ -80,6 +83,17 @@ static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int32_t *b
       mi__blis_consumers(p, *y) == 1 && mi__blis_act_of(p, f, act, aa, ab) && *act != MI__ACT_NONE) {
     *used = 3;
     *y = f->outputs[0];
+  } else if (f && !strcmp(f->op_type, "Sigmoid") && f->input_count == 1 && f->inputs[0] == *y &&
+             f->output_count == 1 && (m = mi__blis_node(p, 3)) && !strcmp(m->op_type, "Mul") &&
+             m->input_count == 2 && m->output_count == 1 &&
+             ((m->inputs[0] == *y && m->inputs[1] == f->outputs[0]) ||
+              (m->inputs[1] == *y && m->inputs[0] == f->outputs[0])) &&
+             !mi__blis_is_kernel_output(p, *y) && mi__blis_consumers(p, *y) == 2 &&
+             !mi__blis_is_kernel_output(p, f->outputs[0]) && mi__blis_consumers(p, f->outputs[0]) == 1) {
+    /* x * Sigmoid(x) written out: the gate on the same rows */
+    *act = MI__ACT_SILU_GATE;
+    *used = 4;
+    *y = m->outputs[0];
   } else {
     *act = 0;
   }
@@ -107,7 +121,8 @@ static int32_t take_tail(mi__blis_prep_t *p, mm_head_t *h, int32_t used, int32_t
                          int32_t res) {
   h->y = y;
   h->res = res;
-  h->pk.act = act;
+  h->pk.gate = act == MI__ACT_SILU_GATE;
+  h->pk.act = h->pk.gate ? MI__ACT_SIGMOID : act;
   h->pk.act_a = aa;
   h->pk.act_b = ab;
   p->nodes_used = used;

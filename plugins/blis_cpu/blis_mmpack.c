@@ -49,7 +49,7 @@ static void set_shape(mi__blis_mmp_t *p, int32_t simd, int64_t k, int64_t n) {
   p->nr = panel_width(simd, n);
   p->panels = (n + p->nr - 1) / p->nr;
   p->pb = p->bias = NULL;
-  p->act = 0;
+  p->act = p->gate = 0;
   p->act_a = p->act_b = 0.f;
 }
 
@@ -239,9 +239,14 @@ static void rows_c(const float *a, int64_t lda, const float *pb, int64_t kn, flo
  * rounding. */
 static void finish_rows(const mi__blis_mmp_t *p, float *y, const float *res, int64_t ldy, int64_t cols, int64_t rows) {
   int64_t i, j;
+  float gate[32]; /* cols <= nr <= 32 */
   for (i = 0; i < rows; i++, y += ldy) {
-    if (p->act && !mi__blis_act_simd(p->simd, p->act, y, cols))
-      mi__blis_act_apply(p->act, p->act_a, p->act_b, y, cols);
+    float *x = p->gate ? gate : y;
+    if (p->gate) memcpy(gate, y, (size_t)cols * sizeof *gate);
+    if (p->act && !mi__blis_act_simd(p->simd, p->act, x, cols))
+      mi__blis_act_apply(p->act, p->act_a, p->act_b, x, cols);
+    if (p->gate)
+      for (j = 0; j < cols; j++) y[j] *= gate[j];
     if (res) {
       for (j = 0; j < cols; j++) y[j] += res[j];
       res += ldy;

@@ -14,6 +14,7 @@ typedef struct mi__blis_mmp {
   const float *pb;   /* packed B */
   const float *bias; /* [panels * nr], zeros past n; NULL without bias */
   int32_t act;       /* MI__ACT_* applied to each panel's finished rows (a fused activation), or 0 */
+  int32_t gate;      /* 1: those rows times act of themselves (x * Sigmoid(x) written out) */
   float act_a, act_b;
 } mi__blis_mmp_t;
 

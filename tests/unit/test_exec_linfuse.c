@@ -1,5 +1,5 @@
 /* test_exec_linfuse.c - a Linear as torch and tf2onnx export it (MatMul / Gemm with a constant B ->
- * Add of a constant bias along the last dim [-> activation]), with a residual Add after the second,
+ * Add of a constant bias along the last dim [-> activation or x * Sigmoid(x)]), with a residual Add after the second,
  * runs as one kernel of the session's own grouping (framework/src/exec/plan.c) on blis-cpu, whose
  * packed tiles start from the bias and apply the activation and residual to each panel's finished
  * rows: fewer kernels, outputs within 1e-5 relative L2 of the reference interpreter on every SIMD
@@ -45,12 +45,16 @@ static mi_graph_t *linear_graph(const spec_t *sp) {
   h = z1;
   if (sp->act) {
     h = T("h");
-    if (!strcmp(sp->act, "Clip"))
+    if (!strcmp(sp->act, "Swish")) { /* x * Sigmoid(x) written out */
+      int32_t sg = T("sg");
+      NODE("Sigmoid", "act_sigmoid", 1, ((int32_t[]){z1}), sg);
+      NODE("Mul", "act", 2, ((int32_t[]){z1, sg}), h);
+    } else if (!strcmp(sp->act, "Clip"))
       NODE("Clip", "act", 3,
            ((int32_t[]){z1, mi_graph_add_const_f32(g, "lo", 0, NULL, &lo), mi_graph_add_const_f32(g, "hi", 0, NULL, &hi)}),
            h);
     else
-      n = NODE(sp->act, "act", 1, ((int32_t[]){z1}), h);
+      NODE(sp->act, "act", 1, ((int32_t[]){z1}), h);
     if (!strcmp(sp->act, "LeakyRelu")) mi_node_set_float(g, g->node_count - 1, "alpha", 0.1f);
     if (!strcmp(sp->act, "Gelu")) mi_node_set_string(g, g->node_count - 1, "approximate", "tanh");
   }
@@ -105,12 +109,12 @@ static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, int no_a
 }
 
 static void on_plugin(mi_plugin_t *p) {
-  static const char *const acts[] = {NULL, "Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
+  static const char *const acts[] = {NULL, "Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu", "Swish"};
   for (int32_t t = 1; t <= 2; t++)
     for (int gemm = 0; gemm < 3; gemm++)
       for (size_t i = 0; i < sizeof acts / sizeof acts[0] * 2; i++) {
         spec_t sp = {acts[i / 2], gemm, 0, (int)(i % 2)};
-        int32_t nodes = (acts[i / 2] ? 5 : 4) + (int32_t)(i % 2);
+        int32_t nodes = (acts[i / 2] ? 5 : 4) + (int32_t)(i % 2) + (acts[i / 2] && !strcmp(acts[i / 2], "Swish"));
         if (gemm == 2 && sp.residual) continue; /* x is [48, 37]: no residual of the output's shape */
         CHECK(check(p, &sp, t, 1) == nodes, "without the grouping: one kernel a node");
         CHECK(check(p, &sp, t, 0) == 2, "%s %s%s: each Linear one kernel", gemm ? "Gemm" : "MatMul",

@@ -490,11 +490,38 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
+/* x * Sigmoid(x) written out (torch's SiLU, paddle's Swish) on the runtime value x: its only two
+ * readers the Sigmoid (q[0]) and the Mul of x by the Sigmoid's result (q[1], the sigmoid's only
+ * reader); 1 when it matches. */
+static int linear_swish(const mi_graph_t *g, const mi__plan_t *p, int32_t x, int32_t q[2]) {
+  int32_t readers = 0, sg = -1, ml = -1, so;
+  if (mi__graph_is_output(g, x)) return 0;
+  for (int32_t d = 0; d < g->node_count; d++)
+    for (int32_t j = 0; j < g->nodes[d].input_count; j++)
+      if (g->nodes[d].inputs[j] == x) {
+        readers++;
+        if (is_op(g, d, "Sigmoid")) sg = d;
+        else if (is_op(g, d, "Mul"))
+          ml = d;
+      }
+  if (readers != 2 || sg < 0 || ml < 0 || g->nodes[sg].input_count != 1 || g->nodes[sg].output_count != 1 ||
+      (so = g->nodes[sg].outputs[0]) < 0 || mi__graph_is_output(g, so) || mi__graph_sole_reader(g, so) != ml ||
+      g->nodes[ml].input_count != 2 || g->nodes[ml].output_count != 1 || g->nodes[ml].outputs[0] < 0 ||
+      !((g->nodes[ml].inputs[0] == x && g->nodes[ml].inputs[1] == so) ||
+        (g->nodes[ml].inputs[1] == x && g->nodes[ml].inputs[0] == so)) ||
+      p->role[sg] != MI__ROLE_NODE || p->role[ml] != MI__ROLE_NODE || (p->pinned && (p->pinned[sg] || p->pinned[ml])))
+    return 0;
+  q[0] = sg;
+  q[1] = ml;
+  return 1;
+}
+
 /* A Linear as torch and tf2onnx write it: MatMul / Gemm (no C) with a constant B -> Add of a
- * constant bias along the last dim [-> one activation] [-> a residual Add], where the device's
- * MatMul / Gemm declares MI_FUSE_BIAS (MI_FUSE_RELU / MI_FUSE_ACT for the activation, MI_FUSE_ADD
- * for the residual): one kernel, whose plugin may start its accumulators from the bias and apply
- * the rest as it stores (ONNX Runtime's MatMul + Add -> Gemm and Gemm + activation fusions). */
+ * constant bias along the last dim [-> one activation, or x * Sigmoid(x)] [-> a residual Add],
+ * where the device's MatMul / Gemm declares MI_FUSE_BIAS (MI_FUSE_RELU / MI_FUSE_ACT for the
+ * activation, MI_FUSE_ADD for the residual): one kernel, whose plugin may start its accumulators
+ * from the bias and apply the rest as it stores (ONNX Runtime's MatMul + Add -> Gemm and Gemm +
+ * activation fusions). */
 static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                              const mi_variant_desc_t *vars, uint32_t var_count) {
   static const char *const acts[] = {"Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
@@ -502,7 +529,7 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     const mi_node_t *m = &g->nodes[n];
     int gemm = is_op(g, n, "Gemm");
     uint32_t mask = (gemm || is_op(g, n, "MatMul")) ? fuse_mask(vars, var_count, gemm ? "Gemm" : "MatMul") : 0;
-    int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, bias, out, f;
+    int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, bias, out, f, q[2];
     mi__unit_t u;
     if (!(mask & MI_FUSE_BIAS) || p->role[n] != MI__ROLE_NODE || y < 0 || consts[y] || m->input_count < 2 ||
         (m->input_count > 2 && m->inputs[2] >= 0) || m->inputs[0] < 0 || m->inputs[1] < 0 || !consts[m->inputs[1]] ||
@@ -531,6 +558,10 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
         u.nodes[u.count++] = f;
         out = g->nodes[f].outputs[0];
       }
+    } else if ((mask & MI_FUSE_ACT) && linear_swish(g, p, out, q)) {
+      u.nodes[u.count++] = q[0];
+      u.nodes[u.count++] = q[1];
+      out = g->nodes[q[1]].outputs[0];
     }
     /* then a residual Add (a runtime tensor of the output's shape, ready before the kernel) */
     if ((mask & MI_FUSE_ADD) && !mi__graph_is_output(g, out) && (f = mi__graph_sole_reader(g, out)) >= 0 &&
