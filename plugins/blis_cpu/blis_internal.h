@@ -102,6 +102,9 @@ void mi__blis_pool_destroy(mi__blis_pool_t *pool);
  * operations of one item: no part gets less than MI__PAR_MIN_WORK of them, so a small loop runs
  * on the calling thread instead of paying a wake-up (ruinous on a loaded machine). */
 #define MI__PAR_MIN_WORK (1 << 15)
+/* A region's items are claimed in chunks, about this many a part (an even split over N threads
+ * plans for them: blis_split.c). */
+#define MI__PAR_CHUNKS 4
 void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
                        mi__blis_task_fn fn, void *arg);
 /* The threads mi__blis_parallel gives such a loop (1: it runs on the calling thread). */

@@ -259,7 +259,7 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   pool->count = count;
   pool->parts = parts;
   /* about four chunks per part, so a late worker still finds work and an early one does more */
-  pool->chunk = (units + 4 * parts - 1) / (4 * parts) * grain;
+  pool->chunk = (units + MI__PAR_CHUNKS * parts - 1) / (MI__PAR_CHUNKS * parts) * grain;
   atomic_store(&pool->next, 0);
   atomic_store(&pool->caller_cpu, sched_getcpu());
   t0 = now_ns();

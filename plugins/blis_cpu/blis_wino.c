@@ -12,12 +12,14 @@
 #include <string.h>
 
 #include "blis_conv.h"
+#include "blis_split.h"
 
 #define WT 4  /* output tile edge */
 #define WA 6  /* input tile edge */
 #define WP 36 /* tile positions */
 #define WL 16 /* tiles per transform step (the vector lanes) */
-/* How many tile rows a block takes (measured, bench_blis_conv, process CPU time, ms):
+/* How many blocks of tile rows (mi__blis_wino_blocks: a multiple of the cores, sizes within a row
+ * of each other, largest first; measured, bench_blis_conv, process CPU time, ms):
  * - AVX-512: the count whose tiles fill the GEMM tiles' 32 pixel lanes best while V and Mo take at
  *   most WB_FLOATS (1.5 MB), ties to the larger (128->128 on 40x40: 30-tile blocks 1.16-1.18,
  *   50-tile ones 1.29-1.31; 128->64 on 40x40 0.74-0.89 against 0.83-1.00; 64->64 and 96->24 on
@@ -30,7 +32,8 @@
 
 typedef struct mi__blis_wino {
   mi__blis_conv_t sub[WP]; /* position p's GEMM as a 1x1 conv of C to M channels */
-  int64_t th, tw, rows;    /* tile rows, tile columns, tile rows per block */
+  int64_t th, tw, rows;    /* tile rows, tile columns, tile rows of the largest block */
+  int64_t nb, parts;       /* blocks (mi__blis_split_start's sizes) and the threads they are for */
   int64_t ld;              /* floats per channel row of a slot's V and Mo (a block + WL spare) */
   int64_t wtl;             /* floats per row of the column-transformed tile row (padded) */
   int64_t slots, slot_fl;  /* scratch slots (one per running part), floats per slot */
@@ -225,7 +228,9 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
   mo = v + WP * c->C * wn->ld;
   tb = mo + WP * c->M * wn->ld;
   for (blk = b0; blk < b1; blk++) {
-    int64_t r0 = blk * wn->rows, r1 = r0 + wn->rows < wn->th ? r0 + wn->rows : wn->th, nt = (r1 - r0) * wn->tw;
+    int64_t r0 = mi__blis_split_start(wn->th, wn->nb, wn->parts, blk);
+    int64_t r1 = mi__blis_split_start(wn->th, wn->nb, wn->parts, blk + 1);
+    int64_t nt = (r1 - r0) * wn->tw;
     int64_t o0 = r0 * WT * c->OW, o1 = (r1 * WT < c->OH ? r1 * WT : c->OH) * c->OW;
     if (c->simd == MI__SIMD_AVX512) in_avx512(c, wn, x, r0, r1, v, tb);
     else if (c->simd == MI__SIMD_AVX2)
@@ -251,7 +256,6 @@ static int32_t run_wino(const mi__blis_step_t *s, void *const *t, const mi__blis
   const mi__blis_wino_t *wn = s->aux;
   mi__blis_env_t pe = *env;
   wino_task_t wt;
-  int64_t nb = (wn->th + wn->rows - 1) / wn->rows;
   (void)err;
   wt.c = c;
   wt.wn = wn;
@@ -261,7 +265,7 @@ static int32_t run_wino(const mi__blis_step_t *s, void *const *t, const mi__blis
   wt.env1.pool = NULL;
   if (pe.threads > wn->slots) pe.threads = (int32_t)wn->slots;
   for (wt.n = 0; wt.n < c->N; wt.n++)
-    mi__blis_parallel(&pe, nb, 1, WP * c->M * c->C * wn->rows * wn->tw, wino_part, &wt);
+    mi__blis_parallel(&pe, wn->nb, 1, WP * c->M * c->C * wn->rows * wn->tw, wino_part, &wt);
   return MI_OK;
 }
 
@@ -301,27 +305,19 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
     mi__blis_wino_t geo;
     geo.th = (c->OH + WT - 1) / WT;
     geo.tw = (c->OW + WT - 1) / WT;
-    if (c->simd == MI__SIMD_AVX512) { /* at least two blocks, for two threads */
-      int64_t maxt = WB_FLOATS / (WP * (C + M)), rmax = geo.th > 1 ? (geo.th + 1) / 2 : 1, r;
-      double best = -1.;
-      geo.rows = 1;
-      for (r = 1; r <= rmax && (r == 1 || r * geo.tw <= maxt); r++) {
-        int64_t nt = r * geo.tw;
-        double u = (double)nt / (double)((nt + 31) / 32 * 32);
-        if (u >= best) {
-          best = u;
-          geo.rows = r;
-        }
-      }
-    } else { /* an even count, so two threads split them evenly */
-      int64_t tiles = geo.th * geo.tw, nb = (tiles + WB_TILES - 1) / WB_TILES;
-      nb += nb % 2 && geo.th > 1;
-      geo.rows = (geo.th + nb - 1) / nb;
+    /* blocks for as many threads as there are cores (the default and most): each thread's share
+     * within a tile row of the others' */
+    geo.parts = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
+    geo.nb = mi__blis_wino_blocks(geo.th, geo.tw, C, M, geo.parts, c->simd == MI__SIMD_AVX512 ? 32 : 0, WB_FLOATS,
+                                  WB_TILES);
+    for (geo.rows = 0, pos = 0; pos < geo.nb; pos++) {
+      int64_t r = mi__blis_split_start(geo.th, geo.nb, geo.parts, pos + 1) - mi__blis_split_start(geo.th, geo.nb, geo.parts, pos);
+      if (r > geo.rows) geo.rows = r;
     }
     geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;
     /* a slot per part that can run at once: no more than the cores, nor than the blocks */
     geo.slots = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
-    if (geo.slots > (geo.th + geo.rows - 1) / geo.rows) geo.slots = (geo.th + geo.rows - 1) / geo.rows;
+    if (geo.slots > geo.nb) geo.slots = geo.nb;
     /* the column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room
      * for the shifted loads of a last VL-tile step past the row */
     geo.wtl = (WT * geo.tw + WT * WL + 2 * WT + 15) / 16 * 16;
