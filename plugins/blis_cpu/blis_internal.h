@@ -102,9 +102,15 @@ void mi__blis_pool_destroy(mi__blis_pool_t *pool);
  * operations of one item: no part gets less than MI__PAR_MIN_WORK of them, so a small loop runs
  * on the calling thread instead of paying a wake-up (ruinous on a loaded machine). */
 #define MI__PAR_MIN_WORK (1 << 15)
-/* A region's items are claimed in chunks, about this many a part (an even split over N threads
- * plans for them: blis_split.c). */
+/* A region's items are claimed in this many chunks a part (fewer where there are fewer grains),
+ * their grains as equal as they can be, the larger chunks first (mi__blis_even_start): with
+ * equal items N threads get the same items within one grain (chunks of a fixed size left the
+ * last one short, e.g. 20 items on two threads as 3,3,3,3,3,3,2: 12:8). */
 #define MI__PAR_CHUNKS 4
+/* The first of n units that part i of b takes: n / b or one more, the larger parts first. */
+static inline int64_t mi__blis_even_start(int64_t n, int64_t b, int64_t i) {
+  return i * (n / b) + (i < n % b ? i : n % b);
+}
 void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
                        mi__blis_task_fn fn, void *arg);
 /* The threads mi__blis_parallel gives such a loop (1: it runs on the calling thread). */

@@ -3,19 +3,17 @@
 
 #include "blis_internal.h"
 
-static int64_t even_start(int64_t n, int64_t b, int64_t i) {
-  int64_t q = n / b, r = n % b;
-  return i * q + (i < r ? i : r);
-}
-
+/* The pool's chunks (blis_threads.c) take blocks by mi__blis_even_start; each chunk's rows are
+ * the rows' even split over the chunks, shared by its blocks the same way, so whatever the
+ * blocks, each thread claims chunks of the same rows within one. */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i) {
-  int64_t per = (b + MI__PAR_CHUNKS * parts - 1) / (MI__PAR_CHUNKS * parts); /* blocks a chunk */
-  int64_t chunks = (b + per - 1) / per, g = i / per, in = i % per, g0, g1, gb;
+  int64_t chunks = b < MI__PAR_CHUNKS * parts ? b : MI__PAR_CHUNKS * parts, q = b / chunks, r = b % chunks, g, g0;
   if (i >= b) return n;
-  g0 = even_start(n, chunks, g);
-  g1 = even_start(n, chunks, g + 1);
-  gb = g + 1 < chunks ? per : b - g * per;
-  return g0 + even_start(g1 - g0, gb, in);
+  g = i < r * (q + 1) ? i / (q + 1) : r + (i - r * (q + 1)) / q; /* the chunk of block i */
+  g0 = mi__blis_even_start(n, chunks, g);
+  return g0 + mi__blis_even_start(mi__blis_even_start(n, chunks, g + 1) - g0,
+                                  mi__blis_even_start(b, chunks, g + 1) - mi__blis_even_start(b, chunks, g),
+                                  i - mi__blis_even_start(b, chunks, g));
 }
 
 /* Tiles a block of `rows` tile rows fills in GEMM tiles of `lanes` pixels. */
@@ -25,8 +23,7 @@ static int64_t padded(int64_t rows, int64_t tw, int64_t lanes) {
 
 /* Why a multiple of the parts: the pool hands out blocks as threads ask, so 7 equal blocks on two
  * threads run 4:3 (M-LSD's 80x80 convs: 20 tile rows in blocks of 3); 6 blocks of 4 and 3 rows,
- * largest first, run 10:10 rows. Past MI__PAR_CHUNKS blocks a part the pool claims several at a
- * time: a multiple of that many keeps the chunks' count a multiple of the parts. */
+ * largest first, run 10:10 rows. */
 int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64_t parts, int64_t lanes,
                              int64_t max_floats, int64_t max_tiles) {
   int64_t nb, best_nb = 0, last = 1;
@@ -36,7 +33,6 @@ int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64
   if (parts > th) parts = th;
   for (nb = parts; nb <= th; nb += parts) {
     int64_t i, big = 0, pad = 0;
-    if (nb > MI__PAR_CHUNKS * parts && nb % (MI__PAR_CHUNKS * parts)) continue;
     last = nb;
     for (i = 0; i < nb; i++) {
       int64_t r = mi__blis_split_start(th, nb, parts, i + 1) - mi__blis_split_start(th, nb, parts, i);

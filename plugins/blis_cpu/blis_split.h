@@ -7,13 +7,13 @@
 /* The first of n rows that block i of b takes, for `parts` threads: the blocks come in the
  * chunks the pool hands out (MI__PAR_CHUNKS a part, one block each where b <= MI__PAR_CHUNKS *
  * parts), the chunks' rows as equal as they can be (n / chunks or one more, the larger ones
- * first, so that the pool's claim-as-you-go order hands them out first) and the same within a
- * chunk. */
+ * first, so that the pool's claim-as-you-go order hands them out first), and so are the rows of
+ * the blocks within a chunk. */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i);
 
 /* conv.winograd's blocks of tile rows for th x tw tiles of C -> M channels: a multiple of
  * `parts` blocks (the threads that may share them; fewer only where there are fewer tile rows),
- * and past MI__PAR_CHUNKS blocks a part a multiple of that many, sized by mi__blis_split_start.
+ * sized by mi__blis_split_start.
  * lanes: the GEMM tiles' pixel lanes (32 with AVX-512) the blocks' tiles should fill best, with
  * at most max_floats of scratch per block; 0: the fewest blocks of at most max_tiles tiles. */
 int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64_t parts, int64_t lanes,

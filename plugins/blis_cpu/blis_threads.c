@@ -29,9 +29,10 @@ struct mi__blis_pool {
   /* the region, written by the caller only while closed and no worker is active */
   mi__blis_task_fn fn;
   void *arg;
-  int64_t count, chunk;              /* chunk: items claimed at a time, a multiple of the grain */
+  int64_t count, grain, units;       /* items, items a grain, grains (units) */
+  int64_t chunks;                    /* claimed one at a time: mi__blis_even_start's units */
   int32_t parts;                     /* threads of the current region, the caller included */
-  _Alignas(64) _Atomic int64_t next; /* first unclaimed item (its own cache line: claimed often) */
+  _Alignas(64) _Atomic int64_t next; /* first unclaimed chunk (its own cache line: claimed often) */
 };
 
 typedef struct worker_arg {
@@ -45,10 +46,11 @@ typedef struct worker_arg {
 static int64_t run_chunks(mi__blis_pool_t *pool) {
   int64_t n = 0;
   for (;; n++) {
-    int64_t b = atomic_fetch_add(&pool->next, pool->chunk), e;
-    if (b >= pool->count) break;
-    e = b + pool->chunk < pool->count ? b + pool->chunk : pool->count;
-    pool->fn(pool->arg, b, e);
+    int64_t i = atomic_fetch_add(&pool->next, 1), b, e;
+    if (i >= pool->chunks) break;
+    b = mi__blis_even_start(pool->units, pool->chunks, i) * pool->grain;
+    e = mi__blis_even_start(pool->units, pool->chunks, i + 1) * pool->grain;
+    pool->fn(pool->arg, b, e < pool->count ? e : pool->count);
   }
   return n; /* chunks this thread ran */
 }
@@ -258,8 +260,10 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   pool->arg = arg;
   pool->count = count;
   pool->parts = parts;
-  /* about four chunks per part, so a late worker still finds work and an early one does more */
-  pool->chunk = (units + MI__PAR_CHUNKS * parts - 1) / (MI__PAR_CHUNKS * parts) * grain;
+  /* four chunks per part, so a late worker still finds work and an early one does more */
+  pool->grain = grain;
+  pool->units = units;
+  pool->chunks = units < MI__PAR_CHUNKS * parts ? units : MI__PAR_CHUNKS * parts;
   atomic_store(&pool->next, 0);
   atomic_store(&pool->caller_cpu, sched_getcpu());
   t0 = now_ns();

@@ -8,13 +8,14 @@
 #define WB_FLOATS 393216 /* blis_wino.c's scratch bound and tile bound */
 #define WB_TILES 64
 
-/* Rows each of `threads` threads runs when the pool hands out chunks of blocks (its chunk size:
- * about four a thread) to whichever thread is free first, a block costing its rows. */
+/* How much the rows of `threads` threads differ when the pool hands out its chunks of blocks
+ * (MI__PAR_CHUNKS a thread, by mi__blis_even_start) to whichever thread is free first, a block
+ * costing its rows. */
 static int64_t spread(int64_t th, int64_t nb, int32_t threads) {
-  int64_t load[16] = {0}, chunk = (nb + MI__PAR_CHUNKS * threads - 1) / (MI__PAR_CHUNKS * threads), b, lo, hi;
+  int64_t load[16] = {0}, chunks = nb < MI__PAR_CHUNKS * threads ? nb : MI__PAR_CHUNKS * threads, k, lo, hi;
   int32_t i, t;
-  for (b = 0; b < nb; b += chunk) {
-    int64_t e = b + chunk < nb ? b + chunk : nb;
+  for (k = 0; k < chunks; k++) {
+    int64_t b = mi__blis_even_start(nb, chunks, k), e = mi__blis_even_start(nb, chunks, k + 1);
     for (t = 0, i = 1; i < threads; i++)
       if (load[i] < load[t]) t = i;
     load[t] += mi__blis_split_start(th, nb, threads, e) - mi__blis_split_start(th, nb, threads, b);
@@ -24,6 +25,16 @@ static int64_t spread(int64_t th, int64_t nb, int32_t threads) {
     if (load[i] > hi) hi = load[i];
   }
   return hi - lo;
+}
+
+/* The rows of the largest block. */
+static int64_t largest(int64_t th, int64_t nb, int64_t parts) {
+  int64_t i, big = 0;
+  for (i = 0; i < nb; i++) {
+    int64_t r = mi__blis_split_start(th, nb, parts, i + 1) - mi__blis_split_start(th, nb, parts, i);
+    if (r > big) big = r;
+  }
+  return big;
 }
 
 /* Blocks cover [0, th) in order, none empty. */
@@ -57,13 +68,16 @@ static void wino_shapes(void) {
           CHECK(spread(g[0], nb, parts) <= 1, " %s: %lld blocks, the threads' rows differ by %lld", what,
                 (long long)nb, (long long)spread(g[0], nb, parts));
         }
-        if (nb > MI__PAR_CHUNKS * parts) continue; /* past that, the chunks' blocks share the bounds below */
-        if (lanes)
-          CHECK((g[0] + nb - 1) / nb * g[1] * 36 * (g[2] + g[3]) <= WB_FLOATS || (g[0] + nb - 1) / nb == 1,
-                " %s: a block's scratch over the bound", what);
-        else
-          CHECK((g[0] + nb - 1) / nb * g[1] <= WB_TILES || (g[0] + nb - 1) / nb == 1, " %s: blocks over %d tiles",
-                what, WB_TILES);
+        /* within the bound, unless no multiple of the threads keeps every block within it: then
+         * the most blocks */
+        if (nb != g[0] / parts * parts) {
+          int64_t big = largest(g[0], nb, parts);
+          if (lanes)
+            CHECK(big * g[1] * 36 * (g[2] + g[3]) <= WB_FLOATS || big == 1, " %s: a block's scratch over the bound",
+                  what);
+          else
+            CHECK(big * g[1] <= WB_TILES || big == 1, " %s: blocks over %d tiles", what, WB_TILES);
+        }
       }
 }
 
