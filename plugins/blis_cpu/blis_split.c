@@ -41,10 +41,13 @@ int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64
     }
     if (lanes > 0) {
       /* the count whose tiles fill the lanes best while V and Mo take at most max_floats (any
-       * count where even one-row blocks are too large), ties to the larger blocks */
+       * count where even one-row blocks are too large), ties to the smaller blocks (128 -> 64 on
+       * 40x40 planned for two threads, AVX-512, 1 thread: 2 blocks of 50 tiles 0.91-0.94 ms,
+       * 3,3,2,2 rows 0.81-0.84, the unbalanced 3,3,3,1 before 0.77-0.79; bench_blis_conv, min
+       * process CPU time, 2026-12-03) */
       double u = (double)(th * tw) / (double)pad;
       if (big * tw * 36 * (C + M) > max_floats && big > 1) continue;
-      if (u > best) {
+      if (u >= best) {
         best = u;
         best_nb = nb;
       }
