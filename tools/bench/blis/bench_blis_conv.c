@@ -1,13 +1,23 @@
 /* bench_blis_conv.c - one Conv shape on blis-cpu, kernel_run only, by process CPU time (a shared,
  * loaded machine steals wall time, not CPU time): min and median ms and GFLOP/s per SIMD level.
- * Usage: bench_blis_conv [build dir] C HxW M K [stride [group [dilation [reps [cold] [VARIANT]]]]];
- * "cold": caches flushed before every timed run; VARIANT (conv.*): that variant, else the default. */
+ * Usage: bench_blis_conv [build dir] C HxW M K [stride [group [dilation [reps [cold] [VARIANT]
+ * [threads=N]]]]]; "cold": caches flushed before every timed run; VARIANT (conv.*): that variant,
+ * else the default; threads=N (N > 1): N threads, by wall time (CPU time would count every
+ * thread; on a loaded machine read the min: the runs where all N threads had a core). */
 #include <time.h>
 
 #include "bench_util.h"
 #include "drive_blis.h"
 
 static const char *g_variant; /* the VARIANT argument; NULL: the plugin's default */
+static int64_t g_threads = 1; /* threads=N */
+
+static double now_s(void) {
+  struct timespec t;
+  if (g_threads <= 1) return bench_cpu_s();
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
 
 /* Floats written between timed runs with "cold" (64 MiB: past any last-level cache). */
 #define FLUSH_FLOATS (16 * 1024 * 1024)
@@ -34,9 +44,9 @@ static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int
     double t;
     if (flush) /* what the layers before it leave in the caches: none of its data */
       for (i = 0; i < FLUSH_FLOATS; i += 16) flush[i] += 1.f;
-    t = bench_cpu_s();
+    t = now_s();
     rc = p->api->kernel_run(p->ctx, k, &ib, 1, &ob, 1, NULL, &err);
-    s[r] = bench_cpu_s() - t;
+    s[r] = now_s() - t;
   }
   if (rc != MI_OK) fprintf(stderr, "bench_blis_conv: %s\n", err.message);
   p->api->buffer_free(p->ctx, ib);
@@ -74,8 +84,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "cold") == 0 && !flush) flush = calloc(FLUSH_FLOATS, sizeof *flush);
     else if (strncmp(argv[i], "conv.", 5) == 0)
       g_variant = argv[i];
+    else if (strncmp(argv[i], "threads=", 8) == 0 && (g_threads = strtoll(argv[i] + 8, NULL, 10)) >= 1)
+      continue;
     else {
-      fprintf(stderr, "bench_blis_conv: argument %d '%s' is neither 'cold' nor a conv.* variant\n", (int)i, argv[i]);
+      fprintf(stderr, "bench_blis_conv: argument %d '%s' is not 'cold', a conv.* variant or threads=N\n", (int)i, argv[i]);
       return 2;
     }
   }
@@ -118,11 +130,11 @@ int main(int argc, char **argv) {
       simd_knob = 1;
     }
   }
-  printf("conv %lldx%lldx%lld -> %lld k%lld s%lld g%lld d%lld (%lld runs, process CPU time)\n", (long long)c,
-         (long long)h, (long long)w, (long long)m, (long long)ks, (long long)st, (long long)g, (long long)dil,
-         (long long)reps);
+  printf("conv %lldx%lldx%lld -> %lld k%lld s%lld g%lld d%lld (%lld runs, %s)\n", (long long)c, (long long)h,
+         (long long)w, (long long)m, (long long)ks, (long long)st, (long long)g, (long long)dil, (long long)reps,
+         g_threads > 1 ? "wall time" : "process CPU time");
   for (sv = 0, tok = simd_knob ? strtok_r(choices, "|", &save) : "auto"; tok; sv++, tok = strtok_r(NULL, "|", &save)) {
-    mi_knob_value_t kv[2] = {{"threads", 1, 0.}, {"simd", sv, 0.}};
+    mi_knob_value_t kv[2] = {{"threads", g_threads, 0.}, {"simd", sv, 0.}};
     double fl = 2. * m * yd[2] * yd[3] * (c / g) * ks * ks;
     if (strcmp(tok, "c") == 0) continue;
     if (time_conv(&p, &b, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
