@@ -7,8 +7,11 @@
  * the rows' even split over the chunks, shared by its blocks the same way, so whatever the
  * blocks, each thread claims chunks of the same rows within one. */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i) {
-  int64_t chunks = b < MI__PAR_CHUNKS * parts ? b : MI__PAR_CHUNKS * parts, q = b / chunks, r = b % chunks, g, g0;
+  int64_t chunks = b < MI__PAR_CHUNKS * parts ? b : MI__PAR_CHUNKS * parts, q, r, g, g0;
   if (i >= b) return n;
+  if (parts <= 1) return mi__blis_even_start(n, b, i); /* one thread runs them all */
+  q = b / chunks;
+  r = b % chunks;
   g = i < r * (q + 1) ? i / (q + 1) : r + (i - r * (q + 1)) / q; /* the chunk of block i */
   g0 = mi__blis_even_start(n, chunks, g);
   return g0 + mi__blis_even_start(mi__blis_even_start(n, chunks, g + 1) - g0,
@@ -16,44 +19,86 @@ int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i) {
                                   i - mi__blis_even_start(b, chunks, g));
 }
 
-/* Tiles a block of `rows` tile rows fills in GEMM tiles of `lanes` pixels. */
-static int64_t padded(int64_t rows, int64_t tw, int64_t lanes) {
-  return (rows * tw + lanes - 1) / lanes * lanes;
+/* The longest thread's share of the blocks' costs (cost[i]: block i's) when the pool's chunks
+ * (MI__PAR_CHUNKS a part, by mi__blis_even_start) go to whichever of `parts` threads is free first. */
+int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts) {
+  int64_t load[MI__SPLIT_PARTS_MAX] = {0}, chunks = nb < MI__PAR_CHUNKS * parts ? nb : MI__PAR_CHUNKS * parts, k, i,
+          top = 0;
+  int64_t p;
+  if (parts > MI__SPLIT_PARTS_MAX) parts = MI__SPLIT_PARTS_MAX;
+  for (k = 0; k < chunks; k++) {
+    int64_t t = 0;
+    for (p = 1; p < parts; p++)
+      if (load[p] < load[t]) t = p;
+    for (i = mi__blis_even_start(nb, chunks, k); i < mi__blis_even_start(nb, chunks, k + 1); i++) load[t] += cost[i];
+    if (load[t] > top) top = load[t];
+  }
+  return top;
 }
 
-/* Why a multiple of the parts: the pool hands out blocks as threads ask, so 7 equal blocks on two
- * threads run 4:3 (M-LSD's 80x80 convs: 20 tile rows in blocks of 3); 6 blocks of 4 and 3 rows,
- * largest first, run 10:10 rows. */
+/* Block i's first row: `fixed` rows a block (the last fewer) where fixed > 0, else
+ * mi__blis_split_start's. */
+int64_t mi__blis_wino_start(int64_t th, int64_t nb, int64_t parts, int64_t fixed, int64_t i) {
+  if (fixed > 0) return i * fixed < th ? i * fixed : th;
+  return mi__blis_split_start(th, nb, parts, i);
+}
+
+/* Why the longest share in vectors: the pool hands out blocks as threads ask, so M-LSD's 80x80
+ * convs (20 tile rows) in 7 blocks of 3 rows (the last 2) ran 4:3 on two threads; and a block's
+ * cost goes by the 16-lane vectors its tiles fill, not by its rows (40x40 on two threads: 3,3,2,2
+ * rows, 2+2 : 2+2 vectors, ran no shorter than 3,3,3,1, 2+2 : 2+1). Why then the smaller blocks:
+ * 4,3,3 rows (3 : 2+2) ran 3-5% slower than 3,3,3,1 at 1 thread and up to 25% at 2
+ * (bench_blis_conv, 2026-12-03; a late second thread leaves the first two of three blocks). */
 int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64_t parts, int64_t lanes,
-                             int64_t max_floats, int64_t max_tiles) {
-  int64_t nb, best_nb = 0, last = 1;
-  double best = -1.;
+                             int64_t max_floats, int64_t max_tiles, int64_t *fixed) {
+  int64_t nb, f, best_nb = 0, best_f = 0, best_top = 0, best_all = 0, best_big = 0, best_over = 0, last = 1;
+  int64_t cost[MI__SPLIT_BLOCKS_MAX];
+  *fixed = 0;
   if (th <= 1) return 1;
   if (parts < 1) parts = 1;
   if (parts > th) parts = th;
-  for (nb = parts; nb <= th; nb += parts) {
-    int64_t i, big = 0, pad = 0;
-    last = nb;
-    for (i = 0; i < nb; i++) {
-      int64_t r = mi__blis_split_start(th, nb, parts, i + 1) - mi__blis_split_start(th, nb, parts, i);
-      if (r > big) big = r;
-      pad += lanes > 0 ? padded(r, tw, lanes) : 0;
-    }
-    if (lanes > 0) {
-      /* the count whose tiles fill the lanes best while V and Mo take at most max_floats (any
-       * count where even one-row blocks are too large), ties to the smaller blocks (128 -> 64 on
-       * 40x40 planned for two threads, AVX-512, 1 thread: 2 blocks of 50 tiles 0.91-0.94 ms,
-       * 3,3,2,2 rows 0.81-0.84, the unbalanced 3,3,3,1 before 0.77-0.79; bench_blis_conv, min
-       * process CPU time, 2026-12-03) */
-      double u = (double)(th * tw) / (double)pad;
-      if (big * tw * 36 * (C + M) > max_floats && big > 1) continue;
-      if (u >= best) {
-        best = u;
-        best_nb = nb;
+  if (parts > MI__SPLIT_PARTS_MAX) parts = MI__SPLIT_PARTS_MAX;
+  if (lanes <= 0) { /* the fewest blocks of at most max_tiles tiles, a multiple of the parts */
+    for (nb = parts; nb <= th; nb += parts) {
+      int64_t i, big = 0;
+      last = nb;
+      for (i = 0; i < nb; i++) {
+        int64_t r = mi__blis_split_start(th, nb, parts, i + 1) - mi__blis_split_start(th, nb, parts, i);
+        if (r > big) big = r;
       }
-    } else if (big * tw <= max_tiles || big == 1) {
-      return nb;
+      if (big * tw <= max_tiles || big == 1) return nb;
     }
+    return last;
   }
+  /* even splits (f = 0) of every count and blocks of f rows (the last fewer, the rule before
+   * 2026-12-03): no more blocks than the pool's chunks where that can be (more only add per-block
+   * work: 16 -> 16 on 160x160 in 20 blocks of 2 rows ran 10% slower at 1 thread than in 5 blocks of 8),
+   * then the one whose longest thread share takes the fewest vectors of `lanes` tiles, then the
+   * fewest in all, then the smallest largest block, while a block's V and Mo take at most
+   * max_floats (any where even one-row blocks are too large) */
+  for (f = 0; f <= th; f++)
+    for (nb = f ? (th + f - 1) / f : 1; nb <= (f ? (th + f - 1) / f : th) && nb <= MI__SPLIT_BLOCKS_MAX; nb++) {
+      int64_t i, big = 0, all = 0, top, over = nb > MI__PAR_CHUNKS * parts;
+      for (i = 0; i < nb; i++) {
+        int64_t r = mi__blis_wino_start(th, nb, parts, f, i + 1) - mi__blis_wino_start(th, nb, parts, f, i);
+        if (r > big) big = r;
+        cost[i] = (r * tw + lanes - 1) / lanes;
+        all += cost[i];
+      }
+      if (!f) last = nb;
+      if (big * tw * 36 * (C + M) > max_floats && big > 1) continue;
+      top = mi__blis_split_longest(cost, nb, parts);
+      if (!best_nb || over < best_over ||
+          (over == best_over &&
+           (top < best_top || (top == best_top && (all < best_all || (all == best_all && big < best_big)))))) {
+        best_over = over;
+        best_nb = nb;
+        best_f = f;
+        best_top = top;
+        best_all = all;
+        best_big = big;
+      }
+    }
+  *fixed = best_nb > 0 ? best_f : 0;
   return best_nb > 0 ? best_nb : last; /* else the smallest blocks */
 }

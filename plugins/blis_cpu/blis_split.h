@@ -11,12 +11,24 @@
  * the blocks within a chunk. */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i);
 
-/* conv.winograd's blocks of tile rows for th x tw tiles of C -> M channels: a multiple of
- * `parts` blocks (the threads that may share them; fewer only where there are fewer tile rows),
+#define MI__SPLIT_PARTS_MAX 256   /* threads a split plans for, at most */
+#define MI__SPLIT_BLOCKS_MAX 1024 /* blocks conv.winograd considers, at most */
+
+/* The longest thread's share of the blocks' costs when the pool's chunks go to whichever of
+ * `parts` threads is free first (the claim order, simulated). */
+int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts);
+
+/* conv.winograd's blocks of tile rows for th x tw tiles of C -> M channels, for `parts` threads,
  * sized by mi__blis_split_start.
- * lanes: the GEMM tiles' pixel lanes (32 with AVX-512) the blocks' tiles should fill best, with
- * at most max_floats of scratch per block; 0: the fewest blocks of at most max_tiles tiles. */
+ * lanes (16 with AVX-512: a vector of the GEMM tiles' pixels): the count whose longest thread
+ * share (mi__blis_split_longest) takes the fewest vectors of tiles, then the fewest in all, then
+ * the smallest largest block, among even splits and blocks of *fixed rows, with
+ * at most max_floats of scratch per block; 0: the fewest blocks of at most max_tiles tiles, a
+ * multiple of `parts`. */
 int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64_t parts, int64_t lanes,
-                             int64_t max_floats, int64_t max_tiles);
+                             int64_t max_floats, int64_t max_tiles, int64_t *fixed);
+/* Block i's first tile row: *fixed rows a block (the last fewer) where mi__blis_wino_blocks set
+ * *fixed > 0, else mi__blis_split_start's. */
+int64_t mi__blis_wino_start(int64_t th, int64_t nb, int64_t parts, int64_t fixed, int64_t i);
 
 #endif

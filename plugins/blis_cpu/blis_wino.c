@@ -32,13 +32,13 @@
 #define WB_TILES 64
 
 typedef struct mi__blis_wino {
-  mi__blis_conv_t sub[WP]; /* position p's GEMM as a 1x1 conv of C to M channels */
-  int64_t th, tw, rows;    /* tile rows, tile columns, tile rows of the largest block */
-  int64_t nb, parts;       /* blocks (mi__blis_split_start's sizes) and the threads they are for */
-  int64_t ld;              /* floats per channel row of a slot's V and Mo (a block + WL spare) */
-  int64_t wtl;             /* floats per row of the column-transformed tile row (padded) */
-  int64_t slots, slot_fl;  /* scratch slots (one per running part), floats per slot */
-  atomic_int *busy;        /* per slot */
+  mi__blis_conv_t sub[WP];  /* position p's GEMM as a 1x1 conv of C to M channels */
+  int64_t th, tw, rows;     /* tile rows, tile columns, tile rows of the largest block */
+  int64_t nb, parts, fixed; /* blocks (mi__blis_wino_start's), the threads they are for, rows a block or 0 */
+  int64_t ld;               /* floats per channel row of a slot's V and Mo (a block + WL spare) */
+  int64_t wtl;              /* floats per row of the column-transformed tile row (padded) */
+  int64_t slots, slot_fl;   /* scratch slots (one per running part), floats per slot */
+  atomic_int *busy;         /* per slot */
   float *slot;
 } mi__blis_wino_t;
 
@@ -229,8 +229,8 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
   mo = v + WP * c->C * wn->ld;
   tb = mo + WP * c->M * wn->ld;
   for (blk = b0; blk < b1; blk++) {
-    int64_t r0 = mi__blis_split_start(wn->th, wn->nb, wn->parts, blk);
-    int64_t r1 = mi__blis_split_start(wn->th, wn->nb, wn->parts, blk + 1);
+    int64_t r0 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk);
+    int64_t r1 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk + 1);
     int64_t nt = (r1 - r0) * wn->tw;
     int64_t o0 = r0 * WT * c->OW, o1 = (r1 * WT < c->OH ? r1 * WT : c->OH) * c->OW;
     if (c->simd == MI__SIMD_AVX512) in_avx512(c, wn, x, r0, r1, v, tb);
@@ -309,10 +309,11 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
     /* blocks for as many threads as there are cores (the default and most): each thread's share
      * within a tile row of the others' */
     geo.parts = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
-    geo.nb = mi__blis_wino_blocks(geo.th, geo.tw, C, M, geo.parts, c->simd == MI__SIMD_AVX512 ? 32 : 0, WB_FLOATS,
-                                  WB_TILES);
+    geo.nb = mi__blis_wino_blocks(geo.th, geo.tw, C, M, geo.parts, c->simd == MI__SIMD_AVX512 ? 16 : 0, WB_FLOATS,
+                                  WB_TILES, &geo.fixed);
     for (geo.rows = 0, pos = 0; pos < geo.nb; pos++) {
-      int64_t r = mi__blis_split_start(geo.th, geo.nb, geo.parts, pos + 1) - mi__blis_split_start(geo.th, geo.nb, geo.parts, pos);
+      int64_t r = mi__blis_wino_start(geo.th, geo.nb, geo.parts, geo.fixed, pos + 1) -
+                  mi__blis_wino_start(geo.th, geo.nb, geo.parts, geo.fixed, pos);
       if (r > geo.rows) geo.rows = r;
     }
     geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;

@@ -1,6 +1,8 @@
 /* test_blis_split.c - the blis-cpu plugin's even splits (blis_split.c, built into this test):
- * conv.winograd's tile-row blocks cover every row once, come in a multiple of the threads, and
- * the pool's claim-as-you-go order hands each of N equally fast threads the same rows within one. */
+ * conv.winograd's tile-row blocks cover every row once and stay within the scratch bound; by the
+ * pool's claim-as-you-go order, simulated, the longest thread share (in vectors of tiles) is never
+ * longer than the old rule's and within a block of an even split; with AVX2 the blocks come in a
+ * multiple of the threads and each of N equally fast threads gets the same rows within one. */
 #include "test_util.h"
 
 #include "../../plugins/blis_cpu/blis_split.c"
@@ -28,73 +30,111 @@ static int64_t spread(int64_t th, int64_t nb, int32_t threads) {
 }
 
 /* The rows of the largest block. */
-static int64_t largest(int64_t th, int64_t nb, int64_t parts) {
+static int64_t largest(int64_t th, int64_t nb, int64_t parts, int64_t fixed) {
   int64_t i, big = 0;
   for (i = 0; i < nb; i++) {
-    int64_t r = mi__blis_split_start(th, nb, parts, i + 1) - mi__blis_split_start(th, nb, parts, i);
+    int64_t r = mi__blis_wino_start(th, nb, parts, fixed, i + 1) - mi__blis_wino_start(th, nb, parts, fixed, i);
     if (r > big) big = r;
   }
   return big;
 }
 
 /* Blocks cover [0, th) in order, none empty. */
-static void check_blocks(const char *what, int64_t th, int64_t nb, int64_t parts) {
+static void check_blocks(const char *what, int64_t th, int64_t nb, int64_t parts, int64_t fixed) {
   int64_t i;
-  CHECK(mi__blis_split_start(th, nb, parts, 0) == 0 && mi__blis_split_start(th, nb, parts, nb) == th, " %s: cover",
-        what);
+  CHECK(mi__blis_wino_start(th, nb, parts, fixed, 0) == 0 && mi__blis_wino_start(th, nb, parts, fixed, nb) == th,
+        " %s: cover", what);
   for (i = 0; i < nb; i++)
-    CHECK(mi__blis_split_start(th, nb, parts, i + 1) > mi__blis_split_start(th, nb, parts, i),
+    CHECK(mi__blis_wino_start(th, nb, parts, fixed, i + 1) > mi__blis_wino_start(th, nb, parts, fixed, i),
           " %s: block %lld empty", what, (long long)i);
+}
+
+/* The blocks' costs in vectors of `lanes` tiles. */
+static int64_t costs(int64_t th, int64_t tw, int64_t nb, int64_t parts, int64_t fixed, int64_t lanes,
+                     int64_t *cost) {
+  int64_t i, all = 0;
+  for (i = 0; i < nb; i++) {
+    int64_t r = mi__blis_wino_start(th, nb, parts, fixed, i + 1) - mi__blis_wino_start(th, nb, parts, fixed, i);
+    cost[i] = (r * tw + lanes - 1) / lanes;
+    all += cost[i];
+  }
+  return all;
+}
+
+/* The longest thread share of the rule before 2026-12-03: r rows a block (the last fewer), r the
+ * count whose block fills 32 lanes best within the scratch bound, ties to the larger, at least
+ * two blocks. */
+static int64_t old_longest(int64_t th, int64_t tw, int64_t C, int64_t M, int64_t parts) {
+  int64_t r, rows = 1, rmax = th > 1 ? (th + 1) / 2 : 1, maxt = WB_FLOATS / (36 * (C + M)), nb, i, cost[1024];
+  double best = -1.;
+  for (r = 1; r <= rmax && (r == 1 || r * tw <= maxt); r++) {
+    double u = (double)(r * tw) / (double)((r * tw + 31) / 32 * 32);
+    if (u >= best) {
+      best = u;
+      rows = r;
+    }
+  }
+  nb = (th + rows - 1) / rows;
+  for (i = 0; i < nb; i++) cost[i] = ((i + 1 < nb ? rows : th - i * rows) * tw + 15) / 16;
+  return mi__blis_split_longest(cost, nb, parts);
 }
 
 static void wino_shapes(void) {
   /* tile rows, tile columns, C, M: M-LSD's 64->64 on 80x80 and 128->128 on 40x40, 16->16 on
    * 160x160, 96->24 on 80x80, a 70x66 plane, a one-row plane */
-  static const int64_t shapes[][4] = {{20, 20, 64, 64}, {10, 10, 128, 128}, {40, 40, 16, 16}, {20, 20, 96, 24}, {18, 17, 9, 18}, {1, 3, 3, 4}};
+  static const int64_t shapes[][4] = {{20, 20, 64, 64}, {10, 10, 128, 128}, {10, 10, 128, 64}, {40, 40, 16, 16}, {20, 20, 96, 24}, {18, 17, 9, 18}, {1, 3, 3, 4}};
   int32_t s, parts, lanes;
   for (s = 0; s < (int32_t)(sizeof shapes / sizeof shapes[0]); s++)
     for (parts = 1; parts <= 4; parts++)
-      for (lanes = 0; lanes <= 32; lanes += 32) {
+      for (lanes = 0; lanes <= 16; lanes += 16) {
         const int64_t *g = shapes[s];
-        int64_t nb = mi__blis_wino_blocks(g[0], g[1], g[2], g[3], parts, lanes, WB_FLOATS, WB_TILES);
+        int64_t fixed, nb = mi__blis_wino_blocks(g[0], g[1], g[2], g[3], parts, lanes, WB_FLOATS, WB_TILES, &fixed), big;
         char what[96];
         snprintf(what, sizeof what, "%lldx%lld tiles %lld->%lld, %d threads, %d lanes", (long long)g[0],
                  (long long)g[1], (long long)g[2], (long long)g[3], parts, lanes);
         CHECK(nb >= 1 && nb <= g[0], " %s: %lld blocks", what, (long long)nb);
         if (nb < 1 || nb > g[0]) continue;
-        check_blocks(what, g[0], nb, parts);
-        if (g[0] >= parts) {
+        check_blocks(what, g[0], nb, parts, fixed);
+        big = largest(g[0], nb, parts, fixed);
+        if (lanes) {
+          int64_t cost[64], all = costs(g[0], g[1], nb, parts, fixed, 16, cost), top = mi__blis_split_longest(cost, nb, parts);
+          CHECK(big * g[1] * 36 * (g[2] + g[3]) <= WB_FLOATS || big == 1, " %s: a block's scratch over the bound",
+                what);
+          /* never a longer thread share than the old rule's, and within a block of an even split */
+          CHECK(top <= old_longest(g[0], g[1], g[2], g[3], parts), " %s: %lld blocks, longest share %lld vectors",
+                what, (long long)nb, (long long)top);
+          CHECK(top * parts <= all + (parts - 1) * (g[1] * big + 15) / 16, " %s: longest share %lld of %lld", what,
+                (long long)top, (long long)all);
+        } else if (g[0] >= parts) {
+          CHECK(fixed == 0, " %s: fixed rows", what);
           CHECK(nb % parts == 0, " %s: %lld blocks, not a multiple of the threads", what, (long long)nb);
           CHECK(spread(g[0], nb, parts) <= 1, " %s: %lld blocks, the threads' rows differ by %lld", what,
                 (long long)nb, (long long)spread(g[0], nb, parts));
-        }
-        /* within the bound, unless no multiple of the threads keeps every block within it: then
-         * the most blocks */
-        if (nb != g[0] / parts * parts) {
-          int64_t big = largest(g[0], nb, parts);
-          if (lanes)
-            CHECK(big * g[1] * 36 * (g[2] + g[3]) <= WB_FLOATS || big == 1, " %s: a block's scratch over the bound",
-                  what);
-          else
+          if (nb != g[0] / parts * parts)
             CHECK(big * g[1] <= WB_TILES || big == 1, " %s: blocks over %d tiles", what, WB_TILES);
         }
       }
 }
 
-/* M-LSD's 80x80 convs on two threads: 6 blocks of 4,4,3,3,3,3 rows (80- and 60-tile blocks fill
- * 32-pixel lanes to 89%), 10 rows a thread; 7 blocks of 3 ran 4:3. */
-static void mlsd_80(void) {
-  int64_t nb = mi__blis_wino_blocks(20, 20, 64, 64, 2, 32, WB_FLOATS, WB_TILES);
-  CHECK(nb == 6, " %lld blocks", (long long)nb);
-  CHECK(spread(20, nb, 2) == 0, " rows per thread differ by %lld", (long long)spread(20, nb, 2));
-  CHECK(spread(20, 7, 2) > 1, " the old 7 blocks would pass");
-  nb = mi__blis_wino_blocks(20, 20, 64, 64, 2, 0, WB_FLOATS, WB_TILES);
-  CHECK(nb == 8 && spread(20, nb, 2) == 0, " AVX2: %lld blocks", (long long)nb);
+/* M-LSD's convs on two threads. 80x80 (20 tile rows of 20 tiles): 6 blocks of 4,4,3,3,3,3 rows,
+ * 5+4+4 vectors of 16 tiles a thread; the 7 blocks of 3 rows (the last 2) before ran 4:3, 12+3
+ * vectors against 12. 40x40 128 -> 128: 3,3,3,1 rows as before (2+2 : 2+1 vectors; 4,3,3 takes
+ * as long and larger blocks). */
+static void mlsd(void) {
+  int64_t cost[64], fixed, nb = mi__blis_wino_blocks(20, 20, 64, 64, 2, 16, WB_FLOATS, WB_TILES, &fixed), all;
+  CHECK(nb == 6 && fixed == 0, " 80x80: %lld blocks, fixed %lld", (long long)nb, (long long)fixed);
+  all = costs(20, 20, nb, 2, fixed, 16, cost);
+  CHECK(mi__blis_split_longest(cost, nb, 2) * 2 == all, " 80x80: shares differ");
+  CHECK(old_longest(20, 20, 64, 64, 2) == 15 && mi__blis_split_longest(cost, nb, 2) == 13, " 80x80: 15 -> 13 vectors");
+  nb = mi__blis_wino_blocks(10, 10, 128, 128, 2, 16, WB_FLOATS, WB_TILES, &fixed);
+  CHECK(nb == 4 && fixed == 3, " 40x40: %lld blocks, fixed %lld", (long long)nb, (long long)fixed);
+  nb = mi__blis_wino_blocks(20, 20, 64, 64, 2, 0, WB_FLOATS, WB_TILES, &fixed);
+  CHECK(nb == 8 && fixed == 0 && spread(20, nb, 2) == 0, " AVX2: %lld blocks", (long long)nb);
 }
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(wino_shapes),
-    TU_CASE(mlsd_80),
+    TU_CASE(mlsd),
 };
 
 TU_MAIN(NULL, NULL)
