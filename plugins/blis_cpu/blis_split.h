@@ -19,12 +19,11 @@ int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i);
 int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts);
 
 /* conv.winograd's blocks of tile rows for th x tw tiles of C -> M channels, for `parts` threads,
- * sized by mi__blis_split_start.
- * lanes (16 with AVX-512: a vector of the GEMM tiles' pixels): the count whose longest thread
- * share (mi__blis_split_longest) takes the fewest vectors of tiles, then the fewest in all, then
- * the smallest largest block, among even splits and blocks of *fixed rows, with
- * at most max_floats of scratch per block; 0: the fewest blocks of at most max_tiles tiles, a
- * multiple of `parts`. */
+ * bounded by mi__blis_wino_start. lanes (16 with AVX-512: a vector of the GEMM tiles' pixels):
+ * among even splits and blocks of *fixed rows, no more blocks than the pool's chunks where that
+ * can be, then the shortest longest thread share (mi__blis_split_longest) in vectors of tiles,
+ * then the fewest in all, then the smallest largest block, with at most max_floats of scratch per
+ * block; 0: the fewest blocks of at most max_tiles tiles, a multiple of `parts` (*fixed = 0). */
 int64_t mi__blis_wino_blocks(int64_t th, int64_t tw, int64_t C, int64_t M, int64_t parts, int64_t lanes,
                              int64_t max_floats, int64_t max_tiles, int64_t *fixed);
 /* Block i's first tile row: *fixed rows a block (the last fewer) where mi__blis_wino_blocks set

@@ -18,16 +18,15 @@
 #define WA 6  /* input tile edge */
 #define WP 36 /* tile positions */
 #define WL 16 /* tiles per transform step (the vector lanes) */
-/* How many blocks of tile rows (mi__blis_wino_blocks: a multiple of the cores, sized so that each
- * thread gets the same rows within one; measured, bench_blis_conv, process CPU time, ms):
- * - AVX-512: the count whose blocks fill the GEMM tiles' 32 pixel lanes best while V and Mo take
- *   at most WB_FLOATS (1.5 MB), ties to the smaller blocks (when the rule chose a row count per
- *   block, 128->128 on 40x40: 30-tile blocks 1.16-1.18, 50-tile ones 1.29-1.31; 128->64 on 40x40
- *   0.74-0.89 against 0.83-1.00; 64->64 and 96->24 on 80x80 and 16->16 on 160x160 within noise
- *   of the rule below);
- * - AVX2 and C: the fewest blocks of at most WB_TILES tiles (then an even count: 96->24 on 80x80
- *   1.09-1.21 against 1.60-1.63 with the lane rule's 80-tile blocks; 16->16 on 160x160 0.60-0.62
- *   against 0.68-0.69). */
+/* How many blocks of tile rows, planned for as many threads as cores (mi__blis_wino_blocks, whose
+ * comments hold the 2026-12-03 figures; earlier ones: bench_blis_conv, process CPU time, ms):
+ * - AVX-512: by the longest thread share in 16-tile vectors, V and Mo within WB_FLOATS (1.5 MB)
+ *   a block (when the rule chose a row count per block by the fill of 32 lanes, 128->128 on 40x40:
+ *   30-tile blocks 1.16-1.18, 50-tile ones 1.29-1.31; 128->64 on 40x40 0.74-0.89 against
+ *   0.83-1.00; 64->64 and 96->24 on 80x80 and 16->16 on 160x160 within noise of the rule below);
+ * - AVX2 and C: the fewest blocks of at most WB_TILES tiles in a multiple of the cores (then an
+ *   even count: 96->24 on 80x80 1.09-1.21 against 1.60-1.63 with the lane rule's 80-tile blocks;
+ *   16->16 on 160x160 0.60-0.62 against 0.68-0.69). */
 #define WB_FLOATS 393216
 #define WB_TILES 64
 
