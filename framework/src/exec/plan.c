@@ -490,6 +490,18 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
+/* The two-node unit n -> r, run as one kernel anchored at n. */
+static int32_t add_pair(mi__plan_t *p, int32_t n, int32_t r) {
+  mi__unit_t u;
+  memset(&u, 0, sizeof u);
+  u.nodes[u.count++] = n;
+  u.nodes[u.count++] = r;
+  u.op = n;
+  u.at = r;
+  u.dqx = u.dqw = u.act = u.q = -1;
+  return add_unit(p, &u);
+}
+
 /* x * Sigmoid(x) written out (torch's SiLU, paddle's Swish) on the runtime value x: its only two
  * readers the Sigmoid (q[0]) and the Mul of x by the Sigmoid's result (q[1], the sigmoid's only
  * reader); 1 when it matches. */
@@ -602,13 +614,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (!((is_op(g, n, "Concat") && cat_act) || (is_op(g, n, "Pad") && pad_act)) || p->role[n] != MI__ROLE_NODE ||
           (p->pinned && p->pinned[n]) || y < 0 || consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
         continue;
-      memset(&u, 0, sizeof u);
-      u.nodes[u.count++] = n;
-      u.nodes[u.count++] = r;
-      u.op = n;
-      u.at = r;
-      u.dqx = u.dqw = u.act = u.q = -1;
-      if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+      if (add_pair(p, n, r)) return MI_ERR_OUT_OF_MEMORY;
     }
   if (mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
     for (int32_t n = 0; n < g->node_count; n++) {
@@ -635,13 +641,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (other == y || (other != m->inputs[0] && other != m->inputs[1]) ||
           g->tensors[other].dtype != MI_DTYPE_FLOAT32)
         continue;
-      memset(&u, 0, sizeof u);
-      u.nodes[u.count++] = n;
-      u.nodes[u.count++] = r;
-      u.op = n;
-      u.at = r;
-      u.dqx = u.dqw = u.act = u.q = -1;
-      if (add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+      if (add_pair(p, n, r)) return MI_ERR_OUT_OF_MEMORY;
     }
   return linear_groups(p, g, consts, vars, var_count);
 }
