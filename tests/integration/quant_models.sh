@@ -2,7 +2,8 @@
 # quant_models.sh - quantized models end to end: mi-quantize writes the dynamic, QDQ and
 # QOperator forms of zoo models (ONNX Runtime's op patterns), they load, hold the ops they should,
 # run on the reference and on blis-cpu with no node left to the host, blis-cpu matches the
-# reference, and the quantized outputs stay close to the FP32 model's.
+# reference, and the quantized outputs stay close to the FP32 model's; a quantized tensor that is
+# also a graph output is calibrated.
 set -u
 source "$(dirname "$0")/lib.bash"
 Q=$B/bin/mi-quantize
@@ -63,6 +64,26 @@ sys.exit(0 if "Conv+QuantizeLinear" in ops and "Conv" not in ops else 1)
 PY
   fi
 done
+# A quantized tensor that is a graph output too (a detector's map that a later layer also reads)
+# is calibrated where it stands: the QDQ file is written and runs (it was "not calibrated").
+mi_wire_py
+python3 - "$T" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[1]); from mi_wire import *
+def tensor(name, dims, vals):
+    return b"".join(vi(1, d) for d in dims) + vi(2, 1) + s(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals))
+w1 = [((i * 7) % 11 - 5) / 10 for i in range(4 * 3 * 3 * 3)]
+w2 = [((i * 5) % 7 - 3) / 5 for i in range(4 * 4)]
+save("twoout.onnx", model([node("Conv", "c1", ["x", "w1"], ["a"]), node("Relu", "r1", ["a"], ["y1"]),
+                           node("Conv", "c2", ["y1", "w2"], ["y2"])],
+                          [("x", 1, [1, 3, 8, 8])], [("y1", 1, [1, 4, 6, 6]), ("y2", 1, [1, 4, 6, 6])],
+                          inits=ld(5, tensor("w1", [4, 3, 3, 3], w1)) + ld(5, tensor("w2", [4, 4, 1, 1], w2))))
+PY
+if "$Q" --mode qdq --model "$T/twoout.onnx" --out "$T/twoout_qdq.onnx" > "$T/q.log" 2>&1; then
+  "$RUN" --model "$T/twoout_qdq.onnx" --device ref --seed 3 >/dev/null 2>&1 || bad "the QDQ form of twoout.onnx does not run on ref"
+else
+  bad "mi-quantize of a model whose quantized tensor is a graph output: $(cat "$T/q.log")"
+fi
 # Bad use exits 2 with one line; a model below opset 10 cannot hold QuantizeLinear.
 "$Q" --mode nope --model "$T/resnet.onnx" --out "$T/x.onnx" 2>/dev/null; [ $? = 2 ] || bad "--mode nope should exit 2"
 exit $fail
