@@ -11,8 +11,6 @@ mkdir -p "$T/work/w" "$T/elsewhere"
 python3 - "$T/work/w" <<'PY'
 import struct, sys
 sys.path.insert(0, sys.argv[1] + "/../.."); from mi_wire import *
-def tensor(name, dims, vals):
-    return b"".join(vi(1, d) for d in dims) + vi(2, 1) + s(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals))
 w = [((i * 7) % 11 - 5) / 10 for i in range(4 * 3 * 3 * 3)]
 conv = node("Conv", "conv", ["x", "w"], ["c"])
 relu = node("Relu", "relu", ["c"], ["y"])

@@ -25,6 +25,9 @@ def s(f, text): return ld(f, text.encode())
 def vinfo(name, elem, dims):
     d = b"".join(ld(1, s(2, x) if isinstance(x, str) else vi(1, x)) for x in dims)
     return s(1, name) + ld(2, ld(1, vi(1, elem) + ld(2, d)))
+# TensorProto of a float32 initializer.
+def tensor(name, dims, vals):
+    return b"".join(vi(1, d) for d in dims) + vi(2, 1) + s(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals))
 def node(op, name, ins, outs):
     return b"".join(s(1, i) for i in ins) + b"".join(s(2, o) for o in outs) + s(3, name) + s(4, op)
 # ModelProto{ir_version 8, [producer_name], graph, opset_import{"", 13}}.

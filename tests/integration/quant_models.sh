@@ -70,8 +70,6 @@ mi_wire_py
 python3 - "$T" <<'PY'
 import struct, sys
 sys.path.insert(0, sys.argv[1]); from mi_wire import *
-def tensor(name, dims, vals):
-    return b"".join(vi(1, d) for d in dims) + vi(2, 1) + s(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals))
 w1 = [((i * 7) % 11 - 5) / 10 for i in range(4 * 3 * 3 * 3)]
 w2 = [((i * 5) % 7 - 3) / 5 for i in range(4 * 4)]
 save("twoout.onnx", model([node("Conv", "c1", ["x", "w1"], ["a"]), node("Relu", "r1", ["a"], ["y1"]),
