@@ -9,6 +9,8 @@
  * there. Same results, bit for bit: both compute the exact sum of (x - zx) * w over the taps
  * inside the image and finish it the same way. */
 #include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "blis_qgemm.h"
@@ -27,7 +29,14 @@ typedef struct qdw {
   int32_t zy, y_u8, flip, zxu; /* flip: 0x80 makes INT8 codes unsigned; zxu: zx made unsigned */
   int32_t zx_t;                /* runtime tensor of x's zero point (one code), or -1: zxu */
   int32_t out, relu, scale_t, res_t;
-  mi__blis_hsw_t hs;              /* the tail's hard-swish */
+  mi__blis_hsw_t hs; /* the tail's hard-swish */
+  /* codes: the tail's floats are read by its DynamicQuantizeLinear alone and the tail is monotone
+   * (mi__blis_ftail_monotone): a first pass takes each plane's int32 range into rng ([N * M][2]),
+   * the tail of its ends gives the range, and a second pass writes the codes from the sums through
+   * the tail in L1: the float plane is never written nor read again (docs/backends/blis-cpu.md) */
+  int32_t codes;
+  int32_t *rng;
+  mi__blis_hsw_t hs1;             /* hs without its DynamicQuantizeLinear (the second pass's rows) */
   int32_t nq;                     /* quads of taps per kernel row */
   int64_t wp, rows;               /* bytes of a padded input row; output rows per strip */
   double *mult, *bias;            /* [M] output stage (QDW_CODES) */
@@ -46,6 +55,9 @@ typedef struct qdw_task {
   const float *res; /* the tail's residual, or NULL */
   float fs;         /* the tail's scale */
   int32_t zxu;      /* this run's zero point, made unsigned */
+  uint8_t *codes;   /* q->codes: DynamicQuantizeLinear's codes, its scale and zero point */
+  float scale;
+  int32_t zp;
 } qdw_task_t;
 
 /* Input rows r0..r0+n of plane xp as padded rows of wp bytes: zxu left of the image (pl bytes),
@@ -196,6 +208,67 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
   }
 }
 
+/* First pass of q->codes: each plane's int32 range. */
+static void qdw_range_part(void *arg, int64_t p0, int64_t p1) {
+  const qdw_task_t *t = arg;
+  const qdw_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  uint8_t pad[QDW_ROWS_BYTES + QDW_PAD_SLACK];
+  int32_t acc[QDW_ACC_INTS], *out;
+  int64_t pl, o0, dm = c->M / c->C;
+  for (pl = p0; pl < p1; pl++) {
+    const uint8_t *xp = t->x + (pl / c->M * c->C + pl % c->M / dm) * c->H * c->W;
+    out = (int32_t *)q->rng + pl * 2; /* the step's writable block, one pair per plane */
+    out[0] = INT32_MAX;
+    out[1] = INT32_MIN;
+    for (o0 = 0; o0 < c->OH; o0 += q->rows) {
+      int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH;
+      qdw_strip(q, t->zxu, xp, pl % c->M, o0, o1, pad, acc);
+      mi__blis_acc_range(c->simd, acc, (o1 - o0) * c->OW, out);
+    }
+  }
+}
+
+/* Second pass: the sums again, through the tail into L1 and straight to codes. */
+static void qdw_codes_part(void *arg, int64_t p0, int64_t p1) {
+  const qdw_task_t *t = arg;
+  const qdw_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  uint8_t pad[QDW_ROWS_BYTES + QDW_PAD_SLACK];
+  int32_t acc[QDW_ACC_INTS];
+  float f[QDW_ACC_INTS];
+  int64_t pl, o0, dm = c->M / c->C, ohw = c->OH * c->OW;
+  for (pl = p0; pl < p1; pl++) {
+    int64_t m = pl % c->M;
+    const uint8_t *xp = t->x + (pl / c->M * c->C + m / dm) * c->H * c->W;
+    for (o0 = 0; o0 < c->OH; o0 += q->rows) {
+      int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH, n = (o1 - o0) * c->OW;
+      qdw_strip(q, t->zxu, xp, m, o0, o1, pad, acc);
+      mi__blis_qv_ftail(c->simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f, NULL, q->relu, &q->hs1, f);
+      mi__blis_dynq_row(c->simd, f, t->codes + pl * ohw + o0 * c->OW, n, t->scale, t->zp);
+    }
+  }
+}
+
+/* Both passes, then the scale and zero point as DynamicQuantizeLinear's from the ends' range. */
+static void run_qdw_codes(qdw_task_t *task, void *const *t, const mi__blis_env_t *env) {
+  const qdw_t *q = task->q;
+  const mi__blis_conv_t *c = &q->g;
+  float lo = 0.f, hi = 0.f;
+  int64_t work = c->OH * c->OW * c->KH * c->KW, pl;
+  mi__blis_parallel(env, c->N * c->M, 1, work, qdw_range_part, task);
+  for (pl = 0; pl < c->N * c->M; pl++) {
+    int64_t m = pl % c->M;
+    mi__blis_ftail_ends(c->simd, q->rng[2 * pl], q->rng[2 * pl + 1], task->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f,
+                        q->relu, &q->hs1, &lo, &hi);
+  }
+  mi__blis_dynq_params(lo, hi, &task->scale, &task->zp);
+  *(float *)t[q->hs.dq_s] = task->scale;
+  *(uint8_t *)t[q->hs.dq_z] = (uint8_t)task->zp;
+  task->codes = t[q->hs.dq_y];
+  mi__blis_parallel(env, c->N * c->M, 1, work, qdw_codes_part, task);
+}
+
 static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   qdw_task_t task;
   const mi__blis_conv_t *c;
@@ -207,6 +280,10 @@ static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_
   task.zxu = task.q->zx_t >= 0 ? (*(const uint8_t *)t[task.q->zx_t] ^ task.q->flip) & 0xff : task.q->zxu;
   task.fs = task.q->out == QDW_TAIL ? *(const float *)t[task.q->scale_t] : 0.f;
   task.res = task.q->out == QDW_TAIL && task.q->res_t >= 0 ? t[task.q->res_t] : NULL;
+  if (task.q->codes && fabsf(task.fs) <= 0x1p64f) { /* |sum * scale| stays finite; else the plane */
+    run_qdw_codes(&task, t, env);
+    return MI_OK;
+  }
   mi__blis_ftail_begin(&task.q->hs);
   mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * c->KH * c->KW, qdw_part, &task);
   mi__blis_ftail_end(&task.q->hs, t, env, c->simd);
@@ -299,7 +376,9 @@ static qdw_t *qdw_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsr
     return NULL;
   }
   taps = probe.g.KH * probe.g.KW;
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)probe.g.M * (2 * sizeof(double) + 2 * sizeof(int32_t) + sizeof(float)) + (uint64_t)(probe.g.M * probe.g.KH * probe.nq) * sizeof(int32_t),
+  if (!(q = mi__blis_state_new(p, s,
+                               sizeof *q + (uint64_t)probe.g.M * (2 * sizeof(double) + 2 * sizeof(int32_t) + sizeof(float)) +
+                                   (uint64_t)(probe.g.M * probe.g.KH * probe.nq + 2 * probe.g.N * probe.g.M) * sizeof(int32_t),
                                err)))
     return NULL;
   *q = probe;
@@ -309,6 +388,7 @@ static qdw_t *qdw_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsr
   q->wd = q->vsum + q->g.M;
   q->wq = q->wd + q->g.M;
   q->tb = (float *)(q->wq + q->g.M * q->g.KH * q->nq);
+  q->rng = (int32_t *)(q->tb + q->g.M);
   q->flip = x->dtype == MI_DTYPE_UINT8 ? 0 : 0x80;
   q->zxu = (src->zx ^ q->flip) & 0xff;
   q->zx_t = src->zx_t;
@@ -381,6 +461,9 @@ int32_t mi__blis_prep_qdw_int(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__
   q->hs = src->hs;
   q->scale_t = src->scale_t;
   q->res_t = src->res_t;
+  q->hs1 = src->hs;
+  q->hs1.dq = 0;
+  q->codes = mi__blis_ftail_codes(p, src, q->g.KH * q->g.KW);
   for (m = 0; m < q->g.M; m++) q->tb[m] = src->tb ? src->tb[src->ntb == 1 ? 0 : m] : 0.f;
   if (!src->tb) q->tb = NULL;
   p->nodes_used = 1 + src->tail;

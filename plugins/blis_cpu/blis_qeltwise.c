@@ -169,6 +169,14 @@ static void dynq_c(const float *x, uint8_t *y, int64_t b, int64_t e, float s, fl
   for (int64_t i = b; i < e; i++) y[i] = dynq_one(x[i], s, z);
 }
 
+void mi__blis_dynq_row(int32_t simd, const float *x, uint8_t *y, int64_t n, float scale, int32_t zp) {
+  if (simd == MI__SIMD_AVX512) dynq_avx512(x, y, 0, n, scale, (float)zp);
+  else if (simd == MI__SIMD_AVX2)
+    dynq_avx2(x, y, 0, n, scale, (float)zp);
+  else
+    dynq_c(x, y, 0, n, scale, (float)zp);
+}
+
 /* Codes of `outer` blocks of `inner` floats, block o from x + o * inner into y + o * ystride (one
  * block: a whole tensor; several: one input of a Concat into its slab of the output). */
 typedef struct dynq_task {

@@ -32,6 +32,9 @@ typedef struct qconv {
   int32_t tail, relu, scale_t, res_t; /* out32's float tail (mi__blis_qsrc_t): scale, residual */
   float *tb;                          /* [M] the tail's bias, or NULL */
   mi__blis_hsw_t hs;                  /* the tail's hard-swish */
+  int32_t codes;                      /* codes straight from the sums (mi__blis_ftail_codes) */
+  int32_t *rng;                       /* [M][2] codes: each channel's int32 range (first pass) */
+  mi__blis_hsw_t hs1;                 /* codes: hs without its DynamicQuantizeLinear */
   mi__blis_qd_t qd;                   /* byte core without columns when qd.w (blis_qdirect.c) */
 } qconv_t;
 
@@ -56,6 +59,11 @@ typedef struct qconv_task {
   float fs;         /* the float tail's scale for this run */
   const float *res; /* the tail's residual at y's offset, or NULL */
   int64_t oh0, oh1; /* the output rows of this tile (columns and sums of these rows only) */
+  int32_t pass;     /* q->codes: 1 takes each channel's range, 2 writes the codes */
+  const float *yb;  /* q->codes: the tail's (unwritten) float plane, for element offsets */
+  uint8_t *codes;   /* q->codes: DynamicQuantizeLinear's codes, scale and zero point */
+  float scale;
+  int32_t zp;
 } qconv_task_t;
 
 static inline int32_t code(const void *x, int32_t u8, int64_t i) {
@@ -174,7 +182,18 @@ static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n
   int64_t i;
   if (q->ibias)
     for (i = 0; i < n; i++) acc[i] += q->ibias[oc];
-  if (q->tail)
+  if (t->pass == 1) { /* items own their channels within a tile, and tiles run in turn */
+    mi__blis_acc_range(q->g.simd, acc, n, q->rng + 2 * oc);
+  } else if (t->pass == 2) { /* through the tail in L1, then DynamicQuantizeLinear's codes */
+    float f[1024];
+    uint8_t *cy = t->codes + ((const float *)yr - t->yb);
+    for (i = 0; i < n; i += 1024) {
+      int64_t k = n - i < 1024 ? n - i : 1024;
+      mi__blis_qv_ftail(q->g.simd, acc + i, k, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f, NULL, q->relu, &q->hs1,
+                        f);
+      mi__blis_dynq_row(q->g.simd, f, cy + i, k, t->scale, t->zp);
+    }
+  } else if (q->tail)
     mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f,
                       t->res ? t->res + ((float *)yr - (float *)t->y) : NULL, q->relu, &q->hs, yr);
   else if (q->out32)
@@ -291,24 +310,15 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
 /* A runtime zero point: the one code of tensor zt (INT8 or UINT8 as x). */
 static int32_t runtime_zp(void *const *t, int32_t zt, int32_t u8) { return code(t[zt], u8, 0); }
 
-static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
-                         mi_error_t *err) {
-  const qconv_t *q = s->state;
+/* The conv's sums, every image and group, each row handed to qconv_out. */
+static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *env, qconv_task_t *tp) {
   const mi__blis_conv_t *c = &q->g;
   int64_t n, g, cg = c->C / c->G, mg = c->M / c->G, ohw = c->OH * c->OW;
-  qconv_task_t task;
+  qconv_task_t task = *tp;
   int64_t yb = q->out32 ? 4 : 1; /* bytes per output element */
   /* the byte core's columns take the int16 core's rows per tile: 4 * kq <= 2 * ka bytes a pixel
    * fit the scratch qtile_rows sized at prepare */
   int64_t tile = qtile_rows(q);
-  (void)err;
-  task.q = q;
-  task.oh0 = 0;
-  task.oh1 = c->OH;
-  task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
-  task.fs = q->tail ? *(const float *)t[q->scale_t] : 0.f;
-  task.res = q->tail && q->res_t >= 0 ? t[q->res_t] : NULL;
-  mi__blis_ftail_begin(&q->hs);
   if (q->dw) {
     task.x = t[c->x];
     task.y = t[c->y];
@@ -333,6 +343,52 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
         mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
       }
     }
+}
+
+/* q->codes: the sums once for each channel's range, the range of the tail's ends, then the sums
+ * again into codes. */
+static void run_qconv_codes(const qconv_t *q, void *const *t, const mi__blis_env_t *env, qconv_task_t *task) {
+  const mi__blis_conv_t *c = &q->g;
+  float lo = 0.f, hi = 0.f;
+  int64_t m;
+  for (m = 0; m < c->M; m++) { /* the step's writable block, seen const by the run */
+    ((int32_t *)q->rng)[2 * m] = INT32_MAX;
+    ((int32_t *)q->rng)[2 * m + 1] = INT32_MIN;
+  }
+  task->pass = 1;
+  qconv_sums(q, t, env, task);
+  for (m = 0; m < c->M; m++)
+    if (q->rng[2 * m] <= q->rng[2 * m + 1]) /* channels with outputs */
+      mi__blis_ftail_ends(c->simd, q->rng[2 * m], q->rng[2 * m + 1], task->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f,
+                          q->relu, &q->hs1, &lo, &hi);
+  mi__blis_dynq_params(lo, hi, &task->scale, &task->zp);
+  *(float *)t[q->hs.dq_s] = task->scale;
+  *(uint8_t *)t[q->hs.dq_z] = (uint8_t)task->zp;
+  task->codes = t[q->hs.dq_y];
+  task->yb = t[c->y];
+  task->pass = 2;
+  qconv_sums(q, t, env, task);
+}
+
+static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                         mi_error_t *err) {
+  const qconv_t *q = s->state;
+  const mi__blis_conv_t *c = &q->g;
+  qconv_task_t task;
+  (void)err;
+  memset(&task, 0, sizeof task);
+  task.q = q;
+  task.oh0 = 0;
+  task.oh1 = c->OH;
+  task.zx = q->zx_t >= 0 ? runtime_zp(t, q->zx_t, q->x_u8) : q->zx;
+  task.fs = q->tail ? *(const float *)t[q->scale_t] : 0.f;
+  task.res = q->tail && q->res_t >= 0 ? t[q->res_t] : NULL;
+  if (q->codes && fabsf(task.fs) <= 0x1p64f) { /* |sum * scale| stays finite; else the plane */
+    run_qconv_codes(q, t, env, &task);
+    return MI_OK;
+  }
+  mi__blis_ftail_begin(&q->hs);
+  qconv_sums(q, t, env, &task);
   mi__blis_ftail_end(&q->hs, t, env, c->simd);
   return MI_OK;
 }
@@ -404,11 +460,12 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     return mi__blis_unsupported(err, n, "integer conv: the weight must be INT8, UINT8 or INT4");
   if (p->desc->node_count != 1 + src->tail && !(src->tail == 0 && mi__blis_qblock_desc(p)))
     return mi__blis_unsupported(err, n, "INT8 conv runs alone or with its float tail, not in a fused group");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 4 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)w->dims[0] * (2 * sizeof(double) + 6 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + w->dims[0];
   q->wsum = (int32_t *)(q->bias + w->dims[0]) + w->dims[0];
   q->wd = q->wsum + w->dims[0];
+  q->rng = q->wd + 2 * w->dims[0]; /* after tb's */
   if ((q->tail = src->tail) > 0) { /* the float tail: y is its output (blis_qlinear.c) */
     q->scale_t = src->scale_t;
     q->relu = src->relu;
@@ -445,6 +502,11 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   wn = q->g.M * q->ka;
   if (q->kk >= 32768) return mi__blis_unsupported(err, n, "INT8 conv: reduction too long for int32");
   q->dw = q->g.C == q->g.G && q->g.G > 1;
+  /* the depthwise path's items are planes: one channel's range from two threads at a batch of 2 */
+  if ((q->codes = (!q->dw || q->g.N == 1) && mi__blis_ftail_codes(p, src, q->kk))) {
+    q->hs1 = q->hs;
+    q->hs1.dq = 0;
+  }
   /* INT4 GEMM path: the weights stay packed, one byte per pair (the depthwise path's few taps
    * are kept widened) */
   q->w4 = !q->dw && !src->wz && mi__blis_qweight_4bit(w);

@@ -152,6 +152,14 @@ void mi__blis_dynq_range(const mi__blis_env_t *env, int32_t simd, const float *x
 void mi__blis_dynq_params(float lo, float hi, float *scale, int32_t *zp);
 void mi__blis_dynq_blocks(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t outer, int64_t inner,
                           uint8_t *y, int64_t ystride, float scale, int32_t zp);
+/* The codes of n floats on the calling thread (the quantize pass of mi__blis_dynq_blocks). */
+void mi__blis_dynq_row(int32_t simd, const float *x, uint8_t *y, int64_t n, float scale, int32_t zp);
+/* The range of a monotone float tail (hs with no residual, no hard-swish, no LeakyRelu of negative
+ * slope; see blis_qvnni.c) over a channel whose int32 sums span [alo, ahi], merged into *lo, *hi
+ * with the unfused min/max pass's comparisons: each value of the channel lies between the tail
+ * of its two ends, so the tail need not be written to know DynamicQuantizeLinear's range. */
+void mi__blis_ftail_ends(int32_t simd, int32_t alo, int32_t ahi, float s, int has_b, float b, int relu,
+                         const mi__blis_hsw_t *hs, float *lo, float *hi);
 
 /* Where an integer layer's quantization comes from: the tensor fields of a lowered QDQ layer
  * (mi__blis_prep_qconv / _qgemm fill it) or the constant inputs of QLinearConv, QLinearMatMul,
@@ -178,6 +186,21 @@ typedef struct mi__blis_qsrc {
   int32_t relu;
   mi__blis_hsw_t hs; /* a hard-swish written out, after the Relu */
 } mi__blis_qsrc_t;
+/* Codes straight from the sums (the tail's floats never written): the tail of src ends in a
+ * DynamicQuantizeLinear that alone reads its floats, the tail is monotone (no residual, no
+ * hard-swish, no LeakyRelu of negative slope, finite constants), so its range follows from each
+ * channel's int32 range (mi__blis_ftail_ends), and the conv runs twice, once for that range and
+ * once for the codes. 1 where that pays: kk (C/G * KH * KW) at most MI__QCODES_MAX_K, as the second
+ * pass costs about kk / 4 byte dots an output against the float plane's store and load, and the
+ * float plane over a quarter of the L2 cache (512 KiB where the CPU does not say), where its round
+ * trip leaves L2 beside the layer's other tensors: on the Intel Xeon of docs/benchmarks.md (2 MiB
+ * L2), blazeface_back's 24x128x128 depthwise layers (1.5 MiB planes) gained a quarter, its
+ * 48x32x32 and 96x16x16 ones lost, and 24x64x64 ones (384 KiB) gained in blazeface_back and lost
+ * in blazeface_front, whose whole working set stays in L2. */
+#define MI__QCODES_MAX_K 64
+int mi__blis_ftail_codes(const mi__blis_prep_t *p, const mi__blis_qsrc_t *src, int64_t kk);
+/* The low and high of n int32 sums merged into r[0], r[1]. */
+void mi__blis_acc_range(int32_t simd, const int32_t *acc, int64_t n, int32_t *r);
 /* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none), then hs (NULL: none): its affine
  * block and its hard-swish, each where set. The tail's ops one rounding each, b added only when
  * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */

@@ -7,6 +7,7 @@
  * codes are made unsigned by flipping their sign bit (u = x + 128, zu = zx + 128). Padding holds
  * the zero point's code, which the correction turns into an exact 0. */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "blis_qgemm.h"
@@ -324,6 +325,75 @@ void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int
     y[j] = v;
   }
   tail_acts(hs, y, n);
+}
+
+/* Monotone: every op of the tail maps a <= b to f(a) <= f(b), or every one to f(a) >= f(b) where
+ * it reverses (a Mul by a negative constant, a Clip whose bounds cross), so the composition is
+ * one or the other; a residual (another tensor), the hard-swish and a LeakyRelu of negative slope
+ * are not. Finite constants keep NaN out (0 * inf), which the unfused min/max pass skips. */
+static int ftail_monotone(const mi__blis_hsw_t *hs, int has_res) {
+  if (has_res || hs->on || !isfinite(hs->am) || !isfinite(hs->ac)) return 0;
+  for (int32_t i = 0; i < hs->nact; i++)
+    if (!isfinite(hs->aa[i]) || !isfinite(hs->ab[i]) || (hs->act[i] == MI__ACT_LEAKY && !(hs->aa[i] >= 0.f)))
+      return 0;
+  return 1;
+}
+
+int mi__blis_ftail_codes(const mi__blis_prep_t *p, const mi__blis_qsrc_t *src, int64_t kk) {
+  const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
+  int64_t i;
+  if (!src->tail || !src->hs.dq || !y || !ftail_monotone(&src->hs, src->res_t >= 0) ||
+      mi__blis_consumers(p, src->hs.dq_x) != 1 || mi__blis_is_kernel_output(p, src->hs.dq_x))
+    return 0;
+  for (i = 0; src->tb && i < src->ntb; i++)
+    if (!isfinite(src->tb[i])) return 0;
+  uint64_t l2 = p->ctx->cpu.l2_bytes ? p->ctx->cpu.l2_bytes : 2u << 20;
+  return kk <= MI__QCODES_MAX_K && mi_sdk_tensor_bytes(y) > l2 / 4;
+}
+
+__attribute__((target("avx512f"))) static void acc_range512(const int32_t *acc, int64_t n, int32_t *r) {
+  __m512i lo = _mm512_set1_epi32(r[0]), hi = _mm512_set1_epi32(r[1]);
+  int64_t j;
+  for (j = 0; j + 16 <= n; j += 16) {
+    __m512i v = _mm512_loadu_si512(acc + j);
+    lo = _mm512_min_epi32(lo, v);
+    hi = _mm512_max_epi32(hi, v);
+  }
+  if (j < n) {
+    __mmask16 k = (__mmask16)((1u << (n - j)) - 1u);
+    __m512i v = _mm512_maskz_loadu_epi32(k, acc + j);
+    lo = _mm512_mask_min_epi32(lo, k, lo, v);
+    hi = _mm512_mask_max_epi32(hi, k, hi, v);
+  }
+  r[0] = _mm512_reduce_min_epi32(lo);
+  r[1] = _mm512_reduce_max_epi32(hi);
+}
+
+void mi__blis_acc_range(int32_t simd, const int32_t *acc, int64_t n, int32_t *r) {
+  if (simd == MI__SIMD_AVX512) {
+    acc_range512(acc, n, r);
+    return;
+  }
+  for (int64_t j = 0; j < n; j++) {
+    r[0] = acc[j] < r[0] ? acc[j] : r[0];
+    r[1] = acc[j] > r[1] ? acc[j] : r[1];
+  }
+}
+
+/* The two ends through the same tail code as the plane's values (the same lanes' arithmetic), and
+ * merged as the min/max pass does: strictly below lo or above hi, so a -0 never replaces the
+ * initial +0 and the result's bits are the pass's whatever the order. */
+void mi__blis_ftail_ends(int32_t simd, int32_t alo, int32_t ahi, float s, int has_b, float b, int relu,
+                         const mi__blis_hsw_t *hs, float *lo, float *hi) {
+  mi__blis_hsw_t h = *hs;
+  int32_t a[2] = {alo, ahi};
+  float v[2];
+  h.dq = 0;
+  mi__blis_qv_ftail(simd, a, 2, s, has_b, b, NULL, relu, &h, v);
+  for (int i = 0; i < 2; i++) {
+    *lo = v[i] < *lo ? v[i] : *lo;
+    *hi = v[i] > *hi ? v[i] : *hi;
+  }
 }
 
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16
