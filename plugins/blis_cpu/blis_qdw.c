@@ -245,7 +245,7 @@ static void qdw_codes_part(void *arg, int64_t p0, int64_t p1) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH, n = (o1 - o0) * c->OW;
       qdw_strip(q, t->zxu, xp, m, o0, o1, pad, acc);
       mi__blis_qv_ftail(c->simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f, NULL, q->relu, &q->hs1, f);
-      mi__blis_dynq_row(c->simd, f, t->codes + pl * ohw + o0 * c->OW, n, t->scale, t->zp);
+      mi__blis_dynq_put(&q->hs, c->simd, f, pl * ohw + o0 * c->OW, n, t->codes, t->scale, t->zp);
     }
   }
 }
@@ -266,6 +266,7 @@ static void run_qdw_codes(qdw_task_t *task, void *const *t, const mi__blis_env_t
   *(float *)t[q->hs.dq_s] = task->scale;
   *(uint8_t *)t[q->hs.dq_z] = (uint8_t)task->zp;
   task->codes = t[q->hs.dq_y];
+  mi__blis_dynq_border(&q->hs, task->codes, task->zp);
   mi__blis_parallel(env, c->N * c->M, 1, work, qdw_codes_part, task);
 }
 

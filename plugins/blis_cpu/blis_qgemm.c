@@ -38,14 +38,18 @@ typedef struct qconv {
   mi__blis_qd_t qd;                   /* byte core without columns when qd.w (blis_qdirect.c) */
 } qconv_t;
 
-/* Bytes of int16 columns one output-row tile of the GEMM path spans. */
+/* Bytes of int16 columns one output-row tile of the GEMM path spans, and of its int32 sums: the
+ * output stage reads those right after the GEMM wrote them, from L2 (a 1x1 16 -> 96 conv at
+ * 160x160 took 102-row tiles by its columns alone, 6.3 MB of sums written to memory and read back). */
 #define QCOL_TILE_BYTES (512 * 1024)
+#define QACC_TILE_BYTES (256 * 1024)
 
 /* Output rows per tile of the GEMM path: its columns and sums are all the scratch it needs, so a
  * layer holds one tile's, not its whole plane's (each 3x3 64-channel layer of a 1024x1024 model
  * held 576 int16 columns and 64 int32 sums per output pixel, zeroed at prepare). */
 static int64_t qtile_rows(const qconv_t *q) {
-  int64_t tile = QCOL_TILE_BYTES / (q->ka * 2 * q->g.OW);
+  int64_t tile = QCOL_TILE_BYTES / (q->ka * 2 * q->g.OW), sums = QACC_TILE_BYTES / (q->g.M / q->g.G * 4 * q->g.OW);
+  tile = tile < sums ? tile : sums;
   tile = tile < 1 ? 1 : tile;
   return tile < q->g.OH ? tile : q->g.OH;
 }
@@ -186,12 +190,12 @@ static void qconv_out(const qconv_task_t *t, int64_t oc, int32_t *acc, int64_t n
     mi__blis_acc_range(q->g.simd, acc, n, q->rng + 2 * oc);
   } else if (t->pass == 2) { /* through the tail in L1, then DynamicQuantizeLinear's codes */
     float f[1024];
-    uint8_t *cy = t->codes + ((const float *)yr - t->yb);
+    int64_t e0 = (const float *)yr - t->yb;
     for (i = 0; i < n; i += 1024) {
       int64_t k = n - i < 1024 ? n - i : 1024;
       mi__blis_qv_ftail(q->g.simd, acc + i, k, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f, NULL, q->relu, &q->hs1,
                         f);
-      mi__blis_dynq_row(q->g.simd, f, cy + i, k, t->scale, t->zp);
+      mi__blis_dynq_put(&q->hs, q->g.simd, f, e0 + i, k, t->codes, t->scale, t->zp);
     }
   } else if (q->tail)
     mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[oc] : 0.f,
@@ -366,6 +370,7 @@ static void run_qconv_codes(const qconv_t *q, void *const *t, const mi__blis_env
   *(uint8_t *)t[q->hs.dq_z] = (uint8_t)task->zp;
   task->codes = t[q->hs.dq_y];
   task->yb = t[c->y];
+  mi__blis_dynq_border(&q->hs, task->codes, task->zp);
   task->pass = 2;
   qconv_sums(q, t, env, task);
 }

@@ -135,6 +135,11 @@ typedef struct mi__blis_hsw {
   int32_t dq, dq_x, dq_y, dq_s, dq_z;
   int64_t dq_n;
   uint32_t rlo, rhi;
+  /* pad: a Pad by zero of H and W comes between (exec/plan.c): the codes are the padded plane's,
+   * dq_x the tail's unpadded [planes][ih][iw] floats at (pt, pl) in [planes][oh][ow] codes, the
+   * border the zero point (the range always holds 0, so the padding leaves it) */
+  int32_t pad;
+  int64_t ih, iw, oh, ow, pt, pl;
 } mi__blis_hsw_t;
 /* Around a step whose tail may end in that DynamicQuantizeLinear: the range reset before its rows,
  * then the codes, scale and zero point from it (blis_qvnni.c); nothing where !hs->dq. */
@@ -154,6 +159,11 @@ void mi__blis_dynq_blocks(const mi__blis_env_t *env, int32_t simd, const float *
                           uint8_t *y, int64_t ystride, float scale, int32_t zp);
 /* The codes of n floats on the calling thread (the quantize pass of mi__blis_dynq_blocks). */
 void mi__blis_dynq_row(int32_t simd, const float *x, uint8_t *y, int64_t n, float scale, int32_t zp);
+/* The codes of the tail's floats f, elements e0..e0+n of its output, into the DynamicQuantizeLinear
+ * codes of hs (at their padded place where hs->pad), and the padded border as the zero point. */
+void mi__blis_dynq_put(const mi__blis_hsw_t *hs, int32_t simd, const float *f, int64_t e0, int64_t n, uint8_t *codes,
+                       float scale, int32_t zp);
+void mi__blis_dynq_border(const mi__blis_hsw_t *hs, uint8_t *codes, int32_t zp);
 /* The range of a monotone float tail (hs with no residual, no hard-swish, no LeakyRelu of negative
  * slope; see blis_qvnni.c) over a channel whose int32 sums span [alo, ahi], merged into *lo, *hi
  * with the unfused min/max pass's comparisons: each value of the channel lies between the tail

@@ -229,6 +229,39 @@ static int tail_dynq(const mi__blis_prep_t *p, const mi_node_desc_t *m, int32_t 
   return 1;
 }
 
+/* Kernel nodes at, at + 1 as a Pad of the tail's output cur (constant mode by zero, of H and W,
+ * no pad below 0; pads a constant input, opset 11 on, no axes), read by it alone, then the
+ * DynamicQuantizeLinear that alone reads the padded floats (exec/plan.c): fills hs's dq and pad
+ * fields, the floats dq_x those of cur; 0 (hs untouched) when they are not that. */
+static int tail_pad(const mi__blis_prep_t *p, int32_t at, int32_t cur, mi__blis_hsw_t *hs) {
+  const mi_node_desc_t *m = mi__blis_node(p, at), *d = mi__blis_node(p, at + 1);
+  const mi_tensor_desc_t *x = mi__blis_tensor(p, cur), *v;
+  mi__blis_hsw_t h = *hs;
+  int64_t pads[8];
+  float cv = 0.f;
+  if (!m || !d || strcmp(m->op_type, "Pad") || m->opset < 11 || m->input_count < 2 || m->input_count > 3 ||
+      m->inputs[0] != cur || m->output_count != 1 || strcmp(mi_sdk_attr_string(m, "mode", "constant"), "constant") ||
+      mi__blis_consumers(p, cur) != 1 || mi__blis_is_kernel_output(p, cur) || !x || x->rank != 4 ||
+      mi__blis_consumers(p, m->outputs[0]) != 1 || mi__blis_is_kernel_output(p, m->outputs[0]) ||
+      mi__blis_const_ints(p, m->inputs[1], pads, 8) != 8)
+    return 0;
+  if (m->input_count == 3 && m->inputs[2] >= 0 && (v = mi__blis_tensor(p, m->inputs[2])) && mi_sdk_numel(v) > 0 &&
+      !f32_const(p, m->inputs[2], &cv))
+    return 0;
+  if (cv != 0.f || pads[0] || pads[1] || pads[4] || pads[5] || pads[2] < 0 || pads[3] < 0 || pads[6] < 0 ||
+      pads[7] < 0 || !tail_dynq(p, d, m->outputs[0], &h))
+    return 0;
+  h.pad = 1;
+  h.dq_x = cur;
+  h.dq_n = mi_sdk_numel(x);
+  h.ih = x->dims[2], h.iw = x->dims[3];
+  h.pt = pads[2], h.pl = pads[3];
+  h.oh = h.ih + pads[2] + pads[6], h.ow = h.iw + pads[3] + pads[7];
+  if (h.dq_n == 0 || h.oh * h.ow * x->dims[0] * x->dims[1] != mi_sdk_numel(mi__blis_tensor(p, h.dq_y))) return 0;
+  *hs = h;
+  return 1;
+}
+
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
  * along axis 1), a residual Add and Relu, then a Mul and an Add by constant scalars and a
@@ -291,7 +324,9 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
     cur = m->outputs[0];
     at++;
   }
-  if ((m = mi__blis_node(p, at)) && tail_dynq(p, m, cur, &src->hs)) at++;
+  if (tail_pad(p, at, cur, &src->hs)) at += 2;
+  else if ((m = mi__blis_node(p, at)) && tail_dynq(p, m, cur, &src->hs))
+    at++;
   src->tail = at - 1;
   src->y = cur;
 }

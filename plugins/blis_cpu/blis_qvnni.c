@@ -171,11 +171,41 @@ void mi__blis_ftail_begin(const mi__blis_hsw_t *hs) {
 
 void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis_env_t *env, int32_t simd) {
   uint32_t lb = __atomic_load_n(&hs->rlo, __ATOMIC_RELAXED), hb = __atomic_load_n(&hs->rhi, __ATOMIC_RELAXED);
-  float lo, hi;
+  float lo, hi, scale;
+  int32_t zp;
   if (!hs->dq) return;
   memcpy(&lo, &lb, sizeof lo);
   memcpy(&hi, &hb, sizeof hi);
-  mi__blis_dynq_codes(env, simd, t, hs->dq_x, hs->dq_y, hs->dq_s, hs->dq_z, hs->dq_n, lo, hi);
+  if (!hs->pad) {
+    mi__blis_dynq_codes(env, simd, t, hs->dq_x, hs->dq_y, hs->dq_s, hs->dq_z, hs->dq_n, lo, hi);
+    return;
+  }
+  mi__blis_dynq_params(lo, hi, &scale, &zp); /* as blis_qpad.c: each plane's rows into the padded one */
+  *(float *)t[hs->dq_s] = scale;
+  *(uint8_t *)t[hs->dq_z] = (uint8_t)zp;
+  mi__blis_dynq_border(hs, t[hs->dq_y], zp);
+  for (int64_t p = 0; p < hs->dq_n / (hs->ih * hs->iw); p++)
+    mi__blis_dynq_blocks(env, simd, (const float *)t[hs->dq_x] + p * hs->ih * hs->iw, hs->ih, hs->iw,
+                         (uint8_t *)t[hs->dq_y] + (p * hs->oh + hs->pt) * hs->ow + hs->pl, hs->ow, scale, zp);
+}
+
+void mi__blis_dynq_put(const mi__blis_hsw_t *hs, int32_t simd, const float *f, int64_t e0, int64_t n, uint8_t *codes,
+                       float scale, int32_t zp) {
+  int64_t hw = hs->ih * hs->iw;
+  if (!hs->pad) {
+    mi__blis_dynq_row(simd, f, codes + e0, n, scale, zp);
+    return;
+  }
+  while (n > 0) { /* row by row: each lands at its place in the padded plane */
+    int64_t pl = e0 / hw, r = e0 % hw / hs->iw, c = e0 % hs->iw, k = hs->iw - c < n ? hs->iw - c : n;
+    mi__blis_dynq_row(simd, f, codes + (pl * hs->oh + hs->pt + r) * hs->ow + hs->pl + c, k, scale, zp);
+    f += k, e0 += k, n -= k;
+  }
+}
+
+void mi__blis_dynq_border(const mi__blis_hsw_t *hs, uint8_t *codes, int32_t zp) {
+  if (hs->pad) /* the whole plane: the rows then overwrite the inside */
+    memset(codes, zp, (size_t)(hs->dq_n / (hs->ih * hs->iw) * hs->oh * hs->ow));
 }
 
 /* The tail's activations on a written row, in order (the plain path), then its range. */

@@ -5,7 +5,9 @@
  * on the depthwise byte kernel, the GEMM path and the direct byte core, with a negative scale
  * (a decreasing tail), stride 2 and two activations; and the tail's float plane is never written:
  * a run makes fewer pages resident than the same graph with a LeakyRelu of negative slope (not
- * monotone, so its plane is written and read again), by at least half that plane. */
+ * monotone, so its plane is written and read again), by at least half that plane. A Pad by zero
+ * between the tail and the DynamicQuantizeLinear (a TF export's, before a stride-2 depthwise conv)
+ * joins the conv's kernel (exec/plan.c), codes written into the padded plane. */
 #include <malloc.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@ typedef struct ccase {
   float ws;                             /* weight scale: negative makes the tail decreasing */
   int bias;
   const char *act; /* Relu, Clip (0, 6), Leaky (0.1, then Max against 0.05), LeakyNeg (-0.5) */
+  int pad;         /* a Pad by zero before the DynamicQuantizeLinear: 1 bottom / right 1 (TF), 2 every side */
+  int kernels;     /* device kernels expected (0: 3) */
 } ccase_t;
 
 static uint32_t g_rng = 4242u;
@@ -78,6 +82,15 @@ static mi_graph_t *build(const ccase_t *cc) {
       op(g, "Max", 2, mx, a);
     }
   }
+  if (cc->pad) {
+    static const int64_t tf[8] = {0, 0, 0, 0, 0, 0, 1, 1}, all[8] = {0, 0, 1, 2, 0, 0, 2, 1};
+    int64_t np = 8;
+    int32_t pi[3] = {a, tensor(g, "pads", MI_DTYPE_INT64, 1, &np, cc->pad == 1 ? tf : all, sizeof tf),
+                     f32(g, "zero", 0.f)},
+            pv = val(g, "padded");
+    op(g, "Pad", 3, pi, pv);
+    a = pv;
+  }
   static const char *const yn[3] = {"yq", "ys", "yz"};
   for (int i = 0; i < 3; i++) {
     y[i] = val(g, yn[i]);
@@ -120,7 +133,9 @@ static void run(const ccase_t *cc, int64_t *grew) {
   }
   if (rc == MI_OK) {
     int64_t before = resident();
-    CHECK(mi_session_kernel_count(s) == 3, "%s: %d kernels, expected 3", cc->name, (int)mi_session_kernel_count(s));
+    int32_t want = cc->kernels ? cc->kernels : 3;
+    CHECK(mi_session_kernel_count(s) == want, "%s: %d kernels, expected %d", cc->name, (int)mi_session_kernel_count(s),
+          (int)want);
     rc = mi_session_run(s, (const mi_array_t *const *)&in, 1, od, 3, &err);
     if (grew) *grew = resident() - before;
     CHECK(rc == MI_OK, "%s: run: %s", cc->name, err.message);
@@ -145,14 +160,21 @@ static void run(const ccase_t *cc, int64_t *grew) {
 /* Planes of 1-4 MiB: over a quarter of any L2 up to 4 MiB, so the path applies. */
 static void codes_cases(void) {
   static const ccase_t cs[] = {
-      {"depthwise 3x3, 16x192x192, bias, Relu", 16, 16, 192, 192, 3, 1, 16, 0.0123f, 1, "Relu"},
-      {"depthwise 3x3 stride 2, 24x256x256, negative scale, Clip", 24, 24, 256, 256, 3, 2, 24, -0.0123f, 0, "Clip"},
-      {"depthwise 5x5, 16x128x128, LeakyRelu -> Max", 16, 16, 128, 128, 5, 1, 16, 0.0071f, 1, "Leaky"},
-      {"pointwise 16 -> 24, 128x128, bias, Clip", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip"},
-      {"pointwise 16 -> 24, 128x128, negative scale, Relu", 16, 24, 128, 128, 1, 1, 1, -0.0093f, 1, "Relu"},
-      {"3x3 conv 4 -> 16, 128x128, LeakyRelu -> Max", 4, 16, 128, 128, 3, 1, 1, 0.0123f, 1, "Leaky"},
+      {"depthwise 3x3, 16x192x192, bias, Relu", 16, 16, 192, 192, 3, 1, 16, 0.0123f, 1, "Relu", 0, 0},
+      {"depthwise 3x3 stride 2, 24x256x256, negative scale, Clip", 24, 24, 256, 256, 3, 2, 24, -0.0123f, 0, "Clip", 0, 0},
+      {"depthwise 5x5, 16x128x128, LeakyRelu -> Max", 16, 16, 128, 128, 5, 1, 16, 0.0071f, 1, "Leaky", 0, 0},
+      {"pointwise 16 -> 24, 128x128, bias, Clip", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip", 0, 0},
+      {"pointwise 16 -> 24, 128x128, negative scale, Relu", 16, 24, 128, 128, 1, 1, 1, -0.0093f, 1, "Relu", 0, 0},
+      {"3x3 conv 4 -> 16, 128x128, LeakyRelu -> Max", 4, 16, 128, 128, 3, 1, 1, 0.0123f, 1, "Leaky", 0, 0},
       {"depthwise 3x3, LeakyRelu of negative slope (the float plane)", 16, 16, 192, 192, 3, 1, 16, 0.0123f, 1,
-       "LeakyNeg"},
+       "LeakyNeg", 0, 0},
+      /* a Pad by zero between: one kernel still, the codes at their padded place, the border the
+       * zero point; also where the floats are written (a 144-long reduction, a non-monotone tail) */
+      {"pointwise 16 -> 24, 128x128, Clip, Pad (TF)", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip", 1, 0},
+      {"depthwise 3x3, 16x192x192, Relu, Pad (every side)", 16, 16, 192, 192, 3, 1, 16, -0.0123f, 1, "Relu", 2, 0},
+      {"3x3 conv 16 -> 16, 96x96, Relu, Pad (TF): the floats written", 16, 16, 96, 96, 3, 1, 1, 0.0123f, 1, "Relu", 1, 0},
+      {"depthwise 3x3, LeakyRelu of negative slope, Pad (every side)", 16, 16, 192, 192, 3, 1, 16, 0.0123f, 0,
+       "LeakyNeg", 2, 0},
   };
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run(&cs[i], NULL);
 }
@@ -161,7 +183,7 @@ static void codes_cases(void) {
  * 4 MiB float plane unwritten (kernel scratch is never zeroed, so its pages stay out of memory).
  * Allocations of 64 KiB and up are kept mapped apart, so a freed block is not reused resident. */
 static void codes_memory(void) {
-  ccase_t a = {"depthwise 16x256x256, Relu", 16, 16, 256, 256, 3, 1, 16, 0.0123f, 1, "Relu"}, b = a;
+  ccase_t a = {"depthwise 16x256x256, Relu", 16, 16, 256, 256, 3, 1, 16, 0.0123f, 1, "Relu", 0, 0}, b = a;
   int64_t ga = 0, gb = 0, plane = 16 * 256 * 256 * 4;
   REQUIRE(mallopt(M_MMAP_THRESHOLD, 64 * 1024) == 1);
   b.name = "depthwise 16x256x256, LeakyRelu of negative slope";
@@ -174,9 +196,10 @@ static void codes_memory(void) {
         (long long)ga, (long long)gb, (long long)plane);
 }
 
+/* codes_memory first: no freed block of an earlier case lies resident for its runs to reuse */
 static const tu_case_t tu_cases[] = {
-    TU_CASE(codes_cases),
     TU_CASE(codes_memory),
+    TU_CASE(codes_cases),
 };
 
 TU_MAIN(setup, teardown)

@@ -409,7 +409,7 @@ static int32_t tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) 
  * LeakyRelu, Relu, Clip and constant Max / Min, then the DynamicQuantizeLinear reading the result
  * first (tail_dynq) may end it. 0 when the chain is not there. */
 static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
-                          int hswish, mi__unit_t *u) {
+                          int hswish, int pad, mi__unit_t *u) {
   static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu"};
   int32_t cur = g->nodes[n].outputs[0];
   memset(u, 0, sizeof *u);
@@ -473,8 +473,23 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
     u->nodes[u->count++] = r;
     cur = m->outputs[0];
   }
+  /* a Pad that only a DynamicQuantizeLinear reads, itself the Pad's only reader (a TF export pads
+   * before each stride-2 depthwise conv), where the device's Pad declares MI_FUSE_ACT as for
+   * Pad -> DynamicQuantizeLinear: the codes can go straight into the padded plane */
+  int32_t r = hswish && pad && cur >= 0 && !mi__graph_is_output(g, cur) && u->count + 2 <= MI__UNIT_MAX
+                  ? mi__graph_sole_reader(g, cur)
+                  : -1;
+  if (r >= 0 && is_op(g, r, "Pad") && p->role[r] == MI__ROLE_NODE && !(p->pinned && p->pinned[r]) &&
+      g->nodes[r].input_count >= 1 && g->nodes[r].inputs[0] == cur && g->nodes[r].output_count == 1) {
+    int32_t y = g->nodes[r].outputs[0], d = y >= 0 && !consts[y] && !mi__graph_is_output(g, y) ? tail_dynq(g, p, y) : -1;
+    if (d >= 0 && mi__graph_sole_reader(g, y) == d) {
+      u->nodes[u->count++] = r;
+      u->nodes[u->count++] = d;
+      cur = -1;
+    }
+  }
   if (hswish && cur >= 0 && u->count < MI__UNIT_MAX) {
-    int32_t r = tail_dynq(g, p, cur);
+    r = tail_dynq(g, p, cur);
     if (r >= 0) u->nodes[u->count++] = r;
   }
   u->op = n;
@@ -600,7 +615,9 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
   if (imask & MI_FUSE_BIAS)
     for (int32_t n = 0; n < g->node_count; n++)
       if (is_op(g, n, "ConvInteger") && p->role[n] == MI__ROLE_NODE && g->nodes[n].output_count == 1 &&
-          g->nodes[n].outputs[0] >= 0 && match_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0, &u) &&
+          g->nodes[n].outputs[0] >= 0 &&
+          match_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0,
+                         (fuse_mask(vars, var_count, "Pad") & MI_FUSE_ACT) != 0, &u) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   /* A Concat whose result a DynamicQuantizeLinear reads first, where the device's Concat declares
