@@ -7,7 +7,8 @@
  * a run makes fewer pages resident than the same graph with a LeakyRelu of negative slope (not
  * monotone, so its plane is written and read again), by at least half that plane. A Pad by zero
  * between the tail and the DynamicQuantizeLinear (a TF export's, before a stride-2 depthwise conv)
- * joins the conv's kernel (exec/plan.c), codes written into the padded plane. */
+ * joins the conv's kernel (exec/plan.c), codes written into the padded plane; so does the quantize
+ * when another node reads the floats first. */
 #include <malloc.h>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ typedef struct ccase {
   int bias;
   const char *act; /* Relu, Clip (0, 6), Leaky (0.1, then Max against 0.05), LeakyNeg (-0.5) */
   int pad;         /* a Pad by zero before the DynamicQuantizeLinear: 1 bottom / right 1 (TF), 2 every side */
-  int kernels;     /* device kernels expected (0: 3) */
+  int early;       /* the tail's floats also read by a Relu (a graph output) before the DynamicQuantizeLinear */
 } ccase_t;
 
 static uint32_t g_rng = 4242u;
@@ -82,6 +83,11 @@ static mi_graph_t *build(const ccase_t *cc) {
       op(g, "Max", 2, mx, a);
     }
   }
+  if (cc->early) { /* graph order: this reader first, so the quantize's unit runs where the floats are written */
+    int32_t r = val(g, "r");
+    op(g, "Relu", 1, &a, r);
+    mi_graph_add_output(g, r);
+  }
   if (cc->pad) {
     static const int64_t tf[8] = {0, 0, 0, 0, 0, 0, 1, 1}, all[8] = {0, 0, 1, 2, 0, 0, 2, 1};
     int64_t np = 8;
@@ -117,7 +123,8 @@ static void run(const ccase_t *cc, int64_t *grew) {
   mi_error_t err = {0, ""};
   mi_session_options_t o;
   mi_session_t *s = NULL;
-  mi_array_t *in = NULL, *od[3] = {0}, *orf[3] = {0};
+  mi_array_t *in = NULL, *od[4] = {0}, *orf[4] = {0};
+  int32_t nout = g->output_count;
   int32_t rc = mi_graph_infer_shapes(g, &err);
   CHECK(rc == MI_OK, "%s: shapes: %s", cc->name, err.message);
   if (rc == MI_OK) {
@@ -133,18 +140,18 @@ static void run(const ccase_t *cc, int64_t *grew) {
   }
   if (rc == MI_OK) {
     int64_t before = resident();
-    int32_t want = cc->kernels ? cc->kernels : 3;
+    int32_t want = cc->early ? 4 : 3; /* DynamicQuantizeLinear, the scale's Mul, the conv [, the Relu] */
     CHECK(mi_session_kernel_count(s) == want, "%s: %d kernels, expected %d", cc->name, (int)mi_session_kernel_count(s),
           (int)want);
-    rc = mi_session_run(s, (const mi_array_t *const *)&in, 1, od, 3, &err);
+    rc = mi_session_run(s, (const mi_array_t *const *)&in, 1, od, nout, &err);
     if (grew) *grew = resident() - before;
     CHECK(rc == MI_OK, "%s: run: %s", cc->name, err.message);
   }
   if (rc == MI_OK) {
-    rc = mi_ref_run(g, (const mi_array_t *const *)&in, 1, orf, 3, &err);
+    rc = mi_ref_run(g, (const mi_array_t *const *)&in, 1, orf, nout, &err);
     CHECK(rc == MI_OK, "%s: reference: %s", cc->name, err.message);
   }
-  for (int k = 0; rc == MI_OK && k < 3; k++) {
+  for (int k = 0; rc == MI_OK && k < nout; k++) {
     size_t diff = 0;
     CHECK(od[k]->nbytes == orf[k]->nbytes, "%s: output %d size", cc->name, k);
     for (size_t b = 0; od[k]->nbytes == orf[k]->nbytes && b < od[k]->nbytes; b++)
@@ -153,7 +160,7 @@ static void run(const ccase_t *cc, int64_t *grew) {
   }
   mi_session_destroy(s);
   mi_array_destroy(in);
-  for (int k = 0; k < 3; k++) mi_array_destroy(od[k]), mi_array_destroy(orf[k]);
+  for (int k = 0; k < 4; k++) mi_array_destroy(od[k]), mi_array_destroy(orf[k]);
   mi_graph_destroy(g);
 }
 
@@ -175,6 +182,10 @@ static void codes_cases(void) {
       {"3x3 conv 16 -> 16, 96x96, Relu, Pad (TF): the floats written", 16, 16, 96, 96, 3, 1, 1, 0.0123f, 1, "Relu", 1, 0},
       {"depthwise 3x3, LeakyRelu of negative slope, Pad (every side)", 16, 16, 192, 192, 3, 1, 16, 0.0123f, 0,
        "LeakyNeg", 2, 0},
+      /* the floats read first by another node: the quantize still joins the conv's kernel (its range
+       * taken as the tail writes), small planes and large */
+      {"depthwise 3x3, 16x24x24, Relu, read first by a Relu", 16, 16, 24, 24, 3, 1, 16, 0.0123f, 1, "Relu", 0, 1},
+      {"pointwise 16 -> 24, 128x128, Clip, read first by a Relu", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip", 0, 1},
   };
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run(&cs[i], NULL);
 }

@@ -629,16 +629,22 @@ static void concat_dynq(int64_t axis, int also_float, int64_t h) {
   ins[1] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
   c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
   mi_node_set_int(g, node(g, "Concat", 2, ins, 1, &c, 0), "axis", axis);
+  if (also_float == 2) { /* read first by the Relu: the pair runs at the Concat's place */
+    int32_t r = out(g, "r");
+    node(g, "Relu", 1, &c, 1, &r, 0);
+  }
   qo[0] = out(g, "cq");
   qo[1] = out(g, "cs");
   qo[2] = out(g, "cz");
   node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
-  if (also_float) {
+  if (also_float == 1) {
     int32_t r = out(g, "r");
     node(g, "Relu", 1, &c, 1, &r, 0);
   }
   snprintf(name, sizeof name, "Concat axis %lld -> DynamicQuantizeLinear%s, h %lld", (long long)axis,
-           also_float ? ", Concat also -> Relu" : "", (long long)h);
+           also_float == 2 ? ", Concat first -> Relu" : also_float ? ", Concat also -> Relu"
+                                                                   : "",
+           (long long)h);
   g_kernels = also_float ? 2 : 1;
   run_case(g, name, 0);
   g_kernels = 0;
@@ -650,6 +656,7 @@ static void concat_dynq_cases(void) {
   concat_dynq(3, 0, 5);
   concat_dynq(1, 1, 5);
   concat_dynq(2, 1, 5);
+  concat_dynq(1, 2, 5);
   concat_dynq(1, 0, 4000); /* 2 x 5 x 4000 x 7: ranges and codes in parts across the threads */
 }
 

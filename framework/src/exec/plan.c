@@ -388,15 +388,14 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
 
 /* The DynamicQuantizeLinear that quantizes float value `cur` for the next integer layer, or -1:
  * it joins the unit that writes cur (whose kernel can take the range while writing, one pass
- * over the floats less); cur may have other readers, all after it, since the unit runs there. */
+ * over the floats less); cur may have other readers, before it too: the unit then runs where cur
+ * is written (its only input is cur, and its outputs' readers all come after it), not at the
+ * DynamicQuantizeLinear's place (a residual read by the next block before its quantize). */
 static int32_t tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) {
-  for (int32_t d = 0; d < g->node_count; d++) /* graph order: the first reader must be it */
-    for (int32_t j = 0; j < g->nodes[d].input_count; j++)
-      if (g->nodes[d].inputs[j] == cur)
-        return is_op(g, d, "DynamicQuantizeLinear") && j == 0 && p->role[d] == MI__ROLE_NODE &&
-                       !(p->pinned && p->pinned[d]) && g->nodes[d].output_count == 3
-                   ? d
-                   : -1;
+  for (int32_t d = 0; d < g->node_count; d++)
+    if (is_op(g, d, "DynamicQuantizeLinear") && g->nodes[d].input_count >= 1 && g->nodes[d].inputs[0] == cur &&
+        p->role[d] == MI__ROLE_NODE && !(p->pinned && p->pinned[d]) && g->nodes[d].output_count == 3)
+      return d;
   return -1;
 }
 
@@ -488,31 +487,34 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
       cur = -1;
     }
   }
+  int32_t last = u->nodes[u->count - 1]; /* where the floats are written: the unit runs there */
+  if (cur < 0) last = u->nodes[u->count - 3];
   if (hswish && cur >= 0 && u->count < MI__UNIT_MAX) {
     r = tail_dynq(g, p, cur);
     if (r >= 0) u->nodes[u->count++] = r;
   }
   u->op = n;
-  u->at = u->nodes[u->count - 1];
+  u->at = last;
   u->dqx = u->dqw = u->act = u->q = -1;
-  for (int32_t k = 1; k < u->count; k++) /* every outside input ready when the kernel runs */
-    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) {
-      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1;
-      if (pr > u->at) return 0;
+  for (int32_t k = 1; k < u->count; k++)                              /* every outside input ready when the kernel runs (a folded */
+    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) { /* constant, a Pad's pads, is) */
+      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, inside = 0;
+      for (int32_t i = 0; i < u->count; i++) inside |= u->nodes[i] == pr;
+      if (pr > u->at && !inside && !consts[t]) return 0;
     }
   return 1;
 }
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
-/* The two-node unit n -> r, run as one kernel anchored at n. */
-static int32_t add_pair(mi__plan_t *p, int32_t n, int32_t r) {
+/* The two-node unit n -> r, run as one kernel at node `at` (n or r). */
+static int32_t add_pair(mi__plan_t *p, int32_t n, int32_t r, int32_t at) {
   mi__unit_t u;
   memset(&u, 0, sizeof u);
   u.nodes[u.count++] = n;
   u.nodes[u.count++] = r;
   u.op = n;
-  u.at = r;
+  u.at = at;
   u.dqx = u.dqw = u.act = u.q = -1;
   return add_unit(p, &u);
 }
@@ -631,7 +633,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (!((is_op(g, n, "Concat") && cat_act) || (is_op(g, n, "Pad") && pad_act)) || p->role[n] != MI__ROLE_NODE ||
           (p->pinned && p->pinned[n]) || y < 0 || consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
         continue;
-      if (add_pair(p, n, r)) return MI_ERR_OUT_OF_MEMORY;
+      if (add_pair(p, n, r, n)) return MI_ERR_OUT_OF_MEMORY; /* at n: r reads only n's result */
     }
   if (mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
     for (int32_t n = 0; n < g->node_count; n++) {
@@ -658,7 +660,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (other == y || (other != m->inputs[0] && other != m->inputs[1]) ||
           g->tensors[other].dtype != MI_DTYPE_FLOAT32)
         continue;
-      if (add_pair(p, n, r)) return MI_ERR_OUT_OF_MEMORY;
+      if (add_pair(p, n, r, r)) return MI_ERR_OUT_OF_MEMORY;
     }
   return linear_groups(p, g, consts, vars, var_count);
 }
