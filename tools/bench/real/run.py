@@ -2,10 +2,13 @@
 """run.py - blis-cpu at its defaults (mi-run, no config) against ONNX Runtime's default CPU
 session on every real model tools/models/fetch.sh fetched, at its natural input size.
 
-For each thread count, each round runs every model on blis-cpu, on blis-cpu with its SIMD
-capped at AVX2 (MI_BLIS_MAX_SIMD=avx2, only where the CPU has AVX-512) and on ONNX Runtime,
-the order rotating from round to round, so the machine's drift hits all of them alike. A
-ratio is blis-cpu's median over ONNX Runtime's median of the same round; the table gives the
+For each thread count, each round runs every model on blis-cpu and on ONNX Runtime and, where
+the CPU has AVX-512, on both capped at AVX2: blis-cpu with MI_BLIS_MAX_SIMD=avx2, and both
+processes under the cpuid_cap preload library (tools/bench/real/cpuid_cap.c: cpuid reports no
+AVX-512, AVX-VNNI or AMX, so ONNX Runtime's MLAS picks its AVX2 kernels), as on an AVX2-only CPU.
+The order rotates from round to round, so the machine's drift hits all of them alike. A ratio
+is blis-cpu's median over ONNX Runtime's median of the same round (the AVX2 column over ONNX
+Runtime capped the same way); the table gives the
 median ratio over the rounds and its range [min-max]. Each measurement records two clocks: wall
 time per run and the process's CPU time per run (all threads; mi-run's and ort_run.js's cpu_ms).
 On a loaded machine the 1-thread CPU-time ratio is the one to read (the scheduler's delays are
@@ -14,12 +17,16 @@ average is recorded with every round. Before timing, every model's blis-cpu outp
 with ONNX Runtime's (relative L2, target <= 1e-4).
 
 usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
-                               [--only REGEX] [--no-avx2] [--avx2-only] [--markdown]
-                               [--clock wall|cpu|both]
+                               [--only REGEX] [--no-avx2] [--avx2-only] [--avx2-ort capped|uncapped]
+                               [--markdown] [--clock wall|cpu|both]
                                [--quant qdq,dynamic,qop] [--model FILE.onnx]...
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column,
 and with the AVX2-capped column a "before AVX2" column (the old build capped the same way).
 --avx2-only times blis-cpu capped at AVX2 only (the new build and --base's), not at its defaults.
+--avx2-ort uncapped keeps ONNX Runtime at its own (AVX-512) kernels for the AVX2 column, as this
+script did before cpuid_cap (a plugin-only cap; it does not say how blis-cpu fares on an AVX2
+CPU). The capped default needs CPUID faulting (Linux, /proc/cpuinfo flag cpuid_fault): the
+script checks with cpuid_probe under the library and refuses the column where cpuid is not capped.
 --quant adds each model's quantized forms (tools/mi-quantize, calibrated on the benchmark's own
 input) as models of their own, "NAME:MODE", timed in the same rounds on blis-cpu and on ONNX
 Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end, for
@@ -120,12 +127,16 @@ class Runner:
         self.mirun = os.path.join(build, "bin", "mi-run")
         self.threads = threads
         self.base = None
+        self.cap = None  # the cpuid_cap library: the AVX2 runs of both sides are made under it
 
-    def env(self, simd):
+    def env(self, simd, capped=False):
         e = dict(os.environ)
         e.pop("MI_BLIS_MAX_SIMD", None)
+        e.pop("MI_CPUID_CAP_VERBOSE", None)
         if simd != "default":
             e["MI_BLIS_MAX_SIMD"] = simd
+        if capped and self.cap:
+            e["LD_PRELOAD"] = " ".join(x for x in (self.cap, e.get("LD_PRELOAD", "")) if x)
         return e
 
     def blis(self, model, inputs, threads, repeat, simd, outdir=None):
@@ -142,18 +153,36 @@ class Runner:
             cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
-        j = json.loads(sh(cmd, self.env(simd)))
+        j = json.loads(sh(cmd, self.env(simd, simd == "avx2")))
         return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
-    def ort(self, model, inputs, threads, repeat, outdir=None):
+    def ort(self, model, inputs, threads, repeat, outdir=None, capped=False):
         cmd = ["node", os.path.join(ORT, "ort_run.js"), "--model", model, "--threads", str(threads),
                "--repeat", str(repeat), "--warmup", self.warmup, "--json"]
         for i in inputs:
             cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
-        j = json.loads(sh(cmd))
+        j = json.loads(sh(cmd, self.env("default", capped)))
         return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
+
+
+def cpuid_cap(build):
+    """The cpuid_cap library of `build`, checked: cpuid_probe under it must read no AVX-512 and
+    still AVX2. Exits with the reason where it does not (no CPUID faulting, not built)."""
+    lib = os.path.join(build, "lib", "libmi_cpuid_cap.so")
+    probe = os.path.join(build, "bin", "cpuid_probe")
+    if not (os.path.exists(lib) and os.access(probe, os.X_OK)):
+        sys.exit(f"run.py: no {lib} or {probe} (built on x86-64 Linux); cannot cap ONNX Runtime at AVX2 "
+                 "(--avx2-ort uncapped for the plugin-only cap, or --no-avx2)")
+    r = subprocess.run([probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, LD_PRELOAD=lib))
+    if r.returncode != 0 or "avx512f=0 " not in r.stdout or "avx2=1 " not in r.stdout:
+        why = (r.stderr.strip().splitlines() or [r.stdout.strip() or "exit %d" % r.returncode])[-1]
+        sys.exit(f"run.py: cpuid is not capped under {os.path.basename(lib)} ({why}); "
+                 "the AVX2 column would compare against an uncapped ONNX Runtime: refused "
+                 "(--avx2-ort uncapped for the plugin-only cap, or --no-avx2)")
+    return lib
 
 
 def outputs_match(a_dir, b_dir):
@@ -194,6 +223,9 @@ def main():
     ap.add_argument("--no-avx2", action="store_true", help="skip the AVX2-capped column")
     ap.add_argument("--avx2-only", action="store_true",
                     help="time blis-cpu capped at AVX2 only (and --base capped too), not at its defaults")
+    ap.add_argument("--avx2-ort", choices=("capped", "uncapped"), default="capped",
+                    help="the AVX2 column's ONNX Runtime: under cpuid_cap (its AVX2 kernels, the default) "
+                         "or at its own kernels (the old plugin-only cap)")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--clock", choices=("wall", "cpu", "both"), default="both",
                     help="which ratios to print: wall time, process CPU time, or both tables")
@@ -221,6 +253,11 @@ def main():
     bases = [{"default": "base", "avx2": "base-avx2"}[s] for s in simds] if a.base else []
     threads = [int(t) for t in a.threads.split(",") if t]
     r = Runner(a.build, threads, a.warmup)
+    # the AVX2 column's ONNX Runtime: "ort-avx2" (capped by cpuid_cap) or "ort" (uncapped)
+    ort_avx2 = "ort"
+    if "avx2" in simds and a.avx2_ort == "capped":
+        r.cap = cpuid_cap(a.build)
+        ort_avx2 = "ort-avx2"
     if a.base:
         r.base = os.path.join(a.base, "bin", "mi-run")
     tmp = tempfile.mkdtemp(prefix="mi-bench-real-")
@@ -229,6 +266,10 @@ def main():
     load_start = load()
     print(f"machine: {cpu}, {cores} cores, AVX-512: {'yes' if avx512 else 'no'}; "
           f"onnxruntime-node {ort_version}; start {t_start}, load {load_start}", flush=True)
+    if "avx2" in simds:
+        print("AVX2 column: blis-cpu MI_BLIS_MAX_SIMD=avx2" +
+              (" and both processes under cpuid_cap (no AVX-512/AVX-VNNI/AMX in cpuid), vs ONNX Runtime capped"
+               if r.cap else ", vs ONNX Runtime uncapped (its AVX-512 kernels: a plugin-only cap)"), flush=True)
 
     todo = []
     for name, path, gen in fetched(a.only, models_dir, a.model):
@@ -272,9 +313,16 @@ def main():
         t_end = time.strftime("%H:%M:%S UTC", time.gmtime())
         ci = 0 if clock == "wall" else 1
 
+        def ort_of(who):
+            return ort_avx2 if who in ("avx2", "base-avx2") else "ort"
+
+        def ort_ms(name, t):
+            o = [v[ci] for v in ms.get((name, t, "ort"), []) if v[ci] == v[ci]]
+            return f"{statistics.median(o):.3f}" if o else "-"
+
         def cell(name, t, who):
             b = [v[ci] for v in ms[(name, t, who)]]
-            o = [v[ci] for v in ms[(name, t, "ort")]]
+            o = [v[ci] for v in ms[(name, t, ort_of(who))]]
             rs = [x / y for x, y in zip(b, o) if x == x and y == y and y > 0]
             if not rs:
                 return None
@@ -283,12 +331,16 @@ def main():
         print(f"\n{clock} time ({'per run' if clock == 'wall' else 'process CPU time per run, all threads'}): "
               f"{done} of {a.rounds} rounds, {t_start} - {t_end}, load average {load_start} -> {load_end} "
               f"(after each round: {' '.join(loads)}); "
-              "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]); < 1: blis-cpu faster")
+              "ratio = blis-cpu / ONNX Runtime (median over rounds, [min-max]; AVX2 columns over ONNX Runtime "
+              f"{'capped at AVX2 too' if ort_avx2 != 'ort' else 'uncapped'}); < 1: blis-cpu faster")
         worst = {}
         if a.markdown:
             head = "| model | threads | ORT ms |"
             sep = "| --- | ---: | ---: |"
             for s in simds + bases:
+                if s == "avx2" and ort_avx2 != "ort":
+                    head += " ORT AVX2 ms |"
+                    sep += " ---: |"
                 head += " %s ms | ratio %s [range] |" % {
                     "default": ("blis-cpu", ""), "avx2": ("blis-cpu AVX2", "AVX2"), "base": ("before", "before"),
                     "base-avx2": ("before AVX2", "before AVX2")}[s]
@@ -298,7 +350,8 @@ def main():
         else:
             title = {"default": "blis ms", "avx2": "avx2 ms", "base": "before", "base-avx2": "bef avx2"}
             print(f"{'model':<16} {'thr':>3} {'ORT ms':>9}" +
-                  "".join(f" {title[s]:>9} {'ratio':>6} {'range':>11}" for s in simds + bases) + "  rel L2")
+                  "".join((f" {'ORT avx2':>9}" if s == "avx2" and ort_avx2 != "ort" else "") +
+                          f" {title[s]:>9} {'ratio':>6} {'range':>11}" for s in simds + bases) + "  rel L2")
         for t in threads:
             for name, _, _, _, err in todo:
                 cols = simds + bases
@@ -311,13 +364,17 @@ def main():
                     if c[2] > worst.get((s, t), (0.0, ""))[0]:
                         worst[(s, t)] = c[2], name
                 if a.markdown:
-                    line = f"| {name} | {t} | {cells[0][1]:.3f} |"
-                    for c in cells:
+                    line = f"| {name} | {t} | {ort_ms(name, t)} |"
+                    for s, c in zip(cols, cells):
+                        if s == "avx2" and ort_avx2 != "ort":
+                            line += f" {c[1]:.3f} |" if c else " - |"
                         line += (f" {c[0]:.3f} | {c[2]:.2f} [{c[3]:.2f}-{c[4]:.2f}] |" if c else " - | - |")
                     print(line + f" {err:.1g} |")
                 else:
-                    line = f"{name:<16} {t:>3} {cells[0][1]:>9.3f}"
-                    for c in cells:
+                    line = f"{name:<16} {t:>3} {ort_ms(name, t):>9}"
+                    for s, c in zip(cols, cells):
+                        if s == "avx2" and ort_avx2 != "ort":
+                            line += f" {c[1]:>9.3f}" if c else " -"
                         line += (f" {c[0]:>9.3f} {c[2]:>6.2f} {c[3]:>5.2f}-{c[4]:<5.2f}" if c else " -")
                     print(line + f"  {err:.1g}")
         for t in threads:
@@ -332,22 +389,25 @@ def main():
                         print(f"{name} {t} thread(s): blis-cpu{' (before)' if who == 'base' else ''} quantized / "
                               f"FP32 ({clock}) {statistics.median(rs):.2f} [{min(rs):.2f}-{max(rs):.2f}]")
         for (s, t), (w, name) in sorted(worst.items()):
+            capped = " (both sides)" if ort_avx2 != "ort" else " (blis-cpu only)"
             print(f"worst {clock} ratio, "
-                  f"{dict(avx2='AVX2-capped', base='before', **{'base-avx2': 'before, AVX2-capped'}).get(s, 'defaults')}, "
+                  f"{dict(avx2='AVX2-capped' + capped, base='before', **{'base-avx2': 'before, AVX2-capped' + capped}).get(s, 'defaults')}, "
                   f"{t} thread(s): {w:.2f} ({name})")
 
     # ms[(name, threads, who)] = list over rounds of (wall ms, cpu ms); who: "ort" or a simd value
     ms = {}
     loads = []
     clocks = ["wall", "cpu"] if a.clock == "both" else [a.clock]
-    whos = simds + bases + ["ort"]
+    # ONNX Runtime uncapped is timed where a column is compared with it
+    plain = "default" in simds or ort_avx2 == "ort"
+    whos = simds + bases + (["ort"] if plain else []) + (["ort-avx2"] if ort_avx2 != "ort" else [])
     for rnd in range(a.rounds):
         for t in threads:
             for name, path, ins, reps, _ in todo:
                 order = whos[rnd % len(whos):] + whos[:rnd % len(whos)]
                 for who in order:
                     try:
-                        v = (r.ort(path, ins, t, reps) if who == "ort"
+                        v = (r.ort(path, ins, t, reps, capped=(who == "ort-avx2")) if who.startswith("ort")
                              else r.blis(path, ins, t, reps, who))
                     except RuntimeError as e:
                         print(f"{name} t={t} {who}: {e}", flush=True)
