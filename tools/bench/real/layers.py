@@ -72,7 +72,10 @@ def profile(path, gen, a, tmp):
     env = dict(os.environ)
     env.pop("MI_BLIS_MAX_SIMD", None)
     if a.avx2:
+        # as run.py's AVX2 column: both processes under cpuid_cap, so ONNX Runtime's trace is that
+        # of its AVX2 kernels too
         env["MI_BLIS_MAX_SIMD"] = "avx2"
+        env["LD_PRELOAD"] = " ".join(x for x in (run.cpuid_cap(a.build), env.get("LD_PRELOAD", "")) if x)
     mi = json.loads(run.sh([os.path.join(a.build, "bin", "mi-run"), "--model", path, "--device",
                             "blis-cpu:0", "--profile", "--json"] + common + feeds, env))
     ours = [(r["ms"], r["op"].split("+")[0], r["name"], r["shapes"].split(" -> ")[-1] if " -> " in r["shapes"] else "",
@@ -80,7 +83,8 @@ def profile(path, gen, a, tmp):
     if a.no_ort:
         return ours, []
     trace = os.path.join(tmp, "ort.json")
-    run.sh(["node", os.path.join(run.ORT, "ort_run.js"), "--model", path, "--profile", trace] + common + feeds)
+    run.sh(["node", os.path.join(run.ORT, "ort_run.js"), "--model", path, "--profile", trace] + common + feeds,
+           env)
     return ours, ort_steps(trace, a.warmup)
 
 
@@ -136,7 +140,9 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--top", type=int, default=15)
-    ap.add_argument("--avx2", action="store_true", help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD)")
+    ap.add_argument("--avx2", action="store_true",
+                    help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD) and run both sides under cpuid_cap "
+                         "(ONNX Runtime's AVX2 kernels; run.py)")
     ap.add_argument("--glue-limit", type=float, default=0.05,
                     help="largest share of one elementwise/data-movement step (default 0.05)")
     ap.add_argument("--no-ort", action="store_true", help="profile blis-cpu only (implied by 'all')")
