@@ -20,16 +20,6 @@
  * band: faster). */
 #define DWPW_MIN_ROWS 4
 
-/* A band whose channel rows would sit a multiple of 2 KiB apart (512 floats: 4 rows of a 128-wide
- * plane, 8 of a 64-wide one) stores them one cache line (16 floats) further apart. At such strides
- * the GEMM's tiles copy each 16-pixel block of B out of the band first (blis_pgemm.c, pack_b16:
- * in place, its K rows would share one or two sets of the L1); a padded band is read in place
- * without the copy. BlazeFace-back's 24-channel blocks on 128x128 and 64x64 planes capped at AVX2
- * (mi-run, 1 thread, CPU time, 3-4 interleaved rounds at load 5-6): 6.45-6.77 -> 6.22-6.54 ms;
- * 5.12-5.21 -> 5.05-5.12 at AVX-512. */
-#define DWPW_SET_STRIDE 512
-#define DWPW_PAD 16
-
 typedef struct dwpw_task {
   const mi__blis_conv_t *dw;
   void *const *t;
@@ -45,15 +35,14 @@ static void band_part(void *arg, int64_t b0, int64_t b1) {
   int64_t b, m, mult = dw->M / dw->C;
   for (b = b0; b < b1; b++) {
     int64_t n = b / k->bands, oh0 = b % k->bands * k->rows;
-    int64_t oh1 = oh0 + k->rows < dw->OH ? oh0 + k->rows : dw->OH, npix = (oh1 - oh0) * dw->OW, ld = npix;
-    if (npix % DWPW_SET_STRIDE == 0 && dw->M * (npix + DWPW_PAD) <= DWPW_BAND_MAX) ld += DWPW_PAD;
+    int64_t oh1 = oh0 + k->rows < dw->OH ? oh0 + k->rows : dw->OH, npix = (oh1 - oh0) * dw->OW;
     for (m = 0; m < dw->M; m++) {
       const float *xc = x + (n * dw->C + m / mult) * dw->H * dw->W;
-      if (dw->simd == MI__SIMD_AVX512) mi__blis_dw512_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * ld, oh0, oh1);
+      if (dw->simd == MI__SIMD_AVX512) mi__blis_dw512_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * npix, oh0, oh1);
       else
-        mi__blis_dw256_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * ld, oh0, oh1);
+        mi__blis_dw256_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * npix, oh0, oh1);
     }
-    mi__blis_pg_gemm(pw, k->t, NULL, n, 0, buf, ld, oh0 * dw->OW, npix);
+    mi__blis_pg_gemm(pw, k->t, NULL, n, 0, buf, npix, oh0 * dw->OW, npix);
   }
 }
 

@@ -347,9 +347,10 @@ static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
   mi_graph_destroy(g);
 }
 
-/* A block whose bands hold 4 rows of a 128-wide plane in 24 channels: 512 pixels a channel, a
- * 2 KiB stride that the one-pass kernel pads by a cache line (blis_dwpw.c, DWPW_PAD), then a
- * last band of 2 rows that it does not pad. Same result as the reference. */
+/* A block whose bands hold 4 rows of a 128-wide plane in 24 channels (BlazeFace's): 512 pixels a
+ * channel, a 2 KiB stride at which the pointwise GEMM copies each block of the band out before its
+ * tiles read it (blis_pgemm.c, pack_b16), then a last band of 2 rows read in place. Same result as
+ * the reference. */
 static void aligned_dwpw(mi_plugin_t *p, int32_t threads) {
   mi_graph_t *g = mi_graph_create("aligned_dwpw");
   int64_t xd[4] = {1, 24, 22, 128}, wd[4] = {24, 1, 3, 3}, pd[4] = {24, 24, 1, 1}, b24[1] = {24};
