@@ -189,6 +189,9 @@ typedef struct mi_meta_report {
   /* Added: 1 when the search stopped because its seconds were spent, or because the next
    * round's fit and screen (timed on the last) would have ended past them. */
   int32_t stopped_on_time;
+  /* Added: the per-layer precision greedy's steps measured (docs/tuning.md, "A greedy over
+   * per-layer precision"). */
+  int32_t greedy_moves;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */

@@ -100,6 +100,8 @@ typedef struct mi_tune_run {
    * rest on one noisy median (the minimum of ~30 is biased low); extra_lead is the one of them
    * that led, significantly faster than the default and than the other choices (-1 none). */
   int32_t extras, extra[MI_TUNE_EXTRAS], extra_lead;
+  /* Added: the per-layer precision greedy's steps measured (mi_meta_report_t.greedy_moves). */
+  int32_t greedy_moves;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -42,6 +42,7 @@ typedef struct mi__meta {
   /* The cold design: its random points so far and the attempts to draw them (strategy.c). */
   int32_t design_count, design_tries;
   int32_t moves_next, moves_done; /* the design's one-factor moves (strategy_design.c) */
+  int32_t moves_prec_only;        /* a small space: only the precision family's moves */
   double radius;                  /* trust region: share of dimensions allowed to differ */
   int32_t *center;                /* trust-region centre (best point so far) */
   double *feat;                   /* scratch: F per candidate */
@@ -61,6 +62,7 @@ typedef struct mi__meta {
    * candidates the screen dropped as predicted over the accuracy bound. */
   struct mi__acc *acc;
   int32_t acc_screened;
+  struct mi__greedy *greedy; /* the per-layer precision greedy (strategy_greedy.c) */
 } mi__meta_t;
 
 /* The per-layer model (layer.c): rows of the tasks laid out for the target space `s`. */
@@ -135,8 +137,22 @@ void mi__meta_acc_free(struct mi__acc *a);
 /* The next split move (a block of layers at the fastest lossy precision): 1 with pt set. */
 int mi__meta_split_move(mi__meta_t *st, int32_t *pt);
 int32_t mi__meta_split_count(const mi__meta_t *st);
-/* The per-layer precision move (each block at the label the model-wide moves timed fastest,
- * trimmed to the predicted accuracy bound), once: 1 with pt set. */
-int mi__meta_compose_move(mi__meta_t *st, int32_t *pt);
+/* Accessors of the accuracy predictor for the greedy: the precision dims (graph order), the
+ * bound once fitted (0 before), the fitted share of (dim, value) in drop^2, the measured trial
+ * of a point (-1 none), whether trial i has a usable accuracy, and the base point with the
+ * precision dims [lo, hi) at a label (1 when any was set). */
+int32_t mi__meta_acc_pdims(mi__meta_t *st, const int32_t **pd);
+double mi__meta_acc_bound(const mi__meta_t *st);
+double mi__meta_acc_share(const mi__meta_t *st, int32_t d, int32_t v);
+int32_t mi__meta_trial_of(const mi__meta_t *st, const int32_t *pt);
+int mi__meta_trial_usable(const mi__meta_t *st, int32_t i);
+int mi__meta_label_point(mi__meta_t *st, const char *label, int32_t lo, int32_t hi, int32_t *pt);
+
+/* The per-layer precision greedy (strategy_greedy.c): its next step, 1 with pt set; then
+ * mi__meta_greedy_measured with the step's trial. mi__meta_greedy_count: the steps made. */
+int mi__meta_greedy_move(mi__meta_t *st, int32_t *pt);
+void mi__meta_greedy_measured(mi__meta_t *st, int32_t i);
+int32_t mi__meta_greedy_count(const mi__meta_t *st);
+void mi__meta_greedy_free(struct mi__greedy *g);
 
 #endif

@@ -39,7 +39,6 @@ struct mi__acc {
   /* split moves: ranges of the precision dims to try, per label */
   int32_t *pd, np; /* precision dims in dim order */
   int32_t split_done, splits;
-  int composed; /* the per-layer precision move was made */
 };
 
 static int is_layer_model_dim(const mi_space_t *s, int32_t d) {
@@ -315,112 +314,32 @@ int32_t mi__meta_split_count(const mi__meta_t *st) {
   return st->acc ? st->acc->splits : 0;
 }
 
-/* The per-layer precision move: each block of layers (a layer and the ones fused into it,
- * whose own time reads 0) takes the label under which the model-wide moves timed it fastest
- * (at least COMPOSE_GAIN under its FP32 time, since single timings are noisy), then blocks are
- * put back to FP32, the worst predicted loss per millisecond saved first, until the predicted
- * drop is within the bound. On blis-cpu this keeps INT8 where its kernels beat FP32 and leaves
- * the layers where they do not (blazeface_back's stem conv: 0.72 ms FP32, 15 ms INT8). Made
- * once, after the split moves; 1 with pt set. */
-#define COMPOSE_GAIN 0.9
-
-static const double *trial_layers(const mi__meta_t *st, int32_t i) {
-  int32_t N = st->mo.graph ? st->mo.graph->node_count : 0;
-  if (i < 0 || !st->tls || i >= st->tls_cap || N <= 0) return NULL;
-  return st->tls + (size_t)i * N;
-}
-
-static double block_time(const mi__meta_t *st, const double *ls, int32_t b0, int32_t b1) {
-  double t = 0;
-  for (int32_t k = b0; k < b1; k++) {
-    double v = ls[mi_space_dim_node(st->s, st->acc->pd[k])];
-    if (!isfinite(v)) return NAN;
-    t += v;
-  }
-  return t;
-}
-
-int mi__meta_compose_move(mi__meta_t *st, int32_t *pt) {
+/* Accessors for the per-layer precision greedy (strategy_greedy.c). */
+int32_t mi__meta_acc_pdims(mi__meta_t *st, const int32_t **pd) {
   struct mi__acc *a = acc_get(st);
-  int32_t nl = 0, base_i, *blk = NULL, nb = 0, *lab = NULL, *trial = NULL, ret = 0;
-  const char *labels[16];
-  const double *base;
-  double *gain = NULL;
-  if (!a || a->composed || a->np < 1 || !a->fitted || !st->mo.graph) return 0;
-  a->composed = 1;
-  mi_space_default(st->s, pt);
-  if (mi__meta_fix(st, pt) != MI_OK || !(base = trial_layers(st, base_i = trial_of(st, pt)))) return 0;
-  /* the labels with a model-wide move timed per layer */
-  trial = malloc(16 * sizeof *trial);
-  blk = malloc((size_t)(a->np + 1) * sizeof *blk);
-  lab = malloc((size_t)(a->np + 1) * sizeof *lab);
-  gain = malloc((size_t)(a->np + 1) * sizeof *gain);
-  if (!trial || !blk || !lab || !gain) goto done;
-  for (int32_t v = 0; v < mi_space_dim_size(st->s, a->pd[0]) && nl < 16; v++) {
-    const char *l = mi_space_dim_label(st->s, a->pd[0], v);
-    int32_t i;
-    if (!l || strcmp(l, "fp32") == 0 || !range_point(st, l, 0, a->np, pt)) continue;
-    if ((i = trial_of(st, pt)) < 0 || !usable(st, i) || !trial_layers(st, i)) continue;
-    labels[nl] = l;
-    trial[nl++] = i;
-  }
-  if (nl == 0) goto done;
-  /* blocks: a layer whose FP32 time reads 0 (fused into the one before) joins that block */
-  for (int32_t k = 0; k < a->np; k++)
-    if (k == 0 || base[mi_space_dim_node(st->s, a->pd[k])] > 0) blk[nb++] = k;
-  blk[nb] = a->np;
-  mi_space_default(st->s, pt);
-  mi__meta_fix(st, pt);
-  for (int32_t b = 0; b < nb; b++) {
-    double t0 = block_time(st, base, blk[b], blk[b + 1]), bt = t0 * COMPOSE_GAIN;
-    lab[b] = -1;
-    gain[b] = 0;
-    for (int32_t q = 0; q < nl; q++) {
-      double t = block_time(st, trial_layers(st, trial[q]), blk[b], blk[b + 1]);
-      if (isfinite(t) && isfinite(t0) && t < bt) {
-        bt = t;
-        lab[b] = q;
-        gain[b] = t0 - t;
-      }
-    }
-  }
-  for (;;) {
-    int any = 0;
-    int32_t worst = -1;
-    double wr = -1;
-    for (int32_t b = 0; b < nb; b++)
-      for (int32_t k = blk[b]; k < blk[b + 1]; k++) {
-        int32_t d = a->pd[k];
-        pt[d] = 0;
-        for (int32_t v = 0; lab[b] >= 0 && v < mi_space_dim_size(st->s, d); v++)
-          if (mi_space_dim_label(st->s, d, v) && !strcmp(mi_space_dim_label(st->s, d, v), labels[lab[b]]))
-            pt[d] = v;
-        any |= lab[b] >= 0;
-      }
-    if (!any) break;
-    if (!mi__meta_acc_screened(st, pt)) {
-      ret = mi__meta_fix(st, pt) == MI_OK && trial_of(st, pt) < 0;
-      break;
-    }
-    /* the block with the largest predicted loss per second saved goes back to FP32 */
-    for (int32_t b = 0; b < nb; b++) {
-      double s = 0;
-      if (lab[b] < 0) continue;
-      for (int32_t k = blk[b]; k < blk[b + 1]; k++)
-        for (int32_t f = 0; f < a->nf; f++)
-          if (a->fd[f] == a->pd[k] && pt[a->fd[f]] == a->fv[f]) s += a->s[f];
-      if (s / fmax(gain[b], 1e-12) > wr) {
-        wr = s / fmax(gain[b], 1e-12);
-        worst = b;
-      }
-    }
-    if (worst < 0) break;
-    lab[worst] = -1;
-  }
-done:
-  free(trial);
-  free(blk);
-  free(lab);
-  free(gain);
-  return ret;
+  *pd = a ? a->pd : NULL;
+  return a ? a->np : 0;
+}
+
+double mi__meta_acc_bound(const mi__meta_t *st) {
+  return st->acc && st->acc->fitted ? st->acc->bound : 0;
+}
+
+double mi__meta_acc_share(const mi__meta_t *st, int32_t d, int32_t v) {
+  const struct mi__acc *a = st->acc;
+  for (int32_t f = 0; a && f < a->nf; f++)
+    if (a->fd[f] == d && a->fv[f] == v) return a->s[f];
+  return 0;
+}
+
+int32_t mi__meta_trial_of(const mi__meta_t *st, const int32_t *pt) {
+  return trial_of(st, pt);
+}
+
+int mi__meta_trial_usable(const mi__meta_t *st, int32_t i) {
+  return i >= 0 && i < st->r->count && usable(st, i);
+}
+
+int mi__meta_label_point(mi__meta_t *st, const char *label, int32_t lo, int32_t hi, int32_t *pt) {
+  return acc_get(st) && range_point(st, label, lo, hi, pt);
 }

@@ -78,7 +78,10 @@ void mi__meta_layer_free(mi__meta_t *st) {
 void mi__meta_layer_fetch(mi__meta_t *st, int32_t i) {
   int32_t N, got;
   const mi_trial_t *t = &st->r->trials[i];
-  if (!st->so->layer_times || !st->mo.graph || t->status != MI_OK || t->from_history) return;
+  /* A replayed trial's layers are its stored ones where the evaluator keeps them (mi-host tune:
+   * the default is replayed from the layer-task rounds, and the precision greedy needs its
+   * per-layer times); an evaluator that has none returns none. */
+  if (!st->so->layer_times || !st->mo.graph || t->status != MI_OK) return;
   N = st->mo.graph->node_count;
   if (N <= 0) return;
   if (i >= st->tls_cap) {

@@ -221,9 +221,15 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     if (!mi__meta_has_budget(&st)) break;
     if (st.r->count > 0) {
       mi__meta_acc_fit(&st);
-      if (mi__meta_compose_move(&st, pt) && mi__meta_eval(&st, pt, &fresh) < 0) {
-        rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
-        goto done;
+      /* The per-layer precision greedy: each step measured, the predictor refitted on it. */
+      while (mi__meta_has_budget(&st) && mi__meta_greedy_move(&st, pt)) {
+        int32_t gi = mi__meta_eval(&st, pt, &fresh);
+        if (gi < 0) {
+          rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+          goto done;
+        }
+        mi__meta_greedy_measured(&st, gi);
+        mi__meta_acc_fit(&st);
       }
       if (!mi__meta_has_budget(&st)) break;
     }
@@ -314,12 +320,14 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     st.mo.report->design_points = st.design_count;
     st.mo.report->acc_screened = st.acc_screened;
     st.mo.report->split_moves = mi__meta_split_count(&st);
+    st.mo.report->greedy_moves = mi__meta_greedy_count(&st);
   }
   if (rc == MI_OK && st.mo.report) rc = saving_report(&st, err);
 done:
   for (int32_t j = 0; j < MI_OBJ_COUNT; j++) mi_surrogate_destroy(st.model[j]);
   mi__meta_sources_free(&st);
   mi__meta_acc_free(st.acc);
+  mi__meta_greedy_free(st.greedy);
   free(pt);
   free(batch);
   free(st.center);

@@ -88,7 +88,7 @@ static void keep_layers(mi_tune_task_t *t, const mi_profile_t *prof) {
   }
   for (int32_t i = 0; i < prof->layer_count; i++) {
     const mi_layer_profile_t *l = &prof->layers[i];
-    t->layer_node[i] = l->node;
+    t->layer_node[i] = mi__tune_node_of(t->graph, l->name, l->node);
     t->layer_sec[i] = l->where == 2 ? NAN : l->has_device_time ? l->device.median
                                                                : l->wall.median;
   }
@@ -289,6 +289,26 @@ void mi__tune_reference_drop(mi_tune_task_t *t) {
   t->ref_dir[0] = '\0';
 }
 
+/* A replayed point's per-layer times are its stored ones (mi_tune_layer_times): the search's
+ * per-layer precision greedy compares each layer against the default's, and the default is
+ * usually replayed from the layer-task rounds' own measurement of it. None stored: none, never
+ * the previous measurement's. */
+static void replay_layers(mi_tune_task_t *t, const mi_tune_known_t *k) {
+  int32_t n = k->layers_json ? mi__tune_layer_pairs(k->layers_json, t->graph, NULL, NULL, 0) : 0;
+  t->layer_n = 0;
+  if (n <= 0) return;
+  if (n > t->layer_cap) {
+    int32_t *nn = realloc(t->layer_node, (size_t)n * sizeof *nn);
+    double *ns;
+    if (nn) t->layer_node = nn;
+    ns = nn ? realloc(t->layer_sec, (size_t)n * sizeof *ns) : NULL;
+    if (ns) t->layer_sec = ns;
+    if (!nn || !ns) return;
+    t->layer_cap = n;
+  }
+  t->layer_n = mi__tune_layer_pairs(k->layers_json, t->graph, t->layer_node, t->layer_sec, t->layer_cap);
+}
+
 int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                    int32_t *status, char *message) {
   mi_tune_task_t *t = ctx;
@@ -302,6 +322,7 @@ int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *ob
     if (strcmp(k->hw, hw_text) != 0 || strcmp(k->model, xf_text) != 0) continue;
     memcpy(obj, k->obj, sizeof k->obj);
     *status = k->ok ? MI_OK : MI_ERR_INTERNAL;
+    replay_layers(t, k);
     if (!k->ok) snprintf(message, MI_ERROR_MESSAGE_SIZE, "%s", k->failure ? k->failure : "failed");
     found = 1;
   }
@@ -321,10 +342,12 @@ static int add_known(void *user, const mi_history_row_t *row) {
   k->hw = strdup(row->config_canonical ? row->config_canonical : "default");
   k->model = strdup(row->model_canonical ? row->model_canonical : "");
   k->failure = row->failure ? strdup(row->failure) : NULL;
+  k->layers_json = row->ok && row->layers_json ? strdup(row->layers_json) : NULL;
   if (!k->hw || !k->model) {
     free(k->hw);
     free(k->model);
     free(k->failure);
+    free(k->layers_json);
     return 1;
   }
   k->ok = row->ok;
@@ -358,6 +381,7 @@ static void clear_known(mi_tune_task_t *t) {
     free(t->known[i].hw);
     free(t->known[i].model);
     free(t->known[i].failure);
+    free(t->known[i].layers_json);
   }
   free(t->known);
   t->known = NULL;

@@ -19,15 +19,26 @@ typedef struct mi_tune_known {
   int32_t ok;
   char *failure;
   double obj[MI_OBJ_COUNT];
+  char *layers_json; /* its per-layer times as stored (NULL: none), for a replayed search point */
 } mi_tune_known_t;
+
+/** A measurement's per-layer times as mi_profile_layers_json wrote them (the device clock where
+ * there is one, else wall; folded layers left out): up to cap (node of g by the layer's name,
+ * seconds) pairs into node / sec, layers g has no node of that name left out (g NULL: the
+ * stored index); returns how many there are (may exceed cap). */
+int32_t mi__tune_layer_pairs(const char *json, const mi_graph_t *g, int32_t *node, double *sec, int32_t cap);
+/** The node of g named name (hint: the index tried first), -1 none; g NULL: hint. A transformed
+ * model's profile numbers its own nodes, so a layer finds its node of the model by name. */
+int32_t mi__tune_node_of(const mi_graph_t *g, const char *name, int32_t hint);
 
 /** One (model, device) being tuned. */
 typedef struct mi_tune_task {
   const mi_recipe_t *recipe;
-  const char *model_path; /* ONNX file the worker loads */
-  const char *inputs;     /* "name:1x3x32x32;..." from the recipe, or "" */
-  const char *spec;       /* "PLUGIN:INDEX" */
-  mi_worker_pool_t *pool; /* this task's workers */
+  const char *model_path;  /* ONNX file the worker loads */
+  const char *inputs;      /* "name:1x3x32x32;..." from the recipe, or "" */
+  const char *spec;        /* "PLUGIN:INDEX" */
+  const mi_graph_t *graph; /* the model's graph: per-layer times are its nodes' (may be NULL) */
+  mi_worker_pool_t *pool;  /* this task's workers */
   int32_t repeats, warmup;
   int energy_modeled; /* 1 once an energy figure came from a model */
   /* history (NULL when the recipe has none) */

@@ -184,6 +184,7 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     run->layer_weight = rep->rounds > 0 ? rep->layer_weight[rep->rounds - 1] : NAN;
     run->acc_screened = rep->acc_screened;
     run->split_moves = rep->split_moves;
+    run->greedy_moves = rep->greedy_moves;
     task->search_on_time = rep->stopped_on_time;
   }
   mi_tune_sources_free(&src);
@@ -272,6 +273,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   task.model_path = r->models[c->model].path;
   task.inputs = c->inputs;
   task.spec = run->spec;
+  task.graph = c->graph;
   task.pool = pool;
   task.repeats = r->repeats;
   task.warmup = r->warmup;
@@ -389,11 +391,12 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                  "%d of this run's measurements came with per-layer times; its weight in the last round %.2f",
                  run->model, run->spec, run->layer_model ? "built on" : "not built (no per-layer history):", (int)run->layer_rows,
                  (int)run->layer_configs, (int)run->layer_trials, isnan(run->layer_weight) ? 0.0 : run->layer_weight);
-  if (run->meta && (run->acc_screened > 0 || run->split_moves > 0))
+  if (run->meta && (run->acc_screened > 0 || run->split_moves > 0 || run->greedy_moves > 0))
     mi__tune_log(c->cb, MI_TUNE_LOG_INFO,
                  "%s: %s: accuracy screen: %d candidate scorings predicted over the accuracy bound were not "
-                 "measured; %d split moves (blocks of layers at the fastest lossy precision) measured",
-                 run->model, run->spec, (int)run->acc_screened, (int)run->split_moves);
+                 "measured; %d split moves (blocks of layers at the fastest lossy precision) and %d per-layer "
+                 "precision greedy steps measured",
+                 run->model, run->spec, (int)run->acc_screened, (int)run->split_moves, (int)run->greedy_moves);
   if (run->meta) {
     if (run->warm_points > 0) {
       /* The saving as docs/meta.md defines it: a cold random search's expected count to come

@@ -39,24 +39,66 @@ static double stats_median(const char *p, const char *end, const char *key) {
   return strtod(m + 9, NULL) * 1e-3; /* "null" (NaN) reads as 0: rejected by the caller */
 }
 
-/* A measurement's per-layer times as mi_profile_layers_json wrote them, by node index into
- * sec (N entries, NaN where none): the device clock where there is one, else wall. Returns the
- * number of layers read. */
-static int32_t read_layers(const char *json, int32_t N, double *sec) {
+int32_t mi__tune_node_of(const mi_graph_t *g, const char *name, int32_t hint) {
+  if (!g) return hint;
+  if (!name) return -1;
+  if (hint >= 0 && hint < g->node_count && g->nodes[hint].name && !strcmp(g->nodes[hint].name, name)) return hint;
+  for (int32_t n = 0; n < g->node_count; n++)
+    if (g->nodes[n].name && !strcmp(g->nodes[n].name, name)) return n;
+  return -1;
+}
+
+int32_t mi__tune_layer_pairs(const char *json, const mi_graph_t *g, int32_t *node, double *sec, int32_t cap) {
   const char *p = json, *end = json + strlen(json);
   int32_t got = 0;
   while ((p = find_in(p, end, "{\"node\":"))) {
     const char *next = find_in(p + 1, end, "{\"node\":");
     const char *stop = next ? next : end;
-    long node = strtol(p + 8, NULL, 10);
+    long nd = strtol(p + 8, NULL, 10);
     double v = stats_median(p, stop, "\"device_ms\":");
     if (!(v > 0)) v = stats_median(p, stop, "\"wall_ms\":");
-    if (node >= 0 && node < N && v > 0 && !find_in(p, stop, "\"where\":\"folded\"")) {
-      sec[node] = v;
+    if (g) {
+      /* by name: a transformed model's node indices are not the graph's (QDQ nodes come first) */
+      const char *q = find_in(p, stop, "\"name\":\""), *e;
+      char name[128];
+      nd = -1;
+      if (q && (e = memchr(q + 8, '"', (size_t)(stop - q - 8))) && e - (q + 8) < (long)sizeof name) {
+        memcpy(name, q + 8, (size_t)(e - (q + 8)));
+        name[e - (q + 8)] = 0;
+        nd = mi__tune_node_of(g, name, -1);
+      }
+    }
+    if (nd >= 0 && nd <= INT32_MAX && v > 0 && !find_in(p, stop, "\"where\":\"folded\"")) {
+      if (got < cap) {
+        node[got] = (int32_t)nd;
+        sec[got] = v;
+      }
       got++;
     }
     p = stop;
   }
+  return got;
+}
+
+/* A measurement's per-layer times as mi_profile_layers_json wrote them, by node of g into sec
+ * (g->node_count entries, NaN where none): the device clock where there is one, else wall.
+ * Returns the number of layers read. */
+static int32_t read_layers(const char *json, const mi_graph_t *g, double *sec) {
+  int32_t n = mi__tune_layer_pairs(json, g, NULL, NULL, 0), got = 0, *node;
+  double *v;
+  if (n <= 0) return 0;
+  node = malloc((size_t)n * sizeof *node);
+  v = malloc((size_t)n * sizeof *v);
+  if (node && v) {
+    n = mi__tune_layer_pairs(json, g, node, v, n);
+    for (int32_t i = 0; i < n; i++)
+      if (node[i] < g->node_count) {
+        sec[node[i]] = v[i];
+        got++;
+      }
+  }
+  free(node);
+  free(v);
   return got;
 }
 
@@ -120,7 +162,7 @@ static int add_row(void *user, const mi_history_row_t *row) {
       if (!(o->layers[k] = malloc((size_t)MAX_ROWS_PER_SOURCE * N * sizeof *o->layers[k] + 1))) return 1;
       for (size_t q = 0; q < (size_t)MAX_ROWS_PER_SOURCE * N; q++) o->layers[k][q] = NAN;
     }
-    if (read_layers(row->layers_json, N, o->layers[k] + (size_t)task->count * N) > 0) {
+    if (read_layers(row->layers_json, c->g, o->layers[k] + (size_t)task->count * N) > 0) {
       c->lrows[k]++;
       o->layer_rows++;
     }
