@@ -39,12 +39,21 @@ static double stats_median(const char *p, const char *end, const char *key) {
   return strtod(m + 9, NULL) * 1e-3; /* "null" (NaN) reads as 0: rejected by the caller */
 }
 
+/* 1 when a profiled layer's name is the node's: mi_layer_profile_t.name keeps 63 characters, so
+ * a name of that length matches a node whose name starts with it (blazeface's and M-LSD's
+ * tf2onnx names run longer). */
+static int same_name(const char *node, const char *name) {
+  size_t l = strlen(name);
+  if (!node) return 0;
+  return l >= sizeof((mi_layer_profile_t *)0)->name - 1 ? !strncmp(node, name, l) : !strcmp(node, name);
+}
+
 int32_t mi__tune_node_of(const mi_graph_t *g, const char *name, int32_t hint) {
   if (!g) return hint;
   if (!name) return -1;
-  if (hint >= 0 && hint < g->node_count && g->nodes[hint].name && !strcmp(g->nodes[hint].name, name)) return hint;
+  if (hint >= 0 && hint < g->node_count && same_name(g->nodes[hint].name, name)) return hint;
   for (int32_t n = 0; n < g->node_count; n++)
-    if (g->nodes[n].name && !strcmp(g->nodes[n].name, name)) return n;
+    if (same_name(g->nodes[n].name, name)) return n;
   return -1;
 }
 
