@@ -184,7 +184,10 @@ int mi__meta_greedy_move(mi__meta_t *st, int32_t *pt) {
     if (!(g = st->greedy = calloc(1, sizeof *g))) return 0;
     g->last = -1;
     if (!build(st, pd, np, pt)) {
-      g->done = 1;
+      /* nothing to order yet (no model-wide move timed per layer, e.g. a warm start that
+       * shortened the design): tried again next round, it costs a pass over the trials */
+      mi__meta_greedy_free(g);
+      st->greedy = NULL;
       return 0;
     }
   }
