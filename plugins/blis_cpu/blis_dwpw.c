@@ -3,6 +3,7 @@
  * reads at once, so the intermediate never travels to memory and back (MobileNet/BlazeFace
  * blocks on large planes are bound by those bytes, not by their FLOPs). */
 #include "blis_conv.h"
+#include "blis_split.h"
 
 /* Floats of one band of depthwise output, on the stack: 64 KiB where that holds 4 rows, else up
  * to an eighth of the L2 and at most 192 KiB (the QDQ block's band, blis_qblock.c), so that the
@@ -52,8 +53,8 @@ static int32_t run_dwpw(const mi__blis_step_t *s, void *const *t, const mi__blis
   (void)err;
   k.dw = dw;
   k.t = t;
-  k.rows = dw->pw_band / (dw->M * dw->OW);
-  if (k.rows > 4) k.rows &= ~(int64_t)3; /* whole blocks of the row kernels' 4 rows */
+  /* bands that split evenly over the threads (blis_split.c) */
+  k.rows = mi__blis_band_rows(dw->OH, dw->N, dw->pw_band / (dw->M * dw->OW), env ? env->threads : 1);
   k.bands = (dw->OH + k.rows - 1) / k.rows;
   mi__blis_parallel(env, dw->N * k.bands, 1, k.rows * dw->OW * dw->M * (9 + dw->pw->M) * 2, band_part, &k);
   return MI_OK;

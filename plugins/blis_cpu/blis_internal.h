@@ -115,6 +115,14 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
                        mi__blis_task_fn fn, void *arg);
 /* The threads mi__blis_parallel gives such a loop (1: it runs on the calling thread). */
 int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_t item_work);
+/* A kernel's estimated time on one thread in ns (blis_cost.c), from its nodes' FLOPs (convs,
+ * GEMMs, recurrent cells) and the bytes it reads and writes; wide: AVX-512's FLOP rate, else
+ * AVX2's. Each thread it runs on must get at least MI__PAR_PART_NS of it (mi__blis_kernel_threads:
+ * the threads a kernel of that cost runs on, at most `threads`), so a kernel below twice that runs
+ * on the calling thread: a split costs about that much on a 2-vCPU VM (docs/backends/blis-cpu.md). */
+#define MI__PAR_PART_NS 6000
+int64_t mi__blis_kernel_cost_ns(const mi_kernel_desc_t *d, int wide);
+int32_t mi__blis_kernel_threads(int32_t threads, int64_t cost_ns);
 
 /* ---- kernels */
 #define MI__MAX_STEP_IO 8
@@ -156,6 +164,7 @@ struct mi_kernel {
   mi__blis_step_t *steps;
   int32_t threads; /* 0 = device knob */
   int32_t arch;    /* -1 = device knob */
+  int64_t cost_ns; /* estimated time on one thread (mi__blis_kernel_cost_ns) */
 };
 
 /* What an op's prepare function sees. */

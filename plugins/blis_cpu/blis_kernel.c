@@ -382,6 +382,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     i += p.nodes_used > 0 ? p.nodes_used : 1;
   }
   if (d->node_count > 1) mi__blis_qblock_link(k, d);
+  k->cost_ns = mi__blis_kernel_cost_ns(d, mi__blis_simd_level(ctx->cpu.isa) == MI__SIMD_AVX512);
   *out = k;
   return MI_OK;
 fail:
@@ -407,7 +408,8 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
     if (!outs[i]) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL output");
     k->ptr[k->outputs[i]] = mi__blis_buffer_data(outs[i], &bytes);
   }
-  env.threads = k->threads > 0 ? k->threads : ctx->threads;
+  /* a kernel too small to gain from a split runs on this thread alone (blis_cost.c) */
+  env.threads = mi__blis_kernel_threads(k->threads > 0 ? k->threads : ctx->threads, k->cost_ns);
   env.pool = ctx->pool;
   env.cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
   if (rc != MI_OK) return rc;

@@ -36,6 +36,29 @@ int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts) {
   return top;
 }
 
+/* Why: M-LSD's 40-row and 20-row planes took 8- and 4-row bands (the most their 144- and
+ * 384-channel bands hold, in blocks of 4), 5 bands a plane, 3:2 on two threads; now 4-row bands
+ * (10, 5:5) and 5-row bands (4, 2:2), and its 192-channel 20-row plane 10 rows (2, 1:1) for 12
+ * (12 and 8 rows). */
+int64_t mi__blis_band_rows(int64_t n, int64_t images, int64_t max_rows, int64_t parts) {
+  int64_t cost[MI__SPLIT_BLOCKS_MAX], r, best = 0, best_top = 0, best_nb = 0, rows = max_rows > 4 ? max_rows & ~(int64_t)3 : max_rows;
+  if (parts <= 1 || n <= 0 || images <= 0) return rows;
+  if (parts > MI__SPLIT_PARTS_MAX) parts = MI__SPLIT_PARTS_MAX;
+  for (r = max_rows < 4 ? max_rows : 4; r <= max_rows && r <= n; r++) {
+    int64_t bands = (n + r - 1) / r, nb = images * bands, i, top;
+    if (nb > MI__SPLIT_BLOCKS_MAX) continue;
+    for (i = 0; i < nb; i++) cost[i] = i % bands < bands - 1 ? r : n - (bands - 1) * r;
+    top = mi__blis_split_longest(cost, nb, parts);
+    if (!best || top < best_top ||
+        (top == best_top && ((r % 4 == 0) > (best % 4 == 0) || ((r % 4 == 0) == (best % 4 == 0) && nb < best_nb)))) {
+      best = r;
+      best_top = top;
+      best_nb = nb;
+    }
+  }
+  return best ? best : rows;
+}
+
 /* Block i's first row: `fixed` rows a block (the last fewer) where fixed > 0, else
  * mi__blis_split_start's. */
 int64_t mi__blis_wino_start(int64_t th, int64_t nb, int64_t parts, int64_t fixed, int64_t i) {

@@ -18,6 +18,13 @@ int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i);
  * `parts` threads is free first (the claim order, simulated). */
 int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts);
 
+/* Output rows a band of the fused depthwise + pointwise pass (blis_dwpw.c) takes, of n rows in
+ * `images` images, at most max_rows (>= 1) a band: on one thread max_rows, in whole blocks of 4
+ * (the depthwise row kernels') where over 4; on `parts` threads, from min(4, max_rows) up, the
+ * rows whose bands (claimed as the pool hands out its chunks) give the longest thread the fewest
+ * rows, then whole blocks of 4, then the fewest bands. */
+int64_t mi__blis_band_rows(int64_t n, int64_t images, int64_t max_rows, int64_t parts);
+
 /* conv.winograd's blocks of tile rows for th x tw tiles of C -> M channels, for `parts` threads,
  * bounded by mi__blis_wino_start. lanes (16 with AVX-512: a vector of the GEMM tiles' pixels):
  * among even splits and blocks of *fixed rows, no more blocks than the pool's chunks where that

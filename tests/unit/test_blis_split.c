@@ -2,7 +2,8 @@
  * conv.winograd's tile-row blocks cover every row once and stay within the scratch bound; by the
  * pool's claim-as-you-go order, simulated, the longest thread share (in vectors of tiles) is never
  * longer than the old rule's and within a block of an even split; with AVX2 the blocks come in a
- * multiple of the threads and each of N equally fast threads gets the same rows within one. */
+ * multiple of the threads and each of N equally fast threads gets the same rows within one; the
+ * fused depthwise + pointwise pass's bands split evenly over the threads. */
 #include "test_util.h"
 
 #include "../../plugins/blis_cpu/blis_split.c"
@@ -132,9 +133,49 @@ static void mlsd(void) {
   CHECK(nb == 8 && fixed == 0 && spread(20, nb, 2) == 0, " AVX2: %lld blocks", (long long)nb);
 }
 
+/* The longest thread's rows when bands of `rows` (the last fewer) of n rows in `images` images go
+ * to `parts` threads in the pool's claim order. */
+static int64_t band_longest(int64_t n, int64_t images, int64_t rows, int64_t parts) {
+  int64_t cost[MI__SPLIT_BLOCKS_MAX], bands = (n + rows - 1) / rows, i;
+  for (i = 0; i < images * bands; i++) cost[i] = i % bands < bands - 1 ? rows : n - (bands - 1) * rows;
+  return mi__blis_split_longest(cost, images * bands, parts);
+}
+
+/* The fused depthwise + pointwise bands (blis_dwpw.c): on one thread the rule before (the most
+ * rows a band holds, in blocks of 4 over 4); on more, never more rows than that rule and never a
+ * longer thread share, within a band of an even split where a band of 4 rows or more allows it;
+ * M-LSD's planes on two threads: 40 rows of at most 8 a band 5:5 bands of 4 (was 3:2 of 8), 20
+ * of at most 6 2:2 of 5 (was 3:2 of 4), 20 of at most 12 1:1 of 10 (was 12:8). */
+static void dwpw_bands(void) {
+  int64_t n, mx, parts, images;
+  for (images = 1; images <= 2; images++)
+    for (n = 1; n <= 160; n++)
+      for (mx = 1; mx <= 24; mx++) {
+        int64_t old = mx > 4 ? mx & ~(int64_t)3 : mx;
+        CHECK(mi__blis_band_rows(n, images, mx, 1) == old, " n %lld max %lld: one thread %lld rows", (long long)n,
+              (long long)mx, (long long)mi__blis_band_rows(n, images, mx, 1));
+        for (parts = 2; parts <= 4; parts++) {
+          int64_t r = mi__blis_band_rows(n, images, mx, parts), top = band_longest(n, images, r, parts);
+          int64_t even = (images * n + parts - 1) / parts;
+          CHECK(r >= 1 && r <= mx, " n %lld max %lld parts %lld: %lld rows", (long long)n, (long long)mx,
+                (long long)parts, (long long)r);
+          CHECK(top <= band_longest(n, images, old, parts), " n %lld max %lld parts %lld: longer than before",
+                (long long)n, (long long)mx, (long long)parts);
+          if (mx >= 4 && n >= 4 * parts && images == 1)
+            CHECK(top <= even + 3, " n %lld max %lld parts %lld: %lld rows, longest %lld of %lld", (long long)n,
+                  (long long)mx, (long long)parts, (long long)r, (long long)top, (long long)even);
+        }
+      }
+  CHECK(mi__blis_band_rows(40, 1, 8, 2) == 4 && band_longest(40, 1, 4, 2) == 20, " 40 rows");
+  CHECK(mi__blis_band_rows(20, 1, 6, 2) == 5 && band_longest(20, 1, 5, 2) == 10, " 20 rows, 6 a band");
+  CHECK(mi__blis_band_rows(20, 1, 12, 2) == 10, " 20 rows, 12 a band");
+  CHECK(mi__blis_band_rows(80, 1, 6, 2) == 4, " 80 rows: as before");
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(wino_shapes),
     TU_CASE(mlsd),
+    TU_CASE(dwpw_bands),
 };
 
 TU_MAIN(NULL, NULL)
