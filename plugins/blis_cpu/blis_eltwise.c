@@ -545,12 +545,17 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   st->n = mi_sdk_numel(ty);
   mul_add(p, st, ty);
   /* Merge the last two dims while each operand walks them as one (contiguous or broadcast over
-   * both): [1,C,H,W] * [1,C,1,1] runs as C rows of H*W instead of C*H rows of W. */
+   * both): [1,C,H,W] * [1,C,1,1] runs as C rows of H*W instead of C*H rows of W. A last dim of 1
+   * goes first: M-LSD's [1,160,160,1] * [1,160,160,1] ran as 25600 rows of one value, 0.13 ms. */
   while (st->rank > 1) {
     int32_t d = st->rank - 2;
     int64_t w = st->dims[d + 1];
     int ok_a = (st->sa[d] == 0 && st->sa[d + 1] == 0) || (st->sa[d + 1] != 0 && st->sa[d] == st->sa[d + 1] * w);
     int ok_b = (st->sb[d] == 0 && st->sb[d + 1] == 0) || (st->sb[d + 1] != 0 && st->sb[d] == st->sb[d + 1] * w);
+    if (w == 1) { /* the row is one value: drop the dim, the rows keep their strides */
+      st->rank--;
+      continue;
+    }
     if (!ok_a || !ok_b) break;
     st->dims[d] *= w;
     st->sa[d] = st->sa[d + 1];

@@ -643,12 +643,17 @@ static void binary(void) {
 
 static void binary4(void) {
   static const int64_t big[4] = {2, 3, 4, 5}, se[4] = {1, 3, 1, 1};
+  /* a last dim of 1 (dropped before the merge): equal shapes, a row broadcast, a scalar a plane */
+  static const int64_t col[4] = {1, 6, 7, 1}, row[4] = {1, 1, 7, 1}, per[4] = {1, 6, 1, 1};
   static const char *const ops4[4] = {"Add", "Sub", "Mul", "Div"};
   int o;
   for (o = 0; o < 4; o++) {
     binary4_case(&p, ops4[o], big, se);
     binary4_case(&p, ops4[o], se, big);
     binary4_case(&p, ops4[o], big, big);
+    binary4_case(&p, ops4[o], col, col);
+    binary4_case(&p, ops4[o], col, row);
+    binary4_case(&p, ops4[o], per, col);
   }
 }
 
