@@ -72,6 +72,11 @@ static const struct {
     {"Resize", mi__blis_prep_resize},
     {"Upsample", mi__blis_prep_resize},
     {"Cast", mi__blis_prep_cast},
+    {"Equal", mi__blis_prep_cmp},
+    {"Less", mi__blis_prep_cmp},
+    {"Greater", mi__blis_prep_cmp},
+    {"LessOrEqual", mi__blis_prep_cmp},
+    {"GreaterOrEqual", mi__blis_prep_cmp},
     {"PRelu", mi__blis_prep_binary},
     {"Pad", mi__blis_prep_pad},
     {"Split", mi__blis_prep_split},
@@ -264,9 +269,11 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
       memcpy(k->ptr[i], t->data, (size_t)bytes);
       continue;
     }
+    /* a BOOL intermediate: a comparison's result its Cast reads in the same pass (blis_cmp.c) */
     if (t->dtype != MI_DTYPE_FLOAT32 &&
         !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 || t->dtype == MI_DTYPE_INT32) &&
-          only_qdq_touch(d, i))) {
+          only_qdq_touch(d, i)) &&
+        !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE)) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "blis-cpu: runtime tensor %d has dtype %d; only "
                            "FLOAT32 is run (INT8/UINT8 only by Q/DQ)",

@@ -61,7 +61,8 @@ static const char *const direct_ops[] = {
     "Gather", "DepthToSpace", "SpaceToDepth", "LogSoftmax", "InstanceNormalization", "Sum", "Mean",
     "Round", "Sign", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "CumSum",
     "Trilu", "Mod", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
-    "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM"};
+    "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM",
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
@@ -343,6 +344,12 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       v.fuse_mask = MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,
                "index map; zero Pad -> DynamicQuantizeLinear as codes into the padded plane");
+    }
+    if (!strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater") || !strcmp(op, "LessOrEqual") ||
+        !strcmp(op, "GreaterOrEqual")) { /* blis_cmp.c */
+      v.fuse_mask = MI_FUSE_ACT;
+      snprintf(v.description, sizeof v.description,
+               "only with -> Cast to FLOAT, its sole reader: 0/1 floats in one pass (no bool tensors)");
     }
     if (!strcmp(op, "DequantizeLinear")) { /* DQ -> elementwise ops -> Q: blis_qlut.c */
       v.fuse_mask = MI_FUSE_ACT;

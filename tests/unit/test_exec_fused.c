@@ -453,6 +453,65 @@ static void se_mul_add(mi_plugin_t *p, int swap, int product_out) {
   mi_graph_destroy(g);
 }
 
+/* M-LSD's peak mask: s = Sigmoid(x), m = MaxPool 3x3 (stride 1, pads 1) of s, y = s * Cast(s == m)
+ * (and s < m, s > m). The default session runs the comparison and its Cast as one device kernel
+ * (no host fallback: blis-cpu keeps no bool tensor), bit for bit the result of the unfused session
+ * (the comparison and Cast on the host); a bool result that is also a graph output leaves the
+ * comparison to the host. */
+static void cmp_cast(mi_plugin_t *p, const char *op, int bool_out) {
+  mi_graph_t *g = mi_graph_create("peaks");
+  int64_t xd[4] = {1, 1, 23, 37}, k3[2] = {3, 3}, pad1[4] = {1, 1, 1, 1};
+  int32_t x, sg, mp, e, c, y, n;
+  mi_array_t *in, *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  mi_session_t *s, *s0;
+  mi_error_t err = {0};
+  g->opset = 13;
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  sg = mi_graph_add_tensor(g, "sg", MI_DTYPE_FLOAT32, -1, NULL);
+  mp = mi_graph_add_tensor(g, "mp", MI_DTYPE_FLOAT32, -1, NULL);
+  e = mi_graph_add_tensor(g, "e", MI_DTYPE_BOOL, -1, NULL);
+  c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, -1, NULL);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "Sigmoid", "sig", 1, &x, 1, &sg);
+  n = mi_graph_add_node(g, "MaxPool", "pool", 1, &sg, 1, &mp);
+  mi_node_set_ints(g, n, "kernel_shape", 2, k3);
+  mi_node_set_ints(g, n, "pads", 4, pad1);
+  mi_graph_add_node(g, op, "cmp", 2, (int32_t[]){sg, mp}, 1, &e);
+  n = mi_graph_add_node(g, "Cast", "cast", 1, &e, 1, &c);
+  mi_node_set_int(g, n, "to", MI_DTYPE_FLOAT32);
+  mi_graph_add_node(g, "Mul", "mask", 2, (int32_t[]){sg, c}, 1, &y);
+  mi_graph_add_output(g, y);
+  if (bool_out) mi_graph_add_output(g, e);
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("peaks graph", &err);
+  in = input_for(g, 37);
+  s = session(g, p);
+  s0 = session_plain(g, p);
+  run(s, g, in, got);
+  run(s0, g, in, plain);
+  ref(g, in, want);
+  CHECK(mi_session_fallback_count(s) == (bool_out ? 2 : 0), "%s -> Cast (bool out %d): %d host nodes", op, bool_out,
+        mi_session_fallback_count(s));
+  CHECK(mi_session_kernel_count(s) == (bool_out ? 3 : 4), "%s -> Cast (bool out %d): %d kernels", op, bool_out,
+        mi_session_kernel_count(s));
+  CHECK(mi_session_fallback_count(s0) == 2, "%s -> Cast unfused: %d host nodes", op, mi_session_fallback_count(s0));
+  for (int i = 0; i < g->output_count; i++)
+    CHECK(got[i] && plain[i] && got[i]->nbytes == plain[i]->nbytes &&
+              memcmp(got[i]->data, plain[i]->data, plain[i]->nbytes) == 0,
+          "%s -> Cast (bool out %d): output %d not the host comparison's bits", op, bool_out, i);
+  CHECK(tu_rel_l2_arrays(got[0], want[0]) < 1e-6, "%s -> Cast: rel L2 %.3e against the reference", op,
+        tu_rel_l2_arrays(got[0], want[0]));
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(plain[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_session_destroy(s0);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static mi_plugin_t *blis, *npu;
 static const char *gpus[] = {"opencl", "vulkan"};
 
@@ -476,6 +535,10 @@ static void blis_fusion(void) {
     se_mul_add(blis, 0, 0);
     se_mul_add(blis, 1, 0);
     se_mul_add(blis, 0, 1);
+    cmp_cast(blis, "Equal", 0);
+    cmp_cast(blis, "Less", 0);
+    cmp_cast(blis, "GreaterOrEqual", 0);
+    cmp_cast(blis, "Equal", 1);
     auto_dwpw(blis, 1, 0);
     auto_dwpw(blis, 2, 0);
     auto_dwpw(blis, 1, 1);

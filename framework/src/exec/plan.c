@@ -662,6 +662,24 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
         continue;
       if (add_pair(p, n, r, r)) return MI_ERR_OUT_OF_MEMORY;
     }
+  /* A comparison of FLOAT32 values whose bool result only a Cast to FLOAT reads (M-LSD's peak
+   * mask, x == MaxPool(x)), where the device's comparison declares MI_FUSE_ACT: one kernel that
+   * writes the 0/1 floats, no bool tensor (a device that runs FLOAT32 tensors alone, blis-cpu,
+   * left the comparison to the host) */
+  for (int32_t n = 0; n < g->node_count; n++) {
+    static const char *cmps[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    const mi_node_t *m = &g->nodes[n];
+    int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, cmp = 0;
+    for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; i++) cmp |= is_op(g, n, cmps[i]);
+    if (!cmp || !(fuse_mask(vars, var_count, m->op_type) & MI_FUSE_ACT) || p->role[n] != MI__ROLE_NODE ||
+        (p->pinned && p->pinned[n]) || y < 0 || consts[y] || m->input_count != 2 || m->inputs[0] < 0 ||
+        m->inputs[1] < 0 || g->tensors[m->inputs[0]].dtype != MI_DTYPE_FLOAT32 || mi__graph_is_output(g, y) ||
+        (r = mi__graph_sole_reader(g, y)) < 0 || !is_op(g, r, "Cast") || p->role[r] != MI__ROLE_NODE ||
+        (p->pinned && p->pinned[r]) || mi_node_attr_int(&g->nodes[r], "to", 0) != MI_DTYPE_FLOAT32 ||
+        g->nodes[r].output_count != 1)
+      continue;
+    if (add_pair(p, n, r, r)) return MI_ERR_OUT_OF_MEMORY;
+  }
   return linear_groups(p, g, consts, vars, var_count);
 }
 
