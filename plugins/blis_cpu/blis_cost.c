@@ -1,4 +1,4 @@
-/* blis_cost.c - a kernel's estimated time on one thread, in one unit for every op, and the threads it is worth. */
+/* blis_cost.c - a kernel's estimated time on one thread, in one unit for every op that carries FLOPs, and the threads it is worth. */
 #include <string.h>
 
 #include "blis_internal.h"
@@ -53,12 +53,19 @@ static double node_flops(const mi_kernel_desc_t *d, const mi_node_desc_t *n) {
   return 0;
 }
 
+/* Why only kernels with FLOPs: the bytes rate holds for streaming passes (Add, Mul, copies), but
+ * gathers and transcendental ops take several times longer a byte, and a split paid on them:
+ * PP-OCR v4's detector's Sigmoid on 320x320 took 184 us at 1 thread (10 us by its bytes), its
+ * Resizes 19-85 us (3-10), M-LSD's output Transpose 91 us (11), BlazeFace's input Transpose 22 us
+ * (5); with the pool's floor raised to 2^17, which kept such steps on one thread, those models ran
+ * 2-5% slower at 2 threads. Their loops keep the pool's floor by elements. */
 int64_t mi__blis_kernel_cost_ns(const mi_kernel_desc_t *d, int wide) {
   double flops = 0, bytes = 0;
   int32_t i;
-  if (!d) return 0;
+  if (!d) return -1;
   for (i = 0; i < d->node_count; i++)
     if (d->nodes && d->nodes[i]) flops += node_flops(d, d->nodes[i]);
+  if (flops <= 0) return -1;
   /* what the kernel reads and writes: its runtime inputs and outputs and its constants (weights);
    * the members' intermediates of a fused group stay in registers or cache */
   for (i = 0; i < d->tensor_count; i++) {
@@ -79,6 +86,7 @@ int64_t mi__blis_kernel_cost_ns(const mi_kernel_desc_t *d, int wide) {
  * cannot tell these steps apart; this one is the same for every kernel. */
 int32_t mi__blis_kernel_threads(int32_t threads, int64_t cost_ns) {
   int64_t parts = cost_ns / MI__PAR_PART_NS;
+  if (cost_ns < 0) return threads; /* no estimate: the pool's floor decides per loop */
   if (threads <= 1 || parts <= 1) return 1;
   return parts < threads ? (int32_t)parts : threads;
 }

@@ -117,9 +117,10 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
 int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_t item_work);
 /* A kernel's estimated time on one thread in ns (blis_cost.c), from its nodes' FLOPs (convs,
  * GEMMs, recurrent cells) and the bytes it reads and writes; wide: AVX-512's FLOP rate, else
- * AVX2's. Each thread it runs on must get at least MI__PAR_PART_NS of it (mi__blis_kernel_threads:
- * the threads a kernel of that cost runs on, at most `threads`), so a kernel below twice that runs
- * on the calling thread: a split costs about that much on a 2-vCPU VM (docs/backends/blis-cpu.md). */
+ * AVX2's; -1 for a kernel without FLOPs (no estimate). Each thread it runs on must get at least
+ * MI__PAR_PART_NS of it (mi__blis_kernel_threads: the threads a kernel of that cost runs on, at
+ * most `threads`; all of them for -1), so a kernel below twice that runs on the calling thread: a
+ * split costs about that much on a 2-vCPU VM (docs/backends/blis-cpu.md). */
 #define MI__PAR_PART_NS 6000
 int64_t mi__blis_kernel_cost_ns(const mi_kernel_desc_t *d, int wide);
 int32_t mi__blis_kernel_threads(int32_t threads, int64_t cost_ns);
