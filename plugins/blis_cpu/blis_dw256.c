@@ -23,57 +23,49 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i lanes8(int64_t lo, 
  * load (a masked lane is not read and is 0: the zero padding). */
 #define LD8(p, k) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps((p), (k)))
 
-/* The three taps of one input row for 8 output columns: lane j of tap kw reads input column
- * b0 + s * j + kw (xr points at column b0). Stride 2: the even lanes of the 16 floats from
- * column b0 + kw. */
-static inline __attribute__((always_inline)) AVX2_FN void dw3_taps8(const float *xr, const __m256i *mk, __m256 *tap,
-                                                                    int s, int full) {
-  int kw;
-  if (s == 1) {
-#pragma GCC unroll 3
-    for (kw = 0; kw < 3; kw++) tap[kw] = LD8(xr + kw, mk[kw]);
-    return;
-  }
-#pragma GCC unroll 3
-  for (kw = 0; kw < 3; kw++) {
-    __m256 lo = LD8(xr + kw, mk[2 * kw]), hi = LD8(xr + kw + 8, mk[2 * kw + 1]);
-    /* lanes 0,2 of each 4 from lo then hi, per 128-bit half; the 64-bit swap puts them in order */
-    __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88);
-    tap[kw] = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
-  }
-}
-
+/* ALLR (compile-time): all DW2_ROWS output rows wanted and all their input rows inside the plane,
+ * so no row is skipped (the checks cost as much as the FMAs they guard in the unrolled loop). */
 /* DW2_ROWS output rows of an 8-column block from their s * (DW2_ROWS - 1) + 3 input rows, each
- * input row loaded once and added to the output rows it feeds; one accumulator per (output row,
- * kh), the three kh sums added at the end (the order of blis_dw512.c's row kernel). */
+ * tap of an input row loaded once and multiplied into the output rows it feeds. One accumulator
+ * per output row, its nine products summed in filter order: with AVX2's 16 registers the nine
+ * weights, DW2_ROWS accumulators and a tap fit (one accumulator per (row, kh), as the AVX-512 row
+ * kernel keeps, spilled the weights to the stack: three of every four FMAs read one back). The
+ * chains' latency is covered by the next column block, which is independent. */
 static inline __attribute__((always_inline)) AVX2_FN void dw3_rows8(const float *xc, int64_t W, int64_t H,
                                                                     int64_t ih0, int nr, const __m256i *mk,
                                                                     const __m256 *w, __m256 *out, int s,
-                                                                    int full) {
-  __m256 acc[DW2_ROWS][3];
-  int j, r, kh;
+                                                                    int full, int allr) {
+  __m256 acc[DW2_ROWS];
+  int j, r, kh, kw;
+  /* input rows [jlo, jhi) of the block exist (the others are zero padding and add nothing) */
+  int jlo = allr || ih0 >= 0 ? 0 : (int)-ih0, jhi = allr ? s * (DW2_ROWS - 1) + 3 : s * (nr - 1) + 3;
+  if (!allr && ih0 + jhi > H) jhi = (int)(H - ih0);
 #pragma GCC unroll 4
-  for (r = 0; r < DW2_ROWS; r++) {
-#pragma GCC unroll 3
-    for (kh = 0; kh < 3; kh++) acc[r][kh] = _mm256_setzero_ps();
-  }
+  for (r = 0; r < DW2_ROWS; r++) acc[r] = _mm256_setzero_ps();
 #pragma GCC unroll 9
   for (j = 0; j < s * (DW2_ROWS - 1) + 3; j++) {
-    int64_t ih = ih0 + j;
-    __m256 tap[3];
-    if (j > s * (nr - 1) + 2 || ih < 0 || ih >= H) continue; /* padding rows add nothing */
-    dw3_taps8(xc + ih * W, mk, tap, s, full);
+    const float *xr = xc + (ih0 + j) * W;
+    if (j < jlo || j >= jhi) continue;
+#pragma GCC unroll 3
+    for (kw = 0; kw < 3; kw++) {
+      __m256 tap;
+      if (s == 1) tap = LD8(xr + kw, mk[kw]);
+      else {
+        /* lanes 0,2 of each 4 from lo then hi, per 128-bit half; the 64-bit swap puts them in order */
+        __m256 lo = LD8(xr + kw, mk[2 * kw]), hi = LD8(xr + kw + 8, mk[2 * kw + 1]);
+        __m256 ev = _mm256_shuffle_ps(lo, hi, 0x88);
+        tap = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), 0xD8));
+      }
 #pragma GCC unroll 4
-    for (r = 0; r < DW2_ROWS; r++) {
-      kh = j - s * r; /* input row j is filter row kh of output row r */
-      if (kh < 0 || kh > 2) continue;
-      acc[r][kh] = _mm256_fmadd_ps(w[kh * 3], tap[0], acc[r][kh]);
-      acc[r][kh] = _mm256_fmadd_ps(w[kh * 3 + 1], tap[1], acc[r][kh]);
-      acc[r][kh] = _mm256_fmadd_ps(w[kh * 3 + 2], tap[2], acc[r][kh]);
+      for (r = 0; r < DW2_ROWS; r++) {
+        kh = j - s * r; /* input row j is filter row kh of output row r */
+        if (kh < 0 || kh > 2) continue;
+        acc[r] = _mm256_fmadd_ps(w[kh * 3 + kw], tap, acc[r]);
+      }
     }
   }
 #pragma GCC unroll 4
-  for (r = 0; r < DW2_ROWS; r++) out[r] = _mm256_add_ps(_mm256_add_ps(acc[r][0], acc[r][1]), acc[r][2]);
+  for (r = 0; r < DW2_ROWS; r++) out[r] = acc[r];
 }
 
 /* Bias/BN and the chain's vector prefix on output pixels [p, p + 8) of plane pl (offset of plane
@@ -117,20 +109,24 @@ static inline __attribute__((always_inline)) AVX2_FN void dw3_body8(const mi__bl
    * input line from L2 again: blazeface's 128x128 planes). */
   for (oh = oh0; oh < oh1; oh += DW2_ROWS) {
     int nr = oh1 - oh < DW2_ROWS ? (int)(oh1 - oh) : DW2_ROWS, r;
+    int64_t ih0 = oh * s - c->pt;
+    int allr = nr == DW2_ROWS && ih0 >= 0 && ih0 + s * (DW2_ROWS - 1) + 3 <= H;
     for (ow0 = 0; ow0 < OW; ow0 += 8) {
       int64_t b0 = ow0 * s - c->pl, nout = OW - ow0 < 8 ? OW - ow0 : 8;
       __m256i ko = lanes8(0, nout);
       /* inside the row: lane 7 of the last tap's run (column b0 + 8 * s + 1) exists */
       int full = b0 >= 0 && b0 + 8 * s + 2 <= W, fo = nout == 8;
       __m256 acc[DW2_ROWS];
-      if (full) {
-        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1);
+      if (full && allr) {
+        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1, 1);
+      } else if (full) {
+        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 1, 0);
       } else {
         if (s == 1)
           for (i = 0; i < 3; i++) mk[i] = lanes8(-(b0 + i), W - (b0 + i));
         else
           for (i = 0; i < 6; i++) mk[i] = lanes8(-(b0 + i / 2 + 8 * (i % 2)), W - (b0 + i / 2 + 8 * (i % 2)));
-        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 0);
+        dw3_rows8(xc + b0, W, H, oh * s - c->pt, nr, mk, w, acc, s, 0, 0);
       }
 #pragma GCC unroll 4
       for (r = 0; r < DW2_ROWS; r++)
