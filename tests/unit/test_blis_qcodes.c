@@ -196,7 +196,11 @@ static void codes_cases(void) {
 static void codes_memory(void) {
   ccase_t a = {"depthwise 16x256x256, Relu", 16, 16, 256, 256, 3, 1, 16, 0.0123f, 1, "Relu", 0, 0}, b = a;
   int64_t ga = 0, gb = 0, plane = 16 * 256 * 256 * 4;
-  REQUIRE(mallopt(M_MMAP_THRESHOLD, 64 * 1024) == 1);
+  if (mallopt(M_MMAP_THRESHOLD, 64 * 1024) != 1) {
+    /* a sanitizer's allocator refuses mallopt and places blocks its own way: nothing to read */
+    printf("note: codes_memory needs glibc's allocator (mallopt refused); resident pages not checked\n");
+    return;
+  }
   b.name = "depthwise 16x256x256, LeakyRelu of negative slope";
   b.act = "LeakyNeg";
   run(&b, &gb);
