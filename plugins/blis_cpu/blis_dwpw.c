@@ -27,6 +27,16 @@ typedef struct dwpw_task {
   int64_t rows, bands; /* output rows per band, bands per image */
 } dwpw_task_t;
 
+/* Floats from one channel's rows to the next in the band. A band of 4 rows of a 128-wide plane is
+ * 2 KiB a channel, and at such strides the channels' rows share one or two L1 sets, so the
+ * pointwise GEMM copied each 16-pixel block out before its tiles read it (blis_pgemm.c, pack_b16):
+ * a copy per block, about an eighth of the GEMM at K = 24. One cache line more between channels
+ * spreads the rows over the sets and the tiles read the band in place. */
+static int64_t band_ld(int64_t M, int64_t npix) {
+  if (npix % 512 == 0 && M * (npix + 16) <= DWPW_BAND_MAX) return npix + 16;
+  return npix;
+}
+
 /* Items are (image, band). */
 static void band_part(void *arg, int64_t b0, int64_t b1) {
   const dwpw_task_t *k = arg;
@@ -37,13 +47,14 @@ static void band_part(void *arg, int64_t b0, int64_t b1) {
   for (b = b0; b < b1; b++) {
     int64_t n = b / k->bands, oh0 = b % k->bands * k->rows;
     int64_t oh1 = oh0 + k->rows < dw->OH ? oh0 + k->rows : dw->OH, npix = (oh1 - oh0) * dw->OW;
+    int64_t ld = band_ld(dw->M, npix);
     for (m = 0; m < dw->M; m++) {
       const float *xc = x + (n * dw->C + m / mult) * dw->H * dw->W;
-      if (dw->simd == MI__SIMD_AVX512) mi__blis_dw512_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * npix, oh0, oh1);
+      if (dw->simd == MI__SIMD_AVX512) mi__blis_dw512_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * ld, oh0, oh1);
       else
-        mi__blis_dw256_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * npix, oh0, oh1);
+        mi__blis_dw256_rows(dw, k->t, n, m, xc, w + m * 9, buf + m * ld, oh0, oh1);
     }
-    mi__blis_pg_gemm(pw, k->t, NULL, n, 0, buf, npix, oh0 * dw->OW, npix);
+    mi__blis_pg_gemm(pw, k->t, NULL, n, 0, buf, ld, oh0 * dw->OW, npix);
   }
 }
 
