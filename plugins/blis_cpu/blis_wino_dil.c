@@ -51,22 +51,39 @@ int mi__blis_wino_dil_default(const mi__blis_conv_t *c) {
 
 /* Copies between the dilated layout (image n of ch channels, H x W) and the mosaic: residue
  * (a, b)'s (H/d) x (W/d) sub-grid at rows a * (H/d + 1), columns b * (W/d + 1) of one image,
- * the sub-grids apart by a row or column of zeros that the pad-1 conv reads as their padding. */
-static void shuffle(const mi__blis_conv_t *c, const mi__blis_conv_t *sub, int64_t ch, float *dil, float *mos,
-                    int to_mosaic) {
-  int64_t d = c->dh, h = c->H / d, w = c->W / d, n, a, b, k, i, j;
-  for (n = 0; n < c->N; n++)
-    for (k = 0; k < ch; k++)
-      for (a = 0; a < d; a++)
-        for (b = 0; b < d; b++) {
-          float *pd = dil + (n * ch + k) * c->H * c->W + a * c->W + b;
-          float *pm = mos + (n * ch + k) * sub->H * sub->W + a * (h + 1) * sub->W + b * (w + 1);
-          for (i = 0; i < h; i++, pd += d * c->W, pm += sub->W)
-            if (to_mosaic)
-              for (j = 0; j < w; j++) pm[j] = pd[j * d];
-            else
-              for (j = 0; j < w; j++) pd[j * d] = pm[j];
-        }
+ * the sub-grids apart by a row or column of zeros that the pad-1 conv reads as their padding.
+ * Items are planes (image, channel): both copies split over the kernel's threads like the
+ * mosaic conv between them (on one thread they were the part of the kernel that did not scale). */
+typedef struct {
+  const mi__blis_wdil_t *wd;
+  float *dil;
+  int to_mosaic;
+} shuffle_task_t;
+
+static void shuffle_part(void *arg, int64_t begin, int64_t end) {
+  const shuffle_task_t *st = arg;
+  const mi__blis_conv_t *c = &st->wd->conv, *sub = &st->wd->sub;
+  float *mos = st->to_mosaic ? st->wd->gx : st->wd->gy;
+  int64_t d = c->dh, h = c->H / d, w = c->W / d, q, a, b, i, j;
+  for (q = begin; q < end; q++)
+    for (a = 0; a < d; a++)
+      for (b = 0; b < d; b++) {
+        float *pd = st->dil + q * c->H * c->W + a * c->W + b;
+        float *pm = mos + q * sub->H * sub->W + a * (h + 1) * sub->W + b * (w + 1);
+        for (i = 0; i < h; i++, pd += d * c->W, pm += sub->W)
+          if (st->to_mosaic)
+            for (j = 0; j < w; j++) pm[j] = pd[j * d];
+          else
+            for (j = 0; j < w; j++) pd[j * d] = pm[j];
+      }
+}
+
+static void shuffle(const mi__blis_env_t *env, const mi__blis_wdil_t *wd, int64_t ch, float *dil, int to_mosaic) {
+  shuffle_task_t st;
+  st.wd = wd;
+  st.dil = dil;
+  st.to_mosaic = to_mosaic;
+  mi__blis_parallel(env, wd->conv.N * ch, 1, wd->conv.H * wd->conv.W, shuffle_part, &st);
 }
 
 static int32_t run_wdil(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
@@ -77,9 +94,9 @@ static int32_t run_wdil(const mi__blis_step_t *s, void *const *t, const mi__blis
   bt[0] = wd->gx;
   bt[1] = wd->gy;
   in.state = (void *)&wd->sub;
-  shuffle(&wd->conv, &wd->sub, wd->conv.C, (float *)t[wd->conv.x], wd->gx, 1);
+  shuffle(env, wd, wd->conv.C, (float *)t[wd->conv.x], 1);
   rc = wd->inner(&in, bt, env, err);
-  if (rc == MI_OK) shuffle(&wd->conv, &wd->sub, wd->conv.M, (float *)t[wd->conv.y], wd->gy, 0);
+  if (rc == MI_OK) shuffle(env, wd, wd->conv.M, (float *)t[wd->conv.y], 0);
   return rc;
 }
 
