@@ -9,6 +9,7 @@
  * conv.winograd (blis_wino.c) and scattered back. Bias/BN and activations apply per
  * element and run in the Winograd output stage; a fused residual Add would read the residual at
  * the gathered positions, so convs with one are not taken. */
+#include <immintrin.h>
 #include <string.h>
 
 #include "blis_conv.h"
@@ -18,6 +19,7 @@ typedef struct mi__blis_wdil {
   mi__blis_conv_t sub;  /* the mosaic conv: tensor 0 the gathered input, 1 its output */
   mi__blis_run_fn inner;
   float *gx, *gy; /* gathered input and the mosaic's output, inside this block */
+  int32_t *col;   /* per column x of the dilated plane: its column in the mosaic, (x % d) * (W/d + 1) + x / d */
   float sc[];     /* sub.scale and sub.shift, M each */
 } mi__blis_wdil_t;
 
@@ -60,11 +62,43 @@ typedef struct {
   int to_mosaic;
 } shuffle_task_t;
 
+/* One dilated row and its d mosaic row segments with AVX-512 gathers: the scalar copies ran at
+ * about 2 cycles an element (0.55 ms of a 64-channel 80x80 d=5 conv, 1 thread, in cache). */
+__attribute__((target("avx512f"))) static void row_avx512(const mi__blis_wdil_t *wd, float *pd, float *pm,
+                                                          int to_mosaic) {
+  int64_t d = wd->conv.dh, w = wd->conv.W / d, W = wd->conv.W, b, j;
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  if (to_mosaic) {
+    for (b = 0; b < d; b++)
+      for (j = 0; j < w; j += 16) {
+        __mmask16 k = (__mmask16)(w - j >= 16 ? 0xffff : (1u << (w - j)) - 1);
+        __m512i ix = _mm512_mullo_epi32(_mm512_add_epi32(iota, _mm512_set1_epi32((int32_t)j)),
+                                        _mm512_set1_epi32((int32_t)d));
+        _mm512_mask_storeu_ps(pm + b * (w + 1) + j, k,
+                              _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, ix, pd + b, 4));
+      }
+  } else {
+    for (j = 0; j < W; j += 16) {
+      __mmask16 k = (__mmask16)(W - j >= 16 ? 0xffff : (1u << (W - j)) - 1);
+      __m512i ix = _mm512_maskz_loadu_epi32(k, wd->col + j);
+      _mm512_mask_storeu_ps(pd + j, k, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, ix, pm, 4));
+    }
+  }
+}
+
 static void shuffle_part(void *arg, int64_t begin, int64_t end) {
   const shuffle_task_t *st = arg;
   const mi__blis_conv_t *c = &st->wd->conv, *sub = &st->wd->sub;
   float *mos = st->to_mosaic ? st->wd->gx : st->wd->gy;
   int64_t d = c->dh, h = c->H / d, w = c->W / d, q, a, b, i, j;
+  if (c->simd == MI__SIMD_AVX512) {
+    for (q = begin; q < end; q++)
+      for (a = 0; a < d; a++)
+        for (i = 0; i < h; i++)
+          row_avx512(st->wd, st->dil + q * c->H * c->W + (i * d + a) * c->W,
+                     mos + q * sub->H * sub->W + (a * (h + 1) + i) * sub->W, st->to_mosaic);
+    return;
+  }
   for (q = begin; q < end; q++)
     for (a = 0; a < d; a++)
       for (b = 0; b < d; b++) {
@@ -105,12 +139,13 @@ int32_t mi__blis_wino_dil_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_
   int64_t hm = c->dh * (c->H / c->dh + 1) - 1, wm = c->dw * (c->W / c->dw + 1) - 1;
   uint64_t nx = (uint64_t)(c->N * c->C * hm * wm), ny = (uint64_t)(c->N * c->M * hm * wm);
   uint64_t head = (sizeof *wd + 2 * (uint64_t)c->M * sizeof(float) + 63) / 64 * 64;
+  int64_t x;
   int32_t rc;
   if (!mi__blis_wino_dil_fits(c))
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
                         "blis-cpu: conv.winograd on a dilated conv needs pads equal to the dilation, H and W "
                         "multiples of it and no fused residual add");
-  if (!(wd = mi__blis_calloc(p->ctx, head + (nx + ny) * sizeof(float))))
+  if (!(wd = mi__blis_calloc(p->ctx, head + (nx + ny) * sizeof(float) + (uint64_t)c->W * sizeof(int32_t))))
     return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   wd->conv = *c;
   wd->sub = *c;
@@ -126,6 +161,8 @@ int32_t mi__blis_wino_dil_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_
   wd->sub.y = 1;
   wd->gx = (float *)((char *)wd + head);
   wd->gy = wd->gx + nx;
+  wd->col = (int32_t *)(wd->gy + ny);
+  for (x = 0; x < c->W; x++) wd->col[x] = (int32_t)(x % c->dw * (c->W / c->dw + 1) + x / c->dw);
   rc = mi__blis_wino_prep(p, s, &wd->sub, err);
   if (rc != MI_OK) {
     mi__blis_free(p->ctx, wd);
