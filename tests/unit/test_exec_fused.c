@@ -96,6 +96,31 @@ static void refused_groups(mi_plugin_t *blis, mi_plugin_t *npu) {
   mi_graph_destroy(g);
 }
 
+/* v[i] uniform in [-h, h) (h = 1 or 0.5) from a 64-bit LCG started at seed: weights and constants. */
+static void fill_uniform(float *v, int n, uint64_t seed, float h) {
+  for (int i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f * 2.0f * h - h;
+  }
+}
+
+/* A session of g on p at the given threads knob (host fallback allowed), with nc node choices. */
+static mi_session_t *session_at(mi_graph_t *g, mi_plugin_t *p, mi_knob_value_t *threads, int32_t nc,
+                                mi_node_choice_t *choices) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.device_knob_count = 1;
+  o.device_knobs = threads;
+  o.choice_count = nc;
+  o.choices = choices;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  return s;
+}
+
 /* Conv -> Mul(a) -> Add(b) -> x * clip(x + 3, 0, 6) / 6 -> Max(c) -> LeakyRelu -> Add(residual)
  * and a second conv -> BatchNormalization -> Relu6 as Min(Max(x, 0), 6): with no group in the
  * graph, the default session runs each chain in its conv's kernel (2 kernels, was 14 before the
@@ -111,10 +136,7 @@ static void auto_fused(mi_plugin_t *p) {
   mi_error_t err = {0};
   double d;
   g->opset = 13;
-  for (int i = 0; i < 640; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = (float)((seed >> 40) & 0xffff) / 32768.0f - 1.0f;
-  }
+  fill_uniform(v, 640, seed, 1.0f);
 #define SCALAR(name, val) (v[500] = (val), mi_graph_add_const_f32(g, name, 1, one, &v[500]))
 #define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
 #define NODE(op, nm, nin, ins, out) (n++, mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out}))
@@ -211,10 +233,7 @@ static void auto_dwpw(mi_plugin_t *p, int32_t threads, int own) {
   int32_t want_k = own == 2 ? 7 : 6;
   double d;
   g->opset = 13;
-  for (int i = 0; i < 4096; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
-  }
+  fill_uniform(v, 4096, seed, 0.5f);
 #define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
 #define C(name, r, d, off) mi_graph_add_const_f32(g, name, r, d, v + (off))
 #define NODE(op, nm, nin, ins, out) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out})
@@ -248,18 +267,7 @@ static void auto_dwpw(mi_plugin_t *p, int32_t threads, int own) {
 #undef NODE
   if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("dwpw graph", &err);
   in = input_for(g, 23);
-  {
-    mi_session_options_t o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.allow_host_fallback = 1;
-    o.device_knob_count = 1;
-    o.device_knobs = &th;
-    o.choice_count = own ? 2 : 0;
-    o.choices = ch;
-    s = NULL;
-    if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
-  }
+  s = session_at(g, p, &th, own ? 2 : 0, ch);
   run(s, g, in, got);
   ref(g, in, want);
   k = mi_session_kernel_count(s);
@@ -297,13 +305,9 @@ static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
   mi_session_t *s = NULL;
   mi_error_t err = {0};
   mi_knob_value_t th = {"threads", threads, 0};
-  mi_session_options_t o;
   double d;
   g->opset = 13;
-  for (int i = 0; i < 12288; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
-  }
+  fill_uniform(v, 12288, seed, 0.5f);
 #define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
 #define C(name, r, d, off) mi_graph_add_const_f32(g, name, r, d, v + (off))
 #define NODE(op, nm, nin, ins, out) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out})
@@ -328,12 +332,7 @@ static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
 #undef NODE
   if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("wide dwpw graph", &err);
   in = input_for(g, 29);
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
-  o.device_knob_count = 1;
-  o.device_knobs = &th;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  s = session_at(g, p, &th, 0, NULL);
   run(s, g, in, got);
   ref(g, in, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
@@ -363,13 +362,9 @@ static void aligned_dwpw(mi_plugin_t *p, int32_t threads, int64_t C, int64_t M) 
   mi_session_t *s = NULL;
   mi_error_t err = {0};
   mi_knob_value_t th = {"threads", threads, 0};
-  mi_session_options_t o;
   double d;
   g->opset = 13;
-  for (int i = 0; i < 1024; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
-  }
+  fill_uniform(v, 1024, seed, 0.5f);
   {
     int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
     int32_t d1 = mi_graph_add_tensor(g, "d1", MI_DTYPE_FLOAT32, -1, NULL);
@@ -385,12 +380,7 @@ static void aligned_dwpw(mi_plugin_t *p, int32_t threads, int64_t C, int64_t M) 
   }
   if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("aligned dwpw graph", &err);
   in = input_for(g, 31);
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
-  o.device_knob_count = 1;
-  o.device_knobs = &th;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  s = session_at(g, p, &th, 0, NULL);
   run(s, g, in, got);
   ref(g, in, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
