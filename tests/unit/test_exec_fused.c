@@ -108,17 +108,36 @@ static void fill_uniform(float *v, int n, uint64_t seed, float h) {
 static mi_session_t *session_at(mi_graph_t *g, mi_plugin_t *p, mi_knob_value_t *threads, int32_t nc,
                                 mi_node_choice_t *choices) {
   mi_session_options_t o;
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
   memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
   o.device_knob_count = 1;
   o.device_knobs = threads;
   o.choice_count = nc;
   o.choices = choices;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
-  return s;
+  return session_opts(g, p, o);
+}
+
+/* g (built, not yet sorted) at `threads` on p: want_k kernels and the reference's result; frees g. */
+static void check_blocks(mi_graph_t *g, mi_plugin_t *p, int32_t threads, uint64_t in_seed, int32_t want_k,
+                         const char *what) {
+  mi_array_t *in, *got[4] = {0}, *want[4] = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_error_t err = {0};
+  mi_session_t *s;
+  double d;
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die(what, &err);
+  in = input_for(g, in_seed);
+  s = session_at(g, p, &th, 0, NULL);
+  run(s, g, in, got);
+  ref(g, in, want);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("%s %s, %d threads: %d kernels, rel L2 vs reference %.2e\n", p->name, what, threads,
+         mi_session_kernel_count(s), d);
+  CHECK(mi_session_kernel_count(s) == want_k, "%s: %d kernels, want %d", what, mi_session_kernel_count(s), want_k);
+  CHECK(d < 1e-5, "%s: rel L2 %.3e", what, d);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
 }
 
 /* Conv -> Mul(a) -> Add(b) -> x * clip(x + 3, 0, 6) / 6 -> Max(c) -> LeakyRelu -> Add(residual)
@@ -299,15 +318,9 @@ static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
   int64_t xd[4] = {1, 96, 24, 100}, wd[4] = {96, 1, 3, 3}, p1d[4] = {96, 96, 1, 1}, p2d[4] = {24, 96, 1, 1};
   int64_t b96[1] = {96}, b24[1] = {24}, pad1[4] = {1, 1, 1, 1}, st2[2] = {2, 2};
   static float v[12288];
-  uint64_t seed = 17;
   int32_t n;
-  mi_array_t *in, *got[4] = {0}, *want[4] = {0};
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
-  mi_knob_value_t th = {"threads", threads, 0};
-  double d;
   g->opset = 13;
-  fill_uniform(v, 12288, seed, 0.5f);
+  fill_uniform(v, 12288, 17, 0.5f);
 #define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
 #define C(name, r, d, off) mi_graph_add_const_f32(g, name, r, d, v + (off))
 #define NODE(op, nm, nin, ins, out) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){out})
@@ -330,20 +343,7 @@ static void wide_dwpw(mi_plugin_t *p, int32_t threads) {
 #undef T
 #undef C
 #undef NODE
-  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("wide dwpw graph", &err);
-  in = input_for(g, 29);
-  s = session_at(g, p, &th, 0, NULL);
-  run(s, g, in, got);
-  ref(g, in, want);
-  d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s wide dw+pw blocks, %d threads: %d kernels, rel L2 vs reference %.2e\n", p->name, threads,
-         mi_session_kernel_count(s), d);
-  CHECK(mi_session_kernel_count(s) == 2, "one kernel a block: got %d", mi_session_kernel_count(s));
-  CHECK(d < 1e-5, "rel L2 %.3e", d);
-  destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_array_destroy(in);
-  mi_graph_destroy(g);
+  check_blocks(g, p, threads, 29, 2, "wide dw+pw blocks (one kernel a block)");
 }
 
 /* A block whose bands hold rows of a 128-wide plane in C channels (BlazeFace's 24, 4 rows a band):
@@ -356,15 +356,10 @@ static void aligned_dwpw(mi_plugin_t *p, int32_t threads, int64_t C, int64_t M) 
   int64_t xd[4] = {1, C, 22, 128}, wd[4] = {C, 1, 3, 3}, pd[4] = {M, C, 1, 1}, b24[1] = {C}, bm[1] = {M};
   int64_t pad1[4] = {1, 1, 1, 1};
   static float v[1024];
-  uint64_t seed = 23;
+  char what[96];
   int32_t n;
-  mi_array_t *in, *got[4] = {0}, *want[4] = {0};
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
-  mi_knob_value_t th = {"threads", threads, 0};
-  double d;
   g->opset = 13;
-  fill_uniform(v, 1024, seed, 0.5f);
+  fill_uniform(v, 1024, 23, 0.5f);
   {
     int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
     int32_t d1 = mi_graph_add_tensor(g, "d1", MI_DTYPE_FLOAT32, -1, NULL);
@@ -378,20 +373,8 @@ static void aligned_dwpw(mi_plugin_t *p, int32_t threads, int64_t C, int64_t M) 
     mi_graph_add_node(g, "Conv", "pw1", 3, (int32_t[]){d1, p1, c1}, 1, (int32_t[]){y1});
     mi_graph_add_output(g, y1);
   }
-  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("aligned dwpw graph", &err);
-  in = input_for(g, 31);
-  s = session_at(g, p, &th, 0, NULL);
-  run(s, g, in, got);
-  ref(g, in, want);
-  d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s dw+pw block on 128-wide planes, %d -> %d channels, %d threads: %d kernels, rel L2 vs reference %.2e\n",
-         p->name, (int)C, (int)M, threads, mi_session_kernel_count(s), d);
-  CHECK(mi_session_kernel_count(s) == 1, "one kernel: got %d", mi_session_kernel_count(s));
-  CHECK(d < 1e-5, "rel L2 %.3e", d);
-  destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_array_destroy(in);
-  mi_graph_destroy(g);
+  snprintf(what, sizeof what, "dw+pw block on 128-wide planes, %d -> %d channels", (int)C, (int)M);
+  check_blocks(g, p, threads, 31, 1, what);
 }
 
 static mi_registry_t *r;

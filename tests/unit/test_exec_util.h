@@ -64,21 +64,25 @@ static inline mi_array_t *input_for(const mi_graph_t *g, uint64_t seed) {
   return a;
 }
 
-/* A session with host fallback; no_auto_fuse: without the session's own fused groups (one kernel
+/* A session with host fallback (session_opts: the options o holds besides); no_auto_fuse: without the session's own fused groups (one kernel
  * per node unless the graph's groups say otherwise); no_memory_plan: one device buffer per
  * tensor (mi_session_options_t). */
+static inline mi_session_t *session_opts(const mi_graph_t *g, mi_plugin_t *p, mi_session_options_t o) {
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  return s;
+}
+
 static inline mi_session_t *session_with(const mi_graph_t *g, mi_plugin_t *p, int no_auto_fuse,
                                          int no_memory_plan) {
   mi_session_options_t o;
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
   memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
   o.no_auto_fuse = no_auto_fuse;
   o.no_memory_plan = no_memory_plan;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
-  return s;
+  return session_opts(g, p, o);
 }
 
 static inline mi_session_t *session(const mi_graph_t *g, mi_plugin_t *p) { return session_with(g, p, 0, 0); }
