@@ -76,16 +76,23 @@ static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc
 
 /* The measurement's per-layer times, kept for the search (mi_tune_layer_times): the device's
  * clock where the layer has one (as end to end), else wall; folded layers none. */
+/* Room for n layers in t->layer_node / layer_sec; 0 when out of memory (layers are optional: the
+ * search goes on end to end). */
+static int layers_reserve(mi_tune_task_t *t, int32_t n) {
+  int32_t *nn;
+  double *ns;
+  if (n <= t->layer_cap) return 1;
+  nn = realloc(t->layer_node, (size_t)n * sizeof *nn);
+  if (nn) t->layer_node = nn;
+  ns = nn ? realloc(t->layer_sec, (size_t)n * sizeof *ns) : NULL;
+  if (ns) t->layer_sec = ns;
+  if (!nn || !ns) return 0;
+  t->layer_cap = n;
+  return 1;
+}
+
 static void keep_layers(mi_tune_task_t *t, const mi_profile_t *prof) {
-  if (prof->layer_count > t->layer_cap) {
-    int32_t *nn = realloc(t->layer_node, (size_t)prof->layer_count * sizeof *nn);
-    double *ns;
-    if (nn) t->layer_node = nn;
-    ns = nn ? realloc(t->layer_sec, (size_t)prof->layer_count * sizeof *ns) : NULL;
-    if (ns) t->layer_sec = ns;
-    if (!nn || !ns) return; /* layers are optional: the search goes on end to end */
-    t->layer_cap = prof->layer_count;
-  }
+  if (!layers_reserve(t, prof->layer_count)) return;
   for (int32_t i = 0; i < prof->layer_count; i++) {
     const mi_layer_profile_t *l = &prof->layers[i];
     t->layer_node[i] = mi__tune_node_of(t->graph, l->name, l->node);
@@ -296,16 +303,7 @@ void mi__tune_reference_drop(mi_tune_task_t *t) {
 static void replay_layers(mi_tune_task_t *t, const mi_tune_known_t *k) {
   int32_t n = k->layers_json ? mi__tune_layer_pairs(k->layers_json, t->graph, NULL, NULL, 0) : 0;
   t->layer_n = 0;
-  if (n <= 0) return;
-  if (n > t->layer_cap) {
-    int32_t *nn = realloc(t->layer_node, (size_t)n * sizeof *nn);
-    double *ns;
-    if (nn) t->layer_node = nn;
-    ns = nn ? realloc(t->layer_sec, (size_t)n * sizeof *ns) : NULL;
-    if (ns) t->layer_sec = ns;
-    if (!nn || !ns) return;
-    t->layer_cap = n;
-  }
+  if (n <= 0 || !layers_reserve(t, n)) return;
   t->layer_n = mi__tune_layer_pairs(k->layers_json, t->graph, t->layer_node, t->layer_sec, t->layer_cap);
 }
 
