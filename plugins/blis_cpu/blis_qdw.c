@@ -262,11 +262,7 @@ static void run_qdw_codes(qdw_task_t *task, void *const *t, const mi__blis_env_t
     mi__blis_ftail_ends(c->simd, q->rng[2 * pl], q->rng[2 * pl + 1], task->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f,
                         q->relu, &q->hs1, &lo, &hi);
   }
-  mi__blis_dynq_params(lo, hi, &task->scale, &task->zp);
-  *(float *)t[q->hs.dq_s] = task->scale;
-  *(uint8_t *)t[q->hs.dq_z] = (uint8_t)task->zp;
-  task->codes = t[q->hs.dq_y];
-  mi__blis_dynq_border(&q->hs, task->codes, task->zp);
+  task->codes = mi__blis_dynq_start(&q->hs, t, lo, hi, &task->scale, &task->zp);
   mi__blis_parallel(env, c->N * c->M, 1, work, qdw_codes_part, task);
 }
 

@@ -355,9 +355,9 @@ static void run_qconv_codes(const qconv_t *q, void *const *t, const mi__blis_env
   const mi__blis_conv_t *c = &q->g;
   float lo = 0.f, hi = 0.f;
   int64_t m;
-  for (m = 0; m < c->M; m++) { /* the step's writable block, seen const by the run */
-    ((int32_t *)q->rng)[2 * m] = INT32_MAX;
-    ((int32_t *)q->rng)[2 * m + 1] = INT32_MIN;
+  for (m = 0; m < c->M; m++) { /* the step's writable block */
+    q->rng[2 * m] = INT32_MAX;
+    q->rng[2 * m + 1] = INT32_MIN;
   }
   task->pass = 1;
   qconv_sums(q, t, env, task);
@@ -365,12 +365,8 @@ static void run_qconv_codes(const qconv_t *q, void *const *t, const mi__blis_env
     if (q->rng[2 * m] <= q->rng[2 * m + 1]) /* channels with outputs */
       mi__blis_ftail_ends(c->simd, q->rng[2 * m], q->rng[2 * m + 1], task->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f,
                           q->relu, &q->hs1, &lo, &hi);
-  mi__blis_dynq_params(lo, hi, &task->scale, &task->zp);
-  *(float *)t[q->hs.dq_s] = task->scale;
-  *(uint8_t *)t[q->hs.dq_z] = (uint8_t)task->zp;
-  task->codes = t[q->hs.dq_y];
+  task->codes = mi__blis_dynq_start(&q->hs, t, lo, hi, &task->scale, &task->zp);
   task->yb = t[c->y];
-  mi__blis_dynq_border(&q->hs, task->codes, task->zp);
   task->pass = 2;
   qconv_sums(q, t, env, task);
 }

@@ -163,7 +163,10 @@ void mi__blis_dynq_row(int32_t simd, const float *x, uint8_t *y, int64_t n, floa
  * codes of hs (at their padded place where hs->pad), and the padded border as the zero point. */
 void mi__blis_dynq_put(const mi__blis_hsw_t *hs, int32_t simd, const float *f, int64_t e0, int64_t n, uint8_t *codes,
                        float scale, int32_t zp);
-void mi__blis_dynq_border(const mi__blis_hsw_t *hs, uint8_t *codes, int32_t zp);
+/* DynamicQuantizeLinear of hs over the range [lo, hi] begun: its scale and zero point computed
+ * (into *scale, *zp) and written to its outputs, the padded border as the zero point where hs->pad;
+ * returns its codes plane, for the rows that follow. */
+uint8_t *mi__blis_dynq_start(const mi__blis_hsw_t *hs, void *const *t, float lo, float hi, float *scale, int32_t *zp);
 /* The range of a monotone float tail (hs with no residual, no hard-swish, no LeakyRelu of negative
  * slope; see blis_qvnni.c) over a channel whose int32 sums span [alo, ahi], merged into *lo, *hi
  * with the unfused min/max pass's comparisons: each value of the channel lies between the tail

@@ -180,10 +180,7 @@ void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis
     mi__blis_dynq_codes(env, simd, t, hs->dq_x, hs->dq_y, hs->dq_s, hs->dq_z, hs->dq_n, lo, hi);
     return;
   }
-  mi__blis_dynq_params(lo, hi, &scale, &zp); /* as blis_qpad.c: each plane's rows into the padded one */
-  *(float *)t[hs->dq_s] = scale;
-  *(uint8_t *)t[hs->dq_z] = (uint8_t)zp;
-  mi__blis_dynq_border(hs, t[hs->dq_y], zp);
+  mi__blis_dynq_start(hs, t, lo, hi, &scale, &zp); /* as blis_qpad.c: each plane's rows into the padded one */
   for (int64_t p = 0; p < hs->dq_n / (hs->ih * hs->iw); p++)
     mi__blis_dynq_blocks(env, simd, (const float *)t[hs->dq_x] + p * hs->ih * hs->iw, hs->ih, hs->iw,
                          (uint8_t *)t[hs->dq_y] + (p * hs->oh + hs->pt) * hs->ow + hs->pl, hs->ow, scale, zp);
@@ -203,9 +200,14 @@ void mi__blis_dynq_put(const mi__blis_hsw_t *hs, int32_t simd, const float *f, i
   }
 }
 
-void mi__blis_dynq_border(const mi__blis_hsw_t *hs, uint8_t *codes, int32_t zp) {
+uint8_t *mi__blis_dynq_start(const mi__blis_hsw_t *hs, void *const *t, float lo, float hi, float *scale, int32_t *zp) {
+  uint8_t *codes = t[hs->dq_y];
+  mi__blis_dynq_params(lo, hi, scale, zp);
+  *(float *)t[hs->dq_s] = *scale;
+  *(uint8_t *)t[hs->dq_z] = (uint8_t)*zp;
   if (hs->pad) /* the whole plane: the rows then overwrite the inside */
-    memset(codes, zp, (size_t)(hs->dq_n / (hs->ih * hs->iw) * hs->oh * hs->ow));
+    memset(codes, *zp, (size_t)(hs->dq_n / (hs->ih * hs->iw) * hs->oh * hs->ow));
+  return codes;
 }
 
 /* The tail's activations on a written row, in order (the plain path), then its range. */
