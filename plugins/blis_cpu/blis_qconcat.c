@@ -23,9 +23,7 @@ static int32_t run_qconcat(const mi__blis_step_t *s, void *const *t, const mi__b
   int64_t off = 0, o;
   (void)err;
   for (i = 0; i < c->count; i++) mi__blis_dynq_range(env, c->simd, t[c->in[i]], c->outer * c->inner[i], &lo, &hi);
-  mi__blis_dynq_params(lo, hi, &scale, &zp);
-  *(float *)t[c->ys] = scale;
-  *(uint8_t *)t[c->yz] = (uint8_t)zp;
+  mi__blis_dynq_outputs(t, c->ys, c->yz, lo, hi, &scale, &zp);
   for (i = 0; i < c->count; i++) {
     const float *x = t[c->in[i]];
     mi__blis_dynq_blocks(env, c->simd, x, c->outer, c->inner[i], (uint8_t *)t[c->y] + off, c->inner_y, scale, zp);

@@ -254,13 +254,17 @@ void mi__blis_dynq_params(float lo, float hi, float *scale, int32_t *zp) {
   *zp = (int32_t)rintf(z0);
 }
 
+void mi__blis_dynq_outputs(void *const *t, int32_t ys, int32_t yz, float lo, float hi, float *scale, int32_t *zp) {
+  mi__blis_dynq_params(lo, hi, scale, zp);
+  *(float *)t[ys] = *scale;
+  *(uint8_t *)t[yz] = (uint8_t)*zp;
+}
+
 void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t, int32_t x, int32_t y, int32_t ys,
                          int32_t yz, int64_t n, float lo, float hi) {
   float scale;
   int32_t zp;
-  mi__blis_dynq_params(lo, hi, &scale, &zp);
-  *(float *)t[ys] = scale;
-  *(uint8_t *)t[yz] = (uint8_t)zp;
+  mi__blis_dynq_outputs(t, ys, yz, lo, hi, &scale, &zp);
   mi__blis_dynq_blocks(env, simd, t[x], 1, n, t[y], n, scale, zp);
 }
 

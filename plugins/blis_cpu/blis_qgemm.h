@@ -155,6 +155,9 @@ void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t
  * from x + o * inner to y + o * ystride), across the threads. */
 void mi__blis_dynq_range(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t n, float *lo, float *hi);
 void mi__blis_dynq_params(float lo, float hi, float *scale, int32_t *zp);
+/* mi__blis_dynq_params, and the two written to DynamicQuantizeLinear's outputs t[ys] (FLOAT) and
+ * t[yz] (UINT8). */
+void mi__blis_dynq_outputs(void *const *t, int32_t ys, int32_t yz, float lo, float hi, float *scale, int32_t *zp);
 void mi__blis_dynq_blocks(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t outer, int64_t inner,
                           uint8_t *y, int64_t ystride, float scale, int32_t zp);
 /* The codes of n floats on the calling thread (the quantize pass of mi__blis_dynq_blocks). */

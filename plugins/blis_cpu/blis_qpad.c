@@ -22,9 +22,7 @@ static int32_t run_qpad(const mi__blis_step_t *s, void *const *t, const mi__blis
   int32_t zp;
   (void)err;
   mi__blis_dynq_range(env, q->simd, x, q->planes * q->ih * q->iw, &lo, &hi);
-  mi__blis_dynq_params(lo, hi, &scale, &zp);
-  *(float *)t[q->ys] = scale;
-  *(uint8_t *)t[q->yz] = (uint8_t)zp;
+  mi__blis_dynq_outputs(t, q->ys, q->yz, lo, hi, &scale, &zp);
   memset(y, zp, (size_t)(q->planes * q->oh * q->ow));
   for (int64_t p = 0; p < q->planes; p++)
     mi__blis_dynq_blocks(env, q->simd, x + p * q->ih * q->iw, q->ih, q->iw, y + (p * q->oh + q->top) * q->ow + q->left,

@@ -202,9 +202,7 @@ void mi__blis_dynq_put(const mi__blis_hsw_t *hs, int32_t simd, const float *f, i
 
 uint8_t *mi__blis_dynq_start(const mi__blis_hsw_t *hs, void *const *t, float lo, float hi, float *scale, int32_t *zp) {
   uint8_t *codes = t[hs->dq_y];
-  mi__blis_dynq_params(lo, hi, scale, zp);
-  *(float *)t[hs->dq_s] = *scale;
-  *(uint8_t *)t[hs->dq_z] = (uint8_t)*zp;
+  mi__blis_dynq_outputs(t, hs->dq_s, hs->dq_z, lo, hi, scale, zp);
   if (hs->pad) /* the whole plane: the rows then overwrite the inside */
     memset(codes, *zp, (size_t)(hs->dq_n / (hs->ih * hs->iw) * hs->oh * hs->ow));
   return codes;
