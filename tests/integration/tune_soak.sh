@@ -8,6 +8,10 @@ B=${MI_BUILD:?}
 S=${MI_SRC:?}
 T=$(mktemp -d)
 [ -n "${MI_SOAK_KEEP:-}" ] && echo "keeping $T" || trap 'rm -rf "$T"' EXIT
+# A SIGKILLed tune cannot remove its temporary folders (the accuracy reference's, mi-ref-*): keep
+# them inside T.
+mkdir -p "$T/tmp"
+export TMPDIR="$T/tmp"
 # A private copy of gen1 without noise and without heating. The plugin instance lives as long as
 # the measurement worker, so its temperature carries from one measurement to the next; a resumed
 # run measures a different sequence in a fresh worker, and a throttled clock would then change a
