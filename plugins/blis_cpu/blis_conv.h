@@ -30,6 +30,7 @@ typedef struct mi__blis_conv {
   int32_t pg_ek;        /* MI__EK_*: the epilogue chain when it is one of the common ones */
   int64_t pg_mr;        /* conv.packed_gemm: rows per packed weight panel */
   int32_t pg_direct;    /* conv.packed_gemm: B is the input itself (pointwise, stride 1) */
+  int32_t pg_band;      /* conv.packed_gemm: run on a depthwise conv's bands (blis_dwpw.c) */
   int64_t pg_hp, pg_wp; /* conv.packed_gemm, stride 1: padded plane (0 = im2col instead) */
   int32_t pg_inplace;   /* ... the padded plane is the input itself (stride 1, no padding): no copy */
   int32_t pg_nojunk;    /* ... the flat run is the output's layout (pg_wp == OW): tiles store

@@ -387,6 +387,16 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
   }
 }
 
+/* Whether rows m0 .. m0 + 5 have scale 1 (a bias, or none): nv256_run then starts its sums from
+ * the shift and the residual. */
+static inline int unit6(const mi__blis_conv_t *c, int64_t m0) {
+  int i;
+  if (!c->affine) return 1;
+  for (i = 0; i < MR256; i++)
+    if (c->scale[m0 + i] != 1.f) return 0;
+  return 1;
+}
+
 /* A run of n full 16-pixel blocks (blk0 on) of one full 6-row panel, FP32 weights, one k block,
  * B at a fixed stride or packed (bp: the run's blocks, [block][K][16]), a common epilogue chain
  * (EK, compile-time). The same sums and epilogue as nv256_body, but everything a tile needs past
@@ -395,14 +405,15 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_body(const pg_ca
  * per-row tests and the item loop's dispatch cost about half again the k loop at K = 24
  * (BlazeFace's pointwise convs; perf). */
 static inline __attribute__((always_inline)) AVX2_FN void nv256_run(const pg_call_t *q, int64_t mp, int64_t blk0,
-                                                                    int64_t n, const float *bp, int ek) {
+                                                                    int64_t n, const float *bp, int ek, int unit) {
   const mi__blis_conv_t *c = q->c;
-  const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, pf = !bp;
+  const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, pf = !bp && !c->pg_band;
   const int64_t K = q->K, ldb = bp ? 16 : q->ldb, bstep = bp ? K * 16 : 16, ldc = q->ldc, ohw = c->OH * c->OW;
   const int64_t mm0 = q->m0 + mp * MR256, bo0 = blk0 * 16;
   const float *a = q->pw + mp * K * MR256, *b = bp ? bp : q->b + bo0;
   float *y = q->y + mp * MR256 * ldc + q->p0 + bo0;
-  const float *r = res ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw + q->p0 + bo0 : NULL;
+  const float *r = res ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw + q->p0 + bo0 : NULL, *rr;
+  float *yr;
   const __m256 lo = _mm256_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
   const __m256 hi = _mm256_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
   const int aff = c->affine;
@@ -415,8 +426,18 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_run(const pg_cal
   }
   for (j = 0; j < n; j++, b += bstep, y += 16, r = res ? r + 16 : r, bo += 16) {
     __m256 c0[MR256], c1[MR256];
+    if (unit) { /* the sums start from the shift and the residual: the epilogue is the activation */
+      rr = r;
 #pragma GCC unroll 6
-    for (i = 0; i < MR256; i++) c0[i] = c1[i] = _mm256_setzero_ps();
+      for (i = 0; i < MR256; i++, rr = res ? rr + ohw : rr) {
+        __m256 h8 = _mm256_broadcast_ss(sh + i);
+        c0[i] = res ? _mm256_add_ps(h8, _mm256_loadu_ps(rr)) : h8;
+        c1[i] = res ? _mm256_add_ps(h8, _mm256_loadu_ps(rr + 8)) : h8;
+      }
+    } else {
+#pragma GCC unroll 6
+      for (i = 0; i < MR256; i++) c0[i] = c1[i] = _mm256_setzero_ps();
+    }
     /* the B rows' next lines, once a block (first panel only), as nv256_body */
     if (pf && mp == 0 && bo + PG_PF < q->N)
       for (kk = 0; kk < K; kk++) _mm_prefetch((const char *)(b + kk * ldb + PG_PF), _MM_HINT_T0);
@@ -430,22 +451,23 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_run(const pg_cal
         c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
       }
     }
+    yr = y;
+    rr = r;
 #pragma GCC unroll 6
-    for (i = 0; i < MR256; i++) {
-      float *yr = y + i * ldc;
+    for (i = 0; i < MR256; i++, yr += ldc, rr = res ? rr + ohw : rr) {
       __m256 v0 = c0[i], v1 = c1[i];
       if (pf) {
         _mm_prefetch((const char *)(yr + PG_PF), _MM_HINT_T0);
-        if (res) _mm_prefetch((const char *)(r + i * ohw + PG_PF), _MM_HINT_T0);
+        if (res) _mm_prefetch((const char *)(rr + PG_PF), _MM_HINT_T0);
       }
-      if (aff) {
+      if (aff && !unit) {
         __m256 s8 = _mm256_broadcast_ss(sc + i), h8 = _mm256_broadcast_ss(sh + i);
         v0 = _mm256_fmadd_ps(v0, s8, h8);
         v1 = _mm256_fmadd_ps(v1, s8, h8);
       }
-      if (res) {
-        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(r + i * ohw));
-        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(r + i * ohw + 8));
+      if (res && !unit) {
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(rr));
+        v1 = _mm256_add_ps(v1, _mm256_loadu_ps(rr + 8));
       }
       if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU) {
         v0 = _mm256_max_ps(v0, _mm256_setzero_ps());
@@ -459,6 +481,24 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_run(const pg_cal
     }
   }
 }
+
+/* One function per chain kind, out of line: inlined into nv256_items beside nv256_body's
+ * instances, GCC spilled the accumulators of the first conv's k loop (koff) to the stack (the
+ * whole model 17% slower capped). */
+#define NV256_RUN_FN(EK)                                                                                    \
+  static AVX2_FN __attribute__((noinline)) void nv256_run_##EK(const pg_call_t *q, int64_t mp, int64_t blk, \
+                                                               int64_t nb, const float *bp) {               \
+    if (unit6(q->c, q->m0 + mp * MR256)) nv256_run(q, mp, blk, nb, bp, EK, 1);                              \
+    else                                                                                                    \
+      nv256_run(q, mp, blk, nb, bp, EK, 0);                                                                 \
+  }
+NV256_RUN_FN(MI__EK_GENERIC)
+NV256_RUN_FN(MI__EK_NONE)
+NV256_RUN_FN(MI__EK_RELU)
+NV256_RUN_FN(MI__EK_CLIP)
+NV256_RUN_FN(MI__EK_ADD)
+NV256_RUN_FN(MI__EK_ADD_RELU)
+#undef NV256_RUN_FN
 
 /* Where column block blk of B starts (bo), where its outputs go (po) and how many pixels it has
  * (left, may exceed 16 on the last block): a 16-pixel block, or one row segment of the flat planes
@@ -560,7 +600,7 @@ AVX2_FN static void nv256_items(const pg_call_t *q, int64_t i0, int64_t i1) {
     if (lean && mrows >= MR256 && blk < nfull) {
       int64_t nb = cnt - sub < i1 - i ? cnt - sub : i1 - i;
       if (nb > nfull - blk) nb = nfull - blk;
-#define NV256_RUN(EK) nv256_run(q, mp, blk, nb, bpp, EK)
+#define NV256_RUN(EK) nv256_run_##EK(q, mp, blk, nb, bpp)
       MI__BLIS_EK_SWITCH(q->c->pg_ek, NV256_RUN)
 #undef NV256_RUN
       i += nb - 1;
