@@ -407,7 +407,10 @@ static inline int unit6(const mi__blis_conv_t *c, int64_t m0) {
 static inline __attribute__((always_inline)) AVX2_FN void nv256_run(const pg_call_t *q, int64_t mp, int64_t blk0,
                                                                     int64_t n, const float *bp, int ek, int unit) {
   const mi__blis_conv_t *c = q->c;
-  const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, pf = !bp && !c->pg_band;
+  /* prefetch as nv256_body (B rows unless packed, output and residual rows), but not on a dw+pw
+   * band: there B is the band just written, the residual (BlazeFace's) the rows the depthwise
+   * half just read, and the prefetches cost 2-5% of blazeface-back capped (mi-run, 4 rounds) */
+  const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, pf = !c->pg_band, pfb = pf && !bp;
   const int64_t K = q->K, ldb = bp ? 16 : q->ldb, bstep = bp ? K * 16 : 16, ldc = q->ldc, ohw = c->OH * c->OW;
   const int64_t mm0 = q->m0 + mp * MR256, bo0 = blk0 * 16;
   const float *a = q->pw + mp * K * MR256, *b = bp ? bp : q->b + bo0;
@@ -439,7 +442,7 @@ static inline __attribute__((always_inline)) AVX2_FN void nv256_run(const pg_cal
       for (i = 0; i < MR256; i++) c0[i] = c1[i] = _mm256_setzero_ps();
     }
     /* the B rows' next lines, once a block (first panel only), as nv256_body */
-    if (pf && mp == 0 && bo + PG_PF < q->N)
+    if (pfb && mp == 0 && bo + PG_PF < q->N)
       for (kk = 0; kk < K; kk++) _mm_prefetch((const char *)(b + kk * ldb + PG_PF), _MM_HINT_T0);
     for (kk = 0; kk < K; kk++) {
       const float *bk = b + kk * ldb;
