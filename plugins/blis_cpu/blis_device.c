@@ -131,10 +131,13 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
     if (c & (1u << 29)) cpu->isa |= MI__ISA_F16C;
   }
   {
-    /* MI_BLIS_MAX_SIMD=avx2|c: behave as on a CPU without AVX-512 (or without AVX2/FMA too),
+    /* MI_BLIS_MAX_SIMD=avx512|avx2|c: behave as on a CPU without AMX (or without AVX-512 too, or
+     * without AVX2/FMA too),
      * so an AVX-512 machine can measure what an AVX2-only laptop or server runs: the `simd`
      * and `int8_dot` defaults, their knob choices and the BLIS kernel set all follow. */
     const char *cap = getenv("MI_BLIS_MAX_SIMD");
+    if (!cap || (strcmp(cap, "avx512") && strcmp(cap, "avx2") && strcmp(cap, "c")))
+      cpu->isa |= mi__blis_amx_request();
     if (cap && (!strcmp(cap, "avx2") || !strcmp(cap, "c")))
       cpu->isa &= ~(MI__ISA_AVX512F | MI__ISA_AVX512VNNI | MI__ISA_AVX512DQBWVL);
     if (cap && !strcmp(cap, "c")) cpu->isa &= ~(MI__ISA_AVX2 | MI__ISA_FMA);

@@ -26,6 +26,11 @@ enum {
 #define MI__ISA_AVX512VNNI (1u << 3)
 #define MI__ISA_F16C (1u << 4)
 #define MI__ISA_AVX512DQBWVL (1u << 5)
+/* AMX-TILE and AMX-INT8, and the kernel granted this process the tile data (blis_device.c) */
+#define MI__ISA_AMX_INT8 (1u << 6)
+/* MI__ISA_AMX_INT8 where cpuid says AMX-TILE and AMX-INT8 and the kernel grants this process the
+ * tile data (once per process, before any tile instruction), else 0 (blis_qamx.c). */
+uint32_t mi__blis_amx_request(void);
 
 typedef struct mi__blis_pool mi__blis_pool_t;
 
@@ -55,9 +60,9 @@ struct mi_plugin_ctx {
   int32_t simd_ids[4]; /* knob `simd` enum index -> MI__SIMD_* level (0 = widest) */
   int32_t simd_n;
   char simd_choices[64];
-  int32_t qdot_ids[6]; /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
+  int32_t qdot_ids[8]; /* knob `int8_dot` enum index -> MI__QDOT_* (0 = widest) */
   int32_t qdot_n;
-  char qdot_choices[64];
+  char qdot_choices[96];
   void *cntx[MI__ARCH_COUNT]; /* cntx_t*, built lazily, owned */
   mi__blis_pool_t *pool;      /* owned; workers start on first parallel loop */
   atomic_uint_least64_t cur_bytes, peak_bytes;

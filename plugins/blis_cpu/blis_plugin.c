@@ -188,7 +188,7 @@ static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error
   }
   {
     /* knob `int8_dot`: auto, then every pair-dot path this CPU runs, widest first */
-    static const char *const names[] = {"c", "avx2_madd", "avx512_madd", "avx512_vnni", "avx512_u8"};
+    static const char *const names[] = {"c", "avx2_madd", "avx512_madd", "avx512_vnni", "avx512_u8", "amx_u8"};
     int32_t top = mi__blis_qdot_level(ctx->cpu.isa, mi__blis_simd_level(ctx->cpu.isa)), l;
     off = (size_t)snprintf(ctx->qdot_choices, sizeof ctx->qdot_choices, "auto");
     ctx->qdot_ids[ctx->qdot_n++] = top;

@@ -262,7 +262,7 @@ void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, 
 
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd) {
   if (simd == MI__SIMD_AVX512 && (isa & MI__ISA_AVX512VNNI) && __builtin_cpu_supports("avx512vnni"))
-    return MI__QDOT_VNNI_U8;
+    return (isa & MI__ISA_AMX_INT8) ? MI__QDOT_AMX_U8 : MI__QDOT_VNNI_U8;
   if (simd == MI__SIMD_AVX512) return MI__QDOT_AVX512;
   if (simd == MI__SIMD_AVX2) return MI__QDOT_AVX2;
   return MI__QDOT_C;

@@ -327,11 +327,11 @@ static int qdw_geometry(qdw_t *q) {
 }
 
 /* 1 when the CPU runs this path and the int8_dot knob leaves it the choice (auto, or the byte
- * core that vpdpbusd is): the other values of the knob pin the generic path. */
+ * core that vpdpbusd is, or its AMX form): the other values of the knob pin the generic path. */
 static int qdw_cpu(const mi__blis_prep_t *p) {
   int64_t v = mi_sdk_knob_int(p->desc, "int8_dot", 0);
-  if (v > 0 && v < p->ctx->qdot_n && p->ctx->qdot_ids[v] != MI__QDOT_VNNI_U8) return 0;
-  return mi__blis_qdot_level(p->ctx->cpu.isa, mi__blis_simd_level(p->ctx->cpu.isa)) == MI__QDOT_VNNI_U8 &&
+  if (v > 0 && v < p->ctx->qdot_n && p->ctx->qdot_ids[v] < MI__QDOT_VNNI_U8) return 0;
+  return mi__blis_qdot_level(p->ctx->cpu.isa, mi__blis_simd_level(p->ctx->cpu.isa)) >= MI__QDOT_VNNI_U8 &&
          __builtin_cpu_supports("avx512vbmi");
 }
 

@@ -36,6 +36,9 @@ typedef struct qconv {
   int32_t *rng;                       /* [M][2] codes: each channel's int32 range (first pass) */
   mi__blis_hsw_t hs1;                 /* codes: hs without its DynamicQuantizeLinear */
   mi__blis_qd_t qd;                   /* byte core without columns when qd.w (blis_qdirect.c) */
+  int32_t amx;                        /* byte core on AMX tiles (blis_qamx.c): signed columns, wa, ssum */
+  uint8_t *wa;                        /* [M + 32][...] its weights (mi__blis_qa_conv_pack) */
+  int32_t *ssum;                      /* [tile rows*OW] its column sums */
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans, and of its int32 sums: the
@@ -169,7 +172,17 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
 /* Byte core columns: items are k quads (blis_qvnni.c). */
 static void qv_im2col_part(void *arg, int64_t q0, int64_t q1) {
   const qconv_task_t *t = arg;
-  mi__blis_qv_im2col(&t->q->g, t->x, t->q->kk, t->q->x_u8, t->zx, t->oh0, t->oh1, q0, q1, (uint8_t *)t->q->col);
+  /* AMX: the codes made signed (the other flip) */
+  mi__blis_qv_im2col(&t->q->g, t->x, t->q->kk, t->q->x_u8 ^ t->q->amx, t->zx, t->oh0, t->oh1, q0, q1,
+                     (uint8_t *)t->q->col);
+}
+
+/* The AMX conv's column sums (and the weight shift's pixel sums): items are pixels. */
+static void qa_colsum_part(void *arg, int64_t j0, int64_t j1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  mi__blis_qa_colsum(q->kk, q->kq, (t->oh1 - t->oh0) * q->g.OW, (const uint8_t *)q->col, j0, j1, q->ssum,
+                     q->shift ? q->psum : NULL);
 }
 
 /* Pixel sums of the tile's byte columns, for the weight shift: items are pixels. */
@@ -221,8 +234,12 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
   int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW;
   if (q->u8k) { /* codes made unsigned: zu = zx + 128 for INT8 codes */
     int32_t zu = t->zx + (q->x_u8 ? 0 : 128);
-    mi__blis_qv_gemm(q->dot, 1, m0, m1, ohw, q->kq, q->w8 + t->g * mg * q->kq * 4, (const uint8_t *)q->col,
-                     q->wsum + t->g * mg, NULL, zu, q->acc);
+    if (q->amx)
+      mi__blis_qa_conv(m0, m1, ohw, q->kq, q->wa + t->g * mg * (mi__blis_qa_conv_bytes(0, q->kq) / 32),
+                       (const uint8_t *)q->col, q->wsum + t->g * mg, q->ssum, zu, q->acc);
+    else
+      mi__blis_qv_gemm(q->dot, 1, m0, m1, ohw, q->kq, q->w8 + t->g * mg * q->kq * 4, (const uint8_t *)q->col,
+                       q->wsum + t->g * mg, NULL, zu, q->acc);
     for (m = m0; m < m1 && q->shift; m++)
       if (q->wd[t->g * mg + m]) mi__blis_qv_shift(q->acc + m * ohw, ohw, q->wd[t->g * mg + m], q->psum, zu * (int32_t)q->kk);
   } else if (q->w4)
@@ -341,7 +358,9 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
       for (task.oh0 = 0; task.oh0 < c->OH && !q->qd.w; task.oh0 = task.oh1) {
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
         if (q->u8k) mi__blis_parallel(env, q->kq, 1, 4 * (task.oh1 - task.oh0) * c->OW, qv_im2col_part, &task);
-        if (q->shift) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
+        if (q->amx) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qa_colsum_part, &task);
+        else if (q->shift)
+          mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
         if (!q->u8k)
           mi__blis_parallel(env, cg, 1, c->KH * c->KW * (task.oh1 - task.oh0) * c->OW, qim2col_part, &task);
         mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
@@ -498,6 +517,10 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->ka = (q->kk + 1) / 2 * 2;
   q->dot = int8_dot(p, q->g.simd);
   ohw = q->g.OH * q->g.OW;
+  /* AMX tiles where the layer fills them (the byte core's conditions below still apply), else
+   * the VNNI byte core: every other path reads dot as VNNI_U8 */
+  q->amx = q->dot == MI__QDOT_AMX_U8 && mi__blis_qa_pays(q->g.M / q->g.G, ohw, q->kk);
+  q->dot = q->dot == MI__QDOT_AMX_U8 ? MI__QDOT_VNNI_U8 : q->dot;
   mg = q->g.M / q->g.G;
   th = q->g.OW * qtile_rows(q); /* pixels of one tile: the GEMM path's columns and sums */
   wn = q->g.M * q->ka;
@@ -516,10 +539,14 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
   na = q->dw ? q->g.N * q->g.M * ohw : mg * th;
   /* the direct form's block last, planned before the weights say whether the byte core runs */
-  uint64_t dq = !q->dw && !q->w4 && q->g.OW <= MI__QV_ROW_BYTES ? mi__blis_qd_plan(&q->qd, &q->g, q->dot) : 0;
+  q->amx &= !q->dw && !q->w4;
+  uint64_t dq = !q->dw && !q->w4 && !q->amx && q->g.OW <= MI__QV_ROW_BYTES ? mi__blis_qd_plan(&q->qd, &q->g, q->dot) : 0;
+  /* AMX: its weights and column sums after the columns (whose last tiles read 64 bytes past them) */
+  uint64_t amxb = q->amx ? mi__blis_qa_conv_bytes(q->g.M, (q->kk + 3) / 4) + (uint64_t)th * sizeof(int32_t) + 64 : 0;
   uint64_t ab = (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) + (uint64_t)(na + th) * sizeof(int32_t) +
                 (uint64_t)fw * sizeof(float) + 64;
-  s->aux = mi__blis_calloc(p->ctx, ab + dq);
+  ab = (ab + 63) / 64 * 64;
+  s->aux = mi__blis_calloc(p->ctx, ab + amxb + dq);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux; /* int32 first keeps it aligned */
   q->psum = q->acc + na;
@@ -548,6 +575,7 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     q->shift |= q->wd[i] != 0;
   }
   q->shift &= q->u8k;
+  q->amx &= q->u8k;
   if (q->u8k) {
     q->w8 = (uint8_t *)q->wq;
     for (i = 0; i < q->g.M * q->kk; i++) {
@@ -555,7 +583,12 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
       q->w8[i / q->kk * q->kq * 4 + i % q->kk] = (uint8_t)(int8_t)v;
       q->wsum[i / q->kk] += v;
     }
-    if (dq) mi__blis_qd_init(&q->qd, (char *)s->aux + ab, q->w8, q->kq, q->wsum, q->wd, q->shift);
+    if (dq) mi__blis_qd_init(&q->qd, (char *)s->aux + ab + amxb, q->w8, q->kq, q->wsum, q->wd, q->shift);
+    if (q->amx) {
+      q->ssum = (int32_t *)((char *)s->aux + ab);
+      q->wa = (uint8_t *)(q->ssum + th);
+      mi__blis_qa_conv_pack(q->w8, q->g.M, q->kq, q->wa);
+    }
     s->run = run_qconv;
     return MI_OK;
   }
@@ -586,6 +619,8 @@ typedef struct qgemm {
   uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
   int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
   int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
+  int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
+  uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
 } qgemm_t;
 
 typedef struct qgemm_task {
@@ -604,7 +639,9 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
     int32_t zu = t->za + (q->a_u8 ? 0 : 128);
     for (i = r0; i < r1; i++)
       for (j = 0; j < q->k; j++) q->a8[i * q->kq * 4 + j] = (uint8_t)(((const uint8_t *)t->a)[i * q->k + j] ^ flip);
-    mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
+    if (q->amx) mi__blis_qa_gemm(r0, r1, q->n, q->kq, q->a8, q->wb, q->csum, zu, q->acc);
+    else
+      mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
     for (i = r0; i < r1 && q->wd; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
       uint32_t rs = 0;
       for (j = 0; j < q->k; j++) rs += q->a8[i * q->kq * 4 + j];
@@ -679,12 +716,15 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   q->dot = int8_dot(p, q->simd);
+  q->amx = q->dot == MI__QDOT_AMX_U8 && mi__blis_qa_pays(q->m, nn, kk); /* else the VNNI byte core */
+  q->dot = q->dot == MI__QDOT_AMX_U8 ? MI__QDOT_VNNI_U8 : q->dot;
   q->ka = (kk + 1) / 2 * 2;
   q->w4 = !src->wz && mi__blis_qweight_4bit(w);
   /* int32 acc, int16 a16, then B: int16 pairs, or one byte per pair for INT4 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
                                        (uint64_t)(q->m * q->ka) * sizeof(int16_t) +
-                                       (uint64_t)(q->ka * nn) * (q->w4 ? 1u : 4u) / 2u + 64);
+                                       (uint64_t)(q->ka * nn) * (q->w4 ? 1u : 4u) / 2u + 64 +
+                                       (q->amx ? 32u * (uint64_t)(kk + 3) + mi__blis_qa_gemm_bytes(nn, (kk + 3) / 4) : 0));
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux;
   q->a16 = (int16_t *)(q->acc + q->m * nn);
@@ -708,6 +748,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     i |= q->wd[j] != 0;
   }
   if (!i) q->wd = NULL;
+  q->amx &= q->u8k;
   if (q->u8k) {
     q->a8 = (uint8_t *)q->a16;
     q->b8 = (uint8_t *)q->b;
@@ -717,6 +758,10 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
         q->b8[((i >> 2) * nn + j) * 4 + (i & 3)] = (uint8_t)(int8_t)v;
         q->csum[j] += v;
       }
+    if (q->amx) { /* after B and the 32 rows of A the last row tiles read past it (a8 < a16's bytes) */
+      q->wb = q->b8 + q->ka * nn * 2 + 64 + 32 * (kk + 3);
+      mi__blis_qa_gemm_pack(q->b8, nn, q->kq, q->wb);
+    }
     s->run = run_qgemm;
     return MI_OK;
   }

@@ -6,12 +6,14 @@
 
 /* Dot products of the int32 core (knob int8_dot): int16 pairs in plain C, vpmaddwd on AVX2 or
  * AVX-512BW, vpdpwssd on AVX-512 VNNI; VNNI_U8: byte quads, vpdpbusd on the codes themselves
- * (blis_qvnni.c) where the weights fit INT8, the int16 vpdpwssd core elsewhere. */
+ * (blis_qvnni.c) where the weights fit INT8, the int16 vpdpwssd core elsewhere; AMX_U8: the same
+ * byte quads on AMX tiles (tdpbusd, blis_qamx.c) where a layer is large enough, VNNI_U8 elsewhere. */
 enum { MI__QDOT_C = 0,
        MI__QDOT_AVX2,
        MI__QDOT_AVX512,
        MI__QDOT_VNNI,
-       MI__QDOT_VNNI_U8 };
+       MI__QDOT_VNNI_U8,
+       MI__QDOT_AMX_U8 };
 /* Widest pair-dot path for this CPU at SIMD level simd. */
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
 /* acc[m0..m1)[n] = a[m][k] * b[k][n] in int32, exactly, k in kp pairs: b2 is b as [kp][n][2]
@@ -41,6 +43,29 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
 #define MI__QV_ROW_BYTES 2048
 void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int32_t x_u8, int32_t zx, int64_t oh0,
                         int64_t oh1, int64_t q0, int64_t q1, uint8_t *col);
+/* The byte core on AMX tiles (blis_qamx.c, int8_dot amx_u8): the same exact sums as
+ * mi__blis_qv_gemm. 1 when a layer of m output rows (a conv's channels of a group, a Gemm's rows),
+ * n columns and reduction kk fills tiles enough to pay (else the VNNI core runs it). */
+int mi__blis_qa_pays(int64_t m, int64_t n, int64_t kk);
+/* Conv: the weights w8 ([m][kq * 4], signed) packed as the tiles' unsigned rows into wa
+ * (mi__blis_qa_conv_bytes, zeroed: 32 rows of slack read by the last blocks), and the sums
+ * acc[i][j] of rows m0..m1 (rows of wa from m0) over the columns col ([kq][n][4] codes made signed:
+ * mi__blis_qv_im2col with x_u8 negated; 64 bytes readable past them), the VNNI core's
+ * sum - zu * wsum[i], given ssum (mi__blis_qa_colsum). */
+uint64_t mi__blis_qa_conv_bytes(int64_t m, int64_t kq);
+void mi__blis_qa_conv_pack(const uint8_t *w8, int64_t m, int64_t kq, uint8_t *wa);
+void mi__blis_qa_conv(int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *wa, const uint8_t *col,
+                      const int32_t *wsum, const int32_t *ssum, int32_t zu, int32_t *acc);
+/* ssum[j] = sum of the signed bytes of column j over all kq quads, for j0 <= j < j1, and (psum not
+ * NULL) psum[j] = mi__blis_qv_colsum's sum of the unsigned codes over k < kk. */
+void mi__blis_qa_colsum(int64_t kk, int64_t kq, int64_t n, const uint8_t *col, int64_t j0, int64_t j1,
+                        int32_t *ssum, int32_t *psum);
+/* Gemm: the weights b8 ([kq][n][4]) packed into wb (mi__blis_qa_gemm_bytes) and the sums of rows
+ * m0..m1 of codes a ([m][kq * 4] unsigned; 32 rows readable past m1), sum - zu * csum[j]. */
+uint64_t mi__blis_qa_gemm_bytes(int64_t n, int64_t kq);
+void mi__blis_qa_gemm_pack(const uint8_t *b8, int64_t n, int64_t kq, uint8_t *wb);
+void mi__blis_qa_gemm(int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *a, const uint8_t *wb,
+                      const int32_t *csum, int32_t zu, int32_t *acc);
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows of codes interleaved into quads. */
 void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst);
 /* The byte core's conv without columns (blis_qdirect.c): the group's input copied once per run
