@@ -37,7 +37,7 @@ uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t do
    * conv's columns are spans of the planes already; a group of under 16 channels that are not
    * whole quads would multiply up to 3 padding channels per quad; dilated convs keep the column
    * path (the offsets would hold them, no test does yet). */
-  if (dot != MI__QDOT_VNNI_U8 || taps < 2 || d->cg * taps < QD_MIN_K || c->sh > 4 || c->sw > 4 || c->dh != 1 ||
+  if (dot < MI__QDOT_VNNI_U8 || taps < 2 || d->cg * taps < QD_MIN_K || c->sh > 4 || c->sw > 4 || c->dh != 1 ||
       c->dw != 1 || (d->cg % 4 && d->cg < 16))
     return 0;
   d->cq = (d->cg + 3) / 4;
@@ -52,7 +52,8 @@ uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t do
   d->tile = QD_ACC_BYTES / (d->mg * d->wq * 4);
   d->tile = d->tile < 1 ? 1 : d->tile > c->OH ? c->OH
                                               : d->tile;
-  return up64((uint64_t)(d->mg * d->tile * d->wq) * 4) + up64((uint64_t)(d->nph * plane + d->wq + 64) * 4) +
+  d->amx = dot == MI__QDOT_AMX_U8;
+  return (d->amx ? mi__blis_qa_direct_bytes(d) + up64((uint64_t)(c->OH * d->wq + 64) * 4) : 0) + up64((uint64_t)(d->mg * d->tile * d->wq) * 4) + up64((uint64_t)(d->nph * plane + d->wq + 64) * 4) +
          up64((uint64_t)(c->OH * d->wq) * 4) + up64((uint64_t)d->nk * 4) + up64((uint64_t)taps * 4) +
          up64((uint64_t)(c->M * d->nk) * 4) + up64(xb) + 64;
 }
@@ -75,6 +76,12 @@ void mi__blis_qd_init(mi__blis_qd_t *d, void *mem, const uint8_t *w8, int64_t kq
   d->w = b;
   b += up64((uint64_t)(c->M * d->nk) * 4);
   d->xp = b;
+  b += up64((uint64_t)(d->cq * d->nph * plane + d->wq + 64) * 4);
+  if (d->amx) { /* after the quads (whose last tiles read into them) */
+    d->asum = (int32_t *)b;
+    b += up64((uint64_t)(c->OH * d->wq + 64) * 4);
+    d->wa = b;
+  }
   d->wsum = wsum;
   d->wd = wd;
   d->shift = shift;
@@ -92,6 +99,7 @@ void mi__blis_qd_init(mi__blis_qd_t *d, void *mem, const uint8_t *w8, int64_t kq
         for (l = 0; l < 4 && 4 * q + l < d->cg; l++)
           d->w[(m * d->nk + q * taps + e) * 4 + l] = w8[m * kq * 4 + (4 * q + l) * taps + e];
       }
+  if (d->amx) mi__blis_qa_direct_pack(d);
 }
 
 typedef struct qd_task {
@@ -152,6 +160,11 @@ T512V static void qd_ssum_part(void *arg, int64_t p0, int64_t p1) {
   for (p = p0; p < p1; p += 16) {
     __mmask16 km = mask16(p1 - p);
     __m512i s = _mm512_setzero_si512();
+    if (d->amx) { /* signed quads: every byte, the padding channels' too (the tiles' correction) */
+      for (q = 0; q < d->cq; q++) s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi32(km, d->xp + (q * span + p) * 4));
+      _mm512_mask_storeu_epi32(d->ssum + p, km, s);
+      continue;
+    }
     for (q = 0; q < d->cq; q++) s = _mm512_dpbusd_epi32(s, _mm512_maskz_loadu_epi32(km, d->xp + (q * span + p) * 4), ones);
     _mm512_mask_storeu_epi32(d->ssum + p, km, _mm512_sub_epi32(s, corr));
   }
@@ -159,13 +172,19 @@ T512V static void qd_ssum_part(void *arg, int64_t p0, int64_t p1) {
 
 /* Items are output pixels oh * wq + ow: the sums of their taps' pixel sums. */
 T512V static void qd_psum_part(void *arg, int64_t p0, int64_t p1) {
-  const mi__blis_qd_t *d = ((const qd_task_t *)arg)->d;
+  const qd_task_t *t = arg;
+  const mi__blis_qd_t *d = t->d;
   int64_t taps = d->c->KH * d->c->KW, p, e;
+  /* AMX: the sums of signed bytes less the padding channels' (zero point codes), plus 128 a byte,
+   * are the unsigned sums of the real channels the shift needs */
+  int32_t szp = (int8_t)(uint8_t)(t->zraw ^ t->flip);
+  const __m512i base = _mm512_set1_epi32((int32_t)(128u * (uint32_t)d->kk - (uint32_t)(taps * (4 * d->cq - d->cg) * szp)));
   for (p = p0; p < p1; p += 16) {
     __mmask16 km = mask16(p1 - p);
     __m512i s = _mm512_setzero_si512();
     for (e = 0; e < taps; e++) s = _mm512_add_epi32(s, _mm512_maskz_loadu_epi32(km, d->ssum + d->toff[e] + p));
-    _mm512_mask_storeu_epi32(d->psum + p, km, s);
+    if (d->amx) _mm512_mask_storeu_epi32(d->asum + p, km, s);
+    if (d->shift) _mm512_mask_storeu_epi32(d->psum + p, km, d->amx ? _mm512_add_epi32(s, base) : s);
   }
 }
 
@@ -219,7 +238,11 @@ static void qd_rows_part(void *arg, int64_t m0, int64_t m1) {
   const qd_task_t *t = arg;
   const mi__blis_qd_t *d = t->d;
   int64_t np = (t->oh1 - t->oh0) * d->wq, p0 = t->oh0 * d->wq, mb = t->g * d->mg, ow = d->c->OW, m, oh;
-  qd_gemm512(d, d->w + mb * d->nk * 4, d->wsum + mb, m0, m1, p0, np, t->zu, d->acc);
+  if (d->amx)
+    mi__blis_qa_direct(d, d->wa + mb * (mi__blis_qa_direct_bytes(d) / (d->c->M + 32)), d->wsum + mb, m0, m1, p0, np,
+                       t->zu, d->acc);
+  else
+    qd_gemm512(d, d->w + mb * d->nk * 4, d->wsum + mb, m0, m1, p0, np, t->zu, d->acc);
   for (m = m0; m < m1 && d->shift; m++)
     if (d->wd[mb + m]) mi__blis_qv_shift(d->acc + m * np, np, d->wd[mb + m], d->psum + p0, t->zu * (int32_t)d->kk);
   for (m = m0; m < m1; m++) { /* rows compacted in place (dropping pixels ow >= OW), one call */
@@ -238,12 +261,13 @@ void mi__blis_qd_run(const mi__blis_qd_t *d, const mi__blis_env_t *env, int64_t 
   t.x = x;
   t.g = g;
   t.zraw = (uint8_t)zx;
-  t.flip = x_u8 ? 0 : 0x80; /* INT8 codes made unsigned: u = x + 128 */
+  t.flip = x_u8 ? 0 : 0x80;    /* INT8 codes made unsigned: u = x + 128 */
+  t.flip ^= d->amx ? 0x80 : 0; /* AMX: made signed, s = u - 128 */
   t.zu = zx + (x_u8 ? 0 : 128);
   t.out = out;
   t.arg = arg;
   mi__blis_parallel(env, d->cq, 1, d->nph * plane * 4, qd_pack_part, &t);
-  if (d->shift) {
+  if (d->shift || d->amx) {
     mi__blis_parallel(env, d->nph * plane, 16, d->cq * 4, qd_ssum_part, &t);
     mi__blis_parallel(env, c->OH * d->wq, 16, c->KH * c->KW, qd_psum_part, &t);
   }

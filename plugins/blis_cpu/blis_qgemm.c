@@ -358,7 +358,7 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
       for (task.oh0 = 0; task.oh0 < c->OH && !q->qd.w; task.oh0 = task.oh1) {
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
         if (q->u8k) mi__blis_parallel(env, q->kq, 1, 4 * (task.oh1 - task.oh0) * c->OW, qv_im2col_part, &task);
-        if (q->amx) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qa_colsum_part, &task);
+        if (q->amx) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 128, q->kq, qa_colsum_part, &task);
         else if (q->shift)
           mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
         if (!q->u8k)
@@ -520,6 +520,10 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   /* AMX tiles where the layer fills them (the byte core's conditions below still apply), else
    * the VNNI byte core: every other path reads dot as VNNI_U8 */
   q->amx = q->dot == MI__QDOT_AMX_U8 && mi__blis_qa_pays(q->g.M / q->g.G, ohw, q->kk);
+  /* 1x1 convs under 256 input channels keep vpdpbusd: ppocr_v4_det's 48-192 channel ones ran 1.1-1.6x
+   * longer on the tiles in per-layer profiles (1 thread), its 384-channel ones 0.72x; convs with
+   * taps (oww_embedding's 1x3 and 3x1, 24-96 channels) 0.65-0.93x */
+  q->amx &= q->g.KH * q->g.KW > 1 || q->kk >= 256;
   q->dot = q->dot == MI__QDOT_AMX_U8 ? MI__QDOT_VNNI_U8 : q->dot;
   mg = q->g.M / q->g.G;
   th = q->g.OW * qtile_rows(q); /* pixels of one tile: the GEMM path's columns and sums */
@@ -539,8 +543,13 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   fw = q->dw && q->g.KH * q->g.KW <= 64 ? q->g.M * q->kk : 0; /* 64 taps: float sums < 2^24 */
   na = q->dw ? q->g.N * q->g.M * ohw : mg * th;
   /* the direct form's block last, planned before the weights say whether the byte core runs */
-  q->amx &= !q->dw && !q->w4;
-  uint64_t dq = !q->dw && !q->w4 && !q->amx && q->g.OW <= MI__QV_ROW_BYTES ? mi__blis_qd_plan(&q->qd, &q->g, q->dot) : 0;
+  /* the byte core without columns keeps its layers, on the tiles where they pay: ppocr_v4_det's
+   * 96->24 3x3 convs at 80x80 took 1.4-1.7 ms on the tiles after the columns, 0.6-0.8 ms there with
+   * vpdpbusd (per-layer profiles, 1 thread) */
+  uint64_t dq = !q->dw && !q->w4 && q->g.OW <= MI__QV_ROW_BYTES
+                    ? mi__blis_qd_plan(&q->qd, &q->g, q->amx ? MI__QDOT_AMX_U8 : q->dot)
+                    : 0;
+  q->amx &= !q->dw && !q->w4 && !dq;
   /* AMX: its weights and column sums after the columns (whose last tiles read 64 bytes past them) */
   uint64_t amxb = q->amx ? mi__blis_qa_conv_bytes(q->g.M, (q->kk + 3) / 4) + (uint64_t)th * sizeof(int32_t) + 64 : 0;
   uint64_t ab = (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) + (uint64_t)(na + th) * sizeof(int32_t) +

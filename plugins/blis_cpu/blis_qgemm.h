@@ -85,11 +85,24 @@ typedef struct mi__blis_qd {
   uint8_t *w;                 /* [M][nk * 4] weights in k-step order, 0 past cg */
   uint8_t *xp;                /* the quads, and a row of slack read only by dropped pixels */
   int32_t *ssum, *psum, *acc; /* shift: per padded pixel, per output pixel; [mg][tile * wq] sums */
+  /* amx: the k steps on AMX tiles (blis_qamx.c): signed quads, ssum / asum the column sums of
+   * every byte (per padded pixel / output pixel), wa the weights as the tiles' unsigned rows */
+  int32_t amx;
+  int32_t *asum;
+  uint8_t *wa;
 } mi__blis_qd_t;
+/* The AMX form of the direct conv's k steps: wa's bytes (mi__blis_qd_plan counts them), its
+ * weights packed from d->w, and the sums of rows m0..m1 (wa from row m0), pixels p0..p0+np, as
+ * the VNNI kernel's: sum - zu * wsum[m] (-128 * asum comes out too). */
+uint64_t mi__blis_qa_direct_bytes(const mi__blis_qd_t *d);
+void mi__blis_qa_direct_pack(const mi__blis_qd_t *d);
+void mi__blis_qa_direct(const mi__blis_qd_t *d, const uint8_t *wa, const int32_t *wsum, int64_t m0, int64_t m1,
+                        int64_t p0, int64_t np, int32_t zu, int32_t *acc);
 /* Output of rows oh..oh+rows of group output channel m: rows * OW int32 sums (writable) at acc. */
 typedef void (*mi__blis_qd_out_fn)(void *arg, int64_t m, int64_t oh, int64_t rows, int32_t *acc);
 /* Fills d's geometry for conv c (the byte core's, kk = C/G * KH * KW) and returns the bytes
- * mi__blis_qd_init needs, or 0 when the direct form does not apply (1x1, a 1-channel group ...). */
+ * mi__blis_qd_init needs, or 0 when the direct form does not apply (1x1, a 1-channel group ...);
+ * dot MI__QDOT_AMX_U8: the k steps on AMX tiles. */
 uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t dot);
 /* Carves mem (zeroed, 64-byte aligned) and reorders the byte core's weights w8 ([M][kq * 4]). */
 void mi__blis_qd_init(mi__blis_qd_t *d, void *mem, const uint8_t *w8, int64_t kq, const int32_t *wsum,

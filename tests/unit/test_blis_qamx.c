@@ -193,8 +193,9 @@ static void setup(void) {
 static void teardown(void) { tb_unload(&p); }
 
 /* Rows of tiles: 37 channels (16 + 16 + 5) and 8; reductions of 63 (one 16-quad block less a
- * byte), 45 (12 quads: a short block), 171 (43 quads: the last block overlaps the one before),
- * 1, 2 and 4-channel 1x1s; pixels off the 16-column tiles; groups; strides; batch 2. */
+ * byte), 45 (12 quads: a short block), 171 (43 quads: the last block overlaps the one before);
+ * 1x1s (those under 256 channels run the VNNI core on both values: still compared); pixels off
+ * the 16-column tiles; groups; strides; batch 2. */
 static void convs(void) {
   conv_case(1, 7, 9, 11, 37, 3, 1, 1, 1, 1, 0, 0);
   conv_case(2, 5, 13, 7, 8, 3, 2, 1, 1, 0, 0, 0);
@@ -207,6 +208,17 @@ static void convs(void) {
   /* UINT8 weights with a zero point: the weight shift's pixel sums come from the AMX pass */
   conv_case(1, 13, 9, 10, 17, 3, 1, 1, 1, 1, 1, 128);
   conv_case(1, 20, 6, 9, 32, 1, 1, 0, 1, 1, 1, 255);
+  conv_case(1, 300, 6, 9, 32, 1, 1, 0, 1, 1, 1, 255);
+  conv_case(1, 260, 6, 7, 40, 1, 1, 0, 1, 0, 0, 0);
+  /* the direct form (C/G * KH * KW >= 512, blis_qdirect.c): taps of blocks of quads; 60 and 21
+   * channels (a partial last quad, 15 and 6 quads: one short block), 72 (18 quads: the second
+   * block overlaps the first), strides 2 and 3, groups, INT8 codes, UINT8 weights (the shift) */
+  conv_case(1, 60, 11, 23, 37, 3, 1, 1, 1, 1, 0, 0);
+  conv_case(2, 21, 15, 19, 17, 5, 2, 2, 1, 0, 0, 0);
+  conv_case(1, 72, 30, 40, 24, 3, 3, 1, 1, 1, 0, 0);
+  conv_case(1, 128, 7, 9, 34, 3, 1, 1, 2, 0, 0, 0);
+  conv_case(1, 57, 8, 21, 16, 3, 1, 1, 1, 0, 1, 128);
+  conv_case(1, 64, 6, 40, 20, 3, 2, 1, 1, 1, 1, 255);
 }
 
 /* Rows 45 (16 + 16 + 13), columns 53 (three tiles and 5), reductions 83, 300 and 16. */
