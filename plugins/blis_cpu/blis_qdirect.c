@@ -53,7 +53,9 @@ uint64_t mi__blis_qd_plan(mi__blis_qd_t *d, const mi__blis_conv_t *c, int32_t do
   d->tile = d->tile < 1 ? 1 : d->tile > c->OH ? c->OH
                                               : d->tile;
   d->amx = dot == MI__QDOT_AMX_U8;
-  return (d->amx ? mi__blis_qa_direct_bytes(d) + up64((uint64_t)(c->OH * d->wq + 64) * 4) : 0) + up64((uint64_t)(d->mg * d->tile * d->wq) * 4) + up64((uint64_t)(d->nph * plane + d->wq + 64) * 4) +
+  /* AMX: its weights and the column sums of every output pixel after the quads */
+  return (d->amx ? mi__blis_qa_direct_bytes(d) + up64((uint64_t)(c->OH * d->wq + 64) * 4) : 0) +
+         up64((uint64_t)(d->mg * d->tile * d->wq) * 4) + up64((uint64_t)(d->nph * plane + d->wq + 64) * 4) +
          up64((uint64_t)(c->OH * d->wq) * 4) + up64((uint64_t)d->nk * 4) + up64((uint64_t)taps * 4) +
          up64((uint64_t)(c->M * d->nk) * 4) + up64(xb) + 64;
 }
@@ -161,7 +163,8 @@ T512V static void qd_ssum_part(void *arg, int64_t p0, int64_t p1) {
     __mmask16 km = mask16(p1 - p);
     __m512i s = _mm512_setzero_si512();
     if (d->amx) { /* signed quads: every byte, the padding channels' too (the tiles' correction) */
-      for (q = 0; q < d->cq; q++) s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi32(km, d->xp + (q * span + p) * 4));
+      for (q = 0; q < d->cq; q++)
+        s = _mm512_dpbusd_epi32(s, ones, _mm512_maskz_loadu_epi32(km, d->xp + (q * span + p) * 4));
       _mm512_mask_storeu_epi32(d->ssum + p, km, s);
       continue;
     }
@@ -178,7 +181,8 @@ T512V static void qd_psum_part(void *arg, int64_t p0, int64_t p1) {
   /* AMX: the sums of signed bytes less the padding channels' (zero point codes), plus 128 a byte,
    * are the unsigned sums of the real channels the shift needs */
   int32_t szp = (int8_t)(uint8_t)(t->zraw ^ t->flip);
-  const __m512i base = _mm512_set1_epi32((int32_t)(128u * (uint32_t)d->kk - (uint32_t)(taps * (4 * d->cq - d->cg) * szp)));
+  const __m512i base =
+      _mm512_set1_epi32((int32_t)(128u * (uint32_t)d->kk - (uint32_t)(taps * (4 * d->cq - d->cg) * szp)));
   for (p = p0; p < p1; p += 16) {
     __mmask16 km = mask16(p1 - p);
     __m512i s = _mm512_setzero_si512();
