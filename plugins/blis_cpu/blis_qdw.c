@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "blis_dynq512.h"
 #include "blis_qgemm.h"
 
 /* Stack scratch of one strip of output rows: its padded input rows and its int32 sums. */
@@ -127,10 +128,25 @@ qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t
  * vpdpbusd for R + 2 vpermb, where the loop above runs 3R of each). The same sums in the same
  * order per lane. A row's last vector is stored under its mask, as rows are interleaved. */
 #define QDW3_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+/* What a step does with its sums: stores them (QDW3_SUMS), or, in the codes path's passes, keeps
+ * their range in registers (QDW3_RANGE: the first pass, nothing stored) or takes them through the
+ * tail and DynamicQuantizeLinear in registers to 16 codes a row vector (QDW3_CODES: the second pass,
+ * no int32 or float row written or read again; the tail of Cast, Mul, [bias Add], [Relu] only,
+ * ftail_vec512's operations in its order, and the quantize pass's code, so the same bits). */
+enum { QDW3_SUMS,
+       QDW3_RANGE,
+       QDW3_CODES };
+typedef struct qdw3_k {
+  __m512 fs, fb, z, rcp, zf, qs; /* the tail's scale and bias; the quantize's 1 / s, zero point, s */
+  __m512i qz;
+  int has_b, relu;
+} qdw3_k_t;
 QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_t *q, const __m512i *w, __m512i ix,
                                                                       __m512i vc, const uint8_t *row, int64_t j0,
-                                                                      int32_t *ar, __mmask16 k, int R) {
-  /* R > 1 only at stride 1: R and the tap loop are constants, so all of it unrolls */
+                                                                      int32_t *acc, int64_t ro, __mmask16 k, int R,
+                                                                      int mode, const qdw3_k_t *tk, __m512i *lo,
+                                                                      __m512i *hi, uint8_t *cy, int64_t cys) {
+  /* R > 1 only at stride 1: R, mode and the tap loop are constants, so all of it unrolls */
   const mi__blis_conv_t *c = &q->g;
   __m512i a[4];
   int r, i;
@@ -142,14 +158,32 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_
       if (kh >= 0 && kh < 3) a[r] = _mm512_dpbusd_epi32(a[r], t, w[kh]);
     }
   }
-  for (r = 0; r < R; r++) _mm512_mask_storeu_epi32(ar + r * c->OW + j0, k, _mm512_sub_epi32(a[r], vc));
+  for (r = 0; r < R; r++) {
+    __m512i s = _mm512_sub_epi32(a[r], vc), qc;
+    if (mode == QDW3_SUMS) {
+      _mm512_mask_storeu_epi32(acc + (ro + r) * c->OW + j0, k, s);
+    } else if (mode == QDW3_RANGE) {
+      *lo = _mm512_mask_min_epi32(*lo, k, *lo, s);
+      *hi = _mm512_mask_max_epi32(*hi, k, *hi, s);
+    } else {
+      __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(s), tk->fs);
+      if (tk->has_b) v = _mm512_add_ps(v, tk->fb);
+      if (tk->relu) v = _mm512_max_ps(v, tk->z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
+      mi__blis_dynq_lanes(v, tk->rcp, tk->zf, tk->qs, tk->qz, &qc);
+      _mm_mask_storeu_epi8(cy + (ro + r) * cys + j0, k, _mm512_cvtusepi32_epi8(_mm512_max_epi32(_mm512_setzero_si512(), qc)));
+    }
+  }
 }
-QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0, int64_t o1,
-                                   int32_t *acc) {
+/* Output rows o0..o1 of channel m: sums to acc (QDW3_SUMS), their range merged into rng[0..1]
+ * (QDW3_RANGE), or codes to cy, output row o0's, rows cys apart (QDW3_CODES). */
+QDW3_T512 static inline __attribute__((always_inline)) void qdw3_body(const qdw_t *q, int64_t m, int32_t corr,
+                                                                      const uint8_t *pad, int64_t o0, int64_t o1,
+                                                                      int32_t *acc, int mode, const qdw3_k_t *tk,
+                                                                      int32_t *rng, uint8_t *cy, int64_t cys) {
   const mi__blis_conv_t *c = &q->g;
   const int32_t *wm = q->wq + m * 3;
   const __m512i vc = _mm512_set1_epi32(corr), ix = _mm512_loadu_si512(q->idx[0]);
-  __m512i w[3];
+  __m512i w[3], lo = _mm512_set1_epi32(INT32_MAX), hi = _mm512_set1_epi32(INT32_MIN);
   int64_t oh = o0, j0;
   w[0] = _mm512_set1_epi32(wm[0]);
   w[1] = _mm512_set1_epi32(wm[1]);
@@ -157,13 +191,40 @@ QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t corr, cons
   for (; c->sh == 1 && oh + 4 <= o1; oh += 4)
     for (j0 = 0; j0 < c->OW; j0 += 16) {
       __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
-      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc + (oh - o0) * c->OW, k, 4);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc, oh - o0, k, 4, mode, tk, &lo, &hi, cy, cys);
     }
   for (; oh < o1; oh++)
     for (j0 = 0; j0 < c->OW; j0 += 16) {
       __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
-      qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc + (oh - o0) * c->OW, k, 1);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc, oh - o0, k, 1, mode, tk, &lo, &hi, cy, cys);
     }
+  if (mode == QDW3_RANGE) {
+    int32_t l = _mm512_reduce_min_epi32(lo), h = _mm512_reduce_max_epi32(hi);
+    rng[0] = l < rng[0] ? l : rng[0];
+    rng[1] = h > rng[1] ? h : rng[1];
+  }
+}
+QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0, int64_t o1,
+                                   int32_t *acc) {
+  qdw3_body(q, m, corr, pad, o0, o1, acc, QDW3_SUMS, NULL, NULL, NULL, 0);
+}
+QDW3_T512 static void qdw3_range512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0,
+                                    int64_t o1, int32_t *rng) {
+  qdw3_body(q, m, corr, pad, o0, o1, NULL, QDW3_RANGE, NULL, rng, NULL, 0);
+}
+QDW3_T512 static void qdw3_codes512(const qdw_t *q, const qdw_task_t *t, int64_t m, const uint8_t *pad, int64_t o0,
+                                    int64_t o1, uint8_t *cy, int64_t cys) {
+  qdw3_k_t k; /* the constants in registers: the code stores cannot alias a local whose address stays here */
+  k.fs = _mm512_set1_ps(t->fs);
+  k.fb = _mm512_set1_ps(q->tb ? q->tb[m] : 0.f);
+  k.z = _mm512_setzero_ps();
+  k.rcp = _mm512_set1_ps(1.f / t->scale); /* as the quantize pass's */
+  k.zf = _mm512_set1_ps((float)t->zp);
+  k.qs = _mm512_set1_ps(t->scale);
+  k.qz = _mm512_set1_epi32(t->zp);
+  k.has_b = q->tb != NULL;
+  k.relu = q->relu;
+  qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_CODES, &k, NULL, cy, cys);
 }
 
 /* n sums of channel m to y at element offset off: codes, int32 sums or the float tail. */
@@ -178,12 +239,20 @@ static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t 
                       q->relu, &q->hs, (float *)t->y + off);
 }
 
+/* 1 when channel m's rows take the 3-tap kernel (qdw3_body). */
+static int qdw3_takes(const qdw_t *q, int64_t m) { return q->g.KH == 3 && q->nq == 1 && q->wd[m] == 0; }
+
+/* The padded input rows of output rows o0..o1, xp the input plane. */
+static void qdw_strip_pad(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t o0, int64_t o1, uint8_t *pad) {
+  const mi__blis_conv_t *c = &q->g;
+  qdw_pad_rows(q, zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
+}
+
 /* The sums of output rows o0..o1 (at most q->rows) of channel m, xp its input plane. */
 static void qdw_strip(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t m, int64_t o0, int64_t o1,
                       uint8_t *pad, int32_t *acc) {
-  const mi__blis_conv_t *c = &q->g;
-  qdw_pad_rows(q, zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
-  if (c->KH == 3 && q->nq == 1 && q->wd[m] == 0)
+  qdw_strip_pad(q, zxu, xp, o0, o1, pad);
+  if (qdw3_takes(q, m))
     qdw3_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
   else
     qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
@@ -223,13 +292,22 @@ static void qdw_range_part(void *arg, int64_t p0, int64_t p1) {
     out[1] = INT32_MIN;
     for (o0 = 0; o0 < c->OH; o0 += q->rows) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH;
+      if (qdw3_takes(q, pl % c->M)) { /* the range in registers, no sums stored */
+        qdw_strip_pad(q, t->zxu, xp, o0, o1, pad);
+        qdw3_range512(q, pl % c->M, t->zxu * q->vsum[pl % c->M], pad, o0, o1, out);
+        continue;
+      }
       qdw_strip(q, t->zxu, xp, pl % c->M, o0, o1, pad, acc);
       mi__blis_acc_range(c->simd, acc, (o1 - o0) * c->OW, out);
     }
   }
 }
 
-/* Second pass: the sums again, through the tail into L1 and straight to codes. */
+/* The tail of the second pass is one qdw3_body takes in registers: Cast, Mul, [bias], [Relu]. */
+static int qdw3_plain_tail(const mi__blis_hsw_t *h) { return !h->has_am && !h->has_ac && !h->on && h->nact == 0; }
+
+/* Second pass: the sums again, through the tail into L1 and straight to codes (in registers where
+ * the 3-tap kernel and a plain tail allow). */
 static void qdw_codes_part(void *arg, int64_t p0, int64_t p1) {
   const qdw_task_t *t = arg;
   const qdw_t *q = t->q;
@@ -243,6 +321,13 @@ static void qdw_codes_part(void *arg, int64_t p0, int64_t p1) {
     const uint8_t *xp = t->x + (pl / c->M * c->C + m / dm) * c->H * c->W;
     for (o0 = 0; o0 < c->OH; o0 += q->rows) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH, n = (o1 - o0) * c->OW;
+      if (qdw3_takes(q, m) && qdw3_plain_tail(&q->hs1)) { /* output row o0's codes, at its padded place */
+        const mi__blis_hsw_t *h = &q->hs;
+        uint8_t *cy = h->pad ? t->codes + (pl * h->oh + h->pt + o0) * h->ow + h->pl : t->codes + pl * ohw + o0 * c->OW;
+        qdw_strip_pad(q, t->zxu, xp, o0, o1, pad);
+        qdw3_codes512(q, t, m, pad, o0, o1, cy, h->pad ? h->ow : c->OW);
+        continue;
+      }
       qdw_strip(q, t->zxu, xp, m, o0, o1, pad, acc);
       mi__blis_qv_ftail(c->simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f, NULL, q->relu, &q->hs1, f);
       mi__blis_dynq_put(&q->hs, c->simd, f, pl * ohw + o0 * c->OW, n, t->codes, t->scale, t->zp);

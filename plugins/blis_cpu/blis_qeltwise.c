@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "blis_dynq512.h"
 #include "blis_qgemm.h"
 
 enum { QE_DYNQ = 1,
@@ -108,24 +109,6 @@ static inline uint8_t dynq_one(float x, float s, float z) {
   v = v > 255.f ? 255.f : v;
   return (uint8_t)(int32_t)v;
 }
-/* The quotient as x * fl(1 / s), the zero point in the same rounding: |x / s| <= 255 (s spans the
- * range of x), so p = fma(x, fl(1 / s), z) is within 2^-14 of the float quotient plus z and rounds
- * as it does unless it lies within 2^-12 of a half; r = round(p) (vcvtps2dq, half to even) and
- * |p - r| (exact) say how near. A vector with such a lane (ties, rare; NaN) takes the division
- * itself, then the zero point, so every code is the reference's. vdivps was most of the quantize
- * pass. Lanes of 0: the mask of lanes away from a half. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static inline __mmask16 dynq_lanes(__m512 v, __m512 rcp,
-                                                                                        __m512 zf, __m512 vs,
-                                                                                        __m512i vz, __m512i *r) {
-  const __m512 near = _mm512_set1_ps(.5f - 1.f / 4096.f);
-  __m512 p = _mm512_fmadd_ps(v, rcp, zf);
-  __mmask16 ok;
-  *r = _mm512_cvtps_epi32(p);
-  ok = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_sub_ps(p, _mm512_cvtepi32_ps(*r))), near, _CMP_LE_OQ);
-  if (ok != 0xffff) /* a NaN converts to INT_MIN and ends as 0, as the C loop's */
-    *r = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_roundscale_ps(_mm512_div_ps(v, vs), _MM_FROUND_CUR_DIRECTION)), vz);
-  return ok;
-}
 /* 64 codes a step: two saturating packs to int16 and one to unsigned bytes clamp them to 0..255
  * (vpmovusdb after max(0, r) sixteen at a time at the end), one dword permute orders the lanes. */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
@@ -135,10 +118,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(con
   int64_t i = b;
   for (; i + 64 <= e; i += 64) {
     __m512i r0, r1, r2, r3;
-    dynq_lanes(_mm512_loadu_ps(x + i), rcp, zf, vs, vz, &r0);
-    dynq_lanes(_mm512_loadu_ps(x + i + 16), rcp, zf, vs, vz, &r1);
-    dynq_lanes(_mm512_loadu_ps(x + i + 32), rcp, zf, vs, vz, &r2);
-    dynq_lanes(_mm512_loadu_ps(x + i + 48), rcp, zf, vs, vz, &r3);
+    mi__blis_dynq_lanes(_mm512_loadu_ps(x + i), rcp, zf, vs, vz, &r0);
+    mi__blis_dynq_lanes(_mm512_loadu_ps(x + i + 16), rcp, zf, vs, vz, &r1);
+    mi__blis_dynq_lanes(_mm512_loadu_ps(x + i + 32), rcp, zf, vs, vz, &r2);
+    mi__blis_dynq_lanes(_mm512_loadu_ps(x + i + 48), rcp, zf, vs, vz, &r3);
     _mm512_storeu_si512(y + i, _mm512_permutexvar_epi32(order, _mm512_packus_epi16(_mm512_packs_epi32(r0, r1),
                                                                                    _mm512_packs_epi32(r2, r3))));
   }
@@ -146,7 +129,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(con
     __mmask16 k = e - i >= 16 ? 0xffff : (__mmask16)((1u << (e - i)) - 1u);
     __m512i r;
     __m128i c;
-    dynq_lanes(_mm512_maskz_loadu_ps(k, x + i), rcp, zf, vs, vz, &r);
+    mi__blis_dynq_lanes(_mm512_maskz_loadu_ps(k, x + i), rcp, zf, vs, vz, &r);
     c = _mm512_cvtusepi32_epi8(_mm512_max_epi32(zero, r));
     if (k == 0xffff) /* a register then a plain store: the masked byte store's memory form is slow on Zen 4 */
       _mm_storeu_si128((__m128i *)(y + i), c);

@@ -169,6 +169,9 @@ static void codes_cases(void) {
   static const ccase_t cs[] = {
       {"depthwise 3x3, 16x192x192, bias, Relu", 16, 16, 192, 192, 3, 1, 16, 0.0123f, 1, "Relu", 0, 0},
       {"depthwise 3x3 stride 2, 24x256x256, negative scale, Clip", 24, 24, 256, 256, 3, 2, 24, -0.0123f, 0, "Clip", 0, 0},
+      /* Cast, Mul and Relu (a plain tail): the 3-tap kernel's codes from registers, at stride 2 too */
+      {"depthwise 3x3 stride 2, 24x256x256, no bias, Relu", 24, 24, 256, 256, 3, 2, 24, 0.0123f, 0, "Relu", 0, 0},
+      {"depthwise 3x3, 24x128x128, negative scale, no bias, Relu", 24, 24, 128, 128, 3, 1, 24, -0.0123f, 0, "Relu", 0, 0},
       {"depthwise 5x5, 16x128x128, LeakyRelu -> Max", 16, 16, 128, 128, 5, 1, 16, 0.0071f, 1, "Leaky", 0, 0},
       {"pointwise 16 -> 24, 128x128, bias, Clip", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip", 0, 0},
       {"pointwise 16 -> 24, 128x128, negative scale, Relu", 16, 24, 128, 128, 1, 1, 1, -0.0093f, 1, "Relu", 0, 0},
