@@ -141,18 +141,42 @@ typedef struct qdw3_k {
   __m512i qz;
   int has_b, relu;
 } qdw3_k_t;
+/* Where a step's input rows come from: the padded rows (row, wp bytes apart), or, in place (ip),
+ * the plane's own rows (no padded copy): a row outside the image is the zero point's code z; a
+ * column block whose lanes read bytes outside the row (the first, with the left padding, and the
+ * last) takes the bytes inside the row under mask km, z elsewhere; the others load plainly, the
+ * bytes past what the lanes read being the next row's, except where the load would leave the
+ * plane (rows past ihmax), which take the mask too. */
+typedef struct qdw3_in {
+  const uint8_t *xp;       /* the plane, H x W UINT8 codes */
+  int64_t ih0, off, ihmax; /* the step's first input row; the block's first byte's column; last plain row */
+  __mmask64 km;
+  int plain;
+  __m512i z;
+} qdw3_in_t;
+QDW3_T512 static inline __attribute__((always_inline)) __m512i qdw3_load(const qdw_t *q, const qdw3_in_t *in,
+                                                                         const uint8_t *row, int64_t j0, int i,
+                                                                         int ip) {
+  const mi__blis_conv_t *c = &q->g;
+  int64_t ih = in->ih0 + i;
+  if (!ip) return _mm512_loadu_si512(row + i * q->wp + j0 * c->sw);
+  if (ih < 0 || ih >= c->H) return in->z;
+  if (in->plain && ih <= in->ihmax) return _mm512_loadu_si512(in->xp + ih * c->W + in->off);
+  return _mm512_mask_loadu_epi8(in->z, in->km, in->xp + ih * c->W + in->off);
+}
 QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_t *q, const __m512i *w, __m512i ix,
                                                                       __m512i vc, const uint8_t *row, int64_t j0,
                                                                       int32_t *acc, int64_t ro, __mmask16 k, int R,
                                                                       int mode, const qdw3_k_t *tk, __m512i *lo,
-                                                                      __m512i *hi, uint8_t *cy, int64_t cys) {
-  /* R > 1 only at stride 1: R, mode and the tap loop are constants, so all of it unrolls */
+                                                                      __m512i *hi, uint8_t *cy, int64_t cys,
+                                                                      const qdw3_in_t *in, int ip) {
+  /* R > 1 only at stride 1: R, mode, ip and the tap loop are constants, so all of it unrolls */
   const mi__blis_conv_t *c = &q->g;
   __m512i a[4];
   int r, i;
   for (r = 0; r < R; r++) a[r] = _mm512_setzero_si512();
   for (i = 0; i < R + 2; i++) {
-    __m512i t = _mm512_permutexvar_epi8(ix, _mm512_loadu_si512(row + i * q->wp + j0 * c->sw));
+    __m512i t = _mm512_permutexvar_epi8(ix, qdw3_load(q, in, row, j0, i, ip));
     for (r = 0; r < R; r++) { /* input row i feeds output row r through kernel row i - r */
       int kh = i - r;
       if (kh >= 0 && kh < 3) a[r] = _mm512_dpbusd_epi32(a[r], t, w[kh]);
@@ -176,27 +200,48 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_
 }
 /* Output rows o0..o1 of channel m: sums to acc (QDW3_SUMS), their range merged into rng[0..1]
  * (QDW3_RANGE), or codes to cy, output row o0's, rows cys apart (QDW3_CODES). */
+/* The block of output columns j0.. of plane xp read in place: its first byte's column, its mask,
+ * and whether every byte its lanes read (up to 15 * sw + 2 past the first) lies inside the row. */
+QDW3_T512 static inline __attribute__((always_inline)) void qdw3_block(const qdw_t *q, int64_t j0, qdw3_in_t *in) {
+  const mi__blis_conv_t *c = &q->g;
+  int64_t off = j0 * c->sw - c->pl, a = -off < 0 ? 0 : -off, b = c->W - off > 64 ? 64 : c->W - off;
+  in->off = off;
+  in->km = b <= a ? 0 : (b - a == 64 ? ~0ull : ((1ull << (b - a)) - 1ull) << a);
+  in->plain = off >= 0 && off + 15 * c->sw + 3 <= c->W;
+  in->ihmax = c->H * c->W - off - 64 < 0 ? -1 : (c->H * c->W - off - 64) / c->W;
+}
+/* Input rows from pad (padded rows, row 0 the strip's first) or, where xp, in place. */
 QDW3_T512 static inline __attribute__((always_inline)) void qdw3_body(const qdw_t *q, int64_t m, int32_t corr,
                                                                       const uint8_t *pad, int64_t o0, int64_t o1,
                                                                       int32_t *acc, int mode, const qdw3_k_t *tk,
-                                                                      int32_t *rng, uint8_t *cy, int64_t cys) {
+                                                                      int32_t *rng, uint8_t *cy, int64_t cys,
+                                                                      const uint8_t *xp, int32_t zxu, int ip) {
   const mi__blis_conv_t *c = &q->g;
   const int32_t *wm = q->wq + m * 3;
   const __m512i vc = _mm512_set1_epi32(corr), ix = _mm512_loadu_si512(q->idx[0]);
   __m512i w[3], lo = _mm512_set1_epi32(INT32_MAX), hi = _mm512_set1_epi32(INT32_MIN);
   int64_t oh = o0, j0;
+  qdw3_in_t in;
+  memset(&in, 0, sizeof in);
+  in.xp = xp;
+  in.z = _mm512_set1_epi8((char)zxu);
   w[0] = _mm512_set1_epi32(wm[0]);
   w[1] = _mm512_set1_epi32(wm[1]);
   w[2] = _mm512_set1_epi32(wm[2]);
   for (; c->sh == 1 && oh + 4 <= o1; oh += 4)
     for (j0 = 0; j0 < c->OW; j0 += 16) {
       __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
-      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc, oh - o0, k, 4, mode, tk, &lo, &hi, cy, cys);
+      if (ip) qdw3_block(q, j0, &in);
+      in.ih0 = oh - c->pt;
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc, oh - o0, k, 4, mode, tk, &lo, &hi, cy, cys, &in, ip);
     }
   for (; oh < o1; oh++)
     for (j0 = 0; j0 < c->OW; j0 += 16) {
       __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
-      qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc, oh - o0, k, 1, mode, tk, &lo, &hi, cy, cys);
+      if (ip) qdw3_block(q, j0, &in);
+      in.ih0 = oh * c->sh - c->pt;
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc, oh - o0, k, 1, mode, tk, &lo, &hi, cy, cys,
+                &in, ip);
     }
   if (mode == QDW3_RANGE) {
     int32_t l = _mm512_reduce_min_epi32(lo), h = _mm512_reduce_max_epi32(hi);
@@ -204,16 +249,21 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_body(const qdw_
     rng[1] = h > rng[1] ? h : rng[1];
   }
 }
-QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0, int64_t o1,
-                                   int32_t *acc) {
-  qdw3_body(q, m, corr, pad, o0, o1, acc, QDW3_SUMS, NULL, NULL, NULL, 0);
+/* The passes' kernels: xp non-NULL reads the plane in place (pad unused), else the padded rows. */
+QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t zxu, const uint8_t *pad, const uint8_t *xp,
+                                   int64_t o0, int64_t o1, int32_t *acc) {
+  if (xp) qdw3_body(q, m, zxu * q->vsum[m], pad, o0, o1, acc, QDW3_SUMS, NULL, NULL, NULL, 0, xp, zxu, 1);
+  else
+    qdw3_body(q, m, zxu * q->vsum[m], pad, o0, o1, acc, QDW3_SUMS, NULL, NULL, NULL, 0, NULL, zxu, 0);
 }
-QDW3_T512 static void qdw3_range512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t o0,
-                                    int64_t o1, int32_t *rng) {
-  qdw3_body(q, m, corr, pad, o0, o1, NULL, QDW3_RANGE, NULL, rng, NULL, 0);
+QDW3_T512 static void qdw3_range512(const qdw_t *q, int64_t m, int32_t zxu, const uint8_t *pad, const uint8_t *xp,
+                                    int64_t o0, int64_t o1, int32_t *rng) {
+  if (xp) qdw3_body(q, m, zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_RANGE, NULL, rng, NULL, 0, xp, zxu, 1);
+  else
+    qdw3_body(q, m, zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_RANGE, NULL, rng, NULL, 0, NULL, zxu, 0);
 }
-QDW3_T512 static void qdw3_codes512(const qdw_t *q, const qdw_task_t *t, int64_t m, const uint8_t *pad, int64_t o0,
-                                    int64_t o1, uint8_t *cy, int64_t cys) {
+QDW3_T512 static void qdw3_codes512(const qdw_t *q, const qdw_task_t *t, int64_t m, const uint8_t *pad,
+                                    const uint8_t *xp, int64_t o0, int64_t o1, uint8_t *cy, int64_t cys) {
   qdw3_k_t k; /* the constants in registers: the code stores cannot alias a local whose address stays here */
   k.fs = _mm512_set1_ps(t->fs);
   k.fb = _mm512_set1_ps(q->tb ? q->tb[m] : 0.f);
@@ -224,7 +274,9 @@ QDW3_T512 static void qdw3_codes512(const qdw_t *q, const qdw_task_t *t, int64_t
   k.qz = _mm512_set1_epi32(t->zp);
   k.has_b = q->tb != NULL;
   k.relu = q->relu;
-  qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_CODES, &k, NULL, cy, cys);
+  if (xp) qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_CODES, &k, NULL, cy, cys, xp, t->zxu, 1);
+  else
+    qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_CODES, &k, NULL, cy, cys, NULL, t->zxu, 0);
 }
 
 /* n sums of channel m to y at element offset off: codes, int32 sums or the float tail. */
@@ -248,14 +300,24 @@ static void qdw_strip_pad(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_
   qdw_pad_rows(q, zxu, xp, o0 * c->sh - c->pt, (o1 - o0 - 1) * c->sh + (c->KH - 1) * c->dh + 1, pad);
 }
 
+/* Input rows for the 3-tap kernel's strip o0..o1: the plane in place where its codes are UINT8 (no
+ * sign flip to apply) and the kernel's; else the rows padded into pad, and NULL. */
+static const uint8_t *qdw3_rows_in(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t o0, int64_t o1,
+                                   uint8_t *pad) {
+  if (q->flip == 0) return xp;
+  qdw_strip_pad(q, zxu, xp, o0, o1, pad);
+  return NULL;
+}
+
 /* The sums of output rows o0..o1 (at most q->rows) of channel m, xp its input plane. */
 static void qdw_strip(const qdw_t *q, int32_t zxu, const uint8_t *xp, int64_t m, int64_t o0, int64_t o1,
                       uint8_t *pad, int32_t *acc) {
+  if (qdw3_takes(q, m)) {
+    qdw3_rows512(q, m, zxu, pad, qdw3_rows_in(q, zxu, xp, o0, o1, pad), o0, o1, acc);
+    return;
+  }
   qdw_strip_pad(q, zxu, xp, o0, o1, pad);
-  if (qdw3_takes(q, m))
-    qdw3_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
-  else
-    qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
+  qdw_rows512(q, m, zxu * q->vsum[m], pad, o0, o1, acc);
 }
 
 /* Items are (image, output channel) planes, each in strips of q->rows output rows. */
@@ -293,8 +355,7 @@ static void qdw_range_part(void *arg, int64_t p0, int64_t p1) {
     for (o0 = 0; o0 < c->OH; o0 += q->rows) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH;
       if (qdw3_takes(q, pl % c->M)) { /* the range in registers, no sums stored */
-        qdw_strip_pad(q, t->zxu, xp, o0, o1, pad);
-        qdw3_range512(q, pl % c->M, t->zxu * q->vsum[pl % c->M], pad, o0, o1, out);
+        qdw3_range512(q, pl % c->M, t->zxu, pad, qdw3_rows_in(q, t->zxu, xp, o0, o1, pad), o0, o1, out);
         continue;
       }
       qdw_strip(q, t->zxu, xp, pl % c->M, o0, o1, pad, acc);
@@ -324,8 +385,7 @@ static void qdw_codes_part(void *arg, int64_t p0, int64_t p1) {
       if (qdw3_takes(q, m) && qdw3_plain_tail(&q->hs1)) { /* output row o0's codes, at its padded place */
         const mi__blis_hsw_t *h = &q->hs;
         uint8_t *cy = h->pad ? t->codes + (pl * h->oh + h->pt + o0) * h->ow + h->pl : t->codes + pl * ohw + o0 * c->OW;
-        qdw_strip_pad(q, t->zxu, xp, o0, o1, pad);
-        qdw3_codes512(q, t, m, pad, o0, o1, cy, h->pad ? h->ow : c->OW);
+        qdw3_codes512(q, t, m, pad, qdw3_rows_in(q, t->zxu, xp, o0, o1, pad), o0, o1, cy, h->pad ? h->ow : c->OW);
         continue;
       }
       qdw_strip(q, t->zxu, xp, m, o0, o1, pad, acc);
