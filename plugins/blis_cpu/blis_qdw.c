@@ -132,14 +132,18 @@ qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t
  * their range in registers (QDW3_RANGE: the first pass, nothing stored) or takes them through the
  * tail and DynamicQuantizeLinear in registers to 16 codes a row vector (QDW3_CODES: the second pass,
  * no int32 or float row written or read again; the tail of Cast, Mul, [bias Add], [Relu] only,
- * ftail_vec512's operations in its order, and the quantize pass's code, so the same bits). */
+ * ftail_vec512's operations in its order, and the quantize pass's code, so the same bits), or,
+ * on the float plane path, through that tail to the float plane, the range of a DynamicQuantizeLinear
+ * after it kept in registers as qv_ftail512 keeps it (QDW3_FLOAT: no int32 strip stored and read). */
 enum { QDW3_SUMS,
        QDW3_RANGE,
-       QDW3_CODES };
+       QDW3_CODES,
+       QDW3_FLOAT };
 typedef struct qdw3_k {
   __m512 fs, fb, z, rcp, zf, qs; /* the tail's scale and bias; the quantize's 1 / s, zero point, s */
   __m512i qz;
-  int has_b, relu;
+  int has_b, relu, dq;
+  float *fy; /* QDW3_FLOAT: the float plane's output row o0 */
 } qdw3_k_t;
 /* Where a step's input rows come from: the padded rows (row, wp bytes apart), or, in place (ip),
  * the plane's own rows (no padded copy): a row outside the image is the zero point's code z; a
@@ -169,7 +173,7 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_
                                                                       int32_t *acc, int64_t ro, __mmask16 k, int R,
                                                                       int mode, const qdw3_k_t *tk, __m512i *lo,
                                                                       __m512i *hi, uint8_t *cy, int64_t cys,
-                                                                      const qdw3_in_t *in, int ip) {
+                                                                      const qdw3_in_t *in, int ip, __m512 *flo, __m512 *fhi) {
   /* R > 1 only at stride 1: R, mode, ip and the tap loop are constants, so all of it unrolls */
   const mi__blis_conv_t *c = &q->g;
   __m512i a[4];
@@ -193,6 +197,14 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_step(const qdw_
       __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(s), tk->fs);
       if (tk->has_b) v = _mm512_add_ps(v, tk->fb);
       if (tk->relu) v = _mm512_max_ps(v, tk->z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
+      if (mode == QDW3_FLOAT) {                  /* the new value first: a NaN leaves the range, as qv_ftail512's */
+        _mm512_mask_storeu_ps(tk->fy + (ro + r) * c->OW + j0, k, v);
+        if (tk->dq) {
+          *flo = _mm512_mask_min_ps(*flo, k, v, *flo);
+          *fhi = _mm512_mask_max_ps(*fhi, k, v, *fhi);
+        }
+        continue;
+      }
       mi__blis_dynq_lanes(v, tk->rcp, tk->zf, tk->qs, tk->qz, &qc);
       _mm_mask_storeu_epi8(cy + (ro + r) * cys + j0, k, _mm512_cvtusepi32_epi8(_mm512_max_epi32(_mm512_setzero_si512(), qc)));
     }
@@ -220,6 +232,7 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_body(const qdw_
   const int32_t *wm = q->wq + m * 3;
   const __m512i vc = _mm512_set1_epi32(corr), ix = _mm512_loadu_si512(q->idx[0]);
   __m512i w[3], lo = _mm512_set1_epi32(INT32_MAX), hi = _mm512_set1_epi32(INT32_MIN);
+  __m512 flo = _mm512_setzero_ps(), fhi = _mm512_setzero_ps();
   int64_t oh = o0, j0;
   qdw3_in_t in;
   memset(&in, 0, sizeof in);
@@ -233,7 +246,7 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_body(const qdw_
       __mmask16 k = c->OW - j0 >= 16 ? 0xffff : (__mmask16)((1u << (c->OW - j0)) - 1u);
       if (ip) qdw3_block(q, j0, &in);
       in.ih0 = oh - c->pt;
-      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc, oh - o0, k, 4, mode, tk, &lo, &hi, cy, cys, &in, ip);
+      qdw3_step(q, w, ix, vc, pad + (oh - o0) * q->wp, j0, acc, oh - o0, k, 4, mode, tk, &lo, &hi, cy, cys, &in, ip, &flo, &fhi);
     }
   for (; oh < o1; oh++)
     for (j0 = 0; j0 < c->OW; j0 += 16) {
@@ -241,13 +254,15 @@ QDW3_T512 static inline __attribute__((always_inline)) void qdw3_body(const qdw_
       if (ip) qdw3_block(q, j0, &in);
       in.ih0 = oh * c->sh - c->pt;
       qdw3_step(q, w, ix, vc, pad + (oh - o0) * c->sh * q->wp, j0, acc, oh - o0, k, 1, mode, tk, &lo, &hi, cy, cys,
-                &in, ip);
+                &in, ip, &flo, &fhi);
     }
   if (mode == QDW3_RANGE) {
     int32_t l = _mm512_reduce_min_epi32(lo), h = _mm512_reduce_max_epi32(hi);
     rng[0] = l < rng[0] ? l : rng[0];
     rng[1] = h > rng[1] ? h : rng[1];
   }
+  if (mode == QDW3_FLOAT && tk->dq) /* merged only where strictly wider, as the tail's */
+    mi__blis_ftail_merge(&q->hs, _mm512_reduce_min_ps(flo), _mm512_reduce_max_ps(fhi));
 }
 /* The passes' kernels: xp non-NULL reads the plane in place (pad unused), else the padded rows. */
 QDW3_T512 static void qdw3_rows512(const qdw_t *q, int64_t m, int32_t zxu, const uint8_t *pad, const uint8_t *xp,
@@ -279,6 +294,22 @@ QDW3_T512 static void qdw3_codes512(const qdw_t *q, const qdw_task_t *t, int64_t
     qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_CODES, &k, NULL, cy, cys, NULL, t->zxu, 0);
 }
 
+QDW3_T512 static void qdw3_float512(const qdw_t *q, const qdw_task_t *t, int64_t m, const uint8_t *pad,
+                                    const uint8_t *xp, int64_t o0, int64_t o1, float *fy) {
+  qdw3_k_t k;
+  memset(&k, 0, sizeof k);
+  k.fs = _mm512_set1_ps(t->fs);
+  k.fb = _mm512_set1_ps(q->tb ? q->tb[m] : 0.f);
+  k.z = _mm512_setzero_ps();
+  k.has_b = q->tb != NULL;
+  k.relu = q->relu;
+  k.dq = q->hs.dq;
+  k.fy = fy;
+  if (xp) qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_FLOAT, &k, NULL, NULL, 0, xp, t->zxu, 1);
+  else
+    qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_FLOAT, &k, NULL, NULL, 0, NULL, t->zxu, 0);
+}
+
 /* n sums of channel m to y at element offset off: codes, int32 sums or the float tail. */
 static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t n, int64_t off) {
   const qdw_t *q = t->q;
@@ -290,6 +321,9 @@ static void qdw_out(const qdw_task_t *t, int64_t m, const int32_t *acc, int64_t 
     mi__blis_qv_ftail(q->g.simd, acc, n, t->fs, q->tb != NULL, q->tb ? q->tb[m] : 0.f, t->res ? t->res + off : NULL,
                       q->relu, &q->hs, (float *)t->y + off);
 }
+
+/* A tail qdw3_body takes in registers: Cast, Mul, [bias], [Relu]. */
+static int qdw3_plain_tail(const mi__blis_hsw_t *h) { return !h->has_am && !h->has_ac && !h->on && h->nact == 0; }
 
 /* 1 when channel m's rows take the 3-tap kernel (qdw3_body). */
 static int qdw3_takes(const qdw_t *q, int64_t m) { return q->g.KH == 3 && q->nq == 1 && q->wd[m] == 0; }
@@ -333,6 +367,11 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
     const uint8_t *xp = t->x + (n * c->C + m / dm) * c->H * c->W;
     for (o0 = 0; o0 < c->OH; o0 += q->rows) {
       int64_t o1 = o0 + q->rows < c->OH ? o0 + q->rows : c->OH;
+      if (q->out == QDW_TAIL && !t->res && qdw3_takes(q, m) && qdw3_plain_tail(&q->hs)) { /* floats from registers */
+        qdw3_float512(q, t, m, pad, qdw3_rows_in(q, t->zxu, xp, o0, o1, pad), o0, o1,
+                      (float *)t->y + pl * ohw + o0 * c->OW);
+        continue;
+      }
       qdw_strip(q, t->zxu, xp, m, o0, o1, pad, acc);
       qdw_out(t, m, acc, (o1 - o0) * c->OW, pl * ohw + o0 * c->OW);
     }
@@ -363,9 +402,6 @@ static void qdw_range_part(void *arg, int64_t p0, int64_t p1) {
     }
   }
 }
-
-/* The tail of the second pass is one qdw3_body takes in registers: Cast, Mul, [bias], [Relu]. */
-static int qdw3_plain_tail(const mi__blis_hsw_t *h) { return !h->has_am && !h->has_ac && !h->on && h->nact == 0; }
 
 /* Second pass: the sums again, through the tail into L1 and straight to codes (in registers where
  * the 3-tap kernel and a plain tail allow). */

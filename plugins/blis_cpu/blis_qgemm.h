@@ -182,6 +182,9 @@ typedef struct mi__blis_hsw {
 /* Around a step whose tail may end in that DynamicQuantizeLinear: the range reset before its rows,
  * then the codes, scale and zero point from it (blis_qvnni.c); nothing where !hs->dq. */
 void mi__blis_ftail_begin(const mi__blis_hsw_t *hs);
+/* A range [lo, hi] of rows a kernel wrote itself merged into the step's, as the tail merges its
+ * own: each end only where strictly wider. */
+void mi__blis_ftail_merge(const mi__blis_hsw_t *hs, float lo, float hi);
 void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis_env_t *env, int32_t simd);
 /* DynamicQuantizeLinear's codes of the n floats t[x] given their min lo and max hi (each widened
  * to include 0): scale and zero point to t[ys], t[yz], codes to t[y], the reference's arithmetic

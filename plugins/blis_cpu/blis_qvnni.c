@@ -162,6 +162,11 @@ static void merge_range(const uint32_t *shared, float v, int hi) {
   }
 }
 
+void mi__blis_ftail_merge(const mi__blis_hsw_t *hs, float lo, float hi) {
+  merge_range(&hs->rlo, lo, 0);
+  merge_range(&hs->rhi, hi, 1);
+}
+
 void mi__blis_ftail_begin(const mi__blis_hsw_t *hs) {
   if (hs->dq) { /* the state is the step's own writable block, seen const by the run */
     __atomic_store_n((uint32_t *)&hs->rlo, 0u, __ATOMIC_RELAXED);

@@ -188,6 +188,8 @@ static void codes_cases(void) {
       /* the floats read first by another node: the quantize still joins the conv's kernel (its range
        * taken as the tail writes), small planes and large */
       {"depthwise 3x3, 16x24x24, Relu, read first by a Relu", 16, 16, 24, 24, 3, 1, 16, 0.0123f, 1, "Relu", 0, 1},
+      /* a small plane (the float plane path), a plain tail: its floats and range from the 3-tap kernel's registers */
+      {"depthwise 3x3 stride 2, 24x48x48, no bias, Relu (the float plane)", 24, 24, 48, 48, 3, 2, 24, 0.0123f, 0, "Relu", 0, 0},
       {"pointwise 16 -> 24, 128x128, Clip, read first by a Relu", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip", 0, 1},
   };
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run(&cs[i], NULL);
