@@ -486,9 +486,28 @@ T512BW static void span_copy(const uint8_t *src, int64_t n, const uint8_t *base,
     _mm512_mask_storeu_epi8(d + i, lanes64(0, n - i), _mm512_mask_loadu_epi8(z, lanes64(a - i, b - i), src + i));
 }
 
+/* 64 output columns of a stride-2 row: the even bytes of 128 input bytes by one two-table byte
+ * permute (VBMI), where the loop below takes two 32-column steps of a load, a word-to-byte
+ * narrowing and a blend. Input bytes lo2..hi2 of the 128 are read (masked loads), lanes of keep
+ * take them and the others z, lanes of out are stored. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi"))) static void
+qv_even64(const uint8_t *src, int64_t lo2, int64_t hi2, uint64_t keep, uint64_t out, __m512i z, uint8_t *d) {
+  static const uint8_t ev[64] = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+                                 32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62,
+                                 64, 66, 68, 70, 72, 74, 76, 78, 80, 82, 84, 86, 88, 90, 92, 94,
+                                 96, 98, 100, 102, 104, 106, 108, 110, 112, 114, 116, 118, 120, 122, 124, 126};
+  __m512i a = _mm512_maskz_loadu_epi8(lanes64(lo2, hi2), src), b = _mm512_maskz_loadu_epi8(lanes64(lo2 - 64, hi2 - 64), src + 64);
+  __m512i v = _mm512_mask_blend_epi8(keep, z, _mm512_permutex2var_epi8(a, _mm512_loadu_si512(ev), b));
+  if (out == ~0ull)
+    _mm512_storeu_si512(d, v);
+  else
+    _mm512_mask_storeu_epi8(d, out, v);
+}
+
 T512BW static void qv_col_rows(const qv_rows_t *g, int64_t ih0, int64_t nrow, uint8_t *d) {
   const __m512i z = _mm512_set1_epi8((char)g->zraw);
-  int64_t r, c0, step = g->sw == 2 ? 32 : 64;
+  int vbmi = g->sw == 2 && __builtin_cpu_supports("avx512vbmi");
+  int64_t r, c0, step = g->sw == 2 && !vbmi ? 32 : 64;
   if (g->sw == 1 && g->sh == 1 && g->W == g->OW) {
     /* "same" stride-1 rows (OW == W): the rows inside the plane are one span of it shifted by col,
      * copied 64 bytes at a time whatever OW is (the 4-32 columns of an audio embedding's planes);
@@ -513,6 +532,11 @@ T512BW static void qv_col_rows(const qv_rows_t *g, int64_t ih0, int64_t nrow, ui
     int inside = ih >= 0 && ih < g->H;
     for (c0 = 0; c0 < g->OW; c0 += step) {
       uint64_t keep = inside ? lanes64(g->lo - c0, g->hi - c0) : 0, out = lanes64(0, g->OW - c0);
+      if (vbmi) { /* lane j's byte is input column 2 (c0 + j) + col */
+        int64_t lo2 = inside ? 2 * (g->lo - c0) : 0, hi2 = inside ? 2 * (g->hi - c0) - 1 : 0;
+        qv_even64(src + 2 * c0, lo2, hi2, keep, out, z, d + c0);
+        continue;
+      }
       if (g->sw == 2) { /* byte pairs: lane j's even byte is input column 2 (c0 + j) + col */
         uint64_t kl = lanes64(2 * (g->lo - c0), 2 * (g->hi - c0) - 1) * (inside != 0);
         __m256i v = _mm512_cvtepi16_epi8(_mm512_maskz_loadu_epi8(kl, src + 2 * c0));
