@@ -433,9 +433,33 @@ void mi__blis_ftail_ends(int32_t simd, int32_t alo, int32_t ahi, float s, int ha
 
 /* dst[j * 4 + e] = r[e][j] ^ flip for j < n: four rows interleaved into quads (SSE2 unpacks, 16
  * columns a step, the tail scalar so nothing past dst's n quads is written). */
+/* 64 columns a step: the same byte and word unpacks within each 128-bit lane, then a 4x4
+ * transpose of the lanes (four 128-bit shuffles each way) puts columns 16L..16L+15 in output
+ * register L: 28 operations for 256 bytes where the SSE2 steps take 80. Returns the columns done. */
+__attribute__((target("avx512f,avx512bw"))) static int64_t qv_quads512(const uint8_t *const r[4], int64_t n,
+                                                                       uint8_t flip, uint8_t *dst) {
+  const __m512i f = _mm512_set1_epi8((char)flip);
+  int64_t j = 0;
+  for (; j + 64 <= n; j += 64) {
+    __m512i r0 = _mm512_xor_si512(f, _mm512_loadu_si512(r[0] + j)), r1 = _mm512_xor_si512(f, _mm512_loadu_si512(r[1] + j));
+    __m512i r2 = _mm512_xor_si512(f, _mm512_loadu_si512(r[2] + j)), r3 = _mm512_xor_si512(f, _mm512_loadu_si512(r[3] + j));
+    __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+    __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+    __m512i q0 = _mm512_unpacklo_epi16(lo01, lo23), q1 = _mm512_unpackhi_epi16(lo01, lo23); /* lane L: 16L+0..7 */
+    __m512i q2 = _mm512_unpacklo_epi16(hi01, hi23), q3 = _mm512_unpackhi_epi16(hi01, hi23); /* 16L+8..15 */
+    __m512i a = _mm512_shuffle_i64x2(q0, q1, 0x44), b = _mm512_shuffle_i64x2(q2, q3, 0x44);
+    __m512i c = _mm512_shuffle_i64x2(q0, q1, 0xEE), d = _mm512_shuffle_i64x2(q2, q3, 0xEE);
+    _mm512_storeu_si512(dst + j * 4, _mm512_shuffle_i64x2(a, b, 0x88));
+    _mm512_storeu_si512(dst + j * 4 + 64, _mm512_shuffle_i64x2(a, b, 0xDD));
+    _mm512_storeu_si512(dst + j * 4 + 128, _mm512_shuffle_i64x2(c, d, 0x88));
+    _mm512_storeu_si512(dst + j * 4 + 192, _mm512_shuffle_i64x2(c, d, 0xDD));
+  }
+  return j;
+}
+
 void mi__blis_qv_quads(const uint8_t *const r[4], int64_t n, uint8_t flip, uint8_t *dst) {
   const __m128i f = _mm_set1_epi8((char)flip);
-  int64_t j = 0, e;
+  int64_t j = __builtin_cpu_supports("avx512bw") ? qv_quads512(r, n, flip, dst) : 0, e;
   for (; j + 16 <= n; j += 16) {
     __m128i r0 = _mm_xor_si128(f, _mm_loadu_si128((const __m128i *)(r[0] + j)));
     __m128i r1 = _mm_xor_si128(f, _mm_loadu_si128((const __m128i *)(r[1] + j)));
