@@ -127,7 +127,7 @@ qdw_rows512(const qdw_t *q, int64_t m, int32_t corr, const uint8_t *pad, int64_t
  * each loaded and permuted once and multiplied into the up to three output rows it feeds (3R
  * vpdpbusd for R + 2 vpermb, where the loop above runs 3R of each). The same sums in the same
  * order per lane. A row's last vector is stored under its mask, as rows are interleaved. */
-#define QDW3_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+#define QDW3_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
 /* What a step does with its sums: stores them (QDW3_SUMS), or, in the codes path's passes, keeps
  * their range in registers (QDW3_RANGE: the first pass, nothing stored) or takes them through the
  * tail and DynamicQuantizeLinear in registers to 16 codes a row vector (QDW3_CODES: the second pass,

@@ -111,7 +111,7 @@ static inline uint8_t dynq_one(float x, float s, float z) {
 }
 /* 64 codes a step: two saturating packs to int16 and one to unsigned bytes clamp them to 0..255
  * (vpmovusdb after max(0, r) sixteen at a time at the end), one dword permute orders the lanes. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) static void dynq_avx512(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void dynq_avx512(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
   const __m512 vs = _mm512_set1_ps(s), rcp = _mm512_set1_ps(1.f / s), zf = _mm512_set1_ps(z);
   const __m512i vz = _mm512_set1_epi32((int32_t)z), zero = _mm512_setzero_si512();
   const __m512i order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
