@@ -25,7 +25,7 @@ static int32_t *centered(const mi_array_t *a, const mi_array_t *z, int64_t inner
 static int conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
                     int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w) {
   int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->k[0], KW = w->k[1];
-  int64_t Cg = C / group, Mg = M / group, s1 = w->stride[1];
+  int64_t Cg = C / group, Mg = M / group, s1 = w->stride[1], rows = OW < 8192 ? 8192 / OW : 1;
   uint32_t *a = malloc((size_t)(OH * OW + 1) * sizeof *a);
   if (!a) return -1;
   for (int64_t n = 0; n < N; n++)
@@ -33,29 +33,33 @@ static int conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, in
       int64_t g = m / Mg;
       int32_t *o = Y + (n * M + m) * OH * OW;
       for (int64_t i = 0; i < OH * OW; i++) a[i] = bias ? (uint32_t)bias[m] : 0;
-      for (int64_t ci = 0; ci < Cg; ci++) {
-        const int32_t *xp = X + (n * C + g * Cg + ci) * H * W;
-        for (int64_t kh = 0; kh < KH; kh++)
-          for (int64_t kw = 0; kw < KW; kw++) {
-            uint32_t wv = (uint32_t)Wt[((m * Cg + ci) * KH + kh) * KW + kw];
-            /* input column = ow * s1 + off; inside [0, W) for ow in [lo, hi] */
-            int64_t off = kw * w->dil[1] - w->pad_begin[1];
-            int64_t lo = off >= 0 ? 0 : (-off + s1 - 1) / s1, hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / s1;
-            if (hi > OW - 1) hi = OW - 1;
-            if (wv == 0 || lo > hi) continue;
-            for (int64_t oh = 0; oh < OH; oh++) {
-              int64_t ih = oh * w->stride[0] - w->pad_begin[0] + kh * w->dil[0];
-              const int32_t *xr;
-              uint32_t *ar = a + oh * OW;
-              if (ih < 0 || ih >= H) continue;
-              xr = xp + ih * W + off;
-              if (s1 == 1)
-                for (int64_t ow = lo; ow <= hi; ow++) ar[ow] += wv * (uint32_t)xr[ow];
-              else
-                for (int64_t ow = lo; ow <= hi; ow++) ar[ow] += wv * (uint32_t)xr[ow * s1];
+      /* A block of output rows (about 32 KiB of sums) takes every input channel and tap before
+       * the next: the sums stay in cache instead of streaming a whole plane per tap (a 512x512
+       * output is 1 MiB of sums; 4x faster on the 1024x1024 model above). */
+      for (int64_t r0 = 0; r0 < OH; r0 += rows)
+        for (int64_t ci = 0; ci < Cg; ci++) {
+          const int32_t *xp = X + (n * C + g * Cg + ci) * H * W;
+          for (int64_t kh = 0; kh < KH; kh++)
+            for (int64_t kw = 0; kw < KW; kw++) {
+              uint32_t wv = (uint32_t)Wt[((m * Cg + ci) * KH + kh) * KW + kw];
+              /* input column = ow * s1 + off; inside [0, W) for ow in [lo, hi] */
+              int64_t off = kw * w->dil[1] - w->pad_begin[1];
+              int64_t lo = off >= 0 ? 0 : (-off + s1 - 1) / s1, hi = W - 1 - off < 0 ? -1 : (W - 1 - off) / s1;
+              if (hi > OW - 1) hi = OW - 1;
+              if (wv == 0 || lo > hi) continue;
+              for (int64_t oh = r0; oh < OH && oh < r0 + rows; oh++) {
+                int64_t ih = oh * w->stride[0] - w->pad_begin[0] + kh * w->dil[0];
+                const int32_t *xr;
+                uint32_t *ar = a + oh * OW;
+                if (ih < 0 || ih >= H) continue;
+                xr = xp + ih * W + off;
+                if (s1 == 1)
+                  for (int64_t ow = lo; ow <= hi; ow++) ar[ow] += wv * (uint32_t)xr[ow];
+                else
+                  for (int64_t ow = lo; ow <= hi; ow++) ar[ow] += wv * (uint32_t)xr[ow * s1];
+              }
             }
-          }
-      }
+        }
       for (int64_t i = 0; i < OH * OW; i++) o[i] = (int32_t)a[i];
     }
   free(a);
