@@ -412,29 +412,39 @@ typedef struct bin_task {
   const bin_state_t *st;
   const float *a, *b;
   float *y;
+  int64_t piece, per; /* items are pieces of `piece` values of a row, `per` a row */
 } bin_task_t;
 
-/* Items are output rows (last dim); the first row's index is unravelled, then counted up. One
- * body for three targets: the row loops vectorise 8 or 16 wide where the CPU has it (an SE
- * gate's [1,C,H,W] * [1,C,1,1] runs at memory speed, not at SSE2's width). */
-static inline __attribute__((always_inline)) void bin_body(void *arg, int64_t r0, int64_t r1) {
+/* A row longer than this is split in pieces of BIN_PIECE values, so that a tensor whose dims
+ * merge into one row (M-LSD's input scaling, [1,320,320,4] - scalar: 409600 values) still splits
+ * over the threads instead of running on one. A multiple of 16: each piece starts on the same
+ * vector boundary within the row as the unsplit loop's, so every value is computed alike. */
+#define BIN_PIECE 4096
+
+/* Items are pieces of output rows (last dim): `per` a row, one where the rows are short; the first
+ * row's index is unravelled, then counted up. One body for three targets: the row loops vectorise
+ * 8 or 16 wide where the CPU has it (an SE gate's [1,C,H,W] * [1,C,1,1] runs at memory speed, not
+ * at SSE2's width). */
+static inline __attribute__((always_inline)) void bin_body(void *arg, int64_t i0, int64_t i1) {
   const bin_task_t *bt = arg;
   const bin_state_t *st = bt->st;
   const float *a = bt->a, *b = bt->b;
   float *y = bt->y;
-  int64_t idx[MI_MAX_RANK] = {0}, inner = st->dims[st->rank - 1], r, rem = r0;
+  int64_t idx[MI_MAX_RANK] = {0}, inner = st->dims[st->rank - 1], sa = st->sa[st->rank - 1];
+  int64_t sb = st->sb[st->rank - 1], r = i0 / bt->per, rem = r, i;
   int32_t d;
   for (d = st->rank - 2; d >= 0; d--) {
     idx[d] = rem % st->dims[d];
     rem /= st->dims[d];
   }
-  for (r = r0; r < r1; r++) {
-    int64_t oa = 0, ob = 0;
+  for (i = i0; i < i1; r++, i = r * bt->per) {
+    int64_t oa = 0, ob = 0, j0 = (i - r * bt->per) * bt->piece, j1 = (i1 - r * bt->per) * bt->piece;
+    if (j1 > inner) j1 = inner;
     for (d = 0; d < st->rank - 1; d++) {
       oa += idx[d] * st->sa[d];
       ob += idx[d] * st->sb[d];
     }
-    bin_row(st->op, a + oa, st->sa[st->rank - 1], b + ob, st->sb[st->rank - 1], y + r * inner, inner);
+    bin_row(st->op, a + oa + j0 * sa, sa, b + ob + j0 * sb, sb, y + r * inner + j0, j1 - j0);
     mi__blis_next_index(st->rank - 1, st->dims, NULL, idx, NULL);
   }
 }
@@ -455,8 +465,10 @@ static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__bl
   bt.y = t[bt.st->out];
   inner = bt.st->dims[bt.st->rank - 1];
   (void)err;
-  mi__blis_parallel(env, bt.st->n / (inner ? inner : 1), inner >= 1024 ? 1 : 4096 / (inner ? inner : 1),
-                    inner ? inner : 1,
+  if (inner <= 0) return MI_OK;
+  bt.piece = inner > 2 * BIN_PIECE ? BIN_PIECE : inner;
+  bt.per = (inner + bt.piece - 1) / bt.piece;
+  mi__blis_parallel(env, bt.st->n / inner * bt.per, bt.per > 1 || inner >= 1024 ? 1 : 4096 / inner, bt.piece,
                     bt.st->simd == MI__SIMD_AVX512 ? bin_avx512 : bt.st->simd == MI__SIMD_AVX2 ? bin_avx2
                                                                                                : bin_c,
                     &bt);

@@ -122,9 +122,35 @@ static void no_worker_for_small(void) {
   tb_unload(&p);
 }
 
+/* A binary op whose dims merge into one long row splits over the threads in pieces of the row:
+ * [1, 409600] * [1, 409600] ran as one item on the calling thread (M-LSD's input scaling). */
+static void long_row_splits(void) {
+  mi_knob_value_t knob = {"threads", 2, 0};
+  int64_t n = 409600;
+  float *a = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+  const float *ins[2];
+  mi_error_t err = {0, ""};
+  tb_plugin_t p;
+  tb_t b;
+  int before;
+  REQUIRE(a && y);
+  if (!tb_load(&p)) TU_SKIP("blis-cpu not built");
+  tb_fill(a, n, 5);
+  ins[0] = ins[1] = a;
+  mul_desc(&b, n);
+  before = threads_now();
+  CHECK(tb_run(&p, &b, NULL, &knob, 1, ins, y, &err) == MI_OK, " run: %s", err.message);
+  CHECK(threads_now() - before == 1, " the long-row Mul started no worker");
+  CHECK(y[n - 1] == a[n - 1] * a[n - 1] && y[0] == a[0] * a[0], " wrong product");
+  tb_unload(&p);
+  free(a);
+  free(y);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(estimate),
     TU_CASE(no_worker_for_small),
+    TU_CASE(long_row_splits),
 };
 
 TU_MAIN(NULL, NULL)

@@ -343,7 +343,8 @@ static void binary_case(tb_plugin_t *p, const char *op) {
 
 /* 4-D broadcasting with merged inner dims: [2,3,4,5] op [1,3,1,1] (a scalar per row of 20),
  * the operands swapped (the scalar on the left), and equal shapes (one contiguous run). */
-static void binary4_case(tb_plugin_t *p, const char *op, const int64_t *ad, const int64_t *bd) {
+static void binary4_case(tb_plugin_t *p, const char *op, const int64_t *ad, const int64_t *bd, int threads) {
+  mi_knob_value_t kv = {"threads", threads, 0.};
   int64_t yd[4], an = 1, bn = 1, yn = 1, i, d;
   float *a, *bm, *ref;
   const float *ins[2];
@@ -387,10 +388,10 @@ static void binary4_case(tb_plugin_t *p, const char *op, const int64_t *ad, cons
   tb_finish(&b, t2);
   ins[0] = a;
   ins[1] = bm;
-  snprintf(name, sizeof name, "%s [%lld,%lld,%lld,%lld] by [%lld,%lld,%lld,%lld]", op, (long long)ad[0],
+  snprintf(name, sizeof name, "%s [%lld,%lld,%lld,%lld] by [%lld,%lld,%lld,%lld], %d threads", op, (long long)ad[0],
            (long long)ad[1], (long long)ad[2], (long long)ad[3], (long long)bd[0], (long long)bd[1],
-           (long long)bd[2], (long long)bd[3]);
-  expect(p, &b, name, ins, ref, NULL, 0);
+           (long long)bd[2], (long long)bd[3], threads);
+  expect(p, &b, name, ins, ref, threads ? &kv : NULL, threads ? 1 : 0);
   free(a);
   free(bm);
   free(ref);
@@ -648,12 +649,22 @@ static void binary4(void) {
   static const char *const ops4[4] = {"Add", "Sub", "Mul", "Div"};
   int o;
   for (o = 0; o < 4; o++) {
-    binary4_case(&p, ops4[o], big, se);
-    binary4_case(&p, ops4[o], se, big);
-    binary4_case(&p, ops4[o], big, big);
-    binary4_case(&p, ops4[o], col, col);
-    binary4_case(&p, ops4[o], col, row);
-    binary4_case(&p, ops4[o], per, col);
+    binary4_case(&p, ops4[o], big, se, 0);
+    binary4_case(&p, ops4[o], se, big, 0);
+    binary4_case(&p, ops4[o], big, big, 0);
+    binary4_case(&p, ops4[o], col, col, 0);
+    binary4_case(&p, ops4[o], col, row, 0);
+    binary4_case(&p, ops4[o], per, col, 0);
+  }
+  /* rows longer than 8192 run as pieces of 4096 (the last shorter), split over threads: 6 rows of
+   * 8200 by a scalar a row (3 pieces each), one row of 49200 (equal shapes, merged), and a scalar
+   * on the left of it */
+  for (o = 0; o < 4; o++) {
+    static const int64_t lng[4] = {2, 3, 1, 8200}, one[4] = {1, 1, 1, 1};
+    binary4_case(&p, ops4[o], lng, se, 2);
+    binary4_case(&p, ops4[o], lng, lng, 2);
+    binary4_case(&p, ops4[o], one, lng, 2);
+    binary4_case(&p, ops4[o], lng, se, 1);
   }
 }
 
