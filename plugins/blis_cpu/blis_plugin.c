@@ -465,12 +465,38 @@ static int32_t buffer_io(mi_buffer_t *b, uint64_t off, uint64_t bytes, mi_error_
   return MI_OK;
 }
 
+/* Uploads and downloads copy on the instance's threads, in blocks of BUF_BLOCK bytes (the pool's
+ * floor keeps copies under 256 KiB on the calling thread): M-LSD's input image, 1.6 MB, was one
+ * memcpy on the calling thread before its first step, about 0.18 ms of a 14.5 ms run at 2 threads. */
+#define BUF_BLOCK 65536
+
+typedef struct buf_copy {
+  char *dst;
+  const char *src;
+  uint64_t bytes;
+} buf_copy_t;
+
+static void copy_part(void *arg, int64_t b0, int64_t b1) {
+  const buf_copy_t *c = arg;
+  uint64_t o0 = (uint64_t)b0 * BUF_BLOCK, o1 = (uint64_t)b1 * BUF_BLOCK;
+  memcpy(c->dst + o0, c->src + o0, (size_t)((o1 < c->bytes ? o1 : c->bytes) - o0));
+}
+
+static void buffer_copy(mi_plugin_ctx_t *ctx, void *dst, const void *src, uint64_t bytes) {
+  buf_copy_t c = {dst, src, bytes};
+  mi__blis_env_t env;
+  memset(&env, 0, sizeof env);
+  env.threads = ctx ? ctx->threads : 1;
+  env.pool = ctx ? ctx->pool : NULL;
+  mi__blis_parallel(&env, (int64_t)((bytes + BUF_BLOCK - 1) / BUF_BLOCK), 1, BUF_BLOCK / 4, copy_part, &c);
+}
+
 static int32_t buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, const void *src,
                             uint64_t bytes, mi_error_t *err) {
   int32_t rc = buffer_io(b, off, bytes, err);
   if (rc != MI_OK) return rc;
   if (bytes && !src) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_write: src NULL");
-  if (bytes) memcpy((char *)b->data + off, src, (size_t)bytes);
+  if (bytes) buffer_copy(ctx, (char *)b->data + off, src, bytes);
   return MI_OK;
 }
 
@@ -479,7 +505,7 @@ static int32_t buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, v
   int32_t rc = buffer_io(b, off, bytes, err);
   if (rc != MI_OK) return rc;
   if (bytes && !dst) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_read: dst NULL");
-  if (bytes) memcpy(dst, (const char *)b->data + off, (size_t)bytes);
+  if (bytes) buffer_copy(ctx, dst, (const char *)b->data + off, bytes);
   return MI_OK;
 }
 

@@ -1,4 +1,6 @@
-/* test_blis_plugin.c - blis-cpu entry, descriptions, knobs, counters and threads-invariance. */
+/* test_blis_plugin.c - blis-cpu entry, descriptions, knobs, counters, threads-invariance and
+ * large uploads/downloads. */
+#include <dirent.h>
 #include <dlfcn.h>
 
 #include "test_blis_util.h"
@@ -133,6 +135,46 @@ static void threads_and_counters(tb_plugin_t *p) {
   free(ref);
 }
 
+/* Threads of this process. */
+static int threads_now(void) {
+  DIR *d = opendir("/proc/self/task");
+  struct dirent *e;
+  int n = 0;
+  if (!d) return -1;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+/* An upload or download of 1 MiB and more copies on the instance's threads (a model's input image
+ * was one memcpy on the calling thread): at threads=2 the first one starts the worker, and an odd
+ * size at an odd offset comes back byte for byte. */
+static void large_copies(void) {
+  uint64_t n = (1u << 20) + 13, i;
+  unsigned char *src = malloc(n), *back = malloc(n);
+  mi_knob_value_t two = {"threads", 2, 0.};
+  mi_buffer_t *buf = NULL;
+  mi_error_t err = {0, ""};
+  tb_plugin_t q;
+  int before;
+  REQUIRE(src && back);
+  if (!tb_load(&q)) TU_SKIP("blis-cpu not built");
+  for (i = 0; i < n; i++) src[i] = (unsigned char)(i * 131 + 7);
+  CHECK(q.api->set_device_knobs(q.ctx, 0, &two, 1, &err) == MI_OK, "threads=2: %s", err.message);
+  CHECK(q.api->buffer_alloc(q.ctx, 0, n + 3, &buf, &err) == MI_OK, "alloc: %s", err.message);
+  before = threads_now();
+  CHECK(q.api->buffer_write(q.ctx, buf, 3, src, n, &err) == MI_OK, "write: %s", err.message);
+  CHECK(threads_now() - before == 1, "the 1 MiB upload started no worker");
+  memset(back, 0, n);
+  CHECK(q.api->buffer_read(q.ctx, buf, 3, back, n, &err) == MI_OK, "read: %s", err.message);
+  CHECK(memcmp(src, back, n) == 0, "the copy differs");
+  q.api->buffer_free(q.ctx, buf);
+  tb_unload(&q);
+  free(src);
+  free(back);
+}
+
 static tb_plugin_t p;
 
 static void setup(void) {
@@ -155,6 +197,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(entry_refuses_other_major),
     TU_CASE(descriptions_all),
     TU_CASE(threads_and_counters_all),
+    TU_CASE(large_copies),
 };
 
 TU_MAIN(setup, teardown)
