@@ -3,34 +3,48 @@
 
 #include "blis_internal.h"
 
-/* The pool's chunks (blis_threads.c) take blocks by mi__blis_even_start; each chunk's rows are
- * the rows' even split over the chunks, shared by its blocks the same way, so whatever the
- * blocks, each thread claims chunks of the same rows within one. */
+/* The pool's chunks (blis_threads.c) take blocks, and its parts their home ranges of chunks, by
+ * mi__blis_chunk_start; the rows are split over the chunks by the same rule and each chunk's rows
+ * evenly over its blocks, so whatever the blocks, each thread claims chunks of the same rows
+ * within one, in its own range (and no block is empty where there are no more blocks than rows). */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i) {
-  int64_t chunks = b < MI__PAR_CHUNKS * parts ? b : MI__PAR_CHUNKS * parts, q, r, g, g0;
+  int64_t chunks = b < MI__PAR_CHUNKS * parts ? b : MI__PAR_CHUNKS * parts, g = 0, b0, r0;
+  int64_t ranges = parts < MI__POOL_RANGES ? parts : MI__POOL_RANGES;
   if (i >= b) return n;
-  if (parts <= 1) return mi__blis_even_start(n, b, i); /* one thread runs them all */
-  q = b / chunks;
-  r = b % chunks;
-  g = i < r * (q + 1) ? i / (q + 1) : r + (i - r * (q + 1)) / q; /* the chunk of block i */
-  g0 = mi__blis_even_start(n, chunks, g);
-  return g0 + mi__blis_even_start(mi__blis_even_start(n, chunks, g + 1) - g0,
-                                  mi__blis_even_start(b, chunks, g + 1) - mi__blis_even_start(b, chunks, g),
-                                  i - mi__blis_even_start(b, chunks, g));
+  if (parts <= 1) return mi__blis_even_start(n, b, i);             /* one thread runs them all */
+  while (mi__blis_chunk_start(b, chunks, ranges, g + 1) <= i) g++; /* the chunk of block i */
+  b0 = mi__blis_chunk_start(b, chunks, ranges, g);
+  r0 = mi__blis_chunk_start(n, chunks, ranges, g);
+  return r0 + mi__blis_even_start(mi__blis_chunk_start(n, chunks, ranges, g + 1) - r0,
+                                  mi__blis_chunk_start(b, chunks, ranges, g + 1) - b0, i - b0);
 }
 
 /* The longest thread's share of the blocks' costs (cost[i]: block i's) when the pool's chunks
- * (MI__PAR_CHUNKS a part, by mi__blis_even_start) go to whichever of `parts` threads is free first. */
+ * (MI__PAR_CHUNKS a part, by mi__blis_even_start) are claimed as blis_threads.c does: whichever of
+ * `parts` threads is free first takes the next chunk of its home range, else of the ranges after. */
 int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts) {
-  int64_t load[MI__SPLIT_PARTS_MAX] = {0}, chunks = nb < MI__PAR_CHUNKS * parts ? nb : MI__PAR_CHUNKS * parts, k, i,
-          top = 0;
-  int64_t p;
+  int64_t load[MI__SPLIT_PARTS_MAX] = {0}, next[MI__POOL_RANGES], chunks, ranges, k, i, top = 0, p;
+  unsigned char done[MI__SPLIT_PARTS_MAX] = {0};
   if (parts > MI__SPLIT_PARTS_MAX) parts = MI__SPLIT_PARTS_MAX;
-  for (k = 0; k < chunks; k++) {
-    int64_t t = 0;
-    for (p = 1; p < parts; p++)
-      if (load[p] < load[t]) t = p;
-    for (i = mi__blis_even_start(nb, chunks, k); i < mi__blis_even_start(nb, chunks, k + 1); i++) load[t] += cost[i];
+  if (parts < 1) parts = 1;
+  chunks = nb < MI__PAR_CHUNKS * parts ? nb : MI__PAR_CHUNKS * parts;
+  ranges = parts < MI__POOL_RANGES ? parts : MI__POOL_RANGES;
+  for (k = 0; k < ranges; k++) next[k] = mi__blis_even_start(chunks, ranges, k);
+  for (;;) {
+    int64_t t = -1, g = -1, j;
+    for (p = 0; p < parts; p++)
+      if (!done[p] && (t < 0 || load[p] < load[t])) t = p;
+    if (t < 0) break;
+    for (j = 0; j < ranges && g < 0; j++) {
+      int64_t rr = (t % ranges + j) % ranges;
+      if (next[rr] < mi__blis_even_start(chunks, ranges, rr + 1)) g = next[rr]++;
+    }
+    if (g < 0) {
+      done[t] = 1;
+      continue;
+    }
+    for (i = mi__blis_chunk_start(nb, chunks, ranges, g); i < mi__blis_chunk_start(nb, chunks, ranges, g + 1); i++)
+      load[t] += cost[i];
     if (load[t] > top) top = load[t];
   }
   return top;

@@ -29,10 +29,14 @@ struct mi__blis_pool {
   /* the region, written by the caller only while closed and no worker is active */
   mi__blis_task_fn fn;
   void *arg;
-  int64_t count, grain, units;       /* items, items a grain, grains (units) */
-  int64_t chunks;                    /* claimed one at a time: mi__blis_even_start's units */
-  int32_t parts;                     /* threads of the current region, the caller included */
-  _Alignas(64) _Atomic int64_t next; /* first unclaimed chunk (its own cache line: claimed often) */
+  int64_t count, grain, units; /* items, items a grain, grains (units) */
+  int64_t chunks;              /* claimed one at a time: mi__blis_even_start's units */
+  int32_t parts;               /* threads of the current region, the caller included */
+  int32_t ranges;              /* the chunks' home ranges, min(parts, MI__POOL_RANGES) */
+  struct {
+    _Alignas(64) _Atomic int64_t next; /* first unclaimed chunk (its own cache line: claimed often) */
+    int64_t end;
+  } range[MI__POOL_RANGES];
 };
 
 typedef struct worker_arg {
@@ -41,16 +45,20 @@ typedef struct worker_arg {
   uint64_t start_gen; /* generation when spawned: a region opened right after is not missed */
 } worker_arg_t;
 
-/* Claims chunks of the current region until none is left. Chunks start on multiples of grain, so
- * every item is computed by the same code (same vector/tail split) whoever runs it. */
-static int64_t run_chunks(mi__blis_pool_t *pool) {
+/* Claims chunks of the current region until none is left: those of range `home` (the part's own),
+ * then those of the ranges after it. Chunks start on multiples of grain, so every item is computed
+ * by the same code (same vector/tail split) whoever runs it. */
+static int64_t run_chunks(mi__blis_pool_t *pool, int32_t home) {
   int64_t n = 0;
-  for (;; n++) {
-    int64_t i = atomic_fetch_add(&pool->next, 1), b, e;
-    if (i >= pool->chunks) break;
-    b = mi__blis_even_start(pool->units, pool->chunks, i) * pool->grain;
-    e = mi__blis_even_start(pool->units, pool->chunks, i + 1) * pool->grain;
-    pool->fn(pool->arg, b, e < pool->count ? e : pool->count);
+  for (int32_t j = 0; j < pool->ranges; j++) {
+    int32_t r = (home + j) % pool->ranges;
+    for (;; n++) {
+      int64_t i = atomic_fetch_add(&pool->range[r].next, 1), b, e;
+      if (i >= pool->range[r].end) break;
+      b = mi__blis_chunk_start(pool->units, pool->chunks, pool->ranges, i) * pool->grain;
+      e = mi__blis_chunk_start(pool->units, pool->chunks, pool->ranges, i + 1) * pool->grain;
+      pool->fn(pool->arg, b, e < pool->count ? e : pool->count);
+    }
   }
   return n; /* chunks this thread ran */
 }
@@ -115,7 +123,7 @@ static void *worker(void *p) {
     atomic_fetch_add(&pool->active, 1);
     if (atomic_load(&pool->gen) == g && idx < pool->parts) {
       atomic_store(&pool->wcpu[idx], sched_getcpu());
-      run_chunks(pool);
+      run_chunks(pool, idx % pool->ranges);
       atomic_store(&pool->wcpu[idx], -1);
     }
     if (atomic_fetch_sub(&pool->active, 1) == 1 && atomic_load(&pool->caller_waiting)) {
@@ -264,7 +272,11 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   pool->grain = grain;
   pool->units = units;
   pool->chunks = units < MI__PAR_CHUNKS * parts ? units : MI__PAR_CHUNKS * parts;
-  atomic_store(&pool->next, 0);
+  pool->ranges = parts < MI__POOL_RANGES ? parts : MI__POOL_RANGES;
+  for (int32_t r = 0; r < pool->ranges; r++) {
+    atomic_store(&pool->range[r].next, mi__blis_even_start(pool->chunks, pool->ranges, r));
+    pool->range[r].end = mi__blis_even_start(pool->chunks, pool->ranges, r + 1);
+  }
   atomic_store(&pool->caller_cpu, sched_getcpu());
   t0 = now_ns();
   atomic_fetch_add(&pool->gen, 1); /* open */
@@ -273,7 +285,7 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
     pthread_cond_broadcast(&pool->go);
     pthread_mutex_unlock(&pool->m);
   }
-  mine = run_chunks(pool);
+  mine = run_chunks(pool, 0);
   atomic_fetch_add(&pool->gen, 1); /* closed: every chunk is claimed */
   if (atomic_load(&pool->active) > 0) {
     int64_t spin_ns = 2 * (now_ns() - t0) / (mine > 0 ? mine : 1) + 20000;

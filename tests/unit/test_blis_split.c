@@ -1,8 +1,9 @@
 /* test_blis_split.c - the blis-cpu plugin's even splits (blis_split.c, built into this test):
  * conv.winograd's tile-row blocks cover every row once and stay within the scratch bound; by the
- * pool's claim-as-you-go order, simulated, the longest thread share (in vectors of tiles) is never
+ * pool's claim order (each thread its home range of chunks first), simulated, the longest thread share (in vectors of tiles) is never
  * longer than the old rule's and within a block of an even split; with AVX2 the blocks come in a
- * multiple of the threads and each of N equally fast threads gets the same rows within one; the
+ * multiple of the threads and each of N equally fast threads gets the same rows within one in its
+ * own range; the
  * fused depthwise + pointwise pass's bands split evenly over the threads. */
 #include "test_util.h"
 
@@ -11,17 +12,15 @@
 #define WB_FLOATS 393216 /* blis_wino.c's scratch bound and tile bound */
 #define WB_TILES 64
 
-/* How much the rows of `threads` threads differ when the pool hands out its chunks of blocks
- * (MI__PAR_CHUNKS a thread, by mi__blis_even_start) to whichever thread is free first, a block
- * costing its rows. */
+/* How much the rows of `threads` threads differ when each runs the chunks of blocks of its home
+ * range (the pool's: MI__PAR_CHUNKS a thread, by mi__blis_chunk_start), a block costing its rows. */
 static int64_t spread(int64_t th, int64_t nb, int32_t threads) {
-  int64_t load[16] = {0}, chunks = nb < MI__PAR_CHUNKS * threads ? nb : MI__PAR_CHUNKS * threads, k, lo, hi;
-  int32_t i, t;
-  for (k = 0; k < chunks; k++) {
-    int64_t b = mi__blis_even_start(nb, chunks, k), e = mi__blis_even_start(nb, chunks, k + 1);
-    for (t = 0, i = 1; i < threads; i++)
-      if (load[i] < load[t]) t = i;
-    load[t] += mi__blis_split_start(th, nb, threads, e) - mi__blis_split_start(th, nb, threads, b);
+  int64_t load[16] = {0}, chunks = nb < MI__PAR_CHUNKS * threads ? nb : MI__PAR_CHUNKS * threads, lo, hi, k;
+  int32_t i;
+  for (i = 0; i < threads; i++) {
+    int64_t c0 = mi__blis_even_start(chunks, threads, i), c1 = mi__blis_even_start(chunks, threads, i + 1);
+    int64_t b = mi__blis_chunk_start(nb, chunks, threads, c0), e = mi__blis_chunk_start(nb, chunks, threads, c1);
+    for (k = b; k < e; k++) load[i] += mi__blis_split_start(th, nb, threads, k + 1) - mi__blis_split_start(th, nb, threads, k);
   }
   for (lo = hi = load[0], i = 1; i < threads; i++) {
     if (load[i] < lo) lo = load[i];
