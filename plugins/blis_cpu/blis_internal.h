@@ -150,6 +150,11 @@ int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_
 int64_t mi__blis_kernel_cost_ns(const mi_kernel_desc_t *d, int wide);
 int32_t mi__blis_kernel_threads(int32_t threads, int64_t cost_ns);
 
+/* One row of w values read at stride xl (2 to 4) with AVX-512 (blis_shape.c): y[j] = xr[j * xl],
+ * never reading past xr[(w - 1) * xl]. The NHWC -> NCHW transpose's rows and the stride-phased
+ * planes of conv.packed_gemm's padded copy. */
+void mi__blis_strided_row_avx512(const float *xr, int64_t xl, float *y, int64_t w);
+
 /* ---- kernels */
 #define MI__MAX_STEP_IO 8
 

@@ -48,7 +48,7 @@ typedef struct gather_state {
  * whose index is below 32 from the first pair, the rest from the second: vpermt2ps reads only
  * the low 5 index bits) and a blend. The scalar strided loop ran at 16 GB/s on the NHWC -> NCHW
  * transpose of a 3-channel image (a detector's first step); vgatherdps was no faster. */
-__attribute__((target("avx512f"))) static void strided_row_avx512(const float *xr, int64_t xl, float *y, int64_t w) {
+__attribute__((target("avx512f"))) void mi__blis_strided_row_avx512(const float *xr, int64_t xl, float *y, int64_t w) {
   const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                          _mm512_set1_epi32((int32_t)xl));
   const __mmask16 upper = _mm512_cmpge_epi32_mask(idx, _mm512_set1_epi32(32));
@@ -87,7 +87,7 @@ static void gather_rows(void *arg, int64_t r0, int64_t r1) {
     const float *xr = x + off;
     if (xl == 1) memcpy(y, xr, (size_t)w * sizeof *y);
     else if (g->simd == MI__SIMD_AVX512 && xl >= 2 && xl <= 4)
-      strided_row_avx512(xr, xl, y, w);
+      mi__blis_strided_row_avx512(xr, xl, y, w);
     else
       for (j = 0; j < w; j++) y[j] = xr[j * xl];
     mi__blis_next_index(last, g->dims, g->xs, idx, &off);
