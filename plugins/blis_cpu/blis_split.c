@@ -9,7 +9,9 @@
  * within one, in its own range (and no block is empty where there are no more blocks than rows). */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i) {
   int64_t chunks = b < MI__PAR_CHUNKS * parts ? b : MI__PAR_CHUNKS * parts, g = 0, b0, r0;
-  int64_t ranges = parts < MI__POOL_RANGES ? parts : MI__POOL_RANGES;
+  /* the pool runs no more parts than items (mi__blis_par_parts), each its range */
+  int64_t ranges = parts < b ? parts : b;
+  if (ranges > MI__POOL_RANGES) ranges = MI__POOL_RANGES;
   if (i >= b) return n;
   if (parts <= 1) return mi__blis_even_start(n, b, i);             /* one thread runs them all */
   while (mi__blis_chunk_start(b, chunks, ranges, g + 1) <= i) g++; /* the chunk of block i */
@@ -26,6 +28,7 @@ int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts) {
   int64_t load[MI__SPLIT_PARTS_MAX] = {0}, next[MI__POOL_RANGES], chunks, ranges, k, i, top = 0, p;
   unsigned char done[MI__SPLIT_PARTS_MAX] = {0};
   if (parts > MI__SPLIT_PARTS_MAX) parts = MI__SPLIT_PARTS_MAX;
+  if (parts > nb) parts = nb; /* the pool runs no more parts than items */
   if (parts < 1) parts = 1;
   chunks = nb < MI__PAR_CHUNKS * parts ? nb : MI__PAR_CHUNKS * parts;
   ranges = parts < MI__POOL_RANGES ? parts : MI__POOL_RANGES;
