@@ -22,7 +22,7 @@ int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i) {
 }
 
 /* The longest thread's share of the blocks' costs (cost[i]: block i's) when the pool's chunks
- * (MI__PAR_CHUNKS a part, by mi__blis_even_start) are claimed as blis_threads.c does: whichever of
+ * (MI__PAR_CHUNKS a part, by mi__blis_chunk_start) are claimed as blis_threads.c does: whichever of
  * `parts` threads is free first takes the next chunk of its home range, else of the ranges after. */
 int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts) {
   int64_t load[MI__SPLIT_PARTS_MAX] = {0}, next[MI__POOL_RANGES], chunks, ranges, k, i, top = 0, p;

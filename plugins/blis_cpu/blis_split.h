@@ -6,16 +6,17 @@
 
 /* The first of n rows that block i of b takes, for `parts` threads: the blocks come in the
  * chunks the pool hands out (MI__PAR_CHUNKS a part, one block each where b <= MI__PAR_CHUNKS *
- * parts), the chunks' rows as equal as they can be (n / chunks or one more, the larger ones
- * first, so that the pool's claim-as-you-go order hands them out first), and so are the rows of
- * the blocks within a chunk. */
+ * parts) from each part's home range, the rows as equal as they can be over the ranges, then over
+ * each range's chunks (mi__blis_chunk_start: the larger ones first), and so are the rows of the
+ * blocks within a chunk. */
 int64_t mi__blis_split_start(int64_t n, int64_t b, int64_t parts, int64_t i);
 
 #define MI__SPLIT_PARTS_MAX 256   /* threads a split plans for, at most */
 #define MI__SPLIT_BLOCKS_MAX 1024 /* blocks conv.winograd considers, at most */
 
-/* The longest thread's share of the blocks' costs when the pool's chunks go to whichever of
- * `parts` threads is free first (the claim order, simulated). */
+/* The longest thread's share of the blocks' costs when whichever of `parts` threads is free first
+ * claims the next chunk of its home range, else of the ranges after it (the pool's claim order,
+ * simulated). */
 int64_t mi__blis_split_longest(const int64_t *cost, int64_t nb, int64_t parts);
 
 /* Output rows a band of the fused depthwise + pointwise pass (blis_dwpw.c) takes, of n rows in
