@@ -144,10 +144,12 @@ typedef struct mi__interleave_reply {
 } mi__interleave_reply_t;
 /* One inference of session `s` and one of the reference interpreter on `g` (the graph the
  * session runs) with the same inputs, compared by mi_outputs_check: *ok and *rel_err; `outs`
- * are left empty (profile.c). */
+ * are left empty (profile.c). `keep` (nout entries, or NULL): the reference's outputs are read
+ * from it when its first is set, else computed and left in it, for another session of the same
+ * graph and inputs; the caller destroys them. */
 int32_t mi__reference_check(mi_session_t *s, const struct mi_graph *g, mi_array_t **in,
-                            int32_t nin, mi_array_t **outs, int32_t nout, int *ok,
-                            double *rel_err, mi_error_t *err);
+                            int32_t nin, mi_array_t **outs, int32_t nout, mi_array_t **keep,
+                            int *ok, double *rel_err, mi_error_t *err);
 /* 0..count-1 in an order drawn from rng (Fisher-Yates; compare.c). */
 void mi__compare_order(mi_rng_t *rng, int8_t *ord, int32_t count);
 void mi__worker_serve_interleave(int fd, mi_plugin_t *pl, uint32_t dev, const void *payload,

@@ -291,28 +291,31 @@ MI_API int mi_outputs_check(const mi_array_t *const *dev, const mi_array_t *cons
 }
 
 int32_t mi__reference_check(mi_session_t *s, const mi_graph_t *g, mi_array_t **in, int32_t nin,
-                            mi_array_t **outs, int32_t nout, int *ok, double *rel_err,
-                            mi_error_t *err) {
-  mi_array_t **ref = calloc((size_t)nout + 1, sizeof *ref);
+                            mi_array_t **outs, int32_t nout, mi_array_t **keep, int *ok,
+                            double *rel_err, mi_error_t *err) {
+  mi_array_t **ref = keep ? keep : calloc((size_t)nout + 1, sizeof *ref);
   int32_t rc;
   if (!ref) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "reference check: out of memory");
   rc = mi_session_run(s, (const mi_array_t *const *)in, nin, outs, nout, err);
-  if (!rc) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, ref, nout, err);
+  if (!rc && !(keep && nout > 0 && keep[0])) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, ref, nout, err);
   if (!rc)
     *ok = mi_outputs_check((const mi_array_t *const *)outs, (const mi_array_t *const *)ref, nout,
                            rel_err);
   for (int32_t i = 0; i < nout; i++) {
     mi_array_destroy(outs[i]);
     outs[i] = NULL;
-    mi_array_destroy(ref[i]);
+    if (!keep || rc) {
+      mi_array_destroy(ref[i]);
+      ref[i] = NULL;
+    }
   }
-  free(ref);
+  if (!keep) free(ref);
   return rc;
 }
 
 static int32_t check_reference(prof_src_t *p, mi_profile_t *out, mi_error_t *err) {
   int ok = 0;
-  int32_t rc = mi__reference_check(p->s, p->g, p->in, p->nin, p->outs, p->nout, &ok,
+  int32_t rc = mi__reference_check(p->s, p->g, p->in, p->nin, p->outs, p->nout, NULL, &ok,
                                    &out->check_error, err);
   if (rc == MI_OK) {
     out->checked = 1;
