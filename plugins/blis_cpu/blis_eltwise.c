@@ -74,8 +74,8 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   int64_t i;
   if (mi__blis_act_lanes(kind, a, b, x, n)) return;
   switch (kind) {
-  case MI__ACT_SIGMOID:
-    for (i = 0; i < n; i++) x[i] = 1.f / (1.f + expf(-x[i]));
+  case MI__ACT_SIGMOID: /* 0 below -87, no subnormal quotient, as the vector paths (blis_vmath.c) */
+    for (i = 0; i < n; i++) x[i] = x[i] < -87.f ? 0.f : 1.f / (1.f + expf(-x[i]));
     break;
   case MI__ACT_TANH:
     for (i = 0; i < n; i++) x[i] = tanhf(x[i]);
