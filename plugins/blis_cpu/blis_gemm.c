@@ -53,38 +53,42 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_
 /* A value out of the activations' range: linear_tail's x * Sigmoid(x). */
 #define MI__ACT_SILU_GATE (-2)
 
-/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim [-> activation, or
- * x * Sigmoid(x)] [-> residual Add] (the executor's linear chains, docs/abi.md): the bias starts the packed tiles'
- * accumulators, the activation and the residual run on each panel's finished rows while they are
- * in cache, and the step writes the last member's output. *bias the bias tensor (-1: no Add to
- * take), *used the nodes absorbed, *res the residual operand (-1: none). */
-static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int32_t *bias, int32_t *used, int32_t *y,
-                        int32_t *act, float *aa, float *ab, int32_t *res) {
-  const mi_node_desc_t *m = mi__blis_node(p, 1), *f = mi__blis_node(p, 2);
+/* The host's group MatMul/Gemm -> Add of a constant bias along the last dim (or a Gemm's own C,
+ * `has_c`) [-> activation, or x * Sigmoid(x)] [-> residual Add] (the executor's linear chains,
+ * docs/abi.md): the bias starts the packed tiles' accumulators, the activation and the residual
+ * run on each panel's finished rows while they are in cache, and the step writes the last member's
+ * output; a LayerNormalization after them is the group's next step (blis_nn.c). *bias the bias
+ * tensor (-1: no Add to take), *used the nodes absorbed, *res the residual operand (-1: none). */
+static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int has_c, int32_t *bias, int32_t *used,
+                        int32_t *y, int32_t *act, float *aa, float *ab, int32_t *res) {
+  const mi_node_desc_t *m = mi__blis_node(p, 1), *f;
   const mi_tensor_desc_t *tb;
   int32_t prod = h->y, c;
   *bias = -1;
   *used = 1;
   *act = 0;
   *res = -1;
-  if (!m || strcmp(m->op_type, "Add") || m->input_count != 2 || m->output_count != 1 ||
-      mi__blis_is_kernel_output(p, prod) || mi__blis_consumers(p, prod) != 1)
-    return;
-  c = m->inputs[0] == prod ? m->inputs[1] : m->inputs[1] == prod ? m->inputs[0]
-                                                                 : -1;
-  if (c < 0 || c == prod || !mi__blis_is_const(p, c) || !p->k->ptr[c] || !(tb = mi__blis_tensor(p, c)) ||
-      tb->dtype != MI_DTYPE_FLOAT32 || tb->rank < 1 || mi_sdk_numel(tb) != h->n || tb->dims[tb->rank - 1] != h->n)
-    return;
-  if (!mi__blis_tensor(p, prod) || tb->rank > mi__blis_tensor(p, prod)->rank) return;
-  *bias = c;
-  *used = 2;
-  *y = m->outputs[0];
+  if (!has_c) {
+    if (!m || strcmp(m->op_type, "Add") || m->input_count != 2 || m->output_count != 1 ||
+        mi__blis_is_kernel_output(p, prod) || mi__blis_consumers(p, prod) != 1)
+      return;
+    c = m->inputs[0] == prod ? m->inputs[1] : m->inputs[1] == prod ? m->inputs[0]
+                                                                   : -1;
+    if (c < 0 || c == prod || !mi__blis_is_const(p, c) || !p->k->ptr[c] || !(tb = mi__blis_tensor(p, c)) ||
+        tb->dtype != MI_DTYPE_FLOAT32 || tb->rank < 1 || mi_sdk_numel(tb) != h->n || tb->dims[tb->rank - 1] != h->n)
+      return;
+    if (!mi__blis_tensor(p, prod) || tb->rank > mi__blis_tensor(p, prod)->rank) return;
+    *bias = c;
+    *used = 2;
+    *y = m->outputs[0];
+  }
+  f = mi__blis_node(p, *used);
   if (f && f->input_count >= 1 && f->inputs[0] == *y && f->output_count == 1 && !mi__blis_is_kernel_output(p, *y) &&
       mi__blis_consumers(p, *y) == 1 && mi__blis_act_of(p, f, act, aa, ab) && *act != MI__ACT_NONE) {
-    *used = 3;
+    *used += 1;
     *y = f->outputs[0];
   } else if (f && !strcmp(f->op_type, "Sigmoid") && f->input_count == 1 && f->inputs[0] == *y &&
-             f->output_count == 1 && (m = mi__blis_node(p, 3)) && !strcmp(m->op_type, "Mul") &&
+             f->output_count == 1 && (m = mi__blis_node(p, *used + 1)) && !strcmp(m->op_type, "Mul") &&
              m->input_count == 2 && m->output_count == 1 &&
              ((m->inputs[0] == *y && m->inputs[1] == f->outputs[0]) ||
               (m->inputs[1] == *y && m->inputs[0] == f->outputs[0])) &&
@@ -92,7 +96,7 @@ static void linear_tail(const mi__blis_prep_t *p, const mm_head_t *h, int32_t *b
              !mi__blis_is_kernel_output(p, f->outputs[0]) && mi__blis_consumers(p, f->outputs[0]) == 1) {
     /* x * Sigmoid(x) written out: the gate on the same rows */
     *act = MI__ACT_SILU_GATE;
-    *used = 4;
+    *used += 2;
     *y = m->outputs[0];
   } else {
     *act = 0;
@@ -207,7 +211,7 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (!ta && (!c || g->beta == 0.f || g->crs == 0)) {
     int32_t bias = -1, used = 1, y = g->h.y, act = 0, res = -1, r;
     float aa = 0.f, ab = 0.f;
-    if (!c) linear_tail(p, &g->h, &bias, &used, &y, &act, &aa, &ab, &res);
+    linear_tail(p, &g->h, c && g->beta != 0.f, &bias, &used, &y, &act, &aa, &ab, &res);
     r = bias >= 0 ? packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, bias, 1, 1.f)
                   : packed_b(p, s, &g->h, g->rsb, g->csb, g->alpha, c && g->beta != 0.f ? g->c : -1, g->ccs, g->beta);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
@@ -340,7 +344,7 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   if (mm->batches == 1) {
     int32_t bias = -1, used = 1, yt = mm->h.y, act = 0, res = -1, r;
     float aa = 0.f, ab = 0.f;
-    linear_tail(p, &mm->h, &bias, &used, &yt, &act, &aa, &ab, &res);
+    linear_tail(p, &mm->h, 0, &bias, &used, &yt, &act, &aa, &ab, &res);
     r = packed_b(p, s, &mm->h, mm->h.n, 1, 1.f, bias, 1, 1.f);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     if (r) return take_tail(p, &mm->h, used, yt, act, aa, ab, res);

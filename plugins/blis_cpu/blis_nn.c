@@ -10,6 +10,8 @@ typedef struct norm_state {
   int32_t simd;              /* softmax: MI__SIMD_* level of the contiguous rows */
   int32_t is_log;            /* LogSoftmax */
   float eps;
+  int32_t act; /* LayerNormalization: an activation after it in the group (MI__ACT_*), 0: none */
+  float act_a, act_b;
 } norm_state_t;
 
 /* Items are outer slices; each normalises its inner columns alone. */
@@ -99,6 +101,7 @@ static inline __attribute__((always_inline)) void layernorm_body(const mi__blis_
       float v = (xr[j] - mf) * inv;
       yr[j] = v * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
     }
+    if (st->act) mi__blis_act_apply(st->act, st->act_a, st->act_b, yr, len); /* on the row in cache */
   }
 }
 
@@ -153,6 +156,18 @@ int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
   if ((st->scale >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->scale)) != st->len) ||
       (st->bias >= 0 && mi_sdk_numel(mi__blis_tensor(p, st->bias)) != st->len))
     return mi__blis_unsupported(err, n, "scale/bias must cover the normalized dims exactly");
+  {
+    /* the activation that alone reads Y in the same group (a Linear's chain, plan.c) */
+    const mi_node_desc_t *f = mi__blis_node(p, 1);
+    if (f && f->input_count >= 1 && f->inputs[0] == st->y && f->output_count == 1 &&
+        !mi__blis_is_kernel_output(p, st->y) && mi__blis_consumers(p, st->y) == 1 &&
+        mi__blis_act_of(p, f, &st->act, &st->act_a, &st->act_b) && st->act != MI__ACT_NONE) {
+      st->y = f->outputs[0];
+      p->nodes_used = 2;
+    } else {
+      st->act = MI__ACT_NONE;
+    }
+  }
   s->run = run_layernorm;
   return MI_OK;
 }

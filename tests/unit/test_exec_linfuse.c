@@ -1,5 +1,6 @@
 /* test_exec_linfuse.c - a Linear as torch and tf2onnx export it (MatMul / Gemm with a constant B ->
- * Add of a constant bias along the last dim [-> activation or x * Sigmoid(x)]), with a residual Add after the second,
+ * Add of a constant bias along the last dim, or a Gemm's own C [-> activation or x * Sigmoid(x)]
+ * [-> LayerNormalization [-> activation]]), with a residual Add after the second,
  * runs as one kernel of the session's own grouping (framework/src/exec/plan.c) on blis-cpu, whose
  * packed tiles start from the bias and apply the activation and residual to each panel's finished
  * rows: fewer kernels, outputs within 1e-5 relative L2 of the reference interpreter on every SIMD
@@ -75,6 +76,87 @@ static mi_graph_t *linear_graph(const spec_t *sp) {
   return g;
 }
 
+/* x [37, 48] -> Gemm (C) -> LayerNormalization -> Relu -> Gemm (C) [-> Sigmoid] (a wake-word head's
+ * layers); post: x [2, 19, 48] -> MatMul -> Add bias -> + x -> LayerNormalization (a post-norm
+ * encoder layer's output) */
+static mi_graph_t *norm_graph(int post, int sigmoid) {
+  mi_graph_t *g = mi_graph_create("normfuse");
+  int64_t x2[2] = {37, 48}, x3[3] = {2, 19, 48}, w1[2] = {40, 48}, w[2] = {48, 48}, b1[1] = {40}, w2[2] = {40, 7},
+          b2[1] = {7}, c48[1] = {48};
+  int32_t x, y1, z, h, y2, out, n, ln;
+  mi_error_t err = {0};
+  g->opset = 20;
+#define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
+#define NODE(op, nm, nin, ins, o) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){o})
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, post ? 3 : 2, post ? x3 : x2);
+  mi_graph_add_input(g, x);
+  y1 = T("y1");
+  z = T("z");
+  h = T("h");
+  out = T("out");
+  if (post) {
+    int32_t b = T("b");
+    NODE("MatMul", "fc", 2, ((int32_t[]){x, mi_graph_add_const_f32(g, "w", 2, w, vals)}), y1);
+    NODE("Add", "fc_bias", 2, ((int32_t[]){y1, mi_graph_add_const_f32(g, "b", 1, c48, vals + 3000)}), b);
+    NODE("Add", "residual", 2, ((int32_t[]){b, x}), z);
+    ln = NODE("LayerNormalization", "ln", 3,
+              ((int32_t[]){z, mi_graph_add_const_f32(g, "g", 1, c48, vals + 4000),
+                           mi_graph_add_const_f32(g, "beta", 1, c48, vals + 5000)}),
+              out);
+    mi_node_set_int(g, ln, "axis", 2);
+  } else {
+    n = NODE("Gemm", "fc1", 3,
+             ((int32_t[]){x, mi_graph_add_const_f32(g, "w1", 2, w1, vals), mi_graph_add_const_f32(g, "b1", 1, b1, vals + 2000)}),
+             y1);
+    mi_node_set_int(g, n, "transB", 1);
+    NODE("LayerNormalization", "ln", 3,
+         ((int32_t[]){y1, mi_graph_add_const_f32(g, "g", 1, b1, vals + 4000),
+                      mi_graph_add_const_f32(g, "beta", 1, b1, vals + 5000)}),
+         z);
+    NODE("Relu", "relu", 1, ((int32_t[]){z}), h);
+    y2 = sigmoid ? T("y2") : out;
+    NODE("Gemm", "fc2", 3,
+         ((int32_t[]){h, mi_graph_add_const_f32(g, "w2", 2, w2, vals + 6000), mi_graph_add_const_f32(g, "b2", 1, b2, vals + 7000)}),
+         y2);
+    if (sigmoid) NODE("Sigmoid", "sig", 1, ((int32_t[]){y2}), out);
+  }
+  mi_graph_add_output(g, out);
+#undef T
+#undef NODE
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("norm graph", &err);
+  return g;
+}
+
+/* Runs graph g (which it destroys) on p at `threads` (auto_fuse or not) and on the reference: the
+ * session's kernels. */
+static int32_t check_graph(mi_plugin_t *p, mi_graph_t *g, const char *what, int32_t threads, int no_auto_fuse) {
+  mi_array_t *x = input_for(g, 11), *got[4] = {0}, *want[4] = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  int32_t kernels;
+  double d;
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.no_auto_fuse = no_auto_fuse;
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  kernels = mi_session_kernel_count(s) + mi_session_fallback_count(s);
+  run(s, g, x, got);
+  ref(g, x, want);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("%s %s t%d%s: %d steps, rel L2 %.2e\n", p->name, what, threads, no_auto_fuse ? " unfused" : "", kernels, d);
+  CHECK(d < 1e-5, "%s %s t%d: rel L2 %.3e", p->name, what, threads, d);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_array_destroy(x);
+  mi_graph_destroy(g);
+  return kernels;
+}
+
 /* Runs sp on p at `threads` (auto_fuse or not) and on the reference: the session's kernels. */
 static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, int no_auto_fuse) {
   mi_graph_t *g = linear_graph(sp);
@@ -123,6 +205,15 @@ static void on_plugin(mi_plugin_t *p) {
   {
     spec_t sp = {"Relu", 0, 1, 0};
     CHECK(check(p, &sp, 1, 0) == 4, "a bias over the rows too is not grouped (fc2's is)");
+  }
+  /* a Gemm's own C as the bias, a LayerNormalization and its activation in the Linear's kernel */
+  for (int32_t t = 1; t <= 2; t++) {
+    CHECK(check_graph(p, norm_graph(0, 1), "Gemm+LayerNorm+Relu, Gemm+Sigmoid", t, 1) == 5, "one kernel a node");
+    CHECK(check_graph(p, norm_graph(0, 1), "Gemm+LayerNorm+Relu, Gemm+Sigmoid", t, 0) == 2, "each Linear one kernel");
+    CHECK(check_graph(p, norm_graph(0, 0), "Gemm+LayerNorm+Relu, Gemm", t, 0) == 2,
+          "a Gemm with C and nothing after it: a kernel of its own");
+    CHECK(check_graph(p, norm_graph(1, 0), "MatMul+bias+residual+LayerNorm", t, 1) == 4, "one kernel a node");
+    CHECK(check_graph(p, norm_graph(1, 0), "MatMul+bias+residual+LayerNorm", t, 0) == 1, "one kernel");
   }
 }
 

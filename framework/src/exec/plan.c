@@ -545,12 +545,43 @@ static int linear_swish(const mi_graph_t *g, const mi__plan_t *p, int32_t x, int
   return 1;
 }
 
+/* The LayerNormalization that alone reads runtime value x, over x's last axis, with its Y output
+ * only and constant (or no) scale and bias, or -1. Nodes that never run do not count as readers:
+ * a spelled-out norm rewritten into one LayerNormalization (graph/ln_fuse.c) leaves its pieces
+ * reading x, unread. */
+static int32_t linear_norm(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t x) {
+  int32_t f = -1, rank = g->tensors[x].rank;
+  const mi_node_t *m;
+  int64_t axis;
+  if (mi__graph_is_output(g, x)) return -1;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count && p->role[i] != MI__ROLE_UNREAD; j++)
+      if (g->nodes[i].inputs[j] == x) {
+        if (f >= 0) return -1;
+        f = i;
+      }
+  if (f < 0 || !is_op(g, f, "LayerNormalization") || p->role[f] != MI__ROLE_NODE || (p->pinned && p->pinned[f]))
+    return -1;
+  m = &g->nodes[f];
+  axis = mi_node_attr_int(m, "axis", -1);
+  if (m->inputs[0] != x || m->output_count < 1 || m->outputs[0] < 0 || consts[m->outputs[0]] || rank < 1 ||
+      (axis != -1 && axis != rank - 1))
+    return -1;
+  for (int32_t o = 1; o < m->output_count; o++)
+    if (m->outputs[o] >= 0) return -1; /* Mean / InvStdDev wanted */
+  for (int32_t j = 1; j < m->input_count; j++)
+    if (m->inputs[j] >= 0 && !consts[m->inputs[j]]) return -1;
+  return f;
+}
+
 /* A Linear as torch and tf2onnx write it: MatMul / Gemm (no C) with a constant B -> Add of a
- * constant bias along the last dim [-> one activation, or x * Sigmoid(x)] [-> a residual Add],
+ * constant bias along the last dim, or a Gemm with a constant C [-> one activation, or x *
+ * Sigmoid(x)] [-> a residual Add] [-> LayerNormalization over the last axis [-> one activation]],
  * where the device's MatMul / Gemm declares MI_FUSE_BIAS (MI_FUSE_RELU / MI_FUSE_ACT for the
- * activation, MI_FUSE_ADD for the residual): one kernel, whose plugin may start its accumulators
- * from the bias and apply the rest as it stores (ONNX Runtime's MatMul + Add -> Gemm and Gemm +
- * activation fusions). */
+ * activations, MI_FUSE_ADD for the residual, MI_FUSE_NORM for the norm): one kernel, whose plugin
+ * may start its accumulators from the bias and apply the rest as it stores (ONNX Runtime's
+ * MatMul + Add -> Gemm and Gemm + activation fusions). A model of small Linears (a wake-word
+ * head: Gemm -> LayerNorm -> Relu, 32 wide) otherwise paid a kernel's fixed cost per node. */
 static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                              const mi_variant_desc_t *vars, uint32_t var_count) {
   static const char *const acts[] = {"Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
@@ -559,25 +590,33 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     int gemm = is_op(g, n, "Gemm");
     uint32_t mask = (gemm || is_op(g, n, "MatMul")) ? fuse_mask(vars, var_count, gemm ? "Gemm" : "MatMul") : 0;
     int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, bias, out, f, q[2];
+    /* a Gemm's own constant C is its bias: no Add to find */
+    int cbias = gemm && m->input_count > 2 && m->inputs[2] >= 0 && consts[m->inputs[2]] &&
+                consts[m->inputs[2]]->dtype == MI_DTYPE_FLOAT32;
     mi__unit_t u;
     if (!(mask & MI_FUSE_BIAS) || p->role[n] != MI__ROLE_NODE || y < 0 || consts[y] || m->input_count < 2 ||
-        (m->input_count > 2 && m->inputs[2] >= 0) || m->inputs[0] < 0 || m->inputs[1] < 0 || !consts[m->inputs[1]] ||
-        consts[m->inputs[1]]->dtype != MI_DTYPE_FLOAT32 || g->tensors[m->inputs[0]].dtype != MI_DTYPE_FLOAT32 ||
-        mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 || !is_op(g, r, "Add") ||
-        p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) || g->nodes[r].input_count != 2 ||
-        g->nodes[r].output_count != 1 || (out = g->nodes[r].outputs[0]) < 0 || consts[out])
+        (m->input_count > 2 && m->inputs[2] >= 0 && !cbias) || m->inputs[0] < 0 || m->inputs[1] < 0 ||
+        !consts[m->inputs[1]] || consts[m->inputs[1]]->dtype != MI_DTYPE_FLOAT32 ||
+        g->tensors[m->inputs[0]].dtype != MI_DTYPE_FLOAT32 || mi__graph_is_output(g, y))
       continue;
-    bias = g->nodes[r].inputs[g->nodes[r].inputs[0] == y ? 1 : 0];
-    {
-      const mi_tensor_t *b = bias >= 0 ? &g->tensors[bias] : NULL, *t = &g->tensors[y];
-      int ok = b && bias != y && consts[bias] && b->dtype == MI_DTYPE_FLOAT32 && b->rank >= 1 &&
-               b->rank <= t->rank && t->rank >= 1 && b->dims[b->rank - 1] == t->dims[t->rank - 1];
-      for (int32_t d = 0; ok && d + 1 < b->rank; d++) ok = b->dims[d] == 1;
-      if (!ok) continue;
-    }
     memset(&u, 0, sizeof u);
     u.nodes[u.count++] = n;
-    u.nodes[u.count++] = r;
+    out = y;
+    if (!cbias) {
+      if ((r = mi__graph_sole_reader(g, y)) < 0 || !is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE ||
+          (p->pinned && p->pinned[r]) || g->nodes[r].input_count != 2 || g->nodes[r].output_count != 1 ||
+          (out = g->nodes[r].outputs[0]) < 0 || consts[out])
+        continue;
+      bias = g->nodes[r].inputs[g->nodes[r].inputs[0] == y ? 1 : 0];
+      {
+        const mi_tensor_t *b = bias >= 0 ? &g->tensors[bias] : NULL, *t = &g->tensors[y];
+        int ok = b && bias != y && consts[bias] && b->dtype == MI_DTYPE_FLOAT32 && b->rank >= 1 &&
+                 b->rank <= t->rank && t->rank >= 1 && b->dims[b->rank - 1] == t->dims[t->rank - 1];
+        for (int32_t d = 0; ok && d + 1 < b->rank; d++) ok = b->dims[d] == 1;
+        if (!ok) continue;
+      }
+      u.nodes[u.count++] = r;
+    }
     if (!mi__graph_is_output(g, out) && (f = mi__graph_sole_reader(g, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
         !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0) {
       uint32_t bit = chain_bit(g, consts, f, out, 0);
@@ -598,8 +637,25 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
         g->nodes[f].outputs[0] >= 0 && !consts[g->nodes[f].outputs[0]] && is_op(g, f, "Add") &&
         chain_bit(g, consts, f, out, 0) == MI_FUSE_ADD) {
       int32_t other = g->nodes[f].inputs[g->nodes[f].inputs[0] == out ? 1 : 0];
-      if (!consts[other] && g->tensors[other].producer < f) u.nodes[u.count++] = f;
+      if (!consts[other] && g->tensors[other].producer < f) {
+        u.nodes[u.count++] = f;
+        out = g->nodes[f].outputs[0];
+      }
     }
+    /* then a LayerNormalization over the last axis [-> its activation] */
+    if ((mask & MI_FUSE_NORM) && (f = linear_norm(g, p, consts, out)) >= 0) {
+      u.nodes[u.count++] = f;
+      out = g->nodes[f].outputs[0];
+      if (!mi__graph_is_output(g, out) && (f = mi__graph_sole_reader(g, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
+          !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0 &&
+          !consts[g->nodes[f].outputs[0]]) {
+        uint32_t bit = chain_bit(g, consts, f, out, 0);
+        int named = 0;
+        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= is_op(g, f, acts[i]);
+        if (named && (bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && (mask & bit)) u.nodes[u.count++] = f;
+      }
+    }
+    if (u.count < 2) continue; /* a Gemm with C and nothing after it */
     u.op = n;
     u.at = u.nodes[u.count - 1];
     u.dqx = u.dqw = u.act = u.q = -1;

@@ -237,7 +237,11 @@ typedef enum mi_fuse_bits {
    * runs each member that has a choice of its own (mi_kernel_desc_t.member_choices) with that
    * variant and those knobs, or the plugin refuses the group (MI_ERR_UNSUPPORTED with the
    * reason). Without it the host keeps such a member out of the group (prepared on its own). */
-  MI_FUSE_MEMBER_CHOICES = 1u << 6
+  MI_FUSE_MEMBER_CHOICES = 1u << 6,
+  /* ABI 1.1, appended: + LayerNormalization over the last axis (Y only, constant scale and bias)
+   * of the op's chain, then its own activation (with MI_FUSE_RELU / MI_FUSE_ACT): a Gemm/MatMul's
+   * rows normalised in the same kernel */
+  MI_FUSE_NORM = 1u << 7
 } mi_fuse_bits;
 
 /** A kernel variant for one op type. Filled by variant_desc. */
