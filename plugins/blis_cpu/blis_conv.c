@@ -118,8 +118,21 @@ static int scalar_operand(const mi__blis_prep_t *p, const mi_node_desc_t *n, int
   return 1;
 }
 
+/* The values of the constant per-channel operand of Add node n ([M, 1, 1] or [1, M, 1, 1], the
+ * chain's value `cur` the other operand), or NULL. */
+static const float *channel_operand(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t cur, int64_t M) {
+  int32_t other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0)
+                                                                                          : -1;
+  const mi_tensor_desc_t *t = mi__blis_tensor(p, other);
+  if (!t || other == cur || !t->data || t->dtype != MI_DTYPE_FLOAT32 || (t->rank != 3 && t->rank != 4) ||
+      t->dims[t->rank - 3] != M || t->dims[t->rank - 2] != 1 || t->dims[t->rank - 1] != 1 ||
+      (t->rank == 4 && t->dims[0] != 1))
+    return NULL;
+  return t->data;
+}
+
 /* Absorbs Add(bias)/BN/activations/residual Add that follow the conv in the kernel's chain. */
-static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_node_desc_t *conv) {
+int32_t mi__blis_conv_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_node_desc_t *conv) {
   int32_t cur = c->y, used = 1, j, bias = mi__blis_in(conv, 2);
   int64_t m, onumel = c->N * c->M * c->OH * c->OW;
   for (m = 0; m < c->M; m++) {
@@ -181,6 +194,12 @@ static int32_t build_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_n
       } else {
         break;
       }
+    } else if (strcmp(n->op_type, "Add") == 0 && n->input_count == 2 && c->epi_n == 0 &&
+               channel_operand(p, n, cur, c->M)) {
+      /* a per-channel constant (a bias written as an Add): into the shift */
+      const float *v = channel_operand(p, n, cur, c->M);
+      for (m = 0; m < c->M; m++) c->shift[m] += v[m];
+      c->affine = 1;
     } else if (strcmp(n->op_type, "Add") == 0 && n->input_count == 2 && c->epi_n < MI__EPI_MAX) {
       const mi_tensor_desc_t *o;
       other = mi__blis_in(n, 0) == cur ? mi__blis_in(n, 1) : mi__blis_in(n, 1) == cur ? mi__blis_in(n, 0)
@@ -482,7 +501,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     mi__blis_free(p->ctx, p->k->ptr[c->w]);
     p->k->ptr[c->w] = wf;
   }
-  build_epilogue(p, c, n);
+  mi__blis_conv_epilogue(p, c, n);
   {
     /* the leading epilogue ops the SIMD kernels apply in registers; the rest run scalar after */
     int32_t e;

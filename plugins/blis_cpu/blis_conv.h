@@ -121,6 +121,10 @@ int mi__blis_dw_plane(const mi__blis_conv_t *c, const float *xc, const float *wm
 
 /* Applies bias/BN, activations and residual adds to channel m's OH*OW row of image n. */
 void mi__blis_epi_row(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t m, float *row);
+/* The conv's bias, then the chain after it in the kernel's group (per-channel Add, BatchNormalization,
+ * scalar affine, activations, hard-swish, residual Add) as c's scale, shift and epilogue ops; sets
+ * c->y to the chain's last value and p->nodes_used (blis_conv.c). */
+int32_t mi__blis_conv_epilogue(mi__blis_prep_t *p, mi__blis_conv_t *c, const mi_node_desc_t *conv);
 /* The same on channels [m0, m0 + mg) of image n, on all threads: channel m0 + i's OH rows of OW
  * outputs read at raw + i * ((OH - 1) * ss + OW) with row stride ss, written compact to y + i * OH*OW. */
 void mi__blis_epi_compact(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,

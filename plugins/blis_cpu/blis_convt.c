@@ -1,4 +1,4 @@
-/* blis_convt.c - ConvTranspose as BLIS sgemm (W^T x X) followed by col2im and bias. */
+/* blis_convt.c - ConvTranspose as BLIS sgemm (W^T x X) followed by col2im, bias and the conv epilogue. */
 #include <string.h>
 
 #include "blis_conv.h"
@@ -29,7 +29,7 @@ static int32_t run_convt(const mi__blis_step_t *s, void *const *t, const mi__bli
         }
       }
     }
-    if (c->affine)
+    if (c->affine || c->epi_n)
       for (m = 0; m < c->M; m++) mi__blis_epi_row(c, t, n, m, y + (n * c->M + m) * ohw);
   }
   return MI_OK;
@@ -40,7 +40,7 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *w = mi__blis_tensor(p, mi__blis_in(n, 1));
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
-  int64_t st[2], d[2], pads[4], m, g;
+  int64_t st[2], d[2], pads[4], g;
   int32_t bias = mi__blis_in(n, 2);
   mi__blis_conv_t *c;
   if (!x || !w || !y || x->rank != 4 || w->rank != 4 || y->rank != 4 || !w->data)
@@ -72,13 +72,13 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   c->pl = ap && ap->s && strcmp(ap->s, "VALID") == 0 ? 0 : pads[1];
   if (g < 1 || c->C % g || w->dims[0] != c->C || w->dims[1] * g != c->M)
     return mi__blis_unsupported(err, n, "channel counts do not match group/weights");
-  for (m = 0; m < c->M; m++) c->scale[m] = 1.f;
   if (bias >= 0) {
     const mi_tensor_desc_t *b = mi__blis_tensor(p, bias);
     if (!b || !b->data || mi_sdk_numel(b) != c->M) return mi__blis_unsupported(err, n, "bias must be constant");
-    for (m = 0; m < c->M; m++) c->shift[m] = ((const float *)b->data)[m];
-    c->affine = 1;
   }
+  /* the bias, then the group's chain (a bias written as an Add, BN, activations, a residual) on each
+   * finished plane, as the convs' epilogue */
+  mi__blis_conv_epilogue(p, c, n);
   s->aux = mi__blis_alloc(p->ctx, (uint64_t)(c->M / g * c->KH * c->KW * c->H * c->W) * sizeof(float) + 4);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   c->scratch = s->aux;

@@ -36,7 +36,7 @@ const mi__blis_variant_t mi__blis_variants[] = {
      NCHW, EPI | MI_FUSE_CONV | MI_FUSE_MEMBER_CHOICES, "simd"},
     {"conv.direct_nhwc", "Conv", "direct conv on NHWC (converts NCHW inputs), oc-blocked", NCHW | MI_LAYOUT_BIT(MI_LAYOUT_NHWC), EPI,
      "oc_block"},
-    {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, MI_FUSE_BIAS,
+    {"convtranspose.gemm_col2im", "ConvTranspose", "BLIS sgemm + col2im", NCHW, EPI,
      "threads,arch"},
     {"gemm.blis", "Gemm",
      "BLIS sgemm with transA/transB/alpha/beta; constant B packed once for register-blocked tiles; "

@@ -486,6 +486,77 @@ static void cmp_cast(mi_plugin_t *p, const char *op, int bool_out) {
   mi_graph_destroy(g);
 }
 
+/* A detector head as paddle2onnx writes it: (ConvTranspose 2x2/2, or a 3x3 Conv) without bias ->
+ * Add of a per-channel constant [1, C, 1, 1] (its bias) -> BatchNormalization -> Relu ->
+ * ConvTranspose (bias) -> Add of a scalar -> Sigmoid. The default session runs it as two kernels,
+ * the ConvTransposes' chains in their epilogue as the convs' (7 kernels unfused), within 1e-5
+ * relative L2 of the reference. */
+static void convt_chain(mi_plugin_t *p, int conv) {
+  mi_graph_t *g = mi_graph_create("head");
+  int64_t xd[4] = {1, 8, 9, 11}, wt[4] = {8, 8, 2, 2}, wc[4] = {8, 8, 3, 3}, cb[4] = {1, 8, 1, 1}, c8[1] = {8},
+          w2[4] = {8, 1, 2, 2}, c1[1] = {1}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+  static float v[1024];
+  float one = 0.75f;
+  int32_t x, a, b, c, d, e, f, y, n;
+  mi_array_t *in, *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  mi_session_t *s, *s0;
+  mi_error_t err = {0};
+  fill_uniform(v, 1024, 91, 0.5f);
+  for (int i = 600; i < 608; i++) v[i] = 0.5f + v[i] * v[i]; /* the variances */
+  g->opset = 13;
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+#define T(nm) mi_graph_add_tensor(g, nm, MI_DTYPE_FLOAT32, -1, NULL)
+  a = T("a");
+  b = T("b");
+  c = T("c");
+  d = T("d");
+  e = T("e");
+  f = T("f");
+  y = T("y");
+#undef T
+  n = mi_graph_add_node(g, conv ? "Conv" : "ConvTranspose", "up", 2,
+                        (int32_t[]){x, mi_graph_add_const_f32(g, "w", 4, conv ? wc : wt, v)}, 1, &a);
+  mi_node_set_ints(g, n, conv ? "pads" : "strides", conv ? 4 : 2, conv ? p1 : s2);
+  mi_graph_add_node(g, "Add", "bias", 2, (int32_t[]){a, mi_graph_add_const_f32(g, "cb", 4, cb, v + 700)}, 1, &b);
+  mi_graph_add_node(g, "BatchNormalization", "bn", 5,
+                    (int32_t[]){b, mi_graph_add_const_f32(g, "sc", 1, c8, v + 800), mi_graph_add_const_f32(g, "sh", 1, c8, v + 810),
+                                mi_graph_add_const_f32(g, "mean", 1, c8, v + 820), mi_graph_add_const_f32(g, "var", 1, c8, v + 600)},
+                    1, &c);
+  mi_graph_add_node(g, "Relu", "relu", 1, &c, 1, &d);
+  n = mi_graph_add_node(g, "ConvTranspose", "out", 3,
+                        (int32_t[]){d, mi_graph_add_const_f32(g, "w2", 4, w2, v + 900), mi_graph_add_const_f32(g, "b2", 1, c1, v + 990)},
+                        1, &e);
+  mi_node_set_ints(g, n, "strides", 2, s2);
+  mi_graph_add_node(g, "Add", "shift", 2, (int32_t[]){e, mi_graph_add_const_f32(g, "one", 0, NULL, &one)}, 1, &f);
+  mi_graph_add_node(g, "Sigmoid", "prob", 1, &f, 1, &y);
+  mi_graph_add_output(g, y);
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("head graph", &err);
+  in = input_for(g, 17);
+  s = session(g, p);
+  s0 = session_plain(g, p);
+  run(s, g, in, got);
+  run(s0, g, in, plain);
+  ref(g, in, want);
+  CHECK(mi_session_kernel_count(s) == 2, "%s head: %d kernels", conv ? "Conv" : "ConvTranspose",
+        mi_session_kernel_count(s));
+  CHECK(mi_session_kernel_count(s0) >= 6, "%s head unfused: %d kernels", conv ? "Conv" : "ConvTranspose",
+        mi_session_kernel_count(s0));
+  CHECK(tu_rel_l2_arrays(got[0], want[0]) < 1e-5, "%s head: rel L2 %.3e against the reference",
+        conv ? "Conv" : "ConvTranspose", tu_rel_l2_arrays(got[0], want[0]));
+  CHECK(tu_rel_l2_arrays(plain[0], want[0]) < 1e-5, "%s head unfused: rel L2 %.3e", conv ? "Conv" : "ConvTranspose",
+        tu_rel_l2_arrays(plain[0], want[0]));
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(plain[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_session_destroy(s0);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static mi_plugin_t *blis, *npu;
 static const char *gpus[] = {"opencl", "vulkan"};
 
@@ -513,6 +584,8 @@ static void blis_fusion(void) {
     cmp_cast(blis, "Less", 0);
     cmp_cast(blis, "GreaterOrEqual", 0);
     cmp_cast(blis, "Equal", 1);
+    convt_chain(blis, 0);
+    convt_chain(blis, 1);
     auto_dwpw(blis, 1, 0);
     auto_dwpw(blis, 2, 0);
     auto_dwpw(blis, 1, 1);

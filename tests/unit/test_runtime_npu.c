@@ -284,7 +284,10 @@ static void test_drift(const char *table) {
   REQUIRE(steps.prepare >= 1 + info.switches && steps.open >= 1 + info.switches);
   REQUIRE(steps.measure >= log_has("readapt_measured") && steps.measure >= 2 && !steps.other);
   OK(mi_deploy_load(table, &t, &e_));
-  REQUIRE(t->entries[0].config_count >= 4);
+  /* The adopted configuration leads the rewritten table; it may be one the table held already
+   * (its older copy leaves the list: since the session fuses a Gemm's activation, npu-stub's MLP
+   * re-adapts back to a tuned level), so no configuration is lost, none need be added. */
+  REQUIRE(t->entries[0].config_count >= 3);
   REQUIRE(t->has_bound[MI_OBJ_LATENCY] && t->bound[MI_OBJ_LATENCY] == 100);
   mi_runtime_close(rt);
   mi_deploy_destroy(t);

@@ -243,6 +243,19 @@ static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_
     return MI_FUSE_ACT;
   if (!strcmp(n->op_type, "BatchNormalization"))
     return first && n->output_count == 1 ? MI_FUSE_BN : 0;
+  /* a constant of one value per channel ([C, 1, 1] or [1, C, 1, 1]) added straight after the conv
+   * (or after its bias or BN): a bias (paddle2onnx writes a ConvTranspose's bias as such an Add) */
+  if (!strcmp(n->op_type, "Add") && first && n->input_count == 2) {
+    int32_t other = n->inputs[0] == cur ? n->inputs[1] : n->inputs[0];
+    const mi_array_t *a = other >= 0 ? consts[other] : NULL;
+    const mi_tensor_t *y = &g->tensors[cur];
+    if (a && a->dtype == MI_DTYPE_FLOAT32 && y->rank == 4 && (a->rank == 3 || a->rank == 4) &&
+        (y->layout == MI_LAYOUT_ANY || y->layout == MI_LAYOUT_NCHW)) {
+      int ok = a->dims[a->rank - 3] == y->dims[1] && a->dims[a->rank - 2] == 1 && a->dims[a->rank - 1] == 1 &&
+               (a->rank == 3 || a->dims[0] == 1);
+      if (ok) return MI_FUSE_BIAS;
+    }
+  }
   if (!strcmp(n->op_type, "Relu")) return MI_FUSE_RELU;
   if (!strcmp(n->op_type, "Clip")) {
     for (int32_t i = 1; i < n->input_count; i++)
@@ -339,6 +352,7 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
                        uint32_t mask, int32_t n, mi__unit_t *u) {
   int32_t cur = g->nodes[n].outputs[0], last_conv = 0; /* index in u->nodes of the last Conv */
   int dw = (mask & MI_FUSE_CONV) && is_depthwise(g, consts, n), capped = 0;
+  int first = 1; /* nothing but a per-channel bias since the last conv: a BN may still fold */
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
   while (cur >= 0 && !mi__graph_is_output(g, cur)) {
@@ -351,6 +365,7 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
       last_conv = u->count;
       u->nodes[u->count++] = r;
       cur = g->nodes[r].outputs[0];
+      first = 1;
       continue;
     }
     capped = u->count + 4 > MI__UNIT_MAX;
@@ -361,14 +376,16 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
         if (p->role[q[k]] != MI__ROLE_NODE) return 0;
       for (int k = 0; k < 4; k++) u->nodes[u->count++] = q[k];
       cur = g->nodes[q[3]].outputs[0];
+      first = 0;
       continue;
     }
-    bit = chain_bit(g, consts, r, cur, u->count == last_conv + 1);
+    bit = chain_bit(g, consts, r, cur, first);
     if (!bit || !(mask & bit) || p->role[r] != MI__ROLE_NODE || u->count == MI__UNIT_MAX ||
         g->nodes[r].output_count != 1 || consts[g->nodes[r].outputs[0]])
       break;
     u->nodes[u->count++] = r;
     cur = g->nodes[r].outputs[0];
+    first = bit == MI_FUSE_BIAS;
   }
   if (last_conv > 0 && capped) return match_chain(g, p, consts, mask & ~(uint32_t)MI_FUSE_CONV, n, u);
   if (u->count < 2) return 0;
@@ -691,12 +708,14 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
         continue;
       if (add_pair(p, n, r, n)) return MI_ERR_OUT_OF_MEMORY; /* at n: r reads only n's result */
     }
-  if (mask & (MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
+  uint32_t tmask = fuse_mask(vars, var_count, "ConvTranspose") & ~(uint32_t)MI_FUSE_CONV;
+  if ((mask | tmask) & (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
     for (int32_t n = 0; n < g->node_count; n++) {
-      if (!is_op(g, n, "Conv") || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
+      int tr = is_op(g, n, "ConvTranspose");
+      if (!(is_op(g, n, "Conv") || tr) || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
           g->nodes[n].outputs[0] < 0 || consts[g->nodes[n].outputs[0]])
         continue;
-      if (match_chain(g, p, consts, mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+      if (match_chain(g, p, consts, tr ? tmask : mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
     }
   /* A Mul of two runtime values whose result only an Add reads, the Add's other operand one of
    * the Mul's (an SE block's x + x * gate), where the device's Mul declares MI_FUSE_ADD: one
