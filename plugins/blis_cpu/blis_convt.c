@@ -54,6 +54,7 @@ int32_t mi__blis_prep_convt(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
     return mi__blis_unsupported(err, n, "malformed strides/dilations/pads");
   g = mi_sdk_attr_int(n, "group", 1);
   if (!(c = mi__blis_conv_new(p, s, n, y->dims[1], err))) return MI_ERR_OUT_OF_MEMORY;
+  c->simd = mi__blis_simd_level(p->ctx->cpu.isa); /* the epilogue's vector path (blis_simd.c) */
   c->N = x->dims[0];
   c->C = x->dims[1];
   c->H = x->dims[2];
