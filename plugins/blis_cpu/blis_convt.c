@@ -3,13 +3,27 @@
 
 #include "blis_conv.h"
 
+typedef struct convt_epi {
+  const mi__blis_conv_t *c;
+  void *const *t;
+  int64_t n;
+} convt_epi_t;
+
+/* Items are image n's output channels: each plane's bias and chain (as the convs' epi_part). */
+static void epi_part(void *arg, int64_t m0, int64_t m1) {
+  const convt_epi_t *e = arg;
+  int64_t m, ohw = e->c->OH * e->c->OW;
+  float *y = e->t[e->c->y];
+  for (m = m0; m < m1; m++) mi__blis_epi_row(e->c, e->t, e->n, m, y + (e->n * e->c->M + m) * ohw);
+}
+
 static int32_t run_convt(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                          mi_error_t *err) {
   const mi__blis_conv_t *c = s->state;
   const float *x = t[c->x], *w = t[c->w];
   float *y = t[c->y], *col = c->scratch;
   int64_t n, g, hw = c->H * c->W, ohw = c->OH * c->OW, cg = c->C / c->G, mg = c->M / c->G;
-  int64_t kk = c->KH * c->KW, r, ih, iw, m;
+  int64_t kk = c->KH * c->KW, r, ih, iw;
   memset(y, 0, (size_t)(c->N * c->M * ohw) * sizeof(float));
   for (n = 0; n < c->N; n++) {
     for (g = 0; g < c->G; g++) {
@@ -29,8 +43,10 @@ static int32_t run_convt(const mi__blis_step_t *s, void *const *t, const mi__bli
         }
       }
     }
-    if (c->affine || c->epi_n)
-      for (m = 0; m < c->M; m++) mi__blis_epi_row(c, t, n, m, y + (n * c->M + m) * ohw);
+    if (c->affine || c->epi_n) {
+      convt_epi_t e = {c, t, n};
+      mi__blis_parallel(env, c->M, 1, ohw * (1 + c->epi_n), epi_part, &e);
+    }
   }
   return MI_OK;
 }
