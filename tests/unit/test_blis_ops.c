@@ -311,6 +311,35 @@ static void transpose_case(tb_plugin_t *p, int64_t C, int64_t W, int64_t simd) {
         (long long)C, (long long)W, (long long)simd);
 }
 
+/* Slice of x [2, R, 3] along axis `axis` from b to e: the rows whole (axis 1: runs of 3 floats the
+ * kernel merges into one copy per image, blis_shape.c gather_compact) or cut (axis 2), against the
+ * index arithmetic. */
+static void slice_case(tb_plugin_t *p, int64_t R, int64_t axis, int64_t b0, int64_t e0) {
+  int64_t xd[3] = {2, R, 3}, yd[3] = {2, axis == 1 ? e0 - b0 : R, axis == 2 ? e0 - b0 : 3}, i, j, k;
+  static float x[2 * 5000 * 3], ref[2 * 5000 * 3], got[2 * 5000 * 3];
+  const float *ins[1] = {x};
+  mi_error_t err = {0, ""};
+  int in[4];
+  tb_t b;
+  tb_fill(x, 2 * R * 3, 90 + (unsigned)R);
+  memset(&b, 0, sizeof b);
+  in[0] = tb_tensor(&b, 3, xd, NULL);
+  in[1] = tb_ints_tensor(&b, 1, &b0);
+  in[2] = tb_ints_tensor(&b, 1, &e0);
+  in[3] = tb_ints_tensor(&b, 1, &axis);
+  k = tb_tensor(&b, 3, yd, NULL);
+  tb_node(&b, "Slice", 13, 4, in, (int)k);
+  tb_finish(&b, (int)k);
+  for (i = 0; i < 2; i++)
+    for (j = 0; j < yd[1]; j++)
+      for (k = 0; k < yd[2]; k++)
+        ref[(i * yd[1] + j) * yd[2] + k] = x[(i * R + j + (axis == 1 ? b0 : 0)) * 3 + k + (axis == 2 ? b0 : 0)];
+  memset(got, 0, sizeof got);
+  CHECK(tb_run(p, &b, NULL, NULL, 0, ins, got, &err) == MI_OK, "Slice: %s", err.message);
+  CHECK(memcmp(got, ref, (size_t)(2 * yd[1] * yd[2]) * sizeof(float)) == 0, "Slice [2,%lld,3] axis %lld [%lld:%lld) differs",
+        (long long)R, (long long)axis, (long long)b0, (long long)e0);
+}
+
 static void binary_case(tb_plugin_t *p, const char *op) {
   /* [2,3,4] op [3,1]: numpy broadcasting over the first and last dims. */
   int64_t ad[3] = {2, 3, 4}, bd[2] = {3, 1}, i;
@@ -639,6 +668,10 @@ static void pool(void) {
 }
 
 static void binary(void) {
+  slice_case(&p, 258, 1, 129, 258); /* Silero VAD's STFT halves: one run per image */
+  slice_case(&p, 258, 1, 0, 129);
+  slice_case(&p, 4100, 1, 1, 4100); /* past the 8192-float row cap: rows of 3 */
+  slice_case(&p, 10, 2, 1, 3);      /* cut rows: no merge */
   binary_case(&p, "Add");
   binary_case(&p, "Sub");
   binary_case(&p, "Mul");
