@@ -10,19 +10,22 @@
 
 #include "blis_qgemm.h"
 
+/* Runs of the last axis's map: output columns [j0, j0 + len) read input offsets src, src + 1, ...
+ * (or are all the pad constant, src = -1). Pad, Tile and Expand rows are a few such runs: copied
+ * with memcpy instead of one table lookup per element (a DB-style 1x96x160x160 Pad: 9% of a
+ * detector's time). A map with more runs than this (a gather) walks the table. */
+#define AMAP_RUNS 16
+
 typedef struct amap_state {
   int32_t x, y, rank;
   int64_t dims[MI_MAX_RANK];
   int64_t *map[MI_MAX_RANK]; /* into the step's aux block */
   int64_t base;              /* added to every offset */
   float cval;                /* written where a map entry is -1 */
+  /* the last axis's runs, found once the maps are filled (amap_plan): a reflect Pad's 576-wide
+   * row took 1-2 us a run to find them again (Silero VAD's STFT padding) */
+  int64_t nrun, j0[AMAP_RUNS], len[AMAP_RUNS], src[AMAP_RUNS];
 } amap_state_t;
-
-/* Runs of the last axis's map: output columns [j0, j0 + len) read input offsets src, src + 1, ...
- * (or are all the pad constant, src = -1). Pad, Tile and Expand rows are a few such runs: copied
- * with memcpy instead of one table lookup per element (a DB-style 1x96x160x160 Pad: 9% of a
- * detector's time). A map with more runs than this (a gather) walks the table. */
-#define AMAP_RUNS 16
 
 typedef struct amap_task {
   const amap_state_t *a;
@@ -71,26 +74,18 @@ static int32_t run_amap(const mi__blis_step_t *s, void *const *t, const mi__blis
   amap_task_t q;
   const amap_state_t *a = s->state;
   int32_t last = a->rank - 1, d;
-  int64_t rows = 1, j, w = a->dims[last];
-  const int64_t *m = a->map[last];
+  int64_t rows = 1, w = a->dims[last];
   (void)err;
   for (d = 0; d < last; d++) rows *= a->dims[d];
   if (w == 0 || rows == 0) return MI_OK;
   q.a = a;
   q.x = t[a->x];
   q.y = t[a->y];
-  q.nrun = 0;
-  for (j = 0; j < w && q.nrun >= 0; j++) {
-    int64_t k = q.nrun - 1;
-    if (k >= 0 && ((m[j] < 0 && q.src[k] < 0) || (m[j] >= 0 && q.src[k] >= 0 && m[j] == q.src[k] + q.len[k]))) {
-      q.len[k]++;
-    } else if (q.nrun == AMAP_RUNS) {
-      q.nrun = -1; /* too many runs: the table walk */
-    } else {
-      q.j0[q.nrun] = j;
-      q.len[q.nrun] = 1;
-      q.src[q.nrun++] = m[j] < 0 ? -1 : m[j];
-    }
+  q.nrun = a->nrun;
+  if (q.nrun > 0) {
+    memcpy(q.j0, a->j0, (size_t)q.nrun * sizeof q.j0[0]);
+    memcpy(q.len, a->len, (size_t)q.nrun * sizeof q.len[0]);
+    memcpy(q.src, a->src, (size_t)q.nrun * sizeof q.src[0]);
   }
   mi__blis_parallel(env, rows, 1, w, amap_rows, &q);
   return MI_OK;
@@ -120,6 +115,25 @@ static amap_state_t *amap_new(mi__blis_prep_t *p, mi__blis_step_t *s, int32_t x,
   }
   s->run = run_amap;
   return a;
+}
+
+/* The runs of a's last-axis map (its maps filled): nrun -1 when more than AMAP_RUNS (the table walk). */
+static void amap_plan(amap_state_t *a) {
+  const int64_t *m = a->map[a->rank - 1];
+  int64_t j, w = a->dims[a->rank - 1];
+  a->nrun = 0;
+  for (j = 0; j < w && a->nrun >= 0; j++) {
+    int64_t k = a->nrun - 1;
+    if (k >= 0 && ((m[j] < 0 && a->src[k] < 0) || (m[j] >= 0 && a->src[k] >= 0 && m[j] == a->src[k] + a->len[k]))) {
+      a->len[k]++;
+    } else if (a->nrun == AMAP_RUNS) {
+      a->nrun = -1;
+    } else {
+      a->j0[a->nrun] = j;
+      a->len[a->nrun] = 1;
+      a->src[a->nrun++] = m[j] < 0 ? -1 : m[j];
+    }
+  }
 }
 
 #define OOM(err) mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory")
@@ -205,6 +219,7 @@ int32_t mi__blis_prep_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
       int64_t src = mi_sdk_pad_source(mode, o, full[d], x->dims[d]);
       a->map[d][o] = src < 0 ? -1 : src * st[d];
     }
+  amap_plan(a);
   return MI_OK;
 }
 
@@ -237,6 +252,7 @@ int32_t mi__blis_prep_expand_tile(mi__blis_prep_t *p, mi__blis_step_t *s, mi_err
     for (o = 0; o < y->dims[d]; o++)
       a->map[d][o] = xd < 0 || x->dims[xd] == 1 ? 0 : (o % x->dims[xd]) * st[xd];
   }
+  amap_plan(a);
   return MI_OK;
 }
 
@@ -268,6 +284,7 @@ int32_t mi__blis_prep_gather(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     for (o = 0; y->rank > 0 && o < y->dims[yd]; o++) a->map[yd][o] = (d == axis ? idx[o] : o) * st[d];
     yd++;
   }
+  amap_plan(a);
   return MI_OK;
 }
 
@@ -309,6 +326,7 @@ int32_t mi__blis_prep_depth_space(mi__blis_prep_t *p, mi__blis_step_t *s, mi_err
   if (!(a = amap_new(p, s, mi__blis_in(n, 0), mi__blis_out(n, 0), 6, v))) return OOM(err);
   for (d = 0; d < 6; d++)
     for (o = 0; o < v[d]; o++) a->map[d][o] = o * m[d];
+  amap_plan(a);
   return MI_OK;
 }
 
