@@ -169,6 +169,12 @@ static void qim2col_part(void *arg, int64_t c0, int64_t c1) {
       }
 }
 
+/* AVX2 columns: items are k pairs (blis_qcol256.c). */
+static void qcol256_part(void *arg, int64_t p0, int64_t p1) {
+  const qconv_task_t *t = arg;
+  mi__blis_qcol_pairs256(&t->q->g, t->x, t->q->x_u8, t->zx, t->q->kk, t->oh0, t->oh1, p0, p1, t->q->col);
+}
+
 /* Byte core columns: items are k quads (blis_qvnni.c). */
 static void qv_im2col_part(void *arg, int64_t q0, int64_t q1) {
   const qconv_task_t *t = arg;
@@ -362,6 +368,10 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
         else if (q->shift)
           mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
         if (!q->u8k)
+        if (q->shift) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
+        if (!q->u8k && c->simd == MI__SIMD_AVX2) /* items are k pairs: each writes whole pairs */
+          mi__blis_parallel(env, q->ka / 2, 1, 2 * (task.oh1 - task.oh0) * c->OW, qcol256_part, &task);
+        else if (!q->u8k)
           mi__blis_parallel(env, cg, 1, c->KH * c->KW * (task.oh1 - task.oh0) * c->OW, qim2col_part, &task);
         mi__blis_parallel(env, mg, 1, q->kk * (task.oh1 - task.oh0) * c->OW, qconv_rows, &task);
       }

@@ -21,6 +21,12 @@ int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd);
  * stride ka = 2 * kp (zero past k). */
 void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
                     int64_t ka, const int16_t *b2, int32_t *acc);
+/* The int16 columns of the GEMM path for output rows oh0..oh1 and k pairs p0..p1 in AVX2
+ * (blis_qcol256.c): pair p at col + p * npix * 2, pixel j's two values at [j * 2] (k = 2p) and
+ * [j * 2 + 1] (k = 2p + 1), each x - zx or 0 in the padding and past kk; npix = (oh1 - oh0) * OW.
+ * Whole pairs are written, so threads split over pairs. */
+void mi__blis_qcol_pairs256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
+                            int64_t oh1, int64_t p0, int64_t p1, int16_t *col);
 /* The byte core (blis_qvnni.c): acc[i][j] = sum_p dot4(a row i quad p, b[p][j]) - zu * (rsum[i],
  * or csum[j] when rsum is NULL), exactly, rows m0..m1. a: rows of kq * 4 bytes; b: [kq][n][4]
  * bytes. lanes_u8: b holds the unsigned codes and a the signed weights (a conv's columns), else a

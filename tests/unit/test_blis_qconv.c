@@ -334,14 +334,26 @@ static const qcase_t cases[] = {
     {"int8 direct 3x3 stride 4", 1, 64, 13, 29, 4, 3, 4, 1, 1, 0, 1, 1, 0, 0, 0},
     {"int8 direct 3x3 64 outputs, 128 columns, row tiles", 1, 64, 20, 128, 64, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
     {"int8 direct 3x3 s8 57 channels, extreme zero points, saturating", 2, 57, 6, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
+    /* the AVX2 columns (blis_qcol256.c) in 256-pixel chunks: a 1x1 plane read as one 720-pixel
+     * span, 300 output columns a row at strides 1 and 2 (16-code steps, the tail and the
+     * padding of each chunk) */
+    {"int8 conv 1x1 s8, 720-pixel planes, extreme zero points", 1, 6, 24, 30, 5, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1},
+    {"int8 conv 3x3 u8, 300 columns a row, extreme zero points", 1, 3, 4, 300, 4, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1},
+    {"int8 conv 3x3 stride 2 s8, 301 columns a row", 1, 3, 5, 601, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 0},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
 
-static void setup(void) {
+/* The plugin loaded with its SIMD level capped at cap (NULL: none; MI_BLIS_MAX_SIMD is read as
+ * it loads), and the values of knob int8_dot at that level. */
+static void load(const char *cap) {
   uint32_t nk = 0, ki;
   mi_error_t err = {0, ""};
+  if (cap) setenv("MI_BLIS_MAX_SIMD", cap, 1);
+  else
+    unsetenv("MI_BLIS_MAX_SIMD");
   REQUIRE(tb_load(&p));
+  ndot = 0;
   if (p.api->knob_count(p.ctx, 0, &nk, &err) == MI_OK)
     for (ki = 0; ki < nk; ki++) {
       mi_knob_desc_t kd;
@@ -352,6 +364,8 @@ static void setup(void) {
   CHECK(ndot >= 2, "knob int8_dot has %lld values (want auto and at least c)", (long long)ndot);
 }
 
+static void setup(void) { load(NULL); }
+
 static void teardown(void) {
   tb_unload(&p);
 }
@@ -360,6 +374,16 @@ static void convs(void) {
   size_t i;
   for (g_dot = 0; g_dot < ndot; g_dot++)
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
+}
+
+/* Capped at AVX2 (an AVX2-only CPU's paths: the int16 columns of blis_qcol256.c, vpmaddwd);
+ * where the CPU has no AVX2 the cap changes nothing and the cases run again as above. */
+static void convs_avx2(void) {
+  tb_unload(&p);
+  load("avx2");
+  convs();
+  tb_unload(&p);
+  load(NULL);
 }
 
 static void gemms(void) {
@@ -374,6 +398,7 @@ static void gemms(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(convs),
+    TU_CASE(convs_avx2),
     TU_CASE(gemms),
 };
 

@@ -1,0 +1,114 @@
+/* blis_qcol256.c - the int16 pair columns of the INT8 conv's GEMM path in AVX2, one k pair at a time. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+/* Pixels of one output row taken at a time: two rows of values and their pairs stay in L1. */
+#define QC_CHUNK 256
+
+/* Column row k's values for output pixels a..b of the span starting at xr (NULL: a padding row,
+ * all zero): v[ow - a] = x[col + ow * sw] - zx for ow in lo..hi (the input columns inside the
+ * row), 0 elsewhere (the padding is real zero). Strides 1 and 2 widen 16 codes a step; a load
+ * never reaches past the last column the row uses (stride 2 stops one vector early, as its 32
+ * bytes end one byte past the 16th code). */
+__attribute__((target("avx2"))) static void qc_vals(int16_t *v, const uint8_t *xr, int u8, int64_t a, int64_t b,
+                                                    int64_t lo, int64_t hi, int64_t col, int64_t sw, int32_t zx) {
+  const __m256i z = _mm256_set1_epi16((int16_t)zx), lo8 = _mm256_set1_epi16(0x00ff);
+  int64_t ow, s = lo > a ? lo : a, e = hi < b ? hi : b;
+  if (!xr || s >= e) {
+    memset(v, 0, (size_t)(b - a) * sizeof *v);
+    return;
+  }
+  for (ow = a; ow < s; ow++) v[ow - a] = 0;
+  ow = s;
+  if (sw == 1)
+    for (; ow + 16 <= e; ow += 16) {
+      __m128i c = _mm_loadu_si128((const __m128i *)(xr + col + ow));
+      __m256i w = u8 ? _mm256_cvtepu8_epi16(c) : _mm256_cvtepi8_epi16(c);
+      _mm256_storeu_si256((__m256i *)(v + ow - a), _mm256_sub_epi16(w, z));
+    }
+  else if (sw == 2)
+    for (; ow + 16 < e; ow += 16) { /* the even bytes of 32: output columns ow..ow+15 in order */
+      __m256i c = _mm256_loadu_si256((const __m256i *)(xr + col + 2 * ow));
+      __m256i w = u8 ? _mm256_and_si256(c, lo8) : _mm256_srai_epi16(_mm256_slli_epi16(c, 8), 8);
+      _mm256_storeu_si256((__m256i *)(v + ow - a), _mm256_sub_epi16(w, z));
+    }
+  if (u8)
+    for (; ow < e; ow++) v[ow - a] = (int16_t)(xr[col + ow * sw] - zx);
+  else
+    for (; ow < e; ow++) v[ow - a] = (int16_t)((int8_t)xr[col + ow * sw] - zx);
+  for (; ow < b; ow++) v[ow - a] = 0;
+}
+
+/* dst[j * 2 + e] = v[e][j] for j < n: two rows interleaved into int16 pairs. */
+__attribute__((target("avx2"))) static void qc_pairs(int16_t *dst, const int16_t *v0, const int16_t *v1, int64_t n) {
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) { /* unpacks work in 128-bit lanes: put the lanes back in order */
+    __m256i a = _mm256_loadu_si256((const __m256i *)(v0 + j)), b = _mm256_loadu_si256((const __m256i *)(v1 + j));
+    __m256i l = _mm256_unpacklo_epi16(a, b), h = _mm256_unpackhi_epi16(a, b);
+    _mm256_storeu_si256((__m256i *)(dst + 2 * j), _mm256_permute2x128_si256(l, h, 0x20));
+    _mm256_storeu_si256((__m256i *)(dst + 2 * j + 16), _mm256_permute2x128_si256(l, h, 0x31));
+  }
+  for (; j < n; j++) {
+    dst[2 * j] = v0[j];
+    dst[2 * j + 1] = v1[j];
+  }
+}
+
+/* Where row k of the columns reads: its input plane (NULL: k past kk), its kernel row kh, and the
+ * output columns lo..hi whose input column col + ow * sw lies inside an input row. A 1x1 stride-1
+ * conv without pads (flat) reads the tile's rows as one span of `span` codes. Decoded once a pair,
+ * not once a row: a 32-column layer's rows are shorter than the divisions. */
+typedef struct qc_row {
+  const uint8_t *plane;
+  int64_t kh, lo, hi, col;
+} qc_row_t;
+
+static void qc_decode(const mi__blis_conv_t *c, const uint8_t *x, int64_t kk, int64_t k, int flat, int64_t span,
+                      qc_row_t *r) {
+  int64_t taps = c->KH * c->KW, kw = k % c->KW;
+  r->plane = k < kk ? x + k / taps * c->H * c->W : NULL;
+  r->kh = k % taps / c->KW;
+  if (flat) {
+    r->lo = r->col = 0;
+    r->hi = span;
+    return;
+  }
+  r->col = kw * c->dw - c->pl;
+  r->lo = r->col >= 0 ? 0 : (-r->col + c->sw - 1) / c->sw;
+  r->hi = c->W - 1 - r->col < 0 ? 0 : (c->W - 1 - r->col) / c->sw + 1;
+  r->hi = r->hi < c->OW ? r->hi : c->OW;
+  r->lo = r->lo < r->hi ? r->lo : r->hi;
+}
+
+/* Row k's input row for output row oh (NULL: padding, or k past kk). */
+static inline const uint8_t *qc_src(const mi__blis_conv_t *c, const qc_row_t *r, int64_t oh, int flat) {
+  int64_t ih = oh * c->sh - c->pt + r->kh * c->dh;
+  if (!r->plane) return NULL;
+  if (flat) return r->plane + oh * c->W;
+  return ih < 0 || ih >= c->H ? NULL : r->plane + ih * c->W;
+}
+
+void mi__blis_qcol_pairs256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
+                            int64_t oh1, int64_t p0, int64_t p1, int16_t *col) {
+  int flat = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 && c->OW == c->W &&
+             c->OH == c->H;
+  int64_t ohw = (oh1 - oh0) * c->OW, span = flat ? ohw : c->OW, rows = flat ? 1 : oh1 - oh0, p, r, a;
+  int16_t v0[QC_CHUNK], v1[QC_CHUNK];
+  for (p = p0; p < p1; p++) {
+    qc_row_t k0, k1;
+    qc_decode(c, x, kk, 2 * p, flat, span, &k0);
+    qc_decode(c, x, kk, 2 * p + 1, flat, span, &k1);
+    for (r = 0; r < rows; r++) {
+      const uint8_t *x0 = qc_src(c, &k0, oh0 + r, flat), *x1 = qc_src(c, &k1, oh0 + r, flat);
+      int16_t *dst = col + p * ohw * 2 + r * span * 2;
+      for (a = 0; a < span; a += QC_CHUNK) {
+        int64_t b = a + QC_CHUNK < span ? a + QC_CHUNK : span;
+        qc_vals(v0, x0, u8, a, b, k0.lo, k0.hi, k0.col, c->sw, zx);
+        qc_vals(v1, x1, u8, a, b, k1.lo, k1.hi, k1.col, c->sw, zx);
+        qc_pairs(dst + 2 * a, v0, v1, b - a);
+      }
+    }
+  }
+}
