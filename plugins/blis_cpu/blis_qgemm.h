@@ -269,6 +269,10 @@ void mi__blis_acc_range(int32_t simd, const int32_t *acc, int64_t n, int32_t *r)
  * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
                        int relu, const mi__blis_hsw_t *hs, float *y);
+/* The same in AVX2 lanes for a tail without hs->act steps (blis_qftail256.c), bit for bit, with
+ * the range of the values written (each end widened to include 0) in *lo, *hi. */
+void mi__blis_qv_ftail256(const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res, int relu,
+                          const mi__blis_hsw_t *hs, float *y, float *lo, float *hi);
 /* Weight element i (output channel c) of src's constant weight w minus its zero point, and the
  * byte core's shift d of the cnt weights of channel c (elements i0 + t * step): 0 where their
  * values fit INT8, else what moves their lowest to -128; 0 when they span more than 256 values

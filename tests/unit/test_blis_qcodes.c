@@ -216,10 +216,24 @@ static void codes_memory(void) {
         (long long)ga, (long long)gb, (long long)plane);
 }
 
+/* The same cases with blis-cpu capped at AVX2 (a fresh registry: the plugin reads the cap when it
+ * loads): the int16 GEMM path's columns and the tail's 8-lane loop (blis_qftail256.c), whose range
+ * feeds the DynamicQuantizeLinear where the floats are written. */
+static void codes_cases_avx2(void) {
+  teardown();
+  setenv("MI_BLIS_MAX_SIMD", "avx2", 1);
+  setup();
+  codes_cases();
+  teardown();
+  unsetenv("MI_BLIS_MAX_SIMD");
+  setup();
+}
+
 /* codes_memory first: no freed block of an earlier case lies resident for its runs to reuse */
 static const tu_case_t tu_cases[] = {
     TU_CASE(codes_memory),
     TU_CASE(codes_cases),
+    TU_CASE(codes_cases_avx2),
 };
 
 TU_MAIN(setup, teardown)
