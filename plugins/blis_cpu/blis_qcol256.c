@@ -90,8 +90,9 @@ static inline const uint8_t *qc_src(const mi__blis_conv_t *c, const qc_row_t *r,
   return ih < 0 || ih >= c->H ? NULL : r->plane + ih * c->W;
 }
 
-void mi__blis_qcol_pairs256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
-                            int64_t oh1, int64_t p0, int64_t p1, int16_t *col) {
+/* Pairs p0..p1 of the tile's pixels j0..j1: each output row's share of them, in chunks. */
+static void qc_range(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0, int64_t oh1,
+                     int64_t p0, int64_t p1, int64_t j0, int64_t j1, int16_t *col) {
   int flat = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 && c->OW == c->W &&
              c->OH == c->H;
   int64_t ohw = (oh1 - oh0) * c->OW, span = flat ? ohw : c->OW, rows = flat ? 1 : oh1 - oh0, p, r, a;
@@ -100,15 +101,26 @@ void mi__blis_qcol_pairs256(const mi__blis_conv_t *c, const void *x, int u8, int
     qc_row_t k0, k1;
     qc_decode(c, x, kk, 2 * p, flat, span, &k0);
     qc_decode(c, x, kk, 2 * p + 1, flat, span, &k1);
-    for (r = 0; r < rows; r++) {
+    for (r = j0 / span; r < rows && r * span < j1; r++) {
       const uint8_t *x0 = qc_src(c, &k0, oh0 + r, flat), *x1 = qc_src(c, &k1, oh0 + r, flat);
       int16_t *dst = col + p * ohw * 2 + r * span * 2;
-      for (a = 0; a < span; a += QC_CHUNK) {
-        int64_t b = a + QC_CHUNK < span ? a + QC_CHUNK : span;
+      int64_t s0 = j0 - r * span > 0 ? j0 - r * span : 0, s1 = j1 - r * span < span ? j1 - r * span : span;
+      for (a = s0; a < s1; a += QC_CHUNK) {
+        int64_t b = a + QC_CHUNK < s1 ? a + QC_CHUNK : s1;
         qc_vals(v0, x0, u8, a, b, k0.lo, k0.hi, k0.col, c->sw, zx);
         qc_vals(v1, x1, u8, a, b, k1.lo, k1.hi, k1.col, c->sw, zx);
         qc_pairs(dst + 2 * a, v0, v1, b - a);
       }
     }
   }
+}
+
+void mi__blis_qcol_pairs256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
+                            int64_t oh1, int64_t p0, int64_t p1, int16_t *col) {
+  qc_range(c, x, u8, zx, kk, oh0, oh1, p0, p1, 0, (oh1 - oh0) * c->OW, col);
+}
+
+void mi__blis_qcol_pix256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
+                          int64_t oh1, int64_t j0, int64_t j1, int16_t *col) {
+  qc_range(c, x, u8, zx, kk, oh0, oh1, 0, (kk + 1) / 2, j0, j1, col);
 }

@@ -229,8 +229,8 @@ static void a_panels(qcore_fn i16, qcore_fn a4, QCORE_ARGS) {
   }
 }
 
-void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t kp,
-                           const void *a, int64_t ka, const void *b, int32_t *acc) {
+static void qgemm_cols(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t j0, int64_t j1, int64_t kp,
+                       const void *a, int64_t ka, const void *b, int32_t *acc) {
   int64_t ab = pack == MI__QPACK_A4 ? ka / 2 : ka * (int64_t)sizeof(int16_t); /* bytes per A row */
   int32_t v = pack == MI__QPACK_A4 ? 1 : pack == MI__QPACK_B4 ? 2
                                                               : 0;
@@ -245,8 +245,8 @@ void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, in
    * 864) streamed its columns from memory once per block of QROWS rows. */
   int64_t nb = QNB_BYTES / ((kp > 0 ? kp : 1) * 4) / 32 * 32, jb, je;
   nb = nb < 32 ? 32 : nb;
-  for (jb = 0; jb < n; jb = je) {
-    je = n - jb > nb ? jb + nb : n;
+  for (jb = j0; jb < j1; jb = je) {
+    je = j1 - jb > nb ? jb + nb : j1;
     if (c < 0) qc(pack, m0, m1, n, jb, je, kp, a, ab, b, acc);
     else if (v == 1)
       a_panels(cores[c][0], cores[c][1], m0, m1, n, jb, je, kp, a, ab, b, acc);
@@ -255,9 +255,19 @@ void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, in
   }
 }
 
+void mi__blis_qgemm_packed(int32_t dot, int32_t pack, int64_t m0, int64_t m1, int64_t n, int64_t kp,
+                           const void *a, int64_t ka, const void *b, int32_t *acc) {
+  qgemm_cols(dot, pack, m0, m1, n, 0, n, kp, a, ka, b, acc);
+}
+
 void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, const int16_t *a,
                     int64_t ka, const int16_t *b2, int32_t *acc) {
-  mi__blis_qgemm_packed(dot, MI__QPACK_NONE, m0, m1, n, kp, a, ka, b2, acc);
+  qgemm_cols(dot, MI__QPACK_NONE, m0, m1, n, 0, n, kp, a, ka, b2, acc);
+}
+
+void mi__blis_qgemm_cols(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t j0, int64_t j1, int64_t kp,
+                         const int16_t *a, int64_t ka, const int16_t *b2, int32_t *acc) {
+  qgemm_cols(dot, MI__QPACK_NONE, m0, m1, n, j0, j1, kp, a, ka, b2, acc);
 }
 
 int32_t mi__blis_qdot_level(uint32_t isa, int32_t simd) {

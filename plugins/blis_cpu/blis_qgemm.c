@@ -258,6 +258,21 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
               (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
 }
 
+/* The AVX2 path split over the tile's pixels: each part builds every pair of its pixels' columns,
+ * then every output channel's sums and outputs of those pixels, so no core reads columns another
+ * core wrote (the channel split moved half of each tile's columns between the cores' caches). */
+static void qconv_pix(void *arg, int64_t j0, int64_t j1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW + j0;
+  mi__blis_qcol_pix256(c, t->x, q->x_u8, t->zx, q->kk, t->oh0, t->oh1, j0, j1, q->col);
+  mi__blis_qgemm_cols(q->dot, 0, mg, ohw, j0, j1, q->ka / 2, q->wq + t->g * mg * q->ka, q->ka, q->col, q->acc);
+  for (m = 0; m < mg; m++)
+    qconv_out(t, t->g * mg + m, q->acc + m * ohw + j0, j1 - j0,
+              (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
+}
+
 /* The exact sums of one depthwise plane through the float SIMD plane kernel, in strips of output
  * rows whose input rows fit its buffer (planes over MI__DW_PLANE_MAX, 160x160 in a detector's
  * first stages, took the scalar loops at 0.2 GFLOP/s). 0 when the kernel refuses a strip. */
@@ -362,7 +377,19 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
       /* Tiles of output rows whose columns (ka int16 per pixel) stay in cache between im2col
        * and the GEMM: a 96x80x80 3x3 conv's whole column matrix is 11 MB. */
       for (task.oh0 = 0; task.oh0 < c->OH && !q->qd.w; task.oh0 = task.oh1) {
+        int64_t npix;
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
+        npix = (task.oh1 - task.oh0) * c->OW;
+        /* AVX2, several threads, fewer output channels than the tile's pixels (the weights the
+         * smaller operand): split over pixels, four parts a thread of at least 64 pixels (16 is
+         * the core's column block). Not for the codes' first pass: a channel's range is one
+         * part's alone there. */
+        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 && mg <= npix) {
+          int64_t grain = npix / (4 * env->threads);
+          grain = grain < 64 ? 64 : (grain + 15) / 16 * 16;
+          mi__blis_parallel(env, npix, grain, mg * q->kk, qconv_pix, &task);
+          continue;
+        }
         if (q->u8k) mi__blis_parallel(env, q->kq, 1, 4 * (task.oh1 - task.oh0) * c->OW, qv_im2col_part, &task);
         if (q->amx) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 128, q->kq, qa_colsum_part, &task);
         else if (q->shift)

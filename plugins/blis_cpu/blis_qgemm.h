@@ -27,6 +27,12 @@ void mi__blis_qgemm(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kp, 
  * Whole pairs are written, so threads split over pairs. */
 void mi__blis_qcol_pairs256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
                             int64_t oh1, int64_t p0, int64_t p1, int16_t *col);
+/* The same for the tile's pixels j0..j1 only (pixel j = (oh - oh0) * OW + ow), every pair. */
+void mi__blis_qcol_pix256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
+                          int64_t oh1, int64_t j0, int64_t j1, int16_t *col);
+/* mi__blis_qgemm for columns j0..j1 of the n only (acc and b2 keep their row stride n). */
+void mi__blis_qgemm_cols(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t j0, int64_t j1, int64_t kp,
+                         const int16_t *a, int64_t ka, const int16_t *b2, int32_t *acc);
 /* The byte core (blis_qvnni.c): acc[i][j] = sum_p dot4(a row i quad p, b[p][j]) - zu * (rsum[i],
  * or csum[j] when rsum is NULL), exactly, rows m0..m1. a: rows of kq * 4 bytes; b: [kq][n][4]
  * bytes. lanes_u8: b holds the unsigned codes and a the signed weights (a conv's columns), else a
