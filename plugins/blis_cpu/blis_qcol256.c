@@ -58,28 +58,55 @@ __attribute__((target("avx2"))) static void qc_pairs(int16_t *dst, const int16_t
 
 /* Where row k of the columns reads: its input plane (NULL: k past kk), its kernel row kh, and the
  * output columns lo..hi whose input column col + ow * sw lies inside an input row. A 1x1 stride-1
- * conv without pads (flat) reads the tile's rows as one span of `span` codes. Decoded once a pair,
- * not once a row: a 32-column layer's rows are shorter than the divisions. */
+ * conv without pads (flat) reads the tile's rows as one span of `span` codes. k is walked as
+ * (ci, kh, kw) counters, not divided out of k: ten divisions a pair, for every part of every tile,
+ * were a tenth of IS-Net's run when its tiles were split over pixels. */
 typedef struct qc_row {
   const uint8_t *plane;
   int64_t kh, lo, hi, col;
 } qc_row_t;
 
-static void qc_decode(const mi__blis_conv_t *c, const uint8_t *x, int64_t kk, int64_t k, int flat, int64_t span,
+typedef struct qc_cur {
+  int64_t k, ci, kh, kw;
+} qc_cur_t;
+
+static void qc_cur_init(const mi__blis_conv_t *c, int64_t k, qc_cur_t *u) {
+  int64_t taps = c->KH * c->KW;
+  u->k = k;
+  u->ci = k / taps;
+  u->kh = k % taps / c->KW;
+  u->kw = k % c->KW;
+}
+
+/* Row u's place, then u moved to row k + 1. */
+static void qc_decode(const mi__blis_conv_t *c, const uint8_t *x, int64_t kk, qc_cur_t *u, int flat, int64_t span,
                       qc_row_t *r) {
-  int64_t taps = c->KH * c->KW, kw = k % c->KW;
-  r->plane = k < kk ? x + k / taps * c->H * c->W : NULL;
-  r->kh = k % taps / c->KW;
+  r->plane = u->k < kk ? x + u->ci * c->H * c->W : NULL;
+  r->kh = u->kh;
   if (flat) {
     r->lo = r->col = 0;
     r->hi = span;
-    return;
+  } else {
+    r->col = u->kw * c->dw - c->pl;
+    if (c->sw == 1) {
+      r->lo = r->col >= 0 ? 0 : -r->col;
+      r->hi = c->W - r->col;
+    } else {
+      r->lo = r->col >= 0 ? 0 : (-r->col + c->sw - 1) / c->sw;
+      r->hi = c->W - 1 - r->col < 0 ? 0 : (c->W - 1 - r->col) / c->sw + 1;
+    }
+    r->hi = r->hi < c->OW ? r->hi : c->OW;
+    r->hi = r->hi > 0 ? r->hi : 0;
+    r->lo = r->lo < r->hi ? r->lo : r->hi;
   }
-  r->col = kw * c->dw - c->pl;
-  r->lo = r->col >= 0 ? 0 : (-r->col + c->sw - 1) / c->sw;
-  r->hi = c->W - 1 - r->col < 0 ? 0 : (c->W - 1 - r->col) / c->sw + 1;
-  r->hi = r->hi < c->OW ? r->hi : c->OW;
-  r->lo = r->lo < r->hi ? r->lo : r->hi;
+  u->k++;
+  if (++u->kw == c->KW) {
+    u->kw = 0;
+    if (++u->kh == c->KH) {
+      u->kh = 0;
+      u->ci++;
+    }
+  }
 }
 
 /* Row k's input row for output row oh (NULL: padding, or k past kk). */
@@ -97,10 +124,12 @@ static void qc_range(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx
              c->OH == c->H;
   int64_t ohw = (oh1 - oh0) * c->OW, span = flat ? ohw : c->OW, rows = flat ? 1 : oh1 - oh0, p, r, a;
   int16_t v0[QC_CHUNK], v1[QC_CHUNK];
+  qc_cur_t u;
+  qc_cur_init(c, 2 * p0, &u);
   for (p = p0; p < p1; p++) {
     qc_row_t k0, k1;
-    qc_decode(c, x, kk, 2 * p, flat, span, &k0);
-    qc_decode(c, x, kk, 2 * p + 1, flat, span, &k1);
+    qc_decode(c, x, kk, &u, flat, span, &k0);
+    qc_decode(c, x, kk, &u, flat, span, &k1);
     for (r = j0 / span; r < rows && r * span < j1; r++) {
       const uint8_t *x0 = qc_src(c, &k0, oh0 + r, flat), *x1 = qc_src(c, &k1, oh0 + r, flat);
       int16_t *dst = col + p * ohw * 2 + r * span * 2;

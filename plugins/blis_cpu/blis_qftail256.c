@@ -27,8 +27,8 @@ static inline float ftail_one(int32_t a, float s, int has_b, float b, const floa
  * max(lo, c), min(hi, c) are the clip's c < lo ? lo : c, c > hi ? hi : c (a NaN stays). Built
  * without FMA, so no multiply and add are fused into one rounding. */
 __attribute__((target("avx2"))) void mi__blis_qv_ftail256(const int32_t *acc, int64_t n, float s, int has_b, float b,
-                                                         const float *res, int relu, const mi__blis_hsw_t *hs,
-                                                         float *y, float *lo, float *hi) {
+                                                          const float *res, int relu, const mi__blis_hsw_t *hs,
+                                                          float *y, float *lo, float *hi) {
   const __m256 vs = _mm256_set1_ps(s), vb = _mm256_set1_ps(b), z = _mm256_setzero_ps();
   const __m256 am = _mm256_set1_ps(hs->am), ac = _mm256_set1_ps(hs->ac), ha = _mm256_set1_ps(hs->a);
   const __m256 hlo = _mm256_set1_ps(hs->lo), hhi = _mm256_set1_ps(hs->hi), hd = _mm256_set1_ps(hs->d);

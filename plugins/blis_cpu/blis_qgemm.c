@@ -259,8 +259,8 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
 }
 
 /* The AVX2 path split over the tile's pixels: each part builds every pair of its pixels' columns,
- * then every output channel's sums and outputs of those pixels, so no core reads columns another
- * core wrote (the channel split moved half of each tile's columns between the cores' caches). */
+ * then every output channel's sums and outputs of those pixels (for layers of few output
+ * channels, which the channel split cannot share out). */
 static void qconv_pix(void *arg, int64_t j0, int64_t j1) {
   const qconv_task_t *t = arg;
   const qconv_t *q = t->q;
@@ -380,11 +380,13 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
         int64_t npix;
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
         npix = (task.oh1 - task.oh0) * c->OW;
-        /* AVX2, several threads, fewer output channels than the tile's pixels (the weights the
-         * smaller operand): split over pixels, four parts a thread of at least 64 pixels (16 is
-         * the core's column block). Not for the codes' first pass: a channel's range is one
-         * part's alone there. */
-        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 && mg <= npix) {
+        /* AVX2 with fewer output channels than four a thread (a 64 -> 1 side output ran its GEMM
+         * on one thread): split over pixels, four parts a thread of at least 64 pixels (16 is the
+         * core's column block). Not wider: each part walks every k pair of its pixels, which cost
+         * 10% more at 1 thread in 64-pixel parts on IS-Net than the k-pair and channel splits.
+         * Not for the codes' first pass: a channel's range is one part's alone there. */
+        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 &&
+            mg < 4 * env->threads) {
           int64_t grain = npix / (4 * env->threads);
           grain = grain < 64 ? 64 : (grain + 15) / 16 * 16;
           mi__blis_parallel(env, npix, grain, mg * q->kk, qconv_pix, &task);
