@@ -396,8 +396,6 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
         if (q->amx) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 128, q->kq, qa_colsum_part, &task);
         else if (q->shift)
           mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
-        if (!q->u8k)
-        if (q->shift) mi__blis_parallel(env, (task.oh1 - task.oh0) * c->OW, 16, q->kq, qv_colsum_part, &task);
         if (!q->u8k && c->simd == MI__SIMD_AVX2) /* items are k pairs: each writes whole pairs */
           mi__blis_parallel(env, q->ka / 2, 1, 2 * (task.oh1 - task.oh0) * c->OW, qcol256_part, &task);
         else if (!q->u8k)
