@@ -229,7 +229,11 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   /* The recipe's seconds hold for the whole (model, device) tune: the space's probes, the layer
    * tasks, the search and the paired check each take a share (mi__tune_share_search). */
   task.t_begin = mi_now_s();
-  task.deadline = r->budget_seconds > 0 ? task.t_begin + r->budget_seconds : 0;
+  /* The end keeps 2% of the budget (at most 5 s) for what follows a measurement stopped there:
+   * the worker's exit, the front, the history's and the outputs' writes (isnet_quint8 ended at
+   * 300.4 s of 300). */
+  task.deadline =
+      r->budget_seconds > 0 ? task.t_begin + r->budget_seconds - fmin(0.02 * r->budget_seconds, 5) : 0;
   run->time_budget_s = r->budget_seconds;
   /* A measurement in flight at the budget's end is stopped (the paired check, after, is not). */
   mi_worker_pool_set_deadline(pool, task.deadline);
