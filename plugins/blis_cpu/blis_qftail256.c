@@ -3,25 +3,6 @@
 
 #include "blis_qgemm.h"
 
-/* One value the plain loop's way: one float rounding per op, in the tail's order. */
-static inline float ftail_one(int32_t a, float s, int has_b, float b, const float *res, int relu,
-                              const mi__blis_hsw_t *hs) {
-  float v = (float)a * s;
-  if (has_b) v = v + b;
-  if (res) v = v + *res;
-  v = relu ? (v > 0.f ? v : 0.f) : v;
-  if (hs->has_am) v = v * hs->am;
-  if (hs->has_ac) v = v + hs->ac;
-  if (hs->on) {
-    float c = v + hs->a;
-    c = c < hs->lo ? hs->lo : c;
-    c = c > hs->hi ? hs->hi : c;
-    v = v * c;
-    v = hs->div ? v / hs->d : v * hs->d;
-  }
-  return v;
-}
-
 /* Eight values: the same ops lane-wise. vmaxps/vminps return their second operand when either is
  * NaN and when both are zeros, so max(v, 0) is v > 0 ? v : 0 (NaN and -0 give +0) and
  * max(lo, c), min(hi, c) are the clip's c < lo ? lo : c, c > hi ? hi : c (a NaN stays). Built
@@ -52,7 +33,7 @@ __attribute__((target("avx2"))) void mi__blis_qv_ftail256(const int32_t *acc, in
     _mm256_storeu_ps(y + j, v);
   }
   for (; j < n; j++) {
-    float v = ftail_one(acc[j], s, has_b, b, res ? res + j : NULL, relu, hs);
+    float v = mi__blis_ftail_one(acc[j], s, has_b, b, res ? res + j : NULL, relu, hs);
     rl = v < rl ? v : rl;
     rh = v > rh ? v : rh;
     y[j] = v;

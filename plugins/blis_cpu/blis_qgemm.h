@@ -191,6 +191,26 @@ typedef struct mi__blis_hsw {
   int32_t pad;
   int64_t ih, iw, oh, ow, pt, pl;
 } mi__blis_hsw_t;
+
+/* One value of the float tail the plain loop's way: one float rounding per op, in the tail's
+ * order (the vector tails match it lane for lane). */
+static inline float mi__blis_ftail_one(int32_t a, float s, int has_b, float b, const float *res, int relu,
+                                       const mi__blis_hsw_t *hs) {
+  float v = (float)a * s;
+  if (has_b) v = v + b;
+  if (res) v = v + *res;
+  v = relu ? (v > 0.f ? v : 0.f) : v;
+  if (hs->has_am) v = v * hs->am;
+  if (hs->has_ac) v = v + hs->ac;
+  if (hs->on) {
+    float c = v + hs->a;
+    c = c < hs->lo ? hs->lo : c;
+    c = c > hs->hi ? hs->hi : c;
+    v = v * c;
+    v = hs->div ? v / hs->d : v * hs->d;
+  }
+  return v;
+}
 /* Around a step whose tail may end in that DynamicQuantizeLinear: the range reset before its rows,
  * then the codes, scale and zero point from it (blis_qvnni.c); nothing where !hs->dq. */
 void mi__blis_ftail_begin(const mi__blis_hsw_t *hs);

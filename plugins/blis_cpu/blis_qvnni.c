@@ -352,22 +352,7 @@ void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int
     }
     return;
   }
-  for (j = 0; j < n; j++) {
-    float v = (float)acc[j] * s;
-    if (has_b) v = v + b;
-    if (res) v = v + res[j];
-    v = relu ? (v > 0.f ? v : 0.f) : v;
-    if (hs->has_am) v = v * hs->am;
-    if (hs->has_ac) v = v + hs->ac;
-    if (hs->on) {
-      float c = v + hs->a;
-      c = c < hs->lo ? hs->lo : c;
-      c = c > hs->hi ? hs->hi : c;
-      v = v * c;
-      v = hs->div ? v / hs->d : v * hs->d;
-    }
-    y[j] = v;
-  }
+  for (j = 0; j < n; j++) y[j] = mi__blis_ftail_one(acc[j], s, has_b, b, res ? res + j : NULL, relu, hs);
   tail_acts(hs, y, n);
 }
 
