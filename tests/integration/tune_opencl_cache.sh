@@ -24,11 +24,17 @@ constraints: { accuracy_drop: 0.05 }
 objectives: [latency]
 budget: { measurements: 3 }
 search: { strategy: random, seed: 1 }
-measure: { repeats: 5, warmup: 1 }
+measure: { repeats: 5, warmup: 1, timeout_s: 400 }
 YAML
 entries() { find "$MI_CACHE_DIR/opencl" -name '*.bin' -printf '%f %i\n' | sort; }
 "$B/bin/mi-host" --plugins "$B/plugins" tune "$T/recipe.yaml" --out "$T/out1" --seed 1 --no-layer-tasks 2>"$T/log1" ||
   { cat "$T/log1"; exit 1; }
+# A measurement killed at its timeout loses the program it was compiling, which the second run
+# (further along on the cached ones) then compiles: the runs no longer measure the same. Under a
+# sanitizer build on a loaded machine one took over the default 120 s, hence timeout_s above.
+if grep -q "timed out after" "$T/log1"; then
+  echo "a measurement of the first tune timed out, so the two runs cannot be compared:"; grep "timed out" "$T/log1"; exit 1
+fi
 entries >"$T/after1"
 n1=$(wc -l <"$T/after1")
 [ "$n1" -gt 0 ] || { echo "the first tune left no program binary in $MI_CACHE_DIR/opencl"; exit 1; }
