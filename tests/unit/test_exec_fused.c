@@ -144,6 +144,21 @@ static void check_blocks(mi_graph_t *g, mi_plugin_t *p, int32_t threads, uint64_
  * and a second conv -> BatchNormalization -> Relu6 as Min(Max(x, 0), 6): with no group in the
  * graph, the default session runs each chain in its conv's kernel (2 kernels, was 14 before the
  * session fused on its own) with the reference's result; no_auto_fuse keeps one per node. */
+/* The end of a case that ran a fused and an unfused session (s, s0) of g on in: their outputs,
+ * the reference's, the sessions, the input and the graph freed. */
+static void free_fused_plain(mi_array_t **got, mi_array_t **plain, mi_array_t **want, mi_session_t *s,
+                             mi_session_t *s0, mi_array_t *in, mi_graph_t *g) {
+  for (int i = 0; i < 4; i++) {
+    mi_array_destroy(got[i]);
+    mi_array_destroy(plain[i]);
+    mi_array_destroy(want[i]);
+  }
+  mi_session_destroy(s);
+  mi_session_destroy(s0);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static void auto_fused(mi_plugin_t *p) {
   mi_graph_t *g = mi_graph_create("auto");
   int64_t xd[4] = {1, 4, 9, 11}, wd[4] = {8, 4, 3, 3}, one[1] = {1}, cd[1] = {8};
@@ -212,15 +227,7 @@ static void auto_fused(mi_plugin_t *p) {
   CHECK(mi_session_unfused_count(s) == 0, "no group refused");
   CHECK(d < 1e-5, "rel L2 %.3e", d);
   CHECK(tu_rel_l2_arrays(plain[0], want[0]) < 1e-5, "plain session matches too");
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(plain[i]);
-    mi_array_destroy(want[i]);
-  }
-  mi_session_destroy(s);
-  mi_session_destroy(s0);
-  mi_array_destroy(in);
-  mi_graph_destroy(g);
+  free_fused_plain(got, plain, want, s, s0, in, g);
 }
 
 /* Depthwise-separable blocks as MobileNet/BlazeFace exports write them: a depthwise 3x3 conv
@@ -416,15 +423,7 @@ static void se_mul_add(mi_plugin_t *p, int swap, int product_out) {
         "SE Mul -> Add (swap %d, product out %d): not the unfused kernels' bits", swap, product_out);
   CHECK(tu_rel_l2_arrays(got[0], want[0]) < 1e-5, "SE Mul -> Add: rel L2 %.3e against the reference",
         tu_rel_l2_arrays(got[0], want[0]));
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(plain[i]);
-    mi_array_destroy(want[i]);
-  }
-  mi_session_destroy(s);
-  mi_session_destroy(s0);
-  mi_array_destroy(in);
-  mi_graph_destroy(g);
+  free_fused_plain(got, plain, want, s, s0, in, g);
 }
 
 /* M-LSD's peak mask: s = Sigmoid(x), m = MaxPool 3x3 (stride 1, pads 1) of s, y = s * Cast(s == m)
@@ -475,15 +474,7 @@ static void cmp_cast(mi_plugin_t *p, const char *op, int bool_out) {
           "%s -> Cast (bool out %d): output %d not the host comparison's bits", op, bool_out, i);
   CHECK(tu_rel_l2_arrays(got[0], want[0]) < 1e-6, "%s -> Cast: rel L2 %.3e against the reference", op,
         tu_rel_l2_arrays(got[0], want[0]));
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(plain[i]);
-    mi_array_destroy(want[i]);
-  }
-  mi_session_destroy(s);
-  mi_session_destroy(s0);
-  mi_array_destroy(in);
-  mi_graph_destroy(g);
+  free_fused_plain(got, plain, want, s, s0, in, g);
 }
 
 /* A detector head as paddle2onnx writes it: (ConvTranspose 2x2/2, or a 3x3 Conv) without bias ->
@@ -546,15 +537,7 @@ static void convt_chain(mi_plugin_t *p, int conv) {
         conv ? "Conv" : "ConvTranspose", tu_rel_l2_arrays(got[0], want[0]));
   CHECK(tu_rel_l2_arrays(plain[0], want[0]) < 1e-5, "%s head unfused: rel L2 %.3e", conv ? "Conv" : "ConvTranspose",
         tu_rel_l2_arrays(plain[0], want[0]));
-  for (int i = 0; i < 4; i++) {
-    mi_array_destroy(got[i]);
-    mi_array_destroy(plain[i]);
-    mi_array_destroy(want[i]);
-  }
-  mi_session_destroy(s);
-  mi_session_destroy(s0);
-  mi_array_destroy(in);
-  mi_graph_destroy(g);
+  free_fused_plain(got, plain, want, s, s0, in, g);
 }
 
 static mi_plugin_t *blis, *npu;
