@@ -159,35 +159,11 @@ static int32_t check_graph(mi_plugin_t *p, mi_graph_t *g, const char *what, int3
 
 /* Runs sp on p at `threads` (auto_fuse or not) and on the reference: the session's kernels. */
 static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, int no_auto_fuse) {
-  mi_graph_t *g = linear_graph(sp);
-  mi_array_t *x = input_for(g, 11), *got[4] = {0}, *want[4] = {0};
-  mi_knob_value_t th = {"threads", threads, 0};
-  mi_session_options_t o;
-  mi_session_t *s = NULL;
-  mi_error_t err = {0};
-  int32_t kernels;
-  double d;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 1;
-  o.no_auto_fuse = no_auto_fuse;
-  o.device_knob_count = 1;
-  o.device_knobs = &th;
-  if (mi_session_create(g, p, 0, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
-  kernels = mi_session_kernel_count(s) + mi_session_fallback_count(s);
-  run(s, g, x, got);
-  ref(g, x, want);
-  d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s %s%s%s%s t%d%s: %d steps, rel L2 %.2e\n", p->name, sp->gemm == 2 ? "Gemm(transA)" : sp->gemm ? "Gemm"
-                                                                                                          : "MatMul",
-         sp->act ? "+" : "",
-         sp->act ? sp->act : "", sp->residual ? "+residual" : "", threads, sp->row_bias ? " row bias" : "", kernels, d);
-  CHECK(d < 1e-5, "%s %s t%d: rel L2 %.3e", p->name, sp->act ? sp->act : "-", threads, d);
-  destroy_outs(got, want);
-  mi_session_destroy(s);
-  mi_array_destroy(x);
-  mi_graph_destroy(g);
-  return kernels;
+  char what[96];
+  snprintf(what, sizeof what, "%s%s%s%s%s", sp->gemm == 2 ? "Gemm(transA)" : sp->gemm ? "Gemm"
+                                                                                      : "MatMul",
+           sp->act ? "+" : "", sp->act ? sp->act : "", sp->residual ? "+residual" : "", sp->row_bias ? " row bias" : "");
+  return check_graph(p, linear_graph(sp), what, threads, no_auto_fuse);
 }
 
 static void on_plugin(mi_plugin_t *p) {
