@@ -2,7 +2,6 @@
  * one-thread time from its shapes in one unit for every op with FLOPs, the threads that time is worth, and,
  * through the plugin, that a kernel too small to gain from a split never wakes the pool's worker
  * while a large one does. */
-#include <dirent.h>
 
 #include "test_blis_util.h"
 
@@ -74,18 +73,6 @@ static void estimate(void) {
             mi__blis_kernel_threads(1, big) == 1,
         " a large kernel on every thread it is given");
   CHECK(mi__blis_kernel_threads(4, 3 * MI__PAR_PART_NS) == 3, " each thread at least MI__PAR_PART_NS");
-}
-
-/* Threads of this process. */
-static int threads_now(void) {
-  DIR *d = opendir("/proc/self/task");
-  struct dirent *e;
-  int n = 0;
-  if (!d) return -1;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n;
 }
 
 /* Runs the conv described at `threads` and returns how many threads the process gained. */

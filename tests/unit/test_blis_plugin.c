@@ -1,6 +1,5 @@
 /* test_blis_plugin.c - blis-cpu entry, descriptions, knobs, counters, threads-invariance and
  * large uploads/downloads. */
-#include <dirent.h>
 #include <dlfcn.h>
 
 #include "test_blis_util.h"
@@ -133,18 +132,6 @@ static void threads_and_counters(tb_plugin_t *p) {
   free(y1);
   free(y2);
   free(ref);
-}
-
-/* Threads of this process. */
-static int threads_now(void) {
-  DIR *d = opendir("/proc/self/task");
-  struct dirent *e;
-  int n = 0;
-  if (!d) return -1;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.') n++;
-  closedir(d);
-  return n;
 }
 
 /* An upload or download of 1 MiB and more copies on the instance's threads (a model's input image
