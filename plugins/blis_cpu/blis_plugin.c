@@ -432,6 +432,7 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
 struct mi_buffer {
   uint64_t bytes;
   void *data;
+  int view; /* data lies in another buffer's memory (buffer_view): freeing frees the handle */
 };
 
 void *mi__blis_buffer_data(mi_buffer_t *b, uint64_t *bytes) {
@@ -511,8 +512,28 @@ static int32_t buffer_read(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, v
 
 static void buffer_free(mi_plugin_ctx_t *ctx, mi_buffer_t *b) {
   if (!b) return;
-  mi__blis_free(ctx, b->data);
+  if (!b->view) mi__blis_free(ctx, b->data);
   free(b);
+}
+
+/* A slice of a buffer as a buffer of its own: kernels address memory through `data` alone, so a
+ * view is a pointer into the parent. Offsets are multiples of the declared 64-byte alignment,
+ * the alignment kernels get from buffer_alloc. */
+static int32_t buffer_view(mi_plugin_ctx_t *ctx, mi_buffer_t *parent, uint64_t off, uint64_t bytes,
+                           mi_buffer_t **out, mi_error_t *err) {
+  mi_buffer_t *b;
+  int32_t rc = buffer_io(parent, off, bytes, err);
+  (void)ctx;
+  if (rc != MI_OK) return rc;
+  if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_view: out is NULL");
+  *out = NULL;
+  if (off % 64) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_view: offset not 64-byte aligned");
+  if (!(b = calloc(1, sizeof *b))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu buffer_view: out of memory");
+  b->bytes = bytes;
+  b->data = (char *)parent->data + off;
+  b->view = 1;
+  *out = b;
+  return MI_OK;
 }
 
 int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *desc,
@@ -528,7 +549,7 @@ static const mi_plugin_api_t api = {
     variant_count, variant_desc, buffer_alloc, buffer_write, buffer_read, buffer_free,
     mi__blis_kernel_prepare, mi__blis_kernel_run, mi__blis_kernel_release, mi_sdk_constraint_count,
     mi_sdk_constraint_desc, check_config, mi_sdk_counter_count, mi_sdk_counter_desc, counter_read,
-    set_device_knobs};
+    set_device_knobs, buffer_view};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   return mi_sdk_entry(host, &api, err);

@@ -268,6 +268,7 @@ static const mi_plugin_api_t NPU_API = {
     mi_sdk_counter_desc,
     npu__counter_read,
     npu_set_device_knobs,
+    NULL, /* buffer_view: no views, its Concats copy (simulated times stay those of the copy) */
 };
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,

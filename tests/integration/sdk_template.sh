@@ -55,7 +55,7 @@ for b in b-cmake b-pc; do
   [ -f "$so" ] && [ -f "$tmp/$b/plugins/template.mi-plugin" ] || fail "$b: plugin or manifest missing"
   exports_only_entry "$so"
   out=$("$MI_BUILD/bin/mi-host" --plugins "$tmp/$b/plugins" plugins)
-  echo "$out" | grep -q "^plugin template 1.0.0 (ABI 1.1" || fail "$b: template not listed: $out"
+  echo "$out" | grep -q "^plugin template 1.0.0 (ABI 1.2" || fail "$b: template not listed: $out"
   echo "$out" | grep -q "device 0: template-cpu" || fail "$b: template device not listed: $out"
   ! echo "$out" | grep -q "^rejected" || fail "$b: something was rejected: $out"
 done

@@ -21,8 +21,9 @@ typedef struct mi__step {
   int32_t *inputs;
   int32_t output_count; /* outputs in kernel_run order (graph tensor indices) */
   int32_t *outputs;
-  int32_t alias; /* a reshape-like node whose output shares its input's device buffer
-                  * (prepare.c): nothing to run */
+  int32_t alias; /* MI__ALIAS_RESHAPE: a reshape-like node whose output shares its input's
+                  * device buffer; MI__ALIAS_CONCAT: a Concat whose runtime inputs were written
+                  * into its output's buffer by their producers (memplan.c) */
 } mi__step_t;
 
 struct mi_session {
@@ -42,6 +43,9 @@ struct mi_session {
    * bytes live at one step. */
   mi_buffer_t **allocs;
   int32_t alloc_count;
+  /* Views of allocations (bufs[] of eliminated Concats' inputs), freed before them. */
+  mi_buffer_t **views;
+  int32_t view_count;
   uint64_t mem_planned, mem_unplanned, mem_live_peak;
   /* Per tensor: how its device buffer is stored (mi_layout, block). Host copies are always
    * logical (ONNX order, what the reference interpreter reads); the transfers convert. */
@@ -254,6 +258,17 @@ void mi__nested_run_begins(mi_session_t *s);
  * plan == 0 one per tensor, as a baseline); sets each step's alias flag, bufs and buf_bytes. */
 int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err);
 void mi__memplan_free(mi_session_t *s);
+
+/* Step alias kinds (mi__step_t.alias). */
+enum { MI__ALIAS_NONE = 0,
+       MI__ALIAS_RESHAPE = 1,
+       MI__ALIAS_CONCAT = 2 };
+#define MI__CONCAT_MAX_INPUTS 64
+/* Concat elimination (concat_alias.c): 1 when single-node Concat step st's output stores its
+ * node inputs one after another, with each one's byte offset in off[] (MI__CONCAT_MAX_INPUTS
+ * entries); the run of an eliminated Concat, which writes its constant inputs' bytes. */
+int mi__concat_stack(const mi_session_t *s, const mi__step_t *st, uint64_t *off);
+int32_t mi__concat_alias_run(mi_session_t *s, const mi__step_t *st, mi_error_t *err);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

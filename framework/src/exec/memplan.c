@@ -29,6 +29,7 @@ static int aliasable(const mi_session_t *s, const mi__step_t *st) {
 
 typedef struct plan_tmp {
   int32_t *root;         /* union-find over tensors that share bytes through alias steps */
+  uint64_t *off;         /* per tensor: its byte offset in its root's (a Concat input's slice) */
   int32_t *first, *last; /* per root: steps that touch any of its tensors; -1 when none does */
   uint8_t *device;       /* per root: a device step touches it, so it needs a buffer */
   uint64_t *bytes;       /* per root: stored bytes */
@@ -48,17 +49,79 @@ static void touch(plan_tmp_t *m, int32_t t, int32_t step, int device) {
   m->device[t] |= (uint8_t)device;
 }
 
+/* Concat elimination (concat_alias.c): a Concat step whose output stacks its inputs, on a
+ * device that gives views of buffers, runs as nothing when every runtime input can live in its
+ * slice of the output: each made by a device step that is no alias (graph inputs are uploaded,
+ * host results written, by whoever touches them first), in no other alias group (one tensor
+ * cannot be two slices, nor a slice and a reshape's whole buffer), no graph output, listed once,
+ * at an offset the device's views accept. The inputs join the output's root at their offsets,
+ * so the root lives from the first input's producer to the output's last reader, and readers of
+ * an input read its slice. */
+static void concat_aliases(mi_session_t *s, plan_tmp_t *m) {
+  const mi_graph_t *g = s->g;
+  uint8_t *busy = calloc((size_t)g->tensor_count + 1, 1);
+  uint64_t off[MI__CONCAT_MAX_INPUTS], align = 1;
+  mi_device_desc_t dd;
+  if (!busy || !s->plugin->api.buffer_view) {
+    free(busy);
+    return;
+  }
+  if (mi_plugin_device_info(s->plugin, s->device, &dd, NULL) == MI_OK && dd.buffer_alignment)
+    align = dd.buffer_alignment;
+  for (int32_t t = 0; t < g->tensor_count; t++) {
+    int32_t r = find(m->root, t);
+    if (r != t) busy[t] = busy[r] = 1;
+  }
+  for (int32_t i = 0; i < g->input_count; i++) busy[g->inputs[i]] = 1;
+  for (int32_t i = 0; i < g->output_count; i++) busy[g->outputs[i]] = 1;
+  for (int32_t t = 0; t < g->tensor_count; t++) busy[t] |= (uint8_t)(s->consts[t] != NULL);
+  for (int32_t i = 0; i < s->step_count; i++) { /* made[] inverted: only device outputs stay free */
+    const mi__step_t *st = &s->steps[i];
+    if (st->kind == MI__STEP_HOST)
+      for (int32_t j = 0; j < g->nodes[st->node].output_count; j++)
+        if (g->nodes[st->node].outputs[j] >= 0) busy[g->nodes[st->node].outputs[j]] = 1;
+    if (st->kind == MI__STEP_DEVICE && st->alias)
+      for (int32_t j = 0; j < st->output_count; j++) busy[st->outputs[j]] = 1;
+  }
+  for (int32_t i = 0; i < s->step_count; i++) {
+    mi__step_t *st = &s->steps[i];
+    const mi_node_t *n = &g->nodes[st->node];
+    int32_t y, ok = 1;
+    if (st->alias || !mi__concat_stack(s, st, off)) continue;
+    y = st->outputs[0];
+    if (find(m->root, y) != y) continue;
+    for (int32_t j = 0; ok && j < n->input_count; j++) {
+      int32_t t = n->inputs[j];
+      if (s->consts[t]) continue;
+      ok = !busy[t] && off[j] % align == 0;
+      for (int32_t k = 0; ok && k < j; k++) ok = n->inputs[k] != t;
+    }
+    if (!ok) continue;
+    for (int32_t j = 0; j < n->input_count; j++) {
+      int32_t t = n->inputs[j];
+      if (s->consts[t]) continue;
+      m->root[t] = y;
+      m->off[t] = off[j];
+      busy[t] = 1;
+    }
+    busy[y] = 1;
+    st->alias = MI__ALIAS_CONCAT;
+  }
+  free(busy);
+}
+
 /* Lifetimes in step positions: a tensor lives from the first step that touches it (its producer,
  * or for a graph input its first reader, which uploads it) to the last that reads it, host steps
  * included (they download it). Graph outputs live to the end (the run downloads them last). A
  * step's inputs and outputs all live at that step, so no kernel gets one buffer twice. */
-static void lifetimes(const mi_session_t *s, plan_tmp_t *m) {
+static void lifetimes(mi_session_t *s, plan_tmp_t *m) {
   const mi_graph_t *g = s->g;
   for (int32_t i = 0; i < s->step_count; i++) {
     mi__step_t *st = &s->steps[i];
-    if (st->kind == MI__STEP_DEVICE && (st->alias = aliasable(s, st)))
+    if (st->kind == MI__STEP_DEVICE && (st->alias = aliasable(s, st) ? MI__ALIAS_RESHAPE : 0))
       m->root[find(m->root, st->outputs[0])] = find(m->root, st->inputs[0]);
   }
+  concat_aliases(s, m);
   for (int32_t i = 0; i < s->step_count; i++) {
     const mi__step_t *st = &s->steps[i];
     if (st->kind == MI__STEP_DEVICE) {
@@ -138,6 +201,7 @@ static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order
 
 static void tmp_free(plan_tmp_t *m) {
   free(m->root);
+  free(m->off);
   free(m->first);
   free(m->last);
   free(m->device);
@@ -176,6 +240,22 @@ static int32_t alloc_all(mi_session_t *s, plan_tmp_t *m, const int32_t *order, i
   return MI_OK;
 }
 
+/* Tensor t's buffer becomes the slice of its allocation from byte `off` (a Concat input);
+ * one at offset 0 keeps the allocation itself, which the ABI lets be larger than the tensor. */
+static int32_t view(mi_session_t *s, int32_t t, uint64_t off, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  mi_error_t perr = {0};
+  mi_buffer_t *v = NULL;
+  int32_t rc = p->api.buffer_view(p->ctx, s->bufs[t], off, s->buf_bytes[t], &v, &perr);
+  if (rc == MI_OK && !v) rc = mi_errorf(&perr, MI_ERR_INTERNAL, "no view returned");
+  if (rc)
+    return mi_errorf(err, rc, "tensor '%s': cannot view %llu bytes at %llu of its Concat's buffer: %s",
+                     s->g->tensors[t].name, (unsigned long long)s->buf_bytes[t], (unsigned long long)off,
+                     perr.message[0] ? perr.message : mi_status_message(rc));
+  s->bufs[t] = s->views[s->view_count++] = v;
+  return MI_OK;
+}
+
 int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err) {
   const mi_graph_t *g = s->g;
   int32_t nt = g->tensor_count, n = 0, rc = MI_OK;
@@ -187,13 +267,15 @@ int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err) {
   uint64_t *size = calloc((size_t)nt + 1, sizeof *size);
   uint8_t *priv = calloc((size_t)nt + 1, 1);
   m.root = malloc((size_t)nt * sizeof *m.root + 1);
+  m.off = calloc((size_t)nt + 1, sizeof *m.off);
+  s->views = calloc((size_t)nt + 1, sizeof *s->views);
   m.first = malloc((size_t)nt * sizeof *m.first + 1);
   m.last = malloc((size_t)nt * sizeof *m.last + 1);
   m.device = calloc((size_t)nt + 1, 1);
   m.bytes = calloc((size_t)nt + 1, sizeof *m.bytes);
   m.slot = malloc((size_t)nt * sizeof *m.slot + 1);
-  if (!keys || !order || !head || !next || !size || !priv || !m.root || !m.first || !m.last ||
-      !m.device || !m.bytes || !m.slot) {
+  if (!keys || !order || !head || !next || !size || !priv || !m.root || !m.off || !s->views ||
+      !m.first || !m.last || !m.device || !m.bytes || !m.slot) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory planning device memory");
     goto done;
   }
@@ -225,6 +307,7 @@ int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err) {
     if (!m.device[r]) continue;
     s->bufs[t] = s->allocs[m.slot[r]];
     s->buf_bytes[t] = mi__stored_bytes(&g->tensors[t], s->dlayout[t], s->dblock[t], &ok);
+    if (m.off[t] && (rc = view(s, t, m.off[t], err))) goto done;
   }
 done:
   tmp_free(&m);
@@ -239,6 +322,10 @@ done:
 
 void mi__memplan_free(mi_session_t *s) {
   const mi_plugin_t *p = s->plugin;
+  for (int32_t v = 0; s->views && v < s->view_count; v++) p->api.buffer_free(p->ctx, s->views[v]);
+  free(s->views);
+  s->views = NULL;
+  s->view_count = 0;
   for (int32_t a = 0; s->allocs && a < s->alloc_count; a++)
     if (s->allocs[a]) p->api.buffer_free(p->ctx, s->allocs[a]);
   free(s->allocs);

@@ -1,4 +1,4 @@
-/* mi_plugin.h - the Meta Infer backend ABI, version 1.1: everything a device plugin needs.
+/* mi_plugin.h - the Meta Infer backend ABI, version 1.2: everything a device plugin needs.
  *
  * This header is self-contained: a plugin includes it and nothing else from Meta Infer.
  * docs/abi.md is the contract in prose; the rules in short:
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define MI_ABI_VERSION_MAJOR 1
-#define MI_ABI_VERSION_MINOR 1
+#define MI_ABI_VERSION_MINOR 2
 
 /** Name of the one symbol a plugin exports. */
 #define MI_PLUGIN_ENTRY_NAME "mi_plugin_entry"
@@ -471,6 +471,19 @@ typedef struct mi_plugin_api {
    * serialized per device. */
   int32_t (*set_device_knobs)(mi_plugin_ctx_t *ctx, uint32_t device,
                               const mi_knob_value_t *knobs, int32_t knob_count, mi_error_t *err);
+
+  /* Optional (ABI 1.2; read it only when struct_size covers it). A view: a handle for `bytes`
+   * bytes of `parent` from byte `offset`, accepted wherever a buffer is (kernel_run,
+   * buffer_write, buffer_read) and reading and writing the parent's memory, so a kernel writes a
+   * tensor straight into its slice of a larger one (the host's concat elimination, docs/abi.md
+   * §4). The plugin accepts every in-range offset that is a multiple of its device's
+   * buffer_alignment (the host asks for no other) and fails only for bad arguments or memory
+   * for the handle. buffer_free releases a view, never the parent's memory; the host frees
+   * every view of a buffer before the buffer. Kernels may be given a view and a buffer (or two
+   * views) that overlap as inputs, never an output that overlaps another input or output.
+   * Serialized per device. NULL: the host copies instead. */
+  int32_t (*buffer_view)(mi_plugin_ctx_t *ctx, mi_buffer_t *parent, uint64_t offset,
+                         uint64_t bytes, mi_buffer_t **out, mi_error_t *err);
 } mi_plugin_api_t;
 
 /** The entry point's type. Called once per load, from one thread. The plugin returns its
