@@ -120,6 +120,76 @@ static void graph_input_part(void) { check(1); }
 static void read_by_two(void) { check(2); }
 static void batch2(void) { check(3); }
 
+/* Producers that tile their output (a 3x3 and a 1x1 conv, a max pool) over an odd 7x7 plane,
+ * run in the reverse of their slices' order, so a write past a slice's end would land in a slice
+ * written before it. With `copy` the parts are graph outputs too, so the Concat copies (the
+ * build before views): both sessions' outputs must be the same bytes. */
+static mi_graph_t *tiled(int copy, int32_t *node) {
+  static const int64_t xd[4] = {1, 16, 7, 7}, w1d[4] = {16, 16, 3, 3}, w2d[4] = {32, 16, 1, 1}, k3[2] = {3, 3},
+                       p1[4] = {1, 1, 1, 1}, s1[2] = {1, 1};
+  static float w1[16 * 16 * 9], w2[32 * 16];
+  mi_graph_t *g = mi_graph_create("concat_tiled");
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd), in[3], pc, m, q, n;
+  uint32_t v = 12345u;
+  for (int i = 0; i < 16 * 16 * 9; i++) w1[i] = (float)((v = v * 1664525u + 1013904223u) >> 8) / 16777216.f - 0.5f;
+  for (int i = 0; i < 32 * 16; i++) w2[i] = (float)((v = v * 1664525u + 1013904223u) >> 8) / 16777216.f - 0.5f;
+  mi_graph_add_input(g, x);
+  in[0] = x;
+  in[1] = mi_graph_add_const_f32(g, "w1", 4, w1d, w1);
+  pc = add(g, "Conv", "p", 2, in);
+  mi_node_set_ints(g, g->node_count - 1, "kernel_shape", 2, k3);
+  mi_node_set_ints(g, g->node_count - 1, "pads", 4, p1);
+  m = add(g, "MaxPool", "m", 1, in);
+  mi_node_set_ints(g, g->node_count - 1, "kernel_shape", 2, k3);
+  mi_node_set_ints(g, g->node_count - 1, "pads", 4, p1);
+  mi_node_set_ints(g, g->node_count - 1, "strides", 2, s1);
+  in[1] = mi_graph_add_const_f32(g, "w2", 4, w2d, w2);
+  q = add(g, "Conv", "q", 2, in);
+  in[0] = q;
+  in[1] = m;
+  in[2] = pc;
+  n = concat(g, "y", 3, in, node);
+  mi_graph_add_output(g, add(g, "Relu", "z", 1, &n));
+  if (copy)
+    for (int i = 0; i < 3; i++) mi_graph_add_output(g, in[i]);
+  return g;
+}
+
+static void tiled_producers(void) {
+  mi_session_t *s[2] = {0};
+  mi_graph_t *g[2];
+  mi_array_t *in = NULL, *out[2][4] = {{0}};
+  mi_error_t err = {0};
+  int32_t node[2], rc = MI_OK;
+  uint64_t wall = 0, ns = 0;
+  for (int c = 0; c < 2; c++) {
+    g[c] = tiled(c, &node[c]);
+    if (rc == MI_OK) rc = mi_graph_infer_shapes(g[c], &err);
+    if (rc == MI_OK) rc = mi_session_create(g[c], g_blis, 0, NULL, &s[c], &err);
+    CHECK(rc == MI_OK, "tiled: create: %s", err.message);
+  }
+  if (rc == MI_OK) {
+    in = mi_array_create(MI_DTYPE_FLOAT32, 4, g[0]->tensors[g[0]->inputs[0]].dims);
+    mi_array_fill_random(in, 77);
+    for (int c = 0; c < 2 && rc == MI_OK; c++)
+      rc = mi_session_run(s[c], (const mi_array_t *const *)&in, 1, out[c], g[c]->output_count, &err);
+    CHECK(rc == MI_OK, "tiled: run: %s", err.message);
+  }
+  if (rc == MI_OK) {
+    CHECK(mi_session_node_time(s[0], node[0], &wall, &ns) == 1, "tiled: the Concat was not eliminated");
+    CHECK(mi_session_node_time(s[1], node[1], &wall, &ns) == 2, "tiled: the copy reference was eliminated");
+    CHECK(out[0][0] && out[1][0] && out[0][0]->nbytes == out[1][0]->nbytes &&
+              memcmp(out[0][0]->data, out[1][0]->data, out[1][0]->nbytes) == 0,
+          "tiled: eliminated Concat's output differs from the copy's");
+  }
+  for (int c = 0; c < 2; c++) {
+    for (int i = 0; i < 4; i++) mi_array_destroy(out[c][i]);
+    mi_session_destroy(s[c]);
+    mi_graph_destroy(g[c]);
+  }
+  mi_array_destroy(in);
+}
+
 /* A plugin without buffer_view (npu-stub: a 1.1-style table for this) keeps the copy: its
  * Concat runs a kernel, and the run still gives the reference's values (to its FP16). */
 static void no_views(void) {
@@ -170,5 +240,5 @@ static void setup(void) {
 static void teardown(void) { mi_registry_destroy(r); }
 
 static const tu_case_t tu_cases[] = {TU_CASE(slices), TU_CASE(graph_input_part), TU_CASE(read_by_two),
-                                     TU_CASE(batch2), TU_CASE(no_views)};
+                                     TU_CASE(batch2), TU_CASE(tiled_producers), TU_CASE(no_views)};
 TU_MAIN(setup, teardown)
