@@ -194,7 +194,8 @@ int conform_rule_counters(conform_ctx_t *c, char *why, size_t n) {
 }
 
 /* R9: buffers round-trip exactly, partial writes land at their offset, and out-of-range
- * access is refused with a message. */
+ * access is refused with a message; views (ABI 1.2), where given, read and write their parent's
+ * bytes (rules_view.c). */
 int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
   const mi_plugin_api_t *a = &c->plugin.api;
   static const uint64_t sizes[3] = {1, 4097, 1u << 20};
@@ -234,6 +235,10 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
       if (buf) a->buffer_free(c->plugin.ctx, buf);
       free(src);
       free(dst);
+      if (!fail && si == 0) { /* views of a 4 KiB parent, once per device */
+        memset(&err, 0, sizeof err);
+        if ((fail = conform_buffer_views(c, dev, &err))) size = 4096;
+      }
       if (fail) {
         return conform_verdict(why, n, CONFORM_FAIL,
                                "device %u, %llu-byte buffer: %s%s%s", dev, (unsigned long long)size,
@@ -242,8 +247,8 @@ int conform_rule_buffers(conform_ctx_t *c, char *why, size_t n) {
     }
   }
   return conform_verdict(why, n, CONFORM_PASS,
-                         "buffers of 1 B, 4 KiB+1 and 1 MiB round-trip on %u device(s)",
-                         c->plugin.device_count);
+                         "buffers of 1 B, 4 KiB+1 and 1 MiB round-trip on %u device(s)%s",
+                         c->plugin.device_count, a->buffer_view ? ", views read and write their parent" : "");
 }
 
 /* A one-node kernel description over two [2,3] FP32 tensors, built directly on the ABI so the
