@@ -255,7 +255,8 @@ void mi__nested_run_begins(mi_session_t *s);
 
 /* The device memory plan (memplan.c): lifetimes of the runtime tensors device steps touch over
  * the step order, then one allocation per group of tensors whose lifetimes do not overlap (with
- * plan == 0 one per tensor, as a baseline); sets each step's alias flag, bufs and buf_bytes. */
+ * plan == 0 one per tensor, as a baseline); sets each step's alias flag, bufs and buf_bytes
+ * (an eliminated Concat's inputs get views of their slices of its buffer, in views[]). */
 int32_t mi__memplan(mi_session_t *s, int plan, mi_error_t *err);
 void mi__memplan_free(mi_session_t *s);
 

@@ -1,6 +1,7 @@
 /* memplan.c - the session's static device memory plan: tensor lifetimes over the step order,
  * then tensors whose lifetimes do not overlap share one device allocation (greedy by size,
- * best fit), so a run needs the memory of its widest point rather than of every tensor. */
+ * best fit), so a run needs the memory of its widest point rather than of every tensor; the
+ * inputs of an eliminated Concat are views of their slices of its buffer. */
 #include <stdlib.h>
 #include <string.h>
 
