@@ -409,7 +409,14 @@ static int32_t run_pg_conv(const mi__blis_step_t *s, void *const *t, const mi__b
   const float *x = t[c->x];
   int64_t n, g, p0, ohw = c->OH * c->OW, cg = c->C / c->G, cb = c->block;
   conv_task_t ct;
+  mi__blis_conv_t gated;
   (void)err;
+  if (c->pg_gated) { /* the gate Mul before it, in the weights (blis_convgate.c) */
+    mi__blis_conv_gate_weights(c, t);
+    gated = *c;
+    gated.packed = c->pg_gated_w;
+    c = &gated;
+  }
   ct.c = c;
   ct.t = t;
   for (n = 0; n < c->N; n++)
@@ -537,6 +544,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     int64_t pix;
     int64_t kk = c->C / c->G * c->KH * c->KW, nf = 0;
     uint64_t scratch;
+    int gated;
     c->pg_direct = is1x1;
     c->block = mi_sdk_knob_int(p->desc, "im2col_block", 0);
     if (c->pg_direct || c->block <= 0 || c->block > ohw) c->block = ohw;
@@ -577,13 +585,16 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
               : c->pg_hp   ? (uint64_t)((c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp) +
                                       (pix || c->pg_nojunk ? 0 : c->M / c->G * nf))
                            : (uint64_t)(kk * c->block);
+    gated = !pg16 && mi__blis_conv_gate_link(p, c);
     /* aux: row offsets (int64, first: 64-byte aligned), pixel table or segments, packed weights,
-     * scratch */
-    aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + (uint64_t)pix + packed_fl + scratch;
+     * scratch, the gated weights */
+    aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + (uint64_t)pix + packed_fl + scratch + (gated ? packed + 16 : 0);
     s->aux = mi__blis_alloc(p->ctx, (aux + 1) * sizeof(float));
     if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     c->packed = (float *)s->aux + (c->pg_hp ? 2 * kk : 0) + pix;
     c->scratch = c->packed + packed_fl;
+    if (gated) /* 64-byte aligned, as the panels' loads like */
+      c->pg_gated_w = (float *)(((uintptr_t)(c->scratch + scratch) + 63) & ~(uintptr_t)63);
     if (pg16) {
       c->packed_h = (uint16_t *)c->packed;
       c->packed = NULL;
@@ -650,6 +661,6 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   s->run = c->variant == MI__CONV_PG                                     ? run_pg_conv
            : c->variant == MI__CONV_IM2COL || c->variant == MI__CONV_1X1 ? run_gemm_conv
                                                                          : mi__blis_conv_run_direct;
-  mi__blis_dwpw_link(p, s, c);
+  if (!c->pg_gated) mi__blis_dwpw_link(p, s, c);
   return MI_OK;
 }

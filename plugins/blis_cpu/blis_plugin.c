@@ -331,9 +331,12 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       snprintf(v.description, sizeof v.description,
                "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias)] [-> Relu] [-> hard-swish] as its float output stage");
     }
-    if (!strcmp(op, "Mul")) { /* Mul -> Add of one of its operands: one pass (blis_eltwise.c) */
-      v.fuse_mask = MI_FUSE_ADD;
-      snprintf(v.description, sizeof v.description, "plain loop; -> Add of one of its operands in the same pass");
+    /* Mul -> Add of one of its operands: one pass (blis_eltwise.c); a per-channel gate -> Conv:
+     * the gate folded into the conv's packed weights (blis_convgate.c) */
+    if (!strcmp(op, "Mul")) {
+      v.fuse_mask = MI_FUSE_ADD | MI_FUSE_CONV;
+      snprintf(v.description, sizeof v.description,
+               "plain loop; -> Add of an operand in one pass; channel gate -> Conv in the conv's weights");
     }
     if (!strcmp(op, "Concat")) { /* Concat -> DynamicQuantizeLinear: blis_qconcat.c */
       v.fuse_mask = MI_FUSE_ACT;

@@ -682,6 +682,54 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
 }
 
 /* Groups of the session's own, when the graph carries none and the device fuses conv chains. */
+/* Runtime FLOAT32 value `a` scaled by runtime `b` of one value per channel of `a` ([1,C,1,1] or
+ * [C,1,1]): an SE block's gate, x * HardSigmoid(...) broadcast over each plane. */
+static int channel_gate(const mi_graph_t *g, mi_array_t *const *consts, int32_t a, int32_t b) {
+  const mi_tensor_t *x = &g->tensors[a], *s = &g->tensors[b];
+  if (a < 0 || b < 0 || consts[a] || consts[b] || x->dtype != MI_DTYPE_FLOAT32 || s->dtype != MI_DTYPE_FLOAT32 ||
+      x->rank != 4 || (s->rank != 4 && s->rank != 3) || x->dims[1] <= 0 ||
+      (x->layout != MI_LAYOUT_ANY && x->layout != MI_LAYOUT_NCHW))
+    return 0;
+  for (int32_t d = 0; d < s->rank; d++)
+    if (s->dims[d] != (d == s->rank - 3 ? x->dims[1] : 1)) return 0;
+  return 1;
+}
+
+/* A Mul of a runtime value by a per-channel runtime gate whose result only a group-1 Conv reads
+ * (as its input), where the device's Mul declares MI_FUSE_CONV: the Mul joins that conv's unit
+ * (or the conv alone) as its first member and anchor, so the kernel can scale the conv's weights
+ * by the gate (M x C x KH x KW products a run) instead of writing x * gate and reading it back.
+ * After the conv chains; a conv with a choice of its own is left as it is. */
+static int32_t gate_heads(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts) {
+  for (int32_t n = 0; n < g->node_count; n++) {
+    const mi_node_t *m = &g->nodes[n];
+    int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r;
+    mi__unit_t u, *old;
+    if (!is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
+        m->input_count != 2 || consts[y] || mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 ||
+        !is_op(g, r, "Conv") || g->nodes[r].inputs[0] != y || mi_node_attr_int(&g->nodes[r], "group", 1) != 1 ||
+        (p->pinned && p->pinned[r]))
+      continue;
+    if (!channel_gate(g, consts, m->inputs[0], m->inputs[1]) && !channel_gate(g, consts, m->inputs[1], m->inputs[0]))
+      continue;
+    if (p->role[r] == MI__ROLE_NODE) {
+      if (add_pair(p, n, r, r)) return MI_ERR_OUT_OF_MEMORY;
+      continue;
+    }
+    old = p->role[r] == MI__ROLE_MEMBER ? &p->units[p->unit[r]] : NULL;
+    if (!old || old->kind != 0 || old->nodes[0] != r || old->count >= MI__UNIT_MAX) continue;
+    u = *old;
+    memmove(u.nodes + 1, u.nodes, (size_t)u.count * sizeof *u.nodes);
+    u.nodes[0] = n;
+    u.count++;
+    u.op = n;
+    *old = u;
+    p->role[n] = MI__ROLE_MEMBER;
+    p->unit[n] = p->unit[r];
+  }
+  return MI_OK;
+}
+
 static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *consts,
                            const mi_variant_desc_t *vars, uint32_t var_count) {
   uint32_t mask = fuse_mask(vars, var_count, "Conv");
@@ -717,6 +765,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
         continue;
       if (match_chain(g, p, consts, tr ? tmask : mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
     }
+  if ((fuse_mask(vars, var_count, "Mul") & MI_FUSE_CONV) && gate_heads(p, g, consts)) return MI_ERR_OUT_OF_MEMORY;
   /* A Mul of two runtime values whose result only an Add reads, the Add's other operand one of
    * the Mul's (an SE block's x + x * gate), where the device's Mul declares MI_FUSE_ADD: one
    * kernel, one pass. After the conv chains, which take a Mul or Add of theirs first; a constant

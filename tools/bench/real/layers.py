@@ -63,6 +63,14 @@ COMPUTE = {"Conv", "ConvTranspose", "Gemm", "MatMul", "ConvInteger", "MatMulInte
            "QLinearMatMul", "LSTM", "GRU", "RNN", "If", "Loop", "Scan"}
 
 
+def step_op(fused):
+    """The op type a blis-cpu step counts under: its first arithmetic op when it has one (a gate Mul
+    folded into the weights of the conv after it is that conv's step: its kernel does the conv's
+    work and no pass of the Mul's), else its first node's."""
+    ops = fused.split("+")
+    return next((o for o in ops if o in COMPUTE), ops[0])
+
+
 def profile(path, gen, a, tmp):
     """(blis-cpu steps [(ms, first op, name, output shape, fused ops)], ONNX Runtime nodes) of
     one model on the same inputs; with a.no_ort, ONNX Runtime's list is empty."""
@@ -78,7 +86,7 @@ def profile(path, gen, a, tmp):
         env["LD_PRELOAD"] = " ".join(x for x in (run.cpuid_cap(a.build), env.get("LD_PRELOAD", "")) if x)
     mi = json.loads(run.sh([os.path.join(a.build, "bin", "mi-run"), "--model", path, "--device",
                             "blis-cpu:0", "--profile", "--json"] + common + feeds, env))
-    ours = [(r["ms"], r["op"].split("+")[0], r["name"], r["shapes"].split(" -> ")[-1] if " -> " in r["shapes"] else "",
+    ours = [(r["ms"], step_op(r["op"]), r["name"], r["shapes"].split(" -> ")[-1] if " -> " in r["shapes"] else "",
              r["op"]) for r in mi["profile"]["layers"]]
     if a.no_ort:
         return ours, []
@@ -113,7 +121,7 @@ def report(path, a, ours, ort):
     print(f"{os.path.basename(path)}, {a.threads} thread(s), {a.repeat} runs each, load "
           f"{run.load()}: summed steps blis-cpu {o_tot:.3f} ms ({len(ours)} steps), "
           f"ONNX Runtime {r_tot:.3f} ms ({len(ort)} nodes), ratio {o_tot / max(r_tot, 1e-9):.2f}")
-    print("\ntime by op type (blis-cpu: the first node of a fused step; ORT: its node's op)")
+    print("\ntime by op type (blis-cpu: a fused step's arithmetic op, else its first node; ORT: its node's op)")
     mo, ro = by_op([r[:4] for r in ours]), by_op(ort)
     print(f"{'op':<24}{'blis ms':>10}{'share':>8}{'ORT ms':>10}{'share':>8}")
     for op in sorted(set(mo) | set(ro), key=lambda k: -(mo[k] + ro[k])):

@@ -1,0 +1,152 @@
+/* test_exec_gatefuse.c - an SE block's gating Mul (x times one runtime value per channel, its
+ * result read by a group-1 Conv alone) runs in that conv's kernel on blis-cpu (framework/src/exec/plan.c
+ * groups the Mul with the conv's chain; conv.packed_gemm scales its packed weights by the gate
+ * instead of writing x * gate): one kernel less, outputs within 1e-5 relative L2 of the unfused
+ * session's and of the reference interpreter's on every SIMD path at 1 and 2 threads; where the
+ * weights outnumber x's values, or the conv is not conv.packed_gemm, the Mul runs as a step of that
+ * kernel with the unfused session's very bits; a gated value read elsewhere too is not grouped. */
+#include "test_exec_util.h"
+
+typedef struct spec {
+  int64_t m, k;    /* the gated conv: m output channels, k x k kernel (padding k / 2) */
+  int gate_first;  /* Mul(gate, x) rather than Mul(x, gate) */
+  int also_output; /* x * gate is a graph output too: not grouped */
+} spec_t;
+
+#define C 24
+#define H 8
+#define W 20
+
+static float vals[16384];
+
+/* x [1,C,H,W] * gate [1,C,1,1] (both inputs, so that nothing else differs between the grouped and
+ * the one-kernel-a-node sessions) -> Conv(C -> m, k x k) -> Relu -> y */
+static mi_graph_t *gate_graph(const spec_t *sp) {
+  mi_graph_t *g = mi_graph_create("gatefuse");
+  int64_t xd[4] = {1, C, H, W}, gd[4] = {1, C, 1, 1}, w3[4] = {sp->m, C, sp->k, sp->k}, b3[1] = {sp->m},
+          pads[4] = {sp->k / 2, sp->k / 2, sp->k / 2, sp->k / 2};
+  int32_t x, gate, xs, y3, out, n;
+  mi_error_t err = {0};
+  g->opset = 13;
+#define T(name) mi_graph_add_tensor(g, name, MI_DTYPE_FLOAT32, -1, NULL)
+#define NODE(op, nm, nin, ins, o) mi_graph_add_node(g, op, nm, nin, ins, 1, (int32_t[]){o})
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  gate = mi_graph_add_tensor(g, "gate", MI_DTYPE_FLOAT32, 4, gd);
+  mi_graph_add_input(g, x);
+  mi_graph_add_input(g, gate);
+  xs = T("xs");
+  y3 = T("y3");
+  out = T("out");
+  NODE("Mul", "gate", 2, (sp->gate_first ? (int32_t[]){gate, x} : (int32_t[]){x, gate}), xs);
+  n = NODE("Conv", "pw", 3,
+           ((int32_t[]){xs, mi_graph_add_const_f32(g, "w3", 4, w3, vals + 4000),
+                        mi_graph_add_const_f32(g, "b3", 1, b3, vals + 1500)}),
+           y3);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  NODE("Relu", "pw_relu", 1, ((int32_t[]){y3}), out);
+  mi_graph_add_output(g, out);
+  if (sp->also_output) mi_graph_add_output(g, xs);
+#undef T
+#undef NODE
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("gate graph", &err);
+  return g;
+}
+
+static void run2(mi_session_t *s, const mi_graph_t *g, mi_array_t *const *in, mi_array_t **outs) {
+  mi_error_t err = {0};
+  if (mi_session_run(s, (const mi_array_t *const *)in, 2, outs, g->output_count, &err) != MI_OK)
+    die("mi_session_run", &err);
+}
+
+/* Runs sp's graph on p at `threads`, grouped and one kernel a node, and on the reference; returns
+ * the grouped session's steps and sets *d_plain to the grouped outputs' rel L2 from the ungrouped. */
+static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, double *d_plain) {
+  mi_graph_t *g = gate_graph(sp);
+  const mi_tensor_t *gt = &g->tensors[g->inputs[1]];
+  mi_array_t *in[2], *got[4] = {0}, *plain[4] = {0}, *want[4] = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  mi_session_t *s, *sp0;
+  mi_error_t err = {0};
+  int32_t steps, plain_steps;
+  double d;
+  in[0] = input_for(g, 17);
+  in[1] = mi_array_create(gt->dtype, gt->rank, gt->dims);
+  if (!in[1]) die("gate", NULL);
+  mi_array_fill_random(in[1], 23);
+  memset(&o, 0, sizeof o);
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  s = session_opts(g, p, o);
+  o.no_auto_fuse = 1;
+  sp0 = session_opts(g, p, o);
+  steps = mi_session_kernel_count(s) + mi_session_fallback_count(s);
+  plain_steps = mi_session_kernel_count(sp0) + mi_session_fallback_count(sp0);
+  run2(s, g, in, got);
+  run2(sp0, g, in, plain);
+  if (mi_ref_run(g, (const mi_array_t *const *)in, 2, want, g->output_count, &err) != MI_OK) die("mi_ref_run", &err);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  *d_plain = tu_rel_l2_arrays(got[0], plain[0]);
+  printf("%s m%d k%d%s%s t%d: %d steps (%d one a node), rel L2 %.2e to the reference, %.2e to one a node\n",
+         p->name, (int)sp->m, (int)sp->k, sp->gate_first ? " gate*x" : "", sp->also_output ? " x*gate an output" : "",
+         threads, steps, plain_steps, d, *d_plain);
+  CHECK(d < 1e-5, "rel L2 %.3e to the reference", d);
+  CHECK(*d_plain < 1e-5, "rel L2 %.3e to one kernel a node", *d_plain);
+  CHECK(plain_steps == 3, "one kernel a node: %d", plain_steps);
+  if (sp->also_output) CHECK(tu_rel_l2_arrays(got[1], want[1]) == 0, "x * gate as an output, exactly");
+  for (int i = 0; i < 4; i++) mi_array_destroy(plain[i]);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_session_destroy(sp0);
+  mi_array_destroy(in[0]);
+  mi_array_destroy(in[1]);
+  mi_graph_destroy(g);
+  return steps;
+}
+
+static int packed_conv; /* the default conv variant here is conv.packed_gemm (AVX2 or AVX-512) */
+
+static void on_plugin(mi_plugin_t *p) {
+  /* 1x1 and 3x3 (flat padded planes) with the gate folded; 1x1 with 200 weights a channel against
+   * x's 160 values a channel: grouped, the Mul run as the kernel's first step */
+  static const spec_t folded[] = {{16, 1, 0, 0}, {16, 1, 1, 0}, {16, 3, 0, 0}, {12, 3, 1, 0}};
+  static const spec_t kept = {200, 1, 0, 0}, apart = {16, 1, 0, 1};
+  for (int32_t t = 1; t <= 2; t++) {
+    double d;
+    for (size_t i = 0; i < sizeof folded / sizeof folded[0]; i++) {
+      CHECK(check(p, &folded[i], t, &d) == 1, "the Mul in the gated conv's kernel");
+      if (packed_conv) CHECK(d > 0, "the gate in the weights: the products reassociated");
+      else
+        CHECK(d == 0, "another conv variant: the Mul a step of the kernel, the same bits");
+    }
+    CHECK(check(p, &kept, t, &d) == 1, "grouped");
+    CHECK(d == 0, "more weights than values: the Mul a step of the kernel, the same bits");
+    CHECK(check(p, &apart, t, &d) == 2, "x * gate read outside: not grouped");
+  }
+}
+
+/* blis-cpu at each SIMD cap (a fresh registry: the plugin reads the cap when it loads). */
+static void blis_cpu(void) {
+  static const char *caps[3] = {NULL, "avx2", "c"};
+  uint64_t seed = 7;
+  for (int i = 0; i < 16384; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    vals[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
+  }
+  for (int lv = 0; lv < 3; lv++) {
+    mi_registry_t *reg;
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    reg = open_plugins();
+    packed_conv = lv < 2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    printf("simd cap %s\n", caps[lv] ? caps[lv] : "none");
+    on_blis_cpu(reg, on_plugin);
+    mi_registry_destroy(reg);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+}
+
+static void setup(void) {}
+static void teardown(void) {}
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu)};
+
+TU_MAIN(setup, teardown)
