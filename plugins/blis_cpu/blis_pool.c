@@ -6,6 +6,9 @@
 
 #include "blis_conv.h"
 
+/* Row blocks of a plane in the split of a pool (a multiple of the usual 2 and 4 threads). */
+#define MI__POOL_ROW_BLOCKS 8
+
 typedef struct pool_state {
   int32_t x, y, is_max, include_pad, simd, tiled;
   int64_t NC, H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl, pb, pr;
@@ -151,45 +154,51 @@ static void maxpool_tiled(const float *x, float *y, int64_t rows, int64_t W, int
   maxpool_tiled_body(x, y, rows, W, KH, KW);
 }
 
-/* Items are (image, channel) planes. */
-static void pool_part(void *arg, int64_t c0, int64_t c1) {
+/* Global pools: items are (image, channel) planes. */
+static void global_part(void *arg, int64_t c0, int64_t c1) {
   const mi__blis_task_t *pt = arg;
   const pool_state_t *q = pt->state;
   const float *x = pt->t[q->x];
   float *y = pt->t[q->y];
-  int64_t c, oh, ow, kh, kw;
-  if (q->KH == q->H && q->KW == q->W && q->OH == 1 && q->OW == 1 && !q->pt && !q->pl && !q->pb && !q->pr) {
-    /* Global pools: one contiguous run per plane, eight partial sums / maxima (vectorisable), then
-     * combined in a fixed order, so the result does not depend on the thread split. */
-    int64_t hw = q->H * q->W;
-    for (c = c0; c < c1; c++) {
-      const float *xc = x + c * hw;
-      float part[8];
-      int64_t i, j;
-      if (q->is_max) {
-        for (j = 0; j < 8; j++) part[j] = -INFINITY;
-        for (i = 0; i + 8 <= hw; i += 8)
-          for (j = 0; j < 8; j++) part[j] = xc[i + j] > part[j] ? xc[i + j] : part[j];
-        for (j = 0; i + j < hw; j++) part[j] = xc[i + j] > part[j] ? xc[i + j] : part[j];
-        for (j = 1; j < 8; j++) part[0] = part[j] > part[0] ? part[j] : part[0];
-      } else {
-        for (j = 0; j < 8; j++) part[j] = 0.f;
-        for (i = 0; i + 8 <= hw; i += 8)
-          for (j = 0; j < 8; j++) part[j] += xc[i + j];
-        for (j = 0; i + j < hw; j++) part[j] += xc[i + j];
-        for (j = 1; j < 8; j++) part[0] += part[j];
-      }
-      y[c] = q->is_max ? part[0] : part[0] / (float)hw;
+  int64_t c, hw = q->H * q->W;
+  /* one contiguous run per plane, eight partial sums / maxima (vectorisable), then combined in a
+   * fixed order, so the result does not depend on the thread split */
+  for (c = c0; c < c1; c++) {
+    const float *xc = x + c * hw;
+    float part[8];
+    int64_t i, j;
+    if (q->is_max) {
+      for (j = 0; j < 8; j++) part[j] = -INFINITY;
+      for (i = 0; i + 8 <= hw; i += 8)
+        for (j = 0; j < 8; j++) part[j] = xc[i + j] > part[j] ? xc[i + j] : part[j];
+      for (j = 0; i + j < hw; j++) part[j] = xc[i + j] > part[j] ? xc[i + j] : part[j];
+      for (j = 1; j < 8; j++) part[0] = part[j] > part[0] ? part[j] : part[0];
+    } else {
+      for (j = 0; j < 8; j++) part[j] = 0.f;
+      for (i = 0; i + 8 <= hw; i += 8)
+        for (j = 0; j < 8; j++) part[j] += xc[i + j];
+      for (j = 0; i + j < hw; j++) part[j] += xc[i + j];
+      for (j = 1; j < 8; j++) part[0] += part[j];
     }
-    return;
+    y[c] = q->is_max ? part[0] : part[0] / (float)hw;
   }
-  if (q->tiled) {
-    if (q->simd == MI__SIMD_AVX512)
-      maxpool_tiled_avx512(x + c0 * q->H * q->W, y + c0 * q->OH * q->OW, (c1 - c0) * q->OH, q->W, q->KH, q->KW);
-    else if (q->simd == MI__SIMD_AVX2)
-      maxpool_tiled_avx2(x + c0 * q->H * q->W, y + c0 * q->OH * q->OW, (c1 - c0) * q->OH, q->W, q->KH, q->KW);
-    else
-      maxpool_tiled(x + c0 * q->H * q->W, y + c0 * q->OH * q->OW, (c1 - c0) * q->OH, q->W, q->KH, q->KW);
+}
+
+/* Output rows [oh0, oh1) of planes [c0, c1) (image and channel flattened). */
+static void pool_rows(const pool_state_t *q, const float *x, float *y, int64_t c0, int64_t c1, int64_t oh0,
+                      int64_t oh1) {
+  int64_t c, oh, ow, kh, kw;
+  if (q->tiled) { /* output row oh of plane c reads input rows [oh * KH, (oh + 1) * KH) */
+    for (c = c0; c < c1; c++) {
+      const float *xr = x + (c * q->OH + oh0) * q->KH * q->W;
+      float *yr = y + (c * q->OH + oh0) * q->OW;
+      if (q->simd == MI__SIMD_AVX512)
+        maxpool_tiled_avx512(xr, yr, oh1 - oh0, q->W, q->KH, q->KW);
+      else if (q->simd == MI__SIMD_AVX2)
+        maxpool_tiled_avx2(xr, yr, oh1 - oh0, q->W, q->KH, q->KW);
+      else
+        maxpool_tiled(xr, yr, oh1 - oh0, q->W, q->KH, q->KW);
+    }
     return;
   }
   if (q->is_max && q->dh == 1 && q->dw == 1 && q->W <= 4096) {
@@ -200,7 +209,7 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
     float vm[4096 + 8]; /* + 8: the AVX2 third-tap load reads one float past the row */
     for (c = c0; c < c1; c++) {
       const float *xc = x + c * q->H * q->W;
-      for (oh = 0; oh < q->OH; oh++) {
+      for (oh = oh0; oh < oh1; oh++) {
         float *yr = y + (c * q->OH + oh) * q->OW;
         int64_t iw;
         for (iw = 0; iw < q->W; iw++) vm[iw] = -INFINITY;
@@ -248,7 +257,7 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
   }
   for (c = c0; c < c1; c++) {
     const float *xc = x + c * q->H * q->W;
-    for (oh = 0; oh < q->OH; oh++)
+    for (oh = oh0; oh < oh1; oh++)
       for (ow = 0; ow < q->OW; ow++) {
         float acc = q->is_max ? -INFINITY : 0.f;
         int64_t cnt = 0, h0 = oh * q->sh - q->pt, w0 = ow * q->sw - q->pl, padded;
@@ -281,11 +290,32 @@ static void pool_part(void *arg, int64_t c0, int64_t c1) {
   }
 }
 
+/* Items are (row block, plane) pairs, row blocks outer: part k of a split takes the k-th stretch
+ * of the items (blis_threads.c), so with the planes' rows cut in MI__POOL_ROW_BLOCKS it reads the
+ * k-th band of rows of every plane, the band the k-th part of a conv split over pixels (the packed
+ * GEMM's pixel blocks) wrote before: its reads stay in its own core's cache. Split per plane, each
+ * part read the other core's band of every plane, at about half the speed (blis-cpu.md). Max and
+ * the average's sums run over each window in the same order whatever the split. */
+static void pool_part(void *arg, int64_t i0, int64_t i1) {
+  const mi__blis_task_t *pt = arg;
+  const pool_state_t *q = pt->state;
+  int64_t rb = q->OH < MI__POOL_ROW_BLOCKS ? q->OH : MI__POOL_ROW_BLOCKS, i;
+  for (i = i0; i < i1; i++) {
+    int64_t b = i / q->NC, c = i % q->NC;
+    pool_rows(q, pt->t[q->x], pt->t[q->y], c, c + 1, b * q->OH / rb, (b + 1) * q->OH / rb);
+  }
+}
+
 static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                         mi_error_t *err) {
   const pool_state_t *q = s->state;
+  int64_t rb = q->OH < MI__POOL_ROW_BLOCKS ? q->OH : MI__POOL_ROW_BLOCKS;
   (void)err;
-  return mi__blis_run_parts(s, t, env, q->NC, 1, q->OH * q->OW * q->KH * q->KW, pool_part);
+  if (q->KH == q->H && q->KW == q->W && q->OH == 1 && q->OW == 1 && !q->pt && !q->pl && !q->pb && !q->pr)
+    return mi__blis_run_parts(s, t, env, q->NC, 1, q->H * q->W, global_part);
+  /* an item's work: its window reads and its output writes (a streaming pass, counted in the
+   * elements it moves; the window compares alone kept oww-embedding's first MaxPool on one thread) */
+  return mi__blis_run_parts(s, t, env, rb * q->NC, 1, (q->OH * q->OW * (q->KH * q->KW + 1) + rb - 1) / rb, pool_part);
 }
 
 int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
