@@ -188,7 +188,14 @@ static void global_part(void *arg, int64_t c0, int64_t c1) {
 static void pool_rows(const pool_state_t *q, const float *x, float *y, int64_t c0, int64_t c1, int64_t oh0,
                       int64_t oh1) {
   int64_t c, oh, ow, kh, kw;
-  if (q->tiled) { /* output row oh of plane c reads input rows [oh * KH, (oh + 1) * KH) */
+  /* tiled: output row oh of plane c reads input rows [oh * KH, (oh + 1) * KH); whole planes are
+   * one run of rows */
+  if (q->tiled) {
+    if (oh0 == 0 && oh1 == q->OH) {
+      oh0 = 0;
+      oh1 = (c1 - c0) * q->OH;
+      c1 = c0 + 1;
+    }
     for (c = c0; c < c1; c++) {
       const float *xr = x + (c * q->OH + oh0) * q->KH * q->W;
       float *yr = y + (c * q->OH + oh0) * q->OW;
@@ -299,10 +306,15 @@ static void pool_rows(const pool_state_t *q, const float *x, float *y, int64_t c
 static void pool_part(void *arg, int64_t i0, int64_t i1) {
   const mi__blis_task_t *pt = arg;
   const pool_state_t *q = pt->state;
-  int64_t rb = q->OH < MI__POOL_ROW_BLOCKS ? q->OH : MI__POOL_ROW_BLOCKS, i;
-  for (i = i0; i < i1; i++) {
-    int64_t b = i / q->NC, c = i % q->NC;
-    pool_rows(q, pt->t[q->x], pt->t[q->y], c, c + 1, b * q->OH / rb, (b + 1) * q->OH / rb);
+  int64_t rb = q->OH < MI__POOL_ROW_BLOCKS ? q->OH : MI__POOL_ROW_BLOCKS, i = i0;
+  if (i0 == 0 && i1 == rb * q->NC) { /* not split: whole planes (one tiled call over all rows) */
+    pool_rows(q, pt->t[q->x], pt->t[q->y], 0, q->NC, 0, q->OH);
+    return;
+  }
+  while (i < i1) { /* each row block's run of planes in one call */
+    int64_t b = i / q->NC, c = i - b * q->NC, n = i1 - i < q->NC - c ? i1 - i : q->NC - c;
+    pool_rows(q, pt->t[q->x], pt->t[q->y], c, c + n, b * q->OH / rb, (b + 1) * q->OH / rb);
+    i += n;
   }
 }
 

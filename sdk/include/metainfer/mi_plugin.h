@@ -231,7 +231,9 @@ typedef enum mi_fuse_bits {
   MI_FUSE_ACT = 1u << 3,  /* + other activations (Sigmoid, HardSwish, LeakyRelu, ...) */
   MI_FUSE_ADD = 1u << 4,  /* + residual Add */
   /* depthwise Conv [+ its chain] + a pointwise Conv (1x1, stride 1, no pads, group 1) reading
-   * it, with the pointwise conv's own chain after it: one pass, the intermediate kept in cache */
+   * it, with the pointwise conv's own chain after it: one pass, the intermediate kept in cache.
+   * On a Mul variant: a Mul by a per-channel runtime gate + the group-1 Conv that alone reads the
+   * product, with that conv's chain (the Mul first; docs/abi.md, "A per-channel gate") */
   MI_FUSE_CONV = 1u << 5,
   /* ABI 1.1. Not a pattern but a promise about the patterns above: a group this variant anchors
    * runs each member that has a choice of its own (mi_kernel_desc_t.member_choices) with that
