@@ -138,6 +138,9 @@ static inline int64_t mi__blis_chunk_start(int64_t n, int64_t chunks, int64_t ra
 }
 void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
                        mi__blis_task_fn fn, void *arg);
+/* The threads the pool's last loop ran on (1: serially, or no pool): a hint, for a step that reads
+ * what that loop wrote (blis_pool.c). */
+int32_t mi__blis_last_parts(const mi__blis_env_t *env);
 /* The threads mi__blis_parallel gives such a loop (1: it runs on the calling thread). */
 int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_t item_work);
 /* A kernel's estimated time on one thread in ns (blis_cost.c), from its nodes' FLOPs (convs,

@@ -318,16 +318,31 @@ static void pool_part(void *arg, int64_t i0, int64_t i1) {
   }
 }
 
+/* Global pools of at least this many input floats follow a split producer's split (run_pool). */
+#define MI__POOL_FOLLOW_MIN 8192
+
 static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                         mi_error_t *err) {
   const pool_state_t *q = s->state;
   int64_t rb = q->OH < MI__POOL_ROW_BLOCKS ? q->OH : MI__POOL_ROW_BLOCKS;
-  (void)err;
-  if (q->KH == q->H && q->KW == q->W && q->OH == 1 && q->OW == 1 && !q->pt && !q->pl && !q->pb && !q->pr)
-    return mi__blis_run_parts(s, t, env, q->NC, 1, q->H * q->W, global_part);
+  int global = q->KH == q->H && q->KW == q->W && q->OH == 1 && q->OW == 1 && !q->pt && !q->pl && !q->pb && !q->pr;
   /* an item's work: its window reads and its output writes (a streaming pass, counted in the
    * elements it moves; the window compares alone kept oww-embedding's first MaxPool on one thread) */
-  return mi__blis_run_parts(s, t, env, rb * q->NC, 1, (q->OH * q->OW * (q->KH * q->KW + 1) + rb - 1) / rb, pool_part);
+  int64_t work = global ? q->H * q->W : (q->OH * q->OW * (q->KH * q->KW + 1) + rb - 1) / rb;
+  /* Why a global pool follows the loop before: it reads what the step before it wrote, and when
+   * that step ran split (a conv over 12 us), half of it sits in the other core's cache. Run alone,
+   * the pool read that half across cores at about half the speed (ppocr-v2-cls's
+   * GlobalAveragePools after its split depthwise convs: 3.3-5.1 us at 2 threads, 1.5-2.3 at 1);
+   * split per plane, as a depthwise conv splits, each part reads its own core's planes (2.2-3.3
+   * us; docs/benchmarks.md, 2026-12-03 22:55 UTC). The windowed pools do not follow: their row
+   * bands need not match the producer's split (a packed GEMM on small planes splits over channel
+   * panels), and oww-embedding's smaller MaxPools ran 4.3 -> 6.8 and 6.5 -> 12.8 us with it. */
+  if (global && env && env->threads > 1 && mi__blis_last_parts(env) > 1 &&
+      q->NC * q->H * q->W >= MI__POOL_FOLLOW_MIN && work < MI__PAR_MIN_WORK)
+    work = MI__PAR_MIN_WORK;
+  (void)err;
+  if (global) return mi__blis_run_parts(s, t, env, q->NC, 1, work, global_part);
+  return mi__blis_run_parts(s, t, env, rb * q->NC, 1, work, pool_part);
 }
 
 int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {

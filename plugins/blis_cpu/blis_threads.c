@@ -33,6 +33,7 @@ struct mi__blis_pool {
   int64_t chunks;              /* claimed one at a time: mi__blis_even_start's units */
   int32_t parts;               /* threads of the current region, the caller included */
   int32_t ranges;              /* the chunks' home ranges, min(parts, MI__POOL_RANGES) */
+  _Atomic int32_t last_parts;  /* threads of the last loop run through the pool (1: serially) */
   struct {
     _Alignas(64) _Atomic int64_t next; /* first unclaimed chunk (its own cache line: claimed often) */
     int64_t end;
@@ -256,14 +257,17 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   if (grain < 1) grain = 1;
   units = (count + grain - 1) / grain;
   if (parts <= 1 || !pool || pthread_mutex_trylock(&pool->region) != 0) {
+    if (pool) atomic_store(&pool->last_parts, 1);
     fn(arg, 0, count);
     return;
   }
   if (ensure_workers(pool, parts - 1) == 0) {
     pthread_mutex_unlock(&pool->region);
+    atomic_store(&pool->last_parts, 1);
     fn(arg, 0, count);
     return;
   }
+  atomic_store(&pool->last_parts, parts);
   pool->fn = fn;
   pool->arg = arg;
   pool->count = count;
@@ -292,4 +296,8 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
     wait_workers(pool, spin_ns < MI__POOL_WAIT_MAX_NS ? spin_ns : MI__POOL_WAIT_MAX_NS);
   }
   pthread_mutex_unlock(&pool->region);
+}
+
+int32_t mi__blis_last_parts(const mi__blis_env_t *env) {
+  return env && env->pool ? atomic_load(&env->pool->last_parts) : 1;
 }
