@@ -2,7 +2,8 @@
  * every item of every parallel region runs exactly once, whether the workers are spinning, in the
  * spin's yielding part or asleep when a region opens, on all cores and with the whole process
  * held on one core (the caller sharing its worker's core, where the spin yields it); regions back
- * to back, where a worker joins late; and the split decision. */
+ * to back, where a worker joins late; the split decision; and the last loop's parts, a hint the
+ * global pools read. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <time.h>
@@ -122,11 +123,27 @@ static void parts_decision(void) {
   CHECK(mi__blis_par_parts(2, 0, 1, 1) == 1, " empty loop");
 }
 
+/* The hint a global pool reads (blis_pool.c): the threads of the pool's last loop, 1 after one that
+ * ran on the calling thread, 1 without a pool. */
+static void last_parts(void) {
+  mi__blis_env_t env;
+  memset(&env, 0, sizeof env);
+  env.threads = 2;
+  CHECK(mi__blis_last_parts(&env) == 1, " no pool: one part");
+  REQUIRE(env.pool = mi__blis_pool_create(2));
+  mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
+  CHECK(mi__blis_last_parts(&env) == 2, " after a split loop: %d", (int)mi__blis_last_parts(&env));
+  mi__blis_parallel(&env, 100, 1, 1, count_items, NULL);
+  CHECK(mi__blis_last_parts(&env) == 1, " after a loop on the calling thread: %d", (int)mi__blis_last_parts(&env));
+  mi__blis_pool_destroy(env.pool);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(all_cores),
     TU_CASE(one_core),
     TU_CASE(back_to_back),
     TU_CASE(parts_decision),
+    TU_CASE(last_parts),
 };
 
 TU_MAIN(NULL, NULL)
