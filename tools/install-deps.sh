@@ -14,6 +14,10 @@ PKGS=(
   # tests/report: headless Chromium renders report.html (with a font for its text), xmllint parses its SVGs
   chromium fonts-dejavu-core libxml2-utils
   postgresql libpq-dev libssl-dev iproute2
+  # tools/models/calib.sh (real-input calibration folders, tests/integration/calib_real.sh):
+  # numpy and PIL, speech from espeak-ng (about 10 MB together; the photographs come from
+  # python3-skimage's .deb on demand, calib.sh --fetch-photos, not installed here)
+  python3-numpy python3-pil espeak-ng
 )
 
 missing=()

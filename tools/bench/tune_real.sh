@@ -8,6 +8,9 @@
 # usage: tools/bench/tune_real.sh [BUILD_DIR] [OUT_DIR] [--only REGEX] [--budget N] [--seed S]
 #          [--plugin P] (default blis-cpu; opencl or vulkan tune and compare on that plugin's device 0)
 #          [--drop D] (the recipe's accuracy_drop, default 0.01: issue 21's bound)
+#          [--calib DIR] (DIR/NAME, as tools/models/calib.sh writes them: each model's recipe gets
+#          `calibration: DIR/NAME` and its compare runs on that folder's first sample; a model
+#          without DIR/NAME keeps the generated inputs, and the line before its tune says so)
 # Timing runs at `nice -n -10` when the caller may raise priority (root), as the bench rules ask.
 # Needs the models in ${MI_MODEL_DIR:-~/.cache/metainfer/models}. Each model's history starts
 # empty (OUT_DIR/NAME/out/history.db), so no model is helped by another's tune.
@@ -15,7 +18,7 @@ set -u
 B=$(realpath "${1:-build}")
 O=${2:-/tmp/tune_real}
 shift $(( $# >= 2 ? 2 : $# ))
-ONLY=.; BUDGET=40; SEED=1; PLUGIN=blis-cpu; DROP=0.01
+ONLY=.; BUDGET=40; SEED=1; PLUGIN=blis-cpu; DROP=0.01; CALIB=
 while [ $# -gt 0 ]; do
   case $1 in
     --only) ONLY=$2; shift 2 ;;
@@ -23,9 +26,11 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift 2 ;;
     --plugin) PLUGIN=$2; shift 2 ;;
     --drop) DROP=$2; shift 2 ;;
+    --calib) CALIB=$(realpath -m "$2"); shift 2 ;;
     *) echo "tune_real.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
+[ -z "$CALIB" ] || [ -d "$CALIB" ] || { echo "tune_real.sh: --calib: no folder $CALIB (tools/models/calib.sh)" >&2; exit 2; }
 M=${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}
 NICE=""; [ "$(id -u)" = 0 ] && NICE="nice -n -10"
 mkdir -p "$O"; O=$(realpath "$O")
@@ -90,7 +95,12 @@ for m in "${MODELS[@]}"; do
     shapes+=(--shape "$k:$v")
   done
   extra=""; cmpx=()
-  if [[ $name == silero* ]]; then
+  if [ -n "$CALIB" ] && [ -d "$CALIB/$name" ]; then
+    extra="calibration: $CALIB/$name"; cmpx=(--calib "$CALIB/$name")
+  elif [ -n "$CALIB" ]; then
+    echo "== $name: no $CALIB/$name: generated inputs"
+  fi
+  if [ -z "$extra" ] && [[ $name == silero* ]]; then
     calib "$d/calib" "$(printf '%s ' "${shapes[@]}" | sed 's/--shape //g')"
     extra="calibration: $d/calib"; cmpx=(--calib "$d/calib")
   fi
