@@ -59,14 +59,14 @@ SENTENCES = [
 ]
 VOICES = ["en", "en-us", "en+f3", "en-us+m3", "en+f2", "en-gb-x-rp"]
 
-# name -> (kind, file, per-input shapes): the sizes of tools/bench/tune_real.sh.
+# name -> (kind, file, {input name: shape}): the sizes of tools/bench/tune_real.sh.
 MODELS = {
     "ppocr_v2_cls": ("ocr_line", "ppocr_v2_cls.onnx", {"x": [1, 3, 48, 192]}),
     "ppocr_v4_det": ("ocr_page", "ppocr_v4_det.onnx", {"x": [1, 3, 320, 320]}),
     "ppocr_v4_rec": ("ocr_line", "ppocr_v4_rec.onnx", {"x": [1, 3, 48, 320]}),
     "oww_melspectrogram": ("oww_audio", "oww_melspectrogram.onnx", {"input": [1, 1280]}),
     "oww_embedding": ("oww_mel", "oww_embedding.onnx", {"input_1": [1, 76, 32, 1]}),
-    "oww_hello_deepa": ("oww_emb", "oww_hello_deepa.onnx", {"onnx::Flatten_0": [1, 16, 96]}),
+    "oww_hello_deepa": ("oww_emb", "oww_hello_deepa.onnx", {"onnx::Flatten_0": [1, 25, 96]}),
     "silero_vad_v4": ("vad", "silero_vad_v4.onnx", {"input": [1, 512], "h": [2, 1, 64],
                                                     "c": [2, 1, 64], "sr": []}),
     "silero_vad_v5": ("vad", "silero_vad_v5.onnx", {"input": [1, 512], "state": [2, 1, 128],
@@ -75,9 +75,9 @@ MODELS = {
                                                     "sr": []}),
     "silero_vad_v6_ifless": ("vad", "silero_vad_v6_ifless.onnx",
                              {"input": [1, 512], "state": [2, 1, 128], "sr": []}),
-    "blazeface_front": ("blazeface", "blazeface_front.onnx", {"input": [1, 128, 128, 3]}),
-    "blazeface_back": ("blazeface", "blazeface_back.onnx", {"input": [1, 256, 256, 3]}),
-    "mlsd_tiny_320": ("mlsd", "mlsd_tiny_320.onnx", {"input": [1, 320, 320, 4]}),
+    "blazeface_front": ("blazeface", "blazeface_front.onnx", {"input:0": [1, 128, 128, 3]}),
+    "blazeface_back": ("blazeface", "blazeface_back.onnx", {"input:0": [1, 256, 256, 3]}),
+    "mlsd_tiny_320": ("mlsd", "mlsd_tiny_320.onnx", {"input_image_with_alpha:0": [1, 320, 320, 4]}),
     "isnet_quint8": ("isnet", "isnet_quint8_1024.onnx", {"input": [1, 3, 1024, 1024]}),
 }
 
@@ -353,15 +353,16 @@ def oww_mel(rng, args, shape, count):
 
 
 def oww_emb(rng, args, shape, count):
-    """openWakeWord wake-word head: 16 embeddings (windows of 76 mel frames, 8 frames apart,
-    the embedding model run on all 16 at once), [1, 16, 96]."""
+    """openWakeWord wake-word head: T embeddings (T = 25 for hello_deepa; windows of 76 mel
+    frames, 8 frames apart, the embedding model run on all T at once), [1, T, 96]."""
+    t = shape[1]
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        for y in speech(rng, count, 2.5):
+        for y in speech(rng, count, 3.2):
             mel = oww_features(args, y, tmp)
-            win = np.stack([mel[8 * j:8 * j + 76] for j in range(16)])[:, :, :, None]
+            win = np.stack([mel[8 * j:8 * j + 76] for j in range(t)])[:, :, :, None]
             emb = mi_run(args, "oww_embedding.onnx", {"input_1": win}, tmp)
-            out.append({"onnx::Flatten_0": emb.reshape(1, 16, 96).astype(np.float32)})
+            out.append({"x": emb.reshape(1, t, 96).astype(np.float32)})
     return out
 
 
@@ -425,6 +426,8 @@ def main():
             print("calib: %s: skipped: %s" % (name, e), file=sys.stderr)
             missing += 1
             continue
+        if len(shape) == 1:  # the maker's own name for a one-input model's tensor
+            samples = [{next(iter(shape)): next(iter(x.values()))} for x in samples]
         d = os.path.join(args.out, name)
         write(d, samples)
         first = samples[0]
