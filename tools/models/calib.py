@@ -415,7 +415,7 @@ def main():
     if args.fetch_photos:
         fetch_photos()
     missing = 0
-    for name, (kind, file, shape) in MODELS.items():
+    for name, (kind, _file, shape) in MODELS.items():
         if not re.search(args.only, name):
             continue
         rng = np.random.default_rng([args.seed, zlib.crc32(name.encode())])
