@@ -12,13 +12,14 @@ uses and with the preprocessing each model's own front end applies:
   text    lines and pages rendered with the DejaVu fonts (fonts-dejavu-core) for PaddleOCR
   speech  sentences synthesised by espeak-ng, resampled to 16 kHz; the openWakeWord embedding
           and wake-word models get the features of their own front end (the melspectrogram
-          model, then the embedding model, run on the reference interpreter by mi-run)
+          model, then the embedding model, run on the reference interpreter by mi-run); Silero
+          VAD gets the state it left after the windows before (also run by mi-run)
 
 The same arguments give the same bytes (seeded crops, texts, voices and noise; np.save).
 A model whose source is missing is reported and skipped, and the exit status is 1.
 
 usage: calib.py [--out DIR] [--models DIR] [--only REGEX] [--count N] [--seed S]
-                [--photos DIR] [--fetch-photos] [--build DIR]
+                [--photos DIR] [--fetch-photos] [--build DIR] [--zero-state]
 """
 import argparse
 import os
@@ -176,16 +177,15 @@ def speech(rng, count, seconds):
     return out
 
 
-def mi_run(args, model, inputs, tmp):
-    """Runs `model` on the reference interpreter with `inputs` (name -> array); returns the
-    first output."""
+def mi_run_all(args, model, inputs, tmp):
+    """Runs `model` on the reference interpreter with `inputs` (name -> array); returns its
+    outputs, {name: array}."""
     exe = os.path.join(args.build, "bin", "mi-run")
     if not os.path.exists(os.path.join(args.models, model)):
-        raise Missing("the front-end model %s is not in %s (tools/models/fetch.sh)" %
-                      (model, args.models))
+        raise Missing("%s is not in %s (tools/models/fetch.sh)" % (model, args.models))
     if not os.access(exe, os.X_OK):
-        raise Missing("%s is not built: the openWakeWord features come from the models' own "
-                      "front end run by mi-run (give --build DIR)" % exe)
+        raise Missing("%s is not built: these samples come from the models themselves run by "
+                      "mi-run (give --build DIR)" % exe)
     cmd = [exe, "--model", os.path.join(args.models, model), "--device", "ref",
            "--output-dir", os.path.join(tmp, "o")]
     for k, (name, a) in enumerate(inputs.items()):
@@ -193,10 +193,15 @@ def mi_run(args, model, inputs, tmp):
         np.save(p, a)
         cmd += ["--input", "%s=%s" % (name, p)]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    m = re.search(r"output '[^']*': \S+ \[[^\]]*\] -> (\S+\.npy)", r.stdout)
-    if r.returncode != 0 or not m:
+    outs = re.findall(r"output '([^']*)': \S+ \[[^\]]*\] -> (\S+\.npy)", r.stdout)
+    if r.returncode != 0 or not outs:
         raise Missing("mi-run %s failed: %s" % (model, r.stdout.strip()[-300:]))
-    return np.load(m.group(1))
+    return {name: np.load(path) for name, path in outs}
+
+
+def mi_run(args, model, inputs, tmp):
+    """The first output of mi_run_all."""
+    return next(iter(mi_run_all(args, model, inputs, tmp).values()))
 
 
 # ---------------------------------------------------------------- images
@@ -367,16 +372,25 @@ def oww_emb(rng, args, shape, count):
 
 
 def vad(rng, args, shape, count):
-    """Silero VAD: a 32 ms window of speech in [-1, 1) at 16 kHz, the state zero (a stream's
-    first window), sr = 16000."""
+    """Silero VAD: a 32 ms window (512 samples) of speech in [-1, 1) at 16 kHz, sr = 16000, with
+    the recurrent state the model itself left after the 8-31 windows before it (run window by
+    window on the reference interpreter from a zero state; its output `hn`, `cn` or `stateN`
+    is the next window's `h`, `c` or `state`). --zero-state: a stream's first window instead."""
+    states = [n for n in shape if n not in ("input", "sr")]
+    sr = np.array(16000, np.int64)
     out = []
-    for y in speech(rng, count, 2.0):
-        start = int(rng.integers(4000, 24000))
-        s = {name: np.zeros(dims, np.float32) for name, dims in shape.items()
-             if name not in ("input", "sr")}
-        s["input"] = y[None, start:start + 512]
-        s["sr"] = np.array(16000, np.int64)
-        out.append(s)
+    with tempfile.TemporaryDirectory() as tmp:
+        for y in speech(rng, count, 2.0):
+            w = int(rng.integers(8, 32))
+            st = {n: np.zeros(shape[n], np.float32) for n in states}
+            for j in range(0 if args.zero_state else w):
+                res = mi_run_all(args, args.model_file,
+                                 dict(st, input=y[None, 512 * j:512 * (j + 1)], sr=sr), tmp)
+                st = {n: res.get(n + "n", res.get(n + "N")) for n in states}
+                if any(v is None for v in st.values()):
+                    raise Missing("%s: no output %s" % (args.model_file, " or ".join(
+                        n + "n/" + n + "N" for n in states)))
+            out.append(dict(st, input=y[None, 512 * w:512 * (w + 1)], sr=sr))
     return out
 
 
@@ -408,17 +422,20 @@ def main():
     ap.add_argument("--fetch-photos", action="store_true",
                     help="extract skimage's data images from Debian's python3-skimage .deb")
     ap.add_argument("--build", default=os.environ.get("MI_BUILD", "build"),
-                    help="a build with bin/mi-run (the openWakeWord front end)")
+                    help="a build with bin/mi-run (the openWakeWord front end, Silero's state)")
+    ap.add_argument("--zero-state", action="store_true",
+                    help="Silero VAD samples with a zero state (needs neither model nor build)")
     args = ap.parse_args()
     if args.count < 1:
         die("--count must be at least 1")
     if args.fetch_photos:
         fetch_photos()
     missing = 0
-    for name, (kind, _file, shape) in MODELS.items():
+    for name, (kind, file, shape) in MODELS.items():
         if not re.search(args.only, name):
             continue
         rng = np.random.default_rng([args.seed, zlib.crc32(name.encode())])
+        args.model_file = file
         single = next(iter(shape.values())) if len(shape) == 1 else shape
         try:
             samples = KINDS[kind](rng, args, single, args.count)
