@@ -33,7 +33,9 @@ typedef enum mi_xf_granularity { MI_XF_PER_TENSOR = 0,
 
 /** How activation ranges are calibrated. */
 typedef enum mi_xf_calib { MI_XF_CALIB_MINMAX = 0,
-                           MI_XF_CALIB_PERCENTILE = 1 } mi_xf_calib;
+                           MI_XF_CALIB_PERCENTILE = 1,
+                           /* the clipping range of least quantization MSE on the samples */
+                           MI_XF_CALIB_MSE = 2 } mi_xf_calib;
 
 /** Bits of mi_xf_layer_t.set: which fields an override sets (defaults set all). */
 enum {
@@ -78,6 +80,8 @@ typedef struct mi_xf_config {
   char *source;         /* the file or name it was loaded from (errors cite it), owned */
   int32_t float_output; /* 0/1: INT8 quantization leaves the graph outputs float (by
                          * default they get a Q/DQ pair like every activation a device stores) */
+  int32_t bias_correction; /* 0/1: fold the expected output shift of INT8/INT4 weights,
+                            * E[(Wq - W) x] over the calibration samples, into the bias */
 } mi_xf_config_t;
 
 /** A configuration with every pass off and every layer FP32. NULL when out of memory. */

@@ -47,29 +47,64 @@ static int32_t prune_all(mi_graph_t *g, const mi_xf_config_t *c, mi_xf_stats_t *
   return rc;
 }
 
+/* Quantizes node n's weights; with `means` (bias correction) folds the shift the quantized
+ * weights give on the calibration inputs' means into its bias. */
+static int32_t quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, double **means,
+                              const int8_t *mean_axis, mi_xf_stats_t *st, mi_error_t *err) {
+  int32_t w = mi__xf_is_weighted(g, n) ? g->nodes[n].inputs[1] : -1, in = g->nodes[n].inputs[0], rc;
+  int integer = l->weights == MI_XF_INT8 || l->weights == MI_XF_INT4;
+  const double *mean = means && w >= 0 && integer && in >= 0 ? means[in] : NULL;
+  int64_t cnt = w >= 0 ? mi__xf_numel(g, w) : 0, mc;
+  const float *wv = w >= 0 ? g->tensors[w].data : NULL;
+  float *deq = NULL;
+  if (!mean || cnt <= 0) return mi__xf_quantize_weights(g, n, l, NULL, st, err);
+  mc = g->tensors[in].rank > mean_axis[in] ? g->tensors[in].dims[mean_axis[in]] : -1;
+  if (!(deq = malloc((size_t)cnt * sizeof *deq)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "quantize: out of memory");
+  /* The FP32 weight stays an initializer until the compaction, so wv stays valid. */
+  rc = mi__xf_quantize_weights(g, n, l, deq, st, err);
+  if (rc == MI_OK) rc = mi__xf_bias_correct(g, n, wv, deq, mean, mc, err);
+  free(deq);
+  return rc;
+}
+
 static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_samples_t *calib,
                             mi_xf_stats_t *st, mi_error_t *err) {
-  int32_t rc = MI_OK, nn = g->node_count, nt = g->tensor_count, need_calib = 0;
+  int32_t rc = MI_OK, nn = g->node_count, nt = g->tensor_count, need_calib = 0, need_means = 0;
   uint8_t *int8 = calloc((size_t)nn + 1, 1), *qt = calloc((size_t)nt + 1, 1);
+  int8_t *mean_axis = malloc((size_t)nt + 1);
+  double **means = calloc((size_t)nt + 1, sizeof *means);
   mi_xf_layer_t *set = calloc((size_t)nn + 1, sizeof *set);
   float *ranges = malloc(((size_t)nt + 1) * 2 * sizeof *ranges);
-  if (!int8 || !qt || !set || !ranges) {
+  if (!int8 || !qt || !set || !ranges || !mean_axis || !means) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "quantize: out of memory");
     goto done;
   }
+  memset(mean_axis, -1, (size_t)nt + 1);
   for (int32_t n = 0; n < nn; n++) {
     if (!mi__xf_is_weighted(g, n)) continue;
     mi_xf_config_resolve(c, g, n, &set[n]);
     int8[n] = set[n].activations == MI_XF_INT8;
+    /* Bias correction needs the samples; without them (weight-only INT8 in a run that has
+     * none) the layer is quantized as before. */
+    if (c->bias_correction && calib && calib->sample_count > 0 &&
+        (set[n].weights == MI_XF_INT8 || set[n].weights == MI_XF_INT4)) {
+      int32_t axis = mi__xf_bias_input_axis(g, n), in = g->nodes[n].inputs[0];
+      if (axis >= 0 && in >= 0 && !g->tensors[in].data) {
+        mean_axis[in] = (int8_t)axis;
+        need_means = 1;
+      }
+    }
   }
   if ((rc = mi__xf_plan_qdq(g, int8, c->float_output, qt, err)) != MI_OK) goto done;
   for (int32_t t = 0; t < nt; t++) need_calib |= qt[t];
-  if (need_calib &&
-      (rc = mi__xf_calibrate(g, qt, calib, c->calib_method, c->percentile, ranges, err)) != MI_OK)
+  if ((need_calib || need_means) &&
+      (rc = mi__xf_calibrate(g, qt, need_means ? mean_axis : NULL, calib, c->calib_method,
+                             c->percentile, ranges, means, err)) != MI_OK)
     goto done;
   /* New nodes and tensors go to the end: indices below nn and nt stay put until the refresh. */
   for (int32_t n = 0; n < nn && rc == MI_OK; n++)
-    if (set[n].set) rc = mi__xf_quantize_weights(g, n, &set[n], st, err);
+    if (set[n].set) rc = quantize_layer(g, n, &set[n], need_means ? means : NULL, mean_axis, st, err);
   for (int32_t t = 0; t < nt && rc == MI_OK; t++) {
     if (!qt[t]) continue;
     if (isnan(ranges[2 * t]))
@@ -80,6 +115,9 @@ static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_
   }
   if (rc == MI_OK) rc = mi__xf_refresh(g, err);
 done:
+  for (int32_t t = 0; means && t < nt; t++) free(means[t]);
+  free(means);
+  free(mean_axis);
   free(int8);
   free(qt);
   free(set);

@@ -224,9 +224,12 @@ MI_API int32_t mi_xf_config_canonical(const mi_xf_config_t *c, char **out, mi_er
   /* Only written when set, so configurations older than the option keep their hash. */
   if (c->float_output) put(&b, " float_output=1");
   put(&b, "\n");
-  if (c->calib_method == MI_XF_CALIB_PERCENTILE) put(&b, "calibration=percentile:%.6g\n", c->percentile);
+  if (c->calib_method == MI_XF_CALIB_PERCENTILE) put(&b, "calibration=percentile:%.6g", c->percentile);
   else
-    put(&b, "calibration=minmax\n");
+    put(&b, "calibration=%s", c->calib_method == MI_XF_CALIB_MSE ? "mse" : "minmax");
+  /* Only written when set, as float_output. */
+  if (c->bias_correction) put(&b, " bias_correction=1");
+  put(&b, "\n");
   put(&b, "defaults:");
   put_layer(&b, &c->defaults);
   put_list(&b, "op", c->ops, c->op_count);

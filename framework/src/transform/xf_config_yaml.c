@@ -162,16 +162,18 @@ static int32_t parse_passes(const yctx_t *y, const yaml_node_t *m, mi_xf_config_
 }
 
 static int32_t parse_calib(const yctx_t *y, const yaml_node_t *m, mi_xf_config_t *c) {
-  static const char *const methods[] = {"minmax", "percentile", NULL};
+  static const char *const methods[] = {"minmax", "percentile", "mse", NULL};
   int32_t rc = need_map(y, m, "calibration");
   for (yaml_node_pair_t *p = m->data.mapping.pairs.start; rc == MI_OK && p < m->data.mapping.pairs.top; p++) {
     yaml_node_t *k = yaml_document_get_node(y->doc, p->key), *v = yaml_document_get_node(y->doc, p->value);
     const char *key = scalar(k);
-    if (key && strcmp(key, "method") == 0) rc = get_enum(y, v, key, methods, "minmax, percentile", &c->calib_method);
+    if (key && strcmp(key, "method") == 0) rc = get_enum(y, v, key, methods, "minmax, percentile, mse", &c->calib_method);
     else if (key && strcmp(key, "percentile") == 0)
       rc = get_double(y, v, key, 50.0, 100.0, &c->percentile);
+    else if (key && strcmp(key, "bias_correction") == 0)
+      rc = get_bool(y, v, key, &c->bias_correction);
     else
-      rc = fail_at(y, k, "unknown calibration key '%s' (method, percentile)%s", key, NULL);
+      rc = fail_at(y, k, "unknown calibration key '%s' (method, percentile, bias_correction)%s", key, NULL);
   }
   return rc;
 }

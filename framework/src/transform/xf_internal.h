@@ -44,8 +44,9 @@ int32_t mi__xf_prune_commit(mi_graph_t *g, int32_t node, int32_t rc, int64_t dro
  * reads them (through bias Adds and activations); *done = 0 when it cannot. xf_prune_fc.c */
 int32_t mi__xf_prune_fc(mi_graph_t *g, int32_t node, double ratio, int *done, mi_xf_stats_t *st,
                         mi_error_t *err);
-/** Quantizes the weights of node n as `l` says (FP16, INT8, INT4). xf_quant.c */
-int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
+/** Quantizes the weights of node n as `l` says (FP16, INT8, INT4). For INT8/INT4, when `deq` is
+ * not NULL it receives the dequantized weights (the weight's element count). xf_quant.c */
+int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, float *deq,
                                 mi_xf_stats_t *st, mi_error_t *err);
 /** Marks in qt (tensor_count entries) every activation an INT8 device would store, given the
  * weighted layers with INT8 activations (int8_layer, node_count entries). xf_qdq.c */
@@ -55,10 +56,28 @@ int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep
  * on activation t; every reader then reads the DequantizeLinear. A graph output keeps its
  * name: the DequantizeLinear writes it. xf_qdq.c */
 int32_t mi__xf_insert_qdq(mi_graph_t *g, int32_t t, float lo, float hi, mi_error_t *err);
+/** The asymmetric uint8 scale and zero point of range [lo, hi] widened to hold 0. xf_qdq.c */
+void mi__xf_uint8_params(float lo, float hi, float *s, uint8_t *z);
 /** Calibrates the range of every tensor flagged in `want` (tensor_count entries) over `calib`:
- * ranges[2*t], ranges[2*t+1] = lo, hi (NaN where not measured). xf_calib.c */
-int32_t mi__xf_calibrate(const mi_graph_t *g, const uint8_t *want, const mi_xf_samples_t *calib,
-                         int32_t method, double percentile, float *ranges, mi_error_t *err);
+ * ranges[2*t], ranges[2*t+1] = lo, hi (NaN where not measured). Where mean_axis[t] >= 0 (both
+ * may be NULL), means[t] is a malloc'd array of t's per-channel means along that axis over the
+ * samples (NULL when not measured; the caller frees). xf_calib.c */
+int32_t mi__xf_calibrate(const mi_graph_t *g, const uint8_t *want, const int8_t *mean_axis,
+                         const mi_xf_samples_t *calib, int32_t method, double percentile,
+                         float *ranges, double **means, mi_error_t *err);
+/** Mean squared error of quantizing v[0..n) to uint8 over [lo, hi] and back. xf_calib.c */
+double mi__xf_qdq_mse(const float *v, int64_t n, float lo, float hi);
+/** Narrows the min-max range [*lo, *hi] of v to the clipping range of least mi__xf_qdq_mse
+ * (a grid over the range scaled, then each end alone; min-max itself is a candidate). */
+void mi__xf_mse_range(const float *v, int64_t n, float *lo, float *hi);
+/** The channel axis of the data input (input 0) of weighted node n whose per-channel means bias
+ * correction needs, or -1 where it does not apply (MatMul, transposed Gemm A). xf_biascorr.c */
+int32_t mi__xf_bias_input_axis(const mi_graph_t *g, int32_t n);
+/** Folds E[(Wq - W) x] into the bias of weighted node n: w is its FP32 weight, wq the weight
+ * it now computes with (same layout), mean the per-channel means of its input (from
+ * mi__xf_calibrate). Adds a bias where there was none. xf_biascorr.c */
+int32_t mi__xf_bias_correct(mi_graph_t *g, int32_t n, const float *w, const float *wq,
+                            const double *mean, int64_t mean_count, mi_error_t *err);
 
 /** Elements of tensor t: from its data when constant, else its static shape (-1 unknown). */
 int64_t mi__xf_numel(const mi_graph_t *g, int32_t t);

@@ -86,9 +86,8 @@ int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep
   return MI_OK;
 }
 
-/* The asymmetric uint8 parameters of range [lo, hi], widened to hold 0 exactly (padding, ReLU
- * outputs and zero points must map to a code). */
-static void uint8_params(float lo, float hi, float *s, uint8_t *z) {
+/* Widened to hold 0 exactly: padding, ReLU outputs and zero points must map to a code. */
+void mi__xf_uint8_params(float lo, float hi, float *s, uint8_t *z) {
   if (lo > 0.0f) lo = 0.0f;
   if (hi < 0.0f) hi = 0.0f;
   *s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
@@ -102,7 +101,7 @@ int32_t mi__xf_insert_qdq(mi_graph_t *g, int32_t t, float lo, float hi, mi_error
   uint8_t z;
   int32_t ts, tz, tq, td, ins[3], src = t, prod = g->tensors[t].producer;
   char name[256], base[200];
-  uint8_params(lo, hi, &s, &z);
+  mi__xf_uint8_params(lo, hi, &s, &z);
   snprintf(base, sizeof base, "%s", g->tensors[t].name);
   if ((ts = mi__xf_add_const(g, base, ".a_scale", MI_DTYPE_FLOAT32, 0, NULL, &s, sizeof s)) < 0 ||
       (tz = mi__xf_add_const(g, base, ".a_zero", MI_DTYPE_UINT8, 0, NULL, &z, 1)) < 0 ||

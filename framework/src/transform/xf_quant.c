@@ -39,7 +39,7 @@ static int32_t to_fp16(mi_graph_t *g, int32_t n) {
 }
 
 /* INT8 / INT4 symmetric: W_q (int8), scale, zero point 0 -> DequantizeLinear -> W. */
-static int32_t to_int(mi_graph_t *g, int32_t n, int32_t bits4, int32_t per_channel) {
+static int32_t to_int(mi_graph_t *g, int32_t n, int32_t bits4, int32_t per_channel, float *deq) {
   int32_t w = g->nodes[n].inputs[1], rc = MI_ERR_OUT_OF_MEMORY, axis = weight_axis(g, &g->nodes[n]);
   int32_t rank = g->tensors[w].rank, tq, ts, tz, tf, dq;
   int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK], ch, inner = 1, sdim;
@@ -63,6 +63,7 @@ static int32_t to_int(mi_graph_t *g, int32_t n, int32_t bits4, int32_t per_chann
     float v = rintf(wv[i] / scale[c]);
     q[i] = (int8_t)(v > qmax ? qmax : v < -qmax ? -qmax
                                                 : v);
+    if (deq) deq[i] = (float)((double)q[i] * (double)scale[c]); /* as DequantizeLinear */
   }
   sdim = ch;
   tq = mi__xf_add_const(g, g->nodes[n].name, bits4 ? ".w_int4" : ".w_int8", MI_DTYPE_INT8, rank,
@@ -103,14 +104,14 @@ done:
   return rc;
 }
 
-int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l,
+int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, float *deq,
                                 mi_xf_stats_t *st, mi_error_t *err) {
   int32_t rc = MI_OK;
   if (!mi__xf_is_weighted(g, n)) return MI_OK;
   switch (l->weights) {
   case MI_XF_FP16: rc = to_fp16(g, n); break;
-  case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL); break;
-  case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL); break;
+  case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL, deq); break;
+  case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL, deq); break;
   default: break;
   }
   if (rc != MI_OK)
