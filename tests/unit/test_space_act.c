@@ -77,6 +77,17 @@ static void test_offer(mi_registry_t *r, const mi_graph_t *g, const char *plugin
     free(wo);
   }
 
+  /* Integer weights come with bias correction (ranges stay min-max); an FP32 or FP16 point
+   * keeps the canonical text histories hold. */
+  CHECK(canon && strstr(canon, "calibration=minmax bias_correction=1\n"), "%s: int8_act canonical %s",
+        plugin, canon ? canon : "");
+  {
+    char *h = NULL;
+    if (layer_of(s, g, d, "fp16", &l, &h) == MI_OK)
+      CHECK(h && strstr(h, "calibration=minmax\n"), "%s: fp16 canonical %s", plugin, h ? h : "");
+    free(h);
+  }
+
   /* The config's canonical text (what histories store) reads back to the same label. */
   pt = calloc((size_t)mi_space_dim_count(s), sizeof *pt);
   CHECK(canon && strstr(canon, "activations=int8"), "canonical: %s", canon ? canon : "");

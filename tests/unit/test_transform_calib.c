@@ -129,7 +129,7 @@ static void check_mse_model(void) {
   mi_xf_samples_t *s = channel_samples(g, 2, mean, 1.0f, 1, 17);
   double mm = apply_compare(g, "defaults: {weights: int8, activations: int8}\n", s);
   double ms = apply_compare(g, "calibration: {method: mse}\ndefaults: {weights: int8, activations: int8}\n", s);
-  printf("conv with outliers: rel_l2 min-max %.4g, mse %.4g\n", mm, ms);
+  printf("heavy-tailed conv: rel_l2 min-max %.4g, mse %.4g\n", mm, ms);
   CHECK(ms < 0.95 * mm, "mse %g not below min-max %g", ms, mm);
   mi_xf_samples_destroy(s);
   mi_graph_destroy(g);

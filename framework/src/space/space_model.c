@@ -128,6 +128,18 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, const int32_t *v
   return MI_OK;
 }
 
+/* Integer weights get bias correction, which measured the smaller drop on the real models
+ * (docs/tuning.md, "Bias correction and least-MSE ranges"); least-MSE activation ranges did
+ * not, so ranges stay min-max. Configurations without integer weights keep their canonical
+ * text and hash. */
+static void integer_calibration(mi_xf_config_t *c) {
+  for (int32_t i = 0; i < c->layer_count; i++) {
+    const mi_xf_layer_t *l = &c->layers[i].layer;
+    if ((l->set & MI_XF_SET_WEIGHTS) && (l->weights == MI_XF_INT8 || l->weights == MI_XF_INT4))
+      c->bias_correction = 1;
+  }
+}
+
 int32_t mi_space_xf_config(const mi_space_t *s, const int32_t *pt, mi_xf_config_t **out,
                            mi_error_t *err) {
   mi_xf_config_t *c;
@@ -171,6 +183,7 @@ int32_t mi_space_xf_config(const mi_space_t *s, const int32_t *pt, mi_xf_config_
     }
     }
   }
+  if (rc == MI_OK) integer_calibration(c);
   if (rc != MI_OK) {
     mi_xf_config_destroy(c);
     return rc;
