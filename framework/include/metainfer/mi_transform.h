@@ -77,9 +77,9 @@ typedef struct mi_xf_config {
   mi_xf_override_t *ops;
   int32_t layer_count;
   mi_xf_override_t *layers;
-  char *source;         /* the file or name it was loaded from (errors cite it), owned */
-  int32_t float_output; /* 0/1: INT8 quantization leaves the graph outputs float (by
-                         * default they get a Q/DQ pair like every activation a device stores) */
+  char *source;            /* the file or name it was loaded from (errors cite it), owned */
+  int32_t float_output;    /* 0/1: INT8 quantization leaves the graph outputs float (by
+                            * default they get a Q/DQ pair like every activation a device stores) */
   int32_t bias_correction; /* 0/1: fold the expected output shift of INT8/INT4 weights,
                             * E[(Wq - W) x] over the calibration samples, into the bias */
 } mi_xf_config_t;
