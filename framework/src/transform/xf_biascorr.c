@@ -16,20 +16,6 @@ int32_t mi__xf_bias_input_axis(const mi_graph_t *g, int32_t n) {
   return -1;
 }
 
-/* Sets input k of node n (growing the input list when needed). */
-static int32_t set_input(mi_graph_t *g, int32_t n, int32_t k, int32_t t) {
-  mi_node_t *x = &g->nodes[n];
-  if (k >= x->input_count) {
-    int32_t *p = realloc(x->inputs, (size_t)(k + 1) * sizeof *p);
-    if (!p) return MI_ERR_OUT_OF_MEMORY;
-    for (int32_t i = x->input_count; i <= k; i++) p[i] = -1;
-    x->inputs = p;
-    x->input_count = k + 1;
-  }
-  x->inputs[k] = t;
-  return MI_OK;
-}
-
 static int64_t ints_at(const mi_attr_t *a, int32_t i, int64_t dflt) {
   return a && a->type == MI_ATTR_INTS && i < a->count ? a->ints[i] : dflt;
 }
@@ -146,7 +132,7 @@ int32_t mi__xf_bias_correct(mi_graph_t *g, int32_t n, const float *w, const floa
     nb[c] = (float)((b ? (double)beta * b[bn == 1 ? 0 : c] : 0.0) - shift[c]);
   tb = mi__xf_add_const(g, g->nodes[n].name, ".b_corr", MI_DTYPE_FLOAT32, 1, &m, nb,
                         (size_t)m * sizeof *nb);
-  if (tb < 0 || set_input(g, n, 2, tb) != MI_OK) goto oom;
+  if (tb < 0 || mi__xf_set_input(g, n, 2, tb) != MI_OK) goto oom;
   if (!is_conv && mi_node_set_float(g, n, "beta", 1.0f) != MI_OK) goto oom;
   goto done;
 oom:

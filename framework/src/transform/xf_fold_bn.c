@@ -20,20 +20,6 @@ static int bn_affine(const mi_graph_t *g, const mi_node_t *bn, int64_t ch, float
   return 1;
 }
 
-/* Sets input k of node n (growing the input list when needed). */
-static int32_t set_input(mi_graph_t *g, int32_t n, int32_t k, int32_t t) {
-  mi_node_t *x = &g->nodes[n];
-  if (k >= x->input_count) {
-    int32_t *p = realloc(x->inputs, (size_t)(k + 1) * sizeof *p);
-    if (!p) return MI_ERR_OUT_OF_MEMORY;
-    for (int32_t i = x->input_count; i <= k; i++) p[i] = -1;
-    x->inputs = p;
-    x->input_count = k + 1;
-  }
-  x->inputs[k] = t;
-  return MI_OK;
-}
-
 /* Folds s, o into conv n: W'[m] = W[m] * s[m], b'[m] = b[m] * s[m] + o[m]. */
 static int32_t fold_conv(mi_graph_t *g, int32_t n, const float *s, const float *o, int64_t m) {
   const mi_tensor_t *wt = &g->tensors[g->nodes[n].inputs[1]];
@@ -54,7 +40,7 @@ static int32_t fold_conv(mi_graph_t *g, int32_t n, const float *s, const float *
                         (size_t)m * sizeof *nb);
   if (tw < 0 || tb < 0) goto done;
   g->nodes[n].inputs[1] = tw;
-  rc = set_input(g, n, 2, tb);
+  rc = mi__xf_set_input(g, n, 2, tb);
 done:
   free(nw);
   free(nb);
@@ -91,7 +77,7 @@ static int32_t fold_gemm(mi_graph_t *g, int32_t n, const float *s, const float *
                         (size_t)nn * sizeof *nb);
   if (tw < 0 || tb < 0) goto done;
   g->nodes[n].inputs[1] = tw;
-  if ((rc = set_input(g, n, 2, tb)) != MI_OK) goto done;
+  if ((rc = mi__xf_set_input(g, n, 2, tb)) != MI_OK) goto done;
   rc = mi_node_set_float(g, n, "alpha", 1.0f);
   if (rc == MI_OK) rc = mi_node_set_float(g, n, "beta", 1.0f);
 done:

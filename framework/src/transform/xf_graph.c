@@ -160,3 +160,17 @@ int32_t mi__xf_compact(mi_graph_t *g, mi_error_t *err) {
   free(map);
   return MI_OK;
 }
+
+/* Sets input k of node n (growing the input list when needed). */
+int32_t mi__xf_set_input(mi_graph_t *g, int32_t n, int32_t k, int32_t t) {
+  mi_node_t *x = &g->nodes[n];
+  if (k >= x->input_count) {
+    int32_t *p = realloc(x->inputs, (size_t)(k + 1) * sizeof *p);
+    if (!p) return MI_ERR_OUT_OF_MEMORY;
+    for (int32_t i = x->input_count; i <= k; i++) p[i] = -1;
+    x->inputs = p;
+    x->input_count = k + 1;
+  }
+  x->inputs[k] = t;
+  return MI_OK;
+}

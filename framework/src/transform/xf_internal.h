@@ -16,6 +16,8 @@ int32_t mi__xf_add_const(mi_graph_t *g, const char *base, const char *suffix, in
                          int32_t rank, const int64_t *dims, const void *data, size_t nbytes);
 /** Adds a runtime tensor named "<base><suffix>" (made unique) with t's dtype and shape. */
 int32_t mi__xf_add_value(mi_graph_t *g, const char *base, const char *suffix, int32_t like);
+/** Sets input k of node n, growing its input list (new slots -1) when needed. */
+int32_t mi__xf_set_input(mi_graph_t *g, int32_t n, int32_t k, int32_t t);
 /** Removes node n, freeing what it owns; later nodes move down by one. */
 void mi__xf_remove_node(mi_graph_t *g, int32_t n);
 /** Replaces every read of tensor `from` by nodes (not graph outputs) with `to`, except by node
