@@ -148,18 +148,22 @@ int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0));
   const mi_attr_t *pa = mi_sdk_attr(n, "perm");
-  int64_t st[MI_MAX_RANK];
+  int64_t st[MI_MAX_RANK], xs[MI_MAX_RANK], dims[MI_MAX_RANK];
   gather_state_t *g;
-  int32_t d;
+  int32_t d, rc;
+  int taken;
   if (!x || x->rank < 1) return mi__blis_unsupported(err, n, "missing input");
   if (pa && (pa->type != MI_ATTR_INTS || pa->count != x->rank)) return mi__blis_unsupported(err, n, "bad perm");
-  if (!(g = gather_new(p, s, n))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   mi_sdk_strides(x, st);
   for (d = 0; d < x->rank; d++) {
     int64_t src = pa ? pa->ints[d] : x->rank - 1 - d;
     if (src < 0 || src >= x->rank) return mi__blis_unsupported(err, n, "bad perm");
-    g->xs[d] = st[src];
+    xs[d] = st[src];
+    dims[d] = x->dims[src];
   }
+  if ((rc = mi__blis_prep_deinterleave(p, s, dims, xs, x->rank, &taken, err)) != MI_OK || taken) return rc;
+  if (!(g = gather_new(p, s, n))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  for (d = 0; d < x->rank; d++) g->xs[d] = xs[d];
   gather_compact(g);
   return MI_OK;
 }
