@@ -1,13 +1,15 @@
-/* blis_transpose.c - the channels-last -> channels-first transpose of a few channels (an image
- * model's NHWC input before its first Conv) as one pass over the input, sixteen pixels a step. */
+/* blis_transpose.c - Transposes that are a batch of 2-D transposes: channels-last -> channels-first
+ * of a few channels (an image model's NHWC input before its first Conv) as one pass over the
+ * input, sixteen pixels a step, and larger ones (output heads' NCHW -> NHWC) in 16x16 tiles. */
 #include <immintrin.h>
 
-#include "blis_conv.h"
+#include "blis_epi512.h"
 
-/* y[o][c][p] = x[o][p][c] for o < outer, c < ch (2 to 4), p < pix. */
+/* y[o][c][p] = x[o][p][c] for o < outer, c < ch, p < pix: ch 2 to 4 (deinterleave), or ch and pix
+ * 8 or more (tiles, AVX-512 only). */
 typedef struct deint_state {
-  int32_t x, y, simd;
-  int64_t outer, ch, pix, blocks; /* blocks: 16-pixel blocks an image */
+  int32_t x, y, simd, tiles;
+  int64_t outer, ch, pix, blocks; /* blocks: 16-pixel blocks an image, or 16-channel bands */
 } deint_state_t;
 
 /* Pixels [p0, p1) of one image, sixteen a step: the 16 * ch floats they span as ch masked loads
@@ -71,9 +73,39 @@ static void deint_blocks(void *arg, int64_t b0, int64_t b1) {
   }
 }
 
+/* Output rows [c0, c0 + 16) of one image (all its pixels) in 16x16 tiles: sixteen input rows
+ * (pixels) of up to 16 channels, one in-register transpose, up to sixteen output rows of 16
+ * pixels. The strided gather read an output row at the input's channel stride, one float a load
+ * (an output head's 1x32x16x16 -> 1x16x16x32 at 23 GB/s). */
+MI__AVX512_FN static void tile_band(const float *x, int64_t ch, float *y, int64_t pix, int64_t c0) {
+  int64_t ccnt = ch - c0 < 16 ? ch - c0 : 16, p0, i;
+  const __mmask16 cm = ccnt == 16 ? 0xffff : (__mmask16)((1u << ccnt) - 1u);
+  __m512 r[16];
+  for (p0 = 0; p0 < pix; p0 += 16) {
+    int64_t pcnt = pix - p0 < 16 ? pix - p0 : 16;
+    const __mmask16 pm = pcnt == 16 ? 0xffff : (__mmask16)((1u << pcnt) - 1u);
+    for (i = 0; i < 16; i++) r[i] = i < pcnt ? _mm512_maskz_loadu_ps(cm, x + (p0 + i) * ch + c0) : _mm512_setzero_ps();
+    mi__blis_tr16(r);
+    for (i = 0; i < ccnt; i++) _mm512_mask_storeu_ps(y + (c0 + i) * pix + p0, pm, r[i]);
+  }
+}
+
+/* Bands [b0, b1) of 16 output rows over all images, image-major. */
+static void tile_bands(void *arg, int64_t b0, int64_t b1) {
+  const mi__blis_task_t *q = arg;
+  const deint_state_t *d = q->state;
+  int64_t b;
+  for (b = b0; b < b1; b++) {
+    int64_t o = b / d->blocks;
+    tile_band((const float *)q->t[d->x] + o * d->pix * d->ch, d->ch, (float *)q->t[d->y] + o * d->pix * d->ch, d->pix,
+              (b % d->blocks) * 16);
+  }
+}
+
 static int32_t run_deint(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const deint_state_t *d = s->state;
   (void)err;
+  if (d->tiles) return mi__blis_run_parts(s, t, env, d->outer * d->blocks, 1, 32 * d->pix, tile_bands);
   return mi__blis_run_parts(s, t, env, d->outer * d->blocks, 1, 32 * d->ch, deint_blocks);
 }
 
@@ -84,7 +116,7 @@ static int32_t run_deint(const mi__blis_step_t *s, void *const *t, const mi__bli
 int32_t mi__blis_prep_deinterleave(mi__blis_prep_t *p, mi__blis_step_t *s, const int64_t *dims, const int64_t *xs,
                                    int32_t rank, int *taken, mi_error_t *err) {
   int64_t md[MI_MAX_RANK], ms[MI_MAX_RANK];
-  int32_t d, r = 0, simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  int32_t d, r = 0, simd = mi__blis_simd_level(p->ctx->cpu.isa), tiles;
   deint_state_t *st;
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   *taken = 0;
@@ -98,9 +130,11 @@ int32_t mi__blis_prep_deinterleave(mi__blis_prep_t *p, mi__blis_step_t *s, const
     md[r] = dims[d];
     ms[r++] = xs[d];
   }
-  if (r < 2 || r > 3 || ms[r - 2] != 1 || ms[r - 1] != md[r - 2] || md[r - 2] < 2 || md[r - 2] > 4) return MI_OK;
+  if (r < 2 || r > 3 || ms[r - 2] != 1 || ms[r - 1] != md[r - 2]) return MI_OK;
   if (r == 3 && ms[0] != md[1] * md[2]) return MI_OK;
-  if (simd != MI__SIMD_AVX512 && md[r - 1] < 16) return MI_OK; /* the row gather is as good */
+  tiles = md[r - 2] >= 8 && md[r - 1] >= 8 && simd == MI__SIMD_AVX512;
+  if (!tiles && (md[r - 2] < 2 || md[r - 2] > 4)) return MI_OK;
+  if (!tiles && simd != MI__SIMD_AVX512 && md[r - 1] < 16) return MI_OK; /* the row gather is as good */
   if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
   st->x = mi__blis_in(n, 0);
   st->y = mi__blis_out(n, 0);
@@ -108,7 +142,8 @@ int32_t mi__blis_prep_deinterleave(mi__blis_prep_t *p, mi__blis_step_t *s, const
   st->outer = r == 3 ? md[0] : 1;
   st->ch = md[r - 2];
   st->pix = md[r - 1];
-  st->blocks = (st->pix + 15) / 16;
+  st->tiles = tiles;
+  st->blocks = tiles ? (st->ch + 15) / 16 : (st->pix + 15) / 16;
   s->run = run_deint;
   *taken = 1;
   return MI_OK;

@@ -1,6 +1,6 @@
 /* test_blis_transpose.c - blis-cpu's channels-last -> channels-first Transpose (blis_transpose.c)
- * against index arithmetic, bit for bit: perms of every rank that spell it, batches, tails, knob
- * simd's code paths and 1 or 2 threads. */
+ * and its 16x16-tiled NCHW -> NHWC against index arithmetic, bit for bit: perms of every rank that
+ * spell them, batches, tails, knob simd's code paths and 1 or 2 threads. */
 #include "test_blis_util.h"
 
 static tb_plugin_t p;
@@ -107,8 +107,20 @@ static void other_spellings(void) {
   }
 }
 
+/* NCHW -> NHWC (an output head's, before a Reshape): whole 16x16 tiles, tails on either axis,
+ * batches, 8 channels or pixels (the smallest the tiles take) and 7 (the gather). */
+static void nchw_to_nhwc(void) {
+  static const int64_t perm[4] = {0, 2, 3, 1};
+  int64_t si, th, k;
+  static const int64_t shapes[][4] = {{1, 32, 16, 16}, {1, 96, 8, 8}, {2, 20, 5, 7}, {3, 8, 2, 4}, {1, 7, 9, 9}, {1, 40, 1, 7}};
+  for (si = 0; si < simd_choices(); si++)
+    for (th = 1; th <= 2; th++)
+      for (k = 0; k < (int64_t)(sizeof shapes / sizeof shapes[0]); k++) case_of(4, shapes[k], perm, si, th);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(nhwc_to_nchw),
+    TU_CASE(nchw_to_nhwc),
     TU_CASE(other_spellings),
 };
 
