@@ -108,11 +108,12 @@ static void other_spellings(void) {
 }
 
 /* NCHW -> NHWC (an output head's, before a Reshape): whole 16x16 tiles, tails on either axis,
- * batches, 8 channels or pixels (the smallest the tiles take) and 7 (the gather). */
+ * batches, 5 output rows of 257 (a spectrogram's frames), 4 pixels (the deinterleave), 2
+ * channels and 4 pixels of 7 channels (the gather). */
 static void nchw_to_nhwc(void) {
   static const int64_t perm[4] = {0, 2, 3, 1};
   int64_t si, th, k;
-  static const int64_t shapes[][4] = {{1, 32, 16, 16}, {1, 96, 8, 8}, {2, 20, 5, 7}, {3, 8, 2, 4}, {1, 7, 9, 9}, {1, 40, 1, 7}};
+  static const int64_t shapes[][4] = {{1, 32, 16, 16}, {1, 96, 8, 8}, {2, 20, 5, 7}, {3, 8, 2, 4}, {1, 7, 9, 9}, {1, 40, 1, 7}, {1, 257, 1, 5}, {1, 20, 1, 4}, {1, 2, 16, 16}, {1, 7, 2, 2}};
   for (si = 0; si < simd_choices(); si++)
     for (th = 1; th <= 2; th++)
       for (k = 0; k < (int64_t)(sizeof shapes / sizeof shapes[0]); k++) case_of(4, shapes[k], perm, si, th);
