@@ -262,9 +262,9 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_transpose(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
-/* A Transpose whose output axes (dims, with the input strides xs) walk a channels-last input of 2
- * to 4 channels channels-first (blis_transpose.c): *taken 0 when it does not apply, with nothing
- * allocated. */
+/* A Transpose whose output axes (dims, with the input strides xs) are a batch of 2-D transposes
+ * (blis_transpose.c): a channels-last input of 2 to 4 channels read once, or 16x16 tiles on
+ * AVX-512; *taken 0 when it does not apply, with nothing allocated. */
 int32_t mi__blis_prep_deinterleave(mi__blis_prep_t *p, mi__blis_step_t *s, const int64_t *dims, const int64_t *xs,
                                    int32_t rank, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
