@@ -43,7 +43,7 @@ typedef struct mi__blis_cpu {
 } mi__blis_cpu_t;
 
 enum { MI__BLIS_KNOB_N = 6,
-       MI__BLIS_COUNTER_N = 2 };
+       MI__BLIS_COUNTER_N = 3 };
 
 struct mi_plugin_ctx {
   mi_sdk_plugin_t sdk;                  /* first: the SDK helper answers knob and counter calls */
@@ -67,6 +67,8 @@ struct mi_plugin_ctx {
   mi__blis_pool_t *pool;      /* owned; workers start on first parallel loop */
   atomic_uint_least64_t cur_bytes, peak_bytes;
   atomic_uint_least64_t total_run_ns; /* kernel_run time summed since create */
+  /* DynamicQuantizeLinear ranges taken from the step that wrote the floats (no min/max pass) */
+  atomic_uint_least64_t ranges_reused;
 };
 
 /* ---- allocation (64-byte aligned, counted towards the peak-bytes counter) */
@@ -83,7 +85,19 @@ const void *mi__blis_cntx(mi_plugin_ctx_t *ctx, int32_t arch, mi_error_t *err, i
 void mi__blis_cntx_release(mi_plugin_ctx_t *ctx);
 
 /* ---- GEMM through BLIS: C = alpha * A(m x k) * B(k x n) + beta * C, general strides. */
+/* A tensor's value range, min(0, x) and max(0, x) over its finite values, found by the step that
+ * wrote it while the values were in registers or L1 (blis_range.c): a DynamicQuantizeLinear that
+ * reads the tensor later takes it instead of a min/max pass over the floats. Keys are the floats'
+ * bits in an order-preserving form, merged with compare-and-swap by the parts of a parallel loop
+ * (min and max do not depend on the order, so the range is the pass's whatever the split). */
+typedef struct mi__blis_range {
+  _Atomic uint32_t lo, hi;
+  int32_t known; /* set once the whole tensor is written (by the step, or from the input buffer) */
+} mi__blis_range_t;
+
 typedef struct mi__blis_env {
+  mi__blis_range_t *range;           /* per tensor of the running kernel */
+  atomic_uint_least64_t *range_used; /* counts the ranges a quantize step took from range[] */
   const void *cntx;
   const void *cntx_small; /* arch=auto: the kernel set for GEMMs under MI__AUTO_SMALL_MACS */
   int32_t threads;
@@ -196,9 +210,10 @@ struct mi_kernel {
   int32_t *inputs, *outputs;
   int32_t step_count;
   mi__blis_step_t *steps;
-  int32_t threads; /* 0 = device knob */
-  int32_t arch;    /* -1 = device knob */
-  int64_t cost_ns; /* estimated time on one thread (mi__blis_kernel_cost_ns) */
+  mi__blis_range_t *range; /* per tensor: the ranges steps found or inputs brought */
+  int32_t threads;         /* 0 = device knob */
+  int32_t arch;            /* -1 = device knob */
+  int64_t cost_ns;         /* estimated time on one thread (mi__blis_kernel_cost_ns) */
 };
 
 /* What an op's prepare function sees. */
@@ -355,4 +370,17 @@ int32_t mi__blis_check_knobs(mi_plugin_ctx_t *ctx, const mi_knob_value_t *knobs,
                              mi_error_t *err);
 int mi__blis_is_direct_id(const char *id);
 void *mi__blis_buffer_data(mi_buffer_t *b, uint64_t *bytes);
+/* The range a kernel recorded on the buffer when it wrote it: 1 and *lo, *hi while no write has
+ * touched the buffer's memory since (any kernel output or buffer_write on it or a view of it),
+ * else 0. Views neither carry nor give a range. */
+int mi__blis_buffer_range(const mi_buffer_t *b, float *lo, float *hi);
+/* Marks a buffer's memory written (before kernel_run's steps); then records the range when known. */
+void mi__blis_buffer_written(mi_buffer_t *b);
+void mi__blis_buffer_set_range(mi_buffer_t *b, float lo, float hi);
+/* ---- ranges (blis_range.c) */
+void mi__blis_range_reset(mi__blis_range_t *r);
+void mi__blis_range_merge(mi__blis_range_t *r, float lo, float hi);
+void mi__blis_range_get(const mi__blis_range_t *r, float *lo, float *hi);
+/* The range of n floats into *lo, *hi (which start at 0 or a part's range so far). */
+void mi__blis_minmax(int32_t simd, const float *x, int64_t n, float *lo, float *hi);
 #endif

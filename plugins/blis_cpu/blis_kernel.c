@@ -209,11 +209,12 @@ void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes,
  * one allocation to fail, one free. */
 static mi_kernel_t *kernel_new(const mi_kernel_desc_t *d) {
   size_t nt = (size_t)d->tensor_count, ni = (size_t)d->input_count + 1, no = (size_t)d->output_count + 1;
-  mi_kernel_t *k = calloc(1, sizeof *k + (size_t)d->node_count * sizeof *k->steps + nt * sizeof *k->ptr +
-                                 (ni + no) * sizeof *k->inputs + nt);
+  mi_kernel_t *k = calloc(1, sizeof *k + nt * sizeof *k->range + (size_t)d->node_count * sizeof *k->steps +
+                                 nt * sizeof *k->ptr + (ni + no) * sizeof *k->inputs + nt);
   if (!k) return NULL;
   k->tensor_count = d->tensor_count;
-  k->steps = (mi__blis_step_t *)(k + 1);
+  k->range = (mi__blis_range_t *)(k + 1);
+  k->steps = (mi__blis_step_t *)(k->range + nt);
   k->ptr = (void **)(k->steps + d->node_count);
   k->inputs = (int32_t *)(k->ptr + nt);
   k->outputs = k->inputs + ni;
@@ -407,14 +408,25 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
   if (!ctx || !k) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL kernel");
   if (nin != k->input_count || nout != k->output_count)
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: wrong buffer count");
-  for (i = 0; i < nin; i++) {
+  for (i = 0; i < nin; i++)
     if (!in[i]) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL input");
+  for (i = 0; i < nout; i++)
+    if (!outs[i]) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL output");
+  for (i = 0; i < k->tensor_count; i++) mi__blis_range_reset(&k->range[i]);
+  for (i = 0; i < nin; i++) {
+    float lo, hi;
     k->ptr[k->inputs[i]] = mi__blis_buffer_data(in[i], &bytes);
+    if (mi__blis_buffer_range(in[i], &lo, &hi)) { /* written by a kernel of ours that found it */
+      mi__blis_range_merge(&k->range[k->inputs[i]], lo, hi);
+      k->range[k->inputs[i]].known = 1;
+    }
   }
   for (i = 0; i < nout; i++) {
-    if (!outs[i]) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL output");
     k->ptr[k->outputs[i]] = mi__blis_buffer_data(outs[i], &bytes);
+    mi__blis_buffer_written(outs[i]);
   }
+  env.range = k->range;
+  env.range_used = &ctx->ranges_reused;
   /* a kernel too small to gain from a split runs on this thread alone (blis_cost.c) */
   env.threads = mi__blis_kernel_threads(k->threads > 0 ? k->threads : ctx->threads, k->cost_ns);
   env.pool = ctx->pool;
@@ -427,6 +439,12 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
   for (i = 0; i < k->step_count && rc == MI_OK; i++) rc = k->steps[i].run(&k->steps[i], k->ptr, &env, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (rc != MI_OK) return rc;
+  for (i = 0; i < nout; i++) /* after every output's write is counted: outputs may share a root */
+    if (k->range[k->outputs[i]].known) {
+      float lo, hi;
+      mi__blis_range_get(&k->range[k->outputs[i]], &lo, &hi);
+      mi__blis_buffer_set_range(outs[i], lo, hi);
+    }
   ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
   atomic_fetch_add(&ctx->total_run_ns, ns);
   if (stats && MI_HAS_FIELD(stats, mi_run_stats_t, device_time_ns)) {

@@ -113,10 +113,12 @@ static const mi_sdk_knob_t k_knobs[KNOB_N] = {
      PREP, .applies_to = "conv.im2col_gemm,gemm.blis,matmul.blis"},
 };
 
-/* Counters: a run timer and the peak of the plugin's own allocations; no energy. */
+/* Counters: a run timer, the peak of the plugin's own allocations, and the DynamicQuantizeLinear
+ * ranges taken from the kernel that wrote the floats (min/max passes saved, cumulative); no energy. */
 static const mi_sdk_counter_t k_counters[MI__BLIS_COUNTER_N] = {
     {"run_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
     {"peak_alloc_bytes", MI_COUNTER_MEMORY, "bytes", 1.0, 0},
+    {"ranges_reused", MI_COUNTER_OTHER, "count", 1.0, 0},
 };
 
 /* The one constraint: threads within the online cores. */
@@ -425,8 +427,10 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
   /* Cumulative by the ABI: kernel time summed since create (0 before the first run is a true
    * reading, not a missing one). */
   if (index == 0) s.value = (double)atomic_load(&ctx->total_run_ns);
-  else
+  else if (index == 1)
     s.value = (double)atomic_load(&ctx->peak_bytes);
+  else
+    s.value = (double)atomic_load(&ctx->ranges_reused);
   return mi_sdk_fill(out, &s, sizeof s);
 }
 
@@ -435,8 +439,30 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
 struct mi_buffer {
   uint64_t bytes;
   void *data;
-  int view; /* data lies in another buffer's memory (buffer_view): freeing frees the handle */
+  int view;           /* data lies in another buffer's memory (buffer_view): freeing frees the handle */
+  mi_buffer_t *root;  /* the allocation a view's memory lies in (itself for a buffer) */
+  uint64_t gen;       /* on a root: writes to its memory, through it or any view */
+  uint64_t range_gen; /* gen when the range was recorded (0: none) */
+  float lo, hi;
 };
+
+int mi__blis_buffer_range(const mi_buffer_t *b, float *lo, float *hi) {
+  if (!b || b->view || !b->range_gen || b->range_gen != b->gen) return 0;
+  *lo = b->lo;
+  *hi = b->hi;
+  return 1;
+}
+
+void mi__blis_buffer_written(mi_buffer_t *b) {
+  b->root->gen++;
+}
+
+void mi__blis_buffer_set_range(mi_buffer_t *b, float lo, float hi) {
+  if (b->view) return;
+  b->lo = lo;
+  b->hi = hi;
+  b->range_gen = b->gen;
+}
 
 void *mi__blis_buffer_data(mi_buffer_t *b, uint64_t *bytes) {
   *bytes = b->bytes;
@@ -458,6 +484,8 @@ static int32_t buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t byte
     return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu buffer_alloc: out of memory");
   }
   b->bytes = bytes;
+  b->root = b;
+  b->gen = 1;
   *out = b;
   return MI_OK;
 }
@@ -500,6 +528,7 @@ static int32_t buffer_write(mi_plugin_ctx_t *ctx, mi_buffer_t *b, uint64_t off, 
   int32_t rc = buffer_io(b, off, bytes, err);
   if (rc != MI_OK) return rc;
   if (bytes && !src) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu buffer_write: src NULL");
+  b->root->gen++; /* a range recorded on this memory no longer holds */
   if (bytes) buffer_copy(ctx, (char *)b->data + off, src, bytes);
   return MI_OK;
 }
@@ -535,6 +564,7 @@ static int32_t buffer_view(mi_plugin_ctx_t *ctx, mi_buffer_t *parent, uint64_t o
   b->bytes = bytes;
   b->data = (char *)parent->data + off;
   b->view = 1;
+  b->root = parent->root;
   *out = b;
   return MI_OK;
 }

@@ -22,7 +22,16 @@ static int32_t run_qconcat(const mi__blis_step_t *s, void *const *t, const mi__b
   int32_t i, zp;
   int64_t off = 0, o;
   (void)err;
-  for (i = 0; i < c->count; i++) mi__blis_dynq_range(env, c->simd, t[c->in[i]], c->outer * c->inner[i], &lo, &hi);
+  /* an input whose producer found its range while writing it is read once, for its codes */
+  for (i = 0; i < c->count; i++)
+    if (env->range && env->range[c->in[i]].known) {
+      float l, h;
+      mi__blis_range_get(&env->range[c->in[i]], &l, &h);
+      atomic_fetch_add(env->range_used, 1);
+      lo = l < lo ? l : lo;
+      hi = h > hi ? h : hi;
+    } else
+      mi__blis_dynq_range(env, c->simd, t[c->in[i]], c->outer * c->inner[i], &lo, &hi);
   mi__blis_dynq_outputs(t, c->ys, c->yz, lo, hi, &scale, &zp);
   for (i = 0; i < c->count; i++) {
     const float *x = t[c->in[i]];

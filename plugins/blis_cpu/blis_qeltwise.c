@@ -213,6 +213,17 @@ static void minmax_part(void *arg, int64_t b, int64_t e) {
   }
 }
 
+void mi__blis_minmax(int32_t simd, const float *x, int64_t n, float *lo, float *hi) {
+  float l, h;
+  if (simd == MI__SIMD_AVX512) minmax_avx512(x, n, &l, &h);
+  else if (simd == MI__SIMD_AVX2)
+    minmax_avx2(x, n, &l, &h);
+  else
+    minmax_c(x, n, &l, &h);
+  *lo = l < *lo ? l : *lo;
+  *hi = h > *hi ? h : *hi;
+}
+
 void mi__blis_dynq_range(const mi__blis_env_t *env, int32_t simd, const float *x, int64_t n, float *lo, float *hi) {
   mm_task_t mm;
   int64_t parts, i;
@@ -253,7 +264,11 @@ void mi__blis_dynq_codes(const mi__blis_env_t *env, int32_t simd, void *const *t
 
 static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *env) {
   float lo = 0.f, hi = 0.f;
-  mi__blis_dynq_range(env, q->simd, t[q->a], q->n, &lo, &hi);
+  if (env->range && env->range[q->a].known) { /* its producer found it */
+    mi__blis_range_get(&env->range[q->a], &lo, &hi);
+    atomic_fetch_add(env->range_used, 1);
+  } else
+    mi__blis_dynq_range(env, q->simd, t[q->a], q->n, &lo, &hi);
   mi__blis_dynq_codes(env, q->simd, t, q->a, q->y, q->ys, q->yz, q->n, lo, hi);
   return MI_OK;
 }

@@ -28,6 +28,9 @@ typedef struct resize_state {
    * h + 2k + e blends input i0[h + e] + k and i1[h + e] + k with weight w[h + e], so 16 outputs
    * are two 8-wide blends interleaved (AVX2); 0 when not so or the CPU lacks AVX2. */
   int64_t up_h, up_e;
+  /* The output is the kernel's: its range is found row by row as it is written (in L1), for a
+   * DynamicQuantizeLinear in a later kernel (a U-Net decoder's upsample -> Concat -> quantize). */
+  int32_t want_range, simd;
 } resize_state_t;
 
 /* Widest input row the fused passes blend on the stack. */
@@ -115,13 +118,19 @@ typedef struct resize_task {
   const resize_pass_t *ps;
   const float *x;
   float *y;
+  mi__blis_range_t *rg; /* the output's range, merged per part; NULL: not wanted (or not the last pass) */
 } resize_task_t;
 
 /* Items are (outer block, output position) rows of one pass. */
 static void pass_part(void *arg, int64_t i0, int64_t i1) {
   const resize_task_t *rt = arg;
-  int64_t i;
-  for (i = i0; i < i1; i++) pass_row(rt->ps, rt->x, rt->y, i / rt->ps->out, i % rt->ps->out);
+  int64_t i, n = rt->ps->inner;
+  float lo = 0.f, hi = 0.f;
+  for (i = i0; i < i1; i++) {
+    pass_row(rt->ps, rt->x, rt->y, i / rt->ps->out, i % rt->ps->out);
+    if (rt->rg) mi__blis_minmax(rt->r->simd, rt->y + i * n, n, &lo, &hi); /* the row just written */
+  }
+  if (rt->rg) mi__blis_range_merge(rt->rg, lo, hi);
 }
 
 /* The last two passes together (rows, then the innermost axis): items are output rows (outer
@@ -131,7 +140,7 @@ static void fused_part(void *arg, int64_t i0, int64_t i1) {
   const resize_task_t *rt = arg;
   const resize_state_t *r = rt->r;
   const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
-  float tmp[RESIZE_ROW];
+  float tmp[RESIZE_ROW], lo = 0.f, hi = 0.f;
   int64_t i, t;
   for (i = i0; i < i1; i++) {
     int64_t o = i / ph->out, j = i % ph->out;
@@ -143,7 +152,9 @@ static void fused_part(void *arg, int64_t i0, int64_t i1) {
       row = tmp;
     }
     gather_row(r, pw, row, rt->y + i * pw->out, r->nearest_w);
+    if (rt->rg) mi__blis_minmax(r->simd, rt->y + i * pw->out, pw->out, &lo, &hi); /* the row just written */
   }
+  if (rt->rg) mi__blis_range_merge(rt->rg, lo, hi);
 }
 
 static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
@@ -159,6 +170,7 @@ static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__bl
     rt.ps = &r->pass[i];
     rt.x = src;
     rt.y = i == r->npass - 1 ? (float *)t[r->y] : r->scratch[i & 1];
+    rt.rg = i == r->npass - 1 && r->want_range ? &env->range[r->y] : NULL;
     mi__blis_parallel(env, rt.ps->outer * rt.ps->out, 1, rt.ps->inner, pass_part, &rt);
     src = rt.y;
   }
@@ -166,8 +178,10 @@ static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__bl
     const resize_pass_t *ph = &r->pass[r->npass - 2];
     rt.x = src;
     rt.y = t[r->y];
+    rt.rg = r->want_range ? &env->range[r->y] : NULL;
     mi__blis_parallel(env, ph->outer * ph->out, 1, ph->inner + r->pass[r->npass - 1].out, fused_part, &rt);
   }
+  if (r->want_range && r->npass > 0) env->range[r->y].known = 1;
   return MI_OK;
 }
 
@@ -283,6 +297,8 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   if (!(r = mi__blis_state_new(p, s, sizeof *r, err))) return MI_ERR_OUT_OF_MEMORY;
   r->x = mi__blis_in(n, 0);
   r->y = mi__blis_out(n, 0);
+  r->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  r->want_range = mi__blis_is_kernel_output(p, r->y);
   /* Plan the passes, sizing the index tables and the largest intermediate. */
   memcpy(cur, x->dims, sizeof cur);
   for (d = 0; d < x->rank; d++) {

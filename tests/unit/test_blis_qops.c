@@ -660,6 +660,71 @@ static void concat_dynq_cases(void) {
   concat_dynq(1, 0, 4000); /* 2 x 5 x 4000 x 7: ranges and codes in parts across the threads */
 }
 
+/* blis-cpu's count of DynamicQuantizeLinear ranges taken from the kernel that wrote the floats. */
+static double ranges_reused(void) {
+  mi_counter_sample_t smp;
+  mi_error_t e = {0, ""};
+  memset(&smp, 0, sizeof smp);
+  smp.struct_size = sizeof smp;
+  CHECK(g_blis->api.counter_read(g_blis->ctx, 0, 2, &smp, &e) == MI_OK && smp.has_value, "ranges_reused: %s", e.message);
+  return smp.value;
+}
+
+/* A bilinear 2x Resize (its own kernel) -> Concat with another input -> DynamicQuantizeLinear (a
+ * U-Net decoder's upsample and skip join, IS-Net's largest steps), or the Resize straight into a
+ * DynamicQuantizeLinear: the Resize finds its output's range while writing it and the quantize
+ * kernel takes it instead of a min/max pass over those floats; codes, scale and zero point stay the
+ * reference's (and so the two-pass path's) byte for byte. `also`: the Resize's result is also a
+ * graph output; `neg`: the values shifted negative (the range's low end off 0); h: large enough to
+ * split the rows across the threads. */
+static void resize_dynq(int cat, int also, int neg, int64_t h) {
+  static const float sc[4] = {1.f, 1.f, 2.f, 2.f};
+  int64_t xd[4] = {1, 3, h, 9}, bd[4] = {1, 2, 2 * h, 18}, four = 4;
+  char name[128];
+  mi_graph_t *g = graph(13);
+  int32_t ins[3], rz, c, qo[3], rn, cins[2];
+  float *x0 = malloc((size_t)(3 * h * 9) * sizeof *x0);
+  double before;
+  REQUIRE(x0);
+  for (int64_t i = 0; i < 3 * h * 9; i++) x0[i] = (float)((rnd32() % 20001) - (neg ? 15000 : 5000)) / 1000.f;
+  ins[0] = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  ins[1] = -1;
+  ins[2] = constant(g, "scales", MI_DTYPE_FLOAT32, 1, &four, sc);
+  rz = also ? out(g, "rz") : mi_graph_add_tensor(g, "rz", MI_DTYPE_UNDEFINED, -1, NULL);
+  rn = node(g, "Resize", 3, ins, 1, &rz, 0);
+  mi_node_set_string(g, rn, "mode", "linear");
+  c = rz;
+  if (cat) {
+    cins[0] = rz;
+    cins[1] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
+    c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
+    mi_node_set_int(g, node(g, "Concat", 2, cins, 1, &c, 0), "axis", 1);
+  }
+  qo[0] = out(g, "q");
+  qo[1] = out(g, "s");
+  qo[2] = out(g, "z");
+  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
+  snprintf(name, sizeof name, "Resize%s -> DynamicQuantizeLinear%s%s, h %lld", cat ? " -> Concat" : "",
+           also ? ", Resize also an output" : "", neg ? ", negative" : "", (long long)h);
+  g_x0 = x0;
+  g_x0n = 3 * h * 9;
+  g_kernels = 2;
+  before = ranges_reused();
+  run_case(g, name, 0);
+  CHECK(ranges_reused() == before + 1, "%s: the quantize kernel ran a min/max pass over the Resize's floats", name);
+  g_kernels = 0;
+  g_x0 = NULL;
+  free(x0);
+}
+
+static void resize_dynq_cases(void) {
+  resize_dynq(1, 0, 0, 5);
+  resize_dynq(1, 1, 1, 5);
+  resize_dynq(0, 0, 1, 5);
+  resize_dynq(1, 0, 1, 700); /* 1 x 3 x 1400 x 18: the Resize's rows in parts across the threads */
+  resize_dynq(0, 1, 0, 700);
+}
+
 /* Pad -> DynamicQuantizeLinear (a TF export's padding before a stride-2 depthwise conv, dynamic
  * form): one kernel, the codes written into the padded plane, the border the zero point, scale
  * and zero point the reference's; bottom/right padding, every side, planes split across the
@@ -711,6 +776,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(qlinear_gap_cases),
     TU_CASE(concat_dynq_cases),
     TU_CASE(pad_dynq_cases),
+    TU_CASE(resize_dynq_cases),
 };
 
 TU_MAIN(setup, teardown)
