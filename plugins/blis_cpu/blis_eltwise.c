@@ -297,6 +297,7 @@ enum { B_ADD,
 
 typedef struct bin_state {
   int32_t a, b, out, op, rank, simd;
+  int32_t want_range; /* the output is the kernel's: its range found per piece, in L1 (blis_range.c) */
   int64_t dims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK];
   int64_t n;
 } bin_state_t;
@@ -412,7 +413,8 @@ typedef struct bin_task {
   const bin_state_t *st;
   const float *a, *b;
   float *y;
-  int64_t piece, per; /* items are pieces of `piece` values of a row, `per` a row */
+  int64_t piece, per;   /* items are pieces of `piece` values of a row, `per` a row */
+  mi__blis_range_t *rg; /* the output's range, merged per part; NULL: not wanted */
 } bin_task_t;
 
 /* A row longer than this is split in pieces of BIN_PIECE values, so that a tensor whose dims
@@ -433,6 +435,7 @@ static inline __attribute__((always_inline)) void bin_body(void *arg, int64_t i0
   int64_t idx[MI_MAX_RANK] = {0}, inner = st->dims[st->rank - 1], sa = st->sa[st->rank - 1];
   int64_t sb = st->sb[st->rank - 1], r = i0 / bt->per, rem = r, i;
   int32_t d;
+  float lo = 0.f, hi = 0.f;
   for (d = st->rank - 2; d >= 0; d--) {
     idx[d] = rem % st->dims[d];
     rem /= st->dims[d];
@@ -445,8 +448,10 @@ static inline __attribute__((always_inline)) void bin_body(void *arg, int64_t i0
       ob += idx[d] * st->sb[d];
     }
     bin_row(st->op, a + oa + j0 * sa, sa, b + ob + j0 * sb, sb, y + r * inner + j0, j1 - j0);
+    if (bt->rg) mi__blis_minmax(st->simd, y + r * inner + j0, j1 - j0, &lo, &hi); /* the piece just written */
     mi__blis_next_index(st->rank - 1, st->dims, NULL, idx, NULL);
   }
+  if (bt->rg) mi__blis_range_merge(bt->rg, lo, hi);
 }
 
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void bin_avx512(void *arg, int64_t r0, int64_t r1) {
@@ -463,6 +468,7 @@ static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__bl
   bt.a = t[bt.st->a];
   bt.b = t[bt.st->b];
   bt.y = t[bt.st->out];
+  bt.rg = bt.st->want_range ? &env->range[bt.st->out] : NULL;
   inner = bt.st->dims[bt.st->rank - 1];
   (void)err;
   if (inner <= 0) return MI_OK;
@@ -472,6 +478,7 @@ static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__bl
                     bt.st->simd == MI__SIMD_AVX512 ? bin_avx512 : bt.st->simd == MI__SIMD_AVX2 ? bin_avx2
                                                                                                : bin_c,
                     &bt);
+  if (bt.rg) bt.rg->known = 1;
   return MI_OK;
 }
 
@@ -574,6 +581,7 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     st->sb[d] = st->sb[d + 1];
     st->rank--;
   }
+  st->want_range = mi__blis_is_kernel_output(p, st->out); /* after mul_add, which may move st->out */
   s->run = run_binary;
   return MI_OK;
 }

@@ -672,12 +672,12 @@ static double ranges_reused(void) {
 
 /* A bilinear 2x Resize (its own kernel) -> Concat with another input -> DynamicQuantizeLinear (a
  * U-Net decoder's upsample and skip join, IS-Net's largest steps), or the Resize straight into a
- * DynamicQuantizeLinear: the Resize finds its output's range while writing it and the quantize
+ * DynamicQuantizeLinear; `add`: an Add of two inputs in the Resize's place. The producer finds its output's range while writing it and the quantize
  * kernel takes it instead of a min/max pass over those floats; codes, scale and zero point stay the
- * reference's (and so the two-pass path's) byte for byte. `also`: the Resize's result is also a
+ * reference's (and so the two-pass path's) byte for byte. `also`: the producer's result is also a
  * graph output; `neg`: the values shifted negative (the range's low end off 0); h: large enough to
  * split the rows across the threads. */
-static void resize_dynq(int cat, int also, int neg, int64_t h) {
+static void resize_dynq(int add, int cat, int also, int neg, int64_t h) {
   static const float sc[4] = {1.f, 1.f, 2.f, 2.f};
   int64_t xd[4] = {1, 3, h, 9}, bd[4] = {1, 2, 2 * h, 18}, four = 4;
   char name[128];
@@ -688,11 +688,17 @@ static void resize_dynq(int cat, int also, int neg, int64_t h) {
   REQUIRE(x0);
   for (int64_t i = 0; i < 3 * h * 9; i++) x0[i] = (float)((rnd32() % 20001) - (neg ? 15000 : 5000)) / 1000.f;
   ins[0] = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  ins[1] = -1;
+  ins[1] = add ? input(g, "x2", MI_DTYPE_FLOAT32, 4, xd) : -1;
   ins[2] = constant(g, "scales", MI_DTYPE_FLOAT32, 1, &four, sc);
   rz = also ? out(g, "rz") : mi_graph_add_tensor(g, "rz", MI_DTYPE_UNDEFINED, -1, NULL);
-  rn = node(g, "Resize", 3, ins, 1, &rz, 0);
-  mi_node_set_string(g, rn, "mode", "linear");
+  if (add) { /* an RSU block's residual Add */
+    bd[2] /= 2;
+    bd[3] /= 2;
+    node(g, "Add", 2, ins, 1, &rz, 0);
+  } else {
+    rn = node(g, "Resize", 3, ins, 1, &rz, 0);
+    mi_node_set_string(g, rn, "mode", "linear");
+  }
   c = rz;
   if (cat) {
     cins[0] = rz;
@@ -704,8 +710,8 @@ static void resize_dynq(int cat, int also, int neg, int64_t h) {
   qo[1] = out(g, "s");
   qo[2] = out(g, "z");
   node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
-  snprintf(name, sizeof name, "Resize%s -> DynamicQuantizeLinear%s%s, h %lld", cat ? " -> Concat" : "",
-           also ? ", Resize also an output" : "", neg ? ", negative" : "", (long long)h);
+  snprintf(name, sizeof name, "%s%s -> DynamicQuantizeLinear%s%s, h %lld", add ? "Add" : "Resize",
+           cat ? " -> Concat" : "", also ? ", also an output" : "", neg ? ", negative" : "", (long long)h);
   g_x0 = x0;
   g_x0n = 3 * h * 9;
   g_kernels = 2;
@@ -718,11 +724,13 @@ static void resize_dynq(int cat, int also, int neg, int64_t h) {
 }
 
 static void resize_dynq_cases(void) {
-  resize_dynq(1, 0, 0, 5);
-  resize_dynq(1, 1, 1, 5);
-  resize_dynq(0, 0, 1, 5);
-  resize_dynq(1, 0, 1, 700); /* 1 x 3 x 1400 x 18: the Resize's rows in parts across the threads */
-  resize_dynq(0, 1, 0, 700);
+  for (int add = 0; add < 2; add++) {
+    resize_dynq(add, 1, 0, 0, 5);
+    resize_dynq(add, 1, 1, 1, 5);
+    resize_dynq(add, 0, 0, 1, 5);
+    resize_dynq(add, 1, 0, 1, 700); /* 1 x 3 x 1400 x 18: the rows in parts across the threads */
+    resize_dynq(add, 0, 1, 0, 700);
+  }
 }
 
 /* Pad -> DynamicQuantizeLinear (a TF export's padding before a stride-2 depthwise conv, dynamic
