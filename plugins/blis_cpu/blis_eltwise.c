@@ -447,8 +447,15 @@ static inline __attribute__((always_inline)) void bin_body(void *arg, int64_t i0
       oa += idx[d] * st->sa[d];
       ob += idx[d] * st->sb[d];
     }
-    bin_row(st->op, a + oa + j0 * sa, sa, b + ob + j0 * sb, sb, y + r * inner + j0, j1 - j0);
-    if (bt->rg) mi__blis_minmax(st->simd, y + r * inner + j0, j1 - j0, &lo, &hi); /* the piece just written */
+    if (!bt->rg)
+      bin_row(st->op, a + oa + j0 * sa, sa, b + ob + j0 * sb, sb, y + r * inner + j0, j1 - j0);
+    else /* a piece at a time (a part's pieces of one row are one call otherwise), its range read
+          * back while it is in L1; pieces start on BIN_PIECE boundaries, so the values are the same */
+      for (int64_t j = j0, e; j < j1; j = e) {
+        e = j1 - j > BIN_PIECE ? j + BIN_PIECE : j1;
+        bin_row(st->op, a + oa + j * sa, sa, b + ob + j * sb, sb, y + r * inner + j, e - j);
+        mi__blis_minmax(st->simd, y + r * inner + j, e - j, &lo, &hi);
+      }
     mi__blis_next_index(st->rank - 1, st->dims, NULL, idx, NULL);
   }
   if (bt->rg) mi__blis_range_merge(bt->rg, lo, hi);

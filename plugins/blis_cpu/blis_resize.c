@@ -33,6 +33,10 @@ typedef struct resize_state {
   int32_t want_range, simd;
 } resize_state_t;
 
+/* Output values whose range is read back at once (consecutive rows; 8 KiB, in L1): one call a
+ * row of 512 cost about a tenth of the Resize. */
+#define RANGE_RUN 2048
+
 /* Widest input row the fused passes blend on the stack. */
 #define RESIZE_ROW 4096
 
@@ -124,11 +128,14 @@ typedef struct resize_task {
 /* Items are (outer block, output position) rows of one pass. */
 static void pass_part(void *arg, int64_t i0, int64_t i1) {
   const resize_task_t *rt = arg;
-  int64_t i, n = rt->ps->inner;
+  int64_t i, n = rt->ps->inner, b = i0;
   float lo = 0.f, hi = 0.f;
   for (i = i0; i < i1; i++) {
     pass_row(rt->ps, rt->x, rt->y, i / rt->ps->out, i % rt->ps->out);
-    if (rt->rg) mi__blis_minmax(rt->r->simd, rt->y + i * n, n, &lo, &hi); /* the row just written */
+    if (rt->rg && ((i + 1 - b) * n >= RANGE_RUN || i + 1 == i1)) { /* the rows just written, in L1 */
+      mi__blis_minmax(rt->r->simd, rt->y + b * n, (i + 1 - b) * n, &lo, &hi);
+      b = i + 1;
+    }
   }
   if (rt->rg) mi__blis_range_merge(rt->rg, lo, hi);
 }
@@ -141,7 +148,7 @@ static void fused_part(void *arg, int64_t i0, int64_t i1) {
   const resize_state_t *r = rt->r;
   const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
   float tmp[RESIZE_ROW], lo = 0.f, hi = 0.f;
-  int64_t i, t;
+  int64_t i, t, b = i0;
   for (i = i0; i < i1; i++) {
     int64_t o = i / ph->out, j = i % ph->out;
     const float *a = rt->x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
@@ -152,7 +159,10 @@ static void fused_part(void *arg, int64_t i0, int64_t i1) {
       row = tmp;
     }
     gather_row(r, pw, row, rt->y + i * pw->out, r->nearest_w);
-    if (rt->rg) mi__blis_minmax(r->simd, rt->y + i * pw->out, pw->out, &lo, &hi); /* the row just written */
+    if (rt->rg && ((i + 1 - b) * pw->out >= RANGE_RUN || i + 1 == i1)) { /* the rows just written, in L1 */
+      mi__blis_minmax(r->simd, rt->y + b * pw->out, (i + 1 - b) * pw->out, &lo, &hi);
+      b = i + 1;
+    }
   }
   if (rt->rg) mi__blis_range_merge(rt->rg, lo, hi);
 }
