@@ -475,7 +475,7 @@ static int32_t run_binary(const mi__blis_step_t *s, void *const *t, const mi__bl
   bt.a = t[bt.st->a];
   bt.b = t[bt.st->b];
   bt.y = t[bt.st->out];
-  bt.rg = bt.st->want_range ? &env->range[bt.st->out] : NULL;
+  bt.rg = bt.st->want_range && env->range[bt.st->out].asked ? &env->range[bt.st->out] : NULL;
   inner = bt.st->dims[bt.st->rank - 1];
   (void)err;
   if (inner <= 0) return MI_OK;

@@ -93,6 +93,8 @@ void mi__blis_cntx_release(mi_plugin_ctx_t *ctx);
 typedef struct mi__blis_range {
   _Atomic uint32_t lo, hi;
   int32_t known; /* set once the whole tensor is written (by the step, or from the input buffer) */
+  int32_t reads; /* at prepare: a step of this kernel would take this input's range */
+  int32_t asked; /* per run: a later kernel asked for this output's range (its buffer says so) */
 } mi__blis_range_t;
 
 typedef struct mi__blis_env {
@@ -377,6 +379,11 @@ int mi__blis_buffer_range(const mi_buffer_t *b, float *lo, float *hi);
 /* Marks a buffer's memory written (before kernel_run's steps); then records the range when known. */
 void mi__blis_buffer_written(mi_buffer_t *b);
 void mi__blis_buffer_set_range(mi_buffer_t *b, float lo, float hi);
+/* A kernel that would take this input's range found none: the next kernel to write the buffer
+ * finds it (the host's memory plan gives a tensor the same buffer every run, so from the second
+ * run on); mi__blis_buffer_range_asked says so. No producer finds a range no one reads. */
+void mi__blis_buffer_ask_range(mi_buffer_t *b);
+int mi__blis_buffer_range_asked(const mi_buffer_t *b);
 /* ---- ranges (blis_range.c) */
 void mi__blis_range_reset(mi__blis_range_t *r);
 void mi__blis_range_merge(mi__blis_range_t *r, float lo, float hi);

@@ -419,11 +419,13 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
     if (mi__blis_buffer_range(in[i], &lo, &hi)) { /* written by a kernel of ours that found it */
       mi__blis_range_merge(&k->range[k->inputs[i]], lo, hi);
       k->range[k->inputs[i]].known = 1;
-    }
+    } else if (k->range[k->inputs[i]].reads)
+      mi__blis_buffer_ask_range(in[i]);
   }
   for (i = 0; i < nout; i++) {
     k->ptr[k->outputs[i]] = mi__blis_buffer_data(outs[i], &bytes);
     mi__blis_buffer_written(outs[i]);
+    k->range[k->outputs[i]].asked = mi__blis_buffer_range_asked(outs[i]);
   }
   env.range = k->range;
   env.range_used = &ctx->ranges_reused;

@@ -444,7 +444,16 @@ struct mi_buffer {
   uint64_t gen;       /* on a root: writes to its memory, through it or any view */
   uint64_t range_gen; /* gen when the range was recorded (0: none) */
   float lo, hi;
+  int range_asked; /* a kernel reading this buffer would take its range (blis_range.c) */
 };
+
+void mi__blis_buffer_ask_range(mi_buffer_t *b) {
+  if (!b->view) b->range_asked = 1;
+}
+
+int mi__blis_buffer_range_asked(const mi_buffer_t *b) {
+  return !b->view && b->range_asked;
+}
 
 int mi__blis_buffer_range(const mi_buffer_t *b, float *lo, float *hi) {
   if (!b || b->view || !b->range_gen || b->range_gen != b->gen) return 0;

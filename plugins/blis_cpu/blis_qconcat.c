@@ -72,6 +72,7 @@ int mi__blis_prep_qconcat(mi__blis_prep_t *p, mi__blis_step_t *s, int64_t outer,
     c->in[i] = in[i];
     c->inner[i] = inner[i];
     c->inner_y += inner[i];
+    p->k->range[in[i]].reads = 1;
   }
   s->run = run_qconcat;
   p->nodes_used = 2;

@@ -413,6 +413,7 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
         yz->dtype != MI_DTYPE_UINT8 || mi_sdk_numel(ys) != 1 || mi_sdk_numel(yz) != 1 || mi_sdk_numel(x) != q->n)
       return mi__blis_unsupported(err, n, "needs FLOAT32 in, UINT8 codes, a FLOAT32 scale and a UINT8 zero point out");
     q->kind = QE_DYNQ;
+    p->k->range[q->a].reads = 1;
     q->ys = mi__blis_out(n, 1);
     q->yz = mi__blis_out(n, 2);
     return MI_OK;

@@ -21,6 +21,7 @@ void mi__blis_range_reset(mi__blis_range_t *r) {
   atomic_store(&r->lo, key(0.f));
   atomic_store(&r->hi, key(0.f));
   r->known = 0;
+  r->asked = 0;
 }
 
 void mi__blis_range_merge(mi__blis_range_t *r, float lo, float hi) {

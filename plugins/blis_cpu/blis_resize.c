@@ -180,7 +180,7 @@ static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__bl
     rt.ps = &r->pass[i];
     rt.x = src;
     rt.y = i == r->npass - 1 ? (float *)t[r->y] : r->scratch[i & 1];
-    rt.rg = i == r->npass - 1 && r->want_range ? &env->range[r->y] : NULL;
+    rt.rg = i == r->npass - 1 && r->want_range && env->range[r->y].asked ? &env->range[r->y] : NULL;
     mi__blis_parallel(env, rt.ps->outer * rt.ps->out, 1, rt.ps->inner, pass_part, &rt);
     src = rt.y;
   }
@@ -188,10 +188,10 @@ static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__bl
     const resize_pass_t *ph = &r->pass[r->npass - 2];
     rt.x = src;
     rt.y = t[r->y];
-    rt.rg = r->want_range ? &env->range[r->y] : NULL;
+    rt.rg = r->want_range && env->range[r->y].asked ? &env->range[r->y] : NULL;
     mi__blis_parallel(env, ph->outer * ph->out, 1, ph->inner + r->pass[r->npass - 1].out, fused_part, &rt);
   }
-  if (r->want_range && r->npass > 0) env->range[r->y].known = 1;
+  if (r->want_range && env->range[r->y].asked && r->npass > 0) env->range[r->y].known = 1;
   return MI_OK;
 }
 
