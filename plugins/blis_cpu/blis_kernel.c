@@ -209,14 +209,14 @@ void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes,
  * one allocation to fail, one free. */
 static mi_kernel_t *kernel_new(const mi_kernel_desc_t *d) {
   size_t nt = (size_t)d->tensor_count, ni = (size_t)d->input_count + 1, no = (size_t)d->output_count + 1;
-  mi_kernel_t *k = calloc(1, sizeof *k + nt * sizeof *k->range + (size_t)d->node_count * sizeof *k->steps +
-                                 nt * sizeof *k->ptr + (ni + no) * sizeof *k->inputs + nt);
+  mi_kernel_t *k = calloc(1, sizeof *k + (size_t)d->node_count * sizeof *k->steps + nt * sizeof *k->ptr +
+                                 nt * sizeof *k->range + (ni + no) * sizeof *k->inputs + nt);
   if (!k) return NULL;
   k->tensor_count = d->tensor_count;
-  k->range = (mi__blis_range_t *)(k + 1);
-  k->steps = (mi__blis_step_t *)(k->range + nt);
+  k->steps = (mi__blis_step_t *)(k + 1);
   k->ptr = (void **)(k->steps + d->node_count);
-  k->inputs = (int32_t *)(k->ptr + nt);
+  k->range = (mi__blis_range_t *)(k->ptr + nt); /* 4-byte fields: after the pointers */
+  k->inputs = (int32_t *)(k->range + nt);
   k->outputs = k->inputs + ni;
   k->owned = (uint8_t *)(k->outputs + no);
   return k;
