@@ -104,9 +104,10 @@ static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, double *
   return steps;
 }
 
-static int packed_conv; /* the default conv variant here is conv.packed_gemm (AVX2 or AVX-512) */
-
 static void on_plugin(mi_plugin_t *p) {
+  /* the default conv variant is conv.packed_gemm with AVX2 and FMA, unless capped at plain C */
+  const char *cap = getenv("MI_BLIS_MAX_SIMD");
+  int packed_conv = !(cap && strcmp(cap, "c") == 0) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   /* 1x1 and 3x3 (flat padded planes) with the gate folded; 1x1 with 200 weights a channel against
    * x's 160 values a channel: grouped, the Mul run as the kernel's first step */
   static const spec_t folded[] = {{16, 1, 0, 0}, {16, 1, 1, 0}, {16, 3, 0, 0}, {12, 3, 1, 0}};
@@ -125,24 +126,14 @@ static void on_plugin(mi_plugin_t *p) {
   }
 }
 
-/* blis-cpu at each SIMD cap (a fresh registry: the plugin reads the cap when it loads). */
+/* blis-cpu at each SIMD cap. */
 static void blis_cpu(void) {
-  static const char *caps[3] = {NULL, "avx2", "c"};
   uint64_t seed = 7;
   for (int i = 0; i < 16384; i++) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     vals[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
   }
-  for (int lv = 0; lv < 3; lv++) {
-    mi_registry_t *reg;
-    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
-    reg = open_plugins();
-    packed_conv = lv < 2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    printf("simd cap %s\n", caps[lv] ? caps[lv] : "none");
-    on_blis_cpu(reg, on_plugin);
-    mi_registry_destroy(reg);
-  }
-  unsetenv("MI_BLIS_MAX_SIMD");
+  on_blis_cpu_each_simd(on_plugin);
 }
 
 static void setup(void) {}

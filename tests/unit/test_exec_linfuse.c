@@ -193,23 +193,14 @@ static void on_plugin(mi_plugin_t *p) {
   }
 }
 
-/* blis-cpu at each SIMD cap (a fresh registry: the plugin reads the cap when it loads). */
+/* blis-cpu at each SIMD cap. */
 static void blis_cpu(void) {
-  static const char *caps[3] = {NULL, "avx2", "c"};
   uint64_t seed = 5;
   for (int i = 0; i < 8192; i++) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     vals[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
   }
-  for (int lv = 0; lv < 3; lv++) {
-    mi_registry_t *reg;
-    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
-    reg = open_plugins();
-    printf("simd cap %s\n", caps[lv] ? caps[lv] : "none");
-    on_blis_cpu(reg, on_plugin);
-    mi_registry_destroy(reg);
-  }
-  unsetenv("MI_BLIS_MAX_SIMD");
+  on_blis_cpu_each_simd(on_plugin);
 }
 
 static void setup(void) {}

@@ -110,6 +110,21 @@ static inline void on_blis_cpu(mi_registry_t *r, void (*fn)(mi_plugin_t *)) {
   if (p) fn(p);
 }
 
+/* Calls fn on blis-cpu at each SIMD cap: its own choice, capped at AVX2, then plain C (a fresh
+ * registry each time: the plugin reads MI_BLIS_MAX_SIMD when it loads). */
+static inline void on_blis_cpu_each_simd(void (*fn)(mi_plugin_t *)) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  for (int lv = 0; lv < 3; lv++) {
+    mi_registry_t *reg;
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    reg = open_plugins();
+    printf("simd cap %s\n", caps[lv] ? caps[lv] : "none");
+    on_blis_cpu(reg, fn);
+    mi_registry_destroy(reg);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+}
+
 /* Runs s on x; outs gets g->output_count new arrays. */
 static inline void run(mi_session_t *s, const mi_graph_t *g, const mi_array_t *x, mi_array_t **outs) {
   mi_error_t err = {0};
