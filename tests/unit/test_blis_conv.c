@@ -189,20 +189,6 @@ static void refusals(tb_plugin_t *p) {
   CHECK(tb_run(p, &b, "conv.im2col_gemm", NULL, 0, ins, y, &err) == MI_OK, "valid run: %s", err.message);
 }
 
-/* Number of values of the `simd` knob on this CPU (auto, then each code path, widest first). */
-static int64_t simd_choices(tb_plugin_t *p) {
-  uint32_t n = 0, i;
-  mi_error_t err = {0, ""};
-  if (p->api->knob_count(p->ctx, 0, &n, &err) != MI_OK) return 0;
-  for (i = 0; i < n; i++) {
-    mi_knob_desc_t k;
-    memset(&k, 0, sizeof k);
-    k.struct_size = sizeof k;
-    if (p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
-  }
-  return 0;
-}
-
 /* conv.packed_gemm (pixels in the lanes for planes of 16+ pixels, channels in the lanes below)
  * and the depthwise kernels, on every SIMD code path this CPU runs (knob `simd`), plain and with
  * each fused chain after BN: Relu+Add, Sigmoid+Add (the scalar tail), Add+Relu, Clip, Relu, Add

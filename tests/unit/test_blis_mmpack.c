@@ -4,20 +4,6 @@
 
 static tb_plugin_t p;
 
-/* Number of values of the `simd` knob on this CPU (auto, then each code path, widest first). */
-static int64_t simd_choices(void) {
-  uint32_t n = 0, i;
-  mi_error_t err = {0, ""};
-  if (p.api->knob_count(p.ctx, 0, &n, &err) != MI_OK) return 0;
-  for (i = 0; i < n; i++) {
-    mi_knob_desc_t k;
-    memset(&k, 0, sizeof k);
-    k.struct_size = sizeof k;
-    if (p.api->knob_desc(p.ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
-  }
-  return 0;
-}
-
 /* One problem: Y = alpha * A B (+ beta * bias), A [ab, m, k] (2-D when ab is 0), B [bb, k, n]
  * (2-D when bb is 0; [n, k] with transB, Gemm only), a constant unless rt (runtime B), bias of n
  * (Gemm only). The batch of Y is the larger of ab and bb; a batch of 1 broadcasts. */
@@ -40,7 +26,7 @@ static void run_case(const mm_case_t *c) {
   float *bias = malloc((size_t)c->n * 4), *ref = malloc((size_t)(rows * c->n) * 4);
   float *got1 = malloc((size_t)(rows * c->n) * 4), *got2 = malloc((size_t)(rows * c->n) * 4);
   const float *ins[2];
-  int64_t si, nsimd = simd_choices();
+  int64_t si, nsimd = simd_choices(&p);
   tb_t b;
   int t0, t1, t2 = -1, t3, node;
   char name[160];
@@ -105,7 +91,7 @@ static void run_case(const mm_case_t *c) {
 
 static void setup(void) {
   REQUIRE(tb_load(&p));
-  REQUIRE(simd_choices() >= 2);
+  REQUIRE(simd_choices(&p) >= 2);
 }
 
 static void teardown(void) {

@@ -447,20 +447,6 @@ static void global_pool_case(tb_plugin_t *p, const char *op) {
   expect(p, &b, op, ins, ref, NULL, 0);
 }
 
-/* Number of values of the `simd` knob on this CPU (auto, then each code path, widest first). */
-static int64_t simd_choices(tb_plugin_t *p) {
-  uint32_t n = 0, i;
-  mi_error_t err = {0, ""};
-  if (p->api->knob_count(p->ctx, 0, &n, &err) != MI_OK) return 0;
-  for (i = 0; i < n; i++) {
-    mi_knob_desc_t k;
-    memset(&k, 0, sizeof k);
-    k.struct_size = sizeof k;
-    if (p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
-  }
-  return 0;
-}
-
 /* Activations with a vectorised path (Exp, Erf, Tanh, Sigmoid, Gelu erf/tanh) over [-9, 9] on 1037
  * values (full vectors and a tail), each value within 1e-5 relative (plus 1e-6) of double; Tanh and
  * Sigmoid over [-120, 120], saturated, too, and none of their results subnormal (a subnormal

@@ -13,20 +13,6 @@ static void teardown(void) {
   tb_unload(&p);
 }
 
-/* Number of values of the `simd` knob on this CPU (auto, then each code path, widest first). */
-static int64_t simd_choices(void) {
-  uint32_t n = 0, i;
-  mi_error_t err = {0, ""};
-  if (p.api->knob_count(p.ctx, 0, &n, &err) != MI_OK) return 0;
-  for (i = 0; i < n; i++) {
-    mi_knob_desc_t k;
-    memset(&k, 0, sizeof k);
-    k.struct_size = sizeof k;
-    if (p.api->knob_desc(p.ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
-  }
-  return 0;
-}
-
 /* Transpose of x (rank r, dims xd) by perm on knob simd `si` and `threads`, against y[i] =
  * x[sum idx[d] * stride[perm[d]]]; a copy, so exact. */
 static void case_of(int32_t r, const int64_t *xd, const int64_t *perm, int64_t si, int64_t threads) {
@@ -73,8 +59,8 @@ static void case_of(int32_t r, const int64_t *xd, const int64_t *perm, int64_t s
 static void nhwc_to_nchw(void) {
   static const int64_t perm[4] = {0, 3, 1, 2};
   int64_t si, c, th;
-  CHECK(simd_choices() >= 2, "knob simd has %lld values", (long long)simd_choices());
-  for (si = 0; si < simd_choices(); si++)
+  CHECK(simd_choices(&p) >= 2, "knob simd has %lld values", (long long)simd_choices(&p));
+  for (si = 0; si < simd_choices(&p); si++)
     for (th = 1; th <= 2; th++) {
       for (c = 2; c <= 5; c++) {
         int64_t a[4] = {1, 5, 37, c}, bt[4] = {2, 4, 8, c}, one[4] = {1, 1, 3, c};
@@ -94,7 +80,7 @@ static void nhwc_to_nchw(void) {
  * the input, a batch moved inside. */
 static void other_spellings(void) {
   int64_t si;
-  for (si = 0; si < simd_choices(); si++) {
+  for (si = 0; si < simd_choices(&p); si++) {
     int64_t x3[3] = {3, 50, 4}, p3[3] = {0, 2, 1}, x2[2] = {33, 3}, p2[2] = {1, 0};
     int64_t x5[5] = {2, 3, 4, 5, 2}, p5[5] = {0, 4, 1, 2, 3}, q5[5] = {4, 0, 1, 2, 3};
     int64_t x4[4] = {2, 6, 7, 3}, q4[4] = {3, 1, 0, 2}, r4[4] = {0, 3, 2, 1};
@@ -114,7 +100,7 @@ static void nchw_to_nhwc(void) {
   static const int64_t perm[4] = {0, 2, 3, 1};
   int64_t si, th, k;
   static const int64_t shapes[][4] = {{1, 32, 16, 16}, {1, 96, 8, 8}, {2, 20, 5, 7}, {3, 8, 2, 4}, {1, 7, 9, 9}, {1, 40, 1, 7}, {1, 257, 1, 5}, {1, 20, 1, 4}, {1, 2, 16, 16}, {1, 7, 2, 2}};
-  for (si = 0; si < simd_choices(); si++)
+  for (si = 0; si < simd_choices(&p); si++)
     for (th = 1; th <= 2; th++)
       for (k = 0; k < (int64_t)(sizeof shapes / sizeof shapes[0]); k++) case_of(4, shapes[k], perm, si, th);
 }

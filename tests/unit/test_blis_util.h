@@ -22,4 +22,19 @@ static inline int threads_now(void) {
   return n;
 }
 
+/* Number of values of blis-cpu's `simd` knob on this CPU (auto, then each code path, widest
+ * first); 0 when the plugin does not declare it. */
+static inline int64_t simd_choices(tb_plugin_t *p) {
+  uint32_t n = 0, i;
+  mi_error_t err = {0, ""};
+  if (p->api->knob_count(p->ctx, 0, &n, &err) != MI_OK) return 0;
+  for (i = 0; i < n; i++) {
+    mi_knob_desc_t k;
+    memset(&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    if (p->api->knob_desc(p->ctx, 0, i, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) return k.max + 1;
+  }
+  return 0;
+}
+
 #endif
