@@ -1,10 +1,14 @@
 /* blis_threads.c - the plugin instance's own small pthread pool for its loops (BLIS threads itself). */
-#define _GNU_SOURCE /* sched_getcpu */
+#define _GNU_SOURCE /* sched_getcpu, syscall */
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "blis_internal.h"
 
@@ -12,16 +16,20 @@
 
 struct mi__blis_pool {
   pthread_mutex_t region; /* one parallel region at a time; a second caller runs serially */
-  pthread_mutex_t m;      /* only for sleeping and for starting workers */
-  pthread_cond_t go;      /* a region opened (workers asleep) */
+  pthread_mutex_t m;      /* only for the caller's sleep and for starting workers */
   pthread_cond_t done;    /* the last worker left (the caller asleep) */
   pthread_t th[MI__POOL_MAX];
   int32_t spawned, max_workers;
   /* Odd while a region is open, even while closed: bumped by the caller when it opens a region
-   * and again when it has claimed the last chunk. Workers join only an open region. */
-  _Alignas(64) _Atomic uint64_t gen;
+   * and again when it has claimed the last chunk. Workers join only an open region. 32 bits: the
+   * futex sleeping workers wait on (a worker sees every change: one wrap takes 2^31 regions). */
+  _Alignas(64) _Atomic uint32_t gen;
   _Atomic int32_t active;   /* workers inside the current region (joined, not yet left) */
-  _Atomic int32_t sleepers; /* workers asleep on `go`, or about to be */
+  _Atomic int32_t sleepers; /* workers asleep on `gen`, or about to be */
+  _Atomic int64_t gap_ns;   /* recent gap between regions, a moving average (spin_budget) */
+  int64_t closed_ns;        /* when the caller closed the last region (0: none yet) */
+  _Atomic int64_t sleeps;   /* times a worker went to sleep (tests read these two) */
+  _Atomic int64_t wakes;    /* futex wake-ups the callers sent */
   _Atomic int32_t quit;
   _Atomic int32_t caller_waiting;         /* the caller sleeps on `done`, or is about to */
   _Atomic int32_t caller_cpu;             /* where the caller opened the last region: a hint */
@@ -43,7 +51,7 @@ struct mi__blis_pool {
 typedef struct worker_arg {
   mi__blis_pool_t *pool;
   int32_t index;      /* 1..: joins a region only when index < the region's parts */
-  uint64_t start_gen; /* generation when spawned: a region opened right after is not missed */
+  uint32_t start_gen; /* generation when spawned: a region opened right after is not missed */
 } worker_arg_t;
 
 /* Claims chunks of the current region until none is left: those of range `home` (the part's own),
@@ -64,39 +72,90 @@ static int64_t run_chunks(mi__blis_pool_t *pool, int32_t home) {
   return n; /* chunks this thread ran */
 }
 
-/* Spin iterations a worker waits for the next region before it sleeps: regions come in quick
- * succession during a run, and a futex wake-up per region costs more than the small ones. Past
- * the first MI__POOL_SPIN_HOT iterations the spinner yields its core every MI__POOL_YIELD_EVERY:
- * with more runnable threads than cores, the region's caller often shares this worker's core
- * (the wake-up put the worker there and it preempted the caller) and, behind a spinner that
- * never yields, it waited out the spin before it could go on. blazeface-back's first step, the
- * one region that wakes a sleeping worker each run, took 0.3-0.45 ms at 2 threads instead of
- * 0.1 ms at 1 thread on a loaded 2-core machine: about what the 20000 pauses last there. With
- * nothing else runnable, sched_yield returns at once and the spin goes on. */
-#define MI__POOL_SPIN 20000
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A worker between regions spins, then sleeps on a futex, for as long as recent gaps between
+ * regions suggest the next one is near: MI__POOL_SPIN_GAPS times their moving average, within
+ * [MI__POOL_SPIN_MIN_NS, MI__POOL_SPIN_MAX_NS]. Regions come in quick succession during a run,
+ * and a wake-up per region costs more than the small ones; but the worker used to spin a fixed
+ * 20000 pauses and yields (0.3-0.6 ms) after every region, and so burned a core all through the
+ * caller's serial steps and after every run (2-thread runs of the small models took 1.05-1.5x
+ * ONNX Runtime's process CPU time where their latency was lower; docs/benchmarks.md). Each gap
+ * enters the average clipped to the cap, so one long pause between runs does not make the next
+ * run's gaps spin long. ONNX Runtime's pool spins during a run and blocks between runs; this one
+ * cannot tell a run's end (the host runs kernel by kernel), the gaps stand in for it. */
+#define MI__POOL_SPIN_GAPS 2
+#define MI__POOL_SPIN_MIN_NS 30000
+#define MI__POOL_SPIN_MAX_NS 250000
+
+static int64_t spin_budget(int64_t gap_ns) {
+  int64_t b = MI__POOL_SPIN_GAPS * gap_ns;
+  return b < MI__POOL_SPIN_MIN_NS ? MI__POOL_SPIN_MIN_NS : b > MI__POOL_SPIN_MAX_NS ? MI__POOL_SPIN_MAX_NS : b;
+}
+
+/* The average after a gap of gap_ns: weight 1/4, the gap clipped to MI__POOL_SPIN_MAX_NS. */
+static int64_t gap_average(int64_t avg, int64_t gap_ns) {
+  if (gap_ns > MI__POOL_SPIN_MAX_NS) gap_ns = MI__POOL_SPIN_MAX_NS;
+  return avg + (gap_ns - avg) / 4;
+}
+
+/* Past the first MI__POOL_SPIN_HOT iterations the spinner yields its core every
+ * MI__POOL_YIELD_EVERY: with more runnable threads than cores, the region's caller often shares
+ * this worker's core (the wake-up put the worker there and it preempted the caller) and, behind a
+ * spinner that never yields, it waited out the spin before it could go on. blazeface-back's first
+ * step, the one region that wakes a sleeping worker each run, took 0.3-0.45 ms at 2 threads
+ * instead of 0.1 ms at 1 thread on a loaded 2-core machine. With nothing else runnable,
+ * sched_yield returns at once and the spin goes on. */
 #define MI__POOL_SPIN_HOT 1024
 #define MI__POOL_YIELD_EVERY 64
 
 /* Whether this thread runs on the core given (sched_getcpu: a hint, the thread may move). */
 static int on_cpu(int32_t cpu) { return cpu >= 0 && sched_getcpu() == cpu; }
 
-static int is_open_after(uint64_t gen, uint64_t seen) { return gen != seen && (gen & 1); }
+static int is_open_after(uint32_t gen, uint32_t seen) { return gen != seen && (gen & 1); }
 
-/* Waits, without sleeping, up to MI__POOL_SPIN iterations for a region opened after `seen`, or
- * quit. Returns the generation it saw. */
-static uint64_t spin_wait(mi__blis_pool_t *pool, uint64_t seen) {
-  uint64_t g = atomic_load(&pool->gen);
-  for (int32_t spin = 0; spin < MI__POOL_SPIN; spin++) {
+/* Waits, without sleeping, up to budget_ns for a region opened after `seen`, or quit. Returns the
+ * generation it saw. */
+static uint32_t spin_wait(mi__blis_pool_t *pool, uint32_t seen, int64_t budget_ns) {
+  uint32_t g = atomic_load(&pool->gen);
+  int64_t end = 0;
+  for (int32_t spin = 0;; spin++) {
     if (is_open_after(g, seen) || atomic_load(&pool->quit)) return g;
-    /* on the caller's core a spin only delays it: yield at once there */
-    if (spin % MI__POOL_YIELD_EVERY == 0 &&
-        (spin >= MI__POOL_SPIN_HOT || on_cpu(atomic_load(&pool->caller_cpu))))
-      sched_yield();
-    else
+    if (spin % MI__POOL_YIELD_EVERY == 0) {
+      int64_t t = now_ns();
+      if (!end) end = t + budget_ns;
+      else if (t > end) return g;
+      /* on the caller's core a spin only delays it: yield at once there */
+      if (spin >= MI__POOL_SPIN_HOT || on_cpu(atomic_load(&pool->caller_cpu))) sched_yield();
+    } else {
       __builtin_ia32_pause();
+    }
     g = atomic_load(&pool->gen);
   }
+}
+
+/* Sleeps until a region opened after `seen`, or quit: on the futex word `gen` itself, so a wake-up
+ * is one system call on each side, with no mutex to take again after it. The worker counts itself
+ * in `sleepers` before it reads `gen` (both sequentially consistent), and the caller bumps `gen`
+ * before it reads `sleepers`: either the worker reads the new value, or the caller sees it and
+ * wakes it (a wait on a stale value returns at once). */
+static uint32_t sleep_wait(mi__blis_pool_t *pool, uint32_t seen) {
+  uint32_t g;
+  atomic_fetch_add(&pool->sleepers, 1);
+  atomic_fetch_add(&pool->sleeps, 1);
+  while (!is_open_after(g = atomic_load(&pool->gen), seen) && !atomic_load(&pool->quit))
+    syscall(SYS_futex, (uint32_t *)&pool->gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);
+  atomic_fetch_sub(&pool->sleepers, 1);
   return g;
+}
+
+static void wake_sleepers(mi__blis_pool_t *pool) {
+  atomic_fetch_add(&pool->wakes, 1);
+  syscall(SYS_futex, (uint32_t *)&pool->gen, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* A worker joins a region without a lock: it counts itself active, then checks that the region
@@ -107,18 +166,11 @@ static void *worker(void *p) {
   worker_arg_t *wa = p;
   mi__blis_pool_t *pool = wa->pool;
   int32_t idx = wa->index;
-  uint64_t seen = wa->start_gen;
+  uint32_t seen = wa->start_gen;
   free(wa);
   for (;;) {
-    uint64_t g = spin_wait(pool, seen);
-    if (!is_open_after(g, seen) && !atomic_load(&pool->quit)) {
-      pthread_mutex_lock(&pool->m);
-      atomic_fetch_add(&pool->sleepers, 1);
-      while (!is_open_after(g = atomic_load(&pool->gen), seen) && !atomic_load(&pool->quit))
-        pthread_cond_wait(&pool->go, &pool->m);
-      atomic_fetch_sub(&pool->sleepers, 1);
-      pthread_mutex_unlock(&pool->m);
-    }
+    uint32_t g = spin_wait(pool, seen, spin_budget(atomic_load(&pool->gap_ns)));
+    if (!is_open_after(g, seen) && !atomic_load(&pool->quit)) g = sleep_wait(pool, seen);
     if (atomic_load(&pool->quit)) break;
     seen = g;
     atomic_fetch_add(&pool->active, 1);
@@ -142,7 +194,6 @@ mi__blis_pool_t *mi__blis_pool_create(int32_t max_threads) {
   memset(pool, 0, sizeof *pool);
   pthread_mutex_init(&pool->region, NULL);
   pthread_mutex_init(&pool->m, NULL);
-  pthread_cond_init(&pool->go, NULL);
   pthread_cond_init(&pool->done, NULL);
   pool->max_workers = max_threads - 1 < MI__POOL_MAX ? max_threads - 1 : MI__POOL_MAX;
   atomic_store(&pool->caller_cpu, -1);
@@ -153,12 +204,11 @@ mi__blis_pool_t *mi__blis_pool_create(int32_t max_threads) {
 void mi__blis_pool_destroy(mi__blis_pool_t *pool) {
   int32_t i;
   if (!pool) return;
-  pthread_mutex_lock(&pool->m);
   atomic_store(&pool->quit, 1);
-  pthread_cond_broadcast(&pool->go);
-  pthread_mutex_unlock(&pool->m);
+  /* a closed generation the sleepers' futex waits do not expect (one about to wait returns) */
+  atomic_fetch_add(&pool->gen, 2);
+  wake_sleepers(pool);
   for (i = 0; i < pool->spawned; i++) pthread_join(pool->th[i], NULL);
-  pthread_cond_destroy(&pool->go);
   pthread_cond_destroy(&pool->done);
   pthread_mutex_destroy(&pool->m);
   pthread_mutex_destroy(&pool->region);
@@ -197,12 +247,6 @@ int32_t mi__blis_par_parts(int32_t threads, int64_t count, int64_t grain, int64_
   if ((double)parts * MI__PAR_MIN_WORK > work) parts = (int32_t)(work / MI__PAR_MIN_WORK);
   if (parts > units) parts = (int32_t)units;
   return parts < 1 ? 1 : parts;
-}
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* Whether a worker inside the region last ran on the core given. */
@@ -245,29 +289,22 @@ static void wait_workers(mi__blis_pool_t *pool, int64_t spin_ns) {
   }
 }
 
-/* The caller opens the region and claims chunks itself; workers that are awake join and claim
- * the rest. The caller then waits only for chunks a worker has already claimed, never for a
- * worker that the OS has not scheduled yet (on a loaded machine that wait stalled whole runs). */
-void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
+static void run_serial(mi__blis_pool_t *pool, int64_t count, mi__blis_task_fn fn, void *arg) {
+  if (pool) atomic_store(&pool->last_parts, 1);
+  fn(arg, 0, count);
+}
+
+/* A region whose parts get under this many operations each does not wake a sleeping worker: it
+ * runs on the workers that are awake, or on the calling thread if none is (ONNX Runtime's pool
+ * does not wake workers for loops too small to split either). Such a region ends within about
+ * one futex wake-up on this VM, so a woken worker would mostly find no chunk left, and the
+ * caller would have paid the wake-up's system call; four times the floor of a part. */
+#define MI__POOL_WAKE_MIN_WORK (4 * MI__PAR_MIN_WORK)
+
+/* Writes the region's fields (the region closed, no worker in it). */
+static void set_region(mi__blis_pool_t *pool, int64_t count, int64_t grain, int32_t parts,
                        mi__blis_task_fn fn, void *arg) {
-  mi__blis_pool_t *pool = env ? env->pool : NULL;
-  int32_t parts = mi__blis_par_parts(env ? env->threads : 1, count, grain, item_work);
-  int64_t units, t0, mine;
-  if (count <= 0) return;
-  if (grain < 1) grain = 1;
-  units = (count + grain - 1) / grain;
-  if (parts <= 1 || !pool || pthread_mutex_trylock(&pool->region) != 0) {
-    if (pool) atomic_store(&pool->last_parts, 1);
-    fn(arg, 0, count);
-    return;
-  }
-  if (ensure_workers(pool, parts - 1) == 0) {
-    pthread_mutex_unlock(&pool->region);
-    atomic_store(&pool->last_parts, 1);
-    fn(arg, 0, count);
-    return;
-  }
-  atomic_store(&pool->last_parts, parts);
+  int64_t units = (count + grain - 1) / grain;
   pool->fn = fn;
   pool->arg = arg;
   pool->count = count;
@@ -281,20 +318,41 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
     atomic_store(&pool->range[r].next, mi__blis_even_start(pool->chunks, pool->ranges, r));
     pool->range[r].end = mi__blis_even_start(pool->chunks, pool->ranges, r + 1);
   }
+}
+
+/* The caller opens the region and claims chunks itself; workers that are awake join and claim
+ * the rest. The caller then waits only for chunks a worker has already claimed, never for a
+ * worker that the OS has not scheduled yet (on a loaded machine that wait stalled whole runs). */
+void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, int64_t item_work,
+                       mi__blis_task_fn fn, void *arg) {
+  mi__blis_pool_t *pool = env ? env->pool : NULL;
+  int32_t parts = mi__blis_par_parts(env ? env->threads : 1, count, grain, item_work), wake;
+  int64_t t0, mine;
+  if (count <= 0) return;
+  if (parts <= 1 || !pool || pthread_mutex_trylock(&pool->region) != 0) {
+    run_serial(pool, count, fn, arg);
+    return;
+  }
+  wake = (double)count * (double)(item_work > 0 ? item_work : 1) >= (double)parts * MI__POOL_WAKE_MIN_WORK;
+  if (ensure_workers(pool, parts - 1) == 0 || (!wake && atomic_load(&pool->sleepers) >= pool->spawned)) {
+    pthread_mutex_unlock(&pool->region);
+    run_serial(pool, count, fn, arg);
+    return;
+  }
+  atomic_store(&pool->last_parts, parts);
+  set_region(pool, count, grain < 1 ? 1 : grain, parts, fn, arg);
   atomic_store(&pool->caller_cpu, sched_getcpu());
   t0 = now_ns();
+  if (pool->closed_ns) atomic_store(&pool->gap_ns, gap_average(atomic_load(&pool->gap_ns), t0 - pool->closed_ns));
   atomic_fetch_add(&pool->gen, 1); /* open */
-  if (atomic_load(&pool->sleepers) > 0) {
-    pthread_mutex_lock(&pool->m);
-    pthread_cond_broadcast(&pool->go);
-    pthread_mutex_unlock(&pool->m);
-  }
+  if (wake && atomic_load(&pool->sleepers) > 0) wake_sleepers(pool);
   mine = run_chunks(pool, 0);
   atomic_fetch_add(&pool->gen, 1); /* closed: every chunk is claimed */
   if (atomic_load(&pool->active) > 0) {
     int64_t spin_ns = 2 * (now_ns() - t0) / (mine > 0 ? mine : 1) + 20000;
     wait_workers(pool, spin_ns < MI__POOL_WAIT_MAX_NS ? spin_ns : MI__POOL_WAIT_MAX_NS);
   }
+  pool->closed_ns = now_ns();
   pthread_mutex_unlock(&pool->region);
 }
 

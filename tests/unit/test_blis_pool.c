@@ -2,8 +2,9 @@
  * every item of every parallel region runs exactly once, whether the workers are spinning, in the
  * spin's yielding part or asleep when a region opens, on all cores and with the whole process
  * held on one core (the caller sharing its worker's core, where the spin yields it); regions back
- * to back, where a worker joins late; the split decision; and the last loop's parts, a hint the
- * global pools read. */
+ * to back, where a worker joins late; the split decision; the last loop's parts, a hint the
+ * global pools read; the idle workers' spin budget (from the recent gaps between regions) and
+ * their sleep; and a small region, which does not wake a sleeping worker. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <time.h>
@@ -138,12 +139,89 @@ static void last_parts(void) {
   mi__blis_pool_destroy(env.pool);
 }
 
+/* Polls up to 2 s (a loaded machine may not run the worker for a while) for `n` sleeping workers. */
+static int wait_sleepers(mi__blis_pool_t *pool, int32_t n) {
+  for (int i = 0; i < 2000 && atomic_load(&pool->sleepers) < n; i++) pause_us(1000);
+  return atomic_load(&pool->sleepers) >= n;
+}
+
+/* The budget: MI__POOL_SPIN_GAPS times the average gap, within [min, max]; a gap enters the
+ * average clipped to the cap, with weight 1/4. */
+static void spin_policy(void) {
+  int64_t avg = 0;
+  CHECK(spin_budget(0) == MI__POOL_SPIN_MIN_NS, " no gap: %lld", (long long)spin_budget(0));
+  CHECK(spin_budget(60000) == MI__POOL_SPIN_GAPS * 60000, " 60 us gaps: %lld", (long long)spin_budget(60000));
+  CHECK(spin_budget(1000000000) == MI__POOL_SPIN_MAX_NS, " 1 s gaps: %lld", (long long)spin_budget(1000000000));
+  CHECK(gap_average(0, 40000) == 10000, " one 40 us gap: %lld", (long long)gap_average(0, 40000));
+  for (int i = 0; i < 40; i++) avg = gap_average(avg, 1000000000);
+  CHECK(avg <= MI__POOL_SPIN_MAX_NS && avg > MI__POOL_SPIN_MAX_NS * 9 / 10, " long gaps: average %lld", (long long)avg);
+  for (int i = 0; i < 40; i++) avg = gap_average(avg, 1000);
+  CHECK(avg < 5000, " short gaps after long ones: average %lld", (long long)avg);
+}
+
+/* Regions 3 ms apart (more than any budget): the caller's average tracks the clipped gap, the
+ * worker sleeps between them and the regions wake it; every item still runs once. */
+static void idle_sleep(void) {
+  mi__blis_env_t env;
+  int64_t wakes;
+  memset(&env, 0, sizeof env);
+  memset(g_hits, 0, sizeof g_hits);
+  env.threads = 2;
+  REQUIRE(env.pool = mi__blis_pool_create(2));
+  for (int r = 0; r < 12; r++) {
+    mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
+    pause_us(3000);
+  }
+  CHECK(atomic_load(&env.pool->gap_ns) > MI__POOL_SPIN_MAX_NS * 9 / 10, " average gap %lld ns after 3 ms gaps",
+        (long long)atomic_load(&env.pool->gap_ns));
+  CHECK(wait_sleepers(env.pool, 1), " the worker does not sleep after its budget");
+  CHECK(atomic_load(&env.pool->sleeps) >= 1, " no sleep counted");
+  wakes = atomic_load(&env.pool->wakes);
+  mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
+  CHECK(atomic_load(&env.pool->wakes) == wakes + 1, " a large region did not wake the sleeping worker");
+  mi__blis_pool_destroy(env.pool);
+  for (int i = 0; i < ITEMS; i++)
+    if (g_hits[i] != 13) {
+      CHECK(0, " item %d ran %d times in 13 regions", i, (int)g_hits[i]);
+      break;
+    }
+}
+
+/* A region split in two but under MI__POOL_WAKE_MIN_WORK a part, with the only worker asleep,
+ * runs on the calling thread: no wake-up, the worker stays asleep, the last loop ran serially. */
+static void small_no_wake(void) {
+  mi__blis_env_t env;
+  int64_t wakes;
+  memset(&env, 0, sizeof env);
+  memset(g_hits, 0, sizeof g_hits);
+  env.threads = 2;
+  REQUIRE(env.pool = mi__blis_pool_create(2));
+  mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL); /* starts the worker */
+  REQUIRE(wait_sleepers(env.pool, 1));
+  wakes = atomic_load(&env.pool->wakes);
+  REQUIRE(mi__blis_par_parts(2, 2, 1, MI__PAR_MIN_WORK) == 2);
+  mi__blis_parallel(&env, 2, 1, MI__PAR_MIN_WORK, count_items, NULL);
+  CHECK(atomic_load(&env.pool->wakes) == wakes, " a small region woke the worker");
+  CHECK(mi__blis_last_parts(&env) == 1, " a small region with the worker asleep ran on %d threads",
+        (int)mi__blis_last_parts(&env));
+  CHECK(atomic_load(&env.pool->sleepers) == 1, " the worker left its sleep");
+  mi__blis_pool_destroy(env.pool);
+  for (int i = 0; i < ITEMS; i++)
+    if (g_hits[i] != 1 + (i < 2)) {
+      CHECK(0, " item %d ran %d times", i, (int)g_hits[i]);
+      break;
+    }
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(all_cores),
     TU_CASE(one_core),
     TU_CASE(back_to_back),
     TU_CASE(parts_decision),
     TU_CASE(last_parts),
+    TU_CASE(spin_policy),
+    TU_CASE(idle_sleep),
+    TU_CASE(small_no_wake),
 };
 
 TU_MAIN(NULL, NULL)
