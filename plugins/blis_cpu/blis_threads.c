@@ -82,12 +82,14 @@ static int64_t now_ns(void) {
  * regions suggest the next one is near: MI__POOL_SPIN_GAPS times their moving average, within
  * [MI__POOL_SPIN_MIN_NS, MI__POOL_SPIN_MAX_NS]. Regions come in quick succession during a run,
  * and a wake-up per region costs more than the small ones; but the worker used to spin a fixed
- * 20000 pauses and yields (0.3-0.6 ms) after every region, and so burned a core all through the
+ * 20000 pauses (0.36 ms, more with its yields) after every region, and so burned a core through the
  * caller's serial steps and after every run (2-thread runs of the small models took 1.05-1.5x
  * ONNX Runtime's process CPU time where their latency was lower; docs/benchmarks.md). Each gap
  * enters the average clipped to the cap, so one long pause between runs does not make the next
- * run's gaps spin long. ONNX Runtime's pool spins during a run and blocks between runs; this one
- * cannot tell a run's end (the host runs kernel by kernel), the gaps stand in for it. */
+ * run's gaps spin long; the floor covers the gaps between one step's loops (77-96% of the gaps of
+ * the small models are under 16 us). ONNX Runtime's workers spin long (2^20 pauses) but can be
+ * told to stop between runs; this pool cannot tell a run's end (the host runs it kernel by
+ * kernel), so the gaps stand in for it. */
 #define MI__POOL_SPIN_GAPS 2
 #define MI__POOL_SPIN_MIN_NS 30000
 #define MI__POOL_SPIN_MAX_NS 250000
@@ -295,10 +297,10 @@ static void run_serial(mi__blis_pool_t *pool, int64_t count, mi__blis_task_fn fn
 }
 
 /* A region whose parts get under this many operations each does not wake a sleeping worker: it
- * runs on the workers that are awake, or on the calling thread if none is (ONNX Runtime's pool
- * does not wake workers for loops too small to split either). Such a region ends within about
- * one futex wake-up on this VM, so a woken worker would mostly find no chunk left, and the
- * caller would have paid the wake-up's system call; four times the floor of a part. */
+ * runs on the workers that are awake, or on the calling thread if none is (ONNX Runtime's cost
+ * model runs small loops inline, so its workers seldom wake on small models). A woken worker joins
+ * after its wake-up, when such a region has few chunks left, and the caller would have paid the
+ * wake-up's system call; four times the floor of a part. */
 #define MI__POOL_WAKE_MIN_WORK (4 * MI__PAR_MIN_WORK)
 
 /* Writes the region's fields (the region closed, no worker in it). */
