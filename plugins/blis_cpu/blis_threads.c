@@ -26,7 +26,7 @@ struct mi__blis_pool {
   _Alignas(64) _Atomic uint32_t gen;
   _Atomic int32_t active;   /* workers inside the current region (joined, not yet left) */
   _Atomic int32_t sleepers; /* workers asleep on `gen`, or about to be */
-  _Atomic int64_t gap_ns;   /* recent gap between regions, a moving average (spin_budget) */
+  _Atomic int64_t gap_ns;   /* the recent longest gap between regions (gap_longest) */
   int64_t closed_ns;        /* when the caller closed the last region (0: none yet) */
   _Atomic int64_t sleeps;   /* times a worker went to sleep (tests read these two) */
   _Atomic int64_t wakes;    /* futex wake-ups the callers sent */
@@ -78,31 +78,32 @@ static int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* A worker between regions spins, then sleeps on a futex, for as long as recent gaps between
- * regions suggest the next one is near: MI__POOL_SPIN_GAPS times their moving average, within
- * [MI__POOL_SPIN_MIN_NS, MI__POOL_SPIN_MAX_NS]. Regions come in quick succession during a run,
- * and a wake-up per region costs more than the small ones; but the worker used to spin a fixed
- * 20000 pauses (0.36 ms, more with its yields) after every region, and so burned a core through the
- * caller's serial steps and after every run (2-thread runs of the small models took 1.05-1.5x
- * ONNX Runtime's process CPU time where their latency was lower; docs/benchmarks.md). Each gap
- * enters the average clipped to the cap, so one long pause between runs does not make the next
- * run's gaps spin long; the floor covers the gaps between one step's loops (77-96% of the gaps of
- * the small models are under 16 us). ONNX Runtime's workers spin long (2^20 pauses) but can be
- * told to stop between runs; this pool cannot tell a run's end (the host runs it kernel by
- * kernel), so the gaps stand in for it. */
+/* A worker between regions spins, then sleeps on a futex, for as long as the recent gaps between
+ * regions suggest the next one is near: MI__POOL_SPIN_GAPS times the recent longest gap, within
+ * [MI__POOL_SPIN_MIN_NS, MI__POOL_SPIN_MAX_NS]. The longest, not an average: on this VM a wake-up
+ * costs the next region more than the spin (spinning 2 x a moving average, at least 30 us, made
+ * ppocr-v2-cls and blazeface-front 7-10% slower at 2 threads, whose steps leave gaps of 16-256 us
+ * between regions, for at most 3% less CPU time; docs/benchmarks.md 2026-12-04 06:00 UTC). The
+ * worker used to spin a fixed 20000 pauses (0.36 ms, more with its yields) after every region,
+ * also after a run's last one; now that spin follows the model's own gaps (a model whose regions
+ * come within 20 us of each other spins 50 us after its run). A gap over the cap is an idle
+ * pause (between runs), not a gap to cover, and does not enter the estimate; the estimate loses
+ * 1/16 a region, so a run of short gaps brings the spin down. ONNX Runtime's workers spin long
+ * (2^20 pauses) but can be told to stop between runs; this pool cannot tell a run's end (the host
+ * runs it kernel by kernel), so the gaps stand in for it. */
 #define MI__POOL_SPIN_GAPS 2
-#define MI__POOL_SPIN_MIN_NS 30000
-#define MI__POOL_SPIN_MAX_NS 250000
+#define MI__POOL_SPIN_MIN_NS 50000
+#define MI__POOL_SPIN_MAX_NS 350000
 
 static int64_t spin_budget(int64_t gap_ns) {
   int64_t b = MI__POOL_SPIN_GAPS * gap_ns;
   return b < MI__POOL_SPIN_MIN_NS ? MI__POOL_SPIN_MIN_NS : b > MI__POOL_SPIN_MAX_NS ? MI__POOL_SPIN_MAX_NS : b;
 }
 
-/* The average after a gap of gap_ns: weight 1/4, the gap clipped to MI__POOL_SPIN_MAX_NS. */
-static int64_t gap_average(int64_t avg, int64_t gap_ns) {
-  if (gap_ns > MI__POOL_SPIN_MAX_NS) gap_ns = MI__POOL_SPIN_MAX_NS;
-  return avg + (gap_ns - avg) / 4;
+/* The recent longest gap after a gap of gap_ns (one over MI__POOL_SPIN_MAX_NS is left out). */
+static int64_t gap_longest(int64_t longest, int64_t gap_ns) {
+  longest -= longest / 256;
+  return gap_ns <= MI__POOL_SPIN_MAX_NS && gap_ns > longest ? gap_ns : longest;
 }
 
 /* Past the first MI__POOL_SPIN_HOT iterations the spinner yields its core every
@@ -345,7 +346,7 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   set_region(pool, count, grain < 1 ? 1 : grain, parts, fn, arg);
   atomic_store(&pool->caller_cpu, sched_getcpu());
   t0 = now_ns();
-  if (pool->closed_ns) atomic_store(&pool->gap_ns, gap_average(atomic_load(&pool->gap_ns), t0 - pool->closed_ns));
+  if (pool->closed_ns) atomic_store(&pool->gap_ns, gap_longest(atomic_load(&pool->gap_ns), t0 - pool->closed_ns));
   atomic_fetch_add(&pool->gen, 1); /* open */
   if (wake && atomic_load(&pool->sleepers) > 0) wake_sleepers(pool);
   mine = run_chunks(pool, 0);

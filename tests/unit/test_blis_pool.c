@@ -145,22 +145,23 @@ static int wait_sleepers(mi__blis_pool_t *pool, int32_t n) {
   return atomic_load(&pool->sleepers) >= n;
 }
 
-/* The budget: MI__POOL_SPIN_GAPS times the average gap, within [min, max]; a gap enters the
- * average clipped to the cap, with weight 1/4. */
+/* The budget: MI__POOL_SPIN_GAPS times the recent longest gap, within [min, max]; the longest
+ * loses 1/256 a region, a longer gap replaces it, a gap over the cap (an idle pause) is left out. */
 static void spin_policy(void) {
-  int64_t avg = 0;
+  int64_t longest = 100000;
   CHECK(spin_budget(0) == MI__POOL_SPIN_MIN_NS, " no gap: %lld", (long long)spin_budget(0));
   CHECK(spin_budget(60000) == MI__POOL_SPIN_GAPS * 60000, " 60 us gaps: %lld", (long long)spin_budget(60000));
   CHECK(spin_budget(1000000000) == MI__POOL_SPIN_MAX_NS, " 1 s gaps: %lld", (long long)spin_budget(1000000000));
-  CHECK(gap_average(0, 40000) == 10000, " one 40 us gap: %lld", (long long)gap_average(0, 40000));
-  for (int i = 0; i < 40; i++) avg = gap_average(avg, 1000000000);
-  CHECK(avg <= MI__POOL_SPIN_MAX_NS && avg > MI__POOL_SPIN_MAX_NS * 9 / 10, " long gaps: average %lld", (long long)avg);
-  for (int i = 0; i < 40; i++) avg = gap_average(avg, 1000);
-  CHECK(avg < 5000, " short gaps after long ones: average %lld", (long long)avg);
+  CHECK(gap_longest(0, 40000) == 40000, " one 40 us gap: %lld", (long long)gap_longest(0, 40000));
+  CHECK(gap_longest(40000, 1000000000) == 40000 - 40000 / 256, " an idle pause counted: %lld",
+        (long long)gap_longest(40000, 1000000000));
+  for (int i = 0; i < 256; i++) longest = gap_longest(longest, 1000);
+  CHECK(longest > 30000 && longest < 45000, " 256 short gaps after a 100 us one: %lld", (long long)longest);
 }
 
-/* Regions 3 ms apart (more than any budget): the caller's average tracks the clipped gap, the
- * worker sleeps between them and the regions wake it; every item still runs once. */
+/* Regions 3 ms apart (more than any budget): an idle pause, not a gap to cover, so the spin
+ * budget stays at its floor; the worker sleeps between them and the regions wake it; every item
+ * still runs once. */
 static void idle_sleep(void) {
   mi__blis_env_t env;
   int64_t wakes;
@@ -172,8 +173,8 @@ static void idle_sleep(void) {
     mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
     pause_us(3000);
   }
-  CHECK(atomic_load(&env.pool->gap_ns) > MI__POOL_SPIN_MAX_NS * 9 / 10, " average gap %lld ns after 3 ms gaps",
-        (long long)atomic_load(&env.pool->gap_ns));
+  CHECK(spin_budget(atomic_load(&env.pool->gap_ns)) == MI__POOL_SPIN_MIN_NS, " budget %lld ns after 3 ms gaps",
+        (long long)spin_budget(atomic_load(&env.pool->gap_ns)));
   CHECK(wait_sleepers(env.pool, 1), " the worker does not sleep after its budget");
   CHECK(atomic_load(&env.pool->sleeps) >= 1, " no sleep counted");
   wakes = atomic_load(&env.pool->wakes);
