@@ -82,13 +82,13 @@ static int64_t now_ns(void) {
  * regions suggest the next one is near: MI__POOL_SPIN_GAPS times the recent longest gap, within
  * [MI__POOL_SPIN_MIN_NS, MI__POOL_SPIN_MAX_NS]. The longest, not an average: on this VM a wake-up
  * costs the next region more than the spin (spinning 2 x a moving average, at least 30 us, made
- * ppocr-v2-cls and blazeface-front 7-10% slower at 2 threads, whose steps leave gaps of 16-256 us
- * between regions, for at most 3% less CPU time; docs/benchmarks.md 2026-12-04 06:00 UTC). The
+ * ppocr-v2-cls and blazeface-front 7-11% slower at 2 threads, whose steps leave gaps of 16-256 us
+ * between regions, for 2% less CPU time or 5% more; docs/benchmarks.md 2026-12-04 05:19 UTC). The
  * worker used to spin a fixed 20000 pauses (0.36 ms, more with its yields) after every region,
  * also after a run's last one; now that spin follows the model's own gaps (a model whose regions
- * come within 20 us of each other spins 50 us after its run). A gap over the cap is an idle
+ * come within 25 us of each other spins 50 us after its run). A gap over the cap is an idle
  * pause (between runs), not a gap to cover, and does not enter the estimate; the estimate loses
- * 1/16 a region, so a run of short gaps brings the spin down. ONNX Runtime's workers spin long
+ * 1/256 a region, so a long run of short gaps brings the spin down. ONNX Runtime's workers spin long
  * (2^20 pauses) but can be told to stop between runs; this pool cannot tell a run's end (the host
  * runs it kernel by kernel), so the gaps stand in for it. */
 #define MI__POOL_SPIN_GAPS 2
@@ -97,7 +97,8 @@ static int64_t now_ns(void) {
 
 static int64_t spin_budget(int64_t gap_ns) {
   int64_t b = MI__POOL_SPIN_GAPS * gap_ns;
-  return b < MI__POOL_SPIN_MIN_NS ? MI__POOL_SPIN_MIN_NS : b > MI__POOL_SPIN_MAX_NS ? MI__POOL_SPIN_MAX_NS : b;
+  if (b < MI__POOL_SPIN_MIN_NS) return MI__POOL_SPIN_MIN_NS;
+  return b < MI__POOL_SPIN_MAX_NS ? b : MI__POOL_SPIN_MAX_NS;
 }
 
 /* The recent longest gap after a gap of gap_ns (one over MI__POOL_SPIN_MAX_NS is left out). */
@@ -131,7 +132,7 @@ static uint32_t spin_wait(mi__blis_pool_t *pool, uint32_t seen, int64_t budget_n
     if (spin % MI__POOL_YIELD_EVERY == 0) {
       int64_t t = now_ns();
       if (!end) end = t + budget_ns;
-      else if (t > end) return g;
+      if (t > end) return g;
       /* on the caller's core a spin only delays it: yield at once there */
       if (spin >= MI__POOL_SPIN_HOT || on_cpu(atomic_load(&pool->caller_cpu))) sched_yield();
     } else {
