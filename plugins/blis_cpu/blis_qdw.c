@@ -303,7 +303,7 @@ QDW3_T512 static void qdw3_float512(const qdw_t *q, const qdw_task_t *t, int64_t
   k.z = _mm512_setzero_ps();
   k.has_b = q->tb != NULL;
   k.relu = q->relu;
-  k.dq = q->hs.dq;
+  k.dq = q->hs.track;
   k.fy = fy;
   if (xp) qdw3_body(q, m, t->zxu * q->vsum[m], pad, o0, o1, NULL, QDW3_FLOAT, &k, NULL, NULL, 0, xp, t->zxu, 1);
   else
@@ -462,7 +462,7 @@ static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_
     run_qdw_codes(&task, t, env);
     return MI_OK;
   }
-  mi__blis_ftail_begin(&task.q->hs);
+  mi__blis_ftail_begin(&task.q->hs, env);
   mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * c->KH * c->KW, qdw_part, &task);
   mi__blis_ftail_end(&task.q->hs, t, env, c->simd);
   return MI_OK;

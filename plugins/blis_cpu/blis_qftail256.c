@@ -19,8 +19,9 @@ __attribute__((target("avx2"))) void mi__blis_qv_ftail256(const int32_t *acc, in
   for (j = 0; j + 8 <= n; j += 8) {
     __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(acc + j))), vs);
     if (has_b) v = _mm256_add_ps(v, vb);
-    if (res) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
+    if (res && !hs->res_post) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
     if (relu) v = _mm256_max_ps(v, z);
+    if (res && hs->res_post) v = _mm256_add_ps(v, _mm256_loadu_ps(res + j));
     if (hs->has_am) v = _mm256_mul_ps(v, am);
     if (hs->has_ac) v = _mm256_add_ps(v, ac);
     if (hs->on) {

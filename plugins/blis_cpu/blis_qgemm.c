@@ -446,7 +446,7 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
     run_qconv_codes(q, t, env, &task);
     return MI_OK;
   }
-  mi__blis_ftail_begin(&q->hs);
+  mi__blis_ftail_begin(&q->hs, env);
   qconv_sums(q, t, env, &task);
   mi__blis_ftail_end(&q->hs, t, env, c->simd);
   return MI_OK;

@@ -190,6 +190,12 @@ typedef struct mi__blis_hsw {
    * border the zero point (the range always holds 0, so the padding leaves it) */
   int32_t pad;
   int64_t ih, iw, oh, ow, pt, pl;
+  /* res_post: the tail's residual is added right after the Relu, not before it (relu(x) + r) */
+  int32_t res_post;
+  /* hand: the tail's output y is the kernel's, so a later kernel's DynamicQuantizeLinear may ask
+   * for its range (blis_range.c); track, per run (mi__blis_ftail_begin): the range is found as the
+   * rows are written, into rlo / rhi (dq, or y's range asked) */
+  int32_t hand, y, track;
 } mi__blis_hsw_t;
 
 /* One value of the float tail the plain loop's way: one float rounding per op, in the tail's
@@ -198,8 +204,9 @@ static inline float mi__blis_ftail_one(int32_t a, float s, int has_b, float b, c
                                        const mi__blis_hsw_t *hs) {
   float v = (float)a * s;
   if (has_b) v = v + b;
-  if (res) v = v + *res;
+  if (res && !hs->res_post) v = v + *res;
   v = relu ? (v > 0.f ? v : 0.f) : v;
+  if (res && hs->res_post) v = v + *res;
   if (hs->has_am) v = v * hs->am;
   if (hs->has_ac) v = v + hs->ac;
   if (hs->on) {
@@ -211,9 +218,10 @@ static inline float mi__blis_ftail_one(int32_t a, float s, int has_b, float b, c
   }
   return v;
 }
-/* Around a step whose tail may end in that DynamicQuantizeLinear: the range reset before its rows,
- * then the codes, scale and zero point from it (blis_qvnni.c); nothing where !hs->dq. */
-void mi__blis_ftail_begin(const mi__blis_hsw_t *hs);
+/* Around a step whose tail may end in that DynamicQuantizeLinear or hand its output's range on:
+ * whether this run finds the range and its reset before the rows, then the codes, scale and zero
+ * point from it, or the range recorded on y for the kernel run (blis_qvnni.c). */
+void mi__blis_ftail_begin(const mi__blis_hsw_t *hs, const mi__blis_env_t *env);
 /* A range [lo, hi] of rows a kernel wrote itself merged into the step's, as the tail merges its
  * own: each end only where strictly wider. */
 void mi__blis_ftail_merge(const mi__blis_hsw_t *hs, float lo, float hi);
@@ -271,7 +279,8 @@ typedef struct mi__blis_qsrc {
   int32_t scale_t; /* tensor of the one FLOAT32 scale (read at each run) */
   const float *tb; /* bias per output channel (ntb = channels) or one (ntb = 1); NULL: no Add */
   int64_t ntb;
-  int32_t res_t; /* runtime FLOAT32 tensor of y's shape added after the bias (a residual), or -1 */
+  int32_t res_t; /* runtime FLOAT32 tensor of y's shape added after the bias (a residual; after the
+                    Relu where hs.res_post), or -1 */
   int32_t relu;
   mi__blis_hsw_t hs; /* a hard-swish written out, after the Relu */
 } mi__blis_qsrc_t;
@@ -290,7 +299,8 @@ typedef struct mi__blis_qsrc {
 int mi__blis_ftail_codes(const mi__blis_prep_t *p, const mi__blis_qsrc_t *src, int64_t kk);
 /* The low and high of n int32 sums merged into r[0], r[1]. */
 void mi__blis_acc_range(int32_t simd, const int32_t *acc, int64_t n, int32_t *r);
-/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none), then hs (NULL: none): its affine
+/* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none; added after the relu where
+ * hs->res_post), then hs (NULL: none): its affine
  * block and its hard-swish, each where set. The tail's ops one rounding each, b added only when
  * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,

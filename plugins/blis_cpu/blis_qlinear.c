@@ -262,9 +262,22 @@ static int tail_pad(const mi__blis_prep_t *p, int32_t at, int32_t cur, mi__blis_
   return 1;
 }
 
+/* Kernel node `at` as an Add of cur and a runtime FLOAT32 tensor of its shape (a residual), that
+ * tensor into *res. */
+static int residual(const mi__blis_prep_t *p, int32_t at, int32_t cur, int32_t *res) {
+  int32_t other = -1;
+  const mi_node_desc_t *m = tail_node(p, at, "Add", cur, &other);
+  const mi_tensor_desc_t *t = m ? mi__blis_tensor(p, other) : NULL;
+  if (!t || t->data || t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != mi_sdk_numel(mi__blis_tensor(p, cur)) ||
+      mi_sdk_numel(mi__blis_tensor(p, m->outputs[0])) != mi_sdk_numel(t))
+    return 0;
+  *res = other;
+  return 1;
+}
+
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
- * along axis 1), a residual Add and Relu, then a Mul and an Add by constant scalars and a
+ * along axis 1), a residual Add and Relu (or Relu, then the residual Add), then a Mul and an Add by constant scalars and a
  * written-out hard-swish. Fills src's tail fields and y; leaves src alone when they do not fit,
  * and the nodes then run as steps of their own. */
 static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src) {
@@ -292,12 +305,8 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
       at++;
     }
   }
-  m = tail_node(p, at, "Add", cur, &other);
-  t = m ? mi__blis_tensor(p, other) : NULL;
-  if (t && !t->data && t->dtype == MI_DTYPE_FLOAT32 && mi_sdk_numel(t) == mi_sdk_numel(mi__blis_tensor(p, cur)) &&
-      mi_sdk_numel(mi__blis_tensor(p, m->outputs[0])) == mi_sdk_numel(t)) { /* a residual of y's shape */
-    src->res_t = other;
-    cur = m->outputs[0];
+  if (residual(p, at, cur, &src->res_t)) {
+    cur = mi__blis_node(p, at)->outputs[0];
     at++;
   }
   if ((m = tail_node(p, at, "Relu", cur, &other))) {
@@ -306,6 +315,10 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
     at++;
   }
   memset(&src->hs, 0, sizeof src->hs);
+  if (src->relu && src->res_t < 0 && residual(p, at, cur, &src->res_t)) { /* relu(x) + r (exec/plan.c) */
+    src->hs.res_post = 1;
+    cur = mi__blis_node(p, at++)->outputs[0];
+  }
   if ((m = tail_node(p, at, "Mul", cur, &other)) && f32_const(p, other, &src->hs.am)) {
     src->hs.has_am = 1;
     cur = m->outputs[0];
@@ -329,6 +342,8 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
     at++;
   src->tail = at - 1;
   src->y = cur;
+  src->hs.hand = mi__blis_is_kernel_output(p, cur);
+  src->hs.y = cur;
 }
 
 int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {

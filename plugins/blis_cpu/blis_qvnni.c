@@ -167,8 +167,11 @@ void mi__blis_ftail_merge(const mi__blis_hsw_t *hs, float lo, float hi) {
   merge_range(&hs->rhi, hi, 1);
 }
 
-void mi__blis_ftail_begin(const mi__blis_hsw_t *hs) {
-  if (hs->dq) { /* the state is the step's own writable block, seen const by the run */
+void mi__blis_ftail_begin(const mi__blis_hsw_t *hs, const mi__blis_env_t *env) {
+  /* the state is the step's own writable block, seen const by the run */
+  int32_t track = hs->dq || (hs->hand && env && env->range && env->range[hs->y].asked);
+  __atomic_store_n((int32_t *)&hs->track, track, __ATOMIC_RELAXED);
+  if (track) {
     __atomic_store_n((uint32_t *)&hs->rlo, 0u, __ATOMIC_RELAXED);
     __atomic_store_n((uint32_t *)&hs->rhi, 0u, __ATOMIC_RELAXED);
   }
@@ -178,9 +181,14 @@ void mi__blis_ftail_end(const mi__blis_hsw_t *hs, void *const *t, const mi__blis
   uint32_t lb = __atomic_load_n(&hs->rlo, __ATOMIC_RELAXED), hb = __atomic_load_n(&hs->rhi, __ATOMIC_RELAXED);
   float lo, hi, scale;
   int32_t zp;
-  if (!hs->dq) return;
+  if (!hs->track) return;
   memcpy(&lo, &lb, sizeof lo);
   memcpy(&hi, &hb, sizeof hi);
+  if (hs->hand && env->range && env->range[hs->y].asked) { /* kernel_run records it on y's buffer */
+    mi__blis_range_merge(&env->range[hs->y], lo, hi);
+    env->range[hs->y].known = 1;
+  }
+  if (!hs->dq) return;
   if (!hs->pad) {
     mi__blis_dynq_codes(env, simd, t, hs->dq_x, hs->dq_y, hs->dq_s, hs->dq_z, hs->dq_n, lo, hi);
     return;
@@ -225,7 +233,7 @@ static void tail_acts(const mi__blis_hsw_t *hs, float *y, int64_t n) {
     else
       mi__blis_act_apply(hs->act[i], a, hs->ab[i], y, n);
   }
-  if (hs->dq) {
+  if (hs->track) {
     float lo = 0.f, hi = 0.f;
     for (j = 0; j < n; j++) {
       lo = y[j] < lo ? y[j] : lo;
@@ -245,8 +253,9 @@ ftail_vec512(const ftail_k_t *k, const int32_t *acc, const float *res, __mmask16
              const mi__blis_hsw_t *hs) {
   __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(km, acc)), k->vs);
   if (has_b) v = _mm512_add_ps(v, k->vb);
-  if (res) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res));
+  if (res && !hs->res_post) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res));
   if (relu) v = _mm512_max_ps(v, k->z); /* NaN and -0 give +0, as x > 0 ? x : 0 */
+  if (res && hs->res_post) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(km, res));
   if (hs->has_am) v = _mm512_mul_ps(v, k->am);
   if (hs->has_ac) v = _mm512_add_ps(v, k->ac);
   if (hs->on) { /* clip as x < lo ? lo : x, then x > hi ? hi : x: the bound first keeps a NaN */
@@ -299,7 +308,7 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
   for (j = 0; j + 32 <= n; j += 32) {
     v0 = ftail_vec512(&k, acc + j, res ? res + j : NULL, 0xffff, has_b, relu, hs);
     v1 = ftail_vec512(&k, acc + j + 16, res ? res + j + 16 : NULL, 0xffff, has_b, relu, hs);
-    if (hs->dq) {
+    if (hs->track) {
       l0 = _mm512_min_ps(v0, l0);
       h0 = _mm512_max_ps(v0, h0);
       l1 = _mm512_min_ps(v1, l1);
@@ -311,7 +320,7 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
   for (; j < n; j += 16) {
     __mmask16 km = n - j >= 16 ? 0xffff : (__mmask16)((1u << (n - j)) - 1u);
     v0 = ftail_vec512(&k, acc + j, res ? res + j : NULL, km, has_b, relu, hs);
-    if (hs->dq) {
+    if (hs->track) {
       l0 = _mm512_mask_min_ps(l0, km, v0, l0);
       h0 = _mm512_mask_max_ps(h0, km, v0, h0);
     }
@@ -320,7 +329,7 @@ __attribute__((target("avx512f"))) static void qv_ftail512(const int32_t *acc, i
     else
       _mm512_mask_storeu_ps(y + j, km, v0);
   }
-  if (hs->dq) { /* reduced and merged only where they widen the range so far (rare after the first
+  if (hs->track) { /* reduced and merged only where they widen the range so far (rare after the first
                  rows): a reduction per call cost more than the min/max pass saved, at 128-256
                  outputs a call */
     uint32_t lb = __atomic_load_n(&hs->rlo, __ATOMIC_RELAXED), hb = __atomic_load_n(&hs->rhi, __ATOMIC_RELAXED);
@@ -346,7 +355,7 @@ void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int
   if (simd == MI__SIMD_AVX2 && hs->nact == 0) { /* the plain loop was a tenth of IS-Net at AVX2 */
     float lo, hi;
     mi__blis_qv_ftail256(acc, n, s, has_b, b, res, relu, hs, y, &lo, &hi);
-    if (hs->dq) {
+    if (hs->track) {
       merge_range(&hs->rlo, lo, 0);
       merge_range(&hs->rhi, hi, 1);
     }

@@ -202,7 +202,8 @@ static void dynq_back(mi_graph_t *g, int32_t y) {
 
 /* ONNX Runtime's dynamic conv with its float tail: DynamicQuantizeLinear -> ConvInteger (UINT8
  * weights, zero point 0 / 128 / 255 or per channel) -> Cast -> Mul by (x scale * w scale) [-> Add
- * bias [1,M,1,1]] [-> Add of a runtime residual] [-> Relu]: one kernel for the conv and its tail (plus the quantize and the scale
+ * bias [1,M,1,1]] [-> Add of a runtime residual] [-> Relu] (res 2: Relu, then the residual Add, a
+ * residual block's join): one kernel for the conv and its tail (plus the quantize and the scale
  * product), every float equal to the unfused reference's bit for bit. */
 static int64_t g_tail_c = 6; /* input channels of conv_integer_tail (6: group 6 is depthwise) */
 static int g_tail_dq;        /* y also quantized by a DynamicQuantizeLinear (in the conv's kernel) */
@@ -217,8 +218,8 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int
   int32_t wz = zw >= 0 ? codec(g, "wz", MI_DTYPE_UINT8, zw) : constant(g, "wz", MI_DTYPE_UINT8, 1, &m, NULL);
   int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], wz};
   int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
-  int32_t last = relu ? t[4] : y, summed = res ? t[5] : last, scaled = bias ? t[3] : summed, ad[2] = {scaled, 0};
-  int32_t ra[2] = {res ? input(g, "r", MI_DTYPE_FLOAT32, 4, rd) : -1, summed};
+  int32_t last = relu ? t[4] : y, summed = res == 1 ? t[5] : last, scaled = bias ? t[3] : summed, ad[2] = {scaled, 0};
+  int32_t ra[2] = {res ? input(g, "r", MI_DTYPE_FLOAT32, 4, rd) : -1, summed}, pa[2] = {t[5], ra[0]};
   node(g, "Mul", 2, sm, 1, &t[2], 0);
   int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
   mi_node_set_int(g, n, "group", group);
@@ -229,8 +230,9 @@ static void conv_integer_tail(int bias, int relu, int64_t group, int32_t zw, int
     ad[1] = constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL);
     node(g, "Add", 2, ad, 1, &summed, 0);
   }
-  if (res) node(g, "Add", 2, ra, 1, &last, 0);
-  if (relu) node(g, "Relu", 1, &last, 1, &y, 0);
+  if (res == 1) node(g, "Add", 2, ra, 1, &last, 0);
+  if (relu) node(g, "Relu", 1, &last, 1, res == 2 ? &t[5] : &y, 0);
+  if (res == 2) node(g, "Add", 2, pa, 1, &y, 0);
   if (g_tail_dq) dynq_back(g, y);
   char name[96];
   snprintf(name, sizeof name, "ConvInteger + float tail, bias %d relu %d group %lld zw %d residual %d dq %d", bias,
@@ -559,6 +561,8 @@ static void conv_integer_cases(void) {
   conv_integer_tail(1, 1, 6, -1, 0); /* depthwise */
   conv_integer_tail(1, 1, 1, 3, 1);  /* residual Add before the Relu */
   conv_integer_tail(0, 0, 6, -1, 1);
+  conv_integer_tail(1, 1, 1, 0, 2); /* residual Add after the Relu: GEMM, depthwise */
+  conv_integer_tail(0, 1, 6, -1, 2);
   /* the depthwise byte kernel (AVX-512 VNNI + VBMI): weight shifts at both ends and none, strides
    * 2, 5x5, signed weights, the runtime zero point in the padding */
   conv_integer_tail(1, 1, 6, 0, 1);
@@ -579,6 +583,10 @@ static void conv_integer_cases(void) {
   g_tail_c = 6;
   conv_integer_tail(1, 1, 6, 0, 1);
   conv_integer_tail(1, 0, 1, 255, 0);
+  conv_integer_tail(1, 1, 6, 0, 2);
+  g_tail_c = 60;
+  conv_integer_tail(1, 1, 1, 128, 2);
+  g_tail_c = 6;
   g_tail_dq = 0;
 }
 
@@ -741,6 +749,61 @@ static void resize_dynq_cases(void) {
   }
 }
 
+/* A dynamic conv with its float tail, its own kernel (DynamicQuantizeLinear -> ConvInteger -> Cast
+ * -> Mul -> Add bias -> Relu [-> Add of a residual]) -> Concat with another input ->
+ * DynamicQuantizeLinear (an RSU block's inner join): the conv's kernel finds its output's range as
+ * it writes it, and at least the second run's quantize kernel takes it instead of a min/max pass
+ * over those floats (the first may, where the buffer was asked for before); every byte the
+ * reference's. group 12: the depthwise byte kernel. */
+static void conv_tail_hand(int res, int64_t group) {
+  mi_graph_t *g = graph(13);
+  int64_t m = 12, xd[4] = {1, 12, 13, 71}, wd[4] = {m, 12 / group, 3, 3}, pads[4] = {1, 1, 1, 1};
+  int64_t bd[4] = {1, m, 1, 1}, rd[4] = {1, m, 13, 71}, od[4] = {1, 5, 13, 71};
+  int32_t q[3], t[8], qo[3];
+  char name[96];
+  double before;
+  dynq_front(g, xd, q, t, 8);
+  int32_t ci[4] = {q[0], constant(g, "w", MI_DTYPE_UINT8, 4, wd, NULL), q[2], codec(g, "wz", MI_DTYPE_UINT8, 128)};
+  int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[1], t[2]};
+  int32_t ad[2] = {t[3], constant(g, "b", MI_DTYPE_FLOAT32, 4, bd, NULL)}, ra[2] = {t[5], -1}, cins[2] = {t[5], -1};
+  node(g, "Mul", 2, sm, 1, &t[2], 0);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &t[0], 0);
+  mi_node_set_int(g, n, "group", group);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_int(g, node(g, "Cast", 1, &t[0], 1, &t[1], 0), "to", 1);
+  node(g, "Mul", 2, mm, 1, &t[3], 0);
+  node(g, "Add", 2, ad, 1, &t[4], 0);
+  node(g, "Relu", 1, &t[4], 1, &t[5], 0);
+  if (res) {
+    ra[1] = input(g, "r", MI_DTYPE_FLOAT32, 4, rd);
+    node(g, "Add", 2, ra, 1, &t[6], 0);
+    cins[0] = t[6];
+  }
+  cins[1] = input(g, "o", MI_DTYPE_FLOAT32, 4, od);
+  mi_node_set_int(g, node(g, "Concat", 2, cins, 1, &t[7], 0), "axis", 1);
+  qo[0] = out(g, "q");
+  qo[1] = out(g, "s");
+  qo[2] = out(g, "z");
+  node(g, "DynamicQuantizeLinear", 1, &t[7], 3, qo, 0);
+  snprintf(name, sizeof name, "ConvInteger + float tail%s -> Concat -> DynamicQuantizeLinear, group %lld",
+           res ? " + residual after the Relu" : "", (long long)group);
+  g_kernels = 4;
+  g_runs = 2;
+  before = ranges_reused();
+  run_case(g, name, 0);
+  CHECK(ranges_reused() >= before + 1, "%s: the second run's quantize kernel ran a min/max pass over the conv's floats",
+        name);
+  g_runs = 1;
+  g_kernels = 0;
+}
+
+static void conv_tail_hand_cases(void) {
+  conv_tail_hand(0, 1);
+  conv_tail_hand(1, 1);
+  conv_tail_hand(1, 12);
+  conv_tail_hand(0, 12);
+}
+
 /* Pad -> DynamicQuantizeLinear (a TF export's padding before a stride-2 depthwise conv, dynamic
  * form): one kernel, the codes written into the padded plane, the border the zero point, scale
  * and zero point the reference's; bottom/right padding, every side, planes split across the
@@ -793,6 +856,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(concat_dynq_cases),
     TU_CASE(pad_dynq_cases),
     TU_CASE(resize_dynq_cases),
+    TU_CASE(conv_tail_hand_cases),
 };
 
 TU_MAIN(setup, teardown)

@@ -16,6 +16,14 @@ static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
          !(g->nodes[n].domain && g->nodes[n].domain[0]);
 }
 
+/* Two tensors of one known shape (a residual that does not broadcast). */
+static int same_dims(const mi_tensor_t *a, const mi_tensor_t *b) {
+  if (a->rank != b->rank) return 0;
+  for (int32_t d = 0; d < a->rank; d++)
+    if (a->dims[d] != b->dims[d] || a->dims[d] < 0) return 0;
+  return 1;
+}
+
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout) {
   for (uint32_t i = 0; i < n; i++)
@@ -421,16 +429,17 @@ static int32_t tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) 
  * constant bias] [-> Relu], as unit *u, for a device whose ConvInteger declares MI_FUSE_BIAS (the
  * int32 sums scaled, biased and clamped in its output stage, the same float operations in the
  * same order); a residual Add of a runtime tensor of the output's shape may come before the Relu,
- * and with MI_FUSE_ACT a hard-swish written out (x * clip(x + 3, 0, 6) / 6), then up to two of
+ * or after it (a U-Net RSU block's relu(conv) + shortcut: the sum written in the output stage, not
+ * a pass of its own over the plane, the conv's output and the shortcut), and with MI_FUSE_ACT a hard-swish written out (x * clip(x + 3, 0, 6) / 6), then up to two of
  * LeakyRelu, Relu, Clip and constant Max / Min, then the DynamicQuantizeLinear reading the result
  * first (tail_dynq) may end it. 0 when the chain is not there. */
 static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
                           int hswish, int pad, mi__unit_t *u) {
-  static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu"};
-  int32_t cur = g->nodes[n].outputs[0];
+  static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu", "Add"};
+  int32_t cur = g->nodes[n].outputs[0], res = 0, relu = 0;
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
-  for (int k = 0; k < 5 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
+  for (int k = 0; k < 6 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
     int32_t r = mi__graph_sole_reader(g, cur), other;
     const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
     if (!m || !is_op(g, r, ops[k]) || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
@@ -439,17 +448,24 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
       continue;
     }
     if (k == 0 && mi_node_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return 0;
-    if (k >= 1 && k <= 3) {
+    if (k == 5) { /* a residual after the Relu (a residual block's join), where none came before it */
+      other = m->input_count == 2 ? m->inputs[m->inputs[0] == cur ? 1 : 0] : -1;
+      if (res || !relu || other < 0 || other == cur || consts[other] ||
+          g->tensors[other].dtype != MI_DTYPE_FLOAT32 || !same_dims(&g->tensors[other], &g->tensors[cur]))
+        break;
+    } else if (k >= 1 && k != 4) {
       if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return 0;
       other = m->inputs[m->inputs[0] == cur ? 1 : 0];
       if (other < 0 || other == cur || g->tensors[other].dtype != MI_DTYPE_FLOAT32) return 0;
       if (k == 2 && !consts[other]) continue; /* a residual Add: not the bias */
       if (k == 3 && (consts[other] || g->tensors[other].rank != g->tensors[cur].rank)) continue;
+      res |= k == 3;
       if (k == 1 && g->tensors[other].rank != 0) {
         for (int32_t d = 0; d < g->tensors[other].rank; d++)
           if (g->tensors[other].dims[d] != 1) return 0;
       }
     }
+    relu |= k == 4;
     u->nodes[u->count++] = r;
     cur = m->outputs[0];
   }
