@@ -290,6 +290,10 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
  * block), 0 when not one, -1 out of memory. */
 int mi__blis_prep_qconcat(mi__blis_prep_t *p, mi__blis_step_t *s, int64_t outer, int32_t count, const int32_t *in,
                           const int64_t *inner, mi_error_t *err);
+/* 1 when tensor x, no output of the kernel, is read only by a Concat of the kernel whose result
+ * only the DynamicQuantizeLinear right after it reads: that step takes x's rows from x's Resize
+ * (mi__blis_resize_rows) and needs x's floats nowhere. */
+int mi__blis_qconcat_takes(const mi__blis_prep_t *p, int32_t x);
 /* Pad's step when the kernel's next node is a DynamicQuantizeLinear of its result (blis_qpad.c):
  * 1 when it took both (zero padding of H and W: full holds the begin and end pads of each axis),
  * 0 when not one, -1 out of memory. */
@@ -310,6 +314,11 @@ int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, 
 void mi__blis_qpool_plane(const mi__blis_qpool_t *q, const uint8_t *x, uint8_t *y);
 int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* The rows of Resize step s when it leaves them to the quantize step that reads its output y
+ * (mi__blis_qconcat_takes): their count, each of *len floats; 0 when s is not such a step. */
+int64_t mi__blis_resize_rows_of(const mi__blis_step_t *s, int32_t y, int64_t *len);
+/* Its output rows i0..i1, one after the other, into dst (the run's tensors t). */
+void mi__blis_resize_rows(const mi__blis_step_t *s, void *const *t, int64_t i0, int64_t i1, float *dst);
 int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* A comparison and the Cast to FLOAT that alone reads it, as one step (blis_cmp.c). */
 int32_t mi__blis_prep_cmp(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

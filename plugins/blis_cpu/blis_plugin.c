@@ -345,6 +345,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       snprintf(v.description, sizeof v.description,
                "plain copy; -> DynamicQuantizeLinear as codes straight from the inputs");
     }
+    if (!strcmp(op, "Resize")) { /* Resize -> Concat -> DynamicQuantizeLinear: blis_qconcat.c */
+      v.fuse_mask = MI_FUSE_ACT;
+      snprintf(v.description, sizeof v.description,
+               "index tables; -> Concat -> DynamicQuantizeLinear as rows the quantize computes");
+    }
     if (!strcmp(op, "Pad")) { /* Pad -> DynamicQuantizeLinear: blis_qpad.c */
       v.fuse_mask = MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,

@@ -140,25 +140,32 @@ static void pass_part(void *arg, int64_t i0, int64_t i1) {
   if (rt->rg) mi__blis_range_merge(rt->rg, lo, hi);
 }
 
-/* The last two passes together (rows, then the innermost axis): items are output rows (outer
- * block, output row j); row j's blend of its two input rows (or the one nearest row itself) is
- * gathered straight into the output, no intermediate plane. The sums are the two passes' own. */
+/* Output row i (outer block, output row j) of the last two passes together (rows, then the
+ * innermost axis): row j's blend of its two input rows (or the one nearest row itself) is
+ * gathered straight into dst, no intermediate plane. The sums are the two passes' own. */
+static inline void fused_row(const resize_state_t *r, const float *x, int64_t i, float *dst) {
+  const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
+  float tmp[RESIZE_ROW];
+  int64_t o = i / ph->out, j = i % ph->out, t;
+  const float *a = x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
+  if (ph->w[j] != 0.0f) {
+    const float *b = x + (o * ph->in + ph->i1[j]) * ph->inner;
+    float w = ph->w[j];
+    for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
+    row = tmp;
+  }
+  gather_row(r, pw, row, dst, r->nearest_w);
+}
+
+/* The fused passes: items are output rows. */
 static void fused_part(void *arg, int64_t i0, int64_t i1) {
   const resize_task_t *rt = arg;
   const resize_state_t *r = rt->r;
-  const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
-  float tmp[RESIZE_ROW], lo = 0.f, hi = 0.f;
-  int64_t i, t, b = i0;
+  const resize_pass_t *pw = &r->pass[r->npass - 1];
+  float lo = 0.f, hi = 0.f;
+  int64_t i, b = i0;
   for (i = i0; i < i1; i++) {
-    int64_t o = i / ph->out, j = i % ph->out;
-    const float *a = rt->x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
-    if (ph->w[j] != 0.0f) {
-      const float *b = rt->x + (o * ph->in + ph->i1[j]) * ph->inner;
-      float w = ph->w[j];
-      for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
-      row = tmp;
-    }
-    gather_row(r, pw, row, rt->y + i * pw->out, r->nearest_w);
+    fused_row(r, rt->x, i, rt->y + i * pw->out);
     if (rt->rg && ((i + 1 - b) * pw->out >= RANGE_RUN || i + 1 == i1)) { /* the rows just written, in L1 */
       mi__blis_minmax(r->simd, rt->y + b * pw->out, (i + 1 - b) * pw->out, &lo, &hi);
       b = i + 1;
@@ -193,6 +200,26 @@ static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__bl
   }
   if (r->want_range && env->range[r->y].asked && r->npass > 0) env->range[r->y].known = 1;
   return MI_OK;
+}
+
+/* The step of a Resize of the last two passes alone (npass 2) whose output the Concat ->
+ * DynamicQuantizeLinear step after it alone reads: that step computes the rows where it needs
+ * them (blis_qconcat.c), and this one writes nothing. */
+static int32_t run_deferred(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  (void)s, (void)t, (void)env, (void)err;
+  return MI_OK;
+}
+
+int64_t mi__blis_resize_rows_of(const mi__blis_step_t *s, int32_t y, int64_t *len) {
+  const resize_state_t *r = s->state;
+  if (s->run != run_deferred || r->y != y) return 0;
+  *len = r->pass[1].out;
+  return r->pass[0].outer * r->pass[0].out;
+}
+
+void mi__blis_resize_rows(const mi__blis_step_t *s, void *const *t, int64_t i0, int64_t i1, float *dst) {
+  const resize_state_t *r = s->state;
+  for (int64_t i = i0; i < i1; i++, dst += r->pass[1].out) fused_row(r, t[r->x], i, dst);
 }
 
 /* Reads a constant float vector (scales); count, 0 for an absent or empty input, -1 when not a
@@ -360,6 +387,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
       if (ps->w[j] != 0.0f) r->nearest_w = 0;
     if (r->fused) plan_up2(r, mi__blis_simd_level(p->ctx->cpu.isa));
   }
-  s->run = run_resize;
+  s->run = r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y) ? run_deferred
+                                                                                                    : run_resize;
   return MI_OK;
 }

@@ -283,6 +283,10 @@ int32_t mi__blis_prep_concat(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   case -1: return MI_ERR_OUT_OF_MEMORY;
   default: break;
   }
+  for (i = 0; i < n->input_count; i++)
+    for (int32_t j = 0; j < p->k->step_count; j++)
+      if (mi__blis_resize_rows_of(&p->k->steps[j], in[i], &(int64_t){0}) > 0)
+        return mi__blis_unsupported(err, n, "a Resize left its rows to a quantize step that did not take them");
   if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->y = mi__blis_out(n, 0);
   c->outer = outer;

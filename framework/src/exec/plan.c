@@ -552,6 +552,31 @@ static int32_t add_pair(mi__plan_t *p, int32_t n, int32_t r, int32_t at) {
   return add_unit(p, &u);
 }
 
+/* Concat n -> DynamicQuantizeLinear r as unit *u (at n), headed by the Resizes whose results
+ * only n reads, for a device whose Resize declares MI_FUSE_ACT: the quantize kernel computes
+ * their rows where it needs them (twice: for the range, then for the codes, in cache) and no
+ * upsampled plane is written and read back (a U-Net decoder's upsample -> skip join ->
+ * quantize: 4 bytes a value written and read twice for a 1-byte code). */
+static const mi__unit_t *resize_join(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+                                     int32_t r, mi__unit_t *u) {
+  const mi_node_t *c = &g->nodes[n];
+  memset(u, 0, sizeof *u);
+  for (int32_t j = 0; j < c->input_count && u->count + 2 < MI__UNIT_MAX; j++) {
+    int32_t t = c->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, dup = 0;
+    for (int32_t i = 0; i < u->count; i++) dup |= u->nodes[i] == pr;
+    if (pr < 0 || dup || consts[t] || !is_op(g, pr, "Resize") || p->role[pr] != MI__ROLE_NODE ||
+        (p->pinned && p->pinned[pr]) || g->nodes[pr].output_count != 1 || mi__graph_sole_reader(g, t) != n)
+      continue;
+    u->nodes[u->count++] = pr;
+  }
+  u->nodes[u->count++] = n;
+  u->nodes[u->count++] = r;
+  u->op = u->nodes[0];
+  u->at = n;
+  u->dqx = u->dqw = u->act = u->q = -1;
+  return u;
+}
+
 /* x * Sigmoid(x) written out (torch's SiLU, paddle's Swish) on the runtime value x: its only two
  * readers the Sigmoid (q[0]) and the Mul of x by the Sigmoid's result (q[1], the sigmoid's only
  * reader); 1 when it matches. */
@@ -770,7 +795,11 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (!((is_op(g, n, "Concat") && cat_act) || (is_op(g, n, "Pad") && pad_act)) || p->role[n] != MI__ROLE_NODE ||
           (p->pinned && p->pinned[n]) || y < 0 || consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
         continue;
-      if (add_pair(p, n, r, n)) return MI_ERR_OUT_OF_MEMORY; /* at n: r reads only n's result */
+      if (is_op(g, n, "Concat") && (fuse_mask(vars, var_count, "Resize") & MI_FUSE_ACT)) {
+        if (add_unit(p, resize_join(g, p, consts, n, r, &u))) return MI_ERR_OUT_OF_MEMORY;
+      } else if (add_pair(p, n, r, n)) {
+        return MI_ERR_OUT_OF_MEMORY; /* at n: r reads only n's result */
+      }
     }
   uint32_t tmask = fuse_mask(vars, var_count, "ConvTranspose") & ~(uint32_t)MI_FUSE_CONV;
   if ((mask | tmask) & (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
