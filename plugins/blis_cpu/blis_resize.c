@@ -124,7 +124,7 @@ static inline void gather_row(const resize_state_t *r, const resize_pass_t *ps, 
 /* One blended row tmp[t] = (1 - w) * a[t] + w * b[t], in AVX-512 lanes where the CPU has them
  * (the same products and sum: no fused multiply-add). */
 __attribute__((target("avx512f"))) static void blend512(const float *a, const float *b, float w, int64_t n,
-                                                       float *tmp) {
+                                                        float *tmp) {
   const __m512 vw = _mm512_set1_ps(w), v1 = _mm512_set1_ps(1.0f - w);
   int64_t t;
   for (t = 0; t + 16 <= n; t += 16)
@@ -423,7 +423,8 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
       if (ps->w[j] != 0.0f) r->nearest_w = 0;
     if (r->fused) plan_up2(r, mi__blis_simd_level(p->ctx->cpu.isa));
   }
-  s->run = r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y) ? run_deferred
-                                                                                                    : run_resize;
+  s->run = run_resize;
+  if (r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y))
+    s->run = run_deferred; /* its rows are the quantize step's to compute */
   return MI_OK;
 }
