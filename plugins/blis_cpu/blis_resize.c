@@ -116,7 +116,7 @@ static inline void gather_row(const resize_state_t *r, const resize_pass_t *ps, 
   if (r->up_e > r->up_h) {
     gather_run(ps, xr, yr, nearest, 0, r->up_h);
     j = r->simd == MI__SIMD_AVX512 ? up2_run512(ps, xr, yr, nearest, r->up_h, r->up_e) : r->up_h;
-    j = up2_run(ps, xr, yr, nearest, j, r->up_e);
+    if (j + 16 <= r->up_e) j = up2_run(ps, xr, yr, nearest, j, r->up_e); /* (its taps j, j + 1 exist) */
   }
   gather_run(ps, xr, yr, nearest, j, ps->out);
 }
