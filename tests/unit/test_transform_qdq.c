@@ -1,6 +1,7 @@
 /* test_transform_qdq.c - INT8 quantization covers every activation an INT8 device stores (Add,
  * pools, Concat, classifier input and output), float_output keeps the output float, INT4 weights
- * say so in value_bits, and the reference requantizes as the integer devices do. */
+ * say so in value_bits, the reference requantizes as the integer devices do, and the values inside
+ * an elementwise chain of one stored value (hard-swish written out) are not quantized. */
 #include "test_transform_common.h"
 
 static mi_graph_t *apply_yaml(const mi_graph_t *g, const char *yaml) {
@@ -257,6 +258,74 @@ static void check_rounding(void) {
   mi_graph_destroy(g);
 }
 
+/* Reads of t that are not a QuantizeLinear (0 when t is only quantized or not read). */
+static int has_quantizer(const mi_graph_t *g, int32_t t) {
+  for (int32_t n = 0; t >= 0 && n < g->node_count; n++)
+    if (is_op(g, n, "QuantizeLinear") && g->nodes[n].inputs[0] == t) return 1;
+  return 0;
+}
+
+/* x -> Conv c1 -> a; hard-swish written out: h = a * Clip(a + 3, 0, 6) / 6; then h -> Conv c2 ->
+ * y, or (tail_float) h -> Transpose -> y, a float op reading the chain's value. */
+static mi_graph_t *hard_swish_graph(int tail_float) {
+  mi_graph_t *g = mi_graph_create("hswish");
+  int64_t xd[4] = {1, 3, 8, 8}, w1d[4] = {8, 3, 3, 3}, w2d[4] = {4, 8, 1, 1}, pads[4] = {1, 1, 1, 1};
+  int64_t perm[4] = {0, 2, 3, 1};
+  float w1[8 * 27], w2[32], k3 = 3.f, k0 = 0.f, k6 = 6.f;
+  uint64_t st = 11;
+  for (int i = 0; i < 8 * 27; i++) w1[i] = (float)((st = st * 6364136223846793005ull + 1) >> 40) / 4194304.f - 2.f;
+  for (int i = 0; i < 32; i++) w2[i] = (float)((st = st * 6364136223846793005ull + 1) >> 40) / 16777216.f - .5f;
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  int32_t t1 = mi_graph_add_const_f32(g, "w1", 4, w1d, w1), t2 = mi_graph_add_const_f32(g, "w2", 4, w2d, w2);
+  int32_t c3 = mi_graph_add_const_f32(g, "three", 0, NULL, &k3), c0 = mi_graph_add_const_f32(g, "zero", 0, NULL, &k0);
+  int32_t c6 = mi_graph_add_const_f32(g, "six", 0, NULL, &k6);
+  const char *names[6] = {"a", "p", "q", "m", "h", "y"};
+  int32_t v[6];
+  for (int i = 0; i < 6; i++) v[i] = mi_graph_add_tensor(g, names[i], MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t in1[2] = {x, t1}, add[2] = {v[0], c3}, clip[3] = {v[1], c0, c6}, mul[2] = {v[0], v[2]};
+  int32_t div[2] = {v[3], c6}, in2[2] = {v[4], t2};
+  mi_node_set_ints(g, mi_graph_add_node(g, "Conv", "c1", 2, in1, 1, &v[0]), "pads", 4, pads);
+  mi_graph_add_node(g, "Add", "add", 2, add, 1, &v[1]);
+  mi_graph_add_node(g, "Clip", "clip", 3, clip, 1, &v[2]);
+  mi_graph_add_node(g, "Mul", "mul", 2, mul, 1, &v[3]);
+  mi_graph_add_node(g, "Div", "div", 2, div, 1, &v[4]);
+  if (tail_float) mi_node_set_ints(g, mi_graph_add_node(g, "Transpose", "tr", 1, &v[4], 1, &v[5]), "perm", 4, perm);
+  else
+    mi_graph_add_node(g, "Conv", "c2", 2, in2, 1, &v[5]);
+  mi_graph_add_output(g, v[5]);
+  mi_error_t err;
+  if (mi_graph_infer_shapes(g, &err) != MI_OK) fprintf(stderr, "hswish: %s\n", err.message);
+  return g;
+}
+
+/* Values computed from one stored value alone, on the way to another stored value, are no codes
+ * (a device runs the chain as one table): only c1's output and the hard-swish's are quantized.
+ * A chain whose value a float op reads runs as float ops anyway and keeps its codes as before. */
+static void check_chain_inside(void) {
+  /* p (Add -> Clip) is never stored: the Add's output stage applies the Clip */
+  static const char *const inner[2] = {"q", "m"};
+  for (int tail_float = 0; tail_float <= 1; tail_float++) {
+    mi_graph_t *g = hard_swish_graph(tail_float);
+    mi_graph_t *x = apply_yaml(g, "defaults: {weights: int8, activations: int8}\n");
+    CHECK(x != NULL, "tail_float %d: apply", tail_float);
+    if (!x) {
+      mi_graph_destroy(g);
+      continue;
+    }
+    CHECK(only_quantized(x, mi_graph_find_tensor(x, "a")), "tail_float %d: c1's output not quantized", tail_float);
+    CHECK(has_quantizer(x, mi_graph_find_tensor(x, "h")) == !tail_float, "tail_float %d: hard-swish codes",
+          tail_float);
+    for (int i = 0; i < 2; i++)
+      CHECK(has_quantizer(x, mi_graph_find_tensor(x, inner[i])) == tail_float, "tail_float %d: '%s' quantized: %d",
+            tail_float, inner[i], has_quantizer(x, mi_graph_find_tensor(x, inner[i])));
+    mi_xf_metrics_t m = compare(g, x, 2);
+    CHECK(m.rel_l2 > 0.0 && m.rel_l2 < 0.05, "tail_float %d: rel_l2 %g", tail_float, m.rel_l2);
+    mi_graph_destroy(x);
+    mi_graph_destroy(g);
+  }
+}
+
 static void check_complete_all(void) {
   check_complete("resnet");
   check_complete("mobilenetv2");
@@ -265,6 +334,7 @@ static void check_complete_all(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(check_complete_all),
     TU_CASE(check_add_codes),
+    TU_CASE(check_chain_inside),
     TU_CASE(check_int4),
     TU_CASE(check_rounding),
 };

@@ -45,12 +45,71 @@ static int fused_inside(const mi_graph_t *g, const uint8_t *op8, int32_t t) {
          g->nodes[c].inputs[0] == t;
 }
 
+/* Elementwise ops whose output is a function of their activation inputs alone (the rest are
+ * constants): the ops a device runs as one table on the codes (exec/qdq_chain.c). */
+static int code_function_op(const mi_node_t *x) {
+  static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Max",
+                                    "Min", "Relu", "LeakyRelu", "Clip", "HardSwish",
+                                    "HardSigmoid", "Sigmoid", "Tanh", "Neg", "Abs"};
+  if (x->output_count != 1 || (x->domain && x->domain[0])) return 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (strcmp(x->op_type, ops[i]) == 0) return 1;
+  return 0;
+}
+
+/* 1 when t has readers and each computes a function of the same root (see unquantize_inner). */
+static int read_by_chain(const mi_graph_t *g, const int32_t *root, int32_t t) {
+  int readers = 0;
+  for (int32_t n = 0; n < g->node_count; n++) {
+    const mi_node_t *x = &g->nodes[n];
+    for (int32_t k = 0; k < x->input_count; k++)
+      if (x->inputs[k] == t) {
+        if (!code_function_op(x) || root[x->outputs[0]] != root[t]) return 0;
+        readers++;
+        break;
+      }
+  }
+  return readers > 0;
+}
+
+/* A stored value that elementwise ops turn into other stored values through values computed
+ * from it alone (hard-swish written out: x * Clip(x + 3, 0, 6) / 6; HardSigmoid as Add, Clip,
+ * Div) is one function of each stored code: a device runs the whole chain as one table
+ * (exec/qdq_chain.c), and the values inside it need no codes. Quantizing each of them added a
+ * step and a rounding per op (ppocr_v2_cls: three steps per hard-swish). root[t] is the stored
+ * tensor t is such a function of (t itself where it is stored and computed otherwise, -1 where
+ * it is none). A chain whose float value leaves it unquantized (to a float op, a graph output)
+ * runs as float ops anyway and keeps its codes; in the others, every stored value read only by
+ * the chain is unquantized. root and escapes: tensor_count entries. */
+static void unquantize_inner(const mi_graph_t *g, uint8_t *qt, int32_t *root, uint8_t *escapes) {
+  for (int32_t t = 0; t < g->tensor_count; t++) root[t] = qt[t] ? t : -1, escapes[t] = 0;
+  for (int32_t n = 0; n < g->node_count; n++) {
+    const mi_node_t *x = &g->nodes[n];
+    int32_t y = x->output_count > 0 ? x->outputs[0] : -1, r = -2;
+    if (y < 0 || !code_function_op(x)) continue;
+    for (int32_t k = 0; k < x->input_count; k++)
+      if (is_activation(g, x->inputs[k])) r = r == -2 || r == root[x->inputs[k]] ? root[x->inputs[k]] : -1;
+    if (r >= 0) root[y] = r;
+  }
+  for (int32_t t = 0; t < g->tensor_count; t++)
+    if (root[t] >= 0 && root[t] != t && !qt[t] && (mi__graph_is_output(g, t) || !read_by_chain(g, root, t)))
+      escapes[root[t]] = 1;
+  for (int32_t t = 0; t < g->tensor_count; t++)
+    if (qt[t] && root[t] >= 0 && root[t] != t && !escapes[root[t]] && !mi__graph_is_output(g, t) &&
+        read_by_chain(g, root, t))
+      qt[t] = 0;
+}
+
 int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep_float_output,
                         uint8_t *qt, mi_error_t *err) {
   uint8_t *op8 = calloc((size_t)g->node_count + 1, 1), *region = calloc((size_t)g->tensor_count + 1, 1);
-  if (!op8 || !region) {
+  int32_t *root = malloc(((size_t)g->tensor_count + 1) * sizeof *root);
+  uint8_t *escapes = malloc((size_t)g->tensor_count + 1);
+  if (!op8 || !region || !root || !escapes) {
     free(op8);
     free(region);
+    free(root);
+    free(escapes);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "quantize: out of memory");
   }
   memset(qt, 0, (size_t)g->tensor_count);
@@ -81,8 +140,11 @@ int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep
         !(keep_float_output && mi__graph_is_output(g, y)))
       qt[y] = 1;
   }
+  unquantize_inner(g, qt, root, escapes);
   free(op8);
   free(region);
+  free(root);
+  free(escapes);
   return MI_OK;
 }
 
