@@ -1,7 +1,8 @@
 /* test_transform_qdq.c - INT8 quantization covers every activation an INT8 device stores (Add,
  * pools, Concat, classifier input and output), float_output keeps the output float, INT4 weights
  * say so in value_bits, the reference requantizes as the integer devices do, and the values inside
- * an elementwise chain of one stored value (hard-swish written out) are not quantized. */
+ * an elementwise chain of one stored value (hard-swish written out) are not quantized, and a
+ * BatchNormalization after a layer with INT8 activations is folded into it. */
 #include "test_transform_common.h"
 
 static mi_graph_t *apply_yaml(const mi_graph_t *g, const char *yaml) {
@@ -326,6 +327,43 @@ static void check_chain_inside(void) {
   }
 }
 
+static int count_op(const mi_graph_t *g, const char *op) {
+  int k = 0;
+  for (int32_t n = 0; g && n < g->node_count; n++) k += is_op(g, n, op);
+  return k;
+}
+
+/* A BatchNormalization after a layer with INT8 activations is folded into it without fold_bn
+ * (else a float op between two layers' codes); after a weight-only or FP32 layer it stays. */
+static void check_bn_int8(void) {
+  mi_graph_t *g = zoo("resnet", 32);
+  int bn = count_op(g, "BatchNormalization"), first = -1;
+  char yaml[512];
+  CHECK(bn > 2, "resnet: %d BatchNormalization", bn);
+  for (int32_t n = 0; g && n < g->node_count && first < 0; n++) /* a BatchNormalization's Conv */
+    if (is_op(g, n, "BatchNormalization") && g->nodes[n].inputs[0] >= 0 &&
+        is_op(g, g->tensors[g->nodes[n].inputs[0]].producer, "Conv"))
+      first = g->tensors[g->nodes[n].inputs[0]].producer;
+  CHECK(first >= 0, "resnet: no Conv -> BatchNormalization");
+  if (first < 0) {
+    mi_graph_destroy(g);
+    return;
+  }
+  mi_graph_t *x = apply_yaml(g, "defaults: {weights: int8, activations: int8}\n");
+  CHECK(x && count_op(x, "BatchNormalization") == 0, "int8_act: %d BatchNormalization left", count_op(x, "BatchNormalization"));
+  mi_graph_destroy(x);
+  x = apply_yaml(g, "defaults: {weights: int8}\n");
+  CHECK(x && count_op(x, "BatchNormalization") == bn, "weight-only: %d of %d BatchNormalization left",
+        count_op(x, "BatchNormalization"), bn);
+  mi_graph_destroy(x);
+  snprintf(yaml, sizeof yaml, "layers:\n  %s: {weights: int8, activations: int8}\n", g->nodes[first].name);
+  x = apply_yaml(g, yaml);
+  CHECK(x && count_op(x, "BatchNormalization") == bn - 1, "one layer: %d of %d BatchNormalization left",
+        count_op(x, "BatchNormalization"), bn);
+  mi_graph_destroy(x);
+  mi_graph_destroy(g);
+}
+
 static void check_complete_all(void) {
   check_complete("resnet");
   check_complete("mobilenetv2");
@@ -335,6 +373,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(check_complete_all),
     TU_CASE(check_add_codes),
     TU_CASE(check_chain_inside),
+    TU_CASE(check_bn_int8),
     TU_CASE(check_int4),
     TU_CASE(check_rounding),
 };

@@ -125,6 +125,27 @@ done:
   return rc;
 }
 
+/* A BatchNormalization right after a layer with INT8 activations is folded into it, fold_bn or
+ * not: left apart it is a float op between the layer's codes and the next layer's, run as a
+ * dequantize, the normalization and a quantize with one more rounding (ppocr_v2_cls with every
+ * layer at int8_act on blis-cpu, one thread: 0.79 ms unfolded, 0.58 ms folded). */
+static int32_t fold_bn_int8(mi_graph_t *g, const mi_xf_config_t *c, mi_xf_stats_t *st, mi_error_t *err) {
+  uint8_t *only = calloc((size_t)g->node_count + 1, 1);
+  int any = 0;
+  int32_t rc;
+  if (!only) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "fold_bn: out of memory");
+  for (int32_t n = 0; n < g->node_count; n++) {
+    mi_xf_layer_t l;
+    if (!mi__xf_is_weighted(g, n)) continue;
+    mi_xf_config_resolve(c, g, n, &l);
+    only[n] = l.activations == MI_XF_INT8;
+    any |= only[n];
+  }
+  rc = any ? mi__xf_fold_bn_after(g, only, st, err) : MI_OK;
+  free(only);
+  return rc;
+}
+
 MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
                            const mi_xf_apply_opts_t *opts, mi_graph_t **out, mi_xf_stats_t *st,
                            mi_error_t *err) {
@@ -143,7 +164,7 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
   if ((rc = mi_xf_config_check(c, g, err)) != MI_OK) return rc;
   if (!(x = mi_graph_clone(g))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "apply: out of memory");
   rc = mi__xf_refresh(x, err);
-  if (rc == MI_OK && c->fold_bn) rc = mi_xf_fold_bn(x, st, err);
+  if (rc == MI_OK) rc = c->fold_bn ? mi_xf_fold_bn(x, st, err) : fold_bn_int8(x, c, st, err);
   if (rc == MI_OK) rc = prune_all(x, c, st, err);
   if (rc == MI_OK && c->channel_align > 1) rc = mi_xf_pad_channels(x, c->channel_align, st, err);
   if (rc == MI_OK) rc = quantize_all(x, c, opts->calib, st, err);

@@ -95,12 +95,17 @@ static int64_t out_channels(const mi_graph_t *g, const mi_node_t *x) {
 }
 
 MI_API int32_t mi_xf_fold_bn(mi_graph_t *g, mi_xf_stats_t *st, mi_error_t *err) {
-  int32_t rc = MI_OK;
   if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fold_bn: graph is NULL");
+  return mi__xf_fold_bn_after(g, NULL, st, err);
+}
+
+int32_t mi__xf_fold_bn_after(mi_graph_t *g, uint8_t *only, mi_xf_stats_t *st, mi_error_t *err) {
+  int32_t rc = MI_OK;
   for (int32_t n = 0; n < g->node_count; n++) {
     mi_node_t *x = &g->nodes[n];
     int is_conv = strcmp(x->op_type, "Conv") == 0, is_gemm = strcmp(x->op_type, "Gemm") == 0;
-    if ((!is_conv && !is_gemm) || !mi__xf_is_weighted(g, n) || x->output_count != 1) continue;
+    if ((!is_conv && !is_gemm) || (only && !only[n]) || !mi__xf_is_weighted(g, n) || x->output_count != 1)
+      continue;
     if (is_conv && x->input_count > 2 && x->inputs[2] >= 0 && !mi__xf_const_f32(g, x, 2)) continue;
     int32_t bn = mi__xf_sole_consumer(g, x->outputs[0]);
     if (bn < 0 || strcmp(g->nodes[bn].op_type, "BatchNormalization") != 0 ||
@@ -120,6 +125,7 @@ MI_API int32_t mi_xf_fold_bn(mi_graph_t *g, mi_xf_stats_t *st, mi_error_t *err) 
         /* The conv now writes the BN's output tensor, so names seen outside stay the same. */
         g->nodes[n].outputs[0] = g->nodes[bn].outputs[0];
         g->tensors[g->nodes[bn].outputs[0]].producer = n;
+        if (only) memmove(only + bn, only + bn + 1, (size_t)(g->node_count - bn - 1));
         mi__xf_remove_node(g, bn);
         if (st) st->bn_folded++;
       } else if (rc == MI_ERR_UNSUPPORTED) {

@@ -50,6 +50,9 @@ int32_t mi__xf_prune_fc(mi_graph_t *g, int32_t node, double ratio, int *done, mi
  * not NULL it receives the dequantized weights (the weight's element count). xf_quant.c */
 int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, float *deq,
                                 mi_xf_stats_t *st, mi_error_t *err);
+/** mi_xf_fold_bn on the Conv / Gemm nodes n with only[n] set (every one where only is NULL); only
+ * (node_count entries) follows the nodes as folded BatchNormalizations leave. xf_fold_bn.c */
+int32_t mi__xf_fold_bn_after(mi_graph_t *g, uint8_t *only, mi_xf_stats_t *st, mi_error_t *err);
 /** Marks in qt (tensor_count entries) every activation an INT8 device would store, given the
  * weighted layers with INT8 activations (int8_layer, node_count entries). xf_qdq.c */
 int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep_float_output,
