@@ -1,7 +1,7 @@
 /* test_blis_qconv.c - blis-cpu's INT8 Conv / Gemm / MatMul (the lowered QDQ layers of
  * docs/abi.md) against an integer reference written here: output codes must be equal, bit for
  * bit, for UINT8/INT8 codes, per-tensor and per-channel scales, INT4 packed weights, groups,
- * strides and pads, and for 1 and 2 threads. */
+ * strides and pads (TF's SAME at stride 2 too: one more at the end), and for 1 and 2 threads. */
 #include <math.h>
 
 #include "test_blis_util.h"
@@ -60,14 +60,15 @@ typedef struct qcase {
   int ties;                          /* dyadic scales: acc * mult + bias lands on .5 for every odd acc;
                                         2: 2^-47 off it (mult 1/2 - 2^-47, 1/2 in float) */
   int ext;                           /* zero points at the ends of the code range and a small output scale: both ends saturate */
+  int pe;                            /* padding at the end of H and W beyond pad (TF's SAME at stride 2) */
 } qcase_t;
 
 static void conv_case(tb_plugin_t *p, const qcase_t *q) {
-  int64_t oh = (q->h + 2 * q->pad - q->k) / q->s + 1, ow = (q->w + 2 * q->pad - q->k) / q->s + 1;
+  int64_t oh = (q->h + 2 * q->pad + q->pe - q->k) / q->s + 1, ow = (q->w + 2 * q->pad + q->pe - q->k) / q->s + 1;
   int64_t cg = q->c / q->g, mg = q->m / q->g, xn = q->n * q->c * q->h * q->w, wn = q->m * cg * q->k * q->k;
   int64_t yn = q->n * q->m * oh * ow, i, n, m, y0, x0, ci, a, bb;
   int64_t xd[4] = {q->n, q->c, q->h, q->w}, wd[4] = {q->m, cg, q->k, q->k}, bd = q->m, yd[4] = {q->n, q->m, oh, ow};
-  int64_t strides[2] = {q->s, q->s}, pads[4] = {q->pad, q->pad, q->pad, q->pad};
+  int64_t strides[2] = {q->s, q->s}, pads[4] = {q->pad, q->pad, q->pad + q->pe, q->pad + q->pe};
   uint8_t *x = malloc((size_t)xn), *y1 = malloc((size_t)yn), *y2 = malloc((size_t)yn), *want = malloc((size_t)yn);
   int8_t *w8 = malloc((size_t)wn);
   uint8_t *w4 = calloc((size_t)(wn + 1) / 2, 1);
@@ -269,77 +270,81 @@ static void gemm_case(tb_plugin_t *p, int matmul, int int4) {
 }
 
 static tb_plugin_t p;
-/* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties ext */
+/* name n c h w m k s pad g x_u8 y_u8 per_channel int4 ties ext pe */
 static const qcase_t cases[] = {
-    {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0, 0},
-    {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0, 0},
-    {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0, 0},
-    {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0},
-    {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0},
-    {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 conv 3x3 stride 2 per-channel u8", 2, 5, 9, 8, 6, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 conv grouped s8 per-tensor", 1, 6, 7, 7, 4, 3, 1, 1, 2, 0, 0, 0, 0, 0, 0, 0},
+    {"int8 conv depthwise", 1, 8, 10, 11, 8, 3, 1, 1, 8, 0, 1, 1, 0, 0, 0, 0},
+    {"int8 conv depthwise stride 2", 2, 4, 9, 9, 4, 3, 2, 1, 4, 1, 0, 1, 0, 0, 0, 0},
+    {"int8 conv 1x1", 1, 16, 6, 5, 9, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int4 conv packed", 1, 5, 8, 8, 7, 3, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 conv large (threads split rows)", 1, 16, 32, 32, 16, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
     /* 298 int16 per column pixel x 40 columns: 21-row tiles of 512 KB, so 21 + 21 + 3 rows per
      * image, twice; odd K leaves the last pair's second half zero in every tile */
-    {"int8 conv 3x3 odd K over three row tiles, batch 2", 2, 33, 45, 40, 8, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
-    {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1, 0},
-    {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0, 0},
-    {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0, 0},
-    {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0, 0},
-    {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0},
+    {"int8 conv 3x3 odd K over three row tiles, batch 2", 2, 33, 45, 40, 8, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int4 conv exact ties (round half to even)", 1, 4, 6, 6, 5, 3, 1, 1, 1, 1, 0, 1, 1, 1, 0, 0},
+    {"int4 conv grouped 1x1 odd K", 2, 9, 7, 5, 9, 1, 1, 0, 3, 0, 0, 0, 1, 0, 0, 0},
+    {"int4 conv depthwise", 1, 6, 7, 7, 6, 3, 1, 1, 6, 1, 1, 1, 1, 0, 0, 0},
+    {"int4 conv given as int8 values", 1, 5, 6, 7, 11, 3, 1, 1, 1, 0, 1, 1, 2, 0, 0, 0},
+    {"int4 conv 1x1 long odd K (widened at each use)", 1, 4099, 2, 3, 5, 1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 0},
     /* 37 and 21 columns: a full 16- or 32-lane block and a tail in the columns and the output
      * stage; odd K; zero points at the code ends, both ends saturated */
-    {"int8 conv 1x1 odd K, extreme zero points, saturating", 1, 7, 3, 37, 5, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1},
-    {"int8 conv 3x3 s8 extreme zero points, saturating", 2, 3, 5, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
-    {"int8 conv 3x3 u8 in s8 out, extreme zero points", 1, 5, 4, 19, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1},
-    {"int8 conv 3x3 stride 2 s8 in, 19 output columns, extreme zero points", 1, 3, 7, 37, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 1},
+    {"int8 conv 1x1 odd K, extreme zero points, saturating", 1, 7, 3, 37, 5, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 0},
+    {"int8 conv 3x3 s8 extreme zero points, saturating", 2, 3, 5, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 0},
+    {"int8 conv 3x3 u8 in s8 out, extreme zero points", 1, 5, 4, 19, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0},
+    {"int8 conv 3x3 stride 2 s8 in, 19 output columns, extreme zero points", 1, 3, 7, 37, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 1, 0},
     /* the byte core (vpdpbusd, quads of k): 13 rows = two blocks of 6 and a row; 2500 columns =
      * two column blocks, the last ending in a partial 64-column block; K 75 and 5 end in a partial
      * quad; a grouped 1x1 reads spans of the planes (no column rows) */
-    {"int8 conv 3x3 13 output channels, 2500 columns", 1, 16, 50, 50, 13, 3, 1, 1, 1, 0, 1, 1, 0, 0, 0},
-    {"int8 conv 5x5 stride 2 pad 2 u8, K 75, 135 columns, extreme zero points", 1, 3, 18, 30, 7, 5, 2, 2, 1, 1, 0, 0, 0, 0, 1},
-    {"int8 conv grouped 1x1 s8, K 5 per group, extreme zero points", 2, 15, 4, 9, 12, 1, 1, 0, 3, 0, 0, 1, 0, 0, 1},
+    {"int8 conv 3x3 13 output channels, 2500 columns", 1, 16, 50, 50, 13, 3, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0},
+    {"int8 conv 5x5 stride 2 pad 2 u8, K 75, 135 columns, extreme zero points", 1, 3, 18, 30, 7, 5, 2, 2, 1, 1, 0, 0, 0, 0, 1, 0},
+    {"int8 conv grouped 1x1 s8, K 5 per group, extreme zero points", 2, 15, 4, 9, 12, 1, 1, 0, 3, 0, 0, 1, 0, 0, 1, 0},
     /* column rows: 150 and 70 output columns (several 64- or 32-column masked chunks), stride 3 */
-    {"int8 conv 3x3 150 columns a row, extreme zero points", 1, 3, 5, 150, 7, 3, 1, 1, 1, 0, 1, 1, 0, 0, 1},
-    {"int8 conv 3x3 stride 2, 70 columns a row", 1, 3, 6, 140, 5, 3, 2, 1, 1, 1, 1, 0, 0, 0, 0},
-    {"int8 conv 3x3 stride 3", 1, 4, 11, 14, 5, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0},
+    {"int8 conv 3x3 150 columns a row, extreme zero points", 1, 3, 5, 150, 7, 3, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0},
+    {"int8 conv 3x3 stride 2, 70 columns a row", 1, 3, 6, 140, 5, 3, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0},
+    {"int8 conv 3x3 stride 3", 1, 4, 11, 14, 5, 3, 3, 1, 1, 1, 1, 1, 0, 0, 0, 0},
     /* depthwise byte kernel (blis_qdw.c, AVX-512 VNNI + VBMI): 16 output columns a vector and a
      * tail, strides 1 and 2, 5x5 (two quads a kernel row), channel multiplier 2, planes in
      * several strips of output rows, the padding at both code ends */
-    {"int8 depthwise 3x3 u8, 37 columns, batch 2", 2, 5, 9, 37, 5, 3, 1, 1, 5, 1, 1, 1, 0, 0, 0},
-    {"int8 depthwise 3x3 stride 2 s8, 41 columns, extreme zero points", 1, 6, 8, 81, 6, 3, 2, 1, 6, 0, 0, 1, 0, 0, 1},
-    {"int8 depthwise 3x3 u8 extreme zero points", 1, 4, 7, 19, 4, 3, 1, 1, 4, 1, 0, 0, 0, 0, 1},
-    {"int8 depthwise 5x5 stride 2 pad 2 u8, extreme zero points", 2, 3, 11, 35, 3, 5, 2, 2, 3, 1, 1, 1, 0, 0, 1},
-    {"int8 depthwise 5x5 pad 2 s8 in, 130 columns", 1, 3, 6, 130, 3, 5, 1, 2, 3, 0, 1, 0, 0, 0, 0},
-    {"int8 depthwise multiplier 2, no padding", 1, 3, 8, 20, 6, 3, 1, 0, 3, 1, 1, 1, 0, 0, 0},
-    {"int8 depthwise 3x3, 70x150 planes in strips", 1, 3, 70, 150, 3, 3, 1, 1, 3, 1, 1, 1, 0, 0, 0},
-    {"int4 depthwise exact ties", 1, 4, 6, 17, 4, 3, 1, 1, 4, 1, 0, 1, 1, 1, 0},
+    {"int8 depthwise 3x3 u8, 37 columns, batch 2", 2, 5, 9, 37, 5, 3, 1, 1, 5, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 depthwise 3x3 stride 2 s8, 41 columns, extreme zero points", 1, 6, 8, 81, 6, 3, 2, 1, 6, 0, 0, 1, 0, 0, 1, 0},
+    {"int8 depthwise 3x3 u8 extreme zero points", 1, 4, 7, 19, 4, 3, 1, 1, 4, 1, 0, 0, 0, 0, 1, 0},
+    {"int8 depthwise 5x5 stride 2 pad 2 u8, extreme zero points", 2, 3, 11, 35, 3, 5, 2, 2, 3, 1, 1, 1, 0, 0, 1, 0},
+    {"int8 depthwise 5x5 pad 2 s8 in, 130 columns", 1, 3, 6, 130, 3, 5, 1, 2, 3, 0, 1, 0, 0, 0, 0, 0},
+    {"int8 depthwise multiplier 2, no padding", 1, 3, 8, 20, 6, 3, 1, 0, 3, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 depthwise 3x3, 70x150 planes in strips", 1, 3, 70, 150, 3, 3, 1, 1, 3, 1, 1, 1, 0, 0, 0, 0},
+    {"int4 depthwise exact ties", 1, 4, 6, 17, 4, 3, 1, 1, 4, 1, 0, 1, 1, 1, 0, 0},
     /* near ties through each output stage: the pointwise GEMM's rows, the depthwise kernel's
      * strips, the 3x3 column path; a float-only output stage rounds half of them the wrong way */
-    {"int8 conv 1x1 near ties", 1, 6, 5, 37, 7, 1, 1, 0, 1, 1, 1, 0, 0, 2, 0},
-    {"int8 depthwise near ties", 1, 5, 9, 37, 5, 3, 1, 1, 5, 1, 0, 0, 0, 2, 0},
-    {"int8 conv 3x3 near ties, 2500 columns", 1, 4, 50, 50, 6, 3, 1, 1, 1, 0, 1, 0, 0, 2, 0},
+    {"int8 conv 1x1 near ties", 1, 6, 5, 37, 7, 1, 1, 0, 1, 1, 1, 0, 0, 2, 0, 0},
+    {"int8 depthwise near ties", 1, 5, 9, 37, 5, 3, 1, 1, 5, 1, 0, 0, 0, 2, 0, 0},
+    {"int8 conv 3x3 near ties, 2500 columns", 1, 4, 50, 50, 6, 3, 1, 1, 1, 0, 1, 0, 0, 2, 0, 0},
     /* the depthwise kernel's 3-tap rows: four output rows a step and three alone, one masked
      * vector a row (8 columns, as a detector's last planes); the output stage's 64-code steps */
-    {"int8 depthwise near ties, 11 rows of 8 columns", 1, 16, 11, 8, 16, 3, 1, 1, 16, 1, 0, 0, 0, 2, 0},
-    {"int8 depthwise 3x3 s8 out, 11 rows of 70 columns, extreme zero points", 1, 3, 11, 70, 3, 3, 1, 1, 3, 1, 0, 1, 0, 0, 1},
+    {"int8 depthwise near ties, 11 rows of 8 columns", 1, 16, 11, 8, 16, 3, 1, 1, 16, 1, 0, 0, 0, 2, 0, 0},
+    {"int8 depthwise 3x3 s8 out, 11 rows of 70 columns, extreme zero points", 1, 3, 11, 70, 3, 3, 1, 1, 3, 1, 0, 1, 0, 0, 1, 0},
     /* the byte core without columns (blis_qdirect.c: K = C/G * KH * KW >= 512, groups of 16+
      * channels or whole quads): stride phases 2, 3 and 4, a partial last quad (21, 57 channels),
      * groups, 64 outputs over 130-pixel padded rows in three tiles of rows, code ends (its output
      * stage is the other paths', near ties included) */
-    {"int8 direct 3x3 stride 2, 60 channels, 12 columns", 1, 60, 17, 23, 9, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 direct 5x5 pad 2, 21 channels, batch 2", 2, 21, 9, 30, 7, 5, 1, 2, 1, 0, 1, 1, 0, 0, 0},
-    {"int8 direct 5x5 stride 2 pad 2, 21 channels, extreme zero points", 1, 21, 15, 19, 5, 5, 2, 2, 1, 0, 0, 1, 0, 0, 1},
-    {"int8 direct grouped 3x3, 64 channels a group", 1, 128, 10, 13, 6, 3, 1, 1, 2, 1, 0, 0, 0, 0, 0},
-    {"int8 direct 3x3 stride 3, no padding", 1, 60, 14, 20, 5, 3, 3, 0, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 direct 3x3 stride 4", 1, 64, 13, 29, 4, 3, 4, 1, 1, 0, 1, 1, 0, 0, 0},
-    {"int8 direct 3x3 64 outputs, 128 columns, row tiles", 1, 64, 20, 128, 64, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0},
-    {"int8 direct 3x3 s8 57 channels, extreme zero points, saturating", 2, 57, 6, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1},
+    {"int8 direct 3x3 stride 2, 60 channels, 12 columns", 1, 60, 17, 23, 9, 3, 2, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 direct 5x5 pad 2, 21 channels, batch 2", 2, 21, 9, 30, 7, 5, 1, 2, 1, 0, 1, 1, 0, 0, 0, 0},
+    {"int8 direct 5x5 stride 2 pad 2, 21 channels, extreme zero points", 1, 21, 15, 19, 5, 5, 2, 2, 1, 0, 0, 1, 0, 0, 1, 0},
+    {"int8 direct grouped 3x3, 64 channels a group", 1, 128, 10, 13, 6, 3, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0},
+    {"int8 direct 3x3 stride 3, no padding", 1, 60, 14, 20, 5, 3, 3, 0, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 direct 3x3 stride 4", 1, 64, 13, 29, 4, 3, 4, 1, 1, 0, 1, 1, 0, 0, 0, 0},
+    {"int8 direct 3x3 64 outputs, 128 columns, row tiles", 1, 64, 20, 128, 64, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 direct 3x3 s8 57 channels, extreme zero points, saturating", 2, 57, 6, 21, 6, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 0},
     /* the AVX2 columns (blis_qcol256.c) in 256-pixel chunks: a 1x1 plane read as one 720-pixel
      * span, 300 output columns a row at strides 1 and 2 (16-code steps, the tail and the
      * padding of each chunk) */
-    {"int8 conv 1x1 s8, 720-pixel planes, extreme zero points", 1, 6, 24, 30, 5, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1},
-    {"int8 conv 3x3 u8, 300 columns a row, extreme zero points", 1, 3, 4, 300, 4, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1},
-    {"int8 conv 3x3 stride 2 s8, 301 columns a row", 1, 3, 5, 601, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 0},
+    {"int8 conv 1x1 s8, 720-pixel planes, extreme zero points", 1, 6, 24, 30, 5, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0},
+    {"int8 conv 3x3 u8, 300 columns a row, extreme zero points", 1, 3, 4, 300, 4, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0},
+    {"int8 conv 3x3 stride 2 s8, 301 columns a row", 1, 3, 5, 601, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 0, 0},
+    /* TF's SAME padding at stride 2: one more row and column of padding at the end */
+    {"int8 conv 5x5 stride 2 pads 1,1,2,2, 24 outputs", 1, 3, 64, 64, 24, 5, 2, 1, 1, 1, 1, 1, 0, 0, 0, 1},
+    {"int8 depthwise 3x3 stride 2 pads 0,0,1,1", 1, 24, 32, 32, 24, 3, 2, 0, 24, 1, 1, 1, 0, 0, 0, 1},
+    {"int8 conv 3x3 stride 2 pads 0,0,1,1", 1, 16, 20, 40, 8, 3, 2, 0, 1, 1, 1, 1, 0, 0, 0, 1},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
