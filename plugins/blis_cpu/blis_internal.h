@@ -307,7 +307,7 @@ void mi__blis_lut_row(int32_t vbmi, const uint8_t *tab, const uint8_t *x, uint8_
 /* MaxPool on codes in unsigned order, ending such a chain (blis_qpool.c). */
 typedef struct mi__blis_qpool {
   int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl;
-  int32_t k2s2; /* 2x2 windows at stride 2 inside the plane, on AVX-512BW: 64 codes a step */
+  int32_t k2s2; /* windows 2 wide at stride 2 (1 or 2 rows) inside the plane, on AVX-512BW: 64 codes a step */
 } mi__blis_qpool_t;
 int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
                             mi__blis_qpool_t *q, mi_error_t *err);

@@ -207,16 +207,21 @@ static void max_pool_ends_chain(void) {
     int64_t k, s, d, pad;
     const char *auto_pad;
     int ceil, chain, dt;
-    int64_t w;
+    int64_t w, kh, sh; /* window rows and their stride when not k and s (0) */
   } cases[] = {
-      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8, 11},
-      {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8, 11},
-      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8, 11},
-      {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8, 11},
-      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8, 11},
-      {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8, 11},
-      {2, 2, 1, 0, NULL, 0, 1, MI_DTYPE_INT8, 75},
-      {2, 2, 1, 0, NULL, 0, 2, MI_DTYPE_UINT8, 130},
+      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8, 11, 0, 0},
+      {3, 2, 1, 1, NULL, 0, 1, MI_DTYPE_INT8, 11, 0, 0},
+      {2, 2, 1, 0, NULL, 1, 1, MI_DTYPE_UINT8, 11, 0, 0},
+      {3, 1, 2, 0, "SAME_UPPER", 0, 2, MI_DTYPE_INT8, 11, 0, 0},
+      {3, 3, 1, 2, NULL, 1, 0, MI_DTYPE_INT8, 11, 0, 0},
+      {2, 1, 1, 0, "SAME_LOWER", 0, 2, MI_DTYPE_UINT8, 11, 0, 0},
+      {2, 2, 1, 0, NULL, 0, 1, MI_DTYPE_INT8, 75, 0, 0},
+      {2, 2, 1, 0, NULL, 0, 2, MI_DTYPE_UINT8, 130, 0, 0},
+      /* 1x2 windows at stride 1x2 (a keyword model's pools), a partial vector and several */
+      {2, 2, 1, 0, NULL, 0, 0, MI_DTYPE_UINT8, 11, 1, 1},
+      {2, 2, 1, 0, NULL, 0, 1, MI_DTYPE_INT8, 130, 1, 1},
+      {2, 2, 1, 0, NULL, 0, 2, MI_DTYPE_UINT8, 75, 1, 3},
+      {2, 2, 1, 0, NULL, 0, 2, MI_DTYPE_INT8, 75, 2, 3}, /* 2-row windows every third row */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     int32_t xf, dt = cases[i].dt, v;
@@ -234,7 +239,8 @@ static void max_pool_ends_chain(void) {
       v = xf;
     }
     int32_t p = val(g, "p"), n = op(g, "MaxPool", 1, &v, p);
-    int64_t k[2] = {cases[i].k, cases[i].k}, st[2] = {cases[i].s, cases[i].s}, dl[2] = {cases[i].d, cases[i].d};
+    int64_t k[2] = {cases[i].kh ? cases[i].kh : cases[i].k, cases[i].k};
+    int64_t st[2] = {cases[i].sh ? cases[i].sh : cases[i].s, cases[i].s}, dl[2] = {cases[i].d, cases[i].d};
     int64_t pads[4] = {cases[i].pad, cases[i].pad, cases[i].pad, cases[i].pad};
     REQUIRE(mi_node_set_ints(g, n, "kernel_shape", 2, k) == MI_OK);
     REQUIRE(mi_node_set_ints(g, n, "strides", 2, st) == MI_OK);
@@ -245,8 +251,8 @@ static void max_pool_ends_chain(void) {
     if (cases[i].ceil) REQUIRE(mi_node_set_int(g, n, "ceil_mode", 1) == MI_OK);
     finish(g, p, dt, 0.021f, dt == MI_DTYPE_UINT8 ? 14 : -3);
     char name[96];
-    snprintf(name, sizeof name, "MaxPool %lldx%lld s%lld d%lld pad %lld %s ceil %d chain %d %s w %lld", (long long)k[0],
-             (long long)k[1], (long long)st[0], (long long)dl[0], (long long)pads[0],
+    snprintf(name, sizeof name, "MaxPool %lldx%lld s%lldx%lld d%lld pad %lld %s ceil %d chain %d %s w %lld",
+             (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)dl[0], (long long)pads[0],
              cases[i].auto_pad ? cases[i].auto_pad : "", cases[i].ceil, cases[i].chain,
              dt == MI_DTYPE_UINT8 ? "u8" : "s8", (long long)cases[i].w);
     check(g, name, 1, 0);
