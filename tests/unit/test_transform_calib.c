@@ -1,5 +1,6 @@
-/* test_transform_calib.c - least-MSE activation ranges and weight bias correction: each beats
- * the plain quantization on a case built so that it must, and the codec carries both. */
+/* test_transform_calib.c - least-MSE activation ranges, weight bias correction and cross-layer
+ * equalization: each beats the plain quantization on a case built so that it must, equalization
+ * keeps the FP32 outputs, and the codec carries all three. */
 #include "test_transform_common.h"
 #include "transform/xf_internal.h"
 
@@ -169,22 +170,150 @@ static void check_bias_correction(void) {
   mi_graph_destroy(g);
 }
 
+/* x [1, 8, 6, 6] -> conv a (8 -> 8, 3x3, bias; output channel c scaled by 4^(c - 4)) -> act ->
+ * depthwise b (3x3, bias) -> Relu -> pointwise c (8 -> 4; input channel c scaled by 4^(4 - c)).
+ * The tensors between have channel ranges 4^7 apart; the FP32 function is an ordinary one.
+ * `act` is the op after a ("Relu" or "HardSwish", which equalization must not cross). */
+static mi_graph_t *uneven_chain(const char *act) {
+  mi_graph_t *g = mi_graph_create("uneven");
+  int64_t xd[4] = {1, 8, 6, 6}, ad[4] = {8, 8, 3, 3}, bd[4] = {8, 1, 3, 3}, cd[4] = {4, 8, 1, 1};
+  int64_t nb = 8, pads[4] = {1, 1, 1, 1};
+  float wa[576], wb[72], wc[32], ba[8], bb[8];
+  uint64_t seed = 21;
+  for (int i = 0; i < 576; i++) wa[i] = uni(&seed) * powf(4.0f, (float)(i / 72 - 4));
+  for (int i = 0; i < 72; i++) wb[i] = uni(&seed);
+  for (int i = 0; i < 32; i++) wc[i] = uni(&seed) * powf(4.0f, (float)(4 - i % 8));
+  for (int i = 0; i < 8; i++) {
+    ba[i] = 0.1f * uni(&seed) * powf(4.0f, (float)(i - 4));
+    bb[i] = 0.1f * uni(&seed);
+  }
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  int32_t ia[3] = {x, mi_graph_add_const_f32(g, "wa", 4, ad, wa), mi_graph_add_const_f32(g, "ba", 1, &nb, ba)};
+  int32_t ya = mi_graph_add_tensor(g, "ya", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t na = mi_graph_add_node(g, "Conv", "a", 3, ia, 1, &ya);
+  int32_t ra = mi_graph_add_tensor(g, "ra", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_node(g, act, "act_a", 1, &ya, 1, &ra);
+  int32_t ib[3] = {ra, mi_graph_add_const_f32(g, "wb", 4, bd, wb), mi_graph_add_const_f32(g, "bb", 1, &nb, bb)};
+  int32_t yb = mi_graph_add_tensor(g, "yb", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t nbn = mi_graph_add_node(g, "Conv", "b", 3, ib, 1, &yb);
+  int32_t rb = mi_graph_add_tensor(g, "rb", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_node(g, "Relu", "relu_b", 1, &yb, 1, &rb);
+  int32_t ic[2] = {rb, mi_graph_add_const_f32(g, "wc", 4, cd, wc)};
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_node(g, "Conv", "c", 2, ic, 1, &y);
+  mi_node_set_ints(g, na, "pads", 4, pads);
+  mi_node_set_ints(g, nbn, "pads", 4, pads);
+  mi_node_set_int(g, nbn, "group", 8);
+  mi_graph_add_output(g, y);
+  mi_error_t err;
+  if (mi_graph_infer_shapes(g, &err) != MI_OK) fprintf(stderr, "uneven: %s\n", err.message);
+  return g;
+}
+
+static const float *weight_of(const mi_graph_t *g, const char *node) {
+  for (int32_t n = 0; n < g->node_count; n++)
+    if (!strcmp(g->nodes[n].name, node)) return g->tensors[g->nodes[n].inputs[1]].data;
+  return NULL;
+}
+
+/* Largest ratio between channel c's range as the output of `a` (per rows of k1 weights) and as
+ * the input of `b` (columns of a [oc, icg, k2] weight; icg = 1 for the depthwise one). */
+static double range_mismatch(const float *a, int64_t k1, const float *b, int64_t oc, int64_t icg,
+                             int64_t k2) {
+  double worst = 1.0;
+  for (int64_t c = 0; c < 8; c++) {
+    double r1 = 0.0, r2 = 0.0;
+    for (int64_t i = 0; i < k1; i++) r1 = fmax(r1, fabs(a[c * k1 + i]));
+    for (int64_t o = 0; o < oc; o++)
+      for (int64_t i = 0; i < k2; i++)
+        if (icg > 1 || o == c) r2 = fmax(r2, fabs(b[(o * icg + (icg > 1 ? c : 0)) * k2 + i]));
+    worst = fmax(worst, fmax(r1 / r2, r2 / r1));
+  }
+  return worst;
+}
+
+/* Equalization keeps the outputs (a zoo model after BN folding, and the chain) and evens both
+ * pairs' channel ranges; a HardSwish between is not crossed. */
+static void check_equalize_exact(void) {
+  static const char *const fam[] = {"resnet", "mobilenetv3"};
+  mi_error_t err;
+  for (int i = 0; i < 2; i++) {
+    mi_graph_t *g = zoo(fam[i], 32), *x;
+    mi_xf_stats_t st = {0};
+    if (!g) {
+      CHECK(0, "zoo %s", fam[i]);
+      continue;
+    }
+    CHECK(mi_xf_fold_bn(g, NULL, &err) == MI_OK, "%s fold: %s", fam[i], err.message);
+    x = mi_graph_clone(g);
+    CHECK(mi_xf_equalize(x, &st, &err) == MI_OK, "%s equalize: %s", fam[i], err.message);
+    mi_xf_metrics_t m = compare(g, x, 2);
+    printf("equalize %-12s %d pairs, rel_l2 %.3g\n", fam[i], (int)st.equalized_pairs, m.rel_l2);
+    CHECK(st.equalized_pairs > 0, "%s: no pair", fam[i]);
+    CHECK(m.rel_l2 < 1e-5, "%s: rel_l2 %g", fam[i], m.rel_l2);
+    mi_graph_destroy(x);
+    mi_graph_destroy(g);
+  }
+  mi_graph_t *g = uneven_chain("Relu"), *x = mi_graph_clone(g);
+  mi_xf_stats_t st = {0};
+  double before = range_mismatch(weight_of(g, "a"), 72, weight_of(g, "b"), 8, 1, 9);
+  CHECK(mi_xf_equalize(x, &st, &err) == MI_OK, "chain: %s", err.message);
+  double ab = range_mismatch(weight_of(x, "a"), 72, weight_of(x, "b"), 8, 1, 9);
+  double bc = range_mismatch(weight_of(x, "b"), 9, weight_of(x, "c"), 4, 8, 1);
+  mi_xf_metrics_t m = compare(g, x, 2);
+  printf("equalize chain: %d pairs, range ratio a|b %.3g -> %.6f, b|c %.6f, rel_l2 %.3g\n",
+         (int)st.equalized_pairs, before, ab, bc, m.rel_l2);
+  CHECK(st.equalized_pairs == 2, "chain: %d pairs", (int)st.equalized_pairs);
+  CHECK(before > 100.0 && ab < 1.001 && bc < 1.001, "ranges not even: %g %g", ab, bc);
+  CHECK(m.rel_l2 < 1e-5, "chain: rel_l2 %g", m.rel_l2);
+  CHECK(weight_of(g, "a")[0] != weight_of(x, "a")[0], "equalization changed no weight");
+  mi_graph_destroy(x);
+  mi_graph_destroy(g);
+  g = uneven_chain("HardSwish");
+  memset(&st, 0, sizeof st);
+  CHECK(mi_xf_equalize(g, &st, &err) == MI_OK && st.equalized_pairs == 1,
+        "hard-swish chain: %d pairs, expected only b|c", (int)st.equalized_pairs);
+  mi_graph_destroy(g);
+}
+
+/* Per-tensor INT8 activations on the chain: equalization lowers the drop. */
+static void check_equalize_int8(void) {
+  mi_graph_t *g = uneven_chain("Relu");
+  float mean[8] = {0};
+  mi_xf_samples_t *s = channel_samples(g, 2, mean, 1.0f, 0, 5);
+  const char *q = "defaults: {weights: int8, scales: per_channel, activations: int8}\n";
+  char yaml[160];
+  snprintf(yaml, sizeof yaml, "calibration: {equalize: true}\n%s", q);
+  double plain = apply_compare(g, q, s), eq = apply_compare(g, yaml, s);
+  printf("uneven chain int8_act: rel_l2 plain %.4g, equalized %.4g\n", plain, eq);
+  CHECK(eq < 0.5 * plain, "equalized %g not below half of %g", eq, plain);
+  mi_xf_samples_destroy(s);
+  mi_graph_destroy(g);
+}
+
 /* The options' YAML spellings, canonical text and hash. */
 static void check_codec(void) {
-  const char *y = "calibration: {method: mse, bias_correction: true}\n";
+  const char *y = "calibration: {method: mse, bias_correction: true, equalize: true}\n";
   mi_xf_config_t *c = NULL, *d = mi_xf_config_create();
   mi_error_t err;
   char *text = NULL, *plain = NULL;
   CHECK(mi_xf_config_parse(y, strlen(y), "inline", &c, &err) == MI_OK, "parse: %s", err.message);
   if (c) {
-    CHECK(c->calib_method == MI_XF_CALIB_MSE && c->bias_correction == 1, "fields");
-    CHECK(mi_xf_config_canonical(c, &text, &err) == MI_OK && strstr(text, "calibration=mse bias_correction=1\n"),
+    CHECK(c->calib_method == MI_XF_CALIB_MSE && c->bias_correction == 1 && c->equalize == 1, "fields");
+    CHECK(mi_xf_config_canonical(c, &text, &err) == MI_OK &&
+              strstr(text, "calibration=mse bias_correction=1 equalize=1\n"),
           "canonical: %s", text ? text : "-");
     CHECK(mi_xf_config_hash(c) != mi_xf_config_hash(d), "hash unchanged");
   }
   /* A configuration without the options keeps its canonical text. */
   CHECK(mi_xf_config_canonical(d, &plain, &err) == MI_OK && strstr(plain, "calibration=minmax\n"),
         "plain canonical: %s", plain ? plain : "-");
+  mi_xf_config_t *bad = NULL;
+  const char *b = "calibration: {equalize: sometimes}\n";
+  CHECK(mi_xf_config_parse(b, strlen(b), "inline", &bad, &err) != MI_OK && !bad &&
+            strstr(err.message, "equalize"),
+        "bad equalize value accepted: %s", err.message);
   free(text);
   free(plain);
   mi_xf_config_destroy(c);
@@ -195,6 +324,8 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(check_mse_range),
     TU_CASE(check_mse_model),
     TU_CASE(check_bias_correction),
+    TU_CASE(check_equalize_exact),
+    TU_CASE(check_equalize_int8),
     TU_CASE(check_codec),
 };
 

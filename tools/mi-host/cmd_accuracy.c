@@ -163,10 +163,10 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
     fprintf(stdout,
             "{\"bn_folded\":%d,\"groups\":%d,\"layout_converts\":%d,\"padded_layers\":%d,"
             "\"pruned_layers\":%d,\"pruned_channels\":%lld,\"prune_skipped\":%d,"
-            "\"quantized_layers\":%d,\"quantized_activations\":%d}",
+            "\"quantized_layers\":%d,\"quantized_activations\":%d,\"equalized_pairs\":%d}",
             (int)st->bn_folded, (int)st->groups, (int)st->layout_converts, (int)st->padded_layers,
             (int)st->pruned_layers, (long long)st->pruned_channels, (int)st->prune_skipped,
-            (int)st->quantized_layers, (int)st->quantized_acts);
+            (int)st->quantized_layers, (int)st->quantized_acts, (int)st->equalized_pairs);
     json_metrics(stdout, &first, "calibration", mc);
     json_metrics(stdout, &first, "held_out", mh);
     if (sens) {
@@ -197,8 +197,10 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
   else
     printf("inputs     %s%s%s\n", a->calib[0], a->calib_count > 1 ? " ..." : "",
            shared ? " (one file: held-out set = calibration set)" : "");
-  printf("passes     %d BN folded, %d fused groups, %d layout conversions, %d layers padded\n",
-         (int)st->bn_folded, (int)st->groups, (int)st->layout_converts, (int)st->padded_layers);
+  printf("passes     %d BN folded, %d Conv pairs equalized, %d fused groups, %d layout conversions, "
+         "%d layers padded\n",
+         (int)st->bn_folded, (int)st->equalized_pairs, (int)st->groups, (int)st->layout_converts,
+         (int)st->padded_layers);
   printf(
       "           %d layers pruned (%lld channels, %d skipped), %d layers quantized, %d "
       "activations quantized\n",

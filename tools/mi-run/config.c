@@ -75,6 +75,9 @@ void run_print_passes(FILE *f, const run_xf_t *x, int json) {
   if (x->fold_bn)
     fprintf(f, json ? "%s{\"pass\": \"fold_bn\", \"bn_folded\": %d}" : "%spass fold_bn: %d BatchNormalization folded\n",
             SEP(), st->bn_folded);
+  if (st->equalized_pairs)
+    fprintf(f, json ? "%s{\"pass\": \"equalize\", \"pairs\": %d}" : "%spass equalize: %d Conv pairs\n",
+            SEP(), st->equalized_pairs);
   if (st->pruned_layers || st->prune_skipped)
     fprintf(f, json ? "%s{\"pass\": \"prune\", \"layers\": %d, \"skipped\": %d, \"channels\": %lld}" : "%spass prune: %d layers, %d skipped, %lld channels removed\n",
             SEP(), st->pruned_layers, st->prune_skipped, (long long)st->pruned_channels);

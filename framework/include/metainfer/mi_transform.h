@@ -82,6 +82,7 @@ typedef struct mi_xf_config {
                             * default they get a Q/DQ pair like every activation a device stores) */
   int32_t bias_correction; /* 0/1: fold the expected output shift of INT8/INT4 weights,
                             * E[(Wq - W) x] over the calibration samples, into the bias */
+  int32_t equalize;        /* 0/1: cross-layer equalization (mi_xf_equalize) before quantizing */
 } mi_xf_config_t;
 
 /** A configuration with every pass off and every layer FP32. NULL when out of memory. */
@@ -129,10 +130,17 @@ typedef struct mi_xf_stats {
   int64_t pruned_channels;
   int32_t quantized_layers; /* weights changed precision */
   int32_t quantized_acts;   /* activations with a QuantizeLinear/DequantizeLinear pair */
+  int32_t equalized_pairs;  /* Conv pairs cross-layer equalized */
 } mi_xf_stats_t;
 
 /** Folds BatchNormalization into the preceding Conv / Gemm when it is the only consumer. */
 MI_API int32_t mi_xf_fold_bn(mi_graph_t *g, mi_xf_stats_t *st, mi_error_t *err);
+/** Cross-layer equalization: for each Conv whose output reaches another Conv only through
+ * positive-homogeneous activations (Relu, LeakyRelu, PRelu, Identity, Clip without a max),
+ * scales output channel c of the first by 1 / s_c and input channel c of the second by s_c,
+ * s_c = sqrt(r1_c / r2_c) of their per-channel weight ranges, until the scales settle. Exact
+ * in FP32; evens the channel ranges of the tensor between them for per-tensor INT8. */
+MI_API int32_t mi_xf_equalize(mi_graph_t *g, mi_xf_stats_t *st, mi_error_t *err);
 /** Sets mi_node_t.group for Conv/Gemm [+BN] [+act] [+Add [+act]] chains that one of the
  * variants (of the anchor's op type) declares in its fuse_mask. Numerics are unchanged. */
 MI_API int32_t mi_xf_fuse(mi_graph_t *g, const mi_variant_desc_t *variants, uint32_t count,

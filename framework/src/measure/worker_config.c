@@ -35,6 +35,7 @@ static char *hw_text(const mi_session_options_t *so, mi_error_t *err) {
 
 /* The transform configuration as text lines with tab-separated fields, floats in %a so they
  * travel exactly:  G fold_bn fuse layout block align calib percentile float_output bias_corr
+ *                  equalize
  *                  L|O|Y name set weights scales activations prune   (defaults, op, layer) */
 static void xf_layer(mi__sbuf_t *b, char kind, const char *name, const mi_xf_layer_t *l) {
   mi__sbuf_printf(b, "%c\t%s\t%u\t%d\t%d\t%d\t%a\n", kind, name, (unsigned)l->set, (int)l->weights,
@@ -46,10 +47,10 @@ static char *xf_text(const mi_xf_config_t *c, mi_error_t *err) {
   char *s;
   mi__sbuf_printf(&b, "%s", "");
   if (c) {
-    mi__sbuf_printf(&b, "G\t%d\t%d\t%d\t%d\t%d\t%d\t%a\t%d\t%d\n", (int)c->fold_bn,
+    mi__sbuf_printf(&b, "G\t%d\t%d\t%d\t%d\t%d\t%d\t%a\t%d\t%d\t%d\n", (int)c->fold_bn,
                     (int)c->fuse, (int)c->layout, (int)c->block, (int)c->channel_align,
                     (int)c->calib_method, c->percentile, (int)c->float_output,
-                    (int)c->bias_correction);
+                    (int)c->bias_correction, (int)c->equalize);
     xf_layer(&b, 'L', "-", &c->defaults);
     for (int32_t i = 0; i < c->op_count; i++) xf_layer(&b, 'O', c->ops[i].name, &c->ops[i].layer);
     for (int32_t i = 0; i < c->layer_count; i++)
@@ -69,10 +70,10 @@ static int32_t xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *err)
     goto done;
   }
   for (char *line = strtok_r(copy, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
-    char *f[10] = {0};
+    char *f[11] = {0};
     int nf = 0;
-    for (char *q = line; q && nf < 10;) f[nf++] = strsep(&q, "\t");
-    if (line[0] == 'G' && nf == 10) {
+    for (char *q = line; q && nf < 11;) f[nf++] = strsep(&q, "\t");
+    if (line[0] == 'G' && nf == 11) {
       c->fold_bn = (int32_t)strtol(f[1], NULL, 10);
       c->fuse = (int32_t)strtol(f[2], NULL, 10);
       c->layout = (int32_t)strtol(f[3], NULL, 10);
@@ -82,6 +83,7 @@ static int32_t xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *err)
       c->percentile = strtod(f[7], NULL);
       c->float_output = (int32_t)strtol(f[8], NULL, 10);
       c->bias_correction = (int32_t)strtol(f[9], NULL, 10);
+      c->equalize = (int32_t)strtol(f[10], NULL, 10);
     } else if ((line[0] == 'L' || line[0] == 'O' || line[0] == 'Y') && nf == 7) {
       mi_xf_layer_t l;
       memset(&l, 0, sizeof l);

@@ -165,6 +165,8 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
   if (!(x = mi_graph_clone(g))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "apply: out of memory");
   rc = mi__xf_refresh(x, err);
   if (rc == MI_OK) rc = c->fold_bn ? mi_xf_fold_bn(x, st, err) : fold_bn_int8(x, c, st, err);
+  /* After the folding, so that Conv -> BN -> Relu -> Conv chains are Conv pairs. */
+  if (rc == MI_OK && c->equalize) rc = mi_xf_equalize(x, st, err);
   if (rc == MI_OK) rc = prune_all(x, c, st, err);
   if (rc == MI_OK && c->channel_align > 1) rc = mi_xf_pad_channels(x, c->channel_align, st, err);
   if (rc == MI_OK) rc = quantize_all(x, c, opts->calib, st, err);
