@@ -77,10 +77,18 @@ static void test_offer(mi_registry_t *r, const mi_graph_t *g, const char *plugin
     free(wo);
   }
 
-  /* Integer weights come with bias correction (ranges stay min-max); an FP32 or FP16 point
-   * keeps the canonical text histories hold. */
-  CHECK(canon && strstr(canon, "calibration=minmax bias_correction=1\n"), "%s: int8_act canonical %s",
-        plugin, canon ? canon : "");
+  /* Integer weights come with bias correction (ranges stay min-max), INT8 activations with
+   * cross-layer equalization; a weight-only point goes without it, an FP32 or FP16 one keeps
+   * the canonical text histories hold. */
+  CHECK(canon && strstr(canon, "calibration=minmax bias_correction=1 equalize=1\n"),
+        "%s: int8_act canonical %s", plugin, canon ? canon : "");
+  {
+    char *h = NULL;
+    if (layer_of(s, g, d, "int8_channel", &l, &h) == MI_OK)
+      CHECK(h && strstr(h, "calibration=minmax bias_correction=1\n"), "%s: int8_channel canonical %s",
+            plugin, h ? h : "");
+    free(h);
+  }
   {
     char *h = NULL;
     if (layer_of(s, g, d, "fp16", &l, &h) == MI_OK)

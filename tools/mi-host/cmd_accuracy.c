@@ -197,10 +197,11 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
   else
     printf("inputs     %s%s%s\n", a->calib[0], a->calib_count > 1 ? " ..." : "",
            shared ? " (one file: held-out set = calibration set)" : "");
-  printf("passes     %d BN folded, %d Conv pairs equalized, %d fused groups, %d layout conversions, "
-         "%d layers padded\n",
-         (int)st->bn_folded, (int)st->equalized_pairs, (int)st->groups, (int)st->layout_converts,
-         (int)st->padded_layers);
+  printf(
+      "passes     %d BN folded, %d Conv pairs equalized, %d fused groups, %d layout conversions, "
+      "%d layers padded\n",
+      (int)st->bn_folded, (int)st->equalized_pairs, (int)st->groups, (int)st->layout_converts,
+      (int)st->padded_layers);
   printf(
       "           %d layers pruned (%lld channels, %d skipped), %d layers quantized, %d "
       "activations quantized\n",

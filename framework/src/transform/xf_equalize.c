@@ -34,7 +34,7 @@ static int all_zero(const mi_graph_t *g, int32_t t) {
 
 /* Node n reads t and computes f(t) with f(x / s) = f(x) / s for every per-channel s > 0: Relu,
  * LeakyRelu, PRelu (any slope), Identity, Max(t, 0) (a Relu as converters write it), Clip with
- * lower bound 0 and no upper one, the pools and a Pad with value 0. Clip with a max (Relu6),
+ * lower bound 0 and no upper one, the (global) max and average pools and a Pad with value 0. Clip with a max (Relu6),
  * Max(t, c != 0), HardSwish and the saturating ones are not: their bound would have to scale
  * per channel. */
 static int homogeneous(const mi_graph_t *g, const mi_node_t *n, int32_t t) {
@@ -43,9 +43,10 @@ static int homogeneous(const mi_graph_t *g, const mi_node_t *n, int32_t t) {
   if (!strcmp(op, "Max"))
     return n->input_count == 2 && all_zero(g, n->inputs[n->inputs[0] == t ? 1 : 0]);
   if (n->inputs[0] != t) return 0;
-  if (!strcmp(op, "Relu") || !strcmp(op, "LeakyRelu") || !strcmp(op, "PRelu") ||
-      !strcmp(op, "Identity") || !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))
-    return 1;
+  static const char *const plain[] = {"Relu", "LeakyRelu", "PRelu", "Identity",
+                                      "MaxPool", "AveragePool", "GlobalMaxPool", "GlobalAveragePool"};
+  for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+    if (!strcmp(op, plain[i])) return 1;
   if (!strcmp(op, "Pad"))
     return mi_node_attr_float(n, "value", 0.0f) == 0.0f &&
            (n->input_count < 3 || n->inputs[2] < 0 || all_zero(g, n->inputs[2]));
@@ -87,7 +88,9 @@ static int32_t find_pairs(const mi_graph_t *g, eq_pair_t *pairs) {
     if (b < 0) continue;
     const mi_tensor_t *wa = &g->tensors[g->nodes[a].inputs[1]], *wb = &g->tensors[g->nodes[b].inputs[1]];
     int64_t group = mi_node_attr_int(&g->nodes[b], "group", 1);
-    if (group < 1 || wb->dims[1] * group != wa->dims[0] || wb->dims[0] % group) continue;
+    if (wa->dims[0] < 1 || wb->dims[0] < 1 || wb->dims[1] < 1 || group < 1 ||
+        wb->dims[1] * group != wa->dims[0] || wb->dims[0] % group)
+      continue;
     eq_pair_t *p = &pairs[count++];
     p->a = a;
     p->b = b;
@@ -104,12 +107,12 @@ static int32_t find_pairs(const mi_graph_t *g, eq_pair_t *pairs) {
 /* Gives input k of node n a private copy, so that a constant shared with another node (or
  * another pair) is never scaled twice; returns its data or NULL when out of memory. */
 static float *private_copy(mi_graph_t *g, int32_t n, int32_t k, const char *suffix) {
-  const mi_tensor_t *t = &g->tensors[g->nodes[n].inputs[k]];
-  int64_t dims[MI_MAX_RANK], cnt = mi__xf_numel(g, g->nodes[n].inputs[k]);
-  int32_t rank = t->rank;
-  memcpy(dims, t->dims, sizeof dims);
+  int32_t old = g->nodes[n].inputs[k], rank = g->tensors[old].rank;
+  int64_t dims[MI_MAX_RANK], cnt = mi__xf_numel(g, old);
+  /* Copied first: adding a tensor may move the tensor array (not the data it points to). */
+  memcpy(dims, g->tensors[old].dims, sizeof dims);
   int32_t c = mi__xf_add_const(g, g->nodes[n].name, suffix, MI_DTYPE_FLOAT32, rank, dims,
-                               g->tensors[g->nodes[n].inputs[k]].data, (size_t)cnt * sizeof(float));
+                               g->tensors[old].data, (size_t)cnt * sizeof(float));
   if (c < 0) return NULL;
   g->nodes[n].inputs[k] = c;
   return g->tensors[c].data;
