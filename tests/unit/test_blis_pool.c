@@ -28,15 +28,28 @@ static void pause_us(long us) {
   nanosleep(&ts, NULL);
 }
 
+/* A zeroed env of `threads` with its own pool; g_hits cleared. */
+static void pool_env(mi__blis_env_t *env, int32_t threads) {
+  memset(env, 0, sizeof *env);
+  memset(g_hits, 0, sizeof g_hits);
+  env->threads = threads;
+  REQUIRE(env->pool = mi__blis_pool_create(threads));
+}
+
+/* The first item whose count is not want (want + 1 for the first `extra` items), or -1. */
+static int hits_miss(int32_t want, int32_t extra) {
+  for (int i = 0; i < ITEMS; i++)
+    if (g_hits[i] != want + (i < extra)) return i;
+  return -1;
+}
+
 /* REGIONS regions on a pool of `threads`, the gap before each one cycling through none (the
  * workers still spinning), 50 us (past the spin's first part: the workers yield) and 2 ms (past
  * the spin: asleep, woken by the region). */
 static void regions(int32_t threads, const char *where) {
   mi__blis_env_t env;
-  memset(&env, 0, sizeof env);
-  memset(g_hits, 0, sizeof g_hits);
-  env.threads = threads;
-  REQUIRE(env.pool = mi__blis_pool_create(threads));
+  int miss;
+  pool_env(&env, threads);
   for (int r = 0; r < REGIONS; r++) {
     if (r % 3 == 1) pause_us(50);
     if (r % 3 == 2) pause_us(2000);
@@ -44,12 +57,9 @@ static void regions(int32_t threads, const char *where) {
     mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
   }
   mi__blis_pool_destroy(env.pool);
-  for (int i = 0; i < ITEMS; i++)
-    if (g_hits[i] != REGIONS) {
-      CHECK(0, " %s, %d threads: item %d ran %d times in %d regions", where, (int)threads, i,
-            (int)g_hits[i], REGIONS);
-      break;
-    }
+  if ((miss = hits_miss(REGIONS, 0)) >= 0)
+    CHECK(0, " %s, %d threads: item %d ran %d times in %d regions", where, (int)threads, miss,
+          (int)g_hits[miss], REGIONS);
 }
 
 static void all_cores(void) {
@@ -90,10 +100,8 @@ static void count_tight(void *arg, int64_t b, int64_t e) {
 static void tight(int32_t threads) {
   mi__blis_env_t env;
   int bad = 0;
-  memset(&env, 0, sizeof env);
   memset(g_tight, 0, sizeof g_tight);
-  env.threads = threads;
-  REQUIRE(env.pool = mi__blis_pool_create(threads));
+  pool_env(&env, threads);
   for (int r = 0; r < TIGHT_REGIONS && !bad; r++) {
     int32_t *mine = g_tight[r & 1], *other = g_tight[(r & 1) ^ 1];
     mi__blis_parallel(&env, TIGHT_ITEMS, 1, MI__PAR_MIN_WORK, count_tight, mine);
@@ -165,10 +173,8 @@ static void spin_policy(void) {
 static void idle_sleep(void) {
   mi__blis_env_t env;
   int64_t wakes;
-  memset(&env, 0, sizeof env);
-  memset(g_hits, 0, sizeof g_hits);
-  env.threads = 2;
-  REQUIRE(env.pool = mi__blis_pool_create(2));
+  int miss;
+  pool_env(&env, 2);
   for (int r = 0; r < 12; r++) {
     mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
     pause_us(3000);
@@ -181,11 +187,7 @@ static void idle_sleep(void) {
   mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
   CHECK(atomic_load(&env.pool->wakes) == wakes + 1, " a large region did not wake the sleeping worker");
   mi__blis_pool_destroy(env.pool);
-  for (int i = 0; i < ITEMS; i++)
-    if (g_hits[i] != 13) {
-      CHECK(0, " item %d ran %d times in 13 regions", i, (int)g_hits[i]);
-      break;
-    }
+  if ((miss = hits_miss(13, 0)) >= 0) CHECK(0, " item %d ran %d times in 13 regions", miss, (int)g_hits[miss]);
 }
 
 /* A region split in two but under MI__POOL_WAKE_MIN_WORK a part, with the only worker asleep,
@@ -193,10 +195,8 @@ static void idle_sleep(void) {
 static void small_no_wake(void) {
   mi__blis_env_t env;
   int64_t wakes;
-  memset(&env, 0, sizeof env);
-  memset(g_hits, 0, sizeof g_hits);
-  env.threads = 2;
-  REQUIRE(env.pool = mi__blis_pool_create(2));
+  int miss;
+  pool_env(&env, 2);
   mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL); /* starts the worker */
   REQUIRE(wait_sleepers(env.pool, 1));
   wakes = atomic_load(&env.pool->wakes);
@@ -207,11 +207,7 @@ static void small_no_wake(void) {
         (int)mi__blis_last_parts(&env));
   CHECK(atomic_load(&env.pool->sleepers) == 1, " the worker left its sleep");
   mi__blis_pool_destroy(env.pool);
-  for (int i = 0; i < ITEMS; i++)
-    if (g_hits[i] != 1 + (i < 2)) {
-      CHECK(0, " item %d ran %d times", i, (int)g_hits[i]);
-      break;
-    }
+  if ((miss = hits_miss(1, 2)) >= 0) CHECK(0, " item %d ran %d times", miss, (int)g_hits[miss]);
 }
 
 static const tu_case_t tu_cases[] = {
