@@ -69,23 +69,26 @@ static int32_t run_qconcat(const mi__blis_step_t *s, void *const *t, const mi__b
   int64_t off = 0, o;
   (void)err;
   /* an input whose producer found its range while writing it is read once, for its codes */
-  for (i = 0; i < c->count; i++)
-    if (c->rz[i]) {
-      qc_rows_t k = {.c = c, .t = t, .i = i};
-      float l, h;
+  for (i = 0; i < c->count; i++) {
+    qc_rows_t k = {.c = c, .t = t, .i = i};
+    const mi__blis_range_t *rg = NULL;
+    float l, h;
+    if (c->rz[i]) { /* a Resize's rows, computed for their range */
       mi__blis_range_reset(&k.rg);
       resize_rows(env, &k);
-      mi__blis_range_get(&k.rg, &l, &h);
-      lo = l < lo ? l : lo;
-      hi = h > hi ? h : hi;
+      rg = &k.rg;
     } else if (env->range && env->range[c->in[i]].known) {
-      float l, h;
-      mi__blis_range_get(&env->range[c->in[i]], &l, &h);
+      rg = &env->range[c->in[i]];
       atomic_fetch_add(env->range_used, 1);
-      lo = l < lo ? l : lo;
-      hi = h > hi ? h : hi;
-    } else
+    }
+    if (!rg) {
       mi__blis_dynq_range(env, c->simd, t[c->in[i]], c->outer * c->inner[i], &lo, &hi);
+      continue;
+    }
+    mi__blis_range_get(rg, &l, &h);
+    lo = l < lo ? l : lo;
+    hi = h > hi ? h : hi;
+  }
   mi__blis_dynq_outputs(t, c->ys, c->yz, lo, hi, &scale, &zp);
   for (i = 0; i < c->count; i++) {
     const float *x = t[c->in[i]];

@@ -300,8 +300,7 @@ int mi__blis_ftail_codes(const mi__blis_prep_t *p, const mi__blis_qsrc_t *src, i
 /* The low and high of n int32 sums merged into r[0], r[1]. */
 void mi__blis_acc_range(int32_t simd, const int32_t *acc, int64_t n, int32_t *r);
 /* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none; added after the relu where
- * hs->res_post), then hs (NULL: none): its affine
- * block and its hard-swish, each where set. The tail's ops one rounding each, b added only when
+ * hs->res_post), then hs (NULL: none): its affine block and its hard-swish, each where set. The tail's ops one rounding each, b added only when
  * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
                        int relu, const mi__blis_hsw_t *hs, float *y);

@@ -277,9 +277,9 @@ static int residual(const mi__blis_prep_t *p, int32_t at, int32_t cur, int32_t *
 
 /* A ConvInteger's float tail in its kernel (the host's group, docs/abi.md): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias (one, or one per output channel laid
- * along axis 1), a residual Add and Relu (or Relu, then the residual Add), then a Mul and an Add by constant scalars and a
- * written-out hard-swish. Fills src's tail fields and y; leaves src alone when they do not fit,
- * and the nodes then run as steps of their own. */
+ * along axis 1), a residual Add and Relu (or Relu, then the residual Add), then a Mul and an Add
+ * by constant scalars and a written-out hard-swish. Fills src's tail fields and y; leaves src
+ * alone when they do not fit, and the nodes then run as steps of their own. */
 static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src) {
   const mi_node_desc_t *m;
   const mi_tensor_desc_t *t;

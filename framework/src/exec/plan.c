@@ -430,9 +430,10 @@ static int32_t tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) 
  * int32 sums scaled, biased and clamped in its output stage, the same float operations in the
  * same order); a residual Add of a runtime tensor of the output's shape may come before the Relu,
  * or after it (a U-Net RSU block's relu(conv) + shortcut: the sum written in the output stage, not
- * a pass of its own over the plane, the conv's output and the shortcut), and with MI_FUSE_ACT a hard-swish written out (x * clip(x + 3, 0, 6) / 6), then up to two of
- * LeakyRelu, Relu, Clip and constant Max / Min, then the DynamicQuantizeLinear reading the result
- * first (tail_dynq) may end it. 0 when the chain is not there. */
+ * a pass of its own over the plane, the conv's output and the shortcut), and with MI_FUSE_ACT a
+ * hard-swish written out (x * clip(x + 3, 0, 6) / 6), then up to two of LeakyRelu, Relu, Clip and
+ * constant Max / Min, then the DynamicQuantizeLinear reading the result first (tail_dynq) may end
+ * it. 0 when the chain is not there. */
 static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
                           int hswish, int pad, mi__unit_t *u) {
   static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu", "Add"};

@@ -34,9 +34,9 @@ static int all_zero(const mi_graph_t *g, int32_t t) {
 
 /* Node n reads t and computes f(t) with f(x / s) = f(x) / s for every per-channel s > 0: Relu,
  * LeakyRelu, PRelu (any slope), Identity, Max(t, 0) (a Relu as converters write it), Clip with
- * lower bound 0 and no upper one, the (global) max and average pools and a Pad with value 0. Clip with a max (Relu6),
- * Max(t, c != 0), HardSwish and the saturating ones are not: their bound would have to scale
- * per channel. */
+ * lower bound 0 and no upper one, the (global) max and average pools and a Pad with value 0.
+ * Clip with a max (Relu6), Max(t, c != 0), HardSwish and the saturating ones are not: their
+ * bound would have to scale per channel. */
 static int homogeneous(const mi_graph_t *g, const mi_node_t *n, int32_t t) {
   const char *op = n->op_type;
   if (n->output_count != 1) return 0;
