@@ -127,6 +127,49 @@ static void blis_qdq(mi_plugin_t *blis) {
   mi_graph_destroy(g);
 }
 
+/* The reference check (mi_outputs_check, what mi-host compare and tune run on every
+ * configuration) on an all-INT8 MobileNetV2 on blis-cpu: the device's outputs pass, equal to the
+ * reference's (which evaluates each QDQ layer as the integer layer blis-cpu computes), and those
+ * of a corrupted model (one layer's weight codes negated, as a wrong packing would) are refused. */
+static void blis_int8_check(mi_plugin_t *blis) {
+  mi_graph_t *g = zoo("mobilenetv2", 0.5, 3, 32), *q = transform(g, k_int8, NULL), *bad = mi_graph_clone(q);
+  mi_array_t *in = input_for(g, 33), *got[4] = {0}, *want[4] = {0};
+  mi_session_t *s = session(q, blis), *sb;
+  double e = -1, eb = -1;
+  int ok, okb, corrupted = 0;
+  if (!bad) die("clone", NULL);
+  run(s, q, in, got);
+  ref(q, in, want);
+  ok = mi_outputs_check((const mi_array_t *const *)got, (const mi_array_t *const *)want, q->output_count, &e);
+  destroy_outs(got, want);
+  /* the weight codes of the third DQ of an INT8 constant, negated */
+  for (int32_t n = 0, k = 0; n < bad->node_count && !corrupted; n++) {
+    mi_tensor_t *w = strcmp(bad->nodes[n].op_type, "DequantizeLinear") ? NULL : &bad->tensors[bad->nodes[n].inputs[0]];
+    if (!w || !w->data || w->dtype != MI_DTYPE_INT8 || ++k < 3) continue;
+    for (size_t i = 0; i < w->nbytes; i++) ((int8_t *)w->data)[i] = (int8_t)(((int8_t *)w->data)[i] == -128 ? 127 : -((int8_t *)w->data)[i]);
+    corrupted = 1;
+  }
+  CHECK(corrupted, "a weight to corrupt");
+  sb = session(bad, blis);
+  run(sb, bad, in, got);
+  ref(q, in, want);
+  okb = mi_outputs_check((const mi_array_t *const *)got, (const mi_array_t *const *)want, q->output_count, &eb);
+  printf(
+      "blis-cpu mobilenetv2 all-INT8: %d kernels (%d multi-node); reference check rel L2 %.3g (%s), corrupted "
+      "model %.3g (%s)\n",
+      mi_session_kernel_count(s), multi_node_kernels(s), e, ok ? "passes" : "refused", eb, okb ? "passes" : "refused");
+  CHECK(multi_node_kernels(s) > 0, "INT8 layers lowered");
+  CHECK(ok && e < 1e-6, "the INT8 model's outputs: rel L2 %.3g", e);
+  CHECK(!okb && eb > MI_OUTPUT_TOLERANCE, "the corrupted model's outputs: rel L2 %.3g", eb);
+  destroy_outs(got, want);
+  mi_session_destroy(sb);
+  mi_session_destroy(s);
+  mi_array_destroy(in);
+  mi_graph_destroy(bad);
+  mi_graph_destroy(q);
+  mi_graph_destroy(g);
+}
+
 static mi_registry_t *r;
 static mi_plugin_t *blis, *npu;
 
@@ -152,9 +195,14 @@ static void blis_qdq_model(void) {
   if (blis) blis_qdq(blis);
 }
 
+static void blis_int8_reference_check(void) {
+  if (blis) blis_int8_check(blis);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(npu_codes_models),
     TU_CASE(blis_qdq_model),
+    TU_CASE(blis_int8_reference_check),
 };
 
 TU_MAIN(setup, teardown)

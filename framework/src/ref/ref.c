@@ -231,7 +231,7 @@ int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
   int32_t rc = MI_OK, nt;
   mi_array_t **vals = NULL;
   uint8_t *held = NULL;
-  int32_t *last_use = NULL;
+  int32_t *last_use = NULL, *role = NULL;
   const mi_array_t **nin = NULL;
   mi_array_t **nout = NULL;
   int32_t max_in = 1, max_out = 1;
@@ -254,7 +254,8 @@ int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
   last_use = malloc(((size_t)nt + 1) * sizeof *last_use);
   nin = calloc((size_t)max_in, sizeof *nin);
   nout = calloc((size_t)max_out, sizeof *nout);
-  if (!vals || !held || !last_use || !nin || !nout) {
+  role = malloc(((size_t)g->node_count + 1) * sizeof *role);
+  if (!vals || !held || !last_use || !nin || !nout || !role) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "mi_ref_run: out of memory");
     goto done;
   }
@@ -267,6 +268,13 @@ int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
       if (g->nodes[n].inputs[k] >= 0 && g->nodes[n].inputs[k] < nt)
         last_use[g->nodes[n].inputs[k]] = n;
   for (int32_t i = 0; i < g->output_count; i++) last_use[g->outputs[i]] = g->node_count;
+  /* QDQ layers run as integer layers at their QuantizeLinear (ref_qdq.c), from their input
+   * codes, which therefore live until then. */
+  if (mi__ref_qdq_plan(g, role) > 0)
+    for (int32_t n = 0; n < g->node_count; n++) {
+      int32_t t = role[n] >= 0 ? mi__ref_qdq_codes(g, role[n]) : -1;
+      if (t >= 0 && last_use[t] >= 0 && last_use[t] < n) last_use[t] = n;
+    }
 
   for (int32_t t = 0; t < nt; t++) {
     const mi_tensor_t *ts = &g->tensors[t];
@@ -305,8 +313,9 @@ int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
 
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *node = &g->nodes[n];
-    for (int32_t k = 0; k < node->input_count; k++) {
+    for (int32_t k = 0; role[n] != MI__REF_QDQ_SKIP && k < node->input_count; k++) {
       int32_t t = node->inputs[k];
+      if (role[n] >= 0 && k == 0) t = mi__ref_qdq_codes(g, role[n]);
       nin[k] = t >= 0 ? vals[t] : NULL;
       if (t >= 0 && !vals[t]) {
         rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
@@ -316,7 +325,11 @@ int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
         goto done;
       }
     }
-    rc = mi__ref_node(g, n, nin, nout, err);
+    if (role[n] == MI__REF_QDQ_SKIP) rc = MI_OK;
+    else if (role[n] >= 0)
+      rc = mi__ref_qdq_run(g, role[n], nin[0], &nout[0], err);
+    else
+      rc = mi__ref_node(g, n, nin, nout, err);
     if (rc != MI_OK) goto done;
     for (int32_t k = 0; k < node->output_count; k++) {
       int32_t t = node->outputs[k];
@@ -332,6 +345,10 @@ int32_t mi__ref_run_scoped(const mi_graph_t *g, const mi_array_t *const *inputs,
     for (int32_t k = 0; k < node->input_count; k++) {
       int32_t t = node->inputs[k];
       if (t >= 0 && last_use[t] == n && held[t] == HELD_OWNED) release_value(vals, held, t);
+    }
+    if (role[n] >= 0) {
+      int32_t t = mi__ref_qdq_codes(g, role[n]);
+      if (last_use[t] == n && held[t] == HELD_OWNED) release_value(vals, held, t);
     }
   }
 
@@ -360,6 +377,7 @@ done:
   free(vals);
   free(held);
   free(last_use);
+  free(role);
   free(nin);
   free(nout);
   return rc;

@@ -100,6 +100,19 @@ typedef struct mi__ref_window {
 int32_t mi__ref_window(const mi__ref_call_t *c, const mi_array_t *x, const int64_t *kernel,
                        int ceil_mode, mi__ref_window_t *w);
 
+/* QDQ layers evaluated as integer layers (ref_qdq.c). mi__ref_qdq_plan sets role[n] for each of
+ * g's nodes: MI__REF_QDQ_PLAIN (run it as itself), MI__REF_QDQ_SKIP (the float op or activation of
+ * a QDQ layer: not run), or, at a layer's QuantizeLinear, the index of its float op; it returns
+ * the number of layers. mi__ref_qdq_codes is the tensor of the layer's input codes, which the
+ * walker keeps until the QuantizeLinear; mi__ref_qdq_run computes the layer's output codes from
+ * them. */
+#define MI__REF_QDQ_PLAIN (-1)
+#define MI__REF_QDQ_SKIP (-2)
+int32_t mi__ref_qdq_plan(const mi_graph_t *g, int32_t *role);
+int32_t mi__ref_qdq_codes(const mi_graph_t *g, int32_t op);
+int32_t mi__ref_qdq_run(const mi_graph_t *g, int32_t op, const mi_array_t *x, mi_array_t **out,
+                        mi_error_t *err);
+
 /* The kernels ref.c's op table dispatches to, one line per source file; a kernel serving several
  * op types dispatches on node->op_type. All share one signature, mi__ref_kernel_fn. */
 typedef int32_t mi__ref_kernel_fn(mi__ref_call_t *c);

@@ -22,8 +22,8 @@ static int32_t *centered(const mi_array_t *a, const mi_array_t *z, int64_t inner
  * are uint32 (defined wrap, and vector multiplies): exactly the direct loop's int32 results. The direct loop, with its bounds checks
  * per product, took minutes per run on a 1024x1024 quantized model (119 ConvInteger), so no
  * tune measuring its accuracy against this interpreter fitted in 5 minutes. -1: out of memory. */
-static int conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
-                    int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w) {
+int mi__ref_conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
+                     int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w) {
   int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->k[0], KW = w->k[1];
   int64_t Cg = C / group, Mg = M / group, s1 = w->stride[1], rows = OW < 8192 ? 8192 / OW : 1;
   uint32_t *a = malloc((size_t)(OH * OW + 1) * sizeof *a);
@@ -119,7 +119,7 @@ static int32_t conv_int(mi__ref_call_t *c, int qlinear) {
   } else if ((rc = mi__ref_make_out(c, 0, qlinear ? zy->dtype : MI_DTYPE_INT32, x->rank, dims, &y)) ==
              MI_OK) {
     c->out[0] = y;
-    if (conv_acc(X, Wc, bias, qlinear ? acc : y->data, N, C, M, group, &w) != 0)
+    if (mi__ref_conv_acc(X, Wc, bias, qlinear ? acc : y->data, N, C, M, group, &w) != 0)
       rc = mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
     else if (qlinear) {
       double s = *(const float *)sx->data, ys = *(const float *)sy->data;

@@ -36,4 +36,10 @@ static inline void mi__ref_put_code(mi_array_t *y, int64_t i, double v, int32_t 
 int32_t mi__ref_qparam(const mi__ref_call_t *c, int32_t k, const char *what, int is_scale,
                        int32_t zdt, int64_t count, const mi_array_t **a, int64_t *n);
 
+/* Integer conv sums acc[n][m][oh][ow] = sum X * W (+ bias[m]) of centered codes X [N][C][H][W]
+ * and W [M][C/group][KH][KW] over window w, wrapping as int32 does; -1: out of memory
+ * (ref_qgemm.c). */
+int mi__ref_conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
+                     int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w);
+
 #endif /* MI_REF_REF_QUTIL_H */
