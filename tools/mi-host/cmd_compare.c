@@ -25,8 +25,9 @@ typedef struct cmp_args {
   const char *model, *device;
   const char *shapes[16], *files[16], *calib; /* --shape, --input, --calib */
   int nshape, nfile;
-  char inputs[2048]; /* every input's shape "NAME:D0xD1;..." for the workers, when given */
-  char fixed[8192];  /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
+  char calib_shapes[16][256]; /* shapes of --calib's first sample, for inputs with dynamic dims */
+  char inputs[2048];          /* every input's shape "NAME:D0xD1;..." for the workers, when given */
+  char fixed[8192];           /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
   cmp_config_t cfg[MI_COMPARE_MAX_CONFIGS];
   int n;
   mi_measure_options_t mo;
@@ -239,6 +240,51 @@ static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t 
   return mi_space_canonical(s, c->pt, &c->text, err);
 }
 
+/* An input with dynamic dims that neither --shape nor --input fixed takes the shape of --calib's
+ * first sample, the sample the runs use (as a recipe's calibration does): it is added to the
+ * --shape options, so the space is built, and the workers run, at that shape. Without it the
+ * space was built on the dynamic graph, where no INT8 variant could be probed (int8_act was not
+ * offered) and every worker refused the shapes as not concrete. */
+static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
+  mi_xf_samples_t *smp = NULL;
+  const char *specs[16];
+  int n = 0, dynamic = 0;
+  int32_t rc;
+  for (int32_t i = 0; i < g->input_count; i++)
+    for (int32_t d = 0; d < g->tensors[g->inputs[i]].rank; d++) dynamic |= g->tensors[g->inputs[i]].dims[d] < 0;
+  if (!dynamic) return MI_OK;
+  if ((rc = mi_xf_samples_load_dir(g, a->calib, &smp, err))) return rc;
+  if (smp->sample_count < 1 || smp->input_count != g->input_count) {
+    mi_xf_samples_destroy(smp);
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--calib %s: no sample for the model's %d inputs", a->calib,
+                     (int)g->input_count);
+  }
+  for (int32_t i = 0; i < g->input_count && rc == MI_OK; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    const mi_array_t *x = smp->inputs[i];
+    int fixed = 1;
+    size_t at;
+    for (int32_t d = 0; d < t->rank; d++) fixed &= t->dims[d] >= 0;
+    if (fixed) continue;
+    if (a->nshape + n >= 16) {
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: at most 16 --shape options");
+      break;
+    }
+    at = (size_t)snprintf(a->calib_shapes[n], sizeof a->calib_shapes[n], "%s=", t->name);
+    for (int32_t d = 0; d < x->rank && at < sizeof a->calib_shapes[n]; d++)
+      at += (size_t)snprintf(a->calib_shapes[n] + at, sizeof a->calib_shapes[n] - at, d ? ",%lld" : "%lld",
+                             (long long)x->dims[d]);
+    if (at >= sizeof a->calib_shapes[n])
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--calib: input '%s': name too long", t->name);
+    specs[n] = a->calib_shapes[n];
+    n++;
+  }
+  mi_xf_samples_destroy(smp);
+  if (rc == MI_OK && n > 0) rc = mi_graph_input_args(g, NULL, 0, specs, n, NULL, err);
+  for (int i = 0; rc == MI_OK && i < n; i++) a->shapes[a->nshape++] = specs[i];
+  return rc;
+}
+
 /* The model with --shape/--input applied (mi_graph_input_args: the rules of profile, accuracy
  * and mi-run), and what the workers get: every input's shape when any was given, and the
  * --input files by absolute path (a worker need not share the working directory). */
@@ -248,6 +294,7 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   if ((rc = mi_onnx_load(a->model, g, err))) return rc;
   if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)))
     return rc;
+  if (a->calib && (rc = calib_shapes(a, *g, err))) return rc;
   for (int32_t i = 0; a->nshape + a->nfile > 0 && i < (*g)->input_count && at < sizeof a->inputs; i++) {
     const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
     at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%s:", i ? ";" : "", t->name);
@@ -257,15 +304,16 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   }
   if (at >= sizeof a->inputs)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape/--input: too many inputs");
-  for (int32_t i = 0; a->nshape + a->nfile > 0 && i < (*g)->input_count; i++) {
+  /* Checked here, before the space is built on the graph: a worker would only refuse it later
+   * as "shapes are not concrete". */
+  for (int32_t i = 0; i < (*g)->input_count; i++) {
     const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
     for (int32_t d = 0; d < t->rank; d++)
       if (t->dims[d] < 0)
         return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                         "input '%s' has dynamic dim %d: give "
-                         "--shape %s=D0xD1x... or --input %s=FILE.npy",
-                         t->name, (int)d,
-                         t->name, t->name);
+                         "input '%s' has dynamic dim %d: give --shape %s=D0xD1x..., --input %s=FILE.npy "
+                         "or --calib DIR",
+                         t->name, (int)d, t->name, t->name);
   }
   if ((rc = mi_host_fixed_inputs(a->files, a->nfile, a->fixed, sizeof a->fixed, err)))
     return rc;
