@@ -38,6 +38,9 @@ typedef struct conv_data {
   uint8_t x[C * H * W];
   int8_t w[M * C * K * K];
   float sw[M], b[M], sx, sy;
+  int ibias; /* the bias as ONNX Runtime's quantizer writes it: DQ(bq INT32, bs = sx * sw, zero points 0) */
+  int32_t bq[M];
+  float bs[M];
 } conv_data_t;
 
 /* x_q [1,C,H,W] -> DQ -> Conv(DQ(w_q) per channel, b, pads 1) [-> Relu] -> Q (sy, zy) -> y_q. With
@@ -52,9 +55,19 @@ static mi_graph_t *conv_graph(const conv_data_t *d, int relu, int32_t zy, int fl
   int32_t dqw[3] = {cst(g, "w_q", MI_DTYPE_INT8, 4, wd, d->w, sizeof d->w),
                     cst(g, "sw", MI_DTYPE_FLOAT32, 1, &m, d->sw, sizeof d->sw), -1};
   int32_t conv[3] = {node1(g, "DequantizeLinear", "dqx", 3, dqx, NULL), node1(g, "DequantizeLinear", "dqw", 2, dqw, &n),
-                     cst(g, "b", MI_DTYPE_FLOAT32, 1, &m, d->b, sizeof d->b)};
+                     -1};
   int32_t c, q[3];
   REQUIRE(mi_node_set_int(g, n, "axis", 0) == MI_OK);
+  if (d->ibias) {
+    static const int32_t zeros[M];
+    int32_t dqb[3] = {cst(g, "b_q", MI_DTYPE_INT32, 1, &m, d->bq, sizeof d->bq),
+                      cst(g, "bs", MI_DTYPE_FLOAT32, 1, &m, d->bs, sizeof d->bs),
+                      cst(g, "bz", MI_DTYPE_INT32, 1, &m, zeros, sizeof zeros)};
+    conv[2] = node1(g, "DequantizeLinear", "dqb", 3, dqb, &n);
+    REQUIRE(mi_node_set_int(g, n, "axis", 0) == MI_OK);
+  } else {
+    conv[2] = cst(g, "b", MI_DTYPE_FLOAT32, 1, &m, d->b, sizeof d->b);
+  }
   c = node1(g, "Conv", "conv", 3, conv, &n);
   REQUIRE(mi_node_set_ints(g, n, "pads", 4, pads) == MI_OK);
   if (float_path) mi_graph_add_output(g, c);
@@ -91,6 +104,7 @@ static void conv_want(const conv_data_t *d, int32_t zy, uint8_t *y) {
 static void conv_fill(conv_data_t *d, int ties) {
   for (int i = 0; i < C * H * W; i++) d->x[i] = (uint8_t)(ties ? 117 + rnd(-3, 3) : rnd(0, 255));
   for (int i = 0; i < M * C * K * K; i++) d->w[i] = (int8_t)(ties ? rnd(-1, 1) : rnd(-127, 127));
+  d->ibias = 0;
   d->sx = ties ? 1.0f : 0.0173f;
   d->sy = ties ? 2.0f : 0.0911f;
   for (int i = 0; i < M; i++) {
@@ -152,6 +166,31 @@ static void conv_integer_codes(void) {
       "away\n",
       (long long)(8 * n), (long long)flips, (long long)(4 * n));
   CHECK(flips > 0, "the float path gave the integer codes everywhere: the case does not show the difference");
+}
+
+/* The bias as an INT32 constant through a DequantizeLinear (zero points 0), as ONNX Runtime's
+ * quantize_static and tools/mi-quantize write it: the layer is still evaluated as the integer
+ * layer, with the bias the DequantizeLinear gives (on the layer of ties, with scale 2^-22 so that
+ * the bias is exactly 2n + 2^-22: the float path would put codes one step away). */
+static void conv_int32_bias(void) {
+  static conv_data_t d;
+  static uint8_t want[M * H * W];
+  mi_graph_t *g;
+  mi_array_t *y;
+  conv_fill(&d, 1);
+  d.ibias = 1;
+  for (int m = 0; m < M; m++) {
+    d.bs[m] = 0x1p-22f;
+    d.bq[m] = (int32_t)lrint((double)d.b[m] / (double)d.bs[m]);
+    d.b[m] = (float)((double)d.bq[m] * (double)d.bs[m]);
+  }
+  conv_want(&d, 128, want);
+  g = conv_graph(&d, 0, 128, 0);
+  y = run_codes(g, &d);
+  REQUIRE(y && mi_array_numel(y) == M * H * W);
+  CHECK(count_diff(y, want, M * H * W) == 0, "INT32 bias: %lld codes differ", (long long)count_diff(y, want, M * H * W));
+  mi_array_destroy(y);
+  mi_graph_destroy(g);
 }
 
 /* A Relu the quantization does not imply (zero point 10, not the lowest code) is applied: the layer
@@ -238,6 +277,7 @@ static void matmul_gemm_codes(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(conv_integer_codes),
+    TU_CASE(conv_int32_bias),
     TU_CASE(relu_not_implied),
     TU_CASE(matmul_gemm_codes),
 };

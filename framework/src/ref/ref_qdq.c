@@ -76,6 +76,37 @@ static double clip_bound(const mi_graph_t *g, int32_t n, int32_t i, double dflt)
   return t && numel(t) == 1 ? (double)*(const float *)t->data : NAN;
 }
 
+/* Bias value m of QDQ layer op (FLOAT32): a FLOAT32 initializer, or the DequantizeLinear of an
+ * INT32 one (ONNX Runtime's quantizer writes the bias so, scale sx * sw, zero point 0), read as
+ * that DequantizeLinear computes it. With out NULL, 1 when the bias is one of these with 1 or
+ * `ch` values (*n their count). */
+static int bias_of(const mi_graph_t *g, int32_t op, int64_t ch, int64_t *n, float *out) {
+  const mi_node_t *o = &g->nodes[op];
+  int32_t t = o->input_count > 2 ? o->inputs[2] : -1, dq = producer(g, t);
+  const mi_tensor_t *b = t >= 0 ? constant(g, op, 2, MI_DTYPE_FLOAT32) : NULL, *z = NULL;
+  const float *s = NULL;
+  int64_t ns = 1;
+  *n = 0;
+  if (t < 0) return 1;
+  if (!b) {
+    const mi_tensor_t *st;
+    if (!is_op(g, dq, "DequantizeLinear") || mi__graph_is_output(g, t) || !(b = constant(g, dq, 0, MI_DTYPE_INT32)) ||
+        b->rank > 1 || !(st = constant(g, dq, 1, MI_DTYPE_FLOAT32)) || ((ns = numel(st)) != 1 && ns != numel(b)))
+      return 0;
+    s = st->data;
+    if (g->nodes[dq].input_count > 2 && g->nodes[dq].inputs[2] >= 0) { /* a zero point: zeros */
+      if (!(z = constant(g, dq, 2, MI_DTYPE_INT32)) || numel(z) != ns) return 0;
+      for (int64_t i = 0; i < ns; i++)
+        if (((const int32_t *)z->data)[i] != 0) return 0;
+    }
+  }
+  if (numel(b) != ch && numel(b) != 1) return 0;
+  *n = numel(b);
+  for (int64_t m = 0; out && m < *n; m++)
+    out[m] = s ? (float)((double)((const int32_t *)b->data)[m] * (double)s[ns == 1 ? 0 : m]) : ((const float *)b->data)[m];
+  return 1;
+}
+
 /* Axis of the output channels in the weight of QDQ layer op. */
 static int32_t weight_axis(const mi_graph_t *g, int32_t op) {
   if (is_op(g, op, "Conv")) return 0;
@@ -91,7 +122,8 @@ static int match(const mi_graph_t *g, int32_t op, int32_t *q, int32_t *act, int6
   const mi_node_t *n = &g->nodes[op];
   int conv = is_op(g, op, "Conv"), mm = is_op(g, op, "MatMul"), gemm = is_op(g, op, "Gemm");
   int32_t dqx, dqw, y, r, yt;
-  const mi_tensor_t *wq, *xq, *z, *bias;
+  const mi_tensor_t *wq, *xq, *z;
+  int64_t nb;
   const float *s;
   if (!(conv || mm || gemm) || n->output_count != 1 || n->input_count < 2 || n->outputs[0] < 0) return 0;
   if (!is_op(g, dqx = producer(g, n->inputs[0]), "DequantizeLinear") ||
@@ -113,10 +145,7 @@ static int match(const mi_graph_t *g, int32_t op, int32_t *q, int32_t *act, int6
   }
   if (!qparams(g, dqw, *ch, weight_axis(g, op), wq->rank, &s, &z) || (z && z->dtype != wq->dtype)) return 0;
   if (mm && n->input_count > 2) return 0;
-  if (n->input_count > 2 && n->inputs[2] >= 0) {
-    if (!(bias = constant(g, op, 2, MI_DTYPE_FLOAT32)) || (numel(bias) != *ch && !(gemm && numel(bias) == 1)))
-      return 0;
-  }
+  if (!bias_of(g, op, *ch, &nb, NULL) || (nb == 1 && !gemm && *ch != 1)) return 0;
   y = n->outputs[0];
   if ((r = mi__graph_sole_reader(g, y)) < 0) return 0;
   *act = -1;
@@ -179,9 +208,10 @@ int32_t mi__ref_qdq_run(const mi_graph_t *g, int32_t op, const mi_array_t *x, mi
   const mi_node_t *n = &g->nodes[op];
   int conv = is_op(g, op, "Conv"), gemm = is_op(g, op, "Gemm");
   int32_t q, act, dqx = producer(g, n->inputs[0]), dqw = producer(g, n->inputs[1]), rc = MI_OK, rank = 0;
-  int64_t ch, dims[MI_MAX_RANK], per = 1, total, K = 0, rows = 1;
-  const float *sx, *sw, *sy, *b = NULL;
-  const mi_tensor_t *zx, *zw, *zy, *wq, *bt;
+  int64_t ch, dims[MI_MAX_RANK], per = 1, total, K = 0, rows = 1, nb = 0;
+  const float *sx, *sw, *sy;
+  float *b = NULL;
+  const mi_tensor_t *zx, *zw, *zy, *wq;
   int32_t *X = NULL, *W = NULL, *acc = NULL;
   double alpha = gemm ? mi_node_attr_float(n, "alpha", 1.0f) : 1.0, beta = gemm ? mi_node_attr_float(n, "beta", 1.0f) : 1.0;
   mi__ref_call_t c;
@@ -194,8 +224,6 @@ int32_t mi__ref_qdq_run(const mi_graph_t *g, int32_t op, const mi_array_t *x, mi
   *out = NULL;
   if (!match(g, op, &q, &act, &ch)) return mi__ref_fail(&c, MI_ERR_INTERNAL, "not a QDQ layer");
   wq = &g->tensors[g->nodes[dqw].inputs[0]];
-  bt = n->input_count > 2 && n->inputs[2] >= 0 ? &g->tensors[n->inputs[2]] : NULL;
-  b = bt ? bt->data : NULL;
   qparams(g, dqx, 1, 0, 1, &sx, &zx);
   qparams(g, dqw, ch, weight_axis(g, op), wq->rank, &sw, &zw);
   qparams(g, q, 1, 0, 1, &sy, &zy);
@@ -248,23 +276,25 @@ int32_t mi__ref_qdq_run(const mi_graph_t *g, int32_t op, const mi_array_t *x, mi
       gemm_acc(X, W, acc, rows, K, ch, tb);
     }
   }
-  if (rc == MI_OK && (!X || !W || !acc)) rc = MI_ERR_OUT_OF_MEMORY;
+  if (rc == MI_OK && (!X || !W || !acc || !(b = malloc((size_t)(ch + 1) * sizeof *b)))) rc = MI_ERR_OUT_OF_MEMORY;
+  if (rc == MI_OK) bias_of(g, op, ch, &nb, b);
   if (rc == MI_OK && !(y = mi_array_create(zy ? zy->dtype : MI_DTYPE_UINT8, rank, dims))) rc = MI_ERR_OUT_OF_MEMORY;
   if (rc == MI_OK) {
     /* The output stage of an integer kernel (docs/abi.md): mult = alpha * sx * sw / sy and
      * bias = beta * b / sy in double, one rounding half to even, then the zero point. */
     int32_t z = zy ? code_at(zy->dtype, zy->data, 0) : 0;
-    int64_t nb = bt ? numel(bt) : 0, nsw = numel(&g->tensors[g->nodes[dqw].inputs[1]]);
+    int64_t nsw = numel(&g->tensors[g->nodes[dqw].inputs[1]]);
     for (int64_t i = 0; i < total; i++) {
       int64_t m = conv ? (i / per) % ch : i % ch;
       double mult = alpha * (double)sx[0] * (double)sw[nsw == 1 ? 0 : m] / (double)sy[0];
-      double bias = b ? beta * (double)b[nb == 1 ? 0 : m] / (double)sy[0] : 0.0;
+      double bias = nb ? beta * (double)b[nb == 1 ? 0 : m] / (double)sy[0] : 0.0;
       mi__ref_put_code(y, i, (double)acc[i] * mult + bias, z);
     }
   }
   free(X);
   free(W);
   free(acc);
+  free(b);
   if (rc == MI_ERR_OUT_OF_MEMORY) return mi__ref_fail(&c, rc, "out of memory");
   *out = y;
   return rc;
