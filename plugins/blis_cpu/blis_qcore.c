@@ -171,7 +171,47 @@ __attribute__((target(T512))) static void q512_madd_b4(QCORE_ARGS) { Q512_BODY(D
     }                                                                                             \
   }
 
-__attribute__((target("avx2,fma"))) static void q256_madd(QCORE_ARGS) { Q256_BODY(A_I16, B256_I16) }
+__attribute__((target("avx2,fma"))) static void q256_madd4(QCORE_ARGS) { Q256_BODY(A_I16, B256_I16) }
+
+/* Rows of the AVX2 int16 core in blocks of 6 over whole blocks of 16 columns: 12 accumulators,
+ * two B loads and six broadcasts a k pair for twelve vpmaddwd, where the 4 x 16 block spent two
+ * loads and four broadcasts on eight (and masked loads where no column is masked). The int32
+ * sums are the same, so the results are the 4-row body's bit for bit; the column tail and the
+ * rows past the last block of 6 go to it. */
+#define Q256_ROWS6 6
+__attribute__((target("avx2,fma"))) static void q256_madd(QCORE_ARGS) {
+  int64_t full = jb + (je - jb) / 16 * 16, i, j0, p;
+  for (i = m0; i + Q256_ROWS6 <= m1 && full > jb; i += Q256_ROWS6) {
+    const int16_t *ar[Q256_ROWS6];
+    int r;
+    for (r = 0; r < Q256_ROWS6; r++) ar[r] = (const int16_t *)((const char *)a + (i + r) * ab);
+    for (j0 = jb; j0 < full; j0 += 16) {
+      const int16_t *bp = (const int16_t *)b + j0 * 2;
+      __m256i c0[Q256_ROWS6], c1[Q256_ROWS6];
+      _Pragma("GCC unroll 6") for (r = 0; r < Q256_ROWS6; r++) c0[r] = c1[r] = _mm256_setzero_si256();
+      for (p = 0; p < kp; p++, bp += 2 * n) {
+        __m256i b0 = _mm256_loadu_si256((const __m256i *)bp), b1 = _mm256_loadu_si256((const __m256i *)(bp + 16));
+        _Pragma("GCC unroll 6") for (r = 0; r < Q256_ROWS6; r++) {
+          int32_t pr;
+          __m256i av;
+          memcpy(&pr, ar[r] + 2 * p, sizeof pr);
+          av = _mm256_set1_epi32(pr);
+          c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(b0, av));
+          c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(b1, av));
+        }
+      }
+      _Pragma("GCC unroll 6") for (r = 0; r < Q256_ROWS6; r++) {
+        _mm256_storeu_si256((__m256i *)(acc + (i + r) * n + j0), c0[r]);
+        _mm256_storeu_si256((__m256i *)(acc + (i + r) * n + j0 + 8), c1[r]);
+      }
+    }
+  }
+  if (full > jb && i > m0) { /* the rows done above: their column tail alone */
+    if (full < je) q256_madd4(m0, i, n, full, je, kp, a, ab, b, acc);
+    m0 = i;
+  }
+  if (m0 < m1) q256_madd4(m0, m1, n, jb, je, kp, a, ab, b, acc);
+}
 __attribute__((target("avx2,fma"))) static void q256_madd_a4(QCORE_ARGS) { Q256_BODY(A_I4, B256_I16) }
 __attribute__((target("avx2,fma"))) static void q256_madd_b4(QCORE_ARGS) { Q256_BODY(A_I16, B256_I4) }
 

@@ -341,6 +341,9 @@ static const qcase_t cases[] = {
     {"int8 conv 1x1 s8, 720-pixel planes, extreme zero points", 1, 6, 24, 30, 5, 1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0},
     {"int8 conv 3x3 u8, 300 columns a row, extreme zero points", 1, 3, 4, 300, 4, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0},
     {"int8 conv 3x3 stride 2 s8, 301 columns a row", 1, 3, 5, 601, 4, 3, 2, 1, 1, 0, 1, 1, 0, 0, 0, 0},
+    /* the AVX2 int16 core's blocks of 6 rows over whole 16-column blocks: 17 outputs = two blocks
+     * and 5 rows left to the 4-row body, 41 columns = two whole blocks and a 9-column tail */
+    {"int8 conv 3x3 17 outputs, 41 columns, extreme zero points", 1, 7, 6, 41, 17, 3, 1, 1, 1, 1, 1, 1, 0, 0, 1, 0},
     /* TF's SAME padding at stride 2: one more row and column of padding at the end */
     {"int8 conv 5x5 stride 2 pads 1,1,2,2, 24 outputs", 1, 3, 64, 64, 24, 5, 2, 1, 1, 1, 1, 1, 0, 0, 0, 1},
     {"int8 depthwise 3x3 stride 2 pads 0,0,1,1", 1, 24, 32, 32, 24, 3, 2, 0, 24, 1, 1, 1, 0, 0, 0, 1},
