@@ -319,6 +319,10 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int64_t mi__blis_resize_rows_of(const mi__blis_step_t *s, int32_t y, int64_t *len);
 /* Its output rows i0..i1, one after the other, into dst (the run's tensors t). */
 void mi__blis_resize_rows(const mi__blis_step_t *s, void *const *t, int64_t i0, int64_t i1, float *dst);
+/* The range of those rows (0 included) merged into lo, hi without writing them: the same values
+ * as mi__blis_minmax over what mi__blis_resize_rows writes. */
+void mi__blis_resize_rows_range(const mi__blis_step_t *s, void *const *t, int64_t i0, int64_t i1, float *lo,
+                                float *hi);
 int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* A comparison and the Cast to FLOAT that alone reads it, as one step (blis_cmp.c). */
 int32_t mi__blis_prep_cmp(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

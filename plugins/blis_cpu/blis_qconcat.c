@@ -42,18 +42,18 @@ static void rows_part(void *arg, int64_t b, int64_t e) {
   const qconcat_t *c = k->c;
   int64_t len = c->len[k->i], per = QC_ROWS / len, rpo = c->inner[k->i] / len, r, j, n;
   float buf[QC_ROWS], lo = 0.f, hi = 0.f;
+  if (!k->codes) { /* the range alone: the rows' values go to min and max unwritten */
+    mi__blis_resize_rows_range(c->rz[k->i], k->t, b, e, &lo, &hi);
+    mi__blis_range_merge(&k->rg, lo, hi);
+    return;
+  }
   for (r = b; r < e; r += n) {
     n = e - r < per ? e - r : per;
     mi__blis_resize_rows(c->rz[k->i], k->t, r, r + n, buf);
-    if (!k->codes) {
-      mi__blis_minmax(c->simd, buf, n * len, &lo, &hi);
-      continue;
-    }
     for (j = 0; j < n; j++) /* row r + j of block (r + j) / rpo */
       mi__blis_dynq_row(c->simd, buf + j * len, k->codes + (r + j) / rpo * c->inner_y + k->off + (r + j) % rpo * len,
                         len, k->scale, k->zp);
   }
-  if (!k->codes) mi__blis_range_merge(&k->rg, lo, hi);
 }
 
 /* Input i's rows through rows_part across the threads. */

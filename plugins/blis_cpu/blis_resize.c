@@ -107,6 +107,20 @@ __attribute__((target("avx512f"))) static int64_t up2_run512(const resize_pass_t
     _mm512_storeu_ps(yr + h + 2 * k, _mm512_permutex2var_ps(ev, lo, od));
     _mm512_storeu_ps(yr + h + 2 * k + 16, _mm512_permutex2var_ps(ev, hi, od));
   }
+  { /* the last whole pairs, under 16, in masked lanes (they had gone to up2_run and the scalar
+     * gather: up to 15 outputs of a 512-wide row one at a time) */
+    int64_t left = (e - h - 2 * k) / 2;
+    __mmask16 m = (__mmask16)((1u << left) - 1u);
+    uint32_t out = (1u << (2 * left)) - 1u;
+    __m512 ev = _mm512_maskz_loadu_ps(m, a0 + k), od = _mm512_maskz_loadu_ps(m, a1 + k);
+    if (!nearest) {
+      ev = _mm512_add_ps(_mm512_mul_ps(v0, ev), _mm512_mul_ps(w0, _mm512_maskz_loadu_ps(m, b0 + k)));
+      od = _mm512_add_ps(_mm512_mul_ps(v1, od), _mm512_mul_ps(w1, _mm512_maskz_loadu_ps(m, b1 + k)));
+    }
+    _mm512_mask_storeu_ps(yr + h + 2 * k, (__mmask16)out, _mm512_permutex2var_ps(ev, lo, od));
+    _mm512_mask_storeu_ps(yr + h + 2 * k + 16, (__mmask16)(out >> 16), _mm512_permutex2var_ps(ev, hi, od));
+    k += left;
+  }
   return h + 2 * k;
 }
 
@@ -130,6 +144,17 @@ __attribute__((target("avx512f"))) static void blend512(const float *a, const fl
   for (t = 0; t + 16 <= n; t += 16)
     _mm512_storeu_ps(tmp + t, _mm512_add_ps(_mm512_mul_ps(v1, _mm512_loadu_ps(a + t)),
                                             _mm512_mul_ps(vw, _mm512_loadu_ps(b + t))));
+  for (; t < n; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
+}
+
+/* blend512 in AVX2 lanes, for the same reason (the rows of a capped plugin or an AVX2 CPU had been
+ * blended one float at a time). */
+__attribute__((target("avx2"))) static void blend256(const float *a, const float *b, float w, int64_t n, float *tmp) {
+  const __m256 vw = _mm256_set1_ps(w), v1 = _mm256_set1_ps(1.0f - w);
+  int64_t t;
+  for (t = 0; t + 8 <= n; t += 8)
+    _mm256_storeu_ps(tmp + t, _mm256_add_ps(_mm256_mul_ps(v1, _mm256_loadu_ps(a + t)),
+                                            _mm256_mul_ps(vw, _mm256_loadu_ps(b + t))));
   for (; t < n; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
 }
 
@@ -186,11 +211,122 @@ static inline void fused_row(const resize_state_t *r, const float *x, int64_t i,
     const float *b = x + (o * ph->in + ph->i1[j]) * ph->inner;
     float w = ph->w[j];
     if (r->simd == MI__SIMD_AVX512) blend512(a, b, w, ph->inner, tmp);
+    else if (r->simd == MI__SIMD_AVX2)
+      blend256(a, b, w, ph->inner, tmp);
     else
       for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
     row = tmp;
   }
   gather_row(r, pw, row, dst, r->nearest_w);
+}
+
+/* The range of outputs [j0, j1) of a gathered row (gather_run's values), by minmax_c's rule: the
+ * new value compared first, so a NaN leaves the running value. */
+static void gather_range(const resize_pass_t *ps, const float *xr, int nearest, int64_t j0, int64_t j1, float *lo,
+                         float *hi) {
+  float l = *lo, g = *hi; /* (locals: lo and hi could alias the tables for all the compiler knows) */
+  for (int64_t j = j0; j < j1; j++) {
+    float v = nearest ? xr[ps->i0[j]] : (1.0f - ps->w[j]) * xr[ps->i0[j]] + ps->w[j] * xr[ps->i1[j]];
+    l = v < l ? v : l;
+    g = v > g ? v : g;
+  }
+  *lo = l;
+  *hi = g;
+}
+
+/* The range of the doubling run [h, e) of a row without writing it: up2_run512's blends, the
+ * even and odd outputs compared as they come (a range needs no interleaving), the last fewer
+ * than 32 outputs in masked lanes (masked-off lanes keep the running value); returns where it
+ * stopped (e, or e - 1 for an odd run). */
+__attribute__((target("avx512f"))) static int64_t up2_range512(const resize_pass_t *ps, const float *xr, int nearest,
+                                                               int64_t h, int64_t e, float *lo, float *hi) {
+  const float *a0 = xr + ps->i0[h], *b0 = xr + ps->i1[h], *a1 = xr + ps->i0[h + 1], *b1 = xr + ps->i1[h + 1];
+  const __m512 w0 = _mm512_set1_ps(ps->w[h]), v0 = _mm512_set1_ps(1.0f - ps->w[h]);
+  const __m512 w1 = _mm512_set1_ps(ps->w[h + 1]), v1 = _mm512_set1_ps(1.0f - ps->w[h + 1]);
+  __m512 l0 = _mm512_set1_ps(*lo), l1 = l0, h0 = _mm512_set1_ps(*hi), h1 = h0, ev, od;
+  int64_t k, left;
+  __mmask16 m;
+  for (k = 0; h + 2 * k + 32 <= e; k += 16) {
+    ev = _mm512_loadu_ps(a0 + k);
+    od = _mm512_loadu_ps(a1 + k);
+    if (!nearest) {
+      ev = _mm512_add_ps(_mm512_mul_ps(v0, ev), _mm512_mul_ps(w0, _mm512_loadu_ps(b0 + k)));
+      od = _mm512_add_ps(_mm512_mul_ps(v1, od), _mm512_mul_ps(w1, _mm512_loadu_ps(b1 + k)));
+    }
+    l0 = _mm512_min_ps(ev, l0);
+    h0 = _mm512_max_ps(ev, h0);
+    l1 = _mm512_min_ps(od, l1);
+    h1 = _mm512_max_ps(od, h1);
+  }
+  left = (e - h - 2 * k) / 2; /* whole pairs left, under 16 */
+  m = (__mmask16)((1u << left) - 1u);
+  ev = _mm512_maskz_loadu_ps(m, a0 + k);
+  od = _mm512_maskz_loadu_ps(m, a1 + k);
+  if (!nearest) {
+    ev = _mm512_add_ps(_mm512_mul_ps(v0, ev), _mm512_mul_ps(w0, _mm512_maskz_loadu_ps(m, b0 + k)));
+    od = _mm512_add_ps(_mm512_mul_ps(v1, od), _mm512_mul_ps(w1, _mm512_maskz_loadu_ps(m, b1 + k)));
+  }
+  l0 = _mm512_mask_min_ps(l0, m, ev, l0);
+  h0 = _mm512_mask_max_ps(h0, m, ev, h0);
+  l1 = _mm512_mask_min_ps(l1, m, od, l1);
+  h1 = _mm512_mask_max_ps(h1, m, od, h1);
+  *lo = _mm512_reduce_min_ps(_mm512_min_ps(l0, l1));
+  *hi = _mm512_reduce_max_ps(_mm512_max_ps(h0, h1));
+  return h + 2 * (k + left);
+}
+
+/* up2_range512 in AVX2 lanes: 16 outputs a step, up2_run's blends. */
+__attribute__((target("avx2"))) static int64_t up2_range(const resize_pass_t *ps, const float *xr, int nearest,
+                                                         int64_t h, int64_t e, float *lo, float *hi) {
+  const float *a0 = xr + ps->i0[h], *b0 = xr + ps->i1[h], *a1 = xr + ps->i0[h + 1], *b1 = xr + ps->i1[h + 1];
+  const __m256 w0 = _mm256_set1_ps(ps->w[h]), v0 = _mm256_set1_ps(1.0f - ps->w[h]);
+  const __m256 w1 = _mm256_set1_ps(ps->w[h + 1]), v1 = _mm256_set1_ps(1.0f - ps->w[h + 1]);
+  __m256 l = _mm256_set1_ps(*lo), g = _mm256_set1_ps(*hi);
+  float lv[8], hv[8];
+  int64_t k;
+  int i;
+  for (k = 0; h + 2 * k + 16 <= e; k += 8) {
+    __m256 ev = _mm256_loadu_ps(a0 + k), od = _mm256_loadu_ps(a1 + k);
+    if (!nearest) {
+      ev = _mm256_add_ps(_mm256_mul_ps(v0, ev), _mm256_mul_ps(w0, _mm256_loadu_ps(b0 + k)));
+      od = _mm256_add_ps(_mm256_mul_ps(v1, od), _mm256_mul_ps(w1, _mm256_loadu_ps(b1 + k)));
+    }
+    l = _mm256_min_ps(od, _mm256_min_ps(ev, l));
+    g = _mm256_max_ps(od, _mm256_max_ps(ev, g));
+  }
+  _mm256_storeu_ps(lv, l);
+  _mm256_storeu_ps(hv, g);
+  for (i = 0; i < 8; i++) {
+    *lo = lv[i] < *lo ? lv[i] : *lo;
+    *hi = hv[i] > *hi ? hv[i] : *hi;
+  }
+  return h + 2 * k;
+}
+
+/* The range of output row i of the last two passes merged into lo, hi, as fused_row would write
+ * it and mi__blis_minmax would read it back, but with nothing written: the doubling run's blends
+ * go straight to min and max. */
+static void fused_row_range(const resize_state_t *r, const float *x, int64_t i, float *lo, float *hi) {
+  const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
+  float tmp[RESIZE_ROW];
+  int64_t o = i / ph->out, j = i % ph->out, t, h = 0;
+  const float *a = x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
+  if (ph->w[j] != 0.0f) {
+    const float *b = x + (o * ph->in + ph->i1[j]) * ph->inner;
+    float w = ph->w[j];
+    if (r->simd == MI__SIMD_AVX512) blend512(a, b, w, ph->inner, tmp);
+    else if (r->simd == MI__SIMD_AVX2)
+      blend256(a, b, w, ph->inner, tmp);
+    else
+      for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
+    row = tmp;
+  }
+  if (r->up_e > r->up_h) {
+    gather_range(pw, row, r->nearest_w, 0, r->up_h, lo, hi);
+    h = r->simd == MI__SIMD_AVX512 ? up2_range512(pw, row, r->nearest_w, r->up_h, r->up_e, lo, hi) : r->up_h;
+    if (h + 16 <= r->up_e) h = up2_range(pw, row, r->nearest_w, h, r->up_e, lo, hi);
+  }
+  gather_range(pw, row, r->nearest_w, h, pw->out, lo, hi);
 }
 
 /* The fused passes: items are output rows. */
@@ -256,6 +392,12 @@ int64_t mi__blis_resize_rows_of(const mi__blis_step_t *s, int32_t y, int64_t *le
 void mi__blis_resize_rows(const mi__blis_step_t *s, void *const *t, int64_t i0, int64_t i1, float *dst) {
   const resize_state_t *r = s->state;
   for (int64_t i = i0; i < i1; i++, dst += r->pass[1].out) fused_row(r, t[r->x], i, dst);
+}
+
+void mi__blis_resize_rows_range(const mi__blis_step_t *s, void *const *t, int64_t i0, int64_t i1, float *lo,
+                                float *hi) {
+  const resize_state_t *r = s->state;
+  for (int64_t i = i0; i < i1; i++) fused_row_range(r, t[r->x], i, lo, hi);
 }
 
 /* Reads a constant float vector (scales); count, 0 for an absent or empty input, -1 when not a

@@ -774,6 +774,74 @@ static void resize2_concat_dynq(int64_t h, int64_t w) {
   g_kernels = 0;
 }
 
+/* The range of a fused Resize's rows taken without writing them (blis_resize.c,
+ * mi__blis_resize_rows_range): a 2x Resize (linear or nearest) of [1,2,3,w] -> Concat ->
+ * DynamicQuantizeLinear with one value of the input far off the others (+-40 among values in
+ * -1..1), so the scale and every code depend on the rows around it. Columns at the row's clamped
+ * ends, in the AVX-512 run of 32 outputs a step, in the AVX2 run of 16 after it and in the
+ * scalar rest; at each SIMD level (MI_BLIS_MAX_SIMD), each against the reference byte for byte. */
+static void resize_spike_dynq(int linear, int64_t w, int64_t pos, float spike) {
+  static const float sc[4] = {1.f, 1.f, 2.f, 2.f};
+  int64_t ad[4] = {1, 2, 3, w}, bd[4] = {1, 1, 6, 2 * w}, four = 4, n = 2 * 3 * w;
+  char name[128];
+  mi_graph_t *g = graph(13);
+  int32_t ia[3], r, cins[2], c, qo[3], rn;
+  float *x0 = malloc((size_t)n * sizeof *x0);
+  REQUIRE(x0);
+  for (int64_t i = 0; i < n; i++) x0[i] = (float)((int32_t)(rnd32() % 2001) - 1000) / 1000.f;
+  x0[(3 + 1) * w + pos] = spike; /* channel 1, row 1 */
+  ia[0] = input(g, "a", MI_DTYPE_FLOAT32, 4, ad);
+  ia[1] = -1;
+  ia[2] = constant(g, "scales", MI_DTYPE_FLOAT32, 1, &four, sc);
+  r = mi_graph_add_tensor(g, "r", MI_DTYPE_UNDEFINED, -1, NULL);
+  rn = node(g, "Resize", 3, ia, 1, &r, 0);
+  if (linear) mi_node_set_string(g, rn, "mode", "linear");
+  cins[0] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
+  cins[1] = r;
+  c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_node_set_int(g, node(g, "Concat", 2, cins, 1, &c, 0), "axis", 1);
+  qo[0] = out(g, "q");
+  qo[1] = out(g, "s");
+  qo[2] = out(g, "z");
+  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
+  snprintf(name, sizeof name, "Resize %s -> Concat -> DynamicQuantizeLinear, w %lld, %g at column %lld, simd cap %s",
+           linear ? "linear" : "nearest", (long long)w, (double)spike, (long long)pos,
+           getenv("MI_BLIS_MAX_SIMD") ? getenv("MI_BLIS_MAX_SIMD") : "none");
+  g_x0 = x0;
+  g_x0n = n;
+  g_kernels = 1;
+  run_case(g, name, 0);
+  g_kernels = 0;
+  g_x0 = NULL;
+  free(x0);
+}
+
+static void resize_range_levels(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  static const int64_t ws[] = {13, 40, 101};
+  mi_plugin_t *keep = g_blis;
+  for (int lv = 0; lv < 3; lv++) {
+    mi_registry_t *reg = mi_registry_create();
+    uint32_t dev = 0;
+    mi_error_t e = {0, ""};
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    else
+      unsetenv("MI_BLIS_MAX_SIMD");
+    REQUIRE(reg && tu_scan_plugins(reg, &e) == MI_OK && mi_registry_device(reg, "blis-cpu:0", &g_blis, &dev, &e) == MI_OK);
+    for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
+      const int64_t pos[] = {0, 1, ws[k] / 2, ws[k] - 9, ws[k] - 3, ws[k] - 1};
+      for (size_t q = 0; q < sizeof pos / sizeof pos[0]; q++)
+        for (int linear = 0; linear < 2; linear++) {
+          resize_spike_dynq(linear, ws[k], pos[q], 40.f);
+          resize_spike_dynq(linear, ws[k], pos[q], -40.f);
+        }
+    }
+    mi_registry_destroy(reg);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+  g_blis = keep;
+}
+
 static void resize_dynq_cases(void) {
   resize2_concat_dynq(5, 9);
   resize2_concat_dynq(700, 33); /* rows in parts across the threads */
@@ -895,6 +963,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(concat_dynq_cases),
     TU_CASE(pad_dynq_cases),
     TU_CASE(resize_dynq_cases),
+    TU_CASE(resize_range_levels),
     TU_CASE(conv_tail_hand_cases),
 };
 
