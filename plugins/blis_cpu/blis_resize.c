@@ -124,6 +124,28 @@ __attribute__((target("avx512f"))) static int64_t up2_run512(const resize_pass_t
   return h + 2 * k;
 }
 
+/* gather_run 8 outputs a step with vgatherqps (the tables' int64 indices as they are), the same
+ * products and sum: a Resize by another factor than 2 (IS-Net's side outputs, 16 -> 1024 and
+ * 32 -> 1024) had gathered every output one at a time; returns where it stopped. */
+__attribute__((target("avx2"))) static int64_t gather_run8(const resize_pass_t *ps, const float *xr, float *yr,
+                                                           int nearest, int64_t j0, int64_t j1) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t j;
+  for (j = j0; j + 8 <= j1; j += 8) {
+    __m128 a0 = _mm256_i64gather_ps(xr, _mm256_loadu_si256((const __m256i *)(ps->i0 + j)), 4);
+    __m128 a1 = _mm256_i64gather_ps(xr, _mm256_loadu_si256((const __m256i *)(ps->i0 + j + 4)), 4);
+    __m256 a = _mm256_set_m128(a1, a0);
+    if (!nearest) {
+      __m128 b0 = _mm256_i64gather_ps(xr, _mm256_loadu_si256((const __m256i *)(ps->i1 + j)), 4);
+      __m128 b1 = _mm256_i64gather_ps(xr, _mm256_loadu_si256((const __m256i *)(ps->i1 + j + 4)), 4);
+      __m256 w = _mm256_loadu_ps(ps->w + j);
+      a = _mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(one, w), a), _mm256_mul_ps(w, _mm256_set_m128(b1, b0)));
+    }
+    _mm256_storeu_ps(yr + j, a);
+  }
+  return j;
+}
+
 static inline void gather_row(const resize_state_t *r, const resize_pass_t *ps, const float *xr, float *yr,
                               int nearest) {
   int64_t j = 0;
@@ -131,7 +153,8 @@ static inline void gather_row(const resize_state_t *r, const resize_pass_t *ps, 
     gather_run(ps, xr, yr, nearest, 0, r->up_h);
     j = r->simd == MI__SIMD_AVX512 ? up2_run512(ps, xr, yr, nearest, r->up_h, r->up_e) : r->up_h;
     if (j + 16 <= r->up_e) j = up2_run(ps, xr, yr, nearest, j, r->up_e); /* (its taps j, j + 1 exist) */
-  }
+  } else if (r->simd != MI__SIMD_C)
+    j = gather_run8(ps, xr, yr, nearest, 0, ps->out);
   gather_run(ps, xr, yr, nearest, j, ps->out);
 }
 

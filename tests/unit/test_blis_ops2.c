@@ -644,8 +644,43 @@ static void mod(void) {
   mod_test(0);
 }
 
+/* Resizes by factors other than 2 on the innermost axis (8 outputs a step gathered through the
+ * index tables) and by 2 (the doubling run and its last pairs in masked lanes), at each SIMD level
+ * (MI_BLIS_MAX_SIMD caps it as the plugin loads): 16 -> 1024 and 32 -> 1000 as a segmentation
+ * model's side outputs, 13 -> 26 and 41 -> 82 columns (runs ending in 0 to 15 whole pairs), the
+ * reference's bits at every level. */
+static void resize_levels(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  mi_plugin_t *keep = g_blis;
+  mi_registry_t *keep_r = r;
+  for (int lv = 0; lv < 3; lv++) {
+    uint32_t dev = 0;
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    else
+      unsetenv("MI_BLIS_MAX_SIMD");
+    r = mi_registry_create();
+    REQUIRE(r && tu_scan_plugins(r, &err) == MI_OK && mi_registry_device(r, "blis-cpu:0", &g_blis, &dev, &err) == MI_OK);
+    {
+      const int64_t x16[4] = {1, 1, 16, 16}, s16[4] = {1, 1, 64, 1024}, x32[4] = {1, 2, 8, 32}, s32[4] = {1, 2, 24, 1000};
+      const int64_t x13[4] = {1, 2, 5, 13}, x41[4] = {1, 3, 4, 41};
+      const float up2[4] = {1.f, 1.f, 2.f, 2.f};
+      resize_case(13, "linear", "half_pixel", NULL, NULL, s16, x16);
+      resize_case(13, "linear", "align_corners", NULL, NULL, s32, x32);
+      resize_case(13, "nearest", "asymmetric", "floor", NULL, s16, x16);
+      resize_case(13, "linear", "half_pixel", NULL, up2, NULL, x13);
+      resize_case(13, "linear", "pytorch_half_pixel", NULL, up2, NULL, x41);
+      resize_case(13, "nearest", "half_pixel", "round_prefer_ceil", up2, NULL, x41);
+    }
+    mi_registry_destroy(r);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+  r = keep_r;
+  g_blis = keep;
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(resize_tests),
+    TU_CASE(resize_levels),
     TU_CASE(cast_clip_test),
     TU_CASE(prelu_test),
     TU_CASE(pad_tests),
