@@ -40,16 +40,17 @@ typedef struct {
   double center_s;
   char *mv[MOVES_MAX]; /* the steps left to try, in order */
   int32_t key[MOVES_MAX];
+  uint8_t far[MOVES_MAX]; /* a named knob's value that is not a neighbour: tried after the rest */
   int32_t nm, next;
   int32_t last; /* the tally key of the step that made the centre, -1 none */
 } kstate_t;
 
 /* The tally index of a step (added when new), -1 when out of memory. */
-static int32_t tally_key(tallies_t *ta, const mi_ltask_t *k, int j, const char *knob, int dir) {
+static int32_t tally_key(tallies_t *ta, const mi_ltask_t *k, int j, const char *knob, const char *step) {
   char text[160];
   const double *f = k->features + MI_LTASK_CLASS;
-  snprintf(text, sizeof text, "%s|%g,%g,%g,%g,%g|%d|%s|%+d", k->op, f[0], f[1], f[2], f[3], f[4], j,
-           knob, dir);
+  snprintf(text, sizeof text, "%s|%g,%g,%g,%g,%g|%d|%s|%.23s", k->op, f[0], f[1], f[2], f[3], f[4], j,
+           knob, step);
   for (int32_t i = 0; i < ta->n; i++)
     if (!strcmp(ta->t[i].text, text)) return i;
   if (ta->n == ta->cap) {
@@ -93,8 +94,25 @@ static void moves_clear(kstate_t *ks) {
   ks->nm = ks->next = 0;
 }
 
+/* A knob whose values are names (`simd`: auto|avx512|avx2|c), not numbers: its domain has no
+ * order, so stepping only to the neighbouring value strands the climb (from `auto` it would have
+ * to gain on `avx512`, the same kernel on a CPU whose auto is AVX-512, before it could reach
+ * `avx2`); its other values are steps too, tried after the neighbouring ones (gen_moves). */
+static int categorical(const mi_space_t *s, int32_t d) {
+  for (int32_t v = 0; v < mi_space_dim_size(s, d); v++) {
+    const char *l = mi_space_dim_label(s, d, v);
+    char *end = NULL;
+    if (!l || !*l) return 1;
+    (void)strtod(l, &end);
+    if (!end || *end) return 1;
+  }
+  return 0;
+}
+
 /* The steps from `center`: every knob the task's conv(s) read there, one value up and one down
- * (kept only when the space's rules leave the value as set), none measured before; ordered
+ * (and, for a named knob, every other value, ranked after all the neighbouring steps until the
+ * kernel class has measured it), each kept only when
+ * the space's rules leave the value as set, none measured before; ordered
  * with the step that made the centre first, then by what each step did on this kernel class
  * (step_score). */
 static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, const mi__ltask_state_t *ts,
@@ -109,10 +127,15 @@ static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t
       if (mi_space_dim_node(s, d) != node[j] || mi_space_dim_kind(s, d) != MI_DIM_KNOB ||
           !mi_space_active(s, tmp, d))
         continue;
-      for (int dir = 1; dir >= -1; dir -= 2) {
-        int32_t v = tmp[d] + dir;
-        char *c;
-        if (v < 0 || v >= mi_space_dim_size(s, d) || ks->nm >= MOVES_MAX) continue;
+      int cat = categorical(s, d), n = cat ? mi_space_dim_size(s, d) : 2;
+      for (int i = 0; i < n; i++) {
+        int32_t v = cat ? i : tmp[d] + (i == 0 ? 1 : -1);
+        char step[24], *c;
+        if (v < 0 || v >= mi_space_dim_size(s, d) || v == tmp[d] || ks->nm >= MOVES_MAX) continue;
+        if (cat)
+          snprintf(step, sizeof step, "=%.22s", mi_space_dim_label(s, d, v));
+        else
+          snprintf(step, sizeof step, "%+d", i == 0 ? 1 : -1);
         memcpy(tmp2, tmp, (size_t)D * sizeof *tmp2);
         tmp2[d] = v;
         if (mi_space_repair(s, tmp2, NULL, NULL) != MI_OK || tmp2[d] != v) continue;
@@ -121,7 +144,8 @@ static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t
           free(c);
           continue;
         }
-        ks->key[ks->nm] = tally_key(ta, k, j, knob ? knob + 1 : name, dir);
+        ks->key[ks->nm] = tally_key(ta, k, j, knob ? knob + 1 : name, step);
+        ks->far[ks->nm] = cat && abs(v - tmp[d]) > 1;
         ks->mv[ks->nm++] = c;
       }
     }
@@ -129,17 +153,20 @@ static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t
   for (int32_t i = 1; i < ks->nm; i++) {
     char *c = ks->mv[i];
     int32_t key = ks->key[i], at = i;
-    double sc = key == ks->last && key >= 0 ? INFINITY : step_score(ta, key, k->key);
+    uint8_t far = ks->far[i];
+    double sc = key == ks->last && key >= 0 ? INFINITY : step_score(ta, key, k->key) - (far && ta->t[key].n == 0 ? 1e3 : 0);
     while (at > 0) {
       int32_t pk = ks->key[at - 1];
-      double ps = pk == ks->last && pk >= 0 ? INFINITY : step_score(ta, pk, k->key);
+      double ps = pk == ks->last && pk >= 0 ? INFINITY : step_score(ta, pk, k->key) - (ks->far[at - 1] && ta->t[pk].n == 0 ? 1e3 : 0);
       if (ps >= sc) break;
       ks->mv[at] = ks->mv[at - 1];
       ks->key[at] = ks->key[at - 1];
+      ks->far[at] = ks->far[at - 1];
       at--;
     }
     ks->mv[at] = c;
     ks->key[at] = key;
+    ks->far[at] = far;
   }
 }
 
