@@ -182,6 +182,19 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
  * call (measured): on the input or im2col columns, and, with AVX-512, on the flat padded planes
  * (resnet's 8x8 planes: 7.5 -> 6.4 us; the AVX2 "mv" tiles are slower than its "nv" ones there). */
 #define MI__PG_MV_PIX 40
+
+/* Longest K (input channels) of a pointwise conv that runs AVX2 tiles where AVX-512 executes as two
+ * 256-bit halves (blis_cpusel.c). */
+#define MI__PW_HALVES_K 64
+
+/* 1 when the CPU (cpuid vendor string, family with the extended family added, MI__ISA_* bits)
+ * executes AVX-512 as two 256-bit halves: AMD Zen 4; 0 on every Intel CPU. */
+int mi__blis_avx512_halves(const char *vendor, uint32_t family, uint32_t isa);
+
+/* The default SIMD level of a pointwise (1x1, stride 1, one group) conv.packed_gemm of K input and M
+ * output channels on npix pixels, given the widest level the CPU runs: AVX2 instead of AVX-512
+ * for the shapes measured faster so where AVX-512 runs in halves, else the widest. */
+int32_t mi__blis_pw_simd(int32_t widest, int avx512_halves, int64_t K, int64_t M, int64_t npix);
 #define MI__PG_MV_FLAT 100
 int mi__blis_dw_cl_fits(const mi__blis_conv_t *c);
 void mi__blis_dw_cl_pack(const mi__blis_conv_t *c, const float *w, float *packed);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "blis_internal.h"
+#include "blis_conv.h"
 
 /* The native context initialisers of each kernel set; exported by the static libblis.a
  * (hidden in libblis.so), which is why the plugin links the archive. */
@@ -141,6 +141,24 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
     if (cap && (!strcmp(cap, "avx2") || !strcmp(cap, "c")))
       cpu->isa &= ~(MI__ISA_AVX512F | MI__ISA_AVX512VNNI | MI__ISA_AVX512DQBWVL);
     if (cap && !strcmp(cap, "c")) cpu->isa &= ~(MI__ISA_AVX2 | MI__ISA_FMA);
+  }
+  {
+    /* vendor and family (base + extended) from cpuid leaves 0 and 1, after the cap above */
+    unsigned a = 0, b = 0, c = 0, d = 0, fam;
+    char vendor[13];
+    __asm__("cpuid"
+            : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+    memcpy(vendor, &b, 4);
+    memcpy(vendor + 4, &d, 4);
+    memcpy(vendor + 8, &c, 4);
+    vendor[12] = '\0';
+    a = 1;
+    c = 0;
+    __asm__("cpuid"
+            : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+    fam = (a >> 8) & 0xf;
+    if (fam == 0xf) fam += (a >> 20) & 0xff;
+    cpu->avx512_halves = mi__blis_avx512_halves(vendor, fam, cpu->isa);
   }
   n = sysconf(_SC_NPROCESSORS_ONLN);
   cpu->cores = n > 0 ? (uint32_t)n : 1;

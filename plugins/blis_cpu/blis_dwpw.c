@@ -92,7 +92,9 @@ void mi__blis_dwpw_link(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t 
       (dw->simd != MI__SIMD_AVX512 && dw->simd != MI__SIMD_AVX2) || !mi__blis_dw512_rows_fit(dw) ||
       dw->M * dw->OW * DWPW_MIN_ROWS > band)
     return;
-  if (c->variant != MI__CONV_PG || !c->pg_direct || c->pg_mv || c->packed_h || c->G != 1 || c->simd != dw->simd ||
+  /* The pointwise conv may run another SIMD level than the depthwise rows (blis_cpusel.c: AVX2
+   * tiles on Zen 4 under AVX-512 rows); each side dispatches on its own level. */
+  if (c->variant != MI__CONV_PG || !c->pg_direct || c->pg_mv || c->packed_h || c->G != 1 || c->simd == MI__SIMD_C ||
       c->x != dw->y || c->N != dw->N || c->C != dw->M || c->H != dw->OH ||
       c->W != dw->OW || mi__blis_consumers(p, c->x) != 1 || mi__blis_is_kernel_output(p, c->x))
     return;

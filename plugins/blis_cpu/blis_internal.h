@@ -40,6 +40,7 @@ typedef struct mi__blis_cpu {
   uint32_t cores;
   uint64_t memory_bytes;
   uint64_t l1d_bytes, l2_bytes, l3_bytes;
+  int32_t avx512_halves; /* AVX-512 executed as two 256-bit halves (blis_cpusel.c) */
 } mi__blis_cpu_t;
 
 enum { MI__BLIS_KNOB_N = 6,

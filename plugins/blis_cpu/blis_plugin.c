@@ -104,7 +104,7 @@ static const mi_sdk_knob_t k_knobs[KNOB_N] = {
      * conv.depthwise_direct, gemm.blis and matmul.blis on constant weights, and the exp/erf
      * activations). */
     {KNOB("simd",
-          "SIMD code path of the conv kernels and exp/erf activations: auto = the widest this CPU runs",
+          "SIMD code path of the conv kernels and exp/erf activations: auto = the fastest measured on this CPU",
           "", MI_KNOB_SCOPE_VARIANT, MI_KNOB_ENUM),
      PREP},
     {KNOB("int8_dot",
