@@ -536,7 +536,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
     if (si > 0 && si < p->ctx->simd_n) c->simd = p->ctx->simd_ids[si];
     else if (c->variant == MI__CONV_PG && is1x1 && c->G == 1)
-      c->simd = mi__blis_pw_simd(c->simd, p->ctx->cpu.avx512_halves, c->C, c->M, c->OH * c->OW);
+      c->simd = mi__blis_pw_simd(c->simd, p->ctx->cpu.avx512_halves, c->C, c->M, c->OH * c->OW,
+                                 c->pg_ek == MI__EK_GENERIC);
   }
   if (c->variant == MI__CONV_WINO && c->dh > 1) return mi__blis_wino_dil_prep(p, s, c, err);
   if (c->variant == MI__CONV_WINO) return mi__blis_wino_prep(p, s, c, err);

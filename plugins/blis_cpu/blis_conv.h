@@ -192,9 +192,10 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
 int mi__blis_avx512_halves(const char *vendor, uint32_t family, uint32_t isa);
 
 /* The default SIMD level of a pointwise (1x1, stride 1, one group) conv.packed_gemm of K input and M
- * output channels on npix pixels, given the widest level the CPU runs: AVX2 instead of AVX-512
- * for the shapes measured faster so where AVX-512 runs in halves, else the widest. */
-int32_t mi__blis_pw_simd(int32_t widest, int avx512_halves, int64_t K, int64_t M, int64_t npix);
+ * output channels on npix pixels (generic_epi: its fused chain is MI__EK_GENERIC), given the widest
+ * level the CPU runs: AVX2 instead of AVX-512 for the shapes measured faster so where AVX-512 runs
+ * in halves, else the widest. */
+int32_t mi__blis_pw_simd(int32_t widest, int avx512_halves, int64_t K, int64_t M, int64_t npix, int generic_epi);
 #define MI__PG_MV_FLAT 100
 int mi__blis_dw_cl_fits(const mi__blis_conv_t *c);
 void mi__blis_dw_cl_pack(const mi__blis_conv_t *c, const float *w, float *packed);

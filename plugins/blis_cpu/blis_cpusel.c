@@ -11,12 +11,15 @@ int mi__blis_avx512_halves(const char *vendor, uint32_t family, uint32_t isa) {
   return (isa & MI__ISA_AVX512F) && vendor && strcmp(vendor, "AuthenticAMD") == 0 && family == 0x19;
 }
 
-int32_t mi__blis_pw_simd(int32_t widest, int avx512_halves, int64_t K, int64_t M, int64_t npix) {
+int32_t mi__blis_pw_simd(int32_t widest, int avx512_halves, int64_t K, int64_t M, int64_t npix, int generic_epi) {
   /* On AVX-512 in halves, a pointwise GEMM with a short K that keeps or widens the channels ran
    * 1.1-1.8x faster in AVX2 tiles (6x16) than in AVX-512 ones (8x32); with K above 64 or fewer
    * output than input channels the AVX-512 tiles were as fast or faster (docs/benchmarks.md,
-   * 2026-12-04). The channels-in-lanes tiles of small planes were not measured: kept widest. */
-  if (widest == MI__SIMD_AVX512 && avx512_halves && K <= MI__PW_HALVES_K && M >= K && npix >= MI__PG_MV_PIX)
+   * 2026-12-04). Not with a generic epilogue chain (no specialised tile code, e.g. HardSwish):
+   * PP-OCR's 16 -> 88 and 32 -> 200 ones with BN + HardSwish ran 10-20% slower in AVX2 tiles. The
+   * channels-in-lanes tiles of small planes were not measured: kept widest. */
+  if (widest == MI__SIMD_AVX512 && avx512_halves && !generic_epi && K <= MI__PW_HALVES_K && M >= K &&
+      npix >= MI__PG_MV_PIX)
     return MI__SIMD_AVX2;
   return widest;
 }
