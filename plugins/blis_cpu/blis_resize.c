@@ -222,25 +222,29 @@ static void pass_part(void *arg, int64_t i0, int64_t i1) {
   if (rt->rg) mi__blis_range_merge(rt->rg, lo, hi);
 }
 
+/* Output row i's vertical blend (the second-to-last pass): its two input rows blended into tmp
+ * (RESIZE_ROW floats), or the one nearest input row itself where the weight is 0. */
+static inline const float *vblend_row(const resize_state_t *r, const float *x, int64_t i, float *tmp) {
+  const resize_pass_t *ph = &r->pass[r->npass - 2];
+  int64_t o = i / ph->out, j = i % ph->out, t;
+  const float *a = x + (o * ph->in + ph->i0[j]) * ph->inner, *b;
+  float w = ph->w[j];
+  if (w == 0.0f) return a;
+  b = x + (o * ph->in + ph->i1[j]) * ph->inner;
+  if (r->simd == MI__SIMD_AVX512) blend512(a, b, w, ph->inner, tmp);
+  else if (r->simd == MI__SIMD_AVX2)
+    blend256(a, b, w, ph->inner, tmp);
+  else
+    for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
+  return tmp;
+}
+
 /* Output row i (outer block, output row j) of the last two passes together (rows, then the
  * innermost axis): row j's blend of its two input rows (or the one nearest row itself) is
  * gathered straight into dst, no intermediate plane. The sums are the two passes' own. */
 static inline void fused_row(const resize_state_t *r, const float *x, int64_t i, float *dst) {
-  const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
   float tmp[RESIZE_ROW];
-  int64_t o = i / ph->out, j = i % ph->out, t;
-  const float *a = x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
-  if (ph->w[j] != 0.0f) {
-    const float *b = x + (o * ph->in + ph->i1[j]) * ph->inner;
-    float w = ph->w[j];
-    if (r->simd == MI__SIMD_AVX512) blend512(a, b, w, ph->inner, tmp);
-    else if (r->simd == MI__SIMD_AVX2)
-      blend256(a, b, w, ph->inner, tmp);
-    else
-      for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
-    row = tmp;
-  }
-  gather_row(r, pw, row, dst, r->nearest_w);
+  gather_row(r, &r->pass[r->npass - 1], vblend_row(r, x, i, tmp), dst, r->nearest_w);
 }
 
 /* The range of outputs [j0, j1) of a gathered row (gather_run's values), by minmax_c's rule: the
@@ -330,20 +334,10 @@ __attribute__((target("avx2"))) static int64_t up2_range(const resize_pass_t *ps
  * it and mi__blis_minmax would read it back, but with nothing written: the doubling run's blends
  * go straight to min and max. */
 static void fused_row_range(const resize_state_t *r, const float *x, int64_t i, float *lo, float *hi) {
-  const resize_pass_t *ph = &r->pass[r->npass - 2], *pw = &r->pass[r->npass - 1];
+  const resize_pass_t *pw = &r->pass[r->npass - 1];
   float tmp[RESIZE_ROW];
-  int64_t o = i / ph->out, j = i % ph->out, t, h = 0;
-  const float *a = x + (o * ph->in + ph->i0[j]) * ph->inner, *row = a;
-  if (ph->w[j] != 0.0f) {
-    const float *b = x + (o * ph->in + ph->i1[j]) * ph->inner;
-    float w = ph->w[j];
-    if (r->simd == MI__SIMD_AVX512) blend512(a, b, w, ph->inner, tmp);
-    else if (r->simd == MI__SIMD_AVX2)
-      blend256(a, b, w, ph->inner, tmp);
-    else
-      for (t = 0; t < ph->inner; t++) tmp[t] = (1.0f - w) * a[t] + w * b[t];
-    row = tmp;
-  }
+  const float *row = vblend_row(r, x, i, tmp);
+  int64_t h = 0;
   if (r->up_e > r->up_h) {
     gather_range(pw, row, r->nearest_w, 0, r->up_h, lo, hi);
     h = r->simd == MI__SIMD_AVX512 ? up2_range512(pw, row, r->nearest_w, r->up_h, r->up_e, lo, hi) : r->up_h;
