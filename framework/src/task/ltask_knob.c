@@ -109,10 +109,17 @@ static int categorical(const mi_space_t *s, int32_t d) {
   return 0;
 }
 
+/* A step's place in the order: the momentum step first, then step_score, a named knob's far value
+ * after every other step until the kernel class has measured it. */
+static double step_rank(const tallies_t *ta, const kstate_t *ks, int32_t key, int far, const char *task) {
+  if (key == ks->last && key >= 0) return INFINITY;
+  return step_score(ta, key, task) - (far && key >= 0 && ta->t[key].n == 0 ? 1e3 : 0);
+}
+
 /* The steps from `center`: every knob the task's conv(s) read there, one value up and one down
  * (and, for a named knob, every other value, ranked after all the neighbouring steps until the
- * kernel class has measured it), each kept only when
- * the space's rules leave the value as set, none measured before; ordered
+ * kernel class has measured it), each kept only when the space's rules leave the value as set,
+ * none measured before; ordered
  * with the step that made the centre first, then by what each step did on this kernel class
  * (step_score). */
 static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, const mi__ltask_state_t *ts,
@@ -154,10 +161,9 @@ static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t
     char *c = ks->mv[i];
     int32_t key = ks->key[i], at = i;
     uint8_t far = ks->far[i];
-    double sc = key == ks->last && key >= 0 ? INFINITY : step_score(ta, key, k->key) - (far && ta->t[key].n == 0 ? 1e3 : 0);
+    double sc = step_rank(ta, ks, key, far, k->key);
     while (at > 0) {
-      int32_t pk = ks->key[at - 1];
-      double ps = pk == ks->last && pk >= 0 ? INFINITY : step_score(ta, pk, k->key) - (ks->far[at - 1] && ta->t[pk].n == 0 ? 1e3 : 0);
+      double ps = step_rank(ta, ks, ks->key[at - 1], ks->far[at - 1], k->key);
       if (ps >= sc) break;
       ks->mv[at] = ks->mv[at - 1];
       ks->key[at] = ks->key[at - 1];
