@@ -482,6 +482,19 @@ static int dynq_blis(const float *xv, int64_t n, uint8_t *codes, float *scale, u
   return rc;
 }
 
+/* A registry whose blis-cpu is capped at `cap` (MI_BLIS_MAX_SIMD; NULL: uncapped), its device in
+ * g_blis; the caller destroys it, then unsets the cap and restores g_blis. */
+static mi_registry_t *open_capped(const char *cap) {
+  mi_registry_t *reg = mi_registry_create();
+  uint32_t dev = 0;
+  mi_error_t e = {0, ""};
+  if (cap) setenv("MI_BLIS_MAX_SIMD", cap, 1);
+  else
+    unsetenv("MI_BLIS_MAX_SIMD");
+  REQUIRE(reg && tu_scan_plugins(reg, &e) == MI_OK && mi_registry_device(reg, "blis-cpu:0", &g_blis, &dev, &e) == MI_OK);
+  return reg;
+}
+
 /* DynamicQuantizeLinear at each SIMD level (MI_BLIS_MAX_SIMD caps it; on an AVX-512 machine the
  * AVX2 and plain C passes run nowhere else): lengths around the vector widths against the
  * reference, then a NaN, which the reference refuses: the range ignores it at every level (the
@@ -497,13 +510,7 @@ static void dynq_levels(void) {
   xv[0] = -5.f;
   xv[8] = NAN; /* lane 0 of the second AVX2 vector, after the minimum in lane 0 of the first */
   for (int lv = 0; lv < 3; lv++) {
-    mi_registry_t *reg = mi_registry_create();
-    uint32_t dev = 0;
-    mi_error_t e = {0, ""};
-    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
-    else
-      unsetenv("MI_BLIS_MAX_SIMD");
-    REQUIRE(reg && tu_scan_plugins(reg, &e) == MI_OK && mi_registry_device(reg, "blis-cpu:0", &g_blis, &dev, &e) == MI_OK);
+    mi_registry_t *reg = open_capped(caps[lv]);
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
       mi_graph_t *g = graph(13);
       int64_t xd[2] = {1, lens[k]};
@@ -821,13 +828,7 @@ static void resize_range_levels(void) {
   static const int64_t ws[] = {13, 40, 101};
   mi_plugin_t *keep = g_blis;
   for (int lv = 0; lv < 3; lv++) {
-    mi_registry_t *reg = mi_registry_create();
-    uint32_t dev = 0;
-    mi_error_t e = {0, ""};
-    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
-    else
-      unsetenv("MI_BLIS_MAX_SIMD");
-    REQUIRE(reg && tu_scan_plugins(reg, &e) == MI_OK && mi_registry_device(reg, "blis-cpu:0", &g_blis, &dev, &e) == MI_OK);
+    mi_registry_t *reg = open_capped(caps[lv]);
     for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
       const int64_t pos[] = {0, 1, ws[k] / 2, ws[k] - 9, ws[k] - 3, ws[k] - 1};
       for (size_t q = 0; q < sizeof pos / sizeof pos[0]; q++)
