@@ -102,14 +102,14 @@ static int32_t fix_inputs(mi_graph_t *g, const acc_args_t *a, mi_array_t **fixed
                      "input '%s' has no declared shape: give "
                      "--shape %s=D0,D1,...",
                      t->name, t->name);
-    for (int32_t d = 0; rc == MI_OK && d < t->rank; d++)
-      if (t->dims[d] < 0)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                       "input '%s' has dynamic dim %d%s%s%s: give "
-                       "--shape %s=D0,D1,...",
-                       t->name, (int)d, t->dim_names[d] ? " ('" : "",
-                       t->dim_names[d] ? t->dim_names[d] : "", t->dim_names[d] ? "')" : "",
-                       t->name);
+    int32_t d = rc == MI_OK ? mi_tensor_dynamic_dim(t) : -1;
+    if (d >= 0)
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "input '%s' has dynamic dim %d%s%s%s: give "
+                     "--shape %s=D0,D1,...",
+                     t->name, (int)d, t->dim_names[d] ? " ('" : "",
+                     t->dim_names[d] ? t->dim_names[d] : "", t->dim_names[d] ? "')" : "",
+                     t->name);
   }
   return rc;
 }

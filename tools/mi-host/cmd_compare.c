@@ -250,8 +250,7 @@ static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
   const char *specs[16];
   int n = 0, dynamic = 0;
   int32_t rc;
-  for (int32_t i = 0; i < g->input_count; i++)
-    for (int32_t d = 0; d < g->tensors[g->inputs[i]].rank; d++) dynamic |= g->tensors[g->inputs[i]].dims[d] < 0;
+  for (int32_t i = 0; i < g->input_count; i++) dynamic |= mi_tensor_dynamic_dim(&g->tensors[g->inputs[i]]) >= 0;
   if (!dynamic) return MI_OK;
   if ((rc = mi_xf_samples_load_dir(g, a->calib, &smp, err))) return rc;
   if (smp->sample_count < 1 || smp->input_count != g->input_count) {
@@ -262,10 +261,8 @@ static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
   for (int32_t i = 0; i < g->input_count && rc == MI_OK; i++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[i]];
     const mi_array_t *x = smp->inputs[i];
-    int fixed = 1;
     size_t at;
-    for (int32_t d = 0; d < t->rank; d++) fixed &= t->dims[d] >= 0;
-    if (fixed) continue;
+    if (mi_tensor_dynamic_dim(t) < 0) continue;
     if (a->nshape + n >= 16) {
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: at most 16 --shape options");
       break;
@@ -308,12 +305,12 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
    * as "shapes are not concrete". */
   for (int32_t i = 0; i < (*g)->input_count; i++) {
     const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
-    for (int32_t d = 0; d < t->rank; d++)
-      if (t->dims[d] < 0)
-        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                         "input '%s' has dynamic dim %d: give --shape %s=D0xD1x..., --input %s=FILE.npy "
-                         "or --calib DIR",
-                         t->name, (int)d, t->name, t->name);
+    int32_t d = mi_tensor_dynamic_dim(t);
+    if (d >= 0)
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "input '%s' has dynamic dim %d: give --shape %s=D0xD1x..., --input %s=FILE.npy "
+                       "or --calib DIR",
+                       t->name, (int)d, t->name, t->name);
   }
   if ((rc = mi_host_fixed_inputs(a->files, a->nfile, a->fixed, sizeof a->fixed, err)))
     return rc;

@@ -173,13 +173,13 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
   for (int32_t i = 0; i < g->input_count && !rc; i++) {
     const mi_tensor_t *x = &g->tensors[g->inputs[i]];
     size_t at = strlen(t->inputs);
-    for (int32_t d = 0; d < x->rank && !rc; d++)
-      if (x->dims[d] < 0)
-        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                       "input '%s' has dynamic dim %d%s%s%s: give --shape %s=D0xD1x... "
-                       "or --input %s=FILE.npy",
-                       x->name, (int)d, x->dim_names[d] ? " ('" : "",
-                       x->dim_names[d] ? x->dim_names[d] : "", x->dim_names[d] ? "')" : "", x->name, x->name);
+    int32_t dyn = mi_tensor_dynamic_dim(x);
+    if (dyn >= 0)
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "input '%s' has dynamic dim %d%s%s%s: give --shape %s=D0xD1x... "
+                     "or --input %s=FILE.npy",
+                     x->name, (int)dyn, x->dim_names[dyn] ? " ('" : "",
+                     x->dim_names[dyn] ? x->dim_names[dyn] : "", x->dim_names[dyn] ? "')" : "", x->name, x->name);
     if (a->nshape + a->ninput > 0 && at < sizeof t->inputs) {
       at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, "%s%s:", i ? ";" : "", x->name);
       for (int32_t d = 0; d < x->rank && at < sizeof t->inputs; d++)

@@ -109,6 +109,9 @@ MI_API int32_t mi_graph_add_tensor(mi_graph_t *g, const char *name, int32_t dtyp
                                    const int64_t *dims);
 /** Index of the tensor named `name`, or -1. */
 MI_API int32_t mi_graph_find_tensor(const mi_graph_t *g, const char *name);
+/** Index of t's first dimension that is not known (a symbolic or missing size, < 0), or -1 when
+ * every one is known (a tensor of unknown rank has none to name). */
+MI_API int32_t mi_tensor_dynamic_dim(const mi_tensor_t *t);
 /** Copies `nbytes` of `data` into tensor `t` as its constant value. MI_OK or an error. */
 MI_API int32_t mi_graph_set_data(mi_graph_t *g, int32_t t, const void *data, size_t nbytes);
 /** Adds a constant FP32 tensor with the given shape and data; returns its index or -1. */

@@ -136,14 +136,13 @@ static int32_t load_model(mi_runtime_t *rt, mi_error_t *err) {
    * configuration key: say here where the shapes were looked for. */
   for (int32_t i = 0; i < rt->graph->input_count; i++) {
     const mi_tensor_t *t = &rt->graph->tensors[rt->graph->inputs[i]];
-    for (int32_t d = 0; d < t->rank; d++)
-      if (t->dims[d] < 0)
-        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                         "runtime: %s: input '%s' has a dynamic dimension and %s gives no input "
-                         "shapes (its recipe %s%s); add them to the table as inputs: \"NAME:1x3x32x32\"",
-                         rt->model_path, t->name, rt->table_path,
-                         rt->table->recipe ? rt->table->recipe : "is not named",
-                         rt->table->recipe ? " was not found from here or the table's folder" : "");
+    if (mi_tensor_dynamic_dim(t) >= 0)
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                       "runtime: %s: input '%s' has a dynamic dimension and %s gives no input "
+                       "shapes (its recipe %s%s); add them to the table as inputs: \"NAME:1x3x32x32\"",
+                       rt->model_path, t->name, rt->table_path,
+                       rt->table->recipe ? rt->table->recipe : "is not named",
+                       rt->table->recipe ? " was not found from here or the table's folder" : "");
   }
   if ((rc = mi_graph_toposort(rt->graph, err)) || (rc = mi_graph_infer_shapes(rt->graph, err)))
     return rc;

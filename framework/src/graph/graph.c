@@ -219,6 +219,12 @@ MI_API int32_t mi_graph_add_tensor(mi_graph_t *g, const char *name, int32_t dtyp
   return g->tensor_count++;
 }
 
+MI_API int32_t mi_tensor_dynamic_dim(const mi_tensor_t *t) {
+  for (int32_t d = 0; t && d < t->rank; d++)
+    if (t->dims[d] < 0) return d;
+  return -1;
+}
+
 MI_API int32_t mi_graph_find_tensor(const mi_graph_t *g, const char *name) {
   if (!g || !name) return -1;
   for (int32_t i = 0; i < g->tensor_count; i++)

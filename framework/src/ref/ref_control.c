@@ -349,8 +349,7 @@ static int32_t run_scan(const mi__ref_call_t *c, const scan_run_t *s, mi_array_t
     /* No step ran: an empty stack, of the body's declared element shape when it is known. */
     const mi_tensor_t *t = &s->body->tensors[s->body->outputs[s->ns + k]];
     int64_t dims[MI_MAX_RANK];
-    int32_t rank = 1, known = t->rank >= 0 && t->rank + 1 <= MI_MAX_RANK;
-    for (int32_t d = 0; known && d < t->rank; d++) known = t->dims[d] >= 0;
+    int32_t rank = 1, known = t->rank >= 0 && t->rank + 1 <= MI_MAX_RANK && mi_tensor_dynamic_dim(t) < 0;
     dims[0] = 0;
     if (known) {
       int64_t axis = s->out_axis[k] < 0 ? s->out_axis[k] + t->rank + 1 : s->out_axis[k];

@@ -14,12 +14,7 @@ static int is_const(const mi_graph_t *g, int32_t t) {
   return t < 0 || g->tensors[t].data != NULL;
 }
 
-static int shape_known(const mi_tensor_t *t) {
-  if (t->rank < 0) return 0;
-  for (int32_t d = 0; d < t->rank; d++)
-    if (t->dims[d] < 0) return 0;
-  return 1;
-}
+static int shape_known(const mi_tensor_t *t) { return t->rank >= 0 && mi_tensor_dynamic_dim(t) < 0; }
 
 /* Shape (with opset-15 start/end) and Size of a tensor whose shape is known. */
 static mi_array_t *shape_query(const mi_graph_t *g, const mi_node_t *n) {
