@@ -57,19 +57,20 @@ static int code_function_op(const mi_node_t *x) {
   return 0;
 }
 
-/* 1 when t has readers and each computes a function of the same root (see unquantize_inner). */
-static int read_by_chain(const mi_graph_t *g, const int32_t *root, int32_t t) {
-  int readers = 0;
+/* chain[t] = 1 when t has readers and each computes a function of the same root (see
+ * unquantize_inner), one pass over the nodes: 2 marks a reader outside the chain. */
+static void mark_chain_reads(const mi_graph_t *g, const int32_t *root, uint8_t *chain) {
+  memset(chain, 0, (size_t)g->tensor_count);
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *x = &g->nodes[n];
-    for (int32_t k = 0; k < x->input_count; k++)
-      if (x->inputs[k] == t) {
-        if (!code_function_op(x) || root[x->outputs[0]] != root[t]) return 0;
-        readers++;
-        break;
-      }
+    for (int32_t k = 0; k < x->input_count; k++) {
+      int32_t t = x->inputs[k];
+      if (t < 0) continue;
+      if (!code_function_op(x) || root[x->outputs[0]] != root[t]) chain[t] = 2;
+      else if (chain[t] == 0)
+        chain[t] = 1;
+    }
   }
-  return readers > 0;
 }
 
 /* A stored value that elementwise ops turn into other stored values through values computed
@@ -80,8 +81,9 @@ static int read_by_chain(const mi_graph_t *g, const int32_t *root, int32_t t) {
  * tensor t is such a function of (t itself where it is stored and computed otherwise, -1 where
  * it is none). A chain whose float value leaves it unquantized (to a float op, a graph output)
  * runs as float ops anyway and keeps its codes; in the others, every stored value read only by
- * the chain is unquantized. root and escapes: tensor_count entries. */
-static void unquantize_inner(const mi_graph_t *g, uint8_t *qt, int32_t *root, uint8_t *escapes) {
+ * the chain is unquantized. root, escapes and chain: tensor_count entries. */
+static void unquantize_inner(const mi_graph_t *g, uint8_t *qt, int32_t *root, uint8_t *escapes,
+                             uint8_t *chain) {
   for (int32_t t = 0; t < g->tensor_count; t++) root[t] = qt[t] ? t : -1, escapes[t] = 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *x = &g->nodes[n];
@@ -91,12 +93,13 @@ static void unquantize_inner(const mi_graph_t *g, uint8_t *qt, int32_t *root, ui
       if (is_activation(g, x->inputs[k])) r = r == -2 || r == root[x->inputs[k]] ? root[x->inputs[k]] : -1;
     if (r >= 0) root[y] = r;
   }
+  mark_chain_reads(g, root, chain);
   for (int32_t t = 0; t < g->tensor_count; t++)
-    if (root[t] >= 0 && root[t] != t && !qt[t] && (mi__graph_is_output(g, t) || !read_by_chain(g, root, t)))
+    if (root[t] >= 0 && root[t] != t && !qt[t] && (mi__graph_is_output(g, t) || chain[t] != 1))
       escapes[root[t]] = 1;
   for (int32_t t = 0; t < g->tensor_count; t++)
     if (qt[t] && root[t] >= 0 && root[t] != t && !escapes[root[t]] && !mi__graph_is_output(g, t) &&
-        read_by_chain(g, root, t))
+        chain[t] == 1)
       qt[t] = 0;
 }
 
@@ -140,7 +143,7 @@ int32_t mi__xf_plan_qdq(const mi_graph_t *g, const uint8_t *int8_layer, int keep
         !(keep_float_output && mi__graph_is_output(g, y)))
       qt[y] = 1;
   }
-  unquantize_inner(g, qt, root, escapes);
+  unquantize_inner(g, qt, root, escapes, region); /* region's bytes reused for the chain marks */
   free(op8);
   free(region);
   free(root);
