@@ -372,8 +372,11 @@ static void pad_part(void *arg, int64_t c0, int64_t c1) { /* items: the group's 
           int64_t b = c->W - 1 + c->pl - rc >= 0 ? (c->W - 1 + c->pl - rc) / c->sw + 1 : 0;
           if (b > wp) b = wp;
           /* the phases' strided reads as permutes (AVX-512): the scalar loop, built for the
-           * baseline, took 0.22 ms of M-LSD's 4 x 320x320 stride-2 first conv at 1 thread */
-          if (c->simd == MI__SIMD_AVX512 && c->sw <= 4 && b > a)
+           * baseline, took 0.22 ms of M-LSD's 4 x 320x320 stride-2 first conv at 1 thread. Runs
+           * under 8 elements stay scalar: silero-vad's stride-2 1-D convs copy 1-2 elements per
+           * channel and phase, where the four masked 512-bit loads, two permutes and a blend per
+           * call cost more than the copy (docs/benchmarks.md, 2026-12-04) */
+          if (c->simd == MI__SIMD_AVX512 && c->sw <= 4 && b - a >= 8)
             mi__blis_strided_row_avx512(src + a * c->sw, c->sw, dst + a, b - a);
           else if (c->sw == 2)
             for (j = a; j < b; j++) dst[j] = src[2 * j];

@@ -148,6 +148,80 @@ static inline __attribute__((always_inline)) AVX2_FN void mv_tile_k256(const pg_
   }
 }
 
+/* AVX-512 form of mv_tile_k: 2 * NP accumulators, the panel's two weight vectors loaded once per
+ * k into registers and one broadcast pixel value. The vector-type body above let GCC fold the
+ * weight loads into every multiply-add (2 * NP 512-bit loads per k instead of 2): on CPUs that
+ * execute AVX-512 as two 256-bit halves (AMD Zen 4) the loads then bound the tile, and silero-vad's
+ * 1-D convs over 1-3 pixels ran 10-20% slower than on the AVX2 tile (docs/benchmarks.md,
+ * 2026-12-04). Same fused multiply-adds in the same k order, so the same sums. */
+static inline __attribute__((always_inline)) AVX512_FN void mv_tile_k512(const pg_call_t *q, const float *a,
+                                                                         int64_t k0b, int64_t kn, int64_t p, int NP,
+                                                                         int PIX, pg_v16 (*acc_mem)[2]) {
+  __m512 c0[MV_PIX], c1[MV_PIX];
+  int64_t kk, off[MV_PIX];
+  const float *b = PIX ? q->b : q->b + p;
+  int j;
+#pragma GCC unroll 6
+  for (j = 0; j < MV_PIX; j++) {
+    c0[j] = c1[j] = _mm512_setzero_ps();
+    if (j < NP) {
+      c0[j] = _mm512_loadu_ps((const float *)&acc_mem[j][0]);
+      c1[j] = _mm512_loadu_ps((const float *)&acc_mem[j][1]);
+    }
+    off[j] = PIX && j < NP ? q->pix[p + j] : j;
+  }
+  /* the empty asm keeps each weight vector in a register (no load folded into the multiply-adds) */
+#define MV512_K(BK)                                                                   \
+  for (kk = 0; kk < kn; kk++) {                                                       \
+    const float *bk = (BK);                                                           \
+    __m512 w0 = _mm512_loadu_ps(a + kk * 32), w1 = _mm512_loadu_ps(a + kk * 32 + 16); \
+    __asm__(""                                                                        \
+            : "+v"(w0), "+v"(w1));                                                    \
+    _Pragma("GCC unroll 6") for (j = 0; j < MV_PIX; j++) {                            \
+      if (j < NP) {                                                                   \
+        __m512 bv = _mm512_set1_ps(bk[off[j]]);                                       \
+        c0[j] = _mm512_fmadd_ps(bv, w0, c0[j]);                                       \
+        c1[j] = _mm512_fmadd_ps(bv, w1, c1[j]);                                       \
+      }                                                                               \
+    }                                                                                 \
+  }
+  if (q->koff) {
+    const int64_t *koff = q->koff + k0b;
+    MV512_K(b + koff[kk])
+  } else {
+    const float *bb = b + k0b * q->ldb;
+    MV512_K(bb + kk * q->ldb)
+  }
+#undef MV512_K
+#pragma GCC unroll 6
+  for (j = 0; j < MV_PIX; j++) {
+    if (j < NP) {
+      _mm512_storeu_ps((float *)&acc_mem[j][0], c0[j]);
+      _mm512_storeu_ps((float *)&acc_mem[j][1], c1[j]);
+    }
+  }
+}
+
+/* One AVX-512 tile of np pixels (as mv_tile256). */
+static AVX512_FN void mv_tile512(const pg_call_t *q, const float *a, int64_t k0b, int64_t kn, int64_t p,
+                                 int64_t np, int pix, pg_v16 (*acc)[2]) {
+#define MV512_NP(NP)                                     \
+  do {                                                   \
+    if (pix) mv_tile_k512(q, a, k0b, kn, p, NP, 1, acc); \
+    else                                                 \
+      mv_tile_k512(q, a, k0b, kn, p, NP, 0, acc);        \
+  } while (0)
+  switch (np) {
+  case 6: MV512_NP(6); break;
+  case 5: MV512_NP(5); break;
+  case 4: MV512_NP(4); break;
+  case 3: MV512_NP(3); break;
+  case 2: MV512_NP(2); break;
+  default: MV512_NP(1); break;
+  }
+#undef MV512_NP
+}
+
 /* One AVX2 tile of np pixels, np a constant in each instance (called, not inlined, from the shared
  * body so that the plain C build of it never inlines AVX2 code). */
 static AVX2_FN void mv_tile256(const pg_call_t *q, const float *a, int64_t k0b, int64_t kn, int64_t p, int64_t np,
@@ -275,13 +349,15 @@ static inline __attribute__((always_inline)) void mv_body(const pg_call_t *q, in
   for (p0 = 0; p0 < q->N; p0 += MV_TILES * MV_PIX) {
     int64_t npass = q->N - p0 < MV_TILES * MV_PIX ? q->N - p0 : MV_TILES * MV_PIX, k0b, t;
     int64_t ntile = (npass + MV_PIX - 1) / MV_PIX;
-    memset(acc, 0, sizeof acc);
+    memset(acc, 0, (size_t)ntile * sizeof acc[0]); /* the pass's tiles only: 5.4 KiB for all 7 */
     for (k0b = 0; k0b < q->K; k0b += PG_KB) {
       int64_t kn = q->K - k0b < PG_KB ? q->K - k0b : PG_KB;
       const float *a = pg_a(q, (mp * q->K + k0b) * width, kn * width, abuf, NV == 2);
       for (t = 0; t < ntile; t++) {
         int64_t p = p0 + t * MV_PIX, np = npass - t * MV_PIX < MV_PIX ? npass - t * MV_PIX : MV_PIX;
         if (X) mv_tile256(q, a, k0b, kn, p, np, q->pix != NULL, acc[t]);
+        else if (NV == 2)
+          mv_tile512(q, a, k0b, kn, p, np, q->pix != NULL, acc[t]);
         else if (q->pix)
           MV_TILE_NP(1);
         else

@@ -1,9 +1,11 @@
 /* bench_blis_conv.c - one Conv shape on blis-cpu, kernel_run only, by process CPU time (a shared,
  * loaded machine steals wall time, not CPU time): min and median ms and GFLOP/s per SIMD level.
- * Usage: bench_blis_conv [build dir] C HxW M K [stride [group [dilation [reps [cold] [VARIANT]
- * [threads=N]]]]]; "cold": caches flushed before every timed run; VARIANT (conv.*): that variant,
- * else the default; threads=N (N > 1): N threads, by wall time (CPU time would count every
- * thread; on a loaded machine read the min: the runs where all N threads had a core). */
+ * Usage: bench_blis_conv [build dir] C HxW M K[xKW] [stride [group [dilation [reps [cold] [VARIANT]
+ * [threads=N] [pad=P]]]]]; K or KxKW: the kernel (KxKW: K rows of KW taps, e.g. 1x3 for a 1-D
+ * conv on a 1xW plane); "cold": caches flushed before every timed run; VARIANT (conv.*): that
+ * variant, else the default; threads=N (N > 1): N threads, by wall time (CPU time would count every
+ * thread; on a loaded machine read the min: the runs where all N threads had a core); pad=P: P on
+ * every side of the kernel's spatial axes of more than one tap (default: "same", (K-1)*dil/2). */
 #include <time.h>
 
 #include "bench_util.h"
@@ -58,7 +60,7 @@ static int32_t time_conv(tb_plugin_t *p, tb_t *b, const mi_knob_value_t *kv, int
 int main(int argc, char **argv) {
   tb_plugin_t p;
   tb_t b;
-  int64_t c, h, w, m, ks, st = 1, g = 1, dil = 1, reps = 15, xd[4], wd[4], yd[4], pads[4], strides[2], dils[2], i;
+  int64_t c, h, w, m, ks, kw, pad = -1, st = 1, g = 1, dil = 1, reps = 15, xd[4], wd[4], yd[4], pads[4], strides[2], dils[2], i;
   int in[2], y, node;
   float *x, *wt, *flush = NULL;
   double s[200];
@@ -67,7 +69,9 @@ int main(int argc, char **argv) {
   mi_error_t err = {0, ""};
   int sv;
   if (argc < 6) {
-    fprintf(stderr, "usage: bench_blis_conv BUILD C HxW M K [stride [group [dilation [reps [cold] [VARIANT]]]]]\n");
+    fprintf(stderr,
+            "usage: bench_blis_conv BUILD C HxW M K[xKW] [stride [group [dilation [reps [cold] [VARIANT] "
+            "[threads=N] [pad=P]]]]]\n");
     return 2;
   }
   setenv("MI_BUILD", argv[1], 1);
@@ -75,7 +79,8 @@ int main(int argc, char **argv) {
   h = strtoll(argv[3], &tok, 10);
   w = *tok == 'x' ? strtoll(tok + 1, NULL, 10) : h;
   m = strtoll(argv[4], NULL, 10);
-  ks = strtoll(argv[5], NULL, 10);
+  ks = strtoll(argv[5], &tok, 10);
+  kw = *tok == 'x' ? strtoll(tok + 1, NULL, 10) : ks;
   if (argc > 6) st = strtoll(argv[6], NULL, 10);
   if (argc > 7) g = strtoll(argv[7], NULL, 10);
   if (argc > 8) dil = strtoll(argv[8], NULL, 10);
@@ -86,29 +91,37 @@ int main(int argc, char **argv) {
       g_variant = argv[i];
     else if (strncmp(argv[i], "threads=", 8) == 0 && (g_threads = strtoll(argv[i] + 8, NULL, 10)) >= 1)
       continue;
+    else if (strncmp(argv[i], "pad=", 4) == 0 && (pad = strtoll(argv[i] + 4, NULL, 10)) >= 0)
+      continue;
     else {
-      fprintf(stderr, "bench_blis_conv: argument %d '%s' is not 'cold', a conv.* variant or threads=N\n", (int)i, argv[i]);
+      fprintf(stderr, "bench_blis_conv: argument %d '%s' is not 'cold', a conv.* variant, threads=N or pad=P\n",
+              (int)i, argv[i]);
       return 2;
     }
   }
-  if (c < 1 || h < 1 || w < 1 || m < 1 || ks < 1 || st < 1 || g < 1 || dil < 1 || c % g || m % g || reps < 1 ||
+  if (c < 1 || h < 1 || w < 1 || m < 1 || ks < 1 || kw < 1 || st < 1 || g < 1 || dil < 1 || c % g || m % g || reps < 1 ||
       reps > 200) {
     fprintf(stderr, "bench_blis_conv: bad shape arguments\n");
     return 2;
   }
   if (!tb_load(&p)) return 1;
   xd[0] = 1, xd[1] = c, xd[2] = h, xd[3] = w;
-  wd[0] = m, wd[1] = c / g, wd[2] = ks, wd[3] = ks;
-  for (i = 0; i < 4; i++) pads[i] = (ks - 1) * dil / 2;
+  wd[0] = m, wd[1] = c / g, wd[2] = ks, wd[3] = kw;
+  for (i = 0; i < 4; i++) pads[i] = (wd[2 + i % 2] - 1) * dil / 2;
+  for (i = 0; i < 4 && pad >= 0; i++) pads[i] = wd[2 + i % 2] > 1 ? pad : 0;
   yd[0] = 1, yd[1] = m, yd[2] = (h + 2 * pads[0] - (ks - 1) * dil - 1) / st + 1;
-  yd[3] = (w + 2 * pads[1] - (ks - 1) * dil - 1) / st + 1;
+  yd[3] = (w + 2 * pads[1] - (kw - 1) * dil - 1) / st + 1;
+  if (yd[2] < 1 || yd[3] < 1) {
+    fprintf(stderr, "bench_blis_conv: the kernel is larger than the padded plane\n");
+    return 2;
+  }
   strides[0] = strides[1] = st;
   dils[0] = dils[1] = dil;
   x = malloc((size_t)(c * h * w) * 4);
-  wt = malloc((size_t)(m * c / g * ks * ks) * 4);
+  wt = malloc((size_t)(m * c / g * ks * kw) * 4);
   if (!x || !wt) return 1;
   tb_fill(x, c * h * w, 3);
-  tb_fill(wt, m * c / g * ks * ks, 4);
+  tb_fill(wt, m * c / g * ks * kw, 4);
   memset(&b, 0, sizeof b);
   in[0] = tb_tensor(&b, 4, xd, NULL);
   in[1] = tb_tensor(&b, 4, wd, wt);
@@ -130,12 +143,12 @@ int main(int argc, char **argv) {
       simd_knob = 1;
     }
   }
-  printf("conv %lldx%lldx%lld -> %lld k%lld s%lld g%lld d%lld (%lld runs, %s)\n", (long long)c, (long long)h,
-         (long long)w, (long long)m, (long long)ks, (long long)st, (long long)g, (long long)dil, (long long)reps,
+  printf("conv %lldx%lldx%lld -> %lldx%lldx%lld k%lldx%lld s%lld g%lld d%lld (%lld runs, %s)\n", (long long)c, (long long)h,
+         (long long)w, (long long)m, (long long)yd[2], (long long)yd[3], (long long)ks, (long long)kw, (long long)st, (long long)g, (long long)dil, (long long)reps,
          g_threads > 1 ? "wall time" : "process CPU time");
   for (sv = 0, tok = simd_knob ? strtok_r(choices, "|", &save) : "auto"; tok; sv++, tok = strtok_r(NULL, "|", &save)) {
     mi_knob_value_t kv[2] = {{"threads", g_threads, 0.}, {"simd", sv, 0.}};
-    double fl = 2. * m * yd[2] * yd[3] * (c / g) * ks * ks;
+    double fl = 2. * m * yd[2] * yd[3] * (c / g) * ks * kw;
     if (strcmp(tok, "c") == 0) continue;
     if (time_conv(&p, &b, kv, simd_knob ? 2 : 1, x, (int)reps, s, flush) != MI_OK) return 1;
     qsort(s, (size_t)reps, sizeof s[0], bench_cmp_double);
