@@ -243,6 +243,18 @@ static void packed_cases(tb_plugin_t *p) {
        * pixels (pixels in the lanes: full 16-pixel blocks, prefetched, and a tail of 8) */
       {"packed 1-D kernel 100 stride 20, 3 channels, 5 pixels", "conv.packed_gemm", {1, 3, 1, 180, 37, 1, 100, 1, 20, 1, 1, 0, 0, 0, 0, 1}, 0},
       {"packed pointwise 150 channels, 72 pixels", "conv.packed_gemm", {1, 150, 9, 8, 13, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      /* 1-D convs over planes of 1-4 pixels (channels in the lanes, one tile; the AVX-512 tile
+       * holds its weights in registers): 3 k blocks through the row offsets and the pixel table,
+       * stride 2 (stride-phase copies of 1-2 elements), one pixel, 70 and 33 rows (partial last
+       * panels of 32 and 16), a pointwise conv over 4 pixels at a fixed B stride (2 k blocks) and
+       * 13 pixels in tiles of 6 + 6 + 1 */
+      {"packed 1-D 129 channels k3, 3 pixels, 70 rows", "conv.packed_gemm", {1, 129, 1, 3, 70, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed 1-D stride 2, 128 channels, 2 pixels", "conv.packed_gemm", {1, 128, 1, 3, 40, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed 1-D stride 2, 1 pixel, 33 rows", "conv.packed_gemm", {1, 64, 1, 2, 33, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed 1-D 1 pixel, pads 1/1, 70 rows", "conv.packed_gemm", {1, 64, 1, 1, 70, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed pointwise 150 channels, 4 pixels", "conv.packed_gemm", {1, 150, 2, 2, 45, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"packed 1-D 13 pixels, 40 channels", "conv.packed_gemm", {2, 40, 1, 13, 35, 1, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1}, 0},
+      {"packed 1-D kernel 256 stride 128, 3 pixels, 258 rows", "conv.packed_gemm", {1, 1, 1, 576, 258, 1, 256, 1, 128, 1, 1, 0, 0, 0, 0, 1}, 0},
       /* B rows a multiple of 2 KiB apart (planes of 512 and 1024 pixels, im2col chunks of 1024)
        * with several row panels: the AVX2 tile reads each 16-pixel block from a packed copy */
       {"packed pointwise 32x32 plane, 20 rows", "conv.packed_gemm", {1, 24, 32, 32, 20, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
