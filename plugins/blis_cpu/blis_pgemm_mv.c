@@ -152,8 +152,8 @@ static inline __attribute__((always_inline)) AVX2_FN void mv_tile_k256(const pg_
  * k into registers and one broadcast pixel value. The vector-type body above let GCC fold the
  * weight loads into every multiply-add (2 * NP 512-bit loads per k instead of 2): on CPUs that
  * execute AVX-512 as two 256-bit halves (AMD Zen 4) the loads then bound the tile, and silero-vad's
- * 1-D convs over 1-3 pixels ran 10-20% slower than on the AVX2 tile (docs/benchmarks.md,
- * 2026-12-04). Same fused multiply-adds in the same k order, so the same sums. */
+ * 1-D convs over 2-3 pixels ran as slow as on the AVX2 tile or up to 1.23x slower (docs/benchmarks.md,
+ * 2026-12-04, tiny planes). Same fused multiply-adds in the same k order, so the same sums. */
 static inline __attribute__((always_inline)) AVX512_FN void mv_tile_k512(const pg_call_t *q, const float *a,
                                                                          int64_t k0b, int64_t kn, int64_t p, int NP,
                                                                          int PIX, pg_v16 (*acc_mem)[2]) {
