@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "metainfer/mi_tuner.h"
+#include "tune/tune_internal.h"
 
 #include "test_util.h"
 
@@ -73,6 +74,29 @@ static void next_fastest_for_the_paired_check(void) {
   CHECK(n == 1 && out[0] == 7, "cap 1: %d, %d", (int)n, (int)out[0]);
 }
 
+/* What displaces the default: significantly faster (the interval below 1) by at least
+ * MI__TUNE_MIN_GAIN; a significant 1.6% (blazeface_front's check, then 1.9% slower a minute
+ * later) does not. */
+static void gain_must_pay(void) {
+  mi_compare_ratio_t v;
+  memset(&v, 0, sizeof v);
+  v.verdict = MI_COMPARE_FASTER;
+  v.ratio = 1 / 1.016;
+  v.lo = 1 / 1.021;
+  v.hi = 1 / 1.004;
+  CHECK(!mi__tune_pays(&v), "a significant 1.6%% gain pays");
+  v.ratio = 1 / 1.035;
+  CHECK(mi__tune_pays(&v), "a significant 3.5%% gain does not pay");
+  v.ratio = 1 / MI__TUNE_MIN_GAIN;
+  CHECK(mi__tune_pays(&v), "exactly the minimum gain does not pay");
+  v.verdict = MI_COMPARE_TIED;
+  v.ratio = 0.8;
+  CHECK(!mi__tune_pays(&v), "a gain whose interval spans 1 pays");
+  v.verdict = MI_COMPARE_SLOWER;
+  v.ratio = 1.1;
+  CHECK(!mi__tune_pays(&v), "slower pays");
+}
+
 static const tu_case_t tu_cases[] = {TU_CASE(picks_fastest_feasible_other),
-                                     TU_CASE(next_fastest_for_the_paired_check)};
+                                     TU_CASE(next_fastest_for_the_paired_check), TU_CASE(gain_must_pay)};
 TU_MAIN(NULL, NULL)

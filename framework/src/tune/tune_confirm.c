@@ -93,15 +93,19 @@ MI_API int32_t mi_tune_contender(const mi_search_result_t *res, uint64_t default
   return mi_tune_contenders(res, default_hash, bounds, bound_count, NULL, 0, &best, 1) ? best : -1;
 }
 
-/* The extra trials of the paired check (columns x0.. of `res`): one significantly faster than
- * the default and with a lower ratio than `bar` (what would be deployed: 1 for the default)
- * leads. The search's ranking rests on single medians; the rounds rank the few best again. */
+int mi__tune_pays(const mi_compare_ratio_t *v) {
+  return v->verdict == MI_COMPARE_FASTER && v->ratio * MI__TUNE_MIN_GAIN <= 1.0 + 1e-12;
+}
+
+/* The extra trials of the paired check (columns x0.. of `res`): one that pays against the
+ * default (mi__tune_pays) and with a lower ratio than `bar` (what would be deployed: 1 for the
+ * default) leads. The search's ranking rests on single medians; the rounds rank the few best again. */
 static void lead_with(mi_tune_run_t *run, int32_t idx);
 static void extra_lead(mi_tune_run_t *run, const mi_compare_result_t *res, int32_t x0, double bar) {
   int32_t best = -1;
   for (int32_t i = 0; i < run->extras; i++) {
     const mi_compare_ratio_t *v = &res->vs_first[x0 + i];
-    if (v->verdict == MI_COMPARE_FASTER && v->ratio < bar) {
+    if (mi__tune_pays(v) && v->ratio < bar) {
       best = i;
       bar = v->ratio;
     }
@@ -252,13 +256,13 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
     return;
   }
   if (run->contender >= 0) {
-    /* Only a significantly faster contender displaces the default the search chose. */
+    /* Only a contender that pays displaces the default the search chose. */
     run->vs_contender = res->vs_first[1];
     run->confirm_rounds = res->rounds;
     run->confirm_loaded = res->loaded;
     run->confirm_measurements = res->rounds * n;
     run->confirm_s = res->seconds;
-    if (run->vs_contender.verdict == MI_COMPARE_FASTER) {
+    if (mi__tune_pays(&run->vs_contender)) {
       lead_with(run, run->contender);
       run->confirm = 1;
       run->vs_default = run->vs_contender;
@@ -292,7 +296,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   if (dflt >= 0) {
     run->vs_default = res->vs_first[run->runner_up_swapped ? 2 : 1];
     /* Never deploy something that is not shown to be faster than what mi-run does anyway. */
-    if (decide && run->vs_default.verdict != MI_COMPARE_FASTER) {
+    if (decide && !mi__tune_pays(&run->vs_default)) {
       lead_with(run, dflt);
       run->deployed_default = 1;
     }
@@ -301,6 +305,12 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
     run->confirm = 0; /* compared with the runner-up only */
   }
   free(res);
+}
+
+/* Why a contender that did not pay left the default deployed. */
+static const char *not_paid(const mi_compare_ratio_t *v) {
+  return v->verdict == MI_COMPARE_FASTER ? "faster by less than the " MI__TUNE_MIN_GAIN_TEXT " a non-default must gain"
+                                         : "not significantly faster";
 }
 
 MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap) {
@@ -312,9 +322,9 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
     if (run->contender >= 0 && run->confirm_rounds > 0 && at < cap)
       snprintf(buf + at, cap - at,
                " (the best other configuration, measurement %d, ran %.2fx the default's speed, 95%% CI "
-               "%.2f-%.2f, %d paired rounds: not significantly faster)",
+               "%.2f-%.2f, %d paired rounds: %s)",
                (int)run->contender + 1, 1 / run->vs_contender.ratio, 1 / run->vs_contender.hi,
-               1 / run->vs_contender.lo, (int)run->confirm_rounds);
+               1 / run->vs_contender.lo, (int)run->confirm_rounds, not_paid(&run->vs_contender));
     return;
   }
   if (run->confirm == 1) {
@@ -326,8 +336,9 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
                             (int)run->extra_lead + 1, (int)run->extras, sp, lo, hi, (int)run->confirm_rounds);
     else if (run->deployed_default)
       at = (size_t)snprintf(buf, cap, "%s (tuned %.2fx, 95%% CI %.2f-%.2f, %d paired rounds); deploying default",
-                            v->verdict == MI_COMPARE_SLOWER ? "tuned is slower than default"
-                                                            : "no significant difference from default",
+                            v->verdict == MI_COMPARE_SLOWER   ? "tuned is slower than default"
+                            : v->verdict == MI_COMPARE_FASTER ? "tuned gains less than the " MI__TUNE_MIN_GAIN_TEXT " a non-default must"
+                                                              : "no significant difference from default",
                             sp, lo, hi, (int)run->confirm_rounds);
     else if (v->verdict != MI_COMPARE_FASTER)
       at = (size_t)snprintf(buf, cap,

@@ -49,8 +49,9 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
     e->vs_default_rounds = run->confirm_rounds;
     snprintf(e->vs_default_verdict, sizeof e->vs_default_verdict, "%s",
              run->confirm == 2                 ? "is default"
-             : run->deployed_default           ? (v->verdict == MI_COMPARE_SLOWER ? "default deployed: tuned was slower"
-                                                                                  : "default deployed: no significant difference")
+             : run->deployed_default           ? (v->verdict == MI_COMPARE_SLOWER   ? "default deployed: tuned was slower"
+                                                  : v->verdict == MI_COMPARE_FASTER ? "default deployed: tuned gained under " MI__TUNE_MIN_GAIN_TEXT
+                                                                                    : "default deployed: no significant difference")
              : v->verdict == MI_COMPARE_FASTER ? "faster"
              : v->verdict == MI_COMPARE_SLOWER ? "slower"
                                                : "no significant difference");
