@@ -198,7 +198,26 @@ static void test_spent_budget_two_rounds(void) {
   CHECK(res.rounds == 2, "a spent budget runs exactly two rounds: %d", (int)res.rounds);
 }
 
+/* Rounds all on one side of 1 put every bootstrap resample there: under
+ * MI_COMPARE_VERDICT_ROUNDS rounds no verdict, however far the ratio. */
+static void test_few_rounds_no_verdict(void) {
+  double a[8], b[8];
+  mi_compare_ratio_t r;
+  mi_error_t err;
+  for (int k = 0; k < 8; k++) {
+    a[k] = 1.0;
+    b[k] = 0.7 + 0.01 * k; /* 1.3-1.4x faster every round */
+  }
+  for (int n = 1; n <= 6; n++) {
+    CHECK(mi_compare_ratio(a, b, n, 0.95, 500, 5, &r, &err) == MI_OK, "%s", err.message);
+    CHECK(r.hi < 1, "%d rounds: interval %.4f-%.4f", n, r.lo, r.hi);
+    CHECK(r.verdict == (n < MI_COMPARE_VERDICT_ROUNDS ? MI_COMPARE_TIED : MI_COMPARE_FASTER), "%d rounds: verdict %d",
+          n, (int)r.verdict);
+  }
+}
+
 static const tu_case_t tu_cases[] = {
+    TU_CASE(test_few_rounds_no_verdict),
     TU_CASE(test_known_ratio),
     TU_CASE(test_spans_one),
     TU_CASE(test_rounds),

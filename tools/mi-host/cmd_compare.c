@@ -353,7 +353,9 @@ static void print_result(const cmp_args_t *a, const mi_compare_result_t *res, co
     else
       printf("  [%d] %-40.40s median %.4f ms  ratio %.4f to [0] (95%% CI %.4f-%.4f, +-%.1f%%): %s [0]\n", (int)c,
              name, res->median_s[c] * 1e3, r->ratio, r->lo, r->hi, r->half_width * 100,
-             r->verdict == MI_COMPARE_TIED ? "no significant difference from" : v);
+             r->verdict != MI_COMPARE_TIED             ? v
+             : res->rounds < MI_COMPARE_VERDICT_ROUNDS ? "too few rounds for a verdict against"
+                                                       : "no significant difference from");
   }
   if (res->rounds > 0)
     printf("  load average %.2f-%.2f on %d CPUs; %d of %d measurements taken under load (above %.1f per CPU)\n",

@@ -57,8 +57,10 @@ MI_API int32_t mi_compare_ratio(const double *a, const double *b, int32_t n, dou
   out->lo = exp(mi_stats_quantile(boot, resamples, (1 - confidence) / 2));
   out->hi = exp(mi_stats_quantile(boot, resamples, 1 - (1 - confidence) / 2));
   out->half_width = (out->hi - out->lo) / 2 / out->ratio;
-  out->verdict = out->hi < 1 ? MI_COMPARE_FASTER : out->lo > 1 ? MI_COMPARE_SLOWER
-                                                               : MI_COMPARE_TIED;
+  out->verdict = n < MI_COMPARE_VERDICT_ROUNDS ? MI_COMPARE_TIED
+                 : out->hi < 1                 ? MI_COMPARE_FASTER
+                 : out->lo > 1                 ? MI_COMPARE_SLOWER
+                                               : MI_COMPARE_TIED;
   free(lr);
   free(tmp);
   free(boot);
