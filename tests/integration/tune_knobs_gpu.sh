@@ -48,16 +48,25 @@ canon = [c for (c,) in db.execute("SELECT c.canonical FROM measurements m JOIN c
 after = [c for c in canon[lt["rounds"]:] if c != canon[0]]
 assert after, "%s: no measurement after the layer-task rounds: %d measurements, %d rounds" % (dev, len(canon), lt["rounds"])
 held = set(e.split(":", 1)[1] for e in after[0].split(";")[1:] if ":" in e)
-# (variant, knobs) pairs only the knob stage measured: a variant's later rows in a task (its
-# first row is the variant stage's, at its declared knobs), as the canonical text writes them.
+# (variant, knobs) pairs only the knob stage measured, as the canonical text writes them: a
+# variant's later rows in a task (its first row is the variant stage's, at its declared knobs),
+# and every row written after the variant stage's (the history starts empty; each of its layer
+# measurements writes at most one row): a step from a task's auto names the variant auto stands
+# for, which the variant stage may not have measured.
+first_stage = lt["layer_measurements"] - lt["knob_layer_measurements"]
+def entries(v, k):
+    return "%s{%s}" % (v, ",".join("%s=%s" % (n[5:], k[n]) for n in sorted(k)))
 stage = set()
 for key in by_key:
     seen = set()
     for (choice,) in db.execute("SELECT choice FROM layer_tasks WHERE key = ? AND ok = 1 ORDER BY id", (key,)):
         for v, k in parse(choice):
             if v in seen:
-                stage.add("%s{%s}" % (v, ",".join("%s=%s" % (n[5:], k[n]) for n in sorted(k))))
+                stage.add(entries(v, k))
             seen.add(v)
+for i, (choice,) in enumerate(db.execute("SELECT choice FROM layer_tasks ORDER BY id")):
+    if i >= first_stage:
+        stage.update(entries(v, k) for v, k in parse(choice) if v != "auto")
 carried = len(held & stage)
 if lt["knob_improved"] > 0:
     assert carried >= 1, "%s: %d tasks faster in the knob stage, none of their choices in the held point" % (dev, lt["knob_improved"])

@@ -1,5 +1,5 @@
-/* space.h - what the space module offers the modules that search it (search, meta) beyond the
- * public API: the shared trial log. */
+/* space.h - what the space module offers the modules that search it (search, meta, task) beyond
+ * the public API: the shared trial log, a variant's fused patterns. */
 #ifndef MI_SPACE_SPACE_H
 #define MI_SPACE_SPACE_H
 
@@ -10,5 +10,9 @@
  * o->evaluate (*fresh = 1); -1 when out of memory. Shared by every strategy (search, meta). */
 int32_t mi__trial_eval(const mi_space_t *s, const mi_search_options_t *o, mi_search_result_t *r,
                        int32_t *cap, const int32_t *pt, int *fresh);
+
+/** The fused patterns (mi_fuse_bits) the variant named by value `v` of variant dimension `d`
+ * declares; 0 for auto (value 0, no variant named) or when `d` is not a variant dimension. */
+uint32_t mi__space_variant_fuse(const mi_space_t *s, int32_t d, int32_t v);
 
 #endif

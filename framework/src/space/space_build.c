@@ -352,6 +352,13 @@ const char *mi_space_dim_label(const mi_space_t *s, int32_t d, int32_t v) {
   return s->dims[d].labels[v];
 }
 
+uint32_t mi__space_variant_fuse(const mi_space_t *s, int32_t d, int32_t v) {
+  int64_t g;
+  if (!DIM_OK(s, d) || s->dims[d].kind != MI_DIM_VARIANT || v < 0 || v >= s->dims[d].count) return 0;
+  g = s->dims[d].ivals[v];
+  return g >= 0 && g < (int64_t)s->variant_count ? s->variants[g].fuse_mask : 0;
+}
+
 double mi_space_log10_size(const mi_space_t *s) {
   double l = 0;
   for (int32_t i = 0; s && i < s->dim_count; i++) l += log10((double)s->dims[i].count);

@@ -39,6 +39,18 @@ void mi__ltask_tried(mi__ltask_state_t *ts, const char *choice, double seconds);
 int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_ltasks_t *t,
                              const int32_t *base, const mi_ltask_options_t *o, double phase_t0,
                              mi__ltask_state_t *ts, mi_ltask_result_t *out, mi_error_t *err);
+/* Auto's stand-in (ltask_auto.c). The variant dimension of graph node `node`, -1 none. */
+int32_t mi__ltask_variant_dim(const mi_space_t *s, int32_t node);
+/* 1 when value v of variant dimension d, on node j of task k (0 its first node, 1 a dw+pw unit's
+ * pointwise conv), runs the task's unit as one kernel as auto does: for a dw+pw unit's anchor, a
+ * variant that absorbs the pointwise conv with its own choice (MI_FUSE_CONV and
+ * MI_FUSE_MEMBER_CHOICES); any variant elsewhere, and auto. */
+int mi__ltask_keeps_unit(const mi_space_t *s, const mi_ltask_t *k, int j, int32_t d, int32_t v);
+/* The variant value that stands in for auto on node j of task k: of the explicit variants that
+ * keep the unit and read a knob (in pt, tmp a scratch point), the one named by the fastest choice
+ * ts tried, else the first of them; -1 none. */
+int32_t mi__ltask_stand_in(const mi_space_t *s, const mi_ltask_t *k, int j, const mi__ltask_state_t *ts,
+                           const int32_t *pt, int32_t *tmp);
 /** Seconds the layer-task phase has left of o->max_seconds from its start phase_t0 (mi_now_s),
  * or of o->hard_seconds less o->reserve_runs rounds at the mean of the `rounds` run so far
  * (x1.5), whichever is more; INFINITY when no limit is set (or struct_size does not cover it). */

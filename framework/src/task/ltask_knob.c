@@ -116,46 +116,63 @@ static double step_rank(const tallies_t *ta, const kstate_t *ks, int32_t key, in
   return step_score(ta, key, task) - (far && key >= 0 && ta->t[key].n == 0 ? 1e3 : 0);
 }
 
-/* The steps from `center`: every knob the task's conv(s) read there, one value up and one down
- * (and, for a named knob, every other value, ranked after all the neighbouring steps until the
- * kernel class has measured it), each kept only when the space's rules leave the value as set,
- * none measured before; ordered
- * with the step that made the centre first, then by what each step did on this kernel class
- * (step_score). */
+/* The steps of node j's knob dimension d from point `from` (its conv's choice there): one value
+ * up and one down (a named knob: every other value, ranked after the neighbouring steps until the
+ * kernel class has measured it), each kept only when the space's rules leave the value as set and
+ * not measured before. */
+static void knob_steps(const mi_space_t *s, const int32_t *from, int32_t d, int j, const mi_ltask_t *k,
+                       const mi__ltask_state_t *ts, kstate_t *ks, tallies_t *ta, int32_t *tmp2) {
+  int32_t D = mi_space_dim_count(s);
+  const char *name = mi_space_dim_name(s, d), *knob = strrchr(name, '.');
+  int cat = categorical(s, d), n = cat ? mi_space_dim_size(s, d) : 2;
+  for (int i = 0; i < n; i++) {
+    int32_t v = cat ? i : from[d] + (i == 0 ? 1 : -1);
+    char step[24], *c;
+    if (v < 0 || v >= mi_space_dim_size(s, d) || v == from[d] || ks->nm >= MOVES_MAX) continue;
+    if (cat)
+      snprintf(step, sizeof step, "=%.22s", mi_space_dim_label(s, d, v));
+    else
+      snprintf(step, sizeof step, "%+d", i == 0 ? 1 : -1);
+    memcpy(tmp2, from, (size_t)D * sizeof *tmp2);
+    tmp2[d] = v;
+    if (mi_space_repair(s, tmp2, NULL, NULL) != MI_OK || tmp2[d] != v) continue;
+    if (!(c = mi__ltask_task_choice(s, tmp2, k, 0))) continue;
+    if (!strcmp(c, ks->center) || tried_has(ts, c)) {
+      free(c);
+      continue;
+    }
+    ks->key[ks->nm] = tally_key(ta, k, j, knob ? knob + 1 : name, step);
+    ks->far[ks->nm] = cat && abs(v - from[d]) > 1;
+    ks->mv[ks->nm++] = c;
+  }
+}
+
+/* The steps from `center`: every knob the task's conv(s) read there (knob_steps); a conv whose
+ * variant is auto reads none of its own, so its steps are those of auto's stand-in
+ * (mi__ltask_stand_in: the kernel the plugin's pick measured as), each taken from auto's time. None
+ * is measured before; ordered with the step that made the centre first, then by what each step
+ * did on this kernel class (step_score). */
 static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, const mi__ltask_state_t *ts,
-                      kstate_t *ks, tallies_t *ta, int32_t *tmp, int32_t *tmp2) {
+                      kstate_t *ks, tallies_t *ta, int32_t *tmp, int32_t *tmp2, int32_t *tmp3) {
   int32_t D = mi_space_dim_count(s), node[2] = {k->nodes[0], k->second ? k->second[0] : -1};
   moves_clear(ks);
   memcpy(tmp, base, (size_t)D * sizeof *tmp);
   if (!mi__ltask_apply_all(s, tmp, k, ks->center) || mi_space_repair(s, tmp, NULL, NULL) != MI_OK) return;
-  for (int j = 0; j < 2; j++)
-    for (int32_t d = 0; d < D && node[j] >= 0; d++) {
-      const char *name = mi_space_dim_name(s, d), *knob = strrchr(name, '.');
-      if (mi_space_dim_node(s, d) != node[j] || mi_space_dim_kind(s, d) != MI_DIM_KNOB ||
-          !mi_space_active(s, tmp, d))
-        continue;
-      int cat = categorical(s, d), n = cat ? mi_space_dim_size(s, d) : 2;
-      for (int i = 0; i < n; i++) {
-        int32_t v = cat ? i : tmp[d] + (i == 0 ? 1 : -1);
-        char step[24], *c;
-        if (v < 0 || v >= mi_space_dim_size(s, d) || v == tmp[d] || ks->nm >= MOVES_MAX) continue;
-        if (cat)
-          snprintf(step, sizeof step, "=%.22s", mi_space_dim_label(s, d, v));
-        else
-          snprintf(step, sizeof step, "%+d", i == 0 ? 1 : -1);
-        memcpy(tmp2, tmp, (size_t)D * sizeof *tmp2);
-        tmp2[d] = v;
-        if (mi_space_repair(s, tmp2, NULL, NULL) != MI_OK || tmp2[d] != v) continue;
-        if (!(c = mi__ltask_task_choice(s, tmp2, k, 0))) continue;
-        if (!strcmp(c, ks->center) || tried_has(ts, c)) {
-          free(c);
-          continue;
-        }
-        ks->key[ks->nm] = tally_key(ta, k, j, knob ? knob + 1 : name, step);
-        ks->far[ks->nm] = cat && abs(v - tmp[d]) > 1;
-        ks->mv[ks->nm++] = c;
-      }
+  for (int j = 0; j < 2; j++) {
+    int32_t vd = mi__ltask_variant_dim(s, node[j]), v;
+    const int32_t *from = tmp;
+    if (node[j] < 0) continue;
+    if (vd >= 0 && tmp[vd] == 0 && (v = mi__ltask_stand_in(s, k, j, ts, tmp, tmp2)) > 0) {
+      /* Auto: the stand-in at its declared knobs (repair resets the knobs auto left inactive). */
+      memcpy(tmp3, tmp, (size_t)D * sizeof *tmp3);
+      tmp3[vd] = v;
+      if (mi_space_repair(s, tmp3, NULL, NULL) != MI_OK || tmp3[vd] != v) continue;
+      from = tmp3;
     }
+    for (int32_t d = 0; d < D; d++)
+      if (mi_space_dim_node(s, d) == node[j] && mi_space_dim_kind(s, d) == MI_DIM_KNOB && mi_space_active(s, from, d))
+        knob_steps(s, from, d, j, k, ts, ks, ta, tmp2);
+  }
   /* Insertion sort, stable: the momentum step first, then the best mean gain. */
   for (int32_t i = 1; i < ks->nm; i++) {
     char *c = ks->mv[i];
@@ -176,9 +193,10 @@ static void gen_moves(const mi_space_t *s, const int32_t *base, const mi_ltask_t
   }
 }
 
-/* Task i's starting point: its fastest measured choice that has a step to take. */
+/* Task i's starting point: its fastest measured choice that has a step to take (auto has its
+ * stand-in's). */
 static void start(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, const mi__ltask_state_t *ts,
-                  kstate_t *ks, tallies_t *ta, int32_t *tmp, int32_t *tmp2) {
+                  kstate_t *ks, tallies_t *ta, int32_t *tmp, int32_t *tmp2, int32_t *tmp3) {
   uint8_t *seen = calloc((size_t)ts->ntried + 1, 1);
   if (!seen) return;
   for (;;) {
@@ -191,7 +209,7 @@ static void start(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k,
     if (!(ks->center = strdup(ts->tried[b]))) break;
     ks->center_s = ts->tried_s[b];
     ks->last = -1;
-    gen_moves(s, base, k, ts, ks, ta, tmp, tmp2);
+    gen_moves(s, base, k, ts, ks, ta, tmp, tmp2, tmp3);
     if (ks->nm > 0) {
       ks->active = 1;
       break;
@@ -206,7 +224,7 @@ int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_
   int has = o->struct_size >= offsetof(mi_ltask_options_t, knob_seconds) + sizeof o->knob_seconds;
   int32_t rounds = has ? o->knob_rounds : 0, D = mi_space_dim_count(s), rc = MI_OK;
   double limit = has ? o->knob_seconds : 0, t0 = mi_now_s();
-  int32_t *pt, *tmp, *tmp2, *in_round;
+  int32_t *pt, *tmp, *tmp2, *tmp3, *in_round;
   double *node_s;
   kstate_t *ks;
   tallies_t ta = {NULL, 0, 0};
@@ -214,17 +232,18 @@ int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_
   pt = malloc((size_t)D * sizeof *pt + 1);
   tmp = malloc((size_t)D * sizeof *tmp + 1);
   tmp2 = malloc((size_t)D * sizeof *tmp2 + 1);
+  tmp3 = malloc((size_t)D * sizeof *tmp3 + 1);
   in_round = calloc((size_t)t->count + 1, sizeof *in_round);
   node_s = malloc(((size_t)g->node_count + 1) * sizeof *node_s);
   ks = calloc((size_t)t->count + 1, sizeof *ks);
-  if (!pt || !tmp || !tmp2 || !in_round || !node_s || !ks) {
+  if (!pt || !tmp || !tmp2 || !tmp3 || !in_round || !node_s || !ks) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "layer tasks: out of memory");
     goto done;
   }
   /* Tasks taken from the history keep their stored best, and tasks whose neighbours agreed keep
    * theirs (the warm start's saving); the others climb. */
   for (int32_t i = 0; i < t->count; i++)
-    if (!ts[i].reused && ts[i].warm != 2) start(s, base, &t->tasks[i], &ts[i], &ks[i], &ta, tmp, tmp2);
+    if (!ts[i].reused && ts[i].warm != 2) start(s, base, &t->tasks[i], &ts[i], &ks[i], &ta, tmp, tmp2, tmp3);
   for (int32_t r = 0; r < rounds; r++) {
     int32_t n_in = 0, any = 0;
     mi_error_t e;
@@ -297,7 +316,7 @@ int32_t mi__ltask_knob_stage(const mi_graph_t *g, const mi_space_t *s, const mi_
           ts[i].knob_best = 1;
         }
       }
-      gen_moves(s, base, &t->tasks[i], &ts[i], k, &ta, tmp, tmp2);
+      gen_moves(s, base, &t->tasks[i], &ts[i], k, &ta, tmp, tmp2, tmp3);
       k->active = k->nm > 0;
     }
     rc = MI_OK; /* one failed round fails only its steps */
@@ -312,6 +331,7 @@ done:
   free(pt);
   free(tmp);
   free(tmp2);
+  free(tmp3);
   free(in_round);
   free(node_s);
   return rc;

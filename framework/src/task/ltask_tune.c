@@ -253,9 +253,10 @@ int mi__ltask_apply_all(const mi_space_t *s, int32_t *pt, const mi_ltask_t *k, c
   return ok;
 }
 
-/* The cold list of a task: the base point's choice, each other variant at its default knobs,
- * then one knob of the base variant changed at a time (up to LIST_MAX, into all). For a dw+pw
- * unit each step alternates between the two convs, so that a short list tries both. */
+/* The cold list of a task: the base point's choice, each other variant at its default knobs
+ * (those that keep a dw+pw unit one kernel first), then one knob of the base variant changed at
+ * a time (up to LIST_MAX, into all). For a dw+pw unit each step alternates between the two
+ * convs, so that a short list tries both. */
 static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t *k, int32_t *tmp,
                       task_state_t *all) {
   int32_t D = mi_space_dim_count(s), node[2] = {k->nodes[0], k->second ? k->second[0] : -1};
@@ -269,8 +270,13 @@ static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t
         if (mi_space_dim_node(s, d) != node[j] || kind != (pass ? MI_DIM_KNOB : MI_DIM_VARIANT) ||
             (pass && !mi_space_active(s, base, d)))
           continue;
-        for (int32_t v = 0; v < mi_space_dim_size(s, d) && n[j] < LIST_MAX; v++) {
-          if (v == base[d]) continue;
+        /* Variants that run the task's unit as one kernel first (a dw+pw unit's anchor): one
+         * of them is what auto runs, and its knobs are stepped from auto's (ltask_knob.c). */
+        int32_t size = mi_space_dim_size(s, d);
+        for (int32_t o = 0; o < 2 * size && n[j] < LIST_MAX; o++) {
+          int32_t v = o % size;
+          if (v == base[d] || (!pass && (o < size) != mi__ltask_keeps_unit(s, k, j, d, v)) || (pass && o >= size))
+            continue;
           memcpy(tmp, base, (size_t)D * sizeof *tmp);
           tmp[d] = v;
           if (mi_space_repair(s, tmp, NULL, NULL) == MI_OK) list[j][n[j]++] = mi__ltask_task_choice(s, tmp, k, 0);
