@@ -3,8 +3,9 @@
  * are where most of a kernel's speed lies on a given shape (on a CPU OpenCL device the 1x1
  * convolutions run 2-2.5x faster at other blocks than the declared ones, docs/tuning.md), and
  * their cross product is far too large to measure. So each task climbs from its fastest choice
- * that has knobs, one knob one step (the neighbouring value of its domain) per round, every task
- * of the model in the same whole-model measurement. What a step did is kept per kernel class
+ * that has knobs (a conv at auto has those of its stand-in, ltask_auto.c), one knob one step
+ * (the neighbouring value of its domain) per round, every task of the model in the same
+ * whole-model measurement. What a step did is kept per kernel class
  * (op, window, stride, groups, depthwise, precision: the shape features of the task key): a step
  * that sped up one 1x1 convolution is tried first on the next, and a step that just paid is
  * tried again (a block that helped at 8 may help more at 16); a step that cost the class on
