@@ -55,6 +55,8 @@ static void test_unary(void) {
   UNARY_CASE("Exp", NULL, exp(x));
   UNARY_CASE("Neg", NULL, -x);
   UNARY_CASE("Abs", NULL, fabs(x));
+  UNARY_CASE("Cos", NULL, cos(x));
+  UNARY_CASE("Sin", NULL, sin(x));
 #undef UNARY_CASE
 }
 

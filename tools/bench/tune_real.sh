@@ -37,7 +37,8 @@ mkdir -p "$O"; O=$(realpath "$O")
 HOST="$NICE $B/bin/mi-host --plugins $B/plugins --json"
 
 # name, file, inputs (the recipe's `inputs:` mapping; natural sizes as tools/bench/real/run.py:
-# an OCR line / page crop, an 80 ms audio hop, a 32 ms VAD window at 16 kHz; {} = the model's own).
+# an OCR line / page crop, an 80 ms audio hop, a 32 ms VAD window at 16 kHz, 5 s of speech for
+# Moonshine's encoder; {} = the model's own).
 MODELS=(
   "ppocr_v2_cls|ppocr_v2_cls.onnx|{x: [1, 3, 48, 192]}"
   "ppocr_v4_det|ppocr_v4_det.onnx|{x: [1, 3, 320, 320]}"
@@ -53,6 +54,7 @@ MODELS=(
   "blazeface_back|blazeface_back.onnx|{}"
   "mlsd_tiny_320|mlsd_tiny_320.onnx|{}"
   "isnet_quint8|isnet_quint8_1024.onnx|{}"
+  "moonshine_tiny_enc|moonshine_tiny_enc.onnx|{input_values: [1, 80000]}"
 )
 
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -130,7 +132,7 @@ done
 python3 - "$O" <<'PY'
 import json, os, sys
 O = sys.argv[1]
-order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","silero_vad_v6_ifless","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8"]
+order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","silero_vad_v6_ifless","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8","moonshine_tiny_enc"]
 print("| model | tune wall s (load start-end) | measured + replayed | deployed | tune's confirm: speedup (95% CI, rounds) | mi-host compare: tuned/default median ms, ratio (95% CI), rounds |")
 print("| --- | --- | --- | --- | --- | --- |")
 for name in order:

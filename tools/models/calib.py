@@ -10,10 +10,11 @@ uses and with the preprocessing each model's own front end applies:
           coffee, chelsea, rocket, motorcycle; CC0 or public domain, see each image's
           docstring in skimage/data/_fetchers.py), or any folder of .png/.jpg (--photos)
   text    lines and pages rendered with the DejaVu fonts (fonts-dejavu-core) for PaddleOCR
-  speech  sentences synthesised by espeak-ng, resampled to 16 kHz; the openWakeWord embedding
-          and wake-word models get the features of their own front end (the melspectrogram
-          model, then the embedding model, run on the reference interpreter by mi-run); Silero
-          VAD gets the state it left after the windows before (also run by mi-run)
+  speech  sentences synthesised by espeak-ng, resampled to 16 kHz; Moonshine's encoder gets the
+          clip itself; the openWakeWord embedding and wake-word models get the features of
+          their own front end (the melspectrogram model, then the embedding model, run on the
+          reference interpreter by mi-run); Silero VAD gets the state it left after the
+          windows before (also run by mi-run)
 
 The same arguments give the same bytes (seeded crops, texts, voices and noise; np.save).
 A model whose source is missing is reported and skipped, and the exit status is 1.
@@ -80,6 +81,7 @@ MODELS = {
     "blazeface_back": ("blazeface", "blazeface_back.onnx", {"input:0": [1, 256, 256, 3]}),
     "mlsd_tiny_320": ("mlsd", "mlsd_tiny_320.onnx", {"input_image_with_alpha:0": [1, 320, 320, 4]}),
     "isnet_quint8": ("isnet", "isnet_quint8_1024.onnx", {"input": [1, 3, 1024, 1024]}),
+    "moonshine_tiny_enc": ("speech", "moonshine_tiny_enc.onnx", {"input_values": [1, 80000]}),
 }
 
 
@@ -394,9 +396,15 @@ def vad(rng, args, shape, count):
     return out
 
 
+def speech_clip(rng, args, shape, count):
+    """Moonshine's encoder: a clip of speech in [-1, 1) at 16 kHz as its front end passes it
+    (no scaling), shape[1] samples long (5 s, padded with the quiet-room noise)."""
+    return [{"input_values": y[None]} for y in speech(rng, count, shape[1] / 16000.0)]
+
+
 KINDS = {"blazeface": blazeface, "mlsd": mlsd, "isnet": isnet, "ocr_line": ocr_line,
          "ocr_page": ocr_page, "oww_audio": oww_audio, "oww_mel": oww_mel, "oww_emb": oww_emb,
-         "vad": vad}
+         "vad": vad, "speech": speech_clip}
 
 
 def write(d, samples):

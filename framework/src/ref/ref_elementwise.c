@@ -38,14 +38,16 @@ enum {
   U_FLOOR,
   U_CEIL,
   U_ROUND,
-  U_SOFTPLUS
+  U_SOFTPLUS,
+  U_COS,
+  U_SIN
 };
 
 static int unary_code(const char *op) {
   static const char *names[] = {"Relu", "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
                                 "Tanh", "Erf", "Gelu", "Sqrt", "Log",
                                 "Exp", "Neg", "Abs", "Reciprocal", "Not",
-                                "Sign", "Floor", "Ceil", "Round", "Softplus"};
+                                "Sign", "Floor", "Ceil", "Round", "Softplus", "Cos", "Sin"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(op, names[i]) == 0) return i;
   return -1;
@@ -130,6 +132,8 @@ int32_t mi__ref_unary(mi__ref_call_t *c) {
                                : v; /* keeps NaN and 0 */
       break;
     case U_FLOOR: r = floorf(v); break;
+    case U_COS: r = cosf(v); break;
+    case U_SIN: r = sinf(v); break;
     case U_CEIL: r = ceilf(v); break;
     case U_ROUND:
       r = nearbyintf(v); /* halves to even, the default rounding mode */
