@@ -97,10 +97,17 @@ static inline __attribute__((always_inline)) void layernorm_body(const mi__blis_
     var = (((pv[0] + pv[4]) + (pv[2] + pv[6])) + ((pv[1] + pv[5]) + (pv[3] + pv[7]))) / (double)len;
     inv = (float)(1.0 / sqrt(var + st->eps));
     mf = (float)mean;
-    for (j = 0; j < len; j++) {
-      float v = (xr[j] - mf) * inv;
-      yr[j] = v * (g ? g[j] : 1.f) + (b ? b[j] : 0.f);
-    }
+    /* One loop per operand set: a NULL test inside the loop became a masked load from address
+     * 0 with an empty mask, which AMD Zen 4 takes through a microcode assist each time (84% of a
+     * scale-only LayerNormalization's time, 2.4 GB/s). */
+    if (g && b)
+      for (j = 0; j < len; j++) yr[j] = (xr[j] - mf) * inv * g[j] + b[j];
+    else if (g)
+      for (j = 0; j < len; j++) yr[j] = (xr[j] - mf) * inv * g[j];
+    else if (b)
+      for (j = 0; j < len; j++) yr[j] = (xr[j] - mf) * inv + b[j];
+    else
+      for (j = 0; j < len; j++) yr[j] = (xr[j] - mf) * inv;
     if (st->act) mi__blis_act_apply(st->act, st->act_a, st->act_b, yr, len); /* on the row in cache */
   }
 }

@@ -154,7 +154,7 @@ static void softmax_case(tb_plugin_t *p, int opset, int64_t axis) {
 
 /* LayerNormalization over the last dim of [2,3,len]: len 8 (one run of eight partial sums) and 37
  * (four runs and a tail). */
-static void layernorm_case(tb_plugin_t *p, int64_t len) {
+static void layernorm_case(tb_plugin_t *p, int64_t len, int with_bias) {
   int64_t d[3] = {2, 3, len}, ld = len, o, j;
   float x[6 * 40], g[40], be[40], ref[6 * 40];
   const float *ins[1] = {x};
@@ -172,8 +172,9 @@ static void layernorm_case(tb_plugin_t *p, int64_t len) {
   t3 = tb_tensor(&b, 3, d, NULL);
   {
     int in[3] = {t0, t1, t2};
-    node = tb_node(&b, "LayerNormalization", 17, 3, in, t3);
+    node = tb_node(&b, "LayerNormalization", 17, with_bias ? 3 : 2, in, t3);
   }
+  if (!with_bias) memset(be, 0, sizeof be);
   tb_attr_i(&b, node, "axis", -1);
   tb_finish(&b, t3);
   for (o = 0; o < 6; o++) {
@@ -184,7 +185,7 @@ static void layernorm_case(tb_plugin_t *p, int64_t len) {
     v /= (double)len;
     for (j = 0; j < len; j++) ref[o * len + j] = (float)((x[o * len + j] - m) / sqrt(v + 1e-5) * g[j] + be[j]);
   }
-  snprintf(name, sizeof name, "layernorm len %lld", (long long)len);
+  snprintf(name, sizeof name, "layernorm len %lld%s", (long long)len, with_bias ? "" : " scale only");
   expect(p, &b, name, ins, ref, NULL, 0);
 }
 
@@ -627,8 +628,9 @@ static void simd_paths(void) {
 }
 
 static void layernorm(void) {
-  layernorm_case(&p, 8);
-  layernorm_case(&p, 37);
+  layernorm_case(&p, 8, 1);
+  layernorm_case(&p, 37, 1);
+  layernorm_case(&p, 37, 0); /* Scale alone (a PyTorch LayerNorm without bias) */
 }
 
 static void pool(void) {

@@ -351,6 +351,36 @@ static void concat_const(void) {
   concat_const_test(2);
 }
 
+/* ---- Concat on a last axis of blocks of at most 8 floats (a rotary embedding's two halves
+ * joined as [..., 16, 1] + [..., 16, 1] -> [..., 16, 2]): copied per outer row. Blocks of 1 (the
+ * interleave), 2 (zeros: filled), 3 and 8 (x, twice); 2 x 700 rows, split across the session's
+ * threads; a copy, so exact. */
+static void concat_rows(void) {
+  int64_t xd[3] = {2, 700, 3}, cd[3] = {2, 700, 1}, zd[3] = {2, 700, 2}, wd[3] = {2, 700, 8};
+  float *zeros = calloc((size_t)(2 * 700 * 2), sizeof(float));
+  int32_t x, cin[5], y, node, e;
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  REQUIRE(zeros);
+  cin[0] = x;
+  cin[1] = const_f32(g, "c", 3, cd, 7);
+  cin[2] = mi_graph_add_const_f32(g, "zeros", 3, zd, zeros);
+  free(zeros);
+  /* a block of 8 floats: x's row repeated by an Expand-free Concat of x, x and two of c */
+  {
+    int32_t ein[4] = {x, x, cin[1], cin[1]};
+    e = mi_graph_add_tensor(g, "w", MI_DTYPE_FLOAT32, 3, wd);
+    node = mi_graph_add_node(g, "Concat", "cat8", 4, ein, 1, &e);
+    mi_node_set_int(g, node, "axis", -1);
+  }
+  cin[3] = e;
+  cin[4] = cin[1];
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  node = mi_graph_add_node(g, "Concat", "cat", 5, cin, 1, &y);
+  mi_node_set_int(g, node, "axis", 2);
+  mi_graph_add_output(g, y);
+  expect_within(g, "Concat of blocks of 1 to 8 floats on the last axis", 0.);
+}
+
 /* ---- Expand, Tile, Gather */
 
 static void expand_tile_tests(void) {
@@ -686,6 +716,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(pad_tests),
     TU_CASE(split),
     TU_CASE(concat_const),
+    TU_CASE(concat_rows),
     TU_CASE(expand_tile_tests),
     TU_CASE(gather),
     TU_CASE(depth_space_tests),
