@@ -139,6 +139,14 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
       goto done;
     }
   }
+  if (mi__graph_gelu_fusable(s->g)) {
+    /* Spelled-out exact Gelus become one Gelu node each, on a private copy. */
+    if ((rc = own_copy(s, g, err))) goto done;
+    if (mi__graph_fuse_gelus(s->own) < 0) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory fusing Gelus");
+      goto done;
+    }
+  }
   rc = create_device(s, opts, err);
 done:
   if (rc != MI_OK) {

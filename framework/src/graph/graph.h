@@ -62,6 +62,14 @@ int mi__graph_ln_fusable(const mi_graph_t *g);
  * in mi__graph_fold_pads). Returns the number fused, or -MI_ERR_OUT_OF_MEMORY. */
 int32_t mi__graph_fuse_layernorms(mi_graph_t *g);
 
+/** 1 when the graph spells out the exact Gelu, 0.5 * x * (1 + erf(x / sqrt(2))), as Div (or Mul
+ * by 1 / sqrt(2)), Erf, Add(1), Mul and Mul(0.5) in any operand order (gelu_fuse.c). */
+int mi__graph_gelu_fusable(const mi_graph_t *g);
+/** Rewrites the last Mul of each such Gelu into Gelu(x) with the same output; the other nodes
+ * are left without readers (as in mi__graph_fuse_layernorms). Returns the number fused, or
+ * -MI_ERR_OUT_OF_MEMORY. */
+int32_t mi__graph_fuse_gelus(mi_graph_t *g);
+
 /** The dims [*start, *start + count) of a rank-`rank` input that a Shape node outputs: its start
  * and end attributes when has_range (opset 15 added them), negative ones counted from the end,
  * both clamped to [0, rank]. Returns the count (0 when end <= start). Shape inference, constant
