@@ -2,7 +2,7 @@
 # real_models.sh - every real exported model present in the cache (tools/models/fetch.sh)
 # imports and runs on the reference interpreter through mi-run with finite outputs (Silero VAD
 # v4-v6 through their If subgraphs and LSTM, at both sample rates, and v6's If-less export, which
-# must give v6's outputs; BlazeFace and M-LSD); a
+# must give v6's outputs; BlazeFace and M-LSD; Moonshine tiny's speech encoder); a
 # truncated model fails cleanly with exit 2 and one line. Exit 77 (skipped) when no model is
 # present.
 set -u
@@ -81,6 +81,10 @@ want_count blazeface-back Identity_3_0.npy 6144
 check_runs mlsd-tiny-320 mlsd_tiny_320.onnx
 want_count mlsd-tiny-320 scores.npy 25600
 want_count mlsd-tiny-320 offsets.npy 102400
+# Moonshine tiny's quantized speech encoder (rotary positions: Range, Cos and Sin folded from the
+# input's shape), 1 s of audio: 40 frames of 288.
+check_runs moonshine-tiny-enc moonshine_tiny_enc.onnx --shape input_values=1,16000
+want_count moonshine-tiny-enc last_hidden_state.npy 11520
 # Silero VAD's sample rate picks the If branch: 16 kHz and 8 kHz windows, zero state.
 npy() { # FILE DESCR SHAPE FMT VALUE
   python3 - "$@" <<'PY'
