@@ -623,9 +623,27 @@ static void logsoftmax(void) {
   logsoftmax_test(11, 1);
 }
 
+/* One plane of 4099 values offset by 20 (a one-group GroupNorm, as Moonshine's encoder writes it
+ * after its first conv): the eight partial sums, their tail, and a mean far from 0. */
+static void instnorm_plane_test(void) {
+  const int64_t xd[3] = {1, 1, 4099}, c = 1;
+  int32_t x, in[3], node;
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  float twenty = 20.0f;
+  int32_t ain[2] = {x, mi_graph_add_const_f32(g, "twenty", 0, NULL, &twenty)};
+  in[0] = mi_graph_add_tensor(g, "xs", MI_DTYPE_FLOAT32, -1, NULL);
+  mi_graph_add_node(g, "Add", "add", 2, ain, 1, &in[0]);
+  in[1] = const_f32(g, "scale", 1, &c, 43);
+  in[2] = const_f32(g, "bias", 1, &c, 44);
+  node = node_y(g, "InstanceNormalization", 3, in);
+  mi_node_set_float(g, node, "epsilon", 1e-5f);
+  expect_match(g, "InstanceNormalization, one plane of 4099");
+}
+
 static void instnorm(void) {
   instnorm_test(4);
   instnorm_test(3);
+  instnorm_plane_test();
 }
 
 static void nary(void) {
