@@ -71,7 +71,7 @@ void mi__blis_mmp_pack(mi__blis_mmp_t *p, float *mem, int32_t simd, const float 
  * store, masked at the last panel's columns. */
 static inline __attribute__((always_inline)) MI__AVX512_FN void
 tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
-        int64_t cols, int MR, int pf, int NV) {
+        int64_t cols, int MR, int pf, int NV, int PS) {
   __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1u);
   __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols <= 16 ? 0
                                                               : (1u << (cols - 16)) - 1u);
@@ -95,10 +95,10 @@ tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
     }
   }
   for (kk = 0; kk < kn; kk++) {
-    __m512 b0 = _mm512_loadu_ps(pb + kk * 16 * NV), b1 = NV == 2 ? _mm512_loadu_ps(pb + kk * 32 + 16) : b0;
+    __m512 b0 = _mm512_loadu_ps(pb + kk * PS), b1 = NV == 2 ? _mm512_loadu_ps(pb + kk * PS + 16) : b0;
     if (pf) {
-      _mm_prefetch((const char *)(pb + kk * 16 * NV + MM_PF), _MM_HINT_T0);
-      if (NV == 2) _mm_prefetch((const char *)(pb + kk * 32 + MM_PF + 16), _MM_HINT_T0);
+      _mm_prefetch((const char *)(pb + kk * PS + MM_PF), _MM_HINT_T0);
+      if (PS == 32) _mm_prefetch((const char *)(pb + kk * PS + MM_PF + 16), _MM_HINT_T0);
     }
 #pragma GCC unroll 12
     for (i = 0; i < 12; i++) {
@@ -120,10 +120,10 @@ tile512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
  * as 4 tiles of 10, not 3 of 12 and one of 4 (a 4-row tile does 8 multiply-adds per two panel
  * loads). */
 #define MM_T512(R) \
-  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0, NV); break;
+  case R: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0, NV, PS); break;
 static inline __attribute__((always_inline)) MI__AVX512_FN void
 rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy, const float *bias, int first,
-        int64_t cols, int64_t rows, int NV) {
+        int64_t cols, int64_t rows, int NV, int PS) {
   int64_t tiles = (rows + 11) / 12, t;
   for (t = 0; t < tiles; t++) {
     int64_t r = rows / tiles + (t < rows % tiles);
@@ -132,7 +132,7 @@ rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
     switch (r) {
       MM_T512(1) MM_T512(2) MM_T512(3) MM_T512(4) MM_T512(5) MM_T512(6)
       MM_T512(7) MM_T512(8) MM_T512(9) MM_T512(10) MM_T512(11)
-      default: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0, NV);
+      default: tile512(a, lda, pb, kn, y, ldy, bias, first, cols, 12, t == 0, NV, PS);
     }
     /* clang-format on */
     a += r * lda;
@@ -142,12 +142,20 @@ rows512(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int6
 
 static MI__AVX512_FN void rows512_16(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
                                      const float *bias, int first, int64_t cols, int64_t rows) {
-  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 1);
+  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 1, 16);
 }
 
 static MI__AVX512_FN void rows512_32(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
                                      const float *bias, int first, int64_t cols, int64_t rows) {
-  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 2);
+  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 2, 32);
+}
+
+/* The last 32-wide panel when at most 16 of its columns are B's (N = 36: 4 of 32): one vector per
+ * row (its first 16 lanes), not two; the same products in the same order. The PV product of an
+ * attention head of 36 (Moonshine's encoder) did 64 columns of multiply-adds for 36, now 48. */
+static MI__AVX512_FN void rows512_32h(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                                      const float *bias, int first, int64_t cols, int64_t rows) {
+  rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 1, 32);
 }
 
 /* ---- AVX2: MR (1..6) rows x 16 columns, 12 accumulators, the two panel vectors and one broadcast
@@ -269,6 +277,8 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
         float *y = y0 + m0 * N + pn * nr;
         int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
         if (p->simd == MI__SIMD_AVX512 && nr == 16) rows512_16(a, K, pb, kn, y, N, bias, first, cols, rows);
+        else if (p->simd == MI__SIMD_AVX512 && cols <= 16)
+          rows512_32h(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX512)
           rows512_32(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX2)
