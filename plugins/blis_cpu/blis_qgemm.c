@@ -654,21 +654,23 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
 
 typedef struct qgemm {
   int32_t a, y, za, zy, a_u8, y_u8, simd, dot;
-  int32_t za_t, out32; /* runtime zero point tensor of A (or -1: za); write int32 sums */
-  int32_t w4;          /* INT4 B kept packed: b4, not b */
-  int64_t m, n, k, ka; /* ka: k rounded up to even */
-  double *mult, *bias; /* n each */
-  int16_t *b;          /* [ka/2][n][2]: pairs of rows (INT8) */
-  uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
-  int16_t *a16;        /* [m][ka] scratch, zero past k */
-  int32_t *acc;        /* [m][n] scratch */
-  int32_t u8k;         /* byte core: a8, b8, csum instead of a16, b */
-  int64_t kq;          /* k rounded up to 4, in quads */
-  uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
-  int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
-  int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
-  int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
-  uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
+  int32_t za_t, out32;   /* runtime zero point tensor of A (or -1: za); write int32 sums */
+  int32_t tail, scale_t; /* out32's float tail (gemm_tail, blis_qlinear.c): nodes, scale tensor */
+  float *tb;             /* its bias along the last axis (n values), or NULL */
+  int32_t w4;            /* INT4 B kept packed: b4, not b */
+  int64_t m, n, k, ka;   /* ka: k rounded up to even */
+  double *mult, *bias;   /* n each */
+  int16_t *b;            /* [ka/2][n][2]: pairs of rows (INT8) */
+  uint8_t *b4;           /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
+  int16_t *a16;          /* [m][ka] scratch, zero past k */
+  int32_t *acc;          /* [m][n] scratch */
+  int32_t u8k;           /* byte core: a8, b8, csum instead of a16, b */
+  int64_t kq;            /* k rounded up to 4, in quads */
+  uint8_t *a8, *b8;      /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
+  int32_t *csum;         /* [n] sums of each column's weights: the zero point's correction */
+  int32_t *wd;           /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
+  int32_t amx;           /* byte core on AMX tiles (blis_qamx.c): wb */
+  uint8_t *wb;           /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
 } qgemm_t;
 
 typedef struct qgemm_task {
@@ -676,6 +678,7 @@ typedef struct qgemm_task {
   const void *a;
   void *y;
   int32_t za; /* A's zero point for this run */
+  float fs;   /* the float tail's scale for this run */
 } qgemm_task_t;
 
 static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
@@ -704,6 +707,14 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
     else
       mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
   }
+  if (q->out32 && q->tail) { /* Cast, Mul by the scale, then Add of the bias: each rounded as the nodes */
+    for (i = r0; i < r1; i++) {
+      float *yr = (float *)t->y + i * q->n;
+      mi__blis_qv_ftail(q->simd, q->acc + i * q->n, q->n, t->fs, 0, 0.f, NULL, 0, NULL, yr);
+      for (j = 0; q->tb && j < q->n; j++) yr[j] = yr[j] + q->tb[j];
+    }
+    return;
+  }
   if (q->out32) {
     memcpy((int32_t *)t->y + r0 * q->n, q->acc + r0 * q->n, (size_t)((r1 - r0) * q->n) * sizeof(int32_t));
     return;
@@ -721,6 +732,7 @@ static int32_t run_qgemm(const mi__blis_step_t *s, void *const *t, const mi__bli
   task.a = t[task.q->a];
   task.y = t[task.q->y];
   task.za = task.q->za_t >= 0 ? runtime_zp(t, task.q->za_t, task.q->a_u8) : task.q->za;
+  task.fs = task.q->tail ? *(const float *)t[task.q->scale_t] : 0.f;
   mi__blis_parallel(env, task.q->m, 1, task.q->n * task.q->k, qgemm_rows, &task);
   return MI_OK;
 }
@@ -735,15 +747,17 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   qgemm_t *q;
   int32_t rc;
   if (!mi__blis_is_q8(a) || !w || !w->data || w->rank != 2 || a->rank < 1 || !y ||
-      (src->out32 ? y->dtype != MI_DTYPE_INT32 : !mi__blis_is_q8(y)))
+      (src->out32 ? y->dtype != (src->tail ? MI_DTYPE_FLOAT32 : MI_DTYPE_INT32) : !mi__blis_is_q8(y)))
     return mi__blis_unsupported(err, n, "integer MatMul needs INT8/UINT8 codes in, a 2-D constant B, codes or INT32 out");
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT4)
     return mi__blis_unsupported(err, n, "integer MatMul: B must be INT8, UINT8 or INT4");
-  if (p->desc->node_count != 1) return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul runs alone");
+  if (p->desc->node_count != 1 + src->tail)
+    return mi__blis_unsupported(err, n, "INT8 Gemm/MatMul runs alone or with its whole float tail");
   kk = tb ? w->dims[1] : w->dims[0];
   nn = tb ? w->dims[0] : w->dims[1];
   if (a->dims[a->rank - 1] != kk || kk >= 32768) return mi__blis_unsupported(err, n, "INT8: inner dims differ or too long");
-  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * (2 * sizeof(double) + 2 * sizeof(int32_t)), err))) return MI_ERR_OUT_OF_MEMORY;
+  if (!(q = mi__blis_state_new(p, s, sizeof *q + (uint64_t)nn * (2 * sizeof(double) + 2 * sizeof(int32_t) + sizeof(float)), err)))
+    return MI_ERR_OUT_OF_MEMORY;
   q->mult = (double *)(q + 1);
   q->bias = q->mult + nn;
   q->csum = (int32_t *)(q->bias + nn);
@@ -760,6 +774,12 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->za_t = src->zx_t;
   q->zy = src->zy;
   q->out32 = src->out32;
+  if ((q->tail = src->tail) > 0) { /* y is the tail's FLOAT32 output */
+    q->scale_t = src->scale_t;
+    q->tb = src->tb ? (float *)(q->wd + nn) : NULL;
+    for (i = 0; q->tb && i < nn; i++) q->tb[i] = src->tb[src->ntb == 1 ? 0 : i];
+    p->nodes_used = 1 + src->tail;
+  }
   q->a_u8 = a->dtype == MI_DTYPE_UINT8;
   q->y_u8 = y->dtype == MI_DTYPE_UINT8;
   q->simd = mi__blis_simd_level(p->ctx->cpu.isa);

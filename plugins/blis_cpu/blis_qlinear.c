@@ -346,6 +346,38 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
   src->hs.y = cur;
 }
 
+/* A MatMulInteger's float tail in its kernel (exec/plan.c gemm_int_tail): Cast to FLOAT, Mul by
+ * one FLOAT32 scale, then optionally Add of a constant bias along the last axis (n values, or
+ * one). Fills src's tail fields and y; leaves src alone when they do not fit (the kernel is then
+ * refused: qgemm runs alone or with its whole tail). */
+static void gemm_tail(const mi__blis_prep_t *p, int64_t n, mi__blis_qsrc_t *src) {
+  const mi_node_desc_t *m;
+  const mi_tensor_desc_t *t;
+  int32_t cur = src->y, other = -1, scale, d;
+  if (!(m = tail_node(p, 1, "Cast", cur, &other)) || mi_sdk_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return;
+  cur = m->outputs[0];
+  if (!(m = tail_node(p, 2, "Mul", cur, &other)) || !(t = mi__blis_tensor(p, other)) ||
+      t->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(t) != 1)
+    return;
+  scale = other;
+  cur = m->outputs[0];
+  src->tail = 2;
+  if ((m = tail_node(p, 3, "Add", cur, &other)) && (t = mi__blis_tensor(p, other)) && t->data &&
+      t->dtype == MI_DTYPE_FLOAT32 && (mi_sdk_numel(t) == 1 || mi_sdk_numel(t) == n)) {
+    const mi_tensor_desc_t *y = mi__blis_tensor(p, m->outputs[0]);
+    int ok = y && t->rank <= y->rank && mi_sdk_numel(y) == mi_sdk_numel(mi__blis_tensor(p, cur));
+    for (d = 0; ok && d + 1 < t->rank; d++) ok = t->dims[d] == 1; /* along the last axis only */
+    if (ok) {
+      src->tb = t->data;
+      src->ntb = mi_sdk_numel(t);
+      cur = m->outputs[0];
+      src->tail = 3;
+    }
+  }
+  src->scale_t = scale;
+  src->y = cur;
+}
+
 int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   int is_conv = strstr(n->op_type, "Conv") != NULL, qlin = strncmp(n->op_type, "QLinear", 7) == 0;
@@ -382,6 +414,7 @@ int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
       rc = mi__blis_prep_qdw_int(p, s, &src, &taken, err); /* the depthwise byte kernel where it applies */
       if (rc != MI_OK || taken) return rc;
     }
+    if (p->desc->node_count > 1) gemm_tail(p, ch, &src);
     return is_conv ? mi__blis_qconv_build(p, s, &src, err) : mi__blis_qgemm_build(p, s, &src, err);
   }
   {

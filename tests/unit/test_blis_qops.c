@@ -326,6 +326,39 @@ static void matmul_integer(int u8w) {
   run_case(g, u8w ? "MatMulInteger u8 B" : "MatMulInteger s8 B", 0);
 }
 
+/* ONNX Runtime's dynamic MatMul with its float tail: DynamicQuantizeLinear -> MatMulInteger (B
+ * UINT8 or INT8, a zero point per column) -> Cast -> Mul by (x scale * B scale) [-> Add of a
+ * bias along the last axis, [19] or [1, 19]]: one kernel for the GEMM and its tail (plus the
+ * quantize and the scale product), every float equal to the unfused reference's bit for bit. */
+static void matmul_integer_tail(int bias, int u8w) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[3] = {2, 5, 37}, bd[2] = {37, 19}, nn = 19, b2[2] = {1, 19};
+  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 3, xd), bdt = u8w ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
+                  mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t t[3], y = out(g, "y");
+  for (int i = 0; i < 3; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "t%d", i);
+    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
+  }
+  int32_t acc = mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL), sc = mi_graph_add_tensor(g, "sc", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t mi[4] = {q[0], constant(g, "b", bdt, 2, bd, NULL), q[2], constant(g, "bz", bdt, 1, &nn, NULL)};
+  int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[0], sc};
+  int32_t ad[2] = {t[1], bias == 2 ? constant(g, "bias", MI_DTYPE_FLOAT32, 2, b2, NULL) : constant(g, "bias", MI_DTYPE_FLOAT32, 1, &nn, NULL)};
+  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
+  node(g, "Mul", 2, sm, 1, &sc, 0);
+  node(g, "MatMulInteger", 4, mi, 1, &acc, 0);
+  mi_node_set_int(g, node(g, "Cast", 1, &acc, 1, &t[0], 0), "to", 1);
+  node(g, "Mul", 2, mm, 1, bias ? &t[1] : &y, 0);
+  if (bias) node(g, "Add", 2, ad, 1, &y, 0);
+  char name[80];
+  snprintf(name, sizeof name, "MatMulInteger + float tail, bias %d, %s B", bias, u8w ? "u8" : "s8");
+  g_kernels = 3;
+  run_case(g, name, 0);
+  g_kernels = 0;
+}
+
 /* QLinearConv on codes: per-channel INT8 weight scales, INT32 bias; UINT8 or INT8 activations. */
 static void qlinear_conv_at(int32_t dt, int64_t k, int64_t group, int64_t c, int64_t h, int64_t w,
                             int64_t stride) {
@@ -600,6 +633,9 @@ static void conv_integer_cases(void) {
 static void matmul_integer_cases(void) {
   matmul_integer(0);
   matmul_integer(1);
+  matmul_integer_tail(0, 1);
+  matmul_integer_tail(1, 1);
+  matmul_integer_tail(2, 0);
 }
 
 static void qlinear_conv_cases(void) {

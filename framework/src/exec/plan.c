@@ -557,6 +557,60 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
 
+/* The float tail ONNX Runtime's dynamic quantization writes after an integer MatMul:
+ * MatMulInteger -> Cast(FLOAT) -> Mul by one scale [-> Add of a constant bias along the last
+ * axis], as unit *u, for a device whose MatMulInteger declares MI_FUSE_BIAS (the int32 sums
+ * scaled and biased as they are stored, each operation rounded as the node does). 0 when the
+ * chain is not there. */
+static int match_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+                               mi__unit_t *u) {
+  int32_t cur = g->nodes[n].outputs[0];
+  memset(u, 0, sizeof *u);
+  u->nodes[u->count++] = n;
+  for (int k = 0; k < 3 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
+    int32_t r = mi__graph_sole_reader(g, cur), other;
+    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
+    const mi_tensor_t *o, *c = &g->tensors[cur];
+    if (!m || !is_op(g, r, k == 0 ? "Cast" : k == 1 ? "Mul"
+                                                    : "Add") ||
+        p->role[r] != MI__ROLE_NODE ||
+        (p->pinned && p->pinned[r]) || m->output_count != 1 || m->outputs[0] < 0) {
+      if (k < 2) return 0; /* the Cast and the scale are the pattern; the bias optional */
+      break;
+    }
+    if (k == 0) {
+      if (mi_node_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return 0;
+    } else {
+      if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return 0;
+      other = m->inputs[m->inputs[0] == cur ? 1 : 0];
+      if (other < 0 || other == cur || g->tensors[other].dtype != MI_DTYPE_FLOAT32) return 0;
+      o = &g->tensors[other];
+      if (k == 1) {
+        for (int32_t d = 0; d < o->rank; d++)
+          if (o->dims[d] != 1) return 0;
+      } else {
+        int ok = consts[other] && o->rank >= 1 && o->rank <= c->rank &&
+                 (o->dims[o->rank - 1] == c->dims[c->rank - 1] || o->dims[o->rank - 1] == 1);
+        for (int32_t d = 0; ok && d + 1 < o->rank; d++) ok = o->dims[d] == 1;
+        if (!ok) break;
+      }
+    }
+    u->nodes[u->count++] = r;
+    cur = m->outputs[0];
+  }
+  if (u->count < 3) return 0;
+  u->op = n;
+  u->at = u->nodes[u->count - 1];
+  u->dqx = u->dqw = u->act = u->q = -1;
+  for (int32_t k = 1; k < u->count; k++) /* every outside input ready when the kernel runs */
+    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) {
+      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, inside = 0;
+      for (int32_t i = 0; i < u->count; i++) inside |= u->nodes[i] == pr;
+      if (pr > u->at && !inside && !consts[t]) return 0;
+    }
+  return 1;
+}
+
 /* The two-node unit n -> r, run as one kernel at node `at` (n or r). */
 static int32_t add_pair(mi__plan_t *p, int32_t n, int32_t r, int32_t at) {
   mi__unit_t u;
@@ -799,6 +853,12 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
           g->nodes[n].outputs[0] >= 0 &&
           match_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0,
                          (fuse_mask(vars, var_count, "Pad") & MI_FUSE_ACT) != 0, &u) &&
+          add_unit(p, &u))
+        return MI_ERR_OUT_OF_MEMORY;
+  if (fuse_mask(vars, var_count, "MatMulInteger") & MI_FUSE_BIAS)
+    for (int32_t n = 0; n < g->node_count; n++)
+      if (is_op(g, n, "MatMulInteger") && p->role[n] == MI__ROLE_NODE && !(p->pinned && p->pinned[n]) &&
+          g->nodes[n].output_count == 1 && g->nodes[n].outputs[0] >= 0 && match_gemm_int_tail(g, p, consts, n, &u) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   /* A Concat whose result a DynamicQuantizeLinear reads first, where the device's Concat declares
