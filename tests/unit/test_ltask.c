@@ -408,35 +408,6 @@ static void default_attributes(void) {
   mi_graph_destroy(a), mi_graph_destroy(b), mi_graph_destroy(c);
 }
 
-/* x[1,8,12,12] -> depthwise Conv 3x3 -> Relu -> pointwise Conv (16) -> Relu: a dw+pw unit. */
-static mi_graph_t *dwpw(void) {
-  static const int64_t xd[4] = {1, 8, 12, 12}, wdd[4] = {8, 1, 3, 3}, wpd[4] = {16, 8, 1, 1}, pads[4] = {1, 1, 1, 1};
-  static float wd[72], wp[128];
-  mi_graph_t *g = mi_graph_create("dwpw");
-  int32_t x, d, r, q, y, n;
-  mi_error_t err;
-  for (int i = 0; i < 72; i++) wd[i] = (float)((i * 5) % 7) / 7.0f - 0.5f;
-  for (int i = 0; i < 128; i++) wp[i] = (float)((i * 3) % 13) / 13.0f - 0.5f;
-  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  mi_graph_add_input(g, x);
-  d = mi_graph_add_tensor(g, "d", MI_DTYPE_FLOAT32, -1, NULL);
-  r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, -1, NULL);
-  q = mi_graph_add_tensor(g, "q", MI_DTYPE_FLOAT32, -1, NULL);
-  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
-  n = mi_graph_add_node(g, "Conv", "dw", 2, (int32_t[]){x, mi_graph_add_const_f32(g, "wd", 4, wdd, wd)}, 1, &d);
-  mi_node_set_int(g, n, "group", 8);
-  mi_node_set_ints(g, n, "pads", 4, pads);
-  mi_graph_add_node(g, "Relu", "dw_relu", 1, &d, 1, &r);
-  mi_graph_add_node(g, "Conv", "pw", 2, (int32_t[]){r, mi_graph_add_const_f32(g, "wp", 4, wpd, wp)}, 1, &q);
-  mi_graph_add_node(g, "Relu", "pw_relu", 1, &q, 1, &y);
-  mi_graph_add_output(g, y);
-  if (mi_graph_toposort(g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
-    fprintf(stderr, "dwpw: %s\n", err.message);
-    exit(1);
-  }
-  return g;
-}
-
 typedef struct {
   const char *base_pw; /* the default's pointwise part */
   int rows, pw_changed;
@@ -457,7 +428,7 @@ static int pw_row(void *user, const mi_ltask_row_t *row) {
 static void dwpw_unit_task(void) {
   mi_registry_t *r = tsu_registry();
   mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
-  mi_graph_t *g = dwpw();
+  mi_graph_t *g = tsu_dwpw(8, 16, 12);
   int32_t dw = node_named(g, "dw"), pw = node_named(g, "pw"), *base, k;
   mi_space_t *s = NULL;
   mi_ltasks_t *t1 = NULL, *t2 = NULL;

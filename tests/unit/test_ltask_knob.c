@@ -218,31 +218,6 @@ static void knob_stage_named_blis(void) {
   mi_ltask_result_free(&on);
   mi_registry_destroy(r);
 }
-/* x[1,16,24,24] -> depthwise Conv 3x3 -> Relu -> pointwise Conv (32) -> Relu: a dw+pw unit. */
-static mi_graph_t *dwpw_graph(void) {
-  static const int64_t xd[4] = {1, 16, 24, 24}, wdd[4] = {16, 1, 3, 3}, wpd[4] = {32, 16, 1, 1}, pads[4] = {1, 1, 1, 1};
-  static float wd[144], wp[512];
-  mi_graph_t *g = mi_graph_create("dwpw");
-  int32_t x, d, r, q, y, n;
-  mi_error_t err;
-  for (int i = 0; i < 144; i++) wd[i] = (float)((i * 5) % 7) / 7.0f - 0.5f;
-  for (int i = 0; i < 512; i++) wp[i] = (float)((i * 3) % 13) / 13.0f - 0.5f;
-  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  mi_graph_add_input(g, x);
-  d = mi_graph_add_tensor(g, "d", MI_DTYPE_FLOAT32, -1, NULL);
-  r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, -1, NULL);
-  q = mi_graph_add_tensor(g, "q", MI_DTYPE_FLOAT32, -1, NULL);
-  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
-  n = mi_graph_add_node(g, "Conv", "dw", 2, (int32_t[]){x, mi_graph_add_const_f32(g, "wd", 4, wdd, wd)}, 1, &d);
-  mi_node_set_int(g, n, "group", 16);
-  mi_node_set_ints(g, n, "pads", 4, pads);
-  mi_graph_add_node(g, "Relu", "dw_relu", 1, &d, 1, &r);
-  mi_graph_add_node(g, "Conv", "pw", 2, (int32_t[]){r, mi_graph_add_const_f32(g, "wp", 4, wpd, wp)}, 1, &q);
-  mi_graph_add_node(g, "Relu", "pw_relu", 1, &q, 1, &y);
-  mi_graph_add_output(g, y);
-  REQUIRE(mi_graph_toposort(g, &err) == MI_OK && mi_graph_infer_shapes(g, &err) == MI_OK, "dwpw: %s", err.message);
-  return g;
-}
 
 /* A per-layer clock for the depthwise conv: auto runs conv.depthwise_direct at its declared knobs
  * (the plugin's pick), which is 1.7x faster at simd=avx2; every other variant splits the unit
@@ -277,7 +252,7 @@ static void auto_stand_in_blis(void) {
   for (int fused = 1; fused >= 0; fused--) {
     mi_registry_t *r = tsu_registry();
     mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
-    mi_graph_t *g = dwpw_graph();
+    mi_graph_t *g = tsu_dwpw(16, 32, 24);
     mi_space_t *s = NULL;
     mi_ltasks_t *t = NULL;
     mi_ltask_options_t o;

@@ -76,6 +76,36 @@ static inline mi_graph_t *tsu_small_cnn(void) {
   return g;
 }
 
+/* x[1,C,HW,HW] -> depthwise Conv 3x3 -> Relu -> pointwise Conv (M) -> Relu: a dw+pw unit, shapes
+ * inferred, sorted. C <= 16, M <= 32. */
+static inline mi_graph_t *tsu_dwpw(int64_t C, int64_t M, int64_t HW) {
+  const int64_t xd[4] = {1, C, HW, HW}, wdd[4] = {C, 1, 3, 3}, wpd[4] = {M, C, 1, 1}, pads[4] = {1, 1, 1, 1};
+  float wd[16 * 9], wp[32 * 16];
+  mi_graph_t *g = mi_graph_create("dwpw");
+  int32_t x, d, r, q, y, n;
+  mi_error_t err;
+  for (int i = 0; i < C * 9; i++) wd[i] = (float)((i * 5) % 7) / 7.0f - 0.5f;
+  for (int i = 0; i < M * C; i++) wp[i] = (float)((i * 3) % 13) / 13.0f - 0.5f;
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  d = mi_graph_add_tensor(g, "d", MI_DTYPE_FLOAT32, -1, NULL);
+  r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, -1, NULL);
+  q = mi_graph_add_tensor(g, "q", MI_DTYPE_FLOAT32, -1, NULL);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  n = mi_graph_add_node(g, "Conv", "dw", 2, (int32_t[]){x, mi_graph_add_const_f32(g, "wd", 4, wdd, wd)}, 1, &d);
+  mi_node_set_int(g, n, "group", C);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_graph_add_node(g, "Relu", "dw_relu", 1, &d, 1, &r);
+  mi_graph_add_node(g, "Conv", "pw", 2, (int32_t[]){r, mi_graph_add_const_f32(g, "wp", 4, wpd, wp)}, 1, &q);
+  mi_graph_add_node(g, "Relu", "pw_relu", 1, &q, 1, &y);
+  mi_graph_add_output(g, y);
+  if (mi_graph_toposort(g, &err) != MI_OK || mi_graph_infer_shapes(g, &err) != MI_OK) {
+    fprintf(stderr, "dwpw: %s\n", err.message);
+    exit(1);
+  }
+  return g;
+}
+
 /* Index of the dimension named `name`, or -1. */
 static inline int32_t tsu_dim(const mi_space_t *s, const char *name) {
   for (int32_t d = 0; d < mi_space_dim_count(s); d++)

@@ -14,14 +14,6 @@ static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
          !(g->nodes[n].domain && g->nodes[n].domain[0]) && g->nodes[n].output_count == 1;
 }
 
-static int32_t producer(const mi_graph_t *g, int32_t t) {
-  if (t < 0) return -1;
-  for (int32_t i = 0; i < g->node_count; i++)
-    for (int32_t o = 0; o < g->nodes[i].output_count; o++)
-      if (g->nodes[i].outputs[o] == t) return i;
-  return -1;
-}
-
 /* 1 when t is a constant float32 scalar (any rank, one element) within rel of want. */
 static int const_near(const mi_graph_t *g, int32_t t, double want, double rel) {
   float v;
@@ -48,7 +40,7 @@ static int32_t other_operand(const mi_graph_t *g, int32_t n, int32_t t) {
 static int match_at_erf(const mi_graph_t *g, int32_t e, int32_t *x, int32_t *last) {
   int32_t d, a, m, t, u, h;
   if (!is_op(g, e, "Erf") || g->nodes[e].input_count != 1) return 0;
-  d = producer(g, g->nodes[e].inputs[0]);
+  d = mi__graph_producer(g, g->nodes[e].inputs[0]);
   if (mi__graph_sole_reader(g, g->nodes[e].inputs[0]) != e) return 0;
   if (is_op(g, d, "Div") && g->nodes[d].input_count == 2 &&
       const_near(g, g->nodes[d].inputs[1], 1.4142135623730951, 1e-6))
@@ -83,7 +75,7 @@ static int match_at_erf(const mi_graph_t *g, int32_t e, int32_t *x, int32_t *las
     return 1;
   }
   /* (x * 0.5) * u */
-  h = producer(g, t);
+  h = mi__graph_producer(g, t);
   if (!is_op(g, h, "Mul") || mi__graph_sole_reader(g, t) != m ||
       !const_near(g, other_operand(g, h, *x), 0.5, 0))
     return 0;

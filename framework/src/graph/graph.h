@@ -45,6 +45,8 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t);
 /** The one node that reads tensor t (through any number of its inputs), or -1 when none or
  * several do or t is a graph output: what a fusion may fold into its producer. */
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
+/** The node that produces tensor t, or -1 (a graph input, a constant, t < 0). */
+int32_t mi__graph_producer(const mi_graph_t *g, int32_t t);
 
 /** 1 when some zero constant Pad of spatial dims is read by one Conv only (pad_fold.c). */
 int mi__graph_pad_foldable(const mi_graph_t *g);

@@ -21,15 +21,6 @@ static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
          !(g->nodes[n].domain && g->nodes[n].domain[0]);
 }
 
-/* The node that produces tensor t, or -1. */
-static int32_t producer(const mi_graph_t *g, int32_t t) {
-  if (t < 0) return -1;
-  for (int32_t i = 0; i < g->node_count; i++)
-    for (int32_t o = 0; o < g->nodes[i].output_count; o++)
-      if (g->nodes[i].outputs[o] == t) return i;
-  return -1;
-}
-
 static int is_f32(const mi_graph_t *g, int32_t t) {
   return t >= 0 && g->tensors[t].dtype == MI_DTYPE_FLOAT32;
 }
@@ -110,17 +101,17 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
   int32_t sub, sq, add_eps, rm2, pw, rm1, x, mean, mul, add;
   float two;
   if (!is_op(g, div, "Div") || dn->input_count != 2 || dn->output_count != 1) return 0;
-  sub = producer(g, dn->inputs[0]);
-  sq = producer(g, dn->inputs[1]);
+  sub = mi__graph_producer(g, dn->inputs[0]);
+  sq = mi__graph_producer(g, dn->inputs[1]);
   if (!is_op(g, sub, "Sub") || !is_op(g, sq, "Sqrt") || mi__graph_sole_reader(g, dn->inputs[1]) != div)
     return 0;
   x = g->nodes[sub].inputs[0];
   mean = g->nodes[sub].inputs[1];
-  rm1 = producer(g, mean);
+  rm1 = mi__graph_producer(g, mean);
   if (!is_f32(g, x) || !is_op(g, rm1, "ReduceMean") || g->nodes[rm1].inputs[0] != x ||
       !is_centre(g, sub, x, mean))
     return 0;
-  add_eps = producer(g, g->nodes[sq].inputs[0]);
+  add_eps = mi__graph_producer(g, g->nodes[sq].inputs[0]);
   if (!is_op(g, add_eps, "Add") || mi__graph_sole_reader(g, g->nodes[sq].inputs[0]) != sq) return 0;
   /* var + eps, either operand order */
   {
@@ -130,10 +121,10 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
     if (const_scalar(g, a->inputs[1], &m->eps)) var = a->inputs[0];
     else if (const_scalar(g, a->inputs[0], &m->eps))
       var = a->inputs[1];
-    rm2 = producer(g, var);
+    rm2 = mi__graph_producer(g, var);
     if (!is_op(g, rm2, "ReduceMean") || mi__graph_sole_reader(g, var) != add_eps) return 0;
   }
-  pw = producer(g, g->nodes[rm2].inputs[0]);
+  pw = mi__graph_producer(g, g->nodes[rm2].inputs[0]);
   if (mi__graph_sole_reader(g, g->nodes[rm2].inputs[0]) != rm2) return 0;
   /* (x - mean)^2: Pow(d, 2) or d * d, on the same centred values or a twin Sub's */
   if (is_op(g, pw, "Pow")) {
@@ -145,7 +136,7 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
     return 0;
   }
   if (g->nodes[pw].inputs[0] != dn->inputs[0] &&
-      !is_centre(g, producer(g, g->nodes[pw].inputs[0]), x, mean))
+      !is_centre(g, mi__graph_producer(g, g->nodes[pw].inputs[0]), x, mean))
     return 0;
   m->axis = trailing_axis(g, rm1, g->tensors[x].rank);
   if (m->axis < 0 || trailing_axis(g, rm2, g->tensors[x].rank) != m->axis) return 0;

@@ -170,6 +170,14 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t) {
   return 0;
 }
 
+int32_t mi__graph_producer(const mi_graph_t *g, int32_t t) {
+  if (t < 0) return -1;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t o = 0; o < g->nodes[i].output_count; o++)
+      if (g->nodes[i].outputs[o] == t) return i;
+  return -1;
+}
+
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t) {
   int32_t found = -1;
   if (mi__graph_is_output(g, t)) return -1;
