@@ -107,6 +107,7 @@ typedef struct mi__config_cache {
    * device (then a transformed model's reference check is not run: worker_config.c). */
   const char *ref_dir;
   int ref_device, ref_is_device;
+  char ref_from[256]; /* the folder ref_out was read from or written to ("" none): another drops them */
 } mi__config_cache_t;
 #define MI__CONFIG_JOB_MAX (16u << 20)
 /* A job as sent (configuration, probe, interleaved): a fixed header of hsize bytes, then `count`

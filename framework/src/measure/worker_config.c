@@ -257,12 +257,18 @@ int32_t mi__job_texts(const void *payload, size_t n, void *head, size_t hsize,
   return MI_OK;
 }
 
-void mi__config_cache_free(mi__config_cache_t *c) {
+/* The held reference outputs dropped (the next accuracy job computes or reads them again). */
+static void ref_out_free(mi__config_cache_t *c) {
   const mi_xf_samples_t *smp = c->samples;
   if (c->ref_out && c->g && smp)
     for (int32_t i = 0; i < smp->sample_count * c->g->output_count; i++)
       mi_array_destroy(c->ref_out[i]);
   free(c->ref_out);
+  c->ref_out = NULL;
+}
+
+void mi__config_cache_free(mi__config_cache_t *c) {
+  ref_out_free(c);
   mi_graph_destroy(c->g);
   mi_xf_samples_destroy(c->samples);
   memset(c, 0, sizeof *c);
@@ -389,6 +395,12 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
     double worst = INFINITY;
     cache->ref_dir = t[T_REFDIR];
     cache->ref_device = job->ref_device;
+    /* Outputs held for another folder are not this job's reference (a tune whose default was
+     * over its accuracy bound against the interpreter switches to the default's own outputs). */
+    if (strcmp(cache->ref_from, t[T_REFDIR]) != 0) {
+      ref_out_free(cache);
+      snprintf(cache->ref_from, sizeof cache->ref_from, "%s", t[T_REFDIR]);
+    }
     if ((rc = mi__device_accuracy(xg ? xg : cache->g, pl, dev, &hw.so, cache, &res->rel_l2,
                                   &worst, &res->top1, err)))
       goto done;
