@@ -104,7 +104,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_blis_conv: bad shape arguments\n");
     return 2;
   }
-  if (!tb_load(&p)) return 1;
   xd[0] = 1, xd[1] = c, xd[2] = h, xd[3] = w;
   wd[0] = m, wd[1] = c / g, wd[2] = ks, wd[3] = kw;
   for (i = 0; i < 4; i++) pads[i] = (wd[2 + i % 2] - 1) * dil / 2;
@@ -115,6 +114,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_blis_conv: the kernel is larger than the padded plane\n");
     return 2;
   }
+  if (!tb_load(&p)) return 1; /* after the argument checks: a refused argument leaves nothing loaded */
   strides[0] = strides[1] = st;
   dils[0] = dils[1] = dil;
   x = malloc((size_t)(c * h * w) * 4);
