@@ -427,6 +427,18 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   return 1;
 }
 
+/* 1 when every input of unit u's nodes from outside the unit is ready when its kernel runs at
+ * u->at: produced before it, or a constant (a folded one, a Pad's pads). */
+static int inputs_ready(const mi_graph_t *g, mi_array_t *const *consts, const mi__unit_t *u) {
+  for (int32_t k = 1; k < u->count; k++)
+    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) {
+      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, inside = 0;
+      for (int32_t i = 0; i < u->count; i++) inside |= u->nodes[i] == pr;
+      if (pr > u->at && !inside && !consts[t]) return 0;
+    }
+  return 1;
+}
+
 /* The DynamicQuantizeLinear that quantizes float value `cur` for the next integer layer, or -1:
  * it joins the unit that writes cur (whose kernel can take the range while writing, one pass
  * over the floats less); cur may have other readers, before it too: the unit then runs where cur
@@ -546,13 +558,7 @@ static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *
   u->op = n;
   u->at = last;
   u->dqx = u->dqw = u->act = u->q = -1;
-  for (int32_t k = 1; k < u->count; k++)                              /* every outside input ready when the kernel runs (a folded */
-    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) { /* constant, a Pad's pads, is) */
-      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, inside = 0;
-      for (int32_t i = 0; i < u->count; i++) inside |= u->nodes[i] == pr;
-      if (pr > u->at && !inside && !consts[t]) return 0;
-    }
-  return 1;
+  return inputs_ready(g, consts, u);
 }
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
@@ -602,13 +608,7 @@ static int match_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_arra
   u->op = n;
   u->at = u->nodes[u->count - 1];
   u->dqx = u->dqw = u->act = u->q = -1;
-  for (int32_t k = 1; k < u->count; k++) /* every outside input ready when the kernel runs */
-    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) {
-      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, inside = 0;
-      for (int32_t i = 0; i < u->count; i++) inside |= u->nodes[i] == pr;
-      if (pr > u->at && !inside && !consts[t]) return 0;
-    }
-  return 1;
+  return inputs_ready(g, consts, u);
 }
 
 /* The two-node unit n -> r, run as one kernel at node `at` (n or r). */
