@@ -121,7 +121,7 @@ EOF
   $HOST tune "$d/recipe.yaml" --out "$d/out" --seed "$SEED" >"$d/tune.json" 2>"$d/tune.err"
   rc=$?; t1=$(date +%s.%N); l1=$(load)
   echo "$t0 $t1 $l0 $l1 $rc" >"$d/tune.time"
-  echo "   rc=$rc $(echo "$t1 - $t0" | bc) s load $l1"
+  echo "   rc=$rc $(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }") s load $l1"
   [ -s "$d/out/deployment.yaml" ] || continue
   echo "== $name compare $(date -u +%T) load $(load)"
   # --timeout 900: a round's worker also checks the outputs against the reference interpreter in
