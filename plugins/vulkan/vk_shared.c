@@ -16,10 +16,25 @@
 static struct {
   pthread_mutex_t lock; /* guards everything below */
   int opened;           /* 1 once the instance and devices exist (or no driver was found) */
+  int at_exit;          /* 1 once vk_shared_at_exit is registered */
   VkInstance instance;
   uint32_t ndev;
   mi__vk_shared_dev_t devs[VK_MAX_DEVICES];
-} g_vk = {PTHREAD_MUTEX_INITIALIZER, 0, VK_NULL_HANDLE, 0, {{0}}};
+} g_vk = {PTHREAD_MUTEX_INITIALIZER, 0, 0, VK_NULL_HANDLE, 0, {{0}}};
+
+static void close_all(void);
+
+/* At exit the driver objects must go while the driver still works. exit() runs the atexit
+ * handlers, last registered first, and only then every library's destructors, in reverse load
+ * order: the ICD, loaded after this library, is finalised before vk_shared_fini runs, and the
+ * host loads plugins RTLD_NODELETE, so that destructor runs at exit, not at unload. NVIDIA's
+ * driver crashed there (every mi-run on vulkan:0 of an H200 ended in SIGSEGV; lavapipe does not
+ * mind). So a handler registered once the devices exist, after the ICD's own, closes them first. */
+static void vk_shared_at_exit(void) {
+  pthread_mutex_lock(&g_vk.lock);
+  close_all();
+  pthread_mutex_unlock(&g_vk.lock);
+}
 
 static int pick_queue(VkPhysicalDevice pd, uint32_t *family, uint64_t *ts_mask) {
   VkQueueFamilyProperties q[16];
@@ -217,6 +232,7 @@ static int32_t open_all(mi_plugin_ctx_t *ctx, mi_error_t *err) {
     }
   }
   g_vk.opened = 1;
+  if (!g_vk.at_exit) g_vk.at_exit = atexit(vk_shared_at_exit) == 0;
   return MI_OK;
 }
 
@@ -326,8 +342,9 @@ int32_t mi__vk_pipeline(mi_plugin_ctx_t *ctx, vk_device_t *d, const char *shader
   return rc;
 }
 
-/* Runs at dlclose (and at exit, after the ICD's own atexit handlers): every plugin instance is
- * gone by then, so nothing else uses these objects. */
+/* Runs at dlclose in a host that unloads plugins (after vk_shared_at_exit, which then already
+ * closed everything), else at exit: every plugin instance is gone by then, so nothing else uses
+ * these objects. */
 __attribute__((destructor)) static void vk_shared_fini(void) {
   pthread_mutex_lock(&g_vk.lock);
   close_all();
