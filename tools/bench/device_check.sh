@@ -108,7 +108,7 @@ if [ "$(left)" -gt $((STOP + 30)) ]; then
   for m in "${MODELS[@]}"; do
     IFS='|' read -r name file args <<<"$m"
     [[ $name =~ $ONLY ]] && [ -s "$M/$file" ] || continue
-    for p in $PLUGINS blis-cpu; do
+    for p in $(echo $PLUGINS blis-cpu | tr ' ' '\n' | awk '!seen[$0]++'); do
       [ "$p" = blis-cpu ] || [ "$(cat "$O/check/$p-$name.rc" 2>/dev/null)" = 0 ] || continue
       # shellcheck disable=SC2086
       timeout 120 "$B/bin/mi-run" --plugins "$B/plugins" --model "$M/$file" --device "$p:0" \
@@ -145,10 +145,12 @@ for p in plugins:
     lines = open(os.path.join(O, f"conform-{p}.txt")).read().strip().splitlines()
     bad = [l for l in lines if l.lower().startswith("fail")]
     print(f"conformance {p}: {lines[-1] if lines else 'no output'}" + "".join("\n  " + l for l in bad))
-names = sorted({os.path.basename(f).split("-", 1)[1][:-5] for f in glob.glob(os.path.join(O, "check", "*.json"))})
+names = sorted({os.path.basename(f)[len(p) + 1:-5] for p in plugins
+                for f in glob.glob(os.path.join(O, "check", glob.escape(p) + "-*.json"))})
+timed = list(dict.fromkeys(plugins + ["blis-cpu"]))
 print("\n| model | " + " | ".join(f"{p}: --check max error" for p in plugins) + " | " +
-      " | ".join(f"{p} ms (device ms)" for p in plugins + ["blis-cpu"]) + " |")
-print("|" + " --- |" * (1 + 2 * len(plugins) + 1))
+      " | ".join(f"{p} ms (device ms)" for p in timed) + " |")
+print("|" + " --- |" * (1 + len(plugins) + len(timed)))
 for n in names:
     row = [n]
     for p in plugins:
@@ -158,7 +160,7 @@ for n in names:
         else:
             err = open(os.path.join(O, "check", f"{p}-{n}.err")).read().strip().splitlines()
             row.append("FAIL: " + (err[-1][:80] if err else "rc " + open(os.path.join(O, "check", f"{p}-{n}.rc")).read().strip()))
-    for p in plugins + ["blis-cpu"]:
+    for p in timed:
         r = js(os.path.join(O, "time", f"{p}-{n}.json"))
         if r and "latency_ms" in r:
             d = r.get("device_time_ms", {}).get("median")
