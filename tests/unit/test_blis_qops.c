@@ -3,135 +3,7 @@
  * QLinearGlobalAveragePool, Cast from INT32): each graph runs in a session on blis-cpu:0 with
  * host fallback off and every output must equal mi_ref_run's byte for byte (same arithmetic);
  * attribute combinations the plugin does not run must be refused by blis-cpu. */
-#include "test_blis_util.h"
-
-#include "metainfer/mi_graph.h"
-
-static mi_plugin_t *g_blis;
-static int32_t g_kernels; /* when > 0: the session must run the graph as this many kernels */
-static const float *g_x0; /* when set: the first input's values (g_x0n of them), not fill()'s */
-static int64_t g_x0n;
-static int32_t g_runs = 1; /* session runs of run_case, each compared with the reference */
-
-static uint64_t g_seed = 12345;
-static uint32_t rnd32(void) {
-  g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(g_seed >> 33);
-}
-
-/* Fills an array of any dtype deterministically (floats in [-4, 4), codes over their range,
- * int32 in [-1000, 1000)). */
-static void fill(mi_array_t *a) {
-  int64_t n = mi_array_numel(a);
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t r = rnd32();
-    switch (a->dtype) {
-    case MI_DTYPE_FLOAT32: ((float *)a->data)[i] = (float)(r % 65536) / 8192.0f - 4.0f; break;
-    case MI_DTYPE_UINT8: ((uint8_t *)a->data)[i] = (uint8_t)r; break;
-    case MI_DTYPE_INT8: ((int8_t *)a->data)[i] = (int8_t)(uint8_t)r; break;
-    case MI_DTYPE_INT32: ((int32_t *)a->data)[i] = (int32_t)(r % 2000) - 1000; break;
-    default: break;
-    }
-  }
-}
-
-static int32_t input(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims) {
-  int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
-  mi_graph_add_input(g, t);
-  return t;
-}
-
-/* A constant of the given dtype and shape, filled by fill() (or from vals when not NULL). */
-static int32_t constant(mi_graph_t *g, const char *name, int32_t dt, int rank, const int64_t *dims, const void *vals) {
-  mi_array_t *a = mi_array_create(dt, rank, dims);
-  REQUIRE(a);
-  if (vals) memcpy(a->data, vals, a->nbytes);
-  else
-    fill(a);
-  int32_t t = mi_graph_add_tensor(g, name, dt, rank, dims);
-  mi_graph_set_data(g, t, a->data, a->nbytes);
-  mi_array_destroy(a);
-  return t;
-}
-
-static int32_t f32c(mi_graph_t *g, const char *name, float v) { return constant(g, name, MI_DTYPE_FLOAT32, 0, NULL, &v); }
-static int32_t codec(mi_graph_t *g, const char *name, int32_t dt, int32_t v) {
-  uint8_t b = (uint8_t)v;
-  return constant(g, name, dt, 0, NULL, &b);
-}
-
-static int32_t out(mi_graph_t *g, const char *name) {
-  int32_t t = mi_graph_add_tensor(g, name, MI_DTYPE_UNDEFINED, -1, NULL);
-  mi_graph_add_output(g, t);
-  return t;
-}
-
-static int32_t node(mi_graph_t *g, const char *op, int nin, const int32_t *ins, int nout, const int32_t *outs,
-                    int ms) {
-  int32_t n = mi_graph_add_node(g, op, op, nin, ins, nout, outs);
-  if (ms) {
-    free(g->nodes[n].domain);
-    g->nodes[n].domain = strdup("com.microsoft");
-  }
-  return n;
-}
-
-/* Runs g on blis-cpu:0 without host fallback and on the reference with the same (filled)
- * inputs; every output must match byte for byte. want_refusal: blis-cpu must refuse instead. */
-static void run_case(mi_graph_t *g, const char *name, int want_refusal) {
-  mi_session_options_t o;
-  mi_session_t *s = NULL;
-  mi_array_t *in[8] = {0}, *od[4] = {0}, *orf[4] = {0};
-  mi_error_t err = {0, ""};
-  int32_t nin = g->input_count, nout = g->output_count, rc = mi_graph_infer_shapes(g, &err);
-  CHECK(rc == MI_OK, "%s: shapes: %s", name, err.message);
-  for (int32_t i = 0; i < nin && rc == MI_OK; i++) {
-    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
-    in[i] = mi_array_create(t->dtype, t->rank, t->dims);
-    fill(in[i]);
-    if (i == 0 && g_x0 && in[i]->nbytes == (size_t)g_x0n * sizeof(float)) memcpy(in[i]->data, g_x0, in[i]->nbytes);
-  }
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.allow_host_fallback = 0;
-  if (rc == MI_OK) rc = mi_session_create(g, g_blis, 0, &o, &s, &err);
-  if (want_refusal) {
-    CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "blis-cpu"), "%s: status %d (%s), expected blis-cpu's refusal",
-          name, (int)rc, err.message);
-  } else {
-    CHECK(rc == MI_OK, "%s: session: %s", name, err.message);
-    if (rc == MI_OK && g_kernels > 0)
-      CHECK(mi_session_kernel_count(s) == g_kernels, "%s: %d kernels, expected %d", name,
-            (int)mi_session_kernel_count(s), (int)g_kernels);
-    if (rc == MI_OK) rc = mi_ref_run(g, (const mi_array_t *const *)in, nin, orf, nout, &err);
-    CHECK(rc == MI_OK, "%s: reference: %s", name, err.message);
-    for (int32_t run = 0; rc == MI_OK && run < g_runs; run++) {
-      for (int32_t k = 0; k < 4; k++) mi_array_destroy(od[k]), od[k] = NULL;
-      rc = mi_session_run(s, (const mi_array_t *const *)in, nin, od, nout, &err);
-      CHECK(rc == MI_OK, "%s: run: %s", name, err.message);
-      for (int32_t k = 0; rc == MI_OK && k < nout; k++) {
-        CHECK(od[k]->dtype == orf[k]->dtype && od[k]->nbytes == orf[k]->nbytes, "%s: output %d dtype/size", name, (int)k);
-        if (od[k]->nbytes == orf[k]->nbytes) {
-          size_t diff = 0;
-          for (size_t b = 0; b < od[k]->nbytes; b++) diff += ((uint8_t *)od[k]->data)[b] != ((uint8_t *)orf[k]->data)[b];
-          CHECK(diff == 0, "%s: run %d, output %d: %zu of %zu bytes differ from the reference", name, (int)run, (int)k,
-                diff, od[k]->nbytes);
-        }
-      }
-    }
-  }
-  mi_session_destroy(s);
-  for (int32_t i = 0; i < 8; i++) mi_array_destroy(in[i]);
-  for (int32_t k = 0; k < 4; k++) mi_array_destroy(od[k]), mi_array_destroy(orf[k]);
-  mi_graph_destroy(g);
-}
-
-static mi_graph_t *graph(int64_t opset) {
-  mi_graph_t *g = mi_graph_create("q");
-  REQUIRE(g);
-  g->opset = opset;
-  return g;
-}
+#include "test_blis_qops_util.h"
 
 /* x (FLOAT32) -> DynamicQuantizeLinear -> ConvInteger (runtime zero point) -> Cast -> y, the
  * pattern of ONNX Runtime's dynamic quantization; weights UINT8 per-channel zero points or INT8. */
@@ -178,26 +50,6 @@ static void conv_integer_u8(int32_t zx, int32_t zw, int64_t c, int64_t k, int64_
   snprintf(name, sizeof name, "ConvInteger u8 x zx %d, u8 w zw %d, %lldx%lldx%lld k %lld stride %lld", (int)zx, (int)zw,
            (long long)c, (long long)h, (long long)wd_, (long long)k, (long long)g_u8_stride);
   run_case(g, name, 0);
-}
-
-/* The float input x (shape xd) through a DynamicQuantizeLinear into q (codes, scale, zero
- * point), the graph's first node, and n intermediate tensors t[0..n). */
-static void dynq_front(mi_graph_t *g, const int64_t *xd, int32_t q[3], int32_t *t, int n) {
-  int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  static const char *const qn[3] = {"xq", "xs", "xz"};
-  for (int i = 0; i < 3; i++) q[i] = mi_graph_add_tensor(g, qn[i], MI_DTYPE_UNDEFINED, -1, NULL);
-  for (int i = 0; i < n; i++) {
-    char nm[16];
-    snprintf(nm, sizeof nm, "t%d", i);
-    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
-  }
-  node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
-}
-
-/* y, a graph output, also quantized by a DynamicQuantizeLinear whose outputs are graph outputs. */
-static void dynq_back(mi_graph_t *g, int32_t y) {
-  int32_t qo[3] = {out(g, "yq"), out(g, "ys"), out(g, "yz")};
-  node(g, "DynamicQuantizeLinear", 1, &y, 3, qo, 0);
 }
 
 /* ONNX Runtime's dynamic conv with its float tail: DynamicQuantizeLinear -> ConvInteger (UINT8
@@ -428,23 +280,6 @@ static void qlinear_gap(int last) {
   run_case(g, last ? "QLinearGlobalAveragePool channels_last" : "QLinearGlobalAveragePool", 0);
 }
 
-static mi_registry_t *r;
-static mi_error_t err = {0, ""};
-
-static void setup(void) {
-  r = mi_registry_create();
-  REQUIRE(r);
-  if (tu_scan_plugins(r, &err) != MI_OK) fprintf(stderr, "scan: %s\n", err.message);
-  {
-    uint32_t dev = 0;
-    tu_device_or_skip(r, "blis-cpu", "blis-cpu:0", &g_blis, &dev);
-  }
-}
-
-static void teardown(void) {
-  mi_registry_destroy(r);
-}
-
 /* DynamicQuantizeLinear alone on values whose quotients x / s are exact ties k + 1/2 (s = 3 from
  * the range [-382.5, 382.5]) or within a few ulp of one: fl(1 / 3) * x lands past the tie for
  * k of about 100 and up, so a quotient taken as x times the reciprocal without the division where
@@ -517,17 +352,6 @@ static int dynq_blis(const float *xv, int64_t n, uint8_t *codes, float *scale, u
 
 /* A registry whose blis-cpu is capped at `cap` (MI_BLIS_MAX_SIMD; NULL: uncapped), its device in
  * g_blis; the caller destroys it, then unsets the cap and restores g_blis. */
-static mi_registry_t *open_capped(const char *cap) {
-  mi_registry_t *reg = mi_registry_create();
-  uint32_t dev = 0;
-  mi_error_t e = {0, ""};
-  if (cap) setenv("MI_BLIS_MAX_SIMD", cap, 1);
-  else
-    unsetenv("MI_BLIS_MAX_SIMD");
-  REQUIRE(reg && tu_scan_plugins(reg, &e) == MI_OK && mi_registry_device(reg, "blis-cpu:0", &g_blis, &dev, &e) == MI_OK);
-  return reg;
-}
-
 /* DynamicQuantizeLinear at each SIMD level (MI_BLIS_MAX_SIMD caps it; on an AVX-512 machine the
  * AVX2 and plain C passes run nowhere else): lengths around the vector widths against the
  * reference, then a NaN, which the reference refuses: the range ignores it at every level (the
@@ -670,229 +494,6 @@ static void qlinear_gap_cases(void) {
   qlinear_gap(1);
 }
 
-/* Concat -> DynamicQuantizeLinear (a U-Net decoder's skip join before its next dynamic conv):
- * one kernel, the codes taken straight from the inputs; the result also read by a Relu (the
- * float concatenation written too, two kernels), along an inner axis (several blocks per input),
- * and one large enough to split across threads. */
-static void concat_dynq(int64_t axis, int also_float, int64_t h) {
-  int64_t ad[4] = {2, 3, h, 7}, bd[4] = {2, 3, h, 7};
-  char name[96];
-  mi_graph_t *g = graph(13);
-  int32_t ins[2], c, qo[3];
-  ad[axis] = 3;
-  bd[axis] = 2;
-  ins[0] = input(g, "a", MI_DTYPE_FLOAT32, 4, ad);
-  ins[1] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
-  c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
-  mi_node_set_int(g, node(g, "Concat", 2, ins, 1, &c, 0), "axis", axis);
-  if (also_float == 2) { /* read first by the Relu: the pair runs at the Concat's place */
-    int32_t r = out(g, "r");
-    node(g, "Relu", 1, &c, 1, &r, 0);
-  }
-  qo[0] = out(g, "cq");
-  qo[1] = out(g, "cs");
-  qo[2] = out(g, "cz");
-  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
-  if (also_float == 1) {
-    int32_t r = out(g, "r");
-    node(g, "Relu", 1, &c, 1, &r, 0);
-  }
-  snprintf(name, sizeof name, "Concat axis %lld -> DynamicQuantizeLinear%s, h %lld", (long long)axis,
-           also_float == 2 ? ", Concat first -> Relu" : also_float ? ", Concat also -> Relu"
-                                                                   : "",
-           (long long)h);
-  g_kernels = also_float ? 2 : 1;
-  run_case(g, name, 0);
-  g_kernels = 0;
-}
-
-static void concat_dynq_cases(void) {
-  concat_dynq(1, 0, 5);
-  concat_dynq(2, 0, 5);
-  concat_dynq(3, 0, 5);
-  concat_dynq(1, 1, 5);
-  concat_dynq(2, 1, 5);
-  concat_dynq(1, 2, 5);
-  concat_dynq(1, 0, 4000); /* 2 x 5 x 4000 x 7: ranges and codes in parts across the threads */
-}
-
-/* blis-cpu's count of DynamicQuantizeLinear ranges taken from the kernel that wrote the floats. */
-static double ranges_reused(void) {
-  mi_counter_sample_t smp;
-  mi_error_t e = {0, ""};
-  memset(&smp, 0, sizeof smp);
-  smp.struct_size = sizeof smp;
-  CHECK(g_blis->api.counter_read(g_blis->ctx, 0, 2, &smp, &e) == MI_OK && smp.has_value, "ranges_reused: %s", e.message);
-  return smp.value;
-}
-
-/* A bilinear 2x Resize (its own kernel) -> Concat with another input -> DynamicQuantizeLinear (a
- * U-Net decoder's upsample and skip join, IS-Net's largest steps), or the Resize straight into a
- * DynamicQuantizeLinear; `add`: an Add of two inputs in the Resize's place. The producer finds its output's range while writing it and the quantize
- * kernel takes it instead of a min/max pass over those floats; codes, scale and zero point stay the
- * reference's (and so the first run's, the two-pass path's) byte for byte. `also`: the producer's result is also a
- * graph output; `neg`: the values shifted negative (the range's low end off 0); h: large enough to
- * split the rows across the threads. */
-static void resize_dynq(int add, int cat, int also, int neg, int64_t h) {
-  static const float sc[4] = {1.f, 1.f, 2.f, 2.f};
-  int64_t xd[4] = {1, 3, h, 9}, bd[4] = {1, 2, 2 * h, 18}, four = 4;
-  char name[128];
-  mi_graph_t *g = graph(13);
-  int32_t ins[3], rz, c, qo[3], rn, cins[2];
-  float *x0 = malloc((size_t)(3 * h * 9) * sizeof *x0);
-  double before;
-  REQUIRE(x0);
-  for (int64_t i = 0; i < 3 * h * 9; i++) x0[i] = (float)((rnd32() % 20001) - (neg ? 15000 : 5000)) / 1000.f;
-  ins[0] = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  ins[1] = add ? input(g, "x2", MI_DTYPE_FLOAT32, 4, xd) : -1;
-  ins[2] = constant(g, "scales", MI_DTYPE_FLOAT32, 1, &four, sc);
-  rz = also ? out(g, "rz") : mi_graph_add_tensor(g, "rz", MI_DTYPE_UNDEFINED, -1, NULL);
-  if (add) { /* an RSU block's residual Add */
-    bd[2] /= 2;
-    bd[3] /= 2;
-    node(g, "Add", 2, ins, 1, &rz, 0);
-  } else {
-    rn = node(g, "Resize", 3, ins, 1, &rz, 0);
-    mi_node_set_string(g, rn, "mode", "linear");
-  }
-  c = rz;
-  if (cat) {
-    cins[0] = rz;
-    cins[1] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
-    c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
-    mi_node_set_int(g, node(g, "Concat", 2, cins, 1, &c, 0), "axis", 1);
-  }
-  qo[0] = out(g, "q");
-  qo[1] = out(g, "s");
-  qo[2] = out(g, "z");
-  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
-  snprintf(name, sizeof name, "%s%s -> DynamicQuantizeLinear%s%s, h %lld", add ? "Add" : "Resize",
-           cat ? " -> Concat" : "", also ? ", also an output" : "", neg ? ", negative" : "", (long long)h);
-  g_x0 = x0;
-  g_x0n = 3 * h * 9;
-  /* a Resize that only the Concat reads is one kernel with it: its rows computed where needed */
-  g_kernels = !add && cat && !also ? 1 : 2;
-  g_runs = 2; /* the first run asks for the range (two passes), the second takes it */
-  before = ranges_reused();
-  run_case(g, name, 0);
-  CHECK(ranges_reused() == before + (g_kernels == 2), "%s: the second run's quantize kernel ran a min/max pass over the producer's floats",
-        name);
-  g_runs = 1;
-  g_kernels = 0;
-  g_x0 = NULL;
-  free(x0);
-}
-
-/* Two Resizes (bilinear 2x of [1,3,h,w], nearest 2x of [1,2,h,w]) -> Concat -> DynamicQuantizeLinear,
- * each Resize read by the Concat alone: one kernel, which computes the Resizes' rows for the range
- * and again for the codes and writes no upsampled plane; codes, scale and zero point the
- * reference's byte for byte. w: rows longer than the row block (4096 floats) are refused by the
- * fusion and run as Resize steps of their own, the same bytes. */
-static void resize2_concat_dynq(int64_t h, int64_t w) {
-  static const float sc[4] = {1.f, 1.f, 2.f, 2.f};
-  int64_t ad[4] = {1, 3, h, w}, bd[4] = {1, 2, h, w}, four = 4;
-  char name[96];
-  mi_graph_t *g = graph(13);
-  int32_t ia[3], ib[3], ra, rb, cins[2], c, qo[3];
-  ia[0] = input(g, "a", MI_DTYPE_FLOAT32, 4, ad);
-  ib[0] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
-  ia[1] = ib[1] = -1;
-  ia[2] = ib[2] = constant(g, "scales", MI_DTYPE_FLOAT32, 1, &four, sc);
-  ra = mi_graph_add_tensor(g, "ra", MI_DTYPE_UNDEFINED, -1, NULL);
-  rb = mi_graph_add_tensor(g, "rb", MI_DTYPE_UNDEFINED, -1, NULL);
-  mi_node_set_string(g, node(g, "Resize", 3, ia, 1, &ra, 0), "mode", "linear");
-  node(g, "Resize", 3, ib, 1, &rb, 0);
-  cins[0] = rb;
-  cins[1] = ra;
-  c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
-  mi_node_set_int(g, node(g, "Concat", 2, cins, 1, &c, 0), "axis", 1);
-  qo[0] = out(g, "q");
-  qo[1] = out(g, "s");
-  qo[2] = out(g, "z");
-  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
-  snprintf(name, sizeof name, "Resize linear, Resize nearest -> Concat -> DynamicQuantizeLinear, %lld x %lld",
-           (long long)h, (long long)w);
-  g_kernels = 1;
-  run_case(g, name, 0);
-  g_kernels = 0;
-}
-
-/* The range of a fused Resize's rows taken without writing them (blis_resize.c,
- * mi__blis_resize_rows_range): a 2x Resize (linear or nearest) of [1,2,3,w] -> Concat ->
- * DynamicQuantizeLinear with one value of the input far off the others (+-40 among values in
- * -1..1), so the scale and every code depend on the rows around it. Columns at the row's clamped
- * ends, in the AVX-512 run of 32 outputs a step, in the AVX2 run of 16 after it and in the
- * scalar rest; at each SIMD level (MI_BLIS_MAX_SIMD), each against the reference byte for byte. */
-static void resize_spike_dynq(int linear, int64_t w, int64_t pos, float spike) {
-  static const float sc[4] = {1.f, 1.f, 2.f, 2.f};
-  int64_t ad[4] = {1, 2, 3, w}, bd[4] = {1, 1, 6, 2 * w}, four = 4, n = 2 * 3 * w;
-  char name[128];
-  mi_graph_t *g = graph(13);
-  int32_t ia[3], r, cins[2], c, qo[3], rn;
-  float *x0 = malloc((size_t)n * sizeof *x0);
-  REQUIRE(x0);
-  for (int64_t i = 0; i < n; i++) x0[i] = (float)((int32_t)(rnd32() % 2001) - 1000) / 1000.f;
-  x0[(3 + 1) * w + pos] = spike; /* channel 1, row 1 */
-  ia[0] = input(g, "a", MI_DTYPE_FLOAT32, 4, ad);
-  ia[1] = -1;
-  ia[2] = constant(g, "scales", MI_DTYPE_FLOAT32, 1, &four, sc);
-  r = mi_graph_add_tensor(g, "r", MI_DTYPE_UNDEFINED, -1, NULL);
-  rn = node(g, "Resize", 3, ia, 1, &r, 0);
-  if (linear) mi_node_set_string(g, rn, "mode", "linear");
-  cins[0] = input(g, "b", MI_DTYPE_FLOAT32, 4, bd);
-  cins[1] = r;
-  c = mi_graph_add_tensor(g, "c", MI_DTYPE_UNDEFINED, -1, NULL);
-  mi_node_set_int(g, node(g, "Concat", 2, cins, 1, &c, 0), "axis", 1);
-  qo[0] = out(g, "q");
-  qo[1] = out(g, "s");
-  qo[2] = out(g, "z");
-  node(g, "DynamicQuantizeLinear", 1, &c, 3, qo, 0);
-  snprintf(name, sizeof name, "Resize %s -> Concat -> DynamicQuantizeLinear, w %lld, %g at column %lld, simd cap %s",
-           linear ? "linear" : "nearest", (long long)w, (double)spike, (long long)pos,
-           getenv("MI_BLIS_MAX_SIMD") ? getenv("MI_BLIS_MAX_SIMD") : "none");
-  g_x0 = x0;
-  g_x0n = n;
-  g_kernels = 1;
-  run_case(g, name, 0);
-  g_kernels = 0;
-  g_x0 = NULL;
-  free(x0);
-}
-
-static void resize_range_levels(void) {
-  static const char *const caps[3] = {NULL, "avx2", "c"};
-  static const int64_t ws[] = {13, 40, 101};
-  mi_plugin_t *keep = g_blis;
-  for (int lv = 0; lv < 3; lv++) {
-    mi_registry_t *reg = open_capped(caps[lv]);
-    for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {
-      const int64_t pos[] = {0, 1, ws[k] / 2, ws[k] - 9, ws[k] - 3, ws[k] - 1};
-      for (size_t q = 0; q < sizeof pos / sizeof pos[0]; q++)
-        for (int linear = 0; linear < 2; linear++) {
-          resize_spike_dynq(linear, ws[k], pos[q], 40.f);
-          resize_spike_dynq(linear, ws[k], pos[q], -40.f);
-        }
-    }
-    mi_registry_destroy(reg);
-  }
-  unsetenv("MI_BLIS_MAX_SIMD");
-  g_blis = keep;
-}
-
-static void resize_dynq_cases(void) {
-  resize2_concat_dynq(5, 9);
-  resize2_concat_dynq(700, 33); /* rows in parts across the threads */
-  resize2_concat_dynq(3, 2100);
-
-  for (int add = 0; add < 2; add++) {
-    resize_dynq(add, 1, 0, 0, 5);
-    resize_dynq(add, 1, 1, 1, 5);
-    resize_dynq(add, 0, 0, 1, 5);
-    resize_dynq(add, 1, 0, 1, 700); /* 1 x 3 x 1400 x 18: the rows in parts across the threads */
-    resize_dynq(add, 0, 1, 0, 700);
-  }
-}
-
 /* A dynamic conv with its float tail, its own kernel (DynamicQuantizeLinear -> ConvInteger -> Cast
  * -> Mul -> Add bias -> Relu [-> Add of a residual]) -> Concat with another input ->
  * DynamicQuantizeLinear (an RSU block's inner join): the conv's kernel finds its output's range as
@@ -948,48 +549,6 @@ static void conv_tail_hand_cases(void) {
   conv_tail_hand(0, 12);
 }
 
-/* Pad -> DynamicQuantizeLinear (a TF export's padding before a stride-2 depthwise conv, dynamic
- * form): one kernel, the codes written into the padded plane, the border the zero point, scale
- * and zero point the reference's; bottom/right padding, every side, planes split across the
- * threads. Not one kernel, and still the reference's: a Pad value off 0, a Pad of the channels,
- * the padded floats also read by a Relu. */
-static void pad_dynq(const int64_t *pads, float value, int also_float, int64_t h, int32_t kernels) {
-  int64_t xd[4] = {2, 3, h, 7}, np = 8;
-  char name[128];
-  mi_graph_t *g = graph(13);
-  int32_t ins[3], pv, qo[3];
-  ins[0] = input(g, "x", MI_DTYPE_FLOAT32, 4, xd);
-  ins[1] = constant(g, "pads", MI_DTYPE_INT64, 1, &np, pads);
-  ins[2] = f32c(g, "value", value);
-  pv = mi_graph_add_tensor(g, "p", MI_DTYPE_UNDEFINED, -1, NULL);
-  node(g, "Pad", 3, ins, 1, &pv, 0);
-  qo[0] = out(g, "pq");
-  qo[1] = out(g, "ps");
-  qo[2] = out(g, "pz");
-  node(g, "DynamicQuantizeLinear", 1, &pv, 3, qo, 0);
-  if (also_float) {
-    int32_t r = out(g, "r");
-    node(g, "Relu", 1, &pv, 1, &r, 0);
-  }
-  snprintf(name, sizeof name, "Pad %lld %lld %lld %lld / %lld %lld %lld %lld value %g -> DynamicQuantizeLinear%s, h %lld",
-           (long long)pads[0], (long long)pads[1], (long long)pads[2], (long long)pads[3], (long long)pads[4],
-           (long long)pads[5], (long long)pads[6], (long long)pads[7], (double)value, also_float ? ", Pad also -> Relu" : "",
-           (long long)h);
-  g_kernels = kernels;
-  run_case(g, name, 0);
-  g_kernels = 0;
-}
-
-static void pad_dynq_cases(void) {
-  static const int64_t tf[8] = {0, 0, 0, 0, 0, 0, 1, 1}, all[8] = {0, 0, 1, 2, 0, 0, 3, 1}, ch[8] = {0, 1, 0, 0, 0, 0, 1, 1};
-  pad_dynq(tf, 0.f, 0, 5, 1);
-  pad_dynq(all, 0.f, 0, 5, 1);
-  pad_dynq(tf, 0.f, 0, 3000, 1); /* 2 x 3 x 3000 x 7: range and codes in parts across the threads */
-  pad_dynq(all, 0.5f, 0, 5, 0);
-  pad_dynq(ch, 0.f, 0, 5, 0);
-  pad_dynq(tf, 0.f, 1, 5, 0);
-}
-
 static const tu_case_t tu_cases[] = {
     TU_CASE(conv_integer_cases),
     TU_CASE(matmul_integer_cases),
@@ -997,10 +556,6 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(qlinear_matmul_cases),
     TU_CASE(qlinear_binary_cases),
     TU_CASE(qlinear_gap_cases),
-    TU_CASE(concat_dynq_cases),
-    TU_CASE(pad_dynq_cases),
-    TU_CASE(resize_dynq_cases),
-    TU_CASE(resize_range_levels),
     TU_CASE(conv_tail_hand_cases),
 };
 
