@@ -7,17 +7,13 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "exec/plan_match.h"
 #include "graph/graph.h"
 
 #define INT8_BITS (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8))
 
-static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
-  return n >= 0 && strcmp(g->nodes[n].op_type, op) == 0 &&
-         !(g->nodes[n].domain && g->nodes[n].domain[0]);
-}
-
 /* Two tensors of one known shape (a residual that does not broadcast). */
-static int same_dims(const mi_tensor_t *a, const mi_tensor_t *b) {
+int mi__plan_same_dims(const mi_tensor_t *a, const mi_tensor_t *b) {
   if (a->rank != b->rank) return 0;
   for (int32_t d = 0; d < a->rank; d++)
     if (a->dims[d] != b->dims[d] || a->dims[d] < 0) return 0;
@@ -100,19 +96,19 @@ static int act_implied(const mi_graph_t *g, mi_array_t *const *consts, int32_t a
   int32_t qmin = yq->dtype == MI_DTYPE_UINT8 ? 0 : -128, qmax = yq->dtype == MI_DTYPE_UINT8 ? 255 : 127;
   double hi = INFINITY;
   if (yq->zero_point != qmin || !(yq->scale > 0)) return 0;
-  if (is_op(g, act, "Clip")) {
+  if (mi__graph_is_op(g, act, "Clip")) {
     if (clip_bound(g, consts, act, 1, -INFINITY) != 0.0) return 0;
     hi = clip_bound(g, consts, act, 2, INFINITY);
     return hi / (double)yq->scale >= (double)(qmax - qmin) - 0.49;
   }
-  return is_op(g, act, "Relu");
+  return mi__graph_is_op(g, act, "Relu");
 }
 
 /* DequantizeLinear feeding input slot `slot` of node n: its node, or -1. */
 static int32_t dq_of(const mi_graph_t *g, int32_t n, int32_t slot) {
   int32_t t = slot < g->nodes[n].input_count ? g->nodes[n].inputs[slot] : -1;
   int32_t p = t >= 0 ? g->tensors[t].producer : -1;
-  return p >= 0 && is_op(g, p, "DequantizeLinear") && !mi__graph_is_output(g, t) ? p : -1;
+  return p >= 0 && mi__graph_is_op(g, p, "DequantizeLinear") && !mi__graph_is_output(g, t) ? p : -1;
 }
 
 /* Runtime 8-bit codes with one scale and zero point in their tensor fields. */
@@ -129,8 +125,8 @@ static int match_lowered(const mi_graph_t *g, mi_array_t *const *consts, int32_t
                          mi__unit_t *u) {
   const mi_node_t *x = &g->nodes[n];
   int32_t dqx, dqw, y, r, act = -1, q, xq, wq;
-  int bin = is_op(g, n, "Add") || is_op(g, n, "Mul");
-  if (!(is_op(g, n, "Conv") || is_op(g, n, "Gemm") || is_op(g, n, "MatMul") || bin) ||
+  int bin = mi__graph_is_op(g, n, "Add") || mi__graph_is_op(g, n, "Mul");
+  if (!(mi__graph_is_op(g, n, "Conv") || mi__graph_is_op(g, n, "Gemm") || mi__graph_is_op(g, n, "MatMul") || bin) ||
       x->output_count != 1 || x->input_count < 2 || x->outputs[0] < 0 || (bin && x->input_count != 2))
     return 0;
   if ((dqx = dq_of(g, n, 0)) < 0 || (dqw = dq_of(g, n, 1)) < 0) return 0;
@@ -148,14 +144,14 @@ static int match_lowered(const mi_graph_t *g, mi_array_t *const *consts, int32_t
   if (x->input_count > 2 && x->inputs[2] >= 0 && !consts[x->inputs[2]]) return 0;
   y = x->outputs[0];
   if ((r = mi__graph_sole_reader(g, y)) < 0) return 0;
-  if (is_op(g, r, "Relu") || is_op(g, r, "Clip")) {
+  if (mi__graph_is_op(g, r, "Relu") || mi__graph_is_op(g, r, "Clip")) {
     act = r;
     if (g->nodes[r].output_count != 1 || g->nodes[r].inputs[0] != y) return 0;
     y = g->nodes[r].outputs[0];
     if (y < 0 || (r = mi__graph_sole_reader(g, y)) < 0) return 0;
   }
   q = r;
-  if (!is_op(g, q, "QuantizeLinear") || g->nodes[q].inputs[0] != y ||
+  if (!mi__graph_is_op(g, q, "QuantizeLinear") || g->nodes[q].inputs[0] != y ||
       g->nodes[q].output_count != 1 || g->nodes[q].outputs[0] < 0)
     return 0;
   {
@@ -220,7 +216,7 @@ static uint32_t fuse_mask(const mi_variant_desc_t *v, uint32_t n, const char *op
 }
 
 /* The value of a constant one-element FLOAT32 input, or NAN. */
-static double const_scalar(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t i) {
+double mi__plan_const_scalar(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t i) {
   const mi_node_t *n = &g->nodes[node];
   const mi_array_t *a = i < n->input_count && n->inputs[i] >= 0 ? consts[n->inputs[i]] : NULL;
   return a && a->dtype == MI_DTYPE_FLOAT32 && a->nbytes == 4 ? (double)*(const float *)a->data : NAN;
@@ -228,8 +224,8 @@ static double const_scalar(const mi_graph_t *g, mi_array_t *const *consts, int32
 
 /* The fuse bit an elementwise node after the conv needs, 0 when it is not one; `cur` is the
  * chain's value, `out_numel` its element count. */
-static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t cur,
-                          int first) {
+uint32_t mi__plan_chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_t node, int32_t cur,
+                            int first) {
   static const char *const acts[] = {"LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid", "Tanh",
                                      "Elu", "Softplus", "Gelu", "Erf", "Identity", "Dropout"};
   const mi_node_t *n = &g->nodes[node];
@@ -247,7 +243,7 @@ static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_
     return 0;
   /* x * a and x + a by a constant scalar (learnable affine blocks, folded scales) */
   if ((!strcmp(n->op_type, "Mul") || !strcmp(n->op_type, "Add")) && n->input_count == 2 &&
-      !isnan(const_scalar(g, consts, node, n->inputs[0] == cur ? 1 : 0)))
+      !isnan(mi__plan_const_scalar(g, consts, node, n->inputs[0] == cur ? 1 : 0)))
     return MI_FUSE_ACT;
   if (!strcmp(n->op_type, "BatchNormalization"))
     return first && n->output_count == 1 ? MI_FUSE_BN : 0;
@@ -267,14 +263,14 @@ static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_
   if (!strcmp(n->op_type, "Relu")) return MI_FUSE_RELU;
   if (!strcmp(n->op_type, "Clip")) {
     for (int32_t i = 1; i < n->input_count; i++)
-      if (n->inputs[i] >= 0 && isnan(const_scalar(g, consts, node, i))) return 0;
+      if (n->inputs[i] >= 0 && isnan(mi__plan_const_scalar(g, consts, node, i))) return 0;
     return MI_FUSE_ACT;
   }
   for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
     if (!strcmp(n->op_type, acts[i])) return n->input_count == 1 ? MI_FUSE_ACT : 0;
   /* A clamp against a constant (tf2onnx writes Relu6 and leaky clamps as Max/Min). */
   if ((!strcmp(n->op_type, "Max") || !strcmp(n->op_type, "Min")) && n->input_count == 2)
-    return !isnan(const_scalar(g, consts, node, 1)) ? MI_FUSE_ACT : 0;
+    return !isnan(mi__plan_const_scalar(g, consts, node, 1)) ? MI_FUSE_ACT : 0;
   if (!strcmp(n->op_type, "Add") && n->input_count == 2) {
     int32_t other = n->inputs[0] == cur ? n->inputs[1] : n->inputs[0];
     const mi_tensor_t *a = other >= 0 ? &g->tensors[other] : NULL, *y = &g->tensors[cur];
@@ -288,23 +284,23 @@ static uint32_t chain_bit(const mi_graph_t *g, mi_array_t *const *consts, int32_
 
 /* x * clip(x + 3, 0, 6) / 6 (paddle2onnx's hard-swish) from the two readers of x: the four
  * nodes in *q, 1 when it matches. */
-static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t x, int32_t q[4]) {
+int mi__plan_match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t x, int32_t q[4]) {
   int32_t add = -1, mul = -1, clip, t;
   for (int32_t i = 0; i < g->node_count; i++)
     for (int32_t j = 0; j < g->nodes[i].input_count; j++)
       if (g->nodes[i].inputs[j] == x) {
-        if (is_op(g, i, "Add") && add < 0) add = i;
-        else if (is_op(g, i, "Mul") && mul < 0)
+        if (mi__graph_is_op(g, i, "Add") && add < 0) add = i;
+        else if (mi__graph_is_op(g, i, "Mul") && mul < 0)
           mul = i;
         else
           return 0;
         break;
       }
-  if (add < 0 || mul < 0 || g->nodes[add].inputs[0] != x || const_scalar(g, consts, add, 1) != 3.0)
+  if (add < 0 || mul < 0 || g->nodes[add].inputs[0] != x || mi__plan_const_scalar(g, consts, add, 1) != 3.0)
     return 0;
   t = g->nodes[add].outputs[0];
   /* Clip's bounds: constant inputs, or attributes before opset 11 */
-  if ((clip = mi__graph_sole_reader(g, t)) < 0 || !is_op(g, clip, "Clip") ||
+  if ((clip = mi__graph_sole_reader(g, t)) < 0 || !mi__graph_is_op(g, clip, "Clip") ||
       g->nodes[clip].inputs[0] != t || clip_bound(g, consts, clip, 1, NAN) != 0.0 ||
       clip_bound(g, consts, clip, 2, NAN) != 6.0)
     return 0;
@@ -312,8 +308,8 @@ static int match_hswish(const mi_graph_t *g, mi_array_t *const *consts, int32_t 
   if (mi__graph_sole_reader(g, t) != mul || g->nodes[mul].input_count != 2) return 0;
   t = g->nodes[mul].outputs[0];
   if (t < 0 || (q[3] = mi__graph_sole_reader(g, t)) < 0) return 0;
-  if (!(is_op(g, q[3], "Div") && const_scalar(g, consts, q[3], 1) == 6.0) &&
-      !(is_op(g, q[3], "Mul") && fabs(const_scalar(g, consts, q[3], 1) - 1.0 / 6.0) < 1e-7))
+  if (!(mi__graph_is_op(g, q[3], "Div") && mi__plan_const_scalar(g, consts, q[3], 1) == 6.0) &&
+      !(mi__graph_is_op(g, q[3], "Mul") && fabs(mi__plan_const_scalar(g, consts, q[3], 1) - 1.0 / 6.0) < 1e-7))
     return 0;
   if (g->nodes[q[3]].inputs[0] != t) return 0;
   q[0] = add;
@@ -337,7 +333,7 @@ static int is_pointwise_on(const mi_graph_t *g, mi_array_t *const *consts, int32
   const mi_node_t *c = &g->nodes[r];
   const mi_array_t *w = c->input_count > 1 && c->inputs[1] >= 0 ? consts[c->inputs[1]] : NULL;
   const mi_attr_t *a;
-  if (!is_op(g, r, "Conv") || c->inputs[0] != cur || !w || w->rank != 4 || w->dims[2] != 1 ||
+  if (!mi__graph_is_op(g, r, "Conv") || c->inputs[0] != cur || !w || w->rank != 4 || w->dims[2] != 1 ||
       w->dims[3] != 1 || mi_node_attr_int(c, "group", 1) != 1 || c->output_count != 1 ||
       (c->input_count > 2 && c->inputs[2] >= 0 && !consts[c->inputs[2]]) ||
       g->tensors[c->outputs[0]].layout != g->tensors[cur].layout)
@@ -394,7 +390,7 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
     }
     capped = u->count + 4 > MI__UNIT_MAX;
     if (r < 0) {
-      if (!(mask & MI_FUSE_ACT) || u->count + 4 > MI__UNIT_MAX || !match_hswish(g, consts, cur, q))
+      if (!(mask & MI_FUSE_ACT) || u->count + 4 > MI__UNIT_MAX || !mi__plan_match_hswish(g, consts, cur, q))
         break;
       for (int k = 0; k < 4; k++)
         if (p->role[q[k]] != MI__ROLE_NODE) return 0;
@@ -403,7 +399,7 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
       first = 0;
       continue;
     }
-    bit = chain_bit(g, consts, r, cur, first);
+    bit = mi__plan_chain_bit(g, consts, r, cur, first);
     if (!bit || !(mask & bit) || p->role[r] != MI__ROLE_NODE || u->count == MI__UNIT_MAX ||
         g->nodes[r].output_count != 1 || consts[g->nodes[r].outputs[0]])
       break;
@@ -427,189 +423,7 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   return 1;
 }
 
-/* 1 when every input of unit u's nodes from outside the unit is ready when its kernel runs at
- * u->at: produced before it, or a constant (a folded one, a Pad's pads). */
-static int inputs_ready(const mi_graph_t *g, mi_array_t *const *consts, const mi__unit_t *u) {
-  for (int32_t k = 1; k < u->count; k++)
-    for (int32_t j = 0; j < g->nodes[u->nodes[k]].input_count; j++) {
-      int32_t t = g->nodes[u->nodes[k]].inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, inside = 0;
-      for (int32_t i = 0; i < u->count; i++) inside |= u->nodes[i] == pr;
-      if (pr > u->at && !inside && !consts[t]) return 0;
-    }
-  return 1;
-}
-
-/* The DynamicQuantizeLinear that quantizes float value `cur` for the next integer layer, or -1:
- * it joins the unit that writes cur (whose kernel can take the range while writing, one pass
- * over the floats less); cur may have other readers, before it too: the unit then runs where cur
- * is written (its only input is cur, and its outputs' readers all come after it), not at the
- * DynamicQuantizeLinear's place (a residual read by the next block before its quantize). */
-static int32_t tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) {
-  for (int32_t d = 0; d < g->node_count; d++)
-    if (is_op(g, d, "DynamicQuantizeLinear") && g->nodes[d].input_count >= 1 && g->nodes[d].inputs[0] == cur &&
-        p->role[d] == MI__ROLE_NODE && !(p->pinned && p->pinned[d]) && g->nodes[d].output_count == 3)
-      return d;
-  return -1;
-}
-
-/* The float tail ONNX Runtime's dynamic quantization writes after an integer conv: ConvInteger ->
- * Cast(FLOAT) -> Mul by one scale (the input's runtime scale times the weight's) [-> Add of a
- * constant bias] [-> Relu], as unit *u, for a device whose ConvInteger declares MI_FUSE_BIAS (the
- * int32 sums scaled, biased and clamped in its output stage, the same float operations in the
- * same order); a residual Add of a runtime tensor of the output's shape may come before the Relu,
- * or after it (a U-Net RSU block's relu(conv) + shortcut: the sum written in the output stage, not
- * a pass of its own over the plane, the conv's output and the shortcut), and with MI_FUSE_ACT a
- * hard-swish written out (x * clip(x + 3, 0, 6) / 6), then up to two of LeakyRelu, Relu, Clip and
- * constant Max / Min, then the DynamicQuantizeLinear reading the result first (tail_dynq) may end
- * it. 0 when the chain is not there. */
-static int match_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
-                          int hswish, int pad, mi__unit_t *u) {
-  static const char *const ops[] = {"Cast", "Mul", "Add", "Add", "Relu", "Add"};
-  int32_t cur = g->nodes[n].outputs[0], res = 0, relu = 0;
-  memset(u, 0, sizeof *u);
-  u->nodes[u->count++] = n;
-  for (int k = 0; k < 6 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
-    int32_t r = mi__graph_sole_reader(g, cur), other;
-    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
-    if (!m || !is_op(g, r, ops[k]) || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
-        m->output_count != 1 || m->outputs[0] < 0) {
-      if (k < 2) return 0; /* the Cast and the scale are the pattern; the bias and Relu optional */
-      continue;
-    }
-    if (k == 0 && mi_node_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return 0;
-    if (k == 5) { /* a residual after the Relu (a residual block's join), where none came before it */
-      other = m->input_count == 2 ? m->inputs[m->inputs[0] == cur ? 1 : 0] : -1;
-      if (res || !relu || other < 0 || other == cur || consts[other] ||
-          g->tensors[other].dtype != MI_DTYPE_FLOAT32 || !same_dims(&g->tensors[other], &g->tensors[cur]))
-        break;
-    } else if (k >= 1 && k != 4) {
-      if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return 0;
-      other = m->inputs[m->inputs[0] == cur ? 1 : 0];
-      if (other < 0 || other == cur || g->tensors[other].dtype != MI_DTYPE_FLOAT32) return 0;
-      if (k == 2 && !consts[other]) continue; /* a residual Add: not the bias */
-      if (k == 3 && (consts[other] || g->tensors[other].rank != g->tensors[cur].rank)) continue;
-      res |= k == 3;
-      if (k == 1 && g->tensors[other].rank != 0) {
-        for (int32_t d = 0; d < g->tensors[other].rank; d++)
-          if (g->tensors[other].dims[d] != 1) return 0;
-      }
-    }
-    relu |= k == 4;
-    u->nodes[u->count++] = r;
-    cur = m->outputs[0];
-  }
-  if (u->count < 3) return 0;
-  /* with MI_FUSE_ACT: x * a [+ b] by constant scalars (paddle's learnable affine block), then the
-   * hard-swish */
-  for (int k = 0; k < 2 && hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count < MI__UNIT_MAX; k++) {
-    int32_t r = mi__graph_sole_reader(g, cur);
-    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
-    if (!m || !is_op(g, r, k ? "Add" : "Mul") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
-        m->input_count != 2 || m->output_count != 1 || m->outputs[0] < 0 ||
-        isnan(const_scalar(g, consts, r, m->inputs[0] == cur ? 1 : 0)))
-      continue;
-    u->nodes[u->count++] = r;
-    cur = m->outputs[0];
-  }
-  int32_t q[4];
-  if (hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count + 4 <= MI__UNIT_MAX &&
-      match_hswish(g, consts, cur, q) && p->role[q[0]] == MI__ROLE_NODE && p->role[q[1]] == MI__ROLE_NODE &&
-      p->role[q[2]] == MI__ROLE_NODE && p->role[q[3]] == MI__ROLE_NODE &&
-      !(p->pinned && (p->pinned[q[0]] || p->pinned[q[1]] || p->pinned[q[2]] || p->pinned[q[3]])) &&
-      !mi__graph_is_output(g, g->nodes[q[0]].outputs[0]) && !mi__graph_is_output(g, g->nodes[q[1]].outputs[0]) &&
-      !mi__graph_is_output(g, g->nodes[q[2]].outputs[0])) {
-    for (int k = 0; k < 4; k++) u->nodes[u->count++] = q[k];
-    cur = g->nodes[q[3]].outputs[0];
-  }
-  /* then up to two of LeakyRelu, Relu, Clip and Max / Min against a constant (tf2onnx's LeakyRelu
-   * -> Max), which the FP32 conv's epilogue takes too: the dynamic layer stays one kernel */
-  for (int k = 0; k < 2 && hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count < MI__UNIT_MAX; k++) {
-    int32_t r = mi__graph_sole_reader(g, cur);
-    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
-    if (!m || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) || m->output_count != 1 ||
-        m->outputs[0] < 0 || consts[m->outputs[0]] || chain_bit(g, consts, r, cur, 0) != MI_FUSE_ACT ||
-        !(is_op(g, r, "LeakyRelu") || is_op(g, r, "Relu") || is_op(g, r, "Clip") || is_op(g, r, "Max") ||
-          is_op(g, r, "Min")))
-      break;
-    u->nodes[u->count++] = r;
-    cur = m->outputs[0];
-  }
-  /* a Pad that only a DynamicQuantizeLinear reads, itself the Pad's only reader (a TF export pads
-   * before each stride-2 depthwise conv), where the device's Pad declares MI_FUSE_ACT as for
-   * Pad -> DynamicQuantizeLinear: the codes can go straight into the padded plane */
-  int32_t r = hswish && pad && cur >= 0 && !mi__graph_is_output(g, cur) && u->count + 2 <= MI__UNIT_MAX
-                  ? mi__graph_sole_reader(g, cur)
-                  : -1;
-  if (r >= 0 && is_op(g, r, "Pad") && p->role[r] == MI__ROLE_NODE && !(p->pinned && p->pinned[r]) &&
-      g->nodes[r].input_count >= 1 && g->nodes[r].inputs[0] == cur && g->nodes[r].output_count == 1) {
-    int32_t y = g->nodes[r].outputs[0], d = y >= 0 && !consts[y] && !mi__graph_is_output(g, y) ? tail_dynq(g, p, y) : -1;
-    if (d >= 0 && mi__graph_sole_reader(g, y) == d) {
-      u->nodes[u->count++] = r;
-      u->nodes[u->count++] = d;
-      cur = -1;
-    }
-  }
-  int32_t last = u->nodes[u->count - 1]; /* where the floats are written: the unit runs there */
-  if (cur < 0) last = u->nodes[u->count - 3];
-  if (hswish && cur >= 0 && u->count < MI__UNIT_MAX) {
-    r = tail_dynq(g, p, cur);
-    if (r >= 0) u->nodes[u->count++] = r;
-  }
-  u->op = n;
-  u->at = last;
-  u->dqx = u->dqw = u->act = u->q = -1;
-  return inputs_ready(g, consts, u);
-}
-
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u);
-
-/* The float tail ONNX Runtime's dynamic quantization writes after an integer MatMul:
- * MatMulInteger -> Cast(FLOAT) -> Mul by one scale [-> Add of a constant bias along the last
- * axis], as unit *u, for a device whose MatMulInteger declares MI_FUSE_BIAS (the int32 sums
- * scaled and biased as they are stored, each operation rounded as the node does). 0 when the
- * chain is not there. */
-static int match_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
-                               mi__unit_t *u) {
-  int32_t cur = g->nodes[n].outputs[0];
-  memset(u, 0, sizeof *u);
-  u->nodes[u->count++] = n;
-  for (int k = 0; k < 3 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
-    int32_t r = mi__graph_sole_reader(g, cur), other;
-    const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
-    const mi_tensor_t *o, *c = &g->tensors[cur];
-    if (!m || !is_op(g, r, k == 0 ? "Cast" : k == 1 ? "Mul"
-                                                    : "Add") ||
-        p->role[r] != MI__ROLE_NODE ||
-        (p->pinned && p->pinned[r]) || m->output_count != 1 || m->outputs[0] < 0) {
-      if (k < 2) return 0; /* the Cast and the scale are the pattern; the bias optional */
-      break;
-    }
-    if (k == 0) {
-      if (mi_node_attr_int(m, "to", 0) != MI_DTYPE_FLOAT32) return 0;
-    } else {
-      if (m->input_count != 2 || (m->inputs[0] != cur && m->inputs[1] != cur)) return 0;
-      other = m->inputs[m->inputs[0] == cur ? 1 : 0];
-      if (other < 0 || other == cur || g->tensors[other].dtype != MI_DTYPE_FLOAT32) return 0;
-      o = &g->tensors[other];
-      if (k == 1) {
-        for (int32_t d = 0; d < o->rank; d++)
-          if (o->dims[d] != 1) return 0;
-      } else {
-        int ok = consts[other] && o->rank >= 1 && o->rank <= c->rank &&
-                 (o->dims[o->rank - 1] == c->dims[c->rank - 1] || o->dims[o->rank - 1] == 1);
-        for (int32_t d = 0; ok && d + 1 < o->rank; d++) ok = o->dims[d] == 1;
-        if (!ok) break;
-      }
-    }
-    u->nodes[u->count++] = r;
-    cur = m->outputs[0];
-  }
-  if (u->count < 3) return 0;
-  u->op = n;
-  u->at = u->nodes[u->count - 1];
-  u->dqx = u->dqw = u->act = u->q = -1;
-  return inputs_ready(g, consts, u);
-}
 
 /* The two-node unit n -> r, run as one kernel at node `at` (n or r). */
 static int32_t add_pair(mi__plan_t *p, int32_t n, int32_t r, int32_t at) {
@@ -635,7 +449,7 @@ static const mi__unit_t *resize_join(const mi_graph_t *g, const mi__plan_t *p, m
   for (int32_t j = 0; j < c->input_count && u->count + 2 < MI__UNIT_MAX; j++) {
     int32_t t = c->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, dup = 0;
     for (int32_t i = 0; i < u->count; i++) dup |= u->nodes[i] == pr;
-    if (pr < 0 || dup || consts[t] || !is_op(g, pr, "Resize") || p->role[pr] != MI__ROLE_NODE ||
+    if (pr < 0 || dup || consts[t] || !mi__graph_is_op(g, pr, "Resize") || p->role[pr] != MI__ROLE_NODE ||
         (p->pinned && p->pinned[pr]) || g->nodes[pr].output_count != 1 || mi__graph_sole_reader(g, t) != n)
       continue;
     u->nodes[u->count++] = pr;
@@ -658,8 +472,8 @@ static int linear_swish(const mi_graph_t *g, const mi__plan_t *p, int32_t x, int
     for (int32_t j = 0; j < g->nodes[d].input_count; j++)
       if (g->nodes[d].inputs[j] == x) {
         readers++;
-        if (is_op(g, d, "Sigmoid")) sg = d;
-        else if (is_op(g, d, "Mul"))
+        if (mi__graph_is_op(g, d, "Sigmoid")) sg = d;
+        else if (mi__graph_is_op(g, d, "Mul"))
           ml = d;
       }
   if (readers != 2 || sg < 0 || ml < 0 || g->nodes[sg].input_count != 1 || g->nodes[sg].output_count != 1 ||
@@ -689,7 +503,7 @@ static int32_t linear_norm(const mi_graph_t *g, const mi__plan_t *p, mi_array_t 
         if (f >= 0) return -1;
         f = i;
       }
-  if (f < 0 || !is_op(g, f, "LayerNormalization") || p->role[f] != MI__ROLE_NODE || (p->pinned && p->pinned[f]))
+  if (f < 0 || !mi__graph_is_op(g, f, "LayerNormalization") || p->role[f] != MI__ROLE_NODE || (p->pinned && p->pinned[f]))
     return -1;
   m = &g->nodes[f];
   axis = mi_node_attr_int(m, "axis", -1);
@@ -716,8 +530,8 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
   static const char *const acts[] = {"Relu", "Gelu", "Sigmoid", "Tanh", "Clip", "LeakyRelu"};
   for (int32_t n = 0; n < g->node_count; n++) {
     const mi_node_t *m = &g->nodes[n];
-    int gemm = is_op(g, n, "Gemm");
-    uint32_t mask = (gemm || is_op(g, n, "MatMul")) ? fuse_mask(vars, var_count, gemm ? "Gemm" : "MatMul") : 0;
+    int gemm = mi__graph_is_op(g, n, "Gemm");
+    uint32_t mask = (gemm || mi__graph_is_op(g, n, "MatMul")) ? fuse_mask(vars, var_count, gemm ? "Gemm" : "MatMul") : 0;
     int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, bias, out, f, q[2];
     /* a Gemm's own constant C is its bias: no Add to find */
     int cbias = gemm && m->input_count > 2 && m->inputs[2] >= 0 && consts[m->inputs[2]] &&
@@ -732,7 +546,7 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     u.nodes[u.count++] = n;
     out = y;
     if (!cbias) {
-      if ((r = live_reader(g, p, y)) < 0 || !is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE ||
+      if ((r = live_reader(g, p, y)) < 0 || !mi__graph_is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE ||
           (p->pinned && p->pinned[r]) || g->nodes[r].input_count != 2 || g->nodes[r].output_count != 1 ||
           (out = g->nodes[r].outputs[0]) < 0 || consts[out])
         continue;
@@ -748,9 +562,9 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     }
     if (!mi__graph_is_output(g, out) && (f = live_reader(g, p, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
         !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0) {
-      uint32_t bit = chain_bit(g, consts, f, out, 0);
+      uint32_t bit = mi__plan_chain_bit(g, consts, f, out, 0);
       int named = 0;
-      for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= is_op(g, f, acts[i]);
+      for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= mi__graph_is_op(g, f, acts[i]);
       if (named && (bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && (mask & bit)) {
         u.nodes[u.count++] = f;
         out = g->nodes[f].outputs[0];
@@ -763,8 +577,8 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     /* then a residual Add (a runtime tensor of the output's shape, ready before the kernel) */
     if ((mask & MI_FUSE_ADD) && !mi__graph_is_output(g, out) && (f = live_reader(g, p, out)) >= 0 &&
         p->role[f] == MI__ROLE_NODE && !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 &&
-        g->nodes[f].outputs[0] >= 0 && !consts[g->nodes[f].outputs[0]] && is_op(g, f, "Add") &&
-        chain_bit(g, consts, f, out, 0) == MI_FUSE_ADD) {
+        g->nodes[f].outputs[0] >= 0 && !consts[g->nodes[f].outputs[0]] && mi__graph_is_op(g, f, "Add") &&
+        mi__plan_chain_bit(g, consts, f, out, 0) == MI_FUSE_ADD) {
       int32_t other = g->nodes[f].inputs[g->nodes[f].inputs[0] == out ? 1 : 0];
       if (!consts[other] && g->tensors[other].producer < f) {
         u.nodes[u.count++] = f;
@@ -778,9 +592,9 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
       if (!mi__graph_is_output(g, out) && (f = live_reader(g, p, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
           !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0 &&
           !consts[g->nodes[f].outputs[0]]) {
-        uint32_t bit = chain_bit(g, consts, f, out, 0);
+        uint32_t bit = mi__plan_chain_bit(g, consts, f, out, 0);
         int named = 0;
-        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= is_op(g, f, acts[i]);
+        for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) named |= mi__graph_is_op(g, f, acts[i]);
         if (named && (bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && (mask & bit)) u.nodes[u.count++] = f;
       }
     }
@@ -817,9 +631,9 @@ static int32_t gate_heads(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const 
     const mi_node_t *m = &g->nodes[n];
     int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r;
     mi__unit_t u, *old;
-    if (!is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
+    if (!mi__graph_is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
         m->input_count != 2 || consts[y] || mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 ||
-        !is_op(g, r, "Conv") || g->nodes[r].inputs[0] != y || mi_node_attr_int(&g->nodes[r], "group", 1) != 1 ||
+        !mi__graph_is_op(g, r, "Conv") || g->nodes[r].inputs[0] != y || mi_node_attr_int(&g->nodes[r], "group", 1) != 1 ||
         (p->pinned && p->pinned[r]))
       continue;
     if (!channel_gate(g, consts, m->inputs[0], m->inputs[1]) && !channel_gate(g, consts, m->inputs[1], m->inputs[0]))
@@ -849,16 +663,16 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
   uint32_t imask = fuse_mask(vars, var_count, "ConvInteger");
   if (imask & MI_FUSE_BIAS)
     for (int32_t n = 0; n < g->node_count; n++)
-      if (is_op(g, n, "ConvInteger") && p->role[n] == MI__ROLE_NODE && g->nodes[n].output_count == 1 &&
+      if (mi__graph_is_op(g, n, "ConvInteger") && p->role[n] == MI__ROLE_NODE && g->nodes[n].output_count == 1 &&
           g->nodes[n].outputs[0] >= 0 &&
-          match_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0,
-                         (fuse_mask(vars, var_count, "Pad") & MI_FUSE_ACT) != 0, &u) &&
+          mi__plan_int_tail(g, p, consts, n, (imask & MI_FUSE_ACT) != 0,
+                            (fuse_mask(vars, var_count, "Pad") & MI_FUSE_ACT) != 0, &u) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   if (fuse_mask(vars, var_count, "MatMulInteger") & MI_FUSE_BIAS)
     for (int32_t n = 0; n < g->node_count; n++)
-      if (is_op(g, n, "MatMulInteger") && p->role[n] == MI__ROLE_NODE && !(p->pinned && p->pinned[n]) &&
-          g->nodes[n].output_count == 1 && g->nodes[n].outputs[0] >= 0 && match_gemm_int_tail(g, p, consts, n, &u) &&
+      if (mi__graph_is_op(g, n, "MatMulInteger") && p->role[n] == MI__ROLE_NODE && !(p->pinned && p->pinned[n]) &&
+          g->nodes[n].output_count == 1 && g->nodes[n].outputs[0] >= 0 && mi__plan_gemm_int_tail(g, p, consts, n, &u) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   /* A Concat whose result a DynamicQuantizeLinear reads first, where the device's Concat declares
@@ -869,10 +683,10 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
   if (cat_act || pad_act)
     for (int32_t n = 0; n < g->node_count; n++) {
       int32_t y = g->nodes[n].output_count == 1 ? g->nodes[n].outputs[0] : -1, r;
-      if (!((is_op(g, n, "Concat") && cat_act) || (is_op(g, n, "Pad") && pad_act)) || p->role[n] != MI__ROLE_NODE ||
-          (p->pinned && p->pinned[n]) || y < 0 || consts[y] || mi__graph_is_output(g, y) || (r = tail_dynq(g, p, y)) < 0)
+      if (!((mi__graph_is_op(g, n, "Concat") && cat_act) || (mi__graph_is_op(g, n, "Pad") && pad_act)) || p->role[n] != MI__ROLE_NODE ||
+          (p->pinned && p->pinned[n]) || y < 0 || consts[y] || mi__graph_is_output(g, y) || (r = mi__plan_tail_dynq(g, p, y)) < 0)
         continue;
-      if (is_op(g, n, "Concat") && (fuse_mask(vars, var_count, "Resize") & MI_FUSE_ACT)) {
+      if (mi__graph_is_op(g, n, "Concat") && (fuse_mask(vars, var_count, "Resize") & MI_FUSE_ACT)) {
         if (add_unit(p, resize_join(g, p, consts, n, r, &u))) return MI_ERR_OUT_OF_MEMORY;
       } else if (add_pair(p, n, r, n)) {
         return MI_ERR_OUT_OF_MEMORY; /* at n: r reads only n's result */
@@ -881,8 +695,8 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
   uint32_t tmask = fuse_mask(vars, var_count, "ConvTranspose") & ~(uint32_t)MI_FUSE_CONV;
   if ((mask | tmask) & (MI_FUSE_BIAS | MI_FUSE_BN | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD))
     for (int32_t n = 0; n < g->node_count; n++) {
-      int tr = is_op(g, n, "ConvTranspose");
-      if (!(is_op(g, n, "Conv") || tr) || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
+      int tr = mi__graph_is_op(g, n, "ConvTranspose");
+      if (!(mi__graph_is_op(g, n, "Conv") || tr) || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
           g->nodes[n].outputs[0] < 0 || consts[g->nodes[n].outputs[0]])
         continue;
       if (match_chain(g, p, consts, tr ? tmask : mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
@@ -896,10 +710,10 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
     for (int32_t n = 0; n < g->node_count; n++) {
       const mi_node_t *m = &g->nodes[n];
       int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, other;
-      if (!is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
+      if (!mi__graph_is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
           m->input_count != 2 || consts[y] || m->inputs[0] < 0 || m->inputs[1] < 0 || consts[m->inputs[0]] ||
           consts[m->inputs[1]] || mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 ||
-          !is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
+          !mi__graph_is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
           g->nodes[r].input_count != 2 || g->nodes[r].output_count != 1)
         continue;
       other = g->nodes[r].inputs[g->nodes[r].inputs[0] == y ? 1 : 0];
@@ -916,11 +730,11 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
     static const char *cmps[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
     const mi_node_t *m = &g->nodes[n];
     int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, cmp = 0;
-    for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; i++) cmp |= is_op(g, n, cmps[i]);
+    for (size_t i = 0; i < sizeof cmps / sizeof cmps[0]; i++) cmp |= mi__graph_is_op(g, n, cmps[i]);
     if (!cmp || !(fuse_mask(vars, var_count, m->op_type) & MI_FUSE_ACT) || p->role[n] != MI__ROLE_NODE ||
         (p->pinned && p->pinned[n]) || y < 0 || consts[y] || m->input_count != 2 || m->inputs[0] < 0 ||
         m->inputs[1] < 0 || g->tensors[m->inputs[0]].dtype != MI_DTYPE_FLOAT32 || mi__graph_is_output(g, y) ||
-        (r = mi__graph_sole_reader(g, y)) < 0 || !is_op(g, r, "Cast") || p->role[r] != MI__ROLE_NODE ||
+        (r = mi__graph_sole_reader(g, y)) < 0 || !mi__graph_is_op(g, r, "Cast") || p->role[r] != MI__ROLE_NODE ||
         (p->pinned && p->pinned[r]) || mi_node_attr_int(&g->nodes[r], "to", 0) != MI_DTYPE_FLOAT32 ||
         g->nodes[r].output_count != 1)
       continue;
@@ -946,7 +760,7 @@ static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u) {
 static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
   for (int32_t d = 0; d < g->node_count; d++) {
     int32_t t, readers = 0, lowered = 0;
-    if (!is_op(g, d, "DequantizeLinear") || p->role[d] != MI__ROLE_NODE) continue;
+    if (!mi__graph_is_op(g, d, "DequantizeLinear") || p->role[d] != MI__ROLE_NODE) continue;
     t = g->nodes[d].outputs[0];
     if (t < 0 || mi__graph_is_output(g, t)) continue;
     for (int32_t i = 0; i < g->node_count; i++)
@@ -1010,7 +824,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
     /* A lowered Add/Mul only where the device runs quantized elementwise chains too (its
      * DequantizeLinear declares MI_FUSE_ACT): it is the same promise, codes in and out with the
      * unfused nodes' arithmetic. */
-    if ((is_op(g, n, "Add") || is_op(g, n, "Mul")) && !qdq_elt) continue;
+    if ((mi__graph_is_op(g, n, "Add") || mi__graph_is_op(g, n, "Mul")) && !qdq_elt) continue;
     if (p->role[u.q] != MI__ROLE_NODE || (u.act >= 0 && p->role[u.act] != MI__ROLE_NODE)) continue;
     if (add_unit(p, &u)) goto oom;
   }

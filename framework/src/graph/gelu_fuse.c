@@ -9,9 +9,9 @@
 
 #include "graph/graph_internal.h"
 
+/* An ONNX op of one output. */
 static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
-  return n >= 0 && n < g->node_count && strcmp(g->nodes[n].op_type, op) == 0 &&
-         !(g->nodes[n].domain && g->nodes[n].domain[0]) && g->nodes[n].output_count == 1;
+  return mi__graph_is_op(g, n, op) && g->nodes[n].output_count == 1;
 }
 
 /* 1 when t is a constant float32 scalar (any rank, one element) within rel of want. */

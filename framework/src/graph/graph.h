@@ -47,6 +47,9 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t);
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
 /** The node that produces tensor t, or -1 (a graph input, a constant, t < 0). */
 int32_t mi__graph_producer(const mi_graph_t *g, int32_t t);
+/** 1 when node n exists and is op type `op` of the default ONNX domain (what the fusion and
+ * lowering matchers look for; a com.microsoft node of the same name is another op). */
+int mi__graph_is_op(const mi_graph_t *g, int32_t n, const char *op);
 
 /** 1 when some zero constant Pad of spatial dims is read by one Conv only (pad_fold.c). */
 int mi__graph_pad_foldable(const mi_graph_t *g);

@@ -16,11 +16,6 @@ typedef struct ln_match {
   float eps;
 } ln_match_t;
 
-static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
-  return n >= 0 && n < g->node_count && strcmp(g->nodes[n].op_type, op) == 0 &&
-         !(g->nodes[n].domain && g->nodes[n].domain[0]);
-}
-
 static int is_f32(const mi_graph_t *g, int32_t t) {
   return t >= 0 && g->tensors[t].dtype == MI_DTYPE_FLOAT32;
 }
@@ -90,7 +85,7 @@ static int covers_norm_dims(const mi_graph_t *g, int32_t c, int32_t x, int64_t a
 
 /* 1 when node s computes x - mean (a Sub with those operands in that order). */
 static int is_centre(const mi_graph_t *g, int32_t s, int32_t x, int32_t mean) {
-  return is_op(g, s, "Sub") && g->nodes[s].input_count == 2 && g->nodes[s].inputs[0] == x &&
+  return mi__graph_is_op(g, s, "Sub") && g->nodes[s].input_count == 2 && g->nodes[s].inputs[0] == x &&
          g->nodes[s].inputs[1] == mean && g->nodes[s].output_count == 1;
 }
 
@@ -100,19 +95,19 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
   const mi_node_t *dn = &g->nodes[div];
   int32_t sub, sq, add_eps, rm2, pw, rm1, x, mean, mul, add;
   float two;
-  if (!is_op(g, div, "Div") || dn->input_count != 2 || dn->output_count != 1) return 0;
+  if (!mi__graph_is_op(g, div, "Div") || dn->input_count != 2 || dn->output_count != 1) return 0;
   sub = mi__graph_producer(g, dn->inputs[0]);
   sq = mi__graph_producer(g, dn->inputs[1]);
-  if (!is_op(g, sub, "Sub") || !is_op(g, sq, "Sqrt") || mi__graph_sole_reader(g, dn->inputs[1]) != div)
+  if (!mi__graph_is_op(g, sub, "Sub") || !mi__graph_is_op(g, sq, "Sqrt") || mi__graph_sole_reader(g, dn->inputs[1]) != div)
     return 0;
   x = g->nodes[sub].inputs[0];
   mean = g->nodes[sub].inputs[1];
   rm1 = mi__graph_producer(g, mean);
-  if (!is_f32(g, x) || !is_op(g, rm1, "ReduceMean") || g->nodes[rm1].inputs[0] != x ||
+  if (!is_f32(g, x) || !mi__graph_is_op(g, rm1, "ReduceMean") || g->nodes[rm1].inputs[0] != x ||
       !is_centre(g, sub, x, mean))
     return 0;
   add_eps = mi__graph_producer(g, g->nodes[sq].inputs[0]);
-  if (!is_op(g, add_eps, "Add") || mi__graph_sole_reader(g, g->nodes[sq].inputs[0]) != sq) return 0;
+  if (!mi__graph_is_op(g, add_eps, "Add") || mi__graph_sole_reader(g, g->nodes[sq].inputs[0]) != sq) return 0;
   /* var + eps, either operand order */
   {
     const mi_node_t *a = &g->nodes[add_eps];
@@ -122,16 +117,16 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
     else if (const_scalar(g, a->inputs[0], &m->eps))
       var = a->inputs[1];
     rm2 = mi__graph_producer(g, var);
-    if (!is_op(g, rm2, "ReduceMean") || mi__graph_sole_reader(g, var) != add_eps) return 0;
+    if (!mi__graph_is_op(g, rm2, "ReduceMean") || mi__graph_sole_reader(g, var) != add_eps) return 0;
   }
   pw = mi__graph_producer(g, g->nodes[rm2].inputs[0]);
   if (mi__graph_sole_reader(g, g->nodes[rm2].inputs[0]) != rm2) return 0;
   /* (x - mean)^2: Pow(d, 2) or d * d, on the same centred values or a twin Sub's */
-  if (is_op(g, pw, "Pow")) {
+  if (mi__graph_is_op(g, pw, "Pow")) {
     if (g->nodes[pw].input_count != 2 || !const_scalar(g, g->nodes[pw].inputs[1], &two) ||
         two != 2.0f)
       return 0;
-  } else if (!is_op(g, pw, "Mul") || g->nodes[pw].input_count != 2 ||
+  } else if (!mi__graph_is_op(g, pw, "Mul") || g->nodes[pw].input_count != 2 ||
              g->nodes[pw].inputs[0] != g->nodes[pw].inputs[1]) {
     return 0;
   }
@@ -152,14 +147,14 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
   if (mi__graph_is_output(g, mean) || mi__graph_is_output(g, dn->inputs[0])) return 0;
   /* * scale, then optionally + bias (constants over the normalised dims) */
   mul = mi__graph_sole_reader(g, dn->outputs[0]);
-  if (!is_op(g, mul, "Mul")) return 0;
+  if (!mi__graph_is_op(g, mul, "Mul")) return 0;
   m->scale = other_operand(g, mul, dn->outputs[0]);
   if (m->scale < 0 || !covers_norm_dims(g, m->scale, x, m->axis)) return 0;
   m->x = x;
   m->last = mul;
   m->bias = -1;
   add = mi__graph_sole_reader(g, g->nodes[mul].outputs[0]);
-  if (is_op(g, add, "Add")) {
+  if (mi__graph_is_op(g, add, "Add")) {
     int32_t b = other_operand(g, add, g->nodes[mul].outputs[0]);
     if (b >= 0 && covers_norm_dims(g, b, x, m->axis)) {
       m->bias = b;

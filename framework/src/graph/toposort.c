@@ -164,6 +164,11 @@ done:
   return rc;
 }
 
+int mi__graph_is_op(const mi_graph_t *g, int32_t n, const char *op) {
+  return n >= 0 && n < g->node_count && strcmp(g->nodes[n].op_type, op) == 0 &&
+         !(g->nodes[n].domain && g->nodes[n].domain[0]);
+}
+
 int mi__graph_is_output(const mi_graph_t *g, int32_t t) {
   for (int32_t i = 0; i < g->output_count; i++)
     if (g->outputs[i] == t) return 1;

@@ -12,11 +12,6 @@
 #include "graph/graph.h"
 #include "ref/ref_qutil.h"
 
-static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
-  return n >= 0 && n < g->node_count && strcmp(g->nodes[n].op_type, op) == 0 &&
-         !(g->nodes[n].domain && g->nodes[n].domain[0]);
-}
-
 static int32_t producer(const mi_graph_t *g, int32_t t) { return t >= 0 ? g->tensors[t].producer : -1; }
 
 /* Input k of node n when it is an initializer (data in the graph) of `dtype`; else NULL. */
@@ -90,7 +85,7 @@ static int bias_of(const mi_graph_t *g, int32_t op, int64_t ch, int64_t *n, floa
   if (t < 0) return 1;
   if (!b) {
     const mi_tensor_t *st;
-    if (!is_op(g, dq, "DequantizeLinear") || mi__graph_is_output(g, t) || !(b = constant(g, dq, 0, MI_DTYPE_INT32)) ||
+    if (!mi__graph_is_op(g, dq, "DequantizeLinear") || mi__graph_is_output(g, t) || !(b = constant(g, dq, 0, MI_DTYPE_INT32)) ||
         b->rank > 1 || !(st = constant(g, dq, 1, MI_DTYPE_FLOAT32)) || ((ns = numel(st)) != 1 && ns != numel(b)))
       return 0;
     s = st->data;
@@ -109,8 +104,8 @@ static int bias_of(const mi_graph_t *g, int32_t op, int64_t ch, int64_t *n, floa
 
 /* Axis of the output channels in the weight of QDQ layer op. */
 static int32_t weight_axis(const mi_graph_t *g, int32_t op) {
-  if (is_op(g, op, "Conv")) return 0;
-  return is_op(g, op, "Gemm") && mi_node_attr_int(&g->nodes[op], "transB", 0) ? 0 : 1;
+  if (mi__graph_is_op(g, op, "Conv")) return 0;
+  return mi__graph_is_op(g, op, "Gemm") && mi_node_attr_int(&g->nodes[op], "transB", 0) ? 0 : 1;
 }
 
 /* The QDQ layer whose float op is node `op`: *q its QuantizeLinear, *act its Relu/Clip or -1,
@@ -120,14 +115,14 @@ static int32_t weight_axis(const mi_graph_t *g, int32_t op) {
  * graph outputs, and the activation is exactly what the quantization does anyway. */
 static int match(const mi_graph_t *g, int32_t op, int32_t *q, int32_t *act, int64_t *ch) {
   const mi_node_t *n = &g->nodes[op];
-  int conv = is_op(g, op, "Conv"), mm = is_op(g, op, "MatMul"), gemm = is_op(g, op, "Gemm");
+  int conv = mi__graph_is_op(g, op, "Conv"), mm = mi__graph_is_op(g, op, "MatMul"), gemm = mi__graph_is_op(g, op, "Gemm");
   int32_t dqx, dqw, y, r, yt;
   const mi_tensor_t *wq, *xq, *z;
   int64_t nb;
   const float *s;
   if (!(conv || mm || gemm) || n->output_count != 1 || n->input_count < 2 || n->outputs[0] < 0) return 0;
-  if (!is_op(g, dqx = producer(g, n->inputs[0]), "DequantizeLinear") ||
-      !is_op(g, dqw = producer(g, n->inputs[1]), "DequantizeLinear") ||
+  if (!mi__graph_is_op(g, dqx = producer(g, n->inputs[0]), "DequantizeLinear") ||
+      !mi__graph_is_op(g, dqw = producer(g, n->inputs[1]), "DequantizeLinear") ||
       mi__graph_is_output(g, n->inputs[0]) || mi__graph_is_output(g, n->inputs[1]))
     return 0;
   xq = g->nodes[dqx].inputs[0] >= 0 ? &g->tensors[g->nodes[dqx].inputs[0]] : NULL;
@@ -149,13 +144,13 @@ static int match(const mi_graph_t *g, int32_t op, int32_t *q, int32_t *act, int6
   y = n->outputs[0];
   if ((r = mi__graph_sole_reader(g, y)) < 0) return 0;
   *act = -1;
-  if (is_op(g, r, "Relu") || is_op(g, r, "Clip")) {
+  if (mi__graph_is_op(g, r, "Relu") || mi__graph_is_op(g, r, "Clip")) {
     *act = r;
     if (g->nodes[r].output_count != 1 || g->nodes[r].inputs[0] != y || (y = g->nodes[r].outputs[0]) < 0 ||
         (r = mi__graph_sole_reader(g, y)) < 0)
       return 0;
   }
-  if (!is_op(g, r, "QuantizeLinear") || g->nodes[r].inputs[0] != y || g->nodes[r].output_count != 1 ||
+  if (!mi__graph_is_op(g, r, "QuantizeLinear") || g->nodes[r].inputs[0] != y || g->nodes[r].output_count != 1 ||
       (yt = g->nodes[r].outputs[0]) < 0 || !qparams(g, r, 1, 0, 1, &s, &z) ||
       mi_node_attr_int(&g->nodes[r], "output_dtype", 0) != 0)
     return 0;
@@ -166,7 +161,7 @@ static int match(const mi_graph_t *g, int32_t op, int32_t *q, int32_t *act, int6
     int u8 = !z || z->dtype == MI_DTYPE_UINT8;
     int32_t qmin = u8 ? 0 : -128, zy = z ? code_at(z->dtype, z->data, 0) : 0;
     if (zy != qmin) return 0;
-    if (is_op(g, *act, "Clip")) {
+    if (mi__graph_is_op(g, *act, "Clip")) {
       double hi = clip_bound(g, *act, 2, INFINITY);
       if (clip_bound(g, *act, 1, -INFINITY) != 0.0 || !(hi / (double)s[0] >= 255.0 - 0.49)) return 0;
     }
@@ -206,7 +201,7 @@ static void gemm_acc(const int32_t *X, const int32_t *W, int32_t *acc, int64_t r
 
 int32_t mi__ref_qdq_run(const mi_graph_t *g, int32_t op, const mi_array_t *x, mi_array_t **out, mi_error_t *err) {
   const mi_node_t *n = &g->nodes[op];
-  int conv = is_op(g, op, "Conv"), gemm = is_op(g, op, "Gemm");
+  int conv = mi__graph_is_op(g, op, "Conv"), gemm = mi__graph_is_op(g, op, "Gemm");
   int32_t q, act, dqx = producer(g, n->inputs[0]), dqw = producer(g, n->inputs[1]), rc = MI_OK, rank = 0;
   int64_t ch, dims[MI_MAX_RANK], per = 1, total, K = 0, rows = 1, nb = 0;
   const float *sx, *sw, *sy;
