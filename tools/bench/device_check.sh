@@ -17,6 +17,8 @@
 # usage: tools/bench/device_check.sh BUILD OUT [--plugins "opencl vulkan"] [--only REGEX]
 #          [--tune REGEX] (models tuned, default 'blazeface_front|ppocr_v4_det'; '' for none)
 #          [--jobs N] [--minutes M] [--repeat N]
+#          [--model FILE] (also check and time this model, inputs of its declared shapes; repeatable;
+#          e.g. an mi-zoo model; its name in the tables is the file's name without .onnx)
 # Needs the models in ${MI_MODEL_DIR:-~/.cache/metainfer/models}; python3 for the summary.
 set -u
 [ $# -ge 2 ] || { sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 2; }
@@ -24,9 +26,11 @@ B=$(realpath "$1")
 O=$(realpath -m "$2")
 shift 2
 PLUGINS="opencl vulkan"; ONLY=.; TUNE='blazeface_front|ppocr_v4_det'; JOBS=$(nproc); MINUTES=9
-REPEAT=30
+REPEAT=30; EXTRA=()
 while [ $# -gt 0 ]; do
   case $1 in
+    --model) [ -s "$2" ] || { echo "device_check.sh: --model: no file $2" >&2; exit 2; }
+             EXTRA+=("$(basename "$2" .onnx)|$(realpath "$2")|"); shift 2 ;;
     --plugins) PLUGINS=$2; shift 2 ;;
     --only) ONLY=$2; shift 2 ;;
     --tune) TUNE=$2; shift 2 ;;
@@ -43,6 +47,7 @@ mkdir -p "$O/check" "$O/time"
 T0=$(date +%s); END=$(awk -v t="$T0" -v m="$MINUTES" 'BEGIN { printf "%d", t + m * 60 }')
 log() { echo "[$(date -u +%T) +$(( $(date +%s) - T0 ))s load $(cut -d' ' -f1 /proc/loadavg)] $*" | tee -a "$O/steps.log"; }
 left() { echo $((END - $(date +%s))); }
+path_of() { case $1 in /*) echo "$1" ;; *) echo "$M/$1" ;; esac; }
 
 # name | file | mi-run arguments (natural sizes, as tools/bench/real/run.py); SR = Silero's
 # int64 sample rate (16000) as a .npy file.
@@ -62,6 +67,7 @@ MODELS=(
   "isnet_quint8|isnet_quint8_1024.onnx|"
   "moonshine_tiny_enc|moonshine_tiny_enc.onnx|--shape input_values=1,80000"
 )
+# --model files come in EXTRA with their absolute path (path_of leaves those as they are)
 python3 -c "
 import struct
 h = \"{'descr': '<i8', 'fortran_order': False, 'shape': (), }\"
@@ -87,17 +93,18 @@ done
 
 log "3. every model once with --check on $PLUGINS ($JOBS at a time)"
 jobs_list=()
-for m in "${MODELS[@]}"; do
+for m in "${MODELS[@]}" "${EXTRA[@]}"; do
   IFS='|' read -r name file args <<<"$m"
-  [[ $name =~ $ONLY ]] && [ -s "$M/$file" ] || continue
+  file=$(path_of "$file")
+  [[ $name =~ $ONLY ]] && [ -s "$file" ] || continue
   for p in $PLUGINS; do jobs_list+=("$p|$name|$file|${args//SR/$O/sr.npy}"); done
 done
 printf '%s\n' "${jobs_list[@]}" | xargs -d '\n' -P "$JOBS" -I{} bash -c '
   IFS="|" read -r p name file args <<<"$1"
   # shellcheck disable=SC2086
-  timeout 600 "$2/bin/mi-run" --plugins "$2/plugins" --model "$3/$file" --device "$p:0" $args \
-    --check --json --timeout 300 >"$4/check/$p-$name.json" 2>"$4/check/$p-$name.err"
-  echo "$?" >"$4/check/$p-$name.rc"' _ {} "$B" "$M" "$O"
+  timeout 600 "$2/bin/mi-run" --plugins "$2/plugins" --model "$file" --device "$p:0" $args \
+    --check --json --timeout 300 >"$3/check/$p-$name.json" 2>"$3/check/$p-$name.err"
+  echo "$?" >"$3/check/$p-$name.rc"' _ {} "$B" "$O"
 wait
 for p in $PLUGINS; do log "   conformance $p: $(tail -n 1 "$O/conform-$p.txt")"; done
 
@@ -105,13 +112,14 @@ for p in $PLUGINS; do log "   conformance $p: $(tail -n 1 "$O/conform-$p.txt")";
 STOP=30; [ -n "$TUNE" ] && STOP=330
 if [ "$(left)" -gt $((STOP + 30)) ]; then
   log "4. timing, one model and device at a time (--repeat $REPEAT)"
-  for m in "${MODELS[@]}"; do
+  for m in "${MODELS[@]}" "${EXTRA[@]}"; do
     IFS='|' read -r name file args <<<"$m"
-    [[ $name =~ $ONLY ]] && [ -s "$M/$file" ] || continue
+    file=$(path_of "$file")
+    [[ $name =~ $ONLY ]] && [ -s "$file" ] || continue
     for p in $(echo $PLUGINS blis-cpu | tr ' ' '\n' | awk '!seen[$0]++'); do
       [ "$p" = blis-cpu ] || [ "$(cat "$O/check/$p-$name.rc" 2>/dev/null)" = 0 ] || continue
       # shellcheck disable=SC2086
-      timeout 120 "$B/bin/mi-run" --plugins "$B/plugins" --model "$M/$file" --device "$p:0" \
+      timeout 120 "$B/bin/mi-run" --plugins "$B/plugins" --model "$file" --device "$p:0" \
         ${args//SR/$O/sr.npy} --repeat "$REPEAT" --json >"$O/time/$p-$name.json" 2>"$O/time/$p-$name.err"
     done
     [ "$(left)" -gt "$STOP" ] || { log "   timing stopped after $name: deadline"; break; }
