@@ -100,6 +100,46 @@ static void matmul_integer(void) {
   free_all(in2, 4);
 }
 
+/* MatMulInteger on random shapes against the i-j-k loop the interpreter used to run (int64 sums
+ * truncated to int32): a batch of A against a 2-D B, odd sizes, uint8 A and int8 B with zero
+ * points; then K = 70000 products of 255 * -128, whose int32 sum wraps (ONNX accumulates in int32). */
+static void matmul_integer_random(void) {
+  static const int64_t cfg[][4] = {{2, 3, 37, 19}, {1, 17, 5, 33}, {3, 1, 70, 1}, {1, 1, 70000, 2}}; /* batch, M, K, N */
+  uint32_t rng = 777;
+  for (size_t q = 0; q < sizeof cfg / sizeof cfg[0]; q++) {
+    int64_t NB = cfg[q][0], M = cfg[q][1], K = cfg[q][2], N = cfg[q][3], wrap = K == 70000;
+    int64_t ad[3] = {NB, M, K}, bd[2] = {K, N};
+    uint8_t *a = malloc((size_t)(NB * M * K)), za = wrap ? 0 : 131;
+    int8_t *b = malloc((size_t)(K * N)), zb = wrap ? 0 : -5;
+    int32_t *want = malloc((size_t)(NB * M * N) * sizeof *want);
+    for (int64_t i = 0; i < NB * M * K; i++) a[i] = wrap ? 255 : (uint8_t)((rng = rng * 1103515245u + 12345u) >> 24);
+    for (int64_t i = 0; i < K * N; i++) b[i] = wrap ? -128 : (int8_t)((rng = rng * 1103515245u + 12345u) >> 24);
+    for (int64_t bi = 0; bi < NB; bi++)
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+          int64_t acc = 0;
+          for (int64_t k = 0; k < K; k++) acc += (int64_t)(a[(bi * M + i) * K + k] - za) * (b[k * N + j] - zb);
+          want[(bi * M + i) * N + j] = (int32_t)(uint32_t)(uint64_t)acc;
+        }
+    if (wrap) CHECK(want[0] == (int32_t)(uint32_t)(uint64_t)(70000ll * 255 * -128), "the wrap case wraps");
+    mi_array_t *in[4] = {arr(MI_DTYPE_UINT8, 3, ad, a), arr(MI_DTYPE_INT8, 2, bd, b), u8s(za), i8s(zb)}, *out[1] = {0};
+    op_case_t k;
+    mi_error_t err = {0};
+    case_begin(&k, "MatMulInteger", 10, 4, in, 0xA, 1);
+    CHECK(case_run(&k, out, 0, &err) == MI_OK, "MatMulInteger case %d: %s", (int)q, err.message);
+    if (out[0]) {
+      char what[48];
+      snprintf(what, sizeof what, "MatMulInteger random case %d", (int)q);
+      expect_codes(what, out[0], MI_DTYPE_INT32, want, NB * M * N);
+    }
+    free_all(out, 1);
+    free_all(in, 4);
+    free(a);
+    free(b);
+    free(want);
+  }
+}
+
 /* ONNX's ConvInteger node tests, without and with padding. */
 static void conv_integer(void) {
   static const uint8_t x[9] = {2, 3, 4, 5, 6, 7, 8, 9, 10}, w[4] = {1, 1, 1, 1};
@@ -321,6 +361,7 @@ static void unknown_ms_op(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(dynamic_quantize),
     TU_CASE(matmul_integer),
+    TU_CASE(matmul_integer_random),
     TU_CASE(conv_integer),
     TU_CASE(conv_integer_random),
     TU_CASE(qlinear_matmul),
