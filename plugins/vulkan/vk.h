@@ -99,6 +99,7 @@ struct mi_buffer {
   uint64_t bytes;
   uint64_t alloc_bytes;
   uint32_t device;
+  uint64_t serial; /* unique to this allocation: a recorded command buffer knows its buffers by it */
 };
 
 /* ---------------------------------------------------------------- prepared kernels */
@@ -136,6 +137,10 @@ struct mi_kernel {
   VkCommandBuffer cmd;
   VkQueryPool qpool;
   int ran;
+  /* The command buffer as recorded for these buffers (serials of the inputs, then the outputs):
+   * a run with the same buffers submits it again without recording or descriptor updates. */
+  int recorded;
+  uint64_t rec_serial[2 * VK_MAX_IO];
 };
 
 /* ---------------------------------------------------------------- errors (vk_errors.c) */

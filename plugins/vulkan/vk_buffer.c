@@ -5,6 +5,9 @@
 
 #include "vk.h"
 
+/* Buffer serials (mi_buffer.serial): never reused, unlike a freed VkBuffer's handle value. */
+static uint64_t g_serial;
+
 static int find_memory(const vk_device_t *d, uint32_t type_bits, uint32_t *out) {
   const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
                                      VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
@@ -45,6 +48,7 @@ int32_t mi__vk_buffer_alloc(mi_plugin_ctx_t *ctx, uint32_t device, uint64_t byte
   if (!(b = calloc(1, sizeof *b))) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   b->bytes = bytes;
   b->device = device;
+  b->serial = __atomic_add_fetch(&g_serial, 1, __ATOMIC_RELAXED);
   memset(&bi, 0, sizeof bi);
   bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   bi.size = bytes < 16 ? 16 : (bytes + 3) & ~(uint64_t)3; /* shaders read whole words */

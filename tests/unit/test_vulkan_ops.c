@@ -189,6 +189,57 @@ static void buffer_limit(void) {
   g_p->api.buffer_free(g_p->ctx, b);
 }
 
+/* One prepared kernel run on buffers that change between runs: new values in the same buffers,
+ * other buffers, then buffers allocated after those were freed (a freed VkBuffer's handle value
+ * can come back): each run must read and write the buffers it is given, whether the plugin
+ * records its command buffer again or submits the one it recorded for the same buffers. */
+static void rerun_buffers(void) {
+  enum { N = 64 };
+  mi_graph_t *g = mi_graph_create("relu");
+  int64_t dims[1] = {N};
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, dims), y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, 1, dims);
+  mi_graph_add_input(g, x);
+  mi_graph_add_output(g, y);
+  mi_graph_add_node(g, "Relu", "relu", 1, &x, 1, &y);
+  g->opset = 13;
+  tv_desc_t f;
+  mi_kernel_t *k = NULL;
+  mi_error_t err = {0, ""};
+  tv_desc_build(g, NULL, &f);
+  int32_t rc = g_p->api.kernel_prepare(g_p->ctx, 0, &f.k, &k, &err);
+  CHECK(rc == MI_OK && k, "prepare Relu: %s", err.message);
+  mi_buffer_t *in[3] = {0}, *out[3] = {0};
+  float v[N], got[N];
+  for (int step = 0; rc == MI_OK && step < 5; step++) {
+    int b = step < 2 ? 0 : step == 2 ? 1
+                                     : 2; /* buffers 0, 0 again, 1, then 2 after 1 was freed */
+    if (step == 3) {
+      g_p->api.buffer_free(g_p->ctx, in[1]);
+      g_p->api.buffer_free(g_p->ctx, out[1]);
+      in[1] = out[1] = NULL;
+    }
+    if (!in[b]) {
+      rc = g_p->api.buffer_alloc(g_p->ctx, 0, sizeof v, &in[b], &err);
+      if (rc == MI_OK) rc = g_p->api.buffer_alloc(g_p->ctx, 0, sizeof v, &out[b], &err);
+      CHECK(rc == MI_OK, "step %d: buffer_alloc: %s", step, err.message);
+    }
+    for (int i = 0; i < N; i++) v[i] = (float)((i * 7 + step * 13) % 23) - 11.f;
+    if (rc == MI_OK) rc = g_p->api.buffer_write(g_p->ctx, in[b], 0, v, sizeof v, &err);
+    if (rc == MI_OK) rc = g_p->api.kernel_run(g_p->ctx, k, &in[b], 1, &out[b], 1, NULL, &err);
+    if (rc == MI_OK) rc = g_p->api.buffer_read(g_p->ctx, out[b], 0, got, sizeof got, &err);
+    CHECK(rc == MI_OK, "step %d: %s", step, err.message);
+    int bad = 0;
+    for (int i = 0; rc == MI_OK && i < N; i++) bad += got[i] != (v[i] > 0.f ? v[i] : 0.f);
+    CHECK(bad == 0, "step %d (buffers %d): %d of %d outputs are not this run's Relu", step, b, bad, N);
+  }
+  for (int b = 0; b < 3; b++) {
+    g_p->api.buffer_free(g_p->ctx, in[b]);
+    g_p->api.buffer_free(g_p->ctx, out[b]);
+  }
+  g_p->api.kernel_release(g_p->ctx, k);
+  mi_graph_destroy(g);
+}
+
 static mi_registry_t *r;
 static int64_t ad[2] = {37, 45}, bd[2] = {45, 29}, bt[2] = {29, 45}, a4[4] = {2, 3, 17, 19}, b4[2] = {19, 23};
 static int64_t bb1[3] = {3, 1, 5}, bb2[1] = {1}, bb3[4] = {2, 1, 4, 1};
@@ -247,6 +298,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(concat_blocks),
     TU_CASE(knob_rules),
     TU_CASE(buffer_limit),
+    TU_CASE(rerun_buffers),
 };
 
 TU_MAIN(setup, teardown)
