@@ -16,7 +16,7 @@
 #
 # usage: tools/bench/device_check.sh BUILD OUT [--plugins "opencl vulkan"] [--only REGEX]
 #          [--tune REGEX] (models tuned, default 'blazeface_front|ppocr_v4_det'; '' for none)
-#          [--jobs N] [--minutes M] [--repeat N]
+#          [--jobs N] [--minutes M] [--repeat N] (timed runs a measurement, default 30; 0: no timing)
 #          [--model FILE] (also check and time this model, inputs of its declared shapes; repeatable;
 #          e.g. an mi-zoo model; its name in the tables is the file's name without .onnx)
 # Needs the models in ${MI_MODEL_DIR:-~/.cache/metainfer/models}; python3 for the summary.
@@ -36,7 +36,8 @@ while [ $# -gt 0 ]; do
     --tune) TUNE=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --minutes) MINUTES=$2; shift 2 ;;
-    --repeat) REPEAT=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2
+              [[ $REPEAT =~ ^[0-9]+$ ]] || { echo "device_check.sh: --repeat: '$REPEAT' is not a count" >&2; exit 2; } ;;
     *) echo "device_check.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -110,7 +111,9 @@ for p in $PLUGINS; do log "   conformance $p: $(tail -n 1 "$O/conform-$p.txt")";
 
 # the timing stops in time for the tunes (300 s each, then their comparison) when there are any
 STOP=30; [ -n "$TUNE" ] && STOP=330
-if [ "$(left)" -gt $((STOP + 30)) ]; then
+if [ "$REPEAT" -eq 0 ]; then
+  log "4. timing skipped (--repeat 0)"
+elif [ "$(left)" -gt $((STOP + 30)) ]; then
   log "4. timing, one model and device at a time (--repeat $REPEAT)"
   for m in "${MODELS[@]}" "${EXTRA[@]}"; do
     IFS='|' read -r name file args <<<"$m"
