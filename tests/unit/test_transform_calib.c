@@ -292,6 +292,108 @@ static void check_equalize_int8(void) {
   mi_graph_destroy(g);
 }
 
+/* x [1, 8, 6, 6] (values in [0, 1) in every channel) -> conv a (1x1, 8 -> 8, diagonal: every
+ * row's weight range is about 1; bias 10 * 4^(c - 4)) -> Relu -> conv b (1x1, 8 -> 4; input
+ * channel c scaled by 4^(4 - c)) -> y. The channel ranges of the activation between come from
+ * the biases, 4^7 apart, which a's weight ranges do not show: only the calibration does. */
+static mi_graph_t *data_pair(void) {
+  mi_graph_t *g = mi_graph_create("data_pair");
+  int64_t xd[4] = {1, 8, 6, 6}, ad[4] = {8, 8, 1, 1}, bd[4] = {4, 8, 1, 1}, nb = 8;
+  float wa[64], wb[32], ba[8];
+  uint64_t seed = 31;
+  for (int i = 0; i < 64; i++) wa[i] = i / 8 == i % 8 ? 0.75f + 0.25f * uni(&seed) : 0.0f;
+  for (int i = 0; i < 32; i++) wb[i] = uni(&seed) * powf(4.0f, (float)(4 - i % 8));
+  for (int i = 0; i < 8; i++) ba[i] = 10.0f * powf(4.0f, (float)(i - 4));
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd);
+  mi_graph_add_input(g, x);
+  int32_t ia[3] = {x, mi_graph_add_const_f32(g, "wa", 4, ad, wa), mi_graph_add_const_f32(g, "ba", 1, &nb, ba)};
+  int32_t ya = mi_graph_add_tensor(g, "ya", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_node(g, "Conv", "a", 3, ia, 1, &ya);
+  int32_t ra = mi_graph_add_tensor(g, "ra", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_node(g, "Relu", "relu_a", 1, &ya, 1, &ra);
+  int32_t ib[2] = {ra, mi_graph_add_const_f32(g, "wb", 4, bd, wb)};
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_node(g, "Conv", "b", 2, ib, 1, &y);
+  mi_graph_add_output(g, y);
+  mi_error_t err;
+  if (mi_graph_infer_shapes(g, &err) != MI_OK) fprintf(stderr, "data_pair: %s\n", err.message);
+  return g;
+}
+
+/* Largest over smallest per-channel max |x| of tensor `name` of g on sample 0. */
+static double channel_spread(const mi_graph_t *g, const char *name, const mi_xf_samples_t *s) {
+  mi_graph_t *c = mi_graph_clone(g);
+  mi_array_t *outs[2] = {NULL, NULL};
+  mi_error_t err;
+  double lo = INFINITY, hi = 0.0;
+  int32_t t = c ? mi_graph_find_tensor(c, name) : -1;
+  if (t < 0 || mi_graph_add_output(c, t) != MI_OK ||
+      mi_ref_run(c, (const mi_array_t *const *)s->inputs, 1, outs, 2, &err) != MI_OK) {
+    mi_graph_destroy(c);
+    return -1.0;
+  }
+  const float *v = outs[1]->data;
+  int64_t ch = outs[1]->dims[1], inner = mi_array_numel(outs[1]) / ch;
+  for (int64_t k = 0; k < ch; k++) {
+    double m = 0.0;
+    for (int64_t i = 0; i < inner; i++) m = fmax(m, fabs(v[k * inner + i]));
+    lo = fmin(lo, m);
+    hi = fmax(hi, m);
+  }
+  mi_array_destroy(outs[0]);
+  mi_array_destroy(outs[1]);
+  mi_graph_destroy(c);
+  return lo > 0.0 ? hi / lo : INFINITY;
+}
+
+/* Data-aware equalization (`equalize: data`) keeps the FP32 outputs, evens the calibrated
+ * channel ranges of the tensor between where the weight ranges see nothing to even, and so
+ * lowers the INT8 drop well below the weight-based pass's. */
+static void check_equalize_data(void) {
+  mi_graph_t *g = data_pair(), *x = NULL;
+  float mean[8] = {0};
+  mi_xf_samples_t *s = channel_samples(g, 2, mean, 1.0f, 0, 7);
+  mi_xf_config_t *c = NULL;
+  mi_xf_stats_t st = {0};
+  mi_error_t err;
+  for (int32_t k = 0; k < s->sample_count; k++) {
+    float *p = s->inputs[k]->data;
+    for (int64_t i = 0; i < 8 * 36; i++) p[i] = fabsf(p[i]);
+  }
+  const char *fp = "calibration: {equalize: data}\n";
+  mi_xf_apply_opts_t o = {.calib = s};
+  CHECK(mi_xf_config_parse(fp, strlen(fp), "inline", &c, &err) == MI_OK, "parse: %s", err.message);
+  CHECK(c && c->equalize == MI_XF_EQUALIZE_DATA, "equalize: data not parsed");
+  CHECK(c && mi_xf_apply(g, c, &o, &x, &st, &err) == MI_OK, "apply: %s", err.message);
+  if (x) {
+    mi_xf_metrics_t m = compare(g, x, 2);
+    double before = channel_spread(g, "ra", s), after = channel_spread(x, "ra", s);
+    printf("equalize data: %d pair, channel range spread %.4g -> %.4g, fp32 rel_l2 %.3g\n",
+           (int)st.equalized_pairs, before, after, m.rel_l2);
+    CHECK(st.equalized_pairs == 1, "%d pairs", (int)st.equalized_pairs);
+    CHECK(m.rel_l2 < 1e-5, "fp32 changed: rel_l2 %g", m.rel_l2);
+    CHECK(before > 500.0 && after < 0.02 * before, "spread %g -> %g", before, after);
+  }
+  const char *q = "defaults: {weights: int8, scales: per_channel, activations: int8}\n";
+  char yw[160], yd[160];
+  snprintf(yw, sizeof yw, "calibration: {equalize: true}\n%s", q);
+  snprintf(yd, sizeof yd, "calibration: {equalize: data}\n%s", q);
+  double plain = apply_compare(g, q, s), w = apply_compare(g, yw, s), d = apply_compare(g, yd, s);
+  printf("data pair int8_act: rel_l2 plain %.4g, weight-equalized %.4g, data-equalized %.4g\n", plain, w, d);
+  CHECK(d < 0.5 * w && d < 0.5 * plain, "data-equalized %g not below half of %g / %g", d, w, plain);
+  /* Without samples (a weight-only run has none) it is the weight-based pass. */
+  mi_graph_destroy(x);
+  x = NULL;
+  memset(&st, 0, sizeof st);
+  o.calib = NULL;
+  CHECK(c && mi_xf_apply(g, c, &o, &x, &st, &err) == MI_OK && st.equalized_pairs == 1,
+        "no samples: %s", err.message);
+  mi_graph_destroy(x);
+  mi_xf_config_destroy(c);
+  mi_xf_samples_destroy(s);
+  mi_graph_destroy(g);
+}
+
 /* The options' YAML spellings, canonical text and hash. */
 static void check_codec(void) {
   const char *y = "calibration: {method: mse, bias_correction: true, equalize: true}\n";
@@ -309,6 +411,16 @@ static void check_codec(void) {
   /* A configuration without the options keeps its canonical text. */
   CHECK(mi_xf_config_canonical(d, &plain, &err) == MI_OK && strstr(plain, "calibration=minmax\n"),
         "plain canonical: %s", plain ? plain : "-");
+  mi_xf_config_t *dc = NULL;
+  char *dtext = NULL;
+  const char *yd = "calibration: {equalize: data}\n";
+  CHECK(mi_xf_config_parse(yd, strlen(yd), "inline", &dc, &err) == MI_OK && dc &&
+            dc->equalize == MI_XF_EQUALIZE_DATA && mi_xf_config_canonical(dc, &dtext, &err) == MI_OK &&
+            strstr(dtext, "calibration=minmax equalize=data\n") &&
+            mi_xf_config_hash(dc) != mi_xf_config_hash(c),
+        "equalize: data codec: %s", dtext ? dtext : "-");
+  free(dtext);
+  mi_xf_config_destroy(dc);
   mi_xf_config_t *bad = NULL;
   const char *b = "calibration: {equalize: sometimes}\n";
   CHECK(mi_xf_config_parse(b, strlen(b), "inline", &bad, &err) != MI_OK && !bad &&
@@ -326,6 +438,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(check_bias_correction),
     TU_CASE(check_equalize_exact),
     TU_CASE(check_equalize_int8),
+    TU_CASE(check_equalize_data),
     TU_CASE(check_codec),
 };
 

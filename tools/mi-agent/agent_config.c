@@ -178,7 +178,7 @@ int32_t mi_agent_xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *er
       } else
         c->calib_method = !strncmp(line + 12, "mse", 3) ? MI_XF_CALIB_MSE : MI_XF_CALIB_MINMAX;
       c->bias_correction = strstr(line, " bias_correction=1") != NULL;
-      c->equalize = strstr(line, " equalize=1") != NULL;
+      c->equalize = strstr(line, " equalize=data") ? MI_XF_EQUALIZE_DATA : strstr(line, " equalize=1") != NULL;
     } else if (!strncmp(line, "defaults:", 9)) {
       if (layer(line + 9, &c->defaults)) goto bad;
     } else if (!strncmp(line, "op ", 3) || !strncmp(line, "layer ", 6)) {

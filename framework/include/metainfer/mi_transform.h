@@ -36,6 +36,11 @@ typedef enum mi_xf_calib { MI_XF_CALIB_MINMAX = 0,
                            MI_XF_CALIB_PERCENTILE = 1,
                            /* the clipping range of least quantization MSE on the samples */
                            MI_XF_CALIB_MSE = 2 } mi_xf_calib;
+/** Cross-layer equalization: off, from the weight ranges (mi_xf_equalize), or data-aware from
+ * the calibrated per-channel activation ranges, also across Clip(0, M) (docs/transforms.md). */
+typedef enum mi_xf_equalize_mode { MI_XF_EQUALIZE_OFF = 0,
+                                   MI_XF_EQUALIZE_WEIGHTS = 1,
+                                   MI_XF_EQUALIZE_DATA = 2 } mi_xf_equalize_mode;
 
 /** Bits of mi_xf_layer_t.set: which fields an override sets (defaults set all). */
 enum {
@@ -82,7 +87,7 @@ typedef struct mi_xf_config {
                             * default they get a Q/DQ pair like every activation a device stores) */
   int32_t bias_correction; /* 0/1: fold the expected output shift of INT8/INT4 weights,
                             * E[(Wq - W) x] over the calibration samples, into the bias */
-  int32_t equalize;        /* 0/1: cross-layer equalization (mi_xf_equalize) before quantizing */
+  int32_t equalize;        /* mi_xf_equalize_mode: cross-layer equalization before quantizing */
 } mi_xf_config_t;
 
 /** A configuration with every pass off and every layer FP32. NULL when out of memory. */

@@ -166,7 +166,11 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
   rc = mi__xf_refresh(x, err);
   if (rc == MI_OK) rc = c->fold_bn ? mi_xf_fold_bn(x, st, err) : fold_bn_int8(x, c, st, err);
   /* After the folding, so that Conv -> BN -> Relu -> Conv chains are Conv pairs. */
-  if (rc == MI_OK && c->equalize) rc = mi_xf_equalize(x, st, err);
+  /* Data-aware equalization needs the samples; without them it is the weight-based one. */
+  if (rc == MI_OK && c->equalize == MI_XF_EQUALIZE_DATA && opts->calib && opts->calib->sample_count > 0)
+    rc = mi__xf_equalize_data(x, opts->calib, st, err);
+  else if (rc == MI_OK && c->equalize)
+    rc = mi_xf_equalize(x, st, err);
   if (rc == MI_OK) rc = prune_all(x, c, st, err);
   if (rc == MI_OK && c->channel_align > 1) rc = mi_xf_pad_channels(x, c->channel_align, st, err);
   if (rc == MI_OK) rc = quantize_all(x, c, opts->calib, st, err);

@@ -229,7 +229,7 @@ MI_API int32_t mi_xf_config_canonical(const mi_xf_config_t *c, char **out, mi_er
     put(&b, "calibration=%s", c->calib_method == MI_XF_CALIB_MSE ? "mse" : "minmax");
   /* Only written when set, as float_output. */
   if (c->bias_correction) put(&b, " bias_correction=1");
-  if (c->equalize) put(&b, " equalize=1");
+  if (c->equalize) put(&b, c->equalize == MI_XF_EQUALIZE_DATA ? " equalize=data" : " equalize=1");
   put(&b, "\n");
   put(&b, "defaults:");
   put_layer(&b, &c->defaults);

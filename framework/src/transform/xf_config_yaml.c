@@ -172,9 +172,13 @@ static int32_t parse_calib(const yctx_t *y, const yaml_node_t *m, mi_xf_config_t
       rc = get_double(y, v, key, 50.0, 100.0, &c->percentile);
     else if (key && strcmp(key, "bias_correction") == 0)
       rc = get_bool(y, v, key, &c->bias_correction);
-    else if (key && strcmp(key, "equalize") == 0)
-      rc = get_bool(y, v, key, &c->equalize);
-    else
+    else if (key && strcmp(key, "equalize") == 0) {
+      const char *val = scalar(v);
+      if (val && strcmp(val, "data") == 0)
+        c->equalize = MI_XF_EQUALIZE_DATA;
+      else
+        rc = get_bool(y, v, key, &c->equalize);
+    } else
       rc = fail_at(y, k, "unknown calibration key '%s' (method, percentile, bias_correction, equalize)%s", key, NULL);
   }
   return rc;

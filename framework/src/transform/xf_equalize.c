@@ -171,6 +171,148 @@ static int32_t own_constants(mi_graph_t *g, const eq_pair_t *pairs, int32_t coun
   return rc;
 }
 
+/* ------------------------------------------------------------------ data-aware equalization */
+
+/* Data-aware equalization (`equalize: data`). With per-output-channel weight scales (every INT8
+ * layer here) the first layer's weight ranges no longer matter to the rounding; what does is the
+ * per-tensor UINT8 range of the activation between the two layers, shared by channels of very
+ * different ranges, and the spread of the second layer's weights along its input channels,
+ * which one per-output-channel scale covers. So the scale balances the activation's calibrated
+ * per-channel range a_c (max |x| over the calibration samples) against r2_c, as SmoothQuant
+ * does with alpha 0.5 (Xiao et al. 2023): s_c = sqrt(a_c / r2_c) up to one factor per pair,
+ * after which both are proportional to sqrt(a_c r2_c); the factor keeps the tensor's largest
+ * channel range as it was. A depthwise second layer (one input channel per output channel)
+ * takes any s_c into its own per-channel weight scale without loss, so there every channel is
+ * scaled to the tensor's largest range. The pairs are the weight-based pass's (find_pairs). */
+
+/* Per channel (axis 1) max |x| of y into out[ch]. */
+static void channel_max(const mi_array_t *y, int64_t ch, double *out) {
+  const float *v = y->data;
+  int64_t outer, inner = 1;
+  if (y->dtype != MI_DTYPE_FLOAT32 || y->rank < 2 || y->dims[1] != ch) return;
+  outer = y->dims[0];
+  for (int32_t k = 2; k < y->rank; k++) inner *= y->dims[k];
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t c = 0; c < ch; c++) {
+      const float *p = v + (o * ch + c) * inner;
+      for (int64_t i = 0; i < inner; i++) out[c] = fmax(out[c], fabs((double)p[i]));
+    }
+}
+
+/* act[i][c]: max |x| of channel c of the tensor pair i's second Conv reads, over the samples
+ * (one reference run of a copy of g with those tensors as outputs per sample). */
+static int32_t measure_pairs(const mi_graph_t *g, const mi_xf_samples_t *calib, const eq_pair_t *pairs,
+                             double **act, int32_t count, mi_error_t *err) {
+  mi_graph_t *c = mi_graph_clone(g);
+  int32_t *at = calloc((size_t)count + 1, sizeof *at), rc = MI_OK;
+  mi_array_t **outs = NULL;
+  if (!c || !at) goto oom;
+  for (int32_t i = 0; i < count; i++) {
+    int32_t t = g->nodes[pairs[i].b].inputs[0], k = -1;
+    for (int32_t o = 0; o < c->output_count && k < 0; o++)
+      if (c->outputs[o] == t) k = o;
+    if (k < 0) {
+      k = c->output_count;
+      if (mi_graph_add_output(c, t) != MI_OK) goto oom;
+    }
+    at[i] = k;
+  }
+  if (!(outs = calloc((size_t)c->output_count + 1, sizeof *outs))) goto oom;
+  for (int32_t s = 0; s < calib->sample_count && rc == MI_OK; s++) {
+    rc = mi_ref_run(c, (const mi_array_t *const *)calib->inputs + (size_t)s * calib->input_count,
+                    calib->input_count, outs, c->output_count, err);
+    for (int32_t i = 0; rc == MI_OK && i < count; i++) channel_max(outs[at[i]], pairs[i].ch, act[i]);
+    for (int32_t o = 0; o < c->output_count; o++) {
+      mi_array_destroy(outs[o]);
+      outs[o] = NULL;
+    }
+  }
+  goto done;
+oom:
+  rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "equalize: out of memory");
+done:
+  free(outs);
+  free(at);
+  mi_graph_destroy(c);
+  return rc;
+}
+
+/* One data-aware equalization of pair p (act: its current channel ranges, divided by the
+ * scales as they are applied; r2 and s: ch scratch entries); returns the largest |log s_c|. */
+static double equalize_pair_data(mi_graph_t *g, const eq_pair_t *p, double *act, double *r2, double *s) {
+  float *a = g->tensors[g->nodes[p->a].inputs[1]].data, *b = g->tensors[g->nodes[p->b].inputs[1]].data;
+  float *bias = (float *)mi__xf_const_f32(g, &g->nodes[p->a], 2);
+  double moved = 0.0, amax = 0.0, umax = 0.0;
+  for (int64_t c = 0; c < p->ch; c++) r2[c] = 0.0;
+  for (int64_t o = 0; o < p->oc; o++)
+    for (int64_t j = 0; j < p->icg; j++) {
+      const float *w = b + (o * p->icg + j) * p->k;
+      double *r = &r2[(o / p->ocg) * p->icg + j];
+      for (int64_t i = 0; i < p->k; i++) *r = fmax(*r, fabs(w[i]));
+    }
+  /* s[c] first holds the balanced range sqrt(a_c r2_c), 0 for a channel dead in either. */
+  for (int64_t c = 0; c < p->ch; c++) {
+    amax = fmax(amax, act[c]);
+    s[c] = act[c] > 0.0 && r2[c] > 0.0 ? sqrt(act[c] * r2[c]) : 0.0;
+    umax = fmax(umax, s[c]);
+  }
+  for (int64_t c = 0; c < p->ch; c++) {
+    double sc = 1.0;
+    if (s[c] > 0.0 && umax > 0.0)
+      sc = p->icg == 1 ? act[c] / amax : act[c] / (s[c] * amax / umax);
+    if (!isfinite(sc) || sc <= 0.0) sc = 1.0;
+    s[c] = sc;
+    moved = fmax(moved, fabs(log(sc)));
+    act[c] /= sc;
+    for (int64_t i = 0; i < p->per; i++) a[c * p->per + i] = (float)(a[c * p->per + i] / sc);
+    if (bias) bias[c] = (float)(bias[c] / sc);
+  }
+  for (int64_t o = 0; o < p->oc; o++)
+    for (int64_t j = 0; j < p->icg; j++) {
+      float *w = b + (o * p->icg + j) * p->k;
+      double sc = s[(o / p->ocg) * p->icg + j];
+      for (int64_t i = 0; i < p->k; i++) w[i] = (float)(w[i] * sc);
+    }
+  return moved;
+}
+
+int32_t mi__xf_equalize_data(mi_graph_t *g, const mi_xf_samples_t *calib, mi_xf_stats_t *st,
+                             mi_error_t *err) {
+  eq_pair_t *pairs = NULL;
+  double **act = NULL, *r2 = NULL, *s = NULL;
+  int64_t most = 1;
+  int32_t count = 0, rc = MI_OK;
+  if (!g || !calib || calib->sample_count < 1)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "equalize: data-aware equalization needs calibration samples");
+  if (!(pairs = calloc((size_t)g->node_count + 1, sizeof *pairs))) goto oom;
+  count = find_pairs(g, pairs);
+  if (!(act = calloc((size_t)count + 1, sizeof *act))) goto oom;
+  for (int32_t i = 0; i < count; i++) {
+    most = pairs[i].ch > most ? pairs[i].ch : most;
+    if (!(act[i] = calloc((size_t)pairs[i].ch, sizeof(double)))) goto oom;
+  }
+  if (!(r2 = malloc((size_t)most * sizeof *r2)) || !(s = malloc((size_t)most * sizeof *s))) goto oom;
+  if ((rc = measure_pairs(g, calib, pairs, act, count, err)) != MI_OK) goto done;
+  if (own_constants(g, pairs, count) != MI_OK) goto oom;
+  /* The tensor between a pair is scaled by that pair alone, so act stays exact across rounds. */
+  for (int round = 0; round < EQ_ROUNDS; round++) {
+    double moved = 0.0;
+    for (int32_t i = 0; i < count; i++) moved = fmax(moved, equalize_pair_data(g, &pairs[i], act[i], r2, s));
+    if (moved < EQ_SETTLED) break;
+  }
+  if (st) st->equalized_pairs += count;
+  goto done;
+oom:
+  rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "equalize: out of memory");
+done:
+  for (int32_t i = 0; act && i < count; i++) free(act[i]);
+  free(act);
+  free(pairs);
+  free(r2);
+  free(s);
+  return rc;
+}
+
 MI_API int32_t mi_xf_equalize(mi_graph_t *g, mi_xf_stats_t *st, mi_error_t *err) {
   eq_pair_t *pairs;
   double *r1 = NULL, *r2 = NULL;

@@ -81,6 +81,9 @@ int32_t mi__xf_bias_input_axis(const mi_graph_t *g, int32_t n);
 /** Folds E[(Wq - W) x] into the bias of weighted node n: w is its FP32 weight, wq the weight
  * it now computes with (same layout), mean the per-channel means of its input (from
  * mi__xf_calibrate). Adds a bias where there was none. xf_biascorr.c */
+/* Data-aware cross-layer equalization (`equalize: data`, xf_equalize.c). */
+int32_t mi__xf_equalize_data(mi_graph_t *g, const mi_xf_samples_t *calib, mi_xf_stats_t *st,
+                             mi_error_t *err);
 int32_t mi__xf_bias_correct(mi_graph_t *g, int32_t n, const float *w, const float *wq,
                             const double *mean, int64_t mean_count, mi_error_t *err);
 
