@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # accuracy.sh - `mi-host accuracy`: text and --json reports, --calib with .npy files (one folder,
-# and INPUT=DIR for a two-input model), --sensitivity, an empty configuration, and usage errors.
+# and INPUT=DIR for a two-input model), --sensitivity, --tensors, an empty configuration, and usage errors.
 set -euo pipefail
 : "${MI_BUILD:?}"
 host="$MI_BUILD/bin/mi-host"
@@ -113,6 +113,14 @@ grep -q "subfolder 'a'" "$tmp/err" || fail "a flat folder for two inputs is not 
 expect_rc 0 "$host" accuracy --model "$tmp/kws.onnx" --config "$tmp/int8.yaml" --samples 1 --sensitivity --json
 python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); s=r["sensitivity"]; assert len(s)>=3 and all(x["metrics"]["rel_l2"]>0 for x in s), s' "$tmp/out" \
   || fail "sensitivity: $(cat "$tmp/out")"
+
+# --tensors: every shared float tensor, in node order; an INT8 model has quantized activations
+# with their own rounding, the text form prints the header.
+expect_rc 0 "$host" accuracy --model "$tmp/kws.onnx" --config "$tmp/int8.yaml" --samples 1 --tensors --json
+python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["tensors"]; q=[x for x in t if x["quantized"]]; assert len(t)>=3 and q and all(x["own_rel_l2"]>0 for x in q) and any(x["rel_l2"]>0 for x in t), t' "$tmp/out" \
+  || fail "tensors: $(cat "$tmp/out")"
+expect_rc 0 "$host" accuracy --model "$tmp/kws.onnx" --config "$tmp/int8.yaml" --samples 1 --tensors
+grep -q "per tensor" "$tmp/out" || fail "tensors text: $(cat "$tmp/out")"
 
 # An empty configuration is no transform at all: the model is unchanged.
 : >"$tmp/empty.yaml"

@@ -394,6 +394,44 @@ static void check_equalize_data(void) {
   mi_graph_destroy(g);
 }
 
+/* The per-tensor pass: with every layer FP32 nothing is quantized and nothing differs; with
+ * INT8 activations on the uneven chain the tensor between a and b is quantized, adds error,
+ * and a per-channel scale would have left under 0.6 of its own rounding (its channel ranges
+ * are 4^7 apart). */
+static void check_tensor_errors(void) {
+  mi_graph_t *g = uneven_chain("Relu");
+  float mean[8] = {0};
+  mi_xf_samples_t *s = channel_samples(g, 2, mean, 1.0f, 0, 5);
+  const char *yq = "defaults: {weights: int8, scales: per_channel, activations: int8}\n", *yf = "passes: {fold_bn: true}\n";
+  mi_xf_config_t *cq = NULL, *cf = NULL;
+  mi_xf_tensor_error_t *te = NULL;
+  int32_t n = 0, seen = 0;
+  mi_error_t err;
+  CHECK(mi_xf_config_parse(yq, strlen(yq), "q", &cq, &err) == MI_OK && mi_xf_config_parse(yf, strlen(yf), "f", &cf, &err) == MI_OK,
+        "parse: %s", err.message);
+  CHECK(cf && mi_xf_tensor_errors(g, cf, s, s, &te, &n, &err) == MI_OK && n >= 5, "fp32: %s (%d)", err.message, (int)n);
+  for (int32_t i = 0; i < n; i++)
+    CHECK(!te[i].quantized && te[i].rel_l2 < 1e-6, "fp32 %s: %g", te[i].tensor, te[i].rel_l2);
+  free(te);
+  te = NULL;
+  CHECK(cq && mi_xf_tensor_errors(g, cq, s, s, &te, &n, &err) == MI_OK, "int8: %s", err.message);
+  for (int32_t i = 0; i < n; i++) {
+    if (strcmp(te[i].tensor, "ra")) continue;
+    seen = 1;
+    printf("tensor ra (%s): rel_l2 %.4g, own %.4g, per-channel %.4g\n", te[i].op, te[i].rel_l2,
+           te[i].own_rel_l2, te[i].per_channel_rel_l2);
+    CHECK(te[i].quantized && te[i].rel_l2 > 1e-3 && te[i].own_rel_l2 > 1e-3, "ra: no error");
+    CHECK(te[i].per_channel_rel_l2 < 0.6 * te[i].own_rel_l2, "ra: per-channel %g, own %g",
+          te[i].per_channel_rel_l2, te[i].own_rel_l2);
+  }
+  CHECK(seen, "tensor ra not reported");
+  free(te);
+  mi_xf_config_destroy(cq);
+  mi_xf_config_destroy(cf);
+  mi_xf_samples_destroy(s);
+  mi_graph_destroy(g);
+}
+
 /* The options' YAML spellings, canonical text and hash. */
 static void check_codec(void) {
   const char *y = "calibration: {method: mse, bias_correction: true, equalize: true}\n";
@@ -439,6 +477,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(check_equalize_exact),
     TU_CASE(check_equalize_int8),
     TU_CASE(check_equalize_data),
+    TU_CASE(check_tensor_errors),
     TU_CASE(check_codec),
 };
 

@@ -16,7 +16,7 @@ typedef struct acc_args {
   const char *calib[ACC_MAX_CALIB];  /* DIR, or INPUT=DIR per input of a multi-input model */
   const char *shapes[ACC_MAX_SPECS]; /* NAME=D0,D1,...: the shape of a random input */
   const char *inputs[ACC_MAX_SPECS]; /* NAME=FILE.npy: a fixed value in every sample */
-  int calib_count, shape_count, input_count, sensitivity, json, samples;
+  int calib_count, shape_count, input_count, sensitivity, tensors, json, samples;
 } acc_args_t;
 
 #define OPTIONS(X)                                                                       \
@@ -32,6 +32,9 @@ typedef struct acc_args {
   MI_CLI_OPTS_MODEL_INPUT(X)                                                             \
   X(O_DEVICE, "device", "PLUGIN:INDEX", "fuse for that device's kernel variants")        \
   X(O_SENS, "sensitivity", NULL, "also the error of each layer's setting applied alone") \
+  X(O_TENSORS, "tensors", NULL,                                                          \
+    "also each tensor's error against the FP32 model with the\n"                         \
+    "same passes, and each INT8 activation's own rounding")                              \
   MI_CLI_OPT_JSON(X)
 MI_CLI_TABLE(OPTIONS, k_opts);
 
@@ -51,6 +54,7 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
     case O_CONFIG: a->config = c.value; break;
     case O_DEVICE: a->device = c.value; break;
     case O_SENS: a->sensitivity = 1; break;
+    case O_TENSORS: a->tensors = 1; break;
     case O_JSON: a->json = 1; break;
     case O_SAMPLES:
       if (mi_cli_int(&c, 1, 1000, &v)) return MI_HOST_USAGE;
@@ -143,7 +147,8 @@ static void text_metrics(const char *what, const mi_xf_metrics_t *m) {
 static void report(const acc_args_t *a, int json, const char *canon, uint64_t hash,
                    const mi_xf_stats_t *st, const mi_xf_samples_t *calib, int shared,
                    const mi_xf_metrics_t *mc, const mi_xf_metrics_t *mh,
-                   const mi_xf_sensitivity_t *sens, int32_t ns) {
+                   const mi_xf_sensitivity_t *sens, int32_t ns, const mi_xf_tensor_error_t *te,
+                   int32_t nte) {
   if (json) {
     int first = 1;
     fputc('{', stdout);
@@ -188,6 +193,28 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
       }
       fputc(']', stdout);
     }
+    if (te) {
+      mi_json_key(stdout, &first, "tensors");
+      fputc('[', stdout);
+      for (int32_t i = 0; i < nte; i++) {
+        int f2 = 1;
+        fputs(i ? ",{" : "{", stdout);
+        mi_json_key(stdout, &f2, "tensor");
+        mi_json_string(stdout, te[i].tensor);
+        mi_json_key(stdout, &f2, "op");
+        mi_json_string(stdout, te[i].op);
+        mi_json_key(stdout, &f2, "quantized");
+        fputs(te[i].quantized ? "true" : "false", stdout);
+        mi_json_key(stdout, &f2, "rel_l2");
+        mi_json_double(stdout, te[i].rel_l2);
+        mi_json_key(stdout, &f2, "own_rel_l2");
+        mi_json_double(stdout, te[i].own_rel_l2);
+        mi_json_key(stdout, &f2, "per_channel_rel_l2");
+        mi_json_double(stdout, te[i].per_channel_rel_l2);
+        fputc('}', stdout);
+      }
+      fputc(']', stdout);
+    }
     fputs("}\n", stdout);
     return;
   }
@@ -217,6 +244,16 @@ static void report(const acc_args_t *a, int json, const char *canon, uint64_t ha
              mi_xf_precision_name(sens[i].layer.activations), sens[i].layer.prune,
              sens[i].metrics.rel_l2, sens[i].metrics.cosine);
   }
+  if (te) {
+    printf(
+        "per tensor (held-out set; accumulated rel L2 against the FP32 model with the same passes;\n"
+        "  an INT8 activation's own rounding, and with a per-channel scale):\n");
+    for (int32_t i = 0; i < nte; i++) {
+      printf("  %-16s %.6f", te[i].op, te[i].rel_l2);
+      if (te[i].quantized) printf("  own %.6f  per-channel %.6f", te[i].own_rel_l2, te[i].per_channel_rel_l2);
+      printf("  %s\n", te[i].tensor);
+    }
+  }
 }
 
 int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
@@ -226,6 +263,8 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
   mi_xf_config_t *c = NULL;
   mi_xf_samples_t *calib = NULL, *held = NULL;
   mi_xf_sensitivity_t *sens = NULL;
+  mi_xf_tensor_error_t *te = NULL;
+  int32_t nte = 0;
   mi_variant_desc_t *variants = NULL;
   mi_array_t **fixed = NULL;
   uint32_t nv = 0;
@@ -296,8 +335,10 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
   if (a.sensitivity &&
       mi_xf_sensitivity(g, c, NULL, calib, held ? held : calib, &sens, &ns, &err) != MI_OK)
     goto fail;
+  if (a.tensors && mi_xf_tensor_errors(g, c, calib, held ? held : calib, &te, &nte, &err) != MI_OK)
+    goto fail;
   report(&a, a.json || h->json, canon, mi_xf_config_hash(c), &st, calib, shared, &mc, &mh,
-         a.sensitivity ? sens : NULL, ns);
+         a.sensitivity ? sens : NULL, ns, a.tensors ? te : NULL, nte);
   rc = MI_HOST_OK;
   goto done;
 fail:
@@ -307,6 +348,7 @@ done:
   free(fixed);
   free(canon);
   free(sens);
+  free(te);
   free(variants);
   mi_xf_samples_destroy(calib);
   mi_xf_samples_destroy(held);

@@ -261,6 +261,26 @@ MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
                                  const mi_xf_samples_t *eval, mi_xf_sensitivity_t **out,
                                  int32_t *count, mi_error_t *err);
 
+/** One float tensor of a transformed model against the same tensor with the same passes and
+ * every layer FP32 (mi_xf_tensor_errors). */
+typedef struct mi_xf_tensor_error {
+  char tensor[160];
+  char op[32];               /* the op that writes it */
+  int32_t quantized;         /* a QuantizeLinear reads it (an INT8 activation) */
+  double rel_l2;             /* the error accumulated up to it, before its own rounding */
+  double own_rel_l2;         /* its own rounding alone: its scale and zero point on FP32 values */
+  double per_channel_rel_l2; /* the same with a min-max UINT8 scale per channel (axis 1) */
+} mi_xf_tensor_error_t;
+
+/** Applies `c` and the FP32 shadow of `c` (its passes, every layer FP32: equalization and BN
+ * folding change the tensors, not the function) to `g`, calibrating on `calib` (or `eval`),
+ * and compares every float tensor the two share by name over `eval`. *out (malloc'd, *count
+ * entries) is in node order. Where a model's drop comes from: which tensors add error, and
+ * whether a per-channel scale would have removed it. */
+MI_API int32_t mi_xf_tensor_errors(const mi_graph_t *g, const mi_xf_config_t *c,
+                                   const mi_xf_samples_t *calib, const mi_xf_samples_t *eval,
+                                   mi_xf_tensor_error_t **out, int32_t *count, mi_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif
