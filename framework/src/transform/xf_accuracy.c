@@ -117,6 +117,20 @@ static int trivial(const mi_xf_layer_t *l) {
   return l->weights == MI_XF_FP32 && l->activations == MI_XF_FP32 && !(l->prune > 0.0);
 }
 
+/* The same passes as c, every layer FP32 and unpruned: what a sensitivity row sets one layer of,
+ * and the shadow mi_xf_tensor_errors compares a model's tensors with. NULL when out of memory. */
+mi_xf_config_t *mi__xf_fp32_shadow(const mi_xf_config_t *c) {
+  mi_xf_config_t *one = mi_xf_config_clone(c);
+  if (!one) return NULL;
+  for (int32_t i = 0; i < one->op_count; i++) free(one->ops[i].name);
+  for (int32_t i = 0; i < one->layer_count; i++) free(one->layers[i].name);
+  one->op_count = one->layer_count = 0;
+  one->defaults.weights = MI_XF_FP32;
+  one->defaults.activations = MI_XF_FP32;
+  one->defaults.prune = 0.0;
+  return one;
+}
+
 MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
                                  const mi_xf_layer_t *probe, const mi_xf_samples_t *calib,
                                  const mi_xf_samples_t *eval, mi_xf_sensitivity_t **out,
@@ -141,16 +155,10 @@ MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
     l.set = MI_XF_SET_WEIGHTS | MI_XF_SET_SCALES | MI_XF_SET_ACTS | MI_XF_SET_PRUNE;
     if (trivial(&l)) continue;
     /* The same passes, every layer FP32 and unpruned, except this one. */
-    if (!(one = mi_xf_config_clone(c))) {
+    if (!(one = mi__xf_fp32_shadow(c))) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "sensitivity: out of memory");
       break;
     }
-    for (int32_t i = 0; i < one->op_count; i++) free(one->ops[i].name);
-    for (int32_t i = 0; i < one->layer_count; i++) free(one->layers[i].name);
-    one->op_count = one->layer_count = 0;
-    one->defaults.weights = MI_XF_FP32;
-    one->defaults.activations = MI_XF_FP32;
-    one->defaults.prune = 0.0;
     rc = mi_xf_config_set_layer(one, 0, g->nodes[n].name, &l, err);
     if (rc == MI_OK) rc = mi_xf_apply(g, one, &opts, &x, NULL, err);
     if (rc == MI_OK) rc = mi_xf_compare(g, x, eval, &res[n_out].metrics, err);

@@ -118,6 +118,17 @@ static float *private_copy(mi_graph_t *g, int32_t n, int32_t k, const char *suff
   return g->tensors[c].data;
 }
 
+/* r2[c] = max |W_b| over the weights of pair p's second layer that read channel c. */
+static void b_ranges(const eq_pair_t *p, const float *b, double *r2) {
+  for (int64_t c = 0; c < p->ch; c++) r2[c] = 0.0;
+  for (int64_t o = 0; o < p->oc; o++)
+    for (int64_t j = 0; j < p->icg; j++) {
+      const float *w = b + (o * p->icg + j) * p->k;
+      double *r = &r2[(o / p->ocg) * p->icg + j];
+      for (int64_t i = 0; i < p->k; i++) *r = fmax(*r, fabs(w[i]));
+    }
+}
+
 /* One equalization of pair p (r1, r2: ch scratch entries); returns the largest |log s_c|. */
 static double equalize_pair(mi_graph_t *g, const eq_pair_t *p, double *r1, double *r2) {
   float *a = g->tensors[g->nodes[p->a].inputs[1]].data, *b = g->tensors[g->nodes[p->b].inputs[1]].data;
@@ -125,15 +136,10 @@ static double equalize_pair(mi_graph_t *g, const eq_pair_t *p, double *r1, doubl
   double moved = 0.0;
   /* r1[c] = max |W_a[c, ...]|, r2[c] = max |W_b| over the weights that read channel c. */
   for (int64_t c = 0; c < p->ch; c++) {
-    r1[c] = r2[c] = 0.0;
+    r1[c] = 0.0;
     for (int64_t i = 0; i < p->per; i++) r1[c] = fmax(r1[c], fabs(a[c * p->per + i]));
   }
-  for (int64_t o = 0; o < p->oc; o++)
-    for (int64_t j = 0; j < p->icg; j++) {
-      const float *w = b + (o * p->icg + j) * p->k;
-      double *r = &r2[(o / p->ocg) * p->icg + j];
-      for (int64_t i = 0; i < p->k; i++) *r = fmax(*r, fabs(w[i]));
-    }
+  b_ranges(p, b, r2);
   for (int64_t c = 0; c < p->ch; c++) {
     /* A channel dead in either layer keeps its scale: nothing to balance. */
     double s = r1[c] > 0.0 && r2[c] > 0.0 ? sqrt(r1[c] / r2[c]) : 1.0;
@@ -243,13 +249,7 @@ static double equalize_pair_data(mi_graph_t *g, const eq_pair_t *p, double *act,
   float *a = g->tensors[g->nodes[p->a].inputs[1]].data, *b = g->tensors[g->nodes[p->b].inputs[1]].data;
   float *bias = (float *)mi__xf_const_f32(g, &g->nodes[p->a], 2);
   double moved = 0.0, amax = 0.0, umax = 0.0;
-  for (int64_t c = 0; c < p->ch; c++) r2[c] = 0.0;
-  for (int64_t o = 0; o < p->oc; o++)
-    for (int64_t j = 0; j < p->icg; j++) {
-      const float *w = b + (o * p->icg + j) * p->k;
-      double *r = &r2[(o / p->ocg) * p->icg + j];
-      for (int64_t i = 0; i < p->k; i++) *r = fmax(*r, fabs(w[i]));
-    }
+  b_ranges(p, b, r2);
   /* s[c] first holds the balanced range sqrt(a_c r2_c), 0 for a channel dead in either. */
   for (int64_t c = 0; c < p->ch; c++) {
     amax = fmax(amax, act[c]);

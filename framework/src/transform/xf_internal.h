@@ -92,4 +92,7 @@ int64_t mi__xf_numel(const mi_graph_t *g, int32_t t);
 /** malloc'd copy of s (non-NULL), or NULL when out of memory. */
 char *mi__xf_strdup(const char *s);
 
+/* The same passes as c, every layer FP32 and unpruned (xf_accuracy.c). NULL when out of memory. */
+mi_xf_config_t *mi__xf_fp32_shadow(const mi_xf_config_t *c);
+
 #endif

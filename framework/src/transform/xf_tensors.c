@@ -10,19 +10,6 @@
 
 #include "transform/xf_internal.h"
 
-/* The same passes as c, every layer FP32 and unpruned (the shadow the tensors compare with). */
-static mi_xf_config_t *fp32_shadow(const mi_xf_config_t *c) {
-  mi_xf_config_t *one = mi_xf_config_clone(c);
-  if (!one) return NULL;
-  for (int32_t i = 0; i < one->op_count; i++) free(one->ops[i].name);
-  for (int32_t i = 0; i < one->layer_count; i++) free(one->layers[i].name);
-  one->op_count = one->layer_count = 0;
-  one->defaults.weights = MI_XF_FP32;
-  one->defaults.activations = MI_XF_FP32;
-  one->defaults.prune = 0.0;
-  return one;
-}
-
 /* Scale and zero point of the QuantizeLinear that reads tensor t of x, or 0. */
 static float quant_params(const mi_graph_t *x, int32_t t, int32_t *zp) {
   for (int32_t m = 0; m < x->node_count; m++) {
@@ -84,7 +71,7 @@ MI_API int32_t mi_xf_tensor_errors(const mi_graph_t *g, const mi_xf_config_t *c,
   if (!g || !c || !eval || !out || !count)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "tensor errors: NULL argument");
   mi_xf_apply_opts_t opts = {.calib = calib ? calib : eval};
-  if (!(sc = fp32_shadow(c))) goto oom;
+  if (!(sc = mi__xf_fp32_shadow(c))) goto oom;
   if ((rc = mi_xf_apply(g, c, &opts, &x, NULL, err)) != MI_OK ||
       (rc = mi_xf_apply(g, sc, &opts, &b, NULL, err)) != MI_OK)
     goto done;
