@@ -4,7 +4,10 @@
  * (mi_session_options_t.no_memory_plan), on blis-cpu and every other plugin that loads, over
  * runs with new inputs. One graph per hazard: a tensor read again much later (a residual and the
  * graph input), a reshape view whose input dies at the view, a graph output nothing reads, a
- * tensor read only by a host step. */
+ * tensor read only by a host step. The run's first device step keeps its tensors (the input it
+ * uploads, its output) in allocations no later tensor shares, up to MI__FIRST_OWN_MAX bytes
+ * each; a larger input shares as before. */
+#include "exec/exec.h"
 #include "test_exec_util.h"
 
 static mi_registry_t *r;
@@ -115,6 +118,67 @@ static void on_plugin(mi_plugin_t *p, int kind) {
   mi_graph_destroy(g);
 }
 
+/* x -> Relu -> seven more activations -> y, every tensor [1,C,hw,hw] FP32: without the rule x's
+ * allocation (x dies at the first step) and a's would serve later tensors. */
+static mi_graph_t *chain(int64_t hw) {
+  const int64_t xd[4] = {1, C, hw, hw};
+  mi_graph_t *g = mi_graph_create("first step");
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, xd), t;
+  mi_error_t err = {0};
+  mi_graph_add_input(g, x);
+  t = act(g, "Relu", "a", x);
+  for (int i = 0; i < 7; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "c%d", i);
+    t = act(g, i % 2 ? "Relu" : "Sigmoid", nm, t);
+  }
+  mi_graph_add_output(g, t);
+  if (mi_graph_infer_shapes(g, &err) != MI_OK) die("infer shapes", &err);
+  return g;
+}
+
+/* How many tensors other than t have t's device buffer. */
+static int sharers(const mi_session_t *s, int32_t t) {
+  int n = 0;
+  for (int32_t u = 0; u < s->g->tensor_count; u++) n += u != t && s->bufs[u] && s->bufs[u] == s->bufs[t];
+  return n;
+}
+
+static void first_step_own(mi_plugin_t *p) {
+  mi_graph_t *g = chain(HW), *big = chain(160); /* 64 KiB tensors; 1.6 MB ones, over the cap */
+  mi_session_t *s = session_with(g, p, 1, 0), *sb = session_with(big, p, 1, 0);
+  int32_t f = 0;
+  uint64_t mp = 0, mu = 0;
+  while (f < s->step_count && s->steps[f].kind != MI__STEP_DEVICE) f++;
+  if (f == s->step_count || s->kernel_count < 6) {
+    printf("%s: %d kernels, the chain runs on the host: skipped\n", p->name, (int)s->kernel_count);
+  } else {
+    const mi__step_t *st = &s->steps[f];
+    for (int32_t j = 0; j < st->input_count; j++)
+      CHECK(sharers(s, st->inputs[j]) == 0, "%s: first step's input '%s' shares its buffer with %d tensors", p->name,
+            g->tensors[st->inputs[j]].name, sharers(s, st->inputs[j]));
+    for (int32_t j = 0; j < st->output_count; j++)
+      CHECK(sharers(s, st->outputs[j]) == 0, "%s: first step's output '%s' shares its buffer with %d tensors",
+            p->name, g->tensors[st->outputs[j]].name, sharers(s, st->outputs[j]));
+    mi_session_memory(s, &mp, &mu, NULL);
+    CHECK(mp < mu, "%s: planned %llu bytes, no less than one buffer per tensor (%llu)", p->name,
+          (unsigned long long)mp, (unsigned long long)mu);
+    CHECK(sharers(sb, big->inputs[0]) > 0, "%s: a 1.6 MB input keeps an allocation of its own", p->name);
+  }
+  for (int run_i = 0; run_i < 2; run_i++) {
+    mi_array_t *in = input_for(g, 21u + (unsigned)run_i), *got[4] = {0}, *want[4] = {0};
+    run(s, g, in, got);
+    ref(g, in, want);
+    CHECK(got[0] && want[0] && got[0]->nbytes == want[0]->nbytes, "%s first step run %d: no output", p->name, run_i);
+    destroy_outs(got, want);
+    mi_array_destroy(in);
+  }
+  mi_session_destroy(s);
+  mi_session_destroy(sb);
+  mi_graph_destroy(g);
+  mi_graph_destroy(big);
+}
+
 static void all_cases(mi_plugin_t *p) {
   for (int k = 0; k < CASES; k++) on_plugin(p, k);
 }
@@ -127,5 +191,10 @@ static void blis_cpu(void) { on_blis_cpu(r, all_cases); }
 
 static void others(void) { other_plugins(r, all_cases); }
 
-static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(others)};
+static void first_step(void) {
+  on_blis_cpu(r, first_step_own);
+  other_plugins(r, first_step_own);
+}
+
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(others), TU_CASE(first_step)};
 TU_MAIN(setup, teardown)

@@ -172,15 +172,36 @@ static int by_bytes_desc(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t; /* ties by index: the plan is reproducible */
 }
 
+/* A run's first device step (the one that uploads the inputs it reads) works before anything else
+ * of the run: its inputs, written by the host's upload, and its outputs get allocations of their
+ * own, up to MI__FIRST_OWN_MAX bytes each, rather than a share of one that later steps write. In
+ * a shared allocation that step rewrites bytes the previous run's later steps wrote last (half of
+ * them on the plugin's other threads, on a CPU device) and it runs alone: at 2 threads on the
+ * 2-vCPU Zen 4, blazeface-front's first step (its 192 KiB input's upload and its NHWC -> NCHW
+ * Transpose, on the calling thread) took 0.03-0.17 ms against 0.010-0.015 ms with allocations of
+ * its own, and the whole run as much longer (docs/benchmarks.md, 2026-12-04 18:30 UTC). In its own
+ * allocation a tensor's bytes were last written by the same step of the previous run. The cap
+ * keeps a large input's plan as it was (the cost is memory: the plan's figure grows by these
+ * tensors' bytes at most). */
+#define MI__FIRST_OWN_MAX ((uint64_t)1 << 20)
+
+static int first_own(const mi_session_t *s, const plan_tmp_t *m, int32_t t) {
+  int32_t f = 0;
+  while (f < s->step_count && s->steps[f].kind != MI__STEP_DEVICE) f++;
+  return f < s->step_count && m->first[t] == f && m->bytes[t] <= MI__FIRST_OWN_MAX;
+}
+
 /* Greedy by size: the largest tensors first, each into the smallest allocation none of whose
  * tensors' lifetimes overlaps its own, else into a new one. Largest first means an allocation's
- * size is set by its first tensor and every later one fits. Returns the allocation count. */
+ * size is set by its first tensor and every later one fits. A padded tensor and one of the first
+ * device step's (first_own) get an allocation no other tensor shares. Returns the allocation
+ * count. */
 static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order, int32_t n,
                       int plan, uint64_t *size, uint8_t *priv, int32_t *head, int32_t *next) {
   int32_t count = 0;
   for (int32_t k = 0; k < n; k++) {
     int32_t t = order[k], best = -1;
-    int shared = plan && !padded(s, t);
+    int pad = padded(s, t), own = pad || first_own(s, m, t), shared = plan && !own;
     for (int32_t a = 0; shared && a < count; a++) {
       int free_span = !priv[a];
       for (int32_t u = head[a]; free_span && u >= 0; u = next[u])
@@ -190,7 +211,7 @@ static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order
     if (best < 0) {
       best = count++;
       size[best] = m->bytes[t];
-      priv[best] = (uint8_t)padded(s, t);
+      priv[best] = (uint8_t)(pad ? 2 : own); /* 2: zeroed once (padded) */
       head[best] = -1;
     }
     m->slot[t] = best;
@@ -232,7 +253,7 @@ static int32_t alloc_all(mi_session_t *s, plan_tmp_t *m, const int32_t *order, i
     if (s->allocs[a]) continue; /* the largest tensor of a shared allocation made it */
     rc = p->api.buffer_alloc(p->ctx, s->device, bytes ? bytes : 1, &s->allocs[a], &perr);
     if (rc == MI_OK && !s->allocs[a]) rc = mi_errorf(&perr, MI_ERR_INTERNAL, "no buffer returned");
-    if (rc == MI_OK && priv[a]) rc = zero_fill(s, s->allocs[a], bytes, &perr);
+    if (rc == MI_OK && priv[a] == 2) rc = zero_fill(s, s->allocs[a], bytes, &perr);
     if (rc)
       return mi_errorf(err, rc, "tensor '%s': cannot allocate %llu device bytes: %s", s->g->tensors[t].name,
                        (unsigned long long)bytes, perr.message[0] ? perr.message : mi_status_message(rc));
