@@ -179,10 +179,10 @@ static int by_bytes_desc(const void *a, const void *b) {
  * them on the plugin's other threads, on a CPU device) and it runs alone: at 2 threads on the
  * 2-vCPU Zen 4, blazeface-front's first step (its 192 KiB input's upload and its NHWC -> NCHW
  * Transpose, on the calling thread) took 0.03-0.17 ms against 0.010-0.015 ms with allocations of
- * its own, and the whole run as much longer (docs/benchmarks.md, 2026-12-04 18:30 UTC). In its own
- * allocation a tensor's bytes were last written by the same step of the previous run. The cap
- * keeps a large input's plan as it was (the cost is memory: the plan's figure grows by these
- * tensors' bytes at most). */
+ * its own, and the whole run about as much longer (docs/benchmarks.md, 2026-12-04, "The run's
+ * first step at 2 threads"). In its own allocation a tensor's bytes were last written by the same
+ * step of the previous run. The cap keeps a large input's plan as it was (the cost is memory: the
+ * plan's figure grows by these tensors' bytes at most). */
 #define MI__FIRST_OWN_MAX ((uint64_t)1 << 20)
 
 static int first_own(const mi_session_t *s, const plan_tmp_t *m, int32_t t) {
