@@ -1,5 +1,8 @@
 /* vk_shared.c - the VkInstance and one VkDevice per physical device, shared by every plugin
  * instance of this loaded library: created on first use, destroyed when the library unloads. */
+#define _GNU_SOURCE /* dl_iterate_phdr, RTLD_NODELETE */
+#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +186,44 @@ static void close_all(void) {
   g_vk.opened = 0;
 }
 
+/* The shared objects loaded in this process, by name (dl_iterate_phdr). */
+typedef struct {
+  int n;
+  char names[512][256];
+} loaded_t;
+
+static int add_loaded(struct dl_phdr_info *info, size_t size, void *data) {
+  loaded_t *l = data;
+  (void)size;
+  if (info->dlpi_name && info->dlpi_name[0] && l->n < 512)
+    snprintf(l->names[l->n++], sizeof l->names[0], "%s", info->dlpi_name);
+  return 0;
+}
+
+/* Every object loaded since `before` (the ICD the loader opened for the instance, and what it
+ * needs) stays mapped for the life of the process, as the host keeps its plugins: destroying the
+ * instance at exit (vk_shared_at_exit) must not unmap a driver whose threads or one-time tables
+ * outlive it. lavapipe keeps a table from a pthread_once for the process's life: unmapped, it
+ * became a leak of an unnamed module at exit. Returns how many were pinned. */
+static int pin_new_objects(const loaded_t *before) {
+  loaded_t *now = malloc(sizeof *now);
+  int pinned = 0;
+  if (!now) return 0;
+  now->n = 0;
+  dl_iterate_phdr(add_loaded, now);
+  for (int i = 0; i < now->n; i++) {
+    int seen = 0;
+    for (int j = 0; j < before->n && !seen; j++) seen = strcmp(now->names[i], before->names[j]) == 0;
+    void *h = seen ? NULL : dlopen(now->names[i], RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);
+    if (h) {
+      dlclose(h); /* the reference this call took; RTLD_NODELETE stays */
+      pinned++;
+    }
+  }
+  free(now);
+  return pinned;
+}
+
 static int32_t open_all(mi_plugin_ctx_t *ctx, mi_error_t *err) {
   VkApplicationInfo app;
   VkInstanceCreateInfo ii;
@@ -197,7 +238,15 @@ static int32_t open_all(mi_plugin_ctx_t *ctx, mi_error_t *err) {
   memset(&ii, 0, sizeof ii);
   ii.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   ii.pApplicationInfo = &app;
+  loaded_t *before = malloc(sizeof *before);
+  if (before) {
+    before->n = 0;
+    dl_iterate_phdr(add_loaded, before);
+  }
   r = vkCreateInstance(&ii, NULL, &g_vk.instance);
+  if (r == VK_SUCCESS && before)
+    mi__vk_log(ctx, MI_LOG_DEBUG, "vkCreateInstance: %d driver object(s) kept mapped", pin_new_objects(before));
+  free(before);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER) {
     /* No Vulkan driver installed: a plugin with zero devices, not a failure. */
     g_vk.instance = VK_NULL_HANDLE;
