@@ -228,6 +228,8 @@ typedef struct matmul_state {
   int32_t brank;
   int64_t bdims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK];
   int64_t batches;
+  int64_t rsb, csb;  /* B's element [kk][j] at kk * rsb + j * csb: a folded Transpose is strides */
+  float alpha;       /* folded scalar Muls of the operands */
   mi__blis_mmb_t mb; /* runtime B on the packed tiles (mb.m set), else BLIS */
 } matmul_state_t;
 
@@ -240,9 +242,10 @@ static int32_t run_matmul_mmb(const mi__blis_step_t *s, void *const *t, const mi
 }
 
 /* Runtime B (attention's QK^T and PV: per head 128x64 by 64x128 ran at about 100 GFLOP/s through
- * BLIS): B's panels packed on every call, then the packed tiles, where the packing is a small part:
- * 16 rows or more, at most MI__AUTO_SMALL_MACS multiply-adds a batch (larger GEMMs stay on BLIS,
- * measured only up to there), B 2-D or more (b2d). 1 when taken, 0 to stay on BLIS, -1 out of memory. */
+ * BLIS): each (batch, panel) item packs its panel of B and runs the packed tiles on it while it
+ * is in L1, where the packing is a small part: 16 rows or more, at most MI__AUTO_SMALL_MACS
+ * multiply-adds a batch (larger GEMMs stay on BLIS, measured only up to there), B 2-D or more
+ * (b2d). 1 when taken, 0 to stay on BLIS, -1 out of memory. */
 static int runtime_b(mi__blis_prep_t *p, mi__blis_step_t *s, matmul_state_t *mm, int b2d) {
   int64_t idx[MI_MAX_RANK] = {0}, bi;
   int32_t d, simd = simd_of(p);
@@ -251,6 +254,9 @@ static int runtime_b(mi__blis_prep_t *p, mi__blis_step_t *s, matmul_state_t *mm,
     return 0;
   if (!(s->aux = mi__blis_alloc(p->ctx, mi__blis_mmb_bytes(simd, mm->h.k, mm->h.n, mm->batches)))) return -1;
   mi__blis_mmb_init(&mm->mb, s->aux, simd, mm->h.m, mm->h.k, mm->h.n, mm->batches);
+  mm->mb.rsb = mm->rsb;
+  mm->mb.csb = mm->csb;
+  mm->mb.alpha = mm->alpha;
   for (bi = 0; bi < mm->batches; bi++) {
     mm->mb.oa[bi] = mm->mb.ob[bi] = 0;
     for (d = 0; d < mm->brank; d++) {
@@ -276,7 +282,7 @@ static int32_t run_matmul(const mi__blis_step_t *s, void *const *t, const mi__bl
       oa += idx[d] * mm->sa[d];
       ob += idx[d] * mm->sb[d];
     }
-    mi__blis_sgemm(env, mm->h.m, mm->h.n, mm->h.k, 1.f, a + oa, mm->h.k, 1, b + ob, mm->h.n, 1, 0.f,
+    mi__blis_sgemm(env, mm->h.m, mm->h.n, mm->h.k, mm->alpha, a + oa, mm->h.k, 1, b + ob, mm->rsb, mm->csb, 0.f,
                    y + bi * mm->h.m * mm->h.n, mm->h.n, 1);
     for (d = mm->brank - 1; d >= 0; d--) {
       if (++idx[d] < mm->bdims[d]) break;
@@ -286,47 +292,53 @@ static int32_t run_matmul(const mi__blis_step_t *s, void *const *t, const mi__bl
   return MI_OK;
 }
 
-/* Element strides over the broadcast batch (brank dims) of an operand whose tbr leading dims are
- * its batch (aligned to the right) and whose matrices hold `mat` elements: 0 where it has 1. */
-static void batch_strides(const mi_tensor_desc_t *t, int32_t brank, int32_t tbr, int64_t mat, int64_t *st) {
+/* Element strides over the broadcast batch (brank dims) of an operand of rank `rank` whose dims
+ * and element strides are dims / st, its batch the rank - 2 leading dims (tbr of them, aligned
+ * to the right): 0 where it has 1. */
+static void batch_strides(const int64_t *dims, const int64_t *st, int32_t brank, int32_t tbr, int64_t *out) {
   int32_t d;
   for (d = brank - 1; d >= 0; d--) {
     int32_t dt = d - (brank - tbr);
-    int64_t e = dt >= 0 ? t->dims[dt] : 1;
-    st[d] = e == 1 ? 0 : mat;
-    mat *= e;
+    out[d] = dt < 0 || dims[dt] == 1 ? 0 : st[dt];
   }
 }
 
-int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
-  const mi_node_desc_t *n = mi__blis_node(p, 0);
-  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1));
+/* MatMul node n of A (tensor ia, desc a) by B (tensor ib) whose logical dims bd (rank br) sit at
+ * element strides bs in ib (a folded Transpose: any strides), times alpha. */
+static int32_t prep_mm(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, int32_t ia,
+                       const mi_tensor_desc_t *a, int32_t ib, const mi_tensor_desc_t *b, const int64_t *bd,
+                       const int64_t *bs, int32_t br, float alpha, int folded, mi_error_t *err) {
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
   matmul_state_t *mm;
+  int64_t ast[MI_MAX_RANK];
   int32_t d, abr, bbr, rc;
-  if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
-  if (!a || !b || !y || a->rank < 1 || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
+  if (!a || !b || !y || a->rank < 1 || br < 1) return mi__blis_unsupported(err, n, "missing operand");
   if (!(mm = mm_new(p, s, n, a, b, sizeof *mm, &rc, err))) return rc;
+  mm->h.a = ia;
+  mm->h.b = ib;
+  mm->alpha = alpha;
   mm->h.m = a->rank == 1 ? 1 : a->dims[a->rank - 2];
   mm->h.k = a->dims[a->rank - 1];
-  mm->h.n = b->rank == 1 ? 1 : b->dims[b->rank - 1];
-  if ((b->rank == 1 ? b->dims[0] : b->dims[b->rank - 2]) != mm->h.k)
-    return mi__blis_unsupported(err, n, "inner dims differ");
+  mm->h.n = br == 1 ? 1 : bd[br - 1];
+  mm->rsb = br == 1 ? bs[0] : bs[br - 2];
+  mm->csb = br == 1 ? 1 : bs[br - 1];
+  if ((br == 1 ? bd[0] : bd[br - 2]) != mm->h.k) return mi__blis_unsupported(err, n, "inner dims differ");
   abr = a->rank > 2 ? a->rank - 2 : 0;
-  bbr = b->rank > 2 ? b->rank - 2 : 0;
+  bbr = br > 2 ? br - 2 : 0;
   mm->brank = abr > bbr ? abr : bbr;
   mm->batches = 1;
   for (d = 0; d < mm->brank; d++) {
     int32_t da = d - (mm->brank - abr), db = d - (mm->brank - bbr);
-    int64_t ea = da >= 0 ? a->dims[da] : 1, eb = db >= 0 ? b->dims[db] : 1;
+    int64_t ea = da >= 0 ? a->dims[da] : 1, eb = db >= 0 ? bd[db] : 1;
     if (ea != eb && ea != 1 && eb != 1) return mi__blis_unsupported(err, n, "batch dims do not broadcast");
     mm->bdims[d] = ea > eb ? ea : eb;
     mm->batches *= mm->bdims[d];
   }
   if (mm->batches * mm->h.m * mm->h.n != mi_sdk_numel(y))
     return mi__blis_unsupported(err, n, "output shape does not match");
-  batch_strides(a, mm->brank, abr, mm->h.m * mm->h.k, mm->sa);
-  batch_strides(b, mm->brank, bbr, mm->h.k * mm->h.n, mm->sb);
+  mi_sdk_strides(a, ast);
+  batch_strides(a->dims, ast, mm->brank, abr, mm->sa);
+  batch_strides(bd, bs, mm->brank, bbr, mm->sb);
   /* A's batches are contiguous and B is shared: one tall GEMM instead of many small ones. */
   {
     int shared_b = 1, full_a = 1;
@@ -340,20 +352,121 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
       mm->brank = 0;
     }
   }
-  /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then). */
+  /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then); the
+   * Linear chain after it only without folded operands (its nodes follow the MatMul). */
   if (mm->batches == 1) {
     int32_t bias = -1, used = 1, yt = mm->h.y, act = 0, res = -1, r;
     float aa = 0.f, ab = 0.f;
-    linear_tail(p, &mm->h, 0, &bias, &used, &yt, &act, &aa, &ab, &res);
-    r = packed_b(p, s, &mm->h, mm->h.n, 1, 1.f, bias, 1, 1.f);
+    if (!folded) linear_tail(p, &mm->h, 0, &bias, &used, &yt, &act, &aa, &ab, &res);
+    r = packed_b(p, s, &mm->h, mm->rsb, mm->csb, alpha, bias, 1, 1.f);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    if (r && folded) return MI_OK;
     if (r) return take_tail(p, &mm->h, used, yt, act, aa, ab, res);
   }
   {
-    int r = runtime_b(p, s, mm, b->rank >= 2);
+    int r = runtime_b(p, s, mm, br >= 2);
     if (r < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     if (r) return MI_OK;
   }
   s->run = run_matmul;
   return MI_OK;
+}
+
+int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
+  const mi_node_desc_t *n = mi__blis_node(p, 0);
+  const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1));
+  int64_t bs[MI_MAX_RANK];
+  if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
+  if (!a || !b || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
+  mi_sdk_strides(b, bs);
+  return prep_mm(p, s, n, mi__blis_in(n, 0), a, mi__blis_in(n, 1), b, b->dims, bs, b->rank, 1.f, 0, err);
+}
+
+/* The constant scalar factor of Mul node m, its other operand in *x; 0 when m is not such a Mul. */
+static int scalar_mul(const mi__blis_prep_t *p, const mi_node_desc_t *m, int32_t *x, float *f) {
+  int32_t i;
+  if (strcmp(m->op_type, "Mul") || m->input_count != 2 || m->output_count != 1) return 0;
+  for (i = 0; i < 2; i++) {
+    int32_t c = m->inputs[i], o = m->inputs[1 - i];
+    const mi_tensor_desc_t *tc = mi__blis_tensor(p, c), *to = mi__blis_tensor(p, o);
+    if (c >= 0 && o >= 0 && c != o && mi__blis_is_const(p, c) && p->k->ptr[c] && tc &&
+        tc->dtype == MI_DTYPE_FLOAT32 && mi_sdk_numel(tc) == 1 && !mi__blis_is_const(p, o) && to &&
+        to->dtype == MI_DTYPE_FLOAT32) {
+      *x = o;
+      *f = *(const float *)p->k->ptr[c];
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The host's MatMul fold (MI_FUSE_TRANSPOSE, docs/abi.md): Muls by a constant scalar and one
+ * Transpose on B, each read by the next alone, then the MatMul. Traces each operand back through
+ * the members: the scales multiply into alpha (applied as B's panels are packed, or as BLIS's
+ * alpha), the Transpose becomes B's strides. *taken 0 when the nodes are not such a unit (they
+ * are then prepared one by one). */
+int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err) {
+  const mi_node_desc_t *n, *m;
+  const mi_tensor_desc_t *a, *b;
+  int32_t count = 0, i, j, op[2], seen = 0, br = 0;
+  int64_t bd[MI_MAX_RANK], bs[MI_MAX_RANK], st[MI_MAX_RANK];
+  float alpha = 1.f;
+  *taken = 0;
+  while ((m = mi__blis_node(p, count)) && (!strcmp(m->op_type, "Mul") || !strcmp(m->op_type, "Transpose"))) {
+    if (m->output_count != 1 || m->input_count < 1 || mi__blis_is_kernel_output(p, m->outputs[0]) ||
+        mi__blis_consumers(p, m->outputs[0]) != 1)
+      return MI_OK;
+    count++;
+  }
+  if (!count || !(n = mi__blis_node(p, count)) || strcmp(n->op_type, "MatMul") || n->input_count != 2 ||
+      n->output_count != 1)
+    return MI_OK;
+  for (j = 0; j < 2; j++) {
+    int32_t t = n->inputs[j], transposed = 0;
+    for (;;) {
+      int32_t x;
+      float f;
+      for (i = 0; i < count; i++)
+        if (mi__blis_node(p, i)->outputs[0] == t) break;
+      if (i == count) break;
+      m = mi__blis_node(p, i);
+      seen++;
+      if (scalar_mul(p, m, &x, &f)) {
+        alpha *= f;
+        t = x;
+        continue;
+      }
+      if (strcmp(m->op_type, "Transpose") || j == 0 || transposed || m->input_count != 1) return MI_OK;
+      {
+        const mi_tensor_desc_t *x0 = mi__blis_tensor(p, m->inputs[0]);
+        const mi_attr_t *pa = mi_sdk_attr(m, "perm");
+        int32_t d;
+        if (!x0 || x0->rank < 1 || (pa && (pa->type != MI_ATTR_INTS || pa->count != x0->rank))) return MI_OK;
+        mi_sdk_strides(x0, st);
+        br = x0->rank;
+        for (d = 0; d < br; d++) {
+          int64_t src = pa ? pa->ints[d] : br - 1 - d;
+          if (src < 0 || src >= br) return MI_OK;
+          bd[d] = x0->dims[src];
+          bs[d] = st[src];
+        }
+      }
+      transposed = 1;
+      t = m->inputs[0];
+    }
+    op[j] = t;
+  }
+  /* every member on an operand's path, each once */
+  if (seen != count || op[0] < 0 || op[1] < 0) return MI_OK;
+  a = mi__blis_tensor(p, op[0]);
+  b = mi__blis_tensor(p, op[1]);
+  if (!a || !b || a->dtype != MI_DTYPE_FLOAT32 || b->dtype != MI_DTYPE_FLOAT32 || a->rank < 1) return MI_OK;
+  if (!br) {
+    br = b->rank;
+    memcpy(bd, b->dims, sizeof(int64_t) * (size_t)br);
+    mi_sdk_strides(b, bs);
+  }
+  *taken = 1;
+  p->nodes_used = count + 1;
+  return prep_mm(p, s, n, op[0], a, op[1], b, bd, bs, br, alpha, 1, err);
 }

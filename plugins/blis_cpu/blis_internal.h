@@ -271,6 +271,9 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
  * generic INT8 conv runs then), with nothing allocated. */
 int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* The host's MatMul fold unit at the prepared node (Muls by a constant scalar and a Transpose on
+ * B, then the MatMul; MI_FUSE_TRANSPOSE): one step, *taken 1; else *taken 0 and nothing held. */
+int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

@@ -8,6 +8,8 @@
 #include "blis_epi512.h"
 
 #define AVX2_FN __attribute__((target("avx2,fma")))
+/* AVX-512 with the 256-bit FMA intrinsics (tile512q) */
+#define AVX512Q_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,fma")))
 
 /* k is walked in blocks of MM_KC: one block of a 32-column panel is 32 KiB, which stays in L1
  * while every row tile of the block's rows reads it; the rows are walked in blocks of MM_MC so that
@@ -29,10 +31,22 @@ uint64_t mi__blis_mmp_bytes(int32_t simd, int64_t k, int64_t n, int bias) {
   return (uint64_t)(np * nr * (k + (bias ? 1 : 0))) * sizeof(float);
 }
 
-/* Panel pn of alpha * B into dst, [k][nr], zeros past n. */
+/* Panel pn of alpha * B into dst, [k][nr], zeros past n. A transposed B (columns contiguous:
+ * attention's K read as K^T) is read column by column, so the reads run along memory. */
 static void pack_panel(float *dst, const float *b, int64_t rsb, int64_t csb, int64_t k, int64_t n, int64_t nr,
                        int64_t pn, float alpha) {
   int64_t kk, j;
+  if (rsb == 1 && csb != 1) {
+    for (j = 0; j < nr; j++) {
+      int64_t col = pn * nr + j;
+      const float *src = b + col * csb;
+      if (col < n)
+        for (kk = 0; kk < k; kk++) dst[kk * nr + j] = alpha * src[kk];
+      else
+        for (kk = 0; kk < k; kk++) dst[kk * nr + j] = 0.f;
+    }
+    return;
+  }
   for (kk = 0; kk < k; kk++) {
     float *row = dst + kk * nr;
     for (j = 0; j < nr; j++) {
@@ -158,6 +172,72 @@ static MI__AVX512_FN void rows512_32h(const float *a, int64_t lda, const float *
   rows512(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 1, 32);
 }
 
+/* The last panel when at most 8 of its columns are B's (N = 36 in panels of 32: 4 columns): 256-bit
+ * accumulators, masked, 12 rows. Zen 4 runs a 512-bit multiply-add as two 256-bit halves, so the
+ * attention head's PV (207 x 207 by 207 x 36) spent a third of its multiply-adds on 4 columns; the
+ * same products in the same order. */
+static inline __attribute__((always_inline)) AVX512Q_FN void tile512q(const float *a, int64_t lda, const float *pb,
+                                                                      int64_t kn, float *y, int64_t ldy,
+                                                                      const float *bias, int first, int64_t cols,
+                                                                      int MR, int PS) {
+  __mmask8 m0 = (__mmask8)((1u << cols) - 1u);
+  __m256 c0[12];
+  const float *ar[12];
+  int64_t kk;
+  int i;
+#pragma GCC unroll 12
+  for (i = 0; i < 12; i++) {
+    if (i >= MR) continue;
+    ar[i] = a + i * lda;
+    c0[i] = !first ? _mm256_maskz_loadu_ps(m0, y + i * ldy) : bias ? _mm256_loadu_ps(bias)
+                                                                   : _mm256_setzero_ps();
+  }
+  for (kk = 0; kk < kn; kk++) {
+    __m256 b0 = _mm256_loadu_ps(pb + kk * PS);
+#pragma GCC unroll 12
+    for (i = 0; i < 12; i++) {
+      if (i >= MR) continue;
+      c0[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(ar[i] + kk), b0, c0[i]);
+    }
+  }
+#pragma GCC unroll 12
+  for (i = 0; i < 12; i++) {
+    if (i >= MR) continue;
+    _mm256_mask_storeu_ps(y + i * ldy, m0, c0[i]);
+  }
+}
+
+#define MM_T512Q(R) \
+  case R: tile512q(a, lda, pb, kn, y, ldy, bias, first, cols, R, PS); break;
+static inline __attribute__((always_inline)) AVX512Q_FN void rows512q(const float *a, int64_t lda, const float *pb,
+                                                                      int64_t kn, float *y, int64_t ldy,
+                                                                      const float *bias, int first, int64_t cols,
+                                                                      int64_t rows, int PS) {
+  int64_t tiles = (rows + 11) / 12, t;
+  for (t = 0; t < tiles; t++) {
+    int64_t r = rows / tiles + (t < rows % tiles);
+    /* clang-format off */
+    switch (r) {
+      MM_T512Q(1) MM_T512Q(2) MM_T512Q(3) MM_T512Q(4) MM_T512Q(5) MM_T512Q(6)
+      MM_T512Q(7) MM_T512Q(8) MM_T512Q(9) MM_T512Q(10) MM_T512Q(11)
+      default: tile512q(a, lda, pb, kn, y, ldy, bias, first, cols, 12, PS);
+    }
+    /* clang-format on */
+    a += r * lda;
+    y += r * ldy;
+  }
+}
+
+static AVX512Q_FN void rows512_q16(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                                   const float *bias, int first, int64_t cols, int64_t rows) {
+  rows512q(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 16);
+}
+
+static AVX512Q_FN void rows512_q32(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                                   const float *bias, int first, int64_t cols, int64_t rows) {
+  rows512q(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 32);
+}
+
 /* ---- AVX2: MR (1..6) rows x 16 columns, 12 accumulators, the two panel vectors and one broadcast
  * (15 of the 16 ymm registers). */
 static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a, int64_t lda, const float *pb,
@@ -265,9 +345,11 @@ static void finish_rows(const mi__blis_mmp_t *p, float *y, const float *res, int
 /* Panels [p0, p1) of p over rows [0, m): row blocks, then k blocks, then panels, then row tiles. */
 static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, float *y0, const float *res, int64_t p0,
                        int64_t p1) {
-  int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn;
-  for (m0 = 0; m0 < m; m0 += MM_MC) {
-    int64_t rows = m - m0 < MM_MC ? m - m0 : MM_MC;
+  int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn, blocks = (m + MM_MC - 1) / MM_MC, bk = 0;
+  /* row blocks of equal height (207 rows: 104 + 103, not 192 + 15 in short tiles); each element's
+   * sum runs in the same k order whatever the blocks */
+  for (m0 = 0; m0 < m; bk++) {
+    int64_t rows = m / blocks + (bk < m % blocks);
     for (k0 = 0; k0 < K; k0 += MM_KC) {
       int64_t kn = K - k0 < MM_KC ? K - k0 : MM_KC;
       int first = k0 == 0;
@@ -276,7 +358,10 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
         const float *bias = first && p->bias ? p->bias + pn * nr : NULL;
         float *y = y0 + m0 * N + pn * nr;
         int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
-        if (p->simd == MI__SIMD_AVX512 && nr == 16) rows512_16(a, K, pb, kn, y, N, bias, first, cols, rows);
+        if (p->simd == MI__SIMD_AVX512 && cols <= 8)
+          (nr == 16 ? rows512_q16 : rows512_q32)(a, K, pb, kn, y, N, bias, first, cols, rows);
+        else if (p->simd == MI__SIMD_AVX512 && nr == 16)
+          rows512_16(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX512 && cols <= 16)
           rows512_32h(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX512)
@@ -288,6 +373,7 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
         if ((p->act || res) && k0 + kn >= K) finish_rows(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
       }
     }
+    m0 += rows;
   }
 }
 
@@ -327,44 +413,35 @@ void mi__blis_mmb_init(mi__blis_mmb_t *mb, void *mem, int32_t simd, int64_t m, i
   set_shape(&mb->p, simd, k, n);
   mb->m = m;
   mb->batches = batches;
+  mb->rsb = n;
+  mb->csb = 1;
+  mb->alpha = 1.f;
   mb->oa = mem;
   mb->ob = mb->oa + batches;
   mb->scratch = (float *)(mb->ob + batches);
 }
 
-static void mmb_pack_part(void *arg, int64_t i0, int64_t i1) {
-  const mmp_task_t *t = arg;
-  const mi__blis_mmb_t *mb = t->mb;
-  const mi__blis_mmp_t *p = &mb->p;
-  int64_t i;
-  for (i = i0; i < i1; i++) {
-    int64_t bi = i / p->panels, pn = i % p->panels;
-    pack_panel(mb->scratch + (bi * p->panels + pn) * p->k * p->nr, t->b + mb->ob[bi], p->n, 1, p->k, p->n, p->nr,
-               pn, 1.f);
-  }
-}
-
+/* Items [i0, i1): each packs its panel, then runs the tiles on it. */
 static void mmb_part(void *arg, int64_t i0, int64_t i1) {
   const mmp_task_t *t = arg;
   const mi__blis_mmb_t *mb = t->mb;
-  int64_t np = mb->p.panels, i = i0;
-  while (i < i1) {
-    int64_t bi = i / np, end = (bi + 1) * np < i1 ? (bi + 1) * np : i1;
+  int64_t np = mb->p.panels, i;
+  for (i = i0; i < i1; i++) {
+    int64_t bi = i / np, pn = i % np;
+    float *pb = mb->scratch + bi * np * mb->p.k * mb->p.nr;
     mi__blis_mmp_t q = mb->p;
-    q.pb = mb->scratch + bi * np * q.k * q.nr;
-    run_panels(&q, t->a + mb->oa[bi], mb->m, t->y + bi * mb->m * q.n, NULL, i - bi * np, end - bi * np);
-    i = end;
+    pack_panel(pb + pn * q.k * q.nr, t->b + mb->ob[bi], mb->rsb, mb->csb, q.k, q.n, q.nr, pn, mb->alpha);
+    q.pb = pb;
+    run_panels(&q, t->a + mb->oa[bi], mb->m, t->y + bi * mb->m * q.n, NULL, pn, pn + 1);
   }
 }
 
 void mi__blis_mmb_run(const mi__blis_env_t *env, const mi__blis_mmb_t *mb, const float *a, const float *b, float *y) {
   mmp_task_t t;
-  int64_t items = mb->batches * mb->p.panels;
   memset(&t, 0, sizeof t);
   t.mb = mb;
   t.a = a;
   t.b = b;
   t.y = y;
-  mi__blis_parallel(env, items, 1, mb->p.k * mb->p.nr, mmb_pack_part, &t);
-  mi__blis_parallel(env, items, 1, mb->m * mb->p.k * mb->p.nr, mmb_part, &t);
+  mi__blis_parallel(env, mb->batches * mb->p.panels, 1, (mb->m + 1) * mb->p.k * mb->p.nr, mmb_part, &t);
 }

@@ -31,12 +31,16 @@ void mi__blis_mmp_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const 
                       const float *res);
 
 /* A GEMM per batch whose B is a runtime tensor (attention's QK^T and PV): batch bi reads A [m][k] at
- * a + oa[bi] and B [k][n] (row stride n) at b + ob[bi] and writes Y at y + bi * m * n. Each run packs
- * B's panels of every batch into scratch on the pool, then runs the tiles over (batch, panel) items.
- * The caller fills oa and ob (batches each) after mi__blis_mmb_init. */
+ * a + oa[bi] and B's element [kk][j] at b + ob[bi] + kk * rsb + j * csb (a transposed B is strides)
+ * and writes Y at y + bi * m * n, alpha times the product. One pass on the pool over (batch, panel)
+ * items: each packs its panel of alpha * B into its own slot of scratch and runs the tiles on it
+ * while it is in L1. The caller fills oa and ob (batches each) after mi__blis_mmb_init, which sets
+ * rsb = n, csb = 1, alpha = 1. */
 typedef struct mi__blis_mmb {
   mi__blis_mmp_t p; /* shape and code path; pb set per batch */
   int64_t m, batches;
+  int64_t rsb, csb;
+  float alpha;
   int64_t *oa, *ob;
   float *scratch;
 } mi__blis_mmb_t;

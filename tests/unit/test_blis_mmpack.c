@@ -148,7 +148,101 @@ static void matmul_runtime(void) {
   }
 }
 
+/* The host's MatMul fold unit (MI_FUSE_TRANSPOSE): [Mul(q, sq)], Transpose of k, [Mul(k^T, sk)],
+ * MatMul, one kernel: k [h, n, kd] read through strides as [h, kd, n] (or k [1, n, h, kd], perm
+ * 0,2,3,1, as [1, h, kd, n]: the heads a stride too), the scales folded. Odd sizes (tile, panel and
+ * row-block tails; 13 rows: BLIS with the strides and alpha), every SIMD path, 1 and 2 threads, the
+ * same bits at both. */
+static void fold_case(int four_d, int sq_on, int sk_on, int64_t h, int64_t m, int64_t n, int64_t kd) {
+  int64_t qd[4] = {1, h, m, kd}, kdims[4] = {1, n, h, kd}, ktd[4] = {1, h, kd, n}, yd[4] = {1, h, m, n}, one = 1;
+  static const int64_t perm3[3] = {0, 2, 1}, perm4[4] = {0, 2, 3, 1};
+  int r = four_d ? 4 : 3;
+  float sq = 0.37f, sk = -0.61f;
+  float *q = malloc((size_t)(h * m * kd) * 4), *k = malloc((size_t)(h * n * kd) * 4);
+  float *ref = malloc((size_t)(h * m * n) * 4), *got1 = malloc((size_t)(h * m * n) * 4),
+        *got2 = malloc((size_t)(h * m * n) * 4);
+  const float *ins[2];
+  int64_t si, nsimd = simd_choices(&p), x, i, j, l;
+  tb_t b;
+  int tq, tk, tkt, ty, cur_q, cur_k, node;
+  char name[160];
+  REQUIRE(q && k && ref && got1 && got2);
+  tb_fill(q, h * m * kd, 51);
+  tb_fill(k, h * n * kd, 52);
+  if (!four_d) {
+    kdims[1] = h;
+    kdims[2] = n;
+  }
+  memset(&b, 0, sizeof b);
+  tq = tb_tensor(&b, r, qd + 4 - r, NULL);
+  tk = tb_tensor(&b, r, four_d ? kdims : kdims + 1, NULL);
+  cur_q = tq;
+  if (sq_on) {
+    int in[2] = {tq, tb_tensor(&b, 1, &one, &sq)};
+    cur_q = tb_tensor(&b, r, qd + 4 - r, NULL);
+    tb_node(&b, "Mul", 14, 2, in, cur_q);
+  }
+  tkt = tb_tensor(&b, r, ktd + 4 - r, NULL);
+  node = tb_node(&b, "Transpose", 13, 1, &tk, tkt);
+  tb_attr_is(&b, node, "perm", r, four_d ? perm4 : perm3);
+  cur_k = tkt;
+  if (sk_on) {
+    int in[2] = {tb_tensor(&b, 0, NULL, &sk), tkt};
+    cur_k = tb_tensor(&b, r, ktd + 4 - r, NULL);
+    tb_node(&b, "Mul", 14, 2, in, cur_k);
+  }
+  ty = tb_tensor(&b, r, yd + 4 - r, NULL);
+  {
+    int in[2] = {cur_q, cur_k};
+    tb_node(&b, "MatMul", 13, 2, in, ty);
+  }
+  tb_finish(&b, ty);
+  REQUIRE(b.nkin == 2);
+  ins[0] = b.kin[0] == tq ? q : k; /* the kernel's inputs in first-use order */
+  ins[1] = b.kin[0] == tq ? k : q;
+  for (x = 0; x < h; x++)
+    for (i = 0; i < m; i++)
+      for (j = 0; j < n; j++) {
+        double acc = 0.;
+        for (l = 0; l < kd; l++)
+          acc += (double)q[(x * m + i) * kd + l] * (four_d ? k[(j * h + x) * kd + l] : k[(x * n + j) * kd + l]);
+        ref[(x * m + i) * n + j] = (float)(acc * (sq_on ? sq : 1.) * (sk_on ? sk : 1.));
+      }
+  snprintf(name, sizeof name, "fold %s h %lld m %lld n %lld k %lld sq %d sk %d", four_d ? "4-D" : "3-D", (long long)h,
+           (long long)m, (long long)n, (long long)kd, sq_on, sk_on);
+  for (si = 0; si < nsimd; si++) {
+    mi_knob_value_t kv[2] = {{"simd", si, 0.}, {"threads", 1, 0.}};
+    mi_error_t err = {0, ""};
+    int32_t rc1, rc2;
+    double e;
+    rc1 = tb_run(&p, &b, NULL, kv, 2, ins, got1, &err);
+    CHECK(rc1 == MI_OK, "%s: %s", name, err.message);
+    kv[1].i = 2;
+    rc2 = tb_run(&p, &b, NULL, kv, 2, ins, got2, &err);
+    CHECK(rc2 == MI_OK, "%s: %s", name, err.message);
+    if (rc1 != MI_OK || rc2 != MI_OK) continue;
+    e = tu_rel_l2(got1, ref, h * m * n);
+    CHECK(e < 1e-5, "%s simd %lld: rel L2 %g", name, (long long)si, e);
+    CHECK(memcmp(got1, got2, (size_t)(h * m * n) * 4) == 0, "%s simd %lld: 2 threads differ from 1", name,
+          (long long)si);
+  }
+  free(q);
+  free(k);
+  free(ref);
+  free(got1);
+  free(got2);
+}
+
+static void matmul_fold(void) {
+  static const int64_t sizes[][4] = {{8, 207, 207, 36}, {3, 37, 45, 20}, {2, 13, 33, 7}, {1, 200, 65, 300}, {5, 17, 1, 9}};
+  size_t i;
+  int f;
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (f = 0; f < 8; f++) fold_case(f & 1, (f >> 1) & 1, (f >> 2) & 1, sizes[i][0], sizes[i][1], sizes[i][2], sizes[i][3]);
+}
+
 static const tu_case_t tu_cases[] = {
+    TU_CASE(matmul_fold),
     TU_CASE(matmul_runtime),
     TU_CASE(matmul_shapes),
     TU_CASE(matmul_batch),

@@ -211,6 +211,12 @@ int32_t mi__qdq_chain_code_readers(const mi__plan_t *p, const mi_graph_t *g, con
  * runs dq apart now (dq_state becomes 2, once for all such readers); else 0. */
 int mi__qdq_chain_dq_apart(mi__plan_t *p, int32_t dq, int32_t at);
 
+/* A float MatMul with the Transpose (on B) and the Muls by a constant scalar that alone feed its
+ * runtime operands (mm_fold.c), for a device whose MatMul declares MI_FUSE_TRANSPOSE: 1 and *u
+ * (anchored and placed at the MatMul) when at least one such node joins it. */
+int mi__mm_fold_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+                      mi__unit_t *u);
+
 /* QDQ blocks (qdq_block.c): a lowered depthwise Conv, the lowered pointwise Conv that alone
  * reads its codes, and the lowered residual Add that alone reads the pointwise codes, as one
  * kernel unit (kind 2) over the lowered units, for a device whose INT8 Conv variant declares

@@ -740,7 +740,12 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       continue;
     if (add_pair(p, n, r, r)) return MI_ERR_OUT_OF_MEMORY;
   }
-  return linear_groups(p, g, consts, vars, var_count);
+  if (linear_groups(p, g, consts, vars, var_count)) return MI_ERR_OUT_OF_MEMORY;
+  /* a MatMul's transposed and scaled runtime operands (exec/mm_fold.c) */
+  if (fuse_mask(vars, var_count, "MatMul") & MI_FUSE_TRANSPOSE)
+    for (int32_t n = 0; n < g->node_count; n++)
+      if (mi__mm_fold_match(g, p, consts, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+  return MI_OK;
 }
 
 static int32_t add_unit(mi__plan_t *p, const mi__unit_t *u) {

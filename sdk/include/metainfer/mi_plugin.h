@@ -243,7 +243,12 @@ typedef enum mi_fuse_bits {
   /* ABI 1.1, appended: + LayerNormalization over the last axis (Y only, constant scale and bias)
    * of the op's chain, then its own activation (with MI_FUSE_RELU / MI_FUSE_ACT): a Gemm/MatMul's
    * rows normalised in the same kernel */
-  MI_FUSE_NORM = 1u << 7
+  MI_FUSE_NORM = 1u << 7,
+  /* ABI 1.2, appended: on a MatMul variant, the Transpose (any perm) and the Muls by a constant
+   * scalar that alone feed its runtime operands (a Transpose on B only), the members first in
+   * node order and the MatMul last: attention's Q * K^T read through strides, the scales folded
+   * into the product (docs/abi.md, "A MatMul's transposed and scaled operands") */
+  MI_FUSE_TRANSPOSE = 1u << 8
 } mi_fuse_bits;
 
 /** A kernel variant for one op type. Filled by variant_desc. */
