@@ -388,10 +388,12 @@ static int scalar_mul(const mi__blis_prep_t *p, const mi_node_desc_t *m, int32_t
   if (strcmp(m->op_type, "Mul") || m->input_count != 2 || m->output_count != 1) return 0;
   for (i = 0; i < 2; i++) {
     int32_t c = m->inputs[i], o = m->inputs[1 - i];
-    const mi_tensor_desc_t *tc = mi__blis_tensor(p, c), *to = mi__blis_tensor(p, o);
+    const mi_tensor_desc_t *tc = mi__blis_tensor(p, c), *to = mi__blis_tensor(p, o),
+                           *ty = mi__blis_tensor(p, m->outputs[0]);
+    /* the product of the operand's shape (the scalar's rank no larger) */
     if (c >= 0 && o >= 0 && c != o && mi__blis_is_const(p, c) && p->k->ptr[c] && tc &&
         tc->dtype == MI_DTYPE_FLOAT32 && mi_sdk_numel(tc) == 1 && !mi__blis_is_const(p, o) && to &&
-        to->dtype == MI_DTYPE_FLOAT32) {
+        to->dtype == MI_DTYPE_FLOAT32 && ty && ty->rank == to->rank && mi_sdk_numel(ty) == mi_sdk_numel(to)) {
       *x = o;
       *f = *(const float *)p->k->ptr[c];
       return 1;

@@ -37,8 +37,11 @@ static int const_scalar(mi_array_t *const *consts, int32_t t) {
 static int32_t scaled_operand(const mi_graph_t *g, mi_array_t *const *consts, int32_t m) {
   const mi_node_t *n = &g->nodes[m];
   if (!is_op(g, m, "Mul") || n->input_count != 2 || n->inputs[0] < 0 || n->inputs[1] < 0) return -1;
-  if (const_scalar(consts, n->inputs[1]) && !consts[n->inputs[0]]) return n->inputs[0];
-  if (const_scalar(consts, n->inputs[0]) && !consts[n->inputs[1]]) return n->inputs[1];
+  /* the scalar's rank at most the operand's: the product has the operand's shape */
+  for (int32_t i = 0; i < 2; i++) {
+    int32_t c = n->inputs[i], x = n->inputs[1 - i];
+    if (const_scalar(consts, c) && !consts[x] && consts[c]->rank <= g->tensors[x].rank) return x;
+  }
   return -1;
 }
 
