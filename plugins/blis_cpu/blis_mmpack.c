@@ -242,7 +242,7 @@ static AVX512Q_FN void rows512_q32(const float *a, int64_t lda, const float *pb,
  * (15 of the 16 ymm registers). */
 static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a, int64_t lda, const float *pb,
                                                                   int64_t kn, float *y, int64_t ldy, const float *bias,
-                                                                  int first, int64_t cols, int MR, int pf) {
+                                                                  int first, int64_t cols, int MR, int pf, int NV) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols), lane);
   __m256i m1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8), lane);
@@ -254,39 +254,43 @@ static inline __attribute__((always_inline)) AVX2_FN void tile256(const float *a
   for (i = 0; i < 6; i++) {
     if (i >= MR) continue;
     ar[i] = a + i * lda;
+    c1[i] = _mm256_setzero_ps();
     if (!first) {
       c0[i] = _mm256_maskload_ps(y + i * ldy, m0);
-      c1[i] = _mm256_maskload_ps(y + i * ldy + 8, m1);
+      if (NV == 2) c1[i] = _mm256_maskload_ps(y + i * ldy + 8, m1);
     } else if (bias) {
       c0[i] = _mm256_loadu_ps(bias);
-      c1[i] = _mm256_loadu_ps(bias + 8);
+      if (NV == 2) c1[i] = _mm256_loadu_ps(bias + 8);
     } else {
-      c0[i] = c1[i] = _mm256_setzero_ps();
+      c0[i] = _mm256_setzero_ps();
     }
   }
   for (kk = 0; kk < kn; kk++) {
-    __m256 b0 = _mm256_loadu_ps(pb + kk * 16), b1 = _mm256_loadu_ps(pb + kk * 16 + 8);
+    __m256 b0 = _mm256_loadu_ps(pb + kk * 16), b1 = NV == 2 ? _mm256_loadu_ps(pb + kk * 16 + 8) : b0;
     if (pf) _mm_prefetch((const char *)(pb + kk * 16 + MM_PF), _MM_HINT_T0);
 #pragma GCC unroll 6
     for (i = 0; i < 6; i++) {
       if (i >= MR) continue;
       __m256 av = _mm256_broadcast_ss(ar[i] + kk);
       c0[i] = _mm256_fmadd_ps(av, b0, c0[i]);
-      c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
+      if (NV == 2) c1[i] = _mm256_fmadd_ps(av, b1, c1[i]);
     }
   }
 #pragma GCC unroll 6
   for (i = 0; i < 6; i++) {
     if (i >= MR) continue;
     _mm256_maskstore_ps(y + i * ldy, m0, c0[i]);
-    _mm256_maskstore_ps(y + i * ldy + 8, m1, c1[i]);
+    if (NV == 2) _mm256_maskstore_ps(y + i * ldy + 8, m1, c1[i]);
   }
 }
 
+/* NV 1: the last panel when at most 8 of its columns are B's (N = 36: 4 of the third panel's 16),
+ * one vector a row instead of two; the same products in the same order. */
 #define MM_T256(R) \
-  case R: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0); break;
-static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
-                            const float *bias, int first, int64_t cols, int64_t rows) {
+  case R: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, R, t == 0, NV); break;
+static inline __attribute__((always_inline)) AVX2_FN void rows256(const float *a, int64_t lda, const float *pb,
+                                                                  int64_t kn, float *y, int64_t ldy, const float *bias,
+                                                                  int first, int64_t cols, int64_t rows, int NV) {
   int64_t tiles = (rows + 5) / 6, t;
   for (t = 0; t < tiles; t++) {
     int64_t r = rows / tiles + (t < rows % tiles);
@@ -294,12 +298,22 @@ static AVX2_FN void rows256(const float *a, int64_t lda, const float *pb, int64_
     /* clang-format off */
     switch (r) {
       MM_T256(1) MM_T256(2) MM_T256(3) MM_T256(4) MM_T256(5)
-      default: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0);
+      default: tile256(a, lda, pb, kn, y, ldy, bias, first, cols, 6, t == 0, NV);
     }
     /* clang-format on */
     a += r * lda;
     y += r * ldy;
   }
+}
+
+static AVX2_FN void rows256_2(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                              const float *bias, int first, int64_t cols, int64_t rows) {
+  rows256(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 2);
+}
+
+static AVX2_FN void rows256_1(const float *a, int64_t lda, const float *pb, int64_t kn, float *y, int64_t ldy,
+                              const float *bias, int first, int64_t cols, int64_t rows) {
+  rows256(a, lda, pb, kn, y, ldy, bias, first, cols, rows, 1);
 }
 
 /* ---- plain C: 4 rows x 16 columns in a local block, the same k order. */
@@ -367,7 +381,7 @@ static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, floa
         else if (p->simd == MI__SIMD_AVX512)
           rows512_32(a, K, pb, kn, y, N, bias, first, cols, rows);
         else if (p->simd == MI__SIMD_AVX2)
-          rows256(a, K, pb, kn, y, N, bias, first, cols, rows);
+          (cols <= 8 ? rows256_1 : rows256_2)(a, K, pb, kn, y, N, bias, first, cols, rows);
         else
           rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
         if ((p->act || res) && k0 + kn >= K) finish_rows(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
