@@ -9,9 +9,9 @@
 #include "exec/exec.h"
 #include "graph/graph.h"
 
+/* Node n is `op` of the default domain with one output. */
 static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
-  return n >= 0 && n < g->node_count && strcmp(g->nodes[n].op_type, op) == 0 &&
-         !(g->nodes[n].domain && g->nodes[n].domain[0]) && g->nodes[n].output_count == 1;
+  return mi__graph_is_op(g, n, op) && g->nodes[n].output_count == 1;
 }
 
 /* The one running node that reads runtime value t, or -1 (plan.c's live_reader: nodes that never
