@@ -7,25 +7,12 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "exec/plan_match.h"
 #include "graph/graph.h"
 
 /* Node n is `op` of the default domain with one output. */
 static int is_op(const mi_graph_t *g, int32_t n, const char *op) {
   return mi__graph_is_op(g, n, op) && g->nodes[n].output_count == 1;
-}
-
-/* The one running node that reads runtime value t, or -1 (plan.c's live_reader: nodes that never
- * run do not count). */
-static int32_t live_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t) {
-  int32_t found = -1;
-  if (t < 0 || mi__graph_is_output(g, t)) return -1;
-  for (int32_t i = 0; i < g->node_count; i++)
-    for (int32_t j = 0; j < g->nodes[i].input_count && p->role[i] != MI__ROLE_UNREAD; j++)
-      if (g->nodes[i].inputs[j] == t) {
-        if (found >= 0 && found != i) return -1;
-        found = i;
-      }
-  return found;
 }
 
 /* 1 when t is a constant FLOAT32 of one element. */
@@ -53,7 +40,7 @@ static void walk_operand(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *c
   for (;;) {
     int32_t pr = t >= 0 ? g->tensors[t].producer : -1, next;
     if (pr < 0 || p->role[pr] != MI__ROLE_NODE || (p->pinned && p->pinned[pr]) || consts[t] ||
-        g->tensors[t].dtype != MI_DTYPE_FLOAT32 || live_reader(g, p, t) != reader || u->count >= MI__UNIT_MAX - 1)
+        g->tensors[t].dtype != MI_DTYPE_FLOAT32 || mi__plan_live_reader(g, p, t) != reader || u->count >= MI__UNIT_MAX - 1)
       return;
     if ((next = scaled_operand(g, consts, pr)) < 0) {
       if (!b || transposes || !is_op(g, pr, "Transpose") || g->nodes[pr].input_count != 1) return;

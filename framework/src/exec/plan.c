@@ -353,7 +353,7 @@ static int is_pointwise_on(const mi_graph_t *g, mi_array_t *const *consts, int32
  * none): nodes marked MI__ROLE_UNREAD never run, so they do not count. A spelled-out pattern the
  * session rewrote into one node (graph/ln_fuse.c, graph/gelu_fuse.c) leaves its other pieces
  * reading the pattern's input, unread; the node before it still has the rewritten node alone. */
-static int32_t live_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t) {
+int32_t mi__plan_live_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t) {
   int32_t found = -1;
   if (t < 0 || mi__graph_is_output(g, t)) return -1;
   for (int32_t i = 0; i < g->node_count; i++)
@@ -376,7 +376,7 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
   while (cur >= 0 && !mi__graph_is_output(g, cur)) {
-    int32_t r = live_reader(g, p, cur), q[4];
+    int32_t r = mi__plan_live_reader(g, p, cur), q[4];
     uint32_t bit;
     /* A pointwise conv with a choice of its own joins only when the plugin runs a member with
      * its own choice (MI_FUSE_MEMBER_CHOICES); else the unit would carry its anchor's only. */
@@ -546,7 +546,7 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     u.nodes[u.count++] = n;
     out = y;
     if (!cbias) {
-      if ((r = live_reader(g, p, y)) < 0 || !mi__graph_is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE ||
+      if ((r = mi__plan_live_reader(g, p, y)) < 0 || !mi__graph_is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE ||
           (p->pinned && p->pinned[r]) || g->nodes[r].input_count != 2 || g->nodes[r].output_count != 1 ||
           (out = g->nodes[r].outputs[0]) < 0 || consts[out])
         continue;
@@ -560,7 +560,7 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
       }
       u.nodes[u.count++] = r;
     }
-    if (!mi__graph_is_output(g, out) && (f = live_reader(g, p, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
+    if (!mi__graph_is_output(g, out) && (f = mi__plan_live_reader(g, p, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
         !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0) {
       uint32_t bit = mi__plan_chain_bit(g, consts, f, out, 0);
       int named = 0;
@@ -575,7 +575,7 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
       out = g->nodes[q[1]].outputs[0];
     }
     /* then a residual Add (a runtime tensor of the output's shape, ready before the kernel) */
-    if ((mask & MI_FUSE_ADD) && !mi__graph_is_output(g, out) && (f = live_reader(g, p, out)) >= 0 &&
+    if ((mask & MI_FUSE_ADD) && !mi__graph_is_output(g, out) && (f = mi__plan_live_reader(g, p, out)) >= 0 &&
         p->role[f] == MI__ROLE_NODE && !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 &&
         g->nodes[f].outputs[0] >= 0 && !consts[g->nodes[f].outputs[0]] && mi__graph_is_op(g, f, "Add") &&
         mi__plan_chain_bit(g, consts, f, out, 0) == MI_FUSE_ADD) {
@@ -589,7 +589,7 @@ static int32_t linear_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *con
     if ((mask & MI_FUSE_NORM) && (f = linear_norm(g, p, consts, out)) >= 0) {
       u.nodes[u.count++] = f;
       out = g->nodes[f].outputs[0];
-      if (!mi__graph_is_output(g, out) && (f = live_reader(g, p, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
+      if (!mi__graph_is_output(g, out) && (f = mi__plan_live_reader(g, p, out)) >= 0 && p->role[f] == MI__ROLE_NODE &&
           !(p->pinned && p->pinned[f]) && g->nodes[f].output_count == 1 && g->nodes[f].outputs[0] >= 0 &&
           !consts[g->nodes[f].outputs[0]]) {
         uint32_t bit = mi__plan_chain_bit(g, consts, f, out, 0);
