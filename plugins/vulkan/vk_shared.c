@@ -186,16 +186,18 @@ static void close_all(void) {
   g_vk.opened = 0;
 }
 
-/* The shared objects loaded in this process, by name (dl_iterate_phdr). */
+/* The shared objects loaded in this process, by name (dl_iterate_phdr); past VK_MAX_LOADED (an
+ * ASan test process maps about 70) the rest are not listed, and an ICD among them is not pinned. */
+#define VK_MAX_LOADED 512
 typedef struct {
   int n;
-  char names[512][256];
+  char names[VK_MAX_LOADED][256];
 } loaded_t;
 
 static int add_loaded(struct dl_phdr_info *info, size_t size, void *data) {
   loaded_t *l = data;
   (void)size;
-  if (info->dlpi_name && info->dlpi_name[0] && l->n < 512)
+  if (info->dlpi_name && info->dlpi_name[0] && l->n < VK_MAX_LOADED)
     snprintf(l->names[l->n++], sizeof l->names[0], "%s", info->dlpi_name);
   return 0;
 }
