@@ -186,8 +186,8 @@ static void close_all(void) {
   g_vk.opened = 0;
 }
 
-/* The shared objects loaded in this process, by name (dl_iterate_phdr); past VK_MAX_LOADED (an
- * ASan test process maps about 70) the rest are not listed, and an ICD among them is not pinned. */
+/* The shared objects loaded in this process, by name (dl_iterate_phdr); past VK_MAX_LOADED (a
+ * test process under ASan maps over 64) the rest are not listed, and an ICD among them is not pinned. */
 #define VK_MAX_LOADED 512
 typedef struct {
   int n;
