@@ -28,6 +28,9 @@ shift 2
 PLUGINS="opencl vulkan"; ONLY=.; TUNE='blazeface_front|ppocr_v4_det'; JOBS=$(nproc); MINUTES=9
 REPEAT=30; EXTRA=()
 while [ $# -gt 0 ]; do
+  case $1 in --model|--plugins|--only|--tune|--jobs|--minutes|--repeat)
+    [ $# -ge 2 ] || { echo "device_check.sh: $1 needs a value" >&2; exit 2; } ;;
+  esac
   case $1 in
     --model) [ -s "$2" ] || { echo "device_check.sh: --model: no file $2" >&2; exit 2; }
              EXTRA+=("$(basename "$2" .onnx)|$(realpath "$2")|"); shift 2 ;;
