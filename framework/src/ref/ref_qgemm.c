@@ -15,13 +15,6 @@ static int32_t *centered(const mi_array_t *a, const mi_array_t *z, int64_t inner
   return v;
 }
 
-/* Integer conv: acc[n][m][oh][ow] = sum X * W (+ bias[m]), with X, W already centered. Each
- * weight is added across an output row at once (the output columns whose input column is
- * inside the image, found once per kernel column), in a contiguous inner loop. ONNX accumulates
- * in int32 with wrap-around, and sums mod 2^32 do not depend on the order, so the accumulators
- * are uint32 (defined wrap, and vector multiplies): exactly the direct loop's int32 results. The direct loop, with its bounds checks
- * per product, took minutes per run on a 1024x1024 quantized model (119 ConvInteger), so no
- * tune measuring its accuracy against this interpreter fitted in 5 minutes. -1: out of memory. */
 /* a[i] += w * x[i * s] for i in [0, n): one weight across a run of output columns. */
 static inline void row_madd(uint32_t *restrict a, const int32_t *restrict x, uint32_t w, int64_t n, int64_t s) {
   if (s == 1)
@@ -30,15 +23,24 @@ static inline void row_madd(uint32_t *restrict a, const int32_t *restrict x, uin
     for (int64_t i = 0; i < n; i++) a[i] += w * (uint32_t)x[i * s];
 }
 
-/* Built for AVX-512, AVX2 and the baseline, picked at load time (this file is compiled at -O3, so
- * row_madd's loop is vectorised: integer sums, the same results at every width). Scalar, the
- * 1024x1024 model above spent 135 s here per reference run. */
+/* The integer loops below are built for AVX-512, AVX2 and the baseline, picked at load time (this
+ * file is compiled at -O3, so row_madd's loop is vectorised: integer sums, the same results at
+ * every width). Scalar, the 1024x1024 model below spent 135 s in the conv per reference run. */
 #if defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
+#define REF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define REF_CLONES
 #endif
-int
-mi__ref_conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
-                 int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w) {
+
+/* Integer conv: acc[n][m][oh][ow] = sum X * W (+ bias[m]), with X, W already centered. Each
+ * weight is added across an output row at once (the output columns whose input column is
+ * inside the image, found once per kernel column), in a contiguous inner loop. ONNX accumulates
+ * in int32 with wrap-around, and sums mod 2^32 do not depend on the order, so the accumulators
+ * are uint32 (defined wrap, and vector multiplies): exactly the direct loop's int32 results. The direct loop, with its bounds checks
+ * per product, took minutes per run on a 1024x1024 quantized model (119 ConvInteger), so no
+ * tune measuring its accuracy against this interpreter fitted in 5 minutes. -1: out of memory. */
+REF_CLONES int mi__ref_conv_acc(const int32_t *X, const int32_t *Wt, const int32_t *bias, int32_t *Y, int64_t N,
+                                int64_t C, int64_t M, int64_t group, const mi__ref_window_t *w) {
   int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1], KH = w->k[0], KW = w->k[1];
   int64_t Cg = C / group, Mg = M / group, s1 = w->stride[1], rows = OW < 8192 ? 8192 / OW : 1;
   uint32_t *a = malloc((size_t)(OH * OW + 1) * sizeof *a);
@@ -152,11 +154,7 @@ static int32_t conv_int(mi__ref_call_t *c, int qlinear) {
 /* MatMulInteger (A, B, a_zero_point, b_zero_point) -> int32 and QLinearMatMul (a, a_scale,
  * a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point) -> codes, numpy batching. A's
  * parameters per tensor or per row (M values), B's per tensor or per column (N values). */
-#if defined(__x86_64__) && !defined(__clang__)
-__attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-static int32_t
-matmul_int(mi__ref_call_t *c, int qlinear) {
+REF_CLONES static int32_t matmul_int(mi__ref_call_t *c, int qlinear) {
   const mi_array_t *a = NULL, *b = NULL, *za, *zb, *sa = NULL, *sb = NULL, *sy = NULL, *zy = NULL;
   mi_array_t *y = NULL;
   int64_t k, na = 1, nb = 1;
