@@ -211,7 +211,7 @@ int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *con
     return MI_OK;
   }
   /* Recorded again only when a buffer changed (a session runs each kernel on the same buffers
-   * every run): the descriptor updates and the recording were a share of each kernel's host time. */
+   * every run): recording and the descriptor updates are host time on every kernel run. */
   int same = k->recorded;
   for (i = 0; i < input_count + output_count && same; i++)
     same = k->rec_serial[i] == (i < input_count ? inputs[i] : outputs[i - input_count])->serial;
