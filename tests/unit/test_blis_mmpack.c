@@ -17,6 +17,31 @@ typedef struct mm_case {
 /* Runs the case on every simd path at 1 and 2 threads: each within 1e-5 relative L2 of the double
  * sums, and the 2-thread result the same bits as the 1-thread one (the split is by column panels,
  * each element summed in the same order). */
+/* b's kernel at every SIMD level, at 1 and 2 threads: within 1e-5 rel L2 of ref (count values),
+ * and the 2-thread result bit for bit the 1-thread one. */
+static void check_each_simd(tb_t *b, const float *const *ins, const float *ref, int64_t count, const char *name) {
+  float *got1 = malloc((size_t)count * 4), *got2 = malloc((size_t)count * 4);
+  int64_t nsimd = simd_choices(&p);
+  REQUIRE(got1 && got2);
+  for (int64_t si = 0; si < nsimd; si++) {
+    mi_knob_value_t kv[2] = {{"simd", si, 0.}, {"threads", 1, 0.}};
+    mi_error_t err = {0, ""};
+    int32_t rc1, rc2;
+    double e;
+    rc1 = tb_run(&p, b, NULL, kv, 2, ins, got1, &err);
+    CHECK(rc1 == MI_OK, "%s: %s", name, err.message);
+    kv[1].i = 2;
+    rc2 = tb_run(&p, b, NULL, kv, 2, ins, got2, &err);
+    CHECK(rc2 == MI_OK, "%s: %s", name, err.message);
+    if (rc1 != MI_OK || rc2 != MI_OK) continue;
+    e = tu_rel_l2(got1, ref, count);
+    CHECK(e < 1e-5, "%s simd %lld: rel L2 %g", name, (long long)si, e);
+    CHECK(memcmp(got1, got2, (size_t)count * 4) == 0, "%s simd %lld: 2 threads differ from 1", name, (long long)si);
+  }
+  free(got1);
+  free(got2);
+}
+
 static void run_case(const mm_case_t *c) {
   int64_t ob = c->ab > c->bb ? c->ab : c->bb, nb = ob ? ob : 1, na = c->ab ? c->ab : 1, nbb = c->bb ? c->bb : 1;
   int64_t rows = nb * c->m, i, j, l, x;
@@ -24,13 +49,11 @@ static void run_case(const mm_case_t *c) {
   int64_t yd[3] = {ob, c->m, c->n}, cd = c->n;
   float *a = malloc((size_t)(na * c->m * c->k) * 4), *bm = malloc((size_t)(nbb * c->k * c->n) * 4);
   float *bias = malloc((size_t)c->n * 4), *ref = malloc((size_t)(rows * c->n) * 4);
-  float *got1 = malloc((size_t)(rows * c->n) * 4), *got2 = malloc((size_t)(rows * c->n) * 4);
   const float *ins[2];
-  int64_t si, nsimd = simd_choices(&p);
   tb_t b;
   int t0, t1, t2 = -1, t3, node;
   char name[160];
-  REQUIRE(a && bm && bias && ref && got1 && got2);
+  REQUIRE(a && bm && bias && ref);
   ins[0] = a;
   ins[1] = bm;
   tb_fill(a, na * c->m * c->k, 41);
@@ -65,28 +88,11 @@ static void run_case(const mm_case_t *c) {
   snprintf(name, sizeof name, "%s a[%lld,%lld,%lld] b[%lld,%lld,%lld]%s transB %d bias %d", c->gemm ? "gemm" : "matmul",
            (long long)c->ab, (long long)c->m, (long long)c->k, (long long)c->bb, (long long)c->k, (long long)c->n,
            c->rt ? " runtime" : "", c->trans_b, c->bias);
-  for (si = 0; si < nsimd; si++) {
-    mi_knob_value_t kv[2] = {{"simd", si, 0.}, {"threads", 1, 0.}};
-    mi_error_t err = {0, ""};
-    int32_t rc1, rc2;
-    double e;
-    rc1 = tb_run(&p, &b, NULL, kv, 2, ins, got1, &err);
-    CHECK(rc1 == MI_OK, "%s: %s", name, err.message);
-    kv[1].i = 2;
-    rc2 = tb_run(&p, &b, NULL, kv, 2, ins, got2, &err);
-    CHECK(rc2 == MI_OK, "%s: %s", name, err.message);
-    if (rc1 != MI_OK || rc2 != MI_OK) continue;
-    e = tu_rel_l2(got1, ref, rows * c->n);
-    CHECK(e < 1e-5, "%s simd %lld: rel L2 %g", name, (long long)si, e);
-    CHECK(memcmp(got1, got2, (size_t)(rows * c->n) * 4) == 0, "%s simd %lld: 2 threads differ from 1", name,
-          (long long)si);
-  }
+  check_each_simd(&b, ins, ref, rows * c->n, name);
   free(a);
   free(bm);
   free(bias);
   free(ref);
-  free(got1);
-  free(got2);
 }
 
 static void setup(void) {
@@ -159,14 +165,13 @@ static void fold_case(int four_d, int sq_on, int sk_on, int64_t h, int64_t m, in
   int r = four_d ? 4 : 3;
   float sq = 0.37f, sk = -0.61f;
   float *q = malloc((size_t)(h * m * kd) * 4), *k = malloc((size_t)(h * n * kd) * 4);
-  float *ref = malloc((size_t)(h * m * n) * 4), *got1 = malloc((size_t)(h * m * n) * 4),
-        *got2 = malloc((size_t)(h * m * n) * 4);
+  float *ref = malloc((size_t)(h * m * n) * 4);
   const float *ins[2];
-  int64_t si, nsimd = simd_choices(&p), x, i, j, l;
+  int64_t x, i, j, l;
   tb_t b;
   int tq, tk, tkt, ty, cur_q, cur_k, node;
   char name[160];
-  REQUIRE(q && k && ref && got1 && got2);
+  REQUIRE(q && k && ref);
   tb_fill(q, h * m * kd, 51);
   tb_fill(k, h * n * kd, 52);
   if (!four_d) {
@@ -210,27 +215,10 @@ static void fold_case(int four_d, int sq_on, int sk_on, int64_t h, int64_t m, in
       }
   snprintf(name, sizeof name, "fold %s h %lld m %lld n %lld k %lld sq %d sk %d", four_d ? "4-D" : "3-D", (long long)h,
            (long long)m, (long long)n, (long long)kd, sq_on, sk_on);
-  for (si = 0; si < nsimd; si++) {
-    mi_knob_value_t kv[2] = {{"simd", si, 0.}, {"threads", 1, 0.}};
-    mi_error_t err = {0, ""};
-    int32_t rc1, rc2;
-    double e;
-    rc1 = tb_run(&p, &b, NULL, kv, 2, ins, got1, &err);
-    CHECK(rc1 == MI_OK, "%s: %s", name, err.message);
-    kv[1].i = 2;
-    rc2 = tb_run(&p, &b, NULL, kv, 2, ins, got2, &err);
-    CHECK(rc2 == MI_OK, "%s: %s", name, err.message);
-    if (rc1 != MI_OK || rc2 != MI_OK) continue;
-    e = tu_rel_l2(got1, ref, h * m * n);
-    CHECK(e < 1e-5, "%s simd %lld: rel L2 %g", name, (long long)si, e);
-    CHECK(memcmp(got1, got2, (size_t)(h * m * n) * 4) == 0, "%s simd %lld: 2 threads differ from 1", name,
-          (long long)si);
-  }
+  check_each_simd(&b, ins, ref, h * m * n, name);
   free(q);
   free(k);
   free(ref);
-  free(got1);
-  free(got2);
 }
 
 static void matmul_fold(void) {

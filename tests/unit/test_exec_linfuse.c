@@ -195,11 +195,7 @@ static void on_plugin(mi_plugin_t *p) {
 
 /* blis-cpu at each SIMD cap. */
 static void blis_cpu(void) {
-  uint64_t seed = 5;
-  for (int i = 0; i < 8192; i++) {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    vals[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
-  }
+  fill_halves(vals, 8192, 5);
   on_blis_cpu_each_simd(on_plugin);
 }
 

@@ -103,6 +103,14 @@ static inline void other_plugins(mi_registry_t *r, void (*fn)(mi_plugin_t *)) {
   }
 }
 
+/* v[0..n) in [-0.5, 0.5), deterministic from seed (a 64-bit LCG's high bits). */
+static inline void fill_halves(float *v, int n, uint64_t seed) {
+  for (int i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (float)((seed >> 40) & 0xffff) / 65536.0f - 0.5f;
+  }
+}
+
 /* Calls fn on blis-cpu, which every build has: failing when the loader refused it. */
 static inline void on_blis_cpu(mi_registry_t *r, void (*fn)(mi_plugin_t *)) {
   mi_plugin_t *p = mi_registry_find(r, "blis-cpu");
