@@ -185,10 +185,15 @@ static int by_bytes_desc(const void *a, const void *b) {
  * plan's figure grows by these tensors' bytes at most). */
 #define MI__FIRST_OWN_MAX ((uint64_t)1 << 20)
 
-static int first_own(const mi_session_t *s, const plan_tmp_t *m, int32_t t) {
+/* The index of the run's first device step, or step_count when there is none. */
+static int32_t first_device_step(const mi_session_t *s) {
   int32_t f = 0;
   while (f < s->step_count && s->steps[f].kind != MI__STEP_DEVICE) f++;
-  return f < s->step_count && m->first[t] == f && m->bytes[t] <= MI__FIRST_OWN_MAX;
+  return f;
+}
+
+static int first_own(const mi_session_t *s, const plan_tmp_t *m, int32_t first_dev, int32_t t) {
+  return first_dev < s->step_count && m->first[t] == first_dev && m->bytes[t] <= MI__FIRST_OWN_MAX;
 }
 
 /* Greedy by size: the largest tensors first, each into the smallest allocation none of whose
@@ -198,10 +203,10 @@ static int first_own(const mi_session_t *s, const plan_tmp_t *m, int32_t t) {
  * count. */
 static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order, int32_t n,
                       int plan, uint64_t *size, uint8_t *priv, int32_t *head, int32_t *next) {
-  int32_t count = 0;
+  int32_t count = 0, first_dev = first_device_step(s);
   for (int32_t k = 0; k < n; k++) {
     int32_t t = order[k], best = -1;
-    int pad = padded(s, t), own = pad || first_own(s, m, t), shared = plan && !own;
+    int pad = padded(s, t), own = pad || first_own(s, m, first_dev, t), shared = plan && !own;
     for (int32_t a = 0; shared && a < count; a++) {
       int free_span = !priv[a];
       for (int32_t u = head[a]; free_span && u >= 0; u = next[u])
