@@ -6,6 +6,13 @@ set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "sdk_template: $*" >&2; exit 1; }
+# A step's output goes to a log that is shown when the step fails (the test's log then says
+# which step and why, not only its exit status).
+step() {
+  local rc=0
+  "$@" >"$tmp/step.log" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || { tail -n 40 "$tmp/step.log" >&2; fail "exit $rc: $*"; }
+}
 
 # Exactly one dynamic symbol defined by the plugin: mi_plugin_entry.
 exports_only_entry() {
@@ -15,7 +22,7 @@ exports_only_entry() {
 }
 
 prefix="$tmp/prefix"
-cmake --install "$MI_BUILD" --prefix "$prefix" --component sdk >/dev/null
+step cmake --install "$MI_BUILD" --prefix "$prefix" --component sdk
 [ -f "$prefix/include/metainfer/mi_plugin.h" ] || fail "header not installed"
 [ -f "$prefix/share/pkgconfig/metainfer-sdk.pc" ] || fail "pkg-config file not installed"
 [ -f "$prefix/share/cmake/MetaInferSDK/MetaInferSDKConfig.cmake" ] || fail "CMake package not installed"
@@ -25,16 +32,16 @@ cmake --install "$MI_BUILD" --prefix "$prefix" --component sdk >/dev/null
 cp -r "$MI_SRC/sdk/template" "$tmp/template"
 
 # 1. CMake package.
-cmake -S "$tmp/template" -B "$tmp/b-cmake" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >/dev/null
-cmake --build "$tmp/b-cmake" -j2 >/dev/null
+step cmake -S "$tmp/template" -B "$tmp/b-cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+step cmake --build "$tmp/b-cmake" -j2
 ! grep -rq -- "$MI_SRC" "$tmp/b-cmake/CMakeFiles/mi_template.dir/flags.make" ||
   fail "the CMake-package build used headers from the source tree"
 
 # 2. pkg-config.
-PKG_CONFIG_PATH="$prefix/share/pkgconfig" PKG_CONFIG_LIBDIR="$prefix/share/pkgconfig" \
-  cmake -S "$tmp/template" -B "$tmp/b-pc" -DMI_SDK_USE_PKGCONFIG=ON >/dev/null
-cmake --build "$tmp/b-pc" -j2 >/dev/null
+step env PKG_CONFIG_PATH="$prefix/share/pkgconfig" PKG_CONFIG_LIBDIR="$prefix/share/pkgconfig" \
+  cmake -S "$tmp/template" -B "$tmp/b-pc" -DMI_SDK_USE_PKGCONFIG=ON
+step cmake --build "$tmp/b-pc" -j2
 grep -q -- "-I$prefix/include" "$tmp/b-pc/CMakeFiles/mi_template.dir/flags.make" ||
   grep -q -- "$prefix/share/pkgconfig/../../include" "$tmp/b-pc/CMakeFiles/mi_template.dir/flags.make" ||
   fail "the pkg-config build did not take its include path from the prefix"
@@ -54,7 +61,8 @@ for b in b-cmake b-pc; do
   so="$tmp/$b/plugins/libmi_template.so"
   [ -f "$so" ] && [ -f "$tmp/$b/plugins/template.mi-plugin" ] || fail "$b: plugin or manifest missing"
   exports_only_entry "$so"
-  out=$("$MI_BUILD/bin/mi-host" --plugins "$tmp/$b/plugins" plugins)
+  out=$("$MI_BUILD/bin/mi-host" --plugins "$tmp/$b/plugins" plugins 2>&1) ||
+    fail "$b: mi-host plugins failed: $out"
   echo "$out" | grep -q "^plugin template 1.0.0 (ABI 1.2" || fail "$b: template not listed: $out"
   echo "$out" | grep -q "device 0: template-cpu" || fail "$b: template device not listed: $out"
   ! echo "$out" | grep -q "^rejected" || fail "$b: something was rejected: $out"
