@@ -27,6 +27,11 @@
   MI_CLI_OPTS_OUTPUT_DIR(X)                                                                  \
   X(O_REPEAT, "repeat", "N", "N timed runs after the warm-up: median, p10, p90, CV")         \
   X(O_WARMUP, "warmup", "N", "warm-up runs before timing (default 2 with --repeat)")         \
+  X(O_GAP, "gap", "MS",                                                                      \
+    "idle milliseconds before each run, outside its timing, as a\n"                          \
+    "streaming caller leaves between inputs (a 32 ms VAD window,\n"                          \
+    "an 80 ms audio hop): the device's threads may sleep in it\n"                            \
+    "(default 0: runs back to back)")                                                        \
   X(O_THREADS, "threads", "N", "set the device knob 'threads' when the plugin has it")       \
   X(O_PROFILE, "profile", NULL,                                                              \
     "per-layer table after the summary, slowest first: node, op,\n"                          \
@@ -92,6 +97,14 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
     case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
     case O_REPEAT: rc = mi_cli_int_to(&c, 0, 1000000000, &o->repeat); break;
     case O_WARMUP: rc = mi_cli_int_to(&c, 1, 1000000000, &o->warmup); break;
+    case O_GAP: {
+      char *end = NULL;
+      errno = 0;
+      o->gap_ms = strtod(c.value, &end);
+      if (errno || end == c.value || *end || !(o->gap_ms >= 0 && o->gap_ms <= 3600e3))
+        rc = mi_cli_error(&c, "--gap '%s': expected milliseconds from 0 to 3600000", c.value);
+      break;
+    }
     case O_TIMEOUT: rc = mi_cli_int_to(&c, 0, 1000000, &o->timeout_s); break;
     case O_THREADS: rc = mi_cli_int_to(&c, 0, 1000000000, &o->threads); break;
     case O_SEED: {

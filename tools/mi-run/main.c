@@ -1,5 +1,6 @@
 /* main.c - mi-run: runs an ONNX model on the reference interpreter or a plugin device, writes
  * its outputs as .npy and reports latency. Bad input is one line on stderr and exit code 2. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -111,10 +112,19 @@ static int32_t check_outputs(const mi_graph_t *g, mi_array_t **inputs, mi_array_
   return rc;
 }
 
-/* Warm-up runs, then timed runs; the last run's outputs stay in `outs`. Every run's device
+/* Sleeps ms milliseconds (signals do not cut it short). */
+static void idle_ms(double ms) {
+  struct timespec ts = {(time_t)(ms / 1e3), (long)((ms - 1e3 * (double)(time_t)(ms / 1e3)) * 1e6)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+/* Warm-up runs, then timed runs, each after --gap's idle time; the last run's outputs stay in
+ * `outs`. Every run's device
  * time, warm-up included, is checked against its wall time. */
 static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inputs,
-                         mi_array_t **outs, int warmup, int repeat, run_summary_t *sum,
+                         mi_array_t **outs, int warmup, int repeat, double gap_ms,
+                         run_summary_t *sum,
                          run_prof_t *prof, const char *spec, mi_guard_t *guard,
                          mi_error_t *err) {
   double *lat = calloc((size_t)repeat, sizeof *lat), *dev = calloc((size_t)repeat, sizeof *dev);
@@ -126,6 +136,7 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
     double t0, t1, c0, c1;
     uint64_t ns = 0;
     free_outputs(outs, g->output_count);
+    if (gap_ms > 0) idle_ms(gap_ms);
     mi_guard_stage(guard, NULL, "run"); /* each run its own deadline */
     c0 = cpu_ms();
     t0 = mi_now_s() * 1e3;
@@ -231,7 +242,7 @@ int main(int argc, char **argv) {
                                                                 : 0;
   memset(&sum, 0, sizeof sum);
   if (o.profile && (rc = run_prof_init(&prof, g, repeat, &err))) goto done;
-  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, &sum, o.profile ? &prof : NULL,
+  if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, o.gap_ms, &sum, o.profile ? &prof : NULL,
                       o.device, guard, &err)))
     goto done;
   if (o.check && plugin) {

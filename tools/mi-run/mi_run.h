@@ -17,9 +17,10 @@ typedef struct run_opts {
   int input_count;
   const char **shapes; /* NAME=D0,D1,... */
   int shape_count;
-  int repeat;  /* timed runs; 0 when --repeat was not given (one untimed-by-request run) */
-  int warmup;  /* -1: default */
-  int threads; /* 0: not given */
+  int repeat;    /* timed runs; 0 when --repeat was not given (one untimed-by-request run) */
+  int warmup;    /* -1: default */
+  double gap_ms; /* --gap: idle time before each run (0: back to back) */
+  int threads;   /* 0: not given */
   int json;
   int profile;   /* --profile: the per-layer table after the summary */
   int timeout_s; /* --timeout: deadline of one plugin step in the guarded child; 0: none */

@@ -6,6 +6,14 @@
 #include "mi_cli.h"
 #include "mi_run.h"
 
+/* ", each after N ms idle" for --gap, else "". */
+static const char *gap_text(double gap_ms) {
+  static char buf[64];
+  if (!(gap_ms > 0)) return "";
+  snprintf(buf, sizeof buf, ", each after %.6g ms idle", gap_ms);
+  return buf;
+}
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -98,9 +106,9 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   }
   fprintf(f,
           "latency (ms, host wall clock): median %.4f  p10 %.4f  p90 %.4f  cv %.2f%%  "
-          "(%d runs after %d warm-up)\n",
+          "(%d runs after %d warm-up%s)\n",
           s->latency.median, s->latency.p10, s->latency.p90,
-          s->latency.cv * 100.0, s->latency.count, s->warmup);
+          s->latency.cv * 100.0, s->latency.count, s->warmup, gap_text(s->opts->gap_ms));
   if (s->has_device_time)
     fprintf(f,
             "device time (ms, device timer, device kernels only): median %.4f  p10 %.4f  "
@@ -158,7 +166,8 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   json_stats(f, &s->latency);
   fputs(", \"cpu_ms\": ", f);
   json_stats(f, &s->cpu_time);
-  fprintf(f, ", \"warmup\": %d, \"folded_nodes\": %d", s->warmup, (int)s->folded);
+  fprintf(f, ", \"warmup\": %d, \"gap_ms\": %.6g, \"folded_nodes\": %d", s->warmup, s->opts->gap_ms,
+          (int)s->folded);
   if (mi_session_kernel_count(s->session) >= 0)
     fprintf(f, ", \"device_kernels\": %d", (int)mi_session_kernel_count(s->session));
   if (mi_session_memory(s->session, &planned, &unplanned, &live))

@@ -10,13 +10,13 @@ const ort = require('onnxruntime-node');
 
 function usage(code) {
   process.stderr.write('usage: node ort_run.js --model M.onnx [--input NAME=FILE.npy]... ' +
-    '[--output-dir DIR] [--threads N] [--repeat N] [--warmup N] [--json]\n' +
+    '[--output-dir DIR] [--threads N] [--repeat N] [--warmup N] [--gap MS] [--json]\n' +
     '       [--profile FILE.json]  (ONNX Runtime\'s own per-node trace of the timed runs)\n');
   process.exit(code);
 }
 
 function parseArgs(argv) {
-  const o = { inputs: [], repeat: 1, warmup: 0, threads: 0, json: false };
+  const o = { inputs: [], repeat: 1, warmup: 0, threads: 0, gap: 0, json: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -34,7 +34,11 @@ function parseArgs(argv) {
     else if (a === '--threads') o.threads = int(1);
     else if (a === '--repeat') o.repeat = int(1);
     else if (a === '--warmup') o.warmup = int(0);
-    else if (a === '--json') o.json = true;
+    else if (a === '--gap') { // idle ms before each run (a streaming caller), as mi-run --gap
+      const v = val();
+      if (!/^\d+(\.\d+)?$/.test(v)) throw new Error(`${a}: '${v}' is not a number of milliseconds >= 0`);
+      o.gap = Number(v);
+    } else if (a === '--json') o.json = true;
     else if (a === '--profile') o.profile = val();
     else if (a === '--help' || a === '-h') usage(0);
     else throw new Error(`unknown option '${a}'`);
@@ -123,9 +127,14 @@ async function main() {
     if (!feeds[name]) feeds[name] = zeros(Array.isArray(meta) ? meta[i] || {} : meta[name] || {});
   });
   let out;
-  for (let i = 0; i < o.warmup; i++) out = await sess.run(feeds);
+  const idle = () => (o.gap > 0 ? new Promise((r) => setTimeout(r, o.gap)) : null);
+  for (let i = 0; i < o.warmup; i++) {
+    await idle();
+    out = await sess.run(feeds);
+  }
   const lat = [], cpu = [];
   for (let i = 0; i < o.repeat; i++) {
+    await idle();
     // process.cpuUsage: the whole process's CPU time (every thread), the peer of mi-run's cpu_ms
     const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
@@ -158,7 +167,7 @@ async function main() {
   const csorted = cpu.slice().sort((a, b) => a - b);
   const res = {
     model: o.model, runtime: 'onnxruntime-node', version: require('onnxruntime-node/package.json').version,
-    provider: 'cpu', threads: o.threads || null, warmup: o.warmup, repeat: o.repeat,
+    provider: 'cpu', threads: o.threads || null, warmup: o.warmup, repeat: o.repeat, gap_ms: o.gap,
     latency_ms: { median: pct(sorted, 0.5), p10: pct(sorted, 0.1), p90: pct(sorted, 0.9) },
     cpu_ms: { median: pct(csorted, 0.5), p10: pct(csorted, 0.1), p90: pct(csorted, 0.9) },
     outputs: sess.outputNames.map((n) => ({ name: n, dtype: out[n].type, shape: out[n].dims, file: files[n] || null })),

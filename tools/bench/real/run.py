@@ -19,7 +19,7 @@ with ONNX Runtime's (relative L2, target <= 1e-4).
 usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [--threads 1,2]
                                [--only REGEX] [--no-avx2] [--avx2-only] [--avx2-ort capped|uncapped]
                                [--markdown] [--clock wall|cpu|both]
-                               [--quant qdq,dynamic,qop] [--model FILE.onnx]...
+                               [--quant qdq,dynamic,qop] [--model FILE.onnx]... [--gap MS]
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column,
 and with the AVX2-capped column a "before AVX2" column (the old build capped the same way).
 --avx2-only times blis-cpu capped at AVX2 only (the new build and --base's), not at its defaults.
@@ -31,6 +31,10 @@ script checks with cpuid_probe under the library and refuses the column where cp
 input) as models of their own, "NAME:MODE", timed in the same rounds on blis-cpu and on ONNX
 Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end, for
 the --base build too (its quantized form over its FP32).
+--gap MS leaves MS idle milliseconds before every run on both sides (mi-run --gap, ort_run.js
+--gap), as a streaming caller does (a VAD window every 32 ms, an audio hop every 80 ms): both
+runtimes' worker threads may go to sleep in the gap and wake for the next run. The timed runs
+per measurement are then capped so that their idle time is about a second.
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
@@ -125,8 +129,9 @@ def sh(cmd, env=None):
 
 
 class Runner:
-    def __init__(self, build, threads, warmup=2):
+    def __init__(self, build, threads, warmup=2, gap=0.0):
         self.warmup = str(warmup)
+        self.gap = ["--gap", f"{gap:g}"] if gap > 0 else []
         self.mirun = os.path.join(build, "bin", "mi-run")
         self.threads = threads
         self.base = None
@@ -151,7 +156,7 @@ class Runner:
                # mi-run's 60 s watchdog per step is shorter than one run of the 1024x1024 model
                # (about 7 s of CPU) on a machine loaded 15 deep; a benchmark measures, 600 s
                # still ends a real hang
-               "--timeout", "600"]
+               "--timeout", "600"] + self.gap
         for i in inputs:
             cmd += ["--input", i]
         if outdir:
@@ -161,7 +166,7 @@ class Runner:
 
     def ort(self, model, inputs, threads, repeat, outdir=None, capped=False):
         cmd = ["node", os.path.join(ORT, "ort_run.js"), "--model", model, "--threads", str(threads),
-               "--repeat", str(repeat), "--warmup", self.warmup, "--json"]
+               "--repeat", str(repeat), "--warmup", self.warmup, "--json"] + self.gap
         for i in inputs:
             cmd += ["--input", i]
         if outdir:
@@ -236,6 +241,8 @@ def main():
                     help="timed runs per measurement: about this many ms of runs (--min-runs..300)")
     ap.add_argument("--min-runs", type=int, default=5, help="fewest timed runs per measurement")
     ap.add_argument("--warmup", type=int, default=2, help="warm-up runs per measurement")
+    ap.add_argument("--gap", type=float, default=0.0,
+                    help="idle ms before every run on both sides (a streaming caller); default 0")
     ap.add_argument("--model", action="append", default=[],
                     help="also time this model file (repeatable; e.g. an mi-zoo model), inputs of its "
                          "declared shapes; --only filters it by its file name")
@@ -255,7 +262,9 @@ def main():
     # the --base build's columns: as the new build's, "base" uncapped, "base-avx2" capped
     bases = [{"default": "base", "avx2": "base-avx2"}[s] for s in simds] if a.base else []
     threads = [int(t) for t in a.threads.split(",") if t]
-    r = Runner(a.build, threads, a.warmup)
+    if a.gap < 0:
+        sys.exit("run.py: --gap must be >= 0 ms")
+    r = Runner(a.build, threads, a.warmup, a.gap)
     # the AVX2 column's ONNX Runtime: "ort-avx2" (capped by cpuid_cap) or "ort" (uncapped)
     ort_avx2 = "ort"
     if "avx2" in simds and a.avx2_ort == "capped":
@@ -269,6 +278,8 @@ def main():
     load_start = load()
     print(f"machine: {cpu}, {cores} cores, AVX-512: {'yes' if avx512 else 'no'}; "
           f"onnxruntime-node {ort_version}; start {t_start}, load {load_start}", flush=True)
+    if a.gap > 0:
+        print(f"every run on both sides after {a.gap:g} ms idle (--gap)", flush=True)
     if "avx2" in simds:
         print("AVX2 column: blis-cpu MI_BLIS_MAX_SIMD=avx2" +
               (" and both processes under cpuid_cap (no AVX-512/AVX-VNNI/AMX in cpuid), vs ONNX Runtime capped"
@@ -287,6 +298,8 @@ def main():
                 one = r.blis(path, ins, threads[0], 3, simd, out)[0]
                 errs.append(outputs_match(os.path.join(d, "ort"), out))
             reps = max(a.min_runs, min(300, int(a.target_ms / max(one, 1e-3))))
+            if a.gap > 0:  # about a second of idle time per measurement
+                reps = max(a.min_runs, min(reps, int(1000 / a.gap)))
         except RuntimeError as e:
             print(f"{name}: {e}; skipped")
             continue
