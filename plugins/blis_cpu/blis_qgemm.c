@@ -381,15 +381,19 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
         task.oh1 = task.oh0 + tile < c->OH ? task.oh0 + tile : c->OH;
         npix = (task.oh1 - task.oh0) * c->OW;
         /* AVX2, several threads, fewer output channels than the tile's pixels: split over
-         * pixels, four parts a thread of at least 64 pixels (16 is the core's column block), each
+         * pixels, one part a thread of at least 64 pixels (16 is the core's column block), each
          * building its own pixels' columns and running every channel on them. The k-pair then
          * channel split forked twice a tile and each core read the columns the other built: on
-         * the quiet machine IS-Net capped at 2 threads ran 2194-2229 ms that way, 1921-1936 this
-         * way (a 64 -> 16 conv at 512x512 had been slower at 2 threads than at 1). Not for the
-         * codes' first pass: a channel's range is one part's alone there. */
+         * the quiet machine IS-Net capped at 2 threads ran 2194-2229 ms that way, 1921-1936 with
+         * four parts a thread. One part a thread: a wide layer's tile is one output row (512
+         * pixels at 512x512), and each part pays the per-pair set-up of its column rows once per
+         * part, so four 64-pixel parts paid it four times over what one 256-pixel part does; a
+         * 64 -> 16 3x3 conv at 512x512, 2 threads, 5 alternating rounds: 92.9-99.7 -> 83.6-88.1
+         * ms (docs/benchmarks.md, 2026-12-04 21:20). Not for the codes' first pass: a channel's
+         * range is one part's alone there. */
         if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 &&
             mg <= npix) {
-          int64_t grain = npix / (4 * env->threads);
+          int64_t grain = (npix + env->threads - 1) / env->threads;
           grain = grain < 64 ? 64 : (grain + 15) / 16 * 16;
           mi__blis_parallel(env, npix, grain, mg * q->kk, qconv_pix, &task);
           continue;
