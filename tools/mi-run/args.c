@@ -11,6 +11,11 @@
   X(O_MODEL, "model", "FILE", "the ONNX model")                                              \
   X(O_DEVICE, "device", "DEV", "'ref' (reference interpreter) or PLUGIN:INDEX (blis-cpu:0)") \
   MI_CLI_OPT_PLUGINS(X)                                                                      \
+  X(O_FALLBACK, "fallback", "DEV",                                                           \
+    "where the nodes the device refuses run: PLUGIN:INDEX, or\n"                             \
+    "'ref' (the reference interpreter). Default: the first CPU\n"                            \
+    "plugin's device (blis-cpu:0) for a device of another plugin;\n"                         \
+    "what it refuses too runs on the reference")                                             \
   X(O_INPUT, "input", "NAME=FILE",                                                           \
     "a model input from a .npy file (repeatable); its shape\n"                               \
     "replaces the model's dynamic dims")                                                     \
@@ -87,6 +92,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
     case O_MODEL: o->model = c.value; break;
     case O_DEVICE: o->device = c.value; break;
     case O_PLUGINS: o->plugins_dir = c.value; break;
+    case O_FALLBACK: o->fallback = c.value; break;
     case O_OUTPUT_DIR:
     case O_OUTPUT: o->output_dir = c.value; break;
     case O_CONFIG: o->config = c.value; break;

@@ -180,6 +180,7 @@ int main(int argc, char **argv) {
   run_xf_t xf;
   run_prof_t prof = {0};
   uint32_t device = 0;
+  char fb_name[160] = "";
   int32_t folded = 0;
   int warmup, repeat, status = 0;
   int32_t rc;
@@ -215,7 +216,15 @@ int main(int argc, char **argv) {
     }
     if ((rc = run_load_plugins(reg, o.plugins_dir, o.device, guard, &plugin, &device, &err)))
       goto done;
+    if ((rc = run_load_fallback(reg, o.plugins_dir, o.fallback, plugin, device, guard,
+                                &opts.fallback_plugin, &opts.fallback_device, &err)))
+      goto done;
+    if (opts.fallback_plugin)
+      snprintf(fb_name, sizeof fb_name, "%s:%u", opts.fallback_plugin->name,
+               opts.fallback_device);
     mi_guard_stage(guard, NULL, "describe");
+  } else if (o.fallback) {
+    fprintf(stderr, "mi-run: warning: --fallback is ignored on the reference interpreter\n");
   }
   if (o.config) {
     int32_t again = 0;
@@ -259,6 +268,7 @@ int main(int argc, char **argv) {
   sum.session = s;
   sum.warmup = warmup;
   sum.folded = folded;
+  sum.fallback = fb_name[0] ? fb_name : NULL;
   sum.xf = o.config ? &xf : NULL;
   sum.prof = o.profile ? &prof : NULL;
   if (o.json) rc = run_print_json(out, &sum, &err);

@@ -12,8 +12,9 @@ typedef struct run_opts {
   const char *model;
   const char *device;
   const char *output_dir;
-  const char *config;  /* --config: a model-side transform configuration (YAML) */
-  const char **inputs; /* NAME=FILE.npy */
+  const char *config;   /* --config: a model-side transform configuration (YAML) */
+  const char *fallback; /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default device */
+  const char **inputs;  /* NAME=FILE.npy */
   int input_count;
   const char **shapes; /* NAME=D0,D1,... */
   int shape_count;
@@ -80,6 +81,7 @@ typedef struct run_summary {
   int32_t folded;              /* nodes removed by constant folding */
   const run_xf_t *xf;          /* NULL without --config */
   const struct run_prof *prof; /* NULL without --profile */
+  const char *fallback;        /* the fallback device as PLUGIN:INDEX, NULL for none */
   int checked;                 /* --check was done (and passed: a failure ends the run) */
   double check_error;          /* its max |out - ref| / max |ref| */
 } run_summary_t;
@@ -125,6 +127,14 @@ int32_t run_close_stdout(FILE *out, mi_error_t *err);
  * *device, and a refusal or absence is one line naming it. */
 int32_t run_load_plugins(mi_registry_t *reg, const char *dir, const char *spec, mi_guard_t *g,
                          mi_plugin_t **plugin, uint32_t *device, mi_error_t *err);
+
+/* Loads the plugin of the device that runs the nodes `primary`'s device refuses: `spec`
+ * (PLUGIN:INDEX; an unknown one is one line naming it), none for "ref", or by default the first
+ * CPU plugin by name (mi_registry_cpu_fallback), loading only the candidates. *fb NULL: the
+ * reference interpreter runs them. */
+int32_t run_load_fallback(mi_registry_t *reg, const char *dir, const char *spec,
+                          const mi_plugin_t *primary, uint32_t device, mi_guard_t *g,
+                          mi_plugin_t **fb, uint32_t *fb_device, mi_error_t *err);
 
 /* --deployment (run_deployment.c): true when argv asks for it; the whole command then. */
 int mi_run_wants_deployment(int argc, char **argv);

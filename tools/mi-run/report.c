@@ -76,6 +76,32 @@ static void print_dims(FILE *f, const mi_array_t *a) {
   fputc(']', f);
 }
 
+/* The names of the fallback nodes that ran on the fallback device (on = 1) or the reference. */
+static void fallback_names(FILE *f, const run_summary_t *s, int32_t nf, int on) {
+  int k = 0;
+  for (int32_t i = 0; i < nf; i++)
+    if (mi_session_fallback_where(s->session, i, NULL, NULL) == on)
+      fprintf(f, "%s%s", k++ ? ", " : "", mi_session_fallback_node(s->session, i));
+}
+
+/* "fallback nodes: 97 on blis-cpu:0 (a, b, ...), 3 on the reference (c, ...)", or "none". */
+static void print_fallback(FILE *f, const run_summary_t *s, int32_t nf) {
+  int32_t on = mi_session_fallback_device_count(s->session);
+  fputs("fallback nodes: ", f);
+  if (!nf) fputs("none", f);
+  if (on) {
+    fprintf(f, "%d on %s (", (int)on, s->fallback ? s->fallback : "the fallback device");
+    fallback_names(f, s, nf, 1);
+    fputc(')', f);
+  }
+  if (nf > on) {
+    fprintf(f, "%s%d on the reference (", on ? ", " : "", (int)(nf - on));
+    fallback_names(f, s, nf, 0);
+    fputc(')', f);
+  }
+  fputc('\n', f);
+}
+
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
   int32_t nf = mi_session_fallback_count(s->session);
   uint64_t planned = 0, unplanned = 0, live = 0;
@@ -89,10 +115,7 @@ int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err) {
             (double)planned / 1048576.0, (double)unplanned / 1048576.0, (double)live / 1048576.0);
   for (int32_t i = 0; i < mi_session_unfused_count(s->session); i++)
     fprintf(f, "not fused: %s\n", mi_session_unfused(s->session, i));
-  fprintf(f, "fallback nodes: %s", nf ? "" : "none");
-  for (int32_t i = 0; i < nf; i++)
-    fprintf(f, "%s%s", i ? ", " : "", mi_session_fallback_node(s->session, i));
-  fputc('\n', f);
+  print_fallback(f, s, nf);
   for (int32_t i = 0; i < s->g->output_count; i++) {
     fprintf(f, "output '%s': %s ", s->g->tensors[s->g->outputs[i]].name,
             mi_dtype_name(s->outputs[i]->dtype));
@@ -162,7 +185,14 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
     if (i) fputs(", ", f);
     run_json_string(f, mi_session_fallback_node(s->session, i));
   }
-  fputs("], \"latency_ms\": ", f);
+  fputs("], \"fallback_device\": ", f);
+  if (s->fallback) run_json_string(f, s->fallback);
+  else
+    fputs("null", f);
+  fprintf(f, ", \"fallback_on_device\": %d, \"fallback_on_reference\": %d",
+          (int)mi_session_fallback_device_count(s->session),
+          (int)(nf - mi_session_fallback_device_count(s->session)));
+  fputs(", \"latency_ms\": ", f);
   json_stats(f, &s->latency);
   fputs(", \"cpu_ms\": ", f);
   json_stats(f, &s->cpu_time);

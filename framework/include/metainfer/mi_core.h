@@ -205,6 +205,14 @@ typedef int32_t (*mi_registry_describe_fn)(void *ctx, const char *manifest_path,
  * the default): the registry then holds stand-ins that answer every description query and run
  * nothing (mi_session_create and the like are refused), so no plugin code runs here. */
 MI_API void mi_registry_set_isolated(mi_registry_t *r, mi_registry_describe_fn fn, void *ctx);
+/** The device that runs what `plugin`'s `device` refuses when the caller names none: the first
+ * CPU device (mi_device_desc_t.kind MI_DEVICE_CPU) of the loaded plugin whose name sorts first
+ * among those with one, unless that plugin is `plugin` itself (a CPU plugin runs its own
+ * refusals on the reference; an OpenCL or Vulkan device on a CPU, PoCL or lavapipe, gets the
+ * CPU plugin). Returns 1 with *fb_plugin and *fb_device set; else 0 (NULL and 0). */
+MI_API int mi_registry_cpu_fallback(const mi_registry_t *r, const mi_plugin_t *plugin,
+                                    uint32_t device, mi_plugin_t **fb_plugin,
+                                    uint32_t *fb_device);
 /** Resolves a device spec "PLUGIN:INDEX" (INDEX defaults to 0). MI_ERR_NOT_FOUND with the
  * list of known plugins in err when there is no such plugin or device. */
 MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_plugin_t **plugin,
@@ -250,6 +258,13 @@ typedef struct mi_session_options {
   /* 1: one device buffer per runtime tensor, as before the memory plan (a baseline for
    * measuring it). By default tensors whose lifetimes do not overlap share buffers. */
   int32_t no_memory_plan;
+  /* A second device for the nodes `device` refuses (with allow_host_fallback): each such node
+   * that fallback_plugin's device fallback_device accepts runs there as a kernel of its own,
+   * its inputs written from and its outputs read back into host copies; the nodes it refuses
+   * too run on the reference interpreter. NULL (the default): every refused node runs on the
+   * reference interpreter. mi_registry_cpu_fallback picks one. */
+  mi_plugin_t *fallback_plugin;
+  uint32_t fallback_device;
 } mi_session_options_t;
 
 /** A graph prepared for one device: kernels prepared, constants uploaded. */
@@ -268,6 +283,13 @@ MI_API int32_t mi_session_run(mi_session_t *s, const mi_array_t *const *inputs,
 /** Nodes that run on the host because the device refused them (count, and each name). */
 MI_API int32_t mi_session_fallback_count(const mi_session_t *s);
 MI_API const char *mi_session_fallback_node(const mi_session_t *s, int32_t index);
+/** Where fallback node `index` runs: 1 on the session's fallback device
+ * (mi_session_options_t.fallback_plugin, written into *plugin and *device when not NULL), 0 on
+ * the reference interpreter (or for a bad index). */
+MI_API int mi_session_fallback_where(const mi_session_t *s, int32_t index, mi_plugin_t **plugin,
+                                     uint32_t *device);
+/** Fallback nodes that run on the fallback device (the rest run on the reference). */
+MI_API int32_t mi_session_fallback_device_count(const mi_session_t *s);
 /** Device time of the last successful mi_session_run, summed over its device kernels. Returns 1
  * and sets *ns when every device kernel of that run reported a device timer; else 0 and *ns is
  * left alone (nothing was measured, so nothing is claimed). Always 0 on the reference path. */

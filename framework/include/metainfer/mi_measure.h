@@ -174,11 +174,12 @@ MI_API char *mi_profile_layers_json(const mi_profile_t *p);
 typedef struct mi_layer_row {
   int32_t node;       /* the graph node that carries the step's time */
   int32_t node_count; /* graph nodes the step runs */
-  int32_t where;      /* 0 device kernel, 1 host */
+  int32_t where;      /* 0 device kernel, 1 host (reference), 2 the session's fallback device */
   char name[64];
   char op[96];      /* op types joined by '+' for a fused kernel */
   char shapes[160]; /* the inputs' shapes, then the last output's: "1x8x24x96,8 -> 1x8x24x96" */
-  char variant[64]; /* the variant asked for, "default" (the plugin's choice), or "host" */
+  char variant[64]; /* the variant asked for, "default" (the plugin's choice), "host", or
+                     * "fallback PLUGIN:INDEX" for a node the fallback device ran */
   double ms;        /* time per run */
   double share;     /* ms over the sum of every row's ms */
   double flops;     /* of the compute node (Conv, Gemm, MatMul...); 0 for the other ops */

@@ -24,6 +24,8 @@ typedef struct mi__step {
   int32_t alias; /* MI__ALIAS_RESHAPE: a reshape-like node whose output shares its input's
                   * device buffer; MI__ALIAS_CONCAT: a Concat whose runtime inputs were written
                   * into its output's buffer by their producers (memplan.c) */
+  /* MI__STEP_HOST that runs on the fallback device (fallback.c), or NULL */
+  struct mi__fb_step *fb;
 } mi__step_t;
 
 struct mi_session {
@@ -59,7 +61,14 @@ struct mi_session {
   mi_array_t **hown;       /* the host copies this run allocated */
   uint8_t *on_device;      /* the device buffer holds the current value */
   int32_t fallback_count;
-  char **fallback; /* node names */
+  char **fallback;      /* node names */
+  uint8_t *fallback_on; /* per fallback node: 1 when it runs on the fallback device */
+  /* The fallback device (mi_session_options_t.fallback_plugin), NULL for none, and its
+   * buffers per graph tensor for the host steps it runs (fallback.c). */
+  mi_plugin_t *fb_plugin;
+  uint32_t fb_device;
+  mi_buffer_t **fb_bufs;
+  int32_t fb_count; /* host steps that run on it */
   int has_device_time;
   uint64_t device_time_ns;
   /* Per node, timing of the last run (mi_session_node_time); allocated on the first run.
@@ -276,6 +285,17 @@ enum { MI__ALIAS_NONE = 0,
  * entries); the run of an eliminated Concat, which writes its constant inputs' bytes. */
 int mi__concat_stack(const mi_session_t *s, const mi__step_t *st, uint64_t *off);
 int32_t mi__concat_alias_run(mi_session_t *s, const mi__step_t *st, mi_error_t *err);
+
+/* The fallback device (fallback.c): prepares node `node`, which the primary refused, as a
+ * kernel of the fallback device for host step st. 1 when it did (st->fb set), 0 when there is
+ * no fallback device or it refused too, -status on a host error. */
+int32_t mi__fallback_prepare(mi_session_t *s, mi__step_t *st, int32_t node, mi_error_t *err);
+/* Runs host step st on the fallback device: its runtime inputs from the host copies `ins` (in
+ * the node's input order), its outputs into new arrays outs[] (the node's output order). */
+int32_t mi__fallback_run(mi_session_t *s, const mi__step_t *st, const mi_array_t *const *ins,
+                         mi_array_t **outs, mi_error_t *err);
+/* Releases what the fallback device holds for the session. */
+void mi__fallback_free(mi_session_t *s);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

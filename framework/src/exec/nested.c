@@ -81,6 +81,8 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
   memset(&o, 0, sizeof o);
   o.struct_size = (uint32_t)sizeof o;
   o.allow_host_fallback = 1;
+  o.fallback_plugin = s->fb_plugin;
+  o.fallback_device = s->fb_device;
   return mi_session_create(e->g, s->plugin, s->device, &o, &e->s, &err) == MI_OK;
 }
 

@@ -53,17 +53,25 @@ static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err)
   mi__step_t *st = &s->steps[s->step_count];
   char lb[32];
   const char *label = mi__node_label(s->g, i, lb, sizeof lb);
+  uint8_t *on;
+  int32_t fb;
   if (!OPT(p->opts, allow_host_fallback, 1))
     return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (%s): %s", label, n->op_type, why);
-  if (!mi_ref_supports(n->op_type, s->g->opset))
-    return mi_errorf(err, MI_ERR_UNSUPPORTED,
-                     "node '%s' (%s): %s; the reference interpreter lacks it too", label,
-                     n->op_type, why);
   memset(st, 0, sizeof *st);
   st->node = i;
   st->node_count = 1;
   st->kind = MI__STEP_HOST;
+  /* The fallback device first; what it refuses too runs on the reference interpreter. */
+  if ((fb = mi__fallback_prepare(s, st, i, err)) < 0) return -fb;
+  if (!fb && !mi_ref_supports(n->op_type, s->g->opset))
+    return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                     "node '%s' (%s): %s; the reference interpreter lacks it too", label,
+                     n->op_type, why);
   s->step_count++;
+  if (!(on = realloc(s->fallback_on, (size_t)s->fallback_count + 1)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  s->fallback_on = on;
+  on[s->fallback_count] = (uint8_t)fb;
   return push_line(&s->fallback, &s->fallback_count, label, err);
 }
 

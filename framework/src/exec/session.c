@@ -94,6 +94,8 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   s->g = g;
   s->plugin = plugin;
   s->device = device;
+  s->fb_plugin = OPT(opts, fallback_plugin, NULL);
+  s->fb_device = OPT(opts, fallback_device, 0);
   if (!plugin) goto done; /* the reference path runs the caller's graph as it is */
   if (!plugin->api.kernel_prepare || !plugin->api.kernel_run || !plugin->api.buffer_alloc) {
     rc = mi_errorf(err, MI_ERR_ABI, "plugin '%s' lacks kernel functions", plugin->name);
@@ -101,6 +103,13 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   }
   if (device >= plugin->device_count) {
     rc = mi_errorf(err, MI_ERR_NOT_FOUND, "plugin '%s' has no device %u", plugin->name, device);
+    goto done;
+  }
+  if (s->fb_plugin && (!s->fb_plugin->api.kernel_prepare || !s->fb_plugin->api.kernel_run ||
+                       !s->fb_plugin->api.buffer_alloc ||
+                       s->fb_device >= s->fb_plugin->device_count)) {
+    rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fallback device %s:%u cannot run kernels",
+                   s->fb_plugin->name, s->fb_device);
     goto done;
   }
   if (!shapes_concrete(g)) {
@@ -161,6 +170,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   const mi_plugin_t *p;
   if (!s) return;
   p = s->plugin;
+  mi__fallback_free(s);
   for (int32_t i = 0; i < s->step_count; i++) {
     if (s->steps[i].kernel) p->api.kernel_release(p->ctx, s->steps[i].kernel);
     free(s->steps[i].inputs);
@@ -190,6 +200,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->node_timed);
   for (int32_t i = 0; i < s->fallback_count; i++) free(s->fallback[i]);
   free(s->fallback);
+  free(s->fallback_on);
   for (int32_t i = 0; i < s->unfused_count; i++) free(s->unfused[i]);
   free(s->unfused);
   mi__nested_free(s);
@@ -234,6 +245,18 @@ MI_API int32_t mi_session_fallback_count(const mi_session_t *s) {
 MI_API const char *mi_session_fallback_node(const mi_session_t *s, int32_t index) {
   if (!s || index < 0 || index >= s->fallback_count) return NULL;
   return s->fallback[index];
+}
+
+MI_API int mi_session_fallback_where(const mi_session_t *s, int32_t index, mi_plugin_t **plugin,
+                                     uint32_t *device) {
+  int on = s && index >= 0 && index < s->fallback_count && s->fallback_on && s->fallback_on[index];
+  if (plugin) *plugin = on ? s->fb_plugin : NULL;
+  if (device) *device = on ? s->fb_device : 0;
+  return on;
+}
+
+MI_API int32_t mi_session_fallback_device_count(const mi_session_t *s) {
+  return s ? s->fb_count : 0;
 }
 
 MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns) {

@@ -181,7 +181,9 @@ static int32_t run_host_step(mi_session_t *s, const mi__step_t *st, mi_error_t *
     if ((rc = to_host(s, t, err))) goto done;
     ins[j] = s->hval[t];
   }
-  rc = mi__nested_if(s, st->node, ins, outs, err);
+  /* A node the fallback device runs: the same host copies in and out. */
+  if (st->fb && (rc = mi__fallback_run(s, st, ins, outs, err))) goto done;
+  rc = st->fb ? 1 : mi__nested_if(s, st->node, ins, outs, err);
   if (rc < 0) {
     rc = -rc;
     goto done;

@@ -80,6 +80,13 @@ static const char *asked_variant(const mi_graph_t *g, const mi_session_options_t
   return NULL;
 }
 
+/* 1 when node i is a host step of s that ran on the session's fallback device. */
+static int on_fallback_device(const mi_session_t *s, int32_t i) {
+  for (int32_t k = 0; s && s->fb_plugin && k < s->step_count; k++)
+    if (s->steps[k].node == i && s->steps[k].kind == MI__STEP_HOST) return s->steps[k].fb != NULL;
+  return 0;
+}
+
 static int by_time(const void *a, const void *b) {
   const mi_layer_row_t *x = a, *y = b;
   if (x->ms != y->ms) return x->ms < y->ms ? 1 : -1;
@@ -132,6 +139,11 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
     v = asked_variant(g, so, nodes, c);
     snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v
                                                                         : "default");
+    if (r->where && on_fallback_device(s, i)) { /* a host step the fallback device ran */
+      r->where = 2;
+      snprintf(r->variant, sizeof r->variant, "fallback %.40s:%u", s->fb_plugin->name,
+               s->fb_device);
+    }
     total += r->ms;
     n++;
   }
@@ -246,7 +258,10 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
       fputs(", \"variant\": ", f);
       json_str(f, r->variant);
       fprintf(f, ", \"where\": \"%s\", \"nodes\": %d, \"ms\": %.9g, \"share\": %.9g",
-              r->where ? "host" : "device", (int)r->node_count, r->ms, r->share);
+              r->where == 2 ? "fallback" : r->where ? "host"
+                                                    : "device",
+              (int)r->node_count,
+              r->ms, r->share);
       fprintf(f, ", \"flops\": %.6g, \"bytes\": %.6g, \"depth\": %d", r->flops, r->bytes,
               (int)r->depth);
       if (r->ms > 0 && r->flops > 0) fprintf(f, ", \"gflops\": %.6g", r->flops / r->ms / 1e6);

@@ -363,3 +363,37 @@ MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_p
   *device = (uint32_t)idx;
   return MI_OK;
 }
+
+static int is_cpu(const mi_plugin_t *p, uint32_t device) {
+  mi_device_desc_t d;
+  return mi_plugin_device_info(p, device, &d, NULL) == MI_OK && d.kind == MI_DEVICE_CPU;
+}
+
+MI_API int mi_registry_cpu_fallback(const mi_registry_t *r, const mi_plugin_t *plugin,
+                                    uint32_t device, mi_plugin_t **fb_plugin,
+                                    uint32_t *fb_device) {
+  mi_plugin_t *best = NULL;
+  uint32_t best_dev = 0;
+  (void)device;
+  if (fb_plugin) *fb_plugin = NULL;
+  if (fb_device) *fb_device = 0;
+  if (!r || !plugin || !fb_plugin || !fb_device) return 0;
+  /* By plugin name, not load order: a tool that loaded the primary's plugin first finds the
+   * same device as one that scanned the folder in order. */
+  for (int32_t i = 0; i < r->plugin_count; i++) {
+    mi_plugin_t *p = &r->plugins[i]->pub;
+    if (best && strcmp(p->name, best->name) >= 0) continue;
+    for (uint32_t d = 0; d < p->device_count; d++)
+      if (is_cpu(p, d)) {
+        best = p;
+        best_dev = d;
+        break;
+      }
+  }
+  /* The primary's own plugin would refuse again what it refused (PoCL and lavapipe are CPU
+   * devices too, but the first CPU plugin is another one). */
+  if (!best || best == plugin) return 0;
+  *fb_plugin = best;
+  *fb_device = best_dev;
+  return 1;
+}

@@ -1,0 +1,81 @@
+# mi_run_fallback.sh - mi-run --fallback: the nodes a device refuses run on the first CPU plugin
+# (blis-cpu:0) by default, on the reference with --fallback ref; what the fallback refuses too
+# runs on the reference; an unknown --fallback device is one line and exit 2. The primary is
+# the SDK's template plugin (Relu and Add only).
+set -euo pipefail
+. "${BASH_SOURCE[0]%/*}/lib.bash"
+mi_wire_py
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+TPL=$B/tests/plugins/template
+[ -d "$TPL" ] || { echo "template plugin not built: skipped"; exit 77; }
+PL="$TPL:$B/plugins"
+
+# x[2,16] -> Relu -> CumSum(axis 1) -> Sin -> Add(., relu): the template runs Relu and Add,
+# blis-cpu runs CumSum, no plugin runs Sin.
+python3 - "$T" <<'EOF'
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
+axis = vi(2, 7) + s(8, "axis") + ld(9, struct.pack("<q", 1))  # INT64 scalar
+save("cs.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("CumSum", "cumsum", ["r", "axis"], ["c"]),
+                       node("Sin", "sin", ["c"], ["s"]), node("Add", "add", ["s", "r"], ["y"])],
+                      [("x", 1, [2, 16])], [("y", 1, [2, 16])], ld(5, axis)))
+EOF
+
+"$RUN" --model "$T/cs.onnx" --device ref --output-dir "$T/ref" > /dev/null || fail "ref run"
+
+# Default: CumSum on blis-cpu:0, Sin on the reference.
+"$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --check --output-dir "$T/def" \
+  > "$T/def.txt" 2> "$T/def.err" || fail "default run: $(cat "$T/def.err")"
+grep -qx "fallback nodes: 1 on blis-cpu:0 (cumsum), 1 on the reference (sin)" "$T/def.txt" ||
+  fail "default fallback line: $(grep fallback "$T/def.txt")"
+grep -q "^check: " "$T/def.txt" || fail "--check with the fallback"
+
+# --fallback ref: both on the reference, as before the fallback device.
+"$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --fallback ref --json \
+  --output-dir "$T/old" > "$T/old.json" 2> "$T/old.err" || fail "--fallback ref: $(cat "$T/old.err")"
+cmp -s "$T/ref/y.npy" "$T/old/y.npy" || fail "--fallback ref output differs from ref"
+python3 - "$T/old.json" <<'EOF' || fail "--fallback ref JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["fallback_nodes"] == ["cumsum", "sin"], j
+assert j["fallback_device"] is None and j["fallback_on_device"] == 0 and j["fallback_on_reference"] == 2, j
+EOF
+
+# Named explicitly, with the profile: the same as the default; the outputs the reference's.
+"$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --fallback blis-cpu:0 --json \
+  --profile --repeat 2 --output-dir "$T/exp" > "$T/exp.json" 2> "$T/exp.err" ||
+  fail "--fallback blis-cpu:0: $(cat "$T/exp.err")"
+python3 - "$T/exp.json" "$T/ref/y.npy" "$T/exp/y.npy" "$T/def/y.npy" <<'EOF' || fail "--fallback blis-cpu:0 JSON"
+import json, struct, sys
+j = json.load(open(sys.argv[1]))
+assert j["fallback_device"] == "blis-cpu:0" and j["fallback_on_device"] == 1, j
+assert j["fallback_on_reference"] == 1, j
+rows = {r["name"]: r for r in j["profile"]["layers"]} if isinstance(j["profile"], dict) else None
+assert rows, j["profile"]
+assert rows["cumsum"]["where"] == "fallback" and rows["cumsum"]["variant"] == "fallback blis-cpu:0", rows
+assert rows["sin"]["where"] == "host", rows
+def vals(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<H", b[8:10])[0]
+    return struct.unpack("<32f", b[10 + n:])
+want = vals(sys.argv[2])
+for got in (vals(sys.argv[3]), vals(sys.argv[4])):
+    assert max(abs(a - b) for a, b in zip(got, want)) <= 1e-5 * max(1, max(abs(v) for v in want)), (got, want)
+EOF
+"$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --profile --repeat 2 \
+  > "$T/prof.txt" 2>&1 || fail "--profile text"
+grep -q "^cumsum .*fallback blis-cpu:0" "$T/prof.txt" || fail "profile row of cumsum: $(grep cumsum "$T/prof.txt")"
+
+# An unknown fallback device: one line naming it, exit 2, nothing run.
+set +e
+"$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --fallback nosuch:0 \
+  > "$T/bad.txt" 2> "$T/bad.err"
+st=$?
+set -e
+[ "$st" = 2 ] || fail "--fallback nosuch:0 exited $st"
+[ "$(wc -l < "$T/bad.err")" = 1 ] || fail "--fallback nosuch:0: not one line: $(cat "$T/bad.err")"
+grep -q "fallback 'nosuch:0'" "$T/bad.err" || fail "the error names the device: $(cat "$T/bad.err")"
+[ ! -s "$T/bad.txt" ] || fail "--fallback nosuch:0 printed a summary"
+echo "mi_run_fallback: ok"

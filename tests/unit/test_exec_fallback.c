@@ -1,0 +1,160 @@
+/* test_exec_fallback.c - nodes the session's device refuses run on a fallback device (blis-cpu)
+ * when the session names one (exec/fallback.c), what the fallback refuses too on the reference
+ * interpreter; outputs equal the reference's either way. */
+#include <math.h>
+
+#include "test_exec_util.h"
+
+/* x[2,16] -> Relu -> CumSum(axis 1) -> Sin -> Add(., relu) -> y. Only blis-cpu runs CumSum; no
+ * plugin runs Sin (the reference does). */
+static mi_graph_t *cumsum_sin(void) {
+  mi_graph_t *g = mi_graph_create("fallback");
+  int64_t d[2] = {2, 16}, axis = 1;
+  REQUIRE(g);
+  g->opset = 13;
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 2, d);
+  int32_t ax = mi_graph_add_const_i64(g, "axis", 1, &axis);
+  int32_t r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, 2, d);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, 2, d);
+  int32_t s = mi_graph_add_tensor(g, "s", MI_DTYPE_FLOAT32, 2, d);
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, 2, d);
+  int32_t ic[2] = {r, ax}, ia[2] = {s, r};
+  REQUIRE(x >= 0 && ax >= 0 && r >= 0 && c >= 0 && s >= 0 && y >= 0);
+  REQUIRE(mi_graph_add_input(g, x) == MI_OK && mi_graph_add_output(g, y) == MI_OK);
+  REQUIRE(mi_graph_add_node(g, "Relu", "relu", 1, &x, 1, &r) >= 0);
+  REQUIRE(mi_graph_add_node(g, "CumSum", "cumsum", 2, ic, 1, &c) >= 0);
+  REQUIRE(mi_graph_add_node(g, "Sin", "sin", 1, &c, 1, &s) >= 0);
+  REQUIRE(mi_graph_add_node(g, "Add", "add", 2, ia, 1, &y) >= 0);
+  return g;
+}
+
+static int32_t fallback_index(const mi_session_t *s, const char *name) {
+  for (int32_t i = 0; i < mi_session_fallback_count(s); i++)
+    if (!strcmp(mi_session_fallback_node(s, i), name)) return i;
+  return -1;
+}
+
+static mi_session_t *with_fallback(const mi_graph_t *g, mi_plugin_t *p, uint32_t dev,
+                                   mi_plugin_t *fb, uint32_t fb_dev) {
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.fallback_plugin = fb;
+  o.fallback_device = fb_dev;
+  if (mi_session_create(g, p, dev, &o, &s, &err) != MI_OK) die("mi_session_create", &err);
+  return s;
+}
+
+/* On primary p: CumSum on blis-cpu, Sin on the reference; without a fallback both on the
+ * reference; the outputs the reference's within `tol` (npu-stub computes in FP16). */
+static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double tol) {
+  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *where = NULL, *fb = NULL;
+  mi_graph_t *g = cumsum_sin();
+  mi_array_t *x = input_for(g, 3), *want[1] = {0}, *got[1] = {0}, *old[1] = {0};
+  uint32_t wd = 9, fd = 9;
+  double e, eo;
+  REQUIRE(blis && x);
+  ref(g, x, want);
+  /* The default pick (the first CPU plugin by name) is blis-cpu:0 for this primary. */
+  CHECK(mi_registry_cpu_fallback(r, p, dev, &fb, &fd) == 1 && fb == blis && fd == 0,
+        "%s: default fallback %s:%u", p->name, fb ? fb->name : "none", fd);
+  mi_session_t *s = with_fallback(g, p, dev, blis, 0), *s0 = with_fallback(g, p, dev, NULL, 0);
+  run(s, g, x, got);
+  run(s0, g, x, old);
+  e = tu_rel_l2_arrays(got[0], want[0]);
+  eo = tu_rel_l2_arrays(old[0], want[0]);
+  CHECK(e < tol, "%s + blis-cpu fallback vs reference: rel L2 %g (limit %g)", p->name, e, tol);
+  CHECK(eo < tol, "%s without a fallback vs reference: rel L2 %g (limit %g)", p->name, eo, tol);
+  /* Run twice: the fallback's buffers and kernel are reused. */
+  mi_array_destroy(got[0]);
+  got[0] = NULL;
+  run(s, g, x, got);
+  CHECK(tu_rel_l2_arrays(got[0], want[0]) < tol, "%s: second run differs", p->name);
+  CHECK(mi_session_fallback_count(s) == 2, "%s: fallback nodes %d, expected 2 (cumsum, sin)",
+        p->name, (int)mi_session_fallback_count(s));
+  CHECK(mi_session_fallback_device_count(s) == 1, "%s: %d on the fallback device, expected 1",
+        p->name, (int)mi_session_fallback_device_count(s));
+  CHECK(fallback_index(s, "cumsum") >= 0 &&
+            mi_session_fallback_where(s, fallback_index(s, "cumsum"), &where, &wd) == 1 &&
+            where == blis && wd == 0,
+        "%s: CumSum ran on blis-cpu:0", p->name);
+  CHECK(fallback_index(s, "sin") >= 0 &&
+            mi_session_fallback_where(s, fallback_index(s, "sin"), &where, &wd) == 0 && !where,
+        "%s: Sin, which blis-cpu refuses too, ran on the reference", p->name);
+  CHECK(mi_session_fallback_count(s0) == 2 && mi_session_fallback_device_count(s0) == 0,
+        "%s without a fallback: %d fallback nodes, %d on a device", p->name,
+        (int)mi_session_fallback_count(s0), (int)mi_session_fallback_device_count(s0));
+  /* The per-layer table names the fallback device for CumSum, the host for Sin. */
+  {
+    double ms[4] = {1, 2, 3, 4};
+    mi_layer_row_t *rows = NULL;
+    int32_t n = 0, seen = 0;
+    mi_error_t err = {0};
+    REQUIRE(mi_layer_rows(g, s, NULL, ms, &rows, &n, &err) == MI_OK);
+    for (int32_t i = 0; i < n; i++) {
+      if (!strcmp(rows[i].name, "cumsum"))
+        seen += rows[i].where == 2 && !strcmp(rows[i].variant, "fallback blis-cpu:0");
+      if (!strcmp(rows[i].name, "sin")) seen += rows[i].where == 1 && !strcmp(rows[i].variant, "host");
+    }
+    CHECK(seen == 2, "%s: the profile rows of cumsum and sin", p->name);
+    free(rows);
+  }
+  printf("%s: with blis-cpu fallback rel L2 %.3g, without %.3g\n", p->name, e, eo);
+  mi_session_destroy(s);
+  mi_session_destroy(s0);
+  mi_array_destroy(x);
+  mi_array_destroy(want[0]);
+  mi_array_destroy(got[0]);
+  mi_array_destroy(old[0]);
+  mi_graph_destroy(g);
+}
+
+static void npu_stub_refusals_run_on_blis(void) {
+  mi_registry_t *r = open_plugins();
+  mi_plugin_t *npu = NULL;
+  uint32_t dev = 0;
+  tu_device_or_skip(r, "npu-stub", "npu-stub:0", &npu, &dev);
+  check_primary(r, npu, dev, 1e-2);
+  mi_registry_destroy(r);
+}
+
+static void opencl_and_vulkan_refusals_run_on_blis(void) {
+  mi_registry_t *r = open_plugins();
+  static const char *const specs[2] = {"opencl:0", "vulkan:0"};
+  int ran = 0;
+  for (int i = 0; i < 2; i++) {
+    mi_plugin_t *p = NULL;
+    uint32_t dev = 0;
+    mi_error_t err = {0};
+    if (mi_registry_device(r, specs[i], &p, &dev, &err) != MI_OK) {
+      printf("%s: not here, skipped\n", specs[i]);
+      continue;
+    }
+    check_primary(r, p, dev, 1e-4);
+    ran++;
+  }
+  if (!ran) TU_SKIP("neither opencl:0 nor vulkan:0 is here");
+  mi_registry_destroy(r);
+}
+
+/* A CPU plugin's own refusals stay on the reference: it gets no default fallback. */
+static void cpu_primary_gets_no_default(void) {
+  mi_registry_t *r = open_plugins();
+  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *fb = (mi_plugin_t *)1;
+  uint32_t fd = 7;
+  REQUIRE(blis);
+  CHECK(mi_registry_cpu_fallback(r, blis, 0, &fb, &fd) == 0 && fb == NULL && fd == 0,
+        "blis-cpu:0 got a default fallback");
+  mi_registry_destroy(r);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(npu_stub_refusals_run_on_blis),
+    TU_CASE(opencl_and_vulkan_refusals_run_on_blis),
+    TU_CASE(cpu_primary_gets_no_default),
+};
+
+TU_MAIN(NULL, NULL)
