@@ -1,4 +1,4 @@
-# mi_run_fallback.sh - mi-run --fallback: the nodes a device refuses run on the first CPU plugin
+# mi_run_fallback.sh - mi-run and mi-host profile --fallback: the nodes a device refuses run on the first CPU plugin
 # (blis-cpu:0) by default, on the reference with --fallback ref; what the fallback refuses too
 # runs on the reference; an unknown --fallback device is one line and exit 2. The primary is
 # the SDK's template plugin (Relu and Add only).
@@ -78,4 +78,29 @@ set -e
 [ "$(wc -l < "$T/bad.err")" = 1 ] || fail "--fallback nosuch:0: not one line: $(cat "$T/bad.err")"
 grep -q "fallback 'nosuch:0'" "$T/bad.err" || fail "the error names the device: $(cat "$T/bad.err")"
 [ ! -s "$T/bad.txt" ] || fail "--fallback nosuch:0 printed a summary"
+# mi-host profile: the measurement worker gets the same fallback device; --fallback ref and an
+# unknown device as in mi-run.
+HOST=$B/bin/mi-host
+for fb in default ref; do
+  a=(); [ $fb = ref ] && a=(--fallback ref)
+  "$HOST" --plugins "$TPL" --plugins "$B/plugins" profile --model "$T/cs.onnx" --device template:0 \
+    --db "$T/h.db" --no-fingerprint --repeat 5 "${a[@]}" --json > "$T/hp_$fb.json" 2> "$T/hp.err" ||
+    fail "mi-host profile ($fb): $(cat "$T/hp.err")"
+done
+python3 - "$T/hp_default.json" "$T/hp_ref.json" <<'EOF' || fail "mi-host profile JSON"
+import json, sys
+d, r = (json.load(open(p)) for p in sys.argv[1:3])
+where = lambda j: {l["name"]: l["where"] for l in j["layers"]}
+assert d["fallback_device"] == "blis-cpu:0" and d["fallback_on_device"] == 1 and d["fallback_on_reference"] == 1, d
+assert where(d)["cumsum"] == "fallback" and where(d)["sin"] == "host", where(d)
+assert r["fallback_device"] is None and r["fallback_on_reference"] == 2 and where(r)["cumsum"] == "host", r
+EOF
+set +e
+"$HOST" --plugins "$TPL" --plugins "$B/plugins" profile --model "$T/cs.onnx" --device template:0 \
+  --db "$T/h.db" --fallback nosuch:0 > "$T/hbad.txt" 2> "$T/hbad.err"
+st=$?
+set -e
+[ "$st" = 2 ] || fail "mi-host profile --fallback nosuch:0 exited $st"
+[ "$(wc -l < "$T/hbad.err")" = 1 ] && grep -q "fallback 'nosuch:0'" "$T/hbad.err" ||
+  fail "mi-host profile --fallback nosuch:0: $(cat "$T/hbad.err")"
 echo "mi_run_fallback: ok"

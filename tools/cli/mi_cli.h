@@ -55,6 +55,13 @@ typedef struct mi_cli_opt {
   X(O_PLUGINS, "plugins", "DIR",                                  \
     "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n" \
     "folder of this build or installation)")
+/* mi-run, mi-host profile and compare: where the nodes the device refuses run. */
+#define MI_CLI_OPT_FALLBACK(X)                                       \
+  X(O_FALLBACK, "fallback", "DEV",                                   \
+    "where the nodes the device refuses run: PLUGIN:INDEX, or\n"     \
+    "'ref' (the reference interpreter). Default: the first CPU\n"    \
+    "plugin's device (blis-cpu:0) for a device of another plugin;\n" \
+    "what it refuses too runs on the reference")
 #define MI_CLI_OPTS_OUTPUT_DIR(X)                                                                    \
   X(O_OUTPUT_DIR, "output-dir", "DIR", "write each output as DIR/<output name>.npy (also --output)") \
   X(O_OUTPUT, "output", "DIR", NULL)

@@ -23,6 +23,7 @@ typedef struct cmp_config {
 
 typedef struct cmp_args {
   const char *model, *device;
+  const char *fallback;                       /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default */
   const char *shapes[16], *files[16], *calib; /* --shape, --input, --calib */
   int nshape, nfile;
   char calib_shapes[16][256]; /* shapes of --calib's first sample, for inputs with dynamic dims */
@@ -38,6 +39,7 @@ typedef struct cmp_args {
 #define OPTIONS(X)                                                                            \
   MI_CLI_OPT_MODEL(X)                                                                         \
   X(O_DEVICE, "device", "PLUGIN:INDEX", "the device to measure on")                           \
+  MI_CLI_OPT_FALLBACK(X)                                                                      \
   X(O_CONFIG, "config", "C.yaml[#N]",                                                         \
     "a configuration: a deployment.yaml (#N: its Nth configuration\n"                         \
     "of the device's entry, 0 the chosen one) or a YAML mapping of\n"                         \
@@ -89,6 +91,8 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
     if (k == O_MODEL) a->model = v;
     else if (k == O_DEVICE)
       a->device = v;
+    else if (k == O_FALLBACK)
+      a->fallback = v;
     else if (k == O_SET) {
       cmp_config_t *cf = a->n ? &a->cfg[a->n - 1] : NULL;
       if (!cf || !strchr(v, '=') || v[0] == '=' || cf->nset == MAX_SETS)
@@ -470,6 +474,11 @@ int mi_host_cmd_compare(mi_host_t *h, int argc, char **argv) {
     goto done;
   }
   wo.timeout_s = a->timeout_s;
+  wo.fallback = a->fallback;
+  if (mi_host_check_fallback(h, "compare", a->fallback)) {
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
   if (mi_worker_pool_create(&wo, &pool, &err)) {
     fprintf(stderr, "mi-host: compare: %s\n", err.message);
     goto done;

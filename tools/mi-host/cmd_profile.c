@@ -14,6 +14,7 @@
 
 typedef struct prof_args {
   const char *model, *db, *devices[MAX_DEVICES];
+  const char *fallback; /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default */
   int ndev, rounds, check, fingerprint;
   int workers; /* fresh worker processes per figure (--workers) */
   mi_measure_options_t mo;
@@ -39,6 +40,7 @@ typedef struct task_info {
 #define OPTIONS(X)                                                                                 \
   MI_CLI_OPT_MODEL(X)                                                                              \
   X(O_DEVICE, "device", "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)")         \
+  MI_CLI_OPT_FALLBACK(X)                                                                           \
   MI_CLI_OPTS_MODEL_INPUT(X)                                                                       \
   X(O_DB, "db", "FILE|URL", "the history the measurements go to (default history.db)")             \
   X(O_REPEAT, "repeat", "N", "at least N timed repeats per figure")                                \
@@ -121,6 +123,8 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       a->model = v;
     else if (k == O_DB)
       a->db = v;
+    else if (k == O_FALLBACK)
+      a->fallback = v;
     else if (k == O_DEVICE) {
       if (a->ndev == MAX_DEVICES) return mi_host_usage_error("profile: at most %d devices", MAX_DEVICES);
       a->devices[a->ndev++] = v;
@@ -216,6 +220,9 @@ static void layer_table(FILE *f, const mi_graph_t *g, const mi_profile_t *p, int
         if (p->layers[i].node == rows[r].node && p->layers[i].where == 1) {
           rows[r].where = 1;
           snprintf(rows[r].variant, sizeof rows[r].variant, "host");
+        } else if (p->layers[i].node == rows[r].node && p->layers[i].where == 3) {
+          rows[r].where = 2; /* as mi-run --profile shows a node its fallback device ran */
+          snprintf(rows[r].variant, sizeof rows[r].variant, "fallback %.54s", p->fallback_device);
         }
     /* The steps of the If branches that ran as nested sessions, named <If>/<branch>/<step>
      * as mi-run --profile names them; the If's row keeps its own time. Out of memory, the
@@ -251,6 +258,13 @@ static void print_profile(FILE *f, const char *spec, const mi_profile_t *p, cons
     fprintf(f, "\n  tensor memory %.1f MiB planned (one buffer per tensor: %.1f MiB)",
             (double)p->planned_memory_bytes / 1048576.0, (double)p->unplanned_memory_bytes / 1048576.0);
   fputc('\n', f);
+  if (p->fallback_count) { /* as mi-run's summary line says it */
+    int32_t on = p->fallback_on_device, ref = p->fallback_count - on;
+    fputs("  fallback nodes: ", f);
+    if (on) fprintf(f, "%d on %s", (int)on, p->fallback_device);
+    if (ref) fprintf(f, "%s%d on the reference", on ? ", " : "", (int)ref);
+    fputc('\n', f);
+  }
   layer_table(f, g, p, 0);
 }
 
@@ -273,6 +287,12 @@ static void json_profile(FILE *f, const char *spec, const mi_profile_t *p, const
     const mi_stats_t *s = &p->latency.stats;
     mi_json_key(f, &first, "device_name");
     mi_json_string(f, p->desc.name);
+    mi_json_key(f, &first, "fallback_device");
+    if (p->fallback_device[0]) mi_json_string(f, p->fallback_device);
+    else
+      fputs("null", f);
+    fprintf(f, ",\"fallback_on_device\":%d,\"fallback_on_reference\":%d", (int)p->fallback_on_device,
+            (int)(p->fallback_count - p->fallback_on_device));
     mi_json_key(f, &first, "clock");
     mi_json_string(f, p->clock == MI_CLOCK_DEVICE ? "device" : "wall");
     fprintf(f, ",\"latency_ms\":{\"median\":");
@@ -448,6 +468,11 @@ int mi_host_cmd_profile(mi_host_t *h, int argc, char **argv) {
     goto done;
   }
   wo.timeout_s = a.timeout_s;
+  wo.fallback = a.fallback;
+  if (mi_host_check_fallback(h, "profile", a.fallback)) {
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
   if (mi_worker_pool_create(&wo, &pool, &err)) {
     fprintf(stderr, "mi-host: profile: %s\n", err.message);
     rc = MI_HOST_FAIL;

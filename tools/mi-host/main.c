@@ -133,6 +133,20 @@ int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t c
   return MI_OK;
 }
 
+int mi_host_check_fallback(mi_host_t *h, const char *command, const char *spec) {
+  mi_registry_t *reg;
+  mi_plugin_t *p = NULL;
+  uint32_t dev = 0;
+  mi_error_t err;
+  if (!spec || !strcmp(spec, "ref")) return 0;
+  h->described_only = 1;
+  if (!(reg = mi_host_registry(h))) return 1;
+  mi_error_clear(&err);
+  if (mi_registry_device(reg, spec, &p, &dev, &err) == MI_OK) return 0;
+  fprintf(stderr, "mi-host: %s: --fallback '%s': %s\n", command, spec, err.message);
+  return 1;
+}
+
 const char *mi_host_plugin_path(mi_host_t *h) {
   char given[8192] = "";
   size_t at = 0;

@@ -37,6 +37,11 @@ mi_registry_t *mi_host_registry(mi_host_t *h);
  * load from: mi_plugin_path of the --plugins folders. NULL when out of memory. */
 const char *mi_host_plugin_path(mi_host_t *h);
 
+/** Checks a command's --fallback DEV before any worker starts: NULL and "ref" pass; a
+ * PLUGIN:INDEX that no plugin of the path describes prints one line ("mi-host COMMAND: ...") and
+ * returns nonzero. The plugins are described in a sacrificial worker (described_only). */
+int mi_host_check_fallback(mi_host_t *h, const char *command, const char *spec);
+
 /** Sets up `c` to parse the arguments of `command` (argv[0] is its name) with its options
  * `opts`: messages start "mi-host COMMAND:", and its --help shows its line of commands.def. */
 void mi_host_cli(mi_host_t *h, mi_cli_t *c, const char *command, const mi_cli_opt_t *opts);

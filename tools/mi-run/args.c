@@ -11,11 +11,7 @@
   X(O_MODEL, "model", "FILE", "the ONNX model")                                              \
   X(O_DEVICE, "device", "DEV", "'ref' (reference interpreter) or PLUGIN:INDEX (blis-cpu:0)") \
   MI_CLI_OPT_PLUGINS(X)                                                                      \
-  X(O_FALLBACK, "fallback", "DEV",                                                           \
-    "where the nodes the device refuses run: PLUGIN:INDEX, or\n"                             \
-    "'ref' (the reference interpreter). Default: the first CPU\n"                            \
-    "plugin's device (blis-cpu:0) for a device of another plugin;\n"                         \
-    "what it refuses too runs on the reference")                                             \
+  MI_CLI_OPT_FALLBACK(X)                                                                     \
   X(O_INPUT, "input", "NAME=FILE",                                                           \
     "a model input from a .npy file (repeatable); its shape\n"                               \
     "replaces the model's dynamic dims")                                                     \

@@ -96,71 +96,19 @@ int32_t run_load_plugins(mi_registry_t *reg, const char *dir, const char *spec, 
   return rc;
 }
 
-/* The second scan, for the fallback device: never the primary's plugin again; with a spec only
- * its plugin; without one (the default) only plugins that could be the first CPU plugin by name
- * (mi_registry_cpu_fallback), none once one is loaded. */
-typedef struct fb_only {
-  mi_guard_t *g;
-  const mi_registry_t *reg;
-  const mi_plugin_t *primary;
-  uint32_t device;
-  int primary_cpu;
-  const char *want;
-  size_t want_len;
-} fb_only_t;
-
-static int32_t fallback_candidate(void *ctx, const char *path, const char *name,
-                                  mi_error_t *err) {
-  fb_only_t *o = ctx;
-  mi_plugin_t *fp = NULL;
-  uint32_t fd = 0;
-  int skip = strcmp(name, o->primary->name) == 0;
-  if (o->want) skip |= strlen(name) != o->want_len || strncmp(name, o->want, o->want_len) != 0;
-  else
-    skip |= (o->primary_cpu && strcmp(name, o->primary->name) > 0) ||
-            mi_registry_cpu_fallback(o->reg, o->primary, o->device, &fp, &fd);
-  if (skip) return mi_errorf(err, MI_ERR_NOT_FOUND, "not a fallback candidate");
-  mi_guard_stage(o->g, name, "preflight");
+/* Each fallback candidate passes the same preflight as the device's plugin. */
+static int32_t fallback_preflight(void *ctx, const char *path, const char *name, mi_error_t *err) {
+  mi_guard_stage(ctx, name, "preflight");
   return mi_worker_preflight(NULL, path, name, err);
 }
 
 int32_t run_load_fallback(mi_registry_t *reg, const char *dir, const char *spec,
                           const mi_plugin_t *primary, uint32_t device, mi_guard_t *g,
                           mi_plugin_t **fb, uint32_t *fb_device, mi_error_t *err) {
-  fb_only_t o;
-  mi_device_desc_t dd;
-  int32_t rc;
-  *fb = NULL;
-  *fb_device = 0;
-  if (spec && strcmp(spec, "ref") == 0) return MI_OK;
-  memset(&o, 0, sizeof o);
-  o.g = g;
-  o.reg = reg;
-  o.primary = primary;
-  o.device = device;
-  o.primary_cpu = mi_plugin_device_info(primary, device, &dd, NULL) == MI_OK &&
-                  dd.kind == MI_DEVICE_CPU;
-  o.want = spec;
-  o.want_len = spec ? strcspn(spec, ":") : 0;
-  mi_registry_set_preflight(reg, fallback_candidate, &o);
-  rc = mi_cli_scan_plugins(reg, dir, err);
-  mi_registry_set_preflight(reg, NULL, NULL);
-  if (rc) return rc;
-  if (!spec) {
-    mi_registry_cpu_fallback(reg, primary, device, fb, fb_device);
-    return MI_OK;
-  }
-  if ((rc = mi_registry_device(reg, spec, fb, fb_device, err)) == MI_ERR_NOT_FOUND) {
-    char name[128];
-    const char *why;
-    snprintf(name, sizeof name, "%.*s", (int)(o.want_len < 127 ? o.want_len : 127), spec);
-    if ((why = mi_registry_refusal(reg, name)))
-      return mi_errorf(err, MI_ERR_NOT_FOUND, "--fallback '%s': plugin '%s' refused at load: %s",
-                       spec, name, why);
-    return mi_errorf(err, MI_ERR_NOT_FOUND,
-                     "--fallback '%s': no such device (expected 'ref' or PLUGIN:INDEX of a "
-                     "loaded plugin)",
-                     spec);
-  }
+  char *path = mi_plugin_path(dir);
+  int32_t rc = path ? mi_registry_load_fallback(reg, path, spec, primary, device,
+                                                fallback_preflight, g, fb, fb_device, err)
+                    : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  free(path);
   return rc;
 }

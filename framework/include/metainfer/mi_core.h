@@ -213,6 +213,16 @@ MI_API void mi_registry_set_isolated(mi_registry_t *r, mi_registry_describe_fn f
 MI_API int mi_registry_cpu_fallback(const mi_registry_t *r, const mi_plugin_t *plugin,
                                     uint32_t device, mi_plugin_t **fb_plugin,
                                     uint32_t *fb_device);
+/** Loads the plugin of the device that runs what `primary`'s `device` refuses, scanning `path`
+ * (colon-separated; NULL or "": MI_PLUGIN_PATH): `spec` "PLUGIN:INDEX" loads that plugin only;
+ * "ref" loads nothing (the reference interpreter runs them); NULL loads only the plugins that
+ * could be mi_registry_cpu_fallback's pick. The primary's plugin is never loaded again; each
+ * candidate passes `preflight` (NULL: none) first. *fb is NULL when the reference runs them. A
+ * spec naming no loaded device: MI_ERR_NOT_FOUND, one line naming it. */
+MI_API int32_t mi_registry_load_fallback(mi_registry_t *r, const char *path, const char *spec,
+                                         const mi_plugin_t *primary, uint32_t device,
+                                         mi_registry_preflight_fn preflight, void *ctx,
+                                         mi_plugin_t **fb, uint32_t *fb_device, mi_error_t *err);
 /** Resolves a device spec "PLUGIN:INDEX" (INDEX defaults to 0). MI_ERR_NOT_FOUND with the
  * list of known plugins in err when there is no such plugin or device. */
 MI_API int32_t mi_registry_device(const mi_registry_t *r, const char *spec, mi_plugin_t **plugin,

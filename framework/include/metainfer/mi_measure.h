@@ -104,7 +104,8 @@ typedef struct mi_layer_profile {
   char name[64];
   char op_type[32];
   int32_t node;  /* index in the graph */
-  int32_t where; /* 0 device kernel, 1 host fallback, 2 folded at create time */
+  int32_t where; /* 0 device kernel, 1 host fallback (the reference interpreter), 2 folded at
+                  * create time, 3 the session's fallback device */
   int32_t has_device_time;
   mi_stats_t wall;   /* seconds */
   mi_stats_t device; /* seconds, when has_device_time */
@@ -144,6 +145,11 @@ typedef struct mi_profile {
    * in which the branch ran), each tagged with its If node and branch (mi_nest_row_t, below). */
   int32_t nest_count;
   struct mi_nest_row *nest;
+  /* Added: the session's fallback device (mi_session_options_t.fallback_plugin) as
+   * "PLUGIN:INDEX", "" for none, and how many of the fallback_count nodes ran there (their
+   * layers' where is 3); the others ran on the reference interpreter. */
+  char fallback_device[80];
+  int32_t fallback_on_device;
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
@@ -233,6 +239,10 @@ typedef struct mi_worker_options {
   const char *const *env;   /* "KEY=VALUE" set in every worker's environment; NULL-ended */
   const char *worker_path;  /* the mi-worker executable; NULL: the one next to the running
                              * program, else the one of the build tree this library came from */
+  /* Where the nodes a worker's device refuses run (mi_registry_load_fallback): "PLUGIN:INDEX",
+   * "ref" (the reference interpreter), or NULL for the default, the first CPU plugin by name
+   * when the device is of another plugin (mi_registry_cpu_fallback). */
+  const char *fallback;
 } mi_worker_options_t;
 
 MI_API void mi_worker_options_default(mi_worker_options_t *o);

@@ -108,6 +108,10 @@ typedef struct mi__config_cache {
   const char *ref_dir;
   int ref_device, ref_is_device;
   char ref_from[256]; /* the folder ref_out was read from or written to ("" none): another drops them */
+  /* The worker's fallback device (mi_worker_options_t.fallback), NULL for none: every session of
+   * a job that allows host fallback gets it. */
+  struct mi_plugin *fb;
+  uint32_t fb_device;
 } mi__config_cache_t;
 #define MI__CONFIG_JOB_MAX (16u << 20)
 /* A job as sent (configuration, probe, interleaved): a fixed header of hsize bytes, then `count`

@@ -343,7 +343,7 @@ static int32_t fill_layers(prof_src_t *p, mi_profile_t *out, double trim, mi_err
       l->where = 0;
       for (int32_t i = 0; i < mi_session_fallback_count(p->s); i++)
         if (g->nodes[n].name && strcmp(mi_session_fallback_node(p->s, i), g->nodes[n].name) == 0)
-          l->where = 1;
+          l->where = mi_session_fallback_where(p->s, i, NULL, NULL) ? 3 : 1;
       if ((rc = mi_stats_compute(ws, p->k, trim, &l->wall, err))) return rc;
       if (p->node_has_dev[n]) {
         l->has_device_time = 1;
@@ -499,6 +499,10 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   if ((rc = mi_session_create(g, plugin, device, so, &p.s, err))) goto done;
   r->prepare_s = mi__now_s() - t0;
   r->fallback_count = mi_session_fallback_count(p.s);
+  r->fallback_on_device = mi_session_fallback_device_count(p.s);
+  if (so && MI_HAS_FIELD(so, mi_session_options_t, fallback_plugin) && so->fallback_plugin)
+    snprintf(r->fallback_device, sizeof r->fallback_device, "%.60s:%u", so->fallback_plugin->name,
+             so->fallback_device);
   mi_session_memory(p.s, &r->planned_memory_bytes, &r->unplanned_memory_bytes, NULL);
   if (o.flush_cache && r->desc.kind == MI_DEVICE_CPU) {
     p.flush_bytes = r->desc.cache_bytes ? 2 * r->desc.cache_bytes : (32u << 20);
@@ -578,7 +582,7 @@ MI_API void mi_profile_destroy(mi_profile_t *p) {
 }
 
 MI_API char *mi_profile_layers_json(const mi_profile_t *p) {
-  static const char *const where[] = {"device", "host", "folded"};
+  static const char *const where[] = {"device", "host", "folded", "fallback"};
   mi__sbuf_t b = {0};
   if (!p) return NULL;
   mi__sbuf_printf(&b, "[");
@@ -588,7 +592,7 @@ MI_API char *mi_profile_layers_json(const mi_profile_t *p) {
     mi__sbuf_json_string(&b, l->name);
     mi__sbuf_printf(&b, ",\"op\":");
     mi__sbuf_json_string(&b, l->op_type);
-    mi__sbuf_printf(&b, ",\"where\":\"%s\"", where[l->where < 0 || l->where > 2 ? 2 : l->where]);
+    mi__sbuf_printf(&b, ",\"where\":\"%s\"", where[l->where < 0 || l->where > 3 ? 2 : l->where]);
     if (l->where != 2) {
       mi__sbuf_printf(&b, ",\"wall_ms\":");
       mi__sbuf_json_stats(&b, &l->wall, 1e3);

@@ -32,6 +32,7 @@ typedef struct slot {
 struct mi_worker_pool {
   mi_worker_options_t o;
   char *dirs;
+  char *fallback; /* mi_worker_options_t.fallback, or NULL */
   char **env;
   char *path; /* the mi-worker executable */
   int32_t count;
@@ -124,6 +125,9 @@ MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *opts, mi_worker_
   }
   if (p->o.quarantine_after <= 0) p->o.quarantine_after = 3;
   if (p->o.plugin_dirs && !(p->dirs = strdup(p->o.plugin_dirs))) goto oom;
+  if (MI_HAS_FIELD(&p->o, mi_worker_options_t, fallback) && p->o.fallback &&
+      !(p->fallback = strdup(p->o.fallback)))
+    goto oom;
   while (p->o.env && p->o.env[n]) n++;
   if (!(p->env = calloc((size_t)n + 1, sizeof *p->env))) goto oom;
   for (int32_t i = 0; i < n; i++)
@@ -133,6 +137,7 @@ MI_API int32_t mi_worker_pool_create(const mi_worker_options_t *opts, mi_worker_
     return rc;
   }
   p->o.plugin_dirs = NULL;
+  p->o.fallback = NULL;
   p->o.env = NULL;
   p->o.worker_path = NULL;
   *out = p;
@@ -167,6 +172,7 @@ MI_API void mi_worker_pool_destroy(mi_worker_pool_t *p) {
   for (int32_t i = 0; p->env && p->env[i]; i++) free(p->env[i]);
   free(p->env);
   free(p->dirs);
+  free(p->fallback);
   free(p->path);
   free(p);
 }
@@ -213,7 +219,7 @@ static int32_t spawn(mi_worker_pool_t *p, slot_t *s, mi_error_t *err) {
   int sv[2], rc;
   pid_t pid;
   char fd_s[16], parent_s[32], wire_s[32];
-  char *argv[13];
+  char *argv[15];
   int a = 0;
   char **envp;
   posix_spawn_file_actions_t fa;
@@ -251,6 +257,10 @@ static int32_t spawn(mi_worker_pool_t *p, slot_t *s, mi_error_t *err) {
   if (p->dirs) {
     argv[a++] = "--plugins";
     argv[a++] = p->dirs;
+  }
+  if (p->fallback) {
+    argv[a++] = "--fallback";
+    argv[a++] = p->fallback;
   }
   argv[a] = NULL;
   posix_spawn_file_actions_init(&fa);

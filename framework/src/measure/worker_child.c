@@ -149,8 +149,8 @@ static int32_t load_model(const char *path, mi_graph_t **g, mi_error_t *err) {
   return rc;
 }
 
-static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__job_t *job,
-                          mi_graph_t **g, char *loaded, size_t cap) {
+static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__config_cache_t *cc,
+                          const mi__job_t *job, mi_graph_t **g, char *loaded, size_t cap) {
   mi_error_t e;
   mi_profile_t *prof = NULL;
   mi_error_clear(&e);
@@ -177,6 +177,8 @@ static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__job_t
     so.device_knob_count = job->knob_count;
     so.device_knobs = kv;
     so.allow_host_fallback = job->allow_host_fallback;
+    so.fallback_plugin = job->allow_host_fallback ? cc->fb : NULL;
+    so.fallback_device = cc->fb_device;
     if (mi_profile_run(*g, pl, dev, &so, &job->mo, job->check, &prof, &e)) {
       send_error(fd, &e);
       return;
@@ -209,6 +211,7 @@ uint64_t mi__wire_tag(void) {
 typedef struct worker_args {
   int fd;
   const char *spec, *dirs;
+  const char *fallback; /* --fallback: mi_worker_options_t.fallback; NULL: the default */
   long parent;
   uint64_t wire;
 } worker_args_t;
@@ -238,6 +241,8 @@ static int parse_args(int argc, char **argv, worker_args_t *a) {
       have |= 8;
     } else if (strcmp(k, "--plugins") == 0) {
       a->dirs = v;
+    } else if (strcmp(k, "--fallback") == 0) {
+      a->fallback = v;
     } else {
       return -1;
     }
@@ -292,6 +297,11 @@ MI_API int mi_worker_main(int argc, char **argv) {
     mi_registry_set_preflight(reg, only_plugin, (void *)a.spec);
     if (!(setup_rc = load_plugins(reg, a.dirs, &setup)))
       setup_rc = mi_registry_device(reg, a.spec, &pl, &dev, &setup);
+    /* The fallback device's plugin too (the one exception to one plugin per worker): the
+     * nodes the device refuses run there, as they do in mi-run. */
+    if (!setup_rc)
+      setup_rc = mi_registry_load_fallback(reg, a.dirs, a.fallback, pl, dev, NULL, NULL, &cc.fb,
+                                           &cc.fb_device, &setup);
   }
   for (;;) {
     mi__frame_t h;
@@ -314,7 +324,7 @@ MI_API int mi_worker_main(int argc, char **argv) {
     if (setup_rc) {
       send_error(a.fd, &setup);
     } else if (h.type == MI__JOB_PROFILE && h.length == sizeof(mi__job_t)) {
-      serve_profile(a.fd, pl, dev, &buf->job, &g, loaded, sizeof loaded);
+      serve_profile(a.fd, pl, dev, &cc, &buf->job, &g, loaded, sizeof loaded);
     } else if (h.type == MI__JOB_CONFIG) {
       mi__worker_serve_config(a.fd, pl, dev, buf, h.length, &cc);
     } else if (h.type == MI__JOB_INTERLEAVE) {

@@ -268,10 +268,14 @@ static void ref_out_free(mi__config_cache_t *c) {
 }
 
 void mi__config_cache_free(mi__config_cache_t *c) {
+  struct mi_plugin *fb = c->fb; /* the worker's, not the model's: it stays */
+  uint32_t fb_device = c->fb_device;
   ref_out_free(c);
   mi_graph_destroy(c->g);
   mi_xf_samples_destroy(c->samples);
   memset(c, 0, sizeof *c);
+  c->fb = fb;
+  c->fb_device = fb_device;
 }
 
 static void free_fixed(const mi_graph_t *g, mi_array_t **fixed) {
@@ -378,6 +382,8 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
   if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_XF], &xc, &xg, err))) goto done;
   res->transform_s = mi__now_s() - t0;
   if ((rc = mi__config_hw_parse(hwtext, &hw, err))) goto done;
+  hw.so.fallback_plugin = hw.so.allow_host_fallback ? cache->fb : NULL;
+  hw.so.fallback_device = cache->fb_device;
   /* A configuration measured for tuning is also checked: the device's outputs against the
    * reference (wrong results fail the measurement), and its accuracy comes from them too. With
    * the accuracy measured first, outputs within the check's bound of the original model itself

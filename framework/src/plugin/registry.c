@@ -397,3 +397,77 @@ MI_API int mi_registry_cpu_fallback(const mi_registry_t *r, const mi_plugin_t *p
   *fb_device = best_dev;
   return 1;
 }
+
+/* The candidates' filter during mi_registry_load_fallback's scan. */
+typedef struct fb_scan {
+  mi_registry_t *r;
+  const mi_plugin_t *primary;
+  uint32_t device;
+  int primary_cpu;
+  const char *want;
+  size_t want_len;
+  mi_registry_preflight_fn preflight;
+  void *ctx;
+} fb_scan_t;
+
+static int32_t fallback_candidate(void *ctx, const char *path, const char *name, mi_error_t *err) {
+  fb_scan_t *o = ctx;
+  mi_plugin_t *fp = NULL;
+  uint32_t fd = 0;
+  int skip = strcmp(name, o->primary->name) == 0;
+  if (o->want) skip |= strlen(name) != o->want_len || strncmp(name, o->want, o->want_len) != 0;
+  else /* only a plugin that could still be the first CPU plugin by name */
+    skip |= (o->primary_cpu && strcmp(name, o->primary->name) > 0) ||
+            mi_registry_cpu_fallback(o->r, o->primary, o->device, &fp, &fd);
+  if (skip) return mi_errorf(err, MI_ERR_NOT_FOUND, "not a fallback candidate");
+  return o->preflight ? o->preflight(o->ctx, path, name, err) : MI_OK;
+}
+
+MI_API int32_t mi_registry_load_fallback(mi_registry_t *r, const char *path, const char *spec,
+                                         const mi_plugin_t *primary, uint32_t device,
+                                         mi_registry_preflight_fn preflight, void *ctx,
+                                         mi_plugin_t **fb, uint32_t *fb_device, mi_error_t *err) {
+  mi_registry_preflight_fn saved;
+  void *saved_ctx;
+  fb_scan_t o;
+  int32_t rc;
+  if (fb) *fb = NULL;
+  if (fb_device) *fb_device = 0;
+  if (!r || !primary || !fb || !fb_device)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fallback lookup: NULL argument");
+  if (spec && strcmp(spec, "ref") == 0) return MI_OK;
+  memset(&o, 0, sizeof o);
+  o.r = r;
+  o.primary = primary;
+  o.device = device;
+  o.primary_cpu = is_cpu(primary, device);
+  o.want = spec;
+  o.want_len = spec ? strcspn(spec, ":") : 0;
+  o.preflight = preflight;
+  o.ctx = ctx;
+  saved = r->preflight;
+  saved_ctx = r->preflight_ctx;
+  r->preflight = fallback_candidate;
+  r->preflight_ctx = &o;
+  rc = path && path[0] ? mi_registry_scan_path(r, path, err) : mi_registry_scan_env(r, err);
+  r->preflight = saved;
+  r->preflight_ctx = saved_ctx;
+  if (rc) return rc;
+  if (!spec) {
+    mi_registry_cpu_fallback(r, primary, device, fb, fb_device);
+    return MI_OK;
+  }
+  if ((rc = mi_registry_device(r, spec, fb, fb_device, err)) == MI_ERR_NOT_FOUND) {
+    char name[128];
+    const char *why;
+    snprintf(name, sizeof name, "%.*s", (int)(o.want_len < 127 ? o.want_len : 127), spec);
+    if ((why = mi_registry_refusal(r, name)))
+      return mi_errorf(err, MI_ERR_NOT_FOUND, "--fallback '%s': plugin '%s' refused at load: %.200s",
+                       spec, name, why);
+    return mi_errorf(err, MI_ERR_NOT_FOUND,
+                     "--fallback '%s': no such device (expected 'ref' or PLUGIN:INDEX of a "
+                     "loaded plugin)",
+                     spec);
+  }
+  return rc;
+}
