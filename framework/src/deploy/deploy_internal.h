@@ -38,10 +38,15 @@ struct mi_runtime {
   char manifest[4096]; /* the device plugin's manifest, to reopen it */
   uint32_t device;
   mi__plugin_entry_t *plugin; /* the runtime's own instance */
-  mi_graph_t *graph;          /* original model, inputs fixed, sorted, shapes inferred */
-  mi_xf_samples_t *samples;   /* calibration samples, as the tuner's worker made them */
-  mi_space_t *space;          /* the joint space of (model, device) on `plugin` */
-  mi_graph_t *xgraph;         /* the transformed model the session runs (or NULL) */
+  /* The fallback device the tuner's workers measured with (mi_registry_cpu_fallback), pinned
+   * like the device's plugin: its manifest ("" none), index and own instance. */
+  char fb_manifest[4096];
+  uint32_t fb_device;
+  mi__plugin_entry_t *fb_plugin;
+  mi_graph_t *graph;        /* original model, inputs fixed, sorted, shapes inferred */
+  mi_xf_samples_t *samples; /* calibration samples, as the tuner's worker made them */
+  mi_space_t *space;        /* the joint space of (model, device) on `plugin` */
+  mi_graph_t *xgraph;       /* the transformed model the session runs (or NULL) */
   mi_session_t *session;
   mi_deploy_config_t current; /* the configuration running now */
   int32_t current_index;      /* in the entry, -1 when adopted by a re-adaptation */

@@ -75,6 +75,15 @@ int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
   rt->space = NULL;
   mi__plugin_unload(rt->plugin);
   rt->plugin = NULL;
+  mi__plugin_unload(rt->fb_plugin);
+  rt->fb_plugin = NULL;
+  if (rt->fb_manifest[0]) {
+    memset(&m, 0, sizeof m);
+    if ((rc = mi_manifest_load(rt->fb_manifest, &m, err))) return rc;
+    rc = mi__plugin_load(rt->fb_manifest, &m, 0, -1, &rt->fb_plugin, err);
+    mi_manifest_clear(&m);
+    if (rc) return rc;
+  }
   memset(&m, 0, sizeof m);
   if ((rc = mi_manifest_load(rt->manifest, &m, err))) return rc;
   rc = mi__plugin_load(rt->manifest, &m, 0, -1, &rt->plugin, err);
@@ -88,16 +97,26 @@ int32_t mi__rt_open_device(mi_runtime_t *rt, mi_error_t *err) {
   return mi_space_create(rt->graph, &rt->plugin->pub, rt->device, &so, &rt->space, err);
 }
 
+/* The configuration's session options with the runtime's fallback device. */
+static mi_session_options_t with_fallback(const mi_runtime_t *rt, const mi_space_hw_t *hw) {
+  mi_session_options_t so = *mi_space_hw_options(hw);
+  so.struct_size = (uint32_t)sizeof so;
+  so.fallback_plugin = rt->fb_plugin && so.allow_host_fallback ? &rt->fb_plugin->pub : NULL;
+  so.fallback_device = rt->fb_device;
+  return so;
+}
+
 int32_t mi__rt_instantiate(mi_runtime_t *rt, const mi_deploy_config_t *c, int32_t index,
                            mi_error_t *err) {
   prepared_t p;
   mi_session_t *s = NULL;
   mi_deploy_config_t copy;
   int32_t rc;
+  mi_session_options_t so;
   mi__rt_step(rt, "prepare");
   if ((rc = prepare(rt, c, &p, err))) return rc;
-  if ((rc = mi_session_create(p.xg, &rt->plugin->pub, rt->device, mi_space_hw_options(p.hw), &s,
-                              err))) {
+  so = with_fallback(rt, p.hw);
+  if ((rc = mi_session_create(p.xg, &rt->plugin->pub, rt->device, &so, &s, err))) {
     prepared_free(&p);
     return rc;
   }
@@ -134,6 +153,7 @@ int32_t mi__rt_measure_point(mi_runtime_t *rt, const mi_deploy_config_t *c, int3
   prepared_t p;
   mi_profile_t *prof = NULL;
   mi_measure_options_t mo;
+  mi_session_options_t so;
   int32_t rc;
   for (int32_t k = 0; k < MI_OBJ_COUNT; k++) fig[k] = NAN;
   mi__rt_step(rt, "measure");
@@ -143,8 +163,8 @@ int32_t mi__rt_measure_point(mi_runtime_t *rt, const mi_deploy_config_t *c, int3
   mo.min_repeats = repeats > 5 ? repeats : 5;
   mo.max_repeats = mo.min_repeats * 2;
   mo.budget_s = 5;
-  rc = mi_profile_run(p.xg, &rt->plugin->pub, rt->device, mi_space_hw_options(p.hw), &mo, 0, &prof,
-                      err);
+  so = with_fallback(rt, p.hw);
+  rc = mi_profile_run(p.xg, &rt->plugin->pub, rt->device, &so, &mo, 0, &prof, err);
   if (rc == MI_OK) {
     fig[MI_OBJ_LATENCY] = prof->latency.stats.median * 1e3;
     if (prof->peak_memory_source) fig[MI_OBJ_MEMORY] = (double)prof->peak_memory_bytes / 1048576.0;

@@ -229,6 +229,12 @@ int32_t mi_runtime_open(const char *path, const mi_registry_t *registry,
   if ((rc = resolve_task(rt, err))) goto fail;
   if ((rc = mi_registry_device(registry, e->device, &pl, &rt->device, err))) goto fail;
   snprintf(rt->manifest, sizeof rt->manifest, "%s", pl->manifest);
+  {
+    /* Refused nodes run where the tuner's workers ran them: the default fallback device. */
+    mi_plugin_t *fb = NULL;
+    if (mi_registry_cpu_fallback(registry, pl, rt->device, &fb, &rt->fb_device) && fb->manifest)
+      snprintf(rt->fb_manifest, sizeof rt->fb_manifest, "%s", fb->manifest);
+  }
   if ((rc = load_model(rt, err))) goto fail;
   if ((rc = mi__rt_open_device(rt, err))) goto fail;
   if ((rc = mi_plugin_device_info(&rt->plugin->pub, rt->device, &desc, err))) goto fail;
@@ -320,6 +326,7 @@ void mi_runtime_close(mi_runtime_t *rt) {
   mi_graph_destroy(rt->xgraph);
   mi_space_destroy(rt->space);
   mi__plugin_unload(rt->plugin);
+  mi__plugin_unload(rt->fb_plugin);
   mi_xf_samples_destroy(rt->samples);
   mi_graph_destroy(rt->graph);
   mi__deploy_config_clear(&rt->current);
