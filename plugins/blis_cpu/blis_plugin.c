@@ -603,7 +603,8 @@ static const mi_plugin_api_t api = {
     variant_count, variant_desc, buffer_alloc, buffer_write, buffer_read, buffer_free,
     mi__blis_kernel_prepare, mi__blis_kernel_run, mi__blis_kernel_release, mi_sdk_constraint_count,
     mi_sdk_constraint_desc, check_config, mi_sdk_counter_count, mi_sdk_counter_desc, counter_read,
-    set_device_knobs, buffer_view};
+    set_device_knobs, buffer_view,
+    NULL, NULL /* kernel_enqueue, device_sync: kernel_run computes on the calling thread */};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   return mi_sdk_entry(host, &api, err);

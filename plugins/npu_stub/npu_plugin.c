@@ -269,6 +269,8 @@ static const mi_plugin_api_t NPU_API = {
     npu__counter_read,
     npu_set_device_knobs,
     NULL, /* buffer_view: no views, its Concats copy (simulated times stay those of the copy) */
+    NULL, /* kernel_enqueue and device_sync: each kernel's simulated time is its own run's */
+    NULL,
 };
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host,

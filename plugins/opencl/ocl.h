@@ -40,6 +40,11 @@ typedef struct ocl_device {
   uint64_t compile_ns, built_from_source, disk_hits, disk_corrupt, mem_hits, bytes_allocated;
   uint64_t run_ns_total; /* device time summed over every run since create (TIMER is cumulative) */
   int has_run;
+  /* ABI 1.3: launches kernel_enqueue left on the in-order queue for device_sync, with the
+   * kernel each belongs to (alive until the sync: the host's contract) for a failure's name. */
+  cl_event *pend_ev;
+  const struct mi_kernel **pend_k;
+  int npend, cap_pend;
   mi_sdk_tables_t tables;       /* what the SDK helper describes for this device */
   mi_sdk_counter_t counters[8]; /* the counter table with this device's timer resolution */
 } ocl_device_t;
@@ -94,6 +99,7 @@ typedef struct ocl_launch {
 struct mi_kernel {
   ocl_device_t *dev;
   uint32_t device;
+  char node[64]; /* the node it was prepared for: a failure found at device_sync names it */
   int nl;
   ocl_launch_t launches[OCL_MAX_LAUNCHES];
   int nb;
@@ -274,6 +280,15 @@ int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_k
 int32_t mi__ocl_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *kernel, mi_buffer_t *const *inputs,
                            int32_t input_count, mi_buffer_t *const *outputs, int32_t output_count,
                            mi_run_stats_t *stats, mi_error_t *err);
+/* ABI 1.3: the launches without clFinish (the queue is in order), and the wait for them with
+ * their events' errors and device times summed. */
+int32_t mi__ocl_kernel_enqueue(mi_plugin_ctx_t *ctx, mi_kernel_t *kernel,
+                               mi_buffer_t *const *inputs, int32_t input_count,
+                               mi_buffer_t *const *outputs, int32_t output_count, mi_error_t *err);
+int32_t mi__ocl_device_sync(mi_plugin_ctx_t *ctx, uint32_t device, mi_run_stats_t *stats,
+                            mi_error_t *err);
+/* Waits for and drops whatever is still enqueued on d (instance teardown). */
+void mi__ocl_pending_drop(ocl_device_t *d);
 void mi__ocl_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *kernel);
 
 #endif

@@ -178,6 +178,7 @@ void mi__ocl_devices_close(mi_plugin_ctx_t *ctx) {
   int j;
   for (i = 0; i < ctx->sdk.device_count; i++) {
     ocl_device_t *d = &ctx->devs[i];
+    mi__ocl_pending_drop(d);
     for (j = 0; j < d->nprogs; j++) clReleaseProgram(d->progs[j].prog);
     free(d->progs);
     if (d->dummy) clReleaseMemObject(d->dummy);

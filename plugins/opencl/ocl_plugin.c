@@ -160,7 +160,8 @@ static const mi_plugin_api_t k_api = {
     p_buffer_alloc, p_buffer_write, p_buffer_read, p_buffer_free, mi__ocl_kernel_prepare,
     mi__ocl_kernel_run, mi__ocl_kernel_release, mi_sdk_constraint_count, mi_sdk_constraint_desc,
     p_check_config, mi_sdk_counter_count, mi_sdk_counter_desc, p_counter_read, NULL,
-    NULL /* buffer_view: sub-buffers would need cl_mem regions; its Concats copy */};
+    NULL /* buffer_view: sub-buffers would need cl_mem regions; its Concats copy */,
+    mi__ocl_kernel_enqueue, mi__ocl_device_sync};
 
 MI_PLUGIN_EXPORT const mi_plugin_api_t *mi_plugin_entry(const mi_host_api_t *host, mi_error_t *err) {
   return mi_sdk_entry(host, &k_api, err);

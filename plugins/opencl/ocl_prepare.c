@@ -237,6 +237,7 @@ int32_t mi__ocl_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_k
   if (!p.k) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "opencl: out of memory");
   p.k->dev = p.dev;
   p.k->device = device;
+  if (desc->nodes[0]->name) snprintf(p.k->node, sizeof p.k->node, "%s", desc->nodes[0]->name);
   st = io_sizes(desc, p.k, err);
   if (st == MI_OK) {
     if (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0)

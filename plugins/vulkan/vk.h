@@ -82,6 +82,13 @@ typedef struct vk_device {
   uint64_t device_ns, pipeline_ns, first_run_ns, bytes_allocated;
   uint64_t pipelines_created, pipeline_cache_hits; /* hits as the driver's feedback reports */
   struct mi_buffer *dummy;
+  /* ABI 1.3: the command buffers of the kernels kernel_enqueue took since the last device_sync,
+   * submitted together by it (vk_submit.c); device time of batches an enqueue had to submit
+   * early (a kernel enqueued twice), reported by the next sync. */
+  struct mi_kernel **pend;
+  VkCommandBuffer *pend_cmd;
+  int npend, cap_pend;
+  uint64_t pend_ns;
   mi_sdk_tables_t tables;       /* what the SDK helper describes for this device */
   mi_sdk_counter_t counters[7]; /* the counter table with this device's timer resolution */
 } vk_device_t;
@@ -126,6 +133,9 @@ typedef struct vk_disp {
 struct mi_kernel {
   vk_device_t *dev;
   uint32_t device;
+  char node[64];   /* the node it was prepared for, named when its batch fails */
+  int pending;     /* in dev->pend: enqueued, not yet submitted */
+  uint64_t enq_ns; /* when it was enqueued (its first run's latency counter) */
   int nd;
   vk_disp_t disp[VK_MAX_DISP];
   int nown;
@@ -288,5 +298,28 @@ int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *con
                           int32_t input_count, mi_buffer_t *const *outputs, int32_t output_count,
                           mi_run_stats_t *stats, mi_error_t *err);
 void mi__vk_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k);
+/* Checks a run's buffers against k (kernel_run and kernel_enqueue say `call`). */
+int32_t mi__vk_check_io(const mi_kernel_t *k, mi_buffer_t *const *inputs, int32_t input_count,
+                        mi_buffer_t *const *outputs, int32_t output_count, const char *call,
+                        mi_error_t *err);
+/* Makes k->cmd hold k's dispatches on these buffers, recording only when a buffer changed. */
+int32_t mi__vk_record_for(mi_kernel_t *k, mi_buffer_t *const *inputs, int32_t input_count,
+                          mi_buffer_t *const *outputs, int32_t output_count, mi_error_t *err);
+/* Submits n command buffers in one vkQueueSubmit and waits for them with the device's fence. */
+int32_t mi__vk_submit_wait(vk_device_t *d, const VkCommandBuffer *cmds, uint32_t n,
+                           mi_error_t *err);
+/* A completed kernel's device time from its timestamps (0 without a timer), added to the
+ * device's counter. */
+int32_t mi__vk_kernel_time(mi_kernel_t *k, uint64_t *ns, mi_error_t *err);
+/* ABI 1.3 (vk_submit.c): kernel_enqueue records and keeps the command buffer; device_sync submits
+ * every kept one in one vkQueueSubmit and waits once. The pipeline barrier that ends each
+ * dispatch orders it before everything later in submission order, across command buffers. */
+int32_t mi__vk_kernel_enqueue(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *inputs,
+                              int32_t input_count, mi_buffer_t *const *outputs,
+                              int32_t output_count, mi_error_t *err);
+int32_t mi__vk_device_sync(mi_plugin_ctx_t *ctx, uint32_t device, mi_run_stats_t *stats,
+                           mi_error_t *err);
+/* Submits whatever is pending on d and waits; its device time goes to d->pend_ns. */
+int32_t mi__vk_flush(vk_device_t *d, mi_error_t *err);
 
 #endif

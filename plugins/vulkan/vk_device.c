@@ -108,7 +108,13 @@ void mi__vk_devices_close(mi_plugin_ctx_t *ctx) {
   for (i = 0; i < ctx->sdk.device_count; i++) {
     vk_device_t *d = &ctx->devs[i];
     if (!d->dev) continue;
-    /* Runs are synchronous, so only a timed-out run can still be on the queue. */
+    /* Work enqueued and never synced (the host syncs first) is submitted and waited for. */
+    (void)mi__vk_flush(d, NULL);
+    free(d->pend);
+    free(d->pend_cmd);
+    d->pend = NULL;
+    d->pend_cmd = NULL;
+    /* Otherwise only a timed-out run can still be on the queue. */
     pthread_mutex_lock(&d->shared->queue_lock);
     vkQueueWaitIdle(d->queue);
     pthread_mutex_unlock(&d->shared->queue_lock);

@@ -1,6 +1,8 @@
 /* vk_run.c - kernel_prepare's front (validation, variant and knob choice, descriptor sets),
- * kernel_run (record, timestamp, submit, wait) and kernel_release. */
+ * kernel_run (record, timestamp, submit, wait) and kernel_release; the pieces kernel_enqueue
+ * and device_sync share with it (vk_submit.c). */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +92,7 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
   if (!(p.k = calloc(1, sizeof *p.k))) return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "vulkan: out of memory");
   p.k->dev = p.dev;
   p.k->device = device;
+  if (desc->nodes[0]->name) snprintf(p.k->node, sizeof p.k->node, "%s", desc->nodes[0]->name);
   p.k->n_in = desc->input_count;
   p.k->n_out = desc->output_count;
   for (i = 0; i < desc->input_count + desc->output_count; i++) {
@@ -117,6 +120,7 @@ int32_t mi__vk_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_ke
 void mi__vk_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
   int i;
   if (!ctx || !k) return;
+  if (k->pending) (void)mi__vk_flush(k->dev, NULL); /* the host syncs first; never free it in flight */
   for (i = 0; i < k->nown; i++) mi__vk_buffer_free(ctx, k->own[i]);
   if (k->qpool) vkDestroyQueryPool(k->dev->dev, k->qpool, NULL);
   if (k->cmd) vkFreeCommandBuffers(k->dev->dev, k->dev->cmd_pool, 1, &k->cmd);
@@ -179,58 +183,55 @@ static void record(mi_kernel_t *k, mi_buffer_t *const *in, mi_buffer_t *const *o
   }
 }
 
-int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *inputs,
-                          int32_t input_count, mi_buffer_t *const *outputs, int32_t output_count,
-                          mi_run_stats_t *stats, mi_error_t *err) {
-  VkCommandBufferBeginInfo bi;
-  VkSubmitInfo si;
-  VkResult r;
-  vk_device_t *d;
-  uint64_t t0 = mi__vk_now_ns(), dev_ns = 0, ts[2 * VK_MAX_DISP];
+int32_t mi__vk_check_io(const mi_kernel_t *k, mi_buffer_t *const *inputs, int32_t input_count,
+                        mi_buffer_t *const *outputs, int32_t output_count, const char *call,
+                        mi_error_t *err) {
   int32_t i;
-  if (!ctx || !k) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: NULL kernel");
   if (input_count != k->n_in || output_count != k->n_out)
-    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: %d inputs / %d outputs given, kernel takes %d / %d",
-                         (int)input_count, (int)output_count, k->n_in, k->n_out);
+    return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: %s: %d inputs / %d outputs given, kernel takes %d / %d",
+                         call, (int)input_count, (int)output_count, k->n_in, k->n_out);
   for (i = 0; i < input_count + output_count; i++) {
     mi_buffer_t *b = i < input_count ? (inputs ? inputs[i] : NULL) : (outputs ? outputs[i - input_count] : NULL);
     uint64_t need = i < input_count ? k->in_bytes[i] : k->out_bytes[i - input_count];
     if (!b || b->device != k->device || b->bytes < need)
-      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: %s %d is missing, on another device or smaller than %llu bytes",
-                           i < input_count ? "input" : "output", (int)(i < input_count ? i : i - input_count),
+      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: %s: %s %d is missing, on another device or smaller than %llu bytes",
+                           call, i < input_count ? "input" : "output", (int)(i < input_count ? i : i - input_count),
                            (unsigned long long)need);
   }
-  d = k->dev;
-  if (k->nd == 0) {
-    if (stats) {
-      mi_run_stats_t s;
-      memset(&s, 0, sizeof s);
-      s.struct_size = sizeof s;
-      mi_sdk_fill(stats, &s, sizeof s);
-    }
-    return MI_OK;
-  }
+  return MI_OK;
+}
+
+int32_t mi__vk_record_for(mi_kernel_t *k, mi_buffer_t *const *inputs, int32_t input_count,
+                          mi_buffer_t *const *outputs, int32_t output_count, mi_error_t *err) {
+  VkCommandBufferBeginInfo bi;
+  VkResult r;
+  int32_t i;
   /* Recorded again only when a buffer changed (a session runs each kernel on the same buffers
    * every run): recording and the descriptor updates are host time on every kernel run. */
   int same = k->recorded;
   for (i = 0; i < input_count + output_count && same; i++)
     same = k->rec_serial[i] == (i < input_count ? inputs[i] : outputs[i - input_count])->serial;
-  if (!same) {
-    k->recorded = 0;
-    if ((r = vkResetCommandBuffer(k->cmd, 0)) != VK_SUCCESS) return mi__vk_fail(err, "vkResetCommandBuffer", r);
-    memset(&bi, 0, sizeof bi);
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    if ((r = vkBeginCommandBuffer(k->cmd, &bi)) != VK_SUCCESS) return mi__vk_fail(err, "vkBeginCommandBuffer", r);
-    record(k, inputs, outputs);
-    if ((r = vkEndCommandBuffer(k->cmd)) != VK_SUCCESS) return mi__vk_fail(err, "vkEndCommandBuffer", r);
-    for (i = 0; i < input_count + output_count; i++)
-      k->rec_serial[i] = (i < input_count ? inputs[i] : outputs[i - input_count])->serial;
-    k->recorded = 1;
-  }
+  if (same) return MI_OK;
+  k->recorded = 0;
+  if ((r = vkResetCommandBuffer(k->cmd, 0)) != VK_SUCCESS) return mi__vk_fail(err, "vkResetCommandBuffer", r);
+  memset(&bi, 0, sizeof bi);
+  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  if ((r = vkBeginCommandBuffer(k->cmd, &bi)) != VK_SUCCESS) return mi__vk_fail(err, "vkBeginCommandBuffer", r);
+  record(k, inputs, outputs);
+  if ((r = vkEndCommandBuffer(k->cmd)) != VK_SUCCESS) return mi__vk_fail(err, "vkEndCommandBuffer", r);
+  for (i = 0; i < input_count + output_count; i++)
+    k->rec_serial[i] = (i < input_count ? inputs[i] : outputs[i - input_count])->serial;
+  k->recorded = 1;
+  return MI_OK;
+}
+
+int32_t mi__vk_submit_wait(vk_device_t *d, const VkCommandBuffer *cmds, uint32_t n, mi_error_t *err) {
+  VkSubmitInfo si;
+  VkResult r;
   memset(&si, 0, sizeof si);
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &k->cmd;
+  si.commandBufferCount = n;
+  si.pCommandBuffers = cmds;
   pthread_mutex_lock(&d->shared->queue_lock);
   r = vkQueueSubmit(d->queue, 1, &si, d->fence);
   pthread_mutex_unlock(&d->shared->queue_lock);
@@ -245,14 +246,50 @@ int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *con
   }
   vkResetFences(d->dev, 1, &d->fence);
   if (r != VK_SUCCESS) return mi__vk_fail(err, "vkWaitForFences", r);
-  if (k->qpool) {
-    r = vkGetQueryPoolResults(d->dev, k->qpool, 0, (uint32_t)(2 * k->nd), sizeof ts, ts, 8,
-                              VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-    if (r != VK_SUCCESS) return mi__vk_fail(err, "vkGetQueryPoolResults", r);
-    for (i = 0; i < k->nd; i++)
-      dev_ns += (uint64_t)((double)((ts[2 * i + 1] - ts[2 * i]) & d->ts_mask) * d->ts_period);
-    d->device_ns += dev_ns;
+  return MI_OK;
+}
+
+int32_t mi__vk_kernel_time(mi_kernel_t *k, uint64_t *ns, mi_error_t *err) {
+  vk_device_t *d = k->dev;
+  uint64_t ts[2 * VK_MAX_DISP];
+  VkResult r;
+  int i;
+  *ns = 0;
+  if (!k->qpool) return MI_OK;
+  r = vkGetQueryPoolResults(d->dev, k->qpool, 0, (uint32_t)(2 * k->nd), sizeof ts, ts, 8,
+                            VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS) return mi__vk_fail(err, "vkGetQueryPoolResults", r);
+  for (i = 0; i < k->nd; i++)
+    *ns += (uint64_t)((double)((ts[2 * i + 1] - ts[2 * i]) & d->ts_mask) * d->ts_period);
+  d->device_ns += *ns;
+  return MI_OK;
+}
+
+int32_t mi__vk_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *const *inputs,
+                          int32_t input_count, mi_buffer_t *const *outputs, int32_t output_count,
+                          mi_run_stats_t *stats, mi_error_t *err) {
+  vk_device_t *d;
+  uint64_t t0 = mi__vk_now_ns(), dev_ns = 0;
+  int32_t st;
+  if (!ctx || !k) return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "vulkan: kernel_run: NULL kernel");
+  if ((st = mi__vk_check_io(k, inputs, input_count, outputs, output_count, "kernel_run", err)) != MI_OK)
+    return st;
+  d = k->dev;
+  /* The host syncs before a kernel_run that follows enqueues; a caller that did not still sees
+   * them run first. */
+  if (d->npend && (st = mi__vk_flush(d, err)) != MI_OK) return st;
+  if (k->nd == 0) {
+    if (stats) {
+      mi_run_stats_t s;
+      memset(&s, 0, sizeof s);
+      s.struct_size = sizeof s;
+      mi_sdk_fill(stats, &s, sizeof s);
+    }
+    return MI_OK;
   }
+  if ((st = mi__vk_record_for(k, inputs, input_count, outputs, output_count, err)) != MI_OK ||
+      (st = mi__vk_submit_wait(d, &k->cmd, 1, err)) != MI_OK || (st = mi__vk_kernel_time(k, &dev_ns, err)) != MI_OK)
+    return st;
   if (!k->ran) {
     k->ran = 1;
     d->first_run_ns += mi__vk_now_ns() - t0;

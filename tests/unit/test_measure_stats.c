@@ -229,8 +229,8 @@ static void test_hash_and_config(void) {
   mi_node_choice_t ch[2] = {{"zeta", "conv.direct", 1, nk}, {"alpha", NULL, 0, NULL}};
   mi_node_choice_t ch2[2] = {{"alpha", NULL, 0, NULL}, {"zeta", "conv.direct", 1, nk}};
   mi_knob_value_t dk2[2] = {{"dvfs_level", 3, 0}, {"threads", 2, 0}};
-  mi_session_options_t o = {sizeof o, 2, dk, 2, ch, 0, 0, 0, NULL, 0},
-                       o2 = {sizeof o2, 2, dk2, 2, ch2, 0, 0, 0, NULL, 0};
+  mi_session_options_t o = {sizeof o, 2, dk, 2, ch, 0, 0, 0, NULL, 0, 0},
+                       o2 = {sizeof o2, 2, dk2, 2, ch2, 0, 0, 0, NULL, 0, 0};
   mi_hash64_hex(mi_hash64("abc", 3, MI_HASH64_SEED), a);
   mi_hash64_hex(mi_hash64("abd", 3, MI_HASH64_SEED), b);
   CHECK(strlen(a) == 16 && strcmp(a, b) != 0, "hash %s %s", a, b);

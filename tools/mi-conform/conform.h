@@ -24,6 +24,9 @@ typedef struct conform_ctx {
   mi_host_api_t host; /* the services given to the plugin */
   void *host_entry;   /* the host's handle behind host.host_ctx (plugin/plugin.h) */
   int quiet_log;      /* 1: the plugin's log calls are dropped instead of printed */
+  /* 1 while a rule needs each kernel's own time: its sessions run kernels synchronously
+   * (mi_session_options_t.per_node_timing); else they enqueue when the plugin can (ABI 1.3) */
+  int per_node_timing;
 } conform_ctx_t;
 
 /** A rule returns CONFORM_PASS/FAIL/SKIP and writes its reason (one line) into `why`. */

@@ -192,6 +192,7 @@ static int32_t open_case(conform_ctx_t *c, uint32_t dev, const mi_graph_t *g, co
   opts.choice_count = g->node_count;
   opts.choices = choices;
   opts.allow_host_fallback = 0;
+  opts.per_node_timing = c->per_node_timing;
   rc = mi_session_create(g, &c->plugin, dev, &opts, s, err);
   free(choices);
   return rc;

@@ -89,6 +89,13 @@ int32_t conform_load(conform_ctx_t *c, uint32_t major, uint32_t minor) {
       snprintf(c->load_error, sizeof c->load_error, "a required function is NULL");
       return MI_ERR_ABI;
     }
+    if (!a->kernel_enqueue != !a->device_sync) {
+      snprintf(c->load_error, sizeof c->load_error,
+               "%s without %s: kernel_enqueue and device_sync come as a pair (ABI 1.3)",
+               a->kernel_enqueue ? "kernel_enqueue" : "device_sync",
+               a->kernel_enqueue ? "device_sync" : "kernel_enqueue");
+      return MI_ERR_ABI;
+    }
   }
   return conform_recreate(c);
 }

@@ -209,6 +209,7 @@ int main(int argc, char **argv) {
   memset(&opts, 0, sizeof opts);
   opts.struct_size = (uint32_t)sizeof opts;
   opts.allow_host_fallback = 1;
+  opts.per_node_timing = o.profile; /* a per-layer table needs each kernel's own time */
   if (strcmp(o.device, "ref") != 0) {
     if (!(reg = mi_registry_create())) {
       rc = mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "out of memory");

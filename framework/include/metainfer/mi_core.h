@@ -275,6 +275,12 @@ typedef struct mi_session_options {
    * reference interpreter. mi_registry_cpu_fallback picks one. */
   mi_plugin_t *fallback_plugin;
   uint32_t fallback_device;
+  /* Added. 1: every device kernel runs synchronously (kernel_run), so each has a time of its
+   * own (mi_session_node_time; per-layer profiles). By default, on a plugin with the
+   * asynchronous pair (ABI 1.3 kernel_enqueue and device_sync), a run enqueues its kernels and
+   * waits once where the host needs device data; its device kernels then have no time of their
+   * own, and the run's device time (mi_session_device_time) comes from the waits. */
+  int32_t per_node_timing;
 } mi_session_options_t;
 
 /** A graph prepared for one device: kernels prepared, constants uploaded. */
@@ -306,7 +312,8 @@ MI_API int32_t mi_session_fallback_device_count(const mi_session_t *s);
 MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns);
 /** Per-node timing of the last successful mi_session_run: wall time of graph node `node` and,
  * when its device kernel reported one, its device time. Returns 0 when the node did not run
- * (folded, or no run yet), 1 for wall time only, 2 for wall and device time. */
+ * (folded, or no run yet) or has no time of its own (a device kernel the run enqueued: see
+ * mi_session_options_t.per_node_timing), 1 for wall time only, 2 for wall and device time. */
 MI_API int mi_session_node_time(const mi_session_t *s, int32_t node, uint64_t *wall_ns,
                                 uint64_t *device_ns);
 /** Nested sessions: an If node whose branch runs on the device runs it as a session of its own,

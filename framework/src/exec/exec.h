@@ -71,6 +71,12 @@ struct mi_session {
   int32_t fb_count; /* host steps that run on it */
   int has_device_time;
   uint64_t device_time_ns;
+  /* Device steps are enqueued (kernel_enqueue) and waited for with device_sync where the host
+   * needs device data (session_run.c): the plugin has the pair and per-node times were not
+   * asked for. `pending`: kernels enqueued since the last sync. */
+  int async;
+  int per_node_timing;
+  int32_t pending;
   /* Per node, timing of the last run (mi_session_node_time); allocated on the first run.
    * node_timed: 0 did not run, 1 wall time only, 2 wall and device time. */
   uint64_t *node_wall_ns;

@@ -83,6 +83,7 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
   o.allow_host_fallback = 1;
   o.fallback_plugin = s->fb_plugin;
   o.fallback_device = s->fb_device;
+  o.per_node_timing = s->per_node_timing; /* a profile times the branch's kernels too */
   return mi_session_create(e->g, s->plugin, s->device, &o, &e->s, &err) == MI_OK;
 }
 

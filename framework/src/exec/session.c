@@ -156,6 +156,8 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
       goto done;
     }
   }
+  s->per_node_timing = OPT(opts, per_node_timing, 0) != 0;
+  s->async = !s->per_node_timing && plugin->api.kernel_enqueue && plugin->api.device_sync;
   rc = create_device(s, opts, err);
 done:
   if (rc != MI_OK) {

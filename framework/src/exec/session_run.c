@@ -1,5 +1,7 @@
 /* session_run.c - one inference of a device session: device kernels in node order, host
- * fallback nodes in between, data moved between device and host only at those boundaries. */
+ * fallback nodes in between, data moved between device and host only at those boundaries.
+ * On a plugin with the asynchronous pair the kernels are enqueued and waited for once at each
+ * such boundary (sync_device), never left in flight when a run returns. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,28 @@ static int32_t plugin_error(mi_error_t *err, int32_t rc, const mi_error_t *perr,
                             const char *what, const char *name) {
   return mi_errorf(err, rc, "%s '%s': %s", what, name,
                    perr->message[0] ? perr->message : mi_status_message(rc));
+}
+
+/* Waits for the kernels enqueued since the last wait (ABI 1.3 device_sync), adding the device
+ * time it reports to the run's; a wait that reports none makes the run's device time unknown. */
+static int32_t sync_device(mi_session_t *s, mi_error_t *err) {
+  const mi_plugin_t *p = s->plugin;
+  mi_run_stats_t stats;
+  mi_error_t perr = {0};
+  int32_t rc;
+  if (s->pending == 0) return MI_OK;
+  s->pending = 0;
+  memset(&stats, 0, sizeof stats);
+  stats.struct_size = (uint32_t)sizeof stats;
+  rc = p->api.device_sync(p->ctx, s->device, &stats, &perr);
+  if (rc)
+    return mi_errorf(err, rc, "device %u: an enqueued kernel failed: %s", (unsigned)s->device,
+                     perr.message[0] ? perr.message : mi_status_message(rc));
+  if (MI_HAS_FIELD(&stats, mi_run_stats_t, device_time_ns) && stats.has_device_time)
+    s->device_time_ns += stats.device_time_ns;
+  else
+    s->has_device_time = 0;
+  return MI_OK;
 }
 
 /* Replaces the host copy of tensor t by `a` (owned by the run, or borrowed when !own). */
@@ -30,6 +54,8 @@ static int32_t to_device(mi_session_t *s, int32_t t, mi_error_t *err) {
   if (s->on_device[t]) return MI_OK;
   if (!a)
     return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", s->g->tensors[t].name);
+  /* The buffer may be shared with a tensor an enqueued kernel still reads (memory plan). */
+  if ((rc = sync_device(s, err))) return rc;
   if (s->dlayout[t] != MI_LAYOUT_NCHW) {
     /* Stored in another layout on the device: convert on the way. */
     void *tmp = malloc(s->buf_bytes[t] ? s->buf_bytes[t] : 1);
@@ -67,6 +93,7 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
   if (s->hval[t]) return MI_OK;
   if (!s->on_device[t])
     return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", tt->name);
+  if ((rc = sync_device(s, err))) return rc;
   a = mi_array_create(tt->dtype, tt->rank, tt->dims);
   if (!a) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", tt->name);
   if (s->dlayout[t] != MI_LAYOUT_NCHW) {
@@ -103,9 +130,26 @@ static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t
   }
   for (int32_t j = 0; j < st->output_count; j++) outs[j] = s->bufs[st->outputs[j]];
   if (st->alias) { /* the output is the input's buffer, or holds its inputs: no kernel runs */
-    if (st->alias == MI__ALIAS_CONCAT && (rc = mi__concat_alias_run(s, st, err))) return rc;
+    /* Its constant parts are written into a buffer enqueued kernels may still use. */
+    if (st->alias == MI__ALIAS_CONCAT &&
+        ((rc = sync_device(s, err)) || (rc = mi__concat_alias_run(s, st, err))))
+      return rc;
     set_host(s, st->outputs[0], NULL, 0);
     s->on_device[st->outputs[0]] = 1;
+    return MI_OK;
+  }
+  if (s->async) {
+    rc = p->api.kernel_enqueue(p->ctx, st->kernel, ins, st->input_count, outs, st->output_count,
+                               &perr);
+    s->pending++; /* even on failure: the plugin may hold earlier work, the wait collects it */
+    if (rc)
+      return mi_errorf(err, rc, "node '%s' (%s): %s",
+                       mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type,
+                       perr.message[0] ? perr.message : mi_status_message(rc));
+    for (int32_t j = 0; j < st->output_count; j++) {
+      set_host(s, st->outputs[j], NULL, 0);
+      s->on_device[st->outputs[j]] = 1;
+    }
     return MI_OK;
   }
   memset(&stats, 0, sizeof stats);
@@ -265,9 +309,14 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
   }
   memset(s->node_timed, 0, (size_t)g->node_count);
   mi__nested_run_begins(s);
+  s->pending = 0;
   for (int32_t i = 0; i < s->step_count && rc == MI_OK; i++) {
     const mi__step_t *st = &s->steps[i];
-    double t0 = mi__now_s();
+    double t0;
+    /* A host step (or a nested session on the same device) waits for the device first, outside
+     * its own time: the wait is device time, which the syncs account for. */
+    if (st->kind == MI__STEP_HOST && (rc = sync_device(s, err))) break;
+    t0 = mi__now_s();
     if (st->kind == MI__STEP_DEVICE) {
       rc = run_device_step(s, st, err);
       device_steps += !st->alias; /* an alias runs nothing: it measures nothing */
@@ -281,13 +330,23 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
      * reproducible). An eliminated Concat may write constant parts: its wall time counts. */
     s->node_wall_ns[st->node] =
         st->alias == MI__ALIAS_RESHAPE ? 0 : (uint64_t)((mi__now_s() - t0) * 1e9);
+    /* An enqueued kernel's wall time is its submission, not its run: it has no time of its own. */
+    if (s->async && st->kind == MI__STEP_DEVICE && !st->alias) continue;
     if (!s->node_timed[st->node]) s->node_timed[st->node] = 1;
   }
+  if (rc == MI_OK) rc = sync_device(s, err);
   for (int32_t i = 0; i < g->output_count && rc == MI_OK; i++)
     rc = take_output(s, g->outputs[i], &outputs[i], err);
   /* A run with no device kernel measured nothing on the device. */
   if (device_steps == 0) s->has_device_time = 0;
 done:
+  /* Never return with work in flight: after a failure the wait still runs, its own error (an
+   * enqueued kernel's) reported only when the run had none. */
+  if (s->pending) {
+    mi_error_t serr = {0};
+    int32_t src = sync_device(s, &serr);
+    if (rc == MI_OK && src) rc = mi_errorf(err, src, "%s", serr.message);
+  }
   /* Host copies live for one run only. */
   for (int32_t t = 0; t < g->tensor_count; t++) set_host(s, t, NULL, 0);
   return rc;

@@ -472,6 +472,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   mi_measure_options_t o;
   mi_sample_source_t src;
   mi_profile_t *r = NULL;
+  mi_session_options_t so_timed;
   double t0, tmp[MI_MEASURE_MAX_SAMPLES];
   int32_t rc, ne = 0;
   uint64_t dev;
@@ -495,8 +496,15 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   p.g = g;
   if ((rc = src_init(&p, g, inputs, err))) goto done;
   find_counters(&p);
+  /* Every profile keeps per-layer times (mi-host profile's table, the tuner's layer rows):
+   * its kernels run one at a time, each timed, not enqueued (ABI 1.3) and waited for at once. */
+  memset(&so_timed, 0, sizeof so_timed);
+  so_timed.allow_host_fallback = 1; /* the default of NULL options */
+  if (so) memcpy(&so_timed, so, so->struct_size < sizeof so_timed ? so->struct_size : sizeof so_timed);
+  so_timed.struct_size = (uint32_t)sizeof so_timed;
+  so_timed.per_node_timing = 1;
   t0 = mi__now_s();
-  if ((rc = mi_session_create(g, plugin, device, so, &p.s, err))) goto done;
+  if ((rc = mi_session_create(g, plugin, device, &so_timed, &p.s, err))) goto done;
   r->prepare_s = mi__now_s() - t0;
   r->fallback_count = mi_session_fallback_count(p.s);
   r->fallback_on_device = mi_session_fallback_device_count(p.s);

@@ -143,6 +143,14 @@ static int32_t negotiate(mi__plugin_entry_t *e, const mi_plugin_api_t *t, mi_err
     if (!fn)
       return mi_errorf(err, MI_ERR_ABI, "required function '%s' is NULL", k_required[i].name);
   }
+  /* ABI 1.3's asynchronous pair comes whole: an enqueue without a sync would leave work in
+   * flight with no way to wait for it, a sync alone is never called. */
+  if (!e->pub.api.kernel_enqueue != !e->pub.api.device_sync)
+    return mi_errorf(err, MI_ERR_ABI,
+                     "'%s' is set but '%s' is NULL: kernel_enqueue and device_sync come as a "
+                     "pair (ABI 1.3)",
+                     e->pub.api.kernel_enqueue ? "kernel_enqueue" : "device_sync",
+                     e->pub.api.kernel_enqueue ? "device_sync" : "kernel_enqueue");
   name_len = e->pub.api.name ? strnlen(e->pub.api.name, 128) : 0;
   if (name_len == 0 || name_len == 128)
     return mi_errorf(err, MI_ERR_ABI, "plugin name is %s", name_len ? "too long" : "empty");

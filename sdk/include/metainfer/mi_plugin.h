@@ -1,4 +1,4 @@
-/* mi_plugin.h - the Meta Infer backend ABI, version 1.2: everything a device plugin needs.
+/* mi_plugin.h - the Meta Infer backend ABI, version 1.3: everything a device plugin needs.
  *
  * This header is self-contained: a plugin includes it and nothing else from Meta Infer.
  * docs/abi.md is the contract in prose; the rules in short:
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 #define MI_ABI_VERSION_MAJOR 1
-#define MI_ABI_VERSION_MINOR 2
+#define MI_ABI_VERSION_MINOR 3
 
 /** Name of the one symbol a plugin exports. */
 #define MI_PLUGIN_ENTRY_NAME "mi_plugin_entry"
@@ -446,7 +446,8 @@ typedef struct mi_plugin_api {
 
   /* Required. Kernels; serialized per device. kernel_prepare returns MI_ERR_UNSUPPORTED or
    * MI_ERR_INVALID_CONFIG with the reason for anything it cannot run. kernel_run is
-   * synchronous: outputs are complete when it returns. */
+   * synchronous: outputs are complete when it returns. A plugin with kernel_enqueue (ABI 1.3,
+   * below) sees device_sync from the host before any kernel_run that follows enqueues. */
   int32_t (*kernel_prepare)(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *desc,
                             mi_kernel_t **out, mi_error_t *err);
   int32_t (*kernel_run)(mi_plugin_ctx_t *ctx, mi_kernel_t *kernel, mi_buffer_t *const *inputs,
@@ -491,6 +492,33 @@ typedef struct mi_plugin_api {
    * Serialized per device. NULL: the host copies instead. */
   int32_t (*buffer_view)(mi_plugin_ctx_t *ctx, mi_buffer_t *parent, uint64_t offset,
                          uint64_t bytes, mi_buffer_t **out, mi_error_t *err);
+
+  /* Optional pair (ABI 1.3; read them only when struct_size covers them): asynchronous kernel
+   * submission, so a run pays one submit and one wait instead of one per kernel. Both present,
+   * or both NULL (kernel_run alone, synchronous); a table with only one of the two is refused
+   * at load (docs/abi.md, "Asynchronous kernels"). Serialized per device.
+   *
+   * kernel_enqueue takes kernel_run's arguments less the stats and may return before the
+   * kernel completes. Kernels enqueued on one device run in the order enqueued, each seeing
+   * the writes of the ones before. It checks its arguments at once (MI_ERR_INVALID_ARGUMENT);
+   * a failure of the kernel itself may be reported here or by the next device_sync.
+   *
+   * device_sync waits until everything enqueued on `device` has completed. It returns the
+   * first failure of an enqueued kernel (naming the kernel, the node it was prepared for, when
+   * the plugin can) and then has nothing left in flight either way. `stats` (may be NULL) gets
+   * the device time summed over the kernels enqueued since the last sync, has_device_time set
+   * only when each of them was timed; nothing enqueued since then is MI_OK with 0 ns.
+   *
+   * The contract: after kernel_enqueue on a device, the host calls device_sync before any
+   * kernel_run, buffer_read, buffer_write, buffer_free, buffer_view, kernel_release,
+   * set_device_knobs or counter_read on that device, and before the end of every inference, so
+   * the plugin never has to order those calls against work in flight, and buffers and kernels
+   * stay alive while enqueued work uses them. */
+  int32_t (*kernel_enqueue)(mi_plugin_ctx_t *ctx, mi_kernel_t *kernel, mi_buffer_t *const *inputs,
+                            int32_t input_count, mi_buffer_t *const *outputs,
+                            int32_t output_count, mi_error_t *err);
+  int32_t (*device_sync)(mi_plugin_ctx_t *ctx, uint32_t device, mi_run_stats_t *stats,
+                         mi_error_t *err);
 } mi_plugin_api_t;
 
 /** The entry point's type. Called once per load, from one thread. The plugin returns its
