@@ -70,8 +70,8 @@ def main():
         for dev in devices:
             for tag, b in builds:
                 j = mi_run(b, model_dir, name, shape, dev, 1, True)
-                chk = j.get("check", {})
-                print("check %s %s %s: %s" % (name, dev, tag, json.dumps(chk)), flush=True)
+                print("check %s %s %s: max error %s" % (name, dev, tag, j.get("check_max_error")),
+                      flush=True)
     res = {}  # (name, dev, tag) -> list of (wall ms, device ms or None) per round
     for r in range(a.rounds):
         order = builds if r % 2 == 0 else builds[::-1]
@@ -84,29 +84,37 @@ def main():
                     wall = j["latency_ms"]["median"]
                     dt = j.get("device_time_ms", {}).get("median") if isinstance(
                         j.get("device_time_ms"), dict) else None
-                    res.setdefault((name, dev, tag), []).append((wall, dt))
+                    res.setdefault((name, dev, tag), []).append((wall, dt, j["cpu_ms"]["median"]))
         print("round %d done: load %.2f" % (r + 1, load1()), flush=True)
-    print("\n| model | device | before ms (kernels) | after ms (kernels) | after/before wall, median [range] |")
-    print("| --- | --- | --- | --- | --- |")
+    print("\n| model | device | before ms (kernels) | after ms (kernels) | after/before wall, median [range] | after/before CPU time |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for name, _, rep in models:
         for dev in devices:
             b = res[(name, dev, "before")]
             f = res[(name, dev, "after")]
             ratios = [fa[0] / be[0] for be, fa in zip(b, f)]
+            cpu = [fa[2] / be[2] for be, fa in zip(b, f)]
 
             def cell(rows):
                 w = statistics.median(x[0] for x in rows)
                 d = [x[1] for x in rows if x[1] is not None]
                 return "%.3f (%.3f)" % (w, statistics.median(d)) if d else "%.3f" % w
 
-            print("| %s | %s | %s | %s | %.3f [%.3f-%.3f] |" %
-                  (name, dev, cell(b), cell(f), statistics.median(ratios), min(ratios), max(ratios)))
-    print("\nper round (after/before wall):")
+            print("| %s | %s | %s | %s | %.3f [%.3f-%.3f] | %.3f [%.3f-%.3f] |" %
+                  (name, dev, cell(b), cell(f), statistics.median(ratios), min(ratios), max(ratios),
+                   statistics.median(cpu), min(cpu), max(cpu)))
+    print("\nper round: after/before wall; CPU time; kernel time; host share of the wall time "
+          "(1 - kernels/wall) before -> after:")
     for name, _, _ in models:
         for dev in devices:
             b = res[(name, dev, "before")]
             f = res[(name, dev, "after")]
-            print("  %s %s: %s" % (name, dev, " ".join("%.3f" % (fa[0] / be[0]) for be, fa in zip(b, f))))
+            ker = " ".join("%.3f" % (fa[1] / be[1]) if fa[1] and be[1] else "-" for be, fa in zip(b, f))
+            host = " ".join("%.2f->%.2f" % (1 - be[1] / be[0], 1 - fa[1] / fa[0]) if fa[1] and be[1] else "-"
+                            for be, fa in zip(b, f))
+            print("  %s %s: wall %s; cpu %s; kernels %s; host share %s" %
+                  (name, dev, " ".join("%.3f" % (fa[0] / be[0]) for be, fa in zip(b, f)),
+                   " ".join("%.3f" % (fa[2] / be[2]) for be, fa in zip(b, f)), ker, host))
     return 0
 
 

@@ -130,10 +130,12 @@ static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t
   }
   for (int32_t j = 0; j < st->output_count; j++) outs[j] = s->bufs[st->outputs[j]];
   if (st->alias) { /* the output is the input's buffer, or holds its inputs: no kernel runs */
-    /* Its constant parts are written into a buffer enqueued kernels may still use. */
-    if (st->alias == MI__ALIAS_CONCAT &&
-        ((rc = sync_device(s, err)) || (rc = mi__concat_alias_run(s, st, err))))
-      return rc;
+    if (st->alias == MI__ALIAS_CONCAT) {
+      /* Its constant parts are written into a buffer enqueued kernels may still use. */
+      for (int32_t j = 0; j < n->input_count; j++)
+        if (n->inputs[j] >= 0 && s->consts[n->inputs[j]] && (rc = sync_device(s, err))) return rc;
+      if ((rc = mi__concat_alias_run(s, st, err))) return rc;
+    }
     set_host(s, st->outputs[0], NULL, 0);
     s->on_device[st->outputs[0]] = 1;
     return MI_OK;
