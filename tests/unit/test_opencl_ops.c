@@ -257,6 +257,62 @@ static void teardown(void) {
   ocl_rm_cache(&o);
 }
 
+/* A prepared one-node kernel of `op` on 64 floats. */
+static mi_kernel_t *prep1(const char *op) {
+  kd_t k;
+  int64_t d[1] = {64};
+  int x;
+  mi_kernel_t *kern = NULL;
+  mi_error_t err = {0, ""};
+  memset(&k, 0, sizeof k);
+  x = kd_tensor(&k, 1, d, NULL);
+  k.ins[k.nin++] = x;
+  k.outs[k.nout++] = kd_tensor(&k, 1, d, NULL);
+  kd_node(&k, op, 1, &x, k.outs[0]);
+  CHECK(o.api->kernel_prepare(o.ctx, 0, kd_finish(&k, NULL), &kern, &err) == MI_OK && kern,
+        "prepare %s: %s", op, err.message);
+  return kern;
+}
+
+/* ABI 1.3: launches left on the in-order queue, each kernel reading the one before, waited for
+ * by one device_sync that sums their events' times; the same kernel enqueued twice in a row
+ * (Neg) with new arguments. */
+static void enqueued_chain(void) {
+  enum { N = 64 };
+  mi_kernel_t *kneg = prep1("Neg"), *krelu = prep1("Relu");
+  mi_buffer_t *b[4] = {0};
+  mi_error_t err = {0, ""};
+  mi_run_stats_t st;
+  float v[N], got[N];
+  int32_t rc = kneg && krelu && o.api->kernel_enqueue && o.api->device_sync ? MI_OK : MI_ERR_INTERNAL;
+  CHECK(rc == MI_OK, "no kernels, or no asynchronous pair in the table");
+  for (int i = 0; i < 4 && rc == MI_OK; i++) rc = o.api->buffer_alloc(o.ctx, 0, sizeof v, &b[i], &err);
+  for (int i = 0; i < N; i++) v[i] = (float)((i * 7) % 23) - 11.f;
+  if (rc == MI_OK) rc = o.api->buffer_write(o.ctx, b[0], 0, v, sizeof v, &err);
+  for (int pass = 0; pass < 2 && rc == MI_OK; pass++) {
+    /* pass 0: Relu, Neg -> -max(v, 0); pass 1: Neg, Relu, Neg -> min(v, 0) */
+    mi_kernel_t *seq[3] = {pass ? kneg : krelu, pass ? krelu : kneg, kneg};
+    int n = pass ? 3 : 2, bad = 0;
+    for (int j = 0; j < n && rc == MI_OK; j++)
+      rc = o.api->kernel_enqueue(o.ctx, seq[j], &b[j], 1, &b[j + 1], 1, &err);
+    CHECK(rc == MI_OK, "pass %d: enqueue: %s", pass, err.message);
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    if (rc == MI_OK) rc = o.api->device_sync(o.ctx, 0, &st, &err);
+    CHECK(rc == MI_OK && st.has_device_time && st.device_time_ns > 0,
+          "pass %d: device_sync: %s (timed %d, %llu ns)", pass, err.message,
+          (int)st.has_device_time, (unsigned long long)st.device_time_ns);
+    if (rc == MI_OK) rc = o.api->buffer_read(o.ctx, b[n], 0, got, sizeof got, &err);
+    for (int i = 0; rc == MI_OK && i < N; i++)
+      bad += got[i] != (pass ? (v[i] < 0.f ? v[i] : 0.f) : -(v[i] > 0.f ? v[i] : 0.f));
+    CHECK(rc == MI_OK && bad == 0, "pass %d: %d of %d outputs wrong (%s)", pass, bad, N,
+          err.message);
+  }
+  for (int i = 0; i < 4; i++) o.api->buffer_free(o.ctx, b[i]);
+  o.api->kernel_release(o.ctx, kneg);
+  o.api->kernel_release(o.ctx, krelu);
+}
+
 static void unary_ops(void) {
   unary("Gelu");
   unary("HardSwish");
@@ -279,6 +335,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(pools_both),
     TU_CASE(reduce_and_copies),
     TU_CASE(concat_blocks),
+    TU_CASE(enqueued_chain),
 };
 
 TU_MAIN(setup, teardown)

@@ -240,6 +240,70 @@ static void rerun_buffers(void) {
   mi_graph_destroy(g);
 }
 
+/* A prepared one-node kernel of `op` on N floats (the caller releases it and frees *g). */
+static mi_kernel_t *prep1(const char *op, int64_t n, mi_graph_t **g) {
+  int32_t x, y;
+  tv_desc_t f;
+  mi_kernel_t *k = NULL;
+  mi_error_t err = {0, ""};
+  *g = mi_graph_create(op);
+  x = mi_graph_add_tensor(*g, "x", MI_DTYPE_FLOAT32, 1, &n);
+  y = mi_graph_add_tensor(*g, "y", MI_DTYPE_FLOAT32, 1, &n);
+  mi_graph_add_input(*g, x);
+  mi_graph_add_output(*g, y);
+  mi_graph_add_node(*g, op, "n", 1, &x, 1, &y);
+  (*g)->opset = 13;
+  tv_desc_build(*g, NULL, &f);
+  CHECK(g_p->api.kernel_prepare(g_p->ctx, 0, &f.k, &k, &err) == MI_OK && k, "prepare %s: %s", op, err.message);
+  return k;
+}
+
+/* ABI 1.3: kernels enqueued and submitted together at device_sync, each reading the one before
+ * (the barriers that end each command buffer order them); a kernel enqueued a second time before
+ * the sync (Neg below) sends what is pending first. */
+static void enqueued_chain(void) {
+  enum { N = 64 };
+  mi_graph_t *gn, *gr;
+  mi_kernel_t *kneg = prep1("Neg", N, &gn), *krelu = prep1("Relu", N, &gr);
+  mi_buffer_t *b[4] = {0};
+  mi_error_t err = {0, ""};
+  mi_run_stats_t st;
+  float v[N], got[N];
+  int32_t rc = kneg && krelu && g_p->api.kernel_enqueue && g_p->api.device_sync ? MI_OK : MI_ERR_INTERNAL;
+  CHECK(rc == MI_OK, "no kernels, or no asynchronous pair in the table");
+  for (int i = 0; i < 4 && rc == MI_OK; i++) rc = g_p->api.buffer_alloc(g_p->ctx, 0, sizeof v, &b[i], &err);
+  for (int i = 0; i < N; i++) v[i] = (float)((i * 7) % 23) - 11.f;
+  if (rc == MI_OK) rc = g_p->api.buffer_write(g_p->ctx, b[0], 0, v, sizeof v, &err);
+  for (int pass = 0; pass < 2 && rc == MI_OK; pass++) {
+    /* pass 0: Relu, Neg -> -max(v, 0); pass 1: Neg, Relu, Neg -> min(v, 0), Neg twice */
+    mi_kernel_t *seq[3] = {pass ? kneg : krelu, pass ? krelu : kneg, kneg};
+    int n = pass ? 3 : 2;
+    for (int j = 0; j < n && rc == MI_OK; j++) rc = g_p->api.kernel_enqueue(g_p->ctx, seq[j], &b[j], 1, &b[j + 1], 1, &err);
+    CHECK(rc == MI_OK, "pass %d: enqueue: %s", pass, err.message);
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    if (rc == MI_OK) rc = g_p->api.device_sync(g_p->ctx, 0, &st, &err);
+    CHECK(rc == MI_OK, "pass %d: device_sync: %s", pass, err.message);
+    if (rc == MI_OK && st.has_device_time) CHECK(st.device_time_ns > 0, "pass %d: a timed sync of 0 ns", pass);
+    if (rc == MI_OK) rc = g_p->api.buffer_read(g_p->ctx, b[n], 0, got, sizeof got, &err);
+    int bad = 0;
+    for (int i = 0; rc == MI_OK && i < N; i++) {
+      float want = pass ? (v[i] < 0.f ? v[i] : 0.f) : -(v[i] > 0.f ? v[i] : 0.f);
+      bad += got[i] != want;
+    }
+    CHECK(rc == MI_OK && bad == 0, "pass %d: %d of %d outputs wrong (%s)", pass, bad, N, err.message);
+  }
+  memset(&st, 0, sizeof st);
+  st.struct_size = sizeof st;
+  CHECK(rc != MI_OK || (g_p->api.device_sync(g_p->ctx, 0, &st, &err) == MI_OK && st.device_time_ns == 0),
+        "a sync with nothing enqueued: %s", err.message);
+  for (int i = 0; i < 4; i++) g_p->api.buffer_free(g_p->ctx, b[i]);
+  g_p->api.kernel_release(g_p->ctx, kneg);
+  g_p->api.kernel_release(g_p->ctx, krelu);
+  mi_graph_destroy(gn);
+  mi_graph_destroy(gr);
+}
+
 static mi_registry_t *r;
 static int64_t ad[2] = {37, 45}, bd[2] = {45, 29}, bt[2] = {29, 45}, a4[4] = {2, 3, 17, 19}, b4[2] = {19, 23};
 static int64_t bb1[3] = {3, 1, 5}, bb2[1] = {1}, bb3[4] = {2, 1, 4, 1};
@@ -299,6 +363,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(knob_rules),
     TU_CASE(buffer_limit),
     TU_CASE(rerun_buffers),
+    TU_CASE(enqueued_chain),
 };
 
 TU_MAIN(setup, teardown)
