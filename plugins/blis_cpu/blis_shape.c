@@ -261,6 +261,24 @@ static void concat_rows_part(void *arg, int64_t o0, int64_t o1) {
   const mi__blis_task_t *q = arg;
   const concat_state_t *c = q->state;
   int64_t ny = c->inner_y, off = 0, o, k;
+  if (c->count == 2 && ny == 2 && !c->zero[0] && !c->zero[1]) {
+    /* two values a row (a rotary embedding's pairs rebuilt from its halves): interleaved four
+     * rows at a time, one 16-byte store for two rows, where the loops below stored each float on
+     * its own and the stores bound the step */
+    const float *xa = (const float *)q->t[c->in[0]] + o0, *xb = (const float *)q->t[c->in[1]] + o0;
+    float *y = (float *)q->t[c->y] + o0 * 2;
+    int64_t n = o1 - o0;
+    for (o = 0; o + 4 <= n; o += 4) {
+      __m128 va = _mm_loadu_ps(xa + o), vb = _mm_loadu_ps(xb + o);
+      _mm_storeu_ps(y + 2 * o, _mm_unpacklo_ps(va, vb));
+      _mm_storeu_ps(y + 2 * o + 4, _mm_unpackhi_ps(va, vb));
+    }
+    for (; o < n; o++) {
+      y[2 * o] = xa[o];
+      y[2 * o + 1] = xb[o];
+    }
+    return;
+  }
   for (int32_t i = 0; i < c->count; off += c->inner[i++]) {
     int64_t ni = c->inner[i];
     const float *x = (const float *)q->t[c->in[i]] + o0 * ni;

@@ -381,6 +381,22 @@ static void concat_rows(void) {
   expect_within(g, "Concat of blocks of 1 to 8 floats on the last axis", 0.);
 }
 
+/* ---- Concat of two blocks of one float on the last axis (the rotary interleave: [..., 16, 1] +
+ * [..., 16, 1] -> [..., 16, 2]), interleaved four rows at a time: 3 x 1001 rows (a tail of one
+ * row after the fours; parts that start off a multiple of four on the session's threads); exact. */
+static void concat_pairs(void) {
+  int64_t xd[3] = {3, 1001, 1};
+  int32_t x, cin[2], y, node;
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  cin[0] = x;
+  cin[1] = const_f32(g, "c", 3, xd, 11);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  node = mi_graph_add_node(g, "Concat", "cat", 2, cin, 1, &y);
+  mi_node_set_int(g, node, "axis", -1);
+  mi_graph_add_output(g, y);
+  expect_within(g, "Concat of two blocks of one float on the last axis", 0.);
+}
+
 /* ---- Expand, Tile, Gather */
 
 static void expand_tile_tests(void) {
@@ -735,6 +751,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(split),
     TU_CASE(concat_const),
     TU_CASE(concat_rows),
+    TU_CASE(concat_pairs),
     TU_CASE(expand_tile_tests),
     TU_CASE(gather),
     TU_CASE(depth_space_tests),
