@@ -397,6 +397,26 @@ static void concat_pairs(void) {
   expect_within(g, "Concat of two blocks of one float on the last axis", 0.);
 }
 
+/* ---- Concat of blocks of up to 64 floats per outer row (a rotary embedding's rotated 32 of 36
+ * joined to the other 4): blocks of 33 and 4, and of 64 and 65 (past the limit: concat_part); exact. */
+static void concat_wide_rows_case(int64_t wa, int64_t wb) {
+  int64_t xd[3] = {2, 29, wa}, cd[3] = {2, 29, wb};
+  int32_t x, cin[2], y, node;
+  mi_graph_t *g = graph_x(13, 3, xd, &x);
+  cin[0] = x;
+  cin[1] = const_f32(g, "c", 3, cd, 5);
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  node = mi_graph_add_node(g, "Concat", "cat", 2, cin, 1, &y);
+  mi_node_set_int(g, node, "axis", 2);
+  mi_graph_add_output(g, y);
+  expect_within(g, wb > 64 ? "Concat of blocks of 64 and 65 floats" : "Concat of blocks of 33 and 4 floats", 0.);
+}
+
+static void concat_wide_rows(void) {
+  concat_wide_rows_case(33, 4);
+  concat_wide_rows_case(64, 65);
+}
+
 /* ---- Expand, Tile, Gather */
 
 static void expand_tile_tests(void) {
@@ -752,6 +772,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(concat_const),
     TU_CASE(concat_rows),
     TU_CASE(concat_pairs),
+    TU_CASE(concat_wide_rows),
     TU_CASE(expand_tile_tests),
     TU_CASE(gather),
     TU_CASE(depth_space_tests),
