@@ -3,8 +3,8 @@
  *
  * exp: n = round(x log2 e), r = x - n ln 2 (two-part ln 2), Cephes' degree-6 polynomial for
  * e^r, times 2^n built in the exponent bits; x is clamped to [-87.3, 88.3] (e^-87.3 = 1.2e-38, a
- * flush the callers do not see: softmax sums and erf tails). Relative error about 2 ulp.
- * erf: Abramowitz & Stegun 7.1.26, absolute error under 1.5e-7 (|erf| <= 1 with the sign restored).
+ * flush the callers do not see: softmax sums, sigmoid and tanh tails). Relative error about 2 ulp.
+ * erf: a rational function on [-4, 4] (ERF_RATIONAL below), absolute error under 3.4e-7.
  * tanh(x) = 1 - 2 / (e^2x + 1), x clamped to [-9, 9] (tanh(9) rounds to 1.0f), and sigmoid(x) =
  * 1 / (1 + e^-x), 0 below x = -87: neither divides by e^88 into a subnormal quotient, which cost a
  * microcode assist per lane on Intel (an LSTM cell's saturated gates: a 128-wide Tanh took 2 us
@@ -43,19 +43,32 @@ static inline __attribute__((always_inline)) AVX512_FN __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
+/* erf as a rational function of x on [-4, 4] (odd numerator of degree 13 over an even denominator
+ * of degree 8: the float coefficients Eigen and XLA use), |erf| clamped to 1; outside, +-1 (erf(4)
+ * rounds to 1.0f). One divide and twelve FMAs where Abramowitz & Stegun 7.1.26 took a divide, an
+ * exp and eight more: Gelu over 207 x 1152 floats 107 -> 76 us at AVX-512 (Zen 4). Absolute
+ * error under 3.4e-7 against double erf (A&S: 5.4e-7 in float arithmetic), but not relative to
+ * 1 - |erf| in the tails: Gelu(x) for x below -5 is about 1e-6 off a value under 1e-7. */
+#define ERF_RATIONAL(T, SET, MUL, FMA, MIN, MAX, DIV, a)                     \
+  do {                                                                       \
+    T x_ = MIN(MAX(a, SET(-4.f)), SET(4.f)), x2_ = MUL(x_, x_), p_, q_;      \
+    p_ = FMA(x2_, SET(-2.72614225801306e-10f), SET(2.77068142495902e-08f));  \
+    p_ = FMA(x2_, p_, SET(-2.10102402082508e-06f));                          \
+    p_ = FMA(x2_, p_, SET(-5.69250639462346e-05f));                          \
+    p_ = FMA(x2_, p_, SET(-7.34990630326855e-04f));                          \
+    p_ = FMA(x2_, p_, SET(-2.95459980854025e-03f));                          \
+    p_ = FMA(x2_, p_, SET(-1.60960333262415e-02f));                          \
+    p_ = MUL(x_, p_);                                                        \
+    q_ = FMA(x2_, SET(-1.45660718464996e-05f), SET(-2.13374055278905e-04f)); \
+    q_ = FMA(x2_, q_, SET(-1.68282697438203e-03f));                          \
+    q_ = FMA(x2_, q_, SET(-7.37332916720468e-03f));                          \
+    q_ = FMA(x2_, q_, SET(-1.42647390514189e-02f));                          \
+    a = MIN(MAX(DIV(p_, q_), SET(-1.f)), SET(1.f));                          \
+  } while (0)
+
 static inline __attribute__((always_inline)) AVX512_FN __m512 erf512(__m512 x) {
-  __m512 ax = _mm512_abs_ps(x), t, p, y;
-  t = _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_fmadd_ps(ax, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.f)));
-  p = _mm512_set1_ps(1.061405429f);
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-  p = _mm512_mul_ps(p, t);
-  y = _mm512_fnmadd_ps(p, exp512(_mm512_mul_ps(_mm512_sub_ps(_mm512_setzero_ps(), ax), ax)), _mm512_set1_ps(1.f));
-  /* copy the sign of x */
-  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(y),
-                                             _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u))));
+  ERF_RATIONAL(__m512, _mm512_set1_ps, _mm512_mul_ps, _mm512_fmadd_ps, _mm512_min_ps, _mm512_max_ps, _mm512_div_ps, x);
+  return x;
 }
 
 static inline __attribute__((always_inline)) AVX512_FN __m512 tanh512(__m512 x) {
@@ -177,17 +190,8 @@ static inline __attribute__((always_inline)) AVX2_FN __m256 exp256(__m256 x) {
 }
 
 static inline __attribute__((always_inline)) AVX2_FN __m256 erf256(__m256 x) {
-  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32((int)0x80000000u));
-  __m256 ax = _mm256_andnot_ps(sign, x), t, p, y;
-  t = _mm256_div_ps(_mm256_set1_ps(1.f), _mm256_fmadd_ps(ax, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.f)));
-  p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  p = _mm256_mul_ps(p, t);
-  y = _mm256_fnmadd_ps(p, exp256(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), ax), ax)), _mm256_set1_ps(1.f));
-  return _mm256_or_ps(y, _mm256_and_ps(x, sign));
+  ERF_RATIONAL(__m256, _mm256_set1_ps, _mm256_mul_ps, _mm256_fmadd_ps, _mm256_min_ps, _mm256_max_ps, _mm256_div_ps, x);
+  return x;
 }
 
 static inline __attribute__((always_inline)) AVX2_FN __m256 tanh256(__m256 x) {
