@@ -68,20 +68,28 @@ __attribute__((target("avx512f"))) static void minmax_avx512(const float *x, int
   *hi = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(h[0], h[1]), _mm512_max_ps(h[2], h[3])));
 }
 
-/* The new value first here too: vminps returns its second operand when either is NaN. */
+/* The new value first here too: vminps returns its second operand when either is NaN. Four chains
+ * each, as AVX-512's. */
 __attribute__((target("avx2"))) static void minmax_avx2(const float *x, int64_t n, float *lo, float *hi) {
-  __m256 l = _mm256_setzero_ps(), h = _mm256_setzero_ps();
+  __m256 l[4], h[4];
   float lv[8], hv[8];
-  int64_t i = 0;
+  int64_t i = 0, k;
+  for (k = 0; k < 4; k++) l[k] = h[k] = _mm256_setzero_ps();
+  for (; i + 32 <= n; i += 32)
+    for (k = 0; k < 4; k++) {
+      __m256 v = _mm256_loadu_ps(x + i + 8 * k);
+      l[k] = _mm256_min_ps(v, l[k]);
+      h[k] = _mm256_max_ps(v, h[k]);
+    }
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(x + i);
-    l = _mm256_min_ps(v, l);
-    h = _mm256_max_ps(v, h);
+    l[0] = _mm256_min_ps(v, l[0]);
+    h[0] = _mm256_max_ps(v, h[0]);
   }
-  _mm256_storeu_ps(lv, l);
-  _mm256_storeu_ps(hv, h);
+  _mm256_storeu_ps(lv, _mm256_min_ps(_mm256_min_ps(l[0], l[1]), _mm256_min_ps(l[2], l[3])));
+  _mm256_storeu_ps(hv, _mm256_max_ps(_mm256_max_ps(h[0], h[1]), _mm256_max_ps(h[2], h[3])));
   *lo = *hi = 0.f;
-  for (int k = 0; k < 8; k++) {
+  for (k = 0; k < 8; k++) {
     *lo = lv[k] < *lo ? lv[k] : *lo;
     *hi = hv[k] > *hi ? hv[k] : *hi;
   }
@@ -137,13 +145,23 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static void dynq_a
       _mm_mask_storeu_epi8(y + i, k, c);
   }
 }
-__attribute__((target("avx2"))) static void dynq_avx2(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
-  const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(), v255 = _mm256_set1_ps(255.f);
+/* The AVX-512 form's quotient (blis_dynq512.h): x * fl(1 / s) + z in one FMA, rounded, and the
+ * division itself only for a vector with a lane within 2^-12 of a half (or NaN), so every code is
+ * the division's; vdivps was most of the pass. */
+__attribute__((target("avx2,fma"))) static void dynq_avx2(const float *x, uint8_t *y, int64_t b, int64_t e, float s, float z) {
+  const __m256 vs = _mm256_set1_ps(s), rcp = _mm256_set1_ps(1.f / s), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(),
+               v255 = _mm256_set1_ps(255.f), near = _mm256_set1_ps(.5f - 1.f / 4096.f),
+               sign = _mm256_set1_ps(-0.f);
   int64_t i = b;
   for (; i + 8 <= e; i += 8) {
-    __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256i c = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, vz), v0), v255));
-    __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+    __m256 x8 = _mm256_loadu_ps(x + i), p = _mm256_fmadd_ps(x8, rcp, vz);
+    __m256 v = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i c;
+    __m128i w;
+    if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_sub_ps(p, v)), near, _CMP_LE_OQ)) != 0xff)
+      v = _mm256_add_ps(_mm256_round_ps(_mm256_div_ps(x8, vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+    c = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, v0), v255));
+    w = _mm_packus_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
     _mm_storel_epi64((__m128i *)(y + i), _mm_packus_epi16(w, w));
   }
   for (; i < e; i++) y[i] = dynq_one(x[i], s, z);
