@@ -47,6 +47,16 @@ static void pack_panel(float *dst, const float *b, int64_t rsb, int64_t csb, int
     }
     return;
   }
+  if (csb == 1) { /* rows contiguous (attention's V, any row stride): a loop the compiler vectorises */
+    int64_t c0 = pn * nr, cols = n - c0 < nr ? n - c0 : nr;
+    for (kk = 0; kk < k; kk++) {
+      const float *src = b + kk * rsb + c0;
+      float *row = dst + kk * nr;
+      for (j = 0; j < cols; j++) row[j] = alpha * src[j];
+      for (; j < nr; j++) row[j] = 0.f;
+    }
+    return;
+  }
   for (kk = 0; kk < k; kk++) {
     float *row = dst + kk * nr;
     for (j = 0; j < nr; j++) {
