@@ -69,6 +69,23 @@ __attribute__((target("avx512f"))) void mi__blis_strided_row_avx512(const float 
   }
 }
 
+/* One output row of w values read at stride 2, eight a step: the 16 floats they span as two loads
+ * (the row's last block with its last float masked off, never read past the row's last element),
+ * one vshufps for the even lanes of each 128-bit half and a vpermpd to order them. AVX2 had only
+ * the scalar loop: a rotary embedding's even/odd halves (Moonshine's 24 Slices, 1x8x207x32 ->
+ * 1x8x207x16) took 0.30-0.42 ms against 0.31 at AVX-512. */
+__attribute__((target("avx2"))) static void stride2_row_avx2(const float *xr, float *y, int64_t w) {
+  const __m256i first7 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0);
+  int64_t j = 0;
+  for (; j + 8 <= w; j += 8) {
+    __m256 a = _mm256_loadu_ps(xr + 2 * j);
+    __m256 b = j + 8 < w ? _mm256_loadu_ps(xr + 2 * j + 8) : _mm256_maskload_ps(xr + 2 * j + 8, first7);
+    __m256 e = _mm256_shuffle_ps(a, b, 0x88); /* a0 a2 b0 b2 | a4 a6 b4 b6 */
+    _mm256_storeu_ps(y + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xd8)));
+  }
+  for (; j < w; j++) y[j] = xr[2 * j];
+}
+
 /* Rows of the last output axis [r0, r1): each a strided run of the input (a copy when the stride
  * is 1: slices), so the per-element index carry is paid once a row. */
 static void gather_rows(void *arg, int64_t r0, int64_t r1) {
@@ -88,6 +105,8 @@ static void gather_rows(void *arg, int64_t r0, int64_t r1) {
     if (xl == 1) memcpy(y, xr, (size_t)w * sizeof *y);
     else if (g->simd == MI__SIMD_AVX512 && xl >= 2 && xl <= 4)
       mi__blis_strided_row_avx512(xr, xl, y, w);
+    else if (g->simd == MI__SIMD_AVX2 && xl == 2)
+      stride2_row_avx2(xr, y, w);
     else
       for (j = 0; j < w; j++) y[j] = xr[j * xl];
     mi__blis_next_index(last, g->dims, g->xs, idx, &off);

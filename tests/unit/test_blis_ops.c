@@ -341,6 +341,33 @@ static void slice_case(tb_plugin_t *p, int64_t R, int64_t axis, int64_t b0, int6
         (long long)R, (long long)axis, (long long)b0, (long long)e0);
 }
 
+/* Slice of every second float of the last axis from b0 (0 or 1) of [3, 5, W] on a plugin capped at
+ * cap (a Slice takes the CPU's level, not knob simd): the rotary embedding's even/odd halves. Rows of W / 2 outputs: 16 (two AVX2 blocks, the last one's
+ * load masked at the row's end), 17 and 9 (a scalar tail), 4 (scalar only); exact. */
+static void slice_step2_case(tb_plugin_t *p, int64_t W, int64_t b0, const char *cap) {
+  int64_t xd[3] = {3, 5, W}, w = (W - b0 + 1) / 2, yd[3] = {3, 5, w}, e0 = W, ax = 2, st = 2, i;
+  static float x[3 * 5 * 40], ref[3 * 5 * 20], got[3 * 5 * 20];
+  const float *ins[1] = {x};
+  mi_error_t err = {0, ""};
+  int in[5], k;
+  tb_t b;
+  tb_fill(x, 15 * W, 70 + (unsigned)W);
+  memset(&b, 0, sizeof b);
+  in[0] = tb_tensor(&b, 3, xd, NULL);
+  in[1] = tb_ints_tensor(&b, 1, &b0);
+  in[2] = tb_ints_tensor(&b, 1, &e0);
+  in[3] = tb_ints_tensor(&b, 1, &ax);
+  in[4] = tb_ints_tensor(&b, 1, &st);
+  k = tb_tensor(&b, 3, yd, NULL);
+  tb_node(&b, "Slice", 13, 5, in, k);
+  tb_finish(&b, k);
+  for (i = 0; i < 15 * w; i++) ref[i] = x[(i / w) * W + b0 + 2 * (i % w)];
+  memset(got, 0, sizeof got);
+  CHECK(tb_run(p, &b, NULL, NULL, 0, ins, got, &err) == MI_OK, "Slice step 2: %s", err.message);
+  CHECK(memcmp(got, ref, (size_t)(15 * w) * sizeof(float)) == 0, "Slice [3,5,%lld] [%lld::2] cap %s differs",
+        (long long)W, (long long)b0, cap ? cap : "none");
+}
+
 static void binary_case(tb_plugin_t *p, const char *op) {
   /* [2,3,4] op [3,1]: numpy broadcasting over the first and last dims. */
   int64_t ad[3] = {2, 3, 4}, bd[2] = {3, 1}, i;
@@ -627,6 +654,26 @@ static void simd_paths(void) {
   }
 }
 
+/* The stride-2 Slice at each SIMD level (MI_BLIS_MAX_SIMD caps the plugin loaded for it). */
+static void slice_step2(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  for (int lv = 0; lv < 3; lv++) {
+    tb_plugin_t q;
+    if (caps[lv]) setenv("MI_BLIS_MAX_SIMD", caps[lv], 1);
+    else
+      unsetenv("MI_BLIS_MAX_SIMD");
+    REQUIRE(tb_load(&q));
+    for (int64_t b0 = 0; b0 < 2; b0++) {
+      slice_step2_case(&q, 32, b0, caps[lv]);
+      slice_step2_case(&q, 34, b0, caps[lv]);
+      slice_step2_case(&q, 18, b0, caps[lv]);
+      slice_step2_case(&q, 8, b0, caps[lv]);
+    }
+    tb_unload(&q);
+  }
+  unsetenv("MI_BLIS_MAX_SIMD");
+}
+
 static void layernorm(void) {
   layernorm_case(&p, 8, 1);
   layernorm_case(&p, 37, 1);
@@ -704,6 +751,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(matmul),
     TU_CASE(softmax),
     TU_CASE(simd_paths),
+    TU_CASE(slice_step2),
     TU_CASE(layernorm),
     TU_CASE(pool),
     TU_CASE(binary),
