@@ -389,8 +389,8 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
          * pixels at 512x512), and each part pays the per-pair set-up of its column rows once per
          * part, so four 64-pixel parts paid it four times over what one 256-pixel part does; a
          * 64 -> 16 3x3 conv at 512x512, 2 threads, 5 alternating rounds: 92.9-99.7 -> 83.6-88.1
-         * ms (docs/benchmarks.md, 2026-12-04 21:20). Not for the codes' first pass: a channel's
-         * range is one part's alone there. */
+         * ms (docs/benchmarks.md, "The AVX2 INT8 conv's pixel split"). Not for the codes' first
+         * pass: a channel's range is one part's alone there. */
         if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 &&
             mg <= npix) {
           int64_t grain = (npix + env->threads - 1) / env->threads;
