@@ -103,4 +103,11 @@ set -e
 [ "$st" = 2 ] || fail "mi-host profile --fallback nosuch:0 exited $st"
 [ "$(wc -l < "$T/hbad.err")" = 1 ] && grep -q "fallback 'nosuch:0'" "$T/hbad.err" ||
   fail "mi-host profile --fallback nosuch:0: $(cat "$T/hbad.err")"
+# The default is the first CPU plugin by name whatever the folders' order: with the template's
+# folder (a CPU plugin named "template") before blis-cpu's, an npu-stub session still gets
+# blis-cpu:0, as a registry that loaded every plugin picks it (the deployment runtime's).
+"$RUN" --plugins "$PL" --model "$T/cs.onnx" --device npu-stub:0 --json > "$T/npu.json" \
+  2> "$T/npu.err" || fail "npu-stub run: $(cat "$T/npu.err")"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["fallback_device"] == "blis-cpu:0", d' \
+  "$T/npu.json" || fail "npu-stub's default fallback with the template's folder first"
 echo "mi_run_fallback: ok"

@@ -416,9 +416,11 @@ static int32_t fallback_candidate(void *ctx, const char *path, const char *name,
   uint32_t fd = 0;
   int skip = strcmp(name, o->primary->name) == 0;
   if (o->want) skip |= strlen(name) != o->want_len || strncmp(name, o->want, o->want_len) != 0;
-  else /* only a plugin that could still be the first CPU plugin by name */
+  else /* only a plugin that could still be the first CPU plugin by name (with several folders
+        * on the path, one that sorts before the one found so far can come later) */
     skip |= (o->primary_cpu && strcmp(name, o->primary->name) > 0) ||
-            mi_registry_cpu_fallback(o->r, o->primary, o->device, &fp, &fd);
+            (mi_registry_cpu_fallback(o->r, o->primary, o->device, &fp, &fd) &&
+             strcmp(name, fp->name) >= 0);
   if (skip) return mi_errorf(err, MI_ERR_NOT_FOUND, "not a fallback candidate");
   return o->preflight ? o->preflight(o->ctx, path, name, err) : MI_OK;
 }
