@@ -120,8 +120,7 @@ static void idle_ms(double ms) {
 }
 
 /* Warm-up runs, then timed runs, each after --gap's idle time; the last run's outputs stay in
- * `outs`. Every run's device
- * time, warm-up included, is checked against its wall time. */
+ * `outs`. Every run's device time, warm-up included, is checked against its wall time. */
 static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inputs,
                          mi_array_t **outs, int warmup, int repeat, double gap_ms,
                          run_summary_t *sum,

@@ -68,7 +68,6 @@ struct mi_session {
   mi_plugin_t *fb_plugin;
   uint32_t fb_device;
   mi_buffer_t **fb_bufs;
-  int32_t fb_count; /* host steps that run on it */
   int has_device_time;
   uint64_t device_time_ns;
   /* Device steps are enqueued (kernel_enqueue) and waited for with device_sync where the host

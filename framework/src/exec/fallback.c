@@ -100,7 +100,6 @@ int32_t mi__fallback_prepare(mi_session_t *s, mi__step_t *st, int32_t node, mi_e
     return rc;
   }
   st->fb = f;
-  s->fb_count++;
   return 1;
 }
 

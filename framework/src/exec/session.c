@@ -258,7 +258,9 @@ MI_API int mi_session_fallback_where(const mi_session_t *s, int32_t index, mi_pl
 }
 
 MI_API int32_t mi_session_fallback_device_count(const mi_session_t *s) {
-  return s ? s->fb_count : 0;
+  int32_t n = 0;
+  for (int32_t i = 0; s && s->fallback_on && i < s->fallback_count; i++) n += s->fallback_on[i];
+  return n;
 }
 
 MI_API int mi_session_device_time(const mi_session_t *s, uint64_t *ns) {

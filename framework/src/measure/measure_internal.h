@@ -113,6 +113,11 @@ typedef struct mi__config_cache {
   struct mi_plugin *fb;
   uint32_t fb_device;
 } mi__config_cache_t;
+/* Gives session options `so` the worker's fallback device when they allow host fallback. */
+static inline void mi__config_fallback(const mi__config_cache_t *c, mi_session_options_t *so) {
+  so->fallback_plugin = so->allow_host_fallback ? c->fb : NULL;
+  so->fallback_device = c->fb_device;
+}
 #define MI__CONFIG_JOB_MAX (16u << 20)
 /* A job as sent (configuration, probe, interleaved): a fixed header of hsize bytes, then `count`
  * parts whose lengths the header holds in lens[]. mi__job_pack joins them into one malloc'd

@@ -177,8 +177,7 @@ static void serve_profile(int fd, mi_plugin_t *pl, uint32_t dev, const mi__confi
     so.device_knob_count = job->knob_count;
     so.device_knobs = kv;
     so.allow_host_fallback = job->allow_host_fallback;
-    so.fallback_plugin = job->allow_host_fallback ? cc->fb : NULL;
-    so.fallback_device = cc->fb_device;
+    mi__config_fallback(cc, &so);
     if (mi_profile_run(*g, pl, dev, &so, &job->mo, job->check, &prof, &e)) {
       send_error(fd, &e);
       return;

@@ -382,8 +382,7 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
   if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_XF], &xc, &xg, err))) goto done;
   res->transform_s = mi__now_s() - t0;
   if ((rc = mi__config_hw_parse(hwtext, &hw, err))) goto done;
-  hw.so.fallback_plugin = hw.so.allow_host_fallback ? cache->fb : NULL;
-  hw.so.fallback_device = cache->fb_device;
+  mi__config_fallback(cache, &hw.so);
   /* A configuration measured for tuning is also checked: the device's outputs against the
    * reference (wrong results fail the measurement), and its accuracy comes from them too. With
    * the accuracy measured first, outputs within the check's bound of the original model itself

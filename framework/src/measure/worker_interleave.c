@@ -78,8 +78,7 @@ static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, con
   if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_XF], &p->xc, &p->xg, err))) return rc;
   if (!(p->hwtext = strdup(t[T_HW]))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
   if ((rc = mi__config_hw_parse(p->hwtext, &p->hw, err))) return rc;
-  p->hw.so.fallback_plugin = p->hw.so.allow_host_fallback ? cache->fb : NULL;
-  p->hw.so.fallback_device = cache->fb_device;
+  mi__config_fallback(cache, &p->hw.so);
   g = p->xg ? p->xg : cache->g;
   if ((rc = mi_session_create(g, pl, dev, &p->hw.so, &p->s, err))) return rc;
   p->g = g;
