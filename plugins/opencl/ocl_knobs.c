@@ -64,6 +64,10 @@ static const ocl_variant_t k_variants[] = {
       "conv.dw_tiled with a work-item's ow_per_item columns as one floatN vector, one vector "
       "FMA per tap",
       MM_FUSE, DW_TILED_KNOBS, D_VDW),
+    V("conv.implicit_gemm", "Conv",
+      "conv.im2col_gemm's tiled GEMM reading its column tiles straight from X through the "
+      "im2col index map: no column buffer, no im2col pass",
+      MM_FUSE, TILED, D_TILED),
     V("conv.direct", "Conv", "direct convolution, one output per work-item", MM_FUSE,
       B(K_WG_X) | B(K_UNROLL), D_1D),
     V("conv.tiled", "Conv",
@@ -204,9 +208,10 @@ const ocl_variant_t *mi__ocl_variant_default(const char *op) {
 
 /* ---------------------------------------------------------------- constraints */
 
-#define MM2D \
-  "conv.im2col_gemm,conv.im2col_regblock,gemm.tiled,gemm.regblock,matmul.tiled,matmul.regblock"
-#define TILEDV "conv.im2col_gemm,gemm.tiled,matmul.tiled"
+#define MM2D                                                                                        \
+  "conv.im2col_gemm,conv.implicit_gemm,conv.im2col_regblock,gemm.tiled,gemm.regblock,matmul.tiled," \
+  "matmul.regblock"
+#define TILEDV "conv.im2col_gemm,conv.implicit_gemm,gemm.tiled,matmul.tiled"
 #define VECV "conv.im2col_regblock,gemm.regblock,matmul.regblock"
 #define MAX_ACC 64
 

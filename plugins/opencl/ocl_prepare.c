@@ -205,6 +205,11 @@ static const ocl_variant_t *default_variant(const ocl_device_t *dev, const mi_ke
         (dw ? w->dims[0] % x->dims[1] == 0 : !(w->dims[1] == 1 && w->dims[0] == g)))
       return mi__ocl_variant_find(dw ? "conv.dw_tiled" : "conv.tiled");
     if (dw) return mi__ocl_variant_find("conv.depthwise");
+    /* Elsewhere (GPUs) the local-memory tiled GEMM, its column tiles read from X through the
+     * im2col map: conv.im2col_gemm's kernel without the column buffer and its pass (1.1-1.3x
+     * faster than it on PoCL for every non-pointwise shape of tools/bench/opencl, equal on
+     * pointwise ones, where both read X as the matrix). */
+    return mi__ocl_variant_find("conv.implicit_gemm");
   }
   /* On a CPU device __local memory is ordinary memory plus barriers, so staging tiles costs
    * more than it saves: register blocking wins there (measured by tools/bench/opencl). */

@@ -1,4 +1,4 @@
-/* ocl_prepare_mm.c - prepares convolution (direct, depthwise, im2col + GEMM), transposed
+/* ocl_prepare_mm.c - prepares convolution (direct, depthwise, im2col + GEMM, implicit GEMM), transposed
  * convolution and Gemm/MatMul kernels with their fused epilogues. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +22,10 @@ static int gemm_kind(const ocl_variant_t *v) {
   return GK_TILED;
 }
 
+/* extra: more -D options (conv.implicit_gemm's geometry), "" for none. */
 static int32_t add_gemm(ocl_prep_t *p, int kind, ocl_arg_t a, ocl_arg_t b, ocl_arg_t c,
-                        const gemm_geo_t *g, const ocl_epi_t *e, int chan_inner) {
-  char opt[256];
+                        const gemm_geo_t *g, const ocl_epi_t *e, int chan_inner, const char *extra) {
+  char opt[512];
   const int64_t *k = p->kn.v;
   const char *name;
   ocl_launch_t *l;
@@ -35,9 +36,9 @@ static int32_t add_gemm(ocl_prep_t *p, int kind, ocl_arg_t a, ocl_arg_t b, ocl_a
     name = "gemm_naive";
   } else if (kind == GK_TILED) {
     snprintf(opt, sizeof opt,
-             "-D GEMM_TILED -D WGX=%d -D WGY=%d -D TM=%d -D TN=%d -D TK=%d -D USE_LOCAL=%d -D UNROLL=%d",
+             "-D GEMM_TILED -D WGX=%d -D WGY=%d -D TM=%d -D TN=%d -D TK=%d -D USE_LOCAL=%d -D UNROLL=%d%s",
              (int)k[K_WG_X], (int)k[K_WG_Y], (int)k[K_TILE_M], (int)k[K_TILE_N], (int)k[K_TILE_K],
-             (int)k[K_LOCAL], (int)k[K_UNROLL]);
+             (int)k[K_LOCAL], (int)k[K_UNROLL], extra);
     name = "gemm_tiled";
   } else {
     snprintf(opt, sizeof opt, "-D GEMM_VEC -D WGX=%d -D WGY=%d -D TM=%d -D TN=%d -D VW=%d -D UNROLL=%d",
@@ -181,7 +182,33 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   }
   if ((st = mi__ocl_bind(p, n->inputs[1], &aw)) != MI_OK) goto done;
   if ((st = mi__ocl_upload(p, g, sizeof g, &ag)) != MI_OK) goto done;
-  if (strncmp(p->var->v.id, "conv.im2col_", 12) == 0) {
+  if (strcmp(p->var->v.id, "conv.implicit_gemm") == 0) {
+    /* The tiled GEMM of conv.im2col_gemm with its B tiles read from X through the im2col index
+     * map (LOAD_B in mi__ocl_src_gemm): batch z1 is the image, z2 the group, each B one group's
+     * input planes. */
+    gemm_geo_t gg;
+    char geo[256];
+    int K = (C / G) * KH * KW, P = OH * OW, OCg = OC / G;
+    snprintf(geo, sizeof geo,
+             " -D CONV_IGEMM -D CI_H=%d -D CI_W=%d -D CI_KH=%d -D CI_KW=%d -D CI_SH=%d -D CI_SW=%d"
+             " -D CI_PH=%d -D CI_PW=%d -D CI_DH=%d -D CI_DW=%d -D CI_OW=%d",
+             H, W, KH, KW, (int)g[8], (int)g[9], (int)g[10], (int)g[11], (int)g[12], (int)g[13], OW);
+    memset(&gg, 0, sizeof gg);
+    gg.M = OCg;
+    gg.N = P;
+    gg.K = K;
+    gg.ldc = P;
+    gg.G = G;
+    gg.Z = N * G;
+    gg.ld.s[0] = K;
+    gg.ld.s[1] = 1;
+    gg.bs.s[1] = OCg * K;
+    gg.bs.s[2] = C * H * W;
+    gg.bs.s[3] = (C / G) * H * W;
+    gg.bs.s[4] = OC * P;
+    gg.bs.s[5] = OCg * P;
+    st = add_gemm(p, GK_TILED, aw, ax, ay, &gg, &e, P, geo);
+  } else if (strncmp(p->var->v.id, "conv.im2col_", 12) == 0) {
     gemm_geo_t gg;
     int K = (C / G) * KH * KW, P = OH * OW, OCg = OC / G;
     int direct = KH == 1 && KW == 1 && g[8] == 1 && g[9] == 1 && g[10] == 0 && g[11] == 0 &&
@@ -227,7 +254,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     gg.bs.s[3] = K * P;
     gg.bs.s[4] = OC * P;
     gg.bs.s[5] = OCg * P;
-    st = add_gemm(p, gemm_kind(p->var), aw, acol, ay, &gg, &e, P);
+    st = add_gemm(p, gemm_kind(p->var), aw, acol, ay, &gg, &e, P, "");
   } else {
     int dw = strcmp(p->var->v.id, "conv.depthwise") == 0;
     const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw"
@@ -376,7 +403,7 @@ int32_t mi__ocl_prepare_gemm(ocl_prep_t *p) {
     goto done;
   }
   if ((st = mi__ocl_bind(p, e.out_tensor, &ay)) != MI_OK) goto done;
-  st = add_gemm(p, gemm_kind(p->var), aa, ab, ay, &g, &e, 1);
+  st = add_gemm(p, gemm_kind(p->var), aa, ab, ay, &g, &e, 1, "");
 done:
   free(bt);
   mi__ocl_epi_free(&e);

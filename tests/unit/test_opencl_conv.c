@@ -132,12 +132,17 @@ static void variants(void) {
   conv_variant(&o, "conv.direct", 3, NULL, 0);
   conv_variant(&o, "conv.im2col_gemm", 1, NULL, 0);
   conv_variant(&o, "conv.im2col_gemm", 2, "use_local_memory", 0);
+  conv_variant(&o, "conv.implicit_gemm", 1, NULL, 0);
+  conv_variant(&o, "conv.implicit_gemm", 2, NULL, 0);
+  conv_variant(&o, "conv.implicit_gemm", 3, "use_local_memory", 0);
+  conv_variant(&o, "conv.implicit_gemm", 1, "tile_k", 1);
   conv_variant(&o, "conv.depthwise", C, "wg_x", 32);
   conv_variant(&o, NULL, C, NULL, 0); /* default picks depthwise */
 }
 
 static void fused_epilogues(void) {
   fused(&o, "conv.im2col_gemm");
+  fused(&o, "conv.implicit_gemm");
   fused(&o, "conv.direct");
 }
 

@@ -1,6 +1,6 @@
 /* test_opencl_conv_tiled.c - the tuning variants of Conv on the OpenCL plugin (conv.tiled,
  * conv.dw_tiled, their vector forms conv.tiled_vec and conv.dw_vec, the pointwise conv.pw_vec,
- * conv.im2col_regblock) against a naive convolution, over odd sizes, asymmetric
+ * conv.im2col_regblock, conv.implicit_gemm) against a naive convolution, over odd sizes, asymmetric
  * pads, strides 1 and 2, dilation, groups, depthwise multipliers, 1x1 and non-square filters,
  * each at several knob settings (blocks that do not divide the output, work-groups wider than
  * a row), a fused Relu + residual Add, and the shapes each variant refuses. */
@@ -55,8 +55,8 @@ static void ref(const shape_t *s, const float *x, const float *w, const float *b
 }
 
 typedef struct knobset {
-  const char *name[4];
-  int64_t v[4];
+  const char *name[5];
+  int64_t v[5];
 } knobset_t;
 
 static ocl_t o;
@@ -113,7 +113,7 @@ static int32_t run_one(const shape_t *s, const char *variant, const knobset_t *k
   } else {
     k.outs[k.nout++] = t1;
   }
-  for (i = 0; ks && i < 4 && ks->name[i]; i++) kd_knob(&k, ks->name[i], ks->v[i]);
+  for (i = 0; ks && i < 5 && ks->name[i]; i++) kd_knob(&k, ks->name[i], ks->v[i]);
   ins[0] = x;
   ins[1] = weights_at_run ? w : res;
   ins[2] = res;
@@ -272,7 +272,27 @@ static void refusals(void) {
   }
 }
 
+/* conv.implicit_gemm: its column tiles read from X through the im2col map, so every geometry
+ * (odd sizes, asymmetric pads, strides, dilation, groups, depthwise, two images) at the declared
+ * tiles, and in turn without local memory, with a one-deep K slice, with tiles wider than the
+ * output and with a GPU-sized work-group (16 x 16, 64 x 64 tiles). */
+static const knobset_t k_igemm[] = {
+    {{NULL}, {0}},
+    {{"use_local_memory", "unroll"}, {0, 2}},
+    {{"tile_k", "wg_x", "wg_y"}, {1, 4, 4}},
+    {{"tile_m", "tile_n", "tile_k", "wg_y"}, {8, 128, 32, 8}},
+    {{"wg_x", "wg_y", "tile_m", "tile_n", "tile_k"}, {16, 16, 64, 64, 16}},
+};
+
+static void implicit_matches_reference(void) {
+  for (size_t i = 0; i < COUNT(k_shapes); i++) {
+    REQUIRE(run_one(&k_shapes[i], "conv.implicit_gemm", &k_igemm[0], 0, 0) == MI_OK);
+    REQUIRE(run_one(&k_shapes[i], "conv.implicit_gemm", &k_igemm[1 + i % (COUNT(k_igemm) - 1)], 1, 0) == MI_OK);
+  }
+}
+
 static const tu_case_t tu_cases[] = {
+    TU_CASE(implicit_matches_reference),
     TU_CASE(tiled_matches_reference),
     TU_CASE(vector_matches_reference),
     TU_CASE(pointwise_matches_reference),

@@ -209,8 +209,9 @@ static int config_ok(ocl_t *o, const char *variant, const cfg_t *c) {
 
 static void bench_shape(ocl_t *o, const domain_t *dom, const shape_t *s, int samples, int repeats) {
   static const char *mm[] = {"matmul.naive", "matmul.tiled", "matmul.regblock"};
-  static const char *cv[] = {"conv.im2col_gemm", "conv.im2col_regblock", "conv.direct",
-                             "conv.tiled", "conv.depthwise", "conv.dw_tiled"};
+  static const char *cv[] = {"conv.im2col_gemm", "conv.implicit_gemm", "conv.im2col_regblock",
+                             "conv.direct", "conv.tiled", "conv.depthwise",
+                             "conv.dw_tiled"};
   const char *const *vars = s->conv ? cv : mm;
   size_t nx = s->conv ? (size_t)(s->c * s->h * s->w) : (size_t)(s->m * s->k);
   size_t nw = s->conv ? (size_t)(s->oc * (s->c / s->group) * s->ks * s->ks) : (size_t)(s->k * s->n);
@@ -232,11 +233,11 @@ static void bench_shape(ocl_t *o, const domain_t *dom, const shape_t *s, int sam
     dflt = t ? fl / (double)t : 0.;
     printf("  %-18s %-58s %9.1f us %7.2f GFLOP/s\n", "default", "(plugin's choice)", t / 1e3, dflt);
   }
-  for (vi = 0; vi < (s->conv ? 6 : 3); vi++) {
+  for (vi = 0; vi < (s->conv ? 7 : 3); vi++) {
     cfg_t c;
     uint32_t mask;
     /* the depthwise-only variants on depthwise shapes, conv.tiled on the others */
-    if (s->conv && (vi >= 3) && (vi >= 4) != (s->group > 1 && s->group == s->c)) continue;
+    if (s->conv && (vi >= 4) && (vi >= 5) != (s->group > 1 && s->group == s->c)) continue;
     if (!(mask = variant_mask(o, vars[vi]))) continue;
     for (j = 0; j <= samples; j++) {
       uint64_t t;
