@@ -331,9 +331,10 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
         !strcmp(op, "Mul"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
     if (!strcmp(op, "MatMulInteger")) { /* the dynamic export's float tail, blis_qlinear.c gemm_tail */
-      v.fuse_mask = MI_FUSE_BIAS;
+      v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,
-               "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias along the last axis)] as its float output stage");
+               "int32 GEMM; -> Cast -> Mul (scale) [-> Add (bias along the last axis)] [-> activation] as its float output "
+               "stage");
     }
     if (!strcmp(op, "ConvInteger")) { /* the dynamic export's float tail in the output stage */
       v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT;

@@ -661,20 +661,22 @@ typedef struct qgemm {
   int32_t za_t, out32;   /* runtime zero point tensor of A (or -1: za); write int32 sums */
   int32_t tail, scale_t; /* out32's float tail (gemm_tail, blis_qlinear.c): nodes, scale tensor */
   float *tb;             /* its bias along the last axis (n values), or NULL */
-  int32_t w4;            /* INT4 B kept packed: b4, not b */
-  int64_t m, n, k, ka;   /* ka: k rounded up to even */
-  double *mult, *bias;   /* n each */
-  int16_t *b;            /* [ka/2][n][2]: pairs of rows (INT8) */
-  uint8_t *b4;           /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
-  int16_t *a16;          /* [m][ka] scratch, zero past k */
-  int32_t *acc;          /* [m][n] scratch */
-  int32_t u8k;           /* byte core: a8, b8, csum instead of a16, b */
-  int64_t kq;            /* k rounded up to 4, in quads */
-  uint8_t *a8, *b8;      /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
-  int32_t *csum;         /* [n] sums of each column's weights: the zero point's correction */
-  int32_t *wd;           /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
-  int32_t amx;           /* byte core on AMX tiles (blis_qamx.c): wb */
-  uint8_t *wb;           /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
+  int32_t act;           /* then an activation on each row (MI__ACT_*, 0: none) */
+  float act_a, act_b;
+  int32_t w4;          /* INT4 B kept packed: b4, not b */
+  int64_t m, n, k, ka; /* ka: k rounded up to even */
+  double *mult, *bias; /* n each */
+  int16_t *b;          /* [ka/2][n][2]: pairs of rows (INT8) */
+  uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
+  int16_t *a16;        /* [m][ka] scratch, zero past k */
+  int32_t *acc;        /* [m][n] scratch */
+  int32_t u8k;         /* byte core: a8, b8, csum instead of a16, b */
+  int64_t kq;          /* k rounded up to 4, in quads */
+  uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
+  int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
+  int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
+  int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
+  uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
 } qgemm_t;
 
 typedef struct qgemm_task {
@@ -721,11 +723,12 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
     else
       mi__blis_qgemm(q->dot, r0, r1, q->n, q->ka / 2, q->a16, q->ka, q->b, q->acc);
   }
-  if (q->out32 && q->tail) { /* Cast, Mul by the scale, then Add of the bias: each rounded as the nodes */
+  if (q->out32 && q->tail) { /* Cast, Mul by the scale, Add of the bias, the activation: each rounded as the nodes */
     for (i = r0; i < r1; i++) {
       float *yr = (float *)t->y + i * q->n;
       mi__blis_qv_ftail(q->simd, q->acc + i * q->n, q->n, t->fs, 0, 0.f, NULL, 0, NULL, yr);
       for (j = 0; q->tb && j < q->n; j++) yr[j] = yr[j] + q->tb[j];
+      if (q->act && !mi__blis_act_simd(q->simd, q->act, yr, q->n)) mi__blis_act_apply(q->act, q->act_a, q->act_b, yr, q->n);
     }
     return;
   }
@@ -792,6 +795,11 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     q->scale_t = src->scale_t;
     q->tb = src->tb ? (float *)(q->wd + nn) : NULL;
     for (i = 0; q->tb && i < nn; i++) q->tb[i] = src->tb[src->ntb == 1 ? 0 : i];
+    if (src->hs.nact == 1) {
+      q->act = src->hs.act[0];
+      q->act_a = src->hs.aa[0];
+      q->act_b = src->hs.ab[0];
+    }
     p->nodes_used = 1 + src->tail;
   }
   q->a_u8 = a->dtype == MI_DTYPE_UINT8;

@@ -348,8 +348,9 @@ static void int_tail(const mi__blis_prep_t *p, int64_t ch, mi__blis_qsrc_t *src)
 
 /* A MatMulInteger's float tail in its kernel (exec/plan.c gemm_int_tail): Cast to FLOAT, Mul by
  * one FLOAT32 scale, then optionally Add of a constant bias along the last axis (n values, or
- * one). Fills src's tail fields and y; leaves src alone when they do not fit (the kernel is then
- * refused: qgemm runs alone or with its whole tail). */
+ * one), then optionally one activation (src->hs.act[0]: Gelu, Relu, Clip...). Fills src's tail
+ * fields and y; leaves src alone when they do not fit (the kernel is then refused: qgemm runs
+ * alone or with its whole tail). */
 static void gemm_tail(const mi__blis_prep_t *p, int64_t n, mi__blis_qsrc_t *src) {
   const mi_node_desc_t *m;
   const mi_tensor_desc_t *t;
@@ -373,6 +374,14 @@ static void gemm_tail(const mi__blis_prep_t *p, int64_t n, mi__blis_qsrc_t *src)
       cur = m->outputs[0];
       src->tail = 3;
     }
+  }
+  memset(&src->hs, 0, sizeof src->hs);
+  if ((m = mi__blis_node(p, src->tail + 1)) && m->output_count == 1 && m->input_count >= 1 && m->inputs[0] == cur &&
+      mi__blis_consumers(p, cur) == 1 && !mi__blis_is_kernel_output(p, cur) &&
+      mi__blis_act_of(p, m, &src->hs.act[0], &src->hs.aa[0], &src->hs.ab[0])) {
+    src->hs.nact = 1;
+    cur = m->outputs[0];
+    src->tail++;
   }
   src->scale_t = scale;
   src->y = cur;

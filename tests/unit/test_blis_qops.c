@@ -180,9 +180,11 @@ static void matmul_integer(int u8w) {
 
 /* ONNX Runtime's dynamic MatMul with its float tail: DynamicQuantizeLinear -> MatMulInteger (B
  * UINT8 or INT8, a zero point per column) -> Cast -> Mul by (x scale * B scale) [-> Add of a
- * bias along the last axis, [19] or [1, 19]]: one kernel for the GEMM and its tail (plus the
- * quantize and the scale product), every float equal to the unfused reference's bit for bit. */
-static void matmul_integer_tail(int bias, int u8w) {
+ * bias along the last axis, [19] or [1, 19]] [-> an activation: act 1 Relu, 2 Clip(-0.5, 0.5), 3
+ * Gelu]: one kernel for the GEMM and its tail (plus the quantize and the scale product), every
+ * float equal to the unfused reference's bit for bit (Gelu, with the plugin's own vector erf:
+ * within 1e-6 relative L2). */
+static void matmul_integer_tail_act(int bias, int u8w, int act) {
   mi_graph_t *g = graph(13);
   int64_t xd[3] = {2, 5, 37}, bd[2] = {37, 19}, nn = 19, b2[2] = {1, 19};
   int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 3, xd), bdt = u8w ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
@@ -202,14 +204,26 @@ static void matmul_integer_tail(int bias, int u8w) {
   node(g, "Mul", 2, sm, 1, &sc, 0);
   node(g, "MatMulInteger", 4, mi, 1, &acc, 0);
   mi_node_set_int(g, node(g, "Cast", 1, &acc, 1, &t[0], 0), "to", 1);
-  node(g, "Mul", 2, mm, 1, bias ? &t[1] : &y, 0);
-  if (bias) node(g, "Add", 2, ad, 1, &y, 0);
-  char name[80];
-  snprintf(name, sizeof name, "MatMulInteger + float tail, bias %d, %s B", bias, u8w ? "u8" : "s8");
+  node(g, "Mul", 2, mm, 1, bias ? &t[1] : act ? &t[2]
+                                              : &y,
+       0);
+  if (bias) node(g, "Add", 2, ad, 1, act ? &t[2] : &y, 0);
+  if (act == 2) {
+    int32_t cl[3] = {t[2], f32c(g, "lo", -0.5f), f32c(g, "hi", 0.5f)};
+    node(g, "Clip", 3, cl, 1, &y, 0);
+  } else if (act) {
+    node(g, act == 1 ? "Relu" : "Gelu", 1, &t[2], 1, &y, 0);
+  }
+  char name[96];
+  snprintf(name, sizeof name, "MatMulInteger + float tail, bias %d, %s B, activation %d", bias, u8w ? "u8" : "s8", act);
   g_kernels = 3;
+  g_tol = act == 3 ? 1e-6 : 0;
   run_case(g, name, 0);
   g_kernels = 0;
+  g_tol = 0;
 }
+
+static void matmul_integer_tail(int bias, int u8w) { matmul_integer_tail_act(bias, u8w, 0); }
 
 /* QLinearConv on codes: per-channel INT8 weight scales, INT32 bias; UINT8 or INT8 activations. */
 static void qlinear_conv_at(int32_t dt, int64_t k, int64_t group, int64_t c, int64_t h, int64_t w,
@@ -476,6 +490,9 @@ static void matmul_integer_cases(void) {
   matmul_integer_tail(0, 1);
   matmul_integer_tail(1, 1);
   matmul_integer_tail(2, 0);
+  matmul_integer_tail_act(1, 0, 1);
+  matmul_integer_tail_act(0, 1, 2);
+  matmul_integer_tail_act(2, 0, 3);
 }
 
 static void qlinear_conv_cases(void) {

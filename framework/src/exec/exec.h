@@ -119,6 +119,10 @@ typedef struct mi__kreq {
    * between its layers): their reads do not make a tensor leave the kernel. */
   const int32_t *absorbed;
   int32_t absorbed_count;
+  /* The plan's node roles, or NULL: a node of role MI__ROLE_UNREAD never runs, so its reads do
+   * not make a tensor leave the kernel either (the pieces of a spelled-out Gelu or LayerNorm the
+   * session rewrote into one node still name the pattern's input). */
+  const int8_t *role;
 } mi__kreq_t;
 
 /* Describes the nodes of `req` for kernel_prepare. `consts[t]` is tensor t's constant value

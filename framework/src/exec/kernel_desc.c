@@ -93,7 +93,7 @@ static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, 
     for (int32_t i = 0; i < g->node_count; i++) {
       const mi_node_t *n = &g->nodes[i];
       int32_t at = -1;
-      if (in_list(r->absorbed, r->absorbed_count, i)) continue;
+      if (in_list(r->absorbed, r->absorbed_count, i) || (r->role && r->role[i] == MI__ROLE_UNREAD)) continue;
       for (int32_t m = 0; m < r->node_count; m++)
         if (r->nodes[m] == i) at = m;
       for (int32_t j = 0; j < n->input_count; j++)
@@ -108,6 +108,7 @@ static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, 
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];
     int32_t at = -1;
+    if (r->role && r->role[i] == MI__ROLE_UNREAD) continue;
     for (int32_t m = 0; m < r->node_count; m++)
       if (r->nodes[m] == i) at = m;
     for (int32_t j = 0; j < n->input_count; j++) {

@@ -669,11 +669,12 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
                             (fuse_mask(vars, var_count, "Pad") & MI_FUSE_ACT) != 0, &u) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
-  if (fuse_mask(vars, var_count, "MatMulInteger") & MI_FUSE_BIAS)
+  uint32_t mmask = fuse_mask(vars, var_count, "MatMulInteger");
+  if (mmask & MI_FUSE_BIAS)
     for (int32_t n = 0; n < g->node_count; n++)
       if (mi__graph_is_op(g, n, "MatMulInteger") && p->role[n] == MI__ROLE_NODE && !(p->pinned && p->pinned[n]) &&
-          g->nodes[n].output_count == 1 && g->nodes[n].outputs[0] >= 0 && mi__plan_gemm_int_tail(g, p, consts, n, &u) &&
-          add_unit(p, &u))
+          g->nodes[n].output_count == 1 && g->nodes[n].outputs[0] >= 0 &&
+          mi__plan_gemm_int_tail(g, p, consts, n, (mmask & MI_FUSE_ACT) != 0, &u) && add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   /* A Concat whose result a DynamicQuantizeLinear reads first, where the device's Concat declares
    * MI_FUSE_ACT: one kernel, which can take the range from the inputs and write the codes from

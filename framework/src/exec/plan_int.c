@@ -145,9 +145,11 @@ int mi__plan_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *cons
 /* The float tail ONNX Runtime's dynamic quantization writes after an integer MatMul:
  * MatMulInteger -> Cast(FLOAT) -> Mul by one scale [-> Add of a constant bias along the last
  * axis], as unit *u, for a device whose MatMulInteger declares MI_FUSE_BIAS (the int32 sums
- * scaled and biased as they are stored, each operation rounded as the node does). 0 when the
- * chain is not there. */
-int mi__plan_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+ * scaled and biased as they are stored, each operation rounded as the node does); with `act` (its
+ * MI_FUSE_ACT) then one activation that alone reads the result (a transformer's Gelu after fc1:
+ * applied to each row while it is in cache, not as a pass of its own). 0 when the chain is not
+ * there. */
+int mi__plan_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n, int act,
                            mi__unit_t *u) {
   int32_t cur = g->nodes[n].outputs[0];
   memset(u, 0, sizeof *u);
@@ -184,6 +186,16 @@ int mi__plan_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t 
     cur = m->outputs[0];
   }
   if (u->count < 3) return 0;
+  if (act && cur >= 0 && !mi__graph_is_output(g, cur)) {
+    /* a unary activation or a clamp (mi__plan_chain_bit's RELU / ACT), not x * a or x + a; the
+     * live reader: a Gelu the session fused from its spelled-out form leaves the pieces that read
+     * x unread (graph/gelu_fuse.c) */
+    int32_t r = mi__plan_live_reader(g, p, cur);
+    uint32_t bit = r >= 0 ? mi__plan_chain_bit(g, consts, r, cur, 0) : 0;
+    if ((bit == MI_FUSE_RELU || bit == MI_FUSE_ACT) && p->role[r] == MI__ROLE_NODE && !(p->pinned && p->pinned[r]) &&
+        !mi__graph_is_op(g, r, "Mul") && !mi__graph_is_op(g, r, "Add") && u->count < MI__UNIT_MAX)
+      u->nodes[u->count++] = r;
+  }
   u->op = n;
   u->at = u->nodes[u->count - 1];
   u->dqx = u->dqw = u->act = u->q = -1;

@@ -24,7 +24,7 @@ int32_t mi__plan_live_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t
 int32_t mi__plan_tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur);
 int mi__plan_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n, int hswish,
                       int pad, mi__unit_t *u);
-int mi__plan_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+int mi__plan_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n, int act,
                            mi__unit_t *u);
 
 #endif

@@ -328,7 +328,7 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   int32_t from[3] = {op->inputs[0], op->inputs[1], op->outputs[0]};
   int32_t to[3] = {g->nodes[u->dqx].inputs[0], g->nodes[u->dqw].inputs[0],
                    g->nodes[u->q].outputs[0]};
-  mi__kreq_t req = {&u->op, 1, from, to, 3, 0, NULL, 0};
+  mi__kreq_t req = {&u->op, 1, from, to, 3, 0, NULL, 0, NULL};
   int refused;
   int32_t rc = try_unit(p, u, &req, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
                         MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
@@ -398,7 +398,7 @@ static int32_t prepare_block(prep_t *p, mi__unit_t *u, mi_error_t *err) {
 /* A fused group, described with the anchor's choice; refused: its nodes one by one. */
 static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
-  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0};
+  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0, NULL};
   const char *variant = NULL;
   int32_t lay = node_layout(s, u->op), rc, readers[MI__UNIT_MAX];
   int refused;
@@ -408,6 +408,7 @@ static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
    * reads do not make the kernel write that float plane. */
   req.absorbed_count = mi__qdq_chain_code_readers(&p->plan, s->g, u, readers, MI__UNIT_MAX);
   req.absorbed = readers;
+  req.role = p->plan.role;
   if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
   if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
   for (int32_t m = 0; m < u->count; m++) /* (a chain's DQ that already runs apart: once) */
