@@ -182,17 +182,18 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
   }
   if ((st = mi__ocl_bind(p, n->inputs[1], &aw)) != MI_OK) goto done;
   if ((st = mi__ocl_upload(p, g, sizeof g, &ag)) != MI_OK) goto done;
-  if (strcmp(p->var->v.id, "conv.implicit_gemm") == 0) {
-    /* The tiled GEMM of conv.im2col_gemm with its B tiles read from X through the im2col index
-     * map (LOAD_B in mi__ocl_src_gemm): batch z1 is the image, z2 the group, each B one group's
-     * input planes. */
+  if (strncmp(p->var->v.id, "conv.im2col_", 12) == 0 || strcmp(p->var->v.id, "conv.implicit_gemm") == 0) {
+    /* The GEMM of the filters [OC/G][K] by the column matrix [K][OH*OW] of each image's group
+     * (batch z1 the image, z2 the group). conv.implicit_gemm's tiles read the columns from X
+     * through the im2col index map (LOAD_B in mi__ocl_src_gemm, the geometry as -D constants),
+     * so its B is X itself; the others write the columns into a scratch buffer first, except
+     * for a 1x1 stride-1 unpadded convolution, whose X is the column matrix. */
     gemm_geo_t gg;
-    char geo[256];
+    char geo[256] = "";
     int K = (C / G) * KH * KW, P = OH * OW, OCg = OC / G;
-    snprintf(geo, sizeof geo,
-             " -D CONV_IGEMM -D CI_H=%d -D CI_W=%d -D CI_KH=%d -D CI_KW=%d -D CI_SH=%d -D CI_SW=%d"
-             " -D CI_PH=%d -D CI_PW=%d -D CI_DH=%d -D CI_DW=%d -D CI_OW=%d",
-             H, W, KH, KW, (int)g[8], (int)g[9], (int)g[10], (int)g[11], (int)g[12], (int)g[13], OW);
+    int implicit = strcmp(p->var->v.id, "conv.implicit_gemm") == 0;
+    int direct = KH == 1 && KW == 1 && g[8] == 1 && g[9] == 1 && g[10] == 0 && g[11] == 0 &&
+                 H == OH && W == OW;
     memset(&gg, 0, sizeof gg);
     gg.M = OCg;
     gg.N = P;
@@ -202,19 +203,20 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
     gg.Z = N * G;
     gg.ld.s[0] = K;
     gg.ld.s[1] = 1;
+    gg.ld.s[2] = P;
+    gg.ld.s[3] = 1;
     gg.bs.s[1] = OCg * K;
-    gg.bs.s[2] = C * H * W;
-    gg.bs.s[3] = (C / G) * H * W;
+    gg.bs.s[2] = implicit ? C * H * W : C * KH * KW * P;
+    gg.bs.s[3] = implicit ? (C / G) * H * W : K * P;
     gg.bs.s[4] = OC * P;
     gg.bs.s[5] = OCg * P;
-    st = add_gemm(p, GK_TILED, aw, ax, ay, &gg, &e, P, geo);
-  } else if (strncmp(p->var->v.id, "conv.im2col_", 12) == 0) {
-    gemm_geo_t gg;
-    int K = (C / G) * KH * KW, P = OH * OW, OCg = OC / G;
-    int direct = KH == 1 && KW == 1 && g[8] == 1 && g[9] == 1 && g[10] == 0 && g[11] == 0 &&
-                 H == OH && W == OW;
     acol = ax;
-    if (!direct) { /* 1x1 stride-1 convolutions read X as the column matrix directly */
+    if (implicit) {
+      snprintf(geo, sizeof geo,
+               " -D CONV_IGEMM -D CI_H=%d -D CI_W=%d -D CI_KH=%d -D CI_KW=%d -D CI_SH=%d -D CI_SW=%d"
+               " -D CI_PH=%d -D CI_PW=%d -D CI_DH=%d -D CI_DW=%d -D CI_OW=%d",
+               H, W, KH, KW, (int)g[8], (int)g[9], (int)g[10], (int)g[11], (int)g[12], (int)g[13], OW);
+    } else if (!direct) {
       cl_int rc, cnt = N * C * KH * KW * P;
       cl_mem m;
       ocl_launch_t *l;
@@ -237,24 +239,7 @@ int32_t mi__ocl_prepare_conv(ocl_prep_t *p) {
       mi__ocl_arg(l, ag);
       mi__ocl_grid1(l, (size_t)cnt, 64);
     }
-    memset(&gg, 0, sizeof gg);
-    gg.M = OCg;
-    gg.N = P;
-    gg.K = K;
-    gg.ldc = P;
-    gg.G = G;
-    gg.Z = N * G;
-    gg.ld.s[0] = K;
-    gg.ld.s[1] = 1;
-    gg.ld.s[2] = P;
-    gg.ld.s[3] = 1;
-    gg.bs.s[0] = 0;
-    gg.bs.s[1] = OCg * K;
-    gg.bs.s[2] = C * KH * KW * P;
-    gg.bs.s[3] = K * P;
-    gg.bs.s[4] = OC * P;
-    gg.bs.s[5] = OCg * P;
-    st = add_gemm(p, gemm_kind(p->var), aw, acol, ay, &gg, &e, P, "");
+    st = add_gemm(p, gemm_kind(p->var), aw, acol, ay, &gg, &e, P, geo);
   } else {
     int dw = strcmp(p->var->v.id, "conv.depthwise") == 0;
     const char *kname = transposed ? "conv_transpose" : dw ? "conv_dw"
