@@ -140,6 +140,99 @@ static void opencl_and_vulkan_refusals_run_on_blis(void) {
   mi_registry_destroy(r);
 }
 
+/* x[1,2,6,6] -> Relu -> MaxPool(3x3, stride 1, pad 1) -> Equal(relu, pool) -> Cast(FLOAT) ->
+ * Mul(., relu) -> y: M-LSD's peak mask. blis-cpu takes the Equal only with the Cast that alone
+ * reads it, in one kernel: as nodes of their own it refuses both. */
+static mi_graph_t *peak_mask(void) {
+  mi_graph_t *g = mi_graph_create("peaks");
+  int64_t d[4] = {1, 2, 6, 6}, k[2] = {3, 3}, st[2] = {1, 1}, pads[4] = {1, 1, 1, 1};
+  REQUIRE(g);
+  g->opset = 13;
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 4, d);
+  int32_t r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, 4, d);
+  int32_t m = mi_graph_add_tensor(g, "m", MI_DTYPE_FLOAT32, 4, d);
+  int32_t e = mi_graph_add_tensor(g, "e", MI_DTYPE_BOOL, 4, d);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, 4, d);
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, 4, d);
+  int32_t ie[2] = {r, m}, im[2] = {c, r}, n;
+  REQUIRE(x >= 0 && r >= 0 && m >= 0 && e >= 0 && c >= 0 && y >= 0);
+  REQUIRE(mi_graph_add_input(g, x) == MI_OK && mi_graph_add_output(g, y) == MI_OK);
+  REQUIRE(mi_graph_add_node(g, "Relu", "relu", 1, &x, 1, &r) >= 0);
+  REQUIRE((n = mi_graph_add_node(g, "MaxPool", "pool", 1, &r, 1, &m)) >= 0);
+  REQUIRE(mi_node_set_ints(g, n, "kernel_shape", 2, k) == MI_OK &&
+          mi_node_set_ints(g, n, "strides", 2, st) == MI_OK &&
+          mi_node_set_ints(g, n, "pads", 4, pads) == MI_OK);
+  REQUIRE(mi_graph_add_node(g, "Equal", "eq", 2, ie, 1, &e) >= 0);
+  REQUIRE((n = mi_graph_add_node(g, "Cast", "cast", 1, &e, 1, &c)) >= 0);
+  REQUIRE(mi_node_set_int(g, n, "to", MI_DTYPE_FLOAT32) == MI_OK);
+  REQUIRE(mi_graph_add_node(g, "Mul", "mul", 2, im, 1, &y) >= 0);
+  return g;
+}
+
+/* A run of refused nodes goes to the fallback device as one sub-graph: the Equal and the Cast a
+ * device refuses run on blis-cpu as its fused pair (one at a time, blis-cpu refuses both, and
+ * the reference ran them), the outputs the reference's. */
+static void refused_runs_go_as_one(void) {
+  mi_registry_t *r = open_plugins();
+  static const char *const specs[3] = {"opencl:0", "vulkan:0", "npu-stub:0"};
+  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu");
+  mi_graph_t *g = peak_mask();
+  mi_array_t *x = input_for(g, 5), *want[1] = {0};
+  int grouped = 0;
+  REQUIRE(blis && x);
+  ref(g, x, want);
+  for (int i = 0; i < 3; i++) {
+    mi_plugin_t *p = NULL;
+    uint32_t dev = 0;
+    mi_error_t err = {0};
+    mi_array_t *got[1] = {0};
+    mi_session_t *s;
+    int32_t ie, ic;
+    double e;
+    if (mi_registry_device(r, specs[i], &p, &dev, &err) != MI_OK) {
+      printf("%s: not here, skipped\n", specs[i]);
+      continue;
+    }
+    s = with_fallback(g, p, dev, blis, 0);
+    for (int k = 0; k < 2; k++) { /* twice: the group's session is reused */
+      mi_array_destroy(got[0]);
+      got[0] = NULL;
+      run(s, g, x, got);
+      e = tu_rel_l2_arrays(got[0], want[0]);
+      CHECK(e < (i == 2 ? 1e-2 : 1e-5), "%s: rel L2 %g against the reference", specs[i], e);
+    }
+    ie = fallback_index(s, "eq");
+    ic = fallback_index(s, "cast");
+    printf("%s: %d fallback nodes, %d on blis-cpu\n", specs[i], (int)mi_session_fallback_count(s),
+           (int)mi_session_fallback_device_count(s));
+    if (ie >= 0 && ic >= 0) {
+      CHECK(mi_session_fallback_where(s, ie, NULL, NULL) == 1 && mi_session_fallback_where(s, ic, NULL, NULL) == 1,
+            "%s: the refused Equal and Cast ran on blis-cpu as one group", specs[i]);
+      CHECK(mi_session_fallback_device_count(s) == mi_session_fallback_count(s),
+            "%s: %d of %d refused nodes on blis-cpu", specs[i], (int)mi_session_fallback_device_count(s),
+            (int)mi_session_fallback_count(s));
+      {
+        double ms[5] = {1, 2, 3, 4, 5};
+        mi_layer_row_t *rows = NULL;
+        int32_t n = 0, seen = 0;
+        REQUIRE(mi_layer_rows(g, s, NULL, ms, &rows, &n, &err) == MI_OK);
+        for (int32_t j = 0; j < n; j++)
+          seen += (!strcmp(rows[j].name, "eq") || !strcmp(rows[j].name, "cast")) && rows[j].where == 2;
+        CHECK(seen == 2, "%s: the profile rows of eq and cast name the fallback device", specs[i]);
+        free(rows);
+      }
+      grouped++;
+    }
+    mi_array_destroy(got[0]);
+    mi_session_destroy(s);
+  }
+  mi_array_destroy(x);
+  mi_array_destroy(want[0]);
+  mi_graph_destroy(g);
+  mi_registry_destroy(r);
+  if (!grouped) TU_SKIP("no device here refuses both the Equal and the Cast");
+}
+
 /* A CPU plugin's own refusals stay on the reference: it gets no default fallback. */
 static void cpu_primary_gets_no_default(void) {
   mi_registry_t *r = open_plugins();
@@ -155,6 +248,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(npu_stub_refusals_run_on_blis),
     TU_CASE(opencl_and_vulkan_refusals_run_on_blis),
     TU_CASE(cpu_primary_gets_no_default),
+    TU_CASE(refused_runs_go_as_one),
 };
 
 TU_MAIN(NULL, NULL)

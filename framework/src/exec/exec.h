@@ -26,6 +26,13 @@ typedef struct mi__step {
                   * into its output's buffer by their producers (memplan.c) */
   /* MI__STEP_HOST that runs on the fallback device (fallback.c), or NULL */
   struct mi__fb_step *fb;
+  /* MI__STEP_HOST in a run of refused nodes that runs as one sub-graph on the fallback device
+   * (fallback_group.c): the run's first step holds `group` and runs it; `grouped` is set on
+   * every step of the run, the others run nothing. `on_fb`: the fallback device runs the node
+   * (alone, or within its group). */
+  struct mi__fb_group *group;
+  int8_t grouped;
+  int8_t on_fb;
 } mi__step_t;
 
 struct mi_session {
@@ -305,6 +312,25 @@ int32_t mi__fallback_run(mi_session_t *s, const mi__step_t *st, const mi_array_t
                          mi_array_t **outs, mi_error_t *err);
 /* Releases what the fallback device holds for the session. */
 void mi__fallback_free(mi_session_t *s);
+
+/* Runs of refused nodes (fallback_group.c). */
+typedef struct mi__fb_group mi__fb_group_t;
+/* Nodes `nodes` (count >= 2, graph order, consecutive host steps) as one sub-graph in a session
+ * of the fallback device. 1 when it runs at least one kernel there (*out set; on[i] = 1 for
+ * each node it runs there rather than on the reference), 0 when not, -status on a host error. */
+int32_t mi__fallback_group(mi_session_t *s, const int32_t *nodes, int32_t count, uint8_t *on,
+                           mi__fb_group_t **out, mi_error_t *err);
+/* Runs the group: its inputs' host copies (in the order mi__fallback_group_io gives) in, new
+ * arrays of its outputs out. */
+int32_t mi__fallback_group_run(const mi__fb_group_t *q, const mi_array_t *const *ins,
+                               mi_array_t **outs, mi_error_t *err);
+/* The session's graph tensors the group reads (*in, *in_count) and writes (*out, returned). */
+int32_t mi__fallback_group_io(const mi__fb_group_t *q, const int32_t **in, int32_t *in_count,
+                              const int32_t **out);
+void mi__fallback_group_free(mi__fb_group_t *q);
+/* After every step is prepared: groups the runs of host steps, then prepares each host step
+ * left alone on the fallback device (mi__fallback_prepare), and records where each runs. */
+int32_t mi__fallback_plan(mi_session_t *s, mi_error_t *err);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

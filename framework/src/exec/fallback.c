@@ -162,12 +162,77 @@ int32_t mi__fallback_run(mi_session_t *s, const mi__step_t *st, const mi_array_t
   return MI_OK;
 }
 
+/* Whether step i may join a run of refused nodes: a host step of a node without subgraphs. */
+static int groupable(const mi_session_t *s, int32_t i) {
+  return s->steps[i].kind == MI__STEP_HOST && !s->g->nodes[s->steps[i].node].subgraph_count;
+}
+
+int32_t mi__fallback_plan(mi_session_t *s, mi_error_t *err) {
+  int32_t *nodes = NULL, *at = NULL, rc = MI_OK, k = 0;
+  uint8_t *on = NULL;
+  if (!s->fb_plugin) return MI_OK;
+  nodes = malloc(((size_t)s->step_count + 1) * sizeof *nodes);
+  at = malloc(((size_t)s->step_count + 1) * sizeof *at);
+  on = malloc((size_t)s->step_count + 1);
+  if (!nodes || !at || !on) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  /* Runs of host steps with nothing between them that runs (folded steps run nothing): the run
+   * executes at its first step's place, which sees every value its later steps would. */
+  for (int32_t i = 0, n = 0; i < s->step_count; i = n ? at[n - 1] + 1 : i + 1) {
+    mi__fb_group_t *q = NULL;
+    n = 0;
+    for (int32_t j = i; j < s->step_count; j++) {
+      if (s->steps[j].kind == MI__STEP_FOLDED && n) continue;
+      if (!groupable(s, j)) break;
+      at[n] = j;
+      nodes[n++] = s->steps[j].node;
+    }
+    if (n < 2) continue;
+    if ((rc = mi__fallback_group(s, nodes, n, on, &q, err)) < 0) {
+      rc = -rc;
+      goto done;
+    }
+    rc = MI_OK;
+    if (!q) continue;
+    for (int32_t m = 0; m < n; m++) {
+      mi__step_t *st = &s->steps[at[m]];
+      fb_step_free(s->fb_plugin, st->fb); /* prepared alone before (an op the reference lacks) */
+      st->fb = NULL;
+      st->grouped = 1;
+      st->on_fb = (int8_t)on[m];
+    }
+    s->steps[at[0]].group = q;
+  }
+  /* The nodes left alone: each as a kernel of its own, as before. */
+  for (int32_t i = 0, fb; i < s->step_count; i++) {
+    mi__step_t *st = &s->steps[i];
+    if (st->kind != MI__STEP_HOST) continue;
+    if (!st->grouped && !st->fb) {
+      if ((fb = mi__fallback_prepare(s, st, st->node, err)) < 0) {
+        rc = -fb;
+        goto done;
+      }
+      st->on_fb = (int8_t)(fb == 1);
+    }
+    if (k < s->fallback_count) s->fallback_on[k++] = (uint8_t)st->on_fb;
+  }
+done:
+  free(nodes);
+  free(at);
+  free(on);
+  return rc;
+}
+
 void mi__fallback_free(mi_session_t *s) {
   const mi_plugin_t *p = s->fb_plugin;
   if (!p) return;
   for (int32_t i = 0; s->steps && i < s->step_count; i++) {
     fb_step_free(p, s->steps[i].fb);
     s->steps[i].fb = NULL;
+    mi__fallback_group_free(s->steps[i].group);
+    s->steps[i].group = NULL;
   }
   for (int32_t t = 0; s->fb_bufs && s->g && t < s->g->tensor_count; t++)
     if (s->fb_bufs[t]) p->api.buffer_free(p->ctx, s->fb_bufs[t]);

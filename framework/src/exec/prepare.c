@@ -61,12 +61,18 @@ static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err)
   st->node = i;
   st->node_count = 1;
   st->kind = MI__STEP_HOST;
-  /* The fallback device first; what it refuses too runs on the reference interpreter. */
-  if ((fb = mi__fallback_prepare(s, st, i, err)) < 0) return -fb;
-  if (!fb && !mi_ref_supports(n->op_type, s->g->opset))
-    return mi_errorf(err, MI_ERR_UNSUPPORTED,
-                     "node '%s' (%s): %s; the reference interpreter lacks it too", label,
-                     n->op_type, why);
+  /* The fallback device first; what it refuses too runs on the reference interpreter. Where
+   * the reference can take it, the fallback device's kernel is prepared once every step is
+   * (mi__fallback_plan), when the runs of refused nodes it may take as one are known. */
+  fb = 0;
+  if (!mi_ref_supports(n->op_type, s->g->opset)) {
+    if ((fb = mi__fallback_prepare(s, st, i, err)) < 0) return -fb;
+    if (!fb)
+      return mi_errorf(err, MI_ERR_UNSUPPORTED,
+                       "node '%s' (%s): %s; the reference interpreter lacks it too", label,
+                       n->op_type, why);
+    st->on_fb = 1;
+  }
   s->step_count++;
   if (!(on = realloc(s->fallback_on, (size_t)s->fallback_count + 1)))
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
@@ -494,7 +500,7 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
                            !OPT(opts, no_auto_fuse, 0), pinned, err)))
     goto done;
-  if ((rc = prepare_all(&p, err))) goto done;
+  if ((rc = prepare_all(&p, err)) || (rc = mi__fallback_plan(s, err))) goto done;
   rc = mi__memplan(s, !OPT(opts, no_memory_plan, 0), err);
 done:
   mi__plan_free(&p.plan);

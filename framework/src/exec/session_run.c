@@ -207,6 +207,34 @@ static int32_t check_probed(const mi_session_t *s, int32_t node, int32_t t, cons
                    mi_dtype_name(a->dtype), got, mi_dtype_name(tt->dtype), want);
 }
 
+/* Runs a group of refused nodes on the fallback device (fallback_group.c): its inputs' host
+ * copies in, its outputs' host copies out. */
+static int32_t run_group_step(mi_session_t *s, const mi__step_t *st, mi_error_t *err) {
+  const int32_t *in, *out;
+  int32_t nin, nout = mi__fallback_group_io(st->group, &in, &nin, &out), rc = MI_OK;
+  const mi_array_t **ins = calloc((size_t)nin + 1, sizeof *ins);
+  mi_array_t **outs = calloc((size_t)nout + 1, sizeof *outs);
+  if (!ins || !outs) {
+    rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory running a fallback group");
+    goto done;
+  }
+  for (int32_t j = 0; j < nin; j++) {
+    if ((rc = to_host(s, in[j], err))) goto done;
+    ins[j] = s->hval[in[j]];
+  }
+  if ((rc = mi__fallback_group_run(st->group, ins, outs, err))) goto done;
+  for (int32_t j = 0; j < nout; j++) {
+    set_host(s, out[j], outs[j], 1);
+    outs[j] = NULL;
+    s->on_device[out[j]] = 0;
+  }
+done:
+  for (int32_t j = 0; outs && j < nout; j++) mi_array_destroy(outs[j]);
+  free(ins);
+  free(outs);
+  return rc;
+}
+
 static int32_t run_host_step(mi_session_t *s, const mi__step_t *st, mi_error_t *err) {
   const mi_node_t *n = &s->g->nodes[st->node];
   /* A node with subgraphs captures every outer value it uses as an input: no fixed bound. */
@@ -322,6 +350,13 @@ int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,
     if (st->kind == MI__STEP_DEVICE) {
       rc = run_device_step(s, st, err);
       device_steps += !st->alias; /* an alias runs nothing: it measures nothing */
+    } else if (st->group) {
+      rc = run_group_step(s, st, err);
+    } else if (st->grouped) {
+      /* Its group ran at the group's first step: that row carries the group's time. */
+      s->node_wall_ns[st->node] = 0;
+      s->node_timed[st->node] = 1;
+      continue;
     } else if (st->kind == MI__STEP_HOST) {
       rc = run_host_step(s, st, err);
     } else {

@@ -83,7 +83,7 @@ static const char *asked_variant(const mi_graph_t *g, const mi_session_options_t
 /* 1 when node i is a host step of s that ran on the session's fallback device. */
 static int on_fallback_device(const mi_session_t *s, int32_t i) {
   for (int32_t k = 0; s && s->fb_plugin && k < s->step_count; k++)
-    if (s->steps[k].node == i && s->steps[k].kind == MI__STEP_HOST) return s->steps[k].fb != NULL;
+    if (s->steps[k].node == i && s->steps[k].kind == MI__STEP_HOST) return s->steps[k].on_fb;
   return 0;
 }
 
