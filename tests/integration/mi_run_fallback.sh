@@ -110,4 +110,56 @@ set -e
   2> "$T/npu.err" || fail "npu-stub run: $(cat "$T/npu.err")"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["fallback_device"] == "blis-cpu:0", d' \
   "$T/npu.json" || fail "npu-stub's default fallback with the template's folder first"
+# A run of refused nodes goes to the fallback device as one sub-graph: x -> Relu -> Equal(relu, x)
+# -> Cast(FLOAT) -> Mul(., relu). blis-cpu takes the Equal only with the Cast that alone reads it
+# (no bool tensors): one node at a time it refused both and the reference ran them.
+python3 - "$T" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from mi_wire import *
+to = ld(5, s(1, "to") + vi(3, 1) + vi(20, 2))  # AttributeProto{name "to", i 1 (FLOAT), type INT}
+save("pk.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("Equal", "eq", ["r", "x"], ["e"]),
+                       node("Cast", "cast", ["e"], ["c"]) + to, node("Mul", "mul", ["c", "r"], ["y"])],
+                      [("x", 1, [1, 2, 8, 8])], [("y", 1, [1, 2, 8, 8])]))
+EOF
+"$RUN" --model "$T/pk.onnx" --device ref --output-dir "$T/pkref" > /dev/null || fail "peak mask: ref run"
+"$RUN" --plugins "$PL" --model "$T/pk.onnx" --device template:0 --output-dir "$T/pk" --profile --repeat 2 \
+  > "$T/pk.txt" 2> "$T/pk.err" || fail "peak mask: $(cat "$T/pk.err")"
+grep -qx "fallback nodes: 3 on blis-cpu:0 (eq, cast, mul)" "$T/pk.txt" ||
+  fail "peak mask: the group's fallback line: $(grep fallback "$T/pk.txt")"
+cmp -s "$T/pkref/y.npy" "$T/pk/y.npy" || fail "peak mask: output differs from the reference"
+for n in eq cast mul; do
+  grep -q "^$n .*fallback blis-cpu:0" "$T/pk.txt" || fail "peak mask: profile row of $n: $(grep "^$n " "$T/pk.txt")"
+done
+
+# The history: a measurement whose session ran nodes on the fallback device names it (plugin,
+# version, device) in its software stack, so its rows get a stack of their own; one on the
+# reference alone keeps the plain stack.
+"$HOST" history export --db "$T/h.db" > "$T/h.jsonl" 2> "$T/hx.err" || fail "history export: $(cat "$T/hx.err")"
+python3 - "$T/h.jsonl" <<'EOF' || fail "history stacks"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+fb = [r for r in rows if ";fallback=blis-cpu " in r["stack"]["text"]]
+plain = [r for r in rows if "fallback=" not in r["stack"]["text"]]
+assert len(fb) == 1 and len(plain) == 1, [r["stack"] for r in rows]
+assert fb[0]["stack"]["hash"] != plain[0]["stack"]["hash"], rows
+assert fb[0]["stack"]["text"].startswith(plain[0]["stack"]["text"] + ";fallback=blis-cpu "), rows
+EOF
+
+# mi-agent takes --fallback with mi-run's meaning; a device that is not there fails at start.
+AGENT=$B/bin/mi-agent
+"$AGENT" --help | grep -q -- "--fallback DEV" || fail "mi-agent --help lacks --fallback"
+set +e
+"$AGENT" --db postgresql://127.0.0.1:1/none --plugins "$B/plugins" --fallback nosuch:0 run > /dev/null 2> "$T/ag.err"
+st=$?
+set -e
+[ "$st" != 0 ] && grep -q "fallback 'nosuch:0'" "$T/ag.err" || fail "mi-agent --fallback nosuch:0 ($st): $(cat "$T/ag.err")"
+# mi-host tune takes it too, for its workers; checked before anything is tuned.
+"$HOST" tune --help | grep -q -- "--fallback DEV" || fail "mi-host tune --help lacks --fallback"
+set +e
+"$HOST" --plugins "$B/plugins" tune --fallback nosuch:0 "$T/none.yaml" > /dev/null 2> "$T/tu.err"
+st=$?
+set -e
+[ "$st" = 2 ] && grep -q "tune: --fallback 'nosuch:0'" "$T/tu.err" ||
+  fail "mi-host tune --fallback nosuch:0 ($st): $(cat "$T/tu.err")"
 echo "mi_run_fallback: ok"

@@ -27,6 +27,7 @@ int32_t mi_agent_xf_parse(const char *text, mi_xf_config_t **out, mi_error_t *er
 /** Options every command shares. */
 typedef struct mi_agent_args {
   const char *db, *plugins, *name, *cache, *model, *device, *inputs, *knob;
+  const char *fallback; /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default (mi-run's) */
   const char *env[8];
   int32_t env_count;
   double lease_s, exit_idle_s, timeout_s;

@@ -75,7 +75,7 @@ static void run_job(const mi_agent_args_t *a, mi_farm_t *f, int64_t agent, mi_wo
   mi_farm_result_t res;
   mi_record_t r;
   mi_error_t err;
-  char acc[128], *layers = NULL;
+  char acc[128], *layers = NULL, fbstack[768], fbhash[17];
   int32_t rc;
   int kept = 0;
   memset(&so, 0, sizeof so);
@@ -123,6 +123,7 @@ static void run_job(const mi_agent_args_t *a, mi_farm_t *f, int64_t agent, mi_wo
   res.latency_ms = res.memory_mb = res.energy_mj = res.rel_l2 = NAN;
   if (prof) {
     layers = mi_record_set_profile(&r, prof);
+    mi_record_set_fallback_stack(&r, prof, fbstack, sizeof fbstack, fbhash);
     res.latency_ms = prof->latency.stats.median * 1e3;
     if (prof->peak_memory_source) res.memory_mb = (double)prof->peak_memory_bytes / 1048576.0;
     if (prof->has_energy) res.energy_mj = prof->energy_j * 1e3;
@@ -165,9 +166,21 @@ int mi_agent_run(const mi_agent_args_t *a) {
   for (int32_t i = 0; i < a->env_count; i++) env[i] = a->env[i];
   env[a->env_count] = NULL;
   if (!reg || mi_registry_scan(reg, a->plugins, &err) != MI_OK) goto fail;
+  if (a->fallback && strcmp(a->fallback, "ref")) {
+    /* A fallback device that is not there fails here, not in every job's worker. */
+    mi_plugin_t *fp = NULL;
+    uint32_t fd = 0;
+    if (mi_registry_device(reg, a->fallback, &fp, &fd, &err) != MI_OK) {
+      char why[sizeof err.message];
+      snprintf(why, sizeof why, "%s", err.message);
+      mi_errorf(&err, MI_ERR_NOT_FOUND, "--fallback '%s': %s", a->fallback, why);
+      goto fail;
+    }
+  }
   mkdir(a->cache, 0755);
   mi_worker_options_default(&wo);
   wo.plugin_dirs = a->plugins;
+  wo.fallback = a->fallback; /* the jobs' sessions get it as mi-run's do (mi__config_fallback) */
   wo.timeout_s = a->timeout_s;
   wo.env = env;
   if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK) goto fail;

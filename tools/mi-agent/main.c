@@ -21,6 +21,11 @@
     "a measurement (run) or the wait (submit) ends after S s\n"                                  \
     "(default 120)")                                                                             \
   X(O_ENV, "env", "KEY=VALUE", "run: set in the measurement workers (repeatable, at most 7)")    \
+  X(O_FALLBACK, "fallback", "DEV",                                                               \
+    "run: where the nodes a device refuses run: PLUGIN:INDEX,\n"                                 \
+    "or 'ref' (the reference interpreter). Default: the first\n"                                 \
+    "CPU plugin's device (blis-cpu:0) for a device of another\n"                                 \
+    "plugin; what it refuses too runs on the reference")                                         \
   X(O_EXIT_IDLE, "exit-idle", "S", "run: exit after S seconds without a job")                    \
   X(O_COUNT, "count", "N", "run: exit after N jobs; submit: N jobs (default 1)")                 \
   X(O_NO_FP, "no-fingerprint", NULL, "run: skip the device fingerprint's micro-benchmarks")      \
@@ -66,6 +71,7 @@ static int parse(int argc, char **argv, mi_agent_args_t *a, const char **cmd) {
     case O_CACHE: a->cache = c.value; break;
     case O_MODEL: a->model = c.value; break;
     case O_DEVICE: a->device = c.value; break;
+    case O_FALLBACK: a->fallback = c.value; break;
     case O_INPUTS: a->inputs = c.value; break;
     case O_KNOB: a->knob = c.value; break;
     case O_ENV:

@@ -384,6 +384,7 @@ static int32_t record(mi_history_t *hist, int64_t run, const task_info_t *t, con
                       const char *failure, mi_error_t *err) {
   mi_record_t r;
   char stack[512], shash[17], dhash[17], *fpj = NULL, *layers = NULL, *samples = NULL;
+  char fbstack[768], fbhash[17];
   const mi_device_desc_t *desc = p ? &p->desc : fp && fp->hash[0] ? &fp->desc
                                                                   : NULL;
   int32_t rc;
@@ -425,6 +426,7 @@ static int32_t record(mi_history_t *hist, int64_t run, const task_info_t *t, con
       snprintf(samples + n, cap - n, "]");
     }
     layers = mi_record_set_profile(&r, p);
+    mi_record_set_fallback_stack(&r, p, fbstack, sizeof fbstack, fbhash);
     r.samples_json = samples;
   }
   rc = mi_history_put(hist, &r, NULL, err);

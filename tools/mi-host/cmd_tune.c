@@ -49,7 +49,8 @@ enum { O_SEED = 256,
        O_JSON,
        O_AGENTS,
        O_TIMEOUT,
-       O_NO_LTASKS };
+       O_NO_LTASKS,
+       O_FALLBACK };
 static const mi_cli_opt_t k_tune_opts[] = {
     {"out", 'o', "DIR",
      "where deployment.yaml, pareto.json and report.html go\n"
@@ -64,6 +65,11 @@ static const mi_cli_opt_t k_tune_opts[] = {
      "(default: the recipe's measure.timeout_s, else 120)"},
     {"json", O_JSON, NULL, "print one JSON object instead of text"},
     {"agents", O_AGENTS, NULL, "measure through the farm's agents (docs/scale-out.md)"},
+    {"fallback", O_FALLBACK, "DEV",
+     "where the nodes a device refuses run in the measurements:\n"
+     "PLUGIN:INDEX, or 'ref' (the reference interpreter). Default:\n"
+     "the first CPU plugin's device (blis-cpu:0) for a device of\n"
+     "another plugin; with --agents each agent's own --fallback"},
     {"no-layer-tasks", O_NO_LTASKS, NULL,
      "search every node's kernel choice in the joint space\n"
      "instead of tuning layer tasks first"},
@@ -109,6 +115,8 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
       to.agents = 1;
     else if (k == O_NO_LTASKS)
       to.no_layer_tasks = 1;
+    else if (k == O_FALLBACK)
+      to.fallback = cli.value;
     else if (!recipe_path)
       recipe_path = cli.value;
     else
@@ -119,6 +127,7 @@ int mi_host_cmd_tune(mi_host_t *h, int argc, char **argv) {
    * probes, check_config and measurements run in the device's worker (docs/security.md). */
   h->described_only = 1;
   if (!(to.registry = mi_host_registry(h))) return MI_HOST_FAIL;
+  if (mi_host_check_fallback(h, "tune", to.fallback)) return MI_HOST_USAGE;
   if (mi_recipe_load(recipe_path, to.registry, &r, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
     return MI_HOST_USAGE;

@@ -150,6 +150,10 @@ typedef struct mi_profile {
    * layers' where is 3); the others ran on the reference interpreter. */
   char fallback_device[80];
   int32_t fallback_on_device;
+  /* Added: when fallback_on_device > 0, the fallback device as a part of the software stack
+   * (mi_stack_fallback_describe): "fallback=PLUGIN VERSION (DEVICE, driver DRIVER)"; else "".
+   * A record of the profile names it in its stack (mi_record_set_fallback_stack). */
+  char fallback_stack[192];
 } mi_profile_t;
 
 /** Profiles graph `g` (shapes inferred) on `device` of `plugin` with session options `so`
@@ -559,6 +563,13 @@ MI_API char *mi_device_fingerprint_json(const mi_device_fingerprint_t *f);
 MI_API void mi_stack_describe(const char *plugin_name, const char *plugin_version,
                               const mi_device_desc_t *desc, char *out, size_t cap,
                               char hash[17]);
+/** The software-stack part of a fallback device (mi_session_options_t.fallback_plugin):
+ * "fallback=PLUGIN VERSION (DEVICE, driver DRIVER)" into out (cap bytes); "" for NULL. */
+MI_API void mi_stack_fallback_describe(mi_plugin_t *plugin, uint32_t device, char *out, size_t cap);
+/** A stack text with a fallback part appended ("STACK;FALLBACK"; `fallback` NULL or "": the stack
+ * as it is), into out (cap bytes), and its hash into hash[17]. */
+MI_API void mi_stack_with_fallback(const char *stack, const char *fallback, char *out, size_t cap,
+                                   char hash[17]);
 /** Measures a device fingerprint in the worker of `spec` (crash-isolated). */
 MI_API int32_t mi_worker_fingerprint(mi_worker_pool_t *p, const char *spec,
                                      mi_device_fingerprint_t *out, mi_error_t *err);
@@ -719,6 +730,12 @@ MI_API int32_t mi_history_begin_run(mi_history_t *h, const char *tool, const cha
  * with its source, the machine's load, and layers. Returns the layers JSON that r->layers_json now points to; the
  * caller frees it after mi_history_put (NULL when out of memory: layers are then left out). */
 MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p);
+/** When the profile's session ran nodes on its fallback device (p->fallback_stack set), points
+ * r->stack and r->stack_hash at r's stack with that fallback part (mi_stack_with_fallback),
+ * written into buf (cap bytes) and hash[17], so that rows measured with different fallback
+ * devices, or another version of one, are never mixed. Returns 1 when it did, else 0. */
+MI_API int mi_record_set_fallback_stack(mi_record_t *r, const mi_profile_t *p, char *buf, size_t cap,
+                                        char hash[17]);
 
 /** Records one measurement in its own transaction, committed before it returns. */
 MI_API int32_t mi_history_put(mi_history_t *h, const mi_record_t *r, int64_t *id,

@@ -139,6 +139,10 @@ typedef struct mi_tune_options {
   double timeout_s;        /* per measurement; 0: the recipe's measure.timeout_s */
   int agents;              /* 1: measurements go to the farm (needs a postgresql:// history) */
   int no_layer_tasks;      /* 1: search every node's kernel choice in the joint space */
+  /* Added: where the measurement workers run the nodes a device refuses
+   * (mi_worker_options_t.fallback): "PLUGIN:INDEX", "ref", or NULL for the default pick
+   * (mi_registry_cpu_fallback). With `agents` each agent's own applies. */
+  const char *fallback;
 } mi_tune_options_t;
 
 MI_API void mi_tune_options_default(mi_tune_options_t *o);

@@ -58,3 +58,25 @@ MI_API void mi_stack_describe(const char *plugin_name, const char *plugin_versio
            desc ? desc->driver_version : "?");
   mi_hash64_hex(mi_hash64(out, strlen(out), MI_HASH64_SEED), hash);
 }
+
+MI_API void mi_stack_fallback_describe(mi_plugin_t *plugin, uint32_t device, char *out, size_t cap) {
+  mi_device_desc_t desc;
+  mi_error_t err = {0};
+  if (!out || !cap) return;
+  out[0] = 0;
+  if (!plugin) return;
+  memset(&desc, 0, sizeof desc);
+  if (mi_plugin_device_info(plugin, device, &desc, &err) != MI_OK) {
+    snprintf(out, cap, "fallback=%s %s (device %u)", plugin->name, plugin->version, device);
+    return;
+  }
+  snprintf(out, cap, "fallback=%s %s (%s, driver %s)", plugin->name, plugin->version, desc.name,
+           desc.driver_version);
+}
+
+MI_API void mi_stack_with_fallback(const char *stack, const char *fallback, char *out, size_t cap,
+                                   char hash[17]) {
+  snprintf(out, cap, "%s%s%s", stack ? stack : "", fallback && fallback[0] ? ";" : "",
+           fallback ? fallback : "");
+  mi_hash64_hex(mi_hash64(out, strlen(out), MI_HASH64_SEED), hash);
+}

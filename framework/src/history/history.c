@@ -76,6 +76,15 @@ MI_API char *mi_record_set_profile(mi_record_t *r, const mi_profile_t *p) {
   return (char *)r->layers_json;
 }
 
+MI_API int mi_record_set_fallback_stack(mi_record_t *r, const mi_profile_t *p, char *buf, size_t cap,
+                                        char hash[17]) {
+  if (!r || !p || !buf || !cap || p->fallback_on_device <= 0 || !p->fallback_stack[0] || !r->stack) return 0;
+  mi_stack_with_fallback(r->stack, p->fallback_stack, buf, cap, hash);
+  r->stack = buf;
+  r->stack_hash = hash;
+  return 1;
+}
+
 MI_API int32_t mi_history_put(mi_history_t *h, const mi_record_t *r, int64_t *id,
                               mi_error_t *err) {
   int64_t tmp;

@@ -511,6 +511,8 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   if (so && MI_HAS_FIELD(so, mi_session_options_t, fallback_plugin) && so->fallback_plugin)
     snprintf(r->fallback_device, sizeof r->fallback_device, "%.60s:%u", so->fallback_plugin->name,
              so->fallback_device);
+  if (r->fallback_device[0] && r->fallback_on_device > 0)
+    mi_stack_fallback_describe(so->fallback_plugin, so->fallback_device, r->fallback_stack, sizeof r->fallback_stack);
   mi_session_memory(p.s, &r->planned_memory_bytes, &r->unplanned_memory_bytes, NULL);
   if (o.flush_cache && r->desc.kind == MI_DEVICE_CPU) {
     p.flush_bytes = r->desc.cache_bytes ? 2 * r->desc.cache_bytes : (32u << 20);

@@ -54,7 +54,7 @@ static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc
                    const mi_profile_t *prof, const mi_worker_config_result_t *res,
                    const char *failure) {
   mi_record_t r = *t->base;
-  char acc[128];
+  char acc[128], stack[768], shash[17];
   char *layers = NULL;
   if (!t->history) return;
   r.run_id = t->run_id;
@@ -65,6 +65,7 @@ static void record(mi_tune_task_t *t, const char *hw, const char *xf, int32_t rc
   r.clock = "wall";
   if (prof) {
     layers = mi_record_set_profile(&r, prof);
+    mi_record_set_fallback_stack(&r, prof, stack, sizeof stack, shash);
   }
   if (res && res->has_accuracy) {
     snprintf(acc, sizeof acc, "{\"rel_l2\":%.17g,\"top1\":%.17g}", res->rel_l2, res->top1);
@@ -402,12 +403,17 @@ static int add_known(void *user, const mi_history_row_t *row) {
 
 int32_t mi_tune_load_known(mi_tune_task_t *t, mi_error_t *err) {
   mi_history_query_t q;
+  int32_t rc;
   if (!t->history) return MI_OK;
   memset(&q, 0, sizeof q);
   q.model_hash = t->base->model_hash;
   q.device_hash = t->base->device_hash;
   q.stack_hash = t->base->stack_hash;
   q.input_shapes = t->base->input_shapes;
+  if ((rc = mi_history_query(t->history, &q, add_known, t, err))) return rc;
+  /* Rows whose sessions ran refused nodes on the fallback device carry its stack. */
+  if (!t->fb_stack_hash) return MI_OK;
+  q.stack_hash = t->fb_stack_hash;
   return mi_history_query(t->history, &q, add_known, t, err);
 }
 

@@ -45,6 +45,9 @@ typedef struct mi_tune_task {
   mi_history_t *history;
   int64_t run_id;
   const mi_record_t *base; /* task, device and stack fields of every record */
+  /* The hash of base's stack with the device's fallback device (mi_record_set_fallback_stack):
+   * the stack of the records whose sessions ran nodes there; NULL when it has none. */
+  const char *fb_stack_hash;
   mi_tune_known_t *known;
   int32_t known_count;
   int32_t recorded;            /* records written */

@@ -217,7 +217,7 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   mi_error_t err;
   mi_device_desc_t desc;
   mi_record_t base;
-  char dhash[17], shapes[1024];
+  char dhash[17], shapes[1024], fb_hash[17];
   uint8_t *frozen = NULL;
   int32_t *fixed = NULL;
   double search_t0;
@@ -260,6 +260,21 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   if (mi_space_create(c->graph, p, dev, &so, &run->space, &err) != MI_OK) goto done;
   run->pruned = mi_space_pruned_variants(run->space, &run->probes);
   mi_stack_describe(p->name, p->version, &desc, run->stack, sizeof run->stack, run->stack_hash);
+  {
+    /* The workers' fallback device (mi_registry_load_fallback: the option's, else the default
+     * pick): rows whose sessions ran nodes there carry the stack with it, read back on resume. */
+    mi_plugin_t *fbp = NULL;
+    uint32_t fbd = 0;
+    char fbtext[192], fbstack[768];
+    const char *spec = c->o->fallback;
+    mi_error_t ferr = {0};
+    if (spec ? strcmp(spec, "ref") && mi_registry_device(c->reg, spec, &fbp, &fbd, &ferr) == MI_OK
+             : mi_registry_cpu_fallback(c->reg, p, dev, &fbp, &fbd)) {
+      mi_stack_fallback_describe(fbp, fbd, fbtext, sizeof fbtext);
+      mi_stack_with_fallback(run->stack, fbtext, fbstack, sizeof fbstack, fb_hash);
+      task.fb_stack_hash = fb_hash;
+    }
+  }
   mi_space_size_text(run->space, run->size, sizeof run->size);
   mi_device_hash(&desc, dhash);
   shapes_text(c->graph, shapes, sizeof shapes);
@@ -488,6 +503,7 @@ static void *device_thread(void *arg) {
   /* The workers load plugins from exactly where the caller's registry did (mi_plugin_path). */
   wo.plugin_dirs = c->o->plugin_path;
   wo.timeout_s = c->timeout_s;
+  wo.fallback = c->o->fallback;
   if (mi_worker_pool_create(&wo, &pool, &err) != MI_OK ||
       (c->history && mi_history_open(c->history, &hist, &err) != MI_OK)) {
     /* Every device this thread would have taken fails with the reason. */
