@@ -208,6 +208,46 @@ static void test_migration(const char *dir) {
         "newer: %s", err.message);
 }
 
+/* A record whose session ran nodes on a fallback device gets the stack with that device named:
+ * its own hash per device and version, the plain stack otherwise; the rows stay apart. */
+static void test_fallback_stack(const char *dir) {
+  static const char *const fbs[3] = {"fallback=blis-cpu 0.1.0 (pthread-AMD EPYC, driver blis-0.9.0)",
+                                     "fallback=blis-cpu 0.2.0 (pthread-AMD EPYC, driver blis-0.9.0)",
+                                     "fallback=template 1.0.0 (template CPU, driver template-1.0)"};
+  char path[128], buf[3][768], hash[3][17], plain[17];
+  mi_history_t *h = NULL;
+  mi_profile_t p;
+  mi_record_t r;
+  mi_error_t err;
+  snprintf(path, sizeof path, "%s/fb.db", dir);
+  CHECK(mi_history_open(path, &h, &err) == MI_OK, "%s", err.message);
+  if (!h) return;
+  memset(&p, 0, sizeof p);
+  fill(&r, 1, 0.001, "0000000000000001");
+  snprintf(plain, sizeof plain, "%s", r.stack_hash);
+  snprintf(p.fallback_stack, sizeof p.fallback_stack, "%s", fbs[0]);
+  /* Every refused node on the reference: the plain stack. */
+  CHECK(!mi_record_set_fallback_stack(&r, &p, buf[0], sizeof buf[0], hash[0]) &&
+            !strcmp(r.stack, "compiler=gcc;plugin=a 1") && !strcmp(r.stack_hash, plain),
+        "no node on the fallback device: stack '%s'", r.stack);
+  CHECK(mi_history_put(h, &r, NULL, &err) == MI_OK, "%s", err.message);
+  p.fallback_on_device = 2;
+  for (int i = 0; i < 3; i++) {
+    fill(&r, 1, 0.001 * (i + 2), "0000000000000001");
+    snprintf(p.fallback_stack, sizeof p.fallback_stack, "%s", fbs[i]);
+    CHECK(mi_record_set_fallback_stack(&r, &p, buf[i], sizeof buf[i], hash[i]) == 1, "set %d", i);
+    CHECK(r.stack == buf[i] && r.stack_hash == hash[i] && !strncmp(r.stack, "compiler=gcc;plugin=a 1;", 24) &&
+              !strcmp(r.stack + 24, fbs[i]),
+          "stack %d: '%s'", i, r.stack);
+    CHECK(strcmp(hash[i], plain) != 0, "stack %d has the plain stack's hash", i);
+    for (int k = 0; k < i; k++) CHECK(strcmp(hash[i], hash[k]) != 0, "stacks %d and %d share a hash", i, k);
+    CHECK(mi_history_put(h, &r, NULL, &err) == MI_OK, "%s", err.message);
+  }
+  CHECK(count_in(h, plain, 0) == 1, "plain stack rows: %d", count_in(h, plain, 0));
+  for (int i = 0; i < 3; i++) CHECK(count_in(h, hash[i], 0) == 1, "stack %d rows: %d", i, count_in(h, hash[i], 0));
+  mi_history_close(h);
+}
+
 static char dir[64];
 
 static void setup(void) {
@@ -222,6 +262,10 @@ static void migration(void) {
   test_migration(dir);
 }
 
+static void fallback_stack(void) {
+  test_fallback_stack(dir);
+}
+
 static void teardown(void) {
   if (g_failures) fprintf(stderr, "files in %s\n", dir);
   else
@@ -231,6 +275,7 @@ static void teardown(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(put_query_roundtrip),
     TU_CASE(migration),
+    TU_CASE(fallback_stack),
 };
 
 TU_MAIN(setup, teardown)
