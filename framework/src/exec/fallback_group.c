@@ -34,6 +34,14 @@ static int listed(const int32_t *list, int32_t count, int32_t t) {
   return 0;
 }
 
+/* Whether a member writes tensor t (by the nodes' lists: a rewritten copy's producer fields
+ * are not relied on). */
+static int written_by(const mi_graph_t *g, const int32_t *nodes, int32_t count, int32_t t) {
+  for (int32_t i = 0; i < count; i++)
+    if (listed(g->nodes[nodes[i]].outputs, g->nodes[nodes[i]].output_count, t)) return 1;
+  return 0;
+}
+
 /* Whether tensor t (a member's output) is read outside the run or is a graph output. */
 static int read_after(const mi_graph_t *g, const int32_t *nodes, int32_t count, int32_t t) {
   for (int32_t i = 0; i < g->output_count; i++)
@@ -63,7 +71,7 @@ static int build_graph(mi_session_t *s, mi__fb_group_t *q, const int32_t *nodes,
     for (int32_t j = 0; j < n->input_count; j++) {
       int32_t t = n->inputs[j];
       if (t < 0 || listed(q->in, nin, t)) continue;
-      if (g->tensors[t].producer >= 0 && member_of(nodes, count, g->tensors[t].producer)) continue;
+      if (written_by(g, nodes, count, t)) continue;
       if (s->consts[t]) {
         /* A value the session folded at create time is a constant of the run too. */
         if (!q->g->tensors[t].data &&
