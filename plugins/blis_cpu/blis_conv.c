@@ -478,6 +478,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (!p->variant)
     c->variant = isdw                                                       ? MI__CONV_DW
                  : mi__blis_wino_default(c) || mi__blis_wino_dil_default(c) ? MI__CONV_WINO
+                 : mi__blis_w1d_default(c)                                  ? MI__CONV_WINO1D
                  : c->simd != MI__SIMD_C                                    ? MI__CONV_PG
                  : is1x1                                                    ? MI__CONV_1X1
                                                                             : MI__CONV_IM2COL;
@@ -491,6 +492,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     c->variant = MI__CONV_DW;
   else if (strcmp(p->variant, "conv.winograd") == 0)
     c->variant = MI__CONV_WINO;
+  else if (strcmp(p->variant, "conv.winograd1d") == 0)
+    c->variant = MI__CONV_WINO1D;
   else
     c->variant = MI__CONV_NHWC;
   if (c->variant == MI__CONV_1X1 && !is1x1)
@@ -535,7 +538,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     c->epi_n = en;
     if (geo || !p->variant) c->variant = MI__CONV_PG;
   }
-  if (c->variant == MI__CONV_PG || c->variant == MI__CONV_DW || c->variant == MI__CONV_WINO) {
+  if (c->variant == MI__CONV_PG || c->variant == MI__CONV_DW || c->variant == MI__CONV_WINO ||
+      c->variant == MI__CONV_WINO1D) {
     int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
     if (si > 0 && si < p->ctx->simd_n) c->simd = p->ctx->simd_ids[si];
     else if (c->variant == MI__CONV_PG && is1x1 && c->G == 1)
@@ -544,6 +548,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   }
   if (c->variant == MI__CONV_WINO && c->dh > 1) return mi__blis_wino_dil_prep(p, s, c, err);
   if (c->variant == MI__CONV_WINO) return mi__blis_wino_prep(p, s, c, err);
+  if (c->variant == MI__CONV_WINO1D) return mi__blis_w1d_prep(p, s, c, err);
   if (c->variant == MI__CONV_PG) {
     int64_t ohw = c->OH * c->OW;
     uint64_t packed, packed_fl;

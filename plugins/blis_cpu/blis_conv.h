@@ -56,7 +56,8 @@ enum { MI__CONV_IM2COL = 0,
        MI__CONV_DW,
        MI__CONV_NHWC,
        MI__CONV_PG,
-       MI__CONV_WINO };
+       MI__CONV_WINO,
+       MI__CONV_WINO1D };
 enum { MI__SIMD_C = 0,
        MI__SIMD_AVX2,
        MI__SIMD_AVX512 };
@@ -220,6 +221,14 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
 int mi__blis_wino_dil_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_dil_default(const mi__blis_conv_t *c);
 int32_t mi__blis_wino_dil_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
+/* conv.winograd1d (blis_wino1d.c): dense 1-D convs (and 2-D ones with a 1xK kernel, no row
+ * padding) of any stride as Winograd F(m, r) on the polyphase split; whether it takes the
+ * conv, where the default picks it, the tile F(m, r) and tap chunks nq it runs a K-tap stride-s
+ * conv on, and its prepare. */
+int mi__blis_w1d_fits(const mi__blis_conv_t *c);
+int mi__blis_w1d_default(const mi__blis_conv_t *c);
+void mi__blis_w1d_tile(int64_t K, int64_t s, int64_t *m, int64_t *r, int64_t *nq);
+int32_t mi__blis_w1d_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
 /* The zeroed state of a Conv or ConvTranspose node with room for `m` per-channel scales and
  * shifts (c->scale, c->shift) and its X, W and Y set; NULL with "out of memory" in err. */
 mi__blis_conv_t *mi__blis_conv_new(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, int64_t m,

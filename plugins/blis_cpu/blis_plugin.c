@@ -30,6 +30,11 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "dense 3x3 stride-1 conv as Winograd F(4x4,3x3): weights transformed and packed at prepare, "
      "36 tile GEMMs on conv.packed_gemm's tiles, epilogue on the output rows",
      NCHW, EPI, "threads,simd"},
+    {"conv.winograd1d", "Conv",
+     "dense 1-D conv (or 1xK on 2-D) of any stride as Winograd F(m, r) on its polyphase split: weights "
+     "transformed and packed at prepare, m + r - 1 tile GEMMs on conv.packed_gemm's tiles, epilogue on the "
+     "output rows",
+     NCHW, EPI, "threads,simd"},
     {"conv.depthwise_direct", "Conv",
      "direct depthwise conv (group == C), fused epilogue; with a pointwise conv after it, both in "
      "one pass over bands of rows",

@@ -5,7 +5,8 @@
  * conv on a 1xW plane); "cold": caches flushed before every timed run; VARIANT (conv.*): that
  * variant, else the default; threads=N (N > 1): N threads, by wall time (CPU time would count every
  * thread; on a loaded machine read the min: the runs where all N threads had a core); pad=P: P on
- * every side of the kernel's spatial axes of more than one tap (default: "same", (K-1)*dil/2). */
+ * every side of the kernel's spatial axes of more than one tap (default: "same", (K-1)*dil/2); a
+ * 1xKW kernel on a 1xW plane (a 1-D conv) is strided along the row only. */
 #include <time.h>
 
 #include "bench_util.h"
@@ -108,14 +109,16 @@ int main(int argc, char **argv) {
   wd[0] = m, wd[1] = c / g, wd[2] = ks, wd[3] = kw;
   for (i = 0; i < 4; i++) pads[i] = (wd[2 + i % 2] - 1) * dil / 2;
   for (i = 0; i < 4 && pad >= 0; i++) pads[i] = wd[2 + i % 2] > 1 ? pad : 0;
-  yd[0] = 1, yd[1] = m, yd[2] = (h + 2 * pads[0] - (ks - 1) * dil - 1) / st + 1;
+  /* a 1xKW kernel on a 1-row plane is a 1-D conv: the stride is on the row only */
+  strides[0] = h == 1 && ks == 1 ? 1 : st;
+  strides[1] = st;
+  yd[0] = 1, yd[1] = m, yd[2] = (h + 2 * pads[0] - (ks - 1) * dil - 1) / strides[0] + 1;
   yd[3] = (w + 2 * pads[1] - (kw - 1) * dil - 1) / st + 1;
   if (yd[2] < 1 || yd[3] < 1) {
     fprintf(stderr, "bench_blis_conv: the kernel is larger than the padded plane\n");
     return 2;
   }
   if (!tb_load(&p)) return 1; /* after the argument checks: a refused argument leaves nothing loaded */
-  strides[0] = strides[1] = st;
   dils[0] = dils[1] = dil;
   x = malloc((size_t)(c * h * w) * 4);
   wt = malloc((size_t)(m * c / g * ks * kw) * 4);
