@@ -473,8 +473,9 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   is1x1 = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
           c->OH == c->H && c->OW == c->W;
   isdw = c->G == c->C && c->G > 1;
-  /* Default: depthwise direct, else Winograd (dense 3x3 stride 1, see blis_wino.c) or the
-   * packed SIMD GEMM where the CPU has AVX2 or AVX-512, else BLIS (1x1 or im2col). */
+  /* Default: depthwise direct, else Winograd (dense 3x3 stride 1, see blis_wino.c; 1-D convs of
+   * any stride where it measured faster, blis_wino1d.c) or the packed SIMD GEMM where the CPU
+   * has AVX2 or AVX-512, else BLIS (1x1 or im2col). */
   if (!p->variant)
     c->variant = isdw                                                       ? MI__CONV_DW
                  : mi__blis_wino_default(c) || mi__blis_wino_dil_default(c) ? MI__CONV_WINO

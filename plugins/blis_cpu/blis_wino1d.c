@@ -3,14 +3,15 @@
  *
  * A stride-s conv of C channels with K taps reads x[c][s*o + k]; with k = s*j + p it is a
  * stride-1 conv of s*C channels x'[c*s + p][u] = x[c][s*u + p] with ceil(K/s) taps
- * w'[m][c*s + p][j] = w[m][c][s*j + p] (zero where s*j + p >= K). Longer kernels are cut into nq
- * chunks of r taps, each chunk one more set of channels reading x' shifted by its first tap, so
- * every conv runs as F(m, r) with r small: per tile of m outputs, alpha = m + r - 1 inputs,
+ * w'[m][c*s + p][j] = w[m][c][s*j + p] (zero where s*j + p >= K). Kernels of more than 6 taps
+ * after the split are cut into nq chunks of at most 3, each chunk one more set of channels reading
+ * x' shifted by its first tap, so every conv runs as F(m, r) with r small: per tile of m outputs, alpha = m + r - 1 inputs,
  * Y = A^T [(G g) . (B^T d)], alpha GEMMs of the transformed weights (M x C*s*nq, transformed in
  * double and packed once at prepare) by the transformed input tiles (C*s*nq x tiles) on
  * conv.packed_gemm's register-blocked tiles: alpha multiply-adds per tile, channel and chunk
  * instead of the direct sum's m*K (Moonshine's 288 -> 576 k7 stride-3 conv: 864 channels of 3
- * taps, F(4,3): 1296 per output and output channel against 2016).
+ * taps, F(4,3): 1296 per output and output channel against 2016, 1152 with the depth cut of
+ * w1_depths).
  *
  * Tile t of the stride-1 conv reads x'[t*m + i], i < alpha, which is x[c][s*m*(t + i/m) +
  * s*(i%m) + p]: each input row is split once into its s*m phases (Q, zero where the padding is),
@@ -18,16 +19,17 @@
  * contiguous over tiles, so it runs on whole vectors of tiles. The output transform writes m
  * vectors of tiles and interleaves them into the output row, then bias/BN and the epilogue chain
  * run on the row while it is in cache. Work items are blocks of tiles of one output row (image,
- * row of a 2-D conv with a 1xK kernel), each in its own scratch slot. */
+ * row of a 2-D conv with a 1xK kernel): a block a thread in its own scratch slot, or, with fewer
+ * rows than cores, a block at a time with each stage split over the threads. */
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "blis_conv.h"
 
-#define W1_A 8 /* inputs per tile, at most (the transforms' constants fit float exactly to F(6,3)) */
-#define W1_R 6 /* taps per chunk, at most */
-#define W1_L 16
+#define W1_A 8  /* inputs per tile, at most: 7 finite points and infinity */
+#define W1_R 6  /* taps per chunk, at most */
+#define W1_L 16 /* tiles a transform step, at most (AVX-512 lanes): V, Mo and Q rows are padded to it */
 
 typedef struct mi__blis_w1d {
   mi__blis_conv_t sub[W1_A]; /* position i's GEMM as a 1x1 conv of kd[i] to M channels */
@@ -387,7 +389,8 @@ static int32_t run_w1d(const mi__blis_step_t *s, void *const *t, const mi__blis_
   return MI_OK;
 }
 
-/* Tiles a block, at most (bench_blis_conv, 2026-12-05: see mi__blis_w1d_default) */
+/* Tiles a block, at most: Moonshine's 104-tile rows in one block (its 2.3 MB of V for the 6
+ * positions stream through L2 one position at a time) */
 #define W1_TB_MAX 128
 
 int32_t mi__blis_w1d_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err) {
