@@ -663,20 +663,22 @@ typedef struct qgemm {
   float *tb;             /* its bias along the last axis (n values), or NULL */
   int32_t act;           /* then an activation on each row (MI__ACT_*, 0: none) */
   float act_a, act_b;
-  int32_t w4;          /* INT4 B kept packed: b4, not b */
-  int64_t m, n, k, ka; /* ka: k rounded up to even */
-  double *mult, *bias; /* n each */
-  int16_t *b;          /* [ka/2][n][2]: pairs of rows (INT8) */
-  uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
-  int16_t *a16;        /* [m][ka] scratch, zero past k */
-  int32_t *acc;        /* [m][n] scratch */
-  int32_t u8k;         /* byte core: a8, b8, csum instead of a16, b */
-  int64_t kq;          /* k rounded up to 4, in quads */
-  uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
-  int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
-  int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
-  int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
-  uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
+  int32_t w4;            /* INT4 B kept packed: b4, not b */
+  int64_t m, n, k, ka;   /* ka: k rounded up to even */
+  double *mult, *bias;   /* n each */
+  int16_t *b;            /* [ka/2][n][2]: pairs of rows (INT8) */
+  uint8_t *b4;           /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
+  int16_t *a16;          /* [m][ka] scratch, zero past k */
+  int32_t *acc;          /* [m][n] scratch */
+  int32_t u8k;           /* byte core: a8, b8, csum instead of a16, b */
+  int64_t kq;            /* k rounded up to 4, in quads */
+  uint8_t *a8, *b8;      /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
+  int32_t *csum;         /* [n] sums of each column's weights: the zero point's correction */
+  int32_t *wd;           /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
+  int32_t amx;           /* byte core on AMX tiles (blis_qamx.c): wb */
+  uint8_t *wb;           /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
+  int32_t b256;          /* byte core on AVX2 (blis_qgemm256.c): b8 packed into pb */
+  mi__blis_q256_t pb;
 } qgemm_t;
 
 typedef struct qgemm_task {
@@ -707,6 +709,8 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
         for (j = 0; j < k; j++) d[j] = (uint8_t)(s[j] ^ flip);
     }
     if (q->amx) mi__blis_qa_gemm(r0, r1, q->n, q->kq, q->a8, q->wb, q->csum, zu, q->acc);
+    else if (q->b256)
+      mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, q->acc);
     else
       mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
     for (i = r0; i < r1 && q->wd; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
@@ -750,7 +754,8 @@ static int32_t run_qgemm(const mi__blis_step_t *s, void *const *t, const mi__bli
   task.y = t[task.q->y];
   task.za = task.q->za_t >= 0 ? runtime_zp(t, task.q->za_t, task.q->a_u8) : task.q->za;
   task.fs = task.q->tail ? *(const float *)t[task.q->scale_t] : 0.f;
-  mi__blis_parallel(env, task.q->m, 1, task.q->n * task.q->k, qgemm_rows, &task);
+  /* the AVX2 byte core's register blocks are MI__Q256_ROWS rows: chunks of whole blocks */
+  mi__blis_parallel(env, task.q->m, task.q->b256 ? MI__Q256_ROWS : 1, task.q->n * task.q->k, qgemm_rows, &task);
   return MI_OK;
 }
 
@@ -760,7 +765,8 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   const mi_tensor_desc_t *a = mi__blis_tensor(p, src->x), *w = mi__blis_tensor(p, src->w);
   const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
   int is_gemm = strcmp(n->op_type, "Gemm") == 0;
-  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j;
+  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j, nfix = 0;
+  uint64_t b256_bytes = 0;
   qgemm_t *q;
   int32_t rc;
   if (!mi__blis_is_q8(a) || !w || !w->data || w->rank != 2 || a->rank < 1 || !y ||
@@ -810,11 +816,14 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->dot = q->dot == MI__QDOT_AMX_U8 ? MI__QDOT_VNNI_U8 : q->dot;
   q->ka = (kk + 1) / 2 * 2;
   q->w4 = !src->wz && mi__blis_qweight_4bit(w);
+  /* AVX2: room for the byte core's panels and up to its share of fixes (blis_qgemm256.c) */
+  if (q->dot == MI__QDOT_AVX2 && !q->w4) b256_bytes = mi__blis_q256_bytes(nn, (kk + 3) / 4, kk * nn / MI__Q256_FIX_SHARE) + 32;
   /* int32 acc, int16 a16, then B: int16 pairs, or one byte per pair for INT4 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
                                        (uint64_t)(q->m * q->ka) * sizeof(int16_t) +
                                        (uint64_t)(q->ka * nn) * (q->w4 ? 1u : 4u) / 2u + 64 +
-                                       (q->amx ? 32u * (uint64_t)(kk + 3) + mi__blis_qa_gemm_bytes(nn, (kk + 3) / 4) : 0));
+                                       (q->amx ? 32u * (uint64_t)(kk + 3) + mi__blis_qa_gemm_bytes(nn, (kk + 3) / 4) : 0) +
+                                       b256_bytes);
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux;
   q->a16 = (int16_t *)(q->acc + q->m * nn);
@@ -832,7 +841,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   /* byte core where B minus its zero point fits INT8: [m][kq*4] and [kq][n][4] bytes fit in
    * a16's and b's storage (4 * kq <= 2 * ka) */
   q->kq = (kk + 3) / 4;
-  q->u8k = q->dot == MI__QDOT_VNNI_U8;
+  q->u8k = q->dot == MI__QDOT_VNNI_U8 || b256_bytes > 0;
   for (j = 0, i = 0; j < nn && q->u8k; j++) {
     q->u8k = mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
     i |= q->wd[j] != 0;
@@ -852,8 +861,17 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
       q->wb = q->b8 + q->ka * nn * 2 + 64 + 32 * (kk + 3);
       mi__blis_qa_gemm_pack(q->b8, nn, q->kq, q->wb);
     }
-    s->run = run_qgemm;
-    return MI_OK;
+    if (b256_bytes && (nfix = mi__blis_q256_fixes(q->b8, nn, q->kq)) <= kk * nn / MI__Q256_FIX_SHARE) {
+      uintptr_t at = ((uintptr_t)(q->b8 + q->ka * nn * 2 + 64) + 31) & ~(uintptr_t)31;
+      q->b256 = 1;
+      mi__blis_q256_pack(&q->pb, q->b8, nn, q->kq, (void *)at);
+    }
+    if (!b256_bytes || q->b256) {
+      s->run = run_qgemm;
+      return MI_OK;
+    }
+    q->u8k = 0; /* saturating pairs too many for the AVX2 byte core: the int16 core */
+    memset(q->b, 0, (size_t)(q->ka * nn) * sizeof(int16_t));
   }
   for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
     for (j = 0; j < nn; j++)

@@ -55,6 +55,27 @@ void mi__blis_qv_shift(int32_t *acc, int64_t n, int32_t d, const int32_t *psum, 
 #define MI__QV_ROW_BYTES 2048
 void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int32_t x_u8, int32_t zx, int64_t oh0,
                         int64_t oh1, int64_t q0, int64_t q1, uint8_t *col);
+/* The AVX2 byte core (blis_qgemm256.c): a Gemm's weights b8 ([kq][n][4] INT8, as the VNNI core's)
+ * packed in panels of 16 columns ([n/16][kq][16][4], zero past n), each pair of weights that
+ * vpmaddubsw could saturate with the rest of its second weight in a fix list. _fixes counts those
+ * pairs (the int16 core is kept where they are more than one in MI__Q256_FIX_SHARE weights),
+ * _bytes is the packed size (32-byte aligned mem), _gemm the VNNI core's sums of rows m0..m1 of
+ * codes a (rows of lda >= kq * 4 bytes, anything past k), sum - zu * csum[j], exactly. */
+#define MI__Q256_FIX_SHARE 1024
+#define MI__Q256_ROWS 5 /* rows of its register blocks */
+typedef struct mi__blis_q256_fix {
+  int32_t k, j, r; /* acc[i][j] += a[i][k] * r */
+} mi__blis_q256_fix_t;
+typedef struct mi__blis_q256 {
+  int64_t n, kq, nfix;
+  const int8_t *b;
+  mi__blis_q256_fix_t *fix;
+} mi__blis_q256_t;
+int64_t mi__blis_q256_fixes(const uint8_t *b8, int64_t n, int64_t kq);
+uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix);
+void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64_t kq, void *mem);
+void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const uint8_t *a, int64_t lda,
+                        const int32_t *csum, int32_t zu, int32_t *acc);
 /* The byte core on AMX tiles (blis_qamx.c, int8_dot amx_u8): the same exact sums as
  * mi__blis_qv_gemm. 1 when a layer of m output rows (a conv's channels of a group, a Gemm's rows),
  * n columns and reduction kk fills tiles enough to pay (else the VNNI core runs it). */

@@ -224,6 +224,79 @@ static void matmul_integer_tail_act(int bias, int u8w, int act) {
 }
 
 static void matmul_integer_tail(int bias, int u8w) { matmul_integer_tail_act(bias, u8w, 0); }
+/* MatMulInteger on codes x [m, k] (UINT8, or INT8 when s8x) with the constant zero point zx, and
+ * weights as trained ones look (small, |w| <= 30) but for `sat` pairs of weights that vpmaddubsw
+ * would saturate with codes at the ends of their range (127 and 127 or 2, -128 and -128 or -1, at
+ * both places of a k quad and in its last, partial one); UINT8 weights with zero point wz shift
+ * them (wz < 0: INT8 weights, zero point 0). Half the codes are at the ends of their range, an
+ * eighth zx: the AVX2 byte core and its fixes (blis_qgemm256.c), odd m, n and k, then Cast and
+ * Mul by a scale; at each SIMD level, 1 and 2 threads. */
+static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int s8x, int32_t wz, int sat) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[2] = {m, k}, bd[2] = {k, n}, i;
+  int8_t *w = malloc((size_t)(k * n));
+  static const int8_t ends[4][2] = {{127, 127}, {-128, -128}, {127, 2}, {-128, -1}};
+  REQUIRE(w);
+  for (i = 0; i < k * n; i++) w[i] = (int8_t)((int32_t)(rnd32() % 61) - 30);
+  for (i = 0; i < sat; i++) { /* rows kr, kr + 1 of column j: a pair of one k quad */
+    int64_t j = (i * 7 + 3) % n, kr = i == 0 ? (k - 2) / 2 * 2 : (int64_t)(rnd32() % (uint32_t)(k / 2)) * 2;
+    w[kr * n + j] = ends[i % 4][0];
+    w[(kr + 1) * n + j] = ends[i % 4][1];
+  }
+  if (wz >= 0)
+    for (i = 0; i < k * n; i++) w[i] = (int8_t)(uint8_t)(w[i] + wz < 0 ? 0 : w[i] + wz > 255 ? 255
+                                                                                             : w[i] + wz);
+  int32_t xdt = s8x ? MI_DTYPE_INT8 : MI_DTYPE_UINT8, wdt = wz >= 0 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  int32_t mi[4] = {input(g, "x", xdt, 2, xd), constant(g, "b", wdt, 2, bd, w), codec(g, "xz", xdt, zx),
+                   codec(g, "bz", wdt, wz >= 0 ? wz : 0)};
+  int32_t acc = mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL), f = mi_graph_add_tensor(g, "f", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t mm[2] = {f, f32c(g, "s", 0.0123f)}, y = out(g, "y");
+  uint8_t *xb = malloc((size_t)(m * k));
+  REQUIRE(xb);
+  for (i = 0; i < m * k; i++) { /* the ends of the codes' range half the time, zx an eighth */
+    uint32_t r = rnd32();
+    xb[i] = r % 8 < 2 ? (uint8_t)(s8x ? 127 : 255) : r % 8 < 4 ? (uint8_t)(s8x ? 0x80 : 0)
+                                                 : r % 8 == 4  ? (uint8_t)zx
+                                                               : (uint8_t)(r >> 8);
+  }
+  free(w);
+  node(g, "MatMulInteger", 4, mi, 1, &acc, 0);
+  mi_node_set_int(g, node(g, "Cast", 1, &acc, 1, &f, 0), "to", 1);
+  node(g, "Mul", 2, mm, 1, &y, 0);
+  char name[128];
+  snprintf(name, sizeof name, "MatMulInteger %lldx%lldx%lld, %s x zx %d, wz %d, %d saturating pairs, threads %d",
+           (long long)m, (long long)k, (long long)n, s8x ? "s8" : "u8", (int)zx, (int)wz, sat, (int)g_threads);
+  g_x0b = xb;
+  g_x0n = m * k;
+  run_case(g, name, 0);
+  g_x0b = NULL;
+  free(xb);
+}
+
+static void matmul_integer_sat_cases(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  for (int lv = 0; lv < 3; lv++) {
+    mi_plugin_t *keep = g_blis;
+    mi_registry_t *reg = open_capped(caps[lv]);
+    for (g_threads = 1; g_threads <= 2; g_threads++) {
+      matmul_integer_sat(13, 301, 37, 0, 0, -1, 6);
+      matmul_integer_sat(13, 301, 37, 128, 0, -1, 6);
+      matmul_integer_sat(13, 301, 37, 255, 0, -1, 6);
+      matmul_integer_sat(7, 257, 45, 3, 1, -1, 8);     /* INT8 codes */
+      matmul_integer_sat(11, 299, 41, 131, 0, 100, 4); /* UINT8 weights: shifted */
+      matmul_integer_sat(1, 37, 19, 0, 0, -1, 0);      /* M = 1, no room for fixes */
+      matmul_integer_sat(17, 5, 1000, 255, 0, -1, 4);  /* k of one quad and a bit */
+      matmul_integer_sat(23, 64, 33, 7, 0, -1, 2);
+      matmul_integer_sat(207, 288, 40, 120, 0, -1, 10);
+      matmul_integer_sat(6, 3, 2048, 0, 0, -1, 5);
+      matmul_integer_sat(5, 1024, 16, 255, 0, -1, 24); /* too many: the int16 core */
+    }
+    g_threads = 0;
+    mi_registry_destroy(reg);
+    unsetenv("MI_BLIS_MAX_SIMD");
+    g_blis = keep;
+  }
+}
 
 /* QLinearConv on codes: per-channel INT8 weight scales, INT32 bias; UINT8 or INT8 activations. */
 static void qlinear_conv_at(int32_t dt, int64_t k, int64_t group, int64_t c, int64_t h, int64_t w,
@@ -585,6 +658,7 @@ static void conv_tail_hand_cases(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(conv_integer_cases),
     TU_CASE(matmul_integer_cases),
+    TU_CASE(matmul_integer_sat_cases),
     TU_CASE(qlinear_conv_cases),
     TU_CASE(qlinear_matmul_cases),
     TU_CASE(qlinear_binary_cases),

@@ -9,8 +9,9 @@
 #include "metainfer/mi_graph.h"
 
 static mi_plugin_t *g_blis;
-static int32_t g_kernels; /* when > 0: the session must run the graph as this many kernels */
-static const float *g_x0; /* when set: the first input's values (g_x0n of them), not fill()'s */
+static int32_t g_kernels;    /* when > 0: the session must run the graph as this many kernels */
+static const float *g_x0;    /* when set: the first input's values (g_x0n of them), not fill()'s */
+static const uint8_t *g_x0b; /* when set: the first input's bytes (1-byte codes, g_x0n of them) */
 static int64_t g_x0n;
 static int32_t g_runs = 1; /* session runs of run_case, each compared with the reference */
 /* when > 0: FLOAT32 outputs within this relative L2 of the reference instead of byte for byte (a
@@ -82,7 +83,9 @@ static inline int32_t node(mi_graph_t *g, const char *op, int nin, const int32_t
 
 /* Runs g on blis-cpu:0 without host fallback and on the reference with the same (filled)
  * inputs; every output must match byte for byte. want_refusal: blis-cpu must refuse instead. */
+static int32_t g_threads; /* when > 0: blis-cpu's threads knob for run_case's sessions */
 static inline void run_case(mi_graph_t *g, const char *name, int want_refusal) {
+  mi_knob_value_t th = {"threads", g_threads, 0.};
   mi_session_options_t o;
   mi_session_t *s = NULL;
   mi_array_t *in[8] = {0}, *od[4] = {0}, *orf[4] = {0};
@@ -94,10 +97,15 @@ static inline void run_case(mi_graph_t *g, const char *name, int want_refusal) {
     in[i] = mi_array_create(t->dtype, t->rank, t->dims);
     fill(in[i]);
     if (i == 0 && g_x0 && in[i]->nbytes == (size_t)g_x0n * sizeof(float)) memcpy(in[i]->data, g_x0, in[i]->nbytes);
+    if (i == 0 && g_x0b && in[i]->nbytes == (size_t)g_x0n) memcpy(in[i]->data, g_x0b, in[i]->nbytes);
   }
   memset(&o, 0, sizeof o);
   o.struct_size = sizeof o;
   o.allow_host_fallback = 0;
+  if (g_threads > 0) {
+    o.device_knob_count = 1;
+    o.device_knobs = &th;
+  }
   if (rc == MI_OK) rc = mi_session_create(g, g_blis, 0, &o, &s, &err);
   if (want_refusal) {
     CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "blis-cpu"), "%s: status %d (%s), expected blis-cpu's refusal",

@@ -1,0 +1,156 @@
+/* blis_qgemm256.c - the AVX2 byte core of the integer Gemm / MatMul: unsigned codes times INT8
+ * weights by vpmaddubsw + vpmaddwd, exact, with the weights packed in column panels. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "blis_qgemm.h"
+
+/* vpmaddubsw sums two byte products into int16 with saturation; vpmaddwd against ones then sums
+ * two of those into int32, so a k quad of 16 columns costs two multiply-port operations and one
+ * add per register, where the int16 pair core (vpmaddwd + vpaddd on pairs) spends two of each:
+ * the same 32 multiply-adds a cycle at the two ports' peak, a quarter fewer operations to issue.
+ * A pair (s0, s1) of weights saturates for some codes in 0..255 exactly when its positive parts
+ * sum past 128 or its negative parts below -128 (255 * 129 > 32767). Such a pair is packed with
+ * its second weight moved toward 0 until it cannot saturate, and the rest r goes to a list of
+ * fixes, acc[i][j] += a[i][k] * r after the core: exact for any weights, cheap while the fixes
+ * are rare (trained weights: a few in ten thousand pairs; the caller keeps the int16 core where
+ * they are not, see mi__blis_q256_fixes). */
+
+#define PANEL 16 /* columns of a panel: two ymm of quads */
+/* Rows of a register block: 10 accumulators, two B registers, the broadcast, a product and the
+ * ones; 6 rows need 17 registers of the 16, and GCC then kept most accumulators on the stack. */
+#define ROWS MI__Q256_ROWS
+
+/* The part r of s1 that goes to the fix list so that (s0, s1 - r) cannot saturate, 0 when the
+ * pair is safe as it is. Only pairs of one sign saturate, and s1 - r = +-128 - s0 then has that
+ * sign too (|s0| <= 128). */
+static int32_t pair_excess(int32_t s0, int32_t s1) {
+  int32_t pos = (s0 > 0 ? s0 : 0) + (s1 > 0 ? s1 : 0), neg = (s0 < 0 ? s0 : 0) + (s1 < 0 ? s1 : 0);
+  if (pos > 128) return s1 > 0 ? pos - 128 : 0;
+  if (neg < -128) return s1 < 0 ? neg + 128 : 0;
+  return 0;
+}
+
+int64_t mi__blis_q256_fixes(const uint8_t *b8, int64_t n, int64_t kq) {
+  int64_t p, j, e, cnt = 0;
+  for (p = 0; p < kq; p++)
+    for (j = 0; j < n; j++)
+      for (e = 0; e < 4; e += 2) {
+        const int8_t *s = (const int8_t *)b8 + (p * n + j) * 4 + e;
+        cnt += pair_excess(s[0], s[1]) != 0;
+      }
+  return cnt;
+}
+
+uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix) {
+  return (uint64_t)((n + PANEL - 1) / PANEL * PANEL) * (uint64_t)kq * 4u + (uint64_t)nfix * sizeof(mi__blis_q256_fix_t);
+}
+
+void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64_t kq, void *mem) {
+  int64_t p, j, e, nf = 0;
+  int8_t *d = mem;
+  pb->n = n;
+  pb->kq = kq;
+  pb->b = d;
+  pb->fix = (mi__blis_q256_fix_t *)(d + (n + PANEL - 1) / PANEL * PANEL * kq * 4);
+  for (p = 0; p < kq; p++)
+    for (j = 0; j < n; j++) {
+      int8_t *o = d + ((j / PANEL * kq + p) * PANEL + j % PANEL) * 4;
+      memcpy(o, b8 + (p * n + j) * 4, 4);
+      for (e = 0; e < 4; e += 2) {
+        int32_t r = pair_excess(o[e], o[e + 1]);
+        if (!r) continue;
+        o[e + 1] = (int8_t)(o[e + 1] - r);
+        pb->fix[nf].k = (int32_t)(p * 4 + e + 1);
+        pb->fix[nf].j = (int32_t)j;
+        pb->fix[nf].r = r;
+        nf++;
+      }
+    }
+  pb->nfix = nf;
+}
+
+/* Rows i..i+R (R a constant) by the panel at bp (columns j0..j0+16, `cols` of them real): sums of
+ * quads, minus zu * csum, to acc. */
+__attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
+block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const int32_t *csum, int32_t zu,
+      int32_t *acc, int64_t n, int64_t cols) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i c0[ROWS], c1[ROWS];
+  int64_t p;
+  int r;
+  _Pragma("GCC unroll 5") for (r = 0; r < R; r++) c0[r] = c1[r] = _mm256_setzero_si256();
+  for (p = 0; p < kq; p++, bp += PANEL * 4) {
+    __m256i b0 = _mm256_load_si256((const __m256i *)bp), b1 = _mm256_load_si256((const __m256i *)(bp + 32));
+    _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
+      int32_t q;
+      __m256i av;
+      memcpy(&q, a + r * lda + p * 4, sizeof q);
+      av = _mm256_set1_epi32(q);
+      c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));
+      c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
+      __asm__(""
+              : "+x"(c0[r]), "+x"(c1[r])); /* row by row: else GCC hoists every broadcast, spills */
+    }
+  }
+  {
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i z0 = _mm256_mullo_epi32(_mm256_set1_epi32(zu), _mm256_maskload_epi32(csum, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota)));
+    __m256i z1 = cols > 8 ? _mm256_mullo_epi32(_mm256_set1_epi32(zu), _mm256_maskload_epi32(csum + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols - 8)), iota)))
+                          : _mm256_setzero_si256();
+    if (cols == PANEL) {
+      _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
+        _mm256_storeu_si256((__m256i *)(acc + r * n), _mm256_sub_epi32(c0[r], z0));
+        _mm256_storeu_si256((__m256i *)(acc + r * n + 8), _mm256_sub_epi32(c1[r], z1));
+      }
+    } else {
+      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota);
+      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? cols - 8 : 0)), iota);
+      _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
+        _mm256_maskstore_epi32(acc + r * n, k0, _mm256_sub_epi32(c0[r], z0));
+        _mm256_maskstore_epi32(acc + r * n + 8, k1, _mm256_sub_epi32(c1[r], z1));
+      }
+    }
+  }
+}
+
+#define BLOCK_FN(R)                                                                                           \
+  __attribute__((target("avx2,fma"))) static void block##R(const uint8_t *a, int64_t lda, int64_t kq,         \
+                                                           const int8_t *bp, const int32_t *csum, int32_t zu, \
+                                                           int32_t *acc, int64_t n, int64_t cols) {           \
+    block(R, a, lda, kq, bp, csum, zu, acc, n, cols);                                                         \
+  }
+BLOCK_FN(1)
+BLOCK_FN(2)
+BLOCK_FN(3)
+BLOCK_FN(4)
+BLOCK_FN(5)
+
+typedef void (*block_fn)(const uint8_t *, int64_t, int64_t, const int8_t *, const int32_t *, int32_t, int32_t *,
+                         int64_t, int64_t);
+
+/* Bytes of B panels one column group spans: they stay in L2 while every row block reads them. */
+#define GROUP_BYTES (192 * 1024)
+
+void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const uint8_t *a, int64_t lda,
+                        const int32_t *csum, int32_t zu, int32_t *acc) {
+  static const block_fn fns[ROWS + 1] = {NULL, block1, block2, block3, block4, block5};
+  const int64_t n = pb->n, kq = pb->kq, np = (n + PANEL - 1) / PANEL, pbytes = kq * PANEL * 4;
+  int64_t gp = GROUP_BYTES / (pbytes > 0 ? pbytes : 1), g0, g1, i, jp, f;
+  gp = gp < 1 ? 1 : gp;
+  for (g0 = 0; g0 < np; g0 = g1) {
+    g1 = np - g0 > gp ? g0 + gp : np;
+    for (i = m0; i < m1; i += ROWS) {
+      int64_t rows = m1 - i < ROWS ? m1 - i : ROWS;
+      for (jp = g0; jp < g1; jp++) {
+        int64_t j0 = jp * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
+        fns[rows](a + i * lda, lda, kq, pb->b + jp * pbytes, csum + j0, zu, acc + i * n + j0, n, cols);
+      }
+    }
+  }
+  for (f = 0; f < pb->nfix; f++) { /* the saturating pairs' rest, modulo 2^32 as the sums */
+    const mi__blis_q256_fix_t *x = &pb->fix[f];
+    for (i = m0; i < m1; i++)
+      acc[i * n + x->j] = (int32_t)((uint32_t)acc[i * n + x->j] + (uint32_t)(a[i * lda + x->k] * x->r));
+  }
+}
