@@ -709,9 +709,12 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
         for (j = 0; j < k; j++) d[j] = (uint8_t)(s[j] ^ flip);
     }
     if (q->amx) mi__blis_qa_gemm(r0, r1, q->n, q->kq, q->a8, q->wb, q->csum, zu, q->acc);
-    else if (q->b256)
-      mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, q->acc);
-    else
+    else if (q->b256) { /* the float tail straight from the core's tiles where nothing follows */
+      mi__blis_q256_out_t o = {q->acc, NULL, t->fs, q->tb};
+      if (q->out32 && q->tail && !q->wd) o.y = (float *)t->y;
+      mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, &o);
+      if (o.y) return;
+    } else
       mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
     for (i = r0; i < r1 && q->wd; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
       uint32_t rs = 0;

@@ -60,7 +60,7 @@ void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int
  * vpmaddubsw could saturate with the rest of its second weight in a fix list. _fixes counts those
  * pairs (the int16 core is kept where they are more than one in MI__Q256_FIX_SHARE weights),
  * _bytes is the packed size (32-byte aligned mem), _gemm the VNNI core's sums of rows m0..m1 of
- * codes a (rows of lda >= kq * 4 bytes, anything past k), sum - zu * csum[j], exactly. */
+ * codes a (rows of lda >= kq * 4 bytes, anything past k), sum - zu * csum[j], exactly, to o. */
 #define MI__Q256_FIX_SHARE 1024
 #define MI__Q256_ROWS 5 /* rows of its register blocks */
 typedef struct mi__blis_q256_fix {
@@ -69,13 +69,22 @@ typedef struct mi__blis_q256_fix {
 typedef struct mi__blis_q256 {
   int64_t n, kq, nfix;
   const int8_t *b;
-  mi__blis_q256_fix_t *fix;
+  mi__blis_q256_fix_t *fix; /* by column */
+  int32_t *fstart;          /* [n/16 + 1]: panel p's fixes from fix + fstart[p] */
 } mi__blis_q256_t;
+/* Where _gemm writes: the int32 sums to acc ([m][n]), or, y not NULL, floats y = (float)sum * s
+ * [+ tb[j]] (a Cast, a Mul by the scale, an Add of a bias, each rounded as the nodes). */
+typedef struct mi__blis_q256_out {
+  int32_t *acc;
+  float *y;
+  float s;
+  const float *tb;
+} mi__blis_q256_out_t;
 int64_t mi__blis_q256_fixes(const uint8_t *b8, int64_t n, int64_t kq);
 uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix);
 void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64_t kq, void *mem);
 void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const uint8_t *a, int64_t lda,
-                        const int32_t *csum, int32_t zu, int32_t *acc);
+                        const int32_t *csum, int32_t zu, const mi__blis_q256_out_t *o);
 /* The byte core on AMX tiles (blis_qamx.c, int8_dot amx_u8): the same exact sums as
  * mi__blis_qv_gemm. 1 when a layer of m output rows (a conv's channels of a group, a Gemm's rows),
  * n columns and reduction kk fills tiles enough to pay (else the VNNI core runs it). */

@@ -43,18 +43,20 @@ int64_t mi__blis_q256_fixes(const uint8_t *b8, int64_t n, int64_t kq) {
 }
 
 uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix) {
-  return (uint64_t)((n + PANEL - 1) / PANEL * PANEL) * (uint64_t)kq * 4u + (uint64_t)nfix * sizeof(mi__blis_q256_fix_t);
+  int64_t np = (n + PANEL - 1) / PANEL;
+  return (uint64_t)(np * PANEL) * (uint64_t)kq * 4u + (uint64_t)nfix * sizeof(mi__blis_q256_fix_t) +
+         (uint64_t)(np + 1) * sizeof(int32_t);
 }
 
 void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64_t kq, void *mem) {
-  int64_t p, j, e, nf = 0;
+  int64_t p, j, e, nf = 0, np = (n + PANEL - 1) / PANEL;
   int8_t *d = mem;
   pb->n = n;
   pb->kq = kq;
   pb->b = d;
-  pb->fix = (mi__blis_q256_fix_t *)(d + (n + PANEL - 1) / PANEL * PANEL * kq * 4);
-  for (p = 0; p < kq; p++)
-    for (j = 0; j < n; j++) {
+  pb->fix = (mi__blis_q256_fix_t *)(d + np * PANEL * kq * 4);
+  for (j = 0; j < n; j++) /* column by column: each panel's fixes in one run (fstart) */
+    for (p = 0; p < kq; p++) {
       int8_t *o = d + ((j / PANEL * kq + p) * PANEL + j % PANEL) * 4;
       memcpy(o, b8 + (p * n + j) * 4, 4);
       for (e = 0; e < 4; e += 2) {
@@ -68,15 +70,20 @@ void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64
       }
     }
   pb->nfix = nf;
+  pb->fstart = (int32_t *)(pb->fix + nf);
+  for (p = 0, e = 0; p <= np; p++) {
+    while (e < nf && pb->fix[e].j < p * PANEL) e++;
+    pb->fstart[p] = (int32_t)e;
+  }
 }
 
-/* Rows i..i+R (R a constant) by the panel at bp (columns j0..j0+16, `cols` of them real): sums of
- * quads, minus zu * csum, to acc. */
+/* Rows 0..R (R a constant) of codes a by the panel at bp: the sums of quads minus zu * csum
+ * (cols of them real, the rest 0) to the tile t ([ROWS][16]). */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
 block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const int32_t *csum, int32_t zu,
-      int32_t *acc, int64_t n, int64_t cols) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i c0[ROWS], c1[ROWS];
+      int64_t cols, int32_t *t) {
+  const __m256i ones = _mm256_set1_epi16(1), iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i c0[ROWS], c1[ROWS], z0, z1;
   int64_t p;
   int r;
   _Pragma("GCC unroll 5") for (r = 0; r < R; r++) c0[r] = c1[r] = _mm256_setzero_si256();
@@ -93,32 +100,26 @@ block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const 
               : "+x"(c0[r]), "+x"(c1[r])); /* row by row: else GCC hoists every broadcast, spills */
     }
   }
-  {
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i z0 = _mm256_mullo_epi32(_mm256_set1_epi32(zu), _mm256_maskload_epi32(csum, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota)));
-    __m256i z1 = cols > 8 ? _mm256_mullo_epi32(_mm256_set1_epi32(zu), _mm256_maskload_epi32(csum + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols - 8)), iota)))
-                          : _mm256_setzero_si256();
-    if (cols == PANEL) {
-      _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
-        _mm256_storeu_si256((__m256i *)(acc + r * n), _mm256_sub_epi32(c0[r], z0));
-        _mm256_storeu_si256((__m256i *)(acc + r * n + 8), _mm256_sub_epi32(c1[r], z1));
-      }
-    } else {
-      __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota);
-      __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? cols - 8 : 0)), iota);
-      _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
-        _mm256_maskstore_epi32(acc + r * n, k0, _mm256_sub_epi32(c0[r], z0));
-        _mm256_maskstore_epi32(acc + r * n + 8, k1, _mm256_sub_epi32(c1[r], z1));
-      }
-    }
+  if (cols == PANEL) {
+    z0 = _mm256_loadu_si256((const __m256i *)csum);
+    z1 = _mm256_loadu_si256((const __m256i *)(csum + 8));
+  } else {
+    z0 = _mm256_maskload_epi32(csum, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota));
+    z1 = _mm256_maskload_epi32(csum + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? cols - 8 : 0)), iota));
+  }
+  z0 = _mm256_mullo_epi32(_mm256_set1_epi32(zu), z0);
+  z1 = _mm256_mullo_epi32(_mm256_set1_epi32(zu), z1);
+  _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
+    _mm256_store_si256((__m256i *)(t + r * PANEL), _mm256_sub_epi32(c0[r], z0));
+    _mm256_store_si256((__m256i *)(t + r * PANEL + 8), _mm256_sub_epi32(c1[r], z1));
   }
 }
 
 #define BLOCK_FN(R)                                                                                           \
   __attribute__((target("avx2,fma"))) static void block##R(const uint8_t *a, int64_t lda, int64_t kq,         \
                                                            const int8_t *bp, const int32_t *csum, int32_t zu, \
-                                                           int32_t *acc, int64_t n, int64_t cols) {           \
-    block(R, a, lda, kq, bp, csum, zu, acc, n, cols);                                                         \
+                                                           int64_t cols, int32_t *t) {                        \
+    block(R, a, lda, kq, bp, csum, zu, cols, t);                                                              \
   }
 BLOCK_FN(1)
 BLOCK_FN(2)
@@ -126,17 +127,63 @@ BLOCK_FN(3)
 BLOCK_FN(4)
 BLOCK_FN(5)
 
-typedef void (*block_fn)(const uint8_t *, int64_t, int64_t, const int8_t *, const int32_t *, int32_t, int32_t *,
-                         int64_t, int64_t);
+typedef void (*block_fn)(const uint8_t *, int64_t, int64_t, const int8_t *, const int32_t *, int32_t, int64_t,
+                         int32_t *);
+
+/* The tile of rows i..i+rows, columns j0..j0+cols: the saturating pairs' rest (fixes f0..f1, modulo
+ * 2^32 as the sums), then out's sums or floats. */
+__attribute__((target("avx2,fma"))) static void put(const mi__blis_q256_t *pb, const mi__blis_q256_out_t *o,
+                                                    const uint8_t *a, int64_t lda, int64_t i, int64_t rows,
+                                                    int64_t j0, int64_t cols, int32_t *t) {
+  const int64_t n = pb->n, f0 = pb->fstart[j0 / PANEL], f1 = pb->fstart[j0 / PANEL + 1];
+  const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota);
+  const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? cols - 8 : 0)), iota);
+  int64_t f, r;
+  for (f = f0; f < f1; f++) {
+    const mi__blis_q256_fix_t *x = &pb->fix[f];
+    for (r = 0; r < rows; r++)
+      t[r * PANEL + x->j - j0] = (int32_t)((uint32_t)t[r * PANEL + x->j - j0] + (uint32_t)(a[(i + r) * lda + x->k] * x->r));
+  }
+  for (r = 0; r < rows; r++) {
+    __m256i v0 = _mm256_load_si256((const __m256i *)(t + r * PANEL)), v1 = _mm256_load_si256((const __m256i *)(t + r * PANEL + 8));
+    if (o->y) { /* Cast, Mul by the scale [, Add of the bias]: each rounded as the nodes */
+      const __m256 s = _mm256_set1_ps(o->s);
+      float *y = o->y + (i + r) * n + j0;
+      __m256 y0 = _mm256_mul_ps(_mm256_cvtepi32_ps(v0), s), y1 = _mm256_mul_ps(_mm256_cvtepi32_ps(v1), s);
+      if (o->tb) {
+        y0 = _mm256_add_ps(y0, _mm256_maskload_ps(o->tb + j0, k0));
+        y1 = _mm256_add_ps(y1, _mm256_maskload_ps(o->tb + j0 + 8, k1));
+      }
+      if (cols == PANEL) {
+        _mm256_storeu_ps(y, y0);
+        _mm256_storeu_ps(y + 8, y1);
+      } else {
+        _mm256_maskstore_ps(y, k0, y0);
+        _mm256_maskstore_ps(y + 8, k1, y1);
+      }
+    } else {
+      int32_t *acc = o->acc + (i + r) * n + j0;
+      if (cols == PANEL) {
+        _mm256_storeu_si256((__m256i *)acc, v0);
+        _mm256_storeu_si256((__m256i *)(acc + 8), v1);
+      } else {
+        _mm256_maskstore_epi32(acc, k0, v0);
+        _mm256_maskstore_epi32(acc + 8, k1, v1);
+      }
+    }
+  }
+}
 
 /* Bytes of B panels one column group spans: they stay in L2 while every row block reads them. */
 #define GROUP_BYTES (192 * 1024)
 
 void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const uint8_t *a, int64_t lda,
-                        const int32_t *csum, int32_t zu, int32_t *acc) {
+                        const int32_t *csum, int32_t zu, const mi__blis_q256_out_t *o) {
   static const block_fn fns[ROWS + 1] = {NULL, block1, block2, block3, block4, block5};
   const int64_t n = pb->n, kq = pb->kq, np = (n + PANEL - 1) / PANEL, pbytes = kq * PANEL * 4;
-  int64_t gp = GROUP_BYTES / (pbytes > 0 ? pbytes : 1), g0, g1, i, jp, f;
+  int64_t gp = GROUP_BYTES / (pbytes > 0 ? pbytes : 1), g0, g1, i, jp;
+  _Alignas(32) int32_t t[ROWS * PANEL];
   gp = gp < 1 ? 1 : gp;
   for (g0 = 0; g0 < np; g0 = g1) {
     g1 = np - g0 > gp ? g0 + gp : np;
@@ -144,13 +191,9 @@ void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const
       int64_t rows = m1 - i < ROWS ? m1 - i : ROWS;
       for (jp = g0; jp < g1; jp++) {
         int64_t j0 = jp * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
-        fns[rows](a + i * lda, lda, kq, pb->b + jp * pbytes, csum + j0, zu, acc + i * n + j0, n, cols);
+        fns[rows](a + i * lda, lda, kq, pb->b + jp * pbytes, csum + j0, zu, cols, t);
+        put(pb, o, a, lda, i, rows, j0, cols, t);
       }
     }
-  }
-  for (f = 0; f < pb->nfix; f++) { /* the saturating pairs' rest, modulo 2^32 as the sums */
-    const mi__blis_q256_fix_t *x = &pb->fix[f];
-    for (i = m0; i < m1; i++)
-      acc[i * n + x->j] = (int32_t)((uint32_t)acc[i * n + x->j] + (uint32_t)(a[i * lda + x->k] * x->r));
   }
 }
