@@ -62,7 +62,7 @@ void mi__blis_qv_im2col(const mi__blis_conv_t *c, const void *x, int64_t kk, int
  * _bytes is the packed size (32-byte aligned mem), _gemm the VNNI core's sums of rows m0..m1 of
  * codes a (rows of lda >= kq * 4 bytes, anything past k), sum - zu * csum[j], exactly, to o. */
 #define MI__Q256_FIX_SHARE 1024
-#define MI__Q256_ROWS 5 /* rows of its register blocks */
+#define MI__Q256_ROWS 6 /* rows of its register blocks */
 typedef struct mi__blis_q256_fix {
   int32_t k, j, r; /* acc[i][j] += a[i][k] * r */
 } mi__blis_q256_fix_t;

@@ -17,8 +17,8 @@
  * they are not, see mi__blis_q256_fixes). */
 
 #define PANEL 16 /* columns of a panel: two ymm of quads */
-/* Rows of a register block: 10 accumulators, two B registers, the broadcast, a product and the
- * ones; 6 rows need 17 registers of the 16, and GCC then kept most accumulators on the stack. */
+/* Rows of a register block: 12 accumulators, the broadcast, a product and the ones; B is read from
+ * L1 by each vpmaddubsw (a load port each, no register). */
 #define ROWS MI__Q256_ROWS
 
 /* The part r of s1 that goes to the fix list so that (s0, s1 - r) cannot saturate, 0 when the
@@ -86,20 +86,25 @@ block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const 
   __m256i c0[ROWS], c1[ROWS], z0, z1;
   int64_t p;
   int r;
-  _Pragma("GCC unroll 5") for (r = 0; r < R; r++) c0[r] = c1[r] = _mm256_setzero_si256();
+  _Pragma("GCC unroll 6") for (r = 0; r < R; r++) c0[r] = c1[r] = _mm256_setzero_si256();
   for (p = 0; p < kq; p++, bp += PANEL * 4) {
-    __m256i b0 = _mm256_load_si256((const __m256i *)bp), b1 = _mm256_load_si256((const __m256i *)(bp + 32));
-    _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
-      int32_t q;
-      __m256i av;
-      memcpy(&q, a + r * lda + p * 4, sizeof q);
-      av = _mm256_set1_epi32(q);
-      c0[r] = _mm256_add_epi32(c0[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, b0), ones));
-      c1[r] = _mm256_add_epi32(c1[r], _mm256_madd_epi16(_mm256_maddubs_epi16(av, b1), ones));
-      __asm__(""
-              : "+x"(c0[r]), "+x"(c1[r])); /* row by row: else GCC hoists every broadcast, spills */
+    _Pragma("GCC unroll 6") for (r = 0; r < R; r++) {
+      __m256i av, t0;
+      /* one row's step as written: GCC hoisted every broadcast and kept accumulators on the stack */
+      __asm__(
+          "vpbroadcastd %[a], %[av]\n\t"
+          "vpmaddubsw %[b0], %[av], %[t0]\n\t"
+          "vpmaddubsw %[b1], %[av], %[av]\n\t"
+          "vpmaddwd %[ones], %[t0], %[t0]\n\t"
+          "vpmaddwd %[ones], %[av], %[av]\n\t"
+          "vpaddd %[t0], %[c0], %[c0]\n\t"
+          "vpaddd %[av], %[c1], %[c1]"
+          : [c0] "+x"(c0[r]), [c1] "+x"(c1[r]), [av] "=&x"(av), [t0] "=&x"(t0)
+          : [a] "m"(*(const int32_t *)(a + r * lda + p * 4)), [b0] "m"(*(const __m256i *)bp),
+            [b1] "m"(*(const __m256i *)(bp + 32)), [ones] "x"(ones));
     }
   }
+
   if (cols == PANEL) {
     z0 = _mm256_loadu_si256((const __m256i *)csum);
     z1 = _mm256_loadu_si256((const __m256i *)(csum + 8));
@@ -109,7 +114,7 @@ block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const 
   }
   z0 = _mm256_mullo_epi32(_mm256_set1_epi32(zu), z0);
   z1 = _mm256_mullo_epi32(_mm256_set1_epi32(zu), z1);
-  _Pragma("GCC unroll 5") for (r = 0; r < R; r++) {
+  _Pragma("GCC unroll 6") for (r = 0; r < R; r++) {
     _mm256_store_si256((__m256i *)(t + r * PANEL), _mm256_sub_epi32(c0[r], z0));
     _mm256_store_si256((__m256i *)(t + r * PANEL + 8), _mm256_sub_epi32(c1[r], z1));
   }
@@ -126,6 +131,7 @@ BLOCK_FN(2)
 BLOCK_FN(3)
 BLOCK_FN(4)
 BLOCK_FN(5)
+BLOCK_FN(6)
 
 typedef void (*block_fn)(const uint8_t *, int64_t, int64_t, const int8_t *, const int32_t *, int32_t, int64_t,
                          int32_t *);
@@ -180,7 +186,7 @@ __attribute__((target("avx2,fma"))) static void put(const mi__blis_q256_t *pb, c
 
 void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const uint8_t *a, int64_t lda,
                         const int32_t *csum, int32_t zu, const mi__blis_q256_out_t *o) {
-  static const block_fn fns[ROWS + 1] = {NULL, block1, block2, block3, block4, block5};
+  static const block_fn fns[ROWS + 1] = {NULL, block1, block2, block3, block4, block5, block6};
   const int64_t n = pb->n, kq = pb->kq, np = (n + PANEL - 1) / PANEL, pbytes = kq * PANEL * 4;
   int64_t gp = GROUP_BYTES / (pbytes > 0 ? pbytes : 1), g0, g1, i, jp;
   _Alignas(32) int32_t t[ROWS * PANEL];
