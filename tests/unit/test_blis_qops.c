@@ -232,19 +232,28 @@ static void matmul_integer_tail(int bias, int u8w) { matmul_integer_tail_act(bia
  * eighth zx: the AVX2 byte core and its fixes (blis_qgemm256.c), odd m, n and k, then Cast and
  * Mul by a scale (and an Add of a bias, or Cast alone: g_sat_tail); at each SIMD level, 1 and 2
  * threads. */
-static int g_sat_tail; /* matmul_integer_sat's tail: 0 Cast -> Mul, 1 then Add of a bias [n], 2 Cast alone */
-static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int s8x, int32_t wz, int sat) {
-  mi_graph_t *g = graph(13);
-  int64_t xd[2] = {m, k}, bd[2] = {k, n}, i;
-  int8_t *w = malloc((size_t)(k * n));
+/* k x n INT8 weights as trained ones look (|w| <= 30) but for `sat` pairs (rows kr, kr + 1 of a
+ * column: one pair of a k quad) that vpmaddubsw would saturate with codes at the ends of their
+ * range: 127 and 127 or 2, -128 and -128 or -1; the first in the last pair of rows. malloc'ed. */
+static int8_t *sat_weights(int64_t k, int64_t n, int sat) {
   static const int8_t ends[4][2] = {{127, 127}, {-128, -128}, {127, 2}, {-128, -1}};
+  int8_t *w = malloc((size_t)(k * n));
+  int64_t i;
   REQUIRE(w);
   for (i = 0; i < k * n; i++) w[i] = (int8_t)((int32_t)(rnd32() % 61) - 30);
-  for (i = 0; i < sat; i++) { /* rows kr, kr + 1 of column j: a pair of one k quad */
+  for (i = 0; i < sat; i++) {
     int64_t j = (i * 7 + 3) % n, kr = i == 0 ? (k - 2) / 2 * 2 : (int64_t)(rnd32() % (uint32_t)(k / 2)) * 2;
     w[kr * n + j] = ends[i % 4][0];
     w[(kr + 1) * n + j] = ends[i % 4][1];
   }
+  return w;
+}
+
+static int g_sat_tail; /* matmul_integer_sat's tail: 0 Cast -> Mul, 1 then Add of a bias [n], 2 Cast alone */
+static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int s8x, int32_t wz, int sat) {
+  mi_graph_t *g = graph(13);
+  int64_t xd[2] = {m, k}, bd[2] = {k, n}, i;
+  int8_t *w = sat_weights(k, n, sat);
   if (wz >= 0)
     for (i = 0; i < k * n; i++) w[i] = (int8_t)(uint8_t)(w[i] + wz < 0 ? 0 : w[i] + wz > 255 ? 255
                                                                                              : w[i] + wz);
@@ -591,9 +600,44 @@ static void qlinear_conv_cases(void) {
   qlinear_conv_at(MI_DTYPE_INT8, 3, 1, 96, 12, 21, 1);
 }
 
+/* QLinearMatMul (codes out, per-column B scales) with sat_weights: the AVX2 byte core and its fixes
+ * before the requantization; UINT8 or INT8 codes, at each SIMD level, 1 and 2 threads. */
+static void qlinear_matmul_sat(int64_t m, int64_t k, int64_t n, int32_t dt, int sat) {
+  mi_graph_t *g = graph(13);
+  int64_t ad[2] = {m, k}, bd[2] = {k, n};
+  float *bs = malloc((size_t)n * sizeof(float));
+  int8_t *w = sat_weights(k, n, sat);
+  REQUIRE(bs);
+  for (int64_t i = 0; i < n; i++) bs[i] = 0.0002f * (float)(i % 7 + 3);
+  int32_t mi[8] = {input(g, "a", dt, 2, ad), f32c(g, "as", 0.02f), codec(g, "az", dt, dt == MI_DTYPE_UINT8 ? 255 : 2),
+                   constant(g, "b", MI_DTYPE_INT8, 2, bd, w), constant(g, "bs", MI_DTYPE_FLOAT32, 1, &n, bs),
+                   codec(g, "bz", MI_DTYPE_INT8, 0), f32c(g, "ys", 0.05f), codec(g, "yz", dt, dt == MI_DTYPE_UINT8 ? 128 : -7)};
+  int32_t y = out(g, "y");
+  char name[128];
+  free(w);
+  free(bs);
+  node(g, "QLinearMatMul", 8, mi, 1, &y, 0);
+  snprintf(name, sizeof name, "QLinearMatMul %lldx%lldx%lld %s, %d saturating pairs, threads %d", (long long)m,
+           (long long)k, (long long)n, dt == MI_DTYPE_UINT8 ? "u8" : "s8", sat, (int)g_threads);
+  run_case(g, name, 0);
+}
+
 static void qlinear_matmul_cases(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
   qlinear_matmul(0);
   qlinear_matmul(1);
+  for (int lv = 0; lv < 3; lv++) {
+    mi_plugin_t *keep = g_blis;
+    mi_registry_t *reg = open_capped(caps[lv]);
+    for (g_threads = 1; g_threads <= 2; g_threads++) {
+      qlinear_matmul_sat(19, 300, 40, MI_DTYPE_UINT8, 9);
+      qlinear_matmul_sat(31, 257, 47, MI_DTYPE_INT8, 8);
+    }
+    g_threads = 0;
+    mi_registry_destroy(reg);
+    unsetenv("MI_BLIS_MAX_SIMD");
+    g_blis = keep;
+  }
 }
 
 static void qlinear_binary_cases(void) {
