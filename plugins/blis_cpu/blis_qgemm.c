@@ -677,7 +677,7 @@ typedef struct qgemm {
   int32_t *wd;           /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
   int32_t amx;           /* byte core on AMX tiles (blis_qamx.c): wb */
   uint8_t *wb;           /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
-  int32_t b256;          /* byte core on AVX2 (blis_qgemm256.c): b8 packed into pb */
+  int32_t b256;          /* byte core on AVX2 (blis_qgemm256.c): the weights in pb, no b / b8 */
   mi__blis_q256_t pb;
 } qgemm_t;
 
@@ -762,14 +762,66 @@ static int32_t run_qgemm(const mi__blis_step_t *s, void *const *t, const mi__bli
   return MI_OK;
 }
 
+/* The AVX2 byte core (blis_qgemm256.c) for q, set up as far as mi__blis_qgemm_build has it (k, n,
+ * m, its output): the weights minus their zero point as INT8 quads with a per-column shift where
+ * they do not fit, their column sums, the count of saturating pairs from a transient copy; where
+ * they fit and the pairs are few, s->aux holds the codes' rows, the panels (no int16 B) and the
+ * int32 sums only where the float tail is not written from the tiles (else acc is NULL), and
+ * q->b256 is set. Else nothing is kept and the int16 core is prepared after it. */
+static int32_t qgemm_b256(mi__blis_prep_t *p, mi__blis_step_t *s, qgemm_t *q, const mi__blis_qsrc_t *src,
+                          const mi_tensor_desc_t *w, int64_t tb, mi_error_t *err) {
+  const int64_t kk = q->k, nn = q->n, kq = (kk + 3) / 4;
+  int64_t i, j, nfix;
+  int32_t shift = 0, fused;
+  uint8_t *b8;
+  uint64_t acc_bytes, a_bytes;
+  for (j = 0; j < nn; j++) {
+    if (!mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j])) return MI_OK;
+    shift |= q->wd[j] != 0;
+  }
+  if (!(b8 = mi__blis_calloc(p->ctx, (uint64_t)(kq * 4 * nn))))
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  for (i = 0; i < kk; i++)
+    for (j = 0; j < nn; j++) {
+      int32_t v = mi__blis_qwval(src, w, tb ? j * kk + i : i * nn + j, j) - q->wd[j];
+      b8[((i >> 2) * nn + j) * 4 + (i & 3)] = (uint8_t)(int8_t)v;
+      q->csum[j] += v;
+    }
+  nfix = mi__blis_q256_fixes(b8, nn, kq);
+  if (nfix > kk * nn / MI__Q256_FIX_SHARE) { /* too many saturating pairs: the int16 core */
+    mi__blis_free(p->ctx, b8);
+    memset(q->csum, 0, (size_t)nn * sizeof(int32_t));
+    return MI_OK;
+  }
+  fused = q->out32 && q->tail && !shift; /* the floats from the tiles: no int32 plane */
+  acc_bytes = fused ? 0 : (uint64_t)(q->m * nn) * sizeof(int32_t);
+  a_bytes = ((uint64_t)(q->m * kq * 4) + 31) / 32 * 32;
+  s->aux = mi__blis_calloc(p->ctx, 32 + acc_bytes + a_bytes + mi__blis_q256_bytes(nn, kq, nfix));
+  if (!s->aux) {
+    mi__blis_free(p->ctx, b8);
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  }
+  {
+    uint8_t *base = (uint8_t *)(((uintptr_t)s->aux + 31) & ~(uintptr_t)31);
+    q->acc = fused ? NULL : (int32_t *)base;
+    q->a8 = base + acc_bytes;
+    mi__blis_q256_pack(&q->pb, b8, nn, kq, q->a8 + a_bytes);
+  }
+  mi__blis_free(p->ctx, b8);
+  q->kq = kq;
+  q->u8k = q->b256 = 1;
+  if (!shift) q->wd = NULL;
+  s->run = run_qgemm;
+  return MI_OK;
+}
+
 int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
                              mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *a = mi__blis_tensor(p, src->x), *w = mi__blis_tensor(p, src->w);
   const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
   int is_gemm = strcmp(n->op_type, "Gemm") == 0;
-  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j, nfix = 0;
-  uint64_t b256_bytes = 0;
+  int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j;
   qgemm_t *q;
   int32_t rc;
   if (!mi__blis_is_q8(a) || !w || !w->data || w->rank != 2 || a->rank < 1 || !y ||
@@ -819,14 +871,15 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   q->dot = q->dot == MI__QDOT_AMX_U8 ? MI__QDOT_VNNI_U8 : q->dot;
   q->ka = (kk + 1) / 2 * 2;
   q->w4 = !src->wz && mi__blis_qweight_4bit(w);
-  /* AVX2: room for the byte core's panels and up to its share of fixes (blis_qgemm256.c) */
-  if (q->dot == MI__QDOT_AVX2 && !q->w4) b256_bytes = mi__blis_q256_bytes(nn, (kk + 3) / 4, kk * nn / MI__Q256_FIX_SHARE) + 32;
+  if (q->dot == MI__QDOT_AVX2 && !q->w4) { /* the AVX2 byte core where the weights let it */
+    rc = qgemm_b256(p, s, q, src, w, tb, err);
+    if (rc != MI_OK || q->b256) return rc;
+  }
   /* int32 acc, int16 a16, then B: int16 pairs, or one byte per pair for INT4 */
   s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
                                        (uint64_t)(q->m * q->ka) * sizeof(int16_t) +
                                        (uint64_t)(q->ka * nn) * (q->w4 ? 1u : 4u) / 2u + 64 +
-                                       (q->amx ? 32u * (uint64_t)(kk + 3) + mi__blis_qa_gemm_bytes(nn, (kk + 3) / 4) : 0) +
-                                       b256_bytes);
+                                       (q->amx ? 32u * (uint64_t)(kk + 3) + mi__blis_qa_gemm_bytes(nn, (kk + 3) / 4) : 0));
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   q->acc = s->aux;
   q->a16 = (int16_t *)(q->acc + q->m * nn);
@@ -844,7 +897,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   /* byte core where B minus its zero point fits INT8: [m][kq*4] and [kq][n][4] bytes fit in
    * a16's and b's storage (4 * kq <= 2 * ka) */
   q->kq = (kk + 3) / 4;
-  q->u8k = q->dot == MI__QDOT_VNNI_U8 || b256_bytes > 0;
+  q->u8k = q->dot == MI__QDOT_VNNI_U8;
   for (j = 0, i = 0; j < nn && q->u8k; j++) {
     q->u8k = mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
     i |= q->wd[j] != 0;
@@ -864,17 +917,8 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
       q->wb = q->b8 + q->ka * nn * 2 + 64 + 32 * (kk + 3);
       mi__blis_qa_gemm_pack(q->b8, nn, q->kq, q->wb);
     }
-    if (b256_bytes && (nfix = mi__blis_q256_fixes(q->b8, nn, q->kq)) <= kk * nn / MI__Q256_FIX_SHARE) {
-      uintptr_t at = ((uintptr_t)(q->b8 + q->ka * nn * 2 + 64) + 31) & ~(uintptr_t)31;
-      q->b256 = 1;
-      mi__blis_q256_pack(&q->pb, q->b8, nn, q->kq, (void *)at);
-    }
-    if (!b256_bytes || q->b256) {
-      s->run = run_qgemm;
-      return MI_OK;
-    }
-    q->u8k = 0; /* saturating pairs too many for the AVX2 byte core: the int16 core */
-    memset(q->b, 0, (size_t)(q->ka * nn) * sizeof(int16_t));
+    s->run = run_qgemm;
+    return MI_OK;
   }
   for (i = 0; i < kk; i++) /* row i is half i & 1 of pair i / 2; an odd k's last half stays 0 */
     for (j = 0; j < nn; j++)
