@@ -663,21 +663,21 @@ typedef struct qgemm {
   float *tb;             /* its bias along the last axis (n values), or NULL */
   int32_t act;           /* then an activation on each row (MI__ACT_*, 0: none) */
   float act_a, act_b;
-  int32_t w4;            /* INT4 B kept packed: b4, not b */
-  int64_t m, n, k, ka;   /* ka: k rounded up to even */
-  double *mult, *bias;   /* n each */
-  int16_t *b;            /* [ka/2][n][2]: pairs of rows (INT8) */
-  uint8_t *b4;           /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
-  int16_t *a16;          /* [m][ka] scratch, zero past k */
-  int32_t *acc;          /* [m][n] scratch */
-  int32_t u8k;           /* byte core: a8, b8, csum instead of a16, b */
-  int64_t kq;            /* k rounded up to 4, in quads */
-  uint8_t *a8, *b8;      /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
-  int32_t *csum;         /* [n] sums of each column's weights: the zero point's correction */
-  int32_t *wd;           /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
-  int32_t amx;           /* byte core on AMX tiles (blis_qamx.c): wb */
-  uint8_t *wb;           /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
-  int32_t b256;          /* byte core on AVX2 (blis_qgemm256.c): the weights in pb, no b / b8 */
+  int32_t w4;          /* INT4 B kept packed: b4, not b */
+  int64_t m, n, k, ka; /* ka: k rounded up to even */
+  double *mult, *bias; /* n each */
+  int16_t *b;          /* [ka/2][n][2]: pairs of rows (INT8) */
+  uint8_t *b4;         /* INT4: [ka/2][n] bytes, one per pair of rows (MI__QPACK_B4) */
+  int16_t *a16;        /* [m][ka] scratch, zero past k */
+  int32_t *acc;        /* [m][n] scratch */
+  int32_t u8k;         /* byte core: a8, b8, csum instead of a16, b */
+  int64_t kq;          /* k rounded up to 4, in quads */
+  uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
+  int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
+  int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
+  int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
+  uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
+  int32_t b256;        /* byte core on AVX2 (blis_qgemm256.c): the weights in pb, no b / b8 */
   mi__blis_q256_t pb;
 } qgemm_t;
 
@@ -688,6 +688,11 @@ typedef struct qgemm_task {
   int32_t za; /* A's zero point for this run */
   float fs;   /* the float tail's scale for this run */
 } qgemm_task_t;
+
+/* The float tail's activation on one output row of n floats. */
+static void row_act(const qgemm_t *q, float *yr) {
+  if (!mi__blis_act_simd(q->simd, q->act, yr, q->n)) mi__blis_act_apply(q->act, q->act_a, q->act_b, yr, q->n);
+}
 
 static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   const qgemm_task_t *t = arg;
@@ -713,7 +718,10 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
       mi__blis_q256_out_t o = {q->acc, NULL, t->fs, q->tb};
       if (q->out32 && q->tail && !q->wd) o.y = (float *)t->y;
       mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, &o);
-      if (o.y) return;
+      if (o.y) { /* then the activation, on the rows while they are in cache */
+        for (i = r0; i < r1 && q->act; i++) row_act(q, (float *)t->y + i * q->n);
+        return;
+      }
     } else
       mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
     for (i = r0; i < r1 && q->wd; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
@@ -735,7 +743,7 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
       float *yr = (float *)t->y + i * q->n;
       mi__blis_qv_ftail(q->simd, q->acc + i * q->n, q->n, t->fs, 0, 0.f, NULL, 0, NULL, yr);
       for (j = 0; q->tb && j < q->n; j++) yr[j] = yr[j] + q->tb[j];
-      if (q->act && !mi__blis_act_simd(q->simd, q->act, yr, q->n)) mi__blis_act_apply(q->act, q->act_a, q->act_b, yr, q->n);
+      if (q->act) row_act(q, yr);
     }
     return;
   }

@@ -230,7 +230,7 @@ static void matmul_integer_tail(int bias, int u8w) { matmul_integer_tail_act(bia
  * both places of a k quad and in its last, partial one); UINT8 weights with zero point wz shift
  * them (wz < 0: INT8 weights, zero point 0). Half the codes are at the ends of their range, an
  * eighth zx: the AVX2 byte core and its fixes (blis_qgemm256.c), odd m, n and k, then Cast and
- * Mul by a scale (and an Add of a bias, or Cast alone: g_sat_tail); at each SIMD level, 1 and 2
+ * Mul by a scale (and an Add of a bias, then a Relu, or Cast alone: g_sat_tail); at each SIMD level, 1 and 2
  * threads. */
 /* k x n INT8 weights as trained ones look (|w| <= 30) but for `sat` pairs (rows kr, kr + 1 of a
  * column: one pair of a k quad) that vpmaddubsw would saturate with codes at the ends of their
@@ -249,7 +249,7 @@ static int8_t *sat_weights(int64_t k, int64_t n, int sat) {
   return w;
 }
 
-static int g_sat_tail; /* matmul_integer_sat's tail: 0 Cast -> Mul, 1 then Add of a bias [n], 2 Cast alone */
+static int g_sat_tail; /* matmul_integer_sat's tail: 0 Cast -> Mul, 1 then Add of a bias [n], 2 Cast alone, 3 as 1 then Relu */
 static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int s8x, int32_t wz, int sat) {
   mi_graph_t *g = graph(13);
   int64_t xd[2] = {m, k}, bd[2] = {k, n}, i;
@@ -261,7 +261,8 @@ static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int 
   int32_t mi[4] = {input(g, "x", xdt, 2, xd), constant(g, "b", wdt, 2, bd, w), codec(g, "xz", xdt, zx),
                    codec(g, "bz", wdt, wz >= 0 ? wz : 0)};
   int32_t acc = mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL), f = mi_graph_add_tensor(g, "f", MI_DTYPE_UNDEFINED, -1, NULL);
-  int32_t y = out(g, "y"), sc = g_sat_tail == 1 ? mi_graph_add_tensor(g, "sc", MI_DTYPE_UNDEFINED, -1, NULL) : y;
+  int32_t y = out(g, "y"), sc = g_sat_tail % 2 ? mi_graph_add_tensor(g, "sc", MI_DTYPE_UNDEFINED, -1, NULL) : y;
+  int32_t r = g_sat_tail == 3 ? mi_graph_add_tensor(g, "r", MI_DTYPE_UNDEFINED, -1, NULL) : y;
   int32_t mm[2] = {f, f32c(g, "s", 0.0123f)}, ad[2] = {sc, constant(g, "bias", MI_DTYPE_FLOAT32, 1, &n, NULL)};
   uint8_t *xb = malloc((size_t)(m * k));
   REQUIRE(xb);
@@ -275,7 +276,8 @@ static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int 
   node(g, "MatMulInteger", 4, mi, 1, &acc, 0);
   mi_node_set_int(g, node(g, "Cast", 1, &acc, 1, g_sat_tail == 2 ? &y : &f, 0), "to", 1);
   if (g_sat_tail != 2) node(g, "Mul", 2, mm, 1, &sc, 0);
-  if (g_sat_tail == 1) node(g, "Add", 2, ad, 1, &y, 0);
+  if (g_sat_tail % 2) node(g, "Add", 2, ad, 1, &r, 0);
+  if (g_sat_tail == 3) node(g, "Relu", 1, &r, 1, &y, 0); /* the activation after the core's own float tail */
   char name[160];
   snprintf(name, sizeof name, "MatMulInteger %lldx%lldx%lld, %s x zx %d, wz %d, %d saturating pairs, tail %d, threads %d",
            (long long)m, (long long)k, (long long)n, s8x ? "s8" : "u8", (int)zx, (int)wz, sat, g_sat_tail, (int)g_threads);
@@ -303,7 +305,7 @@ static void matmul_integer_sat_cases(void) {
       matmul_integer_sat(207, 288, 40, 120, 0, -1, 10);
       matmul_integer_sat(6, 3, 2048, 0, 0, -1, 5);
       matmul_integer_sat(5, 1024, 16, 255, 0, -1, 24); /* too many: the int16 core */
-      for (g_sat_tail = 1; g_sat_tail <= 2; g_sat_tail++) {
+      for (g_sat_tail = 1; g_sat_tail <= 3; g_sat_tail++) {
         matmul_integer_sat(13, 301, 37, 128, 0, -1, 6);
         matmul_integer_sat(11, 299, 41, 131, 0, 100, 4);
         matmul_integer_sat(207, 288, 40, 120, 0, -1, 10);
