@@ -319,6 +319,35 @@ static void matmul_integer_sat_cases(void) {
   }
 }
 
+/* matmul_integer_sat on the AVX2 byte core's edges: k and n of 1..17 (one partial quad, one partial
+ * panel, m off the 6-row blocks), and B panels past one 192 KiB column group (k = 1024, 1152: the
+ * groups end inside the fix list and off a panel) with every tail; at each SIMD level, 1 and 2
+ * threads. */
+static void matmul_integer_edge_cases(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  for (int lv = 0; lv < 3; lv++) {
+    mi_plugin_t *keep = g_blis;
+    mi_registry_t *reg = open_capped(caps[lv]);
+    for (g_threads = 1; g_threads <= 2; g_threads++) {
+      for (g_sat_tail = 0; g_sat_tail <= 3; g_sat_tail++) {
+        matmul_integer_sat(7, 1, 1, 3, 0, -1, 0);
+        matmul_integer_sat(6, 2, 8, 0, 0, -1, 0);
+        matmul_integer_sat(12, 3, 15, 255, 0, -1, 0);
+        matmul_integer_sat(13, 4, 16, 5, 1, -1, 0);
+        matmul_integer_sat(19, 7, 17, 9, 0, 100, 0);
+        matmul_integer_sat(37, 8, 1, 200, 0, -1, 0);
+        matmul_integer_sat(2, 1152, 200, 77, 0, -1, 40);
+        matmul_integer_sat(25, 1024, 397, 5, 0, 100, 30);
+      }
+      g_sat_tail = 0;
+    }
+    g_threads = 0;
+    mi_registry_destroy(reg);
+    unsetenv("MI_BLIS_MAX_SIMD");
+    g_blis = keep;
+  }
+}
+
 /* QLinearConv on codes: per-channel INT8 weight scales, INT32 bias; UINT8 or INT8 activations. */
 static void qlinear_conv_at(int32_t dt, int64_t k, int64_t group, int64_t c, int64_t h, int64_t w,
                             int64_t stride) {
@@ -634,6 +663,8 @@ static void qlinear_matmul_cases(void) {
     for (g_threads = 1; g_threads <= 2; g_threads++) {
       qlinear_matmul_sat(19, 300, 40, MI_DTYPE_UINT8, 9);
       qlinear_matmul_sat(31, 257, 47, MI_DTYPE_INT8, 8);
+      qlinear_matmul_sat(7, 1152, 203, MI_DTYPE_UINT8, 40); /* two column groups, n off the panels */
+      qlinear_matmul_sat(13, 3, 1, MI_DTYPE_INT8, 0);       /* k of one partial quad, one column */
     }
     g_threads = 0;
     mi_registry_destroy(reg);
@@ -715,6 +746,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(conv_integer_cases),
     TU_CASE(matmul_integer_cases),
     TU_CASE(matmul_integer_sat_cases),
+    TU_CASE(matmul_integer_edge_cases),
     TU_CASE(qlinear_conv_cases),
     TU_CASE(qlinear_matmul_cases),
     TU_CASE(qlinear_binary_cases),
