@@ -184,9 +184,19 @@ static void matmul_integer(int u8w) {
  * Gelu]: one kernel for the GEMM and its tail (plus the quantize and the scale product), every
  * float equal to the unfused reference's bit for bit (Gelu, with the plugin's own vector erf:
  * within 1e-6 relative L2). */
+/* matmul_integer_tail_act's B as trained weights, |w| <= 30 (INT8, zero point 0; UINT8: zero point
+ * 130, odd columns with one weight at -130, which the byte core's per-column shift brings in) */
+static int g_mm_small;
 static void matmul_integer_tail_act(int bias, int u8w, int act) {
   mi_graph_t *g = graph(13);
   int64_t xd[3] = {2, 5, 37}, bd[2] = {37, 19}, nn = 19, b2[2] = {1, 19};
+  uint8_t wv[37 * 19], zv[19] = {0};
+  for (int i = 0; g_mm_small && i < 37 * 19; i++) wv[i] = (uint8_t)((int32_t)(rnd32() % 61) - 30 + (u8w ? 130 : 0));
+  for (int j = 0; g_mm_small && u8w && j < 19; j++) { /* zero point 130; a 0 in odd columns: -130, the byte core's shift */
+    zv[j] = 130;
+    if (j % 2) wv[(j * 5 % 37) * 19 + j] = 0;
+    if (j % 2 && (j * 5 % 37 ^ 1) < 37) wv[(j * 5 % 37 ^ 1) * 19 + j] = 135; /* its pair: no saturation */
+  }
   int32_t x = input(g, "x", MI_DTYPE_FLOAT32, 3, xd), bdt = u8w ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
   int32_t q[3] = {mi_graph_add_tensor(g, "xq", MI_DTYPE_UNDEFINED, -1, NULL), mi_graph_add_tensor(g, "xs", MI_DTYPE_UNDEFINED, -1, NULL),
                   mi_graph_add_tensor(g, "xz", MI_DTYPE_UNDEFINED, -1, NULL)};
@@ -197,7 +207,8 @@ static void matmul_integer_tail_act(int bias, int u8w, int act) {
     t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_UNDEFINED, -1, NULL);
   }
   int32_t acc = mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL), sc = mi_graph_add_tensor(g, "sc", MI_DTYPE_UNDEFINED, -1, NULL);
-  int32_t mi[4] = {q[0], constant(g, "b", bdt, 2, bd, NULL), q[2], constant(g, "bz", bdt, 1, &nn, NULL)};
+  int32_t mi[4] = {q[0], constant(g, "b", bdt, 2, bd, g_mm_small ? wv : NULL), q[2],
+                   constant(g, "bz", bdt, 1, &nn, g_mm_small ? zv : NULL)};
   int32_t sm[2] = {q[1], f32c(g, "ws", 0.0123f)}, mm[2] = {t[0], sc};
   int32_t ad[2] = {t[1], bias == 2 ? constant(g, "bias", MI_DTYPE_FLOAT32, 2, b2, NULL) : constant(g, "bias", MI_DTYPE_FLOAT32, 1, &nn, NULL)};
   node(g, "DynamicQuantizeLinear", 1, &x, 3, q, 0);
@@ -215,7 +226,8 @@ static void matmul_integer_tail_act(int bias, int u8w, int act) {
     node(g, act == 1 ? "Relu" : "Gelu", 1, &t[2], 1, &y, 0);
   }
   char name[96];
-  snprintf(name, sizeof name, "MatMulInteger + float tail, bias %d, %s B, activation %d", bias, u8w ? "u8" : "s8", act);
+  snprintf(name, sizeof name, "MatMulInteger + float tail, bias %d, %s B%s, activation %d", bias, u8w ? "u8" : "s8",
+           g_mm_small ? " (small)" : "", act);
   g_kernels = 3;
   g_tol = act == 3 ? 1e-6 : 0;
   run_case(g, name, 0);
@@ -607,15 +619,32 @@ static void conv_integer_cases(void) {
   g_tail_dq = 0;
 }
 
+/* At each SIMD level: at AVX2 the dynamic MatMul's runtime zero point on the AVX2 byte core, its
+ * float tail and activation from the tiles (INT8 B) or after the shifted sums (UINT8 B), where B
+ * is small (g_mm_small; random bytes have too many saturating pairs and keep the int16 core). */
 static void matmul_integer_cases(void) {
-  matmul_integer(0);
-  matmul_integer(1);
-  matmul_integer_tail(0, 1);
-  matmul_integer_tail(1, 1);
-  matmul_integer_tail(2, 0);
-  matmul_integer_tail_act(1, 0, 1);
-  matmul_integer_tail_act(0, 1, 2);
-  matmul_integer_tail_act(2, 0, 3);
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  for (int lv = 0; lv < 3; lv++) {
+    mi_plugin_t *keep = g_blis;
+    mi_registry_t *reg = open_capped(caps[lv]);
+    matmul_integer(0);
+    matmul_integer(1);
+    matmul_integer_tail(0, 1);
+    matmul_integer_tail(1, 1);
+    matmul_integer_tail(2, 0);
+    matmul_integer_tail_act(1, 0, 1);
+    matmul_integer_tail_act(0, 1, 2);
+    matmul_integer_tail_act(2, 0, 3);
+    g_mm_small = 1; /* at AVX2 the byte core */
+    for (int act = 0; act <= 3; act++) {
+      matmul_integer_tail_act(act % 3, 0, act);
+      matmul_integer_tail_act(act % 3, 1, act);
+    }
+    g_mm_small = 0;
+    mi_registry_destroy(reg);
+    unsetenv("MI_BLIS_MAX_SIMD");
+    g_blis = keep;
+  }
 }
 
 static void qlinear_conv_cases(void) {
