@@ -801,8 +801,8 @@ static int32_t qgemm_b256(mi__blis_prep_t *p, mi__blis_step_t *s, qgemm_t *q, co
     memset(q->csum, 0, (size_t)nn * sizeof(int32_t));
     return MI_OK;
   }
-  fused = q->out32 && q->tail && !shift; /* the floats from the tiles: no int32 plane */
-  acc_bytes = fused ? 0 : (uint64_t)(q->m * nn) * sizeof(int32_t);
+  fused = q->out32 && q->tail && !shift;                                            /* the floats from the tiles: no int32 plane */
+  acc_bytes = fused ? 0 : ((uint64_t)(q->m * nn) * sizeof(int32_t) + 31) / 32 * 32; /* the rows, then the panels: 32-byte aligned */
   a_bytes = ((uint64_t)(q->m * kq * 4) + 31) / 32 * 32;
   s->aux = mi__blis_calloc(p->ctx, 32 + acc_bytes + a_bytes + mi__blis_q256_bytes(nn, kq, nfix));
   if (!s->aux) {
