@@ -233,6 +233,71 @@ static void refused_runs_go_as_one(void) {
   if (!grouped) TU_SKIP("no device here refuses both the Equal and the Cast");
 }
 
+/* x[4] -> Equal(x, 0) -> NonZero -> idx (a value-shaped output), z[2,16] -> CumSum -> c: on
+ * npu-stub the NonZero and the CumSum are consecutive refused nodes, one group on blis-cpu (the
+ * NonZero on the reference inside it). The create-time probe fixes idx at [1,4] (zero input). */
+static mi_graph_t *value_shaped_run(void) {
+  mi_graph_t *g = mi_graph_create("value_shaped_run");
+  int64_t xd[1] = {4}, zd[2] = {2, 16}, axis = 1;
+  float zero = 0.f;
+  REQUIRE(g);
+  g->opset = 13;
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
+  int32_t z = mi_graph_add_tensor(g, "z", MI_DTYPE_FLOAT32, 2, zd);
+  int32_t k0 = mi_graph_add_tensor(g, "zero", MI_DTYPE_FLOAT32, 1, (int64_t[]){1});
+  int32_t ax = mi_graph_add_const_i64(g, "axis", 1, &axis);
+  int32_t e = mi_graph_add_tensor(g, "e", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t idx = mi_graph_add_tensor(g, "idx", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, 2, zd);
+  int32_t ie[2] = {x, k0}, ic[2] = {z, ax};
+  REQUIRE(x >= 0 && z >= 0 && k0 >= 0 && ax >= 0 && e >= 0 && idx >= 0 && c >= 0);
+  REQUIRE(mi_graph_set_data(g, k0, &zero, sizeof zero) == MI_OK);
+  REQUIRE(mi_graph_add_input(g, x) == MI_OK && mi_graph_add_input(g, z) == MI_OK);
+  REQUIRE(mi_graph_add_output(g, idx) == MI_OK && mi_graph_add_output(g, c) == MI_OK);
+  REQUIRE(mi_graph_add_node(g, "Equal", "eq", 2, ie, 1, &e) >= 0);
+  REQUIRE(mi_graph_add_node(g, "NonZero", "nz", 1, &e, 1, &idx) >= 0);
+  REQUIRE(mi_graph_add_node(g, "CumSum", "cumsum", 2, ic, 1, &c) >= 0);
+  return g;
+}
+
+/* A group's outputs get the check a lone host step's get: a value-dependent shape other than
+ * the one the session fixed at create time is refused with the error naming it. */
+static void group_checks_probed_shapes(void) {
+  mi_registry_t *r = open_plugins();
+  mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *p = NULL;
+  mi_graph_t *g = value_shaped_run();
+  int64_t xd[1] = {4}, zd[2] = {2, 16};
+  float xv[4] = {1.5f, 0.f, 0.25f, 0.f};
+  mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *z = mi_array_create(MI_DTYPE_FLOAT32, 2, zd);
+  mi_array_t *got[2] = {0};
+  const mi_array_t *ins[2] = {x, z};
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_session_t *s;
+  int32_t rc;
+  REQUIRE(blis && x && z);
+  memcpy(x->data, xv, sizeof xv);
+  memset(z->data, 0, z->nbytes);
+  if (mi_registry_device(r, "npu-stub:0", &p, &dev, &err) != MI_OK) {
+    TU_SKIP("npu-stub is not here");
+    goto done;
+  }
+  s = with_fallback(g, p, dev, blis, 0);
+  CHECK(fallback_index(s, "nz") >= 0 && fallback_index(s, "cumsum") >= 0, "NonZero and CumSum are refused");
+  rc = mi_session_run(s, ins, 2, got, 2, &err);
+  CHECK(rc == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "'idx'") && strstr(err.message, "fixed"),
+        "idx of another shape than the probe's is refused (rc %d: %s; got %s)", (int)rc, err.message,
+        got[0] ? "an output" : "none");
+  mi_array_destroy(got[0]);
+  mi_array_destroy(got[1]);
+  mi_session_destroy(s);
+done:
+  mi_array_destroy(x);
+  mi_array_destroy(z);
+  mi_graph_destroy(g);
+  mi_registry_destroy(r);
+}
+
 /* A CPU plugin's own refusals stay on the reference: it gets no default fallback. */
 static void cpu_primary_gets_no_default(void) {
   mi_registry_t *r = open_plugins();
@@ -249,6 +314,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(opencl_and_vulkan_refusals_run_on_blis),
     TU_CASE(cpu_primary_gets_no_default),
     TU_CASE(refused_runs_go_as_one),
+    TU_CASE(group_checks_probed_shapes),
 };
 
 TU_MAIN(NULL, NULL)

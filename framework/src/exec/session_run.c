@@ -207,8 +207,16 @@ static int32_t check_probed(const mi_session_t *s, int32_t node, int32_t t, cons
                    mi_dtype_name(a->dtype), got, mi_dtype_name(tt->dtype), want);
 }
 
+/* The node of the session's graph that writes tensor t, else `dflt`. */
+static int32_t writer_of(const mi_session_t *s, int32_t t, int32_t dflt) {
+  for (int32_t n = 0; n < s->g->node_count; n++)
+    for (int32_t j = 0; j < s->g->nodes[n].output_count; j++)
+      if (s->g->nodes[n].outputs[j] == t) return n;
+  return dflt;
+}
+
 /* Runs a group of refused nodes on the fallback device (fallback_group.c): its inputs' host
- * copies in, its outputs' host copies out. */
+ * copies in, its outputs' host copies out, with the shape check a lone host step's outputs get. */
 static int32_t run_group_step(mi_session_t *s, const mi__step_t *st, mi_error_t *err) {
   const int32_t *in, *out;
   int32_t nin, nout = mi__fallback_group_io(st->group, &in, &nin, &out), rc = MI_OK;
@@ -223,6 +231,8 @@ static int32_t run_group_step(mi_session_t *s, const mi__step_t *st, mi_error_t 
     ins[j] = s->hval[in[j]];
   }
   if ((rc = mi__fallback_group_run(st->group, ins, outs, err))) goto done;
+  for (int32_t j = 0; j < nout && s->shapes_probed; j++)
+    if ((rc = check_probed(s, writer_of(s, out[j], st->node), out[j], outs[j], err))) goto done;
   for (int32_t j = 0; j < nout; j++) {
     set_host(s, out[j], outs[j], 1);
     outs[j] = NULL;
