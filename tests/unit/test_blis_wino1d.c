@@ -158,6 +158,14 @@ static const w1_case_t cases[] = {
     {"2-D 1x5 stride 1x1, 3 rows", 1, 4, 3, 33, 9, 5, 1, 2, 2, "", 0},
     {"2-D 1x4 stride 2x3, 7 rows", 1, 5, 7, 50, 6, 4, 3, 1, 2, "A", 2},
     {"2-D 1x7 stride 3x3 on one row", 1, 8, 1, 200, 9, 7, 3, 0, 0, "", 3},
+    {"k13 s2 (phases of tap chunks)", 1, 5, 0, 90, 7, 13, 2, 6, 6, "", 0},
+    {"k20 s3 pads 2/7 (chunks of 3 phases)", 2, 3, 0, 121, 5, 20, 3, 2, 7, "R", 0},
+    {"k2 s5 (fewer taps than the stride)", 1, 4, 0, 57, 6, 2, 5, 1, 0, "", 0},
+    {"k9 s1 pads 8/8 on a 3-sample row", 1, 2, 0, 3, 3, 9, 1, 8, 8, "", 0},
+    {"k1 s1 on one sample", 1, 3, 0, 1, 4, 1, 1, 0, 0, "", 0},
+    {"k5 s1 on one sample, pads 2/2", 1, 3, 0, 1, 4, 5, 1, 2, 2, "", 0},
+    {"2-D 1x3 stride 1, 9 rows of several blocks", 1, 3, 9, 800, 5, 3, 1, 1, 1, "T", 0},
+    {"2-D 1x11 stride 1x2, 4 rows of 2 images", 2, 3, 4, 300, 5, 11, 2, 5, 5, "A", 0},
 };
 
 static void all_levels(void) {
