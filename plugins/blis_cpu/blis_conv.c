@@ -641,11 +641,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     mi__blis_pg_pack(c, p->k->ptr[c->w], w_half && pg16);
     /* The packed panels are all the kernel reads: drop the constant copy (with FP16 storage the
      * layer then holds half the bytes of its FP32 weights). */
-    if (mi__blis_consumers(p, c->w) == 1 && p->k->owned[c->w]) {
-      mi__blis_free(p->ctx, p->k->ptr[c->w]);
-      p->k->ptr[c->w] = NULL;
-      p->k->owned[c->w] = 0;
-    }
+    mi__blis_drop_const(p, c->w);
   } else if (c->variant == MI__CONV_DW && c->simd == MI__SIMD_AVX512 && mi__blis_dw_cl_fits(c)) {
     uint64_t fl = (uint64_t)((c->M + 15) / 16 * 16 * c->KH * c->KW);
     s->aux = mi__blis_alloc(p->ctx, fl * sizeof(float));

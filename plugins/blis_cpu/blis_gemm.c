@@ -41,11 +41,7 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_
   mi__blis_mmp_pack(&h->pk, s->aux, simd, p->k->ptr[h->b], rsb, csb, h->k, h->n, alpha,
                     c >= 0 ? p->k->ptr[c] : NULL, ccs, beta);
   /* The panels are all the step reads: drop the constant copy when nothing else does. */
-  if (mi__blis_consumers(p, h->b) == 1 && p->k->owned[h->b]) {
-    mi__blis_free(p->ctx, p->k->ptr[h->b]);
-    p->k->ptr[h->b] = NULL;
-    p->k->owned[h->b] = 0;
-  }
+  mi__blis_drop_const(p, h->b);
   s->run = run_packed;
   return 1;
 }

@@ -241,6 +241,9 @@ int mi__blis_is_const(const mi__blis_prep_t *p, int32_t idx);
 int mi__blis_is_kernel_output(const mi__blis_prep_t *p, int32_t idx);
 /* Number of node inputs (in this kernel) that read tensor idx. */
 int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx);
+/* Frees the kernel's own copy of constant t when no other node of the kernel reads it (its packed
+ * or transformed form is then all the step reads). */
+void mi__blis_drop_const(mi__blis_prep_t *p, int32_t t);
 /* Reads an integer list from a constant INT64/INT32 tensor; returns count or -1. */
 int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max);
 int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why);

@@ -145,6 +145,13 @@ int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx) {
   return n;
 }
 
+void mi__blis_drop_const(mi__blis_prep_t *p, int32_t t) {
+  if (mi__blis_consumers(p, t) != 1 || !p->k->owned[t]) return;
+  mi__blis_free(p->ctx, p->k->ptr[t]);
+  p->k->ptr[t] = NULL;
+  p->k->owned[t] = 0;
+}
+
 int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max) {
   const mi_tensor_desc_t *t = mi__blis_tensor(p, idx);
   int64_t n, i;

@@ -365,11 +365,7 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
   }
   mi__blis_free(p->ctx, tmp);
   /* the transformed panels are all the kernel reads */
-  if (mi__blis_consumers(p, c->w) == 1 && p->k->owned[c->w]) {
-    mi__blis_free(p->ctx, p->k->ptr[c->w]);
-    p->k->ptr[c->w] = NULL;
-    p->k->owned[c->w] = 0;
-  }
+  mi__blis_drop_const(p, c->w);
   s->run = run_wino;
   return MI_OK;
 }

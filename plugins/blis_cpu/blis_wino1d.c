@@ -498,11 +498,7 @@ int32_t mi__blis_w1d_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_
       mi__blis_pg_pack(&wd->sub[i], tmp, 0);
   }
   mi__blis_free(p->ctx, tmp);
-  if (mi__blis_consumers(p, c->w) == 1 && p->k->owned[c->w]) {
-    mi__blis_free(p->ctx, p->k->ptr[c->w]);
-    p->k->ptr[c->w] = NULL;
-    p->k->owned[c->w] = 0;
-  }
+  mi__blis_drop_const(p, c->w);
   s->run = run_w1d;
   return MI_OK;
 }
