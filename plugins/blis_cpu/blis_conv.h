@@ -221,6 +221,10 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
 int mi__blis_wino_dil_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_dil_default(const mi__blis_conv_t *c);
 int32_t mi__blis_wino_dil_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
+/* The Winograd kernels' scratch slots, one per part that can run at once: claims a free one of
+ * `slots` (busy[s] 0 -> 1) and returns its index; release sets it free again. */
+int64_t mi__blis_wino_slot_claim(_Atomic int *busy, int64_t slots);
+void mi__blis_wino_slot_release(_Atomic int *busy, int64_t s);
 /* conv.winograd1d (blis_wino1d.c): dense 1-D convs (and 2-D ones with a 1xK kernel, no row
  * padding) of any stride as Winograd F(m, r) on the polyphase split; whether it takes the
  * conv, where the default picks it, the tile F(m, r) and tap chunks nq it runs a K-tap stride-s

@@ -41,6 +41,15 @@ typedef struct mi__blis_wino {
   float *slot;
 } mi__blis_wino_t;
 
+int64_t mi__blis_wino_slot_claim(atomic_int *busy, int64_t slots) {
+  for (int64_t s = 0;; s = (s + 1) % slots) {
+    int z = 0;
+    if (atomic_compare_exchange_strong(&busy[s], &z, 1)) return s;
+  }
+}
+
+void mi__blis_wino_slot_release(atomic_int *busy, int64_t s) { atomic_store(&busy[s], 0); }
+
 int mi__blis_wino_fits(const mi__blis_conv_t *c) {
   return c->G == 1 && c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
          !c->nhwc_in && !c->nhwc_out;
@@ -218,12 +227,7 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
   const mi__blis_wino_t *wn = wt->wn;
   const float *x = (const float *)wt->t[c->x] + wt->n * c->C * c->H * c->W;
   float *y = (float *)wt->t[c->y] + wt->n * c->M * c->OH * c->OW, *v, *mo, *tb;
-  int64_t s = 0, blk, p, m, ohw = c->OH * c->OW;
-  /* a free slot: there are as many as parts can run at once */
-  for (;; s = (s + 1) % wn->slots) {
-    int z = 0;
-    if (atomic_compare_exchange_strong(&wn->busy[s], &z, 1)) break;
-  }
+  int64_t s = mi__blis_wino_slot_claim(wn->busy, wn->slots), blk, p, m, ohw = c->OH * c->OW;
   v = wn->slot + s * wn->slot_fl;
   mo = v + WP * c->C * wn->ld;
   tb = mo + WP * c->M * wn->ld;
@@ -248,7 +252,7 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
     if (c->epi_n)
       for (m = 0; m < c->M; m++) mi__blis_epi_tail(c, wt->t, wt->n, m, o0, y + m * ohw + o0, o1 - o0, 0, 0);
   }
-  atomic_store(&wn->busy[s], 0);
+  mi__blis_wino_slot_release(wn->busy, s);
 }
 
 static int32_t run_wino(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {

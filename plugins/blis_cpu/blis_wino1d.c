@@ -325,12 +325,8 @@ static void w1_part(void *arg, int64_t i0, int64_t i1) {
   const w1_task_t *wt = arg;
   const mi__blis_conv_t *c = wt->c;
   const mi__blis_w1d_t *wd = wt->wd;
-  int64_t s = 0, it;
+  int64_t s = mi__blis_wino_slot_claim(wd->busy, wd->slots), it;
   float *q, *v, *mo;
-  for (;; s = (s + 1) % wd->slots) {
-    int z = 0;
-    if (atomic_compare_exchange_strong(&wd->busy[s], &z, 1)) break;
-  }
   q = wd->slot + s * wd->slot_fl;
   v = q + c->C * wd->sm * wd->lq;
   mo = v + wd->a * wd->cv * wd->ld;
@@ -341,7 +337,7 @@ static void w1_part(void *arg, int64_t i0, int64_t i1) {
     w1_gemms(wt, &wt->env1, v, mo, nt);
     w1_out(wt, n, h, t0, nt, mo, 0, c->M);
   }
-  atomic_store(&wd->busy[s], 0);
+  mi__blis_wino_slot_release(wd->busy, s);
 }
 
 /* Phased (fewer rows than cores): each block's stages split over the threads in turn. */
