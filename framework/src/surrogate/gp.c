@@ -74,12 +74,20 @@ static void distances(const mi__gp_t *g, double *D, double *tmp, double *rmed) {
 /* ARD by coordinate ascent: each feature's weight is scaled by 1/8 or 8 (within [1e-3, 1e3])
  * when that raises the marginal likelihood by more than a margin, two passes. The margin keeps
  * a handful of points from switching features off by chance. On one-hot encodings of a few
- * decisive choices among many idle ones, this is what lets the model see which ones matter. */
-static void ard(mi__gp_t *g, const double *ys, double *D, double *tmp, double ell, double noise) {
+ * decisive choices among many idle ones, this is what lets the model see which ones matter.
+ * A trial changes one weight, so it moves each squared distance by (new - old) (x_ik - x_jk)^2:
+ * the squared distances S are updated in O(n^2) a trial, not recomputed in O(n^2 d) (a whole
+ * model's kernel space has thousands of features). */
+static void ard(mi__gp_t *g, const double *ys, double *D, double *S, double ell, double noise) {
   static const double step[] = {0.125, 8};
   int32_t n = g->n, d = g->d;
-  double rmed, best;
-  distances(g, D, tmp, &rmed);
+  double best;
+  for (int32_t i = 0; i < n; i++)
+    for (int32_t j = 0; j < n; j++) {
+      double r = dist(g->X + (size_t)i * d, g->X + (size_t)j * d, g->w, d);
+      S[(size_t)i * n + j] = r * r;
+      D[(size_t)i * n + j] = r;
+    }
   best = factor(g, D, ys, ell, noise, g->alpha);
   for (int pass = 0; pass < 2; pass++)
     for (int32_t k = 0; k < d; k++) {
@@ -87,16 +95,24 @@ static void ard(mi__gp_t *g, const double *ys, double *D, double *tmp, double el
       for (int32_t i = 1; i < n && !varies; i++) varies = g->X[(size_t)i * d + k] != g->X[k];
       if (!varies) continue;
       for (int s = 0; s < 2; s++) {
-        double old = g->w[k], nw = old * step[s], ll;
+        double old = g->w[k], nw = old * step[s], dw = nw - old, ll;
         if (nw < 1e-3 || nw > 1e3) continue;
-        g->w[k] = nw;
-        distances(g, D, tmp, &rmed);
+        for (int32_t i = 0; i < n; i++)
+          for (int32_t j = 0; j < n; j++) {
+            double e = g->X[(size_t)i * d + k] - g->X[(size_t)j * d + k], q = S[(size_t)i * n + j] + dw * e * e;
+            D[(size_t)i * n + j] = sqrt(q > 0 ? q : 0);
+          }
         ll = factor(g, D, ys, ell, noise, g->alpha);
         if (ll > best + 1.0) {
           best = ll;
+          g->w[k] = nw;
+          for (int32_t i = 0; i < n; i++)
+            for (int32_t j = 0; j < n; j++) {
+              double e = g->X[(size_t)i * d + k] - g->X[(size_t)j * d + k];
+              S[(size_t)i * n + j] += dw * e * e;
+            }
           break;
         }
-        g->w[k] = old;
       }
     }
 }
