@@ -141,7 +141,11 @@ static int add_row(void *user, const mi_history_row_t *row) {
     task = &o->tasks[o->count++];
     memset(task, 0, sizeof *task);
     task->space = c->s;
-    task->stack_hash = strtoull(row->stack_hash, NULL, 16);
+    /* A row of this run's stack with its fallback device is of this run's stack: its workers
+     * run the nodes the device refuses on that same fallback device. */
+    task->stack_hash = c->t->fb_stack_hash && !strcmp(row->stack_hash, c->t->fb_stack_hash)
+                           ? strtoull(b->stack_hash, NULL, 16)
+                           : strtoull(row->stack_hash, NULL, 16);
     /* The task's own model features and its device's fingerprint, as stored with it; a row
      * written without features takes this run's when it is the same model (else zeros: it
      * ranks behind). */
@@ -226,6 +230,11 @@ int32_t mi_tune_sources_load_graph(const mi_tune_task_t *t, const mi_space_t *s,
   }
   mi_meta_describe(mf, NULL, out->desc);
   rc = mi_history_query(t->history, &q, add_row, c, err);
+  if (rc == MI_OK && t->fb_stack_hash) {
+    /* and the rows whose sessions ran refused nodes on the same fallback device (tune_eval.c) */
+    q.stack_hash = t->fb_stack_hash;
+    rc = mi_history_query(t->history, &q, add_row, c, err);
+  }
   /* Devices enter retrieval only when the target's fingerprint is known: otherwise the
    * sources' fingerprints are dropped and model features alone decide. */
   for (int32_t k = 0; k < out->count && !c->target_fp; k++)
