@@ -32,6 +32,11 @@ grep -qx "fallback nodes: 1 on blis-cpu:0 (cumsum), 1 on the reference (sin)" "$
   fail "default fallback line: $(grep fallback "$T/def.txt")"
 grep -q "^check: " "$T/def.txt" || fail "--check with the fallback"
 
+# --plugins repeated is the same search path as one DIR:DIR (the last one used to win).
+"$RUN" --plugins "$TPL" --plugins "$B/plugins" --model "$T/cs.onnx" --device template:0 --output-dir "$T/two" \
+  > "$T/two.txt" 2> "$T/two.err" || fail "two --plugins: $(cat "$T/two.err")"
+cmp -s "$T/def/y.npy" "$T/two/y.npy" || fail "two --plugins: output differs from DIR:DIR's"
+
 # --fallback ref: both on the reference, as before the fallback device.
 "$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --fallback ref --json \
   --output-dir "$T/old" > "$T/old.json" 2> "$T/old.err" || fail "--fallback ref: $(cat "$T/old.err")"

@@ -17,6 +17,21 @@ int32_t mi_cli_scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err) 
   return rc;
 }
 
+const char *mi_cli_add_plugin_dir(const char *prev, const char *dir) {
+  static char *joined;
+  size_t a, b;
+  char *s;
+  if (!prev) return dir;
+  a = strlen(prev);
+  b = strlen(dir);
+  if (!(s = malloc(a + b + 2))) return prev;
+  memcpy(s, prev, a);
+  s[a] = ':';
+  memcpy(s + a + 1, dir, b + 1);
+  free(joined); /* prev may be it: freed only after the copy */
+  return joined = s;
+}
+
 int32_t mi_cli_make_dirs(const char *dir, mi_error_t *err) {
   char path[PATH_MAX];
   size_t len = strlen(dir);

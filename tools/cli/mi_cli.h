@@ -51,10 +51,11 @@ typedef struct mi_cli_opt {
     "(repeatable; an int64 input random data cannot fill)")
 /* mi-run and mi-run --deployment: where plugins come from (mi_cli_scan_plugins), where the
  * outputs go (--output is the older name), and the summary as JSON. */
-#define MI_CLI_OPT_PLUGINS(X)                                     \
-  X(O_PLUGINS, "plugins", "DIR",                                  \
-    "plugin folder (default: $MI_PLUGIN_PATH, else the plugins\n" \
-    "folder of this build or installation)")
+#define MI_CLI_OPT_PLUGINS(X)                                  \
+  X(O_PLUGINS, "plugins", "DIR",                               \
+    "plugin folder (repeatable, or DIR:DIR...; default:\n"     \
+    "$MI_PLUGIN_PATH, else the plugins folder of this build\n" \
+    "or installation)")
 /* mi-run, mi-host profile and compare: where the nodes the device refuses run. */
 #define MI_CLI_OPT_FALLBACK(X)                                       \
   X(O_FALLBACK, "fallback", "DEV",                                   \
@@ -138,6 +139,9 @@ const char *mi_cli_suggest(const char *word, const char *const *cands, size_t n)
  * tool and measurement worker looks (mi_plugin_path: MI_PLUGIN_PATH, else the build tree's or
  * the installed prefix's plugins folder). */
 int32_t mi_cli_scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err);
+/* A repeated --plugins: `prev` (NULL: none yet) and `dir` as one search path "prev:dir", kept
+ * for the life of the process (mi-host's --plugins is repeatable; the last one used to win here). */
+const char *mi_cli_add_plugin_dir(const char *prev, const char *dir);
 
 /** mkdir -p `dir`. */
 int32_t mi_cli_make_dirs(const char *dir, mi_error_t *err);

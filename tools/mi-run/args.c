@@ -56,7 +56,7 @@ static mi_cli_t cli(void) {
   mi_cli_t c = {0};
   c.prog = "mi-run";
   c.usage =
-      "mi-run [--plugins DIR] --model M.onnx --device DEV [options]\n"
+      "mi-run [--plugins DIR]... --model M.onnx --device DEV [options]\n"
       "mi-run --deployment DIR/deployment.yaml [options]   (see mi-run --deployment --help)";
   c.about = "Runs an ONNX model once (or --repeat N times) and reports outputs and latency.";
   c.opts = k_opts;
@@ -87,7 +87,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
     switch (k) {
     case O_MODEL: o->model = c.value; break;
     case O_DEVICE: o->device = c.value; break;
-    case O_PLUGINS: o->plugins_dir = c.value; break;
+    case O_PLUGINS: o->plugins_dir = mi_cli_add_plugin_dir(o->plugins_dir, c.value); break;
     case O_FALLBACK: o->fallback = c.value; break;
     case O_OUTPUT_DIR:
     case O_OUTPUT: o->output_dir = c.value; break;

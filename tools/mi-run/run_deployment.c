@@ -52,7 +52,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   int k, st = MI_CLI_GO_ON, rc = 0;
   c.prog = "mi-run";
   c.usage =
-      "mi-run --deployment DIR/deployment.yaml [--plugins DIR] [--model NAME] [--device DEV]\n"
+      "mi-run --deployment DIR/deployment.yaml [--plugins DIR]... [--model NAME] [--device DEV]\n"
       "  [--input NAME=FILE.npy ...] [--repeat N] [--output-dir DIR] [--json]\n"
       "  [--stack-policy use|revalidate|refuse] [--readapt] [--no-monitor] [--log FILE]";
   c.about =
@@ -69,7 +69,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   while (rc == 0 && (k = mi_cli_step(&c, &st))) {
     switch (k) {
     case O_DEPLOYMENT: o->table = c.value; break;
-    case O_PLUGINS: o->plugins = c.value; break;
+    case O_PLUGINS: o->plugins = mi_cli_add_plugin_dir(o->plugins, c.value); break;
     case O_MODEL: o->model = c.value; break;
     case O_DEVICE: o->device = c.value; break;
     case O_OUTPUT_DIR:

@@ -42,6 +42,10 @@ typedef struct mi_deploy_entry {
   char *status; /* why there is no configuration; NULL when there is one */
   int32_t assigned;
   char *stack, *stack_hash; /* software stack the figures were measured on */
+  /* where the nodes the device refuses ran when the figures were measured: "PLUGIN:INDEX", or
+   * "ref" (the reference interpreter); NULL in a table written before it was recorded (the
+   * runtime then takes the default pick, as the tuner's workers did) */
+  char *fallback;
   int32_t config_count;
   mi_deploy_config_t *configs;
   int32_t line, column;

@@ -21,6 +21,7 @@ typedef struct mi_tune_run {
   int32_t model_index;
   char spec[96];
   char stack[512], stack_hash[17];
+  char fallback[96]; /* where the workers ran the nodes the device refused: PLUGIN:INDEX or "ref" */
   char size[32];
   int32_t ok;
   char message[MI_ERROR_MESSAGE_SIZE];

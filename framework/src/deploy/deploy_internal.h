@@ -41,6 +41,7 @@ struct mi_runtime {
   /* The fallback device the tuner's workers measured with (mi_registry_cpu_fallback), pinned
    * like the device's plugin: its manifest ("" none), index and own instance. */
   char fb_manifest[4096];
+  char fb_spec[96]; /* the fallback device as PLUGIN:INDEX, or "ref" */
   uint32_t fb_device;
   mi__plugin_entry_t *fb_plugin;
   mi_graph_t *graph;        /* original model, inputs fixed, sorted, shapes inferred */

@@ -230,10 +230,22 @@ int32_t mi_runtime_open(const char *path, const mi_registry_t *registry,
   if ((rc = mi_registry_device(registry, e->device, &pl, &rt->device, err))) goto fail;
   snprintf(rt->manifest, sizeof rt->manifest, "%s", pl->manifest);
   {
-    /* Refused nodes run where the tuner's workers ran them: the default fallback device. */
+    /* Refused nodes run where the tuner's workers ran them: the entry's `fallback`, else (a
+     * table from before it was recorded) the default pick, which is what those workers took. */
     mi_plugin_t *fb = NULL;
-    if (mi_registry_cpu_fallback(registry, pl, rt->device, &fb, &rt->fb_device) && fb->manifest)
-      snprintf(rt->fb_manifest, sizeof rt->fb_manifest, "%s", fb->manifest);
+    if (e->fallback && strcmp(e->fallback, "ref") != 0) {
+      if (mi_registry_device(registry, e->fallback, &fb, &rt->fb_device, NULL) != MI_OK) {
+        rc = mi_errorf(err, MI_ERR_NOT_FOUND,
+                       "%s:%d: fallback device '%s' (where the tuned figures ran the nodes %s refuses) is not loaded",
+                       rt->table_path, (int)e->line, e->fallback, e->device);
+        goto fail;
+      }
+    } else if (!e->fallback && !mi_registry_cpu_fallback(registry, pl, rt->device, &fb, &rt->fb_device))
+      fb = NULL;
+    if (fb && fb->manifest) snprintf(rt->fb_manifest, sizeof rt->fb_manifest, "%s", fb->manifest);
+    if (fb && fb->manifest) snprintf(rt->fb_spec, sizeof rt->fb_spec, "%s:%u", fb->name, (unsigned)rt->fb_device);
+    else
+      snprintf(rt->fb_spec, sizeof rt->fb_spec, "ref");
   }
   if ((rc = load_model(rt, err))) goto fail;
   if ((rc = mi__rt_open_device(rt, err))) goto fail;
@@ -241,8 +253,8 @@ int32_t mi_runtime_open(const char *path, const mi_registry_t *registry,
   mi_stack_describe(rt->plugin->pub.name, rt->plugin->pub.version, &desc, rt->stack,
                     sizeof rt->stack, rt->stack_hash);
   if ((rc = start(rt, err))) goto fail;
-  mi__rt_log(rt, "open", ",\"table\":\"%s\",\"reference_ms\":%.9g,\"stack_hash\":\"%s\"", path,
-             rt->info.reference_ms, rt->stack_hash);
+  mi__rt_log(rt, "open", ",\"table\":\"%s\",\"reference_ms\":%.9g,\"stack_hash\":\"%s\",\"fallback\":\"%s\"", path,
+             rt->info.reference_ms, rt->stack_hash, rt->fb_spec);
   if ((rc = mi__rt_check_stack(rt, err))) goto fail;
   *out = rt;
   return MI_OK;

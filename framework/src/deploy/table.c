@@ -47,6 +47,7 @@ void mi_deploy_destroy(mi_deploy_table_t *t) {
     free(e->status);
     free(e->stack);
     free(e->stack_hash);
+    free(e->fallback);
   }
   for (int32_t i = 0; i < t->assignment_count; i++) {
     free(t->assign_model[i]);

@@ -280,6 +280,8 @@ static int32_t parse_entry(ctx_t *c, const yaml_node_t *n, mi_deploy_entry_t *e)
       rc = get_str(c, v, k, &e->stack);
     else if (strcmp(k, "stack_hash") == 0)
       rc = get_str(c, v, k, &e->stack_hash);
+    else if (strcmp(k, "fallback") == 0)
+      rc = get_str(c, v, k, &e->fallback);
     else if (strcmp(k, "assigned") == 0)
       rc = get_bool(c, v, k, &e->assigned);
     else if (strcmp(k, "vs_default") == 0)

@@ -74,6 +74,7 @@ static void emit_entry(mi__yaml_writer_t *w, const mi_deploy_entry_t *e) {
     mi__yw_bool(w, e->assigned);
     kv_str(w, "stack", e->stack);
     kv_str(w, "stack_hash", e->stack_hash);
+    if (e->fallback) kv_str(w, "fallback", e->fallback);
     if (e->has_vs_default) {
       mi__yw_key(w, "vs_default");
       mi__yw_map(w);
@@ -190,6 +191,8 @@ static const char *same_table(const mi_deploy_table_t *a, const mi_deploy_table_
       f = "stack";
     else if (x->config_count > 0 && !same_str(x->stack_hash, y->stack_hash))
       f = "stack_hash";
+    else if (x->config_count > 0 && !same_str(x->fallback, y->fallback))
+      f = "fallback";
     else if (x->has_vs_default != y->has_vs_default ||
              (x->has_vs_default &&
               (!same_num(x->vs_default, y->vs_default) || !same_num(x->vs_default_lo, y->vs_default_lo) ||

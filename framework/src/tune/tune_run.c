@@ -273,7 +273,9 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
       mi_stack_fallback_describe(fbp, fbd, fbtext, sizeof fbtext);
       mi_stack_with_fallback(run->stack, fbtext, fbstack, sizeof fbstack, fb_hash);
       task.fb_stack_hash = fb_hash;
-    }
+      snprintf(run->fallback, sizeof run->fallback, "%s:%u", fbp->name, (unsigned)fbd);
+    } else
+      snprintf(run->fallback, sizeof run->fallback, "ref");
   }
   mi_space_size_text(run->space, run->size, sizeof run->size);
   mi_device_hash(&desc, dhash);

@@ -39,6 +39,8 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
   e->assigned = run->assigned;
   e->stack = strdup(run->stack);
   e->stack_hash = strdup(run->stack_hash);
+  if (run->fallback[0] && !(e->fallback = strdup(run->fallback)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tune: out of memory");
   if (run->confirm) {
     /* default latency / chosen latency, so > 1 is faster (docs/measurement.md) */
     const mi_compare_ratio_t *v = &run->vs_default;
