@@ -306,6 +306,7 @@ int32_t mi_space_create(const mi_graph_t *g, const mi_plugin_t *plugin, uint32_t
   for (int32_t n = 0; n < g->node_count; n++)
     if ((rc = add_node(s, n, err)) != MI_OK) goto fail;
   mi__space_probe_end(s);
+  if ((rc = mi__space_sort_names(s, err)) != MI_OK) goto fail;
   *out = s;
   return MI_OK;
 fail:
@@ -329,6 +330,7 @@ void mi_space_destroy(mi_space_t *s) {
   for (int32_t i = 0; i < s->node_count; i++) free(s->nodes[i].variants);
   free(s->nodes);
   free(s->dims);
+  free(s->name_order);
   free(s->device_dim);
   free(s->knobs);
   free(s->variants);

@@ -58,6 +58,7 @@ struct mi_space {
   uint32_t con_count;
   int32_t dim_count, dim_cap;
   mi__dim_t *dims;
+  int32_t *name_order; /* the dimensions sorted by name (canonical text order), set once built */
   int32_t node_count;
   mi__node_t *nodes;
   int32_t *device_dim; /* per knob: its device-scope dimension, -1 if none */
@@ -72,6 +73,10 @@ struct mi_space {
   mi_error_t probe_err;        /* why a probe in the worker failed (mi__space_probe returned -1) */
   struct mi__space_asks *asks; /* check_config answers from the worker (space_ask.c) */
 };
+
+/* space_ops.c: s->name_order, the order of the canonical text (a whole model's space has
+ * thousands of dimensions, and every hash of a point is one canonical text) */
+int32_t mi__space_sort_names(mi_space_t *s, mi_error_t *err);
 
 /* space_build.c */
 int32_t mi__space_add_dim(mi_space_t *s, const char *name, int32_t kind, int32_t node,

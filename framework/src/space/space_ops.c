@@ -72,53 +72,46 @@ int32_t mi_space_crossover(const mi_space_t *s, mi_rng_t *rng, const int32_t *a,
   return mi_space_repair(s, child, NULL, err);
 }
 
-static int cmp_dim_name(const void *x, const void *y, void *ctx) {
-  const mi_space_t *s = ctx;
-  return strcmp(s->dims[*(const int32_t *)x].name, s->dims[*(const int32_t *)y].name);
+typedef struct named_dim {
+  const char *name;
+  int32_t d;
+} named_dim_t;
+
+static int cmp_named(const void *x, const void *y) {
+  return strcmp(((const named_dim_t *)x)->name, ((const named_dim_t *)y)->name);
 }
 
-/* Insertion sort by name (qsort has no context argument in C11). */
-static void sort_dims(const mi_space_t *s, int32_t *idx, int32_t n) {
-  for (int32_t i = 1; i < n; i++) {
-    int32_t x = idx[i], j = i;
-    while (j > 0 && cmp_dim_name(&idx[j - 1], &x, (void *)s) > 0) {
-      idx[j] = idx[j - 1];
-      j--;
-    }
-    idx[j] = x;
+int32_t mi__space_sort_names(mi_space_t *s, mi_error_t *err) {
+  named_dim_t *v = malloc(((size_t)s->dim_count + 1) * sizeof *v);
+  if (!v || !(s->name_order = malloc(((size_t)s->dim_count + 1) * sizeof *s->name_order))) {
+    free(v);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
   }
+  for (int32_t d = 0; d < s->dim_count; d++) v[d] = (named_dim_t){s->dims[d].name, d};
+  qsort(v, (size_t)s->dim_count, sizeof *v, cmp_named);
+  for (int32_t i = 0; i < s->dim_count; i++) s->name_order[i] = v[i].d;
+  free(v);
+  return MI_OK;
 }
 
 int32_t mi_space_canonical(const mi_space_t *s, const int32_t *pt, char **out, mi_error_t *err) {
-  int32_t *idx, n = 0;
   size_t len = 1, off = 0;
   char *text;
   if (out) *out = NULL;
   if (!s || !pt || !out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "space: NULL argument");
-  idx = malloc(((size_t)s->dim_count + 1) * sizeof *idx);
-  if (!idx) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
   for (int32_t d = 0; d < s->dim_count; d++) {
-    if (pt[d] < 0 || pt[d] >= s->dims[d].count) {
-      free(idx);
-      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "space: %s has no value %d", s->dims[d].name,
-                       (int)pt[d]);
-    }
-    if (!mi_space_active(s, pt, d)) continue;
-    idx[n++] = d;
-    len += strlen(s->dims[d].name) + strlen(s->dims[d].labels[pt[d]]) + 2;
+    if (pt[d] < 0 || pt[d] >= s->dims[d].count)
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "space: %s has no value %d", s->dims[d].name, (int)pt[d]);
+    if (mi_space_active(s, pt, d)) len += strlen(s->dims[d].name) + strlen(s->dims[d].labels[pt[d]]) + 2;
   }
-  /* Sorting makes the text independent of the order dimensions were declared in. */
-  sort_dims(s, idx, n);
-  text = malloc(len);
-  if (!text) {
-    free(idx);
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
-  }
+  if (!(text = malloc(len))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
   text[0] = '\0';
-  for (int32_t i = 0; i < n; i++)
-    off += (size_t)snprintf(text + off, len - off, "%s=%s\n", s->dims[idx[i]].name,
-                            s->dims[idx[i]].labels[pt[idx[i]]]);
-  free(idx);
+  /* In name order: the text does not depend on the order dimensions were declared in. */
+  for (int32_t i = 0; i < s->dim_count; i++) {
+    int32_t d = s->name_order[i];
+    if (mi_space_active(s, pt, d))
+      off += (size_t)snprintf(text + off, len - off, "%s=%s\n", s->dims[d].name, s->dims[d].labels[pt[d]]);
+  }
   *out = text;
   return MI_OK;
 }
