@@ -120,8 +120,10 @@ static const mi_sdk_knob_t k_knobs[KNOB_N] = {
      PREP, .applies_to = "conv.im2col_gemm,gemm.blis,matmul.blis"},
 };
 
-/* Counters: a run timer, the peak of the plugin's own allocations, and the DynamicQuantizeLinear
- * ranges taken from the kernel that wrote the floats (min/max passes saved, cumulative); no energy. */
+/* Counters: a run timer, the peak of the plugin's own allocations since the counter's last reading
+ * (a reading starts the next interval at the bytes in use then, so a worker's later measurements
+ * do not report an earlier one's peak), and the DynamicQuantizeLinear ranges taken from the kernel
+ * that wrote the floats (min/max passes saved, cumulative); no energy. */
 static const mi_sdk_counter_t k_counters[MI__BLIS_COUNTER_N] = {
     {"run_time", MI_COUNTER_TIMER, "ns", 1.0, 0},
     {"peak_alloc_bytes", MI_COUNTER_MEMORY, "bytes", 1.0, 0},
@@ -446,7 +448,7 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
    * reading, not a missing one). */
   if (index == 0) s.value = (double)atomic_load(&ctx->total_run_ns);
   else if (index == 1)
-    s.value = (double)atomic_load(&ctx->peak_bytes);
+    s.value = (double)atomic_exchange(&ctx->peak_bytes, atomic_load(&ctx->cur_bytes));
   else
     s.value = (double)atomic_load(&ctx->ranges_reused);
   return mi_sdk_fill(out, &s, sizeof s);

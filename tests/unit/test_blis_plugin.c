@@ -124,6 +124,17 @@ static void threads_and_counters(tb_plugin_t *p) {
         "timer grows: %g -> %g", t_before, s.value);
   CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.has_value == 1 && s.value >= 96. * 80 * 4,
         "peak bytes %g", s.value);
+  {
+    /* The peak is that of the interval since the last reading: a 64 MiB buffer freed before one
+     * reading is in it and not in the next (a worker's later measurements used to report it). */
+    mi_buffer_t *big = NULL;
+    CHECK(p->api->buffer_alloc(p->ctx, 0, 64u << 20, &big, &err) == MI_OK, "alloc: %s", err.message);
+    p->api->buffer_free(p->ctx, big);
+    CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.value >= (double)(64u << 20),
+          "peak with the freed buffer %g", s.value);
+    CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.has_value == 1 && s.value < (double)(64u << 20),
+          "the next interval's peak %g", s.value);
+  }
   CHECK(p->api->set_device_knobs(p->ctx, 0, &bad, 1, &err) == MI_ERR_INVALID_CONFIG, "set threads=0");
   CHECK(p->api->check_config(p->ctx, 0, "conv.nope", NULL, 0, &err) == MI_ERR_INVALID_CONFIG, "check_config");
   CHECK(p->api->check_config(p->ctx, 0, "conv.1x1_gemm", &t1, 1, &err) == MI_OK, "check_config ok");

@@ -496,6 +496,14 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   p.g = g;
   if ((rc = src_init(&p, g, inputs, err))) goto done;
   find_counters(&p);
+  {
+    /* A memory counter is read once before the session exists and the reading dropped: a
+     * plugin whose counter is the most bytes in use since its last reading (blis-cpu's) then
+     * counts this profile's session from its creation on, not what a job before it held in the
+     * same worker. */
+    double m0;
+    (void)read_counter(&p, p.c.memory, &m0);
+  }
   /* Every profile keeps per-layer times (mi-host profile's table, the tuner's layer rows):
    * its kernels run one at a time, each timed, not enqueued (ABI 1.3) and waited for at once. */
   memset(&so_timed, 0, sizeof so_timed);
