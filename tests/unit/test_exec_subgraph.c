@@ -312,6 +312,61 @@ static void test_nested_const_capture(void) {
   run_if_on_device(g, xa, ca, cond, "Conv on a captured initializer", 27, 1e-6, 0);
 }
 
+/* A branch y = x + w0 + w1 + ... + w{n-1}, capturing x and the outer initializers w0..w{n-1}. */
+static mi_graph_t *sum_branch(const char *name, int n) {
+  mi_graph_t *s = mi_graph_create(name);
+  char nm[32];
+  int32_t cur = mi_graph_add_tensor(s, "x", MI_DTYPE_UNDEFINED, -1, NULL);
+  mi_graph_add_capture(s, cur);
+  for (int i = 0; i < n; i++) {
+    int32_t ins[2], y;
+    snprintf(nm, sizeof nm, "w%d", i);
+    ins[0] = cur;
+    ins[1] = mi_graph_add_tensor(s, nm, MI_DTYPE_UNDEFINED, -1, NULL);
+    mi_graph_add_capture(s, ins[1]);
+    snprintf(nm, sizeof nm, "%s%d", i + 1 < n ? "s" : name, i + 1 < n ? i : 0);
+    y = mi_graph_add_tensor(s, i + 1 < n ? nm : name, MI_DTYPE_UNDEFINED, -1, NULL);
+    snprintf(nm, sizeof nm, "add%d", i);
+    mi_graph_add_node(s, "Add", nm, 2, ins, 1, &y);
+    cur = y;
+  }
+  mi_graph_add_output(s, cur);
+  return s;
+}
+
+/* y = If(c, x + w0 + ... + w69, the same) with its 70 weights initializers of the outer graph,
+ * as an exporter's merged decoder shares every weight between its two branches (Moonshine
+ * tiny's captures 242 values): the branch must still run on the device. With a bound of 64
+ * captures the nested session was never built and the host interpreted the whole branch. */
+static void test_nested_many_captures(void) {
+  enum { N = 70 };
+  int64_t xd[1] = {4};
+  float wv[4];
+  char nm[16];
+  const uint8_t cond[2] = {0, 1};
+  mi_graph_t *g = mi_graph_create("nested_many");
+  mi_error_t err = {0};
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
+  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL), node;
+  mi_array_t *xa = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
+  REQUIRE(xa && ca);
+  for (int i = 0; i < N; i++) {
+    for (int k = 0; k < 4; k++) wv[k] = (float)((i * 5 + k * 3) % 13) / 13.0f - 0.5f;
+    snprintf(nm, sizeof nm, "w%d", i);
+    REQUIRE(mi_graph_add_const_f32(g, nm, 1, xd, wv) >= 0);
+  }
+  mi_graph_add_input(g, x);
+  mi_graph_add_input(g, c);
+  node = mi_graph_add_node(g, "If", "if", 1, &c, 1, &y);
+  mi_graph_add_output(g, y);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", sum_branch("y_then", N), &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", sum_branch("y_else", N), &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  fill(xa, 5u, 1.0f);
+  run_if_on_device(g, xa, ca, cond, "Add", 4, 1e-6, 1);
+}
+
 /* Runs a Silero model at one sample rate on every plugin device against the reference. 1 when
  * the model was there to run, 0 when it is not fetched here. */
 static int silero(const char *dir, const char *file, int v5, int64_t sr) {
@@ -409,6 +464,10 @@ static void nested_const_capture(void) {
   test_nested_const_capture();
 }
 
+static void nested_many_captures(void) {
+  test_nested_many_captures();
+}
+
 /* With none of the models fetched nothing was checked: that is a skip, not a pass. */
 static void silero_models(void) {
   int ran = silero(dir, "silero_vad_v4.onnx", 0, 16000);
@@ -421,6 +480,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(value_shaped_if),
     TU_CASE(nested_branch),
     TU_CASE(nested_const_capture),
+    TU_CASE(nested_many_captures),
     TU_CASE(silero_models),
 };
 
