@@ -2,7 +2,8 @@
 # real_models.sh - every real exported model present in the cache (tools/models/fetch.sh)
 # imports and runs on the reference interpreter through mi-run with finite outputs (Silero VAD
 # v4-v6 through their If subgraphs and LSTM, at both sample rates, and v6's If-less export, which
-# must give v6's outputs; BlazeFace and M-LSD; Moonshine tiny's speech encoder); a
+# must give v6's outputs; BlazeFace and M-LSD; Moonshine tiny's speech encoder, and its merged
+# decoder at a cached step on blis-cpu against the reference); a
 # truncated model fails cleanly with exit 2 and one line. Exit 77 (skipped) when no model is
 # present.
 set -u
@@ -115,6 +116,35 @@ for sr in 16000 8000; do
   check_runs "silero-vad-v6-ifless-$sr" silero_vad_v6_ifless.onnx --input "input=$tmp/x$sr.npy" \
     --input "sr=$tmp/sr$sr.npy" --input "state=$tmp/s.npy"
 done
+
+# Moonshine tiny's merged decoder (one If over the whole decoder) on blis-cpu at a cached step
+# (8 positions, 40 encoder frames), checked against the reference interpreter by mi-run --check:
+# its self-attention caches come back one position longer, [1,8,9,36], although the create-time
+# probe (zero inputs: the uncached branch) saw [1,8,1,36].
+if [ -f "$models/moonshine_tiny_dec.onnx" ]; then
+  found=$((found + 1))
+  npy "$tmp/ids.npy" '<i8' "1,1" q 100
+  npy "$tmp/enc.npy" '<f4' "1,40,288" f 0.1
+  npy "$tmp/pd.npy" '<f4' "1,8,8,36" f 0.05
+  npy "$tmp/pe.npy" '<f4' "1,8,40,36" f 0.05
+  npy "$tmp/cached.npy" '|b1' "1" B 1
+  dargs=(--input "input_ids=$tmp/ids.npy" --input "encoder_hidden_states=$tmp/enc.npy"
+         --input "use_cache_branch=$tmp/cached.npy")
+  for l in 0 1 2 3 4 5; do
+    for kv in key value; do
+      dargs+=(--input "past_key_values.$l.decoder.$kv=$tmp/pd.npy"
+              --input "past_key_values.$l.encoder.$kv=$tmp/pe.npy")
+    done
+  done
+  if ! "$run" --model "$models/moonshine_tiny_dec.onnx" --device blis-cpu:0 --check \
+      --output-dir "$tmp/dec" "${dargs[@]}" >"$tmp/dec.log" 2>&1; then
+    echo "FAIL moonshine-tiny-dec: mi-run on blis-cpu failed: $(tail -n 1 "$tmp/dec.log")"; fail=1
+  elif ! head -c 128 "$tmp/dec/present.5.decoder.value.npy" | grep -q "(1, 8, 9, 36)"; then
+    echo "FAIL moonshine-tiny-dec: present.5.decoder.value is not [1,8,9,36]"; fail=1
+  else
+    echo "ok   moonshine-tiny-dec (cached step on blis-cpu: $(grep '^check' "$tmp/dec.log"))"
+  fi
+fi
 
 # The If-less export holds the v6 weights: on the same 16 kHz window and state its outputs are
 # v6's. (Its 8 kHz branch is not v6's: the two files differ there on ONNX Runtime too.)

