@@ -413,35 +413,50 @@ static void finish_rows(const mi__blis_mmp_t *p, float *y, const float *res, int
 }
 
 /* Panels [p0, p1) of p over rows [0, m): row blocks, then k blocks, then panels, then row tiles. */
+/* One panel's k block [k0, k0 + kn) for `rows` rows from row m0. */
+static void panel_block(const mi__blis_mmp_t *p, const float *a0, int64_t m0, int64_t rows, float *y0,
+                        const float *res, int64_t pn, int64_t k0, int64_t kn) {
+  int64_t K = p->k, N = p->n, nr = p->nr;
+  int first = k0 == 0;
+  const float *a = a0 + m0 * K + k0, *pb = p->pb + (pn * K + k0) * nr;
+  const float *bias = first && p->bias ? p->bias + pn * nr : NULL;
+  float *y = y0 + m0 * N + pn * nr;
+  int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
+  if (p->simd == MI__SIMD_AVX512 && cols <= 8)
+    (nr == 16 ? rows512_q16 : rows512_q32)(a, K, pb, kn, y, N, bias, first, cols, rows);
+  else if (p->simd == MI__SIMD_AVX512 && nr == 16)
+    rows512_16(a, K, pb, kn, y, N, bias, first, cols, rows);
+  else if (p->simd == MI__SIMD_AVX512 && cols <= 16)
+    rows512_32h(a, K, pb, kn, y, N, bias, first, cols, rows);
+  else if (p->simd == MI__SIMD_AVX512)
+    rows512_32(a, K, pb, kn, y, N, bias, first, cols, rows);
+  else if (p->simd == MI__SIMD_AVX2)
+    (cols <= 8 ? rows256_1 : rows256_2)(a, K, pb, kn, y, N, bias, first, cols, rows);
+  else
+    rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
+  if ((p->act || res) && k0 + kn >= K) finish_rows(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
+}
+
+/* Rows of at most one tile (MM_MR1, a GEMV's one row: a decoder's head) read each panel's k block
+ * once, so keeping it in L1 across row tiles gains nothing: each panel is then walked whole, k
+ * blocks in order, before the next. Walking every panel's first k block, then every panel's
+ * second, streamed B from memory in strides (Moonshine's head, K = 288: 32 KiB of each 36 KiB
+ * panel, then the other 4 KiB). Each element's sum runs in the same k order either way. */
+#define MM_MR1 12
+
 static void run_panels(const mi__blis_mmp_t *p, const float *a0, int64_t m, float *y0, const float *res, int64_t p0,
                        int64_t p1) {
-  int64_t K = p->k, N = p->n, nr = p->nr, m0, k0, pn, blocks = (m + MM_MC - 1) / MM_MC, bk = 0;
+  int64_t K = p->k, m0, k0, pn, blocks = (m + MM_MC - 1) / MM_MC, bk = 0;
   /* row blocks of equal height (207 rows: 104 + 103, not 192 + 15 in short tiles); each element's
    * sum runs in the same k order whatever the blocks */
   for (m0 = 0; m0 < m; bk++) {
     int64_t rows = m / blocks + (bk < m % blocks);
-    for (k0 = 0; k0 < K; k0 += MM_KC) {
-      int64_t kn = K - k0 < MM_KC ? K - k0 : MM_KC;
-      int first = k0 == 0;
-      for (pn = p0; pn < p1; pn++) {
-        const float *a = a0 + m0 * K + k0, *pb = p->pb + (pn * K + k0) * nr;
-        const float *bias = first && p->bias ? p->bias + pn * nr : NULL;
-        float *y = y0 + m0 * N + pn * nr;
-        int64_t cols = N - pn * nr < nr ? N - pn * nr : nr;
-        if (p->simd == MI__SIMD_AVX512 && cols <= 8)
-          (nr == 16 ? rows512_q16 : rows512_q32)(a, K, pb, kn, y, N, bias, first, cols, rows);
-        else if (p->simd == MI__SIMD_AVX512 && nr == 16)
-          rows512_16(a, K, pb, kn, y, N, bias, first, cols, rows);
-        else if (p->simd == MI__SIMD_AVX512 && cols <= 16)
-          rows512_32h(a, K, pb, kn, y, N, bias, first, cols, rows);
-        else if (p->simd == MI__SIMD_AVX512)
-          rows512_32(a, K, pb, kn, y, N, bias, first, cols, rows);
-        else if (p->simd == MI__SIMD_AVX2)
-          (cols <= 8 ? rows256_1 : rows256_2)(a, K, pb, kn, y, N, bias, first, cols, rows);
-        else
-          rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
-        if ((p->act || res) && k0 + kn >= K) finish_rows(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
-      }
+    if (rows <= MM_MR1) {
+      for (pn = p0; pn < p1; pn++)
+        for (k0 = 0; k0 < K; k0 += MM_KC) panel_block(p, a0, m0, rows, y0, res, pn, k0, K - k0 < MM_KC ? K - k0 : MM_KC);
+    } else {
+      for (k0 = 0; k0 < K; k0 += MM_KC)
+        for (pn = p0; pn < p1; pn++) panel_block(p, a0, m0, rows, y0, res, pn, k0, K - k0 < MM_KC ? K - k0 : MM_KC);
     }
     m0 += rows;
   }

@@ -107,9 +107,10 @@ static void teardown(void) {
 /* Rows 1..207 (tile tails of 12 / 6 / 4 rows, more than one 192-row block), odd K (one k block
  * and past 256: partial sums through Y), N from 1 to past several panels with tails; a last
  * 32-wide panel with 16 or fewer columns (N 33, 36, 48, 65, 100, 207, ...) runs one vector per
- * row (an attention head's 207 x 207 by 207 x 36, and 207 x 36 by 36 x 207). */
+ * row (an attention head's 207 x 207 by 207 x 36, and 207 x 36 by 36 x 207). Rows of one tile (1, 12)
+ * with K past 256 walk each panel whole before the next (a decoder's head: 1 x 288 by 288 x 32768). */
 static void matmul_shapes(void) {
-  static const int64_t shapes[][3] = {{1, 1, 1}, {1, 17, 33}, {2, 3, 7}, {5, 120, 65}, {11, 64, 16}, {12, 31, 32}, {13, 257, 31}, {25, 9, 100}, {37, 96, 301}, {40, 120, 331}, {64, 300, 48}, {128, 64, 17}, {200, 300, 65}, {193, 5, 129}, {207, 207, 36}, {207, 36, 207}};
+  static const int64_t shapes[][3] = {{1, 1, 1}, {1, 17, 33}, {2, 3, 7}, {5, 120, 65}, {11, 64, 16}, {12, 31, 32}, {13, 257, 31}, {25, 9, 100}, {37, 96, 301}, {40, 120, 331}, {64, 300, 48}, {128, 64, 17}, {200, 300, 65}, {193, 5, 129}, {207, 207, 36}, {207, 36, 207}, {1, 288, 1000}, {12, 300, 65}};
   size_t i;
   for (i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     mm_case_t c = {0, 0, 0, 0, 0, shapes[i][0], shapes[i][1], shapes[i][2], 1.f, 0.f, 0};
