@@ -34,6 +34,18 @@ struct mi__blis_pool {
   _Atomic int32_t caller_waiting;         /* the caller sleeps on `done`, or is about to */
   _Atomic int32_t caller_cpu;             /* where the caller opened the last region: a hint */
   _Atomic int32_t wcpu[MI__POOL_MAX + 1]; /* per worker: its core while in a region, else -1 */
+  /* Steering a sleeping worker off the caller's core (steer_sleepers): per worker its thread id,
+   * whether it sleeps (or is about to), and whether the caller narrowed its affinity for its
+   * wake-up (1; the worker widens it again) or gave it back before the worker ran (2); `allowed`
+   * the cores the workers were started with. */
+  _Atomic int32_t tid[MI__POOL_MAX + 1];
+  _Atomic int32_t asleep[MI__POOL_MAX + 1];
+  _Atomic int32_t steered[MI__POOL_MAX + 1];
+  cpu_set_t allowed;
+  int32_t allowed_n;      /* cores in `allowed` (0: unknown, no steering) */
+  int64_t woke_ns;        /* when a caller last sent a wake-up (0: never) */
+  int64_t steered_ns;     /* when a caller last steered a worker (0: none to release) */
+  _Atomic int64_t steers; /* sleeping workers the callers steered (tests read it) */
   /* the region, written by the caller only while closed and no worker is active */
   mi__blis_task_fn fn;
   void *arg;
@@ -142,18 +154,27 @@ static uint32_t spin_wait(mi__blis_pool_t *pool, uint32_t seen, int64_t budget_n
   }
 }
 
-/* Sleeps until a region opened after `seen`, or quit: on the futex word `gen` itself, so a wake-up
- * is one system call on each side, with no mutex to take again after it. The worker counts itself
- * in `sleepers` before it reads `gen` (both sequentially consistent), and the caller bumps `gen`
- * before it reads `sleepers`: either the worker reads the new value, or the caller sees it and
- * wakes it (a wait on a stale value returns at once). */
-static uint32_t sleep_wait(mi__blis_pool_t *pool, uint32_t seen) {
-  uint32_t g;
+/* Sleeps until `gen` moves on from a closed generation after `seen`, or quit: on the futex word
+ * `gen` itself, so a wake-up is one system call on each side, with no mutex to take again after it.
+ * The worker counts itself in `sleepers` before it reads `gen` (both sequentially consistent), and
+ * the caller bumps `gen` before it reads `sleepers`: either the worker reads the new value, or the
+ * caller sees it and wakes it (a wait on a stale value returns at once). It returns on any change of
+ * `gen`, also when the region that woke it is closed already: the woken worker then spins as after
+ * a region (worker()), so the run's next regions find it awake. It used to wait again until it saw
+ * a region open; woken after an idle pause, it came back after the caller had run the small
+ * region alone and slept through the rest of the run (docs/benchmarks.md, 2026-12-05). */
+static uint32_t sleep_wait(mi__blis_pool_t *pool, int32_t idx, uint32_t seen) {
+  uint32_t g, g0;
+  atomic_store(&pool->asleep[idx], 1);
   atomic_fetch_add(&pool->sleepers, 1);
   atomic_fetch_add(&pool->sleeps, 1);
-  while (!is_open_after(g = atomic_load(&pool->gen), seen) && !atomic_load(&pool->quit))
+  g0 = g = atomic_load(&pool->gen);
+  while (!is_open_after(g, seen) && g == g0 && !atomic_load(&pool->quit)) {
     syscall(SYS_futex, (uint32_t *)&pool->gen, FUTEX_WAIT_PRIVATE, g, NULL, NULL, 0);
+    g = atomic_load(&pool->gen);
+  }
   atomic_fetch_sub(&pool->sleepers, 1);
+  atomic_store(&pool->asleep[idx], 0);
   return g;
 }
 
@@ -172,10 +193,14 @@ static void *worker(void *p) {
   int32_t idx = wa->index;
   uint32_t seen = wa->start_gen;
   free(wa);
+  atomic_store(&pool->tid[idx], (int32_t)syscall(SYS_gettid));
   for (;;) {
     uint32_t g = spin_wait(pool, seen, spin_budget(atomic_load(&pool->gap_ns)));
-    if (!is_open_after(g, seen) && !atomic_load(&pool->quit)) g = sleep_wait(pool, seen);
+    if (!is_open_after(g, seen) && !atomic_load(&pool->quit)) g = sleep_wait(pool, idx, seen);
+    if (atomic_load(&pool->steered[idx]) && atomic_exchange(&pool->steered[idx], 0) == 1)
+      sched_setaffinity(0, sizeof pool->allowed, &pool->allowed); /* off the caller's core now: all cores again */
     if (atomic_load(&pool->quit)) break;
+    if (!is_open_after(g, seen)) continue; /* woken after the region closed: spin for the next */
     seen = g;
     atomic_fetch_add(&pool->active, 1);
     if (atomic_load(&pool->gen) == g && idx < pool->parts) {
@@ -225,6 +250,8 @@ void mi__blis_pool_destroy(mi__blis_pool_t *pool) {
 static int32_t ensure_workers(mi__blis_pool_t *pool, int32_t want) {
   if (pool->spawned >= want || pool->spawned >= pool->max_workers) return pool->spawned;
   pthread_mutex_lock(&pool->m);
+  if (!pool->spawned && sched_getaffinity(0, sizeof pool->allowed, &pool->allowed) == 0)
+    pool->allowed_n = CPU_COUNT(&pool->allowed); /* the workers inherit the caller's cores */
   while (pool->spawned < want && pool->spawned < pool->max_workers) {
     worker_arg_t *wa = malloc(sizeof *wa);
     if (!wa) break;
@@ -304,6 +331,48 @@ static void run_serial(mi__blis_pool_t *pool, int64_t count, mi__blis_task_fn fn
  * after its wake-up, when such a region has few chunks left, and the caller would have paid the
  * wake-up's system call; four times the floor of a part. */
 #define MI__POOL_WAKE_MIN_WORK (4 * MI__PAR_MIN_WORK)
+/* How long after a wake-up a worker still asleep by the count is taken to be on its way. */
+#define MI__POOL_WAKE_LATE_NS 1000000
+
+/* Before it wakes sleeping workers, the caller takes its own core out of their affinity (each
+ * worker widens it again once it runs, release_steers if it does not come). Left to the kernel,
+ * a worker asleep for 5 ms or more was woken on the caller's core, busy with the region, in 39-40
+ * of 40 wake-ups on the 2-vCPU VM, where it preempted the caller within 6-12 us: it ran the
+ * region's chunks in the caller's place, not beside it, then slept there again, so the next
+ * run's wake-up put it there too. In a streaming run after 20 ms idle it took a chunk of the
+ * run's first region on the caller's core and joined none of the 29 regions after it; steered,
+ * it came on the other core about 0.1 ms after the wake-up and joined every region from the
+ * second or third on (docs/benchmarks.md, 2026-12-05). A sleeping thread's affinity changes
+ * without moving it (about 1.2 us a call); its wake-up then picks one of the cores left. Only
+ * after an idle pause: a worker that spins between regions is not woken. */
+static void steer_sleepers(mi__blis_pool_t *pool, int32_t cpu) {
+  cpu_set_t others;
+  if (pool->allowed_n < 2 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &pool->allowed)) return;
+  others = pool->allowed;
+  CPU_CLR(cpu, &others);
+  for (int32_t i = 1; i <= pool->spawned; i++) {
+    int32_t tid = atomic_load(&pool->tid[i]);
+    if (!atomic_load(&pool->asleep[i]) || tid <= 0 || atomic_load(&pool->steered[i])) continue;
+    if (sched_setaffinity(tid, sizeof others, &others) == 0) {
+      atomic_store(&pool->steered[i], 1);
+      atomic_fetch_add(&pool->steers, 1);
+      pool->steered_ns = now_ns();
+    }
+  }
+}
+
+/* Gives every core back to the workers still steered MI__POOL_WAKE_LATE_NS after the steer: one
+ * that has not run by then waits on a core something else holds (a real-time process holds it
+ * for good), and the caller's core must be open to it again. */
+static void release_steers(mi__blis_pool_t *pool, int64_t now) {
+  if (now - pool->steered_ns <= MI__POOL_WAKE_LATE_NS) return;
+  for (int32_t i = 1; i <= pool->spawned; i++) {
+    int32_t one = 1; /* 2: released, and not steered again before it has run */
+    if (atomic_compare_exchange_strong(&pool->steered[i], &one, 2))
+      sched_setaffinity(atomic_load(&pool->tid[i]), sizeof pool->allowed, &pool->allowed);
+  }
+  pool->steered_ns = 0;
+}
 
 /* Writes the region's fields (the region closed, no worker in it). */
 static void set_region(mi__blis_pool_t *pool, int64_t count, int64_t grain, int32_t parts,
@@ -337,8 +406,13 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
     run_serial(pool, count, fn, arg);
     return;
   }
+  if (pool->steered_ns) release_steers(pool, now_ns());
   wake = (double)count * (double)(item_work > 0 ? item_work : 1) >= (double)parts * MI__POOL_WAKE_MIN_WORK;
-  if (ensure_workers(pool, parts - 1) == 0 || (!wake && atomic_load(&pool->sleepers) >= pool->spawned)) {
+  /* within MI__POOL_WAKE_LATE_NS of a wake-up, a worker still counted asleep may be on its way:
+   * the region opens, and it joins late if it comes in time */
+  if (ensure_workers(pool, parts - 1) == 0 ||
+      (!wake && atomic_load(&pool->sleepers) >= pool->spawned &&
+       (!pool->woke_ns || now_ns() - pool->woke_ns > MI__POOL_WAKE_LATE_NS))) {
     pthread_mutex_unlock(&pool->region);
     run_serial(pool, count, fn, arg);
     return;
@@ -348,8 +422,12 @@ void mi__blis_parallel(const mi__blis_env_t *env, int64_t count, int64_t grain, 
   atomic_store(&pool->caller_cpu, sched_getcpu());
   t0 = now_ns();
   if (pool->closed_ns) atomic_store(&pool->gap_ns, gap_longest(atomic_load(&pool->gap_ns), t0 - pool->closed_ns));
+  if (wake && atomic_load(&pool->sleepers) > 0) steer_sleepers(pool, atomic_load(&pool->caller_cpu));
   atomic_fetch_add(&pool->gen, 1); /* open */
-  if (wake && atomic_load(&pool->sleepers) > 0) wake_sleepers(pool);
+  if (wake && atomic_load(&pool->sleepers) > 0) {
+    wake_sleepers(pool);
+    pool->woke_ns = t0;
+  }
   mine = run_chunks(pool, 0);
   atomic_fetch_add(&pool->gen, 1); /* closed: every chunk is claimed */
   if (atomic_load(&pool->active) > 0) {

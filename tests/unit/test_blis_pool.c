@@ -4,8 +4,11 @@
  * held on one core (the caller sharing its worker's core, where the spin yields it); regions back
  * to back, where a worker joins late; the split decision; the last loop's parts, a hint the
  * global pools read; the idle workers' spin budget (from the recent gaps between regions) and
- * their sleep; and a small region, which does not wake a sleeping worker. */
+ * their sleep; a small region, which does not wake a sleeping worker unless one was just woken;
+ * a sleeper woken after its region closed, which leaves its sleep; and a sleeping worker steered
+ * off the caller's core for its wake-up, which gets all its cores back once it runs. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 
@@ -68,13 +71,15 @@ static void all_cores(void) {
 }
 
 static void one_core(void) {
-  cpu_set_t one;
+  cpu_set_t one, all;
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
   CPU_ZERO(&one);
   CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
   if (sched_setaffinity(0, sizeof one, &one) != 0) TU_SKIP("one_core: cannot pin to one core");
   /* the workers, created by the pool, inherit the caller's single core */
   regions(2, "one core");
   regions(3, "one core");
+  REQUIRE(sched_setaffinity(0, sizeof all, &all) == 0); /* the cases after this one use every core */
 }
 
 /* Regions back to back with no gap, each with its own argument: the workers join without a
@@ -210,6 +215,105 @@ static void small_no_wake(void) {
   if ((miss = hits_miss(1, 2)) >= 0) CHECK(0, " item %d ran %d times", miss, (int)g_hits[miss]);
 }
 
+/* Within MI__POOL_WAKE_LATE_NS of a wake-up, a small region opens although the worker still
+ * counts as asleep (it may be on its way and join late); past it, it runs on the calling thread. */
+static void late_window(void) {
+  mi__blis_env_t env;
+  int64_t wakes;
+  int miss;
+  pool_env(&env, 2);
+  mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL); /* starts the worker */
+  REQUIRE(wait_sleepers(env.pool, 1));
+  wakes = atomic_load(&env.pool->wakes);
+  env.pool->woke_ns = now_ns() + 60 * 1000000000LL; /* a wake-up just sent, whatever the machine's load */
+  mi__blis_parallel(&env, 2, 1, MI__PAR_MIN_WORK, count_items, NULL);
+  CHECK(mi__blis_last_parts(&env) == 2, " a small region right after a wake-up ran on %d threads",
+        (int)mi__blis_last_parts(&env));
+  CHECK(atomic_load(&env.pool->wakes) == wakes, " a small region woke the worker");
+  env.pool->woke_ns = now_ns() - 2 * MI__POOL_WAKE_LATE_NS;
+  REQUIRE(wait_sleepers(env.pool, 1));
+  mi__blis_parallel(&env, 2, 1, MI__PAR_MIN_WORK, count_items, NULL);
+  CHECK(mi__blis_last_parts(&env) == 1, " a small region long after a wake-up ran on %d threads",
+        (int)mi__blis_last_parts(&env));
+  mi__blis_pool_destroy(env.pool);
+  g_hits[0] -= 1; /* the two small regions ran items 0 and 1 once each */
+  g_hits[1] -= 1;
+  if ((miss = hits_miss(1, 2)) >= 0) CHECK(0, " item %d ran %d times", miss, (int)g_hits[miss]);
+}
+
+typedef struct {
+  mi__blis_pool_t *pool;
+  uint32_t got;
+} sleeper_t;
+
+static void *sleeper(void *p) {
+  sleeper_t *sl = p;
+  sl->got = sleep_wait(sl->pool, 1, atomic_load(&sl->pool->gen));
+  return NULL;
+}
+
+/* A sleeper woken when the region that woke it is closed already (gen moved on by two: opened and
+ * closed while it slept) leaves its sleep and returns the new generation, so the worker spins for
+ * the run's next region; it used to wait again until it saw a region open. */
+static void woken_after_close(void) {
+  mi__blis_pool_t *pool;
+  sleeper_t sl;
+  pthread_t th;
+  struct timespec until;
+  REQUIRE(pool = mi__blis_pool_create(2));
+  sl.pool = pool;
+  sl.got = 0;
+  REQUIRE(pthread_create(&th, NULL, sleeper, &sl) == 0);
+  REQUIRE(wait_sleepers(pool, 1));
+  atomic_fetch_add(&pool->gen, 2);
+  wake_sleepers(pool);
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 30;
+  if (pthread_timedjoin_np(th, NULL, &until) != 0) {
+    CHECK(0, " the sleeper woken after its region closed did not leave its sleep");
+    atomic_store(&pool->quit, 1);
+    atomic_fetch_add(&pool->gen, 2);
+    wake_sleepers(pool);
+    pthread_join(th, NULL);
+  } else {
+    CHECK(sl.got == 2, " the sleeper returned generation %u, not 2", (unsigned)sl.got);
+    CHECK(atomic_load(&pool->sleepers) == 0 && !atomic_load(&pool->asleep[1]), " still counted asleep");
+  }
+  mi__blis_pool_destroy(pool);
+}
+
+/* A region that wakes a sleeping worker first takes the caller's core out of the worker's
+ * affinity (one steer), and the woken worker gets every core back; every item runs once. Needs
+ * two cores. */
+static void steer_wake(void) {
+  mi__blis_env_t env;
+  cpu_set_t all, now;
+  int64_t steers;
+  int32_t tid;
+  int miss, i;
+  REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
+  if (CPU_COUNT(&all) < 2) {
+    printf("steer_wake: one core, nothing to steer to (not run)\n");
+    return;
+  }
+  pool_env(&env, 2);
+  mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL); /* starts the worker */
+  REQUIRE(wait_sleepers(env.pool, 1));
+  CHECK(env.pool->allowed_n == CPU_COUNT(&all), " the pool took %d cores, the process has %d",
+        (int)env.pool->allowed_n, (int)CPU_COUNT(&all));
+  steers = atomic_load(&env.pool->steers);
+  mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
+  CHECK(atomic_load(&env.pool->steers) == steers + 1, " %lld steers for one sleeping worker",
+        (long long)(atomic_load(&env.pool->steers) - steers));
+  for (i = 0; i < 2000 && atomic_load(&env.pool->steered[1]); i++) pause_us(1000);
+  CHECK(!atomic_load(&env.pool->steered[1]), " the woken worker did not widen its affinity");
+  tid = atomic_load(&env.pool->tid[1]);
+  REQUIRE(tid > 0 && sched_getaffinity(tid, sizeof now, &now) == 0);
+  CHECK(CPU_EQUAL(&now, &all), " the woken worker has %d cores, not %d", (int)CPU_COUNT(&now), (int)CPU_COUNT(&all));
+  mi__blis_pool_destroy(env.pool);
+  if ((miss = hits_miss(2, 0)) >= 0) CHECK(0, " item %d ran %d times in 2 regions", miss, (int)g_hits[miss]);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(all_cores),
     TU_CASE(one_core),
@@ -219,6 +323,9 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(spin_policy),
     TU_CASE(idle_sleep),
     TU_CASE(small_no_wake),
+    TU_CASE(late_window),
+    TU_CASE(woken_after_close),
+    TU_CASE(steer_wake),
 };
 
 TU_MAIN(NULL, NULL)
