@@ -40,6 +40,7 @@ struct mi__blis_pool {
    * the cores the workers were started with. */
   _Atomic int32_t tid[MI__POOL_MAX + 1];
   _Atomic int32_t asleep[MI__POOL_MAX + 1];
+  _Atomic int64_t slept_ns[MI__POOL_MAX + 1]; /* when it last went to sleep */
   _Atomic int32_t steered[MI__POOL_MAX + 1];
   cpu_set_t allowed;
   int32_t allowed_n;      /* cores in `allowed` (0: unknown, no steering) */
@@ -165,6 +166,7 @@ static uint32_t spin_wait(mi__blis_pool_t *pool, uint32_t seen, int64_t budget_n
  * region alone and slept through the rest of the run (docs/benchmarks.md, 2026-12-05). */
 static uint32_t sleep_wait(mi__blis_pool_t *pool, int32_t idx, uint32_t seen) {
   uint32_t g, g0;
+  atomic_store(&pool->slept_ns[idx], now_ns());
   atomic_store(&pool->asleep[idx], 1);
   atomic_fetch_add(&pool->sleepers, 1);
   atomic_fetch_add(&pool->sleeps, 1);
@@ -331,6 +333,12 @@ static void run_serial(mi__blis_pool_t *pool, int64_t count, mi__blis_task_fn fn
  * after its wake-up, when such a region has few chunks left, and the caller would have paid the
  * wake-up's system call; four times the floor of a part. */
 #define MI__POOL_WAKE_MIN_WORK (4 * MI__PAR_MIN_WORK)
+/* A worker is steered only after it slept this long (an idle pause, past any spin budget): one
+ * that slept through a short stretch of small regions in back-to-back runs, where the other core
+ * is busy, was left to the kernel before and is left to it now (steered onto a core taken by other
+ * work it joined regions there and was descheduled on claimed chunks: blazeface-front back to
+ * back at 2 threads 0.843 against 0.739 ms at load 1.6-2.3; docs/benchmarks.md, 2026-12-05). */
+#define MI__POOL_STEER_AFTER_NS 2000000
 /* How long after a wake-up a worker still asleep by the count is taken to be on its way. */
 #define MI__POOL_WAKE_LATE_NS 1000000
 
@@ -347,12 +355,16 @@ static void run_serial(mi__blis_pool_t *pool, int64_t count, mi__blis_task_fn fn
  * after an idle pause: a worker that spins between regions is not woken. */
 static void steer_sleepers(mi__blis_pool_t *pool, int32_t cpu) {
   cpu_set_t others;
+  int64_t now;
   if (pool->allowed_n < 2 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &pool->allowed)) return;
   others = pool->allowed;
   CPU_CLR(cpu, &others);
+  now = now_ns();
   for (int32_t i = 1; i <= pool->spawned; i++) {
     int32_t tid = atomic_load(&pool->tid[i]);
-    if (!atomic_load(&pool->asleep[i]) || tid <= 0 || atomic_load(&pool->steered[i])) continue;
+    if (!atomic_load(&pool->asleep[i]) || tid <= 0 || atomic_load(&pool->steered[i]) ||
+        now - atomic_load(&pool->slept_ns[i]) < MI__POOL_STEER_AFTER_NS)
+      continue;
     if (sched_setaffinity(tid, sizeof others, &others) == 0) {
       atomic_store(&pool->steered[i], 1);
       atomic_fetch_add(&pool->steers, 1);
