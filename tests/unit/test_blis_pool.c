@@ -288,7 +288,7 @@ static void woken_after_close(void) {
 static void steer_wake(void) {
   mi__blis_env_t env;
   cpu_set_t all, now;
-  int64_t steers;
+  int64_t steers, sleeps;
   int32_t tid;
   int miss, i;
   REQUIRE(sched_getaffinity(0, sizeof all, &all) == 0);
@@ -304,11 +304,13 @@ static void steer_wake(void) {
   /* a worker that has just gone to sleep (a short stretch in back-to-back runs) is not steered */
   atomic_store(&env.pool->slept_ns[1], now_ns() + 60 * 1000000000LL);
   steers = atomic_load(&env.pool->steers);
+  sleeps = atomic_load(&env.pool->sleeps);
   mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
   CHECK(atomic_load(&env.pool->steers) == steers, " a worker asleep for less than %d ms was steered",
         (int)(MI__POOL_STEER_AFTER_NS / 1000000));
-  /* asleep past MI__POOL_STEER_AFTER_NS: an idle pause */
-  REQUIRE(wait_sleepers(env.pool, 1));
+  /* asleep past MI__POOL_STEER_AFTER_NS (an idle pause), in a sleep begun after that wake-up */
+  for (i = 0; i < 2000 && atomic_load(&env.pool->sleeps) == sleeps; i++) pause_us(1000);
+  REQUIRE(atomic_load(&env.pool->sleeps) > sleeps && wait_sleepers(env.pool, 1));
   pause_us(MI__POOL_STEER_AFTER_NS / 1000 + 1000);
   steers = atomic_load(&env.pool->steers);
   mi__blis_parallel(&env, ITEMS, 8, 1000, count_items, NULL);
