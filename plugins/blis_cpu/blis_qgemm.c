@@ -39,6 +39,10 @@ typedef struct qconv {
   int32_t amx;                        /* byte core on AMX tiles (blis_qamx.c): signed columns, wa, ssum */
   uint8_t *wa;                        /* [M + 32][...] its weights (mi__blis_qa_conv_pack) */
   int32_t *ssum;                      /* [tile rows*OW] its column sums */
+  /* b256: the AVX2 byte core (blis_qgemm256.c) on byte columns (col as [kq][tile rows*OW][4],
+   * mi__blis_qcol_quads256), each group's weights in pbg[g]'s panels, wsum / wd / psum as u8k's */
+  int32_t b256;
+  mi__blis_q256_t *pbg;
 } qconv_t;
 
 /* Bytes of int16 columns one output-row tile of the GEMM path spans, and of its int32 sums: the
@@ -273,6 +277,47 @@ static void qconv_pix(void *arg, int64_t j0, int64_t j1) {
               (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
 }
 
+/* The AVX2 byte core's sums of the tile's pixels j0..j1 and its panels p0..p1 of the group (their
+ * channels m0..m1), the weight shift added, to qconv_out. */
+static void q256_sums(const qconv_task_t *t, int64_t j0, int64_t j1, int64_t p0, int64_t p1) {
+  const qconv_t *q = t->q;
+  const mi__blis_conv_t *c = &q->g;
+  int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW + j0;
+  int64_t m1 = p1 * 16 < mg ? p1 * 16 : mg;
+  int32_t zu = t->zx + (q->x_u8 ? 0 : 128); /* codes made unsigned */
+  mi__blis_q256_conv(&q->pbg[t->g], j0, j1, p0, p1, (const uint8_t *)q->col, ohw, q->wsum + t->g * mg, zu, q->acc);
+  for (m = p0 * 16; m < m1; m++) {
+    int32_t d = q->shift ? q->wd[t->g * mg + m] : 0;
+    if (d) mi__blis_qv_shift(q->acc + m * ohw + j0, j1 - j0, d, q->psum + j0, zu * (int32_t)q->kk);
+    qconv_out(t, t->g * mg + m, q->acc + m * ohw + j0, j1 - j0,
+              (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
+  }
+}
+
+/* The byte columns of the tile's pixels j0..j1 (and their sums where the weights shift). */
+static void q256_col_part(void *arg, int64_t j0, int64_t j1) {
+  const qconv_task_t *t = arg;
+  const qconv_t *q = t->q;
+  mi__blis_qcol_quads256(&q->g, t->x, q->x_u8, t->zx, q->kk, t->oh0, t->oh1, j0, j1, (uint8_t *)q->col,
+                         q->shift ? q->psum : NULL);
+}
+
+/* Items are pixels of the tile: each part builds its pixels' byte columns and runs every channel
+ * on them (the int16 path's pixel split, qconv_pix). */
+static void q256_pix(void *arg, int64_t j0, int64_t j1) {
+  const qconv_task_t *t = arg;
+  const mi__blis_conv_t *c = &t->q->g;
+  q256_col_part(arg, j0, j1);
+  q256_sums(t, j0, j1, 0, (c->M / c->G + 15) / 16);
+}
+
+/* Items are panels of 16 channels over the whole tile (the codes' first pass, whose channel ranges
+ * are one part's alone). */
+static void q256_pan(void *arg, int64_t p0, int64_t p1) {
+  const qconv_task_t *t = arg;
+  q256_sums(t, 0, (t->oh1 - t->oh0) * t->q->g.OW, p0, p1);
+}
+
 /* The exact sums of one depthwise plane through the float SIMD plane kernel, in strips of output
  * rows whose input rows fit its buffer (planes over MI__DW_PLANE_MAX, 160x160 in a detector's
  * first stages, took the scalar loops at 0.2 GFLOP/s). 0 when the kernel refuses a strip. */
@@ -391,6 +436,17 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
          * 64 -> 16 3x3 conv at 512x512, 2 threads, 5 alternating rounds: 92.9-99.7 -> 83.6-88.1
          * ms (docs/benchmarks.md, "The AVX2 INT8 conv's pixel split"). Not for the codes' first
          * pass: a channel's range is one part's alone there. */
+        if (q->b256) { /* the AVX2 byte core: one part a thread of whole 96-pixel steps */
+          int64_t th = env && env->threads > 1 ? env->threads : 1, grain = (npix + th - 1) / th;
+          grain = (grain + 95) / 96 * 96;
+          if (task.pass == 0) {
+            mi__blis_parallel(env, npix, grain, mg * q->kk, q256_pix, &task);
+          } else {
+            mi__blis_parallel(env, npix, grain, q->kk, q256_col_part, &task);
+            mi__blis_parallel(env, (mg + 15) / 16, 1, 16 * q->kk * npix, q256_pan, &task);
+          }
+          continue;
+        }
         if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 &&
             mg <= npix) {
           int64_t grain = (npix + env->threads - 1) / env->threads;
@@ -501,6 +557,104 @@ static int32_t out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi__
   return MI_OK;
 }
 
+/* Saturating pairs (vpmaddubsw, blis_qgemm256.c) of channel c's kk weights minus d, pairs (k, k + 1)
+ * for even k (the last of an odd kk pairs with a 0). */
+static int64_t b256_sat_pairs(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t kk, int32_t d) {
+  int64_t k, cnt = 0;
+  for (k = 0; k + 1 < kk; k += 2) {
+    int32_t a = mi__blis_qwval(src, w, c * kk + k, c) - d, b = mi__blis_qwval(src, w, c * kk + k + 1, c) - d;
+    cnt += (a > 0 ? a : 0) + (b > 0 ? b : 0) > 128 || (a < 0 ? a : 0) + (b < 0 ? b : 0) < -128;
+  }
+  return cnt;
+}
+
+/* The weight shift of channel c for the AVX2 byte core (*d: mi__blis_qbyte_shift's on entry): of the
+ * shifts that bring its weights into INT8, 0 where it is one, the one that centres their range, and
+ * the two that put an end at -128 or 127, the one with the fewest saturating pairs, so the fix
+ * lists stay short where a layer's weights use the whole UINT8 range (ONNX Runtime's dynamic
+ * quantization: a zero point per tensor, a channel's weights on one side of it). Always 1. */
+static int b256_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t kk, int32_t *d) {
+  int32_t lo = 0, hi = 0, v, cand[4], best = *d;
+  int64_t k, bc = -1;
+  for (k = 0; k < kk; k++) {
+    v = mi__blis_qwval(src, w, c * kk + k, c);
+    lo = k == 0 || v < lo ? v : lo;
+    hi = k == 0 || v > hi ? v : hi;
+  }
+  cand[0] = lo >= -128 && hi <= 127 ? 0 : lo + 128;
+  cand[1] = (lo + hi) >> 1; /* s = v - d in [lo - d, hi - d]: centred */
+  cand[1] = cand[1] < hi - 127 ? hi - 127 : cand[1] > lo + 128 ? lo + 128
+                                                               : cand[1];
+  cand[2] = lo + 128;
+  cand[3] = hi - 127;
+  for (k = 0; k < 4; k++) {
+    int64_t n = b256_sat_pairs(src, w, c, kk, cand[k]);
+    if (bc < 0 || n < bc) {
+      bc = n;
+      best = cand[k];
+    }
+  }
+  *d = best;
+  return 1;
+}
+
+/* The AVX2 byte core for conv q (its geometry, kk, dot set): where every output channel's weights
+ * minus their zero point fit INT8 with a shift (wd) and at most one pair in MI__Q256_FIX_SHARE
+ * weights saturates vpmaddubsw, *b8 gets each group's weights as the core's quads ([G][kq][M/G][4],
+ * a transient copy), *bytes the panels' size, q->wsum and q->shift theirs, and q->b256 is set.
+ * Else nothing is kept and the int16 core runs the layer. */
+static int32_t qconv_b256_plan(mi__blis_prep_t *p, qconv_t *q, const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w,
+                               uint8_t **b8, uint64_t *bytes, mi_error_t *err) {
+  const int64_t kk = q->kk, kq = (kk + 3) / 4, mg = q->g.M / q->g.G, G = q->g.G;
+  int64_t i, g, nfix = 0;
+  uint64_t total = (uint64_t)G * sizeof(mi__blis_q256_t);
+  *b8 = NULL;
+  *bytes = 0;
+  for (i = 0; i < q->g.M; i++)
+    if (!mi__blis_qbyte_shift(src, w, i, i * kk, kk, 1, &q->wd[i]) || !b256_shift(src, w, i, kk, &q->wd[i])) {
+      memset(q->wd, 0, (size_t)q->g.M * sizeof(int32_t));
+      return MI_OK;
+    }
+  if (!(*b8 = mi__blis_calloc(p->ctx, (uint64_t)(G * kq * 4 * mg))))
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  for (i = 0; i < q->g.M * kk; i++) {
+    int64_t m = i / kk, k = i % kk, j = m % mg;
+    int32_t v = mi__blis_qwval(src, w, i, m) - q->wd[m];
+    (*b8)[m / mg * kq * 4 * mg + ((k >> 2) * mg + j) * 4 + (k & 3)] = (uint8_t)(int8_t)v;
+    q->wsum[m] += v;
+  }
+  for (g = 0; g < G; g++) {
+    int64_t f = mi__blis_q256_fixes(*b8 + g * kq * 4 * mg, mg, kq);
+    nfix += f;
+    total += mi__blis_q256_bytes(mg, kq, f) + 32;
+  }
+  if (nfix > kk * q->g.M / MI__Q256_FIX_SHARE) { /* too many saturating pairs: the int16 core */
+    mi__blis_free(p->ctx, *b8);
+    *b8 = NULL;
+    memset(q->wd, 0, (size_t)q->g.M * sizeof(int32_t));
+    memset(q->wsum, 0, (size_t)q->g.M * sizeof(int32_t));
+    return MI_OK;
+  }
+  for (i = 0; i < q->g.M; i++) q->shift |= q->wd[i] != 0;
+  q->b256 = 1;
+  *bytes = total;
+  return MI_OK;
+}
+
+/* The panels of q's groups at mem (qconv_b256_plan's bytes): pbg first, then each group's. */
+static void qconv_b256_pack(qconv_t *q, const uint8_t *b8, void *mem) {
+  const int64_t kq = (q->kk + 3) / 4, mg = q->g.M / q->g.G;
+  uint8_t *d = (uint8_t *)((mi__blis_q256_t *)mem + q->g.G);
+  int64_t g;
+  q->pbg = mem;
+  for (g = 0; g < q->g.G; g++) {
+    const uint8_t *bg = b8 + g * kq * 4 * mg;
+    d = (uint8_t *)(((uintptr_t)d + 31) & ~(uintptr_t)31);
+    mi__blis_q256_pack(&q->pbg[g], bg, mg, kq, d);
+    d += mi__blis_q256_bytes(mg, kq, q->pbg[g].nfix);
+  }
+}
+
 /* Pair-dot path of the int32 core: knob int8_dot (0 = auto, the widest this CPU runs). */
 static int32_t int8_dot(const mi__blis_prep_t *p, int32_t simd) {
   int64_t v = mi_sdk_knob_int(p->desc, "int8_dot", 0);
@@ -598,14 +752,30 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   uint64_t ab = (uint64_t)(wn + (q->dw ? 0 : q->ka * th)) * sizeof(int16_t) + (uint64_t)(na + th) * sizeof(int32_t) +
                 (uint64_t)fw * sizeof(float) + 64;
   ab = (ab + 63) / 64 * 64;
-  s->aux = mi__blis_calloc(p->ctx, ab + amxb + dq);
-  if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  /* the AVX2 byte core: its panels after the rest (the qd and AMX blocks are empty at AVX2) */
+  uint8_t *b8 = NULL;
+  uint64_t b2b = 0;
+  if (q->dot == MI__QDOT_AVX2 && !q->dw && !q->w4 && !dq && !q->amx &&
+      (rc = qconv_b256_plan(p, q, src, w, &b8, &b2b, err)) != MI_OK)
+    return rc;
+  s->aux = mi__blis_calloc(p->ctx, ab + amxb + dq + b2b);
+  if (!s->aux) {
+    if (b8) mi__blis_free(p->ctx, b8);
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  }
   q->acc = s->aux; /* int32 first keeps it aligned */
   q->psum = q->acc + na;
   na += th;
   q->wf = fw ? (float *)(q->acc + na) : NULL;
   q->wq = (int16_t *)((char *)(q->acc + na) + fw * sizeof(float));
   q->col = q->wq + wn;
+  if (q->b256) { /* byte columns: 4 * kq <= 2 * ka bytes a pixel fit col's int16 */
+    q->kq = (q->kk + 3) / 4;
+    qconv_b256_pack(q, b8, (char *)s->aux + ab + amxb + dq);
+    mi__blis_free(p->ctx, b8);
+    s->run = run_qconv;
+    return MI_OK;
+  }
   if (q->w4) { /* OIHW = [M][kk] as [M][ka/2] pair bytes; an odd kk's last high nibble stays 0 */
     q->w4q = (uint8_t *)q->wq;
     q->wq = NULL;

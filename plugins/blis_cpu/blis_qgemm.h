@@ -85,6 +85,19 @@ uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix);
 void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64_t kq, void *mem);
 void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const uint8_t *a, int64_t lda,
                         const int32_t *csum, int32_t zu, const mi__blis_q256_out_t *o);
+/* The same core for a conv (blis_qgemm.c's AVX2 byte path): pixels are its rows, output channels
+ * its columns. Pixels i0..i1 of one tile's byte columns col ([kq][npix][4] unsigned codes, see
+ * mi__blis_qcol_quads256) by the panels p0..p1 of pb (a group's channels), sum - zu * csum[j] to
+ * acc[j][npix] (each channel's row of the tile, as the int16 core writes it), exactly. */
+void mi__blis_q256_conv(const mi__blis_q256_t *pb, int64_t i0, int64_t i1, int64_t p0, int64_t p1, const uint8_t *col,
+                        int64_t npix, const int32_t *csum, int32_t zu, int32_t *acc);
+/* The byte columns of that core in AVX2 (blis_qcol256.c): for the tile's output rows oh0..oh1 and
+ * its pixels j0..j1 (pixel j = (oh - oh0) * OW + ow), every quad: col + (q * npix + j) * 4 holds
+ * rows k = 4q..4q+3 of pixel j as unsigned codes (INT8 codes with their sign bit flipped), the
+ * zero point's code in the padding, 0 past kk; npix = (oh1 - oh0) * OW. With psum, psum[j] = the
+ * sum of pixel j's kk codes (the weight shift's pixel sums, blis_qgemm.h). */
+void mi__blis_qcol_quads256(const mi__blis_conv_t *c, const void *x, int u8, int32_t zx, int64_t kk, int64_t oh0,
+                            int64_t oh1, int64_t j0, int64_t j1, uint8_t *col, int32_t *psum);
 /* The byte core on AMX tiles (blis_qamx.c, int8_dot amx_u8): the same exact sums as
  * mi__blis_qv_gemm. 1 when a layer of m output rows (a conv's channels of a group, a Gemm's rows),
  * n columns and reduction kk fills tiles enough to pay (else the VNNI core runs it). */

@@ -78,9 +78,11 @@ void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64
 }
 
 /* Rows 0..R (R a constant) of codes a by the panel at bp: the sums of quads minus zu * csum
- * (cols of them real, the rest 0) to the tile t ([ROWS][16]). */
+ * (cols of them real, the rest 0) to the tile t ([ROWS][16]). Row r's quad p at a + r * lda + p * 4
+ * (a Gemm's rows), or with Q (a constant) at a + p * lda + r * 4: a conv's byte columns, quad rows
+ * of lda bytes ([kq][pixels][4], mi__blis_q256_conv). */
 __attribute__((target("avx2,fma"))) static inline __attribute__((always_inline)) void
-block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const int32_t *csum, int32_t zu,
+block(int R, int Q, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const int32_t *csum, int32_t zu,
       int64_t cols, int32_t *t) {
   const __m256i ones = _mm256_set1_epi16(1), iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256i c0[ROWS], c1[ROWS], z0, z1;
@@ -100,7 +102,7 @@ block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const 
           "vpaddd %[t0], %[c0], %[c0]\n\t"
           "vpaddd %[av], %[c1], %[c1]"
           : [c0] "+x"(c0[r]), [c1] "+x"(c1[r]), [av] "=&x"(av), [t0] "=&x"(t0)
-          : [a] "m"(*(const int32_t *)(a + r * lda + p * 4)), [b0] "m"(*(const __m256i *)bp),
+          : [a] "m"(*(const int32_t *)(Q ? a + p * lda + r * 4 : a + r * lda + p * 4)), [b0] "m"(*(const __m256i *)bp),
             [b1] "m"(*(const __m256i *)(bp + 32)), [ones] "x"(ones));
     }
   }
@@ -120,11 +122,16 @@ block(int R, const uint8_t *a, int64_t lda, int64_t kq, const int8_t *bp, const 
   }
 }
 
-#define BLOCK_FN(R)                                                                                           \
-  __attribute__((target("avx2,fma"))) static void block##R(const uint8_t *a, int64_t lda, int64_t kq,         \
-                                                           const int8_t *bp, const int32_t *csum, int32_t zu, \
-                                                           int64_t cols, int32_t *t) {                        \
-    block(R, a, lda, kq, bp, csum, zu, cols, t);                                                              \
+#define BLOCK_FN(R)                                                                                            \
+  __attribute__((target("avx2,fma"))) static void block##R(const uint8_t *a, int64_t lda, int64_t kq,          \
+                                                           const int8_t *bp, const int32_t *csum, int32_t zu,  \
+                                                           int64_t cols, int32_t *t) {                         \
+    block(R, 0, a, lda, kq, bp, csum, zu, cols, t);                                                            \
+  }                                                                                                            \
+  __attribute__((target("avx2,fma"))) static void cblock##R(const uint8_t *a, int64_t lda, int64_t kq,         \
+                                                            const int8_t *bp, const int32_t *csum, int32_t zu, \
+                                                            int64_t cols, int32_t *t) {                        \
+    block(R, 1, a, lda, kq, bp, csum, zu, cols, t);                                                            \
   }
 BLOCK_FN(1)
 BLOCK_FN(2)
@@ -199,6 +206,54 @@ void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const
         int64_t j0 = jp * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
         fns[rows](a + i * lda, lda, kq, pb->b + jp * pbytes, csum + j0, zu, cols, t);
         put(pb, o, a, lda, i, rows, j0, cols, t);
+      }
+    }
+  }
+}
+
+/* The conv's tile of pixels i..i+rows (codes at col + (k >> 2) * lda + pixel * 4 + (k & 3)) and
+ * channels j0..j0+cols: the fixes, then each channel's sums to its row of acc (stride ldc). */
+__attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, const uint8_t *col, int64_t lda,
+                                                     int64_t i, int64_t rows, int64_t j0, int64_t cols, int32_t *t,
+                                                     int32_t *acc, int64_t ldc) {
+  const int64_t f0 = pb->fstart[j0 / PANEL], f1 = pb->fstart[j0 / PANEL + 1];
+  int64_t f, r, j;
+  for (f = f0; f < f1; f++) {
+    const mi__blis_q256_fix_t *x = &pb->fix[f];
+    const uint8_t *a = col + (x->k >> 2) * lda + i * 4 + (x->k & 3);
+    for (r = 0; r < rows; r++)
+      t[r * PANEL + x->j - j0] = (int32_t)((uint32_t)t[r * PANEL + x->j - j0] + (uint32_t)(a[r * 4] * x->r));
+  }
+  if (rows == ROWS) /* a pixel row of each channel: the tile's columns */
+    for (j = 0; j < cols; j++) {
+      int32_t *d = acc + (j0 + j) * ldc + i;
+      d[0] = t[j];
+      d[1] = t[PANEL + j];
+      d[2] = t[2 * PANEL + j];
+      d[3] = t[3 * PANEL + j];
+      d[4] = t[4 * PANEL + j];
+      d[5] = t[5 * PANEL + j];
+    }
+  else
+    for (j = 0; j < cols; j++)
+      for (r = 0; r < rows; r++) acc[(j0 + j) * ldc + i + r] = t[r * PANEL + j];
+}
+
+void mi__blis_q256_conv(const mi__blis_q256_t *pb, int64_t i0, int64_t i1, int64_t p0, int64_t p1, const uint8_t *col,
+                        int64_t npix, const int32_t *csum, int32_t zu, int32_t *acc) {
+  static const block_fn fns[ROWS + 1] = {NULL, cblock1, cblock2, cblock3, cblock4, cblock5, cblock6};
+  const int64_t n = pb->n, kq = pb->kq, pbytes = kq * PANEL * 4, lda = npix * 4;
+  int64_t gp = GROUP_BYTES / (pbytes > 0 ? pbytes : 1), g0, g1, i, jp;
+  _Alignas(32) int32_t t[ROWS * PANEL];
+  gp = gp < 1 ? 1 : gp;
+  for (g0 = p0; g0 < p1; g0 = g1) {
+    g1 = p1 - g0 > gp ? g0 + gp : p1;
+    for (i = i0; i < i1; i += ROWS) {
+      int64_t rows = i1 - i < ROWS ? i1 - i : ROWS;
+      for (jp = g0; jp < g1; jp++) {
+        int64_t j0 = jp * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
+        fns[rows](col + i * 4, lda, kq, pb->b + jp * pbytes, csum + j0, zu, cols, t);
+        cput(pb, col, lda, i, rows, j0, cols, t, acc, npix);
       }
     }
   }

@@ -63,6 +63,11 @@ typedef struct qcase {
   int pe;                            /* padding at the end of H and W beyond pad (TF's SAME at stride 2) */
 } qcase_t;
 
+/* Set for small_cases: weights as trained ones look (|w| <= 30) but for one pair (127, 127) that
+ * vpmaddubsw saturates, in the first output channel: at AVX2 the byte core on byte columns and its
+ * fix list, not the int16 core. */
+static int g_small;
+
 static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   int64_t oh = (q->h + 2 * q->pad + q->pe - q->k) / q->s + 1, ow = (q->w + 2 * q->pad + q->pe - q->k) / q->s + 1;
   int64_t cg = q->c / q->g, mg = q->m / q->g, xn = q->n * q->c * q->h * q->w, wn = q->m * cg * q->k * q->k;
@@ -89,10 +94,12 @@ static void conv_case(tb_plugin_t *p, const qcase_t *q) {
   for (i = 0; i < wn; i++) {
     /* ext: an eighth of the weights at the ends -128 or 127 (the byte core's signed operand) */
     int32_t end = q->ext && rnd(0, 7) == 0 ? (rnd(0, 1) ? -128 : 127) : 0;
-    w8[i] = (int8_t)(q->int4 ? rnd(-8, 7) : end ? end
-                                                : rnd(-127, 127));
+    w8[i] = (int8_t)(q->int4 ? rnd(-8, 7) : end   ? end
+                                        : g_small ? rnd(-30, 30)
+                                                  : rnd(-127, 127));
     w4[i / 2] |= (uint8_t)((w8[i] & 15) << (i & 1 ? 4 : 0)); /* low nibble first */
   }
+  if (g_small && wn / q->m >= 2) w8[0] = w8[1] = 127; /* channel 0's first pair */
   for (m = 0; m < q->m; m++) {
     bias[m] = q->ties ? (float)rnd(-8, 8) * 0.125f : (float)rnd(-300, 300) * 0.01f;
     cs[m] = q->ties ? 0.25f : (float)rnd(1, 40) * 0.0007f;
@@ -349,6 +356,18 @@ static const qcase_t cases[] = {
     {"int8 depthwise 3x3 stride 2 pads 0,0,1,1", 1, 24, 32, 32, 24, 3, 2, 0, 24, 1, 1, 1, 0, 0, 0, 1},
     {"int8 conv 3x3 stride 2 pads 0,0,1,1", 1, 16, 20, 40, 8, 3, 2, 0, 1, 1, 1, 1, 0, 0, 0, 1},
 };
+/* With g_small (weights a trained layer's, one saturating pair): at AVX2 the byte core on byte
+ * columns (blis_qcol256.c, blis_qgemm256.c) with the output stage's codes, per-tensor and
+ * per-channel scales, 1x1, groups, strides 1 and 2, two images, row tiles, code ends, near ties. */
+static const qcase_t small_cases[] = {
+    {"int8 conv 3x3 trained-like weights, 37 outputs, batch 2", 2, 64, 13, 37, 37, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+    {"int8 conv 3x3 stride 2 s8 trained-like weights, per-tensor", 1, 48, 17, 29, 19, 3, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0},
+    {"int8 conv 1x1 trained-like weights, extreme zero points", 1, 61, 9, 21, 23, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 0},
+    {"int8 conv grouped 3x3 trained-like weights", 1, 64, 11, 23, 40, 3, 1, 1, 2, 1, 0, 1, 0, 0, 0, 0},
+    {"int8 conv 3x3 trained-like weights, near ties, three row tiles", 1, 64, 60, 40, 20, 3, 1, 1, 1, 1, 1, 0, 0, 2, 0, 0},
+    {"int8 conv 3x3 trained-like weights, s8 extreme zero points", 1, 48, 6, 41, 17, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 0},
+    {"int8 conv 3x3 stride 2 pads 0,0,1,1, trained-like weights", 1, 32, 20, 40, 24, 3, 2, 0, 1, 1, 1, 1, 0, 0, 0, 1},
+};
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */
 static int64_t ndot;
 
@@ -380,11 +399,16 @@ static void teardown(void) {
 
 static void convs(void) {
   size_t i;
-  for (g_dot = 0; g_dot < ndot; g_dot++)
+  for (g_dot = 0; g_dot < ndot; g_dot++) {
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, &cases[i]);
+    g_small = 1;
+    for (i = 0; i < sizeof small_cases / sizeof small_cases[0]; i++) conv_case(&p, &small_cases[i]);
+    g_small = 0;
+  }
 }
 
-/* Capped at AVX2 (an AVX2-only CPU's paths: the int16 columns of blis_qcol256.c, vpmaddwd);
+/* Capped at AVX2 (an AVX2-only CPU's paths: the int16 columns of blis_qcol256.c, vpmaddwd, and
+ * for small_cases the byte columns and the byte core of blis_qgemm256.c);
  * where the CPU has no AVX2 the cap changes nothing and the cases run again as above. */
 static void convs_avx2(void) {
   tb_unload(&p);

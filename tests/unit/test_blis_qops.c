@@ -331,6 +331,128 @@ static void matmul_integer_sat_cases(void) {
   }
 }
 
+/* ConvInteger on codes x [1, c, h, w] (UINT8, or INT8 when s8x) with the constant zero point zx:
+ * the AVX2 byte conv (blis_qgemm.c's b256: byte columns, blis_qcol256.c, through the core of
+ * blis_qgemm256.c). Weights as trained ones look (|w| <= 30) but for `sat` pairs (k, k + 1 of an
+ * output channel, k even: one pair of a k quad) that vpmaddubsw would saturate with codes at the
+ * ends of their range, the first in the channel's last pair; wz >= 0: UINT8 weights, those plus
+ * 128 with zero point wz (below 128 the channels with a saturating pair span past 127: the byte
+ * core's per-channel weight shift; wz < 0: INT8 weights, zero point 0). Half the codes at the ends of their range, an
+ * eighth zx. Tails: 0 Cast, 1 Cast -> Mul -> Add bias [1,m,1,1] -> Relu, 2 none (INT32 sums),
+ * 3 Cast -> Mul -> DynamicQuantizeLinear whose floats nothing else reads (the codes straight from
+ * the sums: two passes, the second split over channel panels). */
+typedef struct csat {
+  int64_t c, h, w, m, k, s, pad, dil, group;
+  int32_t zx, s8x, wz, sat, tail;
+} csat_t;
+
+static void conv_integer_sat(const csat_t *t) {
+  mi_graph_t *g = graph(13);
+  int64_t cg = t->c / t->group, kk = cg * t->k * t->k, xd[4] = {1, t->c, t->h, t->w}, wd[4] = {t->m, cg, t->k, t->k};
+  int64_t pads[4] = {t->pad, t->pad, t->pad, t->pad}, st[2] = {t->s, t->s}, dl[2] = {t->dil, t->dil};
+  int64_t bd[4] = {1, t->m, 1, 1}, i, xn = t->c * t->h * t->w;
+  static const int8_t ends[4][2] = {{127, 127}, {-128, -128}, {127, 2}, {-128, -1}};
+  int8_t *w = malloc((size_t)(kk * t->m));
+  uint8_t *xb = malloc((size_t)xn);
+  REQUIRE(w && xb);
+  for (i = 0; i < kk * t->m; i++) w[i] = (int8_t)((int32_t)(rnd32() % 61) - 30);
+  for (i = 0; i < t->sat; i++) {
+    int64_t j = (i * 7 + 3) % t->m, kr = i == 0 ? (kk - 2) / 2 * 2 : (int64_t)(rnd32() % (uint32_t)(kk / 2)) * 2;
+    w[j * kk + kr] = ends[i % 4][0];
+    w[j * kk + kr + 1] = ends[i % 4][1];
+  }
+  if (t->wz >= 0) /* UINT8 bytes w + 128 with zero point wz: values w + 128 - wz, shifted where they pass 127 */
+    for (i = 0; i < kk * t->m; i++) w[i] = (int8_t)(uint8_t)(w[i] + 128);
+  for (i = 0; i < xn; i++) {
+    uint32_t r = rnd32();
+    xb[i] = r % 8 < 2 ? (uint8_t)(t->s8x ? 127 : 255) : r % 8 < 4 ? (uint8_t)(t->s8x ? 0x80 : 0)
+                                                    : r % 8 == 4  ? (uint8_t)t->zx
+                                                                  : (uint8_t)(r >> 8);
+  }
+  int32_t xdt = t->s8x ? MI_DTYPE_INT8 : MI_DTYPE_UINT8, wdt = t->wz >= 0 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
+  int32_t ci[4] = {input(g, "x", xdt, 4, xd), constant(g, "w", wdt, 4, wd, w), codec(g, "xz", xdt, t->zx),
+                   codec(g, "wz", wdt, t->wz >= 0 ? t->wz : 0)};
+  free(w);
+  int32_t acc = t->tail == 2 ? out(g, "y") : mi_graph_add_tensor(g, "acc", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t n = node(g, "ConvInteger", 4, ci, 1, &acc, 0);
+  mi_node_set_int(g, n, "group", t->group);
+  mi_node_set_ints(g, n, "pads", 4, pads);
+  mi_node_set_ints(g, n, "strides", 2, st);
+  mi_node_set_ints(g, n, "dilations", 2, dl);
+  if (t->tail != 2) {
+    int32_t f = t->tail == 0 ? out(g, "y") : mi_graph_add_tensor(g, "f", MI_DTYPE_UNDEFINED, -1, NULL);
+    mi_node_set_int(g, node(g, "Cast", 1, &acc, 1, &f, 0), "to", 1);
+    if (t->tail == 1) {
+      int32_t sc = mi_graph_add_tensor(g, "sc", MI_DTYPE_UNDEFINED, -1, NULL), b = mi_graph_add_tensor(g, "b", MI_DTYPE_UNDEFINED, -1, NULL);
+      int32_t y = out(g, "y"), mm[2] = {f, f32c(g, "s", 0.0123f)}, ad[2] = {sc, constant(g, "bias", MI_DTYPE_FLOAT32, 4, bd, NULL)};
+      node(g, "Mul", 2, mm, 1, &sc, 0);
+      node(g, "Add", 2, ad, 1, &b, 0);
+      node(g, "Relu", 1, &b, 1, &y, 0);
+    } else if (t->tail == 3) {
+      int32_t sc = mi_graph_add_tensor(g, "sc", MI_DTYPE_UNDEFINED, -1, NULL), mm[2] = {f, f32c(g, "s", -0.0123f)};
+      int32_t qo[3] = {out(g, "yq"), out(g, "ys"), out(g, "yz")};
+      node(g, "Mul", 2, mm, 1, &sc, 0);
+      node(g, "DynamicQuantizeLinear", 1, &sc, 3, qo, 0);
+    }
+  }
+  char name[200];
+  snprintf(name, sizeof name,
+           "ConvInteger %lldx%lldx%lld -> %lld, k %lld stride %lld pad %lld dil %lld group %lld, %s x zx %d, wz %d, "
+           "%d saturating pairs, tail %d, threads %d",
+           (long long)t->c, (long long)t->h, (long long)t->w, (long long)t->m, (long long)t->k, (long long)t->s,
+           (long long)t->pad, (long long)t->dil, (long long)t->group, t->s8x ? "s8" : "u8", (int)t->zx, (int)t->wz,
+           (int)t->sat, (int)t->tail, (int)g_threads);
+  g_x0b = xb;
+  g_x0n = xn;
+  run_case(g, name, 0);
+  g_x0b = NULL;
+  free(xb);
+}
+
+/* conv_integer_sat over the byte conv's geometry at each SIMD level, 1 and 2 threads: 3x3 at
+ * strides 1 and 2, pads, dilation 2, groups, 1x1 (a flat span, and at stride 2), the first layer
+ * of an image model (3 channels), odd channel counts (37, 19 outputs: two panels and a partial
+ * one; 61 inputs: a partial quad), zero points 0 / 128 / 255 (UINT8) and -128 / 3 / 127 (INT8),
+ * planes over several row tiles and rows of 151 pixels (32-code steps and the tail of a 256-pixel
+ * chunk), shifted UINT8 weights, a fix list near its limit (one pair in 1024 weights) and one far
+ * past it (the int16 core), every tail. */
+static void conv_integer_sat_cases(void) {
+  static const char *const caps[3] = {NULL, "avx2", "c"};
+  static const csat_t cs[] = {
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 0, 0, -1, 10, 0}, /* kk 288, 37 outputs: limit 10 */
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 128, 0, -1, 6, 1},
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 255, 0, 100, 6, 2}, /* UINT8 weights: shifted */
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 77, 0, 0, 6, 1},
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, -128, 1, -1, 6, 0}, /* INT8 codes */
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 127, 1, 131, 6, 1},
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 3, 1, -1, 200, 0},  /* too many: the int16 core */
+      {32, 13, 37, 37, 3, 1, 1, 1, 1, 7, 0, 100, 200, 2}, /* too many, shifted */
+      {32, 17, 29, 19, 3, 2, 1, 1, 1, 9, 0, -1, 5, 1},    /* stride 2 */
+      {32, 17, 29, 19, 3, 1, 2, 2, 1, 200, 0, -1, 5, 0},  /* dilation 2, pad 2 */
+      {32, 11, 23, 38, 3, 1, 1, 1, 2, 5, 0, -1, 5, 1},    /* two groups of 19 outputs */
+      {61, 9, 21, 23, 1, 1, 0, 1, 1, 17, 0, -1, 1, 1},    /* 1x1 flat, kk 61 */
+      {61, 9, 21, 23, 1, 1, 0, 1, 1, 128, 0, 60, 1, 2},
+      {61, 9, 21, 23, 1, 2, 0, 1, 1, 250, 1, -1, 1, 0},  /* 1x1 stride 2 */
+      {3, 33, 40, 24, 3, 2, 1, 1, 1, 128, 0, 120, 0, 1}, /* first layer, kk 27 */
+      {3, 33, 40, 24, 3, 2, 1, 1, 1, 0, 1, 128, 0, 0},
+      {7, 64, 64, 40, 3, 1, 1, 1, 1, 31, 0, -1, 1, 3}, /* kk 63, a 640 KiB float plane: codes from the sums */
+      {7, 64, 64, 40, 3, 1, 1, 1, 1, 255, 0, 20, 1, 3},
+      {32, 60, 40, 20, 3, 1, 1, 1, 1, 66, 0, -1, 5, 1}, /* three row tiles */
+      {8, 5, 301, 17, 3, 2, 1, 1, 1, 0, 0, -1, 1, 1},   /* 151 columns at stride 2 */
+      {8, 4, 300, 17, 3, 1, 1, 1, 1, 255, 1, -1, 1, 0}, /* 300 columns: a 256-pixel chunk and a tail */
+  };
+  for (int lv = 0; lv < 3; lv++) {
+    mi_plugin_t *keep = g_blis;
+    mi_registry_t *reg = open_capped(caps[lv]);
+    for (g_threads = 1; g_threads <= 2; g_threads++)
+      for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) conv_integer_sat(&cs[i]);
+    g_threads = 0;
+    mi_registry_destroy(reg);
+    unsetenv("MI_BLIS_MAX_SIMD");
+    g_blis = keep;
+  }
+}
+
 /* matmul_integer_sat on the AVX2 byte core's edges: k and n of 1..17 (one partial quad, one partial
  * panel, m off the 6-row blocks), and B panels past one 192 KiB column group (k = 1024, 1152: the
  * groups end inside the fix list and off a panel) with every tail; at each SIMD level, 1 and 2
@@ -776,6 +898,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(matmul_integer_cases),
     TU_CASE(matmul_integer_sat_cases),
     TU_CASE(matmul_integer_edge_cases),
+    TU_CASE(conv_integer_sat_cases),
     TU_CASE(qlinear_conv_cases),
     TU_CASE(qlinear_matmul_cases),
     TU_CASE(qlinear_binary_cases),
