@@ -568,33 +568,38 @@ static int64_t b256_sat_pairs(const mi__blis_qsrc_t *src, const mi_tensor_desc_t
   return cnt;
 }
 
-/* The weight shift of channel c for the AVX2 byte core (*d: mi__blis_qbyte_shift's on entry): of the
- * shifts that bring its weights into INT8, 0 where it is one, the one that centres their range, and
- * the two that put an end at -128 or 127, the one with the fewest saturating pairs, so the fix
- * lists stay short where a layer's weights use the whole UINT8 range (ONNX Runtime's dynamic
- * quantization: a zero point per tensor, a channel's weights on one side of it). Always 1. */
-static int b256_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t kk, int32_t *d) {
-  int32_t lo = 0, hi = 0, v, cand[4], best = *d;
-  int64_t k, bc = -1;
+/* The weight shift of channel c for the AVX2 byte core: *d0 0 where its weights minus their zero
+ * point fit INT8 (else that of mi__blis_qbyte_shift), and *d of the shifts that bring them into
+ * INT8 (*d0, the one that centres their range, the two that put an end at -128 or 127) the one
+ * with the fewest saturating pairs, so the fix lists stay short where a layer's weights use the
+ * whole UINT8 range (ONNX Runtime's dynamic quantization: a zero point per tensor leaves a
+ * channel's weights on one side of it); *n0, *n their saturating pairs. 0 when they span more
+ * than 256 values. */
+static int b256_shift(const mi__blis_qsrc_t *src, const mi_tensor_desc_t *w, int64_t c, int64_t kk, int32_t *d0,
+                      int64_t *n0, int32_t *d, int64_t *n) {
+  int32_t lo = 0, hi = 0, v, cand[4];
+  int64_t k;
   for (k = 0; k < kk; k++) {
     v = mi__blis_qwval(src, w, c * kk + k, c);
     lo = k == 0 || v < lo ? v : lo;
     hi = k == 0 || v > hi ? v : hi;
   }
+  if (hi - lo > 255) return 0;
   cand[0] = lo >= -128 && hi <= 127 ? 0 : lo + 128;
   cand[1] = (lo + hi) >> 1; /* s = v - d in [lo - d, hi - d]: centred */
   cand[1] = cand[1] < hi - 127 ? hi - 127 : cand[1] > lo + 128 ? lo + 128
                                                                : cand[1];
   cand[2] = lo + 128;
   cand[3] = hi - 127;
-  for (k = 0; k < 4; k++) {
-    int64_t n = b256_sat_pairs(src, w, c, kk, cand[k]);
-    if (bc < 0 || n < bc) {
-      bc = n;
-      best = cand[k];
+  *d0 = *d = cand[0];
+  *n0 = *n = b256_sat_pairs(src, w, c, kk, cand[0]);
+  for (k = 1; k < 4; k++) {
+    int64_t nk = b256_sat_pairs(src, w, c, kk, cand[k]);
+    if (nk < *n) {
+      *n = nk;
+      *d = cand[k];
     }
   }
-  *d = best;
   return 1;
 }
 
@@ -610,11 +615,24 @@ static int32_t qconv_b256_plan(mi__blis_prep_t *p, qconv_t *q, const mi__blis_qs
   uint64_t total = (uint64_t)G * sizeof(mi__blis_q256_t);
   *b8 = NULL;
   *bytes = 0;
-  for (i = 0; i < q->g.M; i++)
-    if (!mi__blis_qbyte_shift(src, w, i, i * kk, kk, 1, &q->wd[i]) || !b256_shift(src, w, i, kk, &q->wd[i])) {
+  int64_t n0 = 0, nb = 0, c0, cb;
+  int32_t db;
+  /* each channel's fewest saturating pairs; without a shift where that passes the rule too (no
+   * pixel sums, no shift to add) */
+  for (i = 0; i < q->g.M; i++) {
+    if (!b256_shift(src, w, i, kk, &q->wd[i], &c0, &db, &cb)) {
       memset(q->wd, 0, (size_t)q->g.M * sizeof(int32_t));
       return MI_OK;
     }
+    n0 += c0;
+    nb += cb;
+    if (nb > kk * q->g.M / MI__Q256_FIX_SHARE) { /* too many saturating pairs: the int16 core */
+      memset(q->wd, 0, (size_t)q->g.M * sizeof(int32_t));
+      return MI_OK;
+    }
+  }
+  if (n0 > kk * q->g.M / MI__Q256_FIX_SHARE)
+    for (i = 0; i < q->g.M; i++) b256_shift(src, w, i, kk, &db, &c0, &q->wd[i], &cb);
   if (!(*b8 = mi__blis_calloc(p->ctx, (uint64_t)(G * kq * 4 * mg))))
     return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   for (i = 0; i < q->g.M * kk; i++) {

@@ -217,22 +217,36 @@ __attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, 
                                                      int64_t i, int64_t rows, int64_t j0, int64_t cols, int32_t *t,
                                                      int32_t *acc, int64_t ldc) {
   const int64_t f0 = pb->fstart[j0 / PANEL], f1 = pb->fstart[j0 / PANEL + 1];
-  int64_t f, r, j;
+  int64_t f, r, j, r0;
   for (f = f0; f < f1; f++) {
     const mi__blis_q256_fix_t *x = &pb->fix[f];
     const uint8_t *a = col + (x->k >> 2) * lda + i * 4 + (x->k & 3);
     for (r = 0; r < rows; r++)
       t[r * PANEL + x->j - j0] = (int32_t)((uint32_t)t[r * PANEL + x->j - j0] + (uint32_t)(a[r * 4] * x->r));
   }
-  if (rows == ROWS) /* a pixel row of each channel: the tile's columns */
-    for (j = 0; j < cols; j++) {
-      int32_t *d = acc + (j0 + j) * ldc + i;
-      d[0] = t[j];
-      d[1] = t[PANEL + j];
-      d[2] = t[2 * PANEL + j];
-      d[3] = t[3 * PANEL + j];
-      d[4] = t[4 * PANEL + j];
-      d[5] = t[5 * PANEL + j];
+  if (rows == ROWS && cols == PANEL) /* each channel's six pixels: 8 x 8 transposes of the tile */
+    for (j = 0; j < PANEL; j += 8) {
+      __m256i r[8], u[8], v[8];
+      for (r0 = 0; r0 < 6; r0++) r[r0] = _mm256_load_si256((const __m256i *)(t + r0 * PANEL + j));
+      r[6] = r[7] = _mm256_setzero_si256();
+      for (r0 = 0; r0 < 8; r0 += 2) {
+        u[r0] = _mm256_unpacklo_epi32(r[r0], r[r0 + 1]);
+        u[r0 + 1] = _mm256_unpackhi_epi32(r[r0], r[r0 + 1]);
+      }
+      for (r0 = 0; r0 < 8; r0 += 4) {
+        v[r0] = _mm256_unpacklo_epi64(u[r0], u[r0 + 2]);
+        v[r0 + 1] = _mm256_unpackhi_epi64(u[r0], u[r0 + 2]);
+        v[r0 + 2] = _mm256_unpacklo_epi64(u[r0 + 1], u[r0 + 3]);
+        v[r0 + 3] = _mm256_unpackhi_epi64(u[r0 + 1], u[r0 + 3]);
+      }
+      /* v[0..3]: channels j+0..3 (lane half 0) and j+4..7 (half 1) of rows 0..3; v[4..7] rows 4..7 */
+      for (r0 = 0; r0 < 4; r0++) {
+        int32_t *d0 = acc + (j0 + j + r0) * ldc + i, *d1 = acc + (j0 + j + 4 + r0) * ldc + i;
+        _mm_storeu_si128((__m128i *)d0, _mm256_castsi256_si128(v[r0]));
+        _mm_storel_epi64((__m128i *)(d0 + 4), _mm256_castsi256_si128(v[4 + r0]));
+        _mm_storeu_si128((__m128i *)d1, _mm256_extracti128_si256(v[r0], 1));
+        _mm_storel_epi64((__m128i *)(d1 + 4), _mm256_extracti128_si256(v[4 + r0], 1));
+      }
     }
   else
     for (j = 0; j < cols; j++)

@@ -2,13 +2,15 @@
  * (DynamicQuantizeLinear -> ConvInteger (UINT8 codes, UINT8 weights with zero point 128) -> Cast
  * -> Mul by the scale product) on blis-cpu:0 through mi_session, for a few C x H x W -> M shapes of
  * K x K kernels (stride 1, "same" pads): the median run time and the GOP/s (2 M C K K H W
- * operations) of one or two builds, in interleaved rounds so both see the same load.
+ * operations) of one or two builds, in interleaved rounds so both see the same load; at 1 thread
+ * by the process's CPU time (a shared machine steals wall time), at more by wall time.
  * Usage: bench_blis_qconv BUILD [BASE_BUILD|-] [THREADS [ROUNDS [REPEAT [CxHxW:MxK ...]]]];
  * MI_BLIS_MAX_SIMD caps both plugins as usual (e.g. avx2). Default shapes: IS-Net's heaviest
  * 3x3 convs at 1024x1024 (docs/benchmarks.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "metainfer/mi.h"
 #include "zoo_bench.h"
@@ -114,13 +116,22 @@ static void close_form(form_t *fm) {
   mi_registry_destroy(fm->r);
 }
 
+/* 1 thread: the process's CPU time (a loaded machine steals wall time, not CPU time); else wall. */
+static int g_cpu_clock;
+static double now_s(void) {
+  struct timespec ts;
+  if (!g_cpu_clock) return mi_now_s();
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* reps runs of shape i (after one warm-up), times appended to fm. */
 static int time_runs(form_t *fm, int i, const mi_array_t *in, int32_t reps, mi_error_t *err) {
   mi_array_t *out = NULL;
   for (int32_t r = -1; r < reps; r++) {
-    double t0 = mi_now_s();
+    double t0 = now_s();
     if (mi_session_run(fm->s[i], &in, 1, &out, 1, err) != MI_OK) return 0;
-    if (r >= 0 && fm->nt[i] < MAX_REPS) fm->t[i][fm->nt[i]++] = mi_now_s() - t0;
+    if (r >= 0 && fm->nt[i] < MAX_REPS) fm->t[i][fm->nt[i]++] = now_s() - t0;
     mi_array_destroy(out);
     out = NULL;
   }
@@ -143,6 +154,7 @@ int main(int argc, char **argv) {
   mi_array_t *in[MAX_SHAPES] = {0};
   static form_t fm[2];
   mi_error_t err = {0, ""};
+  g_cpu_clock = threads == 1;
   if (argc < 2) {
     fprintf(stderr, "usage: bench_blis_qconv BUILD [BASE_BUILD|-] [THREADS [ROUNDS [REPEAT [CxHxW:MxK ...]]]]\n");
     return 2;
