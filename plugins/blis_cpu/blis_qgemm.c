@@ -436,9 +436,10 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
          * 64 -> 16 3x3 conv at 512x512, 2 threads, 5 alternating rounds: 92.9-99.7 -> 83.6-88.1
          * ms (docs/benchmarks.md, "The AVX2 INT8 conv's pixel split"). Not for the codes' first
          * pass: a channel's range is one part's alone there. */
-        if (q->b256) { /* the AVX2 byte core: one part a thread of whole 96-pixel steps */
+        if (q->b256) { /* the AVX2 byte core: one part a thread of whole 6-row blocks (96-pixel
+                        * steps left a 512-pixel tile in parts of 288 and 224) */
           int64_t th = env && env->threads > 1 ? env->threads : 1, grain = (npix + th - 1) / th;
-          grain = (grain + 95) / 96 * 96;
+          grain = (grain + MI__Q256_ROWS - 1) / MI__Q256_ROWS * MI__Q256_ROWS;
           if (task.pass == 0) {
             mi__blis_parallel(env, npix, grain, mg * q->kk, q256_pix, &task);
           } else {
