@@ -440,7 +440,9 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
                         * steps left a 512-pixel tile in parts of 288 and 224) */
           int64_t th = env && env->threads > 1 ? env->threads : 1, grain = (npix + th - 1) / th;
           grain = (grain + MI__Q256_ROWS - 1) / MI__Q256_ROWS * MI__Q256_ROWS;
-          if (task.pass == 0) {
+          /* more channels than pixels (a deep layer's 32-pixel rows): the threads share the
+           * panels, each would stream all of them through the split over pixels */
+          if (task.pass == 0 && mg <= npix) {
             mi__blis_parallel(env, npix, grain, mg * q->kk, q256_pix, &task);
           } else {
             mi__blis_parallel(env, npix, grain, q->kk, q256_col_part, &task);
