@@ -37,6 +37,7 @@ typedef struct bs_task {
   uint64_t stack;
   double ref;             /* best latency of the table (reference optimum) */
   mi_worker_pool_t *pool; /* measures on a table miss (NULL: a miss fails) */
+  int32_t measures;       /* a miss is measured this many times, the median kept (0: once) */
   FILE *cache;            /* table file, appended on every new measurement */
   int32_t fresh;          /* measurements made for real in this process */
   /* Per-layer table (npu-stub tasks): a sample of the table's rows measured again with each
