@@ -6,193 +6,25 @@
  * MI_BLIS_MAX_SIMD caps both plugins as usual (e.g. avx2). Default shapes: a transformer
  * encoder's fc1, fc2 and q/k/v projections over 207 tokens of width 288. */
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "metainfer/mi.h"
-#include "zoo_bench.h"
+#include "qdyn_bench.h"
 
-#define MAX_SHAPES 8
-#define MAX_REPS 200
-
-static uint64_t g_seed = 2024;
-static uint32_t rnd32(void) {
-  g_seed = g_seed * 6364136223846793005ull + 1442695040888963407ull;
-  return (uint32_t)(g_seed >> 33);
-}
-
-static int32_t tensor(mi_graph_t *g, const char *name) { return mi_graph_add_tensor(g, name, MI_DTYPE_UNDEFINED, -1, NULL); }
-
-/* A weight as trained ones look: about normal (three uniforms, spread 20), one in 512 out at
- * 100..127 in magnitude, so a few pairs in ten thousand reach past vpmaddubsw's int16 range. */
-static int8_t weight(void) {
-  uint32_t r = rnd32();
-  if (r % 512 == 0) return (int8_t)((r >> 9) & 1 ? 100 + (int)((r >> 10) % 28) : -100 - (int)((r >> 10) % 29));
-  return (int8_t)((int)(rnd32() % 41) + (int)(rnd32() % 41) + (int)(rnd32() % 41) - 60);
-}
-
-/* The graph for m x k by k x n. */
-static mi_graph_t *qmm_graph(int64_t m, int64_t k, int64_t n) {
-  mi_graph_t *g = mi_graph_create("qmm");
-  int64_t xd[2] = {m, k}, bd[2] = {k, n}, i;
-  int8_t *b = malloc((size_t)(k * n)), bz = 0;
-  float ws = 0.0123f;
-  int32_t x, q[3], bt, bzt, wst, acc, f, sc, y, ins[4], mm[2];
-  if (!g || !b) {
-    free(b);
-    mi_graph_destroy(g);
-    return NULL;
-  }
-  g->opset = 13;
-  for (i = 0; i < k * n; i++) b[i] = weight();
-  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 2, xd);
-  mi_graph_add_input(g, x);
-  q[0] = tensor(g, "xq");
-  q[1] = tensor(g, "xs");
-  q[2] = tensor(g, "xz");
-  bt = mi_graph_add_tensor(g, "b", MI_DTYPE_INT8, 2, bd);
-  mi_graph_set_data(g, bt, b, (size_t)(k * n));
-  bzt = mi_graph_add_tensor(g, "bz", MI_DTYPE_INT8, 0, NULL);
-  mi_graph_set_data(g, bzt, &bz, 1);
-  wst = mi_graph_add_tensor(g, "ws", MI_DTYPE_FLOAT32, 0, NULL);
-  mi_graph_set_data(g, wst, &ws, sizeof ws);
-  acc = tensor(g, "acc");
-  f = tensor(g, "f");
-  sc = tensor(g, "sc");
-  y = tensor(g, "y");
-  mi_graph_add_output(g, y);
-  mi_graph_add_node(g, "DynamicQuantizeLinear", "dq", 1, &x, 3, q);
-  mm[0] = q[1];
-  mm[1] = wst;
-  mi_graph_add_node(g, "Mul", "sc", 2, mm, 1, &sc);
-  ins[0] = q[0];
-  ins[1] = bt;
-  ins[2] = q[2];
-  ins[3] = bzt;
-  mi_graph_add_node(g, "MatMulInteger", "mm", 4, ins, 1, &acc);
-  mi_node_set_int(g, mi_graph_add_node(g, "Cast", "cast", 1, &acc, 1, &f), "to", 1);
-  mm[0] = f;
-  mm[1] = sc;
-  mi_graph_add_node(g, "Mul", "mul", 2, mm, 1, &y);
-  free(b);
+/* m x k by k x n (d: m, k, n) and its m x k input. */
+static mi_graph_t *graph(const int64_t *d, mi_array_t **in) {
+  int64_t xd[2] = {d[0], d[1]}, bd[2] = {d[1], d[2]};
+  mi_graph_t *g = qb_graph("qmm", 2, xd, MI_DTYPE_INT8, 2, bd, "MatMulInteger", NULL);
+  *in = g ? qb_input(2, xd) : NULL;
   return g;
 }
 
-typedef struct form {
-  mi_registry_t *r;
-  mi_session_t *s[MAX_SHAPES];
-  double t[MAX_SHAPES][MAX_REPS];
-  int32_t nt[MAX_SHAPES];
-} form_t;
+static double ops(const int64_t *d) { return 2. * (double)d[0] * (double)d[1] * (double)d[2]; }
 
-static int open_form(form_t *fm, const char *build, mi_graph_t **g, int ns, int32_t threads, mi_error_t *err) {
-  mi_plugin_t *p = NULL;
-  uint32_t dev = 0;
-  mi_session_options_t o;
-  mi_knob_value_t th = {"threads", threads, 0.};
-  char path[1024];
-  int i;
-  memset(fm, 0, sizeof *fm);
-  snprintf(path, sizeof path, "%s/plugins", build);
-  if (!(fm->r = mi_registry_create())) return 0;
-  if (mi_registry_scan(fm->r, path, err) != MI_OK || mi_registry_device(fm->r, "blis-cpu:0", &p, &dev, err) != MI_OK)
-    return 0;
-  memset(&o, 0, sizeof o);
-  o.struct_size = (uint32_t)sizeof o;
-  o.allow_host_fallback = 0;
-  o.device_knob_count = 1;
-  o.device_knobs = &th;
-  for (i = 0; i < ns; i++)
-    if (mi_session_create(g[i], p, dev, &o, &fm->s[i], err) != MI_OK) return 0;
-  return 1;
-}
-
-static void close_form(form_t *fm) {
-  for (int i = 0; i < MAX_SHAPES; i++) mi_session_destroy(fm->s[i]);
-  mi_registry_destroy(fm->r);
-}
-
-/* reps runs of shape i (after one warm-up), times appended to fm. */
-static int time_runs(form_t *fm, int i, const mi_array_t *in, int32_t reps, mi_error_t *err) {
-  mi_array_t *out = NULL;
-  for (int32_t r = -1; r < reps; r++) {
-    double t0 = mi_now_s();
-    if (mi_session_run(fm->s[i], &in, 1, &out, 1, err) != MI_OK) return 0;
-    if (r >= 0 && fm->nt[i] < MAX_REPS) fm->t[i][fm->nt[i]++] = mi_now_s() - t0;
-    mi_array_destroy(out);
-    out = NULL;
-  }
-  return 1;
-}
-
-static double median(double *t, int32_t n) {
-  qsort(t, (size_t)n, sizeof t[0], zb_cmp_double);
-  return n ? t[n / 2] : 0.;
+static void label(const int64_t *d, char *buf, size_t cap) {
+  snprintf(buf, cap, "%lldx%lldx%lld", (long long)d[0], (long long)d[1], (long long)d[2]);
 }
 
 int main(int argc, char **argv) {
-  int64_t dims[MAX_SHAPES][3] = {{207, 288, 1152}, {207, 1152, 288}, {207, 288, 288}};
-  int ns = 3, nf, i, f, round;
-  const char *builds[2];
-  int32_t threads = argc > 3 ? (int32_t)strtol(argv[3], NULL, 10) : 1;
-  int32_t rounds = argc > 4 ? (int32_t)strtol(argv[4], NULL, 10) : 5;
-  int32_t reps = argc > 5 ? (int32_t)strtol(argv[5], NULL, 10) : 20;
-  mi_graph_t *g[MAX_SHAPES] = {0};
-  mi_array_t *in[MAX_SHAPES] = {0};
-  static form_t fm[2];
-  mi_error_t err = {0, ""};
-  if (argc < 2) {
-    fprintf(stderr, "usage: bench_blis_qmm BUILD [BASE_BUILD|-] [THREADS [ROUNDS [REPEAT [MxKxN ...]]]]\n");
-    return 2;
-  }
-  if (argc > 6) {
-    for (ns = 0; ns + 6 < argc && ns < MAX_SHAPES; ns++)
-      if (sscanf(argv[ns + 6], "%lldx%lldx%lld", (long long *)&dims[ns][0], (long long *)&dims[ns][1],
-                 (long long *)&dims[ns][2]) != 3)
-        return 2;
-  }
-  if (rounds < 1 || reps < 1 || rounds * reps > MAX_REPS) {
-    fprintf(stderr, "bench_blis_qmm: ROUNDS x REPEAT must be within 1..%d\n", MAX_REPS);
-    return 2;
-  }
-  builds[0] = argv[1];
-  builds[1] = argc > 2 && strcmp(argv[2], "-") != 0 ? argv[2] : NULL;
-  nf = builds[1] ? 2 : 1;
-  for (i = 0; i < ns; i++) {
-    int64_t xd[2] = {dims[i][0], dims[i][1]};
-    if (!(g[i] = qmm_graph(dims[i][0], dims[i][1], dims[i][2])) || !(in[i] = mi_array_create(MI_DTYPE_FLOAT32, 2, xd)))
-      return 1;
-    for (int64_t e = 0; e < xd[0] * xd[1]; e++) ((float *)in[i]->data)[e] = (float)(rnd32() % 65536) / 8192.f - 3.f;
-  }
-  for (f = 0; f < nf; f++)
-    if (!open_form(&fm[f], builds[f], g, ns, threads, &err)) {
-      fprintf(stderr, "bench_blis_qmm %s: %s\n", builds[f], err.message);
-      return 1;
-    }
-  for (round = 0; round < rounds; round++) /* base and new alternate shape by shape */
-    for (i = 0; i < ns; i++)
-      for (f = 0; f < nf; f++)
-        if (!time_runs(&fm[(f + round) % nf], i, in[i], reps, &err)) {
-          fprintf(stderr, "bench_blis_qmm: %s\n", err.message);
-          return 1;
-        }
-  printf("shape (MxKxN)      threads  %s", nf == 2 ? "base ms  base GOP/s  new ms  new GOP/s  base/new\n" : "ms  GOP/s\n");
-  for (i = 0; i < ns; i++) {
-    double ops = 2. * (double)dims[i][0] * (double)dims[i][1] * (double)dims[i][2], t0 = median(fm[0].t[i], fm[0].nt[i]);
-    char sh[48];
-    snprintf(sh, sizeof sh, "%lldx%lldx%lld", (long long)dims[i][0], (long long)dims[i][1], (long long)dims[i][2]);
-    if (nf == 2) {
-      double t1 = median(fm[1].t[i], fm[1].nt[i]);
-      printf("%-18s %7d  %7.3f  %10.1f  %6.3f  %9.1f  %8.2f\n", sh, threads, t1 * 1e3, ops / t1 * 1e-9, t0 * 1e3,
-             ops / t0 * 1e-9, t1 / t0);
-    } else {
-      printf("%-18s %7d  %.3f  %.1f\n", sh, threads, t0 * 1e3, ops / t0 * 1e-9);
-    }
-  }
-  for (f = 0; f < nf; f++) close_form(&fm[f]);
-  for (i = 0; i < ns; i++) {
-    mi_graph_destroy(g[i]);
-    mi_array_destroy(in[i]);
-  }
-  return 0;
+  static const qb_spec_t spec = {
+      "bench_blis_qmm", "bench_blis_qmm BUILD [BASE_BUILD|-] [THREADS [ROUNDS [REPEAT [MxKxN ...]]]]", "%lldx%lldx%lld", 3, 3, {{207, 288, 1152}, {207, 1152, 288}, {207, 288, 288}}, 20, 0, graph, ops, label, "shape (MxKxN)"};
+  return qb_main(&spec, argc, argv);
 }
