@@ -242,10 +242,12 @@ int32_t mi_runtime_open(const char *path, const mi_registry_t *registry,
       }
     } else if (!e->fallback && !mi_registry_cpu_fallback(registry, pl, rt->device, &fb, &rt->fb_device))
       fb = NULL;
-    if (fb && fb->manifest) snprintf(rt->fb_manifest, sizeof rt->fb_manifest, "%s", fb->manifest);
-    if (fb && fb->manifest) snprintf(rt->fb_spec, sizeof rt->fb_spec, "%s:%u", fb->name, (unsigned)rt->fb_device);
-    else
+    if (fb && fb->manifest) {
+      snprintf(rt->fb_manifest, sizeof rt->fb_manifest, "%s", fb->manifest);
+      snprintf(rt->fb_spec, sizeof rt->fb_spec, "%s:%u", fb->name, (unsigned)rt->fb_device);
+    } else {
       snprintf(rt->fb_spec, sizeof rt->fb_spec, "ref");
+    }
   }
   if ((rc = load_model(rt, err))) goto fail;
   if ((rc = mi__rt_open_device(rt, err))) goto fail;
