@@ -1,7 +1,8 @@
 # lib.bash - what the integration tests share (sourced; not a test itself): the build's tools, a
 # private folder $T removed on exit, mi_wire_py, which writes $T/mi_wire.py: a tiny protobuf/.npy
 # writer for hand-encoded models, so these tests need no generator; the hostile-plugin tests'
-# model (mi_relu_add_model) and the tune tests' model and recipe (mi_small_resnet, mi_blis_recipe).
+# model (mi_relu_add_model), the template plugin's folder (mi_template_plugin) and the tune
+# tests' model and recipe (mi_small_resnet, mi_blis_recipe).
 B=${MI_BUILD:?MI_BUILD is not set}
 RUN=$B/bin/mi-run
 ZOO=$B/bin/mi-zoo
@@ -42,6 +43,12 @@ def npy(descr, shape, data):
     h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
 PY
+}
+
+# TPL: the SDK's template plugin folder (Relu and Add only); the test is skipped (77) without it.
+mi_template_plugin() {
+  TPL=$B/tests/plugins/template
+  [ -d "$TPL" ] || { echo "template plugin not built: skipped"; exit 77; }
 }
 
 # $T/ra.onnx: y = Relu(x) + x on a float [1, WIDTH] input (WIDTH $1, default 4096), the model the

@@ -7,8 +7,7 @@ set -euo pipefail
 mi_wire_py
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-TPL=$B/tests/plugins/template
-[ -d "$TPL" ] || { echo "template plugin not built: skipped"; exit 77; }
+mi_template_plugin
 PL="$TPL:$B/plugins"
 
 # x[2,16] -> Relu -> CumSum(axis 1) -> Sin -> Add(., relu): the template runs Relu and Add,

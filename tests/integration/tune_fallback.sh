@@ -9,8 +9,7 @@ set -euo pipefail
 mi_wire_py
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-TPL=$B/tests/plugins/template
-[ -d "$TPL" ] || { echo "template plugin not built: skipped"; exit 77; }
+mi_template_plugin
 
 # x[2,W] -> Relu -> CumSum(axis 1) -> Add(., relu) at W = 16 and 32: two tasks of the same shape class.
 python3 - "$T" <<'EOF'

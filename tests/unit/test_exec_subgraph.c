@@ -112,25 +112,19 @@ done:
   mi_graph_destroy(g);
 }
 
-/* y = If(c, Relu(x), Concat(x, x)) with y only a graph output (a merged decoder's If returns
- * its caches so): the probe fixes y at the else branch's [8], yet a run taking the then branch
- * gives [4] with the reference's values, since no step was planned on y's shape; then the else
- * branch again gives [8]. Before, the then branch was refused like a y that later nodes read. */
-static void test_value_shaped_output(void) {
+/* y = If(c, Relu(x), Concat(x, x)) alone in a graph named `name`, x [4] = {1.5, -2, 0.25, 3}:
+ * the graph, and its inputs in *xa and *ca (c to be set per run). */
+static mi_graph_t *lone_if_graph(const char *name, mi_array_t **xa, mi_array_t **ca) {
   int64_t xd[1] = {4};
   float xv[4] = {1.5f, -2.0f, 0.25f, 3.0f};
-  mi_graph_t *g = mi_graph_create("value_shaped_output");
+  mi_graph_t *g = mi_graph_create(name);
   mi_error_t err = {0};
-  uint32_t dev = 0;
-  mi_plugin_t *p = device("blis-cpu:0", &dev);
-  mi_session_t *s = NULL;
   int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
   int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
   int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL), node;
-  mi_array_t *xa = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
-  const mi_array_t *ins[2] = {xa, ca};
-  const uint8_t cond[3] = {1, 0, 1};
-  REQUIRE(xa && ca);
+  *xa = mi_array_create(MI_DTYPE_FLOAT32, 1, xd);
+  *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
+  REQUIRE(*xa && *ca);
   mi_graph_add_input(g, x);
   mi_graph_add_input(g, c);
   node = mi_graph_add_node(g, "If", "if", 1, &c, 1, &y);
@@ -138,7 +132,23 @@ static void test_value_shaped_output(void) {
   REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
   REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
   REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
-  memcpy(xa->data, xv, sizeof xv);
+  memcpy((*xa)->data, xv, sizeof xv);
+  return g;
+}
+
+/* y = If(c, Relu(x), Concat(x, x)) with y only a graph output (a merged decoder's If returns
+ * its caches so): the probe fixes y at the else branch's [8], yet a run taking the then branch
+ * gives [4] with the reference's values, since no step was planned on y's shape; then the else
+ * branch again gives [8]. Before, the then branch was refused like a y that later nodes read. */
+static void test_value_shaped_output(void) {
+  mi_array_t *xa = NULL, *ca = NULL;
+  mi_graph_t *g = lone_if_graph("value_shaped_output", &xa, &ca);
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = device("blis-cpu:0", &dev);
+  mi_session_t *s = NULL;
+  const mi_array_t *ins[2] = {xa, ca};
+  const uint8_t cond[3] = {1, 0, 1};
   if (!p) goto done;
   CHECK(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
   for (int rep = 0; s && rep < 3; rep++) {
@@ -288,24 +298,9 @@ done:
  * yet the branch's kernel runs there (the plugin's kernel time grows, which fails when the host
  * interprets the branch), with the reference's values, on the first run and on the next. */
 static void test_nested_branch(void) {
-  int64_t xd[1] = {4};
-  float xv[4] = {1.5f, -2.0f, 0.25f, 3.0f};
   const uint8_t cond[2] = {0, 0}; /* the branch of the create-time probe (zero inputs) */
-  mi_graph_t *g = mi_graph_create("nested_if");
-  mi_error_t err = {0};
-  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
-  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
-  int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL), node;
-  mi_array_t *xa = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *ca = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
-  REQUIRE(xa && ca);
-  mi_graph_add_input(g, x);
-  mi_graph_add_input(g, c);
-  node = mi_graph_add_node(g, "If", "if", 1, &c, 1, &y);
-  mi_graph_add_output(g, y);
-  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch(0), &err) == MI_OK);
-  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch(1), &err) == MI_OK);
-  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
-  memcpy(xa->data, xv, sizeof xv);
+  mi_array_t *xa = NULL, *ca = NULL;
+  mi_graph_t *g = lone_if_graph("nested_if", &xa, &ca);
   run_if_on_device(g, xa, ca, cond, "Concat", 8, 0.0, 1);
 }
 
