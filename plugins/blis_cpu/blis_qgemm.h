@@ -385,7 +385,19 @@ const mi__blis_conv_t *mi__blis_qconv_pw_geom(const mi__blis_step_t *s);
 void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t rows, uint8_t *col, int32_t *acc,
                             int32_t *psum, uint8_t *y, int64_t ystride);
 const mi__blis_qbin_row_t *mi__blis_qbin_full(const mi__blis_step_t *s, int32_t *a, int32_t *b, int32_t *y);
-/* Integer Conv / Gemm-MatMul (B constant, 2-D) steps from a source. */
+/* One code of x (UINT8 when u8, else INT8). */
+static inline int32_t mi__blis_qcode(const void *x, int32_t u8, int64_t i) {
+  return u8 ? ((const uint8_t *)x)[i] : ((const int8_t *)x)[i];
+}
+/* A runtime zero point: the one code of tensor zt (INT8 or UINT8 as the input). */
+static inline int32_t mi__blis_qruntime_zp(void *const *t, int32_t zt, int32_t u8) { return mi__blis_qcode(t[zt], u8, 0); }
+/* Output stage parameters of channel c: mult = alpha*sx*sw/sy, bias = beta*b/sy (docs/abi.md);
+ * nothing for int32 sums (src->out32). Shared by the convs (blis_qgemm.c) and blis_qmm.c. */
+int32_t mi__blis_q_out_stage(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi__blis_qsrc_t *src,
+                             int64_t channels, double *mult, double *bias, mi_error_t *err);
+/* Pair-dot path of the int32 core: knob int8_dot (0 = auto, the widest this CPU runs). */
+int32_t mi__blis_q_int8_dot(const mi__blis_prep_t *p, int32_t simd);
+/* Integer Conv (blis_qgemm.c) / Gemm-MatMul (B constant, 2-D; blis_qmm.c) steps from a source. */
 int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
                              mi_error_t *err);
 int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__blis_qsrc_t *src,
