@@ -7,9 +7,9 @@
 
 #include "mi_host.h"
 
-#define ACC_MAX_CALIB 16
-#define ACC_MAX_SPECS 16
-#define MI_MAX_INPUTS_ACC 64
+#define ACC_MAX_CALIB MI_HOST_MAX_INPUT_ARGS
+#define ACC_MAX_SPECS MI_HOST_MAX_INPUT_ARGS
+#define MI_MAX_INPUTS_ACC MI_HOST_MAX_INPUT_ARGS
 
 typedef struct acc_args {
   const char *model, *config, *device;

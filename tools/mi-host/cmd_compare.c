@@ -23,12 +23,14 @@ typedef struct cmp_config {
 
 typedef struct cmp_args {
   const char *model, *device;
-  const char *fallback;                       /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default */
-  const char *shapes[16], *files[16], *calib; /* --shape, --input, --calib */
+  const char *fallback; /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default */
+  /* --shape, --input, --calib */
+  const char *shapes[MI_HOST_MAX_INPUT_ARGS], *files[MI_HOST_MAX_INPUT_ARGS], *calib;
   int nshape, nfile;
-  char calib_shapes[16][256]; /* shapes of --calib's first sample, for inputs with dynamic dims */
-  char inputs[2048];          /* every input's shape "NAME:D0xD1;..." for the workers, when given */
-  char fixed[8192];           /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
+  /* the shapes of --calib's first sample, for inputs with dynamic dims */
+  char calib_shapes[MI_HOST_MAX_INPUT_ARGS][256];
+  char inputs[MI_HOST_INPUTS_TEXT]; /* every input's shape "NAME:D0xD1;..." for the workers, when given */
+  char fixed[MI_HOST_FIXED_TEXT];   /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
   cmp_config_t cfg[MI_COMPARE_MAX_CONFIGS];
   int n;
   mi_measure_options_t mo;
@@ -101,7 +103,8 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
     } else if (k == O_SHAPE || k == O_INPUT) {
       /* Checked against the model by mi_graph_input_args, as profile and accuracy do. */
       int *n = k == O_SHAPE ? &a->nshape : &a->nfile;
-      if (*n == 16) return mi_host_usage_error("compare: at most 16 %s options", o);
+      if (*n == MI_HOST_MAX_INPUT_ARGS)
+        return mi_host_usage_error("compare: at most %d %s options", MI_HOST_MAX_INPUT_ARGS, o);
       (k == O_SHAPE ? a->shapes : a->files)[(*n)++] = v;
     } else if (k == O_CALIB) {
       a->calib = v;
@@ -251,7 +254,7 @@ static int32_t make_point(const mi_space_t *s, const char *device, cmp_config_t 
  * offered) and every worker refused the shapes as not concrete. */
 static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
   mi_xf_samples_t *smp = NULL;
-  const char *specs[16];
+  const char *specs[MI_HOST_MAX_INPUT_ARGS];
   int n = 0, dynamic = 0;
   int32_t rc;
   for (int32_t i = 0; i < g->input_count; i++) dynamic |= mi_tensor_dynamic_dim(&g->tensors[g->inputs[i]]) >= 0;
@@ -267,8 +270,8 @@ static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
     const mi_array_t *x = smp->inputs[i];
     size_t at;
     if (mi_tensor_dynamic_dim(t) < 0) continue;
-    if (a->nshape + n >= 16) {
-      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: at most 16 --shape options");
+    if (a->nshape + n >= MI_HOST_MAX_INPUT_ARGS) {
+      rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "compare: at most %d --shape options", MI_HOST_MAX_INPUT_ARGS);
       break;
     }
     at = (size_t)snprintf(a->calib_shapes[n], sizeof a->calib_shapes[n], "%s=", t->name);
@@ -290,21 +293,12 @@ static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
  * and mi-run), and what the workers get: every input's shape when any was given, and the
  * --input files by absolute path (a worker need not share the working directory). */
 static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
-  size_t at = 0;
   int32_t rc;
   if ((rc = mi_onnx_load(a->model, g, err))) return rc;
   if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)))
     return rc;
   if (a->calib && (rc = calib_shapes(a, *g, err))) return rc;
-  for (int32_t i = 0; a->nshape + a->nfile > 0 && i < (*g)->input_count && at < sizeof a->inputs; i++) {
-    const mi_tensor_t *t = &(*g)->tensors[(*g)->inputs[i]];
-    at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, "%s%s:", i ? ";" : "", t->name);
-    for (int32_t d = 0; d < t->rank && at < sizeof a->inputs; d++)
-      at += (size_t)snprintf(a->inputs + at, sizeof a->inputs - at, d ? "x%lld" : "%lld",
-                             (long long)t->dims[d]);
-  }
-  if (at >= sizeof a->inputs)
-    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape/--input: too many inputs");
+  if (a->nshape + a->nfile > 0 && (rc = mi_host_inputs_text(*g, a->inputs, sizeof a->inputs, err))) return rc;
   /* Checked here, before the space is built on the graph: a worker would only refuse it later
    * as "shapes are not concrete". */
   for (int32_t i = 0; i < (*g)->input_count; i++) {

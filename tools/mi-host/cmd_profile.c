@@ -24,7 +24,8 @@ typedef struct prof_args {
   const char *knob_dev[16]; /* NULL: every device */
   mi_knob_value_t knobs[16];
   int nshape, ninput;
-  const char *shapes[16], *inputs[16]; /* --shape NAME=DIMS, --input NAME=FILE.npy */
+  /* --shape NAME=DIMS, --input NAME=FILE.npy */
+  const char *shapes[MI_HOST_MAX_INPUT_ARGS], *inputs[MI_HOST_MAX_INPUT_ARGS];
 } prof_args_t;
 
 typedef struct task_info {
@@ -32,9 +33,9 @@ typedef struct task_info {
   const char *name;
   char *features;
   mi_model_features_t f;
-  char inputs[2048]; /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
-  char fixed[8192];  /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
-  mi_graph_t *g;     /* shapes inferred: the per-layer table's shapes and FLOPs */
+  char inputs[MI_HOST_INPUTS_TEXT]; /* "NAME:D0xD1;..." for the workers when --shape/--input gave shapes */
+  char fixed[MI_HOST_FIXED_TEXT];   /* the --input files "NAME=/ABS/FILE.npy;..." for the workers */
+  mi_graph_t *g;                    /* shapes inferred: the per-layer table's shapes and FLOPs */
 } task_info_t;
 
 #define OPTIONS(X)                                                                                 \
@@ -117,7 +118,8 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       a->nknob++;
     } else if (k == O_SHAPE || k == O_INPUT) {
       int *n = k == O_SHAPE ? &a->nshape : &a->ninput;
-      if (*n == 16) return mi_host_usage_error("profile: at most 16 %s options", o);
+      if (*n == MI_HOST_MAX_INPUT_ARGS)
+        return mi_host_usage_error("profile: at most %d %s options", MI_HOST_MAX_INPUT_ARGS, o);
       (k == O_SHAPE ? a->shapes : a->inputs)[(*n)++] = v;
     } else if (k == O_MODEL)
       a->model = v;
@@ -176,7 +178,6 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
   rc = mi_graph_input_args(g, a->inputs, a->ninput, a->shapes, a->nshape, NULL, err);
   for (int32_t i = 0; i < g->input_count && !rc; i++) {
     const mi_tensor_t *x = &g->tensors[g->inputs[i]];
-    size_t at = strlen(t->inputs);
     int32_t dyn = mi_tensor_dynamic_dim(x);
     if (dyn >= 0)
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
@@ -184,12 +185,8 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
                      "or --input %s=FILE.npy",
                      x->name, (int)dyn, x->dim_names[dyn] ? " ('" : "",
                      x->dim_names[dyn] ? x->dim_names[dyn] : "", x->dim_names[dyn] ? "')" : "", x->name, x->name);
-    if (a->nshape + a->ninput > 0 && at < sizeof t->inputs) {
-      at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, "%s%s:", i ? ";" : "", x->name);
-      for (int32_t d = 0; d < x->rank && at < sizeof t->inputs; d++)
-        at += (size_t)snprintf(t->inputs + at, sizeof t->inputs - at, d ? "x%lld" : "%lld", (long long)x->dims[d]);
-    }
   }
+  if (!rc && a->nshape + a->ninput > 0) rc = mi_host_inputs_text(g, t->inputs, sizeof t->inputs, err);
   if (!rc) rc = mi_host_fixed_inputs(a->inputs, a->ninput, t->fixed, sizeof t->fixed, err);
   if (!rc && !(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
       !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))

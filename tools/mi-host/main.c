@@ -133,6 +133,21 @@ int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t c
   return MI_OK;
 }
 
+int32_t mi_host_inputs_text(const mi_graph_t *g, char *out, size_t cap, mi_error_t *err) {
+  size_t at = 0;
+  out[0] = '\0';
+  for (int32_t i = 0; i < g->input_count; i++) {
+    const mi_tensor_t *t = &g->tensors[g->inputs[i]];
+    at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "%s%s:", i ? ";" : "", t->name);
+    for (int32_t d = 0; d < t->rank; d++)
+      at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, d ? "x%lld" : "%lld", (long long)t->dims[d]);
+  }
+  if (at >= cap)
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape/--input: the model's %d input shapes take over %zu bytes",
+                     (int)g->input_count, cap - 1);
+  return MI_OK;
+}
+
 int mi_host_check_fallback(mi_host_t *h, const char *command, const char *spec) {
   mi_registry_t *reg;
   mi_plugin_t *p = NULL;

@@ -15,6 +15,11 @@ enum { MI_HOST_DONE = -1,
        MI_HOST_USAGE = 2 };
 
 #define MI_HOST_MAX_DIRS 32
+/* --shape/--input options one command takes, and the texts that carry them to the workers: one
+ * per model input, and a merged transformer decoder has 27 (every past key and value). */
+#define MI_HOST_MAX_INPUT_ARGS 256
+#define MI_HOST_INPUTS_TEXT 16384 /* "NAME:D0xD1;..." of every input */
+#define MI_HOST_FIXED_TEXT 65536  /* "NAME=/ABS/FILE.npy;..." of the --input files */
 
 /** Global state of one mi-host run. */
 typedef struct mi_host {
@@ -59,6 +64,10 @@ int mi_host_cli_next(mi_cli_t *c, int *status);
  * fixed_inputs): "NAME=/ABS/FILE.npy;...", each file resolved to its absolute path since the
  * workers may run elsewhere in the tree. An unresolvable file or a text over `cap` is an error. */
 int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t cap, mi_error_t *err);
+
+/** Every input's shape as the workers take it (mi_worker_config_t's inputs): "NAME:D0xD1;...".
+ * A text over `cap` is an error, never a cut one. */
+int32_t mi_host_inputs_text(const mi_graph_t *g, char *out, size_t cap, mi_error_t *err);
 
 /** Prints "mi-host: <message>" to stderr and returns MI_HOST_USAGE. */
 int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -7,9 +7,12 @@
 #include "mi_cli.h"
 #include "mi_run.h"
 
+/* --input options: one per model input (a merged transformer decoder has 27). */
+#define DEP_MAX_INPUTS 256
+
 typedef struct dep_opts {
   const char *table, *plugins, *model, *device, *output, *log;
-  const char *inputs[16];
+  const char *inputs[DEP_MAX_INPUTS];
   int input_count, repeat, json, readapt, monitor, timeout_s;
   int32_t policy;
 } dep_opts_t;
@@ -28,7 +31,7 @@ int mi_run_wants_deployment(int argc, char **argv) {
     "the table's entry for this device, PLUGIN:INDEX (default: the\n"                         \
     "assigned one)")                                                                          \
   X(O_INPUT, "input", "NAME=FILE",                                                            \
-    "a model input from a .npy file (repeatable, at most 16);\n"                              \
+    "a model input from a .npy file (repeatable, at most 256);\n"                             \
     "other inputs get deterministic random data")                                             \
   X(O_REPEAT, "repeat", "N", "runs (default 1); the summary gives their median")              \
   MI_CLI_OPTS_OUTPUT_DIR(X)                                                                   \
@@ -85,8 +88,8 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
     case O_TIMEOUT: rc = mi_cli_int_to(&c, 0, 1000000, &o->timeout_s); break;
     case O_REPEAT: rc = mi_cli_int_to(&c, 1, 1000000, &o->repeat); break;
     case O_INPUT:
-      if (o->input_count == 16 || !strchr(c.value, '='))
-        rc = mi_cli_error(&c, "--input takes NAME=FILE.npy (at most 16), not '%s'", c.value);
+      if (o->input_count == DEP_MAX_INPUTS || !strchr(c.value, '='))
+        rc = mi_cli_error(&c, "--input takes NAME=FILE.npy (at most %d), not '%s'", DEP_MAX_INPUTS, c.value);
       else
         o->inputs[o->input_count++] = c.value;
       break;

@@ -287,12 +287,17 @@ static void free_fixed(const mi_graph_t *g, mi_array_t **fixed) {
  * (mi_graph_input_args): g's input shapes set, the arrays in fixed[] by input index. */
 static int32_t fixed_inputs(mi_graph_t *g, const char *text, mi_array_t **fixed, mi_error_t *err) {
   char *copy = strdup(text), *save = NULL;
-  const char *files[64];
-  int32_t n = 0, rc;
-  if (!copy) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
-  for (char *it = strtok_r(copy, ";", &save); it && n < 64; it = strtok_r(NULL, ";", &save))
-    files[n++] = it;
+  const char **files = NULL;
+  int32_t n = 1, rc;
+  for (const char *p = text; *p; p++) n += *p == ';';
+  if (!copy || !(files = malloc((size_t)n * sizeof *files))) {
+    free(copy);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+  }
+  n = 0;
+  for (char *it = strtok_r(copy, ";", &save); it; it = strtok_r(NULL, ";", &save)) files[n++] = it;
   rc = mi_graph_input_args(g, files, n, NULL, 0, fixed, err);
+  free(files);
   free(copy);
   return rc;
 }
@@ -305,9 +310,11 @@ int32_t mi__config_cached_model(mi__config_cache_t *c, const cjob_t *job, const 
   mi_xf_samples_t *smp = NULL;
   mi_array_t **fixed = NULL;
   int32_t rc;
-  snprintf(key, sizeof key, "%s|%s|%s|%s|%llu|%d", t[T_MODEL], t[T_INPUTS], t[T_CALIB],
-           t[T_FIXED], (unsigned long long)job->seed, (int)job->samples);
-  if (c->g && strcmp(key, c->key) == 0) return MI_OK;
+  /* A key too long for the buffer is never kept: a cut one could match another job's. */
+  int len = snprintf(key, sizeof key, "%s|%s|%s|%s|%llu|%d", t[T_MODEL], t[T_INPUTS], t[T_CALIB],
+                     t[T_FIXED], (unsigned long long)job->seed, (int)job->samples);
+  if (len < 0 || (size_t)len >= sizeof key) key[0] = '\0';
+  if (c->g && key[0] && strcmp(key, c->key) == 0) return MI_OK;
   mi__config_cache_free(c);
   if ((rc = mi_onnx_load(t[T_MODEL], &c->g, err))) return rc;
   if (t[T_INPUTS][0] && (rc = mi_graph_set_input_shapes(c->g, t[T_INPUTS], "worker", err))) goto fail;

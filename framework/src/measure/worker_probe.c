@@ -168,8 +168,10 @@ static int32_t probe_model(mi__probe_cache_t *c, const char *model, const char *
                            mi_error_t *err) {
   char key[sizeof c->key];
   int32_t rc;
-  snprintf(key, sizeof key, "%s|%s", model, inputs);
-  if (c->g && strcmp(key, c->key) == 0) return MI_OK;
+  /* A key too long for the buffer is never kept: a cut one could match another model's. */
+  int len = snprintf(key, sizeof key, "%s|%s", model, inputs);
+  if (len < 0 || (size_t)len >= sizeof key) key[0] = '\0';
+  if (c->g && key[0] && strcmp(key, c->key) == 0) return MI_OK;
   mi__probe_cache_free(c);
   if ((rc = mi_onnx_load(model, &c->g, err))) return rc;
   if ((inputs[0] && (rc = mi_graph_set_input_shapes(c->g, inputs, "worker", err))) ||
