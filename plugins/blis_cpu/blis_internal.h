@@ -277,6 +277,10 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 /* The host's MatMul fold unit at the prepared node (Muls by a constant scalar and a Transpose on
  * B, then the MatMul; MI_FUSE_TRANSPOSE): one step, *taken 1; else *taken 0 and nothing held. */
 int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
+/* A weight's DequantizeLinear (constant 8-bit codes) and the MatMul / Gemm that reads it as B
+ * (MI_FUSE_DQ; blis_wq.c): one step on the codes, *taken 1; a refusal is MI_ERR_UNSUPPORTED (the
+ * host then folds the weights); *taken 0 with nothing held when the next node is no such op. */
+int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

@@ -394,6 +394,16 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
         continue;
       }
     }
+    if (d->node_count > 1 && !strcmp(node->op_type, "DequantizeLinear")) { /* weight-only: blis_wq.c */
+      int taken = 0;
+      rc = mi__blis_prep_wq(&p, &k->steps[k->step_count], &taken, err);
+      if (taken || rc != MI_OK) {
+        k->step_count++;
+        if (rc != MI_OK) goto fail;
+        i += p.nodes_used;
+        continue;
+      }
+    }
     for (j = 0; j < OPS_N; j++)
       if (strcmp(ops[j].op, node->op_type) == 0) break;
     if (j == OPS_N) {

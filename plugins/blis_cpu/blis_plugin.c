@@ -46,12 +46,12 @@ const mi__blis_variant_t mi__blis_variants[] = {
     {"gemm.blis", "Gemm",
      "BLIS sgemm with transA/transB/alpha/beta; constant B packed once for register-blocked tiles; "
      "-> Add (bias) [-> activation] [-> residual Add] fused into them",
-     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM, "threads,arch,int8_dot,simd"},
+     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM | MI_FUSE_DQ, "threads,arch,int8_dot,simd"},
     {"matmul.blis", "MatMul",
      "batched GEMM with numpy broadcasting: register-blocked tiles on B packed once (constant) or per "
      "call (small runtime B), else BLIS sgemm; constant B: -> Add (bias) [-> activation] [-> residual Add] fused into the tiles; "
      "a Transpose and scalar Muls feeding the operands read as strides and alpha",
-     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM | MI_FUSE_TRANSPOSE,
+     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM | MI_FUSE_TRANSPOSE | MI_FUSE_DQ,
      "threads,arch,int8_dot,simd"},
 };
 const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);

@@ -242,6 +242,12 @@ int mi__qdq_chain_dq_apart(mi__plan_t *p, int32_t dq, int32_t at);
 int mi__mm_fold_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
                       mi__unit_t *u);
 
+/* A float MatMul / Gemm whose B is the DequantizeLinear of constant 8-bit codes that only it
+ * reads (qdq_weight.c), for a device whose MatMul / Gemm declares MI_FUSE_DQ: 1 and *u (the DQ,
+ * then the op; anchored and placed at the op). */
+int mi__qdq_weight_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+                         mi__unit_t *u);
+
 /* QDQ blocks (qdq_block.c): a lowered depthwise Conv, the lowered pointwise Conv that alone
  * reads its codes, and the lowered residual Add that alone reads the pointwise codes, as one
  * kernel unit (kind 2) over the lowered units, for a device whose INT8 Conv variant declares

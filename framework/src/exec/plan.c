@@ -742,6 +742,12 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
     if (add_pair(p, n, r, r)) return MI_ERR_OUT_OF_MEMORY;
   }
   if (linear_groups(p, g, consts, vars, var_count)) return MI_ERR_OUT_OF_MEMORY;
+  /* a MatMul / Gemm on the codes of its DequantizeLinear'd constant B (exec/qdq_weight.c) */
+  if ((fuse_mask(vars, var_count, "MatMul") | fuse_mask(vars, var_count, "Gemm")) & MI_FUSE_DQ)
+    for (int32_t n = 0; n < g->node_count; n++)
+      if ((fuse_mask(vars, var_count, g->nodes[n].op_type) & MI_FUSE_DQ) && mi__qdq_weight_match(g, p, consts, n, &u) &&
+          add_unit(p, &u))
+        return MI_ERR_OUT_OF_MEMORY;
   /* a MatMul's transposed and scaled runtime operands (exec/mm_fold.c) */
   if (fuse_mask(vars, var_count, "MatMul") & MI_FUSE_TRANSPOSE)
     for (int32_t n = 0; n < g->node_count; n++)

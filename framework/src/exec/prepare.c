@@ -401,6 +401,8 @@ static int32_t prepare_block(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   return MI_OK;
 }
 
+static int dq_of_constants(const mi_session_t *s, int32_t i);
+
 /* A fused group, described with the anchor's choice; refused: its nodes one by one. */
 static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
@@ -417,8 +419,15 @@ static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   req.role = p->plan.role;
   if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
   if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
-  for (int32_t m = 0; m < u->count; m++) /* (a chain's DQ that already runs apart: once) */
-    if ((m || u->dq_state != 2) && (rc = prepare_single(p, u->nodes[m], err))) return rc;
+  for (int32_t m = 0; m < u->count; m++) { /* (a chain's DQ that already runs apart: once) */
+    if (!m && u->dq_state == 2) continue;
+    /* a weight's DequantizeLinear (qdq_weight.c): its float value, once, as when it is no member */
+    if (dq_of_constants(s, u->nodes[m]) && (rc = fold(p, u->nodes[m], 1, err)) != 0) {
+      if (rc < 0) return -rc;
+      continue;
+    }
+    if ((rc = prepare_single(p, u->nodes[m], err))) return rc;
+  }
   return MI_OK;
 }
 

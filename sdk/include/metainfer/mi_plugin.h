@@ -248,7 +248,14 @@ typedef enum mi_fuse_bits {
    * scalar that alone feed its runtime operands (a Transpose on B only), the members first in
    * node order and the MatMul last: attention's Q * K^T read through strides, the scales folded
    * into the product (docs/abi.md, "A MatMul's transposed and scaled operands") */
-  MI_FUSE_TRANSPOSE = 1u << 8
+  MI_FUSE_TRANSPOSE = 1u << 8,
+  /* ABI 1.3, appended: on a MatMul or Gemm variant, the DequantizeLinear of constant INT8/UINT8
+   * codes (per tensor, or per output column) whose float value only that op reads, as its B:
+   * weight-only quantization. The group (DequantizeLinear, op) arrives as one description, the
+   * float weights internal, so the kernel may compute on the codes; refused, the host folds the
+   * DequantizeLinear to FLOAT32 as for any other device (docs/abi.md, "Weight-only quantized
+   * MatMul") */
+  MI_FUSE_DQ = 1u << 9
 } mi_fuse_bits;
 
 /** A kernel variant for one op type. Filled by variant_desc. */

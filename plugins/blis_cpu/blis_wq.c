@@ -1,0 +1,239 @@
+/* blis_wq.c - weight-only quantized MatMul / Gemm: B the DequantizeLinear of constant INT8/UINT8
+ * codes, the product computed on the codes, widened to float in registers (MI_FUSE_DQ). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "blis_conv.h"
+
+#define AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
+#define AVX2_FN __attribute__((target("avx2,fma")))
+
+/* Why: a one-row product on the folded FLOAT32 weights is memory-bound, and reads four times the
+ * bytes of the codes (Moonshine tiny's decoder head: 37.7 MB a token for 9.4 MB of codes), while
+ * the session also keeps the float copy. Each weight is (float)(q - z) * s, the value the fold
+ * writes (the reference's DequantizeLinear: (q - z) * s exact in double, rounded once to float,
+ * the same as one float multiply), so only the order of the sums differs from the folded path.
+ * Rows beyond WQ_MAX_M are left to the folded path: there the packed float tiles reuse each weight
+ * over many rows and the codes' bytes no longer set the time (docs/benchmarks.md). */
+#define WQ_MAX_M 16
+#define WQ_ROWS 4 /* rows of A a pass over a column block carries in registers */
+
+#define WQ_P 64 /* columns of a packed panel: the codes of 64 columns, row after row */
+
+typedef struct wq {
+  int64_t m, k, n, np; /* np: panels */
+  int32_t a, y;        /* tensors: A (m x k floats), the output (m x n) */
+  int32_t sgn;         /* INT8 codes (else UINT8) */
+  int32_t simd;
+  const uint8_t *pk;  /* panel p's row kk at pk + (p * k + kk) * WQ_P; columns past n hold code 0 */
+  const float *s, *z; /* per column (np * WQ_P, 0 past n): scale and zero point */
+} wq_t;
+
+static int32_t simd_of(const mi__blis_prep_t *p) {
+  int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
+  return si > 0 && si < p->ctx->simd_n ? p->ctx->simd_ids[si] : mi__blis_simd_level(p->ctx->cpu.isa);
+}
+
+/* ---- plain C: each column's sum in k order */
+static void panel_c(const wq_t *q, const float *a, float *y, int64_t p) {
+  const uint8_t *pan = q->pk + p * q->k * WQ_P;
+  int64_t j0 = p * WQ_P, w = q->n - j0 < WQ_P ? q->n - j0 : WQ_P;
+  for (int64_t r = 0; r < q->m; r++)
+    for (int64_t c = 0; c < w; c++) {
+      float acc = 0.0f, s = q->s[j0 + c], z = q->z[j0 + c];
+      for (int64_t kk = 0; kk < q->k; kk++) {
+        uint8_t b = pan[kk * WQ_P + c];
+        float w8 = q->sgn ? (float)(int8_t)b : (float)b;
+        float wv = (w8 - z) * s;
+        acc += a[r * q->k + kk] * wv;
+      }
+      y[r * q->n + j0 + c] = acc;
+    }
+}
+
+/* ---- AVX-512: a panel's 4 vectors of 16 columns, R rows; stores masked past n */
+static inline __attribute__((always_inline)) AVX512_FN void rows512(const wq_t *q, const float *a, float *y,
+                                                                    int64_t p, int64_t r0, const int R) {
+  const uint8_t *pan = q->pk + p * q->k * WQ_P;
+  int64_t j = p * WQ_P;
+  __m512 acc[WQ_ROWS][4], sv[4], zv[4];
+  for (int v = 0; v < 4; v++) {
+    sv[v] = _mm512_loadu_ps(q->s + j + 16 * v);
+    zv[v] = _mm512_loadu_ps(q->z + j + 16 * v);
+    for (int r = 0; r < R; r++) acc[r][v] = _mm512_setzero_ps();
+  }
+  for (int64_t kk = 0; kk < q->k; kk++) {
+    const uint8_t *row = pan + kk * WQ_P;
+    for (int v = 0; v < 4; v++) {
+      __m128i b = _mm_loadu_si128((const __m128i *)(row + 16 * v));
+      __m512i i = q->sgn ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+      __m512 w = _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(i), zv[v]), sv[v]);
+      for (int r = 0; r < R; r++)
+        acc[r][v] = _mm512_fmadd_ps(_mm512_set1_ps(a[(r0 + r) * q->k + kk]), w, acc[r][v]);
+    }
+  }
+  for (int v = 0; v < 4; v++) {
+    int64_t left = q->n - j - 16 * v;
+    __mmask16 mk = left >= 16 ? (__mmask16)0xffff : left > 0 ? (__mmask16)((1u << left) - 1u)
+                                                             : 0;
+    for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + (r0 + r) * q->n + j + 16 * v, mk, acc[r][v]);
+  }
+}
+
+static AVX512_FN void panel_512(const wq_t *q, const float *a, float *y, int64_t p) {
+  for (int64_t r0 = 0; r0 < q->m; r0 += WQ_ROWS) switch (q->m - r0) {
+    case 1: rows512(q, a, y, p, r0, 1); break;
+    case 2: rows512(q, a, y, p, r0, 2); break;
+    case 3: rows512(q, a, y, p, r0, 3); break;
+    default: rows512(q, a, y, p, r0, 4); break;
+    }
+}
+
+/* ---- AVX2: half a panel (4 vectors of 8 columns) at a time, R rows; a vector past n via a copy */
+static inline __attribute__((always_inline)) AVX2_FN void rows256(const wq_t *q, const float *a, float *y,
+                                                                  int64_t p, int64_t h, int64_t r0, const int R) {
+  const uint8_t *pan = q->pk + p * q->k * WQ_P + 32 * h;
+  int64_t j = p * WQ_P + 32 * h;
+  __m256 acc[2][4];
+  for (int v = 0; v < 4; v++)
+    for (int r = 0; r < R; r++) acc[r][v] = _mm256_setzero_ps();
+  for (int64_t kk = 0; kk < q->k; kk++) {
+    const uint8_t *row = pan + kk * WQ_P;
+    for (int v = 0; v < 4; v++) {
+      __m128i b = _mm_loadl_epi64((const __m128i *)(row + 8 * v));
+      __m256i i = q->sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+      __m256 w = _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(i), _mm256_loadu_ps(q->z + j + 8 * v)),
+                               _mm256_loadu_ps(q->s + j + 8 * v));
+      for (int r = 0; r < R; r++)
+        acc[r][v] = _mm256_fmadd_ps(_mm256_set1_ps(a[(r0 + r) * q->k + kk]), w, acc[r][v]);
+    }
+  }
+  for (int v = 0; v < 4; v++) {
+    int64_t left = q->n - j - 8 * v;
+    for (int r = 0; r < R; r++) {
+      float *dst = y + (r0 + r) * q->n + j + 8 * v, tmp[8];
+      if (left >= 8) {
+        _mm256_storeu_ps(dst, acc[r][v]);
+      } else if (left > 0) {
+        _mm256_storeu_ps(tmp, acc[r][v]);
+        memcpy(dst, tmp, (size_t)left * sizeof(float));
+      }
+    }
+  }
+}
+
+static AVX2_FN void panel_256(const wq_t *q, const float *a, float *y, int64_t p) {
+  for (int64_t h = 0; h < 2 && p * WQ_P + 32 * h < q->n; h++)
+    for (int64_t r0 = 0; r0 < q->m; r0 += 2) {
+      if (q->m - r0 == 1) rows256(q, a, y, p, h, r0, 1);
+      else
+        rows256(q, a, y, p, h, r0, 2);
+    }
+}
+
+/* Work items: panels. */
+static void wq_part(void *arg, int64_t i0, int64_t i1) {
+  const mi__blis_task_t *t = arg;
+  const wq_t *q = t->state;
+  const float *a = t->t[q->a];
+  float *y = t->t[q->y];
+  for (int64_t p = i0; p < i1; p++) switch (q->simd) {
+    case MI__SIMD_AVX512: panel_512(q, a, y, p); break;
+    case MI__SIMD_AVX2: panel_256(q, a, y, p); break;
+    default: panel_c(q, a, y, p); break;
+    }
+}
+
+static int32_t wq_run(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const wq_t *q = s->state;
+  (void)err;
+  return mi__blis_run_parts(s, t, env, q->np, 1, q->m * q->k * WQ_P, wq_part);
+}
+
+/* Scale and zero point of every output column, from the DequantizeLinear's constants: one value,
+ * or one per column (axis = the codes' column axis); 0 when they are laid out otherwise. */
+static int col_params(const mi__blis_prep_t *p, const mi_node_desc_t *dq, const mi_tensor_desc_t *w, float *s,
+                      float *z) {
+  const mi_tensor_desc_t *st = mi__blis_tensor(p, mi__blis_in(dq, 1)), *zt = mi__blis_tensor(p, mi__blis_in(dq, 2));
+  int64_t ns = st ? mi_sdk_numel(st) : 0, n = w->dims[1], axis = mi_sdk_attr_int(dq, "axis", 1);
+  if (!st || !st->data || st->dtype != MI_DTYPE_FLOAT32 || (zt && (!zt->data || zt->dtype != w->dtype)))
+    return 0;
+  if (zt && mi_sdk_numel(zt) != ns) return 0;
+  if (axis < 0) axis += 2;
+  if (ns != 1 && !(st->rank == 1 && axis == 1 && ns == n)) return 0;
+  for (int64_t j = 0; j < n; j++) {
+    int64_t c = ns == 1 ? 0 : j;
+    s[j] = ((const float *)st->data)[c];
+    z[j] = !zt ? 0.0f : w->dtype == MI_DTYPE_INT8 ? (float)((const int8_t *)zt->data)[c]
+                                                  : (float)((const uint8_t *)zt->data)[c];
+  }
+  return 1;
+}
+
+int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err) {
+  const mi_node_desc_t *dq = mi__blis_node(p, 0), *op = mi__blis_node(p, 1);
+  const mi_tensor_desc_t *w, *x, *yt;
+  int32_t wf, gemm;
+  wq_t *q;
+  float *aux;
+  int64_t m = 1;
+  *taken = 0;
+  if (!op || (strcmp(op->op_type, "MatMul") && strcmp(op->op_type, "Gemm")) || (wf = mi__blis_out(dq, 0)) < 0 ||
+      mi__blis_in(op, 1) != wf || mi__blis_consumers(p, wf) != 1 || mi__blis_is_kernel_output(p, wf))
+    return MI_OK;
+  *taken = 1;
+  p->nodes_used = 2;
+  gemm = !strcmp(op->op_type, "Gemm");
+  w = mi__blis_tensor(p, mi__blis_in(dq, 0));
+  x = mi__blis_tensor(p, mi__blis_in(op, 0));
+  yt = mi__blis_tensor(p, mi__blis_out(op, 0));
+  if (!w || !w->data || w->rank != 2 || (w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT8))
+    return mi__blis_unsupported(err, op, "B is not a DequantizeLinear of constant 2-D INT8/UINT8 codes");
+  if (!x || x->data || x->dtype != MI_DTYPE_FLOAT32 || x->rank < 1 || !yt || yt->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, op, "weight-only codes take a runtime FLOAT32 A");
+  if (gemm && (mi__blis_in(op, 2) >= 0 || mi_sdk_attr_int(op, "transA", 0) || mi_sdk_attr_int(op, "transB", 0) ||
+               mi_sdk_attr_float(op, "alpha", 1.f) != 1.f))
+    return mi__blis_unsupported(err, op, "weight-only codes: a Gemm with C, transA, transB or alpha runs folded");
+  if (x->rank < 2 && gemm) return mi__blis_unsupported(err, op, "Gemm's A must be 2-D");
+  for (int32_t d = 0; d + 1 < x->rank; d++) m *= x->dims[d];
+  if (x->dims[x->rank - 1] != w->dims[0] || m < 1)
+    return mi__blis_unsupported(err, op, "A's last dim is not B's rows (or unknown)");
+  if (m > WQ_MAX_M) return mi__blis_unsupported(err, op, "more rows than the weight-only GEMV takes: runs folded");
+  if (mi_sdk_numel(yt) != m * w->dims[1]) return mi__blis_unsupported(err, op, "output shape");
+  if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
+  q->m = m;
+  q->k = w->dims[0];
+  q->n = w->dims[1];
+  q->np = (q->n + WQ_P - 1) / WQ_P;
+  /* one block: the per-column scales and zero points, then the panels */
+  if (!(aux = s->aux = mi__blis_calloc(p->ctx, (uint64_t)(2 * q->np * WQ_P) * sizeof(float) +
+                                                   (uint64_t)(q->np * q->k * WQ_P))))
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  if (!col_params(p, dq, w, aux, aux + q->np * WQ_P))
+    return mi__blis_unsupported(err, op, "weight-only codes take one scale, or one per output column");
+  {
+    uint8_t *pk = (uint8_t *)(aux + 2 * q->np * WQ_P);
+    const uint8_t *codes = w->data;
+    for (int64_t pp = 0; pp < q->np; pp++)
+      for (int64_t kk = 0; kk < q->k; kk++) {
+        int64_t j0 = pp * WQ_P, c = q->n - j0 < WQ_P ? q->n - j0 : WQ_P;
+        memcpy(pk + (pp * q->k + kk) * WQ_P, codes + kk * q->n + j0, (size_t)c);
+      }
+    q->pk = pk;
+  }
+  q->a = mi__blis_in(op, 0);
+  q->y = mi__blis_out(op, 0);
+  q->sgn = w->dtype == MI_DTYPE_INT8;
+  q->simd = simd_of(p);
+  q->s = aux;
+  q->z = aux + q->np * WQ_P;
+  s->run = wq_run;
+  mi__blis_drop_const(p, mi__blis_in(dq, 0)); /* the panels are all the step reads */
+  /* the float weights are never written: no scratch for them (prepare_tensors made one) */
+  if (p->k->owned[wf]) {
+    mi__blis_free(p->ctx, p->k->ptr[wf]);
+    p->k->ptr[wf] = NULL;
+    p->k->owned[wf] = 0;
+  }
+  return MI_OK;
+}

@@ -1,0 +1,127 @@
+/* test_exec_wq.c - weight-only quantized MatMul / Gemm on blis-cpu (MI_FUSE_DQ, plugins/blis_cpu/blis_wq.c):
+ * a DequantizeLinear of constant INT8/UINT8 codes feeding B runs with its MatMul as one kernel on the
+ * codes (the session's kernel holds both nodes), at every SIMD cap, for M = 1..7 rows, odd K and N,
+ * per-tensor and per-column scales, zero points 0 and not, within 1e-5 relative L2 of the reference
+ * interpreter; what the kernel refuses (more rows than its GEMV takes, per-row scales, a Gemm with
+ * transB) runs on the folded weights, still right. */
+#include "test_exec_util.h"
+
+typedef struct wspec {
+  int64_t m, k, n;
+  int sgn;     /* INT8 codes (else UINT8) */
+  int per_col; /* one scale (and zero point) per output column; axis 0: per row of K instead */
+  int zp;      /* a nonzero zero point */
+  int rank3;   /* A as [1, M, K] */
+  int gemm;    /* a Gemm instead of the MatMul */
+  int axis0;   /* per-axis scales along K (the kernel refuses them) */
+  int trans_b; /* Gemm transB = 1, codes [N, K] (refused) */
+} wspec_t;
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+static mi_graph_t *wq_graph(const wspec_t *sp) {
+  mi_graph_t *g = mi_graph_create("wq");
+  int64_t xd[3] = {1, sp->m, sp->k}, wd[2] = {sp->trans_b ? sp->n : sp->k, sp->trans_b ? sp->k : sp->n};
+  int64_t nch = sp->axis0 ? sp->k : sp->per_col ? sp->n
+                                                : 1,
+          cd[1] = {nch};
+  uint8_t codes[64 * 200], zps[200];
+  float sc[200];
+  uint64_t seed = 1234 + (uint64_t)(sp->m * 7 + sp->k * 13 + sp->n);
+  int32_t x, w, s, z, wf, y, n;
+  mi_error_t err = {0};
+  int32_t dt = sp->sgn ? MI_DTYPE_INT8 : MI_DTYPE_UINT8;
+  g->opset = 13;
+  for (int64_t i = 0; i < sp->k * sp->n; i++) codes[i] = (uint8_t)lcg(&seed);
+  for (int64_t c = 0; c < nch; c++) {
+    sc[c] = 0.002f + 0.0001f * (float)(lcg(&seed) % 100);
+    zps[c] = sp->zp ? (uint8_t)(sp->sgn ? (int8_t)((int)(lcg(&seed) % 21) - 10) : (uint8_t)(118 + lcg(&seed) % 21)) : 0;
+  }
+  x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, sp->rank3 ? 3 : 2, sp->rank3 ? xd : xd + 1);
+  mi_graph_add_input(g, x);
+  w = mi_graph_add_tensor(g, "w_q", dt, 2, wd);
+  mi_graph_set_data(g, w, codes, (size_t)(sp->k * sp->n));
+  s = nch == 1 ? mi_graph_add_const_f32(g, "w_scale", 0, NULL, sc) : mi_graph_add_const_f32(g, "w_scale", 1, cd, sc);
+  z = mi_graph_add_tensor(g, "w_zp", dt, nch == 1 ? 0 : 1, cd);
+  mi_graph_set_data(g, z, zps, (size_t)nch);
+  wf = mi_graph_add_tensor(g, "w", MI_DTYPE_FLOAT32, -1, NULL);
+  n = mi_graph_add_node(g, "DequantizeLinear", "w_dq", 3, (int32_t[]){w, s, z}, 1, (int32_t[]){wf});
+  if (nch > 1) mi_node_set_int(g, n, "axis", sp->axis0 ? (sp->trans_b ? 1 : 0) : (sp->trans_b ? 0 : 1));
+  y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
+  n = mi_graph_add_node(g, sp->gemm ? "Gemm" : "MatMul", "mm", 2, (int32_t[]){x, wf}, 1, (int32_t[]){y});
+  if (sp->trans_b) mi_node_set_int(g, n, "transB", 1);
+  mi_graph_add_output(g, y);
+  if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("weight-only graph", &err);
+  return g;
+}
+
+/* Runs sp on p; returns the nodes of the session's kernel that runs the MatMul (2: the DQ with it). */
+static int32_t check(mi_plugin_t *p, const wspec_t *sp, int32_t threads, int no_auto_fuse) {
+  mi_graph_t *g = wq_graph(sp);
+  mi_array_t *x = input_for(g, 11), *got[4] = {0}, *want[4] = {0};
+  mi_knob_value_t th = {"threads", threads, 0};
+  mi_session_options_t o;
+  mi_session_t *s;
+  int32_t members = 0;
+  double d;
+  memset(&o, 0, sizeof o);
+  o.no_auto_fuse = no_auto_fuse;
+  o.device_knob_count = 1;
+  o.device_knobs = &th;
+  s = session_opts(g, p, o);
+  for (int32_t i = 0; i < mi_session_kernel_count(s); i++) {
+    const int32_t *nodes;
+    int32_t c = mi_session_kernel_nodes(s, i, &nodes);
+    for (int32_t j = 0; j < c; j++)
+      if (!strcmp(g->nodes[nodes[j]].op_type, sp->gemm ? "Gemm" : "MatMul")) members = c;
+  }
+  run(s, g, x, got);
+  ref(g, x, want);
+  d = tu_rel_l2_arrays(got[0], want[0]);
+  printf("M%lld K%lld N%lld %s %s zp%d%s%s%s%s t%d%s: kernel of %d nodes, rel L2 %.2e\n", (long long)sp->m,
+         (long long)sp->k, (long long)sp->n, sp->sgn ? "int8" : "uint8", sp->axis0 ? "per-row" : sp->per_col ? "per-col"
+                                                                                                             : "per-tensor",
+         sp->zp, sp->rank3 ? " 3-D" : "", sp->gemm ? " Gemm" : "", sp->trans_b ? " transB" : "", "", threads,
+         no_auto_fuse ? " unfused" : "", members, d);
+  CHECK(d < 1e-5, "rel L2 %.3e", d);
+  destroy_outs(got, want);
+  mi_session_destroy(s);
+  mi_array_destroy(x);
+  mi_graph_destroy(g);
+  return members;
+}
+
+static void on_plugin(mi_plugin_t *p) {
+  /* N: under one vector, a masked tail, several blocks and a tail; K odd */
+  static const int64_t kn[][2] = {{37, 5}, {19, 83}, {45, 150}};
+  for (int64_t m = 1; m <= 7; m++)
+    for (size_t i = 0; i < sizeof kn / sizeof kn[0]; i++)
+      for (int f = 0; f < 8; f++) {
+        wspec_t sp = {m, kn[i][0], kn[i][1], f & 1, (f >> 1) & 1, (f >> 2) & 1, (int)(m & 1), 0, 0, 0};
+        CHECK(check(p, &sp, (int32_t)(1 + (m + f) % 2), 0) == 2, "the DequantizeLinear runs in the MatMul's kernel");
+      }
+  {
+    wspec_t sp = {3, 45, 150, 0, 1, 1, 0, 1, 0, 0}; /* a Gemm without C */
+    CHECK(check(p, &sp, 2, 0) == 2, "the DequantizeLinear runs in the Gemm's kernel");
+    CHECK(check(p, &sp, 2, 1) == 1, "without the session's groups the weights are folded");
+  }
+  {
+    wspec_t big = {17, 45, 150, 0, 1, 1, 0, 0, 0, 0}; /* over the GEMV's rows: folded */
+    wspec_t rows = {2, 45, 150, 1, 1, 1, 0, 0, 1, 0}; /* scales along K: folded */
+    wspec_t tb = {2, 45, 150, 0, 1, 1, 0, 1, 0, 1};   /* Gemm transB: folded */
+    CHECK(check(p, &big, 1, 0) == 1, "17 rows: the MatMul on the folded weights");
+    CHECK(check(p, &rows, 1, 0) == 1, "per-row scales: the MatMul on the folded weights");
+    CHECK(check(p, &tb, 1, 0) == 1, "transB: the Gemm on the folded weights");
+  }
+}
+
+static void blis_cpu(void) { on_blis_cpu_each_simd(on_plugin); }
+
+static void setup(void) {}
+static void teardown(void) {}
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu)};
+
+TU_MAIN(setup, teardown)
