@@ -1,6 +1,7 @@
 /* blis_wq.c - weight-only quantized MatMul / Gemm: B the DequantizeLinear of constant INT8/UINT8
  * codes, the product computed on the codes, widened to float in registers (MI_FUSE_DQ). */
 #include <immintrin.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blis_conv.h"
@@ -13,9 +14,14 @@
  * the session also keeps the float copy. Each weight is (float)(q - z) * s, the value the fold
  * writes (the reference's DequantizeLinear: (q - z) * s exact in double, rounded once to float,
  * the same as one float multiply), so only the order of the sums differs from the folded path.
- * Rows beyond WQ_MAX_M are left to the folded path: there the packed float tiles reuse each weight
- * over many rows and the codes' bytes no longer set the time (docs/benchmarks.md). */
-#define WQ_MAX_M 16
+ * Widening costs instructions, so the codes win where the float weights would come from memory
+ * (bench_blis_wq, 2026-12-05, one thread: 1x288x32768 3.7x, 4 rows 1.9x, 8 rows 1.07x) and lose
+ * where a few rows of A reuse float weights the cache holds (4x768x3072, 9.4 MB of floats: 0.72x).
+ * So: one row always (the decoding step's GEMV, and the memory); 2 to WQ_MAX_M rows only on float
+ * weights over WQ_HOT_BYTES (MI_BLIS_WQ_HOT_BYTES overrides it: the tests' small weights); more
+ * rows are left to the folded path, whose packed tiles reuse each weight over the rows. */
+#define WQ_MAX_M 8
+#define WQ_HOT_BYTES (16ll << 20)
 #define WQ_ROWS 4 /* rows of A a pass over a column block carries in registers */
 
 #define WQ_P 64 /* columns of a packed panel: the codes of 64 columns, row after row */
@@ -199,6 +205,12 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
   if (x->dims[x->rank - 1] != w->dims[0] || m < 1)
     return mi__blis_unsupported(err, op, "A's last dim is not B's rows (or unknown)");
   if (m > WQ_MAX_M) return mi__blis_unsupported(err, op, "more rows than the weight-only GEMV takes: runs folded");
+  {
+    const char *hot = getenv("MI_BLIS_WQ_HOT_BYTES");
+    long long lim = hot && hot[0] ? strtoll(hot, NULL, 10) : WQ_HOT_BYTES;
+    if (m > 1 && 4 * w->dims[0] * w->dims[1] <= lim)
+      return mi__blis_unsupported(err, op, "a few rows on float weights the cache holds run faster folded");
+  }
   if (mi_sdk_numel(yt) != m * w->dims[1]) return mi__blis_unsupported(err, op, "output shape");
   if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
   q->m = m;

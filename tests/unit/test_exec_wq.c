@@ -2,7 +2,7 @@
  * a DequantizeLinear of constant INT8/UINT8 codes feeding B runs with its MatMul as one kernel on the
  * codes (the session's kernel holds both nodes), at every SIMD cap, for M = 1..7 rows, odd K and N,
  * per-tensor and per-column scales, zero points 0 and not, within 1e-5 relative L2 of the reference
- * interpreter; what the kernel refuses (more rows than its GEMV takes, per-row scales, a Gemm with
+ * interpreter; what the kernel refuses (more rows than its GEMV takes, a few rows on small weights by default, per-row scales, a Gemm with
  * transB) runs on the folded weights, still right. */
 #include "test_exec_util.h"
 
@@ -109,19 +109,36 @@ static void on_plugin(mi_plugin_t *p) {
     CHECK(check(p, &sp, 2, 1) == 1, "without the session's groups the weights are folded");
   }
   {
-    wspec_t big = {17, 45, 150, 0, 1, 1, 0, 0, 0, 0}; /* over the GEMV's rows: folded */
+    wspec_t big = {9, 45, 150, 0, 1, 1, 0, 0, 0, 0};  /* over the GEMV's rows: folded */
     wspec_t rows = {2, 45, 150, 1, 1, 1, 0, 0, 1, 0}; /* scales along K: folded */
     wspec_t tb = {2, 45, 150, 0, 1, 1, 0, 1, 0, 1};   /* Gemm transB: folded */
-    CHECK(check(p, &big, 1, 0) == 1, "17 rows: the MatMul on the folded weights");
+    CHECK(check(p, &big, 1, 0) == 1, "9 rows: the MatMul on the folded weights");
     CHECK(check(p, &rows, 1, 0) == 1, "per-row scales: the MatMul on the folded weights");
     CHECK(check(p, &tb, 1, 0) == 1, "transB: the Gemm on the folded weights");
   }
 }
 
-static void blis_cpu(void) { on_blis_cpu_each_simd(on_plugin); }
+static void blis_cpu(void) {
+  setenv("MI_BLIS_WQ_HOT_BYTES", "0", 1); /* 2..7 rows on the codes whatever the weights' size */
+  on_blis_cpu_each_simd(on_plugin);
+  unsetenv("MI_BLIS_WQ_HOT_BYTES");
+}
+
+/* By default a few rows on small float weights run folded, one row on the codes. */
+static void hot_rule(void) {
+  mi_registry_t *reg = open_plugins();
+  mi_plugin_t *p = mi_registry_find(reg, "blis-cpu");
+  wspec_t one = {1, 45, 150, 0, 1, 1, 0, 0, 0, 0}, four = {4, 45, 150, 0, 1, 1, 0, 0, 0, 0};
+  CHECK(p != NULL, "blis-cpu is loaded");
+  if (p) {
+    CHECK(check(p, &one, 1, 0) == 2, "one row: on the codes");
+    CHECK(check(p, &four, 1, 0) == 1, "four rows on 27 KB of float weights: folded");
+  }
+  mi_registry_destroy(reg);
+}
 
 static void setup(void) {}
 static void teardown(void) {}
-static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu)};
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(hot_rule)};
 
 TU_MAIN(setup, teardown)
