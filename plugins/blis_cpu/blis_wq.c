@@ -40,21 +40,29 @@ static int32_t simd_of(const mi__blis_prep_t *p) {
   return si > 0 && si < p->ctx->simd_n ? p->ctx->simd_ids[si] : mi__blis_simd_level(p->ctx->cpu.isa);
 }
 
-/* ---- plain C: each column's sum in k order */
+/* ---- plain C: each column's sum in k order, a panel row at a time (the compiler's vectors) */
 static void panel_c(const wq_t *q, const float *a, float *y, int64_t p) {
   const uint8_t *pan = q->pk + p * q->k * WQ_P;
+  const float *s = q->s + p * WQ_P, *z = q->z + p * WQ_P;
   int64_t j0 = p * WQ_P, w = q->n - j0 < WQ_P ? q->n - j0 : WQ_P;
-  for (int64_t r = 0; r < q->m; r++)
-    for (int64_t c = 0; c < w; c++) {
-      float acc = 0.0f, s = q->s[j0 + c], z = q->z[j0 + c];
-      for (int64_t kk = 0; kk < q->k; kk++) {
-        uint8_t b = pan[kk * WQ_P + c];
-        float w8 = q->sgn ? (float)(int8_t)b : (float)b;
-        float wv = (w8 - z) * s;
-        acc += a[r * q->k + kk] * wv;
-      }
-      y[r * q->n + j0 + c] = acc;
+  for (int64_t r = 0; r < q->m; r++) {
+    float acc[WQ_P] = {0};
+    for (int64_t kk = 0; kk < q->k; kk++) {
+      const uint8_t *row = pan + kk * WQ_P;
+      float av = a[r * q->k + kk];
+      if (q->sgn)
+        for (int c = 0; c < WQ_P; c++) {
+          float wv = ((float)(int8_t)row[c] - z[c]) * s[c];
+          acc[c] += av * wv;
+        }
+      else
+        for (int c = 0; c < WQ_P; c++) {
+          float wv = ((float)row[c] - z[c]) * s[c];
+          acc[c] += av * wv;
+        }
     }
+    memcpy(y + r * q->n + j0, acc, (size_t)w * sizeof(float));
+  }
 }
 
 /* ---- AVX-512: a panel's 4 vectors of 16 columns, R rows; stores masked past n */
