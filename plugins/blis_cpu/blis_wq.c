@@ -33,6 +33,11 @@ typedef struct wq {
   int32_t simd;
   const uint8_t *pk;  /* panel p's row kk at pk + (p * k + kk) * WQ_P; columns past n hold code 0 */
   const float *s, *z; /* per column (np * WQ_P, 0 past n): scale and zero point */
+  /* Gemm: y = alpha * sum + beta * C, C constant, broadcast to [m, n] at strides cm, cn */
+  int32_t post;
+  float alpha, beta;
+  const float *c;
+  int64_t cm, cn;
 } wq_t;
 
 static int32_t simd_of(const mi__blis_prep_t *p) {
@@ -151,11 +156,19 @@ static void wq_part(void *arg, int64_t i0, int64_t i1) {
   const wq_t *q = t->state;
   const float *a = t->t[q->a];
   float *y = t->t[q->y];
-  for (int64_t p = i0; p < i1; p++) switch (q->simd) {
+  for (int64_t p = i0; p < i1; p++) {
+    switch (q->simd) {
     case MI__SIMD_AVX512: panel_512(q, a, y, p); break;
     case MI__SIMD_AVX2: panel_256(q, a, y, p); break;
     default: panel_c(q, a, y, p); break;
     }
+    if (q->post) { /* the reference's Gemm: alpha * s + beta * C, on the panel's columns in cache */
+      int64_t j0 = p * WQ_P, j1 = j0 + WQ_P < q->n ? j0 + WQ_P : q->n;
+      for (int64_t r = 0; r < q->m; r++)
+        for (int64_t j = j0; j < j1; j++)
+          y[r * q->n + j] = q->alpha * y[r * q->n + j] + (q->c ? q->beta * q->c[r * q->cm + j * q->cn] : 0.0f);
+    }
+  }
 }
 
 static int32_t wq_run(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
@@ -166,15 +179,15 @@ static int32_t wq_run(const mi__blis_step_t *s, void *const *t, const mi__blis_e
 
 /* Scale and zero point of every output column, from the DequantizeLinear's constants: one value,
  * or one per column (axis = the codes' column axis); 0 when they are laid out otherwise. */
-static int col_params(const mi__blis_prep_t *p, const mi_node_desc_t *dq, const mi_tensor_desc_t *w, float *s,
-                      float *z) {
+static int col_params(const mi__blis_prep_t *p, const mi_node_desc_t *dq, const mi_tensor_desc_t *w, int tb,
+                      float *s, float *z) {
   const mi_tensor_desc_t *st = mi__blis_tensor(p, mi__blis_in(dq, 1)), *zt = mi__blis_tensor(p, mi__blis_in(dq, 2));
-  int64_t ns = st ? mi_sdk_numel(st) : 0, n = w->dims[1], axis = mi_sdk_attr_int(dq, "axis", 1);
+  int64_t ns = st ? mi_sdk_numel(st) : 0, n = w->dims[tb ? 0 : 1], axis = mi_sdk_attr_int(dq, "axis", 1);
   if (!st || !st->data || st->dtype != MI_DTYPE_FLOAT32 || (zt && (!zt->data || zt->dtype != w->dtype)))
     return 0;
   if (zt && mi_sdk_numel(zt) != ns) return 0;
   if (axis < 0) axis += 2;
-  if (ns != 1 && !(st->rank == 1 && axis == 1 && ns == n)) return 0;
+  if (ns != 1 && !(st->rank == 1 && axis == (tb ? 0 : 1) && ns == n)) return 0;
   for (int64_t j = 0; j < n; j++) {
     int64_t c = ns == 1 ? 0 : j;
     s[j] = ((const float *)st->data)[c];
@@ -187,7 +200,8 @@ static int col_params(const mi__blis_prep_t *p, const mi_node_desc_t *dq, const 
 int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err) {
   const mi_node_desc_t *dq = mi__blis_node(p, 0), *op = mi__blis_node(p, 1);
   const mi_tensor_desc_t *w, *x, *yt;
-  int32_t wf, gemm;
+  int32_t wf, gemm, tb;
+  int64_t kd, nd;
   wq_t *q;
   float *aux;
   int64_t m = 1;
@@ -205,12 +219,14 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
     return mi__blis_unsupported(err, op, "B is not a DequantizeLinear of constant 2-D INT8/UINT8 codes");
   if (!x || x->data || x->dtype != MI_DTYPE_FLOAT32 || x->rank < 1 || !yt || yt->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, op, "weight-only codes take a runtime FLOAT32 A");
-  if (gemm && (mi__blis_in(op, 2) >= 0 || mi_sdk_attr_int(op, "transA", 0) || mi_sdk_attr_int(op, "transB", 0) ||
-               mi_sdk_attr_float(op, "alpha", 1.f) != 1.f))
-    return mi__blis_unsupported(err, op, "weight-only codes: a Gemm with C, transA, transB or alpha runs folded");
+  tb = gemm && mi_sdk_attr_int(op, "transB", 0);
+  if (gemm && mi_sdk_attr_int(op, "transA", 0))
+    return mi__blis_unsupported(err, op, "weight-only codes: a Gemm with transA runs folded");
   if (x->rank < 2 && gemm) return mi__blis_unsupported(err, op, "Gemm's A must be 2-D");
+  kd = w->dims[tb ? 1 : 0];
+  nd = w->dims[tb ? 0 : 1];
   for (int32_t d = 0; d + 1 < x->rank; d++) m *= x->dims[d];
-  if (x->dims[x->rank - 1] != w->dims[0] || m < 1)
+  if (x->dims[x->rank - 1] != kd || m < 1)
     return mi__blis_unsupported(err, op, "A's last dim is not B's rows (or unknown)");
   if (m > WQ_MAX_M) return mi__blis_unsupported(err, op, "more rows than the weight-only GEMV takes: runs folded");
   {
@@ -219,17 +235,17 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
     if (m > 1 && 4 * w->dims[0] * w->dims[1] <= lim)
       return mi__blis_unsupported(err, op, "a few rows on float weights the cache holds run faster folded");
   }
-  if (mi_sdk_numel(yt) != m * w->dims[1]) return mi__blis_unsupported(err, op, "output shape");
+  if (mi_sdk_numel(yt) != m * nd) return mi__blis_unsupported(err, op, "output shape");
   if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
   q->m = m;
-  q->k = w->dims[0];
-  q->n = w->dims[1];
+  q->k = kd;
+  q->n = nd;
   q->np = (q->n + WQ_P - 1) / WQ_P;
   /* one block: the per-column scales and zero points, then the panels */
   if (!(aux = s->aux = mi__blis_calloc(p->ctx, (uint64_t)(2 * q->np * WQ_P) * sizeof(float) +
                                                    (uint64_t)(q->np * q->k * WQ_P))))
     return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  if (!col_params(p, dq, w, aux, aux + q->np * WQ_P))
+  if (!col_params(p, dq, w, tb, aux, aux + q->np * WQ_P))
     return mi__blis_unsupported(err, op, "weight-only codes take one scale, or one per output column");
   {
     uint8_t *pk = (uint8_t *)(aux + 2 * q->np * WQ_P);
@@ -237,7 +253,10 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
     for (int64_t pp = 0; pp < q->np; pp++)
       for (int64_t kk = 0; kk < q->k; kk++) {
         int64_t j0 = pp * WQ_P, c = q->n - j0 < WQ_P ? q->n - j0 : WQ_P;
-        memcpy(pk + (pp * q->k + kk) * WQ_P, codes + kk * q->n + j0, (size_t)c);
+        if (tb) /* codes [n, k]: column j's k-th code at j * k + kk */
+          for (int64_t cc = 0; cc < c; cc++) pk[(pp * q->k + kk) * WQ_P + cc] = codes[(j0 + cc) * q->k + kk];
+        else
+          memcpy(pk + (pp * q->k + kk) * WQ_P, codes + kk * q->n + j0, (size_t)c);
       }
     q->pk = pk;
   }
@@ -247,6 +266,20 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
   q->simd = simd_of(p);
   q->s = aux;
   q->z = aux + q->np * WQ_P;
+  if (gemm) {
+    const mi_tensor_desc_t *ct = mi__blis_tensor(p, mi__blis_in(op, 2));
+    q->alpha = mi_sdk_attr_float(op, "alpha", 1.f);
+    q->beta = mi_sdk_attr_float(op, "beta", 1.f);
+    if (ct) { /* C broadcast to [m, n] one way, as the reference takes it */
+      int64_t cm = ct->rank >= 2 ? ct->dims[ct->rank - 2] : 1, cn = ct->rank >= 1 ? ct->dims[ct->rank - 1] : 1;
+      if (!ct->data || ct->dtype != MI_DTYPE_FLOAT32 || ct->rank > 2 || (cm != 1 && cm != m) || (cn != 1 && cn != q->n))
+        return mi__blis_unsupported(err, op, "weight-only codes: C is no constant FLOAT32 broadcast to the output");
+      q->c = p->k->ptr[mi__blis_in(op, 2)];
+      q->cm = cm == 1 ? 0 : cn;
+      q->cn = cn == 1 ? 0 : 1;
+    }
+    q->post = q->c || q->alpha != 1.f;
+  }
   s->run = wq_run;
   mi__blis_drop_const(p, mi__blis_in(dq, 0)); /* the panels are all the step reads */
   /* the float weights are never written: no scratch for them (prepare_tensors made one) */

@@ -2,8 +2,8 @@
  * a DequantizeLinear of constant INT8/UINT8 codes feeding B runs with its MatMul as one kernel on the
  * codes (the session's kernel holds both nodes), at every SIMD cap, for M = 1..7 rows, odd K and N,
  * per-tensor and per-column scales, zero points 0 and not, within 1e-5 relative L2 of the reference
- * interpreter; what the kernel refuses (more rows than its GEMV takes, a few rows on small weights by default, per-row scales, a Gemm with
- * transB) runs on the folded weights, still right. */
+ * interpreter; Gemm with transB and with C, alpha and beta too; what the kernel refuses (more rows than
+ * its GEMV takes, a few rows on small weights by default, per-row scales) runs on the folded weights, still right. */
 #include "test_exec_util.h"
 
 typedef struct wspec {
@@ -14,7 +14,8 @@ typedef struct wspec {
   int rank3;   /* A as [1, M, K] */
   int gemm;    /* a Gemm instead of the MatMul */
   int axis0;   /* per-axis scales along K (the kernel refuses them) */
-  int trans_b; /* Gemm transB = 1, codes [N, K] (refused) */
+  int trans_b; /* Gemm transB = 1, codes [N, K] */
+  int bias;    /* Gemm C [N], alpha 0.5, beta 2 */
 } wspec_t;
 
 static uint64_t lcg(uint64_t *s) {
@@ -51,7 +52,17 @@ static mi_graph_t *wq_graph(const wspec_t *sp) {
   n = mi_graph_add_node(g, "DequantizeLinear", "w_dq", 3, (int32_t[]){w, s, z}, 1, (int32_t[]){wf});
   if (nch > 1) mi_node_set_int(g, n, "axis", sp->axis0 ? (sp->trans_b ? 1 : 0) : (sp->trans_b ? 0 : 1));
   y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
-  n = mi_graph_add_node(g, sp->gemm ? "Gemm" : "MatMul", "mm", 2, (int32_t[]){x, wf}, 1, (int32_t[]){y});
+  if (sp->bias) {
+    float cv[200];
+    int64_t nd[1] = {sp->n};
+    for (int64_t j = 0; j < sp->n; j++) cv[j] = 0.01f * (float)(j % 17) - 0.08f;
+    n = mi_graph_add_node(g, "Gemm", "mm", 3, (int32_t[]){x, wf, mi_graph_add_const_f32(g, "c", 1, nd, cv)}, 1,
+                          (int32_t[]){y});
+    mi_node_set_float(g, n, "alpha", 0.5f);
+    mi_node_set_float(g, n, "beta", 2.0f);
+  } else {
+    n = mi_graph_add_node(g, sp->gemm ? "Gemm" : "MatMul", "mm", 2, (int32_t[]){x, wf}, 1, (int32_t[]){y});
+  }
   if (sp->trans_b) mi_node_set_int(g, n, "transB", 1);
   mi_graph_add_output(g, y);
   if (mi_graph_toposort(g, &err) || mi_graph_infer_shapes(g, &err)) die("weight-only graph", &err);
@@ -84,7 +95,7 @@ static int32_t check(mi_plugin_t *p, const wspec_t *sp, int32_t threads, int no_
   printf("M%lld K%lld N%lld %s %s zp%d%s%s%s%s t%d%s: kernel of %d nodes, rel L2 %.2e\n", (long long)sp->m,
          (long long)sp->k, (long long)sp->n, sp->sgn ? "int8" : "uint8", sp->axis0 ? "per-row" : sp->per_col ? "per-col"
                                                                                                              : "per-tensor",
-         sp->zp, sp->rank3 ? " 3-D" : "", sp->gemm ? " Gemm" : "", sp->trans_b ? " transB" : "", "", threads,
+         sp->zp, sp->rank3 ? " 3-D" : "", sp->gemm ? " Gemm" : "", sp->trans_b ? " transB" : "", sp->bias ? " C" : "", threads,
          no_auto_fuse ? " unfused" : "", members, d);
   CHECK(d < 1e-5, "rel L2 %.3e", d);
   destroy_outs(got, want);
@@ -100,21 +111,19 @@ static void on_plugin(mi_plugin_t *p) {
   for (int64_t m = 1; m <= 7; m++)
     for (size_t i = 0; i < sizeof kn / sizeof kn[0]; i++)
       for (int f = 0; f < 8; f++) {
-        wspec_t sp = {m, kn[i][0], kn[i][1], f & 1, (f >> 1) & 1, (f >> 2) & 1, (int)(m & 1), 0, 0, 0};
+        wspec_t sp = {m, kn[i][0], kn[i][1], f & 1, (f >> 1) & 1, (f >> 2) & 1, (int)(m & 1), 0, 0, 0, 0};
         CHECK(check(p, &sp, (int32_t)(1 + (m + f) % 2), 0) == 2, "the DequantizeLinear runs in the MatMul's kernel");
       }
-  {
-    wspec_t sp = {3, 45, 150, 0, 1, 1, 0, 1, 0, 0}; /* a Gemm without C */
+  for (int f = 0; f < 4; f++) { /* Gemm: plain, transB (per-column scales on axis 0), with C, both */
+    wspec_t sp = {3, 45, 150, f & 1, 1, 1, 0, 1, 0, f & 1, (f >> 1) & 1};
     CHECK(check(p, &sp, 2, 0) == 2, "the DequantizeLinear runs in the Gemm's kernel");
     CHECK(check(p, &sp, 2, 1) == 1, "without the session's groups the weights are folded");
   }
   {
-    wspec_t big = {9, 45, 150, 0, 1, 1, 0, 0, 0, 0};  /* over the GEMV's rows: folded */
-    wspec_t rows = {2, 45, 150, 1, 1, 1, 0, 0, 1, 0}; /* scales along K: folded */
-    wspec_t tb = {2, 45, 150, 0, 1, 1, 0, 1, 0, 1};   /* Gemm transB: folded */
+    wspec_t big = {9, 45, 150, 0, 1, 1, 0, 0, 0, 0, 0};  /* over the GEMV's rows: folded */
+    wspec_t rows = {2, 45, 150, 1, 1, 1, 0, 0, 1, 0, 0}; /* scales along K: folded */
     CHECK(check(p, &big, 1, 0) == 1, "9 rows: the MatMul on the folded weights");
     CHECK(check(p, &rows, 1, 0) == 1, "per-row scales: the MatMul on the folded weights");
-    CHECK(check(p, &tb, 1, 0) == 1, "transB: the Gemm on the folded weights");
   }
 }
 
@@ -128,7 +137,7 @@ static void blis_cpu(void) {
 static void hot_rule(void) {
   mi_registry_t *reg = open_plugins();
   mi_plugin_t *p = mi_registry_find(reg, "blis-cpu");
-  wspec_t one = {1, 45, 150, 0, 1, 1, 0, 0, 0, 0}, four = {4, 45, 150, 0, 1, 1, 0, 0, 0, 0};
+  wspec_t one = {1, 45, 150, 0, 1, 1, 0, 0, 0, 0, 0}, four = {4, 45, 150, 0, 1, 1, 0, 0, 0, 0, 0};
   CHECK(p != NULL, "blis-cpu is loaded");
   if (p) {
     CHECK(check(p, &one, 1, 0) == 2, "one row: on the codes");
