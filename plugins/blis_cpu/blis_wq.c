@@ -15,7 +15,7 @@
  * writes (the reference's DequantizeLinear: (q - z) * s exact in double, rounded once to float,
  * the same as one float multiply), so only the order of the sums differs from the folded path.
  * Widening costs instructions, so the codes win where the float weights would come from memory
- * (bench_blis_wq, 2026-12-05, one thread: 1x288x32768 3.7x, 4 rows 1.9x, 8 rows 1.07x) and lose
+ * (bench_blis_wq, 2026-12-05, one thread: 1x288x32768 2.4-3.7x, 4 rows 1.7-1.9x, 8 rows 0.90-1.07x) and lose
  * where a few rows of A reuse float weights the cache holds (4x768x3072, 9.4 MB of floats: 0.72x).
  * So: one row always (the decoding step's GEMV, and the memory); 2 to WQ_MAX_M rows only on float
  * weights over WQ_HOT_BYTES (MI_BLIS_WQ_HOT_BYTES overrides it: the tests' small weights); more
