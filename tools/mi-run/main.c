@@ -164,6 +164,27 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
   return rc;
 }
 
+/* VmRSS or VmHWM of this process in bytes (0 where /proc is not readable). */
+static uint64_t proc_status_bytes(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  size_t n = strlen(key);
+  uint64_t kb = 0;
+  if (!f) return 0;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, key, n) == 0 && line[n] == ':') kb = strtoull(line + n + 1, NULL, 10);
+  fclose(f);
+  return kb * 1024;
+}
+
+/* Resets the peak RSS to the current RSS ("5", Linux >= 4.0), so VmHWM later says what came after. */
+static void reset_peak_rss(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return;
+  fputs("5", f);
+  fclose(f);
+}
+
 int main(int argc, char **argv) {
   if (mi_run_wants_deployment(argc, argv)) return mi_run_deployment_main(argc, argv);
   run_opts_t o;
@@ -175,7 +196,7 @@ int main(int argc, char **argv) {
   mi_session_t *s = NULL;
   mi_knob_value_t kv = {0};
   mi_session_options_t opts;
-  run_summary_t sum;
+  run_summary_t sum = {0};
   run_xf_t xf;
   run_prof_t prof = {0};
   uint32_t device = 0;
@@ -239,6 +260,8 @@ int main(int argc, char **argv) {
     opts.device_knobs = &kv;
   }
   mi_guard_stage(guard, NULL, "prepare");
+  reset_peak_rss();
+  sum.rss_before_create = proc_status_bytes("VmRSS");
   if ((rc = mi_session_create(g, plugin, device, &opts, &s, &err))) goto done;
   outs = calloc((size_t)g->output_count + 1, sizeof *outs);
   if (!outs) {
@@ -249,11 +272,11 @@ int main(int argc, char **argv) {
                                                : 1;
   warmup = o.warmup >= 0 ? o.warmup : o.repeat > 0 || o.profile ? 2
                                                                 : 0;
-  memset(&sum, 0, sizeof sum);
   if (o.profile && (rc = run_prof_init(&prof, g, repeat, &err))) goto done;
   if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, o.gap_ms, &sum, o.profile ? &prof : NULL,
                       o.device, guard, &err)))
     goto done;
+  sum.rss_peak = proc_status_bytes("VmHWM");
   if (o.check && plugin) {
     mi_guard_stage(guard, NULL, "check");
     if ((rc = check_outputs(g, inputs, outs, o.device, &sum, &err))) goto done;

@@ -84,6 +84,10 @@ typedef struct run_summary {
   const char *fallback;        /* the fallback device as PLUGIN:INDEX, NULL for none */
   int checked;                 /* --check was done (and passed: a failure ends the run) */
   double check_error;          /* its max |out - ref| / max |ref| */
+  /* The process's resident memory (/proc/self/status, bytes; 0 where unreadable): VmRSS just
+   * before the session is created, with the peak reset there, and VmHWM after the last run: what
+   * create and the runs made resident (weights, kernel state, buffers, host copies). */
+  uint64_t rss_before_create, rss_peak;
 } run_summary_t;
 /* Print the summary (and the --profile table); fail only when the table cannot be built. */
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err);

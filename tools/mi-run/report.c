@@ -203,6 +203,9 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
   if (mi_session_memory(s->session, &planned, &unplanned, &live))
     fprintf(f, ", \"tensor_memory\": {\"planned_bytes\": %llu, \"unplanned_bytes\": %llu, \"live_peak_bytes\": %llu}",
             (unsigned long long)planned, (unsigned long long)unplanned, (unsigned long long)live);
+  if (s->rss_peak)
+    fprintf(f, ", \"rss\": {\"before_create_bytes\": %llu, \"peak_bytes\": %llu}",
+            (unsigned long long)s->rss_before_create, (unsigned long long)s->rss_peak);
   if (s->xf) run_print_passes(f, s->xf, 1);
   if (s->has_device_time) {
     fputs(", \"device_time_ms\": ", f);
