@@ -53,6 +53,7 @@ int mi__blis_conv_gate_link(mi__blis_prep_t *p, mi__blis_conv_t *c) {
   c->gate = g;
   c->pg_gated = 1;
   p->k->steps[p->k->step_count - 1].run = run_nothing; /* the Mul's, prepared just before */
+  p->k->steps[p->k->step_count].joined = 1;            /* this conv's step, being prepared */
   return 1;
 }
 

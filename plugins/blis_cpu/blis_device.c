@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "blis_conv.h"
@@ -26,15 +27,17 @@ __attribute__((destructor)) static void blis_unload(void) {
   bli_finalize();
 }
 
+static void count_bytes(mi_plugin_ctx_t *ctx, uint64_t bytes) {
+  uint64_t now = atomic_fetch_add(&ctx->cur_bytes, bytes) + bytes, peak = atomic_load(&ctx->peak_bytes);
+  while (now > peak && !atomic_compare_exchange_weak(&ctx->peak_bytes, &peak, now)) {
+  }
+}
+
 void *mi__blis_alloc(mi_plugin_ctx_t *ctx, uint64_t bytes) {
-  uint64_t now, peak;
   char *p = NULL;
   if (posix_memalign((void **)&p, 64, (size_t)bytes + MI__ALLOC_HDR) != 0) return NULL;
   memcpy(p, &bytes, sizeof bytes);
-  now = atomic_fetch_add(&ctx->cur_bytes, bytes) + bytes;
-  peak = atomic_load(&ctx->peak_bytes);
-  while (now > peak && !atomic_compare_exchange_weak(&ctx->peak_bytes, &peak, now)) {
-  }
+  count_bytes(ctx, bytes);
   return p + MI__ALLOC_HDR;
 }
 
@@ -52,6 +55,39 @@ void mi__blis_free(mi_plugin_ctx_t *ctx, void *p) {
   memcpy(&bytes, base, sizeof bytes);
   atomic_fetch_sub(&ctx->cur_bytes, bytes);
   free(base);
+}
+
+/* Address space for a plane that holds no memory until a run needs it: PROT_NONE pages are not
+ * committed, never resident, and fault where touched (a write a step did not announce stops there
+ * rather than landing in another tensor). Not counted: the plugin holds no memory for it. */
+void *mi__blis_reserve(uint64_t bytes, uint64_t *len) {
+  uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+  void *p;
+  *len = ((bytes ? bytes : 1) + page - 1) / page * page;
+  p = mmap(NULL, (size_t)*len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void mi__blis_unreserve(void *p, uint64_t len) {
+  if (p) munmap(p, (size_t)len);
+}
+
+int32_t mi__blis_plane_open(const mi__blis_env_t *env, int32_t t, mi_error_t *err) {
+  const mi_kernel_t *k = env ? env->k : NULL;
+  if (!k || t < 0 || t >= k->tensor_count || k->owned[t] != 2) return MI_OK;
+  if (mprotect(k->ptr[t], (size_t)k->rsv[t], PROT_READ | PROT_WRITE) != 0)
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: a reserved plane cannot be made writable");
+  count_bytes(env->ctx, k->rsv[t]);
+  return MI_OK;
+}
+
+void mi__blis_plane_close(const mi__blis_env_t *env, int32_t t) {
+  const mi_kernel_t *k = env ? env->k : NULL;
+  if (!k || t < 0 || t >= k->tensor_count || k->owned[t] != 2) return;
+  /* the pages go back to the system, the range stays reserved */
+  madvise(k->ptr[t], (size_t)k->rsv[t], MADV_DONTNEED);
+  mprotect(k->ptr[t], (size_t)k->rsv[t], PROT_NONE);
+  atomic_fetch_sub(&env->ctx->cur_bytes, k->rsv[t]);
 }
 
 static uint64_t read_cache_size(int index) {

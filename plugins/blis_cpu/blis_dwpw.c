@@ -103,4 +103,5 @@ void mi__blis_dwpw_link(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t 
   c->pg_band = 1;
   prev->run = run_dwpw;
   s->run = run_none;
+  s->joined = 1;
 }

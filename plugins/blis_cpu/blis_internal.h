@@ -105,6 +105,8 @@ typedef struct mi__blis_env {
   const void *cntx_small; /* arch=auto: the kernel set for GEMMs under MI__AUTO_SMALL_MACS */
   int32_t threads;
   mi__blis_pool_t *pool; /* the instance's pool for the plugin's own loops */
+  mi_plugin_ctx_t *ctx;  /* kernel_run's: the instance (its memory counter) */
+  const mi_kernel_t *k;  /* kernel_run's: the running kernel (mi__blis_plane_open) */
 } mi__blis_env_t;
 #define MI__GEMM_MIN_MACS (1 << 21) /* multiply-adds per BLIS thread, at least */
 /* Under this many multiply-adds arch=auto uses haswell's context, whose small-matrix (sup) kernels
@@ -186,6 +188,11 @@ struct mi__blis_step {
   mi__blis_run_fn run;
   void *state; /* op parameters, freed with mi__blis_free */
   void *aux;   /* second owned block (packed weights, scratch), freed with mi__blis_free */
+  /* 1: this step and the one before it run as one pass, one of their runs doing both's work (a
+   * depthwise conv and its pointwise conv in bands, a gate Mul folded into the conv's weights, a
+   * linked QDQ block): the tensor between them is never written and gets no memory
+   * (blis_kernel.c, alloc_intermediates). */
+  int joined;
 };
 
 /* The argument of a part function that needs only its step's state and the run's tensors. */
@@ -208,7 +215,9 @@ static inline int32_t mi__blis_run_parts(const mi__blis_step_t *s, void *const *
 struct mi_kernel {
   int32_t tensor_count;
   void **ptr;     /* per tensor: constant copy, intermediate, or the run's buffer */
-  uint8_t *owned; /* 1 when ptr[i] is owned by the kernel */
+  uint8_t *owned; /* 1 when ptr[i] is owned by the kernel, 2 when it is a reserved plane */
+  uint8_t *plane; /* per intermediate, set by the steps' preps: MI__PLANE_* */
+  uint64_t *rsv;  /* per tensor: the bytes of a reserved plane's mapping (owned 2) */
   int32_t input_count, output_count;
   int32_t *inputs, *outputs;
   int32_t step_count;
@@ -244,6 +253,22 @@ int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx);
 /* Frees the kernel's own copy of constant t when no other node of the kernel reads it (its packed
  * or transformed form is then all the step reads). */
 void mi__blis_drop_const(mi__blis_prep_t *p, int32_t t);
+/* What a step does with an intermediate of its group (mi_kernel.plane; blis_kernel.c,
+ * alloc_intermediates). By default an intermediate made and read inside one step gets no memory
+ * (the step computes through it) and one that passes between steps gets its own. A prep that
+ * writes a tensor inside its step anyway says MI__PLANE_WRITTEN; one that writes it only on a rare
+ * path says MI__PLANE_RESERVED: address space without memory (mmap PROT_NONE; element offsets
+ * into it stay defined), made writable for the runs that take that path (mi__blis_plane_open). */
+enum { MI__PLANE_AUTO = 0,
+       MI__PLANE_WRITTEN = 1,
+       MI__PLANE_RESERVED = 2 };
+void mi__blis_plane_mark(mi__blis_prep_t *p, int32_t t, int kind);
+/* Makes tensor t's reserved plane writable (and counted) for this run; a plane with memory of its
+ * own passes. mi__blis_plane_close gives the memory back after the step. */
+int32_t mi__blis_plane_open(const mi__blis_env_t *env, int32_t t, mi_error_t *err);
+void mi__blis_plane_close(const mi__blis_env_t *env, int32_t t);
+void *mi__blis_reserve(uint64_t bytes, uint64_t *len);
+void mi__blis_unreserve(void *p, uint64_t len);
 /* Reads an integer list from a constant INT64/INT32 tensor; returns count or -1. */
 int32_t mi__blis_const_ints(const mi__blis_prep_t *p, int32_t idx, int64_t *out, int32_t max);
 int32_t mi__blis_unsupported(mi_error_t *err, const mi_node_desc_t *n, const char *why);

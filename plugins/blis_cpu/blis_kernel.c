@@ -145,6 +145,10 @@ int32_t mi__blis_consumers(const mi__blis_prep_t *p, int32_t idx) {
   return n;
 }
 
+void mi__blis_plane_mark(mi__blis_prep_t *p, int32_t t, int kind) {
+  if (t >= 0 && t < p->k->tensor_count) p->k->plane[t] = (uint8_t)kind;
+}
+
 void mi__blis_drop_const(mi__blis_prep_t *p, int32_t t) {
   if (mi__blis_consumers(p, t) != 1 || !p->k->owned[t]) return;
   mi__blis_free(p->ctx, p->k->ptr[t]);
@@ -217,15 +221,17 @@ void *mi__blis_state_new(mi__blis_prep_t *p, mi__blis_step_t *s, uint64_t bytes,
 static mi_kernel_t *kernel_new(const mi_kernel_desc_t *d) {
   size_t nt = (size_t)d->tensor_count, ni = (size_t)d->input_count + 1, no = (size_t)d->output_count + 1;
   mi_kernel_t *k = calloc(1, sizeof *k + (size_t)d->node_count * sizeof *k->steps + nt * sizeof *k->ptr +
-                                 nt * sizeof *k->range + (ni + no) * sizeof *k->inputs + nt);
+                                 nt * sizeof *k->rsv + nt * sizeof *k->range + (ni + no) * sizeof *k->inputs + 2 * nt);
   if (!k) return NULL;
   k->tensor_count = d->tensor_count;
   k->steps = (mi__blis_step_t *)(k + 1);
   k->ptr = (void **)(k->steps + d->node_count);
-  k->range = (mi__blis_range_t *)(k->ptr + nt); /* 4-byte fields: after the pointers */
+  k->rsv = (uint64_t *)(k->ptr + nt);
+  k->range = (mi__blis_range_t *)(k->rsv + nt); /* 4-byte fields: after the pointers */
   k->inputs = (int32_t *)(k->range + nt);
   k->outputs = k->inputs + ni;
   k->owned = (uint8_t *)(k->outputs + no);
+  k->plane = k->owned + nt;
   return k;
 }
 
@@ -237,7 +243,9 @@ void mi__blis_kernel_release(mi_plugin_ctx_t *ctx, mi_kernel_t *k) {
     mi__blis_free(ctx, k->steps[i].aux);
   }
   for (i = 0; i < k->tensor_count; i++)
-    if (k->owned[i]) mi__blis_free(ctx, k->ptr[i]);
+    if (k->owned[i] == 2) mi__blis_unreserve(k->ptr[i], k->rsv[i]);
+    else if (k->owned[i])
+      mi__blis_free(ctx, k->ptr[i]);
   free(k); /* its arrays share its block */
 }
 
@@ -260,6 +268,8 @@ static int only_qdq_touch(const mi_kernel_desc_t *d, int32_t t) {
   return 1;
 }
 
+/* Checks every tensor and copies the constants; the intermediates get their memory once the steps
+ * are known (alloc_intermediates). */
 static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
                                mi_error_t *err) {
   int32_t i;
@@ -289,15 +299,48 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
     }
     if (t->rank == 4 && t->layout == MI_LAYOUT_NCHWC)
       return mi_sdk_error(err, MI_ERR_UNSUPPORTED, "blis-cpu: blocked NCHWc tensors are not accepted");
-    if (mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) {
-      /* An intermediate of a fused group: scratch owned by the kernel. Not zeroed: the member
-       * that makes it writes it before the next reads it, and a group whose fused path never
-       * materialises it (ConvInteger's float tail in the output stage) then never touches its
-       * pages; zeroing made them resident (2.4 of 3.2 GB of the quantized IS-Net's peak RSS). */
-      k->ptr[i] = mi__blis_alloc(ctx, bytes ? bytes : 1);
-      if (!k->ptr[i]) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-      k->owned[i] = 1;
+  }
+  return MI_OK;
+}
+
+/* The intermediates of a fused group that a step really reads or writes get memory of their own:
+ * one made by a step and read by a later one (a group run member by member), or one no member
+ * reads (a second output the maker writes anyway). One whose maker and every reader lie in the same
+ * step is never materialised: the step computes through it (a Conv's activation tail, Mul -> Add
+ * in one pass, ConvInteger's float tail in the output stage, a Q/DQ lookup table), and steps
+ * joined into one pass count as one (step_of: a depthwise conv and its pointwise conv in bands, a
+ * gate Mul in the conv's weights, a linked QDQ block). Allocating those anyway counted memory the
+ * run never touched: IS-Net 1024's quantized export 4127 MiB against about 0.8 GiB resident,
+ * BlazeFace's back model 55 MiB against 9 (docs/benchmarks.md). Not zeroed: the step that makes an
+ * intermediate writes it before the next reads it. */
+static int32_t alloc_intermediates(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
+                                   const int32_t *step_of, mi_error_t *err) {
+  int32_t t, i, j;
+  for (t = 0; t < d->tensor_count; t++) {
+    int32_t maker = -1, readers = 0, apart = 0;
+    uint64_t bytes;
+    if (d->tensors[t]->data || mi_sdk_kernel_io(d, t, NULL) != MI_SDK_IO_NONE) continue;
+    for (i = 0; i < d->node_count; i++) {
+      const mi_node_desc_t *n = d->nodes[i];
+      for (j = 0; j < n->output_count; j++)
+        if (n->outputs[j] == t) maker = i;
+      for (j = 0; j < n->input_count; j++)
+        if (n->inputs[j] == t) {
+          readers++;
+          apart |= maker < 0 || step_of[i] != step_of[maker];
+        }
     }
+    bytes = mi_sdk_tensor_bytes(d->tensors[t]);
+    if (k->plane[t] != MI__PLANE_WRITTEN && maker >= 0 && readers > 0 && !apart) { /* inside one step */
+      if (k->plane[t] != MI__PLANE_RESERVED) continue;
+      if (!(k->ptr[t] = mi__blis_reserve(bytes, &k->rsv[t])))
+        return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of address space");
+      k->owned[t] = 2;
+      continue;
+    }
+    k->ptr[t] = mi__blis_alloc(ctx, bytes ? bytes : 1);
+    if (!k->ptr[t]) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    k->owned[t] = 1;
   }
   return MI_OK;
 }
@@ -337,7 +380,7 @@ static int32_t member_desc(mi_plugin_ctx_t *ctx, const mi_kernel_desc_t *d, int3
 int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_kernel_desc_t *d,
                                 mi_kernel_t **out, mi_error_t *err) {
   mi_kernel_t *k = NULL;
-  int32_t rc, i, n;
+  int32_t rc, i, n, *step_of = NULL;
   if (!out) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: out is NULL");
   *out = NULL;
   if (!ctx || !d || d->node_count < 1 || !d->nodes || d->tensor_count < 1 || !d->tensors ||
@@ -347,7 +390,10 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
   rc = mi__blis_check_knobs(ctx, d->knobs, d->knob_count, err);
   if (rc == MI_OK) rc = check_variant(d->variant_id, d->nodes[0]->op_type, err);
   if (rc != MI_OK) return rc;
-  if (!(k = kernel_new(d))) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  if (!(k = kernel_new(d)) || !(step_of = malloc((size_t)d->node_count * sizeof *step_of))) {
+    free(k);
+    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  }
   k->input_count = d->input_count;
   k->output_count = d->output_count;
   for (i = 0; i < d->input_count; i++) k->inputs[i] = d->inputs[i];
@@ -388,6 +434,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
       int taken = 0;
       rc = mi__blis_prep_mm_fold(&p, &k->steps[k->step_count], &taken, err);
       if (taken || rc != MI_OK) {
+        for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
         k->step_count++;
         if (rc != MI_OK) goto fail;
         i += p.nodes_used;
@@ -411,16 +458,23 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
       goto fail;
     }
     rc = ops[j].prep(&p, &k->steps[k->step_count], err);
+    for (j = 0; j < (p.nodes_used > 0 ? p.nodes_used : 1) && i + j < d->node_count; j++)
+      step_of[i + j] = k->step_count;
     /* Counted even when refused: a prep may already hold its state/aux, released with the rest. */
     k->step_count++;
     if (rc != MI_OK) goto fail;
     i += p.nodes_used > 0 ? p.nodes_used : 1;
   }
   if (d->node_count > 1) mi__blis_qblock_link(k, d);
+  for (i = 0; i < d->node_count; i++) /* steps joined to the one before: one pass */
+    while (step_of[i] > 0 && k->steps[step_of[i]].joined) step_of[i]--;
+  if ((rc = alloc_intermediates(ctx, k, d, step_of, err)) != MI_OK) goto fail;
+  free(step_of);
   k->cost_ns = mi__blis_kernel_cost_ns(d, mi__blis_simd_level(ctx->cpu.isa) == MI__SIMD_AVX512);
   *out = k;
   return MI_OK;
 fail:
+  free(step_of);
   mi__blis_kernel_release(ctx, k);
   return rc;
 }
@@ -459,6 +513,8 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
   /* a kernel too small to gain from a split runs on this thread alone (blis_cost.c) */
   env.threads = mi__blis_kernel_threads(k->threads > 0 ? k->threads : ctx->threads, k->cost_ns);
   env.pool = ctx->pool;
+  env.ctx = ctx;
+  env.k = k;
   env.cntx = mi__blis_cntx(ctx, k->arch >= 0 ? k->arch : ctx->arch, err, &rc);
   if (rc != MI_OK) return rc;
   env.cntx_small = NULL;

@@ -145,5 +145,9 @@ void mi__blis_qblock_link(mi_kernel_t *k, const mi_kernel_desc_t *d) {
     if (d->outputs[i] == dw->y || (with_add && d->outputs[i] == pw->y)) return;
   s[0].run = with_add ? run_dwpw_add : run_dwpw;
   s[1].run = run_in_block;
-  if (with_add) s[2].run = run_in_block;
+  s[1].joined = 1;
+  if (with_add) {
+    s[2].run = run_in_block;
+    s[2].joined = 1;
+  }
 }

@@ -462,9 +462,14 @@ static int32_t run_qdw(const mi__blis_step_t *s, void *const *t, const mi__blis_
     run_qdw_codes(&task, t, env);
     return MI_OK;
   }
+  if (task.q->codes) {
+    int32_t rc = mi__blis_plane_open(env, c->y, err);
+    if (rc != MI_OK) return rc;
+  }
   mi__blis_ftail_begin(&task.q->hs, env);
   mi__blis_parallel(env, c->N * c->M, 1, c->OH * c->OW * c->KH * c->KW, qdw_part, &task);
   mi__blis_ftail_end(&task.q->hs, t, env, c->simd);
+  if (task.q->codes) mi__blis_plane_close(env, c->y);
   return MI_OK;
 }
 
@@ -642,6 +647,8 @@ int32_t mi__blis_prep_qdw_int(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__
   q->hs1 = src->hs;
   q->hs1.dq = 0;
   q->codes = mi__blis_ftail_codes(p, src, q->g.KH * q->g.KW);
+  /* codes from the sums: the floats are written only where the scale is out of range (run_qdw) */
+  if (q->codes) mi__blis_plane_mark(p, src->y, MI__PLANE_RESERVED);
   for (m = 0; m < q->g.M; m++) q->tb[m] = src->tb ? src->tb[src->ntb == 1 ? 0 : m] : 0.f;
   if (!src->tb) q->tb = NULL;
   p->nodes_used = 1 + src->tail;

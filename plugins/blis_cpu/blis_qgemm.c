@@ -502,9 +502,14 @@ static int32_t run_qconv(const mi__blis_step_t *s, void *const *t, const mi__bli
     run_qconv_codes(q, t, env, &task);
     return MI_OK;
   }
+  if (q->codes) {
+    int32_t rc = mi__blis_plane_open(env, c->y, err);
+    if (rc != MI_OK) return rc;
+  }
   mi__blis_ftail_begin(&q->hs, env);
   qconv_sums(q, t, env, &task);
   mi__blis_ftail_end(&q->hs, t, env, c->simd);
+  if (q->codes) mi__blis_plane_close(env, c->y);
   return MI_OK;
 }
 
@@ -743,6 +748,8 @@ int32_t mi__blis_qconv_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   if ((q->codes = (!q->dw || q->g.N == 1) && mi__blis_ftail_codes(p, src, q->kk))) {
     q->hs1 = q->hs;
     q->hs1.dq = 0;
+    /* codes from the sums: the floats are written only where the scale is out of range (run_qconv) */
+    mi__blis_plane_mark(p, src->y, MI__PLANE_RESERVED);
   }
   /* INT4 GEMM path: the weights stay packed, one byte per pair (the depthwise path's few taps
    * are kept widened) */

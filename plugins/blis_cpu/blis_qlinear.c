@@ -420,6 +420,9 @@ int32_t mi__blis_prep_qlinear(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
     if (is_conv) {
       int taken, rc;
       int_tail(p, ch, &src);
+      /* the tail's floats: written by the step, read by the DynamicQuantizeLinear it ends in (the
+       * codes path of blis_qdw.c / blis_qgemm.c makes them a reserved plane instead) */
+      if (src.tail) mi__blis_plane_mark(p, src.y, MI__PLANE_WRITTEN);
       rc = mi__blis_prep_qdw_int(p, s, &src, &taken, err); /* the depthwise byte kernel where it applies */
       if (rc != MI_OK || taken) return rc;
     }

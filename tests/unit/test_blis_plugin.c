@@ -173,6 +173,107 @@ static void large_copies(void) {
   free(back);
 }
 
+/* The memory counter counts what a kernel really holds: a Conv -> Relu group runs as one step (the
+ * activation in the conv's output stage), so the conv's own output is never written and gets no
+ * memory; the peak of prepare + run stays below the tensors that exist (input, output, weights)
+ * plus a small allowance for the kernel's state, where it used to count the 2 MiB intermediate
+ * too. Then Conv -> Relu -> Conv: the Relu's output, made by the first step and read by the
+ * second, does get memory (a result equal to the naive one says so), at every SIMD level. */
+#define C 8
+#define H 256
+#define W 256
+#define HW (H * W)
+static void counter_skips_fused_intermediates(tb_plugin_t *p) {
+  int64_t xd[4] = {1, C, H, W}, wd[4] = {C, C, 1, 1};
+  float *x = malloc(sizeof(float) * C * HW), *y = malloc(sizeof(float) * C * HW);
+  float *ref = malloc(sizeof(float) * C * HW), *mid = malloc(sizeof(float) * C * HW);
+  float w1[C * C], w2[C * C];
+  const float *ins[1] = {x};
+  const double tensors = 2. * sizeof(float) * C * HW + 2. * sizeof w1, allowance = 256. * 1024;
+  mi_counter_sample_t s;
+  mi_error_t err = {0, ""};
+  int64_t si, ns = 1, i, c, m;
+  uint32_t kn, q;
+  tb_fill(x, (int64_t)C * HW, 70);
+  tb_fill(w1, C * C, 71);
+  tb_fill(w2, C * C, 72);
+  /* the naive results: relu(w1 x) and w2 relu(w1 x) */
+  for (m = 0; m < C; m++)
+    for (i = 0; i < HW; i++) {
+      double acc = 0.;
+      for (c = 0; c < C; c++) acc += (double)w1[m * C + c] * x[c * HW + i];
+      mid[m * HW + i] = acc > 0. ? (float)acc : 0.f;
+    }
+  for (m = 0; m < C; m++)
+    for (i = 0; i < HW; i++) {
+      double acc = 0.;
+      for (c = 0; c < C; c++) acc += (double)w2[m * C + c] * mid[c * HW + i];
+      ref[m * HW + i] = (float)acc;
+    }
+  CHECK(p->api->knob_count(p->ctx, 0, &kn, &err) == MI_OK, "knob count");
+  for (q = 0; q < kn; q++) {
+    mi_knob_desc_t k;
+    memset(&k, 0, sizeof k);
+    k.struct_size = sizeof k;
+    if (p->api->knob_desc(p->ctx, 0, q, &k, &err) == MI_OK && strcmp(k.name, "simd") == 0) {
+      const char *bar = k.choices; /* auto|avx512|avx2|c: each a value */
+      for (ns = 1; (bar = strchr(bar, '|')); bar++) ns++;
+    }
+  }
+  for (si = 0; si < ns; si++) {
+    mi_knob_value_t kv[1] = {{"simd", si, 0.}};
+    int chain;
+    for (chain = 0; chain < 2; chain++) {
+      tb_t b;
+      int tx, tw1, t1, t2, tw2, ty;
+      double peak;
+      memset(&b, 0, sizeof b);
+      tx = tb_tensor(&b, 4, xd, NULL);
+      tw1 = tb_tensor(&b, 4, wd, w1);
+      t1 = tb_tensor(&b, 4, xd, NULL);
+      t2 = tb_tensor(&b, 4, xd, NULL);
+      {
+        int in[2] = {tx, tw1};
+        tb_node(&b, "Conv", 11, 2, in, t1);
+        tb_node(&b, "Relu", 14, 1, &t1, t2);
+      }
+      ty = t2;
+      if (chain) {
+        int in[2] = {t2, 0};
+        tw2 = tb_tensor(&b, 4, wd, w2);
+        ty = tb_tensor(&b, 4, xd, NULL);
+        in[1] = tw2;
+        tb_node(&b, "Conv", 11, 2, in, ty);
+      }
+      tb_finish(&b, ty);
+      memset(&s, 0, sizeof s);
+      s.struct_size = sizeof s;
+      CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK, "drain: %s", err.message);
+      CHECK(tb_run(p, &b, NULL, kv, 1, ins, y, &err) == MI_OK, "simd %lld chain %d: %s", (long long)si, chain,
+            err.message);
+      CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.has_value == 1, "peak: %s", err.message);
+      peak = s.value;
+      CHECK(tu_rel_l2(y, chain ? ref : mid, (int64_t)C * HW) < 1e-5, "simd %lld chain %d: results differ",
+            (long long)si, chain);
+      /* the chain holds one intermediate more, the Relu's output */
+      CHECK(peak < tensors + chain * sizeof(float) * C * HW + allowance,
+            "simd %lld chain %d: peak %.0f bytes, the tensors that exist %.0f (+%.0f allowed)", (long long)si,
+            chain, peak, tensors + chain * sizeof(float) * C * HW, allowance);
+      CHECK(peak >= tensors + chain * sizeof(float) * C * HW,
+            "simd %lld chain %d: peak %.0f bytes below the tensors that exist %.0f", (long long)si, chain, peak,
+            tensors + chain * sizeof(float) * C * HW);
+    }
+  }
+  free(x);
+  free(y);
+  free(ref);
+  free(mid);
+}
+#undef C
+#undef H
+#undef W
+#undef HW
+
 static tb_plugin_t p;
 
 static void setup(void) {
@@ -191,11 +292,16 @@ static void threads_and_counters_all(void) {
   threads_and_counters(&p);
 }
 
+static void counter_skips_fused_intermediates_all(void) {
+  counter_skips_fused_intermediates(&p);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(entry_refuses_other_major),
     TU_CASE(descriptions_all),
     TU_CASE(threads_and_counters_all),
     TU_CASE(large_copies),
+    TU_CASE(counter_skips_fused_intermediates_all),
 };
 
 TU_MAIN(setup, teardown)

@@ -8,7 +8,8 @@
  * monotone, so its plane is written and read again), by at least half that plane. A Pad by zero
  * between the tail and the DynamicQuantizeLinear (a TF export's, before a stride-2 depthwise conv)
  * joins the conv's kernel (exec/plan.c), codes written into the padded plane; so does the quantize
- * when another node reads the floats first. */
+ * when another node reads the floats first. A scale past 2^64 at run time takes the float plane
+ * after all: the plane the kernel only reserved is made writable for that run. */
 #include <malloc.h>
 #include <unistd.h>
 
@@ -191,6 +192,12 @@ static void codes_cases(void) {
       /* a small plane (the float plane path), a plain tail: its floats and range from the 3-tap kernel's registers */
       {"depthwise 3x3 stride 2, 24x48x48, no bias, Relu (the float plane)", 24, 24, 48, 48, 3, 2, 24, 0.0123f, 0, "Relu", 0, 0},
       {"pointwise 16 -> 24, 128x128, Clip, read first by a Relu", 16, 24, 128, 128, 1, 1, 1, 0.0123f, 1, "Clip", 0, 1},
+      /* a scale past 2^64 at run time: the codes path gives way to the float plane, which holds no
+       * memory until then (a reserved plane, blis_kernel.c) and is made writable for that run */
+      {"depthwise 3x3, 16x192x192, Relu, scale past 2^64 (the reserved plane)", 16, 16, 192, 192, 3, 1, 16, 1e21f, 0,
+       "Relu", 0, 0},
+      {"pointwise 16 -> 24, 128x128, Relu, scale past 2^64 (the reserved plane)", 16, 24, 128, 128, 1, 1, 1, 1e21f, 0,
+       "Relu", 0, 0},
   };
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) run(&cs[i], NULL);
 }
