@@ -257,8 +257,10 @@ void mi__blis_drop_const(mi__blis_prep_t *p, int32_t t);
  * alloc_intermediates). By default an intermediate made and read inside one step gets no memory
  * (the step computes through it) and one that passes between steps gets its own. A prep that
  * writes a tensor inside its step anyway says MI__PLANE_WRITTEN; one that writes it only on a rare
- * path says MI__PLANE_RESERVED: address space without memory (mmap PROT_NONE; element offsets
- * into it stay defined), made writable for the runs that take that path (mi__blis_plane_open). */
+ * path, or leaves it to no one (a Resize whose rows the Concat's quantize computes), says
+ * MI__PLANE_RESERVED: address space without memory (mmap PROT_NONE; element offsets into it stay
+ * defined, a stray write faults), made writable for the runs that take that path
+ * (mi__blis_plane_open). */
 enum { MI__PLANE_AUTO = 0,
        MI__PLANE_WRITTEN = 1,
        MI__PLANE_RESERVED = 2 };

@@ -309,7 +309,9 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
  * step is never materialised: the step computes through it (a Conv's activation tail, Mul -> Add
  * in one pass, ConvInteger's float tail in the output stage, a Q/DQ lookup table), and steps
  * joined into one pass count as one (step_of: a depthwise conv and its pointwise conv in bands, a
- * gate Mul in the conv's weights, a linked QDQ block). Allocating those anyway counted memory the
+ * gate Mul in the conv's weights, a linked QDQ block). A plane a prep marks MI__PLANE_RESERVED
+ * (written on a rare path, or by no step: a Resize whose rows the Concat's quantize computes) is
+ * address space only. Allocating those anyway counted memory the
  * run never touched: IS-Net 1024's quantized export 4127 MiB against about 0.8 GiB resident,
  * BlazeFace's back model 55 MiB against 9 (docs/benchmarks.md). Not zeroed: the step that makes an
  * intermediate writes it before the next reads it. */
@@ -331,13 +333,13 @@ static int32_t alloc_intermediates(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const m
         }
     }
     bytes = mi_sdk_tensor_bytes(d->tensors[t]);
-    if (k->plane[t] != MI__PLANE_WRITTEN && maker >= 0 && readers > 0 && !apart) { /* inside one step */
-      if (k->plane[t] != MI__PLANE_RESERVED) continue;
+    if (k->plane[t] == MI__PLANE_RESERVED) { /* written on a rare path only, or by none */
       if (!(k->ptr[t] = mi__blis_reserve(bytes, &k->rsv[t])))
         return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of address space");
       k->owned[t] = 2;
       continue;
     }
+    if (k->plane[t] != MI__PLANE_WRITTEN && maker >= 0 && readers > 0 && !apart) continue; /* inside one step */
     k->ptr[t] = mi__blis_alloc(ctx, bytes ? bytes : 1);
     if (!k->ptr[t]) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
     k->owned[t] = 1;

@@ -583,7 +583,9 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     if (r->fused) plan_up2(r, mi__blis_simd_level(p->ctx->cpu.isa));
   }
   s->run = run_resize;
-  if (r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y))
-    s->run = run_deferred; /* its rows are the quantize step's to compute */
+  if (r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y)) {
+    s->run = run_deferred;                            /* its rows are the quantize step's to compute */
+    mi__blis_plane_mark(p, r->y, MI__PLANE_RESERVED); /* so the output is never written */
+  }
   return MI_OK;
 }
