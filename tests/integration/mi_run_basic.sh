@@ -60,7 +60,7 @@ import struct,sys
 raw=open(sys.argv[1],'rb').read(); hl=struct.unpack('<H',raw[8:10])[0]
 assert '(5, 4)' in raw[10:10+hl].decode()" "$T/s1/out_prob_0.npy" || fail "--shape output shape"
 
-# A zoo model on ref: --repeat statistics in the JSON summary, one file per output.
+# A zoo model on ref: --repeat statistics and the resident memory in the JSON summary, one file per output.
 if [ -x "$ZOO" ]; then
   "$ZOO" mlp --out "$T/mlp.onnx" > /dev/null || fail "mi-zoo mlp"
   "$RUN" --model "$T/mlp.onnx" --device ref --output-dir "$T/mlp" --repeat 3 --json \
@@ -76,6 +76,9 @@ for k in ("median", "p10", "p90", "cv"):
     assert isinstance(lat[k], (int, float)) and lat[k] >= 0, (k, lat)
 assert lat["repeats"] == 3 and lat["p10"] <= lat["median"] <= lat["p90"], lat
 assert "device_time_ms" not in j, "the reference path has no device timer"
+# the process's resident memory around the session (Linux /proc): a start, and a peak not below it
+rss = j["rss"]
+assert 0 < rss["before_create_bytes"] <= rss["peak_bytes"], rss
 for name in j["outputs"]:
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
     raw = open(f"{t}/mlp/{safe}.npy", "rb").read()
