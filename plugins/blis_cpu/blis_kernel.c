@@ -311,10 +311,10 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
  * joined into one pass count as one (step_of: a depthwise conv and its pointwise conv in bands, a
  * gate Mul in the conv's weights, a linked QDQ block). A plane a prep marks MI__PLANE_RESERVED
  * (written on a rare path, or by no step: a Resize whose rows the Concat's quantize computes) is
- * address space only. Allocating those anyway counted memory the
- * run never touched: IS-Net 1024's quantized export 4127 MiB against about 0.8 GiB resident,
- * BlazeFace's back model 55 MiB against 9 (docs/benchmarks.md). Not zeroed: the step that makes an
- * intermediate writes it before the next reads it. */
+ * address space only. Allocating those anyway counted memory the run never touched: IS-Net 1024's
+ * quantized export 4127 MiB against 793 MiB of resident growth, BlazeFace's back model 55 MiB
+ * against 9 (docs/benchmarks.md). Not zeroed: the step that makes an intermediate writes it before
+ * the next reads it. */
 static int32_t alloc_intermediates(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_kernel_desc_t *d,
                                    const int32_t *step_of, mi_error_t *err) {
   int32_t t, i, j;
