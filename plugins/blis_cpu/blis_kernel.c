@@ -447,6 +447,7 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
       int taken = 0;
       rc = mi__blis_prep_wq(&p, &k->steps[k->step_count], &taken, err);
       if (taken || rc != MI_OK) {
+        for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
         k->step_count++;
         if (rc != MI_OK) goto fail;
         i += p.nodes_used;
