@@ -292,7 +292,12 @@ typedef struct mi_session mi_session_t;
 MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
                                  const mi_session_options_t *opts, mi_session_t **out,
                                  mi_error_t *err);
-/** Runs one inference. Inputs in graph input order; outputs[i] are new arrays. */
+/** Runs one inference. Inputs in graph input order; outputs[i] are new arrays. Inputs have the
+ * shapes the session was created for, except an input that only If nodes read (a merged
+ * decoder's caches, one position longer at every token): its shape may change from run to run,
+ * the If's branch being prepared again for it in its nested session (keeping every kernel and
+ * folded value the new shapes do not reach), as long as the values the If hands to this
+ * session's own kernels keep their shapes (else MI_ERR_INVALID_ARGUMENT naming the tensor). */
 MI_API int32_t mi_session_run(mi_session_t *s, const mi_array_t *const *inputs,
                               int32_t input_count, mi_array_t **outputs, int32_t output_count,
                               mi_error_t *err);
@@ -328,6 +333,11 @@ MI_API const mi_session_t *mi_session_nested(const mi_session_t *s, int32_t inde
 /** Device kernels the session prepared: a fused group, a quantized layer lowered with its
  * Q/DQ nodes, or a layout conversion counts once each. -1 on the reference path or for NULL. */
 MI_API int32_t mi_session_kernel_count(const mi_session_t *s);
+/** Of those, the kernels taken over from the session it replaced rather than prepared: a nested
+ * branch (mi_session_nested) prepared again when its captures' shapes changed keeps every
+ * kernel whose description did not change. 0 for a session prepared from scratch; -1 on the
+ * reference path or for NULL. */
+MI_API int32_t mi_session_kernel_reused_count(const mi_session_t *s);
 /** The graph nodes device kernel `index` runs (execution order): returns their count and
  * points *nodes at them (valid while the session lives); 0 for a bad index. */
 MI_API int32_t mi_session_kernel_nodes(const mi_session_t *s, int32_t index,

@@ -33,6 +33,11 @@ typedef struct mi__step {
   struct mi__fb_group *group;
   int8_t grouped;
   int8_t on_fb;
+  /* MI__STEP_DEVICE: its kernel description in bytes (reuse.c), for a successor session
+   * prepared for other shapes to find and take over the kernel; NULL when not made. */
+  uint8_t *sig;
+  size_t sig_len;
+  uint64_t sig_hash;
 } mi__step_t;
 
 struct mi_session {
@@ -91,9 +96,18 @@ struct mi_session {
   /* Shapes inference left dynamic were fixed at create time by a probe run (probe.c): a run
    * whose host-computed shapes differ is refused rather than fed to kernels prepared for others. */
   int shapes_probed;
+  /* This run has inputs of other shapes than the session's, read only by If nodes the host
+   * runs (session_run.c): their outputs are checked as a probed session's are. */
+  int free_shapes;
   /* If nodes whose branch runs in a nested session on the device (nested.c). */
   struct mi__nested *nested;
   int32_t nested_count;
+  /* While this session is prepared: the session it replaces (the same graph prepared for
+   * other shapes), whose unchanged kernels and folded constants it takes over (reuse.c). */
+  struct mi_session *donor;
+  int reusable;           /* steps keep their signatures (a nested branch: it may be a donor) */
+  int32_t kernels_reused; /* device kernels taken over from the donor */
+  int32_t consts_reused;  /* folded nodes whose values were taken over */
 };
 
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
@@ -337,6 +351,31 @@ void mi__fallback_group_free(mi__fb_group_t *q);
 /* After every step is prepared: groups the runs of host steps, then prepares each host step
  * left alone on the fallback device (mi__fallback_prepare), and records where each runs. */
 int32_t mi__fallback_plan(mi_session_t *s, mi_error_t *err);
+
+/* Reuse across re-preparation (reuse.c). The signature of a kernel description: every byte
+ * kernel_prepare may depend on (constants over 4 KiB by their data's address). */
+int32_t mi__kernel_signature(const mi_kernel_desc_t *d, uint8_t **out, size_t *len,
+                             uint64_t *hash);
+/* The donor's kernel of that signature, taken out of its step; NULL when none. */
+mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len, uint64_t hash);
+/* For node `node` of s, whose inputs are all constants: 1 and outs[] filled (moved out of the
+ * donor) when the donor folded the same node of the same constant values; else 0. */
+int mi__reuse_folded(mi_session_t *s, int32_t node, mi_array_t **outs);
+/* Initializer buffers of a graph about to be destroyed, by tensor name, for the graph that
+ * replaces it (built from the same sources): take moves a buffer of t's name, bytes and dtype
+ * out of the old graph, or returns NULL. */
+typedef struct mi__data_pool mi__data_pool_t;
+mi__data_pool_t *mi__data_pool(mi_graph_t *old);
+void *mi__data_pool_take(mi__data_pool_t *p, const mi_tensor_t *t);
+void mi__data_pool_free(mi__data_pool_t *p);
+/* Before g (its shapes inferred) is folded: each node computed from initializers alone whose
+ * outputs the old graph holds folded takes those values and is removed, as folding would. */
+int32_t mi__data_pool_folds(mi__data_pool_t *p, mi_graph_t *g, mi_error_t *err);
+/* mi_session_create with a donor (NULL: none), left to the caller to destroy; `reusable`: the
+ * session keeps its kernels' signatures, to be a donor itself. */
+int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
+                           const mi_session_options_t *opts, mi_session_t *donor, int reusable,
+                           mi_session_t **out, mi_error_t *err);
 
 /* The run loop (session_run.c). */
 int32_t mi__session_run_device(mi_session_t *s, const mi_array_t *const *inputs,

@@ -1,7 +1,8 @@
 /* nested.c - an If of a device session runs the branch its condition picks in a nested session
  * on the same device, so a model whose whole network sits in a branch (Silero VAD) is offloaded
  * rather than interpreted: the branch is cloned with its captures turned into inputs, prepared
- * on first use for the captures' shapes, and kept for the next runs (again when they change). */
+ * on first use for the captures' shapes, and kept for the next runs; when they change it is
+ * prepared again, keeping the kernels those shapes do not reach (reuse.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,17 +41,31 @@ static int same_shape(const mi_tensor_t *t, const mi_array_t *a) {
   return 1;
 }
 
-/* The branch as a graph of its own for these capture values; 0 when it cannot be one. */
+/* The branch as a graph of its own for these capture values; 0 when it cannot be one. A branch
+ * prepared before for other shapes hands over its weights' buffers and its kernels and folded
+ * values that do not depend on them (reuse.c), then goes. */
 static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
                      const mi_array_t *const *ins) {
   const mi_node_t *n = &s->g->nodes[e->node];
   mi_session_options_t o;
   mi_error_t err = {0};
-  int32_t caps, folded = 0;
-  nested_clear(e);
-  if (!(e->g = mi_graph_clone(sub))) return 0;
+  mi__nested_t old = *e;
+  mi__data_pool_t *pool = mi__data_pool(old.g);
+  int32_t caps, folded = 0, ok = 0;
+  e->s = NULL;
+  e->g = NULL;
+  e->slot = NULL;
+  if (!(e->g = mi_graph_clone(sub))) goto done;
   caps = e->g->capture_count;
-  if (e->g->input_count || !(e->slot = malloc(((size_t)caps + 1) * sizeof *e->slot))) return 0;
+  if (e->g->input_count || !(e->slot = malloc(((size_t)caps + 1) * sizeof *e->slot))) goto done;
+  for (int32_t t = 0; pool && t < e->g->tensor_count; t++) {
+    mi_tensor_t *x = &e->g->tensors[t];
+    void *kept = x->data ? mi__data_pool_take(pool, x) : NULL;
+    if (kept) {
+      free(x->data);
+      x->data = kept;
+    }
+  }
   for (int32_t i = 0; i < caps; i++) {
     mi_tensor_t *t = &e->g->tensors[e->g->captures[i]];
     const mi_tensor_t *outer;
@@ -58,7 +73,7 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
     while (k < n->input_count &&
            (n->inputs[k] < 0 || strcmp(s->g->tensors[n->inputs[k]].name, t->name) != 0))
       k++;
-    if (k == n->input_count || !ins[k] || ins[k]->rank > MI_MAX_RANK) return 0;
+    if (k == n->input_count || !ins[k] || ins[k]->rank > MI_MAX_RANK) goto done;
     outer = &s->g->tensors[n->inputs[k]];
     t->dtype = ins[k]->dtype;
     t->rank = ins[k]->rank;
@@ -66,25 +81,31 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
     if (outer->data) {
       /* An initializer of the outer graph (Silero v4's conv weights) stays a constant in the
        * branch: as an input the device would refuse every Conv and Gemm reading it. */
-      if (!(t->data = malloc(outer->nbytes + 1))) return 0;
-      memcpy(t->data, outer->data, outer->nbytes);
       t->nbytes = outer->nbytes;
+      if (!(t->data = mi__data_pool_take(pool, t))) {
+        if (!(t->data = malloc(outer->nbytes + 1))) goto done;
+        memcpy(t->data, outer->data, outer->nbytes);
+      }
       continue;
     }
     e->slot[e->g->input_count] = k;
-    if (mi_graph_add_input(e->g, e->g->captures[i]) != MI_OK) return 0;
+    if (mi_graph_add_input(e->g, e->g->captures[i]) != MI_OK) goto done;
   }
   e->g->capture_count = 0;
   if (mi_graph_toposort(e->g, &err) || mi_graph_infer_shapes(e->g, &err) ||
-      mi_graph_fold_constants(e->g, &folded, &err))
-    return 0;
+      mi__data_pool_folds(pool, e->g, &err) || mi_graph_fold_constants(e->g, &folded, &err))
+    goto done;
   memset(&o, 0, sizeof o);
   o.struct_size = (uint32_t)sizeof o;
   o.allow_host_fallback = 1;
   o.fallback_plugin = s->fb_plugin;
   o.fallback_device = s->fb_device;
   o.per_node_timing = s->per_node_timing; /* a profile times the branch's kernels too */
-  return mi_session_create(e->g, s->plugin, s->device, &o, &e->s, &err) == MI_OK;
+  ok = mi__session_create(e->g, s->plugin, s->device, &o, old.s, 1, &e->s, &err) == MI_OK;
+done:
+  mi__data_pool_free(pool);
+  nested_clear(&old); /* what it did not hand over */
+  return ok;
 }
 
 int32_t mi__nested_if(mi_session_t *s, int32_t node, const mi_array_t *const *ins,

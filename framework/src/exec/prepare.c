@@ -133,6 +133,10 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[nodes[0]].name);
   mi__step_t *st = &s->steps[s->step_count];
   mi_kernel_t *kernel = NULL;
+  uint8_t *sig = NULL;
+  size_t sig_len = 0;
+  uint64_t sig_hash = 0;
+  int reused = 0;
   mi_member_choice_t mc[MI__UNIT_MAX];
   const mi_member_choice_t *mp[MI__UNIT_MAX];
   int32_t rc;
@@ -147,16 +151,32 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   }
   if ((!k->desc.variant_id || !k->desc.variant_id[0]) && variant) k->desc.variant_id = variant;
   if (count > 1 && count <= MI__UNIT_MAX && member_choices(p, nodes, count, mc, mp)) k->desc.member_choices = mp;
-  rc = pl->api.kernel_prepare(pl->ctx, s->device, &k->desc, &kernel, perr);
+  /* A session prepared anew for other shapes takes over the kernels whose description did not
+   * change (a decoder's weights are packed once, not at every cache length). */
+  if ((s->donor || s->reusable) && mi__kernel_signature(&k->desc, &sig, &sig_len, &sig_hash)) {
+    *fatal = 1;
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (sig && s->donor && (kernel = mi__reuse_kernel(s->donor, sig, sig_len, sig_hash))) {
+    reused = 1;
+    rc = MI_OK;
+  } else {
+    rc = pl->api.kernel_prepare(pl->ctx, s->device, &k->desc, &kernel, perr);
+  }
   if (rc == MI_OK && !kernel) rc = mi_errorf(perr, MI_ERR_INTERNAL, "no kernel returned");
   if (rc != MI_OK) {
     if (kernel) pl->api.kernel_release(pl->ctx, kernel);
+    free(sig);
     return rc;
   }
   memset(st, 0, sizeof *st);
   st->node = nodes[0];
   st->kind = MI__STEP_DEVICE;
   st->kernel = kernel;
+  st->sig = sig;
+  st->sig_len = sig_len;
+  st->sig_hash = sig_hash;
+  s->kernels_reused += reused;
   st->node_count = count;
   st->input_count = k->input_count;
   st->output_count = k->output_count;
@@ -276,6 +296,13 @@ static int32_t fold(prep_t *p, int32_t i, int dq, mi_error_t *err) {
   char lb[32];
   int32_t rc;
   if (n->output_count > 16) return 0;
+  /* The value the donor folded, when the inputs are the same; a (De)QuantizeLinear only where
+   * its fold was asked for (mi__fold_node leaves them to the device or folds them last). */
+  if (p->s->donor && (dq || (!(n->domain && n->domain[0]) && !strstr(n->op_type, "uantizeLinear"))) &&
+      mi__reuse_folded(p->s, i, outs)) {
+    p->s->consts_reused++;
+    return fold_outputs(p, i, outs);
+  }
   rc = dq ? mi__fold_dq(g, i, p->s->consts, outs, err) : mi__fold_node(g, i, p->s->consts, outs, err);
   if (rc < 0) {
     mi_error_t inner = err ? *err : (mi_error_t){0};

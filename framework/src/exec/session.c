@@ -71,18 +71,33 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
   return mi__session_prepare(s, opts, err);
 }
 
-/* The session's private copy of g (made on first use) becomes the graph it runs. */
-static int32_t own_copy(mi_session_t *s, const mi_graph_t *g, mi_error_t *err) {
+/* The session's private copy of g (made on first use) becomes the graph it runs, and *w the
+ * graph the session's rewrites change. A nested branch's graph (`reusable`) is the nested
+ * session's own and is rewritten in place: its weights keep the buffers a session prepared
+ * for other shapes handed over (reuse.c), so their kernels and folded values are found. */
+static int32_t own_copy(mi_session_t *s, const mi_graph_t *g, mi_graph_t **w, mi_error_t *err) {
+  if (s->reusable) {
+    *w = (mi_graph_t *)g;
+    return MI_OK;
+  }
   if (!s->own && !(s->own = mi_graph_clone(g)))
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory cloning the graph");
   s->g = s->own;
+  *w = s->own;
   return MI_OK;
 }
 
 MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
                                  const mi_session_options_t *opts, mi_session_t **out,
                                  mi_error_t *err) {
+  return mi__session_create(g, plugin, device, opts, NULL, 0, out, err);
+}
+
+int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
+                           const mi_session_options_t *opts, mi_session_t *donor, int reusable,
+                           mi_session_t **out, mi_error_t *err) {
   mi_session_t *s;
+  mi_graph_t *w = NULL;
   int32_t rc = MI_OK;
   if (!out) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_session_create: out is NULL");
   *out = NULL;
@@ -96,6 +111,7 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   s->device = device;
   s->fb_plugin = OPT(opts, fallback_plugin, NULL);
   s->fb_device = OPT(opts, fallback_device, 0);
+  s->reusable = reusable;
   if (!plugin) goto done; /* the reference path runs the caller's graph as it is */
   if (!plugin->api.kernel_prepare || !plugin->api.kernel_run || !plugin->api.buffer_alloc) {
     rc = mi_errorf(err, MI_ERR_ABI, "plugin '%s' lacks kernel functions", plugin->name);
@@ -114,11 +130,11 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   }
   if (!shapes_concrete(g)) {
     /* The device needs concrete shapes; infer them on a private copy. */
-    if ((rc = own_copy(s, g, err)) || (rc = mi_graph_infer_shapes(s->own, err))) goto done;
+    if ((rc = own_copy(s, g, &w, err)) || (rc = mi_graph_infer_shapes(w, err))) goto done;
     /* Static inference cannot see through value-dependent control flow (an If on an input):
      * one reference run on zero inputs shows the shapes, fixed from here on. */
     if (!shapes_concrete(s->g) && inputs_concrete(s->g)) {
-      if ((rc = mi__graph_probe_shapes(s->own, err))) goto done;
+      if ((rc = mi__graph_probe_shapes(w, err))) goto done;
       s->shapes_probed = 1;
     }
     if (!shapes_concrete(s->g)) {
@@ -130,35 +146,38 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
   }
   if (mi__qdq_params_missing(s->g)) {
     /* A QDQ model from a file: its quantization into the tensor fields, on a private copy. */
-    if ((rc = own_copy(s, g, err)) || (rc = mi__qdq_params_set(s->own, err))) goto done;
+    if ((rc = own_copy(s, g, &w, err)) || (rc = mi__qdq_params_set(w, err))) goto done;
   }
   if (mi__graph_pad_foldable(s->g)) {
     /* Zero Pads before Convs become the Convs' padding, on a private copy. */
-    if ((rc = own_copy(s, g, err))) goto done;
-    if (mi__graph_fold_pads(s->own) < 0) {
+    if ((rc = own_copy(s, g, &w, err))) goto done;
+    if (mi__graph_fold_pads(w) < 0) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory folding Pad nodes");
       goto done;
     }
   }
   if (mi__graph_ln_fusable(s->g)) {
     /* Spelled-out layer norms become one LayerNormalization each, on a private copy. */
-    if ((rc = own_copy(s, g, err))) goto done;
-    if (mi__graph_fuse_layernorms(s->own) < 0) {
+    if ((rc = own_copy(s, g, &w, err))) goto done;
+    if (mi__graph_fuse_layernorms(w) < 0) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory fusing layer norms");
       goto done;
     }
   }
   if (mi__graph_gelu_fusable(s->g)) {
     /* Spelled-out exact Gelus become one Gelu node each, on a private copy. */
-    if ((rc = own_copy(s, g, err))) goto done;
-    if (mi__graph_fuse_gelus(s->own) < 0) {
+    if ((rc = own_copy(s, g, &w, err))) goto done;
+    if (mi__graph_fuse_gelus(w) < 0) {
       rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory fusing Gelus");
       goto done;
     }
   }
   s->per_node_timing = OPT(opts, per_node_timing, 0) != 0;
   s->async = !s->per_node_timing && plugin->api.kernel_enqueue && plugin->api.device_sync;
+  /* The donor's kernels are the same plugin device's: another device's would not run here. */
+  s->donor = donor && donor->plugin == plugin && donor->device == device ? donor : NULL;
   rc = create_device(s, opts, err);
+  s->donor = NULL;
 done:
   if (rc != MI_OK) {
     mi_session_destroy(s);
@@ -178,6 +197,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
     free(s->steps[i].inputs);
     free(s->steps[i].outputs);
     free(s->steps[i].nodes);
+    free(s->steps[i].sig);
   }
   free(s->steps);
   if (p) mi__memplan_free(s);
@@ -311,4 +331,8 @@ MI_API int32_t mi_session_unfused_count(const mi_session_t *s) {
 MI_API const char *mi_session_unfused(const mi_session_t *s, int32_t index) {
   if (!s || index < 0 || index >= s->unfused_count) return NULL;
   return s->unfused[index];
+}
+
+MI_API int32_t mi_session_kernel_reused_count(const mi_session_t *s) {
+  return s && s->plugin ? s->kernels_reused : -1;
 }

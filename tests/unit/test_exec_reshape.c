@@ -1,0 +1,212 @@
+/* test_exec_reshape.c - a device session whose inputs change shape from run to run where only an
+ * If reads them (a merged decoder's caches grow by one position per token): every run matches
+ * the reference interpreter and a session prepared from scratch for its shapes, the nested
+ * branch prepared again takes over the kernels whose shapes did not change (counted by
+ * mi_session_kernel_reused_count), and an input a device kernel reads is still refused. */
+#include <stdint.h>
+
+#include "test_util.h"
+
+static mi_registry_t *g_reg;
+
+/* Deterministic pseudo-random float32 values in [-a, a). */
+static void fill(mi_array_t *arr, uint32_t seed, float a) {
+  float *f = arr->data;
+  for (int64_t i = 0; i < mi_array_numel(arr); i++) {
+    seed = seed * 1664525u + 1013904223u;
+    f[i] = a * ((float)(seed >> 8) / 8388608.0f - 1.0f);
+  }
+}
+
+/* A branch reading captures x (its length changes), k [1, 2, 5, 5] and the outer initializer w:
+ * y = Relu(x) (prepared for each length), z = Conv(k, w) (the same kernel at every length),
+ * and (then only) a constant DequantizeLinear folded at create time added to z. */
+static mi_graph_t *branch(const char *name, int then) {
+  mi_graph_t *s = mi_graph_create(name);
+  int64_t qd[1] = {3};
+  uint8_t codes[3] = {10, 200, 77};
+  int32_t x = mi_graph_add_tensor(s, "x", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t k = mi_graph_add_tensor(s, "k", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t w = mi_graph_add_tensor(s, "w", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t y = mi_graph_add_tensor(s, then ? "y_then" : "y_else", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t c = mi_graph_add_tensor(s, then ? "c_then" : "z_else", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t ins[3] = {k, w, -1};
+  mi_graph_add_capture(s, x);
+  mi_graph_add_capture(s, k);
+  mi_graph_add_capture(s, w);
+  mi_graph_add_node(s, "Relu", "relu", 1, &x, 1, &y);
+  mi_graph_add_node(s, "Conv", "conv", 2, ins, 1, &c);
+  mi_graph_add_output(s, y);
+  if (then) {
+    int32_t q = mi_graph_add_tensor(s, "q", MI_DTYPE_UINT8, 1, qd);
+    float sc = 0.01f;
+    uint8_t zp = 128;
+    int32_t scale = mi_graph_add_const_f32(s, "q_scale", 0, NULL, &sc);
+    int32_t zt = mi_graph_add_tensor(s, "q_zp", MI_DTYPE_UINT8, 0, NULL);
+    int32_t dq = mi_graph_add_tensor(s, "q_float", MI_DTYPE_UNDEFINED, -1, NULL);
+    int32_t z = mi_graph_add_tensor(s, "z_then", MI_DTYPE_UNDEFINED, -1, NULL);
+    int32_t dqin[3] = {q, scale, zt}, add[2] = {c, dq};
+    mi_graph_set_data(s, q, codes, sizeof codes);
+    mi_graph_set_data(s, zt, &zp, 1);
+    mi_graph_add_node(s, "DequantizeLinear", "dq", 3, dqin, 1, &dq);
+    mi_graph_add_node(s, "Add", "add", 2, add, 1, &z);
+    mi_graph_add_output(s, z);
+  } else {
+    mi_graph_add_output(s, c);
+  }
+  return s;
+}
+
+/* (y, z) = If(c, ...) over inputs x [n], k [1, 2, 5, 5], c; w an initializer. */
+static mi_graph_t *decoder_like(int64_t n) {
+  int64_t xd[1] = {n}, kd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3};
+  float wv[54];
+  mi_graph_t *g = mi_graph_create("reshape_if");
+  mi_error_t err = {0};
+  for (int i = 0; i < 54; i++) wv[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
+  int32_t k = mi_graph_add_tensor(g, "k", MI_DTYPE_FLOAT32, 4, kd);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
+  int32_t w = mi_graph_add_const_f32(g, "w", 4, wd, wv);
+  int32_t outs[2] = {mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL),
+                     mi_graph_add_tensor(g, "z", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t node;
+  REQUIRE(w >= 0);
+  mi_graph_add_input(g, x);
+  mi_graph_add_input(g, k);
+  mi_graph_add_input(g, c);
+  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
+  mi_graph_add_output(g, outs[0]);
+  mi_graph_add_output(g, outs[1]);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch("then", 1), &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch("else", 0), &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  return g;
+}
+
+/* The then branch's nested session after the last run, or NULL. */
+static const mi_session_t *then_session(const mi_session_t *s) {
+  for (int32_t i = 0; i < mi_session_nested_count(s); i++) {
+    const char *b = NULL;
+    const mi_session_t *n = mi_session_nested(s, i, NULL, &b, NULL);
+    if (n && b && strcmp(b, "then") == 0) return n;
+  }
+  return NULL;
+}
+
+static int same_bytes(const mi_array_t *a, const mi_array_t *b) {
+  return a && b && a->dtype == b->dtype && a->rank == b->rank && a->nbytes == b->nbytes &&
+         memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) == 0 &&
+         memcmp(a->data, b->data, a->nbytes) == 0;
+}
+
+/* x grows 4 -> 6 -> 9, shrinks to 6 and 4, grows to 7: each run's outputs equal a fresh
+ * session's for those shapes bytewise and the reference's; from the second length on the
+ * branch's Conv is taken over (one kernel reused) and its Relu prepared anew. */
+static void growing_capture(void) {
+  const int64_t lens[6] = {4, 6, 9, 6, 4, 7};
+  int64_t kd[4] = {1, 2, 5, 5};
+  mi_graph_t *g = decoder_like(4);
+  mi_array_t *k = mi_array_create(MI_DTYPE_FLOAT32, 4, kd), *c = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = NULL;
+  mi_session_t *s = NULL;
+  REQUIRE(g && k && c);
+  REQUIRE(mi_registry_device(g_reg, "blis-cpu:0", &p, &dev, &err) == MI_OK, "%s", err.message);
+  fill(k, 7u, 1.0f);
+  *(uint8_t *)c->data = 1;
+  REQUIRE(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
+  for (int r = 0; r < 6; r++) {
+    int64_t xd[1] = {lens[r]};
+    mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *got[2] = {0}, *ref[2] = {0},
+               *fresh[2] = {0};
+    const mi_array_t *ins[3] = {x, k, c};
+    mi_graph_t *fg = decoder_like(lens[r]);
+    mi_session_t *f = NULL;
+    const mi_session_t *n;
+    REQUIRE(x && fg);
+    fill(x, 11u + (uint32_t)r, 2.0f);
+    CHECK(mi_session_run(s, ins, 3, got, 2, &err) == MI_OK, "run at %lld: %s", (long long)lens[r],
+          err.message);
+    CHECK(mi_ref_run(fg, ins, 3, ref, 2, &err) == MI_OK, "ref: %s", err.message);
+    CHECK(mi_session_create(fg, p, dev, NULL, &f, &err) == MI_OK &&
+              mi_session_run(f, ins, 3, fresh, 2, &err) == MI_OK,
+          "fresh session at %lld: %s", (long long)lens[r], err.message);
+    for (int o = 0; o < 2; o++) {
+      CHECK(same_bytes(got[o], fresh[o]), "length %lld: output %d is a fresh session's",
+            (long long)lens[r], o);
+      CHECK(got[o] && ref[o] && got[o]->rank == ref[o]->rank && tu_rel_l2_arrays(got[o], ref[o]) < 1e-6,
+            "length %lld: output %d matches the reference", (long long)lens[r], o);
+    }
+    CHECK(got[0] && got[0]->dims[0] == lens[r], "y has the run's length");
+    n = then_session(s);
+    CHECK(n != NULL, "the then branch ran in a nested session at %lld", (long long)lens[r]);
+    if (n) {
+      int32_t kc = mi_session_kernel_count(n), kr = mi_session_kernel_reused_count(n);
+      CHECK(kc >= 2, "Relu, Conv and Add are kernels (%d)", (int)kc);
+      if (r == 0)
+        CHECK(kr == 0, "prepared from scratch at the first length (reused %d)", (int)kr);
+      else
+        CHECK(kr == kc - 1, "length %lld: every kernel but the Relu taken over (%d of %d)",
+              (long long)lens[r], (int)kr, (int)kc);
+    }
+    for (int o = 0; o < 2; o++) {
+      mi_array_destroy(got[o]);
+      mi_array_destroy(ref[o]);
+      mi_array_destroy(fresh[o]);
+    }
+    mi_session_destroy(f);
+    mi_graph_destroy(fg);
+    mi_array_destroy(x);
+  }
+  mi_session_destroy(s);
+  mi_array_destroy(k);
+  mi_array_destroy(c);
+  mi_graph_destroy(g);
+}
+
+/* x also feeds a Relu of the outer graph, a device kernel prepared for [4]: a run with x [6] is
+ * refused with the shapes named, as before. */
+static void device_input_refused(void) {
+  int64_t xd[1] = {4}, x6[1] = {6};
+  mi_graph_t *g = mi_graph_create("fixed");
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = NULL;
+  mi_session_t *s = NULL;
+  mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 1, x6), *y = NULL;
+  const mi_array_t *ins[1] = {x};
+  int32_t xt = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
+  int32_t yt = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, 1, xd);
+  REQUIRE(x);
+  mi_graph_add_input(g, xt);
+  mi_graph_add_node(g, "Relu", "relu", 1, &xt, 1, &yt);
+  mi_graph_add_output(g, yt);
+  REQUIRE(mi_registry_device(g_reg, "blis-cpu:0", &p, &dev, &err) == MI_OK, "%s", err.message);
+  REQUIRE(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
+  CHECK(mi_session_run(s, ins, 1, &y, 1, &err) == MI_ERR_INVALID_ARGUMENT && !y &&
+            strstr(err.message, "[6]") && strstr(err.message, "[4]"),
+        "refused: %s", err.message);
+  CHECK(mi_session_kernel_reused_count(s) == 0, "nothing reused");
+  mi_session_destroy(s);
+  mi_array_destroy(x);
+  mi_graph_destroy(g);
+}
+
+static void setup(void) {
+  mi_error_t err = {0};
+  g_reg = mi_registry_create();
+  REQUIRE(g_reg && tu_scan_plugins(g_reg, &err) == MI_OK);
+}
+
+static void teardown(void) {
+  mi_registry_destroy(g_reg);
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(growing_capture),
+    TU_CASE(device_input_refused),
+};
+
+TU_MAIN(setup, teardown)
