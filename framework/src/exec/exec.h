@@ -107,7 +107,11 @@ struct mi_session {
   struct mi_session *donor;
   int reusable;           /* steps keep their signatures (a nested branch: it may be a donor) */
   int32_t kernels_reused; /* device kernels taken over from the donor */
-  int32_t consts_reused;  /* folded nodes whose values were taken over */
+  /* Kernel descriptions the device refused (reusable sessions): their signatures, status and
+   * message, so a successor does not ask again (reuse.c). */
+  struct mi__refusal *refusals;
+  int32_t refusal_count;
+  int32_t consts_reused; /* folded nodes whose values were taken over */
 };
 
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
@@ -356,6 +360,14 @@ int32_t mi__fallback_plan(mi_session_t *s, mi_error_t *err);
  * kernel_prepare may depend on (constants over 4 KiB by their data's address). */
 int32_t mi__kernel_signature(const mi_kernel_desc_t *d, uint8_t **out, size_t *len,
                              uint64_t *hash);
+/* A refusal of the donor's for that signature: its status, with its message in *perr; else 0. */
+int32_t mi__reuse_refusal(const mi_session_t *donor, const uint8_t *sig, size_t len,
+                          uint64_t hash, mi_error_t *perr);
+/* Records that the device refused the description of signature `sig` (taking it) with status
+ * rc and perr's message; MI_ERR_OUT_OF_MEMORY (sig freed) when it cannot. */
+int32_t mi__note_refusal(mi_session_t *s, uint8_t *sig, size_t len, uint64_t hash, int32_t rc,
+                         const mi_error_t *perr);
+void mi__refusals_free(mi_session_t *s);
 /* The donor's kernel of that signature, taken out of its step; NULL when none. */
 mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len, uint64_t hash);
 /* For node `node` of s, whose inputs are all constants: 1 and outs[] filled (moved out of the

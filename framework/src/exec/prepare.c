@@ -160,13 +160,18 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   if (sig && s->donor && (kernel = mi__reuse_kernel(s->donor, sig, sig_len, sig_hash))) {
     reused = 1;
     rc = MI_OK;
-  } else {
+  } else if (!sig || !s->donor || !(rc = mi__reuse_refusal(s->donor, sig, sig_len, sig_hash, perr))) {
+    /* (a description the device refused for the donor is refused again without asking: a
+     * decoder's quantized embedding Gather cost 4 ms of packing before the refusal) */
     rc = pl->api.kernel_prepare(pl->ctx, s->device, &k->desc, &kernel, perr);
   }
   if (rc == MI_OK && !kernel) rc = mi_errorf(perr, MI_ERR_INTERNAL, "no kernel returned");
   if (rc != MI_OK) {
     if (kernel) pl->api.kernel_release(pl->ctx, kernel);
-    free(sig);
+    if (sig && mi__note_refusal(s, sig, sig_len, sig_hash, rc, perr)) {
+      *fatal = 1;
+      return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
     return rc;
   }
   memset(st, 0, sizeof *st);

@@ -2,6 +2,7 @@
  * (its donor): device kernels whose description did not change, folded constants of the same
  * constant inputs, and (nested branches) the captured weights' buffers. A decoding loop's
  * cache grows by one position per token; only the kernels that see that length are new. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,48 @@ mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t le
     return k;
   }
   return NULL;
+}
+
+struct mi__refusal {
+  uint8_t *sig;
+  size_t len;
+  uint64_t hash;
+  int32_t rc;
+  char message[MI_ERROR_MESSAGE_SIZE];
+};
+
+int32_t mi__reuse_refusal(const mi_session_t *donor, const uint8_t *sig, size_t len,
+                          uint64_t hash, mi_error_t *perr) {
+  for (int32_t i = 0; donor && i < donor->refusal_count; i++) {
+    const struct mi__refusal *r = &donor->refusals[i];
+    if (r->hash != hash || r->len != len || memcmp(r->sig, sig, len) != 0) continue;
+    return mi_errorf(perr, r->rc, "%s", r->message);
+  }
+  return 0;
+}
+
+int32_t mi__note_refusal(mi_session_t *s, uint8_t *sig, size_t len, uint64_t hash, int32_t rc,
+                         const mi_error_t *perr) {
+  struct mi__refusal *grown = realloc(s->refusals, (size_t)(s->refusal_count + 1) * sizeof *grown);
+  if (!grown) {
+    free(sig);
+    return MI_ERR_OUT_OF_MEMORY;
+  }
+  s->refusals = grown;
+  grown[s->refusal_count].sig = sig;
+  grown[s->refusal_count].len = len;
+  grown[s->refusal_count].hash = hash;
+  grown[s->refusal_count].rc = rc;
+  snprintf(grown[s->refusal_count].message, sizeof grown[0].message, "%s", perr->message);
+  s->refusal_count++;
+  return MI_OK;
+}
+
+void mi__refusals_free(mi_session_t *s) {
+  for (int32_t i = 0; i < s->refusal_count; i++) free(s->refusals[i].sig);
+  free(s->refusals);
+  s->refusals = NULL;
+  s->refusal_count = 0;
 }
 
 /* 1 when constant arrays a and b hold the same value: the same buffer, or small and equal. */

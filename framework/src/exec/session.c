@@ -226,6 +226,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   for (int32_t i = 0; i < s->unfused_count; i++) free(s->unfused[i]);
   free(s->unfused);
   mi__nested_free(s);
+  mi__refusals_free(s);
   free(s->dlayout);
   free(s->dblock);
   mi_graph_destroy(s->own);
