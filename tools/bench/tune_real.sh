@@ -38,7 +38,9 @@ HOST="$NICE $B/bin/mi-host --plugins $B/plugins --json"
 
 # name, file, inputs (the recipe's `inputs:` mapping; natural sizes as tools/bench/real/run.py:
 # an OCR line / page crop, an 80 ms audio hop, a 32 ms VAD window at 16 kHz, 5 s of speech for
-# Moonshine's encoder; {} = the model's own).
+# Moonshine's encoder; {} = the model's own), and optionally the recipe's `values:` (inputs fixed
+# to a value: the If on Silero's sample rate and on Moonshine's use_cache_branch becomes its
+# branch, so the tune's space spans the network; compare gets them as --value).
 MODELS=(
   "ppocr_v2_cls|ppocr_v2_cls.onnx|{x: [1, 3, 48, 192]}"
   "ppocr_v4_det|ppocr_v4_det.onnx|{x: [1, 3, 320, 320]}"
@@ -46,9 +48,9 @@ MODELS=(
   "oww_melspectrogram|oww_melspectrogram.onnx|{input: [1, 1280]}"
   "oww_embedding|oww_embedding.onnx|{input_1: [1, 76, 32, 1]}"
   "oww_hello_deepa|oww_hello_deepa.onnx|{}"
-  "silero_vad_v4|silero_vad_v4.onnx|{input: [1, 512], h: [2, 1, 64], c: [2, 1, 64]}"
-  "silero_vad_v5|silero_vad_v5.onnx|{input: [1, 512], state: [2, 1, 128]}"
-  "silero_vad_v6|silero_vad_v6.onnx|{input: [1, 512], state: [2, 1, 128]}"
+  "silero_vad_v4|silero_vad_v4.onnx|{input: [1, 512], h: [2, 1, 64], c: [2, 1, 64]}|{sr: 16000}"
+  "silero_vad_v5|silero_vad_v5.onnx|{input: [1, 512], state: [2, 1, 128]}|{sr: 16000}"
+  "silero_vad_v6|silero_vad_v6.onnx|{input: [1, 512], state: [2, 1, 128]}|{sr: 16000}"
   "silero_vad_v6_ifless|silero_vad_v6_ifless.onnx|{input: [1, 512], state: [2, 1, 128]}"
   "blazeface_front|blazeface_front.onnx|{}"
   "blazeface_back|blazeface_back.onnx|{}"
@@ -64,7 +66,7 @@ for l in 0 1 2 3 4 5; do
     for kv in key value; do dec+=", past_key_values.$l.${part%:*}.$kv: [1, 8, ${part#*:}, 36]"; done
   done
 done
-MODELS+=("moonshine_tiny_dec|moonshine_tiny_dec.onnx|{$dec}")
+MODELS+=("moonshine_tiny_dec|moonshine_tiny_dec.onnx|{$dec}|{use_cache_branch: true}")
 
 load() { cut -d' ' -f1 /proc/loadavg; }
 # Silero VAD's sample rate `sr` is an int64 scalar that random data cannot fill: such a model gets a
@@ -96,7 +98,7 @@ for spec in specs + ["sr:"]:
 PY
 }
 for m in "${MODELS[@]}"; do
-  IFS='|' read -r name file inputs <<<"$m"
+  IFS='|' read -r name file inputs values <<<"$m"
   [[ $name =~ $ONLY ]] || continue
   [ -s "$M/$file" ] || { echo "== $name: not fetched, skipped"; continue; }
   d=$O/$name; rm -rf "$d"; mkdir -p "$d"
@@ -106,8 +108,12 @@ for m in "${MODELS[@]}"; do
     shapes+=(--shape "$k:$v")
   done
   extra=""; cmpx=()
+  for kv in $(echo "${values:-}" | tr -d '{} ' | tr ',' ' '); do
+    v=${kv#*:}; [ "$v" = true ] && v=1; [ "$v" = false ] && v=0
+    cmpx+=(--value "${kv%%:*}=$v")
+  done
   if [ -n "$CALIB" ] && [ -d "$CALIB/$name" ]; then
-    extra="calibration: $CALIB/$name"; cmpx=(--calib "$CALIB/$name")
+    extra="calibration: $CALIB/$name"; cmpx+=(--calib "$CALIB/$name")
   elif [ -n "$CALIB" ]; then
     echo "== $name: no $CALIB/$name: generated inputs"
   fi
@@ -116,12 +122,13 @@ for m in "${MODELS[@]}"; do
   fi
   if [ -z "$extra" ] && [[ $name == silero* ]]; then
     calib "$d/calib" "$(printf '%s ' "${shapes[@]}" | sed 's/--shape //g')"
-    extra="calibration: $d/calib"; cmpx=(--calib "$d/calib")
+    extra="calibration: $d/calib"; cmpx+=(--calib "$d/calib")
   fi
   cat >"$d/recipe.yaml" <<EOF
 version: 1
 model: $M/$file
 inputs: $inputs
+${values:+values: $values}
 pool: [ {plugin: $PLUGIN, device: 0} ]
 constraints: { accuracy_drop: $DROP }
 objectives: [latency]

@@ -49,6 +49,12 @@ typedef struct mi_cli_opt {
   X(O_INPUT, "input", "NAME=FILE.npy",                       \
     "an input's values, and so its shape, in every run\n"    \
     "(repeatable; an int64 input random data cannot fill)")
+/* mi-host profile and compare (mi-run has its own): an input fixed to a value
+ * (mi_graph_input_values), so that an If it decides is replaced by its branch. */
+#define MI_CLI_OPT_VALUE(X)                             \
+  X(O_VALUE, "value", "NAME=V0,V1..",                   \
+    "fix an input to a value (numbers or true/false;\n" \
+    "repeatable): an If it decides becomes its branch")
 /* mi-run and mi-run --deployment: where plugins come from (mi_cli_scan_plugins), where the
  * outputs go (--output is the older name), and the summary as JSON. */
 #define MI_CLI_OPT_PLUGINS(X)                                  \

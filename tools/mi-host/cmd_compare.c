@@ -26,7 +26,8 @@ typedef struct cmp_args {
   const char *fallback; /* --fallback: 'ref' or PLUGIN:INDEX; NULL: the default */
   /* --shape, --input, --calib */
   const char *shapes[MI_HOST_MAX_INPUT_ARGS], *files[MI_HOST_MAX_INPUT_ARGS], *calib;
-  int nshape, nfile;
+  int nshape, nfile, nvalue;
+  const char *values[MI_HOST_MAX_INPUT_ARGS]; /* --value NAME=V0,V1 */
   /* the shapes of --calib's first sample, for inputs with dynamic dims */
   char calib_shapes[MI_HOST_MAX_INPUT_ARGS][256];
   char inputs[MI_HOST_INPUTS_TEXT]; /* every input's shape "NAME:D0xD1;..." for the workers, when given */
@@ -49,6 +50,7 @@ typedef struct cmp_args {
   X(O_DEFAULT, "default", NULL, "the space's default configuration (repeatable)")             \
   X(O_SET, "set", "KEY=VALUE", "change one key of the --config or --default before it")       \
   MI_CLI_OPTS_MODEL_INPUT(X)                                                                  \
+  MI_CLI_OPT_VALUE(X)                                                                         \
   X(O_CALIB, "calib", "DIR",                                                                  \
     "the runs' inputs from DIR's first sample (*.npy, a\n"                                    \
     "subfolder per input for several; as a recipe's calibration)")                            \
@@ -100,12 +102,14 @@ static int parse(mi_host_t *h, int argc, char **argv, cmp_args_t *a) {
       if (!cf || !strchr(v, '=') || v[0] == '=' || cf->nset == MAX_SETS)
         return mi_host_usage_error("compare: --set KEY=VALUE follows the --config or --default it changes, got '%s'", v);
       cf->sets[cf->nset++] = v;
-    } else if (k == O_SHAPE || k == O_INPUT) {
+    } else if (k == O_SHAPE || k == O_INPUT || k == O_VALUE) {
       /* Checked against the model by mi_graph_input_args, as profile and accuracy do. */
-      int *n = k == O_SHAPE ? &a->nshape : &a->nfile;
+      int *n = k == O_SHAPE ? &a->nshape : k == O_INPUT ? &a->nfile
+                                                        : &a->nvalue;
       if (*n == MI_HOST_MAX_INPUT_ARGS)
         return mi_host_usage_error("compare: at most %d %s options", MI_HOST_MAX_INPUT_ARGS, o);
-      (k == O_SHAPE ? a->shapes : a->files)[(*n)++] = v;
+      (k == O_SHAPE ? a->shapes : k == O_INPUT ? a->files
+                                               : a->values)[(*n)++] = v;
     } else if (k == O_CALIB) {
       a->calib = v;
     } else if (k == O_TARGET || k == O_BUDGET || k == O_TIMEOUT) {
@@ -295,10 +299,13 @@ static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
 static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   int32_t rc;
   if ((rc = mi_onnx_load(a->model, g, err))) return rc;
-  if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)))
+  if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)) ||
+      (rc = mi_graph_input_values(*g, a->values, a->nvalue, err)))
     return rc;
   if (a->calib && (rc = calib_shapes(a, *g, err))) return rc;
-  if (a->nshape + a->nfile > 0 && (rc = mi_host_inputs_text(*g, a->inputs, sizeof a->inputs, err))) return rc;
+  if (a->nshape + a->nfile + a->nvalue > 0 &&
+      (rc = mi_host_inputs_text(*g, a->values, a->nvalue, a->inputs, sizeof a->inputs, err)))
+    return rc;
   /* Checked here, before the space is built on the graph: a worker would only refuse it later
    * as "shapes are not concrete". */
   for (int32_t i = 0; i < (*g)->input_count; i++) {
@@ -312,7 +319,8 @@ static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   }
   if ((rc = mi_host_fixed_inputs(a->files, a->nfile, a->fixed, sizeof a->fixed, err)))
     return rc;
-  if (!(rc = mi_graph_toposort(*g, err))) rc = mi_graph_infer_shapes(*g, err);
+  /* the space is built on the workers' graph: an If fixed values decide is its branch */
+  if (!(rc = mi_graph_toposort(*g, err)) && !(rc = mi_graph_infer_shapes(*g, err))) rc = mi_graph_inline_ifs(*g, NULL, err);
   return rc;
 }
 

@@ -23,9 +23,9 @@ typedef struct prof_args {
   char knob_names[16][64];
   const char *knob_dev[16]; /* NULL: every device */
   mi_knob_value_t knobs[16];
-  int nshape, ninput;
-  /* --shape NAME=DIMS, --input NAME=FILE.npy */
-  const char *shapes[MI_HOST_MAX_INPUT_ARGS], *inputs[MI_HOST_MAX_INPUT_ARGS];
+  int nshape, ninput, nvalue;
+  /* --shape NAME=DIMS, --input NAME=FILE.npy, --value NAME=V0,V1 */
+  const char *shapes[MI_HOST_MAX_INPUT_ARGS], *inputs[MI_HOST_MAX_INPUT_ARGS], *values[MI_HOST_MAX_INPUT_ARGS];
 } prof_args_t;
 
 typedef struct task_info {
@@ -43,6 +43,7 @@ typedef struct task_info {
   X(O_DEVICE, "device", "PLUGIN:INDEX", "a device to measure on (repeatable, at most 16)")         \
   MI_CLI_OPT_FALLBACK(X)                                                                           \
   MI_CLI_OPTS_MODEL_INPUT(X)                                                                       \
+  MI_CLI_OPT_VALUE(X)                                                                              \
   X(O_DB, "db", "FILE|URL", "the history the measurements go to (default history.db)")             \
   X(O_REPEAT, "repeat", "N", "at least N timed repeats per figure")                                \
   X(O_WARMUP, "warmup", "N", "warm-up runs before timing")                                         \
@@ -116,11 +117,13 @@ static int parse(mi_host_t *h, int argc, char **argv, prof_args_t *a) {
       a->knobs[a->nknob].name = a->knob_names[a->nknob];
       a->knobs[a->nknob].i = kv;
       a->nknob++;
-    } else if (k == O_SHAPE || k == O_INPUT) {
-      int *n = k == O_SHAPE ? &a->nshape : &a->ninput;
+    } else if (k == O_SHAPE || k == O_INPUT || k == O_VALUE) {
+      int *n = k == O_SHAPE ? &a->nshape : k == O_INPUT ? &a->ninput
+                                                        : &a->nvalue;
       if (*n == MI_HOST_MAX_INPUT_ARGS)
         return mi_host_usage_error("profile: at most %d %s options", MI_HOST_MAX_INPUT_ARGS, o);
-      (k == O_SHAPE ? a->shapes : a->inputs)[(*n)++] = v;
+      (k == O_SHAPE ? a->shapes : k == O_INPUT ? a->inputs
+                                               : a->values)[(*n)++] = v;
     } else if (k == O_MODEL)
       a->model = v;
     else if (k == O_DB)
@@ -176,6 +179,7 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
   if ((rc = mi_file_hash(path, t->hash, err))) return rc;
   if ((rc = mi_onnx_load(path, &g, err))) return rc;
   rc = mi_graph_input_args(g, a->inputs, a->ninput, a->shapes, a->nshape, NULL, err);
+  if (!rc) rc = mi_graph_input_values(g, a->values, a->nvalue, err);
   for (int32_t i = 0; i < g->input_count && !rc; i++) {
     const mi_tensor_t *x = &g->tensors[g->inputs[i]];
     int32_t dyn = mi_tensor_dynamic_dim(x);
@@ -186,10 +190,12 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
                      x->name, (int)dyn, x->dim_names[dyn] ? " ('" : "",
                      x->dim_names[dyn] ? x->dim_names[dyn] : "", x->dim_names[dyn] ? "')" : "", x->name, x->name);
   }
-  if (!rc && a->nshape + a->ninput > 0) rc = mi_host_inputs_text(g, t->inputs, sizeof t->inputs, err);
+  if (!rc && a->nshape + a->ninput + a->nvalue > 0)
+    rc = mi_host_inputs_text(g, a->values, a->nvalue, t->inputs, sizeof t->inputs, err);
   if (!rc) rc = mi_host_fixed_inputs(a->inputs, a->ninput, t->fixed, sizeof t->fixed, err);
+  /* the workers' graph: an If fixed values decide is its branch (mi_graph_inline_ifs) */
   if (!rc && !(rc = mi_graph_toposort(g, err)) && !(rc = mi_graph_infer_shapes(g, err)) &&
-      !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
+      !(rc = mi_graph_inline_ifs(g, NULL, err)) && !(rc = mi_model_features(g, &t->f, NULL, NULL, err)))
     t->features = mi_model_features_json(&t->f);
   if (rc) mi_graph_destroy(g);
   else

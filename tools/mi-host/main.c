@@ -133,7 +133,8 @@ int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t c
   return MI_OK;
 }
 
-int32_t mi_host_inputs_text(const mi_graph_t *g, char *out, size_t cap, mi_error_t *err) {
+int32_t mi_host_inputs_text(const mi_graph_t *g, const char *const *values, int nvalue, char *out, size_t cap,
+                            mi_error_t *err) {
   size_t at = 0;
   out[0] = '\0';
   for (int32_t i = 0; i < g->input_count; i++) {
@@ -141,6 +142,11 @@ int32_t mi_host_inputs_text(const mi_graph_t *g, char *out, size_t cap, mi_error
     at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "%s%s:", i ? ";" : "", t->name);
     for (int32_t d = 0; d < t->rank; d++)
       at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, d ? "x%lld" : "%lld", (long long)t->dims[d]);
+  }
+  for (int i = 0; i < nvalue; i++) {
+    size_t n = strcspn(values[i], "=");
+    at += (size_t)snprintf(out + at, at < cap ? cap - at : 0, "%s%.*s={%s}", at ? ";" : "", (int)n, values[i],
+                           values[i][n] ? values[i] + n + 1 : "");
   }
   if (at >= cap)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--shape/--input: the model's %d input shapes take over %zu bytes",

@@ -65,9 +65,11 @@ int mi_host_cli_next(mi_cli_t *c, int *status);
  * workers may run elsewhere in the tree. An unresolvable file or a text over `cap` is an error. */
 int32_t mi_host_fixed_inputs(const char *const *args, int n, char *out, size_t cap, mi_error_t *err);
 
-/** Every input's shape as the workers take it (mi_worker_config_t's inputs): "NAME:D0xD1;...".
+/** Every input's shape as the workers take it (mi_worker_config_t's inputs): "NAME:D0xD1;...",
+ * then the --value arguments "NAME=V0,V1" as "NAME={V0,V1}" (the inputs the workers fix).
  * A text over `cap` is an error, never a cut one. */
-int32_t mi_host_inputs_text(const mi_graph_t *g, char *out, size_t cap, mi_error_t *err);
+int32_t mi_host_inputs_text(const mi_graph_t *g, const char *const *values, int nvalue, char *out, size_t cap,
+                            mi_error_t *err);
 
 /** Prints "mi-host: <message>" to stderr and returns MI_HOST_USAGE. */
 int mi_host_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -19,6 +19,10 @@
     "the shape of an input without a file (repeatable); needed\n"                            \
     "when the input has dynamic dims. Other inputs get\n"                                    \
     "deterministic random data of the declared shape")                                       \
+  X(O_VALUE, "value", "NAME=V0,V1..",                                                        \
+    "fix an input to a value (repeatable; numbers or true/false):\n"                         \
+    "it becomes a constant, and an If it decides is replaced by\n"                           \
+    "the branch it takes before anything runs")                                              \
   X(O_SEED, "seed", "S", "seed of the random inputs (default 0)")                            \
   X(O_CONFIG, "config", "C.yaml",                                                            \
     "apply a model-side transform configuration first (BN\n"                                 \
@@ -97,6 +101,7 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
     case O_CHECK: o->check = 1; break;
     case O_INPUT: rc = push(&c, &o->inputs, &o->input_count, c.value); break;
     case O_SHAPE: rc = push(&c, &o->shapes, &o->shape_count, c.value); break;
+    case O_VALUE: rc = push(&c, &o->values, &o->value_count, c.value); break;
     case O_REPEAT: rc = mi_cli_int_to(&c, 0, 1000000000, &o->repeat); break;
     case O_WARMUP: rc = mi_cli_int_to(&c, 1, 1000000000, &o->warmup); break;
     case O_GAP: {
@@ -134,5 +139,6 @@ int run_parse_args(int argc, char **argv, run_opts_t *o, int *status) {
 void run_free_args(run_opts_t *o) {
   free(o->inputs);
   free(o->shapes);
-  o->inputs = o->shapes = NULL;
+  free(o->values);
+  o->inputs = o->shapes = o->values = NULL;
 }

@@ -222,10 +222,18 @@ int main(int argc, char **argv) {
   }
   if ((rc = mi_onnx_load(o.model, &g, &err))) goto done;
   if ((rc = mi_graph_toposort(g, &err))) goto done;
+  if ((rc = run_fix_values(g, &o, &err))) goto done;
   if ((rc = run_prepare_inputs(g, &o, &inputs, &err))) goto done;
   if ((rc = mi_graph_infer_shapes(g, &err))) goto done;
-  /* With the input shapes fixed, shape subgraphs fold away: the executed graph is static. */
+  /* With the input shapes fixed, shape subgraphs fold away: the executed graph is static; an If
+   * whose condition is then known is replaced by its branch, whose own constants fold next. */
   if ((rc = mi_graph_fold_constants(g, &folded, &err))) goto done;
+  {
+    int32_t inlined = 0, again = 0;
+    if ((rc = mi_graph_inline_ifs(g, &inlined, &err))) goto done;
+    if (inlined && (rc = mi_graph_fold_constants(g, &again, &err))) goto done;
+    folded += again;
+  }
   memset(&opts, 0, sizeof opts);
   opts.struct_size = (uint32_t)sizeof opts;
   opts.allow_host_fallback = 1;

@@ -18,6 +18,8 @@ typedef struct run_opts {
   int input_count;
   const char **shapes; /* NAME=D0,D1,... */
   int shape_count;
+  const char **values; /* --value NAME=V0,V1,...: inputs fixed to constants */
+  int value_count;
   int repeat;    /* timed runs; 0 when --repeat was not given (one untimed-by-request run) */
   int warmup;    /* -1: default */
   double gap_ms; /* --gap: idle time before each run (0: back to back) */
@@ -34,6 +36,9 @@ typedef struct run_opts {
 int run_parse_args(int argc, char **argv, run_opts_t *o, int *status);
 void run_free_args(run_opts_t *o);
 
+/* Makes the --value inputs constants (mi_graph_input_values); one given --input or --shape too
+ * is an error. */
+int32_t run_fix_values(mi_graph_t *g, const run_opts_t *o, mi_error_t *err);
 /* Builds one array per graph input (graph input order) from --input files, --shape sizes and
  * deterministic random data, checks them against the model, and writes their shapes into the
  * graph's input tensors so shape inference sees concrete dims. */

@@ -103,6 +103,28 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   return rc == 0;
 }
 
+/* An --input for an input the deployment fixed to a value (no longer one of the graph's inputs)
+ * must give that value: the tuned graph computes only the branch it decides. */
+static int32_t check_fixed(const mi_graph_t *g, const dep_opts_t *o, const char *spec, mi_error_t *err) {
+  for (int k = 0; k < o->input_count; k++) {
+    size_t n = (size_t)(strchr(o->inputs[k], '=') - o->inputs[k]);
+    char name[256];
+    mi_array_t *a = NULL;
+    int32_t rc, known = 0;
+    for (int32_t i = 0; i < g->input_count && !known; i++) {
+      const char *nm = g->tensors[g->inputs[i]].name;
+      known = strlen(nm) == n && strncmp(o->inputs[k], nm, n) == 0;
+    }
+    if (known || n >= sizeof name) continue;
+    snprintf(name, sizeof name, "%.*s", (int)n, o->inputs[k]);
+    if ((rc = mi_npy_load(o->inputs[k] + n + 1, &a, err))) return rc;
+    rc = mi_input_value_check(spec, o->table, name, a, err);
+    mi_array_destroy(a);
+    if (rc) return rc;
+  }
+  return MI_OK;
+}
+
 /* One array per graph input: --input NAME=FILE.npy, else deterministic random data. */
 static int32_t inputs_for(const mi_graph_t *g, const dep_opts_t *o, mi_array_t **in, mi_error_t *err) {
   for (int32_t i = 0; i < g->input_count; i++) {
@@ -186,7 +208,7 @@ int mi_run_deployment_main(int argc, char **argv) {
     rc = mi_errorf(&err, MI_ERR_UNSUPPORTED, "more than 64 inputs or outputs");
     goto fail;
   }
-  if ((rc = inputs_for(g, &o, in, &err))) goto fail;
+  if ((rc = check_fixed(g, &o, mi_runtime_inputs(rt), &err)) || (rc = inputs_for(g, &o, in, &err))) goto fail;
   if (o.readapt && (rc = mi_runtime_readapt(rt, &err))) goto fail;
   if (!(lat = calloc((size_t)o.repeat, sizeof *lat))) goto fail;
   for (int r = 0; r < o.repeat; r++) {

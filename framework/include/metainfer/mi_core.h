@@ -86,10 +86,22 @@ MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int3
                                    mi_error_t *err);
 /** Gives g's inputs the shapes of `spec`, "NAME:D0xD1x...;NAME=D0,D1,..." (the form recipes,
  * deployment tables and the measurement worker carry), each checked against the declared shape
- * as mi_graph_input_args does; `what` names the source in errors. Run mi_graph_infer_shapes
- * after. */
+ * as mi_graph_input_args does, and the fixed values of its entries "NAME={V0,V1,...}" (as
+ * mi_graph_input_values); `what` names the source in errors. Run mi_graph_infer_shapes after. */
 MI_API int32_t mi_graph_set_input_shapes(mi_graph_t *g, const char *spec, const char *what,
                                          mi_error_t *err);
+/** Fixes model inputs to values, `values` "NAME=V0,V1,..." (numbers, or true/false) as --value
+ * gives them: each becomes a constant of its dtype and its shape (declared, or set before by
+ * --shape; a 1-D input of unknown length takes the count given, one of unknown rank a scalar
+ * for one value) and stops being a graph input, so that what depends on it folds and an If on
+ * it is replaced by its branch (mi_graph_inline_ifs). The shape text of
+ * mi_graph_set_input_shapes carries the same as an entry "NAME={V0,V1,...}". */
+MI_API int32_t mi_graph_input_values(mi_graph_t *g, const char *const *values, int32_t n, mi_error_t *err);
+/** MI_OK unless the shape text `spec` fixes input `name` ("NAME={...}") to values other than
+ * the array's; then MI_ERR_INVALID_ARGUMENT with one line naming the input, both values and
+ * `what` (where the fixed value comes from, e.g. "deployment.yaml"). */
+MI_API int32_t mi_input_value_check(const char *spec, const char *what, const char *name, const mi_array_t *a,
+                                    mi_error_t *err);
 /** Parses a .npy image held in memory; `what` names it in errors. */
 MI_API int32_t mi_npy_parse(const void *buf, size_t size, const char *what, mi_array_t **out,
                             mi_error_t *err);
@@ -114,6 +126,14 @@ MI_API int mi_ref_supports(const char *op_type, int64_t opset);
  * stay (devices may compute on quantized weights); results larger than 64 MiB are not
  * materialised. *folded (may be NULL) gets the number of nodes removed. */
 MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err);
+/** Replaces every If whose condition is known before run time (a constant, or one once the nodes
+ * it depends on are folded as mi_graph_fold_constants would: from fixed input values or shapes)
+ * by the nodes of the branch it takes, and so on for the Ifs those nodes hold, until none is
+ * left to replace. Only the conditions' nodes are folded; a graph without If is unchanged.
+ * Branch names the graph already uses get the If's name as a prefix ("If_0/x"). Run it after
+ * mi_graph_infer_shapes; the graph is sorted and its shapes inferred again when an If went.
+ * *inlined (may be NULL) gets the number of Ifs replaced. */
+MI_API int32_t mi_graph_inline_ifs(mi_graph_t *g, int32_t *inlined, mi_error_t *err);
 
 /* ---------------------------------------------------------------- plugins */
 

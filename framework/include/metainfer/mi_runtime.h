@@ -199,6 +199,10 @@ MI_API int32_t mi_runtime_run(mi_runtime_t *rt, const struct mi_array *const *in
 MI_API int32_t mi_runtime_readapt(mi_runtime_t *rt, mi_error_t *err);
 /** The original model (its inputs and outputs are what mi_runtime_run takes and gives). */
 MI_API const mi_graph_t *mi_runtime_graph(const mi_runtime_t *rt);
+/** The input shapes and fixed values the runtime applied to the model ("x:1x3x32x32;sr={16000}",
+ * the table's inputs: or its recipe's), or NULL. An input fixed to a value is a constant of
+ * mi_runtime_graph, not one of its inputs (mi_input_value_check says whether data agrees). */
+MI_API const char *mi_runtime_inputs(const mi_runtime_t *rt);
 MI_API void mi_runtime_info(const mi_runtime_t *rt, mi_runtime_info_t *out);
 /** Releases the session, the device instance and the table. NULL is a no-op. */
 MI_API void mi_runtime_close(mi_runtime_t *rt);

@@ -213,6 +213,12 @@ typedef struct mi_recipe_input {
   int64_t dims[MI_MAX_RANK];
 } mi_recipe_input_t;
 
+/** An input fixed to a value (recipe key `values:`): "V0,V1,..." as --value takes it. */
+typedef struct mi_recipe_value {
+  char *name;
+  char *text;
+} mi_recipe_value_t;
+
 typedef struct mi_recipe_device {
   char *plugin;
   int32_t device; /* device index (default 0) */
@@ -234,6 +240,8 @@ typedef struct mi_recipe {
   mi_recipe_model_t *models;
   int32_t input_count;
   mi_recipe_input_t *inputs;
+  int32_t value_count; /* values: inputs fixed to constants (an If on them becomes its branch) */
+  mi_recipe_value_t *values;
   char *calibration; /* folder of .npy files, or NULL */
   int32_t device_count;
   mi_recipe_device_t *pool;
@@ -266,6 +274,11 @@ MI_API int32_t mi_recipe_parse(const char *text, size_t len, const char *path,
                                const struct mi_registry *registry, mi_recipe_t **out,
                                mi_error_t *err);
 MI_API void mi_recipe_destroy(mi_recipe_t *r);
+/** The recipe's inputs: and values: as the shape text of mi_graph_set_input_shapes
+ * ("x:1x3x32x32;sr={16000}"), written into buf (cut at cap); "" when it has neither. */
+MI_API void mi_recipe_inputs_text(const mi_recipe_t *r, char *buf, size_t cap);
+/** Appends the recipe's values: to a shape text of length *at in buf (";sr={16000}"). */
+MI_API void mi_recipe_values_text(const mi_recipe_t *r, char *buf, size_t cap, size_t *at);
 
 /* ---------------------------------------------------------------- search strategies */
 

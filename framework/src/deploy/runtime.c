@@ -97,15 +97,9 @@ static int32_t resolve_task(mi_runtime_t *rt, mi_error_t *err) {
       rt->has_bound[k] = r->has_bound[k];
       rt->bound[k] = r->bound[k];
     }
-    if (r->input_count > 0) {
+    if (r->input_count > 0 || r->value_count > 0) {
       char buf[2048];
-      size_t at = 0;
-      for (int32_t i = 0; i < r->input_count && at < sizeof buf; i++) {
-        at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s:", i ? ";" : "", r->inputs[i].name);
-        for (int32_t d = 0; d < r->inputs[i].rank && at < sizeof buf; d++)
-          at += (size_t)snprintf(buf + at, sizeof buf - at, d ? "x%lld" : "%lld",
-                                 (long long)r->inputs[i].dims[d]);
-      }
+      mi_recipe_inputs_text(r, buf, sizeof buf); /* shapes, then fixed values */
       rt->inputs = strdup(buf);
     }
   }
@@ -144,7 +138,10 @@ static int32_t load_model(mi_runtime_t *rt, mi_error_t *err) {
                        rt->table->recipe ? rt->table->recipe : "is not named",
                        rt->table->recipe ? " was not found from here or the table's folder" : "");
   }
-  if ((rc = mi_graph_toposort(rt->graph, err)) || (rc = mi_graph_infer_shapes(rt->graph, err)))
+  /* Fixed values ("sr={16000}" in the inputs) made constants: their Ifs become the branch the
+   * tuner's space had (tune_run.c), so the configuration's node choices fit. */
+  if ((rc = mi_graph_toposort(rt->graph, err)) || (rc = mi_graph_infer_shapes(rt->graph, err)) ||
+      (rc = mi_graph_inline_ifs(rt->graph, NULL, err)))
     return rc;
   /* Same samples as the tuner's worker: the recipe's folder, or 2 seeded random ones. */
   return rt->calibration ? mi_xf_samples_load_dir(rt->graph, rt->calibration, &rt->samples, err)
@@ -316,6 +313,8 @@ int32_t mi_runtime_run(mi_runtime_t *rt, const mi_array_t *const *inputs, int32_
   rt->info.statistic = rt->det.sum;
   return MI_OK;
 }
+
+const char *mi_runtime_inputs(const mi_runtime_t *rt) { return rt ? rt->inputs : NULL; }
 
 const mi_graph_t *mi_runtime_graph(const mi_runtime_t *rt) {
   return rt ? rt->graph : NULL;

@@ -81,6 +81,14 @@ int32_t mi__graph_fuse_gelus(mi_graph_t *g);
  * folding (exec's and ref's) and the reference kernel all use it. */
 int64_t mi__shape_op_range(const mi_node_t *n, int32_t rank, int has_range, int64_t *start);
 
+/** Replaces If node `node` by the nodes of its then_branch (branch != 0) or else_branch
+ * (if_inline.c): branch tensors and nodes whose names g already uses get "<If name>/<name>",
+ * captures bind to g's values of the same name, the branch's outputs become the If's (an
+ * Identity where a branch output is a captured value, a constant or repeated). The If is
+ * removed (mi_graph_remove_nodes: tensor indices change); the caller sorts the graph again.
+ * MI_OK or an error (out of memory leaves the graph partly rewritten). */
+int32_t mi__graph_inline_if(mi_graph_t *g, int32_t node, int branch, mi_error_t *err);
+
 /** 1 for an op of the default domain ("" or "ai.onnx") or one of the com.microsoft ops the
  * framework runs (op_domain.c: the quantized ops ONNX Runtime's quantizer writes); else 0. */
 int mi__graph_op_known(const char *domain, const char *op_type);

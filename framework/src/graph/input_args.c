@@ -2,9 +2,12 @@
  * the deployment tables give them: NAME=FILE.npy (the array, and with it the shape) and
  * NAME=D0,D1,... or NAME:D0xD1x... (a shape; either separator, either dims form), checked
  * against what the model declares and written into its input tensors, so that a model with
- * dynamic dimensions gets concrete shapes before anything is inferred or probed. */
+ * dynamic dimensions gets concrete shapes before anything is inferred or probed; and fixed input
+ * values, NAME=V0,V1,... on a command line (--value) and NAME={V0,V1,...} in the shape text,
+ * which make the input a constant (so an If on it can be replaced by its branch). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +84,207 @@ MI_API int32_t mi_shape_parse(const char *text, int32_t *rank, int64_t *dims) {
   return MI_OK;
 }
 
+/* Parses "V0,V1,..." (numbers; true/false for any dtype) into `count` elements of dtype into
+ * *data (malloc'd). MI_OK or MI_ERR_INVALID_ARGUMENT. */
+static int32_t parse_values(int32_t dtype, const char *text, int64_t *count, void **data) {
+  size_t esz = mi_dtype_size(dtype), cap = 8;
+  const char *p = text;
+  unsigned char *buf;
+  *count = 0;
+  *data = NULL;
+  if (esz == 0 || dtype == MI_DTYPE_INT4 || dtype == MI_DTYPE_FLOAT16) return MI_ERR_UNSUPPORTED;
+  if (!(buf = malloc(cap * esz))) return MI_ERR_OUT_OF_MEMORY;
+  while (*p) {
+    double d = 0;
+    long long v = 0;
+    char *end = NULL;
+    size_t len = strcspn(p, ",");
+    int is_float = dtype == MI_DTYPE_FLOAT32;
+    if (len == 4 && strncmp(p, "true", 4) == 0) {
+      v = 1, d = 1, end = (char *)p + 4;
+    } else if (len == 5 && strncmp(p, "false", 5) == 0) {
+      end = (char *)p + 5;
+    } else {
+      errno = 0;
+      if (is_float) d = strtod(p, &end);
+      else
+        v = strtoll(p, &end, 10);
+      if (errno || end == p) end = NULL;
+    }
+    if (!end || (*end && *end != ',') || (*end == ',' && !end[1])) {
+      free(buf);
+      return MI_ERR_INVALID_ARGUMENT;
+    }
+    if ((size_t)*count == cap) {
+      unsigned char *nb = realloc(buf, (cap *= 2) * esz);
+      if (!nb) {
+        free(buf);
+        return MI_ERR_OUT_OF_MEMORY;
+      }
+      buf = nb;
+    }
+    unsigned char *at = buf + (size_t)*count * esz;
+    switch (dtype) {
+    case MI_DTYPE_FLOAT32: {
+      float f = (float)d;
+      memcpy(at, &f, 4);
+      break;
+    }
+    case MI_DTYPE_INT64: {
+      int64_t x = v;
+      memcpy(at, &x, 8);
+      break;
+    }
+    case MI_DTYPE_INT32: {
+      int32_t x = (int32_t)v;
+      memcpy(at, &x, 4);
+      break;
+    }
+    case MI_DTYPE_BOOL:
+      *at = v != 0;
+      break;
+    default:
+      *at = (unsigned char)(int8_t)v;
+      break;
+    }
+    (*count)++;
+    p = *end ? end + 1 : end;
+  }
+  if (*count == 0) {
+    free(buf);
+    return MI_ERR_INVALID_ARGUMENT;
+  }
+  *data = buf;
+  return MI_OK;
+}
+
+/* Makes graph input idx the constant `text` ("V0,V1,..."), in the shape it has (declared, or set
+ * before): it stops being an input. A 1-D input of unknown length takes the count given, an
+ * input of unknown rank a scalar (one value) or a 1-D list. */
+static int32_t fix_input(mi_graph_t *g, int32_t idx, const char *text, const char *where, mi_error_t *err) {
+  int32_t t = g->inputs[idx], rc;
+  mi_tensor_t *x = &g->tensors[t];
+  int64_t count = 0, numel = 1;
+  void *data = NULL;
+  if ((rc = parse_values(x->dtype, text, &count, &data)))
+    return mi_errorf(err, rc == MI_ERR_OUT_OF_MEMORY ? rc : MI_ERR_INVALID_ARGUMENT,
+                     rc == MI_ERR_UNSUPPORTED ? "input '%s' (%s): a %s input cannot be given a value"
+                                              : "input '%s' (%s): expected values V0,V1,... of dtype %s, not '%s'",
+                     x->name, where, mi_dtype_name(x->dtype), text);
+  if (x->rank < 0) {
+    x->rank = count == 1 ? 0 : 1;
+    x->dims[0] = count;
+  } else if (x->rank == 1 && x->dims[0] < 0) {
+    x->dims[0] = count;
+  }
+  for (int32_t d = 0; d < x->rank; d++) numel = x->dims[d] < 0 || numel < 0 ? -1 : numel * x->dims[d];
+  if (numel != count) {
+    free(data);
+    if (numel < 0)
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): its shape has a dynamic dimension: give its shape too",
+                       x->name, where);
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' (%s): %lld values for a shape of %lld elements", x->name,
+                     where, (long long)count, (long long)numel);
+  }
+  rc = mi_graph_set_data(g, t, data, mi_dtype_bytes_for(x->dtype, count));
+  free(data);
+  if (rc) return mi_errorf(err, rc, "input '%s': out of memory", g->tensors[t].name);
+  for (int32_t d = 0; d < MI_MAX_RANK; d++) {
+    free(g->tensors[t].dim_names[d]);
+    g->tensors[t].dim_names[d] = NULL;
+  }
+  memmove(&g->inputs[idx], &g->inputs[idx + 1], (size_t)(g->input_count - idx - 1) * sizeof *g->inputs);
+  g->input_count--;
+  return MI_OK;
+}
+
+MI_API int32_t mi_graph_input_values(mi_graph_t *g, const char *const *values, int32_t n, mi_error_t *err) {
+  int32_t rc = MI_OK, idx = 0;
+  if (!g || (n > 0 && !values)) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input values: NULL argument");
+  for (int32_t i = 0; i < n && rc == MI_OK; i++) {
+    const char *eq = spec_sep(values[i]);
+    if (!eq || eq == values[i] || !eq[1])
+      return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--value '%s': expected NAME=V or NAME=V0,V1,...", values[i]);
+    if ((rc = spec_input(g, "--value", values[i], &idx, err)) == MI_OK) rc = fix_input(g, idx, eq + 1, "--value", err);
+  }
+  return rc;
+}
+
+/* The values that entry "NAME={...}" of a shape text gives `name`, copied into buf; 0 when the
+ * text fixes no value of that name. */
+static int fixed_text(const char *spec, const char *name, char *buf, size_t cap) {
+  size_t n = strlen(name);
+  for (const char *p = spec; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
+    size_t len = strcspn(p, ";");
+    if (len > n + 2 && strncmp(p, name, n) == 0 && (p[n] == '=' || p[n] == ':') && p[n + 1] == '{' &&
+        p[len - 1] == '}') {
+      snprintf(buf, cap, "%.*s", (int)(len - n - 3), p + n + 2);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* "V0,V1,..." of an array (the first 8 values, then "..."). */
+static void values_text(const mi_array_t *a, char *buf, size_t cap) {
+  int64_t n = 1;
+  size_t at = 0;
+  for (int32_t d = 0; d < a->rank; d++) n *= a->dims[d];
+  buf[0] = '\0';
+  for (int64_t i = 0; i < n && at < cap; i++) {
+    const unsigned char *p = (const unsigned char *)a->data + (size_t)i * mi_dtype_size(a->dtype);
+    if (i == 8) {
+      snprintf(buf + at, cap - at, ",...");
+      break;
+    }
+    switch (a->dtype) {
+    case MI_DTYPE_FLOAT32: {
+      float f;
+      memcpy(&f, p, 4);
+      at += (size_t)snprintf(buf + at, cap - at, "%s%.9g", i ? "," : "", f);
+      break;
+    }
+    case MI_DTYPE_INT64: {
+      int64_t x;
+      memcpy(&x, p, 8);
+      at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "", (long long)x);
+      break;
+    }
+    case MI_DTYPE_INT32: {
+      int32_t x;
+      memcpy(&x, p, 4);
+      at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)x);
+      break;
+    }
+    case MI_DTYPE_INT8:
+      at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)*(const int8_t *)p);
+      break;
+    default:
+      at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)*p);
+      break;
+    }
+  }
+}
+
+MI_API int32_t mi_input_value_check(const char *spec, const char *what, const char *name, const mi_array_t *a,
+                                    mi_error_t *err) {
+  char fixed[512], given[512];
+  int64_t count = 0, numel = 1;
+  void *data = NULL;
+  int32_t rc;
+  int same;
+  if (!spec || !name || !a || !fixed_text(spec, name, fixed, sizeof fixed)) return MI_OK;
+  for (int32_t d = 0; d < a->rank; d++) numel *= a->dims[d];
+  rc = parse_values(a->dtype, fixed, &count, &data);
+  same = rc == MI_OK && count == numel && a->nbytes == mi_dtype_bytes_for(a->dtype, count) &&
+         memcmp(data, a->data, a->nbytes) == 0;
+  free(data);
+  if (same) return MI_OK;
+  values_text(a, given, sizeof given);
+  return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "input '%s' is fixed to %s by %s; this run gives %s", name, fixed,
+                   what ? what : "the deployment", given);
+}
+
 MI_API int32_t mi_graph_input_args(mi_graph_t *g, const char *const *files, int32_t nfiles,
                                    const char *const *shapes, int32_t nshapes, mi_array_t **fixed,
                                    mi_error_t *err) {
@@ -140,8 +344,22 @@ MI_API int32_t mi_graph_set_input_shapes(mi_graph_t *g, const char *spec, const 
   for (char *it = strtok_r(copy, ";", &save); it && rc == MI_OK; it = strtok_r(NULL, ";", &save)) {
     int64_t dims[MI_MAX_RANK];
     int32_t rank = 0;
+    const char *v;
     if ((rc = spec_input(g, what, it, &idx, err)) != MI_OK) break;
-    if (mi_shape_parse(spec_sep(it) + 1, &rank, dims) != MI_OK)
+    v = spec_sep(it) + 1;
+    if (v[0] == '{') {
+      /* NAME={V0,V1,...}: a fixed value */
+      size_t len = strlen(v);
+      if (len < 3 || v[len - 1] != '}') {
+        rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s '%s': expected NAME={V0,V1,...}", what, it);
+        break;
+      }
+      v = strndup(v + 1, len - 2);
+      rc = v ? fix_input(g, idx, v, what, err) : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+      free((char *)v);
+      continue;
+    }
+    if (mi_shape_parse(v, &rank, dims) != MI_OK)
       rc = mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
                      "%s '%s': expected NAME:D0xD1x... or "
                      "NAME=D0,D1,... with up to %d dims >= 0",

@@ -151,6 +151,62 @@ static int32_t parse_inputs(ctx_t *c, const yaml_node_t *n) {
   return MI_OK;
 }
 
+/* values: {NAME: V, NAME: [V0, V1]}: each kept as "V0,V1" (true/false as 1/0). */
+static int32_t parse_values(ctx_t *c, const yaml_node_t *n) {
+  if (n->type != YAML_MAPPING_NODE) return at(c, n, MI_ERR_PARSE, "'values' maps input names to values (a number, true/false, or a list)");
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
+    mi_recipe_value_t *nv;
+    char buf[4096];
+    size_t len = 0;
+    if (!scalar(k)) return at(c, k, MI_ERR_PARSE, "an input name must be a string");
+    buf[0] = '\0';
+    for (yaml_node_item_t *i = v->type == YAML_SEQUENCE_NODE ? v->data.sequence.items.start : NULL;
+         v->type != YAML_SEQUENCE_NODE || i < v->data.sequence.items.top; i++) {
+      const yaml_node_t *e = v->type == YAML_SEQUENCE_NODE ? yaml_document_get_node(c->doc, *i) : v;
+      const char *x = scalar(e);
+      char *end = NULL;
+      if (!x || !*x) return at(c, e, MI_ERR_PARSE, "the value of '%s' must be a number, true/false, or a list of them", scalar(k));
+      if (!strcmp(x, "true") || !strcmp(x, "True")) x = "1";
+      else if (!strcmp(x, "false") || !strcmp(x, "False"))
+        x = "0";
+      else if ((void)strtod(x, &end), end == x || *end)
+        return at(c, e, MI_ERR_PARSE, "the value of '%s' must be a number, true/false, or a list of them, not '%s'", scalar(k), x);
+      if (len + strlen(x) + 2 >= sizeof buf) return at(c, v, MI_ERR_PARSE, "the value of '%s' is too long", scalar(k));
+      len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? "," : "", x);
+      if (v->type != YAML_SEQUENCE_NODE) break;
+    }
+    if (!len) return at(c, v, MI_ERR_PARSE, "the value of '%s' is empty", scalar(k));
+    for (int32_t j = 0; j < c->r->value_count; j++)
+      if (!strcmp(c->r->values[j].name, scalar(k))) return at(c, k, MI_ERR_PARSE, "input '%s' has two values", scalar(k));
+    if (!(nv = realloc(c->r->values, ((size_t)c->r->value_count + 1) * sizeof *nv)))
+      return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
+    c->r->values = nv;
+    nv = &nv[c->r->value_count++];
+    nv->name = strdup(scalar(k));
+    nv->text = strdup(buf);
+    if (!nv->name || !nv->text) return mi_errorf(c->err, MI_ERR_OUT_OF_MEMORY, "recipe: out of memory");
+  }
+  return MI_OK;
+}
+
+MI_API void mi_recipe_values_text(const mi_recipe_t *r, char *buf, size_t cap, size_t *at) {
+  for (int32_t i = 0; r && i < r->value_count && *at < cap; i++)
+    *at += (size_t)snprintf(buf + *at, cap - *at, "%s%s={%s}", *at ? ";" : "", r->values[i].name, r->values[i].text);
+}
+
+MI_API void mi_recipe_inputs_text(const mi_recipe_t *r, char *buf, size_t cap) {
+  size_t at = 0;
+  if (!cap) return;
+  buf[0] = '\0';
+  for (int32_t i = 0; i < r->input_count && at < cap; i++) {
+    at += (size_t)snprintf(buf + at, cap - at, "%s%s:", i ? ";" : "", r->inputs[i].name);
+    for (int32_t d = 0; d < r->inputs[i].rank && at < cap; d++)
+      at += (size_t)snprintf(buf + at, cap - at, d ? "x%lld" : "%lld", (long long)r->inputs[i].dims[d]);
+  }
+  mi_recipe_values_text(r, buf, cap, &at);
+}
+
 static int32_t parse_pool(ctx_t *c, const yaml_node_t *n) {
   if (n->type != YAML_SEQUENCE_NODE) return at(c, n, MI_ERR_PARSE, "'pool' must be a list of {plugin: NAME}");
   for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
@@ -365,6 +421,8 @@ static int32_t parse_root(ctx_t *c, const yaml_node_t *root) {
       seen_model = 1;
     } else if (!strcmp(ks, "inputs")) {
       rc = parse_inputs(c, v);
+    } else if (!strcmp(ks, "values")) {
+      rc = parse_values(c, v);
     } else if (!strcmp(ks, "calibration")) {
       struct stat st;
       rc = path_key(c, v, "calibration", &c->r->calibration);
@@ -391,7 +449,7 @@ static int32_t parse_root(ctx_t *c, const yaml_node_t *root) {
     } else if (!strcmp(ks, "measure")) {
       rc = parse_measure(c, v);
     } else {
-      rc = at(c, k, MI_ERR_PARSE, "unknown key '%s' (known: version, model, inputs, calibration, pool, constraints, objectives, preference, budget, history, search, measure)", ks);
+      rc = at(c, k, MI_ERR_PARSE, "unknown key '%s' (known: version, model, inputs, values, calibration, pool, constraints, objectives, preference, budget, history, search, measure)", ks);
     }
     if (rc != MI_OK) return rc;
   }
@@ -479,6 +537,11 @@ void mi_recipe_destroy(mi_recipe_t *r) {
     free(r->models[i].written);
   }
   for (int32_t i = 0; i < r->input_count; i++) free(r->inputs[i].name);
+  for (int32_t i = 0; i < r->value_count; i++) {
+    free(r->values[i].name);
+    free(r->values[i].text);
+  }
+  free(r->values);
   for (int32_t i = 0; i < r->device_count; i++) free(r->pool[i].plugin);
   free(r->models);
   free(r->inputs);

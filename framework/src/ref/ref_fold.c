@@ -1,6 +1,7 @@
 /* ref_fold.c - constant folding: nodes computable before run time (constants only, or shape
  * queries of fully known shapes) are evaluated on the reference interpreter and replaced by
- * initializers. It lives in ref because graph may not call ref (module order). */
+ * initializers; and If nodes whose condition is so known replaced by the branch it takes. It lives
+ * in ref because graph may not call ref (module order). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,18 +114,18 @@ static int32_t fold_node(mi_graph_t *g, int32_t i, int query, mi_error_t *err) {
   return res;
 }
 
-MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err) {
+/* Folds the nodes with want[i] != 0 (every node when want is NULL) that can be folded. */
+static int32_t fold_some(mi_graph_t *g, const uint8_t *want, int32_t *folded, mi_error_t *err) {
   uint8_t *drop = NULL;
   int32_t rc, count = 0;
   if (folded) *folded = 0;
-  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fold constants: graph is NULL");
   if ((rc = mi_graph_toposort(g, err))) return rc;
   if (!(drop = calloc((size_t)g->node_count + 1, 1)))
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "fold constants: out of memory");
   /* Topological order: a node's constant inputs were folded before it is looked at. */
   for (int32_t i = 0; i < g->node_count; i++) {
     int query = 0;
-    if (!foldable(g, &g->nodes[i], &query)) continue;
+    if ((want && !want[i]) || !foldable(g, &g->nodes[i], &query)) continue;
     int32_t r = fold_node(g, i, query, err);
     if (r < 0) {
       rc = -r;
@@ -137,5 +138,105 @@ MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_
 done:
   free(drop);
   if (rc == MI_OK && folded) *folded = count;
+  return rc;
+}
+
+MI_API int32_t mi_graph_fold_constants(mi_graph_t *g, int32_t *folded, mi_error_t *err) {
+  if (folded) *folded = 0;
+  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "fold constants: graph is NULL");
+  return fold_some(g, NULL, folded, err);
+}
+
+static int is_if(const mi_node_t *n) {
+  return strcmp(n->op_type, "If") == 0 && (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx"));
+}
+
+/* Marks the nodes some If's condition depends on (want[], node_count entries); 1 when the
+ * graph has an If at all. The graph is sorted, so producers are set. */
+static int32_t mark_conditions(const mi_graph_t *g, uint8_t *want, int *any, mi_error_t *err) {
+  int32_t *stack = malloc(((size_t)g->tensor_count + 1) * sizeof *stack), top = 0;
+  uint8_t *seen = calloc((size_t)g->tensor_count + 1, 1);
+  *any = 0;
+  if (!stack || !seen) {
+    free(stack);
+    free(seen);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "inline If: out of memory");
+  }
+  for (int32_t i = 0; i < g->node_count; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    if (!is_if(n) || n->input_count < 1 || n->inputs[0] < 0) continue;
+    *any = 1;
+    if (!seen[n->inputs[0]]) {
+      seen[n->inputs[0]] = 1;
+      stack[top++] = n->inputs[0];
+    }
+  }
+  while (top > 0) {
+    int32_t p = g->tensors[stack[--top]].producer;
+    if (p < 0 || want[p]) continue;
+    want[p] = 1;
+    for (int32_t k = 0; k < g->nodes[p].input_count; k++) {
+      int32_t t = g->nodes[p].inputs[k];
+      if (t >= 0 && !seen[t]) {
+        seen[t] = 1;
+        stack[top++] = t;
+      }
+    }
+  }
+  free(stack);
+  free(seen);
+  return MI_OK;
+}
+
+/* The truth of a constant condition (its first element), or -1 when it is not one. */
+static int condition_value(const mi_tensor_t *t) {
+  if (!t->data || t->nbytes == 0) return -1;
+  switch (t->dtype) {
+  case MI_DTYPE_FLOAT32:
+    return t->nbytes >= 4 && *(const float *)t->data != 0.0f;
+  case MI_DTYPE_INT64:
+    return t->nbytes >= 8 && *(const int64_t *)t->data != 0;
+  case MI_DTYPE_INT32:
+    return t->nbytes >= 4 && *(const int32_t *)t->data != 0;
+  case MI_DTYPE_BOOL:
+  case MI_DTYPE_UINT8:
+  case MI_DTYPE_INT8:
+    return *(const uint8_t *)t->data != 0;
+  default:
+    return -1;
+  }
+}
+
+MI_API int32_t mi_graph_inline_ifs(mi_graph_t *g, int32_t *inlined, mi_error_t *err) {
+  int32_t rc = MI_OK, count = 0;
+  if (inlined) *inlined = 0;
+  if (!g) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "inline If: graph is NULL");
+  for (;;) {
+    uint8_t *want;
+    int any = 0, round = 0;
+    if ((rc = mi_graph_toposort(g, err))) break;
+    if (!(want = calloc((size_t)g->node_count + 1, 1))) {
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "inline If: out of memory");
+      break;
+    }
+    rc = mark_conditions(g, want, &any, err);
+    /* Only what the conditions depend on is folded: the rest of the graph stays as it was. */
+    if (rc == MI_OK && any) rc = fold_some(g, want, NULL, err);
+    free(want);
+    if (rc || !any) break;
+    for (int32_t i = 0; i < g->node_count && rc == MI_OK; i++) {
+      const mi_node_t *n = &g->nodes[i];
+      int v = is_if(n) && n->input_count >= 1 && n->inputs[0] >= 0 ? condition_value(&g->tensors[n->inputs[0]]) : -1;
+      if (v < 0) continue;
+      rc = mi__graph_inline_if(g, i, v, err);
+      round++;
+      i = -1; /* indices changed: look again from the start */
+    }
+    count += round;
+    if (rc || !round) break;
+    /* The branch's nodes may hold Ifs of their own, whose conditions the next round folds. */
+    if ((rc = mi_graph_toposort(g, err)) || (rc = mi_graph_infer_shapes(g, err))) break;
+  }
+  if (inlined) *inlined = count;
   return rc;
 }

@@ -279,7 +279,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   }
   mi_space_size_text(run->space, run->size, sizeof run->size);
   mi_device_hash(&desc, dhash);
-  shapes_text(c->graph, shapes, sizeof shapes);
+  /* the workers' text: fixed values included, so rows at other values are other rows */
+  snprintf(shapes, sizeof shapes, "%s", c->inputs);
   base.model_hash = c->model_hash;
   base.model_name = r->models[c->model].written;
   base.model_features_json = c->features;
@@ -613,8 +614,25 @@ MI_API int32_t mi_tune_run(const mi_recipe_t *r, const mi_tune_options_t *opts,
         (rc = set_inputs(*g, r, r->models[m].written, &cbs, err)) != MI_OK ||
         (rc = mi_graph_toposort(*g, err)) != MI_OK || (rc = mi_file_hash(r->models[m].path, c.model_hash, err)) != MI_OK)
       break;
-    /* The workers get every input's concrete shape, the defaulted dynamic ones included. */
+    /* The workers get every input's concrete shape, the defaulted dynamic ones included, and
+     * the recipe's fixed values ("sr={16000}"): the inputs become constants, and an If they
+     * decide is replaced by its branch here as in every worker (mi_graph_inline_ifs), so the
+     * space spans the branch's nodes. */
     shapes_text(*g, inputs, sizeof inputs);
+    {
+      char vals[2048] = "";
+      size_t at = 0, end = strlen(inputs);
+      int32_t inlined = 0;
+      mi_recipe_values_text(r, vals, sizeof vals, &at);
+      mi_recipe_values_text(r, inputs, sizeof inputs, &end);
+      if ((vals[0] && ((rc = mi_graph_set_input_shapes(*g, vals, "values", err)) != MI_OK ||
+                       (rc = mi_graph_infer_shapes(*g, err)) != MI_OK)) ||
+          (rc = mi_graph_inline_ifs(*g, &inlined, err)) != MI_OK)
+        break;
+      if (inlined)
+        mi__tune_log(&cbs, MI_TUNE_LOG_NOTE, "note: %s: %d If node(s) replaced by the branch their condition takes%s%s", r->models[m].written,
+                     (int)inlined, vals[0] ? " with the values " : "", vals);
+    }
     free(c.features);
     memset(&f, 0, sizeof f);
     c.features = mi_model_features(*g, &f, NULL, NULL, NULL) == MI_OK ? mi_model_features_json(&f) : NULL;

@@ -69,12 +69,13 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
 }
 
 /* The input shapes the models were tuned at as the runtime reads them ("x:1x3x48x192;..."): the
- * recipe's, else the one model's; NULL for several models without inputs: in the recipe. */
+ * recipe's, else the one model's; NULL for several models without inputs: in the recipe. The
+ * recipe's fixed values follow ("sr={16000}"). */
 static char *recipe_inputs(const mi_recipe_t *r, const mi_tune_run_t *runs, int32_t n) {
   char buf[2048];
   size_t at = 0;
   buf[0] = '\0';
-  if (r->input_count <= 0) {
+  if (r->input_count <= 0 && !(r->model_count != 1 && r->value_count > 0)) {
     /* One model: the shapes it was tuned at, its dynamic dimensions taken as 1 (cmd_tune.c). */
     const mi_graph_t *g = n > 0 ? runs[0].graph : NULL;
     if (r->model_count != 1 || !g) return NULL;
@@ -84,13 +85,11 @@ static char *recipe_inputs(const mi_recipe_t *r, const mi_tune_run_t *runs, int3
       for (int32_t d = 0; d < t->rank && at < sizeof buf; d++)
         at += (size_t)snprintf(buf + at, sizeof buf - at, d ? "x%lld" : "%lld", (long long)t->dims[d]);
     }
+    /* the inputs fixed to values are constants of the tuned graph: the runtime fixes them too */
+    mi_recipe_values_text(r, buf, sizeof buf, &at);
     return strdup(buf);
   }
-  for (int32_t i = 0; i < r->input_count && at < sizeof buf; i++) {
-    at += (size_t)snprintf(buf + at, sizeof buf - at, "%s%s:", i ? ";" : "", r->inputs[i].name);
-    for (int32_t d = 0; d < r->inputs[i].rank && at < sizeof buf; d++)
-      at += (size_t)snprintf(buf + at, sizeof buf - at, d ? "x%lld" : "%lld", (long long)r->inputs[i].dims[d]);
-  }
+  mi_recipe_inputs_text(r, buf, sizeof buf);
   return strdup(buf);
 }
 

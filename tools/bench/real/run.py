@@ -20,6 +20,7 @@ usage: tools/bench/real/run.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--rounds N] [
                                [--only REGEX] [--no-avx2] [--avx2-only] [--avx2-ort capped|uncapped]
                                [--markdown] [--clock wall|cpu|both]
                                [--quant qdq,dynamic,qop] [--model FILE.onnx]... [--gap MS]
+                               [--fix-values NAME,...]
 --base times a second build (bin/mi-run and its plugins) in the same rounds: the "before" column,
 and with the AVX2-capped column a "before AVX2" column (the old build capped the same way).
 --avx2-only times blis-cpu capped at AVX2 only (the new build and --base's), not at its defaults.
@@ -35,6 +36,10 @@ the --base build too (its quantized form over its FP32).
 --gap), as a streaming caller does (a VAD window every 32 ms, an audio hop every 80 ms): both
 runtimes' worker threads may go to sleep in the gap and wake for the next run. The timed runs
 per measurement are then capped so that their idle time is about a second.
+--fix-values NAME,... gives the new build's mi-run those inputs as fixed values (mi-run --value
+NAME=V, from the `--value NAME=V` of the model's input arguments) instead of as files: the input
+becomes a constant and an If it decides (Silero's sr, Moonshine's use_cache_branch) is replaced by
+its branch before the run. The --base build and ONNX Runtime keep the files and run the If.
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
@@ -143,6 +148,8 @@ class Runner:
         self.threads = threads
         self.base = None
         self.cap = None  # the cpuid_cap library: the AVX2 runs of both sides are made under it
+        self.fix = set()  # --fix-values: input names the new build gets as --value
+        self.values = {}  # model path -> {input name: value} from its `--value NAME=V` arguments
 
     def env(self, simd, capped=False):
         e = dict(os.environ)
@@ -164,8 +171,13 @@ class Runner:
                # (about 7 s of CPU) on a machine loaded 15 deep; a benchmark measures, 600 s
                # still ends a real hang
                "--timeout", "600"] + self.gap
+        fixed = self.values.get(model, {}) if run == self.mirun else {}
         for i in inputs:
-            cmd += ["--input", i]
+            name = i.split("=", 1)[0]
+            if name in self.fix and name in fixed:
+                cmd += ["--value", f"{name}={fixed[name]}"]
+            else:
+                cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
         j = json.loads(sh(cmd, self.env(simd, simd == "avx2")))
@@ -253,6 +265,8 @@ def main():
     ap.add_argument("--model", action="append", default=[],
                     help="also time this model file (repeatable; e.g. an mi-zoo model), inputs of its "
                          "declared shapes; --only filters it by its file name")
+    ap.add_argument("--fix-values", default="",
+                    help="inputs (comma list) the new build's mi-run gets as --value NAME=V, not as files")
     ap.add_argument("--quant", default="", help="quantized forms to add: qdq, dynamic, qop (comma list)")
     a = ap.parse_args()
     models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
@@ -279,6 +293,7 @@ def main():
         ort_avx2 = "ort-avx2"
     if a.base:
         r.base = os.path.join(a.base, "bin", "mi-run")
+    r.fix = set(n for n in a.fix_values.split(",") if n)
     tmp = tempfile.mkdtemp(prefix="mi-bench-real-")
     ort_version = json.load(open(os.path.join(ORT, "node_modules", "onnxruntime-node", "package.json")))["version"]
     t_start = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
@@ -295,6 +310,7 @@ def main():
     todo = []
     for name, path, gen in fetched(a.only, models_dir, a.model):
         d = os.path.join(tmp, name)
+        r.values[path] = dict(gen[k + 1].split("=", 1) for k in range(len(gen) - 1) if gen[k] == "--value")
         try:
             ins = sh(["node", os.path.join(ORT, "gen_inputs.js"), path, os.path.join(d, "in")] + gen).split()
             sh(["node", os.path.join(ORT, "ort_run.js"), "--model", path, "--output-dir",
