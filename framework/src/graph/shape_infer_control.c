@@ -55,11 +55,18 @@ int32_t mi__si_if_op(mi__si_t *c, const mi_node_t *n) {
   }
   const double *cond = mi__si_val(c, n, 0, &cnt);
   if (cond && cnt == 1 && !isnan(cond[0])) {
-    /* Only the branch that runs matters; the other may not even fit these shapes. */
+    /* Only the branch that runs matters; the other may not even fit these shapes. A taken
+     * branch that does not infer leaves the outputs unknown, as when either may run: captures
+     * bind shapes, not values, so a branch that reshapes by a captured constant (an Unsqueeze
+     * on outer axes, Silero VAD v6 ifless) has no ranks here, and the run, or the branch once
+     * inlined (mi_graph_inline_ifs) where the constants are its own, says whether it fits. */
     mi_graph_t *taken = br[cond[0] != 0 ? 0 : 1];
-    if ((rc = infer_sub(c, n, taken))) return rc;
+    mi_tensor_t unknown;
+    memset(&unknown, 0, sizeof unknown);
+    unknown.rank = -1;
+    int ok_taken = infer_sub(c, n, taken) == MI_OK;
     for (int32_t k = 0; k < n->output_count; k++)
-      set_like(c, n, k, &taken->tensors[taken->outputs[k]]);
+      set_like(c, n, k, ok_taken ? &taken->tensors[taken->outputs[k]] : &unknown);
     return MI_OK;
   }
   /* Either branch may run: a branch whose shapes do not work out for these inputs is left out
