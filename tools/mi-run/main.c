@@ -164,27 +164,6 @@ static int32_t run_timed(mi_session_t *s, const mi_graph_t *g, mi_array_t **inpu
   return rc;
 }
 
-/* VmRSS or VmHWM of this process in bytes (0 where /proc is not readable). */
-static uint64_t proc_status_bytes(const char *key) {
-  FILE *f = fopen("/proc/self/status", "r");
-  char line[256];
-  size_t n = strlen(key);
-  uint64_t kb = 0;
-  if (!f) return 0;
-  while (fgets(line, sizeof line, f))
-    if (strncmp(line, key, n) == 0 && line[n] == ':') kb = strtoull(line + n + 1, NULL, 10);
-  fclose(f);
-  return kb * 1024;
-}
-
-/* Resets the peak RSS to the current RSS ("5", Linux >= 4.0), so VmHWM later says what came after. */
-static void reset_peak_rss(void) {
-  FILE *f = fopen("/proc/self/clear_refs", "w");
-  if (!f) return;
-  fputs("5", f);
-  fclose(f);
-}
-
 int main(int argc, char **argv) {
   if (mi_run_wants_deployment(argc, argv)) return mi_run_deployment_main(argc, argv);
   run_opts_t o;
@@ -268,8 +247,8 @@ int main(int argc, char **argv) {
     opts.device_knobs = &kv;
   }
   mi_guard_stage(guard, NULL, "prepare");
-  reset_peak_rss();
-  sum.rss_before_create = proc_status_bytes("VmRSS");
+  mi_process_reset_peak();
+  sum.rss_before_create = mi_process_memory_bytes("VmRSS");
   if ((rc = mi_session_create(g, plugin, device, &opts, &s, &err))) goto done;
   outs = calloc((size_t)g->output_count + 1, sizeof *outs);
   if (!outs) {
@@ -284,7 +263,7 @@ int main(int argc, char **argv) {
   if ((rc = run_timed(s, g, inputs, outs, warmup, repeat, o.gap_ms, &sum, o.profile ? &prof : NULL,
                       o.device, guard, &err)))
     goto done;
-  sum.rss_peak = proc_status_bytes("VmHWM");
+  sum.rss_peak = mi_process_memory_bytes("VmHWM");
   if (o.check && plugin) {
     mi_guard_stage(guard, NULL, "check");
     if ((rc = check_outputs(g, inputs, outs, o.device, &sum, &err))) goto done;

@@ -28,6 +28,13 @@ MI_API int32_t mi_stats_compute(const double *samples, int32_t n, double trim, m
 /** The q-quantile (0..1) of `n` sorted samples, linear interpolation. */
 MI_API double mi_stats_quantile(const double *sorted, int32_t n, double q);
 
+/** A memory field of this process's /proc/self/status ("VmRSS", "VmHWM") in bytes; 0 where it
+ * cannot be read. */
+MI_API uint64_t mi_process_memory_bytes(const char *field);
+/** Resets this process's peak RSS (VmHWM) to its current RSS (Linux >= 4.0; a no-op elsewhere),
+ * so a later VmHWM says what came after. */
+MI_API void mi_process_reset_peak(void);
+
 /* ---------------------------------------------------------------- the protocol */
 
 #define MI_MEASURE_MAX_SAMPLES 256

@@ -233,20 +233,20 @@ static int32_t one_run(void *user, double *seconds, int *changed, mi_error_t *er
   return MI_OK;
 }
 
-static uint64_t peak_rss(void) {
+uint64_t mi_process_memory_bytes(const char *field) {
   FILE *f = fopen("/proc/self/status", "r");
   char line[256];
+  size_t n = strlen(field);
   uint64_t kb = 0;
   if (!f) return 0;
   while (fgets(line, sizeof line, f))
-    if (strncmp(line, "VmHWM:", 6) == 0) kb = strtoull(line + 6, NULL, 10);
+    if (strncmp(line, field, n) == 0 && line[n] == ':') kb = strtoull(line + n + 1, NULL, 10);
   fclose(f);
   return kb * 1024;
 }
 
-static void reset_peak_rss(void) {
-  /* "5" resets the peak RSS (Linux >= 4.0), so the worker reports this job's peak. */
-  FILE *f = fopen("/proc/self/clear_refs", "w");
+void mi_process_reset_peak(void) {
+  FILE *f = fopen("/proc/self/clear_refs", "w"); /* "5": the peak RSS back to the current */
   if (!f) return;
   fputs("5", f);
   fclose(f);
@@ -489,7 +489,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   r->device = device;
   r->load1 = mi__load1(&r->cpus); /* the machine as the measurement found it */
   if ((rc = mi_plugin_device_info(plugin, device, &r->desc, err))) goto done;
-  reset_peak_rss();
+  mi_process_reset_peak(); /* the worker reports this job's peak */
   p.plugin = plugin;
   p.device = device;
   p.mo = &o;
@@ -561,7 +561,7 @@ int32_t mi__profile_run_on(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   if (p.peak_mem > 0) {
     r->peak_memory_bytes = (uint64_t)p.peak_mem;
     r->peak_memory_source = 1;
-  } else if ((r->peak_memory_bytes = peak_rss()) > 0) {
+  } else if ((r->peak_memory_bytes = mi_process_memory_bytes("VmHWM")) > 0) {
     r->peak_memory_source = 2;
   }
   if ((rc = fill_layers(&p, r, o.trim, err))) goto done;

@@ -12,7 +12,6 @@ usage: tools/bench/real/memcount.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--only R
 Needs tools/ort/setup.sh (its input generator), a build, and the models (MI_MODEL_DIR).
 """
 import argparse
-import filecmp
 import json
 import os
 import subprocess
@@ -20,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ORT, SRC, fetched, load, machine, sh  # noqa: E402
+from run import ORT, SRC, fetched, load, machine, same_bytes, sh  # noqa: E402
 
 MIB = 1024.0 * 1024.0
 
@@ -43,12 +42,6 @@ def resident(build, plugins, model, ins, threads, outdir):
         cmd += ["--input", i]
     r = json.loads(sh(cmd))["rss"]
     return (r["peak_bytes"] - r["before_create_bytes"]) / MIB
-
-
-def same_bytes(a_dir, b_dir):
-    files = sorted(f for f in os.listdir(a_dir) if f.endswith(".npy"))
-    return bool(files) and all(filecmp.cmp(os.path.join(a_dir, f), os.path.join(b_dir, f), shallow=False)
-                               for f in files)
 
 
 def main():

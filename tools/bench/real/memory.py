@@ -11,7 +11,6 @@ usage: tools/bench/real/memory.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--only REG
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
-import filecmp
 import json
 import os
 import re
@@ -20,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ORT, SRC, fetched, load, machine, sh  # noqa: E402
+from run import ORT, SRC, fetched, load, machine, same_bytes, sh  # noqa: E402
 
 
 def peak_rss_mib(cmd):
@@ -40,12 +39,6 @@ def mirun(binary, model, ins, threads, outdir):
         cmd += ["--input", i]
     out, mib = peak_rss_mib(cmd)
     return json.loads(out), mib
-
-
-def same_bytes(a_dir, b_dir):
-    files = sorted(f for f in os.listdir(a_dir) if f.endswith(".npy"))
-    return bool(files) and all(filecmp.cmp(os.path.join(a_dir, f), os.path.join(b_dir, f), shallow=False)
-                               for f in files)
 
 
 def main():

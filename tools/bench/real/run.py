@@ -43,6 +43,7 @@ its branch before the run. The --base build and ONNX Runtime keep the files and 
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
 import argparse
+import filecmp
 import json
 import math
 import os
@@ -222,6 +223,13 @@ def outputs_match(a_dir, b_dir):
             return float("inf")
         worst = max(worst, rel_l2(load_npy(os.path.join(a_dir, f)), load_npy(m)))
     return worst
+
+
+def same_bytes(a_dir, b_dir):
+    """Every .npy output in a_dir has a byte-identical twin in b_dir (and there is one)."""
+    files = sorted(f for f in os.listdir(a_dir) if f.endswith(".npy"))
+    return bool(files) and all(filecmp.cmp(os.path.join(a_dir, f), os.path.join(b_dir, f), shallow=False)
+                               for f in files)
 
 
 def machine():
