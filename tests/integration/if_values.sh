@@ -51,6 +51,13 @@ err = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b))) / math.sqrt(sum(x * x f
 print("rel L2 %.3g" % err); sys.exit(0 if len(a) == len(b) == 64 and err < 1e-5 else 1)
 PY
 
+# accuracy --value: a layer of the taken branch is a layer of the model (INT8 weights on mm_then).
+printf 'layers:\n  mm_then: {weights: int8}\n' >"$T/q.yaml"
+"${H[@]}" accuracy --model "$T/ifm.onnx" --config "$T/q.yaml" --input "x=$T/x.npy" --value sr=16000 \
+  --samples 2 --json >"$T/acc.json" 2>"$T/acc.err" || fail "accuracy --value: $(cat "$T/acc.err")"
+grep -q '"quantized_layers":1' "$T/acc.json" ||
+  fail "accuracy --value did not quantize mm_then: $(head -c 600 "$T/acc.json")"
+
 # tune: the space has the then branch's MatMul and Relu, the else branch's nodes are gone.
 (cd "$T" && "${H[@]}" tune recipe.yaml --out out --json >tune.json 2>tune.err) || fail "tune failed: $(tail -3 "$T/tune.err")"
 grep -q 'inputs: ".*sr={16000}' "$T/out/deployment.yaml" || fail "the table does not record sr: $(grep inputs "$T/out/deployment.yaml")"

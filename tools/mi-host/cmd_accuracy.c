@@ -16,7 +16,8 @@ typedef struct acc_args {
   const char *calib[ACC_MAX_CALIB];  /* DIR, or INPUT=DIR per input of a multi-input model */
   const char *shapes[ACC_MAX_SPECS]; /* NAME=D0,D1,...: the shape of a random input */
   const char *inputs[ACC_MAX_SPECS]; /* NAME=FILE.npy: a fixed value in every sample */
-  int calib_count, shape_count, input_count, sensitivity, tensors, json, samples;
+  const char *values[ACC_MAX_SPECS]; /* NAME=V0,V1: an input made a constant (an If it decides inlined) */
+  int calib_count, shape_count, input_count, value_count, sensitivity, tensors, json, samples;
 } acc_args_t;
 
 #define OPTIONS(X)                                                                       \
@@ -30,6 +31,7 @@ typedef struct acc_args {
     "without --calib: N deterministic random inputs each for\n"                          \
     "calibration and held-out (default 4, at most 1000)")                                \
   MI_CLI_OPTS_MODEL_INPUT(X)                                                             \
+  MI_CLI_OPT_VALUE(X)                                                                    \
   X(O_DEVICE, "device", "PLUGIN:INDEX", "fuse for that device's kernel variants")        \
   X(O_SENS, "sensitivity", NULL, "also the error of each layer's setting applied alone") \
   X(O_TENSORS, "tensors", NULL,                                                          \
@@ -59,6 +61,11 @@ static int parse_args(mi_host_t *h, int argc, char **argv, acc_args_t *a) {
     case O_SAMPLES:
       if (mi_cli_int(&c, 1, 1000, &v)) return MI_HOST_USAGE;
       a->samples = (int)v;
+      break;
+    case O_VALUE:
+      if (a->value_count == ACC_MAX_SPECS)
+        return mi_host_usage_error("accuracy: at most %d --value options", ACC_MAX_SPECS);
+      a->values[a->value_count++] = c.value;
       break;
     case O_CALIB:
       if (a->calib_count == ACC_MAX_CALIB)
@@ -280,6 +287,12 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
     rc = MI_HOST_USAGE;
     goto done;
   }
+  /* --value first: a fixed input is no longer one of the graph's inputs */
+  if (mi_graph_input_values(g, a.values, a.value_count, &err) != MI_OK) {
+    fprintf(stderr, "mi-host: %s\n", err.message);
+    rc = MI_HOST_USAGE;
+    goto done;
+  }
   if (!(fixed = calloc((size_t)g->input_count + 1, sizeof *fixed))) {
     mi_errorf(&err, MI_ERR_OUT_OF_MEMORY, "accuracy: out of memory");
     goto fail;
@@ -291,7 +304,8 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
   }
   if ((!a.calib_count && fix_inputs(g, &a, fixed, &err) != MI_OK) ||
       mi_graph_infer_shapes(g, &err) != MI_OK ||
-      mi_xf_config_load(a.config, &c, &err) != MI_OK || mi_xf_config_check(c, g, &err) != MI_OK) {
+      /* the graph tune's workers build the configuration on: an If the values decide is its branch */
+      mi_graph_inline_ifs(g, NULL, &err) != MI_OK || mi_xf_config_load(a.config, &c, &err) != MI_OK || mi_xf_config_check(c, g, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
     rc = MI_HOST_USAGE;
     goto done;
