@@ -71,6 +71,13 @@ print("space", r["space_size"], "layer tasks", r["layer_tasks"]["tasks"])
 sys.exit(0 if r["layer_tasks"]["tasks"] >= 1 else 1)
 PY
 
+# compare --config of the table without --value: the table's sr={16000} is applied, so its
+# configuration's node.mm_then keys are keys of the compared space.
+"${H[@]}" compare --model "$T/ifm.onnx" --device blis-cpu:0 --input "x=$T/x.npy" --config "$T/out/deployment.yaml" \
+  --default --min-rounds 2 --max-rounds 2 --budget-s 30 --json >"$T/cmp.json" 2>"$T/cmp.err" ||
+  fail "compare --config of the table: $(cat "$T/cmp.err") $(head -c 400 "$T/cmp.json")"
+grep -q 'node.mm_then' "$T/cmp.json" || fail "compare did not compare the branch's configuration: $(head -c 400 "$T/cmp.json")"
+
 # the deployment: the same value runs; another one is refused, naming sr and both values.
 "$RUN" --deployment "$T/out/deployment.yaml" --plugins "$B/plugins" --input "x=$T/x.npy" \
   --input "sr=$T/sr16000.npy" --repeat 2 >/dev/null || fail "the deployment refused its own value"

@@ -27,7 +27,9 @@ typedef struct cmp_args {
   /* --shape, --input, --calib */
   const char *shapes[MI_HOST_MAX_INPUT_ARGS], *files[MI_HOST_MAX_INPUT_ARGS], *calib;
   int nshape, nfile, nvalue;
-  const char *values[MI_HOST_MAX_INPUT_ARGS]; /* --value NAME=V0,V1 */
+  const char *values[MI_HOST_MAX_INPUT_ARGS]; /* --value NAME=V0,V1, then a --config table's own */
+  char *table_values[MI_HOST_MAX_INPUT_ARGS]; /* those of the tables (owned) */
+  int ntable_values;
   /* the shapes of --calib's first sample, for inputs with dynamic dims */
   char calib_shapes[MI_HOST_MAX_INPUT_ARGS][256];
   char inputs[MI_HOST_INPUTS_TEXT]; /* every input's shape "NAME:D0xD1;..." for the workers, when given */
@@ -293,12 +295,52 @@ static int32_t calib_shapes(cmp_args_t *a, mi_graph_t *g, mi_error_t *err) {
   return rc;
 }
 
+/* The fixed values a --config deployment table records in its `inputs:` ("sr={16000}", tune's
+ * `values:`): its configuration names the nodes of the branch they chose, so the model is
+ * compared with them fixed too, unless a --value of that input says otherwise. */
+static int32_t table_values(cmp_args_t *a, mi_error_t *err) {
+  for (int i = 0; i < a->n; i++) {
+    const char *src = a->cfg[i].source, *hash = strrchr(src, '#');
+    char path[PATH_MAX], *text, *save = NULL;
+    mi_deploy_table_t *t = NULL;
+    mi_error_t derr;
+    if (!strcmp(src, "default")) continue;
+    snprintf(path, sizeof path, "%.*s", hash ? (int)(hash - src) : (int)strlen(src), src);
+    if (mi_deploy_load(path, &t, &derr) != MI_OK) continue; /* a plain mapping: no inputs */
+    text = t->inputs ? strdup(t->inputs) : NULL;
+    mi_deploy_destroy(t);
+    for (char *it = text ? strtok_r(text, ";", &save) : NULL; it; it = strtok_r(NULL, ";", &save)) {
+      char *eq = strstr(it, "={");
+      size_t len = strlen(it), name = eq ? (size_t)(eq - it) : 0;
+      int given = 0;
+      if (!eq || it[len - 1] != '}') continue; /* a shape */
+      for (int v = 0; v < a->nvalue && !given; v++)
+        given = !strncmp(a->values[v], it, name) && a->values[v][name] == '=';
+      if (given) continue;
+      if (a->nvalue == MI_HOST_MAX_INPUT_ARGS) {
+        free(text);
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "%s: over %d fixed values", path, MI_HOST_MAX_INPUT_ARGS);
+      }
+      /* "NAME={V0,V1}" -> "NAME=V0,V1", as --value takes it */
+      it[len - 1] = '\0';
+      memmove(eq + 1, eq + 2, strlen(eq + 2) + 1);
+      if (!(a->table_values[a->ntable_values] = strdup(it))) {
+        free(text);
+        return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "compare: out of memory");
+      }
+      a->values[a->nvalue++] = a->table_values[a->ntable_values++];
+    }
+    free(text);
+  }
+  return MI_OK;
+}
+
 /* The model with --shape/--input applied (mi_graph_input_args: the rules of profile, accuracy
  * and mi-run), and what the workers get: every input's shape when any was given, and the
  * --input files by absolute path (a worker need not share the working directory). */
 static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   int32_t rc;
-  if ((rc = mi_onnx_load(a->model, g, err))) return rc;
+  if ((rc = mi_onnx_load(a->model, g, err)) || (rc = table_values(a, err))) return rc;
   if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)) ||
       (rc = mi_graph_input_values(*g, a->values, a->nvalue, err)))
     return rc;
@@ -542,6 +584,7 @@ done:
     free(a->cfg[i].text);
     free(a->cfg[i].pt);
   }
+  for (int i = 0; i < a->ntable_values; i++) free(a->table_values[i]);
   mi_space_destroy(s);
   mi_graph_destroy(g);
   free(a);
