@@ -10,7 +10,6 @@ most live at one step) is printed beside.
 usage: tools/bench/real/memory.py [BUILD_DIR] [--base OLD_BUILD_DIR] [--only REGEX] [--threads N]
 Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MODEL_DIR).
 """
-import argparse
 import json
 import os
 import re
@@ -19,7 +18,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run import ORT, SRC, fetched, load, machine, same_bytes, sh  # noqa: E402
+from run import ORT, fetched, load, memory_bench_args, same_bytes, sh  # noqa: E402
 
 
 def peak_rss_mib(cmd):
@@ -42,15 +41,7 @@ def mirun(binary, model, ins, threads, outdir):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("build", nargs="?", default=os.environ.get("MI_BUILD", os.path.join(SRC, "build")))
-    ap.add_argument("--base")
-    ap.add_argument("--only")
-    ap.add_argument("--threads", type=int, default=1)
-    a = ap.parse_args()
-    models_dir = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
-    cpu, cores, _ = machine()
-    print(f"machine: {cpu}, {cores} cores; threads {a.threads}; load {load()}", flush=True)
+    a, models_dir = memory_bench_args(__doc__)
     tmp = tempfile.mkdtemp(prefix="mi-bench-mem-")
     hdr = "| model | ORT MiB | mi-run MiB | mi/ORT |"
     if a.base:

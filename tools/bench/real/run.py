@@ -232,6 +232,20 @@ def same_bytes(a_dir, b_dir):
                                for f in files)
 
 
+def memory_bench_args(doc):
+    """The command line memory.py and memcount.py share: (args, models folder); prints the
+    machine line."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("build", nargs="?", default=os.environ.get("MI_BUILD", os.path.join(SRC, "build")))
+    ap.add_argument("--base")
+    ap.add_argument("--only")
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    cpu, cores, _ = machine()
+    print(f"machine: {cpu}, {cores} cores; threads {a.threads}; load {load()}", flush=True)
+    return a, os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
+
+
 def machine():
     name = "?"
     flags = ""
