@@ -78,6 +78,17 @@ PY
   fail "compare --config of the table: $(cat "$T/cmp.err") $(head -c 400 "$T/cmp.json")"
 grep -q 'node.mm_then' "$T/cmp.json" || fail "compare did not compare the branch's configuration: $(head -c 400 "$T/cmp.json")"
 
+# An input is a constant or gets data, not both: --value with --input of the same input is
+# refused up front by every command that takes both.
+for cmd in "compare --default --default" "profile --db $T/h.db" "accuracy --config $T/q.yaml"; do
+  rc=0
+  # shellcheck disable=SC2086
+  "${H[@]}" ${cmd} --model "$T/ifm.onnx" $( [ "${cmd%% *}" = accuracy ] || echo --device blis-cpu:0 ) \
+    --input "x=$T/x.npy" --input "sr=$T/sr16000.npy" --value sr=16000 >/dev/null 2>"$T/both.err" || rc=$?
+  [ "$rc" = 2 ] && grep -q "value 'sr=16000': that input also has --input" "$T/both.err" ||
+    fail "${cmd%% *} with --value and --input of sr: exit $rc: $(cat "$T/both.err")"
+done
+
 # the deployment: the same value runs; another one is refused, naming sr and both values.
 "$RUN" --deployment "$T/out/deployment.yaml" --plugins "$B/plugins" --input "x=$T/x.npy" \
   --input "sr=$T/sr16000.npy" --repeat 2 >/dev/null || fail "the deployment refused its own value"

@@ -224,3 +224,19 @@ int mi_cli_double(const mi_cli_t *c, double lo, double hi, double *out) {
   *out = v;
   return 0;
 }
+
+int mi_cli_names_input(const char *spec, const char *name, size_t n) {
+  return strncmp(spec, name, n) == 0 && (spec[n] == '=' || spec[n] == ':');
+}
+
+int32_t mi_cli_check_values(const char *const *values, int nvalue, const char *const *inputs, int ninput,
+                            const char *const *shapes, int nshape, mi_error_t *err) {
+  for (int i = 0; i < nvalue; i++) {
+    size_t n = strcspn(values[i], "=");
+    for (int k = 0; k < ninput + nshape; k++)
+      if (mi_cli_names_input(k < ninput ? inputs[k] : shapes[k - ninput], values[i], n))
+        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--value '%s': that input also has --%s", values[i],
+                         k < ninput ? "input" : "shape");
+  }
+  return MI_OK;
+}

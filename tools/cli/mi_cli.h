@@ -149,6 +149,14 @@ int32_t mi_cli_scan_plugins(mi_registry_t *r, const char *dir, mi_error_t *err);
  * for the life of the process (mi-host's --plugins is repeatable; the last one used to win here). */
 const char *mi_cli_add_plugin_dir(const char *prev, const char *dir);
 
+/** An input is a constant (--value NAME=V) or gets data (--input NAME=FILE, --shape NAME=DIMS or
+ * NAME:DIMS), not both: the first --value whose input also has one of the others is an error
+ * naming both options. */
+int32_t mi_cli_check_values(const char *const *values, int nvalue, const char *const *inputs, int ninput,
+                            const char *const *shapes, int nshape, mi_error_t *err);
+/** Whether `name` (its first n bytes) is the input a NAME=... or NAME:... option names. */
+int mi_cli_names_input(const char *spec, const char *name, size_t n);
+
 /** mkdir -p `dir`. */
 int32_t mi_cli_make_dirs(const char *dir, mi_error_t *err);
 /** mkdir -p of the folder `file` is in (nothing for a bare file name). */

@@ -288,7 +288,8 @@ int mi_host_cmd_accuracy(mi_host_t *h, int argc, char **argv) {
     goto done;
   }
   /* --value first: a fixed input is no longer one of the graph's inputs */
-  if (mi_graph_input_values(g, a.values, a.value_count, &err) != MI_OK) {
+  if (mi_cli_check_values(a.values, a.value_count, a.inputs, a.input_count, a.shapes, a.shape_count, &err) ||
+      mi_graph_input_values(g, a.values, a.value_count, &err) != MI_OK) {
     fprintf(stderr, "mi-host: %s\n", err.message);
     rc = MI_HOST_USAGE;
     goto done;

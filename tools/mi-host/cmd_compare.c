@@ -314,8 +314,9 @@ static int32_t table_values(cmp_args_t *a, mi_error_t *err) {
       size_t len = strlen(it), name = eq ? (size_t)(eq - it) : 0;
       int given = 0;
       if (!eq || it[len - 1] != '}') continue; /* a shape */
-      for (int v = 0; v < a->nvalue && !given; v++)
-        given = !strncmp(a->values[v], it, name) && a->values[v][name] == '=';
+      for (int v = 0; v < a->nvalue && !given; v++) given = mi_cli_names_input(a->values[v], it, name);
+      for (int v = 0; v < a->nfile && !given; v++) given = mi_cli_names_input(a->files[v], it, name);
+      for (int v = 0; v < a->nshape && !given; v++) given = mi_cli_names_input(a->shapes[v], it, name);
       if (given) continue;
       if (a->nvalue == MI_HOST_MAX_INPUT_ARGS) {
         free(text);
@@ -340,7 +341,9 @@ static int32_t table_values(cmp_args_t *a, mi_error_t *err) {
  * --input files by absolute path (a worker need not share the working directory). */
 static int32_t load_graph(cmp_args_t *a, mi_graph_t **g, mi_error_t *err) {
   int32_t rc;
-  if ((rc = mi_onnx_load(a->model, g, err)) || (rc = table_values(a, err))) return rc;
+  if ((rc = mi_cli_check_values(a->values, a->nvalue, a->files, a->nfile, a->shapes, a->nshape, err)) ||
+      (rc = mi_onnx_load(a->model, g, err)) || (rc = table_values(a, err)))
+    return rc;
   if ((rc = mi_graph_input_args(*g, a->files, a->nfile, a->shapes, a->nshape, NULL, err)) ||
       (rc = mi_graph_input_values(*g, a->values, a->nvalue, err)))
     return rc;

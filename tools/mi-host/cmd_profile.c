@@ -178,7 +178,8 @@ static int32_t load_task(const char *path, const prof_args_t *a, task_info_t *t,
   t->name = slash ? slash + 1 : path;
   if ((rc = mi_file_hash(path, t->hash, err))) return rc;
   if ((rc = mi_onnx_load(path, &g, err))) return rc;
-  rc = mi_graph_input_args(g, a->inputs, a->ninput, a->shapes, a->nshape, NULL, err);
+  rc = mi_cli_check_values(a->values, a->nvalue, a->inputs, a->ninput, a->shapes, a->nshape, err);
+  if (!rc) rc = mi_graph_input_args(g, a->inputs, a->ninput, a->shapes, a->nshape, NULL, err);
   if (!rc) rc = mi_graph_input_values(g, a->values, a->nvalue, err);
   for (int32_t i = 0; i < g->input_count && !rc; i++) {
     const mi_tensor_t *x = &g->tensors[g->inputs[i]];

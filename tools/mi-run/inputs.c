@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mi_cli.h"
 #include "mi_run.h"
 
 /* Splits "NAME=VALUE"; NULL when there is no '=' or the name is empty. */
@@ -150,17 +151,9 @@ static int32_t random_input(const mi_graph_t *g, int32_t idx, const run_opts_t *
 }
 
 int32_t run_fix_values(mi_graph_t *g, const run_opts_t *o, mi_error_t *err) {
-  /* An input is a constant or gets data, not both. */
-  for (int i = 0; i < o->value_count; i++) {
-    size_t n = strcspn(o->values[i], "=");
-    for (int k = 0; k < o->input_count + o->shape_count; k++) {
-      const char *spec = k < o->input_count ? o->inputs[k] : o->shapes[k - o->input_count];
-      if (strncmp(spec, o->values[i], n) == 0 && spec[n] == '=')
-        return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "--value '%s': that input also has --%s", o->values[i],
-                         k < o->input_count ? "input" : "shape");
-    }
-  }
-  return mi_graph_input_values(g, o->values, o->value_count, err);
+  int32_t rc = mi_cli_check_values(o->values, o->value_count, o->inputs, o->input_count, o->shapes,
+                                   o->shape_count, err);
+  return rc ? rc : mi_graph_input_values(g, o->values, o->value_count, err);
 }
 
 int32_t run_prepare_inputs(mi_graph_t *g, const run_opts_t *o, mi_array_t ***out,
