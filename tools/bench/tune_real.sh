@@ -103,9 +103,11 @@ for m in "${MODELS[@]}"; do
   [ -s "$M/$file" ] || { echo "== $name: not fetched, skipped"; continue; }
   d=$O/$name; rm -rf "$d"; mkdir -p "$d"
   shapes=()
+  fixed=" $(echo "${values:-}" | tr -d '{} ' | tr ',' '\n' | sed 's/:.*//' | tr '\n' ' ')"
   for kv in $(echo "$inputs" | tr -d '{} ' | sed 's/\],/]\n/g'); do
     k=${kv%%:*}; v=${kv#*:}; v=$(echo "$v" | tr -d '[]' | tr ',' 'x')
-    shapes+=(--shape "$k:$v")
+    # an input fixed to a value is a constant: compare refuses a --shape of it beside --value
+    [[ $fixed == *" $k "* ]] || shapes+=(--shape "$k:$v")
   done
   extra=""; cmpx=()
   for kv in $(echo "${values:-}" | tr -d '{} ' | tr ',' ' '); do

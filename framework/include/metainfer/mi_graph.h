@@ -30,7 +30,7 @@ typedef struct mi_tensor {
   char *dim_names[MI_MAX_RANK]; /* symbolic names of dynamic dims ("batch"), or NULL */
   int32_t layout;               /* mi_layout */
   int32_t block;                /* channel block when layout == MI_LAYOUT_NCHWC */
-  void *data;                   /* initializer data, owned; NULL for runtime values */
+  void *data;                   /* initializer data, owned unless data_shared; NULL for runtime values */
   size_t nbytes;
   /* Quantization parameters; scale == 0 means "not quantized". */
   float scale;
@@ -43,6 +43,9 @@ typedef struct mi_tensor {
    * INT4 weights are INT8 data in [-7, 7] (ONNX export has no packed INT4) with value_bits 4:
    * a plugin may be given them packed as MI_DTYPE_INT4 (see docs/transforms.md). */
   int32_t value_bits;
+  /* 1 when `data` belongs to another graph that outlives this one (a session's working copy of
+   * the caller's graph shares its weights): never freed or written through this tensor. */
+  int32_t data_shared;
 } mi_tensor_t;
 
 /** A node: one op (ONNX semantics). Attributes use the SDK's mi_attr_t; the node owns every

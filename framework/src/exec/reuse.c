@@ -295,7 +295,7 @@ void *mi__data_pool_take(mi__data_pool_t *p, const mi_tensor_t *t) {
   int32_t o;
   if (!p || !t->name || (o = names_find(&p->map, p->old, t->name)) < 0) return NULL;
   y = &p->old->tensors[o];
-  if (!y->data || y->nbytes != t->nbytes || y->dtype != t->dtype) return NULL;
+  if (!y->data || y->data_shared || y->nbytes != t->nbytes || y->dtype != t->dtype) return NULL;
   if (t->rank >= 0 && (y->rank != t->rank || memcmp(y->dims, t->dims, (size_t)t->rank * sizeof t->dims[0])))
     return NULL;
   data = y->data;

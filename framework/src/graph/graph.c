@@ -13,7 +13,7 @@ void mi__tensor_release(mi_tensor_t *t) {
   if (!t) return;
   free(t->name);
   for (int i = 0; i < MI_MAX_RANK; i++) free(t->dim_names[i]);
-  free(t->data);
+  if (!t->data_shared) free(t->data);
   free(t->channel_scales);
   memset(t, 0, sizeof *t);
 }
@@ -99,23 +99,32 @@ void *mi__dup_bytes(const void *p, size_t n) {
   return d;
 }
 
-static int clone_tensor(mi_tensor_t *d, const mi_tensor_t *s) {
+/* share: the copy points at s's data instead of copying it (clone_graph). */
+static int clone_tensor(mi_tensor_t *d, const mi_tensor_t *s, int share) {
   *d = *s;
   d->name = NULL;
   memset(d->dim_names, 0, sizeof d->dim_names);
   d->data = NULL;
+  d->data_shared = 0;
   d->channel_scales = NULL;
   if (!(d->name = mi__strdup(s->name))) return -1;
   for (int i = 0; i < MI_MAX_RANK; i++)
     if (s->dim_names[i] && !(d->dim_names[i] = mi__strdup(s->dim_names[i]))) return -1;
-  if (s->data && !(d->data = mi__dup_bytes(s->data, s->nbytes))) return -1;
+  if (s->data && share) {
+    d->data = s->data;
+    d->data_shared = 1;
+  } else if (s->data && !(d->data = mi__dup_bytes(s->data, s->nbytes))) {
+    return -1;
+  }
   if (s->channel_scales &&
       !(d->channel_scales = mi__dup_bytes(s->channel_scales, s->channel_count * sizeof(float))))
     return -1;
   return 0;
 }
 
-static int clone_node(mi_node_t *d, const mi_node_t *s) {
+static mi_graph_t *clone_graph(const mi_graph_t *g, int share);
+
+static int clone_node(mi_node_t *d, const mi_node_t *s, int share) {
   memset(d, 0, sizeof *d);
   d->group = s->group;
   if (!(d->name = mi__strdup(s->name)) || !(d->op_type = mi__strdup(s->op_type)) ||
@@ -139,7 +148,7 @@ static int clone_node(mi_node_t *d, const mi_node_t *s) {
       return -1;
     for (int32_t i = 0; i < s->subgraph_count; i++) {
       d->subgraph_count = i + 1;
-      if (!(d->subgraphs[i] = mi_graph_clone(s->subgraphs[i])) ||
+      if (!(d->subgraphs[i] = clone_graph(s->subgraphs[i], share)) ||
           !(d->subgraph_names[i] = mi__strdup(s->subgraph_names[i])))
         return -1;
     }
@@ -147,7 +156,8 @@ static int clone_node(mi_node_t *d, const mi_node_t *s) {
   return 0;
 }
 
-MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
+/* A copy of g; with share, its constants (subgraphs' too) point at g's data (mi__graph_clone_shared). */
+static mi_graph_t *clone_graph(const mi_graph_t *g, int share) {
   if (!g) return NULL;
   mi_graph_t *c = mi_graph_create(g->name);
   if (!c) return NULL;
@@ -157,7 +167,7 @@ MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
     c->tensor_cap = g->tensor_count;
     for (int32_t i = 0; i < g->tensor_count; i++) {
       c->tensor_count = i + 1;
-      if (clone_tensor(&c->tensors[i], &g->tensors[i])) goto fail;
+      if (clone_tensor(&c->tensors[i], &g->tensors[i], share)) goto fail;
     }
   }
   if (g->node_count) {
@@ -165,7 +175,7 @@ MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
     c->node_cap = g->node_count;
     for (int32_t i = 0; i < g->node_count; i++) {
       c->node_count = i + 1;
-      if (clone_node(&c->nodes[i], &g->nodes[i])) goto fail;
+      if (clone_node(&c->nodes[i], &g->nodes[i], share)) goto fail;
     }
   }
   if (g->input_count &&
@@ -184,6 +194,14 @@ MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
 fail:
   mi_graph_destroy(c);
   return NULL;
+}
+
+MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
+  return clone_graph(g, 0);
+}
+
+mi_graph_t *mi__graph_clone_shared(const mi_graph_t *g) {
+  return clone_graph(g, 1);
 }
 
 static int grow(void **arr, int32_t *cap, int32_t need, size_t elem) {
@@ -237,8 +255,9 @@ MI_API int32_t mi_graph_set_data(mi_graph_t *g, int32_t t, const void *data, siz
   void *d = malloc(nbytes ? nbytes : 1);
   if (!d) return MI_ERR_OUT_OF_MEMORY;
   if (nbytes) memcpy(d, data, nbytes);
-  free(g->tensors[t].data);
+  if (!g->tensors[t].data_shared) free(g->tensors[t].data);
   g->tensors[t].data = d;
+  g->tensors[t].data_shared = 0;
   g->tensors[t].nbytes = nbytes;
   return MI_OK;
 }

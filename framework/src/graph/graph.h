@@ -51,6 +51,11 @@ int32_t mi__graph_producer(const mi_graph_t *g, int32_t t);
  * lowering matchers look for; a com.microsoft node of the same name is another op). */
 int mi__graph_is_op(const mi_graph_t *g, int32_t n, const char *op);
 
+/** A copy of g whose constants point at g's data (data_shared) instead of copies: for a working
+ * copy that rewrites nodes and shapes but never a constant's bytes, and that g outlives (a
+ * session's copy of the caller's graph). Releasing or replacing such a tensor leaves g's data. */
+mi_graph_t *mi__graph_clone_shared(const mi_graph_t *g);
+
 /** 1 when some zero constant Pad of spatial dims is read by one Conv only (pad_fold.c). */
 int mi__graph_pad_foldable(const mi_graph_t *g);
 /** Folds each such Pad into its Conv's pads: the Conv reads the Pad's input, the Pad's output
