@@ -105,6 +105,11 @@ static const struct {
     {"QLinearAdd", mi__blis_prep_qeltwise},
     {"QLinearMul", mi__blis_prep_qeltwise},
     {"QLinearGlobalAveragePool", mi__blis_prep_qeltwise},
+    {"QLinearSigmoid", mi__blis_prep_qms},
+    {"QLinearLeakyRelu", mi__blis_prep_qms},
+    {"QLinearConcat", mi__blis_prep_qms},
+    {"QLinearSoftmax", mi__blis_prep_qms},
+    {"QGemm", mi__blis_prep_qgemm_op},
     {"LSTM", mi__blis_prep_lstm},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))

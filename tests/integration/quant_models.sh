@@ -31,7 +31,7 @@ under() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 
 "$ZOO" transformer --width 0.5 --depth 1 --resolution 8 --out "$T/transformer.onnx" >/dev/null || bad "mi-zoo transformer"
 # model mode ops-that-must-appear
 for spec in "resnet dynamic DynamicQuantizeLinear ConvInteger" "resnet qop QLinearConv QLinearAdd QLinearGlobalAveragePool" \
-            "resnet qdq QuantizeLinear DequantizeLinear" "transformer dynamic MatMulInteger" "transformer qop QLinearMatMul"; do
+            "resnet qdq QuantizeLinear DequantizeLinear" "transformer dynamic MatMulInteger" "transformer qop QLinearMatMul QLinearSoftmax"; do
   read -r m mode ops <<<"$spec"
   q="$T/${m}_$mode.onnx"
   "$Q" --mode "$mode" --model "$T/$m.onnx" --out "$q" > "$T/q.log" 2>&1 || { bad "mi-quantize $m $mode: $(cat "$T/q.log")"; continue; }
@@ -41,7 +41,11 @@ for spec in "resnet dynamic DynamicQuantizeLinear ConvInteger" "resnet qop QLine
   "$RUN" --model "$q" --device ref --seed 3 --output-dir "$T/$m-$mode-ref" >/dev/null || { bad "$m $mode on ref"; continue; }
   for f in "$T/$m-$mode-ref"/*.npy; do
     e=$(rel_l2 "$f" "$T/$m-fp32/$(basename "$f")")
-    under "$e" 0.15 || bad "$m $mode: quantized output $(basename "$f") is $e from the FP32 model's (limit 0.15)"
+    # The attention probabilities at ONNX Runtime's fixed 1/256 (QLinearSoftmax) and the logits
+    # requantized by QGemm cost this tiny random transformer 0.45; ONNX Runtime 1.30's run of the
+    # same file gives the same output bit for bit (docs/onnx.md, "Quantized models").
+    lim=0.15; [ "$m $mode" = "transformer qop" ] && lim=0.5
+    under "$e" $lim || bad "$m $mode: quantized output $(basename "$f") is $e from the FP32 model's (limit $lim)"
   done
   [ $have_blis = 1 ] || continue
   "$RUN" --model "$q" --device blis-cpu:0 --seed 3 --output-dir "$T/$m-$mode-blis" > "$T/blis.log" 2>&1 || { bad "$m $mode on blis-cpu: $(tail -2 "$T/blis.log")"; continue; }
@@ -64,6 +68,61 @@ sys.exit(0 if "Conv+QuantizeLinear" in ops and "Conv" not in ops else 1)
 PY
   fi
 done
+# The com.microsoft ops ONNX Runtime's QOperator format writes for common layers beyond Conv,
+# MatMul, Add, Mul and GlobalAveragePool: a small detector/classifier-style model (LeakyRelu,
+# a Sigmoid gate, AveragePool and MaxPool branches concatenated, a Gemm head, Softmax, a Where
+# on the logits' sign). Its qop form holds QLinearLeakyRelu, QLinearSigmoid, QLinearAveragePool,
+# QLinearConcat, QGemm, QLinearSoftmax and QLinearWhere, runs on the reference close to the FP32
+# model, and on blis-cpu with the same outputs as the reference (the ops it has no kernel for
+# run on the host).
+mi_wire_py
+python3 - "$T" <<'PY'
+import struct, sys
+sys.path.insert(0, sys.argv[1]); from mi_wire import *
+def a_i(n, v): return ld(5, s(1, n) + vi(3, v & (2**64 - 1)) + vi(20, 2))
+def a_f(n, v): return ld(5, s(1, n) + varint(2 << 3 | 5) + struct.pack("<f", v) + vi(20, 1))
+def a_is(n, vs): return ld(5, s(1, n) + b"".join(vi(8, v) for v in vs) + vi(20, 7))
+w1 = [((i * 7) % 13 - 6) / 12 for i in range(8 * 3 * 3 * 3)]
+wg = [((i * 5) % 11 - 5) / 8 for i in range(10 * 16)]
+nodes = [node("Conv", "c1", ["x", "w1", "b1"], ["c1"]) + a_is("pads", [1, 1, 1, 1]),
+         node("LeakyRelu", "l1", ["c1"], ["l1"]) + a_f("alpha", 0.1),
+         node("Sigmoid", "s1", ["l1"], ["s1"]), node("Mul", "m1", ["l1", "s1"], ["m1"]),
+         node("AveragePool", "ap", ["m1"], ["p1"]) + a_is("kernel_shape", [2, 2]) + a_is("strides", [2, 2]),
+         node("MaxPool", "mp", ["l1"], ["p2"]) + a_is("kernel_shape", [2, 2]) + a_is("strides", [2, 2]),
+         node("Concat", "cat", ["p1", "p2"], ["cat"]) + a_i("axis", 1),
+         node("GlobalAveragePool", "gap", ["cat"], ["g"]), node("Flatten", "fl", ["g"], ["f"]),
+         node("Gemm", "fc", ["f", "wg", "bg"], ["z"]) + a_i("transB", 1),
+         node("Softmax", "sm", ["z"], ["y1"]) + a_i("axis", -1),
+         node("Greater", "gt", ["z", "zero"], ["pos"]), node("Where", "wh", ["pos", "z", "y1"], ["y2"])]
+inits = (ld(5, tensor("w1", [8, 3, 3, 3], w1)) + ld(5, tensor("b1", [8], [0.05 * i - 0.2 for i in range(8)])) +
+         ld(5, tensor("wg", [10, 16], wg)) + ld(5, tensor("bg", [10], [0.1 * i - 0.5 for i in range(10)])) +
+         ld(5, tensor("zero", [1], [0.0])))
+save("qops.onnx", model(nodes, [("x", 1, [1, 3, 8, 8])], [("y1", 1, [1, 10]), ("y2", 1, [1, 10])], inits=inits))
+PY
+if "$Q" --mode qop --model "$T/qops.onnx" --out "$T/qops_qop.onnx" > "$T/q.log" 2>&1; then
+  for op in QLinearLeakyRelu QLinearSigmoid QLinearAveragePool QLinearConcat QGemm QLinearSoftmax QLinearWhere; do
+    grep -qa "$op" "$T/qops_qop.onnx" || bad "qops qop: no $op node in the written model"
+  done
+  mkdir -p "$T/qops-fp32" "$T/qops-ref" "$T/qops-blis"
+  "$RUN" --model "$T/qops.onnx" --device ref --seed 3 --output-dir "$T/qops-fp32" >/dev/null || bad "qops FP32 on ref"
+  if "$RUN" --model "$T/qops_qop.onnx" --device ref --seed 3 --output-dir "$T/qops-ref" > "$T/r.log" 2>&1; then
+    for f in "$T/qops-ref"/*.npy; do
+      e=$(rel_l2 "$f" "$T/qops-fp32/$(basename "$f")")
+      under "$e" 0.15 || bad "qops qop: quantized output $(basename "$f") is $e from the FP32 model's (limit 0.15)"
+    done
+    if [ $have_blis = 1 ]; then
+      "$RUN" --model "$T/qops_qop.onnx" --device blis-cpu:0 --seed 3 --output-dir "$T/qops-blis" > "$T/blis.log" 2>&1 ||
+        bad "qops qop on blis-cpu: $(tail -2 "$T/blis.log")"
+      for f in "$T/qops-ref"/*.npy; do
+        cmp -s "$f" "$T/qops-blis/$(basename "$f")" || bad "qops qop: blis-cpu output $(basename "$f") differs from the reference's"
+      done
+    fi
+  else
+    bad "qops qop on ref: $(tail -2 "$T/r.log")"
+  fi
+else
+  bad "mi-quantize qops qop: $(cat "$T/q.log")"
+fi
 # A quantized tensor that is a graph output too (a detector's map that a later layer also reads)
 # is calibrated where it stands: the QDQ file is written and runs (it was "not calibrated").
 mi_wire_py

@@ -24,10 +24,26 @@ int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err);
  * Relus it folds; call before calibrating. */
 int32_t mq_qdq_prepare(mi_graph_t *g, uint8_t *quantize, mi_error_t *err);
 /* Static QDQ (quantize_static, QuantFormat.QDQ): a QuantizeLinear -> DequantizeLinear pair on
- * every tensor marked by mq_qdq_prepare (UINT8, asymmetric, range from `r`), INT8 symmetric
- * weights and INT32 biases behind DequantizeLinear. With qop, the QuantFormat.QOperator form:
- * QLinearConv, QLinearMatMul, com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool. */
+ * every tensor marked by mq_qdq_prepare (UINT8, asymmetric, range from `r`; a Softmax's output
+ * at scale 1/256, zero point 0), INT8 symmetric weights and INT32 biases behind
+ * DequantizeLinear. With qop, then mq_qop. */
 int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, const mq_options_t *o, int qop,
                mi_error_t *err);
+/* The QuantFormat.QOperator form of a QDQ graph (qop.c): QLinearConv, QLinearMatMul, and
+ * com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool / QLinearAveragePool /
+ * QLinearSigmoid / QLinearLeakyRelu / QLinearSoftmax / QLinearConcat / QLinearWhere / QGemm. */
+int32_t mq_qop(mi_graph_t *g, mi_error_t *err);
+
+/* Whether ONNX Runtime's static quantizer (and this tool) quantizes node n's op with these
+ * attributes: Conv, MatMul, Add, Mul, GlobalAveragePool, AveragePool (2-D, no dilations),
+ * Sigmoid, LeakyRelu, Softmax, Concat, Where, Gemm (alpha = beta = 1, no transA). */
+int mq_op_takes(const mi_graph_t *g, const mi_node_t *n);
+/* Helpers shared by the rewrites (rewrite.c): node n turned into op with these inputs and one
+ * output (attributes kept); the readers of tensor t (the last in *only); whether t is a graph
+ * output. */
+int mq_set_node(mi_graph_t *g, int32_t n, const char *op, int32_t nin, const int32_t *ins, int32_t out,
+                const char *domain);
+int32_t mq_readers(const mi_graph_t *g, int32_t t, int32_t *only);
+int mq_is_output(const mi_graph_t *g, int32_t t);
 
 #endif

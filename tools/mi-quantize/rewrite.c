@@ -1,5 +1,6 @@
-/* rewrite.c - mi-quantize's graph rewrites: ONNX Runtime's dynamic, QDQ and QOperator patterns,
- * with its quantization parameter rules (onnxruntime/python/tools/quantization/quant_utils.py). */
+/* rewrite.c - mi-quantize's graph rewrites: ONNX Runtime's dynamic and QDQ patterns, with its
+ * quantization parameter rules (onnxruntime/python/tools/quantization/quant_utils.py); the
+ * QOperator fusion of the QDQ form is in qop.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +44,8 @@ static int32_t add_node(mi_graph_t *g, const char *op, const char *name, int32_t
 }
 
 /* Turns node n into op with the given inputs and single output (attributes kept). */
-static int set_node(mi_graph_t *g, int32_t n, const char *op, int32_t nin, const int32_t *ins, int32_t out,
-                    const char *domain) {
+int mq_set_node(mi_graph_t *g, int32_t n, const char *op, int32_t nin, const int32_t *ins, int32_t out,
+                const char *domain) {
   mi_node_t *nd = &g->nodes[n];
   char *o = strdup(op), *d = strdup(domain ? domain : "");
   int32_t *in = malloc(sizeof *in * (size_t)nin);
@@ -184,7 +185,7 @@ int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err) {
     int32_t scaled = b >= 0 ? new_tensor(g, ybase, "_output_scaled", MI_DTYPE_FLOAT32) : y;
     int32_t ins[4] = {dq[x * 3], wq, dq[x * 3 + 2], wz};
     char nm[512];
-    if (set_node(g, i, conv ? "ConvInteger" : "MatMulInteger", 4, ins, acc, NULL)) goto oom;
+    if (mq_set_node(g, i, conv ? "ConvInteger" : "MatMulInteger", 4, ins, acc, NULL)) goto oom;
     snprintf(nm, sizeof nm, "%s_output_quantized_cast", nname);
     int32_t c = add_node(g, "Cast", nm, 1, &acc, cast, NULL);
     if (c < 0 || mi_node_set_int(g, c, "to", 1) != MI_OK) goto oom;
@@ -218,21 +219,56 @@ oom:
 
 /* ---- QDQ and QOperator */
 
-static int qdq_op(const mi_graph_t *g, const mi_node_t *n) {
+int mq_op_takes(const mi_graph_t *g, const mi_node_t *n) {
+  static const char *const ops[] = {"Conv", "MatMul", "Add", "Mul", "GlobalAveragePool", "AveragePool",
+                                    "Sigmoid", "Softmax", "LeakyRelu", "Concat", "Where", "Gemm"};
+  int known = 0;
   if (n->domain && n->domain[0]) return 0;
-  if (strcmp(n->op_type, "Conv") == 0)
-    return n->input_count >= 2 && is_runtime_f32(g, n->inputs[0]) && is_const_f32(g, n->inputs[1]) &&
-           (n->input_count < 3 || n->inputs[2] < 0 || is_const_f32(g, n->inputs[2]));
-  if (strcmp(n->op_type, "MatMul") == 0)
-    return n->input_count == 2 && is_runtime_f32(g, n->inputs[0]) && is_const_f32(g, n->inputs[1]) &&
-           g->tensors[n->inputs[1]].rank == 2;
-  if (strcmp(n->op_type, "Add") == 0 || strcmp(n->op_type, "Mul") == 0)
-    return n->input_count == 2 && is_runtime_f32(g, n->inputs[0]) && is_runtime_f32(g, n->inputs[1]);
-  if (strcmp(n->op_type, "GlobalAveragePool") == 0) return is_runtime_f32(g, n->inputs[0]) && g->tensors[n->inputs[0]].rank == 4;
-  return 0;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) known |= !strcmp(n->op_type, ops[i]);
+  if (!known || n->output_count != 1) return 0;
+  if (!strcmp(n->op_type, "AveragePool")) { /* QLinearAveragePool here: 2-D, no dilations */
+    const mi_attr_t *d = mi_node_attr(n, "dilations");
+    for (int32_t i = 0; d && i < d->count; i++)
+      if (d->ints[i] != 1) return 0;
+    const mi_attr_t *k = mi_node_attr(n, "kernel_shape"); /* 2-D (the input's rank is not known after QDQ) */
+    return n->input_count == 1 && k && k->count == 2;
+  }
+  if (!strcmp(n->op_type, "Gemm")) /* QGemm takes alpha but no beta; a transposed A stays float */
+    return mi_node_attr_float(n, "alpha", 1.0f) == 1.0f && mi_node_attr_float(n, "beta", 1.0f) == 1.0f &&
+           mi_node_attr_int(n, "transA", 0) == 0;
+  return 1;
 }
 
-static int32_t readers(const mi_graph_t *g, int32_t t, int32_t *only) {
+static int qdq_op(const mi_graph_t *g, const mi_node_t *n) {
+  const char *op = n->op_type;
+  if (!mq_op_takes(g, n)) return 0;
+  if (strcmp(op, "Conv") == 0)
+    return n->input_count >= 2 && is_runtime_f32(g, n->inputs[0]) && is_const_f32(g, n->inputs[1]) &&
+           (n->input_count < 3 || n->inputs[2] < 0 || is_const_f32(g, n->inputs[2]));
+  if (strcmp(op, "MatMul") == 0)
+    return n->input_count == 2 && is_runtime_f32(g, n->inputs[0]) && is_const_f32(g, n->inputs[1]) &&
+           g->tensors[n->inputs[1]].rank == 2;
+  if (strcmp(op, "Gemm") == 0) { /* a constant B, and a constant C of N values (the bias) or none */
+    int32_t b = n->input_count >= 2 ? n->inputs[1] : -1, c = n->input_count > 2 ? n->inputs[2] : -1;
+    if (!is_runtime_f32(g, n->inputs[0]) || !is_const_f32(g, b) || g->tensors[b].rank != 2) return 0;
+    int64_t N = g->tensors[b].dims[mi_node_attr_int(n, "transB", 0) ? 0 : 1];
+    return c < 0 || (is_const_f32(g, c) && g->tensors[c].rank <= 2 && (int64_t)(g->tensors[c].nbytes / 4) == N);
+  }
+  if (strcmp(op, "Add") == 0 || strcmp(op, "Mul") == 0)
+    return n->input_count == 2 && is_runtime_f32(g, n->inputs[0]) && is_runtime_f32(g, n->inputs[1]);
+  if (strcmp(op, "GlobalAveragePool") == 0) return is_runtime_f32(g, n->inputs[0]) && g->tensors[n->inputs[0]].rank == 4;
+  if (strcmp(op, "Concat") == 0) {
+    for (int32_t j = 0; j < n->input_count; j++)
+      if (!is_runtime_f32(g, n->inputs[j])) return 0;
+    return n->input_count >= 1 && n->input_count <= 64;
+  }
+  if (strcmp(op, "Where") == 0)
+    return n->input_count == 3 && n->inputs[0] >= 0 && g->tensors[n->inputs[0]].dtype == MI_DTYPE_BOOL &&
+           is_runtime_f32(g, n->inputs[1]) && is_runtime_f32(g, n->inputs[2]);
+  return n->input_count >= 1 && is_runtime_f32(g, n->inputs[0]); /* the single-input ops */
+}
+
+int32_t mq_readers(const mi_graph_t *g, int32_t t, int32_t *only) {
   int32_t c = 0;
   for (int32_t i = 0; i < g->node_count; i++)
     for (int32_t j = 0; j < g->nodes[i].input_count; j++)
@@ -243,7 +279,7 @@ static int32_t readers(const mi_graph_t *g, int32_t t, int32_t *only) {
   return c;
 }
 
-static int is_output(const mi_graph_t *g, int32_t t) {
+int mq_is_output(const mi_graph_t *g, int32_t t) {
   for (int32_t i = 0; i < g->output_count; i++)
     if (g->outputs[i] == t) return 1;
   return 0;
@@ -261,7 +297,7 @@ int32_t mq_qdq_prepare(mi_graph_t *g, uint8_t *quantize, mi_error_t *err) {
     mi_node_t *n = &g->nodes[i];
     int32_t r = -1, y = n->outputs[0];
     if (!qdq_op(g, n) || (strcmp(n->op_type, "Conv") && strcmp(n->op_type, "MatMul"))) continue;
-    if (is_output(g, y) || readers(g, y, &r) != 1 || strcmp(g->nodes[r].op_type, "Relu") || drop[r]) continue;
+    if (mq_is_output(g, y) || mq_readers(g, y, &r) != 1 || strcmp(g->nodes[r].op_type, "Relu") || drop[r]) continue;
     n->outputs[0] = g->nodes[r].outputs[0];
     g->nodes[r].inputs[0] = y; /* keeps the dropped node well-formed until removed */
     drop[r] = 1;
@@ -273,50 +309,14 @@ int32_t mq_qdq_prepare(mi_graph_t *g, uint8_t *quantize, mi_error_t *err) {
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];
     if (!qdq_op(g, n)) continue;
-    int two = strcmp(n->op_type, "Add") == 0 || strcmp(n->op_type, "Mul") == 0;
-    quantize[n->inputs[0]] = 1;
-    if (two) quantize[n->inputs[1]] = 1;
+    /* The activations quantized: Add, Mul and Concat all inputs, Where X and Y, the rest input 0 */
+    const char *op = n->op_type;
+    int all = !strcmp(op, "Add") || !strcmp(op, "Mul") || !strcmp(op, "Concat"), where = !strcmp(op, "Where");
+    for (int32_t j = where ? 1 : 0; j < (all || where ? n->input_count : 1); j++) quantize[n->inputs[j]] = 1;
     if (g->tensors[n->outputs[0]].dtype == MI_DTYPE_FLOAT32 || g->tensors[n->outputs[0]].dtype == MI_DTYPE_UNDEFINED)
       quantize[n->outputs[0]] = 1;
   }
   return MI_OK;
-}
-
-/* The QOperator rewrite of node i whose float inputs come from DequantizeLinear nodes and whose
- * output alone feeds a QuantizeLinear; 1 when rewritten (the Q is then marked in drop). */
-static int32_t to_qop(mi_graph_t *g, int32_t i, uint8_t *drop) {
-  mi_node_t *n = &g->nodes[i];
-  const char *op = n->op_type;
-  int conv = !strcmp(op, "Conv"), mm = !strcmp(op, "MatMul"), gap = !strcmp(op, "GlobalAveragePool");
-  int bin = !strcmp(op, "Add") || !strcmp(op, "Mul");
-  int32_t q = -1, nin = gap ? 1 : 2, ins[9], k = 0;
-  if ((!conv && !mm && !gap && !bin) || (n->domain && n->domain[0])) return 0;
-  if (readers(g, n->outputs[0], &q) != 1 || strcmp(g->nodes[q].op_type, "QuantizeLinear") || is_output(g, n->outputs[0]))
-    return 0;
-  for (int32_t j = 0; j < nin + (conv && n->input_count > 2 && n->inputs[2] >= 0); j++) {
-    int32_t p = g->tensors[n->inputs[j]].producer;
-    if (p < 0 || strcmp(g->nodes[p].op_type, "DequantizeLinear")) return 0;
-    const mi_node_t *d = &g->nodes[p];
-    if (j == 2) { /* QLinearConv's bias: the INT32 codes themselves */
-      ins[8] = d->inputs[0];
-      continue;
-    }
-    ins[k++] = d->inputs[0];
-    ins[k++] = d->inputs[1];
-    ins[k++] = d->inputs[2];
-  }
-  const mi_node_t *qn = &g->nodes[q];
-  ins[k++] = qn->inputs[1];
-  ins[k++] = qn->inputs[2];
-  int32_t y = qn->outputs[0];
-  if (conv && n->input_count > 2 && n->inputs[2] >= 0) k = 9;
-  const char *nop = conv ? "QLinearConv" : mm               ? "QLinearMatMul"
-                                       : gap                ? "QLinearGlobalAveragePool"
-                                       : !strcmp(op, "Add") ? "QLinearAdd"
-                                                            : "QLinearMul";
-  if (set_node(g, i, nop, k, ins, y, conv || mm ? NULL : "com.microsoft")) return -1;
-  drop[q] = 1;
-  return 1;
 }
 
 int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, const mq_options_t *o, int qop,
@@ -338,6 +338,9 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
     float s;
     uint8_t z;
     params_u8(r->lo[t], r->hi[t], &s, &z);
+    int32_t p = g->tensors[t].producer;
+    if (p >= 0 && !strcmp(g->nodes[p].op_type, "Softmax")) /* [0, 1) at scale 1/256, as ONNX Runtime's */
+      s = 1.0f / 256.0f, z = 0;
     xs[t] = s;
     char base[400], nm[512];
     snprintf(base, sizeof base, "%s", g->tensors[t].name);
@@ -361,9 +364,11 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
   /* Weights (INT8 symmetric) and biases (INT32, scale sx * sw) behind DequantizeLinear. */
   for (int32_t i = 0; i < nodes; i++) {
     mi_node_t *n = &g->nodes[i];
-    int conv = !strcmp(n->op_type, "Conv"), mm = !strcmp(n->op_type, "MatMul");
-    if ((!conv && !mm) || n->input_count < 2 || !is_const_f32(g, n->inputs[1])) continue;
-    int32_t w = n->inputs[1], x = -1, wq, ws, wz, pc = conv && o->per_channel;
+    int conv = !strcmp(n->op_type, "Conv"), mm = !strcmp(n->op_type, "MatMul"), gemm = !strcmp(n->op_type, "Gemm");
+    if ((!conv && !mm && !gemm) || n->input_count < 2 || !is_const_f32(g, n->inputs[1]) || !mq_op_takes(g, n)) continue;
+    /* Per channel: Conv's output channels, Gemm's columns when B is [N, K] (transB) */
+    int32_t w = n->inputs[1], x = -1, wq, ws, wz;
+    int32_t pc = o->per_channel && (conv || (gemm && mi_node_attr_int(n, "transB", 0)));
     int32_t p = g->tensors[n->inputs[0]].producer;
     if (p < 0 || strcmp(g->nodes[p].op_type, "DequantizeLinear")) continue;
     /* DQ <- Q <- the float tensor */
@@ -378,7 +383,7 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
     if (dn < 0 || (pc && mi_node_set_int(g, dn, "axis", 0) != MI_OK)) goto oom;
     g->nodes[i].inputs[1] = wd;
     n = &g->nodes[i];
-    if (conv && n->input_count > 2 && is_const_f32(g, n->inputs[2])) {
+    if ((conv || gemm) && n->input_count > 2 && is_const_f32(g, n->inputs[2])) {
       int32_t b = n->inputs[2];
       int64_t m = (int64_t)(g->tensors[b].nbytes / sizeof(float));
       float *bs = malloc(sizeof *bs * (size_t)m);
@@ -411,29 +416,7 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
   free(deq), free(xs);
   int32_t rc = mi_graph_toposort(g, err);
   if (rc != MI_OK || !qop) return rc;
-  /* QOperator: fuse DQ -> op -> Q into QLinear ops, then drop the Q/DQ nodes left unread. */
-  uint8_t *drop = calloc((size_t)g->node_count + 1, 1);
-  if (!drop) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int32_t i = 0; i < g->node_count; i++)
-    if (to_qop(g, i, drop) < 0) {
-      free(drop);
-      return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-  for (int changed = 1; changed;) {
-    changed = 0;
-    for (int32_t i = 0; i < g->node_count; i++) {
-      int32_t y = g->nodes[i].outputs[0];
-      if (drop[i] || (strcmp(g->nodes[i].op_type, "DequantizeLinear") && strcmp(g->nodes[i].op_type, "QuantizeLinear")))
-        continue;
-      int32_t live = 0;
-      for (int32_t k = 0; k < g->node_count; k++)
-        for (int32_t j = 0; !drop[k] && j < g->nodes[k].input_count; j++) live += g->nodes[k].inputs[j] == y;
-      if (!live && !is_output(g, y)) drop[i] = 1, changed = 1;
-    }
-  }
-  rc = mi_graph_remove_nodes(g, drop, err);
-  free(drop);
-  return rc == MI_OK ? mi_graph_toposort(g, err) : rc;
+  return mq_qop(g, err);
 oom:
   free(deq), free(xs);
   return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory rewriting the graph");

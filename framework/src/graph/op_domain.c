@@ -4,7 +4,10 @@
 
 #include "graph/graph_internal.h"
 
-static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool"};
+static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
+                                       "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
+                                       "QLinearConcat", "QLinearSoftmax", "QLinearWhere",
+                                       "QGemm"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

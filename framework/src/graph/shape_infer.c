@@ -275,6 +275,13 @@ static const mi__si_op_t ops[] = {
     {"QLinearAdd", mi__si_qlinear_binary},
     {"QLinearMul", mi__si_qlinear_binary},
     {"QLinearGlobalAveragePool", mi__si_qlinear_gap},
+    {"QLinearAveragePool", mi__si_qlinear_avgpool},
+    {"QLinearSigmoid", mi__si_qlinear_unary},
+    {"QLinearLeakyRelu", mi__si_qlinear_unary},
+    {"QLinearSoftmax", mi__si_qlinear_unary},
+    {"QLinearConcat", mi__si_qlinear_concat},
+    {"QLinearWhere", mi__si_qlinear_where},
+    {"QGemm", mi__si_qgemm},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

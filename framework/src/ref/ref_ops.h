@@ -80,6 +80,11 @@ int32_t mi__ref_matmul_shape(const mi__ref_call_t *c, const mi_array_t *a, const
 float mi__ref_half_to_float(uint16_t h);
 uint16_t mi__ref_float_to_half(float f);
 
+/** Runs fn with input 0, INT8 or UINT8 codes, as FLOAT32 values and turns output 0 back into
+ * codes of that dtype: for ops that only move or pick values (MaxPool, nearest Resize), which
+ * ONNX Runtime's QOperator models run on codes. */
+int32_t mi__ref_on_codes(mi__ref_call_t *c, mi__ref_op_fn fn);
+
 /** A new array with the same dtype, shape and contents; NULL when out of memory. */
 mi_array_t *mi__ref_clone(const mi_array_t *a);
 
@@ -132,6 +137,7 @@ mi__ref_kernel_fn mi__ref_expand, mi__ref_constant_of_shape, mi__ref_range,
     mi__ref_tile;                                                   /* ref_generate.c */
 mi__ref_kernel_fn mi__ref_quant;                                    /* ref_quant.c */
 mi__ref_kernel_fn mi__ref_qlinear;                                  /* ref_qlinear.c */
+mi__ref_kernel_fn mi__ref_qlut;                                     /* ref_qlut.c */
 mi__ref_kernel_fn mi__ref_qgemm;                                    /* ref_qgemm.c */
 mi__ref_kernel_fn mi__ref_if, mi__ref_loop, mi__ref_scan;           /* ref_control.c */
 mi__ref_kernel_fn mi__ref_pad, mi__ref_size;                        /* ref_pad.c */

@@ -1,4 +1,4 @@
-/* ref_pool.c - reference MaxPool, AveragePool, GlobalAveragePool and GlobalMaxPool. */
+/* ref_pool.c - reference MaxPool (also on 8-bit codes), AveragePool, GlobalAveragePool and GlobalMaxPool. */
 #include <float.h>
 #include <string.h>
 
@@ -15,6 +15,10 @@ int32_t mi__ref_pool(mi__ref_call_t *c) {
   int is_max = strcmp(c->node->op_type, "MaxPool") == 0;
   int ceil_mode = (int)mi_node_attr_int(c->node, "ceil_mode", 0);
   int include_pad = (int)mi_node_attr_int(c->node, "count_include_pad", 0);
+  const mi_array_t *x0 = mi__ref_in(c, 0);
+  /* MaxPool on INT8 / UINT8 (opset 12): the largest code, as the float max of the codes. */
+  if (is_max && x0 && (x0->dtype == MI_DTYPE_INT8 || x0->dtype == MI_DTYPE_UINT8) && c->opset >= 12)
+    return mi__ref_on_codes(c, mi__ref_pool);
   if ((rc = mi__ref_need(c, 0, F32, &x)) != MI_OK) return rc;
   if (is_max && mi__ref_out_wanted(c, 1))
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "the Indices output is not supported");

@@ -1,4 +1,5 @@
-/* ref_qgemm.c - ConvInteger, QLinearConv, MatMulInteger and QLinearMatMul on the reference path:
+/* ref_qgemm.c - ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul and com.microsoft QGemm
+ * on the reference path:
  * zero points subtracted, products summed exactly in integers, then (QLinear*) requantized. */
 #include <stdlib.h>
 #include <string.h>
@@ -220,8 +221,97 @@ REF_CLONES static int32_t matmul_int(mi__ref_call_t *c, int qlinear) {
   return rc;
 }
 
+/* com.microsoft QGemm (A, a_scale, a_zero_point, B, b_scale, b_zero_point, C, y_scale,
+ * y_zero_point; alpha, transA, transB), as ONNX Runtime's CPU kernel: exact int32 sums of the
+ * centered codes (B's zero point per tensor or per column) plus the INT32 C broadcast to [M, N];
+ * the output scale alpha * a_scale * b_scale[j] (/ y_scale) in float; with y_scale, codes
+ * saturate(nearbyint(float(acc) * scale) + y_zero_point) in float (its requantization), without,
+ * float32 float(acc) * scale. A UINT8 A takes a UINT8 or INT8 B, an INT8 A an INT8 B; the codes
+ * out have A's dtype. */
+REF_CLONES static int32_t qgemm(mi__ref_call_t *c) {
+  const mi_array_t *a = NULL, *b = NULL, *sa, *za, *sb, *zb, *bias = mi__ref_in(c, 6), *sy = NULL, *zy = NULL;
+  mi_array_t *y = NULL;
+  int64_t k, nb = 1, nz = 1;
+  int ta = (int)mi_node_attr_int(c->node, "transA", 0), tb = (int)mi_node_attr_int(c->node, "transB", 0);
+  float alpha = mi_node_attr_float(c->node, "alpha", 1.0f);
+  int32_t rc = mi__ref_need(c, 0, MI__Q8, &a);
+  if (rc == MI_OK) rc = mi__ref_need(c, 3, MI__Q8, &b);
+  if (rc != MI_OK) return rc;
+  if (a->dtype == MI_DTYPE_INT8 && b->dtype != MI_DTYPE_INT8)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "an INT8 A takes an INT8 B, got %s", mi_dtype_name(b->dtype));
+  if (a->rank != 2 || b->rank != 2)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "A and B must be 2-D, got ranks %d and %d", (int)a->rank,
+                        (int)b->rank);
+  if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1) || !isfinite(alpha))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "transA = %d, transB = %d (0 or 1), alpha = %g (finite)", ta, tb,
+                        (double)alpha);
+  int64_t M = ta ? a->dims[1] : a->dims[0], K = ta ? a->dims[0] : a->dims[1];
+  int64_t N = tb ? b->dims[0] : b->dims[1], KB = tb ? b->dims[1] : b->dims[0];
+  if (K != KB)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "A's K (%lld) differs from B's (%lld)", (long long)K, (long long)KB);
+  if (K < 1) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "K = 0 (an empty product) is not supported");
+  rc = mi__ref_qparam(c, 1, "a_scale", 1, -1, 1, &sa, &k);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 2, "a_zero_point", 0, a->dtype, 1, &za, &k);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 4, "b_scale", 1, -1, N, &sb, &nb);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 5, "b_zero_point", 0, b->dtype, N, &zb, &nz);
+  if (rc == MI_OK && mi__ref_in(c, 7)) rc = mi__ref_qparam(c, 7, "y_scale", 1, -1, 1, &sy, &k);
+  if (rc == MI_OK && mi__ref_in(c, 8)) rc = mi__ref_qparam(c, 8, "y_zero_point", 0, a->dtype, 1, &zy, &k);
+  if (rc != MI_OK) return rc;
+  if (!za || !zb) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "a_zero_point and b_zero_point are required");
+  if (!sy != !zy)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "y_scale and y_zero_point come together (codes) or not at all (float)");
+  if (zb && mi_array_numel(zb) != nb)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "b_scale has %lld values, b_zero_point %lld", (long long)nb,
+                        (long long)mi_array_numel(zb));
+  /* C: (), (1), (1, 1), (N), (1, N), (M, 1) or (M, N), INT32. */
+  int64_t bm = 0, bn = 0; /* C's element (i, j) = bias[i * bm + j * bn] */
+  if (bias) {
+    int64_t r = bias->rank, d0 = r == 2 ? bias->dims[0] : 1, d1 = r >= 1 ? bias->dims[r - 1] : 1;
+    if (bias->dtype != MI_DTYPE_INT32 || r > 2 || (d0 != 1 && d0 != M) || (d1 != 1 && d1 != N))
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "C must be INT32 and broadcast to [%lld, %lld]", (long long)M,
+                          (long long)N);
+    bm = d0 == M && M > 1 ? d1 : 0;
+    bn = d1 == N && N > 1 ? 1 : 0;
+  }
+  int64_t dims[2] = {M, N};
+  if ((rc = mi__ref_make_out(c, 0, sy ? a->dtype : MI_DTYPE_FLOAT32, 2, dims, &y)) != MI_OK) return rc;
+  c->out[0] = y;
+  float *scale = malloc((size_t)nb * sizeof *scale);
+  if (!scale) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t j = 0; j < nb; j++) {
+    scale[j] = alpha * *(const float *)sa->data * ((const float *)sb->data)[j];
+    if (sy) scale[j] /= *(const float *)sy->data;
+  }
+  int32_t iza = mi__ref_code(za, 0), izy = zy ? mi__ref_code(zy, 0) : 0;
+  float lo = a->dtype == MI_DTYPE_INT8 ? -128.0f : 0.0f, hi = a->dtype == MI_DTYPE_INT8 ? 127.0f : 255.0f;
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < N; j++) {
+      uint32_t acc = bias ? (uint32_t)((const int32_t *)bias->data)[i * bm + j * bn] : 0u; /* int32 wrap */
+      int32_t izb = mi__ref_code(zb, nz == 1 ? 0 : j);
+      for (int64_t kk = 0; kk < K; kk++) {
+        int32_t av = mi__ref_code(a, ta ? kk * M + i : i * K + kk) - iza;
+        int32_t bv = mi__ref_code(b, tb ? j * K + kk : kk * N + j) - izb;
+        acc += (uint32_t)av * (uint32_t)bv;
+      }
+      float v = (float)(int32_t)acc * scale[nb == 1 ? 0 : j];
+      if (!sy) {
+        ((float *)y->data)[i * N + j] = v;
+        continue;
+      }
+      v = nearbyintf(v) + (float)izy;
+      v = v < lo ? lo : v > hi ? hi
+                               : v;
+      if (a->dtype == MI_DTYPE_INT8) ((int8_t *)y->data)[i * N + j] = (int8_t)v;
+      else
+        ((uint8_t *)y->data)[i * N + j] = (uint8_t)v;
+    }
+  free(scale);
+  return MI_OK;
+}
+
 int32_t mi__ref_qgemm(mi__ref_call_t *c) {
   const char *op = c->node->op_type;
+  if (strcmp(op, "QGemm") == 0) return qgemm(c);
   if (strcmp(op, "ConvInteger") == 0) return conv_int(c, 0);
   if (strcmp(op, "QLinearConv") == 0) return conv_int(c, 1);
   if (strcmp(op, "MatMulInteger") == 0) return matmul_int(c, 0);

@@ -1,5 +1,6 @@
-/* ref_qlinear.c - DynamicQuantizeLinear and the com.microsoft elementwise ops ONNX Runtime's
- * quantizer writes (QLinearAdd, QLinearMul, QLinearGlobalAveragePool), on codes. */
+/* ref_qlinear.c - DynamicQuantizeLinear and the com.microsoft elementwise and pooling ops ONNX
+ * Runtime's quantizer writes (QLinearAdd, QLinearMul, QLinearGlobalAveragePool,
+ * QLinearAveragePool), on codes. */
 #include <float.h>
 #include <string.h>
 
@@ -114,9 +115,22 @@ static int32_t qlinear_binary(mi__ref_call_t *c, int is_mul) {
   return MI_OK;
 }
 
-/* com.microsoft QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp; channels_last):
- * y = quantize(mean over the spatial dims of dequantize(X)), the sum taken exactly in integers
- * and scaled once: sum(x - zx) * sx / (sy * HW). */
+/* The mean of each plane of x (N planes of HW codes, C channels; channels_last: the channel is
+ * the innermost dim) into y: ONNX Runtime's QLinearGlobalAveragePool, the sum taken exactly in
+ * integers and scaled once: sum(x - zx) * sx / (sy * HW). */
+static void gap_planes(const mi_array_t *x, mi_array_t *y, int64_t N, int64_t C, int64_t HW, int last, float sx,
+                       int32_t izx, float sy, int32_t izy) {
+  double mult = (double)sx / ((double)sy * (double)HW);
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t ch = 0; ch < C; ch++) {
+      int64_t sum = 0;
+      for (int64_t p = 0; p < HW; p++)
+        sum += mi__ref_code(x, last ? (n * HW + p) * C + ch : (n * C + ch) * HW + p) - izx;
+      mi__ref_put_code(y, n * C + ch, (double)sum * mult, izy);
+    }
+}
+
+/* com.microsoft QLinearGlobalAveragePool (X, x_scale, x_zp, y_scale, y_zp; channels_last). */
 static int32_t qlinear_gap(mi__ref_call_t *c) {
   const mi_array_t *x = NULL, *sx, *zx, *sy, *zy;
   mi_array_t *y = NULL;
@@ -141,15 +155,88 @@ static int32_t qlinear_gap(mi__ref_call_t *c) {
   if (HW < 1) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "empty spatial extent");
   if ((rc = mi__ref_make_out(c, 0, x->dtype, x->rank, dims, &y)) != MI_OK) return rc;
   c->out[0] = y;
-  double mult = (double)*(const float *)sx->data / ((double)*(const float *)sy->data * (double)HW);
-  int32_t izx = zp_of(zx, 0), izy = zp_of(zy, 0);
+  gap_planes(x, y, N, C, HW, (int)last, *(const float *)sx->data, zp_of(zx, 0), *(const float *)sy->data,
+             zp_of(zy, 0));
+  return MI_OK;
+}
+
+/* com.microsoft QLinearAveragePool (X, x_scale, x_zp, y_scale, y_zp; AveragePool's attributes
+ * and channels_last), 1-D and 2-D, as ONNX Runtime computes it: the codes dequantized in float
+ * (sx * (x - zx)), summed in float over the window clipped to the input, divided by the kernel
+ * size (count_include_pad) or the clipped window's, and quantized as nearbyint(v / sy + zy) in
+ * float, saturated. A window that covers the whole unpadded input is its global average pool. */
+static int32_t qlinear_avgpool(mi__ref_call_t *c) {
+  const mi_array_t *x = NULL, *psx, *pzx, *psy, *pzy;
+  mi_array_t *y = NULL;
+  int64_t k, kernel[4], dims[MI_MAX_RANK];
+  int32_t nk, rc = mi__ref_need(c, 0, MI__Q8, &x);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 1, "x_scale", 1, -1, 1, &psx, &k);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 2, "x_zero_point", 0, x->dtype, 1, &pzx, &k);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 3, "y_scale", 1, -1, 1, &psy, &k);
+  if (rc == MI_OK) rc = mi__ref_qparam(c, 4, "y_zero_point", 0, x->dtype, 1, &pzy, &k);
+  if (rc != MI_OK) return rc;
+  int64_t last = mi_node_attr_int(c->node, "channels_last", 0);
+  int ceil_mode = (int)mi_node_attr_int(c->node, "ceil_mode", 0);
+  int include_pad = (int)mi_node_attr_int(c->node, "count_include_pad", 0);
+  if (last != 0 && last != 1)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "channels_last = %lld (0 or 1)", (long long)last);
+  if (x->rank != 3 && x->rank != 4)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "input rank %d; only 1-D and 2-D pools (rank 3 or 4) are supported",
+                        (int)x->rank);
+  if ((rc = mi__ref_attr_ints(c, "kernel_shape", kernel, 4, &nk)) != MI_OK) return rc;
+  if (nk != x->rank - 2)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "kernel_shape must have %d values for an input of rank %d",
+                        (int)(x->rank - 2), (int)x->rank);
+  /* The geometry on the NCHW view of the input. */
+  mi_array_t v = *x;
+  if (last) {
+    v.dims[1] = x->dims[x->rank - 1];
+    for (int32_t d = 2; d < x->rank; d++) v.dims[d] = x->dims[d - 1];
+  }
+  mi__ref_window_t w;
+  if ((rc = mi__ref_window(c, &v, kernel, ceil_mode, &w)) != MI_OK) return rc;
+  if (w.dil[0] != 1 || w.dil[1] != 1)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "dilations other than 1 are not supported");
+  int64_t N = v.dims[0], C = v.dims[1], H = w.in[0], W = w.in[1];
+  dims[0] = N;
+  dims[last ? x->rank - 1 : 1] = C;
+  if (x->rank == 3) dims[last ? 1 : 2] = w.out[1];
+  else
+    dims[last ? 1 : 2] = w.out[0], dims[last ? 2 : 3] = w.out[1];
+  if ((rc = mi__ref_make_out(c, 0, x->dtype, x->rank, dims, &y)) != MI_OK) return rc;
+  c->out[0] = y;
+  float sx = *(const float *)psx->data, sy = *(const float *)psy->data;
+  int32_t zx = zp_of(pzx, 0), zy = zp_of(pzy, 0);
+  if (w.k[0] == H && w.k[1] == W && !w.pad_begin[0] && !w.pad_begin[1] && !w.pad_end[0] && !w.pad_end[1]) {
+    gap_planes(x, y, N, C, H * W, (int)last, sx, zx, sy, zy);
+    return MI_OK;
+  }
+  float lo = x->dtype == MI_DTYPE_INT8 ? -128.0f : 0.0f, hi = x->dtype == MI_DTYPE_INT8 ? 127.0f : 255.0f;
+  int64_t OH = w.out[0], OW = w.out[1];
   for (int64_t n = 0; n < N; n++)
-    for (int64_t ch = 0; ch < C; ch++) {
-      int64_t sum = 0;
-      for (int64_t p = 0; p < HW; p++)
-        sum += mi__ref_code(x, last ? (n * HW + p) * C + ch : (n * C + ch) * HW + p) - izx;
-      mi__ref_put_code(y, n * C + ch, (double)sum * mult, izy);
-    }
+    for (int64_t ch = 0; ch < C; ch++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          int64_t h0 = oh * w.stride[0] - w.pad_begin[0], w0 = ow * w.stride[1] - w.pad_begin[1];
+          int64_t h1 = h0 + w.k[0] < H ? h0 + w.k[0] : H, w1 = w0 + w.k[1] < W ? w0 + w.k[1] : W;
+          h0 = h0 > 0 ? h0 : 0;
+          w0 = w0 > 0 ? w0 : 0;
+          float sum = 0.0f;
+          for (int64_t ih = h0; ih < h1; ih++)
+            for (int64_t iw = w0; iw < w1; iw++) {
+              int64_t xi = last ? ((n * H + ih) * W + iw) * C + ch : ((n * C + ch) * H + ih) * W + iw;
+              sum += sx * (float)(mi__ref_code(x, xi) - zx);
+            }
+          int64_t cnt = include_pad ? w.k[0] * w.k[1] : (h1 - h0) * (w1 - w0);
+          float q = cnt > 0 ? sum / (float)cnt : 0.0f;
+          q = nearbyintf(q / sy + (float)zy);
+          q = q < lo ? lo : q > hi ? hi
+                                   : q;
+          int64_t yi = last ? ((n * OH + oh) * OW + ow) * C + ch : ((n * C + ch) * OH + oh) * OW + ow;
+          if (x->dtype == MI_DTYPE_INT8) ((int8_t *)y->data)[yi] = (int8_t)q;
+          else
+            ((uint8_t *)y->data)[yi] = (uint8_t)q;
+        }
   return MI_OK;
 }
 
@@ -158,5 +245,6 @@ int32_t mi__ref_qlinear(mi__ref_call_t *c) {
   if (strcmp(op, "DynamicQuantizeLinear") == 0) return dynamic_quantize(c);
   if (strcmp(op, "QLinearAdd") == 0) return qlinear_binary(c, 0);
   if (strcmp(op, "QLinearMul") == 0) return qlinear_binary(c, 1);
+  if (strcmp(op, "QLinearAveragePool") == 0) return qlinear_avgpool(c);
   return qlinear_gap(c);
 }

@@ -103,6 +103,15 @@ int32_t mi__ref_resize(mi__ref_call_t *c) {
   int32_t nscales = -1, nsizes = -1, naxes = -1, rc;
   int upsample = strcmp(c->node->op_type, "Upsample") == 0;
   int modern = !upsample && c->opset >= 11;
+  const mi_array_t *x0 = mi__ref_in(c, 0);
+  if (x0 && (x0->dtype == MI_DTYPE_INT8 || x0->dtype == MI_DTYPE_UINT8)) {
+    /* Codes (ONNX Runtime's QOperator models resize them directly): nearest picks codes. */
+    if ((rc = read_mode(c, modern, &m)) != MI_OK) return rc;
+    if (m.linear)
+      return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "a linear or cubic Resize of %s codes is not supported (nearest is)",
+                          mi_dtype_name(x0->dtype));
+    return mi__ref_on_codes(c, mi__ref_resize);
+  }
   if ((rc = mi__ref_need(c, 0, MI_DTYPE_BIT(MI_DTYPE_FLOAT32), &x)) != MI_OK) return rc;
   if ((rc = read_mode(c, modern, &m)) != MI_OK) return rc;
   if (upsample && c->opset < 7)

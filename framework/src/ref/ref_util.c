@@ -195,3 +195,37 @@ float mi__ref_half_to_float(uint16_t h) {
 }
 
 uint16_t mi__ref_float_to_half(float f) { return mi_sdk_float_to_half(f); }
+
+int32_t mi__ref_on_codes(mi__ref_call_t *c, mi__ref_op_fn fn) {
+  const mi_array_t *x = mi__ref_in(c, 0);
+  mi_array_t *xf = mi_array_create(MI_DTYPE_FLOAT32, x->rank, x->dims);
+  const mi_array_t *ins[16];
+  if (!xf) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  if (c->nin > 16) {
+    mi_array_destroy(xf);
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "%d inputs", (int)c->nin);
+  }
+  int64_t n = mi_array_numel(x);
+  int s8 = x->dtype == MI_DTYPE_INT8;
+  for (int64_t i = 0; i < n; i++)
+    ((float *)xf->data)[i] = s8 ? (float)((const int8_t *)x->data)[i] : (float)((const uint8_t *)x->data)[i];
+  for (int32_t i = 0; i < c->nin; i++) ins[i] = c->in[i];
+  ins[0] = xf;
+  mi__ref_call_t f = *c;
+  f.in = ins;
+  int32_t rc = fn(&f);
+  mi_array_destroy(xf);
+  mi_array_t *yf = c->out[0];
+  if (rc != MI_OK || !yf) return rc;
+  mi_array_t *y = mi_array_create(x->dtype, yf->rank, yf->dims);
+  if (!y) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int64_t i = 0, m = mi_array_numel(yf); i < m; i++) {
+    float v = ((const float *)yf->data)[i]; /* a code: the op only moved or picked values */
+    if (s8) ((int8_t *)y->data)[i] = (int8_t)v;
+    else
+      ((uint8_t *)y->data)[i] = (uint8_t)v;
+  }
+  mi_array_destroy(yf);
+  c->out[0] = y;
+  return MI_OK;
+}
