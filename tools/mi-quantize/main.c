@@ -127,10 +127,11 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
     "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"            \
     "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"                                   \
     "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"                \
-    "  around Conv, MatMul, Add, Mul and GlobalAveragePool, INT8 symmetric weights,\n"           \
-    "  INT32 biases\n"                                                                           \
-    "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and\n"                   \
-    "  com.microsoft QLinearAdd / QLinearMul / QLinearGlobalAveragePool")                        \
+    "  around Conv, MatMul, Gemm, Add, Mul, GlobalAveragePool, AveragePool, Sigmoid,\n"          \
+    "  LeakyRelu, Softmax, Concat and Where, INT8 symmetric weights, INT32 biases\n"             \
+    "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and com.microsoft\n"     \
+    "  QLinearAdd / Mul / GlobalAveragePool / AveragePool / Sigmoid / LeakyRelu /\n"             \
+    "  Softmax / Concat / Where and QGemm")                                                      \
   X(O_MODEL, "model", "IN.onnx", "the FP32 model to quantize")                                   \
   X(O_OUT, "out", "OUT.onnx", "the quantized copy to write (its folder is created)")             \
   X(O_INPUT, "input", "X.npy", "a calibration array, one per graph input in order (repeatable)") \

@@ -137,9 +137,8 @@ static int32_t qlinear_concat(mi__ref_call_t *c) {
 }
 
 /* QLinearWhere (condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale,
- * z_zero_point): X's or Y's code requantized to Z's parameters, with numpy broadcasting of the
- * three. ONNX Runtime indexes its INT8 tables with the signed code, which reads outside them for
- * negative codes when the parameters differ; here the table is indexed by the code's byte. */
+ * z_zero_point): X's or Y's code requantized to Z's parameters through a table indexed by the
+ * code's byte (a copy where they are Z's), with numpy broadcasting of the three. */
 static int32_t qlinear_where(mi__ref_call_t *c) {
   const mi_array_t *cond = NULL, *x = NULL, *yv = NULL;
   mi_array_t *z = NULL;
