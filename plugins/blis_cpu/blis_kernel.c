@@ -110,6 +110,7 @@ static const struct {
     {"QLinearConcat", mi__blis_prep_qms},
     {"QLinearSoftmax", mi__blis_prep_qms},
     {"QGemm", mi__blis_prep_qgemm_op},
+    {"QLinearAveragePool", mi__blis_prep_qavgpool},
     {"LSTM", mi__blis_prep_lstm},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))

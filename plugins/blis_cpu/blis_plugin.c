@@ -69,7 +69,7 @@ static const char *const direct_ops[] = {
     "Round", "Sign", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "CumSum",
     "Trilu", "Mod", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
     "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM",
-    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm",
+    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 

@@ -473,7 +473,7 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
 int mi__blis_int_tensor_ok(const mi_kernel_desc_t *d, int32_t t) {
   static const char *const ops[] = {"DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
                                     "MatMulInteger", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
-                                    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm",
+                                    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool",
                                     "Cast", "Add", "Mul"}; /* Add, Mul: lowered QDQ (blis_qadd.c) */
   int32_t i, j, k, touches, any = 0;
   for (i = 0; i < d->node_count; i++) {

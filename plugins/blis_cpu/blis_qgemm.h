@@ -416,6 +416,8 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
 int32_t mi__blis_prep_qms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* blis_qgemm_op.c: com.microsoft QGemm with a constant B */
 int32_t mi__blis_prep_qgemm_op(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* blis_qavgpool.c: com.microsoft QLinearAveragePool (1-D / 2-D, NCHW or channels_last) */
+int32_t mi__blis_prep_qavgpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* 1 when every node of the kernel that touches runtime tensor t is one of the integer ops above
  * (or a Cast), which check their dtypes: INT8/UINT8/INT32 runtime tensors are accepted there. */
 int mi__blis_int_tensor_ok(const mi_kernel_desc_t *d, int32_t t);

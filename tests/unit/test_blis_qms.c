@@ -1,5 +1,6 @@
 /* test_blis_qms.c - blis-cpu's kernels for the com.microsoft QOperator ops QLinearSigmoid,
- * QLinearLeakyRelu, QLinearConcat, QLinearSoftmax (blis_qms.c) and QGemm (blis_qgemm_op.c): each
+ * QLinearLeakyRelu, QLinearConcat, QLinearSoftmax (blis_qms.c), QGemm (blis_qgemm_op.c) and
+ * QLinearAveragePool (blis_qavgpool.c: pads, count_include_pad, ceil_mode, NHWC, global, 1-D): each
  * graph runs in a session on blis-cpu:0 with host fallback off, and every output must equal
  * mi_ref_run's byte for byte (UINT8 and INT8, concat of inputs with their own and the output's
  * parameters, softmax by opset 12's flattening and opset 13's single axis, QGemm per tensor and per
@@ -76,6 +77,41 @@ static void qgemm(int32_t adt, int32_t bdt, int tb, int per_col, int c_rows, int
   run_case(g, name, runtime_b);
 }
 
+/* QLinearAveragePool: cfg 0 3x3 stride 2 pads 1; 1 with count_include_pad and ceil_mode; 2 NHWC
+ * 2x2 stride 2; 3 the whole input (global path); 4 1-D with pads. */
+static void avgpool(int32_t dt, int cfg) {
+  mi_graph_t *g = graph(13);
+  static const int64_t dims[5][4] = {{1, 3, 9, 11}, {1, 3, 9, 11}, {1, 8, 10, 3}, {2, 4, 5, 6}, {1, 2, 17, 0}};
+  int32_t z0 = dt == MI_DTYPE_UINT8 ? 0 : -128, rank = cfg == 4 ? 3 : 4;
+  int32_t in[5] = {input(g, "x", dt, rank, dims[cfg]), f32c(g, "xs", 0.03f), codec(g, "xz", dt, z0 + 100), f32c(g, "ys", 0.02f),
+                   codec(g, "yz", dt, z0 + 90)};
+  int32_t y = out(g, "y"), n = node(g, "QLinearAveragePool", 5, in, 1, &y, 1);
+  static const int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1}, p10[4] = {1, 1, 0, 0};
+  static const int64_t kg[2] = {5, 6}, k1[1] = {3}, p11[2] = {1, 1};
+  mi_node_set_ints(g, n, "kernel_shape", cfg == 4 ? 1 : 2, cfg <= 1 ? k3 : cfg == 2 ? k2
+                                                                       : cfg == 3   ? kg
+                                                                                    : k1);
+  if (cfg <= 2) mi_node_set_ints(g, n, "strides", 2, s2);
+  if (cfg == 0) mi_node_set_ints(g, n, "pads", 4, p1);
+  if (cfg == 1) {
+    mi_node_set_ints(g, n, "pads", 4, p10);
+    mi_node_set_int(g, n, "count_include_pad", 1);
+    mi_node_set_int(g, n, "ceil_mode", 1);
+  }
+  if (cfg == 2) mi_node_set_int(g, n, "channels_last", 1);
+  if (cfg == 4) mi_node_set_ints(g, n, "pads", 2, p11);
+  char name[64];
+  snprintf(name, sizeof name, "QLinearAveragePool %s case %d", dt == MI_DTYPE_UINT8 ? "u8" : "s8", cfg);
+  run_case(g, name, 0);
+}
+
+static void avgpool_cases(void) {
+  for (int cfg = 0; cfg < 5; cfg++) {
+    avgpool(MI_DTYPE_UINT8, cfg);
+    avgpool(MI_DTYPE_INT8, cfg);
+  }
+}
+
 static void lut_cases(void) {
   lut("QLinearSigmoid", MI_DTYPE_UINT8);
   lut("QLinearSigmoid", MI_DTYPE_INT8);
@@ -110,6 +146,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(concat_cases),
     TU_CASE(softmax_cases),
     TU_CASE(qgemm_cases),
+    TU_CASE(avgpool_cases),
 };
 
 TU_MAIN(setup, teardown)
