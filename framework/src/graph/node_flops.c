@@ -17,8 +17,9 @@ const mi_tensor_t *mi__node_tensor(const mi_graph_t *g, const mi_node_t *n, int 
   return i < c && ix[i] >= 0 ? &g->tensors[ix[i]] : NULL;
 }
 
-/* The integer forms count as their float op: one multiply-add is two operations whatever the
- * width. QLinearConv's weight is its fourth input (x, x_scale, x_zero_point, w, ...). */
+/* The integer forms count as their float op (QGemm as Gemm, QLinearAveragePool as AveragePool):
+ * one multiply-add is two operations whatever the width. QLinearConv's weight is its fourth input
+ * (x, x_scale, x_zero_point, w, ...). */
 double mi__node_flops(const mi_graph_t *g, const mi_node_t *n) {
   const char *op = n->op_type;
   int qconv = !strcmp(op, "QLinearConv");
@@ -32,13 +33,14 @@ double mi__node_flops(const mi_graph_t *g, const mi_node_t *n) {
     for (int32_t i = 1; i < w->rank; i++) k *= (double)w->dims[i]; /* Cin/group * kh * kw */
     return 2.0 * out * k;
   }
-  if ((matmul || !strcmp(op, "Gemm")) && x && x->rank >= 1) {
+  int gemm = !strcmp(op, "Gemm") || !strcmp(op, "QGemm");
+  if ((matmul || gemm) && x && x->rank >= 1) {
     double k = (double)x->dims[x->rank - 1];
-    if (!strcmp(op, "Gemm") && mi_node_attr_int(n, "transA", 0) && x->rank == 2)
+    if (gemm && mi_node_attr_int(n, "transA", 0) && x->rank == 2)
       k = (double)x->dims[0];
     return 2.0 * out * k;
   }
-  if ((!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"))) {
+  if (!strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") || !strcmp(op, "QLinearAveragePool")) {
     const mi_attr_t *ks = mi_node_attr(n, "kernel_shape");
     double k = 1;
     for (int32_t i = 0; ks && i < ks->count; i++) k *= (double)ks->ints[i];

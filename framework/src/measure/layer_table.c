@@ -11,7 +11,7 @@
 /* Ops whose time is arithmetic: their rate is GFLOP/s; every other op moves data (GB/s). */
 static int is_compute(const char *op) {
   static const char *const ops[] = {"Conv", "Gemm", "MatMul", "ConvInteger",
-                                    "MatMulInteger", "QLinearConv", "QLinearMatMul"};
+                                    "MatMulInteger", "QLinearConv", "QLinearMatMul", "QGemm"};
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (!strcmp(op, ops[i])) return 1;
   return 0;
