@@ -121,42 +121,48 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
   return rc;
 }
 
-#define OPTIONS(X)                                                                               \
-  X(O_MODE, "mode", "dynamic|qdq|qop",                                                           \
-    "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"           \
-    "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"            \
-    "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"                                   \
-    "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"                \
-    "  around Conv, MatMul, Gemm, Add, Mul, GlobalAveragePool, AveragePool, Sigmoid,\n"          \
-    "  LeakyRelu, Softmax, Concat and Where, INT8 symmetric weights, INT32 biases\n"             \
-    "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and com.microsoft\n"     \
-    "  QLinearAdd / Mul / GlobalAveragePool / AveragePool / Sigmoid / LeakyRelu /\n"             \
-    "  Softmax / Concat / Where and QGemm")                                                      \
-  X(O_MODEL, "model", "IN.onnx", "the FP32 model to quantize")                                   \
-  X(O_OUT, "out", "OUT.onnx", "the quantized copy to write (its folder is created)")             \
-  X(O_INPUT, "input", "X.npy", "a calibration array, one per graph input in order (repeatable)") \
-  X(O_SHAPE, "shape", "NAME=D0,D1,...",                                                          \
-    "a dynamic input's shape for generated calibration values\n"                                 \
-    "(repeatable; other dynamic dims are 1)")                                                    \
-  X(O_SEED, "seed", "S", "seed of the generated calibration values (default 1)")                 \
-  X(O_PER_CHANNEL, "per-channel", NULL, "per-channel weight scales")                             \
-  X(O_CONV_W, "conv-weights", "u8|s8", "Conv weight type")                                       \
-  X(O_MATMUL_W, "matmul-weights", "u8|s8", "MatMul weight type")
+#define OPTIONS(X)                                                                                \
+  X(O_MODE, "mode", "dynamic|qdq|qop|nbits|qdq4",                                                 \
+    "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"            \
+    "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"             \
+    "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"                                    \
+    "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"                 \
+    "  around Conv, MatMul, Gemm, Add, Mul, GlobalAveragePool, AveragePool, Sigmoid,\n"           \
+    "  LeakyRelu, Softmax, Concat and Where, INT8 symmetric weights, INT32 biases\n"              \
+    "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and com.microsoft\n"      \
+    "  QLinearAdd / Mul / GlobalAveragePool / AveragePool / Sigmoid / LeakyRelu /\n"              \
+    "  Softmax / Concat / Where and QGemm\n"                                                      \
+    "nbits: weight-only 4-bit (matmul_nbits_quantizer): com.microsoft MatMulNBits\n"              \
+    "  for each MatMul with a constant 2-D weight, blocks of --block-size along K\n"              \
+    "qdq4: the same weights as opset 21's blocked INT4 DequantizeLinear -> MatMul")               \
+  X(O_MODEL, "model", "IN.onnx", "the FP32 model to quantize")                                    \
+  X(O_OUT, "out", "OUT.onnx", "the quantized copy to write (its folder is created)")              \
+  X(O_INPUT, "input", "X.npy", "a calibration array, one per graph input in order (repeatable)")  \
+  X(O_SHAPE, "shape", "NAME=D0,D1,...",                                                           \
+    "a dynamic input's shape for generated calibration values\n"                                  \
+    "(repeatable; other dynamic dims are 1)")                                                     \
+  X(O_SEED, "seed", "S", "seed of the generated calibration values (default 1)")                  \
+  X(O_PER_CHANNEL, "per-channel", NULL, "per-channel weight scales")                              \
+  X(O_CONV_W, "conv-weights", "u8|s8", "Conv weight type")                                        \
+  X(O_MATMUL_W, "matmul-weights", "u8|s8", "MatMul weight type")                                  \
+  X(O_BLOCK, "block-size", "B", "nbits, qdq4: values a block (a power of two >= 16; default 32)") \
+  X(O_SYM, "symmetric", NULL, "nbits, qdq4: symmetric blocks, no zero points")
 MI_CLI_TABLE(OPTIONS, k_opts);
 
 int main(int argc, char **argv) {
   const char *mode = NULL, *in = NULL, *out = NULL, *files[MAX_INPUTS];
   int32_t nfiles = 0;
   uint64_t seed = 1;
-  mq_options_t o = {0, 1, 0};
+  mq_options_t o = {0, 1, 0, 32, 0};
   mi_cli_t c = {0};
   long long v = 0;
   int k, st;
   c.prog = "mi-quantize";
   c.usage =
-      "mi-quantize --mode dynamic|qdq|qop --model IN.onnx --out OUT.onnx [--input X.npy]...\n"
-      "            [--shape NAME=D0,D1,...]... [--per-channel] [--conv-weights u8|s8]\n"
-      "            [--matmul-weights u8|s8] [--seed S]";
+      "mi-quantize --mode dynamic|qdq|qop|nbits|qdq4 --model IN.onnx --out OUT.onnx\n"
+      "            [--input X.npy]... [--shape NAME=D0,D1,...]... [--per-channel]\n"
+      "            [--conv-weights u8|s8] [--matmul-weights u8|s8] [--seed S]\n"
+      "            [--block-size B] [--symmetric]";
   c.about =
       "Writes a copy of an FP32 model quantized with the ops and patterns ONNX Runtime's\n"
       "quantization tools write. Static ranges are the min/max of one reference run on the\n"
@@ -167,8 +173,9 @@ int main(int argc, char **argv) {
   while ((k = mi_cli_step(&c, &st))) {
     switch (k) {
     case O_MODE:
-      if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop"))
-        return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq or qop", c.value);
+      if (strcmp(c.value, "dynamic") && strcmp(c.value, "qdq") && strcmp(c.value, "qop") &&
+          strcmp(c.value, "nbits") && strcmp(c.value, "qdq4"))
+        return mi_cli_error(&c, "--mode: '%s' is not dynamic, qdq, qop, nbits or qdq4", c.value);
       mode = c.value;
       break;
     case O_MODEL: in = c.value; break;
@@ -186,6 +193,12 @@ int main(int argc, char **argv) {
         g_shapes[g_nshapes++] = c.value;
       break;
     case O_PER_CHANNEL: o.per_channel = 1; break;
+    case O_SYM: o.symmetric = 1; break;
+    case O_BLOCK:
+      if (mi_cli_int(&c, 16, 1 << 20, &v)) return MI_CLI_USAGE;
+      if (v & (v - 1)) return mi_cli_error(&c, "--block-size: %lld is not a power of two", v);
+      o.block_size = (int)v;
+      break;
     case O_CONV_W:
     case O_MATMUL_W:
       if (strcmp(c.value, "u8") && strcmp(c.value, "s8"))
@@ -208,6 +221,10 @@ int main(int argc, char **argv) {
   int32_t rc = mi_onnx_load(in, &g, &err);
   if (rc == MI_OK) rc = mi_graph_infer_shapes(g, &err);
   if (rc == MI_OK && !strcmp(mode, "dynamic")) rc = mq_dynamic(g, &o, &err);
+  else if (rc == MI_OK && !strcmp(mode, "nbits"))
+    rc = mq_nbits(g, &o, &err);
+  else if (rc == MI_OK && !strcmp(mode, "qdq4"))
+    rc = mq_qdq4(g, &o, &err);
   else if (rc == MI_OK)
     rc = static_quant(g, files, nfiles, seed, &o, !strcmp(mode, "qop"), &err);
   if (rc == MI_OK) /* inferred shapes of intermediate values are not saved: they were inferred

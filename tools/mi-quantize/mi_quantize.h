@@ -14,7 +14,26 @@ typedef struct mq_options {
   int per_channel; /* Conv weights per output channel (qdq, qop) */
   int conv_u8;     /* dynamic: Conv weights UINT8 asymmetric (ONNX Runtime's CPU ConvInteger) */
   int matmul_u8;   /* dynamic: MatMul weights UINT8 asymmetric, else INT8 symmetric */
+  int block_size;  /* nbits, qdq4: weights in blocks of this many values along K */
+  int symmetric;   /* nbits, qdq4: no zero points (else one per block) */
 } mq_options_t;
+
+/* A new initializer named base + suffix (made unique) holding a copy of data; its index or -1. */
+int32_t mq_new_init(mi_graph_t *g, const char *base, const char *suffix, int32_t dtype, int32_t rank,
+                    const int64_t *dims, const void *data, size_t nbytes);
+/* Turns node n into op (domain NULL: the default) with the given inputs and single output,
+ * attributes kept; -1 when out of memory. */
+int mq_set_node(mi_graph_t *g, int32_t n, const char *op, int32_t nin, const int32_t *ins, int32_t out,
+                const char *domain);
+
+/* ONNX Runtime's weight-only 4-bit quantizer (matmul_nbits_quantizer, MatMul4BitsQuantizer):
+ * each MatMul with a constant 2-D FLOAT32 B becomes com.microsoft MatMulNBits (bits 4,
+ * block_size, packed codes, scales, zero points unless symmetric). */
+int32_t mq_nbits(mi_graph_t *g, const mq_options_t *o, mi_error_t *err);
+/* The same weights as opset 21's blocked DequantizeLinear of INT4 codes (QDQ weight-only):
+ * DequantizeLinear(codes [K, N], scales [ceil(K / block), N], zero points, axis 0, block_size)
+ * -> MatMul. The graph's opset becomes 21. */
+int32_t mq_qdq4(mi_graph_t *g, const mq_options_t *o, mi_error_t *err);
 
 /* Dynamic quantization (ONNX Runtime's quantize_dynamic): DynamicQuantizeLinear on each input
  * of a Conv / MatMul with a constant weight, ConvInteger / MatMulInteger, Cast, the scales' Mul,

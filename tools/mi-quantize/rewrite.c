@@ -20,8 +20,8 @@ static int32_t new_tensor(mi_graph_t *g, const char *base, const char *suffix, i
   return mi_graph_add_tensor(g, nm, dtype, -1, NULL);
 }
 
-static int32_t new_init(mi_graph_t *g, const char *base, const char *suffix, int32_t dtype, int32_t rank,
-                        const int64_t *dims, const void *data, size_t nbytes) {
+int32_t mq_new_init(mi_graph_t *g, const char *base, const char *suffix, int32_t dtype, int32_t rank,
+                    const int64_t *dims, const void *data, size_t nbytes) {
   char nm[512];
   fresh_name(g, base, suffix, nm, sizeof nm);
   int32_t t = mi_graph_add_tensor(g, nm, dtype, rank, dims);
@@ -134,9 +134,9 @@ static int32_t quantize_weight(mi_graph_t *g, int32_t w, int u8, int per_channel
   int32_t dt = u8 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8, rank = t->rank;
   int64_t dims[MI_MAX_RANK];
   memcpy(dims, t->dims, sizeof dims); /* adding tensors may move g->tensors */
-  *wq = new_init(g, base, "_quantized", dt, rank, dims, q, (size_t)n);
-  *ws = new_init(g, base, "_scale", MI_DTYPE_FLOAT32, per_channel ? 1 : 0, &ch, sc, sizeof *sc * (size_t)ch);
-  *wz = new_init(g, base, "_zero_point", dt, per_channel ? 1 : 0, &ch, zp, (size_t)ch);
+  *wq = mq_new_init(g, base, "_quantized", dt, rank, dims, q, (size_t)n);
+  *ws = mq_new_init(g, base, "_scale", MI_DTYPE_FLOAT32, per_channel ? 1 : 0, &ch, sc, sizeof *sc * (size_t)ch);
+  *wz = mq_new_init(g, base, "_zero_point", dt, per_channel ? 1 : 0, &ch, zp, (size_t)ch);
   free(sc), free(zp), free(q);
   return *wq >= 0 && *ws >= 0 && *wz >= 0 ? 0 : -1;
 }
@@ -199,7 +199,7 @@ int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err) {
       for (int64_t k = 2; k < r; k++) shape[k] = 1;
       char bb[400];
       snprintf(bb, sizeof bb, "%s", g->tensors[b].name);
-      int32_t sh = new_init(g, bb, "_reshape_shape", MI_DTYPE_INT64, 1, &r, shape, sizeof(int64_t) * (size_t)r);
+      int32_t sh = mq_new_init(g, bb, "_reshape_shape", MI_DTYPE_INT64, 1, &r, shape, sizeof(int64_t) * (size_t)r);
       int32_t rb = new_tensor(g, bb, "_reshape_output", MI_DTYPE_FLOAT32);
       int32_t ri[2] = {b, sh}, ai[2] = {scaled, rb};
       snprintf(nm, sizeof nm, "%s_bias_reshape", nname);
@@ -344,8 +344,8 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
     xs[t] = s;
     char base[400], nm[512];
     snprintf(base, sizeof base, "%s", g->tensors[t].name);
-    int32_t ts = new_init(g, base, "_scale", MI_DTYPE_FLOAT32, 0, NULL, &s, sizeof s);
-    int32_t tz = new_init(g, base, "_zero_point", MI_DTYPE_UINT8, 0, NULL, &z, 1);
+    int32_t ts = mq_new_init(g, base, "_scale", MI_DTYPE_FLOAT32, 0, NULL, &s, sizeof s);
+    int32_t tz = mq_new_init(g, base, "_zero_point", MI_DTYPE_UINT8, 0, NULL, &z, 1);
     int32_t tq = new_tensor(g, base, "_QuantizeLinear_Output", MI_DTYPE_UINT8);
     int32_t td = new_tensor(g, base, "_DequantizeLinear_Output", MI_DTYPE_FLOAT32);
     int32_t qi[3] = {t, ts, tz}, di[3] = {tq, ts, tz};
@@ -402,9 +402,9 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
       int64_t one = pc ? m : 1;
       char bb[400];
       snprintf(bb, sizeof bb, "%s", g->tensors[b].name);
-      int32_t tq = new_init(g, bb, "_quantized", MI_DTYPE_INT32, 1, &m, bq, sizeof *bq * (size_t)m);
-      int32_t ts = new_init(g, bb, "_quantized_scale", MI_DTYPE_FLOAT32, pc ? 1 : 0, &one, bs, sizeof *bs * (size_t)one);
-      int32_t tz = new_init(g, bb, "_quantized_zero_point", MI_DTYPE_INT32, pc ? 1 : 0, &one, bz, sizeof *bz * (size_t)one);
+      int32_t tq = mq_new_init(g, bb, "_quantized", MI_DTYPE_INT32, 1, &m, bq, sizeof *bq * (size_t)m);
+      int32_t ts = mq_new_init(g, bb, "_quantized_scale", MI_DTYPE_FLOAT32, pc ? 1 : 0, &one, bs, sizeof *bs * (size_t)one);
+      int32_t tz = mq_new_init(g, bb, "_quantized_zero_point", MI_DTYPE_INT32, pc ? 1 : 0, &one, bz, sizeof *bz * (size_t)one);
       free(bs), free(bq), free(bz);
       int32_t bd = new_tensor(g, bb, "_DequantizeLinear_Output", MI_DTYPE_FLOAT32), bi[3] = {tq, ts, tz};
       snprintf(nm, sizeof nm, "%s_DequantizeLinear", bb);

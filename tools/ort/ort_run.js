@@ -11,12 +11,13 @@ const ort = require('onnxruntime-node');
 function usage(code) {
   process.stderr.write('usage: node ort_run.js --model M.onnx [--input NAME=FILE.npy]... ' +
     '[--output-dir DIR] [--threads N] [--repeat N] [--warmup N] [--gap MS] [--json]\n' +
+    '       [--opt disabled|basic|extended|all]  (graph optimization level; default all)\n' +
     '       [--profile FILE.json]  (ONNX Runtime\'s own per-node trace of the timed runs)\n');
   process.exit(code);
 }
 
 function parseArgs(argv) {
-  const o = { inputs: [], repeat: 1, warmup: 0, threads: 0, gap: 0, json: false };
+  const o = { inputs: [], repeat: 1, warmup: 0, threads: 0, gap: 0, json: false, opt: 'all' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -32,6 +33,10 @@ function parseArgs(argv) {
     else if (a === '--input') o.inputs.push(val());
     else if (a === '--output-dir') o.outputDir = val();
     else if (a === '--threads') o.threads = int(1);
+    else if (a === '--opt') {
+      o.opt = val();
+      if (!['disabled', 'basic', 'extended', 'all'].includes(o.opt)) throw new Error(`--opt: '${o.opt}' is not disabled, basic, extended or all`);
+    }
     else if (a === '--repeat') o.repeat = int(1);
     else if (a === '--warmup') o.warmup = int(0);
     else if (a === '--gap') { // idle ms before each run (a streaming caller), as mi-run --gap
@@ -110,7 +115,7 @@ async function main() {
     process.stderr.write(`ort_run: ${e.message}\n`);
     usage(2);
   }
-  const so = { executionProviders: ['cpu'], graphOptimizationLevel: 'all' };
+  const so = { executionProviders: ['cpu'], graphOptimizationLevel: o.opt };
   if (o.threads) { so.intraOpNumThreads = o.threads; so.interOpNumThreads = 1; }
   if (o.profile) { so.enableProfiling = true; so.profileFilePrefix = `${o.profile}.ort`; }
   const sess = await ort.InferenceSession.create(o.model, so);

@@ -6,6 +6,7 @@
 
 #include "exec/exec.h"
 #include "graph/graph.h"
+#include "graph/nbits.h"
 #include "ref/ref.h"
 
 /* Reads a field of the caller's options only when the struct they declared contains it. */
@@ -146,6 +147,11 @@ int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
                      g->name ? g->name : "");
       goto done;
     }
+  }
+  if (mi__graph_has_nbits(s->g)) {
+    /* MatMulNBits become a blocked DequantizeLinear of their codes + MatMul (+ Add), on a
+     * private copy: folded to float, or run on the codes by a device that takes them. */
+    if ((rc = own_copy(s, g, &w, err)) || (rc = mi__graph_lower_nbits(w, err))) goto done;
   }
   if (mi__qdq_params_missing(s->g)) {
     /* A QDQ model from a file: its quantization into the tensor fields, on a private copy. */

@@ -21,7 +21,9 @@ enum {
   MI__ONNX_DOUBLE = 11,
   MI__ONNX_UINT32 = 12,
   MI__ONNX_UINT64 = 13,
-  MI__ONNX_BFLOAT16 = 16
+  MI__ONNX_BFLOAT16 = 16,
+  MI__ONNX_UINT4 = 21, /* IR 10: two values a byte, low nibble first */
+  MI__ONNX_INT4 = 22
 };
 
 /** ONNX element type of an mi_dtype, or 0 when ONNX (IR 8) has none. */
@@ -34,20 +36,24 @@ static inline int32_t mi__onnx_from_dtype(int32_t d) {
   case MI_DTYPE_INT32: return MI__ONNX_INT32;
   case MI_DTYPE_INT64: return MI__ONNX_INT64;
   case MI_DTYPE_BOOL: return MI__ONNX_BOOL;
+  case MI_DTYPE_INT4: return MI__ONNX_INT4; /* packed the same way */
   default: return 0;
   }
 }
 
-/** mi_dtype an ONNX element type is loaded as (DOUBLE and BFLOAT16 become float32), or
- * MI_DTYPE_UNDEFINED when we do not support it. */
+/** mi_dtype an ONNX element type is loaded as (DOUBLE and BFLOAT16 become float32; INT4 and
+ * UINT4 are unpacked to one INT8 / UINT8 byte a value), or MI_DTYPE_UNDEFINED when we do not
+ * support it. */
 static inline int32_t mi__dtype_from_onnx(int32_t e) {
   switch (e) {
   case MI__ONNX_FLOAT:
   case MI__ONNX_DOUBLE:
   case MI__ONNX_BFLOAT16: return MI_DTYPE_FLOAT32;
   case MI__ONNX_FLOAT16: return MI_DTYPE_FLOAT16;
-  case MI__ONNX_INT8: return MI_DTYPE_INT8;
-  case MI__ONNX_UINT8: return MI_DTYPE_UINT8;
+  case MI__ONNX_INT8:
+  case MI__ONNX_INT4: return MI_DTYPE_INT8;
+  case MI__ONNX_UINT8:
+  case MI__ONNX_UINT4: return MI_DTYPE_UINT8;
   case MI__ONNX_INT32: return MI_DTYPE_INT32;
   case MI__ONNX_INT64: return MI_DTYPE_INT64;
   case MI__ONNX_BOOL: return MI_DTYPE_BOOL;

@@ -1,4 +1,5 @@
-/* onnx_export.c - writes a graph as an ONNX ModelProto (IR version 8) with protobuf-c. */
+/* onnx_export.c - writes a graph as an ONNX ModelProto (IR version 8, or 10 from opset 21 or with
+ * packed INT4 constants) with protobuf-c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +163,7 @@ MI_API int32_t mi_onnx_save(const mi_graph_t *g, const char *path, mi_error_t *e
     if (et <= 0) {
       rc = mi_errorf(err, MI_ERR_UNSUPPORTED,
                      "%s: initializer '%s' has dtype %s, which ONNX "
-                     "IR 8 cannot store",
+                     "cannot store",
                      path, x->name, mi_dtype_name(x->dtype));
       goto done;
     }
@@ -240,7 +241,10 @@ MI_API int32_t mi_onnx_save(const mi_graph_t *g, const char *path, mi_error_t *e
   gp.value_info = vi_ptrs;
   Onnx__ModelProto mp = ONNX__MODEL_PROTO__INIT;
   mp.has_ir_version = 1;
-  mp.ir_version = 8;
+  /* IR 10 came with opset 21 (INT4 / UINT4, DequantizeLinear's block_size); below it, IR 8 */
+  int int4 = 0;
+  for (int32_t t = 0; t < nt; t++) int4 |= g->tensors[t].data && g->tensors[t].dtype == MI_DTYPE_INT4;
+  mp.ir_version = g->opset >= 21 || int4 ? 10 : 8;
   mp.producer_name = (char *)"metainfer";
   mp.producer_version = (char *)MI_VERSION_STRING;
   mp.n_opset_import = (size_t)n_dom;

@@ -315,6 +315,24 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
   return mi__node_put_attr(n, &m) == MI_OK ? MI_OK : oom(im);
 }
 
+/* A QuantizeLinear whose output is 4-bit (its zero point an INT4/UINT4 initializer, or opset 21's
+ * output_dtype): 4-bit values are held unpacked in 8-bit dtypes, which would saturate at 8 bits. */
+static int quantizes_to_4bit(const Onnx__GraphProto *gp, const Onnx__NodeProto *np) {
+  if (strcmp(np->op_type, "QuantizeLinear") != 0 || !mi__onnx_default_domain(np->domain)) return 0;
+  for (size_t k = 0; k < np->n_attribute; k++) {
+    const Onnx__AttributeProto *a = np->attribute[k];
+    if (a->name && !strcmp(a->name, "output_dtype") && (a->i == MI__ONNX_INT4 || a->i == MI__ONNX_UINT4))
+      return 1;
+  }
+  if (np->n_input < 3 || !np->input[2][0]) return 0;
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    const Onnx__TensorProto *t = gp->initializer[i];
+    if (t->name && !strcmp(t->name, np->input[2]))
+      return t->data_type == MI__ONNX_INT4 || t->data_type == MI__ONNX_UINT4;
+  }
+  return 0;
+}
+
 int mi__onnx_default_domain(const char *d) { return !d || !d[0] || strcmp(d, "ai.onnx") == 0; }
 
 static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
@@ -390,6 +408,11 @@ static int32_t import_graph(importer_t *im, const Onnx__GraphProto *gp) {
         if ((rc = new_tensor(im, ph, &outs[no++]))) return rc;
       }
     }
+    if (quantizes_to_4bit(gp, np))
+      return mi_errorf(im->err, MI_ERR_UNSUPPORTED,
+                       "%s: node '%s' (QuantizeLinear): quantizing to INT4/UINT4 is not supported "
+                       "(4-bit weights behind DequantizeLinear are)",
+                       im->label, nn);
     int32_t n = mi_graph_add_node(im->g, np->op_type, nn, ni, ins, no, outs);
     if (n < 0) return oom(im);
     if (!mi__onnx_default_domain(np->domain)) { /* a com.microsoft op (mi__graph_op_known) */

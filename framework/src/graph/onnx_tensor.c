@@ -1,5 +1,6 @@
 /* onnx_tensor.c - decodes ONNX TensorProto values: raw_data, the typed repeated fields, and
- * external data files confined to the model's directory. */
+ * external data files confined to the model's directory. INT4 / UINT4 (two values a byte, low
+ * nibble first) are unpacked to one INT8 / UINT8 byte a value. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,20 @@ static size_t onnx_elem_size(int32_t e) {
   }
 }
 
+static int is_4bit(int32_t e) { return e == MI__ONNX_INT4 || e == MI__ONNX_UINT4; }
+
+/* Bytes `count` elements of ONNX type `e` take as stored: 4-bit ones two a byte. */
+static size_t onnx_bytes(int32_t e, int64_t count) {
+  return is_4bit(e) ? (size_t)(count + 1) / 2 : (size_t)count * onnx_elem_size(e);
+}
+
+/* Element i of packed 4-bit data: the low nibble first; INT4 sign-extended from bit 3. */
+static uint8_t nibble(int32_t e, const uint8_t *src, int64_t i) {
+  int v = (src[i / 2] >> (4 * (i & 1))) & 0xf;
+  if (e == MI__ONNX_INT4 && v >= 8) v -= 16;
+  return (uint8_t)(int8_t)v;
+}
+
 static float bf16_to_f32(uint16_t h) {
   uint32_t u = (uint32_t)h << 16;
   float f;
@@ -45,6 +60,8 @@ static void convert_raw(int32_t e, const uint8_t *src, int64_t count, void *dst)
       memcpy(&h, src + 2 * i, 2);
       ((float *)dst)[i] = bf16_to_f32(h);
     }
+  } else if (is_4bit(e)) {
+    for (int64_t i = 0; i < count; i++) ((uint8_t *)dst)[i] = nibble(e, src, i);
   } else {
     memcpy(dst, src, (size_t)count * onnx_elem_size(e));
   }
@@ -156,7 +173,9 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
   }
   v->rank = (int32_t)tp->n_dims;
   v->dtype = dtype;
-  size_t esz = onnx_elem_size(e), want = (size_t)count * esz;
+  size_t want = onnx_bytes(e, count);
+  /* 4-bit values in int32_data are packed too: one byte (two values) an entry */
+  size_t need = is_4bit(e) ? want : (size_t)count;
   size_t out_bytes = mi_dtype_bytes_for(dtype, count);
   /* A few bytes of protobuf can declare 2^40 elements: make sure inline data is all there
    * before allocating for it (external data is checked against its file). */
@@ -169,9 +188,9 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
       return mi_errorf(err, MI_ERR_PARSE,
                        "%s: tensor '%s' has %zu bytes of raw data, its shape needs %zu", label,
                        name, tp->raw_data.len, want);
-    if (!tp->has_raw_data && present != (size_t)count)
-      return mi_errorf(err, MI_ERR_PARSE, "%s: tensor '%s' has %zu values, its shape needs %lld",
-                       label, name, present, (long long)count);
+    if (!tp->has_raw_data && present != need)
+      return mi_errorf(err, MI_ERR_PARSE, "%s: tensor '%s' has %zu %s, its shape needs %zu", label,
+                       name, present, is_4bit(e) ? "packed 4-bit pairs" : "values", need);
   }
   uint8_t *data = malloc(out_bytes ? out_bytes : 1);
   uint8_t *ext = NULL;
@@ -204,6 +223,24 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
       have = tp->n_double_data;
       if (have == (size_t)count)
         for (int64_t i = 0; i < count; i++) ((float *)data)[i] = (float)tp->double_data[i];
+      break;
+    case MI__ONNX_INT4:
+    case MI__ONNX_UINT4:
+      have = tp->n_int32_data;
+      if (have != need) break;
+      for (size_t i = 0; i < have; i++) {
+        if (tp->int32_data[i] < 0 || tp->int32_data[i] > 255) {
+          rc = mi_errorf(err, MI_ERR_PARSE,
+                         "%s: tensor '%s': int32_data[%zu] = %d is no packed pair of 4-bit values",
+                         label, name, i, (int)tp->int32_data[i]);
+          goto fail;
+        }
+      }
+      for (int64_t i = 0; i < count; i++) {
+        uint8_t b = (uint8_t)tp->int32_data[i / 2];
+        data[i] = nibble(e, &b, i & 1);
+      }
+      have = (size_t)count; /* checked against need above */
       break;
     default: /* every narrower type, FLOAT16 and BFLOAT16 included, lives in int32_data */
       have = tp->n_int32_data;

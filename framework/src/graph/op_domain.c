@@ -1,5 +1,6 @@
 /* op_domain.c - which ops of a non-default operator domain the framework runs: the
- * com.microsoft ops ONNX Runtime's quantization tools write, nothing else. */
+ * com.microsoft ops ONNX Runtime's quantization tools write (MatMulNBits: its weight-only 4-bit
+ * quantizer), nothing else. */
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -7,7 +8,7 @@
 static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
                                        "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
                                        "QLinearConcat", "QLinearSoftmax", "QLinearWhere",
-                                       "QGemm"};
+                                       "QGemm", "MatMulNBits"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

@@ -282,6 +282,7 @@ static const mi__si_op_t ops[] = {
     {"QLinearConcat", mi__si_qlinear_concat},
     {"QLinearWhere", mi__si_qlinear_where},
     {"QGemm", mi__si_qgemm},
+    {"MatMulNBits", mi__si_matmul_nbits},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

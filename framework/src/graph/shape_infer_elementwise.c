@@ -247,13 +247,42 @@ int32_t mi__si_constant(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-/* QuantizeLinear: the input's shape in the zero point's dtype (uint8 without one). */
+/* Opset 21's block_size: a blocked scale has x's shape with the axis dim ceil-divided. */
+static int32_t check_blocks(mi__si_t *c, const mi_node_t *n) {
+  int64_t b = mi_node_attr_int(n, "block_size", 0), axis = mi_node_attr_int(n, "axis", 1);
+  const mi_tensor_t *x = mi__si_in(c, n, 0), *s = mi__si_in(c, n, 1);
+  if (b < 0) return mi__si_fail(c, n, MI_ERR_PARSE, "block_size %lld < 0", (long long)b);
+  if (b == 0 || !x || !s || x->rank < 0 || s->rank < 0 || mi_tensor_dynamic_dim(x) >= 0 || s->rank == 0)
+    return MI_OK;
+  if (axis < -x->rank || axis >= x->rank)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "axis %lld out of range for rank %d", (long long)axis, (int)x->rank);
+  if (axis < 0) axis += x->rank;
+  if (s->rank != x->rank)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "block_size %lld: scale rank %d, input rank %d", (long long)b,
+                       (int)s->rank, (int)x->rank);
+  for (int32_t d = 0; d < x->rank; d++) {
+    int64_t want = d == axis ? (x->dims[d] + b - 1) / b : x->dims[d];
+    if (s->dims[d] >= 0 && s->dims[d] != want)
+      return mi__si_fail(c, n, MI_ERR_PARSE, "block_size %lld along axis %lld: scale dim %d is %lld, not %lld",
+                         (long long)b, (long long)axis, (int)d, (long long)s->dims[d], (long long)want);
+  }
+  return MI_OK;
+}
+
+/* QuantizeLinear: the input's shape in the zero point's dtype (else opset 21's output_dtype,
+ * else uint8). */
 int32_t mi__si_quantize_linear(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *zp = mi__si_in(c, n, 2);
-  return mi__si_shaped_like(c, n, 2, zp ? zp->dtype : MI_DTYPE_UINT8, NULL);
+  int32_t rc = check_blocks(c, n);
+  if (rc) return rc;
+  int32_t dt = zp ? zp->dtype : mi_node_attr_int(n, "output_dtype", 0) == 3 ? MI_DTYPE_INT8
+                                                                            : MI_DTYPE_UINT8;
+  return mi__si_shaped_like(c, n, 2, dt, NULL);
 }
 
 /* DequantizeLinear: the input's shape in float32. */
 int32_t mi__si_dequantize_linear(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = check_blocks(c, n);
+  if (rc) return rc;
   return mi__si_shaped_like(c, n, 2, MI_DTYPE_FLOAT32, NULL);
 }

@@ -1,10 +1,11 @@
 /* shape_infer_quant.c - shapes of the integer ops of quantized models: DynamicQuantizeLinear,
  * ConvInteger, MatMulInteger, QLinearConv, QLinearMatMul and com.microsoft's QLinearAdd,
  * QLinearMul, QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu,
- * QLinearSoftmax, QLinearConcat, QLinearWhere and QGemm. The GEMM-like ones and the pools reuse
- * the float ops' rules on their data inputs. */
+ * QLinearSoftmax, QLinearConcat, QLinearWhere, QGemm and MatMulNBits. The GEMM-like ones and
+ * the pools reuse the float ops' rules on their data inputs. */
 #include <string.h>
 
+#include "graph/nbits.h"
 #include "graph/shape_infer.h"
 
 /* The most data inputs a QLinearConcat may have here. */
@@ -166,5 +167,31 @@ int32_t mi__si_qgemm(mi__si_t *c, const mi_node_t *n) {
   if (ka >= 0 && kb >= 0 && ka != kb)
     return mi__si_fail(c, n, MI_ERR_PARSE, "A's K (%lld) differs from B's (%lld)", (long long)ka, (long long)kb);
   mi__si_set(c, n, 0, dt, 2, d);
+  return MI_OK;
+}
+
+/* com.microsoft MatMulNBits: A [..., K] times the dequantized [K, N]: [..., N] FLOAT32. */
+int32_t mi__si_matmul_nbits(mi__si_t *c, const mi_node_t *n) {
+  mi__nb_in_t ins[6];
+  mi__nbits_t p;
+  char why[256];
+  for (int32_t k = 0; k < 6; k++) {
+    const mi_tensor_t *t = mi__si_in(c, n, k);
+    ins[k].present = t != NULL;
+    ins[k].dtype = t ? t->dtype : MI_DTYPE_UNDEFINED;
+    ins[k].rank = t ? t->rank : -1;
+    ins[k].dims = t ? t->dims : NULL;
+    ins[k].data = t ? t->data : NULL;
+  }
+  if (mi__nbits_check(n, ins, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  const mi_tensor_t *a = mi__si_in(c, n, 0);
+  if (a->rank < 0) {
+    mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, -1, NULL);
+    return MI_OK;
+  }
+  int64_t d[MI_MAX_RANK];
+  memcpy(d, a->dims, sizeof(int64_t) * (size_t)a->rank);
+  d[a->rank - 1] = p.n;
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, a->rank, d);
   return MI_OK;
 }

@@ -135,6 +135,7 @@ static const ref_op_t REF_OPS[] = {
     {"QLinearConv", mi__ref_qgemm},
     {"MatMulInteger", mi__ref_qgemm},
     {"QLinearMatMul", mi__ref_qgemm},
+    {"MatMulNBits", mi__ref_matmul_nbits},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {
