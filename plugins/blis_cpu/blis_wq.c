@@ -1,10 +1,11 @@
 /* blis_wq.c - weight-only quantized MatMul / Gemm: B the DequantizeLinear of constant INT8/UINT8
- * codes, the product computed on the codes, widened to float in registers (MI_FUSE_DQ). */
+ * codes, the product computed on the codes, widened to float in registers (MI_FUSE_DQ); codes that
+ * fit 4 bits go to blis_wq4.c's nibble panels, with blocked scales. */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "blis_conv.h"
+#include "blis_wq.h"
 
 #define AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 #define AVX2_FN __attribute__((target("avx2,fma")))
@@ -20,26 +21,6 @@
  * So: one row always (the decoding step's GEMV, and the memory); 2 to WQ_MAX_M rows only on float
  * weights over WQ_HOT_BYTES (MI_BLIS_WQ_HOT_BYTES overrides it: the tests' small weights); more
  * rows are left to the folded path, whose packed tiles reuse each weight over the rows. */
-#define WQ_MAX_M 8
-#define WQ_HOT_BYTES (16ll << 20)
-#define WQ_ROWS 4 /* rows of A a pass over a column block carries in registers */
-
-#define WQ_P 64 /* columns of a packed panel: the codes of 64 columns, row after row */
-
-typedef struct wq {
-  int64_t m, k, n, np; /* np: panels */
-  int32_t a, y;        /* tensors: A (m x k floats), the output (m x n) */
-  int32_t sgn;         /* INT8 codes (else UINT8) */
-  int32_t simd;
-  const uint8_t *pk;  /* panel p's row kk at pk + (p * k + kk) * WQ_P; columns past n hold code 0 */
-  const float *s, *z; /* per column (np * WQ_P, 0 past n): scale and zero point */
-  /* Gemm: y = alpha * sum + beta * C, C constant, broadcast to [m, n] at strides cm, cn */
-  int32_t post;
-  float alpha, beta;
-  const float *c;
-  int64_t cm, cn;
-} wq_t;
-
 static int32_t simd_of(const mi__blis_prep_t *p) {
   int64_t si = mi_sdk_knob_int(p->desc, "simd", 0);
   return si > 0 && si < p->ctx->simd_n ? p->ctx->simd_ids[si] : mi__blis_simd_level(p->ctx->cpu.isa);
@@ -157,11 +138,13 @@ static void wq_part(void *arg, int64_t i0, int64_t i1) {
   const float *a = t->t[q->a];
   float *y = t->t[q->y];
   for (int64_t p = i0; p < i1; p++) {
-    switch (q->simd) {
-    case MI__SIMD_AVX512: panel_512(q, a, y, p); break;
-    case MI__SIMD_AVX2: panel_256(q, a, y, p); break;
-    default: panel_c(q, a, y, p); break;
-    }
+    if (q->nib) mi__blis_wq4_panel(q, a, y, p);
+    else
+      switch (q->simd) {
+      case MI__SIMD_AVX512: panel_512(q, a, y, p); break;
+      case MI__SIMD_AVX2: panel_256(q, a, y, p); break;
+      default: panel_c(q, a, y, p); break;
+      }
     if (q->post) { /* the reference's Gemm: alpha * s + beta * C, on the panel's columns in cache */
       int64_t j0 = p * WQ_P, j1 = j0 + WQ_P < q->n ? j0 + WQ_P : q->n;
       for (int64_t r = 0; r < q->m; r++)
@@ -241,31 +224,35 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
   q->k = kd;
   q->n = nd;
   q->np = (q->n + WQ_P - 1) / WQ_P;
-  /* one block: the per-column scales and zero points, then the panels */
-  if (!(aux = s->aux = mi__blis_calloc(p->ctx, (uint64_t)(2 * q->np * WQ_P) * sizeof(float) +
-                                                   (uint64_t)(q->np * q->k * WQ_P))))
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  if (!col_params(p, dq, w, tb, aux, aux + q->np * WQ_P))
-    return mi__blis_unsupported(err, op, "weight-only codes take one scale, or one per output column");
-  {
-    uint8_t *pk = (uint8_t *)(aux + 2 * q->np * WQ_P);
-    const uint8_t *codes = w->data;
-    for (int64_t pp = 0; pp < q->np; pp++)
-      for (int64_t kk = 0; kk < q->k; kk++) {
-        int64_t j0 = pp * WQ_P, c = q->n - j0 < WQ_P ? q->n - j0 : WQ_P;
-        if (tb) /* codes [n, k]: column j's k-th code at j * k + kk */
-          for (int64_t cc = 0; cc < c; cc++) pk[(pp * q->k + kk) * WQ_P + cc] = codes[(j0 + cc) * q->k + kk];
-        else
-          memcpy(pk + (pp * q->k + kk) * WQ_P, codes + kk * q->n + j0, (size_t)c);
-      }
-    q->pk = pk;
+  int r4 = mi__blis_wq4_prepare(p, s, dq, w, tb, q);
+  if (r4 < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  if (!r4) {
+    /* one block: the per-column scales and zero points, then the panels */
+    if (!(aux = s->aux = mi__blis_calloc(p->ctx, (uint64_t)(2 * q->np * WQ_P) * sizeof(float) +
+                                                     (uint64_t)(q->np * q->k * WQ_P))))
+      return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+    if (!col_params(p, dq, w, tb, aux, aux + q->np * WQ_P))
+      return mi__blis_unsupported(err, op, "weight-only codes take one scale, or one per output column");
+    {
+      uint8_t *pk = (uint8_t *)(aux + 2 * q->np * WQ_P);
+      const uint8_t *codes = w->data;
+      for (int64_t pp = 0; pp < q->np; pp++)
+        for (int64_t kk = 0; kk < q->k; kk++) {
+          int64_t j0 = pp * WQ_P, c = q->n - j0 < WQ_P ? q->n - j0 : WQ_P;
+          if (tb) /* codes [n, k]: column j's k-th code at j * k + kk */
+            for (int64_t cc = 0; cc < c; cc++) pk[(pp * q->k + kk) * WQ_P + cc] = codes[(j0 + cc) * q->k + kk];
+          else
+            memcpy(pk + (pp * q->k + kk) * WQ_P, codes + kk * q->n + j0, (size_t)c);
+        }
+      q->pk = pk;
+    }
+    q->s = aux;
+    q->z = aux + q->np * WQ_P;
   }
   q->a = mi__blis_in(op, 0);
   q->y = mi__blis_out(op, 0);
   q->sgn = w->dtype == MI_DTYPE_INT8;
   q->simd = simd_of(p);
-  q->s = aux;
-  q->z = aux + q->np * WQ_P;
   if (gemm) {
     const mi_tensor_desc_t *ct = mi__blis_tensor(p, mi__blis_in(op, 2));
     q->alpha = mi_sdk_attr_float(op, "alpha", 1.f);

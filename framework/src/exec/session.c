@@ -149,9 +149,13 @@ int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
     }
   }
   if (mi__graph_has_nbits(s->g)) {
-    /* MatMulNBits become a blocked DequantizeLinear of their codes + MatMul (+ Add), on a
-     * private copy: folded to float, or run on the codes by a device that takes them. */
-    if ((rc = own_copy(s, g, &w, err)) || (rc = mi__graph_lower_nbits(w, err))) goto done;
+    /* A graph built in code (a loaded model's were lowered by the loader): MatMulNBits become a
+     * blocked DequantizeLinear of their codes + MatMul (+ Add), on a private copy, folded to
+     * float or run on the codes by a device that takes them. New nodes shift the indices of
+     * those after them in mi_session_node_time. */
+    if ((rc = own_copy(s, g, &w, err)) || (rc = mi__graph_lower_nbits(w, err)) ||
+        (rc = mi_graph_infer_shapes(w, err)))
+      goto done;
   }
   if (mi__qdq_params_missing(s->g)) {
     /* A QDQ model from a file: its quantization into the tensor fields, on a private copy. */

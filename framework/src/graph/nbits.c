@@ -263,6 +263,5 @@ int32_t mi__graph_lower_nbits(mi_graph_t *g, mi_error_t *err) {
         !strcmp(g->nodes[i].op_type, "MatMulNBits"))
       rc = lower_one(g, i, err);
   if (rc == MI_OK) rc = mi_graph_toposort(g, err);
-  if (rc == MI_OK) rc = mi_graph_infer_shapes(g, err);
   return rc;
 }

@@ -203,6 +203,18 @@ MI_API int32_t mi_onnx_save(const mi_graph_t *g, const char *path, mi_error_t *e
     vi_ptrs[n_extra++] = &vis[n_vi++].vi;
   }
   for (int32_t i = 0; i < nn; i++) {
+    const mi_node_t *n = &g->nodes[i];
+    /* a loaded MatMulNBits is a blocked DequantizeLinear here (graph/nbits.c): ONNX has that
+     * attribute from opset 21 only, and a graph's opset cannot be raised without rewriting the
+     * ops that changed on the way */
+    if (g->opset < 21 && mi_node_attr_int(n, "block_size", 0) > 0 &&
+        (!strcmp(n->op_type, "DequantizeLinear") || !strcmp(n->op_type, "QuantizeLinear"))) {
+      rc = mi_errorf(err, MI_ERR_UNSUPPORTED,
+                     "%s: node '%s' (%s) has block_size, which ONNX has from opset 21 (the graph's "
+                     "opset is %lld)",
+                     path, n->name, n->op_type, (long long)g->opset);
+      goto done;
+    }
     if (fill_node(&nodes[i], g, &g->nodes[i])) goto oom;
     node_ptrs[i] = &nodes[i].np;
   }
