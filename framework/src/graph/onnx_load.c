@@ -50,7 +50,13 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
     /* com.microsoft MatMulNBits: lowered here, so that node indices are the model's for every
      * consumer (profiles, per-node tables) and every device runs it (graph/nbits.c) */
     mi_error_t e = {0};
-    if ((rc = mi__graph_lower_nbits(g, &e)) != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
+    if ((rc = mi__graph_lower_nbits(g, &e)) == MI_OK) {
+      /* no node dropped: only the packed weights no node reads any more */
+      uint8_t *keep = calloc((size_t)g->node_count + 1, 1);
+      rc = keep ? mi_graph_remove_nodes(g, keep, &e) : mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "out of memory");
+      free(keep);
+    }
+    if (rc != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
   }
 done:
   if (mp) onnx__model_proto__free_unpacked(mp, NULL);

@@ -6,7 +6,9 @@
  * and GB/s of weight bytes (codes, or floats). Usage:
  *   bench_blis_wq BUILD [THREADS [ROUNDS [REPEAT [MxKxN ...]]]]
  * Defaults: 1 thread, 7 rounds of 50 runs; Moonshine tiny's decoder head (1x288x32768), an MLP's
- * down projection (1x1152x288) and a few rows of a wider layer (4x768x3072). */
+ * down projection (1x1152x288) and a few rows of a wider layer (4x768x3072). A shape written
+ * bBS:MxKxN holds 4-bit codes (0..15) with scales and zero points per block of BS rows of K
+ * (opset 21's block_size, what MatMulNBits lowers to): blis_wq4.c's nibble panels. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,7 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static mi_graph_t *graph(int64_t m, int64_t k, int64_t n) {
+static mi_graph_t *graph(int64_t m, int64_t k, int64_t n, int64_t bs) {
   mi_graph_t *g = mi_graph_create("wq");
   int64_t xd[2] = {m, k}, wd[2] = {k, n};
   uint8_t *codes = malloc((size_t)(k * n)), zp = 128;
@@ -37,18 +39,39 @@ static mi_graph_t *graph(int64_t m, int64_t k, int64_t n) {
   g->opset = 13;
   for (int64_t i = 0; i < k * n; i++) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
-    codes[i] = (uint8_t)(s >> 56);
+    codes[i] = (uint8_t)(bs ? s >> 60 : s >> 56);
   }
   x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 2, xd);
   mi_graph_add_input(g, x);
   w = mi_graph_add_tensor(g, "w_q", MI_DTYPE_UINT8, 2, wd);
   mi_graph_set_data(g, w, codes, (size_t)(k * n));
   free(codes);
-  st = mi_graph_add_const_f32(g, "w_scale", 0, NULL, &sc);
-  z = mi_graph_add_tensor(g, "w_zp", MI_DTYPE_UINT8, 0, NULL);
-  mi_graph_set_data(g, z, &zp, 1);
+  if (bs) { /* a scale and zero point per block of bs rows and column */
+    int64_t kb = (k + bs - 1) / bs, bd[2] = {kb, n};
+    float *bsc = malloc(sizeof *bsc * (size_t)(kb * n));
+    uint8_t *bz = malloc((size_t)(kb * n));
+    if (!bsc || !bz) return NULL;
+    for (int64_t i = 0; i < kb * n; i++) {
+      bsc[i] = 0.01f + 0.0001f * (float)(i % 37);
+      bz[i] = (uint8_t)(7 + i % 3);
+    }
+    st = mi_graph_add_const_f32(g, "w_scale", 2, bd, bsc);
+    z = mi_graph_add_tensor(g, "w_zp", MI_DTYPE_UINT8, 2, bd);
+    mi_graph_set_data(g, z, bz, (size_t)(kb * n));
+    free(bsc);
+    free(bz);
+  } else {
+    st = mi_graph_add_const_f32(g, "w_scale", 0, NULL, &sc);
+    z = mi_graph_add_tensor(g, "w_zp", MI_DTYPE_UINT8, 0, NULL);
+    mi_graph_set_data(g, z, &zp, 1);
+  }
   wf = mi_graph_add_tensor(g, "w", MI_DTYPE_FLOAT32, -1, NULL);
-  mi_graph_add_node(g, "DequantizeLinear", "w_dq", 3, (int32_t[]){w, st, z}, 1, (int32_t[]){wf});
+  int32_t dq = mi_graph_add_node(g, "DequantizeLinear", "w_dq", 3, (int32_t[]){w, st, z}, 1, (int32_t[]){wf});
+  if (bs) {
+    mi_node_set_int(g, dq, "axis", 0);
+    mi_node_set_int(g, dq, "block_size", bs);
+    g->opset = 21;
+  }
   y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, -1, NULL);
   mi_graph_add_node(g, "MatMul", "mm", 2, (int32_t[]){x, wf}, 1, (int32_t[]){y});
   mi_graph_add_output(g, y);
@@ -100,20 +123,26 @@ int main(int argc, char **argv) {
   printf("%-16s %10s %10s %10s %10s %7s %9s %9s\n", "shape (MxKxN)", "codes min", "codes med", "float min",
          "float med", "ratio", "codes GB/s", "float GB/s");
   for (int si = 0; si < nshape; si++) {
-    int64_t d[3];
+    int64_t d[3], bs = 0;
     mi_graph_t *g;
     mi_session_t *s[2];
     mi_array_t *x, *out = NULL;
     double *t[2];
     if (argc > 5) {
-      if (sscanf(argv[5 + si], "%lldx%lldx%lld", (long long *)&d[0], (long long *)&d[1], (long long *)&d[2]) != 3) {
+      const char *spec = argv[5 + si];
+      if (spec[0] == 'b') { /* bBS:MxKxN */
+        char *end;
+        bs = strtoll(spec + 1, &end, 10);
+        spec = *end == ':' ? end + 1 : spec;
+      }
+      if (sscanf(spec, "%lldx%lldx%lld", (long long *)&d[0], (long long *)&d[1], (long long *)&d[2]) != 3) {
         fprintf(stderr, "bench_blis_wq: shape '%s' is not MxKxN\n", argv[5 + si]);
         continue;
       }
     } else {
       memcpy(d, dflt[si], sizeof d);
     }
-    if (!(g = graph(d[0], d[1], d[2]))) continue;
+    if (!(g = graph(d[0], d[1], d[2], bs))) continue;
     s[0] = open_session(g, p, dev, 0, threads);
     s[1] = open_session(g, p, dev, 1, threads);
     x = mi_array_create(MI_DTYPE_FLOAT32, 2, (int64_t[]){d[0], d[1]});
@@ -143,9 +172,10 @@ int main(int argc, char **argv) {
     {
       double mc = t[0][rounds * repeat / 2], mf = t[1][rounds * repeat / 2], kn = (double)(d[1] * d[2]);
       char lb[48];
-      snprintf(lb, sizeof lb, "%lldx%lldx%lld", (long long)d[0], (long long)d[1], (long long)d[2]);
+      snprintf(lb, sizeof lb, "%s%lldx%lldx%lld", bs ? "b:" : "", (long long)d[0], (long long)d[1], (long long)d[2]);
+      /* codes GB/s: bytes of the codes as the kernel reads them (4-bit: half a byte a weight) */
       printf("%-16s %10.1f %10.1f %10.1f %10.1f %7.2f %9.1f %9.1f\n", lb, t[0][0] * 1e6, mc * 1e6, t[1][0] * 1e6,
-             mf * 1e6, mf / mc, kn / mc * 1e-9, 4 * kn / mf * 1e-9);
+             mf * 1e6, mf / mc, (bs ? 0.5 : 1.0) * kn / mc * 1e-9, 4 * kn / mf * 1e-9);
     }
     free(t[0]);
     free(t[1]);
