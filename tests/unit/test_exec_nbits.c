@@ -9,7 +9,7 @@
 
 typedef struct nspec {
   int64_t m, k, n, block;
-  int zp;    /* 0 none, 1 packed UINT8 */
+  int zp;    /* 0 none, 1 packed UINT8, 2 float (the scales' dtype) */
   int f16;   /* float16 scales */
   int bias;  /* a bias input */
   int bits;  /* attribute bits */
@@ -31,7 +31,9 @@ static uint16_t f16(float v) { /* exact for the scales used here (k / 1024 with 
 static mi_graph_t *nbits_graph(const nspec_t *sp, const uint8_t *b_in, const float *s_in, const uint8_t *z_in,
                                const float *bias_in) {
   mi_graph_t *g = mi_graph_create("nbits");
-  int64_t kb = (sp->k + sp->block - 1) / sp->block, blob = sp->block / 2, zrow = (kb + 1) / 2;
+  int bits = sp->bits ? sp->bits : 4;
+  int64_t kb = (sp->k + sp->block - 1) / sp->block, blob = sp->block * (bits == 3 ? 4 : bits) / 8,
+          zrow = (kb * bits + 7) / 8;
   int64_t ad[2] = {sp->m, sp->k}, bd[3] = {sp->n, kb - sp->bad_b, blob}, sd[1] = {sp->n * kb}, zd[1] = {sp->n * zrow},
           nd[1] = {sp->n};
   size_t nb = (size_t)(sp->n * kb * blob);
@@ -51,9 +53,20 @@ static mi_graph_t *nbits_graph(const nspec_t *sp, const uint8_t *b_in, const flo
   else
     mi_graph_set_data(g, ts, s, 4 * (size_t)sd[0]);
   int32_t tz = -1, tbias = -1;
-  if (sp->zp) {
+  if (sp->zp == 1) {
     tz = mi_graph_add_tensor(g, "zp", MI_DTYPE_UINT8, 1, zd);
     mi_graph_set_data(g, tz, z, (size_t)zd[0]);
+  } else if (sp->zp == 2) { /* float zero points: z_in's bytes read as one value a block */
+    float zf[64];
+    uint16_t zh[64];
+    for (int64_t i = 0; i < sd[0] && i < 64; i++) {
+      zf[i] = z_in ? (float)z_in[i] : (float)(lcg(&seed) % 16);
+      zh[i] = f16(zf[i]);
+    }
+    tz = mi_graph_add_tensor(g, "zp", sp->f16 ? MI_DTYPE_FLOAT16 : MI_DTYPE_FLOAT32, 1, sd);
+    if (sp->f16) mi_graph_set_data(g, tz, zh, 2 * (size_t)sd[0]);
+    else
+      mi_graph_set_data(g, tz, zf, 4 * (size_t)sd[0]);
   }
   if (sp->bias) tbias = mi_graph_add_const_f32(g, "bias", 1, nd, bias);
   int32_t ins[6] = {a, tb, ts, tz, -1, tbias}, y = mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL);
@@ -64,7 +77,7 @@ static mi_graph_t *nbits_graph(const nspec_t *sp, const uint8_t *b_in, const flo
   g->nodes[n].domain = strdup("com.microsoft");
   mi_node_set_int(g, n, "K", sp->k);
   mi_node_set_int(g, n, "N", sp->n);
-  mi_node_set_int(g, n, "bits", sp->bits ? sp->bits : 4);
+  mi_node_set_int(g, n, "bits", bits);
   mi_node_set_int(g, n, "block_size", sp->block);
   mi_node_set_int(g, n, "accuracy_level", 4); /* accepted, no effect on the arithmetic */
   mi_graph_add_output(g, y);
@@ -111,6 +124,43 @@ static void hand_values(void) {
     char what[64];
     snprintf(what, sizeof what, "zp%d f16%d bias%d", sp.zp, sp.f16, sp.bias);
     expect_f32(what, y, 2, yd, want, 0);
+    mi_array_destroy(y);
+    mi_graph_destroy(g);
+  }
+}
+
+/* Float zero points (2 and 9, as values) give the packed ones' results; bits 2: K = 18, block 16
+ * (4 bytes a block), block 0 byte 0 = 0xe4 (k0..k3 = 0, 1, 2, 3), block 1 byte 0 = 0x0b (k16 = 3,
+ * k17 = 2), zero points packed 0x09 (block 0: 1, block 1: 2), scales 0.5 and 0.25; rows pick
+ * k3 + k16 and k1 + k17: (3 - 1) * 0.5 + (3 - 2) * 0.25 = 1.25 and 0; without zero points (2):
+ * 0.75 and -0.5. */
+static void float_zero_points_and_bits2(void) {
+  uint8_t b[16] = {0};
+  float a[36] = {0}, s[2] = {0.5f, 0.25f};
+  int64_t yd[2] = {2, 1};
+  b[0] = 0x3a;
+  b[8] = 0x05;
+  a[0] = a[16] = 1.f;
+  a[18 + 1] = a[18 + 17] = 1.f;
+  for (int f16s = 0; f16s < 2; f16s++) {
+    nspec_t sp = {2, 18, 1, 16, 2, f16s, 0, 4, 0};
+    mi_graph_t *g = nbits_graph(&sp, b, s, (const uint8_t[]){2, 9}, NULL);
+    mi_array_t *y = ref_run(g, a);
+    expect_f32("float zero points", y, 2, yd, (const float[]){3.f, -1.75f}, 0);
+    mi_array_destroy(y);
+    mi_graph_destroy(g);
+  }
+  memset(b, 0, sizeof b);
+  memset(a, 0, sizeof a);
+  b[0] = 0xe4;
+  b[4] = 0x0b;
+  a[3] = a[16] = 1.f;
+  a[18 + 1] = a[18 + 17] = 1.f;
+  for (int zp = 0; zp < 2; zp++) {
+    nspec_t sp = {2, 18, 1, 16, zp, 0, 0, 2, 0};
+    mi_graph_t *g = nbits_graph(&sp, b, s, (const uint8_t[]){0x09}, NULL);
+    mi_array_t *y = ref_run(g, a);
+    expect_f32(zp ? "bits 2, zero points" : "bits 2", y, 2, yd, zp ? (const float[]){1.25f, 0.f} : (const float[]){0.75f, -0.5f}, 0);
     mi_array_destroy(y);
     mi_graph_destroy(g);
   }
@@ -222,6 +272,7 @@ static void blis_cpu(void) {
 
 static void setup(void) {}
 static void teardown(void) {}
-static const tu_case_t tu_cases[] = {TU_CASE(hand_values), TU_CASE(malformed), TU_CASE(blis_cpu)};
+static const tu_case_t tu_cases[] = {TU_CASE(hand_values), TU_CASE(float_zero_points_and_bits2), TU_CASE(malformed),
+                                     TU_CASE(blis_cpu)};
 
 TU_MAIN(setup, teardown)

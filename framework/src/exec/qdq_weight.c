@@ -1,8 +1,9 @@
 /* qdq_weight.c - weight-only quantization: a float MatMul / Gemm whose B is the DequantizeLinear of
  * constant 8-bit codes, as one kernel with that DequantizeLinear (docs/abi.md, "Weight-only
  * quantized MatMul"). Exports keep such weights as codes (ONNX Runtime's weight-only quantizer,
- * Moonshine's 288 x 32768 UINT8 decoder head); folded, a one-row product reads four times the
- * bytes of the codes, and the session holds the float copy besides. */
+ * Moonshine's 288 x 32768 UINT8 decoder head; its 4-bit MatMulNBits and opset 21's INT4, which
+ * arrive here as codes unpacked to a byte with blocked scales); folded, a one-row product reads
+ * four (eight) times the bytes of the codes, and the session holds the float copy besides. */
 #include <string.h>
 
 #include "exec/exec.h"
