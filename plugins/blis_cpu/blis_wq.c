@@ -198,8 +198,9 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
   w = mi__blis_tensor(p, mi__blis_in(dq, 0));
   x = mi__blis_tensor(p, mi__blis_in(op, 0));
   yt = mi__blis_tensor(p, mi__blis_out(op, 0));
-  if (!w || !w->data || w->rank != 2 || (w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT8))
-    return mi__blis_unsupported(err, op, "B is not a DequantizeLinear of constant 2-D INT8/UINT8 codes");
+  if (!w || !w->data || w->rank != 2 ||
+      (w->dtype != MI_DTYPE_UINT8 && w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_INT4))
+    return mi__blis_unsupported(err, op, "B is not a DequantizeLinear of constant 2-D INT8/UINT8/INT4 codes");
   if (!x || x->data || x->dtype != MI_DTYPE_FLOAT32 || x->rank < 1 || !yt || yt->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, op, "weight-only codes take a runtime FLOAT32 A");
   tb = gemm && mi_sdk_attr_int(op, "transB", 0);
@@ -226,6 +227,8 @@ int32_t mi__blis_prep_wq(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_
   q->np = (q->n + WQ_P - 1) / WQ_P;
   int r4 = mi__blis_wq4_prepare(p, s, dq, w, tb, q);
   if (r4 < 0) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  if (!r4 && w->dtype == MI_DTYPE_INT4) /* packed codes the 4-bit path did not take (their scales) */
+    return mi__blis_unsupported(err, op, "weight-only INT4 codes take one scale, one a column or blocks along K");
   if (!r4) {
     /* one block: the per-column scales and zero points, then the panels */
     if (!(aux = s->aux = mi__blis_calloc(p->ctx, (uint64_t)(2 * q->np * WQ_P) * sizeof(float) +

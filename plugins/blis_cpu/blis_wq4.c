@@ -149,9 +149,12 @@ void mi__blis_wq4_panel(const wq_t *q, const float *a, float *y, int64_t p) {
   }
 }
 
-/* Code i of an INT8 / UINT8 constant, shifted into 0..15 (INT8 by +8); -1 when outside. */
+/* Code i of an INT8 / UINT8 / packed INT4 constant, shifted into 0..15 (the signed ones by +8);
+ * -1 when outside. */
 static int code4(const mi_tensor_desc_t *t, int64_t i) {
-  int v = t->dtype == MI_DTYPE_INT8 ? ((const int8_t *)t->data)[i] + 8 : ((const uint8_t *)t->data)[i];
+  int v;
+  if (t->dtype == MI_DTYPE_INT4) return ((((const uint8_t *)t->data)[i / 2] >> (4 * (i & 1))) & 0xf) ^ 8;
+  v = t->dtype == MI_DTYPE_INT8 ? ((const int8_t *)t->data)[i] + 8 : ((const uint8_t *)t->data)[i];
   return v >= 0 && v <= 15 ? v : -1;
 }
 

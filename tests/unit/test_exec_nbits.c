@@ -1,7 +1,8 @@
 /* test_exec_nbits.c - com.microsoft MatMulNBits: the reference on values worked out by hand (low
  * nibble first, a block cut short where K is not a multiple of block_size, zero points packed and
  * absent, float16 scales, bias), inferred shapes equal to the run's, malformed nodes refused in
- * one line (B's shape, block_size, bits); then blis-cpu against the reference at every SIMD cap,
+ * one line (B's shape, block_size, bits); a written model loaded back (the loader's lowering to
+ * packed INT4 codes); then blis-cpu against the reference at every SIMD cap,
  * as a graph built in code (the session lowers it) and as the blocked DequantizeLinear of 4-bit
  * codes (opset 21's INT4 form), whose kernel holds the DequantizeLinear and the MatMul. */
 #include "test_exec_util.h"
@@ -166,6 +167,47 @@ static void float_zero_points_and_bits2(void) {
   }
 }
 
+/* A MatMulNBits model written and loaded back: the loader lowers it to a blocked DequantizeLinear
+ * whose codes are packed INT4 (half a byte a weight), drops the packed inputs, keeps the node's name
+ * on the MatMul, and gives the reference output of the node itself. */
+static void loaded_form(void) {
+  nspec_t sp = {2, 70, 83, 32, 1, 0, 1, 4, 0};
+  mi_graph_t *g = nbits_graph(&sp, NULL, NULL, NULL, NULL), *back = NULL;
+  mi_error_t err = {0};
+  char path[] = "/tmp/mi_test_nbits_XXXXXX";
+  int fd = mkstemp(path);
+  float a[140];
+  for (int i = 0; i < 140; i++) a[i] = 0.01f * (float)((i * 37) % 101) - 0.5f;
+  CHECK(fd >= 0, "temp file");
+  close(fd);
+  g->opset = 17;
+  mi_array_t *want = ref_run(g, a);
+  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
+  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
+  if (back) {
+    int32_t codes = -1, mm = -1;
+    for (int32_t t = 0; t < back->tensor_count; t++)
+      if (back->tensors[t].data && back->tensors[t].rank == 2 && back->tensors[t].dims[0] == 70 &&
+          back->tensors[t].dims[1] == 83)
+        codes = t;
+    for (int32_t i = 0; i < back->node_count; i++)
+      if (!strcmp(back->nodes[i].name, "mm")) mm = i;
+    CHECK(codes >= 0 && back->tensors[codes].dtype == MI_DTYPE_INT4 && back->tensors[codes].nbytes == (70 * 83 + 1) / 2,
+          "the codes are packed INT4 [70, 83]");
+    CHECK(mi_graph_find_tensor(back, "b") < 0 && mi_graph_find_tensor(back, "scales") < 0, "the packed inputs are gone");
+    CHECK(mm >= 0 && !strcmp(back->nodes[mm].op_type, "MatMul"), "the node is the MatMul");
+    mi_array_t *got = ref_run(back, a);
+    CHECK(got && tu_rel_l2_arrays(got, want) == 0.0, "the lowered form gives the node's values");
+    mi_array_destroy(got);
+    /* written back: a blocked DequantizeLinear needs opset 21 */
+    CHECK(mi_onnx_save(back, path, &err) != MI_OK && strstr(err.message, "opset 21"), "refused: %s", err.message);
+  }
+  unlink(path);
+  mi_array_destroy(want);
+  mi_graph_destroy(back);
+  mi_graph_destroy(g);
+}
+
 static void refused(const nspec_t *sp, const char *want) {
   mi_graph_t *g = nbits_graph(sp, NULL, NULL, NULL, NULL);
   mi_error_t err = {0};
@@ -272,7 +314,7 @@ static void blis_cpu(void) {
 
 static void setup(void) {}
 static void teardown(void) {}
-static const tu_case_t tu_cases[] = {TU_CASE(hand_values), TU_CASE(float_zero_points_and_bits2), TU_CASE(malformed),
-                                     TU_CASE(blis_cpu)};
+static const tu_case_t tu_cases[] = {TU_CASE(hand_values), TU_CASE(float_zero_points_and_bits2), TU_CASE(loaded_form),
+                                     TU_CASE(malformed), TU_CASE(blis_cpu)};
 
 TU_MAIN(setup, teardown)

@@ -10,7 +10,7 @@
 #include "exec/plan_match.h"
 #include "graph/graph.h"
 
-/* Constant INT8/UINT8 codes behind DequantizeLinear d: scale (and zero point) constants, one
+/* Constant INT8/UINT8 (or packed INT4) codes behind DequantizeLinear d: scale (and zero point) constants, one
  * value or one per index of an axis (the device checks which axis it takes). */
 static int const_codes(const mi_graph_t *g, mi_array_t *const *consts, int32_t d) {
   const mi_node_t *n = &g->nodes[d];
@@ -19,7 +19,8 @@ static int const_codes(const mi_graph_t *g, mi_array_t *const *consts, int32_t d
   if (q < 0 || s < 0 || !consts[q] || !consts[s] || (z >= 0 && !consts[z]) || n->output_count != 1 ||
       n->outputs[0] < 0 || consts[n->outputs[0]])
     return 0;
-  if (consts[q]->dtype != MI_DTYPE_UINT8 && consts[q]->dtype != MI_DTYPE_INT8) return 0;
+  if (consts[q]->dtype != MI_DTYPE_UINT8 && consts[q]->dtype != MI_DTYPE_INT8 && consts[q]->dtype != MI_DTYPE_INT4)
+    return 0;
   if (consts[s]->dtype != MI_DTYPE_FLOAT32 || (z >= 0 && consts[z]->dtype != consts[q]->dtype)) return 0;
   return consts[q]->rank == 2;
 }

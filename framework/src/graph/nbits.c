@@ -165,6 +165,13 @@ static int32_t new_const(mi_graph_t *g, const char *node, const char *what, int3
   return t;
 }
 
+/* Stores code v at element i: packed INT4 v - 8 (low nibble first), else a byte. */
+static void put_code(uint8_t *dst, int packed, int64_t i, int v) {
+  if (packed) dst[i / 2] |= (uint8_t)(((v - 8) & 0xf) << (4 * (i & 1)));
+  else
+    dst[i] = (uint8_t)v;
+}
+
 /* Node i into MatMul(A, W) (+ Add bias): W the blocked DequantizeLinear of its codes. */
 static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__nb_in_t ins[6];
@@ -198,23 +205,28 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
       return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", name);
     }
   } else {
-    uint8_t *q = malloc((size_t)(p.k * p.n)), *zq = malloc((size_t)(p.kb * p.n));
+    /* 2- and 4-bit codes stay at 4 bits: packed INT4 q - 8 with zero points z - 8 (the same
+     * q - z); 8-bit ones are UINT8 */
+    int pk = p.bits <= 4;
+    int32_t dt = pk ? MI_DTYPE_INT4 : MI_DTYPE_UINT8;
+    size_t nq = pk ? (size_t)(p.k * p.n + 1) / 2 : (size_t)(p.k * p.n);
+    size_t nz = pk ? (size_t)(p.kb * p.n + 1) / 2 : (size_t)(p.kb * p.n);
+    uint8_t *q = calloc(nq, 1), *zq = calloc(nz, 1);
     float *sc = malloc((size_t)(p.kb * p.n) * sizeof *sc);
     int32_t tq = -1, ts = -1, tz = -1;
     if (q && zq && sc) {
       for (int64_t c = 0; c < p.n; c++) {
-        for (int64_t k = 0; k < p.k; k++) q[k * p.n + c] = (uint8_t)mi__nbits_code(&p, ins[MI__NB_B].data, c, k);
+        for (int64_t k = 0; k < p.k; k++) put_code(q, pk, k * p.n + c, mi__nbits_code(&p, ins[MI__NB_B].data, c, k));
         for (int64_t blk = 0; blk < p.kb; blk++) {
           sc[blk * p.n + c] = mi__nbits_scale(&p, &ins[MI__NB_SCALES], c, blk);
-          zq[blk * p.n + c] = (uint8_t)mi__nbits_zero(&p, &ins[MI__NB_ZP], c, blk);
+          put_code(zq, pk, blk * p.n + c, (int)mi__nbits_zero(&p, &ins[MI__NB_ZP], c, blk));
         }
       }
-      if ((tq = new_const(g, name, "codes", MI_DTYPE_UINT8, 2, kn, q, (size_t)(p.k * p.n))) >= 0) q = NULL;
+      if ((tq = new_const(g, name, "codes", dt, 2, kn, q, nq)) >= 0) q = NULL;
       if (tq >= 0 && (ts = new_const(g, name, "scales", MI_DTYPE_FLOAT32, 2, bn, sc,
                                      (size_t)(p.kb * p.n) * sizeof *sc)) >= 0)
         sc = NULL;
-      if (ts >= 0 && (tz = new_const(g, name, "zero_points", MI_DTYPE_UINT8, 2, bn, zq, (size_t)(p.kb * p.n))) >= 0)
-        zq = NULL;
+      if (ts >= 0 && (tz = new_const(g, name, "zero_points", dt, 2, bn, zq, nz)) >= 0) zq = NULL;
     }
     free(q), free(zq), free(sc);
     char wn[512];

@@ -57,8 +57,9 @@ float mi__nbits_zero(const mi__nbits_t *p, const mi__nb_in_t *zp, int64_t n, int
 /** 1 when the graph has a MatMulNBits node (the session lowers them). */
 int mi__graph_has_nbits(const mi_graph_t *g);
 /** Rewrites each MatMulNBits (constant B, scales, zero points, bias) into opset 21's blocked
- * DequantizeLinear of its codes, unpacked to UINT8 [K, N] with scales and zero points
- * [kb, N] (axis 0, block_size), and a MatMul (float zero points: the dequantized FLOAT32 weight
+ * DequantizeLinear of its codes [K, N] with scales and zero points [kb, N] (axis 0, block_size;
+ * codes of 2 and 4 bits as packed MI_DTYPE_INT4 q - 8 with zero points z - 8, 8-bit ones UINT8),
+ * and a MatMul (float zero points: the dequantized FLOAT32 weight
  * instead), then an Add of the bias. The node keeps its index and name as the MatMul (the Add,
  * when there is a bias, ends the chain under the node's output); the new nodes are appended and
  * the graph sorted again. MI_OK or an error naming the node. */

@@ -63,7 +63,7 @@ static int32_t read_params(mi__ref_call_t *c, const mi_array_t *x, qparams_t *q)
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "zero point has %lld values, scale %lld",
                         (long long)mi_array_numel(zp), (long long)q->count);
   if (zp && zp->dtype != MI_DTYPE_INT8 && zp->dtype != MI_DTYPE_UINT8 &&
-      zp->dtype != MI_DTYPE_INT32)
+      zp->dtype != MI_DTYPE_INT32 && (zp->dtype != MI_DTYPE_INT4 || x->dtype != MI_DTYPE_INT4))
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "zero point dtype %s", mi_dtype_name(zp->dtype));
   int64_t block = mi_node_attr_int(c->node, "block_size", 0);
   if (block < 0)
@@ -85,14 +85,20 @@ static int32_t read_params(mi__ref_call_t *c, const mi_array_t *x, qparams_t *q)
   return MI_OK;
 }
 
-static double zp_at(const qparams_t *q, int64_t ch) {
-  if (!q->zp) return 0.0;
-  switch (q->zp->dtype) {
-  case MI_DTYPE_INT8: return ((const int8_t *)q->zp->data)[ch];
-  case MI_DTYPE_UINT8: return ((const uint8_t *)q->zp->data)[ch];
-  default: return ((const int32_t *)q->zp->data)[ch];
+/* Code i of an INT8, UINT8, INT32 or packed INT4 (low nibble first, sign-extended) array. */
+static double code_at(const mi_array_t *a, int64_t i) {
+  switch (a->dtype) {
+  case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
+  case MI_DTYPE_UINT8: return ((const uint8_t *)a->data)[i];
+  case MI_DTYPE_INT4: {
+    int v = (((const uint8_t *)a->data)[i / 2] >> (4 * (i & 1))) & 0xf;
+    return v >= 8 ? v - 16 : v;
+  }
+  default: return ((const int32_t *)a->data)[i];
   }
 }
+
+static double zp_at(const qparams_t *q, int64_t ch) { return q->zp ? code_at(q->zp, ch) : 0.0; }
 
 static int32_t quantize(mi__ref_call_t *c) {
   const mi_array_t *x = NULL;
@@ -105,6 +111,8 @@ static int32_t quantize(mi__ref_call_t *c) {
   int64_t od = mi_node_attr_int(c->node, "output_dtype", 0);
   int32_t dt = q.zp ? q.zp->dtype : od == 3 ? MI_DTYPE_INT8
                                             : MI_DTYPE_UINT8;
+  if (q.zp && q.zp->dtype == MI_DTYPE_INT4)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "quantizing to packed INT4 is not supported");
   if (!q.zp && od != 0 && od != 2 && od != 3)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "output_dtype %lld (UINT8 and INT8 are supported)",
                         (long long)od);
@@ -138,8 +146,9 @@ static int32_t dequantize(mi__ref_call_t *c) {
   const mi_array_t *x = NULL;
   mi_array_t *y = NULL;
   qparams_t q;
+  /* packed INT4: a lowered MatMulNBits' codes (graph/nbits.c) */
   uint32_t ok = MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
-                MI_DTYPE_BIT(MI_DTYPE_INT32);
+                MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_INT4);
   int32_t rc = mi__ref_need(c, 0, ok, &x);
   if (rc == MI_OK) rc = read_params(c, x, &q);
   if (rc != MI_OK) return rc;
@@ -148,9 +157,7 @@ static int32_t dequantize(mi__ref_call_t *c) {
   float *yv = y->data;
   for (int64_t i = 0; i < n; i++) {
     int64_t ch = param_at(&q, i);
-    double v = x->dtype == MI_DTYPE_INT8    ? ((const int8_t *)x->data)[i]
-               : x->dtype == MI_DTYPE_UINT8 ? ((const uint8_t *)x->data)[i]
-                                            : ((const int32_t *)x->data)[i];
+    double v = code_at(x, i);
     /* For 8-bit codes (q - z) * s is exact in double (9 bits times a 24-bit float), so the
      * only rounding is the one to the float output. */
     yv[i] = (float)((v - zp_at(&q, ch)) * (double)q.scale[ch]);
