@@ -1,6 +1,6 @@
 /* op_domain.c - which ops of a non-default operator domain the framework runs: the
  * com.microsoft ops ONNX Runtime's quantization tools write (MatMulNBits: its weight-only 4-bit
- * quantizer), nothing else. */
+ * quantizer; DynamicQuantizeLSTM: its dynamic quantization of an LSTM), nothing else. */
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -8,7 +8,7 @@
 static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
                                        "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
                                        "QLinearConcat", "QLinearSoftmax", "QLinearWhere",
-                                       "QGemm", "MatMulNBits"};
+                                       "QGemm", "MatMulNBits", "DynamicQuantizeLSTM"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

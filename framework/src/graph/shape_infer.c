@@ -283,6 +283,7 @@ static const mi__si_op_t ops[] = {
     {"QLinearWhere", mi__si_qlinear_where},
     {"QGemm", mi__si_qgemm},
     {"MatMulNBits", mi__si_matmul_nbits},
+    {"DynamicQuantizeLSTM", mi__si_dqlstm},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

@@ -141,6 +141,7 @@ int32_t mi__si_qlinear_concat(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_qlinear_where(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_qgemm(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_matmul_nbits(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_dqlstm(mi__si_t *c, const mi_node_t *n);
 /** The handler for op_type from the op table, or NULL. */
 mi__si_fn mi__si_lookup(const char *op);
 

@@ -1,10 +1,11 @@
 /* shape_infer_quant.c - shapes of the integer ops of quantized models: DynamicQuantizeLinear,
  * ConvInteger, MatMulInteger, QLinearConv, QLinearMatMul and com.microsoft's QLinearAdd,
  * QLinearMul, QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu,
- * QLinearSoftmax, QLinearConcat, QLinearWhere, QGemm and MatMulNBits. The GEMM-like ones and
- * the pools reuse the float ops' rules on their data inputs. */
+ * QLinearSoftmax, QLinearConcat, QLinearWhere, QGemm, MatMulNBits and DynamicQuantizeLSTM. The
+ * GEMM-like ones and the pools reuse the float ops' rules on their data inputs. */
 #include <string.h>
 
+#include "graph/dqlstm.h"
 #include "graph/nbits.h"
 #include "graph/shape_infer.h"
 
@@ -194,4 +195,21 @@ int32_t mi__si_matmul_nbits(mi__si_t *c, const mi_node_t *n) {
   d[a->rank - 1] = p.n;
   mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, a->rank, d);
   return MI_OK;
+}
+
+/* com.microsoft DynamicQuantizeLSTM: its weights checked, then LSTM's shapes. */
+int32_t mi__si_dqlstm(mi__si_t *c, const mi_node_t *n) {
+  mi__dql_in_t ins[12];
+  char why[256];
+  for (int32_t k = 0; k < 12; k++) {
+    const mi_tensor_t *t = mi__si_in(c, n, k);
+    ins[k].present = t != NULL;
+    ins[k].dtype = t ? t->dtype : MI_DTYPE_UNDEFINED;
+    ins[k].rank = t ? t->rank : -1;
+    ins[k].dims = t ? t->dims : NULL;
+    ins[k].data = t ? t->data : NULL;
+  }
+  if (mi__dqlstm_weights(n, ins, NULL, NULL, NULL, NULL, why, sizeof why))
+    return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  return mi__si_lookup("LSTM")(c, n);
 }

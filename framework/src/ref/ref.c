@@ -136,6 +136,7 @@ static const ref_op_t REF_OPS[] = {
     {"MatMulInteger", mi__ref_qgemm},
     {"QLinearMatMul", mi__ref_qgemm},
     {"MatMulNBits", mi__ref_matmul_nbits},
+    {"DynamicQuantizeLSTM", mi__ref_dqlstm},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {
