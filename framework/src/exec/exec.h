@@ -112,6 +112,10 @@ struct mi_session {
   struct mi__refusal *refusals;
   int32_t refusal_count;
   int32_t consts_reused; /* folded nodes whose values were taken over */
+  /* As a donor: its steps by signature hash (open addressing, -1 empty), built on the first
+   * look-up; a successor asks for each of its kernels (reuse.c). */
+  int32_t *sig_slot;
+  uint32_t sig_mask;
 };
 
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
@@ -181,6 +185,11 @@ typedef struct mi__plan {
   /* per node, or NULL: a choice of its own (joined as a second conv only with
    * MI_FUSE_MEMBER_CHOICES) */
   const uint8_t *pinned;
+  /* While mi__plan_build runs (the graph does not change then), per tensor: the node that alone
+   * reads it (sole) and the one that alone reads it among the nodes that run (live); -1 for
+   * none, several or a graph output. The matchers ask for readers node by node, and a scan of
+   * the graph per question made planning quadratic in its size. NULL outside: they scan. */
+  int32_t *sole, *live;
 } mi__plan_t;
 
 enum mi__role {
@@ -211,6 +220,8 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
                        const mi_variant_desc_t *vars, uint32_t var_count, int auto_fuse,
                        const uint8_t *pinned, mi_error_t *err);
 void mi__plan_free(mi__plan_t *p);
+/* mi__graph_sole_reader of the plan's graph, through its index while it is being built. */
+int32_t mi__plan_sole_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t);
 /* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout);
@@ -370,6 +381,8 @@ int32_t mi__note_refusal(mi_session_t *s, uint8_t *sig, size_t len, uint64_t has
 void mi__refusals_free(mi_session_t *s);
 /* The donor's kernel of that signature, taken out of its step; NULL when none. */
 mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len, uint64_t hash);
+/* Frees a donor's signature index (session destroy). */
+void mi__sig_index_free(mi_session_t *s);
 /* For node `node` of s, whose inputs are all constants: 1 and outs[] filled (moved out of the
  * donor) when the donor folded the same node of the same constant values; else 0. */
 int mi__reuse_folded(mi_session_t *s, int32_t node, mi_array_t **outs);

@@ -107,15 +107,14 @@ static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, 
   if (r->node_count == 1 || in_list(g->outputs, g->output_count, t)) return 1;
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];
-    int32_t at = -1;
+    int32_t at = -1, reads = 0;
     if (r->role && r->role[i] == MI__ROLE_UNREAD) continue;
+    for (int32_t j = 0; j < n->input_count && !reads; j++) reads = n->inputs[j] == t;
+    if (!reads) continue; /* (the kernel's members looked up only for a reader) */
     for (int32_t m = 0; m < r->node_count; m++)
       if (r->nodes[m] == i) at = m;
-    for (int32_t j = 0; j < n->input_count; j++) {
-      if (n->inputs[j] != t) continue;
-      if (at < 0) return 1;
-      if (at > pos) read_later = 1;
-    }
+    if (at < 0) return 1;
+    if (at > pos) read_later = 1;
   }
   return !read_later;
 }

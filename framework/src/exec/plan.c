@@ -210,8 +210,10 @@ static int match_group(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
 /* Union of the fuse masks the variants declare for `op`. */
 static uint32_t fuse_mask(const mi_variant_desc_t *v, uint32_t n, const char *op) {
   uint32_t m = 0;
+  /* (the first byte first: asked per node of the graph over every variant of the device) */
   for (uint32_t i = 0; i < n; i++)
-    if (strncmp(v[i].op_type, op, sizeof v[i].op_type) == 0) m |= v[i].fuse_mask;
+    if (v[i].op_type[0] == op[0] && strncmp(v[i].op_type, op, sizeof v[i].op_type) == 0)
+      m |= v[i].fuse_mask;
   return m;
 }
 
@@ -355,6 +357,7 @@ static int is_pointwise_on(const mi_graph_t *g, mi_array_t *const *consts, int32
  * reading the pattern's input, unread; the node before it still has the rewritten node alone. */
 int32_t mi__plan_live_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t) {
   int32_t found = -1;
+  if (p->live) return t < 0 || t >= g->tensor_count ? -1 : p->live[t];
   if (t < 0 || mi__graph_is_output(g, t)) return -1;
   for (int32_t i = 0; i < g->node_count; i++)
     for (int32_t j = 0; j < g->nodes[i].input_count && p->role[i] != MI__ROLE_UNREAD; j++)
@@ -450,7 +453,7 @@ static const mi__unit_t *resize_join(const mi_graph_t *g, const mi__plan_t *p, m
     int32_t t = c->inputs[j], pr = t >= 0 ? g->tensors[t].producer : -1, dup = 0;
     for (int32_t i = 0; i < u->count; i++) dup |= u->nodes[i] == pr;
     if (pr < 0 || dup || consts[t] || !mi__graph_is_op(g, pr, "Resize") || p->role[pr] != MI__ROLE_NODE ||
-        (p->pinned && p->pinned[pr]) || g->nodes[pr].output_count != 1 || mi__graph_sole_reader(g, t) != n)
+        (p->pinned && p->pinned[pr]) || g->nodes[pr].output_count != 1 || mi__plan_sole_reader(g, p, t) != n)
       continue;
     u->nodes[u->count++] = pr;
   }
@@ -477,7 +480,7 @@ static int linear_swish(const mi_graph_t *g, const mi__plan_t *p, int32_t x, int
           ml = d;
       }
   if (readers != 2 || sg < 0 || ml < 0 || g->nodes[sg].input_count != 1 || g->nodes[sg].output_count != 1 ||
-      (so = g->nodes[sg].outputs[0]) < 0 || mi__graph_is_output(g, so) || mi__graph_sole_reader(g, so) != ml ||
+      (so = g->nodes[sg].outputs[0]) < 0 || mi__graph_is_output(g, so) || mi__plan_sole_reader(g, p, so) != ml ||
       g->nodes[ml].input_count != 2 || g->nodes[ml].output_count != 1 || g->nodes[ml].outputs[0] < 0 ||
       !((g->nodes[ml].inputs[0] == x && g->nodes[ml].inputs[1] == so) ||
         (g->nodes[ml].inputs[1] == x && g->nodes[ml].inputs[0] == so)) ||
@@ -632,7 +635,7 @@ static int32_t gate_heads(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const 
     int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r;
     mi__unit_t u, *old;
     if (!mi__graph_is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
-        m->input_count != 2 || consts[y] || mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 ||
+        m->input_count != 2 || consts[y] || mi__graph_is_output(g, y) || (r = mi__plan_sole_reader(g, p, y)) < 0 ||
         !mi__graph_is_op(g, r, "Conv") || g->nodes[r].inputs[0] != y || mi_node_attr_int(&g->nodes[r], "group", 1) != 1 ||
         (p->pinned && p->pinned[r]))
       continue;
@@ -713,7 +716,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       int32_t y = m->output_count == 1 ? m->outputs[0] : -1, r, other;
       if (!mi__graph_is_op(g, n, "Mul") || p->role[n] != MI__ROLE_NODE || (p->pinned && p->pinned[n]) || y < 0 ||
           m->input_count != 2 || consts[y] || m->inputs[0] < 0 || m->inputs[1] < 0 || consts[m->inputs[0]] ||
-          consts[m->inputs[1]] || mi__graph_is_output(g, y) || (r = mi__graph_sole_reader(g, y)) < 0 ||
+          consts[m->inputs[1]] || mi__graph_is_output(g, y) || (r = mi__plan_sole_reader(g, p, y)) < 0 ||
           !mi__graph_is_op(g, r, "Add") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
           g->nodes[r].input_count != 2 || g->nodes[r].output_count != 1)
         continue;
@@ -735,7 +738,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
     if (!cmp || !(fuse_mask(vars, var_count, m->op_type) & MI_FUSE_ACT) || p->role[n] != MI__ROLE_NODE ||
         (p->pinned && p->pinned[n]) || y < 0 || consts[y] || m->input_count != 2 || m->inputs[0] < 0 ||
         m->inputs[1] < 0 || g->tensors[m->inputs[0]].dtype != MI_DTYPE_FLOAT32 || mi__graph_is_output(g, y) ||
-        (r = mi__graph_sole_reader(g, y)) < 0 || !mi__graph_is_op(g, r, "Cast") || p->role[r] != MI__ROLE_NODE ||
+        (r = mi__plan_sole_reader(g, p, y)) < 0 || !mi__graph_is_op(g, r, "Cast") || p->role[r] != MI__ROLE_NODE ||
         (p->pinned && p->pinned[r]) || mi_node_attr_int(&g->nodes[r], "to", 0) != MI_DTYPE_FLOAT32 ||
         g->nodes[r].output_count != 1)
       continue;
@@ -745,7 +748,7 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
   /* a MatMul / Gemm on the codes of its DequantizeLinear'd constant B (exec/qdq_weight.c) */
   if ((fuse_mask(vars, var_count, "MatMul") | fuse_mask(vars, var_count, "Gemm")) & MI_FUSE_DQ)
     for (int32_t n = 0; n < g->node_count; n++)
-      if ((fuse_mask(vars, var_count, g->nodes[n].op_type) & MI_FUSE_DQ) && mi__qdq_weight_match(g, p, consts, n, &u) &&
+      if (mi__qdq_weight_match(g, p, consts, n, &u) && (fuse_mask(vars, var_count, g->nodes[n].op_type) & MI_FUSE_DQ) &&
           add_unit(p, &u))
         return MI_ERR_OUT_OF_MEMORY;
   /* a MatMul's transposed and scaled runtime operands (exec/mm_fold.c) */
@@ -790,6 +793,45 @@ static void mark_dq_skips(mi__plan_t *p, const mi_graph_t *g) {
 
 /* Nodes whose outputs nobody reads (a Pad folded into its Conv leaves one): never run. Counted
  * readers, so a node read only by such nodes is one too (a fused layer norm leaves a chain). */
+int32_t mi__plan_sole_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t) {
+  if (p && p->sole) return t < 0 || t >= g->tensor_count ? -1 : p->sole[t];
+  return mi__graph_sole_reader(g, t);
+}
+
+/* The reader index (mi__plan_t.sole, .live) once the unread nodes are marked: the same answers
+ * as the scans. Without memory the matchers scan, as before. */
+static void index_readers(mi__plan_t *p, const mi_graph_t *g) {
+  size_t n = (size_t)g->tensor_count + 1;
+  int32_t *sole = malloc(n * sizeof *sole), *live = malloc(n * sizeof *live);
+  if (!sole || !live) {
+    free(sole);
+    free(live);
+    return;
+  }
+  for (size_t t = 0; t < n; t++) sole[t] = live[t] = -1;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++) {
+      int32_t t = g->nodes[i].inputs[j];
+      if (t < 0) continue;
+      sole[t] = sole[t] == -1 || sole[t] == i ? i : -2; /* -2: several, until the end */
+      if (p->role[i] != MI__ROLE_UNREAD) live[t] = live[t] == -1 || live[t] == i ? i : -2;
+    }
+  for (int32_t o = 0; o < g->output_count; o++)
+    if (g->outputs[o] >= 0) sole[g->outputs[o]] = live[g->outputs[o]] = -2;
+  for (size_t t = 0; t < n; t++) {
+    if (sole[t] == -2) sole[t] = -1;
+    if (live[t] == -2) live[t] = -1;
+  }
+  p->sole = sole;
+  p->live = live;
+}
+
+static void unindex_readers(mi__plan_t *p) {
+  free(p->sole);
+  free(p->live);
+  p->sole = p->live = NULL;
+}
+
 static void mark_unread(mi__plan_t *p, const mi_graph_t *g) {
   int32_t *reads = calloc((size_t)g->tensor_count + 1, sizeof *reads);
   int changed = 1;
@@ -829,6 +871,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
   if (!p->role || !p->unit) goto oom;
   for (int32_t i = 0; i < g->node_count; i++) p->unit[i] = -1;
   mark_unread(p, g);
+  index_readers(p, g);
   int qdq_elt = (fuse_mask(vars, var_count, "DequantizeLinear") & MI_FUSE_ACT) != 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     if (p->role[n] != MI__ROLE_NODE || !match_lowered(g, consts, n, &u)) continue;
@@ -852,6 +895,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
       if (mi__qdq_chain_match(g, p, consts, n, &u) && add_unit(p, &u)) goto oom;
   mark_dq_skips(p, g);
   if (mi__qdq_block_plan(p, g, consts, vars, var_count)) goto oom;
+  unindex_readers(p); /* the session rewrites its graph after planning */
   return MI_OK;
 oom:
   mi__plan_free(p);
@@ -860,6 +904,7 @@ oom:
 
 void mi__plan_free(mi__plan_t *p) {
   if (!p) return;
+  unindex_readers(p);
   free(p->role);
   free(p->unit);
   free(p->units);

@@ -27,7 +27,7 @@ static int inputs_ready(const mi_graph_t *g, mi_array_t *const *consts, const mi
  * DynamicQuantizeLinear's place (a residual read by the next block before its quantize). */
 int32_t mi__plan_tail_dynq(const mi_graph_t *g, const mi__plan_t *p, int32_t cur) {
   for (int32_t d = 0; d < g->node_count; d++)
-    if (mi__graph_is_op(g, d, "DynamicQuantizeLinear") && g->nodes[d].input_count >= 1 && g->nodes[d].inputs[0] == cur &&
+    if (g->nodes[d].input_count >= 1 && g->nodes[d].inputs[0] == cur && mi__graph_is_op(g, d, "DynamicQuantizeLinear") &&
         p->role[d] == MI__ROLE_NODE && !(p->pinned && p->pinned[d]) && g->nodes[d].output_count == 3)
       return d;
   return -1;
@@ -50,7 +50,7 @@ int mi__plan_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *cons
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
   for (int k = 0; k < 6 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
-    int32_t r = mi__graph_sole_reader(g, cur), other;
+    int32_t r = mi__plan_sole_reader(g, p, cur), other;
     const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
     if (!m || !mi__graph_is_op(g, r, ops[k]) || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
         m->output_count != 1 || m->outputs[0] < 0) {
@@ -83,7 +83,7 @@ int mi__plan_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *cons
   /* with MI_FUSE_ACT: x * a [+ b] by constant scalars (paddle's learnable affine block), then the
    * hard-swish */
   for (int k = 0; k < 2 && hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count < MI__UNIT_MAX; k++) {
-    int32_t r = mi__graph_sole_reader(g, cur);
+    int32_t r = mi__plan_sole_reader(g, p, cur);
     const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
     if (!m || !mi__graph_is_op(g, r, k ? "Add" : "Mul") || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) ||
         m->input_count != 2 || m->output_count != 1 || m->outputs[0] < 0 ||
@@ -105,7 +105,7 @@ int mi__plan_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *cons
   /* then up to two of LeakyRelu, Relu, Clip and Max / Min against a constant (tf2onnx's LeakyRelu
    * -> Max), which the FP32 conv's epilogue takes too: the dynamic layer stays one kernel */
   for (int k = 0; k < 2 && hswish && cur >= 0 && !mi__graph_is_output(g, cur) && u->count < MI__UNIT_MAX; k++) {
-    int32_t r = mi__graph_sole_reader(g, cur);
+    int32_t r = mi__plan_sole_reader(g, p, cur);
     const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
     if (!m || p->role[r] != MI__ROLE_NODE || (p->pinned && p->pinned[r]) || m->output_count != 1 ||
         m->outputs[0] < 0 || consts[m->outputs[0]] || mi__plan_chain_bit(g, consts, r, cur, 0) != MI_FUSE_ACT ||
@@ -119,12 +119,12 @@ int mi__plan_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *cons
    * before each stride-2 depthwise conv), where the device's Pad declares MI_FUSE_ACT as for
    * Pad -> DynamicQuantizeLinear: the codes can go straight into the padded plane */
   int32_t r = hswish && pad && cur >= 0 && !mi__graph_is_output(g, cur) && u->count + 2 <= MI__UNIT_MAX
-                  ? mi__graph_sole_reader(g, cur)
+                  ? mi__plan_sole_reader(g, p, cur)
                   : -1;
   if (r >= 0 && mi__graph_is_op(g, r, "Pad") && p->role[r] == MI__ROLE_NODE && !(p->pinned && p->pinned[r]) &&
       g->nodes[r].input_count >= 1 && g->nodes[r].inputs[0] == cur && g->nodes[r].output_count == 1) {
     int32_t y = g->nodes[r].outputs[0], d = y >= 0 && !consts[y] && !mi__graph_is_output(g, y) ? mi__plan_tail_dynq(g, p, y) : -1;
-    if (d >= 0 && mi__graph_sole_reader(g, y) == d) {
+    if (d >= 0 && mi__plan_sole_reader(g, p, y) == d) {
       u->nodes[u->count++] = r;
       u->nodes[u->count++] = d;
       cur = -1;
@@ -155,7 +155,7 @@ int mi__plan_gemm_int_tail(const mi_graph_t *g, const mi__plan_t *p, mi_array_t 
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
   for (int k = 0; k < 3 && cur >= 0 && !mi__graph_is_output(g, cur); k++) {
-    int32_t r = mi__graph_sole_reader(g, cur), other;
+    int32_t r = mi__plan_sole_reader(g, p, cur), other;
     const mi_node_t *m = r >= 0 ? &g->nodes[r] : NULL;
     const mi_tensor_t *o, *c = &g->tensors[cur];
     if (!m || !mi__graph_is_op(g, r, k == 0 ? "Cast" : k == 1 ? "Mul"

@@ -56,12 +56,12 @@ static int conv_kind(const mi_graph_t *g, mi_array_t *const *consts, const mi__u
  * input slot 0 (or, for an Add, either slot: *slot says which); -1 when there is none or the
  * codes or the DQ's values have another reader. */
 static int32_t reader_unit(const mi__plan_t *p, const mi_graph_t *g, int32_t codes, int32_t *slot) {
-  int32_t dq = mi__graph_sole_reader(g, codes), r, ui;
+  int32_t dq = mi__plan_sole_reader(g, p, codes), r, ui;
   const mi__unit_t *u;
   if (dq < 0 || !plain(g, dq, "DequantizeLinear") || p->role[dq] != MI__ROLE_DQ_SKIP ||
       g->nodes[dq].inputs[0] != codes || g->nodes[dq].output_count != 1)
     return -1;
-  if ((r = mi__graph_sole_reader(g, g->nodes[dq].outputs[0])) < 0 || (ui = p->unit[r]) < 0) return -1;
+  if ((r = mi__plan_sole_reader(g, p, g->nodes[dq].outputs[0])) < 0 || (ui = p->unit[r]) < 0) return -1;
   u = &p->units[ui];
   if (u->kind != 1 || u->dead || u->op != r || (p->pinned && p->pinned[r])) return -1;
   if (u->dqx == dq && u->dqw != dq) *slot = 0;

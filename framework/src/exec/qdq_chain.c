@@ -107,7 +107,7 @@ int mi__qdq_chain_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *co
     if ((plain_op(g, u->nodes[m], "Concat") || plain_op(g, u->nodes[m], "Pad")) && t != qin) return 0;
     if (plain_op(g, u->nodes[m], "MaxPool") && t != qin &&
         !(plain_op(g, last, "Concat") && g->nodes[last].outputs[0] == qin && m == u->count - 2 &&
-          mi__graph_sole_reader(g, t) == last))
+          mi__plan_sole_reader(g, p, t) == last))
       return 0;
   }
   /* Every value of the chain stays inside: read by members only (the last by the Q alone). */

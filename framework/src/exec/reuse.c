@@ -142,15 +142,54 @@ int32_t mi__kernel_signature(const mi_kernel_desc_t *d, uint8_t **out, size_t *l
   return MI_OK;
 }
 
+/* The donor's steps by signature hash, so each of a successor's kernels is one probe rather
+ * than a scan of every step (a decoder's branch: 483 kernels asked of 483 steps per token). */
+static int sig_index(mi_session_t *donor) {
+  uint32_t cap = 16;
+  if (donor->sig_slot) return 1;
+  while (cap < (uint32_t)donor->step_count * 2u) cap *= 2;
+  if (!(donor->sig_slot = malloc(cap * sizeof *donor->sig_slot))) return 0;
+  memset(donor->sig_slot, 0xff, cap * sizeof *donor->sig_slot);
+  donor->sig_mask = cap - 1;
+  for (int32_t i = 0; i < donor->step_count; i++) {
+    uint32_t h;
+    if (!donor->steps[i].sig) continue;
+    h = (uint32_t)donor->steps[i].sig_hash & donor->sig_mask;
+    while (donor->sig_slot[h] >= 0) h = (h + 1) & donor->sig_mask;
+    donor->sig_slot[h] = i;
+  }
+  return 1;
+}
+
+void mi__sig_index_free(mi_session_t *s) {
+  free(s->sig_slot);
+  s->sig_slot = NULL;
+}
+
 mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len,
                               uint64_t hash) {
-  for (int32_t i = 0; donor && i < donor->step_count; i++) {
+  if (!donor) return NULL;
+  if (sig_index(donor)) {
+    /* Steps of the same signature (the same layer twice) come in step order along the probe
+     * sequence, as the scan found them; a step whose kernel was taken is passed over. */
+    for (uint32_t h = (uint32_t)hash & donor->sig_mask; donor->sig_slot[h] >= 0;
+         h = (h + 1) & donor->sig_mask) {
+      mi__step_t *st = &donor->steps[donor->sig_slot[h]];
+      mi_kernel_t *k = st->kernel;
+      if (!k || st->sig_hash != hash || st->sig_len != len || memcmp(st->sig, sig, len) != 0)
+        continue;
+      st->kernel = NULL; /* the donor's destroy no longer releases it */
+      return k;
+    }
+    return NULL;
+  }
+  for (int32_t i = 0; i < donor->step_count; i++) { /* no memory for the index: scan */
     mi__step_t *st = &donor->steps[i];
     mi_kernel_t *k = st->kernel;
     if (!k || !st->sig || st->sig_hash != hash || st->sig_len != len ||
         memcmp(st->sig, sig, len) != 0)
       continue;
-    st->kernel = NULL; /* the donor's destroy no longer releases it */
+    st->kernel = NULL;
     return k;
   }
   return NULL;

@@ -240,6 +240,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->unfused);
   mi__nested_free(s);
   mi__refusals_free(s);
+  mi__sig_index_free(s);
   free(s->dlayout);
   free(s->dblock);
   mi_graph_destroy(s->own);

@@ -287,8 +287,9 @@ static const mi__si_op_t ops[] = {
 };
 
 mi__si_fn mi__si_lookup(const char *op) {
+  /* (the first byte first: asked per node at every shape inference) */
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (strcmp(ops[i].op, op) == 0) return ops[i].fn;
+    if (ops[i].op[0] == op[0] && strcmp(ops[i].op, op) == 0) return ops[i].fn;
   return NULL;
 }
 

@@ -176,7 +176,15 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t) {
 }
 
 int32_t mi__graph_producer(const mi_graph_t *g, int32_t t) {
+  int32_t h;
   if (t < 0) return -1;
+  /* The tensor's producer field, when that node does write it (a graph is single-assignment;
+   * a rewrite may leave the field stale, hence the check and the scan). Matchers ask for
+   * producers node by node: a scan per question was quadratic in the graph's size. */
+  h = t < g->tensor_count ? g->tensors[t].producer : -1;
+  if (h >= 0 && h < g->node_count)
+    for (int32_t o = 0; o < g->nodes[h].output_count; o++)
+      if (g->nodes[h].outputs[o] == t) return h;
   for (int32_t i = 0; i < g->node_count; i++)
     for (int32_t o = 0; o < g->nodes[i].output_count; o++)
       if (g->nodes[i].outputs[o] == t) return i;

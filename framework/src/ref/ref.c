@@ -141,8 +141,9 @@ static const ref_op_t REF_OPS[] = {
 
 static mi__ref_op_fn ref_find(const char *op_type) {
   if (!op_type) return NULL;
+  /* (the first byte first: folding and session preparation ask per node) */
   for (size_t i = 0; i < sizeof REF_OPS / sizeof REF_OPS[0]; i++)
-    if (strcmp(REF_OPS[i].name, op_type) == 0) return REF_OPS[i].fn;
+    if (REF_OPS[i].name[0] == op_type[0] && strcmp(REF_OPS[i].name, op_type) == 0) return REF_OPS[i].fn;
   return NULL;
 }
 
