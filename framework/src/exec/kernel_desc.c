@@ -93,7 +93,11 @@ static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, 
     for (int32_t i = 0; i < g->node_count; i++) {
       const mi_node_t *n = &g->nodes[i];
       int32_t at = -1;
+      int reads = 0;
       if (in_list(r->absorbed, r->absorbed_count, i) || (r->role && r->role[i] == MI__ROLE_UNREAD)) continue;
+      for (int32_t j = 0; j < n->input_count && !reads; j++)
+        reads = n->inputs[j] == t || subst(r, n->inputs[j]) == t;
+      if (!reads) continue; /* (membership looked up only for a reader, as below) */
       for (int32_t m = 0; m < r->node_count; m++)
         if (r->nodes[m] == i) at = m;
       for (int32_t j = 0; j < n->input_count; j++)

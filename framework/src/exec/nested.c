@@ -66,14 +66,21 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
       x->data = kept;
     }
   }
-  for (int32_t i = 0; i < caps; i++) {
+  for (int32_t i = 0, last = 0; i < caps; i++) {
     mi_tensor_t *t = &e->g->tensors[e->g->captures[i]];
     const mi_tensor_t *outer;
-    int32_t k = n->input_count - n->implicit_inputs;
-    while (k < n->input_count &&
-           (n->inputs[k] < 0 || strcmp(s->g->tensors[n->inputs[k]].name, t->name) != 0))
-      k++;
-    if (k == n->input_count || !ins[k] || ins[k]->rank > MI_MAX_RANK) goto done;
+    int32_t first = n->input_count - n->implicit_inputs, span = n->implicit_inputs, k = -1;
+    /* The If lists its captures in the branch's order as a rule: the search starts after the
+     * last one found (a decoder's branch captures every cache: a scan from the start per
+     * capture was quadratic). A name names one outer tensor, so any match is the match. */
+    for (int32_t d = 0; d < span && k < 0; d++) {
+      int32_t c = first + (last + d) % span;
+      if (n->inputs[c] >= 0 && strcmp(s->g->tensors[n->inputs[c]].name, t->name) == 0) {
+        k = c;
+        last = (last + d + 1) % span;
+      }
+    }
+    if (k < 0 || !ins[k] || ins[k]->rank > MI_MAX_RANK) goto done;
     outer = &s->g->tensors[n->inputs[k]];
     t->dtype = ins[k]->dtype;
     t->rank = ins[k]->rank;
