@@ -222,6 +222,10 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
 void mi__plan_free(mi__plan_t *p);
 /* mi__graph_sole_reader of the plan's graph, through its index while it is being built. */
 int32_t mi__plan_sole_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t);
+/* Builds the reader index (sole, live) of graph g with the roles p holds now (no memory: none,
+ * and the look-ups scan); mi__plan_build does, once the unread nodes are marked. */
+void mi__plan_index_readers(mi__plan_t *p, const mi_graph_t *g);
+void mi__plan_unindex_readers(mi__plan_t *p);
 /* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout);

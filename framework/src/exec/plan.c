@@ -800,7 +800,7 @@ int32_t mi__plan_sole_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t
 
 /* The reader index (mi__plan_t.sole, .live) once the unread nodes are marked: the same answers
  * as the scans. Without memory the matchers scan, as before. */
-static void index_readers(mi__plan_t *p, const mi_graph_t *g) {
+void mi__plan_index_readers(mi__plan_t *p, const mi_graph_t *g) {
   size_t n = (size_t)g->tensor_count + 1;
   int32_t *sole = malloc(n * sizeof *sole), *live = malloc(n * sizeof *live);
   if (!sole || !live) {
@@ -826,7 +826,7 @@ static void index_readers(mi__plan_t *p, const mi_graph_t *g) {
   p->live = live;
 }
 
-static void unindex_readers(mi__plan_t *p) {
+void mi__plan_unindex_readers(mi__plan_t *p) {
   free(p->sole);
   free(p->live);
   p->sole = p->live = NULL;
@@ -871,7 +871,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
   if (!p->role || !p->unit) goto oom;
   for (int32_t i = 0; i < g->node_count; i++) p->unit[i] = -1;
   mark_unread(p, g);
-  index_readers(p, g);
+  mi__plan_index_readers(p, g);
   int qdq_elt = (fuse_mask(vars, var_count, "DequantizeLinear") & MI_FUSE_ACT) != 0;
   for (int32_t n = 0; n < g->node_count; n++) {
     if (p->role[n] != MI__ROLE_NODE || !match_lowered(g, consts, n, &u)) continue;
@@ -895,7 +895,7 @@ int32_t mi__plan_build(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const *co
       if (mi__qdq_chain_match(g, p, consts, n, &u) && add_unit(p, &u)) goto oom;
   mark_dq_skips(p, g);
   if (mi__qdq_block_plan(p, g, consts, vars, var_count)) goto oom;
-  unindex_readers(p); /* the session rewrites its graph after planning */
+  mi__plan_unindex_readers(p); /* the session rewrites its graph after planning */
   return MI_OK;
 oom:
   mi__plan_free(p);
@@ -904,7 +904,7 @@ oom:
 
 void mi__plan_free(mi__plan_t *p) {
   if (!p) return;
-  unindex_readers(p);
+  mi__plan_unindex_readers(p);
   free(p->role);
   free(p->unit);
   free(p->units);
