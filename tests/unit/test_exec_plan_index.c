@@ -2,8 +2,8 @@
  * a scan of the graph per question (a nested branch is prepared again at every cache length of
  * a decoding loop): the plan's reader index (exec/plan.c) gives the answers the scans give for
  * a tensor read twice by one node, read by two, read by a node that does not run, read and a
- * graph output, and not read; mi__graph_producer stays right when a tensor's producer field is
- * stale. */
+ * graph output, and not read, and so does the graph's (mi__graph_sole_readers, what the layer
+ * norm fusion reads); mi__graph_producer stays right when a tensor's producer field is stale. */
 #include "exec/exec.h"
 #include "exec/plan_match.h"
 #include "graph/graph.h"
@@ -65,6 +65,18 @@ static void readers(void) {
   mi_graph_destroy(g);
 }
 
+static void graph_index(void) {
+  int32_t t[6], *idx;
+  mi_graph_t *g = build(t);
+  REQUIRE((idx = mi__graph_sole_readers(g)) != NULL);
+  for (int32_t i = 0; i < g->tensor_count; i++)
+    CHECK(idx[i] == mi__graph_sole_reader(g, i), "sole reader of %s: index %d, scan %d", g->tensors[i].name,
+          idx[i], mi__graph_sole_reader(g, i));
+  CHECK(idx[t[1]] == 1 && idx[t[2]] == -1 && idx[t[3]] == -1 && idx[t[4]] == -1);
+  free(idx);
+  mi_graph_destroy(g);
+}
+
 static void producer_stale(void) {
   int32_t t[6];
   mi_graph_t *g = build(t);
@@ -81,5 +93,5 @@ static void producer_stale(void) {
   mi_graph_destroy(g);
 }
 
-static const tu_case_t tu_cases[] = {TU_CASE(readers), TU_CASE(producer_stale)};
+static const tu_case_t tu_cases[] = {TU_CASE(readers), TU_CASE(graph_index), TU_CASE(producer_stale)};
 TU_MAIN(NULL, NULL)

@@ -45,6 +45,10 @@ int mi__graph_is_output(const mi_graph_t *g, int32_t t);
 /** The one node that reads tensor t (through any number of its inputs), or -1 when none or
  * several do or t is a graph output: what a fusion may fold into its producer. */
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t);
+/** mi__graph_sole_reader of every tensor at once (malloc'd, tensor_count entries; NULL when out
+ * of memory): a matcher that asks per node reads it instead of scanning the graph per question,
+ * and builds it again after it rewrites the graph. */
+int32_t *mi__graph_sole_readers(const mi_graph_t *g);
 /** The node that produces tensor t, or -1 (a graph input, a constant, t < 0). */
 int32_t mi__graph_producer(const mi_graph_t *g, int32_t t);
 /** 1 when node n exists and is op type `op` of the default ONNX domain (what the fusion and

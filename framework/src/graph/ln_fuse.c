@@ -91,14 +91,19 @@ static int is_centre(const mi_graph_t *g, int32_t s, int32_t x, int32_t mean) {
 
 /* Matches the norm that ends at the Div node `div` (x - mean) / sqrt(var + eps), followed by
  * a constant Mul and optionally a constant Add. 1 and *m filled when it is one. */
-static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
+/* The sole reader of t, from the index where there is one (mi__graph_sole_readers). */
+static int32_t sole(const mi_graph_t *g, const int32_t *idx, int32_t t) {
+  return idx && t >= 0 && t < g->tensor_count ? idx[t] : mi__graph_sole_reader(g, t);
+}
+
+static int match_at_div(const mi_graph_t *g, const int32_t *idx, int32_t div, ln_match_t *m) {
   const mi_node_t *dn = &g->nodes[div];
   int32_t sub, sq, add_eps, rm2, pw, rm1, x, mean, mul, add;
   float two;
   if (!mi__graph_is_op(g, div, "Div") || dn->input_count != 2 || dn->output_count != 1) return 0;
   sub = mi__graph_producer(g, dn->inputs[0]);
   sq = mi__graph_producer(g, dn->inputs[1]);
-  if (!mi__graph_is_op(g, sub, "Sub") || !mi__graph_is_op(g, sq, "Sqrt") || mi__graph_sole_reader(g, dn->inputs[1]) != div)
+  if (!mi__graph_is_op(g, sub, "Sub") || !mi__graph_is_op(g, sq, "Sqrt") || sole(g, idx, dn->inputs[1]) != div)
     return 0;
   x = g->nodes[sub].inputs[0];
   mean = g->nodes[sub].inputs[1];
@@ -107,7 +112,7 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
       !is_centre(g, sub, x, mean))
     return 0;
   add_eps = mi__graph_producer(g, g->nodes[sq].inputs[0]);
-  if (!mi__graph_is_op(g, add_eps, "Add") || mi__graph_sole_reader(g, g->nodes[sq].inputs[0]) != sq) return 0;
+  if (!mi__graph_is_op(g, add_eps, "Add") || sole(g, idx, g->nodes[sq].inputs[0]) != sq) return 0;
   /* var + eps, either operand order */
   {
     const mi_node_t *a = &g->nodes[add_eps];
@@ -117,10 +122,10 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
     else if (const_scalar(g, a->inputs[0], &m->eps))
       var = a->inputs[1];
     rm2 = mi__graph_producer(g, var);
-    if (!mi__graph_is_op(g, rm2, "ReduceMean") || mi__graph_sole_reader(g, var) != add_eps) return 0;
+    if (!mi__graph_is_op(g, rm2, "ReduceMean") || sole(g, idx, var) != add_eps) return 0;
   }
   pw = mi__graph_producer(g, g->nodes[rm2].inputs[0]);
-  if (mi__graph_sole_reader(g, g->nodes[rm2].inputs[0]) != rm2) return 0;
+  if (sole(g, idx, g->nodes[rm2].inputs[0]) != rm2) return 0;
   /* (x - mean)^2: Pow(d, 2) or d * d, on the same centred values or a twin Sub's */
   if (mi__graph_is_op(g, pw, "Pow")) {
     if (g->nodes[pw].input_count != 2 || !const_scalar(g, g->nodes[pw].inputs[1], &two) ||
@@ -146,14 +151,14 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
     }
   if (mi__graph_is_output(g, mean) || mi__graph_is_output(g, dn->inputs[0])) return 0;
   /* * scale, then optionally + bias (constants over the normalised dims) */
-  mul = mi__graph_sole_reader(g, dn->outputs[0]);
+  mul = sole(g, idx, dn->outputs[0]);
   if (!mi__graph_is_op(g, mul, "Mul")) return 0;
   m->scale = other_operand(g, mul, dn->outputs[0]);
   if (m->scale < 0 || !covers_norm_dims(g, m->scale, x, m->axis)) return 0;
   m->x = x;
   m->last = mul;
   m->bias = -1;
-  add = mi__graph_sole_reader(g, g->nodes[mul].outputs[0]);
+  add = sole(g, idx, g->nodes[mul].outputs[0]);
   if (mi__graph_is_op(g, add, "Add")) {
     int32_t b = other_operand(g, add, g->nodes[mul].outputs[0]);
     if (b >= 0 && covers_norm_dims(g, b, x, m->axis)) {
@@ -166,9 +171,11 @@ static int match_at_div(const mi_graph_t *g, int32_t div, ln_match_t *m) {
 
 int mi__graph_ln_fusable(const mi_graph_t *g) {
   ln_match_t m;
-  for (int32_t i = 0; g && i < g->node_count; i++)
-    if (match_at_div(g, i, &m)) return 1;
-  return 0;
+  int32_t *idx = g ? mi__graph_sole_readers(g) : NULL; /* (NULL: the look-ups scan) */
+  int found = 0;
+  for (int32_t i = 0; g && i < g->node_count && !found; i++) found = match_at_div(g, idx, i, &m);
+  free(idx);
+  return found;
 }
 
 /* Rewrites node m->last into LayerNormalization(x, scale[, bias]) with the same output. */
@@ -198,13 +205,20 @@ static int32_t rewrite(mi_graph_t *g, const ln_match_t *m) {
 }
 
 int32_t mi__graph_fuse_layernorms(mi_graph_t *g) {
-  int32_t fused = 0;
+  int32_t fused = 0, *idx = mi__graph_sole_readers(g); /* (NULL: the look-ups scan) */
   for (int32_t i = 0; i < g->node_count; i++) {
     ln_match_t m;
-    if (!match_at_div(g, i, &m)) continue;
+    if (!match_at_div(g, idx, i, &m)) continue;
     /* The other nodes keep their outputs, read by nobody now: the session skips them. */
-    if (rewrite(g, &m) != MI_OK) return -MI_ERR_OUT_OF_MEMORY;
+    if (rewrite(g, &m) != MI_OK) {
+      free(idx);
+      return -MI_ERR_OUT_OF_MEMORY;
+    }
     fused++;
+    /* The rewritten node reads other tensors: the index of the graph as it is now. */
+    free(idx);
+    idx = mi__graph_sole_readers(g);
   }
+  free(idx);
   return fused;
 }

@@ -191,6 +191,23 @@ int32_t mi__graph_producer(const mi_graph_t *g, int32_t t) {
   return -1;
 }
 
+int32_t *mi__graph_sole_readers(const mi_graph_t *g) {
+  size_t n = (size_t)g->tensor_count + 1;
+  int32_t *r = malloc(n * sizeof *r);
+  if (!r) return NULL;
+  for (size_t t = 0; t < n; t++) r[t] = -1;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++) {
+      int32_t t = g->nodes[i].inputs[j];
+      if (t >= 0 && t < g->tensor_count) r[t] = r[t] == -1 || r[t] == i ? i : -2; /* -2: several */
+    }
+  for (int32_t o = 0; o < g->output_count; o++)
+    if (g->outputs[o] >= 0 && g->outputs[o] < g->tensor_count) r[g->outputs[o]] = -1;
+  for (size_t t = 0; t < n; t++)
+    if (r[t] == -2) r[t] = -1;
+  return r;
+}
+
 int32_t mi__graph_sole_reader(const mi_graph_t *g, int32_t t) {
   int32_t found = -1;
   if (mi__graph_is_output(g, t)) return -1;
