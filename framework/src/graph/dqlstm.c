@@ -2,22 +2,12 @@
  * ones stand for, and the loader's rewrite into LSTM. ONNX Runtime's kernel also quantizes X and
  * the hidden state to 8 bits at every step (dynamically); the reference here keeps them float, so
  * it is the LSTM the quantized weights define, within that activation rounding of ONNX Runtime. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/dqlstm.h"
 #include "graph/graph_internal.h"
-
-static int fail(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 static int64_t numel(const mi__dql_in_t *x) {
   int64_t c = 1;
@@ -30,21 +20,21 @@ static int check_one(const mi__dql_in_t *ins, int32_t k, int32_t ks, int64_t dir
                      const char *what, char *why, size_t cap) {
   const mi__dql_in_t *w = &ins[k], *s = &ins[ks], *z = &ins[ks + 1];
   if (!w->present || !s->present || !z->present)
-    return fail(why, cap, "%s, its scale and zero point are required", what);
+    return mi__why(why, cap, "%s, its scale and zero point are required", what);
   if (w->dtype != MI_DTYPE_INT8 && w->dtype != MI_DTYPE_UINT8)
-    return fail(why, cap, "%s must be INT8 or UINT8 (dtype %d)", what, (int)w->dtype);
+    return mi__why(why, cap, "%s must be INT8 or UINT8 (dtype %d)", what, (int)w->dtype);
   if (w->rank >= 0 && (w->rank != 3 || w->dims[0] != dirs || w->dims[2] != h4 || (rows >= 0 && w->dims[1] != rows)))
-    return fail(why, cap, "%s must be [%lld, %s, %lld] ([num_directions, %s, 4 * hidden_size])", what,
-                (long long)dirs, k == 1 ? "input_size" : "hidden_size", (long long)h4,
-                k == 1 ? "input_size" : "hidden_size");
+    return mi__why(why, cap, "%s must be [%lld, %s, %lld] ([num_directions, %s, 4 * hidden_size])", what,
+                   (long long)dirs, k == 1 ? "input_size" : "hidden_size", (long long)h4,
+                   k == 1 ? "input_size" : "hidden_size");
   if (s->dtype != MI_DTYPE_FLOAT32 || z->dtype != w->dtype)
-    return fail(why, cap, "%s's scale must be FLOAT32 and its zero point %s's dtype", what, what);
+    return mi__why(why, cap, "%s's scale must be FLOAT32 and its zero point %s's dtype", what, what);
   if (s->rank >= 0 && numel(s) != dirs && numel(s) != dirs * h4)
-    return fail(why, cap, "%s's scale has %lld values (num_directions or num_directions * 4 * hidden_size)", what,
-                (long long)numel(s));
+    return mi__why(why, cap, "%s's scale has %lld values (num_directions or num_directions * 4 * hidden_size)", what,
+                   (long long)numel(s));
   if (s->rank >= 0 && z->rank >= 0 && numel(z) != numel(s))
-    return fail(why, cap, "%s's zero point has %lld values, its scale %lld", what, (long long)numel(z),
-                (long long)numel(s));
+    return mi__why(why, cap, "%s's zero point has %lld values, its scale %lld", what, (long long)numel(z),
+                   (long long)numel(s));
   return 0;
 }
 
@@ -71,13 +61,13 @@ int mi__dqlstm_weights(const mi_node_t *node, const mi__dql_in_t *ins, float **o
   int64_t dirs = strcmp(mi_node_attr_string(node, "direction", "forward"), "bidirectional") == 0 ? 2 : 1;
   const mi__dql_in_t *x = &ins[0];
   int64_t in = x->rank == 3 ? x->dims[2] : -1;
-  if (h <= 0) return fail(why, cap, "hidden_size must be positive");
+  if (h <= 0) return mi__why(why, cap, "hidden_size must be positive");
   if (check_one(ins, 1, 8, dirs, in, 4 * h, "W", why, cap) || check_one(ins, 2, 10, dirs, h, 4 * h, "R", why, cap))
     return -1;
   if (!out_w) return 0;
   for (int32_t k = 1; k <= 11; k++)
-    if ((k == 1 || k == 2 || k >= 8) && !ins[k].data) return fail(why, cap, "input %d is not a constant", (int)k);
-  if (ins[1].rank != 3 || ins[2].rank != 3) return fail(why, cap, "W and R must have known shapes");
+    if ((k == 1 || k == 2 || k >= 8) && !ins[k].data) return mi__why(why, cap, "input %d is not a constant", (int)k);
+  if (ins[1].rank != 3 || ins[2].rank != 3) return mi__why(why, cap, "W and R must have known shapes");
   int64_t iw = ins[1].dims[1];
   *out_w = dequant(&ins[1], &ins[8], &ins[9], dirs, iw, 4 * h);
   *out_r = dequant(&ins[2], &ins[10], &ins[11], dirs, h, 4 * h);

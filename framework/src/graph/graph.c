@@ -1,4 +1,5 @@
 /* graph.c - the graph IR: creation, deep copy, destruction and the builder functions. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,14 @@ MI_API void mi_graph_destroy(mi_graph_t *g) {
   free(g->captures);
   free(g->name);
   free(g);
+}
+
+int mi__why(char *why, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
+  return -1;
 }
 
 void *mi__dup_bytes(const void *p, size_t n) {

@@ -2,22 +2,12 @@
  * the reference, its packed codes read back, and the session's lowering to a blocked
  * DequantizeLinear + MatMul so that every device runs it (folded to float, or on the codes where
  * a device takes weight-only codes). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graph/graph_internal.h"
 #include "graph/nbits.h"
-
-static int fail(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *why, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-  return -1;
-}
 
 static int64_t numel(const mi__nb_in_t *x) {
   int64_t c = 1;
@@ -37,25 +27,25 @@ int mi__nbits_check(const mi_node_t *node, const mi__nb_in_t *ins, mi__nbits_t *
   p->bits = mi_node_attr_int(node, "bits", 4);
   p->block = mi_node_attr_int(node, "block_size", -1);
   if (p->k < 1 || p->n < 1)
-    return fail(why, cap, "attributes K = %lld and N = %lld must be given and >= 1", (long long)p->k,
-                (long long)p->n);
+    return mi__why(why, cap, "attributes K = %lld and N = %lld must be given and >= 1", (long long)p->k,
+                   (long long)p->n);
   if (p->bits != 2 && p->bits != 4 && p->bits != 8)
-    return fail(why, cap, "bits = %lld (2, 4 or 8 are supported)", (long long)p->bits);
+    return mi__why(why, cap, "bits = %lld (2, 4 or 8 are supported)", (long long)p->bits);
   /* ONNX Runtime's kernels take power-of-two blocks of at least 16 */
   if (p->block < 16 || (p->block & (p->block - 1)))
-    return fail(why, cap, "block_size = %lld is not a power of two >= 16", (long long)p->block);
+    return mi__why(why, cap, "block_size = %lld is not a power of two >= 16", (long long)p->block);
   p->kb = (p->k + p->block - 1) / p->block;
   p->blob = p->block * p->bits / 8;
   p->zp_row = (p->kb * p->bits + 7) / 8;
   if (!a->present || !b->present || !s->present)
-    return fail(why, cap, "inputs A, B and scales are required");
+    return mi__why(why, cap, "inputs A, B and scales are required");
   if (a->dtype != MI_DTYPE_UNDEFINED && a->dtype != MI_DTYPE_FLOAT32)
-    return fail(why, cap, "A must be FLOAT32 (dtype %lld)", (long long)a->dtype);
+    return mi__why(why, cap, "A must be FLOAT32 (dtype %lld)", (long long)a->dtype);
   if (a->rank == 0 || (a->rank > 0 && a->dims[a->rank - 1] >= 0 && a->dims[a->rank - 1] != p->k))
-    return fail(why, cap, "A's last dim is %lld, K = %lld", a->rank > 0 ? (long long)a->dims[a->rank - 1] : 0,
-                (long long)p->k);
+    return mi__why(why, cap, "A's last dim is %lld, K = %lld", a->rank > 0 ? (long long)a->dims[a->rank - 1] : 0,
+                   (long long)p->k);
   if (b->dtype != MI_DTYPE_UINT8)
-    return fail(why, cap, "B must be UINT8 packed codes (dtype %lld)", (long long)b->dtype);
+    return mi__why(why, cap, "B must be UINT8 packed codes (dtype %lld)", (long long)b->dtype);
   if (b->rank >= 0 && (b->rank != 3 || b->dims[0] != p->n || b->dims[1] != p->kb || b->dims[2] != p->blob)) {
     snprintf(why, cap,
              "B has shape [%lld, %lld, %lld] (rank %d), N, ceil(K / block_size), block_size * bits / 8 "
@@ -66,33 +56,33 @@ int mi__nbits_check(const mi_node_t *node, const mi__nb_in_t *ins, mi__nbits_t *
     return -1;
   }
   if (!is_float(s->dtype))
-    return fail(why, cap, "scales must be FLOAT32 or FLOAT16 (dtype %lld)", (long long)s->dtype);
+    return mi__why(why, cap, "scales must be FLOAT32 or FLOAT16 (dtype %lld)", (long long)s->dtype);
   if (s->rank >= 0 && numel(s) != p->n * p->kb)
-    return fail(why, cap, "scales have %lld values, N * ceil(K / block_size) = %lld", (long long)numel(s),
-                (long long)(p->n * p->kb));
+    return mi__why(why, cap, "scales have %lld values, N * ceil(K / block_size) = %lld", (long long)numel(s),
+                   (long long)(p->n * p->kb));
   if (z->present) {
     p->zp_float = is_float(z->dtype);
     if (p->zp_float && z->dtype != s->dtype)
-      return fail(why, cap, "float zero points must have the scales' dtype");
+      return mi__why(why, cap, "float zero points must have the scales' dtype");
     if (!p->zp_float && z->dtype != MI_DTYPE_UINT8)
-      return fail(why, cap, "zero points must be packed UINT8 or the scales' dtype (dtype %lld)",
-                  (long long)z->dtype);
+      return mi__why(why, cap, "zero points must be packed UINT8 or the scales' dtype (dtype %lld)",
+                     (long long)z->dtype);
     int64_t want = p->zp_float ? p->n * p->kb : p->n * p->zp_row;
     if (z->rank >= 0 && numel(z) != want)
-      return fail(why, cap, "zero points have %lld values, the layout needs %lld", (long long)numel(z),
-                  (long long)want);
+      return mi__why(why, cap, "zero points have %lld values, the layout needs %lld", (long long)numel(z),
+                     (long long)want);
   }
   if (gi->present) {
     if (gi->dtype != MI_DTYPE_INT32 || (gi->rank >= 0 && numel(gi) != p->k))
-      return fail(why, cap, "g_idx must be INT32 with K = %lld values", (long long)p->k);
-    if (!gi->data) return fail(why, cap, "a runtime g_idx is not supported");
+      return mi__why(why, cap, "g_idx must be INT32 with K = %lld values", (long long)p->k);
+    if (!gi->data) return mi__why(why, cap, "a runtime g_idx is not supported");
     for (int64_t k = 0; k < p->k; k++)
       if (((const int32_t *)gi->data)[k] != k / p->block)
-        return fail(why, cap, "g_idx[%lld] = %lld: reordered groups (act-order) are not supported",
-                    (long long)k, (long long)((const int32_t *)gi->data)[k]);
+        return mi__why(why, cap, "g_idx[%lld] = %lld: reordered groups (act-order) are not supported",
+                       (long long)k, (long long)((const int32_t *)gi->data)[k]);
   }
   if (bias->present && (bias->dtype != MI_DTYPE_FLOAT32 || (bias->rank >= 0 && numel(bias) != p->n)))
-    return fail(why, cap, "bias must be FLOAT32 with N = %lld values", (long long)p->n);
+    return mi__why(why, cap, "bias must be FLOAT32 with N = %lld values", (long long)p->n);
   return 0;
 }
 
