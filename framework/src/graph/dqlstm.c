@@ -9,12 +9,6 @@
 #include "graph/dqlstm.h"
 #include "graph/graph_internal.h"
 
-static int64_t numel(const mi__dql_in_t *x) {
-  int64_t c = 1;
-  for (int32_t d = 0; d < x->rank; d++) c *= x->dims[d];
-  return c;
-}
-
 /* One weight (slot k, rows = I or H) and its scale / zero point (slots ks, ks + 1). */
 static int check_one(const mi__dql_in_t *ins, int32_t k, int32_t ks, int64_t dirs, int64_t rows, int64_t h4,
                      const char *what, char *why, size_t cap) {
@@ -29,12 +23,12 @@ static int check_one(const mi__dql_in_t *ins, int32_t k, int32_t ks, int64_t dir
                    k == 1 ? "input_size" : "hidden_size");
   if (s->dtype != MI_DTYPE_FLOAT32 || z->dtype != w->dtype)
     return mi__why(why, cap, "%s's scale must be FLOAT32 and its zero point %s's dtype", what, what);
-  if (s->rank >= 0 && numel(s) != dirs && numel(s) != dirs * h4)
+  if (s->rank >= 0 && mi__in_view_numel(s) != dirs && mi__in_view_numel(s) != dirs * h4)
     return mi__why(why, cap, "%s's scale has %lld values (num_directions or num_directions * 4 * hidden_size)", what,
-                   (long long)numel(s));
-  if (s->rank >= 0 && z->rank >= 0 && numel(z) != numel(s))
-    return mi__why(why, cap, "%s's zero point has %lld values, its scale %lld", what, (long long)numel(z),
-                   (long long)numel(s));
+                   (long long)mi__in_view_numel(s));
+  if (s->rank >= 0 && z->rank >= 0 && mi__in_view_numel(z) != mi__in_view_numel(s))
+    return mi__why(why, cap, "%s's zero point has %lld values, its scale %lld", what, (long long)mi__in_view_numel(z),
+                   (long long)mi__in_view_numel(s));
   return 0;
 }
 
@@ -42,7 +36,7 @@ static int check_one(const mi__dql_in_t *ins, int32_t k, int32_t ks, int64_t dir
 static float *dequant(const mi__dql_in_t *w, const mi__dql_in_t *s, const mi__dql_in_t *z, int64_t dirs, int64_t rows,
                       int64_t h4) {
   float *out = malloc(sizeof *out * (size_t)(dirs * rows * h4 + 1));
-  int64_t ns = numel(s);
+  int64_t ns = mi__in_view_numel(s);
   if (!out) return NULL;
   for (int64_t d = 0; d < dirs; d++)
     for (int64_t r = 0; r < rows; r++)
@@ -100,16 +94,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   int64_t dw[3], dr[3];
   char why[256], nm[512];
   mi_node_t *n = &g->nodes[i];
-  for (int32_t k = 0; k < 12; k++) {
-    int32_t t = k < n->input_count ? n->inputs[k] : -1;
-    memset(&ins[k], 0, sizeof ins[k]);
-    if (t < 0) continue;
-    ins[k].present = 1;
-    ins[k].dtype = g->tensors[t].dtype;
-    ins[k].rank = g->tensors[t].rank;
-    ins[k].dims = g->tensors[t].dims;
-    ins[k].data = g->tensors[t].data;
-  }
+  mi__in_views_of_node(g, n, ins, 12);
   int rc = mi__dqlstm_weights(n, ins, &w, &r, dw, dr, why, sizeof why);
   if (rc)
     return mi_errorf(err, rc == -2 ? MI_ERR_OUT_OF_MEMORY : MI_ERR_PARSE,

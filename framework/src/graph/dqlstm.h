@@ -7,14 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph/graph.h"
 #include "metainfer/mi_graph.h"
 
 /* One input as the checks see it: a graph tensor or a reference array (absent: present 0). */
-typedef struct mi__dql_in {
-  int32_t present, dtype, rank;
-  const int64_t *dims;
-  const void *data; /* NULL when not constant */
-} mi__dql_in_t;
+typedef mi__in_view_t mi__dql_in_t;
 
 /* Checks W (INT8/UINT8 [D, I, 4H]), R ([D, H, 4H], W's dtype), their scales (FLOAT32, D or D * 4H
  * values) and zero points (the weights' dtype, as many as the scales): ins[] holds the node's 12

@@ -101,6 +101,24 @@ int mi__why(char *why, size_t cap, const char *fmt, ...) {
   return -1;
 }
 
+void mi__in_views_of_node(const mi_graph_t *g, const mi_node_t *n, mi__in_view_t *v, int32_t count) {
+  for (int32_t k = 0; k < count; k++) {
+    int32_t t = k < n->input_count ? n->inputs[k] : -1;
+    const mi_tensor_t *x = t >= 0 ? &g->tensors[t] : NULL;
+    v[k].present = x != NULL;
+    v[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
+    v[k].rank = x ? x->rank : -1;
+    v[k].dims = x ? x->dims : NULL;
+    v[k].data = x ? x->data : NULL;
+  }
+}
+
+int64_t mi__in_view_numel(const mi__in_view_t *x) {
+  int64_t c = 1;
+  for (int32_t d = 0; d < x->rank; d++) c *= x->dims[d];
+  return c;
+}
+
 void *mi__dup_bytes(const void *p, size_t n) {
   if (!p && n) return NULL;
   void *d = malloc(n ? n : 1);

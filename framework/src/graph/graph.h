@@ -102,4 +102,17 @@ int32_t mi__graph_inline_if(mi_graph_t *g, int32_t node, int branch, mi_error_t 
  * framework runs (op_domain.c: the quantized ops ONNX Runtime's quantizer writes); else 0. */
 int mi__graph_op_known(const char *domain, const char *op_type);
 
+/** One input of a node as a check that runs both on graph tensors and on reference arrays sees
+ * it (MatMulNBits, DynamicQuantizeLSTM): present 0 when absent; data NULL when not constant. */
+typedef struct mi__in_view {
+  int32_t present, dtype, rank;
+  const int64_t *dims;
+  const void *data;
+} mi__in_view_t;
+
+/** Views of inputs 0..count-1 of node n of g (absent past its inputs and where one is omitted). */
+void mi__in_views_of_node(const mi_graph_t *g, const mi_node_t *n, mi__in_view_t *v, int32_t count);
+/** Elements of a view's shape (1 for rank 0 or an unknown rank). */
+int64_t mi__in_view_numel(const mi__in_view_t *x);
+
 #endif /* METAINFER_GRAPH_GRAPH_H */

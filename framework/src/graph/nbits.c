@@ -9,12 +9,6 @@
 #include "graph/graph_internal.h"
 #include "graph/nbits.h"
 
-static int64_t numel(const mi__nb_in_t *x) {
-  int64_t c = 1;
-  for (int32_t d = 0; d < x->rank; d++) c *= x->dims[d];
-  return c;
-}
-
 static int is_float(int32_t dt) { return dt == MI_DTYPE_FLOAT32 || dt == MI_DTYPE_FLOAT16; }
 
 int mi__nbits_check(const mi_node_t *node, const mi__nb_in_t *ins, mi__nbits_t *p, char *why,
@@ -57,8 +51,8 @@ int mi__nbits_check(const mi_node_t *node, const mi__nb_in_t *ins, mi__nbits_t *
   }
   if (!is_float(s->dtype))
     return mi__why(why, cap, "scales must be FLOAT32 or FLOAT16 (dtype %lld)", (long long)s->dtype);
-  if (s->rank >= 0 && numel(s) != p->n * p->kb)
-    return mi__why(why, cap, "scales have %lld values, N * ceil(K / block_size) = %lld", (long long)numel(s),
+  if (s->rank >= 0 && mi__in_view_numel(s) != p->n * p->kb)
+    return mi__why(why, cap, "scales have %lld values, N * ceil(K / block_size) = %lld", (long long)mi__in_view_numel(s),
                    (long long)(p->n * p->kb));
   if (z->present) {
     p->zp_float = is_float(z->dtype);
@@ -68,12 +62,12 @@ int mi__nbits_check(const mi_node_t *node, const mi__nb_in_t *ins, mi__nbits_t *
       return mi__why(why, cap, "zero points must be packed UINT8 or the scales' dtype (dtype %lld)",
                      (long long)z->dtype);
     int64_t want = p->zp_float ? p->n * p->kb : p->n * p->zp_row;
-    if (z->rank >= 0 && numel(z) != want)
-      return mi__why(why, cap, "zero points have %lld values, the layout needs %lld", (long long)numel(z),
+    if (z->rank >= 0 && mi__in_view_numel(z) != want)
+      return mi__why(why, cap, "zero points have %lld values, the layout needs %lld", (long long)mi__in_view_numel(z),
                      (long long)want);
   }
   if (gi->present) {
-    if (gi->dtype != MI_DTYPE_INT32 || (gi->rank >= 0 && numel(gi) != p->k))
+    if (gi->dtype != MI_DTYPE_INT32 || (gi->rank >= 0 && mi__in_view_numel(gi) != p->k))
       return mi__why(why, cap, "g_idx must be INT32 with K = %lld values", (long long)p->k);
     if (!gi->data) return mi__why(why, cap, "a runtime g_idx is not supported");
     for (int64_t k = 0; k < p->k; k++)
@@ -81,7 +75,7 @@ int mi__nbits_check(const mi_node_t *node, const mi__nb_in_t *ins, mi__nbits_t *
         return mi__why(why, cap, "g_idx[%lld] = %lld: reordered groups (act-order) are not supported",
                        (long long)k, (long long)((const int32_t *)gi->data)[k]);
   }
-  if (bias->present && (bias->dtype != MI_DTYPE_FLOAT32 || (bias->rank >= 0 && numel(bias) != p->n)))
+  if (bias->present && (bias->dtype != MI_DTYPE_FLOAT32 || (bias->rank >= 0 && mi__in_view_numel(bias) != p->n)))
     return mi__why(why, cap, "bias must be FLOAT32 with N = %lld values", (long long)p->n);
   return 0;
 }
@@ -130,18 +124,6 @@ int mi__graph_has_nbits(const mi_graph_t *g) {
   return 0;
 }
 
-static void in_of(const mi_graph_t *g, const mi_node_t *n, int32_t k, mi__nb_in_t *x) {
-  memset(x, 0, sizeof *x);
-  int32_t t = k < n->input_count ? n->inputs[k] : -1;
-  if (t < 0) return;
-  const mi_tensor_t *v = &g->tensors[t];
-  x->present = 1;
-  x->dtype = v->dtype;
-  x->rank = v->rank;
-  x->dims = v->dims;
-  x->data = v->data;
-}
-
 /* A new constant named "<node>/<what>". */
 static int32_t new_const(mi_graph_t *g, const char *node, const char *what, int32_t dtype, int32_t rank,
                          const int64_t *dims, void *data, size_t nbytes) {
@@ -168,7 +150,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__nbits_t p;
   char why[256];
   const mi_node_t *n = &g->nodes[i];
-  for (int32_t k = 0; k < 6; k++) in_of(g, n, k, &ins[k]);
+  mi__in_views_of_node(g, n, ins, 6);
   if (mi__nbits_check(n, ins, &p, why, sizeof why))
     return mi_errorf(err, MI_ERR_PARSE, "node '%s' (com.microsoft MatMulNBits): %s", n->name, why);
   for (int32_t k = MI__NB_B; k < 6; k++)

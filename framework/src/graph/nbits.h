@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph/graph.h"
 #include "metainfer/mi_graph.h"
 
 /* Input slots (ContribOperators.md): A, B, scales, zero_points, g_idx, bias. */
@@ -18,11 +19,7 @@ enum { MI__NB_A,
        MI__NB_BIAS };
 
 /* One input as the checks see it: a graph tensor or a reference array. */
-typedef struct mi__nb_in {
-  int32_t present, dtype, rank;
-  const int64_t *dims;
-  const void *data; /* NULL when not constant */
-} mi__nb_in_t;
+typedef mi__in_view_t mi__nb_in_t;
 
 /* A node's attributes and the layout they imply. */
 typedef struct mi__nbits {

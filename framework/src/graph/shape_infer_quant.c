@@ -176,14 +176,7 @@ int32_t mi__si_matmul_nbits(mi__si_t *c, const mi_node_t *n) {
   mi__nb_in_t ins[6];
   mi__nbits_t p;
   char why[256];
-  for (int32_t k = 0; k < 6; k++) {
-    const mi_tensor_t *t = mi__si_in(c, n, k);
-    ins[k].present = t != NULL;
-    ins[k].dtype = t ? t->dtype : MI_DTYPE_UNDEFINED;
-    ins[k].rank = t ? t->rank : -1;
-    ins[k].dims = t ? t->dims : NULL;
-    ins[k].data = t ? t->data : NULL;
-  }
+  mi__in_views_of_node(c->g, n, ins, 6);
   if (mi__nbits_check(n, ins, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
   const mi_tensor_t *a = mi__si_in(c, n, 0);
   if (a->rank < 0) {
@@ -201,14 +194,7 @@ int32_t mi__si_matmul_nbits(mi__si_t *c, const mi_node_t *n) {
 int32_t mi__si_dqlstm(mi__si_t *c, const mi_node_t *n) {
   mi__dql_in_t ins[12];
   char why[256];
-  for (int32_t k = 0; k < 12; k++) {
-    const mi_tensor_t *t = mi__si_in(c, n, k);
-    ins[k].present = t != NULL;
-    ins[k].dtype = t ? t->dtype : MI_DTYPE_UNDEFINED;
-    ins[k].rank = t ? t->rank : -1;
-    ins[k].dims = t ? t->dims : NULL;
-    ins[k].data = t ? t->data : NULL;
-  }
+  mi__in_views_of_node(c->g, n, ins, 12);
   if (mi__dqlstm_weights(n, ins, NULL, NULL, NULL, NULL, why, sizeof why))
     return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
   return mi__si_lookup("LSTM")(c, n);
