@@ -243,6 +243,12 @@ typedef int32_t (*mi__blis_prep_fn)(mi__blis_prep_t *p, mi__blis_step_t *step, m
 /* Helpers for prepare functions. */
 const mi_node_desc_t *mi__blis_node(const mi__blis_prep_t *p, int32_t offset);
 const mi_tensor_desc_t *mi__blis_tensor(const mi__blis_prep_t *p, int32_t idx);
+/* A QLinear op's constant scale (input si: one positive FLOAT32) and zero point (input zi: one code
+ * of dtype dt; absent: 0); 0 when they are not so (blis_qeltwise.c). _f: as float, finite too. */
+int mi__blis_qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt,
+                   double *s, int32_t *z);
+int mi__blis_qpair_f(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt, float *s,
+                     int32_t *z);
 /* Node input/output tensor index (-1 when absent). */
 int32_t mi__blis_in(const mi_node_desc_t *n, int32_t i);
 int32_t mi__blis_out(const mi_node_desc_t *n, int32_t i);

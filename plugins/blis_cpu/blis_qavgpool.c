@@ -66,20 +66,6 @@ static int32_t run_qap(const mi__blis_step_t *s, void *const *t, const mi__blis_
   return mi__blis_run_parts(s, t, env, q->N * q->C, 1, q->OH * q->OW * q->kh * q->kw + q->H * q->W, qap_part);
 }
 
-/* Constant per-tensor scale (input si) and zero point (input zi, absent: 0) of dtype dt. */
-static int qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt, float *s,
-                 int32_t *z) {
-  const mi_tensor_desc_t *ts = mi__blis_tensor(p, mi__blis_in(n, si)), *tz = mi__blis_tensor(p, mi__blis_in(n, zi));
-  *z = 0;
-  if (!ts || !ts->data || ts->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(ts) != 1) return 0;
-  *s = ((const float *)ts->data)[0];
-  if (!(*s > 0.0f) || !isfinite(*s)) return 0;
-  if (!tz) return 1;
-  if (!tz->data || tz->dtype != dt || mi_sdk_numel(tz) != 1) return 0;
-  *z = dt == MI_DTYPE_UINT8 ? ((const uint8_t *)tz->data)[0] : ((const int8_t *)tz->data)[0];
-  return 1;
-}
-
 int32_t mi__blis_prep_qavgpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
@@ -97,7 +83,7 @@ int32_t mi__blis_prep_qavgpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
     if (mi_sdk_attr_ints_at(n, "dilations", i, 1) != 1) return mi__blis_unsupported(err, n, "dilations other than 1");
   if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
   s->run = run_qap;
-  if (!qpair(p, n, 1, 2, x->dtype, &q->sx, &q->zx) || !qpair(p, n, 3, 4, x->dtype, &q->sy, &q->zy))
+  if (!mi__blis_qpair_f(p, n, 1, 2, x->dtype, &q->sx, &q->zx) || !mi__blis_qpair_f(p, n, 3, 4, x->dtype, &q->sy, &q->zy))
     return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
   /* NCHW view: C and the spatial dims of x and y */
   int64_t xd[4], yd[4];

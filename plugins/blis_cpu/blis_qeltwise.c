@@ -390,9 +390,8 @@ static int32_t run_qelt(const mi__blis_step_t *s, void *const *t, const mi__blis
   return MI_OK;
 }
 
-/* Constant scale (one positive FLOAT32) and zero point (one code of dtype dt, absent: 0). */
-static int qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt,
-                 double *s, int32_t *z) {
+int mi__blis_qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt,
+                   double *s, int32_t *z) {
   const mi_tensor_desc_t *ts = mi__blis_tensor(p, mi__blis_in(n, si)), *tz = mi__blis_tensor(p, mi__blis_in(n, zi));
   *z = 0;
   if (!ts || !ts->data || ts->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(ts) != 1) return 0;
@@ -401,6 +400,14 @@ static int qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, 
   if (!tz) return 1;
   if (!tz->data || tz->dtype != dt || mi_sdk_numel(tz) != 1) return 0;
   *z = dt == MI_DTYPE_UINT8 ? ((const uint8_t *)tz->data)[0] : ((const int8_t *)tz->data)[0];
+  return 1;
+}
+
+int mi__blis_qpair_f(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt, float *s,
+                     int32_t *z) {
+  double d;
+  if (!mi__blis_qpair(p, n, si, zi, dt, &d, z) || !isfinite(d)) return 0;
+  *s = (float)d;
   return 1;
 }
 
@@ -441,7 +448,7 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
   if (strcmp(op, "QLinearGlobalAveragePool") == 0) {
     double sx, sy;
     int64_t last = mi_sdk_attr_int(n, "channels_last", 0), d;
-    if (!qpair(p, n, 1, 2, x->dtype, &sx, &q->za) || !qpair(p, n, 3, 4, x->dtype, &sy, &q->zc))
+    if (!mi__blis_qpair(p, n, 1, 2, x->dtype, &sx, &q->za) || !mi__blis_qpair(p, n, 3, 4, x->dtype, &sy, &q->zc))
       return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
     if (x->rank < 3 || (last != 0 && last != 1)) return mi__blis_unsupported(err, n, "input rank < 3 or channels_last not 0/1");
     q->kind = QE_GAP;
@@ -457,8 +464,8 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
     const mi_tensor_desc_t *b = mi__blis_tensor(p, mi__blis_in(n, 3));
     double sa, sb, sc;
     if (!b || b->dtype != x->dtype) return mi__blis_unsupported(err, n, "B must be codes of A's dtype");
-    if (!qpair(p, n, 1, 2, x->dtype, &sa, &q->za) || !qpair(p, n, 4, 5, x->dtype, &sb, &q->zb) ||
-        !qpair(p, n, 6, 7, x->dtype, &sc, &q->zc))
+    if (!mi__blis_qpair(p, n, 1, 2, x->dtype, &sa, &q->za) || !mi__blis_qpair(p, n, 4, 5, x->dtype, &sb, &q->zb) ||
+        !mi__blis_qpair(p, n, 6, 7, x->dtype, &sc, &q->zc))
       return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
     if (!bcast(q, x, b, y)) return mi__blis_unsupported(err, n, "A and B do not broadcast to the output's shape");
     q->b = mi__blis_in(n, 3);

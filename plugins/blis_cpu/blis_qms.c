@@ -45,20 +45,6 @@ static void build(uint8_t *table, int s8, float xs, int32_t zx, float ys, int32_
   }
 }
 
-/* Constant per-tensor scale (input si) and zero point (input zi, absent: 0) of dtype dt. */
-static int qpair(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t si, int32_t zi, int32_t dt, float *s,
-                 int32_t *z) {
-  const mi_tensor_desc_t *ts = mi__blis_tensor(p, mi__blis_in(n, si)), *tz = mi__blis_tensor(p, mi__blis_in(n, zi));
-  *z = 0;
-  if (!ts || !ts->data || ts->dtype != MI_DTYPE_FLOAT32 || mi_sdk_numel(ts) != 1) return 0;
-  *s = ((const float *)ts->data)[0];
-  if (!(*s > 0.0f) || !isfinite(*s)) return 0;
-  if (!tz) return 1;
-  if (!tz->data || tz->dtype != dt || mi_sdk_numel(tz) != 1) return 0;
-  *z = dt == MI_DTYPE_UINT8 ? ((const uint8_t *)tz->data)[0] : ((const int8_t *)tz->data)[0];
-  return 1;
-}
-
 /* Rows [b, e) of the outer dims: every input's slice requantized into y. */
 static void qms_part(void *arg, int64_t b, int64_t e) {
   const mi__blis_task_t *t = arg;
@@ -139,7 +125,7 @@ int32_t mi__blis_prep_qms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
     const mi_attr_t *op_set = NULL;
     for (int32_t a = 0; a < n->attr_count; a++)
       if (!strcmp(n->attrs[a].name, "opset")) op_set = &n->attrs[a];
-    if (!op_set || !qpair(p, n, 1, 2, x0->dtype, &xs, &zx) || !qpair(p, n, 3, 4, x0->dtype, &ys, &zy) || x0->rank < 1)
+    if (!op_set || !mi__blis_qpair_f(p, n, 1, 2, x0->dtype, &xs, &zx) || !mi__blis_qpair_f(p, n, 3, 4, x0->dtype, &ys, &zy) || x0->rank < 1)
       return mi__blis_unsupported(err, n, "needs the opset attribute and per-tensor constant scales and zero points");
     int64_t opset = op_set->i, ax = mi_sdk_attr_int(n, "axis", opset < 13 ? 1 : -1);
     if (ax < 0) ax += x0->rank;
@@ -166,7 +152,7 @@ int32_t mi__blis_prep_qms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   if (!concat) {
     float xs;
     int32_t zx;
-    if (!qpair(p, n, 1, 2, x0->dtype, &xs, &zx) || !qpair(p, n, 3, 4, x0->dtype, &ys, &zy))
+    if (!mi__blis_qpair_f(p, n, 1, 2, x0->dtype, &xs, &zx) || !mi__blis_qpair_f(p, n, 3, 4, x0->dtype, &ys, &zy))
       return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
     q->n_in = 1; /* one "row" per element, so the parts split the elements */
     q->x[0] = mi__blis_in(n, 0);
@@ -182,7 +168,7 @@ int32_t mi__blis_prep_qms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
     return mi__blis_unsupported(err, n, "input count is not 2 + 3 per input (at most 64 inputs)");
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r) return mi__blis_unsupported(err, n, "axis out of range");
-  if (!qpair(p, n, 0, 1, x0->dtype, &ys, &zy))
+  if (!mi__blis_qpair_f(p, n, 0, 1, x0->dtype, &ys, &zy))
     return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
   q->outer = q->inner = q->grain = 1;
   for (int32_t d = 0; d < axis; d++) q->outer *= y->dims[d];
@@ -198,7 +184,7 @@ int32_t mi__blis_prep_qms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
       return mi__blis_unsupported(err, n, "inputs must be runtime codes of one dtype and rank");
     for (int32_t d = 0; d < r; d++)
       if (d != axis && x->dims[d] != y->dims[d]) return mi__blis_unsupported(err, n, "input dims differ off the axis");
-    if (!qpair(p, n, 3 + 3 * k, 4 + 3 * k, x0->dtype, &xs, &zx))
+    if (!mi__blis_qpair_f(p, n, 3 + 3 * k, 4 + 3 * k, x0->dtype, &xs, &zx))
       return mi__blis_unsupported(err, n, "scales and zero points must be per-tensor constants");
     q->x[k] = mi__blis_in(n, 2 + 3 * k);
     q->axis_len[k] = x->dims[axis];
