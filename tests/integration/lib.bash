@@ -2,7 +2,7 @@
 # private folder $T removed on exit, mi_wire_py, which writes $T/mi_wire.py: a tiny protobuf/.npy
 # writer for hand-encoded models, so these tests need no generator; the hostile-plugin tests'
 # model (mi_relu_add_model), the template plugin's folder (mi_template_plugin) and the tune
-# tests' model and recipe (mi_small_resnet, mi_blis_recipe).
+# tests' model and recipe (mi_small_resnet, mi_blis_recipe), and rel_l2 / under for .npy outputs.
 B=${MI_BUILD:?MI_BUILD is not set}
 RUN=$B/bin/mi-run
 ZOO=$B/bin/mi-zoo
@@ -106,4 +106,19 @@ mi_gpu_dir() {
   printf '%s\n' 'version: 1' 'model: net.onnx' "pool: [ {plugin: $dev, device: 0} ]" \
     'objectives: [latency]' 'measure: { repeats: 5, warmup: 1 }' 'history: hist.db' "$@" \
     >"$T/$dev/recipe.yaml"
+}
+
+rel_l2() { # A.npy B.npy: relative L2 of A against B (float32 .npy files; "inf" when sizes differ)
+  python3 - "$1" "$2" <<'PY'
+import math, struct, sys
+def load(p):
+    b = open(p, "rb").read(); hl = struct.unpack("<H", b[8:10])[0]
+    body = b[10 + hl:]; return struct.unpack("<%df" % (len(body) // 4), body)
+a, r = load(sys.argv[1]), load(sys.argv[2])
+num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, r))); den = math.sqrt(sum(y * y for y in r)) or 1.0
+print("%.3g" % (num / den) if len(a) == len(r) else "inf")
+PY
+}
+under() { # X LIMIT: whether X <= LIMIT (numbers, as rel_l2 prints them)
+  python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 1)"
 }

@@ -14,19 +14,6 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 have_blis=0
 [ -f "$B/plugins/libmi_blis_cpu.so" ] && have_blis=1
 
-rel_l2() { # A.npy B.npy: relative L2 of A against B (float32)
-  python3 - "$1" "$2" <<'PY'
-import math, struct, sys
-def load(p):
-    b = open(p, "rb").read(); hl = struct.unpack("<H", b[8:10])[0]
-    body = b[10 + hl:]; return struct.unpack("<%df" % (len(body) // 4), body)
-a, r = load(sys.argv[1]), load(sys.argv[2])
-num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, r))); den = math.sqrt(sum(y * y for y in r)) or 1.0
-print("%.3g" % (num / den) if len(a) == len(r) else "inf")
-PY
-}
-under() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$2') else 1)"; }
-
 for res in 8 1; do
   m="$T/tf$res.onnx"
   "$ZOO" transformer --width 1 --depth 1 --resolution $res --out "$m" >/dev/null || { bad "mi-zoo transformer"; continue; }
