@@ -146,8 +146,72 @@ static void hot_rule(void) {
   mi_registry_destroy(reg);
 }
 
+/* The group's anchor is its MatMul, not the DequantizeLinear that comes first in it: the step's
+ * time is the MatMul's (the layer tasks and the profile read it there; it was the
+ * DequantizeLinear's, so a tuned MatMul's task found no time), its profile row is named after it,
+ * and its choice (read from the same anchor in prepare.c) reaches the group's kernel: a knob value
+ * the device rejects fails the session. */
+static void anchor(void) {
+  mi_registry_t *reg = open_plugins();
+  mi_plugin_t *p = mi_registry_find(reg, "blis-cpu");
+  wspec_t one = {1, 45, 150, 0, 1, 1, 0, 0, 0, 0, 0};
+  mi_graph_t *g = wq_graph(&one);
+  mi_array_t *x = input_for(g, 5), *got[4] = {0};
+  mi_knob_value_t bad = {"simd", 99, 0};
+  mi_node_choice_t ch;
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_error_t err = {0};
+  int32_t dq = -1, mm = -1;
+  uint64_t wall = 0;
+  CHECK(p != NULL, "blis-cpu is loaded");
+  if (!p) goto done;
+  for (int32_t n = 0; n < g->node_count; n++) {
+    if (!strcmp(g->nodes[n].name, "w_dq")) dq = n;
+    if (!strcmp(g->nodes[n].name, "mm")) mm = n;
+  }
+  memset(&o, 0, sizeof o);
+  o.per_node_timing = 1;
+  s = session_opts(g, p, o);
+  run(s, g, x, got);
+  CHECK(mi_session_node_time(s, mm, &wall, NULL) >= 1 && wall > 0, "the group's time is the MatMul's");
+  CHECK(mi_session_node_time(s, dq, NULL, NULL) == 0, "the DequantizeLinear has no step of its own");
+  { /* the profile's row: named after the MatMul, with its inputs' shapes */
+    double ms[8];
+    mi_layer_row_t *rows = NULL;
+    int32_t nr = 0, seen = 0;
+    for (int32_t n = 0; n < g->node_count && n < 8; n++)
+      ms[n] = mi_session_node_time(s, n, &wall, NULL) ? (double)wall / 1e6 : -1;
+    CHECK(mi_layer_rows(g, s, NULL, ms, &rows, &nr, &err) == MI_OK, "rows: %s", err.message);
+    for (int32_t r = 0; r < nr; r++)
+      seen += !strcmp(rows[r].name, "mm") && !strcmp(rows[r].op, "DequantizeLinear+MatMul") &&
+              !strcmp(rows[r].shapes, "1x45,45x150 -> 1x150");
+    CHECK(seen == 1 && nr == 1, "one row, 'mm' (%s, %s)", nr ? rows[0].name : "-", nr ? rows[0].shapes : "-");
+    free(rows);
+  }
+  mi_session_destroy(s);
+  s = NULL;
+  memset(&ch, 0, sizeof ch);
+  ch.node = "mm";
+  ch.knob_count = 1;
+  ch.knobs = &bad;
+  memset(&o, 0, sizeof o);
+  o.struct_size = (uint32_t)sizeof o;
+  o.allow_host_fallback = 1;
+  o.choice_count = 1;
+  o.choices = &ch;
+  CHECK(mi_session_create(g, p, 0, &o, &s, &err) != MI_OK && strstr(err.message, "simd"),
+        "the MatMul's choice reaches the group's kernel: %s", err.message);
+  mi_session_destroy(s);
+done:
+  for (int i = 0; i < 4; i++) mi_array_destroy(got[i]);
+  mi_array_destroy(x);
+  mi_graph_destroy(g);
+  mi_registry_destroy(reg);
+}
+
 static void setup(void) {}
 static void teardown(void) {}
-static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(hot_rule)};
+static const tu_case_t tu_cases[] = {TU_CASE(blis_cpu), TU_CASE(hot_rule), TU_CASE(anchor)};
 
 TU_MAIN(setup, teardown)

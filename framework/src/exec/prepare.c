@@ -120,17 +120,22 @@ static int member_choices(const prep_t *p, const int32_t *nodes, int32_t count, 
   return any;
 }
 
-/* Prepares one kernel. `variant` is the variant the step needs when the node's choice does not
+/* Prepares one kernel for `nodes` (execution order), whose anchor (the unit's op: the Conv,
+ * MatMul or Gemm its other members serve) gives the choice it is described with and names the
+ * step: its time is the anchor's, where the layer tasks and the profile look for it. A
+ * weight-only MatMul's first member is its weight's DequantizeLinear and a folded MatMul's a
+ * Transpose; read from nodes[0], the tuner's choice for the MatMul was never applied and its time
+ * was not found. `variant` is the variant the step needs when the anchor's choice does not
  * name one; `layout` and `dtypes` are what the step's tensors are (MI_LAYOUT_NCHW, 0: plain).
  * A choice whose variant cannot take them (a configuration made for NCHW run in NHWC, a float
  * variant for a lowered INT8 layer) is not applied, knobs included: handing a variant storage
  * it does not declare makes it compute on the wrong memory order. */
-static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32_t count,
+static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32_t *nodes, int32_t count,
                           const char *variant, int32_t layout, uint32_t dtypes, mi_error_t *perr,
                           int *fatal, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_plugin_t *pl = s->plugin;
-  const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[nodes[0]].name);
+  const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[anchor].name);
   mi__step_t *st = &s->steps[s->step_count];
   mi_kernel_t *kernel = NULL;
   uint8_t *sig = NULL;
@@ -142,7 +147,7 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
   int32_t rc;
   *fatal = 0;
   if (choice && choice->variant_id && choice->variant_id[0] &&
-      !variant_fits(p, choice->variant_id, s->g->nodes[nodes[0]].op_type, layout, dtypes))
+      !variant_fits(p, choice->variant_id, s->g->nodes[anchor].op_type, layout, dtypes))
     choice = NULL;
   if (choice) {
     k->desc.variant_id = choice->variant_id;
@@ -175,7 +180,7 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, const int32_t *nodes, int32
     return rc;
   }
   memset(st, 0, sizeof *st);
-  st->node = nodes[0];
+  st->node = anchor;
   st->kind = MI__STEP_DEVICE;
   st->kernel = kernel;
   st->sig = sig;
@@ -242,7 +247,7 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
     int32_t in = n->inputs[0], out = n->outputs[0];
     rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],
                           s->dblock[in] ? s->dblock[in] : s->dblock[out], &perr);
-    if (rc == MI_OK) rc = try_kernel(p, &k, &i, 1, NULL, MI_LAYOUT_NCHW, 0, &perr, &fatal, err);
+    if (rc == MI_OK) rc = try_kernel(p, &k, i, &i, 1, NULL, MI_LAYOUT_NCHW, 0, &perr, &fatal, err);
     mi__kdesc_free(&k);
     /* Refused: the host converts on the way (its copies are logical, so Identity copies). */
     if (rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG) return host_step(p, i, perr.message, err);
@@ -266,7 +271,7 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
     }
   }
   if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, &i, 1, variant, lay, 0, &perr, &fatal, err);
+  rc = try_kernel(p, &k, i, &i, 1, variant, lay, 0, &perr, &fatal, err);
   mi__kdesc_free(&k);
   return finish(p, i, rc, fatal, &perr, err);
 }
@@ -346,7 +351,7 @@ static int32_t try_unit(prep_t *p, mi__unit_t *u, const mi__kreq_t *req, const c
   int32_t rc;
   *refused = 0;
   if ((rc = mi__kdesc_build_req(&k, p->s->g, req, p->s->consts, err))) return rc;
-  rc = try_kernel(p, &k, u->nodes, u->count, variant, layout, dtypes, &perr, &fatal, err);
+  rc = try_kernel(p, &k, u->op, u->nodes, u->count, variant, layout, dtypes, &perr, &fatal, err);
   mi__kdesc_free(&k);
   if (rc == MI_OK || fatal) return rc;
   if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)

@@ -46,7 +46,7 @@ int mi__qdq_weight_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *c
   u->nodes[u->count++] = d;
   u->nodes[u->count++] = n;
   u->at = n;
-  u->op = n; /* named after the op in refusal notes; its choice is the first member's, as in every group */
+  u->op = n; /* the anchor: its choice describes the kernel, and the step and its time are its */
   u->dqx = u->dqw = u->act = u->q = -1;
   return 1;
 }

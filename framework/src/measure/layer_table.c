@@ -31,9 +31,12 @@ static void append_shape(char *buf, size_t cap, size_t *at, const mi_tensor_t *t
     *at += (size_t)snprintf(buf + *at, cap - *at, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
 }
 
-/* Fills the shapes, op list, flops and bytes of a row from its nodes (execution order). */
-static void describe(const mi_graph_t *g, const int32_t *nodes, int32_t count, mi_layer_row_t *r) {
-  const mi_node_t *first = &g->nodes[nodes[0]], *last = &g->nodes[nodes[count - 1]];
+/* Fills the shapes, op list, flops and bytes of a row from its nodes (execution order); the row
+ * is named after its anchor (the node its time is recorded at: a group's Conv, MatMul or Gemm,
+ * which a weight's DequantizeLinear or a Transpose may precede), whose inputs' shapes tell the
+ * layer apart. */
+static void describe(const mi_graph_t *g, const int32_t *nodes, int32_t count, int32_t anchor, mi_layer_row_t *r) {
+  const mi_node_t *an = &g->nodes[anchor], *last = &g->nodes[nodes[count - 1]];
   size_t at = 0, oat = 0;
   int any = 0;
   for (int32_t k = 0; k < count; k++) {
@@ -48,15 +51,14 @@ static void describe(const mi_graph_t *g, const int32_t *nodes, int32_t count, m
       for (int32_t q = 0; q < k; q++)
         for (int32_t o = 0; o < g->nodes[nodes[q]].output_count; o++)
           inside |= g->nodes[nodes[q]].outputs[o] == t;
-      if (inside) continue;
-      r->bytes += tensor_bytes(&g->tensors[t]);
-      /* The first node's inputs are the shapes that tell the layer apart. */
-      if (k == 0 && at < sizeof r->shapes) {
-        if (any) at += (size_t)snprintf(r->shapes + at, sizeof r->shapes - at, ",");
-        append_shape(r->shapes, sizeof r->shapes, &at, &g->tensors[t]);
-        any = 1;
-      }
+      if (!inside) r->bytes += tensor_bytes(&g->tensors[t]);
     }
+  }
+  for (int32_t j = 0; j < an->input_count && at < sizeof r->shapes; j++) {
+    if (an->inputs[j] < 0) continue;
+    if (any) at += (size_t)snprintf(r->shapes + at, sizeof r->shapes - at, ",");
+    append_shape(r->shapes, sizeof r->shapes, &at, &g->tensors[an->inputs[j]]);
+    any = 1;
   }
   for (int32_t o = 0; o < last->output_count; o++)
     if (last->outputs[o] >= 0) r->bytes += tensor_bytes(&g->tensors[last->outputs[o]]);
@@ -64,7 +66,7 @@ static void describe(const mi_graph_t *g, const int32_t *nodes, int32_t count, m
     at += (size_t)snprintf(r->shapes + at, sizeof r->shapes - at, " -> ");
     append_shape(r->shapes, sizeof r->shapes, &at, &g->tensors[last->outputs[0]]);
   }
-  snprintf(r->name, sizeof r->name, "%s", first->name ? first->name : "");
+  snprintf(r->name, sizeof r->name, "%s", an->name ? an->name : "");
 }
 
 static const char *asked_variant(const mi_graph_t *g, const mi_session_options_t *so,
@@ -135,7 +137,7 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
     r->ms = node_ms[i];
     /* Shapes as the session runs them: its private copy when it rewrote the graph (a Pad
      * folded into a Conv); that copy keeps the caller's node indices. */
-    describe(s && s->g->node_count == g->node_count ? s->g : g, nodes, c, r);
+    describe(s && s->g->node_count == g->node_count ? s->g : g, nodes, c, c > 1 ? i : nodes[0], r);
     v = asked_variant(g, so, nodes, c);
     snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v
                                                                         : "default");
