@@ -86,7 +86,7 @@ mi_blis_recipe() {
 # $T/net.onnx: the small MobileNet-style model (depthwise convs) the opencl/vulkan tune tests
 # tune, with the kernel caches in $T (exported: every later tool call uses them).
 mi_gpu_net() {
-  export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=$T/pocl
+  export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=${MI_POCL_CACHE:-$T/pocl}
   mkdir -p "$POCL_CACHE_DIR"
   "$ZOO" mobilenetv2 --out "$T/net.onnx" --width 0.5 --depth 3 --resolution 32 >/dev/null
 }

@@ -9,7 +9,7 @@ set -euo pipefail
 B=${MI_BUILD:?}
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=$T/pocl
+export MI_CACHE_DIR=$T/cache POCL_CACHE_DIR=${MI_POCL_CACHE:-$T/pocl}
 mkdir -p "$POCL_CACHE_DIR"
 if ! "$B/bin/mi-host" --plugins "$B/plugins" plugins 2>/dev/null | grep -A2 "^plugin opencl " | grep -q "device 0:"; then
   echo "SKIP: no OpenCL device"

@@ -165,8 +165,7 @@ static void setup(void) {
   mi_error_t err = {0};
   REQUIRE(build_dir, "MI_BUILD is not set");
   snprintf(dir, sizeof dir, "%s/tests/pocl-cache", build_dir);
-  mkdir(dir, 0755);
-  setenv("POCL_CACHE_DIR", dir, 0);
+  drive_pocl_cache(dir);
   snprintf(dir, sizeof dir, "%s/tests/mi-cache", build_dir);
   mkdir(dir, 0755);
   setenv("MI_CACHE_DIR", dir, 0);

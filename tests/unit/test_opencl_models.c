@@ -188,8 +188,7 @@ static void setup(void) {
   REQUIRE(build, "MI_BUILD is not set");
   /* PoCL's kernel cache and ours live in the build tree, so a second run skips compilation */
   snprintf(cache, sizeof cache, "%s/tests/pocl-cache", build);
-  mkdir(cache, 0755);
-  setenv("POCL_CACHE_DIR", cache, 0);
+  drive_pocl_cache(cache);
   snprintf(cache, sizeof cache, "%s/tests/mi-cache", build);
   mkdir(cache, 0755);
   setenv("MI_CACHE_DIR", cache, 0);

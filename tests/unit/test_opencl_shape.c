@@ -194,8 +194,7 @@ static void setup(void) {
   char dir[1024], cache[1100];
   REQUIRE(build, "MI_BUILD is not set");
   snprintf(cache, sizeof cache, "%s/tests/pocl-cache", build);
-  mkdir(cache, 0755);
-  setenv("POCL_CACHE_DIR", cache, 0);
+  drive_pocl_cache(cache);
   snprintf(cache, sizeof cache, "%s/tests/mi-cache", build);
   mkdir(cache, 0755);
   setenv("MI_CACHE_DIR", cache, 0);

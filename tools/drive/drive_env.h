@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef DRIVE_REQUIRE
 #define DRIVE_REQUIRE(cond)                                             \
@@ -24,6 +25,16 @@
 static inline const char *drive_build_dir(void) {
   const char *b = getenv("MI_BUILD");
   return b && b[0] ? b : ".";
+}
+
+/* Points PoCL's cache of compiled programs (POCL_CACHE_DIR, unless the caller set it) at the
+ * folder MI_POCL_CACHE names (the Makefile's test targets share one between the plain and the
+ * sanitizer suites: PoCL's output depends on the kernel source, not on our build), else at
+ * fallback (made if missing), so a second run compiles nothing. */
+static inline void drive_pocl_cache(const char *fallback) {
+  const char *shared = getenv("MI_POCL_CACHE"), *dir = shared && shared[0] ? shared : fallback;
+  mkdir(dir, 0755);
+  setenv("POCL_CACHE_DIR", dir, 0);
 }
 
 /* "<build dir>/<rel>" into buf; returns buf. */

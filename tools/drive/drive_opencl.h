@@ -41,21 +41,18 @@ static inline const char *t_setting(void *hc, const char *key) {
   return strcmp(key, "MI_OPENCL_LOCAL_MEM_LIMIT") == 0 ? o->local_mem_limit : NULL;
 }
 
-/* Sets MI_CACHE_DIR to a fresh temporary directory and PoCL's cache to a writable one. */
+/* Sets MI_CACHE_DIR to a fresh temporary directory and PoCL's cache to a writable one
+ * (drive_pocl_cache: the suites' shared one, else the build's). */
 static inline void ocl_env(ocl_t *o) {
   const char *b = getenv("MI_BUILD");
   char pocl[512];
   snprintf(o->cache_dir, sizeof o->cache_dir, "/tmp/mi-ocl-test-XXXXXX");
   DRIVE_REQUIRE(mkdtemp(o->cache_dir) != NULL);
   setenv("MI_CACHE_DIR", o->cache_dir, 1);
-  if (b) {
-    snprintf(pocl, sizeof pocl, "%s/tests/pocl-cache", b);
-    mkdir(pocl, 0755);
-  } else {
+  if (b) snprintf(pocl, sizeof pocl, "%s/tests/pocl-cache", b);
+  else
     snprintf(pocl, sizeof pocl, "%s/pocl", o->cache_dir);
-    mkdir(pocl, 0755);
-  }
-  setenv("POCL_CACHE_DIR", pocl, 0);
+  drive_pocl_cache(pocl);
 }
 
 static inline void ocl_rm_cache(ocl_t *o) { drive_rmtree(o->cache_dir); }
