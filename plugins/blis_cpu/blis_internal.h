@@ -348,16 +348,38 @@ int32_t mi__blis_prep_quant(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
 int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* y[i] = tab[x[i]] for n bytes; vbmi: 64 a step with vpermi2b (the CPU must have AVX-512 VBMI). */
 void mi__blis_lut_row(int32_t vbmi, const uint8_t *tab, const uint8_t *x, uint8_t *y, int64_t n);
-/* MaxPool on codes in unsigned order, ending such a chain (blis_qpool.c). */
+/* MaxPool on codes in unsigned order, ending such a chain, or on INT8/UINT8 codes alone (blis_qpool.c). */
 typedef struct mi__blis_qpool {
   int64_t H, W, OH, OW, KH, KW, sh, sw, dh, dw, pt, pl;
   int32_t k2s2; /* windows 2 wide at stride 2 (1 or 2 rows) inside the plane, on AVX-512BW: 64 codes a step */
+  uint8_t flip; /* XORed into the codes before they are compared: 0x80 for INT8 codes, else 0 */
 } mi__blis_qpool_t;
 int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
                             mi__blis_qpool_t *q, mi_error_t *err);
 void mi__blis_qpool_plane(const mi__blis_qpool_t *q, const uint8_t *x, uint8_t *y);
+/* MaxPool (opset 12+) on runtime INT8/UINT8 codes, 1-D or 2-D NCHW, alone in its kernel. */
+int32_t mi__blis_prep_qmaxpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* com.microsoft QLinearWhere (blis_qwhere.c). */
+int32_t mi__blis_prep_qwhere(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* 1 when runtime tensor t is read by a QLinearWhere of kernel d as its condition and touched by
+ * no other node (1 byte, 0 or 1, per element: what the kernel reads of a BOOL). */
+int mi__blis_where_cond(const mi_kernel_desc_t *d, int32_t t);
 int32_t mi__blis_prep_slice(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* One resized axis of a Resize (blis_resize.c): `outer` blocks of `in` x `inner` become `outer`
+ * blocks of `out` x `inner`; output position j blends input positions i0[j] and i1[j] with weight
+ * w[j] (0 for nearest). */
+typedef struct mi__blis_rpass {
+  int64_t outer, in, out, inner;
+  float scale;
+  int64_t *i0, *i1; /* into the step's aux block */
+  float *w;
+} mi__blis_rpass_t;
+/* A nearest Resize of 1-byte codes through those passes (blis_qresize.c): x into y, the
+ * intermediates in s0 / s1 (npass 0: a copy of bytes); fused: the last two passes (rows, then the
+ * innermost axis) as one. */
+int32_t mi__blis_qresize_run(const mi__blis_rpass_t *pass, int32_t npass, int32_t fused, uint8_t *s0, uint8_t *s1,
+                             const uint8_t *x, uint8_t *y, uint64_t bytes, const mi__blis_env_t *env);
 /* The rows of Resize step s when it leaves them to the quantize step that reads its output y
  * (mi__blis_qconcat_takes): their count, each of *len floats; 0 when s is not such a step. */
 int64_t mi__blis_resize_rows_of(const mi__blis_step_t *s, int32_t y, int64_t *len);

@@ -111,6 +111,7 @@ static const struct {
     {"QLinearSoftmax", mi__blis_prep_qms},
     {"QGemm", mi__blis_prep_qgemm_op},
     {"QLinearAveragePool", mi__blis_prep_qavgpool},
+    {"QLinearWhere", mi__blis_prep_qwhere},
     {"LSTM", mi__blis_prep_lstm},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
@@ -293,11 +294,13 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
       memcpy(k->ptr[i], t->data, (size_t)bytes);
       continue;
     }
-    /* a BOOL intermediate: a comparison's result its Cast reads in the same pass (blis_cmp.c) */
+    /* a BOOL intermediate: a comparison's result its Cast reads in the same pass (blis_cmp.c); a
+     * BOOL the QLinearWhere nodes alone read as their condition (blis_qwhere.c) */
     if (t->dtype != MI_DTYPE_FLOAT32 &&
         !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 || t->dtype == MI_DTYPE_INT32) &&
           only_qdq_touch(d, i)) &&
-        !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE)) {
+        !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) &&
+        !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i))) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "blis-cpu: runtime tensor %d has dtype %d; only "
                            "FLOAT32 is run (INT8/UINT8 only by Q/DQ)",

@@ -69,7 +69,7 @@ static const char *const direct_ops[] = {
     "Round", "Sign", "ReduceProd", "ReduceL2", "ReduceLogSumExp", "CumSum",
     "Trilu", "Mod", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
     "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM",
-    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool",
+    "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool", "QLinearWhere",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
@@ -334,10 +334,12 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     } else {
       snprintf(v.description, sizeof v.description, "plain loop over host memory");
     }
-    /* Add and Mul also run lowered QDQ ones on codes (blis_qadd.c). */
+    /* Add and Mul also run lowered QDQ ones on codes (blis_qadd.c); MaxPool and nearest Resize
+     * run on codes too (blis_qpool.c, blis_qresize.c). */
     if (strstr(op, "QuantizeLinear") || strstr(op, "QLinear") || strstr(op, "Integer") || !strcmp(op, "Add") ||
-        !strcmp(op, "Mul"))
+        !strcmp(op, "Mul") || !strcmp(op, "MaxPool") || !strcmp(op, "Resize") || !strcmp(op, "Upsample"))
       v.dtype_mask = F32 | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8);
+    if (!strcmp(op, "QLinearWhere")) v.dtype_mask |= MI_DTYPE_BIT(MI_DTYPE_BOOL);
     if (!strcmp(op, "MatMulInteger")) { /* the dynamic export's float tail, blis_qlinear.c gemm_tail */
       v.fuse_mask = MI_FUSE_BIAS | MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,

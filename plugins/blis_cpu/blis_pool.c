@@ -345,6 +345,10 @@ static int32_t run_pool(const mi__blis_step_t *s, void *const *t, const mi__blis
   return mi__blis_run_parts(s, t, env, rb * q->NC, 1, work, pool_part);
 }
 
+static int q8_codes(const mi_tensor_desc_t *x) {
+  return x && (x->dtype == MI_DTYPE_INT8 || x->dtype == MI_DTYPE_UINT8);
+}
+
 int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
@@ -353,6 +357,7 @@ int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   int auto_pad;
   pool_state_t *q;
+  if (!global && q8_codes(x) && strcmp(n->op_type, "MaxPool") == 0) return mi__blis_prep_qmaxpool(p, s, err);
   if (!x || !y || x->rank != 4 || y->rank != 4 || x->layout == MI_LAYOUT_NHWC)
     return mi__blis_unsupported(err, n, "only 2-D NCHW pooling");
   if (mi__blis_out(n, 1) >= 0) return mi__blis_unsupported(err, n, "MaxPool Indices output");

@@ -481,7 +481,8 @@ int mi__blis_int_tensor_ok(const mi_kernel_desc_t *d, int32_t t) {
   static const char *const ops[] = {"DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger",
                                     "MatMulInteger", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
                                     "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool",
-                                    "Cast", "Add", "Mul"}; /* Add, Mul: lowered QDQ (blis_qadd.c) */
+                                    "QLinearWhere", "Cast", "Add", "Mul", /* Add, Mul: lowered QDQ (blis_qadd.c) */
+                                    "MaxPool", "Resize", "Upsample"};     /* on codes: blis_qpool.c, blis_qresize.c */
   int32_t i, j, k, touches, any = 0;
   for (i = 0; i < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];

@@ -413,6 +413,10 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
         rc = mi__blis_unsupported(err, mp, "a chain whose value before MaxPool can be NaN");
         goto done;
       }
+    if (!x || x->rank != 4) { /* the chain's planes are 2-D */
+      rc = mi__blis_unsupported(err, mp, "a chain's MaxPool pools 2-D NCHW codes");
+      goto done;
+    }
     if ((rc = mi__blis_qpool_init(mp, x, cat ? mi__blis_tensor(p, mi__blis_out(mp, 0)) : y, &lut->qp, err)) !=
         MI_OK)
       goto done;

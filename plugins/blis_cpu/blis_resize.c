@@ -1,4 +1,5 @@
-/* blis_resize.c - Resize (opset 10, 11+, 18+ forms) and Upsample, nearest and linear, with the
+/* blis_resize.c - Resize (opset 10, 11+, 18+ forms) and Upsample, nearest and linear (nearest also
+ * on INT8/UINT8 codes, whose passes blis_qresize.c runs), with the
  * reference interpreter's semantics (framework/src/ref/ref_resize.c): the input is resized one
  * axis at a time, each output position blending two input positions (weight 0 for nearest), so
  * the results match the reference bit for bit. Scales and sizes must be constants; the index
@@ -9,16 +10,11 @@
 
 #include "blis_conv.h"
 
-/* One resized axis: `outer` blocks of `in` x `inner` become `outer` blocks of `out` x `inner`. */
-typedef struct resize_pass {
-  int64_t outer, in, out, inner;
-  float scale;
-  int64_t *i0, *i1; /* into the step's aux block */
-  float *w;
-} resize_pass_t;
+typedef mi__blis_rpass_t resize_pass_t;
 
 typedef struct resize_state {
   int32_t x, y, npass; /* npass 0: an identity resize, a copy of `bytes` */
+  int32_t q8;          /* a nearest resize of INT8/UINT8 codes: the passes move bytes (blis_qresize.c) */
   uint64_t bytes;
   resize_pass_t pass[MI_MAX_RANK];
   float *scratch[2]; /* ping-pong buffers for the intermediate passes, into aux */
@@ -370,6 +366,9 @@ static int32_t run_resize(const mi__blis_step_t *s, void *const *t, const mi__bl
   resize_task_t rt;
   int32_t i, last = r->npass - (r->fused ? 2 : 0);
   (void)err;
+  if (r->q8)
+    return mi__blis_qresize_run(r->pass, r->npass, r->fused, (uint8_t *)r->scratch[0], (uint8_t *)r->scratch[1],
+                                t[r->x], t[r->y], r->bytes, env);
   if (r->npass == 0 && t[r->y] != t[r->x]) memcpy(t[r->y], t[r->x], (size_t)r->bytes);
   rt.r = r;
   for (i = 0; i < last; i++) {
@@ -442,10 +441,12 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   uint64_t table = 0, scratch = 0;
   resize_state_t *r;
   char *aux;
-  if (!x || !y || x->rank < 1 || y->rank != x->rank || x->dtype != MI_DTYPE_FLOAT32)
-    return mi__blis_unsupported(err, n, "input must be a FLOAT32 tensor of the output's rank");
+  int q8 = x && (x->dtype == MI_DTYPE_INT8 || x->dtype == MI_DTYPE_UINT8);
+  if (!x || !y || x->rank < 1 || y->rank != x->rank || (x->dtype != MI_DTYPE_FLOAT32 && !q8) || y->dtype != x->dtype)
+    return mi__blis_unsupported(err, n, "input must be a FLOAT32 (or INT8/UINT8 codes) tensor of the output's rank");
   if ((k = mi_sdk_pick(mi_sdk_attr_string(n, "mode", "nearest"), modes, 3)) < 0) return mi__blis_unsupported(err, n, "mode not supported");
   linear = k != 0;
+  if (q8 && linear) return mi__blis_unsupported(err, n, "a linear Resize of INT8/UINT8 codes (nearest only)");
   if (upsample && n->opset < 7) return mi__blis_unsupported(err, n, "Upsample before opset 7");
   if (modern) {
     /* Upsample and Resize-10 have no such attributes: asymmetric with the "simple" nearest rule. */
@@ -530,7 +531,8 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   r->x = mi__blis_in(n, 0);
   r->y = mi__blis_out(n, 0);
   r->simd = mi__blis_simd_level(p->ctx->cpu.isa);
-  r->want_range = mi__blis_is_kernel_output(p, r->y);
+  r->q8 = q8;
+  r->want_range = !q8 && mi__blis_is_kernel_output(p, r->y);
   /* Plan the passes, sizing the index tables and the largest intermediate. */
   memcpy(cur, x->dims, sizeof cur);
   for (d = 0; d < x->rank; d++) {
@@ -547,7 +549,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     table += pass_bytes(ps->out);
     r->npass++;
   }
-  r->bytes = (uint64_t)mi_sdk_numel(x) * sizeof(float);
+  r->bytes = (uint64_t)mi_sdk_numel(x) * (q8 ? 1 : sizeof(float));
   /* Intermediates are the outputs of every pass but the last; rounded to 16 floats so the
    * tables after them stay 64-byte aligned. */
   r->fused = r->npass >= 2 && r->pass[r->npass - 1].inner == 1 &&
@@ -583,7 +585,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
     if (r->fused) plan_up2(r, mi__blis_simd_level(p->ctx->cpu.isa));
   }
   s->run = run_resize;
-  if (r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y)) {
+  if (!q8 && r->fused && r->npass == 2 && r->pass[1].out <= RESIZE_ROW && mi__blis_qconcat_takes(p, r->y)) {
     s->run = run_deferred;                            /* its rows are the quantize step's to compute */
     mi__blis_plane_mark(p, r->y, MI__PLANE_RESERVED); /* so the output is never written */
   }

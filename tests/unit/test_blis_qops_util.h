@@ -25,7 +25,7 @@ static inline uint32_t rnd32(void) {
 }
 
 /* Fills an array of any dtype deterministically (floats in [-4, 4), codes over their range,
- * int32 in [-1000, 1000)). */
+ * int32 in [-1000, 1000), BOOL 0 or 1). */
 static inline void fill(mi_array_t *a) {
   int64_t n = mi_array_numel(a);
   for (int64_t i = 0; i < n; i++) {
@@ -35,6 +35,7 @@ static inline void fill(mi_array_t *a) {
     case MI_DTYPE_UINT8: ((uint8_t *)a->data)[i] = (uint8_t)r; break;
     case MI_DTYPE_INT8: ((int8_t *)a->data)[i] = (int8_t)(uint8_t)r; break;
     case MI_DTYPE_INT32: ((int32_t *)a->data)[i] = (int32_t)(r % 2000) - 1000; break;
+    case MI_DTYPE_BOOL: ((uint8_t *)a->data)[i] = (uint8_t)(r >> 7 & 1); break;
     default: break;
     }
   }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """compare_qops.py - each com.microsoft QOperator op on its own (QLinearSigmoid, QLinearLeakyRelu,
 QLinearAveragePool, QLinearConcat, QLinearSoftmax, QLinearWhere, QGemm; UINT8 and INT8, the
-attribute variants), one-node models with random codes, run on ONNX Runtime (ort_run.js), the
+attribute variants; and the standard ops such models run on codes, MaxPool and nearest Resize with
+the pads / dilations / ceil_mode / auto_pad and coordinate / nearest modes blis-cpu's kernels on
+codes take), one-node models with random codes, run on ONNX Runtime (ort_run.js), the
 reference and blis-cpu: prints per case how many output elements differ and by how many codes
 (docs/onnx.md, "Quantized models"). A check against ONNX Runtime, not a test (needs node and
 tools/ort/setup.sh).
@@ -143,16 +145,33 @@ def cases():
                         ["c", "a", "as", "az", "b", "bs", "bz", "zs", "zz"], [], dt))
         # Standard ops ONNX Runtime's QOperator models run on codes (its "Direct8Bit" ops, MaxPool, Resize)
         x4 = [("x", dt, [1, 3, 6, 8])]
+        seen = {}
         for op, consts, order, attrs in (
                 ("MaxPool", [], ["x"], [("kernel_shape", [3, 3]), ("strides", [2, 2]), ("pads", [1, 1, 1, 1])]),
                 ("Resize", [("sc", FLOAT, [4], [1.0, 1.0, 2.0, 2.0])], ["x", "", "sc"], [("mode", "nearest")]),
+                # the attribute variants blis-cpu's kernels on codes take (blis_qpool.c, blis_qresize.c)
+                ("MaxPool", [], ["x"], [("kernel_shape", [2, 2]), ("strides", [2, 2])]),
+                ("MaxPool", [], ["x"], [("kernel_shape", [3, 3]), ("strides", [2, 2]), ("dilations", [2, 2]),
+                                        ("pads", [1, 0, 2, 1]), ("ceil_mode", 1)]),
+                ("MaxPool", [], ["x"], [("kernel_shape", [3, 3]), ("strides", [2, 2]), ("auto_pad", "SAME_UPPER")]),
+                ("Resize", [("sz", INT64, [4], [1, 3, 11, 13])], ["x", "", "", "sz"], [("mode", "nearest")]),
+                ("Resize", [("sc", FLOAT, [4], [1.0, 1.0, 0.5, 0.6])], ["x", "", "sc"],
+                 [("mode", "nearest"), ("coordinate_transformation_mode", "align_corners"), ("nearest_mode", "round_prefer_ceil")]),
+                ("Resize", [("sc", FLOAT, [4], [1.0, 1.0, 3.0, 1.5])], ["x", "", "sc"],
+                 [("mode", "nearest"), ("coordinate_transformation_mode", "asymmetric"), ("nearest_mode", "floor")]),
+                ("Resize", [("sc", FLOAT, [4], [1.0, 1.0, 2.0, 3.0])], ["x", "", "sc"],
+                 [("mode", "nearest"), ("coordinate_transformation_mode", "pytorch_half_pixel"), ("nearest_mode", "ceil")]),
+                ("Resize", [("sc", FLOAT, [4], [1.0, 1.0, 3.0, 1.5])], ["x", "", "sc"],
+                 [("mode", "nearest"), ("coordinate_transformation_mode", "tf_half_pixel_for_nn"), ("nearest_mode", "round_prefer_ceil")]),
                 ("Transpose", [], ["x"], [("perm", [0, 2, 3, 1])]),
                 ("Reshape", [("sh", INT64, [2], [3, -1])], ["x", "sh"], []),
                 ("Flatten", [], ["x"], [("axis", 2)]),
                 ("Pad", [("p", INT64, [8], [0, 0, 1, 2, 0, 0, 2, 1]), ("v", dt, [], [z0 + 17])], ["x", "p", "v"], []),
                 ("Gather", [("i", INT64, [3], [2, 0, 2])], ["x", "i"], [("axis", 1)]),
                 ("Unsqueeze", [("ax", INT64, [1], [0])], ["x", "ax"], [])):
-            out.append(Case("%s_%s" % (op, t), op, x4, consts, order, attrs, dt, domain=""))
+            seen[op] = seen.get(op, 0) + 1  # the second MaxPool is MaxPool2_u8, and so on
+            nm = "%s%s_%s" % (op, seen[op] if seen[op] > 1 else "", t)
+            out.append(Case(nm, op, x4, consts, order, attrs, dt, domain=""))
     rng = random.Random(5)
     M, K, N = 5, 37, 11
     bias = [rng.randint(-2000, 2000) for _ in range(N)]
