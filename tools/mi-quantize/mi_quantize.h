@@ -62,6 +62,9 @@ int mq_op_takes(const mi_graph_t *g, const mi_node_t *n);
  * output. */
 int mq_set_node(mi_graph_t *g, int32_t n, const char *op, int32_t nin, const int32_t *ins, int32_t out,
                 const char *domain);
+/* MaxPool or Resize: ONNX Runtime's Direct8Bit ops, run on the codes of a quantized input with the
+ * input's scale and zero point (its MaxPool and nearest Resize on UINT8). */
+int mq_direct8(const mi_node_t *n);
 int32_t mq_readers(const mi_graph_t *g, int32_t t, int32_t *only);
 int mq_is_output(const mi_graph_t *g, int32_t t);
 

@@ -1,8 +1,9 @@
 /* qop.c - mi-quantize's QOperator rewrite (quantize_static, QuantFormat.QOperator): each
  * DequantizeLinear -> op -> QuantizeLinear of the QDQ form fused into the op ONNX Runtime's
  * quantizer writes for it (QLinearConv, QLinearMatMul, and com.microsoft QLinearAdd / Mul /
- * GlobalAveragePool / AveragePool / Sigmoid / LeakyRelu / Softmax / Concat / Where and QGemm),
- * then the Q/DQ nodes left unread dropped. */
+ * GlobalAveragePool / AveragePool / Sigmoid / LeakyRelu / Softmax / Concat / Where and QGemm;
+ * MaxPool and nearest Resize stay themselves, on the codes), then the Q/DQ nodes left unread
+ * dropped. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +57,12 @@ static int32_t to_qop(mi_graph_t *g, int32_t i, uint8_t *drop) {
   int32_t *ins = malloc(sizeof *ins * (size_t)(3 * nq + 8)), ys = qn->inputs[1], yz = qn->inputs[2], y = qn->outputs[0];
   if (!ins) return -1;
   const char *nop = NULL;
-  if (concat) {
+  int direct = mq_direct8(n);
+  if (direct) { /* the op itself on the codes: the Q after it has the DQ's parameters (mq_qdq) */
+    ins[k++] = d[0]->inputs[0];
+    for (int32_t j = 1; j < nin; j++) ins[k++] = n->inputs[j];
+    nop = op;
+  } else if (concat) {
     ins[k++] = ys;
     ins[k++] = yz;
     for (int32_t j = 0; j < nq; j++) triple(d[j], ins, &k);
@@ -102,7 +108,7 @@ static int32_t to_qop(mi_graph_t *g, int32_t i, uint8_t *drop) {
       return 0;
     }
   }
-  int std_domain = conv || !strcmp(op, "MatMul");
+  int std_domain = conv || !strcmp(op, "MatMul") || direct;
   int32_t rc = nop ? mq_set_node(g, i, nop, k, ins, y, std_domain ? NULL : "com.microsoft") : 0;
   free(ins);
   if (!nop) return 0;

@@ -221,7 +221,7 @@ oom:
 
 int mq_op_takes(const mi_graph_t *g, const mi_node_t *n) {
   static const char *const ops[] = {"Conv", "MatMul", "Add", "Mul", "GlobalAveragePool", "AveragePool",
-                                    "Sigmoid", "Softmax", "LeakyRelu", "Concat", "Where", "Gemm"};
+                                    "Sigmoid", "Softmax", "LeakyRelu", "Concat", "Where", "Gemm", "MaxPool", "Resize"};
   int known = 0;
   if (n->domain && n->domain[0]) return 0;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) known |= !strcmp(n->op_type, ops[i]);
@@ -233,6 +233,8 @@ int mq_op_takes(const mi_graph_t *g, const mi_node_t *n) {
     const mi_attr_t *k = mi_node_attr(n, "kernel_shape"); /* 2-D (the input's rank is not known after QDQ) */
     return n->input_count == 1 && k && k->count == 2;
   }
+  if (!strcmp(n->op_type, "Resize")) /* on codes: nearest only */
+    return !strcmp(mi_node_attr_string(n, "mode", "nearest"), "nearest");
   if (!strcmp(n->op_type, "Gemm")) /* QGemm takes alpha but no beta; a transposed A stays float */
     return mi_node_attr_float(n, "alpha", 1.0f) == 1.0f && mi_node_attr_float(n, "beta", 1.0f) == 1.0f &&
            mi_node_attr_int(n, "transA", 0) == 0;
@@ -266,6 +268,10 @@ static int qdq_op(const mi_graph_t *g, const mi_node_t *n) {
     return n->input_count == 3 && n->inputs[0] >= 0 && g->tensors[n->inputs[0]].dtype == MI_DTYPE_BOOL &&
            is_runtime_f32(g, n->inputs[1]) && is_runtime_f32(g, n->inputs[2]);
   return n->input_count >= 1 && is_runtime_f32(g, n->inputs[0]); /* the single-input ops */
+}
+
+int mq_direct8(const mi_node_t *n) {
+  return (!n->domain || !n->domain[0]) && (!strcmp(n->op_type, "MaxPool") || !strcmp(n->op_type, "Resize"));
 }
 
 int32_t mq_readers(const mi_graph_t *g, int32_t t, int32_t *only) {
@@ -312,6 +318,9 @@ int32_t mq_qdq_prepare(mi_graph_t *g, uint8_t *quantize, mi_error_t *err) {
     /* The activations quantized: Add, Mul and Concat all inputs, Where X and Y, the rest input 0 */
     const char *op = n->op_type;
     int all = !strcmp(op, "Add") || !strcmp(op, "Mul") || !strcmp(op, "Concat"), where = !strcmp(op, "Where");
+    /* MaxPool and nearest Resize (ONNX Runtime's Direct8Bit ops) only where their input is already
+     * quantized; their output takes the input's parameters (mq_qdq) */
+    if (mq_direct8(n) && !quantize[n->inputs[0]]) continue;
     for (int32_t j = where ? 1 : 0; j < (all || where ? n->input_count : 1); j++) quantize[n->inputs[j]] = 1;
     if (g->tensors[n->outputs[0]].dtype == MI_DTYPE_FLOAT32 || g->tensors[n->outputs[0]].dtype == MI_DTYPE_UNDEFINED)
       quantize[n->outputs[0]] = 1;
@@ -337,8 +346,8 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
     }
     float s;
     uint8_t z;
-    params_u8(r->lo[t], r->hi[t], &s, &z);
-    int32_t p = g->tensors[t].producer;
+    int32_t p = g->tensors[t].producer, from = p >= 0 && mq_direct8(&g->nodes[p]) ? g->nodes[p].inputs[0] : t;
+    params_u8(r->lo[from], r->hi[from], &s, &z);           /* a Direct8Bit op's output: its input's parameters */
     if (p >= 0 && !strcmp(g->nodes[p].op_type, "Softmax")) /* [0, 1) at scale 1/256, as ONNX Runtime's */
       s = 1.0f / 256.0f, z = 0;
     xs[t] = s;
