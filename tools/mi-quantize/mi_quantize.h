@@ -39,6 +39,9 @@ int32_t mq_qdq4(mi_graph_t *g, const mq_options_t *o, mi_error_t *err);
  * of a Conv / MatMul with a constant weight, ConvInteger / MatMulInteger, Cast, the scales' Mul,
  * and the bias Add. */
 int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err);
+/* Each LSTM with constant W and R, in g and its subgraphs, as com.microsoft DynamicQuantizeLSTM
+ * (lstm.c; per_channel: a scale per gate row); the count rewritten, -1 out of memory. */
+int32_t mq_dynamic_lstm(mi_graph_t *g, int per_channel);
 /* The float tensors mq_qdq quantizes (1 per tensor index; `count` of them) after it removed the
  * Relus it folds; call before calibrating. */
 int32_t mq_qdq_prepare(mi_graph_t *g, uint8_t *quantize, mi_error_t *err);

@@ -153,7 +153,8 @@ int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err) {
     return mi_errorf(err, MI_ERR_UNSUPPORTED, "DynamicQuantizeLinear needs opset 11, the model has %lld",
                      (long long)g->opset);
   }
-  int32_t done = 0;
+  int32_t done = mq_dynamic_lstm(g, o->per_channel);
+  if (done < 0) goto oom;
   for (int32_t i = 0; i < nodes; i++) {
     mi_node_t *n = &g->nodes[i];
     int conv = strcmp(n->op_type, "Conv") == 0, mm = strcmp(n->op_type, "MatMul") == 0;
@@ -210,7 +211,7 @@ int32_t mq_dynamic(mi_graph_t *g, const mq_options_t *o, mi_error_t *err) {
     done++;
   }
   free(dq);
-  if (!done) return mi_errorf(err, MI_ERR_UNSUPPORTED, "no Conv or MatMul with a constant weight to quantize");
+  if (!done) return mi_errorf(err, MI_ERR_UNSUPPORTED, "no Conv, MatMul or LSTM with a constant weight to quantize");
   return mi_graph_toposort(g, err);
 oom:
   free(dq);

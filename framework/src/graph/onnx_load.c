@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "graph/dqlstm.h"
 #include "graph/nbits.h"
 #include "graph/onnx_internal.h"
 
@@ -47,11 +46,6 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
   }
   g->opset = opset >= 0 ? opset : 13;
   rc = mi__onnx_import_main(g, mp->graph, base_dir, label, err);
-  if (rc == MI_OK && mi__graph_has_dqlstm(g)) {
-    /* com.microsoft DynamicQuantizeLSTM: an LSTM on its dequantized weights (graph/dqlstm.c) */
-    mi_error_t e = {0};
-    if ((rc = mi__graph_lower_dqlstm(g, &e)) != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
-  }
   if (rc == MI_OK && mi__graph_has_nbits(g)) {
     /* com.microsoft MatMulNBits: lowered here, so that node indices are the model's for every
      * consumer (profiles, per-node tables) and every device runs it (graph/nbits.c) */

@@ -195,7 +195,7 @@ int32_t mi__si_dqlstm(mi__si_t *c, const mi_node_t *n) {
   mi__dql_in_t ins[12];
   char why[256];
   mi__in_views_of_node(c->g, n, ins, 12);
-  if (mi__dqlstm_weights(n, ins, NULL, NULL, NULL, NULL, why, sizeof why))
+  if (mi__dqlstm_check(n, ins, why, sizeof why))
     return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
   return mi__si_lookup("LSTM")(c, n);
 }

@@ -1,11 +1,10 @@
-/* ref_nbits.c - reference com.microsoft MatMulNBits and DynamicQuantizeLSTM. MatMulNBits: the packed 2/4/8-bit weight dequantized to
+/* ref_nbits.c - reference com.microsoft MatMulNBits (DynamicQuantizeLSTM: ref_dqlstm.c): the packed 2/4/8-bit weight dequantized to
  * float [K, N] (each value (q - z) * s in double, rounded once: the value DequantizeLinear gives),
  * then A times it as MatMul does (float sums in k order), then the bias. The session lowers the
  * node to exactly that DequantizeLinear + MatMul (+ Add), so both paths agree to the bit. */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "graph/dqlstm.h"
 #include "graph/nbits.h"
 #include "ref/ref_ops.h"
 
@@ -60,31 +59,4 @@ int32_t mi__ref_matmul_nbits(mi__ref_call_t *c) {
   free(w);
   c->out[0] = y;
   return MI_OK;
-}
-
-/* DynamicQuantizeLSTM: LSTM on the float weights its 8-bit ones stand for (graph/dqlstm.c). */
-int32_t mi__ref_dqlstm(mi__ref_call_t *c) {
-  mi__dql_in_t ins[12];
-  const mi_array_t *in[8];
-  mi_array_t w = {0}, r = {0};
-  float *wf = NULL, *rf = NULL;
-  char why[256];
-  views(c, ins, 12);
-  int rc = mi__dqlstm_weights(c->node, ins, &wf, &rf, w.dims, r.dims, why, sizeof why);
-  if (rc) return mi__ref_fail(c, rc == -2 ? MI_ERR_OUT_OF_MEMORY : MI_ERR_INVALID_ARGUMENT, "%s", why);
-  w.dtype = r.dtype = MI_DTYPE_FLOAT32;
-  w.rank = r.rank = 3;
-  w.data = wf;
-  r.data = rf;
-  w.nbytes = sizeof(float) * (size_t)(w.dims[0] * w.dims[1] * w.dims[2]);
-  r.nbytes = sizeof(float) * (size_t)(r.dims[0] * r.dims[1] * r.dims[2]);
-  for (int32_t k = 0; k < 8; k++) in[k] = k == 1 ? &w : k == 2 ? &r
-                                                               : mi__ref_in(c, k);
-  mi__ref_call_t lc = *c;
-  lc.in = in;
-  lc.nin = c->nin < 8 ? c->nin : 8;
-  int32_t st = mi__ref_lstm(&lc);
-  free(wf);
-  free(rf);
-  return st;
 }

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""compare_dqlstm.py - com.microsoft DynamicQuantizeLSTM as mi-quantize --mode dynamic writes it
+(ONNX Runtime's quantize_dynamic form: INT8 symmetric W and R, per direction or --per-channel per
+gate row), on one-LSTM models (forward, reverse, bidirectional; random weights, or Silero VAD v4's
+trained LSTM weights when given as .npy files), run on ONNX Runtime 1.30 (ort_run.js), the
+reference and blis-cpu with the same inputs; prints the relative L2 of Y, Y_h, Y_c: reference vs
+ORT, the float LSTM vs ORT (what the 8-bit weights and activations cost), and blis-cpu vs the
+reference (docs/onnx.md, "DynamicQuantizeLSTM"). A check against ONNX Runtime, not a test.
+usage: tools/ort/compare_dqlstm.py [BUILD_DIR]"""
+import math, os, random, shutil, struct, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
+FLOAT = 1
+
+
+def varint(n):
+    n &= (1 << 64) - 1
+    b = b""
+    while True:
+        c = n & 0x7F
+        n >>= 7
+        b += bytes([c | (0x80 if n else 0)])
+        if not n:
+            return b
+
+
+def ld(f, data): return varint(f << 3 | 2) + varint(len(data)) + data
+def vi(f, n): return varint(f << 3) + varint(n)
+def st(f, text): return ld(f, text.encode())
+
+
+def attr(name, v):
+    if isinstance(v, str):
+        return ld(5, st(1, name) + ld(4, v.encode()) + vi(20, 3))
+    return ld(5, st(1, name) + vi(3, v) + vi(20, 2))
+
+
+def tensor(name, dims, vals):
+    return ld(5, b"".join(vi(1, d) for d in dims) + vi(2, FLOAT) + st(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals)))
+
+
+def vinfo(name, dims):
+    d = b"".join(ld(1, vi(1, x)) for x in dims)
+    return st(1, name) + ld(2, ld(1, vi(1, FLOAT) + ld(2, d)))
+
+
+def npy(path, dims, vals):
+    sh = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % sh
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%df" % len(vals), *vals))
+
+
+def load(path):
+    b = open(path, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    body = b[10 + hl:]
+    return struct.unpack("<%df" % (len(body) // 4), body)
+
+
+def lstm_model(path, T, B, I, H, direction, rng):
+    D = 2 if direction == "bidirectional" else 1
+    s = 1.0 / math.sqrt(H)
+    w = [rng.uniform(-s, s) for _ in range(D * 4 * H * I)]
+    r = [rng.uniform(-s, s) for _ in range(D * 4 * H * H)]
+    b = [rng.uniform(-s, s) for _ in range(D * 8 * H)]
+    n = b"".join(st(1, i) for i in ("x", "W", "R", "B")) + b"".join(st(2, o) for o in ("y", "y_h", "y_c"))
+    n += st(3, "lstm") + st(4, "LSTM") + attr("hidden_size", H) + attr("direction", direction)
+    g = ld(1, n) + st(2, "g") + tensor("W", [D, 4 * H, I], w) + tensor("R", [D, 4 * H, H], r) + tensor("B", [D, 8 * H], b)
+    g += ld(11, vinfo("x", [T, B, I]))
+    g += ld(12, vinfo("y", [T, D, B, H])) + ld(12, vinfo("y_h", [D, B, H])) + ld(12, vinfo("y_c", [D, B, H]))
+    open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 14)))
+
+
+def rel(a, b):
+    num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
+    den = math.sqrt(sum(x * x for x in a)) or 1.0
+    return num / den
+
+
+def run_all(name, fp32, T, B, I, rng):
+    d = tempfile.mkdtemp()
+    xin = os.path.join(d, "x.npy")
+    npy(xin, [T, B, I], [rng.gauss(0.0, 1.0) for _ in range(T * B * I)])
+    args = ["--input", "x=" + xin]
+    run = os.path.join(BUILD, "bin", "mi-run")
+    for pc in ([], ["--per-channel"]):
+        q = os.path.join(d, "q.onnx")
+        r = subprocess.run([os.path.join(BUILD, "bin", "mi-quantize"), "--mode", "dynamic", "--model", fp32, "--out", q] + pc,
+                           capture_output=True, text=True)
+        if r.returncode:
+            print("%s: mi-quantize: %s" % (name, r.stderr.strip()))
+            continue
+        outs = {}
+        for dev, cmd in (("ort", ["node", os.path.join(HERE, "ort_run.js"), "--model", q]),
+                         ("ref", [run, "--model", q, "--device", "ref"]),
+                         ("blis", [run, "--model", q, "--device", "blis-cpu:0"]),
+                         ("fp32", [run, "--model", fp32, "--device", "ref"])):
+            od = os.path.join(d, dev)
+            shutil.rmtree(od, ignore_errors=True)
+            os.mkdir(od)
+            p = subprocess.run(cmd + args + ["--output-dir", od], capture_output=True, text=True)
+            outs[dev] = {o: load(os.path.join(od, o + ".npy")) for o in ("y", "y_h", "y_c")} if p.returncode == 0 else \
+                (p.stderr.strip().splitlines() or ["failed"])[-1]
+        line = "%s%s:" % (name, " per-channel" if pc else "")
+        for a, b, what in (("ort", "ref", "ref vs ORT"), ("ort", "fp32", "float LSTM vs ORT"), ("ref", "blis", "blis-cpu vs ref")):
+            if isinstance(outs[a], str) or isinstance(outs[b], str):
+                line += "  %s: %s" % (what, outs[a] if isinstance(outs[a], str) else outs[b])
+                continue
+            line += "  %s: %s" % (what, " ".join("%s %.3g" % (o, rel(outs[a][o], outs[b][o])) for o in ("y", "y_h", "y_c")))
+        print(line, flush=True)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def main():
+    rng = random.Random(7)
+    d = tempfile.mkdtemp()
+    for direction, T, B, I, H in (("forward", 30, 2, 16, 32), ("reverse", 12, 3, 8, 16), ("bidirectional", 25, 1, 64, 64)):
+        m = os.path.join(d, "%s.onnx" % direction)
+        lstm_model(m, T, B, I, H, direction, rng)
+        run_all("LSTM %s T%d B%d I%d H%d" % (direction, T, B, I, H), m, T, B, I, rng)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+main()
