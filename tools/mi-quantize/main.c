@@ -125,13 +125,15 @@ static int32_t static_quant(mi_graph_t *g, const char **files, int32_t nfiles, u
   X(O_MODE, "mode", "dynamic|qdq|qop|nbits|qdq4",                                                 \
     "dynamic: quantize_dynamic: DynamicQuantizeLinear + ConvInteger / MatMulInteger\n"            \
     "  + Cast + Mul (Conv weights UINT8 by default: ONNX Runtime's CPU ConvInteger\n"             \
-    "  takes no INT8 weight; MatMul weights INT8 symmetric)\n"                                    \
+    "  takes no INT8 weight; MatMul weights INT8 symmetric); LSTM -> com.microsoft\n"             \
+    "  DynamicQuantizeLSTM (INT8 symmetric W and R)\n"                                            \
     "qdq: quantize_static, QDQ format: QuantizeLinear/DequantizeLinear (UINT8)\n"                 \
     "  around Conv, MatMul, Gemm, Add, Mul, GlobalAveragePool, AveragePool, Sigmoid,\n"           \
-    "  LeakyRelu, Softmax, Concat and Where, INT8 symmetric weights, INT32 biases\n"              \
+    "  LeakyRelu, Softmax, Concat and Where (MaxPool, nearest Resize at their input's\n"          \
+    "  parameters), INT8 symmetric weights, INT32 biases\n"                                       \
     "qop: quantize_static, QOperator format: QLinearConv, QLinearMatMul and com.microsoft\n"      \
     "  QLinearAdd / Mul / GlobalAveragePool / AveragePool / Sigmoid / LeakyRelu /\n"              \
-    "  Softmax / Concat / Where and QGemm\n"                                                      \
+    "  Softmax / Concat / Where and QGemm; MaxPool and nearest Resize on the codes\n"             \
     "nbits: weight-only 4-bit (matmul_nbits_quantizer): com.microsoft MatMulNBits\n"              \
     "  for each MatMul with a constant 2-D weight, blocks of --block-size along K\n"              \
     "qdq4: the same weights as opset 21's blocked INT4 DequantizeLinear -> MatMul")               \

@@ -234,9 +234,10 @@ int mq_op_takes(const mi_graph_t *g, const mi_node_t *n) {
     const mi_attr_t *k = mi_node_attr(n, "kernel_shape"); /* 2-D (the input's rank is not known after QDQ) */
     return n->input_count == 1 && k && k->count == 2;
   }
-  if (!strcmp(n->op_type, "Resize")) /* on codes: nearest only */
-    return !strcmp(mi_node_attr_string(n, "mode", "nearest"), "nearest");
-  if (!strcmp(n->op_type, "Gemm")) /* QGemm takes alpha but no beta; a transposed A stays float */
+  if (!strcmp(n->op_type, "Resize")) /* on codes: nearest only, opset 11 on (as ONNX Runtime's QResize) */
+    return g->opset >= 11 && !strcmp(mi_node_attr_string(n, "mode", "nearest"), "nearest");
+  if (!strcmp(n->op_type, "MaxPool")) return g->opset >= 12; /* MaxPool takes 8-bit codes from opset 12 */
+  if (!strcmp(n->op_type, "Gemm"))                           /* QGemm takes alpha but no beta; a transposed A stays float */
     return mi_node_attr_float(n, "alpha", 1.0f) == 1.0f && mi_node_attr_float(n, "beta", 1.0f) == 1.0f &&
            mi_node_attr_int(n, "transA", 0) == 0;
   return 1;
@@ -347,7 +348,9 @@ int32_t mq_qdq(mi_graph_t *g, const uint8_t *quantize, const mq_ranges_t *r, con
     }
     float s;
     uint8_t z;
-    int32_t p = g->tensors[t].producer, from = p >= 0 && mq_direct8(&g->nodes[p]) ? g->nodes[p].inputs[0] : t;
+    int32_t p = g->tensors[t].producer, from = t;
+    if (p >= 0 && mq_direct8(&g->nodes[p]) && mq_op_takes(g, &g->nodes[p]) && quantize[g->nodes[p].inputs[0]])
+      from = g->nodes[p].inputs[0];
     params_u8(r->lo[from], r->hi[from], &s, &z);           /* a Direct8Bit op's output: its input's parameters */
     if (p >= 0 && !strcmp(g->nodes[p].op_type, "Softmax")) /* [0, 1) at scale 1/256, as ONNX Runtime's */
       s = 1.0f / 256.0f, z = 0;

@@ -73,6 +73,122 @@ def lstm_model(path, T, B, I, H, direction, rng):
     open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 14)))
 
 
+def fields(buf):
+    """(field number, wire type, value) of one protobuf message: value bytes for length-delimited."""
+    i = 0
+    while i < len(buf):
+        key, sh = 0, 0
+        while True:
+            c = buf[i]; i += 1; key |= (c & 0x7F) << sh; sh += 7
+            if c < 0x80:
+                break
+        f, wt = key >> 3, key & 7
+        if wt == 0:
+            v, sh = 0, 0
+            while True:
+                c = buf[i]; i += 1; v |= (c & 0x7F) << sh; sh += 7
+                if c < 0x80:
+                    break
+        elif wt == 2:
+            n, sh = 0, 0
+            while True:
+                c = buf[i]; i += 1; n |= (c & 0x7F) << sh; sh += 7
+                if c < 0x80:
+                    break
+            v = buf[i:i + n]; i += n
+        elif wt == 5:
+            v = buf[i:i + 4]; i += 4
+        elif wt == 1:
+            v = buf[i:i + 8]; i += 8
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield f, wt, v
+
+
+def unpack_varints(b):
+    out, i = [], 0
+    while i < len(b):
+        n, sh = 0, 0
+        while True:
+            c = b[i]; i += 1; n |= (c & 0x7F) << sh; sh += 7
+            if c < 0x80:
+                break
+        out.append(n)
+    return out
+
+
+def floats_of(t):
+    """A FLOAT TensorProto's (name, dims, values)."""
+    dims, name, raw, fd = [], "", None, []
+    for f, wt, v in fields(t):
+        if f == 1 and wt == 0:
+            dims.append(v)
+        elif f == 1:  # packed
+            dims.extend(unpack_varints(v))
+        elif f == 8:
+            name = v.decode()
+        elif f == 9:
+            raw = v
+        elif f == 4:
+            fd.extend(struct.unpack("<%df" % (len(v) // 4), v) if wt == 2 else struct.unpack("<f", v))
+    vals = list(struct.unpack("<%df" % (len(raw) // 4), raw)) if raw is not None else fd
+    return name, dims, vals
+
+
+def find_lstms(graph, inits, out):
+    """The LSTMs of a GraphProto and its subgraphs: (W, R, B) FLOAT arrays with dims, hidden_size."""
+    inits = dict(inits)
+    nodes = []
+    for f, wt, v in fields(graph):
+        if f == 5:
+            n, d, vals = floats_of(v)
+            inits[n] = (d, vals)
+        elif f == 1:
+            nodes.append(v)
+    for nd in nodes:
+        ins, op, H = [], "", 0
+        for f, wt, v in fields(nd):
+            if f == 1:
+                ins.append(v.decode())
+            elif f == 4:
+                op = v.decode()
+            elif f == 5:
+                an, sub = "", []
+                for af, awt, av in fields(v):
+                    if af == 1:
+                        an = av.decode()
+                    elif af == 3:
+                        H = av if an == "hidden_size" else H
+                    elif af == 6:
+                        sub.append(av)
+                    elif af == 11:
+                        sub.append(av)
+                for g in sub:
+                    find_lstms(g, inits, out)
+        if op == "LSTM" and all(k in inits for k in ins[1:3]):
+            out.append((inits[ins[1]], inits[ins[2]], inits.get(ins[3]) if len(ins) > 3 else None, H))
+    return out
+
+
+def lstm_from(path, model):
+    """The first LSTM of a fetched model (its trained W, R, B) as a one-LSTM model; its input size."""
+    for f, wt, v in fields(open(model, "rb").read()):
+        if f == 7:
+            found = find_lstms(v, {}, [])
+            if not found:
+                return None
+            (wd, w), (rd, r), b, H = found[0]
+            n = b"".join(st(1, i) for i in ("x", "W", "R") + (("B",) if b else ())) + b"".join(st(2, o) for o in ("y", "y_h", "y_c"))
+            n += st(3, "lstm") + st(4, "LSTM") + attr("hidden_size", H)
+            D, I = wd[0], wd[2]
+            g = ld(1, n) + st(2, "g") + tensor("W", wd, w) + tensor("R", rd, r) + (tensor("B", b[0], b[1]) if b else b"")
+            g += ld(11, vinfo("x", [64, 1, I]))
+            g += ld(12, vinfo("y", [64, D, 1, H])) + ld(12, vinfo("y_h", [D, 1, H])) + ld(12, vinfo("y_c", [D, 1, H]))
+            open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 14)))
+            return I
+    return None
+
+
 def rel(a, b):
     num = math.sqrt(sum((x - y) ** 2 for x, y in zip(a, b)))
     den = math.sqrt(sum(x * x for x in a)) or 1.0
@@ -120,6 +236,15 @@ def main():
         m = os.path.join(d, "%s.onnx" % direction)
         lstm_model(m, T, B, I, H, direction, rng)
         run_all("LSTM %s T%d B%d I%d H%d" % (direction, T, B, I, H), m, T, B, I, rng)
+    # Silero VAD's LSTM (inside its If branches, which mi-quantize cannot write back): its trained
+    # weights lifted into a one-LSTM model, 64 steps of unit-variance inputs
+    models = os.environ.get("MI_MODEL_DIR", os.path.expanduser("~/.cache/metainfer/models"))
+    for v in ("silero_vad_v4", "silero_vad_v5"):
+        src = os.path.join(models, v + ".onnx")
+        m = os.path.join(d, v + ".onnx")
+        I = lstm_from(m, src) if os.path.exists(src) else None
+        if I:
+            run_all("%s LSTM T64 B1 I%d" % (v, I), m, 64, 1, I, rng)
     shutil.rmtree(d, ignore_errors=True)
 
 
