@@ -60,7 +60,8 @@ done
 # on the logits' sign). Its qop form holds QLinearLeakyRelu, QLinearSigmoid, QLinearAveragePool,
 # QLinearConcat, QGemm, QLinearSoftmax and QLinearWhere, runs on the reference close to the FP32
 # model, and on blis-cpu with the same outputs as the reference (the ops it has no kernel for
-# run on the host).
+# run on the host; the MaxPool, on the codes of the LeakyRelu's output, and the QLinearWhere must
+# not).
 mi_wire_py
 python3 - "$T" <<'PY'
 import struct, sys
@@ -99,6 +100,9 @@ if "$Q" --mode qop --model "$T/qops.onnx" --out "$T/qops_qop.onnx" > "$T/q.log" 
     if [ $have_blis = 1 ]; then
       "$RUN" --model "$T/qops_qop.onnx" --device blis-cpu:0 --seed 3 --output-dir "$T/qops-blis" > "$T/blis.log" 2>&1 ||
         bad "qops qop on blis-cpu: $(tail -2 "$T/blis.log")"
+      # the MaxPool on codes (mp) and the QLinearWhere (wh) have blis-cpu kernels: not on the host
+      fb=$(grep "^fallback nodes" "$T/blis.log")
+      echo "$fb" | grep -qwE "mp|wh" && bad "qops qop on blis-cpu: MaxPool or QLinearWhere ran on the host ($fb)"
       for f in "$T/qops-ref"/*.npy; do
         cmp -s "$f" "$T/qops-blis/$(basename "$f")" || bad "qops qop: blis-cpu output $(basename "$f") differs from the reference's"
       done
