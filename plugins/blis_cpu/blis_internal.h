@@ -359,6 +359,10 @@ int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, 
 void mi__blis_qpool_plane(const mi__blis_qpool_t *q, const uint8_t *x, uint8_t *y);
 /* MaxPool (opset 12+) on runtime INT8/UINT8 codes, 1-D or 2-D NCHW, alone in its kernel. */
 int32_t mi__blis_prep_qmaxpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* QLinearAdd outputs [b, e) of two operands of the output's shape, 8 codes a step on AVX-512, in
+ * the reference's double arithmetic (blis_qadd.c); returns the first output not written. */
+int64_t mi__blis_qladd_avx512(const uint8_t *a, const uint8_t *bb, uint8_t *y, int64_t b, int64_t e, double ra,
+                              double rb, int32_t za, int32_t zb, int32_t zc, int32_t u8);
 /* com.microsoft QLinearWhere (blis_qwhere.c). */
 int32_t mi__blis_prep_qwhere(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* 1 when runtime tensor t is read by a QLinearWhere of kernel d as its condition and touched by

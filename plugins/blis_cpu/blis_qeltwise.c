@@ -24,7 +24,7 @@ typedef struct qelt {
   int64_t dims[MI_MAX_RANK], sa[MI_MAX_RANK], sb[MI_MAX_RANK]; /* A's, B's strides (0: broadcast) */
   int32_t za, zb, zc;
   double ra, rb, mult; /* Add: sa/sc, sb/sc; Mul: sa*sb/sc; GAP: sx/(sy*hw) */
-  int32_t full512;     /* QLinearAdd of two operands of y's shape on AVX-512: add_full_avx512 */
+  int32_t full512;     /* QLinearAdd of two operands of y's shape on AVX-512: mi__blis_qladd_avx512 */
 } qelt_t;
 
 typedef struct qelt_task {
@@ -292,38 +292,13 @@ static int32_t run_dynq(const qelt_t *q, void *const *t, const mi__blis_env_t *e
   return MI_OK;
 }
 
-/* QLinearAdd of outputs [b, e) where neither operand broadcasts, 8 codes a step: the reference's
- * double arithmetic ((a - za) * ra + (b - zb) * rb, rounded to nearest even, + zc, clamped) with
- * explicitly rounded products and sum, so no multiply-add is fused. The odometer loop below ran at
- * about 1 GB/s: a QOperator face detector's residual QLinearAdds took 40% of the model. Returns
- * the first output it did not write. */
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) static int64_t add_full_avx512(const qelt_t *q, const uint8_t *a,
-                                                                                             const uint8_t *bb, uint8_t *y,
-                                                                                             int64_t b, int64_t e) {
-  const int R = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  const __m512d ra = _mm512_set1_pd(q->ra), rb = _mm512_set1_pd(q->rb), zc = _mm512_set1_pd((double)q->zc);
-  const __m512d lo = _mm512_set1_pd(q->u8 ? 0. : -128.), hi = _mm512_set1_pd(q->u8 ? 255. : 127.);
-  const __m256i za = _mm256_set1_epi32(q->za), zb = _mm256_set1_epi32(q->zb);
-  int64_t i;
-  for (i = b; i + 8 <= e; i += 8) {
-    __m128i la = _mm_loadl_epi64((const __m128i *)(a + i)), lb = _mm_loadl_epi64((const __m128i *)(bb + i));
-    __m256i ia = q->u8 ? _mm256_cvtepu8_epi32(la) : _mm256_cvtepi8_epi32(la);
-    __m256i ib = q->u8 ? _mm256_cvtepu8_epi32(lb) : _mm256_cvtepi8_epi32(lb);
-    __m512d va = _mm512_mul_round_pd(_mm512_cvtepi32_pd(_mm256_sub_epi32(ia, za)), ra, R);
-    __m512d vb = _mm512_mul_round_pd(_mm512_cvtepi32_pd(_mm256_sub_epi32(ib, zb)), rb, R);
-    __m512d v = _mm512_roundscale_pd(_mm512_add_round_pd(va, vb, R), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_min_pd(_mm512_max_pd(_mm512_add_pd(v, zc), lo), hi);
-    _mm_storel_epi64((__m128i *)(y + i), _mm256_cvtepi32_epi8(_mm512_cvtpd_epi32(v)));
-  }
-  return i;
-}
-
 /* ---- QLinearAdd / QLinearMul: same shapes, or one side a single code. */
 static void binary_part(void *arg, int64_t b, int64_t e) {
   const qelt_task_t *t = arg;
   const qelt_t *q = t->q;
   const void *a = t->t[q->a], *bb = t->t[q->b];
-  if (q->full512) b = add_full_avx512(q, a, bb, t->t[q->y], b, e); /* the scalar loop takes the tail */
+  if (q->full512) /* the scalar loop below takes the tail */
+    b = mi__blis_qladd_avx512(a, bb, t->t[q->y], b, e, q->ra, q->rb, q->za, q->zb, q->zc, q->u8);
   int64_t i, idx[MI_MAX_RANK], oa = 0, ob = 0, rem = b;
   double ta[256], tb[256];
   int32_t v, d;
