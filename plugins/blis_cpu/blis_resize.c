@@ -537,7 +537,7 @@ int32_t mi__blis_prep_resize(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   memcpy(cur, x->dims, sizeof cur);
   for (d = 0; d < x->rank; d++) {
     resize_pass_t *ps = &r->pass[r->npass];
-    if (out[d] == x->dims[d] && sel[d] == 1.0f && ct != MI_SDK_CT_TF_HALF_PIXEL_FOR_NN) continue; /* identity */
+    if (out[d] == x->dims[d] && sel[d] == 1.0f) continue; /* identity, in every mode: the reference's rule */
     if (out[d] < 1 || x->dims[d] < 1) return mi__blis_unsupported(err, n, "resize to or from an empty axis");
     ps->outer = ps->inner = 1;
     for (i = 0; i < d; i++) ps->outer *= cur[i];

@@ -89,6 +89,36 @@ static void nearest(void) {
   check("Upsample opset 9", &u9, 4, d44, want);
 }
 
+/* An axis of scale 1 stays as it is in every mode, as ONNX Runtime leaves it: per axis, the
+ * tf_half_pixel_for_nn shift (c + 0.5 under round_prefer_ceil) took each channel from the next
+ * (a [1, 2, 2, 2] input's channel 0 became its channel 1; with one channel a clamp hid it). */
+static void scale_one_axis(void) {
+  static const float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, scales[4] = {1, 1, 2, 2};
+  static const int64_t dx[4] = {1, 2, 2, 2}, dy[4] = {1, 2, 4, 4}, four = 4;
+  /* H and W: (j + 0.5) / 2 = 0.25, 0.75, 1.25, 1.75 rounded half up: 0, 1, 1, 2 -> 1 */
+  static const int idx[4] = {0, 1, 1, 1};
+  float want[32];
+  mi_graph_t *g = mi_graph_create("resize_c");
+  int32_t ins[3] = {tin(g, "x", MI_DTYPE_FLOAT32, 4, dx), -1, -1}, n, rc;
+  mi_array_t *in = arr_f32(4, dx, x), *out = NULL;
+  mi_error_t err = {0};
+  g->opset = 13;
+  ins[2] = mi_graph_add_const_f32(g, "scales", 1, &four, scales);
+  mi_graph_add_output(g, node1(g, "Resize", "resize_node", 3, ins, &n));
+  mi_node_set_string(g, n, "mode", "nearest");
+  mi_node_set_string(g, n, "coordinate_transformation_mode", "tf_half_pixel_for_nn");
+  mi_node_set_string(g, n, "nearest_mode", "round_prefer_ceil");
+  for (int c = 0; c < 2; c++)
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) want[(c * 4 + i) * 4 + j] = x[(c * 2 + idx[i]) * 2 + idx[j]];
+  rc = run1(g, 1, &in, &out, &err);
+  CHECK(rc == MI_OK, "tf_half_pixel_for_nn on [1, 2, 2, 2]: %s", err.message);
+  expect_f32("tf_half_pixel_for_nn keeps the channels", out, 4, dy, want, 0);
+  mi_array_destroy(out);
+  mi_array_destroy(in);
+  mi_graph_destroy(g);
+}
+
 static void linear(void) {
   float want[16];
   /* Linear: source coordinates per mode, clamped to [0, 1]. */
@@ -127,6 +157,7 @@ static void unsupported_modes(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(nearest),
+    TU_CASE(scale_one_axis),
     TU_CASE(linear),
     TU_CASE(unsupported_modes),
 };

@@ -184,7 +184,10 @@ int32_t mi__ref_resize(mi__ref_call_t *c) {
   mi_array_t *cur = mi__ref_clone(x);
   if (!cur) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int32_t d = 0; d < x->rank; d++) {
-    if (out[d] == x->dims[d] && sel[d] == 1.0f && m.ct != MI_SDK_CT_TF_HALF_PIXEL_FOR_NN) continue; /* identity */
+    /* An axis of scale 1 and its own size is left alone in every mode, as ONNX Runtime does (and
+     * the opencl and vulkan plugins): taken per axis, tf_half_pixel_for_nn's half-pixel shift
+     * would move each channel of a [N, C, H, W] resize to the next under round_prefer_ceil. */
+    if (out[d] == x->dims[d] && sel[d] == 1.0f) continue;
     if (out[d] < 1 || x->dims[d] < 1) {
       mi_array_destroy(cur);
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "axis %d would resize %lld to %lld",
