@@ -2,7 +2,9 @@
  * If reads them (a merged decoder's caches grow by one position per token): every run matches
  * the reference interpreter and a session prepared from scratch for its shapes, the nested
  * branch prepared again takes over the kernels whose shapes did not change (counted by
- * mi_session_kernel_reused_count), and an input a device kernel reads is still refused. */
+ * mi_session_kernel_reused_count), a branch the session rewrites (a fused layer norm, positions
+ * folded from the input's shape) gives a fresh session's bytes at every length, and an input a
+ * device kernel reads is still refused. */
 #include <stdint.h>
 
 #include "test_util.h"
@@ -194,6 +196,168 @@ static void device_input_refused(void) {
   mi_graph_destroy(g);
 }
 
+/* Adds node `op` named `name` reading ins[0..n) and writing a new tensor `out`; its index. */
+static int32_t op(mi_graph_t *s, const char *o, const char *name, int n, const int32_t *ins, const char *out,
+                  int32_t *node) {
+  int32_t y = mi_graph_add_tensor(s, out, MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t k = mi_graph_add_node(s, o, name, n, ins, 1, &y);
+  if (node) *node = k;
+  return y;
+}
+
+/* A branch capturing x [1, L, 4] whose preparation the session rewrites: a layer norm spelled
+ * out in nine ops (fused into one LayerNormalization, the rewrite of a node named with the
+ * branch's strings), plus positions 0..L-1 from Shape(x) (Gather, Range, Cast, Unsqueeze:
+ * folded to a constant whose length and values follow L), then MatMul by a constant and two
+ * readers of its result m: Relu(m), and Sigmoid(m) + MatMul(ReduceMean(m over L), w) (a kernel
+ * of the same shapes at every length). The else branch: Relu(x), Sigmoid(x). */
+static mi_graph_t *norm_branch(const char *name, int then) {
+  mi_graph_t *s = mi_graph_create(name);
+  int64_t d4[1] = {4}, w2[2] = {4, 4}, axes[1] = {-1}, one = 1, zero = 0, ax[2] = {0, 2};
+  float gamma[4] = {1.5f, 0.5f, -1.0f, 2.0f}, beta[4] = {0.25f, -0.5f, 0.0f, 1.0f}, eps = 1e-5f, w[16];
+  int32_t x = mi_graph_add_tensor(s, "x", MI_DTYPE_UNDEFINED, -1, NULL), y[2], n;
+  char o1[16], o2[16];
+  snprintf(o1, sizeof o1, "r_%s", name);
+  snprintf(o2, sizeof o2, "s_%s", name);
+  mi_graph_add_capture(s, x);
+  if (!then) {
+    y[0] = op(s, "Relu", "relu", 1, &x, o1, NULL);
+    y[1] = op(s, "Sigmoid", "sig", 1, &x, o2, NULL);
+  } else {
+    int32_t in[3], mean, d, sq, var, ve, sd, nrm, sc, ln, shp, len, r, rf, pos, h, m, sg, mm;
+    for (int i = 0; i < 16; i++) w[i] = (float)((i * 5) % 7) / 7.0f - 0.4f;
+    mean = op(s, "ReduceMean", "mean", 1, &x, "mean", &n);
+    mi_node_set_ints(s, n, "axes", 1, axes);
+    in[0] = x, in[1] = mean;
+    d = op(s, "Sub", "centre", 2, in, "d", NULL);
+    in[0] = d, in[1] = d;
+    sq = op(s, "Mul", "square", 2, in, "sq", NULL);
+    var = op(s, "ReduceMean", "var", 1, &sq, "var", &n);
+    mi_node_set_ints(s, n, "axes", 1, axes);
+    in[0] = var, in[1] = mi_graph_add_const_f32(s, "eps", 0, NULL, &eps);
+    ve = op(s, "Add", "add_eps", 2, in, "ve", NULL);
+    sd = op(s, "Sqrt", "sqrt", 1, &ve, "sd", NULL);
+    in[0] = d, in[1] = sd;
+    nrm = op(s, "Div", "div", 2, in, "nrm", NULL);
+    in[0] = nrm, in[1] = mi_graph_add_const_f32(s, "gamma", 1, d4, gamma);
+    sc = op(s, "Mul", "scale", 2, in, "sc", NULL);
+    in[0] = sc, in[1] = mi_graph_add_const_f32(s, "beta", 1, d4, beta);
+    ln = op(s, "Add", "shift", 2, in, "ln", NULL);
+    shp = op(s, "Shape", "shape", 1, &x, "shp", NULL);
+    in[0] = shp, in[1] = mi_graph_add_const_i64(s, "one_i", 1, &one);
+    len = op(s, "Gather", "len", 2, in, "len", NULL);
+    in[0] = mi_graph_add_const_i64(s, "zero_i", 1, &zero), in[1] = len, in[2] = mi_graph_add_const_i64(s, "step", 1, &one);
+    r = op(s, "Range", "range", 3, in, "r", NULL);
+    rf = op(s, "Cast", "cast", 1, &r, "rf", &n);
+    mi_node_set_int(s, n, "to", MI_DTYPE_FLOAT32);
+    in[0] = rf, in[1] = mi_graph_add_const_i64(s, "ax", 2, ax);
+    pos = op(s, "Unsqueeze", "unsq", 2, in, "pos", NULL);
+    in[0] = ln, in[1] = pos;
+    h = op(s, "Add", "add_pos", 2, in, "h", NULL);
+    in[0] = h, in[1] = mi_graph_add_const_f32(s, "w", 2, w2, w);
+    m = op(s, "MatMul", "mm", 2, in, "m", NULL);
+    y[0] = op(s, "Relu", "relu", 1, &m, o1, NULL);
+    sg = op(s, "Sigmoid", "sig", 1, &m, "sg", NULL);
+    /* (a MatMul of [1, 1, 4]: the same kernel at every length) */
+    mm = op(s, "ReduceMean", "mean_len", 1, &m, "mm", &n);
+    mi_node_set_ints(s, n, "axes", 1, &one);
+    in[0] = mm, in[1] = mi_graph_add_const_f32(s, "w_len", 2, w2, w);
+    in[1] = op(s, "MatMul", "mm_len", 2, in, "mw", NULL);
+    in[0] = sg;
+    y[1] = op(s, "Add", "add_len", 2, in, o2, NULL);
+  }
+  mi_graph_add_output(s, y[0]);
+  mi_graph_add_output(s, y[1]);
+  return s;
+}
+
+/* (a, b) = If(c, norm_branch then, else) over x [1, n, 4] and c. */
+static mi_graph_t *norm_if(int64_t n) {
+  int64_t xd[3] = {1, n, 4};
+  mi_graph_t *g = mi_graph_create("norm_if");
+  mi_error_t err = {0};
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 3, xd);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
+  int32_t outs[2] = {mi_graph_add_tensor(g, "a", MI_DTYPE_UNDEFINED, -1, NULL),
+                     mi_graph_add_tensor(g, "b", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t node;
+  mi_graph_add_input(g, x);
+  mi_graph_add_input(g, c);
+  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
+  mi_graph_add_output(g, outs[0]);
+  mi_graph_add_output(g, outs[1]);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", norm_branch("then", 1), &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", norm_branch("else", 0), &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  return g;
+}
+
+/* The branch prepared again at lengths 3, 5, 8, 5, 2, 9 (then) in one session, with the else
+ * branch taken between: each run's outputs are a fresh session's bytes and the reference's
+ * values, the norm is one LayerNormalization in the prepared branch at every length, and from
+ * the second length on kernels are taken over. A rewrite that freed a string the branch's copy
+ * shares with the If's graph, a folded position vector kept from another length, or a fused
+ * kernel that did not write the MatMul result its second reader needs would fail here. */
+static void rewritten_branch(void) {
+  const int64_t lens[7] = {3, 5, 8, 5, 4, 2, 9};
+  mi_graph_t *g = norm_if(3);
+  mi_array_t *c = mi_array_create(MI_DTYPE_BOOL, 0, NULL);
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = NULL;
+  mi_session_t *s = NULL;
+  REQUIRE(g && c);
+  REQUIRE(mi_registry_device(g_reg, "blis-cpu:0", &p, &dev, &err) == MI_OK, "%s", err.message);
+  REQUIRE(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
+  for (int r = 0; r < 7; r++) {
+    int64_t xd[3] = {1, lens[r], 4};
+    int then = r != 4;
+    mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 3, xd), *got[2] = {0}, *ref[2] = {0}, *fresh[2] = {0};
+    const mi_array_t *ins[2] = {x, c};
+    mi_graph_t *fg = norm_if(lens[r]);
+    mi_session_t *f = NULL;
+    REQUIRE(x && fg);
+    fill(x, 3u + (uint32_t)r, 2.0f);
+    *(uint8_t *)c->data = (uint8_t)then;
+    CHECK(mi_session_run(s, ins, 2, got, 2, &err) == MI_OK, "run at %lld: %s", (long long)lens[r], err.message);
+    CHECK(mi_ref_run(fg, ins, 2, ref, 2, &err) == MI_OK, "ref: %s", err.message);
+    CHECK(mi_session_create(fg, p, dev, NULL, &f, &err) == MI_OK && mi_session_run(f, ins, 2, fresh, 2, &err) == MI_OK,
+          "fresh session at %lld: %s", (long long)lens[r], err.message);
+    for (int o = 0; o < 2; o++) {
+      CHECK(same_bytes(got[o], fresh[o]), "length %lld: output %d is a fresh session's", (long long)lens[r], o);
+      CHECK(got[o] && ref[o] && got[o]->rank == 3 && got[o]->dims[1] == lens[r] && tu_rel_l2_arrays(got[o], ref[o]) < 1e-5,
+            "length %lld: output %d matches the reference", (long long)lens[r], o);
+    }
+    if (then) {
+      const mi_graph_t *bg = NULL;
+      const mi_session_t *n = NULL;
+      int fused = 0;
+      for (int32_t i = 0; i < mi_session_nested_count(s) && !n; i++) {
+        const char *b = NULL;
+        n = mi_session_nested(s, i, NULL, &b, &bg);
+        if (n && strcmp(b, "then") != 0) n = NULL;
+      }
+      CHECK(n && bg, "the then branch ran in a nested session at %lld", (long long)lens[r]);
+      for (int32_t i = 0; bg && i < bg->node_count; i++) fused += strcmp(bg->nodes[i].op_type, "LayerNormalization") == 0;
+      CHECK(fused == 1, "length %lld: the norm is one LayerNormalization (%d)", (long long)lens[r], fused);
+      if (n && r > 0)
+        CHECK(mi_session_kernel_reused_count(n) > 0, "length %lld: kernels taken over (%d of %d)", (long long)lens[r],
+              (int)mi_session_kernel_reused_count(n), (int)mi_session_kernel_count(n));
+    }
+    for (int o = 0; o < 2; o++) {
+      mi_array_destroy(got[o]);
+      mi_array_destroy(ref[o]);
+      mi_array_destroy(fresh[o]);
+    }
+    mi_session_destroy(f);
+    mi_graph_destroy(fg);
+    mi_array_destroy(x);
+  }
+  mi_session_destroy(s);
+  mi_array_destroy(c);
+  mi_graph_destroy(g);
+}
+
 static void setup(void) {
   mi_error_t err = {0};
   g_reg = mi_registry_create();
@@ -207,6 +371,7 @@ static void teardown(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(growing_capture),
     TU_CASE(device_input_refused),
+    TU_CASE(rewritten_branch),
 };
 
 TU_MAIN(setup, teardown)

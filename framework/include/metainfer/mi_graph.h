@@ -46,6 +46,10 @@ typedef struct mi_tensor {
   /* 1 when `data` belongs to another graph that outlives this one (a session's working copy of
    * the caller's graph shares its weights): never freed or written through this tensor. */
   int32_t data_shared;
+  /* 1 when `name` belongs to another graph that outlives this one (a nested branch's copy
+   * prepared again per input shape names its tensors with the branch's strings): never freed
+   * through this tensor. */
+  int32_t name_shared;
 } mi_tensor_t;
 
 /** A node: one op (ONNX semantics). Attributes use the SDK's mi_attr_t; the node owns every
@@ -71,6 +75,10 @@ typedef struct mi_node {
   struct mi_graph **subgraphs; /* owned */
   char **subgraph_names;       /* attribute names ("then_branch", "body"), owned */
   int32_t implicit_inputs;
+  /* 1 when name, op_type and domain belong to another graph that outlives this one (as
+   * mi_tensor_t.name_shared): never freed through this node; mi__node_own_strings copies
+   * them before one is replaced. */
+  int32_t strings_shared;
 } mi_node_t;
 
 /** A graph. Nodes are kept in topological order once mi_graph_toposort() succeeded. */

@@ -152,6 +152,9 @@ typedef struct mi__kreq {
    * not make a tensor leave the kernel either (the pieces of a spelled-out Gelu or LayerNorm the
    * session rewrote into one node still name the pattern's input). */
   const int8_t *role;
+  /* Every node reading tensor t is rd_node[rd_off[t] .. rd_off[t + 1]) (mi__readers_index),
+   * or rd_off is NULL: a fused group's outputs are then checked by a scan of the graph. */
+  const int32_t *rd_off, *rd_node;
 } mi__kreq_t;
 
 /* Describes the nodes of `req` for kernel_prepare. `consts[t]` is tensor t's constant value
@@ -168,6 +171,9 @@ int32_t mi__kdesc_build(mi__kdesc_t *k, const mi_graph_t *g, int32_t node,
 int32_t mi__kdesc_layout(mi__kdesc_t *k, const mi_graph_t *g, int32_t node, int32_t in_layout,
                          int32_t out_layout, int32_t block, mi_error_t *err);
 void mi__kdesc_free(mi__kdesc_t *k);
+/* The readers of every tensor of g (for mi__kreq_t's rd_off and rd_node; the caller frees
+ * both); MI_ERR_OUT_OF_MEMORY leaves both NULL. */
+int32_t mi__readers_index(const mi_graph_t *g, int32_t **off, int32_t **node);
 
 /* Storage of logical (ONNX order) data in another layout (layout.c). NCHWc pads the channels
  * up to a multiple of the block with zeros. */

@@ -109,6 +109,17 @@ static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, 
     return !read_later;
   }
   if (r->node_count == 1 || in_list(g->outputs, g->output_count, t)) return 1;
+  if (r->rd_off) { /* the same question asked of t's readers only */
+    for (int32_t k = r->rd_off[t]; k < r->rd_off[t + 1]; k++) {
+      int32_t i = r->rd_node[k], at = -1;
+      if (r->role && r->role[i] == MI__ROLE_UNREAD) continue;
+      for (int32_t m = 0; m < r->node_count; m++)
+        if (r->nodes[m] == i) at = m;
+      if (at < 0) return 1;
+      if (at > pos) read_later = 1;
+    }
+    return !read_later;
+  }
   for (int32_t i = 0; i < g->node_count; i++) {
     const mi_node_t *n = &g->nodes[i];
     int32_t at = -1, reads = 0;
@@ -123,33 +134,30 @@ static int leaves_kernel(const mi_graph_t *g, const mi__kreq_t *r, int32_t pos, 
   return !read_later;
 }
 
-static void free_parts(mi__kdesc_t *k) {
-  free(k->node);
-  free(k->node_ptrs);
-  free(k->tmap);
-  free(k->tensors);
-  free(k->tensor_ptrs);
-  free(k->slots);
-  free(k->inputs);
-  free(k->graph_inputs);
-  free(k->outputs);
-  free(k->graph_outputs);
-}
+/* One block for every part (it starts at k->node): ten allocations per kernel were a tenth of
+ * describing a decoder's branch again at each cache length. */
+static void free_parts(mi__kdesc_t *k) { free(k->node); }
+
+static size_t up16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 static int32_t alloc_parts(mi__kdesc_t *k, int32_t nodes, int32_t slots) {
-  k->node = calloc((size_t)nodes + 1, sizeof *k->node);
-  k->node_ptrs = calloc((size_t)nodes + 1, sizeof *k->node_ptrs);
-  k->tmap = calloc((size_t)slots + 1, sizeof *k->tmap);
-  k->tensors = calloc((size_t)slots + 1, sizeof *k->tensors);
-  k->tensor_ptrs = calloc((size_t)slots + 1, sizeof *k->tensor_ptrs);
-  k->slots = calloc((size_t)slots + 1, sizeof *k->slots);
-  k->inputs = calloc((size_t)slots + 1, sizeof *k->inputs);
-  k->graph_inputs = calloc((size_t)slots + 1, sizeof *k->graph_inputs);
-  k->outputs = calloc((size_t)slots + 1, sizeof *k->outputs);
-  k->graph_outputs = calloc((size_t)slots + 1, sizeof *k->graph_outputs);
-  if (!k->node || !k->node_ptrs || !k->tmap || !k->tensors || !k->tensor_ptrs || !k->slots ||
-      !k->inputs || !k->graph_inputs || !k->outputs || !k->graph_outputs)
-    return MI_ERR_OUT_OF_MEMORY;
+  size_t nn = (size_t)nodes + 1, ns = (size_t)slots + 1;
+  size_t o_ptrs = up16(nn * sizeof *k->node), o_tens = o_ptrs + up16(nn * sizeof *k->node_ptrs);
+  size_t o_tptr = o_tens + up16(ns * sizeof *k->tensors), o_ints = o_tptr + up16(ns * sizeof *k->tensor_ptrs);
+  char *b = calloc(1, o_ints + 6 * up16(ns * sizeof(int32_t)));
+  int32_t *ints[6];
+  if (!b) return MI_ERR_OUT_OF_MEMORY;
+  for (int i = 0; i < 6; i++) ints[i] = (int32_t *)(b + o_ints + (size_t)i * up16(ns * sizeof(int32_t)));
+  k->node = (mi_node_desc_t *)b;
+  k->node_ptrs = (const mi_node_desc_t **)(b + o_ptrs);
+  k->tensors = (mi_tensor_desc_t *)(b + o_tens);
+  k->tensor_ptrs = (const mi_tensor_desc_t **)(b + o_tptr);
+  k->tmap = ints[0];
+  k->slots = ints[1];
+  k->inputs = ints[2];
+  k->graph_inputs = ints[3];
+  k->outputs = ints[4];
+  k->graph_outputs = ints[5];
   k->node_count = nodes;
   return MI_OK;
 }
@@ -166,6 +174,29 @@ static void finish_desc(mi__kdesc_t *k) {
   k->desc.inputs = k->inputs;
   k->desc.output_count = k->output_count;
   k->desc.outputs = k->outputs;
+}
+
+int32_t mi__readers_index(const mi_graph_t *g, int32_t **off, int32_t **node) {
+  int32_t total = 0;
+  *off = calloc((size_t)g->tensor_count + 2, sizeof **off);
+  *node = NULL;
+  if (!*off) return MI_ERR_OUT_OF_MEMORY;
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+      if (g->nodes[i].inputs[j] >= 0) (*off)[g->nodes[i].inputs[j] + 1]++, total++;
+  for (int32_t t = 0; t < g->tensor_count; t++) (*off)[t + 1] += (*off)[t];
+  if (!(*node = malloc(((size_t)total + 1) * sizeof **node))) {
+    free(*off);
+    *off = NULL;
+    return MI_ERR_OUT_OF_MEMORY;
+  }
+  /* (filled through the starts, which then stand one tensor later: shifted back after) */
+  for (int32_t i = 0; i < g->node_count; i++)
+    for (int32_t j = 0; j < g->nodes[i].input_count; j++)
+      if (g->nodes[i].inputs[j] >= 0) (*node)[(*off)[g->nodes[i].inputs[j]]++] = i;
+  for (int32_t t = g->tensor_count; t > 0; t--) (*off)[t] = (*off)[t - 1];
+  (*off)[0] = 0;
+  return MI_OK;
 }
 
 int32_t mi__kdesc_build(mi__kdesc_t *k, const mi_graph_t *g, int32_t node,

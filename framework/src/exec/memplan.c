@@ -196,22 +196,50 @@ static int first_own(const mi_session_t *s, const plan_tmp_t *m, int32_t first_d
   return first_dev < s->step_count && m->first[t] == first_dev && m->bytes[t] <= MI__FIRST_OWN_MAX;
 }
 
+/* Steps [first, last] of allocation a's bitmap: 1 when any is taken (set: marks them taken). */
+static int span_taken(uint64_t *w, int32_t first, int32_t last, int set) {
+  for (int32_t i = first; i <= last;) {
+    int32_t word = i >> 6, lo = i & 63, hi = last - (i & ~63) < 63 ? last & 63 : 63;
+    uint64_t mask = (hi == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (hi + 1)) - 1)) & ~(((uint64_t)1 << lo) - 1);
+    if (set) w[word] |= mask;
+    else if (w[word] & mask)
+      return 1;
+    i = (word + 1) << 6;
+  }
+  return 0;
+}
+
 /* Greedy by size: the largest tensors first, each into the smallest allocation none of whose
  * tensors' lifetimes overlaps its own, else into a new one. Largest first means an allocation's
  * size is set by its first tensor and every later one fits. A padded tensor and one of the first
  * device step's (first_own) get an allocation no other tensor shares. Returns the allocation
- * count. */
+ * count. An allocation's steps in use are a bitmap: a tensor fits where no bit of its lifetime
+ * is set, the answer the walk of its tensors gives (a decoder's branch, planned again per token,
+ * spent a fifth of its plan on those walks); without memory for the bitmaps the walks answer. */
 static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order, int32_t n,
                       int plan, uint64_t *size, uint8_t *priv, int32_t *head, int32_t *next) {
   int32_t count = 0, first_dev = first_device_step(s);
+  size_t words = ((size_t)s->step_count + 1) / 64 + 1, cap = 64;
+  uint64_t *busy = plan ? calloc(cap * words, sizeof *busy) : NULL;
   for (int32_t k = 0; k < n; k++) {
     int32_t t = order[k], best = -1;
     int pad = padded(s, t), own = pad || first_own(s, m, first_dev, t), shared = plan && !own;
     for (int32_t a = 0; shared && a < count; a++) {
       int free_span = !priv[a];
-      for (int32_t u = head[a]; free_span && u >= 0; u = next[u])
+      if (free_span && busy) free_span = !span_taken(busy + (size_t)a * words, m->first[t], m->last[t], 0);
+      for (int32_t u = head[a]; !busy && free_span && u >= 0; u = next[u])
         free_span = m->last[u] < m->first[t] || m->last[t] < m->first[u];
       if (free_span && (best < 0 || size[a] < size[best])) best = a;
+    }
+    if (best < 0 && busy && (size_t)count == cap) {
+      uint64_t *grown = realloc(busy, 2 * cap * words * sizeof *busy);
+      if (grown) {
+        memset(grown + cap * words, 0, cap * words * sizeof *busy);
+        cap *= 2;
+      } else {
+        free(busy);
+      }
+      busy = grown;
     }
     if (best < 0) {
       best = count++;
@@ -222,7 +250,9 @@ static int32_t assign(const mi_session_t *s, plan_tmp_t *m, const int32_t *order
     m->slot[t] = best;
     next[t] = head[best];
     head[best] = t;
+    if (busy) span_taken(busy + (size_t)best * words, m->first[t], m->last[t], 1);
   }
+  free(busy);
   return count;
 }
 

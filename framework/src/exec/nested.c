@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "graph/graph.h"
 
 struct mi__nested {
   int32_t node;
@@ -55,7 +56,8 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
   e->s = NULL;
   e->g = NULL;
   e->slot = NULL;
-  if (!(e->g = mi_graph_clone(sub))) goto done;
+  /* (named with the branch's strings: the If's graph outlives this copy) */
+  if (!(e->g = mi__graph_clone_named(sub))) goto done;
   caps = e->g->capture_count;
   if (e->g->input_count || !(e->slot = malloc(((size_t)caps + 1) * sizeof *e->slot))) goto done;
   for (int32_t t = 0; pool && t < e->g->tensor_count; t++) {

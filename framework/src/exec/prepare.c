@@ -19,7 +19,8 @@ typedef struct prep {
   uint32_t var_count;
   mi__plan_t plan;
   uint8_t *folded;
-  uint8_t *fp16_host; /* nodes an FP16 device leaves to the host (fp16_range.c), or NULL */
+  uint8_t *fp16_host;        /* nodes an FP16 device leaves to the host (fp16_range.c), or NULL */
+  int32_t *rd_off, *rd_node; /* each tensor's readers (mi__readers_index), or NULL */
 } prep_t;
 
 static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
@@ -371,7 +372,7 @@ static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   int32_t from[3] = {op->inputs[0], op->inputs[1], op->outputs[0]};
   int32_t to[3] = {g->nodes[u->dqx].inputs[0], g->nodes[u->dqw].inputs[0],
                    g->nodes[u->q].outputs[0]};
-  mi__kreq_t req = {&u->op, 1, from, to, 3, 0, NULL, 0, NULL};
+  mi__kreq_t req = {&u->op, 1, from, to, 3, 0, NULL, 0, NULL, NULL, NULL};
   int refused;
   int32_t rc = try_unit(p, u, &req, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
                         MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
@@ -443,7 +444,7 @@ static int dq_of_constants(const mi_session_t *s, int32_t i);
 /* A fused group, described with the anchor's choice; refused: its nodes one by one. */
 static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
-  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0, NULL};
+  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0, NULL, NULL, NULL};
   const char *variant = NULL;
   int32_t lay = node_layout(s, u->op), rc, readers[MI__UNIT_MAX];
   int refused;
@@ -454,6 +455,8 @@ static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
   req.absorbed_count = mi__qdq_chain_code_readers(&p->plan, s->g, u, readers, MI__UNIT_MAX);
   req.absorbed = readers;
   req.role = p->plan.role;
+  req.rd_off = p->rd_off;
+  req.rd_node = p->rd_node;
   if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
   if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
   for (int32_t m = 0; m < u->count; m++) { /* (a chain's DQ that already runs apart: once) */
@@ -546,10 +549,14 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
                            !OPT(opts, no_auto_fuse, 0), pinned, err)))
     goto done;
+  /* (without memory for it, a group's outputs are checked by scans, as before) */
+  if (mi__readers_index(g, &p.rd_off, &p.rd_node)) p.rd_off = p.rd_node = NULL;
   if ((rc = prepare_all(&p, err)) || (rc = mi__fallback_plan(s, err))) goto done;
   rc = mi__memplan(s, !OPT(opts, no_memory_plan, 0), err);
 done:
   mi__plan_free(&p.plan);
+  free(p.rd_off);
+  free(p.rd_node);
   free(pinned);
   free(p.vars);
   free(p.folded);

@@ -99,7 +99,7 @@ int32_t mi__graph_fuse_gelus(mi_graph_t *g) {
     if (!match_at_erf(g, i, &x, &last)) continue;
     /* The other nodes keep their outputs, read by nobody now: the session skips them. */
     n = &g->nodes[last];
-    if (!(op = mi__strdup("Gelu"))) return -MI_ERR_OUT_OF_MEMORY;
+    if (mi__node_own_strings(n) || !(op = mi__strdup("Gelu"))) return -MI_ERR_OUT_OF_MEMORY;
     free(n->op_type);
     n->op_type = op;
     n->inputs[0] = x;

@@ -12,7 +12,7 @@ char *mi__strdup(const char *s) {
 
 void mi__tensor_release(mi_tensor_t *t) {
   if (!t) return;
-  free(t->name);
+  if (!t->name_shared) free(t->name);
   for (int i = 0; i < MI_MAX_RANK; i++) free(t->dim_names[i]);
   if (!t->data_shared) free(t->data);
   free(t->channel_scales);
@@ -21,9 +21,11 @@ void mi__tensor_release(mi_tensor_t *t) {
 
 void mi__node_release(mi_node_t *n) {
   if (!n) return;
-  free(n->name);
-  free(n->op_type);
-  free(n->domain);
+  if (!n->strings_shared) {
+    free(n->name);
+    free(n->op_type);
+    free(n->domain);
+  }
   free(n->inputs);
   free(n->outputs);
   for (int32_t i = 0; i < n->attr_count; i++) mi__attr_release(&n->attrs[i]);
@@ -35,6 +37,25 @@ void mi__node_release(mi_node_t *n) {
   free(n->subgraphs);
   free(n->subgraph_names);
   memset(n, 0, sizeof *n);
+}
+
+int mi__node_own_strings(mi_node_t *n) {
+  char *name, *op, *domain;
+  if (!n->strings_shared) return 0;
+  name = mi__strdup(n->name);
+  op = mi__strdup(n->op_type);
+  domain = mi__strdup(n->domain);
+  if ((n->name && !name) || (n->op_type && !op) || (n->domain && !domain)) {
+    free(name);
+    free(op);
+    free(domain);
+    return -1;
+  }
+  n->name = name;
+  n->op_type = op;
+  n->domain = domain;
+  n->strings_shared = 0;
+  return 0;
 }
 
 MI_API mi_graph_t *mi_node_subgraph(const mi_node_t *n, const char *name) {
@@ -126,15 +147,21 @@ void *mi__dup_bytes(const void *p, size_t n) {
   return d;
 }
 
-/* share: the copy points at s's data instead of copying it (clone_graph). */
-static int clone_tensor(mi_tensor_t *d, const mi_tensor_t *s, int share) {
+/* share: the copy points at s's data instead of copying it (clone_graph); names: at its name. */
+static int clone_tensor(mi_tensor_t *d, const mi_tensor_t *s, int share, int names) {
   *d = *s;
   d->name = NULL;
+  d->name_shared = 0;
   memset(d->dim_names, 0, sizeof d->dim_names);
   d->data = NULL;
   d->data_shared = 0;
   d->channel_scales = NULL;
-  if (!(d->name = mi__strdup(s->name))) return -1;
+  if (names) {
+    d->name = s->name;
+    d->name_shared = 1;
+  } else if (!(d->name = mi__strdup(s->name))) {
+    return -1;
+  }
   for (int i = 0; i < MI_MAX_RANK; i++)
     if (s->dim_names[i] && !(d->dim_names[i] = mi__strdup(s->dim_names[i]))) return -1;
   if (s->data && share) {
@@ -149,14 +176,20 @@ static int clone_tensor(mi_tensor_t *d, const mi_tensor_t *s, int share) {
   return 0;
 }
 
-static mi_graph_t *clone_graph(const mi_graph_t *g, int share);
+static mi_graph_t *clone_graph(const mi_graph_t *g, int share, int names);
 
-static int clone_node(mi_node_t *d, const mi_node_t *s, int share) {
+static int clone_node(mi_node_t *d, const mi_node_t *s, int share, int names) {
   memset(d, 0, sizeof *d);
   d->group = s->group;
-  if (!(d->name = mi__strdup(s->name)) || !(d->op_type = mi__strdup(s->op_type)) ||
-      !(d->domain = mi__strdup(s->domain ? s->domain : "")))
+  if (names && s->domain) {
+    d->name = s->name;
+    d->op_type = s->op_type;
+    d->domain = s->domain;
+    d->strings_shared = 1;
+  } else if (!(d->name = mi__strdup(s->name)) || !(d->op_type = mi__strdup(s->op_type)) ||
+             !(d->domain = mi__strdup(s->domain ? s->domain : ""))) {
     return -1;
+  }
   if (!(d->inputs = mi__dup_bytes(s->inputs, (size_t)s->input_count * sizeof(int32_t)))) return -1;
   d->input_count = s->input_count;
   if (!(d->outputs = mi__dup_bytes(s->outputs, (size_t)s->output_count * sizeof(int32_t)))) return -1;
@@ -175,7 +208,7 @@ static int clone_node(mi_node_t *d, const mi_node_t *s, int share) {
       return -1;
     for (int32_t i = 0; i < s->subgraph_count; i++) {
       d->subgraph_count = i + 1;
-      if (!(d->subgraphs[i] = clone_graph(s->subgraphs[i], share)) ||
+      if (!(d->subgraphs[i] = clone_graph(s->subgraphs[i], share, names)) ||
           !(d->subgraph_names[i] = mi__strdup(s->subgraph_names[i])))
         return -1;
     }
@@ -183,8 +216,9 @@ static int clone_node(mi_node_t *d, const mi_node_t *s, int share) {
   return 0;
 }
 
-/* A copy of g; with share, its constants (subgraphs' too) point at g's data (mi__graph_clone_shared). */
-static mi_graph_t *clone_graph(const mi_graph_t *g, int share) {
+/* A copy of g; with share, its constants (subgraphs' too) point at g's data (mi__graph_clone_shared);
+ * with names, its tensors and nodes name themselves with g's strings. */
+static mi_graph_t *clone_graph(const mi_graph_t *g, int share, int names) {
   if (!g) return NULL;
   mi_graph_t *c = mi_graph_create(g->name);
   if (!c) return NULL;
@@ -194,7 +228,7 @@ static mi_graph_t *clone_graph(const mi_graph_t *g, int share) {
     c->tensor_cap = g->tensor_count;
     for (int32_t i = 0; i < g->tensor_count; i++) {
       c->tensor_count = i + 1;
-      if (clone_tensor(&c->tensors[i], &g->tensors[i], share)) goto fail;
+      if (clone_tensor(&c->tensors[i], &g->tensors[i], share, names)) goto fail;
     }
   }
   if (g->node_count) {
@@ -202,7 +236,7 @@ static mi_graph_t *clone_graph(const mi_graph_t *g, int share) {
     c->node_cap = g->node_count;
     for (int32_t i = 0; i < g->node_count; i++) {
       c->node_count = i + 1;
-      if (clone_node(&c->nodes[i], &g->nodes[i], share)) goto fail;
+      if (clone_node(&c->nodes[i], &g->nodes[i], share, names)) goto fail;
     }
   }
   if (g->input_count &&
@@ -224,11 +258,15 @@ fail:
 }
 
 MI_API mi_graph_t *mi_graph_clone(const mi_graph_t *g) {
-  return clone_graph(g, 0);
+  return clone_graph(g, 0, 0);
 }
 
 mi_graph_t *mi__graph_clone_shared(const mi_graph_t *g) {
-  return clone_graph(g, 1);
+  return clone_graph(g, 1, 0);
+}
+
+mi_graph_t *mi__graph_clone_named(const mi_graph_t *g) {
+  return clone_graph(g, 0, 1);
 }
 
 static int grow(void **arr, int32_t *cap, int32_t need, size_t elem) {

@@ -59,6 +59,14 @@ int mi__graph_is_op(const mi_graph_t *g, int32_t n, const char *op);
  * copy that rewrites nodes and shapes but never a constant's bytes, and that g outlives (a
  * session's copy of the caller's graph). Releasing or replacing such a tensor leaves g's data. */
 mi_graph_t *mi__graph_clone_shared(const mi_graph_t *g);
+/** A copy of g (constants copied) whose tensors and nodes name themselves with g's strings
+ * (name_shared, strings_shared) instead of copies, for a copy that g outlives and that is made
+ * again often (a nested branch prepared per input shape): one allocation fewer per tensor, three
+ * per node, in the copy and in its release. */
+mi_graph_t *mi__graph_clone_named(const mi_graph_t *g);
+/** Gives node n copies of the strings it shares (before one is freed or replaced): 0, or -1
+ * when out of memory (n unchanged). */
+int mi__node_own_strings(mi_node_t *n);
 
 /** 1 when some zero constant Pad of spatial dims is read by one Conv only (pad_fold.c). */
 int mi__graph_pad_foldable(const mi_graph_t *g);

@@ -43,8 +43,9 @@ static int rename_captures(mi_graph_t *sub, const char *from, const char *to) {
       if (!captured) continue; /* b's own value of that name: its nodes see that one */
       char *nm = mi__strdup(to);
       if (!nm) return -1;
-      free(b->tensors[t].name);
+      if (!b->tensors[t].name_shared) free(b->tensors[t].name);
       b->tensors[t].name = nm;
+      b->tensors[t].name_shared = 0;
       if (rename_captures(b, from, to)) return -1;
     }
   return 0;

@@ -183,7 +183,7 @@ static int32_t rewrite(mi_graph_t *g, const ln_match_t *m) {
   mi_node_t *n = &g->nodes[m->last];
   char *op = mi__strdup("LayerNormalization");
   int32_t *in = malloc(3 * sizeof *in);
-  if (!op || !in) {
+  if (!op || !in || mi__node_own_strings(n)) {
     free(op);
     free(in);
     return MI_ERR_OUT_OF_MEMORY;

@@ -222,7 +222,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
       return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", name);
   }
   mi_node_t *m = &g->nodes[i]; /* after the adds: the node array may have moved */
-  char *op = mi__strdup("MatMul");
+  char *op = mi__node_own_strings(m) ? NULL : mi__strdup("MatMul");
   if (!op) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", name);
   free(m->op_type);
   m->op_type = op;

@@ -33,9 +33,15 @@ static mi_array_t *shape_query(const mi_graph_t *g, const mi_node_t *n) {
   return a;
 }
 
-/* 1 when node n can be evaluated now; shape queries set *query. */
+/* 1 when node n can be evaluated now; shape queries set *query. The inputs are looked at
+ * first: most nodes of a graph have a runtime input, and the op's look-ups cost more. */
 static int foldable(const mi_graph_t *g, const mi_node_t *n, int *query) {
+  int shape_op = (strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0) &&
+                 n->input_count >= 1 && n->inputs[0] >= 0 && n->output_count == 1;
   *query = 0;
+  if (shape_op && !shape_known(&g->tensors[n->inputs[0]])) return 0;
+  for (int32_t k = 0; !shape_op && k < n->input_count; k++)
+    if (!is_const(g, n->inputs[k])) return 0;
   if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return 0;
   if (strcmp(n->op_type, "QuantizeLinear") == 0 || strcmp(n->op_type, "DequantizeLinear") == 0)
     return 0;
@@ -48,13 +54,7 @@ static int foldable(const mi_graph_t *g, const mi_node_t *n, int *query) {
       if (mi_dtype_bytes_for(o->dtype, numel) > FOLD_MAX_BYTES) return 0;
     }
   }
-  if ((strcmp(n->op_type, "Shape") == 0 || strcmp(n->op_type, "Size") == 0) &&
-      n->input_count >= 1 && n->inputs[0] >= 0 && n->output_count == 1) {
-    *query = shape_known(&g->tensors[n->inputs[0]]);
-    return *query;
-  }
-  for (int32_t k = 0; k < n->input_count; k++)
-    if (!is_const(g, n->inputs[k])) return 0;
+  *query = shape_op;
   return 1;
 }
 

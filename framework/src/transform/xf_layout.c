@@ -53,8 +53,11 @@ static int32_t add_convert(mi_graph_t *g, int32_t t, int32_t layout, int32_t blo
 
 static int32_t swap_names(mi_graph_t *g, int32_t a, int32_t b) {
   char *tmp = g->tensors[a].name;
+  int32_t shared = g->tensors[a].name_shared;
   g->tensors[a].name = g->tensors[b].name;
+  g->tensors[a].name_shared = g->tensors[b].name_shared;
   g->tensors[b].name = tmp;
+  g->tensors[b].name_shared = shared;
   return MI_OK;
 }
 
