@@ -118,6 +118,8 @@ struct mi_session {
   uint32_t sig_mask;
 };
 
+#define MI__UNIT_MAX 32 /* a depthwise conv's chain, a pointwise conv and its chain */
+
 /* Storage behind one mi_kernel_desc_t; everything it points to lives here. */
 typedef struct mi__kdesc {
   mi_kernel_desc_t desc;
@@ -134,6 +136,9 @@ typedef struct mi__kdesc {
   int32_t *graph_inputs, *graph_outputs; /* the same, as graph tensor indices */
   mi_attr_t attr;                        /* the perm of a synthesized Transpose */
   int64_t perm[MI_MAX_RANK];
+  /* desc.member_choices when a group's members have choices of their own (prepare.c) */
+  mi_member_choice_t member[MI__UNIT_MAX];
+  const mi_member_choice_t *member_ptrs[MI__UNIT_MAX];
 } mi__kdesc_t;
 
 /* What one kernel runs: graph nodes in execution order, with optional tensor substitutions
@@ -204,8 +209,6 @@ enum mi__role {
   MI__ROLE_DQ_SKIP = 2, /* a DequantizeLinear every reader of which is a lowered layer */
   MI__ROLE_UNREAD = 3   /* no node reads its outputs and none is a graph output: not run */
 };
-
-#define MI__UNIT_MAX 32 /* a depthwise conv's chain, a pointwise conv and its chain */
 
 typedef struct mi__unit {
   int32_t kind; /* 0: fused group, 1: quantized layer lowered with its Q/DQ, 2: a QDQ block */
@@ -378,9 +381,14 @@ void mi__fallback_group_free(mi__fb_group_t *q);
 int32_t mi__fallback_plan(mi_session_t *s, mi_error_t *err);
 
 /* Reuse across re-preparation (reuse.c). The signature of a kernel description: every byte
- * kernel_prepare may depend on (constants over 4 KiB by their data's address). */
-int32_t mi__kernel_signature(const mi_kernel_desc_t *d, uint8_t **out, size_t *len,
-                             uint64_t *hash);
+ * kernel_prepare may depend on (constants over 4 KiB by their data's address), written to
+ * buf->p[0 .. buf->n) (grown as needed and kept for the next: the caller frees buf->p). */
+typedef struct mi__sigbuf {
+  uint8_t *p;
+  size_t n, cap;
+  int oom;
+} mi__sigbuf_t;
+int32_t mi__kernel_signature(const mi_kernel_desc_t *d, mi__sigbuf_t *buf, uint64_t *hash);
 /* A refusal of the donor's for that signature: its status, with its message in *perr; else 0. */
 int32_t mi__reuse_refusal(const mi_session_t *donor, const uint8_t *sig, size_t len,
                           uint64_t hash, mi_error_t *perr);
@@ -389,8 +397,10 @@ int32_t mi__reuse_refusal(const mi_session_t *donor, const uint8_t *sig, size_t 
 int32_t mi__note_refusal(mi_session_t *s, uint8_t *sig, size_t len, uint64_t hash, int32_t rc,
                          const mi_error_t *perr);
 void mi__refusals_free(mi_session_t *s);
-/* The donor's kernel of that signature, taken out of its step; NULL when none. */
-mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len, uint64_t hash);
+/* The donor's kernel of that signature, taken out of its step with the step's copy of the
+ * signature (*kept, the caller's to free); NULL (and *kept NULL) when none. */
+mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len, uint64_t hash,
+                              uint8_t **kept);
 /* Frees a donor's signature index (session destroy). */
 void mi__sig_index_free(mi_session_t *s);
 /* For node `node` of s, whose inputs are all constants: 1 and outs[] filled (moved out of the

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "exec/exec.h"
+#include "graph/graph.h"
 #include "ref/ref.h"
 
 /* Reads a field of the caller's options only when the struct they declared contains it. */
@@ -21,6 +22,7 @@ typedef struct prep {
   uint8_t *folded;
   uint8_t *fp16_host;        /* nodes an FP16 device leaves to the host (fp16_range.c), or NULL */
   int32_t *rd_off, *rd_node; /* each tensor's readers (mi__readers_index), or NULL */
+  mi__sigbuf_t sig;          /* the signature being looked up (one buffer for all of them) */
 } prep_t;
 
 static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
@@ -143,8 +145,6 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32
   size_t sig_len = 0;
   uint64_t sig_hash = 0;
   int reused = 0;
-  mi_member_choice_t mc[MI__UNIT_MAX];
-  const mi_member_choice_t *mp[MI__UNIT_MAX];
   int32_t rc;
   *fatal = 0;
   if (choice && choice->variant_id && choice->variant_id[0] &&
@@ -156,14 +156,26 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32
     k->desc.knobs = choice->knobs;
   }
   if ((!k->desc.variant_id || !k->desc.variant_id[0]) && variant) k->desc.variant_id = variant;
-  if (count > 1 && count <= MI__UNIT_MAX && member_choices(p, nodes, count, mc, mp)) k->desc.member_choices = mp;
+  if (count > 1 && count <= MI__UNIT_MAX && member_choices(p, nodes, count, k->member, k->member_ptrs))
+    k->desc.member_choices = k->member_ptrs;
   /* A session prepared anew for other shapes takes over the kernels whose description did not
    * change (a decoder's weights are packed once, not at every cache length). */
-  if ((s->donor || s->reusable) && mi__kernel_signature(&k->desc, &sig, &sig_len, &sig_hash)) {
-    *fatal = 1;
-    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  if (s->donor || s->reusable) {
+    /* Built in the prepare's buffer; the step keeps a copy (a kernel taken over: the donor
+     * step's, the same bytes). */
+    if (mi__kernel_signature(&k->desc, &p->sig, &sig_hash)) {
+      *fatal = 1;
+      return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    sig_len = p->sig.n;
+    if (s->donor) kernel = mi__reuse_kernel(s->donor, p->sig.p, sig_len, sig_hash, &sig);
+    if (!sig && !(sig = mi__dup_bytes(p->sig.p, sig_len))) {
+      if (kernel) pl->api.kernel_release(pl->ctx, kernel);
+      *fatal = 1;
+      return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    }
   }
-  if (sig && s->donor && (kernel = mi__reuse_kernel(s->donor, sig, sig_len, sig_hash))) {
+  if (kernel) {
     reused = 1;
     rc = MI_OK;
   } else if (!sig || !s->donor || !(rc = mi__reuse_refusal(s->donor, sig, sig_len, sig_hash, perr))) {
@@ -557,6 +569,7 @@ done:
   mi__plan_free(&p.plan);
   free(p.rd_off);
   free(p.rd_node);
+  free(p.sig.p);
   free(pinned);
   free(p.vars);
   free(p.folded);

@@ -13,11 +13,7 @@
  * (the donor lives until its successor is prepared, and moves its buffers to it). */
 #define SIG_INLINE_BYTES 4096
 
-typedef struct sig {
-  uint8_t *p;
-  size_t n, cap;
-  int oom;
-} sig_t;
+typedef mi__sigbuf_t sig_t;
 
 static void put(sig_t *b, const void *v, size_t n) {
   if (b->oom) return;
@@ -102,10 +98,10 @@ static uint64_t fnv(const uint8_t *p, size_t n) {
   return h;
 }
 
-int32_t mi__kernel_signature(const mi_kernel_desc_t *d, uint8_t **out, size_t *len,
-                             uint64_t *hash) {
-  sig_t b = {0};
-  *out = NULL;
+int32_t mi__kernel_signature(const mi_kernel_desc_t *d, mi__sigbuf_t *buf, uint64_t *hash) {
+  sig_t b = *buf; /* (stored back below, grown or not) */
+  b.n = 0;
+  b.oom = 0;
   put_str(&b, d->variant_id && d->variant_id[0] ? d->variant_id : NULL);
   put_knobs(&b, d->knob_count, d->knobs);
   put_i64(&b, d->node_count);
@@ -132,12 +128,8 @@ int32_t mi__kernel_signature(const mi_kernel_desc_t *d, uint8_t **out, size_t *l
   put(&b, d->inputs, (size_t)d->input_count * sizeof *d->inputs);
   put_i64(&b, d->output_count);
   put(&b, d->outputs, (size_t)d->output_count * sizeof *d->outputs);
-  if (b.oom) {
-    free(b.p);
-    return MI_ERR_OUT_OF_MEMORY;
-  }
-  *out = b.p;
-  *len = b.n;
+  *buf = b;
+  if (b.oom) return MI_ERR_OUT_OF_MEMORY;
   *hash = fnv(b.p, b.n);
   return MI_OK;
 }
@@ -167,7 +159,8 @@ void mi__sig_index_free(mi_session_t *s) {
 }
 
 mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t len,
-                              uint64_t hash) {
+                              uint64_t hash, uint8_t **kept) {
+  *kept = NULL;
   if (!donor) return NULL;
   if (sig_index(donor)) {
     /* Steps of the same signature (the same layer twice) come in step order along the probe
@@ -178,7 +171,9 @@ mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t le
       mi_kernel_t *k = st->kernel;
       if (!k || st->sig_hash != hash || st->sig_len != len || memcmp(st->sig, sig, len) != 0)
         continue;
-      st->kernel = NULL; /* the donor's destroy no longer releases it */
+      st->kernel = NULL; /* the donor's destroy no longer releases it, nor frees the same bytes */
+      *kept = st->sig;
+      st->sig = NULL;
       return k;
     }
     return NULL;
@@ -190,6 +185,8 @@ mi_kernel_t *mi__reuse_kernel(mi_session_t *donor, const uint8_t *sig, size_t le
         memcmp(st->sig, sig, len) != 0)
       continue;
     st->kernel = NULL;
+    *kept = st->sig;
+    st->sig = NULL;
     return k;
   }
   return NULL;
