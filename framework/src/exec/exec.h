@@ -116,6 +116,9 @@ struct mi_session {
    * look-up; a successor asks for each of its kernels (reuse.c). */
   int32_t *sig_slot;
   uint32_t sig_mask;
+  /* The views of the graph's initializers that consts[] points at (not const_owned), one array:
+   * a branch prepared per token has hundreds. */
+  mi_array_t *views_block;
 };
 
 #define MI__UNIT_MAX 32 /* a depthwise conv's chain, a pointwise conv and its chain */
@@ -306,6 +309,8 @@ void mi__fp16_range_mark(const mi_graph_t *g, mi_array_t *const *consts, uint8_t
 
 /* A view of a graph initializer as an array (no ownership: never mi_array_destroy it). */
 mi_array_t *mi__const_view(const mi_tensor_t *t);
+/* The same view written into *a (an array of views the caller allocated at once). */
+void mi__const_view_in(const mi_tensor_t *t, mi_array_t *a);
 
 /* Bytes of a tensor of concrete shape; 0 and *ok = 0 when its shape is not concrete. */
 uint64_t mi__tensor_bytes(const mi_tensor_t *t, int *ok);

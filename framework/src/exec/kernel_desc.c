@@ -29,12 +29,17 @@ uint64_t mi__tensor_bytes(const mi_tensor_t *t, int *ok) {
 mi_array_t *mi__const_view(const mi_tensor_t *t) {
   mi_array_t *a = calloc(1, sizeof *a);
   if (!a) return NULL;
+  mi__const_view_in(t, a);
+  return a;
+}
+
+void mi__const_view_in(const mi_tensor_t *t, mi_array_t *a) {
+  memset(a, 0, sizeof *a);
   a->dtype = t->dtype;
   a->rank = t->rank < 0 ? 0 : t->rank;
   for (int32_t i = 0; i < a->rank; i++) a->dims[i] = t->dims[i];
   a->data = t->data;
   a->nbytes = t->nbytes;
-  return a;
 }
 
 /* Index of graph tensor `t` in the local list, adding it when new. */

@@ -42,10 +42,18 @@ static int32_t push_line(char ***list, int32_t *count, const char *line, mi_erro
   return MI_OK;
 }
 
-static int32_t copy_indices(int32_t **dst, const int32_t *src, int32_t count) {
-  *dst = malloc((size_t)count * sizeof **dst + 1);
-  if (!*dst) return MI_ERR_OUT_OF_MEMORY;
-  if (count) memcpy(*dst, src, (size_t)count * sizeof **dst);
+/* A device step's inputs, outputs and (a group) nodes in one allocation, which st->inputs
+ * holds: mi_session_destroy frees that one. */
+static int32_t step_indices(mi__step_t *st, const mi__kdesc_t *k, const int32_t *nodes, int32_t count) {
+  int32_t nn = count > 1 ? count : 0;
+  int32_t *b = malloc(((size_t)k->input_count + (size_t)k->output_count + (size_t)nn + 1) * sizeof *b);
+  if (!b) return MI_ERR_OUT_OF_MEMORY;
+  memcpy(b, k->graph_inputs, (size_t)k->input_count * sizeof *b);
+  memcpy(b + k->input_count, k->graph_outputs, (size_t)k->output_count * sizeof *b);
+  if (nn) memcpy(b + k->input_count + k->output_count, nodes, (size_t)nn * sizeof *b);
+  st->inputs = b;
+  st->outputs = b + k->input_count;
+  st->nodes = nn ? b + k->input_count + k->output_count : NULL;
   return MI_OK;
 }
 
@@ -205,9 +213,7 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32
   st->output_count = k->output_count;
   s->step_count++; /* from here destroy releases what the step holds */
   s->kernel_count++;
-  if (copy_indices(&st->inputs, k->graph_inputs, k->input_count) ||
-      copy_indices(&st->outputs, k->graph_outputs, k->output_count) ||
-      (count > 1 && copy_indices(&st->nodes, nodes, count))) {
+  if (step_indices(st, k, nodes, count)) {
     *fatal = 1;
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }

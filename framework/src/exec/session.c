@@ -64,10 +64,12 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
       return mi_errorf(err, rc, "plugin '%s': device knobs refused: %s", p->name,
                        perr.message[0] ? perr.message : mi_status_message(rc));
   }
+  if (!(s->views_block = calloc((size_t)nt + 1, sizeof *s->views_block)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int32_t t = 0; t < nt; t++) {
     if (!g->tensors[t].data) continue;
-    s->consts[t] = mi__const_view(&g->tensors[t]);
-    if (!s->consts[t]) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    mi__const_view_in(&g->tensors[t], &s->views_block[t]);
+    s->consts[t] = &s->views_block[t];
   }
   return mi__session_prepare(s, opts, err);
 }
@@ -207,23 +209,18 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   mi__fallback_free(s);
   for (int32_t i = 0; i < s->step_count; i++) {
     if (s->steps[i].kernel) p->api.kernel_release(p->ctx, s->steps[i].kernel);
-    free(s->steps[i].inputs);
-    free(s->steps[i].outputs);
-    free(s->steps[i].nodes);
+    free(s->steps[i].inputs); /* (outputs and nodes are in the same allocation: prepare.c) */
     free(s->steps[i].sig);
   }
   free(s->steps);
   if (p) mi__memplan_free(s);
   for (int32_t t = 0; s->g && t < s->g->tensor_count; t++) {
-    if (s->consts && s->consts[t]) {
-      if (s->const_owned[t])
-        mi_array_destroy(s->consts[t]);
-      else
-        free(s->consts[t]); /* a view: the graph owns the data */
-    }
+    /* (a view, not owned, is one of views_block's: the graph owns the data) */
+    if (s->consts && s->consts[t] && s->const_owned[t]) mi_array_destroy(s->consts[t]);
     if (s->hown && s->hown[t]) mi_array_destroy(s->hown[t]);
   }
   free(s->consts);
+  free(s->views_block);
   free(s->const_owned);
   free(s->bufs);
   free(s->buf_bytes);

@@ -73,6 +73,7 @@ MI_API int32_t mi_graph_toposort(mi_graph_t *g, mi_error_t *err) {
   }
   /* Edges producer -> consumer in CSR form, one per input occurrence. */
   size_t edge_count = 0;
+  int in_order = 1; /* every producer before its readers already */
   for (int32_t i = 0; i < nn; i++) {
     const mi_node_t *n = &g->nodes[i];
     for (int32_t k = 0; k < n->input_count; k++) {
@@ -96,7 +97,15 @@ MI_API int32_t mi_graph_toposort(mi_graph_t *g, mi_error_t *err) {
       indeg[i]++;
       start[prod[t] + 1]++;
       edge_count++;
+      in_order &= prod[t] < i;
     }
+  }
+  if (in_order) {
+    /* The order the sort below would give (the lowest ready index first keeps a sorted graph
+     * as it is): a graph sorted again after a rewrite, or before each pass that asks for it
+     * (shape inference, folding), skips the sort. */
+    for (int32_t t = 0; t < nt; t++) g->tensors[t].producer = prod[t];
+    goto done;
   }
   for (int32_t i = 0; i < nn; i++) start[i + 1] += start[i];
   edges = malloc((edge_count ? edge_count : 1) * sizeof *edges);
