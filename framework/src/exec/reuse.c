@@ -304,8 +304,9 @@ static int names_build(names_t *t, const mi_graph_t *g) {
 
 static int32_t names_find(const names_t *t, const mi_graph_t *g, const char *name) {
   uint32_t h = (uint32_t)name_hash(name) & t->mask;
+  /* (a branch's copies share the branch's name strings: the same pointer is the same name) */
   for (; t->slot[h] >= 0; h = (h + 1) & t->mask)
-    if (strcmp(g->tensors[t->slot[h]].name, name) == 0) return t->slot[h];
+    if (g->tensors[t->slot[h]].name == name || strcmp(g->tensors[t->slot[h]].name, name) == 0) return t->slot[h];
   return -1;
 }
 
