@@ -14,26 +14,8 @@ BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path
 FLOAT = 1
 
 
-def varint(n):
-    n &= (1 << 64) - 1
-    b = b""
-    while True:
-        c = n & 0x7F
-        n >>= 7
-        b += bytes([c | (0x80 if n else 0)])
-        if not n:
-            return b
-
-
-def ld(f, data): return varint(f << 3 | 2) + varint(len(data)) + data
-def vi(f, n): return varint(f << 3) + varint(n)
-def st(f, text): return ld(f, text.encode())
-
-
-def attr(name, v):
-    if isinstance(v, str):
-        return ld(5, st(1, name) + ld(4, v.encode()) + vi(20, 3))
-    return ld(5, st(1, name) + vi(3, v) + vi(20, 2))
+sys.path.insert(0, HERE)
+from onnx_pb import attr, ld, st, vi  # noqa: E402
 
 
 def tensor(name, dims, vals):

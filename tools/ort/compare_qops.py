@@ -16,30 +16,8 @@ FLOAT, UINT8, INT8, INT32, INT64, BOOL = 1, 2, 3, 6, 7, 9
 NPY = {UINT8: ("|u1", "B"), INT8: ("|i1", "b"), BOOL: ("|b1", "B"), INT32: ("<i4", "i"), INT64: ("<i8", "q"), FLOAT: ("<f4", "f")}
 
 
-def varint(n):
-    n &= (1 << 64) - 1
-    b = b""
-    while True:
-        c = n & 0x7F
-        n >>= 7
-        b += bytes([c | (0x80 if n else 0)])
-        if not n:
-            return b
-
-
-def ld(f, data): return varint(f << 3 | 2) + varint(len(data)) + data
-def vi(f, n): return varint(f << 3) + varint(n)
-def st(f, text): return ld(f, text.encode())
-
-
-def attr(name, v):
-    if isinstance(v, str):
-        return ld(5, st(1, name) + ld(4, v.encode()) + vi(20, 3))
-    if isinstance(v, float):
-        return ld(5, st(1, name) + varint(2 << 3 | 5) + struct.pack("<f", v) + vi(20, 1))
-    if isinstance(v, list):
-        return ld(5, st(1, name) + b"".join(vi(8, x) for x in v) + vi(20, 7))
-    return ld(5, st(1, name) + vi(3, v) + vi(20, 2))
+sys.path.insert(0, HERE)
+from onnx_pb import attr, ld, st, vi  # noqa: E402
 
 
 def tensor(name, dt, dims, vals):
