@@ -14,8 +14,6 @@
 #include "graph/dqlstm.h"
 #include "ref/ref_ops.h"
 
-static float sigm(float x) { return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
-
 /* n floats quantized to UINT8 codes q with the range of their values, as ONNX Runtime's
  * GetQuantizationParameter + MlasQuantizeLinear; the scale and zero point out. */
 static void quantize_rows(const float *x, int64_t n, uint8_t *q, float *scale, int32_t *zp) {
@@ -162,14 +160,7 @@ int32_t mi__ref_dqlstm(mi__ref_call_t *c) {
         float *gn = gt + n * h4, *hn = h + n * H, *cn = cs + n * H;
         if (b)
           for (int64_t j = 0; j < h4; j++) gn[j] += b[j] + b[h4 + j];
-        for (int64_t j = 0; j < H; j++) {
-          float gi = sigm(gn[j] + (p ? p[j] * cn[j] : 0.0f));
-          float gf = sigm(gn[2 * H + j] + (p ? p[2 * H + j] * cn[j] : 0.0f));
-          float gc = tanhf(gn[3 * H + j]);
-          cn[j] = gf * cn[j] + gi * gc;
-          float go = sigm(gn[H + j] + (p ? p[H + j] * cn[j] : 0.0f));
-          hn[j] = go * tanhf(cn[j]);
-        }
+        mi__ref_lstm_cell(gn, p, cn, hn, H);
         if (y) memcpy((float *)y->data + ((t * dirs + d) * N + n) * H, hn, (size_t)H * sizeof *hn);
       }
     }

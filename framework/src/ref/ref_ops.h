@@ -151,4 +151,9 @@ mi__ref_kernel_fn mi__ref_split, mi__ref_trilu, mi__ref_depth_space,
 mi__ref_kernel_fn mi__ref_prelu, mi__ref_mod, mi__ref_isnan_isinf; /* ref_pointwise.c */
 mi__ref_kernel_fn mi__ref_gather_elements, mi__ref_scatter_nd;     /* ref_index.c */
 
+/* One LSTM cell step of one row (ref_rnn.c): the gate pre-activations g (i, o, f, c, each H wide,
+ * biases in), peepholes p (i, o, f; NULL: none), the cell state c and hidden state h updated in
+ * place. The float LSTM and DynamicQuantizeLSTM share it. */
+void mi__ref_lstm_cell(const float *g, const float *p, float *c, float *h, int64_t H);
+
 #endif /* MI_REF_REF_OPS_H */

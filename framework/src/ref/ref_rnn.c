@@ -24,6 +24,17 @@ static int32_t need_shape(mi__ref_call_t *c, int32_t i, int opt, int32_t rank, c
   return MI_OK;
 }
 
+void mi__ref_lstm_cell(const float *g, const float *p, float *c, float *h, int64_t H) {
+  for (int64_t j = 0; j < H; j++) {
+    float gi = sigm(g[j] + (p ? p[j] * c[j] : 0.0f));
+    float gf = sigm(g[2 * H + j] + (p ? p[2 * H + j] * c[j] : 0.0f));
+    float gc = tanhf(g[3 * H + j]);
+    c[j] = gf * c[j] + gi * gc;
+    float go = sigm(g[H + j] + (p ? p[H + j] * c[j] : 0.0f));
+    h[j] = go * tanhf(c[j]);
+  }
+}
+
 int32_t mi__ref_lstm(mi__ref_call_t *c) {
   const mi_array_t *x;
   const float *W, *R, *B = NULL, *h0, *c0, *P;
@@ -86,14 +97,7 @@ int32_t mi__ref_lstm(mi__ref_call_t *c) {
           for (int64_t k = 0; k < H; k++) acc += (double)r[j * H + k] * hn[k];
           g[j] = (float)acc;
         }
-        for (int64_t j = 0; j < H; j++) {
-          float gi = sigm(g[j] + (p ? p[j] * cn[j] : 0.0f));
-          float gf = sigm(g[2 * H + j] + (p ? p[2 * H + j] * cn[j] : 0.0f));
-          float gc = tanhf(g[3 * H + j]);
-          cn[j] = gf * cn[j] + gi * gc;
-          float go = sigm(g[H + j] + (p ? p[H + j] * cn[j] : 0.0f));
-          hn[j] = go * tanhf(cn[j]);
-        }
+        mi__ref_lstm_cell(g, p, cn, hn, H);
         if (y) memcpy((float *)y->data + ((t * dirs + d) * N + n) * H, hn, (size_t)H * sizeof *hn);
       }
     }
