@@ -15,7 +15,7 @@ FLOAT = 1
 
 
 sys.path.insert(0, HERE)
-from onnx_pb import attr, ld, st, vi  # noqa: E402
+from onnx_pb import attr, fields, ld, st, unpack_varints, vi  # noqa: E402
 
 
 def tensor(name, dims, vals):
@@ -53,50 +53,6 @@ def lstm_model(path, T, B, I, H, direction, rng):
     g += ld(11, vinfo("x", [T, B, I]))
     g += ld(12, vinfo("y", [T, D, B, H])) + ld(12, vinfo("y_h", [D, B, H])) + ld(12, vinfo("y_c", [D, B, H]))
     open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 14)))
-
-
-def fields(buf):
-    """(field number, wire type, value) of one protobuf message: value bytes for length-delimited."""
-    i = 0
-    while i < len(buf):
-        key, sh = 0, 0
-        while True:
-            c = buf[i]; i += 1; key |= (c & 0x7F) << sh; sh += 7
-            if c < 0x80:
-                break
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            v, sh = 0, 0
-            while True:
-                c = buf[i]; i += 1; v |= (c & 0x7F) << sh; sh += 7
-                if c < 0x80:
-                    break
-        elif wt == 2:
-            n, sh = 0, 0
-            while True:
-                c = buf[i]; i += 1; n |= (c & 0x7F) << sh; sh += 7
-                if c < 0x80:
-                    break
-            v = buf[i:i + n]; i += n
-        elif wt == 5:
-            v = buf[i:i + 4]; i += 4
-        elif wt == 1:
-            v = buf[i:i + 8]; i += 8
-        else:
-            raise ValueError("wire type %d" % wt)
-        yield f, wt, v
-
-
-def unpack_varints(b):
-    out, i = [], 0
-    while i < len(b):
-        n, sh = 0, 0
-        while True:
-            c = b[i]; i += 1; n |= (c & 0x7F) << sh; sh += 7
-            if c < 0x80:
-                break
-        out.append(n)
-    return out
 
 
 def floats_of(t):
