@@ -87,13 +87,37 @@ static mi_graph_t *decoder_like(int64_t n) {
 }
 
 /* The then branch's nested session after the last run, or NULL. */
-static const mi_session_t *then_session(const mi_session_t *s) {
+static const mi_session_t *then_session(const mi_session_t *s, const mi_graph_t **graph) {
   for (int32_t i = 0; i < mi_session_nested_count(s); i++) {
     const char *b = NULL;
-    const mi_session_t *n = mi_session_nested(s, i, NULL, &b, NULL);
+    const mi_session_t *n = mi_session_nested(s, i, NULL, &b, graph);
     if (n && b && strcmp(b, "then") == 0) return n;
   }
   return NULL;
+}
+
+/* One length of a case: ins through the session s prepared for other shapes (got), the reference
+ * on fg, the graph made for this length (ref), and a fresh session of fg (fresh; returned, for
+ * drop_three). The caller compares them. */
+static mi_session_t *run_three(mi_session_t *s, const mi_graph_t *fg, mi_plugin_t *p, uint32_t dev,
+                               const mi_array_t *const *ins, int32_t nin, int64_t len, mi_array_t **got,
+                               mi_array_t **ref, mi_array_t **fresh) {
+  mi_error_t err = {0};
+  mi_session_t *f = NULL;
+  CHECK(mi_session_run(s, ins, nin, got, 2, &err) == MI_OK, "run at %lld: %s", (long long)len, err.message);
+  CHECK(mi_ref_run(fg, ins, nin, ref, 2, &err) == MI_OK, "ref: %s", err.message);
+  CHECK(mi_session_create(fg, p, dev, NULL, &f, &err) == MI_OK && mi_session_run(f, ins, nin, fresh, 2, &err) == MI_OK,
+        "fresh session at %lld: %s", (long long)len, err.message);
+  return f;
+}
+
+static void drop_three(mi_array_t **got, mi_array_t **ref, mi_array_t **fresh, mi_session_t *f) {
+  for (int o = 0; o < 2; o++) {
+    mi_array_destroy(got[o]);
+    mi_array_destroy(ref[o]);
+    mi_array_destroy(fresh[o]);
+  }
+  mi_session_destroy(f);
 }
 
 static int same_bytes(const mi_array_t *a, const mi_array_t *b) {
@@ -125,16 +149,11 @@ static void growing_capture(void) {
                *fresh[2] = {0};
     const mi_array_t *ins[3] = {x, k, c};
     mi_graph_t *fg = decoder_like(lens[r]);
-    mi_session_t *f = NULL;
+    mi_session_t *f;
     const mi_session_t *n;
     REQUIRE(x && fg);
     fill(x, 11u + (uint32_t)r, 2.0f);
-    CHECK(mi_session_run(s, ins, 3, got, 2, &err) == MI_OK, "run at %lld: %s", (long long)lens[r],
-          err.message);
-    CHECK(mi_ref_run(fg, ins, 3, ref, 2, &err) == MI_OK, "ref: %s", err.message);
-    CHECK(mi_session_create(fg, p, dev, NULL, &f, &err) == MI_OK &&
-              mi_session_run(f, ins, 3, fresh, 2, &err) == MI_OK,
-          "fresh session at %lld: %s", (long long)lens[r], err.message);
+    f = run_three(s, fg, p, dev, ins, 3, lens[r], got, ref, fresh);
     for (int o = 0; o < 2; o++) {
       CHECK(same_bytes(got[o], fresh[o]), "length %lld: output %d is a fresh session's",
             (long long)lens[r], o);
@@ -142,7 +161,7 @@ static void growing_capture(void) {
             "length %lld: output %d matches the reference", (long long)lens[r], o);
     }
     CHECK(got[0] && got[0]->dims[0] == lens[r], "y has the run's length");
-    n = then_session(s);
+    n = then_session(s, NULL);
     CHECK(n != NULL, "the then branch ran in a nested session at %lld", (long long)lens[r]);
     if (n) {
       int32_t kc = mi_session_kernel_count(n), kr = mi_session_kernel_reused_count(n);
@@ -153,12 +172,7 @@ static void growing_capture(void) {
         CHECK(kr == kc - 1, "length %lld: every kernel but the Relu taken over (%d of %d)",
               (long long)lens[r], (int)kr, (int)kc);
     }
-    for (int o = 0; o < 2; o++) {
-      mi_array_destroy(got[o]);
-      mi_array_destroy(ref[o]);
-      mi_array_destroy(fresh[o]);
-    }
-    mi_session_destroy(f);
+    drop_three(got, ref, fresh, f);
     mi_graph_destroy(fg);
     mi_array_destroy(x);
   }
@@ -315,14 +329,11 @@ static void rewritten_branch(void) {
     mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 3, xd), *got[2] = {0}, *ref[2] = {0}, *fresh[2] = {0};
     const mi_array_t *ins[2] = {x, c};
     mi_graph_t *fg = norm_if(lens[r]);
-    mi_session_t *f = NULL;
+    mi_session_t *f;
     REQUIRE(x && fg);
     fill(x, 3u + (uint32_t)r, 2.0f);
     *(uint8_t *)c->data = (uint8_t)then;
-    CHECK(mi_session_run(s, ins, 2, got, 2, &err) == MI_OK, "run at %lld: %s", (long long)lens[r], err.message);
-    CHECK(mi_ref_run(fg, ins, 2, ref, 2, &err) == MI_OK, "ref: %s", err.message);
-    CHECK(mi_session_create(fg, p, dev, NULL, &f, &err) == MI_OK && mi_session_run(f, ins, 2, fresh, 2, &err) == MI_OK,
-          "fresh session at %lld: %s", (long long)lens[r], err.message);
+    f = run_three(s, fg, p, dev, ins, 2, lens[r], got, ref, fresh);
     for (int o = 0; o < 2; o++) {
       CHECK(same_bytes(got[o], fresh[o]), "length %lld: output %d is a fresh session's", (long long)lens[r], o);
       CHECK(got[o] && ref[o] && got[o]->rank == 3 && got[o]->dims[1] == lens[r] && tu_rel_l2_arrays(got[o], ref[o]) < 1e-5,
@@ -330,13 +341,8 @@ static void rewritten_branch(void) {
     }
     if (then) {
       const mi_graph_t *bg = NULL;
-      const mi_session_t *n = NULL;
+      const mi_session_t *n = then_session(s, &bg);
       int fused = 0;
-      for (int32_t i = 0; i < mi_session_nested_count(s) && !n; i++) {
-        const char *b = NULL;
-        n = mi_session_nested(s, i, NULL, &b, &bg);
-        if (n && strcmp(b, "then") != 0) n = NULL;
-      }
       CHECK(n && bg, "the then branch ran in a nested session at %lld", (long long)lens[r]);
       for (int32_t i = 0; bg && i < bg->node_count; i++) fused += strcmp(bg->nodes[i].op_type, "LayerNormalization") == 0;
       CHECK(fused == 1, "length %lld: the norm is one LayerNormalization (%d)", (long long)lens[r], fused);
@@ -344,12 +350,7 @@ static void rewritten_branch(void) {
         CHECK(mi_session_kernel_reused_count(n) > 0, "length %lld: kernels taken over (%d of %d)", (long long)lens[r],
               (int)mi_session_kernel_reused_count(n), (int)mi_session_kernel_count(n));
     }
-    for (int o = 0; o < 2; o++) {
-      mi_array_destroy(got[o]);
-      mi_array_destroy(ref[o]);
-      mi_array_destroy(fresh[o]);
-    }
-    mi_session_destroy(f);
+    drop_three(got, ref, fresh, f);
     mi_graph_destroy(fg);
     mi_array_destroy(x);
   }
