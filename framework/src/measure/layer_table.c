@@ -137,7 +137,7 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
     r->ms = node_ms[i];
     /* Shapes as the session runs them: its private copy when it rewrote the graph (a Pad
      * folded into a Conv); that copy keeps the caller's node indices. */
-    describe(s && s->g->node_count == g->node_count ? s->g : g, nodes, c, c > 1 ? i : nodes[0], r);
+    describe(s && s->g->node_count == g->node_count ? s->g : g, nodes, c, i, r);
     v = asked_variant(g, so, nodes, c);
     snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v
                                                                         : "default");
