@@ -33,6 +33,21 @@ static void count_bytes(mi_plugin_ctx_t *ctx, uint64_t bytes) {
   }
 }
 
+/* BLIS packs A and B into blocks it checks out of pools and keeps for the life of the library, so
+ * the pools grow to one block of each kind per thread that packed at once and stay that size. */
+uint64_t mi__blis_pool_bytes(void) {
+  pba_t *pba = bli_pba_query();
+  uint64_t bytes = 0;
+  dim_t i;
+  bli_pthread_mutex_lock(&pba->mutex);
+  for (i = 0; i < 3; i++) {
+    pool_t *pool = bli_pba_pool(i, pba);
+    bytes += (uint64_t)bli_pool_num_blocks(pool) * (uint64_t)bli_pool_block_size(pool);
+  }
+  bli_pthread_mutex_unlock(&pba->mutex);
+  return bytes;
+}
+
 void *mi__blis_alloc(mi_plugin_ctx_t *ctx, uint64_t bytes) {
   char *p = NULL;
   if (posix_memalign((void **)&p, 64, (size_t)bytes + MI__ALLOC_HDR) != 0) return NULL;
@@ -312,6 +327,7 @@ void mi__blis_sgemm(const mi__blis_env_t *env, int64_t m, int64_t n, int64_t k, 
   double macs = (double)m * (double)n * (double)k;
   int64_t nb, len;
   if (m <= 0 || n <= 0) return;
+  if (env->ctx) atomic_store(&env->ctx->gemm_used, 1);
   /* BLIS's own threads meet at spinning barriers several times per call and are started beside the
    * plugin's pool, whose workers spin too: on 2 cores a descheduled thread stalls them all (a
    * 40x120x6625 MatMul took 1.4 ms on 1 thread, 260 ms on 2). So the GEMM is cut into blocks of

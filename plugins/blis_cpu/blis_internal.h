@@ -67,6 +67,7 @@ struct mi_plugin_ctx {
   void *cntx[MI__ARCH_COUNT]; /* cntx_t*, built lazily, owned */
   mi__blis_pool_t *pool;      /* owned; workers start on first parallel loop */
   atomic_uint_least64_t cur_bytes, peak_bytes;
+  atomic_int gemm_used;               /* a BLIS GEMM ran since the last peak_alloc_bytes reading */
   atomic_uint_least64_t total_run_ns; /* kernel_run time summed since create */
   /* DynamicQuantizeLinear ranges taken from the step that wrote the floats (no min/max pass) */
   atomic_uint_least64_t ranges_reused;
@@ -76,6 +77,8 @@ struct mi_plugin_ctx {
 void *mi__blis_alloc(mi_plugin_ctx_t *ctx, uint64_t bytes);
 void *mi__blis_calloc(mi_plugin_ctx_t *ctx, uint64_t bytes);
 void mi__blis_free(mi_plugin_ctx_t *ctx, void *p);
+/* Bytes BLIS holds in its packing pools (process-wide: blocks are kept until the plugin unloads) */
+uint64_t mi__blis_pool_bytes(void);
 
 /* ---- device probing */
 void mi__blis_probe_cpu(mi__blis_cpu_t *cpu);

@@ -212,6 +212,7 @@ static int32_t create(const mi_host_api_t *host, mi_plugin_ctx_t **out, mi_error
   describe(ctx);
   atomic_init(&ctx->cur_bytes, 0);
   atomic_init(&ctx->peak_bytes, 0);
+  atomic_init(&ctx->gemm_used, 0);
   atomic_init(&ctx->total_run_ns, 0);
   ctx->pool = mi__blis_pool_create((int32_t)ctx->cpu.cores);
   if (!ctx->pool) {
@@ -450,9 +451,12 @@ static int32_t counter_read(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
   /* Cumulative by the ABI: kernel time summed since create (0 before the first run is a true
    * reading, not a missing one). */
   if (index == 0) s.value = (double)atomic_load(&ctx->total_run_ns);
-  else if (index == 1)
+  else if (index == 1) {
+    /* BLIS's packing pools are allocated inside the library and kept: an interval in which a
+     * GEMM ran held them (at the size the busiest GEMM so far made them); one without none. */
     s.value = (double)atomic_exchange(&ctx->peak_bytes, atomic_load(&ctx->cur_bytes));
-  else
+    if (atomic_exchange(&ctx->gemm_used, 0)) s.value += (double)mi__blis_pool_bytes();
+  } else
     s.value = (double)atomic_load(&ctx->ranges_reused);
   return mi_sdk_fill(out, &s, sizeof s);
 }

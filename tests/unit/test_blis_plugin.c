@@ -274,6 +274,47 @@ static void counter_skips_fused_intermediates(tb_plugin_t *p) {
 #undef W
 #undef HW
 
+/* A GEMM of two runtime matrices (constant weights are prepacked by the plugin instead) large enough
+ * for BLIS's packed path checks its packing blocks out of BLIS's pools, which
+ * BLIS allocates inside the library and keeps: the interval in which it ran counts them (a block
+ * of B alone is KC x NC floats, megabytes on every x86 context), the next interval, with no GEMM,
+ * does not. Before they were counted the reading was the tensors alone (3 MiB here). */
+static void counter_counts_blis_pools(tb_plugin_t *p) {
+  enum { N = 512 };
+  int64_t dims[2] = {N, N};
+  float *a = malloc(sizeof(float) * N * N), *bm = malloc(sizeof(float) * N * N), *y = malloc(sizeof(float) * N * N);
+  const float *ins[2] = {a, bm};
+  const double tensors = 3. * sizeof(float) * N * N;
+  mi_counter_sample_t s;
+  mi_error_t err = {0, ""};
+  tb_t b;
+  int x0, x1, x2;
+  REQUIRE(a && bm && y);
+  tb_fill(a, N * N, 80);
+  tb_fill(bm, N * N, 81);
+  memset(&b, 0, sizeof b);
+  x0 = tb_tensor(&b, 2, dims, NULL);
+  x1 = tb_tensor(&b, 2, dims, NULL);
+  x2 = tb_tensor(&b, 2, dims, NULL);
+  {
+    int in[2] = {x0, x1};
+    tb_node(&b, "Gemm", 13, 2, in, x2);
+  }
+  tb_finish(&b, x2);
+  memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK, "drain: %s", err.message);
+  CHECK(tb_run(p, &b, "gemm.blis", NULL, 0, ins, y, &err) == MI_OK, "gemm: %s", err.message);
+  CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.has_value == 1, "peak: %s", err.message);
+  CHECK(s.value >= tensors + (double)(4u << 20), "peak %.0f bytes: the tensors (%.0f) without BLIS's pools",
+        s.value, tensors);
+  CHECK(p->api->counter_read(p->ctx, 0, 1, &s, &err) == MI_OK && s.value < (double)(1u << 20),
+        "the next interval, no GEMM: %.0f bytes", s.value);
+  free(a);
+  free(bm);
+  free(y);
+}
+
 static tb_plugin_t p;
 
 static void setup(void) {
@@ -296,12 +337,17 @@ static void counter_skips_fused_intermediates_all(void) {
   counter_skips_fused_intermediates(&p);
 }
 
+static void counter_counts_blis_pools_all(void) {
+  counter_counts_blis_pools(&p);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(entry_refuses_other_major),
     TU_CASE(descriptions_all),
     TU_CASE(threads_and_counters_all),
     TU_CASE(large_copies),
     TU_CASE(counter_skips_fused_intermediates_all),
+    TU_CASE(counter_counts_blis_pools_all),
 };
 
 TU_MAIN(setup, teardown)
