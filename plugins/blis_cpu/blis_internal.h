@@ -357,8 +357,9 @@ typedef struct mi__blis_qpool {
   int32_t k2s2; /* windows 2 wide at stride 2 (1 or 2 rows) inside the plane, on AVX-512BW: 64 codes a step */
   uint8_t flip; /* XORed into the codes before they are compared: 0x80 for INT8 codes, else 0 */
 } mi__blis_qpool_t;
+/* isa: the device's (after MI_BLIS_MAX_SIMD's cap), which decides k2s2 */
 int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
-                            mi__blis_qpool_t *q, mi_error_t *err);
+                            uint32_t isa, mi__blis_qpool_t *q, mi_error_t *err);
 void mi__blis_qpool_plane(const mi__blis_qpool_t *q, const uint8_t *x, uint8_t *y);
 /* MaxPool (opset 12+) on runtime INT8/UINT8 codes, 1-D or 2-D NCHW, alone in its kernel. */
 int32_t mi__blis_prep_qmaxpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

@@ -479,8 +479,9 @@ int32_t mi__blis_prep_qeltwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
     int full = 1;
     for (int64_t d = q->rank - 1, st = 1; d >= 0; st *= q->dims[d], d--)
       full &= (q->sa[d] == st || q->dims[d] == 1) && (q->sb[d] == st || q->dims[d] == 1);
-    q->full512 = full && q->kind == QE_ADD && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    /* from the ISA after MI_BLIS_MAX_SIMD's cap (blis_device.c), which an AVX2 run must not pass */
+    q->full512 = full && q->kind == QE_ADD && (p->ctx->cpu.isa & MI__ISA_AVX512F) &&
+                 (p->ctx->cpu.isa & MI__ISA_AVX512DQBWVL);
   }
   return MI_OK;
 }

@@ -417,7 +417,7 @@ int32_t mi__blis_prep_qlut(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       rc = mi__blis_unsupported(err, mp, "a chain's MaxPool pools 2-D NCHW codes");
       goto done;
     }
-    if ((rc = mi__blis_qpool_init(mp, x, cat ? mi__blis_tensor(p, mi__blis_out(mp, 0)) : y, &lut->qp, err)) !=
+    if ((rc = mi__blis_qpool_init(mp, x, cat ? mi__blis_tensor(p, mi__blis_out(mp, 0)) : y, p->ctx->cpu.isa, &lut->qp, err)) !=
         MI_OK)
       goto done;
     vals[mi__blis_out(mp, 0)] = vals[in]; /* the Q's table is over the pool's input */

@@ -28,7 +28,7 @@ static int ints(const mi_node_desc_t *n, const char *name, int64_t *out, int32_t
 }
 
 int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, const mi_tensor_desc_t *y,
-                            mi__blis_qpool_t *q, mi_error_t *err) {
+                            uint32_t isa, mi__blis_qpool_t *q, mi_error_t *err) {
   int64_t k[2], st[2], d[2], pads[4];
   const mi_attr_t *ap = mi_sdk_attr(n, "auto_pad");
   int auto_pad;
@@ -57,7 +57,7 @@ int32_t mi__blis_qpool_init(const mi_node_desc_t *n, const mi_tensor_desc_t *x, 
     return mi__blis_unsupported(err, n, "an 8-bit MaxPool with an empty plane");
   q->k2s2 = (q->KH == 1 || q->KH == 2) && q->KW == 2 && q->sw == 2 && q->dw == 1 && q->pt == 0 && q->pl == 0 &&
             (q->OH - 1) * q->sh + (q->KH - 1) * q->dh < q->H && 2 * q->OW <= q->W &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+            (isa & MI__ISA_AVX512F) && (isa & MI__ISA_AVX512DQBWVL);
   return MI_OK;
 }
 
@@ -166,7 +166,7 @@ int32_t mi__blis_prep_qmaxpool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
   if (n->opset < 12) return mi__blis_unsupported(err, n, "MaxPool on 8-bit codes needs opset 12 or later");
   if (!y || y->dtype != x->dtype || x->data) return mi__blis_unsupported(err, n, "needs runtime codes in, codes of one dtype out");
   if (!(m = mi__blis_state_new(p, s, sizeof *m, err))) return MI_ERR_OUT_OF_MEMORY;
-  if ((rc = mi__blis_qpool_init(n, x, y, &m->q, err)) != MI_OK) return rc;
+  if ((rc = mi__blis_qpool_init(n, x, y, p->ctx->cpu.isa, &m->q, err)) != MI_OK) return rc;
   m->q.flip = x->dtype == MI_DTYPE_INT8 ? 0x80 : 0;
   m->x = mi__blis_in(n, 0);
   m->y = mi__blis_out(n, 0);
