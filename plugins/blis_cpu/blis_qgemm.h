@@ -73,12 +73,15 @@ typedef struct mi__blis_q256 {
   int32_t *fstart;          /* [n/16 + 1]: panel p's fixes from fix + fstart[p] */
 } mi__blis_q256_t;
 /* Where _gemm writes: the int32 sums to acc ([m][n]), or, y not NULL, floats y = (float)sum * s
- * [+ tb[j]] (a Cast, a Mul by the scale, an Add of a bias, each rounded as the nodes). */
+ * [+ tb[j]] (a Cast, a Mul by the scale, an Add of a bias, each rounded as the nodes). wd not
+ * NULL: each sum first gets the weight shift wd[j] * rs[i] (blis_qgemm.h's shift: rs[i] = row i's
+ * code sum minus zu * k), modulo 2^32, on the tile, so the floats come from the tiles too. */
 typedef struct mi__blis_q256_out {
   int32_t *acc;
   float *y;
   float s;
   const float *tb;
+  const int32_t *wd, *rs; /* [n] shifts, [m] row terms; or NULL */
 } mi__blis_q256_out_t;
 int64_t mi__blis_q256_fixes(const uint8_t *b8, int64_t n, int64_t kq);
 uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix);

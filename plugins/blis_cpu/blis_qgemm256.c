@@ -158,6 +158,15 @@ __attribute__((target("avx2,fma"))) static void put(const mi__blis_q256_t *pb, c
     for (r = 0; r < rows; r++)
       t[r * PANEL + x->j - j0] = (int32_t)((uint32_t)t[r * PANEL + x->j - j0] + (uint32_t)(a[(i + r) * lda + x->k] * x->r));
   }
+  if (o->wd) { /* the weight shift, wd[j] * rs[i] modulo 2^32 as the sums */
+    const __m256i d0 = _mm256_maskload_epi32(o->wd + j0, k0), d1 = _mm256_maskload_epi32(o->wd + j0 + 8, k1);
+    for (r = 0; r < rows; r++) {
+      const __m256i rs = _mm256_set1_epi32(o->rs[i + r]);
+      __m256i *tr = (__m256i *)(t + r * PANEL);
+      _mm256_store_si256(tr, _mm256_add_epi32(_mm256_load_si256(tr), _mm256_mullo_epi32(d0, rs)));
+      _mm256_store_si256(tr + 1, _mm256_add_epi32(_mm256_load_si256(tr + 1), _mm256_mullo_epi32(d1, rs)));
+    }
+  }
   for (r = 0; r < rows; r++) {
     __m256i v0 = _mm256_load_si256((const __m256i *)(t + r * PANEL)), v1 = _mm256_load_si256((const __m256i *)(t + r * PANEL + 8));
     if (o->y) { /* Cast, Mul by the scale [, Add of the bias]: each rounded as the nodes */

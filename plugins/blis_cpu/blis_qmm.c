@@ -28,6 +28,7 @@ typedef struct qgemm {
   uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
   int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
   int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
+  int32_t *rs;         /* [m] AVX2 byte core with wd: each row's code sum minus zu * k, for the tiles */
   int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
   uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
   int32_t b256;        /* byte core on AVX2 (blis_qgemm256.c): the weights in pb, no b / b8 */
@@ -68,8 +69,17 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
     }
     if (q->amx) mi__blis_qa_gemm(r0, r1, q->n, q->kq, q->a8, q->wb, q->csum, zu, q->acc);
     else if (q->b256) { /* the float tail straight from the core's tiles where nothing follows */
-      mi__blis_q256_out_t o = {q->acc, NULL, t->fs, q->tb};
-      if (q->out32 && q->tail && !q->wd) o.y = (float *)t->y;
+      mi__blis_q256_out_t o = {q->acc, NULL, t->fs, q->tb, NULL, NULL};
+      if (q->out32 && q->tail) o.y = (float *)t->y;
+      if (q->wd) { /* the weight shift on the tiles: each row's term first */
+        for (i = r0; i < r1; i++) {
+          uint32_t rs = 0;
+          for (j = 0; j < k; j++) rs += a8[i * lda + j];
+          q->rs[i] = (int32_t)(rs - (uint32_t)zu * (uint32_t)q->k);
+        }
+        o.wd = q->wd;
+        o.rs = q->rs;
+      }
       mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, &o);
       if (o.y) { /* then the activation, on the rows while they are in cache */
         for (i = r0; i < r1 && q->act; i++) row_act(q, (float *)t->y + i * q->n);
@@ -77,7 +87,7 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
       }
     } else
       mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
-    for (i = r0; i < r1 && q->wd; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
+    for (i = r0; i < r1 && q->wd && !q->b256; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
       uint32_t rs = 0;
       for (j = 0; j < k; j++) rs += a8[i * lda + j];
       rs -= (uint32_t)zu * (uint32_t)q->k;
@@ -135,7 +145,7 @@ static int32_t qgemm_b256(mi__blis_prep_t *p, mi__blis_step_t *s, qgemm_t *q, co
   int64_t i, j, nfix;
   int32_t shift = 0, fused;
   uint8_t *b8;
-  uint64_t acc_bytes, a_bytes;
+  uint64_t acc_bytes, a_bytes, rs_bytes;
   for (j = 0; j < nn; j++) {
     if (!mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j])) return MI_OK;
     shift |= q->wd[j] != 0;
@@ -154,10 +164,13 @@ static int32_t qgemm_b256(mi__blis_prep_t *p, mi__blis_step_t *s, qgemm_t *q, co
     memset(q->csum, 0, (size_t)nn * sizeof(int32_t));
     return MI_OK;
   }
-  fused = q->out32 && q->tail && !shift;                                            /* the floats from the tiles: no int32 plane */
+  /* the floats from the tiles, the weight shift applied there too: no int32 plane (it was written,
+   * shifted and read again for the tail) */
+  fused = q->out32 && q->tail;
   acc_bytes = fused ? 0 : ((uint64_t)(q->m * nn) * sizeof(int32_t) + 31) / 32 * 32; /* the rows, then the panels: 32-byte aligned */
   a_bytes = ((uint64_t)(q->m * kq * 4) + 31) / 32 * 32;
-  s->aux = mi__blis_calloc(p->ctx, 32 + acc_bytes + a_bytes + mi__blis_q256_bytes(nn, kq, nfix));
+  rs_bytes = shift ? ((uint64_t)q->m * sizeof(int32_t) + 31) / 32 * 32 : 0;
+  s->aux = mi__blis_calloc(p->ctx, 32 + acc_bytes + rs_bytes + a_bytes + mi__blis_q256_bytes(nn, kq, nfix));
   if (!s->aux) {
     mi__blis_free(p->ctx, b8);
     return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
@@ -165,7 +178,8 @@ static int32_t qgemm_b256(mi__blis_prep_t *p, mi__blis_step_t *s, qgemm_t *q, co
   {
     uint8_t *base = (uint8_t *)(((uintptr_t)s->aux + 31) & ~(uintptr_t)31);
     q->acc = fused ? NULL : (int32_t *)base;
-    q->a8 = base + acc_bytes;
+    q->rs = shift ? (int32_t *)(base + acc_bytes) : NULL;
+    q->a8 = base + acc_bytes + rs_bytes;
     mi__blis_q256_pack(&q->pb, b8, nn, kq, q->a8 + a_bytes);
   }
   mi__blis_free(p->ctx, b8);
