@@ -3,10 +3,14 @@
  * the reference interpreter and a session prepared from scratch for its shapes, the nested
  * branch prepared again takes over the kernels whose shapes did not change (counted by
  * mi_session_kernel_reused_count), a branch the session rewrites (a fused layer norm, positions
- * folded from the input's shape) gives a fresh session's bytes at every length, and an input a
- * device kernel reads is still refused. */
+ * folded from the input's shape) gives a fresh session's bytes at every length, a kernel whose
+ * shapes stay the same while a constant it reads follows the length is prepared again (the
+ * branch's unchanged steps are taken over whole), and an input a device kernel reads is still
+ * refused. */
+#include <math.h>
 #include <stdint.h>
 
+#include "exec/exec.h"
 #include "test_util.h"
 
 static mi_registry_t *g_reg;
@@ -359,6 +363,133 @@ static void rewritten_branch(void) {
   mi_graph_destroy(g);
 }
 
+/* A branch capturing x [L] and k [4]: a = Relu(x); b = ReduceSum((k * L + Relu(k)) * W, axis 0)
+ * + ReduceSum(W, axis 0), W = Expand(L, [512, 4]) (the length as a 4-byte constant and an 8 KiB
+ * one, both folded from Shape(x): the Mul's, the Add's and the sum's shapes are the same at
+ * every length, only the constants' values tell). Relu(k) is the same step at every length.
+ * The else branch: Relu(x), Sigmoid(k). */
+static mi_graph_t *len_branch(const char *name, int then) {
+  mi_graph_t *s = mi_graph_create(name);
+  int64_t wide_shape[2] = {512, 4}, ax0 = 0;
+  int32_t x = mi_graph_add_tensor(s, "x", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t k = mi_graph_add_tensor(s, "k", MI_DTYPE_UNDEFINED, -1, NULL);
+  int32_t in[2], y[2], n;
+  char o1[16], o2[16];
+  snprintf(o1, sizeof o1, "a_%s", name);
+  snprintf(o2, sizeof o2, "b_%s", name);
+  mi_graph_add_capture(s, x);
+  mi_graph_add_capture(s, k);
+  y[0] = op(s, "Relu", "relu", 1, &x, o1, NULL);
+  if (then) {
+    int32_t shp = op(s, "Shape", "shape", 1, &x, "shp", NULL), lf, wide, sum, t, rk, axis;
+    lf = op(s, "Cast", "cast", 1, &shp, "lf", &n);
+    mi_node_set_int(s, n, "to", MI_DTYPE_FLOAT32);
+    in[0] = lf, in[1] = mi_graph_add_const_i64(s, "wide_shape", 2, wide_shape);
+    wide = op(s, "Expand", "expand", 2, in, "wide", NULL);
+    axis = mi_graph_add_const_i64(s, "ax0", 1, &ax0);
+    in[0] = wide, in[1] = axis;
+    sum = op(s, "ReduceSum", "sum_wide", 2, in, "sum", &n);
+    mi_node_set_int(s, n, "keepdims", 0);
+    in[0] = k, in[1] = lf;
+    t = op(s, "Mul", "mul_len", 2, in, "kl", NULL);
+    rk = op(s, "Relu", "relu_k", 1, &k, "rk", NULL);
+    in[0] = t, in[1] = rk;
+    t = op(s, "Add", "add_k", 2, in, "pk", NULL);
+    in[0] = t, in[1] = wide;
+    t = op(s, "Mul", "mul_wide", 2, in, "pw", NULL);
+    in[0] = t, in[1] = axis;
+    t = op(s, "ReduceSum", "sum_rows", 2, in, "rs", &n);
+    mi_node_set_int(s, n, "keepdims", 0);
+    in[0] = t, in[1] = sum;
+    y[1] = op(s, "Add", "add_sum", 2, in, o2, NULL);
+  } else {
+    y[1] = op(s, "Sigmoid", "sig", 1, &k, o2, NULL);
+  }
+  mi_graph_add_output(s, y[0]);
+  mi_graph_add_output(s, y[1]);
+  return s;
+}
+
+/* (a, b) = If(c, len_branch then, else) over x [n], k [4] and c. */
+static mi_graph_t *len_if(int64_t n) {
+  int64_t xd[1] = {n}, kd[1] = {4};
+  mi_graph_t *g = mi_graph_create("len_if");
+  mi_error_t err = {0};
+  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
+  int32_t k = mi_graph_add_tensor(g, "k", MI_DTYPE_FLOAT32, 1, kd);
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
+  int32_t outs[2] = {mi_graph_add_tensor(g, "a", MI_DTYPE_UNDEFINED, -1, NULL),
+                     mi_graph_add_tensor(g, "b", MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t node;
+  mi_graph_add_input(g, x);
+  mi_graph_add_input(g, k);
+  mi_graph_add_input(g, c);
+  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
+  mi_graph_add_output(g, outs[0]);
+  mi_graph_add_output(g, outs[1]);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", len_branch("then", 1), &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", len_branch("else", 0), &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  return g;
+}
+
+/* The branch prepared again at lengths 3, 5, 8, 5, 2, 9 (then) and 4 (else) in one session: b
+ * at each length is a fresh session's bytes and 512 L (k L + Relu(k) + 1), though the
+ * kernels that read L have the same shapes at every length; the steps that do not read it
+ * (Relu(x) aside, whose shape changes) are taken over whole. Steps taken over by their
+ * shapes alone would keep the first length's L here. */
+static void length_in_a_value(void) {
+  const int64_t lens[7] = {3, 5, 8, 5, 4, 2, 9};
+  int64_t kd[1] = {4};
+  mi_graph_t *g = len_if(3);
+  mi_array_t *c = mi_array_create(MI_DTYPE_BOOL, 0, NULL), *k = mi_array_create(MI_DTYPE_FLOAT32, 1, kd);
+  mi_error_t err = {0};
+  uint32_t dev = 0;
+  mi_plugin_t *p = NULL;
+  mi_session_t *s = NULL;
+  int32_t taken = 0;
+  REQUIRE(g && c && k);
+  fill(k, 5u, 2.0f);
+  REQUIRE(mi_registry_device(g_reg, "blis-cpu:0", &p, &dev, &err) == MI_OK, "%s", err.message);
+  REQUIRE(mi_session_create(g, p, dev, NULL, &s, &err) == MI_OK, "create: %s", err.message);
+  for (int r = 0; r < 7; r++) {
+    int64_t xd[1] = {lens[r]};
+    int then = r != 4;
+    mi_array_t *x = mi_array_create(MI_DTYPE_FLOAT32, 1, xd), *got[2] = {0}, *ref[2] = {0}, *fresh[2] = {0};
+    const mi_array_t *ins[3] = {x, k, c};
+    mi_graph_t *fg = len_if(lens[r]);
+    mi_session_t *f;
+    REQUIRE(x && fg);
+    fill(x, 9u + (uint32_t)r, 2.0f);
+    *(uint8_t *)c->data = (uint8_t)then;
+    f = run_three(s, fg, p, dev, ins, 3, lens[r], got, ref, fresh);
+    for (int o = 0; o < 2; o++)
+      CHECK(same_bytes(got[o], fresh[o]), "length %lld: output %d is a fresh session's", (long long)lens[r], o);
+    if (then && got[1] && got[1]->nbytes == 4 * sizeof(float)) {
+      const float *kv = k->data, *b = got[1]->data;
+      double l = (double)lens[r];
+      for (int i = 0; i < 4; i++) {
+        double rk = kv[i] > 0.0f ? kv[i] : 0.0, want = 512.0 * l * ((kv[i] * l + rk) + 1.0);
+        CHECK(fabs(b[i] - want) <= 1e-4 * fabs(want), "length %lld: b[%d] = %g, want %g", (long long)lens[r], i,
+              (double)b[i], want);
+      }
+    }
+    if (then && r > 0) {
+      const mi_session_t *n = then_session(s, NULL);
+      CHECK(n != NULL, "the then branch ran in a nested session at %lld", (long long)lens[r]);
+      if (n) taken += n->kernels_retaken;
+    }
+    drop_three(got, ref, fresh, f);
+    mi_graph_destroy(fg);
+    mi_array_destroy(x);
+  }
+  CHECK(taken > 0, "steps taken over whole (%d)", (int)taken);
+  mi_session_destroy(s);
+  mi_array_destroy(c);
+  mi_array_destroy(k);
+  mi_graph_destroy(g);
+}
+
 static void setup(void) {
   mi_error_t err = {0};
   g_reg = mi_registry_create();
@@ -373,6 +504,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(growing_capture),
     TU_CASE(device_input_refused),
     TU_CASE(rewritten_branch),
+    TU_CASE(length_in_a_value),
 };
 
 TU_MAIN(setup, teardown)

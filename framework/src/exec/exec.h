@@ -38,6 +38,10 @@ typedef struct mi__step {
   uint8_t *sig;
   size_t sig_len;
   uint64_t sig_hash;
+  /* MI__STEP_DEVICE: the graph tensors its description held (in the `inputs` allocation), so
+   * a successor finds the step unchanged without describing it again (retake.c). */
+  int32_t desc_count;
+  int32_t *desc_tensors;
 } mi__step_t;
 
 struct mi_session {
@@ -111,7 +115,9 @@ struct mi_session {
    * message, so a successor does not ask again (reuse.c). */
   struct mi__refusal *refusals;
   int32_t refusal_count;
-  int32_t consts_reused; /* folded nodes whose values were taken over */
+  int32_t consts_reused;   /* folded nodes whose values were taken over */
+  int32_t kernels_retaken; /* of kernels_reused: steps taken whole, not described (retake.c) */
+  uint64_t plan_hash;      /* its plan's units and roles as planned (retake.c) */
   /* As a donor: its steps by signature hash (open addressing, -1 empty), built on the first
    * look-up; a successor asks for each of its kernels (reuse.c). */
   int32_t *sig_slot;
@@ -388,6 +394,10 @@ int32_t mi__fallback_plan(mi_session_t *s, mi_error_t *err);
 /* Reuse across re-preparation (reuse.c). The signature of a kernel description: every byte
  * kernel_prepare may depend on (constants over 4 KiB by their data's address), written to
  * buf->p[0 .. buf->n) (grown as needed and kept for the next: the caller frees buf->p). */
+/* Constants up to this size are part of a kernel's signature by value; larger ones by the
+ * address of their data, which names the same bytes only while both sessions keep them
+ * (the donor lives until its successor is prepared, and moves its buffers to it). */
+#define MI__SIG_INLINE_BYTES 4096
 typedef struct mi__sigbuf {
   uint8_t *p;
   size_t n, cap;
@@ -421,6 +431,27 @@ void mi__data_pool_free(mi__data_pool_t *p);
 /* Before g (its shapes inferred) is folded: each node computed from initializers alone whose
  * outputs the old graph holds folded takes those values and is removed, as folding would. */
 int32_t mi__data_pool_folds(mi__data_pool_t *p, mi_graph_t *g, mi_error_t *err);
+/* Steps taken over whole (retake.c): where a session prepared again has the same graph
+ * structure as its donor, a donor's device step whose described tensors (shapes, layouts,
+ * constant values) did not change moves over as it is, without its description and signature
+ * being built again; the others are described and looked up as before. */
+typedef struct mi__retake {
+  mi_array_t **dconst; /* the donor's constants before this session's folding moved some */
+  uint8_t *clean;      /* per tensor: described the same as in the donor; NULL: not applicable */
+  int32_t *at;         /* per node: the donor's device step anchored there, or -1 */
+} mi__retake_t;
+/* Before s folds (s->donor set): the donor's constants as they are. */
+void mi__retake_snapshot(mi__retake_t *r, const mi_session_t *s);
+/* After s folded: which tensors are unchanged, when the graphs have the same structure. */
+void mi__retake_begin(mi__retake_t *r, const mi_session_t *s);
+/* After s planned: its plan's hash kept; nothing is taken whole when it is not the donor's. */
+void mi__retake_plan(mi__retake_t *r, mi_session_t *s, const mi__plan_t *p);
+/* 1 when the donor's step for the kernel of `nodes` anchored at `anchor` was moved to s as
+ * its next step; 0 when it must be described. The donor was prepared with the same options
+ * (nested.c: the same for every preparation of a branch). */
+int mi__retake_step(const mi__retake_t *r, mi_session_t *s, int32_t anchor, const int32_t *nodes,
+                    int32_t count);
+void mi__retake_free(mi__retake_t *r);
 /* mi_session_create with a donor (NULL: none), left to the caller to destroy; `reusable`: the
  * session keeps its kernels' signatures, to be a donor itself. */
 int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,

@@ -23,6 +23,7 @@ typedef struct prep {
   uint8_t *fp16_host;        /* nodes an FP16 device leaves to the host (fp16_range.c), or NULL */
   int32_t *rd_off, *rd_node; /* each tensor's readers (mi__readers_index), or NULL */
   mi__sigbuf_t sig;          /* the signature being looked up (one buffer for all of them) */
+  mi__retake_t retake;       /* the donor's steps that move over undescribed (retake.c) */
 } prep_t;
 
 static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
@@ -45,15 +46,18 @@ static int32_t push_line(char ***list, int32_t *count, const char *line, mi_erro
 /* A device step's inputs, outputs and (a group) nodes in one allocation, which st->inputs
  * holds: mi_session_destroy frees that one. */
 static int32_t step_indices(mi__step_t *st, const mi__kdesc_t *k, const int32_t *nodes, int32_t count) {
-  int32_t nn = count > 1 ? count : 0;
-  int32_t *b = malloc(((size_t)k->input_count + (size_t)k->output_count + (size_t)nn + 1) * sizeof *b);
+  int32_t nn = count > 1 ? count : 0, at = k->input_count + k->output_count;
+  int32_t *b = malloc(((size_t)at + (size_t)nn + (size_t)k->tensor_count + 1) * sizeof *b);
   if (!b) return MI_ERR_OUT_OF_MEMORY;
   memcpy(b, k->graph_inputs, (size_t)k->input_count * sizeof *b);
   memcpy(b + k->input_count, k->graph_outputs, (size_t)k->output_count * sizeof *b);
-  if (nn) memcpy(b + k->input_count + k->output_count, nodes, (size_t)nn * sizeof *b);
+  if (nn) memcpy(b + at, nodes, (size_t)nn * sizeof *b);
+  memcpy(b + at + nn, k->tmap, (size_t)k->tensor_count * sizeof *b);
   st->inputs = b;
   st->outputs = b + k->input_count;
-  st->nodes = nn ? b + k->input_count + k->output_count : NULL;
+  st->nodes = nn ? b + at : NULL;
+  st->desc_tensors = b + at + nn;
+  st->desc_count = k->tensor_count;
   return MI_OK;
 }
 
@@ -262,6 +266,7 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
   if (n->subgraph_count) return host_step(p, i, "a node with subgraphs runs on the host", err);
   if (p->fp16_host && p->fp16_host[i])
     return host_step(p, i, "FLOAT32 values beyond FP16's range (65504) on a device that computes in FP16", err);
+  if (mi__retake_step(&p->retake, s, i, &i, 1)) return MI_OK;
   if (is_layout_convert(s, i)) {
     int32_t in = n->inputs[0], out = n->outputs[0];
     rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],
@@ -369,6 +374,7 @@ static int32_t try_unit(prep_t *p, mi__unit_t *u, const mi__kreq_t *req, const c
   int fatal = 0;
   int32_t rc;
   *refused = 0;
+  if (mi__retake_step(&p->retake, p->s, u->op, u->nodes, u->count)) return MI_OK;
   if ((rc = mi__kdesc_build_req(&k, p->s->g, req, p->s->consts, err))) return rc;
   rc = try_kernel(p, &k, u->op, u->nodes, u->count, variant, layout, dtypes, &perr, &fatal, err);
   mi__kdesc_free(&k);
@@ -548,12 +554,14 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
     p.vars = NULL;
     p.var_count = 0;
   }
+  mi__retake_snapshot(&p.retake, s);
   for (int32_t i = 0; i < g->node_count; i++)
     if ((rc = fold(&p, i, 0, err)) < 0) {
       rc = -rc;
       goto done;
     }
   rc = MI_OK;
+  mi__retake_begin(&p.retake, s);
   if (mi__fp16_only(s->plugin, s->device) &&
       (p.fp16_host = calloc((size_t)g->node_count + 1, 1)))
     mi__fp16_range_mark(g, s->consts, p.fp16_host);
@@ -567,12 +575,14 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
                            !OPT(opts, no_auto_fuse, 0), pinned, err)))
     goto done;
+  mi__retake_plan(&p.retake, s, &p.plan);
   /* (without memory for it, a group's outputs are checked by scans, as before) */
   if (mi__readers_index(g, &p.rd_off, &p.rd_node)) p.rd_off = p.rd_node = NULL;
   if ((rc = prepare_all(&p, err)) || (rc = mi__fallback_plan(s, err))) goto done;
   rc = mi__memplan(s, !OPT(opts, no_memory_plan, 0), err);
 done:
   mi__plan_free(&p.plan);
+  mi__retake_free(&p.retake);
   free(p.rd_off);
   free(p.rd_node);
   free(p.sig.p);

@@ -8,11 +8,6 @@
 
 #include "exec/exec.h"
 
-/* Constants up to this size are part of a kernel's signature by value; larger ones by the
- * address of their data, which names the same bytes only while both sessions keep them
- * (the donor lives until its successor is prepared, and moves its buffers to it). */
-#define SIG_INLINE_BYTES 4096
-
 typedef mi__sigbuf_t sig_t;
 
 static void put(sig_t *b, const void *v, size_t n) {
@@ -63,7 +58,7 @@ static void put_tensor(sig_t *b, const mi_tensor_desc_t *t) {
   put_i64(b, (int64_t)t->data_bytes);
   if (!t->data) {
     put_i64(b, 0);
-  } else if (t->data_bytes <= SIG_INLINE_BYTES) {
+  } else if (t->data_bytes <= MI__SIG_INLINE_BYTES) {
     put_i64(b, 1);
     put(b, t->data, (size_t)t->data_bytes);
   } else {
@@ -240,7 +235,7 @@ static int same_const(const mi_array_t *a, const mi_array_t *b) {
   for (int32_t d = 0; d < a->rank; d++)
     if (a->dims[d] != b->dims[d]) return 0;
   if (a->data == b->data) return 1;
-  return a->nbytes <= SIG_INLINE_BYTES && memcmp(a->data, b->data, a->nbytes) == 0;
+  return a->nbytes <= MI__SIG_INLINE_BYTES && memcmp(a->data, b->data, a->nbytes) == 0;
 }
 
 int mi__reuse_folded(mi_session_t *s, int32_t node, mi_array_t **outs) {
