@@ -5,7 +5,6 @@
 
 #include "exec/exec.h"
 
-
 static int same_str(const char *a, const char *b) {
   if (a == b) return 1;
   if (!a || !b) return (!a || !a[0]) && (!b || !b[0]);
