@@ -5,26 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/exec.h"
+#include "exec/prepare.h"
 #include "graph/graph.h"
 #include "ref/ref.h"
 
 /* Reads a field of the caller's options only when the struct they declared contains it. */
 #define OPT(opts, field, dflt) \
   ((opts) && MI_HAS_FIELD(opts, mi_session_options_t, field) ? (opts)->field : (dflt))
-
-typedef struct prep {
-  mi_session_t *s;
-  const mi_session_options_t *opts;
-  mi_variant_desc_t *vars;
-  uint32_t var_count;
-  mi__plan_t plan;
-  uint8_t *folded;
-  uint8_t *fp16_host;        /* nodes an FP16 device leaves to the host (fp16_range.c), or NULL */
-  int32_t *rd_off, *rd_node; /* each tensor's readers (mi__readers_index), or NULL */
-  mi__sigbuf_t sig;          /* the signature being looked up (one buffer for all of them) */
-  mi__retake_t retake;       /* the donor's steps that move over undescribed (retake.c) */
-} prep_t;
 
 static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, const char *node) {
   int32_t count = OPT(opts, choice_count, 0);
@@ -34,7 +21,7 @@ static const mi_node_choice_t *find_choice(const mi_session_options_t *opts, con
   return NULL;
 }
 
-static int32_t push_line(char ***list, int32_t *count, const char *line, mi_error_t *err) {
+int32_t mi__prep_push_line(char ***list, int32_t *count, const char *line, mi_error_t *err) {
   char **grown = realloc(*list, (size_t)(*count + 1) * sizeof *grown);
   if (!grown) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   *list = grown;
@@ -62,7 +49,7 @@ static int32_t step_indices(mi__step_t *st, const mi__kdesc_t *k, const int32_t 
 }
 
 /* Records node i as a host step (the reference interpreter runs it). */
-static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err) {
+static int32_t host_step(mi__prep_t *p, int32_t i, const char *why, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_node_t *n = &s->g->nodes[i];
   mi__step_t *st = &s->steps[s->step_count];
@@ -93,7 +80,7 @@ static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   s->fallback_on = on;
   on[s->fallback_count] = (uint8_t)fb;
-  return push_line(&s->fallback, &s->fallback_count, label, err);
+  return mi__prep_push_line(&s->fallback, &s->fallback_count, label, err);
 }
 
 /* Prepares the kernel `k` describes; on success appends a device step for `nodes`. Returns the
@@ -103,7 +90,7 @@ static int32_t host_step(prep_t *p, int32_t i, const char *why, mi_error_t *err)
  * is left to the device. The op matters where the session rewrote the graph: a layer norm spelled
  * out in Adds and Divs becomes one LayerNormalization named after its last Add, so a choice made
  * for that Add (oww_hello_deepa's add.direct) would otherwise reach the fused node and fail. */
-static int variant_fits(const prep_t *p, const char *id, const char *op, int32_t layout, uint32_t dtypes) {
+static int variant_fits(const mi__prep_t *p, const char *id, const char *op, int32_t layout, uint32_t dtypes) {
   for (uint32_t i = 0; i < p->var_count; i++)
     if (strncmp(p->vars[i].id, id, sizeof p->vars[i].id) == 0)
       return (!p->vars[i].op_type[0] || strncmp(p->vars[i].op_type, op, sizeof p->vars[i].op_type) == 0) &&
@@ -115,7 +102,7 @@ static int variant_fits(const prep_t *p, const char *id, const char *op, int32_t
 /* The own choices of a group's members that it runs as ops of their own (the pointwise Conv of
  * MI_FUSE_CONV; epilogue members run in their op's epilogue and carry none) into mc/mp, for
  * mi_kernel_desc_t.member_choices; 0 when no member has one. */
-static int member_choices(const prep_t *p, const int32_t *nodes, int32_t count, mi_member_choice_t *mc,
+static int member_choices(const mi__prep_t *p, const int32_t *nodes, int32_t count, mi_member_choice_t *mc,
                           const mi_member_choice_t **mp) {
   int any = 0;
   mp[0] = NULL;
@@ -145,9 +132,9 @@ static int member_choices(const prep_t *p, const int32_t *nodes, int32_t count, 
  * A choice whose variant cannot take them (a configuration made for NCHW run in NHWC, a float
  * variant for a lowered INT8 layer) is not applied, knobs included: handing a variant storage
  * it does not declare makes it compute on the wrong memory order. */
-static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32_t *nodes, int32_t count,
-                          const char *variant, int32_t layout, uint32_t dtypes, mi_error_t *perr,
-                          int *fatal, mi_error_t *err) {
+int32_t mi__prep_try_kernel(mi__prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32_t *nodes, int32_t count,
+                            const char *variant, int32_t layout, uint32_t dtypes, mi_error_t *perr,
+                            int *fatal, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_plugin_t *pl = s->plugin;
   const mi_node_choice_t *choice = find_choice(p->opts, s->g->nodes[anchor].name);
@@ -225,7 +212,7 @@ static int32_t try_kernel(prep_t *p, mi__kdesc_t *k, int32_t anchor, const int32
 }
 
 /* The storage layout a node's activations use, when it is not plain NCHW. */
-static int32_t node_layout(const mi_session_t *s, int32_t i) {
+int32_t mi__prep_node_layout(const mi_session_t *s, int32_t i) {
   const mi_node_t *n = &s->g->nodes[i];
   for (int32_t j = 0; j < n->input_count + n->output_count; j++) {
     int32_t t = j < n->input_count ? n->inputs[j] : n->outputs[j - n->input_count];
@@ -241,8 +228,8 @@ static int is_layout_convert(const mi_session_t *s, int32_t i) {
          s->dlayout[n->inputs[0]] != s->dlayout[n->outputs[0]];
 }
 
-static int32_t finish(prep_t *p, int32_t i, int32_t rc, int fatal, const mi_error_t *perr,
-                      mi_error_t *err) {
+int32_t mi__prep_finish(mi__prep_t *p, int32_t i, int32_t rc, int fatal, const mi_error_t *perr,
+                        mi_error_t *err) {
   char lb[32];
   const mi_node_t *n = &p->s->g->nodes[i];
   if (rc == MI_OK || fatal) return rc;
@@ -253,14 +240,14 @@ static int32_t finish(prep_t *p, int32_t i, int32_t rc, int fatal, const mi_erro
 }
 
 /* One node on its own: a layout conversion, or an op in whatever storage its tensors use. */
-static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
+int32_t mi__prep_single(mi__prep_t *p, int32_t i, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_node_t *n = &s->g->nodes[i];
   mi_error_t perr = {0};
   mi__kdesc_t k;
   mi__kreq_t req;
   const char *variant = NULL;
-  int32_t lay = node_layout(s, i), rc;
+  int32_t lay = mi__prep_node_layout(s, i), rc;
   int fatal = 0;
   /* Subgraphs live only in the host's IR (a kernel descriptor cannot carry them). */
   if (n->subgraph_count) return host_step(p, i, "a node with subgraphs runs on the host", err);
@@ -271,11 +258,11 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
     int32_t in = n->inputs[0], out = n->outputs[0];
     rc = mi__kdesc_layout(&k, s->g, i, s->dlayout[in], s->dlayout[out],
                           s->dblock[in] ? s->dblock[in] : s->dblock[out], &perr);
-    if (rc == MI_OK) rc = try_kernel(p, &k, i, &i, 1, NULL, MI_LAYOUT_NCHW, 0, &perr, &fatal, err);
+    if (rc == MI_OK) rc = mi__prep_try_kernel(p, &k, i, &i, 1, NULL, MI_LAYOUT_NCHW, 0, &perr, &fatal, err);
     mi__kdesc_free(&k);
     /* Refused: the host converts on the way (its copies are logical, so Identity copies). */
     if (rc == MI_ERR_UNSUPPORTED || rc == MI_ERR_INVALID_CONFIG) return host_step(p, i, perr.message, err);
-    return finish(p, i, rc, fatal, &perr, err);
+    return mi__prep_finish(p, i, rc, fatal, &perr, err);
   }
   memset(&req, 0, sizeof req);
   req.nodes = &i;
@@ -295,12 +282,12 @@ static int32_t prepare_single(prep_t *p, int32_t i, mi_error_t *err) {
     }
   }
   if ((rc = mi__kdesc_build_req(&k, s->g, &req, s->consts, err))) return rc;
-  rc = try_kernel(p, &k, i, &i, 1, variant, lay, 0, &perr, &fatal, err);
+  rc = mi__prep_try_kernel(p, &k, i, &i, 1, variant, lay, 0, &perr, &fatal, err);
   mi__kdesc_free(&k);
-  return finish(p, i, rc, fatal, &perr, err);
+  return mi__prep_finish(p, i, rc, fatal, &perr, err);
 }
 
-static int32_t fold_outputs(prep_t *p, int32_t i, mi_array_t **outs) {
+static int32_t fold_outputs(mi__prep_t *p, int32_t i, mi_array_t **outs) {
   mi_session_t *s = p->s;
   const mi_node_t *n = &s->g->nodes[i];
   for (int32_t j = 0; j < n->output_count; j++) {
@@ -323,7 +310,7 @@ static int32_t fold_outputs(prep_t *p, int32_t i, mi_array_t **outs) {
 
 /* Evaluates a foldable node once (dq: a DequantizeLinear of constants). Returns 1 when folded,
  * 0 when not foldable, -status on error. */
-static int32_t fold(prep_t *p, int32_t i, int dq, mi_error_t *err) {
+int32_t mi__prep_fold(mi__prep_t *p, int32_t i, int dq, mi_error_t *err) {
   const mi_graph_t *g = p->s->g;
   const mi_node_t *n = &g->nodes[i];
   mi_array_t *outs[16] = {0};
@@ -346,164 +333,7 @@ static int32_t fold(prep_t *p, int32_t i, int dq, mi_error_t *err) {
   return rc == 0 ? 0 : fold_outputs(p, i, outs);
 }
 
-static const char *int8_variant_id(const prep_t *p, const char *op) {
-  for (uint32_t i = 0; i < p->var_count; i++)
-    if (strncmp(p->vars[i].op_type, op, sizeof p->vars[i].op_type) == 0 &&
-        (p->vars[i].dtype_mask & (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8))))
-      return p->vars[i].id;
-  return NULL;
-}
-
-static int32_t note_refusal(prep_t *p, const mi__unit_t *u, const mi_error_t *perr,
-                            mi_error_t *err) {
-  char line[MI_ERROR_MESSAGE_SIZE + 160], lb[32];
-  snprintf(line, sizeof line, "%s of '%s' (%d nodes): %s; ran node by node",
-           u->kind ? "quantized layer" : "group",
-           mi__node_label(p->s->g, u->op, lb, sizeof lb), (int)u->count,
-           perr->message[0] ? perr->message : mi_status_message(perr->code));
-  return push_line(&p->s->unfused, &p->s->unfused_count, line, err);
-}
-
-/* One kernel for unit u (a lowered layer or a fused group), described by `req`. MI_OK with
- * *refused = 1 when the plugin declined it: u is dead and the refusal noted, and the caller
- * prepares its nodes one by one; other failures are the unit's error. */
-static int32_t try_unit(prep_t *p, mi__unit_t *u, const mi__kreq_t *req, const char *variant,
-                        int32_t layout, uint32_t dtypes, int *refused, mi_error_t *err) {
-  mi_error_t perr = {0};
-  mi__kdesc_t k;
-  int fatal = 0;
-  int32_t rc;
-  *refused = 0;
-  if (mi__retake_step(&p->retake, p->s, u->op, u->nodes, u->count)) return MI_OK;
-  if ((rc = mi__kdesc_build_req(&k, p->s->g, req, p->s->consts, err))) return rc;
-  rc = try_kernel(p, &k, u->op, u->nodes, u->count, variant, layout, dtypes, &perr, &fatal, err);
-  mi__kdesc_free(&k);
-  if (rc == MI_OK || fatal) return rc;
-  if (rc != MI_ERR_UNSUPPORTED && rc != MI_ERR_INVALID_CONFIG)
-    return finish(p, u->op, rc, 0, &perr, err);
-  u->dead = 1;
-  *refused = 1;
-  perr.code = rc;
-  return note_refusal(p, u, &perr, err);
-}
-
-/* A lowered layer: the op alone, reading the input codes and the INT8 weight, writing the
- * output codes of the QuantizeLinear. Refused: its Q/DQ nodes run as ordinary ops again. */
-static int32_t prepare_lowered(prep_t *p, mi__unit_t *u, mi_error_t *err) {
-  mi_session_t *s = p->s;
-  const mi_graph_t *g = s->g;
-  const mi_node_t *op = &g->nodes[u->op];
-  int32_t from[3] = {op->inputs[0], op->inputs[1], op->outputs[0]};
-  int32_t to[3] = {g->nodes[u->dqx].inputs[0], g->nodes[u->dqw].inputs[0],
-                   g->nodes[u->q].outputs[0]};
-  mi__kreq_t req = {&u->op, 1, from, to, 3, 0, NULL, 0, NULL, NULL, NULL};
-  int refused;
-  int32_t rc = try_unit(p, u, &req, int8_variant_id(p, op->op_type), MI_LAYOUT_NCHW,
-                        MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
-  if (rc || !refused) return rc;
-  /* A chain's kernel on the same codes does not write their float value: run the DQ apart. */
-  if (mi__qdq_chain_dq_apart(&p->plan, u->dqx, u->at) && (rc = prepare_single(p, u->dqx, err))) return rc;
-  if (u->dqw != u->dqx && mi__qdq_chain_dq_apart(&p->plan, u->dqw, u->at) && (rc = prepare_single(p, u->dqw, err)))
-    return rc;
-  /* Its DequantizeLinears were skipped when only lowered layers read them: revive them. */
-  if (p->plan.role[u->dqx] == MI__ROLE_DQ_SKIP) {
-    p->plan.role[u->dqx] = MI__ROLE_NODE;
-    if ((rc = prepare_single(p, u->dqx, err))) return rc;
-  }
-  if (p->plan.role[u->dqw] == MI__ROLE_DQ_SKIP && !p->folded[u->dqw]) {
-    p->plan.role[u->dqw] = MI__ROLE_NODE;
-    rc = fold(p, u->dqw, 1, err);
-    if (rc < 0) return -rc;
-    if (rc == 0 && (rc = prepare_single(p, u->dqw, err))) return rc;
-  }
-  return prepare_single(p, u->op, err);
-}
-
-/* A QDQ block (qdq_block.c): its lowered layers' ops in one kernel, each with its own lowered
- * layer's substitutions, the Q/DQ nodes between absorbed. Refused: each lowered layer alone. */
-static int32_t prepare_block(prep_t *p, mi__unit_t *u, mi_error_t *err) {
-  const mi_graph_t *g = p->s->g;
-  int32_t ops[3], from[9], to[9], absorbed[MI__UNIT_MAX + 6], na = 0, rc;
-  mi__kreq_t req;
-  mi__unit_t view = *u;
-  int refused;
-  for (int32_t i = 0; i < u->sub_count; i++) {
-    const mi__unit_t *l = &p->plan.units[u->sub[i]];
-    const mi_node_t *op = &g->nodes[l->op];
-    ops[i] = l->op;
-    from[3 * i] = op->inputs[0];
-    from[3 * i + 1] = op->inputs[1];
-    from[3 * i + 2] = op->outputs[0];
-    to[3 * i] = g->nodes[l->dqx].inputs[0];
-    to[3 * i + 1] = g->nodes[l->dqw].inputs[0];
-    to[3 * i + 2] = g->nodes[l->q].outputs[0];
-    for (int32_t k = 0; k < l->count; k++)
-      if (l->nodes[k] != l->op) absorbed[na++] = l->nodes[k];
-    absorbed[na++] = l->dqx;
-    absorbed[na++] = l->dqw;
-  }
-  memset(&req, 0, sizeof req);
-  req.nodes = ops;
-  req.node_count = u->sub_count;
-  req.subst_from = from;
-  req.subst_to = to;
-  req.subst_count = 3 * u->sub_count;
-  req.absorbed = absorbed;
-  req.absorbed_count = na;
-  view.nodes[0] = ops[0]; /* the kernel's nodes are the ops: its step and its profile row name them */
-  view.nodes[1] = ops[1];
-  view.nodes[2] = ops[2 % u->sub_count];
-  view.count = u->sub_count;
-  rc = try_unit(p, &view, &req, int8_variant_id(p, "Conv"), MI_LAYOUT_NCHW,
-                MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8), &refused, err);
-  u->dead = view.dead;
-  if (rc || !refused) return rc;
-  for (int32_t i = 0; i < u->sub_count; i++)
-    if ((rc = prepare_lowered(p, &p->plan.units[u->sub[i]], err))) return rc;
-  return MI_OK;
-}
-
-static int dq_of_constants(const mi_session_t *s, int32_t i);
-
-/* A fused group, described with the anchor's choice; refused: its nodes one by one. */
-static int32_t prepare_group(prep_t *p, mi__unit_t *u, mi_error_t *err) {
-  mi_session_t *s = p->s;
-  mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0, NULL, NULL, NULL};
-  const char *variant = NULL;
-  int32_t lay = node_layout(s, u->op), rc, readers[MI__UNIT_MAX];
-  int refused;
-  if (lay != MI_LAYOUT_NCHW)
-    variant = mi__variant_for_layout(p->vars, p->var_count, s->g->nodes[u->op].op_type, lay);
-  /* A quantized chain whose DQ value only lowered layers read (they read the codes): their
-   * reads do not make the kernel write that float plane. */
-  req.absorbed_count = mi__qdq_chain_code_readers(&p->plan, s->g, u, readers, MI__UNIT_MAX);
-  req.absorbed = readers;
-  req.role = p->plan.role;
-  req.rd_off = p->rd_off;
-  req.rd_node = p->rd_node;
-  if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
-  if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
-  for (int32_t m = 0; m < u->count; m++) { /* (a chain's DQ that already runs apart: once) */
-    if (!m && u->dq_state == 2) continue;
-    /* a weight's DequantizeLinear (qdq_weight.c): its float value, once, as when it is no member */
-    if (dq_of_constants(s, u->nodes[m]) && (rc = fold(p, u->nodes[m], 1, err)) != 0) {
-      if (rc < 0) return -rc;
-      continue;
-    }
-    if ((rc = prepare_single(p, u->nodes[m], err))) return rc;
-  }
-  return MI_OK;
-}
-
-static int dq_of_constants(const mi_session_t *s, int32_t i) {
-  const mi_node_t *n = &s->g->nodes[i];
-  if (strcmp(n->op_type, "DequantizeLinear") != 0) return 0;
-  for (int32_t j = 0; j < n->input_count; j++)
-    if (n->inputs[j] >= 0 && !s->consts[n->inputs[j]]) return 0;
-  return 1;
-}
-
-static int32_t prepare_all(prep_t *p, mi_error_t *err) {
+static int32_t prepare_all(mi__prep_t *p, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_graph_t *g = s->g;
   int32_t rc;
@@ -513,19 +343,19 @@ static int32_t prepare_all(prep_t *p, mi_error_t *err) {
       continue;
     if (p->plan.role[i] == MI__ROLE_MEMBER) {
       u = &p->plan.units[p->plan.unit[i]];
-      if (u->dead) rc = prepare_single(p, i, err);
+      if (u->dead) rc = mi__prep_single(p, i, err);
       else if (i != u->at)
         continue;
       else
-        rc = u->kind == 2 ? prepare_block(p, u, err) : u->kind ? prepare_lowered(p, u, err)
-                                                               : prepare_group(p, u, err);
-    } else if (dq_of_constants(s, i)) {
+        rc = u->kind == 2 ? mi__prep_block(p, u, err) : u->kind ? mi__prep_lowered(p, u, err)
+                                                                : mi__prep_group(p, u, err);
+    } else if (mi__prep_dq_of_constants(s, i)) {
       /* A quantized weight no kernel reads as codes: its float value, once. */
-      rc = fold(p, i, 1, err);
+      rc = mi__prep_fold(p, i, 1, err);
       if (rc == 1) continue;
-      rc = rc < 0 ? -rc : prepare_single(p, i, err);
+      rc = rc < 0 ? -rc : mi__prep_single(p, i, err);
     } else {
-      rc = prepare_single(p, i, err);
+      rc = mi__prep_single(p, i, err);
     }
     if (rc) return rc;
   }
@@ -534,7 +364,7 @@ static int32_t prepare_all(prep_t *p, mi_error_t *err) {
 
 int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err) {
   const mi_graph_t *g = s->g;
-  prep_t p;
+  mi__prep_t p;
   uint8_t *pinned = NULL;
   int32_t rc = MI_OK;
   memset(&p, 0, sizeof p);
@@ -556,7 +386,7 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   }
   mi__retake_snapshot(&p.retake, s);
   for (int32_t i = 0; i < g->node_count; i++)
-    if ((rc = fold(&p, i, 0, err)) < 0) {
+    if ((rc = mi__prep_fold(&p, i, 0, err)) < 0) {
       rc = -rc;
       goto done;
     }
