@@ -436,13 +436,15 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
          * part, so four 64-pixel parts paid it four times over what one 256-pixel part does; a
          * 64 -> 16 3x3 conv at 512x512, 2 threads, 5 alternating rounds: 92.9-99.7 -> 83.6-88.1
          * ms (docs/benchmarks.md, "The AVX2 INT8 conv's pixel split"). Not for the codes' first
-         * pass: a channel's range is one part's alone there. */
+         * pass: a channel's range is one part's alone there. Their second pass writes each code
+         * at its own element and splits as the float tail does: it built the columns over pixels
+         * and then split the panels, so each core read the columns the other had built. */
         if (q->b256) { /* the AVX2 byte core: one part a thread, QPIX_ALIGN pixels the step */
           int64_t th = env && env->threads > 1 ? env->threads : 1, grain = (npix + th - 1) / th;
           grain = (grain + QPIX_ALIGN - 1) / QPIX_ALIGN * QPIX_ALIGN;
           /* more channels than pixels (a deep layer's 32-pixel rows): the threads share the
            * panels, each would stream all of them through the split over pixels */
-          if (task.pass == 0 && mg <= npix) {
+          if (task.pass != 1 && mg <= npix) {
             mi__blis_parallel(env, npix, grain, mg * q->kk, q256_pix, &task);
           } else {
             mi__blis_parallel(env, npix, grain, q->kk, q256_col_part, &task);
@@ -450,7 +452,7 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
           }
           continue;
         }
-        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 &&
+        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass != 1 && env && env->threads > 1 &&
             mg <= npix) {
           int64_t grain = (npix + env->threads - 1) / env->threads;
           grain = grain < 64 ? 64 : (grain + 15) / 16 * 16;

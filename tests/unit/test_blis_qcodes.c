@@ -26,6 +26,7 @@ typedef struct ccase {
 } ccase_t;
 
 static uint32_t g_rng = 4242u;
+static int64_t g_threads = 1; /* blis-cpu's knob threads for the sessions run() makes */
 static uint32_t rnd32(void) {
   g_rng = g_rng * 1664525u + 1013904223u;
   return g_rng >> 8;
@@ -133,9 +134,12 @@ static void run(const ccase_t *cc, int64_t *grew) {
     in = mi_array_create(t->dtype, t->rank, t->dims);
     REQUIRE(in);
     for (int64_t i = 0; i < mi_array_numel(in); i++) ((float *)in->data)[i] = (float)(rnd32() % 65536) / 8192.f - 4.f;
+    mi_knob_value_t th = {"threads", g_threads, 0.};
     memset(&o, 0, sizeof o);
     o.struct_size = sizeof o;
     o.allow_host_fallback = 0;
+    o.device_knob_count = 1;
+    o.device_knobs = &th;
     rc = mi_session_create(g, g_blis, 0, &o, &s, &err);
     CHECK(rc == MI_OK, "%s: session: %s", cc->name, err.message);
   }
@@ -236,11 +240,21 @@ static void codes_cases_avx2(void) {
   setup();
 }
 
+/* The AVX2 cases at 2 threads: the GEMM path's tiles split over their pixels where the layer has
+ * fewer output channels than a tile has pixels, the codes' second pass too (each part writes its
+ * pixels' codes; the first pass, whose channel ranges are one part's, splits the channels). */
+static void codes_cases_avx2_threads(void) {
+  g_threads = 2;
+  codes_cases_avx2();
+  g_threads = 1;
+}
+
 /* codes_memory first: no freed block of an earlier case lies resident for its runs to reuse */
 static const tu_case_t tu_cases[] = {
     TU_CASE(codes_memory),
     TU_CASE(codes_cases),
     TU_CASE(codes_cases_avx2),
+    TU_CASE(codes_cases_avx2_threads),
 };
 
 TU_MAIN(setup, teardown)
