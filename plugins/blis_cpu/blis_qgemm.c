@@ -390,14 +390,6 @@ static void qdw_part(void *arg, int64_t p0, int64_t p1) {
   }
 }
 
-/* Pixels a part of the AVX2 byte core's pixel split starts on a multiple of: its byte columns
- * ([kq][pixels][4]), int32 sums and pixel sums then begin a cache line of their own. Parts of
- * whole 6-row core blocks split a 512-pixel row at pixel 258 (byte 1032 of each of the kq column
- * rows), so both cores wrote one line of every column row, and the 256-pixel rows at 132; the
- * core takes a part's last pixels in a smaller block. IS-Net capped at AVX2, 2 threads: 2137-2180
- * -> 2092-2108 ms a run (docs/benchmarks.md, "The second thread on IS-Net at AVX2"). */
-#define QPIX_ALIGN 16
-
 /* The conv's sums, every image and group, each row handed to qconv_out. */
 static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *env, qconv_task_t *tp) {
   const mi__blis_conv_t *c = &q->g;
@@ -436,15 +428,14 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
          * part, so four 64-pixel parts paid it four times over what one 256-pixel part does; a
          * 64 -> 16 3x3 conv at 512x512, 2 threads, 5 alternating rounds: 92.9-99.7 -> 83.6-88.1
          * ms (docs/benchmarks.md, "The AVX2 INT8 conv's pixel split"). Not for the codes' first
-         * pass: a channel's range is one part's alone there. Their second pass writes each code
-         * at its own element and splits as the float tail does: it built the columns over pixels
-         * and then split the panels, so each core read the columns the other had built. */
-        if (q->b256) { /* the AVX2 byte core: one part a thread, QPIX_ALIGN pixels the step */
+         * pass: a channel's range is one part's alone there. */
+        if (q->b256) { /* the AVX2 byte core: one part a thread of whole 6-row blocks (96-pixel
+                        * steps left a 512-pixel tile in parts of 288 and 224) */
           int64_t th = env && env->threads > 1 ? env->threads : 1, grain = (npix + th - 1) / th;
-          grain = (grain + QPIX_ALIGN - 1) / QPIX_ALIGN * QPIX_ALIGN;
+          grain = (grain + MI__Q256_ROWS - 1) / MI__Q256_ROWS * MI__Q256_ROWS;
           /* more channels than pixels (a deep layer's 32-pixel rows): the threads share the
            * panels, each would stream all of them through the split over pixels */
-          if (task.pass != 1 && mg <= npix) {
+          if (task.pass == 0 && mg <= npix) {
             mi__blis_parallel(env, npix, grain, mg * q->kk, q256_pix, &task);
           } else {
             mi__blis_parallel(env, npix, grain, q->kk, q256_col_part, &task);
@@ -452,7 +443,7 @@ static void qconv_sums(const qconv_t *q, void *const *t, const mi__blis_env_t *e
           }
           continue;
         }
-        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass != 1 && env && env->threads > 1 &&
+        if (c->simd == MI__SIMD_AVX2 && !q->u8k && !q->w4 && task.pass == 0 && env && env->threads > 1 &&
             mg <= npix) {
           int64_t grain = (npix + env->threads - 1) / env->threads;
           grain = grain < 64 ? 64 : (grain + 15) / 16 * 16;
