@@ -240,9 +240,8 @@ static void codes_cases_avx2(void) {
   setup();
 }
 
-/* The AVX2 cases at 2 threads: the GEMM path's tiles split over their pixels where the layer has
- * fewer output channels than a tile has pixels, the codes' second pass too (each part writes its
- * pixels' codes; the first pass, whose channel ranges are one part's, splits the channels). */
+/* The AVX2 cases at 2 threads: the two passes of the codes (each channel's range, then the codes)
+ * on the GEMM path's splits of a tile (its pixels, or its columns then its channel panels). */
 static void codes_cases_avx2_threads(void) {
   g_threads = 2;
   codes_cases_avx2();

@@ -367,8 +367,8 @@ static const qcase_t small_cases[] = {
     {"int8 conv 3x3 trained-like weights, near ties, three row tiles", 1, 64, 60, 40, 20, 3, 1, 1, 1, 1, 1, 0, 0, 2, 0, 0},
     {"int8 conv 3x3 trained-like weights, s8 extreme zero points", 1, 48, 6, 41, 17, 3, 1, 1, 1, 0, 0, 1, 0, 0, 1, 0},
     {"int8 conv 3x3 stride 2 pads 0,0,1,1, trained-like weights", 1, 32, 20, 40, 24, 3, 2, 0, 1, 1, 1, 1, 0, 0, 0, 1},
-    /* three output channels (one panel, as a side output's): at 2 threads 4-row tiles of 100 pixels split
-     * at a 16-pixel step, 208 and 192 pixels, each part ending inside a block of 6 core rows */
+    /* three output channels (one panel of the byte core, as a side output's): at 2 threads
+     * 4-row tiles of 400 pixels split over pixels in two parts of about two rows each */
     {"int8 conv 3x3 trained-like weights, 3 outputs, 100 columns", 1, 64, 9, 100, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
 };
 /* values of knob int8_dot: auto, then each pair-dot path this CPU runs (vpdpwssd, vpmaddwd, C) */

@@ -42,10 +42,10 @@ MI_API const char *mi_dtype_name(int32_t dtype) {
 
 /* Arrays from this size on ask for transparent huge pages (where the system leaves them to
  * madvise): a run hands back every output as a new array, and each 4 KiB page of it faulted in
- * on its first write. On the 2-vCPU VM of docs/benchmarks.md a fault cost about 15 us, so the
- * quantized IS-Net's 118 MB of outputs took 380-420 ms a run to create and fill, a sixth of its
- * run at 1 thread and more at 2, where nothing else in the run is serial; with 2 MiB pages 45-85
- * ms ("The time outside the steps"). Smaller arrays keep the default: a huge page needs 2 MiB of
+ * on its first write. On the 2-vCPU VM of docs/benchmarks.md a fault cost about 13 us, so the
+ * quantized IS-Net's 118 MB of outputs took 370-420 ms a run to create and fill, a sixth of its
+ * run at 1 thread and more at 2 (serial at any thread count); with 2 MiB pages 57-85 ms ("The
+ * second thread on IS-Net at AVX2"). Smaller arrays keep the default: a huge page needs 2 MiB of
  * the allocation aligned to it. */
 #define ARRAY_HUGE_MIN ((size_t)4 << 20)
 #define ARRAY_HUGE_PAGE ((uintptr_t)2 << 20)
