@@ -243,10 +243,13 @@ static void qconv_rows(void *arg, int64_t m0, int64_t m1) {
     if (q->amx)
       mi__blis_qa_conv(m0, m1, ohw, q->kq, q->wa + t->g * mg * (mi__blis_qa_conv_bytes(0, q->kq) / 32),
                        (const uint8_t *)q->col, q->wsum + t->g * mg, q->ssum, zu, q->acc);
+    else if (q->shift) /* the weight shift on the core's tiles: the sums written once */
+      mi__blis_qv_conv_shift(q->dot, m0, m1, ohw, q->kq, q->w8 + t->g * mg * q->kq * 4, (const uint8_t *)q->col,
+                             q->wsum + t->g * mg, zu, q->wd + t->g * mg, q->psum, zu * (int32_t)q->kk, q->acc);
     else
       mi__blis_qv_gemm(q->dot, 1, m0, m1, ohw, q->kq, q->w8 + t->g * mg * q->kq * 4, (const uint8_t *)q->col,
                        q->wsum + t->g * mg, NULL, zu, q->acc);
-    for (m = m0; m < m1 && q->shift; m++)
+    for (m = m0; m < m1 && q->shift && q->amx; m++)
       if (q->wd[t->g * mg + m]) mi__blis_qv_shift(q->acc + m * ohw, ohw, q->wd[t->g * mg + m], q->psum, zu * (int32_t)q->kk);
   } else if (q->w4)
     mi__blis_qgemm_packed(q->dot, MI__QPACK_A4, m0, m1, ohw, q->ka / 2, q->w4q + t->g * mg * q->ka / 2,
@@ -529,10 +532,12 @@ void mi__blis_qconv_pw_band(const mi__blis_step_t *s, const uint8_t *x, int64_t 
   int64_t m, npix = rows * g.OW;
   g.H = g.OH = rows;
   mi__blis_qv_im2col(&g, x, q->kk, q->x_u8, q->zx, 0, rows, 0, q->kq, col);
-  mi__blis_qv_gemm(q->dot, 1, 0, g.M, npix, q->kq, q->w8, col, q->wsum, NULL, zu, acc);
-  if (q->shift) mi__blis_qv_colsum(q->dot, q->kk, q->kq, npix, col, 0, npix, psum);
+  if (q->shift) { /* the pixel sums first, for the shift on the core's tiles */
+    mi__blis_qv_colsum(q->dot, q->kk, q->kq, npix, col, 0, npix, psum);
+    mi__blis_qv_conv_shift(q->dot, 0, g.M, npix, q->kq, q->w8, col, q->wsum, zu, q->wd, psum, zu * (int32_t)q->kk, acc);
+  } else
+    mi__blis_qv_gemm(q->dot, 1, 0, g.M, npix, q->kq, q->w8, col, q->wsum, NULL, zu, acc);
   for (m = 0; m < g.M; m++) {
-    if (q->shift && q->wd[m]) mi__blis_qv_shift(acc + m * npix, npix, q->wd[m], psum, zu * (int32_t)q->kk);
     mi__blis_requant(g.simd, acc + m * npix, npix, q->mult + m, q->bias + m, 0, q->zy, q->y_u8, y + m * ystride);
   }
 }

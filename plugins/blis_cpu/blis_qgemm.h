@@ -40,6 +40,12 @@ void mi__blis_qgemm_cols(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t
 void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq,
                       const uint8_t *a, const uint8_t *b, const int32_t *rsum, const int32_t *csum,
                       int32_t zu, int32_t *acc);
+/* mi__blis_qv_gemm for a conv (lanes_u8: a the weights, b the columns, rsum the weight sums) with
+ * the weight shift on its register tiles: acc[i][j] also gets wd[i] * (psum[j] - base) (the shift
+ * below), modulo 2^32, before the sums are stored, so they are written once. */
+void mi__blis_qv_conv_shift(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *a,
+                            const uint8_t *b, const int32_t *rsum, int32_t zu, const int32_t *wd, const int32_t *psum,
+                            int32_t base, int32_t *acc);
 /* Weights whose values (minus their zero point) span at most 256 but do not fit INT8 (UINT8
  * weights with a zero point, ONNX Runtime's dynamic ConvInteger): stored as s = v - d, d one shift
  * per output channel, so s fits INT8, and the byte core's sums get d * sum_k (u_k - zu) back:
@@ -72,7 +78,7 @@ typedef struct mi__blis_q256 {
   mi__blis_q256_fix_t *fix; /* by column */
   int32_t *fstart;          /* [n/16 + 1]: panel p's fixes from fix + fstart[p] */
 } mi__blis_q256_t;
-/* Where _gemm writes: the int32 sums to acc ([m][n]), or, y not NULL, floats y = (float)sum * s
+/* Where _gemm (and the VNNI core's mi__blis_qv_gemm_out) writes: the int32 sums to acc ([m][n]), or, y not NULL, floats y = (float)sum * s
  * [+ tb[j]] (a Cast, a Mul by the scale, an Add of a bias, each rounded as the nodes). wd not
  * NULL: each sum first gets the weight shift wd[j] * rs[i] (blis_qgemm.h's shift: rs[i] = row i's
  * code sum minus zu * k), modulo 2^32, on the tile, so the floats come from the tiles too. */
@@ -83,6 +89,11 @@ typedef struct mi__blis_q256_out {
   const float *tb;
   const int32_t *wd, *rs; /* [n] shifts, [m] row terms; or NULL */
 } mi__blis_q256_out_t;
+/* The VNNI byte core's Gemm (mi__blis_qv_gemm, the codes a in rows of kq * 4 bytes, the weights b
+ * [kq][n][4]) with such an output: the shift and the floats on its register tiles, so a shifted
+ * MatMulInteger's float tail writes no int32 plane (o->acc is then not touched). */
+void mi__blis_qv_gemm_out(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *a,
+                          const uint8_t *b, const int32_t *csum, int32_t zu, const mi__blis_q256_out_t *o);
 int64_t mi__blis_q256_fixes(const uint8_t *b8, int64_t n, int64_t kq);
 uint64_t mi__blis_q256_bytes(int64_t n, int64_t kq, int64_t nfix);
 void mi__blis_q256_pack(mi__blis_q256_t *pb, const uint8_t *b8, int64_t n, int64_t kq, void *mem);

@@ -28,7 +28,7 @@ typedef struct qgemm {
   uint8_t *a8, *b8;    /* [m][kq*4] codes made unsigned; [kq][n][4] INT8 weights */
   int32_t *csum;       /* [n] sums of each column's weights: the zero point's correction */
   int32_t *wd;         /* [n] byte core: weight shift of each column (blis_qgemm.h), or NULL */
-  int32_t *rs;         /* [m] AVX2 byte core with wd: each row's code sum minus zu * k, for the tiles */
+  int32_t *rs;         /* [m] AVX2 or VNNI byte core with wd: each row's code sum minus zu * k, for the tiles */
   int32_t amx;         /* byte core on AMX tiles (blis_qamx.c): wb */
   uint8_t *wb;         /* b8 packed for the tiles (mi__blis_qa_gemm_pack) */
   int32_t b256;        /* byte core on AVX2 (blis_qgemm256.c): the weights in pb, no b / b8 */
@@ -68,7 +68,7 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
         for (j = 0; j < k; j++) d[j] = (uint8_t)(s[j] ^ flip);
     }
     if (q->amx) mi__blis_qa_gemm(r0, r1, q->n, q->kq, q->a8, q->wb, q->csum, zu, q->acc);
-    else if (q->b256) { /* the float tail straight from the core's tiles where nothing follows */
+    else { /* AVX2 or VNNI core: the float tail straight from its tiles where nothing follows */
       mi__blis_q256_out_t o = {q->acc, NULL, t->fs, q->tb, NULL, NULL};
       if (q->out32 && q->tail) o.y = (float *)t->y;
       if (q->wd) { /* the weight shift on the tiles: each row's term first */
@@ -80,14 +80,15 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
         o.wd = q->wd;
         o.rs = q->rs;
       }
-      mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, &o);
+      if (q->b256) mi__blis_q256_gemm(&q->pb, r0, r1, q->a8, lda, q->csum, zu, &o);
+      else
+        mi__blis_qv_gemm_out(q->dot, r0, r1, q->n, q->kq, q->a8, q->b8, q->csum, zu, &o);
       if (o.y) { /* then the activation, on the rows while they are in cache */
         for (i = r0; i < r1 && q->act; i++) row_act(q, (float *)t->y + i * q->n);
         return;
       }
-    } else
-      mi__blis_qv_gemm(q->dot, 0, r0, r1, q->n, q->kq, q->a8, q->b8, NULL, q->csum, zu, q->acc);
-    for (i = r0; i < r1 && q->wd && !q->b256; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
+    }
+    for (i = r0; i < r1 && q->wd && q->amx; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
       uint32_t rs = 0;
       for (j = 0; j < k; j++) rs += a8[i * lda + j];
       rs -= (uint32_t)zu * (uint32_t)q->k;
@@ -197,6 +198,7 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
   const mi_tensor_desc_t *y = mi__blis_tensor(p, src->y);
   int is_gemm = strcmp(n->op_type, "Gemm") == 0;
   int64_t tb = is_gemm ? mi_sdk_attr_int(n, "transB", 0) : 0, kk, nn, i, j;
+  uint64_t rs_bytes;
   qgemm_t *q;
   int32_t rc;
   if (!mi__blis_is_q8(a) || !w || !w->data || w->rank != 2 || a->rank < 1 || !y ||
@@ -250,13 +252,26 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     rc = qgemm_b256(p, s, q, src, w, tb, err);
     if (rc != MI_OK || q->b256) return rc;
   }
-  /* int32 acc, int16 a16, then B: int16 pairs, or one byte per pair for INT4 */
-  s->aux = mi__blis_calloc(p->ctx, (uint64_t)(q->m * nn) * sizeof(int32_t) +
+  /* byte core where B minus its zero point fits INT8 (per column shifts wd where it needs them):
+   * [m][kq*4] and [kq][n][4] bytes fit in a16's and b's storage (4 * kq <= 2 * ka) */
+  q->kq = (kk + 3) / 4;
+  q->u8k = q->dot == MI__QDOT_VNNI_U8 && !q->w4;
+  for (j = 0, i = 0; j < nn && q->u8k; j++) {
+    q->u8k = mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
+    i |= q->wd[j] != 0;
+  }
+  if (!i || !q->u8k) q->wd = NULL;
+  q->amx &= q->u8k;
+  /* the VNNI core's row terms of the shift (for its tiles), int32 acc, int16 a16, then B: int16
+   * pairs, or one byte per pair for INT4 */
+  rs_bytes = q->wd && !q->amx ? ((uint64_t)q->m * sizeof(int32_t) + 63) / 64 * 64 : 0;
+  s->aux = mi__blis_calloc(p->ctx, rs_bytes + (uint64_t)(q->m * nn) * sizeof(int32_t) +
                                        (uint64_t)(q->m * q->ka) * sizeof(int16_t) +
                                        (uint64_t)(q->ka * nn) * (q->w4 ? 1u : 4u) / 2u + 64 +
                                        (q->amx ? 32u * (uint64_t)(kk + 3) + mi__blis_qa_gemm_bytes(nn, (kk + 3) / 4) : 0));
   if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  q->acc = s->aux;
+  q->rs = rs_bytes ? s->aux : NULL;
+  q->acc = (int32_t *)((uint8_t *)s->aux + rs_bytes);
   q->a16 = (int16_t *)(q->acc + q->m * nn);
   if (q->w4) {
     q->b4 = (uint8_t *)(q->a16 + q->m * q->ka);
@@ -269,16 +284,6 @@ int32_t mi__blis_qgemm_build(mi__blis_prep_t *p, mi__blis_step_t *s, const mi__b
     return MI_OK;
   }
   q->b = q->a16 + q->m * q->ka;
-  /* byte core where B minus its zero point fits INT8: [m][kq*4] and [kq][n][4] bytes fit in
-   * a16's and b's storage (4 * kq <= 2 * ka) */
-  q->kq = (kk + 3) / 4;
-  q->u8k = q->dot == MI__QDOT_VNNI_U8;
-  for (j = 0, i = 0; j < nn && q->u8k; j++) {
-    q->u8k = mi__blis_qbyte_shift(src, w, j, tb ? j * kk : j, kk, tb ? 1 : nn, &q->wd[j]);
-    i |= q->wd[j] != 0;
-  }
-  if (!i) q->wd = NULL;
-  q->amx &= q->u8k;
   if (q->u8k) {
     q->a8 = (uint8_t *)q->a16;
     q->b8 = (uint8_t *)q->b;

@@ -31,10 +31,43 @@
 /* A quad of bytes read as one int32 (any alignment, any byte type under it). */
 typedef int32_t qv_quad_t __attribute__((may_alias, aligned(1)));
 
+/* One vector of sums (the lanes of km) of row i, columns j..j+16, to acc ([m][n]), or where o (a
+ * Gemm's, mi__blis_qv_gemm_out) says: its weight shift wd[j] * rs[i] added (modulo 2^32, as the
+ * sums), then the int32 sums to o->acc or the floats (float)sum * s [+ tb[j]] to o->y, each op
+ * rounded as the nodes; the shifted sums' plane is never written and read again. */
+static inline __attribute__((always_inline, target(T512V))) void qv_put(const mi__blis_q256_out_t *o, int32_t *acc,
+                                                                        int64_t n, int64_t i, int64_t j, __mmask16 km,
+                                                                        __m512i v) {
+  if (o && o->wd)
+    v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(km, o->wd + j), _mm512_set1_epi32(o->rs[i])));
+  if (o && o->y) {
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(o->s));
+    if (o->tb) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(km, o->tb + j));
+    _mm512_mask_storeu_ps(o->y + i * n + j, km, f);
+  } else
+    _mm512_mask_storeu_epi32(acc + i * n + j, km, v);
+}
+
+/* A conv's weight shift on its tiles (mi__blis_qv_conv_shift): row i (output channel) gets
+ * wd[i] * (psum[j] - base) at column (pixel) j, modulo 2^32 as the sums. */
+typedef struct qv_shift {
+  const int32_t *wd, *psum;
+  int32_t base;
+} qv_shift_t;
+static inline __attribute__((always_inline, target(T512V))) void qv_put_conv(const qv_shift_t *sh, int32_t *acc,
+                                                                             int64_t n, int64_t i, int64_t j,
+                                                                             __mmask16 km, __m512i v) {
+  if (sh)
+    v = _mm512_add_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(sh->wd[i]),
+                                               _mm512_sub_epi32(_mm512_maskz_loadu_epi32(km, sh->psum + j),
+                                                                _mm512_set1_epi32(sh->base))));
+  _mm512_mask_storeu_epi32(acc + i * n + j, km, v);
+}
+
 #define QV_ARGS                                                                            \
   int64_t m0, int64_t m1, int64_t n, int64_t jb, int64_t je, int64_t kq, const uint8_t *a, \
       const uint8_t *b, const int32_t *rsum, const int32_t *csum, int32_t zu, int32_t *acc
-#define QV_BODY(DOT)                                                                                            \
+#define QV_BODY(DOT, PUT)                                                                                       \
   int64_t i, j0, p;                                                                                             \
   for (i = m0; i < m1; i += QV_ROWS) {                                                                          \
     int64_t rows = m1 - i < QV_ROWS ? m1 - i : QV_ROWS;                                                         \
@@ -71,18 +104,31 @@ typedef int32_t qv_quad_t __attribute__((may_alias, aligned(1)));
           __m512i corr = rsum ? _mm512_set1_epi32(zu * rsum[i + r])                                             \
                               : _mm512_mullo_epi32(_mm512_set1_epi32(zu),                                       \
                                                    _mm512_maskz_loadu_epi32(km[v], csum + j0 + 16 * v));        \
-          if (km[v])                                                                                            \
-            _mm512_mask_storeu_epi32(acc + (i + r) * n + j0 + 16 * v, km[v], _mm512_sub_epi32(c[r][v], corr));  \
+          if (km[v]) PUT(i + r, j0 + 16 * v, km[v], _mm512_sub_epi32(c[r][v], corr));                           \
         }                                                                                                       \
       }                                                                                                         \
     }                                                                                                           \
   }
 
-__attribute__((target(T512V))) static void qv_conv512(QV_ARGS) { QV_BODY(DOT_LANES_U8) }
-__attribute__((target(T512V))) static void qv_gemm512(QV_ARGS) { QV_BODY(DOT_BCAST_U8) }
+#define QV_PUT_CONV(i, j, km, v) qv_put_conv(sh, acc, n, i, j, km, v)
+#define QV_PUT_GEMM(i, j, km, v) qv_put(o, acc, n, i, j, km, v)
+__attribute__((target(T512V))) static void qv_conv512(QV_ARGS, const qv_shift_t *sh) { QV_BODY(DOT_LANES_U8, QV_PUT_CONV) }
+__attribute__((target(T512V))) static void qv_gemm512(QV_ARGS, const mi__blis_q256_out_t *o) { QV_BODY(DOT_BCAST_U8, QV_PUT_GEMM) }
+
+/* One sum of the plain C core to acc, or through sh and o as qv_put_conv and qv_put write it. */
+static void qv_put1(const qv_shift_t *sh, const mi__blis_q256_out_t *o, int32_t *acc, int64_t n, int64_t i, int64_t j,
+                    int32_t v) {
+  if (sh) v = (int32_t)((uint32_t)v + (uint32_t)sh->wd[i] * ((uint32_t)sh->psum[j] - (uint32_t)sh->base));
+  if (o && o->wd) v = (int32_t)((uint32_t)v + (uint32_t)o->wd[j] * (uint32_t)o->rs[i]);
+  if (o && o->y) {
+    float f = (float)v * o->s;
+    o->y[i * n + j] = o->tb ? f + o->tb[j] : f;
+  } else
+    acc[i * n + j] = v;
+}
 
 /* Plain C, the same sums: byte e of quad p of a row / a column, signed where it holds weights. */
-static void qv_c(int lanes_u8, QV_ARGS) {
+static void qv_c(int lanes_u8, const qv_shift_t *sh, const mi__blis_q256_out_t *o, QV_ARGS) {
   int64_t i, j, p, e;
   for (i = m0; i < m1; i++)
     for (j = jb; j < je; j++) {
@@ -92,23 +138,43 @@ static void qv_c(int lanes_u8, QV_ARGS) {
           int32_t av = a[(i * kq + p) * 4 + e], bv = b[(p * n + j) * 4 + e];
           sum += lanes_u8 ? bv * (int8_t)av : av * (int8_t)bv;
         }
-      acc[i * n + j] = sum - zu * (rsum ? rsum[i] : csum[j]);
+      qv_put1(sh, o, acc, n, i, j, sum - zu * (rsum ? rsum[i] : csum[j]));
     }
+}
+
+/* The blocks of columns over B (sh: a conv's weight shift, o: a Gemm's output, see
+ * mi__blis_qv_conv_shift and mi__blis_qv_gemm_out; NULL: the sums to acc). */
+static void qv_blocks(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *a,
+                      const uint8_t *b, const int32_t *rsum, const int32_t *csum, int32_t zu, int32_t *acc,
+                      const qv_shift_t *sh, const mi__blis_q256_out_t *o) {
+  int64_t nb = QV_NB_BYTES / ((kq > 0 ? kq : 1) * 4) / 64 * 64, jb, je;
+  nb = nb < 64 ? 64 : nb;
+  for (jb = 0; jb < n; jb = je) {
+    je = n - jb > nb ? jb + nb : n;
+    if (dot != MI__QDOT_VNNI_U8) qv_c(lanes_u8, sh, o, m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
+    else if (lanes_u8)
+      qv_conv512(m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc, sh);
+    else
+      qv_gemm512(m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc, o);
+  }
 }
 
 void mi__blis_qv_gemm(int32_t dot, int32_t lanes_u8, int64_t m0, int64_t m1, int64_t n, int64_t kq,
                       const uint8_t *a, const uint8_t *b, const int32_t *rsum, const int32_t *csum,
                       int32_t zu, int32_t *acc) {
-  int64_t nb = QV_NB_BYTES / ((kq > 0 ? kq : 1) * 4) / 64 * 64, jb, je;
-  nb = nb < 64 ? 64 : nb;
-  for (jb = 0; jb < n; jb = je) {
-    je = n - jb > nb ? jb + nb : n;
-    if (dot != MI__QDOT_VNNI_U8) qv_c(lanes_u8, m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
-    else if (lanes_u8)
-      qv_conv512(m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
-    else
-      qv_gemm512(m0, m1, n, jb, je, kq, a, b, rsum, csum, zu, acc);
-  }
+  qv_blocks(dot, lanes_u8, m0, m1, n, kq, a, b, rsum, csum, zu, acc, NULL, NULL);
+}
+
+void mi__blis_qv_conv_shift(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *a,
+                            const uint8_t *b, const int32_t *rsum, int32_t zu, const int32_t *wd, const int32_t *psum,
+                            int32_t base, int32_t *acc) {
+  const qv_shift_t sh = {wd, psum, base};
+  qv_blocks(dot, 1, m0, m1, n, kq, a, b, rsum, NULL, zu, acc, &sh, NULL);
+}
+
+void mi__blis_qv_gemm_out(int32_t dot, int64_t m0, int64_t m1, int64_t n, int64_t kq, const uint8_t *a,
+                          const uint8_t *b, const int32_t *csum, int32_t zu, const mi__blis_q256_out_t *o) {
+  qv_blocks(dot, 0, m0, m1, n, kq, a, b, NULL, csum, zu, o->acc, NULL, o);
 }
 
 /* psum[j] = sum over k < kk of column j's codes (kq quads of n columns, [kq][n][4] bytes), for

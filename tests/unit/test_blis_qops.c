@@ -262,6 +262,9 @@ static int8_t *sat_weights(int64_t k, int64_t n, int sat) {
 }
 
 static int g_sat_tail; /* matmul_integer_sat's tail: 0 Cast -> Mul, 1 then Add of a bias [n], 2 Cast alone, 3 as 1 then Relu */
+/* matmul_integer_sat with UINT8 weights: even columns also hold bytes 0 and 255 (values -wz and
+ * 255 - wz, which fit INT8 only with the byte core's per-column shift) */
+static int g_sat_span;
 static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int s8x, int32_t wz, int sat) {
   mi_graph_t *g = graph(13);
   int64_t xd[2] = {m, k}, bd[2] = {k, n}, i;
@@ -269,6 +272,10 @@ static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int 
   if (wz >= 0)
     for (i = 0; i < k * n; i++) w[i] = (int8_t)(uint8_t)(w[i] + wz < 0 ? 0 : w[i] + wz > 255 ? 255
                                                                                              : w[i] + wz);
+  for (i = 0; g_sat_span && wz >= 0 && i < n; i += 2) {
+    w[(i % k) * n + i] = 0;
+    w[((i + 3) % k) * n + i] = (int8_t)(uint8_t)255;
+  }
   int32_t xdt = s8x ? MI_DTYPE_INT8 : MI_DTYPE_UINT8, wdt = wz >= 0 ? MI_DTYPE_UINT8 : MI_DTYPE_INT8;
   int32_t mi[4] = {input(g, "x", xdt, 2, xd), constant(g, "b", wdt, 2, bd, w), codec(g, "xz", xdt, zx),
                    codec(g, "bz", wdt, wz >= 0 ? wz : 0)};
@@ -291,8 +298,9 @@ static void matmul_integer_sat(int64_t m, int64_t k, int64_t n, int32_t zx, int 
   if (g_sat_tail % 2) node(g, "Add", 2, ad, 1, &r, 0);
   if (g_sat_tail == 3) node(g, "Relu", 1, &r, 1, &y, 0); /* the activation after the core's own float tail */
   char name[160];
-  snprintf(name, sizeof name, "MatMulInteger %lldx%lldx%lld, %s x zx %d, wz %d, %d saturating pairs, tail %d, threads %d",
-           (long long)m, (long long)k, (long long)n, s8x ? "s8" : "u8", (int)zx, (int)wz, sat, g_sat_tail, (int)g_threads);
+  snprintf(name, sizeof name, "MatMulInteger %lldx%lldx%lld, %s x zx %d, wz %d%s, %d saturating pairs, tail %d, threads %d",
+           (long long)m, (long long)k, (long long)n, s8x ? "s8" : "u8", (int)zx, (int)wz, g_sat_span ? " (0..255)" : "", sat,
+           g_sat_tail, (int)g_threads);
   g_x0b = xb;
   g_x0n = m * k;
   run_case(g, name, 0);
@@ -322,6 +330,14 @@ static void matmul_integer_sat_cases(void) {
         matmul_integer_sat(11, 299, 41, 131, 0, 100, 4);
         matmul_integer_sat(207, 288, 40, 120, 0, -1, 10);
       }
+      /* shifted UINT8 weights (the VNNI and AVX2 cores' shift on their tiles), over several
+       * column blocks and a partial one, rows off the register blocks, INT8 codes too, each tail */
+      g_sat_span = 1;
+      for (g_sat_tail = 0; g_sat_tail <= 3; g_sat_tail++) {
+        matmul_integer_sat(207, 288, 150, 120, 0, 100, 0);
+        matmul_integer_sat(13, 37, 70, 3, 1, 140, 2);
+      }
+      g_sat_span = 0;
       g_sat_tail = 0;
     }
     g_threads = 0;
