@@ -161,4 +161,3 @@ int mi__prep_dq_of_constants(const mi_session_t *s, int32_t i) {
     if (n->inputs[j] >= 0 && !s->consts[n->inputs[j]]) return 0;
   return 1;
 }
-
