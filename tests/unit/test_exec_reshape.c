@@ -63,31 +63,34 @@ static mi_graph_t *branch(const char *name, int then) {
   return s;
 }
 
+/* Adds input c (BOOL) and (o0, o1) = If(c, then_g, else_g) to g, whose other inputs are added, then
+ * sorts g. */
+static mi_graph_t *add_if(mi_graph_t *g, const char *o0, const char *o1, mi_graph_t *then_g, mi_graph_t *else_g) {
+  mi_error_t err = {0};
+  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
+  int32_t outs[2] = {mi_graph_add_tensor(g, o0, MI_DTYPE_UNDEFINED, -1, NULL),
+                     mi_graph_add_tensor(g, o1, MI_DTYPE_UNDEFINED, -1, NULL)};
+  int32_t node;
+  mi_graph_add_input(g, c);
+  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
+  mi_graph_add_output(g, outs[0]);
+  mi_graph_add_output(g, outs[1]);
+  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", then_g, &err) == MI_OK);
+  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", else_g, &err) == MI_OK);
+  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
+  return g;
+}
+
 /* (y, z) = If(c, ...) over inputs x [n], k [1, 2, 5, 5], c; w an initializer. */
 static mi_graph_t *decoder_like(int64_t n) {
   int64_t xd[1] = {n}, kd[4] = {1, 2, 5, 5}, wd[4] = {3, 2, 3, 3};
   float wv[54];
   mi_graph_t *g = mi_graph_create("reshape_if");
-  mi_error_t err = {0};
   for (int i = 0; i < 54; i++) wv[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
-  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
-  int32_t k = mi_graph_add_tensor(g, "k", MI_DTYPE_FLOAT32, 4, kd);
-  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
-  int32_t w = mi_graph_add_const_f32(g, "w", 4, wd, wv);
-  int32_t outs[2] = {mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL),
-                     mi_graph_add_tensor(g, "z", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t node;
-  REQUIRE(w >= 0);
-  mi_graph_add_input(g, x);
-  mi_graph_add_input(g, k);
-  mi_graph_add_input(g, c);
-  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
-  mi_graph_add_output(g, outs[0]);
-  mi_graph_add_output(g, outs[1]);
-  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", branch("then", 1), &err) == MI_OK);
-  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", branch("else", 0), &err) == MI_OK);
-  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
-  return g;
+  mi_graph_add_input(g, mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd));
+  mi_graph_add_input(g, mi_graph_add_tensor(g, "k", MI_DTYPE_FLOAT32, 4, kd));
+  REQUIRE(mi_graph_add_const_f32(g, "w", 4, wd, wv) >= 0);
+  return add_if(g, "y", "z", branch("then", 1), branch("else", 0));
 }
 
 /* The then branch's nested session after the last run, or NULL. */
@@ -293,21 +296,8 @@ static mi_graph_t *norm_branch(const char *name, int then) {
 static mi_graph_t *norm_if(int64_t n) {
   int64_t xd[3] = {1, n, 4};
   mi_graph_t *g = mi_graph_create("norm_if");
-  mi_error_t err = {0};
-  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 3, xd);
-  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
-  int32_t outs[2] = {mi_graph_add_tensor(g, "a", MI_DTYPE_UNDEFINED, -1, NULL),
-                     mi_graph_add_tensor(g, "b", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t node;
-  mi_graph_add_input(g, x);
-  mi_graph_add_input(g, c);
-  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
-  mi_graph_add_output(g, outs[0]);
-  mi_graph_add_output(g, outs[1]);
-  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", norm_branch("then", 1), &err) == MI_OK);
-  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", norm_branch("else", 0), &err) == MI_OK);
-  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
-  return g;
+  mi_graph_add_input(g, mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 3, xd));
+  return add_if(g, "a", "b", norm_branch("then", 1), norm_branch("else", 0));
 }
 
 /* The branch prepared again at lengths 3, 5, 8, 5, 2, 9 (then) in one session, with the else
@@ -414,23 +404,9 @@ static mi_graph_t *len_branch(const char *name, int then) {
 static mi_graph_t *len_if(int64_t n) {
   int64_t xd[1] = {n}, kd[1] = {4};
   mi_graph_t *g = mi_graph_create("len_if");
-  mi_error_t err = {0};
-  int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd);
-  int32_t k = mi_graph_add_tensor(g, "k", MI_DTYPE_FLOAT32, 1, kd);
-  int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_BOOL, 0, NULL);
-  int32_t outs[2] = {mi_graph_add_tensor(g, "a", MI_DTYPE_UNDEFINED, -1, NULL),
-                     mi_graph_add_tensor(g, "b", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t node;
-  mi_graph_add_input(g, x);
-  mi_graph_add_input(g, k);
-  mi_graph_add_input(g, c);
-  node = mi_graph_add_node(g, "If", "if", 1, &c, 2, outs);
-  mi_graph_add_output(g, outs[0]);
-  mi_graph_add_output(g, outs[1]);
-  REQUIRE(mi_node_add_subgraph(g, node, "then_branch", len_branch("then", 1), &err) == MI_OK);
-  REQUIRE(mi_node_add_subgraph(g, node, "else_branch", len_branch("else", 0), &err) == MI_OK);
-  REQUIRE(mi_graph_toposort(g, &err) == MI_OK);
-  return g;
+  mi_graph_add_input(g, mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 1, xd));
+  mi_graph_add_input(g, mi_graph_add_tensor(g, "k", MI_DTYPE_FLOAT32, 1, kd));
+  return add_if(g, "a", "b", len_branch("then", 1), len_branch("else", 0));
 }
 
 /* The branch prepared again at lengths 3, 5, 8, 5, 2, 9 (then) and 4 (else) in one session: b
