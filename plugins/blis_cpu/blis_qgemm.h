@@ -277,7 +277,7 @@ static inline float mi__blis_ftail_one(int32_t a, float s, int has_b, float b, c
 }
 /* Around a step whose tail may end in that DynamicQuantizeLinear or hand its output's range on:
  * whether this run finds the range and its reset before the rows, then the codes, scale and zero
- * point from it, or the range recorded on y for the kernel run (blis_qvnni.c). */
+ * point from it, or the range recorded on y for the kernel run (blis_qftail.c). */
 void mi__blis_ftail_begin(const mi__blis_hsw_t *hs, const mi__blis_env_t *env);
 /* A range [lo, hi] of rows a kernel wrote itself merged into the step's, as the tail merges its
  * own: each end only where strictly wider. */
@@ -358,7 +358,7 @@ int mi__blis_ftail_codes(const mi__blis_prep_t *p, const mi__blis_qsrc_t *src, i
 void mi__blis_acc_range(int32_t simd, const int32_t *acc, int64_t n, int32_t *r);
 /* y[j] = relu((float)acc[j] * s + b + res[j]) (res NULL: none; added after the relu where
  * hs->res_post), then hs (NULL: none): its affine block and its hard-swish, each where set. The tail's ops one rounding each, b added only when
- * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qvnni.c). */
+ * has_b (x + 0 would turn -0 into +0), the clamp only when relu (blis_qftail.c). */
 void mi__blis_qv_ftail(int32_t simd, const int32_t *acc, int64_t n, float s, int has_b, float b, const float *res,
                        int relu, const mi__blis_hsw_t *hs, float *y);
 /* The same in AVX2 lanes for a tail without hs->act steps (blis_qftail256.c), bit for bit, with
