@@ -48,6 +48,13 @@ static void row_act(const qgemm_t *q, float *yr) {
   if (!mi__blis_act_simd(q->simd, q->act, yr, q->n)) mi__blis_act_apply(q->act, q->act_a, q->act_b, yr, q->n);
 }
 
+/* A row's term of the weight shift: sum_k (u_k - zu) over its k codes, modulo 2^32 as the sums. */
+static uint32_t row_term(const uint8_t *row, int64_t k, int32_t zu) {
+  uint32_t rs = 0;
+  for (int64_t j = 0; j < k; j++) rs += row[j];
+  return rs - (uint32_t)zu * (uint32_t)k;
+}
+
 static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
   const qgemm_task_t *t = arg;
   const qgemm_t *q = t->q;
@@ -72,11 +79,7 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
       mi__blis_q256_out_t o = {q->acc, NULL, t->fs, q->tb, NULL, NULL};
       if (q->out32 && q->tail) o.y = (float *)t->y;
       if (q->wd) { /* the weight shift on the tiles: each row's term first */
-        for (i = r0; i < r1; i++) {
-          uint32_t rs = 0;
-          for (j = 0; j < k; j++) rs += a8[i * lda + j];
-          q->rs[i] = (int32_t)(rs - (uint32_t)zu * (uint32_t)q->k);
-        }
+        for (i = r0; i < r1; i++) q->rs[i] = (int32_t)row_term(a8 + i * lda, k, zu);
         o.wd = q->wd;
         o.rs = q->rs;
       }
@@ -89,9 +92,7 @@ static void qgemm_rows(void *arg, int64_t r0, int64_t r1) {
       }
     }
     for (i = r0; i < r1 && q->wd && q->amx; i++) { /* row i's shift: d[j] * sum_k (u - zu), modulo 2^32 */
-      uint32_t rs = 0;
-      for (j = 0; j < k; j++) rs += a8[i * lda + j];
-      rs -= (uint32_t)zu * (uint32_t)q->k;
+      uint32_t rs = row_term(a8 + i * lda, k, zu);
       for (j = 0; j < q->n; j++) q->acc[i * q->n + j] = (int32_t)((uint32_t)q->acc[i * q->n + j] + (uint32_t)q->wd[j] * rs);
     }
   } else {
