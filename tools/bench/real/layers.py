@@ -79,11 +79,13 @@ def profile(path, gen, a, tmp):
     common = ["--threads", str(a.threads), "--repeat", str(a.repeat), "--warmup", str(a.warmup)]
     env = dict(os.environ)
     env.pop("MI_BLIS_MAX_SIMD", None)
+    env_ort = env
     if a.avx2:
-        # as run.py's AVX2 column: both processes under cpuid_cap, so ONNX Runtime's trace is that
-        # of its AVX2 kernels too
+        # as run.py's AVX2 column: ONNX Runtime under cpuid_cap, so its trace is that of its AVX2
+        # kernels too
         env["MI_BLIS_MAX_SIMD"] = "avx2"
-        env["LD_PRELOAD"] = " ".join(x for x in (run.cpuid_cap(a.build), env.get("LD_PRELOAD", "")) if x)
+        cap = run.cpuid_cap(a.build)
+        env, env_ort = run.add_env(env, cap["mi-run"]), run.add_env(env, cap["ort"])
     mi = json.loads(run.sh([os.path.join(a.build, "bin", "mi-run"), "--model", path, "--device",
                             "blis-cpu:0", "--profile", "--json"] + common + feeds, env))
     ours = [(r["ms"], step_op(r["op"]), r["name"], r["shapes"].split(" -> ")[-1] if " -> " in r["shapes"] else "",
@@ -92,7 +94,7 @@ def profile(path, gen, a, tmp):
         return ours, []
     trace = os.path.join(tmp, "ort.json")
     run.sh(["node", os.path.join(run.ORT, "ort_run.js"), "--model", path, "--profile", trace] + common + feeds,
-           env)
+           env_ort)
     return ours, ort_steps(trace, a.warmup)
 
 
@@ -149,7 +151,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--avx2", action="store_true",
-                    help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD) and run both sides under cpuid_cap "
+                    help="cap blis-cpu at AVX2 (MI_BLIS_MAX_SIMD) and run ONNX Runtime under cpuid_cap "
                          "(ONNX Runtime's AVX2 kernels; run.py)")
     ap.add_argument("--glue-limit", type=float, default=0.05,
                     help="largest share of one elementwise/data-movement step (default 0.05)")

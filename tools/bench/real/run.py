@@ -4,8 +4,8 @@ session on every real model tools/models/fetch.sh fetched, at its natural input 
 
 For each thread count, each round runs every model on blis-cpu and on ONNX Runtime and, where
 the CPU has AVX-512, on both capped at AVX2: blis-cpu with MI_BLIS_MAX_SIMD=avx2, and both
-processes under the cpuid_cap preload library (tools/bench/real/cpuid_cap.c: cpuid reports no
-AVX-512, AVX-VNNI or AMX, so ONNX Runtime's MLAS picks its AVX2 kernels), as on an AVX2-only CPU.
+ONNX Runtime under the cpuid_cap preload library (tools/bench/real/cpuid_cap.c: cpuid reports no
+AVX-512, AVX-VNNI or AMX, so its MLAS picks its AVX2 kernels), as on an AVX2-only CPU.
 The order rotates from round to round, so the machine's drift hits all of them alike. A ratio
 is blis-cpu's median over ONNX Runtime's median of the same round (the AVX2 column over ONNX
 Runtime capped the same way); the table gives the
@@ -26,8 +26,13 @@ and with the AVX2-capped column a "before AVX2" column (the old build capped the
 --avx2-only times blis-cpu capped at AVX2 only (the new build and --base's), not at its defaults.
 --avx2-ort uncapped keeps ONNX Runtime at its own (AVX-512) kernels for the AVX2 column, as this
 script did before cpuid_cap (a plugin-only cap; it does not say how blis-cpu fares on an AVX2
-CPU). The capped default needs CPUID faulting (Linux, /proc/cpuinfo flag cpuid_fault): the
-script checks with cpuid_probe under the library and refuses the column where cpuid is not capped.
+CPU). The capped default reaches ONNX Runtime's cpuid instructions through CPUID faulting where
+the CPU has it (Linux, /proc/cpuinfo flag cpuid_fault; both processes run under the library), or
+else through a copy of ONNX Runtime's library with its cpuid instructions patched to traps
+(tools/bench/real/cpuid_patch.py, made once into BUILD_DIR/ort-avx2 and loaded through
+LD_LIBRARY_PATH). The script checks either way with cpuid_probe under the same arrangement, and
+that the first capped ONNX Runtime run answered cpuid instructions, and refuses the column where
+cpuid is not capped.
 --quant adds each model's quantized forms (tools/mi-quantize, calibrated on the benchmark's own
 input) as models of their own, "NAME:MODE", timed in the same rounds on blis-cpu and on ONNX
 Runtime, and prints blis-cpu quantized / blis-cpu FP32 per round (median, range) at the end, for
@@ -44,6 +49,8 @@ Needs tools/ort/setup.sh, a build, and the models (tools/models/fetch.sh; MI_MOD
 """
 import argparse
 import filecmp
+import glob
+import hashlib
 import json
 import math
 import os
@@ -133,12 +140,12 @@ def fetched(only, models_dir, extra=()):
         yield name, path, gen
 
 
-def sh(cmd, env=None):
+def sh(cmd, env=None, stderr=False):
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if r.returncode != 0:
         raise RuntimeError(f"{os.path.basename(cmd[0]) if cmd[0] != 'node' else cmd[1]}: "
                            f"{(r.stderr.strip().splitlines() or ['exit %d' % r.returncode])[-1]}")
-    return r.stdout
+    return (r.stdout, r.stderr) if stderr else r.stdout
 
 
 class Runner:
@@ -148,19 +155,19 @@ class Runner:
         self.mirun = os.path.join(build, "bin", "mi-run")
         self.threads = threads
         self.base = None
-        self.cap = None  # the cpuid_cap library: the AVX2 runs of both sides are made under it
+        self.cap = None  # the cpuid_cap arrangement (cpuid_cap()): the AVX2 runs are made under it
+        self.cap_checked = False  # the first capped ONNX Runtime run counted its capped cpuid
         self.fix = set()  # --fix-values: input names the new build gets as --value
         self.values = {}  # model path -> {input name: value} from its `--value NAME=V` arguments
 
-    def env(self, simd, capped=False):
+    def env(self, simd, capped=None):
+        """The environment of one run; capped: "ort" or "mi-run", the side of a capped run."""
         e = dict(os.environ)
         e.pop("MI_BLIS_MAX_SIMD", None)
         e.pop("MI_CPUID_CAP_VERBOSE", None)
         if simd != "default":
             e["MI_BLIS_MAX_SIMD"] = simd
-        if capped and self.cap:
-            e["LD_PRELOAD"] = " ".join(x for x in (self.cap, e.get("LD_PRELOAD", "")) if x)
-        return e
+        return add_env(e, self.cap[capped]) if capped and self.cap else e
 
     def blis(self, model, inputs, threads, repeat, simd, outdir=None):
         run = self.mirun
@@ -181,7 +188,7 @@ class Runner:
                 cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
-        j = json.loads(sh(cmd, self.env(simd, simd == "avx2")))
+        j = json.loads(sh(cmd, self.env(simd, "mi-run" if simd == "avx2" else None)))
         return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
     def ort(self, model, inputs, threads, repeat, outdir=None, capped=False):
@@ -191,26 +198,88 @@ class Runner:
             cmd += ["--input", i]
         if outdir:
             cmd += ["--output-dir", outdir]
-        j = json.loads(sh(cmd, self.env("default", capped)))
+        e = self.env("default", "ort" if capped else None)
+        if capped and not self.cap_checked:
+            # ONNX Runtime must have loaded what the arrangement caps (the patched copy of its
+            # library, or any cpuid under faulting) and answered its cpuid through it
+            e["MI_CPUID_CAP_VERBOSE"] = "1"
+            out, err = sh(cmd, e, stderr=True)
+            m = re.search(r"cpuid_cap: (\d+) cpuid instructions capped", err)
+            if not m or int(m.group(1)) == 0:
+                sys.exit(f"run.py: ONNX Runtime answered no cpuid under cpuid_cap ({self.cap['how']}): its "
+                         "AVX2 column would be uncapped; refused (--avx2-ort uncapped, or --no-avx2)")
+            print(f"ONNX Runtime under cpuid_cap ({self.cap['how']}): {m.group(1)} cpuid instructions "
+                  "answered as an AVX2-only CPU", flush=True)
+            self.cap_checked = True
+        else:
+            out = sh(cmd, e)
+        j = json.loads(out)
         return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
 
+def add_env(env, add):
+    """env with add's variables; LD_PRELOAD and LD_LIBRARY_PATH put add's entries first."""
+    e = dict(env)
+    for k, v in add.items():
+        if k in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
+            v = (" " if k == "LD_PRELOAD" else ":").join(x for x in (v, e.get(k, "")) if x)
+        e[k] = v
+    return e
+
+
+def probe_capped(probe, env):
+    """None where cpuid_probe run in env reads no AVX-512 and still AVX2, else why not."""
+    r = subprocess.run([probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=dict(os.environ, **env))
+    if r.returncode == 0 and "avx512f=0 " in r.stdout and "avx2=1 " in r.stdout:
+        return None
+    return (r.stderr.strip().splitlines() or [r.stdout.strip() or "exit %d" % r.returncode])[-1]
+
+
 def cpuid_cap(build):
-    """The cpuid_cap library of `build`, checked: cpuid_probe under it must read no AVX-512 and
-    still AVX2. Exits with the reason where it does not (no CPUID faulting, not built)."""
+    """How the AVX2 column's processes run capped: {"ort": env, "mi-run": env, "how": words},
+    checked with cpuid_probe under the same arrangement. Through CPUID faulting where the CPU has
+    it (both processes under the library); else through a copy of ONNX Runtime's library with its
+    cpuid instructions patched to traps (BUILD/ort-avx2, made once per library; mi-run is capped by
+    MI_BLIS_MAX_SIMD alone then). Exits with the reason where neither works."""
     lib = os.path.join(build, "lib", "libmi_cpuid_cap.so")
     probe = os.path.join(build, "bin", "cpuid_probe")
+    refuse = "(--avx2-ort uncapped for the plugin-only cap, or --no-avx2)"
     if not (os.path.exists(lib) and os.access(probe, os.X_OK)):
-        sys.exit(f"run.py: no {lib} or {probe} (built on x86-64 Linux); cannot cap ONNX Runtime at AVX2 "
-                 "(--avx2-ort uncapped for the plugin-only cap, or --no-avx2)")
-    r = subprocess.run([probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                       env=dict(os.environ, LD_PRELOAD=lib))
-    if r.returncode != 0 or "avx512f=0 " not in r.stdout or "avx2=1 " not in r.stdout:
-        why = (r.stderr.strip().splitlines() or [r.stdout.strip() or "exit %d" % r.returncode])[-1]
-        sys.exit(f"run.py: cpuid is not capped under {os.path.basename(lib)} ({why}); "
-                 "the AVX2 column would compare against an uncapped ONNX Runtime: refused "
-                 "(--avx2-ort uncapped for the plugin-only cap, or --no-avx2)")
-    return lib
+        sys.exit(f"run.py: no {lib} or {probe} (built on x86-64 Linux); cannot cap ONNX Runtime at AVX2 {refuse}")
+    why = probe_capped(probe, {"LD_PRELOAD": lib})
+    if why is None:
+        return {"ort": {"LD_PRELOAD": lib}, "mi-run": {"LD_PRELOAD": lib}, "how": "CPUID faulting"}
+    src = sorted(glob.glob(os.path.join(ORT, "node_modules", "onnxruntime-node", "bin", "napi-v*",
+                                        os.uname().sysname.lower(), "x64", "libonnxruntime.so.*")))
+    if not src:
+        sys.exit(f"run.py: cpuid is not capped under {os.path.basename(lib)} ({why}) and onnxruntime-node "
+                 f"has no x64 libonnxruntime.so to patch; refused {refuse}")
+    dest = os.path.join(build, "ort-avx2")
+    os.makedirs(dest, exist_ok=True)
+    patched = os.path.join(dest, os.path.basename(src[-1]))
+    digest = hashlib.sha256(open(src[-1], "rb").read()).hexdigest()
+    try:
+        fresh = digest in open(patched + ".cpuid-sites").readline() and os.path.exists(patched)
+    except OSError:
+        fresh = False
+    patch = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpuid_patch.py")]
+    try:
+        if not fresh:
+            print(f"patching {src[-1]}'s cpuid instructions into {dest} (once; objdump of the library)", flush=True)
+            sh(patch + [src[-1], patched])
+        sh(patch + [probe, os.path.join(dest, "cpuid_probe")])
+    except RuntimeError as e:
+        sys.exit(f"run.py: cpuid is not capped under {os.path.basename(lib)} ({why}) and patching failed ({e}); "
+                 f"refused {refuse}")
+    pprobe = os.path.join(dest, "cpuid_probe")
+    why2 = probe_capped(pprobe, {"LD_PRELOAD": lib, "MI_CPUID_CAP_SITES": pprobe + ".cpuid-sites"})
+    if why2 is not None:
+        sys.exit(f"run.py: cpuid is not capped under {os.path.basename(lib)} ({why}), nor in a patched "
+                 f"cpuid_probe ({why2}); the AVX2 column would compare against an uncapped ONNX Runtime: "
+                 f"refused {refuse}")
+    return {"ort": {"LD_PRELOAD": lib, "LD_LIBRARY_PATH": dest, "MI_CPUID_CAP_SITES": patched + ".cpuid-sites"},
+            "mi-run": {}, "how": f"its library's cpuid instructions patched to traps, {dest}"}
 
 
 def outputs_match(a_dir, b_dir):
@@ -326,7 +395,7 @@ def main():
         print(f"every run on both sides after {a.gap:g} ms idle (--gap)", flush=True)
     if "avx2" in simds:
         print("AVX2 column: blis-cpu MI_BLIS_MAX_SIMD=avx2" +
-              (" and both processes under cpuid_cap (no AVX-512/AVX-VNNI/AMX in cpuid), vs ONNX Runtime capped"
+              (f", vs ONNX Runtime under cpuid_cap (no AVX-512/AVX-VNNI/AMX in its cpuid; {r.cap['how']})"
                if r.cap else ", vs ONNX Runtime uncapped (its AVX-512 kernels: a plugin-only cap)"), flush=True)
 
     todo = []
