@@ -93,7 +93,12 @@ typedef struct run_summary {
    * before the session is created, with the peak reset there, and VmHWM after the last run: what
    * create and the runs made resident (weights, kernel state, buffers, host copies). */
   uint64_t rss_before_create, rss_peak;
+  int avx512_timed; /* run_avx512_within over the timed runs: 1, 0, -1 unknown */
 } run_summary_t;
+/* Whether a thread of this process ran AVX-512 code in the last `ms` milliseconds by the
+ * kernel's record (archstat.c: recorded when a thread is switched out): 1 yes, 0 no, -1 where
+ * the kernel keeps no such record (not x86 Linux, a CPU without AVX-512). */
+int run_avx512_within(double ms);
 /* Print the summary (and the --profile table); fail only when the table cannot be built. */
 int32_t run_print_summary(FILE *f, const run_summary_t *s, mi_error_t *err);
 int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err);

@@ -107,6 +107,24 @@ function pct(sorted, p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (k - lo);
 }
 
+// Whether a thread of this process ran AVX-512 code in the last `ms` milliseconds, by the
+// kernel's record (x86 Linux: /proc/self/task/TID/arch_status, AVX512_elapsed_ms, -1 for never;
+// recorded when a thread is switched out): true, false, or null where there is no record.
+function avx512Within(ms) {
+  let used = false;
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      const m = /AVX512_elapsed_ms:\s*(-?\d+)/.exec(fs.readFileSync(`/proc/self/task/${tid}/arch_status`, 'utf8'));
+      if (!m) return null;
+      const v = Number(m[1]);
+      if (v >= 0 && v <= ms) used = true;
+    }
+  } catch (e) {
+    return null;
+  }
+  return used;
+}
+
 async function main() {
   let o;
   try {
@@ -138,6 +156,7 @@ async function main() {
     out = await sess.run(feeds);
   }
   const lat = [], cpu = [];
+  const timed0 = process.hrtime.bigint();
   for (let i = 0; i < o.repeat; i++) {
     await idle();
     // process.cpuUsage: the whole process's CPU time (every thread), the peer of mi-run's cpu_ms
@@ -148,6 +167,7 @@ async function main() {
     const c = process.cpuUsage(c0);
     cpu.push((c.user + c.system) / 1e3);
   }
+  const avx512 = avx512Within(Number(process.hrtime.bigint() - timed0) / 1e6);
   if (o.profile) {
     // ONNX Runtime names the trace itself (prefix + date) and returns no name here: take the
     // newest file with the prefix and move it where the caller asked.
@@ -175,6 +195,7 @@ async function main() {
     provider: 'cpu', threads: o.threads || null, warmup: o.warmup, repeat: o.repeat, gap_ms: o.gap,
     latency_ms: { median: pct(sorted, 0.5), p10: pct(sorted, 0.1), p90: pct(sorted, 0.9) },
     cpu_ms: { median: pct(csorted, 0.5), p10: pct(csorted, 0.1), p90: pct(csorted, 0.9) },
+    avx512_in_timed_runs: avx512,
     outputs: sess.outputNames.map((n) => ({ name: n, dtype: out[n].type, shape: out[n].dims, file: files[n] || null })),
   };
   if (o.json) process.stdout.write(JSON.stringify(res) + '\n');

@@ -157,6 +157,9 @@ class Runner:
         self.base = None
         self.cap = None  # the cpuid_cap arrangement (cpuid_cap()): the AVX2 runs are made under it
         self.cap_checked = False  # the first capped ONNX Runtime run counted its capped cpuid
+        # capped runs by the kernel's record of AVX-512 use in their timed runs (mi-run's and
+        # ort_run.js's avx512_in_timed_runs): True / False / None (no record) -> [model who ...]
+        self.avx512 = {True: [], False: [], None: []}
         self.fix = set()  # --fix-values: input names the new build gets as --value
         self.values = {}  # model path -> {input name: value} from its `--value NAME=V` arguments
 
@@ -167,10 +170,17 @@ class Runner:
         e.pop("MI_CPUID_CAP_VERBOSE", None)
         if simd != "default":
             e["MI_BLIS_MAX_SIMD"] = simd
-        return add_env(e, self.cap[capped]) if capped and self.cap else e
+        if capped and self.cap:
+            return add_env(e, self.cap[capped])
+        # blis-cpu's AVX2 column beside an uncapped ONNX Runtime: glibc as on an AVX2-only CPU
+        return add_env(e, {"GLIBC_TUNABLES": GLIBC_AVX2}) if capped == "mi-run" else e
+
+    def audit(self, j, model, who):
+        """Files a capped run under the kernel's record of AVX-512 use in its timed runs."""
+        self.avx512[j.get("avx512_in_timed_runs")].append(f"{os.path.basename(model)} {who}")
 
     def blis(self, model, inputs, threads, repeat, simd, outdir=None):
-        run = self.mirun
+        run, who = self.mirun, simd
         if simd.startswith("base"):  # the --base build, uncapped or capped at AVX2
             run, simd = self.base, ("avx2" if simd == "base-avx2" else "default")
         cmd = [run, "--model", model, "--device", "blis-cpu:0", "--threads", str(threads),
@@ -189,6 +199,8 @@ class Runner:
         if outdir:
             cmd += ["--output-dir", outdir]
         j = json.loads(sh(cmd, self.env(simd, "mi-run" if simd == "avx2" else None)))
+        if simd == "avx2" and not outdir:
+            self.audit(j, model, who)
         return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
     def ort(self, model, inputs, threads, repeat, outdir=None, capped=False):
@@ -214,16 +226,23 @@ class Runner:
         else:
             out = sh(cmd, e)
         j = json.loads(out)
+        if capped and not outdir:
+            self.audit(j, model, "ort-avx2")
         return j["latency_ms"]["median"], j.get("cpu_ms", {}).get("median", float("nan"))
 
 
+# glibc's own AVX-512 (EVEX) string and memory functions off, as on an AVX2-only CPU, in both
+# processes of the AVX2 column (glibc picks them by cpuid before any preload library loads)
+GLIBC_AVX2 = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+
+
 def add_env(env, add):
-    """env with add's variables; LD_PRELOAD and LD_LIBRARY_PATH put add's entries first."""
+    """env with add's variables; LD_PRELOAD, LD_LIBRARY_PATH and GLIBC_TUNABLES put add's
+    entries before those already there."""
     e = dict(env)
+    sep = {"LD_PRELOAD": " ", "LD_LIBRARY_PATH": ":", "GLIBC_TUNABLES": ":"}
     for k, v in add.items():
-        if k in ("LD_PRELOAD", "LD_LIBRARY_PATH"):
-            v = (" " if k == "LD_PRELOAD" else ":").join(x for x in (v, e.get(k, "")) if x)
-        e[k] = v
+        e[k] = sep[k].join(x for x in (v, e.get(k, "")) if x) if k in sep else v
     return e
 
 
@@ -249,7 +268,8 @@ def cpuid_cap(build):
         sys.exit(f"run.py: no {lib} or {probe} (built on x86-64 Linux); cannot cap ONNX Runtime at AVX2 {refuse}")
     why = probe_capped(probe, {"LD_PRELOAD": lib})
     if why is None:
-        return {"ort": {"LD_PRELOAD": lib}, "mi-run": {"LD_PRELOAD": lib}, "how": "CPUID faulting"}
+        return {"ort": {"LD_PRELOAD": lib, "GLIBC_TUNABLES": GLIBC_AVX2},
+                "mi-run": {"LD_PRELOAD": lib, "GLIBC_TUNABLES": GLIBC_AVX2}, "how": "CPUID faulting"}
     src = sorted(glob.glob(os.path.join(ORT, "node_modules", "onnxruntime-node", "bin", "napi-v*",
                                         os.uname().sysname.lower(), "x64", "libonnxruntime.so.*")))
     if not src:
@@ -278,8 +298,9 @@ def cpuid_cap(build):
         sys.exit(f"run.py: cpuid is not capped under {os.path.basename(lib)} ({why}), nor in a patched "
                  f"cpuid_probe ({why2}); the AVX2 column would compare against an uncapped ONNX Runtime: "
                  f"refused {refuse}")
-    return {"ort": {"LD_PRELOAD": lib, "LD_LIBRARY_PATH": dest, "MI_CPUID_CAP_SITES": patched + ".cpuid-sites"},
-            "mi-run": {}, "how": f"its library's cpuid instructions patched to traps, {dest}"}
+    return {"ort": {"LD_PRELOAD": lib, "LD_LIBRARY_PATH": dest, "MI_CPUID_CAP_SITES": patched + ".cpuid-sites",
+                    "GLIBC_TUNABLES": GLIBC_AVX2},
+            "mi-run": {"GLIBC_TUNABLES": GLIBC_AVX2}, "how": f"its library's cpuid instructions patched to traps, {dest}"}
 
 
 def outputs_match(a_dir, b_dir):
@@ -545,6 +566,11 @@ def main():
                     ms.setdefault((name, t, who), []).append(v)
         loads.append(load())
         print(f"round {rnd + 1}/{a.rounds} done, load {loads[-1]}", flush=True)
+        if any(r.avx512.values()):
+            used = r.avx512[True]
+            print(f"AVX2 column, the kernel's record of AVX-512 use in the timed runs: none in "
+                  f"{len(r.avx512[False])} measurements, no record in {len(r.avx512[None])}" +
+                  (f", USED in {len(used)}: {', '.join(sorted(set(used)))}" if used else ""), flush=True)
         for c in clocks:
             table(rnd + 1, c)
     subprocess.run(["rm", "-rf", tmp])
