@@ -34,5 +34,6 @@ int run_avx512_within(double ms) {
       used = 1;
   }
   if (d) closedir(d);
-  return used ? 1 : known ? 0 : -1;
+  return used ? 1 : known ? 0
+                          : -1;
 }

@@ -200,7 +200,8 @@ int32_t run_print_json(FILE *f, const run_summary_t *s, mi_error_t *err) {
           (int)s->folded);
   /* the kernel's record: whether a thread ran AVX-512 code in the timed runs (null: no record) */
   fprintf(f, ", \"avx512_in_timed_runs\": %s",
-          s->avx512_timed > 0 ? "true" : s->avx512_timed == 0 ? "false" : "null");
+          s->avx512_timed > 0 ? "true" : s->avx512_timed == 0 ? "false"
+                                                              : "null");
   if (mi_session_kernel_count(s->session) >= 0)
     fprintf(f, ", \"device_kernels\": %d", (int)mi_session_kernel_count(s->session));
   if (mi_session_memory(s->session, &planned, &unplanned, &live))
