@@ -193,10 +193,13 @@ T512V static void qd_psum_part(void *arg, int64_t p0, int64_t p1) {
 }
 
 /* acc[m][j] = sum_s dot4(w row m step s, quads of pixel p0 + j at koff[s]) - zu * wsum[m], rows
- * m0..m1 of the group, pixels j < np. Pixel blocks outside, channel blocks inside: the block's
- * quads stay in L1 while every channel block reads them. */
+ * m0..m1 of the group, pixels j < np, plus (wd not NULL) the weight shift wd[m] * (psum[j] - base)
+ * (mi__blis_qv_shift's term, modulo 2^32) added in registers, so the sums are stored once. Pixel
+ * blocks outside, channel blocks inside: the block's quads stay in L1 while every channel block
+ * reads them. */
 T512V static void qd_gemm512(const mi__blis_qd_t *d, const uint8_t *w, const int32_t *wsum, int64_t m0, int64_t m1,
-                             int64_t p0, int64_t np, int32_t zu, int32_t *acc) {
+                             int64_t p0, int64_t np, int32_t zu, const int32_t *wd, const int32_t *psum, int32_t base,
+                             int32_t *acc) {
   int64_t j0, i, s, nk = d->nk;
   const int32_t *koff = d->koff;
   for (j0 = 0; j0 < np; j0 += 64) {
@@ -228,16 +231,23 @@ T512V static void qd_gemm512(const mi__blis_qd_t *d, const uint8_t *w, const int
         __m512i corr;
         if (r >= rows) continue;
         corr = _mm512_set1_epi32(zu * wsum[i + r]);
-        _Pragma("GCC unroll 4") for (v = 0; v < 4; v++) if (km[v])
-            _mm512_mask_storeu_epi32(acc + (i + r) * np + j0 + 16 * v, km[v], _mm512_sub_epi32(c[r][v], corr));
+        _Pragma("GCC unroll 4") for (v = 0; v < 4; v++) if (km[v]) {
+          __m512i s = _mm512_sub_epi32(c[r][v], corr);
+          if (wd)
+            s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_set1_epi32(wd[i + r]),
+                                                       _mm512_sub_epi32(_mm512_maskz_loadu_epi32(km[v], psum + j0 + 16 * v),
+                                                                        _mm512_set1_epi32(base))));
+          _mm512_mask_storeu_epi32(acc + (i + r) * np + j0 + 16 * v, km[v], s);
+        }
       }
     }
   }
 }
 
-/* Items are output channels of the group: their sums over the tile's rows, the weight shift, then
- * the tile's rows to out while the sums are in cache (one call a channel: a call a row cost more
- * than the GEMM on an audio embedding's 8-32-pixel rows). */
+/* Items are output channels of the group: their sums over the tile's rows with the weight shift
+ * (on the VNNI core's tiles; AMX: a pass after), then the tile's rows to out while the sums are in
+ * cache (one call a channel: a call a row cost more than the GEMM on an audio embedding's 8-32-pixel
+ * rows). */
 static void qd_rows_part(void *arg, int64_t m0, int64_t m1) {
   const qd_task_t *t = arg;
   const mi__blis_qd_t *d = t->d;
@@ -246,8 +256,9 @@ static void qd_rows_part(void *arg, int64_t m0, int64_t m1) {
     mi__blis_qa_direct(d, d->wa + mb * (mi__blis_qa_direct_bytes(d) / (d->c->M + 32)), d->wsum + mb, m0, m1, p0, np,
                        t->zu, d->acc);
   else
-    qd_gemm512(d, d->w + mb * d->nk * 4, d->wsum + mb, m0, m1, p0, np, t->zu, d->acc);
-  for (m = m0; m < m1 && d->shift; m++)
+    qd_gemm512(d, d->w + mb * d->nk * 4, d->wsum + mb, m0, m1, p0, np, t->zu, d->shift ? d->wd + mb : NULL,
+               d->psum + p0, t->zu * (int32_t)d->kk, d->acc);
+  for (m = m0; m < m1 && d->shift && d->amx; m++)
     if (d->wd[mb + m]) mi__blis_qv_shift(d->acc + m * np, np, d->wd[mb + m], d->psum + p0, t->zu * (int32_t)d->kk);
   for (m = m0; m < m1; m++) { /* rows compacted in place (dropping pixels ow >= OW), one call */
     int32_t *a = d->acc + m * np;

@@ -277,20 +277,19 @@ static void qconv_pix(void *arg, int64_t j0, int64_t j1) {
 }
 
 /* The AVX2 byte core's sums of the tile's pixels j0..j1 and its panels p0..p1 of the group (their
- * channels m0..m1), the weight shift added, to qconv_out. */
+ * channels m0..m1), the weight shift added on the core's tiles, to qconv_out. */
 static void q256_sums(const qconv_task_t *t, int64_t j0, int64_t j1, int64_t p0, int64_t p1) {
   const qconv_t *q = t->q;
   const mi__blis_conv_t *c = &q->g;
   int64_t m, ohw = (t->oh1 - t->oh0) * c->OW, mg = c->M / c->G, y0 = t->oh0 * c->OW + j0;
   int64_t m1 = p1 * 16 < mg ? p1 * 16 : mg;
   int32_t zu = t->zx + (q->x_u8 ? 0 : 128); /* codes made unsigned */
-  mi__blis_q256_conv(&q->pbg[t->g], j0, j1, p0, p1, (const uint8_t *)q->col, ohw, q->wsum + t->g * mg, zu, q->acc);
-  for (m = p0 * 16; m < m1; m++) {
-    int32_t d = q->shift ? q->wd[t->g * mg + m] : 0;
-    if (d) mi__blis_qv_shift(q->acc + m * ohw + j0, j1 - j0, d, q->psum + j0, zu * (int32_t)q->kk);
+  const mi__blis_q256_shift_t sh = {q->wd + t->g * mg, q->psum, zu * (int32_t)q->kk};
+  mi__blis_q256_conv(&q->pbg[t->g], j0, j1, p0, p1, (const uint8_t *)q->col, ohw, q->wsum + t->g * mg, zu,
+                     q->shift ? &sh : NULL, q->acc);
+  for (m = p0 * 16; m < m1; m++)
     qconv_out(t, t->g * mg + m, q->acc + m * ohw + j0, j1 - j0,
               (uint8_t *)t->y + (m * c->OH * c->OW + y0) * (q->out32 ? 4 : 1));
-  }
 }
 
 /* The byte columns of the tile's pixels j0..j1 (and their sums where the weights shift). */

@@ -102,9 +102,16 @@ void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const
 /* The same core for a conv (blis_qgemm.c's AVX2 byte path): pixels are its rows, output channels
  * its columns. Pixels i0..i1 of one tile's byte columns col ([kq][npix][4] unsigned codes, see
  * mi__blis_qcol_quads256) by the panels p0..p1 of pb (a group's channels), sum - zu * csum[j] to
- * acc[j][npix] (each channel's row of the tile, as the int16 core writes it), exactly. */
+ * acc[j][npix] (each channel's row of the tile, as the int16 core writes it), exactly. sh not
+ * NULL: each sum also gets the weight shift wd[j] * (psum[i] - base) (mi__blis_qv_shift's term)
+ * on the tile before it is stored, so the sums are written once. */
+typedef struct mi__blis_q256_shift {
+  const int32_t *wd;   /* [channels of the group] */
+  const int32_t *psum; /* [npix]: each pixel's code sum */
+  int32_t base;        /* zu * kk */
+} mi__blis_q256_shift_t;
 void mi__blis_q256_conv(const mi__blis_q256_t *pb, int64_t i0, int64_t i1, int64_t p0, int64_t p1, const uint8_t *col,
-                        int64_t npix, const int32_t *csum, int32_t zu, int32_t *acc);
+                        int64_t npix, const int32_t *csum, int32_t zu, const mi__blis_q256_shift_t *sh, int32_t *acc);
 /* The byte columns of that core in AVX2 (blis_qcol256.c): for the tile's output rows oh0..oh1 and
  * its pixels j0..j1 (pixel j = (oh - oh0) * OW + ow), every quad: col + (q * npix + j) * 4 holds
  * rows k = 4q..4q+3 of pixel j as unsigned codes (INT8 codes with their sign bit flipped), the

@@ -221,10 +221,11 @@ void mi__blis_q256_gemm(const mi__blis_q256_t *pb, int64_t m0, int64_t m1, const
 }
 
 /* The conv's tile of pixels i..i+rows (codes at col + (k >> 2) * lda + pixel * 4 + (k & 3)) and
- * channels j0..j0+cols: the fixes, then each channel's sums to its row of acc (stride ldc). */
-__attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, const uint8_t *col, int64_t lda,
-                                                     int64_t i, int64_t rows, int64_t j0, int64_t cols, int32_t *t,
-                                                     int32_t *acc, int64_t ldc) {
+ * channels j0..j0+cols: the fixes, the weight shift (sh), then each channel's sums to its row of
+ * acc (stride ldc). */
+__attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, const mi__blis_q256_shift_t *sh,
+                                                     const uint8_t *col, int64_t lda, int64_t i, int64_t rows,
+                                                     int64_t j0, int64_t cols, int32_t *t, int32_t *acc, int64_t ldc) {
   const int64_t f0 = pb->fstart[j0 / PANEL], f1 = pb->fstart[j0 / PANEL + 1];
   int64_t f, r, j, r0;
   for (f = f0; f < f1; f++) {
@@ -232,6 +233,18 @@ __attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, 
     const uint8_t *a = col + (x->k >> 2) * lda + i * 4 + (x->k & 3);
     for (r = 0; r < rows; r++)
       t[r * PANEL + x->j - j0] = (int32_t)((uint32_t)t[r * PANEL + x->j - j0] + (uint32_t)(a[r * 4] * x->r));
+  }
+  if (sh) { /* wd[j] * (psum[pixel] - base), modulo 2^32 as the sums, while the tile is in registers' reach */
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota);
+    const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? cols - 8 : 0)), iota);
+    const __m256i d0 = _mm256_maskload_epi32(sh->wd + j0, k0), d1 = _mm256_maskload_epi32(sh->wd + j0 + 8, k1);
+    for (r = 0; r < rows; r++) {
+      const __m256i rs = _mm256_set1_epi32((int32_t)((uint32_t)sh->psum[i + r] - (uint32_t)sh->base));
+      __m256i *tr = (__m256i *)(t + r * PANEL);
+      _mm256_store_si256(tr, _mm256_add_epi32(_mm256_load_si256(tr), _mm256_mullo_epi32(d0, rs)));
+      _mm256_store_si256(tr + 1, _mm256_add_epi32(_mm256_load_si256(tr + 1), _mm256_mullo_epi32(d1, rs)));
+    }
   }
   if (rows == ROWS && cols == PANEL) /* each channel's six pixels: 8 x 8 transposes of the tile */
     for (j = 0; j < PANEL; j += 8) {
@@ -263,7 +276,7 @@ __attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, 
 }
 
 void mi__blis_q256_conv(const mi__blis_q256_t *pb, int64_t i0, int64_t i1, int64_t p0, int64_t p1, const uint8_t *col,
-                        int64_t npix, const int32_t *csum, int32_t zu, int32_t *acc) {
+                        int64_t npix, const int32_t *csum, int32_t zu, const mi__blis_q256_shift_t *sh, int32_t *acc) {
   static const block_fn fns[ROWS + 1] = {NULL, cblock1, cblock2, cblock3, cblock4, cblock5, cblock6};
   const int64_t n = pb->n, kq = pb->kq, pbytes = kq * PANEL * 4, lda = npix * 4;
   int64_t gp = GROUP_BYTES / (pbytes > 0 ? pbytes : 1), g0, g1, i, jp;
@@ -276,7 +289,7 @@ void mi__blis_q256_conv(const mi__blis_q256_t *pb, int64_t i0, int64_t i1, int64
       for (jp = g0; jp < g1; jp++) {
         int64_t j0 = jp * PANEL, cols = n - j0 < PANEL ? n - j0 : PANEL;
         fns[rows](col + i * 4, lda, kq, pb->b + jp * pbytes, csum + j0, zu, cols, t);
-        cput(pb, col, lda, i, rows, j0, cols, t, acc, npix);
+        cput(pb, sh, col, lda, i, rows, j0, cols, t, acc, npix);
       }
     }
   }
