@@ -234,7 +234,7 @@ __attribute__((target("avx2,fma"))) static void cput(const mi__blis_q256_t *pb, 
     for (r = 0; r < rows; r++)
       t[r * PANEL + x->j - j0] = (int32_t)((uint32_t)t[r * PANEL + x->j - j0] + (uint32_t)(a[r * 4] * x->r));
   }
-  if (sh) { /* wd[j] * (psum[pixel] - base), modulo 2^32 as the sums, while the tile is in registers' reach */
+  if (sh) { /* wd[j] * (psum[pixel] - base), modulo 2^32 as the sums, on the tile in L1 before it is spread */
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i k0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? 8 : cols)), iota);
     const __m256i k1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols > 8 ? cols - 8 : 0)), iota);
