@@ -642,7 +642,8 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     /* The packed panels are all the kernel reads: drop the constant copy (with FP16 storage the
      * layer then holds half the bytes of its FP32 weights). */
     mi__blis_drop_const(p, c->w);
-  } else if (c->variant == MI__CONV_DW && c->simd == MI__SIMD_AVX512 && mi__blis_dw_cl_fits(c)) {
+  } else if (c->variant == MI__CONV_DW && ((c->simd == MI__SIMD_AVX512 && mi__blis_dw_cl_fits(c)) ||
+                                           (c->simd == MI__SIMD_AVX2 && mi__blis_dw256_cl_fits(c)))) {
     uint64_t fl = (uint64_t)((c->M + 15) / 16 * 16 * c->KH * c->KW);
     s->aux = mi__blis_alloc(p->ctx, fl * sizeof(float));
     if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");

@@ -201,6 +201,11 @@ int32_t mi__blis_pw_simd(int32_t widest, int avx512_halves, int64_t K, int64_t M
 int mi__blis_dw_cl_fits(const mi__blis_conv_t *c);
 void mi__blis_dw_cl_pack(const mi__blis_conv_t *c, const float *w, float *packed);
 void mi__blis_dw_cl_block(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk);
+/* The same block on AVX2 as two halves of 8 channels (blis_dw256cl.c), from the same packing. */
+void mi__blis_dw256_cl_block(const mi__blis_conv_t *c, void *const *t, int64_t n, int64_t blk);
+/* Whether the AVX2 default takes the channel-lane blocks: what mi__blis_dw_cl_fits takes, less the
+ * geometries of the 3x3 row kernel (blis_dw256.c). */
+int mi__blis_dw256_cl_fits(const mi__blis_conv_t *c);
 /* Vectorised activations (blis_vmath.c): Exp, Erf, Tanh, Sigmoid, Gelu (erf/tanh) in place on
  * AVX-512 or AVX2; 0 when the kind or level is not covered (the caller runs the libm loops).
  * Softmax of one contiguous row, AVX-512 only; 0 when not taken. */

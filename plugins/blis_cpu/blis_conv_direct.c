@@ -61,7 +61,10 @@ static void dw_part(void *arg, int64_t p0, int64_t p1) {
 static void dw_cl_part(void *arg, int64_t p0, int64_t p1) {
   const direct_task_t *dt = arg;
   int64_t p, blocks = (dt->c->M + 15) / 16;
-  for (p = p0; p < p1; p++) mi__blis_dw_cl_block(dt->c, dt->t, p / blocks, p % blocks);
+  for (p = p0; p < p1; p++)
+    if (dt->c->simd == MI__SIMD_AVX2) mi__blis_dw256_cl_block(dt->c, dt->t, p / blocks, p % blocks);
+    else
+      mi__blis_dw_cl_block(dt->c, dt->t, p / blocks, p % blocks);
 }
 
 /* Repacks OIHW weights to [G][KH][KW][C/G][M/G] so the inner loop runs over output channels. */

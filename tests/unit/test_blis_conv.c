@@ -274,6 +274,13 @@ static void packed_cases(tb_plugin_t *p) {
       /* 16 channels and a tail of 4 in the lanes; 5x5 taps; narrow rows of a taller plane */
       {"depthwise 20 channels, 5x5, 6x6 plane", "conv.depthwise_direct", {2, 20, 6, 6, 20, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 20}, 0},
       {"depthwise 25x5 plane", "conv.depthwise_direct", {1, 17, 25, 5, 17, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 17}, 0},
+      /* the AVX2 channel-lane blocks (blis_dw256cl.c: two halves of 8 channels per block of 16):
+       * 27 channels (16 + 8 + 3), 13 (8 + 5), 6 (one partial half); 5x5 on 2-row planes (PP-OCR's),
+       * strides 2/1, a 7x7 filter, dilation 2, pads that differ per side */
+      {"depthwise 5x5, 27 channels, 2x30 plane", "conv.depthwise_direct", {1, 27, 2, 30, 27, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 27}, 0},
+      {"depthwise 5x5 strides 2/1, 13 channels, 6x21", "conv.depthwise_direct", {2, 13, 6, 21, 13, 5, 5, 2, 1, 1, 1, 2, 2, 2, 2, 13}, 0},
+      {"depthwise 7x7, 6 channels, pads 3/1/2/0, 9x11", "conv.depthwise_direct", {1, 6, 9, 11, 6, 7, 7, 1, 1, 1, 1, 3, 1, 2, 0, 6}, 0},
+      {"depthwise 3x3 dilation 2, 11 channels, 8x9", "conv.depthwise_direct", {1, 11, 8, 9, 11, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 11}, 0},
       /* planes too large for the channel-lane path (padded plane over 1024 pixels; with stride 2
        * over 100 outputs): the masked-load stride-2 and the flat stride-1 planes */
       {"depthwise 3x3 stride 2, 41x45 plane", "conv.depthwise_direct", {1, 3, 41, 45, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3}, 0},
