@@ -221,6 +221,10 @@ int mi__blis_bn_fold(const mi__blis_prep_t *p, const mi_node_desc_t *n, int64_t 
 int mi__blis_wino_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_default(const mi__blis_conv_t *c); /* where the default picks it */
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
+/* The same at the AVX2 level as F(6x6, 3x3) (blis_wino6.c): where mi__blis_wino_prep hands over to
+ * it, and its prepare. */
+int mi__blis_wino6_default(const mi__blis_conv_t *c);
+int32_t mi__blis_wino6_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
 /* The same for dilated 3x3 stride-1 convs as a batch of sub-grid convs (blis_wino_dil.c): pads
  * equal to the dilation, H and W multiples of it, no fused residual add. */
 int mi__blis_wino_dil_fits(const mi__blis_conv_t *c);

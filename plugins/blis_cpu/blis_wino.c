@@ -305,6 +305,7 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
   if (!mi__blis_wino_fits(c))
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
                         "blis-cpu: conv.winograd needs a dense (group 1) 3x3 conv, stride 1, dilation 1, on NCHW");
+  if (mi__blis_wino6_default(c)) return mi__blis_wino6_prep(p, s, c, err); /* AVX2: 6x6 tiles */
   {
     mi__blis_wino_t geo;
     geo.th = (c->OH + WT - 1) / WT;

@@ -320,6 +320,13 @@ static void packed_cases(tb_plugin_t *p) {
       {"winograd 1x9 plane", "conv.winograd", {1, 3, 1, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"winograd 7x150 plane", "conv.winograd", {1, 4, 7, 150, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
       {"winograd 70x66, 4 blocks", "conv.winograd", {1, 9, 70, 66, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      /* F(6x6,3x3) at AVX2 (blis_wino6.c; 32+ channels, 24+ rows and columns): partial 6x6 tiles
+       * on both edges, rows of 8+ tiles (two transform steps, the masked last store), no / uneven
+       * padding, 2 images, several blocks, channel counts off the GEMM panels */
+      {"winograd 32->33 on 25x26, 2 images", "conv.winograd", {2, 32, 25, 26, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, 0},
+      {"winograd 40->32 pad 0, 30x59", "conv.winograd", {1, 40, 30, 59, 32, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, 1}, 0},
+      {"winograd 35->37 pads 2/0, 0/2, 46x52", "conv.winograd", {1, 35, 46, 52, 37, 3, 3, 1, 1, 1, 1, 2, 0, 0, 2, 1}, 0},
+      {"default dilation 2 on 48x48, 32 channels", NULL, {1, 32, 48, 48, 32, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1}, 0},
       /* dilated 3x3 as a mosaic of sub-grids (blis_wino_dil.c); sizes not divisible by the
        * dilation take conv.packed_gemm by default */
       {"winograd dilation 2, 16x20", "conv.winograd", {1, 8, 16, 20, 9, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1}, 0},
