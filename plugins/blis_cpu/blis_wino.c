@@ -35,6 +35,7 @@ typedef struct mi__blis_wino {
   int64_t th, tw, rows;     /* tile rows, tile columns, tile rows of the largest block */
   int64_t nb, parts, fixed; /* blocks (mi__blis_wino_start's), the threads they are for, rows a block or 0 */
   int64_t ld;               /* floats per channel row of a slot's V and Mo (a block + WL spare) */
+  int64_t vs, mst;          /* floats from one position's V (C rows), Mo (M rows) to the next */
   int64_t wtl;              /* floats per row of the column-transformed tile row (padded) */
   int64_t slots, slot_fl;   /* scratch slots (one per running part), floats per slot */
   atomic_int *busy;         /* per slot */
@@ -137,7 +138,7 @@ typedef float wv8u __attribute__((vector_size(32), aligned(4), may_alias));
   }                                                                                                            \
   ATTR static void in_##SFX(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *x, int64_t r0,   \
                             int64_t r1, float *v, float *tb) {                                                 \
-    int64_t ci, th, i, a, b, q, k0, ld = wn->ld, cs = c->C * ld, wtl = wn->wtl, W = c->W, pl = c->pl;          \
+    int64_t ci, th, i, a, b, q, k0, ld = wn->ld, cs = wn->vs, wtl = wn->wtl, W = c->W, pl = c->pl;             \
     const float *zrow = tb + WA * wtl;                                                                         \
     for (ci = 0; ci < c->C; ci++)                                                                              \
       for (th = r0; th < r1; th++) {                                                                           \
@@ -171,7 +172,7 @@ typedef float wv8u __attribute__((vector_size(32), aligned(4), may_alias));
   }                                                                                                            \
   ATTR static void out_##SFX(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *mo, int64_t r0, \
                              int64_t r1, float *y) {                                                           \
-    int64_t m, th, k0, i, j, r, ld = wn->ld, ms = c->M * ld;                                                   \
+    int64_t m, th, k0, i, j, r, ld = wn->ld, ms = wn->mst;                                                     \
     for (m = 0; m < c->M; m++) {                                                                               \
       float sc = c->affine ? c->scale[m] : 1.f, sh = c->affine ? c->shift[m] : 0.f;                            \
       for (th = r0; th < r1; th++)                                                                             \
@@ -229,8 +230,8 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
   float *y = (float *)wt->t[c->y] + wt->n * c->M * c->OH * c->OW, *v, *mo, *tb;
   int64_t s = mi__blis_wino_slot_claim(wn->busy, wn->slots), blk, p, m, ohw = c->OH * c->OW;
   v = wn->slot + s * wn->slot_fl;
-  mo = v + WP * c->C * wn->ld;
-  tb = mo + WP * c->M * wn->ld;
+  mo = v + WP * wn->vs;
+  tb = mo + WP * wn->mst;
   for (blk = b0; blk < b1; blk++) {
     int64_t r0 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk);
     int64_t r1 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk + 1);
@@ -242,8 +243,8 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
     else
       in_c(c, wn, x, r0, r1, v, tb);
     for (p = 0; p < WP; p++)
-      mi__blis_pg_gemm_ex(&wn->sub[p], wt->t, &wt->env1, 0, 0, v + p * c->C * wn->ld, wn->ld, NULL, 0, nt,
-                          mo + p * c->M * wn->ld, wn->ld);
+      mi__blis_pg_gemm_ex(&wn->sub[p], wt->t, &wt->env1, 0, 0, v + p * wn->vs, wn->ld, NULL, 0, nt, mo + p * wn->mst,
+                          wn->ld);
     if (c->simd == MI__SIMD_AVX512) out_avx512(c, wn, mo, r0, r1, y);
     else if (c->simd == MI__SIMD_AVX2)
       out_avx2(c, wn, mo, r0, r1, y);
@@ -327,7 +328,11 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
     /* the column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room
      * for the shifted loads of a last VL-tile step past the row */
     geo.wtl = (WT * geo.tw + WT * WL + 2 * WT + 15) / 16 * 16;
-    geo.slot_fl = WP * (C + M) * geo.ld + WA * geo.wtl + c->W; /* + a row of zeros */
+    /* 64 bytes between positions beyond their C or M rows: where C * ld or M * ld floats are a
+     * multiple of 4 KiB a transform step's 6 stores (or loads) otherwise share one cache set */
+    geo.vs = C * geo.ld + 16;
+    geo.mst = M * geo.ld + 16;
+    geo.slot_fl = WP * (geo.vs + geo.mst) + WA * geo.wtl + c->W; /* + a row of zeros */
     memset(&geo.sub, 0, sizeof geo.sub);
     geo.sub[0].variant = MI__CONV_PG;
     geo.sub[0].simd = c->simd;
