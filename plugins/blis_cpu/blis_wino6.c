@@ -41,9 +41,13 @@ typedef struct mi__blis_wino6 {
   float *slot;
 } mi__blis_wino6_t;
 
-/* The default takes it at AVX2 where measured faster than F(4x4) (bench_blis_conv capped at AVX2,
- * 1 thread): 32+ channels in and out, and planes of 24+ rows and columns (fewer leave most of a
- * 6x6 tile's outputs in the padding). */
+/* The default takes it at AVX2 where it measured faster than F(4x4) (bench_blis_conv capped at
+ * AVX2, 1 thread, min of 20, three interleaved rounds, 2026-12-05, load 2.6-3.0; F(4x4) with its
+ * positions apart as here): 64->64 80x80 1.42-1.50 against 1.65-1.72 ms, 128->128 40x40 1.42-1.50
+ * against 1.55-1.66, 128->64 40x40 0.71-0.75 against 0.80-0.85, 64->64 24x24 0.154-0.162 against
+ * 0.187-0.194, 32->32 40x40 0.118-0.133 against 0.134-0.136, 32->32 160x160 even (1.71-2.00
+ * against 1.73-2.00): 32+ channels in and out on planes of 24+ rows and columns (smaller ones
+ * leave most of a 6x6 tile's outputs in the padding; not measured). */
 int mi__blis_wino6_default(const mi__blis_conv_t *c) {
   return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX2 && c->C >= 32 && c->M >= 32 && c->OH >= 24 &&
          c->OW >= 24;
