@@ -18,7 +18,9 @@ flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 case " $flags " in *" avx512f "*) ;; *) echo "no AVX-512 on this CPU: nothing to cap"; exit 77 ;; esac
 [ -r /proc/self/arch_status ] && grep -q AVX512_elapsed_ms /proc/self/arch_status ||
   { echo "the kernel keeps no AVX-512 record (arch_status)"; exit 77; }
-"${H[@]}" plugins 2>/dev/null | grep -q '^plugin blis-cpu ' || { echo "no blis-cpu plugin"; exit 77; }
+# (the list read whole first: grep -q closing the pipe early would fail it under pipefail)
+plugins=$("${H[@]}" plugins 2>/dev/null || true)
+grep -q '^plugin blis-cpu ' <<<"$plugins" || { echo "no blis-cpu plugin"; exit 77; }
 
 for m in cnn tf; do
   for t in 1 2; do
