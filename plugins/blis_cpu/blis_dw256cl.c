@@ -8,6 +8,7 @@
  * planes transposed once into a zero-padded [hp][wp][8] buffer, every tap one FMA over 8 channels,
  * the results transposed back. */
 #include "blis_epi512.h"
+#include "blis_tr256.h"
 
 #define AVX2_FN __attribute__((target("avx2,fma")))
 
@@ -22,30 +23,6 @@ static inline __attribute__((always_inline)) AVX2_FN __m256i first8(int64_t n) {
   n = n < 0 ? 0 : n > 8 ? 8
                         : n;
   return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* In-register transpose of an 8x8 block: r[i][j] becomes r[j][i]. */
-static inline __attribute__((always_inline)) AVX2_FN void tr8(__m256 *r) {
-  __m256 t[8], u[8];
-  int i;
-#pragma GCC unroll 4
-  for (i = 0; i < 4; i++) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-#pragma GCC unroll 2
-  for (i = 0; i < 2; i++) {
-    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  /* u[j] (rows 0-3) and u[4 + j] (rows 4-7), 128-bit lane L: element 4L + j */
-#pragma GCC unroll 4
-  for (i = 0; i < 4; i++) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-  }
 }
 
 /* Leading epilogue ops that act lane by lane (no residual add: that operand is channel-major). */
@@ -98,7 +75,7 @@ static inline __attribute__((always_inline)) AVX2_FN void cl8_body(const mi__bli
       int l;
 #pragma GCC unroll 8
       for (l = 0; l < 8; l++) r[l] = l < nch ? _mm256_maskload_ps(x + l * hw + i, kp) : z;
-      tr8(r);
+      mi__blis_tr8x8(r);
       for (l = 0; l < 8 && i + l < hw; l++) {
         if (ih < hp && iw < wp) _mm256_store_ps(buf + (ih * wp + iw) * 8, r[l]);
         if (++iw == c->pl + W) {
@@ -147,7 +124,7 @@ static inline __attribute__((always_inline)) AVX2_FN void cl8_body(const mi__bli
     int l;
 #pragma GCC unroll 8
     for (l = 0; l < 8; l++) r[l] = i + l < ohw ? _mm256_load_ps(out + (i + l) * 8) : z;
-    tr8(r);
+    mi__blis_tr8x8(r);
     for (l = 0; l < nch; l++) _mm256_maskstore_ps(y + l * ohw + i, kp, r[l]);
   }
   for (ch = 0; ch < nch && nops < c->epi_n; ch++)

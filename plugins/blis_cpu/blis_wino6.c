@@ -18,6 +18,7 @@
 
 #include "blis_conv.h"
 #include "blis_split.h"
+#include "blis_tr256.h"
 
 #define AVX2_FN __attribute__((target("avx2,fma")))
 
@@ -86,29 +87,6 @@ int mi__blis_wino6_default(const mi__blis_conv_t *c) {
     (y)[5] = (o)[7] + a1_ + 32.f * b1_ + c1_;                                               \
   } while (0)
 
-/* In-register transpose of an 8x8 block: r[i][j] becomes r[j][i]. */
-static inline __attribute__((always_inline)) AVX2_FN void tr8(__m256 *r) {
-  __m256 t[8], u[8];
-  int i;
-#pragma GCC unroll 4
-  for (i = 0; i < 4; i++) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-#pragma GCC unroll 2
-  for (i = 0; i < 2; i++) {
-    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-#pragma GCC unroll 4
-  for (i = 0; i < 4; i++) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
-    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
-  }
-}
-
 /* Tile rows [r0, r1) of image x into V[p][ci][tile] (tile = (th - r0) * tw + column). Per channel
  * and tile row, the column transform runs on the 8 input rows at once (a zero row for padding
  * rows) into tb[a][q] (q = input column + pl; the columns outside [pl, pl + W) are never written,
@@ -146,7 +124,7 @@ AVX2_FN static void in6(const mi__blis_conv_t *c, const mi__blis_wino6_t *wn, co
           __m256 e[WA], o[WA];
 #pragma GCC unroll 8
           for (k = 0; k < WL; k++) e[k] = _mm256_loadu_ps(p + WT * k);
-          tr8(e);
+          mi__blis_tr8x8(e);
           W6_BT(e, o);
 #pragma GCC unroll 8
           for (b = 0; b < WA; b++) _mm256_storeu_ps(vo + b * cs, o[b]);
@@ -183,7 +161,7 @@ AVX2_FN static void out6(const mi__blis_conv_t *c, const mi__blis_wino6_t *wn, c
 #pragma GCC unroll 6
           for (i = 0; i < WT; i++) e[i] = _mm256_fmadd_ps(e[i], sc, sh);
           e[6] = e[7] = _mm256_setzero_ps();
-          tr8(e);
+          mi__blis_tr8x8(e);
           for (k = 0; k < WL; k++) {
             int64_t n = width - WT * k;
             if (n <= 0) break;
