@@ -125,12 +125,35 @@ def rel_l2(a, b):
     return num / den if len(a) == len(b) else float("inf")
 
 
-def fetched(only, models_dir, extra=()):
+def sized(specs):
+    """--size MODEL:INPUT=DIMS[;INPUT=DIMS...]: rows for a fetched model at other input sizes,
+    named MODEL@DIMS, its input-generator arguments with those inputs' dims replaced."""
+    rows = []
+    for spec in specs:
+        name, _, dims = spec.partition(":")
+        base = [m for m in MODELS if m[0] == name]
+        if not base or not dims:
+            sys.exit(f"run.py: --size {spec}: want MODEL:INPUT=DIMS with MODEL one of "
+                     f"{', '.join(m[0] for m in MODELS)}")
+        gen = list(base[0][2])
+        for d in dims.split(";"):
+            inp = d.split("=", 1)[0]
+            hit = [i for i, g in enumerate(gen) if g.split("=", 1)[0] == inp and "=" in g]
+            if not hit or not re.fullmatch(r"[^=]+=\d+(,\d+)*", d):
+                sys.exit(f"run.py: --size {spec}: {name} has no input {inp!r} of given dims, or "
+                         f"{d!r} is not INPUT=D,D,...")
+            gen[hit[0]] = d
+        rows.append((f"{name}@{dims.replace(';', '+')}", base[0][1], gen))
+    return rows
+
+
+def fetched(only, models_dir, extra=(), sizes=()):
     """(name, path, input-generator arguments) of each fetched model that
-    matches `only`, saying which are skipped and why; then each extra model
-    file (--model: named by its file, inputs of its declared shapes)."""
-    for name, file, gen in MODELS + [(os.path.splitext(os.path.basename(p))[0], os.path.abspath(p), [])
-                                     for p in extra]:
+    matches `only`, saying which are skipped and why; then each --size row and
+    each extra model file (--model: named by its file, inputs of its declared
+    shapes)."""
+    for name, file, gen in MODELS + sized(sizes) + [
+            (os.path.splitext(os.path.basename(p))[0], os.path.abspath(p), []) for p in extra]:
         if only and not re.search(only, name):
             continue
         path = file if os.path.isabs(file) else os.path.join(models_dir, file)
@@ -377,6 +400,10 @@ def main():
     ap.add_argument("--model", action="append", default=[],
                     help="also time this model file (repeatable; e.g. an mi-zoo model), inputs of its "
                          "declared shapes; --only filters it by its file name")
+    ap.add_argument("--size", action="append", default=[],
+                    help="also time a fetched model at another input size (repeatable): "
+                         "MODEL:INPUT=D,D,... (';' between inputs), e.g. ppocr-v4-det:x=1,3,640,640; "
+                         "the row is named MODEL@DIMS")
     ap.add_argument("--fix-values", default="",
                     help="inputs (comma list) the new build's mi-run gets as --value NAME=V, not as files")
     ap.add_argument("--quant", default="", help="quantized forms to add: qdq, dynamic, qop (comma list)")
@@ -420,7 +447,7 @@ def main():
                if r.cap else ", vs ONNX Runtime uncapped (its AVX-512 kernels: a plugin-only cap)"), flush=True)
 
     todo = []
-    for name, path, gen in fetched(a.only, models_dir, a.model):
+    for name, path, gen in fetched(a.only, models_dir, a.model, a.size):
         d = os.path.join(tmp, name)
         r.values[path] = dict(gen[k + 1].split("=", 1) for k in range(len(gen) - 1) if gen[k] == "--value")
         try:
