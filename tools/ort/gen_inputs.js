@@ -23,6 +23,24 @@ function npyBytes(descr, dims, data) {
   return Buffer.concat([pre, Buffer.from(header, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]);
 }
 
+// float32 values to float16 bits, rounded to nearest even (a half-precision model's inputs).
+function toHalf(f) {
+  const u = new Uint32Array(f.buffer, f.byteOffset, f.length), h = new Uint16Array(f.length);
+  for (let i = 0; i < f.length; i++) {
+    const x = u[i], sign = (x >>> 16) & 0x8000, e = (x >>> 23) & 0xff, m = x & 0x7fffff;
+    if (e === 0xff) { h[i] = sign | 0x7c00 | (m ? 0x200 : 0); continue; }
+    const he = e - 112; // the half exponent field
+    if (he >= 31) { h[i] = sign | 0x7c00; continue; }
+    let mant = m | 0x800000, shift = he > 0 ? 13 : 14 - he; // subnormals shift further
+    if (shift > 24) { h[i] = sign; continue; }
+    let v = (he > 0 ? (he << 10) : 0) + ((mant >>> shift) & (he > 0 ? 0x3ff : 0x7ff));
+    const rest = mant & ((1 << shift) - 1), half = 1 << (shift - 1);
+    if (rest > half || (rest === half && (v & 1))) v++; // a carry into the exponent is right too
+    h[i] = sign | v;
+  }
+  return h;
+}
+
 async function main() {
   let [model, outDir, ...specs] = process.argv.slice(2);
   const image = specs.includes('--image');
@@ -73,7 +91,7 @@ async function main() {
           d[k] = (v - 0.5) / 0.5; // PaddleOCR normalisation: mean 0.5, std 0.5
         }
       }
-      buf = npyBytes('<f4', dims, d);
+      buf = meta.type === 'float16' ? npyBytes('<f2', dims, toHalf(d)) : npyBytes('<f4', dims, d);
     }
     const f = path.join(outDir, `in${i}.npy`);
     fs.writeFileSync(f, buf);

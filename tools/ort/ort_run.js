@@ -52,9 +52,10 @@ function parseArgs(argv) {
   return o;
 }
 
-// .npy v1/v2 reader and v1 writer for the dtypes models use.
+// .npy v1/v2 reader and v1 writer for the dtypes models use (float16 as its bits, as onnxruntime-node
+// holds it).
 const NPY_TYPES = {
-  '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array],
+  '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<f2': ['float16', Uint16Array],
   '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array], '|i1': ['int8', Int8Array],
   '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array], '<u8': ['uint64', BigUint64Array],
 };
@@ -97,7 +98,7 @@ function zeros(meta) {
   const dims = (meta.shape || []).map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
   const n = dims.reduce((a, b) => a * b, 1);
   const ctor = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array,
-    uint8: Uint8Array, int8: Int8Array, float64: Float64Array }[meta.type] || Float32Array;
+    uint8: Uint8Array, int8: Int8Array, float64: Float64Array, float16: Uint16Array }[meta.type] || Float32Array;
   return new ort.Tensor(meta.type || 'float32', new ctor(n), dims);
 }
 

@@ -72,6 +72,10 @@ MI_API void mi_array_destroy(mi_array_t *a);
 MI_API int64_t mi_array_numel(const mi_array_t *a);
 /** Fills a float32 array with deterministic pseudo-random values in [-1, 1) from `seed`. */
 MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed);
+/** Replaces a float16 array by the float32 array of the same values (exact), as models exported
+ * in half precision are loaded in float32 (docs/onnx.md); any other array is left as it is.
+ * MI_OK, or MI_ERR_OUT_OF_MEMORY with *a unchanged. */
+MI_API int32_t mi_array_widen_half(mi_array_t **a);
 
 /** Reads a .npy file (v1-v3, little-endian float32/float16/int8/uint8/int32/int64/bool,
  * C order). On failure *out is NULL and err names the file and the problem. */

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "metainfer/mi_core.h"
+#include "metainfer/mi_sdk.h"
 
 MI_API size_t mi_dtype_size(int32_t dtype) {
   switch (dtype) {
@@ -118,4 +119,15 @@ MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed) {
     unsigned char *p = a->data;
     for (size_t i = 0; i < a->nbytes; i++) p[i] = (unsigned char)mi_rng_next(&s);
   }
+}
+
+MI_API int32_t mi_array_widen_half(mi_array_t **a) {
+  mi_array_t *w;
+  if (!a || !*a || (*a)->dtype != MI_DTYPE_FLOAT16) return MI_OK;
+  if (!(w = mi_array_create(MI_DTYPE_FLOAT32, (*a)->rank, (*a)->dims))) return MI_ERR_OUT_OF_MEMORY;
+  for (int64_t i = 0, n = mi_array_numel(w); i < n; i++)
+    ((float *)w->data)[i] = mi_sdk_half_to_float(((const uint16_t *)(*a)->data)[i]);
+  mi_array_destroy(*a);
+  *a = w;
+  return MI_OK;
 }

@@ -41,15 +41,16 @@ static inline int32_t mi__onnx_from_dtype(int32_t d) {
   }
 }
 
-/** mi_dtype an ONNX element type is loaded as (DOUBLE and BFLOAT16 become float32; INT4 and
- * UINT4 are unpacked to one INT8 / UINT8 byte a value), or MI_DTYPE_UNDEFINED when we do not
- * support it. */
+/** mi_dtype an ONNX element type is loaded as (DOUBLE, FLOAT16 and BFLOAT16 become float32: a
+ * model exported in half precision is held and computed in float32, as a CPU without half
+ * arithmetic runs it; INT4 and UINT4 are unpacked to one INT8 / UINT8 byte a value), or
+ * MI_DTYPE_UNDEFINED when we do not support it. */
 static inline int32_t mi__dtype_from_onnx(int32_t e) {
   switch (e) {
   case MI__ONNX_FLOAT:
   case MI__ONNX_DOUBLE:
+  case MI__ONNX_FLOAT16:
   case MI__ONNX_BFLOAT16: return MI_DTYPE_FLOAT32;
-  case MI__ONNX_FLOAT16: return MI_DTYPE_FLOAT16;
   case MI__ONNX_INT8:
   case MI__ONNX_INT4: return MI_DTYPE_INT8;
   case MI__ONNX_UINT8:

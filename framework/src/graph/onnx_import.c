@@ -276,6 +276,10 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT:
     m.type = MI_ATTR_INT;
     m.i = a->i;
+    /* a Cast to a float type held as float32 (onnx_dtype.h) is a Cast to float32 */
+    if (!strcmp(n->op_type, "Cast") && !strcmp(m.name, "to") && m.i > 0 && m.i <= INT32_MAX &&
+        mi__dtype_from_onnx((int32_t)m.i) == MI_DTYPE_FLOAT32)
+      m.i = MI__ONNX_FLOAT;
     break;
   case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT:
     m.type = MI_ATTR_FLOAT;

@@ -1,6 +1,7 @@
 /* onnx_tensor.c - decodes ONNX TensorProto values: raw_data, the typed repeated fields, and
  * external data files confined to the model's directory. INT4 / UINT4 (two values a byte, low
- * nibble first) are unpacked to one INT8 / UINT8 byte a value. */
+ * nibble first) are unpacked to one INT8 / UINT8 byte a value; DOUBLE, FLOAT16 and BFLOAT16
+ * values become float32 (onnx_dtype.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "graph/onnx_dtype.h"
 #include "graph/onnx_internal.h"
+#include "metainfer/mi_sdk.h"
 
 /* Bytes per element as ONNX stores them (before our conversions). */
 static size_t onnx_elem_size(int32_t e) {
@@ -54,11 +56,11 @@ static void convert_raw(int32_t e, const uint8_t *src, int64_t count, void *dst)
       memcpy(&d, src + 8 * i, 8);
       ((float *)dst)[i] = (float)d;
     }
-  } else if (e == MI__ONNX_BFLOAT16) {
+  } else if (e == MI__ONNX_BFLOAT16 || e == MI__ONNX_FLOAT16) {
     for (int64_t i = 0; i < count; i++) {
       uint16_t h;
       memcpy(&h, src + 2 * i, 2);
-      ((float *)dst)[i] = bf16_to_f32(h);
+      ((float *)dst)[i] = e == MI__ONNX_FLOAT16 ? mi_sdk_half_to_float(h) : bf16_to_f32(h);
     }
   } else if (is_4bit(e)) {
     for (int64_t i = 0; i < count; i++) ((uint8_t *)dst)[i] = nibble(e, src, i);
@@ -249,7 +251,7 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
         int32_t x = tp->int32_data[i];
         if (e == MI__ONNX_INT32) ((int32_t *)data)[i] = x;
         else if (e == MI__ONNX_FLOAT16)
-          ((uint16_t *)data)[i] = (uint16_t)x;
+          ((float *)data)[i] = mi_sdk_half_to_float((uint16_t)x);
         else if (e == MI__ONNX_BFLOAT16)
           ((float *)data)[i] = bf16_to_f32((uint16_t)x);
         else if (e == MI__ONNX_BOOL)
