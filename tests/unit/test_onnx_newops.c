@@ -1,7 +1,8 @@
 /* test_onnx_newops.c - hand-encoded ONNX models using the ops added for real exports (Split in
  * its opset-11 and opset-18 forms, Einsum, TopK, ReduceLogSumExp with an axes input,
  * DepthToSpace CRD) import with their attributes, infer the shapes the run produces and give
- * values worked out by hand. The protobuf writer here is independent of the importer. */
+ * values worked out by hand; the opsets taken (7..25) and refused. The protobuf writer here is
+ * independent of the importer. */
 #include "test_ref_common.h"
 
 #include "test_pb.h"
@@ -103,9 +104,40 @@ static void test_opset18(void) {
   mi_graph_destroy(gr);
 }
 
+/* Opsets 22-25 load (they changed no semantics of the ops here) and run; 6 and 26 are refused
+ * with the supported range named. */
+static void test_opset_range(void) {
+  static pb_t g, n;
+  int64_t d[2] = {1, 2};
+  g.n = 0;
+  pb_value_f32(&g, 11, "x", 2, d, NULL);
+  pb_node(&n, "Relu", NULL, "x", "y");
+  put_msg(&g, 1, &n);
+  pb_value_f32(&g, 12, "y", 2, d, NULL);
+  for (int64_t opset = 22; opset <= 25; opset++) {
+    mi_graph_t *gr = load_model(&g, opset);
+    if (!gr) continue;
+    mi_array_t *x = arr_f32(2, d, (float[]){-1, 2}), *y[1];
+    infer_and_run(gr, x, y);
+    if (y[0]) expect_f32("Relu at a late opset", y[0], 2, d, (float[]){0, 2}, 0);
+    mi_array_destroy(y[0]);
+    mi_array_destroy(x);
+    mi_graph_destroy(gr);
+  }
+  for (int64_t opset = 6; opset <= 26; opset += 20) {
+    const pb_t *m = pb_model(&g, opset);
+    mi_graph_t *gr = NULL;
+    mi_error_t err = {0};
+    CHECK(mi_onnx_load_buffer(m->d, m->n, NULL, &gr, &err) == MI_ERR_UNSUPPORTED && !gr &&
+              strstr(err.message, "supported: 7..25"),
+          "opset %lld refused: %s", (long long)opset, err.message);
+  }
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_opset11),
     TU_CASE(test_opset18),
+    TU_CASE(test_opset_range),
 };
 
 TU_MAIN(NULL, NULL)
