@@ -247,6 +247,8 @@ static const mi__si_op_t ops[] = {
     {"Pad", mi__si_pad},
     {"Size", mi__si_size},
     {"LSTM", mi__si_lstm},
+    {"GRU", mi__si_gru},
+    {"RNN", mi__si_gru},
     /* select */
     {"ArgMax", mi__si_argminmax},
     {"ArgMin", mi__si_argminmax},

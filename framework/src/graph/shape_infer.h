@@ -111,6 +111,9 @@ int32_t mi__si_loop_op(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_pad(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_size(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_lstm(mi__si_t *c, const mi_node_t *n);
+/* shape_infer_rnn.c: GRU and RNN (Y, Y_h), and the recurrent ops' shapes by layout */
+int32_t mi__si_gru(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_recurrent(mi__si_t *c, const mi_node_t *n, int32_t outputs);
 /* select: ArgMax, TopK, ... */
 int32_t mi__si_argminmax(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_topk(mi__si_t *c, const mi_node_t *n);

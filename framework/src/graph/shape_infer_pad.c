@@ -56,19 +56,4 @@ int32_t mi__si_size(mi__si_t *c, const mi_node_t *n) {
   return MI_OK;
 }
 
-int32_t mi__si_lstm(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = mi__si_need(c, n, 3);
-  if (rc) return rc;
-  const mi_tensor_t *x = mi__si_in(c, n, 0);
-  int64_t H = mi_node_attr_int(n, "hidden_size", 0);
-  int64_t dirs = strcmp(mi_node_attr_string(n, "direction", "forward"), "bidirectional") == 0 ? 2 : 1;
-  if (H <= 0) return mi__si_fail(c, n, MI_ERR_PARSE, "hidden_size must be positive");
-  if (x->rank >= 0 && x->rank != 3)
-    return mi__si_fail(c, n, MI_ERR_PARSE, "X has rank %d, expected 3", (int)x->rank);
-  int64_t S = x->rank == 3 ? x->dims[0] : MI_DIM_DYNAMIC, N = x->rank == 3 ? x->dims[1] : MI_DIM_DYNAMIC;
-  int64_t y[4] = {S, dirs, N, H}, h[3] = {dirs, N, H};
-  mi__si_set(c, n, 0, x->dtype, 4, y);
-  mi__si_set(c, n, 1, x->dtype, 3, h);
-  mi__si_set(c, n, 2, x->dtype, 3, h);
-  return MI_OK;
-}
+int32_t mi__si_lstm(mi__si_t *c, const mi_node_t *n) { return mi__si_recurrent(c, n, 3); }

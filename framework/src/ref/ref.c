@@ -101,6 +101,8 @@ static const ref_op_t REF_OPS[] = {
     {"Pad", mi__ref_pad},
     {"Size", mi__ref_size},
     {"LSTM", mi__ref_lstm},
+    {"GRU", mi__ref_gru},
+    {"RNN", mi__ref_rnn},
     {"ReduceProd", mi__ref_reduce},
     {"ReduceL2", mi__ref_reduce},
     {"ReduceLogSumExp", mi__ref_reduce},

@@ -144,6 +144,7 @@ mi__ref_kernel_fn mi__ref_matmul_nbits;                             /* ref_nbits
 mi__ref_kernel_fn mi__ref_if, mi__ref_loop, mi__ref_scan;           /* ref_control.c */
 mi__ref_kernel_fn mi__ref_pad, mi__ref_size;                        /* ref_pad.c */
 mi__ref_kernel_fn mi__ref_lstm;                                     /* ref_rnn.c */
+mi__ref_kernel_fn mi__ref_gru, mi__ref_rnn;                         /* ref_gru.c */
 mi__ref_kernel_fn mi__ref_einsum;                                   /* ref_einsum.c */
 mi__ref_kernel_fn mi__ref_argminmax, mi__ref_topk, mi__ref_nonzero; /* ref_select.c */
 mi__ref_kernel_fn mi__ref_split, mi__ref_trilu, mi__ref_depth_space,
