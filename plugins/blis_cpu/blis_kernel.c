@@ -113,6 +113,8 @@ static const struct {
     {"QLinearAveragePool", mi__blis_prep_qavgpool},
     {"QLinearWhere", mi__blis_prep_qwhere},
     {"LSTM", mi__blis_prep_lstm},
+    {"GRU", mi__blis_prep_gru},
+    {"RNN", mi__blis_prep_gru},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 

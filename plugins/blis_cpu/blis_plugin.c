@@ -70,7 +70,8 @@ static const char *const direct_ops[] = {
     "Trilu", "Mod", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
     "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM",
     "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool", "QLinearWhere",
-    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+    "GRU", "RNN"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
