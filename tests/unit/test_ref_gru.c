@@ -1,7 +1,8 @@
 /* test_ref_gru.c - the reference GRU and RNN against values worked out by hand (a one-step GRU
  * with both linear_before_reset values; two steps bidirectional and reverse on a batch of two in
  * layouts 0 and 1; a one-step RNN; a shorter sequence_lens), shape inference agreeing with the
- * run (LSTM's layout 1 too), and refusals as one line naming the node. */
+ * run, LSTM's layout 1 (shapes, and values equal to layout 0's on transposed inputs), and
+ * refusals as one line naming the node. */
 #include <math.h>
 
 #include "test_ref_common.h"
@@ -156,23 +157,79 @@ static void test_refusals(void) {
   for (int k = 0; k < 2; k++) mi_array_destroy(ins[k]);
 }
 
-/* LSTM with layout 1: X [N, S, I] gives Y [N, S, D, H] and Y_h, Y_c [N, D, H]. */
-static void test_lstm_layout_shapes(void) {
-  int64_t xd[3] = {2, 3, 1}, wd[3] = {1, 4, 1}, rd[3] = {1, 4, 5}, yd[4] = {2, 3, 1, 5}, hd[3] = {2, 1, 5};
-  float w[4] = {0}, r[20] = {0};
+/* A bidirectional LSTM (hidden 5, input 2) on X in the layout given; W, R, B and the initial
+ * states fixed patterns; outputs Y, Y_h, Y_c. */
+static mi_graph_t *lstm_graph(int layout, const int64_t *xd) {
+  int64_t wd[3] = {2, 20, 2}, rd[3] = {2, 20, 5}, bd[2] = {2, 40};
+  int64_t hd[3] = {layout ? xd[0] : 2, layout ? 2 : xd[1], 5};
+  float w[80], r[200], b[80];
+  for (int i = 0; i < 200; i++) r[i] = 0.05f * (float)((i * 7) % 13 - 6);
+  for (int i = 0; i < 80; i++) w[i] = 0.1f * (float)((i * 5) % 11 - 5), b[i] = 0.02f * (float)(i % 9 - 4);
   mi_graph_t *g = mi_graph_create("lstm");
-  mi_error_t err = {0};
-  int32_t in[3] = {tin(g, "x", MI_DTYPE_FLOAT32, 3, xd), mi_graph_add_const_f32(g, "W", 3, wd, w),
-                   mi_graph_add_const_f32(g, "R", 3, rd, r)};
+  g->opset = 14;
+  int32_t in[7] = {tin(g, "x", MI_DTYPE_FLOAT32, 3, xd), mi_graph_add_const_f32(g, "W", 3, wd, w),
+                   mi_graph_add_const_f32(g, "R", 3, rd, r), mi_graph_add_const_f32(g, "B", 2, bd, b), -1,
+                   tin(g, "h0", MI_DTYPE_FLOAT32, 3, hd), tin(g, "c0", MI_DTYPE_FLOAT32, 3, hd)};
   int32_t outs[3] = {tval(g, "Y"), tval(g, "Yh"), tval(g, "Yc")};
-  int32_t node = mi_graph_add_node(g, "LSTM", "lstm", 3, in, 3, outs);
+  int32_t node = mi_graph_add_node(g, "LSTM", "lstm", 7, in, 3, outs);
   mi_node_set_int(g, node, "hidden_size", 5);
-  mi_node_set_int(g, node, "layout", 1);
-  CHECK(mi_graph_infer_shapes(g, &err) == MI_OK, "infer: %s", err.message);
-  CHECK(g->tensors[outs[0]].rank == 4 && !memcmp(g->tensors[outs[0]].dims, yd, sizeof yd), "LSTM layout 1 Y");
+  mi_node_set_string(g, node, "direction", "bidirectional");
+  mi_node_set_int(g, node, "layout", layout);
+  for (int k = 0; k < 3; k++) mi_graph_add_output(g, outs[k]);
+  return g;
+}
+
+/* LSTM with layout 1: X [N, S, I] gives Y [N, S, D, H] and Y_h, Y_c [N, D, H] (inferred and run),
+ * the values of layout 0 on the transposed inputs, transposed. */
+static void test_lstm_layout(void) {
+  const int64_t N = 2, S = 3, D = 2, H = 5;
+  int64_t x1d[3] = {N, S, 2}, x0d[3] = {S, N, 2}, h1d[3] = {N, D, H}, h0d[3] = {D, N, H};
+  int64_t yd[4] = {N, S, D, H};
+  float x1[12], x0[12], s1[20], s0[20], c1[20], c0[20];
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t t = 0; t < S; t++)
+      for (int64_t i = 0; i < 2; i++) x1[(n * S + t) * 2 + i] = x0[(t * N + n) * 2 + i] = 0.3f * (float)(n - t) + 0.2f * (float)i;
+  for (int64_t n = 0; n < N; n++)
+    for (int64_t d = 0; d < D; d++)
+      for (int64_t j = 0; j < H; j++) {
+        s1[(n * D + d) * H + j] = s0[(d * N + n) * H + j] = 0.1f * (float)(j - d) - 0.05f * (float)n;
+        c1[(n * D + d) * H + j] = c0[(d * N + n) * H + j] = 0.2f * (float)(n + d) - 0.03f * (float)j;
+      }
+  mi_graph_t *g1 = lstm_graph(1, x1d), *g0 = lstm_graph(0, x0d);
+  mi_error_t err = {0};
+  CHECK(mi_graph_infer_shapes(g1, &err) == MI_OK, "infer: %s", err.message);
+  const mi_tensor_t *ty = &g1->tensors[g1->outputs[0]];
+  CHECK(ty->rank == 4 && !memcmp(ty->dims, yd, sizeof yd), "LSTM layout 1: inferred Y [N, S, D, H]");
   for (int k = 1; k < 3; k++)
-    CHECK(g->tensors[outs[k]].rank == 3 && !memcmp(g->tensors[outs[k]].dims, hd, sizeof hd), "LSTM layout 1 state");
-  mi_graph_destroy(g);
+    CHECK(g1->tensors[g1->outputs[k]].rank == 3 && !memcmp(g1->tensors[g1->outputs[k]].dims, h1d, sizeof h1d),
+          "LSTM layout 1: inferred state %d [N, D, H]", k);
+  mi_array_t *in1[3] = {arr_f32(3, x1d, x1), arr_f32(3, h1d, s1), arr_f32(3, h1d, c1)};
+  mi_array_t *in0[3] = {arr_f32(3, x0d, x0), arr_f32(3, h0d, s0), arr_f32(3, h0d, c0)};
+  mi_array_t *o1[3] = {NULL, NULL, NULL}, *o0[3] = {NULL, NULL, NULL};
+  CHECK(mi_ref_run(g1, (const mi_array_t *const *)in1, 3, o1, 3, &err) == MI_OK, "layout 1 run: %s", err.message);
+  CHECK(mi_ref_run(g0, (const mi_array_t *const *)in0, 3, o0, 3, &err) == MI_OK, "layout 0 run: %s", err.message);
+  if (o1[0] && o0[0]) {
+    float want[60], wh[2][20];
+    const float *y0 = o0[0]->data;
+    for (int64_t n = 0; n < N; n++)
+      for (int64_t t = 0; t < S; t++)
+        for (int64_t d = 0; d < D; d++)
+          for (int64_t j = 0; j < H; j++) want[((n * S + t) * D + d) * H + j] = y0[((t * D + d) * N + n) * H + j];
+    for (int k = 0; k < 2; k++)
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t d = 0; d < D; d++)
+          for (int64_t j = 0; j < H; j++)
+            wh[k][(n * D + d) * H + j] = ((const float *)o0[k + 1]->data)[(d * N + n) * H + j];
+    expect_f32("LSTM layout 1 Y", o1[0], 4, yd, want, 0);
+    expect_f32("LSTM layout 1 Y_h", o1[1], 3, h1d, wh[0], 0);
+    expect_f32("LSTM layout 1 Y_c", o1[2], 3, h1d, wh[1], 0);
+  }
+  for (int k = 0; k < 3; k++) {
+    mi_array_destroy(in1[k]), mi_array_destroy(in0[k]);
+    mi_array_destroy(o1[k]), mi_array_destroy(o0[k]);
+  }
+  mi_graph_destroy(g1);
+  mi_graph_destroy(g0);
 }
 
 static const tu_case_t tu_cases[] = {
@@ -180,7 +237,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(test_bidirectional_layouts),
     TU_CASE(test_sequence_lens),
     TU_CASE(test_refusals),
-    TU_CASE(test_lstm_layout_shapes),
+    TU_CASE(test_lstm_layout),
 };
 
 TU_MAIN(NULL, NULL)
