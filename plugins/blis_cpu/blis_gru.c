@@ -1,6 +1,6 @@
 /* blis_gru.c - GRU (linear_before_reset 0 and 1) and RNN on the device: forward, reverse and
- * bidirectional, layout 0 and 1, optional B and initial_h, the default activations (GRU Sigmoid
- * and Tanh, RNN Tanh). Every step's input projection is one BLIS sgemm for all directions;
+ * bidirectional, layout 0 and 1, optional B and initial_h, activations Sigmoid, Tanh or Relu
+ * (defaults: GRU Sigmoid and Tanh, RNN Tanh). Every step's input projection is one BLIS sgemm for all directions;
  * each step's h * R^T runs over R^T packed at prepare in column blocks held in registers. */
 #include <immintrin.h>
 #include <string.h>
@@ -17,6 +17,7 @@ typedef struct gru_state {
   int gru, lbr, reverse, layout;
   int wt; /* 1: W constant, kept transposed [I][D*G] after the scratch */
   int32_t simd;
+  int32_t act[2][2]; /* per direction: f, g (RNN: f only), MI__ACT_* */
 } gru_state_t;
 
 static int64_t pad16(int64_t v) { return (v + 15) / 16 * 16; }
@@ -135,7 +136,7 @@ static void run_row(const gru_task_t *tk, int64_t d, int64_t n, float *sc) {
       const float *rzr = pk, *rhh = rzr + H * Zp, *bzr = rhh + H * Hp, *bxh = bzr + Zp, *brh = bxh + Hp;
       for (int64_t j = 0; j < 2 * H; j++) a[j] = gx[j] + bzr[j];
       rec(c->simd, rzr, h, a, H, Zp);
-      act(c->simd, MI__ACT_SIGMOID, a, 2 * H); /* z, r */
+      act(c->simd, c->act[d][0], a, 2 * H); /* z, r */
       if (c->lbr) {
         memcpy(b, brh, (size_t)H * sizeof *b);
         rec(c->simd, rhh, h, b, H, Hp);
@@ -144,13 +145,13 @@ static void run_row(const gru_task_t *tk, int64_t d, int64_t n, float *sc) {
         for (int64_t j = 0; j < H; j++) rh[j] = a[H + j] * h[j], b[j] = gx[2 * H + j] + bxh[j];
         rec(c->simd, rhh, rh, b, H, Hp);
       }
-      act(c->simd, MI__ACT_TANH, b, H);
+      act(c->simd, c->act[d][1], b, H);
       for (int64_t j = 0; j < H; j++) h[j] = (1.0f - a[j]) * b[j] + a[j] * h[j];
     } else {
       const float *bias = pk + H * Hp;
       for (int64_t j = 0; j < H; j++) b[j] = gx[j] + bias[j];
       rec(c->simd, pk, h, b, H, Hp);
-      act(c->simd, MI__ACT_TANH, b, H);
+      act(c->simd, c->act[d][0], b, H);
       memcpy(h, b, (size_t)H * sizeof *h);
     }
     if (c->y >= 0) {
@@ -200,6 +201,39 @@ static const mi_tensor_desc_t *f32_dims(mi__blis_prep_t *p, int32_t idx, int32_t
   return t;
 }
 
+/* Whether p[0..len) is `lower` up to ASCII case, as the reference reads activation names. */
+static int name_is(const char *p, size_t len, const char *lower) {
+  if (strlen(lower) != len) return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]) != lower[i]) return 0;
+  return 1;
+}
+
+/* `activations` (the names joined by ',', as the importer keeps them) into act[direction][f, g]:
+ * nact names a direction, or nact for both; 0 for a name other than Sigmoid, Tanh or Relu. */
+static int read_acts(const mi_node_desc_t *n, int nact, int64_t D, int32_t act[2][2]) {
+  static const char *const names[3] = {"sigmoid", "tanh", "relu"};
+  static const int32_t kinds[3] = {MI__ACT_SIGMOID, MI__ACT_TANH, MI__ACT_RELU};
+  const mi_attr_t *a = mi_sdk_attr(n, "activations");
+  int32_t got[4];
+  int k = 0;
+  for (int d = 0; d < 2; d++) act[d][0] = nact == 2 ? MI__ACT_SIGMOID : MI__ACT_TANH, act[d][1] = MI__ACT_TANH;
+  if (!a) return 1;
+  if (a->type != MI_ATTR_STRING || !a->s) return 0;
+  for (const char *p = a->s;; p++) {
+    size_t len = strcspn(p, ",");
+    int j = 0;
+    while (j < 3 && !name_is(p, len, names[j])) j++;
+    if (j == 3 || k == 4) return 0;
+    got[k++] = kinds[j];
+    p += len;
+    if (!*p) break;
+  }
+  if (k != nact && k != nact * D) return 0;
+  for (int i = 0; i < nact * D; i++) act[i / nact][i % nact] = got[i % k];
+  return 1;
+}
+
 int32_t mi__blis_prep_gru(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *rt, *bt = NULL;
@@ -212,13 +246,15 @@ int32_t mi__blis_prep_gru(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   gru_state_t *c;
   if (D == 1 && !reverse && strcmp(ds, "forward") != 0) return mi__blis_unsupported(err, n, "unknown direction");
   if (layout != 0 && layout != 1) return mi__blis_unsupported(err, n, "layout is not 0 or 1");
-  if (mi_sdk_attr(n, "clip") || mi_sdk_attr(n, "activations") || mi_sdk_attr(n, "activation_alpha") ||
-      mi_sdk_attr(n, "activation_beta"))
-    return mi__blis_unsupported(err, n, "only the default activations, no clip");
+  int32_t acts[2][2];
+  if (mi_sdk_attr(n, "clip") || mi_sdk_attr(n, "activation_alpha") || mi_sdk_attr(n, "activation_beta") ||
+      !read_acts(n, gru ? 2 : 1, D, acts))
+    return mi__blis_unsupported(err, n, "only Sigmoid, Tanh and Relu activations, no clip");
   if (mi__blis_in(n, 4) >= 0) return mi__blis_unsupported(err, n, "sequence_lens is not run");
   if (!x || x->dtype != MI_DTYPE_FLOAT32 || x->rank != 3 || H <= 0)
     return mi__blis_unsupported(err, n, "X must be FLOAT32 of rank 3 and hidden_size positive");
   const int64_t S = x->dims[layout ? 1 : 0], N = x->dims[layout ? 0 : 1], I = x->dims[2];
+  if (S <= 0 || N <= 0 || I <= 0) return mi__blis_unsupported(err, n, "X must have known, non-zero dims");
   int64_t dw[3] = {D, G, I}, dr[3] = {D, G, H}, db[2] = {D, 2 * G};
   int64_t dh[3] = {layout ? N : D, layout ? D : N, H}, dy0[4] = {S, D, N, H}, dy1[4] = {N, S, D, H};
   if (!f32_dims(p, mi__blis_in(n, 1), 3, dw) || !(rt = f32_dims(p, mi__blis_in(n, 2), 3, dr)) ||
@@ -241,6 +277,7 @@ int32_t mi__blis_prep_gru(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   c->gru = gru, c->reverse = reverse, c->layout = (int)layout;
   c->lbr = gru && mi_sdk_attr_int(n, "linear_before_reset", 0) != 0;
   c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  memcpy(c->act, acts, sizeof acts);
   c->pack = gru ? H * c->Zp + H * c->Hp + c->Zp + 2 * c->Hp : H * c->Hp + c->Hp;
   c->scratch = 3 * c->Hp + c->Zp;
   c->wt = mi__blis_is_const(p, c->w);

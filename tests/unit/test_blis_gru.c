@@ -2,7 +2,8 @@
  * bidirectional; layout 0 and 1; with and without bias and initial_h; batch 1 and 3; hidden sizes
  * across the packed blocks' edges) through a session with host fallback off, Y and Y_h against the
  * reference interpreter, on each SIMD level (MI_BLIS_MAX_SIMD caps it); and the refusals (clip,
- * sequence_lens) come back as MI_ERR_UNSUPPORTED naming the node, so the host runs them. */
+ * sequence_lens, Softsign) come back as MI_ERR_UNSUPPORTED naming the node, so the host runs them;
+ * Relu and named activations run (what PyTorch's RNN export writes). */
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -28,6 +29,7 @@ typedef struct gru_case {
   const char *op, *dir;
   int64_t S, N, I, H;
   int lbr, layout, bias, init, clip, seqlens;
+  const char *acts; /* `activations` as the importer keeps it (joined by ','), or NULL */
 } gru_case_t;
 
 /* Y, Y_h = GRU/RNN(X, W, R, [B], [sequence_lens], [h0]); X and h0 are graph inputs. */
@@ -65,6 +67,7 @@ static mi_graph_t *gru_graph(const gru_case_t *c) {
   if (c->lbr) mi_node_set_int(g, node, "linear_before_reset", 1);
   if (c->layout) mi_node_set_int(g, node, "layout", 1);
   if (c->clip) mi_node_set_float(g, node, "clip", 3.0f);
+  if (c->acts) mi_node_set_string(g, node, "activations", c->acts);
   for (int i = 0; i < 2; i++) mi_graph_add_output(g, out[i]);
   return g;
 }
@@ -107,25 +110,29 @@ static int32_t run_case(mi_plugin_t *p, const gru_case_t *c, double *worst, mi_e
 }
 
 static const gru_case_t cases[] = {
-    {"GRU", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0},
-    {"GRU", "forward", 5, 1, 7, 16, 1, 0, 1, 1, 0, 0},
-    {"GRU", "forward", 1, 1, 3, 64, 1, 0, 1, 0, 0, 0},
-    {"GRU", "reverse", 4, 3, 5, 9, 0, 0, 0, 1, 0, 0},
-    {"GRU", "reverse", 4, 3, 5, 9, 1, 1, 1, 1, 0, 0},
-    {"GRU", "bidirectional", 6, 2, 8, 24, 1, 0, 1, 1, 0, 0},
-    {"GRU", "bidirectional", 6, 2, 8, 24, 0, 1, 1, 1, 0, 0},
-    {"GRU", "bidirectional", 3, 1, 24, 5, 1, 1, 0, 0, 0, 0},
-    {"GRU", "forward", 4, 1, 6, 150, 0, 0, 1, 1, 0, 0}, /* z|r 304 wide: blocks 128, 128, 48 */
-    {"GRU", "bidirectional", 3, 3, 4, 70, 1, 1, 1, 1, 0, 0},
-    {"RNN", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0},
-    {"RNN", "reverse", 4, 3, 5, 9, 0, 1, 0, 1, 0, 0},
-    {"RNN", "bidirectional", 6, 2, 8, 130, 0, 0, 1, 1, 0, 0},
-    {"RNN", "bidirectional", 3, 2, 8, 33, 0, 1, 1, 0, 0, 0},
+    {"GRU", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0, NULL},
+    {"GRU", "forward", 5, 1, 7, 16, 1, 0, 1, 1, 0, 0, NULL},
+    {"GRU", "forward", 1, 1, 3, 64, 1, 0, 1, 0, 0, 0, NULL},
+    {"GRU", "reverse", 4, 3, 5, 9, 0, 0, 0, 1, 0, 0, NULL},
+    {"GRU", "reverse", 4, 3, 5, 9, 1, 1, 1, 1, 0, 0, NULL},
+    {"GRU", "bidirectional", 6, 2, 8, 24, 1, 0, 1, 1, 0, 0, NULL},
+    {"GRU", "bidirectional", 6, 2, 8, 24, 0, 1, 1, 1, 0, 0, NULL},
+    {"GRU", "bidirectional", 3, 1, 24, 5, 1, 1, 0, 0, 0, 0, NULL},
+    {"GRU", "forward", 4, 1, 6, 150, 0, 0, 1, 1, 0, 0, NULL}, /* z|r 304 wide: blocks 128, 128, 48 */
+    {"GRU", "bidirectional", 3, 3, 4, 70, 1, 1, 1, 1, 0, 0, NULL},
+    {"RNN", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0, NULL},
+    {"RNN", "reverse", 4, 3, 5, 9, 0, 1, 0, 1, 0, 0, NULL},
+    {"RNN", "bidirectional", 6, 2, 8, 130, 0, 0, 1, 1, 0, 0, NULL},
+    {"RNN", "bidirectional", 3, 2, 8, 33, 0, 1, 1, 0, 0, 0, NULL},
+    {"RNN", "bidirectional", 5, 2, 8, 40, 0, 0, 1, 1, 0, 0, "relu"},
+    {"RNN", "bidirectional", 5, 1, 8, 20, 0, 1, 1, 1, 0, 0, "Relu,Sigmoid"},
+    {"GRU", "bidirectional", 4, 2, 6, 24, 1, 0, 1, 1, 0, 0, "Sigmoid,Tanh,Sigmoid,Relu"},
 };
 static const gru_case_t refused[] = {
-    {"GRU", "forward", 3, 1, 4, 8, 0, 0, 1, 1, 1, 0}, /* clip */
-    {"GRU", "forward", 3, 2, 4, 8, 1, 0, 1, 1, 0, 1}, /* sequence_lens */
-    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 1}, /* sequence_lens */
+    {"GRU", "forward", 3, 1, 4, 8, 0, 0, 1, 1, 1, 0, NULL},       /* clip */
+    {"GRU", "forward", 3, 2, 4, 8, 1, 0, 1, 1, 0, 1, NULL},       /* sequence_lens */
+    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 1, NULL},       /* sequence_lens */
+    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 0, "Softsign"}, /* activation */
 };
 
 static void all_blis_gru(void) {
@@ -159,7 +166,8 @@ static void all_blis_gru(void) {
       double e;
       int32_t rc = run_case(p, &refused[i], &e, &err);
       CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "blis-cpu") && strstr(err.message, "'rnn_node'") &&
-                strstr(err.message, refused[i].clip ? "clip" : "sequence_lens") && !strchr(err.message, '\n'),
+                strstr(err.message, refused[i].clip || refused[i].acts ? "clip" : "sequence_lens") &&
+                !strchr(err.message, '\n'),
             "refusal %zu: rc %d: %s", i, (int)rc, err.message);
     }
     mi_registry_destroy(reg);

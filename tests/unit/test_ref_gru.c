@@ -1,9 +1,10 @@
 /* test_ref_gru.c - the reference GRU and RNN against values worked out by hand (a one-step GRU
  * with both linear_before_reset values; two steps bidirectional and reverse on a batch of two in
- * layouts 0 and 1; a one-step RNN; a shorter sequence_lens), shape inference agreeing with the
+ * layouts 0 and 1; a one-step RNN, with Relu too; a shorter sequence_lens), shape inference agreeing with the
  * run, LSTM's layout 1 (shapes, and values equal to layout 0's on transposed inputs), and
  * refusals as one line naming the node. */
 #include <math.h>
+#include <unistd.h>
 
 #include "test_ref_common.h"
 
@@ -18,6 +19,7 @@ typedef struct gcase {
   int64_t S, N, layout, lbr;
   const float *x, *h0; /* in the layout's order */
   const int32_t *lens; /* NULL: no sequence_lens */
+  const char *acts;    /* `activations` as the importer keeps it (joined by ','), or NULL */
 } gcase_t;
 
 /* One GRU/RNN node (hidden 1, input 1) named "rnn_node"; X and h0 graph inputs; Y and Y_h. */
@@ -52,6 +54,7 @@ static mi_graph_t *build(const gcase_t *c, int32_t *node) {
   mi_node_set_string(g, *node, "direction", c->dir);
   if (c->layout) mi_node_set_int(g, *node, "layout", 1);
   if (c->lbr) mi_node_set_int(g, *node, "linear_before_reset", 1);
+  if (c->acts) mi_node_set_string(g, *node, "activations", c->acts);
   mi_graph_add_output(g, outs[0]), mi_graph_add_output(g, outs[1]);
   return g;
 }
@@ -84,13 +87,18 @@ static void check(const char *what, const gcase_t *c, const float *want_y, const
 static void test_one_step(void) {
   const float x = 0.8f, h0 = 0.6f, want[2] = {0.69693078f, 0.69403705f};
   for (int lbr = 0; lbr < 2; lbr++) {
-    gcase_t c = {"GRU", "forward", 1, 1, 0, lbr, &x, &h0, NULL};
+    gcase_t c = {"GRU", "forward", 1, 1, 0, lbr, &x, &h0, NULL, NULL};
     check(lbr ? "GRU 1 step, linear_before_reset 1" : "GRU 1 step, linear_before_reset 0", &c, &want[lbr],
           &want[lbr]);
   }
   const float rnn = 0.79319910f; /* tanh(0.5*0.8 + 0.3*0.6 + 0.1 + 0.4) */
-  gcase_t c = {"RNN", "forward", 1, 1, 0, 0, &x, &h0, NULL};
+  gcase_t c = {"RNN", "forward", 1, 1, 0, 0, &x, &h0, NULL, NULL};
   check("RNN 1 step", &c, &rnn, &rnn);
+  const float relu = 1.08f; /* Relu(1.08), as PyTorch's nonlinearity='relu' exports it */
+  gcase_t cr = {"RNN", "forward", 1, 1, 0, 0, &x, &h0, NULL, "relu"};
+  check("RNN 1 step, relu", &cr, &relu, &relu);
+  gcase_t cg = {"GRU", "forward", 1, 1, 0, 1, &x, &h0, NULL, "sigmoid,Tanh"};
+  check("GRU 1 step, activations named", &cg, &want[1], &want[1]);
 }
 
 /* Two steps, batch 2: X[n][t] = {{0.8, -0.5}, {0.3, 1.2}}, h0[d][n] = {{0.6, -0.2}, {0.1, 0.4}};
@@ -108,13 +116,13 @@ static void test_bidirectional_layouts(void) {
                                   {0.26877852f, 0.37316226f, 0.34499034f, 0.64696389f}};
   for (int lbr = 0; lbr < 2; lbr++) {
     const float h1w[4] = {h0w[lbr][0], h0w[lbr][2], h0w[lbr][1], h0w[lbr][3]};
-    gcase_t a = {"GRU", "bidirectional", 2, 2, 0, lbr, x0, h00, NULL};
-    gcase_t b = {"GRU", "bidirectional", 2, 2, 1, lbr, x1, h01, NULL};
+    gcase_t a = {"GRU", "bidirectional", 2, 2, 0, lbr, x0, h00, NULL, NULL};
+    gcase_t b = {"GRU", "bidirectional", 2, 2, 1, lbr, x1, h01, NULL, NULL};
     check(lbr ? "bidirectional layout 0 lbr 1" : "bidirectional layout 0 lbr 0", &a, y0[lbr], h0w[lbr]);
     check(lbr ? "bidirectional layout 1 lbr 1" : "bidirectional layout 1 lbr 0", &b, y1[lbr], h1w);
     /* reverse alone: direction 1's values; Y_h is the value at t = 0 */
     const float yr[4] = {y0[lbr][2], y0[lbr][3], y0[lbr][6], y0[lbr][7]}, hr[2] = {y0[lbr][2], y0[lbr][3]};
-    gcase_t r = {"GRU", "reverse", 2, 2, 0, lbr, x0, h00 + 2, NULL};
+    gcase_t r = {"GRU", "reverse", 2, 2, 0, lbr, x0, h00 + 2, NULL, NULL};
     check(lbr ? "reverse lbr 1" : "reverse lbr 0", &r, yr, hr);
   }
 }
@@ -123,7 +131,7 @@ static void test_bidirectional_layouts(void) {
 static void test_sequence_lens(void) {
   static const float x[2] = {0.8f, 5.0f}, h0 = 0.6f, y[2] = {0.69403705f, 0.0f};
   static const int32_t lens[1] = {1};
-  gcase_t c = {"GRU", "forward", 2, 1, 0, 1, x, &h0, lens};
+  gcase_t c = {"GRU", "forward", 2, 1, 0, 1, x, &h0, lens, NULL};
   check("sequence_lens 1 of 2", &c, y, y);
 }
 
@@ -134,7 +142,7 @@ static void test_refusals(void) {
   int64_t dx[3] = {1, 1, 1};
   int32_t node;
   mi_error_t err = {0};
-  gcase_t c = {"GRU", "forward", 1, 1, 0, 0, &x, &h0, NULL};
+  gcase_t c = {"GRU", "forward", 1, 1, 0, 0, &x, &h0, NULL, NULL};
   mi_graph_t *g = build(&c, &node);
   mi_node_set_floats(g, node, "activation_alpha", 1, &alpha);
   mi_array_t *ins[2] = {arr_f32(3, dx, &x), arr_f32(3, dx, &h0)}, *out[2] = {NULL, NULL};
@@ -143,7 +151,13 @@ static void test_refusals(void) {
             !strchr(err.message, '\n'),
         "one line naming the node: %s", err.message);
   mi_graph_destroy(g);
-  gcase_t l = {"GRU", "forward", 1, 1, 0, 0, &x, &h0, lens};
+  gcase_t hs = {"GRU", "forward", 1, 1, 0, 0, &x, &h0, NULL, "HardSigmoid,Tanh"};
+  g = build(&hs, &node);
+  CHECK(mi_ref_run(g, (const mi_array_t *const *)ins, 2, out, 2, &err) == MI_ERR_UNSUPPORTED &&
+            strstr(err.message, "'rnn_node'") && strstr(err.message, "'HardSigmoid'") && !strchr(err.message, '\n'),
+        "HardSigmoid refused naming the node: %s", err.message);
+  mi_graph_destroy(g);
+  gcase_t l = {"GRU", "forward", 1, 1, 0, 0, &x, &h0, lens, NULL};
   g = build(&l, &node);
   CHECK(mi_ref_run(g, (const mi_array_t *const *)ins, 2, out, 2, &err) == MI_ERR_INVALID_ARGUMENT &&
             strstr(err.message, "'rnn_node'") && strstr(err.message, "sequence_lens"),
@@ -232,12 +246,43 @@ static void test_lstm_layout(void) {
   mi_graph_destroy(g0);
 }
 
+/* `activations` goes out as a STRINGS attribute (PyTorch's RNN writes ["relu"]) and comes back
+ * as the joined names. */
+static void test_activations_roundtrip(void) {
+  static const float x = 0.8f, h0 = 0.6f;
+  char dir[] = "/tmp/mi_rnn_acts_XXXXXX", path[256];
+  int32_t node;
+  mi_error_t err = {0};
+  REQUIRE(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/m.onnx", dir);
+  gcase_t c = {"GRU", "bidirectional", 1, 1, 0, 0, &x, &h0, NULL, "Sigmoid,Tanh,sigmoid,relu"};
+  mi_graph_t *g = build(&c, &node), *back = NULL;
+  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
+  FILE *f = fopen(path, "rb");
+  char buf[4096];
+  size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+  if (f) fclose(f);
+  /* AttributeProto field 9 (strings) per name, then type (field 20) STRINGS = 8 */
+  static const char want[] = "\x4a\x07Sigmoid\x4a\x04Tanh\x4a\x07sigmoid\x4a\x04relu\xa0\x01\x08";
+  int found = 0;
+  for (size_t i = 0; i + sizeof want - 1 <= n && !found; i++) found = !memcmp(buf + i, want, sizeof want - 1);
+  CHECK(found, "activations written as STRINGS with the four names");
+  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
+  const char *s = back ? mi_node_attr_string(&back->nodes[0], "activations", NULL) : NULL;
+  CHECK(s && !strcmp(s, "Sigmoid,Tanh,sigmoid,relu"), "activations read back: %s", s ? s : "(none)");
+  mi_graph_destroy(back);
+  mi_graph_destroy(g);
+  unlink(path);
+  rmdir(dir);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_one_step),
     TU_CASE(test_bidirectional_layouts),
     TU_CASE(test_sequence_lens),
     TU_CASE(test_refusals),
     TU_CASE(test_lstm_layout),
+    TU_CASE(test_activations_roundtrip),
 };
 
 TU_MAIN(NULL, NULL)

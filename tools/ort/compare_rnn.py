@@ -5,7 +5,8 @@ reverse, bidirectional; layout 0 and 1; with and without B and initial_h; 1 and 
 reference and blis-cpu (a host fallback reported as a failure; ORT refuses layout 1, so it runs
 the same weights in layout 0 on the transposed inputs) with the same inputs; prints per model the
 max-abs difference and the relative L2 of Y and Y_h: reference vs ORT and blis-cpu vs ORT. Last,
-a GRU with an `activations` attribute, which ORT runs and mi-run refuses: its one-line message.
+models with an `activations` attribute (PyTorch's RNN writes ["Relu"] or ["Tanh"]), and one that
+mi-run refuses (HardSigmoid): its one-line message.
 A check against ONNX Runtime, not a test (docs/onnx.md, "GRU and RNN").
 usage: tools/ort/compare_rnn.py [BUILD_DIR]
        tools/ort/compare_rnn.py --bench-models DIR   (writes the speed models of docs/benchmarks.md,
@@ -181,12 +182,26 @@ def main():
         print(line, flush=True)
     print("worst over %d models: ref vs ORT max-abs %.3g rel-L2 %.3g; blis-cpu vs ORT max-abs %.3g rel-L2 %.3g" % (
         len(cases), worst["ref"][0], worst["ref"][1], worst["blis"][0], worst["blis"][1]))
-    m = os.path.join(d, "acts.onnx")
-    model(m, "GRU", 4, 1, 8, 16, "forward", 0, 1, 1, 0, weights("GRU", 8, 16, "forward", rng), 14, ["Sigmoid", "Tanh"])
-    npy(os.path.join(d, "x.npy"), [4, 1, 8], [rng.gauss(0.0, 1.0) for _ in range(32)])
-    outs = run(d, m, ["--input", "x=" + os.path.join(d, "x.npy")])
-    print("GRU with activations=[Sigmoid, Tanh]: ORT %s; mi-run: %s" % (
-        "ran" if not isinstance(outs["ort"], str) else outs["ort"], outs["ref"] if isinstance(outs["ref"], str) else "ran"))
+    # `activations` as exporters write it (PyTorch's RNN: ["Relu"] or ["Tanh"]; ORT takes these
+    # names only capitalised, and one per direction), a GRU naming its defaults; then one mi-run
+    # refuses (HardSigmoid): its one-line message
+    for op, direction, acts, lbr in (("RNN", "forward", ["Relu"], 0), ("RNN", "bidirectional", ["Relu", "Relu"], 0),
+                                     ("RNN", "bidirectional", ["Tanh", "Sigmoid"], 0),
+                                     ("GRU", "bidirectional", ["Sigmoid", "Tanh", "Sigmoid", "Tanh"], 1),
+                                     ("GRU", "forward", ["HardSigmoid", "Tanh"], 1)):
+        m = os.path.join(d, "acts.onnx")
+        S, I, H = 50, 64, 128
+        model(m, op, S, 1, I, H, direction, 0, lbr, 1, 0, weights(op, I, H, direction, rng), 14, acts)
+        npy(os.path.join(d, "x.npy"), [S, 1, I], [rng.gauss(0.0, 1.0) for _ in range(S * I)])
+        outs = run(d, m, ["--input", "x=" + os.path.join(d, "x.npy")])
+        line = "%s %s activations=%s S%d I%d H%d:" % (op, direction, acts, S, I, H)
+        for dev in ("ref", "blis"):
+            if isinstance(outs["ort"], str) or isinstance(outs[dev], str):
+                line += "  %s: %s" % (dev, outs["ort"] if isinstance(outs["ort"], str) else outs[dev])
+                continue
+            line += "  %s vs ORT: %s" % (dev, ", ".join("%s max-abs %.2g rel-L2 %.2g" % ((o,) + compare(outs["ort"][o], outs[dev][o]))
+                                                     for o in ("y", "y_h")))
+        print(line, flush=True)
     shutil.rmtree(d, ignore_errors=True)
 
 

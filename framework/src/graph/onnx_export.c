@@ -25,6 +25,7 @@ typedef struct node_store {
   char **out;
   Onnx__AttributeProto *attrs;
   Onnx__AttributeProto **attr_ptrs;
+  ProtobufCBinaryData *strs; /* the names of `activations`, pointing into its joined STRING */
 } node_store_t;
 
 static char k_empty[] = "";
@@ -110,6 +111,23 @@ static int fill_node(node_store_t *s, const mi_graph_t *g, const mi_node_t *n) {
       p->floats = (float *)a->floats;
       break;
     default:
+      if (a->s && strcmp(a->name, "activations") == 0 && !s->strs) { /* onnx_import.c joined them */
+        size_t k = 1;
+        for (const char *c = a->s; *c; c++) k += *c == ',';
+        if (!(s->strs = calloc(k, sizeof *s->strs))) return -1;
+        p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS;
+        p->n_strings = k;
+        p->strings = s->strs;
+        k = 0;
+        for (const char *c = a->s;; c++) {
+          const char *e = strchr(c, ',');
+          s->strs[k].data = (uint8_t *)c;
+          s->strs[k++].len = e ? (size_t)(e - c) : strlen(c);
+          if (!e) break;
+          c = e;
+        }
+        break;
+      }
       p->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
       p->has_s = 1;
       p->s.data = (uint8_t *)(a->s ? a->s : k_empty);
@@ -288,6 +306,7 @@ done:
       free(nodes[i].out);
       free(nodes[i].attrs);
       free(nodes[i].attr_ptrs);
+      free(nodes[i].strs);
     }
   free(buf);
   free(inits);

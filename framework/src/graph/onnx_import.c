@@ -304,6 +304,26 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
     p[a->s.len] = '\0';
     break;
   }
+  case ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRINGS:
+    /* mi_attr_t has no list of strings; the recurrent ops' `activations` (PyTorch writes RNN's
+     * as ["tanh"] or ["relu"]) is the one such attribute read, kept as one STRING of the names
+     * joined by ',' and written back as STRINGS (onnx_export.c) */
+    if (strcmp(m.name, "activations") == 0) {
+      size_t len = 1;
+      for (size_t k = 0; k < a->n_strings; k++) len += a->strings[k].len + 1;
+      char *p = malloc(len), *q = p;
+      m.type = MI_ATTR_STRING;
+      m.s = p;
+      if (!p) break;
+      for (size_t k = 0; k < a->n_strings; k++) {
+        if (k) *q++ = ',';
+        if (a->strings[k].len) memcpy(q, a->strings[k].data, a->strings[k].len);
+        q += a->strings[k].len;
+      }
+      *q = '\0';
+      break;
+    }
+    /* fall through */
   default:
     mi__attr_release(&m);
     return mi_errorf(im->err, MI_ERR_UNSUPPORTED,

@@ -1,6 +1,6 @@
 /* ref_gru.c - reference GRU (gate order z, r, h; linear_before_reset 0 and 1) and RNN per the
  * ONNX spec: forward, reverse and bidirectional, layout 0 and 1, optional B, sequence_lens and
- * initial_h, the default activations (GRU Sigmoid/Tanh, RNN Tanh), clip; outputs Y and Y_h, either
+ * initial_h, activations Sigmoid/Tanh/Relu (defaults GRU Sigmoid, Tanh; RNN Tanh), clip; outputs Y and Y_h, either
  * optional. */
 #include <math.h>
 #include <stdlib.h>
@@ -9,12 +9,14 @@
 #include "ref/ref_ops.h"
 
 enum { ACT_SIGMOID,
-       ACT_TANH };
+       ACT_TANH,
+       ACT_RELU };
 
 typedef struct rnn_cfg {
   int64_t S, N, I, H, D; /* steps, batch, input size, hidden size, directions */
   int reverse, layout;
   float clip;         /* 0: none */
+  int act[2][2];      /* per direction: f, g (RNN: f only) */
   const int64_t *len; /* per batch row: its steps (NULL: all S) */
 } rnn_cfg_t;
 
@@ -22,6 +24,7 @@ static float act(int kind, float clip, float v) {
   if (clip > 0) v = v < -clip ? -clip : v > clip ? clip
                                                  : v;
   if (kind == ACT_TANH) return tanhf(v);
+  if (kind == ACT_RELU) return v > 0 ? v : 0.0f;
   return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
 }
 
@@ -65,11 +68,45 @@ static int32_t parse(mi__ref_call_t *c, rnn_cfg_t *k, const mi_array_t **x) {
   if (clip && (clip->type != MI_ATTR_FLOAT || !(clip->f > 0)))
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "clip must be a positive float");
   k->clip = clip ? clip->f : 0.0f;
-  /* The importer refuses STRINGS attributes, so `activations` arrives only if a caller set it. */
-  if (mi_node_attr(c->node, "activations") || mi_node_attr(c->node, "activation_alpha") ||
-      mi_node_attr(c->node, "activation_beta"))
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED,
-                        "only the default activations (GRU: Sigmoid, Tanh; RNN: Tanh) are supported");
+  if (mi_node_attr(c->node, "activation_alpha") || mi_node_attr(c->node, "activation_beta"))
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "activation_alpha/activation_beta are not supported");
+  return MI_OK;
+}
+
+/* Whether p[0..len) is `lower` up to ASCII case (ONNX Runtime reads "tanh" as "Tanh"). */
+static int name_is(const char *p, size_t len, const char *lower) {
+  if (strlen(lower) != len) return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]) != lower[i]) return 0;
+  return 1;
+}
+
+/* `activations` as the importer keeps it (the names joined by ','): nact a direction, or nact
+ * for both directions; absent: the defaults. */
+static int32_t activations(mi__ref_call_t *c, int nact, rnn_cfg_t *k) {
+  static const char *const names[3] = {"sigmoid", "tanh", "relu"};
+  const mi_attr_t *a = mi_node_attr(c->node, "activations");
+  int kinds[4], n = 0;
+  for (int d = 0; d < 2; d++) k->act[d][0] = nact == 2 ? ACT_SIGMOID : ACT_TANH, k->act[d][1] = ACT_TANH;
+  if (!a) return MI_OK;
+  if (a->type != MI_ATTR_STRING || !a->s)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "activations must be a list of names");
+  for (const char *p = a->s;; p++) {
+    size_t len = strcspn(p, ",");
+    int kind = -1;
+    for (int j = 0; j < 3; j++)
+      if (name_is(p, len, names[j])) kind = j;
+    if (kind < 0)
+      return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "activation '%.*s' is not supported (Sigmoid, Tanh, Relu are)",
+                          (int)len, p);
+    if (n == 4) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "activations lists too many names");
+    kinds[n++] = kind;
+    p += len;
+    if (!*p) break;
+  }
+  if (n != nact && n != nact * k->D)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "activations lists %d names, not %d a direction", n, nact);
+  for (int i = 0; i < nact * k->D; i++) k->act[i / nact][i % nact] = kinds[i % n];
   return MI_OK;
 }
 
@@ -113,7 +150,7 @@ static int32_t run(mi__ref_call_t *c, int gates) {
   const float *W, *R, *B, *h0;
   rnn_cfg_t k;
   int32_t rc;
-  if ((rc = parse(c, &k, &x))) return rc;
+  if ((rc = parse(c, &k, &x)) || (rc = activations(c, gates == 3 ? 2 : 1, &k))) return rc;
   int lbr = gates == 3 && mi_node_attr_int(c->node, "linear_before_reset", 0) != 0;
   const int64_t S = k.S, N = k.N, I = k.I, H = k.H, D = k.D, G = gates * H;
   int64_t dw[3] = {D, G, I}, dr[3] = {D, G, H}, db[2] = {D, 2 * G};
@@ -143,7 +180,7 @@ static int32_t run(mi__ref_call_t *c, int gates) {
   const float *xd = x->data;
   for (int64_t d = 0; d < D; d++) {
     const float *w = W + d * G * I, *u = R + d * G * H, *b = B ? B + d * 2 * G : NULL;
-    const int back = k.reverse || d == 1, f = gates == 3 ? ACT_SIGMOID : ACT_TANH, g = ACT_TANH;
+    const int back = k.reverse || d == 1, f = k.act[d][0], g = k.act[d][1];
     for (int64_t n = 0; n < N; n++) {
       const int64_t L = k.len ? k.len[n] : S;
       for (int64_t j = 0; j < H; j++) h[j] = h0 ? h0[h_at(&k, d, n) + j] : 0.0f;
