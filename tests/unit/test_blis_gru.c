@@ -30,6 +30,7 @@ typedef struct gru_case {
   int64_t S, N, I, H;
   int lbr, layout, bias, init, clip, seqlens;
   const char *acts; /* `activations` as the importer keeps it (joined by ','), or NULL */
+  int w_input;      /* W a graph input, not a constant */
 } gru_case_t;
 
 /* Y, Y_h = GRU/RNN(X, W, R, [B], [sequence_lens], [h0]); X and h0 are graph inputs. */
@@ -44,7 +45,11 @@ static mi_graph_t *gru_graph(const gru_case_t *c) {
   g->opset = 14;
   in[0] = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 3, dx);
   mi_graph_add_input(g, in[0]);
-  in[1] = const_f32(g, "w", 3, dw, 11, 0.5f);
+  if (c->w_input) {
+    in[1] = mi_graph_add_tensor(g, "w", MI_DTYPE_FLOAT32, 3, dw);
+    mi_graph_add_input(g, in[1]);
+  } else
+    in[1] = const_f32(g, "w", 3, dw, 11, 0.5f);
   in[2] = const_f32(g, "r", 3, dr, 12, 0.5f);
   if (c->bias) in[3] = const_f32(g, "b", 2, db, 13, 0.5f), nin = 4;
   if (c->seqlens) {
@@ -77,7 +82,7 @@ static int32_t run_case(mi_plugin_t *p, const gru_case_t *c, double *worst, mi_e
   mi_graph_t *g = gru_graph(c);
   mi_session_options_t o;
   mi_session_t *s = NULL;
-  mi_array_t *in[2] = {0}, *got[2] = {0}, *ref[2] = {0};
+  mi_array_t *in[3] = {0}, *got[2] = {0}, *ref[2] = {0};
   int32_t rc = mi_graph_infer_shapes(g, err);
   *worst = INFINITY;
   for (int32_t i = 0; i < g->input_count && rc == MI_OK; i++) {
@@ -100,8 +105,8 @@ static int32_t run_case(mi_plugin_t *p, const gru_case_t *c, double *worst, mi_e
     }
   }
   mi_session_destroy(s);
+  for (int i = 0; i < 3; i++) mi_array_destroy(in[i]);
   for (int i = 0; i < 2; i++) {
-    mi_array_destroy(in[i]);
     mi_array_destroy(got[i]);
     mi_array_destroy(ref[i]);
   }
@@ -110,29 +115,31 @@ static int32_t run_case(mi_plugin_t *p, const gru_case_t *c, double *worst, mi_e
 }
 
 static const gru_case_t cases[] = {
-    {"GRU", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0, NULL},
-    {"GRU", "forward", 5, 1, 7, 16, 1, 0, 1, 1, 0, 0, NULL},
-    {"GRU", "forward", 1, 1, 3, 64, 1, 0, 1, 0, 0, 0, NULL},
-    {"GRU", "reverse", 4, 3, 5, 9, 0, 0, 0, 1, 0, 0, NULL},
-    {"GRU", "reverse", 4, 3, 5, 9, 1, 1, 1, 1, 0, 0, NULL},
-    {"GRU", "bidirectional", 6, 2, 8, 24, 1, 0, 1, 1, 0, 0, NULL},
-    {"GRU", "bidirectional", 6, 2, 8, 24, 0, 1, 1, 1, 0, 0, NULL},
-    {"GRU", "bidirectional", 3, 1, 24, 5, 1, 1, 0, 0, 0, 0, NULL},
-    {"GRU", "forward", 4, 1, 6, 150, 0, 0, 1, 1, 0, 0, NULL}, /* z|r 304 wide: blocks 128, 128, 48 */
-    {"GRU", "bidirectional", 3, 3, 4, 70, 1, 1, 1, 1, 0, 0, NULL},
-    {"RNN", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0, NULL},
-    {"RNN", "reverse", 4, 3, 5, 9, 0, 1, 0, 1, 0, 0, NULL},
-    {"RNN", "bidirectional", 6, 2, 8, 130, 0, 0, 1, 1, 0, 0, NULL},
-    {"RNN", "bidirectional", 3, 2, 8, 33, 0, 1, 1, 0, 0, 0, NULL},
-    {"RNN", "bidirectional", 5, 2, 8, 40, 0, 0, 1, 1, 0, 0, "relu"},
-    {"RNN", "bidirectional", 5, 1, 8, 20, 0, 1, 1, 1, 0, 0, "Relu,Sigmoid"},
-    {"GRU", "bidirectional", 4, 2, 6, 24, 1, 0, 1, 1, 0, 0, "Sigmoid,Tanh,Sigmoid,Relu"},
+    {"GRU", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0, NULL, 0},
+    {"GRU", "forward", 5, 1, 7, 16, 1, 0, 1, 1, 0, 0, NULL, 0},
+    {"GRU", "forward", 1, 1, 3, 64, 1, 0, 1, 0, 0, 0, NULL, 0},
+    {"GRU", "reverse", 4, 3, 5, 9, 0, 0, 0, 1, 0, 0, NULL, 0},
+    {"GRU", "reverse", 4, 3, 5, 9, 1, 1, 1, 1, 0, 0, NULL, 0},
+    {"GRU", "bidirectional", 6, 2, 8, 24, 1, 0, 1, 1, 0, 0, NULL, 0},
+    {"GRU", "bidirectional", 6, 2, 8, 24, 0, 1, 1, 1, 0, 0, NULL, 0},
+    {"GRU", "bidirectional", 3, 1, 24, 5, 1, 1, 0, 0, 0, 0, NULL, 0},
+    {"GRU", "forward", 4, 1, 6, 150, 0, 0, 1, 1, 0, 0, NULL, 0}, /* z|r 304 wide: blocks 128, 128, 48 */
+    {"GRU", "bidirectional", 3, 3, 4, 70, 1, 1, 1, 1, 0, 0, NULL, 0},
+    {"RNN", "forward", 5, 1, 7, 16, 0, 0, 1, 1, 0, 0, NULL, 0},
+    {"RNN", "reverse", 4, 3, 5, 9, 0, 1, 0, 1, 0, 0, NULL, 0},
+    {"RNN", "bidirectional", 6, 2, 8, 130, 0, 0, 1, 1, 0, 0, NULL, 0},
+    {"RNN", "bidirectional", 3, 2, 8, 33, 0, 1, 1, 0, 0, 0, NULL, 0},
+    {"RNN", "bidirectional", 5, 2, 8, 40, 0, 0, 1, 1, 0, 0, "relu", 0},
+    {"RNN", "bidirectional", 5, 1, 8, 20, 0, 1, 1, 1, 0, 0, "Relu,Sigmoid", 0},
+    {"GRU", "bidirectional", 4, 2, 6, 24, 1, 0, 1, 1, 0, 0, "Sigmoid,Tanh,Sigmoid,Relu", 0},
+    {"GRU", "bidirectional", 4, 2, 6, 24, 0, 1, 1, 1, 0, 0, NULL, 1},
+    {"RNN", "reverse", 4, 1, 6, 20, 0, 0, 1, 1, 0, 0, NULL, 1},
 };
 static const gru_case_t refused[] = {
-    {"GRU", "forward", 3, 1, 4, 8, 0, 0, 1, 1, 1, 0, NULL},       /* clip */
-    {"GRU", "forward", 3, 2, 4, 8, 1, 0, 1, 1, 0, 1, NULL},       /* sequence_lens */
-    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 1, NULL},       /* sequence_lens */
-    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 0, "Softsign"}, /* activation */
+    {"GRU", "forward", 3, 1, 4, 8, 0, 0, 1, 1, 1, 0, NULL, 0},       /* clip */
+    {"GRU", "forward", 3, 2, 4, 8, 1, 0, 1, 1, 0, 1, NULL, 0},       /* sequence_lens */
+    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 1, NULL, 0},       /* sequence_lens */
+    {"RNN", "forward", 3, 2, 4, 8, 0, 0, 1, 1, 0, 0, "Softsign", 0}, /* activation */
 };
 
 static void all_blis_gru(void) {
