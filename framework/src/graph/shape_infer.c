@@ -286,6 +286,29 @@ static const mi__si_op_t ops[] = {
     {"QGemm", mi__si_qgemm},
     {"MatMulNBits", mi__si_matmul_nbits},
     {"DynamicQuantizeLSTM", mi__si_dqlstm},
+    /* act: activations, CastLike, GroupNormalization */
+    {"Elu", mi__si_act},
+    {"Selu", mi__si_act},
+    {"Celu", mi__si_act},
+    {"Softsign", mi__si_act},
+    {"Mish", mi__si_act},
+    {"ThresholdedRelu", mi__si_act},
+    {"Shrink", mi__si_act},
+    {"CastLike", mi__si_castlike},
+    {"GroupNormalization", mi__si_groupnorm},
+    {"LpNormalization", mi__si_lpnorm},
+    {"MeanVarianceNormalization", mi__si_lpnorm},
+    {"ReduceL1", mi__si_reduce},
+    {"ReduceSumSquare", mi__si_reduce},
+    {"ReduceLogSum", mi__si_reduce},
+    /* nd: GatherND, ScatterElements, NonMaxSuppression */
+    {"GatherND", mi__si_gather_nd},
+    {"ScatterElements", mi__si_scatter_elements},
+    {"NonMaxSuppression", mi__si_nms},
+    {"OneHot", mi__si_onehot},
+    {"Hardmax", mi__si_softmax},
+    {"Compress", mi__si_compress},
+    {"ReverseSequence", mi__si_reverse_sequence},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

@@ -145,6 +145,19 @@ int32_t mi__si_qlinear_where(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_qgemm(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_matmul_nbits(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_dqlstm(mi__si_t *c, const mi_node_t *n);
+/* act: Elu, Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink, CastLike, the normalizations */
+int32_t mi__si_act(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_castlike(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_groupnorm(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_lpnorm(mi__si_t *c, const mi_node_t *n); /* and MeanVarianceNormalization */
+/* nd: GatherND, ScatterElements, NonMaxSuppression */
+int32_t mi__si_gather_nd(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_scatter_elements(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_nms(mi__si_t *c, const mi_node_t *n);
+/* pick: OneHot, Compress, ReverseSequence (Hardmax has Softmax's shape rule) */
+int32_t mi__si_onehot(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_compress(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_reverse_sequence(mi__si_t *c, const mi_node_t *n);
 /** The handler for op_type from the op table, or NULL. */
 mi__si_fn mi__si_lookup(const char *op);
 

@@ -151,6 +151,14 @@ mi__ref_kernel_fn mi__ref_split, mi__ref_trilu, mi__ref_depth_space,
     mi__ref_cumsum;                                                /* ref_rearrange.c */
 mi__ref_kernel_fn mi__ref_prelu, mi__ref_mod, mi__ref_isnan_isinf; /* ref_pointwise.c */
 mi__ref_kernel_fn mi__ref_gather_elements, mi__ref_scatter_nd;     /* ref_index.c */
+mi__ref_kernel_fn mi__ref_gather_nd, mi__ref_scatter_elements;     /* ref_index.c */
+mi__ref_kernel_fn mi__ref_act, mi__ref_castlike;                   /* ref_act.c */
+mi__ref_kernel_fn mi__ref_groupnorm, mi__ref_lpnorm, mi__ref_mvn;  /* ref_norm2.c */
+mi__ref_kernel_fn mi__ref_nms;                                     /* ref_nms.c */
+mi__ref_kernel_fn mi__ref_onehot, mi__ref_hardmax, mi__ref_compress,
+    mi__ref_reverse_sequence; /* ref_pick.c */
+/** MI_OK when the node's opset has its op (graph/op_since.c), else a refusal (ref_act.c). */
+int32_t mi__ref_since(mi__ref_call_t *c);
 
 /* One LSTM cell step of one row (ref_rnn.c): the gate pre-activations g (i, o, f, c, each H wide,
  * biases in), peepholes p (i, o, f; NULL: none), the cell state c and hidden state h updated in

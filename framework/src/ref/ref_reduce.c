@@ -1,5 +1,5 @@
-/* ref_reduce.c - reference ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL2
- * and ReduceLogSumExp. */
+/* ref_reduce.c - reference ReduceMean, ReduceMax, ReduceMin, ReduceSum, ReduceProd, ReduceL2,
+ * ReduceLogSumExp, ReduceL1, ReduceSumSquare and ReduceLogSum. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +12,15 @@ enum { R_SUM,
        R_MIN,
        R_PROD,
        R_L2,
-       R_LSE };
+       R_LSE,
+       R_L1,
+       R_SSQ,
+       R_LOGSUM };
 
 static int reduce_code(const char *name) {
   static const char *names[] = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                                "ReduceProd", "ReduceL2", "ReduceLogSumExp"};
+                                "ReduceProd", "ReduceL2", "ReduceLogSumExp", "ReduceL1",
+                                "ReduceSumSquare", "ReduceLogSum"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(name, names[i]) == 0) return i;
   return R_MIN;
@@ -46,7 +50,7 @@ int32_t mi__ref_reduce(mi__ref_call_t *c) {
   int keepdims = mi_node_attr_int(c->node, "keepdims", 1) != 0;
   int noop_empty = mi_node_attr_int(c->node, "noop_with_empty_axes", 0) != 0;
   uint32_t mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
-  if (op == R_SUM || op == R_MAX || op == R_MIN || op == R_PROD)
+  if (op == R_SUM || op == R_MAX || op == R_MIN || op == R_PROD || op == R_L1 || op == R_SSQ)
     mask |= MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32);
   if ((rc = mi__ref_need(c, 0, mask, &x)) != MI_OK) return rc;
 
@@ -58,12 +62,9 @@ int32_t mi__ref_reduce(mi__ref_call_t *c) {
     return rc;
   }
   if (naxes <= 0) {
-    /* No axes: reduce everything, or nothing when noop_with_empty_axes says so. */
-    if (noop_empty && c->opset >= axes_input_since(op)) {
-      c->out[0] = mi__ref_clone(x);
-      return c->out[0] ? MI_OK : mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    for (int32_t d = 0; d < x->rank; d++) reduce[d] = 1;
+    /* No axes: reduce everything, or nothing when noop_with_empty_axes says so; reducing
+     * nothing still applies the op's element-wise part (|x|, x^2, log x), as ONNX Runtime does. */
+    for (int32_t d = 0; d < x->rank; d++) reduce[d] = !(noop_empty && c->opset >= axes_input_since(op));
   }
   for (int32_t i = 0; i < naxes; i++) {
     int32_t a;
@@ -120,6 +121,15 @@ int32_t mi__ref_reduce(mi__ref_call_t *c) {
       acci[s] = (int64_t)((uint64_t)acci[s] * (uint64_t)vi);
       break;
     case R_L2: accf[s] += vf * vf; break;
+    case R_L1:
+      accf[s] += fabs(vf);
+      acci[s] = (int64_t)((uint64_t)acci[s] + (uint64_t)(vi < 0 ? -(uint64_t)vi : (uint64_t)vi));
+      break;
+    case R_SSQ:
+      accf[s] += vf * vf;
+      acci[s] = (int64_t)((uint64_t)acci[s] + (uint64_t)vi * (uint64_t)vi);
+      break;
+    case R_LOGSUM: accf[s] += vf; break;
     case R_LSE: accf[s] += isinf(mx[s]) ? exp(vf) : exp(vf - mx[s]); break;
     default: { /* R_MAX, R_MIN: NaN wins, like ONNX Runtime */
       int better = op == R_MAX ? (vf > accf[s] || vi > acci[s]) : (vf < accf[s] || vi < acci[s]);
@@ -135,6 +145,7 @@ int32_t mi__ref_reduce(mi__ref_call_t *c) {
     double v = accf[j];
     if (op == R_MEAN) v /= (double)count;
     if (op == R_L2) v = sqrt(v);
+    if (op == R_LOGSUM) v = log(v);
     if (op == R_LSE) v = isinf(mx[j]) ? log(v) : log(v) + mx[j];
     if (is_float)
       ((float *)y->data)[j] = (float)v;

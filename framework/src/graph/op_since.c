@@ -1,0 +1,33 @@
+/* op_since.c - the opset each recently supported standard op first appeared in, so the
+ * interpreter and shape inference both refuse a node that names it under an older opset. */
+#include <string.h>
+
+#include "graph/op_since.h"
+
+static const struct {
+  const char *op;
+  int64_t since;
+} k_since[] = {
+    {"Elu", 6},
+    {"Selu", 6},
+    {"Celu", 12},
+    {"Mish", 18},
+    {"ThresholdedRelu", 10},
+    {"Shrink", 9},
+    {"CastLike", 15},
+    {"GroupNormalization", 18},
+    {"LpNormalization", 1},
+    {"MeanVarianceNormalization", 9},
+    {"GatherND", 11},
+    {"ScatterElements", 11},
+    {"NonMaxSuppression", 10},
+    {"OneHot", 9},
+    {"Compress", 9},
+    {"ReverseSequence", 10},
+};
+
+int64_t mi__op_since(const char *op_type) {
+  for (size_t i = 0; op_type && i < sizeof k_since / sizeof k_since[0]; i++)
+    if (strcmp(k_since[i].op, op_type) == 0) return k_since[i].since;
+  return 1;
+}
