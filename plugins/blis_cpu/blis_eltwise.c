@@ -127,7 +127,7 @@ void mi__blis_act_apply(int32_t kind, float a, float b, float *x, int64_t n) {
     for (i = 0; i < n; i++) x[i] = x[i] > 0 ? 1.0f : x[i] < 0 ? -1.0f
                                                               : x[i];
     break;
-  default: break;
+  default: mi__blis_act2_apply(kind, a, b, x, n); break;
   }
 }
 
@@ -165,6 +165,8 @@ int32_t mi__blis_prep_unary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
   if (strcmp(n->op_type, "Round") == 0 || strcmp(n->op_type, "Sign") == 0) {
     kind = n->op_type[0] == 'R' ? MI__ACT_ROUND : MI__ACT_SIGN;
     a = b = 0.0f;
+  } else if (mi__blis_act2_of(n, &kind, &a, &b)) {
+    /* Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink: standalone only */
   } else if (!mi__blis_act_of(p, n, &kind, &a, &b)) {
     /* Clip-11+ may take its min/max as runtime FLOAT32 scalars, read at each run. */
     int32_t i;

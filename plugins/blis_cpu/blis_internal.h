@@ -438,9 +438,22 @@ enum {
   MI__ACT_CEIL,
   MI__ACT_IDENTITY,
   MI__ACT_ROUND,
-  MI__ACT_SIGN,  /* standalone only: mi__blis_act_of does not offer them for fusion */
-  MI__ACT_AFFINE /* x * a + b: a Mul / Add by a constant scalar in a conv's chain (blis_conv.c) */
+  MI__ACT_SIGN,   /* standalone only: mi__blis_act_of does not offer them for fusion */
+  MI__ACT_AFFINE, /* x * a + b: a Mul / Add by a constant scalar in a conv's chain (blis_conv.c) */
+  /* standalone only (blis_act2.c): mi__blis_act_of does not offer them for fusion */
+  MI__ACT_SELU,
+  MI__ACT_CELU,
+  MI__ACT_SOFTSIGN,
+  MI__ACT_MISH,
+  MI__ACT_THRESH,
+  MI__ACT_SHRINK
 };
+/* The standalone activations of blis_act2.c: their MI__ACT_* kind and parameters (0: not one of
+ * them), and their loops (0: not one of their kinds). */
+int mi__blis_act2_of(const mi_node_desc_t *n, int32_t *kind, float *a, float *b);
+int mi__blis_act2_apply(int32_t kind, float a, float b, float *x, int64_t n);
+/* Mish on the vector exp of blis_vmath.c (0: no vector unit at `simd`, x untouched). */
+int mi__blis_act2_simd(int32_t simd, int32_t kind, float *x, int64_t n);
 /* Maps an activation node to MI__ACT_* and its two parameters; 0 when not an activation. */
 int mi__blis_act_of(const mi__blis_prep_t *p, const mi_node_desc_t *n, int32_t *kind, float *a,
                     float *b);

@@ -60,6 +60,7 @@ const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof m
 static const char *const direct_ops[] = {
     "BatchNormalization", "Relu", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Sigmoid",
     "Tanh", "Erf", "Gelu", "Elu", "Softplus", "Floor", "Ceil", "Sqrt", "Log", "Exp", "Neg", "Abs",
+    "Selu", "Celu", "Softsign", "Mish", "ThresholdedRelu", "Shrink",
     "Reciprocal", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Softmax",
     "LayerNormalization", "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
     "Concat", "Reshape", "Flatten", "Transpose", "ReduceMean", "ReduceMax", "ReduceMin",

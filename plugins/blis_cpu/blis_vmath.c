@@ -305,6 +305,7 @@ AVX2_FN static void softmax_avx2(const float *x, float *y, int64_t len) {
 }
 
 int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n) {
+  if (kind == MI__ACT_MISH) return mi__blis_act2_simd(simd, kind, x, n); /* blis_act2.c */
   if (kind != MI__ACT_EXP && kind != MI__ACT_ERF && kind != MI__ACT_TANH && kind != MI__ACT_SIGMOID &&
       kind != MI__ACT_GELU && kind != MI__ACT_GELU_TANH && kind != MI__ACT_LOG)
     return 0;
