@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""compare_ops.py - the standard ops added for real exports, each form on its own (Elu, Selu,
+Celu, Softsign, Mish, ThresholdedRelu, Shrink, HardSigmoid, CastLike; ReduceL1, ReduceSumSquare,
+ReduceLogSum with axes as attribute and input; GroupNormalization in its opset 18 and 21 forms,
+LpNormalization, MeanVarianceNormalization;
+GatherND with batch_dims; ScatterElements with every reduction; NonMaxSuppression with both box
+encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence): one-node models with random inputs, run on ONNX Runtime
+(ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
+case the largest absolute difference (integer outputs must be exact) (docs/onnx.md). A check
+against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
+usage: tools/ort/compare_ops.py [BUILD_DIR] [CASE-SUBSTRING]"""
+import os, random, shutil, struct, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
+ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+sys.path.insert(0, HERE)
+from onnx_pb import attr, ld, st, vi  # noqa: E402
+
+FLOAT, INT32, INT64, BOOL = 1, 6, 7, 9
+NPY = {INT32: ("<i4", "i"), INT64: ("<i8", "q"), FLOAT: ("<f4", "f"), BOOL: ("|b1", "B")}
+
+
+def tensor(name, dt, dims, vals):
+    raw = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)
+    return ld(5, b"".join(vi(1, d) for d in dims) + vi(2, dt) + st(8, name) + ld(9, raw))
+
+
+def vinfo(name, dt, dims):
+    d = b"".join(ld(1, vi(1, x)) for x in dims)
+    return st(1, name) + ld(2, ld(1, vi(1, dt) + ld(2, d)))
+
+
+def npy(path, dt, dims, vals):
+    sh = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (NPY[dt][0], sh)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    data = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data)
+
+
+def load(path):
+    b = open(path, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    h, body = b[10:10 + hl].decode(), b[10 + hl:]
+    for descr, code in NPY.values():
+        if "'%s'" % descr in h:
+            return list(struct.unpack("<%d%s" % (len(body) // struct.calcsize(code), code), body))
+    raise ValueError(h)
+
+
+def numel(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+class Case:
+    """One node: runtime inputs (name, dtype, dims, generator), constants (name, dtype, dims,
+    values), inputs in order ("" for an omitted one), attributes, the output's dtype, the opset."""
+
+    def __init__(self, name, op, opset, runtime, consts, order, attrs, out_dt=FLOAT):
+        self.name, self.op, self.opset, self.runtime, self.consts = name, op, opset, runtime, consts
+        self.order, self.attrs, self.out_dt = order, attrs, out_dt
+
+    def write(self, d, rng):
+        n = b"".join(st(1, i) for i in self.order) + st(2, "y") + st(3, self.name) + st(4, self.op)
+        n += b"".join(attr(k, v) for k, v in self.attrs)
+        g = ld(1, n) + st(2, "g") + b"".join(tensor(*c) for c in self.consts)
+        g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in self.runtime)
+        g += ld(12, st(1, "y") + ld(2, ld(1, vi(1, self.out_dt))))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, self.opset)))
+        args = []
+        for nm, dt, dims, gen in self.runtime:
+            p = os.path.join(d, nm + ".npy")
+            npy(p, dt, dims, [gen(rng) for _ in range(numel(dims))])
+            args += ["--input", "%s=%s" % (nm, p)]
+        return args
+
+
+def normal(r): return r.gauss(0, 3)
+def positive(r): return r.uniform(0.05, 4)
+def small_int(r): return r.randint(-50, 50)
+def coord(r): return r.uniform(0, 10)
+
+
+def cases():
+    out = []
+    x = [("x", FLOAT, [3, 257], normal)]
+    for op, opset, attrs in (("Elu", 13, []), ("Elu", 13, [("alpha", 0.3)]), ("Selu", 13, []),
+                             ("Selu", 13, [("alpha", 1.5), ("gamma", 2.0)]), ("Celu", 12, []),
+                             ("Celu", 12, [("alpha", 2.0)]), ("Softsign", 13, []), ("Mish", 18, []),
+                             ("ThresholdedRelu", 10, []), ("ThresholdedRelu", 10, [("alpha", 0.7)]),
+                             ("Shrink", 9, []), ("Shrink", 9, [("lambd", 1.0), ("bias", 0.5)]),
+                             ("HardSigmoid", 7, []), ("HardSigmoid", 13, [("alpha", 0.3), ("beta", 0.4)])):
+        nm = op + "".join("_%s%g" % a for a in attrs)
+        out.append(Case(nm, op, opset, x, [], ["x"], attrs))
+    for dt, tn in ((INT64, "int64"), (INT32, "int32")):
+        out.append(Case("CastLike_float_%s" % tn, "CastLike", 15, x, [("like", dt, [], [0])], ["x", "like"], [], dt))
+    out.append(Case("CastLike_int64_float", "CastLike", 15, [("x", INT64, [3, 50], small_int)],
+                    [("like", FLOAT, [], [0.0])], ["x", "like"], []))
+    x3 = [("x", FLOAT, [3, 4, 5], normal)]
+    p3 = [("x", FLOAT, [3, 4, 5], positive)]
+    i3 = [("x", INT64, [3, 4, 5], small_int)]
+    for op in ("ReduceL1", "ReduceSumSquare", "ReduceLogSum"):
+        xin = p3 if op == "ReduceLogSum" else x3
+        out.append(Case(op + "_13_axes1", op, 13, xin, [], ["x"], [("axes", [1])]))
+        out.append(Case(op + "_13_all_keep0", op, 13, xin, [], ["x"], [("keepdims", 0)]))
+        out.append(Case(op + "_18_axes0,-1_keep0", op, 18, xin, [("ax", INT64, [2], [0, -1])], ["x", "ax"], [("keepdims", 0)]))
+        out.append(Case(op + "_18_noop_empty", op, 18, xin, [], ["x"], [("noop_with_empty_axes", 1)]))
+        if op != "ReduceLogSum":
+            out.append(Case(op + "_18_int64", op, 18, i3, [("ax", INT64, [1], [2])], ["x", "ax"], [], INT64))
+    rng = random.Random(3)
+    g4 = [("x", FLOAT, [2, 6, 5, 7], normal)]
+    for opset, groups, nsb in ((18, 3, 3), (18, 6, 6), (21, 3, 6), (21, 2, 6), (21, 1, 6)):
+        sc = [rng.uniform(0.5, 2) for _ in range(nsb)]
+        bi = [rng.uniform(-1, 1) for _ in range(nsb)]
+        out.append(Case("GroupNormalization_%d_g%d" % (opset, groups), "GroupNormalization", opset, g4,
+                        [("s", FLOAT, [nsb], sc), ("b", FLOAT, [nsb], bi)], ["x", "s", "b"],
+                        [("num_groups", groups), ("epsilon", 1e-3)]))
+    for nm, attrs in (("p2", []), ("p1_axis0", [("p", 1), ("axis", 0)]), ("p2_axis1", [("axis", 1)])):
+        out.append(Case("LpNormalization_" + nm, "LpNormalization", 13, x3, [], ["x"], attrs))
+    for nm, opset, attrs in (("default_9", 9, []), ("default_13", 13, []), ("axes1,3", 13, [("axes", [1, 3])])):
+        out.append(Case("MeanVarianceNormalization_" + nm, "MeanVarianceNormalization", opset, g4, [], ["x"], attrs))
+    d3 = [("x", FLOAT, [3, 4, 5], normal)]
+    for nm, dims, vals, bd in (("k2", [2, 2], [0, 1, 2, -1], 0), ("k1", [2, 3, 1], [0, 2, 1, 1, -3, 2], 0),
+                               ("k3", [4, 3], [0, 0, 0, 2, 3, 4, 1, -1, 2, 0, 3, 1], 0),
+                               ("batch1_k2", [3, 2, 2], [0, 1, 3, 4, 1, 1, 2, 2, 0, 0, 3, -1], 1),
+                               ("batch1_k1", [3, 1], [2, 0, 3], 1)):
+        out.append(Case("GatherND_" + nm, "GatherND", 13, d3, [("i", INT64, dims, vals)], ["x", "i"],
+                        [("batch_dims", bd)] if bd else []))
+    out.append(Case("GatherND_int64_k2", "GatherND", 13, i3, [("i", INT64, [2, 2], [0, 1, 2, -1])], ["x", "i"], [], INT64))
+    d45 = [("x", FLOAT, [4, 5], normal), ("u", FLOAT, [2, 5], normal)]
+    uniq = [0, 1, 2, 3, 0, 3, 2, 1, 0, 1]  # no column names a row twice
+    dup = [0, 1, 1, 3, 0, 0, 1, 1, 3, 0]
+    for nm, opset, ind, attrs in (("axis0", 11, uniq, []), ("axis0_13", 13, uniq, []), ("add", 16, dup, [("reduction", "add")]),
+                                  ("mul", 16, dup, [("reduction", "mul")]), ("max", 18, dup, [("reduction", "max")]),
+                                  ("min", 18, dup, [("reduction", "min")])):
+        out.append(Case("ScatterElements_" + nm, "ScatterElements", opset, d45, [("i", INT64, [2, 5], ind)], ["x", "i", "u"], attrs))
+    out.append(Case("ScatterElements_axis1_neg", "ScatterElements", 13, [("x", FLOAT, [4, 5], normal), ("u", FLOAT, [4, 2], normal)],
+                    [("i", INT64, [4, 2], [-1, 0, 2, 3, 4, 1, -5, -2])], ["x", "i", "u"], [("axis", 1)]))
+    out.append(Case("ScatterElements_int64_add", "ScatterElements", 16, [("x", INT64, [4, 5], small_int), ("u", INT64, [2, 5], small_int)],
+                    [("i", INT64, [2, 5], dup)], ["x", "i", "u"], [("reduction", "add")], INT64))
+    oh = [("i", INT64, [3, 4], lambda r: r.randint(-5, 5))]
+    for nm, opset, attrs in (("11", 11, []), ("11_axis1", 11, [("axis", 1)]), ("9_axis0", 9, [("axis", 0)])):
+        out.append(Case("OneHot_" + nm, "OneHot", opset, oh, [("d", INT64, [], [4]), ("v", FLOAT, [2], [-1.0, 3.0])],
+                        ["i", "d", "v"], attrs))
+    for nm, opset, attrs in (("13", 13, []), ("13_axis1", 13, [("axis", 1)]), ("11_axis1", 11, [("axis", 1)])):
+        out.append(Case("Hardmax_" + nm, "Hardmax", opset, x3, [], ["x"], attrs))
+    for nm, n, attrs in (("axis1", 4, [("axis", 1)]), ("axis-1_short", 3, [("axis", -1)]), ("flat", 37, [])):
+        out.append(Case("Compress_" + nm, "Compress", 11, x3, [("c", BOOL, [n], [rng.randint(0, 1) for _ in range(n)])],
+                        ["x", "c"], attrs))
+    out.append(Case("ReverseSequence_time_major", "ReverseSequence", 10, [("x", FLOAT, [5, 3, 4], normal)],
+                    [("l", INT64, [3], [5, 2, 1])], ["x", "l"], []))
+    out.append(Case("ReverseSequence_batch_major", "ReverseSequence", 10, [("x", FLOAT, [3, 5, 4], normal)],
+                    [("l", INT64, [3], [1, 5, 3])], ["x", "l"], [("batch_axis", 0), ("time_axis", 1)]))
+    bx = [("boxes", FLOAT, [2, 60, 4], coord), ("scores", FLOAT, [2, 3, 60], lambda r: r.random())]
+    mo, iou, sth = ("mo", INT64, [1], [8]), ("iou", FLOAT, [1], [0.3]), ("st", FLOAT, [1], [0.4])
+    for nm, opset, consts, order, attrs in (("all_inputs", 11, [mo, iou, sth], ["boxes", "scores", "mo", "iou", "st"], []),
+                                            ("center", 11, [mo, iou, sth], ["boxes", "scores", "mo", "iou", "st"], [("center_point_box", 1)]),
+                                            ("no_score_thr", 10, [mo, iou], ["boxes", "scores", "mo", "iou"], []),
+                                            ("iou0", 11, [mo], ["boxes", "scores", "mo"], []),
+                                            ("omitted_iou", 11, [mo, sth], ["boxes", "scores", "mo", "", "st"], []),
+                                            ("no_max", 11, [], ["boxes", "scores"], [])):
+        out.append(Case("NonMaxSuppression_" + nm, "NonMaxSuppression", opset, bx, consts, order, attrs, INT64))
+    return out
+
+
+def main():
+    rng = random.Random(1)
+    run = os.path.join(BUILD, "bin", "mi-run")
+    for c in cases():
+        if ONLY not in c.name:
+            continue
+        d = tempfile.mkdtemp()
+        args = c.write(d, rng)
+        outs = {}
+        for dev, cmd in (("ort", ["node", os.path.join(HERE, "ort_run.js"), "--model", os.path.join(d, "m.onnx")]),
+                         ("ref", [run, "--model", os.path.join(d, "m.onnx"), "--device", "ref"]),
+                         ("blis", [run, "--model", os.path.join(d, "m.onnx"), "--device", "blis-cpu:0"])):
+            od = os.path.join(d, dev)
+            os.mkdir(od)
+            r = subprocess.run(cmd + args + ["--output-dir", od], capture_output=True, text=True)
+            outs[dev] = load(os.path.join(od, "y.npy")) if r.returncode == 0 else (r.stderr.strip().splitlines() or ["failed"])[-1]
+        line = c.name + ":"
+        for a, b in (("ort", "ref"), ("ref", "blis")):
+            if isinstance(outs[a], str) or isinstance(outs[b], str):
+                line += "  %s vs %s: %s" % (b, a, outs[a] if isinstance(outs[a], str) else outs[b])
+                continue
+            if len(outs[a]) != len(outs[b]):
+                line += "  %s vs %s: %d elements, want %d" % (b, a, len(outs[b]), len(outs[a]))
+                continue
+            diff = max([abs(x - y) for x, y in zip(outs[a], outs[b])] or [0])
+            line += "  %s vs %s: max |diff| %.3g (%d values)" % (b, a, diff, len(outs[a]))
+        print(line, flush=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+main()
