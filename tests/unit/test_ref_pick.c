@@ -36,6 +36,18 @@ static void test_onehot(void) {
   mi_array_destroy(y);
   onehot(8, -1, 3, MI_ERR_UNSUPPORTED);
   onehot(11, -1, 0, MI_ERR_INVALID_ARGUMENT);
+
+  /* float indices truncate; NaN and huge ones are out of range (all off), not undefined casts */
+  int64_t three = 3, one = 1, two = 2, d32[2] = {3, 2};
+  mi_array_t *in[3] = {arr_f32(1, &three, (float[]){1.7f, NAN, -1e30f}),
+                       arr_i64(1, &one, (int64_t[]){2}), arr_f32(1, &two, (float[]){0, 1})};
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "OneHot", 11, 3, in, 6u, 1);
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "OneHot float indices: %s", err.message);
+  expect_f32("OneHot float indices", y, 2, d32, (float[]){0, 1, 0, 0, 0, 0}, 0);
+  mi_array_destroy(y);
+  for (int i = 0; i < 3; i++) mi_array_destroy(in[i]);
 }
 
 static void test_hardmax(void) {

@@ -1,6 +1,8 @@
 /* shape_infer_act.c - shapes of Elu, Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink,
  * CastLike, GroupNormalization, LpNormalization and MeanVarianceNormalization, with the refusals
  * the interpreter makes too. */
+#include <string.h>
+
 #include "graph/op_since.h"
 #include "graph/shape_infer.h"
 
@@ -14,7 +16,7 @@ static int32_t since(mi__si_t *c, const mi_node_t *n) {
 int32_t mi__si_act(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = since(c, n);
   if (rc) return rc;
-  if (n->op_type[0] == 'C' && mi_node_attr_float(n, "alpha", 1.0f) == 0.0f) /* Celu */
+  if (strcmp(n->op_type, "Celu") == 0 && mi_node_attr_float(n, "alpha", 1.0f) == 0.0f)
     return mi__si_fail(c, n, MI_ERR_INVALID_ARGUMENT, "alpha must not be 0");
   return mi__si_same_shape(c, n);
 }

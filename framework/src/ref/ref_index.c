@@ -236,12 +236,13 @@ int32_t mi__ref_gather_nd(mi__ref_call_t *c) {
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
                           "batch dim %d is %lld in indices and %lld in data", (int)d,
                           (long long)ind->dims[d], (long long)x->dims[d]);
-  int32_t rank = 0;
-  for (int32_t d = 0; d < ind->rank - 1; d++) dims[rank++] = ind->dims[d];
-  for (int32_t d = b + k; d < x->rank; d++) dims[rank++] = x->dims[d];
+  int32_t rank = ind->rank - 1 + x->rank - b - k;
   if (rank > MI_MAX_RANK)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "the output rank %d is above %d", (int)rank,
                         MI_MAX_RANK);
+  rank = 0;
+  for (int32_t d = 0; d < ind->rank - 1; d++) dims[rank++] = ind->dims[d];
+  for (int32_t d = b + k; d < x->rank; d++) dims[rank++] = x->dims[d];
   if ((rc = mi__ref_make_out(c, 0, x->dtype, rank, dims, &y)) != MI_OK) return rc;
   size_t es = mi_dtype_size(x->dtype);
   int64_t xstride[MI_MAX_RANK], slice = 1, batch = 1;

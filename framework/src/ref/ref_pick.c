@@ -50,8 +50,8 @@ int32_t mi__ref_onehot(mi__ref_call_t *c) {
     /* output i = (outer o, j along axis, inner r); its index is ind[o * inner + r] */
     int64_t r = i % inner, j = (i / inner) % depth, o = i / inner / depth;
     double v = num_at(ind, o * inner + r);
-    int64_t k = (int64_t)v;
-    if (k < 0) k += depth; /* also under opset 9, whose text says out of range: as ONNX Runtime */
+    int64_t k = v > -1e15 && v < 1e15 ? (int64_t)v : depth; /* NaN, huge: out of range */
+    if (k < 0) k += depth;                                  /* also under opset 9, whose text says out of range: as ONNX Runtime */
     memcpy((char *)y->data + (size_t)i * es, (const char *)val->data + (k == j ? es : 0), es);
   }
   return MI_OK;
