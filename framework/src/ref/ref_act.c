@@ -29,6 +29,13 @@ int32_t mi__ref_since(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+/* Shrink: values within [-lambd, lambd] become 0, the others move towards 0 by bias. */
+static float shrink(float v, float lambd, float bias) {
+  if (v < -lambd) return v + bias;
+  if (v > lambd) return v - bias;
+  return 0.0f;
+}
+
 /* log(1 + e^v) without overflow for large v, as the Softplus kernel. */
 static double softplus(double v) { return v > 20.0 ? v : log1p(exp(v)); }
 
@@ -68,9 +75,7 @@ int32_t mi__ref_act(mi__ref_call_t *c) {
     case A_SOFTSIGN: r = v / (1.0f + fabsf(v)); break;
     case A_MISH: r = (float)(v * tanh(softplus(v))); break;
     case A_THRESH: r = v > alpha ? v : 0.0f; break;
-    default: r = v < -lambd ? v + bias : v > lambd ? v - bias
-                                                   : 0.0f;
-        break; /* A_SHRINK */
+    default: r = shrink(v, lambd, bias); break;
     }
     yp[i] = r;
   }
