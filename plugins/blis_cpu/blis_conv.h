@@ -216,8 +216,9 @@ int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const
 int32_t mi__blis_conv_pack_nhwc(mi__blis_conv_t *c, const float *w);
 int mi__blis_bn_fold(const mi__blis_prep_t *p, const mi_node_desc_t *n, int64_t c, float *scale,
                      float *shift);
-/* conv.winograd (blis_wino.c): whether the conv is one it takes (dense 3x3, stride and dilation
- * 1, NCHW), and its prepare: weights transformed and packed, s->aux and s->run set. */
+/* conv.winograd (blis_wino.c, run by blis_wino_drv.c): whether the conv is one it takes (dense
+ * 3x3, stride and dilation 1, NCHW), and its prepare: weights transformed and packed, s->aux and
+ * s->run set. */
 int mi__blis_wino_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_default(const mi__blis_conv_t *c); /* where the default picks it */
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
@@ -230,8 +231,8 @@ int32_t mi__blis_wino6_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_con
 int mi__blis_wino_dil_fits(const mi__blis_conv_t *c);
 int mi__blis_wino_dil_default(const mi__blis_conv_t *c);
 int32_t mi__blis_wino_dil_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
-/* The Winograd kernels' scratch slots, one per part that can run at once: claims a free one of
- * `slots` (busy[s] 0 -> 1) and returns its index; release sets it free again. */
+/* The Winograd kernels' scratch slots, one per part that can run at once (blis_wino_drv.c): claims
+ * a free one of `slots` (busy[s] 0 -> 1) and returns its index; release sets it free again. */
 int64_t mi__blis_wino_slot_claim(_Atomic int *busy, int64_t slots);
 void mi__blis_wino_slot_release(_Atomic int *busy, int64_t s);
 /* conv.winograd1d (blis_wino1d.c): dense 1-D convs (and 2-D ones with a 1xK kernel, no row

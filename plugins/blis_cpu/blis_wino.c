@@ -1,22 +1,16 @@
-/* blis_wino.c - conv.winograd: dense 3x3 stride-1 convolutions as Winograd F(4x4, 3x3).
+/* blis_wino.c - conv.winograd: dense 3x3 stride-1 convolutions as Winograd F(4x4, 3x3): where
+ * the default takes it, the tile size's transforms and its prepare (blis_wino_drv.c runs it).
  *
- * Y = A^T [(G g G^T) . (B^T d B)] A over 4x4 output tiles read from 6x6 input tiles: for each of
- * the 36 tile positions one GEMM of the transformed weights (M x C, transformed in double and
- * packed once at prepare) by the transformed input tiles (C x tiles): 36 multiply-adds per tile
- * and channel pair instead of the direct sum's 144. The GEMMs are conv.packed_gemm's
- * register-blocked tiles (a 1x1 conv of C to M channels per position, raw sums); the transforms
- * run 16 tiles at a time in the vector lanes. The work is split over blocks of whole tile rows:
- * one thread transforms a block, multiplies and transforms it back in its own scratch slot while
- * it is in cache, then runs bias/BN and the epilogue chain on the block's output rows. */
-#include <stdatomic.h>
+ * 4x4 output tiles from 6x6 input tiles: 36 tile GEMMs, 36 multiply-adds per tile and channel
+ * pair instead of the direct sum's 144; the transforms run 16 tiles at a time in the vector lanes
+ * (8 at AVX2 and C). At AVX2, convs of 32+ channels on planes of 24+ rows and columns run as
+ * F(6x6, 3x3) instead (blis_wino6.c). */
 #include <string.h>
 
-#include "blis_conv.h"
-#include "blis_split.h"
+#include "blis_wino.h"
 
 #define WT 4  /* output tile edge */
 #define WA 6  /* input tile edge */
-#define WP 36 /* tile positions */
 #define WL 16 /* tiles per transform step (the vector lanes) */
 /* How many blocks of tile rows, planned for as many threads as cores (mi__blis_wino_blocks, whose
  * comments hold the 2026-12-03 figures; earlier ones: bench_blis_conv, process CPU time, ms):
@@ -29,27 +23,6 @@
  *   16->16 on 160x160 0.60-0.62 against 0.68-0.69). */
 #define WB_FLOATS 393216
 #define WB_TILES 64
-
-typedef struct mi__blis_wino {
-  mi__blis_conv_t sub[WP];  /* position p's GEMM as a 1x1 conv of C to M channels */
-  int64_t th, tw, rows;     /* tile rows, tile columns, tile rows of the largest block */
-  int64_t nb, parts, fixed; /* blocks (mi__blis_wino_start's), the threads they are for, rows a block or 0 */
-  int64_t ld;               /* floats per channel row of a slot's V and Mo (a block + WL spare) */
-  int64_t vs, mst;          /* floats from one position's V (C rows), Mo (M rows) to the next */
-  int64_t wtl;              /* floats per row of the column-transformed tile row (padded) */
-  int64_t slots, slot_fl;   /* scratch slots (one per running part), floats per slot */
-  atomic_int *busy;         /* per slot */
-  float *slot;
-} mi__blis_wino_t;
-
-int64_t mi__blis_wino_slot_claim(atomic_int *busy, int64_t slots) {
-  for (int64_t s = 0;; s = (s + 1) % slots) {
-    int z = 0;
-    if (atomic_compare_exchange_strong(&busy[s], &z, 1)) return s;
-  }
-}
-
-void mi__blis_wino_slot_release(atomic_int *busy, int64_t s) { atomic_store(&busy[s], 0); }
 
 int mi__blis_wino_fits(const mi__blis_conv_t *c) {
   return c->G == 1 && c->KH == 3 && c->KW == 3 && c->sh == 1 && c->sw == 1 && c->dh == 1 && c->dw == 1 &&
@@ -213,169 +186,43 @@ WINO_FNS(wv16, wi16, wv16u, 16, DI16, CAT16, LO16, HI16, avx512, __attribute__((
 WINO_FNS(wv8, wi8, wv8u, 8, DI8, CAT8, LO8, HI8, avx2, __attribute__((target("avx2,fma"))))
 WINO_FNS(wv8, wi8, wv8u, 8, DI8, CAT8, LO8, HI8, c, )
 
-typedef struct wino_task {
-  const mi__blis_conv_t *c;
-  const mi__blis_wino_t *wn;
-  void *const *t;
-  mi__blis_env_t env1; /* the run's BLIS contexts, one thread: the tile GEMMs run inside a part */
-  int64_t n;
-} wino_task_t;
-
-/* Items are blocks of tile rows of image n. */
-static void wino_part(void *arg, int64_t b0, int64_t b1) {
-  const wino_task_t *wt = arg;
-  const mi__blis_conv_t *c = wt->c;
-  const mi__blis_wino_t *wn = wt->wn;
-  const float *x = (const float *)wt->t[c->x] + wt->n * c->C * c->H * c->W;
-  float *y = (float *)wt->t[c->y] + wt->n * c->M * c->OH * c->OW, *v, *mo, *tb;
-  int64_t s = mi__blis_wino_slot_claim(wn->busy, wn->slots), blk, p, m, ohw = c->OH * c->OW;
-  v = wn->slot + s * wn->slot_fl;
-  mo = v + WP * wn->vs;
-  tb = mo + WP * wn->mst;
-  for (blk = b0; blk < b1; blk++) {
-    int64_t r0 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk);
-    int64_t r1 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk + 1);
-    int64_t nt = (r1 - r0) * wn->tw;
-    int64_t o0 = r0 * WT * c->OW, o1 = (r1 * WT < c->OH ? r1 * WT : c->OH) * c->OW;
-    if (c->simd == MI__SIMD_AVX512) in_avx512(c, wn, x, r0, r1, v, tb);
-    else if (c->simd == MI__SIMD_AVX2)
-      in_avx2(c, wn, x, r0, r1, v, tb);
-    else
-      in_c(c, wn, x, r0, r1, v, tb);
-    for (p = 0; p < WP; p++)
-      mi__blis_pg_gemm_ex(&wn->sub[p], wt->t, &wt->env1, 0, 0, v + p * wn->vs, wn->ld, NULL, 0, nt, mo + p * wn->mst,
-                          wn->ld);
-    if (c->simd == MI__SIMD_AVX512) out_avx512(c, wn, mo, r0, r1, y);
-    else if (c->simd == MI__SIMD_AVX2)
-      out_avx2(c, wn, mo, r0, r1, y);
-    else
-      out_c(c, wn, mo, r0, r1, y);
-    if (c->epi_n)
-      for (m = 0; m < c->M; m++) mi__blis_epi_tail(c, wt->t, wt->n, m, o0, y + m * ohw + o0, o1 - o0, 0, 0);
-  }
-  mi__blis_wino_slot_release(wn->busy, s);
+/* The column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room for
+ * the shifted loads of a last WL-tile step past the row; a slot holds V, Mo, those rows and a row
+ * of zeros. */
+static void scratch(const mi__blis_conv_t *c, mi__blis_wino_t *wn) {
+  wn->wtl = (WT * wn->tw + WT * WL + 2 * WT + 15) / 16 * 16;
+  wn->slot_fl = WA * WA * (wn->vs + wn->mst) + WA * wn->wtl + c->W;
 }
 
-static int32_t run_wino(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
-  const mi__blis_conv_t *c = s->state;
-  const mi__blis_wino_t *wn = s->aux;
-  mi__blis_env_t pe = *env;
-  wino_task_t wt;
-  (void)err;
-  wt.c = c;
-  wt.wn = wn;
-  wt.t = t;
-  wt.env1 = *env;
-  wt.env1.threads = 1;
-  wt.env1.pool = NULL;
-  if (pe.threads > wn->slots) pe.threads = (int32_t)wn->slots;
-  for (wt.n = 0; wt.n < c->N; wt.n++)
-    mi__blis_parallel(&pe, wn->nb, 1, WP * c->M * c->C * wn->rows * wn->tw, wino_part, &wt);
-  return MI_OK;
-}
-
-/* G g G^T of one 3x3 filter, in double: G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6;
- * 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]. */
-static void weight_tf(const float *g, double u[WA][WA]) {
-  static const double G[WA][3] = {{0.25, 0, 0},
-                                  {-1. / 6, -1. / 6, -1. / 6},
-                                  {-1. / 6, 1. / 6, -1. / 6},
-                                  {1. / 24, 1. / 12, 1. / 6},
-                                  {1. / 24, -1. / 12, 1. / 6},
-                                  {0, 0, 1}};
-  double t[WA][3];
-  int i, j, k;
-  for (i = 0; i < WA; i++)
-    for (j = 0; j < 3; j++) {
-      t[i][j] = 0.;
-      for (k = 0; k < 3; k++) t[i][j] += G[i][k] * g[k * 3 + j];
-    }
-  for (i = 0; i < WA; i++)
-    for (j = 0; j < WA; j++) {
-      u[i][j] = 0.;
-      for (k = 0; k < 3; k++) u[i][j] += t[i][k] * G[j][k];
-    }
-}
+/* G of G g G^T. */
+static const double G4[WA][3] = {{0.25, 0, 0},
+                                 {-1. / 6, -1. / 6, -1. / 6},
+                                 {-1. / 6, 1. / 6, -1. / 6},
+                                 {1. / 24, 1. / 12, 1. / 6},
+                                 {1. / 24, -1. / 12, 1. / 6},
+                                 {0, 0, 1}};
 
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err) {
-  const float *w = p->k->ptr[c->w];
-  mi__blis_wino_t *wn;
-  int64_t C = c->C, M = c->M, mr = mi__blis_pg_panel(c->simd, 0), pos, m, ci;
-  uint64_t hdr = (sizeof *wn + 63) / 64 * 16, packed, busy, total;
-  float *tmp, *packed0;
+  mi__blis_wino_tile_t tile = {.wt = WT,
+                               .wa = WA,
+                               .wl = WL,
+                               .max_floats = WB_FLOATS,
+                               .max_tiles = WB_TILES,
+                               .g = G4,
+                               .in = in_c,
+                               .out = out_c,
+                               .scratch = scratch};
   if (!mi__blis_wino_fits(c))
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
                         "blis-cpu: conv.winograd needs a dense (group 1) 3x3 conv, stride 1, dilation 1, on NCHW");
   if (mi__blis_wino6_default(c)) return mi__blis_wino6_prep(p, s, c, err); /* AVX2: 6x6 tiles */
-  {
-    mi__blis_wino_t geo;
-    geo.th = (c->OH + WT - 1) / WT;
-    geo.tw = (c->OW + WT - 1) / WT;
-    /* blocks for as many threads as there are cores (the default and most): each thread's share
-     * within a tile row of the others' */
-    geo.parts = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
-    geo.nb = mi__blis_wino_blocks(geo.th, geo.tw, C, M, geo.parts, c->simd == MI__SIMD_AVX512 ? 16 : 0, WB_FLOATS,
-                                  WB_TILES, &geo.fixed);
-    for (geo.rows = 0, pos = 0; pos < geo.nb; pos++) {
-      int64_t r = mi__blis_wino_start(geo.th, geo.nb, geo.parts, geo.fixed, pos + 1) -
-                  mi__blis_wino_start(geo.th, geo.nb, geo.parts, geo.fixed, pos);
-      if (r > geo.rows) geo.rows = r;
-    }
-    geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;
-    /* a slot per part that can run at once: no more than the cores, nor than the blocks */
-    geo.slots = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
-    if (geo.slots > geo.nb) geo.slots = geo.nb;
-    /* the column-transformed rows: 4 floats a tile, the 2 of the last tile's overlap, and room
-     * for the shifted loads of a last VL-tile step past the row */
-    geo.wtl = (WT * geo.tw + WT * WL + 2 * WT + 15) / 16 * 16;
-    /* 64 bytes between positions beyond their C or M rows: where C * ld or M * ld floats are a
-     * multiple of 4 KiB a transform step's 6 stores (or loads) otherwise share one cache set */
-    geo.vs = C * geo.ld + 16;
-    geo.mst = M * geo.ld + 16;
-    geo.slot_fl = WP * (geo.vs + geo.mst) + WA * geo.wtl + c->W; /* + a row of zeros */
-    memset(&geo.sub, 0, sizeof geo.sub);
-    geo.sub[0].variant = MI__CONV_PG;
-    geo.sub[0].simd = c->simd;
-    geo.sub[0].N = geo.sub[0].G = geo.sub[0].KH = geo.sub[0].KW = 1;
-    geo.sub[0].H = geo.sub[0].W = geo.sub[0].OH = geo.sub[0].OW = 1;
-    geo.sub[0].sh = geo.sub[0].sw = geo.sub[0].dh = geo.sub[0].dw = 1;
-    geo.sub[0].C = C;
-    geo.sub[0].M = M;
-    geo.sub[0].pg_mr = mr;
-    geo.sub[0].pg_ek = MI__EK_NONE;
-    geo.sub[0].scale = c->scale;
-    geo.sub[0].shift = c->shift;
-    packed = (mi__blis_pg_packed_floats(&geo.sub[0]) + 15) / 16 * 16;
-    busy = ((uint64_t)geo.slots * sizeof(atomic_int) + 63) / 64 * 16;
-    total = hdr + busy + WP * packed + (uint64_t)geo.slots * (uint64_t)geo.slot_fl;
-    if (!(s->aux = mi__blis_calloc(p->ctx, total * sizeof(float))))
-      return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-    wn = s->aux;
-    *wn = geo;
+  if (c->simd == MI__SIMD_AVX512) {
+    tile.lanes = 16;
+    tile.in = in_avx512;
+    tile.out = out_avx512;
+  } else if (c->simd == MI__SIMD_AVX2) {
+    tile.in = in_avx2;
+    tile.out = out_avx2;
   }
-  wn->busy = (atomic_int *)((float *)s->aux + hdr);
-  for (pos = 0; pos < wn->slots; pos++) atomic_init(&wn->busy[pos], 0);
-  packed0 = (float *)s->aux + hdr + busy;
-  wn->slot = packed0 + WP * packed;
-  if (!(tmp = mi__blis_alloc(p->ctx, (uint64_t)(WP * M * C) * sizeof(float)))) {
-    mi__blis_free(p->ctx, s->aux);
-    s->aux = NULL;
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  }
-  for (m = 0; m < M; m++)
-    for (ci = 0; ci < C; ci++) {
-      double u[WA][WA];
-      weight_tf(w + (m * C + ci) * 9, u);
-      for (pos = 0; pos < WP; pos++) tmp[(pos * M + m) * C + ci] = (float)u[pos / WA][pos % WA];
-    }
-  for (pos = 0; pos < WP; pos++) {
-    wn->sub[pos] = wn->sub[0];
-    wn->sub[pos].packed = packed0 + pos * packed;
-    mi__blis_pg_pack(&wn->sub[pos], tmp + pos * M * C, 0);
-  }
-  mi__blis_free(p->ctx, tmp);
-  /* the transformed panels are all the kernel reads */
-  mi__blis_drop_const(p, c->w);
-  s->run = run_wino;
-  return MI_OK;
+  return mi__blis_wino_drv_prep(p, s, c, &tile, err);
 }

@@ -6,41 +6,26 @@
  * for 36 outputs (1.78 per output) where F(4x4) takes 36 for 16 (2.25). The transforms cost more
  * per tile but about the same per output. Points 0, +-1, +-2, +-1/2 and infinity (the usual
  * choice: the transforms' largest coefficients are 5.25 in B, 32 in A; test_blis_conv's cases stay
- * within its 1e-5 relative L2, M-LSD's outputs 1.65e-5 from the reference as before). Same scheme as blis_wino.c: weights transformed in double
- * and packed once into 64 conv.packed_gemm weight sets; per block of whole tile rows one thread
- * transforms the input tiles, runs the 64 tile GEMMs and transforms back while the block is in
- * cache, then runs the epilogue chain on the block's output rows. The transforms run 8 tiles at a
+ * within its 1e-5 relative L2, M-LSD's outputs 1.65e-5 from the reference as before). Run by the same driver as F(4x4) (blis_wino_drv.c): weights
+ * transformed in double and packed once into 64 conv.packed_gemm weight sets; per block of whole
+ * tile rows one thread transforms the input tiles, runs the 64 tile GEMMs and transforms back
+ * while the block is in cache, then runs the epilogue chain on the block's output rows. The transforms run 8 tiles at a
  * time in the lanes: a tile's 8 values of a row are one unaligned load, and an 8x8 transpose turns
  * 8 tiles' loads into one vector per value (and back on the output side). */
 #include <immintrin.h>
-#include <stdatomic.h>
 #include <string.h>
 
-#include "blis_conv.h"
-#include "blis_split.h"
 #include "blis_tr256.h"
+#include "blis_wino.h"
 
 #define AVX2_FN __attribute__((target("avx2,fma")))
 
-#define WT 6  /* output tile edge */
-#define WA 8  /* input tile edge */
-#define WP 64 /* tile positions */
-#define WL 8  /* tiles per transform step (the vector lanes) */
+#define WT 6 /* output tile edge */
+#define WA 8 /* input tile edge */
+#define WL 8 /* tiles per transform step (the vector lanes) */
 /* Largest block of tiles (the fewest blocks of at most this many, in a multiple of the cores):
  * about the pixels of blis_wino.c's 64-tile AVX2 blocks. */
 #define WB_TILES 56
-
-typedef struct mi__blis_wino6 {
-  mi__blis_conv_t sub[WP];  /* position p's GEMM as a 1x1 conv of C to M channels */
-  int64_t th, tw, rows;     /* tile rows, tile columns, tile rows of the largest block */
-  int64_t nb, parts, fixed; /* blocks, the threads they are for, rows a block or 0 */
-  int64_t ld;               /* floats per channel row of a slot's V and Mo (a block + WL spare) */
-  int64_t vs, mst;          /* floats from one position's V (C rows), Mo (M rows) to the next */
-  int64_t wtl;              /* floats per row of the column-transformed tile row (padded) */
-  int64_t slots, slot_fl;   /* scratch slots (one per running part), floats per slot */
-  atomic_int *busy;         /* per slot */
-  float *slot;
-} mi__blis_wino6_t;
 
 /* The default takes it at AVX2 where it measured faster than F(4x4) (bench_blis_conv capped at
  * AVX2, 1 thread, min of 20, three interleaved rounds, 2026-12-05, load 2.6-3.0; F(4x4) with its
@@ -92,7 +77,7 @@ int mi__blis_wino6_default(const mi__blis_conv_t *c) {
  * rows) into tb[a][q] (q = input column + pl; the columns outside [pl, pl + W) are never written,
  * zero since the slot's calloc); then tile k's 8 values of row a are the load at tb[a][6k]. Lanes
  * past a row's last tile spill into the next row's tiles, written after them, or the spare floats. */
-AVX2_FN static void in6(const mi__blis_conv_t *c, const mi__blis_wino6_t *wn, const float *x, int64_t r0, int64_t r1,
+AVX2_FN static void in6(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *x, int64_t r0, int64_t r1,
                         float *v, float *tb) {
   int64_t ci, th, i, a, b, q, k, k0, ld = wn->ld, cs = wn->vs, wtl = wn->wtl, W = c->W, pl = c->pl;
   const float *zrow = tb + WA * wtl;
@@ -135,7 +120,7 @@ AVX2_FN static void in6(const mi__blis_conv_t *c, const mi__blis_wino6_t *wn, co
 /* Mo[p][m][tile] back into 6x6 output blocks with bias/BN: per output row of a tile row, the six
  * values of 8 tiles transposed into one vector per tile, stored 6 apart (each store's last two
  * lanes are overwritten by the next tile's; the row's last tile stores through a mask). */
-AVX2_FN static void out6(const mi__blis_conv_t *c, const mi__blis_wino6_t *wn, const float *mo, int64_t r0,
+AVX2_FN static void out6(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *mo, int64_t r0,
                          int64_t r1, float *y) {
   int64_t m, th, k0, i, j, k, r, ld = wn->ld, ms = wn->mst;
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -174,155 +159,28 @@ AVX2_FN static void out6(const mi__blis_conv_t *c, const mi__blis_wino6_t *wn, c
   }
 }
 
-typedef struct wino6_task {
-  const mi__blis_conv_t *c;
-  const mi__blis_wino6_t *wn;
-  void *const *t;
-  mi__blis_env_t env1; /* the run's BLIS contexts, one thread: the tile GEMMs run inside a part */
-  int64_t n;
-} wino6_task_t;
-
-/* Items are blocks of tile rows of image n. */
-static void wino6_part(void *arg, int64_t b0, int64_t b1) {
-  const wino6_task_t *wt = arg;
-  const mi__blis_conv_t *c = wt->c;
-  const mi__blis_wino6_t *wn = wt->wn;
-  const float *x = (const float *)wt->t[c->x] + wt->n * c->C * c->H * c->W;
-  float *y = (float *)wt->t[c->y] + wt->n * c->M * c->OH * c->OW, *v, *mo, *tb;
-  int64_t s = mi__blis_wino_slot_claim(wn->busy, wn->slots), blk, p, m, ohw = c->OH * c->OW;
-  v = wn->slot + s * wn->slot_fl;
-  mo = v + WP * wn->vs;
-  tb = mo + WP * wn->mst;
-  for (blk = b0; blk < b1; blk++) {
-    int64_t r0 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk);
-    int64_t r1 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk + 1);
-    int64_t nt = (r1 - r0) * wn->tw;
-    int64_t o0 = r0 * WT * c->OW, o1 = (r1 * WT < c->OH ? r1 * WT : c->OH) * c->OW;
-    in6(c, wn, x, r0, r1, v, tb);
-    for (p = 0; p < WP; p++)
-      mi__blis_pg_gemm_ex(&wn->sub[p], wt->t, &wt->env1, 0, 0, v + p * wn->vs, wn->ld, NULL, 0, nt, mo + p * wn->mst,
-                          wn->ld);
-    out6(c, wn, mo, r0, r1, y);
-    if (c->epi_n)
-      for (m = 0; m < c->M; m++) mi__blis_epi_tail(c, wt->t, wt->n, m, o0, y + m * ohw + o0, o1 - o0, 0, 0);
-  }
-  mi__blis_wino_slot_release(wn->busy, s);
+/* The column-transformed rows: the 6-apart loads of a last WL-tile step reach 6 * (tw rounded up
+ * to WL) + 2 floats; a slot holds V, Mo, those rows and a row of zeros (8 floats spare). */
+static void scratch(const mi__blis_conv_t *c, mi__blis_wino_t *wn) {
+  wn->wtl = (WT * ((wn->tw + WL - 1) / WL * WL) + WA + 15) / 16 * 16;
+  wn->slot_fl = WA * WA * (wn->vs + wn->mst) + WA * wn->wtl + c->W + 8;
 }
 
-static int32_t run_wino6(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
-  const mi__blis_conv_t *c = s->state;
-  const mi__blis_wino6_t *wn = s->aux;
-  mi__blis_env_t pe = *env;
-  wino6_task_t wt;
-  (void)err;
-  wt.c = c;
-  wt.wn = wn;
-  wt.t = t;
-  wt.env1 = *env;
-  wt.env1.threads = 1;
-  wt.env1.pool = NULL;
-  if (pe.threads > wn->slots) pe.threads = (int32_t)wn->slots;
-  for (wt.n = 0; wt.n < c->N; wt.n++)
-    mi__blis_parallel(&pe, wn->nb, 1, WP * c->M * c->C * wn->rows * wn->tw, wino6_part, &wt);
-  return MI_OK;
-}
-
-/* G g G^T of one 3x3 filter, in double (G: 8x3, the rows for the points 0, -1, 1, 1/2, -1/2, 2,
- * -2 and infinity, scaled to match the A^T above). */
-static void weight_tf(const float *g, double u[WA][WA]) {
-  static const double G[WA][3] = {{1, 0, 0},
-                                  {-2. / 9, -2. / 9, -2. / 9},
-                                  {-2. / 9, 2. / 9, -2. / 9},
-                                  {1. / 90, 1. / 45, 2. / 45},
-                                  {1. / 90, -1. / 45, 2. / 45},
-                                  {1. / 45, 1. / 90, 1. / 180},
-                                  {1. / 45, -1. / 90, 1. / 180},
-                                  {0, 0, 1}};
-  double t[WA][3];
-  int i, j, k;
-  for (i = 0; i < WA; i++)
-    for (j = 0; j < 3; j++) {
-      t[i][j] = 0.;
-      for (k = 0; k < 3; k++) t[i][j] += G[i][k] * g[k * 3 + j];
-    }
-  for (i = 0; i < WA; i++)
-    for (j = 0; j < WA; j++) {
-      u[i][j] = 0.;
-      for (k = 0; k < 3; k++) u[i][j] += t[i][k] * G[j][k];
-    }
-}
+/* G of G g G^T (8x3: the rows for the points 0, -1, 1, 1/2, -1/2, 2, -2 and infinity, scaled to
+ * match the A^T above). */
+static const double G6[WA][3] = {{1, 0, 0},
+                                 {-2. / 9, -2. / 9, -2. / 9},
+                                 {-2. / 9, 2. / 9, -2. / 9},
+                                 {1. / 90, 1. / 45, 2. / 45},
+                                 {1. / 90, -1. / 45, 2. / 45},
+                                 {1. / 45, 1. / 90, 1. / 180},
+                                 {1. / 45, -1. / 90, 1. / 180},
+                                 {0, 0, 1}};
 
 int32_t mi__blis_wino6_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err) {
-  const float *w = p->k->ptr[c->w];
-  mi__blis_wino6_t *wn;
-  int64_t C = c->C, M = c->M, pos, m, ci;
-  uint64_t hdr = (sizeof *wn + 63) / 64 * 16, packed, busy, total;
-  float *tmp, *packed0;
-  mi__blis_wino6_t geo;
+  static const mi__blis_wino_tile_t tile = {
+      .wt = WT, .wa = WA, .wl = WL, .max_tiles = WB_TILES, .g = G6, .in = in6, .out = out6, .scratch = scratch};
   if (!mi__blis_wino_fits(c) || c->simd != MI__SIMD_AVX2)
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: Winograd F(6x6,3x3) needs a dense 3x3 stride-1 conv at AVX2");
-  geo.th = (c->OH + WT - 1) / WT;
-  geo.tw = (c->OW + WT - 1) / WT;
-  geo.parts = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
-  geo.nb = mi__blis_wino_blocks(geo.th, geo.tw, C, M, geo.parts, 0, 0, WB_TILES, &geo.fixed);
-  for (geo.rows = 0, pos = 0; pos < geo.nb; pos++) {
-    int64_t r = mi__blis_wino_start(geo.th, geo.nb, geo.parts, geo.fixed, pos + 1) -
-                mi__blis_wino_start(geo.th, geo.nb, geo.parts, geo.fixed, pos);
-    if (r > geo.rows) geo.rows = r;
-  }
-  geo.ld = (geo.rows * geo.tw + WL - 1) / WL * WL + WL;
-  /* positions C * ld or M * ld floats apart put a transform step's 8 stores (or loads) in one
-   * cache set where that is a multiple of 4 KiB: 64 bytes more between positions (32 -> 32 on
-   * 160x160 in blocks of 54 tiles, positions 8 KiB apart, ran 1.4x slower than in blocks of 56) */
-  geo.vs = C * geo.ld + 16;
-  geo.mst = M * geo.ld + 16;
-  geo.slots = p->ctx->cpu.cores > 0 ? p->ctx->cpu.cores : 1;
-  if (geo.slots > geo.nb) geo.slots = geo.nb;
-  /* the column-transformed rows: the 6-apart loads of a last WL-tile step reach 6 * (tw rounded up
-   * to WL) + 2 floats */
-  geo.wtl = (WT * ((geo.tw + WL - 1) / WL * WL) + WA + 15) / 16 * 16;
-  geo.slot_fl = WP * (geo.vs + geo.mst) + WA * geo.wtl + c->W + 8; /* + a row of zeros */
-  memset(&geo.sub, 0, sizeof geo.sub);
-  geo.sub[0].variant = MI__CONV_PG;
-  geo.sub[0].simd = c->simd;
-  geo.sub[0].N = geo.sub[0].G = geo.sub[0].KH = geo.sub[0].KW = 1;
-  geo.sub[0].H = geo.sub[0].W = geo.sub[0].OH = geo.sub[0].OW = 1;
-  geo.sub[0].sh = geo.sub[0].sw = geo.sub[0].dh = geo.sub[0].dw = 1;
-  geo.sub[0].C = C;
-  geo.sub[0].M = M;
-  geo.sub[0].pg_mr = mi__blis_pg_panel(c->simd, 0);
-  geo.sub[0].pg_ek = MI__EK_NONE;
-  geo.sub[0].scale = c->scale;
-  geo.sub[0].shift = c->shift;
-  packed = (mi__blis_pg_packed_floats(&geo.sub[0]) + 15) / 16 * 16;
-  busy = ((uint64_t)geo.slots * sizeof(atomic_int) + 63) / 64 * 16;
-  total = hdr + busy + WP * packed + (uint64_t)geo.slots * (uint64_t)geo.slot_fl;
-  if (!(s->aux = mi__blis_calloc(p->ctx, total * sizeof(float))))
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  wn = s->aux;
-  *wn = geo;
-  wn->busy = (atomic_int *)((float *)s->aux + hdr);
-  for (pos = 0; pos < wn->slots; pos++) atomic_init(&wn->busy[pos], 0);
-  packed0 = (float *)s->aux + hdr + busy;
-  wn->slot = packed0 + WP * packed;
-  if (!(tmp = mi__blis_alloc(p->ctx, (uint64_t)(WP * M * C) * sizeof(float)))) {
-    mi__blis_free(p->ctx, s->aux);
-    s->aux = NULL;
-    return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
-  }
-  for (m = 0; m < M; m++)
-    for (ci = 0; ci < C; ci++) {
-      double u[WA][WA];
-      weight_tf(w + (m * C + ci) * 9, u);
-      for (pos = 0; pos < WP; pos++) tmp[(pos * M + m) * C + ci] = (float)u[pos / WA][pos % WA];
-    }
-  for (pos = 0; pos < WP; pos++) {
-    wn->sub[pos] = wn->sub[0];
-    wn->sub[pos].packed = packed0 + pos * packed;
-    mi__blis_pg_pack(&wn->sub[pos], tmp + pos * M * C, 0);
-  }
-  mi__blis_free(p->ctx, tmp);
-  mi__blis_drop_const(p, c->w);
-  s->run = run_wino6;
-  return MI_OK;
+  return mi__blis_wino_drv_prep(p, s, c, &tile, err);
 }

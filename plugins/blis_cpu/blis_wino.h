@@ -1,0 +1,53 @@
+/* blis_wino.h - conv.winograd's driver (blis_wino_drv.c) as the tile sizes' files use it. */
+#ifndef MI_BLIS_WINO_H
+#define MI_BLIS_WINO_H
+
+#include "blis_conv.h"
+
+typedef struct mi__blis_wino mi__blis_wino_t;
+
+/* A tile size's transforms (blis_wino.c's in_ / out_ per SIMD level, blis_wino6.c's in6 / out6),
+ * one call per block of tile rows [r0, r1) of one image. in: image x into the slot's V (wn->wp
+ * positions wn->vs apart, C rows of wn->ld), through tb (wn->wa rows of wn->wtl, then a row of
+ * zeros). out: the slot's Mo (positions wn->mst apart, M rows of wn->ld) back into output y with
+ * bias/BN. */
+typedef void (*mi__blis_wino_in_fn)(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *x, int64_t r0,
+                                    int64_t r1, float *v, float *tb);
+typedef void (*mi__blis_wino_out_fn)(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *mo, int64_t r0,
+                                     int64_t r1, float *y);
+
+/* One prepared conv.winograd layer (s->aux): the tile size, the block geometry, the scratch slots
+ * and the packed weight sets, all in one allocation. */
+struct mi__blis_wino {
+  int64_t wt, wa, wp, wl; /* output tile edge, input tile edge, positions (wa * wa), tiles a transform step */
+  mi__blis_wino_in_fn in; /* the tile size's transforms at the conv's SIMD level */
+  mi__blis_wino_out_fn out;
+  int64_t th, tw, rows;     /* tile rows, tile columns, tile rows of the largest block */
+  int64_t nb, parts, fixed; /* blocks (mi__blis_wino_start's), the threads they are for, rows a block or 0 */
+  int64_t ld;               /* floats per channel row of a slot's V and Mo (a block + wl spare) */
+  int64_t vs, mst;          /* floats from one position's V (C rows), Mo (M rows) to the next */
+  int64_t wtl;              /* floats per row of the column-transformed tile row (padded) */
+  int64_t slots, slot_fl;   /* scratch slots (one per running part), floats per slot */
+  _Atomic int *busy;        /* per slot */
+  float *slot;
+  mi__blis_conv_t sub[]; /* wp: position p's GEMM as a 1x1 conv of C to M channels */
+};
+
+/* What a tile size gives the driver's prepare. */
+typedef struct mi__blis_wino_tile {
+  int64_t wt, wa, wl;                   /* output tile edge, input tile edge, tiles a transform step */
+  int64_t lanes, max_floats, max_tiles; /* mi__blis_wino_blocks' block rule */
+  const double (*g)[3];                 /* G (wa rows) of the weight transform G g G^T */
+  mi__blis_wino_in_fn in;               /* at the conv's SIMD level */
+  mi__blis_wino_out_fn out;
+  /* sets wn->wtl and wn->slot_fl from the block geometry (th ... mst, slots) */
+  void (*scratch)(const mi__blis_conv_t *c, mi__blis_wino_t *wn);
+} mi__blis_wino_tile_t;
+
+/* The driver's prepare: block geometry, scratch slots, weights transformed (in double) and packed
+ * into wp conv.packed_gemm weight sets; s->aux and s->run set, the constant weights dropped. The
+ * caller has checked that the conv fits. */
+int32_t mi__blis_wino_drv_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c,
+                               const mi__blis_wino_tile_t *tile, mi_error_t *err);
+
+#endif
