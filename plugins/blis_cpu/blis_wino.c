@@ -202,27 +202,22 @@ static const double G4[WA][3] = {{0.25, 0, 0},
                                  {1. / 24, -1. / 12, 1. / 6},
                                  {0, 0, 1}};
 
+/* The tables per SIMD level: the AVX-512 block rule weighs 16-lane vectors of tiles, AVX2 and C
+ * take the fewest blocks of at most WB_TILES. */
+#define WINO_TILE(LANES, SFX)                                                                              \
+  { .wt = WT, .wa = WA, .wl = WL, .lanes = LANES, .max_floats = WB_FLOATS, .max_tiles = WB_TILES, .g = G4, \
+    .in = in_##SFX, .out = out_##SFX, .scratch = scratch }
+static const mi__blis_wino_tile_t tile_avx512 = WINO_TILE(16, avx512), tile_avx2 = WINO_TILE(0, avx2),
+                                  tile_c = WINO_TILE(0, c);
+
 int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err) {
-  mi__blis_wino_tile_t tile = {.wt = WT,
-                               .wa = WA,
-                               .wl = WL,
-                               .max_floats = WB_FLOATS,
-                               .max_tiles = WB_TILES,
-                               .g = G4,
-                               .in = in_c,
-                               .out = out_c,
-                               .scratch = scratch};
   if (!mi__blis_wino_fits(c))
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG,
                         "blis-cpu: conv.winograd needs a dense (group 1) 3x3 conv, stride 1, dilation 1, on NCHW");
   if (mi__blis_wino6_default(c)) return mi__blis_wino6_prep(p, s, c, err); /* AVX2: 6x6 tiles */
-  if (c->simd == MI__SIMD_AVX512) {
-    tile.lanes = 16;
-    tile.in = in_avx512;
-    tile.out = out_avx512;
-  } else if (c->simd == MI__SIMD_AVX2) {
-    tile.in = in_avx2;
-    tile.out = out_avx2;
-  }
-  return mi__blis_wino_drv_prep(p, s, c, &tile, err);
+  return mi__blis_wino_drv_prep(p, s, c,
+                                c->simd == MI__SIMD_AVX512 ? &tile_avx512
+                                : c->simd == MI__SIMD_AVX2 ? &tile_avx2
+                                                           : &tile_c,
+                                err);
 }

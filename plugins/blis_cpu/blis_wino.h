@@ -16,33 +16,36 @@ typedef void (*mi__blis_wino_in_fn)(const mi__blis_conv_t *c, const mi__blis_win
 typedef void (*mi__blis_wino_out_fn)(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *mo, int64_t r0,
                                      int64_t r1, float *y);
 
-/* One prepared conv.winograd layer (s->aux): the tile size, the block geometry, the scratch slots
- * and the packed weight sets, all in one allocation. */
-struct mi__blis_wino {
-  int64_t wt, wa, wp, wl; /* output tile edge, input tile edge, positions (wa * wa), tiles a transform step */
-  mi__blis_wino_in_fn in; /* the tile size's transforms at the conv's SIMD level */
-  mi__blis_wino_out_fn out;
-  int64_t th, tw, rows;     /* tile rows, tile columns, tile rows of the largest block */
-  int64_t nb, parts, fixed; /* blocks (mi__blis_wino_start's), the threads they are for, rows a block or 0 */
-  int64_t ld;               /* floats per channel row of a slot's V and Mo (a block + wl spare) */
-  int64_t vs, mst;          /* floats from one position's V (C rows), Mo (M rows) to the next */
-  int64_t wtl;              /* floats per row of the column-transformed tile row (padded) */
-  int64_t slots, slot_fl;   /* scratch slots (one per running part), floats per slot */
-  _Atomic int *busy;        /* per slot */
-  float *slot;
-  mi__blis_conv_t sub[]; /* wp: position p's GEMM as a 1x1 conv of C to M channels */
-};
-
-/* What a tile size gives the driver's prepare. */
+/* What a tile size gives the driver: one static table per tile size and SIMD level. */
 typedef struct mi__blis_wino_tile {
   int64_t wt, wa, wl;                   /* output tile edge, input tile edge, tiles a transform step */
   int64_t lanes, max_floats, max_tiles; /* mi__blis_wino_blocks' block rule */
   const double (*g)[3];                 /* G (wa rows) of the weight transform G g G^T */
-  mi__blis_wino_in_fn in;               /* at the conv's SIMD level */
+  mi__blis_wino_in_fn in;               /* the transforms at one SIMD level */
   mi__blis_wino_out_fn out;
   /* sets wn->wtl and wn->slot_fl from the block geometry (th ... mst, slots) */
   void (*scratch)(const mi__blis_conv_t *c, mi__blis_wino_t *wn);
 } mi__blis_wino_tile_t;
+
+/* One prepared conv.winograd layer (s->aux): the tile size, the block geometry, the scratch slots
+ * and the packed weight sets, all in one allocation. The header stays at 128 bytes (the edges as
+ * int16_t, one pointer to the tile's table): the busy flags, weight sets and slots after the wp
+ * sub-convs then lie at the offsets they had before the tile sizes shared this driver (a 64-byte
+ * shift of the slots ran M-LSD's 3x3 convs 3-7% slower at AVX-512, mi-run --profile, 2026-12-06). */
+struct mi__blis_wino {
+  int16_t wt, wa, wp, wl;           /* output tile edge, input tile edge, positions (wa * wa), tiles a transform step */
+  const mi__blis_wino_tile_t *tile; /* the transforms at the conv's SIMD level */
+  int64_t th, tw, rows;             /* tile rows, tile columns, tile rows of the largest block */
+  int64_t nb, parts, fixed;         /* blocks (mi__blis_wino_start's), the threads they are for, rows a block or 0 */
+  int64_t ld;                       /* floats per channel row of a slot's V and Mo (a block + wl spare) */
+  int64_t vs, mst;                  /* floats from one position's V (C rows), Mo (M rows) to the next */
+  int64_t wtl;                      /* floats per row of the column-transformed tile row (padded) */
+  int64_t slots, slot_fl;           /* scratch slots (one per running part), floats per slot */
+  _Atomic int *busy;                /* per slot */
+  float *slot;
+  mi__blis_conv_t sub[]; /* wp: position p's GEMM as a 1x1 conv of C to M channels */
+};
+_Static_assert(sizeof(mi__blis_wino_t) == 128, "conv.winograd's layer header is 128 bytes");
 
 /* The driver's prepare: block geometry, scratch slots, weights transformed (in double) and packed
  * into wp conv.packed_gemm weight sets; s->aux and s->run set, the constant weights dropped. The

@@ -8,8 +8,8 @@
  * sums). The work is split over blocks of whole tile rows: one thread transforms a block,
  * multiplies and transforms it back in its own scratch slot while it is in cache, then runs the
  * epilogue chain on the block's output rows. The tile sizes (F(4x4, 3x3) in blis_wino.c, F(6x6, 3x3)
- * in blis_wino6.c) give their transforms, G and their scratch rows; the transforms are called once
- * a block through the layer's pointers. */
+ * in blis_wino6.c) give their transforms, G and their scratch rows in a table; the transforms are
+ * called once a block through the layer's pointer to it. */
 #include <stdatomic.h>
 #include <string.h>
 
@@ -49,11 +49,11 @@ static void wino_part(void *arg, int64_t b0, int64_t b1) {
     int64_t r1 = mi__blis_wino_start(wn->th, wn->nb, wn->parts, wn->fixed, blk + 1);
     int64_t nt = (r1 - r0) * wn->tw;
     int64_t o0 = r0 * wn->wt * c->OW, o1 = (r1 * wn->wt < c->OH ? r1 * wn->wt : c->OH) * c->OW;
-    wn->in(c, wn, x, r0, r1, v, tb);
+    wn->tile->in(c, wn, x, r0, r1, v, tb);
     for (p = 0; p < wn->wp; p++)
       mi__blis_pg_gemm_ex(&wn->sub[p], wt->t, &wt->env1, 0, 0, v + p * wn->vs, wn->ld, NULL, 0, nt, mo + p * wn->mst,
                           wn->ld);
-    wn->out(c, wn, mo, r0, r1, y);
+    wn->tile->out(c, wn, mo, r0, r1, y);
     if (c->epi_n)
       for (m = 0; m < c->M; m++) mi__blis_epi_tail(c, wt->t, wt->n, m, o0, y + m * ohw + o0, o1 - o0, 0, 0);
   }
@@ -106,12 +106,11 @@ int32_t mi__blis_wino_drv_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_
   if (WA > 8)
     return mi_sdk_error(err, MI_ERR_INVALID_CONFIG, "blis-cpu: conv.winograd's input tiles are at most 8x8");
   memset(&geo, 0, sizeof geo);
-  geo.wt = WT;
-  geo.wa = WA;
-  geo.wp = WP;
-  geo.wl = WL;
-  geo.in = tile->in;
-  geo.out = tile->out;
+  geo.wt = (int16_t)WT;
+  geo.wa = (int16_t)WA;
+  geo.wp = (int16_t)WP;
+  geo.wl = (int16_t)WL;
+  geo.tile = tile;
   geo.th = (c->OH + WT - 1) / WT;
   geo.tw = (c->OW + WT - 1) / WT;
   /* blocks for as many threads as there are cores (the default and most): each thread's share
