@@ -6,12 +6,13 @@
  * for 36 outputs (1.78 per output) where F(4x4) takes 36 for 16 (2.25). The transforms cost more
  * per tile but about the same per output. Points 0, +-1, +-2, +-1/2 and infinity (the usual
  * choice: the transforms' largest coefficients are 5.25 in B, 32 in A; test_blis_conv's cases stay
- * within its 1e-5 relative L2, M-LSD's outputs 1.65e-5 from the reference as before). Run by the same driver as F(4x4) (blis_wino_drv.c): weights
- * transformed in double and packed once into 64 conv.packed_gemm weight sets; per block of whole
- * tile rows one thread transforms the input tiles, runs the 64 tile GEMMs and transforms back
- * while the block is in cache, then runs the epilogue chain on the block's output rows. The transforms run 8 tiles at a
- * time in the lanes: a tile's 8 values of a row are one unaligned load, and an 8x8 transpose turns
- * 8 tiles' loads into one vector per value (and back on the output side). */
+ * within its 1e-5 relative L2, M-LSD's outputs 1.65e-5 from the reference as before). Run by the
+ * same driver as F(4x4) (blis_wino_drv.c): weights transformed in double and packed once into 64
+ * conv.packed_gemm weight sets; per block of whole tile rows one thread transforms the input
+ * tiles, runs the 64 tile GEMMs and transforms back while the block is in cache, then runs the
+ * epilogue chain on the block's output rows. The transforms run 8 tiles at a time in the lanes: a
+ * tile's 8 values of a row are one unaligned load, and an 8x8 transpose turns 8 tiles' loads into
+ * one vector per value (and back on the output side). */
 #include <immintrin.h>
 #include <string.h>
 
