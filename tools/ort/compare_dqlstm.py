@@ -11,34 +11,10 @@ import math, os, random, shutil, struct, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
-FLOAT = 1
 
 
 sys.path.insert(0, HERE)
-from onnx_pb import attr, fields, ld, st, unpack_varints, vi  # noqa: E402
-
-
-def tensor(name, dims, vals):
-    return ld(5, b"".join(vi(1, d) for d in dims) + vi(2, FLOAT) + st(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals)))
-
-
-def vinfo(name, dims):
-    d = b"".join(ld(1, vi(1, x)) for x in dims)
-    return st(1, name) + ld(2, ld(1, vi(1, FLOAT) + ld(2, d)))
-
-
-def npy(path, dims, vals):
-    sh = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % sh
-    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
-    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%df" % len(vals), *vals))
-
-
-def load(path):
-    b = open(path, "rb").read()
-    hl = struct.unpack("<H", b[8:10])[0]
-    body = b[10 + hl:]
-    return struct.unpack("<%df" % (len(body) // 4), body)
+from onnx_pb import FLOAT, attr, fields, ld, load, npy, st, tensor, unpack_varints, vi, vinfo  # noqa: E402
 
 
 def lstm_model(path, T, B, I, H, direction, rng):
@@ -49,9 +25,9 @@ def lstm_model(path, T, B, I, H, direction, rng):
     b = [rng.uniform(-s, s) for _ in range(D * 8 * H)]
     n = b"".join(st(1, i) for i in ("x", "W", "R", "B")) + b"".join(st(2, o) for o in ("y", "y_h", "y_c"))
     n += st(3, "lstm") + st(4, "LSTM") + attr("hidden_size", H) + attr("direction", direction)
-    g = ld(1, n) + st(2, "g") + tensor("W", [D, 4 * H, I], w) + tensor("R", [D, 4 * H, H], r) + tensor("B", [D, 8 * H], b)
-    g += ld(11, vinfo("x", [T, B, I]))
-    g += ld(12, vinfo("y", [T, D, B, H])) + ld(12, vinfo("y_h", [D, B, H])) + ld(12, vinfo("y_c", [D, B, H]))
+    g = ld(1, n) + st(2, "g") + tensor("W", FLOAT, [D, 4 * H, I], w) + tensor("R", FLOAT, [D, 4 * H, H], r) + tensor("B", FLOAT, [D, 8 * H], b)
+    g += ld(11, vinfo("x", FLOAT, [T, B, I]))
+    g += ld(12, vinfo("y", FLOAT, [T, D, B, H])) + ld(12, vinfo("y_h", FLOAT, [D, B, H])) + ld(12, vinfo("y_c", FLOAT, [D, B, H]))
     open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 14)))
 
 
@@ -119,9 +95,9 @@ def lstm_from(path, model):
             n = b"".join(st(1, i) for i in ("x", "W", "R") + (("B",) if b else ())) + b"".join(st(2, o) for o in ("y", "y_h", "y_c"))
             n += st(3, "lstm") + st(4, "LSTM") + attr("hidden_size", H)
             D, I = wd[0], wd[2]
-            g = ld(1, n) + st(2, "g") + tensor("W", wd, w) + tensor("R", rd, r) + (tensor("B", b[0], b[1]) if b else b"")
-            g += ld(11, vinfo("x", [64, 1, I]))
-            g += ld(12, vinfo("y", [64, D, 1, H])) + ld(12, vinfo("y_h", [D, 1, H])) + ld(12, vinfo("y_c", [D, 1, H]))
+            g = ld(1, n) + st(2, "g") + tensor("W", FLOAT, wd, w) + tensor("R", FLOAT, rd, r) + (tensor("B", FLOAT, b[0], b[1]) if b else b"")
+            g += ld(11, vinfo("x", FLOAT, [64, 1, I]))
+            g += ld(12, vinfo("y", FLOAT, [64, D, 1, H])) + ld(12, vinfo("y_h", FLOAT, [D, 1, H])) + ld(12, vinfo("y_c", FLOAT, [D, 1, H]))
             open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 14)))
             return I
     return None
@@ -136,7 +112,7 @@ def rel(a, b):
 def run_all(name, fp32, T, B, I, rng):
     d = tempfile.mkdtemp()
     xin = os.path.join(d, "x.npy")
-    npy(xin, [T, B, I], [rng.gauss(0.0, 1.0) for _ in range(T * B * I)])
+    npy(xin, FLOAT, [T, B, I], [rng.gauss(0.0, 1.0) for _ in range(T * B * I)])
     args = ["--input", "x=" + xin]
     run = os.path.join(BUILD, "bin", "mi-run")
     for pc in ([], ["--per-channel"]):

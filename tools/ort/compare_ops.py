@@ -9,44 +9,13 @@ encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence): 
 case the largest absolute difference (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_ops.py [BUILD_DIR] [CASE-SUBSTRING]"""
-import os, random, shutil, struct, subprocess, sys, tempfile
+import os, random, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import attr, ld, st, vi  # noqa: E402
-
-FLOAT, INT32, INT64, BOOL = 1, 6, 7, 9
-NPY = {INT32: ("<i4", "i"), INT64: ("<i8", "q"), FLOAT: ("<f4", "f"), BOOL: ("|b1", "B")}
-
-
-def tensor(name, dt, dims, vals):
-    raw = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)
-    return ld(5, b"".join(vi(1, d) for d in dims) + vi(2, dt) + st(8, name) + ld(9, raw))
-
-
-def vinfo(name, dt, dims):
-    d = b"".join(ld(1, vi(1, x)) for x in dims)
-    return st(1, name) + ld(2, ld(1, vi(1, dt) + ld(2, d)))
-
-
-def npy(path, dt, dims, vals):
-    sh = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
-    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (NPY[dt][0], sh)
-    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
-    data = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)
-    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data)
-
-
-def load(path):
-    b = open(path, "rb").read()
-    hl = struct.unpack("<H", b[8:10])[0]
-    h, body = b[10:10 + hl].decode(), b[10 + hl:]
-    for descr, code in NPY.values():
-        if "'%s'" % descr in h:
-            return list(struct.unpack("<%d%s" % (len(body) // struct.calcsize(code), code), body))
-    raise ValueError(h)
+from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 def numel(dims):

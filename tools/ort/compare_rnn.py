@@ -12,43 +12,19 @@ usage: tools/ort/compare_rnn.py [BUILD_DIR]
        tools/ort/compare_rnn.py --bench-models DIR   (writes the speed models of docs/benchmarks.md,
        "GRU on blis-cpu": 100 steps, batch 1, input 64, linear_before_reset 1, B, hidden 128 and
        256 bidirectional, 256 forward, for tools/bench/real/run.py --model)"""
-import json, math, os, random, shutil, struct, subprocess, sys, tempfile
+import json, math, os, random, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--bench-models" else \
     os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
-FLOAT = 1
 
 sys.path.insert(0, HERE)
-from onnx_pb import attr, ld, st, vi  # noqa: E402
-
-
-def tensor(name, dims, vals):
-    return ld(5, b"".join(vi(1, d) for d in dims) + vi(2, FLOAT) + st(8, name) + ld(9, struct.pack("<%df" % len(vals), *vals)))
-
-
-def vinfo(name, dims):
-    d = b"".join(ld(1, vi(1, x)) for x in dims)
-    return st(1, name) + ld(2, ld(1, vi(1, FLOAT) + ld(2, d)))
+from onnx_pb import FLOAT, attr, ld, load, npy, st, tensor, vi, vinfo  # noqa: E402
 
 
 def strings_attr(name, vals):
     """A STRINGS AttributeProto (field 9 per string, type 8)."""
     return ld(5, st(1, name) + b"".join(ld(9, v.encode()) for v in vals) + vi(20, 8))
-
-
-def npy(path, dims, vals):
-    sh = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
-    h = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % sh
-    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
-    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%df" % len(vals), *vals))
-
-
-def load(path):
-    b = open(path, "rb").read()
-    hl = struct.unpack("<H", b[8:10])[0]
-    body = b[10 + hl:]
-    return struct.unpack("<%df" % (len(body) // 4), body)
 
 
 def weights(op, I, H, direction, rng):
@@ -76,11 +52,11 @@ def model(path, op, S, N, I, H, direction, layout, lbr, bias, init, wrb, opset=1
     xd = [N, S, I] if layout else [S, N, I]
     hd = [N, D, H] if layout else [D, N, H]
     yd = [N, S, D, H] if layout else [S, D, N, H]
-    g = ld(1, n) + st(2, "g") + tensor("W", [D, G, I], w) + tensor("R", [D, G, H], r)
+    g = ld(1, n) + st(2, "g") + tensor("W", FLOAT, [D, G, I], w) + tensor("R", FLOAT, [D, G, H], r)
     if bias:
-        g += tensor("B", [D, 2 * G], b)
-    g += ld(11, vinfo("x", xd)) + (ld(11, vinfo("h0", hd)) if init else b"")
-    g += ld(12, vinfo("y", yd)) + ld(12, vinfo("y_h", hd))
+        g += tensor("B", FLOAT, [D, 2 * G], b)
+    g += ld(11, vinfo("x", FLOAT, xd)) + (ld(11, vinfo("h0", FLOAT, hd)) if init else b"")
+    g += ld(12, vinfo("y", FLOAT, yd)) + ld(12, vinfo("y_h", FLOAT, hd))
     open(path, "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, opset)))
     return {"x": xd, "h0": hd} if init else {"x": xd}
 
@@ -155,8 +131,8 @@ def main():
         for name, dd in dims.items():
             f, f0 = os.path.join(d, name + ".npy"), os.path.join(d, name + "0.npy")
             v = [rng.gauss(0.0, 1.0) for _ in range(dd[0] * dd[1] * dd[2])]
-            npy(f, dd, v)
-            npy(f0, [dd[1], dd[0], dd[2]], transpose3(v, dd[0], dd[1], dd[2], (1, 0, 2)))
+            npy(f, FLOAT, dd, v)
+            npy(f0, FLOAT, [dd[1], dd[0], dd[2]], transpose3(v, dd[0], dd[1], dd[2], (1, 0, 2)))
             args += ["--input", "%s=%s" % (name, f)]
             args0 += ["--input", "%s=%s" % (name, f0)]
         outs = run(d, m, args, m0 if layout else None, args0 if layout else None)
@@ -192,7 +168,7 @@ def main():
         m = os.path.join(d, "acts.onnx")
         S, I, H = 50, 64, 128
         model(m, op, S, 1, I, H, direction, 0, lbr, 1, 0, weights(op, I, H, direction, rng), 14, acts)
-        npy(os.path.join(d, "x.npy"), [S, 1, I], [rng.gauss(0.0, 1.0) for _ in range(S * I)])
+        npy(os.path.join(d, "x.npy"), FLOAT, [S, 1, I], [rng.gauss(0.0, 1.0) for _ in range(S * I)])
         outs = run(d, m, ["--input", "x=" + os.path.join(d, "x.npy")])
         line = "%s %s activations=%s S%d I%d H%d:" % (op, direction, acts, S, I, H)
         for dev in ("ref", "blis"):

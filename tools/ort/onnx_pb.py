@@ -1,8 +1,14 @@
 """onnx_pb.py - the few protobuf wire-format writers and readers the ONNX Runtime comparison
 scripts use to write one-node ONNX models and read a model's tensors without the onnx package
 (python3 stdlib only): a length-delimited field, a varint field, a string field, a NodeProto
-attribute (string, float, ints or int); a message's fields, a packed run of varints."""
+attribute (string, float, ints or int), an initializer and a value type; a message's fields, a
+packed run of varints; and the .npy files of their inputs and outputs."""
 import struct
+
+# ONNX element types the scripts use, with their .npy descr and struct code
+FLOAT, UINT8, INT8, INT32, INT64, BOOL = 1, 2, 3, 6, 7, 9
+NPY = {UINT8: ("|u1", "B"), INT8: ("|i1", "b"), BOOL: ("|b1", "B"), INT32: ("<i4", "i"), INT64: ("<i8", "q"),
+       FLOAT: ("<f4", "f")}
 
 
 def varint(n):
@@ -74,3 +80,35 @@ def unpack_varints(b):
         n, i = read_varint(b, i)
         out.append(n)
     return out
+
+
+def tensor(name, dt, dims, vals):
+    """An initializer (GraphProto field 5) of element type dt, raw little-endian data."""
+    raw = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)
+    return ld(5, b"".join(vi(1, d) for d in dims) + vi(2, dt) + st(8, name) + ld(9, raw))
+
+
+def vinfo(name, dt, dims):
+    """A ValueInfoProto's bytes: name, tensor type dt and fixed dims."""
+    d = b"".join(ld(1, vi(1, x)) for x in dims)
+    return st(1, name) + ld(2, ld(1, vi(1, dt) + ld(2, d)))
+
+
+def npy(path, dt, dims, vals):
+    """Writes a .npy v1 file of element type dt."""
+    sh = "(" + ", ".join(map(str, dims)) + ("," if len(dims) == 1 else "") + ")"
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (NPY[dt][0], sh)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    data = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data)
+
+
+def load(path):
+    """The values of a .npy v1 file of one of NPY's types, as a list."""
+    b = open(path, "rb").read()
+    hl = struct.unpack("<H", b[8:10])[0]
+    h, body = b[10:10 + hl].decode(), b[10 + hl:]
+    for descr, code in NPY.values():
+        if "'%s'" % descr in h:
+            return list(struct.unpack("<%d%s" % (len(body) // struct.calcsize(code), code), body))
+    raise ValueError(h)

@@ -74,18 +74,6 @@ static void view_of(const mi_array_t *x, mi__dql_in_t *v) {
   v->data = x ? x->data : NULL;
 }
 
-/* Input i (optional) of exactly the shape given, FLOAT32: its data or NULL. */
-static int32_t need_shape(mi__ref_call_t *c, int32_t i, int32_t rank, const int64_t *d, const float **out) {
-  const mi_array_t *a = mi__ref_in(c, i);
-  *out = NULL;
-  if (!a) return MI_OK;
-  int ok = a->dtype == MI_DTYPE_FLOAT32 && a->rank == rank;
-  for (int32_t k = 0; ok && k < rank; k++) ok = a->dims[k] == d[k];
-  if (!ok) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d must be FLOAT32 of the LSTM's shape", (int)i);
-  *out = a->data;
-  return MI_OK;
-}
-
 int32_t mi__ref_dqlstm(mi__ref_call_t *c) {
   mi__dql_in_t ins[12];
   const mi_array_t *x;
@@ -110,8 +98,8 @@ int32_t mi__ref_dqlstm(mi__ref_call_t *c) {
                                                (long long)ins[1].dims[1], (long long)I);
   const float *B, *h0, *c0, *P;
   int64_t db[2] = {dirs, 8 * H}, dh[3] = {dirs, N, H}, dp[2] = {dirs, 3 * H}, dy[4] = {S, dirs, N, H};
-  if ((rc = need_shape(c, 3, 2, db, &B)) || (rc = need_shape(c, 5, 3, dh, &h0)) || (rc = need_shape(c, 6, 3, dh, &c0)) ||
-      (rc = need_shape(c, 7, 2, dp, &P)))
+  if ((rc = mi__ref_need_f32(c, 3, 1, 2, db, &B)) || (rc = mi__ref_need_f32(c, 5, 1, 3, dh, &h0)) || (rc = mi__ref_need_f32(c, 6, 1, 3, dh, &c0)) ||
+      (rc = mi__ref_need_f32(c, 7, 1, 2, dp, &P)))
     return rc;
   mi_array_t *y = NULL, *yh = NULL, *yc = NULL;
   if (mi__ref_out_wanted(c, 0) && (rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, 4, dy, &y))) return rc;

@@ -28,22 +28,6 @@ static float act(int kind, float clip, float v) {
   return v >= 0 ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
 }
 
-/* Checks that input i (optional when `opt`) is float32 of exactly the shape given. */
-static int32_t need_f32(mi__ref_call_t *c, int32_t i, int opt, int32_t rank, const int64_t *d,
-                        const float **out) {
-  const mi_array_t *a = mi__ref_in(c, i);
-  *out = NULL;
-  if (!a && opt) return MI_OK;
-  if (!a) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d is missing", (int)i);
-  if (a->dtype != MI_DTYPE_FLOAT32)
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "input %d must be float32", (int)i);
-  int ok = a->rank == rank;
-  for (int32_t k = 0; ok && k < rank; k++) ok = a->dims[k] == d[k];
-  if (!ok) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d has the wrong shape", (int)i);
-  *out = a->data;
-  return MI_OK;
-}
-
 /* The attributes and X's dims shared by GRU and RNN. */
 static int32_t parse(mi__ref_call_t *c, rnn_cfg_t *k, const mi_array_t **x) {
   int32_t rc;
@@ -155,8 +139,8 @@ static int32_t run(mi__ref_call_t *c, int gates) {
   const int64_t S = k.S, N = k.N, I = k.I, H = k.H, D = k.D, G = gates * H;
   int64_t dw[3] = {D, G, I}, dr[3] = {D, G, H}, db[2] = {D, 2 * G};
   int64_t dh[3] = {k.layout ? N : D, k.layout ? D : N, H};
-  if ((rc = need_f32(c, 1, 0, 3, dw, &W)) || (rc = need_f32(c, 2, 0, 3, dr, &R)) ||
-      (rc = need_f32(c, 3, 1, 2, db, &B)) || (rc = need_f32(c, 5, 1, 3, dh, &h0)))
+  if ((rc = mi__ref_need_f32(c, 1, 0, 3, dw, &W)) || (rc = mi__ref_need_f32(c, 2, 0, 3, dr, &R)) ||
+      (rc = mi__ref_need_f32(c, 3, 1, 2, db, &B)) || (rc = mi__ref_need_f32(c, 5, 1, 3, dh, &h0)))
     return rc;
   int64_t *len = calloc((size_t)N, sizeof *len);
   if (!len) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");

@@ -12,6 +12,22 @@ static int64_t index_at(const mi_array_t *ind, int64_t i) {
                                       : ((const int32_t *)ind->data)[i];
 }
 
+/* The element offset in x that element i of ind names along `axis` (pos: i's coordinates in
+ * ind, advanced here to i + 1's; xstride: x's strides); a one-line error for an index out of
+ * range. GatherElements and ScatterElements walk their indices this way. */
+static int32_t element_at(mi__ref_call_t *c, const mi_array_t *x, const mi_array_t *ind, int64_t i,
+                          int32_t axis, const int64_t *xstride, int64_t *pos, int64_t *off) {
+  int64_t k = index_at(ind, i), len = x->dims[axis];
+  if (k < -len || k >= len)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "index %lld is out of range for axis %d of size %lld",
+                        (long long)k, (int)axis, (long long)len);
+  if (k < 0) k += len;
+  *off = 0;
+  for (int32_t d = 0; d < x->rank; d++) *off += (d == axis ? k : pos[d]) * xstride[d];
+  for (int32_t d = ind->rank - 1; d >= 0 && ++pos[d] == ind->dims[d]; d--) pos[d] = 0;
+  return MI_OK;
+}
+
 /* y[i0..,ia,..] = x[i0..,ind[i0..,ia,..],..]: the output has the indices' shape; along every
  * other axis the indices may be smaller than the data (ONNX allows it), never larger. */
 int32_t mi__ref_gather_elements(mi__ref_call_t *c) {
@@ -33,23 +49,12 @@ int32_t mi__ref_gather_elements(mi__ref_call_t *c) {
                           (long long)ind->dims[d], (long long)x->dims[d]);
   if ((rc = mi__ref_make_out(c, 0, x->dtype, ind->rank, ind->dims, &y)) != MI_OK) return rc;
   size_t es = mi_dtype_size(x->dtype);
-  int64_t n = mi_array_numel(ind), len = x->dims[axis], xstride[MI_MAX_RANK], pos[MI_MAX_RANK];
-  int64_t s = 1;
-  for (int32_t d = x->rank - 1; d >= 0; d--) {
-    xstride[d] = s;
-    s *= x->dims[d];
-  }
+  int64_t n = mi_array_numel(ind), xstride[MI_MAX_RANK], pos[MI_MAX_RANK], off;
+  mi__ref_strides(x->rank, x->dims, xstride);
   memset(pos, 0, sizeof pos);
   for (int64_t i = 0; i < n; i++) {
-    int64_t k = index_at(ind, i), off = 0;
-    if (k < -len || k >= len)
-      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
-                          "index %lld is out of range for axis %d of size %lld", (long long)k,
-                          (int)axis, (long long)len);
-    if (k < 0) k += len;
-    for (int32_t d = 0; d < x->rank; d++) off += (d == axis ? k : pos[d]) * xstride[d];
+    if ((rc = element_at(c, x, ind, i, axis, xstride, pos, &off)) != MI_OK) return rc;
     memcpy((char *)y->data + (size_t)i * es, (const char *)x->data + (size_t)off * es, es);
-    for (int32_t d = ind->rank - 1; d >= 0 && ++pos[d] == ind->dims[d]; d--) pos[d] = 0;
   }
   return MI_OK;
 }
@@ -186,24 +191,17 @@ int32_t mi__ref_scatter_elements(mi__ref_call_t *c) {
   }
   if ((rc = mi__ref_make_out(c, 0, x->dtype, x->rank, x->dims, &y)) != MI_OK) return rc;
   size_t es = mi_dtype_size(x->dtype);
-  int64_t n = mi_array_numel(ind), len = x->dims[axis], xstride[MI_MAX_RANK], pos[MI_MAX_RANK];
+  int64_t n = mi_array_numel(ind), xstride[MI_MAX_RANK], pos[MI_MAX_RANK], off;
   mi__ref_strides(x->rank, x->dims, xstride);
   memcpy(y->data, x->data, (size_t)mi_array_numel(x) * es);
   memset(pos, 0, sizeof pos);
   for (int64_t i = 0; i < n; i++) {
-    int64_t k = index_at(ind, i), off = 0;
-    if (k < -len || k >= len)
-      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
-                          "index %lld is out of range for axis %d of size %lld", (long long)k,
-                          (int)axis, (long long)len);
-    if (k < 0) k += len;
-    for (int32_t d = 0; d < x->rank; d++) off += (d == axis ? k : pos[d]) * xstride[d];
+    if ((rc = element_at(c, x, ind, i, axis, xstride, pos, &off)) != MI_OK) return rc;
     char *dst = (char *)y->data + (size_t)off * es;
     const char *src = (const char *)upd->data + (size_t)i * es;
     if (r == RED_NONE) memcpy(dst, src, es);
     else
       combine(x->dtype, r, dst, src);
-    for (int32_t d = ind->rank - 1; d >= 0 && ++pos[d] == ind->dims[d]; d--) pos[d] = 0;
   }
   return MI_OK;
 }

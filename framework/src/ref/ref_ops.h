@@ -32,6 +32,10 @@ const mi_array_t *mi__ref_in(const mi__ref_call_t *c, int32_t i);
  * (MI_DTYPE_BIT bits; 0 accepts any). On failure *a is NULL and err says why. */
 int32_t mi__ref_need(const mi__ref_call_t *c, int32_t i, uint32_t dtype_mask,
                      const mi_array_t **a);
+/* Input i of the recurrent ops' weights and states: FLOAT32 of exactly rank / d, its data in
+ * *out; absent (*out NULL) is fine when `opt`. Else a one-line error naming the input. */
+int32_t mi__ref_need_f32(mi__ref_call_t *c, int32_t i, int opt, int32_t rank, const int64_t *d,
+                         const float **out);
 /** Creates output i (zeroed) with the given shape; MI_OK or MI_ERR_OUT_OF_MEMORY. */
 int32_t mi__ref_make_out(mi__ref_call_t *c, int32_t i, int32_t dtype, int32_t rank,
                          const int64_t *dims, mi_array_t **out);

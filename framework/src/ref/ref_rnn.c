@@ -8,22 +8,6 @@
 
 static float sigm(float x) { return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
 
-/* Checks that input i (optional when `opt`) has exactly the shape given. */
-static int32_t need_shape(mi__ref_call_t *c, int32_t i, int opt, int32_t rank, const int64_t *d,
-                          const float **out) {
-  const mi_array_t *a = mi__ref_in(c, i);
-  *out = NULL;
-  if (!a && opt) return MI_OK;
-  if (!a) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d is missing", (int)i);
-  if (a->dtype != MI_DTYPE_FLOAT32)
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "input %d must be float32", (int)i);
-  int ok = a->rank == rank;
-  for (int32_t k = 0; ok && k < rank; k++) ok = a->dims[k] == d[k];
-  if (!ok) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d has the wrong shape", (int)i);
-  *out = a->data;
-  return MI_OK;
-}
-
 void mi__ref_lstm_cell(const float *g, const float *p, float *c, float *h, int64_t H) {
   for (int64_t j = 0; j < H; j++) {
     float gi = sigm(g[j] + (p ? p[j] * c[j] : 0.0f));
@@ -59,9 +43,9 @@ int32_t mi__ref_lstm(mi__ref_call_t *c) {
   int64_t S = x->dims[L ? 1 : 0], N = x->dims[L ? 0 : 1], I = x->dims[2];
   int64_t dw[3] = {dirs, 4 * H, I}, dr[3] = {dirs, 4 * H, H}, db[2] = {dirs, 8 * H};
   int64_t dh[3] = {L ? N : dirs, L ? dirs : N, H}, dp[2] = {dirs, 3 * H};
-  if ((rc = need_shape(c, 1, 0, 3, dw, &W)) || (rc = need_shape(c, 2, 0, 3, dr, &R)) ||
-      (rc = need_shape(c, 3, 1, 2, db, &B)) || (rc = need_shape(c, 5, 1, 3, dh, &h0)) ||
-      (rc = need_shape(c, 6, 1, 3, dh, &c0)) || (rc = need_shape(c, 7, 1, 2, dp, &P)))
+  if ((rc = mi__ref_need_f32(c, 1, 0, 3, dw, &W)) || (rc = mi__ref_need_f32(c, 2, 0, 3, dr, &R)) ||
+      (rc = mi__ref_need_f32(c, 3, 1, 2, db, &B)) || (rc = mi__ref_need_f32(c, 5, 1, 3, dh, &h0)) ||
+      (rc = mi__ref_need_f32(c, 6, 1, 3, dh, &c0)) || (rc = mi__ref_need_f32(c, 7, 1, 2, dp, &P)))
     return rc;
   mi_array_t *y = NULL, *yh = NULL, *yc = NULL;
   int64_t dy[4] = {L ? N : S, L ? S : dirs, L ? dirs : N, H};

@@ -229,3 +229,18 @@ int32_t mi__ref_on_codes(mi__ref_call_t *c, mi__ref_op_fn fn) {
   c->out[0] = y;
   return MI_OK;
 }
+
+int32_t mi__ref_need_f32(mi__ref_call_t *c, int32_t i, int opt, int32_t rank, const int64_t *d,
+                         const float **out) {
+  const mi_array_t *a = mi__ref_in(c, i);
+  *out = NULL;
+  if (!a && opt) return MI_OK;
+  if (!a) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d is missing", (int)i);
+  if (a->dtype != MI_DTYPE_FLOAT32)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "input %d must be float32", (int)i);
+  int ok = a->rank == rank;
+  for (int32_t k = 0; ok && k < rank; k++) ok = a->dims[k] == d[k];
+  if (!ok) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input %d has the wrong shape", (int)i);
+  *out = a->data;
+  return MI_OK;
+}
