@@ -9,13 +9,13 @@ encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence): 
 case the largest absolute difference (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_ops.py [BUILD_DIR] [CASE-SUBSTRING]"""
-import os, random, shutil, subprocess, sys, tempfile
+import os, random, shutil, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, st, tensor, vi, vinfo  # noqa: E402,F401
+from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 def numel(dims):
@@ -144,14 +144,7 @@ def main():
             continue
         d = tempfile.mkdtemp()
         args = c.write(d, rng)
-        outs = {}
-        for dev, cmd in (("ort", ["node", os.path.join(HERE, "ort_run.js"), "--model", os.path.join(d, "m.onnx")]),
-                         ("ref", [run, "--model", os.path.join(d, "m.onnx"), "--device", "ref"]),
-                         ("blis", [run, "--model", os.path.join(d, "m.onnx"), "--device", "blis-cpu:0"])):
-            od = os.path.join(d, dev)
-            os.mkdir(od)
-            r = subprocess.run(cmd + args + ["--output-dir", od], capture_output=True, text=True)
-            outs[dev] = load(os.path.join(od, "y.npy")) if r.returncode == 0 else (r.stderr.strip().splitlines() or ["failed"])[-1]
+        outs = run_sides(run, d, args)
         line = c.name + ":"
         for a, b in (("ort", "ref"), ("ref", "blis")):
             if isinstance(outs[a], str) or isinstance(outs[b], str):

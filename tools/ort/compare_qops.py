@@ -8,14 +8,14 @@ reference and blis-cpu: prints per case how many output elements differ and by h
 (docs/onnx.md, "Quantized models"). A check against ONNX Runtime, not a test (needs node and
 tools/ort/setup.sh).
 usage: tools/ort/compare_qops.py [BUILD_DIR]"""
-import os, random, shutil, subprocess, sys, tempfile
+import os, random, shutil, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 
 
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, st, tensor, vi, vinfo  # noqa: E402,F401
+from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 def numel(dims):
@@ -145,14 +145,7 @@ def main():
     for c in cases():
         d = tempfile.mkdtemp()
         args = c.write(d, rng)
-        outs = {}
-        for dev, cmd in (("ort", ["node", os.path.join(HERE, "ort_run.js"), "--model", os.path.join(d, "m.onnx")]),
-                         ("ref", [run, "--model", os.path.join(d, "m.onnx"), "--device", "ref"]),
-                         ("blis", [run, "--model", os.path.join(d, "m.onnx"), "--device", "blis-cpu:0"])):
-            od = os.path.join(d, dev)
-            os.mkdir(od)
-            r = subprocess.run(cmd + args + ["--output-dir", od], capture_output=True, text=True)
-            outs[dev] = load(os.path.join(od, "y.npy")) if r.returncode == 0 else (r.stderr.strip().splitlines() or ["failed"])[-1]
+        outs = run_sides(run, d, args)
         line = c.name + ":"
         for a, b in (("ort", "ref"), ("ref", "blis")):
             if isinstance(outs[a], str) or isinstance(outs[b], str):

@@ -2,7 +2,10 @@
 scripts use to write one-node ONNX models and read a model's tensors without the onnx package
 (python3 stdlib only): a length-delimited field, a varint field, a string field, a NodeProto
 attribute (string, float, ints or int), an initializer and a value type; a message's fields, a
-packed run of varints; and the .npy files of their inputs and outputs."""
+packed run of varints; the .npy files of their inputs and outputs, and the run of one model
+on ONNX Runtime, the reference and blis-cpu."""
+import os
+import subprocess
 import struct
 
 # ONNX element types the scripts use, with their .npy descr and struct code
@@ -112,3 +115,19 @@ def load(path):
         if "'%s'" % descr in h:
             return list(struct.unpack("<%d%s" % (len(body) // struct.calcsize(code), code), body))
     raise ValueError(h)
+
+
+def run_sides(mi_run, d, args, out="y"):
+    """Runs d/m.onnx with args on ONNX Runtime (ort_run.js), the reference and blis-cpu:0 (mi_run),
+    each into its own folder under d: {"ort"|"ref"|"blis": values of out.npy, or the last line
+    of the side's error}."""
+    model, here, outs = os.path.join(d, "m.onnx"), os.path.dirname(os.path.abspath(__file__)), {}
+    for dev, cmd in (("ort", ["node", os.path.join(here, "ort_run.js"), "--model", model]),
+                     ("ref", [mi_run, "--model", model, "--device", "ref"]),
+                     ("blis", [mi_run, "--model", model, "--device", "blis-cpu:0"])):
+        od = os.path.join(d, dev)
+        os.mkdir(od)
+        r = subprocess.run(cmd + args + ["--output-dir", od], capture_output=True, text=True)
+        outs[dev] = load(os.path.join(od, out + ".npy")) if r.returncode == 0 else \
+            (r.stderr.strip().splitlines() or ["failed"])[-1]
+    return outs
