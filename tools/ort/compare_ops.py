@@ -15,14 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
-
-
-def numel(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
+from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 class Case:

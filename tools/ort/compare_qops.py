@@ -15,14 +15,7 @@ BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path
 
 
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
-
-
-def numel(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
+from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 def codes(rng, dt, n):

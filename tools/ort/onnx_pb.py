@@ -85,6 +85,14 @@ def unpack_varints(b):
     return out
 
 
+def numel(dims):
+    """Elements of a shape."""
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
 def tensor(name, dt, dims, vals):
     """An initializer (GraphProto field 5) of element type dt, raw little-endian data."""
     raw = struct.pack("<%d%s" % (len(vals), NPY[dt][1]), *vals)

@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "graph/onnx_dtype.h"
+#include "graph/op_since.h"
 #include "graph/shape_infer.h"
 
 int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *fmt, ...) {
@@ -16,6 +17,13 @@ int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *f
   va_end(ap);
   return mi__errorf_nested(c->err, code, "node '%s' (%s, opset %lld): %s", n->name, n->op_type,
                            (long long)c->g->opset, msg);
+}
+
+int32_t mi__si_since(mi__si_t *c, const mi_node_t *n) {
+  int64_t s = mi__op_since(n->op_type);
+  if (c->g->opset < s)
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset %lld on", (long long)s);
+  return MI_OK;
 }
 
 const mi_tensor_t *mi__si_in(const mi__si_t *c, const mi_node_t *n, int32_t k) {

@@ -32,6 +32,9 @@ typedef struct mi__si_op {
 /** Error "node 'NAME' (OP, opset N): <message>" with `code`. */
 int32_t mi__si_fail(mi__si_t *c, const mi_node_t *n, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/** MI_OK when the graph's opset has the node's op (mi__op_since), else the error "the op exists
+ * from opset N on", as the interpreter refuses it. */
+int32_t mi__si_since(mi__si_t *c, const mi_node_t *n);
 /** The node's input k, or NULL when absent or omitted. */
 const mi_tensor_t *mi__si_in(const mi__si_t *c, const mi_node_t *n, int32_t k);
 /** MI_OK when the node has at least `min` present inputs at the front, else an error. */

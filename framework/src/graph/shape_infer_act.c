@@ -3,18 +3,10 @@
  * the interpreter makes too. */
 #include <string.h>
 
-#include "graph/op_since.h"
 #include "graph/shape_infer.h"
 
-static int32_t since(mi__si_t *c, const mi_node_t *n) {
-  int64_t s = mi__op_since(n->op_type);
-  if (c->g->opset < s)
-    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset %lld on", (long long)s);
-  return MI_OK;
-}
-
 int32_t mi__si_act(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = since(c, n);
+  int32_t rc = mi__si_since(c, n);
   if (rc) return rc;
   if (strcmp(n->op_type, "Celu") == 0 && mi_node_attr_float(n, "alpha", 1.0f) == 0.0f)
     return mi__si_fail(c, n, MI_ERR_INVALID_ARGUMENT, "alpha must not be 0");
@@ -22,7 +14,7 @@ int32_t mi__si_act(mi__si_t *c, const mi_node_t *n) {
 }
 
 int32_t mi__si_castlike(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = since(c, n);
+  int32_t rc = mi__si_since(c, n);
   if (rc || (rc = mi__si_need(c, n, 2))) return rc;
   return mi__si_shaped_like(c, n, 2, mi__si_in(c, n, 1)->dtype, NULL);
 }
@@ -40,7 +32,7 @@ static int32_t check_vec(mi__si_t *c, const mi_node_t *n, int32_t k, int64_t wan
 int32_t mi__si_groupnorm(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int64_t G = mi_node_attr_int(n, "num_groups", 0);
-  int32_t rc = since(c, n);
+  int32_t rc = mi__si_since(c, n);
   if (rc || (rc = mi__si_shaped_like(c, n, 3, MI_DTYPE_UNDEFINED, &x))) return rc;
   if (G <= 0) return mi__si_fail(c, n, MI_ERR_PARSE, "num_groups must be positive");
   if (x->rank >= 0 && x->rank < 2)
@@ -57,7 +49,7 @@ int32_t mi__si_groupnorm(mi__si_t *c, const mi_node_t *n) {
 /* LpNormalization (axis, p 1 or 2) and MeanVarianceNormalization (axes): the input's shape. */
 int32_t mi__si_lpnorm(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
-  int32_t rc = since(c, n), a;
+  int32_t rc = mi__si_since(c, n), a;
   if (rc || (rc = mi__si_shaped_like(c, n, 1, MI_DTYPE_UNDEFINED, &x))) return rc;
   if (n->op_type[0] == 'L') {
     int64_t p = mi_node_attr_int(n, "p", 2);

@@ -1,7 +1,6 @@
 /* shape_infer_nd.c - shapes of GatherND, ScatterElements and NonMaxSuppression. */
 #include <string.h>
 
-#include "graph/op_since.h"
 #include "graph/shape_infer.h"
 
 int32_t mi__si_gather_nd(mi__si_t *c, const mi_node_t *n) {
@@ -9,7 +8,7 @@ int32_t mi__si_gather_nd(mi__si_t *c, const mi_node_t *n) {
   int32_t rc = mi__si_open2(c, n, 2, 1, &x, &ind);
   int64_t b = mi_node_attr_int(n, "batch_dims", 0), d[MI_MAX_RANK];
   if (rc) return rc;
-  if (c->g->opset < mi__op_since(n->op_type)) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset 11 on");
+  if ((rc = mi__si_since(c, n))) return rc;
   if (ind->rank < 1 || b < 0 || b >= ind->rank || b >= x->rank)
     return mi__si_fail(c, n, MI_ERR_PARSE,
                        "batch_dims %lld must be below the ranks of data (%d) and indices (%d)",

@@ -1,18 +1,10 @@
 /* shape_infer_pick.c - shapes of OneHot, Compress and ReverseSequence. */
-#include "graph/op_since.h"
 #include "graph/shape_infer.h"
-
-static int32_t since(mi__si_t *c, const mi_node_t *n) {
-  int64_t s = mi__op_since(n->op_type);
-  if (c->g->opset < s)
-    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset %lld on", (long long)s);
-  return MI_OK;
-}
 
 /* indices' shape with depth (its value when known, else dynamic) inserted at axis, in the
  * dtype of values. */
 int32_t mi__si_onehot(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = since(c, n), axis;
+  int32_t rc = mi__si_since(c, n), axis;
   int64_t d[MI_MAX_RANK], cnt = 0;
   if (rc || (rc = mi__si_need(c, n, 3))) return rc;
   const mi_tensor_t *ind = mi__si_in(c, n, 0), *val = mi__si_in(c, n, 2);
@@ -34,7 +26,7 @@ int32_t mi__si_onehot(mi__si_t *c, const mi_node_t *n) {
 
 /* How many slices survive is data: that dim stays dynamic (1-D without an axis). */
 int32_t mi__si_compress(mi__si_t *c, const mi_node_t *n) {
-  int32_t rc = since(c, n), axis;
+  int32_t rc = mi__si_since(c, n), axis;
   int64_t d[MI_MAX_RANK] = {MI_DIM_DYNAMIC};
   if (rc || (rc = mi__si_need(c, n, 2))) return rc;
   const mi_tensor_t *x = mi__si_in(c, n, 0);
@@ -55,7 +47,7 @@ int32_t mi__si_compress(mi__si_t *c, const mi_node_t *n) {
 int32_t mi__si_reverse_sequence(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
   int64_t ta = mi_node_attr_int(n, "time_axis", 0), ba = mi_node_attr_int(n, "batch_axis", 1);
-  int32_t rc = since(c, n);
+  int32_t rc = mi__si_since(c, n);
   if (rc || (rc = mi__si_shaped_like(c, n, 2, MI_DTYPE_UNDEFINED, &x))) return rc;
   if (!((ta == 0 && ba == 1) || (ta == 1 && ba == 0)) || (x->rank >= 0 && x->rank < 2))
     return mi__si_fail(c, n, MI_ERR_PARSE,
