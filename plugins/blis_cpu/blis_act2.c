@@ -1,6 +1,7 @@
-/* blis_act2.c - blis-cpu's standalone Selu, Celu, Softsign, Mish, ThresholdedRelu and Shrink:
- * element-wise loops the unary kernel runs (blis_eltwise.c), so models using them stay on the
- * device instead of splitting into host islands around each activation. */
+/* blis_act2.c - blis-cpu's standalone Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink and
+ * the trigonometric and hyperbolic functions: element-wise loops the unary kernel runs
+ * (blis_eltwise.c), so models using them stay on the device instead of splitting into host
+ * islands around each activation. */
 #include <math.h>
 #include <string.h>
 
@@ -29,7 +30,13 @@ int mi__blis_act2_of(const mi_node_desc_t *n, int32_t *kind, float *a, float *b)
     *a = mi_sdk_attr_float(n, "lambd", 0.5f);
     *b = mi_sdk_attr_float(n, "bias", 0.0f);
   } else {
-    return 0;
+    static const char *const trig[] = {"Cos", "Sin", "Tan", "Asin", "Acos", "Atan",
+                                       "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"};
+    int32_t i;
+    for (i = 0; i < (int32_t)(sizeof trig / sizeof trig[0]) && strcmp(op, trig[i]); i++) {
+    }
+    if (i == (int32_t)(sizeof trig / sizeof trig[0])) return 0;
+    *kind = MI__ACT_COS + i;
   }
   return 1;
 }
@@ -55,6 +62,39 @@ int mi__blis_act2_apply(int32_t kind, float a, float b, float *x, int64_t n) {
   case MI__ACT_SHRINK: /* a = lambd, b = bias */
     for (i = 0; i < n; i++) x[i] = x[i] < -a ? x[i] + b : x[i] > a ? x[i] - b
                                                                    : 0.f;
+    break;
+  case MI__ACT_COS:
+    for (i = 0; i < n; i++) x[i] = cosf(x[i]);
+    break;
+  case MI__ACT_SIN:
+    for (i = 0; i < n; i++) x[i] = sinf(x[i]);
+    break;
+  case MI__ACT_TAN:
+    for (i = 0; i < n; i++) x[i] = tanf(x[i]);
+    break;
+  case MI__ACT_ASIN:
+    for (i = 0; i < n; i++) x[i] = asinf(x[i]);
+    break;
+  case MI__ACT_ACOS:
+    for (i = 0; i < n; i++) x[i] = acosf(x[i]);
+    break;
+  case MI__ACT_ATAN:
+    for (i = 0; i < n; i++) x[i] = atanf(x[i]);
+    break;
+  case MI__ACT_SINH:
+    for (i = 0; i < n; i++) x[i] = sinhf(x[i]);
+    break;
+  case MI__ACT_COSH:
+    for (i = 0; i < n; i++) x[i] = coshf(x[i]);
+    break;
+  case MI__ACT_ASINH:
+    for (i = 0; i < n; i++) x[i] = asinhf(x[i]);
+    break;
+  case MI__ACT_ACOSH:
+    for (i = 0; i < n; i++) x[i] = acoshf(x[i]);
+    break;
+  case MI__ACT_ATANH:
+    for (i = 0; i < n; i++) x[i] = atanhf(x[i]);
     break;
   default: return 0;
   }

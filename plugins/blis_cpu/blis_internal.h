@@ -406,6 +406,7 @@ int32_t mi__blis_prep_gather(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_depth_space(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_split(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_lrn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_lrn.c */
 int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_trilu(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
@@ -446,7 +447,18 @@ enum {
   MI__ACT_SOFTSIGN,
   MI__ACT_MISH,
   MI__ACT_THRESH,
-  MI__ACT_SHRINK
+  MI__ACT_SHRINK,
+  MI__ACT_COS, /* the trigonometric and hyperbolic functions: libm per element */
+  MI__ACT_SIN,
+  MI__ACT_TAN,
+  MI__ACT_ASIN,
+  MI__ACT_ACOS,
+  MI__ACT_ATAN,
+  MI__ACT_SINH,
+  MI__ACT_COSH,
+  MI__ACT_ASINH,
+  MI__ACT_ACOSH,
+  MI__ACT_ATANH
 };
 /* The standalone activations of blis_act2.c: their MI__ACT_* kind and parameters (0: not one of
  * them), and their loops (0: not one of their kinds). */

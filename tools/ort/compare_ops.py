@@ -4,12 +4,14 @@ Celu, Softsign, Mish, ThresholdedRelu, Shrink, HardSigmoid, CastLike; ReduceL1, 
 ReduceLogSum with axes as attribute and input; GroupNormalization in its opset 18 and 21 forms,
 LpNormalization, MeanVarianceNormalization;
 GatherND with batch_dims; ScatterElements with every reduction; NonMaxSuppression with both box
-encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence): one-node models with random inputs, run on ONNX Runtime
+encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence; the trigonometric
+and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
+Hann/Hamming/Blackman windows and MelWeightMatrix): one-node models with random inputs, run on ONNX Runtime
 (ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
 case the largest absolute difference (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_ops.py [BUILD_DIR] [CASE-SUBSTRING]"""
-import os, random, shutil, sys, tempfile
+import math, os, random, shutil, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
@@ -126,6 +128,82 @@ def cases():
                                             ("omitted_iou", 11, [mo, sth], ["boxes", "scores", "mo", "", "st"], []),
                                             ("no_max", 11, [], ["boxes", "scores"], [])):
         out.append(Case("NonMaxSuppression_" + nm, "NonMaxSuppression", opset, bx, consts, order, attrs, INT64))
+    out += vision_cases(rng)
+    return out
+
+
+def vision_cases(rng):
+    """The trigonometric and hyperbolic functions, LRN, GridSample (every mode and padding, both
+    opset spellings, 5-D) and RoiAlign (avg and max, both coordinate modes, sampling ratios)."""
+    out = []
+    for op, opset, lo, hi in (("Cos", 7, -4, 4), ("Sin", 7, -4, 4), ("Tan", 7, -1.4, 1.4), ("Asin", 7, -0.99, 0.99),
+                              ("Acos", 7, -0.99, 0.99), ("Atan", 7, -5, 5), ("Sinh", 9, -4, 4), ("Cosh", 9, -4, 4),
+                              ("Asinh", 9, -5, 5), ("Acosh", 9, 1, 6), ("Atanh", 9, -0.99, 0.99)):
+        out.append(Case(op, op, opset, [("x", FLOAT, [3, 257], lambda r, lo=lo, hi=hi: r.uniform(lo, hi))], [], ["x"], []))
+    lx = [("x", FLOAT, [2, 10, 7, 9], normal)]
+    for nm, attrs in (("size5", [("size", 5)]), ("size5_alpha", [("size", 5), ("alpha", 0.05)]),
+                      ("size3_beta", [("size", 3), ("alpha", 0.02), ("beta", 0.6), ("bias", 2.0)]),
+                      ("size4", [("size", 4), ("alpha", 0.03)]), ("size1", [("size", 1), ("alpha", 0.1)])):
+        out.append(Case("LRN_" + nm, "LRN", 13, lx, [], ["x"], attrs))
+    out.append(Case("ImageScaler", "ImageScaler", 9, [("x", FLOAT, [2, 3, 5, 4], normal)], [], ["x"],
+                    [("scale", 0.7), ("bias", [0.5, -1.0, 2.0])]))
+    out.append(Case("Scatter_10_axis1", "Scatter", 10, [("x", FLOAT, [4, 5], normal), ("u", FLOAT, [4, 2], normal)],
+                    [("i", INT64, [4, 2], [1, 0, 2, 3, 4, 1, 0, 2])], ["x", "i", "u"], [("axis", 1)]))
+    grid = lambda r: r.uniform(-1.3, 1.3)
+    g4 = [("x", FLOAT, [2, 3, 6, 7], normal), ("g", FLOAT, [2, 5, 4, 2], grid)]
+    for opset, modes in ((16, ("bilinear", "nearest", "bicubic")), (20, ("linear", "nearest", "cubic"))):
+        for mode in modes:
+            for pad in ("zeros", "border", "reflection"):
+                for align in (0, 1):
+                    nm = "GridSample_%d_%s_%s_a%d" % (opset, mode, pad, align)
+                    out.append(Case(nm, "GridSample", opset, g4, [], ["x", "g"],
+                                    [("mode", mode), ("padding_mode", pad), ("align_corners", align)]))
+    g5 = [("x", FLOAT, [1, 2, 4, 5, 6], normal), ("g", FLOAT, [1, 3, 4, 5, 3], grid)]
+    for mode in ("linear", "nearest"):
+        for pad in ("zeros", "border", "reflection"):
+            out.append(Case("GridSample_5d_%s_%s" % (mode, pad), "GridSample", 20, g5, [], ["x", "g"],
+                            [("mode", mode), ("padding_mode", pad), ("align_corners", 0)]))
+    boxes = []
+    for _ in range(5):
+        x1, y1 = rng.uniform(-2, 9), rng.uniform(-2, 7)
+        boxes += [x1, y1, x1 + rng.uniform(0.5, 8), y1 + rng.uniform(0.5, 7)]
+    rx = [("x", FLOAT, [2, 3, 10, 12], normal)]
+    rc = [("rois", FLOAT, [5, 4], boxes), ("bi", INT64, [5], [0, 1, 1, 0, 1])]
+    for nm, opset, attrs in (("10_avg", 10, []), ("10_max", 10, [("mode", "max")]),
+                             ("16_half_pixel", 16, []), ("16_output_half_pixel", 16, [("coordinate_transformation_mode", "output_half_pixel")]),
+                             ("16_max", 16, [("mode", "max")]), ("16_ratio2", 16, [("sampling_ratio", 2)]),
+                             ("16_scale", 16, [("spatial_scale", 0.5), ("sampling_ratio", 3)])):
+        out.append(Case("RoiAlign_" + nm, "RoiAlign", opset, rx, rc, ["x", "rois", "bi"],
+                        [("output_height", 3), ("output_width", 4)] + attrs))
+    return out + signal_cases()
+
+
+def signal_cases():
+    """DFT (opset 17 and 20 forms), STFT, the three windows and MelWeightMatrix."""
+    out = []
+    real, cplx = [("x", FLOAT, [2, 16, 1], normal)], [("x", FLOAT, [2, 12, 2], normal)]
+    for nm, xin, consts, order, attrs in (("real", real, [], ["x"], []), ("onesided", real, [], ["x"], [("onesided", 1)]),
+                                          ("complex", cplx, [], ["x"], []), ("inverse", cplx, [], ["x"], [("inverse", 1)]),
+                                          ("pad20", real, [("n", INT64, [], [20])], ["x", "n"], []),
+                                          ("trunc10_onesided", real, [("n", INT64, [], [10])], ["x", "n"], [("onesided", 1)]),
+                                          ("rank4_axis2", [("x", FLOAT, [2, 5, 6, 1], normal)], [], ["x"], [("axis", 2)])):
+        out.append(Case("DFT_17_" + nm, "DFT", 17, xin, consts, order, attrs))
+    for nm, xin, consts, order, attrs in (("default_axis", real, [], ["x"], []),
+                                          ("axis1_len", [("x", FLOAT, [2, 5, 6, 1], normal)], [("n", INT64, [], [8]), ("a", INT64, [], [1])],
+                                           ["x", "n", "a"], [("onesided", 1)]),
+                                          ("axis_only", cplx, [("a", INT64, [], [1])], ["x", "", "a"], [("inverse", 1)])):
+        out.append(Case("DFT_20_" + nm, "DFT", 20, xin, consts, order, attrs))
+    sig = [("x", FLOAT, [2, 200, 1], normal)]
+    hann = [0.5 - 0.5 * math.cos(2 * math.pi * k / 32) for k in range(32)]
+    for nm, consts, order, attrs in (("window", [("s", INT64, [], [10]), ("w", FLOAT, [32], hann)], ["x", "s", "w"], []),
+                                     ("frame_length", [("s", INT64, [], [7]), ("l", INT64, [], [16])], ["x", "s", "", "l"], []),
+                                     ("twosided", [("s", INT64, [], [10]), ("w", FLOAT, [32], hann)], ["x", "s", "w"], [("onesided", 0)])):
+        out.append(Case("STFT_" + nm, "STFT", 17, sig, consts, order, attrs))
+    for op in ("HannWindow", "HammingWindow", "BlackmanWindow"):
+        for periodic in (1, 0):
+            out.append(Case("%s_p%d" % (op, periodic), op, 17, [], [("n", INT64, [], [16])], ["n"], [("periodic", periodic)]))
+    mel = [("m", INT64, [], [10]), ("d", INT64, [], [64]), ("r", INT64, [], [16000]), ("lo", FLOAT, [], [20.0]), ("hi", FLOAT, [], [8000.0])]
+    out.append(Case("MelWeightMatrix", "MelWeightMatrix", 17, [], mel, ["m", "d", "r", "lo", "hi"], []))
     return out
 
 

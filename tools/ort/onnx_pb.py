@@ -31,11 +31,14 @@ def st(f, text): return ld(f, text.encode())
 
 
 def attr(name, v):
-    """AttributeProto (NodeProto field 5): a str is STRING, a float FLOAT, a list INTS, else INT."""
+    """AttributeProto (NodeProto field 5): a str is STRING, a float FLOAT, a list of floats
+    FLOATS, another list INTS, else INT."""
     if isinstance(v, str):
         return ld(5, st(1, name) + ld(4, v.encode()) + vi(20, 3))
     if isinstance(v, float):
         return ld(5, st(1, name) + varint(2 << 3 | 5) + struct.pack("<f", v) + vi(20, 1))
+    if isinstance(v, list) and any(isinstance(x, float) for x in v):
+        return ld(5, st(1, name) + b"".join(varint(7 << 3 | 5) + struct.pack("<f", x) for x in v) + vi(20, 6))
     if isinstance(v, list):
         return ld(5, st(1, name) + b"".join(vi(8, x) for x in v) + vi(20, 7))
     return ld(5, st(1, name) + vi(3, v) + vi(20, 2))

@@ -161,6 +161,15 @@ int32_t mi__si_nms(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_onehot(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_compress(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_reverse_sequence(mi__si_t *c, const mi_node_t *n);
+/* vision: LRN, GridSample, RoiAlign */
+int32_t mi__si_lrn(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_gridsample(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_roialign(mi__si_t *c, const mi_node_t *n);
+/* signal: DFT, STFT, the windows, MelWeightMatrix */
+int32_t mi__si_dft(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_stft(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_window_fn(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_mel_weight(mi__si_t *c, const mi_node_t *n);
 /** The handler for op_type from the op table, or NULL. */
 mi__si_fn mi__si_lookup(const char *op);
 

@@ -33,11 +33,10 @@ int32_t mi__si_gather_nd(mi__si_t *c, const mi_node_t *n) {
 
 int32_t mi__si_scatter_elements(mi__si_t *c, const mi_node_t *n) {
   const mi_tensor_t *x;
-  int32_t rc = mi__si_shaped_like(c, n, 3, MI_DTYPE_UNDEFINED, &x), a;
-  if (rc) return rc;
-  if (c->g->opset < 11) return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset 11 on");
+  int32_t rc = mi__si_since(c, n), a; /* ScatterElements from 11; Scatter, its older name, 9 */
+  if (rc || (rc = mi__si_shaped_like(c, n, 3, MI_DTYPE_UNDEFINED, &x))) return rc;
   const char *red = c->g->opset >= 16 ? mi_node_attr_string(n, "reduction", "none") : "none";
-  int64_t need = strcmp(red, "none") == 0                             ? 11
+  int64_t need = strcmp(red, "none") == 0                             ? 1
                  : strcmp(red, "add") == 0 || strcmp(red, "mul") == 0 ? 16
                  : strcmp(red, "max") == 0 || strcmp(red, "min") == 0 ? 18
                                                                       : -1;

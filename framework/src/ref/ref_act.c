@@ -1,4 +1,6 @@
-/* ref_act.c - reference Elu, Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink and CastLike. */
+/* ref_act.c - reference Elu, Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink, the
+ * trigonometric and hyperbolic functions after Cos and Sin (Tan, Asin, Acos, Atan, Sinh, Cosh,
+ * Asinh, Acosh, Atanh) and CastLike. */
 #include <math.h>
 #include <string.h>
 
@@ -11,11 +13,21 @@ enum { A_ELU,
        A_SOFTSIGN,
        A_MISH,
        A_THRESH,
-       A_SHRINK };
+       A_SHRINK,
+       A_TAN,
+       A_ASIN,
+       A_ACOS,
+       A_ATAN,
+       A_SINH,
+       A_COSH,
+       A_ASINH,
+       A_ACOSH,
+       A_ATANH };
 
 static int act_code(const char *op) {
   static const char *names[] = {"Elu", "Selu", "Celu", "Softsign", "Mish", "ThresholdedRelu",
-                                "Shrink"};
+                                "Shrink", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                                "Acosh", "Atanh"};
   for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if (strcmp(op, names[i]) == 0) return i;
   return -1;
@@ -75,7 +87,18 @@ int32_t mi__ref_act(mi__ref_call_t *c) {
     case A_SOFTSIGN: r = v / (1.0f + fabsf(v)); break;
     case A_MISH: r = (float)(v * tanh(softplus(v))); break;
     case A_THRESH: r = v > alpha ? v : 0.0f; break;
-    default: r = shrink(v, lambd, bias); break;
+    case A_SHRINK: r = shrink(v, lambd, bias); break;
+    /* outside their domains (|x| > 1 for Asin, x < 1 for Acosh, ...) these give NaN, as in
+     * ONNX Runtime */
+    case A_TAN: r = tanf(v); break;
+    case A_ASIN: r = asinf(v); break;
+    case A_ACOS: r = acosf(v); break;
+    case A_ATAN: r = atanf(v); break;
+    case A_SINH: r = sinhf(v); break;
+    case A_COSH: r = coshf(v); break;
+    case A_ASINH: r = asinhf(v); break;
+    case A_ACOSH: r = acoshf(v); break;
+    default: r = atanhf(v); break;
     }
     yp[i] = r;
   }

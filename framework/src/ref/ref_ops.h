@@ -160,7 +160,9 @@ mi__ref_kernel_fn mi__ref_act, mi__ref_castlike;                   /* ref_act.c 
 mi__ref_kernel_fn mi__ref_groupnorm, mi__ref_lpnorm, mi__ref_mvn;  /* ref_norm2.c */
 mi__ref_kernel_fn mi__ref_nms;                                     /* ref_nms.c */
 mi__ref_kernel_fn mi__ref_onehot, mi__ref_hardmax, mi__ref_compress,
-    mi__ref_reverse_sequence; /* ref_pick.c */
+    mi__ref_reverse_sequence;                                                              /* ref_pick.c */
+mi__ref_kernel_fn mi__ref_lrn, mi__ref_image_scaler, mi__ref_gridsample, mi__ref_roialign; /* ref_vision.c */
+mi__ref_kernel_fn mi__ref_dft, mi__ref_stft, mi__ref_window_fn, mi__ref_mel_weight;        /* ref_signal.c */
 /** MI_OK when the node's opset has its op (graph/op_since.c), else a refusal (ref_act.c). */
 int32_t mi__ref_since(mi__ref_call_t *c);
 
