@@ -216,7 +216,67 @@ static void test_roialign(void) {
   for (int i = 0; i < 3; i++) mi_array_destroy(in[i]);
 }
 
+/* MaxPool's Indices (flat over N, C and the plane; column-major with storage_order 1), MaxUnpool
+ * putting the maxima back where they were. */
+static void test_pool_indices(void) {
+  int64_t dx[4] = {1, 2, 2, 3}, dy[4] = {1, 2, 1, 2}, ks[2] = {2, 2};
+  mi_array_t *x = arr_f32(4, dx, (float[]){1, 5, 2, 4, 3, 6, 0, 0, 9, 0, 0, 0}), *out[2] = {NULL, NULL};
+  mi_error_t err = {0};
+  op_case_t k;
+  for (int order = 0; order < 2; order++) {
+    case_begin(&k, "MaxPool", 12, 1, &x, 0, 2);
+    mi_node_set_ints(k.g, k.node, "kernel_shape", 2, ks);
+    mi_node_set_int(k.g, k.node, "storage_order", order);
+    CHECK(case_run(&k, out, 0, &err) == MI_OK, "MaxPool Indices: %s", err.message);
+    expect_f32("MaxPool values", out[0], 4, dy, (float[]){5, 6, 0, 9}, 0);
+    /* plane 0: 5 at (0, 1), 6 at (1, 2); plane 1 (offset 6): the first 0 at (0, 0), 9 at (0, 2) */
+    expect_i64(order ? "MaxPool Indices column-major" : "MaxPool Indices", out[1], 4, dy,
+               order ? (int64_t[]){2, 5, 6, 10} : (int64_t[]){1, 5, 6, 8});
+    if (order) {
+      mi_array_destroy(out[0]), mi_array_destroy(out[1]);
+      break;
+    }
+    mi_array_t *in[2] = {out[0], out[1]}, *y = NULL;
+    case_begin(&k, "MaxUnpool", 11, 2, in, 0, 1);
+    mi_node_set_ints(k.g, k.node, "kernel_shape", 2, ks);
+    CHECK(case_run(&k, &y, 0, &err) == MI_OK, "MaxUnpool: %s", err.message);
+    expect_f32("MaxUnpool", y, 4, dx, (float[]){0, 5, 0, 0, 0, 6, 0, 0, 9, 0, 0, 0}, 0);
+    mi_array_destroy(y);
+    ((int64_t *)out[1]->data)[3] = 12; /* past the 12 outputs */
+    case_begin(&k, "MaxUnpool", 11, 2, in, 0, 1);
+    mi_node_set_ints(k.g, k.node, "kernel_shape", 2, ks);
+    CHECK(case_run(&k, &y, 0, &err) == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "outside"),
+          "MaxUnpool index out of range: %s", err.message);
+    mi_array_destroy(out[0]), mi_array_destroy(out[1]);
+  }
+  mi_array_destroy(x);
+}
+
+/* AffineGrid: theta times (x, y, 1) over the normalised pixel centres of a 2x2 output. */
+static void test_affine_grid(void) {
+  int64_t dt[3] = {1, 2, 3}, four = 4, dg[4] = {1, 2, 2, 2};
+  mi_array_t *in[2] = {arr_f32(3, dt, (float[]){1, 0, 0.25f, 0, 2, 0}), arr_i64(1, &four, (int64_t[]){1, 1, 2, 2})},
+             *y = NULL;
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "AffineGrid", 20, 2, in, 2u, 1);
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "AffineGrid: %s", err.message);
+  /* centres at -0.5 and 0.5: x + 0.25, 2 y */
+  expect_f32("AffineGrid", y, 4, dg, (float[]){-0.25f, -1, 0.75f, -1, -0.25f, 1, 0.75f, 1}, 1e-6f);
+  mi_array_destroy(y);
+  case_begin(&k, "AffineGrid", 20, 2, in, 2u, 1);
+  mi_node_set_int(k.g, k.node, "align_corners", 1); /* corners at -1 and 1 */
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "AffineGrid aligned: %s", err.message);
+  expect_f32("AffineGrid aligned", y, 4, dg, (float[]){-0.75f, -2, 1.25f, -2, -0.75f, 2, 1.25f, 2}, 1e-6f);
+  mi_array_destroy(y);
+  case_begin(&k, "AffineGrid", 19, 2, in, 2u, 1);
+  case_refused(&k, MI_ERR_UNSUPPORTED, &err);
+  mi_array_destroy(in[0]), mi_array_destroy(in[1]);
+}
+
 static const tu_case_t tu_cases[] = {
+    TU_CASE(test_pool_indices),
+    TU_CASE(test_affine_grid),
     TU_CASE(test_trig),
     TU_CASE(test_lrn),
     TU_CASE(test_scaler_scatter),

@@ -24,12 +24,13 @@ class Case:
     """One node: runtime inputs (name, dtype, dims, generator), constants (name, dtype, dims,
     values), inputs in order ("" for an omitted one), attributes, the output's dtype, the opset."""
 
-    def __init__(self, name, op, opset, runtime, consts, order, attrs, out_dt=FLOAT):
+    def __init__(self, name, op, opset, runtime, consts, order, attrs, out_dt=FLOAT, outs=("y",)):
         self.name, self.op, self.opset, self.runtime, self.consts = name, op, opset, runtime, consts
-        self.order, self.attrs, self.out_dt = order, attrs, out_dt
+        self.order, self.attrs, self.out_dt, self.outs = order, attrs, out_dt, outs
 
     def write(self, d, rng):
-        n = b"".join(st(1, i) for i in self.order) + st(2, "y") + st(3, self.name) + st(4, self.op)
+        # the node's outputs: `outs`, of which "y" (of out_dt) is the graph's output
+        n = b"".join(st(1, i) for i in self.order) + b"".join(st(2, o) for o in self.outs) + st(3, self.name) + st(4, self.op)
         n += b"".join(attr(k, v) for k, v in self.attrs)
         g = ld(1, n) + st(2, "g") + b"".join(tensor(*c) for c in self.consts)
         g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in self.runtime)
@@ -175,6 +176,26 @@ def vision_cases(rng):
                              ("16_scale", 16, [("spatial_scale", 0.5), ("sampling_ratio", 3)])):
         out.append(Case("RoiAlign_" + nm, "RoiAlign", opset, rx, rc, ["x", "rois", "bi"],
                         [("output_height", 3), ("output_width", 4)] + attrs))
+    px = [("x", FLOAT, [2, 3, 7, 9], normal)]
+    for nm, attrs in (("k2", [("kernel_shape", [2, 2]), ("strides", [2, 2])]),
+                      ("k3_pad_col", [("kernel_shape", [3, 3]), ("pads", [1, 1, 1, 1]), ("storage_order", 1)]),
+                      ("k3_dil", [("kernel_shape", [3, 2]), ("dilations", [2, 1]), ("strides", [1, 2])])):
+        out.append(Case("MaxPool_indices_" + nm, "MaxPool", 12, px, [], ["x"], attrs, INT64, ("v", "y")))
+    # MaxUnpool of a 2x2 / stride 2 MaxPool's values and indices (unique: 4 x 4 planes of 2 x 3)
+    idx = []
+    for pl in range(6):
+        for oy in range(2):
+            for ox in range(2):
+                idx.append(pl * 16 + (2 * oy + rng.randint(0, 1)) * 4 + 2 * ox + rng.randint(0, 1))
+    for nm, consts, order, attrs in (("k2", [("i", INT64, [2, 3, 2, 2], idx)], ["x", "i"], [("kernel_shape", [2, 2]), ("strides", [2, 2])]),
+                                     ("shape", [("i", INT64, [2, 3, 2, 2], idx), ("s", INT64, [4], [2, 3, 5, 5])], ["x", "i", "s"],
+                                      [("kernel_shape", [2, 2]), ("strides", [2, 2])])):
+        out.append(Case("MaxUnpool_" + nm, "MaxUnpool", 11, [("x", FLOAT, [2, 3, 2, 2], normal)], consts, order, attrs))
+    th = [("t", FLOAT, [2, 2, 3], normal)]
+    for nm, size, align in (("2d", [2, 3, 5, 7], 0), ("2d_aligned", [2, 3, 5, 7], 1), ("2d_one_row", [2, 3, 1, 6], 1)):
+        out.append(Case("AffineGrid_" + nm, "AffineGrid", 20, th, [("s", INT64, [4], size)], ["t", "s"], [("align_corners", align)]))
+    out.append(Case("AffineGrid_3d", "AffineGrid", 20, [("t", FLOAT, [2, 3, 4], normal)], [("s", INT64, [5], [2, 1, 3, 4, 5])],
+                    ["t", "s"], [("align_corners", 0)]))
     return out + signal_cases()
 
 

@@ -37,6 +37,8 @@ static const struct {
     {"LRN", 1},
     {"GridSample", 16},
     {"RoiAlign", 10},
+    {"AffineGrid", 20},
+    {"MaxUnpool", 9},
     {"DFT", 17},
     {"STFT", 17},
     {"HannWindow", 17},

@@ -315,6 +315,8 @@ static const mi__si_op_t ops[] = {
     {"ImageScaler", mi__si_same_shape},
     {"GridSample", mi__si_gridsample},
     {"RoiAlign", mi__si_roialign},
+    {"AffineGrid", mi__si_affine_grid},
+    {"MaxUnpool", mi__si_max_unpool},
     {"DFT", mi__si_dft},
     {"STFT", mi__si_stft},
     {"HannWindow", mi__si_window_fn},

@@ -165,6 +165,8 @@ int32_t mi__si_reverse_sequence(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_lrn(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_gridsample(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_roialign(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_affine_grid(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_max_unpool(mi__si_t *c, const mi_node_t *n);
 /* signal: DFT, STFT, the windows, MelWeightMatrix */
 int32_t mi__si_dft(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_stft(mi__si_t *c, const mi_node_t *n);

@@ -160,6 +160,8 @@ static const ref_op_t REF_OPS[] = {
     {"ImageScaler", mi__ref_image_scaler},
     {"GridSample", mi__ref_gridsample},
     {"RoiAlign", mi__ref_roialign},
+    {"AffineGrid", mi__ref_affine_grid},
+    {"MaxUnpool", mi__ref_max_unpool},
     {"DFT", mi__ref_dft},
     {"STFT", mi__ref_stft},
     {"HannWindow", mi__ref_window_fn},

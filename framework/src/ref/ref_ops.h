@@ -126,10 +126,10 @@ int32_t mi__ref_qdq_run(const mi_graph_t *g, int32_t op, const mi_array_t *x, mi
  * op types dispatches on node->op_type. All share one signature, mi__ref_kernel_fn. */
 typedef int32_t mi__ref_kernel_fn(mi__ref_call_t *c);
 mi__ref_kernel_fn mi__ref_unary, mi__ref_binary, mi__ref_variadic, mi__ref_where,
-    mi__ref_clip;                                       /* ref_elementwise.c */
-mi__ref_kernel_fn mi__ref_conv, mi__ref_conv_transpose; /* ref_conv.c */
-mi__ref_kernel_fn mi__ref_pool, mi__ref_global_pool;    /* ref_pool.c */
-mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm;         /* ref_matmul.c */
+    mi__ref_clip;                                                        /* ref_elementwise.c */
+mi__ref_kernel_fn mi__ref_conv, mi__ref_conv_transpose;                  /* ref_conv.c */
+mi__ref_kernel_fn mi__ref_pool, mi__ref_global_pool, mi__ref_max_unpool; /* ref_pool.c */
+mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm;                          /* ref_matmul.c */
 mi__ref_kernel_fn mi__ref_batchnorm, mi__ref_layernorm, mi__ref_softmax,
     mi__ref_instancenorm;         /* ref_norm.c */
 mi__ref_kernel_fn mi__ref_reduce; /* ref_reduce.c */
@@ -160,9 +160,10 @@ mi__ref_kernel_fn mi__ref_act, mi__ref_castlike;                   /* ref_act.c 
 mi__ref_kernel_fn mi__ref_groupnorm, mi__ref_lpnorm, mi__ref_mvn;  /* ref_norm2.c */
 mi__ref_kernel_fn mi__ref_nms;                                     /* ref_nms.c */
 mi__ref_kernel_fn mi__ref_onehot, mi__ref_hardmax, mi__ref_compress,
-    mi__ref_reverse_sequence;                                                              /* ref_pick.c */
-mi__ref_kernel_fn mi__ref_lrn, mi__ref_image_scaler, mi__ref_gridsample, mi__ref_roialign; /* ref_vision.c */
-mi__ref_kernel_fn mi__ref_dft, mi__ref_stft, mi__ref_window_fn, mi__ref_mel_weight;        /* ref_signal.c */
+    mi__ref_reverse_sequence; /* ref_pick.c */
+mi__ref_kernel_fn mi__ref_lrn, mi__ref_image_scaler, mi__ref_gridsample, mi__ref_affine_grid,
+    mi__ref_roialign;                                                               /* ref_vision.c */
+mi__ref_kernel_fn mi__ref_dft, mi__ref_stft, mi__ref_window_fn, mi__ref_mel_weight; /* ref_signal.c */
 /** MI_OK when the node's opset has its op (graph/op_since.c), else a refusal (ref_act.c). */
 int32_t mi__ref_since(mi__ref_call_t *c);
 

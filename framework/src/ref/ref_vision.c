@@ -242,6 +242,56 @@ int32_t mi__ref_gridsample(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+/* AffineGrid (opset 20): theta [N, 2, 3] and size (N, C, H, W) give the grid [N, H, W, 2] that
+ * GridSample reads, theta times (x, y, 1) over the normalised pixel centres; theta [N, 3, 4] and
+ * size (N, C, D, H, W) give [N, D, H, W, 3]. */
+int32_t mi__ref_affine_grid(mi__ref_call_t *c) {
+  const mi_array_t *theta, *size;
+  mi_array_t *y;
+  int64_t sz[5], dims[5];
+  int32_t n = 0, rc;
+  int align = mi_node_attr_int(c->node, "align_corners", 0) != 0;
+  if ((rc = mi__ref_since(c)) != MI_OK || (rc = mi__ref_need(c, 0, F32, &theta)) != MI_OK ||
+      (rc = mi__ref_need(c, 1, MI_DTYPE_BIT(MI_DTYPE_INT64), &size)) != MI_OK ||
+      (rc = mi__ref_read_ints(c, size, "size", sz, 5, &n)) != MI_OK)
+    return rc;
+  int32_t d = n - 2; /* spatial dims: 2 or 3 */
+  if ((n != 4 && n != 5) || theta->rank != 3 || theta->dims[0] != sz[0] || theta->dims[1] != d ||
+      theta->dims[2] != d + 1)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "theta must be [N, 2, 3] with size (N, C, H, W) or [N, 3, 4] with (N, C, D, H, W)");
+  dims[0] = sz[0];
+  for (int32_t a = 0; a < d; a++) {
+    if (sz[2 + a] < 1) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "size[%d] = %lld", (int)(2 + a), (long long)sz[2 + a]);
+    dims[1 + a] = sz[2 + a];
+  }
+  dims[1 + d] = d;
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, d + 2, dims, &y)) != MI_OK) return rc;
+  int64_t pts = 1;
+  for (int32_t a = 0; a < d; a++) pts *= sz[2 + a];
+  const float *tp = theta->data;
+  float *yp = y->data;
+  for (int64_t b = 0; b < sz[0]; b++)
+    for (int64_t i = 0; i < pts; i++) {
+      float base[4]; /* x, y(, z), 1: the innermost axis is x */
+      int64_t stride = 1;
+      for (int32_t a = 0; a < d; a++) {
+        int64_t len = sz[1 + d - a], k = (i / stride) % len;
+        /* a one-pixel axis with align_corners sits at 0, as in PyTorch's affine_grid, which
+         * such models come from (the spec's reference code puts it at -1, ONNX Runtime at 1) */
+        base[a] = align ? (len > 1 ? -1.0f + 2.0f * (float)k / (float)(len - 1) : 0.0f)
+                        : (2.0f * (float)k + 1.0f) / (float)len - 1.0f;
+        stride *= len;
+      }
+      base[d] = 1.0f;
+      for (int32_t o = 0; o < d; o++) {
+        float acc = 0;
+        for (int32_t j = 0; j <= d; j++) acc += tp[(b * d + o) * (d + 1) + j] * base[j];
+        yp[(b * pts + i) * d + o] = acc;
+      }
+    }
+  return MI_OK;
+}
+
 /* ---------------------------------------------------------------- RoiAlign */
 
 /* The bilinear sample of a plane at (y, x) in the detectors' convention: a point more than one
