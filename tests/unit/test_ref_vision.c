@@ -122,6 +122,9 @@ static void test_gridsample(void) {
    * the zero padding drops the outer ones: 0.59375^2 * (1 + 2 + 3 + 4) */
   gs("bicubic", 16, "bicubic", NULL, 1, 1, (float[]){0, 0}, (float[]){3.525390625f});
   gs("cubic", 22, "cubic", NULL, 1, 1, (float[]){0, 0}, (float[]){3.525390625f});
+  /* NaN and far-out points read the padding (and take no undefined conversion on the way) */
+  gs("NaN point", 16, NULL, NULL, 0, 2, (float[]){NAN, 0, 1e30f, -1e30f}, (float[]){0, 0});
+  gs("far point, border", 16, NULL, "border", 0, 1, (float[]){1e30f, -1e30f}, (float[]){2});
 
   /* 5-D (opset 20): X depth 2 holding {1, 3}, sampled at the middle of the depth axis */
   int64_t dx5[5] = {1, 1, 2, 1, 1}, dg5[5] = {1, 1, 1, 1, 3}, dy5[5] = {1, 1, 1, 1, 1};
@@ -209,6 +212,12 @@ static void test_roialign(void) {
   case_begin(&k, "RoiAlign", 16, 3, in, 0, 1);
   CHECK(case_run(&k, &o, 0, &err) == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "batch_indices"),
         "RoiAlign bad batch index: %s", err.message);
+  mi_array_destroy(o);
+  ((float *)in[1]->data)[2] = NAN; /* a NaN box: refused, named */
+  ((int64_t *)in[2]->data)[0] = 0;
+  case_begin(&k, "RoiAlign", 16, 3, in, 0, 1);
+  CHECK(case_run(&k, &o, 0, &err) == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "not finite"),
+        "RoiAlign NaN box: %s", err.message);
   mi_array_destroy(o);
   case_begin(&k, "RoiAlign", 16, 3, in, 0, 1);
   mi_node_set_string(k.g, k.node, "mode", "sum");

@@ -192,9 +192,10 @@ int32_t mi__ref_mel_weight(mi__ref_call_t *c) {
   double step = (mhi - mlo) / (double)(mels + 2);
   for (int64_t i = 0; i < mels + 2; i++) {
     double hz = 700.0 * (pow(10.0, ((double)i * step + mlo) / 2595.0) - 1.0);
-    bin[i] = (int64_t)floor((double)(dft + 1) * hz / (double)rate);
-    if (bin[i] < 0 || bin[i] >= dims[0])
+    double b = floor((double)(dft + 1) * hz / (double)rate);
+    if (!(b >= 0 && b < (double)dims[0])) /* NaN edges too */
       return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "the mel edges fall outside the %lld spectrum bins", (long long)dims[0]);
+    bin[i] = (int64_t)b;
   }
   float *yp = y->data;
   for (int64_t m = 0; m < mels; m++) {

@@ -235,6 +235,10 @@ int32_t mi__ref_gridsample(mi__ref_call_t *c) {
         float v = gv[d - 1 - a];
         int64_t len = g.in[a];
         pos[a] = align ? (v + 1) / 2.0f * (float)(len - 1) : ((v + 1) * (float)len - 1) / 2.0f;
+        /* NaN and positions beyond 2^23 (where a float has no fraction left) are held there,
+         * so the taps' integer positions stay representable */
+        if (!(pos[a] > -8388608.0f)) pos[a] = -8388608.0f;
+        if (pos[a] > 8388608.0f) pos[a] = 8388608.0f;
       }
       for (int64_t ch = 0; ch < C; ch++)
         yp[(n * C + ch) * opts + o] = plane ? gs_sample(&g, mode, xp + (n * C + ch) * plane, pos) : 0.0f;
@@ -298,7 +302,7 @@ int32_t mi__ref_affine_grid(mi__ref_call_t *c) {
  * pixel outside is 0; one within it is clamped onto the edge. mode max keeps the largest of the
  * four weighted corners (ONNX Runtime's and the spec reference's arithmetic). */
 static float roi_sample(const float *plane, int64_t H, int64_t W, float y, float x, int max_mode) {
-  if (y < -1.0f || y > (float)H || x < -1.0f || x > (float)W) return 0.0f;
+  if (!(y >= -1.0f && y <= (float)H && x >= -1.0f && x <= (float)W)) return 0.0f; /* NaN too */
   if (y <= 0) y = 0;
   if (x <= 0) x = 0;
   int64_t y0 = (int64_t)y, x0 = (int64_t)x, y1, x1;
@@ -361,8 +365,13 @@ int32_t mi__ref_roialign(mi__ref_call_t *c) {
     float rw = rp[r * 4 + 2] * scale - off - x0, rh = rp[r * 4 + 3] * scale - off - y0;
     if (!half) rw = fmaxf(rw, 1.0f), rh = fmaxf(rh, 1.0f);
     float bh = rh / (float)oh, bw = rw / (float)ow;
+    if (!(fabsf(x0) < 1e7f && fabsf(y0) < 1e7f && rw > -1e7f && rw < 1e7f && rh > -1e7f && rh < 1e7f))
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "roi %lld is not finite or is over 1e7 pixels", (long long)r);
     int64_t gh = ratio > 0 ? ratio : (int64_t)ceilf(rh / (float)oh);
     int64_t gw = ratio > 0 ? ratio : (int64_t)ceilf(rw / (float)ow);
+    if (gh > 4096 || gw > 4096)
+      return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "roi %lld needs %lld x %lld samples per bin (over 4096)", (long long)r,
+                          (long long)gh, (long long)gw);
     float count = (float)(gh * gw > 0 ? gh * gw : 1);
     for (int64_t ch = 0; ch < C; ch++) {
       const float *plane = xp + (b * C + ch) * H * W;
