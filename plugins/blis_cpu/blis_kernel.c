@@ -76,6 +76,8 @@ static const struct {
     {"Acosh", mi__blis_prep_unary},
     {"Atanh", mi__blis_prep_unary},
     {"LRN", mi__blis_prep_lrn},
+    {"STFT", mi__blis_prep_stft},
+    {"DFT", mi__blis_prep_stft},
     {"Softplus", mi__blis_prep_unary},
     {"Floor", mi__blis_prep_unary},
     {"Ceil", mi__blis_prep_unary},

@@ -61,7 +61,7 @@ static const char *const direct_ops[] = {
     "BatchNormalization", "Relu", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Sigmoid",
     "Tanh", "Erf", "Gelu", "Elu", "Softplus", "Floor", "Ceil", "Sqrt", "Log", "Exp", "Neg", "Abs",
     "Selu", "Celu", "Softsign", "Mish", "ThresholdedRelu", "Shrink",
-    "Cos", "Sin", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "LRN",
+    "Cos", "Sin", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "LRN", "STFT", "DFT",
     "Reciprocal", "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Softmax",
     "LayerNormalization", "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
     "Concat", "Reshape", "Flatten", "Transpose", "ReduceMean", "ReduceMax", "ReduceMin",

@@ -1,7 +1,8 @@
 /* ref_signal.c - reference signal-processing ops of opset 17 (audio front ends exported with
  * their feature extraction): DFT (the opset-17 and 20 forms), STFT, HannWindow, HammingWindow,
- * BlackmanWindow and MelWeightMatrix. Sums in double with exact twiddle angles (j k mod n), so
- * the reference is at least as accurate as a runtime's float FFT. */
+ * BlackmanWindow and MelWeightMatrix. Sums in double over a table of the n twiddles indexed
+ * by j k mod n (exact angles), so the reference is at least as accurate as a runtime's float FFT;
+ * O(n^2) per line, one multiply-add per term. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +33,29 @@ static int32_t out_float(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+/* cos and sin of 2 pi m / n for m < n: the twiddles every line of a transform of length n reads
+ * (j k mod n indexes them exactly); NULL when out of memory. */
+static double *twiddles(int64_t n) {
+  double *t = malloc((size_t)n * 2 * sizeof *t);
+  for (int64_t m = 0; t && m < n; m++) {
+    double a = 2.0 * M_PI * (double)m / (double)n;
+    t[2 * m] = cos(a);
+    t[2 * m + 1] = sin(a);
+  }
+  return t;
+}
+
 /* y[k] = sum_j x[j] e^(-+2 pi i j k / n) (sign + and a 1/n factor when inverse) for k < m, over
  * `len` input values (a shorter signal is zero-padded to n); x and y hold `xc` (1: real, 2:
- * complex) and 2 components at element strides xs and ys. */
-static void dft_line(const float *x, int64_t xs, int32_t xc, int64_t len, float *y, int64_t ys, int64_t n,
-                     int64_t m, int inverse) {
+ * complex) and 2 components at element strides xs and ys; tw from twiddles(n). */
+static void dft_line(const double *tw, const float *x, int64_t xs, int32_t xc, int64_t len, float *y, int64_t ys,
+                     int64_t n, int64_t m, int inverse) {
   double sign = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / (double)n : 1.0;
   if (len > n) len = n;
   for (int64_t k = 0; k < m; k++) {
     double re = 0, im = 0;
-    for (int64_t j = 0; j < len; j++) {
-      double a = sign * 2.0 * M_PI * (double)((j * k) % n) / (double)n, cr = cos(a), ci = sin(a);
+    for (int64_t j = 0, jk = 0; j < len; j++, jk = (jk + k) % n) {
+      double cr = tw[2 * jk], ci = sign * tw[2 * jk + 1];
       double xr = x[j * xs * xc], xi = xc == 2 ? x[j * xs * xc + 1] : 0.0;
       re += xr * cr - xi * ci;
       im += xr * ci + xi * cr;
@@ -80,7 +93,12 @@ int32_t mi__ref_dft(mi__ref_call_t *c) {
   memcpy(dims, x->dims, sizeof dims[0] * (size_t)r);
   dims[axis] = onesided ? n / 2 + 1 : n;
   dims[r - 1] = 2;
-  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, r, dims, &y)) != MI_OK) return rc;
+  double *tw = twiddles(n);
+  if (!tw) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, r, dims, &y)) != MI_OK) {
+    free(tw);
+    return rc;
+  }
   int64_t outer = 1, inner = 1, L = x->dims[axis], M = dims[axis];
   for (int32_t d = 0; d < axis; d++) outer *= x->dims[d];
   for (int32_t d = (int32_t)axis + 1; d < r - 1; d++) inner *= x->dims[d];
@@ -88,7 +106,8 @@ int32_t mi__ref_dft(mi__ref_call_t *c) {
   float *yp = y->data;
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++)
-      dft_line(xp + (o * L * inner + i) * xc, inner, xc, L, yp + (o * M * inner + i) * 2, inner, n, M, inverse);
+      dft_line(tw, xp + (o * L * inner + i) * xc, inner, xc, L, yp + (o * M * inner + i) * 2, inner, n, M, inverse);
+  free(tw);
   return MI_OK;
 }
 
@@ -119,10 +138,11 @@ int32_t mi__ref_stft(mi__ref_call_t *c) {
   dims[2] = onesided ? flen / 2 + 1 : flen;
   dims[3] = 2;
   float *frame = malloc((size_t)(flen * xc) * sizeof *frame);
-  if (!frame) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
-  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, 4, dims, &y)) != MI_OK) {
+  double *tw = twiddles(flen);
+  if (!frame || !tw || (rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, 4, dims, &y)) != MI_OK) {
     free(frame);
-    return rc;
+    free(tw);
+    return frame && tw ? rc : mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }
   const float *xp = x->data, *wp = w ? w->data : NULL;
   float *yp = y->data;
@@ -130,9 +150,10 @@ int32_t mi__ref_stft(mi__ref_call_t *c) {
     for (int64_t f = 0; f < dims[1]; f++) {
       const float *src = xp + (b * x->dims[1] + f * step) * xc;
       for (int64_t t = 0; t < flen * xc; t++) frame[t] = src[t] * (wp ? wp[t / xc] : 1.0f);
-      dft_line(frame, 1, xc, flen, yp + (b * dims[1] + f) * dims[2] * 2, 1, flen, dims[2], 0);
+      dft_line(tw, frame, 1, xc, flen, yp + (b * dims[1] + f) * dims[2] * 2, 1, flen, dims[2], 0);
     }
   free(frame);
+  free(tw);
   return MI_OK;
 }
 
