@@ -14,9 +14,9 @@ typedef struct stft_state {
   int32_t x, y;
   int64_t lines, line_stride; /* DFT: lines of the input; STFT: frames of one signal */
   int64_t batch, batch_in, batch_out;
-  int64_t taps, cols;         /* GEMM k (input values read per line, x components) and n */
-  int64_t step;               /* input floats between consecutive lines */
-  const float *w;             /* [taps, cols], in aux */
+  int64_t taps, cols; /* GEMM k (input values read per line, x components) and n */
+  int64_t step;       /* input floats between consecutive lines */
+  const float *w;     /* [taps, cols], in aux */
 } stft_state_t;
 
 static int32_t run_stft(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {

@@ -10,24 +10,25 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 mi_template_plugin
 PL="$TPL:$B/plugins"
 
-# x[2,16] -> Relu -> CumSum(axis 1) -> Sin -> Add(., relu): the template runs Relu and Add,
-# blis-cpu runs CumSum, no plugin runs Sin.
+# x[2,16] -> Relu -> CumSum(axis 1) -> ReverseSequence(lengths 2: the rows swapped) -> Add(., relu):
+# the template runs Relu and Add, blis-cpu runs CumSum, no plugin runs ReverseSequence.
 python3 - "$T" <<'EOF'
 import struct, sys
 sys.path.insert(0, sys.argv[1])
 from mi_wire import *
 axis = vi(2, 7) + s(8, "axis") + ld(9, struct.pack("<q", 1))  # INT64 scalar
+lens = vi(1, 16) + vi(2, 7) + s(8, "lens") + ld(9, struct.pack("<16q", *[2] * 16))  # INT64 [16]
 save("cs.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("CumSum", "cumsum", ["r", "axis"], ["c"]),
-                       node("Sin", "sin", ["c"], ["s"]), node("Add", "add", ["s", "r"], ["y"])],
-                      [("x", 1, [2, 16])], [("y", 1, [2, 16])], ld(5, axis)))
+                       node("ReverseSequence", "rev", ["c", "lens"], ["s"]), node("Add", "add", ["s", "r"], ["y"])],
+                      [("x", 1, [2, 16])], [("y", 1, [2, 16])], ld(5, axis) + ld(5, lens)))
 EOF
 
 "$RUN" --model "$T/cs.onnx" --device ref --output-dir "$T/ref" > /dev/null || fail "ref run"
 
-# Default: CumSum on blis-cpu:0, Sin on the reference.
+# Default: CumSum on blis-cpu:0, ReverseSequence on the reference.
 "$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --check --output-dir "$T/def" \
   > "$T/def.txt" 2> "$T/def.err" || fail "default run: $(cat "$T/def.err")"
-grep -qx "fallback nodes: 1 on blis-cpu:0 (cumsum), 1 on the reference (sin)" "$T/def.txt" ||
+grep -qx "fallback nodes: 1 on blis-cpu:0 (cumsum), 1 on the reference (rev)" "$T/def.txt" ||
   fail "default fallback line: $(grep fallback "$T/def.txt")"
 grep -q "^check: " "$T/def.txt" || fail "--check with the fallback"
 
@@ -43,7 +44,7 @@ cmp -s "$T/ref/y.npy" "$T/old/y.npy" || fail "--fallback ref output differs from
 python3 - "$T/old.json" <<'EOF' || fail "--fallback ref JSON"
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert j["fallback_nodes"] == ["cumsum", "sin"], j
+assert j["fallback_nodes"] == ["cumsum", "rev"], j
 assert j["fallback_device"] is None and j["fallback_on_device"] == 0 and j["fallback_on_reference"] == 2, j
 EOF
 
@@ -59,7 +60,7 @@ assert j["fallback_on_reference"] == 1, j
 rows = {r["name"]: r for r in j["profile"]["layers"]} if isinstance(j["profile"], dict) else None
 assert rows, j["profile"]
 assert rows["cumsum"]["where"] == "fallback" and rows["cumsum"]["variant"] == "fallback blis-cpu:0", rows
-assert rows["sin"]["where"] == "host", rows
+assert rows["rev"]["where"] == "host", rows
 def vals(p):
     b = open(p, "rb").read()
     n = struct.unpack("<H", b[8:10])[0]
@@ -96,7 +97,7 @@ import json, sys
 d, r = (json.load(open(p)) for p in sys.argv[1:3])
 where = lambda j: {l["name"]: l["where"] for l in j["layers"]}
 assert d["fallback_device"] == "blis-cpu:0" and d["fallback_on_device"] == 1 and d["fallback_on_reference"] == 1, d
-assert where(d)["cumsum"] == "fallback" and where(d)["sin"] == "host", where(d)
+assert where(d)["cumsum"] == "fallback" and where(d)["rev"] == "host", where(d)
 assert r["fallback_device"] is None and r["fallback_on_reference"] == 2 and where(r)["cumsum"] == "host", r
 EOF
 set +e

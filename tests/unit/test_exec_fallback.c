@@ -5,25 +5,28 @@
 
 #include "test_exec_util.h"
 
-/* x[2,16] -> Relu -> CumSum(axis 1) -> Sin -> Add(., relu) -> y. Only blis-cpu runs CumSum; no
- * plugin runs Sin (the reference does). */
-static mi_graph_t *cumsum_sin(void) {
+/* x[2,16] -> Relu -> CumSum(axis 1) -> ReverseSequence(lengths 2: the two rows swapped) ->
+ * Add(., relu) -> y. Only blis-cpu runs CumSum; no plugin runs ReverseSequence (the reference
+ * does). */
+static mi_graph_t *cumsum_rev(void) {
   mi_graph_t *g = mi_graph_create("fallback");
-  int64_t d[2] = {2, 16}, axis = 1;
+  int64_t d[2] = {2, 16}, axis = 1, n16 = 16, lens[16];
+  for (int i = 0; i < 16; i++) lens[i] = 2;
   REQUIRE(g);
   g->opset = 13;
   int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 2, d);
   int32_t ax = mi_graph_add_const_i64(g, "axis", 1, &axis);
+  int32_t ln = mi_graph_add_const_i64(g, "lens", n16, lens);
   int32_t r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, 2, d);
   int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, 2, d);
   int32_t s = mi_graph_add_tensor(g, "s", MI_DTYPE_FLOAT32, 2, d);
   int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, 2, d);
-  int32_t ic[2] = {r, ax}, ia[2] = {s, r};
-  REQUIRE(x >= 0 && ax >= 0 && r >= 0 && c >= 0 && s >= 0 && y >= 0);
+  int32_t ic[2] = {r, ax}, ia[2] = {s, r}, iv[2] = {c, ln};
+  REQUIRE(x >= 0 && ax >= 0 && ln >= 0 && r >= 0 && c >= 0 && s >= 0 && y >= 0);
   REQUIRE(mi_graph_add_input(g, x) == MI_OK && mi_graph_add_output(g, y) == MI_OK);
   REQUIRE(mi_graph_add_node(g, "Relu", "relu", 1, &x, 1, &r) >= 0);
   REQUIRE(mi_graph_add_node(g, "CumSum", "cumsum", 2, ic, 1, &c) >= 0);
-  REQUIRE(mi_graph_add_node(g, "Sin", "sin", 1, &c, 1, &s) >= 0);
+  REQUIRE(mi_graph_add_node(g, "ReverseSequence", "rev", 2, iv, 1, &s) >= 0);
   REQUIRE(mi_graph_add_node(g, "Add", "add", 2, ia, 1, &y) >= 0);
   return g;
 }
@@ -48,11 +51,11 @@ static mi_session_t *with_fallback(const mi_graph_t *g, mi_plugin_t *p, uint32_t
   return s;
 }
 
-/* On primary p: CumSum on blis-cpu, Sin on the reference; without a fallback both on the
+/* On primary p: CumSum on blis-cpu, ReverseSequence on the reference; without a fallback both on the
  * reference; the outputs the reference's within `tol` (npu-stub computes in FP16). */
 static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double tol) {
   mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *where = NULL, *fb = NULL;
-  mi_graph_t *g = cumsum_sin();
+  mi_graph_t *g = cumsum_rev();
   mi_array_t *x = input_for(g, 3), *want[1] = {0}, *got[1] = {0}, *old[1] = {0};
   uint32_t wd = 9, fd = 9;
   double e, eo;
@@ -73,7 +76,7 @@ static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double
   got[0] = NULL;
   run(s, g, x, got);
   CHECK(tu_rel_l2_arrays(got[0], want[0]) < tol, "%s: second run differs", p->name);
-  CHECK(mi_session_fallback_count(s) == 2, "%s: fallback nodes %d, expected 2 (cumsum, sin)",
+  CHECK(mi_session_fallback_count(s) == 2, "%s: fallback nodes %d, expected 2 (cumsum, rev)",
         p->name, (int)mi_session_fallback_count(s));
   CHECK(mi_session_fallback_device_count(s) == 1, "%s: %d on the fallback device, expected 1",
         p->name, (int)mi_session_fallback_device_count(s));
@@ -81,13 +84,13 @@ static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double
             mi_session_fallback_where(s, fallback_index(s, "cumsum"), &where, &wd) == 1 &&
             where == blis && wd == 0,
         "%s: CumSum ran on blis-cpu:0", p->name);
-  CHECK(fallback_index(s, "sin") >= 0 &&
-            mi_session_fallback_where(s, fallback_index(s, "sin"), &where, &wd) == 0 && !where,
-        "%s: Sin, which blis-cpu refuses too, ran on the reference", p->name);
+  CHECK(fallback_index(s, "rev") >= 0 &&
+            mi_session_fallback_where(s, fallback_index(s, "rev"), &where, &wd) == 0 && !where,
+        "%s: ReverseSequence, which blis-cpu refuses too, ran on the reference", p->name);
   CHECK(mi_session_fallback_count(s0) == 2 && mi_session_fallback_device_count(s0) == 0,
         "%s without a fallback: %d fallback nodes, %d on a device", p->name,
         (int)mi_session_fallback_count(s0), (int)mi_session_fallback_device_count(s0));
-  /* The per-layer table names the fallback device for CumSum, the host for Sin. */
+  /* The per-layer table names the fallback device for CumSum, the host for ReverseSequence. */
   {
     double ms[4] = {1, 2, 3, 4};
     mi_layer_row_t *rows = NULL;
@@ -97,9 +100,9 @@ static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double
     for (int32_t i = 0; i < n; i++) {
       if (!strcmp(rows[i].name, "cumsum"))
         seen += rows[i].where == 2 && !strcmp(rows[i].variant, "fallback blis-cpu:0");
-      if (!strcmp(rows[i].name, "sin")) seen += rows[i].where == 1 && !strcmp(rows[i].variant, "host");
+      if (!strcmp(rows[i].name, "rev")) seen += rows[i].where == 1 && !strcmp(rows[i].variant, "host");
     }
-    CHECK(seen == 2, "%s: the profile rows of cumsum and sin", p->name);
+    CHECK(seen == 2, "%s: the profile rows of cumsum and rev", p->name);
     free(rows);
   }
   printf("%s: with blis-cpu fallback rel L2 %.3g, without %.3g\n", p->name, e, eo);
