@@ -414,6 +414,19 @@ int32_t mi__blis_prep_trilu(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *
 int32_t mi__blis_prep_lstm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* GRU and RNN (blis_gru.c). */
 int32_t mi__blis_prep_gru(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* GroupNormalization, MeanVarianceNormalization, LpNormalization (blis_gnorm.c). */
+int32_t mi__blis_prep_groupnorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_mvn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_lpnorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* CastLike, GatherND, ScatterElements, Hardmax, OneHot (blis_pick.c). */
+int32_t mi__blis_prep_castlike(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_gather_nd(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_scatter_elements(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_hardmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_onehot(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* 1 when runtime tensor t is an input of kernel d that only GatherND / ScatterElements (input 1)
+ * and OneHot (input 0) nodes read, as their indices (INT64 or INT32, which those preps check). */
+int mi__blis_index_input(const mi_kernel_desc_t *d, int32_t t);
 
 /* ---- elementwise epilogue shared by Conv and the standalone activations */
 enum {

@@ -135,6 +135,17 @@ static const struct {
     {"LSTM", mi__blis_prep_lstm},
     {"GRU", mi__blis_prep_gru},
     {"RNN", mi__blis_prep_gru},
+    {"GroupNormalization", mi__blis_prep_groupnorm},
+    {"MeanVarianceNormalization", mi__blis_prep_mvn},
+    {"LpNormalization", mi__blis_prep_lpnorm},
+    {"ReduceL1", mi__blis_prep_reduce},
+    {"ReduceSumSquare", mi__blis_prep_reduce},
+    {"ReduceLogSum", mi__blis_prep_reduce},
+    {"CastLike", mi__blis_prep_castlike},
+    {"GatherND", mi__blis_prep_gather_nd},
+    {"ScatterElements", mi__blis_prep_scatter_elements},
+    {"Hardmax", mi__blis_prep_hardmax},
+    {"OneHot", mi__blis_prep_onehot},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 
@@ -322,7 +333,8 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
         !((t->dtype == MI_DTYPE_INT8 || t->dtype == MI_DTYPE_UINT8 || t->dtype == MI_DTYPE_INT32) &&
           only_qdq_touch(d, i)) &&
         !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) &&
-        !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i))) {
+        !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i)) &&
+        !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_index_input(d, i))) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "blis-cpu: runtime tensor %d has dtype %d; only "
                            "FLOAT32 is run (INT8/UINT8 only by Q/DQ)",

@@ -193,10 +193,14 @@ enum { R_MEAN,
        R_SUM,
        R_PROD,
        R_L2,
-       R_LSE };
+       R_LSE,
+       R_L1,
+       R_SSQ,
+       R_LOGSUM };
 
-/* ReduceProd, ReduceL2, ReduceLogSumExp: accumulated in double as the reference does
- * (LogSumExp as log(sum(exp(v - max))) + max); s->aux holds on accumulators and on maxima. */
+/* ReduceProd, ReduceL2, ReduceLogSumExp, ReduceL1, ReduceSumSquare, ReduceLogSum: accumulated in
+ * double as the reference does (LogSumExp as log(sum(exp(v - max))) + max); s->aux holds on
+ * accumulators and on maxima. */
 static int32_t run_reduce_d(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                             mi_error_t *err) {
   const reduce_state_t *r = s->state;
@@ -219,8 +223,12 @@ static int32_t run_reduce_d(const mi__blis_step_t *s, void *const *t, const mi__
         if (v > mx[o]) mx[o] = v;
       } else if (r->op == R_PROD) {
         acc[o] *= v;
-      } else if (r->op == R_L2) {
+      } else if (r->op == R_L2 || r->op == R_SSQ) {
         acc[o] += v * v;
+      } else if (r->op == R_L1) {
+        acc[o] += fabs(v);
+      } else if (r->op == R_LOGSUM) {
+        acc[o] += v;
       } else {
         acc[o] += isinf(mx[o]) ? exp(v) : exp(v - mx[o]);
       }
@@ -230,6 +238,7 @@ static int32_t run_reduce_d(const mi__blis_step_t *s, void *const *t, const mi__
   for (i = 0; i < r->on; i++) {
     double v = acc[i];
     if (r->op == R_L2) v = sqrt(v);
+    if (r->op == R_LOGSUM) v = log(v);
     if (r->op == R_LSE) v = isinf(mx[i]) ? log(v) : log(v) + mx[i];
     y[i] = (float)v;
   }
@@ -265,7 +274,11 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   int64_t axes[MI_MAX_RANK], stride = 1;
   int32_t na = 0, d, i, red[MI_MAX_RANK] = {0};
   const mi_attr_t *aa = mi_sdk_attr(n, "axes");
+  const mi_tensor_desc_t *yt = mi__blis_tensor(p, mi__blis_out(n, 0));
   if (!x || x->rank < 1) return mi__blis_unsupported(err, n, "input rank < 1");
+  /* the loops read and write floats: integer reductions stay on the host */
+  if (x->dtype != MI_DTYPE_FLOAT32 || !yt || yt->dtype != MI_DTYPE_FLOAT32)
+    return mi__blis_unsupported(err, n, "input and output must be FLOAT32");
   if (aa && aa->type == MI_ATTR_INTS && aa->count <= MI_MAX_RANK) {
     na = aa->count;
     for (i = 0; i < na; i++) axes[i] = aa->ints[i];
@@ -286,6 +299,9 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
                                                        : strcmp(n->op_type, "ReduceProd") == 0      ? R_PROD
                                                        : strcmp(n->op_type, "ReduceL2") == 0        ? R_L2
                                                        : strcmp(n->op_type, "ReduceLogSumExp") == 0 ? R_LSE
+                                                       : strcmp(n->op_type, "ReduceL1") == 0        ? R_L1
+                                                       : strcmp(n->op_type, "ReduceSumSquare") == 0 ? R_SSQ
+                                                       : strcmp(n->op_type, "ReduceLogSum") == 0    ? R_LOGSUM
                                                                                                     : R_SUM;
   r->x = mi__blis_in(n, 0);
   r->y = mi__blis_out(n, 0);

@@ -73,7 +73,10 @@ static const char *const direct_ops[] = {
     "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM",
     "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool", "QLinearWhere",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-    "GRU", "RNN"};
+    "GRU", "RNN",
+    "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
+    "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
+    "GatherND", "ScatterElements", "Hardmax", "OneHot"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

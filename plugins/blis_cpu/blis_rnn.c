@@ -1,5 +1,5 @@
 /* blis_rnn.c - LSTM on the device (ONNX gate order i, o, f, c; default activations; forward,
- * reverse and bidirectional; layout 0), so a recurrent model's cell does not fall back to the
+ * reverse and bidirectional; layout 0 and 1), so a recurrent model's cell does not fall back to the
  * host (Silero VAD v4's two LSTMs sat in the middle of its device branch). */
 #include <math.h>
 #include <string.h>
@@ -11,6 +11,7 @@ typedef struct lstm_state {
   int32_t y, yh, yc;          /* outputs (-1 when not wanted) */
   int64_t S, N, I, H, dirs;
   int reverse;
+  int layout; /* 1: batch first (X [N, S, I], Y [N, S, D, H], states [N, D, H]) */
   int32_t simd;
 } lstm_state_t;
 
@@ -38,6 +39,11 @@ __attribute__((target("avx2,fma"))) static void rec_avx2(const float *rt, const 
 }
 static void rec_c(const float *rt, const float *h, float *g, int64_t H) { rec_body(rt, h, g, H); }
 
+/* Where batch n's state of direction d lies in initial_h/c and Y_h/c: [D, N, H] or, layout 1, [N, D, H]. */
+static inline int64_t state_off(const lstm_state_t *c, int64_t d, int64_t n) {
+  return (c->layout ? n * c->dirs + d : d * c->N + n) * c->H;
+}
+
 static void act(int32_t simd, int32_t kind, float *x, int64_t n) {
   if (!mi__blis_act_simd(simd, kind, x, n)) mi__blis_act_apply(kind, 0.f, 0.f, x, n);
 }
@@ -52,20 +58,24 @@ static int32_t run_lstm(const mi__blis_step_t *s, void *const *t, const mi__blis
   (void)err;
   for (int64_t d = 0; d < c->dirs; d++) {
     const float *rt = packed + d * rt_size(c), *bias = rt + H * G;
-    const float *h0 = c->h0 >= 0 ? (const float *)t[c->h0] + d * N * H : NULL;
-    const float *c0 = c->c0 >= 0 ? (const float *)t[c->c0] + d * N * H : NULL;
+    const float *h0 = c->h0 >= 0 ? (const float *)t[c->h0] : NULL;
+    const float *c0 = c->c0 >= 0 ? (const float *)t[c->c0] : NULL;
     int back = c->reverse || d == 1;
-    /* Every step's input projection in one GEMM: gx[S*N][4H] = X[S*N][I] * W_d^T. */
+    /* Every step's input projection in one GEMM: gx[S*N][4H] = X[S*N][I] * W_d^T, its rows in
+     * X's order (step-major for layout 0, batch-major for layout 1). */
     mi__blis_sgemm(env, S * N, G, I, 1.f, x, I, 1, w + d * G * I, 1, I, 0.f, gx, G, 1);
-    for (int64_t k = 0; k < N * H; k++) {
-      h[k] = h0 ? h0[k] : 0.f;
-      cs[k] = c0 ? c0[k] : 0.f;
+    for (int64_t n = 0; n < N; n++) {
+      int64_t so = state_off(c, d, n);
+      for (int64_t k = 0; k < H; k++) {
+        h[n * H + k] = h0 ? h0[so + k] : 0.f;
+        cs[n * H + k] = c0 ? c0[so + k] : 0.f;
+      }
     }
     for (int64_t step = 0; step < S; step++) {
       int64_t tt = back ? S - 1 - step : step;
       for (int64_t n = 0; n < N; n++) {
         float *hn = h + n * H, *cn = cs + n * H;
-        const float *gt = gx + (tt * N + n) * G;
+        const float *gt = gx + (c->layout ? n * S + tt : tt * N + n) * G;
         for (int64_t j = 0; j < G; j++) g[j] = gt[j] + bias[j];
         if (c->simd == MI__SIMD_AVX512) rec_avx512(rt, hn, g, H);
         else if (c->simd == MI__SIMD_AVX2)
@@ -81,11 +91,14 @@ static int32_t run_lstm(const mi__blis_step_t *s, void *const *t, const mi__blis
         act(c->simd, MI__ACT_TANH, hn, H);
         for (int64_t j = 0; j < H; j++) hn[j] *= g[H + j];
         if (c->y >= 0)
-          memcpy((float *)t[c->y] + ((tt * c->dirs + d) * N + n) * H, hn, (size_t)H * sizeof *hn);
+          memcpy((float *)t[c->y] + (c->layout ? (n * S + tt) * c->dirs + d : (tt * c->dirs + d) * N + n) * H, hn,
+                 (size_t)H * sizeof *hn);
       }
     }
-    if (c->yh >= 0) memcpy((float *)t[c->yh] + d * N * H, h, (size_t)(N * H) * sizeof *h);
-    if (c->yc >= 0) memcpy((float *)t[c->yc] + d * N * H, cs, (size_t)(N * H) * sizeof *cs);
+    for (int64_t n = 0; n < N; n++) {
+      if (c->yh >= 0) memcpy((float *)t[c->yh] + state_off(c, d, n), h + n * H, (size_t)H * sizeof *h);
+      if (c->yc >= 0) memcpy((float *)t[c->yc] + state_off(c, d, n), cs + n * H, (size_t)H * sizeof *cs);
+    }
   }
   return MI_OK;
 }
@@ -110,16 +123,21 @@ int32_t mi__blis_prep_lstm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   int reverse = strcmp(ds, "reverse") == 0;
   if (dirs == 1 && !reverse && strcmp(ds, "forward") != 0)
     return mi__blis_unsupported(err, n, "unknown direction");
-  if (mi_sdk_attr_int(n, "layout", 0) != 0 || mi_sdk_attr(n, "clip") ||
-      mi_sdk_attr(n, "activations") || mi_sdk_attr_int(n, "input_forget", 0))
-    return mi__blis_unsupported(err, n, "only layout 0, default activations, no clip, no input_forget");
+  int64_t layout = mi_sdk_attr_int(n, "layout", 0);
+  if ((layout != 0 && layout != 1) || mi_sdk_attr(n, "clip") || mi_sdk_attr(n, "activations") ||
+      mi_sdk_attr_int(n, "input_forget", 0))
+    return mi__blis_unsupported(err, n, "only layout 0 or 1, default activations, no clip, no input_forget");
   if (mi__blis_in(n, 4) >= 0) return mi__blis_unsupported(err, n, "sequence_lens is not run");
   if (mi__blis_in(n, 7) >= 0) return mi__blis_unsupported(err, n, "peepholes are not run");
   if (!x || x->dtype != MI_DTYPE_FLOAT32 || x->rank != 3 || H <= 0)
-    return mi__blis_unsupported(err, n, "X must be FLOAT32 [S, N, I] and hidden_size positive");
-  int64_t S = x->dims[0], N = x->dims[1], I = x->dims[2];
+    return mi__blis_unsupported(err, n, "X must be FLOAT32 [S, N, I] ([N, S, I] for layout 1) and hidden_size positive");
+  int64_t S = x->dims[layout ? 1 : 0], N = x->dims[layout ? 0 : 1], I = x->dims[2];
   int64_t dw[3] = {dirs, 4 * H, I}, dr[3] = {dirs, 4 * H, H}, db[2] = {dirs, 8 * H};
   int64_t dh[3] = {dirs, N, H}, dy[4] = {S, dirs, N, H};
+  if (layout) { /* batch first: [N, D, H] and [N, S, D, H] */
+    dh[0] = N, dh[1] = dirs;
+    dy[0] = N, dy[1] = S, dy[2] = dirs;
+  }
   if (!(wt = f32_dims(p, mi__blis_in(n, 1), 3, dw)) || !(rt = f32_dims(p, mi__blis_in(n, 2), 3, dr)) ||
       !mi__blis_is_const(p, mi__blis_in(n, 2)) ||
       (mi__blis_in(n, 3) >= 0 && (!(bt = f32_dims(p, mi__blis_in(n, 3), 2, db)) ||
@@ -147,6 +165,7 @@ int32_t mi__blis_prep_lstm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   c->H = H;
   c->dirs = dirs;
   c->reverse = reverse;
+  c->layout = (int)layout;
   c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   uint64_t floats = (uint64_t)(dirs * rt_size(c) + S * N * 4 * H + 2 * N * H + 4 * H);
   float *a = s->aux = mi__blis_alloc(p->ctx, floats * sizeof(float));

@@ -1,5 +1,5 @@
 /* test_blis_lstm.c - LSTM on blis-cpu (forward, reverse, bidirectional; with and without bias and
- * initial states; batch 1 and 3) through a session with host fallback off, every output (Y, Y_h,
+ * initial states; batch 1 and 3; layout 0 and 1, batch first) through a session with host fallback off, every output (Y, Y_h,
  * Y_c) against the reference interpreter, on each SIMD level (MI_BLIS_MAX_SIMD caps it); and the
  * refusals (peepholes, sequence_lens) come back as MI_ERR_UNSUPPORTED, so the host runs them. */
 #include <stdlib.h>
@@ -27,6 +27,7 @@ typedef struct lstm_case {
   const char *dir;
   int64_t S, N, I, H;
   int bias, init, peep, seqlens;
+  int layout; /* 1: X [N, S, I], Y [N, S, D, H], initial and final states [N, D, H] */
 } lstm_case_t;
 
 /* Y, Y_h, Y_c = LSTM(X, W, R, [B], [""], [h0, c0], [P]); X, h0 and c0 are graph inputs. */
@@ -35,6 +36,10 @@ static mi_graph_t *lstm_graph(const lstm_case_t *c) {
   int64_t dx[3] = {c->S, c->N, c->I}, dw[3] = {dirs, 4 * c->H, c->I}, dr[3] = {dirs, 4 * c->H, c->H};
   int64_t db[2] = {dirs, 8 * c->H}, dh[3] = {dirs, c->N, c->H}, dp[2] = {dirs, 3 * c->H};
   int64_t ds[1] = {c->N};
+  if (c->layout) {
+    dx[0] = c->N, dx[1] = c->S;
+    dh[0] = c->N, dh[1] = dirs;
+  }
   mi_graph_t *g = mi_graph_create("lstm");
   int32_t in[8] = {-1, -1, -1, -1, -1, -1, -1, -1}, out[3], node, nin = 3;
   REQUIRE(g);
@@ -68,6 +73,7 @@ static mi_graph_t *lstm_graph(const lstm_case_t *c) {
   node = mi_graph_add_node(g, "LSTM", "lstm", nin, in, 3, out);
   mi_node_set_int(g, node, "hidden_size", c->H);
   mi_node_set_string(g, node, "direction", c->dir);
+  if (c->layout) mi_node_set_int(g, node, "layout", 1);
   for (int i = 0; i < 3; i++) mi_graph_add_output(g, out[i]);
   return g;
 }
@@ -117,6 +123,9 @@ static const lstm_case_t cases[] = {
     {"bidirectional", 6, 2, 8, 24, 1, 1, 0, 0},
     {"bidirectional", 3, 1, 24, 5, 0, 0, 0, 0},
     {"forward", 7, 3, 2, 33, 1, 1, 0, 0},
+    {"forward", 5, 3, 7, 16, 1, 1, 0, 0, 1},
+    {"reverse", 4, 2, 5, 9, 0, 0, 0, 0, 1},
+    {"bidirectional", 6, 3, 8, 24, 1, 1, 0, 0, 1},
 };
 static const lstm_case_t refused[] = {
     {"forward", 3, 1, 4, 8, 1, 1, 1, 0}, /* peepholes */
@@ -144,10 +153,10 @@ static void all_blis_lstm(void) {
       double e;
       int32_t rc = run_case(p, c, &e, &err);
       CHECK(rc == MI_OK && e <= 1e-5,
-            "simd cap %s: %s S=%lld N=%lld I=%lld H=%lld bias %d init %d: "
+            "simd cap %s: %s S=%lld N=%lld I=%lld H=%lld bias %d init %d layout %d: "
             "rc %d (%s), rel L2 %g",
             caps[lv] ? caps[lv] : "none", c->dir, (long long)c->S,
-            (long long)c->N, (long long)c->I, (long long)c->H, c->bias, c->init, (int)rc,
+            (long long)c->N, (long long)c->I, (long long)c->H, c->bias, c->init, c->layout, (int)rc,
             rc ? err.message : "", e);
     }
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
