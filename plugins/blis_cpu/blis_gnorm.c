@@ -1,4 +1,4 @@
-/* blis_gnorm.c - GroupNormalization (opsets 18 and 21), MeanVarianceNormalization and LpNormalization. */
+/* blis_gnorm.c - GroupNormalization (opsets 18 and 21), MeanVarianceNormalization, LpNormalization and row reductions (L1, SumSquare, LogSum). */
 #include <math.h>
 #include <string.h>
 
@@ -323,5 +323,51 @@ int32_t mi__blis_prep_lpnorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   st->nb = (st->inner + LP_COLS - 1) / LP_COLS;
   s->run = run_lp;
+  return MI_OK;
+}
+
+/* ---- ReduceL1 / ReduceSumSquare / ReduceLogSum over trailing axes: one row per output */
+
+typedef struct rows_state {
+  int32_t x, y, simd, kind;
+  int64_t rows, len;
+} rows_state_t;
+
+static inline __attribute__((always_inline)) void rows_body(void *arg, int64_t r0, int64_t r1) {
+  const mi__blis_task_t *nt = arg;
+  const rows_state_t *st = nt->state;
+  const float *x = nt->t[st->x];
+  float *y = nt->t[st->y];
+  int64_t r;
+  for (r = r0; r < r1; r++) {
+    double ps[8] = {0}, v;
+    if (st->kind == 0) abs8(x + r * st->len, st->len, ps);
+    else if (st->kind == 1)
+      sq8(x + r * st->len, st->len, 0.0, ps);
+    else
+      sum8(x + r * st->len, st->len, ps);
+    v = fold8(ps);
+    y[r] = (float)(st->kind == 2 ? log(v) : v);
+  }
+}
+THREE_TARGETS(rows_part, rows_body)
+
+static int32_t run_rows(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const rows_state_t *st = s->state;
+  (void)err;
+  return mi__blis_run_parts(s, t, env, st->rows, 1, st->len * 2, PICK(st->simd, rows_part));
+}
+
+int32_t mi__blis_prep_reduce_rows(mi__blis_prep_t *p, mi__blis_step_t *s, int32_t kind, int64_t rows, int64_t len,
+                                  int32_t x, int32_t y, mi_error_t *err) {
+  rows_state_t *st = mi__blis_state_new(p, s, sizeof *st, err);
+  if (!st) return MI_ERR_OUT_OF_MEMORY;
+  st->x = x;
+  st->y = y;
+  st->kind = kind;
+  st->rows = rows;
+  st->len = len;
+  st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  s->run = run_rows;
   return MI_OK;
 }

@@ -418,6 +418,10 @@ int32_t mi__blis_prep_gru(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
 int32_t mi__blis_prep_groupnorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_mvn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_lpnorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* `rows` rows of `len` contiguous floats of tensor x, each reduced into one float of y: kind 0
+ * sum |v| (ReduceL1), 1 sum v^2 (ReduceSumSquare), 2 log sum v (ReduceLogSum). */
+int32_t mi__blis_prep_reduce_rows(mi__blis_prep_t *p, mi__blis_step_t *s, int32_t kind, int64_t rows, int64_t len,
+                                  int32_t x, int32_t y, mi_error_t *err);
 /* CastLike, GatherND, ScatterElements, Hardmax, OneHot (blis_pick.c). */
 int32_t mi__blis_prep_castlike(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_gather_nd(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

@@ -288,12 +288,33 @@ int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   }
   if (na == 0 && mi_sdk_attr_int(n, "noop_with_empty_axes", 0))
     return mi__blis_unsupported(err, n, "noop_with_empty_axes");
-  if (!(r = mi__blis_state_new(p, s, sizeof *r, err))) return MI_ERR_OUT_OF_MEMORY;
   for (i = 0; i < na; i++) {
     int64_t a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
     if (a < 0 || a >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
     red[a] = 1;
   }
+  {
+    /* ReduceL1/SumSquare/LogSum over trailing axes (dims of size 1 aside): contiguous rows, each
+     * on the pool in eight double partials (blis_gnorm.c) instead of the serial loop below */
+    int32_t kind = !strcmp(n->op_type, "ReduceL1") ? 0 : !strcmp(n->op_type, "ReduceSumSquare") ? 1
+                                                     : !strcmp(n->op_type, "ReduceLogSum")      ? 2
+                                                                                                : -1;
+    int64_t rows = 1;
+    int seen_red = 0, trailing = 1;
+    for (d = 0; d < x->rank; d++) {
+      int rd = na == 0 || red[d];
+      if (x->dims[d] == 1) continue;
+      if (rd) seen_red = 1;
+      else if (seen_red)
+        trailing = 0;
+      else
+        rows *= x->dims[d];
+    }
+    if (kind >= 0 && trailing && mi_sdk_numel(x) > 0 && mi_sdk_numel(yt) == rows)
+      return mi__blis_prep_reduce_rows(p, s, kind, rows, mi_sdk_numel(x) / rows, mi__blis_in(n, 0), mi__blis_out(n, 0),
+                                       err);
+  }
+  if (!(r = mi__blis_state_new(p, s, sizeof *r, err))) return MI_ERR_OUT_OF_MEMORY;
   r->op = strcmp(n->op_type, "ReduceMean") == 0 ? R_MEAN : strcmp(n->op_type, "ReduceMax") == 0     ? R_MAX
                                                        : strcmp(n->op_type, "ReduceMin") == 0       ? R_MIN
                                                        : strcmp(n->op_type, "ReduceProd") == 0      ? R_PROD

@@ -1,8 +1,8 @@
 /* test_blis_gnorm.c - blis-cpu's GroupNormalization (opsets 18, 21), MeanVarianceNormalization,
  * LpNormalization, ReduceL1/ReduceSumSquare/ReduceLogSum, CastLike, GatherND, ScatterElements,
  * Hardmax and OneHot (blis_gnorm.c, blis_pick.c, blis_nn.c): each one-node graph runs in a session
- * on blis-cpu:0 with host fallback off and is compared with mi_ref_run; the normalisations at each
- * SIMD level (MI_BLIS_MAX_SIMD caps it as the plugin loads). Forms blis-cpu does not run are
+ * on blis-cpu:0 with host fallback off and is compared with mi_ref_run; the normalisations and
+ * reductions at each SIMD level (MI_BLIS_MAX_SIMD caps it as the plugin loads). Forms blis-cpu does not run are
  * refused by it with MI_ERR_UNSUPPORTED (the host runs them in a session that allows fallback);
  * an index out of range at run time is a one-line error naming the node. */
 #include <math.h>
@@ -170,6 +170,8 @@ static void lp_case(int rank, const int64_t *xd, int64_t axis, int64_t p) {
   expect_within(&c, name, 1e-6);
 }
 
+static void reductions(void);
+
 /* The normalisations' shapes: bodies of 8 and tails, strided and contiguous runs. */
 static void norms_at_level(void) {
   static const int64_t g4[4] = {2, 8, 5, 7}, g32[4] = {1, 32, 16, 16}, g3[3] = {3, 6, 10}, g2[2] = {4, 6};
@@ -212,6 +214,7 @@ static void norms(void) {
     r = mi_registry_create();
     REQUIRE(r && tu_scan_plugins(r, &err) == MI_OK && mi_registry_device(r, "blis-cpu:0", &g_blis, &dev, &err) == MI_OK);
     norms_at_level();
+    reductions(); /* the row path's three bodies */
     mi_registry_destroy(r);
   }
   unsetenv("MI_BLIS_MAX_SIMD");
@@ -258,12 +261,13 @@ static void reduce_case(const char *op, int64_t opset, int na, const int64_t *ax
 
 static void reductions(void) {
   static const char *const ops[3] = {"ReduceL1", "ReduceSumSquare", "ReduceLogSum"};
-  static const int64_t a1[1] = {1}, a23[2] = {-1, 2}, a03[2] = {0, 3};
+  static const int64_t a1[1] = {1}, a23[2] = {-1, 2}, a03[2] = {0, 3}, a123[3] = {1, 2, 3};
   for (int i = 0; i < 3; i++) {
-    reduce_case(ops[i], 13, 1, a1, 1);
-    reduce_case(ops[i], 13, 2, a23, 0);
-    reduce_case(ops[i], 18, 2, a03, 1);
-    reduce_case(ops[i], 18, 0, NULL, 0);
+    reduce_case(ops[i], 13, 1, a1, 1);   /* a middle axis: the serial loop */
+    reduce_case(ops[i], 13, 2, a23, 0);  /* trailing axes: rows on the pool */
+    reduce_case(ops[i], 18, 2, a03, 1);  /* the serial loop */
+    reduce_case(ops[i], 18, 0, NULL, 0); /* all: one row */
+    reduce_case(ops[i], 18, 3, a123, 1); /* trailing, keepdims */
   }
 }
 
@@ -409,7 +413,6 @@ static void teardown(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(norms),
     TU_CASE(norm_refusals),
-    TU_CASE(reductions),
     TU_CASE(picks),
     TU_CASE(gather_nd),
     TU_CASE(scatter_elements),
