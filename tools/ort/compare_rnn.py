@@ -8,14 +8,15 @@ max-abs difference and the relative L2 of Y and Y_h: reference vs ORT and blis-c
 models with an `activations` attribute (PyTorch's RNN writes ["Relu"] or ["Tanh"]), and one that
 mi-run refuses (HardSigmoid): its one-line message.
 A check against ONNX Runtime, not a test (docs/onnx.md, "GRU and RNN").
-usage: tools/ort/compare_rnn.py [BUILD_DIR]
+usage: tools/ort/compare_rnn.py [BUILD_DIR] [--lstm]
+       (--lstm: the same forms of LSTM instead, default activations, no activation models)
        tools/ort/compare_rnn.py --bench-models DIR   (writes the speed models of docs/benchmarks.md,
        "GRU on blis-cpu": 100 steps, batch 1, input 64, linear_before_reset 1, B, hidden 128 and
        256 bidirectional, 256 forward, for tools/bench/real/run.py --model)"""
 import json, math, os, random, shutil, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "--bench-models" else \
+BUILD = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("--") else \
     os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 
 sys.path.insert(0, HERE)
@@ -29,16 +30,16 @@ def strings_attr(name, vals):
 
 def weights(op, I, H, direction, rng):
     D = 2 if direction == "bidirectional" else 1
-    G = 3 * H if op == "GRU" else H
+    G = {"GRU": 3 * H, "LSTM": 4 * H}.get(op, H)
     s = 1.0 / math.sqrt(H)
     return ([rng.uniform(-s, s) for _ in range(D * G * I)], [rng.uniform(-s, s) for _ in range(D * G * H)],
             [rng.uniform(-s, s) for _ in range(D * 2 * G)])
 
 
 def model(path, op, S, N, I, H, direction, layout, lbr, bias, init, wrb, opset=14, acts=None):
-    """A one-node GRU/RNN model: inputs x (and h0), outputs y, y_h. Returns the runtime input dims."""
+    """A one-node GRU/RNN/LSTM model: inputs x (and h0), outputs y, y_h. Returns the runtime input dims."""
     D = 2 if direction == "bidirectional" else 1
-    G = 3 * H if op == "GRU" else H
+    G = {"GRU": 3 * H, "LSTM": 4 * H}.get(op, H)
     w, r, b = wrb
     ins = ["x", "W", "R", "B" if bias else ""] + (["", "h0"] if init else [])
     n = b"".join(st(1, i) for i in ins) + st(2, "y") + st(2, "y_h")
@@ -103,13 +104,13 @@ def run(d, m, args, ort_model=None, ort_args=None):
     return outs
 
 
-def main():
+def main(ops=("GRU", "RNN")):
     rng = random.Random(11)
     d = tempfile.mkdtemp()
     worst = {"ref": [0.0, 0.0], "blis": [0.0, 0.0]}
     cases = []
     k = 0
-    for op in ("GRU", "RNN"):
+    for op in ops:
         for lbr in ((0, 1) if op == "GRU" else (0,)):
             for direction in ("forward", "reverse", "bidirectional"):
                 for layout in (0, 1):
@@ -158,6 +159,9 @@ def main():
         print(line, flush=True)
     print("worst over %d models: ref vs ORT max-abs %.3g rel-L2 %.3g; blis-cpu vs ORT max-abs %.3g rel-L2 %.3g" % (
         len(cases), worst["ref"][0], worst["ref"][1], worst["blis"][0], worst["blis"][1]))
+    if "LSTM" in ops:
+        shutil.rmtree(d, ignore_errors=True)
+        return
     # `activations` as exporters write it (PyTorch's RNN: ["Relu"] or ["Tanh"]; ORT takes these
     # names only capitalised, and one per direction), a GRU naming its defaults; then one mi-run
     # refuses (HardSigmoid): its one-line message
@@ -194,4 +198,4 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "--bench-models":
         bench_models(sys.argv[2])
     else:
-        main()
+        main(("LSTM",) if "--lstm" in sys.argv else ("GRU", "RNN"))
