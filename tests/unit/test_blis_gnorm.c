@@ -384,6 +384,23 @@ static void scatter_elements(void) {
   scatter_case(16, "mul", 1);
   scatter_case(18, "max", 0);
   scatter_case(18, "min", 1);
+  {
+    /* an index out of range at run time: blis-cpu's one-line error naming the node */
+    static const int64_t xd[2] = {4, 5}, id[2] = {1, 5}, iv[5] = {0, 1, 4, 3, 2};
+    mi_error_t err = {0, ""};
+    double e, mx;
+    tcase_t c;
+    int32_t in[3], rc;
+    tc_init(&c, 13);
+    in[0] = tc_float(&c, "x", 2, xd, 1.f, 0.f);
+    in[1] = tc_index(&c, "i", 2, id, iv);
+    in[2] = tc_float(&c, "u", 2, id, 1.f, 0.f);
+    tc_node(&c, "ScatterElements", 3, in);
+    rc = tc_run(&c, &e, &mx, &err);
+    CHECK(rc == MI_ERR_INVALID_ARGUMENT &&
+              strstr(err.message, "blis-cpu: ScatterElements 'n0': index 4 is out of range for axis 0 of size 4"),
+          "ScatterElements with index 4: status %d (%s)", rc, err.message);
+  }
 }
 
 static void picks(void) {
