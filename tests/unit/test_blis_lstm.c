@@ -117,19 +117,19 @@ static int32_t run_case(mi_plugin_t *p, const lstm_case_t *c, double *worst, mi_
 }
 
 static const lstm_case_t cases[] = {
-    {"forward", 5, 1, 7, 16, 1, 1, 0, 0},
-    {"forward", 1, 1, 3, 64, 1, 0, 0, 0},
-    {"reverse", 4, 3, 5, 9, 0, 1, 0, 0},
-    {"bidirectional", 6, 2, 8, 24, 1, 1, 0, 0},
-    {"bidirectional", 3, 1, 24, 5, 0, 0, 0, 0},
-    {"forward", 7, 3, 2, 33, 1, 1, 0, 0},
+    {"forward", 5, 1, 7, 16, 1, 1, 0, 0, 0},
+    {"forward", 1, 1, 3, 64, 1, 0, 0, 0, 0},
+    {"reverse", 4, 3, 5, 9, 0, 1, 0, 0, 0},
+    {"bidirectional", 6, 2, 8, 24, 1, 1, 0, 0, 0},
+    {"bidirectional", 3, 1, 24, 5, 0, 0, 0, 0, 0},
+    {"forward", 7, 3, 2, 33, 1, 1, 0, 0, 0},
     {"forward", 5, 3, 7, 16, 1, 1, 0, 0, 1},
     {"reverse", 4, 2, 5, 9, 0, 0, 0, 0, 1},
     {"bidirectional", 6, 3, 8, 24, 1, 1, 0, 0, 1},
 };
 static const lstm_case_t refused[] = {
-    {"forward", 3, 1, 4, 8, 1, 1, 1, 0}, /* peepholes */
-    {"forward", 3, 2, 4, 8, 1, 1, 0, 1}, /* sequence_lens */
+    {"forward", 3, 1, 4, 8, 1, 1, 1, 0, 0}, /* peepholes */
+    {"forward", 3, 2, 4, 8, 1, 1, 0, 1, 0}, /* sequence_lens */
 };
 
 static void all_blis_lstm(void) {
