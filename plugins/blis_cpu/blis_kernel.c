@@ -24,6 +24,7 @@ static const struct {
     {"BatchNormalization", mi__blis_prep_bn},
     {"Softmax", mi__blis_prep_softmax},
     {"LayerNormalization", mi__blis_prep_layernorm},
+    {"RMSNormalization", mi__blis_prep_rms},
     {"GlobalAveragePool", mi__blis_prep_pool},
     {"GlobalMaxPool", mi__blis_prep_pool},
     {"MaxPool", mi__blis_prep_pool},

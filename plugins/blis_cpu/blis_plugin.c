@@ -73,7 +73,7 @@ static const char *const direct_ops[] = {
     "DynamicQuantizeLinear", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "LSTM",
     "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearAveragePool", "QLinearWhere",
     "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-    "GRU", "RNN",
+    "GRU", "RNN", "RMSNormalization",
     "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
     "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
     "GatherND", "ScatterElements", "Hardmax", "OneHot"};

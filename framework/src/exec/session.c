@@ -6,6 +6,7 @@
 
 #include "exec/exec.h"
 #include "graph/graph.h"
+#include "graph/ms_fuse.h"
 #include "graph/nbits.h"
 #include "ref/ref.h"
 
@@ -156,6 +157,13 @@ int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
      * float or run on the codes by a device that takes them. New nodes shift the indices of
      * those after them in mi_session_node_time. */
     if ((rc = own_copy(s, g, &w, err)) || (rc = mi__graph_lower_nbits(w, err)) ||
+        (rc = mi_graph_infer_shapes(w, err)))
+      goto done;
+  }
+  if (mi__graph_has_msfuse(s->g)) {
+    /* A graph built in code holding ONNX Runtime's fused transformer ops (a loaded model's were
+     * lowered by the loader): the same lowering, on a private copy (graph/ms_fuse_lower.c). */
+    if ((rc = own_copy(s, g, &w, err)) || (rc = mi__graph_lower_msfuse(w, err)) ||
         (rc = mi_graph_infer_shapes(w, err)))
       goto done;
   }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "graph/ms_fuse.h"
 #include "graph/nbits.h"
 #include "graph/onnx_internal.h"
 
@@ -60,6 +61,16 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
       rc = keep ? mi_graph_remove_nodes(g, keep, &e) : mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "out of memory");
       free(keep);
     }
+    if (rc != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
+  }
+  if (rc == MI_OK && mi__graph_has_msfuse(g)) {
+    /* ONNX Runtime's fused transformer ops: lowered to standard ones (graph/ms_fuse_lower.c) */
+    mi_error_t e = {0};
+    uint8_t *keep = NULL;
+    if ((rc = mi__graph_lower_msfuse(g, &e)) == MI_OK)
+      rc = (keep = calloc((size_t)g->node_count + 1, 1)) ? mi_graph_remove_nodes(g, keep, &e)
+                                                         : mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "out of memory");
+    free(keep);
     if (rc != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
   }
 done:

@@ -1,6 +1,7 @@
 /* op_domain.c - which ops of a non-default operator domain the framework runs: the
  * com.microsoft ops ONNX Runtime's quantization tools write (MatMulNBits: its weight-only 4-bit
- * quantizer; DynamicQuantizeLSTM: its dynamic quantization of an LSTM), nothing else. */
+ * quantizer; DynamicQuantizeLSTM: its dynamic quantization of an LSTM) and the fused ops of its
+ * transformer optimizer that ms_fuse_lower.c lowers, nothing else. */
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -8,7 +9,10 @@
 static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
                                        "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool",
                                        "QLinearConcat", "QLinearSoftmax", "QLinearWhere",
-                                       "QGemm", "MatMulNBits", "DynamicQuantizeLSTM"};
+                                       "QGemm", "MatMulNBits", "DynamicQuantizeLSTM",
+                                       /* transformer fusions (lowered at import: ms_fuse_lower.c) */
+                                       "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+                                       "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

@@ -339,6 +339,16 @@ static const mi__si_op_t ops[] = {
     {"Hardmax", mi__si_softmax},
     {"Compress", mi__si_compress},
     {"ReverseSequence", mi__si_reverse_sequence},
+    /* msfuse: RMSNormalization and ONNX Runtime's transformer fusions */
+    {"RMSNormalization", mi__si_rms},
+    {"SimplifiedLayerNormalization", mi__si_msfuse},
+    {"SkipLayerNormalization", mi__si_msfuse},
+    {"SkipSimplifiedLayerNormalization", mi__si_msfuse},
+    {"FastGelu", mi__si_msfuse},
+    {"BiasGelu", mi__si_msfuse},
+    {"QuickGelu", mi__si_msfuse},
+    {"BiasAdd", mi__si_msfuse},
+    {"Swish", mi__si_msfuse},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

@@ -172,6 +172,9 @@ int32_t mi__si_dft(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_stft(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_window_fn(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_mel_weight(mi__si_t *c, const mi_node_t *n);
+/* msfuse: RMSNormalization and ONNX Runtime's transformer fusions (shape_infer_msfuse.c) */
+int32_t mi__si_rms(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_msfuse(mi__si_t *c, const mi_node_t *n);
 /** The handler for op_type from the op table, or NULL. */
 mi__si_fn mi__si_lookup(const char *op);
 

@@ -183,6 +183,15 @@ static const ref_op_t REF_OPS[] = {
     {"Hardmax", mi__ref_hardmax},
     {"Compress", mi__ref_compress},
     {"ReverseSequence", mi__ref_reverse_sequence},
+    {"RMSNormalization", mi__ref_rms},
+    {"SimplifiedLayerNormalization", mi__ref_msfuse},
+    {"SkipLayerNormalization", mi__ref_msfuse},
+    {"SkipSimplifiedLayerNormalization", mi__ref_msfuse},
+    {"FastGelu", mi__ref_msfuse},
+    {"BiasGelu", mi__ref_msfuse},
+    {"QuickGelu", mi__ref_msfuse},
+    {"BiasAdd", mi__ref_msfuse},
+    {"Swish", mi__ref_msfuse},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

@@ -1,0 +1,62 @@
+/* shape_infer_msfuse.c - shapes of RMSNormalization and ONNX Runtime's transformer-optimizer fused
+ * ops (for a graph built in code: a loaded model's are lowered at import, ms_fuse_lower.c). */
+#include "graph/ms_fuse.h"
+#include "graph/shape_infer.h"
+
+int32_t mi__si_rms(mi__si_t *c, const mi_node_t *n) {
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_shaped_like(c, n, 2, MI_DTYPE_UNDEFINED, &x), a;
+  if (rc || x->rank < 0) return rc;
+  if (x->rank == 0) return mi__si_fail(c, n, MI_ERR_PARSE, "X is a scalar");
+  if (mi_node_attr_int(n, "stash_type", 1) != 1)
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "stash_type = %lld (1, FLOAT32, is supported)",
+                       (long long)mi_node_attr_int(n, "stash_type", 1));
+  if ((rc = mi__si_axis(c, n, mi_node_attr_int(n, "axis", -1), x->rank, &a))) return rc;
+  const mi_tensor_t *s = mi__si_in(c, n, 1);
+  if (s->rank > x->rank - a)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "scale has rank %d, the normalised dims are %d", (int)s->rank,
+                       (int)(x->rank - a));
+  for (int32_t k = 1; k <= s->rank; k++) { /* scale broadcasts to the normalised dims */
+    int64_t sd = s->dims[s->rank - k], xd = x->dims[x->rank - k];
+    if (sd >= 0 && xd >= 0 && sd != 1 && sd != xd)
+      return mi__si_fail(c, n, MI_ERR_PARSE, "scale's dim %d is %lld, X's dim %d is %lld", (int)(s->rank - k),
+                         (long long)sd, (int)(x->rank - k), (long long)xd);
+  }
+  return MI_OK;
+}
+
+int32_t mi__si_msfuse(mi__si_t *c, const mi_node_t *n) {
+  int kind = mi__msf_kind(n);
+  if (kind == MI__MSF_SLN) return mi__si_rms(c, n);
+  if (kind == MI__MSF_SWISH && (c->g->opset < 24))
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset 24 on");
+  if (kind != MI__MSF_SKIP_LN && kind != MI__MSF_SKIP_SLN) {
+    int32_t need = kind == MI__MSF_BIAS_GELU ? 2 : kind == MI__MSF_BIAS_ADD ? 3
+                                                                            : 1;
+    return kind == MI__MSF_NONE ? mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "unsupported op")
+                                : mi__si_shaped_like(c, n, need, MI_DTYPE_UNDEFINED, NULL);
+  }
+  const mi_tensor_t *x, *skip;
+  int32_t rc = mi__si_shaped_like(c, n, 3, MI_DTYPE_UNDEFINED, &x), gr[3] = {-2, -2, -2};
+  if (rc) return rc;
+  skip = mi__si_in(c, n, 1);
+  int64_t g0[3] = {-1, -1, -1};
+  int32_t first = 2, last = kind == MI__MSF_SKIP_LN ? 4 : 3;
+  for (int32_t k = first; k <= last; k++) {
+    const mi_tensor_t *t = mi__si_in(c, n, k);
+    int32_t slot = kind == MI__MSF_SKIP_SLN && k == 3 ? 2 : k - 2; /* gamma, beta, bias */
+    if (!t) continue;
+    gr[slot] = t->rank;
+    g0[slot] = t->rank >= 1 ? t->dims[0] : -1;
+  }
+  char why[256];
+  if (mi__msf_skip_shapes(x->rank, x->dims, skip->rank, skip->dims, gr, g0, why, sizeof why))
+    return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  if (x->rank < 0) return MI_OK;
+  int64_t d[MI_MAX_RANK];
+  for (int32_t i = 0; i < x->rank; i++) d[i] = i < x->rank - 1 ? x->dims[i] : 1;
+  mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, x->rank, d);
+  mi__si_set(c, n, 2, MI_DTYPE_FLOAT32, x->rank, d);
+  mi__si_set(c, n, 3, x->dtype, x->rank, x->dims);
+  return MI_OK;
+}
