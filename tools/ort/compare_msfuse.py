@@ -9,7 +9,8 @@ SkipSimplifiedLayerNormalization). One model each with random inputs, run on ONN
 (ort_run.js), the reference and blis-cpu (the loader lowers the fused ops to standard ones,
 docs/onnx.md). Prints per case and output the largest absolute difference. A check against ONNX
 Runtime, not a test (needs node and tools/ort/setup.sh).
-usage: tools/ort/compare_msfuse.py [BUILD_DIR] [CASE-SUBSTRING]"""
+usage: tools/ort/compare_msfuse.py [BUILD_DIR] [CASE-SUBSTRING]
+With MSFUSE_KEEP=1 each case's folder (m.onnx, its inputs, each side's outputs) is kept and named."""
 import os, random, shutil, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -154,7 +155,10 @@ def main():
                 diff = max([abs(p - q) for p, q in zip(sides[a], sides[b])] or [0])
                 line += "  %s vs %s: max |diff| %.3g (%d values)" % (b, a, diff, len(sides[a]))
             print(line, flush=True)
-        shutil.rmtree(d, ignore_errors=True)
+        if os.environ.get("MSFUSE_KEEP") == "1":
+            print("  kept in " + d, flush=True)
+        else:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 main()

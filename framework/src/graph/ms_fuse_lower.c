@@ -173,13 +173,16 @@ static int32_t lower_skip(low_t *l, int simplified) {
                                                     : 1;
   if (simplified && nout > 1)
     return fail(l, op, "outputs mean and inv_std_var are not supported (ONNX Runtime's CPU kernel writes neither)");
-  int32_t s = sum >= 0 && bias < 0 ? sum : tmp(l, "skip_sum");
-  if (add(l, "Add", "skip_add", 2, (int32_t[]){x, skip}, s) < 0) return oom(l);
+  /* (input + bias) + skip: the order a MatMul producing the input takes both Adds into its tiles
+   * in (bias, then residual); ONNX Runtime adds the skip first, a rounding apart */
+  int32_t s = x;
   if (bias >= 0) {
-    int32_t s2 = sum >= 0 ? sum : tmp(l, "bias_sum");
-    if (add(l, "Add", "bias_add", 2, (int32_t[]){s, bias}, s2) < 0) return oom(l);
-    s = s2;
+    s = tmp(l, "biased");
+    if (add(l, "Add", "bias_add", 2, (int32_t[]){x, bias}, s) < 0) return oom(l);
   }
+  int32_t s2 = sum >= 0 ? sum : tmp(l, "skip_sum");
+  if (add(l, "Add", "skip_add", 2, (int32_t[]){s, skip}, s2) < 0) return oom(l);
+  s = s2;
   int32_t rc = simplified ? retype(l, "RMSNormalization", 2, (int32_t[]){s, gamma}, 1, &y)
                           : retype(l, "LayerNormalization", beta >= 0 ? 3 : 2, (int32_t[]){s, gamma, beta}, nout,
                                    (int32_t[]){y, mean, inv});
