@@ -322,7 +322,8 @@ int32_t mi__blis_prep_binary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_bn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_softmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_layernorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
-int32_t mi__blis_prep_rms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_rms.c */
+int32_t mi__blis_prep_rms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_rms.c */
+int32_t mi__blis_prep_gather_any(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_gather_rows.c */
 int32_t mi__blis_prep_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_reduce(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
@@ -429,8 +430,9 @@ int32_t mi__blis_prep_gather_nd(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error
 int32_t mi__blis_prep_scatter_elements(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_hardmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_onehot(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
-/* 1 when runtime tensor t is an input of kernel d that only GatherND / ScatterElements (input 1)
- * and OneHot (input 0) nodes read, as their indices (INT64 or INT32, which those preps check). */
+/* 1 when runtime tensor t is an input of kernel d that only Gather / GatherND / ScatterElements
+ * (input 1) and OneHot (input 0) nodes read, as their indices (INT64 or INT32, which those preps
+ * check). */
 int mi__blis_index_input(const mi_kernel_desc_t *d, int32_t t);
 
 /* ---- elementwise epilogue shared by Conv and the standalone activations */

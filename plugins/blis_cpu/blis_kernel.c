@@ -103,7 +103,7 @@ static const struct {
     {"Split", mi__blis_prep_split},
     {"Expand", mi__blis_prep_expand_tile},
     {"Tile", mi__blis_prep_expand_tile},
-    {"Gather", mi__blis_prep_gather},
+    {"Gather", mi__blis_prep_gather_any},
     {"DepthToSpace", mi__blis_prep_depth_space},
     {"SpaceToDepth", mi__blis_prep_depth_space},
     {"LogSoftmax", mi__blis_prep_softmax},

@@ -22,7 +22,7 @@ typedef struct mcase {
   const char *op, *domain; /* domain NULL: the default one */
   int64_t opset;
   int nin;
-  mi_array_t *in[6];   /* NULL: omitted */
+  mi_array_t *in[10];  /* NULL: omitted */
   uint32_t const_mask; /* bit i: input i an initializer */
   int nout;
   uint32_t want; /* bit k: output k is a graph output (else omitted "") */
@@ -36,7 +36,7 @@ static void free_case(mcase_t *k) {
 /* The node built in code, unlowered: its own reference and shape inference. */
 static mi_graph_t *code_graph(const mcase_t *k, mi_array_t **rt, int *nrt) {
   mi_graph_t *g = mi_graph_create(k->op);
-  int32_t t[6], o[4];
+  int32_t t[10], o[4];
   char nm[32];
   g->opset = k->opset;
   *nrt = 0;
@@ -44,7 +44,7 @@ static mi_graph_t *code_graph(const mcase_t *k, mi_array_t **rt, int *nrt) {
     t[i] = -1;
     if (!k->in[i]) continue;
     snprintf(nm, sizeof nm, "in%d", i);
-    t[i] = mi_graph_add_tensor(g, nm, MI_DTYPE_FLOAT32, k->in[i]->rank, k->in[i]->dims);
+    t[i] = mi_graph_add_tensor(g, nm, k->in[i]->dtype, k->in[i]->rank, k->in[i]->dims);
     if (k->const_mask & (1u << i)) mi_graph_set_data(g, t[i], k->in[i]->data, k->in[i]->nbytes);
     else {
       mi_graph_add_input(g, t[i]);
@@ -85,6 +85,32 @@ static void pb_attr_float(pb_t *node, const char *name, float v) {
   put_msg(node, 5, &a);
 }
 
+/* A graph input (field 11) of element type dt and fixed dims. */
+static void pb_value_dt(pb_t *g, const char *name, int32_t dt, int rank, const int64_t *dims) {
+  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
+  put_str(&vi, 1, name);
+  for (int i = 0; i < rank; i++) {
+    pb_t dim = {0};
+    put_int(&dim, 1, dims[i]);
+    put_msg(&sh, 1, &dim);
+  }
+  put_int(&tt, 1, dt);
+  put_msg(&tt, 2, &sh);
+  put_msg(&tp, 1, &tt);
+  put_msg(&vi, 2, &tp);
+  put_msg(g, 11, &vi);
+}
+
+/* An initializer of any dtype, raw data. */
+static void pb_init_raw(pb_t *g, const char *name, const mi_array_t *a) {
+  pb_t t = {0};
+  for (int i = 0; i < a->rank; i++) put_int(&t, 1, a->dims[i]);
+  put_int(&t, 2, a->dtype);
+  put_str(&t, 8, name);
+  put_bytes(&t, 9, a->data, a->nbytes);
+  put_msg(g, 5, &t);
+}
+
 /* The same node written as a model and loaded back (the loader lowers it). */
 static mi_graph_t *loaded_graph(const mcase_t *k, mi_error_t *err) {
   static pb_t g, n, m;
@@ -122,9 +148,9 @@ static mi_graph_t *loaded_graph(const mcase_t *k, mi_error_t *err) {
     if (!k->in[i]) continue;
     snprintf(nm, sizeof nm, "in%d", i);
     if (k->const_mask & (1u << i))
-      pb_init_f32(&g, nm, k->in[i]->rank, k->in[i]->dims, k->in[i]->data);
+      pb_init_raw(&g, nm, k->in[i]);
     else
-      pb_value_f32(&g, 11, nm, k->in[i]->rank, k->in[i]->dims, "n");
+      pb_value_dt(&g, nm, k->in[i]->dtype, k->in[i]->rank, k->in[i]->dims);
   }
   for (int i = 0; i < k->nout; i++)
     if (k->want & (1u << i)) {
@@ -163,7 +189,8 @@ static int32_t ref_outs(mi_graph_t *g, mi_array_t **rt, int nrt, mi_array_t **ou
 }
 
 static float max_abs(const mi_array_t *a, const mi_array_t *b) {
-  if (!a || !b || mi_array_numel(a) != mi_array_numel(b)) return INFINITY;
+  if (!a || !b || mi_array_numel(a) != mi_array_numel(b) || a->dtype != b->dtype) return INFINITY;
+  if (a->dtype != MI_DTYPE_FLOAT32) return memcmp(a->data, b->data, a->nbytes) ? INFINITY : 0.f;
   float m = 0;
   for (int64_t i = 0; i < mi_array_numel(a); i++) m = fmaxf(m, fabsf(((float *)a->data)[i] - ((float *)b->data)[i]));
   return m;
@@ -174,15 +201,21 @@ static mi_registry_t *g_reg;
 /* The op's own reference (hand values `want` where given, per wanted output), then the loaded,
  * lowered model on the reference and on blis-cpu: equal within tol, no host fallback. */
 static void check_case(const char *what, mcase_t *k, const float *const *want, float tol) {
-  mi_array_t *rt[6], *own[4] = {0}, *low[4] = {0};
+  mi_array_t *rt[10], *own[4] = {0}, *low[4] = {0};
   int nrt;
   mi_error_t err = {0};
-  int host_ok = (k->want & 0x6) && !strcmp(k->op, "SkipLayerNormalization");
+  int host_ok = ((k->want & 0x6) && !strcmp(k->op, "SkipLayerNormalization")) ||
+                ((k->want & 0x2) && !strcmp(k->op, "EmbedLayerNormalization")); /* mask_index: integer ops */
   mi_graph_t *g = code_graph(k, rt, &nrt);
   int32_t rc = ref_outs(g, rt, nrt, own, &err);
   CHECK(rc == MI_OK, "%s: own reference: %s", what, err.message);
   for (int32_t i = 0; rc == MI_OK && want && i < g->output_count; i++)
-    if (want[i]) expect_f32(what, own[i], own[i]->rank, own[i]->dims, want[i], 1e-6f);
+    if (want[i] && own[i]->dtype == MI_DTYPE_INT32) { /* (mask_index: the want holds the counts as floats) */
+      for (int64_t j = 0; j < mi_array_numel(own[i]); j++)
+        CHECK(((int32_t *)own[i]->data)[j] == (int32_t)want[i][j], "%s output %d element %lld: %d, want %g", what, (int)i,
+              (long long)j, ((int32_t *)own[i]->data)[j], want[i][j]);
+    } else if (want[i])
+      expect_f32(what, own[i], own[i]->rank, own[i]->dims, want[i], 1e-6f);
   mi_graph_t *l = loaded_graph(k, &err);
   CHECK(l != NULL, "%s: load: %s", what, err.message);
   if (l && rc == MI_OK) {
@@ -201,8 +234,8 @@ static void check_case(const char *what, mcase_t *k, const float *const *want, f
       mi_session_t *s = session(l, p);
       mi_array_t *got[4] = {0};
       /* (blis-cpu's LayerNormalization leaves Mean and InvStdDev to the host) */
-      CHECK(mi_session_fallback_count(s) == 0 || host_ok, "%s: %d nodes fell back to the host", what,
-            (int)mi_session_fallback_count(s));
+      CHECK(mi_session_fallback_count(s) == 0 || host_ok, "%s: %d nodes fell back to the host (first: %s)", what,
+            (int)mi_session_fallback_count(s), mi_session_fallback_count(s) ? mi_session_fallback_node(s, 0) : "");
       CHECK(mi_session_run(s, (const mi_array_t *const *)rt, nrt, got, l->output_count, &err) == MI_OK,
             "%s: blis-cpu run: %s", what, err.message);
       for (int32_t i = 0; i < l->output_count; i++) {
@@ -288,7 +321,7 @@ static void rms_norm(void) {
   check_case("RMSNormalization hand", &k, w1, 1e-6f);
   mcase_t k2 = {"RMSNormalization", NULL, 23, 2, {A(2, d2, x2), A(1, s2, sc2)}, 0x2, 1, 1, {{"epsilon", 1, 0, NULL}, {"axis", 2, 0, NULL}}};
   /* axis 0 with a partly broadcast scale: the reference only (blis-cpu takes a full or scalar scale) */
-  mi_array_t *rt[6], *o[1] = {0};
+  mi_array_t *rt[10], *o[1] = {0};
   int nrt;
   mi_error_t err = {0};
   mi_graph_t *g = code_graph(&k2, rt, &nrt);
@@ -351,6 +384,44 @@ static void gelus(void) {
   check_case("BiasAdd hand", &k6, w, 1e-6f);
 }
 
+static mi_array_t *I(int32_t rank, const int64_t *dims, const int32_t *v) {
+  mi_array_t *a = mi_array_create(MI_DTYPE_INT32, rank, dims);
+  memcpy(a->data, v, a->nbytes);
+  return a;
+}
+
+/* EmbedLayerNormalization, H = 2, epsilon 0: word rows (1,0) (0,1) (2,2), position rows (0,0)
+ * (1,-1) (5,5), segment rows (0,0) (0,3); ids [[0,1],[2,0]], segments [[0,1],[1,0]]: sums (1,0),
+ * (0,1)+(1,-1)+(0,3) = (1,3), (2,2)+(0,0)+(0,3) = (2,5), (1,0)+(1,-1) = (2,-1), normalised to
+ * (1,-1) (-1,1) (-1,1) (1,-1); gamma (2,3), beta (0.5,-1): (2.5,-4) (-1.5,2) (-1.5,2) (2.5,-4).
+ * mask [[1,0],[1,1]] (values equal to 1 counted): mask_index (1, 2). */
+static void embed_layernorm(void) {
+  int64_t id[2] = {2, 2}, wd[2] = {3, 2}, sd[2] = {2, 2}, hd[1] = {2}, p1[2] = {1, 2};
+  const int32_t ids[4] = {0, 1, 2, 0}, seg[4] = {0, 1, 1, 0}, mask[4] = {1, 0, 1, 1}, pos[2] = {1, 0};
+  const float word[6] = {1, 0, 0, 1, 2, 2}, pe[6] = {0, 0, 1, -1, 5, 5}, se[4] = {0, 0, 0, 3}, g[2] = {2, 3},
+              b[2] = {0.5f, -1};
+  const float y[8] = {2.5f, -4, -1.5f, 2, -1.5f, 2, 2.5f, -4}, mi[2] = {1, 2}, sum[8] = {1, 0, 1, 3, 2, 5, 2, -1};
+  const float *want[3] = {y, mi, sum};
+  mcase_t k = {"EmbedLayerNormalization", "com.microsoft", 17, 8, {I(2, id, ids), I(2, id, seg), A(2, wd, word), A(2, wd, pe), A(2, sd, se), A(1, hd, g), A(1, hd, b), I(2, id, mask)}, 0x7c, 3, 0x7, {{"epsilon", 1, 0, NULL}}};
+  check_case("embed LN hand, every output", &k, want, 1e-6f);
+  const float *want1[1] = {y};
+  mcase_t k1 = {"EmbedLayerNormalization", "com.microsoft", 17, 7, {I(2, id, ids), I(2, id, seg), A(2, wd, word), A(2, wd, pe), A(2, sd, se), A(1, hd, g), A(1, hd, b)}, 0x7c, 1, 0x1, {{"epsilon", 1, 0, NULL}}};
+  check_case("embed LN hand, output only", &k1, want1, 1e-6f);
+  /* no segment (DistilBERT), position_ids [1, S] = (1, 0), no mask (mask_index zeros), opsets 17 and 11 */
+  for (int opset = 11; opset <= 17; opset += 6) {
+    mcase_t k2 = {"EmbedLayerNormalization", "com.microsoft", opset, 9, {I(2, id, ids), NULL, A(2, wd, word), A(2, wd, pe), NULL, A(1, hd, g), A(1, hd, b), NULL, I(2, p1, pos)}, 0x6c, 3, 0x7, {{0}}};
+    char what[64];
+    snprintf(what, sizeof what, "embed LN distil, position_ids, opset %d", opset);
+    check_case(what, &k2, NULL, 2e-6f);
+  }
+  /* random: BERT-sized rows, a runtime position table (the Shape -> Slice path) */
+  int64_t rid[2] = {2, 7}, rw[2] = {12, 16}, rp[2] = {9, 16}, rs[2] = {2, 16}, rh[1] = {16}; /* (the model fits test_pb.h) */
+  int32_t rids[14], rseg[14];
+  for (int i = 0; i < 14; i++) rids[i] = (i * 7 + 3) % 12, rseg[i] = i % 2;
+  mcase_t k3 = {"EmbedLayerNormalization", "com.microsoft", 17, 7, {I(2, rid, rids), I(2, rid, rseg), R(2, rw, 71), R(2, rp, 72), R(2, rs, 73), R(1, rh, 74), R(1, rh, 75)}, 0x74, 1, 0x1, {{"epsilon", 1, 1e-5, NULL}}};
+  check_case("embed LN random, runtime position table", &k3, NULL, 2e-6f);
+}
+
 /* A malformed node: the loader refuses it in one line naming the node and the op. */
 static void refused(const char *what, mcase_t *k, const char *needle) {
   mi_error_t err = {0};
@@ -381,6 +452,16 @@ static void malformed(void) {
   refused("BiasGelu without B", &g, "A and B");
   mcase_t h = {"SkipLayerNormalization", "com.microsoft", 17, 3, {R(3, xd, 1), R(3, xd, 2), R(1, hd, 3)}, 0x4, 1, 1, {{"epsilon", 1, -1, NULL}}};
   refused("skip LN negative epsilon", &h, "epsilon");
+  int64_t id[2] = {1, 2}, wd[2] = {3, 4};
+  const int32_t ids[2] = {0, 1};
+  mcase_t e1 = {"EmbedLayerNormalization", "com.microsoft", 17, 7, {I(2, id, ids), NULL, R(2, wd, 1), R(2, wd, 2), NULL, R(1, h3, 3), R(1, hd, 4)}, 0x6c, 1, 1, {{0}}};
+  refused("embed LN gamma length", &e1, "gamma must be 1-D");
+  mcase_t e2 = {"EmbedLayerNormalization", "com.microsoft", 17, 7, {I(2, id, ids), I(2, id, ids), R(2, wd, 1), R(2, wd, 2), NULL, R(1, hd, 3), R(1, hd, 4)}, 0x6c, 1, 1, {{0}}};
+  refused("embed LN segment ids without table", &e2, "go together");
+  int64_t long_ids[2] = {1, 5};
+  const int32_t ids5[5] = {0, 1, 2, 0, 1};
+  mcase_t e3 = {"EmbedLayerNormalization", "com.microsoft", 17, 7, {I(2, long_ids, ids5), NULL, R(2, wd, 1), R(2, wd, 2), NULL, R(1, hd, 3), R(1, hd, 4)}, 0x6c, 1, 1, {{0}}};
+  refused("embed LN sequence longer than the position table", &e3, "exceeds");
   /* the reference and shape inference refuse a stash_type they do not compute and a scale that
    * does not broadcast */
   op_case_t oc;
@@ -433,7 +514,53 @@ static void rms_each(mi_plugin_t *p) {
 
 static void blis_rms(void) { on_blis_cpu_each_simd(rms_each); }
 
+/* blis-cpu's Gather with runtime indices (the embedding lookups above): rows of a [5, 3] table by
+ * INT32 and INT64 ids, negative ones counting from the end; an index out of range fails the run in
+ * one line. */
+static void gather_each(mi_plugin_t *p) {
+  int64_t td[2] = {5, 3}, id[2] = {2, 2};
+  float tab[15];
+  for (int i = 0; i < 15; i++) tab[i] = (float)i;
+  for (int wide = 0; wide < 2; wide++) {
+    mi_graph_t *g = mi_graph_create("gather");
+    int32_t ids = tin(g, "ids", wide ? MI_DTYPE_INT64 : MI_DTYPE_INT32, 2, id), y = tval(g, "y");
+    int32_t t = mi_graph_add_const_f32(g, "table", 2, td, tab);
+    mi_graph_add_node(g, "Gather", "gather", 2, (int32_t[]){t, ids}, 1, &y);
+    mi_graph_add_output(g, y);
+    g->opset = 13;
+    mi_error_t err = {0};
+    CHECK(mi_graph_infer_shapes(g, &err) == MI_OK, "gather shapes: %s", err.message);
+    mi_session_t *s = session(g, p);
+    CHECK(mi_session_fallback_count(s) == 0, "Gather with runtime indices runs on blis-cpu");
+    const int64_t v64[2][4] = {{4, 0, -1, 2}, {1, 5, 0, 0}};
+    for (int bad = 0; bad < 2; bad++) {
+      mi_array_t *x = mi_array_create(wide ? MI_DTYPE_INT64 : MI_DTYPE_INT32, 2, id), *out = NULL;
+      for (int i = 0; i < 4; i++) {
+        if (wide) ((int64_t *)x->data)[i] = v64[bad][i];
+        else
+          ((int32_t *)x->data)[i] = (int32_t)v64[bad][i];
+      }
+      int32_t rc = mi_session_run(s, (const mi_array_t *const *)&x, 1, &out, 1, &err);
+      if (!bad) {
+        const float want[12] = {12, 13, 14, 0, 1, 2, 12, 13, 14, 6, 7, 8};
+        int64_t yd[3] = {2, 2, 3};
+        CHECK(rc == MI_OK, "gather run: %s", err.message);
+        if (out) expect_f32("blis-cpu Gather rows", out, 3, yd, want, 0);
+      } else {
+        CHECK(rc != MI_OK && strstr(err.message, "out of range") && !strchr(err.message, '\n'),
+              "an index out of range fails the run in one line: %s", err.message);
+      }
+      mi_array_destroy(out);
+      mi_array_destroy(x);
+    }
+    mi_session_destroy(s);
+    mi_graph_destroy(g);
+  }
+}
+
+static void blis_gather(void) { on_blis_cpu_each_simd(gather_each); }
+
 static const tu_case_t tu_cases[] = {TU_CASE(skip_layernorm), TU_CASE(skip_simplified), TU_CASE(rms_norm),
-                                     TU_CASE(gelus), TU_CASE(malformed), TU_CASE(blis_rms)};
+                                     TU_CASE(gelus), TU_CASE(embed_layernorm), TU_CASE(malformed), TU_CASE(blis_rms), TU_CASE(blis_gather)};
 
 TU_MAIN(setup, teardown)

@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import FLOAT, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
+from onnx_pb import FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
 
 MS = "com.microsoft"
 
@@ -30,8 +30,8 @@ def node(op, ins, outs, name, attrs=(), domain=""):
 
 def model(nodes, consts, runtime, outs, opset):
     g = b"".join(nodes) + st(2, "g") + b"".join(tensor(*c) for c in consts)
-    g += b"".join(ld(11, vinfo(nm, FLOAT, dims)) for nm, dims in runtime)
-    g += b"".join(ld(12, st(1, o) + ld(2, ld(1, vi(1, FLOAT)))) for o in outs)
+    g += b"".join(ld(11, vinfo(r[0], r[2] if len(r) > 2 else FLOAT, r[1])) for r in runtime)
+    g += b"".join(ld(12, st(1, o) + ld(2, ld(1, vi(1, INT32 if o == "mi" else FLOAT)))) for o in outs)  # mi: mask_index
     return vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, opset)) + ld(8, st(1, MS) + vi(2, 1))
 
 
@@ -45,9 +45,11 @@ class Case:
     def write(self, d, rng):
         open(os.path.join(d, "m.onnx"), "wb").write(model(self.nodes, self.consts, self.runtime, self.outs, self.opset))
         args = []
-        for nm, dims in self.runtime:
+        for r in self.runtime:  # (name, dims[, dtype, generator])
+            nm, dims = r[0], r[1]
             p = os.path.join(d, nm + ".npy")
-            npy(p, FLOAT, dims, [rng.gauss(0, 1.5) for _ in range(numel(dims))])
+            gen = r[3] if len(r) > 3 else (lambda q: q.gauss(0, 1.5))
+            npy(p, r[2] if len(r) > 2 else FLOAT, dims, [gen(rng) for _ in range(numel(dims))])
             args += ["--input", "%s=%s" % (nm, p)]
         return args
 
@@ -101,16 +103,37 @@ def cases():
     out.append(one("Swish_24", "Swish", ["x"], [], xb, [], domain="", opset=24))
     out.append(one("Swish_24_alpha0.5", "Swish", ["x"], [("alpha", 0.5)], xb, [], domain="", opset=24))
     out.append(one("BiasAdd", "BiasAdd", ["x", "bias", "skip"], [], [("x", [B, S, 256]), ("skip", [B, S, 256])], [b256]))
+    V, P, B2, S2 = 100, 32, 2, 12
+    ids = ("ids", [B2, S2], INT32, lambda q: q.randint(0, V - 1))
+    seg = ("seg", [B2, S2], INT32, lambda q: q.randint(0, 1))
+    mask = ("mask", [B2, S2], INT32, lambda q: q.choice([0, 1, 1, 1, 2]))
+    pos = ("pos", [1, S2], INT32, lambda q: q.randint(0, P - 1))
+    tabs = [("we", FLOAT, [V, H], vals(rng, V * H)), ("pe", FLOAT, [P, H], vals(rng, P * H)),
+            ("se", FLOAT, [2, H], vals(rng, 2 * H)), g, b]
+    out.append(one("EmbedLayerNormalization_bert_mask", "EmbedLayerNormalization",
+                   ["ids", "seg", "we", "pe", "se", "g", "b", "mask"], [("epsilon", 1e-12)], [ids, seg, mask], tabs,
+                   outs=("y", "mi", "es")))
+    out.append(one("EmbedLayerNormalization_distil_position_ids", "EmbedLayerNormalization",
+                   ["ids", "", "we", "pe", "", "g", "b", "", "pos"], [("epsilon", 1e-5)], [ids, pos],
+                   [tabs[0], tabs[1], g, b], outs=("y", "mi")))
+    out.append(one("EmbedLayerNormalization_no_mask_index_zeros", "EmbedLayerNormalization",
+                   ["ids", "seg", "we", "pe", "se", "g", "b"], [("epsilon", 1e-12)], [ids, seg], tabs, outs=("y", "mi")))
     out.append(bert(rng))
     return out
 
 
 def bert(rng):
-    """Two encoder layers as ONNX Runtime's optimizer writes them, attention left out: a linear
+    """EmbedLayerNormalization, then two encoder layers as ONNX Runtime's optimizer writes them,
+    attention left out: a linear
     mixing, SkipLayerNormalization, MatMul -> FastGelu (bias) -> MatMul, SkipLayerNormalization
     (bias); the second layer's MLP with BiasGelu, its last norm SkipSimplifiedLayerNormalization."""
-    S, H, F = 16, 64, 256
-    consts, nodes, cur = [], [], "x"
+    S, H, F, V = 16, 64, 256, 200
+    consts = [("we", FLOAT, [V, H], vals(rng, V * H)), ("pe", FLOAT, [S, H], vals(rng, S * H)),
+              ("se", FLOAT, [2, H], vals(rng, 2 * H)), ("eg", FLOAT, [H], vals(rng, H, 0.5, 1.5)),
+              ("eb", FLOAT, [H], vals(rng, H))]
+    nodes = [node("EmbedLayerNormalization", ["ids", "seg", "we", "pe", "se", "eg", "eb"], ["x", "mi"], "embed",
+                  [("epsilon", 1e-12)], MS)]
+    cur = "x"
     for L in range(2):
         p = "l%d_" % L
         for nm, dims, lo, hi in (("wo", [H, H], -0.15, 0.15), ("w1", [H, F], -0.15, 0.15), ("w2", [F, H], -0.08, 0.08),
@@ -130,7 +153,9 @@ def bert(rng):
             nodes.append(node("SkipSimplifiedLayerNormalization", [p + "down", p + "ln1", p + "g2", p + "bh"], ["y"],
                               p + "ln2", [("epsilon", 1e-6)], MS))
         cur = p + "out"
-    return Case("bert_like_2_layers", nodes, consts, [("x", [1, S, H])], ["y"])
+    return Case("bert_like_2_layers", nodes, consts,
+                [("ids", [1, S], INT32, lambda q: q.randint(0, V - 1)), ("seg", [1, S], INT32, lambda q: q.randint(0, 1))],
+                ["y"])
 
 
 def main():

@@ -20,11 +20,22 @@ enum {
   MI__MSF_GELU,       /* com.microsoft Gelu */
   MI__MSF_QUICK_GELU, /* com.microsoft QuickGelu */
   MI__MSF_BIAS_ADD,   /* com.microsoft BiasAdd */
-  MI__MSF_SWISH       /* ONNX Swish (opset 24) */
+  MI__MSF_SWISH,      /* ONNX Swish (opset 24) */
+  MI__MSF_EMBED_LN    /* com.microsoft EmbedLayerNormalization */
 };
 
 /* The default epsilon of the Skip*LayerNormalization ops (ONNX Runtime's schema). */
 #define MI__MSF_SKIP_EPS 1e-12f
+/* EmbedLayerNormalization's inputs. */
+enum { MI__EMB_IDS,
+       MI__EMB_SEG,
+       MI__EMB_WORD,
+       MI__EMB_POS,
+       MI__EMB_SEGE,
+       MI__EMB_GAMMA,
+       MI__EMB_BETA,
+       MI__EMB_MASK,
+       MI__EMB_POS_IDS };
 /* QuickGelu's default alpha. */
 #define MI__MSF_QUICK_ALPHA 1.702f
 

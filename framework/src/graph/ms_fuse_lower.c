@@ -2,7 +2,8 @@
  * standard ops every device already runs: SkipLayerNormalization -> Add (+ Add bias) ->
  * LayerNormalization, Skip/SimplifiedLayerNormalization -> (Adds) -> RMSNormalization, FastGelu
  * and BiasGelu -> (Add) -> Gelu (tanh / erf), com.microsoft Gelu -> Gelu, QuickGelu and Swish ->
- * (Mul alpha) -> Sigmoid -> Mul, BiasAdd -> Add -> Add. Node i becomes the chain's last op, so a
+ * (Mul alpha) -> Sigmoid -> Mul, BiasAdd -> Add -> Add, EmbedLayerNormalization -> Gathers -> Adds
+ * -> LayerNormalization (its mask_index: Equal 1 -> Cast -> ReduceSum). Node i becomes the chain's last op, so a
  * model's node keeps its index and name in profiles; the new ones are appended. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,16 @@
 static const struct {
   const char *op;
   int kind;
-} k_ms[] = {{"SkipLayerNormalization", MI__MSF_SKIP_LN}, {"SkipSimplifiedLayerNormalization", MI__MSF_SKIP_SLN}, {"FastGelu", MI__MSF_FAST_GELU}, {"BiasGelu", MI__MSF_BIAS_GELU}, {"Gelu", MI__MSF_GELU}, {"QuickGelu", MI__MSF_QUICK_GELU}, {"BiasAdd", MI__MSF_BIAS_ADD}};
+} k_ms[] = {
+    {"SkipLayerNormalization", MI__MSF_SKIP_LN},
+    {"SkipSimplifiedLayerNormalization", MI__MSF_SKIP_SLN},
+    {"FastGelu", MI__MSF_FAST_GELU},
+    {"BiasGelu", MI__MSF_BIAS_GELU},
+    {"Gelu", MI__MSF_GELU},
+    {"QuickGelu", MI__MSF_QUICK_GELU},
+    {"BiasAdd", MI__MSF_BIAS_ADD},
+    {"EmbedLayerNormalization", MI__MSF_EMBED_LN},
+};
 
 int mi__msf_kind(const mi_node_t *n) {
   if (!n->op_type) return MI__MSF_NONE;
@@ -85,6 +95,14 @@ static int used(const mi_graph_t *g, int32_t t) {
 }
 
 static int32_t oom(low_t *l) { return mi_errorf(l->err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", l->name); }
+
+/* A new intermediate "<node>/<what>" of dtype dt and unknown shape. */
+static int32_t tmp_dt(low_t *l, const char *what, int32_t dt) {
+  char nm[512];
+  snprintf(nm, sizeof nm, "%s/%s", l->name, what);
+  for (int k = 1; mi_graph_find_tensor(l->g, nm) >= 0; k++) snprintf(nm, sizeof nm, "%s/%s_%d", l->name, what, k);
+  return mi_graph_add_tensor(l->g, nm, dt, -1, NULL);
+}
 
 /* A new intermediate "<node>/<what>" of unknown shape. */
 static int32_t tmp(low_t *l, const char *what) {
@@ -238,6 +256,140 @@ static int32_t lower_swish(low_t *l, int kind) {
   return MI_OK;
 }
 
+/* A new constant "<node>/<what>" of dtype dt (INT32 or INT64), 1-D of n values (rank 0 when n is 0:
+ * one value). */
+static int32_t const_int(low_t *l, const char *what, int32_t dt, int64_t n, const int64_t *v) {
+  char nm[512];
+  int32_t w[8];
+  int64_t d[1] = {n};
+  snprintf(nm, sizeof nm, "%s/%s", l->name, what);
+  for (int k = 1; mi_graph_find_tensor(l->g, nm) >= 0; k++) snprintf(nm, sizeof nm, "%s/%s_%d", l->name, what, k);
+  int32_t t = mi_graph_add_tensor(l->g, nm, dt, n ? 1 : 0, d);
+  int64_t cnt = n ? n : 1;
+  for (int64_t k = 0; k < cnt && k < 8; k++) w[k] = (int32_t)v[k];
+  if (t >= 0 && mi_graph_set_data(l->g, t, dt == MI_DTYPE_INT32 ? (const void *)w : (const void *)v,
+                                  (size_t)cnt * (dt == MI_DTYPE_INT32 ? 4 : 8)))
+    return -1;
+  return t;
+}
+
+/* The [S, H] rows of the position embedding for positions 0..S-1: a constant cut now when S and
+ * the table are known, else Shape -> Slice -> Slice. */
+static int32_t position_rows(low_t *l, const char *op, int32_t ids, int32_t pe) {
+  const mi_tensor_t *it = &l->g->tensors[ids], *pt = &l->g->tensors[pe];
+  if (it->rank == 2 && it->dims[1] >= 0 && pt->data && pt->rank == 2 && pt->dtype == MI_DTYPE_FLOAT32) {
+    if (it->dims[1] > pt->dims[0]) {
+      char why[160];
+      snprintf(why, sizeof why, "sequence length %lld exceeds position_embedding's %lld rows", (long long)it->dims[1],
+               (long long)pt->dims[0]);
+      return fail(l, op, why), -2;
+    }
+    char nm[512];
+    int64_t d[2] = {it->dims[1], pt->dims[1]};
+    snprintf(nm, sizeof nm, "%s/position_rows", l->name);
+    return mi_graph_add_const_f32(l->g, nm, 2, d, (const float *)pt->data);
+  }
+  if (l->g->opset < 10) return fail(l, op, "a dynamic sequence length needs opset >= 10 (Slice with inputs)"), -2;
+  int64_t one = 1, two = 2, zero = 0;
+  int32_t sh = tmp_dt(l, "ids_shape", MI_DTYPE_INT64), seq = tmp_dt(l, "seq_len", MI_DTYPE_INT64), rows = tmp(l, "position_rows");
+  int32_t c1 = const_int(l, "one", MI_DTYPE_INT64, 1, &one), c2 = const_int(l, "two", MI_DTYPE_INT64, 1, &two),
+          c0 = const_int(l, "zero", MI_DTYPE_INT64, 1, &zero);
+  if (add(l, "Shape", "ids_shape", 1, &ids, sh) < 0 || add(l, "Slice", "seq_len", 4, (int32_t[]){sh, c1, c2, c0}, seq) < 0 ||
+      add(l, "Slice", "position_rows", 4, (int32_t[]){pe, c0, seq, c0}, rows) < 0)
+    return -1;
+  return rows;
+}
+
+/* mask_index: per batch row the count of mask values equal to 1 (ONNX Runtime's CPU kernel), or
+ * zeros without a mask (ids * 0 summed). */
+static int32_t mask_index(low_t *l, int32_t ids, int32_t mask, int32_t out) {
+  int64_t one = 1, zero = 0;
+  int32_t src = tmp_dt(l, "mask_ones", MI_DTYPE_INT32);
+  if (mask >= 0) {
+    int32_t eq = tmp_dt(l, "mask_eq", MI_DTYPE_BOOL), c1 = const_int(l, "mask_one", MI_DTYPE_INT32, 0, &one);
+    int32_t e = add(l, "Equal", "mask_eq", 2, (int32_t[]){mask, c1}, eq), k = e < 0 ? -1 : add(l, "Cast", "mask_cast", 1, &eq, src);
+    if (k < 0 || mi_node_set_int(l->g, k, "to", MI_DTYPE_INT32)) return -1;
+  } else {
+    int32_t c0 = const_int(l, "mask_zero", MI_DTYPE_INT32, 0, &zero);
+    if (add(l, "Mul", "mask_zeros", 2, (int32_t[]){ids, c0}, src) < 0) return -1;
+  }
+  int32_t r;
+  if (l->g->opset >= 13) {
+    int32_t ax = const_int(l, "mask_axis", MI_DTYPE_INT64, 1, &one);
+    r = add(l, "ReduceSum", "mask_index", 2, (int32_t[]){src, ax}, out);
+  } else {
+    r = add(l, "ReduceSum", "mask_index", 1, &src, out);
+    if (r >= 0 && mi_node_set_ints(l->g, r, "axes", 1, &one)) return -1;
+  }
+  return r < 0 || mi_node_set_int(l->g, r, "keepdims", 0) ? -1 : 0;
+}
+
+static int int32_or_unknown(const mi_graph_t *g, int32_t t) {
+  return t < 0 || g->tensors[t].dtype == MI_DTYPE_INT32 || g->tensors[t].dtype == MI_DTYPE_UNDEFINED;
+}
+
+/* EmbedLayerNormalization: Gather(word, ids) + position rows (+ Gather(segment, segment_ids)), the
+ * sum (embedding_sum) -> LayerNormalization; mask_index when asked for. */
+static int32_t lower_embed(low_t *l) {
+  const mi_node_t *n = &l->g->nodes[l->i];
+  const char *op = "com.microsoft EmbedLayerNormalization";
+  int32_t ids = in_at(n, MI__EMB_IDS), seg = in_at(n, MI__EMB_SEG), we = in_at(n, MI__EMB_WORD), pe = in_at(n, MI__EMB_POS),
+          se = in_at(n, MI__EMB_SEGE), gamma = in_at(n, MI__EMB_GAMMA), beta = in_at(n, MI__EMB_BETA),
+          mask = in_at(n, MI__EMB_MASK), pos = in_at(n, MI__EMB_POS_IDS);
+  int32_t y = out_at(n, 0), mi = out_at(n, 1), sum = out_at(n, 2);
+  char why[200];
+  if (ids < 0 || we < 0 || pe < 0 || gamma < 0 || beta < 0 || y < 0)
+    return fail(l, op, "inputs input_ids, word_embedding, position_embedding, gamma, beta and output 0 are required");
+  if ((seg < 0) != (se < 0)) return fail(l, op, "segment_ids and segment_embedding go together");
+  if (n->input_count > 9 || n->output_count > 3) return fail(l, op, "takes at most 9 inputs and 3 outputs");
+  if (!int32_or_unknown(l->g, ids) || !int32_or_unknown(l->g, seg) || !int32_or_unknown(l->g, mask) ||
+      !int32_or_unknown(l->g, pos))
+    return fail(l, op, "input_ids, segment_ids, mask and position_ids must be INT32");
+  const mi_tensor_t *it = &l->g->tensors[ids], *wt = &l->g->tensors[we];
+  if (it->rank >= 0 && it->rank != 2) return fail(l, op, "input_ids must be 2-D [batch, sequence]");
+  int64_t h = wt->rank == 2 ? wt->dims[1] : -1;
+  if (wt->rank >= 0 && wt->rank != 2) return fail(l, op, "word_embedding must be 2-D");
+  const int32_t tabs[2] = {pe, se}, vecs[2] = {gamma, beta};
+  static const char *const tn[2] = {"position_embedding", "segment_embedding"}, *const vn[2] = {"gamma", "beta"};
+  for (int k = 0; k < 2; k++) {
+    const mi_tensor_t *t = tabs[k] >= 0 ? &l->g->tensors[tabs[k]] : NULL, *v = &l->g->tensors[vecs[k]];
+    if (t && t->rank >= 0 && (t->rank != 2 || (h >= 0 && t->dims[1] >= 0 && t->dims[1] != h))) {
+      snprintf(why, sizeof why, "%s must be 2-D with the word embedding's width %lld", tn[k], (long long)h);
+      return fail(l, op, why);
+    }
+    if (v->rank >= 0 && (v->rank != 1 || (h >= 0 && v->dims[0] >= 0 && v->dims[0] != h))) {
+      snprintf(why, sizeof why, "%s must be 1-D with the hidden size %lld values", vn[k], (long long)h);
+      return fail(l, op, why);
+    }
+  }
+  float eps = mi_node_attr_float(n, "epsilon", MI__MSF_SKIP_EPS);
+  if (!(eps >= 0)) return fail(l, op, "epsilon must be >= 0");
+  int ask_mask = used(l->g, mi);
+  l->dt = wt->dtype;
+  int32_t w = tmp(l, "word"), p;
+  if (add(l, "Gather", "word", 2, (int32_t[]){we, ids}, w) < 0) return oom(l);
+  if (pos >= 0) {
+    p = tmp(l, "position");
+    if (add(l, "Gather", "position", 2, (int32_t[]){pe, pos}, p) < 0) return oom(l);
+  } else if ((p = position_rows(l, op, ids, pe)) < 0) {
+    return p == -2 ? MI_ERR_UNSUPPORTED : oom(l);
+  }
+  int32_t s = seg < 0 && sum >= 0 ? sum : tmp(l, "sum");
+  if (add(l, "Add", "position_add", 2, (int32_t[]){w, p}, s) < 0) return oom(l);
+  if (seg >= 0) {
+    int32_t g2 = tmp(l, "segment"), s2 = sum >= 0 ? sum : tmp(l, "segment_sum");
+    if (add(l, "Gather", "segment", 2, (int32_t[]){se, seg}, g2) < 0 ||
+        add(l, "Add", "segment_add", 2, (int32_t[]){s, g2}, s2) < 0)
+      return oom(l);
+    s = s2;
+  }
+  if (ask_mask && mask_index(l, ids, mask, mi)) return oom(l);
+  if (retype(l, "LayerNormalization", 3, (int32_t[]){s, gamma, beta}, 1, &y) ||
+      mi_node_set_int(l->g, l->i, "axis", -1) || mi_node_set_float(l->g, l->i, "epsilon", eps))
+    return oom(l);
+  return MI_OK;
+}
+
 static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   low_t l = {g, i, "", MI_DTYPE_UNDEFINED, err};
   const mi_node_t *n = &g->nodes[i];
@@ -247,6 +399,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   switch (kind) {
   case MI__MSF_SKIP_LN: return lower_skip(&l, 0);
   case MI__MSF_SKIP_SLN: return lower_skip(&l, 1);
+  case MI__MSF_EMBED_LN: return lower_embed(&l);
   case MI__MSF_FAST_GELU:
   case MI__MSF_BIAS_GELU:
   case MI__MSF_GELU: return lower_gelu(&l, kind);

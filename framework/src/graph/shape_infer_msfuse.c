@@ -30,6 +30,21 @@ int32_t mi__si_msfuse(mi__si_t *c, const mi_node_t *n) {
   if (kind == MI__MSF_SLN) return mi__si_rms(c, n);
   if (kind == MI__MSF_SWISH && (c->g->opset < 24))
     return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset 24 on");
+  if (kind == MI__MSF_EMBED_LN) {
+    int32_t rc = mi__si_need(c, n, 1);
+    if (rc) return rc;
+    static const int32_t req[4] = {MI__EMB_WORD, MI__EMB_POS, MI__EMB_GAMMA, MI__EMB_BETA};
+    for (int k = 0; k < 4; k++)
+      if (!mi__si_in(c, n, req[k])) return mi__si_fail(c, n, MI_ERR_PARSE, "input %d is required", (int)req[k]);
+    const mi_tensor_t *ids = mi__si_in(c, n, MI__EMB_IDS), *we = mi__si_in(c, n, MI__EMB_WORD);
+    if (ids->rank >= 0 && ids->rank != 2) return mi__si_fail(c, n, MI_ERR_PARSE, "input_ids must be 2-D [batch, sequence]");
+    if (we->rank >= 0 && we->rank != 2) return mi__si_fail(c, n, MI_ERR_PARSE, "word_embedding must be 2-D");
+    int64_t d[3] = {ids->rank == 2 ? ids->dims[0] : -1, ids->rank == 2 ? ids->dims[1] : -1, we->rank == 2 ? we->dims[1] : -1};
+    mi__si_set(c, n, 0, we->dtype, ids->rank < 0 ? -1 : 3, d);
+    mi__si_set(c, n, 1, MI_DTYPE_INT32, ids->rank < 0 ? -1 : 1, d);
+    mi__si_set(c, n, 2, we->dtype, ids->rank < 0 ? -1 : 3, d);
+    return MI_OK;
+  }
   if (kind != MI__MSF_SKIP_LN && kind != MI__MSF_SKIP_SLN) {
     int32_t need = kind == MI__MSF_BIAS_GELU ? 2 : kind == MI__MSF_BIAS_ADD ? 3
                                                                             : 1;

@@ -192,6 +192,7 @@ static const ref_op_t REF_OPS[] = {
     {"QuickGelu", mi__ref_msfuse},
     {"BiasAdd", mi__ref_msfuse},
     {"Swish", mi__ref_msfuse},
+    {"EmbedLayerNormalization", mi__ref_msfuse},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

@@ -1,8 +1,8 @@
 /* ref_msfuse.c - reference of ONNX Runtime's transformer-optimizer fused ops as ONNX Runtime's CPU
  * kernels compute them: Skip(Simplified)LayerNormalization (the sum input + skip (+ bias) in
  * float, a skip of [S, H] or [1, S, H] repeated over the batch), FastGelu (tanh), BiasGelu (erf),
- * QuickGelu and ONNX Swish (x * sigmoid(alpha x)), BiasAdd and SimplifiedLayerNormalization (the
- * RMSNormalization reference). The loader lowers them all to standard ops (graph/ms_fuse_lower.c);
+ * QuickGelu and ONNX Swish (x * sigmoid(alpha x)), BiasAdd, EmbedLayerNormalization and
+ * SimplifiedLayerNormalization (the RMSNormalization reference). The loader lowers them all to standard ops (graph/ms_fuse_lower.c);
  * this is what the lowered graph is checked against. */
 #include <math.h>
 #include <string.h>
@@ -126,11 +126,98 @@ static int32_t pointwise(mi__ref_call_t *c, int kind) {
   return MI_OK;
 }
 
+#define I32 MI_DTYPE_BIT(MI_DTYPE_INT32)
+
+/* An optional INT32 input k of the ids' shape (position_ids: [1 or batch, sequence]). */
+static int32_t ids_like(mi__ref_call_t *c, int32_t k, const mi_array_t *ids, int pos, const char *what,
+                        const int32_t **out) {
+  const mi_array_t *a = mi__ref_in(c, k);
+  int32_t rc;
+  *out = NULL;
+  if (!a) return MI_OK;
+  if ((rc = mi__ref_need(c, k, I32, &a)) != MI_OK) return rc;
+  if (a->rank != 2 || a->dims[1] != ids->dims[1] || (a->dims[0] != ids->dims[0] && !(pos && a->dims[0] == 1)))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s must have input_ids' shape%s", what,
+                        pos ? " (or a batch of 1)" : "");
+  *out = a->data;
+  return MI_OK;
+}
+
+/* Row `v` of a [rows, h] table, or a refusal naming the index. */
+static int32_t row(mi__ref_call_t *c, const mi_array_t *t, int32_t v, const char *what, int64_t at, const float **out) {
+  if (v < 0 || v >= t->dims[0])
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s index %d at %lld is out of range (%lld rows)", what, (int)v,
+                        (long long)at, (long long)t->dims[0]);
+  *out = (const float *)t->data + (int64_t)v * t->dims[1];
+  return MI_OK;
+}
+
+/* EmbedLayerNormalization: word + position (+ segment) rows, summed in float, then the norm;
+ * mask_index the count of mask values equal to 1 per batch row (zeros without a mask). */
+static int32_t embed_ln(mi__ref_call_t *c) {
+  const mi_array_t *ids, *we, *pe, *se = mi__ref_in(c, MI__EMB_SEGE);
+  const float *gamma, *beta;
+  const int32_t *seg, *mask, *pos;
+  mi_array_t *y, *mi = NULL, *sum = NULL;
+  int32_t rc;
+  if ((rc = mi__ref_need(c, MI__EMB_IDS, I32, &ids)) != MI_OK || (rc = mi__ref_need(c, MI__EMB_WORD, F32, &we)) != MI_OK ||
+      (rc = mi__ref_need(c, MI__EMB_POS, F32, &pe)) != MI_OK)
+    return rc;
+  if (ids->rank != 2) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input_ids must be 2-D [batch, sequence]");
+  if (we->rank != 2) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "word_embedding must be 2-D");
+  int64_t b = ids->dims[0], sl = ids->dims[1], h = we->dims[1];
+  if (pe->rank != 2 || pe->dims[1] != h || (se && (se->dtype != MI_DTYPE_FLOAT32 || se->rank != 2 || se->dims[1] != h)))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "the embedding tables must be 2-D FLOAT32 of width %lld", (long long)h);
+  if ((!se) != (!mi__ref_in(c, MI__EMB_SEG)))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "segment_ids and segment_embedding go together");
+  if ((rc = vec(c, MI__EMB_GAMMA, 0, h, "gamma", &gamma)) != MI_OK || (rc = vec(c, MI__EMB_BETA, 0, h, "beta", &beta)) != MI_OK ||
+      (rc = ids_like(c, MI__EMB_SEG, ids, 0, "segment_ids", &seg)) != MI_OK ||
+      (rc = ids_like(c, MI__EMB_MASK, ids, 0, "mask", &mask)) != MI_OK ||
+      (rc = ids_like(c, MI__EMB_POS_IDS, ids, 1, "position_ids", &pos)) != MI_OK)
+    return rc;
+  int pos_batch = pos && mi__ref_in(c, MI__EMB_POS_IDS)->dims[0] == b;
+  float eps = mi_node_attr_float(c->node, "epsilon", MI__MSF_SKIP_EPS);
+  int64_t od[3] = {b, sl, h};
+  if ((rc = mi__ref_make_out(c, 0, we->dtype, 3, od, &y)) != MI_OK ||
+      (mi__ref_out_wanted(c, 1) && (rc = mi__ref_make_out(c, 1, MI_DTYPE_INT32, 1, od, &mi)) != MI_OK) ||
+      (mi__ref_out_wanted(c, 2) && (rc = mi__ref_make_out(c, 2, we->dtype, 3, od, &sum)) != MI_OK))
+    return rc;
+  const int32_t *ip = ids->data;
+  for (int64_t r = 0; r < b * sl; r++) {
+    const float *w, *p, *sg = NULL;
+    int64_t si = r % sl, bi = r / sl;
+    if ((rc = row(c, we, ip[r], "input_ids", r, &w)) != MI_OK ||
+        (rc = row(c, pe, pos ? pos[(pos_batch ? bi * sl : 0) + si] : (int32_t)si, "position", r, &p)) != MI_OK ||
+        (seg && (rc = row(c, se, seg[r], "segment_ids", r, &sg)) != MI_OK))
+      return rc;
+    float *yr = (float *)y->data + r * h;
+    double m = 0, v = 0;
+    for (int64_t j = 0; j < h; j++) {
+      float t = w[j] + p[j];
+      if (sg) t += sg[j];
+      yr[j] = t;
+      m += t;
+    }
+    if (sum) memcpy((float *)sum->data + r * h, yr, (size_t)h * sizeof *yr);
+    m /= (double)h;
+    for (int64_t j = 0; j < h; j++) v += (yr[j] - m) * (yr[j] - m);
+    double inv = 1.0 / sqrt(v / (double)h + eps);
+    for (int64_t j = 0; j < h; j++) yr[j] = (float)((yr[j] - m) * inv) * gamma[j] + beta[j];
+  }
+  for (int64_t bi = 0; mi && bi < b; bi++) {
+    int32_t cnt = 0;
+    for (int64_t si = 0; mask && si < sl; si++) cnt += mask[bi * sl + si] == 1;
+    ((int32_t *)mi->data)[bi] = cnt;
+  }
+  return MI_OK;
+}
+
 int32_t mi__ref_msfuse(mi__ref_call_t *c) {
   int kind = mi__msf_kind(c->node);
   switch (kind) {
   case MI__MSF_SKIP_LN: return skip_ln(c, 0);
   case MI__MSF_SKIP_SLN: return skip_ln(c, 1);
+  case MI__MSF_EMBED_LN: return embed_ln(c);
   case MI__MSF_SLN: {
     if (asked(c, 1)) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "output inv_std_var is not supported");
     int32_t rc = mi__ref_rms(c);
