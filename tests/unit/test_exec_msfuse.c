@@ -111,6 +111,8 @@ static void pb_init_raw(pb_t *g, const char *name, const mi_array_t *a) {
   put_msg(g, 5, &t);
 }
 
+static uint32_t g_untyped; /* bit i: graph input i written without a type */
+
 /* The same node written as a model and loaded back (the loader lowers it). */
 static mi_graph_t *loaded_graph(const mcase_t *k, mi_error_t *err) {
   static pb_t g, n, m;
@@ -149,6 +151,8 @@ static mi_graph_t *loaded_graph(const mcase_t *k, mi_error_t *err) {
     snprintf(nm, sizeof nm, "in%d", i);
     if (k->const_mask & (1u << i))
       pb_init_raw(&g, nm, k->in[i]);
+    else if (g_untyped & (1u << i))
+      pb_value_f32(&g, 11, nm, -1, NULL, "n"); /* no type: rank unknown at load */
     else
       pb_value_dt(&g, nm, k->in[i]->dtype, k->in[i]->rank, k->in[i]->dims);
   }
@@ -244,6 +248,22 @@ static void check_case(const char *what, mcase_t *k, const float *const *want, f
         mi_array_destroy(got[i]);
       }
       mi_session_destroy(s);
+      /* the node built in code: the session lowers it on its copy */
+      mi_graph_t *gc = mi_graph_clone(g);
+      CHECK(mi_graph_infer_shapes(gc, &err) == MI_OK, "%s: code graph shapes: %s", what, err.message);
+      s = session(gc, p);
+      CHECK(mi_session_fallback_count(s) == 0 || host_ok, "%s: built in code, %d nodes fell back to the host", what,
+            (int)mi_session_fallback_count(s));
+      CHECK(mi_session_run(s, (const mi_array_t *const *)rt, nrt, got, gc->output_count, &err) == MI_OK,
+            "%s: blis-cpu run of the graph built in code: %s", what, err.message);
+      for (int32_t i = 0; i < gc->output_count; i++) {
+        float d = max_abs(own[i], got[i]);
+        CHECK(d <= tol * 4, "%s output %d: built in code, blis-cpu vs the op's reference: max abs %.3g", what, (int)i, d);
+        mi_array_destroy(got[i]);
+        got[i] = NULL;
+      }
+      mi_session_destroy(s);
+      mi_graph_destroy(gc);
     }
   }
   for (int i = 0; i < 4; i++) mi_array_destroy(own[i]), mi_array_destroy(low[i]);
@@ -422,6 +442,55 @@ static void embed_layernorm(void) {
   check_case("embed LN random, runtime position table", &k3, NULL, 2e-6f);
 }
 
+/* FusedMatMul: A [2,3] @ B [3,2] with A = (1 2 3; 4 5 6), B = (1 0; 0 1; 1 1): (4 5; 10 11), times
+ * alpha 0.5: (2 2.5; 5 5.5); transA of A^T [3,2] and transB of B^T [2,3] give the same. Then
+ * random batched forms (broadcast batch, each trans, alpha), and a transposed operand of unknown
+ * rank at load: left for the session, which lowers it after shape inference. */
+static void fused_matmul(void) {
+  int64_t ad[2] = {2, 3}, bd[2] = {3, 2}, atd[2] = {3, 2}, btd[2] = {2, 3};
+  const float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, at[6] = {1, 4, 2, 5, 3, 6}, bt[6] = {1, 0, 1, 0, 1, 1};
+  const float y[4] = {2, 2.5f, 5, 5.5f}, *want[1] = {y};
+  for (int f = 0; f < 4; f++) {
+    mcase_t k = {"FusedMatMul", "com.microsoft", 17, 2, {(f & 1) ? A(2, atd, at) : A(2, ad, a), (f & 2) ? A(2, btd, bt) : A(2, bd, b)}, 0x2, 1, 1, {{"alpha", 1, 0.5, NULL}, {"transA", 2, f & 1, NULL}, {"transB", 2, (f >> 1) & 1, NULL}}};
+    char what[64];
+    snprintf(what, sizeof what, "FusedMatMul hand transA %d transB %d", f & 1, (f >> 1) & 1);
+    check_case(what, &k, want, 1e-6f);
+  }
+  int64_t xa[4] = {2, 3, 5, 8}, xb[3] = {3, 8, 6}, xbt[3] = {3, 6, 8}, xat[4] = {2, 3, 8, 5};
+  for (int f = 0; f < 4; f++) {
+    mcase_t k = {"FusedMatMul", "com.microsoft", 17, 2, {(f & 1) ? R(4, xat, 80 + f) : R(4, xa, 80 + f), (f & 2) ? R(3, xbt, 90 + f) : R(3, xb, 90 + f)}, 0, 1, 1, {{"alpha", 1, f ? 0.125 : 1.0, NULL}, {"transA", 2, f & 1, NULL}, {"transB", 2, (f >> 1) & 1, NULL}}};
+    char what[64];
+    snprintf(what, sizeof what, "FusedMatMul batched transA %d transB %d", f & 1, (f >> 1) & 1);
+    check_case(what, &k, NULL, 4e-6f);
+  }
+}
+
+/* A transposed FusedMatMul operand whose rank the model does not give: the loader leaves the node,
+ * its own reference runs it, and the session lowers it once shapes are known. */
+static void fused_matmul_deferred(void) {
+  int64_t ad[3] = {2, 3, 4}, bd[2] = {3, 5};
+  mcase_t k = {"FusedMatMul", "com.microsoft", 17, 2, {R(3, ad, 11), R(2, bd, 12)}, 0x2, 1, 1, {{"transA", 2, 1, NULL}}};
+  mi_array_t *rt[10], *own[1] = {0}, *low[1] = {0};
+  int nrt;
+  mi_error_t err = {0};
+  mi_graph_t *g = code_graph(&k, rt, &nrt);
+  CHECK(ref_outs(g, rt, nrt, own, &err) == MI_OK, "deferred: own reference: %s", err.message);
+  g_untyped = 1;
+  mi_graph_t *l = loaded_graph(&k, &err);
+  g_untyped = 0;
+  CHECK(l != NULL, "deferred: load: %s", err.message);
+  int kept = 0;
+  for (int32_t j = 0; l && j < l->node_count; j++) kept += !strcmp(l->nodes[j].op_type, "FusedMatMul");
+  CHECK(kept == 1, "deferred: the FusedMatMul is kept at load (%d)", kept);
+  CHECK(l && mi_ref_run(l, (const mi_array_t *const *)rt, nrt, low, 1, &err) == MI_OK, "deferred: run: %s", err.message);
+  CHECK(max_abs(own[0], low[0]) == 0, "deferred: the loaded node's run is the reference's");
+  mi_array_destroy(own[0]);
+  mi_array_destroy(low[0]);
+  mi_graph_destroy(g);
+  mi_graph_destroy(l);
+  free_case(&k);
+}
+
 /* A malformed node: the loader refuses it in one line naming the node and the op. */
 static void refused(const char *what, mcase_t *k, const char *needle) {
   mi_error_t err = {0};
@@ -462,6 +531,8 @@ static void malformed(void) {
   const int32_t ids5[5] = {0, 1, 2, 0, 1};
   mcase_t e3 = {"EmbedLayerNormalization", "com.microsoft", 17, 7, {I(2, long_ids, ids5), NULL, R(2, wd, 1), R(2, wd, 2), NULL, R(1, hd, 3), R(1, hd, 4)}, 0x6c, 1, 1, {{0}}};
   refused("embed LN sequence longer than the position table", &e3, "exceeds");
+  mcase_t f1 = {"FusedMatMul", "com.microsoft", 17, 2, {R(3, xd, 1), R(3, xd, 2)}, 0, 1, 1, {{"transBatchA", 2, 1, NULL}}};
+  refused("FusedMatMul transBatchA", &f1, "transBatchA");
   /* the reference and shape inference refuse a stash_type they do not compute and a scale that
    * does not broadcast */
   op_case_t oc;
@@ -561,6 +632,6 @@ static void gather_each(mi_plugin_t *p) {
 static void blis_gather(void) { on_blis_cpu_each_simd(gather_each); }
 
 static const tu_case_t tu_cases[] = {TU_CASE(skip_layernorm), TU_CASE(skip_simplified), TU_CASE(rms_norm),
-                                     TU_CASE(gelus), TU_CASE(embed_layernorm), TU_CASE(malformed), TU_CASE(blis_rms), TU_CASE(blis_gather)};
+                                     TU_CASE(gelus), TU_CASE(embed_layernorm), TU_CASE(fused_matmul), TU_CASE(fused_matmul_deferred), TU_CASE(malformed), TU_CASE(blis_rms), TU_CASE(blis_gather)};
 
 TU_MAIN(setup, teardown)

@@ -2,7 +2,8 @@
 """compare_msfuse.py - ONNX Runtime's transformer-optimizer fused ops and the newest ONNX norms,
 each form on its own: com.microsoft SkipLayerNormalization (skip [B,S,H], [1,S,H], [S,H]; beta,
 bias; the input_skip_bias_sum output; 2-D input), SkipSimplifiedLayerNormalization, FastGelu,
-BiasGelu, Gelu, QuickGelu, BiasAdd; the default-domain SimplifiedLayerNormalization; ONNX
+BiasGelu, Gelu, QuickGelu, BiasAdd, EmbedLayerNormalization, FusedMatMul; the default-domain
+SimplifiedLayerNormalization; ONNX
 RMSNormalization (opset 23) and Swish (opset 24); then a small BERT-like encoder written with the
 fused ops (SkipLayerNormalization, FastGelu and BiasGelu between MatMuls,
 SkipSimplifiedLayerNormalization). One model each with random inputs, run on ONNX Runtime
@@ -103,6 +104,14 @@ def cases():
     out.append(one("Swish_24", "Swish", ["x"], [], xb, [], domain="", opset=24))
     out.append(one("Swish_24_alpha0.5", "Swish", ["x"], [("alpha", 0.5)], xb, [], domain="", opset=24))
     out.append(one("BiasAdd", "BiasAdd", ["x", "bias", "skip"], [], [("x", [B, S, 256]), ("skip", [B, S, 256])], [b256]))
+    for ta in (0, 1):
+        for tb in (0, 1):
+            a = ("a", [2, 3, 8, 5] if ta else [2, 3, 5, 8])
+            bb = ("bb", [3, 6, 8] if tb else [3, 8, 6])
+            out.append(one("FusedMatMul_transA%d_transB%d_alpha0.125" % (ta, tb), "FusedMatMul", ["a", "bb"],
+                           [("alpha", 0.125), ("transA", ta), ("transB", tb)], [a, bb], []))
+    out.append(one("FusedMatMul_const_B_transB", "FusedMatMul", ["a", "w"], [("transB", 1)], [("a", [4, 16, 64])],
+                   [("w", FLOAT, [32, 64], vals(rng, 32 * 64))]))
     V, P, B2, S2 = 100, 32, 2, 12
     ids = ("ids", [B2, S2], INT32, lambda q: q.randint(0, V - 1))
     seg = ("seg", [B2, S2], INT32, lambda q: q.randint(0, 1))
@@ -124,7 +133,7 @@ def cases():
 
 def bert(rng):
     """EmbedLayerNormalization, then two encoder layers as ONNX Runtime's optimizer writes them,
-    attention left out: a linear
+    attention left out: a linear (FusedMatMul, transposed weight, alpha 0.5)
     mixing, SkipLayerNormalization, MatMul -> FastGelu (bias) -> MatMul, SkipLayerNormalization
     (bias); the second layer's MLP with BiasGelu, its last norm SkipSimplifiedLayerNormalization."""
     S, H, F, V = 16, 64, 256, 200
@@ -140,7 +149,7 @@ def bert(rng):
                                  ("g1", [H], 0.5, 1.5), ("b1", [H], -0.5, 0.5), ("g2", [H], 0.5, 1.5), ("b2", [H], -0.5, 0.5),
                                  ("bo", [H], -0.5, 0.5), ("bf", [F], -0.5, 0.5), ("bh", [H], -0.5, 0.5)):
             consts.append((p + nm, FLOAT, dims, vals(rng, numel(dims), lo, hi)))
-        nodes.append(node("MatMul", [cur, p + "wo"], [p + "mix"], p + "mix"))
+        nodes.append(node("FusedMatMul", [cur, p + "wo"], [p + "mix"], p + "mix", [("transB", 1), ("alpha", 0.5)], MS))
         nodes.append(node("SkipLayerNormalization", [p + "mix", cur, p + "g1", p + "b1", p + "bo"], [p + "ln1"], p + "ln1",
                           [("epsilon", 1e-12)], MS))
         nodes.append(node("MatMul", [p + "ln1", p + "w1"], [p + "up"], p + "up"))

@@ -21,7 +21,8 @@ enum {
   MI__MSF_QUICK_GELU, /* com.microsoft QuickGelu */
   MI__MSF_BIAS_ADD,   /* com.microsoft BiasAdd */
   MI__MSF_SWISH,      /* ONNX Swish (opset 24) */
-  MI__MSF_EMBED_LN    /* com.microsoft EmbedLayerNormalization */
+  MI__MSF_EMBED_LN,   /* com.microsoft EmbedLayerNormalization */
+  MI__MSF_FUSED_MM    /* com.microsoft FusedMatMul */
 };
 
 /* The default epsilon of the Skip*LayerNormalization ops (ONNX Runtime's schema). */
@@ -52,5 +53,8 @@ int32_t mi__graph_lower_msfuse(mi_graph_t *g, mi_error_t *err);
  * input is absent). 0, or -1 with why filled. */
 int mi__msf_skip_shapes(int32_t xr, const int64_t *xd, int32_t sr, const int64_t *sd, const int32_t *gbb_rank,
                         const int64_t *gbb_dim0, char *why, size_t cap);
+
+/* FusedMatMul's attributes: 0, or -1 with why filled (transBatchA/B are not supported). */
+int mi__msf_fused_mm_attrs(const mi_node_t *n, float *alpha, int *ta, int *tb, char *why, size_t cap);
 
 #endif

@@ -3,7 +3,9 @@
  * LayerNormalization, Skip/SimplifiedLayerNormalization -> (Adds) -> RMSNormalization, FastGelu
  * and BiasGelu -> (Add) -> Gelu (tanh / erf), com.microsoft Gelu -> Gelu, QuickGelu and Swish ->
  * (Mul alpha) -> Sigmoid -> Mul, BiasAdd -> Add -> Add, EmbedLayerNormalization -> Gathers -> Adds
- * -> LayerNormalization (its mask_index: Equal 1 -> Cast -> ReduceSum). Node i becomes the chain's last op, so a
+ * -> LayerNormalization (its mask_index: Equal 1 -> Cast -> ReduceSum), FusedMatMul -> (Transpose)
+ * -> (Mul alpha on B) -> MatMul, once the operands' ranks are known (else the session lowers it
+ * after shape inference). Node i becomes the chain's last op, so a
  * model's node keeps its index and name in profiles; the new ones are appended. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@ static const struct {
     {"QuickGelu", MI__MSF_QUICK_GELU},
     {"BiasAdd", MI__MSF_BIAS_ADD},
     {"EmbedLayerNormalization", MI__MSF_EMBED_LN},
+    {"FusedMatMul", MI__MSF_FUSED_MM},
 };
 
 int mi__msf_kind(const mi_node_t *n) {
@@ -390,6 +393,54 @@ static int32_t lower_embed(low_t *l) {
   return MI_OK;
 }
 
+int mi__msf_fused_mm_attrs(const mi_node_t *n, float *alpha, int *ta, int *tb, char *why, size_t cap) {
+  *alpha = mi_node_attr_float(n, "alpha", 1.0f);
+  *ta = mi_node_attr_int(n, "transA", 0) != 0;
+  *tb = mi_node_attr_int(n, "transB", 0) != 0;
+  if (mi_node_attr_int(n, "transBatchA", 0) || mi_node_attr_int(n, "transBatchB", 0))
+    return mi__why(why, cap, "transBatchA/transBatchB are not supported");
+  return 0;
+}
+
+/* A Transpose of t swapping its last two dims (rank r) into a new intermediate. */
+static int32_t swap_last(low_t *l, int32_t t, int32_t r, const char *what) {
+  int64_t perm[MI_MAX_RANK];
+  for (int32_t d = 0; d < r; d++) perm[d] = d;
+  perm[r - 2] = r - 1;
+  perm[r - 1] = r - 2;
+  int32_t o = tmp(l, what), k = add(l, "Transpose", what, 1, &t, o);
+  return k < 0 || mi_node_set_ints(l->g, k, "perm", r, perm) ? -1 : o;
+}
+
+/* FusedMatMul: alpha * op(A) @ op(B), op a swap of the last two dims. The scale goes on B, where
+ * blis-cpu's MatMul reads a scalar Mul (and B's Transpose) as its alpha (and strides). Left as it
+ * is while a transposed operand's rank is unknown. */
+static int32_t lower_fused_mm(low_t *l) {
+  const mi_node_t *n = &l->g->nodes[l->i];
+  const char *op = "com.microsoft FusedMatMul";
+  int32_t a = in_at(n, 0), b = in_at(n, 1), y = out_at(n, 0), ta, tb;
+  float alpha;
+  char why[128];
+  if (a < 0 || b < 0 || y < 0 || n->input_count > 2 || n->output_count > 1)
+    return fail(l, op, "takes inputs A and B and one output");
+  if (mi__msf_fused_mm_attrs(n, &alpha, &ta, &tb, why, sizeof why)) return fail(l, op, why);
+  int32_t ra = l->g->tensors[a].rank, rb = l->g->tensors[b].rank;
+  if ((ta && ra < 0) || (tb && rb < 0)) return MI_OK; /* the session lowers it once shapes are known */
+  if ((ta && ra < 2) || (tb && rb < 2)) return fail(l, op, "a transposed operand must have rank >= 2");
+  if (alpha != 1.0f && l->dt != MI_DTYPE_FLOAT32 && l->dt != MI_DTYPE_UNDEFINED)
+    return fail(l, op, "alpha != 1 is supported on FLOAT32 input only");
+  if (ta && (a = swap_last(l, a, ra, "transpose_a")) < 0) return oom(l);
+  if (tb && (b = swap_last(l, b, rb, "transpose_b")) < 0) return oom(l);
+  if (alpha != 1.0f) {
+    char nm[512];
+    snprintf(nm, sizeof nm, "%s/alpha", l->name);
+    int32_t ca = mi_graph_add_const_f32(l->g, nm, 0, NULL, &alpha), sb = tmp(l, "scaled_b");
+    if (ca < 0 || add(l, "Mul", "scale", 2, (int32_t[]){b, ca}, sb) < 0) return oom(l);
+    b = sb;
+  }
+  return retype(l, "MatMul", 2, (int32_t[]){a, b}, 1, &y) ? oom(l) : MI_OK;
+}
+
 static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   low_t l = {g, i, "", MI_DTYPE_UNDEFINED, err};
   const mi_node_t *n = &g->nodes[i];
@@ -400,6 +451,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   case MI__MSF_SKIP_LN: return lower_skip(&l, 0);
   case MI__MSF_SKIP_SLN: return lower_skip(&l, 1);
   case MI__MSF_EMBED_LN: return lower_embed(&l);
+  case MI__MSF_FUSED_MM: return lower_fused_mm(&l);
   case MI__MSF_FAST_GELU:
   case MI__MSF_BIAS_GELU:
   case MI__MSF_GELU: return lower_gelu(&l, kind);

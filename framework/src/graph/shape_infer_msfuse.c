@@ -1,5 +1,7 @@
 /* shape_infer_msfuse.c - shapes of RMSNormalization and ONNX Runtime's transformer-optimizer fused
  * ops (for a graph built in code: a loaded model's are lowered at import, ms_fuse_lower.c). */
+#include <string.h>
+
 #include "graph/ms_fuse.h"
 #include "graph/shape_infer.h"
 
@@ -30,6 +32,31 @@ int32_t mi__si_msfuse(mi__si_t *c, const mi_node_t *n) {
   if (kind == MI__MSF_SLN) return mi__si_rms(c, n);
   if (kind == MI__MSF_SWISH && (c->g->opset < 24))
     return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "the op exists from opset 24 on");
+  if (kind == MI__MSF_FUSED_MM) {
+    const mi_tensor_t *a, *b;
+    float alpha;
+    int ta, tb;
+    char why[128];
+    int32_t rc = mi__si_open2(c, n, 2, 1, &a, &b), r;
+    if (rc) return rc;
+    if (mi__msf_fused_mm_attrs(n, &alpha, &ta, &tb, why, sizeof why))
+      return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "%s", why);
+    if (a->rank < 2 || b->rank < 2) return mi__si_fail(c, n, MI_ERR_PARSE, "A and B must have rank >= 2");
+    int64_t ad[MI_MAX_RANK], bd[MI_MAX_RANK], out[MI_MAX_RANK];
+    memcpy(ad, a->dims, sizeof ad);
+    memcpy(bd, b->dims, sizeof bd);
+    if (ta) ad[a->rank - 2] = a->dims[a->rank - 1], ad[a->rank - 1] = a->dims[a->rank - 2];
+    if (tb) bd[b->rank - 2] = b->dims[b->rank - 1], bd[b->rank - 1] = b->dims[b->rank - 2];
+    if (ad[a->rank - 1] >= 0 && bd[b->rank - 2] >= 0 && ad[a->rank - 1] != bd[b->rank - 2])
+      return mi__si_fail(c, n, MI_ERR_PARSE, "inner dimensions %lld and %lld differ", (long long)ad[a->rank - 1],
+                         (long long)bd[b->rank - 2]);
+    if ((rc = mi__si_broadcast(c, n, a->rank - 2, ad, b->rank - 2, bd, &r, out))) return rc;
+    out[r++] = ad[a->rank - 2];
+    out[r++] = bd[b->rank - 1];
+    if (r > MI_MAX_RANK) return mi__si_fail(c, n, MI_ERR_PARSE, "result rank too large");
+    mi__si_set(c, n, 0, a->dtype, r, out);
+    return MI_OK;
+  }
   if (kind == MI__MSF_EMBED_LN) {
     int32_t rc = mi__si_need(c, n, 1);
     if (rc) return rc;

@@ -193,6 +193,7 @@ static const ref_op_t REF_OPS[] = {
     {"BiasAdd", mi__ref_msfuse},
     {"Swish", mi__ref_msfuse},
     {"EmbedLayerNormalization", mi__ref_msfuse},
+    {"FusedMatMul", mi__ref_msfuse},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

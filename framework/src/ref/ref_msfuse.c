@@ -1,7 +1,7 @@
 /* ref_msfuse.c - reference of ONNX Runtime's transformer-optimizer fused ops as ONNX Runtime's CPU
  * kernels compute them: Skip(Simplified)LayerNormalization (the sum input + skip (+ bias) in
  * float, a skip of [S, H] or [1, S, H] repeated over the batch), FastGelu (tanh), BiasGelu (erf),
- * QuickGelu and ONNX Swish (x * sigmoid(alpha x)), BiasAdd, EmbedLayerNormalization and
+ * QuickGelu and ONNX Swish (x * sigmoid(alpha x)), BiasAdd, EmbedLayerNormalization, FusedMatMul and
  * SimplifiedLayerNormalization (the RMSNormalization reference). The loader lowers them all to standard ops (graph/ms_fuse_lower.c);
  * this is what the lowered graph is checked against. */
 #include <math.h>
@@ -212,12 +212,59 @@ static int32_t embed_ln(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+/* A copy of a with its last two dims swapped. */
+static mi_array_t *swapped(const mi_array_t *a) {
+  int64_t d[MI_MAX_RANK];
+  int32_t r = a->rank;
+  memcpy(d, a->dims, sizeof d);
+  d[r - 2] = a->dims[r - 1];
+  d[r - 1] = a->dims[r - 2];
+  mi_array_t *t = mi_array_create(MI_DTYPE_FLOAT32, r, d);
+  if (!t) return NULL;
+  int64_t rows = a->dims[r - 2], cols = a->dims[r - 1], per = rows * cols, mats = per ? mi_array_numel(a) / per : 0;
+  const float *src = a->data;
+  float *dst = t->data;
+  for (int64_t m = 0; m < mats; m++)
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) dst[m * rows * cols + j * rows + i] = src[m * rows * cols + i * cols + j];
+  return t;
+}
+
+/* FusedMatMul: alpha * op(A) @ op(B) by the MatMul reference on swapped copies. */
+static int32_t fused_mm(mi__ref_call_t *c) {
+  const mi_array_t *a, *b;
+  float alpha;
+  int ta, tb;
+  char why[128];
+  int32_t rc;
+  if ((rc = mi__ref_need(c, 0, F32, &a)) != MI_OK || (rc = mi__ref_need(c, 1, F32, &b)) != MI_OK) return rc;
+  if (mi__msf_fused_mm_attrs(c->node, &alpha, &ta, &tb, why, sizeof why))
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "%s", why);
+  if (a->rank < 2 || b->rank < 2) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "A and B must have rank >= 2");
+  mi_array_t *sa = ta ? swapped(a) : NULL, *sb = tb ? swapped(b) : NULL;
+  const mi_array_t *ins[2] = {ta ? sa : a, tb ? sb : b};
+  mi__ref_call_t mc = *c;
+  mc.in = ins;
+  mc.nin = 2;
+  if ((ta && !sa) || (tb && !sb)) rc = mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  else
+    rc = mi__ref_matmul(&mc);
+  mi_array_destroy(sa);
+  mi_array_destroy(sb);
+  if (rc == MI_OK && alpha != 1.0f) {
+    float *y = c->out[0]->data;
+    for (int64_t i = 0; i < mi_array_numel(c->out[0]); i++) y[i] *= alpha;
+  }
+  return rc;
+}
+
 int32_t mi__ref_msfuse(mi__ref_call_t *c) {
   int kind = mi__msf_kind(c->node);
   switch (kind) {
   case MI__MSF_SKIP_LN: return skip_ln(c, 0);
   case MI__MSF_SKIP_SLN: return skip_ln(c, 1);
   case MI__MSF_EMBED_LN: return embed_ln(c);
+  case MI__MSF_FUSED_MM: return fused_mm(c);
   case MI__MSF_SLN: {
     if (asked(c, 1)) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "output inv_std_var is not supported");
     int32_t rc = mi__ref_rms(c);
