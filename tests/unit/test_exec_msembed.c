@@ -53,6 +53,9 @@ static void fused_matmul(void) {
     snprintf(what, sizeof what, "FusedMatMul hand transA %d transB %d", f & 1, (f >> 1) & 1);
     check_case(what, &k, want, 1e-6f);
   }
+  /* TransposeMatMul: FusedMatMul's older name */
+  mcase_t t = {"TransposeMatMul", "com.microsoft", 17, 2, {A(2, atd, at), A(2, btd, bt)}, 0x2, 1, 1, {{"alpha", 1, 0.5, NULL}, {"transA", 2, 1, NULL}, {"transB", 2, 1, NULL}}};
+  check_case("TransposeMatMul hand", &t, want, 1e-6f);
   int64_t xa[4] = {2, 3, 5, 8}, xb[3] = {3, 8, 6}, xbt[3] = {3, 6, 8}, xat[4] = {2, 3, 8, 5};
   for (int f = 0; f < 4; f++) {
     mcase_t k = {"FusedMatMul", "com.microsoft", 17, 2, {(f & 1) ? R(4, xat, 80 + f) : R(4, xa, 80 + f), (f & 2) ? R(3, xbt, 90 + f) : R(3, xb, 90 + f)}, 0, 1, 1, {{"alpha", 1, f ? 0.125 : 1.0, NULL}, {"transA", 2, f & 1, NULL}, {"transB", 2, (f >> 1) & 1, NULL}}};

@@ -112,6 +112,8 @@ def cases():
                            [("alpha", 0.125), ("transA", ta), ("transB", tb)], [a, bb], []))
     out.append(one("FusedMatMul_const_B_transB", "FusedMatMul", ["a", "w"], [("transB", 1)], [("a", [4, 16, 64])],
                    [("w", FLOAT, [32, 64], vals(rng, 32 * 64))]))
+    out.append(one("TransposeMatMul_transA1_transB1", "TransposeMatMul", ["a", "bb"], [("transA", 1), ("transB", 1)],
+                   [("a", [2, 3, 8, 5]), ("bb", [3, 6, 8])], []))
     V, P, B2, S2 = 100, 32, 2, 12
     ids = ("ids", [B2, S2], INT32, lambda q: q.randint(0, V - 1))
     seg = ("seg", [B2, S2], INT32, lambda q: q.randint(0, 1))

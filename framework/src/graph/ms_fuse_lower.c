@@ -27,6 +27,7 @@ static const struct {
     {"BiasAdd", MI__MSF_BIAS_ADD},
     {"EmbedLayerNormalization", MI__MSF_EMBED_LN},
     {"FusedMatMul", MI__MSF_FUSED_MM},
+    {"TransposeMatMul", MI__MSF_FUSED_MM}, /* its older name, kept by ONNX Runtime */
 };
 
 int mi__msf_kind(const mi_node_t *n) {

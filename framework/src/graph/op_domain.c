@@ -13,7 +13,8 @@ static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGloba
                                        /* transformer fusions (lowered at import: ms_fuse_lower.c) */
                                        "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
                                        "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd",
-                                       "EmbedLayerNormalization", "FusedMatMul"};
+                                       "EmbedLayerNormalization", "FusedMatMul",
+                                       "TransposeMatMul"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

@@ -351,6 +351,7 @@ static const mi__si_op_t ops[] = {
     {"Swish", mi__si_msfuse},
     {"EmbedLayerNormalization", mi__si_msfuse},
     {"FusedMatMul", mi__si_msfuse},
+    {"TransposeMatMul", mi__si_msfuse},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

@@ -194,6 +194,7 @@ static const ref_op_t REF_OPS[] = {
     {"Swish", mi__ref_msfuse},
     {"EmbedLayerNormalization", mi__ref_msfuse},
     {"FusedMatMul", mi__ref_msfuse},
+    {"TransposeMatMul", mi__ref_msfuse},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {
