@@ -11,6 +11,7 @@ SkipSimplifiedLayerNormalization). One model each with random inputs, run on ONN
 docs/onnx.md). Prints per case and output the largest absolute difference. A check against ONNX
 Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_msfuse.py [BUILD_DIR] [CASE-SUBSTRING]
+MSFUSE_BERT=S,H,F sets the BERT-like graph's sequence, hidden and MLP sizes (default 16,64,256).
 With MSFUSE_KEEP=1 each case's folder (m.onnx, its inputs, each side's outputs) is kept and named."""
 import os, random, shutil, sys, tempfile
 
@@ -138,7 +139,9 @@ def bert(rng):
     attention left out: a linear (FusedMatMul, transposed weight, alpha 0.5)
     mixing, SkipLayerNormalization, MatMul -> FastGelu (bias) -> MatMul, SkipLayerNormalization
     (bias); the second layer's MLP with BiasGelu, its last norm SkipSimplifiedLayerNormalization."""
-    S, H, F, V = 16, 64, 256, 200
+    # MSFUSE_BERT=S,H,F sizes it (default 16,64,256: a check; 128,384,1536 is MiniLM-L6's layer)
+    S, H, F = (int(v) for v in os.environ.get("MSFUSE_BERT", "16,64,256").split(","))
+    V = 200
     consts = [("we", FLOAT, [V, H], vals(rng, V * H)), ("pe", FLOAT, [S, H], vals(rng, S * H)),
               ("se", FLOAT, [2, H], vals(rng, 2 * H)), ("eg", FLOAT, [H], vals(rng, H, 0.5, 1.5)),
               ("eb", FLOAT, [H], vals(rng, H))]
