@@ -164,8 +164,8 @@ mi__ref_kernel_fn mi__ref_onehot, mi__ref_hardmax, mi__ref_compress,
 mi__ref_kernel_fn mi__ref_lrn, mi__ref_image_scaler, mi__ref_gridsample, mi__ref_affine_grid,
     mi__ref_roialign;                                                               /* ref_vision.c */
 mi__ref_kernel_fn mi__ref_dft, mi__ref_stft, mi__ref_window_fn, mi__ref_mel_weight; /* ref_signal.c */
-mi__ref_kernel_fn mi__ref_rms;    /* ref_rms.c */
-mi__ref_kernel_fn mi__ref_msfuse; /* ref_msfuse.c */
+mi__ref_kernel_fn mi__ref_rms;                                                      /* ref_rms.c */
+mi__ref_kernel_fn mi__ref_msfuse;                                                   /* ref_msfuse.c */
 /** MI_OK when the node's opset has its op (graph/op_since.c), else a refusal (ref_act.c). */
 int32_t mi__ref_since(mi__ref_call_t *c);
 
