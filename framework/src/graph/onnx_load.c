@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "graph/ms_fuse.h"
+#include "graph/attn.h"
 #include "graph/nbits.h"
 #include "graph/onnx_internal.h"
 
@@ -73,6 +74,8 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
     free(keep);
     if (rc != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
   }
+  /* com.microsoft Attention: lowered to standard ops here too (graph/attn_lower.c) */
+  if (rc == MI_OK && mi__graph_has_attn(g)) rc = mi__graph_lower_attn(g, label, err);
 done:
   if (mp) onnx__model_proto__free_unpacked(mp, NULL);
   if (rc != MI_OK) {

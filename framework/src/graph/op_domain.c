@@ -1,7 +1,8 @@
 /* op_domain.c - which ops of a non-default operator domain the framework runs: the
  * com.microsoft ops ONNX Runtime's quantization tools write (MatMulNBits: its weight-only 4-bit
- * quantizer; DynamicQuantizeLSTM: its dynamic quantization of an LSTM) and the fused ops of its
- * transformer optimizer that ms_fuse_lower.c lowers, nothing else. */
+ * quantizer; DynamicQuantizeLSTM: its dynamic quantization of an LSTM), the fused ops of its
+ * transformer optimizer that ms_fuse_lower.c lowers, and the attention and rotary ops the loader
+ * lowers to standard ops (attn_lower.c and its neighbours), nothing else. */
 #include <string.h>
 
 #include "graph/graph_internal.h"
@@ -14,7 +15,9 @@ static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGloba
                                        "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
                                        "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "BiasAdd",
                                        "EmbedLayerNormalization", "FusedMatMul",
-                                       "TransposeMatMul"};
+                                       "TransposeMatMul",
+                                       /* attention (lowered at import) */
+                                       "Attention"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

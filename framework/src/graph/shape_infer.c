@@ -294,6 +294,8 @@ static const mi__si_op_t ops[] = {
     {"QGemm", mi__si_qgemm},
     {"MatMulNBits", mi__si_matmul_nbits},
     {"DynamicQuantizeLSTM", mi__si_dqlstm},
+    /* attn */
+    {"Attention", mi__si_attention},
     /* act: activations, CastLike, GroupNormalization */
     {"Elu", mi__si_act},
     {"Selu", mi__si_act},

@@ -140,6 +140,7 @@ static const ref_op_t REF_OPS[] = {
     {"QLinearMatMul", mi__ref_qgemm},
     {"MatMulNBits", mi__ref_matmul_nbits},
     {"DynamicQuantizeLSTM", mi__ref_dqlstm},
+    {"Attention", mi__ref_attention},
     {"Elu", mi__ref_act},
     {"Selu", mi__ref_act},
     {"Celu", mi__ref_act},

@@ -1,0 +1,129 @@
+/* attn.c - com.microsoft Attention: attribute and input checks shared by shape inference, the
+ * reference and the loader's lowering (attn_lower.c). What ONNX Runtime's CPU kernel takes is
+ * taken; its forms we do not run (a shared past/present buffer, rotary inside the node, the 4D
+ * Megatron mask) are refused by name. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "graph/attn.h"
+#include "graph/graph_internal.h"
+
+static int is_f32(const mi__in_view_t *x) { return x->dtype == MI_DTYPE_UNDEFINED || x->dtype == MI_DTYPE_FLOAT32; }
+
+/* Dim d of x, -1 when x's rank is unknown or the dim is dynamic. */
+static int64_t dim(const mi__in_view_t *x, int32_t d) { return x->rank > d && x->dims[d] >= 0 ? x->dims[d] : -1; }
+
+/* 1 when known dim a differs from known dim b. */
+static int differ(int64_t a, int64_t b) { return a >= 0 && b >= 0 && a != b; }
+
+static int check_mask(const mi__in_view_t *m, mi__attn_t *p, int64_t b, int64_t s, int64_t t, char *why, size_t cap) {
+  if (m->dtype != MI_DTYPE_INT32)
+    return mi__why(why, cap, "mask_index must be INT32 (dtype %lld)", (long long)m->dtype);
+  switch (m->rank) {
+  case 1:
+    /* [B] key lengths or [2B] ends and starts: told apart by the batch when both are known,
+     * else at run time (the lowering handles both) */
+    p->mask = MI__MASK_LEN;
+    if (dim(m, 0) >= 0 && b >= 0) {
+      if (dim(m, 0) == 2 * b) p->mask = MI__MASK_LEN_START;
+      else if (dim(m, 0) != b)
+        return mi__why(why, cap, "mask_index [%lld] is neither [batch %lld] nor [2 * batch]", (long long)dim(m, 0),
+                       (long long)b);
+    } else
+      p->mask = -MI__MASK_LEN; /* not known yet which */
+    return 0;
+  case 2:
+    p->mask = MI__MASK_2D;
+    if (differ(dim(m, 0), b) || differ(dim(m, 1), t))
+      return mi__why(why, cap, "mask_index [%lld, %lld] is not [batch %lld, total sequence %lld]", (long long)dim(m, 0),
+                     (long long)dim(m, 1), (long long)b, (long long)t);
+    return 0;
+  case 3:
+    p->mask = MI__MASK_3D;
+    if (differ(dim(m, 0), b) || differ(dim(m, 1), s) || differ(dim(m, 2), t))
+      return mi__why(why, cap, "mask_index [%lld, %lld, %lld] is not [batch %lld, sequence %lld, total sequence %lld]",
+                     (long long)dim(m, 0), (long long)dim(m, 1), (long long)dim(m, 2), (long long)b, (long long)s,
+                     (long long)t);
+    return 0;
+  case 4: return mi__why(why, cap, "a 4D mask_index (the Megatron GPT-2 form) is not supported");
+  default:
+    if (m->rank < 0) {
+      p->mask = -MI__MASK_LEN;
+      return 0;
+    }
+    return mi__why(why, cap, "mask_index of rank %d is not supported (1D, 2D or 3D)", (int)m->rank);
+  }
+}
+
+int mi__attn_check(const mi_node_t *node, const mi__in_view_t *ins, mi__attn_t *p, char *why, size_t cap) {
+  const mi__in_view_t *x = &ins[MI__AT_X], *w = &ins[MI__AT_W], *bias = &ins[MI__AT_BIAS];
+  const mi__in_view_t *past = &ins[MI__AT_PAST], *ab = &ins[MI__AT_ABIAS];
+  memset(p, 0, sizeof *p);
+  p->heads = mi_node_attr_int(node, "num_heads", -1);
+  p->unidir = mi_node_attr_int(node, "unidirectional", 0) != 0;
+  p->filter = mi_node_attr_float(node, "mask_filter_value", -10000.f);
+  if (p->heads < 1) return mi__why(why, cap, "num_heads = %lld (must be given and >= 1)", (long long)p->heads);
+  if (mi_node_attr_int(node, "do_rotary", 0))
+    return mi__why(why, cap, "do_rotary = 1 (rotary embedding inside the node) is not supported");
+  if (mi_node_attr_int(node, "past_present_share_buffer", 0))
+    return mi__why(why, cap, "past_present_share_buffer = 1 (a shared past/present buffer) is not supported");
+  if (ins[MI__AT_PSL].present)
+    return mi__why(why, cap, "past_sequence_length (the shared past/present buffer form) is not supported");
+  if (!x->present || !w->present) return mi__why(why, cap, "inputs input and weights are required");
+  if (!is_f32(x) || !is_f32(w)) return mi__why(why, cap, "input and weights must be FLOAT32");
+  if (x->rank >= 0 && x->rank != 3) return mi__why(why, cap, "input has rank %d, [batch, sequence, hidden] needs 3", (int)x->rank);
+  if (w->rank != 2) return mi__why(why, cap, "weights must be a known [hidden, qkv hidden] matrix (rank %d)", (int)w->rank);
+  p->hin = w->dims[0];
+  if (differ(dim(x, 2), p->hin))
+    return mi__why(why, cap, "input's hidden size %lld is not weights' rows %lld", (long long)dim(x, 2), (long long)p->hin);
+  const mi_attr_t *qkv = mi_node_attr(node, "qkv_hidden_sizes");
+  if (qkv) {
+    if (qkv->type != MI_ATTR_INTS || qkv->count != 3)
+      return mi__why(why, cap, "qkv_hidden_sizes must be 3 ints");
+    p->qh = qkv->ints[0], p->kh = qkv->ints[1], p->vh = qkv->ints[2];
+  } else {
+    if (w->dims[1] % 3) return mi__why(why, cap, "weights' %lld columns are not 3 equal parts", (long long)w->dims[1]);
+    p->qh = p->kh = p->vh = w->dims[1] / 3;
+  }
+  if (p->qh < 1 || p->vh < 1 || p->qh != p->kh)
+    return mi__why(why, cap, "qkv_hidden_sizes %lld, %lld, %lld: Q and K must be equal and all >= 1", (long long)p->qh,
+                   (long long)p->kh, (long long)p->vh);
+  if (p->qh + p->kh + p->vh != w->dims[1])
+    return mi__why(why, cap, "weights have %lld columns, qkv_hidden_sizes sum to %lld", (long long)w->dims[1],
+                   (long long)(p->qh + p->kh + p->vh));
+  if (p->qh % p->heads || p->vh % p->heads)
+    return mi__why(why, cap, "hidden sizes %lld and %lld are not multiples of num_heads %lld", (long long)p->qh,
+                   (long long)p->vh, (long long)p->heads);
+  p->head = p->qh / p->heads, p->vhead = p->vh / p->heads;
+  float sc = mi_node_attr_float(node, "scale", 0.f);
+  p->scale = sc == 0.f ? 1.f / sqrtf((float)p->head) : sc;
+  if ((p->has_bias = bias->present)) {
+    if (!is_f32(bias) || (bias->rank >= 0 && (bias->rank != 1 || differ(dim(bias, 0), w->dims[1]))))
+      return mi__why(why, cap, "bias must be FLOAT32 [%lld]", (long long)w->dims[1]);
+  }
+  int64_t b = dim(x, 0), s = dim(x, 1), pl = 0, t;
+  if ((p->past = past->present)) {
+    if (p->vhead != p->head) return mi__why(why, cap, "past needs K and V of one hidden size");
+    if (!is_f32(past) || (past->rank >= 0 && past->rank != 5))
+      return mi__why(why, cap, "past must be FLOAT32 [2, batch, num_heads, past sequence, head size]");
+    if (differ(dim(past, 0), 2) || differ(dim(past, 1), b) || differ(dim(past, 2), p->heads) ||
+        differ(dim(past, 4), p->head))
+      return mi__why(why, cap, "past is [%lld, %lld, %lld, %lld, %lld], [2, batch %lld, num_heads %lld, P, %lld] needed",
+                     (long long)dim(past, 0), (long long)dim(past, 1), (long long)dim(past, 2), (long long)dim(past, 3),
+                     (long long)dim(past, 4), (long long)b, (long long)p->heads, (long long)p->head);
+    pl = dim(past, 3);
+  }
+  t = s >= 0 && pl >= 0 ? s + pl : -1;
+  if (ins[MI__AT_MASK].present && check_mask(&ins[MI__AT_MASK], p, b, s, t, why, cap)) return -1;
+  if ((p->abias = ab->present)) {
+    if (!is_f32(ab) || (ab->rank >= 0 && ab->rank != 4))
+      return mi__why(why, cap, "attention_bias must be FLOAT32 [batch or 1, num_heads or 1, S, T]");
+    if ((dim(ab, 0) != 1 && differ(dim(ab, 0), b)) || (dim(ab, 1) != 1 && differ(dim(ab, 1), p->heads)) ||
+        differ(dim(ab, 2), s) || differ(dim(ab, 3), t))
+      return mi__why(why, cap, "attention_bias is [%lld, %lld, %lld, %lld], [batch or 1, num_heads or 1, %lld, %lld] needed",
+                     (long long)dim(ab, 0), (long long)dim(ab, 1), (long long)dim(ab, 2), (long long)dim(ab, 3),
+                     (long long)s, (long long)t);
+  }
+  return 0;
+}

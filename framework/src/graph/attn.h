@@ -1,0 +1,65 @@
+/* attn.h - com.microsoft Attention (ONNX Runtime's fused BERT self-attention): its attributes
+ * and inputs checked once for shape inference, the reference (ref/ref_attn.c) and the loader's
+ * lowering to standard ops (graph/attn_lower.c). */
+#ifndef METAINFER_GRAPH_ATTN_H
+#define METAINFER_GRAPH_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph/graph.h"
+#include "metainfer/mi_graph.h"
+
+/* Input slots (ContribOperators.md): input, weights, bias, mask_index, past, attention_bias,
+ * past_sequence_length. */
+enum { MI__AT_X,
+       MI__AT_W,
+       MI__AT_BIAS,
+       MI__AT_MASK,
+       MI__AT_PAST,
+       MI__AT_ABIAS,
+       MI__AT_PSL,
+       MI__AT_COUNT };
+
+/* The forms of mask_index ONNX Runtime's CPU kernel takes (int32). */
+enum { MI__MASK_NONE,
+       MI__MASK_LEN,       /* [B]: key j of batch b masked when j >= mask[b] */
+       MI__MASK_LEN_START, /* [2B]: also masked when j < mask[B + b] */
+       MI__MASK_2D,        /* [B, T]: masked where 0 */
+       MI__MASK_3D };      /* [B, S, T]: masked where 0 */
+
+/* A node's attributes and the sizes they imply. */
+typedef struct mi__attn {
+  int64_t heads;          /* num_heads */
+  int64_t hin;            /* input's hidden size (weights' rows) */
+  int64_t qh, kh, vh;     /* hidden sizes of Q, K and V (qkv_hidden_sizes, else weights' columns / 3) */
+  int64_t head, vhead;    /* per-head sizes of Q/K and of V */
+  int32_t unidir;         /* unidirectional: key j > P + i masked for query i (P past keys) */
+  int32_t mask, has_bias; /* a MI__MASK_ form; the bias input given */
+  int32_t past, abias;    /* the past and attention_bias inputs given */
+  float scale;            /* the scale attribute, else 1 / sqrt(head) */
+  float filter;           /* mask_filter_value (-10000 by default) */
+} mi__attn_t;
+
+/* The value a masked score gets from unidirectional (ONNX Runtime's: the lowest float). */
+#define MI__ATTN_CAUSAL_BIAS (-3.402823466e38f)
+
+/* Reads and checks the attributes (num_heads, qkv_hidden_sizes, unidirectional, scale,
+ * mask_filter_value; do_rotary and past_present_share_buffer refused) and the inputs' dtypes and
+ * the shapes that are known (rank < 0: not checked yet): input [B, S, hin] FLOAT32, weights
+ * [hin, qh + kh + vh], bias [qh + kh + vh], mask_index int32 in a MI__MASK_ form, past
+ * [2, B, heads, P, head], attention_bias [B or 1, heads or 1, S, P + S]; past_sequence_length
+ * refused. ins[] has MI__AT_COUNT entries. On error writes one line to why and returns -1. */
+int mi__attn_check(const mi_node_t *node, const mi__in_view_t *ins, mi__attn_t *p, char *why, size_t cap);
+
+/** 1 when the graph has a node the loader lowers to standard ops (attn_lower.c). */
+int mi__graph_has_attn(const mi_graph_t *g);
+/** Rewrites each com.microsoft Attention into standard ops (MatMul / Add projections, Reshape +
+ * Transpose to heads, Mul by the scale, MatMul Q K^T, Add of the mask's bias built from
+ * mask_index by standard ops, Softmax, MatMul with V, Transpose + Reshape back; past and present
+ * by Concat). The node keeps its index and name as the Q projection's MatMul; the new nodes are
+ * appended and the graph sorted again. `label` starts the error. MI_OK or an error naming the
+ * node. */
+int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err);
+
+#endif /* METAINFER_GRAPH_ATTN_H */

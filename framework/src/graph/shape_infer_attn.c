@@ -1,0 +1,23 @@
+/* shape_infer_attn.c - shape inference for the attention ops: com.microsoft Attention. */
+#include <string.h>
+
+#include "graph/attn.h"
+#include "graph/shape_infer.h"
+
+/* com.microsoft Attention: output [B, S, v hidden]; present [2, B, num_heads, P + S, head size]. */
+int32_t mi__si_attention(mi__si_t *c, const mi_node_t *n) {
+  if (!n->domain || strcmp(n->domain, "com.microsoft"))
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "ONNX Attention (opset 23) is not supported");
+  mi__in_view_t ins[MI__AT_COUNT];
+  mi__attn_t p;
+  char why[256];
+  mi__in_views_of_node(c->g, n, ins, MI__AT_COUNT);
+  if (mi__attn_check(n, ins, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  const mi_tensor_t *x = mi__si_in(c, n, MI__AT_X), *past = mi__si_in(c, n, MI__AT_PAST);
+  int64_t b = x->rank == 3 ? x->dims[0] : -1, s = x->rank == 3 ? x->dims[1] : -1;
+  int64_t pl = past ? (past->rank == 5 ? past->dims[3] : -1) : 0;
+  int64_t yd[3] = {b, s, p.vh}, pd[5] = {2, b, p.heads, s >= 0 && pl >= 0 ? s + pl : -1, p.head};
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 3, yd);
+  if (n->output_count > 1) mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 5, pd);
+  return MI_OK;
+}

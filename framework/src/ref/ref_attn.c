@@ -1,0 +1,152 @@
+/* ref_attn.c - reference com.microsoft Attention, as ONNX Runtime's CPU kernel computes it: the
+ * Q, K, V projections (float sums in k order, then the bias), per head the scores
+ * scale * Q K^T plus the mask's bias (mask_filter_value where mask_index masks a key, the lowest
+ * float above the diagonal when unidirectional) plus attention_bias, a softmax over the keys
+ * (in double), and the softmax times V; past keys and values go before the new ones, and present
+ * holds them all. The loader's lowering (graph/attn_lower.c) is checked against this. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/attn.h"
+#include "ref/ref_ops.h"
+
+static void views(mi__ref_call_t *c, mi__in_view_t *v, int32_t count) {
+  for (int32_t k = 0; k < count; k++) {
+    const mi_array_t *x = mi__ref_in(c, k);
+    v[k].present = x != NULL;
+    v[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
+    v[k].rank = x ? x->rank : -1;
+    v[k].dims = x ? x->dims : NULL;
+    v[k].data = x ? x->data : NULL;
+  }
+}
+
+/* The mask's bias for query i, key j of batch b (T keys, P of them past). */
+static float mask_bias(const mi__attn_t *p, const mi_array_t *m, int64_t nb, int64_t s, int64_t t, int64_t pl, int64_t b,
+                       int64_t i, int64_t j) {
+  float v = 0.f;
+  if (m) {
+    const int32_t *mv = m->data;
+    switch (p->mask) {
+    case MI__MASK_LEN_START:
+      if (j < mv[nb + b]) v = p->filter;
+      /* fall through */
+    case MI__MASK_LEN:
+      if (j >= mv[b]) v = p->filter;
+      break;
+    case MI__MASK_2D: v = mv[b * t + j] > 0 ? 0.f : p->filter; break;
+    default: v = mv[(b * s + i) * t + j] > 0 ? 0.f : p->filter; break;
+    }
+  }
+  return p->unidir && j > pl + i ? v + MI__ATTN_CAUSAL_BIAS : v;
+}
+
+/* proj[r, c] = sum_k x[r, k] w[k, c] + bias[c] for the n columns from c0 on. */
+static void project(const float *x, const float *w, const float *bias, int64_t rows, int64_t hin, int64_t wcols,
+                    int64_t c0, int64_t n, float *out) {
+  for (int64_t r = 0; r < rows; r++) {
+    float *o = out + r * n;
+    memset(o, 0, (size_t)n * sizeof *o);
+    for (int64_t k = 0; k < hin; k++) {
+      float xv = x[r * hin + k];
+      const float *wr = w + k * wcols + c0;
+      for (int64_t cc = 0; cc < n; cc++) o[cc] += xv * wr[cc];
+    }
+    if (bias)
+      for (int64_t cc = 0; cc < n; cc++) o[cc] += bias[c0 + cc];
+  }
+}
+
+static int32_t ms_attention(mi__ref_call_t *c) {
+  mi__in_view_t ins[MI__AT_COUNT];
+  mi__attn_t p;
+  char why[256];
+  int32_t rc;
+  views(c, ins, MI__AT_COUNT);
+  if (mi__attn_check(c->node, ins, &p, why, sizeof why)) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
+  const mi_array_t *x = mi__ref_in(c, MI__AT_X), *w = mi__ref_in(c, MI__AT_W), *bias = mi__ref_in(c, MI__AT_BIAS);
+  const mi_array_t *m = mi__ref_in(c, MI__AT_MASK), *past = mi__ref_in(c, MI__AT_PAST), *ab = mi__ref_in(c, MI__AT_ABIAS);
+  int64_t nb = x->dims[0], s = x->dims[1], pl = past ? past->dims[3] : 0, t = pl + s, nh = p.heads, hd = p.head,
+          vd = p.vhead;
+  if (m && m->rank == 1) {
+    if (m->dims[0] == nb) p.mask = MI__MASK_LEN;
+    else if (m->dims[0] == 2 * nb)
+      p.mask = MI__MASK_LEN_START;
+    else
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "mask_index [%lld] is neither [batch %lld] nor [2 * batch]",
+                          (long long)m->dims[0], (long long)nb);
+  }
+  int64_t ydims[3] = {nb, s, p.vh}, pdims[5] = {2, nb, nh, t, hd};
+  mi_array_t *y = NULL, *pres = NULL;
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, 3, ydims, &y)) != MI_OK) return rc;
+  c->out[0] = y;
+  if (mi__ref_out_wanted(c, 1)) {
+    if ((rc = mi__ref_make_out(c, 1, MI_DTYPE_FLOAT32, 5, pdims, &pres)) != MI_OK) return rc;
+    c->out[1] = pres;
+  }
+  int64_t rows = nb * s, wc = p.qh + p.kh + p.vh;
+  /* per head [B, N, T, h] keys and values, the past first */
+  float *q = malloc(sizeof *q * (size_t)(rows * p.qh)), *kp = malloc(sizeof *kp * (size_t)(rows * p.kh)),
+        *vp = malloc(sizeof *vp * (size_t)(rows * p.vh)), *kk = malloc(sizeof *kk * (size_t)(nb * nh * t * hd)),
+        *vv = malloc(sizeof *vv * (size_t)(nb * nh * t * vd));
+  double *sc = malloc(sizeof *sc * (size_t)t);
+  if (!q || !kp || !vp || !kk || !vv || !sc) {
+    free(q), free(kp), free(vp), free(kk), free(vv), free(sc);
+    return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  const float *bv = bias ? bias->data : NULL;
+  project(x->data, w->data, bv, rows, p.hin, wc, 0, p.qh, q);
+  project(x->data, w->data, bv, rows, p.hin, wc, p.qh, p.kh, kp);
+  project(x->data, w->data, bv, rows, p.hin, wc, p.qh + p.kh, p.vh, vp);
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t n = 0; n < nh; n++)
+      for (int64_t j = 0; j < t; j++) {
+        float *kd = kk + ((b * nh + n) * t + j) * hd, *vdst = vv + ((b * nh + n) * t + j) * vd;
+        if (j < pl) {
+          const float *pv = past->data;
+          memcpy(kd, pv + ((b * nh + n) * pl + j) * hd, sizeof *kd * (size_t)hd);
+          memcpy(vdst, pv + (((nb + b) * nh + n) * pl + j) * hd, sizeof *vdst * (size_t)vd);
+        } else {
+          memcpy(kd, kp + (b * s + j - pl) * p.kh + n * hd, sizeof *kd * (size_t)hd);
+          memcpy(vdst, vp + (b * s + j - pl) * p.vh + n * vd, sizeof *vdst * (size_t)vd);
+        }
+      }
+  if (pres) {
+    memcpy(pres->data, kk, sizeof *kk * (size_t)(nb * nh * t * hd));
+    memcpy((float *)pres->data + nb * nh * t * hd, vv, sizeof *vv * (size_t)(nb * nh * t * vd));
+  }
+  float *yv = y->data;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t n = 0; n < nh; n++)
+      for (int64_t i = 0; i < s; i++) {
+        const float *qi = q + (b * s + i) * p.qh + n * hd;
+        double mx = -INFINITY, sum = 0.;
+        for (int64_t j = 0; j < t; j++) {
+          const float *kj = kk + ((b * nh + n) * t + j) * hd;
+          double d = 0.;
+          for (int64_t e = 0; e < hd; e++) d += (double)qi[e] * kj[e];
+          d = d * p.scale + mask_bias(&p, m, nb, s, t, pl, b, i, j);
+          if (ab) {
+            int64_t ab0 = ab->dims[0] == 1 ? 0 : b, ab1 = ab->dims[1] == 1 ? 0 : n;
+            d += ((const float *)ab->data)[((ab0 * ab->dims[1] + ab1) * s + i) * t + j];
+          }
+          sc[j] = d;
+          if (d > mx) mx = d;
+        }
+        for (int64_t j = 0; j < t; j++) sum += (sc[j] = exp(sc[j] - mx));
+        float *o = yv + (b * s + i) * p.vh + n * vd;
+        for (int64_t e = 0; e < vd; e++) {
+          double acc = 0.;
+          for (int64_t j = 0; j < t; j++) acc += sc[j] / sum * vv[((b * nh + n) * t + j) * vd + e];
+          o[e] = (float)acc;
+        }
+      }
+  free(q), free(kp), free(vp), free(kk), free(vv), free(sc);
+  return MI_OK;
+}
+
+int32_t mi__ref_attention(mi__ref_call_t *c) {
+  if (c->node->domain && !strcmp(c->node->domain, "com.microsoft")) return ms_attention(c);
+  return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "ONNX Attention (opset 23) is not supported");
+}

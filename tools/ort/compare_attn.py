@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""compare_attn.py - com.microsoft Attention (ONNX Runtime's fused BERT self-attention) in every
+form the loader lowers to standard ops: no mask, mask_index as key lengths [B], ends and starts
+[2B], a 2D [B, T] and a 3D [B, S, T] mask (given at run time and as an initializer),
+mask_filter_value, scale, unidirectional, no bias, qkv_hidden_sizes with a wider V,
+attention_bias of full and broadcast shape, past -> present and present alone, and a BERT-small
+size. One-node models with random inputs, run on ONNX Runtime (ort_run.js), the reference and
+blis-cpu; prints per case the largest absolute difference of the output (and of present) (docs/onnx.md).
+A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
+usage: tools/ort/compare_attn.py [BUILD_DIR] [CASE-SUBSTRING]"""
+import os, random, shutil, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
+ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+sys.path.insert(0, HERE)
+from onnx_pb import FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
+
+
+class Case:
+    """One Attention node: B, S, hidden, heads, (q, k, v) hidden sizes, and its options."""
+
+    def __init__(self, name, b, s, hin, heads, qkv=None, bias=True, mask=None, mask_const=False, unidir=0,
+                 past=0, abias=None, present=False, attrs=()):
+        self.name, self.b, self.s, self.hin, self.heads = name, b, s, hin, heads
+        self.qkv = qkv or (hin, hin, hin)
+        self.bias, self.mask, self.mask_const, self.unidir = bias, mask, mask_const, unidir
+        self.past, self.abias, self.present, self.attrs = past, abias, present, list(attrs)
+
+    def mask_values(self, rng):
+        b, s, t = self.b, self.s, self.s + self.past
+        if self.mask == "len":
+            return [b], [rng.randint(1, t) for _ in range(b)]
+        if self.mask == "start":
+            ends = [rng.randint(1, t) for _ in range(b)]
+            return [2 * b], ends + [rng.randint(0, e - 1) for e in ends]
+        dims = [b, t] if self.mask == "2d" else [b, s, t]
+        return dims, [int(rng.random() > 0.25) for _ in range(numel(dims))]
+
+    def write(self, d, rng):
+        b, s, t, hd = self.b, self.s, self.s + self.past, self.qkv[0] // self.heads
+        wc = sum(self.qkv)
+        sc = 1.0 / self.hin ** 0.5  # projections of about unit size, as in a trained model
+        consts = [("w", FLOAT, [self.hin, wc], [rng.uniform(-sc, sc) for _ in range(self.hin * wc)])]
+        runtime = [("x", FLOAT, [b, s, self.hin], [rng.gauss(0, 1) for _ in range(b * s * self.hin)])]
+        slots = {"x": "x", "w": "w"}  # input slots by name, written in the op's order
+        if self.bias:
+            consts.append(("bias", FLOAT, [wc], [rng.uniform(-0.5, 0.5) for _ in range(wc)]))
+            slots["bias"] = "bias"
+        if self.mask:
+            dims, vals = self.mask_values(rng)
+            (consts if self.mask_const else runtime).append(("mask", INT32, dims, vals))
+            slots["mask"] = "mask"
+        if self.past:
+            pd = [2, b, self.heads, self.past, hd]
+            runtime.append(("past", FLOAT, pd, [rng.gauss(0, 1) for _ in range(numel(pd))]))
+            slots["past"] = "past"
+        if self.abias:
+            ad = [b, self.heads, s, t] if self.abias == "full" else [1, 1, s, t]
+            runtime.append(("abias", FLOAT, ad, [rng.gauss(0, 1) for _ in range(numel(ad))]))
+            slots["abias"] = "abias"
+        order = [slots.get(k, "") for k in ("x", "w", "bias", "mask", "past", "abias")]
+        while order and order[-1] == "":
+            order.pop()
+        outs = ["y", "present"] if self.present else ["y"]
+        n = b"".join(st(1, i) for i in order) + b"".join(st(2, o) for o in outs) + st(3, self.name)
+        n += st(4, "Attention") + st(7, "com.microsoft") + attr("num_heads", self.heads)
+        if self.qkv != (self.hin, self.hin, self.hin):
+            n += attr("qkv_hidden_sizes", list(self.qkv))
+        if self.unidir:
+            n += attr("unidirectional", 1)
+        n += b"".join(attr(k, v) for k, v in self.attrs)
+        g = ld(1, n) + st(2, "g") + b"".join(tensor(*c) for c in consts)
+        g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
+        g += ld(12, vinfo("y", FLOAT, [b, s, self.qkv[2]]))
+        if self.present:
+            g += ld(12, vinfo("present", FLOAT, [2, b, self.heads, t, hd]))
+        opsets = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + opsets)
+        args = []
+        for nm, dt, dims, vals in runtime:
+            p = os.path.join(d, nm + ".npy")
+            npy(p, dt, dims, vals)
+            args += ["--input", "%s=%s" % (nm, p)]
+        return args
+
+
+def cases():
+    c = [Case("plain", 2, 5, 16, 2), Case("no_bias", 2, 5, 16, 4, bias=False),
+         Case("key_lengths", 2, 5, 16, 4, mask="len"), Case("ends_starts", 2, 5, 16, 4, mask="start"),
+         Case("mask_2d", 2, 5, 16, 4, mask="2d"), Case("mask_3d", 2, 5, 16, 4, mask="3d"),
+         Case("mask_2d_const", 3, 4, 8, 2, mask="2d", mask_const=True),
+         Case("key_lengths_const", 3, 4, 8, 2, mask="len", mask_const=True),
+         Case("mask_filter_scale", 2, 5, 16, 4, mask="2d", attrs=[("mask_filter_value", -500.0), ("scale", 0.3)]),
+         Case("unidirectional", 2, 6, 16, 2, unidir=1),
+         Case("unidirectional_mask_3d", 2, 6, 16, 2, mask="3d", unidir=1),
+         Case("qkv_hidden_sizes", 1, 7, 12, 3, qkv=(12, 12, 24), mask="2d"),
+         Case("attention_bias", 2, 5, 16, 2, abias="full"), Case("attention_bias_bcast", 2, 5, 16, 2, abias="bcast"),
+         Case("present", 2, 5, 16, 2, present=True),
+         Case("past_present", 2, 3, 16, 2, past=4, present=True, mask="2d", unidir=1),
+         Case("past_decode", 2, 1, 16, 2, past=6, present=True, mask="len", unidir=1),
+         Case("bert_small_b1s128h384", 1, 128, 384, 12, mask="2d")]
+    return c
+
+
+def diff(a, b):
+    if isinstance(a, str) or isinstance(b, str):
+        return a if isinstance(a, str) else b
+    if len(a) != len(b):
+        return "%d elements, want %d" % (len(b), len(a))
+    return "max |diff| %.3g (%d values)" % (max([abs(x - y) for x, y in zip(a, b)] or [0]), len(a))
+
+
+def main():
+    rng = random.Random(1)
+    run = os.path.join(BUILD, "bin", "mi-run")
+    for c in cases():
+        if ONLY not in c.name:
+            continue
+        d = tempfile.mkdtemp()
+        outs = run_sides(run, d, c.write(d, rng))
+        line = c.name + ":"
+        for a, b in (("ort", "ref"), ("ref", "blis")):
+            line += "  %s vs %s: %s" % (b, a, diff(outs[a], outs[b]))
+        if c.present:
+            p = {}
+            for side in ("ort", "ref", "blis"):
+                f = os.path.join(d, side, "present.npy")
+                p[side] = load(f) if os.path.exists(f) else "no present.npy"
+            line += "  present: ref vs ort: %s, blis vs ref: %s" % (diff(p["ort"], p["ref"]), diff(p["ref"], p["blis"]))
+        print(line, flush=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+main()
