@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""compare_attn.py - com.microsoft Attention (ONNX Runtime's fused BERT self-attention) in every
-form the loader lowers to standard ops: no mask, mask_index as key lengths [B], ends and starts
-[2B], a 2D [B, T] and a 3D [B, S, T] mask (given at run time and as an initializer),
+"""compare_attn.py - com.microsoft Attention (ONNX Runtime's fused BERT self-attention) and
+MultiHeadAttention in every form the loader lowers to standard ops. Attention: no mask, mask_index as key lengths [B], ends and starts
+[2B], a 2D [B, T] (one with a batch masked whole) and a 3D [B, S, T] mask (given at run time and as an initializer),
 mask_filter_value, scale, unidirectional, no bias, qkv_hidden_sizes with a wider V,
 attention_bias of full and broadcast shape, past -> present and present alone, and a BERT-small
-size. One-node models with random inputs, run on ONNX Runtime (ort_run.js), the reference and
+size; MultiHeadAttention: self and cross attention (L != S, Dv != D), no bias, key_padding_mask
+[B], [B, T], [B, S, T], unidirectional, attention_bias, past_key / past_value -> present_key /
+present_value, key and value given as heads [B, N, L, h]. One-node models with random inputs, run on ONNX Runtime (ort_run.js), the reference and
 blis-cpu; prints per case the largest absolute difference of the output (and of present) (docs/onnx.md).
 A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_attn.py [BUILD_DIR] [CASE-SUBSTRING]"""
@@ -34,8 +36,11 @@ class Case:
         if self.mask == "start":
             ends = [rng.randint(1, t) for _ in range(b)]
             return [2 * b], ends + [rng.randint(0, e - 1) for e in ends]
-        dims = [b, t] if self.mask == "2d" else [b, s, t]
-        return dims, [int(rng.random() > 0.25) for _ in range(numel(dims))]
+        dims = [b, t] if self.mask.startswith("2d") else [b, s, t]
+        vals = [int(rng.random() > 0.25) for _ in range(numel(dims))]
+        if self.mask == "2d_row0":  # batch 0 masked whole: its scores next to -10000 keep 3 decimals
+            vals[:t] = [0] * t
+        return dims, vals
 
     def write(self, d, rng):
         b, s, t, hd = self.b, self.s, self.s + self.past, self.qkv[0] // self.heads
@@ -85,10 +90,71 @@ class Case:
         return args
 
 
+class Mha:
+    """One MultiHeadAttention node: B, S (query), L (key), D, Dv, heads, and its options; kv4: key
+    and value given as heads [B, N, L, h]."""
+
+    def __init__(self, name, b, s, l, d, dv, heads, bias=True, mask=None, abias=None, past=0, present=False,
+                 unidir=0, kv4=False, attrs=()):
+        self.name, self.b, self.s, self.l, self.d, self.dv, self.heads = name, b, s, l, d, dv, heads
+        self.bias, self.mask, self.abias, self.past, self.present = bias, mask, abias, past, present
+        self.unidir, self.kv4, self.attrs = unidir, kv4, list(attrs)
+
+    def write(self, d, rng):
+        b, s, l, n, t = self.b, self.s, self.l, self.heads, self.l + self.past
+        h, hv = self.d // n, self.dv // n
+        def arr(name, dims, scale=1.0):
+            return (name, FLOAT, dims, [rng.gauss(0, scale) for _ in range(numel(dims))])
+        runtime = [arr("q", [b, s, self.d])]
+        runtime += [arr("k", [b, n, l, h]), arr("v", [b, n, l, hv])] if self.kv4 else \
+            [arr("k", [b, l, self.d]), arr("v", [b, l, self.dv])]
+        consts, slots = [], {"q": "q", "k": "k", "v": "v"}
+        if self.bias:
+            consts.append(("bias", FLOAT, [2 * self.d + self.dv], [rng.uniform(-0.5, 0.5) for _ in range(2 * self.d + self.dv)]))
+            slots["bias"] = "bias"
+        if self.mask:
+            if self.mask == "len":
+                dims, vals = [b], [rng.randint(1, t) for _ in range(b)]
+            else:
+                dims = [b, t] if self.mask == "2d" else [b, s, t]
+                vals = [int(rng.random() > 0.25) for _ in range(numel(dims))]
+            runtime.append(("mask", INT32, dims, vals))
+            slots["mask"] = "mask"
+        if self.abias:
+            runtime.append(arr("abias", [b, n, s, t] if self.abias == "full" else [1, 1, s, t]))
+            slots["abias"] = "abias"
+        if self.past:
+            runtime += [arr("past_k", [b, n, self.past, h]), arr("past_v", [b, n, self.past, hv])]
+            slots["pk"], slots["pv"] = "past_k", "past_v"
+        order = [slots.get(k, "") for k in ("q", "k", "v", "bias", "mask", "abias", "pk", "pv")]
+        while order and order[-1] == "":
+            order.pop()
+        outs = ["y", "present_key", "present_value"] if self.present else ["y"]
+        nd = b"".join(st(1, i) for i in order) + b"".join(st(2, o) for o in outs) + st(3, self.name)
+        nd += st(4, "MultiHeadAttention") + st(7, "com.microsoft") + attr("num_heads", n)
+        if self.unidir:
+            nd += attr("unidirectional", 1)
+        nd += b"".join(attr(k, v) for k, v in self.attrs)
+        g = ld(1, nd) + st(2, "g") + b"".join(tensor(*c) for c in consts)
+        g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
+        g += ld(12, vinfo("y", FLOAT, [b, s, self.dv]))
+        if self.present:
+            g += ld(12, vinfo("present_key", FLOAT, [b, n, t, h])) + ld(12, vinfo("present_value", FLOAT, [b, n, t, hv]))
+        opsets = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + opsets)
+        args = []
+        for nm, dt, dims, vals in runtime:
+            p = os.path.join(d, nm + ".npy")
+            npy(p, dt, dims, vals)
+            args += ["--input", "%s=%s" % (nm, p)]
+        return args
+
+
 def cases():
     c = [Case("plain", 2, 5, 16, 2), Case("no_bias", 2, 5, 16, 4, bias=False),
          Case("key_lengths", 2, 5, 16, 4, mask="len"), Case("ends_starts", 2, 5, 16, 4, mask="start"),
          Case("mask_2d", 2, 5, 16, 4, mask="2d"), Case("mask_3d", 2, 5, 16, 4, mask="3d"),
+         Case("mask_2d_batch0_masked", 2, 5, 16, 4, mask="2d_row0"),
          Case("mask_2d_const", 3, 4, 8, 2, mask="2d", mask_const=True),
          Case("key_lengths_const", 3, 4, 8, 2, mask="len", mask_const=True),
          Case("mask_filter_scale", 2, 5, 16, 4, mask="2d", attrs=[("mask_filter_value", -500.0), ("scale", 0.3)]),
@@ -100,6 +166,18 @@ def cases():
          Case("past_present", 2, 3, 16, 2, past=4, present=True, mask="2d", unidir=1),
          Case("past_decode", 2, 1, 16, 2, past=6, present=True, mask="len", unidir=1),
          Case("bert_small_b1s128h384", 1, 128, 384, 12, mask="2d")]
+    c += [Mha("mha_plain", 2, 5, 5, 16, 16, 2), Mha("mha_no_bias", 2, 5, 5, 16, 16, 4, bias=False),
+          Mha("mha_cross", 2, 4, 7, 16, 24, 4), Mha("mha_key_lengths", 2, 5, 6, 16, 16, 4, mask="len"),
+          Mha("mha_mask_2d", 2, 5, 6, 16, 16, 4, mask="2d"), Mha("mha_mask_3d", 2, 5, 6, 16, 16, 4, mask="3d"),
+          Mha("mha_filter_scale", 2, 5, 6, 16, 16, 4, mask="2d", attrs=[("mask_filter_value", -500.0), ("scale", 0.3)]),
+          Mha("mha_unidirectional", 2, 6, 6, 16, 16, 2, unidir=1),
+          Mha("mha_attention_bias", 2, 5, 6, 16, 16, 2, abias="full"),
+          Mha("mha_attention_bias_bcast", 2, 5, 6, 16, 16, 2, abias="bcast"),
+          Mha("mha_present", 2, 5, 5, 16, 16, 2, present=True),
+          Mha("mha_past_present", 2, 3, 3, 16, 16, 2, past=4, present=True, mask="2d"),
+          Mha("mha_past_decode_causal", 2, 1, 1, 16, 16, 2, past=6, present=True, unidir=1),
+          Mha("mha_kv_heads", 2, 4, 7, 16, 24, 4, bias=False, mask="2d"),
+          Mha("mha_kv_heads_present", 2, 4, 7, 16, 16, 4, bias=False, present=True)]
     return c
 
 
@@ -122,12 +200,12 @@ def main():
         line = c.name + ":"
         for a, b in (("ort", "ref"), ("ref", "blis")):
             line += "  %s vs %s: %s" % (b, a, diff(outs[a], outs[b]))
-        if c.present:
+        for extra in (["present_key", "present_value"] if isinstance(c, Mha) else ["present"]) if c.present else []:
             p = {}
             for side in ("ort", "ref", "blis"):
-                f = os.path.join(d, side, "present.npy")
-                p[side] = load(f) if os.path.exists(f) else "no present.npy"
-            line += "  present: ref vs ort: %s, blis vs ref: %s" % (diff(p["ort"], p["ref"]), diff(p["ref"], p["blis"]))
+                f = os.path.join(d, side, extra + ".npy")
+                p[side] = load(f) if os.path.exists(f) else "no %s.npy" % extra
+            line += "  %s: ref vs ort: %s, blis vs ref: %s" % (extra, diff(p["ort"], p["ref"]), diff(p["ref"], p["blis"]))
         print(line, flush=True)
         shutil.rmtree(d, ignore_errors=True)
 

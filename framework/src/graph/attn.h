@@ -1,6 +1,7 @@
-/* attn.h - com.microsoft Attention (ONNX Runtime's fused BERT self-attention): its attributes
- * and inputs checked once for shape inference, the reference (ref/ref_attn.c) and the loader's
- * lowering to standard ops (graph/attn_lower.c). */
+/* attn.h - com.microsoft Attention (ONNX Runtime's fused BERT self-attention) and
+ * MultiHeadAttention (its attention on projected Q, K, V): attributes and inputs checked once for
+ * shape inference, the reference (ref/ref_attn.c) and the loader's lowering to standard ops
+ * (graph/attn_lower.c, graph/mha_lower.c). */
 #ifndef METAINFER_GRAPH_ATTN_H
 #define METAINFER_GRAPH_ATTN_H
 
@@ -21,6 +22,20 @@ enum { MI__AT_X,
        MI__AT_PSL,
        MI__AT_COUNT };
 
+/* MultiHeadAttention's input slots: query, key, value, bias, key_padding_mask, attention_bias,
+ * past_key, past_value, past_sequence_length, cache_indirection. */
+enum { MI__MH_Q,
+       MI__MH_K,
+       MI__MH_V,
+       MI__MH_BIAS,
+       MI__MH_MASK,
+       MI__MH_ABIAS,
+       MI__MH_PK,
+       MI__MH_PV,
+       MI__MH_PSL,
+       MI__MH_CI,
+       MI__MH_COUNT };
+
 /* The forms of mask_index ONNX Runtime's CPU kernel takes (int32). */
 enum { MI__MASK_NONE,
        MI__MASK_LEN,       /* [B]: key j of batch b masked when j >= mask[b] */
@@ -36,7 +51,8 @@ typedef struct mi__attn {
   int64_t head, vhead;    /* per-head sizes of Q/K and of V */
   int32_t unidir;         /* unidirectional: key j > P + i masked for query i (P past keys) */
   int32_t mask, has_bias; /* a MI__MASK_ form; the bias input given */
-  int32_t past, abias;    /* the past and attention_bias inputs given */
+  int32_t past, abias;    /* the past (past_key / past_value) and attention_bias inputs given */
+  int32_t kv4;            /* MultiHeadAttention: key and value as heads [B, N, L, h] */
   float scale;            /* the scale attribute, else 1 / sqrt(head) */
   float filter;           /* mask_filter_value (-10000 by default) */
 } mi__attn_t;
@@ -52,14 +68,25 @@ typedef struct mi__attn {
  * refused. ins[] has MI__AT_COUNT entries. On error writes one line to why and returns -1. */
 int mi__attn_check(const mi_node_t *node, const mi__in_view_t *ins, mi__attn_t *p, char *why, size_t cap);
 
+/* MultiHeadAttention's: num_heads, scale, mask_filter_value, unidirectional; query [B, S, D]
+ * FLOAT32, key [B, L, D] and value [B, L, Dv] (or both as heads [B, N, L, h] / [B, N, L, hv]),
+ * bias [D + D + Dv] (with 3D key and value), key_padding_mask int32 [B], [B, T] or [B, S, T],
+ * attention_bias [B or 1, N or 1, S, T], past_key / past_value [B, N, P, h] / [B, N, P, hv]
+ * (with 3D key and value); the packed QKV and KV forms, past_sequence_length, cache_indirection
+ * and the qk output refused. nout is the node's output count. Sizes into p (qh = kh = D,
+ * vh = Dv). On error writes one line to why and returns -1. */
+int mi__mha_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout, mi__attn_t *p, char *why, size_t cap);
+
 /** 1 when the graph has a node the loader lowers to standard ops (attn_lower.c). */
 int mi__graph_has_attn(const mi_graph_t *g);
-/** Rewrites each com.microsoft Attention into standard ops (MatMul / Add projections, Reshape +
+/** Rewrites each com.microsoft Attention and MultiHeadAttention (mi__mha_lower_one) into standard ops (MatMul / Add projections, Reshape +
  * Transpose to heads, Mul by the scale, MatMul Q K^T, Add of the mask's bias built from
  * mask_index by standard ops, Softmax, MatMul with V, Transpose + Reshape back; past and present
  * by Concat). The node keeps its index and name as the Q projection's MatMul; the new nodes are
  * appended and the graph sorted again. `label` starts the error. MI_OK or an error naming the
  * node. */
 int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err);
+/** MultiHeadAttention node i into standard ops (mha_lower.c); MI_OK or an error naming it. */
+int32_t mi__mha_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err);
 
 #endif /* METAINFER_GRAPH_ATTN_H */

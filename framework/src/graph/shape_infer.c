@@ -296,6 +296,7 @@ static const mi__si_op_t ops[] = {
     {"DynamicQuantizeLSTM", mi__si_dqlstm},
     /* attn */
     {"Attention", mi__si_attention},
+    {"MultiHeadAttention", mi__si_mha},
     /* act: activations, CastLike, GroupNormalization */
     {"Elu", mi__si_act},
     {"Selu", mi__si_act},

@@ -1,4 +1,5 @@
-/* shape_infer_attn.c - shape inference for the attention ops: com.microsoft Attention. */
+/* shape_infer_attn.c - shape inference for the attention ops: com.microsoft Attention and
+ * MultiHeadAttention. */
 #include <string.h>
 
 #include "graph/attn.h"
@@ -19,5 +20,24 @@ int32_t mi__si_attention(mi__si_t *c, const mi_node_t *n) {
   int64_t yd[3] = {b, s, p.vh}, pd[5] = {2, b, p.heads, s >= 0 && pl >= 0 ? s + pl : -1, p.head};
   mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 3, yd);
   if (n->output_count > 1) mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 5, pd);
+  return MI_OK;
+}
+
+/* com.microsoft MultiHeadAttention: output [B, S, Dv]; present_key / present_value
+ * [B, N, P + L, h] / [B, N, P + L, hv]. */
+int32_t mi__si_mha(mi__si_t *c, const mi_node_t *n) {
+  mi__in_view_t ins[MI__MH_COUNT];
+  mi__attn_t p;
+  char why[256];
+  mi__in_views_of_node(c->g, n, ins, MI__MH_COUNT);
+  if (mi__mha_check(n, ins, n->output_count, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  const mi_tensor_t *q = mi__si_in(c, n, MI__MH_Q), *k = mi__si_in(c, n, MI__MH_K), *pk = mi__si_in(c, n, MI__MH_PK);
+  int64_t l = k->dims[p.kv4 ? 2 : 1], pl = pk ? pk->dims[2] : 0;
+  int64_t t = l >= 0 && pl >= 0 ? l + pl : -1;
+  int64_t yd[3] = {q->dims[0], q->dims[1], p.vh}, kd[4] = {q->dims[0], p.heads, t, p.head},
+          vd[4] = {q->dims[0], p.heads, t, p.vhead};
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 3, yd);
+  if (n->output_count > 1) mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 4, kd);
+  if (n->output_count > 2) mi__si_set(c, n, 2, MI_DTYPE_FLOAT32, 4, vd);
   return MI_OK;
 }

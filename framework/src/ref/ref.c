@@ -141,6 +141,7 @@ static const ref_op_t REF_OPS[] = {
     {"MatMulNBits", mi__ref_matmul_nbits},
     {"DynamicQuantizeLSTM", mi__ref_dqlstm},
     {"Attention", mi__ref_attention},
+    {"MultiHeadAttention", mi__ref_mha},
     {"Elu", mi__ref_act},
     {"Selu", mi__ref_act},
     {"Celu", mi__ref_act},

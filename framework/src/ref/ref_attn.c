@@ -1,9 +1,12 @@
-/* ref_attn.c - reference com.microsoft Attention, as ONNX Runtime's CPU kernel computes it: the
+/* ref_attn.c - reference com.microsoft Attention and MultiHeadAttention, as ONNX Runtime's CPU
+ * kernels compute them: Attention's
  * Q, K, V projections (float sums in k order, then the bias), per head the scores
  * scale * Q K^T plus the mask's bias (mask_filter_value where mask_index masks a key, the lowest
- * float above the diagonal when unidirectional) plus attention_bias, a softmax over the keys
- * (in double), and the softmax times V; past keys and values go before the new ones, and present
- * holds them all. The loader's lowering (graph/attn_lower.c) is checked against this. */
+ * float above the diagonal when unidirectional) plus attention_bias (added in float), a softmax
+ * over the keys (in double), and the softmax times V; past keys and values go before the new ones, and present
+ * holds them all; MultiHeadAttention the same on Q, K, V given (+ their bias), past_key / past_value
+ * before K and V. The loader's lowerings (graph/attn_lower.c, mha_lower.c) are checked against
+ * this. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,42 @@ static void project(const float *x, const float *w, const float *bias, int64_t r
     if (bias)
       for (int64_t cc = 0; cc < n; cc++) o[cc] += bias[c0 + cc];
   }
+}
+
+/* Per batch, head and query: the scores against the T keys kk [B, N, T, h] (q: [B * S, qh]),
+ * the mask's bias (P past keys), attention_bias, softmax (in double, sc: T scratch values), times
+ * vv [B, N, T, hv] into y [B * S, vh]. */
+static void attend(const mi__attn_t *pp, const float *q, const float *kk, const float *vv, const mi_array_t *m,
+                   const mi_array_t *ab, int64_t nb, int64_t s, int64_t t, int64_t pl, float *yv, double *sc) {
+  const mi__attn_t p = *pp;
+  int64_t nh = p.heads, hd = p.head, vd = p.vhead;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t n = 0; n < nh; n++)
+      for (int64_t i = 0; i < s; i++) {
+        const float *qi = q + (b * s + i) * p.qh + n * hd;
+        double mx = -INFINITY, sum = 0.;
+        for (int64_t j = 0; j < t; j++) {
+          const float *kj = kk + ((b * nh + n) * t + j) * hd;
+          double dot = 0.;
+          for (int64_t e = 0; e < hd; e++) dot += (double)qi[e] * kj[e];
+          /* the biases added in float, as the kernel does: next to a mask value of -10000 a
+           * score keeps only about 3 decimals, which a row masked whole softmaxes over */
+          float d = (float)(dot * p.scale) + mask_bias(&p, m, nb, s, t, pl, b, i, j);
+          if (ab) {
+            int64_t ab0 = ab->dims[0] == 1 ? 0 : b, ab1 = ab->dims[1] == 1 ? 0 : n;
+            d += ((const float *)ab->data)[((ab0 * ab->dims[1] + ab1) * s + i) * t + j];
+          }
+          sc[j] = d;
+          if (d > mx) mx = d;
+        }
+        for (int64_t j = 0; j < t; j++) sum += (sc[j] = exp(sc[j] - mx));
+        float *o = yv + (b * s + i) * p.vh + n * vd;
+        for (int64_t e = 0; e < vd; e++) {
+          double acc = 0.;
+          for (int64_t j = 0; j < t; j++) acc += sc[j] / sum * vv[((b * nh + n) * t + j) * vd + e];
+          o[e] = (float)acc;
+        }
+      }
 }
 
 static int32_t ms_attention(mi__ref_call_t *c) {
@@ -116,32 +155,7 @@ static int32_t ms_attention(mi__ref_call_t *c) {
     memcpy(pres->data, kk, sizeof *kk * (size_t)(nb * nh * t * hd));
     memcpy((float *)pres->data + nb * nh * t * hd, vv, sizeof *vv * (size_t)(nb * nh * t * vd));
   }
-  float *yv = y->data;
-  for (int64_t b = 0; b < nb; b++)
-    for (int64_t n = 0; n < nh; n++)
-      for (int64_t i = 0; i < s; i++) {
-        const float *qi = q + (b * s + i) * p.qh + n * hd;
-        double mx = -INFINITY, sum = 0.;
-        for (int64_t j = 0; j < t; j++) {
-          const float *kj = kk + ((b * nh + n) * t + j) * hd;
-          double d = 0.;
-          for (int64_t e = 0; e < hd; e++) d += (double)qi[e] * kj[e];
-          d = d * p.scale + mask_bias(&p, m, nb, s, t, pl, b, i, j);
-          if (ab) {
-            int64_t ab0 = ab->dims[0] == 1 ? 0 : b, ab1 = ab->dims[1] == 1 ? 0 : n;
-            d += ((const float *)ab->data)[((ab0 * ab->dims[1] + ab1) * s + i) * t + j];
-          }
-          sc[j] = d;
-          if (d > mx) mx = d;
-        }
-        for (int64_t j = 0; j < t; j++) sum += (sc[j] = exp(sc[j] - mx));
-        float *o = yv + (b * s + i) * p.vh + n * vd;
-        for (int64_t e = 0; e < vd; e++) {
-          double acc = 0.;
-          for (int64_t j = 0; j < t; j++) acc += sc[j] / sum * vv[((b * nh + n) * t + j) * vd + e];
-          o[e] = (float)acc;
-        }
-      }
+  attend(&p, q, kk, vv, m, ab, nb, s, t, pl, y->data, sc);
   free(q), free(kp), free(vp), free(kk), free(vv), free(sc);
   return MI_OK;
 }
@@ -149,4 +163,76 @@ static int32_t ms_attention(mi__ref_call_t *c) {
 int32_t mi__ref_attention(mi__ref_call_t *c) {
   if (c->node->domain && !strcmp(c->node->domain, "com.microsoft")) return ms_attention(c);
   return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "ONNX Attention (opset 23) is not supported");
+}
+
+/* [rows, n] (+ bias from c0) into heads [B, N, T, n / N] at key offset j0 of T. */
+static void to_heads(const float *x, const float *bias, int64_t c0, int64_t nb, int64_t l, int64_t n, int64_t nh,
+                     int64_t t, int64_t j0, float *out) {
+  int64_t h = n / nh;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t j = 0; j < l; j++)
+      for (int64_t e = 0; e < n; e++)
+        out[((b * nh + e / h) * t + j0 + j) * h + e % h] = x[(b * l + j) * n + e] + (bias ? bias[c0 + e] : 0.f);
+}
+
+int32_t mi__ref_mha(mi__ref_call_t *c) {
+  mi__in_view_t ins[MI__MH_COUNT];
+  mi__attn_t p;
+  char why[256];
+  int32_t rc;
+  views(c, ins, MI__MH_COUNT);
+  if (mi__mha_check(c->node, ins, c->nout, &p, why, sizeof why))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
+  const mi_array_t *q = mi__ref_in(c, MI__MH_Q), *k = mi__ref_in(c, MI__MH_K), *v = mi__ref_in(c, MI__MH_V);
+  const mi_array_t *bias = mi__ref_in(c, MI__MH_BIAS), *m = mi__ref_in(c, MI__MH_MASK), *ab = mi__ref_in(c, MI__MH_ABIAS);
+  const mi_array_t *pk = mi__ref_in(c, MI__MH_PK), *pv = mi__ref_in(c, MI__MH_PV);
+  int64_t nb = q->dims[0], s = q->dims[1], l = k->dims[p.kv4 ? 2 : 1], pl = pk ? pk->dims[2] : 0, t = pl + l,
+          nh = p.heads;
+  if (m && m->rank == 1) {
+    if (m->dims[0] != nb)
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "key_padding_mask [%lld] is not [batch %lld]",
+                          (long long)m->dims[0], (long long)nb);
+    p.mask = MI__MASK_LEN;
+  }
+  int64_t ydims[3] = {nb, s, p.vh}, kd[4] = {nb, nh, t, p.head}, vdm[4] = {nb, nh, t, p.vhead};
+  mi_array_t *y = NULL, *prk = NULL, *prv = NULL;
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, 3, ydims, &y)) != MI_OK) return rc;
+  c->out[0] = y;
+  if (mi__ref_out_wanted(c, 1)) {
+    if ((rc = mi__ref_make_out(c, 1, MI_DTYPE_FLOAT32, 4, kd, &prk)) != MI_OK) return rc;
+    c->out[1] = prk;
+  }
+  if (mi__ref_out_wanted(c, 2)) {
+    if ((rc = mi__ref_make_out(c, 2, MI_DTYPE_FLOAT32, 4, vdm, &prv)) != MI_OK) return rc;
+    c->out[2] = prv;
+  }
+  float *qq = malloc(sizeof *qq * (size_t)(nb * s * p.qh)), *kk = malloc(sizeof *kk * (size_t)(nb * nh * t * p.head)),
+        *vv = malloc(sizeof *vv * (size_t)(nb * nh * t * p.vhead));
+  double *sc = malloc(sizeof *sc * (size_t)(t ? t : 1));
+  if (!qq || !kk || !vv || !sc) {
+    free(qq), free(kk), free(vv), free(sc);
+    return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  const float *bv = bias ? bias->data : NULL, *qv = q->data;
+  for (int64_t r = 0; r < nb * s; r++)
+    for (int64_t e = 0; e < p.qh; e++) qq[r * p.qh + e] = qv[r * p.qh + e] + (bv ? bv[e] : 0.f);
+  if (p.kv4) {
+    memcpy(kk, k->data, sizeof *kk * (size_t)(nb * nh * t * p.head));
+    memcpy(vv, v->data, sizeof *vv * (size_t)(nb * nh * t * p.vhead));
+  } else {
+    for (int64_t b = 0; b < nb; b++) /* the past first */
+      for (int64_t n = 0; n < nh; n++) {
+        if (pl) memcpy(kk + (b * nh + n) * t * p.head, (const float *)pk->data + (b * nh + n) * pl * p.head,
+                       sizeof *kk * (size_t)(pl * p.head));
+        if (pl) memcpy(vv + (b * nh + n) * t * p.vhead, (const float *)pv->data + (b * nh + n) * pl * p.vhead,
+                       sizeof *vv * (size_t)(pl * p.vhead));
+      }
+    to_heads(k->data, bv, p.qh, nb, l, p.qh, nh, t, pl, kk);
+    to_heads(v->data, bv, 2 * p.qh, nb, l, p.vh, nh, t, pl, vv);
+  }
+  if (prk) memcpy(prk->data, kk, prk->nbytes);
+  if (prv) memcpy(prv->data, vv, prv->nbytes);
+  attend(&p, qq, kk, vv, m, ab, nb, s, t, pl, y->data, sc);
+  free(qq), free(kk), free(vv), free(sc);
+  return MI_OK;
 }
