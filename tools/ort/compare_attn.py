@@ -9,12 +9,14 @@ size; MultiHeadAttention: self and cross attention (L != S, Dv != D), no bias, k
 present_value, key and value given as heads [B, N, L, h]. One-node models with random inputs, run on ONNX Runtime (ort_run.js), the reference and
 blis-cpu; prints per case the largest absolute difference of the output (and of present) (docs/onnx.md).
 A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
-usage: tools/ort/compare_attn.py [BUILD_DIR] [CASE-SUBSTRING]"""
+usage: tools/ort/compare_attn.py [BUILD_DIR] [CASE-SUBSTRING] [KEEP_DIR]
+(KEEP_DIR: each case's model and inputs are kept in KEEP_DIR/CASE, for timing runs)"""
 import os, random, shutil, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+KEEP = sys.argv[3] if len(sys.argv) > 3 else ""
 sys.path.insert(0, HERE)
 from onnx_pb import FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
 
@@ -166,6 +168,7 @@ def cases():
          Case("past_present", 2, 3, 16, 2, past=4, present=True, mask="2d", unidir=1),
          Case("past_decode", 2, 1, 16, 2, past=6, present=True, mask="len", unidir=1),
          Case("bert_small_b1s128h384", 1, 128, 384, 12, mask="2d")]
+    c += [Mha("mha_bert_small_b1s128h384", 1, 128, 128, 384, 384, 12, mask="2d")]
     c += [Mha("mha_plain", 2, 5, 5, 16, 16, 2), Mha("mha_no_bias", 2, 5, 5, 16, 16, 4, bias=False),
           Mha("mha_cross", 2, 4, 7, 16, 24, 4), Mha("mha_key_lengths", 2, 5, 6, 16, 16, 4, mask="len"),
           Mha("mha_mask_2d", 2, 5, 6, 16, 16, 4, mask="2d"), Mha("mha_mask_3d", 2, 5, 6, 16, 16, 4, mask="3d"),
@@ -195,7 +198,10 @@ def main():
     for c in cases():
         if ONLY not in c.name:
             continue
-        d = tempfile.mkdtemp()
+        d = os.path.join(KEEP, c.name) if KEEP else tempfile.mkdtemp()
+        if KEEP:
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
         outs = run_sides(run, d, c.write(d, rng))
         line = c.name + ":"
         for a, b in (("ort", "ref"), ("ref", "blis")):
@@ -207,7 +213,8 @@ def main():
                 p[side] = load(f) if os.path.exists(f) else "no %s.npy" % extra
             line += "  %s: ref vs ort: %s, blis vs ref: %s" % (extra, diff(p["ort"], p["ref"]), diff(p["ref"], p["blis"]))
         print(line, flush=True)
-        shutil.rmtree(d, ignore_errors=True)
+        if not KEEP:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 main()
