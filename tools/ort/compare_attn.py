@@ -18,7 +18,7 @@ BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 KEEP = sys.argv[3] if len(sys.argv) > 3 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
+from onnx_pb import BOOL, FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
 
 
 class Case:
@@ -152,6 +152,66 @@ class Mha:
         return args
 
 
+class OnnxAttn:
+    """One ONNX Attention (opset 23) node: B, S, L, q / kv heads, head sizes; rank 3 or 4 Q, K, V;
+    mask "bool" / "float" of the given shape (None: [B, Nq, S, T]), causal, past, present, the
+    qk_matmul_output mode (None: not wanted)."""
+
+    def __init__(self, name, b, s, l, nq, nkv, h, hv, rank=3, mask=None, mask_dims=None, causal=0, past=0,
+                 present=False, qk=None, attrs=()):
+        self.name, self.b, self.s, self.l, self.nq, self.nkv, self.h, self.hv = name, b, s, l, nq, nkv, h, hv
+        self.rank, self.mask, self.mask_dims, self.causal, self.past = rank, mask, mask_dims, causal, past
+        self.present, self.qk, self.attrs = present, qk, list(attrs)
+
+    def write(self, d, rng):
+        b, s, l, nq, nkv, h, hv, t = self.b, self.s, self.l, self.nq, self.nkv, self.h, self.hv, self.l + self.past
+        def arr(name, dims):
+            return (name, FLOAT, dims, [rng.gauss(0, 1) for _ in range(numel(dims))])
+        if self.rank == 3:
+            runtime = [arr("q", [b, s, nq * h]), arr("k", [b, l, nkv * h]), arr("v", [b, l, nkv * hv])]
+        else:
+            runtime = [arr("q", [b, nq, s, h]), arr("k", [b, nkv, l, h]), arr("v", [b, nkv, l, hv])]
+        order = ["q", "k", "v"]
+        if self.mask or self.past:
+            order.append("mask" if self.mask else "")
+        if self.mask:
+            md = self.mask_dims or [b, nq, s, t]
+            if self.mask == "bool":
+                vals = [int(rng.random() > 0.25) for _ in range(numel(md))]
+                for r in range(0, numel(md), md[-1]):  # a key kept on every row
+                    vals[r] = 1
+                runtime.append(("mask", BOOL, md, vals))
+            else:
+                runtime.append(arr("mask", md))
+        if self.past:
+            runtime += [arr("past_k", [b, nkv, self.past, h]), arr("past_v", [b, nkv, self.past, hv])]
+            order += ["past_k", "past_v"]
+        outs = ["y"] + (["present_key", "present_value"] if self.present or self.qk is not None else [])
+        if self.qk is not None:
+            outs.append("qk")
+        nd = b"".join(st(1, i) for i in order) + b"".join(st(2, o) for o in outs) + st(3, self.name) + st(4, "Attention")
+        if self.rank == 3:
+            nd += attr("q_num_heads", nq) + attr("kv_num_heads", nkv)
+        if self.causal:
+            nd += attr("is_causal", 1)
+        if self.qk is not None:
+            nd += attr("qk_matmul_output_mode", self.qk)
+        nd += b"".join(attr(k, v) for k, v in self.attrs)
+        g = ld(1, nd) + st(2, "g") + b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
+        g += ld(12, vinfo("y", FLOAT, [b, s, nq * hv] if self.rank == 3 else [b, nq, s, hv]))
+        if len(outs) > 1:
+            g += ld(12, vinfo("present_key", FLOAT, [b, nkv, t, h])) + ld(12, vinfo("present_value", FLOAT, [b, nkv, t, hv]))
+        if self.qk is not None:
+            g += ld(12, vinfo("qk", FLOAT, [b, nq, s, t]))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 23)))
+        args = []
+        for nm, dt, dims, vals in runtime:
+            p = os.path.join(d, nm + ".npy")
+            npy(p, dt, dims, vals)
+            args += ["--input", "%s=%s" % (nm, p)]
+        return args
+
+
 def cases():
     c = [Case("plain", 2, 5, 16, 2), Case("no_bias", 2, 5, 16, 4, bias=False),
          Case("key_lengths", 2, 5, 16, 4, mask="len"), Case("ends_starts", 2, 5, 16, 4, mask="start"),
@@ -181,6 +241,20 @@ def cases():
           Mha("mha_past_decode_causal", 2, 1, 1, 16, 16, 2, past=6, present=True, unidir=1),
           Mha("mha_kv_heads", 2, 4, 7, 16, 24, 4, bias=False, mask="2d"),
           Mha("mha_kv_heads_present", 2, 4, 7, 16, 16, 4, bias=False, present=True)]
+    c += [OnnxAttn("onnx_3d", 2, 5, 5, 4, 4, 4, 4), OnnxAttn("onnx_4d", 2, 5, 5, 4, 4, 4, 4, rank=4),
+          OnnxAttn("onnx_cross_hv", 2, 4, 7, 4, 4, 4, 6), OnnxAttn("onnx_gqa", 2, 5, 5, 6, 2, 4, 4),
+          OnnxAttn("onnx_mqa_4d", 2, 5, 5, 4, 1, 4, 4, rank=4),
+          OnnxAttn("onnx_mask_bool", 2, 5, 6, 4, 4, 4, 4, mask="bool"),
+          OnnxAttn("onnx_mask_bool_b1st", 2, 5, 6, 4, 4, 4, 4, mask="bool", mask_dims=[2, 1, 5, 6]),
+          OnnxAttn("onnx_mask_float_st", 2, 5, 6, 4, 2, 4, 4, mask="float", mask_dims=[5, 6]),
+          OnnxAttn("onnx_causal", 2, 6, 6, 4, 4, 4, 4, causal=1),
+          OnnxAttn("onnx_scale_softcap", 2, 5, 5, 4, 4, 4, 4, attrs=[("scale", 0.7), ("softcap", 2.0)]),
+          OnnxAttn("onnx_softcap_mask", 2, 5, 5, 4, 4, 4, 4, mask="float", attrs=[("softcap", 1.5)]),
+          OnnxAttn("onnx_past_present", 2, 3, 3, 4, 2, 4, 4, past=4, present=True),
+          OnnxAttn("onnx_past_causal", 2, 3, 3, 4, 4, 4, 4, past=4, present=True, causal=1),
+          OnnxAttn("onnx_present_only", 2, 3, 3, 4, 4, 4, 4, present=True)]
+    c += [OnnxAttn("onnx_qk_mode%d" % m, 2, 3, 4, 4, 2, 4, 4, mask="float", qk=m, attrs=[("softcap", 3.0)])
+          for m in range(4)]
     return c
 
 
@@ -206,7 +280,9 @@ def main():
         line = c.name + ":"
         for a, b in (("ort", "ref"), ("ref", "blis")):
             line += "  %s vs %s: %s" % (b, a, diff(outs[a], outs[b]))
-        for extra in (["present_key", "present_value"] if isinstance(c, Mha) else ["present"]) if c.present else []:
+        extras = ["present"] if isinstance(c, Case) else ["present_key", "present_value"]
+        extras = (extras if c.present else []) + (["qk"] if getattr(c, "qk", None) is not None else [])
+        for extra in extras:
             p = {}
             for side in ("ort", "ref", "blis"):
                 f = os.path.join(d, side, extra + ".npy")

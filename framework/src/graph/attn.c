@@ -197,3 +197,68 @@ int mi__mha_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout,
   if ((p->abias = ins[MI__MH_ABIAS].present) && check_abias(&ins[MI__MH_ABIAS], p, b, s, t, why, cap)) return -1;
   return 0;
 }
+
+int mi__onnx_attn_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout, mi__attn_t *p, char *why,
+                        size_t cap) {
+  const mi__in_view_t *q = &ins[MI__OA_Q], *k = &ins[MI__OA_K], *v = &ins[MI__OA_V], *m = &ins[MI__OA_MASK];
+  const mi__in_view_t *pk = &ins[MI__OA_PK], *pv = &ins[MI__OA_PV];
+  memset(p, 0, sizeof *p);
+  p->unidir = mi_node_attr_int(node, "is_causal", 0) != 0;
+  p->softcap = mi_node_attr_float(node, "softcap", 0.f);
+  p->qk_mode = (int32_t)mi_node_attr_int(node, "qk_matmul_output_mode", 0);
+  if (p->qk_mode < 0 || p->qk_mode > 3) return mi__why(why, cap, "qk_matmul_output_mode = %d (0..3)", (int)p->qk_mode);
+  if (p->softcap < 0.f) return mi__why(why, cap, "softcap = %g is negative", (double)p->softcap);
+  if (!q->present || !k->present || !v->present) return mi__why(why, cap, "Q, K and V are required");
+  if (!is_f32(q) || !is_f32(k) || !is_f32(v)) return mi__why(why, cap, "Q, K and V must be FLOAT32");
+  if ((q->rank != 3 && q->rank != 4) || k->rank != q->rank || v->rank != q->rank)
+    return mi__why(why, cap, "Q, K and V must be of one known rank, 3 or 4 (%d, %d, %d)", (int)q->rank, (int)k->rank,
+                   (int)v->rank);
+  int64_t b = dim(q, 0), s, l;
+  if ((p->q4 = q->rank == 4)) {
+    p->heads = dim(q, 1), p->kv_heads = dim(k, 1), p->head = dim(q, 3), p->vhead = dim(v, 3), s = dim(q, 2), l = dim(k, 2);
+    if (differ(dim(k, 3), p->head) || differ(dim(v, 1), p->kv_heads) || differ(dim(v, 2), l))
+      return mi__why(why, cap, "K [B, Nkv, L, %lld] and V [B, Nkv, L, hv] do not fit", (long long)p->head);
+  } else {
+    p->heads = mi_node_attr_int(node, "q_num_heads", -1), p->kv_heads = mi_node_attr_int(node, "kv_num_heads", -1);
+    if (p->heads < 1 || p->kv_heads < 1)
+      return mi__why(why, cap, "3D Q, K, V need q_num_heads and kv_num_heads >= 1 (%lld, %lld)", (long long)p->heads,
+                     (long long)p->kv_heads);
+    if (dim(q, 2) < 1 || dim(q, 2) % p->heads || dim(k, 2) < 1 || dim(k, 2) % p->kv_heads || dim(v, 2) < 1 ||
+        dim(v, 2) % p->kv_heads)
+      return mi__why(why, cap, "hidden sizes %lld, %lld, %lld are not known multiples of the heads %lld, %lld",
+                     (long long)dim(q, 2), (long long)dim(k, 2), (long long)dim(v, 2), (long long)p->heads,
+                     (long long)p->kv_heads);
+    p->head = dim(q, 2) / p->heads, p->vhead = dim(v, 2) / p->kv_heads, s = dim(q, 1), l = dim(k, 1);
+    if (dim(k, 2) / p->kv_heads != p->head) return mi__why(why, cap, "Q and K head sizes differ");
+    if (differ(dim(v, 1), l)) return mi__why(why, cap, "K and V sequence lengths differ");
+  }
+  if (p->heads < 1 || p->kv_heads < 1 || p->head < 1 || p->vhead < 1 || p->heads % p->kv_heads)
+    return mi__why(why, cap, "q heads %lld are not a multiple of kv heads %lld", (long long)p->heads,
+                   (long long)p->kv_heads);
+  p->qh = p->kh = p->heads * p->head, p->vh = p->heads * p->vhead;
+  float sc = mi_node_attr_float(node, "scale", 0.f);
+  p->scale = sc == 0.f ? 1.f / sqrtf((float)p->head) : sc;
+  int64_t pl = 0;
+  if (pk->present != pv->present) return mi__why(why, cap, "past_key and past_value go together");
+  if ((p->past = pk->present)) {
+    if (!is_f32(pk) || !is_f32(pv) || pk->rank != 4 || pv->rank != 4 || differ(dim(pk, 0), b) ||
+        differ(dim(pk, 1), p->kv_heads) || differ(dim(pk, 3), p->head) || differ(dim(pv, 1), p->kv_heads) ||
+        differ(dim(pv, 2), dim(pk, 2)) || differ(dim(pv, 3), p->vhead))
+      return mi__why(why, cap, "past_key / past_value must be FLOAT32 [B, %lld, P, %lld] / [B, %lld, P, %lld]",
+                     (long long)p->kv_heads, (long long)p->head, (long long)p->kv_heads, (long long)p->vhead);
+    pl = dim(pk, 2);
+  }
+  if (m->present) {
+    p->mask = m->dtype == MI_DTYPE_BOOL ? MI__MASK_BOOL : MI__MASK_FLOAT;
+    if (p->mask == MI__MASK_FLOAT && !is_f32(m)) return mi__why(why, cap, "attn_mask must be BOOL or FLOAT32");
+    if (m->rank > 4) return mi__why(why, cap, "attn_mask has rank %d (at most 4)", (int)m->rank);
+    int64_t t = l >= 0 && pl >= 0 ? l + pl : -1;
+    if (m->rank >= 1 && dim(m, m->rank - 1) >= 0 && t >= 0 && dim(m, m->rank - 1) != t && dim(m, m->rank - 1) != 1)
+      return mi__why(why, cap, "attn_mask's last dim %lld is not the total sequence %lld (a shorter mask padded is not "
+                     "supported)", (long long)dim(m, m->rank - 1), (long long)t);
+    if (m->rank >= 2 && dim(m, m->rank - 2) > 1 && differ(dim(m, m->rank - 2), s))
+      return mi__why(why, cap, "attn_mask's dim %lld does not broadcast to the query length %lld",
+                     (long long)dim(m, m->rank - 2), (long long)s);
+  }
+  return 0;
+}

@@ -41,7 +41,18 @@ enum { MI__MASK_NONE,
        MI__MASK_LEN,       /* [B]: key j of batch b masked when j >= mask[b] */
        MI__MASK_LEN_START, /* [2B]: also masked when j < mask[B + b] */
        MI__MASK_2D,        /* [B, T]: masked where 0 */
-       MI__MASK_3D };      /* [B, S, T]: masked where 0 */
+       MI__MASK_3D,        /* [B, S, T]: masked where 0 */
+       MI__MASK_FLOAT,     /* ONNX Attention: a float mask added, broadcast to [B, N, S, T] */
+       MI__MASK_BOOL };    /* ONNX Attention: a bool mask, false masks (-inf) */
+
+/* ONNX Attention's input slots: Q, K, V, attn_mask, past_key, past_value. */
+enum { MI__OA_Q,
+       MI__OA_K,
+       MI__OA_V,
+       MI__OA_MASK,
+       MI__OA_PK,
+       MI__OA_PV,
+       MI__OA_COUNT };
 
 /* A node's attributes and the sizes they imply. */
 typedef struct mi__attn {
@@ -53,6 +64,11 @@ typedef struct mi__attn {
   int32_t mask, has_bias; /* a MI__MASK_ form; the bias input given */
   int32_t past, abias;    /* the past (past_key / past_value) and attention_bias inputs given */
   int32_t kv4;            /* MultiHeadAttention: key and value as heads [B, N, L, h] */
+  /* ONNX Attention */
+  int32_t q4;             /* Q (and so Y) as heads [B, N, S, h] */
+  int64_t kv_heads;       /* K / V heads (GQA: heads a multiple of it) */
+  float softcap;          /* > 0: scores = softcap * tanh(scores / softcap) before the softmax */
+  int32_t qk_mode;        /* qk_matmul_output_mode: 0 scores, 1 + softcap, 2 + masks, 3 softmax */
   float scale;            /* the scale attribute, else 1 / sqrt(head) */
   float filter;           /* mask_filter_value (-10000 by default) */
 } mi__attn_t;
@@ -77,6 +93,13 @@ int mi__attn_check(const mi_node_t *node, const mi__in_view_t *ins, mi__attn_t *
  * vh = Dv). On error writes one line to why and returns -1. */
 int mi__mha_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout, mi__attn_t *p, char *why, size_t cap);
 
+/* ONNX Attention (opset 23): q_num_heads / kv_num_heads (3D Q, K, V), is_causal, scale, softcap,
+ * qk_matmul_output_mode; Q [B, S, Nq * h] or [B, Nq, S, h], K / V likewise with Nkv (Nq a multiple
+ * of it), attn_mask bool or of Q's type broadcastable to [B, Nq, S, T], past_key / past_value
+ * [B, Nkv, P, h]; nout the node's output count. On error writes one line to why, returns -1. */
+int mi__onnx_attn_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout, mi__attn_t *p, char *why,
+                        size_t cap);
+
 /** 1 when the graph has a node the loader lowers to standard ops (attn_lower.c). */
 int mi__graph_has_attn(const mi_graph_t *g);
 /** Rewrites each com.microsoft Attention and MultiHeadAttention (mi__mha_lower_one) into standard ops (MatMul / Add projections, Reshape +
@@ -88,5 +111,7 @@ int mi__graph_has_attn(const mi_graph_t *g);
 int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err);
 /** MultiHeadAttention node i into standard ops (mha_lower.c); MI_OK or an error naming it. */
 int32_t mi__mha_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err);
+/** ONNX Attention node i into standard ops (onnx_attn_lower.c). */
+int32_t mi__onnx_attn_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err);
 
 #endif /* METAINFER_GRAPH_ATTN_H */

@@ -3,6 +3,7 @@
  * of Unsqueeze and ReduceSum, the mask's additive bias from mask_index / key_padding_mask, the
  * causal bias, and the core from the heads to the output (scaled Q K^T, biases, Softmax, times
  * V, back to [B, S, N * hv]). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,16 +182,43 @@ static int32_t causal_bias(mi__ab_t *b, int32_t q4, int32_t k4, int32_t *tlen) {
 int32_t mi__ab_core(mi__ab_t *b, const mi__attn_t *p, int32_t q4, int32_t k4, int32_t v4, int32_t mask, int32_t ab,
                     int32_t y) {
   static const int64_t kt_perm[4] = {0, 1, 3, 2}, back_perm[4] = {0, 2, 1, 3};
-  int32_t tlen = -1;
-  float scale = p->scale;
-  int32_t qs = mi__ab_op(b, "Mul", "q_scaled", 2, (int32_t[]){q4, mi__ab_c_f32(b, "scale", 0, NULL, &scale)});
+  int32_t tlen = -1, gqa = p->kv_heads > 0 && p->kv_heads != p->heads, stage[4];
+  int64_t to_kv[4] = {0, p->kv_heads, -1, 0}, to_q[4] = {0, p->heads, -1, 0};
+  float scale = p->scale, cap = p->softcap, zero = 0.f, ninf = -INFINITY;
+  int32_t qs = b->q_scaled >= 0 ? b->q_scaled
+                                 : mi__ab_op(b, "Mul", "q_scaled", 2, (int32_t[]){q4, mi__ab_c_f32(b, "scale", 0, NULL, &scale)});
+  if (gqa) qs = mi__ab_op(b, "Reshape", "q_grouped", 2, (int32_t[]){qs, mi__ab_c_i64(b, "shape", 1, 4, to_kv)});
   int32_t sc = mi__ab_op(b, "MatMul", "scores", 2, (int32_t[]){qs, mi__ab_transpose(b, "k_t", k4, kt_perm)});
-  if (mask >= 0) sc = mi__ab_op(b, "Add", "scores_masked", 2, (int32_t[]){sc, mask_bias(b, p, mask, q4, k4, &tlen)});
+  if (gqa) sc = mi__ab_op(b, "Reshape", "scores_heads", 2, (int32_t[]){sc, mi__ab_c_i64(b, "shape", 1, 4, to_q)});
+  stage[0] = sc;
+  /* ONNX Attention's softcap comes before the masks, and qk_matmul_output_mode 1 is the capped
+   * scores, 2 the masked ones (as ONNX Runtime 1.30 computes them) */
+  if (cap > 0.f) {
+    int32_t cc = mi__ab_c_f32(b, "softcap", 0, NULL, &cap);
+    int32_t th = mi__ab_op(b, "Tanh", "softcap_tanh", 1, (int32_t[]){mi__ab_op(b, "Div", "softcap_div", 2, (int32_t[]){sc, cc})});
+    sc = mi__ab_op(b, "Mul", "scores_capped", 2, (int32_t[]){th, cc});
+  }
+  stage[1] = sc;
+  if (mask >= 0 && p->mask == MI__MASK_BOOL)
+    mask = mi__ab_op(b, "Where", "mask_bias", 3,
+                     (int32_t[]){mask, mi__ab_c_f32(b, "zero", 0, NULL, &zero), mi__ab_c_f32(b, "ninf", 0, NULL, &ninf)});
+  else if (mask >= 0 && p->mask != MI__MASK_FLOAT)
+    mask = mask_bias(b, p, mask, q4, k4, &tlen);
+  if (mask >= 0) sc = mi__ab_op(b, "Add", "scores_masked", 2, (int32_t[]){sc, mask});
   if (p->unidir) sc = mi__ab_op(b, "Add", "scores_causal", 2, (int32_t[]){sc, causal_bias(b, q4, k4, &tlen)});
   if (ab >= 0) sc = mi__ab_op(b, "Add", "scores_biased", 2, (int32_t[]){sc, ab});
+  stage[2] = sc;
   int32_t pr = mi__ab_op(b, "Softmax", "probs", 1, &sc);
   mi__ab_attr_int(b, "axis", -1);
-  int32_t ctx = mi__ab_transpose(b, "context_t", mi__ab_op(b, "MatMul", "context", 2, (int32_t[]){pr, v4}), back_perm);
+  stage[3] = pr;
+  if (b->qk_out >= 0) mi__ab_op_to(b, "Identity", "qk_output", 1, &stage[p->qk_mode], b->qk_out);
+  if (gqa) pr = mi__ab_op(b, "Reshape", "probs_grouped", 2, (int32_t[]){pr, mi__ab_c_i64(b, "shape", 1, 4, to_kv)});
+  int32_t ctx = mi__ab_op_to(b, "MatMul", "context", 2, (int32_t[]){pr, v4}, b->out4 && !gqa ? y : -1);
+  if (gqa)
+    ctx = mi__ab_op_to(b, "Reshape", "context_heads", 2, (int32_t[]){ctx, mi__ab_c_i64(b, "shape", 1, 4, to_q)},
+                       b->out4 ? y : -1);
+  if (b->out4) return ctx;
+  ctx = mi__ab_transpose(b, "context_t", ctx, back_perm);
   int64_t yshape[3] = {0, 0, p->vh};
   return mi__ab_op_to(b, "Reshape", "output", 2, (int32_t[]){ctx, mi__ab_c_i64(b, "out_shape", 1, 3, yshape)}, y);
 }

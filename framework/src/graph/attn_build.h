@@ -19,6 +19,10 @@ typedef struct mi__ab {
   /* Attention's weights and bias (their data, not the tensors: adding tensors moves those) */
   const float *w, *bias;
   int64_t wcols;
+  /* ONNX Attention: Y as heads [B, N, S, hv] (not [B, S, N * hv]); qk_matmul_output (-1: none) */
+  int out4;
+  int32_t qk_out;
+  int32_t q_scaled; /* >= 0: Q already multiplied by the scale (the node itself became that Mul) */
 } mi__ab_t;
 
 /** A new tensor "<node>/<what>" of unknown dtype and shape. */
@@ -36,9 +40,11 @@ int32_t mi__ab_c_f32(mi__ab_t *b, const char *what, int32_t rank, const int64_t 
 int32_t mi__ab_transpose(mi__ab_t *b, const char *what, int32_t x, const int64_t *perm);
 /** Unsqueeze at `axes` (an attribute before opset 13, an input since). */
 int32_t mi__ab_unsqueeze(mi__ab_t *b, const char *what, int32_t x, int32_t n, const int64_t *axes);
-/** From Q [B, N, S, h], K [B, N, T, h], V [B, N, T, hv] to y [B, S, N * hv]: Mul of Q by the
- * scale, MatMul by K^T, Add of the mask's bias (mask >= 0: p->mask's form), of the causal bias
- * (p->unidir) and of attention_bias (ab >= 0), Softmax, MatMul by V, Transpose + Reshape. */
+/** From Q [B, N, S, h], K [B, N, T, h], V [B, N, T, hv] to y [B, S, N * hv] (b->out4: [B, N, S,
+ * hv]): Mul of Q by the scale, MatMul by K^T, Add of the mask's bias (mask >= 0: p->mask's form),
+ * of the causal bias (p->unidir) and of attention_bias (ab >= 0), the softcap (p->softcap > 0),
+ * Softmax, MatMul by V, Transpose + Reshape. With fewer K / V heads (p->kv_heads, GQA) Q's heads
+ * are grouped onto them by a Reshape (no copy of K and V per group). */
 int32_t mi__ab_core(mi__ab_t *b, const mi__attn_t *p, int32_t q4, int32_t k4, int32_t v4, int32_t mask, int32_t ab,
                     int32_t y);
 /** Node i rewritten in place as `type` (default domain, no attributes) on `in` into `out`, so it

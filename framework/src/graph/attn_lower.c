@@ -64,7 +64,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__in_view_t ins[MI__AT_COUNT];
   mi__attn_t p;
   char why[256];
-  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1};
+  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1, .qk_out = -1, .q_scaled = -1};
   const mi_node_t *n = &g->nodes[i];
   snprintf(b.name, sizeof b.name, "%s", n->name ? n->name : "");
   mi__in_views_of_node(g, n, ins, MI__AT_COUNT);
@@ -103,11 +103,11 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   return MI_OK;
 }
 
-/* 1 for com.microsoft Attention, 2 for MultiHeadAttention, else 0. */
+/* 1 for com.microsoft Attention, 2 for MultiHeadAttention, 3 for ONNX Attention, else 0. */
 static int is_attn(const mi_node_t *n) {
-  if (!n->domain || strcmp(n->domain, "com.microsoft")) return 0;
-  return !strcmp(n->op_type, "Attention") ? 1 : !strcmp(n->op_type, "MultiHeadAttention") ? 2
-                                                                                          : 0;
+  if (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) return !strcmp(n->op_type, "Attention") ? 3 : 0;
+  if (strcmp(n->domain, "com.microsoft")) return 0;
+  return !strcmp(n->op_type, "Attention") ? 1 : !strcmp(n->op_type, "MultiHeadAttention") ? 2 : 0;
 }
 
 int mi__graph_has_attn(const mi_graph_t *g) {
@@ -120,7 +120,12 @@ int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err) 
   mi_error_t e = {0};
   int32_t rc = MI_OK, count = g->node_count;
   for (int32_t i = 0; i < count && rc == MI_OK; i++)
-    if (is_attn(&g->nodes[i])) rc = is_attn(&g->nodes[i]) == 1 ? lower_one(g, i, &e) : mi__mha_lower_one(g, i, &e);
+    switch (is_attn(&g->nodes[i])) {
+    case 1: rc = lower_one(g, i, &e); break;
+    case 2: rc = mi__mha_lower_one(g, i, &e); break;
+    case 3: rc = mi__onnx_attn_lower_one(g, i, &e); break;
+    default: break;
+    }
   if (rc == MI_OK) rc = mi_graph_toposort(g, &e);
   if (rc == MI_OK) {
     /* no node dropped: only the weights no node reads any more */

@@ -53,7 +53,7 @@ int32_t mi__mha_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__in_view_t ins[MI__MH_COUNT];
   mi__attn_t p;
   char why[256];
-  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1};
+  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1, .qk_out = -1, .q_scaled = -1};
   const mi_node_t *n = &g->nodes[i];
   snprintf(b.name, sizeof b.name, "%s", n->name ? n->name : "");
   mi__in_views_of_node(g, n, ins, MI__MH_COUNT);

@@ -1,14 +1,34 @@
 /* shape_infer_attn.c - shape inference for the attention ops: com.microsoft Attention and
- * MultiHeadAttention. */
+ * MultiHeadAttention, ONNX Attention. */
 #include <string.h>
 
 #include "graph/attn.h"
 #include "graph/shape_infer.h"
 
+/* ONNX Attention: Y [B, S, Nq * hv] or [B, Nq, S, hv]; present_key / present_value
+ * [B, Nkv, P + L, h / hv]; qk_matmul_output [B, Nq, S, P + L]. */
+static int32_t onnx_attention(mi__si_t *c, const mi_node_t *n) {
+  mi__in_view_t ins[MI__OA_COUNT];
+  mi__attn_t p;
+  char why[256];
+  if (c->g->opset < 23) return mi__si_fail(c, n, MI_ERR_PARSE, "the op exists from opset 23 on");
+  mi__in_views_of_node(c->g, n, ins, MI__OA_COUNT);
+  if (mi__onnx_attn_check(n, ins, n->output_count, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  const mi_tensor_t *q = mi__si_in(c, n, MI__OA_Q), *k = mi__si_in(c, n, MI__OA_K), *pk = mi__si_in(c, n, MI__OA_PK);
+  int64_t b = q->dims[0], s = q->dims[p.q4 ? 2 : 1], l = k->dims[p.q4 ? 2 : 1], pl = pk ? pk->dims[2] : 0;
+  int64_t t = l >= 0 && pl >= 0 ? l + pl : -1;
+  int64_t y3[3] = {b, s, p.vh}, y4[4] = {b, p.heads, s, p.vhead}, kd[4] = {b, p.kv_heads, t, p.head},
+          vd[4] = {b, p.kv_heads, t, p.vhead}, qk[4] = {b, p.heads, s, t};
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, p.q4 ? 4 : 3, p.q4 ? y4 : y3);
+  if (n->output_count > 1) mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 4, kd);
+  if (n->output_count > 2) mi__si_set(c, n, 2, MI_DTYPE_FLOAT32, 4, vd);
+  if (n->output_count > 3) mi__si_set(c, n, 3, MI_DTYPE_FLOAT32, 4, qk);
+  return MI_OK;
+}
+
 /* com.microsoft Attention: output [B, S, v hidden]; present [2, B, num_heads, P + S, head size]. */
 int32_t mi__si_attention(mi__si_t *c, const mi_node_t *n) {
-  if (!n->domain || strcmp(n->domain, "com.microsoft"))
-    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "ONNX Attention (opset 23) is not supported");
+  if (!n->domain || strcmp(n->domain, "com.microsoft")) return onnx_attention(c, n);
   mi__in_view_t ins[MI__AT_COUNT];
   mi__attn_t p;
   char why[256];

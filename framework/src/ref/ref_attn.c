@@ -5,7 +5,8 @@
  * float above the diagonal when unidirectional) plus attention_bias (added in float), a softmax
  * over the keys (in double), and the softmax times V; past keys and values go before the new ones, and present
  * holds them all; MultiHeadAttention the same on Q, K, V given (+ their bias), past_key / past_value
- * before K and V. The loader's lowerings (graph/attn_lower.c, mha_lower.c) are checked against
+ * before K and V; ONNX Attention (opset 23) likewise with GQA, attn_mask, is_causal, softcap. The
+ * loader's lowerings (graph/attn_lower.c, mha_lower.c) are checked against
  * this. */
 #include <math.h>
 #include <stdlib.h>
@@ -160,9 +161,109 @@ static int32_t ms_attention(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+/* x (3D [B, L, n * h] or 4D [B, n, L, h]) into heads out [B, n, T, h] from key j0 on. */
+static void heads4(const float *x, int q4, int64_t nb, int64_t l, int64_t n, int64_t h, int64_t t, int64_t j0,
+                   float *out) {
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t hh = 0; hh < n; hh++)
+      for (int64_t j = 0; j < l; j++)
+        memcpy(out + ((b * n + hh) * t + j0 + j) * h, x + (q4 ? ((b * n + hh) * l + j) * h : (b * l + j) * n * h + hh * h),
+               sizeof *out * (size_t)h);
+}
+
+/* attn_mask's value at (b, n, i, j) of [B, N, S, T], broadcast from its own shape. */
+static float mask_at(const mi_array_t *m, int64_t b, int64_t n, int64_t i, int64_t j) {
+  int64_t idx[4] = {b, n, i, j}, off = 0, stride = 1;
+  for (int32_t d = m->rank - 1; d >= 0; d--) {
+    int64_t dd = m->dims[d];
+    off += (dd == 1 ? 0 : idx[4 - m->rank + d]) * stride;
+    stride *= dd;
+  }
+  if (m->dtype == MI_DTYPE_BOOL) return ((const uint8_t *)m->data)[off] ? 0.f : -INFINITY;
+  return ((const float *)m->data)[off];
+}
+
+/* ONNX Attention (opset 23) as ONNX Runtime 1.30 computes it: the scores Q K^T * scale (a K / V
+ * head serving heads / kv_heads query heads), softcap, + attn_mask (bool: -inf where false) and
+ * the causal bias (keys after P + i, P = T - S), softmax, times V; qk_matmul_output at mode 0
+ * the scores, 1 capped, 2 masked, 3 the softmax. */
+static int32_t onnx_attention(mi__ref_call_t *c) {
+  mi__in_view_t ins[MI__OA_COUNT];
+  mi__attn_t p;
+  char why[256];
+  int32_t rc;
+  if (c->opset < 23) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "the op exists from opset 23 on");
+  views(c, ins, MI__OA_COUNT);
+  if (mi__onnx_attn_check(c->node, ins, c->nout, &p, why, sizeof why))
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
+  const mi_array_t *q = mi__ref_in(c, MI__OA_Q), *k = mi__ref_in(c, MI__OA_K), *v = mi__ref_in(c, MI__OA_V);
+  const mi_array_t *m = mi__ref_in(c, MI__OA_MASK), *pk = mi__ref_in(c, MI__OA_PK), *pv = mi__ref_in(c, MI__OA_PV);
+  int64_t nb = q->dims[0], s = q->dims[p.q4 ? 2 : 1], l = k->dims[p.q4 ? 2 : 1], pl = pk ? pk->dims[2] : 0, t = pl + l;
+  int64_t nq = p.heads, nk = p.kv_heads, h = p.head, hv = p.vhead, grp = nq / nk;
+  int64_t y3[3] = {nb, s, p.vh}, y4[4] = {nb, nq, s, hv}, kd[4] = {nb, nk, t, h}, vd[4] = {nb, nk, t, hv},
+          qd[4] = {nb, nq, s, t};
+  mi_array_t *y = NULL, *out[4] = {0};
+  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, p.q4 ? 4 : 3, p.q4 ? y4 : y3, &y)) != MI_OK) return rc;
+  c->out[0] = y;
+  for (int32_t o = 1; o < 4; o++)
+    if (mi__ref_out_wanted(c, o)) {
+      if ((rc = mi__ref_make_out(c, o, MI_DTYPE_FLOAT32, 4, o == 1 ? kd : o == 2 ? vd : qd, &out[o])) != MI_OK) return rc;
+      c->out[o] = out[o];
+    }
+  float *qq = malloc(sizeof *qq * (size_t)(nb * nq * s * h)), *kk = malloc(sizeof *kk * (size_t)(nb * nk * t * h)),
+        *vv = malloc(sizeof *vv * (size_t)(nb * nk * t * hv));
+  double *sc = malloc(sizeof *sc * (size_t)(t ? t : 1) * 4);
+  if (!qq || !kk || !vv || !sc) {
+    free(qq), free(kk), free(vv), free(sc);
+    return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  heads4(q->data, p.q4, nb, s, nq, h, s, 0, qq);
+  if (pl) {
+    heads4(pk->data, 1, nb, pl, nk, h, t, 0, kk);
+    heads4(pv->data, 1, nb, pl, nk, hv, t, 0, vv);
+  }
+  heads4(k->data, p.q4, nb, l, nk, h, t, pl, kk);
+  heads4(v->data, p.q4, nb, l, nk, hv, t, pl, vv);
+  if (out[1]) memcpy(out[1]->data, kk, out[1]->nbytes);
+  if (out[2]) memcpy(out[2]->data, vv, out[2]->nbytes);
+  float *yv = y->data;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t n = 0; n < nq; n++)
+      for (int64_t i = 0; i < s; i++) {
+        const float *qi = qq + ((b * nq + n) * s + i) * h;
+        const float *kb = kk + (b * nk + n / grp) * t * h, *vb = vv + (b * nk + n / grp) * t * hv;
+        double mx = -INFINITY, sum = 0.;
+        float *qk = out[3] ? (float *)out[3]->data + ((b * nq + n) * s + i) * t : NULL;
+        for (int64_t j = 0; j < t; j++) {
+          double dot = 0.;
+          for (int64_t e = 0; e < h; e++) dot += (double)qi[e] * kb[j * h + e];
+          float d = (float)(dot * p.scale);
+          if (qk && p.qk_mode == 0) qk[j] = d;
+          if (p.softcap > 0.f) d = p.softcap * tanhf(d / p.softcap);
+          if (qk && p.qk_mode == 1) qk[j] = d;
+          if (m) d += mask_at(m, b, n, i, j);
+          if (p.unidir && j > t - s + i) d += MI__ATTN_CAUSAL_BIAS;
+          if (qk && p.qk_mode == 2) qk[j] = d;
+          sc[j] = d;
+          if (d > mx) mx = d;
+        }
+        for (int64_t j = 0; j < t; j++) sum += (sc[j] = exp(sc[j] - mx));
+        if (qk && p.qk_mode == 3)
+          for (int64_t j = 0; j < t; j++) qk[j] = (float)(sc[j] / sum);
+        float *o = p.q4 ? yv + ((b * nq + n) * s + i) * hv : yv + (b * s + i) * p.vh + n * hv;
+        for (int64_t e = 0; e < hv; e++) {
+          double acc = 0.;
+          for (int64_t j = 0; j < t; j++) acc += sc[j] / sum * vb[j * hv + e];
+          o[e] = (float)acc;
+        }
+      }
+  free(qq), free(kk), free(vv), free(sc);
+  return MI_OK;
+}
+
 int32_t mi__ref_attention(mi__ref_call_t *c) {
   if (c->node->domain && !strcmp(c->node->domain, "com.microsoft")) return ms_attention(c);
-  return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "ONNX Attention (opset 23) is not supported");
+  return onnx_attention(c);
 }
 
 /* [rows, n] (+ bias from c0) into heads [B, N, T, n / N] at key offset j0 of T. */
