@@ -254,8 +254,10 @@ int mi__onnx_attn_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t
     if (m->rank > 4) return mi__why(why, cap, "attn_mask has rank %d (at most 4)", (int)m->rank);
     int64_t t = l >= 0 && pl >= 0 ? l + pl : -1;
     if (m->rank >= 1 && dim(m, m->rank - 1) >= 0 && t >= 0 && dim(m, m->rank - 1) != t && dim(m, m->rank - 1) != 1)
-      return mi__why(why, cap, "attn_mask's last dim %lld is not the total sequence %lld (a shorter mask padded is not "
-                     "supported)", (long long)dim(m, m->rank - 1), (long long)t);
+      return mi__why(why, cap,
+                     "attn_mask's last dim %lld is not the total sequence %lld (a shorter mask padded is not "
+                     "supported)",
+                     (long long)dim(m, m->rank - 1), (long long)t);
     if (m->rank >= 2 && dim(m, m->rank - 2) > 1 && differ(dim(m, m->rank - 2), s))
       return mi__why(why, cap, "attn_mask's dim %lld does not broadcast to the query length %lld",
                      (long long)dim(m, m->rank - 2), (long long)s);

@@ -65,12 +65,12 @@ typedef struct mi__attn {
   int32_t past, abias;    /* the past (past_key / past_value) and attention_bias inputs given */
   int32_t kv4;            /* MultiHeadAttention: key and value as heads [B, N, L, h] */
   /* ONNX Attention */
-  int32_t q4;             /* Q (and so Y) as heads [B, N, S, h] */
-  int64_t kv_heads;       /* K / V heads (GQA: heads a multiple of it) */
-  float softcap;          /* > 0: scores = softcap * tanh(scores / softcap) before the softmax */
-  int32_t qk_mode;        /* qk_matmul_output_mode: 0 scores, 1 + softcap, 2 + masks, 3 softmax */
-  float scale;            /* the scale attribute, else 1 / sqrt(head) */
-  float filter;           /* mask_filter_value (-10000 by default) */
+  int32_t q4;       /* Q (and so Y) as heads [B, N, S, h] */
+  int64_t kv_heads; /* K / V heads (GQA: heads a multiple of it) */
+  float softcap;    /* > 0: scores = softcap * tanh(scores / softcap) before the softmax */
+  int32_t qk_mode;  /* qk_matmul_output_mode: 0 scores, 1 + softcap, 2 + masks, 3 softmax */
+  float scale;      /* the scale attribute, else 1 / sqrt(head) */
+  float filter;     /* mask_filter_value (-10000 by default) */
 } mi__attn_t;
 
 /* The value a masked score gets from unidirectional (ONNX Runtime's: the lowest float). */

@@ -186,7 +186,7 @@ int32_t mi__ab_core(mi__ab_t *b, const mi__attn_t *p, int32_t q4, int32_t k4, in
   int64_t to_kv[4] = {0, p->kv_heads, -1, 0}, to_q[4] = {0, p->heads, -1, 0};
   float scale = p->scale, cap = p->softcap, zero = 0.f, ninf = -INFINITY;
   int32_t qs = b->q_scaled >= 0 ? b->q_scaled
-                                 : mi__ab_op(b, "Mul", "q_scaled", 2, (int32_t[]){q4, mi__ab_c_f32(b, "scale", 0, NULL, &scale)});
+                                : mi__ab_op(b, "Mul", "q_scaled", 2, (int32_t[]){q4, mi__ab_c_f32(b, "scale", 0, NULL, &scale)});
   if (gqa) qs = mi__ab_op(b, "Reshape", "q_grouped", 2, (int32_t[]){qs, mi__ab_c_i64(b, "shape", 1, 4, to_kv)});
   int32_t sc = mi__ab_op(b, "MatMul", "scores", 2, (int32_t[]){qs, mi__ab_transpose(b, "k_t", k4, kt_perm)});
   if (gqa) sc = mi__ab_op(b, "Reshape", "scores_heads", 2, (int32_t[]){sc, mi__ab_c_i64(b, "shape", 1, 4, to_q)});

@@ -107,7 +107,8 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
 static int is_attn(const mi_node_t *n) {
   if (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) return !strcmp(n->op_type, "Attention") ? 3 : 0;
   if (strcmp(n->domain, "com.microsoft")) return 0;
-  return !strcmp(n->op_type, "Attention") ? 1 : !strcmp(n->op_type, "MultiHeadAttention") ? 2 : 0;
+  return !strcmp(n->op_type, "Attention") ? 1 : !strcmp(n->op_type, "MultiHeadAttention") ? 2
+                                                                                          : 0;
 }
 
 int mi__graph_has_attn(const mi_graph_t *g) {

@@ -207,7 +207,9 @@ static int32_t onnx_attention(mi__ref_call_t *c) {
   c->out[0] = y;
   for (int32_t o = 1; o < 4; o++)
     if (mi__ref_out_wanted(c, o)) {
-      if ((rc = mi__ref_make_out(c, o, MI_DTYPE_FLOAT32, 4, o == 1 ? kd : o == 2 ? vd : qd, &out[o])) != MI_OK) return rc;
+      if ((rc = mi__ref_make_out(c, o, MI_DTYPE_FLOAT32, 4, o == 1 ? kd : o == 2 ? vd
+                                                                                 : qd,
+                                 &out[o])) != MI_OK) return rc;
       c->out[o] = out[o];
     }
   float *qq = malloc(sizeof *qq * (size_t)(nb * nq * s * h)), *kk = malloc(sizeof *kk * (size_t)(nb * nk * t * h)),
