@@ -11,14 +11,14 @@ blis-cpu; prints per case the largest absolute difference of the output (and of 
 A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_attn.py [BUILD_DIR] [CASE-SUBSTRING] [KEEP_DIR]
 (KEEP_DIR: each case's model and inputs are kept in KEEP_DIR/CASE, for timing runs)"""
-import os, random, shutil, sys, tempfile
+import math, os, random, shutil, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 KEEP = sys.argv[3] if len(sys.argv) > 3 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
+from onnx_pb import BOOL, FLOAT, INT32, INT64, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
 
 
 class Case:
@@ -212,6 +212,51 @@ class OnnxAttn:
         return args
 
 
+class Rotary:
+    """One RotaryEmbedding node (ms: com.microsoft's, inputs X, position_ids, cos, sin; else ONNX's
+    opset 23, X, cos, sin, position_ids): B, S, N, H, rotated dims r, rank 3 or 4 X; pos "ids"
+    [B, S], "offset" [1] (com.microsoft), None (ONNX: caches [B, S, r / 2])."""
+
+    def __init__(self, name, ms, b, s, n, h, r, rank=3, pos="ids", interleaved=0, heads_attr=True, rdim_attr=False):
+        self.name, self.ms, self.b, self.s, self.n, self.h, self.r = name, ms, b, s, n, h, r
+        self.rank, self.pos, self.interleaved, self.heads_attr, self.rdim_attr = rank, pos, interleaved, heads_attr, rdim_attr
+
+    def write(self, d, rng):
+        b, s, n, h, r, maxpos = self.b, self.s, self.n, self.h, self.r, 32
+        xd = [b, s, n * h] if self.rank == 3 else [b, n, s, h]
+        runtime = [("x", FLOAT, xd, [rng.gauss(0, 1) for _ in range(numel(xd))])]
+        cd = [b, s, r // 2] if self.pos is None else [maxpos, r // 2]
+        ang = [rng.uniform(0, 6.28) for _ in range(numel(cd))]
+        consts = [("cos", FLOAT, cd, [math.cos(a) for a in ang]), ("sin", FLOAT, cd, [math.sin(a) for a in ang])]
+        if self.pos == "ids":
+            runtime.append(("pos", INT64, [b, s], [rng.randint(0, maxpos - 1) for _ in range(b * s)]))
+        elif self.pos == "offset":
+            runtime.append(("pos", INT64, [1], [rng.randint(0, maxpos - s)]))
+        p = "pos" if self.pos else ""
+        order = ["x", p, "cos", "sin"] if self.ms else ["x", "cos", "sin", p]
+        while order[-1] == "":
+            order.pop()
+        nd = b"".join(st(1, i) for i in order) + st(2, "y") + st(3, self.name) + st(4, "RotaryEmbedding")
+        if self.ms:
+            nd += st(7, "com.microsoft")
+        if self.interleaved:
+            nd += attr("interleaved", 1)
+        if self.rank == 3 and self.heads_attr:
+            nd += attr("num_heads", n)
+        if self.rdim_attr:
+            nd += attr("rotary_embedding_dim", r)
+        g = ld(1, nd) + st(2, "g") + b"".join(tensor(*c) for c in consts)
+        g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime) + ld(12, vinfo("y", FLOAT, xd))
+        ops = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1)) if self.ms else ld(8, st(1, "") + vi(2, 23))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ops)
+        args = []
+        for nm, dt, dims, vals in runtime:
+            f = os.path.join(d, nm + ".npy")
+            npy(f, dt, dims, vals)
+            args += ["--input", "%s=%s" % (nm, f)]
+        return args
+
+
 def cases():
     c = [Case("plain", 2, 5, 16, 2), Case("no_bias", 2, 5, 16, 4, bias=False),
          Case("key_lengths", 2, 5, 16, 4, mask="len"), Case("ends_starts", 2, 5, 16, 4, mask="start"),
@@ -255,6 +300,16 @@ def cases():
           OnnxAttn("onnx_present_only", 2, 3, 3, 4, 4, 4, 4, present=True)]
     c += [OnnxAttn("onnx_qk_mode%d" % m, 2, 3, 4, 4, 2, 4, 4, mask="float", qk=m, attrs=[("softcap", 3.0)])
           for m in range(4)]
+    c += [Rotary("rot_onnx_4d", 0, 2, 5, 3, 8, 8, rank=4), Rotary("rot_onnx_3d", 0, 2, 5, 3, 8, 8),
+          Rotary("rot_onnx_interleaved", 0, 2, 5, 3, 8, 8, rank=4, interleaved=1),
+          Rotary("rot_onnx_partial", 0, 2, 5, 3, 8, 4, rdim_attr=True),
+          Rotary("rot_onnx_partial_interleaved_4d", 0, 2, 5, 3, 8, 4, rank=4, interleaved=1, rdim_attr=True),
+          Rotary("rot_onnx_no_position_ids", 0, 2, 5, 3, 8, 8, pos=None),
+          Rotary("rot_ms_3d", 1, 2, 5, 3, 8, 8), Rotary("rot_ms_offset", 1, 2, 5, 3, 8, 8, pos="offset"),
+          Rotary("rot_ms_interleaved", 1, 2, 5, 3, 8, 8, interleaved=1),
+          Rotary("rot_ms_4d", 1, 2, 5, 3, 8, 8, rank=4), Rotary("rot_ms_4d_offset", 1, 2, 5, 3, 8, 8, rank=4, pos="offset"),
+          Rotary("rot_ms_partial", 1, 2, 5, 3, 8, 4, rdim_attr=True),
+          Rotary("rot_ms_no_num_heads", 1, 2, 5, 3, 8, 8, heads_attr=False)]
     return c
 
 
@@ -281,7 +336,7 @@ def main():
         for a, b in (("ort", "ref"), ("ref", "blis")):
             line += "  %s vs %s: %s" % (b, a, diff(outs[a], outs[b]))
         extras = ["present"] if isinstance(c, Case) else ["present_key", "present_value"]
-        extras = (extras if c.present else []) + (["qk"] if getattr(c, "qk", None) is not None else [])
+        extras = (extras if getattr(c, "present", False) else []) + (["qk"] if getattr(c, "qk", None) is not None else [])
         for extra in extras:
             p = {}
             for side in ("ort", "ref", "blis"):

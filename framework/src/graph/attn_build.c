@@ -226,10 +226,12 @@ int32_t mi__ab_core(mi__ab_t *b, const mi__attn_t *p, int32_t q4, int32_t k4, in
 int32_t mi__ab_retype(mi_graph_t *g, int32_t i, const char *type, int32_t nin, const int32_t *in, int32_t out) {
   mi_node_t *m = &g->nodes[i];
   char *t = mi__node_own_strings(m) ? NULL : mi__strdup(type);
-  if (!t || nin > m->input_count || m->output_count < 1) {
+  int32_t *ins = nin > m->input_count ? realloc(m->inputs, sizeof *ins * (size_t)nin) : m->inputs;
+  if (!t || !ins || m->output_count < 1) {
     free(t);
     return -1;
   }
+  m->inputs = ins;
   free(m->op_type);
   m->op_type = t;
   free(m->domain);

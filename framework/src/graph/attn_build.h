@@ -48,7 +48,7 @@ int32_t mi__ab_unsqueeze(mi__ab_t *b, const char *what, int32_t x, int32_t n, co
 int32_t mi__ab_core(mi__ab_t *b, const mi__attn_t *p, int32_t q4, int32_t k4, int32_t v4, int32_t mask, int32_t ab,
                     int32_t y);
 /** Node i rewritten in place as `type` (default domain, no attributes) on `in` into `out`, so it
- * keeps its index and name; nin may not exceed its inputs. 0, or -1 out of memory. */
+ * keeps its index and name. 0, or -1 out of memory. */
 int32_t mi__ab_retype(mi_graph_t *g, int32_t i, const char *type, int32_t nin, const int32_t *in, int32_t out);
 
 #endif /* METAINFER_GRAPH_ATTN_BUILD_H */

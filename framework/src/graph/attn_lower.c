@@ -11,6 +11,7 @@
 
 #include "graph/attn_build.h"
 #include "graph/graph_internal.h"
+#include "graph/rotary.h"
 
 /* Columns c0 .. c0 + n - 1 of the [rows, cols] constant w (rows 1: of a vector) as a new constant. */
 static int32_t columns(mi__ab_t *b, const char *what, const float *w, int64_t rows, int64_t cols, int64_t c0, int64_t n,
@@ -103,8 +104,12 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   return MI_OK;
 }
 
-/* 1 for com.microsoft Attention, 2 for MultiHeadAttention, 3 for ONNX Attention, else 0. */
+/* 1 for com.microsoft Attention, 2 for MultiHeadAttention, 3 for ONNX Attention, 4 for
+ * RotaryEmbedding (either domain), else 0. */
 static int is_attn(const mi_node_t *n) {
+  if (!strcmp(n->op_type, "RotaryEmbedding") &&
+      (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx") || !strcmp(n->domain, "com.microsoft")))
+    return 4;
   if (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) return !strcmp(n->op_type, "Attention") ? 3 : 0;
   if (strcmp(n->domain, "com.microsoft")) return 0;
   return !strcmp(n->op_type, "Attention") ? 1 : !strcmp(n->op_type, "MultiHeadAttention") ? 2
@@ -125,6 +130,7 @@ int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err) 
     case 1: rc = lower_one(g, i, &e); break;
     case 2: rc = mi__mha_lower_one(g, i, &e); break;
     case 3: rc = mi__onnx_attn_lower_one(g, i, &e); break;
+    case 4: rc = mi__rot_lower_one(g, i, &e); break;
     default: break;
     }
   if (rc == MI_OK) rc = mi_graph_toposort(g, &e);

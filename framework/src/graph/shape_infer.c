@@ -297,6 +297,7 @@ static const mi__si_op_t ops[] = {
     /* attn */
     {"Attention", mi__si_attention},
     {"MultiHeadAttention", mi__si_mha},
+    {"RotaryEmbedding", mi__si_rotary},
     /* act: activations, CastLike, GroupNormalization */
     {"Elu", mi__si_act},
     {"Selu", mi__si_act},

@@ -1,8 +1,9 @@
 /* shape_infer_attn.c - shape inference for the attention ops: com.microsoft Attention and
- * MultiHeadAttention, ONNX Attention. */
+ * MultiHeadAttention, ONNX Attention, RotaryEmbedding of both domains. */
 #include <string.h>
 
 #include "graph/attn.h"
+#include "graph/rotary.h"
 #include "graph/shape_infer.h"
 
 /* ONNX Attention: Y [B, S, Nq * hv] or [B, Nq, S, hv]; present_key / present_value
@@ -59,5 +60,19 @@ int32_t mi__si_mha(mi__si_t *c, const mi_node_t *n) {
   mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 3, yd);
   if (n->output_count > 1) mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 4, kd);
   if (n->output_count > 2) mi__si_set(c, n, 2, MI_DTYPE_FLOAT32, 4, vd);
+  return MI_OK;
+}
+
+/* RotaryEmbedding (ONNX or com.microsoft): the input's shape. */
+int32_t mi__si_rotary(mi__si_t *c, const mi_node_t *n) {
+  mi__in_view_t ins[4];
+  mi__rot_t p;
+  char why[256];
+  int ms = n->domain && !strcmp(n->domain, "com.microsoft");
+  if (!ms && c->g->opset < 23) return mi__si_fail(c, n, MI_ERR_PARSE, "the op exists from opset 23 on");
+  mi__in_views_of_node(c->g, n, ins, 4);
+  if (mi__rot_check(n, ms, ins, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  const mi_tensor_t *x = mi__si_in(c, n, 0);
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, x->rank, x->dims);
   return MI_OK;
 }

@@ -142,6 +142,7 @@ static const ref_op_t REF_OPS[] = {
     {"DynamicQuantizeLSTM", mi__ref_dqlstm},
     {"Attention", mi__ref_attention},
     {"MultiHeadAttention", mi__ref_mha},
+    {"RotaryEmbedding", mi__ref_rotary},
     {"Elu", mi__ref_act},
     {"Selu", mi__ref_act},
     {"Celu", mi__ref_act},
