@@ -11,18 +11,18 @@
 #include "metainfer/mi_graph.h"
 
 /* How the cos / sin rows are picked per (batch, position). */
-enum { MI__ROT_POS_NONE,    /* ONNX without position_ids: the caches are [B, S, r / 2] */
-       MI__ROT_POS_IDS,     /* position_ids [B, S] index the caches' rows */
+enum { MI__ROT_POS_NONE,     /* ONNX without position_ids: the caches are [B, S, r / 2] */
+       MI__ROT_POS_IDS,      /* position_ids [B, S] index the caches' rows */
        MI__ROT_POS_OFFSET }; /* com.microsoft position_ids [1]: rows p0 .. p0 + S - 1 */
 
 typedef struct mi__rot {
-  int32_t ms;          /* the com.microsoft op (inputs X, position_ids, cos, sin) */
-  int32_t interleaved; /* rotate pairs (2k, 2k + 1), else the two halves */
-  int32_t x4;          /* X as [B, N, S, H], else [B, S, N * H] */
-  int32_t pos;         /* a MI__ROT_POS_ form */
+  int32_t ms;                           /* the com.microsoft op (inputs X, position_ids, cos, sin) */
+  int32_t interleaved;                  /* rotate pairs (2k, 2k + 1), else the two halves */
+  int32_t x4;                           /* X as [B, N, S, H], else [B, S, N * H] */
+  int32_t pos;                          /* a MI__ROT_POS_ form */
   int32_t in_x, in_cos, in_sin, in_pos; /* input slots (in_pos -1: none) */
-  int64_t heads, head; /* N and H */
-  int64_t rot;         /* rotated dims r (even, <= H): the first r of each head */
+  int64_t heads, head;                  /* N and H */
+  int64_t rot;                          /* rotated dims r (even, <= H): the first r of each head */
 } mi__rot_t;
 
 /* Reads and checks the node (com.microsoft when ms): interleaved, num_heads,
