@@ -257,6 +257,43 @@ class Rotary:
         return args
 
 
+class Gqa:
+    """One com.microsoft GroupQueryAttention node: B, S, past P, Nq, Nkv, H; packed QKV; seqlens
+    ("full": P + S - 1 for every batch, else per batch lengths given), softcap."""
+
+    def __init__(self, name, b, s, past, nq, nkv, h, packed=False, lens=None, attrs=()):
+        self.name, self.b, self.s, self.past, self.nq, self.nkv, self.h = name, b, s, past, nq, nkv, h
+        self.packed, self.lens, self.attrs, self.present = packed, lens, list(attrs), True
+
+    def write(self, d, rng):
+        b, s, pl, nq, nkv, h = self.b, self.s, self.past, self.nq, self.nkv, self.h
+        def arr(name, dims):
+            return (name, FLOAT, dims, [rng.gauss(0, 1) for _ in range(numel(dims))])
+        runtime = [arr("q", [b, s, (nq + 2 * nkv) * h] if self.packed else [b, s, nq * h])]
+        if not self.packed:
+            runtime += [arr("k", [b, s, nkv * h]), arr("v", [b, s, nkv * h])]
+        if pl:
+            runtime += [arr("past_k", [b, nkv, pl, h]), arr("past_v", [b, nkv, pl, h])]
+        lens = self.lens or [pl + s - 1] * b
+        runtime += [("seqlens_k", INT32, [b], lens), ("total_len", INT32, [], [pl + s])]
+        order = ["q", "" if self.packed else "k", "" if self.packed else "v", "past_k" if pl else "",
+                 "past_v" if pl else "", "seqlens_k", "total_len"]
+        nd = b"".join(st(1, i) for i in order) + b"".join(st(2, o) for o in ("y", "present_key", "present_value"))
+        nd += st(3, self.name) + st(4, "GroupQueryAttention") + st(7, "com.microsoft")
+        nd += attr("num_heads", nq) + attr("kv_num_heads", nkv) + b"".join(attr(k, v) for k, v in self.attrs)
+        g = ld(1, nd) + st(2, "g") + b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
+        g += ld(12, vinfo("y", FLOAT, [b, s, nq * h]))
+        g += ld(12, vinfo("present_key", FLOAT, [b, nkv, pl + s, h])) + ld(12, vinfo("present_value", FLOAT, [b, nkv, pl + s, h]))
+        ops = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ops)
+        args = []
+        for nm, dt, dims, vals in runtime:
+            f = os.path.join(d, nm + ".npy")
+            npy(f, dt, dims, vals)
+            args += ["--input", "%s=%s" % (nm, f)]
+        return args
+
+
 def cases():
     c = [Case("plain", 2, 5, 16, 2), Case("no_bias", 2, 5, 16, 4, bias=False),
          Case("key_lengths", 2, 5, 16, 4, mask="len"), Case("ends_starts", 2, 5, 16, 4, mask="start"),
@@ -310,6 +347,10 @@ def cases():
           Rotary("rot_ms_4d", 1, 2, 5, 3, 8, 8, rank=4), Rotary("rot_ms_4d_offset", 1, 2, 5, 3, 8, 8, rank=4, pos="offset"),
           Rotary("rot_ms_partial", 1, 2, 5, 3, 8, 4, rdim_attr=True),
           Rotary("rot_ms_no_num_heads", 1, 2, 5, 3, 8, 8, heads_attr=False)]
+    c += [Gqa("gqa_prompt", 2, 5, 0, 4, 2, 8), Gqa("gqa_decode", 2, 1, 6, 4, 2, 8), Gqa("gqa_mqa_past", 1, 3, 4, 4, 1, 8),
+          Gqa("gqa_packed_decode", 2, 1, 5, 6, 2, 8, packed=True), Gqa("gqa_softcap", 1, 4, 3, 4, 2, 8, attrs=[("softcap", 2.0)]),
+          Gqa("gqa_scale", 1, 4, 0, 2, 2, 8, attrs=[("scale", 0.2)]),
+          Gqa("gqa_prompt_right_padded", 2, 5, 0, 4, 2, 8, lens=[4, 2])]
     return c
 
 

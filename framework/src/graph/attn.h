@@ -43,7 +43,23 @@ enum { MI__MASK_NONE,
        MI__MASK_2D,        /* [B, T]: masked where 0 */
        MI__MASK_3D,        /* [B, S, T]: masked where 0 */
        MI__MASK_FLOAT,     /* ONNX Attention: a float mask added, broadcast to [B, N, S, T] */
-       MI__MASK_BOOL };    /* ONNX Attention: a bool mask, false masks (-inf) */
+       MI__MASK_BOOL,      /* ONNX Attention: a bool mask, false masks (-inf) */
+       MI__MASK_SEQLENS }; /* GroupQueryAttention's seqlens_k [B]: key j masked when j > seqlens_k[b] */
+
+/* com.microsoft GroupQueryAttention's input slots (graph/gqa.c). */
+enum { MI__GQ_Q,
+       MI__GQ_K,
+       MI__GQ_V,
+       MI__GQ_PK,
+       MI__GQ_PV,
+       MI__GQ_SEQLENS,
+       MI__GQ_TOTAL,
+       MI__GQ_COS,
+       MI__GQ_SIN,
+       MI__GQ_POS,
+       MI__GQ_ABIAS,
+       MI__GQ_SINK,
+       MI__GQ_COUNT };
 
 /* ONNX Attention's input slots: Q, K, V, attn_mask, past_key, past_value. */
 enum { MI__OA_Q,
@@ -69,6 +85,7 @@ typedef struct mi__attn {
   int64_t kv_heads; /* K / V heads (GQA: heads a multiple of it) */
   float softcap;    /* > 0: scores = softcap * tanh(scores / softcap) before the softmax */
   int32_t qk_mode;  /* qk_matmul_output_mode: 0 scores, 1 + softcap, 2 + masks, 3 softmax */
+  int32_t packed;   /* GroupQueryAttention: Q, K, V packed in query */
   float scale;      /* the scale attribute, else 1 / sqrt(head) */
   float filter;     /* mask_filter_value (-10000 by default) */
 } mi__attn_t;
@@ -99,6 +116,16 @@ int mi__mha_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout,
  * [B, Nkv, P, h]; nout the node's output count. On error writes one line to why, returns -1. */
 int mi__onnx_attn_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout, mi__attn_t *p, char *why,
                         size_t cap);
+
+/* com.microsoft GroupQueryAttention (graph/gqa.c): num_heads, kv_num_heads, scale, softcap; query
+ * [B, S, Nq * H] (or packed QKV [B, S, (Nq + 2 Nkv) * H] without key and value), key / value
+ * [B, S, Nkv * H], past_key / past_value [B, Nkv, P, H] (not a shared buffer), seqlens_k int32
+ * [B], total_sequence_length; causal always. do_rotary, local_window_size, smooth_softmax,
+ * position_ids, attention_bias, head_sink and the qk output refused. On error writes one line to
+ * why and returns -1. */
+int mi__gqa_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout, mi__attn_t *p, char *why, size_t cap);
+/** GroupQueryAttention node i into standard ops (graph/gqa.c). */
+int32_t mi__gqa_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err);
 
 /** 1 when the graph has a node the loader lowers to standard ops (attn_lower.c). */
 int mi__graph_has_attn(const mi_graph_t *g);

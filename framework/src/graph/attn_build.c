@@ -134,6 +134,10 @@ static int32_t kept_bias(mi__ab_t *b, int32_t kept, float filter) {
 static int32_t mask_bias(mi__ab_t *b, const mi__attn_t *p, int32_t mask, int32_t q4, int32_t k4, int32_t *tlen) {
   static const int64_t a1[1] = {1}, a12[2] = {1, 2}, zero = 0, minus1 = -1;
   int32_t mf = cast_f32(b, "mask_float", mask), kept;
+  if (p->mask == MI__MASK_SEQLENS) { /* key lengths seqlens_k + 1 */
+    float one = 1.f;
+    mf = mi__ab_op(b, "Add", "key_lengths", 2, (int32_t[]){mf, mi__ab_c_f32(b, "one", 0, NULL, &one)});
+  }
   if (p->mask == MI__MASK_2D || p->mask == MI__MASK_3D) {
     kept = against0(b, "Greater", "kept", mf);
     return mi__ab_unsqueeze(b, "mask_bias", kept_bias(b, kept, p->filter), p->mask == MI__MASK_2D ? 2 : 1,
@@ -142,7 +146,7 @@ static int32_t mask_bias(mi__ab_t *b, const mi__attn_t *p, int32_t mask, int32_t
   /* 1D: key positions 0 .. T - 1 against the ends (and starts): kept where j - end < 0 */
   if (*tlen < 0) *tlen = dim_of(b, "total_length", k4, 2);
   int32_t pos = positions(b, "key_pos", mi__ab_c_i64(b, "zero", 0, 1, &zero), *tlen);
-  if (p->mask == MI__MASK_LEN) {
+  if (p->mask == MI__MASK_LEN || p->mask == MI__MASK_SEQLENS) {
     int32_t d = mi__ab_op(b, "Sub", "from_end", 2, (int32_t[]){pos, mi__ab_unsqueeze(b, "end", mf, 1, a1)});
     kept = against0(b, "Less", "kept", d);
   } else {

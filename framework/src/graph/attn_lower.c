@@ -105,13 +105,14 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
 }
 
 /* 1 for com.microsoft Attention, 2 for MultiHeadAttention, 3 for ONNX Attention, 4 for
- * RotaryEmbedding (either domain), else 0. */
+ * RotaryEmbedding (either domain), 5 for GroupQueryAttention, else 0. */
 static int is_attn(const mi_node_t *n) {
   if (!strcmp(n->op_type, "RotaryEmbedding") &&
       (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx") || !strcmp(n->domain, "com.microsoft")))
     return 4;
   if (!n->domain || !n->domain[0] || !strcmp(n->domain, "ai.onnx")) return !strcmp(n->op_type, "Attention") ? 3 : 0;
   if (strcmp(n->domain, "com.microsoft")) return 0;
+  if (!strcmp(n->op_type, "GroupQueryAttention")) return 5;
   return !strcmp(n->op_type, "Attention") ? 1 : !strcmp(n->op_type, "MultiHeadAttention") ? 2
                                                                                           : 0;
 }
@@ -131,6 +132,7 @@ int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err) 
     case 2: rc = mi__mha_lower_one(g, i, &e); break;
     case 3: rc = mi__onnx_attn_lower_one(g, i, &e); break;
     case 4: rc = mi__rot_lower_one(g, i, &e); break;
+    case 5: rc = mi__gqa_lower_one(g, i, &e); break;
     default: break;
     }
   if (rc == MI_OK) rc = mi_graph_toposort(g, &e);

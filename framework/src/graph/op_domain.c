@@ -17,7 +17,7 @@ static const char *const k_ms_ops[] = {"QLinearAdd", "QLinearMul", "QLinearGloba
                                        "EmbedLayerNormalization", "FusedMatMul",
                                        "TransposeMatMul",
                                        /* attention (lowered at import) */
-                                       "Attention", "MultiHeadAttention", "RotaryEmbedding"};
+                                       "Attention", "MultiHeadAttention", "RotaryEmbedding", "GroupQueryAttention"};
 
 int mi__graph_op_known(const char *domain, const char *op_type) {
   if (!domain || !domain[0] || strcmp(domain, "ai.onnx") == 0) return 1;

@@ -298,6 +298,7 @@ static const mi__si_op_t ops[] = {
     {"Attention", mi__si_attention},
     {"MultiHeadAttention", mi__si_mha},
     {"RotaryEmbedding", mi__si_rotary},
+    {"GroupQueryAttention", mi__si_gqa},
     /* act: activations, CastLike, GroupNormalization */
     {"Elu", mi__si_act},
     {"Selu", mi__si_act},

@@ -152,6 +152,7 @@ int32_t mi__si_dqlstm(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_attention(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_mha(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_rotary(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_gqa(mi__si_t *c, const mi_node_t *n);
 /* act: Elu, Selu, Celu, Softsign, Mish, ThresholdedRelu, Shrink, CastLike, the normalizations */
 int32_t mi__si_act(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_castlike(mi__si_t *c, const mi_node_t *n);

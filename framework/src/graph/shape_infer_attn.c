@@ -1,5 +1,5 @@
 /* shape_infer_attn.c - shape inference for the attention ops: com.microsoft Attention and
- * MultiHeadAttention, ONNX Attention, RotaryEmbedding of both domains. */
+ * MultiHeadAttention, ONNX Attention, RotaryEmbedding of both domains, GroupQueryAttention. */
 #include <string.h>
 
 #include "graph/attn.h"
@@ -74,5 +74,22 @@ int32_t mi__si_rotary(mi__si_t *c, const mi_node_t *n) {
   if (mi__rot_check(n, ms, ins, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, x->rank, x->dims);
+  return MI_OK;
+}
+
+/* com.microsoft GroupQueryAttention: output [B, S, Nq * H]; present_key / present_value
+ * [B, Nkv, P + S, H]. */
+int32_t mi__si_gqa(mi__si_t *c, const mi_node_t *n) {
+  mi__in_view_t ins[MI__GQ_COUNT];
+  mi__attn_t p;
+  char why[256];
+  mi__in_views_of_node(c->g, n, ins, MI__GQ_COUNT);
+  if (mi__gqa_check(n, ins, n->output_count, &p, why, sizeof why)) return mi__si_fail(c, n, MI_ERR_PARSE, "%s", why);
+  const mi_tensor_t *q = mi__si_in(c, n, MI__GQ_Q), *pk = mi__si_in(c, n, MI__GQ_PK);
+  int64_t s = q->dims[1], pl = pk ? pk->dims[2] : 0, t = s >= 0 && pl >= 0 ? s + pl : -1;
+  int64_t yd[3] = {q->dims[0], s, p.qh}, kd[4] = {q->dims[0], p.kv_heads, t, p.head};
+  mi__si_set(c, n, 0, MI_DTYPE_FLOAT32, 3, yd);
+  if (n->output_count > 1) mi__si_set(c, n, 1, MI_DTYPE_FLOAT32, 4, kd);
+  if (n->output_count > 2) mi__si_set(c, n, 2, MI_DTYPE_FLOAT32, 4, kd);
   return MI_OK;
 }

@@ -143,6 +143,7 @@ static const ref_op_t REF_OPS[] = {
     {"Attention", mi__ref_attention},
     {"MultiHeadAttention", mi__ref_mha},
     {"RotaryEmbedding", mi__ref_rotary},
+    {"GroupQueryAttention", mi__ref_gqa},
     {"Elu", mi__ref_act},
     {"Selu", mi__ref_act},
     {"Celu", mi__ref_act},

@@ -146,6 +146,7 @@ mi__ref_kernel_fn mi__ref_qgemm;                                    /* ref_qgemm
 mi__ref_kernel_fn mi__ref_dqlstm;                                   /* ref_dqlstm.c */
 mi__ref_kernel_fn mi__ref_attention, mi__ref_mha;                   /* ref_attn.c */
 mi__ref_kernel_fn mi__ref_rotary;                                   /* ref_rotary.c */
+mi__ref_kernel_fn mi__ref_gqa;                                      /* ref_gqa.c */
 mi__ref_kernel_fn mi__ref_matmul_nbits;                             /* ref_nbits.c */
 mi__ref_kernel_fn mi__ref_if, mi__ref_loop, mi__ref_scan;           /* ref_control.c */
 mi__ref_kernel_fn mi__ref_pad, mi__ref_size;                        /* ref_pad.c */
