@@ -350,7 +350,8 @@ def cases():
     c += [Gqa("gqa_prompt", 2, 5, 0, 4, 2, 8), Gqa("gqa_decode", 2, 1, 6, 4, 2, 8), Gqa("gqa_mqa_past", 1, 3, 4, 4, 1, 8),
           Gqa("gqa_packed_decode", 2, 1, 5, 6, 2, 8, packed=True), Gqa("gqa_softcap", 1, 4, 3, 4, 2, 8, attrs=[("softcap", 2.0)]),
           Gqa("gqa_scale", 1, 4, 0, 2, 2, 8, attrs=[("scale", 0.2)]),
-          Gqa("gqa_prompt_right_padded", 2, 5, 0, 4, 2, 8, lens=[4, 2])]
+          Gqa("gqa_prompt_right_padded", 2, 5, 0, 4, 2, 8, lens=[4, 2]),
+          Gqa("gqa_decode_p511_q32_kv8_h64", 1, 1, 511, 32, 8, 64)]  # an LLM decoding step
     return c
 
 
