@@ -1,8 +1,9 @@
 /* test_exec_gqa.c - com.microsoft GroupQueryAttention: the reference on values worked out by hand
  * (causal, two query heads on one K / V head, seqlens_k masking keys, past and present, packed
  * QKV), inferred shapes equal to the run's, refusals in one line; the loader's lowering to
- * standard ops against the node's reference, and blis-cpu on the lowered graph with no host step,
- * at every SIMD cap. */
+ * standard ops against the node's reference (do_rotary too), and blis-cpu on the lowered graph
+ * (no host step; with do_rotary and a past the positions from seqlens_k and the caches' rows
+ * they pick run on the host), at every SIMD cap. */
 #include <math.h>
 
 #include "test_exec_util.h"
@@ -12,6 +13,8 @@ typedef struct gspec {
   int64_t b, s, past, nq, nkv, h;
   int packed;
   float scale, softcap;
+  int64_t rot;     /* do_rotary with caches of 32 positions and rot / 2 columns (0: none) */
+  int interleaved; /* rotary_interleaved */
 } gspec_t;
 
 static uint64_t lcg(uint64_t *s) {
@@ -23,7 +26,7 @@ static mi_graph_t *gqa_graph(const gspec_t *sp) {
   mi_graph_t *g = mi_graph_create("gqa");
   int64_t qd[3] = {sp->b, sp->s, (sp->packed ? sp->nq + 2 * sp->nkv : sp->nq) * sp->h}, kd[3] = {sp->b, sp->s, sp->nkv * sp->h},
           pd[4] = {sp->b, sp->nkv, sp->past, sp->h}, ld[1] = {sp->b};
-  int32_t ins[7] = {tin(g, "q", MI_DTYPE_FLOAT32, 3, qd), -1, -1, -1, -1, -1, -1};
+  int32_t ins[9] = {tin(g, "q", MI_DTYPE_FLOAT32, 3, qd), -1, -1, -1, -1, -1, -1, -1, -1};
   if (!sp->packed) {
     ins[1] = tin(g, "k", MI_DTYPE_FLOAT32, 3, kd);
     ins[2] = tin(g, "v", MI_DTYPE_FLOAT32, 3, kd);
@@ -39,13 +42,26 @@ static mi_graph_t *gqa_graph(const gspec_t *sp) {
   int32_t outs[3] = {mi_graph_add_tensor(g, "y", MI_DTYPE_UNDEFINED, -1, NULL),
                      mi_graph_add_tensor(g, "present_key", MI_DTYPE_UNDEFINED, -1, NULL),
                      mi_graph_add_tensor(g, "present_value", MI_DTYPE_UNDEFINED, -1, NULL)};
-  int32_t n = mi_graph_add_node(g, "GroupQueryAttention", "gqa", 7, ins, 3, outs);
+  if (sp->rot) {
+    int64_t cd[2] = {32, sp->rot / 2};
+    float c[32 * 32], s[32 * 32];
+    uint64_t seed = 3;
+    for (int64_t i = 0; i < cd[0] * cd[1]; i++) {
+      float a = (float)(lcg(&seed) % 628) / 100.f;
+      c[i] = cosf(a), s[i] = sinf(a);
+    }
+    ins[7] = mi_graph_add_const_f32(g, "cos", 2, cd, c);
+    ins[8] = mi_graph_add_const_f32(g, "sin", 2, cd, s);
+  }
+  int32_t n = mi_graph_add_node(g, "GroupQueryAttention", "gqa", sp->rot ? 9 : 7, ins, 3, outs);
   free(g->nodes[n].domain);
   g->nodes[n].domain = strdup("com.microsoft");
   mi_node_set_int(g, n, "num_heads", sp->nq);
   mi_node_set_int(g, n, "kv_num_heads", sp->nkv);
   if (sp->scale != 0.f) mi_node_set_float(g, n, "scale", sp->scale);
   if (sp->softcap != 0.f) mi_node_set_float(g, n, "softcap", sp->softcap);
+  if (sp->rot) mi_node_set_int(g, n, "do_rotary", 1);
+  if (sp->interleaved) mi_node_set_int(g, n, "rotary_interleaved", 1);
   for (int32_t k = 0; k < 3; k++) mi_graph_add_output(g, outs[k]);
   g->opset = 17;
   return g;
@@ -102,11 +118,11 @@ static void hand_values(void) {
     float want[8];
     int64_t yn;
   } cases[] = {
-      {"causal", {1, 2, 0, 1, 1, 2, 0, l3, 0}, {x, x, x}, NULL, {1, 0, .25f, .75f}, 2},
-      {"two query heads", {1, 2, 0, 2, 1, 2, 0, l3, 0}, {x2, x, x}, NULL, {1, 0, 1, 0, .25f, .75f, .25f, .75f}, 4},
-      {"seqlens_k", {1, 2, 0, 1, 1, 2, 0, l3, 0}, {x, x, x}, (const int32_t[]){0}, {1, 0, 1, 0}, 2},
-      {"past", {1, 2, 1, 1, 1, 2, 0, l3, 0}, {x, x, x, (const float[]){0, 0}, (const float[]){2, 2}}, NULL, {1.25f, .5f, .6f, 1.f}, 2},
-      {"packed", {1, 2, 0, 1, 1, 2, 1, l3, 0}, {packed}, NULL, {1, 0, .25f, .75f}, 2},
+      {"causal", {1, 2, 0, 1, 1, 2, 0, l3, 0, 0, 0}, {x, x, x}, NULL, {1, 0, .25f, .75f}, 2},
+      {"two query heads", {1, 2, 0, 2, 1, 2, 0, l3, 0, 0, 0}, {x2, x, x}, NULL, {1, 0, 1, 0, .25f, .75f, .25f, .75f}, 4},
+      {"seqlens_k", {1, 2, 0, 1, 1, 2, 0, l3, 0, 0, 0}, {x, x, x}, (const int32_t[]){0}, {1, 0, 1, 0}, 2},
+      {"past", {1, 2, 1, 1, 1, 2, 0, l3, 0, 0, 0}, {x, x, x, (const float[]){0, 0}, (const float[]){2, 2}}, NULL, {1.25f, .5f, .6f, 1.f}, 2},
+      {"packed", {1, 2, 0, 1, 1, 2, 1, l3, 0, 0, 0}, {packed}, NULL, {1, 0, .25f, .75f}, 2},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     mi_graph_t *g = gqa_graph(&cases[c].sp);
@@ -122,7 +138,7 @@ static void hand_values(void) {
 }
 
 static void refused_attr(const char *attr, int64_t v, const char *want) {
-  const gspec_t sp = {1, 2, 0, 4, 2, 8, 0, 0, 0};
+  const gspec_t sp = {1, 2, 0, 4, 2, 8, 0, 0, 0, 0, 0};
   mi_graph_t *g = gqa_graph(&sp);
   mi_error_t err = {0};
   mi_node_set_int(g, 0, attr, v);
@@ -167,12 +183,17 @@ static double max_abs(const mi_array_t *a, const mi_array_t *b) {
 }
 
 static const gspec_t k_forms[] = {
-    {2, 5, 0, 4, 2, 8, 0, 0, 0},
-    {2, 1, 6, 4, 2, 8, 0, 0, 0},
-    {1, 3, 4, 4, 1, 8, 0, 0, 0},
-    {2, 1, 5, 6, 2, 8, 1, 0, 0},
-    {1, 4, 3, 4, 2, 8, 0, 0, 2.f},
-    {1, 4, 0, 2, 2, 8, 0, 0.2f, 0},
+    /* b  s  past nq nkv h  packed scale softcap rot interleaved */
+    {2, 5, 0, 4, 2, 8, 0, 0, 0, 0, 0},
+    {2, 1, 6, 4, 2, 8, 0, 0, 0, 0, 0},
+    {1, 3, 4, 4, 1, 8, 0, 0, 0, 0, 0},
+    {2, 1, 5, 6, 2, 8, 1, 0, 0, 0, 0},
+    {1, 4, 3, 4, 2, 8, 0, 0, 2.f, 0, 0},
+    {1, 4, 0, 2, 2, 8, 0, 0.2f, 0, 0, 0},
+    {2, 5, 0, 4, 2, 8, 0, 0, 0, 8, 0},
+    {2, 1, 6, 4, 2, 8, 0, 0, 0, 8, 0},
+    {1, 3, 4, 4, 2, 8, 0, 0, 0, 4, 1},
+    {2, 1, 5, 6, 2, 8, 1, 0, 0, 8, 0},
 };
 
 static void forms_on(mi_plugin_t *p) {
@@ -188,7 +209,11 @@ static void forms_on(mi_plugin_t *p) {
     if ((back = save_load(g)) && mi_graph_infer_shapes(back, &err) == MI_OK) {
       if (p) {
         mi_session_t *s = session(back, p);
-        CHECK(mi_session_fallback_count(s) == 0, "form %zu: no host step (%d)", f, (int)mi_session_fallback_count(s));
+        /* do_rotary with a past: the positions from seqlens_k (Cast, Add, Sub, Unsqueeze, Add) and
+         * the cos / sin Gathers by them run on the host; without one the positions are 0 .. S - 1,
+         * from shapes alone, and all of it folds */
+        int32_t host = mi_session_fallback_count(s), want_host = sp.rot && sp.past ? 7 : 0;
+        CHECK(host == want_host, "form %zu: %d host steps, want %d", f, (int)host, (int)want_host);
         CHECK(mi_session_run(s, (const mi_array_t *const *)in, nin, got, 3, &err) == MI_OK, "run: %s", err.message);
         mi_session_destroy(s);
       } else

@@ -261,9 +261,9 @@ class Gqa:
     """One com.microsoft GroupQueryAttention node: B, S, past P, Nq, Nkv, H; packed QKV; seqlens
     ("full": P + S - 1 for every batch, else per batch lengths given), softcap."""
 
-    def __init__(self, name, b, s, past, nq, nkv, h, packed=False, lens=None, attrs=()):
+    def __init__(self, name, b, s, past, nq, nkv, h, packed=False, lens=None, rot=0, attrs=()):
         self.name, self.b, self.s, self.past, self.nq, self.nkv, self.h = name, b, s, past, nq, nkv, h
-        self.packed, self.lens, self.attrs, self.present = packed, lens, list(attrs), True
+        self.packed, self.lens, self.rot, self.attrs, self.present = packed, lens, rot, list(attrs), True
 
     def write(self, d, rng):
         b, s, pl, nq, nkv, h = self.b, self.s, self.past, self.nq, self.nkv, self.h
@@ -278,10 +278,17 @@ class Gqa:
         runtime += [("seqlens_k", INT32, [b], lens), ("total_len", INT32, [], [pl + s])]
         order = ["q", "" if self.packed else "k", "" if self.packed else "v", "past_k" if pl else "",
                  "past_v" if pl else "", "seqlens_k", "total_len"]
+        consts = []
+        if self.rot:  # caches of 64 positions, do_rotary
+            ang = [rng.uniform(0, 6.28) for _ in range(64 * self.rot // 2)]
+            consts = [("cos", FLOAT, [64, self.rot // 2], [math.cos(a) for a in ang]),
+                      ("sin", FLOAT, [64, self.rot // 2], [math.sin(a) for a in ang])]
+            order += ["cos", "sin"]
         nd = b"".join(st(1, i) for i in order) + b"".join(st(2, o) for o in ("y", "present_key", "present_value"))
         nd += st(3, self.name) + st(4, "GroupQueryAttention") + st(7, "com.microsoft")
         nd += attr("num_heads", nq) + attr("kv_num_heads", nkv) + b"".join(attr(k, v) for k, v in self.attrs)
-        g = ld(1, nd) + st(2, "g") + b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
+        g = ld(1, nd) + st(2, "g") + b"".join(tensor(*c) for c in consts)
+        g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
         g += ld(12, vinfo("y", FLOAT, [b, s, nq * h]))
         g += ld(12, vinfo("present_key", FLOAT, [b, nkv, pl + s, h])) + ld(12, vinfo("present_value", FLOAT, [b, nkv, pl + s, h]))
         ops = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
@@ -351,6 +358,12 @@ def cases():
           Gqa("gqa_packed_decode", 2, 1, 5, 6, 2, 8, packed=True), Gqa("gqa_softcap", 1, 4, 3, 4, 2, 8, attrs=[("softcap", 2.0)]),
           Gqa("gqa_scale", 1, 4, 0, 2, 2, 8, attrs=[("scale", 0.2)]),
           Gqa("gqa_prompt_right_padded", 2, 5, 0, 4, 2, 8, lens=[4, 2]),
+          Gqa("gqa_rotary_prompt", 2, 5, 0, 4, 2, 16, rot=16, attrs=[("do_rotary", 1)]),
+          Gqa("gqa_rotary_decode", 2, 1, 6, 4, 2, 16, rot=16, attrs=[("do_rotary", 1)]),
+          Gqa("gqa_rotary_interleaved_partial", 1, 3, 4, 4, 2, 32, rot=16,
+              attrs=[("do_rotary", 1), ("rotary_interleaved", 1)]),
+          Gqa("gqa_rotary_packed_decode", 2, 1, 5, 6, 2, 16, packed=True, rot=16, attrs=[("do_rotary", 1)]),
+          Gqa("gqa_rotary_right_padded", 2, 5, 0, 4, 2, 16, lens=[4, 2], rot=16, attrs=[("do_rotary", 1)]),
           Gqa("gqa_decode_p511_q32_kv8_h64", 1, 1, 511, 32, 8, 64)]  # an LLM decoding step
     return c
 

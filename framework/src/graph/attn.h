@@ -86,8 +86,10 @@ typedef struct mi__attn {
   float softcap;    /* > 0: scores = softcap * tanh(scores / softcap) before the softmax */
   int32_t qk_mode;  /* qk_matmul_output_mode: 0 scores, 1 + softcap, 2 + masks, 3 softmax */
   int32_t packed;   /* GroupQueryAttention: Q, K, V packed in query */
-  float scale;      /* the scale attribute, else 1 / sqrt(head) */
-  float filter;     /* mask_filter_value (-10000 by default) */
+  int64_t rot;      /* GroupQueryAttention do_rotary: the rotated dims of Q and K (0: none) */
+  int32_t rot_interleaved;
+  float scale;  /* the scale attribute, else 1 / sqrt(head) */
+  float filter; /* mask_filter_value (-10000 by default) */
 } mi__attn_t;
 
 /* The value a masked score gets from unidirectional (ONNX Runtime's: the lowest float). */

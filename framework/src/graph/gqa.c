@@ -2,13 +2,14 @@
  * the loader's lowering to standard ops: Q, K, V (sliced from a packed query) to heads, K and V
  * after the past (present), then the core shared with the other attention ops (attn_build.c):
  * Q's heads grouped onto the K / V heads, the keys past seqlens_k[b] masked, causal at P + i,
- * softcap. */
+ * softcap; do_rotary: Q and K rotated first (rotary_lower.c's rotation). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "graph/attn_build.h"
 #include "graph/graph_internal.h"
+#include "graph/rotary.h"
 
 static int64_t dim(const mi__in_view_t *x, int32_t d) { return x->rank > d && x->dims[d] >= 0 ? x->dims[d] : -1; }
 static int is_f32(const mi__in_view_t *x) { return x->dtype == MI_DTYPE_UNDEFINED || x->dtype == MI_DTYPE_FLOAT32; }
@@ -25,13 +26,12 @@ int mi__gqa_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout,
   if (p->heads < 1 || p->kv_heads < 1 || p->heads % p->kv_heads)
     return mi__why(why, cap, "num_heads %lld must be a multiple of kv_num_heads %lld (both >= 1)", (long long)p->heads,
                    (long long)p->kv_heads);
-  if (mi_node_attr_int(node, "do_rotary", 0)) return mi__why(why, cap, "do_rotary = 1 is not supported");
   if (mi_node_attr_int(node, "local_window_size", -1) != -1)
     return mi__why(why, cap, "local_window_size = %lld is not supported", (long long)mi_node_attr_int(node, "local_window_size", -1));
   if (mi_node_attr_int(node, "smooth_softmax", 0)) return mi__why(why, cap, "smooth_softmax = 1 is not supported");
   if (p->softcap < 0.f) return mi__why(why, cap, "softcap = %g is negative", (double)p->softcap);
-  if (ins[MI__GQ_POS].present || ins[MI__GQ_ABIAS].present || ins[MI__GQ_SINK].present || ins[MI__GQ_COS].present)
-    return mi__why(why, cap, "cos_cache, position_ids, attention_bias and head_sink are not supported");
+  if (ins[MI__GQ_POS].present || ins[MI__GQ_ABIAS].present || ins[MI__GQ_SINK].present)
+    return mi__why(why, cap, "position_ids, attention_bias and head_sink are not supported");
   if (nout > 3) return mi__why(why, cap, "the qk output is not supported");
   if (!q->present || !is_f32(q) || q->rank != 3) return mi__why(why, cap, "query must be a known FLOAT32 [B, S, hidden]");
   if (!sl->present || sl->dtype != MI_DTYPE_INT32 || (sl->rank >= 0 && sl->rank != 1))
@@ -56,6 +56,17 @@ int mi__gqa_check(const mi_node_t *node, const mi__in_view_t *ins, int32_t nout,
                    (long long)p->head);
   float sc = mi_node_attr_float(node, "scale", 0.f);
   p->scale = sc == 0.f ? 1.f / sqrtf((float)p->head) : sc;
+  if (mi_node_attr_int(node, "do_rotary", 0)) { /* Q and K rotated at their positions */
+    const mi__in_view_t *cc = &ins[MI__GQ_COS], *ss = &ins[MI__GQ_SIN];
+    if (!cc->present || !ss->present || !is_f32(cc) || !is_f32(ss) || cc->rank != 2 || ss->rank != 2 ||
+        dim(cc, 1) < 1 || dim(ss, 1) != dim(cc, 1) || dim(ss, 0) != dim(cc, 0))
+      return mi__why(why, cap, "do_rotary needs FLOAT32 cos_cache and sin_cache [max position, rotary dim / 2]");
+    p->rot = 2 * dim(cc, 1);
+    p->rot_interleaved = mi_node_attr_int(node, "rotary_interleaved", 0) != 0;
+    if (p->rot > p->head)
+      return mi__why(why, cap, "rotary dim %lld is more than the head size %lld", (long long)p->rot, (long long)p->head);
+  } else if (ins[MI__GQ_COS].present)
+    return mi__why(why, cap, "cos_cache without do_rotary");
   return 0;
 }
 
@@ -67,6 +78,10 @@ static int32_t heads_of(mi__ab_t *b, const char *what, int32_t x, int64_t n, int
   int32_t y = mi__ab_op_to(b, "Transpose", what, 1, &r, out);
   mi__ab_attr_ints(b, "perm", 4, perm);
   return y;
+}
+
+static int32_t bin(mi__ab_t *b, const char *op, const char *what, int32_t x, int32_t y) {
+  return mi__ab_op(b, op, what, 2, (int32_t[]){x, y});
 }
 
 /* x[..., lo:hi] (into out when >= 0). */
@@ -90,7 +105,9 @@ int32_t mi__gqa_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
     return mi_errorf(err, MI_ERR_PARSE, "node '%s' (com.microsoft GroupQueryAttention): %s", b.name, why);
   if (g->opset < 11)
     return mi_errorf(err, MI_ERR_UNSUPPORTED, "node '%s' (com.microsoft GroupQueryAttention): needs opset >= 11", b.name);
+  static const int64_t perm4[4] = {0, 2, 1, 3};
   int32_t q = n->inputs[MI__GQ_Q], y = n->outputs[0], sl = n->inputs[MI__GQ_SEQLENS];
+  int32_t n_cos = p.rot ? n->inputs[MI__GQ_COS] : -1, n_sin = p.rot ? n->inputs[MI__GQ_SIN] : -1;
   int32_t k = p.packed ? q : n->inputs[MI__GQ_K], v = p.packed ? q : n->inputs[MI__GQ_V];
   int32_t pk = p.past ? n->inputs[MI__GQ_PK] : -1, pv = p.past ? n->inputs[MI__GQ_PV] : -1;
   int32_t prk = n->output_count > 1 ? n->outputs[1] : -1, prv = n->output_count > 2 ? n->outputs[2] : -1;
@@ -104,13 +121,43 @@ int32_t mi__gqa_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
     k = cols(&b, "k", q, p.qh, p.qh + kvh, -1), v = cols(&b, "v", q, p.qh + kvh, p.qh + 2 * kvh, -1);
   } else
     first_in[1] = mi__ab_c_i64(&b, "shape", 1, 4, qshape);
-  int32_t q4 = p.packed ? heads_of(&b, "q_heads", first, p.heads, p.head, -1) : -1;
-  if (!p.packed) {
-    static const int64_t perm[4] = {0, 2, 1, 3};
-    q4 = mi__ab_op(&b, "Transpose", "q_heads", 1, &first);
-    mi__ab_attr_ints(&b, "perm", 4, perm);
+  int32_t q4, k4;
+  if (p.rot) {
+    /* rotary on Q and K as [B, S, N, H] before they turn to heads: new token s of batch b sits at
+     * position s (no past), else seqlens_k[b] + 1 - S + s */
+    static const int64_t zero = 0, one = 1, a1[1] = {1}, a2[1] = {2};
+    mi__rot_t rp = {.interleaved = p.rot_interleaved, .heads = p.heads, .head = p.head, .rot = p.rot};
+    int64_t kshape[4] = {0, 0, p.kv_heads, p.head}, s_ax = 1;
+    int32_t sh = mi__ab_op(&b, "Shape", "query_shape", 1, &q);
+    int32_t slen = mi__ab_op(&b, "Gather", "seq_len", 2, (int32_t[]){sh, mi__ab_c_i64(&b, "index", 0, 1, &s_ax)});
+    mi__ab_attr_int(&b, "axis", 0);
+    int32_t pos = mi__ab_op(&b, "Range", "positions", 3,
+                            (int32_t[]){mi__ab_c_i64(&b, "zero", 0, 1, &zero), slen, mi__ab_c_i64(&b, "one", 0, 1, &one)});
+    if (pk >= 0) {
+      int32_t l64 = mi__ab_op(&b, "Cast", "seqlens64", 1, &sl);
+      mi__ab_attr_int(&b, "to", MI_DTYPE_INT64);
+      int32_t past_len = bin(&b, "Sub", "past_len", bin(&b, "Add", "total_len", l64, mi__ab_c_i64(&b, "one", 0, 1, &one)), slen);
+      pos = bin(&b, "Add", "positions_b", mi__ab_unsqueeze(&b, "past_len_col", past_len, 1, a1), pos);
+    }
+    int32_t cr = mi__ab_op(&b, "Gather", "cos", 2, (int32_t[]){n_cos, pos}), sr;
+    mi__ab_attr_int(&b, "axis", 0);
+    sr = mi__ab_op(&b, "Gather", "sin", 2, (int32_t[]){n_sin, pos});
+    mi__ab_attr_int(&b, "axis", 0);
+    cr = mi__ab_unsqueeze(&b, "cos_heads", cr, 1, pk >= 0 ? a2 : a1);
+    sr = mi__ab_unsqueeze(&b, "sin_heads", sr, 1, pk >= 0 ? a2 : a1);
+    int32_t qh = first;
+    if (p.packed) qh = mi__ab_op(&b, "Reshape", "q_heads", 2, (int32_t[]){first, mi__ab_c_i64(&b, "shape", 1, 4, qshape)});
+    qh = mi__rot_apply(&b, &rp, qh, -1, cr, sr, -1);
+    q4 = mi__ab_transpose(&b, "q_heads", qh, perm4);
+    rp.heads = p.kv_heads;
+    int32_t kh = mi__ab_op(&b, "Reshape", "k_heads", 2, (int32_t[]){k, mi__ab_c_i64(&b, "shape", 1, 4, kshape)});
+    kh = mi__rot_apply(&b, &rp, kh, -1, cr, sr, -1);
+    k4 = mi__ab_op_to(&b, "Transpose", "k_heads", 1, &kh, pk < 0 ? prk : -1);
+    mi__ab_attr_ints(&b, "perm", 4, perm4);
+  } else {
+    q4 = p.packed ? heads_of(&b, "q_heads", first, p.heads, p.head, -1) : mi__ab_transpose(&b, "q_heads", first, perm4);
+    k4 = heads_of(&b, "k_heads", k, p.kv_heads, p.head, pk < 0 ? prk : -1);
   }
-  int32_t k4 = heads_of(&b, "k_heads", k, p.kv_heads, p.head, pk < 0 ? prk : -1);
   int32_t v4 = heads_of(&b, "v_heads", v, p.kv_heads, p.head, pv < 0 ? prv : -1);
   if (pk >= 0) {
     k4 = mi__ab_op_to(&b, "Concat", "k_all", 2, (int32_t[]){pk, k4}, prk);

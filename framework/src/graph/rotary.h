@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph/attn_build.h"
 #include "graph/graph.h"
 #include "metainfer/mi_graph.h"
 
@@ -31,6 +32,12 @@ typedef struct mi__rot {
  * position_ids INT64 [B, S] (com.microsoft also [1]). ins has 4 entries. On error writes one line
  * to why and returns -1. */
 int mi__rot_check(const mi_node_t *node, int ms, const mi__in_view_t *ins, mi__rot_t *p, char *why, size_t cap);
+
+/** The rotation of xh (heads, the last axis H) by cos / sin rows cr / sr that broadcast against
+ * its first r / 2 ... values: x1 (>= 0: the Slice of the first halves / even values already made),
+ * x2 sliced, x1 * cos - x2 * sin and x2 * cos + x1 * sin put back (pairs or halves), the rest of
+ * H appended; the last op writes out when >= 0. Returns the rotated tensor. */
+int32_t mi__rot_apply(mi__ab_t *b, const mi__rot_t *p, int32_t xh, int32_t x1, int32_t cr, int32_t sr, int32_t out);
 
 /** RotaryEmbedding node i (either domain) into standard ops; MI_OK or an error naming it. */
 int32_t mi__rot_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err);

@@ -22,6 +22,32 @@ static int32_t bin(mi__ab_t *b, const char *op, const char *what, int32_t x, int
   return mi__ab_op(b, op, what, 2, (int32_t[]){x, y});
 }
 
+int32_t mi__rot_apply(mi__ab_t *b, const mi__rot_t *p, int32_t xh, int32_t x1, int32_t cr, int32_t sr, int32_t out) {
+  int64_t r = p->rot, half = r / 2;
+  if (x1 < 0) x1 = slice_last(b, "x1", xh, 0, p->interleaved ? r : half, p->interleaved ? 2 : 1, -1);
+  int32_t x2 = slice_last(b, "x2", xh, p->interleaved ? 1 : half, r, p->interleaved ? 2 : 1, -1);
+  int32_t re = bin(b, "Sub", "real", bin(b, "Mul", "x1_cos", x1, cr), bin(b, "Mul", "x2_sin", x2, sr));
+  int32_t im = bin(b, "Add", "imag", bin(b, "Mul", "x2_cos", x2, cr), bin(b, "Mul", "x1_sin", x1, sr));
+  int32_t rotated, last_out = r == p->head ? out : -1;
+  if (p->interleaved) {
+    static const int64_t last[1] = {-1};
+    int64_t back[4] = {0, 0, 0, -1};
+    int32_t pr = mi__ab_op(b, "Concat", "pairs", 2,
+                           (int32_t[]){mi__ab_unsqueeze(b, "real1", re, 1, last), mi__ab_unsqueeze(b, "imag1", im, 1, last)});
+    mi__ab_attr_int(b, "axis", -1);
+    rotated = mi__ab_op_to(b, "Reshape", "rotated", 2, (int32_t[]){pr, mi__ab_c_i64(b, "shape", 1, 4, back)}, last_out);
+  } else {
+    rotated = mi__ab_op_to(b, "Concat", "rotated", 2, (int32_t[]){re, im}, last_out);
+    mi__ab_attr_int(b, "axis", -1);
+  }
+  if (r < p->head) {
+    int32_t rest = slice_last(b, "not_rotated", xh, r, p->head, 1, -1);
+    rotated = mi__ab_op_to(b, "Concat", "with_rest", 2, (int32_t[]){rotated, rest}, out);
+    mi__ab_attr_int(b, "axis", -1);
+  }
+  return rotated;
+}
+
 int32_t mi__rot_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__in_view_t ins[4];
   mi__rot_t p;
@@ -78,27 +104,7 @@ int32_t mi__rot_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
     cr = mi__ab_unsqueeze(&b, "cos_heads", cr, 1, &hax);
     sr = mi__ab_unsqueeze(&b, "sin_heads", sr, 1, &hax);
   }
-  int32_t x1 = p.x4 ? first : slice_last(&b, "x1", xh, 0, p.interleaved ? r : half, p.interleaved ? 2 : 1, -1);
-  int32_t x2 = slice_last(&b, "x2", xh, p.interleaved ? 1 : half, r, p.interleaved ? 2 : 1, -1);
-  int32_t re = bin(&b, "Sub", "real", bin(&b, "Mul", "x1_cos", x1, cr), bin(&b, "Mul", "x2_sin", x2, sr));
-  int32_t im = bin(&b, "Add", "imag", bin(&b, "Mul", "x2_cos", x2, cr), bin(&b, "Mul", "x1_sin", x1, sr));
-  int32_t rotated, out = p.x4 ? y : -1, last_out = r == p.head ? out : -1;
-  if (p.interleaved) {
-    static const int64_t last[1] = {-1};
-    int64_t back[4] = {0, 0, 0, -1};
-    int32_t pr = mi__ab_op(&b, "Concat", "pairs", 2,
-                           (int32_t[]){mi__ab_unsqueeze(&b, "real1", re, 1, last), mi__ab_unsqueeze(&b, "imag1", im, 1, last)});
-    mi__ab_attr_int(&b, "axis", -1);
-    rotated = mi__ab_op_to(&b, "Reshape", "rotated", 2, (int32_t[]){pr, mi__ab_c_i64(&b, "shape", 1, 4, back)}, last_out);
-  } else {
-    rotated = mi__ab_op_to(&b, "Concat", "rotated", 2, (int32_t[]){re, im}, last_out);
-    mi__ab_attr_int(&b, "axis", -1);
-  }
-  if (r < p.head) {
-    int32_t rest = slice_last(&b, "not_rotated", xh, r, p.head, 1, -1);
-    rotated = mi__ab_op_to(&b, "Concat", "with_rest", 2, (int32_t[]){rotated, rest}, out);
-    mi__ab_attr_int(&b, "axis", -1);
-  }
+  int32_t rotated = mi__rot_apply(&b, &p, xh, p.x4 ? first : -1, cr, sr, p.x4 ? y : -1);
   if (!p.x4) mi__ab_op_to(&b, "Reshape", "output", 2, (int32_t[]){rotated, mi__ab_c_i64(&b, "shape", 1, 3, yshape)}, y);
   if (!b.ok || mi__ab_retype(g, i, p.x4 ? "Slice" : "Reshape", p.x4 ? 5 : 2, first_in, first))
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", b.name);

@@ -1,7 +1,8 @@
 /* ref_gqa.c - reference com.microsoft GroupQueryAttention (past and present as separate buffers):
  * per batch the keys are past_key then the new K ([B, Nkv, P + S, H]); query head n reads K / V
  * head n / (Nq / Nkv); key j of batch b is masked past seqlens_k[b] and above the diagonal at
- * P + i; the scores Q K^T * scale in float, softcapped, then softmax (double) times V. */
+ * P + i; the scores Q K^T * scale in float, softcapped, then softmax (double) times V; do_rotary:
+ * the new Q and K rotated first at their positions (s, or seqlens_k[b] + 1 - S + s with a past). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,16 @@ static void to_heads(const float *x, int64_t stride, int64_t c0, int64_t nb, int
     for (int64_t hh = 0; hh < n; hh++)
       for (int64_t j = 0; j < s; j++)
         memcpy(out + ((b * n + hh) * t + j0 + j) * h, x + (b * s + j) * stride + c0 + hh * h, sizeof *out * (size_t)h);
+}
+
+/* v rotated in place by the cos / sin row (pairs or halves of its first 2 * half values). */
+static void rotate(float *v, const float *co, const float *si, int64_t half, int interleaved) {
+  for (int64_t k = 0; k < half; k++) {
+    int64_t i1 = interleaved ? 2 * k : k, i2 = interleaved ? 2 * k + 1 : k + half;
+    float x1 = v[i1], x2 = v[i2];
+    v[i1] = x1 * co[k] - x2 * si[k];
+    v[i2] = x2 * co[k] + x1 * si[k];
+  }
 }
 
 int32_t mi__ref_gqa(mi__ref_call_t *c) {
@@ -49,9 +60,10 @@ int32_t mi__ref_gqa(mi__ref_call_t *c) {
       c->out[o] = out[o];
     }
   float *kk = malloc(sizeof *kk * (size_t)(nb * nk * t * h)), *vv = malloc(sizeof *vv * (size_t)(nb * nk * t * h));
+  float *qq = malloc(sizeof *qq * (size_t)(nb * s * qstride));
   double *sc = malloc(sizeof *sc * (size_t)(t ? t : 1));
-  if (!kk || !vv || !sc) {
-    free(kk), free(vv), free(sc);
+  if (!kk || !vv || !sc || !qq) {
+    free(kk), free(vv), free(sc), free(qq);
     return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }
   for (int64_t r = 0; pl && r < nb * nk; r++) { /* the past first */
@@ -60,10 +72,29 @@ int32_t mi__ref_gqa(mi__ref_call_t *c) {
   }
   to_heads(kv, kstride, p.packed ? p.qh : 0, nb, s, nk, h, t, pl, kk);
   to_heads(vv0, kstride, p.packed ? p.qh + kvh : 0, nb, s, nk, h, t, pl, vv);
+  const int32_t *lens = sl->data;
+  memcpy(qq, q->data, sizeof *qq * (size_t)(nb * s * qstride));
+  if (p.rot) { /* token i of batch b at position i (no past), else seqlens_k[b] + 1 - S + i */
+    const mi_array_t *ca = mi__ref_in(c, MI__GQ_COS);
+    const float *cv = ca->data, *sv = mi__ref_in(c, MI__GQ_SIN)->data;
+    int64_t half = p.rot / 2;
+    for (int64_t b = 0; b < nb; b++)
+      for (int64_t i = 0; i < s; i++) {
+        int64_t at = pk ? lens[b] + 1 - s + i : i;
+        if (at < 0 || at >= ca->dims[0]) {
+          free(kk), free(vv), free(sc), free(qq);
+          return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "position %lld is outside the caches' %lld rows", (long long)at,
+                              (long long)ca->dims[0]);
+        }
+        for (int64_t n = 0; n < nq; n++)
+          rotate(qq + (b * s + i) * qstride + n * h, cv + at * half, sv + at * half, half, p.rot_interleaved);
+        for (int64_t n = 0; n < nk; n++)
+          rotate(kk + ((b * nk + n) * t + pl + i) * h, cv + at * half, sv + at * half, half, p.rot_interleaved);
+      }
+  }
   if (out[1]) memcpy(out[1]->data, kk, out[1]->nbytes);
   if (out[2]) memcpy(out[2]->data, vv, out[2]->nbytes);
-  const float *qv = q->data;
-  const int32_t *lens = sl->data;
+  const float *qv = qq;
   for (int64_t b = 0; b < nb; b++)
     for (int64_t n = 0; n < nq; n++)
       for (int64_t i = 0; i < s; i++) {
@@ -88,6 +119,6 @@ int32_t mi__ref_gqa(mi__ref_call_t *c) {
           o[e] = (float)acc;
         }
       }
-  free(kk), free(vv), free(sc);
+  free(kk), free(vv), free(sc), free(qq);
   return MI_OK;
 }
