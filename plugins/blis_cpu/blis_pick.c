@@ -26,9 +26,9 @@ int mi__blis_index_input(const mi_kernel_desc_t *d, int32_t t) {
   int32_t i, j, read = 0;
   for (i = 0; i < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];
-    int at = !strcmp(n->op_type, "OneHot")                                                        ? 0
+    int at = !strcmp(n->op_type, "OneHot")                                                                                ? 0
              : !strcmp(n->op_type, "Gather") || !strcmp(n->op_type, "GatherND") || !strcmp(n->op_type, "ScatterElements") ? 1
-                                                                                                                           : -1;
+                                                                                                                          : -1;
     for (j = 0; j < n->output_count; j++)
       if (n->outputs[j] == t) return 0;
     for (j = 0; j < n->input_count; j++) {

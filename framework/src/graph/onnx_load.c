@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "graph/ms_fuse.h"
 #include "graph/attn.h"
+#include "graph/ms_fuse.h"
 #include "graph/nbits.h"
 #include "graph/onnx_internal.h"
 
