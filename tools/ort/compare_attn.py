@@ -11,14 +11,14 @@ blis-cpu; prints per case the largest absolute difference of the output (and of 
 A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_attn.py [BUILD_DIR] [CASE-SUBSTRING] [KEEP_DIR]
 (KEEP_DIR: each case's model and inputs are kept in KEEP_DIR/CASE, for timing runs)"""
-import math, os, random, shutil, sys, tempfile
+import math, os, random, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 KEEP = sys.argv[3] if len(sys.argv) > 3 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT32, INT64, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
+from onnx_pb import BOOL, FLOAT, INT32, INT64, attr, compare_cases, ld, load, npy, numel, side_diff, st, tensor, vi, vinfo  # noqa: E402
 
 
 class Case:
@@ -368,39 +368,22 @@ def cases():
     return c
 
 
-def diff(a, b):
-    if isinstance(a, str) or isinstance(b, str):
-        return a if isinstance(a, str) else b
-    if len(a) != len(b):
-        return "%d elements, want %d" % (len(b), len(a))
-    return "max |diff| %.3g (%d values)" % (max([abs(x - y) for x, y in zip(a, b)] or [0]), len(a))
+def extras(c, d):
+    """The present and qk outputs' diffs, where the case has them."""
+    names = ["present"] if isinstance(c, Case) else ["present_key", "present_value"]
+    names = (names if getattr(c, "present", False) else []) + (["qk"] if getattr(c, "qk", None) is not None else [])
+    line = ""
+    for extra in names:
+        p = {}
+        for side in ("ort", "ref", "blis"):
+            f = os.path.join(d, side, extra + ".npy")
+            p[side] = load(f) if os.path.exists(f) else "no %s.npy" % extra
+        line += "  %s: ref vs ort: %s, blis vs ref: %s" % (extra, side_diff(p["ort"], p["ref"]), side_diff(p["ref"], p["blis"]))
+    return line
 
 
 def main():
-    rng = random.Random(1)
-    run = os.path.join(BUILD, "bin", "mi-run")
-    for c in cases():
-        if ONLY not in c.name:
-            continue
-        d = os.path.join(KEEP, c.name) if KEEP else tempfile.mkdtemp()
-        if KEEP:
-            shutil.rmtree(d, ignore_errors=True)
-            os.makedirs(d)
-        outs = run_sides(run, d, c.write(d, rng))
-        line = c.name + ":"
-        for a, b in (("ort", "ref"), ("ref", "blis")):
-            line += "  %s vs %s: %s" % (b, a, diff(outs[a], outs[b]))
-        extras = ["present"] if isinstance(c, Case) else ["present_key", "present_value"]
-        extras = (extras if getattr(c, "present", False) else []) + (["qk"] if getattr(c, "qk", None) is not None else [])
-        for extra in extras:
-            p = {}
-            for side in ("ort", "ref", "blis"):
-                f = os.path.join(d, side, extra + ".npy")
-                p[side] = load(f) if os.path.exists(f) else "no %s.npy" % extra
-            line += "  %s: ref vs ort: %s, blis vs ref: %s" % (extra, diff(p["ort"], p["ref"]), diff(p["ref"], p["blis"]))
-        print(line, flush=True)
-        if not KEEP:
-            shutil.rmtree(d, ignore_errors=True)
+    compare_cases(BUILD, cases(), ONLY, extra=extras, keep_dir=KEEP)
 
 
 main()

@@ -13,13 +13,13 @@ Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_msfuse.py [BUILD_DIR] [CASE-SUBSTRING]
 MSFUSE_BERT=S,H,F sets the BERT-like graph's sequence, hidden and MLP sizes (default 16,64,256).
 With MSFUSE_KEEP=1 each case's folder (m.onnx, its inputs, each side's outputs) is kept and named."""
-import os, random, shutil, sys, tempfile
+import os, random, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import FLOAT, INT32, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402
+from onnx_pb import FLOAT, INT32, attr, compare_cases, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402
 
 MS = "com.microsoft"
 
@@ -173,31 +173,7 @@ def bert(rng):
 
 
 def main():
-    rng = random.Random(1)
-    run = os.path.join(BUILD, "bin", "mi-run")
-    for c in cases():
-        if ONLY not in c.name:
-            continue
-        d = tempfile.mkdtemp()
-        args = c.write(d, rng)
-        outs = run_sides(run, d, args)
-        for o in c.outs:
-            line = "%s [%s]:" % (c.name, o)
-            sides = {k: (v if isinstance(v, str) or o == "y" else load(os.path.join(d, k, o + ".npy"))) for k, v in outs.items()}
-            for a, b in (("ort", "ref"), ("ref", "blis")):
-                if isinstance(sides[a], str) or isinstance(sides[b], str):
-                    line += "  %s vs %s: %s" % (b, a, sides[a] if isinstance(sides[a], str) else sides[b])
-                    continue
-                if len(sides[a]) != len(sides[b]):
-                    line += "  %s vs %s: %d elements, want %d" % (b, a, len(sides[b]), len(sides[a]))
-                    continue
-                diff = max([abs(p - q) for p, q in zip(sides[a], sides[b])] or [0])
-                line += "  %s vs %s: max |diff| %.3g (%d values)" % (b, a, diff, len(sides[a]))
-            print(line, flush=True)
-        if os.environ.get("MSFUSE_KEEP") == "1":
-            print("  kept in " + d, flush=True)
-        else:
-            shutil.rmtree(d, ignore_errors=True)
+    compare_cases(BUILD, cases(), ONLY, outputs=lambda c: c.outs, keep_each=os.environ.get("MSFUSE_KEEP") == "1")
 
 
 main()

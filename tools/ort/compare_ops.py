@@ -11,13 +11,13 @@ Hann/Hamming/Blackman windows and MelWeightMatrix): one-node models with random 
 case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_ops.py [BUILD_DIR] [CASE-SUBSTRING]"""
-import math, os, random, shutil, sys, tempfile
+import math, os, random, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, ld, load, npy, numel, run_sides, st, tensor, vi, vinfo  # noqa: E402,F401
+from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, compare_cases, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 class Case:
@@ -229,26 +229,7 @@ def signal_cases():
 
 
 def main():
-    rng = random.Random(1)
-    run = os.path.join(BUILD, "bin", "mi-run")
-    for c in cases():
-        if ONLY not in c.name:
-            continue
-        d = tempfile.mkdtemp()
-        args = c.write(d, rng)
-        outs = run_sides(run, d, args)
-        line = c.name + ":"
-        for a, b in (("ort", "ref"), ("ref", "blis"), ("ort", "blis")):
-            if isinstance(outs[a], str) or isinstance(outs[b], str):
-                line += "  %s vs %s: %s" % (b, a, outs[a] if isinstance(outs[a], str) else outs[b])
-                continue
-            if len(outs[a]) != len(outs[b]):
-                line += "  %s vs %s: %d elements, want %d" % (b, a, len(outs[b]), len(outs[a]))
-                continue
-            diff = max([abs(x - y) for x, y in zip(outs[a], outs[b])] or [0])
-            line += "  %s vs %s: max |diff| %.3g (%d values)" % (b, a, diff, len(outs[a]))
-        print(line, flush=True)
-        shutil.rmtree(d, ignore_errors=True)
+    compare_cases(BUILD, cases(), ONLY, pairs=(("ort", "ref"), ("ref", "blis"), ("ort", "blis")))
 
 
 main()

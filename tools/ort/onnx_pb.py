@@ -5,8 +5,11 @@ attribute (string, float, ints or int), an initializer and a value type; a messa
 packed run of varints; the .npy files of their inputs and outputs, and the run of one model
 on ONNX Runtime, the reference and blis-cpu."""
 import os
-import subprocess
+import random
+import shutil
 import struct
+import subprocess
+import tempfile
 
 # ONNX element types the scripts use, with their .npy descr and struct code
 FLOAT, UINT8, INT8, INT32, INT64, BOOL = 1, 2, 3, 6, 7, 9
@@ -142,3 +145,42 @@ def run_sides(mi_run, d, args, out="y"):
         outs[dev] = load(os.path.join(od, out + ".npy")) if r.returncode == 0 else \
             (r.stderr.strip().splitlines() or ["failed"])[-1]
     return outs
+
+
+def side_diff(a, b):
+    """b against a (value lists, or a side's error line): max |diff|, or why there is none."""
+    if isinstance(a, str) or isinstance(b, str):
+        return a if isinstance(a, str) else b
+    if len(a) != len(b):
+        return "%d elements, want %d" % (len(b), len(a))
+    return "max |diff| %.3g (%d values)" % (max([abs(x - y) for x, y in zip(a, b)] or [0]), len(a))
+
+
+def compare_cases(build, cases, only, pairs=(("ort", "ref"), ("ref", "blis")), outputs=None, extra=None, keep_dir="",
+                  keep_each=False):
+    """The compare scripts' loop: each case whose name holds only is written to a folder (c.write(d, rng),
+    one rng for all, seeded 1), run by run_sides and printed as one line per output: "NAME:" (or
+    "NAME [OUT]:" where outputs(c) lists several) and "  B vs A: max |diff| ..." per pair (A, B),
+    then extra(c, d) where given. keep_dir: each case's folder is KEEP_DIR/NAME and stays;
+    keep_each: temporary folders stay and are named."""
+    rng = random.Random(1)
+    run = os.path.join(build, "bin", "mi-run")
+    for c in cases:
+        if only not in c.name:
+            continue
+        d = os.path.join(keep_dir, c.name) if keep_dir else tempfile.mkdtemp()
+        if keep_dir:
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+        outs = run_sides(run, d, c.write(d, rng))
+        for o in outputs(c) if outputs else [None]:
+            sides = {k: (v if isinstance(v, str) or o in (None, "y") else load(os.path.join(d, k, o + ".npy")))
+                     for k, v in outs.items()}
+            line = c.name + (" [%s]:" % o if o else ":")
+            for a, b in pairs:
+                line += "  %s vs %s: %s" % (b, a, side_diff(sides[a], sides[b]))
+            print(line + (extra(c, d) if extra else ""), flush=True)
+        if keep_each:
+            print("  kept in " + d, flush=True)
+        elif not keep_dir:
+            shutil.rmtree(d, ignore_errors=True)
