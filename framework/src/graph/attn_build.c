@@ -227,6 +227,11 @@ int32_t mi__ab_core(mi__ab_t *b, const mi__attn_t *p, int32_t q4, int32_t k4, in
   return mi__ab_op_to(b, "Reshape", "output", 2, (int32_t[]){ctx, mi__ab_c_i64(b, "out_shape", 1, 3, yshape)}, y);
 }
 
+void mi__ab_start(mi__ab_t *b, mi_graph_t *g, const mi_node_t *n) {
+  *b = (mi__ab_t){.g = g, .opset = g->opset, .ok = 1, .qk_out = -1, .q_scaled = -1};
+  snprintf(b->name, sizeof b->name, "%s", n->name ? n->name : "");
+}
+
 int32_t mi__ab_retype(mi_graph_t *g, int32_t i, const char *type, int32_t nin, const int32_t *in, int32_t out) {
   mi_node_t *m = &g->nodes[i];
   char *t = mi__node_own_strings(m) ? NULL : mi__strdup(type);
@@ -236,14 +241,7 @@ int32_t mi__ab_retype(mi_graph_t *g, int32_t i, const char *type, int32_t nin, c
     return -1;
   }
   m->inputs = ins;
-  free(m->op_type);
-  m->op_type = t;
-  free(m->domain);
-  m->domain = NULL;
-  for (int32_t k = 0; k < m->attr_count; k++) mi__attr_release(&m->attrs[k]);
-  free(m->attrs);
-  m->attrs = NULL;
-  m->attr_count = 0;
+  mi__node_become(m, t);
   memcpy(m->inputs, in, sizeof *in * (size_t)nin);
   m->input_count = nin;
   m->outputs[0] = out;

@@ -25,6 +25,8 @@ typedef struct mi__ab {
   int32_t q_scaled; /* >= 0: Q already multiplied by the scale (the node itself became that Mul) */
 } mi__ab_t;
 
+/** b set up to lower node n of g: the node's name, the graph's opset, no failure yet. */
+void mi__ab_start(mi__ab_t *b, mi_graph_t *g, const mi_node_t *n);
 /** A new tensor "<node>/<what>" of unknown dtype and shape. */
 int32_t mi__ab_tensor(mi__ab_t *b, const char *what);
 /** Node `type` on inputs `in` into `out` (a new tensor when out < 0); returns its output. */

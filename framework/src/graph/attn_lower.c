@@ -65,9 +65,9 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__in_view_t ins[MI__AT_COUNT];
   mi__attn_t p;
   char why[256];
-  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1, .qk_out = -1, .q_scaled = -1};
+  mi__ab_t b;
   const mi_node_t *n = &g->nodes[i];
-  snprintf(b.name, sizeof b.name, "%s", n->name ? n->name : "");
+  mi__ab_start(&b, g, n);
   mi__in_views_of_node(g, n, ins, MI__AT_COUNT);
   if (mi__attn_check(n, ins, &p, why, sizeof why))
     return mi_errorf(err, MI_ERR_PARSE, "node '%s' (com.microsoft Attention): %s", b.name, why);
@@ -136,11 +136,6 @@ int32_t mi__graph_lower_attn(mi_graph_t *g, const char *label, mi_error_t *err) 
     default: break;
     }
   if (rc == MI_OK) rc = mi_graph_toposort(g, &e);
-  if (rc == MI_OK) {
-    /* no node dropped: only the weights no node reads any more */
-    uint8_t *keep = calloc((size_t)g->node_count + 1, 1);
-    rc = keep ? mi_graph_remove_nodes(g, keep, &e) : mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "out of memory");
-    free(keep);
-  }
+  if (rc == MI_OK) rc = mi__graph_drop_unread(g, &e); /* the weights no node reads any more */
   return rc == MI_OK ? MI_OK : mi_errorf(err, rc, "%s: %s", label, e.message);
 }

@@ -138,3 +138,14 @@ int64_t mi__shape_op_range(const mi_node_t *n, int32_t rank, int has_range, int6
   *start = s;
   return e > s ? e - s : 0;
 }
+
+void mi__node_become(mi_node_t *m, char *op) {
+  free(m->op_type);
+  m->op_type = op;
+  free(m->domain);
+  m->domain = NULL;
+  for (int32_t k = 0; k < m->attr_count; k++) mi__attr_release(&m->attrs[k]);
+  free(m->attrs);
+  m->attrs = NULL;
+  m->attr_count = 0;
+}

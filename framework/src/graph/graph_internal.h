@@ -10,4 +10,13 @@
  * refusal to their caller (nbits.c, dqlstm.c). */
 int mi__why(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Makes node m a standard-domain op_type (taking op, a heap string) with no attributes: the
+ * lowering passes that turn a com.microsoft node into a standard one in place (nbits.c,
+ * ms_fuse_lower.c, attn_build.c). The caller has made m own its strings first. */
+void mi__node_become(mi_node_t *m, char *op);
+
+/* Drops the tensors no node reads any more after a lowering pass (removes no node): the loader's
+ * lowerings (onnx_load.c, attn_lower.c). */
+int32_t mi__graph_drop_unread(mi_graph_t *g, mi_error_t *err);
+
 #endif /* METAINFER_GRAPH_INTERNAL_H */

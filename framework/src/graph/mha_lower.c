@@ -53,9 +53,9 @@ int32_t mi__mha_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__in_view_t ins[MI__MH_COUNT];
   mi__attn_t p;
   char why[256];
-  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1, .qk_out = -1, .q_scaled = -1};
+  mi__ab_t b;
   const mi_node_t *n = &g->nodes[i];
-  snprintf(b.name, sizeof b.name, "%s", n->name ? n->name : "");
+  mi__ab_start(&b, g, n);
   mi__in_views_of_node(g, n, ins, MI__MH_COUNT);
   if (mi__mha_check(n, ins, n->output_count, &p, why, sizeof why))
     return mi_errorf(err, MI_ERR_PARSE, "node '%s' (com.microsoft MultiHeadAttention): %s", b.name, why);

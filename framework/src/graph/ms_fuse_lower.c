@@ -136,14 +136,7 @@ static int32_t retype(low_t *l, const char *op, int32_t nin, const int32_t *ins,
   }
   for (int32_t k = 0; k < m->output_count; k++) /* outputs it no longer writes: unproduced */
     if (m->outputs[k] >= 0 && l->g->tensors[m->outputs[k]].producer == l->i) l->g->tensors[m->outputs[k]].producer = -1;
-  free(m->op_type);
-  m->op_type = o;
-  free(m->domain);
-  m->domain = NULL;
-  for (int32_t k = 0; k < m->attr_count; k++) mi__attr_release(&m->attrs[k]);
-  free(m->attrs);
-  m->attrs = NULL;
-  m->attr_count = 0;
+  mi__node_become(m, o);
   memcpy(ni, ins, (size_t)nin * sizeof *ni);
   memcpy(no, outs, (size_t)nout * sizeof *no);
   free(m->inputs);

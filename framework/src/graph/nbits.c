@@ -224,14 +224,7 @@ static int32_t lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi_node_t *m = &g->nodes[i]; /* after the adds: the node array may have moved */
   char *op = mi__node_own_strings(m) ? NULL : mi__strdup("MatMul");
   if (!op) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", name);
-  free(m->op_type);
-  m->op_type = op;
-  free(m->domain);
-  m->domain = NULL;
-  for (int32_t k = 0; k < m->attr_count; k++) mi__attr_release(&m->attrs[k]);
-  free(m->attrs);
-  m->attrs = NULL;
-  m->attr_count = 0;
+  mi__node_become(m, op);
   m->inputs[0] = a;
   m->inputs[1] = w;
   m->input_count = 2;

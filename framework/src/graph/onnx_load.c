@@ -56,22 +56,14 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
     /* com.microsoft MatMulNBits: lowered here, so that node indices are the model's for every
      * consumer (profiles, per-node tables) and every device runs it (graph/nbits.c) */
     mi_error_t e = {0};
-    if ((rc = mi__graph_lower_nbits(g, &e)) == MI_OK) {
-      /* no node dropped: only the packed weights no node reads any more */
-      uint8_t *keep = calloc((size_t)g->node_count + 1, 1);
-      rc = keep ? mi_graph_remove_nodes(g, keep, &e) : mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "out of memory");
-      free(keep);
-    }
+    /* then the packed weights no node reads any more */
+    if ((rc = mi__graph_lower_nbits(g, &e)) == MI_OK) rc = mi__graph_drop_unread(g, &e);
     if (rc != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
   }
   if (rc == MI_OK && mi__graph_has_msfuse(g)) {
     /* ONNX Runtime's fused transformer ops: lowered to standard ones (graph/ms_fuse_lower.c) */
     mi_error_t e = {0};
-    uint8_t *keep = NULL;
-    if ((rc = mi__graph_lower_msfuse(g, &e)) == MI_OK)
-      rc = (keep = calloc((size_t)g->node_count + 1, 1)) ? mi_graph_remove_nodes(g, keep, &e)
-                                                         : mi_errorf(&e, MI_ERR_OUT_OF_MEMORY, "out of memory");
-    free(keep);
+    if ((rc = mi__graph_lower_msfuse(g, &e)) == MI_OK) rc = mi__graph_drop_unread(g, &e);
     if (rc != MI_OK) rc = mi_errorf(err, rc, "%s: %s", label, e.message);
   }
   /* com.microsoft Attention: lowered to standard ops here too (graph/attn_lower.c) */

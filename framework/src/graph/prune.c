@@ -73,3 +73,10 @@ MI_API int32_t mi_graph_remove_nodes(mi_graph_t *g, const uint8_t *drop, mi_erro
   free(map);
   return MI_OK;
 }
+
+int32_t mi__graph_drop_unread(mi_graph_t *g, mi_error_t *err) {
+  uint8_t *keep = calloc((size_t)g->node_count + 1, 1); /* + 1: no zero-size allocation */
+  int32_t rc = keep ? mi_graph_remove_nodes(g, keep, err) : mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  free(keep);
+  return rc;
+}

@@ -3,7 +3,6 @@
  * it), Unsqueeze over the heads, the rotated halves (or even / odd pairs: Slices with step 2) as
  * x1 * cos - x2 * sin and x2 * cos + x1 * sin, Concat back (pairs: Unsqueeze, Concat, Reshape)
  * with the dims not rotated. 3D input is taken as [B, S, N, H] by a Reshape. */
-#include <stdio.h>
 #include <string.h>
 
 #include "graph/attn_build.h"
@@ -52,11 +51,11 @@ int32_t mi__rot_lower_one(mi_graph_t *g, int32_t i, mi_error_t *err) {
   mi__in_view_t ins[4];
   mi__rot_t p;
   char why[256];
-  mi__ab_t b = {.g = g, .opset = g->opset, .ok = 1, .qk_out = -1, .q_scaled = -1};
+  mi__ab_t b;
   const mi_node_t *n = &g->nodes[i];
   int ms = n->domain && !strcmp(n->domain, "com.microsoft");
   const char *op = ms ? "com.microsoft RotaryEmbedding" : "RotaryEmbedding";
-  snprintf(b.name, sizeof b.name, "%s", n->name ? n->name : "");
+  mi__ab_start(&b, g, n);
   if (!ms && g->opset < 23)
     return mi_errorf(err, MI_ERR_PARSE, "node '%s' (%s): the op exists from opset 23 on", b.name, op);
   if (g->opset < 11) /* Slice with steps and negative axes, Range */

@@ -15,17 +15,6 @@
 #include "graph/attn.h"
 #include "ref/ref_ops.h"
 
-static void views(mi__ref_call_t *c, mi__in_view_t *v, int32_t count) {
-  for (int32_t k = 0; k < count; k++) {
-    const mi_array_t *x = mi__ref_in(c, k);
-    v[k].present = x != NULL;
-    v[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
-    v[k].rank = x ? x->rank : -1;
-    v[k].dims = x ? x->dims : NULL;
-    v[k].data = x ? x->data : NULL;
-  }
-}
-
 /* The mask's bias for query i, key j of batch b (T keys, P of them past). */
 static float mask_bias(const mi__attn_t *p, const mi_array_t *m, int64_t nb, int64_t s, int64_t t, int64_t pl, int64_t b,
                        int64_t i, int64_t j) {
@@ -103,7 +92,7 @@ static int32_t ms_attention(mi__ref_call_t *c) {
   mi__attn_t p;
   char why[256];
   int32_t rc;
-  views(c, ins, MI__AT_COUNT);
+  mi__ref_in_views(c, ins, MI__AT_COUNT);
   if (mi__attn_check(c->node, ins, &p, why, sizeof why)) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
   const mi_array_t *x = mi__ref_in(c, MI__AT_X), *w = mi__ref_in(c, MI__AT_W), *bias = mi__ref_in(c, MI__AT_BIAS);
   const mi_array_t *m = mi__ref_in(c, MI__AT_MASK), *past = mi__ref_in(c, MI__AT_PAST), *ab = mi__ref_in(c, MI__AT_ABIAS);
@@ -193,7 +182,7 @@ static int32_t onnx_attention(mi__ref_call_t *c) {
   char why[256];
   int32_t rc;
   if (c->opset < 23) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "the op exists from opset 23 on");
-  views(c, ins, MI__OA_COUNT);
+  mi__ref_in_views(c, ins, MI__OA_COUNT);
   if (mi__onnx_attn_check(c->node, ins, c->nout, &p, why, sizeof why))
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
   const mi_array_t *q = mi__ref_in(c, MI__OA_Q), *k = mi__ref_in(c, MI__OA_K), *v = mi__ref_in(c, MI__OA_V);
@@ -283,7 +272,7 @@ int32_t mi__ref_mha(mi__ref_call_t *c) {
   mi__attn_t p;
   char why[256];
   int32_t rc;
-  views(c, ins, MI__MH_COUNT);
+  mi__ref_in_views(c, ins, MI__MH_COUNT);
   if (mi__mha_check(c->node, ins, c->nout, &p, why, sizeof why))
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
   const mi_array_t *q = mi__ref_in(c, MI__MH_Q), *k = mi__ref_in(c, MI__MH_K), *v = mi__ref_in(c, MI__MH_V);

@@ -34,14 +34,7 @@ int32_t mi__ref_gqa(mi__ref_call_t *c) {
   mi__attn_t p;
   char why[256];
   int32_t rc;
-  for (int32_t k = 0; k < MI__GQ_COUNT; k++) {
-    const mi_array_t *x = mi__ref_in(c, k);
-    ins[k].present = x != NULL;
-    ins[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
-    ins[k].rank = x ? x->rank : -1;
-    ins[k].dims = x ? x->dims : NULL;
-    ins[k].data = x ? x->data : NULL;
-  }
+  mi__ref_in_views(c, ins, MI__GQ_COUNT);
   if (mi__gqa_check(c->node, ins, c->nout, &p, why, sizeof why)) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
   const mi_array_t *q = mi__ref_in(c, MI__GQ_Q), *pk = mi__ref_in(c, MI__GQ_PK), *pv = mi__ref_in(c, MI__GQ_PV);
   const mi_array_t *sl = mi__ref_in(c, MI__GQ_SEQLENS);

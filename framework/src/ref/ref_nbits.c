@@ -8,25 +8,13 @@
 #include "graph/nbits.h"
 #include "ref/ref_ops.h"
 
-/* The call's inputs 0..count-1 as the shared checks read them (graph/graph.h). */
-static void views(mi__ref_call_t *c, mi__in_view_t *v, int32_t count) {
-  for (int32_t k = 0; k < count; k++) {
-    const mi_array_t *x = mi__ref_in(c, k);
-    v[k].present = x != NULL;
-    v[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
-    v[k].rank = x ? x->rank : -1;
-    v[k].dims = x ? x->dims : NULL;
-    v[k].data = x ? x->data : NULL;
-  }
-}
-
 int32_t mi__ref_matmul_nbits(mi__ref_call_t *c) {
   mi__nb_in_t ins[6];
   mi__nbits_t p;
   char why[256];
   mi_array_t *y = NULL;
   int32_t rc;
-  views(c, ins, 6);
+  mi__ref_in_views(c, ins, 6);
   if (mi__nbits_check(c->node, ins, &p, why, sizeof why)) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
   const mi_array_t *a = mi__ref_in(c, 0);
   int64_t dims[MI_MAX_RANK], rows = 1;

@@ -28,6 +28,10 @@ int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...
 
 /** Input i, or NULL when it is omitted or beyond the node's inputs. */
 const mi_array_t *mi__ref_in(const mi__ref_call_t *c, int32_t i);
+struct mi__in_view;
+/** Inputs 0..count-1 as the checks shared with the graph read them (graph/graph.h): MatMulNBits
+ * and the attention ops. */
+void mi__ref_in_views(const mi__ref_call_t *c, struct mi__in_view *v, int32_t count);
 /** Input i, required to be present and of one of the dtypes in `dtype_mask`
  * (MI_DTYPE_BIT bits; 0 accepts any). On failure *a is NULL and err says why. */
 int32_t mi__ref_need(const mi__ref_call_t *c, int32_t i, uint32_t dtype_mask,

@@ -13,14 +13,7 @@ int32_t mi__ref_rotary(mi__ref_call_t *c) {
   char why[256];
   int32_t rc, ms = c->node->domain && !strcmp(c->node->domain, "com.microsoft");
   if (!ms && c->opset < 23) return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "the op exists from opset 23 on");
-  for (int32_t k = 0; k < 4; k++) {
-    const mi_array_t *x = mi__ref_in(c, k);
-    ins[k].present = x != NULL;
-    ins[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
-    ins[k].rank = x ? x->rank : -1;
-    ins[k].dims = x ? x->dims : NULL;
-    ins[k].data = x ? x->data : NULL;
-  }
+  mi__ref_in_views(c, ins, 4);
   if (mi__rot_check(c->node, ms, ins, &p, why, sizeof why)) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s", why);
   const mi_array_t *x = mi__ref_in(c, p.in_x), *pos = p.in_pos >= 0 ? mi__ref_in(c, p.in_pos) : NULL;
   const float *cv = mi__ref_in(c, p.in_cos)->data, *sv = mi__ref_in(c, p.in_sin)->data, *xv = x->data;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/core.h"
+#include "graph/graph.h"
 #include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
@@ -21,6 +22,17 @@ int32_t mi__ref_fail(const mi__ref_call_t *c, int32_t code, const char *fmt, ...
 
 const mi_array_t *mi__ref_in(const mi__ref_call_t *c, int32_t i) {
   return (i >= 0 && i < c->nin) ? c->in[i] : NULL;
+}
+
+void mi__ref_in_views(const mi__ref_call_t *c, mi__in_view_t *v, int32_t count) {
+  for (int32_t k = 0; k < count; k++) {
+    const mi_array_t *x = mi__ref_in(c, k);
+    v[k].present = x != NULL;
+    v[k].dtype = x ? x->dtype : MI_DTYPE_UNDEFINED;
+    v[k].rank = x ? x->rank : -1;
+    v[k].dims = x ? x->dims : NULL;
+    v[k].data = x ? x->data : NULL;
+  }
 }
 
 int32_t mi__ref_need(const mi__ref_call_t *c, int32_t i, uint32_t dtype_mask,
