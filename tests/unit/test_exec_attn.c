@@ -4,10 +4,7 @@
  * the loader's lowering to standard ops against the node's reference (masks given and constant,
  * a 1D mask whose length is not known at load), and blis-cpu on the lowered graph with no host
  * step, at every SIMD cap. */
-#include <math.h>
-
-#include "test_exec_util.h"
-#include "test_ref_common.h"
+#include "test_attn_util.h"
 
 typedef struct aspec {
   int64_t b, s, hin, heads, qh, kh, vh;
@@ -21,13 +18,6 @@ typedef struct aspec {
   int present;  /* a present output */
   float scale, filter;
 } aspec_t;
-
-static uint64_t lcg(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
-
-static float rnd(uint64_t *s) { return (float)(lcg(s) % 2001) / 1000.f - 1.f; }
 
 /* The inputs' values: given, else random (mask values valid for their form). */
 typedef struct avals {
@@ -101,9 +91,8 @@ static void attn_inputs(const mi_graph_t *g, const aspec_t *sp, const avals_t *v
   *n = 0;
   for (int32_t k = 0; k < g->input_count; k++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[k]];
-    mi_array_t *a = mi_array_create(t->dtype, t->rank, t->dims);
-    int64_t cnt = 1;
-    for (int32_t d = 0; d < t->rank; d++) cnt *= t->dims[d];
+    int64_t cnt;
+    mi_array_t *a = input_array(g, k, &cnt);
     if (!strcmp(t->name, "mask")) {
       int32_t *m = a->data;
       int64_t tt = sp->s + sp->past;
@@ -125,25 +114,6 @@ static void attn_inputs(const mi_graph_t *g, const aspec_t *sp, const avals_t *v
       for (int64_t i = 0; i < cnt; i++) f[i] = src ? src[i] : rnd(&seed);
     }
     in[(*n)++] = a;
-  }
-}
-
-static void free_arrays(mi_array_t **a, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    mi_array_destroy(a[i]);
-    a[i] = NULL;
-  }
-}
-
-/* Infers shapes and runs on the reference; checks the inferred shapes are the run's. */
-static void ref_run(mi_graph_t *g, mi_array_t **in, int32_t nin, mi_array_t **out) {
-  mi_error_t err = {0};
-  CHECK(mi_graph_toposort(g, &err) == MI_OK && mi_graph_infer_shapes(g, &err) == MI_OK, "inference: %s", err.message);
-  CHECK(mi_ref_run(g, (const mi_array_t *const *)in, nin, out, g->output_count, &err) == MI_OK, "run: %s", err.message);
-  for (int32_t k = 0; k < g->output_count; k++) {
-    const mi_tensor_t *t = &g->tensors[g->outputs[k]];
-    CHECK(out[k] && same_shape(out[k], t->rank, t->dims) && t->dtype == out[k]->dtype, "output %d: inferred shape is the run's",
-          (int)k);
   }
 }
 
@@ -214,13 +184,8 @@ static void hand_values(void) {
 /* The node refused at shape inference in one line naming it and `want`. */
 static void refused(const aspec_t *sp, void (*edit)(mi_graph_t *), const char *want) {
   mi_graph_t *g = attn_graph(sp, NULL, 3);
-  mi_error_t err = {0};
   if (edit) edit(g);
-  CHECK(mi_graph_toposort(g, &err) == MI_OK, "sort");
-  CHECK(mi_graph_infer_shapes(g, &err) != MI_OK && strstr(err.message, want) && strstr(err.message, "'attn'") &&
-            !strchr(err.message, '\n'),
-        "refused naming '%s': %s", want, err.message);
-  mi_graph_destroy(g);
+  expect_refused(g, "attn", want);
 }
 
 static void set_rotary(mi_graph_t *g) { mi_node_set_int(g, 0, "do_rotary", 1); }
@@ -248,33 +213,6 @@ static void malformed(void) {
   refused(&ok, onnx_domain, "from opset 23 on"); /* the ONNX op, in an opset-17 graph */
 }
 
-/* The graph written and loaded back: the loader lowers the node to standard ops. */
-static mi_graph_t *save_load(mi_graph_t *g) {
-  mi_graph_t *back = NULL;
-  mi_error_t err = {0};
-  char path[] = "/tmp/mi_test_attn_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0, "temp file");
-  close(fd);
-  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
-  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
-  unlink(path);
-  if (back)
-    for (int32_t i = 0; i < back->node_count; i++)
-      CHECK(!back->nodes[i].domain || !back->nodes[i].domain[0], "no com.microsoft node is left (%s)", back->nodes[i].op_type);
-  return back;
-}
-
-static double max_abs(const mi_array_t *a, const mi_array_t *b) {
-  if (!a || !b || a->nbytes != b->nbytes) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a->nbytes / 4; i++) {
-    double d = fabs((double)((const float *)a->data)[i] - ((const float *)b->data)[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
 static const aspec_t k_forms[] = {
     /* b  s  hin heads qh kh vh qkv bias mask const uni past abias present scale filter */
     {2, 5, 16, 2, 16, 16, 16, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
@@ -288,85 +226,41 @@ static const aspec_t k_forms[] = {
     {3, 4, 8, 2, 8, 8, 8, 0, 1, 3, 1, 0, 0, 0, 0, 0, 0},
 };
 
-/* The lowered graph (the reference on each of its standard ops) equals the node's reference. */
-static void lowered_forms(void) {
-  for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++) {
-    aspec_t sp = k_forms[f];
-    int32_t cm[64];
-    for (int i = 0; i < 64; i++) cm[i] = (i * 7) % 5 != 0;
-    mi_graph_t *g = attn_graph(&sp, &(avals_t){.mask = cm}, 11 + f), *back;
-    mi_array_t *in[4] = {0}, *want[2] = {0}, *got[2] = {0};
-    mi_error_t err = {0};
-    int32_t nin;
-    attn_inputs(g, &sp, NULL, 5 + f, in, &nin);
-    ref_run(g, in, nin, want);
-    if ((back = save_load(g))) {
-      CHECK(mi_ref_run(back, (const mi_array_t *const *)in, nin, got, back->output_count, &err) == MI_OK, "run: %s",
-            err.message);
-      for (int32_t k = 0; k < g->output_count; k++)
-        CHECK(max_abs(got[k], want[k]) < 1e-5, "form %zu output %d: max abs %.3e", f, (int)k, max_abs(got[k], want[k]));
-    }
-    free_arrays(got, 2);
-    free_arrays(want, 2);
-    free_arrays(in, nin);
-    mi_graph_destroy(back);
-    mi_graph_destroy(g);
-  }
-}
-
 /* A 1D mask whose length the loader does not know: [B] and [2B] told apart at run time. */
 static void unknown_mask_length(void) {
   for (int form = 1; form <= 2; form++) {
     aspec_t sp = {2, 4, 8, 2, 8, 8, 8, 0, 1, form, 0, 0, 0, 0, 0, 0, 0};
-    mi_graph_t *g = attn_graph(&sp, NULL, 21), *back;
-    mi_array_t *in[4] = {0}, *want[2] = {0}, *got[2] = {0};
-    mi_error_t err = {0};
+    mi_graph_t *g = attn_graph(&sp, NULL, 21);
+    mi_array_t *in[4] = {0}, *want[ATTN_MAXOUT] = {0};
     int32_t nin;
     attn_inputs(g, &sp, NULL, 22, in, &nin);
     ref_run(g, in, nin, want);
     g->tensors[g->inputs[1]].dims[0] = -1; /* written as a dynamic dim */
-    if ((back = save_load(g))) {
-      CHECK(mi_ref_run(back, (const mi_array_t *const *)in, nin, got, 1, &err) == MI_OK, "run: %s", err.message);
-      CHECK(max_abs(got[0], want[0]) < 1e-5, "form %d: max abs %.3e", form, max_abs(got[0], want[0]));
-    }
-    free_arrays(got, 2);
-    free_arrays(want, 2);
+    lowered_matches(NULL, (size_t)form, g, save_load(g, NULL), in, nin, want, 0, 0);
     free_arrays(in, nin);
-    mi_graph_destroy(back);
     mi_graph_destroy(g);
   }
 }
 
-/* blis-cpu runs the lowered graph with no host step and gives the node's reference values. */
-static void on_plugin(mi_plugin_t *p) {
+/* The lowered graph on the reference (the reference on each of its standard ops; p NULL) or on
+ * blis-cpu with no host step equals the node's reference. */
+static void forms_on(mi_plugin_t *p) {
   for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++) {
     aspec_t sp = k_forms[f];
     int32_t cm[64];
-    for (int i = 0; i < 64; i++) cm[i] = (i * 3) % 4 != 0;
-    mi_graph_t *g = attn_graph(&sp, &(avals_t){.mask = cm}, 31 + f), *back = NULL;
-    mi_array_t *in[4] = {0}, *want[2] = {0}, *got[2] = {0};
-    mi_error_t err = {0};
+    for (int i = 0; i < 64; i++) cm[i] = p ? (i * 3) % 4 != 0 : (i * 7) % 5 != 0;
+    mi_graph_t *g = attn_graph(&sp, &(avals_t){.mask = cm}, (p ? 31 : 11) + f);
+    mi_array_t *in[4] = {0};
     int32_t nin;
-    attn_inputs(g, &sp, NULL, 41 + f, in, &nin);
-    ref_run(g, in, nin, want);
-    if ((back = save_load(g)) && mi_graph_infer_shapes(back, &err) == MI_OK) {
-      mi_session_t *s = session(back, p);
-      CHECK(mi_session_fallback_count(s) == 0, "form %zu: no host step (%d)", f, (int)mi_session_fallback_count(s));
-      CHECK(mi_session_run(s, (const mi_array_t *const *)in, nin, got, back->output_count, &err) == MI_OK, "run: %s",
-            err.message);
-      for (int32_t k = 0; k < g->output_count; k++)
-        CHECK(max_abs(got[k], want[k]) < 1e-5, "form %zu output %d: max abs %.3e", f, (int)k, max_abs(got[k], want[k]));
-      mi_session_destroy(s);
-    }
-    free_arrays(got, 2);
-    free_arrays(want, 2);
+    attn_inputs(g, &sp, NULL, (p ? 41 : 5) + f, in, &nin);
+    lowered_form(p, f, g, in, nin, NULL, 0, 0);
     free_arrays(in, nin);
-    mi_graph_destroy(back);
     mi_graph_destroy(g);
   }
 }
 
-static void blis_cpu(void) { on_blis_cpu_each_simd(on_plugin); }
+static void lowered_forms(void) { forms_on(NULL); }
+static void blis_cpu(void) { on_blis_cpu_each_simd(forms_on); }
 
 static void setup(void) {}
 static void teardown(void) {}

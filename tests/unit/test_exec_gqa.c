@@ -4,10 +4,7 @@
  * standard ops against the node's reference (do_rotary too), and blis-cpu on the lowered graph
  * (no host step; with do_rotary and a past the positions from seqlens_k and the caches' rows
  * they pick run on the host), at every SIMD cap. */
-#include <math.h>
-
-#include "test_exec_util.h"
-#include "test_ref_common.h"
+#include "test_attn_util.h"
 
 typedef struct gspec {
   int64_t b, s, past, nq, nkv, h;
@@ -16,11 +13,6 @@ typedef struct gspec {
   int64_t rot;     /* do_rotary with caches of 32 positions and rot / 2 columns (0: none) */
   int interleaved; /* rotary_interleaved */
 } gspec_t;
-
-static uint64_t lcg(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
 
 static mi_graph_t *gqa_graph(const gspec_t *sp) {
   mi_graph_t *g = mi_graph_create("gqa");
@@ -73,31 +65,13 @@ static void gqa_inputs(const mi_graph_t *g, const gspec_t *sp, const float *cons
   *n = 0;
   for (int32_t k = 0; k < g->input_count; k++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[k]];
-    mi_array_t *a = mi_array_create(t->dtype, t->rank, t->dims);
-    int64_t cnt = 1;
-    for (int32_t d = 0; d < t->rank; d++) cnt *= t->dims[d];
+    int64_t cnt;
+    mi_array_t *a = input_array(g, k, &cnt);
     for (int64_t i = 0; i < cnt; i++)
       if (t->dtype == MI_DTYPE_INT32) ((int32_t *)a->data)[i] = lens ? lens[i] : (int32_t)(sp->past + sp->s - 1);
       else
-        ((float *)a->data)[i] = vals && vals[k] ? vals[k][i] : (float)(lcg(&seed) % 2001) / 1000.f - 1.f;
+        ((float *)a->data)[i] = vals && vals[k] ? vals[k][i] : rnd(&seed);
     in[(*n)++] = a;
-  }
-}
-
-static void free_arrays(mi_array_t **a, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    mi_array_destroy(a[i]);
-    a[i] = NULL;
-  }
-}
-
-static void ref_run(mi_graph_t *g, mi_array_t **in, int32_t nin, mi_array_t **out) {
-  mi_error_t err = {0};
-  CHECK(mi_graph_toposort(g, &err) == MI_OK && mi_graph_infer_shapes(g, &err) == MI_OK, "inference: %s", err.message);
-  CHECK(mi_ref_run(g, (const mi_array_t *const *)in, nin, out, 3, &err) == MI_OK, "run: %s", err.message);
-  for (int32_t k = 0; k < 3; k++) {
-    const mi_tensor_t *t = &g->tensors[g->outputs[k]];
-    CHECK(out[k] && same_shape(out[k], t->rank, t->dims), "output %d: inferred shape is the run's", (int)k);
   }
 }
 
@@ -140,13 +114,8 @@ static void hand_values(void) {
 static void refused_attr(const char *attr, int64_t v, const char *want) {
   const gspec_t sp = {1, 2, 0, 4, 2, 8, 0, 0, 0, 0, 0};
   mi_graph_t *g = gqa_graph(&sp);
-  mi_error_t err = {0};
   mi_node_set_int(g, 0, attr, v);
-  CHECK(mi_graph_toposort(g, &err) == MI_OK, "sort");
-  CHECK(mi_graph_infer_shapes(g, &err) != MI_OK && strstr(err.message, want) && strstr(err.message, "'gqa'") &&
-            !strchr(err.message, '\n'),
-        "refused naming '%s': %s", want, err.message);
-  mi_graph_destroy(g);
+  expect_refused(g, "gqa", want);
 }
 
 static void malformed(void) {
@@ -154,32 +123,6 @@ static void malformed(void) {
   refused_attr("local_window_size", 16, "local_window_size = 16");
   refused_attr("smooth_softmax", 1, "smooth_softmax");
   refused_attr("kv_num_heads", 3, "multiple of kv_num_heads");
-}
-
-static mi_graph_t *save_load(mi_graph_t *g) {
-  mi_graph_t *back = NULL;
-  mi_error_t err = {0};
-  char path[] = "/tmp/mi_test_gqa_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0, "temp file");
-  close(fd);
-  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
-  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
-  unlink(path);
-  if (back)
-    for (int32_t i = 0; i < back->node_count; i++)
-      CHECK(!back->nodes[i].domain || !back->nodes[i].domain[0], "no com.microsoft node is left");
-  return back;
-}
-
-static double max_abs(const mi_array_t *a, const mi_array_t *b) {
-  if (!a || !b || a->nbytes != b->nbytes) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a->nbytes / 4; i++) {
-    double d = fabs((double)((const float *)a->data)[i] - ((const float *)b->data)[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
 }
 
 static const gspec_t k_forms[] = {
@@ -199,33 +142,16 @@ static const gspec_t k_forms[] = {
 static void forms_on(mi_plugin_t *p) {
   for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++) {
     gspec_t sp = k_forms[f];
-    mi_graph_t *g = gqa_graph(&sp), *back;
-    mi_array_t *in[6] = {0}, *want[3] = {0}, *got[3] = {0};
-    mi_error_t err = {0};
+    mi_graph_t *g = gqa_graph(&sp);
+    mi_array_t *in[6] = {0};
     int32_t nin, lens[2] = {(int32_t)(sp.past + sp.s - 1), (int32_t)(sp.past + sp.s - 1)};
     if (f == 0) lens[1] = 2; /* a right-padded prompt */
     gqa_inputs(g, &sp, NULL, lens, 5 + f, in, &nin);
-    ref_run(g, in, nin, want);
-    if ((back = save_load(g)) && mi_graph_infer_shapes(back, &err) == MI_OK) {
-      if (p) {
-        mi_session_t *s = session(back, p);
-        /* do_rotary with a past: the positions from seqlens_k (Cast, Add, Sub, Unsqueeze, Add:
-         * integer arithmetic) run on the host, the cos / sin Gathers by them on blis-cpu (runtime
-         * indices); without one the positions are 0 .. S - 1, from shapes alone, and all of it
-         * folds */
-        int32_t host = mi_session_fallback_count(s), want_host = sp.rot && sp.past ? 5 : 0;
-        CHECK(host == want_host, "form %zu: %d host steps, want %d", f, (int)host, (int)want_host);
-        CHECK(mi_session_run(s, (const mi_array_t *const *)in, nin, got, 3, &err) == MI_OK, "run: %s", err.message);
-        mi_session_destroy(s);
-      } else
-        CHECK(mi_ref_run(back, (const mi_array_t *const *)in, nin, got, 3, &err) == MI_OK, "run: %s", err.message);
-      for (int32_t k = 0; k < 3; k++)
-        CHECK(max_abs(got[k], want[k]) < 1e-5, "form %zu output %d: max abs %.3e", f, (int)k, max_abs(got[k], want[k]));
-    }
-    free_arrays(got, 3);
-    free_arrays(want, 3);
+    /* do_rotary with a past: the positions from seqlens_k (Cast, Add, Sub, Unsqueeze, Add: integer
+     * arithmetic) run on the host, the cos / sin Gathers by them on blis-cpu (runtime indices);
+     * without one the positions are 0 .. S - 1, from shapes alone, and all of it folds */
+    lowered_form(p, f, g, in, nin, NULL, sp.rot && sp.past ? 5 : 0, 0);
     free_arrays(in, nin);
-    mi_graph_destroy(back);
     mi_graph_destroy(g);
   }
 }

@@ -3,10 +3,7 @@
  * attention, key and value as heads), inferred shapes equal to the run's, the forms not covered
  * refused in one line; then the loader's lowering to standard ops against the node's reference,
  * and blis-cpu on the lowered graph with no host step, at every SIMD cap. */
-#include <math.h>
-
-#include "test_exec_util.h"
-#include "test_ref_common.h"
+#include "test_attn_util.h"
 
 typedef struct mspec {
   int64_t b, s, l, d, dv, heads;
@@ -19,13 +16,6 @@ typedef struct mspec {
   int kv4;      /* key and value as heads [B, N, L, h] */
   float scale;
 } mspec_t;
-
-static uint64_t lcg(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
-
-static float rnd(uint64_t *s) { return (float)(lcg(s) % 2001) / 1000.f - 1.f; }
 
 /* Named input values: given, else random (a mask valid for its form). */
 typedef struct mvals {
@@ -89,9 +79,8 @@ static void mha_inputs(const mi_graph_t *g, const mspec_t *sp, const mvals_t *v,
   *n = 0;
   for (int32_t k = 0; k < g->input_count; k++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[k]];
-    mi_array_t *a = mi_array_create(t->dtype, t->rank, t->dims);
-    int64_t cnt = 1;
-    for (int32_t d = 0; d < t->rank; d++) cnt *= t->dims[d];
+    int64_t cnt;
+    mi_array_t *a = input_array(g, k, &cnt);
     if (!strcmp(t->name, "mask")) {
       int32_t *m = a->data;
       for (int64_t i = 0; i < cnt; i++)
@@ -110,23 +99,6 @@ static void mha_inputs(const mi_graph_t *g, const mspec_t *sp, const mvals_t *v,
       for (int64_t i = 0; i < cnt; i++) f[i] = src ? src[i] : rnd(&seed);
     }
     in[(*n)++] = a;
-  }
-}
-
-static void free_arrays(mi_array_t **a, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    mi_array_destroy(a[i]);
-    a[i] = NULL;
-  }
-}
-
-static void ref_run(mi_graph_t *g, mi_array_t **in, int32_t nin, mi_array_t **out) {
-  mi_error_t err = {0};
-  CHECK(mi_graph_toposort(g, &err) == MI_OK && mi_graph_infer_shapes(g, &err) == MI_OK, "inference: %s", err.message);
-  CHECK(mi_ref_run(g, (const mi_array_t *const *)in, nin, out, g->output_count, &err) == MI_OK, "run: %s", err.message);
-  for (int32_t k = 0; k < g->output_count; k++) {
-    const mi_tensor_t *t = &g->tensors[g->outputs[k]];
-    CHECK(out[k] && same_shape(out[k], t->rank, t->dims), "output %d: inferred shape is the run's", (int)k);
   }
 }
 
@@ -187,13 +159,8 @@ static void hand_values(void) {
 
 static void refused(const mspec_t *sp, void (*edit)(mi_graph_t *), const char *want) {
   mi_graph_t *g = mha_graph(sp, NULL);
-  mi_error_t err = {0};
   if (edit) edit(g);
-  CHECK(mi_graph_toposort(g, &err) == MI_OK, "sort");
-  CHECK(mi_graph_infer_shapes(g, &err) != MI_OK && strstr(err.message, want) && strstr(err.message, "'mha'") &&
-            !strchr(err.message, '\n'),
-        "refused naming '%s': %s", want, err.message);
-  mi_graph_destroy(g);
+  expect_refused(g, "mha", want);
 }
 
 /* query [B, S, N, 3, H]: the packed QKV form */
@@ -239,32 +206,6 @@ static void malformed(void) {
   refused(&ok, qk_output, "qk output");
 }
 
-static mi_graph_t *save_load(mi_graph_t *g) {
-  mi_graph_t *back = NULL;
-  mi_error_t err = {0};
-  char path[] = "/tmp/mi_test_mha_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0, "temp file");
-  close(fd);
-  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
-  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
-  unlink(path);
-  if (back)
-    for (int32_t i = 0; i < back->node_count; i++)
-      CHECK(!back->nodes[i].domain || !back->nodes[i].domain[0], "no com.microsoft node is left (%s)", back->nodes[i].op_type);
-  return back;
-}
-
-static double max_abs(const mi_array_t *a, const mi_array_t *b) {
-  if (!a || !b || a->nbytes != b->nbytes) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a->nbytes / 4; i++) {
-    double d = fabs((double)((const float *)a->data)[i] - ((const float *)b->data)[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
 static const mspec_t k_forms[] = {
     /* b  s  l  d   dv  heads bias mask uni past abias present kv4 scale */
     {2, 5, 5, 16, 16, 2, 1, 0, 0, 0, 0, 0, 0, 0},
@@ -282,29 +223,12 @@ static const mspec_t k_forms[] = {
 static void forms_on(mi_plugin_t *p) {
   for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++) {
     mspec_t sp = k_forms[f];
-    mi_graph_t *g = mha_graph(&sp, NULL), *back;
-    mi_array_t *in[8] = {0}, *want[3] = {0}, *got[3] = {0};
-    mi_error_t err = {0};
+    mi_graph_t *g = mha_graph(&sp, NULL);
+    mi_array_t *in[8] = {0};
     int32_t nin;
     mha_inputs(g, &sp, NULL, 5 + f, in, &nin);
-    ref_run(g, in, nin, want);
-    if ((back = save_load(g)) && mi_graph_infer_shapes(back, &err) == MI_OK) {
-      if (p) {
-        mi_session_t *s = session(back, p);
-        CHECK(mi_session_fallback_count(s) == 0, "form %zu: no host step (%d)", f, (int)mi_session_fallback_count(s));
-        CHECK(mi_session_run(s, (const mi_array_t *const *)in, nin, got, back->output_count, &err) == MI_OK, "run: %s",
-              err.message);
-        mi_session_destroy(s);
-      } else
-        CHECK(mi_ref_run(back, (const mi_array_t *const *)in, nin, got, back->output_count, &err) == MI_OK, "run: %s",
-              err.message);
-      for (int32_t k = 0; k < g->output_count; k++)
-        CHECK(max_abs(got[k], want[k]) < 1e-5, "form %zu output %d: max abs %.3e", f, (int)k, max_abs(got[k], want[k]));
-    }
-    free_arrays(got, 3);
-    free_arrays(want, 3);
+    lowered_form(p, f, g, in, nin, NULL, 0, 0);
     free_arrays(in, nin);
-    mi_graph_destroy(back);
     mi_graph_destroy(g);
   }
 }

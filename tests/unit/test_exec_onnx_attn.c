@@ -3,10 +3,7 @@
  * the run's, refusals in one line; the loader's lowering to standard ops against the node's
  * reference, and blis-cpu on the lowered graph (a bool mask's Where is its one host step) at
  * every SIMD cap. */
-#include <math.h>
-
-#include "test_exec_util.h"
-#include "test_ref_common.h"
+#include "test_attn_util.h"
 
 typedef struct ospec {
   int64_t b, s, l, nq, nkv, h, hv;
@@ -18,13 +15,6 @@ typedef struct ospec {
   int qk;       /* qk_matmul_output_mode + 1 (0: no such output) */
   float scale, softcap;
 } ospec_t;
-
-static uint64_t lcg(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
-
-static float rnd(uint64_t *s) { return (float)(lcg(s) % 2001) / 1000.f - 1.f; }
 
 typedef struct ovals {
   const float *q, *k, *v, *mask;
@@ -79,9 +69,8 @@ static void oa_inputs(const mi_graph_t *g, const ovals_t *v, uint64_t seed, mi_a
   *n = 0;
   for (int32_t k = 0; k < g->input_count; k++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[k]];
-    mi_array_t *a = mi_array_create(t->dtype, t->rank, t->dims);
-    int64_t cnt = 1;
-    for (int32_t d = 0; d < t->rank; d++) cnt *= t->dims[d];
+    int64_t cnt;
+    mi_array_t *a = input_array(g, k, &cnt);
     if (t->dtype == MI_DTYPE_BOOL) {
       uint8_t *m = a->data;
       for (int64_t i = 0; i < cnt; i++) /* key 0 of each row kept: no row masked whole */
@@ -97,23 +86,6 @@ static void oa_inputs(const mi_graph_t *g, const ovals_t *v, uint64_t seed, mi_a
       for (int64_t i = 0; i < cnt; i++) f[i] = src ? src[i] : rnd(&seed);
     }
     in[(*n)++] = a;
-  }
-}
-
-static void free_arrays(mi_array_t **a, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    mi_array_destroy(a[i]);
-    a[i] = NULL;
-  }
-}
-
-static void ref_run(mi_graph_t *g, mi_array_t **in, int32_t nin, mi_array_t **out) {
-  mi_error_t err = {0};
-  CHECK(mi_graph_toposort(g, &err) == MI_OK && mi_graph_infer_shapes(g, &err) == MI_OK, "inference: %s", err.message);
-  CHECK(mi_ref_run(g, (const mi_array_t *const *)in, nin, out, g->output_count, &err) == MI_OK, "run: %s", err.message);
-  for (int32_t k = 0; k < g->output_count; k++) {
-    const mi_tensor_t *t = &g->tensors[g->outputs[k]];
-    CHECK(out[k] && same_shape(out[k], t->rank, t->dims), "output %d: inferred shape is the run's", (int)k);
   }
 }
 
@@ -165,13 +137,8 @@ static void hand_values(void) {
 
 static void refused(const ospec_t *sp, int64_t opset, const char *want) {
   mi_graph_t *g = oa_graph(sp);
-  mi_error_t err = {0};
   g->opset = opset;
-  CHECK(mi_graph_toposort(g, &err) == MI_OK, "sort");
-  CHECK(mi_graph_infer_shapes(g, &err) != MI_OK && strstr(err.message, want) && strstr(err.message, "'attn'") &&
-            !strchr(err.message, '\n'),
-        "refused naming '%s': %s", want, err.message);
-  mi_graph_destroy(g);
+  expect_refused(g, "attn", want);
 }
 
 static void malformed(void) {
@@ -186,32 +153,6 @@ static void malformed(void) {
   refused(&heads, 23, "not a multiple of kv heads");
   refused(&cap, 23, "softcap");
   refused(&mode, 23, "qk_matmul_output_mode = 4");
-}
-
-static mi_graph_t *save_load(mi_graph_t *g) {
-  mi_graph_t *back = NULL;
-  mi_error_t err = {0};
-  char path[] = "/tmp/mi_test_oattn_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0, "temp file");
-  close(fd);
-  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
-  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
-  unlink(path);
-  if (back)
-    for (int32_t i = 0; i < back->node_count; i++)
-      CHECK(strcmp(back->nodes[i].op_type, "Attention"), "no Attention node is left");
-  return back;
-}
-
-static double max_abs(const mi_array_t *a, const mi_array_t *b) {
-  if (!a || !b || a->nbytes != b->nbytes) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a->nbytes / 4; i++) {
-    double d = fabs((double)((const float *)a->data)[i] - ((const float *)b->data)[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
 }
 
 static const ospec_t k_forms[] = {
@@ -230,30 +171,12 @@ static const ospec_t k_forms[] = {
 static void forms_on(mi_plugin_t *p) {
   for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++) {
     ospec_t sp = k_forms[f];
-    mi_graph_t *g = oa_graph(&sp), *back;
-    mi_array_t *in[6] = {0}, *want[4] = {0}, *got[4] = {0};
-    mi_error_t err = {0};
+    mi_graph_t *g = oa_graph(&sp);
+    mi_array_t *in[6] = {0};
     int32_t nin;
     oa_inputs(g, NULL, 5 + f, in, &nin);
-    ref_run(g, in, nin, want);
-    if ((back = save_load(g)) && mi_graph_infer_shapes(back, &err) == MI_OK) {
-      if (p) {
-        mi_session_t *s = session(back, p);
-        int32_t host = mi_session_fallback_count(s);
-        CHECK(host == (sp.mask == 1), "form %zu: %d host steps (a bool mask's Where only)", f, (int)host);
-        CHECK(mi_session_run(s, (const mi_array_t *const *)in, nin, got, back->output_count, &err) == MI_OK, "run: %s",
-              err.message);
-        mi_session_destroy(s);
-      } else
-        CHECK(mi_ref_run(back, (const mi_array_t *const *)in, nin, got, back->output_count, &err) == MI_OK, "run: %s",
-              err.message);
-      for (int32_t k = 0; k < g->output_count; k++)
-        CHECK(max_abs(got[k], want[k]) < 1e-5, "form %zu output %d: max abs %.3e", f, (int)k, max_abs(got[k], want[k]));
-    }
-    free_arrays(got, 4);
-    free_arrays(want, 4);
+    lowered_form(p, f, g, in, nin, "Attention", sp.mask == 1, 0); /* a bool mask's Where: one host step */
     free_arrays(in, nin);
-    mi_graph_destroy(back);
     mi_graph_destroy(g);
   }
 }

@@ -4,10 +4,7 @@
  * refusals in one line; the loader's lowering to standard ops against the node's reference, and
  * blis-cpu on the lowered graph (host steps only for the offset form's position arithmetic), at
  * every SIMD cap. */
-#include <math.h>
-
-#include "test_exec_util.h"
-#include "test_ref_common.h"
+#include "test_attn_util.h"
 
 typedef struct rspec {
   int ms; /* com.microsoft (inputs X, position_ids, cos, sin) */
@@ -19,11 +16,6 @@ typedef struct rspec {
 } rspec_t;
 
 enum { MAXPOS = 16 };
-
-static uint64_t lcg(uint64_t *s) {
-  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-  return *s >> 33;
-}
 
 /* x -> RotaryEmbedding -> y, the caches constants (given, else random angles). */
 static mi_graph_t *rot_graph(const rspec_t *sp, const float *cosv, const float *sinv) {
@@ -67,31 +59,15 @@ static void rot_inputs(const mi_graph_t *g, const rspec_t *sp, const float *xv, 
   *n = 0;
   for (int32_t k = 0; k < g->input_count; k++) {
     const mi_tensor_t *t = &g->tensors[g->inputs[k]];
-    mi_array_t *a = mi_array_create(t->dtype, t->rank, t->dims);
-    int64_t cnt = 1;
-    for (int32_t d = 0; d < t->rank; d++) cnt *= t->dims[d];
+    int64_t cnt;
+    mi_array_t *a = input_array(g, k, &cnt);
     for (int64_t i = 0; i < cnt; i++)
       if (t->dtype == MI_DTYPE_INT64)
         ((int64_t *)a->data)[i] = pv ? pv[i] : (int64_t)(lcg(&seed) % (uint64_t)(sp->pos == 2 ? MAXPOS - sp->s : MAXPOS));
       else
-        ((float *)a->data)[i] = xv ? xv[i] : (float)(lcg(&seed) % 2001) / 1000.f - 1.f;
+        ((float *)a->data)[i] = xv ? xv[i] : rnd(&seed);
     in[(*n)++] = a;
   }
-}
-
-static void free_arrays(mi_array_t **a, int32_t n) {
-  for (int32_t i = 0; i < n; i++) {
-    mi_array_destroy(a[i]);
-    a[i] = NULL;
-  }
-}
-
-static void ref_run(mi_graph_t *g, mi_array_t **in, int32_t nin, mi_array_t **out) {
-  mi_error_t err = {0};
-  CHECK(mi_graph_toposort(g, &err) == MI_OK && mi_graph_infer_shapes(g, &err) == MI_OK, "inference: %s", err.message);
-  CHECK(mi_ref_run(g, (const mi_array_t *const *)in, nin, out, 1, &err) == MI_OK, "run: %s", err.message);
-  const mi_tensor_t *t = &g->tensors[g->outputs[0]];
-  CHECK(out[0] && same_shape(out[0], t->rank, t->dims), "inferred shape is the run's");
 }
 
 /* One head of 4 values [1, 2, 3, 4], B 1, S 1; cache row p (0, or position_ids 3 / offset 3)
@@ -130,13 +106,8 @@ static void hand_values(void) {
 
 static void refused(const rspec_t *sp, void (*edit)(mi_graph_t *), const char *want) {
   mi_graph_t *g = rot_graph(sp, NULL, NULL);
-  mi_error_t err = {0};
   if (edit) edit(g);
-  CHECK(mi_graph_toposort(g, &err) == MI_OK, "sort");
-  CHECK(mi_graph_infer_shapes(g, &err) != MI_OK && strstr(err.message, want) && strstr(err.message, "'rot'") &&
-            !strchr(err.message, '\n'),
-        "refused naming '%s': %s", want, err.message);
-  mi_graph_destroy(g);
+  expect_refused(g, "rot", want);
 }
 
 static void packed(mi_graph_t *g) { mi_node_set_int(g, 0, "is_packed_batching", 1); }
@@ -151,22 +122,6 @@ static void malformed(void) {
   refused(&onnx, rdim_big, "rotary_embedding_dim = 12");
   refused(&onnx, old_opset, "from opset 23 on");
   refused(&odd, NULL, "more than the head size");
-}
-
-static mi_graph_t *save_load(mi_graph_t *g) {
-  mi_graph_t *back = NULL;
-  mi_error_t err = {0};
-  char path[] = "/tmp/mi_test_rot_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0, "temp file");
-  close(fd);
-  CHECK(mi_onnx_save(g, path, &err) == MI_OK, "save: %s", err.message);
-  CHECK(mi_onnx_load(path, &back, &err) == MI_OK, "load: %s", err.message);
-  unlink(path);
-  if (back)
-    for (int32_t i = 0; i < back->node_count; i++)
-      CHECK(strcmp(back->nodes[i].op_type, "RotaryEmbedding"), "no RotaryEmbedding node is left");
-  return back;
 }
 
 static const rspec_t k_forms[] = {
@@ -184,31 +139,15 @@ static const rspec_t k_forms[] = {
 static void forms_on(mi_plugin_t *p) {
   for (size_t f = 0; f < sizeof k_forms / sizeof k_forms[0]; f++) {
     rspec_t sp = k_forms[f];
-    mi_graph_t *g = rot_graph(&sp, NULL, NULL), *back;
-    mi_array_t *in[2] = {0}, *want[1] = {0}, *got[1] = {0};
-    mi_error_t err = {0};
+    mi_graph_t *g = rot_graph(&sp, NULL, NULL);
+    mi_array_t *in[2] = {0};
     int32_t nin;
     rot_inputs(g, &sp, NULL, NULL, 9 + f, in, &nin);
-    ref_run(g, in, nin, want);
-    if ((back = save_load(g)) && mi_graph_infer_shapes(back, &err) == MI_OK) {
-      if (p) {
-        mi_session_t *s = session(back, p);
-        /* the caches' rows picked by runtime position_ids are Gathers blis-cpu runs (runtime
-         * indices: blis_gather_rows.c); the offset form's position arithmetic (Range and its
-         * integer inputs), 3 steps, stays on the host */
-        int32_t host = mi_session_fallback_count(s), want_host = sp.pos == 2 ? 3 : 0;
-        CHECK(host == want_host, "form %zu: %d host steps, want %d", f, (int)host, (int)want_host);
-        CHECK(mi_session_run(s, (const mi_array_t *const *)in, nin, got, 1, &err) == MI_OK, "run: %s", err.message);
-        mi_session_destroy(s);
-      } else
-        CHECK(mi_ref_run(back, (const mi_array_t *const *)in, nin, got, 1, &err) == MI_OK, "run: %s", err.message);
-      CHECK(got[0] && tu_rel_l2_arrays(got[0], want[0]) < 1e-6, "form %zu: rel L2 %.3e", f,
-            got[0] ? tu_rel_l2_arrays(got[0], want[0]) : -1.0);
-    }
-    free_arrays(got, 1);
-    free_arrays(want, 1);
+    /* the caches' rows picked by runtime position_ids are Gathers blis-cpu runs (runtime indices:
+     * blis_gather_rows.c); the offset form's position arithmetic (Range and its integer inputs),
+     * 3 steps, stays on the host */
+    lowered_form(p, f, g, in, nin, "RotaryEmbedding", sp.pos == 2 ? 3 : 0, 1);
     free_arrays(in, nin);
-    mi_graph_destroy(back);
     mi_graph_destroy(g);
   }
 }
