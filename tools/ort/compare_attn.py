@@ -20,6 +20,21 @@ KEEP = sys.argv[3] if len(sys.argv) > 3 else ""
 sys.path.insert(0, HERE)
 from onnx_pb import BOOL, FLOAT, INT32, INT64, attr, compare_cases, ld, load, npy, numel, side_diff, st, tensor, vi, vinfo  # noqa: E402
 
+# opset imports: the default domain at 17 and com.microsoft at 1
+MS_OPSETS = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
+
+
+def write_model(d, g, opsets, runtime):
+    """d/m.onnx (GraphProto bytes g, opset imports opsets) and each runtime input (name, dtype,
+    dims, values) as d/NAME.npy; the mi-run / ort_run.js arguments that feed them."""
+    open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + opsets)
+    args = []
+    for nm, dt, dims, vals in runtime:
+        p = os.path.join(d, nm + ".npy")
+        npy(p, dt, dims, vals)
+        args += ["--input", "%s=%s" % (nm, p)]
+    return args
+
 
 class Case:
     """One Attention node: B, S, hidden, heads, (q, k, v) hidden sizes, and its options."""
@@ -82,14 +97,7 @@ class Case:
         g += ld(12, vinfo("y", FLOAT, [b, s, self.qkv[2]]))
         if self.present:
             g += ld(12, vinfo("present", FLOAT, [2, b, self.heads, t, hd]))
-        opsets = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
-        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + opsets)
-        args = []
-        for nm, dt, dims, vals in runtime:
-            p = os.path.join(d, nm + ".npy")
-            npy(p, dt, dims, vals)
-            args += ["--input", "%s=%s" % (nm, p)]
-        return args
+        return write_model(d, g, MS_OPSETS, runtime)
 
 
 class Mha:
@@ -142,14 +150,7 @@ class Mha:
         g += ld(12, vinfo("y", FLOAT, [b, s, self.dv]))
         if self.present:
             g += ld(12, vinfo("present_key", FLOAT, [b, n, t, h])) + ld(12, vinfo("present_value", FLOAT, [b, n, t, hv]))
-        opsets = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
-        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + opsets)
-        args = []
-        for nm, dt, dims, vals in runtime:
-            p = os.path.join(d, nm + ".npy")
-            npy(p, dt, dims, vals)
-            args += ["--input", "%s=%s" % (nm, p)]
-        return args
+        return write_model(d, g, MS_OPSETS, runtime)
 
 
 class OnnxAttn:
@@ -203,13 +204,7 @@ class OnnxAttn:
             g += ld(12, vinfo("present_key", FLOAT, [b, nkv, t, h])) + ld(12, vinfo("present_value", FLOAT, [b, nkv, t, hv]))
         if self.qk is not None:
             g += ld(12, vinfo("qk", FLOAT, [b, nq, s, t]))
-        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, 23)))
-        args = []
-        for nm, dt, dims, vals in runtime:
-            p = os.path.join(d, nm + ".npy")
-            npy(p, dt, dims, vals)
-            args += ["--input", "%s=%s" % (nm, p)]
-        return args
+        return write_model(d, g, ld(8, st(1, "") + vi(2, 23)), runtime)
 
 
 class Rotary:
@@ -247,14 +242,8 @@ class Rotary:
             nd += attr("rotary_embedding_dim", r)
         g = ld(1, nd) + st(2, "g") + b"".join(tensor(*c) for c in consts)
         g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime) + ld(12, vinfo("y", FLOAT, xd))
-        ops = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1)) if self.ms else ld(8, st(1, "") + vi(2, 23))
-        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ops)
-        args = []
-        for nm, dt, dims, vals in runtime:
-            f = os.path.join(d, nm + ".npy")
-            npy(f, dt, dims, vals)
-            args += ["--input", "%s=%s" % (nm, f)]
-        return args
+        ops = MS_OPSETS if self.ms else ld(8, st(1, "") + vi(2, 23))
+        return write_model(d, g, ops, runtime)
 
 
 class Gqa:
@@ -291,14 +280,7 @@ class Gqa:
         g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in runtime)
         g += ld(12, vinfo("y", FLOAT, [b, s, nq * h]))
         g += ld(12, vinfo("present_key", FLOAT, [b, nkv, pl + s, h])) + ld(12, vinfo("present_value", FLOAT, [b, nkv, pl + s, h]))
-        ops = ld(8, st(1, "") + vi(2, 17)) + ld(8, st(1, "com.microsoft") + vi(2, 1))
-        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ops)
-        args = []
-        for nm, dt, dims, vals in runtime:
-            f = os.path.join(d, nm + ".npy")
-            npy(f, dt, dims, vals)
-            args += ["--input", "%s=%s" % (nm, f)]
-        return args
+        return write_model(d, g, MS_OPSETS, runtime)
 
 
 def cases():
