@@ -37,6 +37,7 @@ static void test_dft(void) {
   CHECK(case_run(&k, &y, 0, &err) == MI_OK, "DFT-20: %s", err.message);
   expect_f32("DFT-20 dft_length 2", y, 3, d2, (float[]){3, 0, -1, 0}, 1e-5f);
   mi_array_destroy(y);
+  mi_array_destroy(in[1]);
   in[1] = NULL; /* default axis -2: the same axis 1 of this rank-3 input */
   case_begin(&k, "DFT", 20, 1, in, 0, 1);
   CHECK(case_run(&k, &y, 0, &err) == MI_OK, "DFT-20 default axis: %s", err.message);
@@ -72,6 +73,7 @@ static void test_stft(void) {
   CHECK(case_run(&k, &y, 0, &err) == MI_OK, "STFT window: %s", err.message);
   expect_f32("STFT window", y, 4, dy1, (float[]){5, 0, -3, -2, 1, 0}, 1e-5f);
   mi_array_destroy(y);
+  mi_array_destroy(in[2]);
   in[2] = NULL; /* neither window nor frame_length */
   case_begin(&k, "STFT", 17, 2, in, 2u, 1);
   CHECK(case_run(&k, &y, 0, &err) == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "frame_length"),
