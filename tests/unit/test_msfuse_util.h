@@ -85,22 +85,6 @@ static __attribute__((unused)) void pb_attr_float(pb_t *node, const char *name, 
   put_msg(node, 5, &a);
 }
 
-/* A graph input (field 11) of element type dt and fixed dims. */
-static __attribute__((unused)) void pb_value_dt(pb_t *g, const char *name, int32_t dt, int rank, const int64_t *dims) {
-  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
-  put_str(&vi, 1, name);
-  for (int i = 0; i < rank; i++) {
-    pb_t dim = {0};
-    put_int(&dim, 1, dims[i]);
-    put_msg(&sh, 1, &dim);
-  }
-  put_int(&tt, 1, dt);
-  put_msg(&tt, 2, &sh);
-  put_msg(&tp, 1, &tt);
-  put_msg(&vi, 2, &tp);
-  put_msg(g, 11, &vi);
-}
-
 /* An initializer of any dtype, raw data. */
 static __attribute__((unused)) void pb_init_raw(pb_t *g, const char *name, const mi_array_t *a) {
   pb_t t = {0};
@@ -154,7 +138,7 @@ static __attribute__((unused)) mi_graph_t *loaded_graph(const mcase_t *k, mi_err
     else if (g_untyped & (1u << i))
       pb_value_f32(&g, 11, nm, -1, NULL, "n"); /* no type: rank unknown at load */
     else
-      pb_value_dt(&g, nm, k->in[i]->dtype, k->in[i]->rank, k->in[i]->dims);
+      pb_value(&g, 11, nm, k->in[i]->dtype, k->in[i]->rank, k->in[i]->dims, "N");
   }
   for (int i = 0; i < k->nout; i++)
     if (k->want & (1u << i)) {

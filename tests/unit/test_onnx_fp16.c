@@ -9,22 +9,6 @@
 
 enum { ONNX_FLOAT16 = 10 };
 
-/* A ValueInfoProto of element type `elem` as graph input (field 11) or output (12). */
-static void value_typed(pb_t *g, int field, const char *name, int elem, int rank, const int64_t *dims) {
-  pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
-  put_str(&vi, 1, name);
-  for (int i = 0; i < rank; i++) {
-    pb_t dim = {0};
-    put_int(&dim, 1, dims[i]);
-    put_msg(&sh, 1, &dim);
-  }
-  put_int(&tt, 1, elem);
-  put_msg(&tt, 2, &sh);
-  put_msg(&tp, 1, &tt);
-  put_msg(&vi, 2, &tp);
-  put_msg(g, field, &vi);
-}
-
 /* A 1-D FLOAT16 initializer: as raw_data, or as int32_data (one value an entry). */
 static void init_f16(pb_t *g, const char *name, int n, const uint16_t *bits, int raw) {
   pb_t t = {0}, packed = {0};
@@ -67,7 +51,7 @@ static void test_half_model(void) {
   mi_error_t err = {0};
   mi_graph_t *gr = NULL;
   g.n = 0;
-  value_typed(&g, 11, "x", ONNX_FLOAT16, 2, d);
+  pb_value(&g, 11, "x", ONNX_FLOAT16, 2, d, "N");
   init_f16(&g, "w", 3, w, 1);
   init_f16(&g, "b", 3, b, 0);
   pb_init_i64(&g, "s", 2, d);
@@ -83,7 +67,7 @@ static void test_half_model(void) {
   put_msg(&g, 1, &n);
   pb_node(&n, "Add", NULL, "c,k", "y");
   put_msg(&g, 1, &n);
-  value_typed(&g, 12, "y", ONNX_FLOAT16, 2, d);
+  pb_value(&g, 12, "y", ONNX_FLOAT16, 2, d, "N");
   const pb_t *m = pb_model(&g, 13);
   CHECK(mi_onnx_load_buffer(m->d, m->n, NULL, &gr, &err) == MI_OK, "load: %s", err.message);
   if (!gr) return;

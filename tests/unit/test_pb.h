@@ -108,10 +108,10 @@ static inline void pb_init_i64(pb_t *g, const char *name, int n, const int64_t *
   put_msg(g, 5, &t);
 }
 
-/* A float ValueInfoProto as graph input (field 11) or output (12). rank -1 leaves the type
- * out; a negative dim becomes the dim_param dyn_name. */
-static inline void pb_value_f32(pb_t *g, int field, const char *name, int rank,
-                                const int64_t *dims, const char *dyn_name) {
+/* A ValueInfoProto of ONNX element type `elem` as graph input (field 11) or output (12). rank -1
+ * leaves the type out; a negative dim becomes the dim_param dyn_name. */
+static inline void pb_value(pb_t *g, int field, const char *name, int elem, int rank, const int64_t *dims,
+                            const char *dyn_name) {
   pb_t vi = {0}, tp = {0}, tt = {0}, sh = {0};
   put_str(&vi, 1, name);
   if (rank >= 0) {
@@ -123,12 +123,18 @@ static inline void pb_value_f32(pb_t *g, int field, const char *name, int rank,
         put_int(&dim, 1, dims[i]);
       put_msg(&sh, 1, &dim);
     }
-    put_int(&tt, 1, 1);
+    put_int(&tt, 1, elem);
     put_msg(&tt, 2, &sh);
     put_msg(&tp, 1, &tt);
     put_msg(&vi, 2, &tp);
   }
   put_msg(g, field, &vi);
+}
+
+/* The same for a float (element type 1) value. */
+static inline void pb_value_f32(pb_t *g, int field, const char *name, int rank,
+                                const int64_t *dims, const char *dyn_name) {
+  pb_value(g, field, name, 1, rank, dims, dyn_name);
 }
 
 /* ModelProto (IR version 8) around a graph with one default-domain opset import; the bytes
