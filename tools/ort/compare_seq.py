@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""compare_seq.py - models with ONNX sequence and optional ops, as exporters write them
+(torch.split / chunk / unbind with SequenceAt, ConcatFromSequence stacking or concatenating,
+SequenceConstruct / Insert / Erase / Length, Optional, and torch.jit's list built in a Loop and
+stacked or concatenated after it), which the loader lowers to tensor ops (graph/seq_lower.c,
+seq_loop.c): random inputs, run on ONNX Runtime (ort_run.js), the reference and blis-cpu. Prints
+per case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (docs/onnx.md).
+A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
+usage: tools/ort/compare_seq.py [BUILD_DIR] [CASE-SUBSTRING]"""
+import os, sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
+ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
+sys.path.insert(0, HERE)
+from onnx_pb import BOOL, FLOAT, INT64, attr, compare_cases, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402
+
+
+def node(op, ins, outs, attrs=(), name=None, body=None):
+    """A NodeProto's bytes; body: a Loop's body (GraphProto bytes) as its GRAPH attribute."""
+    n = b"".join(st(1, i) for i in ins) + b"".join(st(2, o) for o in outs) + st(3, name or outs[0]) + st(4, op)
+    n += b"".join(attr(k, v) for k, v in attrs)
+    if body is not None:
+        n += ld(5, st(1, "body") + ld(6, body) + vi(20, 5))
+    return n
+
+
+def seq_vinfo(name, dt):
+    """A ValueInfoProto's bytes typed sequence(tensor(dt))."""
+    return st(1, name) + ld(2, ld(4, ld(1, ld(1, vi(1, dt)))))
+
+
+def scalar_vinfo(name, dt):
+    return st(1, name) + ld(2, ld(1, vi(1, dt) + ld(2, b"")))
+
+
+class Case:
+    """A graph: nodes (node() bytes), constants (tensor() arguments), float runtime inputs
+    (name, dims), output y of out_dt, opset."""
+
+    def __init__(self, name, opset, runtime, consts, nodes, out_dt=FLOAT):
+        self.name, self.opset, self.runtime, self.consts, self.nodes, self.out_dt = name, opset, runtime, consts, nodes, out_dt
+
+    def write(self, d, rng):
+        g = b"".join(ld(1, n) for n in self.nodes) + st(2, "g") + b"".join(tensor(*c) for c in self.consts)
+        g += b"".join(ld(11, vinfo(nm, FLOAT, dims)) for nm, dims in self.runtime)
+        g += ld(12, st(1, "y") + ld(2, ld(1, vi(1, self.out_dt))))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, self.opset)))
+        args = []
+        for nm, dims in self.runtime:
+            p = os.path.join(d, nm + ".npy")
+            npy(p, FLOAT, dims, [rng.gauss(0, 2) for _ in range(numel(dims))])
+            args += ["--input", "%s=%s" % (nm, p)]
+        return args
+
+
+def loop_body():
+    """y_i = x * i + x appended to the carried list per iteration i (x captured)."""
+    b = ld(1, node("Cast", ["iter"], ["itf"], [("to", FLOAT)]))
+    b += ld(1, node("Mul", ["x", "itf"], ["xi"]))
+    b += ld(1, node("Add", ["xi", "x"], ["elem"]))
+    b += ld(1, node("SequenceInsert", ["seq_in", "elem"], ["seq_out"]))
+    b += ld(1, node("Identity", ["cond_in"], ["cond_out"]))
+    b += st(2, "body") + ld(11, scalar_vinfo("iter", INT64)) + ld(11, scalar_vinfo("cond_in", BOOL))
+    b += ld(11, seq_vinfo("seq_in", FLOAT)) + ld(12, scalar_vinfo("cond_out", BOOL)) + ld(12, seq_vinfo("seq_out", FLOAT))
+    return b
+
+
+def cases():
+    out = []
+    for opset in (11, 13, 18):
+        out.append(Case("split_at_o%d" % opset, opset, [("x", [4, 10])],
+                        [("sizes", INT64, [3], [3, 5, 2]), ("p", INT64, [], [-2])],
+                        [node("SplitToSequence", ["x", "sizes"], ["s"], [("axis", 1)]), node("SequenceAt", ["s", "p"], ["y"])]))
+        out.append(Case("unbind_stack_o%d" % opset, opset, [("x", [5, 3, 2])], [],
+                        [node("SplitToSequence", ["x"], ["s"], [("axis", 1), ("keepdims", 0)]),
+                         node("ConcatFromSequence", ["s"], ["y"], [("axis", -1), ("new_axis", 1)])]))
+    out.append(Case("chunk_erase_cat", 13, [("x", [7, 4])], [("c", INT64, [], [3]), ("p", INT64, [], [0])],
+                    [node("Relu", ["x"], ["r"]), node("SplitToSequence", ["r", "c"], ["s"]),
+                     node("SequenceErase", ["s", "p"], ["e"]), node("ConcatFromSequence", ["e"], ["y"], [("axis", 0)])]))
+    out.append(Case("construct_insert_cat", 16, [("a", [2, 3]), ("b", [2, 3])], [("p", INT64, [], [1])],
+                    [node("SequenceConstruct", ["a", "b"], ["s"]), node("Neg", ["a"], ["na"]),
+                     node("SequenceInsert", ["s", "na", "p"], ["s2"]), node("Identity", ["s2"], ["s3"]),
+                     node("ConcatFromSequence", ["s3"], ["y"], [("axis", 1)])]))
+    out.append(Case("length", 13, [("x", [6, 5])], [("c", INT64, [], [4])],
+                    [node("SplitToSequence", ["x", "c"], ["s"], [("axis", 1)]), node("SequenceLength", ["s"], ["y"])],
+                    out_dt=INT64))
+    out.append(Case("optional_get", 18, [("x", [3, 4])], [],
+                    [node("Optional", ["x"], ["o"]), node("OptionalGetElement", ["o"], ["g"]), node("Sigmoid", ["g"], ["y"])]))
+    out.append(Case("optional_has", 18, [("x", [3, 4])], [],
+                    [node("Optional", ["x"], ["o"]), node("OptionalHasElement", ["o"], ["y"])], out_dt=BOOL))
+    for form, attrs in (("stack", [("axis", 0), ("new_axis", 1)]), ("cat", [("axis", 0)])):
+        out.append(Case("loop_list_" + form, 13, [("x", [3, 5])], [("M", INT64, [], [4]), ("cond", BOOL, [], [1])],
+                        [node("SequenceEmpty", [], ["s0"], [("dtype", FLOAT)], name="empty"),
+                         node("Loop", ["M", "cond", "s0"], ["s"], name="build", body=loop_body()),
+                         node("ConcatFromSequence", ["s"], ["y"], attrs)]))
+    return out
+
+
+def main():
+    compare_cases(BUILD, cases(), ONLY, pairs=(("ort", "ref"), ("ref", "blis"), ("ort", "blis")))
+
+
+main()
