@@ -334,6 +334,67 @@ static void test_loop_list(void) {
   mi_graph_destroy(gr);
 }
 
+/* The rows of x [N, 3] (N dynamic: their count is not known at load) as a sequence: its length,
+ * the row at a position given at run time (keepdims 0 and 1), the rows stacked back, and a Loop
+ * over them whose body reads row `iter` of the captured sequence (torch.jit's `for r in
+ * x.unbind(0)`): a column sum. */
+static void test_slices(void) {
+  static pb_t g, n, b;
+  int64_t dn3[2] = {-1, 3}, d43[2] = {4, 3}, d3[1] = {3}, d13[2] = {1, 3};
+  uint8_t yes = 1;
+  float zeros[3] = {0, 0, 0};
+  g.n = 0;
+  pb_value_f32(&g, 11, "x", 2, dn3, "N");
+  pb_value(&g, 11, "p", T_INT64, 0, NULL, NULL);
+  init_scalar(&g, "cond", T_BOOL, &yes, 1);
+  pb_init_f32(&g, "acc0", 1, d3, zeros);
+  pb_node(&n, "SplitToSequence", "rows", "x", "s");
+  pb_attr_int(&n, "keepdims", 0);
+  put_msg(&g, 1, &n);
+  add_node(&g, "SplitToSequence", "rows_kept", "x", "sk");
+  add_node(&g, "SequenceLength", "len", "s", "len");
+  add_node(&g, "SequenceAt", "row_p", "s,p", "row");
+  add_node(&g, "SequenceAt", "row_p_kept", "sk,p", "row_kept");
+  pb_node(&n, "ConcatFromSequence", "restack", "s", "back");
+  pb_attr_int(&n, "axis", 0);
+  pb_attr_int(&n, "new_axis", 1);
+  put_msg(&g, 1, &n);
+  b.n = 0;
+  pb_value(&b, 11, "iter", T_INT64, 0, NULL, NULL);
+  pb_value(&b, 11, "cond_in", T_BOOL, 0, NULL, NULL);
+  pb_value_f32(&b, 11, "acc_in", -1, NULL, NULL);
+  add_node(&b, "SequenceAt", "row_i", "s,iter", "r");
+  add_node(&b, "Add", "accumulate", "acc_in,r", "acc_out");
+  add_node(&b, "Identity", "keep_going", "cond_in", "cond_out");
+  pb_value(&b, 12, "cond_out", T_BOOL, 0, NULL, NULL);
+  pb_value_f32(&b, 12, "acc_out", -1, NULL, NULL);
+  pb_node(&n, "Loop", "sum_rows", "len,cond,acc0", "colsum");
+  pb_attr_graph(&n, "body", &b);
+  put_msg(&g, 1, &n);
+  pb_value(&g, 12, "len", T_INT64, -1, NULL, NULL);
+  pb_value_f32(&g, 12, "row", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "row_kept", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "back", -1, NULL, NULL);
+  pb_value_f32(&g, 12, "colsum", -1, NULL, NULL);
+  mi_array_t *in[2] = {arr_f32(2, d43, (float[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}),
+                       arr_i64(0, NULL, (int64_t[]){-2})},
+             *y[5] = {0};
+  mi_graph_t *gr = load_run(&g, 13, 2, in, y);
+  if (gr) {
+    CHECK(!strcmp(op_of(gr, "row_p"), "Gather") && !strcmp(op_of(gr, "row_p_kept"), "Unsqueeze") &&
+              !strcmp(op_of(gr, "restack"), "Identity"),
+          "a run-time position is a Gather (+ Unsqueeze), the rows stacked back x itself");
+    expect_i64("length N", y[0], 0, NULL, (int64_t[]){4});
+    expect_f32("row -2", y[1], 1, d3, (float[]){7, 8, 9}, 0);
+    expect_f32("row -2 kept", y[2], 2, d13, (float[]){7, 8, 9}, 0);
+    expect_f32("rows stacked back", y[3], 2, d43, in[0]->data, 0);
+    expect_f32("loop over the rows", y[4], 1, d3, (float[]){22, 26, 30}, 0);
+  }
+  for (int k = 0; k < 5; k++) mi_array_destroy(y[k]);
+  mi_array_destroy(in[0]), mi_array_destroy(in[1]);
+  mi_graph_destroy(gr);
+}
+
 /* Loads `g` expecting a refusal whose message holds both strings. */
 static void expect_refused(const pb_t *g, int64_t opset, const char *what, const char *s1, const char *s2) {
   mi_error_t err = {0};
@@ -354,13 +415,24 @@ static void test_refusals(void) {
   add_node(&g, "SequenceAt", "pick", "s,p", "y");
   pb_value_f32(&g, 12, "y", -1, NULL, NULL);
   expect_refused(&g, 13, "a run-time position", "node 'pick' (SequenceAt)", "not a constant");
-  /* a length known only at run time */
+  /* the parts of a dynamic dim, concatenated along another axis */
   g.n = 0;
   pb_value_f32(&g, 11, "x", 2, dn, "N");
   add_node(&g, "SplitToSequence", "rows", "x", "s");
+  pb_node(&n, "ConcatFromSequence", "cat", "s", "y");
+  pb_attr_int(&n, "axis", 1);
+  put_msg(&g, 1, &n);
+  pb_value_f32(&g, 12, "y", -1, NULL, NULL);
+  expect_refused(&g, 13, "a concatenation of the parts of a dynamic dim", "node 'cat' (ConcatFromSequence)",
+                 "not known at load time");
+  /* a scalar split of a dynamic dim */
+  g.n = 0;
+  pb_value_f32(&g, 11, "x", 2, dn, "N");
+  init_scalar(&g, "two", T_INT64, (int64_t[]){2}, sizeof(int64_t));
+  add_node(&g, "SplitToSequence", "pairs", "x,two", "s");
   add_node(&g, "SequenceLength", "len", "s", "y");
   pb_value(&g, 12, "y", T_INT64, -1, NULL, NULL);
-  expect_refused(&g, 13, "a split of a dynamic dim", "node 'rows' (SplitToSequence)", "not known at load time");
+  expect_refused(&g, 13, "a scalar split of a dynamic dim", "node 'pairs' (SplitToSequence)", "not known at load time");
   /* a loop whose body reads the list it builds */
   loop_model(&g, 1);
   expect_refused(&g, 13, "a list the loop body reads", "node 'build' (Loop)", "sequence 's0' carried through the loop");
@@ -398,6 +470,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(test_construct_edit),
     TU_CASE(test_optional),
     TU_CASE(test_loop_list),
+    TU_CASE(test_slices),
     TU_CASE(test_refusals),
 };
 

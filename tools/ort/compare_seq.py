@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """compare_seq.py - models with ONNX sequence and optional ops, as exporters write them
 (torch.split / chunk / unbind with SequenceAt, ConcatFromSequence stacking or concatenating,
-SequenceConstruct / Insert / Erase / Length, Optional, and torch.jit's list built in a Loop and
-stacked or concatenated after it), which the loader lowers to tensor ops (graph/seq_lower.c,
+SequenceConstruct / Insert / Erase / Length, Optional, torch.jit's list built in a Loop and
+stacked or concatenated after it, a Loop over the rows of a tensor read at position `iter`, a
+row at a position computed at run time, the row count known and not known at load), which the loader lowers to tensor ops (graph/seq_lower.c,
 seq_loop.c): random inputs, run on ONNX Runtime (ort_run.js), the reference and blis-cpu. Prints
 per case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (docs/onnx.md).
 A check against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
@@ -34,16 +35,23 @@ def scalar_vinfo(name, dt):
     return st(1, name) + ld(2, ld(1, vi(1, dt) + ld(2, b"")))
 
 
+def vinfo_dyn(name, dt, dims):
+    """vinfo() with the first dim symbolic ("N"): its size is not known at load."""
+    d = ld(1, st(2, "N")) + b"".join(ld(1, vi(1, x)) for x in dims[1:])
+    return st(1, name) + ld(2, ld(1, vi(1, dt) + ld(2, d)))
+
+
 class Case:
     """A graph: nodes (node() bytes), constants (tensor() arguments), float runtime inputs
-    (name, dims), output y of out_dt, opset."""
+    (name, dims), output y of out_dt, opset; dyn: the inputs' first dim symbolic."""
 
-    def __init__(self, name, opset, runtime, consts, nodes, out_dt=FLOAT):
+    def __init__(self, name, opset, runtime, consts, nodes, out_dt=FLOAT, dyn=False):
         self.name, self.opset, self.runtime, self.consts, self.nodes, self.out_dt = name, opset, runtime, consts, nodes, out_dt
+        self.dyn = dyn
 
     def write(self, d, rng):
         g = b"".join(ld(1, n) for n in self.nodes) + st(2, "g") + b"".join(tensor(*c) for c in self.consts)
-        g += b"".join(ld(11, vinfo(nm, FLOAT, dims)) for nm, dims in self.runtime)
+        g += b"".join(ld(11, (vinfo_dyn if self.dyn else vinfo)(nm, FLOAT, dims)) for nm, dims in self.runtime)
         g += ld(12, st(1, "y") + ld(2, ld(1, vi(1, self.out_dt))))
         open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, self.opset)))
         args = []
@@ -63,6 +71,16 @@ def loop_body():
     b += ld(1, node("Identity", ["cond_in"], ["cond_out"]))
     b += st(2, "body") + ld(11, scalar_vinfo("iter", INT64)) + ld(11, scalar_vinfo("cond_in", BOOL))
     b += ld(11, seq_vinfo("seq_in", FLOAT)) + ld(12, scalar_vinfo("cond_out", BOOL)) + ld(12, seq_vinfo("seq_out", FLOAT))
+    return b
+
+
+def sum_body():
+    """acc_out = acc_in + element iter of the captured sequence s."""
+    b = ld(1, node("SequenceAt", ["s", "iter"], ["r"]))
+    b += ld(1, node("Add", ["acc_in", "r"], ["acc_out"]))
+    b += ld(1, node("Identity", ["cond_in"], ["cond_out"]))
+    b += st(2, "body") + ld(11, scalar_vinfo("iter", INT64)) + ld(11, scalar_vinfo("cond_in", BOOL))
+    b += ld(11, st(1, "acc_in")) + ld(12, scalar_vinfo("cond_out", BOOL)) + ld(12, st(1, "acc_out"))
     return b
 
 
@@ -94,6 +112,17 @@ def cases():
                         [node("SequenceEmpty", [], ["s0"], [("dtype", FLOAT)], name="empty"),
                          node("Loop", ["M", "cond", "s0"], ["s"], name="build", body=loop_body()),
                          node("ConcatFromSequence", ["s"], ["y"], attrs)]))
+    for dyn in (False, True):
+        sfx = "_dyn" if dyn else ""
+        out.append(Case("unbind_loop_sum" + sfx, 13, [("x", [5, 3])], [("cond", BOOL, [], [1]), ("acc0", FLOAT, [3], [0.0] * 3)],
+                        [node("SplitToSequence", ["x"], ["s"], [("keepdims", 0)]), node("SequenceLength", ["s"], ["n"]),
+                         node("Loop", ["n", "cond", "acc0"], ["y"], name="sum_rows", body=sum_body())], dyn=dyn))
+        for keep in (0, 1):
+            out.append(Case("at_runtime_pos_k%d%s" % (keep, sfx), 13, [("x", [6, 3])], [("c0", INT64, [], [0])],
+                            [node("Gather", ["x", "c0"], ["col0"], [("axis", 1)]),
+                             node("ArgMax", ["col0"], ["p"], [("axis", 0), ("keepdims", 0)]),
+                             node("SplitToSequence", ["x"], ["s"], [("keepdims", keep)]), node("SequenceAt", ["s", "p"], ["y"])],
+                            dyn=dyn))
     return out
 
 

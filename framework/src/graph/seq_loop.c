@@ -132,11 +132,11 @@ static int32_t to_scan(mi__seql_t *l, int32_t i, int32_t k) {
     return mi__seq_fail(l, i, "body takes %d inputs and gives %d outputs for %d loop-carried values", (int)body->input_count,
                         (int)body->output_count, (int)nv);
   if (s->kind == MI__SEQ_OPT) return mi__seq_fail(l, i, "optional '%s' carried through the loop is not supported", vn);
-  if (s->n)
+  if (s->n != 0)
     return mi__seq_fail(l, i,
-                        "sequence '%s' carried through the loop is not supported: it starts with %d tensors (a list "
+                        "sequence '%s' carried through the loop is not supported: it does not start empty (a list "
                         "the loop builds from empty is)",
-                        vn, (int)s->n);
+                        vn);
   int32_t app = the_append(body, k);
   if (app < 0)
     return mi__seq_fail(l, i,
@@ -183,10 +183,6 @@ static int32_t to_scan(mi__seql_t *l, int32_t i, int32_t k) {
 int32_t mi__seq_lower_loop(mi__seql_t *l, int32_t i) {
   const mi_node_t *n = &l->g->nodes[i];
   int32_t nx = n->input_count - n->implicit_inputs, rc;
-  for (int32_t k = nx; k < n->input_count; k++)
-    if (mi__seq_is(l, n->inputs[k]))
-      return mi__seq_fail(l, i, "its body reads sequence '%s' of the enclosing graph (not supported)",
-                          l->g->tensors[n->inputs[k]].name);
   for (int32_t k = nx - 3; k >= 0; k--)
     if (mi__seq_is(l, l->g->nodes[i].inputs[2 + k]) && (rc = to_scan(l, i, k))) return rc;
   return MI_OK;

@@ -99,19 +99,32 @@ int32_t mi__seq_set(mi__seql_t *l, int32_t i, int kind, int32_t n, const int32_t
   if (!e) return mi__seq_oom(l, i);
   if (n) memcpy(e, el, sizeof *e * (size_t)n);
   free(s->el);
-  *s = (mi__seqv_t){.kind = kind, .n = n, .el = e};
+  *s = (mi__seqv_t){.kind = kind, .n = n, .el = e, .src = -1};
   return MI_OK;
 }
 
-/* The sequence input k of node i, known at load time. */
-static int32_t need_list(mi__seql_t *l, int32_t i, int32_t k, const mi__seqv_t **out) {
+/* The sequence input k of node i, known at load time; with `elements`, its elements too. */
+static int32_t need_list(mi__seql_t *l, int32_t i, int32_t k, int elements, const mi__seqv_t **out) {
   int32_t t = in_at(&l->g->nodes[i], k);
   const mi__seqv_t *s = mi__seq_of(l, t);
   if (t < 0) return mi__seq_fail(l, i, "input %d is missing", (int)k);
-  if (!s || s->kind != MI__SEQ_LIST)
-    return mi__seq_fail(l, i, "input '%s' is not a sequence known at load time (it comes from %s)", l->g->tensors[t].name,
-                        l->g->tensors[t].producer >= 0 ? "an op that computes it at run time" : "outside the graph");
+  if (s && s->kind == MI__SEQ_OPT) return mi__seq_fail(l, i, "input '%s' is an optional, not a sequence", l->g->tensors[t].name);
+  if (!s || s->kind != MI__SEQ_LIST) {
+    /* every sequence the walk cannot follow was refused where it was made: this is a tensor,
+     * unless a node with subgraphs gives it */
+    int32_t p = l->g->tensors[t].producer;
+    if (p >= 0 && l->g->nodes[p].subgraph_count)
+      return mi__seq_fail(l, i, "input '%s' comes out of node '%s' (%s): not a sequence known at load time",
+                          l->g->tensors[t].name, l->g->nodes[p].name, l->g->nodes[p].op_type);
+    return mi__seq_fail(l, i, "input '%s' is a tensor, not a sequence", l->g->tensors[t].name);
+  }
   *out = s;
+  if (!elements) return MI_OK;
+  if (!s->el)
+    return mi__seq_fail(l, i,
+                        "the tensors of sequence '%s' are not known at load time (it splits '%s' along axis %lld, whose "
+                        "size is not)",
+                        l->g->tensors[t].name, s->src >= 0 ? l->g->tensors[s->src].name : "?", (long long)s->axis);
   return MI_OK;
 }
 
@@ -192,13 +205,17 @@ static int32_t set_const(mi__seql_t *l, int32_t i, int64_t v, int is_bool) {
  * first when new_axis is 1). */
 static int32_t lower_concat(mi__seql_t *l, int32_t i) {
   const mi__seqv_t *s;
-  int32_t rc = need_list(l, i, 0, &s);
+  int32_t rc = need_list(l, i, 0, 0, &s);
   if (rc) return rc;
   const mi_node_t *n = &l->g->nodes[i];
   const mi_attr_t *ax = mi_node_attr(n, "axis");
   int64_t axis = ax && ax->type == MI_ATTR_INT ? ax->i : 0, stack = mi_node_attr_int(n, "new_axis", 0);
   if (!ax || ax->type != MI_ATTR_INT) return mi__seq_fail(l, i, "attribute 'axis' is required");
   if (stack != 0 && stack != 1) return mi__seq_fail(l, i, "new_axis is %lld, it must be 0 or 1", (long long)stack);
+  /* the slices of x put back together along their own axis: x */
+  if (s->src >= 0 && axis == s->axis && stack == !s->keep)
+    return mi__seq_become(l, i, "Identity", 1, &s->src, 1, n->outputs);
+  if ((rc = need_list(l, i, 0, 1, &s))) return rc;
   if (s->n == 0) return mi__seq_fail(l, i, "the sequence is empty (nothing to concatenate)");
   int32_t out = n->outputs[0], cnt = s->n;
   int32_t *items = malloc(sizeof *items * (size_t)cnt);
@@ -227,7 +244,8 @@ static int32_t lower_one(mi__seql_t *l, int32_t i) {
   if (!strcmp(op, "SequenceEmpty")) return mi__seq_set(l, i, MI__SEQ_LIST, 0, NULL);
   if (!strcmp(op, "SequenceConstruct")) {
     for (int32_t k = 0; k < n->input_count; k++)
-      if (n->inputs[k] < 0 || mi__seq_is(l, n->inputs[k])) return mi__seq_fail(l, i, "input %d is not a tensor", (int)k);
+      if (n->inputs[k] < 0 || mi__seq_is(l, n->inputs[k]))
+        return mi__seq_fail(l, i, "input %d is %s", (int)k, n->inputs[k] < 0 ? "missing" : "not a tensor");
     return mi__seq_set(l, i, MI__SEQ_LIST, n->input_count, n->inputs);
   }
   if (!strcmp(op, "Optional")) {
@@ -236,18 +254,23 @@ static int32_t lower_one(mi__seql_t *l, int32_t i) {
     return mi__seq_set(l, i, MI__SEQ_OPT, x >= 0, &x);
   }
   if (!strcmp(op, "SequenceLength")) {
-    if ((rc = need_list(l, i, 0, &s))) return rc;
-    return set_const(l, i, s->n, 0);
+    if ((rc = need_list(l, i, 0, 0, &s))) return rc;
+    return s->n >= 0 ? set_const(l, i, s->n, 0) : mi__seq_len_slices(l, i, s);
   }
   if (!strcmp(op, "SequenceAt")) {
-    if ((rc = need_list(l, i, 0, &s)) || (rc = position(l, i, 1, s->n, s->n - 1, -1, &p))) return rc;
-    if (in_at(n, 1) < 0) return mi__seq_fail(l, i, "input position is missing");
+    int32_t pt = in_at(n, 1);
+    int64_t pv;
+    if ((rc = need_list(l, i, 0, 0, &s))) return rc;
+    if (pt < 0) return mi__seq_fail(l, i, "input position is missing");
+    /* a part the walk holds; else a slice of the split tensor, at any position */
+    if (s->src >= 0 && (!s->el || mi__seq_int(l->g, pt, &pv))) return mi__seq_at_slice(l, i, s, pt);
+    if ((rc = need_list(l, i, 0, 1, &s)) || (rc = position(l, i, 1, s->n, s->n - 1, -1, &p))) return rc;
     return mi__seq_become(l, i, "Identity", 1, &s->el[p], 1, n->outputs);
   }
   if (!strcmp(op, "SequenceInsert") || !strcmp(op, "SequenceErase")) {
     int ins = op[8] == 'I';
     int32_t t = in_at(n, 1);
-    if ((rc = need_list(l, i, 0, &s))) return rc;
+    if ((rc = need_list(l, i, 0, 1, &s))) return rc;
     if (!ins && s->n == 0) return mi__seq_fail(l, i, "the sequence is empty (nothing to erase)");
     if (ins && (t < 0 || mi__seq_is(l, t))) return mi__seq_fail(l, i, "input 1 must be a tensor");
     if ((rc = position(l, i, ins ? 2 : 1, s->n, ins ? s->n : s->n - 1, ins ? s->n : s->n - 1, &p))) return rc;
@@ -277,7 +300,7 @@ static int32_t lower_one(mi__seql_t *l, int32_t i) {
   return mi__seq_fail(l, i, "op is not supported");
 }
 
-static int32_t lower_graph(mi_graph_t *g, mi_error_t *err);
+static int32_t lower_graph(mi_graph_t *g, mi_error_t *err, const mi__seq_seed_t *seeds, int32_t nseeds);
 
 /* Node i (any op): lowered when it is a sequence op; else refused when a sequence reaches it
  * (an Identity passes one on; a Loop may carry lists it builds); then its subgraphs. */
@@ -287,21 +310,36 @@ static int32_t visit(mi__seql_t *l, int32_t i) {
   if (is_seq_op(n)) return lower_one(l, i);
   if (is_default(n) && !strcmp(n->op_type, "Identity") && mi__seq_is(l, in_at(n, 0))) {
     const mi__seqv_t *s = mi__seq_of(l, n->inputs[0]);
-    return mi__seq_set(l, i, s->kind, s->n, s->el);
+    int32_t t = n->output_count > 0 ? n->outputs[0] : -1;
+    mi__seqv_t c = *s;
+    l->dead[i] = 1;
+    if (t < 0 || t >= l->nsv || t == n->inputs[0]) return MI_OK;
+    if (s->el && !(c.el = mi__dup_bytes(s->el, sizeof *s->el * (size_t)s->n))) return mi__seq_oom(l, i);
+    free(l->sv[t].el);
+    l->sv[t] = c;
+    return MI_OK;
   }
   if (is_default(n) && !strcmp(n->op_type, "Loop") && (rc = mi__seq_lower_loop(l, i))) return rc;
   n = &l->g->nodes[i];
-  for (int32_t k = 0; k < n->input_count; k++)
-    if (mi__seq_is(l, n->inputs[k])) {
-      int implicit = k >= n->input_count - n->implicit_inputs;
-      return mi__seq_fail(l, i, "%s '%s' is a %s, which %s", implicit ? "captured value" : "input",
-                          l->g->tensors[n->inputs[k]].name,
-                          mi__seq_of(l, n->inputs[k])->kind == MI__SEQ_OPT ? "optional" : "sequence",
-                          implicit ? "a subgraph may not read (not supported)" : "this op does not take");
-    }
-  for (int32_t s = 0; s < n->subgraph_count; s++)
-    if ((rc = lower_graph(n->subgraphs[s], l->err))) return rc;
-  return MI_OK;
+  for (int32_t k = 0; k < n->input_count; k++) {
+    const mi__seqv_t *s = mi__seq_of(l, n->inputs[k]);
+    int implicit = k >= n->input_count - n->implicit_inputs;
+    if (!s || s->kind == MI__SEQ_NONE || (implicit && s->kind == MI__SEQ_LIST && s->src >= 0)) continue;
+    return mi__seq_fail(l, i, "%s '%s' is a%s, which %s", implicit ? "captured value" : "input",
+                        l->g->tensors[n->inputs[k]].name, s->kind == MI__SEQ_OPT ? "n optional" : " sequence",
+                        implicit ? "a subgraph may not read (only the slices of a SplitToSequence without split may be)"
+                                 : "this op does not take");
+  }
+  for (int32_t s = 0; s < n->subgraph_count; s++) {
+    mi__seq_seed_t *seeds = NULL;
+    int32_t ns = 0;
+    if ((rc = mi__seq_capture_slices(l, i, n->subgraphs[s], &seeds, &ns)) == MI_OK)
+      rc = lower_graph(l->g->nodes[i].subgraphs[s], l->err, seeds, ns);
+    free(seeds);
+    if (rc) return rc;
+    n = &l->g->nodes[i];
+  }
+  return mi__seq_implicit_slices(l, i);
 }
 
 /* Marks dead every node the walk made or rewrote whose outputs nobody reads (a Split whose
@@ -325,7 +363,7 @@ static void drop_unread_made(mi__seql_t *l) {
   }
 }
 
-static int32_t lower_graph(mi_graph_t *g, mi_error_t *err) {
+static int32_t lower_graph(mi_graph_t *g, mi_error_t *err, const mi__seq_seed_t *seeds, int32_t nseeds) {
   mi__seql_t l = {.g = g, .nsv = g->tensor_count, .err = err};
   int32_t rc = MI_OK, count = g->node_count;
   l.sv = calloc((size_t)g->tensor_count + 1, sizeof *l.sv);
@@ -333,13 +371,15 @@ static int32_t lower_graph(mi_graph_t *g, mi_error_t *err) {
     rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
+  for (int32_t t = 0; t < l.nsv; t++) l.sv[t].src = -1;
+  for (int32_t k = 0; k < nseeds; k++) l.sv[seeds[k].t] = seeds[k].v; /* (el NULL: nothing owned) */
   memset(l.mine, 0, (size_t)l.ndead);
   for (int32_t i = 0; i < count && rc == MI_OK; i++) rc = visit(&l, i);
   for (int32_t k = 0; rc == MI_OK && k < g->output_count; k++)
     if (mi__seq_is(&l, g->outputs[k]))
-      rc = mi_errorf(err, MI_ERR_UNSUPPORTED, "graph '%s': output '%s' is a %s (only tensor outputs are supported)",
+      rc = mi_errorf(err, MI_ERR_UNSUPPORTED, "graph '%s': output '%s' is a%s (only tensor outputs are supported)",
                      g->name, g->tensors[g->outputs[k]].name,
-                     l.sv[g->outputs[k]].kind == MI__SEQ_OPT ? "optional" : "sequence");
+                     l.sv[g->outputs[k]].kind == MI__SEQ_OPT ? "n optional" : " sequence");
   if (rc == MI_OK && mi__seq_track_nodes(&l)) rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   if (rc == MI_OK) {
     drop_unread_made(&l);
@@ -355,6 +395,6 @@ done:
 
 int32_t mi__graph_lower_seq(mi_graph_t *g, const char *label, mi_error_t *err) {
   mi_error_t e = {0};
-  int32_t rc = lower_graph(g, &e);
+  int32_t rc = lower_graph(g, &e, NULL, 0);
   return rc == MI_OK ? MI_OK : mi_errorf(err, rc, "%s: %s", label, e.message);
 }

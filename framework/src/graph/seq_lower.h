@@ -1,6 +1,7 @@
 /* seq_lower.h - what the loader's lowering of ONNX sequence and optional ops shares between its
  * files: seq_lower.c (the walk and the ops on sequences known at load time), seq_split.c
- * (SplitToSequence) and seq_loop.c (a list built by a Loop, turned into one of its scan
+ * (SplitToSequence), seq_slices.c (a tensor's slices read at run-time positions or in a
+ * subgraph) and seq_loop.c (a list built by a Loop, turned into one of its scan
  * outputs). */
 #ifndef METAINFER_GRAPH_SEQ_LOWER_H
 #define METAINFER_GRAPH_SEQ_LOWER_H
@@ -16,8 +17,13 @@ enum { MI__SEQ_NONE = 0, /* a tensor */
 
 typedef struct mi__seqv {
   int kind;
-  int32_t n;
-  int32_t *el; /* tensor indices of the elements, owned */
+  int32_t n;   /* elements; -1 when not known at load */
+  int32_t *el; /* tensor indices of the elements, owned; NULL when not known (src alone is) */
+  /* >= 0: element p is slice p of tensor src along `axis` (kept as a dim of 1 when keep): a
+   * SplitToSequence without split, whose element at a run-time position is a Gather of src */
+  int32_t src;
+  int64_t axis;
+  int keep;
 } mi__seqv_t;
 
 /* One graph's walk (a subgraph gets its own). */
@@ -52,6 +58,27 @@ int32_t mi__seq_oom(mi__seql_t *l, int32_t i);
 /** Output 0 of node i becomes the sequence (or optional) `kind` of elements el[0..n); the node
  * is removed when the walk ends. */
 int32_t mi__seq_set(mi__seql_t *l, int32_t i, int kind, int32_t n, const int32_t *el);
+/** Output 0 of node i becomes the sequence of src's n slices along axis (n -1: not known at
+ * load), its elements not tensors of the graph. */
+int32_t mi__seq_set_slices(mi__seql_t *l, int32_t i, int32_t n, int32_t src, int64_t axis, int keep);
+/** SequenceAt node i of slices s at position tensor pos: Gather of s->src (+ Unsqueeze). */
+int32_t mi__seq_at_slice(mi__seql_t *l, int32_t i, const mi__seqv_t *s, int32_t pos);
+/** SequenceLength node i of slices s whose count is not known at load: Shape -> Gather. */
+int32_t mi__seq_len_slices(mi__seql_t *l, int32_t i, const mi__seqv_t *s);
+
+/* A subgraph's tensor t known, when its walk starts, to be sequence v (el NULL). */
+typedef struct mi__seq_seed {
+  int32_t t;
+  mi__seqv_t v;
+} mi__seq_seed_t;
+
+/** Subgraph `sub` of node i captures sequences of slices (implicit inputs of i): sub captures
+ * their source tensors instead, and *seeds (malloc'd, *nseeds entries) say which of its tensors
+ * are those slices for its own walk. (seq_slices.c; the caller has refused every other captured
+ * sequence.) */
+int32_t mi__seq_capture_slices(mi__seql_t *l, int32_t i, mi_graph_t *sub, mi__seq_seed_t **seeds, int32_t *nseeds);
+/** Then node i's implicit inputs that are such sequences become their source tensors. */
+int32_t mi__seq_implicit_slices(mi__seql_t *l, int32_t i);
 /** The one integer of constant tensor t (int32 or int64 data): 0, or -1 when t is not one. */
 int mi__seq_int(const mi_graph_t *g, int32_t t, int64_t *v);
 /** Node i becomes `op` (default domain, no attributes) on in[0..nin) into out[0..nout), keeping

@@ -1,7 +1,9 @@
 /* seq_split.c - SplitToSequence lowered at load time (seq_lower.c's walk): Split along the axis
  * into parts of explicit sizes (+ Squeeze of each when split is omitted and keepdims is 0), once
  * the number of parts is known: from a 1-D split, else from the axis' size, declared or inferred
- * over the nodes computing the input. */
+ * over the nodes computing the input. Without split the parts are x's slices along the axis:
+ * the walk remembers that, so a part at a run-time position is a Gather of x, and a split whose
+ * count is not known at load leaves only that. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +97,8 @@ int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
     if ((d = dim_at_load(l, x, axis, &rank)) < 0) {
       if (rank >= 0 && (axis < -rank || axis >= rank))
         return mi__seq_fail(l, i, "axis %lld is out of range for rank %d", (long long)axis, (int)rank);
+      if (!st) /* parts of one: element p is x's slice p along the axis, whatever the count */
+        return mi__seq_set_slices(l, i, -1, x, axis, keep != 0);
       return mi__seq_fail(l, i,
                           "the size of axis %lld of '%s' is not known at load time, so neither is the number of "
                           "tensors (a sequence whose length is known only at run time is not supported)",
@@ -123,7 +127,7 @@ int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
     items[k] = parts[k];
   }
   if (count == 0) {
-    rc = mi__seq_set(l, i, MI__SEQ_LIST, 0, NULL);
+    rc = st ? mi__seq_set(l, i, MI__SEQ_LIST, 0, NULL) : mi__seq_set_slices(l, i, 0, x, axis, keep != 0);
     goto done;
   }
   int32_t split_in = l->g->opset >= 13 ? mi__ab_c_i64(&b, "split", 1, count, sizes) : -1;
@@ -147,7 +151,9 @@ int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
   }
   mi__seqv_t *s = &l->sv[seq];
   free(s->el);
-  *s = (mi__seqv_t){.kind = MI__SEQ_LIST, .n = (int32_t)count, .el = items};
+  *s = (mi__seqv_t){.kind = MI__SEQ_LIST, .n = (int32_t)count, .el = items, .src = sq || !st ? x : -1};
+  s->axis = axis;
+  s->keep = keep != 0;
   items = NULL;
 done:
   free(sizes);
