@@ -311,25 +311,32 @@ static void loop_model(pb_t *g, int peek) {
   pb_node(&n, "ConcatFromSequence", "cat", "s_final", "flat");
   pb_attr_int(&n, "axis", 0);
   put_msg(g, 1, &n);
+  init_scalar(g, "last", T_INT64, (int64_t[]){-1}, sizeof(int64_t));
+  add_node(g, "SequenceAt", "at_last", "s_final,last", "y_last");
+  add_node(g, "SequenceLength", "count", "s_final", "n");
   pb_value_f32(g, 12, "st", -1, NULL, NULL);
   pb_value_f32(g, 12, "flat", -1, NULL, NULL);
+  pb_value_f32(g, 12, "y_last", -1, NULL, NULL);
+  pb_value(g, 12, "n", T_INT64, -1, NULL, NULL);
 }
 
-/* torch.jit's list in a loop: stacked and concatenated after it. */
+/* torch.jit's list in a loop: stacked, concatenated, its last element and its length after it. */
 static void test_loop_list(void) {
   static pb_t g;
   int64_t d2[1] = {2}, d32[2] = {3, 2}, d6[1] = {6};
   loop_model(&g, 0);
-  mi_array_t *x = arr_f32(1, d2, (float[]){1, 2}), *y[2] = {0};
+  mi_array_t *x = arr_f32(1, d2, (float[]){1, 2}), *y[4] = {0};
   mi_graph_t *gr = load_run(&g, 13, 1, &x, y);
   if (gr) {
     CHECK(!strcmp(op_of(gr, "build"), "Loop") && !strcmp(op_of(gr, "stack"), "Identity") &&
-              !strcmp(op_of(gr, "cat"), "Reshape"),
-          "the loop stays, the stack became Identity and the concatenation Reshape");
+              !strcmp(op_of(gr, "cat"), "Reshape") && !strcmp(op_of(gr, "at_last"), "Gather"),
+          "the loop stays, the stack became Identity, the concatenation Reshape, the last element Gather");
     expect_f32("stacked list", y[0], 2, d32, (float[]){0, 0, 1, 2, 2, 4}, 0);
     expect_f32("concatenated list", y[1], 1, d6, (float[]){0, 0, 1, 2, 2, 4}, 0);
+    expect_f32("last element", y[2], 1, d2, (float[]){2, 4}, 0);
+    expect_i64("length", y[3], 0, NULL, (int64_t[]){3});
   }
-  for (int k = 0; k < 2; k++) mi_array_destroy(y[k]);
+  for (int k = 0; k < 4; k++) mi_array_destroy(y[k]);
   mi_array_destroy(x);
   mi_graph_destroy(gr);
 }

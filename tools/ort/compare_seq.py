@@ -2,7 +2,7 @@
 """compare_seq.py - models with ONNX sequence and optional ops, as exporters write them
 (torch.split / chunk / unbind with SequenceAt, ConcatFromSequence stacking or concatenating,
 SequenceConstruct / Insert / Erase / Length, Optional, torch.jit's list built in a Loop and
-stacked or concatenated after it, a Loop over the rows of a tensor read at position `iter`, a
+stacked, concatenated, indexed, counted or read by a second loop after it, a Loop over the rows of a tensor read at position `iter`, a
 row at a position computed at run time, the row count known and not known at load), which the loader lowers to tensor ops (graph/seq_lower.c,
 seq_loop.c): random inputs, run on ONNX Runtime (ort_run.js), the reference and blis-cpu. Prints
 per case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (docs/onnx.md).
@@ -112,6 +112,17 @@ def cases():
                         [node("SequenceEmpty", [], ["s0"], [("dtype", FLOAT)], name="empty"),
                          node("Loop", ["M", "cond", "s0"], ["s"], name="build", body=loop_body()),
                          node("ConcatFromSequence", ["s"], ["y"], attrs)]))
+    build = [node("SequenceEmpty", [], ["s0"], [("dtype", FLOAT)], name="empty"),
+             node("Loop", ["M", "cond", "s0"], ["s"], name="build", body=loop_body())]
+    lc = [("M", INT64, [], [4]), ("cond", BOOL, [], [1]), ("pm1", INT64, [], [-1]), ("acc0", FLOAT, [5], [0.0] * 5)]
+    out.append(Case("loop_list_last", 13, [("x", [3, 5])], lc, build + [node("SequenceAt", ["s", "pm1"], ["y"])]))
+    out.append(Case("loop_list_len", 13, [("x", [3, 5])], lc, build + [node("SequenceLength", ["s"], ["y"])], out_dt=INT64))
+    # the list read row by row by a second loop (its body captures the list); rows of [3, 5]: the
+    # elements are [3, 5], so the second loop sums them
+    out.append(Case("loop_list_then_loop", 13, [("x", [3, 5])], [("M", INT64, [], [4]), ("cond", BOOL, [], [1]),
+                                                                   ("acc0", FLOAT, [3, 5], [0.0] * 15)],
+                    build + [node("SequenceLength", ["s"], ["n"]),
+                             node("Loop", ["n", "cond", "acc0"], ["y"], name="sum_rows", body=sum_body())]))
     for dyn in (False, True):
         sfx = "_dyn" if dyn else ""
         out.append(Case("unbind_loop_sum" + sfx, 13, [("x", [5, 3])], [("cond", BOOL, [], [1]), ("acc0", FLOAT, [3], [0.0] * 3)],

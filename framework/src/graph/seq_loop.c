@@ -1,11 +1,12 @@
 /* seq_loop.c - a list a Loop builds, lowered at load time: torch.jit exports `xs = []; for ...:
- * xs.append(y)` followed by torch.stack(xs) or torch.cat(xs) as a Loop carrying a sequence that
- * starts as SequenceEmpty, a body that appends one tensor to it per iteration (SequenceInsert
- * without a position) and a ConcatFromSequence after the loop. That is a Loop scan output (the
- * appended tensors stacked along a new axis 0), so the carried value becomes one: the append
- * leaves the body, the tensor appended becomes a scan output, and each ConcatFromSequence after
- * the loop becomes Identity (new_axis 1, axis 0) or a Reshape merging the first two axes
- * (new_axis 0, axis 0). Every other sequence a Loop carries is refused, saying why. */
+ * xs.append(y)` as a Loop carrying a sequence that starts as SequenceEmpty and a body that appends
+ * one tensor to it per iteration (SequenceInsert without a position). That is a Loop scan output
+ * (the appended tensors stacked along a new axis 0), so the carried value becomes one: the append
+ * leaves the body and the tensor appended becomes a scan output; after the loop, the list is the
+ * stacked tensor's slices along axis 0, which the walk reads as it reads an unbind's
+ * (seq_slices.c: torch.stack(xs) is the stacked tensor itself, torch.cat(xs) a Reshape of it,
+ * xs[i] a Gather, len(xs) its first dim). Every other sequence a Loop carries is refused, saying
+ * why. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,54 +53,6 @@ static int32_t the_append(const mi_graph_t *body, int32_t k) {
   return p;
 }
 
-/* ConcatFromSequence reader j of the list: 0 for new_axis 1, 1 for new_axis 0 (both along axis
- * 0), -1 for anything else. */
-static int reader_form(const mi_graph_t *g, int32_t j, int32_t list) {
-  const mi_node_t *r = &g->nodes[j];
-  if (!is_op(r, "ConcatFromSequence") || r->input_count != 1 || r->inputs[0] != list || r->output_count < 1) return -1;
-  const mi_attr_t *ax = mi_node_attr(r, "axis");
-  int64_t stack = mi_node_attr_int(r, "new_axis", 0);
-  if (!ax || ax->type != MI_ATTR_INT || ax->i != 0 || (stack != 0 && stack != 1)) return -1;
-  return stack ? 0 : 1;
-}
-
-/* Reader j (ConcatFromSequence of the stacked list) rewritten to read the scan output. */
-static int32_t rewrite_reader(mi__seql_t *l, int32_t j, int32_t stacked) {
-  static const int64_t m1 = -1, two = 2, end = INT64_MAX, ax0 = 0;
-  mi_graph_t *g = l->g;
-  mi_node_t *r = &g->nodes[j];
-  int32_t out = r->outputs[0], form = reader_form(g, j, r->inputs[0]);
-  int32_t in[2] = {stacked, -1};
-  mi__ab_t b;
-  mi__ab_start(&b, g, r);
-  if (form == 1) { /* [N, d0, d1, ...] -> [N * d0, d1, ...] */
-    int32_t sh = mi__ab_op(&b, "Shape", "shape", 1, &stacked);
-    int32_t tail = mi__ab_op(&b, "Slice", "tail", 4,
-                             (int32_t[]){sh, mi__ab_c_i64(&b, "starts", 1, 1, &two), mi__ab_c_i64(&b, "ends", 1, 1, &end),
-                                         mi__ab_c_i64(&b, "axes", 1, 1, &ax0)});
-    in[1] = mi__ab_op(&b, "Concat", "new_shape", 2, (int32_t[]){mi__ab_c_i64(&b, "lead", 1, 1, &m1), tail});
-    mi__ab_attr_int(&b, "axis", 0);
-  }
-  if (!b.ok || mi__seq_track_nodes(l))
-    return mi_errorf(l->err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", g->nodes[j].name);
-  mi_node_t *m = &g->nodes[j];
-  char *op = mi__node_own_strings(m) ? NULL : mi__strdup(form == 1 ? "Reshape" : "Identity");
-  int32_t *ins = realloc(m->inputs, sizeof *ins * 2);
-  if (ins) m->inputs = ins;
-  if (!op || !ins) {
-    free(op);
-    return mi_errorf(l->err, MI_ERR_OUT_OF_MEMORY, "out of memory lowering '%s'", m->name);
-  }
-  mi__node_become(m, op);
-  m->inputs[0] = in[0];
-  m->inputs[1] = in[1];
-  m->input_count = form == 1 ? 2 : 1;
-  m->outputs[0] = out;
-  m->output_count = 1;
-  l->mine[j] = 1;
-  return MI_OK;
-}
-
 /* Gives Loop node i all nv + nscan outputs (placeholders where the model left some out). */
 static int32_t pad_outputs(mi__seql_t *l, int32_t i, int32_t want) {
   mi_graph_t *g = l->g;
@@ -144,15 +97,6 @@ static int32_t to_scan(mi__seql_t *l, int32_t i, int32_t k) {
                         "one tensor to it per iteration (SequenceInsert without a position)",
                         vn);
   int32_t out = k < n->output_count ? n->outputs[k] : -1;
-  if (out >= 0 && mi__graph_is_output(g, out))
-    return mi__seq_fail(l, i, "output '%s' is a sequence (only tensor outputs are supported)", g->tensors[out].name);
-  for (int32_t j = 0; out >= 0 && j < g->node_count; j++)
-    for (int32_t q = 0; q < g->nodes[j].input_count; q++)
-      if (g->nodes[j].inputs[q] == out && reader_form(g, j, out) < 0)
-        return mi__seq_fail(l, i,
-                            "sequence '%s' carried through the loop is not supported: node '%s' (%s) reads it after the "
-                            "loop (only ConcatFromSequence along axis 0 does)",
-                            vn, g->nodes[j].name, g->nodes[j].op_type);
   /* the body: the appended tensor becomes the last scan output, the list and its append go */
   int32_t x = body->nodes[app].inputs[1];
   uint8_t *drop = calloc((size_t)body->node_count + 1, 1);
@@ -166,17 +110,23 @@ static int32_t to_scan(mi__seql_t *l, int32_t i, int32_t k) {
   if (rc) return rc;
   /* the node: the list's initial value goes, its result moves to the scan outputs */
   if ((rc = pad_outputs(l, i, nv + nscan))) return rc;
+  mi__ab_t b;
+  mi__ab_start(&b, g, &g->nodes[i]);
+  char what[300];
+  snprintf(what, sizeof what, "%s_stacked", out >= 0 ? g->tensors[out].name : "list");
+  int32_t stacked = mi__ab_tensor(&b, what);
+  if (stacked < 0) return mi__seq_oom(l, i);
   mi_node_t *m = &g->nodes[i];
   if (out < 0) out = m->outputs[k];
   remove_at(m->inputs, &m->input_count, 2 + k);
   remove_at(m->outputs, &m->output_count, k);
-  m->outputs[m->output_count++] = out;
-  g->tensors[out].dtype = MI_DTYPE_UNDEFINED;
-  mi__tensor_set_shape(&g->tensors[out], -1, NULL);
-  for (int32_t j = 0; j < g->node_count; j++)
-    if (j != i && g->nodes[j].input_count == 1 && g->nodes[j].inputs[0] == out && reader_form(g, j, out) >= 0 &&
-        (rc = rewrite_reader(l, j, out)))
-      return rc;
+  m->outputs[m->output_count++] = stacked;
+  g->tensors[stacked].producer = i;
+  g->tensors[out].producer = -1;
+  if (out >= l->nsv) return MI_OK; /* a placeholder: nobody reads the list */
+  mi__seqv_t *v = &l->sv[out];
+  free(v->el);
+  *v = (mi__seqv_t){.kind = MI__SEQ_LIST, .n = -1, .src = stacked, .axis = 0, .keep = 0};
   return MI_OK;
 }
 

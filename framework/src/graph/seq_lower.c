@@ -215,6 +215,7 @@ static int32_t lower_concat(mi__seql_t *l, int32_t i) {
   /* the slices of x put back together along their own axis: x */
   if (s->src >= 0 && axis == s->axis && stack == !s->keep)
     return mi__seq_become(l, i, "Identity", 1, &s->src, 1, n->outputs);
+  if (s->src >= 0 && !s->keep && !stack && axis == 0 && s->axis == 0) return mi__seq_cat_slices0(l, i, s);
   if ((rc = need_list(l, i, 0, 1, &s))) return rc;
   if (s->n == 0) return mi__seq_fail(l, i, "the sequence is empty (nothing to concatenate)");
   int32_t out = n->outputs[0], cnt = s->n;

@@ -63,6 +63,9 @@ int32_t mi__seq_set(mi__seql_t *l, int32_t i, int kind, int32_t n, const int32_t
 int32_t mi__seq_set_slices(mi__seql_t *l, int32_t i, int32_t n, int32_t src, int64_t axis, int keep);
 /** SequenceAt node i of slices s at position tensor pos: Gather of s->src (+ Unsqueeze). */
 int32_t mi__seq_at_slice(mi__seql_t *l, int32_t i, const mi__seqv_t *s, int32_t pos);
+/** ConcatFromSequence node i (new_axis 0, axis 0) of slices s along axis 0 (keepdims 0): a
+ * Reshape of s->src merging its first two axes. */
+int32_t mi__seq_cat_slices0(mi__seql_t *l, int32_t i, const mi__seqv_t *s);
 /** SequenceLength node i of slices s whose count is not known at load: Shape -> Gather. */
 int32_t mi__seq_len_slices(mi__seql_t *l, int32_t i, const mi__seqv_t *s);
 
@@ -89,12 +92,11 @@ int32_t mi__seq_become(mi__seql_t *l, int32_t i, const char *op, int32_t nin, co
  * when the number of parts is not known at load (seq_split.c). */
 int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i);
 
-/** Loop node i carries sequences (some of inputs 2..): each that starts empty, is only appended
- * to by the body (SequenceInsert without a position) and is only read after the loop by
- * ConcatFromSequence along axis 0 becomes a scan output of the loop (stacked along axis 0, what
- * ConcatFromSequence with new_axis 1 gives; with new_axis 0 a Reshape merges the first two axes),
- * the readers rewritten to match (seq_loop.c). Any other carried sequence is refused, naming
- * the loop, the value and why. MI_OK when none was left. */
+/** Loop node i carries sequences (some of inputs 2..): each that starts empty and is only
+ * appended to by the body (SequenceInsert without a position) becomes a scan output of the loop
+ * (the appended tensors stacked along a new axis 0), and the list after the loop the slices of
+ * that along axis 0 (seq_loop.c). Any other carried sequence is refused, naming the loop, the
+ * value and why. MI_OK when none was left. */
 int32_t mi__seq_lower_loop(mi__seql_t *l, int32_t i);
 
 #endif /* METAINFER_GRAPH_SEQ_LOWER_H */

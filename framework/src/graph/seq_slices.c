@@ -1,9 +1,11 @@
 /* seq_slices.c - a sequence that is the slices of a tensor along an axis (SplitToSequence without
  * split: torch's unbind, `for x in t` in torch.jit), read where its elements are not graph tensors
  * at load: at a position known only at run time (SequenceAt -> Gather of the tensor, + Unsqueeze
- * when keepdims is 1), its length when the axis' size is not known at load (Shape -> Gather), and
+ * when keepdims is 1), its length when the axis' size is not known at load (Shape -> Gather), the
+ * slices along axis 0 concatenated along it (a Reshape merging the first two axes), and
  * inside a subgraph that captures it (a Loop body reading element `iter`): the subgraph captures
  * the tensor instead and its own walk starts from that. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,23 @@ int32_t mi__seq_len_slices(mi__seql_t *l, int32_t i, const mi__seqv_t *s) {
   if (!b.ok || mi__seq_track_nodes(l)) return mi__seq_oom(l, i);
   if ((rc = mi__seq_become(l, i, "Gather", 2, (int32_t[]){shape, at}, 1, &out))) return rc;
   return mi_node_set_int(g, i, "axis", 0) ? mi__seq_oom(l, i) : MI_OK;
+}
+
+int32_t mi__seq_cat_slices0(mi__seql_t *l, int32_t i, const mi__seqv_t *s) {
+  static const int64_t m1 = -1, two = 2, end = INT64_MAX, ax0 = 0;
+  mi_graph_t *g = l->g;
+  int32_t out = g->nodes[i].outputs[0], src = s->src, rc;
+  mi__ab_t b;
+  mi__ab_start(&b, g, &g->nodes[i]);
+  /* [N, d0, d1, ...] -> [N * d0, d1, ...] */
+  int32_t sh = mi__ab_op(&b, "Shape", "shape", 1, &src);
+  int32_t tail = mi__ab_op(&b, "Slice", "tail", 4,
+                           (int32_t[]){sh, mi__ab_c_i64(&b, "starts", 1, 1, &two), mi__ab_c_i64(&b, "ends", 1, 1, &end),
+                                       mi__ab_c_i64(&b, "axes", 1, 1, &ax0)});
+  int32_t shape = mi__ab_op(&b, "Concat", "new_shape", 2, (int32_t[]){mi__ab_c_i64(&b, "lead", 1, 1, &m1), tail});
+  mi__ab_attr_int(&b, "axis", 0);
+  if (!b.ok || mi__seq_track_nodes(l)) return mi__seq_oom(l, i);
+  return (rc = mi__seq_become(l, i, "Reshape", 2, (int32_t[]){src, shape}, 1, &out)) ? rc : MI_OK;
 }
 
 static int is_capture(const mi_graph_t *sub, int32_t t) {
