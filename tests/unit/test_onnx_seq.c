@@ -231,7 +231,7 @@ static void test_construct_edit(void) {
 }
 
 /* Optional(x): has an element, gives x; an empty Optional (type attribute) has none; a plain
- * tensor counts as set. */
+ * tensor counts as set; an If's branch reads both optionals (captured). */
 static void test_optional(void) {
   static pb_t g, n;
   int64_t d2[1] = {2};
@@ -253,19 +253,40 @@ static void test_optional(void) {
   }
   put_msg(&g, 1, &n);
   add_node(&g, "OptionalHasElement", "has_e", "e", "he");
+  /* `if o is not None: o + o else -x`, the branches capturing the optionals o and e */
+  {
+    static pb_t t, f;
+    t.n = f.n = 0;
+    add_node(&t, "OptionalGetElement", "unwrap", "o", "ov");
+    add_node(&t, "Add", "twice", "ov,ov", "yt");
+    add_node(&t, "OptionalHasElement", "has_e_in", "e", "het");
+    pb_node(&n, "Cast", "het_f", "het", "hetf");
+    pb_attr_int(&n, "to", T_FLOAT);
+    put_msg(&t, 1, &n);
+    add_node(&t, "Add", "plus_none", "yt,hetf", "yb");
+    pb_value_f32(&t, 12, "yb", -1, NULL, NULL);
+    add_node(&f, "Neg", "negate", "x", "yb");
+    pb_value_f32(&f, 12, "yb", -1, NULL, NULL);
+    pb_node(&n, "If", "branch", "h", "yif");
+    pb_attr_graph(&n, "then_branch", &t);
+    pb_attr_graph(&n, "else_branch", &f);
+    put_msg(&g, 1, &n);
+  }
   pb_value_f32(&g, 12, "y", -1, NULL, NULL);
   pb_value(&g, 12, "h", T_BOOL, -1, NULL, NULL);
   pb_value(&g, 12, "ht", T_BOOL, -1, NULL, NULL);
   pb_value(&g, 12, "he", T_BOOL, -1, NULL, NULL);
-  mi_array_t *x = arr_f32(1, d2, (float[]){7, 8}), *y[4] = {0};
+  pb_value_f32(&g, 12, "yif", -1, NULL, NULL);
+  mi_array_t *x = arr_f32(1, d2, (float[]){7, 8}), *y[5] = {0};
   mi_graph_t *gr = load_run(&g, 18, 1, &x, y);
   if (gr) {
     expect_f32("OptionalGetElement", y[0], 1, d2, (float[]){7, 8}, 0);
     for (int k = 1; k < 4; k++)
       CHECK(y[k] && y[k]->dtype == MI_DTYPE_BOOL && y[k]->rank == 0 && ((uint8_t *)y[k]->data)[0] == (k < 3),
             "OptionalHasElement %d is %s", k, k < 3 ? "true" : "false");
+    expect_f32("If reading the captured optionals", y[4], 1, d2, (float[]){14, 16}, 0);
   }
-  for (int k = 0; k < 4; k++) mi_array_destroy(y[k]);
+  for (int k = 0; k < 5; k++) mi_array_destroy(y[k]);
   mi_array_destroy(x);
   mi_graph_destroy(gr);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """compare_seq.py - models with ONNX sequence and optional ops, as exporters write them
 (torch.split / chunk / unbind with SequenceAt, ConcatFromSequence stacking or concatenating,
-SequenceConstruct / Insert / Erase / Length, Optional, torch.jit's list built in a Loop and
+SequenceConstruct / Insert / Erase / Length, Optional (read in an If's branch too), torch.jit's list built in a Loop and
 stacked, concatenated, indexed, counted or read by a second loop after it, a Loop over the rows of a tensor read at position `iter`, a
 row at a position computed at run time, the row count known and not known at load), which the loader lowers to tensor ops (graph/seq_lower.c,
 seq_loop.c): random inputs, run on ONNX Runtime (ort_run.js), the reference and blis-cpu. Prints
@@ -105,6 +105,13 @@ def cases():
                     out_dt=INT64))
     out.append(Case("optional_get", 18, [("x", [3, 4])], [],
                     [node("Optional", ["x"], ["o"]), node("OptionalGetElement", ["o"], ["g"]), node("Sigmoid", ["g"], ["y"])]))
+    then_b = ld(1, node("OptionalGetElement", ["o"], ["ov"])) + ld(1, node("Mul", ["ov", "ov"], ["yb"])) + st(2, "then")
+    then_b += ld(12, st(1, "yb"))
+    else_b = ld(1, node("Neg", ["x"], ["yb"])) + st(2, "else") + ld(12, st(1, "yb"))
+    branch = node("If", ["h"], ["y"], name="branch")
+    branch += ld(5, st(1, "then_branch") + ld(6, then_b) + vi(20, 5)) + ld(5, st(1, "else_branch") + ld(6, else_b) + vi(20, 5))
+    out.append(Case("optional_if", 18, [("x", [3, 4])], [],
+                    [node("Optional", ["x"], ["o"]), node("OptionalHasElement", ["o"], ["h"]), branch]))
     out.append(Case("optional_has", 18, [("x", [3, 4])], [],
                     [node("Optional", ["x"], ["o"]), node("OptionalHasElement", ["o"], ["y"])], out_dt=BOOL))
     for form, attrs in (("stack", [("axis", 0), ("new_axis", 1)]), ("cat", [("axis", 0)])):

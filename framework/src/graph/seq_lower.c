@@ -325,10 +325,10 @@ static int32_t visit(mi__seql_t *l, int32_t i) {
   for (int32_t k = 0; k < n->input_count; k++) {
     const mi__seqv_t *s = mi__seq_of(l, n->inputs[k]);
     int implicit = k >= n->input_count - n->implicit_inputs;
-    if (!s || s->kind == MI__SEQ_NONE || (implicit && s->kind == MI__SEQ_LIST && s->src >= 0)) continue;
+    if (!s || s->kind == MI__SEQ_NONE || (implicit && (s->kind == MI__SEQ_OPT || s->src >= 0))) continue;
     return mi__seq_fail(l, i, "%s '%s' is a%s, which %s", implicit ? "captured value" : "input",
                         l->g->tensors[n->inputs[k]].name, s->kind == MI__SEQ_OPT ? "n optional" : " sequence",
-                        implicit ? "a subgraph may not read (only the slices of a SplitToSequence without split may be)"
+                        implicit ? "a subgraph may not read (only an optional or the slices of a SplitToSequence without split may be)"
                                  : "this op does not take");
   }
   for (int32_t s = 0; s < n->subgraph_count; s++) {
@@ -373,7 +373,12 @@ static int32_t lower_graph(mi_graph_t *g, mi_error_t *err, const mi__seq_seed_t 
     goto done;
   }
   for (int32_t t = 0; t < l.nsv; t++) l.sv[t].src = -1;
-  for (int32_t k = 0; k < nseeds; k++) l.sv[seeds[k].t] = seeds[k].v; /* (el NULL: nothing owned) */
+  for (int32_t k = 0; k < nseeds && rc == MI_OK; k++) {
+    mi__seqv_t *v = &l.sv[seeds[k].t];
+    *v = seeds[k].v; /* (el NULL: nothing owned) */
+    if (v->kind == MI__SEQ_OPT && v->n > 0 && !(v->el = mi__dup_bytes(&seeds[k].el1, sizeof seeds[k].el1)))
+      rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
   memset(l.mine, 0, (size_t)l.ndead);
   for (int32_t i = 0; i < count && rc == MI_OK; i++) rc = visit(&l, i);
   for (int32_t k = 0; rc == MI_OK && k < g->output_count; k++)

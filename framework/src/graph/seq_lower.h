@@ -73,14 +73,16 @@ int32_t mi__seq_len_slices(mi__seql_t *l, int32_t i, const mi__seqv_t *s);
 typedef struct mi__seq_seed {
   int32_t t;
   mi__seqv_t v;
+  int32_t el1; /* an optional's element (the subgraph's tensor) when v.n is 1 */
 } mi__seq_seed_t;
 
-/** Subgraph `sub` of node i captures sequences of slices (implicit inputs of i): sub captures
- * their source tensors instead, and *seeds (malloc'd, *nseeds entries) say which of its tensors
- * are those slices for its own walk. (seq_slices.c; the caller has refused every other captured
- * sequence.) */
+/** Subgraph `sub` of node i captures sequences of slices or optionals (implicit inputs of i):
+ * sub captures their source tensors (an optional's element) instead, and *seeds (malloc'd,
+ * *nseeds entries) say what its captured tensors were for its own walk. (seq_slices.c; the
+ * caller has refused every other captured sequence.) */
 int32_t mi__seq_capture_slices(mi__seql_t *l, int32_t i, mi_graph_t *sub, mi__seq_seed_t **seeds, int32_t *nseeds);
-/** Then node i's implicit inputs that are such sequences become their source tensors. */
+/** Then node i's implicit inputs that are such sequences become their source tensors (an empty
+ * optional's go). */
 int32_t mi__seq_implicit_slices(mi__seql_t *l, int32_t i);
 /** The one integer of constant tensor t (int32 or int64 data): 0, or -1 when t is not one. */
 int mi__seq_int(const mi_graph_t *g, int32_t t, int64_t *v);

@@ -4,7 +4,8 @@
  * when keepdims is 1), its length when the axis' size is not known at load (Shape -> Gather), the
  * slices along axis 0 concatenated along it (a Reshape merging the first two axes), and
  * inside a subgraph that captures it (a Loop body reading element `iter`): the subgraph captures
- * the tensor instead and its own walk starts from that. */
+ * the tensor instead and its own walk starts from that. An optional a subgraph captures is
+ * passed the same way (its element, or nothing when empty). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,18 +76,21 @@ static int is_capture(const mi_graph_t *sub, int32_t t) {
   return 0;
 }
 
-/* Sequence t of the walk's graph, captured by subgraph `sub` of node i as tensor ct: sub
- * captures s->src (by name) instead, and *seed says ct is its slices. */
-static int32_t capture_src(mi__seql_t *l, int32_t i, mi_graph_t *sub, int32_t ct, const mi__seqv_t *s,
-                           mi__seq_seed_t *seed) {
-  const mi_tensor_t *x = &l->g->tensors[s->src];
-  int32_t xs = mi_graph_find_tensor(sub, x->name);
-  if (xs >= 0 && !is_capture(sub, xs))
-    return mi__seq_fail(l, i, "subgraph '%s' reads sequence '%s', the slices of '%s', but has its own tensor '%s'", sub->name,
-                        sub->tensors[ct].name, x->name, x->name);
-  if (xs < 0) {
-    if ((xs = mi_graph_add_tensor(sub, x->name, x->dtype, x->rank, x->rank >= 0 ? x->dims : NULL)) < 0 ||
-        mi_graph_add_capture(sub, xs) != MI_OK)
+/* The tensor a subgraph captures in place of captured sequence s: the tensor it slices, or an
+ * optional's element; -1 for an empty optional (nothing to capture). */
+static int32_t stand_in(const mi__seqv_t *s) { return s->kind == MI__SEQ_OPT ? (s->n > 0 ? s->el[0] : -1) : s->src; }
+
+/* Sequence or optional s of the walk's graph, captured by subgraph `sub` of node i as tensor ct:
+ * sub captures its stand-in (by name) instead, and *seed says what ct is. */
+static int32_t capture_as(mi__seql_t *l, int32_t i, mi_graph_t *sub, int32_t ct, const mi__seqv_t *s, mi__seq_seed_t *seed) {
+  int32_t xs = -1, x = stand_in(s);
+  if (x >= 0) {
+    const mi_tensor_t *xt = &l->g->tensors[x];
+    if ((xs = mi_graph_find_tensor(sub, xt->name)) >= 0 && !is_capture(sub, xs))
+      return mi__seq_fail(l, i, "subgraph '%s' reads '%s', which stands for '%s', but has its own tensor '%s'", sub->name,
+                          sub->tensors[ct].name, xt->name, xt->name);
+    if (xs < 0 && ((xs = mi_graph_add_tensor(sub, xt->name, xt->dtype, xt->rank, xt->rank >= 0 ? xt->dims : NULL)) < 0 ||
+                   mi_graph_add_capture(sub, xs) != MI_OK))
       return mi__seq_oom(l, i);
   }
   for (int32_t k = 0; k < sub->capture_count; k++) /* ct is no value at run time any more */
@@ -95,9 +99,9 @@ static int32_t capture_src(mi__seql_t *l, int32_t i, mi_graph_t *sub, int32_t ct
       sub->capture_count--;
       break;
     }
-  *seed = (mi__seq_seed_t){.t = ct, .v = *s};
-  seed->v.src = xs;
+  *seed = (mi__seq_seed_t){.t = ct, .v = *s, .el1 = xs};
   seed->v.el = NULL;
+  if (s->kind == MI__SEQ_LIST) seed->v.src = xs;
   return MI_OK;
 }
 
@@ -112,7 +116,7 @@ int32_t mi__seq_capture_slices(mi__seql_t *l, int32_t i, mi_graph_t *sub, mi__se
     int32_t t = n->inputs[k];
     if (!mi__seq_is(l, t)) continue;
     int32_t ct = mi_graph_find_tensor(sub, l->g->tensors[t].name);
-    if (ct >= 0 && is_capture(sub, ct)) rc = capture_src(l, i, sub, ct, mi__seq_of(l, t), &sd[ns++]);
+    if (ct >= 0 && is_capture(sub, ct)) rc = capture_as(l, i, sub, ct, mi__seq_of(l, t), &sd[ns++]);
     n = &l->g->nodes[i];
   }
   if (rc != MI_OK) {
@@ -132,9 +136,9 @@ int32_t mi__seq_implicit_slices(mi__seql_t *l, int32_t i) {
       k++;
       continue;
     }
-    int32_t src = mi__seq_of(l, t)->src;
+    int32_t src = stand_in(mi__seq_of(l, t));
     for (int32_t q = n->input_count - n->implicit_inputs; q < n->input_count; q++) dup |= n->inputs[q] == src;
-    if (!dup) {
+    if (!dup && src >= 0) {
       n->inputs[k++] = src;
       continue;
     }
