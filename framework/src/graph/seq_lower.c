@@ -4,11 +4,12 @@
  * elements (graph tensors) node by node, so SplitToSequence becomes Split (+ Squeeze when
  * keepdims is 0), SequenceAt becomes Identity of the element, ConcatFromSequence becomes Concat
  * (Unsqueeze + Concat for new_axis 1), SequenceLength and OptionalHasElement become constants, and
- * the nodes that only build sequences are removed. SplitToSequence's Split: seq_split.c; a Loop
- * that builds a list: seq_loop.c. What
- * the walk cannot follow (a position or split computed at run time, a sequence a subgraph reads
- * or a graph gives out) is refused naming the node, the op and why. Lowered nodes keep their
- * index among the survivors and their names; new ones are named "<node>/<what>". */
+ * the nodes that only build sequences are removed. SplitToSequence: seq_split.c; a tensor's slices
+ * read at run-time positions or by a subgraph, and captured optionals: seq_slices.c; a Loop that
+ * builds a list: seq_loop.c. What the walk cannot follow (a position into a built list or a
+ * split size computed at run time, a sequence edited in a loop, a sequence given to another op or
+ * out of a graph) is refused naming the node, the op and why. Lowered nodes keep their names and
+ * their order among the survivors; new ones are named "<node>/<what>". */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
