@@ -190,6 +190,68 @@ static void test_split_scalar(void) {
   mi_graph_destroy(gr);
 }
 
+/* Split sizes given at run time (a graph input of 3 sizes): Split takes them from opset 13, so
+ * the parts are known tensors; at opset 12 only the length is. An unbind of 70 rows, more than a
+ * Split gives: the rows are slices of x (SequenceAt 65 a Gather), the length 70. */
+static void test_split_runtime(void) {
+  static pb_t g;
+  int64_t d6[1] = {6}, d3[1] = {3}, d2[1] = {2}, d702[2] = {70, 2}, one = 1, p65 = 65;
+  for (int opset = 12; opset <= 13; opset++) {
+    g.n = 0;
+    pb_value_f32(&g, 11, "x", 1, d6, NULL);
+    pb_value(&g, 11, "sizes", T_INT64, 1, d3, NULL);
+    init_scalar(&g, "one", T_INT64, &one, sizeof one);
+    add_node(&g, "SplitToSequence", "split", "x,sizes", "s");
+    add_node(&g, "SequenceLength", "len", "s", "len");
+    if (opset == 13) add_node(&g, "SequenceAt", "second", "s,one", "b");
+    pb_value(&g, 12, "len", T_INT64, -1, NULL, NULL);
+    if (opset == 13) pb_value_f32(&g, 12, "b", -1, NULL, NULL);
+    mi_array_t *in[2] = {arr_f32(1, d6, (float[]){1, 2, 3, 4, 5, 6}), arr_i64(1, d3, (int64_t[]){1, 2, 3})}, *y[2] = {0};
+    mi_graph_t *gr = load_run(&g, opset, 2, in, y);
+    if (gr) {
+      expect_i64("length", y[0], 0, NULL, (int64_t[]){3});
+      if (opset == 13) expect_f32("part 1 of sizes 1, 2, 3", y[1], 1, d2, (float[]){2, 3}, 0);
+    }
+    for (int k = 0; k < 2; k++) mi_array_destroy(y[k]), mi_array_destroy(in[k]);
+    mi_graph_destroy(gr);
+  }
+  /* opset 12 and a part read: refused */
+  g.n = 0;
+  pb_value_f32(&g, 11, "x", 1, d6, NULL);
+  pb_value(&g, 11, "sizes", T_INT64, 1, d3, NULL);
+  init_scalar(&g, "one", T_INT64, &one, sizeof one);
+  add_node(&g, "SplitToSequence", "split", "x,sizes", "s");
+  add_node(&g, "SequenceAt", "second", "s,one", "b");
+  pb_value_f32(&g, 12, "b", -1, NULL, NULL);
+  mi_error_t err = {0};
+  mi_graph_t *gr = load_model(&g, 12, &err);
+  CHECK(!gr && strstr(err.message, "node 'second' (SequenceAt)") && strstr(err.message, "opset 13"),
+        "a part of run-time sizes at opset 12 refused: %s", err.message);
+  mi_graph_destroy(gr);
+  /* 70 rows */
+  g.n = 0;
+  pb_value_f32(&g, 11, "x", 2, d702, NULL);
+  init_scalar(&g, "p", T_INT64, &p65, sizeof p65);
+  add_node(&g, "SplitToSequence", "rows", "x", "s");
+  add_node(&g, "SequenceAt", "row65", "s,p", "r");
+  add_node(&g, "SequenceLength", "len", "s", "len");
+  pb_value_f32(&g, 12, "r", -1, NULL, NULL);
+  pb_value(&g, 12, "len", T_INT64, -1, NULL, NULL);
+  float xv[140];
+  for (int k = 0; k < 140; k++) xv[k] = (float)k;
+  mi_array_t *x = arr_f32(2, d702, xv), *y[2] = {0};
+  int64_t d12[2] = {1, 2};
+  gr = load_run(&g, 13, 1, &x, y);
+  if (gr) {
+    CHECK(!strcmp(op_of(gr, "row65"), "Unsqueeze"), "row 65 of 70 is a Gather of x (+ Unsqueeze), not a Split part");
+    expect_f32("row 65", y[0], 2, d12, (float[]){130, 131}, 0);
+    expect_i64("70 rows", y[1], 0, NULL, (int64_t[]){70});
+  }
+  for (int k = 0; k < 2; k++) mi_array_destroy(y[k]);
+  mi_array_destroy(x);
+  mi_graph_destroy(gr);
+}
+
 /* SequenceConstruct, Insert at the front, Erase the last, Identity of a sequence, Insert at the
  * end; At, Length and Concat of the results. */
 static void test_construct_edit(void) {
@@ -495,6 +557,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(test_split_at),
     TU_CASE(test_unbind),
     TU_CASE(test_split_scalar),
+    TU_CASE(test_split_runtime),
     TU_CASE(test_construct_edit),
     TU_CASE(test_optional),
     TU_CASE(test_loop_list),

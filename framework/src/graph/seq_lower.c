@@ -121,11 +121,17 @@ static int32_t need_list(mi__seql_t *l, int32_t i, int32_t k, int elements, cons
   }
   *out = s;
   if (!elements) return MI_OK;
+  if (!s->el && s->src >= 0)
+    return mi__seq_fail(l, i,
+                        "the tensors of sequence '%s' are not known at load time (it splits '%s' along axis %lld into "
+                        "%s slices)",
+                        l->g->tensors[t].name, l->g->tensors[s->src].name, (long long)s->axis,
+                        s->n < 0 ? "a number of" : "more than 64");
   if (!s->el)
     return mi__seq_fail(l, i,
-                        "the tensors of sequence '%s' are not known at load time (it splits '%s' along axis %lld, whose "
-                        "size is not)",
-                        l->g->tensors[t].name, s->src >= 0 ? l->g->tensors[s->src].name : "?", (long long)s->axis);
+                        "the tensors of sequence '%s' are not known at load time (split sizes given at run time need "
+                        "opset 13)",
+                        l->g->tensors[t].name);
   return MI_OK;
 }
 

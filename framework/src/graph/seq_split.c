@@ -1,7 +1,8 @@
 /* seq_split.c - SplitToSequence lowered at load time (seq_lower.c's walk): Split along the axis
  * into parts of explicit sizes (+ Squeeze of each when split is omitted and keepdims is 0), once
  * the number of parts is known: from a 1-D split, else from the axis' size, declared or inferred
- * over the nodes computing the input. Without split the parts are x's slices along the axis:
+ * over the nodes computing the input (1-D sizes given at run time: from their shape). Without
+ * split the parts are x's slices along the axis:
  * the walk remembers that, so a part at a run-time position is a Gather of x, and a split whose
  * count is not known at load leaves only that. */
 #include <stdio.h>
@@ -10,6 +11,9 @@
 
 #include "graph/attn_build.h"
 #include "graph/seq_lower.h"
+
+/* Split's most outputs (its shape inference and reference hold the sizes in 64 entries). */
+#define MAX_PARTS 64
 
 static int32_t in_at(const mi_node_t *n, int32_t k) { return k < n->input_count ? n->inputs[k] : -1; }
 
@@ -64,6 +68,43 @@ static int32_t squeeze(mi__ab_t *b, const char *what, int32_t x, int64_t axis) {
   return y;
 }
 
+/* SplitToSequence(x, split) with 1-D sizes given at run time: their count, from split's shape
+ * (declared or inferred), is the sequence's length; since opset 13 Split takes the sizes as an
+ * input, so the parts are its outputs; before, only the length is known. */
+static int32_t runtime_split(mi__seql_t *l, int32_t i, int32_t x, int32_t sp, int64_t axis) {
+  int32_t rank = -1, rc;
+  int64_t count = dim_at_load(l, sp, 0, &rank);
+  if (rank != 1 || count < 0)
+    return mi__seq_fail(l, i,
+                        "split '%s' is not a constant and its number of sizes is not known at load time (a "
+                        "sequence whose length is known only at run time is not supported)",
+                        l->g->tensors[sp].name);
+  if (count > MAX_PARTS)
+    return mi__seq_fail(l, i, "splits into %lld tensors (at most %d are supported)", (long long)count, MAX_PARTS);
+  if (l->g->opset < 13) return mi__seq_set_slices(l, i, (int32_t)count, -1, axis, 0);
+  mi__ab_t b;
+  int32_t *parts = malloc(sizeof *parts * (size_t)(count + 1)), seq = l->g->nodes[i].outputs[0];
+  mi__ab_start(&b, l->g, &l->g->nodes[i]);
+  if (!parts) b.ok = 0;
+  for (int64_t k = 0; k < count && b.ok; k++) {
+    char what[32];
+    snprintf(what, sizeof what, "part%lld", (long long)k);
+    parts[k] = mi__ab_tensor(&b, what);
+  }
+  if (!b.ok) rc = mi__seq_oom(l, i);
+  else if (!(rc = mi__seq_become(l, i, "Split", 2, (int32_t[]){x, sp}, (int32_t)count, parts)) &&
+           mi_node_set_int(l->g, i, "axis", axis))
+    rc = mi__seq_oom(l, i);
+  if (rc == MI_OK && seq < l->nsv) {
+    mi__seqv_t *s = &l->sv[seq];
+    free(s->el);
+    *s = (mi__seqv_t){.kind = MI__SEQ_LIST, .n = (int32_t)count, .el = parts, .src = -1};
+    parts = NULL;
+  }
+  free(parts);
+  return rc;
+}
+
 /* SplitToSequence(x[, split]; axis, keepdims): Split into the parts (explicit sizes), each
  * squeezed along the axis when split is omitted and keepdims is 0. */
 int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
@@ -74,8 +115,7 @@ int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
   int32_t *parts = NULL;
   const mi_tensor_t *st = sp >= 0 ? &l->g->tensors[sp] : NULL;
   if (x < 0) return mi__seq_fail(l, i, "input is missing");
-  if (st && !st->data)
-    return mi__seq_fail(l, i, "split '%s' is not a constant (split sizes known only at run time are not supported)", st->name);
+  if (st && !st->data) return runtime_split(l, i, x, sp, axis);
   if (st && st->dtype != MI_DTYPE_INT64 && st->dtype != MI_DTYPE_INT32)
     return mi__seq_fail(l, i, "split must be int32 or int64, not %s", mi_dtype_name(st->dtype));
   int64_t ns = st ? mi__tensor_numel(st) : 0;
@@ -105,13 +145,16 @@ int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
                           (long long)axis, l->g->tensors[x].name);
     }
     count = (d + chunk - 1) / chunk;
-    if (count > 4096) return mi__seq_fail(l, i, "splits into %lld tensors (at most 4096 are supported)", (long long)count);
+    if (count > MAX_PARTS && !st) /* more than a Split gives: the slices alone */
+      return mi__seq_set_slices(l, i, (int32_t)count, x, axis, keep != 0);
+    if (count > MAX_PARTS)
+      return mi__seq_fail(l, i, "splits into %lld tensors (at most %d are supported)", (long long)count, MAX_PARTS);
     if (!(sizes = malloc(sizeof *sizes * (size_t)(count + 1)))) return mi__seq_oom(l, i);
     for (int64_t k = 0; k < count; k++) sizes[k] = k + 1 < count ? chunk : d - chunk * (count - 1);
   }
-  if (count > 4096) {
+  if (count > MAX_PARTS) {
     free(sizes);
-    return mi__seq_fail(l, i, "splits into %lld tensors (at most 4096 are supported)", (long long)count);
+    return mi__seq_fail(l, i, "splits into %lld tensors (at most %d are supported)", (long long)count, MAX_PARTS);
   }
   int sq = !st && keep == 0;
   mi__ab_t b;
