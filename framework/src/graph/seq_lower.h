@@ -12,7 +12,7 @@
 
 /* What the walk knows of a tensor of the graph being lowered. */
 enum { MI__SEQ_NONE = 0, /* a tensor */
-       MI__SEQ_LIST = 1, /* a sequence whose elements are known: el[0..n) */
+       MI__SEQ_LIST = 1, /* a sequence: its elements el[0..n), or (el NULL) src's slices */
        MI__SEQ_OPT = 2 /* an optional: empty (n 0) or holding el[0] */ };
 
 typedef struct mi__seqv {
@@ -59,7 +59,8 @@ int32_t mi__seq_oom(mi__seql_t *l, int32_t i);
  * is removed when the walk ends. */
 int32_t mi__seq_set(mi__seql_t *l, int32_t i, int kind, int32_t n, const int32_t *el);
 /** Output 0 of node i becomes the sequence of src's n slices along axis (n -1: not known at
- * load), its elements not tensors of the graph. */
+ * load), its elements not tensors of the graph; src -1: a sequence of n tensors whose values
+ * are not known (only its length is). */
 int32_t mi__seq_set_slices(mi__seql_t *l, int32_t i, int32_t n, int32_t src, int64_t axis, int keep);
 /** SequenceAt node i of slices s at position tensor pos: Gather of s->src (+ Unsqueeze). */
 int32_t mi__seq_at_slice(mi__seql_t *l, int32_t i, const mi__seqv_t *s, int32_t pos);
