@@ -76,7 +76,7 @@ static const char *const direct_ops[] = {
     "GRU", "RNN", "RMSNormalization",
     "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
     "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
-    "GatherND", "ScatterElements", "Hardmax", "OneHot"};
+    "GatherND", "ScatterElements", "Hardmax", "OneHot", "LpPool", "GlobalLpPool", "DeformConv", "Col2Im"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
@@ -334,6 +334,15 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     if (!strcmp(op, "Gelu") || !strcmp(op, "Erf") || !strcmp(op, "Tanh") || !strcmp(op, "Sigmoid") ||
         !strcmp(op, "Exp") || !strcmp(op, "Softmax") || !strcmp(op, "Log")) {
       snprintf(v.description, sizeof v.description, "loop over host memory, vectorised exp/erf/log (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "LpPool") || !strcmp(op, "GlobalLpPool")) {
+      snprintf(v.description, sizeof v.description, "|x|^p once per element, separable window sums (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "DeformConv")) {
+      snprintf(v.description, sizeof v.description, "bilinear-sampling im2col + BLIS sgemm per group (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "Col2Im")) {
+      snprintf(v.description, sizeof v.description, "per-plane sums of the column rows (knob simd)");
       snprintf(v.knobs, sizeof v.knobs, "simd");
     } else if (!strcmp(op, "MaxPool")) {
       snprintf(v.description, sizeof v.description, "separable max, vectorised stride-2 rows (knob simd)");
