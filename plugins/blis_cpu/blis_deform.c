@@ -1,8 +1,10 @@
 /* blis_deform.c - blis-cpu's DeformConv (2-D, FLOAT32; torchvision's deform_conv2d export): per
- * image, an im2col whose every entry is a bilinear sample at the tap's learned offset (times the
- * mask), then one BLIS sgemm per group. The four corners and weights of a sample are worked out
- * once per tap and pixel and shared by the channels of its offset group. */
+ * chunk of output pixels, an im2col whose every entry is a bilinear sample at the tap's learned
+ * offset (times the mask), then one BLIS sgemm per group. The four corners and weights of a sample
+ * are worked out once per tap and pixel and shared by the channels of its offset group. */
 #include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "blis_conv.h" /* mi__blis_sgemm, the SIMD levels */
@@ -10,29 +12,44 @@
 typedef struct dc_state {
   int32_t x, w, off, b, mask, y, simd;
   int64_t N, C, H, W, M, G, OG, KH, KW, OH, OW, sh, sw, dh, dw, pt, pl;
-  float *col; /* [C x KH x KW, OH x OW] of one image, in aux */
+  int64_t chunk; /* output pixels per im2col and GEMM pass */
 } dc_state_t;
+
+/* One chunk's im2col: the image, the chunk's first pixel and length, its [C x K, len] columns. */
+typedef struct dc_chunk {
+  const dc_state_t *st;
+  void *const *t;
+  int64_t n, c0, len;
+  float *col;
+} dc_chunk_t;
 
 typedef struct dc_task {
   const dc_state_t *st;
   void *const *t;
-  int64_t n; /* the image */
+  mi__blis_env_t env1; /* the run's, one thread: the chunk's GEMM runs inside a part */
+  atomic_int failed;   /* a part found no memory for its columns */
 } dc_task_t;
 
 /* Pixels of one item of the im2col: one offset group's taps over this many output pixels. */
 #define DC_BLOCK 64
+/* Bytes of im2col a chunk holds at most: the chunk's columns stay in L2 from their sampling to
+ * the GEMM that reads them (a whole 64-channel 64x64 image's 9.4 MB did not, and its GEMM
+ * packed them with BLIS's reference code; a chunk's GEMM is small enough for the kernel set
+ * without packing, MI__AUTO_SMALL_MACS). */
+#define DC_CHUNK_BYTES (512 << 10)
 
-/* Items are (offset group, block of DC_BLOCK output pixels). For each tap the block's samples are
- * resolved to four flat indices and weights (corners outside the image weigh 0 at index 0), then
- * each channel of the group gathers them into its im2col row. */
-static inline __attribute__((always_inline)) void dc_body(const dc_task_t *tk, int64_t i0, int64_t i1) {
+/* A chunk's im2col as items (offset group, block of DC_BLOCK output pixels). For each tap the
+ * block's samples are resolved to four flat indices and weights (corners outside the image weigh
+ * 0 at index 0), then each channel of the group gathers them into its im2col row. */
+static inline __attribute__((always_inline)) void dc_cols(const dc_chunk_t *tk, int64_t i0, int64_t i1) {
   const dc_state_t *st = tk->st;
   const float *x = tk->t[st->x], *off = tk->t[st->off], *mask = st->mask >= 0 ? tk->t[st->mask] : NULL;
-  int64_t P = st->OH * st->OW, K = st->KH * st->KW, blocks = (P + DC_BLOCK - 1) / DC_BLOCK, Co = st->C / st->OG;
+  int64_t P = st->OH * st->OW, K = st->KH * st->KW, blocks = (tk->len + DC_BLOCK - 1) / DC_BLOCK, Co = st->C / st->OG;
   int32_t idx[4][DC_BLOCK];
   float wt[4][DC_BLOCK];
   for (int64_t it = i0; it < i1; it++) {
-    int64_t g = it / blocks, p0 = (it % blocks) * DC_BLOCK, np = P - p0 < DC_BLOCK ? P - p0 : DC_BLOCK;
+    int64_t g = it / blocks, b0 = (it % blocks) * DC_BLOCK, p0 = tk->c0 + b0;
+    int64_t np = tk->len - b0 < DC_BLOCK ? tk->len - b0 : DC_BLOCK;
     const float *og = off + (tk->n * st->OG + g) * 2 * K * P, *mg = mask ? mask + (tk->n * st->OG + g) * K * P : NULL;
     for (int64_t k = 0; k < K; k++) {
       int64_t kh = k / st->KW, kw = k % st->KW;
@@ -53,13 +70,40 @@ static inline __attribute__((always_inline)) void dc_body(const dc_task_t *tk, i
       }
       for (int64_t ci = g * Co; ci < (g + 1) * Co; ci++) {
         const float *plane = x + (tk->n * st->C + ci) * st->H * st->W;
-        float *row = st->col + (ci * K + k) * P + p0;
+        float *row = tk->col + (ci * K + k) * tk->len + b0;
         for (int64_t j = 0; j < np; j++)
           row[j] = wt[0][j] * plane[idx[0][j]] + wt[1][j] * plane[idx[1][j]] + wt[2][j] * plane[idx[2][j]] +
                    wt[3][j] * plane[idx[3][j]];
       }
     }
   }
+}
+
+/* Items are (image, chunk of output pixels): each part samples a chunk's columns into its own
+ * buffer (in L2 still when its GEMM reads them) and runs the chunk's GEMM on its own thread, so
+ * the two threads never wait for each other inside an image. */
+static inline __attribute__((always_inline)) void dc_body(dc_task_t *tk, int64_t i0, int64_t i1) {
+  const dc_state_t *st = tk->st;
+  const float *w = tk->t[st->w], *b = st->b >= 0 ? tk->t[st->b] : NULL;
+  int64_t P = st->OH * st->OW, K = st->KH * st->KW, Cg = st->C / st->G, Mg = st->M / st->G;
+  int64_t chunks = (P + st->chunk - 1) / st->chunk;
+  dc_chunk_t ch = {st, tk->t, 0, 0, 0, malloc((size_t)(st->C * K * st->chunk) * sizeof(float))};
+  if (!ch.col) {
+    atomic_store(&tk->failed, 1);
+    return;
+  }
+  for (int64_t it = i0; it < i1; it++) {
+    ch.n = it / chunks, ch.c0 = (it % chunks) * st->chunk;
+    ch.len = P - ch.c0 < st->chunk ? P - ch.c0 : st->chunk;
+    dc_cols(&ch, 0, st->OG * ((ch.len + DC_BLOCK - 1) / DC_BLOCK));
+    float *yc = (float *)tk->t[st->y] + ch.n * st->M * P + ch.c0;
+    for (int64_t m = 0; m < st->M; m++)
+      for (int64_t i = 0; i < ch.len; i++) yc[m * P + i] = b ? b[m] : 0.0f;
+    for (int64_t g = 0; g < st->G; g++)
+      mi__blis_sgemm(&tk->env1, Mg, ch.len, Cg * K, 1.0f, w + g * Mg * Cg * K, Cg * K, 1, ch.col + g * Cg * K * ch.len,
+                     ch.len, 1, 1.0f, yc + g * Mg * P, P, 1);
+  }
+  free(ch.col);
 }
 
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void dc_avx512(void *arg, int64_t i0, int64_t i1) {
@@ -70,24 +114,21 @@ static void dc_c(void *arg, int64_t i0, int64_t i1) { dc_body(arg, i0, i1); }
 
 static int32_t run_dc(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const dc_state_t *st = s->state;
-  const float *w = t[st->w], *b = st->b >= 0 ? t[st->b] : NULL;
-  float *y = t[st->y];
-  int64_t P = st->OH * st->OW, K = st->KH * st->KW, Cg = st->C / st->G, Mg = st->M / st->G;
-  int64_t items = st->OG * ((P + DC_BLOCK - 1) / DC_BLOCK);
-  dc_task_t task = {st, t, 0};
-  (void)err;
-  for (task.n = 0; task.n < st->N; task.n++) {
-    mi__blis_parallel(env, items, 1, (st->C / st->OG) * K * DC_BLOCK * 8,
-                      st->simd == MI__SIMD_AVX512 ? dc_avx512 : st->simd == MI__SIMD_AVX2 ? dc_avx2
-                                                                                          : dc_c,
-                      &task);
-    float *yn = y + task.n * st->M * P;
-    for (int64_t m = 0; m < st->M; m++)
-      for (int64_t i = 0; i < P; i++) yn[m * P + i] = b ? b[m] : 0.0f;
-    for (int64_t g = 0; g < st->G; g++)
-      mi__blis_sgemm(env, Mg, P, Cg * K, 1.0f, w + g * Mg * Cg * K, Cg * K, 1, st->col + g * Cg * K * P, P, 1, 1.0f,
-                     yn + g * Mg * P, P, 1);
-  }
+  int64_t P = st->OH * st->OW, chunks = (P + st->chunk - 1) / st->chunk;
+  dc_task_t task;
+  task.st = st;
+  task.t = t;
+  task.env1 = *env;
+  task.env1.threads = 1;
+  atomic_init(&task.failed, 0);
+  /* a chunk's work: its samples (4 corners a column entry) and its multiply-adds */
+  mi__blis_parallel(env, st->N * chunks, 1, st->C * st->KH * st->KW * st->chunk * (8 + st->M / st->G),
+                    st->simd == MI__SIMD_AVX512 ? dc_avx512 : st->simd == MI__SIMD_AVX2 ? dc_avx2
+                                                                                        : dc_c,
+                    &task);
+  if (atomic_load(&task.failed))
+    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "DeformConv: no memory for a %lld x %lld im2col chunk",
+                         (long long)(st->C * st->KH * st->KW), (long long)st->chunk);
   return MI_OK;
 }
 
@@ -130,9 +171,10 @@ int32_t mi__blis_prep_deform_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_err
     int64_t si = mi_sdk_knob_int(p->desc, "simd", 0); /* knob `simd`: 0 = auto */
     if (si > 0 && si < p->ctx->simd_n) st->simd = p->ctx->simd_ids[si];
   }
-  if (!(st->col = s->aux = mi__blis_alloc(p->ctx, (uint64_t)(C * K * OH * OW) * sizeof(float))))
-    return mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "node '%s' (DeformConv): no memory for its %lld x %lld im2col",
-                         n->name ? n->name : "", (long long)(C * K), (long long)(OH * OW));
+  /* whole DC_BLOCKs of pixels, at least one */
+  st->chunk = (int64_t)DC_CHUNK_BYTES / (int64_t)sizeof(float) / (C * K) / DC_BLOCK * DC_BLOCK;
+  if (st->chunk < DC_BLOCK) st->chunk = DC_BLOCK;
+  if (st->chunk > OH * OW) st->chunk = OH * OW;
   s->run = run_dc;
   return MI_OK;
 }
