@@ -2,7 +2,7 @@
  * (blis_deform.c) and Col2Im (blis_col2im.c) on every code path of knob simd against the
  * formulas in double: a node blis-cpu takes (no host fallback in tb_run), p 1, 2 and 3, pads,
  * strides, dilations, ceil_mode and auto_pad; offsets that move taps off the image, with and
- * without a mask and bias, groups and offset groups; Col2Im with strides, pads and dilations. */
+ * without a mask and bias, groups and offset groups, an image in two pixel chunks; Col2Im with strides, pads and dilations. */
 #include <math.h>
 
 #include "test_blis_util.h"
@@ -192,6 +192,8 @@ static void deform_conv(void) {
       {"groups offset groups", 4, 6, 6, 7, 3, 2, 2, 4, 1, 1, 1, 1, 1, 0, 1, 0, 1, 1},
       {"stride dilation", 3, 4, 11, 10, 3, 3, 1, 3, 2, 2, 2, 1, 1, 2, 2, 1, 0, 1},
       {"1x1 wide", 8, 16, 9, 13, 1, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0},
+      /* 64 x 9 column rows: chunks of 192 pixels, so 256 pixels take a whole and a partial one */
+      {"two chunks", 64, 8, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
   };
   int64_t si, n = simd_choices(&p);
   for (si = 0; si < n; si++)
