@@ -1,6 +1,7 @@
 /* test_ref_smallops.c - EyeLike, BitShift, BitwiseAnd / Or / Xor / Not, LpPool, GlobalLpPool,
- * Col2Im and DeformConv on the reference against values worked out by hand, the inferred output
- * shapes checked against each run and the refusals on both paths (test_ref_common.h). */
+ * Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool and TensorScatter on the reference against
+ * values worked out by hand, the inferred output shapes checked against each run and the
+ * refusals on both paths (test_ref_common.h). */
 #include "test_ref_common.h"
 
 static mi_array_t *arr_of(int32_t dtype, int32_t rank, const int64_t *dims, const void *vals) {
@@ -256,12 +257,108 @@ static void test_deform_conv(void) {
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mi_array_destroy(all[i]);
 }
 
+/* Det of [[1, 2], [3, 4]] and [[0, 1], [1, 0]] (a row swap), and of diag(2, 3, 4). */
+static void test_det(void) {
+  int64_t d[3] = {2, 2, 2}, d2[1] = {2}, d3[2] = {3, 3}, d23[2] = {2, 3};
+  mi_array_t *x = arr_f32(3, d, (float[]){1, 2, 3, 4, 0, 1, 1, 0}), *x3 = arr_f32(2, d3, (float[]){2, 0, 0, 0, 3, 0, 0, 0, 4});
+  mi_array_t *bad = arr_f32(2, d23, NULL), *y = NULL;
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "Det", 11, 1, &x, 0, 1);
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "Det: %s", err.message);
+  expect_f32("Det batch", y, 1, d2, (float[]){-2, -1}, 1e-6f);
+  mi_array_destroy(y);
+  case_begin(&k, "Det", 11, 1, &x3, 0, 1);
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "Det: %s", err.message);
+  expect_f32("Det 3x3", y, 0, NULL, (float[]){24}, 1e-6f);
+  mi_array_destroy(y);
+  case_begin(&k, "Det", 11, 1, &bad, 0, 1);
+  case_refused(&k, MI_ERR_INVALID_ARGUMENT, &err);
+  CHECK(strstr(err.message, "node 'Det'") != NULL, "Det 2x3: %s", err.message);
+  case_begin(&k, "Det", 10, 1, &x, 0, 1);
+  case_refused(&k, MI_ERR_UNSUPPORTED, &err);
+  mi_array_destroy(x), mi_array_destroy(x3), mi_array_destroy(bad);
+}
+
+/* CenterCropPad of [[1, 2, 3], [4, 5, 6]] to [4, 1]: a row of zeros each side, the middle column;
+ * axes [1] to 5: a zero column each side. */
+static void test_center_crop_pad(void) {
+  int64_t d[2] = {2, 3}, d1[1] = {1}, d2[1] = {2}, d41[2] = {4, 1}, d25[2] = {2, 5};
+  mi_array_t *x = arr_f32(2, d, (float[]){1, 2, 3, 4, 5, 6}), *s = arr_i64(1, d2, (int64_t[]){4, 1});
+  mi_array_t *s5 = arr_i64(1, d1, (int64_t[]){5}), *ins[2] = {x, s}, *y = NULL;
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "CenterCropPad", 18, 2, ins, 2, 1);
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "CenterCropPad: %s", err.message);
+  expect_f32("CenterCropPad", y, 2, d41, (float[]){0, 2, 5, 0}, 0);
+  mi_array_destroy(y);
+  ins[1] = s5;
+  case_begin(&k, "CenterCropPad", 18, 2, ins, 2, 1);
+  mi_node_set_ints(k.g, k.node, "axes", 1, (int64_t[]){-1});
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "CenterCropPad: %s", err.message);
+  expect_f32("CenterCropPad axes", y, 2, d25, (float[]){0, 1, 2, 3, 0, 0, 4, 5, 6, 0}, 0);
+  mi_array_destroy(y);
+  case_begin(&k, "CenterCropPad", 18, 2, ins, 2, 1); /* one value for two axes */
+  case_refused(&k, MI_ERR_INVALID_ARGUMENT, &err);
+  CHECK(strstr(err.message, "node 'CenterCropPad'") != NULL, "CenterCropPad: %s", err.message);
+  mi_array_destroy(x), mi_array_destroy(s), mi_array_destroy(s5);
+}
+
+/* MaxRoiPool on x = 0..15 (4x4): the whole map in 2x2 bins of 2x2, and the box (1,1)-(2,2) in
+ * bins of one pixel. */
+static void test_max_roi_pool(void) {
+  int64_t d[4] = {1, 1, 4, 4}, dr[2] = {2, 5}, dy[4] = {2, 1, 2, 2};
+  float xv[16];
+  for (int i = 0; i < 16; i++) xv[i] = (float)i;
+  mi_array_t *x = arr_f32(4, d, xv), *r = arr_f32(2, dr, (float[]){0, 0, 0, 3, 3, 0, 1, 1, 2, 2});
+  mi_array_t *ins[2] = {x, r}, *y = NULL;
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "MaxRoiPool", 7, 2, ins, 2, 1);
+  mi_node_set_ints(k.g, k.node, "pooled_shape", 2, (int64_t[]){2, 2});
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "MaxRoiPool: %s", err.message);
+  expect_f32("MaxRoiPool", y, 4, dy, (float[]){5, 7, 13, 15, 5, 6, 9, 10}, 0);
+  mi_array_destroy(y);
+  case_begin(&k, "MaxRoiPool", 7, 2, ins, 2, 1); /* no pooled_shape */
+  case_refused(&k, MI_ERR_INVALID_ARGUMENT, &err);
+  CHECK(strstr(err.message, "pooled_shape") != NULL, "MaxRoiPool: %s", err.message);
+  mi_array_destroy(x), mi_array_destroy(r);
+}
+
+/* TensorScatter of 2 rows into a cache of 4 (past = 0..7, rows of 2) from row 3: circular wraps
+ * the second row to row 0; linear refuses it. */
+static void test_tensor_scatter(void) {
+  int64_t dp[3] = {1, 4, 2}, du[3] = {1, 2, 2}, dw[1] = {1};
+  mi_array_t *past = arr_f32(3, dp, (float[]){0, 1, 2, 3, 4, 5, 6, 7}), *u = arr_f32(3, du, (float[]){10, 11, 12, 13});
+  mi_array_t *w = arr_i64(1, dw, (int64_t[]){3}), *ins[3] = {past, u, w}, *y = NULL;
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "TensorScatter", 24, 3, ins, 4, 1);
+  mi_node_set_string(k.g, k.node, "mode", "circular");
+  CHECK(case_run(&k, &y, 0, &err) == MI_OK, "TensorScatter: %s", err.message);
+  expect_f32("TensorScatter circular", y, 3, dp, (float[]){12, 13, 2, 3, 4, 5, 10, 11}, 0);
+  mi_array_destroy(y);
+  case_begin(&k, "TensorScatter", 24, 3, ins, 4, 1); /* linear: rows 3 and 4 of 4 */
+  CHECK(case_run(&k, &y, 0, &err) == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "node 'TensorScatter'"),
+        "TensorScatter linear past the end: %s", err.message);
+  case_begin(&k, "TensorScatter", 24, 3, ins, 4, 1);
+  mi_node_set_string(k.g, k.node, "mode", "ring");
+  case_refused(&k, MI_ERR_INVALID_ARGUMENT, &err);
+  case_begin(&k, "TensorScatter", 23, 3, ins, 4, 1);
+  case_refused(&k, MI_ERR_UNSUPPORTED, &err);
+  mi_array_destroy(past), mi_array_destroy(u), mi_array_destroy(w);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_eyelike),
     TU_CASE(test_bitwise),
     TU_CASE(test_lppool),
     TU_CASE(test_col2im),
     TU_CASE(test_deform_conv),
+    TU_CASE(test_det),
+    TU_CASE(test_center_crop_pad),
+    TU_CASE(test_max_roi_pool),
+    TU_CASE(test_tensor_scatter),
 };
 
 TU_MAIN(NULL, NULL)
