@@ -253,6 +253,9 @@ def small_cases(rng):
     for d in ("LEFT", "RIGHT"):
         out.append(Case("BitShift_uint8_" + d, "BitShift", 11, [("a", UINT8, [3, 8], lambda r: r.randint(0, 255))],
                         [("s", UINT8, [8], list(range(8)))], ["a", "s"], [("direction", d)], UINT8))
+        # shifts by the width and more: 0, as ONNX Runtime gives
+        out.append(Case("BitShift_uint8_wide_" + d, "BitShift", 11, [("a", UINT8, [3, 8], lambda r: r.randint(1, 255))],
+                        [("s", UINT8, [8], [8, 9, 31, 32, 33, 200, 255, 7])], ["a", "s"], [("direction", d)], UINT8))
     px = [("x", FLOAT, [2, 3, 9, 10], normal)]
     # (opset 7 holds LpPool-2, GlobalLpPool-2 and MaxRoiPool-1: the loader takes opsets 7..25)
     for nm, opset, attrs in (("7_p2_k3", 7, [("kernel_shape", [3, 3])]),
