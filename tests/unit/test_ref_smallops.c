@@ -1,5 +1,5 @@
 /* test_ref_smallops.c - EyeLike, BitShift, BitwiseAnd / Or / Xor / Not, LpPool, GlobalLpPool,
- * Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool and TensorScatter on the reference against
+ * Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter and Unique on the reference against
  * values worked out by hand, the inferred output shapes checked against each run and the
  * refusals on both paths (test_ref_common.h). */
 #include "test_ref_common.h"
@@ -349,6 +349,44 @@ static void test_tensor_scatter(void) {
   mi_array_destroy(past), mi_array_destroy(u), mi_array_destroy(w);
 }
 
+/* Unique on the spec's examples: [2, 1, 1, 3, 4, 3] in first-occurrence order and sorted, and
+ * the rows of [[1, 0, 0], [1, 0, 0], [2, 3, 4]]. */
+static void unique_case(mi_array_t *x, int64_t sorted, int64_t axis, int32_t yrank, const int64_t *ydims,
+                        const int64_t *y, const int64_t *idx, const int64_t *inv, const int64_t *cnt, int64_t u) {
+  mi_array_t *outs[4] = {NULL};
+  int64_t du[1] = {u}, ds[1] = {axis >= 0 ? x->dims[axis] : mi_array_numel(x)};
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "Unique", 11, 1, &x, 0, 4);
+  mi_node_set_int(k.g, k.node, "sorted", sorted);
+  if (axis >= 0) mi_node_set_int(k.g, k.node, "axis", axis);
+  CHECK(case_run(&k, outs, 1, &err) == MI_OK, "Unique: %s", err.message);
+  expect_i64("Unique Y", outs[0], yrank, ydims, y);
+  expect_i64("Unique indices", outs[1], 1, du, idx);
+  expect_i64("Unique inverse_indices", outs[2], 1, ds, inv);
+  expect_i64("Unique counts", outs[3], 1, du, cnt);
+  for (int i = 0; i < 4; i++) mi_array_destroy(outs[i]);
+}
+
+static void test_unique(void) {
+  int64_t d6[1] = {6}, d33[2] = {3, 3}, d4[1] = {4}, d23[2] = {2, 3};
+  mi_array_t *x = arr_i64(1, d6, (int64_t[]){2, 1, 1, 3, 4, 3}), *x2 = arr_i64(2, d33, (int64_t[]){1, 0, 0, 1, 0, 0, 2, 3, 4});
+  unique_case(x, 0, -1, 1, d4, (int64_t[]){2, 1, 3, 4}, (int64_t[]){0, 1, 3, 4}, (int64_t[]){0, 1, 1, 2, 3, 2},
+              (int64_t[]){1, 2, 2, 1}, 4);
+  unique_case(x, 1, -1, 1, d4, (int64_t[]){1, 2, 3, 4}, (int64_t[]){1, 0, 3, 4}, (int64_t[]){1, 0, 0, 2, 3, 2},
+              (int64_t[]){2, 1, 2, 1}, 4);
+  unique_case(x2, 1, 0, 2, d23, (int64_t[]){1, 0, 0, 2, 3, 4}, (int64_t[]){0, 2}, (int64_t[]){0, 0, 1},
+              (int64_t[]){2, 1}, 2);
+  mi_error_t err = {0};
+  op_case_t k;
+  case_begin(&k, "Unique", 10, 1, &x, 0, 1);
+  case_refused(&k, MI_ERR_UNSUPPORTED, &err);
+  case_begin(&k, "Unique", 11, 1, &x, 0, 1);
+  mi_node_set_int(k.g, k.node, "axis", 1); /* out of range for rank 1 */
+  case_refused(&k, MI_ERR_INVALID_ARGUMENT, &err);
+  mi_array_destroy(x), mi_array_destroy(x2);
+}
+
 static const tu_case_t tu_cases[] = {
     TU_CASE(test_eyelike),
     TU_CASE(test_bitwise),
@@ -359,6 +397,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(test_center_crop_pad),
     TU_CASE(test_max_roi_pool),
     TU_CASE(test_tensor_scatter),
+    TU_CASE(test_unique),
 };
 
 TU_MAIN(NULL, NULL)

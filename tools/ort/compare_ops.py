@@ -7,7 +7,7 @@ GatherND with batch_dims; ScatterElements with every reduction; NonMaxSuppressio
 encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence; the trigonometric
 and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
 Hann/Hamming/Blackman windows and MelWeightMatrix; EyeLike, BitShift, BitwiseAnd/Or/Xor/Not on
-every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter): one-node models with random inputs, run on ONNX Runtime
+every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique): one-node models with random inputs, run on ONNX Runtime
 (ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
 case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
@@ -319,6 +319,24 @@ def small_cases(rng):
                                      ("linear", [("w", INT64, [2], [5, 1])], ["past", "u", "w"], []),
                                      ("circular", [("w", INT64, [2], [6, 7])], ["past", "u", "w"], [("mode", "circular")])):
         out.append(Case("TensorScatter_" + nm, "TensorScatter", 24, kv, consts, order, attrs))
+    # Unique: each output in turn as the graph's y (the others stay node outputs)
+    pick = lambda vals: (lambda r: r.choice(vals))
+    rows = [[1, 2, 3], [0, 5, 1], [1, 2, 3], [7, 7, 7], [0, 5, 1], [1, 2, 3]]
+    for nm, xin, consts, attrs in (("flat", [("x", INT64, [3, 7], pick([4, -1, 0, 9, 2]))], [], []),
+                                   ("flat_unsorted", [("x", INT64, [3, 7], pick([4, -1, 0, 9, 2]))], [], [("sorted", 0)]),
+                                   ("float", [("x", FLOAT, [20], pick([0.5, -1.0, 2.0, 0.0]))], [], [])):
+        for o, dt in (("y", xin[0][1]), ("i", INT64), ("inv", INT64), ("cnt", INT64)):
+            outs = tuple("y" if k == o else "u" if k == "y" else k for k in ("y", "i", "inv", "cnt"))
+            out.append(Case("Unique_%s_%s" % (nm, "values" if o == "y" else o), "Unique", 11, xin, consts, ["x"], attrs, dt, outs))
+    flat_rows = [v for r in rows for v in r]
+    for nm, attrs in (("axis0", [("axis", 0)]), ("axis0_unsorted", [("axis", 0), ("sorted", 0)])):
+        for o in ("y", "i", "inv", "cnt"):
+            outs = tuple("y" if k == o else "u" if k == "y" else k for k in ("y", "i", "inv", "cnt"))
+            out.append(Case("Unique_%s_%s" % (nm, "values" if o == "y" else o), "Unique", 11, [],
+                            [("x", INT64, [6, 3], flat_rows)], ["x"], attrs, INT64, outs))
+    cols = [v for r in ([1.0, 2.0, 1.0, 3.0, 2.0, 1.0], [4.0, 5.0, 4.0, 6.0, 5.0, 0.0]) for v in r]
+    out.append(Case("Unique_axis-1_values", "Unique", 11, [], [("x", FLOAT, [2, 6], cols)], ["x"], [("axis", -1)], FLOAT,
+                    ("y", "i", "inv", "cnt")))
     out.append(Case("TensorScatter_axis1", "TensorScatter", 24, [("past", FLOAT, [2, 6, 5], normal), ("u", FLOAT, [2, 2, 5], normal)],
                     [("w", INT64, [2], [0, 4])], ["past", "u", "w"], [("axis", 1)]))
     return out

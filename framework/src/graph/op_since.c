@@ -56,6 +56,7 @@ static const struct {
     {"Det", 11},
     {"CenterCropPad", 18},
     {"TensorScatter", 24},
+    {"Unique", 11},
 };
 
 int64_t mi__op_since(const char *op_type) {

@@ -1,4 +1,4 @@
-/* shape_infer_extra.c - output shapes of Det, CenterCropPad, MaxRoiPool and TensorScatter. */
+/* shape_infer_extra.c - output shapes of Det, CenterCropPad, MaxRoiPool, TensorScatter and Unique. */
 #include <string.h>
 
 #include "graph/shape_infer.h"
@@ -60,4 +60,24 @@ int32_t mi__si_tensor_scatter(mi__si_t *c, const mi_node_t *n) {
   if (strcmp(mode, "linear") && strcmp(mode, "circular"))
     return mi__si_fail(c, n, MI_ERR_PARSE, "mode '%s' is not linear or circular", mode);
   return mi__si_same_shape(c, n);
+}
+
+/* Unique: how many distinct values or slices there are is data, so that dim is dynamic: Y [U]
+ * (flattened) or X's shape with U on the axis; indices and counts [U]; inverse_indices one per
+ * element or slice of X. */
+int32_t mi__si_unique(mi__si_t *c, const mi_node_t *n) {
+  const mi_tensor_t *x;
+  int64_t dims[MI_MAX_RANK], du[1] = {MI_DIM_DYNAMIC}, ds[1];
+  int32_t rc = mi__si_since(c, n), ax = -1;
+  if (rc || (rc = mi__si_open(c, n, 1, &x))) return rc == MI__SI_DONE ? MI_OK : rc;
+  const mi_attr_t *axis = mi_node_attr(n, "axis");
+  if (axis && (rc = mi__si_axis(c, n, axis->i, x->rank, &ax))) return rc;
+  memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
+  ds[0] = ax >= 0 ? x->dims[ax] : mi__tensor_numel(x);
+  if (ax >= 0) dims[ax] = MI_DIM_DYNAMIC;
+  mi__si_set(c, n, 0, x->dtype, ax >= 0 ? x->rank : 1, ax >= 0 ? dims : du);
+  mi__si_set(c, n, 1, MI_DTYPE_INT64, 1, du);
+  mi__si_set(c, n, 2, MI_DTYPE_INT64, 1, ds);
+  mi__si_set(c, n, 3, MI_DTYPE_INT64, 1, du);
+  return MI_OK;
 }

@@ -213,6 +213,7 @@ static const ref_op_t REF_OPS[] = {
     {"CenterCropPad", mi__ref_center_crop_pad},
     {"MaxRoiPool", mi__ref_max_roi_pool},
     {"TensorScatter", mi__ref_tensor_scatter},
+    {"Unique", mi__ref_unique},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

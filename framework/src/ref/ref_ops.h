@@ -178,7 +178,8 @@ mi__ref_kernel_fn mi__ref_lppool, mi__ref_global_lppool;                        
 mi__ref_kernel_fn mi__ref_col2im;                                                   /* ref_col2im.c */
 mi__ref_kernel_fn mi__ref_deform_conv;                                              /* ref_deform.c */
 mi__ref_kernel_fn mi__ref_det, mi__ref_center_crop_pad, mi__ref_max_roi_pool,
-    mi__ref_tensor_scatter; /* ref_extra.c */
+    mi__ref_tensor_scatter;       /* ref_extra.c */
+mi__ref_kernel_fn mi__ref_unique; /* ref_unique.c */
 /** MI_OK when the node's opset has its op (graph/op_since.c), else a refusal (ref_act.c). */
 int32_t mi__ref_since(mi__ref_call_t *c);
 
