@@ -313,6 +313,11 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 /* The host's MatMul fold unit at the prepared node (Muls by a constant scalar and a Transpose on
  * B, then the MatMul; MI_FUSE_TRANSPOSE): one step, *taken 1; else *taken 0 and nothing held. */
 int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
+/* The host's Softmax group (MI_FUSE_ADD; exec/sm_fold.c): Muls / Divs by a constant scalar and
+ * Adds of broadcast masks, then a Softmax over the last axis, as one pass over the rows
+ * (blis_smask.c): *taken 1; *taken 0 with nothing held when the nodes are not such a chain (they
+ * are then prepared one by one, as steps of the kernel). */
+int32_t mi__blis_prep_smask(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 /* A weight's DequantizeLinear (constant 8-bit codes) and the MatMul / Gemm that reads it as B
  * (MI_FUSE_DQ; blis_wq.c): one step on the codes, *taken 1; a refusal is MI_ERR_UNSUPPORTED (the
  * host then folds the weights); *taken 0 with nothing held when the next node is no such op. */

@@ -374,6 +374,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       snprintf(v.description, sizeof v.description,
                "plain loop; -> Add of an operand in one pass; channel gate -> Conv in the conv's weights");
     }
+    if (!strcmp(op, "Softmax")) { /* scale and mask Adds -> Softmax: one pass over the rows, blis_smask.c */
+      v.fuse_mask = MI_FUSE_ADD;
+      snprintf(v.description, sizeof v.description,
+               "vectorised rows (knob simd); a constant scale and the Adds of masks before it in the same pass");
+    }
     if (!strcmp(op, "Concat")) { /* Concat -> DynamicQuantizeLinear: blis_qconcat.c */
       v.fuse_mask = MI_FUSE_ACT;
       snprintf(v.description, sizeof v.description,

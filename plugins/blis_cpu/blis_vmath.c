@@ -141,6 +141,18 @@ AVX512_FN static void act_avx512(int32_t kind, float *x, int64_t n) {
   }
 }
 
+/* A row whose max is not finite (every value -inf: a query whose keys are all masked by -inf; a
+ * +inf or NaN) as the plain formula gives it, e^(x - max) / sum: NaN throughout where the max is
+ * -inf or +inf, as ONNX Runtime and the reference interpreter give it. The vector exp clamps its
+ * argument, and its max with the -87.3 bound turned x - max = NaN into -87.3: such a row came
+ * out uniform (1 / len). */
+static void softmax_nonfinite(const float *x, float *y, int64_t len, float m) {
+  float sum = 0.f;
+  int64_t i;
+  for (i = 0; i < len; i++) sum += (y[i] = expf(x[i] - m));
+  for (i = 0; i < len; i++) y[i] /= sum;
+}
+
 /* Softmax row: y = e^(x - max) * (1 / sum), contiguous, over len values. The reciprocal once a row
  * and a multiply (one rounding more than the quotient, under 1.5 ulp): a 512-bit divide per
  * vector took about a tenth of an attention head's 207-wide rows (Moonshine's encoder: 8 x 207
@@ -154,6 +166,10 @@ AVX512_FN static void softmax_avx512(const float *x, float *y, int64_t len) {
     mx = _mm512_mask_max_ps(mx, k, mx, _mm512_maskz_loadu_ps(k, x + i));
   }
   m = _mm512_reduce_max_ps(mx);
+  if (!(m > -INFINITY && m < INFINITY)) {
+    softmax_nonfinite(x, y, len, m);
+    return;
+  }
   for (i = 0; i < len; i += 16) {
     __mmask16 k = len - i >= 16 ? 0xffff : (__mmask16)((1u << (len - i)) - 1u);
     __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), _mm512_set1_ps(m)));
@@ -282,6 +298,10 @@ AVX2_FN static void softmax_avx2(const float *x, float *y, int64_t len) {
   mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0x4e));
   mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0xb1));
   m = _mm256_cvtss_f32(mx);
+  if (!(m > -INFINITY && m < INFINITY)) {
+    softmax_nonfinite(x, y, len, m);
+    return;
+  }
   vm = _mm256_set1_ps(m);
   for (i = 0; i < full; i += 8) {
     __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
