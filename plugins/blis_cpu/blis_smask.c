@@ -1,10 +1,11 @@
 /* blis_smask.c - attention's masked softmax as one step: the host's Softmax group (MI_FUSE_ADD on
  * softmax.direct; exec/sm_fold.c) of Muls / Divs by a constant scalar and Adds of masks that
  * broadcast to the scores ([B, 1, 1, T], [B, 1, S, T], [S, T], a causal constant ...), then the
- * Softmax over the last axis. Each row of scores is read once, the members applied to it in
- * node order into the output row (in L1), and the softmax finished there: no pass per node over
- * the B x H x S x T scores, no intermediate written. Each member rounds as its own node does, and
- * the softmax is the standalone kernel's row, so the probabilities are the unfused kernels'. */
+ * Softmax over the last axis. Each row of scores is read once: the members applied to it in
+ * node order into the output row, its max found in the same pass (the softmax's first pass), and
+ * the softmax's other two passes run on that row in L1: no pass per node over the B x H x S x T
+ * scores, no intermediate written. Each member rounds as its own node does, and the max and the
+ * last passes are the standalone row's, so the probabilities are the unfused kernels'. */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -33,40 +34,108 @@ typedef struct smask_state {
   smask_op_t op[SMASK_MAX];
 } smask_state_t;
 
-/* y = a (op) m, or a (op) c where m is NULL, over n floats (y may be a). */
-AVX512_FN static void row_avx512(int32_t kind, const float *a, const float *m, float c, float *y, int64_t n) {
-  __m512 vc = _mm512_set1_ps(c);
-  for (int64_t i = 0; i < n; i += 16) {
-    __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1u);
-    __m512 v = _mm512_maskz_loadu_ps(k, a + i), w = m ? _mm512_maskz_loadu_ps(k, m + i) : vc;
-    v = kind == OP_ADD ? _mm512_add_ps(v, w) : kind == OP_MUL ? _mm512_mul_ps(v, w)
-                                                              : _mm512_div_ps(v, w);
+/* One member on a vector: v (op) w. */
+#define SMASK_OP(kind, v, w, add, mul, div) ((kind) == OP_ADD ? add(v, w) : (kind) == OP_MUL ? mul(v, w) \
+                                                                                             : div(v, w))
+
+/* Row y = the members applied to a in node order (member o reads m[o], or c[o] where m[o] is
+ * NULL), one rounding each; returns the row's max, found as the Softmax's own max pass finds it
+ * (blis_vmath.c), so that the probabilities are the standalone row's. */
+static inline __attribute__((always_inline)) AVX512_FN __m512 ops512(int32_t nops, const int32_t *kind,
+                                                                     const float *const *m, const float *c,
+                                                                     __mmask16 k, int64_t i, __m512 v) {
+  for (int32_t o = 0; o < nops; o++) {
+    __m512 w = m[o] ? _mm512_maskz_loadu_ps(k, m[o] + i) : _mm512_set1_ps(c[o]);
+    v = SMASK_OP(kind[o], v, w, _mm512_add_ps, _mm512_mul_ps, _mm512_div_ps);
+  }
+  return v;
+}
+
+/* The row body; inlined with constant nops and kinds for the usual chains, whose members then
+ * cost an add or a multiply each in the loop. */
+static inline __attribute__((always_inline)) AVX512_FN float pre512_body(int32_t nops, const int32_t *kind,
+                                                                         const float *a, const float *const *m,
+                                                                         const float *c, float *y, int64_t n) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) { /* whole vectors, stored unmasked: the softmax reads them next */
+    __m512 v = ops512(nops, kind, m, c, 0xffff, i, _mm512_loadu_ps(a + i));
+    mx = _mm512_max_ps(mx, v);
+    _mm512_storeu_ps(y + i, v);
+  }
+  if (i < n) {
+    __mmask16 k = (__mmask16)((1u << (n - i)) - 1u);
+    __m512 v = ops512(nops, kind, m, c, k, i, _mm512_maskz_loadu_ps(k, a + i));
+    mx = _mm512_mask_max_ps(mx, k, mx, v);
     _mm512_mask_storeu_ps(y + i, k, v);
   }
+  return _mm512_reduce_max_ps(mx);
 }
 
-AVX2_FN static void row_avx2(int32_t kind, const float *a, const float *m, float c, float *y, int64_t n) {
-  __m256 vc = _mm256_set1_ps(c);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(a + i), w = m ? _mm256_loadu_ps(m + i) : vc;
-    v = kind == OP_ADD ? _mm256_add_ps(v, w) : kind == OP_MUL ? _mm256_mul_ps(v, w)
-                                                              : _mm256_div_ps(v, w);
+AVX512_FN static float pre_avx512(const smask_state_t *st, const float *a, const float *const *m, const float *c,
+                                  float *y, int64_t n) {
+  static const int32_t add1[1] = {OP_ADD}, mul_add[2] = {OP_MUL, OP_ADD}, div_add[2] = {OP_DIV, OP_ADD},
+                       add2[2] = {OP_ADD, OP_ADD};
+  int32_t kind[SMASK_MAX];
+  for (int32_t o = 0; o < st->nops; o++) kind[o] = st->op[o].kind;
+  if (st->nops == 1 && kind[0] == OP_ADD) return pre512_body(1, add1, a, m, c, y, n);
+  if (st->nops == 2 && kind[1] == OP_ADD && kind[0] == OP_MUL) return pre512_body(2, mul_add, a, m, c, y, n);
+  if (st->nops == 2 && kind[1] == OP_ADD && kind[0] == OP_DIV) return pre512_body(2, div_add, a, m, c, y, n);
+  if (st->nops == 2 && kind[1] == OP_ADD && kind[0] == OP_ADD) return pre512_body(2, add2, a, m, c, y, n);
+  return pre512_body(st->nops, kind, a, m, c, y, n);
+}
+
+AVX2_FN static float pre_avx2(const smask_state_t *st, const float *a, const float *const *m, const float *c, float *y,
+                              int64_t n) {
+  __m256 mx = _mm256_set1_ps(-INFINITY);
+  float tmp[8];
+  int64_t i, j;
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(a + i);
+    for (int32_t o = 0; o < st->nops; o++) {
+      __m256 w = m[o] ? _mm256_loadu_ps(m[o] + i) : _mm256_set1_ps(c[o]);
+      v = SMASK_OP(st->op[o].kind, v, w, _mm256_add_ps, _mm256_mul_ps, _mm256_div_ps);
+    }
+    mx = _mm256_max_ps(mx, v);
     _mm256_storeu_ps(y + i, v);
   }
-  for (; i < n; i++) {
-    float w = m ? m[i] : c;
-    y[i] = kind == OP_ADD ? a[i] + w : kind == OP_MUL ? a[i] * w
-                                                      : a[i] / w;
+  for (j = 0; j < 8; j++) { /* the tail as the softmax row takes it: -inf past the end */
+    float v = -INFINITY;
+    if (i + j < n) {
+      v = a[i + j];
+      for (int32_t o = 0; o < st->nops; o++) {
+        float w = m[o] ? m[o][i + j] : c[o];
+        v = st->op[o].kind == OP_ADD ? v + w : st->op[o].kind == OP_MUL ? v * w
+                                                                        : v / w;
+      }
+      y[i + j] = v;
+    }
+    tmp[j] = v;
   }
+  mx = _mm256_max_ps(mx, _mm256_loadu_ps(tmp));
+  mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
+  mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0x4e));
+  mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0xb1));
+  return _mm256_cvtss_f32(mx);
 }
 
-static void row_c(int32_t kind, const float *a, const float *m, float c, float *y, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    float w = m ? m[i] : c;
-    y[i] = kind == OP_ADD ? a[i] + w : kind == OP_MUL ? a[i] * w
-                                                      : a[i] / w;
+/* The C level: the members, then blis_nn.c's plain softmax row. */
+static void row_c(const smask_state_t *st, const float *a, const float *const *m, const float *c, float *y,
+                  int64_t n) {
+  float mx = -INFINITY, sum = 0.f;
+  int64_t j;
+  for (j = 0; j < n; j++) {
+    float v = a[j];
+    for (int32_t o = 0; o < st->nops; o++) {
+      float w = m[o] ? m[o][j] : c[o];
+      v = st->op[o].kind == OP_ADD ? v + w : st->op[o].kind == OP_MUL ? v * w
+                                                                      : v / w;
+    }
+    y[j] = v;
   }
+  for (j = 0; j < n; j++) mx = fmaxf(mx, y[j]);
+  for (j = 0; j < n; j++) sum += (y[j] = expf(y[j] - mx));
+  for (j = 0; j < n; j++) y[j] /= sum;
 }
 
 /* Items are rows of the last axis; row r's mask rows are found from its index over the leading
@@ -85,30 +154,23 @@ static void smask_part(void *arg, int64_t r0, int64_t r1) {
   for (o = 0; o < st->nops; o++)
     for (d = 0; d < st->lead; d++) off[o] += idx[d] * st->op[o].st[d];
   for (int64_t r = r0; r < r1; r++) {
-    const float *a = x + r * len;
-    float *yr = y + r * len;
-    for (o = 0; o < st->nops; o++, a = yr) {
+    const float *m[SMASK_MAX];
+    float c[SMASK_MAX], *yr = y + r * len;
+    for (o = 0; o < st->nops; o++) {
       const smask_op_t *op = &st->op[o];
-      const float *m = op->t >= 0 ? (const float *)nt->t[op->t] + off[o] : NULL;
-      float c = op->c;
-      if (m && !op->unit) { /* one mask value for the whole row */
-        c = m[0];
-        m = NULL;
+      m[o] = op->t >= 0 ? (const float *)nt->t[op->t] + off[o] : NULL;
+      c[o] = op->c;
+      if (m[o] && !op->unit) { /* one mask value for the whole row */
+        c[o] = m[o][0];
+        m[o] = NULL;
       }
-      if (st->simd == MI__SIMD_AVX512) row_avx512(op->kind, a, m, c, yr, len);
-      else if (st->simd == MI__SIMD_AVX2)
-        row_avx2(op->kind, a, m, c, yr, len);
-      else
-        row_c(op->kind, a, m, c, yr, len);
     }
-    /* the standalone Softmax's row (blis_nn.c), in place */
-    if (!mi__blis_softmax_simd(st->simd, yr, yr, len)) {
-      float mx = -INFINITY, sum = 0.f;
-      int64_t j;
-      for (j = 0; j < len; j++) mx = fmaxf(mx, yr[j]);
-      for (j = 0; j < len; j++) sum += (yr[j] = expf(yr[j] - mx));
-      for (j = 0; j < len; j++) yr[j] /= sum;
-    }
+    if (st->simd == MI__SIMD_AVX512)
+      mi__blis_softmax_from_simd(st->simd, yr, yr, len, pre_avx512(st, x + r * len, m, c, yr, len));
+    else if (st->simd == MI__SIMD_AVX2)
+      mi__blis_softmax_from_simd(st->simd, yr, yr, len, pre_avx2(st, x + r * len, m, c, yr, len));
+    else
+      row_c(st, x + r * len, m, c, yr, len);
     for (d = st->lead - 1; d >= 0; d--) {
       for (o = 0; o < st->nops; o++) off[o] += st->op[o].st[d];
       if (++idx[d] < st->dims[d]) break;
