@@ -213,6 +213,14 @@ static int member_op(const mi__blis_prep_t *p, const mi_node_desc_t *m, int32_t 
       return 0;
     op->kind = strcmp(m->op_type, "Mul") ? OP_DIV : OP_MUL;
     op->c = *(const float *)p->k->ptr[other];
+    if (op->kind == OP_DIV) { /* by 2^e: times 2^-e, both the one rounding of x / c, a divide cheaper */
+      int e;
+      float f = frexpf(op->c, &e);
+      if ((f == 0.5f || f == -0.5f) && e > -120 && e < 120) {
+        op->kind = OP_MUL;
+        op->c = 1.f / op->c;
+      }
+    }
     return 1;
   }
   if (strcmp(m->op_type, "Add")) return 0;

@@ -20,7 +20,7 @@ typedef struct mask {
 typedef struct spec {
   const char *what;
   int64_t b, h, s, t;
-  int scale;      /* 0 none, 1 Div by 8, 2 Mul by 0.125 */
+  int scale;      /* 0 none, 1 Div by 8 (taken as a product), 2 Mul by 0.125, 3 Div by sqrt(32) */
   mask_t m[2];    /* rank 0: no such mask */
   int64_t axis;   /* the Softmax's */
   int shared;     /* the first masked sum is a graph output too */
@@ -56,7 +56,7 @@ static int64_t numel(const mask_t *m) {
 static mi_graph_t *graph(const spec_t *sp) {
   mi_graph_t *g = mi_graph_create("smask");
   int64_t xd[4] = {sp->b, sp->h, sp->s, sp->t};
-  float eight = 8.f, eighth = 0.125f;
+  float cs[4] = {1.f, 8.f, 0.125f, 5.656854f};
   int32_t x, cur, n, y;
   mi_error_t err = {0};
   g->opset = 17;
@@ -67,8 +67,8 @@ static mi_graph_t *graph(const spec_t *sp) {
   cur = x;
   if (sp->scale) {
     int32_t o = T("scaled");
-    NODE(sp->scale == 1 ? "Div" : "Mul", "scale", 2,
-         ((int32_t[]){cur, mi_graph_add_const_f32(g, "c", 0, NULL, sp->scale == 1 ? &eight : &eighth)}), o);
+    NODE(sp->scale == 2 ? "Mul" : "Div", "scale", 2, ((int32_t[]){cur, mi_graph_add_const_f32(g, "c", 0, NULL, &cs[sp->scale])}),
+         o);
     cur = o;
   }
   for (int i = 0; i < 2 && sp->m[i].rank; i++) {
@@ -169,6 +169,7 @@ static void on_plugin(mi_plugin_t *p) {
   /* B, H, S, T: T 37 and 13 leave tails on both vector widths, 64 none */
   static const spec_t specs[] = {
       {"key padding [B,1,1,T], Div", 2, 3, 5, 37, 1, {{4, {2, 1, 1, 37}, 1, 0}}, -1, 0, 2},
+      {"key padding [B,1,1,T], Div by sqrt(32)", 1, 2, 9, 45, 3, {{4, {1, 1, 1, 45}, 1, 0}}, -1, 0, 2},
       {"[B,1,S,T] then a causal [S,T] constant, Mul", 2, 2, 7, 13, 2, {{4, {2, 1, 7, 13}, 1, 0}, {2, {7, 13}, 0, 0}}, -1, 0, 3},
       {"[1,1,S,T] constant, no scale", 1, 4, 6, 64, 0, {{4, {1, 1, 6, 64}, 0, 0}}, -1, 0, 1},
       {"bias [B,H,S,T] first operand", 1, 2, 3, 21, 1, {{4, {1, 2, 3, 21}, 1, 1}}, -1, 0, 2},
