@@ -311,7 +311,8 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* The host's MatMul fold unit at the prepared node (Muls by a constant scalar and a Transpose on
- * B, then the MatMul; MI_FUSE_TRANSPOSE): one step, *taken 1; else *taken 0 and nothing held. */
+ * B, then the MatMul, then a Mul or Div of the product by a constant scalar; MI_FUSE_TRANSPOSE):
+ * one step, *taken 1; else *taken 0 and nothing held. */
 int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 /* The host's Softmax group (MI_FUSE_ADD; exec/sm_fold.c): Muls / Divs by a constant scalar and
  * Adds of broadcast masks, then a Softmax over the last axis, as one pass over the rows

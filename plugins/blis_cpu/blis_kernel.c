@@ -483,7 +483,8 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
                         !mi__blis_is_direct_id(p.desc->variant_id)
                     ? p.desc->variant_id
                     : NULL;
-    if (d->node_count > 1 && (!strcmp(node->op_type, "Mul") || !strcmp(node->op_type, "Transpose"))) {
+    if (d->node_count > 1 &&
+        (!strcmp(node->op_type, "Mul") || !strcmp(node->op_type, "Transpose") || !strcmp(node->op_type, "MatMul"))) {
       int taken = 0;
       rc = mi__blis_prep_mm_fold(&p, &k->steps[k->step_count], &taken, err);
       if (taken || rc != MI_OK) {
