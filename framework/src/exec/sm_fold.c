@@ -43,8 +43,8 @@ static int32_t chain_operand(const mi_graph_t *g, mi_array_t *const *consts, int
   int fa = runtime_f32(g, consts, a) && (mi__plan_same_dims(&g->tensors[a], &g->tensors[y]) || g->tensors[y].rank < 0);
   int fb = runtime_f32(g, consts, b) && mi__plan_same_dims(&g->tensors[b], &g->tensors[y]);
   if (fa && fb && g->tensors[a].producer < 0 && g->tensors[b].producer >= 0) return b;
-  return fa ? a : fb ? b
-                     : -1;
+  if (fa) return a;
+  return fb ? b : -1;
 }
 
 int mi__sm_fold_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
