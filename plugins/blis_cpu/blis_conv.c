@@ -445,7 +445,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *wt;
   mi__blis_conv_t *c;
-  int32_t rc, is1x1, isdw, w_half, pg16;
+  int32_t rc, is1x1, isdw, w_half, pg16, pgb;
   uint64_t aux = 0;
   if (strcmp(n->op_type, "ConvTranspose") == 0) return mi__blis_prep_convt(p, s, err);
   if (mi__blis_is_q8(mi__blis_tensor(p, mi__blis_in(n, 0)))) {
@@ -463,10 +463,15 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   /* conv.packed_gemm_fp16: FP16 weight storage, FP32 compute (FLOAT16 weights kept as they are,
    * FLOAT32 ones rounded to nearest even as the FP16 transform does). */
   pg16 = p->variant && strcmp(p->variant, "conv.packed_gemm_fp16") == 0;
+  /* conv.packed_gemm_bf16: BF16 compute (weights and input rounded to BF16, FP32 sums) on the
+   * AVX-512 tiles, only where the CPU has AVX512_BF16 (blis_pgemm_bf16.c) */
+  pgb = p->variant && strcmp(p->variant, "conv.packed_gemm_bf16") == 0;
   if ((wt->dtype != MI_DTYPE_FLOAT32 && !w_half) || mi__blis_tensor(p, c->x)->dtype != MI_DTYPE_FLOAT32)
     return mi__blis_unsupported(err, n, "FLOAT32 conv needs FLOAT32 input and FLOAT32 or FLOAT16 weights");
   if ((w_half || pg16) && !(p->ctx->cpu.isa & MI__ISA_F16C))
     return mi__blis_unsupported(err, n, "FP16 weights need F16C half conversions, which this CPU lacks");
+  if (pgb && !((p->ctx->cpu.isa & MI__ISA_AVX512BF16) && (p->ctx->cpu.isa & MI__ISA_AVX512DQBWVL)))
+    return mi__blis_unsupported(err, n, "conv.packed_gemm_bf16 needs AVX512_BF16, which this CPU (or MI_BLIS_MAX_SIMD) lacks");
   if (mi__blis_in(n, 2) >= 0 && (!mi__blis_is_const(p, mi__blis_in(n, 2)) ||
                                  mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 2))) != c->M))
     return mi__blis_unsupported(err, n, "bias must be a constant of M elements");
@@ -483,7 +488,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
                  : c->simd != MI__SIMD_C                                    ? MI__CONV_PG
                  : is1x1                                                    ? MI__CONV_1X1
                                                                             : MI__CONV_IM2COL;
-  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16)
+  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16 || pgb)
     c->variant = MI__CONV_PG;
   else if (strcmp(p->variant, "conv.im2col_gemm") == 0)
     c->variant = MI__CONV_IM2COL;
@@ -546,6 +551,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     else if (c->variant == MI__CONV_PG && is1x1 && c->G == 1)
       c->simd = mi__blis_pw_simd(c->simd, p->ctx->cpu.avx512_halves, c->C, c->M, c->OH * c->OW,
                                  c->pg_ek == MI__EK_GENERIC);
+    if (pgb) c->simd = MI__SIMD_AVX512; /* the BF16 tiles are AVX-512 only: no `simd` choice */
   }
   if (c->variant == MI__CONV_WINO && c->dh > 1) return mi__blis_wino_dil_prep(p, s, c, err);
   if (c->variant == MI__CONV_WINO) return mi__blis_wino_prep(p, s, c, err);
@@ -576,9 +582,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
      * since its channel-lane tile is intrinsics (bench_blis_conv capped at AVX2, 3x3 stride 1,
      * min of 30: 64ch 9x9 0.080 -> 0.057 ms, 32->48 7x10 0.028 -> 0.020, 128ch 9x11 0.36 -> 0.27-0.30) */
     c->pg_mv = c->pg_hp ? ohw < (c->simd != MI__SIMD_C ? MI__PG_MV_FLAT : MI__PG_MV_PIX) : c->block < MI__PG_MV_PIX;
+    if (pgb) c->pg_mv = 0; /* BF16 has "nv" tiles only: small planes run them masked */
     c->pg_mr = mi__blis_pg_panel(c->simd, c->pg_mv);
     packed = mi__blis_pg_packed_floats(c);
     packed_fl = pg16 ? (packed + 15) / 16 * 8 : packed; /* halves take half the floats (kept 32-byte multiples) */
+    if (pgb) packed_fl = (mi__blis_pgb_packed_pairs(c) + 15) / 16 * 16; /* one float's bytes a BF16 pair */
     /* On the flat planes the tiles read the useful pixels only when they can: "mv" tiles through a
      * pixel table; with AVX-512 or AVX2, output rows as 16-pixel segments when they take no more
      * lanes than the flat run with its junk columns (not kws' 5-wide rows: 5 of 16 lanes). Else the
@@ -597,7 +605,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
               : c->pg_hp   ? (uint64_t)((c->pg_inplace ? 0 : c->C / c->G * c->sh * c->sw * c->pg_hp * c->pg_wp) +
                                       (pix || c->pg_nojunk ? 0 : c->M / c->G * nf))
                            : (uint64_t)(kk * c->block);
-    gated = !pg16 && mi__blis_conv_gate_link(p, c);
+    gated = !pg16 && !pgb && mi__blis_conv_gate_link(p, c);
     /* aux: row offsets (int64, first: 64-byte aligned), pixel table or segments, packed weights,
      * scratch, the gated weights */
     aux = (uint64_t)(c->pg_hp ? 2 * kk : 0) + (uint64_t)pix + packed_fl + scratch + (gated ? packed + 16 : 0);
@@ -609,6 +617,9 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       c->pg_gated_w = (float *)(((uintptr_t)(c->scratch + scratch) + 63) & ~(uintptr_t)63);
     if (pg16) {
       c->packed_h = (uint16_t *)c->packed;
+      c->packed = NULL;
+    } else if (pgb) {
+      c->packed_b = (uint32_t *)(void *)c->packed;
       c->packed = NULL;
     }
     if (pix && c->pg_mv) {
@@ -638,7 +649,9 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
             c->pg_koff[k++] = (ph * c->pg_hp + a * c->dh / c->sh) * c->pg_wp + b * c->dw / c->sw;
           }
     }
-    mi__blis_pg_pack(c, p->k->ptr[c->w], w_half && pg16);
+    if (pgb) mi__blis_pgb_pack(c, p->k->ptr[c->w]);
+    else
+      mi__blis_pg_pack(c, p->k->ptr[c->w], w_half && pg16);
     /* The packed panels are all the kernel reads: drop the constant copy (with FP16 storage the
      * layer then holds half the bytes of its FP32 weights). */
     mi__blis_drop_const(p, c->w);

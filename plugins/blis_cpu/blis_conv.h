@@ -25,6 +25,7 @@ typedef struct mi__blis_conv {
   float *scale, *shift; /* M each, inside the state block */
   float *packed;        /* variant-specific, inside aux */
   uint16_t *packed_h;   /* conv.packed_gemm with FP16 storage: the panels as IEEE half, inside aux */
+  uint32_t *packed_b;   /* conv.packed_gemm_bf16: the panels as BF16 pairs along k, inside aux */
   int32_t pg_mv;        /* conv.packed_gemm: 1 = channels in the vector lanes (small planes) */
   int32_t pg_vec_ops;   /* conv.packed_gemm: leading epilogue ops applied in registers */
   int32_t pg_ek;        /* MI__EK_*: the epilogue chain when it is one of the common ones */
@@ -141,6 +142,12 @@ uint64_t mi__blis_pg_packed_floats(const mi__blis_conv_t *c);
 /* Packs w (FLOAT32, or IEEE half when w_half) into c->packed, or into c->packed_h as half when
  * that is set (FP16 storage; the float values rounded to nearest even, as the FP16 transform). */
 void mi__blis_pg_pack(mi__blis_conv_t *c, const void *w, int w_half);
+/* conv.packed_gemm_bf16 (blis_pgemm_bf16.c): 32-bit pairs the BF16 panels take (8-row panels,
+ * k in pairs), the packing of FLOAT32 weights w into c->packed_b, and one float rounded to BF16
+ * (nearest even, denormals to signed zero, NaN kept quiet: what the conversion instruction does). */
+uint64_t mi__blis_pgb_packed_pairs(const mi__blis_conv_t *c);
+void mi__blis_pgb_pack(mi__blis_conv_t *c, const float *w);
+uint16_t mi__blis_f2bf(float f);
 /* IEEE half <-> float, n values (F16C; call only where the CPU has it). */
 void mi__blis_h2f(const uint16_t *h, float *f, int64_t n);
 void mi__blis_f2h(const float *f, uint16_t *h, int64_t n);

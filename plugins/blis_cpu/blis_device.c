@@ -171,6 +171,19 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
   if (__builtin_cpu_supports("fma")) cpu->isa |= MI__ISA_FMA;
   if (__builtin_cpu_supports("avx512f")) cpu->isa |= MI__ISA_AVX512F;
   if (__builtin_cpu_supports("avx512vnni")) cpu->isa |= MI__ISA_AVX512VNNI;
+  if (cpu->isa & MI__ISA_AVX512F) {
+    /* AVX512_BF16: CPUID.(EAX=7,ECX=1):EAX bit 5 (leaf 7's subleaf count first) */
+    unsigned a = 7, b = 0, c = 0, d = 0;
+    __asm__("cpuid"
+            : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+    if (a >= 1) {
+      a = 7;
+      c = 1;
+      __asm__("cpuid"
+              : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+      if (a & (1u << 5)) cpu->isa |= MI__ISA_AVX512BF16;
+    }
+  }
   if (__builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl"))
     cpu->isa |= MI__ISA_AVX512DQBWVL;
@@ -190,7 +203,7 @@ void mi__blis_probe_cpu(mi__blis_cpu_t *cpu) {
     if (!cap || (strcmp(cap, "avx512") && strcmp(cap, "avx2") && strcmp(cap, "c")))
       cpu->isa |= mi__blis_amx_request();
     if (cap && (!strcmp(cap, "avx2") || !strcmp(cap, "c")))
-      cpu->isa &= ~(MI__ISA_AVX512F | MI__ISA_AVX512VNNI | MI__ISA_AVX512DQBWVL);
+      cpu->isa &= ~(MI__ISA_AVX512F | MI__ISA_AVX512VNNI | MI__ISA_AVX512DQBWVL | MI__ISA_AVX512BF16);
     if (cap && !strcmp(cap, "c")) cpu->isa &= ~(MI__ISA_AVX2 | MI__ISA_FMA);
   }
   {

@@ -28,6 +28,8 @@ enum {
 #define MI__ISA_AVX512DQBWVL (1u << 5)
 /* AMX-TILE and AMX-INT8, and the kernel granted this process the tile data (blis_device.c) */
 #define MI__ISA_AMX_INT8 (1u << 6)
+/* AVX512_BF16 (vcvtne2ps2bf16, vdpbf16ps): conv.packed_gemm_bf16 */
+#define MI__ISA_AVX512BF16 (1u << 7)
 /* MI__ISA_AMX_INT8 where cpuid says AMX-TILE and AMX-INT8 and the kernel grants this process the
  * tile data (once per process, before any tile instruction), else 0 (blis_qamx.c). */
 uint32_t mi__blis_amx_request(void);

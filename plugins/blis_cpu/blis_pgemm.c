@@ -55,7 +55,6 @@ static void pg_items(const pg_call_t *q, int64_t i0, int64_t i1, int pack, float
 }
 
 /* ---- "nv" tiles, AVX-512: 8 rows x 32 pixels (16 accumulators). */
-#define MR512 8
 
 __attribute__((target("avx,f16c"))) void mi__blis_h2f(const uint16_t *h, float *f, int64_t n) {
   int64_t i = 0;
@@ -105,7 +104,7 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
   int pf = full && !q->koff; /* B rows at a fixed stride: prefetch (see PG_PF) */
   float abuf[MR512 * PG_KB] __attribute__((aligned(64)));
   __m512 c0[MR512], c1[MR512];
-  int64_t kk, k0b, ldb = bp ? 32 : q->ldb, rows = q->mg - mp * MR512;
+  int64_t kk, k0b, ldb = bp ? 32 : q->ldb;
   int i;
   /* Every index into c0/c1 is a constant after unrolling, so they stay in registers. */
 #pragma GCC unroll 8
@@ -135,57 +134,7 @@ nv512_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0
     }
 #undef NV512_K
   }
-  /* The store, with what the rows need read into locals first (see nv256_body). */
-  {
-    const mi__blis_conv_t *c = q->c;
-    const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, epi = q->epi;
-    const int64_t ldc = q->ldc, ohw = c->OH * c->OW, mm0 = q->m0 + mp * MR512;
-    float *y0 = q->y + mp * MR512 * ldc;
-    const float *sc = c->affine ? c->scale + mm0 : NULL, *sh = c->affine ? c->shift + mm0 : NULL;
-    const float *r0 = res && epi ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw : NULL;
-    const __m512 lo = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
-    const __m512 hi = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
-#pragma GCC unroll 8
-    for (i = 0; i < MR512; i++) {
-      if (i < rows) {
-        float *yr = y0 + i * ldc;
-        __m512 v0 = c0[i], v1 = c1[i];
-        if (pf) {
-          _mm_prefetch((const char *)(yr + po0 + PG_PF), _MM_HINT_T0);
-          _mm_prefetch((const char *)(yr + po1 + PG_PF), _MM_HINT_T0);
-          if (r0) {
-            _mm_prefetch((const char *)(r0 + i * ohw + po0 + PG_PF), _MM_HINT_T0);
-            _mm_prefetch((const char *)(r0 + i * ohw + po1 + PG_PF), _MM_HINT_T0);
-          }
-        }
-        if (epi && ek == MI__EK_GENERIC) {
-          v0 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po0, k0, v0);
-          if (two) v1 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po1, k1, v1);
-        } else if (epi) {
-          if (sc) {
-            __m512 s16 = _mm512_set1_ps(sc[i]), h16 = _mm512_set1_ps(sh[i]);
-            v0 = _mm512_fmadd_ps(v0, s16, h16);
-            v1 = _mm512_fmadd_ps(v1, s16, h16);
-          }
-          if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU || ek == MI__EK_ADD) {
-            if (res) {
-              v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, r0 + i * ohw + po0));
-              if (two) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, r0 + i * ohw + po1));
-            }
-            if (ek != MI__EK_ADD) {
-              v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
-              v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
-            }
-          } else if (ek == MI__EK_CLIP) {
-            v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
-            v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
-          }
-        }
-        PG_ST(yr + po0, k0, v0);
-        if (two) PG_ST(yr + po1, k1, v1);
-      }
-    }
-  }
+  pg_store512(q, mp, po0, po1, two, k0, k1, ek, full, pf, c0, c1);
 }
 #undef PG_LD
 #undef PG_ST
@@ -721,6 +670,10 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
   const pg_call_t *q = arg;
   int32_t simd = q->c->simd;
   int64_t i;
+  if (q->pwb) { /* conv.packed_gemm_bf16: AVX-512 "nv" tiles only (see blis_conv.c) */
+    mi__blis_pgb_items(q, i0, i1);
+    return;
+  }
   if (!q->c->pg_mv && simd == MI__SIMD_AVX2) {
     nv256_items(q, i0, i1);
     return;
@@ -756,8 +709,9 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
   q.c = c;
   q.t = t;
   q.mp_n = (mg + mr - 1) / mr;
-  q.pw = c->packed_h ? NULL : c->packed + g * q.mp_n * mr * K;
+  q.pw = c->packed ? c->packed + g * q.mp_n * mr * K : NULL;
   q.pwh = c->packed_h ? c->packed_h + g * q.mp_n * mr * K : NULL;
+  q.pwb = c->packed_b ? c->packed_b + g * q.mp_n * mr * ((K + 1) / 2) : NULL;
   q.b = b;
   q.ldb = ldb;
   q.koff = koff;

@@ -1,5 +1,5 @@
-/* blis_pgemm.h - what the "nv" and "mv" tile files of conv.packed_gemm share: the call record,
- * the k blocking and the read of a block of packed (FP32 or FP16) weights. */
+/* blis_pgemm.h - what the "nv", "mv" and BF16 tile files of conv.packed_gemm share: the call
+ * record, the k blocking, the read of a block of packed (FP32 or FP16) weights and the AVX-512 store. */
 #ifndef MI_BLIS_PGEMM_H
 #define MI_BLIS_PGEMM_H
 
@@ -23,6 +23,7 @@ typedef struct pg_call {
   void *const *t;
   const float *pw;     /* packed weights of the group (FP32 storage), else NULL */
   const uint16_t *pwh; /* the same as IEEE half (FP16 storage), else NULL */
+  const uint32_t *pwb; /* the same as BF16 pairs along k (BF16 compute, blis_pgemm_bf16.c), else NULL */
   const float *b;      /* B[k][p] at b + k * ldb + p, or b + koff[k] + p when koff is set */
   int64_t ldb;
   const int64_t *koff;
@@ -64,6 +65,73 @@ static inline __attribute__((always_inline)) void pg_prefetch_rows(const float *
     _mm_prefetch((const char *)(bb + kk * ldb + bo1 + PG_PF), _MM_HINT_T0);
   }
 }
+
+/* Rows of an AVX-512 "nv" tile (8 rows x 32 pixels, 16 accumulators). */
+#define MR512 8
+
+/* The store of an AVX-512 "nv" tile's sums c0 (pixels po0..) and c1 (po1.., when two) of row
+ * panel mp, with the epilogue kind ek (MI__EK_*, a constant at the call) applied in registers;
+ * full: every lane of both vectors valid (no masks); pf: prefetch the output and residual rows.
+ * What the rows need is read into locals first (see nv256_body). Shared by the FP32/FP16 tiles
+ * (blis_pgemm.c) and the BF16 ones (blis_pgemm_bf16.c). */
+#define PG_ST512(p, k, v) (full ? _mm512_storeu_ps((p), (v)) : _mm512_mask_storeu_ps((p), (k), (v)))
+static inline __attribute__((always_inline)) AVX512_FN void
+pg_store512(const pg_call_t *q, int64_t mp, int64_t po0, int64_t po1, int two, __mmask16 k0, __mmask16 k1, int ek,
+            int full, int pf, const __m512 *c0, const __m512 *c1) {
+  const mi__blis_conv_t *c = q->c;
+  const int res = ek == MI__EK_ADD || ek == MI__EK_ADD_RELU, epi = q->epi;
+  const int64_t ldc = q->ldc, ohw = c->OH * c->OW, mm0 = q->m0 + mp * MR512, rows = q->mg - mp * MR512;
+  float *y0 = q->y + mp * MR512 * ldc;
+  const float *sc = c->affine ? c->scale + mm0 : NULL, *sh = c->affine ? c->shift + mm0 : NULL;
+  const float *r0 = res && epi ? (const float *)q->t[c->epi[0].tensor] + (q->n * c->M + mm0) * ohw : NULL;
+  const __m512 lo = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].a : 0.f);
+  const __m512 hi = _mm512_set1_ps(ek == MI__EK_CLIP ? c->epi[0].b : 0.f);
+  int i;
+#pragma GCC unroll 8
+  for (i = 0; i < MR512; i++) {
+    if (i < rows) {
+      float *yr = y0 + i * ldc;
+      __m512 v0 = c0[i], v1 = c1[i];
+      if (pf) {
+        _mm_prefetch((const char *)(yr + po0 + PG_PF), _MM_HINT_T0);
+        _mm_prefetch((const char *)(yr + po1 + PG_PF), _MM_HINT_T0);
+        if (r0) {
+          _mm_prefetch((const char *)(r0 + i * ohw + po0 + PG_PF), _MM_HINT_T0);
+          _mm_prefetch((const char *)(r0 + i * ohw + po1 + PG_PF), _MM_HINT_T0);
+        }
+      }
+      if (epi && ek == MI__EK_GENERIC) {
+        v0 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po0, k0, v0);
+        if (two) v1 = mi__blis_epi512(c, q->t, q->n, mm0 + i, po1, k1, v1);
+      } else if (epi) {
+        if (sc) {
+          __m512 s16 = _mm512_set1_ps(sc[i]), h16 = _mm512_set1_ps(sh[i]);
+          v0 = _mm512_fmadd_ps(v0, s16, h16);
+          v1 = _mm512_fmadd_ps(v1, s16, h16);
+        }
+        if (ek == MI__EK_RELU || ek == MI__EK_ADD_RELU || ek == MI__EK_ADD) {
+          if (res) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(k0, r0 + i * ohw + po0));
+            if (two) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(k1, r0 + i * ohw + po1));
+          }
+          if (ek != MI__EK_ADD) {
+            v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
+            v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
+          }
+        } else if (ek == MI__EK_CLIP) {
+          v0 = _mm512_min_ps(_mm512_max_ps(v0, lo), hi);
+          v1 = _mm512_min_ps(_mm512_max_ps(v1, lo), hi);
+        }
+      }
+      PG_ST512(yr + po0, k0, v0);
+      if (two) PG_ST512(yr + po1, k1, v1);
+    }
+  }
+}
+#undef PG_ST512
+
+/* The BF16 "nv" tiles' items [i0, i1) (blis_pgemm_bf16.c; q->pwb set, AVX512_BF16 CPUs only). */
+void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1);
 
 /* The "mv" tiles (blis_pgemm_mv.c): one panel of channels over all the call's pixels. */
 void mi__blis_pg_mv512(const pg_call_t *q, int64_t item);

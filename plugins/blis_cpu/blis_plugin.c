@@ -26,6 +26,11 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "conv.packed_gemm with the weight panels stored as IEEE half (F16C), converted to float per "
      "k block in the tiles; FP32 activations and sums",
      NCHW, EPI, "threads,simd,im2col_block"},
+    /* listed only where the CPU has AVX512_BF16 (see listed()) */
+    {"conv.packed_gemm_bf16", "Conv",
+     "conv.packed_gemm's AVX-512 tiles in BF16 compute (AVX512_BF16 vdpbf16ps): weights packed as BF16 "
+     "pairs along k, each pixel block of the input rounded to BF16 once, FP32 sums, epilogue unchanged",
+     NCHW, EPI, "threads,im2col_block"},
     {"conv.winograd", "Conv",
      "dense 3x3 stride-1 conv as Winograd F(4x4,3x3): weights transformed and packed at prepare, "
      "36 tile GEMMs on conv.packed_gemm's tiles, epilogue on the output rows",
@@ -108,7 +113,7 @@ static const mi_sdk_knob_t k_knobs[KNOB_N] = {
     {KNOB("im2col_block", "output pixels per im2col chunk (0 = whole image)", "pixels",
           MI_KNOB_SCOPE_VARIANT, MI_KNOB_INT),
      PREP, .value_count = 5, .values = {0, 256, 1024, 4096, 16384},
-     .applies_to = "conv.im2col_gemm,conv.packed_gemm,conv.packed_gemm_fp16"},
+     .applies_to = "conv.im2col_gemm,conv.packed_gemm,conv.packed_gemm_fp16,conv.packed_gemm_bf16"},
     {KNOB("oc_block", "output channels accumulated per pass", "channels", MI_KNOB_SCOPE_VARIANT,
           MI_KNOB_INT),
      PREP, .value_count = 4, .values = {8, 16, 32, 64}, .default_int = 32,
@@ -270,8 +275,11 @@ static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc
   return mi_sdk_fill(out, &d, sizeof d);
 }
 
-/* Whether this CPU lists table variant v: conv.packed_gemm_fp16 only with F16C. */
+/* Whether this CPU lists table variant v: conv.packed_gemm_fp16 only with F16C,
+ * conv.packed_gemm_bf16 only with AVX512_BF16 (and AVX-512 BW/VL/DQ, after MI_BLIS_MAX_SIMD's cap). */
 static int listed(const mi_plugin_ctx_t *ctx, const mi__blis_variant_t *v) {
+  if (!strcmp(v->id, "conv.packed_gemm_bf16"))
+    return (ctx->cpu.isa & MI__ISA_AVX512BF16) && (ctx->cpu.isa & MI__ISA_AVX512DQBWVL);
   return (ctx->cpu.isa & MI__ISA_F16C) || strcmp(v->id, "conv.packed_gemm_fp16") != 0;
 }
 

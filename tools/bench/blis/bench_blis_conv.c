@@ -1,12 +1,13 @@
 /* bench_blis_conv.c - one Conv shape on blis-cpu, kernel_run only, by process CPU time (a shared,
  * loaded machine steals wall time, not CPU time): min and median ms and GFLOP/s per SIMD level.
  * Usage: bench_blis_conv [build dir] C HxW M K[xKW] [stride [group [dilation [reps [cold] [VARIANT]
- * [threads=N] [pad=P]]]]]; K or KxKW: the kernel (KxKW: K rows of KW taps, e.g. 1x3 for a 1-D
+ * [threads=N] [pad=P] [auto]]]]]; K or KxKW: the kernel (KxKW: K rows of KW taps, e.g. 1x3 for a 1-D
  * conv on a 1xW plane); "cold": caches flushed before every timed run; VARIANT (conv.*): that
  * variant, else the default; threads=N (N > 1): N threads, by wall time (CPU time would count every
  * thread; on a loaded machine read the min: the runs where all N threads had a core); pad=P: P on
  * every side of the kernel's spatial axes of more than one tap (default: "same", (K-1)*dil/2); a
- * 1xKW kernel on a 1xW plane (a 1-D conv) is strided along the row only. */
+ * 1xKW kernel on a 1xW plane (a 1-D conv) is strided along the row only; "auto": the default SIMD
+ * level alone (conv.packed_gemm_bf16 has no `simd` knob: every level runs its AVX-512 tiles). */
 #include <time.h>
 
 #include "bench_util.h"
@@ -14,6 +15,7 @@
 
 static const char *g_variant; /* the VARIANT argument; NULL: the plugin's default */
 static int64_t g_threads = 1; /* threads=N */
+static int g_auto_only;       /* "auto": the default SIMD level alone */
 
 static double now_s(void) {
   struct timespec t;
@@ -88,6 +90,8 @@ int main(int argc, char **argv) {
   if (argc > 9) reps = strtoll(argv[9], NULL, 10);
   for (i = 10; i < argc; i++) {
     if (strcmp(argv[i], "cold") == 0 && !flush) flush = calloc(FLUSH_FLOATS, sizeof *flush);
+    else if (strcmp(argv[i], "auto") == 0)
+      g_auto_only = 1;
     else if (strncmp(argv[i], "conv.", 5) == 0)
       g_variant = argv[i];
     else if (strncmp(argv[i], "threads=", 8) == 0 && (g_threads = strtoll(argv[i] + 8, NULL, 10)) >= 1)
@@ -95,7 +99,7 @@ int main(int argc, char **argv) {
     else if (strncmp(argv[i], "pad=", 4) == 0 && (pad = strtoll(argv[i] + 4, NULL, 10)) >= 0)
       continue;
     else {
-      fprintf(stderr, "bench_blis_conv: argument %d '%s' is not 'cold', a conv.* variant, threads=N or pad=P\n",
+      fprintf(stderr, "bench_blis_conv: argument %d '%s' is not 'cold', 'auto', a conv.* variant, threads=N or pad=P\n",
               (int)i, argv[i]);
       return 2;
     }
@@ -157,7 +161,7 @@ int main(int argc, char **argv) {
     qsort(s, (size_t)reps, sizeof s[0], bench_cmp_double);
     printf("  %-8s min %8.4f ms  median %8.4f ms  %7.1f GFLOP/s (min)\n", tok, s[0] * 1e3, s[reps / 2] * 1e3,
            fl / s[0] * 1e-9);
-    if (!simd_knob) break;
+    if (!simd_knob || g_auto_only) break;
   }
   free(x);
   free(wt);

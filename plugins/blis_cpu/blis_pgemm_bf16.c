@@ -1,0 +1,173 @@
+/* blis_pgemm_bf16.c - conv.packed_gemm_bf16: conv.packed_gemm's AVX-512 "nv" tiles on BF16 operands
+ * with FP32 sums (AVX512_BF16 vdpbf16ps), the weights packed once as BF16 pairs along k. */
+#include <stdlib.h>
+
+#include "blis_pgemm.h"
+
+/* What the tiles compute, element for element: W and B rounded to BF16 (nearest even; FP32
+ * denormals read as zero, as the conversion instruction does), each output the FP32 sum over k pairs
+ * of w[k] * b[k] + w[k+1] * b[k+1] (products of two BF16 values are exact in FP32). One vdpbf16ps
+ * does 32 multiply-adds where an FP32 FMA does 16; the epilogue is conv.packed_gemm's. */
+#define BF16_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")))
+
+/* k pairs of B converted per block on the stack: [pair][32 pixels] as 32-bit BF16 pairs (128 KiB,
+ * K up to 2048); with more k on the heap, once per call and thread. Where that allocation fails the
+ * tiles convert their block PGB_KP pairs at a time, once per tile rather than once per block. */
+#define PGB_KP 1024
+
+uint16_t mi__blis_f2bf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+  if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u); /* denormal or zero: signed zero */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+uint64_t mi__blis_pgb_packed_pairs(const mi__blis_conv_t *c) {
+  int64_t mg = c->M / c->G, K = c->C / c->G * c->KH * c->KW;
+  return (uint64_t)(c->G * ((mg + MR512 - 1) / MR512) * MR512 * ((K + 1) / 2));
+}
+
+void mi__blis_pgb_pack(mi__blis_conv_t *c, const float *w) {
+  int64_t mg = c->M / c->G, K = c->C / c->G * c->KH * c->KW, np = (mg + MR512 - 1) / MR512, k2 = (K + 1) / 2;
+  int64_t g, pnl, j, i;
+  /* [group][panel][k pair][row]: low half w[m][2j], high half w[m][2j + 1] (zero past K and M) */
+  for (g = 0; g < c->G; g++)
+    for (pnl = 0; pnl < np; pnl++)
+      for (j = 0; j < k2; j++)
+        for (i = 0; i < MR512; i++) {
+          int64_t m = pnl * MR512 + i, src = (g * mg + m) * K + 2 * j;
+          uint32_t lo = m < mg ? mi__blis_f2bf(w[src]) : 0, hi = m < mg && 2 * j + 1 < K ? mi__blis_f2bf(w[src + 1]) : 0;
+          c->packed_b[((g * np + pnl) * k2 + j) * MR512 + i] = lo | hi << 16;
+        }
+}
+
+/* Row k of B (k < K) at pixel offset o. */
+static inline __attribute__((always_inline)) const float *pgb_row(const pg_call_t *q, int64_t k, int64_t o) {
+  return q->koff ? q->b + q->koff[k] + o : q->b + k * q->ldb + o;
+}
+
+/* Pairs [j0, j0 + n2) of the pixel block (B at bo0 / bo1, lanes k0 / k1) into bp[pair][32]: lane p
+ * of each half holds (b[2j][p], b[2j + 1][p]) rounded to BF16, zero past K and outside the masks. */
+static inline __attribute__((always_inline)) BF16_FN void pgb_convert(const pg_call_t *q, int64_t j0, int64_t n2,
+                                                                      int64_t bo0, int64_t bo1, int two,
+                                                                      __mmask16 k0, __mmask16 k1, uint32_t *bp) {
+  /* cvtne2ps gives [16 of row 2j | 16 of row 2j+1]; the permute interleaves them per pixel */
+  static const uint16_t ix[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                  8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i perm = _mm512_loadu_si512(ix);
+  int64_t j;
+  for (j = 0; j < n2; j++) {
+    int64_t k = 2 * (j0 + j);
+    int odd = k + 1 < q->K;
+    const float *r0 = pgb_row(q, k, 0), *r1 = odd ? pgb_row(q, k + 1, 0) : NULL;
+    __m512 a = _mm512_maskz_loadu_ps(k0, r0 + bo0);
+    __m512 b = odd ? _mm512_maskz_loadu_ps(k0, r1 + bo0) : _mm512_setzero_ps();
+    _mm512_store_si512(bp + j * 32, _mm512_permutexvar_epi16(perm, (__m512i)_mm512_cvtne2ps_pbh(b, a)));
+    if (two) {
+      a = _mm512_maskz_loadu_ps(k1, r0 + bo1);
+      b = odd ? _mm512_maskz_loadu_ps(k1, r1 + bo1) : _mm512_setzero_ps();
+      _mm512_store_si512(bp + j * 32 + 16, _mm512_permutexvar_epi16(perm, (__m512i)_mm512_cvtne2ps_pbh(b, a)));
+    }
+  }
+}
+
+/* Pairs [j0, j0 + n2) of row panel mp on the converted block bp into the sums c0 / c1. */
+static inline __attribute__((always_inline)) BF16_FN void pgb_sums(const pg_call_t *q, int64_t mp, int64_t j0,
+                                                                   int64_t n2, const uint32_t *bp, int two,
+                                                                   __m512 *c0, __m512 *c1) {
+  const uint32_t *a = q->pwb + (mp * ((q->K + 1) / 2) + j0) * MR512;
+  int64_t j;
+  int i;
+  for (j = 0; j < n2; j++) {
+    __m512bh b0 = (__m512bh)_mm512_load_si512(bp + j * 32);
+    __m512bh b1 = two ? (__m512bh)_mm512_load_si512(bp + j * 32 + 16) : b0;
+#pragma GCC unroll 8
+    for (i = 0; i < MR512; i++) {
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[j * MR512 + i]);
+      c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
+      if (two) c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) __mmask16 pgb_mask(int64_t left) {
+  return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
+}
+
+/* One tile: row panel mp of the pixel block whose B is at bo0 / bo1 and output at po0 / po1.
+ * bp: the whole block converted (K <= 2 * PGB_KP), else NULL and the tile converts into buf. */
+static inline __attribute__((always_inline)) BF16_FN void
+pgb_tile(const pg_call_t *q, int64_t mp, int64_t bo0, int64_t bo1, int64_t po0, int64_t po1, int two, __mmask16 k0,
+         __mmask16 k1, const uint32_t *bp, uint32_t *buf, int ek, int full) {
+  __m512 c0[MR512], c1[MR512];
+  int64_t k2 = (q->K + 1) / 2, j0;
+  int i;
+#pragma GCC unroll 8
+  for (i = 0; i < MR512; i++) c0[i] = c1[i] = _mm512_setzero_ps();
+  if (bp) {
+    pgb_sums(q, mp, 0, k2, bp, two, c0, c1);
+  } else {
+    for (j0 = 0; j0 < k2; j0 += PGB_KP) {
+      int64_t n2 = k2 - j0 < PGB_KP ? k2 - j0 : PGB_KP;
+      pgb_convert(q, j0, n2, bo0, bo1, two, k0, k1, buf);
+      pgb_sums(q, mp, j0, n2, buf, two, c0, c1);
+    }
+  }
+  /* full tiles on B rows at a fixed stride prefetch their output rows, as nv512_tile */
+  pg_store512(q, mp, po0, po1, two, k0, k1, ek, full, full && !q->koff, c0, c1);
+}
+
+/* Where pixel block blk reads B and writes its outputs: 32 pixels, or two row segments of the
+ * flat planes (as nv512). */
+static void pgb_block(const pg_call_t *q, int64_t blk, int64_t *bo, int64_t *po, __mmask16 *k, int *two) {
+  if (q->seg) {
+    const int64_t *s0 = q->seg + 6 * blk, *s1 = s0 + 3;
+    *two = 2 * blk + 1 < q->nseg;
+    bo[0] = s0[0];
+    po[0] = s0[1];
+    k[0] = pgb_mask(s0[2]);
+    bo[1] = *two ? s1[0] : 0;
+    po[1] = *two ? s1[1] : 0;
+    k[1] = *two ? pgb_mask(s1[2]) : 0;
+  } else {
+    int64_t col = blk * 32, left = q->N - col;
+    *two = left > 16;
+    bo[0] = col;
+    bo[1] = col + 16;
+    po[0] = q->p0 + col;
+    po[1] = q->p0 + col + 16;
+    k[0] = pgb_mask(left);
+    k[1] = pgb_mask(left - 16);
+  }
+}
+
+/* Full tiles (both vectors, every lane) are their own instance: no masks, no test of `two`. */
+#define PGB_EK(EK)                                                                                           \
+  do {                                                                                                       \
+    if (two && k[0] == 0xffff && k[1] == 0xffff)                                                             \
+      pgb_tile(q, mp, bo[0], bo[1], po[0], po[1], 1, 0xffff, 0xffff, whole ? blk_b : NULL, blk_b, EK, 1);    \
+    else                                                                                                     \
+      pgb_tile(q, mp, bo[0], bo[1], po[0], po[1], two, k[0], k[1], whole ? blk_b : NULL, blk_b, EK, 0);      \
+  } while (0)
+BF16_FN void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1) {
+  uint32_t bp[PGB_KP * 32] __attribute__((aligned(64)));
+  int64_t i, last = -1, bo[2] = {0, 0}, po[2] = {0, 0}, k2 = (q->K + 1) / 2;
+  __mmask16 k[2] = {0, 0};
+  /* more k than the stack holds: the whole block on the heap (128 bytes a pair) */
+  uint32_t *heap = k2 > PGB_KP ? aligned_alloc(64, (size_t)k2 * 32 * sizeof *heap) : NULL, *blk_b = heap ? heap : bp;
+  int two = 0, whole = k2 <= PGB_KP || heap;
+  /* items row panel fastest: each block converted once for all the panels this call runs on it */
+  for (i = i0; i < i1; i++) {
+    int64_t blk = i / q->mp_n, mp = i % q->mp_n;
+    if (blk != last) {
+      pgb_block(q, blk, bo, po, k, &two);
+      if (whole) pgb_convert(q, 0, k2, bo[0], bo[1], two, k[0], k[1], blk_b);
+      last = blk;
+    }
+    MI__BLIS_EK_SWITCH(q->c->pg_ek, PGB_EK)
+  }
+  free(heap);
+}
+#undef PGB_EK

@@ -1,0 +1,282 @@
+/* test_blis_bf16.c - BF16 compute in blis-cpu (conv.packed_gemm_bf16, listed where the CPU has
+ * AVX512_BF16): against a conv on BF16-rounded operands (FP32 summing level), exactly equal to it
+ * where every product and sum is exact (the rounding itself, ties included), within BF16's error
+ * of the FP32 conv, k/m/n tails, blocks past 2048 k (on the heap), threads, and the fallback where the
+ * CPU lacks the instructions (MI_BLIS_MAX_SIMD=avx2): not listed, refused with a clear message. */
+#include "test_blis_util.h"
+
+typedef struct cshape {
+  int64_t n, c, h, w, m, k, s, pad, g;
+} cshape_t;
+
+#define BF16V "conv.packed_gemm_bf16"
+
+static int g_has_bf16;
+static int64_t g_cores = 1;
+
+/* BF16, round to nearest even, FP32 denormals to signed zero (written here, independent of the
+ * plugin's). The values here are finite. */
+static float to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+  else {
+    uint32_t low = u & 0xffffu, keep = u & 0xffff0000u;
+    if (low > 0x8000u || (low == 0x8000u && (keep & 0x10000u))) keep += 0x10000u;
+    u = keep;
+  }
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static int64_t odim(const cshape_t *s, int64_t in) { return (in + 2 * s->pad - s->k) / s->s + 1; }
+
+static void naive_conv(const cshape_t *s, const float *x, const float *w, const float *bias, float *y) {
+  int64_t oh = odim(s, s->h), ow = odim(s, s->w), cg = s->c / s->g, mg = s->m / s->g;
+  int64_t n, m, i, j, c, a, b;
+  for (n = 0; n < s->n; n++)
+    for (m = 0; m < s->m; m++)
+      for (i = 0; i < oh; i++)
+        for (j = 0; j < ow; j++) {
+          double acc = bias[m];
+          for (c = 0; c < cg; c++)
+            for (a = 0; a < s->k; a++)
+              for (b = 0; b < s->k; b++) {
+                int64_t ih = i * s->s - s->pad + a, iw = j * s->s - s->pad + b;
+                if (ih < 0 || ih >= s->h || iw < 0 || iw >= s->w) continue;
+                acc += (double)x[((n * s->c + m / mg * cg + c) * s->h + ih) * s->w + iw] *
+                       w[((m * cg + c) * s->k + a) * s->k + b];
+              }
+          y[((n * s->m + m) * oh + i) * ow + j] = (float)acc;
+        }
+}
+
+static int32_t run_conv(tb_plugin_t *p, const cshape_t *s, const float *x, const float *w, const float *bias,
+                        const char *variant, const mi_knob_value_t *kv, int nk, float *y, mi_error_t *err) {
+  int64_t xd[4] = {s->n, s->c, s->h, s->w}, wd[4] = {s->m, s->c / s->g, s->k, s->k};
+  int64_t yd[4] = {s->n, s->m, odim(s, s->h), odim(s, s->w)}, md = s->m;
+  int64_t st[2] = {s->s, s->s}, pads[4] = {s->pad, s->pad, s->pad, s->pad};
+  const float *ins[1] = {x};
+  tb_t b;
+  int tx, tw, tbias, ty, node;
+  memset(&b, 0, sizeof b);
+  tx = tb_tensor(&b, 4, xd, NULL);
+  tw = tb_tensor(&b, 4, wd, w);
+  tbias = tb_tensor(&b, 1, &md, bias);
+  ty = tb_tensor(&b, 4, yd, NULL);
+  {
+    int in3[3] = {tx, tw, tbias};
+    node = tb_node(&b, "Conv", 17, 3, in3, ty);
+  }
+  tb_attr_is(&b, node, "kernel_shape", 2, wd + 2);
+  tb_attr_is(&b, node, "strides", 2, st);
+  tb_attr_is(&b, node, "pads", 4, pads);
+  tb_attr_i(&b, node, "group", s->g);
+  tb_finish(&b, ty);
+  return tb_run(p, &b, variant, kv, nk, ins, y, err);
+}
+
+static double g_worst_bf, g_worst32;
+
+/* Random operands in [-1, 1): against the conv on rounded operands (FP32 sums: 1e-5) and the FP32
+ * conv (BF16's 8-bit significand: above 1e-4, under 1e-2); threads 1 and N the same bits. block:
+ * im2col_block (0: the variant's default, the flat planes or the input in place). */
+static void conv_case(tb_plugin_t *p, const char *name, cshape_t s, int64_t block) {
+  int64_t yn = s.n * s.m * odim(&s, s.h) * odim(&s, s.w), xn = s.n * s.c * s.h * s.w;
+  int64_t wn = s.m * (s.c / s.g) * s.k * s.k, i;
+  float *x = malloc((size_t)xn * 4), *w = malloc((size_t)wn * 4), *xr = malloc((size_t)xn * 4);
+  float *wr = malloc((size_t)wn * 4), *bias = malloc((size_t)s.m * 4), *refb = malloc((size_t)yn * 4);
+  float *ref32 = malloc((size_t)yn * 4), *a = malloc((size_t)yn * 4), *b = malloc((size_t)yn * 4);
+  mi_knob_value_t kv[2] = {{"threads", 1, 0.}, {"im2col_block", block, 0.}};
+  mi_error_t err = {0, ""};
+  int32_t rc;
+  REQUIRE(x && w && xr && wr && bias && refb && ref32 && a && b);
+  tb_fill(x, xn, 1);
+  tb_fill(w, wn, 2);
+  tb_fill(bias, s.m, 3);
+  for (i = 0; i < xn; i++) xr[i] = to_bf16(x[i]);
+  for (i = 0; i < wn; i++) wr[i] = to_bf16(w[i]);
+  naive_conv(&s, xr, wr, bias, refb);
+  naive_conv(&s, x, w, bias, ref32);
+  rc = run_conv(p, &s, x, w, bias, BF16V, kv, block ? 2 : 1, a, &err);
+  CHECK(rc == MI_OK, "%s: %s: %s", name, BF16V, err.message);
+  if (rc == MI_OK) {
+    double eb = tu_rel_l2(a, refb, yn), e32 = tu_rel_l2(a, ref32, yn);
+    if (eb > g_worst_bf) g_worst_bf = eb;
+    if (e32 > g_worst32) g_worst32 = e32;
+    CHECK(eb < 1e-5, "%s: rel L2 %.3g against the conv on BF16 operands", name, eb);
+    CHECK(e32 > 1e-4 && e32 < 1e-2, "%s: rel L2 %.3g against the FP32 conv", name, e32);
+  }
+  kv[0].i = g_cores > 4 ? 4 : g_cores;
+  rc = run_conv(p, &s, x, w, bias, BF16V, kv, block ? 2 : 1, b, &err);
+  CHECK(rc == MI_OK && memcmp(a, b, (size_t)yn * 4) == 0, "%s: threads=%lld differs (%s)", name, (long long)kv[0].i,
+        err.message);
+  free(x);
+  free(w);
+  free(xr);
+  free(wr);
+  free(bias);
+  free(refb);
+  free(ref32);
+  free(a);
+  free(b);
+}
+
+/* Operands whose rounded products and sums are all exact in FP32: input values with 16 significant
+ * bits (a quarter of them exactly halfway between two BF16 values, the ties) in [2^-8, 1), weights
+ * small integers, K <= 64. Every sum is a multiple of 2^-15 under 2^8, so the kernel's output must
+ * equal the conv on operands rounded to nearest even bit for bit, whatever the order of the sums;
+ * rounding by truncation, or ties away from zero, would not. */
+static void exact_case(tb_plugin_t *p, const char *name, cshape_t s) {
+  int64_t yn = s.n * s.m * odim(&s, s.h) * odim(&s, s.w), xn = s.n * s.c * s.h * s.w;
+  int64_t wn = s.m * (s.c / s.g) * s.k * s.k, i, diff = 0, changed = 0;
+  float *x = malloc((size_t)xn * 4), *w = malloc((size_t)wn * 4), *xr = malloc((size_t)xn * 4);
+  float *bias = calloc((size_t)s.m, 4), *ref = malloc((size_t)yn * 4), *a = malloc((size_t)yn * 4);
+  unsigned r = 12345u;
+  mi_error_t err = {0, ""};
+  int32_t rc;
+  REQUIRE(x && w && xr && bias && ref && a);
+  REQUIRE(s.c / s.g * s.k * s.k <= 64);
+  for (i = 0; i < xn; i++) {
+    uint32_t sig, e;
+    r = r * 1103515245u + 12345u;
+    sig = 0x8000u | ((r >> 8) & 0x7fffu);
+    if ((r >> 4) % 4 == 0) sig = (sig & 0xff00u) | 0x80u; /* a tie */
+    e = (r >> 2) % 9;                                     /* x in [2^-8, 1) */
+    x[i] = ldexpf((float)sig, -(int)(16 + e)) * ((r >> 28) & 1 ? -1.f : 1.f);
+    xr[i] = to_bf16(x[i]);
+    changed += xr[i] != x[i];
+  }
+  for (i = 0; i < wn; i++) {
+    r = r * 1103515245u + 12345u;
+    w[i] = (float)((int)((r >> 16) % 5) - 2);
+  }
+  naive_conv(&s, xr, w, bias, ref);
+  rc = run_conv(p, &s, x, w, bias, BF16V, NULL, 0, a, &err);
+  CHECK(rc == MI_OK, "%s: %s", name, err.message);
+  for (i = 0; rc == MI_OK && i < yn; i++) diff += memcmp(&a[i], &ref[i], 4) != 0;
+  CHECK(changed > xn / 2, "%s: only %lld of %lld inputs change when rounded", name, (long long)changed, (long long)xn);
+  CHECK(rc != MI_OK || diff == 0, "%s: %lld of %lld outputs differ from the conv on rounded inputs (e.g. %.9g vs %.9g)",
+        name, (long long)diff, (long long)yn, (double)a[0], (double)ref[0]);
+  free(x);
+  free(w);
+  free(xr);
+  free(bias);
+  free(ref);
+  free(a);
+}
+
+/* AVX512_BF16: CPUID.(EAX=7,ECX=1):EAX bit 5, as the plugin reads it (with AVX-512 BW/VL/DQ). */
+static int cpu_bf16(void) {
+  unsigned a = 7, b = 0, c = 0, d = 0;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+    return 0;
+  __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+  if (a < 1) return 0;
+  a = 7;
+  c = 1;
+  __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+  return (a >> 5) & 1u;
+}
+
+/* How many times p lists the variant. */
+static int listed(tb_plugin_t *p) {
+  uint32_t nv = 0, i;
+  mi_error_t err = {0, ""};
+  int n = 0;
+  if (p->api->variant_count(p->ctx, 0, &nv, &err) == MI_OK)
+    for (i = 0; i < nv; i++) {
+      mi_variant_desc_t v;
+      memset(&v, 0, sizeof v);
+      v.struct_size = sizeof v;
+      if (p->api->variant_desc(p->ctx, 0, i, &v, &err) == MI_OK && strcmp(v.id, BF16V) == 0) {
+        n++;
+        CHECK(strcmp(v.op_type, "Conv") == 0 && !strstr(v.knobs, "simd"), "%s: op %s knobs %s", v.id, v.op_type,
+              v.knobs);
+      }
+    }
+  return n;
+}
+
+static tb_plugin_t p;
+
+static void setup(void) {
+  mi_device_desc_t dd;
+  mi_error_t err = {0, ""};
+  unsetenv("MI_BLIS_MAX_SIMD");
+  REQUIRE(tb_load(&p));
+  memset(&dd, 0, sizeof dd);
+  dd.struct_size = sizeof dd;
+  if (p.api->device_info(p.ctx, 0, &dd, &err) == MI_OK) g_cores = dd.compute_units;
+  g_has_bf16 = cpu_bf16();
+}
+
+static void teardown(void) { tb_unload(&p); }
+
+/* Listed exactly where the CPU has AVX512_BF16; with the SIMD level capped to AVX2 (an AVX2 CPU's
+ * view) not listed, and a request for it refused by name, never run in FP32 under its name. */
+static void declarations(void) {
+  tb_plugin_t q;
+  cshape_t s = {1, 4, 5, 5, 4, 3, 1, 1, 1};
+  float x[100] = {0}, w[144] = {0}, bias[4] = {0}, y[100];
+  mi_error_t err = {0, ""};
+  int32_t rc;
+  CHECK(listed(&p) == g_has_bf16, "%s listed %d times (AVX512_BF16 %d)", BF16V, listed(&p), g_has_bf16);
+  setenv("MI_BLIS_MAX_SIMD", "avx2", 1);
+  REQUIRE(tb_load(&q));
+  CHECK(listed(&q) == 0, "%s listed with MI_BLIS_MAX_SIMD=avx2", BF16V);
+  rc = run_conv(&q, &s, x, w, bias, BF16V, NULL, 0, y, &err);
+  CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "AVX512_BF16"), "%s capped at AVX2: rc %d, %s", BF16V, rc,
+        err.message);
+  /* the FP32 variant still runs there */
+  rc = run_conv(&q, &s, x, w, bias, "conv.packed_gemm", NULL, 0, y, &err);
+  CHECK(rc == MI_OK, "conv.packed_gemm capped at AVX2: %s", err.message);
+  tb_unload(&q);
+  unsetenv("MI_BLIS_MAX_SIMD");
+}
+
+/* n c h w m k s pad g: k tails (odd K: a pair half empty), m tails (rows past the last 8-row
+ * panel), n tails (pixels past the last 32-pixel block), planes under 40 pixels (the FP32 variant's
+ * channels-in-lanes size: "nv" tiles here too), stride 2, groups, two images, K past 2048 (the
+ * converted block on the heap) */
+static const struct {
+  const char *name;
+  cshape_t s;
+  int64_t block;
+} cases[] = {
+    {"1x1 37->13, 9x7", {1, 37, 9, 7, 13, 1, 1, 0, 1}, 0},
+    {"3x3 7->20, 11x13 (flat planes)", {1, 7, 11, 13, 20, 3, 1, 1, 1}, 0},
+    {"3x3 s2 5->9, 2 images", {2, 5, 17, 15, 9, 3, 2, 1, 1}, 0},
+    {"3x3 48->17, 4x4 plane", {1, 48, 4, 4, 17, 3, 1, 1, 1}, 0},
+    {"3x3 16->24, 20x20, im2col chunks", {1, 16, 20, 20, 24, 3, 1, 1, 1}, 256},
+    {"3x3 grouped 12->8, g 2", {1, 12, 10, 10, 8, 3, 1, 1, 2}, 0},
+    {"1x1 2101->9, 6x6 (block on the heap)", {1, 2101, 6, 6, 9, 1, 1, 0, 1}, 0},
+};
+
+static void convs(void) {
+  size_t i;
+  if (!g_has_bf16) {
+    fprintf(stderr, "  no AVX512_BF16 on this CPU: the variant is refused (see declarations), conv cases skipped\n");
+    return;
+  }
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, cases[i].name, cases[i].s, cases[i].block);
+  fprintf(stderr, "  convs, BF16 compute: worst rel L2 %.2g vs the conv on BF16 operands, %.2g vs FP32\n", g_worst_bf,
+          g_worst32);
+}
+
+static void exact(void) {
+  if (!g_has_bf16) return;
+  exact_case(&p, "exact 1x1 63->11, 7x9", (cshape_t){1, 63, 7, 9, 11, 1, 1, 0, 1});
+  exact_case(&p, "exact 3x3 7->10, 9x10 (flat planes)", (cshape_t){1, 7, 9, 10, 10, 3, 1, 1, 1});
+  exact_case(&p, "exact 3x3 s2 5->9", (cshape_t){1, 5, 13, 11, 9, 3, 2, 1, 1});
+}
+
+static const tu_case_t tu_cases[] = {
+    TU_CASE(declarations),
+    TU_CASE(convs),
+    TU_CASE(exact),
+};
+
+TU_MAIN(setup, teardown)
