@@ -585,7 +585,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     if (pgb) c->pg_mv = 0; /* BF16 has "nv" tiles only: small planes run them masked */
     c->pg_mr = mi__blis_pg_panel(c->simd, c->pg_mv);
     packed = mi__blis_pg_packed_floats(c);
-    packed_fl = pg16 ? (packed + 15) / 16 * 8 : packed; /* halves take half the floats (kept 32-byte multiples) */
+    packed_fl = pg16 ? (packed + 15) / 16 * 8 : packed;                 /* halves take half the floats (kept 32-byte multiples) */
     if (pgb) packed_fl = (mi__blis_pgb_packed_pairs(c) + 15) / 16 * 16; /* one float's bytes a BF16 pair */
     /* On the flat planes the tiles read the useful pixels only when they can: "mv" tiles through a
      * pixel table; with AVX-512 or AVX2, output rows as 16-pixel segments when they take no more

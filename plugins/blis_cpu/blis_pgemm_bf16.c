@@ -19,7 +19,7 @@ uint16_t mi__blis_f2bf(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
-  if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u); /* denormal or zero: signed zero */
+  if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);                                /* denormal or zero: signed zero */
   u += 0x7fffu + ((u >> 16) & 1u);
   return (uint16_t)(u >> 16);
 }
@@ -54,7 +54,7 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_convert(const pg_c
                                                                       int64_t bo0, int64_t bo1, int two,
                                                                       __mmask16 k0, __mmask16 k1, uint32_t *bp) {
   /* cvtne2ps gives [16 of row 2j | 16 of row 2j+1]; the permute interleaves them per pixel */
-  static const uint16_t ix[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+  static const uint16_t ix[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
                                   8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i perm = _mm512_loadu_si512(ix);
   int64_t j;
@@ -93,7 +93,8 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_sums(const pg_call
 }
 
 static inline __attribute__((always_inline)) __mmask16 pgb_mask(int64_t left) {
-  return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0 : (__mmask16)((1u << left) - 1u);
+  return left >= 16 ? (__mmask16)0xffff : left <= 0 ? (__mmask16)0
+                                                    : (__mmask16)((1u << left) - 1u);
 }
 
 /* One tile: row panel mp of the pixel block whose B is at bo0 / bo1 and output at po0 / po1.
@@ -144,12 +145,12 @@ static void pgb_block(const pg_call_t *q, int64_t blk, int64_t *bo, int64_t *po,
 }
 
 /* Full tiles (both vectors, every lane) are their own instance: no masks, no test of `two`. */
-#define PGB_EK(EK)                                                                                           \
-  do {                                                                                                       \
-    if (two && k[0] == 0xffff && k[1] == 0xffff)                                                             \
-      pgb_tile(q, mp, bo[0], bo[1], po[0], po[1], 1, 0xffff, 0xffff, whole ? blk_b : NULL, blk_b, EK, 1);    \
-    else                                                                                                     \
-      pgb_tile(q, mp, bo[0], bo[1], po[0], po[1], two, k[0], k[1], whole ? blk_b : NULL, blk_b, EK, 0);      \
+#define PGB_EK(EK)                                                                                        \
+  do {                                                                                                    \
+    if (two && k[0] == 0xffff && k[1] == 0xffff)                                                          \
+      pgb_tile(q, mp, bo[0], bo[1], po[0], po[1], 1, 0xffff, 0xffff, whole ? blk_b : NULL, blk_b, EK, 1); \
+    else                                                                                                  \
+      pgb_tile(q, mp, bo[0], bo[1], po[0], po[1], two, k[0], k[1], whole ? blk_b : NULL, blk_b, EK, 0);   \
   } while (0)
 BF16_FN void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   uint32_t bp[PGB_KP * 32] __attribute__((aligned(64)));

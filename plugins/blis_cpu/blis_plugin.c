@@ -331,6 +331,8 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
     /* FP16 storage, FP32 compute: the precision variant (FLOAT16 weights, as the FP16 transform
      * writes them; FLOAT32 ones are rounded to half at prepare). */
     if (!strcmp(s->id, "conv.packed_gemm_fp16")) v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
+    /* BF16 compute: operands rounded to BF16, FP32 sums (not FP32-exact, so not FLOAT32) */
+    if (!strcmp(s->id, "conv.packed_gemm_bf16")) v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_BFLOAT16);
   } else {
     const char *op = direct_ops[index - (uint32_t)table_n(ctx)];
     size_t i, n = strlen(op);

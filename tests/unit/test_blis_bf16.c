@@ -166,21 +166,6 @@ static void exact_case(tb_plugin_t *p, const char *name, cshape_t s) {
   free(a);
 }
 
-/* AVX512_BF16: CPUID.(EAX=7,ECX=1):EAX bit 5, as the plugin reads it (with AVX-512 BW/VL/DQ). */
-static int cpu_bf16(void) {
-  unsigned a = 7, b = 0, c = 0, d = 0;
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
-    return 0;
-  __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-  if (a < 1) return 0;
-  a = 7;
-  c = 1;
-  __asm__("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-  return (a >> 5) & 1u;
-}
-
 /* How many times p lists the variant. */
 static int listed(tb_plugin_t *p) {
   uint32_t nv = 0, i;
@@ -195,6 +180,8 @@ static int listed(tb_plugin_t *p) {
         n++;
         CHECK(strcmp(v.op_type, "Conv") == 0 && !strstr(v.knobs, "simd"), "%s: op %s knobs %s", v.id, v.op_type,
               v.knobs);
+        /* not FP32-exact: declared BFLOAT16 alone, so conformance holds it to BF16's tolerance */
+        CHECK(v.dtype_mask == MI_DTYPE_BIT(MI_DTYPE_BFLOAT16), "%s dtype_mask 0x%x", v.id, v.dtype_mask);
       }
     }
   return n;
@@ -210,7 +197,7 @@ static void setup(void) {
   memset(&dd, 0, sizeof dd);
   dd.struct_size = sizeof dd;
   if (p.api->device_info(p.ctx, 0, &dd, &err) == MI_OK) g_cores = dd.compute_units;
-  g_has_bf16 = cpu_bf16();
+  g_has_bf16 = tu_cpu_avx512_bf16();
 }
 
 static void teardown(void) { tb_unload(&p); }

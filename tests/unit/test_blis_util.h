@@ -37,4 +37,22 @@ static inline int64_t simd_choices(tb_plugin_t *p) {
   return 0;
 }
 
+/* 1 when the CPU has AVX512_BF16 (CPUID.(EAX=7,ECX=1):EAX bit 5) and AVX-512 F/BW/VL/DQ: where
+ * blis-cpu lists conv.packed_gemm_bf16 (without MI_BLIS_MAX_SIMD). */
+static inline int tu_cpu_avx512_bf16(void) {
+  unsigned a = 7, b = 0, c = 0, d = 0;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+    return 0;
+  __asm__("cpuid"
+          : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+  if (a < 1) return 0;
+  a = 7;
+  c = 1;
+  __asm__("cpuid"
+          : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+  return (a >> 5) & 1u;
+}
+
 #endif

@@ -28,7 +28,7 @@ static void tensor_sizes(void) {
   CHECK(mi_sdk_tensor_bytes(&t) == 2, "3 INT4 values round up to 2 bytes");
   t.dtype = MI_DTYPE_INT64;
   CHECK(mi_sdk_tensor_bytes(&t) == 24, "3 INT64");
-  CHECK(mi_sdk_dtype_size(MI_DTYPE_FLOAT16) == 2 && mi_sdk_dtype_size(MI_DTYPE_BOOL) == 1 &&
+  CHECK(mi_sdk_dtype_size(MI_DTYPE_FLOAT16) == 2 && mi_sdk_dtype_size(MI_DTYPE_BFLOAT16) == 2 && mi_sdk_dtype_size(MI_DTYPE_BOOL) == 1 &&
             mi_sdk_dtype_size(MI_DTYPE_UNDEFINED) == 0 && mi_sdk_dtype_size(99) == 0,
         "dtype sizes");
 }

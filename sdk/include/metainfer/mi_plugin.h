@@ -92,7 +92,10 @@ typedef enum mi_dtype {
   MI_DTYPE_INT4 = 5, /* weights only: two values per byte, low nibble first */
   MI_DTYPE_INT32 = 6,
   MI_DTYPE_INT64 = 7,
-  MI_DTYPE_BOOL = 8
+  MI_DTYPE_BOOL = 8,
+  /* bfloat16 (8-bit significand, FP32's exponent). So far a compute dtype only: a variant that
+   * rounds its operands to BF16 and sums in FP32 declares it in dtype_mask; no tensor has it. */
+  MI_DTYPE_BFLOAT16 = 9
 } mi_dtype;
 
 /** Bit for `dtype` in a dtype mask. */
@@ -618,7 +621,8 @@ static inline size_t mi_sdk_dtype_size(int32_t dtype) {
   case MI_DTYPE_FLOAT32:
   case MI_DTYPE_INT32: return 4;
   case MI_DTYPE_INT64: return 8;
-  case MI_DTYPE_FLOAT16: return 2;
+  case MI_DTYPE_FLOAT16:
+  case MI_DTYPE_BFLOAT16: return 2;
   case MI_DTYPE_INT8:
   case MI_DTYPE_UINT8:
   case MI_DTYPE_BOOL:
