@@ -470,8 +470,16 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
     return mi__blis_unsupported(err, n, "FLOAT32 conv needs FLOAT32 input and FLOAT32 or FLOAT16 weights");
   if ((w_half || pg16) && !(p->ctx->cpu.isa & MI__ISA_F16C))
     return mi__blis_unsupported(err, n, "FP16 weights need F16C half conversions, which this CPU lacks");
-  if (pgb && !((p->ctx->cpu.isa & MI__ISA_AVX512BF16) && (p->ctx->cpu.isa & MI__ISA_AVX512DQBWVL)))
-    return mi__blis_unsupported(err, n, "conv.packed_gemm_bf16 needs AVX512_BF16, which this CPU (or MI_BLIS_MAX_SIMD) lacks");
+  if (pgb && !((p->ctx->cpu.isa & MI__ISA_AVX512BF16) && (p->ctx->cpu.isa & MI__ISA_AVX512DQBWVL))) {
+    /* Not listed here, but a configuration made on a CPU with it (a deployment table) may name
+     * it: the layer runs conv.packed_gemm in FP32 (its numerics are the FP32 conv's, not a
+     * BF16 approximation of them), and the log says so. */
+    mi_sdk_logf(p->ctx->host, MI_LOG_WARN, "blis-cpu",
+                "Conv '%s': conv.packed_gemm_bf16 needs AVX512_BF16, which this CPU (or MI_BLIS_MAX_SIMD) "
+                "lacks: the layer runs conv.packed_gemm in FP32",
+                n->name ? n->name : "");
+    pgb = 0;
+  }
   if (mi__blis_in(n, 2) >= 0 && (!mi__blis_is_const(p, mi__blis_in(n, 2)) ||
                                  mi_sdk_numel(mi__blis_tensor(p, mi__blis_in(n, 2))) != c->M))
     return mi__blis_unsupported(err, n, "bias must be a constant of M elements");
@@ -488,7 +496,7 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
                  : c->simd != MI__SIMD_C                                    ? MI__CONV_PG
                  : is1x1                                                    ? MI__CONV_1X1
                                                                             : MI__CONV_IM2COL;
-  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16 || pgb)
+  else if (strcmp(p->variant, "conv.packed_gemm") == 0 || pg16 || strcmp(p->variant, "conv.packed_gemm_bf16") == 0)
     c->variant = MI__CONV_PG;
   else if (strcmp(p->variant, "conv.im2col_gemm") == 0)
     c->variant = MI__CONV_IM2COL;

@@ -2,7 +2,8 @@
  * AVX512_BF16): against a conv on BF16-rounded operands (FP32 summing level), exactly equal to it
  * where every product and sum is exact (the rounding itself, ties included), within BF16's error
  * of the FP32 conv, k/m/n tails, blocks past 2048 k (on the heap), threads, and the fallback where the
- * CPU lacks the instructions (MI_BLIS_MAX_SIMD=avx2): not listed, refused with a clear message. */
+ * CPU lacks the instructions (MI_BLIS_MAX_SIMD=avx2): not listed, and named anyway it runs the FP32
+ * conv.packed_gemm with a line in the host's log. */
 #include "test_blis_util.h"
 
 typedef struct cshape {
@@ -202,24 +203,46 @@ static void setup(void) {
 
 static void teardown(void) { tb_unload(&p); }
 
-/* Listed exactly where the CPU has AVX512_BF16; with the SIMD level capped to AVX2 (an AVX2 CPU's
- * view) not listed, and a request for it refused by name, never run in FP32 under its name. */
+/* Listed exactly where the CPU has AVX512_BF16. With the SIMD level capped to AVX2 (an AVX2 CPU's
+ * view) it is not listed; a configuration that names it anyway (made on another CPU) runs the
+ * layer as conv.packed_gemm in FP32, the same bits, and the host's log (stderr) says so. */
 static void declarations(void) {
   tb_plugin_t q;
-  cshape_t s = {1, 4, 5, 5, 4, 3, 1, 1, 1};
-  float x[100] = {0}, w[144] = {0}, bias[4] = {0}, y[100];
+  cshape_t s = {1, 5, 7, 6, 9, 3, 1, 1, 1};
+  float x[210], w[405], bias[9], y32[378], yb[378];
+  char logbuf[4096] = "";
   mi_error_t err = {0, ""};
-  int32_t rc;
+  int32_t rc, rc32;
+  int fd_err, fd_tmp;
+  FILE *tmp;
+  tb_fill(x, 210, 5);
+  tb_fill(w, 405, 6);
+  tb_fill(bias, 9, 7);
   CHECK(listed(&p) == g_has_bf16, "%s listed %d times (AVX512_BF16 %d)", BF16V, listed(&p), g_has_bf16);
   setenv("MI_BLIS_MAX_SIMD", "avx2", 1);
   REQUIRE(tb_load(&q));
   CHECK(listed(&q) == 0, "%s listed with MI_BLIS_MAX_SIMD=avx2", BF16V);
-  rc = run_conv(&q, &s, x, w, bias, BF16V, NULL, 0, y, &err);
-  CHECK(rc == MI_ERR_UNSUPPORTED && strstr(err.message, "AVX512_BF16"), "%s capped at AVX2: rc %d, %s", BF16V, rc,
-        err.message);
-  /* the FP32 variant still runs there */
-  rc = run_conv(&q, &s, x, w, bias, "conv.packed_gemm", NULL, 0, y, &err);
-  CHECK(rc == MI_OK, "conv.packed_gemm capped at AVX2: %s", err.message);
+  rc32 = run_conv(&q, &s, x, w, bias, "conv.packed_gemm", NULL, 0, y32, &err);
+  CHECK(rc32 == MI_OK, "conv.packed_gemm capped at AVX2: %s", err.message);
+  /* the host logs to stderr: catch it in a temporary file for the run */
+  fflush(stderr);
+  tmp = tmpfile();
+  REQUIRE(tmp);
+  fd_err = dup(2);
+  fd_tmp = fileno(tmp);
+  REQUIRE(fd_err >= 0 && dup2(fd_tmp, 2) >= 0);
+  rc = run_conv(&q, &s, x, w, bias, BF16V, NULL, 0, yb, &err);
+  fflush(stderr);
+  dup2(fd_err, 2);
+  close(fd_err);
+  rewind(tmp);
+  logbuf[fread(logbuf, 1, sizeof logbuf - 1, tmp)] = '\0';
+  fclose(tmp);
+  CHECK(rc == MI_OK, "%s capped at AVX2: %s", BF16V, err.message);
+  CHECK(rc != MI_OK || rc32 != MI_OK || memcmp(y32, yb, sizeof yb) == 0, "%s capped at AVX2: not the FP32 conv's bits",
+        BF16V);
+  CHECK(strstr(logbuf, "needs AVX512_BF16") && strstr(logbuf, "runs conv.packed_gemm in FP32"),
+        "%s capped at AVX2: the log says '%s'", BF16V, logbuf);
   tb_unload(&q);
   unsetenv("MI_BLIS_MAX_SIMD");
 }
