@@ -199,7 +199,12 @@ static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
   mi__node_t *slot;
   for (uint32_t v = 0; v < s->variant_count && nvar < MI__VARIANTS_MAX; v++)
     if (strcmp(s->variants[v].op_type, node->op_type) == 0) {
-      int ok = s->probe_consts ? mi__space_probe(s, n, (int32_t)v) : 1;
+      int ok;
+      if (!(s->variants[v].dtype_mask & mi__space_precision_dtypes())) {
+        s->pruned++; /* computes in a precision no model-side choice stands for */
+        continue;
+      }
+      ok = s->probe_consts ? mi__space_probe(s, n, (int32_t)v) : 1;
       if (ok < 0)
         return mi_errorf(err, s->probe_err.code ? s->probe_err.code : MI_ERR_CRASHED, "%s",
                          s->probe_err.message);

@@ -86,6 +86,7 @@ int mi__list_has(const char *list, const char *item);
 int32_t mi__space_add_model_dims(mi_space_t *s, mi_error_t *err);
 int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t node, const int32_t *vars,
                                       int32_t nvar, mi_error_t *err);
+uint32_t mi__space_precision_dtypes(void);
 /* space_probe.c */
 int32_t mi__space_probe_begin(mi_space_t *s);
 void mi__space_probe_end(mi_space_t *s);

@@ -34,6 +34,15 @@ static const precision_t k_precisions[] = {
 };
 #define PRECISION_N ((int32_t)(sizeof k_precisions / sizeof k_precisions[0]))
 
+/* The compute dtypes some precision choice gives a layer: a variant that computes in none of
+ * them (conv.packed_gemm_bf16: BF16) would change the model's numerics where no transform says so,
+ * and the accuracy check (the transformed model on the reference) would not see it. */
+uint32_t mi__space_precision_dtypes(void) {
+  uint32_t m = 0;
+  for (int32_t p = 0; p < PRECISION_N; p++) m |= k_precisions[p].needs;
+  return m;
+}
+
 /* A node whose second input is a constant weight: the layers precision and pruning act on. */
 static int weighted(const mi_graph_t *g, int32_t n) {
   const mi_node_t *node = &g->nodes[n];
