@@ -110,6 +110,11 @@ typedef struct mi__blis_env {
   mi__blis_pool_t *pool; /* the instance's pool for the plugin's own loops */
   mi_plugin_ctx_t *ctx;  /* kernel_run's: the instance (its memory counter) */
   const mi_kernel_t *k;  /* kernel_run's: the running kernel (mi__blis_plane_open) */
+  /* An output whose row count is data (blis_nms.c): the step sets *rows_tensor and *rows, which
+   * kernel_run reports (mi_run_stats_t.has_rows) where rows_ok says the host reads them. */
+  int32_t *rows_tensor;
+  int64_t *rows;
+  int32_t rows_ok;
 } mi__blis_env_t;
 #define MI__GEMM_MIN_MACS (1 << 21) /* multiply-adds per BLIS thread, at least */
 /* Under this many multiply-adds arch=auto uses haswell's context, whose small-matrix (sup) kernels
@@ -408,7 +413,14 @@ int32_t mi__blis_prep_gather(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_depth_space(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_split(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
-int32_t mi__blis_prep_lrn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);  /* blis_lrn.c */
+int32_t mi__blis_prep_lrn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_lrn.c */
+int32_t mi__blis_prep_nms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_nms.c */
+int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_gridsample.c */
+int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);   /* blis_roialign.c */
+/* 1 when every node of d touching INT64/INT32 tensor t reads or writes it as an index or count:
+ * NonMaxSuppression's selected boxes and max_output_boxes_per_class, RoiAlign's batch_indices,
+ * ReverseSequence's sequence_lens (blis_nms.c). */
+int mi__blis_vision_int(const mi_kernel_desc_t *d, int32_t t);
 int32_t mi__blis_prep_stft(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_stft.c: STFT, DFT */
 int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
