@@ -80,6 +80,9 @@ static const struct {
     {"NonMaxSuppression", mi__blis_prep_nms},
     {"GridSample", mi__blis_prep_gridsample},
     {"RoiAlign", mi__blis_prep_roialign},
+    {"TopK", mi__blis_prep_topk},
+    {"Compress", mi__blis_prep_compress},
+    {"ReverseSequence", mi__blis_prep_reverse_sequence},
     {"STFT", mi__blis_prep_stft},
     {"DFT", mi__blis_prep_stft},
     {"Softplus", mi__blis_prep_unary},
@@ -339,7 +342,8 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
         !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) &&
         !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i)) &&
         !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_index_input(d, i)) &&
-        !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_vision_int(d, i))) {
+        !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32 || t->dtype == MI_DTYPE_BOOL) &&
+          mi__blis_vision_int(d, i))) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "blis-cpu: runtime tensor %d has dtype %d; only "
                            "FLOAT32 is run (INT8/UINT8 only by Q/DQ)",

@@ -199,22 +199,39 @@ int32_t mi__blis_prep_nms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
   return MI_OK;
 }
 
+/* Where the ops of this file and blis_seqops.c / blis_roialign.c take a runtime tensor other than
+ * FLOAT32: (op, input slot) and (op, output slot), slot -1 ending the list. */
+static const struct {
+  const char *op;
+  int32_t in[3], out[2];
+} int_slots[] = {
+    {"NonMaxSuppression", {2, -1}, {0, -1}},  /* max_output_boxes_per_class; selected_indices */
+    {"RoiAlign", {2, -1}, {-1}},              /* batch_indices */
+    {"TopK", {1, -1}, {1, -1}},               /* K; indices */
+    {"Compress", {0, 1, -1}, {0, -1}},        /* INT64 data, BOOL condition */
+    {"ReverseSequence", {0, 1, -1}, {0, -1}}, /* INT64 data, sequence_lens */
+};
+
+static int in_slots(const int32_t *slots, int32_t j) {
+  for (; *slots >= 0; slots++)
+    if (*slots == j) return 1;
+  return 0;
+}
+
 int mi__blis_vision_int(const mi_kernel_desc_t *d, int32_t t) {
   int32_t i, j, seen = 0;
   for (i = 0; i < d->node_count; i++) {
     const mi_node_desc_t *n = d->nodes[i];
-    int nms = !strcmp(n->op_type, "NonMaxSuppression");
-    int in_at = nms ? 2 : !strcmp(n->op_type, "RoiAlign")      ? 2
-                      : !strcmp(n->op_type, "ReverseSequence") ? 1
-                                                               : -1;
+    int32_t k = 0, nk = (int32_t)(sizeof int_slots / sizeof int_slots[0]);
+    while (k < nk && strcmp(int_slots[k].op, n->op_type)) k++;
     for (j = 0; j < n->output_count; j++)
       if (n->outputs[j] == t) {
-        if (!(nms && j == 0)) return 0;
+        if (k == nk || !in_slots(int_slots[k].out, j)) return 0;
         seen = 1;
       }
     for (j = 0; j < n->input_count; j++)
       if (n->inputs[j] == t) {
-        if (j != in_at) return 0;
+        if (k == nk || !in_slots(int_slots[k].in, j)) return 0;
         seen = 1;
       }
   }

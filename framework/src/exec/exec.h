@@ -330,8 +330,8 @@ const char *mi__node_label(const mi_graph_t *g, int32_t node, char *buf, size_t 
  * writing the shapes the values had into the tensors. Shapes that depend on input values are
  * thus those of the zero input (docs/architecture.md, exec). */
 int32_t mi__graph_probe_shapes(mi_graph_t *g, mi_error_t *err);
-/* Gives each NonMaxSuppression output that only the caller reads the most rows the node can
- * select, so a device that reports the rows it wrote (mi_run_stats_t.has_rows) has room for any
+/* Gives each NonMaxSuppression (and runtime-condition Compress) output that only the caller
+ * reads the most rows the node can select, so a device that reports the rows it wrote (mi_run_stats_t.has_rows) has room for any
  * run's (value_rows.c); called after the probe fixed the shapes. */
 void mi__value_rows_widen(mi_graph_t *g);
 
