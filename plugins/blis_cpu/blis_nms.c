@@ -20,12 +20,37 @@ typedef struct cand {
   int64_t box;
 } cand_t;
 
-/* Higher score first; equal scores keep the lower box index first, as the reference and ONNX
- * Runtime do: with the index a total order, qsort's lack of stability does not matter. */
-static int by_score(const void *a, const void *b) {
-  const cand_t *x = a, *y = b;
-  if (x->score != y->score) return x->score > y->score ? -1 : 1;
-  return (x->box > y->box) - (x->box < y->box);
+/* Whether a comes before b: higher score first, equal scores by lower box index, as the
+ * reference and ONNX Runtime order them (a total order: any selection method gives the same). */
+static inline int before(const cand_t *a, const cand_t *b) {
+  return a->score > b->score || (a->score == b->score && a->box < b->box);
+}
+
+static void sift_down(cand_t *h, int64_t n, int64_t i) {
+  cand_t v = h[i];
+  for (;;) {
+    int64_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && before(&h[c + 1], &h[c])) c++;
+    if (!before(&h[c], &v)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = v;
+}
+
+/* The candidates as a heap whose root comes first: popped one at a time, only as many as the
+ * greedy pass looks at before it has its boxes (a detector's tail keeps 100 of thousands), where
+ * a full sort ordered them all. */
+static void heapify(cand_t *h, int64_t n) {
+  for (int64_t i = n / 2 - 1; i >= 0; i--) sift_down(h, n, i);
+}
+
+static cand_t pop(cand_t *h, int64_t *n) {
+  cand_t top = h[0];
+  h[0] = h[--*n];
+  if (*n > 1) sift_down(h, *n, 0);
+  return top;
 }
 
 /* One run's work: the boxes as corners with their areas, and per (batch, class) pair the boxes
@@ -57,15 +82,34 @@ static void corners_part(void *arg, int64_t i0, int64_t i1) {
   }
 }
 
-/* Items are (batch, class) pairs: each sorts its candidates and keeps greedily. */
+/* Whether box q (corners, area aq > 0) overlaps one of the nk kept boxes (structure of arrays)
+ * by more than iou. Both areas positive means no corner is NaN, where the reference's fminf and
+ * fmaxf and plain compares agree; a kept box of no area (or NaN) suppresses nothing, as in the
+ * reference. No early exit: the loop over the kept few runs as vectors. */
+static int overlaps(const float *const k[5], int64_t nk, const float *q, float aq, float iou) {
+  int hit = 0;
+  for (int64_t j = 0; j < nk; j++) {
+    float y1 = k[2][j] < q[2] ? k[2][j] : q[2], y0 = k[0][j] > q[0] ? k[0][j] : q[0];
+    float x1 = k[3][j] < q[3] ? k[3][j] : q[3], x0 = k[1][j] > q[1] ? k[1][j] : q[1];
+    float ih = y1 - y0, iw = x1 - x0, inter = ih * iw;
+    hit |= (k[4][j] > 0) & (ih > 0) & (iw > 0) & (inter / (k[4][j] + aq - inter) > iou);
+  }
+  return hit;
+}
+
+/* Items are (batch, class) pairs: each heaps its candidates and keeps greedily. */
 static void select_part(void *arg, int64_t p0, int64_t p1) {
   nms_run_t *r = arg;
   const nms_state_t *st = r->st;
   cand_t *cand = malloc((size_t)(st->S ? st->S : 1) * sizeof *cand);
-  if (!cand) {
+  float *soa = malloc((size_t)(r->per ? r->per : 1) * 5 * sizeof *soa);
+  if (!cand || !soa) {
+    free(cand);
+    free(soa);
     r->failed = 1;
     return;
   }
+  float *k[5] = {soa, soa + r->per, soa + 2 * r->per, soa + 3 * r->per, soa + 4 * r->per};
   for (int64_t pair = p0; pair < p1; pair++) {
     int64_t b = pair / st->C, nc = 0, nk = 0;
     const float *s = r->scores + pair * st->S, *cb = r->corners + b * st->S * 4, *ab = r->area + b * st->S;
@@ -73,25 +117,20 @@ static void select_part(void *arg, int64_t p0, int64_t p1) {
     for (int64_t i = 0; i < st->S; i++)
       if (s[i] == s[i] && (!r->has_sthr || s[i] > r->sthr)) /* NaN: never */
         cand[nc].score = s[i], cand[nc++].box = i;
-    qsort(cand, (size_t)nc, sizeof *cand, by_score);
-    for (int64_t i = 0; i < nc && nk < r->per; i++) {
-      const float *q = cb + cand[i].box * 4;
-      float aq = ab[cand[i].box];
-      int keep = 1;
-      for (int64_t j = 0; j < nk && keep && aq > 0; j++) {
-        const float *k = cb + kept[j] * 4;
-        float ak = ab[kept[j]];
-        if (ak <= 0) continue;
-        float ih = fminf(k[2], q[2]) - fmaxf(k[0], q[0]), iw = fminf(k[3], q[3]) - fmaxf(k[1], q[1]);
-        if (ih <= 0 || iw <= 0) continue;
-        float inter = ih * iw;
-        keep = !(inter / (ak + aq - inter) > r->iou);
-      }
-      if (keep) kept[nk++] = cand[i].box;
+    heapify(cand, nc);
+    while (nc > 0 && nk < r->per) {
+      cand_t next = pop(cand, &nc);
+      const float *q = cb + next.box * 4;
+      float aq = ab[next.box];
+      if (aq > 0 && overlaps((const float *const *)k, nk, q, aq, r->iou)) continue;
+      for (int c = 0; c < 4; c++) k[c][nk] = q[c];
+      k[4][nk] = aq;
+      kept[nk++] = next.box;
     }
     r->count[pair] = nk;
   }
   free(cand);
+  free(soa);
 }
 
 static int32_t nms_fail(mi_error_t *err, const nms_state_t *st, const char *what) {
@@ -123,8 +162,8 @@ static int32_t run_nms(const mi__blis_step_t *s, void *const *t, const mi__blis_
   if (r.per > 0) {
     memcpy(r.corners, t[st->boxes], (size_t)(st->B * st->S * 4) * sizeof *r.corners);
     mi__blis_parallel(env, st->B * st->S, 1, 16, corners_part, &r);
-    /* a pair's work: its sort and up to per x kept comparisons (the kept few, not all S) */
-    mi__blis_parallel(env, pairs, 1, st->S * 24 + r.per * r.per, select_part, &r);
+    /* a pair's work: its scan and heap, and up to per x kept comparisons (the kept few, not all S) */
+    mi__blis_parallel(env, pairs, 1, st->S * 8 + r.per * r.per, select_part, &r);
     if (r.failed) {
       rc = mi_sdk_errorf(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: NonMaxSuppression '%s': out of memory", st->name);
       goto done;

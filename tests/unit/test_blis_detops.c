@@ -1,7 +1,7 @@
 /* test_blis_detops.c - blis-cpu's detector and vision ops (blis_nms.c, blis_gridsample.c,
  * blis_roialign.c, blis_seqops.c) in sessions on blis-cpu:0 with host fallback off, against
- * mi_ref_run to the bit: NonMaxSuppression (tied scores, everything suppressed, no boxes, centre
- * boxes, runtime thresholds; the rows reported and, where a node reads them, refused when they
+ * mi_ref_run to the bit: NonMaxSuppression (tied scores, everything suppressed, none asked for,
+ * centre boxes, NaN and empty boxes, runtime thresholds; the rows reported and, where a node reads them, refused when they
  * differ from the fixed ones), GridSample (every mode, padding and align_corners, grid points
  * outside and NaN) and RoiAlign (rois partly and wholly outside, inverted, runtime INT64/INT32
  * batch indices) at each SIMD level, TopK, Compress and ReverseSequence; Conv -> GridSample ->
@@ -134,6 +134,11 @@ static void nms_case(int64_t B, int64_t K, int64_t S, int center, int tie, int64
   tc_init(&c, 11);
   in[0] = tc_f32(&c, "boxes", 3, bd, 4.f, 5.f);
   in[1] = tc_f32(&c, "scores", 3, sd, 0.5f, 0.5f);
+  if (S > 5) { /* a box of NaN corners and one of no height: never suppressed, suppressing nothing */
+    float *bx = c.in[0]->data;
+    bx[3 * 4] = bx[3 * 4 + 2] = NAN;
+    bx[4 * 4 + 2] = bx[4 * 4];
+  }
   if (tie)
     for (int64_t i = 0; i < B * K * S; i++) ((float *)c.in[1]->data)[i] = floorf(((float *)c.in[1]->data)[i] * 4.f) / 4.f;
   if (runtime) {
