@@ -420,12 +420,14 @@ int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
 /* 1 when every node of d touching runtime tensor t (INT64, INT32 or BOOL) reads or writes it
  * where that op takes such a tensor: NonMaxSuppression's selected boxes and
  * max_output_boxes_per_class, RoiAlign's batch_indices, TopK's indices, Compress's condition,
- * ReverseSequence's sequence_lens, INT64 data of Compress and ReverseSequence (blis_nms.c); the op
+ * ReverseSequence's sequence_lens, INT64 data of Compress and ReverseSequence, ArgMax/ArgMin's
+ * indices (blis_nms.c); the op
  * checks the dtype. */
 int mi__blis_vision_int(const mi_kernel_desc_t *d, int32_t t);
 int32_t mi__blis_prep_topk(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);             /* blis_seqops.c */
 int32_t mi__blis_prep_compress(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);         /* blis_seqops.c */
 int32_t mi__blis_prep_reverse_sequence(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_seqops.c */
+int32_t mi__blis_prep_argminmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_select.c */
 int32_t mi__blis_prep_stft(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);             /* blis_stft.c: STFT, DFT */
 int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

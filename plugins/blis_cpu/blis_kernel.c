@@ -83,6 +83,8 @@ static const struct {
     {"TopK", mi__blis_prep_topk},
     {"Compress", mi__blis_prep_compress},
     {"ReverseSequence", mi__blis_prep_reverse_sequence},
+    {"ArgMax", mi__blis_prep_argminmax},
+    {"ArgMin", mi__blis_prep_argminmax},
     {"STFT", mi__blis_prep_stft},
     {"DFT", mi__blis_prep_stft},
     {"Softplus", mi__blis_prep_unary},

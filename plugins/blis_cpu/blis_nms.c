@@ -244,9 +244,11 @@ static const struct {
   const char *op;
   int32_t in[3], out[2];
 } int_slots[] = {
-    {"NonMaxSuppression", {2, -1}, {0, -1}},  /* max_output_boxes_per_class; selected_indices */
-    {"RoiAlign", {2, -1}, {-1}},              /* batch_indices */
-    {"TopK", {1, -1}, {1, -1}},               /* K; indices */
+    {"NonMaxSuppression", {2, -1}, {0, -1}}, /* max_output_boxes_per_class; selected_indices */
+    {"RoiAlign", {2, -1}, {-1}},             /* batch_indices */
+    {"TopK", {1, -1}, {1, -1}},              /* K; indices */
+    {"ArgMax", {-1}, {0, -1}},               /* the indices (blis_select.c) */
+    {"ArgMin", {-1}, {0, -1}},
     {"Compress", {0, 1, -1}, {0, -1}},        /* INT64 data, BOOL condition */
     {"ReverseSequence", {0, 1, -1}, {0, -1}}, /* INT64 data, sequence_lens */
 };

@@ -77,7 +77,7 @@ static const char *const direct_ops[] = {
     "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
     "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
     "GatherND", "ScatterElements", "Hardmax", "OneHot", "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress",
-    "ReverseSequence"};
+    "ReverseSequence", "ArgMax", "ArgMin"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

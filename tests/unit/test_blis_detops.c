@@ -4,7 +4,7 @@
  * centre boxes, NaN and empty boxes, runtime thresholds; the rows reported and, where a node reads them, refused when they
  * differ from the fixed ones), GridSample (every mode, padding and align_corners, grid points
  * outside and NaN) and RoiAlign (rois partly and wholly outside, inverted, runtime INT64/INT32
- * batch indices) at each SIMD level, TopK, Compress and ReverseSequence; Conv -> GridSample ->
+ * batch indices) at each SIMD level, TopK, ArgMax/ArgMin, Compress and ReverseSequence; Conv -> GridSample ->
  * Conv and a detector tail Conv -> Reshape -> NonMaxSuppression with no host step; run-time
  * index errors naming the node. */
 #include <math.h>
@@ -322,6 +322,17 @@ static void seqops(void) {
       mi_node_set_int(c.g, node, "axis", axis);
       mi_node_set_int(c.g, node, "largest", largest);
       expect_same(&c, 2, axis == -1 ? "TopK k 3 of 4" : "TopK k 3 of 17");
+    }
+  for (int m = 0; m < 2; m++) /* a class map over channels, ties (the first or the last index) */
+    for (int64_t last = 0; last < 2; last++) {
+      int64_t sd[4] = {1, 21, 7, 300};
+      tc_init(&c, 13);
+      in[0] = tc_f32(&c, "x", 4, sd, 1.f, 0.f);
+      for (int64_t i = 0; i < 21 * 2100; i++) ((float *)c.in[0]->data)[i] = floorf(((float *)c.in[0]->data)[i] * 3.f);
+      node = tc_node(&c, m ? "ArgMin" : "ArgMax", 1, in, 1, y);
+      mi_node_set_int(c.g, node, "axis", 1);
+      mi_node_set_int(c.g, node, "select_last_index", last);
+      expect_same(&c, 1, m ? "ArgMin over 21 channels" : "ArgMax over 21 channels");
     }
   tc_init(&c, 11); /* runtime condition along axis 0: the kept rows reported */
   in[0] = tc_f32(&c, "x", 3, xd, 1.f, 0.f);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench_detops.py - wall time of the detector and vision ops blis-cpu runs on its device
-(NonMaxSuppression, GridSample, RoiAlign, TopK) at real exports' sizes, and of two small graphs
+(NonMaxSuppression, GridSample, RoiAlign, TopK, ArgMax) at real exports' sizes, and of two small graphs
 (Conv -> GridSample -> Conv; a detector tail Conv -> Sigmoid -> Reshape -> NonMaxSuppression),
 on a build, a base build (where these ran as host steps) and ONNX Runtime: interleaved rounds,
 per round each model on each side in turn; prints the median of each side's per-run medians with
@@ -76,6 +76,8 @@ def cases(d, r):
              ("bi", INT64, [100], [0] * 100)], [("y", FLOAT, [100, 256, 7, 7])])
     add("topk_8400_k300", 11, [("TopK", "topk", ["x", "k"], ["y", "i"], [])], [("k", INT64, [1], [300])],
         [("x", FLOAT, [1, 8400], [r.random() for _ in range(8400)])], [("y", FLOAT, [1, 300])])
+    add("argmax_seg_1x21x256x256", 13, [("ArgMax", "am", ["x"], ["y"], [("axis", 1)])], [],
+        [("x", FLOAT, [1, 21, 256, 256], [r.gauss(0, 1) for _ in range(21 * 65536)])], [("y", INT64, [1, 1, 256, 256])])
     w1 = [r.gauss(0, 0.1) for _ in range(16 * 16 * 9)]
     add("graph_conv_gridsample_conv", 16,
         [("Conv", "c1", ["x", "w1"], ["a"], [("pads", [1, 1, 1, 1])]), ("GridSample", "gs", ["a", "g"], ["b"], []),

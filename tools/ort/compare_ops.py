@@ -5,7 +5,8 @@ ReduceLogSum with axes as attribute and input; GroupNormalization in its opset 1
 LpNormalization, MeanVarianceNormalization;
 GatherND with batch_dims; ScatterElements with every reduction; NonMaxSuppression with both box
 encodings, the optional inputs, ties and runtime thresholds; OneHot, Hardmax, Compress, ReverseSequence (constant
-and runtime conditions and lengths), TopK (values and indices, ties); the trigonometric
+and runtime conditions and lengths), TopK (values and indices, ties), ArgMax/ArgMin (ties, both
+index choices); the trigonometric
 and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
 Hann/Hamming/Blackman windows and MelWeightMatrix): one-node models with random inputs, run on ONNX Runtime
 (ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
@@ -139,6 +140,12 @@ def cases():
             rt = [("x", FLOAT, dims, gen)]
             out.append(Case("TopK_" + nm + gen_nm, "TopK", opset, rt, consts, order, attrs, FLOAT, ("y", "i")))
             out.append(Case("TopK_" + nm + gen_nm + "_indices", "TopK", opset, rt, consts, order, attrs, INT64, ("v", "y")))
+    for op in ("ArgMax", "ArgMin"):
+        for nm, opset, dims, attrs in (("axis1_seg", 13, [1, 21, 9, 13], [("axis", 1)]),
+                                       ("last_nokeep", 13, [3, 40], [("axis", -1), ("keepdims", 0)]),
+                                       ("axis0_ties_last", 12, [6, 5, 7], [("select_last_index", 1)])):
+            out.append(Case("%s_%s" % (op, nm), op, opset, [("x", FLOAT, dims, tied)], [], ["x"], attrs, INT64))
+        out.append(Case("%s_axis1_ties_first" % op, op, 13, [("x", FLOAT, [4, 33, 5], tied)], [], ["x"], [("axis", 1)], INT64))
     bx = [("boxes", FLOAT, [2, 60, 4], coord), ("scores", FLOAT, [2, 3, 60], lambda r: r.random())]
     mo, iou, sth = ("mo", INT64, [1], [8]), ("iou", FLOAT, [1], [0.3]), ("st", FLOAT, [1], [0.4])
     for nm, opset, consts, order, attrs in (("all_inputs", 11, [mo, iou, sth], ["boxes", "scores", "mo", "iou", "st"], []),
