@@ -1,12 +1,13 @@
 /* test_blis_detops.c - blis-cpu's detector and vision ops (blis_nms.c, blis_gridsample.c,
- * blis_roialign.c, blis_seqops.c) in sessions on blis-cpu:0 with host fallback off, against
- * mi_ref_run to the bit: NonMaxSuppression (tied scores, everything suppressed, none asked for,
- * centre boxes, NaN and empty boxes, runtime thresholds; the rows reported and, where a node reads them, refused when they
- * differ from the fixed ones), GridSample (every mode, padding and align_corners, grid points
+ * blis_roialign.c, blis_seqops.c, blis_select.c) in sessions on blis-cpu:0 with host fallback
+ * off, against mi_ref_run to the bit: NonMaxSuppression (tied scores, everything suppressed, none
+ * asked for, centre boxes, NaN and empty boxes, runtime thresholds; the rows reported, on the
+ * session's device and as a fallback device's node, and, where a node reads them, refused when
+ * they differ from the fixed ones), GridSample (every mode, padding and align_corners, grid points
  * outside and NaN) and RoiAlign (rois partly and wholly outside, inverted, runtime INT64/INT32
- * batch indices) at each SIMD level, TopK, ArgMax/ArgMin, Compress and ReverseSequence; Conv -> GridSample ->
- * Conv and a detector tail Conv -> Reshape -> NonMaxSuppression with no host step; run-time
- * index errors naming the node. */
+ * batch indices) at each SIMD level, TopK, ArgMax/ArgMin, Compress and ReverseSequence;
+ * Conv -> GridSample -> Conv and a detector tail Conv -> Sigmoid -> Reshape -> NonMaxSuppression
+ * with no host step; run-time index errors naming the node. */
 #include <math.h>
 
 #include "test_blis_util.h"
@@ -200,6 +201,52 @@ static void nms_read_by_node(void) {
   CHECK(rc == MI_ERR_INVALID_ARGUMENT && strstr(err.message, "n0") && strstr(err.message, "fixed"),
         "NMS read by a node, other rows than the probe's: status %d (%s)", rc, err.message);
   mi_array_destroy(out);
+  mi_session_destroy(s);
+  for (int32_t i = 0; i < c.nin; i++) mi_array_destroy(c.in[i]);
+  mi_graph_destroy(c.g);
+}
+
+/* NMS on the fallback device of a session whose device refuses it (npu-stub): the single-node
+ * fallback kernel reports its rows too (exec/fallback.c), fewer than the room the session gave. */
+static void nms_on_fallback_device(void) {
+  tcase_t c;
+  int64_t bd[3] = {1, 40, 4}, sd[3] = {1, 3, 40}, mo = 6, one = 1;
+  float iou = 0.5f, st = 0.9f; /* a tenth of the boxes pass: fewer than 6 a class */
+  int32_t in[5], y;
+  mi_plugin_t *npu = NULL;
+  uint32_t dev = 0;
+  mi_session_options_t o;
+  mi_session_t *s = NULL;
+  mi_array_t *got = NULL, *want = NULL;
+  mi_error_t err = {0, ""};
+  if (mi_registry_device(r, "npu-stub:0", &npu, &dev, &err) != MI_OK) {
+    printf("npu-stub:0 is not here: the fallback case is not run\n");
+    return;
+  }
+  tc_init(&c, 11);
+  in[0] = tc_f32(&c, "boxes", 3, bd, 4.f, 5.f);
+  in[1] = tc_f32(&c, "scores", 3, sd, 0.5f, 0.5f);
+  in[2] = mi_graph_add_const_i64(c.g, "mo", 1, &mo);
+  in[3] = mi_graph_add_const_f32(c.g, "iou", 1, &one, &iou);
+  in[4] = mi_graph_add_const_f32(c.g, "st", 1, &one, &st);
+  tc_node(&c, "NonMaxSuppression", 5, in, 1, &y);
+  memset(&o, 0, sizeof o);
+  o.struct_size = sizeof o;
+  o.allow_host_fallback = 1;
+  o.fallback_plugin = g_blis;
+  int32_t rc = mi_graph_infer_shapes(c.g, &err);
+  if (rc == MI_OK) rc = mi_session_create(c.g, npu, dev, &o, &s, &err);
+  if (rc == MI_OK) rc = mi_session_run(s, (const mi_array_t *const *)c.in, c.nin, &got, 1, &err);
+  if (rc == MI_OK) rc = mi_ref_run(c.g, (const mi_array_t *const *)c.in, c.nin, &want, 1, &err);
+  CHECK(rc == MI_OK, "NMS on npu-stub with blis-cpu fallback: %s", err.message);
+  if (rc == MI_OK) {
+    CHECK(mi_session_fallback_device_count(s) == 1, "NMS ran on the fallback device (%d there)",
+          (int)mi_session_fallback_device_count(s));
+    CHECK(same_array(got, want) && got->dims[0] < 18, "NMS on the fallback device: %lld rows, the reference's %lld (room 18)",
+          (long long)got->dims[0], (long long)want->dims[0]);
+  }
+  mi_array_destroy(got);
+  mi_array_destroy(want);
   mi_session_destroy(s);
   for (int32_t i = 0; i < c.nin; i++) mi_array_destroy(c.in[i]);
   mi_graph_destroy(c.g);
@@ -430,6 +477,7 @@ static void teardown(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(nms),
     TU_CASE(nms_read_by_node),
+    TU_CASE(nms_on_fallback_device),
     TU_CASE(vision),
     TU_CASE(roialign_bad_index),
     TU_CASE(seqops),
