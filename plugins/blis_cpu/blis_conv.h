@@ -211,6 +211,8 @@ int mi__blis_dw256_cl_fits(const mi__blis_conv_t *c);
  * Softmax of one contiguous row, AVX-512 only; 0 when not taken. */
 int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n);
 int mi__blis_softmax_simd(int32_t simd, const float *x, float *y, int64_t len);
+/* The same row given its max m (a caller that found it while writing x: blis_smask.c). */
+int mi__blis_softmax_from_simd(int32_t simd, const float *x, float *y, int64_t len, float m);
 int32_t mi__blis_conv_run_direct(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                                  mi_error_t *err);
 int32_t mi__blis_conv_pack_nhwc(mi__blis_conv_t *c, const float *w);

@@ -416,8 +416,7 @@ int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken
       return MI_OK;
     count++;
   }
-  if (!count || !(n = mi__blis_node(p, count)) || strcmp(n->op_type, "MatMul") || n->input_count != 2 ||
-      n->output_count != 1)
+  if (!(n = mi__blis_node(p, count)) || strcmp(n->op_type, "MatMul") || n->input_count != 2 || n->output_count != 1)
     return MI_OK;
   for (j = 0; j < 2; j++) {
     int32_t t = n->inputs[j], transposed = 0;
@@ -464,6 +463,35 @@ int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken
     memcpy(bd, b->dims, sizeof(int64_t) * (size_t)br);
     mi_sdk_strides(b, bs);
   }
+  /* a Mul or Div of the product by a constant scalar after it: the same alpha, the step writes
+   * its output (the product itself is never written) */
+  {
+    const mi_node_desc_t *r = mi__blis_node(p, count + 1);
+    const mi_tensor_desc_t *ty = r && r->output_count == 1 ? mi__blis_tensor(p, r->outputs[0]) : NULL;
+    int32_t x, y = n->outputs[0], yr = -1, rc;
+    float f;
+    if (ty && ty->dtype == MI_DTYPE_FLOAT32 && !mi__blis_is_kernel_output(p, y) && mi__blis_consumers(p, y) == 1) {
+      if (scalar_mul(p, r, &x, &f) && x == y) {
+        alpha *= f;
+        yr = r->outputs[0];
+      } else if (!strcmp(r->op_type, "Div") && r->input_count == 2 && r->inputs[0] == y && r->inputs[1] >= 0 &&
+                 mi__blis_is_const(p, r->inputs[1]) && p->k->ptr[r->inputs[1]] &&
+                 mi__blis_tensor(p, r->inputs[1])->dtype == MI_DTYPE_FLOAT32 &&
+                 mi_sdk_numel(mi__blis_tensor(p, r->inputs[1])) == 1 &&
+                 mi_sdk_numel(ty) == mi_sdk_numel(mi__blis_tensor(p, y))) {
+        alpha /= *(const float *)p->k->ptr[r->inputs[1]];
+        yr = r->outputs[0];
+      }
+    }
+    if (yr >= 0) {
+      *taken = 1;
+      p->nodes_used = count + 2;
+      if ((rc = prep_mm(p, s, n, op[0], a, op[1], b, bd, bs, br, alpha, 1, err)) == MI_OK)
+        ((mm_head_t *)s->state)->y = yr;
+      return rc;
+    }
+  }
+  if (!count) return MI_OK; /* a MatMul alone: the plain prepare */
   *taken = 1;
   p->nodes_used = count + 1;
   return prep_mm(p, s, n, op[0], a, op[1], b, bd, bs, br, alpha, 1, err);

@@ -316,8 +316,14 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
 int32_t mi__blis_prep_qdw(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* The host's MatMul fold unit at the prepared node (Muls by a constant scalar and a Transpose on
- * B, then the MatMul; MI_FUSE_TRANSPOSE): one step, *taken 1; else *taken 0 and nothing held. */
+ * B, then the MatMul, then a Mul or Div of the product by a constant scalar; MI_FUSE_TRANSPOSE):
+ * one step, *taken 1; else *taken 0 and nothing held. */
 int32_t mi__blis_prep_mm_fold(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
+/* The host's Softmax group (MI_FUSE_ADD; exec/sm_fold.c): Muls / Divs by a constant scalar and
+ * Adds of broadcast masks, then a Softmax over the last axis, as one pass over the rows
+ * (blis_smask.c): *taken 1; *taken 0 with nothing held when the nodes are not such a chain (they
+ * are then prepared one by one, as steps of the kernel). */
+int32_t mi__blis_prep_smask(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
 /* A weight's DequantizeLinear (constant 8-bit codes) and the MatMul / Gemm that reads it as B
  * (MI_FUSE_DQ; blis_wq.c): one step on the codes, *taken 1; a refusal is MI_ERR_UNSUPPORTED (the
  * host then folds the weights); *taken 0 with nothing held when the next node is no such op. */
@@ -413,10 +419,13 @@ int32_t mi__blis_prep_gather(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 int32_t mi__blis_prep_depth_space(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_split(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_instancenorm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
-int32_t mi__blis_prep_lrn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_lrn.c */
-int32_t mi__blis_prep_nms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_nms.c */
-int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_gridsample.c */
-int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);   /* blis_roialign.c */
+int32_t mi__blis_prep_lrn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);         /* blis_lrn.c */
+int32_t mi__blis_prep_lppool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);      /* blis_lppool.c: and GlobalLpPool */
+int32_t mi__blis_prep_deform_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_deform.c */
+int32_t mi__blis_prep_col2im(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);      /* blis_col2im.c */
+int32_t mi__blis_prep_nms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);         /* blis_nms.c */
+int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);  /* blis_gridsample.c */
+int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);    /* blis_roialign.c */
 /* 1 when every node of d touching runtime tensor t (INT64, INT32 or BOOL) reads or writes it
  * where that op takes such a tensor: NonMaxSuppression's selected boxes and
  * max_output_boxes_per_class, RoiAlign's batch_indices, TopK's indices, Compress's condition,

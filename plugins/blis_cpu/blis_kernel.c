@@ -77,6 +77,10 @@ static const struct {
     {"Acosh", mi__blis_prep_unary},
     {"Atanh", mi__blis_prep_unary},
     {"LRN", mi__blis_prep_lrn},
+    {"LpPool", mi__blis_prep_lppool},
+    {"GlobalLpPool", mi__blis_prep_lppool},
+    {"DeformConv", mi__blis_prep_deform_conv},
+    {"Col2Im", mi__blis_prep_col2im},
     {"NonMaxSuppression", mi__blis_prep_nms},
     {"GridSample", mi__blis_prep_gridsample},
     {"RoiAlign", mi__blis_prep_roialign},
@@ -444,7 +448,10 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
     return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_prepare: empty description");
   if (device != 0) return mi_sdk_error(err, MI_ERR_NOT_FOUND, "blis-cpu: only device 0 exists");
   rc = mi__blis_check_knobs(ctx, d->knobs, d->knob_count, err);
-  if (rc == MI_OK) rc = check_variant(d->variant_id, d->nodes[0]->op_type, err);
+  /* the variant is the anchor's: the first node, or the last where members come first (a
+   * folded MatMul, a masked Softmax) */
+  if (rc == MI_OK && check_variant(d->variant_id, d->nodes[d->node_count - 1]->op_type, NULL) != MI_OK)
+    rc = check_variant(d->variant_id, d->nodes[0]->op_type, err);
   if (rc != MI_OK) return rc;
   if (!(k = kernel_new(d)) || !(step_of = malloc((size_t)d->node_count * sizeof *step_of))) {
     free(k);
@@ -486,9 +493,22 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
                         !mi__blis_is_direct_id(p.desc->variant_id)
                     ? p.desc->variant_id
                     : NULL;
-    if (d->node_count > 1 && (!strcmp(node->op_type, "Mul") || !strcmp(node->op_type, "Transpose"))) {
+    if (d->node_count > 1 &&
+        (!strcmp(node->op_type, "Mul") || !strcmp(node->op_type, "Transpose") || !strcmp(node->op_type, "MatMul"))) {
       int taken = 0;
       rc = mi__blis_prep_mm_fold(&p, &k->steps[k->step_count], &taken, err);
+      if (taken || rc != MI_OK) {
+        for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
+        k->step_count++;
+        if (rc != MI_OK) goto fail;
+        i += p.nodes_used;
+        continue;
+      }
+    }
+    if (d->node_count > 1 && (!strcmp(node->op_type, "Add") || !strcmp(node->op_type, "Mul") ||
+                              !strcmp(node->op_type, "Div"))) { /* a masked softmax: blis_smask.c */
+      int taken = 0;
+      rc = mi__blis_prep_smask(&p, &k->steps[k->step_count], &taken, err);
       if (taken || rc != MI_OK) {
         for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
         k->step_count++;

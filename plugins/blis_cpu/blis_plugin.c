@@ -76,8 +76,8 @@ static const char *const direct_ops[] = {
     "GRU", "RNN", "RMSNormalization",
     "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
     "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
-    "GatherND", "ScatterElements", "Hardmax", "OneHot", "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress",
-    "ReverseSequence", "ArgMax", "ArgMin"};
+    "GatherND", "ScatterElements", "Hardmax", "OneHot", "LpPool", "GlobalLpPool", "DeformConv", "Col2Im",
+    "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress", "ReverseSequence", "ArgMax", "ArgMin"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {
@@ -336,6 +336,15 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
         !strcmp(op, "Exp") || !strcmp(op, "Softmax") || !strcmp(op, "Log")) {
       snprintf(v.description, sizeof v.description, "loop over host memory, vectorised exp/erf/log (knob simd)");
       snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "LpPool") || !strcmp(op, "GlobalLpPool")) {
+      snprintf(v.description, sizeof v.description, "|x|^p once per element, separable window sums (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "DeformConv")) {
+      snprintf(v.description, sizeof v.description, "bilinear-sampling im2col + BLIS sgemm per group (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
+    } else if (!strcmp(op, "Col2Im")) {
+      snprintf(v.description, sizeof v.description, "per-plane sums of the column rows (knob simd)");
+      snprintf(v.knobs, sizeof v.knobs, "simd");
     } else if (!strcmp(op, "MaxPool")) {
       snprintf(v.description, sizeof v.description, "separable max, vectorised stride-2 rows (knob simd)");
       snprintf(v.knobs, sizeof v.knobs, "simd");
@@ -365,6 +374,11 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
       v.fuse_mask = MI_FUSE_ADD | MI_FUSE_CONV;
       snprintf(v.description, sizeof v.description,
                "plain loop; -> Add of an operand in one pass; channel gate -> Conv in the conv's weights");
+    }
+    if (!strcmp(op, "Softmax")) { /* scale and mask Adds -> Softmax: one pass over the rows, blis_smask.c */
+      v.fuse_mask = MI_FUSE_ADD;
+      snprintf(v.description, sizeof v.description,
+               "vectorised rows (knob simd); a constant scale and the Adds of masks before it in the same pass");
     }
     if (!strcmp(op, "Concat")) { /* Concat -> DynamicQuantizeLinear: blis_qconcat.c */
       v.fuse_mask = MI_FUSE_ACT;

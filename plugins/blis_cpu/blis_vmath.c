@@ -141,19 +141,43 @@ AVX512_FN static void act_avx512(int32_t kind, float *x, int64_t n) {
   }
 }
 
+/* A row whose max is not finite (every value -inf: a query whose keys are all masked by -inf; a
+ * +inf or NaN) as the plain formula gives it, e^(x - max) / sum: NaN throughout where the max is
+ * -inf or +inf, as ONNX Runtime and the reference interpreter give it. The vector exp clamps its
+ * argument, and its max with the -87.3 bound turned x - max = NaN into -87.3: such a row came
+ * out uniform (1 / len). */
+static void softmax_nonfinite(const float *x, float *y, int64_t len, float m) {
+  float sum = 0.f;
+  int64_t i;
+  for (i = 0; i < len; i++) sum += (y[i] = expf(x[i] - m));
+  for (i = 0; i < len; i++) y[i] /= sum;
+}
+
 /* Softmax row: y = e^(x - max) * (1 / sum), contiguous, over len values. The reciprocal once a row
  * and a multiply (one rounding more than the quotient, under 1.5 ulp): a 512-bit divide per
  * vector took about a tenth of an attention head's 207-wide rows (Moonshine's encoder: 8 x 207
  * rows of 207, 143 -> 128 us with the exponent by vscalefps below, bench at 1 thread). */
+AVX512_FN static void softmax_avx512_from(const float *x, float *y, int64_t len, float m);
+
 AVX512_FN static void softmax_avx512(const float *x, float *y, int64_t len) {
-  __m512 mx = _mm512_set1_ps(-INFINITY), s = _mm512_setzero_ps();
-  float m, sum;
+  __m512 mx = _mm512_set1_ps(-INFINITY);
   int64_t i;
   for (i = 0; i < len; i += 16) {
     __mmask16 k = len - i >= 16 ? 0xffff : (__mmask16)((1u << (len - i)) - 1u);
     mx = _mm512_mask_max_ps(mx, k, mx, _mm512_maskz_loadu_ps(k, x + i));
   }
-  m = _mm512_reduce_max_ps(mx);
+  softmax_avx512_from(x, y, len, _mm512_reduce_max_ps(mx));
+}
+
+/* The row's last two passes given its max m: e^(x - m), their sum, the scaling. */
+AVX512_FN static void softmax_avx512_from(const float *x, float *y, int64_t len, float m) {
+  __m512 s = _mm512_setzero_ps();
+  float sum;
+  int64_t i;
+  if (!(m > -INFINITY && m < INFINITY)) {
+    softmax_nonfinite(x, y, len, m);
+    return;
+  }
   for (i = 0; i < len; i += 16) {
     __mmask16 k = len - i >= 16 ? 0xffff : (__mmask16)((1u << (len - i)) - 1u);
     __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), _mm512_set1_ps(m)));
@@ -271,9 +295,11 @@ AVX2_FN static void act_avx2(int32_t kind, float *x, int64_t n) {
 /* Softmax row on 8 lanes (the AVX-512 row's steps; left to libm's expf it was 4.6% of a CRNN
  * recogniser's AVX2 profile, its 40x6625 output). Tails as act_avx2: -inf for the max, the sum
  * over the valid lanes only. */
+AVX2_FN static void softmax_avx2_from(const float *x, float *y, int64_t len, float m);
+
 AVX2_FN static void softmax_avx2(const float *x, float *y, int64_t len) {
-  __m256 mx = _mm256_set1_ps(-INFINITY), s = _mm256_setzero_ps(), vm, vs;
-  float m, sum, tmp[8];
+  __m256 mx = _mm256_set1_ps(-INFINITY);
+  float tmp[8];
   int64_t i, j, full = len / 8 * 8;
   for (i = 0; i < full; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
   for (j = 0; j < 8; j++) tmp[j] = i + j < len ? x[i + j] : -INFINITY;
@@ -281,7 +307,17 @@ AVX2_FN static void softmax_avx2(const float *x, float *y, int64_t len) {
   mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
   mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0x4e));
   mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, 0xb1));
-  m = _mm256_cvtss_f32(mx);
+  softmax_avx2_from(x, y, len, _mm256_cvtss_f32(mx));
+}
+
+AVX2_FN static void softmax_avx2_from(const float *x, float *y, int64_t len, float m) {
+  __m256 s = _mm256_setzero_ps(), vm, vs;
+  float sum, tmp[8];
+  int64_t i, j, full = len / 8 * 8;
+  if (!(m > -INFINITY && m < INFINITY)) {
+    softmax_nonfinite(x, y, len, m);
+    return;
+  }
   vm = _mm256_set1_ps(m);
   for (i = 0; i < full; i += 8) {
     __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
@@ -312,6 +348,15 @@ int mi__blis_act_simd(int32_t simd, int32_t kind, float *x, int64_t n) {
   if (simd == MI__SIMD_AVX512) act_avx512(kind, x, n);
   else if (simd == MI__SIMD_AVX2)
     act_avx2(kind, x, n);
+  else
+    return 0;
+  return 1;
+}
+
+int mi__blis_softmax_from_simd(int32_t simd, const float *x, float *y, int64_t len, float m) {
+  if (simd == MI__SIMD_AVX512) softmax_avx512_from(x, y, len, m);
+  else if (simd == MI__SIMD_AVX2)
+    softmax_avx2_from(x, y, len, m);
   else
     return 0;
   return 1;

@@ -1,7 +1,7 @@
 /* test_exec_mmfold.c - attention's Q * K^T as exports write it (the scale a Mul by a constant scalar
- * on Q, on K^T or on both; K^T a Transpose of K's last two axes, or of a [B, T, H, D] tensor
- * straight to [B, H, D, T]) runs as one kernel of the session's own grouping
- * (framework/src/exec/mm_fold.c) on blis-cpu, which reads K through strides and folds the scales
+ * on Q, on K^T or on both, or a Div or Mul of the product as PyTorch writes it; K^T a Transpose
+ * of K's last two axes, or of a [B, T, H, D] tensor straight to [B, H, D, T]) runs as one kernel
+ * of the session's own grouping (framework/src/exec/mm_fold.c) on blis-cpu, which reads K through strides and folds the scales
  * into the product: fewer kernels, outputs within 1e-5 relative L2 of the reference interpreter
  * on every SIMD path, at 1 and 2 threads; a Transpose whose result another node reads too stays
  * a kernel of its own. */
@@ -13,6 +13,7 @@ typedef struct spec {
   int scale_k;  /* Mul(K^T, 1/d^(1/4)) */
   int shared_t; /* the Transpose's result also read by an Add after the attention */
   int64_t t, h, d;
+  int after; /* the scale after the product: 1 Div by sqrt(d), 2 Mul by 1/sqrt(d) (PyTorch's form) */
 } spec_t;
 
 static float vals[8192];
@@ -54,6 +55,12 @@ static mi_graph_t *attn_graph(const spec_t *sp) {
   }
   sc = T("scores");
   NODE("MatMul", "qk", 2, ((int32_t[]){q, kt}), sc);
+  if (sp->after) {
+    float c = sp->after == 1 ? sqrtf((float)sp->d) : 1.f / sqrtf((float)sp->d);
+    int32_t o = T("scores_scaled");
+    NODE(sp->after == 1 ? "Div" : "Mul", "scale_after", 2, ((int32_t[]){sc, mi_graph_add_const_f32(g, "sa", 0, NULL, &c)}), o);
+    sc = o;
+  }
   pr = T("p");
   NODE("Softmax", "softmax", 1, ((int32_t[]){sc}), pr);
   y = T("y");
@@ -88,8 +95,9 @@ static int32_t check(mi_plugin_t *p, const spec_t *sp, int32_t threads, int no_a
   run(s, g, x, got);
   ref(g, x, want);
   d = tu_rel_l2_arrays(got[0], want[0]);
-  printf("%s %s T%lld H%lld D%lld q%d k%d shared %d t%d%s: %d steps, rel L2 %.2e\n", p->name, sp->four_d ? "4-D" : "3-D",
-         (long long)sp->t, (long long)sp->h, (long long)sp->d, sp->scale_q, sp->scale_k, sp->shared_t, threads,
+  printf("%s %s T%lld H%lld D%lld q%d k%d after %d shared %d t%d%s: %d steps, rel L2 %.2e\n", p->name,
+         sp->four_d ? "4-D" : "3-D", (long long)sp->t, (long long)sp->h, (long long)sp->d, sp->scale_q, sp->scale_k,
+         sp->after, sp->shared_t, threads,
          no_auto_fuse ? " unfused" : "", kernels, d);
   CHECK(d < 1e-5, "%s: rel L2 %.3e", p->name, d);
   destroy_outs(got, want);
@@ -104,17 +112,22 @@ static void on_plugin(mi_plugin_t *p) {
   static const int64_t sizes[][3] = {{37, 3, 20}, {70, 2, 36}, {13, 2, 33}};
   for (int32_t t = 1; t <= 2; t++)
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-      for (int f = 0; f < 8; f++) {
-        spec_t sp = {f & 1, (f >> 1) & 1, (f >> 2) & 1, 0, sizes[i][0], sizes[i][1], sizes[i][2]};
+      for (int f = 0; f < 24; f++) {
+        spec_t sp = {f & 1, (f >> 1) & 1, (f >> 2) & 1, 0, sizes[i][0], sizes[i][1], sizes[i][2], f >> 3};
         int32_t plain = check(p, &sp, t, 1), fused = check(p, &sp, t, 0);
-        CHECK(fused == plain - 1 - sp.scale_q - sp.scale_k, "Transpose and scale Muls in the MatMul's kernel: %d -> %d",
-              plain, fused);
+        CHECK(fused == plain - 1 - sp.scale_q - sp.scale_k - (sp.after != 0),
+              "Transpose, scale Muls and the scale after the product in the MatMul's kernel: %d -> %d", plain, fused);
       }
   {
-    spec_t sp = {0, 1, 1, 1, 24, 2, 24};
+    spec_t sp = {0, 1, 1, 1, 24, 2, 24, 0};
     int32_t plain = check(p, &sp, 1, 1), fused = check(p, &sp, 1, 0);
     CHECK(fused == plain - 2, "a Transpose read by another node keeps its kernel; the Muls join: %d -> %d", plain,
           fused);
+  }
+  {
+    spec_t sp = {0, 0, 0, 0, 24, 2, 24, 1}; /* Transpose and a Div after the product only */
+    int32_t plain = check(p, &sp, 1, 1), fused = check(p, &sp, 1, 0);
+    CHECK(fused == plain - 2, "the Transpose and the Div after the product join: %d -> %d", plain, fused);
   }
 }
 

@@ -104,5 +104,14 @@ for t in test_scan9_sum test_scan_sum; do
   [ -f "$onnx_td/$t/model.onnx" ] && compare "onnx-${t#test_}" "$onnx_td/$t/model.onnx"
 done
 
+# Sequence ops from ONNX's simple model tests (libonnx-testdata): lowered at load (docs/onnx.md).
+# Not 7 (double inputs, which gen_inputs.js writes as float) nor 8 (split sizes as an input,
+# which must add up to the axis: random ones do not).
+onnx_simple=/usr/share/libonnx-testdata/data/simple
+for k in 1 2 3 4 5 6; do
+  m="$onnx_simple/test_sequence_model$k/model.onnx"
+  [ -f "$m" ] && compare "onnx-sequence_model$k" "$m"
+done
+
 echo "compare.sh: $fails model(s) failed or above 1e-4"
 [ "$fails" -eq 0 ]

@@ -8,7 +8,8 @@ encodings, the optional inputs, ties and runtime thresholds; OneHot, Hardmax, Co
 and runtime conditions and lengths), TopK (values and indices, ties), ArgMax/ArgMin (ties, both
 index choices); the trigonometric
 and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
-Hann/Hamming/Blackman windows and MelWeightMatrix): one-node models with random inputs, run on ONNX Runtime
+Hann/Hamming/Blackman windows and MelWeightMatrix; EyeLike, BitShift, BitwiseAnd/Or/Xor/Not on
+every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique): one-node models with random inputs, run on ONNX Runtime
 (ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
 case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
@@ -243,7 +244,7 @@ def vision_cases(rng):
         out.append(Case("AffineGrid_" + nm, "AffineGrid", 20, th, [("s", INT64, [4], size)], ["t", "s"], [("align_corners", align)]))
     out.append(Case("AffineGrid_3d", "AffineGrid", 20, [("t", FLOAT, [2, 3, 4], normal)], [("s", INT64, [5], [2, 1, 3, 4, 5])],
                     ["t", "s"], [("align_corners", 0)]))
-    return out + signal_cases()
+    return out + signal_cases() + small_cases(rng)
 
 
 def signal_cases():
@@ -272,6 +273,119 @@ def signal_cases():
             out.append(Case("%s_p%d" % (op, periodic), op, 17, [], [("n", INT64, [], [16])], ["n"], [("periodic", periodic)]))
     mel = [("m", INT64, [], [10]), ("d", INT64, [], [64]), ("r", INT64, [], [16000]), ("lo", FLOAT, [], [20.0]), ("hi", FLOAT, [], [8000.0])]
     out.append(Case("MelWeightMatrix", "MelWeightMatrix", 17, [], mel, ["m", "d", "r", "lo", "hi"], []))
+    return out
+
+
+def small_cases(rng):
+    """EyeLike (ONNX Runtime has no UINT8 or BOOL EyeLike: the unit tests check those),
+    BitShift and the Bitwise ops, LpPool / GlobalLpPool (opsets 7, 11, 18: p, pads,
+    strides, auto_pad, dilations, ceil_mode), Col2Im (2-D and 3-D), DeformConv (offsets, mask,
+    bias, groups, offset groups, strides, pads, dilations; opsets 19 and 22)."""
+    out = []
+    for nm, opset, dt, dims, attrs, out_dt in (("f32", 9, FLOAT, [4, 6], [], FLOAT),
+                                              ("k2_int64", 9, FLOAT, [4, 6], [("k", 2), ("dtype", INT64)], INT64),
+                                              ("k-1_int32", 22, INT32, [5, 3], [("k", -1)], INT32),
+                                              ("k-7_int64", 22, INT64, [5, 3], [("k", -7)], INT64),
+                                              ("int32_to_f32", 22, INT32, [3, 4], [("k", 1), ("dtype", FLOAT)], FLOAT)):
+        gen = normal if dt == FLOAT else (lambda r: r.randint(0, 9))
+        out.append(Case("EyeLike_" + nm, "EyeLike", opset, [("x", dt, dims, gen)], [], ["x"], attrs, out_dt))
+    ranges = {INT8: (-128, 127), UINT8: (0, 255), INT32: (-2 ** 31, 2 ** 31 - 1), INT64: (-2 ** 63, 2 ** 63 - 1)}
+    for dt, tn in ((INT8, "int8"), (UINT8, "uint8"), (INT32, "int32"), (INT64, "int64")):
+        lo, hi = ranges[dt]
+        gen = lambda r, lo=lo, hi=hi: r.randint(lo, hi)
+        for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
+            out.append(Case("%s_%s" % (op, tn), op, 18, [("a", dt, [3, 1, 5], gen), ("b", dt, [4, 5], gen)], [],
+                            ["a", "b"], [], dt))
+        out.append(Case("BitwiseNot_" + tn, "BitwiseNot", 18, [("a", dt, [3, 7], gen)], [], ["a"], [], dt))
+    for d in ("LEFT", "RIGHT"):
+        out.append(Case("BitShift_uint8_" + d, "BitShift", 11, [("a", UINT8, [3, 8], lambda r: r.randint(0, 255))],
+                        [("s", UINT8, [8], list(range(8)))], ["a", "s"], [("direction", d)], UINT8))
+        # shifts by the width and more: 0, as ONNX Runtime gives
+        out.append(Case("BitShift_uint8_wide_" + d, "BitShift", 11, [("a", UINT8, [3, 8], lambda r: r.randint(1, 255))],
+                        [("s", UINT8, [8], [8, 9, 31, 32, 33, 200, 255, 7])], ["a", "s"], [("direction", d)], UINT8))
+    px = [("x", FLOAT, [2, 3, 9, 10], normal)]
+    # (opset 7 holds LpPool-2, GlobalLpPool-2 and MaxRoiPool-1: the loader takes opsets 7..25)
+    for nm, opset, attrs in (("7_p2_k3", 7, [("kernel_shape", [3, 3])]),
+                             ("7_p1_pads_strides", 7, [("kernel_shape", [3, 2]), ("p", 1), ("pads", [1, 0, 1, 1]), ("strides", [2, 2])]),
+                             ("11_p3_same_upper", 11, [("kernel_shape", [3, 3]), ("p", 3), ("auto_pad", "SAME_UPPER"), ("strides", [2, 2])]),
+                             ("11_same_lower", 11, [("kernel_shape", [2, 2]), ("auto_pad", "SAME_LOWER")]),
+                             ("18_dilations", 18, [("kernel_shape", [2, 3]), ("dilations", [2, 2])]),
+                             ("18_ceil", 18, [("kernel_shape", [3, 3]), ("strides", [2, 2]), ("ceil_mode", 1)]),
+                             ("18_ceil_pads_p4", 18, [("kernel_shape", [2, 2]), ("strides", [3, 3]), ("pads", [1, 1, 0, 0]),
+                                                      ("ceil_mode", 1), ("p", 4)])):
+        out.append(Case("LpPool_" + nm, "LpPool", opset, px, [], ["x"], attrs))
+    out.append(Case("LpPool_18_1d", "LpPool", 18, [("x", FLOAT, [2, 3, 11], normal)], [], ["x"],
+                    [("kernel_shape", [3]), ("strides", [2]), ("pads", [1, 1])]))
+    for p in (2, 3):
+        out.append(Case("GlobalLpPool_p%d" % p, "GlobalLpPool", 7, px, [], ["x"], [("p", p)]))
+    for nm, img, blk, attrs in (("default", [5, 6], [3, 3], []),
+                                ("strides_pads_dil", [7, 8], [2, 3], [("strides", [2, 1]), ("pads", [1, 0, 1, 2]), ("dilations", [2, 1])]),
+                                ("3d", [4, 5, 3], [2, 2, 2], [("strides", [1, 2, 1])])):
+        attr_of = dict(attrs)
+        st_, pd, dl = attr_of.get("strides", [1] * len(img)), attr_of.get("pads", [0] * 2 * len(img)), attr_of.get("dilations", [1] * len(img))
+        L, K = 1, 1
+        for i in range(len(img)):
+            L *= (img[i] + pd[i] + pd[len(img) + i] - (dl[i] * (blk[i] - 1) + 1)) // st_[i] + 1
+            K *= blk[i]
+        out.append(Case("Col2Im_" + nm, "Col2Im", 18, [("x", FLOAT, [2, 2 * K, L], normal)],
+                        [("i", INT64, [len(img)], img), ("b", INT64, [len(blk)], blk)], ["x", "i", "b"], attrs))
+    off = lambda r: r.gauss(0, 1.5)
+    mk = lambda r: r.uniform(0, 1)
+    for nm, opset, C, M, hw, ohw, og, attrs, bias, mask in (
+            ("19_plain", 19, 4, 6, (7, 8), (5, 6), 1, [], False, False),
+            ("19_bias_mask", 19, 4, 6, (7, 8), (5, 6), 1, [], True, True),
+            ("22_groups", 22, 4, 6, (7, 8), (5, 6), 2, [("group", 2), ("offset_group", 2)], True, True),
+            ("22_stride_pad_dil", 22, 3, 4, (9, 10), (4, 5), 3, [("strides", [2, 2]), ("pads", [1, 1, 2, 1]), ("dilations", [2, 1]),
+                                                                 ("offset_group", 3)], False, True),
+            ("22_kshape", 22, 2, 3, (6, 6), (4, 4), 1, [("kernel_shape", [3, 3])], True, False)):
+        g = dict(attrs).get("group", 1)
+        rt = [("x", FLOAT, [2, C, hw[0], hw[1]], normal), ("o", FLOAT, [2, og * 18, ohw[0], ohw[1]], off)]
+        consts = [("w", FLOAT, [M, C // g, 3, 3], [rng.gauss(0, 0.5) for _ in range(M * (C // g) * 9)])]
+        order = ["x", "w", "o"]
+        if bias or mask:
+            consts.append(("b", FLOAT, [M], [rng.gauss(0, 1) for _ in range(M)]))
+            order.append("b" if bias else "")
+            if not bias:
+                consts.pop()
+        if mask:
+            rt.append(("m", FLOAT, [2, og * 9, ohw[0], ohw[1]], mk))
+            order.append("m")
+        out.append(Case("DeformConv_" + nm, "DeformConv", opset, rt, consts, order, attrs))
+    out.append(Case("Det_3x3", "Det", 11, [("x", FLOAT, [2, 4, 3, 3], normal)], [], ["x"], []))
+    out.append(Case("Det_5x5", "Det", 11, [("x", FLOAT, [3, 5, 5], normal)], [], ["x"], []))
+    cx = [("x", FLOAT, [2, 3, 7, 6], normal)]
+    for nm, shape, attrs in (("crop_pad", [2, 3, 4, 9], []), ("axes_odd", [5, 3], [("axes", [2, 3])]),
+                             ("neg_axis", [10], [("axes", [-2])])):
+        out.append(Case("CenterCropPad_" + nm, "CenterCropPad", 18, cx, [("s", INT64, [len(shape)], shape)], ["x", "s"], attrs))
+    rois = [0, 1.2, 0.7, 7.6, 8.1, 1, 0, 0, 11, 9, 1, 3.5, 2.5, 4.4, 3.3, 0, -2, -1, 4, 5, 1, 6, 4, 30, 20]
+    for nm, attrs in (("2x2", [("pooled_shape", [2, 2])]), ("3x4_scale", [("pooled_shape", [3, 4]), ("spatial_scale", 0.5)])):
+        out.append(Case("MaxRoiPool_" + nm, "MaxRoiPool", 7, [("x", FLOAT, [2, 3, 10, 12], normal)],
+                        [("r", FLOAT, [5, 5], rois)], ["x", "r"], attrs))
+    kv = [("past", FLOAT, [2, 3, 8, 4], normal), ("u", FLOAT, [2, 3, 3, 4], normal)]
+    for nm, consts, order, attrs in (("no_indices", [], ["past", "u"], []),
+                                     ("linear", [("w", INT64, [2], [5, 1])], ["past", "u", "w"], []),
+                                     ("circular", [("w", INT64, [2], [6, 7])], ["past", "u", "w"], [("mode", "circular")])):
+        out.append(Case("TensorScatter_" + nm, "TensorScatter", 24, kv, consts, order, attrs))
+    # Unique: each output in turn as the graph's y (the others stay node outputs)
+    pick = lambda vals: (lambda r: r.choice(vals))
+    rows = [[1, 2, 3], [0, 5, 1], [1, 2, 3], [7, 7, 7], [0, 5, 1], [1, 2, 3]]
+    for nm, xin, consts, attrs in (("flat", [("x", INT64, [3, 7], pick([4, -1, 0, 9, 2]))], [], []),
+                                   ("flat_unsorted", [("x", INT64, [3, 7], pick([4, -1, 0, 9, 2]))], [], [("sorted", 0)]),
+                                   ("float", [("x", FLOAT, [20], pick([0.5, -1.0, 2.0, 0.0]))], [], [])):
+        for o, dt in (("y", xin[0][1]), ("i", INT64), ("inv", INT64), ("cnt", INT64)):
+            outs = tuple("y" if k == o else "u" if k == "y" else k for k in ("y", "i", "inv", "cnt"))
+            out.append(Case("Unique_%s_%s" % (nm, "values" if o == "y" else o), "Unique", 11, xin, consts, ["x"], attrs, dt, outs))
+    flat_rows = [v for r in rows for v in r]
+    for nm, attrs in (("axis0", [("axis", 0)]), ("axis0_unsorted", [("axis", 0), ("sorted", 0)])):
+        for o in ("y", "i", "inv", "cnt"):
+            outs = tuple("y" if k == o else "u" if k == "y" else k for k in ("y", "i", "inv", "cnt"))
+            out.append(Case("Unique_%s_%s" % (nm, "values" if o == "y" else o), "Unique", 11, [],
+                            [("x", INT64, [6, 3], flat_rows)], ["x"], attrs, INT64, outs))
+    cols = [v for r in ([1.0, 2.0, 1.0, 3.0, 2.0, 1.0], [4.0, 5.0, 4.0, 6.0, 5.0, 0.0]) for v in r]
+    out.append(Case("Unique_axis-1_values", "Unique", 11, [], [("x", FLOAT, [2, 6], cols)], ["x"], [("axis", -1)], FLOAT,
+                    ("y", "i", "inv", "cnt")))
+    out.append(Case("TensorScatter_axis1", "TensorScatter", 24, [("past", FLOAT, [2, 6, 5], normal), ("u", FLOAT, [2, 2, 5], normal)],
+                    [("w", INT64, [2], [0, 4])], ["past", "u", "w"], [("axis", 1)]))
     return out
 
 

@@ -293,6 +293,11 @@ int mi__qdq_chain_dq_apart(mi__plan_t *p, int32_t dq, int32_t at);
  * (anchored and placed at the MatMul) when at least one such node joins it. */
 int mi__mm_fold_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
                       mi__unit_t *u);
+/* A float Softmax over the last axis with the Muls / Divs by a constant scalar and the Adds of a
+ * mask that alone feed it (sm_fold.c), for a device whose Softmax declares MI_FUSE_ADD: 1 and *u
+ * (members in node order, anchored and placed at the Softmax) when at least one such node joins. */
+int mi__sm_fold_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts, int32_t n,
+                      mi__unit_t *u);
 
 /* A float MatMul / Gemm whose B is the DequantizeLinear of constant 8-bit codes that only it
  * reads (qdq_weight.c), for a device whose MatMul / Gemm declares MI_FUSE_DQ: 1 and *u (the DQ,

@@ -3,7 +3,8 @@
  * Transpose of the last two axes and the 1/sqrt(d) scale as a Mul on Q, on K^T or on both
  * (ONNX Runtime's MatMulScaleFusion and TransposeMatMul fusion make them one FusedMatMul). The
  * device reads the transposed operand through strides and folds the scales into the product, so
- * neither the transposed copy nor the scaled copies are written. */
+ * neither the transposed copy nor the scaled copies are written. A Mul or Div of the product by a
+ * constant scalar (PyTorch writes the scale after Q K^T) folds into the same product, last. */
 #include <string.h>
 
 #include "exec/exec.h"
@@ -65,8 +66,19 @@ int mi__mm_fold_match(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *cons
   memset(u, 0, sizeof *u);
   walk_operand(g, p, consts, m->inputs[0], n, 0, u);
   walk_operand(g, p, consts, m->inputs[1], n, 1, u);
-  if (u->count == 0) return 0;
   u->nodes[u->count++] = n;
+  /* the scale written after the product, `Div(Q K^T, sqrt(d))` as PyTorch exports it: the Mul or
+   * Div by a constant scalar that alone reads it, folded into the same alpha */
+  {
+    int32_t y = m->outputs[0], r = mi__plan_live_reader(g, p, y);
+    if (r >= 0 && p->role[r] == MI__ROLE_NODE && !(p->pinned && p->pinned[r]) && g->nodes[r].output_count == 1 &&
+        g->nodes[r].outputs[0] >= 0 && g->tensors[g->nodes[r].outputs[0]].dtype == MI_DTYPE_FLOAT32 &&
+        (scaled_operand(g, consts, r) == y ||
+         (is_op(g, r, "Div") && g->nodes[r].input_count == 2 && g->nodes[r].inputs[0] == y &&
+          const_scalar(consts, g->nodes[r].inputs[1]) && consts[g->nodes[r].inputs[1]]->rank <= g->tensors[y].rank)))
+      u->nodes[u->count++] = r;
+  }
+  if (u->count == 1) return 0;
   /* node order: the graph's is topological, and the kernel runs its members in that order */
   for (i = 1; i < u->count; i++)
     for (j = i; j > 0 && u->nodes[j - 1] > u->nodes[j]; j--) {

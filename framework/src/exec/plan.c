@@ -755,6 +755,10 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
   if (fuse_mask(vars, var_count, "MatMul") & MI_FUSE_TRANSPOSE)
     for (int32_t n = 0; n < g->node_count; n++)
       if (mi__mm_fold_match(g, p, consts, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+  /* a Softmax's scale and additive masks, read once with the scores (exec/sm_fold.c) */
+  if (fuse_mask(vars, var_count, "Softmax") & MI_FUSE_ADD)
+    for (int32_t n = 0; n < g->node_count; n++)
+      if (mi__sm_fold_match(g, p, consts, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
   return MI_OK;
 }
 

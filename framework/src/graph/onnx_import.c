@@ -71,9 +71,13 @@ static int32_t add_value(importer_t *im, const char *name, mi__onnx_value_t *v) 
 static int32_t apply_type(importer_t *im, mi_tensor_t *x, const Onnx__TypeProto *tp, int strict) {
   if (!tp) return MI_OK; /* no type at all: left unknown, to be bound at run time */
   if (tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type) {
-    if (strict)
-      return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' is not a tensor", im->label,
-                       x->name);
+    int seq = tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE ||
+              tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+    /* a Loop body's input may carry a sequence: the loader's sequence lowering
+     * (seq_lower.c) takes it or refuses it naming the loop */
+    if (strict && !(seq && im->parent))
+      return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' is %s (only tensor inputs are supported)",
+                       im->label, x->name, seq ? "a sequence or an optional" : "not a tensor");
     return MI_OK;
   }
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
@@ -260,6 +264,8 @@ static int32_t import_attr(importer_t *im, mi_node_t *n, const Onnx__AttributePr
       strcmp(n->op_type, "ConstantOfShape") == 0)
     return import_scalar_tensor_attr(im, n, a);
   int32_t type = a->has_type ? (int32_t)a->type : 0;
+  /* an empty Optional's element type: what it holds is known (nothing), its type is not needed */
+  if (type == ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TYPE_PROTO && !strcmp(n->op_type, "Optional")) return MI_OK;
   if (!a->has_type) { /* very old exporters leave the type out */
     if (a->n_ints) type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
     else if (a->n_floats)

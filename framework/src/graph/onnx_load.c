@@ -9,6 +9,7 @@
 #include "graph/ms_fuse.h"
 #include "graph/nbits.h"
 #include "graph/onnx_internal.h"
+#include "graph/seq_lower.h"
 
 static int32_t import_model(const void *data, size_t size, const char *base_dir,
                             const char *label, mi_graph_t **out, mi_error_t *err) {
@@ -52,6 +53,9 @@ static int32_t import_model(const void *data, size_t size, const char *base_dir,
   }
   g->opset = opset >= 0 ? opset : 13;
   rc = mi__onnx_import_main(g, mp->graph, base_dir, label, err);
+  /* sequences and optionals whose contents are known here: lowered to tensor ops first, so the
+   * lowerings below and everything after see tensors only (graph/seq_lower.c) */
+  if (rc == MI_OK && mi__graph_has_seq(g)) rc = mi__graph_lower_seq(g, label, err);
   if (rc == MI_OK && mi__graph_has_nbits(g)) {
     /* com.microsoft MatMulNBits: lowered here, so that node indices are the model's for every
      * consumer (profiles, per-node tables) and every device runs it (graph/nbits.c) */

@@ -45,6 +45,18 @@ static const struct {
     {"HammingWindow", 17},
     {"BlackmanWindow", 17},
     {"MelWeightMatrix", 17},
+    {"EyeLike", 9},
+    {"BitShift", 11},
+    {"BitwiseAnd", 18},
+    {"BitwiseOr", 18},
+    {"BitwiseXor", 18},
+    {"BitwiseNot", 18},
+    {"Col2Im", 18},
+    {"DeformConv", 19},
+    {"Det", 11},
+    {"CenterCropPad", 18},
+    {"TensorScatter", 24},
+    {"Unique", 11},
 };
 
 int64_t mi__op_since(const char *op_type) {

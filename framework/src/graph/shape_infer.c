@@ -357,6 +357,22 @@ static const mi__si_op_t ops[] = {
     {"EmbedLayerNormalization", mi__si_msfuse},
     {"FusedMatMul", mi__si_msfuse},
     {"TransposeMatMul", mi__si_msfuse},
+    /* EyeLike, the bitwise ops, Lp pooling, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique */
+    {"EyeLike", mi__si_eyelike},
+    {"BitShift", mi__si_bitwise},
+    {"BitwiseAnd", mi__si_bitwise},
+    {"BitwiseOr", mi__si_bitwise},
+    {"BitwiseXor", mi__si_bitwise},
+    {"BitwiseNot", mi__si_bitwise},
+    {"LpPool", mi__si_pool},
+    {"GlobalLpPool", mi__si_pool},
+    {"Col2Im", mi__si_col2im},
+    {"DeformConv", mi__si_deform_conv},
+    {"Det", mi__si_det},
+    {"CenterCropPad", mi__si_center_crop_pad},
+    {"MaxRoiPool", mi__si_max_roi_pool},
+    {"TensorScatter", mi__si_tensor_scatter},
+    {"Unique", mi__si_unique},
 };
 
 mi__si_fn mi__si_lookup(const char *op) {

@@ -180,6 +180,18 @@ int32_t mi__si_mel_weight(mi__si_t *c, const mi_node_t *n);
 /* msfuse: RMSNormalization and ONNX Runtime's transformer fusions (shape_infer_msfuse.c) */
 int32_t mi__si_rms(mi__si_t *c, const mi_node_t *n);
 int32_t mi__si_msfuse(mi__si_t *c, const mi_node_t *n);
+/* EyeLike (shape_infer_generate.c), BitShift and the Bitwise ops (shape_infer_elementwise.c),
+ * DeformConv and Col2Im (shape_infer_deform.c); LpPool and GlobalLpPool take mi__si_pool. */
+int32_t mi__si_eyelike(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_bitwise(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_deform_conv(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_col2im(mi__si_t *c, const mi_node_t *n);
+/* Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique (shape_infer_extra.c) */
+int32_t mi__si_det(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_center_crop_pad(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_max_roi_pool(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_tensor_scatter(mi__si_t *c, const mi_node_t *n);
+int32_t mi__si_unique(mi__si_t *c, const mi_node_t *n);
 /** The handler for op_type from the op table, or NULL. */
 mi__si_fn mi__si_lookup(const char *op);
 

@@ -286,3 +286,25 @@ int32_t mi__si_dequantize_linear(mi__si_t *c, const mi_node_t *n) {
   if (rc) return rc;
   return mi__si_shaped_like(c, n, 2, MI_DTYPE_FLOAT32, NULL);
 }
+
+/* BitShift (direction LEFT / RIGHT) and BitwiseAnd / Or / Xor broadcast like Add; BitwiseNot
+ * keeps its input's shape. Integer operands of one type. */
+int32_t mi__si_bitwise(mi__si_t *c, const mi_node_t *n) {
+  int32_t rc = mi__si_since(c, n);
+  const char *dir = mi_node_attr_string(n, "direction", "");
+  int is_not = strcmp(n->op_type, "BitwiseNot") == 0, shift = strcmp(n->op_type, "BitShift") == 0;
+  if (rc || (rc = mi__si_need(c, n, is_not ? 1 : 2))) return rc;
+  if (shift && strcmp(dir, "LEFT") && strcmp(dir, "RIGHT"))
+    return mi__si_fail(c, n, MI_ERR_PARSE, "direction '%s' is not LEFT or RIGHT", dir);
+  if (!is_not && mi__si_in(c, n, 0)->dtype != mi__si_in(c, n, 1)->dtype &&
+      mi__si_in(c, n, 0)->dtype != MI_DTYPE_UNDEFINED && mi__si_in(c, n, 1)->dtype != MI_DTYPE_UNDEFINED)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "inputs are %s and %s", mi_dtype_name(mi__si_in(c, n, 0)->dtype),
+                       mi_dtype_name(mi__si_in(c, n, 1)->dtype));
+  for (int32_t k = 0; k < (is_not ? 1 : 2); k++) {
+    int32_t dt = mi__si_in(c, n, k)->dtype;
+    if (dt != MI_DTYPE_UNDEFINED && (shift ? dt != MI_DTYPE_UINT8 : !is_int_dtype(dt) || dt == MI_DTYPE_BOOL))
+      return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "input %d is %s: %s", (int)k, mi_dtype_name(dt),
+                         shift ? "UINT8 is the unsigned type supported" : "an integer type is needed");
+  }
+  return is_not ? mi__si_same_shape(c, n) : mi__si_broadcast_op(c, n);
+}

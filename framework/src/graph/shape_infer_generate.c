@@ -1,8 +1,9 @@
 /* shape_infer_generate.c - shapes of the ops that build tensors from shape values (Expand,
- * ConstantOfShape, Range, Tile); known values flow on so shape chains stay static. */
+ * ConstantOfShape, Range, Tile, EyeLike); known values flow on so shape chains stay static. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/onnx_dtype.h"
 #include "graph/shape_infer.h"
 
 /* The shape given by input k's values: rank from its length, NaN elements dynamic.
@@ -119,5 +120,21 @@ int32_t mi__si_tile(mi__si_t *c, const mi_node_t *n) {
       return mi__si_fail(c, n, MI_ERR_PARSE, "repeats[%d] overflows the output dim", (int)i);
   }
   mi__si_set(c, n, 0, x->dtype, x->rank, d);
+  return MI_OK;
+}
+
+/* EyeLike: input 0's 2-D shape in `dtype` (as the loader holds that ONNX type) or input 0's. */
+int32_t mi__si_eyelike(mi__si_t *c, const mi_node_t *n) {
+  const mi_tensor_t *x;
+  int32_t rc = mi__si_since(c, n), dt;
+  if (rc || (rc = mi__si_need(c, n, 1))) return rc;
+  x = mi__si_in(c, n, 0);
+  dt = mi_node_attr(n, "dtype") ? mi__dtype_from_onnx((int32_t)mi_node_attr_int(n, "dtype", 0)) : x->dtype;
+  if (dt == MI_DTYPE_UNDEFINED || dt == MI_DTYPE_INT4)
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "output type %lld is not supported",
+                       (long long)mi_node_attr_int(n, "dtype", -1));
+  if (x->rank >= 0 && x->rank != 2)
+    return mi__si_fail(c, n, MI_ERR_PARSE, "input must be 2-D, got rank %d", (int)x->rank);
+  mi__si_set(c, n, 0, dt, x->rank, x->dims);
   return MI_OK;
 }

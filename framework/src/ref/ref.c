@@ -199,6 +199,21 @@ static const ref_op_t REF_OPS[] = {
     {"EmbedLayerNormalization", mi__ref_msfuse},
     {"FusedMatMul", mi__ref_msfuse},
     {"TransposeMatMul", mi__ref_msfuse},
+    {"EyeLike", mi__ref_eyelike},
+    {"BitShift", mi__ref_bitwise},
+    {"BitwiseAnd", mi__ref_bitwise},
+    {"BitwiseOr", mi__ref_bitwise},
+    {"BitwiseXor", mi__ref_bitwise},
+    {"BitwiseNot", mi__ref_bitwise},
+    {"LpPool", mi__ref_lppool},
+    {"GlobalLpPool", mi__ref_global_lppool},
+    {"Col2Im", mi__ref_col2im},
+    {"DeformConv", mi__ref_deform_conv},
+    {"Det", mi__ref_det},
+    {"CenterCropPad", mi__ref_center_crop_pad},
+    {"MaxRoiPool", mi__ref_max_roi_pool},
+    {"TensorScatter", mi__ref_tensor_scatter},
+    {"Unique", mi__ref_unique},
 };
 
 static mi__ref_op_fn ref_find(const char *op_type) {

@@ -1,5 +1,5 @@
 /* ref_generate.c - reference ops that make tensors from shapes: Expand, ConstantOfShape,
- * Range and Tile (the shape plumbing of PyTorch and tf2onnx exports). */
+ * Range, Tile (the shape plumbing of PyTorch and tf2onnx exports) and EyeLike. */
 #include <math.h>
 #include <string.h>
 
@@ -136,6 +136,54 @@ int32_t mi__ref_tile(mi__ref_call_t *c) {
       if (++idx[d] < od[d]) break;
       idx[d] = 0;
     }
+  }
+  return MI_OK;
+}
+
+/* The element type EyeLike's `dtype` names, as the loader holds it (half and double precision
+ * load as float32); MI_DTYPE_UNDEFINED for one the framework does not hold. */
+static int32_t eye_dtype(int64_t onnx) {
+  switch (onnx) {
+  case 1:
+  case 10:
+  case 11:
+  case 16: return MI_DTYPE_FLOAT32;
+  case 2: return MI_DTYPE_UINT8;
+  case 3: return MI_DTYPE_INT8;
+  case 6: return MI_DTYPE_INT32;
+  case 7: return MI_DTYPE_INT64;
+  case 9: return MI_DTYPE_BOOL;
+  default: return MI_DTYPE_UNDEFINED;
+  }
+}
+
+/* EyeLike (opset 9, 22): a 2-D tensor of input 0's shape, ones on the diagonal shifted by k
+ * (k > 0 above it), zeros elsewhere, in `dtype` or the input's type. */
+int32_t mi__ref_eyelike(mi__ref_call_t *c) {
+  const mi_array_t *x;
+  mi_array_t *y;
+  int32_t rc, dt;
+  int64_t k = mi_node_attr_int(c->node, "k", 0);
+  if ((rc = mi__ref_since(c)) != MI_OK || (rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
+  if (x->rank != 2) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input must be 2-D, got rank %d", (int)x->rank);
+  dt = mi_node_attr(c->node, "dtype") ? eye_dtype(mi_node_attr_int(c->node, "dtype", 0)) : x->dtype;
+  if (dt == MI_DTYPE_UNDEFINED || dt == MI_DTYPE_INT4 || dt == MI_DTYPE_FLOAT16)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "output type %lld is not supported",
+                        (long long)mi_node_attr_int(c->node, "dtype", -1));
+  if ((rc = mi__ref_make_out(c, 0, dt, 2, x->dims, &y)) != MI_OK) return rc;
+  size_t es = mi_dtype_size(dt);
+  if (k >= x->dims[1] || k <= -x->dims[0]) return MI_OK; /* no diagonal inside: all zeros */
+  for (int64_t r = 0; r < x->dims[0]; r++) {
+    int64_t col = r + k;
+    if (col < 0 || col >= x->dims[1]) continue;
+    uint8_t *at = (uint8_t *)y->data + (size_t)(r * x->dims[1] + col) * es;
+    if (dt == MI_DTYPE_FLOAT32) *(float *)at = 1.0f;
+    else if (dt == MI_DTYPE_INT32)
+      *(int32_t *)at = 1;
+    else if (dt == MI_DTYPE_INT64)
+      *(int64_t *)at = 1;
+    else
+      *at = 1;
   }
   return MI_OK;
 }

@@ -141,8 +141,8 @@ mi__ref_kernel_fn mi__ref_resize; /* ref_resize.c */
 mi__ref_kernel_fn mi__ref_reshape, mi__ref_flatten, mi__ref_squeeze, mi__ref_shape, mi__ref_cast,
     mi__ref_constant, mi__ref_identity;                                             /* ref_shape.c */
 mi__ref_kernel_fn mi__ref_transpose, mi__ref_concat, mi__ref_slice, mi__ref_gather; /* ref_layout.c */
-mi__ref_kernel_fn mi__ref_expand, mi__ref_constant_of_shape, mi__ref_range,
-    mi__ref_tile;                                                   /* ref_generate.c */
+mi__ref_kernel_fn mi__ref_expand, mi__ref_constant_of_shape, mi__ref_range, mi__ref_tile,
+    mi__ref_eyelike;                                                /* ref_generate.c */
 mi__ref_kernel_fn mi__ref_quant;                                    /* ref_quant.c */
 mi__ref_kernel_fn mi__ref_qlinear;                                  /* ref_qlinear.c */
 mi__ref_kernel_fn mi__ref_qlut;                                     /* ref_qlut.c */
@@ -173,6 +173,13 @@ mi__ref_kernel_fn mi__ref_lrn, mi__ref_image_scaler, mi__ref_gridsample, mi__ref
 mi__ref_kernel_fn mi__ref_dft, mi__ref_stft, mi__ref_window_fn, mi__ref_mel_weight; /* ref_signal.c */
 mi__ref_kernel_fn mi__ref_rms;                                                      /* ref_rms.c */
 mi__ref_kernel_fn mi__ref_msfuse;                                                   /* ref_msfuse.c */
+mi__ref_kernel_fn mi__ref_bitwise;                                                  /* ref_bitwise.c */
+mi__ref_kernel_fn mi__ref_lppool, mi__ref_global_lppool;                            /* ref_lppool.c */
+mi__ref_kernel_fn mi__ref_col2im;                                                   /* ref_col2im.c */
+mi__ref_kernel_fn mi__ref_deform_conv;                                              /* ref_deform.c */
+mi__ref_kernel_fn mi__ref_det, mi__ref_center_crop_pad, mi__ref_max_roi_pool,
+    mi__ref_tensor_scatter;       /* ref_extra.c */
+mi__ref_kernel_fn mi__ref_unique; /* ref_unique.c */
 /** MI_OK when the node's opset has its op (graph/op_since.c), else a refusal (ref_act.c). */
 int32_t mi__ref_since(mi__ref_call_t *c);
 

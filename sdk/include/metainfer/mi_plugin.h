@@ -229,7 +229,10 @@ typedef enum mi_fuse_bits {
   MI_FUSE_BN = 1u << 1,   /* op + BatchNormalization (folded or not) */
   MI_FUSE_RELU = 1u << 2, /* + Relu / Clip(0,6) */
   MI_FUSE_ACT = 1u << 3,  /* + other activations (Sigmoid, HardSwish, LeakyRelu, ...) */
-  MI_FUSE_ADD = 1u << 4,  /* + residual Add */
+  /* + residual Add. On a Softmax variant: the Muls / Divs by a constant scalar and the Adds of
+   * masks that alone feed a last-axis Softmax, before it (docs/abi.md, "A softmax's scale and
+   * additive masks") */
+  MI_FUSE_ADD = 1u << 4,
   /* depthwise Conv [+ its chain] + a pointwise Conv (1x1, stride 1, no pads, group 1) reading
    * it, with the pointwise conv's own chain after it: one pass, the intermediate kept in cache.
    * On a Mul variant: a Mul by a per-channel runtime gate + the group-1 Conv that alone reads the
