@@ -112,6 +112,11 @@ typedef struct mi__blis_env {
   mi__blis_pool_t *pool; /* the instance's pool for the plugin's own loops */
   mi_plugin_ctx_t *ctx;  /* kernel_run's: the instance (its memory counter) */
   const mi_kernel_t *k;  /* kernel_run's: the running kernel (mi__blis_plane_open) */
+  /* An output whose row count is data (blis_nms.c): the step sets *rows_tensor and *rows, which
+   * kernel_run reports (mi_run_stats_t.has_rows) where rows_ok says the host reads them. */
+  int32_t *rows_tensor;
+  int64_t *rows;
+  int32_t rows_ok;
 } mi__blis_env_t;
 #define MI__GEMM_MIN_MACS (1 << 21) /* multiply-adds per BLIS thread, at least */
 /* Under this many multiply-adds arch=auto uses haswell's context, whose small-matrix (sup) kernels
@@ -420,7 +425,21 @@ int32_t mi__blis_prep_lrn(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
 int32_t mi__blis_prep_lppool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);      /* blis_lppool.c: and GlobalLpPool */
 int32_t mi__blis_prep_deform_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_deform.c */
 int32_t mi__blis_prep_col2im(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);      /* blis_col2im.c */
-int32_t mi__blis_prep_stft(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_stft.c: STFT, DFT */
+int32_t mi__blis_prep_nms(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);         /* blis_nms.c */
+int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);  /* blis_gridsample.c */
+int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);    /* blis_roialign.c */
+/* 1 when every node of d touching runtime tensor t (INT64, INT32 or BOOL) reads or writes it
+ * where that op takes such a tensor: NonMaxSuppression's selected boxes and
+ * max_output_boxes_per_class, RoiAlign's batch_indices, TopK's indices, Compress's condition,
+ * ReverseSequence's sequence_lens, INT64 data of Compress and ReverseSequence, ArgMax/ArgMin's
+ * indices (blis_nms.c); the op
+ * checks the dtype. */
+int mi__blis_vision_int(const mi_kernel_desc_t *d, int32_t t);
+int32_t mi__blis_prep_topk(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);             /* blis_seqops.c */
+int32_t mi__blis_prep_compress(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);         /* blis_seqops.c */
+int32_t mi__blis_prep_reverse_sequence(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_seqops.c */
+int32_t mi__blis_prep_argminmax(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);        /* blis_select.c */
+int32_t mi__blis_prep_stft(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);             /* blis_stft.c: STFT, DFT */
 int32_t mi__blis_prep_nary(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_cumsum(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_trilu(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

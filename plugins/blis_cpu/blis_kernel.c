@@ -81,6 +81,14 @@ static const struct {
     {"GlobalLpPool", mi__blis_prep_lppool},
     {"DeformConv", mi__blis_prep_deform_conv},
     {"Col2Im", mi__blis_prep_col2im},
+    {"NonMaxSuppression", mi__blis_prep_nms},
+    {"GridSample", mi__blis_prep_gridsample},
+    {"RoiAlign", mi__blis_prep_roialign},
+    {"TopK", mi__blis_prep_topk},
+    {"Compress", mi__blis_prep_compress},
+    {"ReverseSequence", mi__blis_prep_reverse_sequence},
+    {"ArgMax", mi__blis_prep_argminmax},
+    {"ArgMin", mi__blis_prep_argminmax},
     {"STFT", mi__blis_prep_stft},
     {"DFT", mi__blis_prep_stft},
     {"Softplus", mi__blis_prep_unary},
@@ -339,7 +347,9 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
           only_qdq_touch(d, i)) &&
         !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) &&
         !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i)) &&
-        !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_index_input(d, i))) {
+        !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_index_input(d, i)) &&
+        !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32 || t->dtype == MI_DTYPE_BOOL) &&
+          mi__blis_vision_int(d, i))) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "blis-cpu: runtime tensor %d has dtype %d; only "
                            "FLOAT32 is run (INT8/UINT8 only by Q/DQ)",
@@ -551,7 +561,8 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
                             mi_error_t *err) {
   mi__blis_env_t env;
   struct timespec t0, t1;
-  int32_t i, rc = MI_OK;
+  int32_t i, rc = MI_OK, rows_t = -1;
+  int64_t rows = -1;
   uint64_t ns, bytes;
   if (!ctx || !k) return mi_sdk_error(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu kernel_run: NULL kernel");
   if (nin != k->input_count || nout != k->output_count)
@@ -587,6 +598,9 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
   env.cntx_small = NULL;
   if ((k->arch >= 0 ? k->arch : ctx->arch) == MI__ARCH_AUTO && ctx->cntx[MI__ARCH_HASWELL])
     env.cntx_small = ctx->cntx[MI__ARCH_HASWELL];
+  env.rows_tensor = &rows_t;
+  env.rows = &rows;
+  env.rows_ok = stats && MI_HAS_FIELD(stats, mi_run_stats_t, rows);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (i = 0; i < k->step_count && rc == MI_OK; i++) rc = k->steps[i].run(&k->steps[i], k->ptr, &env, err);
   clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -603,5 +617,11 @@ int32_t mi__blis_kernel_run(mi_plugin_ctx_t *ctx, mi_kernel_t *k, mi_buffer_t *c
     stats->has_device_time = 1;
     stats->device_time_ns = ns;
   }
+  for (i = 0; rows_t >= 0 && env.rows_ok && i < nout; i++)
+    if (k->outputs[i] == rows_t) {
+      stats->has_rows = 1;
+      stats->rows_output = i;
+      stats->rows = rows;
+    }
   return MI_OK;
 }

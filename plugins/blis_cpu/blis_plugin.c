@@ -81,7 +81,8 @@ static const char *const direct_ops[] = {
     "GRU", "RNN", "RMSNormalization",
     "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
     "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
-    "GatherND", "ScatterElements", "Hardmax", "OneHot", "LpPool", "GlobalLpPool", "DeformConv", "Col2Im"};
+    "GatherND", "ScatterElements", "Hardmax", "OneHot", "LpPool", "GlobalLpPool", "DeformConv", "Col2Im",
+    "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress", "ReverseSequence", "ArgMax", "ArgMin"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

@@ -5,18 +5,19 @@
 
 #include "test_exec_util.h"
 
-/* x[2,16] -> Relu -> CumSum(axis 1) -> ReverseSequence(lengths 2: the two rows swapped) ->
- * Add(., relu) -> y. Only blis-cpu runs CumSum; no plugin runs ReverseSequence (the reference
+/* x[2,16] -> Relu -> CumSum(axis 1) -> GatherElements(axis 0, the two rows swapped) ->
+ * Add(., relu) -> y. Only blis-cpu runs CumSum; no plugin runs GatherElements (the reference
  * does). */
 static mi_graph_t *cumsum_rev(void) {
   mi_graph_t *g = mi_graph_create("fallback");
-  int64_t d[2] = {2, 16}, axis = 1, n16 = 16, lens[16];
-  for (int i = 0; i < 16; i++) lens[i] = 2;
+  int64_t d[2] = {2, 16}, axis = 1, rows[32];
+  for (int i = 0; i < 32; i++) rows[i] = i < 16;
   REQUIRE(g);
   g->opset = 13;
   int32_t x = mi_graph_add_tensor(g, "x", MI_DTYPE_FLOAT32, 2, d);
   int32_t ax = mi_graph_add_const_i64(g, "axis", 1, &axis);
-  int32_t ln = mi_graph_add_const_i64(g, "lens", n16, lens);
+  int32_t ln = mi_graph_add_tensor(g, "rows", MI_DTYPE_INT64, 2, d);
+  REQUIRE(ln >= 0 && mi_graph_set_data(g, ln, rows, sizeof rows) == MI_OK);
   int32_t r = mi_graph_add_tensor(g, "r", MI_DTYPE_FLOAT32, 2, d);
   int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, 2, d);
   int32_t s = mi_graph_add_tensor(g, "s", MI_DTYPE_FLOAT32, 2, d);
@@ -26,7 +27,7 @@ static mi_graph_t *cumsum_rev(void) {
   REQUIRE(mi_graph_add_input(g, x) == MI_OK && mi_graph_add_output(g, y) == MI_OK);
   REQUIRE(mi_graph_add_node(g, "Relu", "relu", 1, &x, 1, &r) >= 0);
   REQUIRE(mi_graph_add_node(g, "CumSum", "cumsum", 2, ic, 1, &c) >= 0);
-  REQUIRE(mi_graph_add_node(g, "ReverseSequence", "rev", 2, iv, 1, &s) >= 0);
+  REQUIRE(mi_graph_add_node(g, "GatherElements", "rev", 2, iv, 1, &s) >= 0);
   REQUIRE(mi_graph_add_node(g, "Add", "add", 2, ia, 1, &y) >= 0);
   return g;
 }
@@ -51,7 +52,7 @@ static mi_session_t *with_fallback(const mi_graph_t *g, mi_plugin_t *p, uint32_t
   return s;
 }
 
-/* On primary p: CumSum on blis-cpu, ReverseSequence on the reference; without a fallback both on the
+/* On primary p: CumSum on blis-cpu, GatherElements on the reference; without a fallback both on the
  * reference; the outputs the reference's within `tol` (npu-stub computes in FP16). */
 static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double tol) {
   mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *where = NULL, *fb = NULL;
@@ -86,11 +87,11 @@ static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double
         "%s: CumSum ran on blis-cpu:0", p->name);
   CHECK(fallback_index(s, "rev") >= 0 &&
             mi_session_fallback_where(s, fallback_index(s, "rev"), &where, &wd) == 0 && !where,
-        "%s: ReverseSequence, which blis-cpu refuses too, ran on the reference", p->name);
+        "%s: GatherElements, which blis-cpu refuses too, ran on the reference", p->name);
   CHECK(mi_session_fallback_count(s0) == 2 && mi_session_fallback_device_count(s0) == 0,
         "%s without a fallback: %d fallback nodes, %d on a device", p->name,
         (int)mi_session_fallback_count(s0), (int)mi_session_fallback_device_count(s0));
-  /* The per-layer table names the fallback device for CumSum, the host for ReverseSequence. */
+  /* The per-layer table names the fallback device for CumSum, the host for GatherElements. */
   {
     double ms[4] = {1, 2, 3, 4};
     mi_layer_row_t *rows = NULL;

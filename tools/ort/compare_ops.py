@@ -4,7 +4,9 @@ Celu, Softsign, Mish, ThresholdedRelu, Shrink, HardSigmoid, CastLike; ReduceL1, 
 ReduceLogSum with axes as attribute and input; GroupNormalization in its opset 18 and 21 forms,
 LpNormalization, MeanVarianceNormalization;
 GatherND with batch_dims; ScatterElements with every reduction; NonMaxSuppression with both box
-encodings and the optional inputs; OneHot, Hardmax, Compress, ReverseSequence; the trigonometric
+encodings, the optional inputs, ties and runtime thresholds; OneHot, Hardmax, Compress, ReverseSequence (constant
+and runtime conditions and lengths), TopK (values and indices, ties), ArgMax/ArgMin (ties, both
+index choices); the trigonometric
 and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
 Hann/Hamming/Blackman windows and MelWeightMatrix; EyeLike, BitShift, BitwiseAnd/Or/Xor/Not on
 every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique): one-node models with random inputs, run on ONNX Runtime
@@ -121,6 +123,30 @@ def cases():
                     [("l", INT64, [3], [5, 2, 1])], ["x", "l"], []))
     out.append(Case("ReverseSequence_batch_major", "ReverseSequence", 10, [("x", FLOAT, [3, 5, 4], normal)],
                     [("l", INT64, [3], [1, 5, 3])], ["x", "l"], [("batch_axis", 0), ("time_axis", 1)]))
+    out.append(Case("Compress_runtime_cond", "Compress", 11, x3 + [("c", BOOL, [3], lambda r: r.randint(0, 1))], [],
+                    ["x", "c"], [("axis", 0)]))
+    out.append(Case("Compress_runtime_flat", "Compress", 11, x3 + [("c", BOOL, [50], lambda r: r.randint(0, 1))], [],
+                    ["x", "c"], []))
+    out.append(Case("ReverseSequence_runtime_lens", "ReverseSequence", 10,
+                    [("x", FLOAT, [6, 4, 3], normal), ("l", INT64, [4], lambda r: r.randint(0, 6))], [], ["x", "l"], []))
+    # many equal values: lower index first (sorted = 0 leaves the order open: ONNX Runtime's is
+    # not the input order the reference gives, so it is not compared)
+    tied = lambda r: float(r.randint(-3, 3))
+    for nm, opset, dims, consts, order, attrs in (
+            ("11_last", 11, [3, 40], [("k", INT64, [1], [5])], ["x", "k"], []),
+            ("11_axis0_smallest", 11, [7, 6], [("k", INT64, [1], [3])], ["x", "k"], [("axis", 0), ("largest", 0)]),
+            ("10_mid", 10, [2, 9, 5], [("k", INT64, [1], [4])], ["x", "k"], [("axis", 1)]),
+            ("9_attr", 9, [3, 12], [], ["x"], [("k", 4)])):
+        for gen_nm, gen in (("", normal), ("_ties", tied)):
+            rt = [("x", FLOAT, dims, gen)]
+            out.append(Case("TopK_" + nm + gen_nm, "TopK", opset, rt, consts, order, attrs, FLOAT, ("y", "i")))
+            out.append(Case("TopK_" + nm + gen_nm + "_indices", "TopK", opset, rt, consts, order, attrs, INT64, ("v", "y")))
+    for op in ("ArgMax", "ArgMin"):
+        for nm, opset, dims, attrs in (("axis1_seg", 13, [1, 21, 9, 13], [("axis", 1)]),
+                                       ("last_nokeep", 13, [3, 40], [("axis", -1), ("keepdims", 0)]),
+                                       ("axis0_ties_last", 12, [6, 5, 7], [("select_last_index", 1)])):
+            out.append(Case("%s_%s" % (op, nm), op, opset, [("x", FLOAT, dims, tied)], [], ["x"], attrs, INT64))
+        out.append(Case("%s_axis1_ties_first" % op, op, 13, [("x", FLOAT, [4, 33, 5], tied)], [], ["x"], [("axis", 1)], INT64))
     bx = [("boxes", FLOAT, [2, 60, 4], coord), ("scores", FLOAT, [2, 3, 60], lambda r: r.random())]
     mo, iou, sth = ("mo", INT64, [1], [8]), ("iou", FLOAT, [1], [0.3]), ("st", FLOAT, [1], [0.4])
     for nm, opset, consts, order, attrs in (("all_inputs", 11, [mo, iou, sth], ["boxes", "scores", "mo", "iou", "st"], []),
@@ -130,6 +156,15 @@ def cases():
                                             ("omitted_iou", 11, [mo, sth], ["boxes", "scores", "mo", "", "st"], []),
                                             ("no_max", 11, [], ["boxes", "scores"], [])):
         out.append(Case("NonMaxSuppression_" + nm, "NonMaxSuppression", opset, bx, consts, order, attrs, INT64))
+    # scores in quarters: ties, kept in lower box index order; runtime thresholds
+    tb = [("boxes", FLOAT, [1, 80, 4], coord), ("scores", FLOAT, [1, 4, 80], lambda r: r.randint(0, 4) / 4.0)]
+    out.append(Case("NonMaxSuppression_ties", "NonMaxSuppression", 11, tb, [mo, iou, ("st", FLOAT, [1], [0.2])],
+                    ["boxes", "scores", "mo", "iou", "st"], [], INT64))
+    out.append(Case("NonMaxSuppression_runtime_params", "NonMaxSuppression", 11,
+                    bx + [("mo", INT64, [1], lambda r: 5), ("iou", FLOAT, [1], lambda r: 0.45), ("st", FLOAT, [1], lambda r: 0.3)],
+                    [], ["boxes", "scores", "mo", "iou", "st"], [], INT64))
+    out.append(Case("NonMaxSuppression_all_suppressed", "NonMaxSuppression", 11, bx, [mo, iou, ("st", FLOAT, [1], [2.0])],
+                    ["boxes", "scores", "mo", "iou", "st"], [], INT64))
     out += vision_cases(rng)
     return out
 
@@ -177,6 +212,18 @@ def vision_cases(rng):
                              ("16_scale", 16, [("spatial_scale", 0.5), ("sampling_ratio", 3)])):
         out.append(Case("RoiAlign_" + nm, "RoiAlign", opset, rx, rc, ["x", "rois", "bi"],
                         [("output_height", 3), ("output_width", 4)] + attrs))
+    # rois and batch indices at run time, some partly or wholly outside the image
+    corner = []  # x1, y1 anywhere around the image, x2, y2 beyond them (ONNX Runtime refuses inverted rois)
+
+    def roi_coord(r):
+        corner.append(r.uniform(-6, 12) if len(corner) % 4 < 2 else corner[-2] + r.uniform(0.3, 9))
+        return corner[-1]
+    rr = [("x", FLOAT, [2, 5, 9, 11], normal), ("rois", FLOAT, [6, 4], roi_coord),
+          ("bi", INT64, [6], lambda r: r.randint(0, 1))]
+    for nm, opset, attrs in (("runtime_avg", 16, []), ("runtime_max", 16, [("mode", "max")]),
+                             ("runtime_10", 10, [("sampling_ratio", 2), ("spatial_scale", 0.8)])):
+        out.append(Case("RoiAlign_" + nm, "RoiAlign", opset, rr, [], ["x", "rois", "bi"],
+                        [("output_height", 4), ("output_width", 3)] + attrs))
     px = [("x", FLOAT, [2, 3, 7, 9], normal)]
     for nm, attrs in (("k2", [("kernel_shape", [2, 2]), ("strides", [2, 2])]),
                       ("k3_pad_col", [("kernel_shape", [3, 3]), ("pads", [1, 1, 1, 1]), ("storage_order", 1)]),

@@ -76,6 +76,7 @@ struct mi_session {
   const mi_array_t **hval; /* valid host copy of a tensor, or NULL */
   mi_array_t **hown;       /* the host copies this run allocated */
   uint8_t *on_device;      /* the device buffer holds the current value */
+  int64_t *rows;           /* per tensor: rows the device reported it wrote this run (-1: as prepared) */
   int32_t fallback_count;
   char **fallback;      /* node names */
   uint8_t *fallback_on; /* per fallback node: 1 when it runs on the fallback device */
@@ -334,6 +335,10 @@ const char *mi__node_label(const mi_graph_t *g, int32_t node, char *buf, size_t 
  * writing the shapes the values had into the tensors. Shapes that depend on input values are
  * thus those of the zero input (docs/architecture.md, exec). */
 int32_t mi__graph_probe_shapes(mi_graph_t *g, mi_error_t *err);
+/* Gives each NonMaxSuppression (and runtime-condition Compress) output that only the caller
+ * reads the most rows the node can select, so a device that reports the rows it wrote (mi_run_stats_t.has_rows) has room for any
+ * run's (value_rows.c); called after the probe fixed the shapes. */
+void mi__value_rows_widen(mi_graph_t *g);
 
 /* Folds, plans and prepares every step, then allocates device buffers (prepare.c). */
 int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, mi_error_t *err);

@@ -152,7 +152,14 @@ int32_t mi__fallback_run(mi_session_t *s, const mi__step_t *st, const mi_array_t
     if (t < 0) continue;
     while (o < f->output_count && f->outputs[o] != t) o++;
     tt = &s->g->tensors[t];
-    if (o == f->output_count || !(outs[j] = mi_array_create(tt->dtype, tt->rank, tt->dims)))
+    int64_t dims[MI_MAX_RANK];
+    memcpy(dims, tt->dims, sizeof dims);
+    /* an output whose row count is data: the rows the device wrote (run_host_step checks them
+     * as it checks the reference's shapes) */
+    if (MI_HAS_FIELD(&stats, mi_run_stats_t, rows) && stats.has_rows && stats.rows_output == o && tt->rank >= 1 &&
+        stats.rows >= 0 && stats.rows <= tt->dims[0])
+      dims[0] = stats.rows;
+    if (o == f->output_count || !(outs[j] = mi_array_create(tt->dtype, tt->rank, dims)))
       return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "node '%s': out of memory", label);
     rc = p->api.buffer_read(p->ctx, bo[o], 0, outs[j]->data, outs[j]->nbytes, &perr);
     if (rc)

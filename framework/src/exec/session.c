@@ -49,11 +49,13 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
   s->hval = calloc((size_t)nt + 1, sizeof *s->hval);
   s->hown = calloc((size_t)nt + 1, sizeof *s->hown);
   s->on_device = calloc((size_t)nt + 1, 1);
+  s->rows = malloc(((size_t)nt + 1) * sizeof *s->rows);
   s->dlayout = calloc((size_t)nt + 1, sizeof *s->dlayout);
   s->dblock = calloc((size_t)nt + 1, sizeof *s->dblock);
   if (!s->steps || !s->consts || !s->const_owned || !s->bufs || !s->buf_bytes || !s->hval ||
-      !s->hown || !s->on_device || !s->dlayout || !s->dblock)
+      !s->hown || !s->on_device || !s->rows || !s->dlayout || !s->dblock)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory creating a session");
+  for (int32_t t = 0; t < nt; t++) s->rows[t] = -1;
   if (knob_count > 0) {
     mi_error_t perr = {0};
     if (!p->api.set_device_knobs)
@@ -142,6 +144,7 @@ int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
      * one reference run on zero inputs shows the shapes, fixed from here on. */
     if (!shapes_concrete(s->g) && inputs_concrete(s->g)) {
       if ((rc = mi__graph_probe_shapes(w, err))) goto done;
+      mi__value_rows_widen(w);
       s->shapes_probed = 1;
     }
     if (!shapes_concrete(s->g)) {
@@ -235,6 +238,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   free(s->hval);
   free(s->hown);
   free(s->on_device);
+  free(s->rows);
   free(s->node_wall_ns);
   free(s->node_dev_ns);
   free(s->node_timed);

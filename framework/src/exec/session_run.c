@@ -94,7 +94,14 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
   if (!s->on_device[t])
     return mi_errorf(err, MI_ERR_INTERNAL, "tensor '%s' has no value", tt->name);
   if ((rc = sync_device(s, err))) return rc;
-  a = mi_array_create(tt->dtype, tt->rank, tt->dims);
+  if (s->rows && s->rows[t] >= 0) { /* the device wrote fewer rows than there is room for */
+    int64_t dims[MI_MAX_RANK];
+    memcpy(dims, tt->dims, sizeof dims);
+    dims[0] = s->rows[t];
+    a = mi_array_create(tt->dtype, tt->rank, dims);
+  } else {
+    a = mi_array_create(tt->dtype, tt->rank, tt->dims);
+  }
   if (!a) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "tensor '%s': out of memory", tt->name);
   if (s->dlayout[t] != MI_LAYOUT_NCHW) {
     void *tmp = malloc(s->buf_bytes[t] ? s->buf_bytes[t] : 1);
@@ -110,6 +117,37 @@ static int32_t to_host(mi_session_t *s, int32_t t, mi_error_t *err) {
     return plugin_error(err, rc, &perr, "download of tensor", tt->name);
   }
   set_host(s, t, a, 1);
+  return MI_OK;
+}
+
+static int read_by_node(const mi_session_t *s, int32_t t);
+
+/* A kernel that reported the rows it wrote of an output whose row count is data: the caller
+ * gets those rows where only the caller reads it (value_rows.c gave it room for any count); a
+ * node reading it was prepared for the rows fixed at create time, so other rows are refused, as
+ * a host step's other shape is (check_probed). */
+static int32_t device_rows(mi_session_t *s, const mi__step_t *st, const mi_run_stats_t *stats,
+                           mi_error_t *err) {
+  const mi_node_t *n = &s->g->nodes[st->node];
+  char lb[32];
+  if (stats->rows_output < 0 || stats->rows_output >= st->output_count)
+    return mi_errorf(err, MI_ERR_ABI, "node '%s' (%s): the device reported rows of output %d of %d",
+                     mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type, (int)stats->rows_output,
+                     (int)st->output_count);
+  int32_t t = st->outputs[stats->rows_output];
+  const mi_tensor_t *tt = &s->g->tensors[t];
+  if (tt->rank < 1 || stats->rows < 0 || stats->rows > tt->dims[0])
+    return mi_errorf(err, MI_ERR_ABI, "node '%s' (%s): the device reported %lld rows of '%s', which has room for %lld",
+                     mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type, (long long)stats->rows,
+                     tt->name, (long long)(tt->rank < 1 ? 0 : tt->dims[0]));
+  if (stats->rows == tt->dims[0]) return MI_OK;
+  if (read_by_node(s, t))
+    return mi_errorf(err, MI_ERR_INVALID_ARGUMENT,
+                     "node '%s' (%s): output '%s' has %lld rows but the session fixed it at %lld when "
+                     "it was created (shapes that depend on input values are fixed then)",
+                     mi__node_label(s->g, st->node, lb, sizeof lb), n->op_type, tt->name,
+                     (long long)stats->rows, (long long)tt->dims[0]);
+  s->rows[t] = stats->rows;
   return MI_OK;
 }
 
@@ -161,6 +199,10 @@ static int32_t run_device_step(mi_session_t *s, const mi__step_t *st, mi_error_t
   if (rc)
     return mi_errorf(err, rc, "node '%s' (%s): %s", mi__node_label(s->g, st->node, lb, sizeof lb),
                      n->op_type, perr.message[0] ? perr.message : mi_status_message(rc));
+  for (int32_t j = 0; j < st->output_count; j++) s->rows[st->outputs[j]] = -1;
+  if (MI_HAS_FIELD(&stats, mi_run_stats_t, rows) && stats.has_rows &&
+      (rc = device_rows(s, st, &stats, err)))
+    return rc;
   if (MI_HAS_FIELD(&stats, mi_run_stats_t, device_time_ns) && stats.has_device_time) {
     s->device_time_ns += stats.device_time_ns;
     s->node_dev_ns[st->node] = stats.device_time_ns;

@@ -411,6 +411,13 @@ typedef struct mi_run_stats {
   int32_t has_energy;     /* 1 when energy_j is known */
   int32_t energy_modeled; /* 1 when energy_j is modeled, not measured */
   double energy_j;
+  /* Appended within ABI 1.3 (read and write them only when struct_size covers them). An output
+   * whose first dim is data (NonMaxSuppression's selected boxes): the kernel wrote `rows` rows
+   * of output `rows_output`, at most the dims[0] it was prepared with; has_rows 0: every output
+   * is as prepared. */
+  int32_t has_rows;
+  int32_t rows_output;
+  int64_t rows;
 } mi_run_stats_t;
 
 /* ---------------------------------------------------------------- opaque handles */
