@@ -523,6 +523,16 @@ static void test_refusals(void) {
   add_node(&g, "SequenceLength", "len", "s", "y");
   pb_value(&g, 12, "y", T_INT64, -1, NULL, NULL);
   expect_refused(&g, 13, "a scalar split of a dynamic dim", "node 'pairs' (SplitToSequence)", "not known at load time");
+  /* a negative size in a constant split (the message quotes it) */
+  g.n = 0;
+  pb_value_f32(&g, 11, "x", 2, (int64_t[]){2, 6}, NULL);
+  pb_init_i64(&g, "sizes", 2, (int64_t[]){7, -1});
+  pb_node(&n, "SplitToSequence", "cut", "x,sizes", "s");
+  pb_attr_int(&n, "axis", 1);
+  put_msg(&g, 1, &n);
+  add_node(&g, "SequenceLength", "len", "s", "y");
+  pb_value(&g, 12, "y", T_INT64, -1, NULL, NULL);
+  expect_refused(&g, 13, "a negative split size", "node 'cut' (SplitToSequence)", "split[1] is -1");
   /* a loop whose body reads the list it builds */
   loop_model(&g, 1);
   expect_refused(&g, 13, "a list the loop body reads", "node 'build' (Loop)", "sequence 's0' carried through the loop");

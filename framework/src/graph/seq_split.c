@@ -127,8 +127,9 @@ int32_t mi__seq_lower_split(mi__seql_t *l, int32_t i) {
     for (int64_t k = 0; k < count; k++) {
       sizes[k] = st->dtype == MI_DTYPE_INT64 ? ((const int64_t *)st->data)[k] : ((const int32_t *)st->data)[k];
       if (sizes[k] < 0) {
+        long long bad = (long long)sizes[k];
         free(sizes);
-        return mi__seq_fail(l, i, "split[%lld] is %lld, sizes must be >= 0", (long long)k, (long long)sizes[k]);
+        return mi__seq_fail(l, i, "split[%lld] is %lld, sizes must be >= 0", (long long)k, bad);
       }
     }
   } else {
