@@ -140,16 +140,18 @@ typedef struct gemm_state {
 static int32_t run_gemm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
                         mi_error_t *err) {
   const gemm_state_t *g = s->state;
-  float *y = t[g->h.y], beta = 0.f;
+  float *y = t[g->h.y];
   int64_t i, j;
+  /* beta 0 and beta * C added after: with beta != 0, BLIS's small-matrix edge kernels
+   * (sgemmsup haswell 6x2 / 4x2) read a float past C's end when the last rows end the buffer
+   * (valgrind, seen on DeformConv's GEMM): harmless in the arena, a fault at a page's end. */
+  mi__blis_sgemm(env, g->h.m, g->h.n, g->h.k, g->alpha, t[g->h.a], g->rsa, g->csa, t[g->h.b], g->rsb, g->csb,
+                 0.f, y, g->h.n, 1);
   if (g->c >= 0 && g->beta != 0.f) {
     const float *c = t[g->c];
     for (i = 0; i < g->h.m; i++)
-      for (j = 0; j < g->h.n; j++) y[i * g->h.n + j] = c[i * g->crs + j * g->ccs];
-    beta = g->beta;
+      for (j = 0; j < g->h.n; j++) y[i * g->h.n + j] += g->beta * c[i * g->crs + j * g->ccs];
   }
-  mi__blis_sgemm(env, g->h.m, g->h.n, g->h.k, g->alpha, t[g->h.a], g->rsa, g->csa, t[g->h.b], g->rsb, g->csb,
-                 beta, y, g->h.n, 1);
   return MI_OK;
 }
 
