@@ -249,6 +249,26 @@ int mi__blis_axis_split(const mi_tensor_desc_t *x, int64_t *axis, int64_t *outer
 }
 
 /* The variant `id` must belong to `op`: "<op>.direct" or a table entry. */
+/* The group kernels that may take a group's members from node i on, tried in this order on the
+ * node's op type (space-separated list): the MatMul with its folded Transpose / scale
+ * (blis_gemm.c), a masked softmax (blis_smask.c), weight-only dequantization (blis_wq.c). */
+static const struct {
+  const char *ops;
+  int32_t (*prep)(mi__blis_prep_t *p, mi__blis_step_t *s, int *taken, mi_error_t *err);
+} k_group_preps[] = {
+    {"Mul Transpose MatMul", mi__blis_prep_mm_fold},
+    {"Add Mul Div", mi__blis_prep_smask},
+    {"DequantizeLinear", mi__blis_prep_wq},
+};
+
+/* 1 when `word` is one of the space-separated words of `list`. */
+static int word_in(const char *list, const char *word) {
+  size_t n = strlen(word);
+  for (const char *at = list; (at = strstr(at, word)) != NULL; at += n)
+    if ((at == list || at[-1] == ' ') && (at[n] == ' ' || at[n] == '\0')) return 1;
+  return 0;
+}
+
 static int32_t check_variant(const char *id, const char *op, mi_error_t *err) {
   const mi__blis_variant_t *v;
   char want[72];
@@ -493,33 +513,12 @@ int32_t mi__blis_kernel_prepare(mi_plugin_ctx_t *ctx, uint32_t device, const mi_
                         !mi__blis_is_direct_id(p.desc->variant_id)
                     ? p.desc->variant_id
                     : NULL;
-    if (d->node_count > 1 &&
-        (!strcmp(node->op_type, "Mul") || !strcmp(node->op_type, "Transpose") || !strcmp(node->op_type, "MatMul"))) {
+    if (d->node_count > 1) {
       int taken = 0;
-      rc = mi__blis_prep_mm_fold(&p, &k->steps[k->step_count], &taken, err);
-      if (taken || rc != MI_OK) {
-        for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
-        k->step_count++;
-        if (rc != MI_OK) goto fail;
-        i += p.nodes_used;
-        continue;
-      }
-    }
-    if (d->node_count > 1 && (!strcmp(node->op_type, "Add") || !strcmp(node->op_type, "Mul") ||
-                              !strcmp(node->op_type, "Div"))) { /* a masked softmax: blis_smask.c */
-      int taken = 0;
-      rc = mi__blis_prep_smask(&p, &k->steps[k->step_count], &taken, err);
-      if (taken || rc != MI_OK) {
-        for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
-        k->step_count++;
-        if (rc != MI_OK) goto fail;
-        i += p.nodes_used;
-        continue;
-      }
-    }
-    if (d->node_count > 1 && !strcmp(node->op_type, "DequantizeLinear")) { /* weight-only: blis_wq.c */
-      int taken = 0;
-      rc = mi__blis_prep_wq(&p, &k->steps[k->step_count], &taken, err);
+      rc = MI_OK;
+      for (size_t g = 0; g < sizeof k_group_preps / sizeof k_group_preps[0] && !taken && rc == MI_OK; g++)
+        if (word_in(k_group_preps[g].ops, node->op_type))
+          rc = k_group_preps[g].prep(&p, &k->steps[k->step_count], &taken, err);
       if (taken || rc != MI_OK) {
         for (j = 0; j < p.nodes_used && i + j < d->node_count; j++) step_of[i + j] = k->step_count;
         k->step_count++;
