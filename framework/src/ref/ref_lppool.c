@@ -73,18 +73,10 @@ int32_t mi__ref_lppool(mi__ref_call_t *c) {
 int32_t mi__ref_global_lppool(mi__ref_call_t *c) {
   const mi_array_t *x;
   mi_array_t *y;
-  int64_t dims[MI_MAX_RANK], spatial = 1;
+  int64_t spatial;
   int32_t rc;
   double p;
-  if ((rc = mi__ref_need(c, 0, F32, &x)) != MI_OK || (rc = read_p(c, &p)) != MI_OK) return rc;
-  if (x->rank < 3) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input rank %d is below 3", (int)x->rank);
-  dims[0] = x->dims[0];
-  dims[1] = x->dims[1];
-  for (int32_t d = 2; d < x->rank; d++) {
-    dims[d] = 1;
-    spatial *= x->dims[d];
-  }
-  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, x->rank, dims, &y)) != MI_OK) return rc;
+  if ((rc = mi__ref_global_out(c, &x, &y, &spatial)) != MI_OK || (rc = read_p(c, &p)) != MI_OK) return rc;
   for (int64_t pl = 0; pl < x->dims[0] * x->dims[1]; pl++) {
     const float *xp = (const float *)x->data + pl * spatial;
     double s = 0.0;

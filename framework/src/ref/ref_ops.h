@@ -133,7 +133,9 @@ mi__ref_kernel_fn mi__ref_unary, mi__ref_binary, mi__ref_variadic, mi__ref_where
     mi__ref_clip;                                                        /* ref_elementwise.c */
 mi__ref_kernel_fn mi__ref_conv, mi__ref_conv_transpose;                  /* ref_conv.c */
 mi__ref_kernel_fn mi__ref_pool, mi__ref_global_pool, mi__ref_max_unpool; /* ref_pool.c */
-mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm;                          /* ref_matmul.c */
+/* The global pools' input (FLOAT32, rank >= 3), output ([N, C, 1, ...], FLOAT32) and plane size. */
+int32_t mi__ref_global_out(mi__ref_call_t *c, const mi_array_t **x, mi_array_t **y, int64_t *spatial);
+mi__ref_kernel_fn mi__ref_matmul, mi__ref_gemm; /* ref_matmul.c */
 mi__ref_kernel_fn mi__ref_batchnorm, mi__ref_layernorm, mi__ref_softmax,
     mi__ref_instancenorm;         /* ref_norm.c */
 mi__ref_kernel_fn mi__ref_reduce; /* ref_reduce.c */

@@ -83,22 +83,29 @@ int32_t mi__ref_pool(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+int32_t mi__ref_global_out(mi__ref_call_t *c, const mi_array_t **x, mi_array_t **y, int64_t *spatial) {
+  int64_t dims[MI_MAX_RANK];
+  int32_t rc;
+  *spatial = 1;
+  if ((rc = mi__ref_need(c, 0, F32, x)) != MI_OK) return rc;
+  if ((*x)->rank < 3)
+    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input rank %d is below 3", (int)(*x)->rank);
+  dims[0] = (*x)->dims[0];
+  dims[1] = (*x)->dims[1];
+  for (int32_t d = 2; d < (*x)->rank; d++) {
+    dims[d] = 1;
+    *spatial *= (*x)->dims[d];
+  }
+  return mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, (*x)->rank, dims, y);
+}
+
 int32_t mi__ref_global_pool(mi__ref_call_t *c) {
   const mi_array_t *x;
   mi_array_t *y;
-  int64_t dims[MI_MAX_RANK], spatial = 1;
+  int64_t spatial;
   int32_t rc;
   int is_max = strcmp(c->node->op_type, "GlobalMaxPool") == 0;
-  if ((rc = mi__ref_need(c, 0, F32, &x)) != MI_OK) return rc;
-  if (x->rank < 3)
-    return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "input rank %d is below 3", (int)x->rank);
-  dims[0] = x->dims[0];
-  dims[1] = x->dims[1];
-  for (int32_t d = 2; d < x->rank; d++) {
-    dims[d] = 1;
-    spatial *= x->dims[d];
-  }
-  if ((rc = mi__ref_make_out(c, 0, MI_DTYPE_FLOAT32, x->rank, dims, &y)) != MI_OK) return rc;
+  if ((rc = mi__ref_global_out(c, &x, &y, &spatial)) != MI_OK) return rc;
   int64_t planes = x->dims[0] * x->dims[1];
   for (int64_t p = 0; p < planes; p++) {
     const float *xp = (const float *)x->data + p * spatial;
