@@ -486,6 +486,11 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   is1x1 = c->KH == 1 && c->KW == 1 && c->sh == 1 && c->sw == 1 && c->pt == 0 && c->pl == 0 &&
           c->OH == c->H && c->OW == c->W;
   isdw = c->G == c->C && c->G > 1;
+  /* A depthwise conv is memory-bound: BF16 operands would only add their rounding (ppocr_v4_det's
+   * 3x3 depthwise on conv.packed_gemm_bf16 ran at 4-13 GFLOP/s), so the BF16 precision is not
+   * offered there (the tuner's space asks this variant before offering it). */
+  if (pgb && isdw)
+    return mi__blis_unsupported(err, n, "conv.packed_gemm_bf16 does not run depthwise convs");
   /* Default: depthwise direct, else Winograd (dense 3x3 stride 1, see blis_wino.c; 1-D convs of
    * any stride where it measured faster, blis_wino1d.c) or the packed SIMD GEMM where the CPU
    * has AVX2 or AVX-512, else BLIS (1x1 or im2col). */

@@ -1,4 +1,4 @@
-/* blis_misc.c - data-movement ops added for real exports: Cast (FLOAT32 to FLOAT32), Pad,
+/* blis_misc.c - data-movement ops added for real exports: Cast (FLOAT32 to FLOAT32 or BF16), Pad,
  * Expand, Tile, Gather (constant indices), Split, DepthToSpace and SpaceToDepth; CumSum and
  * Trilu at the end.
  *
@@ -7,6 +7,8 @@
  * (map[d][i] = input element offset for output index i on axis d, -1 = the pad constant). The
  * tables are built at prepare from the concrete shapes the host gives. */
 #include <string.h>
+
+#include <immintrin.h>
 
 #include "blis_qgemm.h"
 
@@ -148,16 +150,63 @@ static int32_t io_f32(mi__blis_prep_t *p, const mi_node_desc_t *n, const mi_tens
   return MI_OK;
 }
 
-/* ---- Cast: the plugin's runtime tensors are FLOAT32, so only a FLOAT32 -> FLOAT32 copy. */
+/* ---- Cast: the plugin's runtime tensors are FLOAT32, so a FLOAT32 -> FLOAT32 copy, or a Cast to
+ * BFLOAT16, which the host holds as FLOAT32 values rounded to BF16 (the BF16 transform's rounding
+ * of a layer's input where the layer does not run on conv.packed_gemm_bf16). */
+typedef struct bf16_round {
+  int32_t x, y, simd;
+  int64_t n;
+} bf16_round_t;
+
+/* Round to nearest even on the low 16 bits, NaN kept quiet: mi_sdk_float_to_bf16, 16 a step. */
+__attribute__((target("avx512f"))) static void round_bf16_512(const float *x, float *y, int64_t n) {
+  const __m512i one = _mm512_set1_epi32(1), bias = _mm512_set1_epi32(0x7fff), hi = _mm512_set1_epi32((int)0xffff0000u);
+  const __m512i quiet = _mm512_set1_epi32(0x00400000);
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
+    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    __m512i u = _mm512_castps_si512(v);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, u, quiet);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_castsi512_ps(_mm512_and_si512(r, hi)));
+  }
+}
+
+static int32_t run_bf16_round(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const bf16_round_t *c = s->state;
+  const float *x = t[c->x];
+  float *y = t[c->y];
+  (void)env;
+  (void)err;
+  if (c->simd == MI__SIMD_AVX512) {
+    round_bf16_512(x, y, c->n);
+    return MI_OK;
+  }
+  for (int64_t i = 0; i < c->n; i++) y[i] = mi_sdk_bf16_to_float(mi_sdk_float_to_bf16(x[i]));
+  return MI_OK;
+}
+
 int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x, *y;
   int32_t rc;
+  int64_t to = mi_sdk_attr_int(n, "to", 0);
+  bf16_round_t *c;
   x = mi__blis_tensor(p, mi__blis_in(n, 0));
   if (x && x->dtype == MI_DTYPE_INT32) return mi__blis_prep_qeltwise(p, s, err); /* ConvInteger's sums */
   if ((rc = io_f32(p, n, &x, &y, err)) != MI_OK) return rc;
-  if (mi_sdk_attr_int(n, "to", 0) != 1) return mi__blis_unsupported(err, n, "only to=FLOAT is run");
-  return mi__blis_prep_copy(p, s, err);
+  if (to == 1) return mi__blis_prep_copy(p, s, err);
+  if (to != 16) return mi__blis_unsupported(err, n, "only to=FLOAT and to=BFLOAT16 are run");
+  if (mi_sdk_numel(x) != mi_sdk_numel(y)) return mi__blis_unsupported(err, n, "input and output sizes differ");
+  if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
+  c->x = mi__blis_in(n, 0);
+  c->y = mi__blis_out(n, 0);
+  c->n = mi_sdk_numel(x);
+  c->simd = mi__blis_simd_level(p->ctx->cpu.isa);
+  s->run = run_bf16_round;
+  return MI_OK;
 }
 
 /* ---- Pad (constant, edge, reflect; pads as attribute before opset 11, constant input after) */

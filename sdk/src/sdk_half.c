@@ -1,5 +1,5 @@
-/* sdk_half.c - IEEE binary16 conversions (ONNX FLOAT16), the same bits in the reference and
- * every plugin that stores FP16 weights or emulates an FP16 datapath. */
+/* sdk_half.c - IEEE binary16 (ONNX FLOAT16) and BFLOAT16 conversions, the same bits in the
+ * reference and every plugin that stores FP16 weights or emulates an FP16 datapath. */
 #include <math.h>
 #include <string.h>
 
@@ -46,5 +46,21 @@ float mi_sdk_half_to_float(uint16_t h) {
   else
     b = sign | ((exp + 112) << 23) | (man << 13);
   memcpy(&f, &b, 4);
+  return f;
+}
+
+uint16_t mi_sdk_float_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return (uint16_t)((u >> 16) | 0x0040u);
+  /* to nearest even on the dropped 16 bits; a carry into the exponent is the right answer too */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+
+float mi_sdk_bf16_to_float(uint16_t b) {
+  uint32_t u = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
   return f;
 }

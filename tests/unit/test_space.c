@@ -173,17 +173,25 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
    * weights where the CPU has F16C: the precision dimension offers INT8 choices, and FP16 exactly
    * where that variant is listed. */
   {
-    int32_t pd = tsu_dim(s, "node.conv1.precision"), int8 = 0, fp16 = 0, f16c = 0;
+    int32_t pd = tsu_dim(s, "node.conv1.precision"), int8 = 0, fp16 = 0, f16c = 0, bf16 = 0, pgb = 0;
     mi_device_desc_t dd;
+    mi_variant_desc_t *vars = NULL;
+    uint32_t nv = 0;
     memset(&dd, 0, sizeof dd);
     if (mi_plugin_device_info(p, 0, &dd, &err) == MI_OK) f16c = strstr(dd.isa, "-f16c") != NULL;
+    if (mi_plugin_variants(p, 0, &vars, &nv, &err) == MI_OK)
+      for (uint32_t v = 0; v < nv; v++) pgb |= !strcmp(vars[v].id, "conv.packed_gemm_bf16");
+    free(vars);
     CHECK(pd >= 0, "blis-cpu offers no precision dimension");
     for (int32_t v = 0; pd >= 0 && v < mi_space_dim_size(s, pd); v++) {
       const char *l = mi_space_dim_label(s, pd, v);
       if (strstr(l, "int8")) int8 = 1;
       if (strstr(l, "fp16")) fp16 = 1;
+      if (strstr(l, "bf16")) bf16 = 1;
     }
     CHECK(pd < 0 || (int8 && fp16 == f16c), "precision choices: int8 %d, fp16 %d (F16C %d)", int8, fp16, f16c);
+    /* bf16 exactly where the BF16 variant is listed (AVX512_BF16 CPUs) */
+    CHECK(bf16 == pgb, "precision bf16 offered %d, conv.packed_gemm_bf16 listed %d", bf16, pgb);
   }
   vd = tsu_dim(s, "node.conv1.variant");
   im = tsu_dim(s, "node.conv1.knob.im2col_block");
@@ -193,8 +201,8 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
       if (!strcmp(mi_space_dim_label(s, vd, v), "conv.im2col_gemm")) gemm = v;
       else
         other = v;
-      /* BF16 compute is listed where the CPU has AVX512_BF16, but no precision choice stands for
-       * it yet: offered here, the tuner could take it and its accuracy check would not see it */
+      /* BF16 compute is the bf16 precision's (the executor runs a BF16 layer on it), never a
+       * kernel choice: as one, the tuner could take it for an FP32 layer */
       CHECK(strcmp(mi_space_dim_label(s, vd, v), "conv.packed_gemm_bf16") != 0,
             "conv.packed_gemm_bf16 offered as a kernel variant of conv1");
     }

@@ -19,12 +19,17 @@ struct mi_array;
 
 /** Weight precision of a layer. INT4 values are stored as INT8 data in [-7, 7] (the IR and the
  * ONNX export have no packed INT4 initializer) with mi_tensor_t.value_bits = 4, which says a
- * plugin may receive them packed as MI_DTYPE_INT4 (two per byte, low nibble first). */
+ * plugin may receive them packed as MI_DTYPE_INT4 (two per byte, low nibble first). BF16: the
+ * weights rounded to BF16 (to nearest even) and held as FLOAT32; as the activations' precision,
+ * the layer's input is rounded the same way through Cast(to=BFLOAT16) -> Cast(to=FLOAT), which
+ * the IR holds in FLOAT32 too. A layer with both computes what a BF16 engine computes with FP32
+ * sums, and a device whose variant declares MI_DTYPE_BFLOAT16 runs it so (docs/transforms.md). */
 typedef enum mi_xf_precision {
   MI_XF_FP32 = 0,
   MI_XF_FP16 = 1,
   MI_XF_INT8 = 2,
-  MI_XF_INT4 = 3
+  MI_XF_INT4 = 3,
+  MI_XF_BF16 = 4
 } mi_xf_precision;
 
 /** Scale granularity of quantized weights (symmetric, zero point 0). */
@@ -55,7 +60,7 @@ typedef struct mi_xf_layer {
   uint32_t set;        /* MI_XF_SET_* bits of the fields below that are given */
   int32_t weights;     /* mi_xf_precision */
   int32_t scales;      /* mi_xf_granularity */
-  int32_t activations; /* MI_XF_FP32 or MI_XF_INT8 (asymmetric uint8, calibrated) */
+  int32_t activations; /* MI_XF_FP32, MI_XF_INT8 (asymmetric uint8, calibrated) or MI_XF_BF16 */
   double prune;        /* share of output channels removed, [0, 0.95] */
 } mi_xf_layer_t;
 

@@ -217,7 +217,8 @@ enum mi__role {
   MI__ROLE_NODE = 0,    /* prepared on its own */
   MI__ROLE_MEMBER = 1,  /* inside a unit; the unit's step runs at the unit's position */
   MI__ROLE_DQ_SKIP = 2, /* a DequantizeLinear every reader of which is a lowered layer */
-  MI__ROLE_UNREAD = 3   /* no node reads its outputs and none is a graph output: not run */
+  MI__ROLE_UNREAD = 3,  /* no node reads its outputs and none is a graph output: not run */
+  MI__ROLE_BF16_SKIP = 4 /* a BF16 layer's input Cast its BF16 kernel stands in for (bf16_in.c) */
 };
 
 typedef struct mi__unit {

@@ -267,6 +267,10 @@ int32_t mi__prep_single(mi__prep_t *p, int32_t i, mi_error_t *err) {
   memset(&req, 0, sizeof req);
   req.nodes = &i;
   req.node_count = 1;
+  if (p->bf16_src && p->bf16_src[i] >= 0) {
+    int refused;
+    if ((rc = mi__prep_bf16(p, &req, i, &refused, err)) || !refused) return rc;
+  }
   if (lay != MI_LAYOUT_NCHW) {
     if (mi__layout_transparent(s->g, i, s->consts)) {
       req.plain_layout = 1;
@@ -339,7 +343,8 @@ static int32_t prepare_all(mi__prep_t *p, mi_error_t *err) {
   int32_t rc;
   for (int32_t i = 0; i < g->node_count; i++) {
     mi__unit_t *u;
-    if (p->folded[i] || p->plan.role[i] == MI__ROLE_DQ_SKIP || p->plan.role[i] == MI__ROLE_UNREAD)
+    if (p->folded[i] || p->plan.role[i] == MI__ROLE_DQ_SKIP || p->plan.role[i] == MI__ROLE_UNREAD ||
+        p->plan.role[i] == MI__ROLE_BF16_SKIP)
       continue;
     if (p->plan.role[i] == MI__ROLE_MEMBER) {
       u = &p->plan.units[p->plan.unit[i]];
@@ -405,6 +410,7 @@ int32_t mi__session_prepare(mi_session_t *s, const mi_session_options_t *opts, m
   if ((rc = mi__plan_build(&p.plan, g, s->consts, p.vars, p.var_count,
                            !OPT(opts, no_auto_fuse, 0), pinned, err)))
     goto done;
+  if ((rc = mi__bf16_plan(&p, err))) goto done;
   mi__retake_plan(&p.retake, s, &p.plan);
   /* (without memory for it, a group's outputs are checked by scans, as before) */
   if (mi__readers_index(g, &p.rd_off, &p.rd_node)) p.rd_off = p.rd_node = NULL;
@@ -420,5 +426,6 @@ done:
   free(p.vars);
   free(p.folded);
   free(p.fp16_host);
+  free(p.bf16_src);
   return rc;
 }

@@ -17,6 +17,7 @@ typedef struct mi__prep {
   int32_t *rd_off, *rd_node; /* each tensor's readers (mi__readers_index), or NULL */
   mi__sigbuf_t sig;          /* the signature being looked up (one buffer for all of them) */
   mi__retake_t retake;       /* the donor's steps that move over undescribed (retake.c) */
+  int32_t *bf16_src;         /* per node: the source of a BF16 layer's rounded input, else -1; or NULL */
 } mi__prep_t;
 
 /* prepare.c */
@@ -41,6 +42,13 @@ int32_t mi__prep_fold(mi__prep_t *p, int32_t i, int dq, mi_error_t *err);
 int32_t mi__prep_lowered(mi__prep_t *p, mi__unit_t *u, mi_error_t *err);
 int32_t mi__prep_block(mi__prep_t *p, mi__unit_t *u, mi_error_t *err);
 int32_t mi__prep_group(mi__prep_t *p, mi__unit_t *u, mi_error_t *err);
+/* bf16_in.c: marks the BF16 layers the device's BF16 variants run (their input Casts skipped). */
+int32_t mi__bf16_plan(mi__prep_t *p, mi_error_t *err);
+/* For BF16 layer `anchor` (p->bf16_src[anchor] >= 0): the kernel of req's nodes reading the
+ * source in place of the rounded input, on the device's BF16 variant. MI_OK with *refused = 0:
+ * prepared. Refused: the Casts are prepared as ordinary nodes, the layer is no longer a BF16
+ * one, *refused = 1, and the caller prepares it as it would any other. */
+int32_t mi__prep_bf16(mi__prep_t *p, mi__kreq_t *req, int32_t anchor, int *refused, mi_error_t *err);
 /* 1 when node i is a DequantizeLinear whose inputs are all constants. */
 int mi__prep_dq_of_constants(const mi_session_t *s, int32_t i);
 

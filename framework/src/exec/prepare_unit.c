@@ -141,6 +141,11 @@ int32_t mi__prep_group(mi__prep_t *p, mi__unit_t *u, mi_error_t *err) {
   req.rd_off = p->rd_off;
   req.rd_node = p->rd_node;
   if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
+  if (p->bf16_src && p->bf16_src[u->op] >= 0) {
+    /* a BF16 layer and its epilogue: on the BF16 variant, or (refused) the Casts run first */
+    if (mi__retake_step(&p->retake, s, u->op, u->nodes, u->count)) return MI_OK;
+    if ((rc = mi__prep_bf16(p, &req, u->op, &refused, err)) || !refused) return rc;
+  }
   if ((rc = try_unit(p, u, &req, variant, lay, 0, &refused, err)) || !refused) return rc;
   for (int32_t m = 0; m < u->count; m++) { /* (a chain's DQ that already runs apart: once) */
     if (!m && u->dq_state == 2) continue;

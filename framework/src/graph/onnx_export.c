@@ -212,14 +212,23 @@ MI_API int32_t mi_onnx_save(const mi_graph_t *g, const char *path, mi_error_t *e
     out_ptrs[i] = &vis[n_vi++].vi;
   }
   int32_t n_extra = 0;
+  /* A Cast to BFLOAT16's output is held as FLOAT32 here (the BF16 transform's rounding); typed
+   * FLOAT in the file it would contradict the Cast: the reader infers it instead. */
+  uint8_t *untyped = calloc((size_t)nt + 1, 1);
+  if (!untyped) goto oom;
+  for (int32_t i = 0; i < nn; i++)
+    if (!strcmp(g->nodes[i].op_type, "Cast") && mi_node_attr_int(&g->nodes[i], "to", 0) == 16 &&
+        g->nodes[i].output_count == 1 && g->nodes[i].outputs[0] >= 0)
+      untyped[g->nodes[i].outputs[0]] = 1;
   for (int32_t t = 0; t < nt; t++) {
     const mi_tensor_t *x = &g->tensors[t];
-    if (x->data || x->rank < 0 || x->dtype == MI_DTYPE_UNDEFINED ||
+    if (x->data || x->rank < 0 || x->dtype == MI_DTYPE_UNDEFINED || untyped[t] ||
         is_listed(g->inputs, g->input_count, t) || is_listed(g->outputs, g->output_count, t))
       continue;
     fill_value_info(&vis[n_vi], x);
     vi_ptrs[n_extra++] = &vis[n_vi++].vi;
   }
+  free(untyped);
   for (int32_t i = 0; i < nn; i++) {
     const mi_node_t *n = &g->nodes[i];
     /* a loaded MatMulNBits is a blocked DequantizeLinear here (graph/nbits.c): ONNX has that

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
 /* Output i: a copy of x's bytes under a new shape. */
@@ -143,6 +144,7 @@ static int32_t onnx_to_dtype(int64_t t) {
   case 7: return MI_DTYPE_INT64;
   case 9: return MI_DTYPE_BOOL;
   case 10: return MI_DTYPE_FLOAT16;
+  case 16: return MI_DTYPE_FLOAT32; /* BFLOAT16, held as FLOAT32 */
   default: return MI_DTYPE_UNDEFINED;
   }
 }
@@ -184,12 +186,18 @@ int32_t mi__ref_cast(mi__ref_call_t *c) {
                         mi_dtype_name(x->dtype));
   if ((rc = mi__ref_make_out(c, 0, to, x->rank, x->dims, &y)) != MI_OK) return rc;
   int64_t n = mi_array_numel(x);
+  /* To BFLOAT16: held as FLOAT32 (onnx_dtype.h), the values rounded to BF16 as ONNX's Cast
+   * rounds them (what the BF16 transform writes before a layer, docs/transforms.md). */
+  int bf16 = mi_node_attr_int(c->node, "to", 0) == 16;
   for (int64_t i = 0; i < n; i++) {
     int fsrc = is_float(x->dtype);
     double f = fsrc ? get_f(x, i) : 0.0;
     int64_t v = fsrc ? 0 : get_i(x, i);
     switch (to) {
-    case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = fsrc ? (float)f : (float)v; break;
+    case MI_DTYPE_FLOAT32:
+      ((float *)y->data)[i] = fsrc ? (float)f : (float)v;
+      if (bf16) ((float *)y->data)[i] = mi_sdk_bf16_to_float(mi_sdk_float_to_bf16(((float *)y->data)[i]));
+      break;
     case MI_DTYPE_FLOAT16:
       ((uint16_t *)y->data)[i] = mi__ref_float_to_half(fsrc ? (float)f : (float)v);
       break;

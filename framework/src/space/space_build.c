@@ -195,6 +195,7 @@ static const char *node_name(const mi_graph_t *g, int32_t n, char *buf, size_t c
 static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
   const mi_node_t *node = &s->g->nodes[n];
   int32_t vars[MI__VARIANTS_MAX], nvar = 0, rc, i;
+  uint32_t dtypes = 0;
   char nb[32], name[256];
   mi__node_t *slot;
   for (uint32_t v = 0; v < s->variant_count && nvar < MI__VARIANTS_MAX; v++)
@@ -205,6 +206,12 @@ static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
         continue;
       }
       ok = s->probe_consts ? mi__space_probe(s, n, (int32_t)v) : 1;
+      if (ok > 0 && mi__space_precision_variant(s->variants[v].dtype_mask)) {
+        /* offered as the node's precision (bf16), not as its kernel */
+        dtypes |= s->variants[v].dtype_mask;
+        s->pruned++;
+        continue;
+      }
       if (ok < 0)
         return mi_errorf(err, s->probe_err.code ? s->probe_err.code : MI_ERR_CRASHED, "%s",
                          s->probe_err.message);
@@ -253,7 +260,8 @@ static int32_t add_node(mi_space_t *s, int32_t n, mi_error_t *err) {
       return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "space: out of memory");
     s->dims[s->dim_count - 1].reads[0] = reads;
   }
-  if ((rc = mi__space_add_node_model_dims(s, n, vars, nvar, err)) != MI_OK) return rc;
+  for (i = 0; i < nvar; i++) dtypes |= s->variants[vars[i]].dtype_mask;
+  if ((rc = mi__space_add_node_model_dims(s, n, dtypes, err)) != MI_OK) return rc;
   slot->end_dim = s->dim_count;
   return MI_OK;
 }

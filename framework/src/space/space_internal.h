@@ -84,9 +84,13 @@ int32_t mi__space_add_dim(mi_space_t *s, const char *name, int32_t kind, int32_t
 int mi__list_has(const char *list, const char *item);
 /* space_model.c */
 int32_t mi__space_add_model_dims(mi_space_t *s, mi_error_t *err);
-int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t node, const int32_t *vars,
-                                      int32_t nvar, mi_error_t *err);
+/* The precision choices of node `node` are those whose dtypes its variants (`dtypes`, the union of
+ * their dtype masks) compute in. */
+int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t node, uint32_t dtypes, mi_error_t *err);
 uint32_t mi__space_precision_dtypes(void);
+/* 1 for a variant the executor runs where a layer's precision says so and never a kernel choice:
+ * one that computes in BF16 and not in FLOAT32 (exec/bf16_in.c). */
+int mi__space_precision_variant(uint32_t dtype_mask);
 /* space_probe.c */
 int32_t mi__space_probe_begin(mi_space_t *s);
 void mi__space_probe_end(mi_space_t *s);

@@ -31,16 +31,22 @@ static const precision_t k_precisions[] = {
     {"int8_channel", MI_XF_INT8, MI_XF_PER_CHANNEL, MI_XF_FP32, MI_DTYPE_BIT(MI_DTYPE_INT8)},
     {"int8_act", MI_XF_INT8, MI_XF_PER_CHANNEL, MI_XF_INT8,
      MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8)},
+    /* BF16 weights and input (FP32 sums): offered where the device has a variant that computes
+     * so, which the executor runs the layer on (exec/bf16_in.c) */
+    {"bf16", MI_XF_BF16, MI_XF_PER_TENSOR, MI_XF_BF16, MI_DTYPE_BIT(MI_DTYPE_BFLOAT16)},
 };
 #define PRECISION_N ((int32_t)(sizeof k_precisions / sizeof k_precisions[0]))
 
 /* The compute dtypes some precision choice gives a layer: a variant that computes in none of
- * them (conv.packed_gemm_bf16: BF16) would change the model's numerics where no transform says so,
- * and the accuracy check (the transformed model on the reference) would not see it. */
+ * them would change the model's numerics where no model-side choice says so. */
 uint32_t mi__space_precision_dtypes(void) {
   uint32_t m = 0;
   for (int32_t p = 0; p < PRECISION_N; p++) m |= k_precisions[p].needs;
   return m;
+}
+
+int mi__space_precision_variant(uint32_t dtype_mask) {
+  return (dtype_mask & MI_DTYPE_BIT(MI_DTYPE_BFLOAT16)) && !(dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32));
 }
 
 /* A node whose second input is a constant weight: the layers precision and pruning act on. */
@@ -92,18 +98,15 @@ int32_t mi__space_add_model_dims(mi_space_t *s, mi_error_t *err) {
   return rc;
 }
 
-int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, const int32_t *vars,
-                                      int32_t nvar, mi_error_t *err) {
+int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, uint32_t dtypes, mi_error_t *err) {
   const mi_node_t *node = &s->g->nodes[n];
   const char *labels[PRECISION_N + 8];
   int64_t codes[PRECISION_N + 8];
-  uint32_t dtypes = 0;
   int32_t count = 0, rc;
   char name[256], nb[32];
   const char *nn = node->name && node->name[0] ? node->name : nb;
   snprintf(nb, sizeof nb, "#%d", (int)n);
   if (!weighted(s->g, n)) return MI_OK;
-  for (int32_t i = 0; i < nvar; i++) dtypes |= s->variants[vars[i]].dtype_mask;
   if (s->opts.model_dims & MI_SPACE_PRECISION) {
     /* Only precisions one of the node's variants computes in: a choice no kernel can run
      * would only move the layer to the host. */

@@ -59,7 +59,8 @@ void mi__space_probe_end(mi_space_t *s) {
 }
 
 /* 1 when variant `v` prepares node `n` with its default knobs (or cannot be asked: it does
- * not compute in FP32, the precision the model comes in), 0 when the plugin refuses it. */
+ * not compute in FP32, the precision the model comes in, nor is a BF16 variant, which the
+ * executor hands the FP32 layer as it is), 0 when the plugin refuses it. */
 int mi__space_probe(mi_space_t *s, int32_t n, int32_t v) {
   const mi_variant_desc_t *vd = &s->variants[v];
   const mi_plugin_t *p = s->plugin;
@@ -68,7 +69,9 @@ int mi__space_probe(mi_space_t *s, int32_t n, int32_t v) {
   mi_kernel_t *kern = NULL;
   mi_error_t e = {0};
   int32_t rc, ok;
-  if (!(vd->dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32)) || !p->api.kernel_prepare) return 1;
+  if ((!(vd->dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32)) && !mi__space_precision_variant(vd->dtype_mask)) ||
+      !p->api.kernel_prepare)
+    return 1;
   sig = node_signature(s->g, n);
   for (int32_t i = 0; i < s->probe_cache_n; i++)
     if (s->probe_cache[i].sig == sig && s->probe_cache[i].variant == v) return s->probe_cache[i].ok;

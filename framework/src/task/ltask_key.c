@@ -161,7 +161,7 @@ static int kernel_dim(const mi_space_t *s, int32_t d) {
  * channel), and the precision label's code. A task warm-starts only from tasks of its class:
  * a 1x1 conv's best kernel says nothing about a 3x3 depthwise of the same sizes. */
 static void class_of(const mi_graph_t *g, const mi_node_t *nd, const char *precision, double *f) {
-  static const char *const prec[] = {"fp32", "fp16", "int8_tensor", "int8_channel", "int8_act", NULL};
+  static const char *const prec[] = {"fp32", "fp16", "int8_tensor", "int8_channel", "int8_act", "bf16", NULL};
   int64_t group = 1, stride = 1;
   int32_t p = 0;
   if (nd->input_count > 1 && nd->inputs[1] >= 0 && g->tensors[nd->inputs[1]].rank >= 3 &&

@@ -105,6 +105,8 @@ static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_
   /* New nodes and tensors go to the end: indices below nn and nt stay put until the refresh. */
   for (int32_t n = 0; n < nn && rc == MI_OK; n++)
     if (set[n].set) rc = quantize_layer(g, n, &set[n], need_means ? means : NULL, mean_axis, st, err);
+  for (int32_t n = 0; n < nn && rc == MI_OK; n++)
+    if (set[n].activations == MI_XF_BF16) rc = mi__xf_round_input_bf16(g, n, err);
   for (int32_t t = 0; t < nt && rc == MI_OK; t++) {
     if (!qt[t]) continue;
     if (isnan(ranges[2 * t]))

@@ -133,6 +133,7 @@ MI_API const char *mi_xf_precision_name(int32_t p) {
   case MI_XF_FP16: return "fp16";
   case MI_XF_INT8: return "int8";
   case MI_XF_INT4: return "int4";
+  case MI_XF_BF16: return "bf16";
   default: return "?";
   }
 }

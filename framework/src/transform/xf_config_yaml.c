@@ -75,7 +75,8 @@ static int32_t get_bool(const yctx_t *y, const yaml_node_t *v, const char *key, 
   return rc;
 }
 
-static const char *const k_prec[] = {"fp32", "fp16", "int8", "int4", NULL};
+/* indexed by mi_xf_precision */
+static const char *const k_prec[] = {"fp32", "fp16", "int8", "int4", "bf16", NULL};
 
 static int32_t parse_layer(const yctx_t *y, const yaml_node_t *m, mi_xf_layer_t *l) {
   static const char *const gran[] = {"per_tensor", "per_channel", NULL};
@@ -85,15 +86,16 @@ static int32_t parse_layer(const yctx_t *y, const yaml_node_t *m, mi_xf_layer_t 
     yaml_node_t *k = yaml_document_get_node(y->doc, p->key), *v = yaml_document_get_node(y->doc, p->value);
     const char *key = scalar(k);
     if (key && strcmp(key, "weights") == 0) {
-      rc = get_enum(y, v, key, k_prec, "fp32, fp16, int8, int4", &l->weights);
+      rc = get_enum(y, v, key, k_prec, "fp32, fp16, int8, int4, bf16", &l->weights);
       l->set |= MI_XF_SET_WEIGHTS;
     } else if (key && strcmp(key, "scales") == 0) {
       rc = get_enum(y, v, key, gran, "per_tensor, per_channel", &l->scales);
       l->set |= MI_XF_SET_SCALES;
     } else if (key && strcmp(key, "activations") == 0) {
-      rc = get_enum(y, v, key, k_prec, "fp32, int8", &l->activations);
-      if (rc == MI_OK && l->activations != MI_XF_FP32 && l->activations != MI_XF_INT8)
-        rc = fail_at(y, v, "activations: only fp32 and int8 are supported, got '%s'%s", scalar(v), NULL);
+      rc = get_enum(y, v, key, k_prec, "fp32, int8, bf16", &l->activations);
+      if (rc == MI_OK && l->activations != MI_XF_FP32 && l->activations != MI_XF_INT8 &&
+          l->activations != MI_XF_BF16)
+        rc = fail_at(y, v, "activations: only fp32, int8 and bf16 are supported, got '%s'%s", scalar(v), NULL);
       l->set |= MI_XF_SET_ACTS;
     } else if (key && strcmp(key, "prune") == 0) {
       rc = get_double(y, v, key, 0.0, 0.95, &l->prune);

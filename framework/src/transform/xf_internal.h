@@ -48,6 +48,9 @@ int32_t mi__xf_prune_fc(mi_graph_t *g, int32_t node, double ratio, int *done, mi
                         mi_error_t *err);
 /** Quantizes the weights of node n as `l` says (FP16, INT8, INT4). For INT8/INT4, when `deq` is
  * not NULL it receives the dequantized weights (the weight's element count). xf_quant.c */
+/* Rounds node n's runtime input 0 to BF16 through Cast(to=BFLOAT16) -> Cast(to=FLOAT) (the IR
+ * holds the rounded values as FLOAT32); a constant input is left as it is. xf_quant.c */
+int32_t mi__xf_round_input_bf16(mi_graph_t *g, int32_t n, mi_error_t *err);
 int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, float *deq,
                                 mi_xf_stats_t *st, mi_error_t *err);
 /** mi_xf_fold_bn on the Conv / Gemm nodes n with only[n] set (every one where only is NULL); only

@@ -1,10 +1,11 @@
-/* xf_quant.c - per-layer weight quantization (FP16, INT8, INT4) in the ONNX QDQ style, so the
- * reference interpreter runs the real quantized numerics. */
+/* xf_quant.c - per-layer weight quantization (FP16, BF16, INT8, INT4) in the ONNX QDQ style, and
+ * BF16 rounding of a layer's input, so the reference interpreter runs the real numerics. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 #include "transform/xf_internal.h"
 
@@ -36,6 +37,42 @@ static int32_t to_fp16(mi_graph_t *g, int32_t n) {
   if (c < 0 || mi_node_set_int(g, c, "to", 1) != MI_OK) return rc;
   g->nodes[n].inputs[1] = tf;
   return MI_OK;
+}
+
+/* BF16: the weight's values rounded to BF16, held as a FLOAT32 initializer (the IR computes in
+ * FLOAT32; what a BF16 engine reads are exactly these values). */
+static int32_t to_bf16(mi_graph_t *g, int32_t n) {
+  int32_t w = g->nodes[n].inputs[1], rank = g->tensors[w].rank, t;
+  int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK];
+  float *r = malloc((size_t)cnt * sizeof *r + 1);
+  if (!r) return MI_ERR_OUT_OF_MEMORY;
+  memcpy(dims, g->tensors[w].dims, sizeof dims); /* (adding a tensor may move the table) */
+  for (int64_t i = 0; i < cnt; i++)
+    r[i] = mi_sdk_bf16_to_float(mi_sdk_float_to_bf16(((const float *)g->tensors[w].data)[i]));
+  t = mi__xf_add_const(g, g->nodes[n].name, ".w_bf16", MI_DTYPE_FLOAT32, rank, dims, r, (size_t)cnt * sizeof *r);
+  free(r);
+  if (t < 0) return MI_ERR_OUT_OF_MEMORY;
+  g->nodes[n].inputs[1] = t;
+  return MI_OK;
+}
+
+int32_t mi__xf_round_input_bf16(mi_graph_t *g, int32_t n, mi_error_t *err) {
+  int32_t x = g->nodes[n].inputs[0], tb, tf, c;
+  char name[256];
+  if (x < 0 || g->tensors[x].data) return MI_OK; /* a constant input: nothing runs per input */
+  if ((tb = mi__xf_add_value(g, g->nodes[n].name, ".x_bf16", x)) < 0 ||
+      (tf = mi__xf_add_value(g, g->nodes[n].name, ".x_f32", x)) < 0)
+    goto oom;
+  snprintf(name, sizeof name, "%s.cast_x_bf16", g->nodes[n].name);
+  if ((c = mi_graph_add_node(g, "Cast", name, 1, &x, 1, &tb)) < 0 || mi_node_set_int(g, c, "to", 16) != MI_OK)
+    goto oom;
+  snprintf(name, sizeof name, "%s.cast_x_f32", g->nodes[n].name);
+  if ((c = mi_graph_add_node(g, "Cast", name, 1, &tb, 1, &tf)) < 0 || mi_node_set_int(g, c, "to", 1) != MI_OK)
+    goto oom;
+  g->nodes[n].inputs[0] = tf;
+  return MI_OK;
+oom:
+  return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "bf16: node '%s': out of memory", g->nodes[n].name);
 }
 
 /* INT8 / INT4 symmetric: W_q (int8), scale, zero point 0 -> DequantizeLinear -> W. */
@@ -110,6 +147,7 @@ int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l
   if (!mi__xf_is_weighted(g, n)) return MI_OK;
   switch (l->weights) {
   case MI_XF_FP16: rc = to_fp16(g, n); break;
+  case MI_XF_BF16: rc = to_bf16(g, n); break;
   case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL, deq); break;
   case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL, deq); break;
   default: break;

@@ -294,6 +294,11 @@ int32_t mi_sdk_broadcast_shape(int32_t ra, const int64_t *a, int32_t rb, const i
 uint16_t mi_sdk_float_to_half(float f);
 /** Float from IEEE binary16, exactly (NaN payloads kept). */
 float mi_sdk_half_to_float(uint16_t h);
+/** BFLOAT16 (FP32's upper 16 bits) from float, rounded to nearest even as ONNX's Cast: overflow
+ * to infinity, subnormals rounded like any value, NaN stays a quiet NaN. */
+uint16_t mi_sdk_float_to_bf16(float f);
+/** Float from BFLOAT16, exactly. */
+float mi_sdk_bf16_to_float(uint16_t b);
 
 /** Resize coordinate_transformation_mode values. */
 typedef enum mi_sdk_resize_ct {
