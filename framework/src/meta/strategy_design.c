@@ -51,14 +51,19 @@ static const char *label(const mi__meta_t *st, int32_t d, int32_t v) {
   return l ? l : "";
 }
 
-/* Move number `k` (families in dimension order, each family's labels in order of first
- * appearance) written into pt over the base point: 1, or 0 when there are fewer moves. */
+/* Move number `k` (the precision family first, then the others in dimension order, each family's
+ * labels in order of first appearance) written into pt over the base point: 1, or 0 when there
+ * are fewer moves. Precision first: its model-wide moves are what the split moves and the
+ * per-layer greedy start from (strategy_acc.c, strategy_greedy.c), and after BN folding, fusion
+ * and layout a small design (4 points under a budget of 24) never reached them: ppocr_v4_det
+ * (budget 40, half of it the layer tasks') measured no model-wide precision at all. */
 static int move(const mi__meta_t *st, int32_t k, int32_t *pt) {
   int32_t D = st->D;
-  for (int32_t r = 0; r < D; r++) {
-    int first = eligible(st, r);
-    for (int32_t q = 0; first && q < r; q++)
-      if (eligible(st, q) && same_family(st, q, r)) first = 0;
+  for (int32_t q = 0; q < 2 * D; q++) {
+    int32_t r = q % D;
+    int first = eligible(st, r) && is_precision(st, r) == (q < D);
+    for (int32_t e = 0; first && e < r; e++)
+      if (eligible(st, e) && same_family(st, e, r)) first = 0;
     if (!first) continue;
     /* Family r: each (dim, value) whose label is not seen earlier in the family is one move. */
     for (int32_t d = r; d < D; d++) {

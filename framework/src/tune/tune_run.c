@@ -163,6 +163,18 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     mo.batch = o->max_measurements < 10 ? 2 : 4;
     mo.init_points = o->max_measurements < 10 ? 2 : 4;
     mo.warm_points = o->max_measurements < 10 ? 2 : 4;
+    /* Room for one model-wide move per precision label after the default (measured plain and
+     * with the layer tasks' kernels): the split moves and the per-layer greedy need them. */
+    if (o->max_measurements >= 10) {
+      int32_t labels = 0;
+      for (int32_t d = 0; d < mi_space_dim_count(run->space); d++) {
+        const char *nm = mi_space_dim_name(run->space, d);
+        size_t l = nm ? strlen(nm) : 0;
+        if (l > 10 && !strcmp(nm + l - 10, ".precision") && mi_space_dim_size(run->space, d) > labels)
+          labels = mi_space_dim_size(run->space, d);
+      }
+      if (labels + 1 > mo.init_points) mo.init_points = labels + 1;
+    }
   }
   if (c->r->budget_measurements <= 64) mo.screen = 20000; /* 10^5 costs seconds per round */
   run->meta = 1;
