@@ -1,10 +1,13 @@
 /* bf16_models.c - what BF16 compute costs a whole model in accuracy on blis-cpu: the outputs of
- * a session with the named Conv nodes on conv.packed_gemm_bf16 against the default session's
- * (FP32) on the same inputs, per output and sample (relative L2, max |diff| / max |ref|); with
- * MI_BF16_ROUNDS=R, R rounds of one timed run of each session on the first sample, in alternating
- * order (wall time of mi_session_run; the ratio bf16 / default per round, median and range).
- * Usage: bf16_models PLUGIN_DIR MODEL.onnx NODES.txt SAMPLE.npy...  (NODES.txt: one Conv node
- * name a line; one .npy per sample, for the model's single input). */
+ * a session with the named nodes on blis-cpu's BF16 variants (Conv: conv.packed_gemm_bf16, MatMul:
+ * matmul.packed_bf16, Gemm: gemm.packed_bf16) against the default session's (FP32) on the same
+ * inputs, per output and sample (relative L2, max |diff| / max |ref|); with MI_BF16_ROUNDS=R, R
+ * rounds of one timed run of each session on the first sample, in alternating order (wall time of
+ * mi_session_run; the ratio bf16 / default per round, median and range).
+ * Usage: bf16_models PLUGIN_DIR MODEL.onnx NODES SAMPLE.npy...  (NODES: a file of one node name a
+ * line, or "mm": every MatMul and Gemm whose B is a FLOAT32 initializer, "conv": every dense Conv
+ * (group 1) whose weights are one, "mm+conv": both; one .npy per sample, for the model's single
+ * input). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,25 +72,17 @@ int main(int argc, char **argv) {
   char line[512];
   int32_t nc = 0, rc, a, o, nout;
   double worst = 0.;
-  FILE *f;
+  FILE *f = NULL;
+  int mm = argc >= 4 && (!strcmp(argv[3], "mm") || !strcmp(argv[3], "mm+conv"));
+  int conv = argc >= 4 && (!strcmp(argv[3], "conv") || !strcmp(argv[3], "mm+conv"));
   if (argc < 5) {
-    fprintf(stderr, "usage: bf16_models PLUGIN_DIR MODEL.onnx NODES.txt SAMPLE.npy...\n");
+    fprintf(stderr, "usage: bf16_models PLUGIN_DIR MODEL.onnx NODES.txt|mm SAMPLE.npy...\n");
     return 2;
   }
-  if (!(f = fopen(argv[3], "r"))) {
+  if (!mm && !conv && !(f = fopen(argv[3], "r"))) {
     fprintf(stderr, "bf16_models: cannot read %s\n", argv[3]);
     return 2;
   }
-  while (nc < 512 && fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\r\n")] = '\0';
-    if (!line[0]) continue;
-    snprintf(names[nc], sizeof names[nc], "%s", line);
-    memset(&ch[nc], 0, sizeof ch[nc]);
-    ch[nc].node = names[nc];
-    ch[nc].variant_id = "conv.packed_gemm_bf16";
-    nc++;
-  }
-  fclose(f);
   rc = reg ? mi_registry_scan(reg, argv[1], &err) : MI_ERR_OUT_OF_MEMORY;
   if (rc == MI_OK) rc = mi_registry_device(reg, "blis-cpu:0", &pl, &dev, &err);
   if (rc == MI_OK) rc = mi_onnx_load(argv[2], &g, &err);
@@ -95,8 +90,35 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bf16_models: %s\n", err.message);
     return 1;
   }
+  for (a = 0; (mm || conv) && a < g->node_count && nc < 512; a++) {
+    const mi_node_t *n = &g->nodes[a];
+    const mi_tensor_t *b = n->input_count >= 2 && n->inputs[1] >= 0 ? &g->tensors[n->inputs[1]] : NULL;
+    const mi_attr_t *grp = NULL;
+    int32_t i;
+    for (i = 0; i < n->attr_count; i++)
+      if (!strcmp(n->attrs[i].name, "group")) grp = &n->attrs[i];
+    if (n->name && b && b->data && b->dtype == MI_DTYPE_FLOAT32 &&
+        ((mm && (!strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Gemm"))) ||
+         (conv && !strcmp(n->op_type, "Conv") && (!grp || grp->i == 1))))
+      snprintf(names[nc++], sizeof names[0], "%s", n->name);
+  }
+  while (f && nc < 512 && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0]) snprintf(names[nc++], sizeof names[0], "%s", line);
+  }
+  if (f) fclose(f);
+  for (a = 0; a < nc; a++) { /* each node's op names its BF16 variant */
+    const char *op = "Conv";
+    int32_t i;
+    for (i = 0; i < g->node_count; i++)
+      if (g->nodes[i].name && !strcmp(g->nodes[i].name, names[a])) op = g->nodes[i].op_type;
+    memset(&ch[a], 0, sizeof ch[a]);
+    ch[a].node = names[a];
+    ch[a].variant_id = !strcmp(op, "MatMul") ? "matmul.packed_bf16" : !strcmp(op, "Gemm") ? "gemm.packed_bf16"
+                                                                                           : "conv.packed_gemm_bf16";
+  }
   nout = g->output_count;
-  printf("%s: %d Conv nodes on conv.packed_gemm_bf16, %d outputs\n", argv[2], nc, nout);
+  printf("%s: %d nodes on BF16 variants, %d outputs\n", argv[2], nc, nout);
   for (a = 4; a < argc; a++) {
     mi_array_t *in = NULL, *y[2][16] = {{NULL}};
     int pass;
