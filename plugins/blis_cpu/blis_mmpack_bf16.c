@@ -90,55 +90,53 @@ static BF16_FN void convert_rows(const mi__blis_mmp_t *p, const float *a, int64_
 
 /* MR (1..12) rows x 16 * NV (1 or 2) columns over kn2 pairs of a panel block whose rows are PS
  * uint32 apart. first: the sums start at zero, else from Y; last: Y = alpha * sums + bias, else the
- * partial sums. SPLIT (rows of a GEMV): even and odd pairs in two sets of accumulators, added at
- * the end, so that a row's two chains are four (vdpbf16ps's latency, not its rate, bounds one row). */
+ * partial sums. S (1, 2 or 4) chains a sum: pair j goes to set j % S, the sets added at the end, so
+ * that the few rows of a GEMV keep enough multiply-adds in flight (vdpbf16ps's latency, not its
+ * rate, bounds a tile of one row with one chain a vector). */
 static inline __attribute__((always_inline)) BF16_FN void
 tileb(const uint32_t *a, int64_t lda, const uint32_t *pw, int64_t kn2, float *y, int64_t ldy, const float *bias,
-      float alpha, int first, int last, int64_t cols, int MR, int pf, int NV, int PS, int SPLIT) {
+      float alpha, int first, int last, int64_t cols, int MR, int pf, int NV, int PS, int S) {
   __mmask16 m0 = (__mmask16)(cols >= 16 ? 0xffff : (1u << cols) - 1u);
   __mmask16 m1 = (__mmask16)(cols >= 32 ? 0xffff : cols <= 16 ? 0
                                                               : (1u << (cols - 16)) - 1u);
-  __m512 c0[12], c1[12], d0[12], d1[12];
+  __m512 c0[4][12], c1[4][12];
   int64_t j = 0;
-  int i;
+  int i, q;
 #pragma GCC unroll 12
   for (i = 0; i < 12; i++) {
     if (i >= MR) continue;
-    c0[i] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, y + i * ldy);
-    c1[i] = first || NV == 1 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, y + i * ldy + 16);
-    d0[i] = d1[i] = _mm512_setzero_ps();
+    c0[0][i] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, y + i * ldy);
+    c1[0][i] = first || NV == 1 ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, y + i * ldy + 16);
+#pragma GCC unroll 4
+    for (q = 1; q < 4; q++)
+      if (q < S) c0[q][i] = c1[q][i] = _mm512_setzero_ps();
   }
-  if (SPLIT)
-    for (; j + 2 <= kn2; j += 2) {
-      __m512bh b0 = (__m512bh)_mm512_loadu_si512(pw + j * PS), e0 = (__m512bh)_mm512_loadu_si512(pw + (j + 1) * PS);
-      __m512bh b1 = NV == 2 ? (__m512bh)_mm512_loadu_si512(pw + j * PS + 16) : b0;
-      __m512bh e1 = NV == 2 ? (__m512bh)_mm512_loadu_si512(pw + (j + 1) * PS + 16) : e0;
-      if (pf) /* the two pair rows' cache lines */
-        for (i = 0; i < PS / 8; i++) _mm_prefetch((const char *)(pw + j * PS + MB_PF + 16 * i), _MM_HINT_T0);
+  for (; j + S <= kn2; j += S) {
+    if (pf) /* the S pair rows' cache lines */
+      for (i = 0; i < S * PS / 16; i++) _mm_prefetch((const char *)(pw + j * PS + MB_PF + 16 * i), _MM_HINT_T0);
+#pragma GCC unroll 4
+    for (q = 0; q < 4; q++) {
+      if (q >= S) continue;
+      __m512bh b0 = (__m512bh)_mm512_loadu_si512(pw + (j + q) * PS);
+      __m512bh b1 = NV == 2 ? (__m512bh)_mm512_loadu_si512(pw + (j + q) * PS + 16) : b0;
 #pragma GCC unroll 12
       for (i = 0; i < 12; i++) {
         if (i >= MR) continue;
-        __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i * lda + j]);
-        __m512bh aw = (__m512bh)_mm512_set1_epi32((int)a[i * lda + j + 1]);
-        c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
-        d0[i] = _mm512_dpbf16_ps(d0[i], aw, e0);
-        if (NV == 2) {
-          c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
-          d1[i] = _mm512_dpbf16_ps(d1[i], aw, e1);
-        }
+        __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i * lda + j + q]);
+        c0[q][i] = _mm512_dpbf16_ps(c0[q][i], av, b0);
+        if (NV == 2) c1[q][i] = _mm512_dpbf16_ps(c1[q][i], av, b1);
       }
     }
-  for (; j < kn2; j++) {
+  }
+  for (; j < kn2; j++) { /* the last kn2 % S pairs, on the first set */
     __m512bh b0 = (__m512bh)_mm512_loadu_si512(pw + j * PS);
     __m512bh b1 = NV == 2 ? (__m512bh)_mm512_loadu_si512(pw + j * PS + 16) : b0;
-    if (pf)
-      for (i = 0; i < PS / 16; i++) _mm_prefetch((const char *)(pw + j * PS + MB_PF + 16 * i), _MM_HINT_T0);
 #pragma GCC unroll 12
     for (i = 0; i < 12; i++) {
       if (i >= MR) continue;
       __m512bh av = (__m512bh)_mm512_set1_epi32((int)a[i * lda + j]);
-      c0[i] = _mm512_dpbf16_ps(c0[i], av, b0);
-      if (NV == 2) c1[i] = _mm512_dpbf16_ps(c1[i], av, b1);
+      c0[0][i] = _mm512_dpbf16_ps(c0[0][i], av, b0);
+      if (NV == 2) c1[0][i] = _mm512_dpbf16_ps(c1[0][i], av, b1);
     }
   }
   {
@@ -148,24 +146,29 @@ tileb(const uint32_t *a, int64_t lda, const uint32_t *pw, int64_t kn2, float *y,
 #pragma GCC unroll 12
     for (i = 0; i < 12; i++) {
       if (i >= MR) continue;
-      if (SPLIT) {
-        c0[i] = _mm512_add_ps(c0[i], d0[i]);
-        if (NV == 2) c1[i] = _mm512_add_ps(c1[i], d1[i]);
+      __m512 s0 = c0[0][i], s1 = c1[0][i];
+      if (S == 2) {
+        s0 = _mm512_add_ps(s0, c0[1][i]);
+        s1 = _mm512_add_ps(s1, c1[1][i]);
+      } else if (S == 4) {
+        s0 = _mm512_add_ps(_mm512_add_ps(s0, c0[1][i]), _mm512_add_ps(c0[2][i], c0[3][i]));
+        s1 = _mm512_add_ps(_mm512_add_ps(s1, c1[1][i]), _mm512_add_ps(c1[2][i], c1[3][i]));
       }
       if (last) {
-        c0[i] = _mm512_fmadd_ps(c0[i], va, v0);
-        if (NV == 2) c1[i] = _mm512_fmadd_ps(c1[i], va, v1);
+        s0 = _mm512_fmadd_ps(s0, va, v0);
+        s1 = _mm512_fmadd_ps(s1, va, v1);
       }
-      _mm512_mask_storeu_ps(y + i * ldy, m0, c0[i]);
-      if (NV == 2) _mm512_mask_storeu_ps(y + i * ldy + 16, m1, c1[i]);
+      _mm512_mask_storeu_ps(y + i * ldy, m0, s0);
+      if (NV == 2) _mm512_mask_storeu_ps(y + i * ldy + 16, m1, s1);
     }
   }
 }
 
 /* The rows as the fewest tiles of at most 12, heights differing by one at most (blis_mmpack.c's
- * rows512); rows of at most 3 (a GEMV) split their k chains. */
+ * rows512); rows of at most 6 split their k chains: 4 sets for one row, 2 for 2-6. */
 #define MB_T(R) \
-  case R: tileb(a, lda, pw, kn2, y, ldy, bias, alpha, first, last, cols, R, t == 0, NV, PS, R <= 3); break;
+  case R: tileb(a, lda, pw, kn2, y, ldy, bias, alpha, first, last, cols, R, t == 0, NV, PS, R == 1 ? 4 : R <= 6 ? 2 : 1); \
+    break;
 static inline __attribute__((always_inline)) BF16_FN void rowsb(const uint32_t *a, int64_t lda, const uint32_t *pw,
                                                                 int64_t kn2, float *y, int64_t ldy, const float *bias,
                                                                 float alpha, int first, int last, int64_t cols,
@@ -177,7 +180,7 @@ static inline __attribute__((always_inline)) BF16_FN void rowsb(const uint32_t *
     switch (r) {
       MB_T(1) MB_T(2) MB_T(3) MB_T(4) MB_T(5) MB_T(6)
       MB_T(7) MB_T(8) MB_T(9) MB_T(10) MB_T(11)
-      default: tileb(a, lda, pw, kn2, y, ldy, bias, alpha, first, last, cols, 12, t == 0, NV, PS, 0);
+      default: tileb(a, lda, pw, kn2, y, ldy, bias, alpha, first, last, cols, 12, t == 0, NV, PS, 1);
     }
     /* clang-format on */
     a += r * lda;
