@@ -166,9 +166,10 @@ tileb(const uint32_t *a, int64_t lda, const uint32_t *pw, int64_t kn2, float *y,
 
 /* The rows as the fewest tiles of at most 12, heights differing by one at most (blis_mmpack.c's
  * rows512); rows of at most 6 split their k chains: 4 sets for one row, 2 for 2-6. */
+#define MB_S(R) ((R) == 1 ? 4 : (R) <= 6 ? 2 \
+                                         : 1)
 #define MB_T(R) \
-  case R: tileb(a, lda, pw, kn2, y, ldy, bias, alpha, first, last, cols, R, t == 0, NV, PS, R == 1 ? 4 : R <= 6 ? 2 : 1); \
-    break;
+  case R: tileb(a, lda, pw, kn2, y, ldy, bias, alpha, first, last, cols, R, t == 0, NV, PS, MB_S(R)); break;
 static inline __attribute__((always_inline)) BF16_FN void rowsb(const uint32_t *a, int64_t lda, const uint32_t *pw,
                                                                 int64_t kn2, float *y, int64_t ldy, const float *bias,
                                                                 float alpha, int first, int last, int64_t cols,
@@ -188,6 +189,7 @@ static inline __attribute__((always_inline)) BF16_FN void rowsb(const uint32_t *
   }
 }
 #undef MB_T
+#undef MB_S
 
 static BF16_FN void rowsb_16(const uint32_t *a, int64_t lda, const uint32_t *pw, int64_t kn2, float *y, int64_t ldy,
                              const float *bias, float alpha, int first, int last, int64_t cols, int64_t rows) {

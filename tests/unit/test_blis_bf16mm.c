@@ -34,13 +34,13 @@ static float to_bf16(float f) {
  * where ta / tb; A's batch dims (MatMul) in ad. */
 typedef struct mcase {
   const char *name;
-  int gemm;             /* 0: MatMul, 1: Gemm */
-  int arank;            /* MatMul: A's rank (1: a vector, 3: batched) */
+  int gemm;  /* 0: MatMul, 1: Gemm */
+  int arank; /* MatMul: A's rank (1: a vector, 3: batched) */
   int64_t batch, m, k, n;
-  int ta, tb;           /* Gemm */
-  float alpha, beta;    /* Gemm */
-  int c;                /* Gemm's C: 0 none, 1 [n] constant, 2 [m, n] constant, 3 [n] runtime */
-  int tail;             /* MatMul: -> Add (bias [n]) -> Relu after it */
+  int ta, tb;        /* Gemm */
+  float alpha, beta; /* Gemm */
+  int c;             /* Gemm's C: 0 none, 1 [n] constant, 2 [m, n] constant, 3 [n] runtime */
+  int tail;          /* MatMul: -> Add (bias [n]) -> Relu after it */
 } mcase_t;
 
 /* The reference in double over the given operands (already rounded or not). */

@@ -128,11 +128,12 @@ int main(int argc, char **argv) {
   qsort(t[0], (size_t)rounds, sizeof(double), bench_cmp_double);
   qsort(t[1], (size_t)rounds, sizeof(double), bench_cmp_double);
   qsort(ratio, (size_t)rounds, sizeof(double), bench_cmp_double);
-  printf("matmul %lldx%lld by %lldx%lld%s, %lld thread(s)%s, %d rounds x %d runs: fp32 %.4f ms  bf16 %.4f ms  "
-         "fp32/bf16 %.2f [%.2f-%.2f]  bf16 %.1f GFLOP/s\n",
-         (long long)m, (long long)kk, (long long)kk, (long long)n, bias ? " + bias" : "", (long long)g_threads,
-         cold ? ", cold" : "", rounds, reps, t[0][rounds / 2] * 1e3, t[1][rounds / 2] * 1e3, ratio[rounds / 2], ratio[0],
-         ratio[rounds - 1], 2. * m * kk * n / t[1][rounds / 2] * 1e-9);
+  printf(
+      "matmul %lldx%lld by %lldx%lld%s, %lld thread(s)%s, %d rounds x %d runs: fp32 %.4f ms  bf16 %.4f ms  "
+      "fp32/bf16 %.2f [%.2f-%.2f]  bf16 %.1f GFLOP/s\n",
+      (long long)m, (long long)kk, (long long)kk, (long long)n, bias ? " + bias" : "", (long long)g_threads,
+      cold ? ", cold" : "", rounds, reps, t[0][rounds / 2] * 1e3, t[1][rounds / 2] * 1e3, ratio[rounds / 2], ratio[0],
+      ratio[rounds - 1], 2. * m * kk * n / t[1][rounds / 2] * 1e-9);
   for (i = 0; i < 2; i++) {
     p.api->buffer_free(p.ctx, k[i].ib);
     p.api->buffer_free(p.ctx, k[i].ob);

@@ -12,9 +12,9 @@
  * input). */
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "metainfer/mi.h"
 
@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
     memset(&ch[a], 0, sizeof ch[a]);
     ch[a].node = names[a];
     ch[a].variant_id = !strcmp(op, "MatMul") ? "matmul.packed_bf16" : !strcmp(op, "Gemm") ? "gemm.packed_bf16"
-                                                                                           : "conv.packed_gemm_bf16";
+                                                                                          : "conv.packed_gemm_bf16";
   }
   g_cpu_clock = threads == 1;
   nout = g->output_count;
