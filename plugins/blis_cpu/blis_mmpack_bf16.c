@@ -50,8 +50,11 @@ void mi__blis_mmpb_pack(mi__blis_mmp_t *p, void *mem, const float *b, int64_t rs
     for (j = 0; j < k2; j++)
       for (i = 0; i < nr; i++) {
         int64_t col = pn * nr + i;
-        const float *src = b + 2 * j * rsb + col * csb;
-        uint32_t lo = col < n ? mi__blis_f2bf(src[0]) : 0, hi = col < n && 2 * j + 1 < k ? mi__blis_f2bf(src[rsb]) : 0;
+        uint32_t lo = 0, hi = 0;
+        if (col < n) {
+          lo = mi__blis_f2bf(b[2 * j * rsb + col * csb]);
+          if (2 * j + 1 < k) hi = mi__blis_f2bf(b[(2 * j + 1) * rsb + col * csb]);
+        }
         pw[(pn * k2 + j) * nr + i] = lo | hi << 16;
       }
   p->pw = pw;

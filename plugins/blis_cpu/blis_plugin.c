@@ -66,7 +66,7 @@ const mi__blis_variant_t mi__blis_variants[] = {
     {"matmul.packed_bf16", "MatMul",
      "BF16 compute on a constant 2-D B (AVX512_BF16 vdpbf16ps): B packed once as BF16 pairs along k, A's "
      "rows (any batch dims) rounded to BF16 per call, FP32 sums; bias and the fused tail in FP32",
-     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM | MI_FUSE_TRANSPOSE, "threads"},
+     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM, "threads"},
 };
 const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);
 
