@@ -228,11 +228,12 @@ static void panel_block(const mi__blis_mmp_t *p, int64_t m0, int64_t rows, float
   if ((p->act || res) && last) mi__blis_mmp_finish(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
 }
 
-/* Panels [p0, p1) over all rows: row blocks, then k blocks, then panels (rows of at most one tile:
- * each panel whole, as blis_mmpack.c's run_panels). */
-static void run_panels(const mi__blis_mmp_t *p, int64_t m, float *y0, const float *res, int64_t p0, int64_t p1) {
-  int64_t k2 = (p->k + 1) / 2, m0, j0, pn, blocks = (m + MB_MC - 1) / MB_MC, bk = 0;
-  for (m0 = 0; m0 < m; bk++) {
+/* Panels [p0, p1) over rows [r0, r1): row blocks, then k blocks, then panels (rows of at most one
+ * tile: each panel whole, as blis_mmpack.c's run_panels). */
+static void run_panels(const mi__blis_mmp_t *p, int64_t r0, int64_t r1, float *y0, const float *res, int64_t p0,
+                       int64_t p1) {
+  int64_t k2 = (p->k + 1) / 2, m = r1 - r0, m0, j0, pn, blocks = (m + MB_MC - 1) / MB_MC, bk = 0;
+  for (m0 = r0; m0 < r1; bk++) {
     int64_t rows = m / blocks + (bk < m % blocks);
     if (rows <= MB_MR1) {
       for (pn = p0; pn < p1; pn++)
@@ -249,6 +250,7 @@ typedef struct mmpb_task {
   const mi__blis_mmp_t *p;
   const float *a, *res;
   float *y;
+  int64_t halves; /* 2: items are (panel, half of the rows) */
 } mmpb_task_t;
 
 static void convert_part(void *arg, int64_t i0, int64_t i1) {
@@ -256,9 +258,17 @@ static void convert_part(void *arg, int64_t i0, int64_t i1) {
   convert_rows(t->p, t->a, i0, i1);
 }
 
-static void panels_part(void *arg, int64_t p0, int64_t p1) {
+static void panels_part(void *arg, int64_t i0, int64_t i1) {
   const mmpb_task_t *t = arg;
-  run_panels(t->p, t->p->m, t->y, t->res, p0, p1);
+  int64_t i, m = t->p->m, mid = m / 2;
+  if (t->halves == 1) {
+    run_panels(t->p, 0, m, t->y, t->res, i0, i1);
+    return;
+  }
+  for (i = i0; i < i1; i++) {
+    int64_t pn = i / 2, lo = i % 2;
+    run_panels(t->p, lo ? mid : 0, lo ? m : mid, t->y, t->res, pn, pn + 1);
+  }
 }
 
 void mi__blis_mmpb_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const float *a, float *y,
@@ -268,7 +278,11 @@ void mi__blis_mmpb_run(const mi__blis_env_t *env, const mi__blis_mmp_t *p, const
   t.a = a;
   t.y = y;
   t.res = res;
+  /* Under 16 panels the items are (panel, half of the rows), so that 9 panels (N = 288) split
+   * 9 : 9 halves over two threads, not 5 : 4 panels. Whatever the threads: the halves fix the
+   * row tiles, whose heights fix each sum's chains, so the bits stay the same at any count. */
+  t.halves = p->m >= 24 && p->panels < 16 ? 2 : 1;
   /* A rounded once per call (a row's conversion is about K / 16 instructions), then the panels */
   mi__blis_parallel(env, p->m, 1, p->k / 4 + 1, convert_part, &t);
-  mi__blis_parallel(env, p->panels, 1, p->m * p->k * p->nr / 2, panels_part, &t);
+  mi__blis_parallel(env, p->panels * t.halves, 1, p->m * p->k * p->nr / 2 / t.halves, panels_part, &t);
 }
