@@ -1,5 +1,6 @@
 /* blis_gemm.c - Gemm and batched, broadcasting MatMul: the packed tiles of blis_mmpack.c for a
  * constant B (and small runtime ones), BLIS sgemm otherwise. */
+#include <stdio.h>
 #include <string.h>
 
 #include "blis_mmpack.h"
@@ -44,6 +45,53 @@ static int packed_b(mi__blis_prep_t *p, mi__blis_step_t *s, mm_head_t *h, int64_
   mi__blis_drop_const(p, h->b);
   s->run = run_packed;
   return 1;
+}
+
+static int32_t run_packed_bf16(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const mm_head_t *h = s->state;
+  (void)err;
+  mi__blis_mmpb_run(env, &h->pk, t[h->a], t[h->y], h->res >= 0 ? t[h->res] : NULL);
+  return MI_OK;
+}
+
+/* matmul.packed_bf16 / gemm.packed_bf16 (blis_mmpack_bf16.c): 1 when node n names `id` and this
+ * CPU runs it. Where the CPU (or MI_BLIS_MAX_SIMD) lacks AVX512_BF16 the variant is not listed, but
+ * a configuration made on another CPU may name it: the layer runs the FP32 path (0), and the log
+ * says so, as conv.packed_gemm_bf16 does. */
+static int bf16_named(const mi__blis_prep_t *p, const mi_node_desc_t *n, const char *id, const char *fp32) {
+  if (!p->variant || strcmp(p->variant, id)) return 0;
+  if ((p->ctx->cpu.isa & MI__ISA_AVX512BF16) && (p->ctx->cpu.isa & MI__ISA_AVX512DQBWVL)) return 1;
+  mi_sdk_logf(p->ctx->host, MI_LOG_WARN, "blis-cpu",
+              "%s '%s': %s needs AVX512_BF16, which this CPU (or MI_BLIS_MAX_SIMD) lacks: the layer runs %s in FP32",
+              n->op_type, n->name ? n->name : "", id, fp32);
+  return 0;
+}
+
+/* The refusal of a BF16 variant: "<id>: why". */
+static int32_t bf16_refuse(mi_error_t *err, const mi_node_desc_t *n, const char *id, const char *why) {
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s %s", id, why);
+  return mi__blis_unsupported(err, n, msg);
+}
+
+/* BF16 compute on the constant B: packed once as BF16 pairs (h->pk.pw), A at (rsa, csa) rounded
+ * per run into the block's scratch; tensor c (-1: none) the bias over the columns, scaled by beta.
+ * MI_OK with s->run set, else the error. */
+static int32_t packed_bf16(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_desc_t *n, mm_head_t *h,
+                           const char *id, int64_t rsa, int64_t csa, int64_t rsb, int64_t csb, float alpha, int32_t c,
+                           int64_t ccs, float beta, mi_error_t *err) {
+  if (!mi__blis_is_const(p, h->b) || !p->k->ptr[h->b])
+    return bf16_refuse(err, n, id, "needs a constant B (weights); a runtime B runs in FP32");
+  if (h->k < 1 || h->n < 1 || h->m < 1) return bf16_refuse(err, n, id, "an empty product");
+  s->aux = mi__blis_alloc(p->ctx, mi__blis_mmpb_bytes(h->m, h->k, h->n, c >= 0));
+  if (!s->aux) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
+  mi__blis_mmpb_pack(&h->pk, s->aux, p->k->ptr[h->b], rsb, csb, h->m, h->k, h->n, alpha,
+                     c >= 0 ? p->k->ptr[c] : NULL, ccs, beta);
+  h->pk.rsa = rsa;
+  h->pk.csa = csa;
+  mi__blis_drop_const(p, h->b);
+  s->run = run_packed_bf16;
+  return MI_OK;
 }
 
 /* A value out of the activations' range: linear_tail's x * Sigmoid(x). */
@@ -135,6 +183,7 @@ typedef struct gemm_state {
   int64_t rsa, csa, rsb, csb;
   float alpha, beta;
   int64_t crs, ccs; /* broadcast strides of C over [m, n] */
+  int32_t post_c;   /* gemm.packed_bf16: beta * C added to Y after the product (C not a constant bias) */
 } gemm_state_t;
 
 static int32_t run_gemm(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
@@ -152,6 +201,20 @@ static int32_t run_gemm(const mi__blis_step_t *s, void *const *t, const mi__blis
     for (i = 0; i < g->h.m; i++)
       for (j = 0; j < g->h.n; j++) y[i * g->h.n + j] += g->beta * c[i * g->crs + j * g->ccs];
   }
+  return MI_OK;
+}
+
+/* gemm.packed_bf16 with a C that is not a constant bias over the columns: the BF16 product, then
+ * beta * C in FP32. */
+static int32_t run_gemm_bf16_c(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
+  const gemm_state_t *g = s->state;
+  const float *c = t[g->c];
+  float *y = t[g->h.y];
+  int64_t i, j;
+  (void)err;
+  mi__blis_mmpb_run(env, &g->h.pk, t[g->h.a], y, NULL);
+  for (i = 0; i < g->h.m; i++)
+    for (j = 0; j < g->h.n; j++) y[i * g->h.n + j] += g->beta * c[i * g->crs + j * g->ccs];
   return MI_OK;
 }
 
@@ -183,7 +246,9 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   int64_t ta = mi_sdk_attr_int(n, "transA", 0), tb = mi_sdk_attr_int(n, "transB", 0);
   gemm_state_t *g;
   int32_t rc;
-  if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
+  int bf = bf16_named(p, n, "gemm.packed_bf16", "gemm.blis");
+  if (mi__blis_is_q8(a))
+    return bf ? bf16_refuse(err, n, "gemm.packed_bf16", "runs FLOAT32 layers, not INT8 codes") : mi__blis_prep_qgemm(p, s, err);
   if (!a || !b || a->rank != 2 || b->rank != 2) return mi__blis_unsupported(err, n, "A and B must be 2-D");
   if (!(g = mm_new(p, s, n, a, b, sizeof *g, &rc, err))) return rc;
   g->c = mi__blis_in(n, 2);
@@ -204,6 +269,25 @@ int32_t mi__blis_prep_gemm(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
       return mi__blis_unsupported(err, n, "C does not broadcast to [M, N]");
     g->crs = cm == 1 ? 0 : cn;
     g->ccs = cn == 1 ? 0 : 1;
+  }
+  /* BF16 compute: transA as A's strides when it is rounded; C a constant bias over the columns as
+   * the FP32 path takes it (then the linear tail too), any other C added after in FP32 */
+  if (bf) {
+    int cb = c && g->beta != 0.f && g->crs == 0 && mi__blis_is_const(p, g->c) && p->k->ptr[g->c];
+    int32_t bias = -1, used = 1, y = g->h.y, act = 0, res = -1;
+    float aa = 0.f, ab = 0.f;
+    g->post_c = c && g->beta != 0.f && !cb;
+    if (!g->post_c) linear_tail(p, &g->h, c && g->beta != 0.f, &bias, &used, &y, &act, &aa, &ab, &res);
+    rc = bias >= 0 ? packed_bf16(p, s, n, &g->h, "gemm.packed_bf16", g->rsa, g->csa, g->rsb, g->csb, g->alpha, bias, 1,
+                                 1.f, err)
+                   : packed_bf16(p, s, n, &g->h, "gemm.packed_bf16", g->rsa, g->csa, g->rsb, g->csb, g->alpha,
+                                 cb ? g->c : -1, g->ccs, g->beta, err);
+    if (rc != MI_OK) return rc;
+    if (g->post_c) {
+      s->run = run_gemm_bf16_c;
+      return MI_OK;
+    }
+    return take_tail(p, &g->h, used, y, act, aa, ab, res);
   }
   /* transA stays on BLIS (A read in place by rows); C only as a constant bias over the columns. */
   if (!ta && (!c || g->beta == 0.f || g->crs == 0)) {
@@ -310,6 +394,7 @@ static int32_t prep_mm(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_des
   matmul_state_t *mm;
   int64_t ast[MI_MAX_RANK];
   int32_t d, abr, bbr, rc;
+  int bf = bf16_named(p, n, "matmul.packed_bf16", "matmul.blis");
   if (!a || !b || !y || a->rank < 1 || br < 1) return mi__blis_unsupported(err, n, "missing operand");
   if (!(mm = mm_new(p, s, n, a, b, sizeof *mm, &rc, err))) return rc;
   mm->h.a = ia;
@@ -350,6 +435,19 @@ static int32_t prep_mm(mi__blis_prep_t *p, mi__blis_step_t *s, const mi_node_des
       mm->brank = 0;
     }
   }
+  /* BF16 compute: one GEMM on the constant B (A's rows, batches included, rounded per run) */
+  if (bf) {
+    int32_t bias = -1, used = 1, yt = mm->h.y, act = 0, res = -1;
+    float aa = 0.f, ab = 0.f;
+    if (!mi__blis_is_const(p, mm->h.b) || !p->k->ptr[mm->h.b])
+      return bf16_refuse(err, n, "matmul.packed_bf16", "needs a constant B (weights); a runtime B runs in FP32");
+    if (mm->batches != 1)
+      return bf16_refuse(err, n, "matmul.packed_bf16", "runs one GEMM on a 2-D B: B has batch dims of more than 1");
+    if (!folded) linear_tail(p, &mm->h, 0, &bias, &used, &yt, &act, &aa, &ab, &res);
+    rc = packed_bf16(p, s, n, &mm->h, "matmul.packed_bf16", mm->h.k, 1, mm->rsb, mm->csb, alpha, bias, 1, 1.f, err);
+    if (rc != MI_OK || folded) return rc;
+    return take_tail(p, &mm->h, used, yt, act, aa, ab, res);
+  }
   /* One GEMM with a constant B: the packed path (B's batch dims, if any, are all 1 then); the
    * Linear chain after it only without folded operands (its nodes follow the MatMul). */
   if (mm->batches == 1) {
@@ -374,7 +472,10 @@ int32_t mi__blis_prep_matmul(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *a = mi__blis_tensor(p, mi__blis_in(n, 0)), *b = mi__blis_tensor(p, mi__blis_in(n, 1));
   int64_t bs[MI_MAX_RANK];
-  if (mi__blis_is_q8(a)) return mi__blis_prep_qgemm(p, s, err);
+  if (mi__blis_is_q8(a))
+    return p->variant && !strcmp(p->variant, "matmul.packed_bf16")
+               ? mi__blis_unsupported(err, n, "matmul.packed_bf16 runs FLOAT32 layers, not INT8 codes")
+               : mi__blis_prep_qgemm(p, s, err);
   if (!a || !b || b->rank < 1) return mi__blis_unsupported(err, n, "missing operand");
   mi_sdk_strides(b, bs);
   return prep_mm(p, s, n, mi__blis_in(n, 0), a, mi__blis_in(n, 1), b, b->dims, bs, b->rank, 1.f, 0, err);

@@ -395,7 +395,7 @@ static void rows_c(const float *a, int64_t lda, const float *pb, int64_t kn, flo
  * finished rows (rows x cols at y, row stride ldy) while they are still in L1/L2: the vectorised
  * transcendental ones (blis_vmath.c), else the lane-wise loops; the add is the unfused Add's one
  * rounding. */
-static void finish_rows(const mi__blis_mmp_t *p, float *y, const float *res, int64_t ldy, int64_t cols, int64_t rows) {
+void mi__blis_mmp_finish(const mi__blis_mmp_t *p, float *y, const float *res, int64_t ldy, int64_t cols, int64_t rows) {
   int64_t i, j;
   float gate[32]; /* cols <= nr <= 32 */
   for (i = 0; i < rows; i++, y += ldy) {
@@ -434,7 +434,7 @@ static void panel_block(const mi__blis_mmp_t *p, const float *a0, int64_t m0, in
     (cols <= 8 ? rows256_1 : rows256_2)(a, K, pb, kn, y, N, bias, first, cols, rows);
   else
     rows_c(a, K, pb, kn, y, N, bias, first, cols, rows);
-  if ((p->act || res) && k0 + kn >= K) finish_rows(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
+  if ((p->act || res) && k0 + kn >= K) mi__blis_mmp_finish(p, y, res ? res + (y - y0) : NULL, N, cols, rows);
 }
 
 /* Rows of at most one tile (MM_MR1, a GEMV's one row: a decoder's head) read each panel's k block

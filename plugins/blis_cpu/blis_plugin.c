@@ -58,6 +58,15 @@ const mi__blis_variant_t mi__blis_variants[] = {
      "a Transpose and scalar Muls feeding the operands read as strides and alpha",
      NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM | MI_FUSE_TRANSPOSE | MI_FUSE_DQ,
      "threads,arch,int8_dot,simd"},
+    /* listed only where the CPU has AVX512_BF16 (see listed()) */
+    {"gemm.packed_bf16", "Gemm",
+     "BF16 compute on a constant B (AVX512_BF16 vdpbf16ps): B packed once as BF16 pairs along k, A rounded "
+     "to BF16 per call (transA as strides), FP32 sums; alpha, bias and the fused tail in FP32",
+     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM, "threads"},
+    {"matmul.packed_bf16", "MatMul",
+     "BF16 compute on a constant 2-D B (AVX512_BF16 vdpbf16ps): B packed once as BF16 pairs along k, A's "
+     "rows (any batch dims) rounded to BF16 per call, FP32 sums; bias and the fused tail in FP32",
+     NCHW, MI_FUSE_BIAS | MI_FUSE_RELU | MI_FUSE_ACT | MI_FUSE_ADD | MI_FUSE_NORM, "threads"},
 };
 const int32_t mi__blis_variant_n = (int32_t)(sizeof mi__blis_variants / sizeof mi__blis_variants[0]);
 
@@ -276,10 +285,15 @@ static int32_t device_info(mi_plugin_ctx_t *ctx, uint32_t device, mi_device_desc
   return mi_sdk_fill(out, &d, sizeof d);
 }
 
-/* Whether this CPU lists table variant v: conv.packed_gemm_fp16 only with F16C,
- * conv.packed_gemm_bf16 only with AVX512_BF16 (and AVX-512 BW/VL/DQ, after MI_BLIS_MAX_SIMD's cap). */
+/* The BF16-compute variants: declared BFLOAT16 alone (not FP32-exact). */
+static int bf16_id(const char *id) {
+  return !strcmp(id, "conv.packed_gemm_bf16") || !strcmp(id, "gemm.packed_bf16") || !strcmp(id, "matmul.packed_bf16");
+}
+
+/* Whether this CPU lists table variant v: conv.packed_gemm_fp16 only with F16C, the BF16 ones
+ * only with AVX512_BF16 (and AVX-512 BW/VL/DQ, after MI_BLIS_MAX_SIMD's cap). */
 static int listed(const mi_plugin_ctx_t *ctx, const mi__blis_variant_t *v) {
-  if (!strcmp(v->id, "conv.packed_gemm_bf16"))
+  if (bf16_id(v->id))
     return (ctx->cpu.isa & MI__ISA_AVX512BF16) && (ctx->cpu.isa & MI__ISA_AVX512DQBWVL);
   return (ctx->cpu.isa & MI__ISA_F16C) || strcmp(v->id, "conv.packed_gemm_fp16") != 0;
 }
@@ -333,7 +347,7 @@ static int32_t variant_desc(mi_plugin_ctx_t *ctx, uint32_t device, uint32_t inde
      * writes them; FLOAT32 ones are rounded to half at prepare). */
     if (!strcmp(s->id, "conv.packed_gemm_fp16")) v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT16);
     /* BF16 compute: operands rounded to BF16, FP32 sums (not FP32-exact, so not FLOAT32) */
-    if (!strcmp(s->id, "conv.packed_gemm_bf16")) v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_BFLOAT16);
+    if (bf16_id(s->id)) v.dtype_mask = MI_DTYPE_BIT(MI_DTYPE_BFLOAT16);
   } else {
     const char *op = direct_ops[index - (uint32_t)table_n(ctx)];
     size_t i, n = strlen(op);
