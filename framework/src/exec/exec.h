@@ -42,6 +42,10 @@ typedef struct mi__step {
    * a successor finds the step unchanged without describing it again (retake.c). */
   int32_t desc_count;
   int32_t *desc_tensors;
+  /* MI_STEP_DEVICE: the variant its kernel was prepared with when one was named (a node
+   * choice, or the executor's: a layout's, an INT8 layer's, a BF16 layer's), owned; NULL: the
+   * plugin's default. The per-layer profile shows it. */
+  char *variant;
 } mi__step_t;
 
 struct mi_session {
@@ -214,10 +218,10 @@ typedef struct mi__plan {
 } mi__plan_t;
 
 enum mi__role {
-  MI__ROLE_NODE = 0,    /* prepared on its own */
-  MI__ROLE_MEMBER = 1,  /* inside a unit; the unit's step runs at the unit's position */
-  MI__ROLE_DQ_SKIP = 2, /* a DequantizeLinear every reader of which is a lowered layer */
-  MI__ROLE_UNREAD = 3,  /* no node reads its outputs and none is a graph output: not run */
+  MI__ROLE_NODE = 0,     /* prepared on its own */
+  MI__ROLE_MEMBER = 1,   /* inside a unit; the unit's step runs at the unit's position */
+  MI__ROLE_DQ_SKIP = 2,  /* a DequantizeLinear every reader of which is a lowered layer */
+  MI__ROLE_UNREAD = 3,   /* no node reads its outputs and none is a graph output: not run */
   MI__ROLE_BF16_SKIP = 4 /* a BF16 layer's input Cast its BF16 kernel stands in for (bf16_in.c) */
 };
 

@@ -204,7 +204,8 @@ int32_t mi__prep_try_kernel(mi__prep_t *p, mi__kdesc_t *k, int32_t anchor, const
   st->output_count = k->output_count;
   s->step_count++; /* from here destroy releases what the step holds */
   s->kernel_count++;
-  if (step_indices(st, k, nodes, count)) {
+  if (step_indices(st, k, nodes, count) ||
+      (k->desc.variant_id && k->desc.variant_id[0] && !(st->variant = strdup(k->desc.variant_id)))) {
     *fatal = 1;
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   }

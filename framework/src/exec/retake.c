@@ -170,10 +170,12 @@ int mi__retake_step(const mi__retake_t *r, mi_session_t *s, int32_t anchor, cons
   st->sig = from->sig;
   st->sig_len = from->sig_len;
   st->sig_hash = from->sig_hash;
+  st->variant = from->variant;
   /* Moved: the donor's destroy no longer releases or frees them, and its signature look-ups
    * (reuse.c) pass over a step without a kernel. */
   from->kernel = NULL;
   from->sig = NULL;
+  from->variant = NULL;
   from->inputs = from->outputs = from->nodes = from->desc_tensors = NULL;
   from->desc_count = 0;
   s->step_count++;

@@ -222,6 +222,7 @@ MI_API void mi_session_destroy(mi_session_t *s) {
     if (s->steps[i].kernel) p->api.kernel_release(p->ctx, s->steps[i].kernel);
     free(s->steps[i].inputs); /* (outputs and nodes are in the same allocation: prepare.c) */
     free(s->steps[i].sig);
+    free(s->steps[i].variant);
   }
   free(s->steps);
   if (p) mi__memplan_free(s);

@@ -82,6 +82,13 @@ static const char *asked_variant(const mi_graph_t *g, const mi_session_options_t
   return NULL;
 }
 
+/* The variant device kernel `kernel` of s was prepared with, or NULL (the plugin's default). */
+static const char *step_variant(const mi_session_t *s, int32_t kernel) {
+  for (int32_t k = 0; s && kernel >= 0 && k < s->step_count; k++)
+    if (s->steps[k].kind == MI__STEP_DEVICE && kernel-- == 0) return s->steps[k].variant;
+  return NULL;
+}
+
 /* 1 when node i is a host step of s that ran on the session's fallback device. */
 static int on_fallback_device(const mi_session_t *s, int32_t i) {
   for (int32_t k = 0; s && s->fb_plugin && k < s->step_count; k++)
@@ -139,6 +146,7 @@ MI_API int32_t mi_layer_rows(const mi_graph_t *g, const mi_session_t *s,
      * folded into a Conv); that copy keeps the caller's node indices. */
     describe(s && s->g->node_count == g->node_count ? s->g : g, nodes, c, i, r);
     v = asked_variant(g, so, nodes, c);
+    if (!v && kernel_of[i] >= 0) v = step_variant(s, kernel_of[i]); /* the executor's own pick */
     snprintf(r->variant, sizeof r->variant, "%s", r->where ? "host" : v ? v
                                                                         : "default");
     if (r->where && on_fallback_device(s, i)) { /* a host step the fallback device ran */
