@@ -25,47 +25,47 @@ typedef struct bw_state {
 
 /* One run of m values; the op and the strides are constants where the bodies inline it, so each
  * form is its own vectorised loop. A shift by the width or more gives 0 (the reference's). */
-#define BW_RUN(T, W)                                                                                         \
-  static inline __attribute__((always_inline)) void bw_run_##T(const T *a, const T *b, T *y, int64_t m,      \
-                                                               int op, int64_t sa, int64_t sb) {             \
-    for (int64_t i = 0; i < m; i++) {                                                                        \
-      T p = a[i * sa], q = op == BW_NOT ? 0 : b[i * sb];                                                     \
-      y[i] = op == BW_AND   ? (T)(p & q)                                                                     \
-             : op == BW_OR  ? (T)(p | q)                                                                     \
-             : op == BW_XOR ? (T)(p ^ q)                                                                     \
-             : op == BW_NOT ? (T)~p                                                                          \
-             : op == BW_SHL ? (T)(q >= (W) ? 0 : (T)(p << (q & ((W) - 1))))                                  \
-                            : (T)(q >= (W) ? 0 : (T)(p >> (q & ((W) - 1))));                                 \
-    }                                                                                                        \
+#define BW_RUN(T, W)                                                                                    \
+  static inline __attribute__((always_inline)) void bw_run_##T(const T *a, const T *b, T *y, int64_t m, \
+                                                               int op, int64_t sa, int64_t sb) {        \
+    for (int64_t i = 0; i < m; i++) {                                                                   \
+      T p = a[i * sa], q = op == BW_NOT ? 0 : b[i * sb];                                                \
+      y[i] = op == BW_AND   ? (T)(p & q)                                                                \
+             : op == BW_OR  ? (T)(p | q)                                                                \
+             : op == BW_XOR ? (T)(p ^ q)                                                                \
+             : op == BW_NOT ? (T)~p                                                                     \
+             : op == BW_SHL ? (T)(q >= (W) ? 0 : (T)(p << (q & ((W)-1))))                               \
+                            : (T)(q >= (W) ? 0 : (T)(p >> (q & ((W)-1))));                              \
+    }                                                                                                   \
   }
 BW_RUN(uint8_t, 8)
 BW_RUN(uint32_t, 32)
 BW_RUN(uint64_t, 64)
 
 /* The stride pairs a row may take, each its own loop. */
-#define BW_STRIDES(T, op)                                             \
-  do {                                                                \
-    if (sa == 1 && sb == 1) bw_run_##T(a, b, y, m, op, 1, 1);         \
-    else if (sa == 1)                                                 \
-      bw_run_##T(a, b, y, m, op, 1, 0);                               \
-    else if (sb == 1)                                                 \
-      bw_run_##T(a, b, y, m, op, 0, 1);                               \
-    else                                                              \
-      bw_run_##T(a, b, y, m, op, 0, 0);                               \
+#define BW_STRIDES(T, op)                                     \
+  do {                                                        \
+    if (sa == 1 && sb == 1) bw_run_##T(a, b, y, m, op, 1, 1); \
+    else if (sa == 1)                                         \
+      bw_run_##T(a, b, y, m, op, 1, 0);                       \
+    else if (sb == 1)                                         \
+      bw_run_##T(a, b, y, m, op, 0, 1);                       \
+    else                                                      \
+      bw_run_##T(a, b, y, m, op, 0, 0);                       \
   } while (0)
 
-#define BW_OPS(T)                                 \
-  do {                                            \
-    const T *a = pa, *b = pb;                     \
-    T *y = py;                                    \
-    switch (op) {                                 \
-    case BW_AND: BW_STRIDES(T, BW_AND); break;    \
-    case BW_OR: BW_STRIDES(T, BW_OR); break;      \
-    case BW_XOR: BW_STRIDES(T, BW_XOR); break;    \
+#define BW_OPS(T)                                             \
+  do {                                                        \
+    const T *a = pa, *b = pb;                                 \
+    T *y = py;                                                \
+    switch (op) {                                             \
+    case BW_AND: BW_STRIDES(T, BW_AND); break;                \
+    case BW_OR: BW_STRIDES(T, BW_OR); break;                  \
+    case BW_XOR: BW_STRIDES(T, BW_XOR); break;                \
     case BW_NOT: bw_run_##T(a, a, y, m, BW_NOT, 1, 0); break; \
-    case BW_SHL: BW_STRIDES(T, BW_SHL); break;    \
-    default: BW_STRIDES(T, BW_SHR);               \
-    }                                             \
+    case BW_SHL: BW_STRIDES(T, BW_SHL); break;                \
+    default: BW_STRIDES(T, BW_SHR);                           \
+    }                                                         \
   } while (0)
 
 static inline __attribute__((always_inline)) void bw_row(int32_t es, int op, const void *pa, const void *pb, void *py,
@@ -135,8 +135,8 @@ int32_t mi__blis_prep_bitwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
     op = !strcmp(dir, "LEFT") ? BW_SHL : BW_SHR;
   } else {
     op = !strcmp(n->op_type, "BitwiseAnd") ? BW_AND : !strcmp(n->op_type, "BitwiseOr") ? BW_OR
-                                                  : !strcmp(n->op_type, "BitwiseXor") ? BW_XOR
-                                                                                      : BW_NOT;
+                                                  : !strcmp(n->op_type, "BitwiseXor")  ? BW_XOR
+                                                                                       : BW_NOT;
   }
   if (!bw_int(in[0]) || !y || y->dtype != in[0]->dtype || (shift && in[0]->dtype != MI_DTYPE_UINT8) ||
       (nin == 2 && (!in[1] || in[1]->dtype != in[0]->dtype)))

@@ -111,12 +111,16 @@ static void mrp_part(void *arg, int64_t i0, int64_t i1) {
     float *yo = Y + it * st->PH * st->PW;
     for (int64_t ph = 0; ph < st->PH; ph++) {
       int64_t hs = (int64_t)floorf((float)ph * bh) + (int64_t)y1, he = (int64_t)ceilf((float)(ph + 1) * bh) + (int64_t)y1;
-      hs = hs < 0 ? 0 : hs > H ? H : hs;
-      he = he < 0 ? 0 : he > H ? H : he;
+      hs = hs < 0 ? 0 : hs > H ? H
+                               : hs;
+      he = he < 0 ? 0 : he > H ? H
+                               : he;
       for (int64_t pw = 0; pw < st->PW; pw++) {
         int64_t ws = (int64_t)floorf((float)pw * bw) + (int64_t)x1, we = (int64_t)ceilf((float)(pw + 1) * bw) + (int64_t)x1;
-        ws = ws < 0 ? 0 : ws > W ? W : ws;
-        we = we < 0 ? 0 : we > W ? W : we;
+        ws = ws < 0 ? 0 : ws > W ? W
+                                 : ws;
+        we = we < 0 ? 0 : we > W ? W
+                                 : we;
         float best = he <= hs || we <= ws ? 0.0f : -FLT_MAX;
         for (int64_t h = hs; h < he; h++) {
           const float *row = pl + h * W;

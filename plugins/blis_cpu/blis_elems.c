@@ -12,7 +12,7 @@
  * packed INT4); the bitwise ops' operands are the integer types the reference holds. */
 int mi__blis_elem_tensor(const mi_kernel_desc_t *d, int32_t t) {
   static const char *const ops[] = {"GatherElements", "CenterCropPad", "EyeLike", "BitwiseAnd", "BitwiseOr",
-                                    "BitwiseXor",     "BitwiseNot",    "BitShift"};
+                                    "BitwiseXor", "BitwiseNot", "BitShift"};
   int32_t i, j, seen = 0;
   int32_t dt = d->tensors[t]->dtype;
   if (dt == MI_DTYPE_INT4 || mi_sdk_dtype_size(dt) == 0) return 0;

@@ -363,8 +363,12 @@ static void teardown(void) {
 }
 
 static const tu_case_t tu_cases[] = {
-    TU_CASE(gather_elements), TU_CASE(crop_eye),     TU_CASE(bitwise),       TU_CASE(det_roi_col2im),
-    TU_CASE(gridsample5d),    TU_CASE(detector_tail),
+    TU_CASE(gather_elements),
+    TU_CASE(crop_eye),
+    TU_CASE(bitwise),
+    TU_CASE(det_roi_col2im),
+    TU_CASE(gridsample5d),
+    TU_CASE(detector_tail),
 };
 
 TU_MAIN(setup, teardown)
