@@ -89,54 +89,59 @@ int32_t mi__blis_prep_det(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *er
 
 typedef struct mrp_state {
   int32_t x, r, y;
+  int32_t *edges; /* per roi the bins' row and column edges, written by each run (the step's aux) */
   int64_t N, C, H, W, R, PH, PW;
   float scale;
   char name[64];
 } mrp_state_t;
 
-static void mrp_part(void *arg, int64_t i0, int64_t i1) {
+/* The edges [s, e) of bin b of n over a roi side of size `side` starting at pixel `at`, clamped to
+ * [0, len]: the reference's float arithmetic. */
+static void mrp_edges(float at, float side, int64_t n, int64_t len, int32_t *s, int32_t *e) {
+  float bs = side / (float)n;
+  for (int64_t b = 0; b < n; b++) {
+    int64_t lo = (int64_t)floorf((float)b * bs) + (int64_t)at, hi = (int64_t)ceilf((float)(b + 1) * bs) + (int64_t)at;
+    s[b] = (int32_t)(lo < 0 ? 0 : lo > len ? len
+                                           : lo);
+    e[b] = (int32_t)(hi < 0 ? 0 : hi > len ? len
+                                           : hi);
+  }
+}
+
+/* Items are channels: each channel's plane of each image stays in L1 while every roi reads it
+ * (by roi, each plane was read from memory once per roi: 65536 scattered windows for 128 rois of
+ * 512 channels). The bins' edges come from run_mrp, per roi: hs, he, ws, we. */
+static void mrp_part(void *arg, int64_t c0, int64_t c1) {
   const mi__blis_task_t *tk = arg;
   const mrp_state_t *st = tk->state;
   const float *X = tk->t[st->x], *rois = tk->t[st->r];
   float *Y = tk->t[st->y];
-  int64_t H = st->H, W = st->W;
-  for (int64_t it = i0; it < i1; it++) {
-    int64_t i = it / st->C, ch = it % st->C;
-    const float *b = rois + i * 5;
-    int64_t nb = (int64_t)b[0];
-    float x1 = roundf(b[1] * st->scale), y1 = roundf(b[2] * st->scale), x2 = roundf(b[3] * st->scale),
-          y2 = roundf(b[4] * st->scale);
-    float rh = fmaxf(y2 - y1 + 1, 1), rw = fmaxf(x2 - x1 + 1, 1), bh = rh / (float)st->PH, bw = rw / (float)st->PW;
-    const float *pl = X + (nb * st->C + ch) * H * W;
-    float *yo = Y + it * st->PH * st->PW;
-    for (int64_t ph = 0; ph < st->PH; ph++) {
-      int64_t hs = (int64_t)floorf((float)ph * bh) + (int64_t)y1, he = (int64_t)ceilf((float)(ph + 1) * bh) + (int64_t)y1;
-      hs = hs < 0 ? 0 : hs > H ? H
-                               : hs;
-      he = he < 0 ? 0 : he > H ? H
-                               : he;
-      for (int64_t pw = 0; pw < st->PW; pw++) {
-        int64_t ws = (int64_t)floorf((float)pw * bw) + (int64_t)x1, we = (int64_t)ceilf((float)(pw + 1) * bw) + (int64_t)x1;
-        ws = ws < 0 ? 0 : ws > W ? W
-                                 : ws;
-        we = we < 0 ? 0 : we > W ? W
-                                 : we;
-        float best = he <= hs || we <= ws ? 0.0f : -FLT_MAX;
-        for (int64_t h = hs; h < he; h++) {
-          const float *row = pl + h * W;
-          for (int64_t w = ws; w < we; w++) best = row[w] > best ? row[w] : best;
+  const int32_t *edges = st->edges;
+  int64_t H = st->H, W = st->W, per = 2 * (st->PH + st->PW);
+  for (int64_t ch = c0; ch < c1; ch++)
+    for (int64_t i = 0; i < st->R; i++) {
+      const int32_t *hs = edges + i * per, *he = hs + st->PH, *ws = he + st->PH, *we = ws + st->PW;
+      const float *pl = X + ((int64_t)rois[i * 5] * st->C + ch) * H * W;
+      float *yo = Y + (i * st->C + ch) * st->PH * st->PW;
+      for (int64_t ph = 0; ph < st->PH; ph++)
+        for (int64_t pw = 0; pw < st->PW; pw++) {
+          float best = he[ph] <= hs[ph] || we[pw] <= ws[pw] ? 0.0f : -FLT_MAX;
+          for (int64_t h = hs[ph]; h < he[ph]; h++) {
+            const float *row = pl + h * W;
+            for (int64_t w = ws[pw]; w < we[pw]; w++) best = row[w] > best ? row[w] : best;
+          }
+          yo[ph * st->PW + pw] = best;
         }
-        yo[ph * st->PW + pw] = best;
-      }
     }
-  }
 }
 
 static int32_t run_mrp(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const mrp_state_t *st = s->state;
   const float *rois = t[st->r];
+  int64_t per = 2 * (st->PH + st->PW);
   for (int64_t i = 0; i < st->R; i++) {
     const float *b = rois + i * 5;
+    int32_t *hs = st->edges + i * per, *he = hs + st->PH, *ws = he + st->PH, *we = ws + st->PW;
     if (!(b[0] >= 0 && b[0] < (float)st->N))
       return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: MaxRoiPool '%s': roi %lld has batch index %g outside X",
                            st->name, (long long)i, b[0]);
@@ -144,8 +149,12 @@ static int32_t run_mrp(const mi__blis_step_t *s, void *const *t, const mi__blis_
       if (!(fabsf(b[k] * st->scale) < 1e9f))
         return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT, "blis-cpu: MaxRoiPool '%s': roi %lld has coordinate %g out of range",
                              st->name, (long long)i, b[k]);
+    float x1 = roundf(b[1] * st->scale), y1 = roundf(b[2] * st->scale), x2 = roundf(b[3] * st->scale),
+          y2 = roundf(b[4] * st->scale);
+    mrp_edges(y1, fmaxf(y2 - y1 + 1, 1), st->PH, st->H, hs, he);
+    mrp_edges(x1, fmaxf(x2 - x1 + 1, 1), st->PW, st->W, ws, we);
   }
-  return mi__blis_run_parts(s, t, env, st->R * st->C, 1, st->PH * st->PW * 16, mrp_part);
+  return mi__blis_run_parts(s, t, env, st->C, 1, st->R * st->PH * st->PW * 16, mrp_part);
 }
 
 int32_t mi__blis_prep_max_roi_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
@@ -157,9 +166,10 @@ int32_t mi__blis_prep_max_roi_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_er
   if (!x || !r || !y || x->dtype != MI_DTYPE_FLOAT32 || r->dtype != MI_DTYPE_FLOAT32 || y->dtype != MI_DTYPE_FLOAT32 ||
       x->rank != 4 || r->rank != 2 || r->dims[1] != 5 || y->rank != 4)
     return mi__blis_unsupported(err, n, "X must be FLOAT32 [N, C, H, W] and rois FLOAT32 [R, 5]");
-  if (!ps || ps->type != MI_ATTR_INTS || ps->count != 2 || ps->ints[0] < 1 || ps->ints[1] < 1 || y->dims[0] != r->dims[0] ||
+  if (!ps || ps->type != MI_ATTR_INTS || ps->count != 2 || ps->ints[0] < 1 || ps->ints[1] < 1 || ps->ints[0] > 4096 ||
+      ps->ints[1] > 4096 || x->dims[2] > INT32_MAX || x->dims[3] > INT32_MAX || y->dims[0] != r->dims[0] ||
       y->dims[1] != x->dims[1] || y->dims[2] != ps->ints[0] || y->dims[3] != ps->ints[1])
-    return mi__blis_unsupported(err, n, "pooled_shape must be two values >= 1, the output [R, C, pooled_shape]");
+    return mi__blis_unsupported(err, n, "pooled_shape must be two values in 1..4096, the output [R, C, pooled_shape]");
   if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
   st->x = mi__blis_in(n, 0);
   st->r = mi__blis_in(n, 1);
@@ -172,6 +182,8 @@ int32_t mi__blis_prep_max_roi_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_er
   st->PH = ps->ints[0];
   st->PW = ps->ints[1];
   st->scale = mi_sdk_attr_float(n, "spatial_scale", 1.0f);
+  s->aux = mi__blis_alloc(p->ctx, (uint64_t)(st->R * 2 * (st->PH + st->PW) + 1) * sizeof(int32_t));
+  if (!(st->edges = s->aux)) return mi_sdk_error(err, MI_ERR_OUT_OF_MEMORY, "blis-cpu: out of memory");
   snprintf(st->name, sizeof st->name, "%s", n->name ? n->name : "");
   s->run = run_mrp;
   return MI_OK;

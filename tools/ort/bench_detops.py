@@ -7,7 +7,7 @@ on a build, a base build (where these ran as host steps) and ONNX Runtime: inter
 per round each model on each side in turn; prints the median of each side's per-run medians with
 [min-max] over the rounds and the ratios to the base and to ONNX Runtime per round. Needs node
 and tools/ort/setup.sh; the load is printed with the figures.
-usage: tools/ort/bench_detops.py BUILD BASE_BUILD [ROUNDS] [REPEAT] [THREADS] [CASE-SUBSTRING]"""
+usage: tools/ort/bench_detops.py BUILD BASE_BUILD [ROUNDS] [REPEAT] [THREADS] [CASE-SUBSTRING[,SUBSTRING...]]"""
 import os, random, re, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,8 +93,8 @@ def cases(d, r):
         [("wh", FLOAT, [80, 64, 1, 1], [r.gauss(0, 0.15) for _ in range(80 * 64)]), ("shape", INT64, [3], [1, 80, 1600])] + nms_c,
         [("feat", FLOAT, [1, 64, 40, 40], [r.gauss(0, 1) for _ in range(64 * 1600)]), ("boxes", FLOAT, [1, 1600, 4], yolo_boxes(r, 1600))],
         [("y", INT64, [])])
-    out += hostops_cases(r, add)
-    return [c for c in out if ONLY in c[0]]
+    hostops_cases(r, add)  # appends to out through add
+    return [c for c in out if any(o in c[0] for o in ONLY.split(","))]
 
 
 def hostops_cases(r, add):
