@@ -1,18 +1,19 @@
 /* blis_elems.c - blis-cpu's GatherElements, CenterCropPad and EyeLike: ops that move or make whole
  * elements of any element type (detector tails' per-box gathers, relative position gathers, image
  * crops), in the reference's results to the bit (framework/src/ref/ref_index.c, ref_extra.c,
- * ref_generate.c); and which runtime tensors other than FLOAT32 this file's and blis_bitwise.c's
- * ops take. */
+ * ref_generate.c); and which runtime tensors other than FLOAT32 this file's, blis_bitwise.c's and
+ * ScatterElements (blis_pick.c) take. */
 #include <stdio.h>
 #include <string.h>
 
 #include "blis_conv.h" /* the SIMD levels */
 
 /* Ops whose every tensor may be of any element type the plugin can copy (1, 2, 4 or 8 bytes; not
- * packed INT4); the bitwise ops' operands are the integer types the reference holds. */
+ * packed INT4): each prep checks the types it runs (the bitwise ops' operands are the integer
+ * types the reference holds, ScatterElements' reductions FLOAT32, INT64, INT32). */
 int mi__blis_elem_tensor(const mi_kernel_desc_t *d, int32_t t) {
   static const char *const ops[] = {"GatherElements", "CenterCropPad", "EyeLike", "BitwiseAnd", "BitwiseOr",
-                                    "BitwiseXor", "BitwiseNot", "BitShift"};
+                                    "BitwiseXor", "BitwiseNot", "BitShift", "ScatterElements"};
   int32_t i, j, seen = 0;
   int32_t dt = d->tensors[t]->dtype;
   if (dt == MI_DTYPE_INT4 || mi_sdk_dtype_size(dt) == 0) return 0;

@@ -2,7 +2,7 @@
  * blis_detroi.c, 5-D GridSample, N-D Col2Im) in sessions on blis-cpu:0 with host fallback off,
  * against mi_ref_run to the bit: GatherElements (the last, first and a middle axis, indices
  * smaller than the data off the axis, negative indices, INT64 / INT32 indices, FLOAT32, INT64 and
- * UINT8 data), CenterCropPad (crop and pad together, axes, INT64), EyeLike (every k side and
+ * UINT8 data), ScatterElements on INT64, INT32, UINT8 data, CenterCropPad (crop and pad together, axes, INT64), EyeLike (every k side and
  * output type), BitwiseAnd/Or/Xor/Not on INT8, UINT8, INT32, INT64 with broadcasting, BitShift
  * (shifts past the width), Det (singular, pivoting, a 20 x 20), MaxRoiPool, 5-D GridSample (linear
  * and nearest, every padding, align_corners, NaN and far points) at each SIMD level, 1-D and 3-D
@@ -160,6 +160,27 @@ static void gather_elements(void) {
   in[1] = tc_input(&c, "i", MI_DTYPE_INT64, 2, (int64_t[]){1, 4}, 0, 0, 0, bad);
   mi_node_set_int(c.g, tc_node(&c, "GatherElements", 2, in, &y), "axis", 1);
   expect_error(&c, "GatherElements index 4 of 4", "out of range");
+}
+
+/* ScatterElements on integer data: INT64 add and INT32 max with repeated indices, UINT8 replaced
+ * (the last of repeated ones wins), axis 1. */
+static void scatter_int(void) {
+  static const int32_t dts[3] = {MI_DTYPE_INT64, MI_DTYPE_INT32, MI_DTYPE_UINT8};
+  static const char *const reds[3] = {"add", "max", "none"};
+  for (int k = 0; k < 3; k++) {
+    tcase_t c;
+    int32_t in[3], y, node;
+    char name[64];
+    tc_init(&c, 18);
+    in[0] = tc_input(&c, "x", dts[k], 2, (int64_t[]){5, 40}, 0, -100, 100, NULL);
+    in[1] = tc_input(&c, "i", MI_DTYPE_INT64, 2, (int64_t[]){5, 30}, 0, -40, 39, NULL);
+    in[2] = tc_input(&c, "u", dts[k], 2, (int64_t[]){5, 30}, 0, -100, 100, NULL);
+    node = tc_node(&c, "ScatterElements", 3, in, &y);
+    mi_node_set_int(c.g, node, "axis", 1);
+    mi_node_set_string(c.g, node, "reduction", reds[k]);
+    snprintf(name, sizeof name, "ScatterElements dtype %d reduction %s", (int)dts[k], reds[k]);
+    expect_same(&c, name);
+  }
 }
 
 /* ---- CenterCropPad, EyeLike */
@@ -364,6 +385,7 @@ static void teardown(void) {
 
 static const tu_case_t tu_cases[] = {
     TU_CASE(gather_elements),
+    TU_CASE(scatter_int),
     TU_CASE(crop_eye),
     TU_CASE(bitwise),
     TU_CASE(det_roi_col2im),
