@@ -118,6 +118,11 @@ def hostops_cases(r, add):
         [("s", UINT8, [1], [4])], [("a", UINT8, [1, 3, 640, 640], u8(3 * 640 * 640))], [("y", UINT8, [])])
     add("eyelike_512x512", 9, [("EyeLike", "eye", ["x"], ["y"], [])], [], [("x", FLOAT, [512, 512], [0.0] * (512 * 512))],
         [("y", FLOAT, [512, 512])])
+    # in a graph: the EyeLike's input made and its output read by device steps (alone, the session
+    # uploads an input EyeLike never reads and downloads its output)
+    add("graph_sigmoid_eyelike_mul_512", 9, [("Sigmoid", "sig", ["x"], ["s"], []), ("EyeLike", "eye", ["s"], ["e"], []),
+                                            ("Mul", "mul", ["e", "s"], ["y"], [])], [],
+        [("x", FLOAT, [512, 512], [r.gauss(0, 1) for _ in range(512 * 512)])], [("y", FLOAT, [512, 512])])
     add("centercroppad_1x3x720x1280_to_640", 18, [("CenterCropPad", "ccp", ["x", "s"], ["y"], [("axes", [2, 3])])],
         [("s", INT64, [2], [640, 640])], [("x", FLOAT, [1, 3, 720, 1280], [r.random() for _ in range(3 * 720 * 1280)])],
         [("y", FLOAT, [1, 3, 640, 640])])
