@@ -1,6 +1,6 @@
-/* blis_elems.c - blis-cpu's GatherElements, CenterCropPad, EyeLike and TensorScatter: ops that move
- * or make whole elements of any element type (detector tails' per-box gathers, relative position
- * gathers, image crops, KV cache updates), in the reference's results to the bit (framework/src/ref/ref_index.c, ref_extra.c,
+/* blis_elems.c - blis-cpu's GatherElements, CenterCropPad and EyeLike: ops that move or make whole
+ * elements of any element type (detector tails' per-box gathers, relative position gathers, image
+ * crops), in the reference's results to the bit (framework/src/ref/ref_index.c, ref_extra.c,
  * ref_generate.c); and which runtime tensors other than FLOAT32 this file's, blis_bitwise.c's and
  * ScatterElements (blis_pick.c) take. */
 #include <stdio.h>
@@ -13,7 +13,7 @@
  * types the reference holds, ScatterElements' reductions FLOAT32, INT64, INT32). */
 int mi__blis_elem_tensor(const mi_kernel_desc_t *d, int32_t t) {
   static const char *const ops[] = {"GatherElements", "CenterCropPad", "EyeLike", "BitwiseAnd", "BitwiseOr",
-                                    "BitwiseXor", "BitwiseNot", "BitShift", "ScatterElements", "TensorScatter"};
+                                    "BitwiseXor", "BitwiseNot", "BitShift", "ScatterElements"};
   int32_t i, j, seen = 0;
   int32_t dt = d->tensors[t]->dtype;
   if (dt == MI_DTYPE_INT4 || mi_sdk_dtype_size(dt) == 0) return 0;
@@ -337,80 +337,5 @@ int32_t mi__blis_prep_eyelike(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t
   st->cols = y->dims[1];
   st->k = mi_sdk_attr_int(n, "k", 0);
   s->run = run_eye;
-  return MI_OK;
-}
-
-/* ---- TensorScatter (opset 24, the KV cache update of LLM exports): present = past with update's
- * rows written along axis from write_indices[b] (absent: 0) for each batch b, wrapping modulo the
- * cache length in mode "circular"; a linear write past the end or a negative index is a one-line
- * error naming the node, as the reference's. */
-
-typedef struct ts_state {
-  int32_t past, upd, wi, y, es, circular;
-  int64_t B, outer, L, S, inner;
-  char name[64];
-} ts_state_t;
-
-static int32_t run_tensor_scatter(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
-  const ts_state_t *st = s->state;
-  const char *past = t[st->past], *upd = t[st->upd];
-  const int64_t *wi = st->wi >= 0 ? t[st->wi] : NULL;
-  char *y = t[st->y];
-  size_t row = (size_t)st->inner * (size_t)st->es;
-  (void)env;
-  for (int64_t b = 0; b < st->B; b++) {
-    int64_t w0 = wi ? wi[b] : 0;
-    if (w0 < 0 || (!st->circular && w0 + st->S > st->L) || (st->circular && st->L == 0 && st->S > 0))
-      return mi_sdk_errorf(err, MI_ERR_INVALID_ARGUMENT,
-                           "blis-cpu: TensorScatter '%s': write index %lld of batch %lld does not fit %lld rows of %lld", st->name,
-                           (long long)w0, (long long)b, (long long)st->S, (long long)st->L);
-  }
-  if (y != past) memcpy(y, past, (size_t)(st->B * st->outer * st->L) * row);
-  for (int64_t b = 0; b < st->B; b++) {
-    int64_t w0 = wi ? wi[b] : 0;
-    for (int64_t o = 0; o < st->outer; o++)
-      for (int64_t k = 0; k < st->S; k++) {
-        int64_t at = st->circular ? (w0 + k) % st->L : w0 + k;
-        memcpy(y + (size_t)((b * st->outer + o) * st->L + at) * row, upd + (size_t)((b * st->outer + o) * st->S + k) * row,
-               row);
-      }
-  }
-  return MI_OK;
-}
-
-int32_t mi__blis_prep_tensor_scatter(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
-  const mi_node_desc_t *n = mi__blis_node(p, 0);
-  const mi_tensor_desc_t *past = mi__blis_tensor(p, mi__blis_in(n, 0)), *upd = mi__blis_tensor(p, mi__blis_in(n, 1));
-  const mi_tensor_desc_t *wi = mi__blis_tensor(p, mi__blis_in(n, 2)), *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  const char *mode = mi_sdk_attr_string(n, "mode", "linear");
-  int64_t axis = mi_sdk_attr_int(n, "axis", -2);
-  int32_t d;
-  ts_state_t *st;
-  if (!elem_size(past) || !upd || upd->dtype != past->dtype || !y || y->dtype != past->dtype || past->rank < 2 ||
-      upd->rank != past->rank || y->rank != past->rank)
-    return mi__blis_unsupported(err, n, "past_cache and update must be of one 1, 2, 4 or 8-byte type and rank >= 2");
-  if (strcmp(mode, "linear") && strcmp(mode, "circular")) return mi__blis_unsupported(err, n, "mode is not linear or circular");
-  if (axis < 0) axis += past->rank;
-  if (axis < 1 || axis >= past->rank) return mi__blis_unsupported(err, n, "axis out of range or the batch axis");
-  for (d = 0; d < past->rank; d++)
-    if ((d != axis ? upd->dims[d] != past->dims[d] : upd->dims[d] > past->dims[d]) || y->dims[d] != past->dims[d])
-      return mi__blis_unsupported(err, n, "update's dims do not fit the cache's");
-  if (mi__blis_in(n, 2) >= 0 && (!wi || wi->dtype != MI_DTYPE_INT64 || mi_sdk_numel(wi) != past->dims[0]))
-    return mi__blis_unsupported(err, n, "write_indices must be INT64, one per batch");
-  if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
-  st->past = mi__blis_in(n, 0);
-  st->upd = mi__blis_in(n, 1);
-  st->wi = mi__blis_in(n, 2);
-  st->y = mi__blis_out(n, 0);
-  st->es = (int32_t)elem_size(past);
-  st->circular = !strcmp(mode, "circular");
-  st->B = past->dims[0];
-  st->L = past->dims[axis];
-  st->S = upd->dims[axis];
-  st->outer = st->inner = 1;
-  for (d = 1; d < axis; d++) st->outer *= past->dims[d];
-  for (d = (int32_t)axis + 1; d < past->rank; d++) st->inner *= past->dims[d];
-  snprintf(st->name, sizeof st->name, "%s", n->name ? n->name : "");
-  s->run = run_tensor_scatter;
   return MI_OK;
 }

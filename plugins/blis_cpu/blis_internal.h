@@ -435,12 +435,11 @@ int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
  * indices (blis_nms.c); the op
  * checks the dtype. */
 int mi__blis_vision_int(const mi_kernel_desc_t *d, int32_t t);
-/* GatherElements, CenterCropPad, EyeLike, TensorScatter (any 1, 2, 4 or 8-byte type; blis_elems.c), the bitwise
+/* GatherElements, CenterCropPad, EyeLike (any 1, 2, 4 or 8-byte type; blis_elems.c), the bitwise
  * ops and BitShift (blis_bitwise.c). */
 int32_t mi__blis_prep_gather_elements(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_center_crop_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_eyelike(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
-int32_t mi__blis_prep_tensor_scatter(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 int32_t mi__blis_prep_bitwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
 /* Det and MaxRoiPool (blis_detroi.c). */
 int32_t mi__blis_prep_det(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);

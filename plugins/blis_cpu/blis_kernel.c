@@ -162,7 +162,6 @@ static const struct {
     {"GatherElements", mi__blis_prep_gather_elements},
     {"CenterCropPad", mi__blis_prep_center_crop_pad},
     {"EyeLike", mi__blis_prep_eyelike},
-    {"TensorScatter", mi__blis_prep_tensor_scatter},
     {"BitwiseAnd", mi__blis_prep_bitwise},
     {"BitwiseOr", mi__blis_prep_bitwise},
     {"BitwiseXor", mi__blis_prep_bitwise},

@@ -93,7 +93,7 @@ static const char *const direct_ops[] = {
     "GatherND", "ScatterElements", "Hardmax", "OneHot", "LpPool", "GlobalLpPool", "DeformConv", "Col2Im",
     "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress", "ReverseSequence", "ArgMax", "ArgMin",
     "GatherElements", "CenterCropPad", "EyeLike", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
-    "Det", "MaxRoiPool", "TensorScatter"};
+    "Det", "MaxRoiPool"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

@@ -2,8 +2,7 @@
  * blis_detroi.c, 5-D GridSample, N-D Col2Im) in sessions on blis-cpu:0 with host fallback off,
  * against mi_ref_run to the bit: GatherElements (the last, first and a middle axis, indices
  * smaller than the data off the axis, negative indices, INT64 / INT32 indices, FLOAT32, INT64 and
- * UINT8 data), ScatterElements on INT64, INT32, UINT8 data, TensorScatter (runtime write indices,
- * linear, circular, INT64 on axis 1), CenterCropPad (crop and pad together, axes, INT64), EyeLike (every k side and
+ * UINT8 data), ScatterElements on INT64, INT32, UINT8 data, CenterCropPad (crop and pad together, axes, INT64), EyeLike (every k side and
  * output type), BitwiseAnd/Or/Xor/Not on INT8, UINT8, INT32, INT64 with broadcasting, BitShift
  * (shifts past the width), Det (singular, pivoting, a 20 x 20), MaxRoiPool, 5-D GridSample (linear
  * and nearest, every padding, align_corners, NaN and far points) at each SIMD level, 1-D and 3-D
@@ -181,31 +180,6 @@ static void scatter_int(void) {
     mi_node_set_string(c.g, node, "reduction", reds[k]);
     snprintf(name, sizeof name, "ScatterElements dtype %d reduction %s", (int)dts[k], reds[k]);
     expect_same(&c, name);
-  }
-}
-
-/* TensorScatter: runtime write_indices, linear and circular (wrapping), INT64 cache on axis 1; a
- * linear write past the end at run time names the node. */
-static void tensor_scatter(void) {
-  static const int64_t lin[2] = {5, 0}, circ[2] = {6, 7}, ax1[2] = {1, 0}, bad[2] = {1, 6};
-  for (int k = 0; k < 4; k++) {
-    tcase_t c;
-    int32_t in[3], y, node;
-    int32_t dt = k == 2 ? MI_DTYPE_INT64 : MI_DTYPE_FLOAT32;
-    tc_init(&c, 24);
-    in[0] = tc_input(&c, "past", dt, 4, (int64_t[]){2, 3, 8, 5}, 1.f, -9, 9, NULL);
-    in[1] = tc_input(&c, "u", dt, 4, k == 2 ? (int64_t[]){2, 2, 8, 5} : (int64_t[]){2, 3, 3, 5}, 1.f, -9, 9, NULL);
-    const int64_t *w = k == 1 ? circ : k == 2 ? ax1
-                                   : k == 3   ? bad
-                                              : lin;
-    in[2] = tc_input(&c, "w", MI_DTYPE_INT64, 1, (int64_t[]){2}, 0, 0, 0, w);
-    node = tc_node(&c, "TensorScatter", 3, in, &y);
-    if (k == 1) mi_node_set_string(c.g, node, "mode", "circular");
-    if (k == 2) mi_node_set_int(c.g, node, "axis", 1);
-    if (k == 3) expect_error(&c, "TensorScatter past the end", "does not fit");
-    else
-      expect_same(&c, k == 0 ? "TensorScatter linear" : k == 1 ? "TensorScatter circular"
-                                                               : "TensorScatter INT64 axis 1");
   }
 }
 
@@ -412,7 +386,6 @@ static void teardown(void) {
 static const tu_case_t tu_cases[] = {
     TU_CASE(gather_elements),
     TU_CASE(scatter_int),
-    TU_CASE(tensor_scatter),
     TU_CASE(crop_eye),
     TU_CASE(bitwise),
     TU_CASE(det_roi_col2im),

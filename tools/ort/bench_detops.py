@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench_detops.py - wall time of the detector and vision ops blis-cpu runs on its device
 (NonMaxSuppression, GridSample, RoiAlign, TopK, ArgMax; GatherElements, the bitwise ops, BitShift,
-EyeLike, CenterCropPad, 5-D GridSample, Det, MaxRoiPool, 3-D Col2Im, TensorScatter) at real exports' sizes, and of
+EyeLike, CenterCropPad, 5-D GridSample, Det, MaxRoiPool, 3-D Col2Im) at real exports' sizes, and of
 two small graphs (Conv -> GridSample -> Conv; a detector tail Conv -> Sigmoid -> Reshape -> NonMaxSuppression),
 on a build, a base build (where these ran as host steps) and ONNX Runtime: interleaved rounds,
 per round each model on each side in turn; prints the median of each side's per-run medians with
@@ -138,11 +138,6 @@ def hostops_cases(r, add):
     add("maxroipool_fastrcnn_128x512x7x7", 7, [("MaxRoiPool", "mrp", ["x", "rois"], ["y"], [("pooled_shape", [7, 7]), ("spatial_scale", 0.0625)])],
         [], [("x", FLOAT, [1, 512, 38, 50], [r.gauss(0, 1) for _ in range(512 * 38 * 50)]), ("rois", FLOAT, [128, 5], rois)],
         [("y", FLOAT, [128, 512, 7, 7])])
-    # an LLM's KV cache update: one new position of 8 heads x 64 into 1024, written at 500
-    add("tensorscatter_kv_1x8x1024x64", 24, [("TensorScatter", "ts", ["past", "u", "w"], ["y"], [])], [],
-        [("past", FLOAT, [1, 8, 1024, 64], [r.gauss(0, 1) for _ in range(8 * 1024 * 64)]),
-         ("u", FLOAT, [1, 8, 1, 64], [r.gauss(0, 1) for _ in range(8 * 64)]), ("w", INT64, [1], [500])],
-        [("y", FLOAT, [1, 8, 1024, 64])])
     add("col2im3d_1x216x4096_to_1x8x16x16x16", 18, [("Col2Im", "c2i", ["x", "i", "k"], ["y"], [("pads", [1, 1, 1, 1, 1, 1])])],
         [("i", INT64, [3], [16, 16, 16]), ("k", INT64, [3], [3, 3, 3])],
         [("x", FLOAT, [1, 216, 4096], [r.gauss(0, 1) for _ in range(216 * 4096)])], [("y", FLOAT, [1, 8, 16, 16, 16])])
