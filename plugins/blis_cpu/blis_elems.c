@@ -304,6 +304,7 @@ static int32_t run_eye(const mi__blis_step_t *s, void *const *t, const mi__blis_
   (void)env;
   (void)err;
   memset(y, 0, (size_t)(st->rows * st->cols) * (size_t)st->es);
+  if (st->k >= st->cols || st->k <= -st->rows) return MI_OK; /* no diagonal inside (and r + k cannot overflow below) */
   for (int64_t r = 0; r < st->rows; r++) {
     int64_t c = r + st->k;
     char *at;
