@@ -108,6 +108,14 @@ def hostops_cases(r, add):
     add("gatherelements_relpos_12x256x511", 13, [("GatherElements", "ge", ["x", "i"], ["y"], [("axis", 2)])], [],
         [("x", FLOAT, [12, L, 2 * L - 1], [r.gauss(0, 1) for _ in range(12 * L * (2 * L - 1))]),
          ("i", INT64, [12, L, L], [L - 1 - q + k for _ in range(12) for q in range(L) for k in range(L)])], [("y", FLOAT, [12, L, L])])
+    # in a graph: the position scores from a MatMul, gathered, added to the content scores
+    add("graph_matmul_gatherelements_add_relpos", 13,
+        [("MatMul", "qr", ["q", "rel"], ["s"], []), ("GatherElements", "ge", ["s", "i"], ["g"], [("axis", 2)]),
+         ("Add", "add", ["g", "c"], ["y"], [])],
+        [("rel", FLOAT, [64, 2 * L - 1], [r.gauss(0, 0.1) for _ in range(64 * (2 * L - 1))]),
+         ("i", INT64, [12, L, L], [L - 1 - q + k for _ in range(12) for q in range(L) for k in range(L)])],
+        [("q", FLOAT, [12, L, 64], [r.gauss(0, 1) for _ in range(12 * L * 64)]),
+         ("c", FLOAT, [12, L, L], [r.gauss(0, 1) for _ in range(12 * L * L)])], [("y", FLOAT, [12, L, L])])
     u8 = lambda n: [r.randrange(256) for _ in range(n)]
     add("bitwiseand_uint8_1x1x640x640", 18, [("BitwiseAnd", "ba", ["a", "b"], ["y"], [])], [],
         [("a", UINT8, [1, 1, 640, 640], u8(640 * 640)), ("b", UINT8, [1, 1, 640, 640], u8(640 * 640))], [("y", UINT8, [])])
