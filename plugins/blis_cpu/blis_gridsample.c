@@ -1,6 +1,7 @@
 /* blis_gridsample.c - blis-cpu's GridSample on 4-D inputs (spatial transformers, optical flow,
  * warping): bilinear, nearest and bicubic x zeros, border and reflection padding x
- * align_corners, in the reference's arithmetic (framework/src/ref/ref_vision.c). */
+ * align_corners; and on 5-D ones (volumes, stereo cost volumes): trilinear and nearest; in the
+ * reference's arithmetic (framework/src/ref/ref_vision.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ enum { GS_ZEROS,
 typedef struct gs_state {
   int32_t x, grid, y, mode, pad, align, taps, simd;
   int64_t N, C, H, W, OP; /* OP: output points per image */
+  int64_t D;              /* 5-D: the depth (0 on 4-D) */
 } gs_state_t;
 
 /* The taps of one block: per tap row i and point p, the row's offset (y * W) or -1 outside a
@@ -138,6 +140,59 @@ static inline __attribute__((always_inline)) void gs_body(const mi__blis_task_t 
   }
 }
 
+/* 5-D: per point the 8 (or 1) taps in the reference's order, depth outermost, each weight the
+ * product w_x * w_y * w_z as the reference forms it, summed in that order. */
+static inline __attribute__((always_inline)) void gs3_body(const mi__blis_task_t *tk, int64_t i0, int64_t i1) {
+  const gs_state_t *st = tk->state;
+  const float *x = tk->t[st->x], *grid = tk->t[st->grid];
+  float *y = tk->t[st->y];
+  int64_t blocks = (st->OP + GS_BLOCK - 1) / GS_BLOCK, vol = st->D * st->H * st->W;
+  int32_t T = st->taps;
+  /* per axis (depth, rows, columns) the taps' offsets (d * H * W, y * W, x; -1: a zero) and weights */
+  int32_t idx[3][4][GS_BLOCK];
+  float w[3][4][GS_BLOCK];
+  for (int64_t it = i0; it < i1; it++) {
+    int64_t n = it / blocks, o0 = (it % blocks) * GS_BLOCK;
+    int32_t np = (int32_t)(st->OP - o0 < GS_BLOCK ? st->OP - o0 : GS_BLOCK);
+    const float *g = grid + (n * st->OP + o0) * 3;
+    for (int32_t p = 0; p < np; p++) { /* grid holds x, y, z */
+      gs_axis(st, g[p * 3 + 2], st->D, (int32_t)(st->H * st->W), idx[0], w[0], p);
+      gs_axis(st, g[p * 3 + 1], st->H, (int32_t)st->W, idx[1], w[1], p);
+      gs_axis(st, g[p * 3], st->W, 1, idx[2], w[2], p);
+    }
+    for (int64_t ch = 0; ch < st->C; ch++) {
+      const float *pl = x + (n * st->C + ch) * vol;
+      float *yr = y + (n * st->C + ch) * st->OP + o0;
+      if (T == 1) {
+        for (int32_t p = 0; p < np; p++) {
+          int32_t d = idx[0][0][p], r = idx[1][0][p], c = idx[2][0][p];
+          yr[p] = d >= 0 && r >= 0 && c >= 0 ? pl[d + r + c] : 0.0f;
+        }
+        continue;
+      }
+      for (int32_t p = 0; p < np; p++) {
+        float sum = 0;
+        for (int32_t l = 0; l < 2; l++)
+          for (int32_t i = 0; i < 2; i++)
+            for (int32_t j = 0; j < 2; j++) {
+              int32_t d = idx[0][l][p], r = idx[1][i][p], c = idx[2][j][p];
+              float wt = w[2][j][p] * w[1][i][p] * w[0][l][p];
+              sum += wt * (d >= 0 && r >= 0 && c >= 0 ? pl[d + r + c] : 0.0f);
+            }
+        yr[p] = sum;
+      }
+    }
+  }
+}
+
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void gs3_avx512(void *arg, int64_t i0, int64_t i1) {
+  gs3_body(arg, i0, i1);
+}
+__attribute__((target("avx2,fma"))) static void gs3_avx2(void *arg, int64_t i0, int64_t i1) {
+  gs3_body(arg, i0, i1);
+}
+static void gs3_c(void *arg, int64_t i0, int64_t i1) { gs3_body(arg, i0, i1); }
+
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq"))) static void gs_avx512(void *arg, int64_t i0, int64_t i1) {
   gs_body(arg, i0, i1);
 }
@@ -149,6 +204,11 @@ static void gs_c(void *arg, int64_t i0, int64_t i1) { gs_body(arg, i0, i1); }
 static int32_t run_gridsample(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const gs_state_t *st = s->state;
   (void)err;
+  if (st->D)
+    return mi__blis_run_parts(s, t, env, st->N * ((st->OP + GS_BLOCK - 1) / GS_BLOCK), 1,
+                              GS_BLOCK * (36 + st->C * st->taps * st->taps * st->taps * 2),
+                              st->simd == MI__SIMD_AVX512 ? gs3_avx512 : st->simd == MI__SIMD_AVX2 ? gs3_avx2
+                                                                                                   : gs3_c);
   return mi__blis_run_parts(s, t, env, st->N * ((st->OP + GS_BLOCK - 1) / GS_BLOCK), 1,
                             GS_BLOCK * (24 + st->C * st->taps * st->taps * 2),
                             st->simd == MI__SIMD_AVX512 ? gs_avx512 : st->simd == MI__SIMD_AVX2 ? gs_avx2
@@ -159,14 +219,17 @@ int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_erro
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x = mi__blis_tensor(p, mi__blis_in(n, 0)), *g = mi__blis_tensor(p, mi__blis_in(n, 1));
   const mi_tensor_desc_t *y = mi__blis_tensor(p, mi__blis_out(n, 0));
-  int late = n->opset >= 20;
+  int late = n->opset >= 20, v5 = late && x && x->rank == 5; /* 5-D from opset 20, as the reference */
   const char *ms = mi_sdk_attr_string(n, "mode", late ? "linear" : "bilinear");
   const char *ps = mi_sdk_attr_string(n, "padding_mode", "zeros");
   int32_t mode, pad;
   gs_state_t *st;
   if (!x || !g || !y || x->dtype != MI_DTYPE_FLOAT32 || g->dtype != MI_DTYPE_FLOAT32 || y->dtype != MI_DTYPE_FLOAT32 ||
-      x->rank != 4 || g->rank != 4 || g->dims[0] != x->dims[0] || g->dims[3] != 2 || y->rank != 4)
-    return mi__blis_unsupported(err, n, "X must be FLOAT32 [N, C, H, W] and grid [N, H_out, W_out, 2] (5-D runs on the host)");
+      x->rank != 4 + v5 || g->rank != x->rank || g->dims[0] != x->dims[0] || g->dims[x->rank - 1] != 2 + v5 ||
+      y->rank != x->rank)
+    return mi__blis_unsupported(err, n,
+                                "X must be FLOAT32 [N, C, H, W] and grid [N, H_out, W_out, 2] (from opset 20 also [N, C, D, H, W] "
+                                "and [N, D_out, H_out, W_out, 3])");
   if (!strcmp(ms, late ? "linear" : "bilinear")) mode = GS_LINEAR;
   else if (!strcmp(ms, "nearest"))
     mode = GS_NEAREST;
@@ -181,7 +244,9 @@ int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_erro
     pad = GS_REFLECTION;
   else
     return mi__blis_unsupported(err, n, "padding_mode is not zeros, border or reflection");
-  if (x->dims[2] < 1 || x->dims[3] < 1 || x->dims[2] * x->dims[3] >= ((int64_t)1 << 31))
+  if (v5 && mode == GS_CUBIC) return mi__blis_unsupported(err, n, "cubic mode on a 5-D X");
+  if (x->dims[2] < 1 || x->dims[3] < 1 || (v5 && x->dims[4] < 1) ||
+      x->dims[2] * x->dims[3] * (v5 ? x->dims[4] : 1) >= ((int64_t)1 << 31))
     return mi__blis_unsupported(err, n, "X's planes must hold 1 to 2^31 - 1 values");
   if (!(st = mi__blis_state_new(p, s, sizeof *st, err))) return MI_ERR_OUT_OF_MEMORY;
   st->x = mi__blis_in(n, 0);
@@ -194,9 +259,10 @@ int32_t mi__blis_prep_gridsample(mi__blis_prep_t *p, mi__blis_step_t *s, mi_erro
                                                         : 4;
   st->N = x->dims[0];
   st->C = x->dims[1];
-  st->H = x->dims[2];
-  st->W = x->dims[3];
-  st->OP = g->dims[1] * g->dims[2];
+  st->D = v5 ? x->dims[2] : 0;
+  st->H = x->dims[2 + v5];
+  st->W = x->dims[3 + v5];
+  st->OP = g->dims[1] * g->dims[2] * (v5 ? g->dims[3] : 1);
   st->simd = mi__blis_simd_level(p->ctx->cpu.isa);
   s->run = run_gridsample;
   return MI_OK;

@@ -435,6 +435,17 @@ int32_t mi__blis_prep_roialign(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_
  * indices (blis_nms.c); the op
  * checks the dtype. */
 int mi__blis_vision_int(const mi_kernel_desc_t *d, int32_t t);
+/* GatherElements, CenterCropPad, EyeLike (any 1, 2, 4 or 8-byte type; blis_elems.c), the bitwise
+ * ops and BitShift (blis_bitwise.c). */
+int32_t mi__blis_prep_gather_elements(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_center_crop_pad(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_eyelike(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_bitwise(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* Det and MaxRoiPool (blis_detroi.c). */
+int32_t mi__blis_prep_det(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+int32_t mi__blis_prep_max_roi_pool(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);
+/* 1 when runtime tensor t is touched only by those ops of kernel d (any copyable type: they check it). */
+int mi__blis_elem_tensor(const mi_kernel_desc_t *d, int32_t t);
 int32_t mi__blis_prep_topk(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);             /* blis_seqops.c */
 int32_t mi__blis_prep_compress(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err);         /* blis_seqops.c */
 int32_t mi__blis_prep_reverse_sequence(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err); /* blis_seqops.c */

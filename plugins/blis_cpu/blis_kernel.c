@@ -159,6 +159,16 @@ static const struct {
     {"ScatterElements", mi__blis_prep_scatter_elements},
     {"Hardmax", mi__blis_prep_hardmax},
     {"OneHot", mi__blis_prep_onehot},
+    {"GatherElements", mi__blis_prep_gather_elements},
+    {"CenterCropPad", mi__blis_prep_center_crop_pad},
+    {"EyeLike", mi__blis_prep_eyelike},
+    {"BitwiseAnd", mi__blis_prep_bitwise},
+    {"BitwiseOr", mi__blis_prep_bitwise},
+    {"BitwiseXor", mi__blis_prep_bitwise},
+    {"BitwiseNot", mi__blis_prep_bitwise},
+    {"BitShift", mi__blis_prep_bitwise},
+    {"Det", mi__blis_prep_det},
+    {"MaxRoiPool", mi__blis_prep_max_roi_pool},
 };
 #define OPS_N ((int32_t)(sizeof ops / sizeof ops[0]))
 
@@ -369,7 +379,8 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
         !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i)) &&
         !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_index_input(d, i)) &&
         !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32 || t->dtype == MI_DTYPE_BOOL) &&
-          mi__blis_vision_int(d, i))) {
+          mi__blis_vision_int(d, i)) &&
+        !mi__blis_elem_tensor(d, i)) {
       return mi_sdk_errorf(err, MI_ERR_UNSUPPORTED,
                            "blis-cpu: runtime tensor %d has dtype %d; only "
                            "FLOAT32 is run (INT8/UINT8 only by Q/DQ)",

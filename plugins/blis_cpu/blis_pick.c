@@ -1,4 +1,4 @@
-/* blis_pick.c - CastLike (FLOAT32 to FLOAT32), Hardmax, OneHot, GatherND and ScatterElements: ops that pick or move whole elements. */
+/* blis_pick.c - CastLike (FLOAT32 to FLOAT32), Hardmax, OneHot, GatherND and ScatterElements (any element type): ops that pick or move whole elements. */
 #include <stdio.h>
 #include <string.h>
 
@@ -170,8 +170,8 @@ int32_t mi__blis_prep_onehot(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
 /* ---- GatherND (batch_dims b): each tuple of k indices picks the slice data[batch..., tuple] */
 
 typedef struct nd_state {
-  int32_t x, ind, upd, y, idt, k, b, axis, red;
-  int64_t tuples, per_batch, slice, n, total; /* total: data's values */
+  int32_t x, ind, upd, y, idt, k, b, axis, red, dt, es; /* dt, es: ScatterElements' data type and its size */
+  int64_t tuples, per_batch, slice, n, total;           /* total: data's values */
   int64_t xdims[MI_MAX_RANK], xs[MI_MAX_RANK];
   int32_t rank;
   int64_t idims[MI_MAX_RANK], ist[MI_MAX_RANK]; /* ScatterElements: indices' dims, their strides into x (axis 0) */
@@ -261,26 +261,37 @@ enum { RED_NONE,
        RED_MAX,
        RED_MIN };
 
+/* One update combined into dst: the reference's combine() per element type. */
+#define SCATTER_COMBINE(T)                                                        \
+  do {                                                                            \
+    T a = *(T *)dst, b = *(const T *)src;                                         \
+    *(T *)dst = st->red == RED_ADD ? a + b : st->red == RED_MUL ? a * b           \
+                                         : st->red == RED_MAX   ? (a > b ? a : b) \
+                                                                : (a < b ? a : b);  \
+  } while (0)
+
 static int32_t run_scatter_el(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env, mi_error_t *err) {
   const nd_state_t *st = s->state;
-  const float *x = t[st->x], *u = t[st->upd];
+  const char *x = t[st->x], *u = t[st->upd];
   const void *ind = t[st->ind];
-  float *y = t[st->y];
+  char *y = t[st->y];
+  size_t es = (size_t)st->es;
   int64_t i, pos[MI_MAX_RANK] = {0}, base = 0, len = st->xdims[st->axis];
   (void)env;
-  if (y != x) memcpy(y, x, (size_t)st->total * sizeof *y);
+  if (y != x) memcpy(y, x, (size_t)st->total * es);
   for (i = 0; i < st->n; i++) {
     int64_t v = index_at(ind, st->idt, i);
-    float *dst;
+    char *dst;
+    const char *src = u + (size_t)i * es;
     if (v < -len || v >= len) return bad_index(err, st->op, st->name, v, st->axis, len);
-    dst = y + base + (v < 0 ? v + len : v) * st->xs[st->axis];
-    switch (st->red) {
-    case RED_ADD: *dst += u[i]; break;
-    case RED_MUL: *dst *= u[i]; break;
-    case RED_MAX: *dst = *dst > u[i] ? *dst : u[i]; break;
-    case RED_MIN: *dst = *dst < u[i] ? *dst : u[i]; break;
-    default: *dst = u[i];
-    }
+    dst = y + (size_t)(base + (v < 0 ? v + len : v) * st->xs[st->axis]) * es;
+    if (st->red == RED_NONE) memcpy(dst, src, es);
+    else if (st->dt == MI_DTYPE_FLOAT32)
+      SCATTER_COMBINE(float);
+    else if (st->dt == MI_DTYPE_INT64)
+      SCATTER_COMBINE(int64_t);
+    else
+      SCATTER_COMBINE(int32_t);
     mi__blis_next_index(st->rank, st->idims, st->ist, pos, &base);
   }
   return MI_OK;
@@ -294,8 +305,12 @@ int32_t mi__blis_prep_scatter_elements(mi__blis_prep_t *p, mi__blis_step_t *s, m
   int64_t axis = mi_sdk_attr_int(n, "axis", 0);
   int32_t d, r;
   nd_state_t *st;
-  if (!is_f32(x) || !is_f32(u) || !is_f32(y) || !is_index(ind))
-    return mi__blis_unsupported(err, n, "data and updates must be FLOAT32, indices INT64 or INT32");
+  size_t es = x && x->dtype != MI_DTYPE_INT4 ? mi_sdk_dtype_size(x->dtype) : 0;
+  /* any element type of 1, 2, 4 or 8 bytes replaced; the reductions on FLOAT32, INT64, INT32
+   * (the reference's) */
+  if (!(es == 1 || es == 2 || es == 4 || es == 8) || !u || u->dtype != x->dtype || !y || y->dtype != x->dtype ||
+      !is_index(ind))
+    return mi__blis_unsupported(err, n, "data and updates must be of one 1, 2, 4 or 8-byte type, indices INT64 or INT32");
   if (!strcmp(red, "none")) r = RED_NONE;
   else if (!strcmp(red, "add"))
     r = RED_ADD;
@@ -307,6 +322,8 @@ int32_t mi__blis_prep_scatter_elements(mi__blis_prep_t *p, mi__blis_step_t *s, m
     r = RED_MIN;
   else
     return mi__blis_unsupported(err, n, "reduction");
+  if (r != RED_NONE && x->dtype != MI_DTYPE_FLOAT32 && x->dtype != MI_DTYPE_INT64 && x->dtype != MI_DTYPE_INT32)
+    return mi__blis_unsupported(err, n, "a reduction on data other than FLOAT32, INT64, INT32");
   if (axis < 0) axis += x->rank;
   if (x->rank < 1 || axis < 0 || axis >= x->rank) return mi__blis_unsupported(err, n, "axis out of range");
   if (ind->rank != x->rank || u->rank != x->rank || mi_sdk_numel(y) != mi_sdk_numel(x))
@@ -326,6 +343,8 @@ int32_t mi__blis_prep_scatter_elements(mi__blis_prep_t *p, mi__blis_step_t *s, m
   st->idt = ind->dtype;
   st->axis = (int32_t)axis;
   st->red = r;
+  st->dt = x->dtype;
+  st->es = (int32_t)es;
   st->n = mi_sdk_numel(ind);
   s->run = run_scatter_el;
   return MI_OK;

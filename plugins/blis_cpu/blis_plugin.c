@@ -91,7 +91,9 @@ static const char *const direct_ops[] = {
     "GroupNormalization", "MeanVarianceNormalization", "LpNormalization",
     "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "CastLike",
     "GatherND", "ScatterElements", "Hardmax", "OneHot", "LpPool", "GlobalLpPool", "DeformConv", "Col2Im",
-    "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress", "ReverseSequence", "ArgMax", "ArgMin"};
+    "NonMaxSuppression", "GridSample", "RoiAlign", "TopK", "Compress", "ReverseSequence", "ArgMax", "ArgMin",
+    "GatherElements", "CenterCropPad", "EyeLike", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "BitShift",
+    "Det", "MaxRoiPool"};
 #define DIRECT_N ((int32_t)(sizeof direct_ops / sizeof direct_ops[0]))
 
 const mi__blis_variant_t *mi__blis_find_variant(const char *id) {

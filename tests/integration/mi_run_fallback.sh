@@ -10,8 +10,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 mi_template_plugin
 PL="$TPL:$B/plugins"
 
-# x[2,16] -> Relu -> CumSum(axis 1) -> GatherElements(axis 0: the rows swapped) -> Add(., relu):
-# the template runs Relu and Add, blis-cpu runs CumSum, no plugin runs GatherElements.
+# x[2,16] -> Relu -> CumSum(axis 1) -> Scatter(axis 0: the rows swapped) -> Add(., relu):
+# the template runs Relu and Add, blis-cpu runs CumSum, no plugin runs Scatter (the opset 9-10
+# spelling of ScatterElements).
 python3 - "$T" <<'EOF'
 import struct, sys
 sys.path.insert(0, sys.argv[1])
@@ -19,13 +20,13 @@ from mi_wire import *
 axis = vi(2, 7) + s(8, "axis") + ld(9, struct.pack("<q", 1))  # INT64 scalar
 lens = vi(1, 2) + vi(1, 16) + vi(2, 7) + s(8, "lens") + ld(9, struct.pack("<32q", *([1] * 16 + [0] * 16)))  # INT64 [2, 16]
 save("cs.onnx", model([node("Relu", "relu", ["x"], ["r"]), node("CumSum", "cumsum", ["r", "axis"], ["c"]),
-                       node("GatherElements", "rev", ["c", "lens"], ["s"]), node("Add", "add", ["s", "r"], ["y"])],
+                       node("Scatter", "rev", ["c", "lens", "c"], ["s"]), node("Add", "add", ["s", "r"], ["y"])],
                       [("x", 1, [2, 16])], [("y", 1, [2, 16])], ld(5, axis) + ld(5, lens)))
 EOF
 
 "$RUN" --model "$T/cs.onnx" --device ref --output-dir "$T/ref" > /dev/null || fail "ref run"
 
-# Default: CumSum on blis-cpu:0, GatherElements on the reference.
+# Default: CumSum on blis-cpu:0, Scatter on the reference.
 "$RUN" --plugins "$PL" --model "$T/cs.onnx" --device template:0 --check --output-dir "$T/def" \
   > "$T/def.txt" 2> "$T/def.err" || fail "default run: $(cat "$T/def.err")"
 grep -qx "fallback nodes: 1 on blis-cpu:0 (cumsum), 1 on the reference (rev)" "$T/def.txt" ||

@@ -5,9 +5,9 @@
 
 #include "test_exec_util.h"
 
-/* x[2,16] -> Relu -> CumSum(axis 1) -> GatherElements(axis 0, the two rows swapped) ->
- * Add(., relu) -> y. Only blis-cpu runs CumSum; no plugin runs GatherElements (the reference
- * does). */
+/* x[2,16] -> Relu -> CumSum(axis 1) -> Scatter(axis 0, the two rows swapped) ->
+ * Add(., relu) -> y. Only blis-cpu runs CumSum; no plugin runs Scatter, the opset 9-10 spelling
+ * of ScatterElements (the reference does). */
 static mi_graph_t *cumsum_rev(void) {
   mi_graph_t *g = mi_graph_create("fallback");
   int64_t d[2] = {2, 16}, axis = 1, rows[32];
@@ -22,12 +22,12 @@ static mi_graph_t *cumsum_rev(void) {
   int32_t c = mi_graph_add_tensor(g, "c", MI_DTYPE_FLOAT32, 2, d);
   int32_t s = mi_graph_add_tensor(g, "s", MI_DTYPE_FLOAT32, 2, d);
   int32_t y = mi_graph_add_tensor(g, "y", MI_DTYPE_FLOAT32, 2, d);
-  int32_t ic[2] = {r, ax}, ia[2] = {s, r}, iv[2] = {c, ln};
+  int32_t ic[2] = {r, ax}, ia[2] = {s, r}, iv[3] = {c, ln, c};
   REQUIRE(x >= 0 && ax >= 0 && ln >= 0 && r >= 0 && c >= 0 && s >= 0 && y >= 0);
   REQUIRE(mi_graph_add_input(g, x) == MI_OK && mi_graph_add_output(g, y) == MI_OK);
   REQUIRE(mi_graph_add_node(g, "Relu", "relu", 1, &x, 1, &r) >= 0);
   REQUIRE(mi_graph_add_node(g, "CumSum", "cumsum", 2, ic, 1, &c) >= 0);
-  REQUIRE(mi_graph_add_node(g, "GatherElements", "rev", 2, iv, 1, &s) >= 0);
+  REQUIRE(mi_graph_add_node(g, "Scatter", "rev", 3, iv, 1, &s) >= 0);
   REQUIRE(mi_graph_add_node(g, "Add", "add", 2, ia, 1, &y) >= 0);
   return g;
 }
@@ -52,7 +52,7 @@ static mi_session_t *with_fallback(const mi_graph_t *g, mi_plugin_t *p, uint32_t
   return s;
 }
 
-/* On primary p: CumSum on blis-cpu, GatherElements on the reference; without a fallback both on the
+/* On primary p: CumSum on blis-cpu, Scatter on the reference; without a fallback both on the
  * reference; the outputs the reference's within `tol` (npu-stub computes in FP16). */
 static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double tol) {
   mi_plugin_t *blis = mi_registry_find(r, "blis-cpu"), *where = NULL, *fb = NULL;
@@ -87,11 +87,11 @@ static void check_primary(mi_registry_t *r, mi_plugin_t *p, uint32_t dev, double
         "%s: CumSum ran on blis-cpu:0", p->name);
   CHECK(fallback_index(s, "rev") >= 0 &&
             mi_session_fallback_where(s, fallback_index(s, "rev"), &where, &wd) == 0 && !where,
-        "%s: GatherElements, which blis-cpu refuses too, ran on the reference", p->name);
+        "%s: Scatter, which blis-cpu refuses too, ran on the reference", p->name);
   CHECK(mi_session_fallback_count(s0) == 2 && mi_session_fallback_device_count(s0) == 0,
         "%s without a fallback: %d fallback nodes, %d on a device", p->name,
         (int)mi_session_fallback_count(s0), (int)mi_session_fallback_device_count(s0));
-  /* The per-layer table names the fallback device for CumSum, the host for GatherElements. */
+  /* The per-layer table names the fallback device for CumSum, the host for Scatter. */
   {
     double ms[4] = {1, 2, 3, 4};
     mi_layer_row_t *rows = NULL;

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """bench_detops.py - wall time of the detector and vision ops blis-cpu runs on its device
-(NonMaxSuppression, GridSample, RoiAlign, TopK, ArgMax) at real exports' sizes, and of two small graphs
-(Conv -> GridSample -> Conv; a detector tail Conv -> Sigmoid -> Reshape -> NonMaxSuppression),
+(NonMaxSuppression, GridSample, RoiAlign, TopK, ArgMax; GatherElements, the bitwise ops, BitShift,
+EyeLike, CenterCropPad, 5-D GridSample, Det, MaxRoiPool, 3-D Col2Im) at real exports' sizes, and of
+two small graphs (Conv -> GridSample -> Conv; a detector tail Conv -> Sigmoid -> Reshape -> NonMaxSuppression),
 on a build, a base build (where these ran as host steps) and ONNX Runtime: interleaved rounds,
 per round each model on each side in turn; prints the median of each side's per-run medians with
 [min-max] over the rounds and the ratios to the base and to ONNX Runtime per round. Needs node
 and tools/ort/setup.sh; the load is printed with the figures.
-usage: tools/ort/bench_detops.py BUILD BASE_BUILD [ROUNDS] [REPEAT] [THREADS] [CASE-SUBSTRING]"""
+usage: tools/ort/bench_detops.py BUILD BASE_BUILD [ROUNDS] [REPEAT] [THREADS] [CASE-SUBSTRING[,SUBSTRING...]]"""
 import os, random, re, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from onnx_pb import FLOAT, INT64, attr, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402
+from onnx_pb import FLOAT, INT64, UINT8, attr, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402
 
 BUILD, BASE = sys.argv[1], sys.argv[2]
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
@@ -92,7 +93,62 @@ def cases(d, r):
         [("wh", FLOAT, [80, 64, 1, 1], [r.gauss(0, 0.15) for _ in range(80 * 64)]), ("shape", INT64, [3], [1, 80, 1600])] + nms_c,
         [("feat", FLOAT, [1, 64, 40, 40], [r.gauss(0, 1) for _ in range(64 * 1600)]), ("boxes", FLOAT, [1, 1600, 4], yolo_boxes(r, 1600))],
         [("y", INT64, [])])
-    return [c for c in out if ONLY in c[0]]
+    hostops_cases(r, add)  # appends to out through add
+    return [c for c in out if any(o in c[0] for o in ONLY.split(","))]
+
+
+def hostops_cases(r, add):
+    """The ops a blis-cpu session ran on the host until the hostops branch, at real exports' sizes."""
+    # a detector's kept boxes: TopK's 300 indices, expanded to the 4 coordinates, pick from 8400 boxes
+    add("gatherelements_boxes_8400x4_k300", 13, [("GatherElements", "ge", ["x", "i"], ["y"], [("axis", 1)])], [],
+        [("x", FLOAT, [1, 8400, 4], yolo_boxes(r, 8400)), ("i", INT64, [1, 300, 4], [v for _ in range(300) for v in [r.randrange(8400)] * 4])],
+        [("y", FLOAT, [1, 300, 4])])
+    # relative positions (DeBERTa, Transformer-XL): [heads, L, 2L - 1] scores gathered to [heads, L, L] along the last axis
+    L = 256
+    add("gatherelements_relpos_12x256x511", 13, [("GatherElements", "ge", ["x", "i"], ["y"], [("axis", 2)])], [],
+        [("x", FLOAT, [12, L, 2 * L - 1], [r.gauss(0, 1) for _ in range(12 * L * (2 * L - 1))]),
+         ("i", INT64, [12, L, L], [L - 1 - q + k for _ in range(12) for q in range(L) for k in range(L)])], [("y", FLOAT, [12, L, L])])
+    # in a graph: the position scores from a MatMul, gathered, added to the content scores
+    add("graph_matmul_gatherelements_add_relpos", 13,
+        [("MatMul", "qr", ["q", "rel"], ["s"], []), ("GatherElements", "ge", ["s", "i"], ["g"], [("axis", 2)]),
+         ("Add", "add", ["g", "c"], ["y"], [])],
+        [("rel", FLOAT, [64, 2 * L - 1], [r.gauss(0, 0.1) for _ in range(64 * (2 * L - 1))]),
+         ("i", INT64, [12, L, L], [L - 1 - q + k for _ in range(12) for q in range(L) for k in range(L)])],
+        [("q", FLOAT, [12, L, 64], [r.gauss(0, 1) for _ in range(12 * L * 64)]),
+         ("c", FLOAT, [12, L, L], [r.gauss(0, 1) for _ in range(12 * L * L)])], [("y", FLOAT, [12, L, L])])
+    u8 = lambda n: [r.randrange(256) for _ in range(n)]
+    add("bitwiseand_uint8_1x1x640x640", 18, [("BitwiseAnd", "ba", ["a", "b"], ["y"], [])], [],
+        [("a", UINT8, [1, 1, 640, 640], u8(640 * 640)), ("b", UINT8, [1, 1, 640, 640], u8(640 * 640))], [("y", UINT8, [])])
+    add("bitwiseor_int64_8400x80_row", 18, [("BitwiseOr", "bo", ["a", "b"], ["y"], [])], [],
+        [("a", INT64, [8400, 80], [r.randrange(1 << 40) for _ in range(8400 * 80)]), ("b", INT64, [1, 80], [1 << k for k in range(80 - 40)] * 2)],
+        [("y", INT64, [])])
+    add("bitshift_right_uint8_1x3x640x640_by4", 11, [("BitShift", "bs", ["a", "s"], ["y"], [("direction", "RIGHT")])],
+        [("s", UINT8, [1], [4])], [("a", UINT8, [1, 3, 640, 640], u8(3 * 640 * 640))], [("y", UINT8, [])])
+    add("eyelike_512x512", 9, [("EyeLike", "eye", ["x"], ["y"], [])], [], [("x", FLOAT, [512, 512], [0.0] * (512 * 512))],
+        [("y", FLOAT, [512, 512])])
+    # in a graph: the EyeLike's input made and its output read by device steps (alone, the session
+    # uploads an input EyeLike never reads and downloads its output)
+    add("graph_sigmoid_eyelike_mul_512", 9, [("Sigmoid", "sig", ["x"], ["s"], []), ("EyeLike", "eye", ["s"], ["e"], []),
+                                            ("Mul", "mul", ["e", "s"], ["y"], [])], [],
+        [("x", FLOAT, [512, 512], [r.gauss(0, 1) for _ in range(512 * 512)])], [("y", FLOAT, [512, 512])])
+    add("centercroppad_1x3x720x1280_to_640", 18, [("CenterCropPad", "ccp", ["x", "s"], ["y"], [("axes", [2, 3])])],
+        [("s", INT64, [2], [640, 640])], [("x", FLOAT, [1, 3, 720, 1280], [r.random() for _ in range(3 * 720 * 1280)])],
+        [("y", FLOAT, [1, 3, 640, 640])])
+    add("gridsample5d_linear_1x16x32x32x32", 20, [("GridSample", "gs", ["x", "g"], ["y"], [("mode", "linear"), ("padding_mode", "border")])], [],
+        [("x", FLOAT, [1, 16, 32, 32, 32], [r.gauss(0, 1) for _ in range(16 * 32768)]),
+         ("g", FLOAT, [1, 32, 32, 32, 3], [r.uniform(-1.05, 1.05) for _ in range(32768 * 3)])], [("y", FLOAT, [1, 16, 32, 32, 32])])
+    add("det_4096x3x3", 11, [("Det", "det", ["x"], ["y"], [])], [], [("x", FLOAT, [4096, 3, 3], [r.gauss(0, 1) for _ in range(4096 * 9)])],
+        [("y", FLOAT, [4096])])
+    rois = []
+    for b in yolo_boxes(r, 128):
+        rois.append(min(max(b, 0), 790) * 1.0)
+    rois = [v for k in range(128) for v in [0.0] + rois[4 * k:4 * k + 4]]
+    add("maxroipool_fastrcnn_128x512x7x7", 7, [("MaxRoiPool", "mrp", ["x", "rois"], ["y"], [("pooled_shape", [7, 7]), ("spatial_scale", 0.0625)])],
+        [], [("x", FLOAT, [1, 512, 38, 50], [r.gauss(0, 1) for _ in range(512 * 38 * 50)]), ("rois", FLOAT, [128, 5], rois)],
+        [("y", FLOAT, [128, 512, 7, 7])])
+    add("col2im3d_1x216x4096_to_1x8x16x16x16", 18, [("Col2Im", "c2i", ["x", "i", "k"], ["y"], [("pads", [1, 1, 1, 1, 1, 1])])],
+        [("i", INT64, [3], [16, 16, 16]), ("k", INT64, [3], [3, 3, 3])],
+        [("x", FLOAT, [1, 216, 4096], [r.gauss(0, 1) for _ in range(216 * 4096)])], [("y", FLOAT, [1, 8, 16, 16, 16])])
 
 
 def run(cmd):

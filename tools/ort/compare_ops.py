@@ -3,7 +3,8 @@
 Celu, Softsign, Mish, ThresholdedRelu, Shrink, HardSigmoid, CastLike; ReduceL1, ReduceSumSquare,
 ReduceLogSum with axes as attribute and input; GroupNormalization in its opset 18 and 21 forms,
 LpNormalization, MeanVarianceNormalization;
-GatherND with batch_dims; ScatterElements with every reduction; NonMaxSuppression with both box
+GatherND with batch_dims; GatherElements (last, first and middle axis, smaller indices, negative
+ones, INT32 indices, INT64 and UINT8 data); ScatterElements with every reduction; NonMaxSuppression with both box
 encodings, the optional inputs, ties and runtime thresholds; OneHot, Hardmax, Compress, ReverseSequence (constant
 and runtime conditions and lengths), TopK (values and indices, ties), ArgMax/ArgMin (ties, both
 index choices); the trigonometric
@@ -98,6 +99,16 @@ def cases():
                                ("batch1_k1", [3, 1], [2, 0, 3], 1)):
         out.append(Case("GatherND_" + nm, "GatherND", 13, d3, [("i", INT64, dims, vals)], ["x", "i"],
                         [("batch_dims", bd)] if bd else []))
+    for nm, dt, xd, idims, axis, idt in (("axis-1", FLOAT, [3, 5, 40], [3, 5, 17], -1, INT64),
+                                         ("axis0_small", FLOAT, [6, 7], [4, 5], 0, INT64),
+                                         ("axis1_int32_indices", FLOAT, [2, 7, 5, 9], [2, 3, 4, 6], 1, INT32),
+                                         ("int64_axis2", INT64, [2, 4, 30], [2, 4, 30], 2, INT64),
+                                         ("uint8_axis1", UINT8, [2, 9, 20], [2, 5, 20], 1, INT64)):
+        ln, gr = xd[axis], random.Random(5)  # an rng of its own: the later cases keep their values
+        gen = normal if dt == FLOAT else (small_int if dt == INT64 else (lambda r: r.randint(0, 255)))
+        out.append(Case("GatherElements_" + nm, "GatherElements", 13, [("x", dt, xd, gen)],
+                        [("i", idt, idims, [gr.randint(-ln, ln - 1) for _ in range(numel(idims))])], ["x", "i"],
+                        [("axis", axis)], dt))
     out.append(Case("GatherND_int64_k2", "GatherND", 13, i3, [("i", INT64, [2, 2], [0, 1, 2, -1])], ["x", "i"], [], INT64))
     d45 = [("x", FLOAT, [4, 5], normal), ("u", FLOAT, [2, 5], normal)]
     uniq = [0, 1, 2, 3, 0, 3, 2, 1, 0, 1]  # no column names a row twice
