@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "graph/onnx_dtype.h"
 #include "graph/onnx_internal.h"
 
@@ -185,17 +186,7 @@ static int32_t import_scalar_tensor_attr(importer_t *im, mi_node_t *n,
     memcpy(&m.f, v.data, sizeof m.f);
   } else {
     m.type = MI_ATTR_INT;
-    switch (v.dtype) {
-    case MI_DTYPE_INT64: memcpy(&m.i, v.data, sizeof m.i); break;
-    case MI_DTYPE_INT32: {
-      int32_t x;
-      memcpy(&x, v.data, sizeof x);
-      m.i = x;
-      break;
-    }
-    case MI_DTYPE_INT8: m.i = *(const int8_t *)v.data; break;
-    default: m.i = *(const uint8_t *)v.data; break; /* uint8, bool */
-    }
+    m.i = mi__int_load(v.data, v.dtype, 0); /* a UINT64 keeps its bits */
   }
   free(v.data);
   if (!m.name || !d.name) {
