@@ -116,10 +116,11 @@ def int_types():
         for o in new + (INT8, UINT8):
             if o != t:
                 out.append(Case("Cast_%s_to_%s" % (tn, TNAME[o]), "Cast", 13, [("x", t, [2, 40], full(t))], [], ["x"], [("to", o)], o))
+        # Add/Sub/Mul/Div take the 8- and 16-bit types from opset 14
         for op in ("Add", "Sub", "Mul", "Max", "Min"):
-            out.append(Case("%s_%s" % (op, tn), op, 13, [("a", t, [3, 1, 9], full(t)), ("b", t, [4, 9], full(t))], [], ["a", "b"], [], t))
+            out.append(Case("%s_%s" % (op, tn), op, 14 if op in ("Add", "Sub", "Mul") else 13, [("a", t, [3, 1, 9], full(t)), ("b", t, [4, 9], full(t))], [], ["a", "b"], [], t))
         nz = (lambda r, t=t: r.randint(1, RANGES[t][1]) * (r.choice((1, -1)) if RANGES[t][0] < 0 else 1))
-        out.append(Case("Div_" + tn, "Div", 13, [("a", t, [3, 9], full(t)), ("b", t, [3, 9], nz)], [], ["a", "b"], [], t))
+        out.append(Case("Div_" + tn, "Div", 14, [("a", t, [3, 9], full(t)), ("b", t, [3, 9], nz)], [], ["a", "b"], [], t))
         for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
             out.append(Case("%s_%s" % (op, tn), op, 16, [("a", t, [3, 9], full(t))], [("b", t, [9], [RANGES[t][0], RANGES[t][1], 0, 1, 7, 7, 7, 7, 7])],
                             ["a", "b"], [], BOOL))
