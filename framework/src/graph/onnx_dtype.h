@@ -71,4 +71,15 @@ static inline int32_t mi__dtype_from_onnx(int32_t e) {
   }
 }
 
+/** The ONNX name of element type e ("STRING", "FLOAT8E4M3FN", ...), for messages; "?" past the
+ * types ONNX 1.17 names. */
+static inline const char *mi__onnx_type_name(int32_t e) {
+  static const char *const names[] = {"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16",
+                                      "INT32", "INT64", "STRING", "BOOL", "FLOAT16", "DOUBLE",
+                                      "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
+                                      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+                                      "UINT4", "INT4", "FLOAT4E2M1"};
+  return e >= 0 && e < (int32_t)(sizeof names / sizeof names[0]) ? names[e] : "?";
+}
+
 #endif /* METAINFER_ONNX_DTYPE_H */

@@ -84,8 +84,8 @@ static int32_t apply_type(importer_t *im, mi_tensor_t *x, const Onnx__TypeProto 
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   int32_t dt = mi__dtype_from_onnx(tt->has_elem_type ? tt->elem_type : 0);
   if (dt == MI_DTYPE_UNDEFINED && strict)
-    return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' has unsupported element type %d",
-                     im->label, x->name, (int)tt->elem_type);
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' has unsupported element type %d (%s)",
+                     im->label, x->name, (int)tt->elem_type, mi__onnx_type_name(tt->elem_type));
   if (dt != MI_DTYPE_UNDEFINED) x->dtype = dt;
   if (!tt->shape) return MI_OK;
   if (tt->shape->n_dim > MI_MAX_RANK)

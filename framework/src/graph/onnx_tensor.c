@@ -164,8 +164,8 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
   int32_t e = tp->has_data_type ? tp->data_type : 0;
   int32_t dtype = mi__dtype_from_onnx(e);
   if (dtype == MI_DTYPE_UNDEFINED)
-    return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has unsupported data type %d",
-                     label, name, (int)e);
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has unsupported data type %d (%s)",
+                     label, name, (int)e, mi__onnx_type_name(e));
   if (tp->n_dims > MI_MAX_RANK)
     return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has rank %zu (at most %d)", label,
                      name, tp->n_dims, MI_MAX_RANK);

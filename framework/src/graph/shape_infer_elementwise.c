@@ -169,8 +169,9 @@ int32_t mi__si_cast(mi__si_t *c, const mi_node_t *n) {
   const mi_attr_t *to = mi_node_attr(n, "to");
   int32_t dt = to && to->type == MI_ATTR_INT ? mi__dtype_from_onnx((int32_t)to->i) : 0;
   if (dt == MI_DTYPE_UNDEFINED)
-    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "cast target type %lld unsupported",
-                       to ? (long long)to->i : -1LL);
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "cast target type %lld (%s) unsupported",
+                       to ? (long long)to->i : -1LL,
+                       to && to->i >= 0 && to->i <= INT32_MAX ? mi__onnx_type_name((int32_t)to->i) : "?");
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   mi__si_set(c, n, 0, dt, x->rank, x->dims);
   map_value(c, n, cast_op, dt);

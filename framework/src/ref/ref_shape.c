@@ -185,8 +185,9 @@ int32_t mi__ref_cast(mi__ref_call_t *c) {
   int32_t rc, to = onnx_to_dtype(mi_node_attr_int(c->node, "to", 0));
   if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
   if (to == MI_DTYPE_UNDEFINED)
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "cast to ONNX type %lld is not supported",
-                        (long long)mi_node_attr_int(c->node, "to", 0));
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "cast to ONNX type %lld (%s) is not supported",
+                        (long long)mi_node_attr_int(c->node, "to", 0),
+                        mi__onnx_type_name((int32_t)mi_node_attr_int(c->node, "to", 0)));
   if (!is_float(x->dtype) && !mi__dtype_is_int(x->dtype) && x->dtype != MI_DTYPE_BOOL)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "cast from %s is not supported",
                         mi_dtype_name(x->dtype));
