@@ -197,7 +197,7 @@ static void test_write(void) {
 /* The first element's value as a uint64_t (INT16 sign-extended). */
 static uint64_t first_value(const void *p, int32_t dtype) {
   switch (dtype) {
-  case MI_DTYPE_INT16: return (uint64_t)(int64_t)*(const int16_t *)p;
+  case MI_DTYPE_INT16: return (uint64_t)(int64_t) * (const int16_t *)p;
   case MI_DTYPE_UINT16: return *(const uint16_t *)p;
   case MI_DTYPE_UINT32: return *(const uint32_t *)p;
   default: return *(const uint64_t *)p;

@@ -186,11 +186,11 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
   /* A few bytes of protobuf can declare 2^40 elements: make sure inline data is all there
    * before allocating for it (external data is checked against its file). */
   if (!(tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
-    size_t present = e == MI__ONNX_FLOAT                              ? tp->n_float_data
-                     : e == MI__ONNX_INT64                            ? tp->n_int64_data
-                     : e == MI__ONNX_DOUBLE                           ? tp->n_double_data
+    size_t present = e == MI__ONNX_FLOAT                            ? tp->n_float_data
+                     : e == MI__ONNX_INT64                          ? tp->n_int64_data
+                     : e == MI__ONNX_DOUBLE                         ? tp->n_double_data
                      : e == MI__ONNX_UINT32 || e == MI__ONNX_UINT64 ? tp->n_uint64_data
-                                                                      : tp->n_int32_data;
+                                                                    : tp->n_int32_data;
     if (tp->has_raw_data && tp->raw_data.len != want)
       return mi_errorf(err, MI_ERR_PARSE,
                        "%s: tensor '%s' has %zu bytes of raw data, its shape needs %zu", label,
@@ -232,7 +232,8 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
       if (have == (size_t)count)
         for (int64_t i = 0; i < count; i++) {
           if (e == MI__ONNX_UINT64) ((uint64_t *)data)[i] = tp->uint64_data[i];
-          else ((uint32_t *)data)[i] = (uint32_t)tp->uint64_data[i];
+          else
+            ((uint32_t *)data)[i] = (uint32_t)tp->uint64_data[i];
         }
       break;
     case MI__ONNX_DOUBLE:

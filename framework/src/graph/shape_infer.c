@@ -429,7 +429,8 @@ static void load_values(mi__si_t *c) {
       case MI_DTYPE_FLOAT32: v[i] = ((const float *)x->data)[i]; break;
       default:
         if (mi__dtype_is_int(x->dtype) || x->dtype == MI_DTYPE_BOOL) v[i] = mi__int_load_f64(x->data, x->dtype, i);
-        else ok = 0;
+        else
+          ok = 0;
         break;
       }
     }

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "graph/op_since.h"
 #include "graph/onnx_dtype.h"
+#include "graph/op_since.h"
 #include "ref/ref_ops.h"
 
 enum { A_ELU,

@@ -4,7 +4,7 @@
 
 #include "ref/ref_ops.h"
 
-#define UNSIGNED                                                                                \
+#define UNSIGNED                                                                                  \
   (MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_UINT32) | \
    MI_DTYPE_BIT(MI_DTYPE_UINT64))
 #define INTS \

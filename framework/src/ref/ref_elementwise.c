@@ -6,9 +6,9 @@
 #include "ref/ref_ops.h"
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
-#define INTS                                                                                                 \
-  (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT16) |                       \
-   MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) |                    \
+#define INTS                                                                                      \
+  (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT16) |    \
+   MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) | \
    MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_UINT64))
 #define BOOL MI_DTYPE_BIT(MI_DTYPE_BOOL)
 
@@ -238,7 +238,8 @@ static int64_t apply_i(int op, int64_t a, int64_t b, int u64) {
   case OP_ADD: return (int64_t)(ua + ub); /* wraps instead of UB */
   case OP_SUB: return (int64_t)(ua - ub);
   case OP_MUL: return (int64_t)(ua * ub);
-  case OP_DIV: return u64 ? (int64_t)(ua / ub) : (a == INT64_MIN && b == -1) ? a : a / b;
+  case OP_DIV: return u64 ? (int64_t)(ua / ub) : (a == INT64_MIN && b == -1) ? a
+                                                                             : a / b;
   case OP_MAX: return (u64 ? ua > ub : a > b) ? a : b;
   case OP_MIN: return (u64 ? ua < ub : a < b) ? a : b;
   default: return 0;
