@@ -15,13 +15,13 @@ every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformC
 case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
 usage: tools/ort/compare_ops.py [BUILD_DIR] [CASE-SUBSTRING]"""
-import math, os, random, sys
+import math, os, random, struct, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT32, INT64, NPY, UINT8, attr, compare_cases, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402,F401
+from onnx_pb import BOOL, FLOAT, INT8, INT16, INT32, INT64, NPY, UINT8, UINT16, UINT32, UINT64, attr, compare_cases, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 class Case:
@@ -54,8 +54,115 @@ def small_int(r): return r.randint(-50, 50)
 def coord(r): return r.uniform(0, 10)
 
 
-def cases():
+RANGES = {INT8: (-128, 127), UINT8: (0, 255), INT16: (-2 ** 15, 2 ** 15 - 1), UINT16: (0, 2 ** 16 - 1),
+          INT32: (-2 ** 31, 2 ** 31 - 1), UINT32: (0, 2 ** 32 - 1), INT64: (-2 ** 63, 2 ** 63 - 1), UINT64: (0, 2 ** 64 - 1)}
+TNAME = {FLOAT: "float", INT8: "int8", UINT8: "uint8", INT16: "int16", UINT16: "uint16", INT32: "int32", UINT32: "uint32",
+         INT64: "int64", UINT64: "uint64", BOOL: "bool"}
+
+
+def full(dt):
+    """Random values over the whole range of integer type dt."""
+    lo, hi = RANGES[dt]
+    return lambda r: r.randint(lo, hi)
+
+
+def tensor_attr(name, tv):
+    """A TENSOR attribute of one value: tv is (element type, value)."""
+    dt, v = tv
+    t = vi(1, 1) + vi(2, dt) + ld(9, struct.pack("<" + NPY[dt][1], v))
+    return ld(5, st(1, name) + ld(5, t) + vi(20, 4))
+
+
+class Chain(Case):
+    """A few nodes in a row: `nodes` (op, inputs, outputs, attributes) with the runtime inputs and
+    constants of Case; the last node's output is y."""
+
+    def __init__(self, name, opset, runtime, consts, nodes, out_dt):
+        Case.__init__(self, name, nodes[-1][0], opset, runtime, consts, [], [], out_dt)
+        self.nodes = nodes
+
+    def write(self, d, rng):
+        body = b""
+        for k, (op, ins, outs, attrs) in enumerate(self.nodes):
+            n = b"".join(st(1, i) for i in ins) + b"".join(st(2, o) for o in outs) + st(3, "n%d" % k) + st(4, op)
+            body += ld(1, n + b"".join(tensor_attr(a, v) if isinstance(v, tuple) else attr(a, v) for a, v in attrs))
+        g = body + st(2, "g") + b"".join(tensor(*c) for c in self.consts)
+        g += b"".join(ld(11, vinfo(nm, dt, dims)) for nm, dt, dims, _ in self.runtime)
+        g += ld(12, st(1, "y") + ld(2, ld(1, vi(1, self.out_dt))))
+        open(os.path.join(d, "m.onnx"), "wb").write(vi(1, 8) + ld(7, g) + ld(8, st(1, "") + vi(2, self.opset)))
+        args = []
+        for nm, dt, dims, gen in self.runtime:
+            p = os.path.join(d, nm + ".npy")
+            npy(p, dt, dims, [gen(rng) for _ in range(numel(dims))])
+            args += ["--input", "%s=%s" % (nm, p)]
+        return args
+
+
+def int_types():
+    """INT16, UINT16, UINT32 and UINT64 (held exactly since they were added): Cast to and from
+    float, INT32 and INT64; Add/Sub/Mul wrapping, Div, Max/Min and the comparisons; the moves
+    (Transpose, Concat, Slice, Gather, Reshape, Where, Identity); an INT16 PCM input scaled to
+    float; ConstantOfShape of each type."""
     out = []
+    new = (INT16, UINT16, UINT32, UINT64)
+    for t in new:
+        tn = TNAME[t]
+        for o in (FLOAT, INT32, INT64):
+            out.append(Case("Cast_%s_to_%s" % (tn, TNAME[o]), "Cast", 13, [("x", t, [4, 33], full(t))], [], ["x"], [("to", o)], o))
+            # from float: values inside the target's range (out of it C++ leaves the cast undefined)
+            lo, hi = RANGES[t]
+            lo, hi = max(lo, -3e4 if o == FLOAT else lo), min(hi, 6e4 if o == FLOAT else hi)
+            src = (lambda r, lo=lo, hi=hi: r.uniform(lo, hi)) if o == FLOAT else full(o)
+            out.append(Case("Cast_%s_to_%s" % (TNAME[o], tn), "Cast", 13, [("x", o, [4, 33], src)], [], ["x"], [("to", t)], t))
+        for o in new + (INT8, UINT8):
+            if o != t:
+                out.append(Case("Cast_%s_to_%s" % (tn, TNAME[o]), "Cast", 13, [("x", t, [2, 40], full(t))], [], ["x"], [("to", o)], o))
+        # Add/Sub/Mul/Div take the 8- and 16-bit types from opset 14
+        for op in ("Add", "Sub", "Mul", "Max", "Min"):
+            out.append(Case("%s_%s" % (op, tn), op, 14 if op in ("Add", "Sub", "Mul") else 13, [("a", t, [3, 1, 9], full(t)), ("b", t, [4, 9], full(t))], [], ["a", "b"], [], t))
+        nz = (lambda r, t=t: r.randint(1, RANGES[t][1]) * (r.choice((1, -1)) if RANGES[t][0] < 0 else 1))
+        out.append(Case("Div_" + tn, "Div", 14, [("a", t, [3, 9], full(t)), ("b", t, [3, 9], nz)], [], ["a", "b"], [], t))
+        for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
+            out.append(Case("%s_%s" % (op, tn), op, 16, [("a", t, [3, 9], full(t))], [("b", t, [9], [RANGES[t][0], RANGES[t][1], 0, 1, 7, 7, 7, 7, 7])],
+                            ["a", "b"], [], BOOL))
+        out.append(Case("Identity_" + tn, "Identity", 13, [("x", t, [5, 7], full(t))], [], ["x"], [], t))
+        out.append(Case("Transpose_" + tn, "Transpose", 13, [("x", t, [2, 3, 5], full(t))], [], ["x"], [("perm", [2, 0, 1])], t))
+        out.append(Case("Concat_" + tn, "Concat", 13, [("a", t, [2, 3], full(t)), ("b", t, [2, 5], full(t))], [], ["a", "b"], [("axis", 1)], t))
+        out.append(Case("Slice_" + tn, "Slice", 13, [("x", t, [6, 8], full(t))], [("s", INT64, [2], [1, 7]), ("e", INT64, [2], [5, 1]),
+                        ("ax", INT64, [2], [0, 1]), ("st", INT64, [2], [2, -2])], ["x", "s", "e", "ax", "st"], [], t))
+        out.append(Case("Gather_" + tn, "Gather", 13, [("x", t, [6, 4], full(t))], [("i", INT64, [5], [5, 0, -1, 2, 2])], ["x", "i"],
+                        [("axis", 0)], t))
+        out.append(Case("Reshape_" + tn, "Reshape", 14, [("x", t, [6, 4], full(t))], [("s", INT64, [3], [2, -1, 3])], ["x", "s"], [], t))
+        out.append(Case("Where_" + tn, "Where", 16, [("c", BOOL, [3, 5], lambda r: r.randint(0, 1)), ("x", t, [3, 5], full(t)),
+                        ("y2", t, [5], full(t))], [], ["c", "x", "y2"], [], t))
+        # ConstantOfShape's value tensor of the type
+        v = RANGES[t][1] - 1
+        out.append(Chain("ConstantOfShape_" + tn, 20, [("x", t, [2, 3], full(t))], [("sh", INT64, [2], [2, 3])],
+                         [("ConstantOfShape", ["sh"], ["c"], [("value", (t, v))]), ("Add", ["c", "x"], ["y"], [])], t))
+    for t in (INT16, UINT16):
+        tn = TNAME[t]
+        out.append(Case("Neg_int16" if t == INT16 else "Abs_uint16", "Neg" if t == INT16 else "Abs", 13,
+                        [("x", t, [4, 9], full(t))], [], ["x"], [], t))
+    out.append(Case("Abs_int16", "Abs", 13, [("x", INT16, [4, 9], full(INT16))], [], ["x"], [], INT16))
+    # 16-bit PCM in, float features out: Cast(FLOAT) -> Mul(1/32768) -> Abs -> ReduceMean
+    pcm = [("pcm", INT16, [2, 1600], full(INT16))]
+    out.append(Chain("pcm_int16_scale", 13, pcm, [("k", FLOAT, [], [1.0 / 32768])],
+                     [("Cast", ["pcm"], ["f"], [("to", FLOAT)]), ("Mul", ["f", "k"], ["s"], []),
+                      ("Relu", ["s"], ["r"], []), ("ReduceMean", ["r"], ["y"], [("axes", [1])])], FLOAT))
+    out.append(Chain("pcm_int16_scale_frames", 13, pcm, [("k", FLOAT, [], [1.0 / 32768]), ("sh", INT64, [3], [2, 10, 160])],
+                     [("Cast", ["pcm"], ["f"], [("to", FLOAT)]), ("Mul", ["f", "k"], ["s"], []),
+                      ("Reshape", ["s", "sh"], ["y"], [])], FLOAT))
+    # post-processing: float scores -> quantized INT16 output
+    out.append(Chain("float_to_int16_out", 13, [("x", FLOAT, [3, 50], normal)], [("k", FLOAT, [], [1000.0])],
+                     [("Mul", ["x", "k"], ["m"], []), ("Cast", ["m"], ["y"], [("to", INT16)])], INT16))
+    # Shape arithmetic in UINT64
+    out.append(Chain("shape_uint64", 13, [("x", FLOAT, [3, 5, 7], normal)], [("one", UINT64, [], [1])],
+                     [("Shape", ["x"], ["s"], []), ("Cast", ["s"], ["u"], [("to", UINT64)]), ("Add", ["u", "one"], ["y"], [])], UINT64))
+    return out
+
+
+def cases():
+    out = int_types()
     x = [("x", FLOAT, [3, 257], normal)]
     for op, opset, attrs in (("Elu", 13, []), ("Elu", 13, [("alpha", 0.3)]), ("Selu", 13, []),
                              ("Selu", 13, [("alpha", 1.5), ("gamma", 2.0)]), ("Celu", 12, []),
@@ -300,14 +407,19 @@ def small_cases(rng):
                                               ("int32_to_f32", 22, INT32, [3, 4], [("k", 1), ("dtype", FLOAT)], FLOAT)):
         gen = normal if dt == FLOAT else (lambda r: r.randint(0, 9))
         out.append(Case("EyeLike_" + nm, "EyeLike", opset, [("x", dt, dims, gen)], [], ["x"], attrs, out_dt))
-    ranges = {INT8: (-128, 127), UINT8: (0, 255), INT32: (-2 ** 31, 2 ** 31 - 1), INT64: (-2 ** 63, 2 ** 63 - 1)}
-    for dt, tn in ((INT8, "int8"), (UINT8, "uint8"), (INT32, "int32"), (INT64, "int64")):
+    ranges = RANGES
+    for dt, tn in ((INT8, "int8"), (UINT8, "uint8"), (INT16, "int16"), (UINT16, "uint16"), (INT32, "int32"),
+                   (UINT32, "uint32"), (INT64, "int64"), (UINT64, "uint64")):
         lo, hi = ranges[dt]
         gen = lambda r, lo=lo, hi=hi: r.randint(lo, hi)
         for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor"):
             out.append(Case("%s_%s" % (op, tn), op, 18, [("a", dt, [3, 1, 5], gen), ("b", dt, [4, 5], gen)], [],
                             ["a", "b"], [], dt))
         out.append(Case("BitwiseNot_" + tn, "BitwiseNot", 18, [("a", dt, [3, 7], gen)], [], ["a"], [], dt))
+    for dt, tn, w in ((UINT16, "uint16", 16), (UINT32, "uint32", 32), (UINT64, "uint64", 64)):
+        for d in ("LEFT", "RIGHT"):
+            out.append(Case("BitShift_%s_%s" % (tn, d), "BitShift", 11, [("a", dt, [3, 8], full(dt))],
+                            [("s", dt, [8], [0, 1, 3, 7, w // 2, w - 3, w - 1, 5])], ["a", "s"], [("direction", d)], dt))
     for d in ("LEFT", "RIGHT"):
         out.append(Case("BitShift_uint8_" + d, "BitShift", 11, [("a", UINT8, [3, 8], lambda r: r.randint(0, 255))],
                         [("s", UINT8, [8], list(range(8)))], ["a", "s"], [("direction", d)], UINT8))

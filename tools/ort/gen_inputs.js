@@ -75,6 +75,15 @@ async function main() {
       const d = new Uint8Array(n); if (v !== undefined) d.fill(v ? 1 : 0); buf = npyBytes('|b1', dims, d);
     } else if (meta.type === 'int32') {
       const d = new Int32Array(n); if (v !== undefined) d.fill(v); buf = npyBytes('<i4', dims, d);
+    } else if (meta.type === 'int16') { // 16-bit PCM: noise over a third of the range
+      const d = new Int16Array(n);
+      for (let k = 0; k < n; k++) d[k] = v !== undefined ? v : Math.round((rnd() * 2 - 1) * 10000);
+      buf = npyBytes('<i2', dims, d);
+    } else if (meta.type === 'uint16' || meta.type === 'uint32') {
+      const d = meta.type === 'uint16' ? new Uint16Array(n) : new Uint32Array(n); if (v !== undefined) d.fill(v);
+      buf = npyBytes(meta.type === 'uint16' ? '<u2' : '<u4', dims, d);
+    } else if (meta.type === 'uint64') {
+      const d = new BigUint64Array(n); if (v !== undefined) d.fill(BigInt(v)); buf = npyBytes('<u8', dims, d);
     } else {
       const d = new Float32Array(n);
       for (let k = 0; k < n; k++) d[k] = v !== undefined ? v : rnd() * 2 - 1;

@@ -12,9 +12,9 @@ import subprocess
 import tempfile
 
 # ONNX element types the scripts use, with their .npy descr and struct code
-FLOAT, UINT8, INT8, INT32, INT64, BOOL = 1, 2, 3, 6, 7, 9
+FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64, BOOL, UINT32, UINT64 = 1, 2, 3, 4, 5, 6, 7, 9, 12, 13
 NPY = {UINT8: ("|u1", "B"), INT8: ("|i1", "b"), BOOL: ("|b1", "B"), INT32: ("<i4", "i"), INT64: ("<i8", "q"),
-       FLOAT: ("<f4", "f")}
+       FLOAT: ("<f4", "f"), INT16: ("<i2", "h"), UINT16: ("<u2", "H"), UINT32: ("<u4", "I"), UINT64: ("<u8", "Q")}
 
 
 def varint(n):

@@ -58,6 +58,7 @@ const NPY_TYPES = {
   '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<f2': ['float16', Uint16Array],
   '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array], '|i1': ['int8', Int8Array],
   '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array], '<u8': ['uint64', BigUint64Array],
+  '<i2': ['int16', Int16Array], '<u2': ['uint16', Uint16Array], '<u4': ['uint32', Uint32Array],
 };
 
 function readNpy(file) {
@@ -98,7 +99,8 @@ function zeros(meta) {
   const dims = (meta.shape || []).map((d) => (typeof d === 'number' && d >= 0 ? d : 1));
   const n = dims.reduce((a, b) => a * b, 1);
   const ctor = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, bool: Uint8Array,
-    uint8: Uint8Array, int8: Int8Array, float64: Float64Array, float16: Uint16Array }[meta.type] || Float32Array;
+    uint8: Uint8Array, int8: Int8Array, float64: Float64Array, float16: Uint16Array, int16: Int16Array,
+    uint16: Uint16Array, uint32: Uint32Array, uint64: BigUint64Array }[meta.type] || Float32Array;
   return new ort.Tensor(meta.type || 'float32', new ctor(n), dims);
 }
 

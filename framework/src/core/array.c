@@ -10,13 +10,17 @@
 MI_API size_t mi_dtype_size(int32_t dtype) {
   switch (dtype) {
   case MI_DTYPE_FLOAT32:
-  case MI_DTYPE_INT32: return 4;
-  case MI_DTYPE_FLOAT16: return 2;
+  case MI_DTYPE_INT32:
+  case MI_DTYPE_UINT32: return 4;
+  case MI_DTYPE_FLOAT16:
+  case MI_DTYPE_INT16:
+  case MI_DTYPE_UINT16: return 2;
   case MI_DTYPE_INT8:
   case MI_DTYPE_UINT8:
   case MI_DTYPE_BOOL:
   case MI_DTYPE_INT4: return 1;
-  case MI_DTYPE_INT64: return 8;
+  case MI_DTYPE_INT64:
+  case MI_DTYPE_UINT64: return 8;
   default: return 0;
   }
 }
@@ -37,6 +41,10 @@ MI_API const char *mi_dtype_name(int32_t dtype) {
   case MI_DTYPE_INT32: return "int32";
   case MI_DTYPE_INT64: return "int64";
   case MI_DTYPE_BOOL: return "bool";
+  case MI_DTYPE_INT16: return "int16";
+  case MI_DTYPE_UINT16: return "uint16";
+  case MI_DTYPE_UINT32: return "uint32";
+  case MI_DTYPE_UINT64: return "uint64";
   default: return "undefined";
   }
 }

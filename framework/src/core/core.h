@@ -48,4 +48,47 @@ int32_t mi__file_close_synced(FILE *f, const char *tmp, mi_error_t *err);
 int32_t mi__errorf_nested(mi_error_t *err, int32_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* The integer element types as values: 1 for INT8..UINT64 (not BOOL, not INT4's packed
+ * bytes). */
+static inline int mi__dtype_is_int(int32_t d) {
+  return d == MI_DTYPE_INT8 || d == MI_DTYPE_UINT8 || d == MI_DTYPE_INT16 || d == MI_DTYPE_UINT16 ||
+         d == MI_DTYPE_INT32 || d == MI_DTYPE_UINT32 || d == MI_DTYPE_INT64 || d == MI_DTYPE_UINT64;
+}
+static inline int mi__dtype_is_unsigned(int32_t d) {
+  return d == MI_DTYPE_UINT8 || d == MI_DTYPE_UINT16 || d == MI_DTYPE_UINT32 || d == MI_DTYPE_UINT64 ||
+         d == MI_DTYPE_BOOL;
+}
+/* Element i of integer (or BOOL) data of dtype d, sign- or zero-extended to 64 bits; a UINT64
+ * above INT64_MAX comes back as its bit pattern (cast to uint64_t to read it). */
+static inline int64_t mi__int_load(const void *p, int32_t d, int64_t i) {
+  switch (d) {
+  case MI_DTYPE_INT8: return ((const int8_t *)p)[i];
+  case MI_DTYPE_INT16: return ((const int16_t *)p)[i];
+  case MI_DTYPE_UINT16: return ((const uint16_t *)p)[i];
+  case MI_DTYPE_INT32: return ((const int32_t *)p)[i];
+  case MI_DTYPE_UINT32: return ((const uint32_t *)p)[i];
+  case MI_DTYPE_INT64:
+  case MI_DTYPE_UINT64: return ((const int64_t *)p)[i];
+  default: return ((const uint8_t *)p)[i]; /* UINT8, BOOL */
+  }
+}
+/* Stores v into element i, keeping its low bits (wrap-around, as C's unsigned conversions). */
+static inline void mi__int_store(void *p, int32_t d, int64_t i, int64_t v) {
+  switch (d) {
+  case MI_DTYPE_INT16:
+  case MI_DTYPE_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+  case MI_DTYPE_INT32:
+  case MI_DTYPE_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+  case MI_DTYPE_INT64:
+  case MI_DTYPE_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+  case MI_DTYPE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+  default: ((uint8_t *)p)[i] = (uint8_t)v; break; /* INT8, UINT8 */
+  }
+}
+/* Element i of integer data as a double (a UINT64 as unsigned). */
+static inline double mi__int_load_f64(const void *p, int32_t d, int64_t i) {
+  int64_t v = mi__int_load(p, d, i);
+  return d == MI_DTYPE_UINT64 ? (double)(uint64_t)v : (double)v;
+}
+
 #endif

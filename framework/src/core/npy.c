@@ -36,6 +36,10 @@ static const struct {
     {"<i4", MI_DTYPE_INT32},
     {"<i8", MI_DTYPE_INT64},
     {"|b1", MI_DTYPE_BOOL},
+    {"<i2", MI_DTYPE_INT16},
+    {"<u2", MI_DTYPE_UINT16},
+    {"<u4", MI_DTYPE_UINT32},
+    {"<u8", MI_DTYPE_UINT64},
     {"<i1", MI_DTYPE_INT8},
     {"<u1", MI_DTYPE_UINT8},
     {"<b1", MI_DTYPE_BOOL},
@@ -43,8 +47,8 @@ static const struct {
 };
 
 static const char *descr_of(int32_t dtype) {
-  /* The first seven entries are the canonical spelling of each dtype. */
-  for (size_t i = 0; i < 7; i++)
+  /* The first eleven entries are the canonical spelling of each dtype. */
+  for (size_t i = 0; i < 11; i++)
     if (k_descrs[i].dtype == dtype) return k_descrs[i].descr;
   return NULL;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "metainfer/mi_core.h"
 
 /* Where "NAME=VALUE" or "NAME:VALUE" splits: the first '=', else the last ':' (names exported
@@ -84,6 +85,19 @@ MI_API int32_t mi_shape_parse(const char *text, int32_t *rank, int64_t *dims) {
   return MI_OK;
 }
 
+/* Whether integer v is a value of dtype (a UINT64's bits are any int64). */
+static int fits(int32_t dtype, long long v) {
+  switch (dtype) {
+  case MI_DTYPE_INT8: return v >= INT8_MIN && v <= INT8_MAX;
+  case MI_DTYPE_UINT8: return v >= 0 && v <= UINT8_MAX;
+  case MI_DTYPE_INT16: return v >= INT16_MIN && v <= INT16_MAX;
+  case MI_DTYPE_UINT16: return v >= 0 && v <= UINT16_MAX;
+  case MI_DTYPE_INT32: return v >= INT32_MIN && v <= INT32_MAX;
+  case MI_DTYPE_UINT32: return v >= 0 && v <= (long long)UINT32_MAX;
+  default: return 1; /* INT64, UINT64, BOOL (any number is a truth value) */
+  }
+}
+
 /* Parses "V0,V1,..." (numbers; true/false for any dtype) into `count` elements of dtype into
  * *data (malloc'd). MI_OK or MI_ERR_INVALID_ARGUMENT. */
 static int32_t parse_values(int32_t dtype, const char *text, int64_t *count, void **data) {
@@ -107,9 +121,11 @@ static int32_t parse_values(int32_t dtype, const char *text, int64_t *count, voi
     } else {
       errno = 0;
       if (is_float) d = strtod(p, &end);
+      else if (dtype == MI_DTYPE_UINT64)
+        v = *p == '-' ? (end = NULL, 0) : (long long)strtoull(p, &end, 10); /* its bits */
       else
         v = strtoll(p, &end, 10);
-      if (errno || end == p) end = NULL;
+      if (errno || end == p || (!is_float && !fits(dtype, v))) end = NULL;
     }
     if (!end || (*end && *end != ',') || (*end == ',' && !end[1])) {
       free(buf);
@@ -124,28 +140,11 @@ static int32_t parse_values(int32_t dtype, const char *text, int64_t *count, voi
       buf = nb;
     }
     unsigned char *at = buf + (size_t)*count * esz;
-    switch (dtype) {
-    case MI_DTYPE_FLOAT32: {
+    if (dtype == MI_DTYPE_FLOAT32) {
       float f = (float)d;
       memcpy(at, &f, 4);
-      break;
-    }
-    case MI_DTYPE_INT64: {
-      int64_t x = v;
-      memcpy(at, &x, 8);
-      break;
-    }
-    case MI_DTYPE_INT32: {
-      int32_t x = (int32_t)v;
-      memcpy(at, &x, 4);
-      break;
-    }
-    case MI_DTYPE_BOOL:
-      *at = v != 0;
-      break;
-    default:
-      *at = (unsigned char)(int8_t)v;
-      break;
+    } else {
+      mi__int_store(at, dtype, 0, v); /* BOOL: v != 0 */
     }
     (*count)++;
     p = *end ? end + 1 : end;
@@ -237,31 +236,15 @@ static void values_text(const mi_array_t *a, char *buf, size_t cap) {
       snprintf(buf + at, cap - at, ",...");
       break;
     }
-    switch (a->dtype) {
-    case MI_DTYPE_FLOAT32: {
+    if (a->dtype == MI_DTYPE_FLOAT32) {
       float f;
       memcpy(&f, p, 4);
       at += (size_t)snprintf(buf + at, cap - at, "%s%.9g", i ? "," : "", f);
-      break;
-    }
-    case MI_DTYPE_INT64: {
-      int64_t x;
-      memcpy(&x, p, 8);
-      at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "", (long long)x);
-      break;
-    }
-    case MI_DTYPE_INT32: {
-      int32_t x;
-      memcpy(&x, p, 4);
-      at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)x);
-      break;
-    }
-    case MI_DTYPE_INT8:
-      at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)*(const int8_t *)p);
-      break;
-    default:
-      at += (size_t)snprintf(buf + at, cap - at, "%s%d", i ? "," : "", (int)*p);
-      break;
+    } else if (a->dtype == MI_DTYPE_UINT64) {
+      at += (size_t)snprintf(buf + at, cap - at, "%s%llu", i ? "," : "",
+                             (unsigned long long)(uint64_t)mi__int_load(p, a->dtype, 0));
+    } else {
+      at += (size_t)snprintf(buf + at, cap - at, "%s%lld", i ? "," : "", (long long)mi__int_load(p, a->dtype, 0));
     }
   }
 }

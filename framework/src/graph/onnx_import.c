@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "graph/onnx_dtype.h"
 #include "graph/onnx_internal.h"
 
@@ -83,8 +84,8 @@ static int32_t apply_type(importer_t *im, mi_tensor_t *x, const Onnx__TypeProto 
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
   int32_t dt = mi__dtype_from_onnx(tt->has_elem_type ? tt->elem_type : 0);
   if (dt == MI_DTYPE_UNDEFINED && strict)
-    return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' has unsupported element type %d",
-                     im->label, x->name, (int)tt->elem_type);
+    return mi_errorf(im->err, MI_ERR_UNSUPPORTED, "%s: input '%s' has unsupported element type %d (%s)",
+                     im->label, x->name, (int)tt->elem_type, mi__onnx_type_name(tt->elem_type));
   if (dt != MI_DTYPE_UNDEFINED) x->dtype = dt;
   if (!tt->shape) return MI_OK;
   if (tt->shape->n_dim > MI_MAX_RANK)
@@ -185,17 +186,7 @@ static int32_t import_scalar_tensor_attr(importer_t *im, mi_node_t *n,
     memcpy(&m.f, v.data, sizeof m.f);
   } else {
     m.type = MI_ATTR_INT;
-    switch (v.dtype) {
-    case MI_DTYPE_INT64: memcpy(&m.i, v.data, sizeof m.i); break;
-    case MI_DTYPE_INT32: {
-      int32_t x;
-      memcpy(&x, v.data, sizeof x);
-      m.i = x;
-      break;
-    }
-    case MI_DTYPE_INT8: m.i = *(const int8_t *)v.data; break;
-    default: m.i = *(const uint8_t *)v.data; break; /* uint8, bool */
-    }
+    m.i = mi__int_load(v.data, v.dtype, 0); /* a UINT64 keeps its bits */
   }
   free(v.data);
   if (!m.name || !d.name) {

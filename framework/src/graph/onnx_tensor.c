@@ -1,7 +1,7 @@
 /* onnx_tensor.c - decodes ONNX TensorProto values: raw_data, the typed repeated fields, and
  * external data files confined to the model's directory. INT4 / UINT4 (two values a byte, low
  * nibble first) are unpacked to one INT8 / UINT8 byte a value; DOUBLE, FLOAT16 and BFLOAT16
- * values become float32 (onnx_dtype.h). */
+ * values become float32 (onnx_dtype.h); the other integer types keep their bytes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,11 +15,15 @@
 static size_t onnx_elem_size(int32_t e) {
   switch (e) {
   case MI__ONNX_DOUBLE:
-  case MI__ONNX_INT64: return 8;
+  case MI__ONNX_INT64:
+  case MI__ONNX_UINT64: return 8;
   case MI__ONNX_FLOAT:
-  case MI__ONNX_INT32: return 4;
+  case MI__ONNX_INT32:
+  case MI__ONNX_UINT32: return 4;
   case MI__ONNX_FLOAT16:
-  case MI__ONNX_BFLOAT16: return 2;
+  case MI__ONNX_BFLOAT16:
+  case MI__ONNX_INT16:
+  case MI__ONNX_UINT16: return 2;
   case MI__ONNX_INT8:
   case MI__ONNX_UINT8:
   case MI__ONNX_BOOL: return 1;
@@ -160,8 +164,8 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
   int32_t e = tp->has_data_type ? tp->data_type : 0;
   int32_t dtype = mi__dtype_from_onnx(e);
   if (dtype == MI_DTYPE_UNDEFINED)
-    return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has unsupported data type %d",
-                     label, name, (int)e);
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has unsupported data type %d (%s)",
+                     label, name, (int)e, mi__onnx_type_name(e));
   if (tp->n_dims > MI_MAX_RANK)
     return mi_errorf(err, MI_ERR_UNSUPPORTED, "%s: tensor '%s' has rank %zu (at most %d)", label,
                      name, tp->n_dims, MI_MAX_RANK);
@@ -182,10 +186,11 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
   /* A few bytes of protobuf can declare 2^40 elements: make sure inline data is all there
    * before allocating for it (external data is checked against its file). */
   if (!(tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)) {
-    size_t present = e == MI__ONNX_FLOAT    ? tp->n_float_data
-                     : e == MI__ONNX_INT64  ? tp->n_int64_data
-                     : e == MI__ONNX_DOUBLE ? tp->n_double_data
-                                            : tp->n_int32_data;
+    size_t present = e == MI__ONNX_FLOAT                            ? tp->n_float_data
+                     : e == MI__ONNX_INT64                          ? tp->n_int64_data
+                     : e == MI__ONNX_DOUBLE                         ? tp->n_double_data
+                     : e == MI__ONNX_UINT32 || e == MI__ONNX_UINT64 ? tp->n_uint64_data
+                                                                    : tp->n_int32_data;
     if (tp->has_raw_data && tp->raw_data.len != want)
       return mi_errorf(err, MI_ERR_PARSE,
                        "%s: tensor '%s' has %zu bytes of raw data, its shape needs %zu", label,
@@ -220,6 +225,16 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
     case MI__ONNX_INT64:
       have = tp->n_int64_data;
       if (have == (size_t)count && count) memcpy(data, tp->int64_data, want);
+      break;
+    case MI__ONNX_UINT32: /* both live in uint64_data */
+    case MI__ONNX_UINT64:
+      have = tp->n_uint64_data;
+      if (have == (size_t)count)
+        for (int64_t i = 0; i < count; i++) {
+          if (e == MI__ONNX_UINT64) ((uint64_t *)data)[i] = tp->uint64_data[i];
+          else
+            ((uint32_t *)data)[i] = (uint32_t)tp->uint64_data[i];
+        }
       break;
     case MI__ONNX_DOUBLE:
       have = tp->n_double_data;
@@ -256,6 +271,8 @@ int32_t mi__onnx_decode_tensor(const Onnx__TensorProto *tp, const char *base_dir
           ((float *)data)[i] = bf16_to_f32((uint16_t)x);
         else if (e == MI__ONNX_BOOL)
           data[i] = x != 0;
+        else if (e == MI__ONNX_INT16 || e == MI__ONNX_UINT16)
+          ((uint16_t *)data)[i] = (uint16_t)x;
         else
           data[i] = (uint8_t)x;
       }

@@ -90,12 +90,35 @@ const double *mi__si_val(const mi__si_t *c, const mi_node_t *n, int32_t k, int64
   return c->val[n->inputs[k]];
 }
 
+/* Integer values as the tensor's type holds them: the arithmetic above runs in doubles, so a
+ * sum that overflows an INT16 or UINT32 wraps here as it will when the graph runs; a negative
+ * UINT64, which a double cannot hold wrapped, becomes unknown. */
+static void wrap_values(int32_t dt, double *p, int64_t count) {
+  int bits = (int)mi_dtype_size(dt) * 8;
+  if (!mi__dtype_is_int(dt) || (bits == 64 && dt != MI_DTYPE_UINT64)) return;
+  int uns = mi__dtype_is_unsigned(dt);
+  for (int64_t i = 0; i < count; i++) {
+    double x = p[i];
+    if (!isfinite(x)) continue;
+    if (bits == 64) {
+      if (x < 0) p[i] = NAN;
+      continue;
+    }
+    double m = ldexp(1.0, bits), lo = uns ? 0.0 : -m / 2;
+    if (x < lo || x >= lo + m) {
+      x = fmod(trunc(x) - lo, m);
+      p[i] = (x < 0 ? x + m : x) + lo;
+    }
+  }
+}
+
 void mi__si_set_val(mi__si_t *c, const mi_node_t *n, int32_t k, const double *v, int64_t count) {
   if (k >= n->output_count || count > MI__SI_MAX_VALUES || count < 0) return;
   int32_t t = n->outputs[k];
   double *p = malloc((size_t)(count ? count : 1) * sizeof *p);
   if (!p) return; /* values only sharpen shapes; without them dims stay dynamic */
   if (count) memcpy(p, v, (size_t)count * sizeof *p);
+  wrap_values(c->g->tensors[t].dtype, p, count);
   free(c->val[t]);
   c->val[t] = p;
   c->val_n[t] = count;
@@ -404,12 +427,11 @@ static void load_values(mi__si_t *c) {
     for (int64_t i = 0; i < cnt && ok; i++) {
       switch (x->dtype) {
       case MI_DTYPE_FLOAT32: v[i] = ((const float *)x->data)[i]; break;
-      case MI_DTYPE_INT64: v[i] = (double)((const int64_t *)x->data)[i]; break;
-      case MI_DTYPE_INT32: v[i] = ((const int32_t *)x->data)[i]; break;
-      case MI_DTYPE_INT8: v[i] = ((const int8_t *)x->data)[i]; break;
-      case MI_DTYPE_UINT8:
-      case MI_DTYPE_BOOL: v[i] = ((const uint8_t *)x->data)[i]; break;
-      default: ok = 0; break;
+      default:
+        if (mi__dtype_is_int(x->dtype) || x->dtype == MI_DTYPE_BOOL) v[i] = mi__int_load_f64(x->data, x->dtype, i);
+        else
+          ok = 0;
+        break;
       }
     }
     if (!ok) {

@@ -3,11 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "graph/onnx_dtype.h"
 #include "graph/shape_infer.h"
 
 static int is_int_dtype(int32_t d) {
-  return d == MI_DTYPE_INT64 || d == MI_DTYPE_INT32 || d == MI_DTYPE_INT8 || d == MI_DTYPE_UINT8;
+  return mi__dtype_is_int(d);
 }
 
 /* Output 0's value, element by element f(input 0's), when input 0's value is known (shape
@@ -168,8 +169,9 @@ int32_t mi__si_cast(mi__si_t *c, const mi_node_t *n) {
   const mi_attr_t *to = mi_node_attr(n, "to");
   int32_t dt = to && to->type == MI_ATTR_INT ? mi__dtype_from_onnx((int32_t)to->i) : 0;
   if (dt == MI_DTYPE_UNDEFINED)
-    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "cast target type %lld unsupported",
-                       to ? (long long)to->i : -1LL);
+    return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "cast target type %lld (%s) unsupported",
+                       to ? (long long)to->i : -1LL,
+                       to && to->i >= 0 && to->i <= INT32_MAX ? mi__onnx_type_name((int32_t)to->i) : "?");
   const mi_tensor_t *x = mi__si_in(c, n, 0);
   mi__si_set(c, n, 0, dt, x->rank, x->dims);
   map_value(c, n, cast_op, dt);
@@ -302,9 +304,9 @@ int32_t mi__si_bitwise(mi__si_t *c, const mi_node_t *n) {
                        mi_dtype_name(mi__si_in(c, n, 1)->dtype));
   for (int32_t k = 0; k < (is_not ? 1 : 2); k++) {
     int32_t dt = mi__si_in(c, n, k)->dtype;
-    if (dt != MI_DTYPE_UNDEFINED && (shift ? dt != MI_DTYPE_UINT8 : !is_int_dtype(dt) || dt == MI_DTYPE_BOOL))
+    if (dt != MI_DTYPE_UNDEFINED && (!is_int_dtype(dt) || (shift && !mi__dtype_is_unsigned(dt))))
       return mi__si_fail(c, n, MI_ERR_UNSUPPORTED, "input %d is %s: %s", (int)k, mi_dtype_name(dt),
-                         shift ? "UINT8 is the unsigned type supported" : "an integer type is needed");
+                         shift ? "an unsigned integer type is needed" : "an integer type is needed");
   }
   return is_not ? mi__si_same_shape(c, n) : mi__si_broadcast_op(c, n);
 }

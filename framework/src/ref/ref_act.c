@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "graph/onnx_dtype.h"
 #include "graph/op_since.h"
 #include "ref/ref_ops.h"
 
@@ -105,19 +106,9 @@ int32_t mi__ref_act(mi__ref_call_t *c) {
   return MI_OK;
 }
 
-/* The ONNX TensorProto type of our dtypes, for the Cast that CastLike is. */
-static int64_t onnx_type(int32_t dt) {
-  switch (dt) {
-  case MI_DTYPE_FLOAT32: return 1;
-  case MI_DTYPE_UINT8: return 2;
-  case MI_DTYPE_INT8: return 3;
-  case MI_DTYPE_INT32: return 6;
-  case MI_DTYPE_INT64: return 7;
-  case MI_DTYPE_BOOL: return 9;
-  case MI_DTYPE_FLOAT16: return 10;
-  default: return 0;
-  }
-}
+/* The ONNX TensorProto type of our dtypes, for the Cast that CastLike is (INT4, whose values
+ * are held unpacked in bytes, has none here). */
+static int64_t onnx_type(int32_t dt) { return dt == MI_DTYPE_INT4 ? 0 : mi__onnx_from_dtype(dt); }
 
 /* CastLike(x, like) is Cast(x, to = like's dtype): run Cast on a copy of the node that carries
  * the `to` attribute. */

@@ -1,37 +1,26 @@
-/* ref_bitwise.c - reference BitShift (opset 11) and BitwiseAnd / Or / Xor / Not (18) on the
- * integer element types the framework holds (INT8, UINT8, INT32, INT64; BitShift: UINT8). */
+/* ref_bitwise.c - reference BitShift (opset 11) and BitwiseAnd / Or / Xor / Not (18) on every
+ * integer element type (BitShift: the unsigned ones). */
 #include <string.h>
 
 #include "ref/ref_ops.h"
 
-#define INTS                                                                                   \
-  (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT32) | \
-   MI_DTYPE_BIT(MI_DTYPE_INT64))
+#define UNSIGNED                                                                                  \
+  (MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_UINT32) | \
+   MI_DTYPE_BIT(MI_DTYPE_UINT64))
+#define INTS \
+  (UNSIGNED | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_INT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_INT64))
 
 /* Element i's bits, zero-extended to 64 (the bitwise ops act on bits, so signedness only
  * matters when the value is written back, which truncates). */
 static uint64_t get_bits(const mi_array_t *a, int64_t i) {
-  switch (a->dtype) {
-  case MI_DTYPE_INT8:
-  case MI_DTYPE_UINT8: return ((const uint8_t *)a->data)[i];
-  case MI_DTYPE_INT32: return ((const uint32_t *)a->data)[i];
-  default: return ((const uint64_t *)a->data)[i];
-  }
+  uint64_t v = (uint64_t)mi__int_load(a->data, a->dtype, i);
+  int bits = (int)mi_dtype_size(a->dtype) * 8;
+  return bits == 64 ? v : v & ((UINT64_C(1) << bits) - 1);
 }
 
-static void put_bits(mi_array_t *a, int64_t i, uint64_t v) {
-  switch (a->dtype) {
-  case MI_DTYPE_INT8:
-  case MI_DTYPE_UINT8: ((uint8_t *)a->data)[i] = (uint8_t)v; break;
-  case MI_DTYPE_INT32: ((uint32_t *)a->data)[i] = (uint32_t)v; break;
-  default: ((uint64_t *)a->data)[i] = v;
-  }
-}
+static void put_bits(mi_array_t *a, int64_t i, uint64_t v) { mi__int_store(a->data, a->dtype, i, (int64_t)v); }
 
-static int bits_of(int32_t dtype) {
-  return dtype == MI_DTYPE_INT64 ? 64 : dtype == MI_DTYPE_INT32 ? 32
-                                                                : 8;
-}
+static int bits_of(int32_t dtype) { return (int)mi_dtype_size(dtype) * 8; }
 
 enum { OP_AND,
        OP_OR,
@@ -61,8 +50,8 @@ int32_t mi__ref_bitwise(mi__ref_call_t *c) {
   if ((rc = mi__ref_since(c)) != MI_OK) return rc;
   if (op < 0)
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "direction '%s' is not LEFT or RIGHT", dir);
-  /* BitShift is defined on unsigned types only; UINT8 is the one the framework holds. */
-  uint32_t mask = shift ? MI_DTYPE_BIT(MI_DTYPE_UINT8) : INTS;
+  /* BitShift is defined on the unsigned types only. */
+  uint32_t mask = shift ? UNSIGNED : INTS;
   if ((rc = mi__ref_need(c, 0, mask, &ab[0])) != MI_OK) return rc;
   if (op == OP_NOT) {
     if ((rc = mi__ref_make_out(c, 0, ab[0]->dtype, ab[0]->rank, ab[0]->dims, &y)) != MI_OK) return rc;

@@ -6,7 +6,10 @@
 #include "ref/ref_ops.h"
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
-#define INTS (MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32))
+#define INTS                                                                                      \
+  (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT16) |    \
+   MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) | \
+   MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_UINT64))
 #define BOOL MI_DTYPE_BIT(MI_DTYPE_BOOL)
 
 /* ---------------------------------------------------------------- unary */
@@ -53,21 +56,20 @@ static int unary_code(const char *op) {
   return -1;
 }
 
-/* Neg and Abs also run on integers (shape arithmetic), Not on bool. */
+/* Neg and Abs also run on integers (shape arithmetic; wrapping as the type does), Not on bool. */
 static int32_t unary_int(mi__ref_call_t *c, int code, const mi_array_t *x) {
   mi_array_t *y;
   int32_t rc = mi__ref_make_out(c, 0, x->dtype, x->rank, x->dims, &y);
   int64_t n = mi_array_numel(x);
+  int uns = mi__dtype_is_unsigned(x->dtype);
   if (rc != MI_OK) return rc;
   for (int64_t i = 0; i < n; i++) {
     if (x->dtype == MI_DTYPE_BOOL) {
       ((uint8_t *)y->data)[i] = !((const uint8_t *)x->data)[i];
-    } else if (x->dtype == MI_DTYPE_INT64) {
-      int64_t v = ((const int64_t *)x->data)[i];
-      ((int64_t *)y->data)[i] = (code == U_NEG || v < 0) ? -v : v;
     } else {
-      int32_t v = ((const int32_t *)x->data)[i];
-      ((int32_t *)y->data)[i] = (code == U_NEG || v < 0) ? -v : v;
+      int64_t v = mi__int_load(x->data, x->dtype, i);
+      int neg = code == U_NEG || (!uns && v < 0);
+      mi__int_store(y->data, x->dtype, i, neg ? (int64_t)(0 - (uint64_t)v) : v);
     }
   }
   return MI_OK;
@@ -227,14 +229,19 @@ static float apply_f(int op, float a, float b) {
   }
 }
 
-static int64_t apply_i(int op, int64_t a, int64_t b) {
+/* a OP b on integers of one dtype, loaded by mi__int_load; `u64` reads them as UINT64 (the
+ * narrower unsigned types are zero-extended, so signed 64-bit arithmetic is exact for them).
+ * Add, Sub and Mul wrap: the store keeps the low bits, as the type's own arithmetic would. */
+static int64_t apply_i(int op, int64_t a, int64_t b, int u64) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
   switch (op) {
-  case OP_ADD: return (int64_t)((uint64_t)a + (uint64_t)b); /* wraps instead of UB */
-  case OP_SUB: return (int64_t)((uint64_t)a - (uint64_t)b);
-  case OP_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-  case OP_DIV: return (a == INT64_MIN && b == -1) ? a : a / b;
-  case OP_MAX: return a > b ? a : b;
-  case OP_MIN: return a < b ? a : b;
+  case OP_ADD: return (int64_t)(ua + ub); /* wraps instead of UB */
+  case OP_SUB: return (int64_t)(ua - ub);
+  case OP_MUL: return (int64_t)(ua * ub);
+  case OP_DIV: return u64 ? (int64_t)(ua / ub) : (a == INT64_MIN && b == -1) ? a
+                                                                             : a / b;
+  case OP_MAX: return (u64 ? ua > ub : a > b) ? a : b;
+  case OP_MIN: return (u64 ? ua < ub : a < b) ? a : b;
   default: return 0;
   }
 }
@@ -252,18 +259,21 @@ static int compare(int op, double a, double b) {
   }
 }
 
-static double load(const mi_array_t *a, int64_t i) {
-  switch (a->dtype) {
-  case MI_DTYPE_FLOAT32: return ((const float *)a->data)[i];
-  case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[i];
-  case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
-  default: return ((const uint8_t *)a->data)[i];
+/* The comparisons on integers, exactly (a double holds no 64-bit value exactly). */
+static int compare_i(int op, int64_t a, int64_t b, int u64) {
+  int lt = u64 ? (uint64_t)a < (uint64_t)b : a < b, eq = a == b;
+  switch (op) {
+  case OP_EQ: return eq;
+  case OP_LT: return lt;
+  case OP_GT: return !lt && !eq;
+  case OP_LE: return lt || eq;
+  default: return !lt; /* GE */
   }
 }
 
-static int64_t load_i(const mi_array_t *a, int64_t i) {
-  return a->dtype == MI_DTYPE_INT64 ? ((const int64_t *)a->data)[i]
-                                    : ((const int32_t *)a->data)[i];
+static double load(const mi_array_t *a, int64_t i) {
+  if (a->dtype == MI_DTYPE_FLOAT32) return ((const float *)a->data)[i];
+  return mi__int_load_f64(a->data, a->dtype, i);
 }
 
 /* out = a OP b with numpy broadcasting; the result array is created here. */
@@ -287,28 +297,28 @@ static int32_t binary_apply(mi__ref_call_t *c, int op, const mi_array_t *a, cons
                         mi_dtype_name(a->dtype));
   if (op == OP_POW && a->dtype != MI_DTYPE_FLOAT32)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "Pow is supported on float32 bases only");
-  if (!(MI_DTYPE_BIT(a->dtype) & (F32 | INTS | BOOL)))
+  if (a->dtype != MI_DTYPE_FLOAT32 && a->dtype != MI_DTYPE_BOOL && !mi__dtype_is_int(a->dtype))
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "dtype %s is not supported",
                         mi_dtype_name(a->dtype));
   if ((rc = mi__ref_broadcast(c, 2, ab, &bc)) != MI_OK) return rc;
   y = mi_array_create(dtype, bc.rank, bc.dims);
   if (!y) return mi__ref_fail(c, MI_ERR_OUT_OF_MEMORY, "cannot allocate the result");
+  int ints = mi__dtype_is_int(a->dtype), u64 = a->dtype == MI_DTYPE_UINT64;
   for (int64_t i = 0; i < bc.numel; i++, bcast_next(&bc, 2, idx, off)) {
-    if (cmp) {
+    if (cmp && ints && !logic) {
+      ((uint8_t *)y->data)[i] = (uint8_t)compare_i(op, mi__int_load(a->data, a->dtype, off[0]),
+                                                   mi__int_load(b->data, b->dtype, off[1]), u64);
+    } else if (cmp) {
       ((uint8_t *)y->data)[i] = (uint8_t)compare(op, load(a, off[0]), load(b, off[1]));
     } else if (dtype == MI_DTYPE_FLOAT32) {
       ((float *)y->data)[i] = apply_f(op, ((const float *)a->data)[off[0]], (float)load(b, off[1]));
     } else {
-      int64_t va = load_i(a, off[0]), vb = load_i(b, off[1]), r;
+      int64_t va = mi__int_load(a->data, a->dtype, off[0]), vb = mi__int_load(b->data, b->dtype, off[1]);
       if (op == OP_DIV && vb == 0) {
         mi_array_destroy(y);
         return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "integer division by zero");
       }
-      r = apply_i(op, va, vb);
-      if (dtype == MI_DTYPE_INT64)
-        ((int64_t *)y->data)[i] = r;
-      else
-        ((int32_t *)y->data)[i] = (int32_t)r;
+      mi__int_store(y->data, dtype, i, apply_i(op, va, vb, u64));
     }
   }
   *res = y;

@@ -60,13 +60,10 @@ int32_t mi__ref_constant_of_shape(mi__ref_call_t *c) {
   for (int64_t i = 0; i < n; i++) {
     switch (dtype) {
     case MI_DTYPE_FLOAT32: ((float *)y->data)[i] = v->type == MI_ATTR_FLOAT ? v->f : (float)v->i; break;
-    case MI_DTYPE_INT64: ((int64_t *)y->data)[i] = v->i; break;
-    case MI_DTYPE_INT32: ((int32_t *)y->data)[i] = (int32_t)v->i; break;
-    case MI_DTYPE_INT8: ((int8_t *)y->data)[i] = (int8_t)v->i; break;
-    case MI_DTYPE_UINT8:
-    case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = (uint8_t)v->i; break;
-    default: return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "value dtype %s is not supported",
-                                 mi_dtype_name(dtype));
+    default:
+      if (!mi__dtype_is_int(dtype) && dtype != MI_DTYPE_BOOL)
+        return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "value dtype %s is not supported", mi_dtype_name(dtype));
+      mi__int_store(y->data, dtype, i, v->i);
     }
   }
   return MI_OK;

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "core/core.h"
 #include "metainfer/mi_core.h"
 
 /** Everything one op implementation sees: the node, its input arrays and where its outputs

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "graph/onnx_dtype.h"
 #include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
@@ -134,19 +135,16 @@ int32_t mi__ref_shape(mi__ref_call_t *c) {
   return MI_OK;
 }
 
-/* ONNX TensorProto.DataType codes -> ours. */
+/* ONNX TensorProto.DataType codes -> ours: onnx_dtype.h's table, except that FLOAT16 stays
+ * FLOAT16 here (the importer already turned a Cast to a float type it holds as float32 into a
+ * Cast to FLOAT; a FLOAT16 target is one the graph's own passes made), BFLOAT16 is FLOAT32
+ * rounded to BF16 (the BF16 transform's Cast, mi__ref_cast), DOUBLE is refused, and so are the
+ * 4-bit types, which would need saturating at 4 bits. */
 static int32_t onnx_to_dtype(int64_t t) {
-  switch (t) {
-  case 1: return MI_DTYPE_FLOAT32;
-  case 2: return MI_DTYPE_UINT8;
-  case 3: return MI_DTYPE_INT8;
-  case 6: return MI_DTYPE_INT32;
-  case 7: return MI_DTYPE_INT64;
-  case 9: return MI_DTYPE_BOOL;
-  case 10: return MI_DTYPE_FLOAT16;
-  case 16: return MI_DTYPE_FLOAT32; /* BFLOAT16, held as FLOAT32 */
-  default: return MI_DTYPE_UNDEFINED;
-  }
+  if (t == MI__ONNX_FLOAT16) return MI_DTYPE_FLOAT16;
+  if (t == MI__ONNX_DOUBLE || t == MI__ONNX_INT4 || t == MI__ONNX_UINT4 || t <= 0 || t > INT32_MAX)
+    return MI_DTYPE_UNDEFINED;
+  return mi__dtype_from_onnx((int32_t)t);
 }
 
 static int is_float(int32_t dt) { return dt == MI_DTYPE_FLOAT32 || dt == MI_DTYPE_FLOAT16; }
@@ -154,15 +152,6 @@ static int is_float(int32_t dt) { return dt == MI_DTYPE_FLOAT32 || dt == MI_DTYP
 static double get_f(const mi_array_t *a, int64_t i) {
   if (a->dtype == MI_DTYPE_FLOAT32) return ((const float *)a->data)[i];
   return mi__ref_half_to_float(((const uint16_t *)a->data)[i]);
-}
-
-static int64_t get_i(const mi_array_t *a, int64_t i) {
-  switch (a->dtype) {
-  case MI_DTYPE_INT64: return ((const int64_t *)a->data)[i];
-  case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
-  case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
-  default: return ((const uint8_t *)a->data)[i]; /* uint8, bool */
-  }
 }
 
 /* Float to integer the way C truncates, but defined for NaN and out-of-range values. */
@@ -173,50 +162,56 @@ static int64_t trunc_clamped(double v, double lo, double hi) {
   return (int64_t)v;
 }
 
+/* A float cast to integer dtype `to`: truncated, saturated at the type's range (C leaves an
+ * out-of-range conversion undefined), NaN 0; the result's bits as mi__int_store takes them. */
+static int64_t float_to_int(double f, int32_t to) {
+  switch (to) {
+  case MI_DTYPE_INT64: return trunc_clamped(f, -9.2233720368547748e18, 9.2233720368547748e18 - 1024.0);
+  case MI_DTYPE_UINT64:
+    if (f != f || f <= 0.0) return 0;
+    return (int64_t)(f >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t)f);
+  case MI_DTYPE_INT32: return trunc_clamped(f, -2147483648.0, 2147483647.0);
+  case MI_DTYPE_UINT32: return trunc_clamped(f, 0.0, 4294967295.0);
+  case MI_DTYPE_INT16: return trunc_clamped(f, -32768.0, 32767.0);
+  case MI_DTYPE_UINT16: return trunc_clamped(f, 0.0, 65535.0);
+  case MI_DTYPE_INT8: return trunc_clamped(f, -128.0, 127.0);
+  default: return trunc_clamped(f, 0.0, 255.0); /* UINT8 */
+  }
+}
+
 int32_t mi__ref_cast(mi__ref_call_t *c) {
   const mi_array_t *x;
   mi_array_t *y;
   int32_t rc, to = onnx_to_dtype(mi_node_attr_int(c->node, "to", 0));
   if ((rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
   if (to == MI_DTYPE_UNDEFINED)
-    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "cast to ONNX type %lld is not supported",
-                        (long long)mi_node_attr_int(c->node, "to", 0));
-  if (x->dtype == MI_DTYPE_INT4 || x->dtype == MI_DTYPE_UNDEFINED)
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "cast to ONNX type %lld (%s) is not supported",
+                        (long long)mi_node_attr_int(c->node, "to", 0),
+                        mi__onnx_type_name((int32_t)mi_node_attr_int(c->node, "to", 0)));
+  if (!is_float(x->dtype) && !mi__dtype_is_int(x->dtype) && x->dtype != MI_DTYPE_BOOL)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "cast from %s is not supported",
                         mi_dtype_name(x->dtype));
   if ((rc = mi__ref_make_out(c, 0, to, x->rank, x->dims, &y)) != MI_OK) return rc;
   int64_t n = mi_array_numel(x);
+  int fsrc = is_float(x->dtype), u64 = x->dtype == MI_DTYPE_UINT64;
   /* To BFLOAT16: held as FLOAT32 (onnx_dtype.h), the values rounded to BF16 as ONNX's Cast
    * rounds them (what the BF16 transform writes before a layer, docs/transforms.md). */
-  int bf16 = mi_node_attr_int(c->node, "to", 0) == 16;
+  int bf16 = mi_node_attr_int(c->node, "to", 0) == MI__ONNX_BFLOAT16;
   for (int64_t i = 0; i < n; i++) {
-    int fsrc = is_float(x->dtype);
     double f = fsrc ? get_f(x, i) : 0.0;
-    int64_t v = fsrc ? 0 : get_i(x, i);
+    int64_t v = fsrc ? 0 : mi__int_load(x->data, x->dtype, i);
+    /* integer to float rounds once, from the exact value (a UINT64 read as unsigned) */
+    float vf = u64 ? (float)(uint64_t)v : (float)v;
     switch (to) {
     case MI_DTYPE_FLOAT32:
-      ((float *)y->data)[i] = fsrc ? (float)f : (float)v;
+      ((float *)y->data)[i] = fsrc ? (float)f : vf;
       if (bf16) ((float *)y->data)[i] = mi_sdk_bf16_to_float(mi_sdk_float_to_bf16(((float *)y->data)[i]));
       break;
-    case MI_DTYPE_FLOAT16:
-      ((uint16_t *)y->data)[i] = mi__ref_float_to_half(fsrc ? (float)f : (float)v);
-      break;
+    case MI_DTYPE_FLOAT16: ((uint16_t *)y->data)[i] = mi__ref_float_to_half(fsrc ? (float)f : vf); break;
     case MI_DTYPE_BOOL: ((uint8_t *)y->data)[i] = fsrc ? f != 0.0 : v != 0; break;
-    case MI_DTYPE_INT64:
-      ((int64_t *)y->data)[i] = fsrc ? trunc_clamped(f, -9.2233720368547748e18,
-                                                     9.2233720368547748e18 - 1024.0)
-                                     : v;
-      break;
-    case MI_DTYPE_INT32:
-      ((int32_t *)y->data)[i] =
-          (int32_t)(fsrc ? trunc_clamped(f, -2147483648.0, 2147483647.0) : v);
-      break;
-    case MI_DTYPE_INT8:
-      ((int8_t *)y->data)[i] = (int8_t)(fsrc ? trunc_clamped(f, -128.0, 127.0) : v);
-      break;
-    default:
-      ((uint8_t *)y->data)[i] = (uint8_t)(fsrc ? trunc_clamped(f, 0.0, 255.0) : v);
-      break;
+    /* integer to integer keeps the low bits (two's-complement wrap-around, as ONNX Runtime's
+     * static_cast) */
+    default: mi__int_store(y->data, to, i, fsrc ? float_to_int(f, to) : v); break;
     }
   }
   return MI_OK;

@@ -95,7 +95,13 @@ typedef enum mi_dtype {
   MI_DTYPE_BOOL = 8,
   /* bfloat16 (8-bit significand, FP32's exponent). So far a compute dtype only: a variant that
    * rounds its operands to BF16 and sums in FP32 declares it in dtype_mask; no tensor has it. */
-  MI_DTYPE_BFLOAT16 = 9
+  MI_DTYPE_BFLOAT16 = 9,
+  /* The rest of ONNX's integer types, held exactly (two's-complement wrap-around). A plugin
+   * that does not compute in them refuses their tensors; the host runs those nodes. */
+  MI_DTYPE_INT16 = 10,
+  MI_DTYPE_UINT16 = 11,
+  MI_DTYPE_UINT32 = 12,
+  MI_DTYPE_UINT64 = 13
 } mi_dtype;
 
 /** Bit for `dtype` in a dtype mask. */
@@ -626,10 +632,14 @@ static inline int64_t mi_sdk_numel(const mi_tensor_desc_t *t) {
 static inline size_t mi_sdk_dtype_size(int32_t dtype) {
   switch (dtype) {
   case MI_DTYPE_FLOAT32:
-  case MI_DTYPE_INT32: return 4;
-  case MI_DTYPE_INT64: return 8;
+  case MI_DTYPE_INT32:
+  case MI_DTYPE_UINT32: return 4;
+  case MI_DTYPE_INT64:
+  case MI_DTYPE_UINT64: return 8;
   case MI_DTYPE_FLOAT16:
-  case MI_DTYPE_BFLOAT16: return 2;
+  case MI_DTYPE_BFLOAT16:
+  case MI_DTYPE_INT16:
+  case MI_DTYPE_UINT16: return 2;
   case MI_DTYPE_INT8:
   case MI_DTYPE_UINT8:
   case MI_DTYPE_BOOL:
