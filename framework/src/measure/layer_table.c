@@ -285,7 +285,7 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
   for (int32_t i = 0; i < count; i++)
     if ((int)strlen(rows[i].name) > w) w = (int)strlen(rows[i].name);
   if (w > NAME_COL) w = NAME_COL;
-  fprintf(f, "%-*s %-22s %-38s %-20s %9s %6s %12s\n", w, "node", "op", "shapes", "variant", "ms",
+  fprintf(f, "%-*s %-22s %-38s %-24s %9s %6s %12s\n", w, "node", "op", "shapes", "variant", "ms",
           "share", "rate");
   for (int32_t i = 0; i < count; i++) {
     const mi_layer_row_t *r = &rows[i];
@@ -293,11 +293,11 @@ MI_API void mi_layer_rows_print(FILE *f, const mi_layer_row_t *rows, int32_t cou
     if (r->ms > 0 && r->flops > 0) snprintf(rate, sizeof rate, "%.1f GFLOP/s", r->flops / r->ms / 1e6);
     else if (r->ms > 0 && r->bytes > 0)
       snprintf(rate, sizeof rate, "%.2f GB/s", r->bytes / r->ms / 1e6);
-    fprintf(f, "%-*s %-22.22s %-38.38s %-20.20s %9.4f %5.1f%% %12s\n", w,
+    fprintf(f, "%-*s %-22.22s %-38.38s %-24.24s %9.4f %5.1f%% %12s\n", w,
             name_cell(r->name, w, cut, sizeof cut), r->op, r->shapes, r->variant, r->ms,
             r->share * 100, rate);
   }
-  fprintf(f, "%-*s %-22s %-38s %-20s %9.4f %5.1f%% %12s\n", w, "total", "", "", "", total,
+  fprintf(f, "%-*s %-22s %-38s %-24s %9.4f %5.1f%% %12s\n", w, "total", "", "", "", total,
           count ? 100.0 : 0.0, "");
   if (total > 0 && flops > 0)
     fprintf(f, "compute ops: %.3f GFLOP per run, %.1f GFLOP/s over the summed layer time\n",
