@@ -17,30 +17,6 @@ typedef struct det_state {
   int64_t n, batch;
 } det_state_t;
 
-/* The reference's det_of: LU with partial pivoting in double, in place on a (n x n). */
-static double det_of(double *a, int64_t n) {
-  double d = 1.0;
-  for (int64_t k = 0; k < n; k++) {
-    int64_t piv = k;
-    for (int64_t i = k + 1; i < n; i++)
-      if (fabs(a[i * n + k]) > fabs(a[piv * n + k])) piv = i;
-    if (a[piv * n + k] == 0.0) return 0.0;
-    if (piv != k) {
-      for (int64_t j = 0; j < n; j++) {
-        double t = a[k * n + j];
-        a[k * n + j] = a[piv * n + j], a[piv * n + j] = t;
-      }
-      d = -d;
-    }
-    d *= a[k * n + k];
-    for (int64_t i = k + 1; i < n; i++) {
-      double f = a[i * n + k] / a[k * n + k];
-      for (int64_t j = k; j < n; j++) a[i * n + j] -= f * a[k * n + j];
-    }
-  }
-  return d;
-}
-
 #define DET_STACK 16 /* matrices up to 16 x 16 in a stack buffer */
 
 static void det_part(void *arg, int64_t b0, int64_t b1) {
@@ -57,7 +33,7 @@ static void det_part(void *arg, int64_t b0, int64_t b1) {
       continue;
     }
     for (int64_t i = 0; i < nn; i++) a[i] = m[i];
-    y[b] = (float)det_of(a, n);
+    y[b] = (float)mi_sdk_det(a, n);
   }
   if (a != stack) free(a);
 }

@@ -1,5 +1,5 @@
 /* sdk_onnx.c - ONNX semantics shared by the reference interpreter and every plugin: broadcast
- * shapes, Resize coordinates, Pad modes, window pads and output sizes. One copy, so that the
+ * shapes, Resize coordinates, Pad modes, window pads and output sizes, Det's LU. One copy, so that the
  * backends and the oracle cannot drift apart. */
 #include <math.h>
 #include <string.h>
@@ -123,4 +123,27 @@ int64_t mi_sdk_window_out(int auto_pad, int64_t in, int64_t k, int64_t stride, i
   /* A window that would start in the end padding is dropped (PyTorch, the ONNX reference). */
   if (ceil_mode && (out - 1) * stride >= in + pad_begin) out--;
   return out;
+}
+
+double mi_sdk_det(double *a, int64_t n) {
+  double d = 1.0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t piv = k;
+    for (int64_t i = k + 1; i < n; i++)
+      if (fabs(a[i * n + k]) > fabs(a[piv * n + k])) piv = i;
+    if (a[piv * n + k] == 0.0) return 0.0;
+    if (piv != k) {
+      for (int64_t j = 0; j < n; j++) {
+        double t = a[k * n + j];
+        a[k * n + j] = a[piv * n + j], a[piv * n + j] = t;
+      }
+      d = -d;
+    }
+    d *= a[k * n + k];
+    for (int64_t i = k + 1; i < n; i++) {
+      double f = a[i * n + k] / a[k * n + k];
+      for (int64_t j = k; j < n; j++) a[i * n + j] -= f * a[k * n + j];
+    }
+  }
+  return d;
 }

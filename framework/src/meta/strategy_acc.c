@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "meta/meta_internal.h"
+#include "space/space.h"
 
 #define ACC_SWEEPS 300
 #define SPLIT_MAX 8       /* split moves per search */
@@ -43,12 +44,6 @@ struct mi__acc {
 
 static int is_layer_model_dim(const mi_space_t *s, int32_t d) {
   return mi_space_dim_kind(s, d) == MI_DIM_MODEL && mi_space_dim_node(s, d) >= 0;
-}
-
-static int is_precision(const mi_space_t *s, int32_t d) {
-  const char *n = mi_space_dim_name(s, d);
-  size_t l = n ? strlen(n) : 0;
-  return is_layer_model_dim(s, d) && l > 10 && strcmp(n + l - 10, ".precision") == 0;
 }
 
 static struct mi__acc *acc_get(mi__meta_t *st) {
@@ -70,7 +65,7 @@ static struct mi__acc *acc_get(mi__meta_t *st) {
   mi_space_default(st->s, def);
   for (int32_t d = 0; d < st->D; d++) {
     if (!is_layer_model_dim(st->s, d) || (st->mo.frozen && st->mo.frozen[d])) continue;
-    if (is_precision(st->s, d)) a->pd[a->np++] = d;
+    if (mi__space_is_precision(st->s, d)) a->pd[a->np++] = d;
     for (int32_t v = 0; v < mi_space_dim_size(st->s, d) && v < 8; v++) {
       if (v == def[d]) continue;
       a->fd[a->nf] = d;

@@ -17,12 +17,7 @@
 #include "meta/meta_internal.h"
 #include "space/space.h"
 
-static int is_precision(const mi__meta_t *st, int32_t d) {
-  const char *n = mi_space_dim_name(st->s, d);
-  size_t l = n ? strlen(n) : 0;
-  return mi_space_dim_kind(st->s, d) == MI_DIM_MODEL && mi_space_dim_node(st->s, d) >= 0 && l > 10 &&
-         strcmp(n + l - 10, ".precision") == 0;
-}
+static int is_precision(const mi__meta_t *st, int32_t d) { return mi__space_is_precision(st->s, d); }
 
 static int eligible(const mi__meta_t *st, int32_t d) {
   int32_t kind = mi_space_dim_kind(st->s, d);

@@ -7,33 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "metainfer/mi_sdk.h"
 #include "ref/ref_ops.h"
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
-
-/* LU with partial pivoting in double, in place on a (n x n). */
-static double det_of(double *a, int64_t n) {
-  double d = 1.0;
-  for (int64_t k = 0; k < n; k++) {
-    int64_t piv = k;
-    for (int64_t i = k + 1; i < n; i++)
-      if (fabs(a[i * n + k]) > fabs(a[piv * n + k])) piv = i;
-    if (a[piv * n + k] == 0.0) return 0.0;
-    if (piv != k) {
-      for (int64_t j = 0; j < n; j++) {
-        double t = a[k * n + j];
-        a[k * n + j] = a[piv * n + j], a[piv * n + j] = t;
-      }
-      d = -d;
-    }
-    d *= a[k * n + k];
-    for (int64_t i = k + 1; i < n; i++) {
-      double f = a[i * n + k] / a[k * n + k];
-      for (int64_t j = k; j < n; j++) a[i * n + j] -= f * a[k * n + j];
-    }
-  }
-  return d;
-}
 
 int32_t mi__ref_det(mi__ref_call_t *c) {
   const mi_array_t *x;
@@ -49,7 +26,7 @@ int32_t mi__ref_det(mi__ref_call_t *c) {
   for (int64_t b = 0; b < mi_array_numel(y); b++) {
     const float *m = (const float *)x->data + b * n * n;
     for (int64_t i = 0; i < n * n; i++) a[i] = m[i];
-    ((float *)y->data)[b] = (float)det_of(a, n);
+    ((float *)y->data)[b] = (float)mi_sdk_det(a, n);
   }
   free(a);
   return MI_OK;

@@ -15,4 +15,7 @@ int32_t mi__trial_eval(const mi_space_t *s, const mi_search_options_t *o, mi_sea
  * declares; 0 for auto (value 0, no variant named) or when `d` is not a variant dimension. */
 uint32_t mi__space_variant_fuse(const mi_space_t *s, int32_t d, int32_t v);
 
+/** 1 when dimension `d` is a weighted node's precision choice (node.<name>.precision). */
+int mi__space_is_precision(const mi_space_t *s, int32_t d);
+
 #endif

@@ -45,6 +45,11 @@ uint32_t mi__space_precision_dtypes(void) {
   return m;
 }
 
+int mi__space_is_precision(const mi_space_t *s, int32_t d) {
+  return s && d >= 0 && d < s->dim_count && s->dims[d].kind == MI_DIM_MODEL && s->dims[d].node >= 0 &&
+         s->dims[d].model == MI__MD_PRECISION;
+}
+
 int mi__space_precision_variant(uint32_t dtype_mask) {
   return (dtype_mask & MI_DTYPE_BIT(MI_DTYPE_BFLOAT16)) && !(dtype_mask & MI_DTYPE_BIT(MI_DTYPE_FLOAT32));
 }

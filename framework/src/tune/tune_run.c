@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "space/space.h"
 #include "tune/tune_farm.h"
 #include "tune/tune_internal.h"
 
@@ -167,12 +168,9 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
      * with the layer tasks' kernels): the split moves and the per-layer greedy need them. */
     if (o->max_measurements >= 10) {
       int32_t labels = 0;
-      for (int32_t d = 0; d < mi_space_dim_count(run->space); d++) {
-        const char *nm = mi_space_dim_name(run->space, d);
-        size_t l = nm ? strlen(nm) : 0;
-        if (l > 10 && !strcmp(nm + l - 10, ".precision") && mi_space_dim_size(run->space, d) > labels)
+      for (int32_t d = 0; d < mi_space_dim_count(run->space); d++)
+        if (mi__space_is_precision(run->space, d) && mi_space_dim_size(run->space, d) > labels)
           labels = mi_space_dim_size(run->space, d);
-      }
       if (labels + 1 > mo.init_points) mo.init_points = labels + 1;
     }
   }

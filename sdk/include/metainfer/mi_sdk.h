@@ -366,6 +366,9 @@ void mi_sdk_same_pads(int auto_pad, int64_t total, int64_t *begin, int64_t *end)
  * end pad); SAME gives ceil(in / stride); VALID no pads. 0 when no window fits. */
 int64_t mi_sdk_window_out(int auto_pad, int64_t in, int64_t k, int64_t stride, int64_t dilation,
                           int64_t pad_begin, int64_t pad_end, int ceil_mode);
+/** Det: the determinant of the n x n matrix a (row-major, double), by LU with partial pivoting
+ * in place (a is overwritten); 0 for a singular matrix. */
+double mi_sdk_det(double *a, int64_t n);
 
 #ifdef __cplusplus
 }
