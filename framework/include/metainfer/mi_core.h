@@ -155,6 +155,11 @@ typedef struct mi_plugin {
   mi_plugin_ctx_t *ctx;
   uint32_t device_count;
   void *dl; /* dlopen handle */
+  /* Which device knobs the plugin holds, as sessions see them: 0 its defaults, else the
+   * identity of the last session's knobs set through set_device_knobs (exec/session.c). A
+   * device knob is device state, not a session's: each session sets its own again before a run
+   * when another session's are held. */
+  uint64_t device_knobs_held;
 } mi_plugin_t;
 
 /** A plugin's manifest (the small YAML file next to its .so, docs/abi.md): what the loader reads

@@ -114,7 +114,14 @@ struct mi_session {
   /* While this session is prepared: the session it replaces (the same graph prepared for
    * other shapes), whose unchanged kernels and folded constants it takes over (reuse.c). */
   struct mi_session *donor;
-  int reusable;           /* steps keep their signatures (a nested branch: it may be a donor) */
+  int reusable; /* steps keep their signatures (a nested branch: it may be a donor) */
+  /* The device knobs the session was created with (names owned), and their identity
+   * (mi_plugin_t.device_knobs_held): 0 the device's defaults (no knobs given),
+   * MI__KNOBS_INHERIT for a session run inside another's run (an If branch, a group of refused
+   * nodes), which runs at whatever that run set. */
+  mi_knob_value_t *knobs;
+  int32_t knob_count;
+  uint64_t knobs_id;
   int32_t kernels_reused; /* device kernels taken over from the donor */
   /* Kernel descriptions the device refused (reusable sessions): their signatures, status and
    * message, so a successor does not ask again (reuse.c). */
@@ -467,10 +474,20 @@ void mi__retake_plan(mi__retake_t *r, mi_session_t *s, const mi__plan_t *p);
 int mi__retake_step(const mi__retake_t *r, mi_session_t *s, int32_t anchor, const int32_t *nodes,
                     int32_t count);
 void mi__retake_free(mi__retake_t *r);
-/* mi_session_create with a donor (NULL: none), left to the caller to destroy; `reusable`: the
- * session keeps its kernels' signatures, to be a donor itself. */
+/* mi__session_create's flags. REUSABLE: the session keeps its kernels' signatures, to be a
+ * donor itself. INNER: it runs only inside another session's run (an If branch, a group of
+ * refused nodes), at the device knobs that run set. */
+#define MI__SESSION_REUSABLE 1
+#define MI__SESSION_INNER 2
+/* mi_session_t.knobs_id of an INNER session: it never sets device knobs. */
+#define MI__KNOBS_INHERIT UINT64_MAX
+/* Sets s's device knobs on its plugin (its defaults for a session created without knobs)
+ * unless the plugin holds them already; an INNER session sets none. Before each run. */
+int32_t mi__session_knobs_set(mi_session_t *s, mi_error_t *err);
+/* mi_session_create with a donor (NULL: none) and MI__SESSION_* flags, left to the caller to
+ * destroy. */
 int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
-                           const mi_session_options_t *opts, mi_session_t *donor, int reusable,
+                           const mi_session_options_t *opts, mi_session_t *donor, int flags,
                            mi_session_t **out, mi_error_t *err);
 
 /* The run loop (session_run.c). */

@@ -118,7 +118,10 @@ int32_t mi__fallback_group(mi_session_t *s, const int32_t *nodes, int32_t count,
   o.struct_size = (uint32_t)sizeof o;
   o.allow_host_fallback = 1; /* what the fallback device refuses of the run: the reference */
   o.per_node_timing = s->per_node_timing;
-  if (mi_session_create(q->g, s->fb_plugin, s->fb_device, &o, &q->s, &serr) != MI_OK ||
+  /* On the session's own plugin it runs at the device knobs the session's run set; on
+   * another, at that device's defaults. */
+  if (mi__session_create(q->g, s->fb_plugin, s->fb_device, &o, NULL,
+                         s->fb_plugin == s->plugin ? MI__SESSION_INNER : 0, &q->s, &serr) != MI_OK ||
       mi_session_kernel_count(q->s) <= 0) {
     /* Nothing of it on the fallback device: the nodes go one by one as before. */
     mi__fallback_group_free(q);

@@ -110,7 +110,7 @@ static int32_t build(mi_session_t *s, mi__nested_t *e, const mi_graph_t *sub,
   o.fallback_plugin = s->fb_plugin;
   o.fallback_device = s->fb_device;
   o.per_node_timing = s->per_node_timing; /* a profile times the branch's kernels too */
-  ok = mi__session_create(e->g, s->plugin, s->device, &o, old.s, 1, &e->s, &err) == MI_OK;
+  ok = mi__session_create(e->g, s->plugin, s->device, &o, old.s, MI__SESSION_REUSABLE | MI__SESSION_INNER, &e->s, &err) == MI_OK;
 done:
   mi__data_pool_free(pool);
   nested_clear(&old); /* what it did not hand over */

@@ -35,6 +35,85 @@ static int inputs_concrete(const mi_graph_t *g) {
   return ok;
 }
 
+/* FNV-1a over the device and each knob's name and value: the identity of a knob set
+ * (mi_plugin_t.device_knobs_held), never 0 (the defaults) or MI__KNOBS_INHERIT. */
+static uint64_t knobs_identity(uint32_t device, const mi_knob_value_t *k, int32_t n) {
+  uint64_t h = 1469598103934665603ull;
+  const unsigned char *b;
+#define MIX(ptr, len)                                                                   \
+  for (b = (const unsigned char *)(ptr); b < (const unsigned char *)(ptr) + (len); b++) \
+  h = (h ^ *b) * 1099511628211ull
+  MIX(&device, sizeof device);
+  for (int32_t i = 0; i < n; i++) {
+    MIX(k[i].name, strlen(k[i].name) + 1);
+    MIX(&k[i].i, sizeof k[i].i);
+    MIX(&k[i].f, sizeof k[i].f);
+  }
+#undef MIX
+  return h == 0 || h == MI__KNOBS_INHERIT ? 1 : h;
+}
+
+/* The session's own copy of its device knobs (the caller's names need not outlive it). */
+static int32_t keep_knobs(mi_session_t *s, const mi_knob_value_t *k, int32_t n, mi_error_t *err) {
+  if (s->knobs_id == MI__KNOBS_INHERIT || n <= 0 || !k) return MI_OK;
+  if (!(s->knobs = calloc((size_t)n, sizeof *s->knobs)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int32_t i = 0; i < n; i++) {
+    s->knobs[i] = k[i];
+    s->knobs[i].name = NULL;
+    if (!k[i].name || !(s->knobs[i].name = strdup(k[i].name))) {
+      s->knob_count = i;
+      return k[i].name ? mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory")
+                       : mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "device knob %d has no name", (int)i);
+    }
+  }
+  s->knob_count = n;
+  s->knobs_id = knobs_identity(s->device, s->knobs, n);
+  return MI_OK;
+}
+
+/* The plugin's declared defaults of its device-scope knobs, set again. */
+static int32_t knobs_default(mi_session_t *s, mi_error_t *perr) {
+  const mi_plugin_t *p = s->plugin;
+  mi_knob_desc_t d[16];
+  mi_knob_value_t v[16];
+  uint32_t count = 0;
+  int32_t n = 0, rc;
+  if (!p->api.knob_count || !p->api.knob_desc ||
+      (rc = p->api.knob_count(p->ctx, s->device, &count, perr)))
+    return MI_OK; /* nothing it could have changed */
+  for (uint32_t i = 0; i < count && n < (int32_t)(sizeof d / sizeof d[0]); i++) {
+    memset(&d[n], 0, sizeof d[n]);
+    d[n].struct_size = sizeof d[n];
+    if ((rc = p->api.knob_desc(p->ctx, s->device, i, &d[n], perr))) return rc;
+    if (d[n].scope != MI_KNOB_SCOPE_DEVICE) continue;
+    d[n].name[sizeof d[n].name - 1] = 0;
+    v[n].name = d[n].name;
+    v[n].i = d[n].default_int;
+    v[n].f = d[n].default_float;
+    n++;
+  }
+  return n ? p->api.set_device_knobs(p->ctx, s->device, v, n, perr) : MI_OK;
+}
+
+int32_t mi__session_knobs_set(mi_session_t *s, mi_error_t *err) {
+  mi_plugin_t *p = s->plugin;
+  mi_error_t perr = {0};
+  int32_t rc;
+  if (!p || s->knobs_id == MI__KNOBS_INHERIT || p->device_knobs_held == s->knobs_id ||
+      !p->api.set_device_knobs)
+    return MI_OK;
+  rc = s->knob_count ? p->api.set_device_knobs(p->ctx, s->device, s->knobs, s->knob_count, &perr)
+                     : knobs_default(s, &perr);
+  if (rc) {
+    p->device_knobs_held = MI__KNOBS_INHERIT; /* unknown now: whoever runs next sets its own */
+    return mi_errorf(err, rc, "plugin '%s': device knobs refused: %s", p->name,
+                     perr.message[0] ? perr.message : mi_status_message(rc));
+  }
+  p->device_knobs_held = s->knobs_id;
+  return MI_OK;
+}
+
 static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
                              mi_error_t *err) {
   const mi_graph_t *g = s->g;
@@ -56,17 +135,11 @@ static int32_t create_device(mi_session_t *s, const mi_session_options_t *opts,
       !s->hown || !s->on_device || !s->rows || !s->dlayout || !s->dblock)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory creating a session");
   for (int32_t t = 0; t < nt; t++) s->rows[t] = -1;
-  if (knob_count > 0) {
-    mi_error_t perr = {0};
-    if (!p->api.set_device_knobs)
-      return mi_errorf(err, MI_ERR_UNSUPPORTED, "plugin '%s' has no device knobs to set",
-                       p->name);
-    rc = p->api.set_device_knobs(p->ctx, s->device, OPT(opts, device_knobs, NULL), knob_count,
-                                 &perr);
-    if (rc)
-      return mi_errorf(err, rc, "plugin '%s': device knobs refused: %s", p->name,
-                       perr.message[0] ? perr.message : mi_status_message(rc));
-  }
+  if (knob_count > 0 && !p->api.set_device_knobs)
+    return mi_errorf(err, MI_ERR_UNSUPPORTED, "plugin '%s' has no device knobs to set", p->name);
+  if ((rc = keep_knobs(s, OPT(opts, device_knobs, NULL), knob_count, err)) ||
+      (rc = mi__session_knobs_set(s, err)))
+    return rc;
   if (!(s->views_block = calloc((size_t)nt + 1, sizeof *s->views_block)))
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int32_t t = 0; t < nt; t++) {
@@ -103,7 +176,7 @@ MI_API int32_t mi_session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint3
 }
 
 int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t device,
-                           const mi_session_options_t *opts, mi_session_t *donor, int reusable,
+                           const mi_session_options_t *opts, mi_session_t *donor, int flags,
                            mi_session_t **out, mi_error_t *err) {
   mi_session_t *s;
   mi_graph_t *w = NULL;
@@ -120,7 +193,8 @@ int32_t mi__session_create(const mi_graph_t *g, mi_plugin_t *plugin, uint32_t de
   s->device = device;
   s->fb_plugin = OPT(opts, fallback_plugin, NULL);
   s->fb_device = OPT(opts, fallback_device, 0);
-  s->reusable = reusable;
+  s->reusable = (flags & MI__SESSION_REUSABLE) != 0;
+  if (flags & MI__SESSION_INNER) s->knobs_id = MI__KNOBS_INHERIT;
   if (!plugin) goto done; /* the reference path runs the caller's graph as it is */
   if (!plugin->api.kernel_prepare || !plugin->api.kernel_run || !plugin->api.buffer_alloc) {
     rc = mi_errorf(err, MI_ERR_ABI, "plugin '%s' lacks kernel functions", plugin->name);
@@ -253,6 +327,8 @@ MI_API void mi_session_destroy(mi_session_t *s) {
   mi__sig_index_free(s);
   free(s->dlayout);
   free(s->dblock);
+  for (int32_t i = 0; i < s->knob_count; i++) free((char *)s->knobs[i].name);
+  free(s->knobs);
   mi_graph_destroy(s->own);
   free(s);
 }
@@ -274,7 +350,7 @@ MI_API int32_t mi_session_run(mi_session_t *s, const mi_array_t *const *inputs,
       return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "mi_session_run: input %d is NULL", (int)i);
   s->has_device_time = 0;
   if (!s->plugin) return mi_ref_run(s->g, inputs, input_count, outputs, output_count, err);
-  rc = mi__session_run_device(s, inputs, outputs, err);
+  if ((rc = mi__session_knobs_set(s, err)) == MI_OK) rc = mi__session_run_device(s, inputs, outputs, err);
   if (rc != MI_OK) {
     s->has_device_time = 0;
     for (int32_t i = 0; i < output_count; i++) {
