@@ -444,6 +444,9 @@ typedef struct mi_compare_options {
   uint64_t seed;      /* each round's order and the bootstrap (default 1) */
   double load_limit;  /* a measurement that started with the 1-minute load average above
                        * this many runnable tasks per CPU is flagged (default 1.0) */
+  int32_t no_check;   /* mi_worker_compare: 1 skips the first round's check of each
+                       * configuration's outputs against the reference interpreter (default 0;
+                       * the tuner's check sets it: it checked every configuration it measured) */
 } mi_compare_options_t;
 
 MI_API void mi_compare_options_default(mi_compare_options_t *o);

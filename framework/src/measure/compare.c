@@ -232,6 +232,7 @@ typedef struct worker_measure {
   const mi_worker_config_t *configs;
   const mi_measure_options_t *mo;
   uint64_t seed;
+  int check; /* the first round checks outputs */
 } worker_measure_t;
 
 /* The worker names a configuration of the job it failed on as "configuration N: why" (N its
@@ -265,7 +266,7 @@ static int32_t interleaved_round(void *user, const int8_t *ord, int32_t count, i
   }
   mi_worker_retire(w->pool, w->spec);
   rc = mi__worker_interleave(w->pool, w->spec, in_order, count, w->mo,
-                             w->seed * 1000003u + (uint64_t)round, round == 0, &rep, err);
+                             w->seed * 1000003u + (uint64_t)round, w->check && round == 0, &rep, err);
   if (rc != MI_OK) which_config(ord, count, failed, err);
   if (rc == MI_OK && (rep.count != count || rep.cycles < 1))
     rc = mi_errorf(err, MI_ERR_INTERNAL, "compare: the worker ran %d of %d configurations",
@@ -286,5 +287,6 @@ MI_API int32_t mi_worker_compare(mi_worker_pool_t *p, const char *spec,
   w.configs = configs;
   w.mo = mo;
   w.seed = o ? o->seed : 1;
+  w.check = !(o && MI_HAS_FIELD(o, mi_compare_options_t, no_check) && o->no_check);
   return run_rounds(count, interleaved_round, &w, o, out, err);
 }
