@@ -1,6 +1,7 @@
 /* test_npy.c - .npy round trips for every dtype and shape, numpy's exact header, and each
  * malformed file refused with MI_ERR_PARSE and a one-line message naming the file. */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,40 @@ static void check_bad(const char *label, const unsigned char *img, size_t n) {
   CHECK(rc == MI_ERR_PARSE, "%s: load rc %d (%s)", label, rc, err.message);
   CHECK(a == NULL, "%s: load out not NULL", label);
   CHECK(strstr(err.message, path) == err.message, "%s: load message '%s'", label, err.message);
+}
+
+/* numpy's default float: '<f8' reads as FLOAT32, each value rounded to nearest (from a memory
+ * image and from a file). */
+static void float64_narrowed(void) {
+  static const double v[4] = {1.0 / 3.0, -2.5e38, 1e300, 16777217.0};
+  unsigned char img[512];
+  char path[256];
+  mi_array_t *a = NULL;
+  mi_error_t err = {0};
+  const char *dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }";
+  size_t n = build(img, 1, dict, 0);
+  memcpy(img + n, v, sizeof v);
+  n += sizeof v;
+  for (int from_file = 0; from_file < 2; from_file++) {
+    if (from_file) {
+      path_in_dir(path, sizeof path, "f8.npy");
+      CHECK(write_file(path, img, n) == 0, "write");
+      CHECK(mi_npy_load(path, &a, &err) == MI_OK, "load: %s", err.message);
+    } else {
+      CHECK(mi_npy_parse(img, n, "f8.npy", &a, &err) == MI_OK, "parse: %s", err.message);
+    }
+    CHECK(a && a->dtype == MI_DTYPE_FLOAT32 && a->rank == 2 && a->nbytes == 16, "float32 2x2");
+    if (a) {
+      const float *f = a->data;
+      CHECK(f[0] == (float)v[0] && f[1] == -2.5e38f && isinf(f[2]) && f[3] == 16777216.0f,
+            "values %g %g %g %g", f[0], f[1], f[2], f[3]);
+    }
+    mi_array_destroy(a);
+    a = NULL;
+  }
+  /* the data size is the float64 one: 4 bytes an element is too short */
+  n = build(img, 1, dict, 16);
+  check_bad("float64 data as float32", img, n);
 }
 
 static void malformed(void) {
@@ -302,6 +337,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(numpy_header_matches),
     TU_CASE(valid_versions),
     TU_CASE(malformed),
+    TU_CASE(float64_narrowed),
     TU_CASE(other_errors),
     TU_CASE(corpus_seeds_load),
     TU_CASE(no_temp_files_left),

@@ -77,8 +77,10 @@ MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed);
  * MI_OK, or MI_ERR_OUT_OF_MEMORY with *a unchanged. */
 MI_API int32_t mi_array_widen_half(mi_array_t **a);
 
-/** Reads a .npy file (v1-v3, little-endian float32/float16/int8/uint8/int32/int64/bool,
- * C order). On failure *out is NULL and err names the file and the problem. */
+/** Reads a .npy file (v1-v3, little-endian float32/float16/int8/uint8/int16/uint16/int32/
+ * uint32/int64/uint64/bool, C order; float64 is read as float32, rounded to nearest, as the
+ * framework holds DOUBLE tensors). On failure *out is NULL and err names the file and the
+ * problem. */
 MI_API int32_t mi_npy_load(const char *path, mi_array_t **out, mi_error_t *err);
 /** Model inputs as command lines give them (mi-host profile and accuracy): `files`
  * "NAME=FILE.npy" and `shapes` "NAME=D0,D1,..." or "NAME=D0xD1x...", each checked against the

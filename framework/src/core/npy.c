@@ -21,7 +21,8 @@ typedef struct npy_header {
   int32_t dtype;
   int32_t rank;
   int64_t dims[MI_MAX_RANK];
-  size_t data_bytes;
+  size_t data_bytes; /* in the file */
+  int f8;            /* the file holds float64 ('<f8'): read as FLOAT32, rounded to nearest */
 } npy_header_t;
 
 /* The descr strings we accept; single-byte types may carry '|', '<' or '=' as numpy allows. */
@@ -198,6 +199,11 @@ static int parse_dict(cursor_t *c, npy_header_t *h) {
   h->dtype = MI_DTYPE_UNDEFINED;
   for (size_t i = 0; i < sizeof k_descrs / sizeof k_descrs[0]; i++)
     if (strcmp(descr, k_descrs[i].descr) == 0) h->dtype = k_descrs[i].dtype;
+  /* numpy's default float: the framework holds DOUBLE tensors as float32 (docs/onnx.md) */
+  if (strcmp(descr, "<f8") == 0) {
+    h->dtype = MI_DTYPE_FLOAT32;
+    h->f8 = 1;
+  }
   if (h->dtype == MI_DTYPE_UNDEFINED) {
     if (descr[0] == '>')
       return mi_errorf(c->err, MI_ERR_PARSE, "%s: big-endian dtype '%s' is not supported",
@@ -243,7 +249,7 @@ static int parse_header_text(const char *text, size_t len, const char *what, npy
     if (text[i] == '\0')
       return mi_errorf(err, MI_ERR_PARSE, "%s: malformed .npy header: NUL byte", what);
   if (parse_dict(&c, h)) return MI_ERR_PARSE;
-  item = mi_dtype_size(h->dtype);
+  item = h->f8 ? sizeof(double) : mi_dtype_size(h->dtype);
   for (int32_t i = 0; i < h->rank; i++) {
     if (h->dims[i] > 0 && n > (SIZE_MAX / item) / (size_t)h->dims[i])
       return mi_errorf(err, MI_ERR_PARSE, "%s: .npy shape is too large", what);
@@ -259,6 +265,37 @@ static int make_array(const npy_header_t *h, const char *what, mi_array_t **out,
   if (!*out)
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", what,
                      h->data_bytes);
+  return MI_OK;
+}
+
+/* The array's float32 values from a file's float64 ones (little-endian, as '<f8' says). */
+static void narrow_f8(mi_array_t *a, const unsigned char *src) {
+  float *d = a->data;
+  size_t n = a->nbytes / sizeof(float);
+  for (size_t i = 0; i < n; i++) {
+    double v;
+    memcpy(&v, src + i * sizeof v, sizeof v);
+    d[i] = (float)v;
+  }
+}
+
+/* Reads the array's data: straight into it, or through a float64 buffer for '<f8'. */
+static int read_data(const npy_header_t *h, FILE *f, const char *what, mi_array_t *a,
+                     mi_error_t *err) {
+  unsigned char *tmp;
+  if (!h->data_bytes) return MI_OK;
+  if (!h->f8)
+    return fread(a->data, 1, h->data_bytes, f) == h->data_bytes
+               ? MI_OK
+               : mi_errorf(err, MI_ERR_IO, "%s: cannot read %zu bytes of .npy data", what, h->data_bytes);
+  if (!(tmp = malloc(h->data_bytes)))
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", what, h->data_bytes);
+  if (fread(tmp, 1, h->data_bytes, f) != h->data_bytes) {
+    free(tmp);
+    return mi_errorf(err, MI_ERR_IO, "%s: cannot read %zu bytes of .npy data", what, h->data_bytes);
+  }
+  narrow_f8(a, tmp);
+  free(tmp);
   return MI_OK;
 }
 
@@ -281,7 +318,9 @@ MI_API int32_t mi_npy_parse(const void *buf, size_t size, const char *what, mi_a
     return mi_errorf(err, MI_ERR_PARSE, "%s: .npy data is %zu bytes, shape and dtype need %zu",
                      what, size - prefix - hlen, h.data_bytes);
   if ((rc = make_array(&h, what, out, err))) return rc;
-  if (h.data_bytes) memcpy((*out)->data, b + prefix + hlen, h.data_bytes);
+  if (h.f8) narrow_f8(*out, b + prefix + hlen);
+  else if (h.data_bytes)
+    memcpy((*out)->data, b + prefix + hlen, h.data_bytes);
   return MI_OK;
 }
 
@@ -325,10 +364,7 @@ MI_API int32_t mi_npy_load(const char *path, mi_array_t **out, mi_error_t *err) 
     goto done;
   }
   if ((rc = make_array(&h, path, out, err))) goto done;
-  if (h.data_bytes && fread((*out)->data, 1, h.data_bytes, f) != h.data_bytes) {
-    rc = mi_errorf(err, MI_ERR_IO, "%s: cannot read %zu bytes of .npy data", path, h.data_bytes);
-    goto done;
-  }
+  rc = read_data(&h, f, path, *out, err);
 done:
   if (rc != MI_OK) {
     mi_array_destroy(*out);
