@@ -20,6 +20,7 @@
  * model-wide loss evenly, the one point kept one weight-only layer (drop 0.002, no gain) and the
  * move was spent. The measured steps correct the fit where it is wrong. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,8 @@ struct mi__greedy {
   int32_t *b0, *b1;       /* per ordered block: its precision dims [b0, b1) in the pdims list */
   const char **label;     /* per ordered block: its label (the space owns the strings) */
   double *gain, base_total;
+  double *sq;    /* per ordered block: its own drop measured, squared; NULL: the predictor's */
+  double scale;  /* the last measured prefix's drop / its root sum of squares */
 };
 
 void mi__meta_greedy_free(struct mi__greedy *g) {
@@ -45,6 +48,7 @@ void mi__meta_greedy_free(struct mi__greedy *g) {
   free(g->b1);
   free(g->label);
   free(g->gain);
+  free(g->sq);
   free(g);
 }
 
@@ -89,8 +93,38 @@ static int prefix_point(mi__meta_t *st, const int32_t *pd, int32_t k, int32_t *p
 typedef struct {
   double key;
   int32_t b0, b1, label;
-  double gain;
+  double gain, sq;
 } entry_t;
+
+/* Each entry's own drop, measured by the evaluator (so->drops) for the default with only that
+ * block at its label, into e[].sq (NaN where not measured); 0 when not asked or none came. */
+static int measure_blocks(mi__meta_t *st, const int32_t *pd, entry_t *e, int32_t n,
+                          const char *const *labels) {
+  const mi_search_options_t *so = st->so;
+  int32_t D = st->D, got = 0, *pts;
+  double *d;
+  if (so->struct_size < offsetof(mi_search_options_t, drops_ctx) + sizeof so->drops_ctx || !so->drops || n < 1)
+    return 0;
+  pts = malloc((size_t)n * (size_t)D * sizeof *pts);
+  d = malloc((size_t)n * sizeof *d);
+  if (pts && d) {
+    for (int32_t b = 0; b < n; b++) {
+      int32_t *pt = pts + (size_t)b * D;
+      mi_space_default(st->s, pt);
+      mi__meta_fix(st, pt);
+      for (int32_t q = e[b].b0; q < e[b].b1; q++) {
+        int32_t v = value_of(st, pd[q], labels[e[b].label]);
+        if (v >= 0) pt[pd[q]] = v;
+      }
+      mi__meta_fix(st, pt);
+    }
+    got = so->drops(so->drops_ctx, st->s, pts, n, d);
+    for (int32_t b = 0; b < n; b++) e[b].sq = got > 0 && isfinite(d[b]) ? d[b] * d[b] : NAN;
+  }
+  free(pts);
+  free(d);
+  return got > 0;
+}
 
 static int by_key(const void *x, const void *y) {
   double a = ((const entry_t *)x)->key, b = ((const entry_t *)y)->key;
@@ -146,15 +180,31 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
       int32_t v = value_of(st, pd[k], labels[q]);
       if (v >= 0) s += mi__meta_acc_share(st, pd[k], v);
     }
-    e[g->n] = (entry_t){(t0 - bt) / fmax(s, 1e-30), blk[b], blk[b + 1], q, t0 - bt};
+    e[g->n] = (entry_t){(t0 - bt) / fmax(s, 1e-30), blk[b], blk[b + 1], q, t0 - bt, NAN};
     g->n++;
   }
+  /* The measured drops replace the predictor's shares where there are any: a block not measured
+   * (the evaluator's time ran out) keeps its share. */
+  if (measure_blocks(st, pd, e, g->n, labels) && (g->sq = malloc((size_t)(g->n + 1) * sizeof *g->sq)))
+    for (int32_t b = 0; b < g->n; b++) {
+      int32_t q0 = e[b].b0;
+      if (!isfinite(e[b].sq)) {
+        e[b].sq = 0;
+        for (int32_t k = q0; k < e[b].b1; k++) {
+          int32_t v = value_of(st, pd[k], labels[e[b].label]);
+          if (v >= 0) e[b].sq += mi__meta_acc_share(st, pd[k], v);
+        }
+      }
+      e[b].key = e[b].gain / fmax(e[b].sq, 1e-30);
+    }
+  g->scale = 1;
   qsort(e, (size_t)g->n, sizeof *e, by_key);
   for (int32_t b = 0; b < g->n; b++) {
     g->b0[b] = e[b].b0;
     g->b1[b] = e[b].b1;
     g->label[b] = labels[e[b].label];
     g->gain[b] = e[b].gain;
+    if (g->sq) g->sq[b] = e[b].sq;
   }
   g->lo = 0;
   g->hi = g->n + 1; /* no prefix known over the bound yet */
@@ -165,13 +215,32 @@ done:
   return ok;
 }
 
-/* Folds the result of prefix k (trial i) into lo / hi. */
+/* The root of the sum of the first k blocks' measured squared drops. */
+static double rss(const struct mi__greedy *g, int32_t k) {
+  double v = 0;
+  for (int32_t b = 0; b < k; b++) v += g->sq[b];
+  return sqrt(v);
+}
+
+/* Folds the result of prefix k (trial i) into lo / hi; with measured drops, the prefix's
+ * measured drop over their root sum of squares scales the next predictions (the blocks'
+ * errors are not quite independent). */
 static void observe(mi__meta_t *st, int32_t k, int32_t i) {
   struct mi__greedy *g = st->greedy;
-  double bound = mi__meta_acc_bound(st);
+  double bound = mi__meta_acc_bound(st), m, p;
   int within = mi__meta_trial_usable(st, i) && !(st->r->trials[i].objectives[MI_OBJ_ACCURACY] > bound);
   if (within && k > g->lo) g->lo = k;
   if (!within && k < g->hi) g->hi = k;
+  if (g->sq && mi__meta_trial_usable(st, i) && (m = st->r->trials[i].objectives[MI_OBJ_ACCURACY]) > 0 &&
+      (p = rss(g, k)) > 0)
+    g->scale = m / p;
+}
+
+/* 1 when prefix c (its point in pt) is predicted within the bound. */
+static int predicted_within(mi__meta_t *st, int32_t c, const int32_t *pt) {
+  const struct mi__greedy *g = st->greedy;
+  if (g->sq) return !(g->scale * rss(g, c) > mi__meta_acc_bound(st));
+  return !mi__meta_acc_screened(st, pt);
 }
 
 int mi__meta_greedy_move(mi__meta_t *st, int32_t *pt) {
@@ -201,7 +270,7 @@ int mi__meta_greedy_move(mi__meta_t *st, int32_t *pt) {
     for (int32_t b = 0; b < g->hi - 1; b++) left += g->gain[b];
     if (!(left >= GREEDY_MIN_GAIN * g->base_total)) break; /* too little left to save */
     for (int32_t c = g->hi - 1; c > g->lo && k < 0; c--)
-      if (prefix_point(st, pd, c, pt) && !mi__meta_acc_screened(st, pt)) k = c;
+      if (prefix_point(st, pd, c, pt) && predicted_within(st, c, pt)) k = c;
     if (k < 0) k = g->lo + (g->hi - g->lo) / 2; /* the predictor puts none within: bisect */
     if (!prefix_point(st, pd, k, pt)) break;
     if ((i = mi__meta_trial_of(st, pt)) >= 0) { /* measured already: its result, no step */
