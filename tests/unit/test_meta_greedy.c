@@ -20,7 +20,7 @@ static double sensitivity(int32_t layer) {
 
 typedef struct {
   const mi_graph_t *g;
-  double last[64]; /* per node, the last evaluation's seconds */
+  double last[64];              /* per node, the last evaluation's seconds */
   int32_t drops_calls, drops_n; /* the drops callback: calls, points asked */
   int first_int8[LAYERS];       /* the first point evaluated after it: its INT8 layers */
   int32_t after;                /* 1 until that point is evaluated, then 2 */

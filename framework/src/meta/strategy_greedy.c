@@ -5,15 +5,21 @@
  * Each block of layers (a layer and the ones fused into it, whose own time reads 0) takes the
  * label under which the model-wide moves timed it fastest, when that is at least GREEDY_GAIN
  * under its FP32 time (single timings are noisy), and saves gain = FP32 time - that time. Its
- * sensitivity is the accuracy predictor's share of the squared drop for that (layer, label)
- * (strategy_acc.c, fitted on the model-wide and split moves). Blocks are ordered once by gain /
- * sensitivity, largest first, so a prefix of k blocks is the best the predictor knows of for its
- * size. The feasible prefixes are monotone under the predictor (shares are non-negative), so the
- * search is a bisection over k with measurement: lo is the longest prefix measured within the
- * bound, hi the shortest measured over it. Each step measures the longest prefix in (lo, hi) that
- * the predictor, refitted on every step, puts within the bound, or the midpoint when it puts none
- * there; it ends when hi = lo + 1, after GREEDY_MAX steps, or when the longest prefix left
- * to try would save under GREEDY_MIN_GAIN of the default's layer time.
+ * sensitivity is its own squared drop, measured by the evaluator (so->drops: the default with
+ * only that block at its label, on the device, from the calibration samples) when it offers
+ * that; else the accuracy predictor's share of the squared drop for that (layer, label)
+ * (strategy_acc.c, fitted on the model-wide and split moves: a fit of a handful of points, which
+ * put BF16's loss on the wrong layers of blazeface_back). Blocks are ordered once by gain /
+ * sensitivity, largest first, so a prefix of k blocks is the best known for its size. The
+ * feasible prefixes are monotone under either (drops and shares are non-negative), so the search
+ * is a bisection over k with measurement: lo is the longest prefix measured within the bound, hi
+ * the shortest measured over it. Each step measures the longest prefix in (lo, hi) predicted
+ * within the bound, or the midpoint when none is: with measured drops the prediction is the root
+ * of the sum of the prefix's squared drops times the last measured prefix's drop over its own
+ * root sum of squares (independent errors add in quadrature; the ratio corrects for those that
+ * do not), else the predictor, refitted on every step. It ends when hi = lo + 1, after
+ * GREEDY_MAX steps, or when the longest prefix left to try would save under GREEDY_MIN_GAIN of
+ * the default's layer time.
  *
  * It replaces a single move that trimmed blocks to the predicted bound and measured that point
  * once: on oww_embedding (blis-cpu, int8_act on every layer at drop 0.021) that fit split the
@@ -38,8 +44,8 @@ struct mi__greedy {
   int32_t *b0, *b1;       /* per ordered block: its precision dims [b0, b1) in the pdims list */
   const char **label;     /* per ordered block: its label (the space owns the strings) */
   double *gain, base_total;
-  double *sq;    /* per ordered block: its own drop measured, squared; NULL: the predictor's */
-  double scale;  /* the last measured prefix's drop / its root sum of squares */
+  double *sq;   /* per ordered block: its own drop measured, squared; NULL: the predictor's */
+  double scale; /* the last measured prefix's drop / its root sum of squares */
 };
 
 void mi__meta_greedy_free(struct mi__greedy *g) {
