@@ -24,6 +24,7 @@ typedef struct {
   int32_t drops_calls, drops_n; /* the drops callback: calls, points asked */
   int first_int8[LAYERS];       /* the first point evaluated after it: its INT8 layers */
   int32_t after;                /* 1 until that point is evaluated, then 2 */
+  const char *fast;             /* the lossy label that runs faster ("int8": any INT8 label) */
 } chain_t;
 
 /* The layer index of node nd (its conv's position in the chain), -1 for other nodes. */
@@ -37,7 +38,7 @@ static int32_t layer_of(const mi_graph_t *g, int32_t nd) {
   return -1;
 }
 
-/* int8[layer] = 1 where pt puts that convolution at an INT8 label. */
+/* int8[layer] = 1 where pt puts that convolution at the fast label (c->fast, else INT8). */
 static void int8_layers(const chain_t *c, const mi_space_t *s, const int32_t *pt, int *int8) {
   for (int32_t i = 0; i < LAYERS; i++) int8[i] = 0;
   for (int32_t d = 0; d < mi_space_dim_count(s); d++) {
@@ -45,7 +46,7 @@ static void int8_layers(const chain_t *c, const mi_space_t *s, const int32_t *pt
     size_t k = strlen(n);
     int32_t layer = layer_of(c->g, mi_space_dim_node(s, d));
     if (layer < 0 || k < 10 || strcmp(n + k - 10, ".precision")) continue;
-    int8[layer] = !strncmp(l, "int8", 4);
+    int8[layer] = c->fast ? !strcmp(l, c->fast) : !strncmp(l, "int8", 4);
   }
 }
 
@@ -218,11 +219,12 @@ static void mixed_point(void) {
 /* With the evaluator's per-block drops (so->drops), the greedy asks them once, one point per
  * block, and orders by them: its first measured prefix is the nine blocks the drops call
  * insensitive (root sum of squares 0.006 within 0.01; a tenth would be over), although the
- * measured model-wide and split points put the loss on other layers. */
+ * measured model-wide and split points put the loss on other layers. The fast lossy label is
+ * fp16 here: the greedy asks drops only for labels that need no calibration pass. */
 static void measured_order(void) {
   int32_t objs[1] = {MI_OBJ_LATENCY};
   mi_bound_t bound = {MI_OBJ_ACCURACY, 0.01};
-  chain_t c = {.g = g};
+  chain_t c = {.g = g, .fast = "fp16"};
   mi_search_options_t o;
   mi_meta_options_t mo;
   mi_meta_report_t rep;
@@ -257,7 +259,7 @@ static void measured_order(void) {
     n8 += c.first_int8[l];
     claimed += c.first_int8[l] && l % 4 == 0;
   }
-  CHECK(n8 == LAYERS - 3 && claimed == 0, "first greedy prefix: %d layers at INT8, %d of them claimed sensitive",
+  CHECK(n8 == LAYERS - 3 && claimed == 0, "first greedy prefix: %d layers at fp16, %d of them claimed sensitive",
         (int)n8, (int)claimed);
 }
 

@@ -102,20 +102,30 @@ typedef struct {
   double gain, sq;
 } entry_t;
 
+/* 1 for a label whose transform needs no calibration pass (the INT8 ones calibrate: activation
+ * ranges, or the means of bias correction), so that a block's drop costs one device run. */
+static int uncalibrated(const char *l) {
+  return strcmp(l, "bf16") == 0 || strcmp(l, "fp16") == 0;
+}
+
 /* Each entry's own drop, measured by the evaluator (so->drops) for the default with only that
- * block at its label, into e[].sq (NaN where not measured); 0 when not asked or none came. */
+ * block at its label, into e[].sq (NaN where not measured: not asked for a label that
+ * calibrates); 0 when not asked or none came. */
 static int measure_blocks(mi__meta_t *st, const int32_t *pd, entry_t *e, int32_t n,
                           const char *const *labels) {
   const mi_search_options_t *so = st->so;
-  int32_t D = st->D, got = 0, *pts;
+  int32_t D = st->D, got = 0, *pts, *at;
   double *d;
   if (so->struct_size < offsetof(mi_search_options_t, drops_ctx) + sizeof so->drops_ctx || !so->drops || n < 1)
     return 0;
   pts = malloc((size_t)n * (size_t)D * sizeof *pts);
   d = malloc((size_t)n * sizeof *d);
-  if (pts && d) {
+  at = malloc((size_t)n * sizeof *at);
+  if (pts && d && at) {
+    int32_t m = 0;
     for (int32_t b = 0; b < n; b++) {
-      int32_t *pt = pts + (size_t)b * D;
+      int32_t *pt = pts + (size_t)m * D;
+      if (!uncalibrated(labels[e[b].label])) continue;
       mi_space_default(st->s, pt);
       mi__meta_fix(st, pt);
       for (int32_t q = e[b].b0; q < e[b].b1; q++) {
@@ -123,10 +133,12 @@ static int measure_blocks(mi__meta_t *st, const int32_t *pd, entry_t *e, int32_t
         if (v >= 0) pt[pd[q]] = v;
       }
       mi__meta_fix(st, pt);
+      at[m++] = b;
     }
-    got = so->drops(so->drops_ctx, st->s, pts, n, d);
-    for (int32_t b = 0; b < n; b++) e[b].sq = got > 0 && isfinite(d[b]) ? d[b] * d[b] : NAN;
+    got = m > 0 ? so->drops(so->drops_ctx, st->s, pts, m, d) : 0;
+    for (int32_t j = 0; j < m; j++) e[at[j]].sq = got > 0 && isfinite(d[j]) ? d[j] * d[j] : NAN;
   }
+  free(at);
   free(pts);
   free(d);
   return got > 0;
