@@ -317,6 +317,10 @@ typedef struct mi_worker_config {
                         * the folder is marked so, and later jobs skip the reference check
                         * of the transformed model: an output over the check's 5% fails as
                         * wrong results */
+  /* Added: 1 (with accuracy): only the accuracy drop is asked. The configuration is not timed
+   * (the profile comes back empty: no latency, no layers) and its outputs are not checked
+   * against the reference run of the transformed model. */
+  int32_t accuracy_only;
 } mi_worker_config_t;
 
 /** What a configuration job returns besides the profile. */

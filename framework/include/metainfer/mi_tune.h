@@ -346,6 +346,13 @@ typedef struct mi_search_options {
    * Strategies that do not use layer times never call it (the surrogate-guided one does). */
   int32_t (*layer_times)(void *ctx, double *seconds, int32_t cap);
   void *layer_times_ctx;
+  /** Optional (added): the accuracy drop of each of `n` points (row i at pts + i *
+   * mi_space_dim_count), measured cheaply: no timing to speak of, nothing recorded, no budget
+   * spent (the wall time counts). drops[i] NaN where not measured; returns how many were. The
+   * per-layer precision greedy asks it once for the default with one block of layers at a
+   * label, for its order (docs/tuning.md). NULL: the greedy orders by the predictor's shares. */
+  int32_t (*drops)(void *ctx, const mi_space_t *s, const int32_t *pts, int32_t n, double *drops);
+  void *drops_ctx;
 } mi_search_options_t;
 
 /** The trials of a search, in evaluation order. */

@@ -24,6 +24,7 @@ typedef struct cjob {
   uint64_t seed;
   double accuracy_bound; /* mi_worker_config_t.accuracy_bound, 0 when none */
   int32_t ref_device;    /* mi_worker_config_t.ref_device */
+  int32_t accuracy_only; /* mi_worker_config_t.accuracy_only */
   uint32_t len[T_COUNT];
 } cjob_t;
 

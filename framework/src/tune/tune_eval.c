@@ -201,6 +201,41 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   return rc;
 }
 
+int32_t mi_tune_drops(void *ctx, const mi_space_t *s, const int32_t *pts, int32_t n, double *drops) {
+  mi_tune_task_t *t = ctx;
+  int32_t got = 0, D = mi_space_dim_count(s);
+  double t0 = mi_now_s();
+  for (int32_t i = 0; i < n; i++) drops[i] = NAN;
+  if (!t->pool) return 0; /* measured by agents: no local worker to ask */
+  for (int32_t i = 0; i < n && !mi_tune_stop_search(t) && mi__tune_left(t) > 0; i++) {
+    mi_space_hw_t *hw = NULL;
+    mi_xf_config_t *xc = NULL;
+    char *hw_text = NULL, *xf_text = NULL;
+    mi_profile_t *prof = NULL;
+    mi_measure_options_t mo;
+    mi_worker_config_t wc;
+    mi_worker_config_result_t res;
+    mi_error_t err;
+    if (halves(s, pts + (size_t)i * D, &hw_text, &xf_text, &hw, &xc, &err) != MI_OK) continue;
+    mi_measure_options_default(&mo);
+    mo.warmup = 0;
+    mo.min_repeats = mo.max_repeats = 1;
+    mo.budget_s = 0.5;
+    task_job(t, xc, hw, &wc);
+    wc.accuracy_only = 1; /* one session on the device, not timed, not checked */
+    if (mi_worker_profile_config(t->pool, t->spec, &wc, &mo, 0, &prof, &res, &err) == MI_OK &&
+        res.has_accuracy) {
+      drops[i] = res.rel_l2;
+      got++;
+    }
+    mi_profile_destroy(prof);
+    halves_free(xc, hw, hw_text, xf_text);
+  }
+  mi__tune_log(t->cb, MI_TUNE_LOG_INFO, "per-layer sensitivities: %d blocks in %.1f s", (int)got,
+               mi_now_s() - t0);
+  return got;
+}
+
 /* The reference interpreter's share of the budget for the reference outputs (2 samples): past
  * it the device's default is the reference. isnet_quint8 at 1024x1024 takes 73 s of CPU per
  * sample on the reference; the models that tune in minutes take seconds. */

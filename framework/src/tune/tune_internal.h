@@ -96,6 +96,10 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
 /** The search's layer_times (mi_search_options_t, added) for a mi_tune_task_t: the last
  * measurement's per-layer times by graph node, from its mi_profile_t.layers. */
 int32_t mi_tune_layer_times(void *ctx, double *seconds, int32_t cap);
+/** The search's drops (mi_search_options_t, added) for a mi_tune_task_t: each point's accuracy
+ * drop from a configuration job timed once, recorded nowhere; logged as the per-layer
+ * sensitivities. Stops at the task's deadline (the rest NaN). */
+int32_t mi_tune_drops(void *ctx, const mi_space_t *s, const int32_t *pts, int32_t n, double *drops);
 /** The search's lookup_point: a configuration already in the history for this task. */
 int mi_tune_lookup(void *ctx, const mi_space_t *s, const int32_t *pt, double *obj,
                    int32_t *status, char *message);

@@ -353,6 +353,8 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
   o.lookup_ctx = &task;
   o.layer_times = mi_tune_layer_times; /* per-layer times of each measurement, for the surrogate */
   o.layer_times_ctx = &task;
+  o.drops = mi_tune_drops; /* each block's own drop, for the precision greedy's order */
+  o.drops_ctx = &task;
   o.progress = mi__tune_progress_trial;
   o.progress_ctx = &task;
   task.first_objective = objs[0];
