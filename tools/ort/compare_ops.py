@@ -328,6 +328,43 @@ def int_reduce_cases():
                 return res
             c.py = cspy
             out.append(c)
+    # Clip, Sign, Mod (both modes) and ScatterElements' add reduction on every integer type
+    for t in alltypes:
+        tn, (lo, hi) = TNAME[t], RANGES[t]
+        b = sorted((lo + (hi - lo) // 3, lo + 2 * (hi - lo) // 3))
+        c = Case("Clip_" + tn, "Clip", 13, [("x", t, [4, 9], full(t))], [("lo", t, [], [b[0]]), ("hi", t, [], [b[1]])],
+                 ["x", "lo", "hi"], [], t)
+        c.py = (lambda ins, b=b: [min(max(v, b[0]), b[1]) for v in ins["x"][0]])
+        out.append(c)
+        c = Case("Clip_%s_max_only" % tn, "Clip", 13, [("x", t, [4, 9], full(t))], [("hi", t, [], [b[1]])], ["x", "", "hi"], [], t)
+        c.py = (lambda ins, b=b: [min(v, b[1]) for v in ins["x"][0]])
+        out.append(c)
+        c = Case("Sign_" + tn, "Sign", 13, [("x", t, [4, 9], lambda r, t=t: r.choice((0, RANGES[t][0], RANGES[t][1], 1, r.randint(*RANGES[t]))))],
+                 [], ["x"], [], t)
+        c.py = (lambda ins: [(v > 0) - (v < 0) for v in ins["x"][0]])
+        out.append(c)
+        nz = (lambda r, t=t: r.choice((1, -1) if RANGES[t][0] < 0 else (1,)) * r.randint(1, min(RANGES[t][1], 1000)))
+        for fm in (0, 1):
+            # ONNX Runtime's fmod = 1 goes through double: 64-bit dividends within 2^53, where it is exact
+            ga = (lambda r, lo=lo: r.randint(max(lo, -2 ** 53), 2 ** 53)) if fm and t in (INT64, UINT64) else full(t)
+            c = Case("Mod_%s_fmod%d" % (tn, fm), "Mod", 13, [("a", t, [3, 9], ga), ("b", t, [3, 9], nz)], [], ["a", "b"],
+                     [("fmod", fm)], t)
+            c.py = (lambda ins, fm=fm: [a - b * trunc_div(a, b) if fm else a % b
+                                        for a, b in zip(ins["a"][0], ins["b"][0])])
+            out.append(c)
+        c = Case("ScatterElements_%s_add" % tn, "ScatterElements", 16, [("x", t, [4, 5], full(t)), ("u", t, [2, 5], full(t))],
+                 [("i", INT64, [2, 5], [0, 1, 1, 3, 0, 0, 1, 1, 3, 0])], ["x", "i", "u"], [("reduction", "add")], t)
+
+        def scpy(ins, t=t):
+            x, u, idx = list(ins["x"][0]), ins["u"][0], [0, 1, 1, 3, 0, 0, 1, 1, 3, 0]
+            w = 8 * struct.calcsize(NPY[t][1])
+            for p, (k, v) in enumerate(zip(idx, u)):
+                j = k * 5 + p % 5
+                r = (x[j] + v) & ((1 << w) - 1)
+                x[j] = r - (1 << w) if RANGES[t][0] < 0 and r >= 1 << (w - 1) else r
+            return x
+        c.py = scpy
+        out.append(c)
     return out
 
 
