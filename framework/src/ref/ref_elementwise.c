@@ -71,7 +71,7 @@ static int32_t unary_int(mi__ref_call_t *c, int code, const mi_array_t *x) {
       int64_t v = mi__int_load(x->data, x->dtype, i);
       int neg = code == U_NEG || (!uns && v < 0);
       if (code == U_SIGN)
-        mi__int_store(y->data, x->dtype, i, v == 0 ? 0 : (!uns && v < 0) ? -1 : 1);
+        mi__int_store(y->data, x->dtype, i, (v != 0) - 2 * (!uns && v < 0));
       else
         mi__int_store(y->data, x->dtype, i, neg ? (int64_t)(0 - (uint64_t)v) : v);
     }

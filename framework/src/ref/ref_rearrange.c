@@ -180,7 +180,7 @@ int32_t mi__ref_cumsum(mi__ref_call_t *c) {
         } else {
           int64_t v = mi__int_load(x->data, x->dtype, e);
           if (!exclusive) si = (int64_t)((uint64_t)si + (uint64_t)v); /* wraps, no UB */
-          mi__int_store(y->data, x->dtype, e, si); /* keeps the type's low bits */
+          mi__int_store(y->data, x->dtype, e, si);                    /* keeps the type's low bits */
           if (exclusive) si = (int64_t)((uint64_t)si + (uint64_t)v);
         }
       }

@@ -46,7 +46,10 @@ static wide_t wide_load(const mi_array_t *x, int64_t i) {
   return x->dtype == MI_DTYPE_UINT64 ? (wide_t)(uint64_t)v : (wide_t)v;
 }
 
-static wide_t wide_cap(wide_t v) { return v > WIDE_CAP ? WIDE_CAP : v < -WIDE_CAP ? -WIDE_CAP : v; }
+static wide_t wide_cap(wide_t v) {
+  if (v > WIDE_CAP) return WIDE_CAP;
+  return v < -WIDE_CAP ? -WIDE_CAP : v;
+}
 
 static wide_t wide_mul(wide_t a, wide_t b) {
   wide_t r;
@@ -69,7 +72,8 @@ static void int_range(int32_t d, wide_t *lo, wide_t *hi) {
 static void store_sat(mi_array_t *y, int64_t j, wide_t v) {
   wide_t lo, hi;
   int_range(y->dtype, &lo, &hi);
-  v = v < lo ? lo : v > hi ? hi : v;
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
   mi__int_store(y->data, y->dtype, j, (int64_t)(uint64_t)v);
 }
 
@@ -79,7 +83,11 @@ static void store_real(mi_array_t *y, int64_t j, double v) {
   wide_t lo, hi;
   int_range(y->dtype, &lo, &hi);
   if (v != v) v = 0;
-  store_sat(y, j, v <= (double)lo ? lo : v >= (double)hi ? hi : (wide_t)trunc(v));
+  if (v <= (double)lo) store_sat(y, j, lo);
+  else if (v >= (double)hi)
+    store_sat(y, j, hi);
+  else
+    store_sat(y, j, (wide_t)trunc(v));
 }
 
 /* The integer reductions: slot[i] is the output element input element i reduces into, count the
