@@ -352,7 +352,7 @@ def int_reduce_cases():
             c.py = (lambda ins, fm=fm: [a - b * trunc_div(a, b) if fm else a % b
                                         for a, b in zip(ins["a"][0], ins["b"][0])])
             out.append(c)
-        c = Case("ScatterElements_%s_add" % tn, "ScatterElements", 16, [("x", t, [4, 5], full(t)), ("u", t, [2, 5], full(t))],
+        c = Case("ScatterElements_add_%s" % tn, "ScatterElements", 16, [("x", t, [4, 5], full(t)), ("u", t, [2, 5], full(t))],
                  [("i", INT64, [2, 5], [0, 1, 1, 3, 0, 0, 1, 1, 3, 0])], ["x", "i", "u"], [("reduction", "add")], t)
 
         def scpy(ins, t=t):
