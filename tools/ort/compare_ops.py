@@ -365,6 +365,17 @@ def int_reduce_cases():
             return x
         c.py = scpy
         out.append(c)
+    # Range on INT16; OneHot with indices of each integer type (negative ones count from depth)
+    c = Case("Range_int16", "Range", 11, [], [("s", INT16, [], [-300]), ("l", INT16, [], [32000]), ("d", INT16, [], [997])],
+             ["s", "l", "d"], [], INT16)
+    c.py = (lambda ins: list(range(-300, 32000, 997)))
+    out.append(c)
+    for t in alltypes:
+        lo = -3 if RANGES[t][0] < 0 else 0
+        c = Case("OneHot_indices_" + TNAME[t], "OneHot", 11, [("i", t, [3, 4], lambda r, lo=lo: r.randint(lo, 5))],
+                 [("d", INT64, [], [4]), ("v", FLOAT, [2], [-1.0, 3.0])], ["i", "d", "v"], [])
+        c.py = (lambda ins: [3.0 if (k + 4 if k < 0 else k) == j else -1.0 for k in ins["i"][0] for j in range(4)])
+        out.append(c)
     return out
 
 

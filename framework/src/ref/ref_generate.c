@@ -70,16 +70,14 @@ int32_t mi__ref_constant_of_shape(mi__ref_call_t *c) {
 }
 
 static double scalar(const mi_array_t *a) {
-  switch (a->dtype) {
-  case MI_DTYPE_FLOAT32: return ((const float *)a->data)[0];
-  case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[0];
-  default: return ((const int32_t *)a->data)[0];
-  }
+  if (a->dtype == MI_DTYPE_FLOAT32) return ((const float *)a->data)[0];
+  return mi__int_load_f64(a->data, a->dtype, 0);
 }
 
 int32_t mi__ref_range(mi__ref_call_t *c) {
   const mi_array_t *a[3];
-  const uint32_t ok = INTS | MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  /* ONNX's Range: float, double, int16, int32, int64 */
+  const uint32_t ok = INTS | MI_DTYPE_BIT(MI_DTYPE_INT16) | MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
   int32_t rc;
   mi_array_t *y;
   for (int32_t i = 0; i < 3; i++) {
@@ -97,10 +95,8 @@ int32_t mi__ref_range(mi__ref_call_t *c) {
   for (int64_t i = 0; i < n; i++) {
     if (a[0]->dtype == MI_DTYPE_FLOAT32)
       ((float *)y->data)[i] = (float)(start + (double)i * delta);
-    else if (a[0]->dtype == MI_DTYPE_INT64)
-      ((int64_t *)y->data)[i] = (int64_t)start + i * (int64_t)delta;
-    else
-      ((int32_t *)y->data)[i] = (int32_t)((int64_t)start + i * (int64_t)delta);
+    else /* the integer types: start + i * delta, kept to the type's width */
+      mi__int_store(y->data, a[0]->dtype, i, (int64_t)start + i * (int64_t)delta);
   }
   return MI_OK;
 }
