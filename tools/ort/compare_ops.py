@@ -376,6 +376,13 @@ def int_reduce_cases():
                  [("d", INT64, [], [4]), ("v", FLOAT, [2], [-1.0, 3.0])], ["i", "d", "v"], [])
         c.py = (lambda ins: [3.0 if (k + 4 if k < 0 else k) == j else -1.0 for k in ins["i"][0] for j in range(4)])
         out.append(c)
+    # Unique (sorted values) of each integer type, the extremes among them
+    for t in alltypes:
+        lo, hi = RANGES[t]
+        c = Case("Unique_values_" + TNAME[t], "Unique", 11, [("x", t, [20], lambda r, lo=lo, hi=hi: r.choice((lo, hi, 0, 1, hi - 1)))],
+                 [], ["x"], [], t, ("y", "i", "inv", "cnt"))
+        c.py = (lambda ins: sorted(set(ins["x"][0])))
+        out.append(c)
     return out
 
 
