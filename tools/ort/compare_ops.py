@@ -383,6 +383,14 @@ def int_reduce_cases():
                  [], ["x"], [], t, ("y", "i", "inv", "cnt"))
         c.py = (lambda ins: sorted(set(ins["x"][0])))
         out.append(c)
+    # EyeLike into each integer type (the dtype attribute) and of each type's input
+    for t in alltypes:
+        c = Case("EyeLike_to_" + TNAME[t], "EyeLike", 9, [("x", FLOAT, [3, 5], normal)], [], ["x"], [("k", 1), ("dtype", t)], t)
+        c.py = (lambda ins: [1 if j == i + 1 else 0 for i in range(3) for j in range(5)])
+        out.append(c)
+        c = Case("EyeLike_of_" + TNAME[t], "EyeLike", 22, [("x", t, [4, 3], full(t))], [], ["x"], [("k", -1)], t)
+        c.py = (lambda ins: [1 if j == i - 1 else 0 for i in range(4) for j in range(3)])
+        out.append(c)
     return out
 
 

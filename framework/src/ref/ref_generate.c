@@ -143,9 +143,13 @@ static int32_t eye_dtype(int64_t onnx) {
   case 16: return MI_DTYPE_FLOAT32;
   case 2: return MI_DTYPE_UINT8;
   case 3: return MI_DTYPE_INT8;
+  case 4: return MI_DTYPE_UINT16;
+  case 5: return MI_DTYPE_INT16;
   case 6: return MI_DTYPE_INT32;
   case 7: return MI_DTYPE_INT64;
   case 9: return MI_DTYPE_BOOL;
+  case 12: return MI_DTYPE_UINT32;
+  case 13: return MI_DTYPE_UINT64;
   default: return MI_DTYPE_UNDEFINED;
   }
 }
@@ -171,12 +175,8 @@ int32_t mi__ref_eyelike(mi__ref_call_t *c) {
     if (col < 0 || col >= x->dims[1]) continue;
     uint8_t *at = (uint8_t *)y->data + (size_t)(r * x->dims[1] + col) * es;
     if (dt == MI_DTYPE_FLOAT32) *(float *)at = 1.0f;
-    else if (dt == MI_DTYPE_INT32)
-      *(int32_t *)at = 1;
-    else if (dt == MI_DTYPE_INT64)
-      *(int64_t *)at = 1;
     else
-      *at = 1;
+      mi__int_store(at, dt, 0, 1); /* the integer types and bool, at their width */
   }
   return MI_OK;
 }
