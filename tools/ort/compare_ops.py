@@ -10,7 +10,9 @@ and runtime conditions and lengths), TopK (values and indices, ties), ArgMax/Arg
 index choices); the trigonometric
 and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
 Hann/Hamming/Blackman windows and MelWeightMatrix; EyeLike, BitShift, BitwiseAnd/Or/Xor/Not on
-every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique): one-node models with random inputs, run on ONNX Runtime
+every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique;
+the reductions, ArgMax/ArgMin, TopK, CumSum, Clip, Sign, Mod, ScatterElements add, OneHot indices, Range, Unique and EyeLike on each
+integer type ONNX allows, each also against a Python formula, `ref vs py`: int_reduce_cases): one-node models with random inputs, run on ONNX Runtime
 (ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
 case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
