@@ -10,7 +10,9 @@ and runtime conditions and lengths), TopK (values and indices, ties), ArgMax/Arg
 index choices); the trigonometric
 and hyperbolic functions, LRN, ImageScaler, Scatter, GridSample, RoiAlign, DFT, STFT, the
 Hann/Hamming/Blackman windows and MelWeightMatrix; EyeLike, BitShift, BitwiseAnd/Or/Xor/Not on
-every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique): one-node models with random inputs, run on ONNX Runtime
+every integer type the framework holds, LpPool and GlobalLpPool, Col2Im, DeformConv, Det, CenterCropPad, MaxRoiPool, TensorScatter, Unique;
+the reductions, ArgMax/ArgMin, TopK, CumSum, Clip, Sign, Mod, ScatterElements add, OneHot indices, Range, Unique and EyeLike on each
+integer type ONNX allows, each also against a Python formula, `ref vs py`: int_reduce_cases): one-node models with random inputs, run on ONNX Runtime
 (ort_run.js), the reference and blis-cpu (ops it does not take run on the host there). Prints per
 case the largest absolute difference (ref vs ORT, blis vs ref, blis vs ORT) (integer outputs must be exact) (docs/onnx.md). A check
 against ONNX Runtime, not a test (needs node and tools/ort/setup.sh).
@@ -21,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("MI_BUILD", os.path.join(HERE, "..", "..", "build"))
 ONLY = sys.argv[2] if len(sys.argv) > 2 else ""
 sys.path.insert(0, HERE)
-from onnx_pb import BOOL, FLOAT, INT8, INT16, INT32, INT64, NPY, UINT8, UINT16, UINT32, UINT64, attr, compare_cases, ld, npy, numel, st, tensor, vi, vinfo  # noqa: E402,F401
+from onnx_pb import BOOL, FLOAT, INT8, INT16, INT32, INT64, NPY, UINT8, UINT16, UINT32, UINT64, attr, compare_cases, ld, load, npy, numel, side_diff, st, tensor, vi, vinfo  # noqa: E402,F401
 
 
 class Case:
@@ -161,6 +163,250 @@ def int_types():
     return out
 
 
+def sat(v, dt):
+    """v clamped to integer type dt's range."""
+    lo, hi = RANGES[dt]
+    return max(lo, min(hi, v))
+
+
+def trunc_div(a, b):
+    """a / b truncated toward zero, exactly."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def py_reduce(vals, dims, axes, fn):
+    """fn over each group of vals (row-major, shape dims) that the axes reduce, in output order."""
+    axes = sorted(a % len(dims) for a in axes)
+    keep = [d for d in range(len(dims)) if d not in axes]
+    groups = {}
+    for i, v in enumerate(vals):
+        idx, r = [], i
+        for d in reversed(dims):
+            idx.append(r % d)
+            r //= d
+        idx.reverse()
+        groups.setdefault(tuple(idx[d] for d in keep), []).append(v)
+    return [fn(groups[k]) for k in sorted(groups)]
+
+
+def py_int_reduce(op, dt, lse_real):
+    """The integer reductions as the reference computes them: exact, saturated to dt; L2, LogSum and
+    LogSumExp through a double, truncated; LogSumExp of INT32/INT64 as ONNX Runtime's kernel (each
+    exp(x - max) truncated: the values equal to the max count 1 each), of UINT32/UINT64 as ONNX's
+    function body (in double)."""
+    def tr(v):
+        return 0 if v != v else sat(int(v) if abs(v) < 2 ** 200 else (RANGES[dt][1] if v > 0 else RANGES[dt][0]), dt)
+    if op == "ReduceSum":
+        return lambda g: sat(sum(g), dt)
+    if op == "ReduceMean":
+        return lambda g: sat(trunc_div(sum(g), len(g)), dt)
+    if op == "ReduceMax":
+        return max
+    if op == "ReduceMin":
+        return min
+    if op == "ReduceProd":
+        return lambda g: sat(math.prod(g), dt)
+    if op == "ReduceL1":
+        return lambda g: sat(sum(abs(v) for v in g), dt)
+    if op == "ReduceSumSquare":
+        return lambda g: sat(sum(v * v for v in g), dt)
+    if op == "ReduceL2":
+        return lambda g: tr(math.sqrt(float(sum(v * v for v in g))))
+    if op == "ReduceLogSum":
+        return lambda g: tr(math.log(float(sum(g))))
+    if lse_real:
+        return lambda g: tr(math.log(sum(math.exp(float(v)) for v in g)))
+    return lambda g: tr(math.log(g.count(max(g))) + float(max(g)))
+
+
+def int_reduce_cases():
+    """Every reduction, ArgMax/ArgMin, TopK and CumSum on every integer type ONNX allows for it,
+    each with a Python formula (case.py) beside ONNX Runtime, which lacks most of these kernels;
+    INT16/UINT16 reductions (and INT8/UINT8 ones but ReduceMax/ReduceMin), which ONNX does not
+    define, refused on both sides."""
+    out = []
+    four = (INT32, INT64, UINT32, UINT64)
+    dims = [3, 4, 5]
+    # value ranges where ONNX Runtime's double sums are exact (it saturates like the reference)
+    def gen_for(op, t):
+        lo, hi = RANGES[t]
+        if op in ("ReduceProd",):
+            return lambda r: r.randint(max(lo, -1500), min(hi, 1500))
+        if op in ("ReduceL2", "ReduceSumSquare"):
+            return lambda r: r.randint(max(lo, -2 ** 20), min(hi, 2 ** 20))
+        if op == "ReduceLogSum":
+            return lambda r: r.randint(1, 5000)
+        if op == "ReduceLogSumExp":
+            return lambda r: r.randint(max(lo, -3), 3 if lo < 0 else 8)
+        if op == "ReduceMean":
+            return lambda r: r.randint(max(lo, -50), 50)
+        if t in (INT64, UINT64):
+            return lambda r: r.randint(max(lo, -2 ** 48), 2 ** 48)
+        return full(t)
+    for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"):
+        types = four + ((INT8, UINT8) if op in ("ReduceMax", "ReduceMin") else ())
+        for t in types:
+            tn = TNAME[t]
+            for nm, opset, axes, keep in (("axis1", 13, [1], 1), ("axes0,2_keep0", 18, [0, 2], 0)):
+                ax_in = opset >= 18 or op == "ReduceSum"
+                consts = [("ax", INT64, [len(axes)], axes)] if ax_in else []
+                attrs = ([] if ax_in else [("axes", axes)]) + [("keepdims", keep)]
+                c = Case("%s_%s_%s" % (op, tn, nm), op, opset, [("x", t, dims, gen_for(op, t))], consts,
+                         ["x", "ax"] if ax_in else ["x"], attrs, t)
+                c.py = (lambda ins, op=op, t=t, axes=axes: py_reduce(ins["x"][0], ins["x"][1], axes,
+                                                                     py_int_reduce(op, t, t in (UINT32, UINT64))))
+                out.append(c)
+    # saturation past the type (ONNX Runtime: INT32/INT64 only) and a whole-tensor reduction
+    for t in four:
+        tn = TNAME[t]
+        for op in ("ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1"):
+            c = Case("%s_%s_saturates" % (op, tn), op, 18, [("x", t, [2, 6], full(t) if t in (INT32, UINT32) else
+                                                                (lambda r, t=t: r.randint(RANGES[t][1] // 4, RANGES[t][1])))],
+                     [("ax", INT64, [1], [1])], ["x", "ax"], [], t)
+            c.py = (lambda ins, op=op, t=t: py_reduce(ins["x"][0], ins["x"][1], [1], py_int_reduce(op, t, False)))
+            out.append(c)
+        c = Case("ReduceMean_%s_all_keep0" % tn, "ReduceMean", 18, [("x", t, [4, 7], gen_for("ReduceMean", t))], [], ["x"],
+                 [("keepdims", 0)], t)
+        c.py = (lambda ins, t=t: [trunc_div(sum(ins["x"][0]), len(ins["x"][0]))])
+        out.append(c)
+    for t in (INT16, UINT16):
+        for op in ("ReduceSum", "ReduceMax"):
+            out.append(Case("%s_%s_refused" % (op, TNAME[t]), op, 18, [("x", t, dims, full(t))], [], ["x"], [], t))
+    out.append(Case("ReduceSum_int8_refused", "ReduceSum", 13, [("x", INT8, dims, full(INT8))], [], ["x"], [], INT8))
+    alltypes = (INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64)
+    for t in alltypes:
+        tn = TNAME[t]
+        tied = (lambda r, t=t: r.choice((RANGES[t][0], RANGES[t][1], 0, 1, RANGES[t][1] - 1)))
+        for op in ("ArgMax", "ArgMin"):
+            for nm, gen, axis, last in (("full", full(t), 1, 0), ("ties_last", tied, 2, 1), ("ties_first", tied, 0, 0)):
+                c = Case("%s_%s_%s" % (op, tn, nm), op, 13, [("x", t, dims, gen)], [], ["x"],
+                         [("axis", axis), ("select_last_index", last)], INT64)
+
+                def argpy(ins, op=op, axis=axis, last=last):
+                    def pick(g):
+                        best = max(g) if op == "ArgMax" else min(g)
+                        return len(g) - 1 - g[::-1].index(best) if last else g.index(best)
+                    return py_reduce(ins["x"][0], ins["x"][1], [axis], pick)
+                c.py = argpy
+                out.append(c)
+        for nm, gen, largest in (("largest", full(t), 1), ("smallest_ties", tied, 0)):
+            for o in ("values", "indices"):
+                c = Case("TopK_%s_%s_%s" % (tn, nm, o), "TopK", 11, [("x", t, [3, 9], gen)], [("k", INT64, [1], [4])], ["x", "k"],
+                         [("largest", largest)], t if o == "values" else INT64, ("y", "i") if o == "values" else ("v", "y"))
+
+                def topkpy(ins, largest=largest, o=o):
+                    vals, res = ins["x"][0], []
+                    for row in range(3):
+                        g = vals[row * 9:(row + 1) * 9]
+                        order = sorted(range(9), key=lambda i: ((-g[i] if largest else g[i]), i))[:4]
+                        res += [g[i] for i in order] if o == "values" else order
+                    return res
+                c.py = topkpy
+                out.append(c)
+    for t in four:
+        tn = TNAME[t]
+        for nm, attrs in (("axis1", []), ("exclusive_reverse", [("exclusive", 1), ("reverse", 1)])):
+            c = Case("CumSum_%s_%s" % (tn, nm), "CumSum", 14, [("x", t, [3, 6], full(t))], [("a", INT64, [], [1])], ["x", "a"], attrs, t)
+
+            def cspy(ins, t=t, attrs=attrs):
+                vals, res, w = ins["x"][0], [], 8 * struct.calcsize(NPY[t][1])
+                ex = bool(attrs)
+                for row in range(3):
+                    g = vals[row * 6:(row + 1) * 6]
+                    g2 = g[::-1] if ex else g
+                    acc, r = 0, []
+                    for v in g2:
+                        if not ex:
+                            acc += v
+                        r.append(acc)
+                        if ex:
+                            acc += v
+                    r = r[::-1] if ex else r
+                    for v in r:
+                        v &= (1 << w) - 1
+                        res.append(v - (1 << w) if RANGES[t][0] < 0 and v >= 1 << (w - 1) else v)
+                return res
+            c.py = cspy
+            out.append(c)
+    # Clip, Sign, Mod (both modes) and ScatterElements' add reduction on every integer type
+    for t in alltypes:
+        tn, (lo, hi) = TNAME[t], RANGES[t]
+        b = sorted((lo + (hi - lo) // 3, lo + 2 * (hi - lo) // 3))
+        c = Case("Clip_" + tn, "Clip", 13, [("x", t, [4, 9], full(t))], [("lo", t, [], [b[0]]), ("hi", t, [], [b[1]])],
+                 ["x", "lo", "hi"], [], t)
+        c.py = (lambda ins, b=b: [min(max(v, b[0]), b[1]) for v in ins["x"][0]])
+        out.append(c)
+        c = Case("Clip_%s_max_only" % tn, "Clip", 13, [("x", t, [4, 9], full(t))], [("hi", t, [], [b[1]])], ["x", "", "hi"], [], t)
+        c.py = (lambda ins, b=b: [min(v, b[1]) for v in ins["x"][0]])
+        out.append(c)
+        c = Case("Sign_" + tn, "Sign", 13, [("x", t, [4, 9], lambda r, t=t: r.choice((0, RANGES[t][0], RANGES[t][1], 1, r.randint(*RANGES[t]))))],
+                 [], ["x"], [], t)
+        c.py = (lambda ins: [(v > 0) - (v < 0) for v in ins["x"][0]])
+        out.append(c)
+        nz = (lambda r, t=t: r.choice((1, -1) if RANGES[t][0] < 0 else (1,)) * r.randint(1, min(RANGES[t][1], 1000)))
+        for fm in (0, 1):
+            # ONNX Runtime's fmod = 1 goes through double: 64-bit dividends within 2^53, where it is exact
+            ga = (lambda r, lo=lo: r.randint(max(lo, -2 ** 53), 2 ** 53)) if fm and t in (INT64, UINT64) else full(t)
+            c = Case("Mod_%s_fmod%d" % (tn, fm), "Mod", 13, [("a", t, [3, 9], ga), ("b", t, [3, 9], nz)], [], ["a", "b"],
+                     [("fmod", fm)], t)
+            c.py = (lambda ins, fm=fm: [a - b * trunc_div(a, b) if fm else a % b
+                                        for a, b in zip(ins["a"][0], ins["b"][0])])
+            out.append(c)
+        c = Case("ScatterElements_add_%s" % tn, "ScatterElements", 16, [("x", t, [4, 5], full(t)), ("u", t, [2, 5], full(t))],
+                 [("i", INT64, [2, 5], [0, 1, 1, 3, 0, 0, 1, 1, 3, 0])], ["x", "i", "u"], [("reduction", "add")], t)
+
+        def scpy(ins, t=t):
+            x, u, idx = list(ins["x"][0]), ins["u"][0], [0, 1, 1, 3, 0, 0, 1, 1, 3, 0]
+            w = 8 * struct.calcsize(NPY[t][1])
+            for p, (k, v) in enumerate(zip(idx, u)):
+                j = k * 5 + p % 5
+                r = (x[j] + v) & ((1 << w) - 1)
+                x[j] = r - (1 << w) if RANGES[t][0] < 0 and r >= 1 << (w - 1) else r
+            return x
+        c.py = scpy
+        out.append(c)
+    # Range on INT16; OneHot with indices of each integer type (negative ones count from depth)
+    c = Case("Range_int16", "Range", 11, [], [("s", INT16, [], [-300]), ("l", INT16, [], [32000]), ("d", INT16, [], [997])],
+             ["s", "l", "d"], [], INT16)
+    c.py = (lambda ins: list(range(-300, 32000, 997)))
+    out.append(c)
+    for t in alltypes:
+        lo = -3 if RANGES[t][0] < 0 else 0
+        c = Case("OneHot_indices_" + TNAME[t], "OneHot", 11, [("i", t, [3, 4], lambda r, lo=lo: r.randint(lo, 5))],
+                 [("d", INT64, [], [4]), ("v", FLOAT, [2], [-1.0, 3.0])], ["i", "d", "v"], [])
+        c.py = (lambda ins: [3.0 if (k + 4 if k < 0 else k) == j else -1.0 for k in ins["i"][0] for j in range(4)])
+        out.append(c)
+    # Unique (sorted values) of each integer type, the extremes among them
+    for t in alltypes:
+        lo, hi = RANGES[t]
+        c = Case("Unique_values_" + TNAME[t], "Unique", 11, [("x", t, [20], lambda r, lo=lo, hi=hi: r.choice((lo, hi, 0, 1, hi - 1)))],
+                 [], ["x"], [], t, ("y", "i", "inv", "cnt"))
+        c.py = (lambda ins: sorted(set(ins["x"][0])))
+        out.append(c)
+    # EyeLike into each integer type (the dtype attribute) and of each type's input
+    for t in alltypes:
+        c = Case("EyeLike_to_" + TNAME[t], "EyeLike", 9, [("x", FLOAT, [3, 5], normal)], [], ["x"], [("k", 1), ("dtype", t)], t)
+        c.py = (lambda ins: [1 if j == i + 1 else 0 for i in range(3) for j in range(5)])
+        out.append(c)
+        c = Case("EyeLike_of_" + TNAME[t], "EyeLike", 22, [("x", t, [4, 3], full(t))], [], ["x"], [("k", -1)], t)
+        c.py = (lambda ins: [1 if j == i - 1 else 0 for i in range(4) for j in range(3)])
+        out.append(c)
+    return out
+
+
+def py_extra(c, d):
+    """The reference's output against the case's Python formula, where it has one."""
+    if not hasattr(c, "py"):
+        return ""
+    ins = {}
+    for nm, dt, dims, _ in c.runtime:
+        ins[nm] = (load(os.path.join(d, nm + ".npy")), dims)
+    f = os.path.join(d, "ref", "y.npy")
+    return "  ref vs py: %s" % side_diff(c.py(ins), load(f) if os.path.exists(f) else "no ref output")
+
+
 def cases():
     out = int_types()
     x = [("x", FLOAT, [3, 257], normal)]
@@ -284,7 +530,7 @@ def cases():
     out.append(Case("NonMaxSuppression_all_suppressed", "NonMaxSuppression", 11, bx, [mo, iou, ("st", FLOAT, [1], [2.0])],
                     ["boxes", "scores", "mo", "iou", "st"], [], INT64))
     out += vision_cases(rng)
-    return out
+    return out + int_reduce_cases()  # last: the earlier cases keep their inputs
 
 
 def vision_cases(rng):
@@ -513,7 +759,7 @@ def small_cases(rng):
 
 
 def main():
-    compare_cases(BUILD, cases(), ONLY, pairs=(("ort", "ref"), ("ref", "blis"), ("ort", "blis")))
+    compare_cases(BUILD, cases(), ONLY, pairs=(("ort", "ref"), ("ref", "blis"), ("ort", "blis")), extra=py_extra)
 
 
 main()

@@ -56,7 +56,8 @@ static int unary_code(const char *op) {
   return -1;
 }
 
-/* Neg and Abs also run on integers (shape arithmetic; wrapping as the type does), Not on bool. */
+/* Neg, Abs and Sign also run on integers (shape arithmetic; wrapping as the type does), Not on
+ * bool. */
 static int32_t unary_int(mi__ref_call_t *c, int code, const mi_array_t *x) {
   mi_array_t *y;
   int32_t rc = mi__ref_make_out(c, 0, x->dtype, x->rank, x->dims, &y);
@@ -69,7 +70,10 @@ static int32_t unary_int(mi__ref_call_t *c, int code, const mi_array_t *x) {
     } else {
       int64_t v = mi__int_load(x->data, x->dtype, i);
       int neg = code == U_NEG || (!uns && v < 0);
-      mi__int_store(y->data, x->dtype, i, neg ? (int64_t)(0 - (uint64_t)v) : v);
+      if (code == U_SIGN)
+        mi__int_store(y->data, x->dtype, i, (v != 0) - 2 * (!uns && v < 0));
+      else
+        mi__int_store(y->data, x->dtype, i, neg ? (int64_t)(0 - (uint64_t)v) : v);
     }
   }
   return MI_OK;
@@ -88,7 +92,8 @@ int32_t mi__ref_unary(mi__ref_call_t *c) {
     if ((rc = mi__ref_need(c, 0, BOOL, &x)) != MI_OK) return rc;
     return unary_int(c, code, x);
   }
-  if ((rc = mi__ref_need(c, 0, (code == U_NEG || code == U_ABS) ? F32 | INTS : F32, &x)) != MI_OK)
+  if ((rc = mi__ref_need(c, 0, (code == U_NEG || code == U_ABS || code == U_SIGN) ? F32 | INTS : F32,
+                         &x)) != MI_OK)
     return rc;
   if (x->dtype != MI_DTYPE_FLOAT32) return unary_int(c, code, x);
   if (code == U_LEAKY) alpha = mi_node_attr_float(c->node, "alpha", 0.01f);
@@ -149,12 +154,39 @@ int32_t mi__ref_unary(mi__ref_call_t *c) {
   return MI_OK;
 }
 
+/* Clip on integers (opset 12 on): min and max of x's dtype, each absent or empty for none. */
+static int32_t clip_int(mi__ref_call_t *c, const mi_array_t *x) {
+  int u = mi__dtype_is_unsigned(x->dtype), has[2] = {0, 0};
+  int64_t bound[2] = {0, 0};
+  mi_array_t *y;
+  int32_t rc;
+  for (int k = 0; k < 2; k++) {
+    const mi_array_t *a = mi__ref_in(c, 1 + k);
+    if (!a || mi_array_numel(a) == 0) continue;
+    if (a->dtype != x->dtype || mi_array_numel(a) != 1)
+      return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "%s must be one %s value", k ? "max" : "min",
+                          mi_dtype_name(x->dtype));
+    bound[k] = mi__int_load(a->data, a->dtype, 0);
+    has[k] = 1;
+  }
+  if ((rc = mi__ref_make_out(c, 0, x->dtype, x->rank, x->dims, &y)) != MI_OK) return rc;
+  for (int64_t i = 0, n = mi_array_numel(x); i < n; i++) {
+    int64_t v = mi__int_load(x->data, x->dtype, i);
+    /* min first, then max, as for floats */
+    if (has[0] && (u ? (uint64_t)v < (uint64_t)bound[0] : v < bound[0])) v = bound[0];
+    if (has[1] && (u ? (uint64_t)v > (uint64_t)bound[1] : v > bound[1])) v = bound[1];
+    mi__int_store(y->data, x->dtype, i, v);
+  }
+  return MI_OK;
+}
+
 int32_t mi__ref_clip(mi__ref_call_t *c) {
   const mi_array_t *x, *a;
   float lo = -FLT_MAX, hi = FLT_MAX;
   mi_array_t *y;
   int32_t rc;
-  if ((rc = mi__ref_need(c, 0, F32, &x)) != MI_OK) return rc;
+  if ((rc = mi__ref_need(c, 0, c->opset >= 12 ? F32 | INTS : F32, &x)) != MI_OK) return rc;
+  if (x->dtype != MI_DTYPE_FLOAT32) return clip_int(c, x);
   if (c->opset < 11) {
     /* Before opset 11 the bounds are attributes. */
     lo = mi_node_attr_float(c->node, "min", -FLT_MAX);

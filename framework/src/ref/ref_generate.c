@@ -70,16 +70,14 @@ int32_t mi__ref_constant_of_shape(mi__ref_call_t *c) {
 }
 
 static double scalar(const mi_array_t *a) {
-  switch (a->dtype) {
-  case MI_DTYPE_FLOAT32: return ((const float *)a->data)[0];
-  case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[0];
-  default: return ((const int32_t *)a->data)[0];
-  }
+  if (a->dtype == MI_DTYPE_FLOAT32) return ((const float *)a->data)[0];
+  return mi__int_load_f64(a->data, a->dtype, 0);
 }
 
 int32_t mi__ref_range(mi__ref_call_t *c) {
   const mi_array_t *a[3];
-  const uint32_t ok = INTS | MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  /* ONNX's Range: float, double, int16, int32, int64 */
+  const uint32_t ok = INTS | MI_DTYPE_BIT(MI_DTYPE_INT16) | MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
   int32_t rc;
   mi_array_t *y;
   for (int32_t i = 0; i < 3; i++) {
@@ -97,10 +95,8 @@ int32_t mi__ref_range(mi__ref_call_t *c) {
   for (int64_t i = 0; i < n; i++) {
     if (a[0]->dtype == MI_DTYPE_FLOAT32)
       ((float *)y->data)[i] = (float)(start + (double)i * delta);
-    else if (a[0]->dtype == MI_DTYPE_INT64)
-      ((int64_t *)y->data)[i] = (int64_t)start + i * (int64_t)delta;
-    else
-      ((int32_t *)y->data)[i] = (int32_t)((int64_t)start + i * (int64_t)delta);
+    else /* the integer types: start + i * delta, kept to the type's width */
+      mi__int_store(y->data, a[0]->dtype, i, (int64_t)start + i * (int64_t)delta);
   }
   return MI_OK;
 }
@@ -147,9 +143,13 @@ static int32_t eye_dtype(int64_t onnx) {
   case 16: return MI_DTYPE_FLOAT32;
   case 2: return MI_DTYPE_UINT8;
   case 3: return MI_DTYPE_INT8;
+  case 4: return MI_DTYPE_UINT16;
+  case 5: return MI_DTYPE_INT16;
   case 6: return MI_DTYPE_INT32;
   case 7: return MI_DTYPE_INT64;
   case 9: return MI_DTYPE_BOOL;
+  case 12: return MI_DTYPE_UINT32;
+  case 13: return MI_DTYPE_UINT64;
   default: return MI_DTYPE_UNDEFINED;
   }
 }
@@ -175,12 +175,8 @@ int32_t mi__ref_eyelike(mi__ref_call_t *c) {
     if (col < 0 || col >= x->dims[1]) continue;
     uint8_t *at = (uint8_t *)y->data + (size_t)(r * x->dims[1] + col) * es;
     if (dt == MI_DTYPE_FLOAT32) *(float *)at = 1.0f;
-    else if (dt == MI_DTYPE_INT32)
-      *(int32_t *)at = 1;
-    else if (dt == MI_DTYPE_INT64)
-      *(int64_t *)at = 1;
     else
-      *at = 1;
+      mi__int_store(at, dt, 0, 1); /* the integer types and bool, at their width */
   }
   return MI_OK;
 }

@@ -66,21 +66,24 @@ typedef enum { RED_NONE,
                RED_MIN } reduction_t;
 
 static void combine(int32_t dtype, reduction_t r, char *dst, const char *src) {
-#define COMBINE(T)                                                    \
-  do {                                                                \
-    T a = *(T *)dst, b = *(const T *)src;                             \
-    *(T *)dst = r == RED_ADD ? a + b : r == RED_MUL ? a * b           \
-                                   : r == RED_MAX   ? (a > b ? a : b) \
-                                                    : (a < b ? a : b);  \
-  } while (0)
-  switch (dtype) {
-  case MI_DTYPE_FLOAT32: COMBINE(float); break;
-  case MI_DTYPE_INT64: COMBINE(int64_t); break;
-  case MI_DTYPE_INT32: COMBINE(int32_t); break;
-  case MI_DTYPE_INT8: COMBINE(int8_t); break;
-  default: COMBINE(uint8_t); break;
+  if (dtype == MI_DTYPE_FLOAT32) {
+    float a = *(float *)dst, b = *(const float *)src;
+    *(float *)dst = r == RED_ADD ? a + b : r == RED_MUL ? a * b
+                                       : r == RED_MAX   ? (a > b ? a : b)
+                                                        : (a < b ? a : b);
+    return;
   }
-#undef COMBINE
+  /* Integers of any width: add and mul wrap at the type's width (the store keeps the low
+   * bits); max and min compare unsigned types as unsigned. */
+  int64_t a = mi__int_load(dst, dtype, 0), b = mi__int_load(src, dtype, 0), v;
+  int u = mi__dtype_is_unsigned(dtype), gt = u ? (uint64_t)a > (uint64_t)b : a > b;
+  switch (r) {
+  case RED_ADD: v = (int64_t)((uint64_t)a + (uint64_t)b); break;
+  case RED_MUL: v = (int64_t)((uint64_t)a * (uint64_t)b); break;
+  case RED_MAX: v = gt ? a : b; break;
+  default: v = gt ? b : a; break; /* RED_MIN */
+  }
+  mi__int_store(dst, dtype, 0, v);
 }
 
 /* y = copy of data; for every index tuple (the last dim of `indices`, q of them), the slice
@@ -115,6 +118,9 @@ int32_t mi__ref_scatter_nd(mi__ref_call_t *c) {
       (rc = mi__ref_need(c, 1, MI_DTYPE_BIT(MI_DTYPE_INT64), &ind)) != MI_OK ||
       (rc = mi__ref_need(c, 2, MI_DTYPE_BIT(x->dtype), &upd)) != MI_OK)
     return rc;
+  if (r != RED_NONE && x->dtype != MI_DTYPE_FLOAT32 && !mi__dtype_is_int(x->dtype))
+    return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "a reduction on %s data is not supported",
+                        mi_dtype_name(x->dtype));
   if (ind->rank < 1 || ind->dims[ind->rank - 1] < 1 || ind->dims[ind->rank - 1] > x->rank)
     return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT,
                         "the last dim of indices must be 1..%d (the data rank)", (int)x->rank);
@@ -170,8 +176,7 @@ int32_t mi__ref_scatter_elements(mi__ref_call_t *c) {
       (rc = mi__ref_need(c, 1, INDEX_DTYPES, &ind)) != MI_OK ||
       (rc = mi__ref_need(c, 2, MI_DTYPE_BIT(x->dtype), &upd)) != MI_OK)
     return rc;
-  if (r != RED_NONE && x->dtype != MI_DTYPE_FLOAT32 && x->dtype != MI_DTYPE_INT64 &&
-      x->dtype != MI_DTYPE_INT32)
+  if (r != RED_NONE && x->dtype != MI_DTYPE_FLOAT32 && !mi__dtype_is_int(x->dtype))
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "a reduction on %s data is not supported",
                         mi_dtype_name(x->dtype));
   if ((rc = mi__ref_axis(c, mi_node_attr_int(c->node, "axis", 0), x->rank, &axis)) != MI_OK)

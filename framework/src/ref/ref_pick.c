@@ -4,19 +4,15 @@
 
 #include "ref/ref_ops.h"
 
-#define NUMERIC                                                                                   \
-  (MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32) | \
-   MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8))
+#define NUMERIC                                                                                  \
+  (MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | \
+   MI_DTYPE_BIT(MI_DTYPE_INT16) | MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | \
+   MI_DTYPE_BIT(MI_DTYPE_UINT32) | MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_UINT64))
 
 /* Element i of a numeric array as a double (floats truncate later, as ONNX casts them). */
 static double num_at(const mi_array_t *a, int64_t i) {
-  switch (a->dtype) {
-  case MI_DTYPE_FLOAT32: return ((const float *)a->data)[i];
-  case MI_DTYPE_INT64: return (double)((const int64_t *)a->data)[i];
-  case MI_DTYPE_INT32: return ((const int32_t *)a->data)[i];
-  case MI_DTYPE_INT8: return ((const int8_t *)a->data)[i];
-  default: return ((const uint8_t *)a->data)[i];
-  }
+  if (a->dtype == MI_DTYPE_FLOAT32) return ((const float *)a->data)[i];
+  return mi__int_load_f64(a->data, a->dtype, i);
 }
 
 /* y has indices' shape with `depth` inserted at axis; y[..., j at axis, ...] = on where

@@ -1,12 +1,15 @@
 /* ref_pointwise.c - reference element-wise ops added for real exports: PRelu (slope broadcast
- * to the input), Mod (both fmod modes), IsNaN and IsInf. */
+ * to the input), Mod (both fmod modes, every integer type), IsNaN and IsInf. */
 #include <math.h>
 #include <string.h>
 
 #include "ref/ref_ops.h"
 
 #define F32 MI_DTYPE_BIT(MI_DTYPE_FLOAT32)
-#define INTS (MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_INT32))
+#define INTS                                                                                      \
+  (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT16) |    \
+   MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) | \
+   MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_UINT64))
 
 int32_t mi__ref_prelu(mi__ref_call_t *c) {
   const mi_array_t *ab[2];
@@ -63,13 +66,12 @@ int32_t mi__ref_mod(mi__ref_call_t *c) {
           fmodf(((const float *)ab[0]->data)[off[0]], ((const float *)ab[1]->data)[off[1]]);
       continue;
     }
-    int is64 = ab[0]->dtype == MI_DTYPE_INT64;
-    int64_t p = is64 ? ((const int64_t *)ab[0]->data)[off[0]] : ((const int32_t *)ab[0]->data)[off[0]];
-    int64_t q = is64 ? ((const int64_t *)ab[1]->data)[off[1]] : ((const int32_t *)ab[1]->data)[off[1]];
+    int32_t dt = ab[0]->dtype;
+    int64_t p = mi__int_load(ab[0]->data, dt, off[0]), q = mi__int_load(ab[1]->data, dt, off[1]);
     if (q == 0) return mi__ref_fail(c, MI_ERR_INVALID_ARGUMENT, "integer modulo by zero");
-    if (is64) ((int64_t *)y->data)[i] = mod_int(p, q, fm);
-    else
-      ((int32_t *)y->data)[i] = (int32_t)mod_int(p, q, fm);
+    /* Unsigned remainders have no sign to choose (UINT64 above INT64_MAX read as unsigned). */
+    mi__int_store(y->data, dt, i,
+                  mi__dtype_is_unsigned(dt) ? (int64_t)((uint64_t)p % (uint64_t)q) : mod_int(p, q, fm));
   }
   return MI_OK;
 }

@@ -152,8 +152,10 @@ int32_t mi__ref_cumsum(mi__ref_call_t *c) {
   int64_t av, outer = 1, inner = 1;
   int exclusive = mi_node_attr_int(c->node, "exclusive", 0) != 0;
   int reverse = mi_node_attr_int(c->node, "reverse", 0) != 0;
+  /* ONNX's CumSum integers: INT32, INT64, UINT32, UINT64; sums wrap, as ONNX Runtime's do. */
   uint32_t mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | MI_DTYPE_BIT(MI_DTYPE_INT64) |
-                  MI_DTYPE_BIT(MI_DTYPE_INT32);
+                  MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) |
+                  MI_DTYPE_BIT(MI_DTYPE_UINT64);
   if ((rc = mi__ref_need(c, 0, mask, &x)) != MI_OK) return rc;
   if ((rc = mi__ref_need(c, 1, 0, &ax)) != MI_OK) return rc;
   if ((rc = mi__ref_read_ints(c, ax, "axis", &av, 1, &na)) != MI_OK) return rc;
@@ -176,12 +178,9 @@ int32_t mi__ref_cumsum(mi__ref_call_t *c) {
           ((float *)y->data)[e] = (float)sf;
           if (exclusive) sf += v;
         } else {
-          int64_t v = x->dtype == MI_DTYPE_INT64 ? ((const int64_t *)x->data)[e]
-                                                 : ((const int32_t *)x->data)[e];
+          int64_t v = mi__int_load(x->data, x->dtype, e);
           if (!exclusive) si = (int64_t)((uint64_t)si + (uint64_t)v); /* wraps, no UB */
-          if (x->dtype == MI_DTYPE_INT64) ((int64_t *)y->data)[e] = si;
-          else
-            ((int32_t *)y->data)[e] = (int32_t)si;
+          mi__int_store(y->data, x->dtype, e, si);                    /* keeps the type's low bits */
           if (exclusive) si = (int64_t)((uint64_t)si + (uint64_t)v);
         }
       }

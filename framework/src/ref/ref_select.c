@@ -5,17 +5,22 @@
 
 #include "ref/ref_ops.h"
 
-#define NUMERIC (MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | MI_DTYPE_BIT(MI_DTYPE_INT64) | \
-                 MI_DTYPE_BIT(MI_DTYPE_INT32))
+#define INTS                                                                                      \
+  (MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT16) |    \
+   MI_DTYPE_BIT(MI_DTYPE_UINT16) | MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) | \
+   MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_UINT64))
+#define NUMERIC (MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | INTS)
 
 static double elem(const mi_array_t *x, int64_t i) {
-  switch (x->dtype) {
-  case MI_DTYPE_FLOAT32: return ((const float *)x->data)[i];
-  case MI_DTYPE_INT64: return (double)((const int64_t *)x->data)[i];
-  case MI_DTYPE_INT32: return ((const int32_t *)x->data)[i];
-  case MI_DTYPE_INT8: return ((const int8_t *)x->data)[i];
-  default: return ((const uint8_t *)x->data)[i]; /* uint8, bool */
-  }
+  if (x->dtype == MI_DTYPE_FLOAT32) return ((const float *)x->data)[i];
+  return mi__int_load_f64(x->data, x->dtype, i); /* integers, bool */
+}
+
+/* Integer element i as a key whose unsigned order is the values' order: exact where a double
+ * is not (INT64 and UINT64 beyond 2^53). */
+static uint64_t int_key(const mi_array_t *x, int64_t i) {
+  uint64_t v = (uint64_t)mi__int_load(x->data, x->dtype, i);
+  return mi__dtype_is_unsigned(x->dtype) ? v : v ^ ((uint64_t)1 << 63);
 }
 
 /* The input seen as [outer, axis, inner] around one axis. */
@@ -35,6 +40,7 @@ int32_t mi__ref_argminmax(mi__ref_call_t *c) {
   int last = c->opset >= 12 && mi_node_attr_int(c->node, "select_last_index", 0) != 0;
   int64_t dims[MI_MAX_RANK], outer, inner;
   if ((rc = mi__ref_need(c, 0, NUMERIC, &x)) != MI_OK) return rc;
+  int is_int = x->dtype != MI_DTYPE_FLOAT32;
   if ((rc = mi__ref_axis(c, mi_node_attr_int(c->node, "axis", 0), x->rank, &axis)) != MI_OK)
     return rc;
   int64_t len = x->dims[axis];
@@ -46,13 +52,18 @@ int32_t mi__ref_argminmax(mi__ref_call_t *c) {
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       int64_t best = 0, base = o * len * inner + i;
-      double bv = elem(x, base);
+      double bv = is_int ? 0 : elem(x, base);
+      uint64_t bk = is_int ? int_key(x, base) : 0;
       for (int64_t k = 1; k < len; k++) {
-        double v = elem(x, base + k * inner);
+        int64_t e = base + k * inner;
+        double v = is_int ? 0 : elem(x, e);
+        uint64_t vk = is_int ? int_key(x, e) : 0;
+        int gt = is_int ? vk > bk : v > bv, lt = is_int ? vk < bk : v < bv;
+        int eq = is_int ? vk == bk : v == bv;
         /* Ties keep the first index, or move to the later one with select_last_index. */
-        int better = is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
-        if (better) {
+        if (is_max ? (gt || (last && eq)) : (lt || (last && eq))) {
           bv = v;
+          bk = vk;
           best = k;
         }
       }
@@ -63,6 +74,7 @@ int32_t mi__ref_argminmax(mi__ref_call_t *c) {
 
 typedef struct {
   double v;
+  uint64_t key; /* integers: int_key; floats: 0 */
   int64_t i;
 } pick_t;
 
@@ -72,6 +84,7 @@ static int cmp_largest(const void *pa, const void *pb) {
   int an = isnan(a->v), bn = isnan(b->v);
   if (an != bn) return an ? -1 : 1;
   if (!an && a->v != b->v) return a->v > b->v ? -1 : 1;
+  if (a->key != b->key) return a->key > b->key ? -1 : 1;
   return a->i < b->i ? -1 : a->i > b->i;
 }
 static int cmp_smallest(const void *pa, const void *pb) {
@@ -79,6 +92,7 @@ static int cmp_smallest(const void *pa, const void *pb) {
   int an = isnan(a->v), bn = isnan(b->v);
   if (an != bn) return an ? 1 : -1;
   if (!an && a->v != b->v) return a->v < b->v ? -1 : 1;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
   return a->i < b->i ? -1 : a->i > b->i;
 }
 static int cmp_index(const void *pa, const void *pb) {
@@ -93,7 +107,10 @@ int32_t mi__ref_topk(mi__ref_call_t *c) {
   int64_t k, kv[1], dims[MI_MAX_RANK], outer, inner;
   int largest = c->opset < 11 || mi_node_attr_int(c->node, "largest", 1) != 0;
   int sorted = c->opset < 11 || mi_node_attr_int(c->node, "sorted", 1) != 0;
-  if ((rc = mi__ref_need(c, 0, NUMERIC, &x)) != MI_OK) return rc;
+  /* TopK takes every numeric type from opset 11 (INT32 and INT64 were always taken here). */
+  uint32_t mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | MI_DTYPE_BIT(MI_DTYPE_INT32) |
+                  MI_DTYPE_BIT(MI_DTYPE_INT64);
+  if ((rc = mi__ref_need(c, 0, c->opset >= 11 ? NUMERIC : mask, &x)) != MI_OK) return rc;
   if (c->opset >= 10) {
     if ((rc = mi__ref_need(c, 1, 0, &ka)) != MI_OK) return rc;
     if ((rc = mi__ref_read_ints(c, ka, "k", kv, 1, &nk)) != MI_OK) return rc;
@@ -120,7 +137,10 @@ int32_t mi__ref_topk(mi__ref_call_t *c) {
   for (int64_t o = 0; o < outer; o++)
     for (int64_t i = 0; i < inner; i++) {
       int64_t base = o * len * inner + i, obase = o * k * inner + i;
-      for (int64_t j = 0; j < len; j++) row[j] = (pick_t){elem(x, base + j * inner), j};
+      for (int64_t j = 0; j < len; j++) {
+        int64_t e = base + j * inner;
+        row[j] = x->dtype == MI_DTYPE_FLOAT32 ? (pick_t){elem(x, e), 0, j} : (pick_t){0, int_key(x, e), j};
+      }
       qsort(row, (size_t)len, sizeof *row, largest ? cmp_largest : cmp_smallest);
       /* sorted = 0 leaves the order open; we give the picks in input order. */
       if (!sorted) qsort(row, (size_t)k, sizeof *row, cmp_index);
@@ -138,7 +158,7 @@ int32_t mi__ref_nonzero(mi__ref_call_t *c) {
   const mi_array_t *x;
   mi_array_t *y;
   int32_t rc;
-  if ((rc = mi__ref_need(c, 0, NUMERIC | MI_DTYPE_BIT(MI_DTYPE_BOOL) | MI_DTYPE_BIT(MI_DTYPE_UINT8) | MI_DTYPE_BIT(MI_DTYPE_INT8), &x)) != MI_OK)
+  if ((rc = mi__ref_need(c, 0, NUMERIC | MI_DTYPE_BIT(MI_DTYPE_BOOL), &x)) != MI_OK)
     return rc;
   int64_t n = mi_array_numel(x), nnz = 0, idx[MI_MAX_RANK] = {0};
   for (int64_t i = 0; i < n; i++) nnz += elem(x, i) != 0;

@@ -21,15 +21,9 @@ static int cmp_elem(const mi_array_t *x, int64_t a, int64_t b) {
     if (p != p || q != q) return (q != q) - (p != p); /* NaN after every number, NaNs equal */
     return (p > q) - (p < q);
   }
-  case MI_DTYPE_INT8: return ((const int8_t *)x->data)[a] - ((const int8_t *)x->data)[b];
-  case MI_DTYPE_UINT8:
-  case MI_DTYPE_BOOL: return ((const uint8_t *)x->data)[a] - ((const uint8_t *)x->data)[b];
-  case MI_DTYPE_INT32: {
-    int32_t p = ((const int32_t *)x->data)[a], q = ((const int32_t *)x->data)[b];
-    return (p > q) - (p < q);
-  }
-  default: {
-    int64_t p = ((const int64_t *)x->data)[a], q = ((const int64_t *)x->data)[b];
+  default: { /* the integer types and bool (Unique's mask), unsigned ones as unsigned */
+    int64_t p = mi__int_load(x->data, x->dtype, a), q = mi__int_load(x->data, x->dtype, b);
+    if (mi__dtype_is_unsigned(x->dtype)) return ((uint64_t)p > (uint64_t)q) - ((uint64_t)p < (uint64_t)q);
     return (p > q) - (p < q);
   }
   }
@@ -67,7 +61,13 @@ int32_t mi__ref_unique(mi__ref_call_t *c) {
   int32_t rc, ax = -1;
   int sorted = mi_node_attr_int(c->node, "sorted", 1) != 0;
   const mi_attr_t *axis = mi_node_attr(c->node, "axis");
-  if ((rc = mi__ref_since(c)) != MI_OK || (rc = mi__ref_need(c, 0, 0, &x)) != MI_OK) return rc;
+  /* float32, bool and the eight integer types (cmp_elem compares nothing else) */
+  const uint32_t mask = MI_DTYPE_BIT(MI_DTYPE_FLOAT32) | MI_DTYPE_BIT(MI_DTYPE_BOOL) |
+                        MI_DTYPE_BIT(MI_DTYPE_INT8) | MI_DTYPE_BIT(MI_DTYPE_UINT8) |
+                        MI_DTYPE_BIT(MI_DTYPE_INT16) | MI_DTYPE_BIT(MI_DTYPE_UINT16) |
+                        MI_DTYPE_BIT(MI_DTYPE_INT32) | MI_DTYPE_BIT(MI_DTYPE_UINT32) |
+                        MI_DTYPE_BIT(MI_DTYPE_INT64) | MI_DTYPE_BIT(MI_DTYPE_UINT64);
+  if ((rc = mi__ref_since(c)) != MI_OK || (rc = mi__ref_need(c, 0, mask, &x)) != MI_OK) return rc;
   if (x->dtype == MI_DTYPE_INT4 || x->dtype == MI_DTYPE_FLOAT16 || x->dtype == MI_DTYPE_UNDEFINED)
     return mi__ref_fail(c, MI_ERR_UNSUPPORTED, "input type %s is not supported", mi_dtype_name(x->dtype));
   uq_t u = {x, mi_array_numel(x), 1, 1};

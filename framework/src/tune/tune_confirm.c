@@ -202,10 +202,13 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   co.no_check = 1;
   {
     /* The least the check costs, from the single medians: two rounds of each configuration's
-     * warm-up and repeats. What does not fit the budget's time goes, the extras first, then the
-     * runner-up; a check that cannot fit at all is not run (isnet_quint8, seconds a run, took
-     * the tune to 392 s when its check ran anyway). */
-    double cost = 0, per = 2e-3 * (mo.warmup + mo.min_repeats);
+     * warm-up and repeats, counted twice: in turn with others a configuration runs slower than
+     * alone, and each round prepares every one in a fresh worker (isnet_quint8: 1.88 s a run in
+     * the rounds against single medians of 0.62-0.98 s, and its tune ended 8 s past the
+     * deadline, 2026-12-06). What does not fit the budget's time goes, the extras first, then
+     * the runner-up; a check that cannot fit at all is not run (isnet_quint8, seconds a run,
+     * took the tune to 392 s when its check ran anyway). */
+    double cost = 0, per = 2 * 2e-3 * (mo.warmup + mo.min_repeats);
     for (int32_t i = 0; i < n; i++) cost += per * fmax(run->res->trials[col[i]].objectives[MI_OBJ_LATENCY], 0);
     for (; task->deadline > 0 && cost > co.budget_s && n > x0 - (run->has_runner_up && dflt >= 0); n--) {
       cost -= per * fmax(run->res->trials[col[n - 1]].objectives[MI_OBJ_LATENCY], 0);
