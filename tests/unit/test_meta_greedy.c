@@ -163,6 +163,29 @@ static void teardown(void) {
   mi_registry_destroy(reg);
 }
 
+/* The search on the chain: 30 measurements of latency under the accuracy bound, layer times
+ * from the chain, the meta strategy's report into *rep. */
+static void setup_search(mi_search_options_t *o, mi_meta_options_t *mo, mi_meta_report_t *rep,
+                         int32_t *objs, mi_bound_t *bound, chain_t *c, uint64_t seed) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->seed = seed;
+  o->max_measurements = 30;
+  o->objective_count = 1;
+  o->objectives = objs;
+  o->evaluate = evaluate;
+  o->evaluate_ctx = c;
+  o->layer_times = layer_cb;
+  o->layer_times_ctx = c;
+  o->bound_count = 1;
+  o->bounds = bound;
+  mi_meta_options_default(mo);
+  mo->graph = g;
+  mo->screen = 1500;
+  memset(rep, 0, sizeof *rep);
+  mo->report = rep;
+}
+
 /* Budget 30, bound 0.01, seeds 1..4: on every seed a feasible point at least 1.4x faster than
  * the default, and the greedy measured at least one step. */
 static void mixed_point(void) {
@@ -177,23 +200,7 @@ static void mixed_point(void) {
     mi_search_result_t *r = NULL;
     mi_error_t err;
     double def = NAN, best = INFINITY, best_drop = NAN;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.seed = seed;
-    o.max_measurements = 30;
-    o.objective_count = 1;
-    o.objectives = objs;
-    o.evaluate = evaluate;
-    o.evaluate_ctx = &c;
-    o.layer_times = layer_cb;
-    o.layer_times_ctx = &c;
-    o.bound_count = 1;
-    o.bounds = &bound;
-    mi_meta_options_default(&mo);
-    mo.graph = g;
-    mo.screen = 1500;
-    memset(&rep, 0, sizeof rep);
-    mo.report = &rep;
+    setup_search(&o, &mo, &rep, objs, &bound, &c, seed);
     CHECK(mi_meta_search_run(s, &o, &mo, &r, &err) == MI_OK, "meta: %s", err.message);
     if (!r) continue;
     def = r->trials[0].objectives[MI_OBJ_LATENCY];
@@ -231,25 +238,9 @@ static void measured_order(void) {
   mi_search_result_t *r = NULL;
   mi_error_t err;
   int32_t n8 = 0, claimed = 0;
-  memset(&o, 0, sizeof o);
-  o.struct_size = sizeof o;
-  o.seed = 1;
-  o.max_measurements = 30;
-  o.objective_count = 1;
-  o.objectives = objs;
-  o.evaluate = evaluate;
-  o.evaluate_ctx = &c;
-  o.layer_times = layer_cb;
-  o.layer_times_ctx = &c;
+  setup_search(&o, &mo, &rep, objs, &bound, &c, 1);
   o.drops = drops_cb;
   o.drops_ctx = &c;
-  o.bound_count = 1;
-  o.bounds = &bound;
-  mi_meta_options_default(&mo);
-  mo.graph = g;
-  mo.screen = 1500;
-  memset(&rep, 0, sizeof rep);
-  mo.report = &rep;
   CHECK(mi_meta_search_run(s, &o, &mo, &r, &err) == MI_OK, "meta: %s", err.message);
   mi_search_result_destroy(r);
   CHECK(c.drops_calls == 1 && c.drops_n == LAYERS, "drops asked %d times, %d points (want once, %d)",
