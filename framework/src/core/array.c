@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/core.h"
 #include "metainfer/mi_core.h"
 #include "metainfer/mi_sdk.h"
 
@@ -126,6 +127,14 @@ MI_API void mi_array_fill_random(mi_array_t *a, uint64_t seed) {
   } else {
     unsigned char *p = a->data;
     for (size_t i = 0; i < a->nbytes; i++) p[i] = (unsigned char)mi_rng_next(&s);
+  }
+}
+
+void mi__f64_narrow(const unsigned char *src, size_t n, float *dst) {
+  for (size_t i = 0; i < n; i++) {
+    double v;
+    memcpy(&v, src + i * sizeof v, sizeof v);
+    dst[i] = (float)v;
   }
 }
 

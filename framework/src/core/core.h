@@ -85,6 +85,9 @@ static inline void mi__int_store(void *p, int32_t d, int64_t i, int64_t v) {
   default: ((uint8_t *)p)[i] = (uint8_t)v; break; /* INT8, UINT8 */
   }
 }
+/* n little-endian float64 values at src as float32, each rounded to nearest: the framework
+ * holds DOUBLE tensors so (the ONNX loader's initializers, a '<f8' .npy). */
+void mi__f64_narrow(const unsigned char *src, size_t n, float *dst);
 /* Element i of integer data as a double (a UINT64 as unsigned). */
 static inline double mi__int_load_f64(const void *p, int32_t d, int64_t i) {
   int64_t v = mi__int_load(p, d, i);

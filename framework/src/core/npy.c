@@ -270,13 +270,7 @@ static int make_array(const npy_header_t *h, const char *what, mi_array_t **out,
 
 /* The array's float32 values from a file's float64 ones (little-endian, as '<f8' says). */
 static void narrow_f8(mi_array_t *a, const unsigned char *src) {
-  float *d = a->data;
-  size_t n = a->nbytes / sizeof(float);
-  for (size_t i = 0; i < n; i++) {
-    double v;
-    memcpy(&v, src + i * sizeof v, sizeof v);
-    d[i] = (float)v;
-  }
+  mi__f64_narrow(src, a->nbytes / sizeof(float), a->data);
 }
 
 /* Reads the array's data: straight into it, or through a float64 buffer for '<f8'. */

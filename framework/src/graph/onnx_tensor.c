@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "graph/onnx_dtype.h"
 #include "graph/onnx_internal.h"
 #include "metainfer/mi_sdk.h"
@@ -55,11 +56,7 @@ static float bf16_to_f32(uint16_t h) {
 /* Converts `count` elements stored as ONNX type `e` (little-endian bytes) into `dst`. */
 static void convert_raw(int32_t e, const uint8_t *src, int64_t count, void *dst) {
   if (e == MI__ONNX_DOUBLE) {
-    for (int64_t i = 0; i < count; i++) {
-      double d;
-      memcpy(&d, src + 8 * i, 8);
-      ((float *)dst)[i] = (float)d;
-    }
+    mi__f64_narrow(src, (size_t)count, dst);
   } else if (e == MI__ONNX_BFLOAT16 || e == MI__ONNX_FLOAT16) {
     for (int64_t i = 0; i < count; i++) {
       uint16_t h;
