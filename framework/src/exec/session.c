@@ -38,18 +38,12 @@ static int inputs_concrete(const mi_graph_t *g) {
 /* FNV-1a over the device and each knob's name and value: the identity of a knob set
  * (mi_plugin_t.device_knobs_held), never 0 (the defaults) or MI__KNOBS_INHERIT. */
 static uint64_t knobs_identity(uint32_t device, const mi_knob_value_t *k, int32_t n) {
-  uint64_t h = 1469598103934665603ull;
-  const unsigned char *b;
-#define MIX(ptr, len)                                                                   \
-  for (b = (const unsigned char *)(ptr); b < (const unsigned char *)(ptr) + (len); b++) \
-  h = (h ^ *b) * 1099511628211ull
-  MIX(&device, sizeof device);
+  uint64_t h = mi_hash64(&device, sizeof device, MI_HASH64_SEED);
   for (int32_t i = 0; i < n; i++) {
-    MIX(k[i].name, strlen(k[i].name) + 1);
-    MIX(&k[i].i, sizeof k[i].i);
-    MIX(&k[i].f, sizeof k[i].f);
+    h = mi_hash64(k[i].name, strlen(k[i].name) + 1, h);
+    h = mi_hash64(&k[i].i, sizeof k[i].i, h);
+    h = mi_hash64(&k[i].f, sizeof k[i].f, h);
   }
-#undef MIX
   return h == 0 || h == MI__KNOBS_INHERIT ? 1 : h;
 }
 
