@@ -99,7 +99,8 @@ static int prefix_point(mi__meta_t *st, const int32_t *pd, int32_t k, int32_t *p
 typedef struct {
   double key;
   int32_t b0, b1, label;
-  double gain, sq;
+  double gain, sq; /* sq: its own drop measured, squared (NaN: not measured) */
+  double share;    /* the predictor's share of the squared drop */
 } entry_t;
 
 /* 1 for a label whose transform needs no calibration pass (the INT8 ones calibrate: activation
@@ -198,21 +199,14 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
       int32_t v = value_of(st, pd[k], labels[q]);
       if (v >= 0) s += mi__meta_acc_share(st, pd[k], v);
     }
-    e[g->n] = (entry_t){(t0 - bt) / fmax(s, 1e-30), blk[b], blk[b + 1], q, t0 - bt, NAN};
+    e[g->n] = (entry_t){(t0 - bt) / fmax(s, 1e-30), blk[b], blk[b + 1], q, t0 - bt, NAN, s};
     g->n++;
   }
   /* The measured drops replace the predictor's shares where there are any: a block not measured
    * (the evaluator's time ran out) keeps its share. */
   if (measure_blocks(st, pd, e, g->n, labels) && (g->sq = malloc((size_t)(g->n + 1) * sizeof *g->sq)))
     for (int32_t b = 0; b < g->n; b++) {
-      int32_t q0 = e[b].b0;
-      if (!isfinite(e[b].sq)) {
-        e[b].sq = 0;
-        for (int32_t k = q0; k < e[b].b1; k++) {
-          int32_t v = value_of(st, pd[k], labels[e[b].label]);
-          if (v >= 0) e[b].sq += mi__meta_acc_share(st, pd[k], v);
-        }
-      }
+      if (!isfinite(e[b].sq)) e[b].sq = e[b].share;
       e[b].key = e[b].gain / fmax(e[b].sq, 1e-30);
     }
   g->scale = 1;
