@@ -2,16 +2,22 @@
  * saved per unit of predicted accuracy loss, the longest prefix within the bound found by
  * measurement (HAQ/HAWQ-style mixed precision under a measured bound).
  *
- * Each block of layers (a layer and the ones fused into it, whose own time reads 0) takes the
- * label under which the model-wide moves timed it fastest, when that is at least GREEDY_GAIN
- * under its FP32 time (single timings are noisy), and saves gain = FP32 time - that time. Its
- * sensitivity is its own squared drop, measured by the evaluator (so->drops: the default with
- * only that block at its label, on the device, from the calibration samples) when it offers
- * that; else the accuracy predictor's share of the squared drop for that (layer, label)
- * (strategy_acc.c, fitted on the model-wide and split moves: a fit of a handful of points, which
- * put BF16's loss on the wrong layers of blazeface_back). Blocks are ordered once by gain /
- * sensitivity, largest first, so a prefix of k blocks is the best known for its size. The
- * feasible prefixes are monotone under either (drops and shares are non-negative), so the search
+ * Each block of layers (a layer and the ones fused into it, whose own time reads 0) has a
+ * candidate per label under which the model-wide moves timed it at least GREEDY_GAIN under its
+ * FP32 time (single timings are noisy); it saves gain = FP32 time - that time. Its sensitivity
+ * is its own squared drop, measured by the evaluator (so->drops: the default with only that
+ * block at that label, on the device, from the calibration samples) when it offers that; else
+ * the accuracy predictor's share of the squared drop for that (layer, label) (strategy_acc.c,
+ * fitted on the model-wide and split moves: a fit of a handful of points, which put BF16's loss
+ * on the wrong layers of blazeface_back). A block's candidates become steps along their upper
+ * hull of (sensitivity, gain) (hull_steps: BF16 first, then INT8 where INT8 saves more per unit
+ * of loss added), and the steps of all blocks are ordered once by gain / sensitivity, largest
+ * first, so a prefix of k steps is the best known for its size. Before the hull each block took
+ * the label that ran fastest: on ppocr_v4_rec and mlsd_tiny_320 that was int8_act, and every
+ * prefix measured broke the 0.01 bound (two blocks 0.17 on ppocr_v4_rec, one 0.011 on mlsd)
+ * while bf16 (half the default's time model-wide on ppocr_v4_rec, drop 0.04) was never tried
+ * per block. The feasible prefixes are monotone under either (drops and shares are
+ * non-negative, and so are the hull's increments), so the search
  * is a bisection over k with measurement: lo is the longest prefix measured within the bound, hi
  * the shortest measured over it. Each step measures the longest prefix in (lo, hi) predicted
  * within the bound, or the midpoint when none is: with measured drops the prediction is the root
@@ -36,15 +42,16 @@
 #define GREEDY_MAX 6
 #define GREEDY_MIN_GAIN 0.03
 #define GREEDY_LABELS 16
+#define GREEDY_SCALE_NODES 4
 
 struct mi__greedy {
   int done;
   int32_t steps, last, k; /* steps measured, the last step's trial (-1: none pending), its prefix */
-  int32_t n, lo, hi;      /* ordered blocks; longest prefix within the bound; shortest over it */
-  int32_t *b0, *b1;       /* per ordered block: its precision dims [b0, b1) in the pdims list */
-  const char **label;     /* per ordered block: its label (the space owns the strings) */
-  double *gain, base_total;
-  double *sq;   /* per ordered block: its own drop measured, squared; NULL: the predictor's */
+  int32_t n, lo, hi;      /* ordered steps; longest prefix within the bound; shortest over it */
+  int32_t *b0, *b1;       /* per ordered step: its block's precision dims [b0, b1) in the pdims list */
+  const char **label;     /* per ordered step: the block's label from it on (the space owns it) */
+  double *gain, base_total; /* per step: the time it saves over the block's step before */
+  double *sq; /* per step: the squared drop it adds (measured, else the predictor's); NULL: none measured */
   double scale; /* the last measured prefix's drop / its root sum of squares */
 };
 
@@ -74,6 +81,41 @@ static double block_time(const mi__meta_t *st, const int32_t *pd, const double *
   return t;
 }
 
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* How much slower trial ls ran than the default (base) where the precision cannot have changed
+ * the work: the median, over the timed nodes that carry no precision dim, of their time in ls
+ * over their time in base; 1 when fewer than GREEDY_SCALE_NODES such nodes are timed in both.
+ * The model-wide moves are single timings taken minutes apart on a shared machine (blazeface_back's
+ * bf16 move 3.3 ms in one tune, 6.5-9.3 ms in others): a move that ran under load would show no
+ * block under GREEDY_GAIN of its FP32 time, and one that ran while the default was loaded would
+ * show gains that are not there. Its block times are divided by this. */
+static double load_scale(const mi__meta_t *st, const int32_t *pd, int32_t np, const double *base,
+                         const double *ls) {
+  int32_t N = st->mo.graph->node_count, n = 0;
+  double *r = malloc((size_t)N * sizeof *r + 1), m = 1;
+  uint8_t *prec = calloc((size_t)N + 1, 1);
+  if (r && prec) {
+    for (int32_t k = 0; k < np; k++) {
+      int32_t nd = mi_space_dim_node(st->s, pd[k]);
+      if (nd >= 0 && nd < N) prec[nd] = 1;
+    }
+    for (int32_t nd = 0; nd < N; nd++)
+      if (!prec[nd] && base[nd] > 0 && ls[nd] > 0 && isfinite(base[nd]) && isfinite(ls[nd]))
+        r[n++] = ls[nd] / base[nd];
+    if (n >= GREEDY_SCALE_NODES) {
+      qsort(r, (size_t)n, sizeof *r, cmp_double);
+      m = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
+    }
+  }
+  free(r);
+  free(prec);
+  return m > 0 && isfinite(m) ? m : 1;
+}
+
 /* The value of dim d labelled l, or -1. */
 static int32_t value_of(const mi__meta_t *st, int32_t d, const char *l) {
   for (int32_t v = 0; v < mi_space_dim_size(st->s, d); v++) {
@@ -83,7 +125,8 @@ static int32_t value_of(const mi__meta_t *st, int32_t d, const char *l) {
   return -1;
 }
 
-/* pt = the base point with the first k ordered blocks at their labels. */
+/* pt = the base point with the first k ordered steps taken (a block's later step overrides its
+ * earlier one). */
 static int prefix_point(mi__meta_t *st, const int32_t *pd, int32_t k, int32_t *pt) {
   const struct mi__greedy *g = st->greedy;
   mi_space_default(st->s, pt);
@@ -98,7 +141,7 @@ static int prefix_point(mi__meta_t *st, const int32_t *pd, int32_t k, int32_t *p
 
 typedef struct {
   double key;
-  int32_t b0, b1, label;
+  int32_t b0, b1, label, rank; /* rank: its place on its block's hull (1: the first step) */
   double gain, sq; /* sq: its own drop measured, squared (NaN: not measured) */
   double share;    /* the predictor's share of the squared drop */
 } entry_t;
@@ -145,21 +188,63 @@ static int measure_blocks(mi__meta_t *st, const int32_t *pd, entry_t *e, int32_t
   return got > 0;
 }
 
+/* Largest key first; a block's steps (equal keys) in their hull order. */
 static int by_key(const void *x, const void *y) {
-  double a = ((const entry_t *)x)->key, b = ((const entry_t *)y)->key;
-  return a > b ? -1 : a < b ? 1
-                            : 0;
+  const entry_t *a = x, *b = y;
+  if (a->key != b->key) return a->key > b->key ? -1 : 1;
+  if (a->b0 != b->b0) return a->b0 < b->b0 ? -1 : 1;
+  return a->rank < b->rank ? -1 : a->rank > b->rank;
 }
 
-/* Builds the ordered blocks; 0 when there is nothing to order (no timed model-wide move, no
+static int by_sq(const void *x, const void *y) {
+  const entry_t *a = x, *b = y;
+  if (a->sq != b->sq) return a->sq < b->sq ? -1 : 1;
+  return a->gain > b->gain ? -1 : a->gain < b->gain; /* the same loss: the larger gain first */
+}
+
+/* One block's candidates c[0..n) (one per label, gain and sensitivity sq set) become its steps
+ * on the upper hull of (sensitivity, gain) from FP32 at (0, 0): each step moves the block to the
+ * next label on the hull, gains and sensitivities as increments and key = gain / sensitivity of
+ * the step (multiple-choice knapsack's greedy). Steps' keys fall along the hull, so a prefix
+ * ordered by key takes a block's cheaper label before its lossier one, and a lossy label that
+ * runs fastest (INT8 on a layer that breaks the bound alone) no longer hides a safe one (BF16)
+ * that saves less. Returns the steps written back into c. */
+static int32_t hull_steps(entry_t *c, int32_t n) {
+  int32_t h = 0;
+  double best = 0;
+  qsort(c, (size_t)n, sizeof *c, by_sq);
+  for (int32_t i = 0; i < n; i++) { /* drop the dominated: no more gain for more loss */
+    if (!(c[i].gain > best)) continue;
+    best = c[i].gain;
+    /* pop while the last kept point lies on or under the line from the one before it to this */
+    while (h > 0) {
+      double g0 = h > 1 ? c[h - 2].gain : 0, s0 = h > 1 ? c[h - 2].sq : 0;
+      if ((c[h - 1].gain - g0) * (c[i].sq - s0) > (c[i].gain - g0) * (c[h - 1].sq - s0)) break;
+      h--;
+    }
+    c[h++] = c[i];
+  }
+  for (int32_t k = h - 1; k >= 0; k--) { /* increments from the step before */
+    double g0 = k > 0 ? c[k - 1].gain : 0, s0 = k > 0 ? c[k - 1].sq : 0;
+    c[k].gain -= g0;
+    c[k].sq -= s0;
+    c[k].rank = k + 1;
+    c[k].key = c[k].gain / fmax(c[k].sq, 1e-30);
+  }
+  return h;
+}
+
+/* Builds the ordered steps; 0 when there is nothing to order (no timed model-wide move, no
  * per-layer times, no block with a gain). */
 static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
   struct mi__greedy *g = st->greedy;
   const char *labels[GREEDY_LABELS];
-  int32_t trial[GREEDY_LABELS], nl = 0, nb = 0, *blk = NULL;
+  int32_t trial[GREEDY_LABELS], nl = 0, nb = 0, ne = 0, *blk = NULL;
+  double scale[GREEDY_LABELS];
   entry_t *e = NULL;
   const double *base;
-  int ok = 0;
+  int ok = 0, measured;
+  size_t cap;
   mi_space_default(st->s, pt);
   if (mi__meta_fix(st, pt) != MI_OK || !(base = trial_layers(st, mi__meta_trial_of(st, pt)))) return 0;
   for (int32_t v = 0; v < mi_space_dim_size(st->s, pd[0]) && nl < GREEDY_LABELS; v++) {
@@ -168,48 +253,66 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
     if (!l || strcmp(l, "fp32") == 0 || !mi__meta_label_point(st, l, 0, np, pt)) continue;
     if ((i = mi__meta_trial_of(st, pt)) < 0 || !mi__meta_trial_usable(st, i) || !trial_layers(st, i)) continue;
     labels[nl] = l;
+    scale[nl] = load_scale(st, pd, np, base, trial_layers(st, i));
     trial[nl++] = i;
   }
+  cap = (size_t)np * (size_t)(nl > 0 ? nl : 1) + 1;
   blk = malloc((size_t)(np + 1) * sizeof *blk);
-  e = malloc((size_t)(np + 1) * sizeof *e);
-  g->b0 = malloc((size_t)(np + 1) * sizeof *g->b0);
-  g->b1 = malloc((size_t)(np + 1) * sizeof *g->b1);
-  g->label = malloc((size_t)(np + 1) * sizeof *g->label);
-  g->gain = malloc((size_t)(np + 1) * sizeof *g->gain);
+  e = malloc(cap * sizeof *e);
+  g->b0 = malloc(cap * sizeof *g->b0);
+  g->b1 = malloc(cap * sizeof *g->b1);
+  g->label = malloc(cap * sizeof *g->label);
+  g->gain = malloc(cap * sizeof *g->gain);
   if (nl == 0 || !blk || !e || !g->b0 || !g->b1 || !g->label || !g->gain) goto done;
   /* blocks: a layer whose FP32 time reads 0 (fused into the one before) joins that block */
   for (int32_t k = 0; k < np; k++)
     if (k == 0 || base[mi_space_dim_node(st->s, pd[k])] > 0) blk[nb++] = k;
   blk[nb] = np;
-  g->n = 0;
+  /* candidates: each label under which a block ran at least GREEDY_GAIN under its FP32 time */
   for (int32_t b = 0; b < nb; b++) {
-    double t0 = block_time(st, pd, base, blk[b], blk[b + 1]), bt = t0 * GREEDY_GAIN, s = 0;
-    int32_t q = -1;
+    double t0 = block_time(st, pd, base, blk[b], blk[b + 1]), bt = INFINITY;
+    int32_t first = ne, fast = -1;
     if (!isfinite(t0)) continue;
     g->base_total += t0;
     for (int32_t j = 0; j < nl; j++) {
-      double t = block_time(st, pd, trial_layers(st, trial[j]), blk[b], blk[b + 1]);
-      if (isfinite(t) && t < bt) {
-        bt = t;
-        q = j;
+      double t = block_time(st, pd, trial_layers(st, trial[j]), blk[b], blk[b + 1]) / scale[j], s = 0;
+      if (!(isfinite(t) && t < t0 * GREEDY_GAIN)) continue;
+      for (int32_t k = blk[b]; k < blk[b + 1]; k++) {
+        int32_t v = value_of(st, pd[k], labels[j]);
+        if (v >= 0) s += mi__meta_acc_share(st, pd[k], v);
       }
+      if (t < bt) {
+        bt = t;
+        fast = ne;
+      }
+      e[ne++] = (entry_t){0, blk[b], blk[b + 1], j, 0, t0 - t, NAN, s};
     }
-    if (q < 0) continue;
-    for (int32_t k = blk[b]; k < blk[b + 1]; k++) {
-      int32_t v = value_of(st, pd[k], labels[q]);
-      if (v >= 0) s += mi__meta_acc_share(st, pd[k], v);
-    }
-    e[g->n] = (entry_t){(t0 - bt) / fmax(s, 1e-30), blk[b], blk[b + 1], q, t0 - bt, NAN, s};
-    g->n++;
+    for (int32_t i = first; i < ne; i++) e[i].rank = i == fast; /* rank 1: the block's fastest */
   }
-  /* The measured drops replace the predictor's shares where there are any: a block not measured
-   * (the evaluator's time ran out) keeps its share. */
-  if (measure_blocks(st, pd, e, g->n, labels) && (g->sq = malloc((size_t)(g->n + 1) * sizeof *g->sq)))
-    for (int32_t b = 0; b < g->n; b++) {
-      if (!isfinite(e[b].sq)) e[b].sq = e[b].share;
-      e[b].key = e[b].gain / fmax(e[b].sq, 1e-30);
+  /* The measured drops replace the predictor's shares. A block keeps the candidates whose drop
+   * was measured and the label it ran fastest under (its share where not measured: a label that
+   * calibrates, or the evaluator's time ran out): the shares of a label the split moves never
+   * split are its model-wide drop spread evenly, which would look safer than the split label's
+   * own figures on the very layers that carry the loss. */
+  measured = measure_blocks(st, pd, e, ne, labels);
+  g->n = 0; /* here: the candidates kept */
+  for (int32_t i = 0; i < ne; i++) {
+    if (!(measured && isfinite(e[i].sq))) {
+      if (e[i].rank != 1) continue;
+      e[i].sq = e[i].share;
     }
-  g->scale = 1;
+    e[g->n++] = e[i];
+  }
+  ne = g->n;
+  g->n = 0;
+  for (int32_t i = 0, j; i < ne; i = j) { /* each block's candidates are adjacent */
+    int32_t h;
+    for (j = i; j < ne && e[j].b0 == e[i].b0; j++) continue;
+    h = hull_steps(e + i, j - i);
+    memmove(e + g->n, e + i, (size_t)h * sizeof *e);
+    g->n += h;
+  }
+  if (measured) g->sq = malloc(cap * sizeof *g->sq);
   qsort(e, (size_t)g->n, sizeof *e, by_key);
   for (int32_t b = 0; b < g->n; b++) {
     g->b0[b] = e[b].b0;
@@ -218,6 +321,7 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
     g->gain[b] = e[b].gain;
     if (g->sq) g->sq[b] = e[b].sq;
   }
+  g->scale = 1;
   g->lo = 0;
   g->hi = g->n + 1; /* no prefix known over the bound yet */
   ok = g->n > 0;
@@ -227,7 +331,7 @@ done:
   return ok;
 }
 
-/* The root of the sum of the first k blocks' measured squared drops. */
+/* The root of the sum of the first k steps' squared drops. */
 static double rss(const struct mi__greedy *g, int32_t k) {
   double v = 0;
   for (int32_t b = 0; b < k; b++) v += g->sq[b];
