@@ -139,6 +139,26 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
       mi_json_double(f, run->ltask_log10_kernel);
       fputc('}', f);
     }
+    if (run->meta) {
+      /* The accuracy bound's moves: candidates screened, split moves and greedy steps measured,
+       * the greedy's longest prefix within the bound (a trial index, -1 none) and each block's
+       * own drop the greedy measured. */
+      fprintf(f,
+              ",\"precision\":{\"screened\":%d,\"split_moves\":%d,\"greedy_steps\":%d,\"greedy_trial\":%d,"
+              "\"block_drops\":[",
+              (int)run->acc_screened, (int)run->split_moves, (int)run->greedy_moves, (int)run->greedy_trial);
+      for (int32_t k = 0; k < run->sens_count; k++) {
+        const mi_tune_sens_t *e = &run->sens[k];
+        fprintf(f, "%s{\"layer\":", k ? "," : "");
+        mi_json_string(f, e->layer);
+        fprintf(f, ",\"layers\":%d,\"label\":", (int)e->layers);
+        mi_json_string(f, e->label);
+        fputs(",\"drop\":", f);
+        mi_json_double(f, e->drop);
+        fputc('}', f);
+      }
+      fputs("]}", f);
+    }
     fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
             run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,
             (int)run->probes, (int)run->verify_n);

@@ -192,6 +192,10 @@ typedef struct mi_meta_report {
   /* Added: the per-layer precision greedy's steps measured (docs/tuning.md, "A greedy over
    * per-layer precision"). */
   int32_t greedy_moves;
+  /* Added: the greedy's longest prefix measured within the accuracy bound, as a trial of the
+   * result (-1: none). Its single median was taken among others' minutes apart; a caller that
+   * checks its choice in paired rounds (mi-host tune) lets it join them. */
+  int32_t greedy_best;
 } mi_meta_report_t;
 
 /** Options of the surrogate-guided search. Fill with mi_meta_options_default. */

@@ -12,10 +12,19 @@
 extern "C" {
 #endif
 
-/* The result of one (model, device). */
 /** How many more trials than the choice and the runner-up join the end-of-tune check. */
 #define MI_TUNE_EXTRAS 2
 
+/** One block's own accuracy drop, measured on the device for the precision greedy's order
+ * (mi_search_options_t.drops): the default with only that block's layers at one label. */
+typedef struct mi_tune_sens {
+  char layer[128]; /* its first layer's node name */
+  int32_t layers;  /* layers in the block */
+  char label[16];  /* the precision label, e.g. "bf16" */
+  double drop;     /* its accuracy drop (the recipe's metric) */
+} mi_tune_sens_t;
+
+/* The result of one (model, device). */
 typedef struct mi_tune_run {
   const char *model;
   int32_t model_index;
@@ -103,6 +112,13 @@ typedef struct mi_tune_run {
   int32_t extras, extra[MI_TUNE_EXTRAS], extra_lead;
   /* Added: the per-layer precision greedy's steps measured (mi_meta_report_t.greedy_moves). */
   int32_t greedy_moves;
+  /* Added: the blocks whose own drop the greedy had measured, in the order measured (owned;
+   * freed by mi_tune_result_destroy). */
+  int32_t sens_count;
+  mi_tune_sens_t *sens;
+  /* Added: the greedy's longest prefix within the accuracy bound (mi_meta_report_t.greedy_best;
+   * -1 none); it joins the end-of-tune check as an extra whatever its single median. */
+  int32_t greedy_trial;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -153,6 +153,9 @@ int mi__meta_label_point(mi__meta_t *st, const char *label, int32_t lo, int32_t 
 int mi__meta_greedy_move(mi__meta_t *st, int32_t *pt);
 void mi__meta_greedy_measured(mi__meta_t *st, int32_t i);
 int32_t mi__meta_greedy_count(const mi__meta_t *st);
+/* The trial of the longest prefix measured within the bound (the last step's result folded in
+ * first), or -1. */
+int32_t mi__meta_greedy_best(mi__meta_t *st);
 void mi__meta_greedy_free(struct mi__greedy *g);
 
 #endif

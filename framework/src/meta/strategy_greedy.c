@@ -10,9 +10,13 @@
  * the accuracy predictor's share of the squared drop for that (layer, label) (strategy_acc.c,
  * fitted on the model-wide and split moves: a fit of a handful of points, which put BF16's loss
  * on the wrong layers of blazeface_back). A block's candidates become steps along their upper
- * hull of (sensitivity, gain) (hull_steps: BF16 first, then INT8 where INT8 saves more per unit
- * of loss added), and the steps of all blocks are ordered once by gain / sensitivity, largest
- * first, so a prefix of k steps is the best known for its size. Before the hull each block took
+ * hull of (sensitivity, gain) (hull_steps: BF16 first, then INT8 where INT8 saves more), and
+ * the steps of all blocks are ordered once by gain / sensitivity, largest first, the measured
+ * steps before the predictor's guesses, so a prefix of k steps is the best known for its size. A
+ * measured drop counts without the default's own (a lossy kernel's 0.005 on ppocr_v4_rec made
+ * every block read 0.005). The guesses go last because one that is wrong ends the bisection: on
+ * mlsd_tiny_320 one INT8 block, ordered first on its share, measured 0.2 alone, so every prefix
+ * broke the bound whatever the BF16 blocks after it lost. Before the hull each block took
  * the label that ran fastest: on ppocr_v4_rec and mlsd_tiny_320 that was int8_act, and every
  * prefix measured broke the 0.01 bound (two blocks 0.17 on ppocr_v4_rec, one 0.011 on mlsd)
  * while bf16 (half the default's time model-wide on ppocr_v4_rec, drop 0.04) was never tried
@@ -47,12 +51,14 @@
 struct mi__greedy {
   int done;
   int32_t steps, last, k; /* steps measured, the last step's trial (-1: none pending), its prefix */
+  int32_t best;           /* the trial of prefix lo (-1: none measured within the bound) */
   int32_t n, lo, hi;      /* ordered steps; longest prefix within the bound; shortest over it */
   int32_t *b0, *b1;       /* per ordered step: its block's precision dims [b0, b1) in the pdims list */
   const char **label;     /* per ordered step: the block's label from it on (the space owns it) */
   double *gain, base_total; /* per step: the time it saves over the block's step before */
   double *sq; /* per step: the squared drop it adds (measured, else the predictor's); NULL: none measured */
-  double scale; /* the last measured prefix's drop / its root sum of squares */
+  double scale;   /* the last measured prefix's drop / its root sum of squares */
+  double base_sq; /* the default's own squared drop (every measured block's drop includes it) */
 };
 
 void mi__meta_greedy_free(struct mi__greedy *g) {
@@ -141,7 +147,8 @@ static int prefix_point(mi__meta_t *st, const int32_t *pd, int32_t k, int32_t *p
 
 typedef struct {
   double key;
-  int32_t b0, b1, label, rank; /* rank: its place on its block's hull (1: the first step) */
+  int32_t b0, b1, label, rank; /* rank: its place among its block's steps (1: the first) */
+  int fastest, guessed;         /* the block's fastest label; its sensitivity the predictor's */
   double gain, sq; /* sq: its own drop measured, squared (NaN: not measured) */
   double share;    /* the predictor's share of the squared drop */
 } entry_t;
@@ -188,9 +195,11 @@ static int measure_blocks(mi__meta_t *st, const int32_t *pd, entry_t *e, int32_t
   return got > 0;
 }
 
-/* Largest key first; a block's steps (equal keys) in their hull order. */
+/* Measured steps first, then those whose sensitivity is the predictor's; in each, largest key
+ * first; a block's steps (equal keys) in their order. */
 static int by_key(const void *x, const void *y) {
   const entry_t *a = x, *b = y;
+  if (a->guessed != b->guessed) return a->guessed - b->guessed;
   if (a->key != b->key) return a->key > b->key ? -1 : 1;
   if (a->b0 != b->b0) return a->b0 < b->b0 ? -1 : 1;
   return a->rank < b->rank ? -1 : a->rank > b->rank;
@@ -208,10 +217,21 @@ static int by_sq(const void *x, const void *y) {
  * the step (multiple-choice knapsack's greedy). Steps' keys fall along the hull, so a prefix
  * ordered by key takes a block's cheaper label before its lossier one, and a lossy label that
  * runs fastest (INT8 on a layer that breaks the bound alone) no longer hides a safe one (BF16)
- * that saves less. Returns the steps written back into c. */
+ * that saves less. The candidate whose sensitivity is the predictor's guess (at most one, the
+ * block's fastest label) is not on the hull: it follows as the block's last step where it saves
+ * more than the hull's end (its guess could otherwise push a measured label off the hull).
+ * Returns the steps written back into c. */
 static int32_t hull_steps(entry_t *c, int32_t n) {
-  int32_t h = 0;
+  int32_t h = 0, guess = -1;
   double best = 0;
+  entry_t u;
+  for (int32_t i = 0; i < n; i++)
+    if (c[i].guessed) guess = i;
+  if (guess >= 0) { /* set aside at the end */
+    u = c[guess];
+    c[guess] = c[n - 1];
+    n--;
+  }
   qsort(c, (size_t)n, sizeof *c, by_sq);
   for (int32_t i = 0; i < n; i++) { /* drop the dominated: no more gain for more loss */
     if (!(c[i].gain > best)) continue;
@@ -223,6 +243,10 @@ static int32_t hull_steps(entry_t *c, int32_t n) {
       h--;
     }
     c[h++] = c[i];
+  }
+  if (guess >= 0 && u.gain > best) {
+    if (h > 0) u.sq = fmax(u.sq, c[h - 1].sq); /* no less loss than the step before */
+    c[h++] = u;
   }
   for (int32_t k = h - 1; k >= 0; k--) { /* increments from the step before */
     double g0 = k > 0 ? c[k - 1].gain : 0, s0 = k > 0 ? c[k - 1].sq : 0;
@@ -247,6 +271,10 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
   size_t cap;
   mi_space_default(st->s, pt);
   if (mi__meta_fix(st, pt) != MI_OK || !(base = trial_layers(st, mi__meta_trial_of(st, pt)))) return 0;
+  {
+    double d0 = st->r->trials[mi__meta_trial_of(st, pt)].objectives[MI_OBJ_ACCURACY];
+    g->base_sq = isfinite(d0) ? d0 * d0 : 0;
+  }
   for (int32_t v = 0; v < mi_space_dim_size(st->s, pd[0]) && nl < GREEDY_LABELS; v++) {
     const char *l = mi_space_dim_label(st->s, pd[0], v);
     int32_t i;
@@ -285,9 +313,9 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
         bt = t;
         fast = ne;
       }
-      e[ne++] = (entry_t){0, blk[b], blk[b + 1], j, 0, t0 - t, NAN, s};
+      e[ne++] = (entry_t){.b0 = blk[b], .b1 = blk[b + 1], .label = j, .gain = t0 - t, .sq = NAN, .share = s};
     }
-    for (int32_t i = first; i < ne; i++) e[i].rank = i == fast; /* rank 1: the block's fastest */
+    for (int32_t i = first; i < ne; i++) e[i].fastest = i == fast;
   }
   /* The measured drops replace the predictor's shares. A block keeps the candidates whose drop
    * was measured and the label it ran fastest under (its share where not measured: a label that
@@ -297,9 +325,12 @@ static int build(mi__meta_t *st, const int32_t *pd, int32_t np, int32_t *pt) {
   measured = measure_blocks(st, pd, e, ne, labels);
   g->n = 0; /* here: the candidates kept */
   for (int32_t i = 0; i < ne; i++) {
-    if (!(measured && isfinite(e[i].sq))) {
-      if (e[i].rank != 1) continue;
+    if (measured && isfinite(e[i].sq)) { /* the block's own part: the default's taken out */
+      e[i].sq = fmax(0, e[i].sq - g->base_sq);
+    } else {
+      if (!e[i].fastest) continue;
       e[i].sq = e[i].share;
+      e[i].guessed = 1;
     }
     e[g->n++] = e[i];
   }
@@ -331,9 +362,9 @@ done:
   return ok;
 }
 
-/* The root of the sum of the first k steps' squared drops. */
+/* The root of the sum of the first k steps' squared drops and the default's. */
 static double rss(const struct mi__greedy *g, int32_t k) {
-  double v = 0;
+  double v = g->base_sq;
   for (int32_t b = 0; b < k; b++) v += g->sq[b];
   return sqrt(v);
 }
@@ -345,7 +376,10 @@ static void observe(mi__meta_t *st, int32_t k, int32_t i) {
   struct mi__greedy *g = st->greedy;
   double bound = mi__meta_acc_bound(st), m, p;
   int within = mi__meta_trial_usable(st, i) && !(st->r->trials[i].objectives[MI_OBJ_ACCURACY] > bound);
-  if (within && k > g->lo) g->lo = k;
+  if (within && k > g->lo) {
+    g->lo = k;
+    g->best = i;
+  }
   if (!within && k < g->hi) g->hi = k;
   if (g->sq && mi__meta_trial_usable(st, i) && (m = st->r->trials[i].objectives[MI_OBJ_ACCURACY]) > 0 &&
       (p = rss(g, k)) > 0)
@@ -367,7 +401,7 @@ int mi__meta_greedy_move(mi__meta_t *st, int32_t *pt) {
   if (np < 1 || !(mi__meta_acc_bound(st) > 0) || !st->mo.graph) return 0; /* not yet: no fit */
   if (!g) {
     if (!(g = st->greedy = calloc(1, sizeof *g))) return 0;
-    g->last = -1;
+    g->last = g->best = -1;
     if (!build(st, pd, np, pt)) {
       /* nothing to order yet (no model-wide move timed per layer, e.g. a warm start that
        * shortened the design): tried again next round, it costs a pass over the trials */
@@ -407,4 +441,14 @@ void mi__meta_greedy_measured(mi__meta_t *st, int32_t i) {
 
 int32_t mi__meta_greedy_count(const mi__meta_t *st) {
   return st->greedy ? st->greedy->steps : 0;
+}
+
+int32_t mi__meta_greedy_best(mi__meta_t *st) {
+  struct mi__greedy *g = st->greedy;
+  if (!g) return -1;
+  if (g->last >= 0) {
+    observe(st, g->k, g->last);
+    g->last = -1;
+  }
+  return g->best;
 }

@@ -179,7 +179,10 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
   if (!st.mo.frozen) st.mo.frozen = so->frozen;
   if (st.mo.batch < 1) st.mo.batch = 8;
   if (st.mo.batch > 64) st.mo.batch = 64;
-  if (st.mo.report) memset(st.mo.report, 0, sizeof *st.mo.report);
+  if (st.mo.report) {
+    memset(st.mo.report, 0, sizeof *st.mo.report);
+    st.mo.report->greedy_best = -1;
+  }
   init = st.mo.init_points > 0 ? st.mo.init_points : 10;
   st.s = s;
   st.so = so;
@@ -321,6 +324,7 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     st.mo.report->acc_screened = st.acc_screened;
     st.mo.report->split_moves = mi__meta_split_count(&st);
     st.mo.report->greedy_moves = mi__meta_greedy_count(&st);
+    st.mo.report->greedy_best = mi__meta_greedy_best(&st);
   }
   if (rc == MI_OK && st.mo.report) rc = saving_report(&st, err);
 done:

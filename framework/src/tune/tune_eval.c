@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "space/space.h"
 #include "tune/tune_internal.h"
 
 /* The two canonical halves of a point: hardware (mi_config_canonical) and model side. */
@@ -201,12 +202,47 @@ int32_t mi_tune_evaluate(void *ctx, const mi_space_t *s, const int32_t *pt, doub
   return rc;
 }
 
+/* Keeps point pt's block (its layers whose precision is off the default, their label) and its
+ * drop for the run's report; dropped when out of memory (the report is optional). */
+static void keep_sens(mi_tune_task_t *t, const mi_space_t *s, const int32_t *pt, const int32_t *def, double drop) {
+  mi_tune_sens_t *e;
+  if (t->sens_n == t->sens_cap) {
+    int32_t cap = t->sens_cap ? 2 * t->sens_cap : 16;
+    mi_tune_sens_t *ns = realloc(t->sens, (size_t)cap * sizeof *ns);
+    if (!ns) return;
+    t->sens = ns;
+    t->sens_cap = cap;
+  }
+  e = &t->sens[t->sens_n];
+  memset(e, 0, sizeof *e);
+  e->drop = drop;
+  for (int32_t d = 0; d < mi_space_dim_count(s); d++) {
+    int32_t nd = mi_space_dim_node(s, d);
+    const char *l;
+    if (pt[d] == def[d] || !mi__space_is_precision(s, d) || !(l = mi_space_dim_label(s, d, pt[d]))) continue;
+    if (e->layers++ == 0) {
+      snprintf(e->layer, sizeof e->layer, "%s",
+               t->graph && nd < t->graph->node_count && t->graph->nodes[nd].name ? t->graph->nodes[nd].name : "?");
+      snprintf(e->label, sizeof e->label, "%s", l);
+    }
+  }
+  if (e->layers > 0) t->sens_n++;
+}
+
 int32_t mi_tune_drops(void *ctx, const mi_space_t *s, const int32_t *pts, int32_t n, double *drops) {
   mi_tune_task_t *t = ctx;
   int32_t got = 0, D = mi_space_dim_count(s);
   double t0 = mi_now_s();
+  int32_t *def = malloc(((size_t)D + 1) * sizeof *def);
   for (int32_t i = 0; i < n; i++) drops[i] = NAN;
-  if (!t->pool) return 0; /* measured by agents: no local worker to ask */
+  if (def) {
+    mi_space_default(s, def);
+    mi_space_repair(s, def, NULL, NULL);
+  }
+  if (!t->pool) { /* measured by agents: no local worker to ask */
+    free(def);
+    return 0;
+  }
   for (int32_t i = 0; i < n && !mi_tune_stop_search(t) && mi__tune_left(t) > 0; i++) {
     mi_space_hw_t *hw = NULL;
     mi_xf_config_t *xc = NULL;
@@ -227,12 +263,14 @@ int32_t mi_tune_drops(void *ctx, const mi_space_t *s, const int32_t *pts, int32_
         res.has_accuracy) {
       drops[i] = res.rel_l2;
       got++;
+      if (def) keep_sens(t, s, pts + (size_t)i * D, def, res.rel_l2);
     }
     mi_profile_destroy(prof);
     halves_free(xc, hw, hw_text, xf_text);
   }
   mi__tune_log(t->cb, MI_TUNE_LOG_INFO, "per-layer sensitivities: %d blocks in %.1f s", (int)got,
                mi_now_s() - t0);
+  free(def);
   return got;
 }
 
@@ -474,7 +512,9 @@ void mi_tune_free_known(mi_tune_task_t *t) {
   clear_known(t);
   free(t->layer_node);
   free(t->layer_sec);
+  free(t->sens);
   t->layer_node = NULL;
   t->layer_sec = NULL;
-  t->layer_n = t->layer_cap = 0;
+  t->sens = NULL;
+  t->layer_n = t->layer_cap = t->sens_n = t->sens_cap = 0;
 }

@@ -77,6 +77,10 @@ typedef struct mi_tune_task {
    * configuration's outputs rather than the reference interpreter's (tune_eval.c). */
   char ref_dir[256];
   int ref_device;
+  /* Added: the blocks' own drops mi_tune_drops measured (sens_n of sens_cap; moved to the run,
+   * else freed by mi_tune_free_known). */
+  int32_t sens_n, sens_cap;
+  mi_tune_sens_t *sens;
 } mi_tune_task_t;
 
 /** Before any measurement of the task: the accuracy's reference outputs computed once, in the

@@ -195,6 +195,11 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     run->acc_screened = rep->acc_screened;
     run->split_moves = rep->split_moves;
     run->greedy_moves = rep->greedy_moves;
+    run->greedy_trial = rep->greedy_best;
+    run->sens = task->sens; /* the run owns them from here */
+    run->sens_count = task->sens_n;
+    task->sens = NULL;
+    task->sens_n = task->sens_cap = 0;
     task->search_on_time = rep->stopped_on_time;
   }
   mi_tune_sources_free(&src);
@@ -570,6 +575,7 @@ MI_API void mi_tune_result_destroy(mi_tune_result_t *res) {
     free(res->runs[i].front);
     free(res->runs[i].verify_bad);
     free(res->runs[i].verify_failed);
+    free(res->runs[i].sens);
   }
   free(res->runs);
   for (int32_t m = 0; res->graphs && m < res->model_count; m++) mi_graph_destroy(res->graphs[m]);
@@ -660,6 +666,7 @@ MI_API int32_t mi_tune_run(const mi_recipe_t *r, const mi_tune_options_t *opts,
       run->model = r->models[m].written;
       run->graph = *g;
       run->model_index = m;
+      run->greedy_trial = -1;
       snprintf(run->spec, sizeof run->spec, "%s:%d", r->pool[d].plugin, (int)r->pool[d].device);
       waiting(&cbs, d, run->spec);
     }
