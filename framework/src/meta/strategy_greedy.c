@@ -9,27 +9,25 @@
  * block at that label, on the device, from the calibration samples) when it offers that; else
  * the accuracy predictor's share of the squared drop for that (layer, label) (strategy_acc.c,
  * fitted on the model-wide and split moves: a fit of a handful of points, which put BF16's loss
- * on the wrong layers of blazeface_back). A block's candidates become steps along their upper
- * hull of (sensitivity, gain) (hull_steps: BF16 first, then INT8 where INT8 saves more), and
- * the steps of all blocks are ordered once by gain / sensitivity, largest first, the measured
- * steps before the predictor's guesses, so a prefix of k steps is the best known for its size. A
- * measured drop counts without the default's own (a lossy kernel's 0.005 on ppocr_v4_rec made
- * every block read 0.005). The guesses go last because one that is wrong ends the bisection: on
- * mlsd_tiny_320 one INT8 block, ordered first on its share, measured 0.2 alone, so every prefix
- * broke the bound whatever the BF16 blocks after it lost. Before the hull each block took
- * the label that ran fastest: on ppocr_v4_rec and mlsd_tiny_320 that was int8_act, and every
- * prefix measured broke the 0.01 bound (two blocks 0.17 on ppocr_v4_rec, one 0.011 on mlsd)
- * while bf16 (half the default's time model-wide on ppocr_v4_rec, drop 0.04) was never tried
- * per block. The feasible prefixes are monotone under either (drops and shares are
- * non-negative, and so are the hull's increments), so the search
- * is a bisection over k with measurement: lo is the longest prefix measured within the bound, hi
- * the shortest measured over it. Each step measures the longest prefix in (lo, hi) predicted
- * within the bound, or the midpoint when none is: with measured drops the prediction is the root
- * of the sum of the prefix's squared drops times the last measured prefix's drop over its own
- * root sum of squares (independent errors add in quadrature; the ratio corrects for those that
- * do not), else the predictor, refitted on every step. It ends when hi = lo + 1, after
- * GREEDY_MAX steps, or when the longest prefix left to try would save under GREEDY_MIN_GAIN of
- * the default's layer time.
+ * on the wrong layers of blazeface_back). A measured drop counts without the default's own (a
+ * lossy kernel's 0.005 on ppocr_v4_rec made every block read 0.005). A block's candidates become
+ * steps along their upper hull of (sensitivity, gain) (hull_steps: BF16 first, then INT8 where
+ * INT8 saves more), and the steps of all blocks are ordered once by gain / sensitivity, largest
+ * first, the measured steps before the predictor's guesses, so a prefix of k steps is the best
+ * known for its size. Before the hull each block took the label that ran fastest: on
+ * ppocr_v4_rec and mlsd_tiny_320 that was int8_act, every prefix measured broke the 0.01 bound,
+ * and bf16 (half the default's time model-wide on ppocr_v4_rec, drop 0.04) was never tried per
+ * block. The guesses go last because one that is wrong ends the bisection: on mlsd_tiny_320 one
+ * INT8 block, ordered first on its share, measured 0.2 alone, so every prefix broke the bound.
+ * The feasible prefixes are monotone under either (drops, shares and the hull's increments are
+ * non-negative), so the search is a bisection over k with measurement: lo is the longest prefix
+ * measured within the bound, hi the shortest measured over it. Each step measures the longest
+ * prefix in (lo, hi) predicted within the bound, or the midpoint when none is: with measured
+ * drops the prediction is the root of the sum of the prefix's squared drops (and the default's)
+ * times the last measured prefix's drop over its own root sum of squares (independent errors add
+ * in quadrature; the ratio corrects for those that do not), else the predictor, refitted on
+ * every step. It ends when hi = lo + 1, after GREEDY_MAX steps, or when the longest prefix left
+ * to try would save under GREEDY_MIN_GAIN of the default's layer time.
  *
  * It replaces a single move that trimmed blocks to the predicted bound and measured that point
  * once: on oww_embedding (blis-cpu, int8_act on every layer at drop 0.021) that fit split the
@@ -50,15 +48,15 @@
 
 struct mi__greedy {
   int done;
-  int32_t steps, last, k; /* steps measured, the last step's trial (-1: none pending), its prefix */
-  int32_t best;           /* the trial of prefix lo (-1: none measured within the bound) */
-  int32_t n, lo, hi;      /* ordered steps; longest prefix within the bound; shortest over it */
-  int32_t *b0, *b1;       /* per ordered step: its block's precision dims [b0, b1) in the pdims list */
-  const char **label;     /* per ordered step: the block's label from it on (the space owns it) */
+  int32_t steps, last, k;   /* steps measured, the last step's trial (-1: none pending), its prefix */
+  int32_t best;             /* the trial of prefix lo (-1: none measured within the bound) */
+  int32_t n, lo, hi;        /* ordered steps; longest prefix within the bound; shortest over it */
+  int32_t *b0, *b1;         /* per ordered step: its block's precision dims [b0, b1) in the pdims list */
+  const char **label;       /* per ordered step: the block's label from it on (the space owns it) */
   double *gain, base_total; /* per step: the time it saves over the block's step before */
-  double *sq; /* per step: the squared drop it adds (measured, else the predictor's); NULL: none measured */
-  double scale;   /* the last measured prefix's drop / its root sum of squares */
-  double base_sq; /* the default's own squared drop (every measured block's drop includes it) */
+  double *sq;               /* per step: the squared drop it adds (measured, else the predictor's); NULL: none measured */
+  double scale;             /* the last measured prefix's drop / its root sum of squares */
+  double base_sq;           /* the default's own squared drop (every measured block's drop includes it) */
 };
 
 void mi__meta_greedy_free(struct mi__greedy *g) {
@@ -148,9 +146,9 @@ static int prefix_point(mi__meta_t *st, const int32_t *pd, int32_t k, int32_t *p
 typedef struct {
   double key;
   int32_t b0, b1, label, rank; /* rank: its place among its block's steps (1: the first) */
-  int fastest, guessed;         /* the block's fastest label; its sensitivity the predictor's */
-  double gain, sq; /* sq: its own drop measured, squared (NaN: not measured) */
-  double share;    /* the predictor's share of the squared drop */
+  int fastest, guessed;        /* the block's fastest label; its sensitivity the predictor's */
+  double gain, sq;             /* sq: its own drop measured, squared (NaN: not measured) */
+  double share;                /* the predictor's share of the squared drop */
 } entry_t;
 
 /* 1 for a label whose transform needs no calibration pass (the INT8 ones calibrate: activation
