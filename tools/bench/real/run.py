@@ -168,7 +168,9 @@ def fetched(only, models_dir, extra=(), sizes=()):
             continue
         path = file if os.path.isabs(file) else os.path.join(models_dir, file)
         if not os.path.exists(path):
-            print(f"{name}: {file} not in {models_dir} (tools/models/fetch.sh); skipped", flush=True)
+            how = ("tools/models/bert_like.py DIR/" + file if file.startswith("bert_like")
+                   else "tools/models/fetch.sh")
+            print(f"{name}: {file} not in {models_dir} ({how}); skipped", flush=True)
             continue
         yield name, path, gen
 
