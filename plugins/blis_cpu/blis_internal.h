@@ -475,6 +475,10 @@ int32_t mi__blis_prep_onehot(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t 
  * (input 1) and OneHot (input 0) nodes read, as their indices (INT64 or INT32, which those preps
  * check). */
 int mi__blis_index_input(const mi_kernel_desc_t *d, int32_t t);
+/* 1 when runtime tensor t is INT64, INT32 or BOOL and every node of kernel d touching it only moves
+ * it (Reshape, Flatten, Squeeze, Unsqueeze, Identity: byte copies) or reads it in a Cast to FLOAT
+ * (blis_shape.c): a BERT export's attention mask on its way to the float mask. */
+int mi__blis_int_move_tensor(const mi_kernel_desc_t *d, int32_t t);
 
 /* ---- elementwise epilogue shared by Conv and the standalone activations */
 enum {

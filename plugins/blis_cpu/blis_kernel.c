@@ -378,6 +378,7 @@ static int32_t prepare_tensors(mi_plugin_ctx_t *ctx, mi_kernel_t *k, const mi_ke
         !(t->dtype == MI_DTYPE_BOOL && mi_sdk_kernel_io(d, i, NULL) == MI_SDK_IO_NONE) &&
         !(t->dtype == MI_DTYPE_BOOL && mi__blis_where_cond(d, i)) &&
         !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32) && mi__blis_index_input(d, i)) &&
+        !mi__blis_int_move_tensor(d, i) &&
         !((t->dtype == MI_DTYPE_INT64 || t->dtype == MI_DTYPE_INT32 || t->dtype == MI_DTYPE_BOOL) &&
           mi__blis_vision_int(d, i)) &&
         !mi__blis_elem_tensor(d, i)) {

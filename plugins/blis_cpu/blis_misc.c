@@ -188,6 +188,29 @@ static int32_t run_bf16_round(const mi__blis_step_t *s, void *const *t, const mi
   return MI_OK;
 }
 
+/* An INT64 or BOOL input to FLOAT (mi__blis_int_move_tensor admits it): a BERT export's
+ * attention mask, Unsqueezed twice, then Cast before (1 - mask) * min. */
+typedef struct int_to_float {
+  int32_t x, y, dt;
+  int64_t n;
+} int_to_float_t;
+
+static int32_t run_int_to_float(const mi__blis_step_t *s, void *const *t, const mi__blis_env_t *env,
+                                mi_error_t *err) {
+  const int_to_float_t *c = s->state;
+  float *y = t[c->y];
+  (void)env;
+  (void)err;
+  if (c->dt == MI_DTYPE_INT64) {
+    const int64_t *x = t[c->x];
+    for (int64_t i = 0; i < c->n; i++) y[i] = (float)x[i];
+  } else {
+    const uint8_t *x = t[c->x];
+    for (int64_t i = 0; i < c->n; i++) y[i] = x[i] ? 1.0f : 0.0f;
+  }
+  return MI_OK;
+}
+
 int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *err) {
   const mi_node_desc_t *n = mi__blis_node(p, 0);
   const mi_tensor_desc_t *x, *y;
@@ -196,6 +219,20 @@ int32_t mi__blis_prep_cast(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   bf16_round_t *c;
   x = mi__blis_tensor(p, mi__blis_in(n, 0));
   if (x && x->dtype == MI_DTYPE_INT32) return mi__blis_prep_qeltwise(p, s, err); /* ConvInteger's sums */
+  if (x && (x->dtype == MI_DTYPE_INT64 || x->dtype == MI_DTYPE_BOOL)) {
+    int_to_float_t *q;
+    y = mi__blis_tensor(p, mi__blis_out(n, 0));
+    if (to != MI_DTYPE_FLOAT32 || !y || y->dtype != MI_DTYPE_FLOAT32)
+      return mi__blis_unsupported(err, n, "an INT64 or BOOL input is run only to=FLOAT");
+    if (mi_sdk_numel(x) != mi_sdk_numel(y)) return mi__blis_unsupported(err, n, "input and output sizes differ");
+    if (!(q = mi__blis_state_new(p, s, sizeof *q, err))) return MI_ERR_OUT_OF_MEMORY;
+    q->x = mi__blis_in(n, 0);
+    q->y = mi__blis_out(n, 0);
+    q->dt = x->dtype;
+    q->n = mi_sdk_numel(x);
+    s->run = run_int_to_float;
+    return MI_OK;
+  }
   if ((rc = io_f32(p, n, &x, &y, err)) != MI_OK) return rc;
   if (to == 1) return mi__blis_prep_copy(p, s, err);
   if (to != 16) return mi__blis_unsupported(err, n, "only to=FLOAT and to=BFLOAT16 are run");

@@ -44,6 +44,18 @@ static void side_rows(const qbin_t *q, const qb_side_t *o, const void *codes, in
     mi__blis_dq_row(q->simd, (const uint8_t *)codes + i, f, len, o->s, o->z, o->u8);
     return;
   }
+  if (o->run == 1) { /* a row of `count` codes repeated (a trailing-dims broadcast: a [1,1,1,S]
+                      * attention mask against [B,H,S,S] scores): contiguous pieces of the row, each
+                      * through the same row loop (element-wise division here ran at 0.7 GB/s) */
+    int64_t k = i % o->count;
+    while (j < len) {
+      int64_t m = o->count - k < len - j ? o->count - k : len - j;
+      mi__blis_dq_row(q->simd, (const uint8_t *)codes + k, f + j, m, o->s, o->z, o->u8);
+      j += m;
+      k = 0;
+    }
+    return;
+  }
   while (j < len) {
     int64_t at = i + j, k = (at / o->run) % o->count, end = (at / o->run + 1) * o->run - i;
     int32_t c = o->u8 ? ((const uint8_t *)codes)[k] : ((const int8_t *)codes)[k];

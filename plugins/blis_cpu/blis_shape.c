@@ -31,9 +31,37 @@ int32_t mi__blis_prep_copy(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
   if (!(c = mi__blis_state_new(p, s, sizeof *c, err))) return MI_ERR_OUT_OF_MEMORY;
   c->x = mi__blis_in(n, 0);
   c->y = mi__blis_out(n, 0);
+  /* INT64 and BOOL are held at their own width (mi__blis_int_move_tensor); the rest as 4 bytes */
   c->bytes = (uint64_t)mi_sdk_numel(x) * 4u;
+  if (x->dtype == MI_DTYPE_INT64 || x->dtype == MI_DTYPE_BOOL) c->bytes = mi_sdk_tensor_bytes(x);
   s->run = run_copy;
   return MI_OK;
+}
+
+int mi__blis_int_move_tensor(const mi_kernel_desc_t *d, int32_t t) {
+  static const char *const moves[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+  int32_t i, j, dt = d->tensors[t]->dtype, seen = 0;
+  if (dt != MI_DTYPE_INT64 && dt != MI_DTYPE_INT32 && dt != MI_DTYPE_BOOL) return 0;
+  for (i = 0; i < d->node_count; i++) {
+    const mi_node_desc_t *n = d->nodes[i];
+    int data = 0, other = 0, move = 0;
+    for (j = 0; j < (int32_t)(sizeof moves / sizeof moves[0]); j++) move |= !strcmp(n->op_type, moves[j]);
+    for (j = 0; j < n->input_count; j++) {
+      if (n->inputs[j] != t) continue;
+      data |= j == 0;
+      other |= j != 0; /* a shape or axes input: the prep reads those only as constants */
+    }
+    for (j = 0; j < n->output_count; j++)
+      if (n->outputs[j] == t) {
+        data |= j == 0 && move;
+        other |= j != 0 || !move;
+      }
+    if (!data && !other) continue;
+    if (other || !(move || (!strcmp(n->op_type, "Cast") && mi_sdk_attr_int(n, "to", 0) == MI_DTYPE_FLOAT32)))
+      return 0;
+    seen = 1;
+  }
+  return seen;
 }
 
 /* ---- generic strided gather: y[out index] = x[sum idx[d] * xs[d] + base] */

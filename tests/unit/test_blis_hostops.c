@@ -7,7 +7,8 @@
  * (shifts past the width), Det (singular, pivoting, a 20 x 20), MaxRoiPool, 5-D GridSample (linear
  * and nearest, every padding, align_corners, NaN and far points) at each SIMD level, 1-D and 3-D
  * Col2Im; a TopK -> GatherElements detector tail with no host step; run-time index errors naming
- * the node. */
+ * the node; INT64 and BOOL masks moved (Unsqueeze, Reshape, Flatten, Squeeze, Identity) and Cast
+ * to FLOAT. */
 #include <math.h>
 
 #include "test_blis_util.h"
@@ -370,6 +371,54 @@ static void detector_tail(void) {
   expect_same(&c, "TopK -> GatherElements");
 }
 
+/* An integer or bool mask moved and Cast to FLOAT on the device, as a BERT export writes its
+ * attention mask (blis_shape.c mi__blis_int_move_tensor, blis_misc.c): INT64 [2, 9] of 0/1 ->
+ * Unsqueeze(1) -> Unsqueeze(2) -> Cast -> Sub from 1 -> Mul by the float minimum; INT64 values
+ * past 2^24 (rounded by the Cast as the reference rounds them) through Reshape and Flatten; a BOOL
+ * mask through Squeeze and Identity. */
+static int32_t i_node(tcase_t *c, const char *op, const char *name, int nin, const int32_t *ins) {
+  int32_t y = mi_graph_add_tensor(c->g, name, MI_DTYPE_UNDEFINED, -1, NULL);
+  REQUIRE(mi_graph_add_node(c->g, op, name, nin, ins, 1, &y) >= 0);
+  return y;
+}
+
+static void int_mask(void) {
+  static const int64_t one = 1, two = 2, shape[3] = {2, 1, 9};
+  static const float fone = 1.0f, fmin = -3.4028234663852886e38f;
+  tcase_t c;
+  int32_t in[2], t, y, node;
+  int64_t d2[2] = {2, 9};
+  tc_init(&c, 14);
+  t = tc_input(&c, "mask", MI_DTYPE_INT64, 2, d2, 0, 0, 1, NULL);
+  t = i_node(&c, "Unsqueeze", "u1", 2, (int32_t[]){t, mi_graph_add_const_i64(c.g, "a1", 1, &one)});
+  t = i_node(&c, "Unsqueeze", "u2", 2, (int32_t[]){t, mi_graph_add_const_i64(c.g, "a2", 1, &two)});
+  in[1] = mi_graph_add_tensor(c.g, "m", MI_DTYPE_UNDEFINED, -1, NULL);
+  node = mi_graph_add_node(c.g, "Cast", "cast", 1, &t, 1, &in[1]);
+  mi_node_set_int(c.g, node, "to", MI_DTYPE_FLOAT32);
+  in[0] = mi_graph_add_const_f32(c.g, "one", 0, NULL, &fone);
+  t = i_node(&c, "Sub", "sub", 2, in);
+  in[0] = t;
+  in[1] = mi_graph_add_const_f32(c.g, "fmin", 0, NULL, &fmin);
+  tc_node(&c, "Mul", 2, in, &y);
+  expect_same(&c, "INT64 mask -> Unsqueeze x2 -> Cast -> Sub -> Mul");
+
+  tc_init(&c, 14);
+  t = tc_input(&c, "ids", MI_DTYPE_INT64, 2, d2, 0, -(1ll << 40), 1ll << 40, NULL);
+  t = i_node(&c, "Reshape", "r", 2, (int32_t[]){t, mi_graph_add_const_i64(c.g, "s", 3, shape)});
+  t = i_node(&c, "Flatten", "f", 1, &t);
+  node = tc_node(&c, "Cast", 1, &t, &y);
+  mi_node_set_int(c.g, node, "to", MI_DTYPE_FLOAT32);
+  expect_same(&c, "INT64 past 2^24 -> Reshape -> Flatten -> Cast");
+
+  tc_init(&c, 14);
+  t = tc_input(&c, "b", MI_DTYPE_BOOL, 3, shape, 0, 0, 1, NULL);
+  t = i_node(&c, "Squeeze", "sq", 2, (int32_t[]){t, mi_graph_add_const_i64(c.g, "a", 1, &one)});
+  t = i_node(&c, "Identity", "id", 1, &t);
+  node = tc_node(&c, "Cast", 1, &t, &y);
+  mi_node_set_int(c.g, node, "to", MI_DTYPE_FLOAT32);
+  expect_same(&c, "BOOL -> Squeeze -> Identity -> Cast");
+}
+
 static void setup(void) {
   mi_error_t err = {0, ""};
   uint32_t dev = 0;
@@ -391,6 +440,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(det_roi_col2im),
     TU_CASE(gridsample5d),
     TU_CASE(detector_tail),
+    TU_CASE(int_mask),
 };
 
 TU_MAIN(setup, teardown)

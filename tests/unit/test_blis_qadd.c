@@ -2,7 +2,7 @@
  * -> Q of two runtime codes tensors runs on blis-cpu as ONE kernel on the codes (exec/plan.c,
  * blis_qadd.c), and every output code equals mi_ref_run's (which runs the nodes one by one)
  * byte for byte: UINT8 and INT8 codes, different scales and zero points, an operand broadcast
- * per channel or as one code, codes that saturate. Where the sum is also a graph output the
+ * per channel, as one code or as a row over the last dim, codes that saturate. Where the sum is also a graph output the
  * nodes stay apart and still match. */
 #include "test_qdq_graph.h"
 
@@ -11,7 +11,7 @@ typedef struct qcase {
   int32_t dt;
   float sa, sb, sy;
   int32_t za, zb, zy;
-  int b_rank;        /* 4: [1,6,9,11]; 1: one code [1]; -1: per channel [1,6,1,1] */
+  int b_rank;        /* 4: [1,6,9,11]; 1: one code [1]; -1: per channel [1,6,1,1]; 2: a row [1,1,1,11] */
   int relu;          /* a Relu between the op and the Q (zy must be the lowest code) */
   int sum_is_output; /* the float sum is a graph output too: no lowering */
   int kernels;       /* device kernels expected */
@@ -21,12 +21,14 @@ typedef struct qcase {
 
 static mi_graph_t *build(const qcase_t *c) {
   int64_t d[4] = {1, 6, c->big ? 40 : 9, c->big ? 40 : 11}, dc[4] = {1, 6, 1, 1}, d1[1] = {1};
+  int64_t dr[4] = {1, 1, 1, d[3]};
   mi_graph_t *g = mi_graph_create("qadd");
   REQUIRE(g);
   g->opset = 13;
   int32_t a = tensor(g, "a", c->dt, 4, d, NULL, 0);
   int32_t b = c->b_rank == 4   ? tensor(g, "b", c->dt, 4, d, NULL, 0)
               : c->b_rank == 1 ? tensor(g, "b", c->dt, 1, d1, NULL, 0)
+              : c->b_rank == 2 ? tensor(g, "b", c->dt, 4, dr, NULL, 0)
                                : tensor(g, "b", c->dt, 4, dc, NULL, 0);
   REQUIRE(mi_graph_add_input(g, a) == MI_OK);
   REQUIRE(mi_graph_add_input(g, b) == MI_OK);
@@ -127,6 +129,11 @@ static void mul_and_broadcast(void) {
       {"Mul u8 by channel first, 40x40 planes", "Mul", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.011f, 131, 9, 100, -1, 0, 0, 1, 1, 1},
       {"Add u8 one code first, 40x40 planes", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 1, 0, 0, 1, 1, 1},
       {"Add s8 by channel, Relu, 40x40 planes", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, -128, -1, 1, 0, 1, 1, 0},
+      /* a row over the last dim, as a [1,1,1,S] attention mask meets [1,H,S,S] scores: blocks of
+       * 512 outputs start inside a row (512 = 46 * 11 + 6 = 12 * 40 + 32) */
+      {"Add s8 last-dim row", "Add", MI_DTYPE_INT8, 0.05f, 0.013f, 0.029f, -7, 30, 3, 2, 0, 0, 1, 0, 0},
+      {"Add u8 last-dim row, 40x40 planes", "Add", MI_DTYPE_UINT8, 0.043f, 0.021f, 0.037f, 131, 9, 120, 2, 0, 0, 1, 1, 0},
+      {"Mul s8 last-dim row first, 40x40 planes", "Mul", MI_DTYPE_INT8, 0.05f, 0.013f, 0.009f, -7, 30, 3, 2, 0, 0, 1, 1, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check(&cases[i]);
 }

@@ -57,6 +57,9 @@ MODELS=(
   "mlsd_tiny_320|mlsd_tiny_320.onnx|{}"
   "isnet_quint8|isnet_quint8_1024.onnx|{}"
   "moonshine_tiny_enc|moonshine_tiny_enc.onnx|{input_values: [1, 80000]}"
+  # generated, not fetched (tools/models/bert_like.py): a 128-token chunk; its token ids must lie
+  # in the vocabulary, so without --calib it gets a token folder below
+  "bert_like_minilm|bert_like_minilm.onnx|{input_ids: [1, 128], attention_mask: [1, 128], token_type_ids: [1, 128]}"
 )
 # Moonshine's decoder at the 9th token (8 cached positions, 207 encoder frames: run.py's step);
 # its If condition and token ids are values, so it is tuned on its calibration folder only.
@@ -97,6 +100,25 @@ for spec in specs + ["sr:"]:
         npy(f, "<f4", shape, struct.pack("<%df" % n, *vals))
 PY
 }
+# A BERT-style encoder's token inputs (int64 [1, 128] each), 2 samples: [CLS], ids of the
+# vocabulary's word range, [SEP], padding (mask 0) past a seeded length; one segment.
+tokens() {  # DIR
+  python3 - "$1" <<'PY'
+import os, random, struct, sys
+d, S = sys.argv[1], 128
+rng = random.Random(1)
+def npy(path, vals):
+    h = "{'descr': '<i8', 'fortran_order': False, 'shape': (1, %d), }" % S
+    h += " " * (63 - (len(h) + 10) % 64) + "\n"
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + struct.pack("<%dq" % S, *vals))
+for k in range(2):
+    n = rng.randint(S // 4, S)
+    ids = [101] + [rng.randint(1996, 29611) for _ in range(n - 2)] + [102] + [0] * (S - n)
+    for name, vals in (("input_ids", ids), ("attention_mask", [1] * n + [0] * (S - n)), ("token_type_ids", [0] * S)):
+        os.makedirs(os.path.join(d, name), exist_ok=True)
+        npy(os.path.join(d, name, "%d.npy" % k), vals)
+PY
+}
 for m in "${MODELS[@]}"; do
   IFS='|' read -r name file inputs values <<<"$m"
   [[ $name =~ $ONLY ]] || continue
@@ -121,6 +143,10 @@ for m in "${MODELS[@]}"; do
   fi
   if [ -z "$extra" ] && [ "$name" = moonshine_tiny_dec ]; then
     echo "== $name: needs --calib (its step's inputs are values), skipped"; continue
+  fi
+  if [ -z "$extra" ] && [[ $name == bert_like* ]]; then
+    tokens "$d/calib"
+    extra="calibration: $d/calib"; cmpx+=(--calib "$d/calib")
   fi
   if [ -z "$extra" ] && [[ $name == silero* ]]; then
     calib "$d/calib" "$(printf '%s ' "${shapes[@]}" | sed 's/--shape //g')"
@@ -155,7 +181,7 @@ done
 python3 - "$O" <<'PY'
 import json, os, sys
 O = sys.argv[1]
-order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","silero_vad_v6_ifless","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8","moonshine_tiny_enc","moonshine_tiny_dec"]
+order = ["ppocr_v2_cls","ppocr_v4_det","ppocr_v4_rec","oww_melspectrogram","oww_embedding","oww_hello_deepa","silero_vad_v4","silero_vad_v5","silero_vad_v6","silero_vad_v6_ifless","blazeface_front","blazeface_back","mlsd_tiny_320","isnet_quint8","moonshine_tiny_enc","moonshine_tiny_dec","bert_like_minilm"]
 print("| model | tune wall s (load start-end) | measured + replayed | deployed | tune's confirm: speedup (95% CI, rounds) | mi-host compare: tuned/default median ms, ratio (95% CI), rounds |")
 print("| --- | --- | --- | --- | --- | --- |")
 for name in order:

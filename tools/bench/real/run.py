@@ -107,6 +107,13 @@ MODELS = [
      ["past_key_values.%d.%s.%s=1,8,%d,36" % (l, part, kv, 8 if part == "decoder" else 207)
       for l in range(6) for part in ("decoder", "encoder") for kv in ("key", "value")] +
      ["--value", "use_cache_branch=1", "--value", "input_ids=100"]),
+    # Not fetched: no package ships a transformer text encoder, so this BERT-family encoder is
+    # generated (tools/models/bert_like.py MI_MODEL_DIR/bert_like_minilm.onnx): BertModel as
+    # torch.onnx writes it at opset 14, all-MiniLM-L6-v2's shapes, seeded random weights. One
+    # 128-token chunk: token ids within the vocabulary, no padding, one segment.
+    ("bert-like-minilm", "bert_like_minilm.onnx",
+     ["input_ids=1,128", "attention_mask=1,128", "token_type_ids=1,128", "--int", "input_ids=0,30521",
+      "--value", "attention_mask=1", "--value", "token_type_ids=0"]),
 ]
 
 
@@ -161,7 +168,9 @@ def fetched(only, models_dir, extra=(), sizes=()):
             continue
         path = file if os.path.isabs(file) else os.path.join(models_dir, file)
         if not os.path.exists(path):
-            print(f"{name}: {file} not in {models_dir} (tools/models/fetch.sh); skipped", flush=True)
+            how = ("tools/models/bert_like.py DIR/" + file if file.startswith("bert_like")
+                   else "tools/models/fetch.sh")
+            print(f"{name}: {file} not in {models_dir} ({how}); skipped", flush=True)
             continue
         yield name, path, gen
 
