@@ -29,12 +29,16 @@
 /* the transforms are AVX-512 only: the BF16 tiles they feed are */
 #define AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 
-/* Where conv.packed_gemm_bf16 takes this form: a dense 3x3 stride-1 conv of 8+ channels in and
- * out with enough 2x2 tiles to fill the GEMM tiles' 32-pixel blocks (the FP32 rule's threshold,
- * in 2x2 tiles; see docs/benchmarks.md for the measured shapes). */
+/* Where conv.packed_gemm_bf16 takes this form: where it measured faster than the im2col form
+ * (bench_blis_conv, 1 thread, process CPU time, min of 9, 3 interleaved rounds, 2026-12-06, load
+ * 4; docs/benchmarks.md): 32+ channels in and 24+ out on planes of 100+ 2x2 tiles. 0.69-0.89 of
+ * the im2col form's time there (64->64 80x80, 128->128 and 128->64 40x40, 96->24 80x80 to 20x20,
+ * 32->32 80x80, 32->64 40x40, 48->48 and 64->64 20x20, 256->256 16x16, 512->512 32x32; 32->32
+ * 20x20 0.97); even or slower below: 8->8 and 32->32 16x16 (64 tiles) 1.94 and 1.31, 16->16 160x160
+ * 1.03-1.08, 16->32 80x80 1.04, 64->16 20x20 1.01, 24->24 80x80 0.99, 96->24 10x10 0.99. */
 int mi__blis_wino2_bf16_default(const mi__blis_conv_t *c) {
   int64_t tiles = (c->OH + WT - 1) / WT * ((c->OW + WT - 1) / WT);
-  return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX512 && c->C >= 8 && c->M >= 8 && tiles >= 64;
+  return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX512 && c->C >= 32 && c->M >= 24 && tiles >= 100;
 }
 
 /* B^T d of one 4-vector (F(2,3)'s input transform, points 0, 1, -1 and infinity). */
