@@ -30,15 +30,19 @@
 #define AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 
 /* Where conv.packed_gemm_bf16 takes this form: where it measured faster than the im2col form
- * (bench_blis_conv, 1 thread, process CPU time, min of 9, 3 interleaved rounds, 2026-12-06, load
- * 4; docs/benchmarks.md): 32+ channels in and 24+ out on planes of 100+ 2x2 tiles. 0.69-0.89 of
- * the im2col form's time there (64->64 80x80, 128->128 and 128->64 40x40, 96->24 80x80 to 20x20,
- * 32->32 80x80, 32->64 40x40, 48->48 and 64->64 20x20, 256->256 16x16, 512->512 32x32; 32->32
- * 20x20 0.97); even or slower below: 8->8 and 32->32 16x16 (64 tiles) 1.94 and 1.31, 16->16 160x160
- * 1.03-1.08, 16->32 80x80 1.04, 64->16 20x20 1.01, 24->24 80x80 0.99, 96->24 10x10 0.99. */
+ * (bench_blis_conv, process CPU time, min of 9-15, 3 interleaved rounds, hot and with the caches
+ * flushed, and mi-run --profile on ppocr_v4_det and M-LSD, 2026-12-06; docs/benchmarks.md). The
+ * gain grows with CM / (C + M) (the GEMM's share against the transforms') and with the plane (the
+ * 16 weight sets are 1.8x the im2col form's bytes, read cold in a model): CM / (C + M) of 24+ on
+ * 100+ 2x2 tiles (64->64 and 48->48 on 20x20 0.63-0.90 of the im2col form's time, 128->128 on
+ * 20x20 0.68), or of 16+ on 400+ tiles (96->24 on 40x40 and 80x80 0.58-0.90, 32->32 on 40x40
+ * and 80x80 0.85-0.95). Left out: 96->24 on 20x20 to 32x32 (1.10 in ppocr_v4_det, 0.97-1.12
+ * cold), 32->32 on 20x20 (0.97 hot, 1.07 cold), 16 or 24 channels in or out (0.97-1.08),
+ * planes of 64 tiles (32->32 on 16x16 1.31). */
 int mi__blis_wino2_bf16_default(const mi__blis_conv_t *c) {
-  int64_t tiles = (c->OH + WT - 1) / WT * ((c->OW + WT - 1) / WT);
-  return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX512 && c->C >= 32 && c->M >= 24 && tiles >= 100;
+  int64_t tiles = (c->OH + WT - 1) / WT * ((c->OW + WT - 1) / WT), cm = c->C * c->M, cpm = c->C + c->M;
+  return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX512 && tiles >= 100 &&
+         (cm >= 24 * cpm || (tiles >= 400 && cm >= 16 * cpm));
 }
 
 /* B^T d of one 4-vector (F(2,3)'s input transform, points 0, 1, -1 and infinity). */
