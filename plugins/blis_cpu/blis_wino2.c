@@ -30,19 +30,20 @@
 #define AVX512_FN __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq")))
 
 /* Where conv.packed_gemm_bf16 takes this form: where it measured faster than the im2col form
- * (bench_blis_conv, process CPU time, min of 9-15, 3 interleaved rounds, hot and with the caches
- * flushed, and mi-run --profile on ppocr_v4_det and M-LSD, 2026-12-06; docs/benchmarks.md). The
- * gain grows with CM / (C + M) (the GEMM's share against the transforms') and with the plane (the
- * 16 weight sets are 1.8x the im2col form's bytes, read cold in a model): CM / (C + M) of 24+ on
- * 100+ 2x2 tiles (64->64 and 48->48 on 20x20 0.63-0.90 of the im2col form's time, 128->128 on
- * 20x20 0.68), or of 16+ on 400+ tiles (96->24 on 40x40 and 80x80 0.58-0.90, 32->32 on 40x40
- * and 80x80 0.85-0.95). Left out: 96->24 on 20x20 to 32x32 (1.10 in ppocr_v4_det, 0.97-1.12
- * cold), 32->32 on 20x20 (0.97 hot, 1.07 cold), 16 or 24 channels in or out (0.97-1.08),
- * planes of 64 tiles (32->32 on 16x16 1.31). */
+ * (bench_blis_conv, 1 thread, process CPU time, min of 9, 3 interleaved rounds, hot and with the
+ * caches flushed ("cold", as a layer inside a model reads its weights), and mi-run --profile on
+ * ppocr_v4_det, M-LSD and ISNet; 2026-12-06, docs/benchmarks.md). The gain grows with
+ * CM / (C + M), the GEMM's share against the transforms', and with the plane, over the 16 weight
+ * sets (1.8x the im2col form's bytes) and the per-block work: CM / (C + M) of 32+ on 100+ 2x2
+ * tiles (64->64 on 20x20 0.86 cold, 128->128 on 20x20 0.68 cold), or of 18+ on 400+ tiles (96->24
+ * on 40x40 0.90 cold and 0.85-0.87 in ppocr_v4_det, 32->64 on 40x40 0.84 cold). Left out, cold:
+ * 48->48 on 20x20 0.99, 40->40 on 40x40 0.99, 32->32 on 80x80 1.02, 96->24 on 20x20 to 32x32
+ * 0.97-1.12 (1.10 in ppocr_v4_det), 16 or 24 channels on a side 1.01-1.59, 64->64 on 16x16 1.46
+ * (256->256 on 12x12 and 16x16, 0.75-0.80, is a gain this rule leaves). */
 int mi__blis_wino2_bf16_default(const mi__blis_conv_t *c) {
   int64_t tiles = (c->OH + WT - 1) / WT * ((c->OW + WT - 1) / WT), cm = c->C * c->M, cpm = c->C + c->M;
-  return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX512 && tiles >= 100 &&
-         (cm >= 24 * cpm || (tiles >= 400 && cm >= 16 * cpm));
+  return mi__blis_wino_fits(c) && c->simd == MI__SIMD_AVX512 &&
+         ((tiles >= 100 && cm >= 32 * cpm) || (tiles >= 400 && cm >= 18 * cpm));
 }
 
 /* B^T d of one 4-vector (F(2,3)'s input transform, points 0, 1, -1 and infinity). */
