@@ -566,6 +566,13 @@ int32_t mi__blis_prep_conv(mi__blis_prep_t *p, mi__blis_step_t *s, mi_error_t *e
                                  c->pg_ek == MI__EK_GENERIC);
     if (pgb) c->simd = MI__SIMD_AVX512; /* the BF16 tiles are AVX-512 only: no `simd` choice */
   }
+  /* conv.packed_gemm_bf16 runs a dense 3x3 stride-1 conv as BF16 Winograd where that measured
+   * faster than its im2col form (blis_wino2.c), unless im2col_block asks for the im2col form in
+   * chunks (a knob value under the plane) */
+  if (pgb && mi__blis_wino2_bf16_default(c)) {
+    int64_t blk = mi_sdk_knob_int(p->desc, "im2col_block", 0);
+    if (blk <= 0 || blk >= c->OH * c->OW) return mi__blis_wino2_bf16_prep(p, s, c, err);
+  }
   if (c->variant == MI__CONV_WINO && c->dh > 1) return mi__blis_wino_dil_prep(p, s, c, err);
   if (c->variant == MI__CONV_WINO) return mi__blis_wino_prep(p, s, c, err);
   if (c->variant == MI__CONV_WINO1D) return mi__blis_w1d_prep(p, s, c, err);

@@ -235,6 +235,11 @@ int32_t mi__blis_wino_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv
  * it, and its prepare. */
 int mi__blis_wino6_default(const mi__blis_conv_t *c);
 int32_t mi__blis_wino6_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
+/* conv.packed_gemm_bf16 on a dense 3x3 stride-1 conv as Winograd F(2x2, 3x3) with BF16 tile GEMMs
+ * (blis_wino2.c): where that variant takes this form (AVX-512 level, a CPU with AVX512_BF16),
+ * and its prepare. */
+int mi__blis_wino2_bf16_default(const mi__blis_conv_t *c);
+int32_t mi__blis_wino2_bf16_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c, mi_error_t *err);
 /* The same for dilated 3x3 stride-1 convs as a batch of sub-grid convs (blis_wino_dil.c): pads
  * equal to the dilation, H and W multiples of it, no fused residual add. */
 int mi__blis_wino_dil_fits(const mi__blis_conv_t *c);

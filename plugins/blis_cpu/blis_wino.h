@@ -25,6 +25,7 @@ typedef struct mi__blis_wino_tile {
   mi__blis_wino_out_fn out;
   /* sets wn->wtl and wn->slot_fl from the block geometry (th ... mst, slots) */
   void (*scratch)(const mi__blis_conv_t *c, mi__blis_wino_t *wn);
+  int bf16; /* the tile GEMMs in BF16 compute: conv.packed_gemm_bf16's tiles, weights packed as BF16 pairs */
 } mi__blis_wino_tile_t;
 
 /* One prepared conv.winograd layer (s->aux): the tile size, the block geometry, the scratch slots
@@ -48,8 +49,8 @@ struct mi__blis_wino {
 _Static_assert(sizeof(mi__blis_wino_t) == 128, "conv.winograd's layer header is 128 bytes");
 
 /* The driver's prepare: block geometry, scratch slots, weights transformed (in double) and packed
- * into wp conv.packed_gemm weight sets; s->aux and s->run set, the constant weights dropped. The
- * caller has checked that the conv fits. */
+ * into wp conv.packed_gemm weight sets (conv.packed_gemm_bf16's BF16 pairs where tile->bf16); s->aux
+ * and s->run set, the constant weights dropped. The caller has checked that the conv fits. */
 int32_t mi__blis_wino_drv_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c,
                                const mi__blis_wino_tile_t *tile, mi_error_t *err);
 

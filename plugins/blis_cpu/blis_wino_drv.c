@@ -5,10 +5,11 @@
  * each of the wp = wa * wa tile positions one GEMM of the transformed weights (M x C, transformed
  * in double and packed once at prepare) by the transformed input tiles (C x tiles). The GEMMs are
  * conv.packed_gemm's register-blocked tiles (a 1x1 conv of C to M channels per position, raw
- * sums). The work is split over blocks of whole tile rows: one thread transforms a block,
- * multiplies and transforms it back in its own scratch slot while it is in cache, then runs the
- * epilogue chain on the block's output rows. The tile sizes (F(4x4, 3x3) in blis_wino.c, F(6x6, 3x3)
- * in blis_wino6.c) give their transforms, G and their scratch rows in a table; the transforms are
+ * sums), or conv.packed_gemm_bf16's for a tile size in BF16 compute. The work is split over blocks
+ * of whole tile rows: one thread transforms a block, multiplies and transforms it back in its own
+ * scratch slot while it is in cache, then runs the epilogue chain on the block's output rows. The
+ * tile sizes (F(4x4, 3x3) in blis_wino.c, F(6x6, 3x3) in blis_wino6.c, F(2x2, 3x3) in BF16 in
+ * blis_wino2.c) give their transforms, G and their scratch rows in a table; the transforms are
  * called once a block through the layer's pointer to it. */
 #include <stdatomic.h>
 #include <string.h>
@@ -142,11 +143,17 @@ int32_t mi__blis_wino_drv_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_
   sub0.sh = sub0.sw = sub0.dh = sub0.dw = 1;
   sub0.C = C;
   sub0.M = M;
-  sub0.pg_mr = mi__blis_pg_panel(c->simd, 0);
   sub0.pg_ek = MI__EK_NONE;
   sub0.scale = c->scale;
   sub0.shift = c->shift;
-  packed = (mi__blis_pg_packed_floats(&sub0) + 15) / 16 * 16;
+  if (tile->bf16) { /* conv.packed_gemm_bf16's "nv" tiles: 8-row panels of BF16 pairs, a float's bytes each */
+    sub0.simd = MI__SIMD_AVX512;
+    sub0.pg_mr = mi__blis_pg_panel(MI__SIMD_AVX512, 0);
+    packed = (mi__blis_pgb_packed_pairs(&sub0) + 15) / 16 * 16;
+  } else {
+    sub0.pg_mr = mi__blis_pg_panel(c->simd, 0);
+    packed = (mi__blis_pg_packed_floats(&sub0) + 15) / 16 * 16;
+  }
   busy = ((uint64_t)geo.slots * sizeof(atomic_int) + 63) / 64 * 16;
   total = hdr + busy + WP * packed + (uint64_t)geo.slots * (uint64_t)geo.slot_fl;
   if (!(s->aux = mi__blis_calloc(p->ctx, total * sizeof(float))))
@@ -169,8 +176,13 @@ int32_t mi__blis_wino_drv_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_
     }
   for (pos = 0; pos < WP; pos++) {
     wn->sub[pos] = sub0;
-    wn->sub[pos].packed = packed0 + pos * packed;
-    mi__blis_pg_pack(&wn->sub[pos], tmp + pos * M * C, 0);
+    if (tile->bf16) {
+      wn->sub[pos].packed_b = (uint32_t *)(void *)(packed0 + pos * packed);
+      mi__blis_pgb_pack(&wn->sub[pos], tmp + pos * M * C);
+    } else {
+      wn->sub[pos].packed = packed0 + pos * packed;
+      mi__blis_pg_pack(&wn->sub[pos], tmp + pos * M * C, 0);
+    }
   }
   mi__blis_free(p->ctx, tmp);
   /* the transformed panels are all the kernel reads */

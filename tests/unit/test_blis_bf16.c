@@ -84,7 +84,7 @@ static int32_t run_conv(tb_plugin_t *p, const cshape_t *s, const float *x, const
   return tb_run(p, &b, variant, kv, nk, ins, y, err);
 }
 
-static double g_worst_bf, g_worst32;
+static double g_worst_bf, g_worst32, g_worst_wino;
 
 /* Random operands in [-1, 1): against the conv on rounded operands (FP32 sums: 1e-5) and the FP32
  * conv (BF16's 8-bit significand: above 1e-4, under 1e-2); threads 1 and N the same bits. block:
@@ -172,6 +172,92 @@ static void exact_case(tb_plugin_t *p, const char *name, cshape_t s) {
   free(bias);
   free(ref);
   free(a);
+}
+
+/* Dense 3x3 stride-1 convs with CM / (C + M) of 32+ on 100+ 2x2 tiles, or of 18+ on 400+, run as
+ * Winograd F(2x2, 3x3) with BF16 tile GEMMs (blis_wino2.c): the transformed input and weights are
+ * what is rounded, so the output is not the conv on rounded operands (above 1e-4 from it, where the im2col
+ * form is within 1e-5) but as close to the FP32 conv as the other BF16 kernels (under 1e-2), with
+ * the fused epilogue (mode: 0 none, 'R' Relu, 'A' a residual Add then Relu, 'S' Sigmoid, the scalar
+ * tail); threads 1 and N the same bits. */
+static void wino_case(tb_plugin_t *p, const char *name, cshape_t s, int mode) {
+  int64_t oh = odim(&s, s.h), ow = odim(&s, s.w), yn = s.n * s.m * oh * ow, xn = s.n * s.c * s.h * s.w;
+  int64_t wn = s.m * s.c * 9, i, xd[4] = {s.n, s.c, s.h, s.w}, wd[4] = {s.m, s.c, 3, 3}, yd[4] = {s.n, s.m, oh, ow};
+  int64_t md = s.m, st[2] = {1, 1}, pads[4] = {s.pad, s.pad, s.pad, s.pad};
+  float *x = calloc((size_t)xn, 4), *w = calloc((size_t)wn, 4), *xr = calloc((size_t)xn, 4);
+  float *wr = calloc((size_t)wn, 4), *bias = calloc((size_t)s.m, 4), *res = calloc((size_t)yn, 4);
+  float *refb = calloc((size_t)yn, 4), *ref32 = calloc((size_t)yn, 4), *a = calloc((size_t)yn, 4);
+  float *b = calloc((size_t)yn, 4);
+  mi_knob_value_t kv[1] = {{"threads", 1, 0.}};
+  mi_error_t err = {0, ""};
+  int32_t rc;
+  REQUIRE(x && w && xr && wr && bias && res && refb && ref32 && a && b);
+  tb_fill(x, xn, 11);
+  tb_fill(w, wn, 12);
+  tb_fill(bias, s.m, 13);
+  tb_fill(res, yn, 14);
+  for (i = 0; i < xn; i++) xr[i] = to_bf16(x[i]);
+  for (i = 0; i < wn; i++) wr[i] = to_bf16(w[i]);
+  naive_conv(&s, xr, wr, bias, refb);
+  naive_conv(&s, x, w, bias, ref32);
+  for (i = 0; i < yn; i++) {
+    float *r[2] = {&refb[i], &ref32[i]};
+    for (int k = 0; k < 2; k++) {
+      float v = *r[k] + (mode == 'A' ? res[i] : 0.f);
+      *r[k] = mode == 'S' ? 1.f / (1.f + expf(-v)) : mode ? (v > 0.f ? v : 0.f)
+                                                          : v;
+    }
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    const float *ins[2] = {x, res};
+    tb_t tb;
+    int tx, node, cur, ty;
+    memset(&tb, 0, sizeof tb);
+    tx = tb_tensor(&tb, 4, xd, NULL);
+    {
+      int in3[3] = {tx, tb_tensor(&tb, 4, wd, w), tb_tensor(&tb, 1, &md, bias)};
+      cur = tb_tensor(&tb, 4, yd, NULL);
+      node = tb_node(&tb, "Conv", 17, 3, in3, cur);
+    }
+    tb_attr_is(&tb, node, "kernel_shape", 2, wd + 2);
+    tb_attr_is(&tb, node, "strides", 2, st);
+    tb_attr_is(&tb, node, "pads", 4, pads);
+    if (mode == 'A') {
+      int ai[2] = {tb_tensor(&tb, 4, yd, NULL), cur};
+      ty = tb_tensor(&tb, 4, yd, NULL);
+      tb_node(&tb, "Add", 14, 2, ai, ty);
+      cur = ty;
+    }
+    if (mode) {
+      ty = tb_tensor(&tb, 4, yd, NULL);
+      tb_node(&tb, mode == 'S' ? "Sigmoid" : "Relu", 14, 1, &cur, ty);
+      cur = ty;
+    }
+    tb_finish(&tb, cur);
+    kv[0].i = pass ? (g_cores > 4 ? 4 : g_cores) : 1;
+    rc = tb_run(p, &tb, BF16V, kv, 1, ins, pass ? b : a, &err);
+    CHECK(rc == MI_OK, "%s: %s (threads %lld): %s", name, BF16V, (long long)kv[0].i, err.message);
+    if (rc != MI_OK) break;
+  }
+  if (rc == MI_OK) {
+    double eb = tu_rel_l2(a, refb, yn), e32 = tu_rel_l2(a, ref32, yn);
+    if (e32 > g_worst_wino) g_worst_wino = e32;
+    /* a Sigmoid's outputs near 1/2 shrink both distances: only the FP32 one is held there */
+    CHECK(mode == 'S' || eb > 1e-4, "%s: rel L2 %.3g against the conv on BF16 operands: not the Winograd form", name,
+          eb);
+    CHECK(e32 < 1e-2, "%s: rel L2 %.3g against the FP32 conv", name, e32);
+    CHECK(memcmp(a, b, (size_t)yn * 4) == 0, "%s: threads=%lld differs", name, (long long)kv[0].i);
+  }
+  free(x);
+  free(w);
+  free(xr);
+  free(wr);
+  free(bias);
+  free(res);
+  free(refb);
+  free(ref32);
+  free(a);
+  free(b);
 }
 
 /* How many times p lists the variant. */
@@ -268,6 +354,15 @@ static const struct {
     {"3x3 s2 5->9, 2 images", {2, 5, 17, 15, 9, 3, 2, 1, 1}, 0},
     {"3x3 48->17, 4x4 plane", {1, 48, 4, 4, 17, 3, 1, 1, 1}, 0},
     {"3x3 16->24, 20x20, im2col chunks", {1, 16, 20, 20, 24, 3, 1, 1, 1}, 256},
+    /* dense 3x3 stride 1 just outside the Winograd form's rule (blis_wino2.c), and inside it with
+     * im2col_block asking for chunks: the im2col form */
+    {"3x3 16->24, 20x20", {1, 16, 20, 20, 24, 3, 1, 1, 1}, 0},
+    {"3x3 32->32, 16x16 (64 2x2 tiles)", {1, 32, 16, 16, 32, 3, 1, 1, 1}, 0},
+    {"3x3 96->24, 20x20", {1, 96, 20, 20, 24, 3, 1, 1, 1}, 0},
+    {"3x3 33->40, 37x37 (361 tiles)", {1, 33, 37, 37, 40, 3, 1, 1, 1}, 0},
+    {"3x3 48->48, 20x20", {1, 48, 20, 20, 48, 3, 1, 1, 1}, 0},
+    {"3x3 32->32, 40x40", {1, 32, 40, 40, 32, 3, 1, 1, 1}, 0},
+    {"3x3 64->64, 20x20, im2col chunks", {1, 64, 20, 20, 64, 3, 1, 1, 1}, 256},
     {"3x3 grouped 12->8, g 2", {1, 12, 10, 10, 8, 3, 1, 1, 2}, 0},
     {"1x1 2101->9, 6x6 (block on the heap)", {1, 2101, 6, 6, 9, 1, 1, 0, 1}, 0},
 };
@@ -281,6 +376,20 @@ static void convs(void) {
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) conv_case(&p, cases[i].name, cases[i].s, cases[i].block);
   fprintf(stderr, "  convs, BF16 compute: worst rel L2 %.2g vs the conv on BF16 operands, %.2g vs FP32\n", g_worst_bf,
           g_worst32);
+}
+
+/* n c h w m k s pad g: the smallest plane and CM / (C + M) the Winograd form takes (10x10 tiles at
+ * 32; 21x20 tiles at 18), odd H and W with channels not multiples of 16 (partial tiles, a partial
+ * 16-tile step, 8-row panels with a tail), no padding, two images, blocks over several tile rows
+ * and threads, and the fused epilogues. */
+static void wino(void) {
+  if (!g_has_bf16) return;
+  wino_case(&p, "wino 3x3 64->64, 20x20", (cshape_t){1, 64, 20, 20, 64, 3, 1, 1, 1}, 0);
+  wino_case(&p, "wino 3x3 97->67, 17x23", (cshape_t){1, 97, 17, 23, 67, 3, 1, 1, 1}, 0);
+  wino_case(&p, "wino 3x3 75->65 pad 0, 23x21", (cshape_t){1, 75, 23, 21, 65, 3, 1, 0, 1}, 'R');
+  wino_case(&p, "wino 3x3 33->40, 2 images 41x39", (cshape_t){2, 33, 41, 39, 40, 3, 1, 1, 1}, 'A');
+  wino_case(&p, "wino 3x3 40->33, 50x37", (cshape_t){1, 40, 50, 37, 33, 3, 1, 1, 1}, 'S');
+  fprintf(stderr, "  BF16 Winograd F(2x2,3x3): worst rel L2 %.2g vs FP32\n", g_worst_wino);
 }
 
 static void exact(void) {
@@ -423,6 +532,7 @@ static const tu_case_t tu_cases[] = {
     TU_CASE(declarations),
     TU_CASE(convs),
     TU_CASE(exact),
+    TU_CASE(wino),
     TU_CASE(sdk_rounding),
     TU_CASE(precision),
 };
