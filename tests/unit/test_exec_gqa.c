@@ -147,10 +147,11 @@ static void forms_on(mi_plugin_t *p) {
     int32_t nin, lens[2] = {(int32_t)(sp.past + sp.s - 1), (int32_t)(sp.past + sp.s - 1)};
     if (f == 0) lens[1] = 2; /* a right-padded prompt */
     gqa_inputs(g, &sp, NULL, lens, 5 + f, in, &nin);
-    /* do_rotary with a past: the positions from seqlens_k (Cast, Add, Sub, Unsqueeze, Add: integer
-     * arithmetic) run on the host, the cos / sin Gathers by them on blis-cpu (runtime indices);
-     * without one the positions are 0 .. S - 1, from shapes alone, and all of it folds */
-    lowered_form(p, f, g, in, nin, NULL, sp.rot && sp.past ? 5 : 0, 0);
+    /* do_rotary with a past: the positions from seqlens_k (Cast, Add, Sub, Add: integer
+     * arithmetic) run on the host, their INT64 Unsqueeze (a move) and the cos / sin Gathers by them
+     * on blis-cpu (runtime indices); without one the positions are 0 .. S - 1, from shapes alone,
+     * and all of it folds */
+    lowered_form(p, f, g, in, nin, NULL, sp.rot && sp.past ? 4 : 0, 0);
     free_arrays(in, nin);
     mi_graph_destroy(g);
   }
