@@ -106,6 +106,21 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
         mi_json_double(f, 1 / run->vs_contender.lo);
         fputs("]}", f);
       }
+      if (run->extras > 0 && run->confirm_rounds > 0) {
+        /* the trials that joined the rounds besides the choice and the runner-up */
+        fputs(",\"extras\":[", f);
+        for (int32_t k = 0; k < run->extras; k++) {
+          fprintf(f, "%s{\"trial\":%d,\"greedy\":%s,\"speedup\":", k ? "," : "", (int)run->extra[k] + 1,
+                  run->extra[k] == run->greedy_trial ? "true" : "false");
+          mi_json_double(f, 1 / run->vs_extra[k].ratio);
+          fputs(",\"ci95\":[", f);
+          mi_json_double(f, 1 / run->vs_extra[k].hi);
+          fputc(',', f);
+          mi_json_double(f, 1 / run->vs_extra[k].lo);
+          fputs("]}", f);
+        }
+        fputc(']', f);
+      }
     } else if (run->confirm_note[0]) {
       /* no paired figure: why, and whether the default was kept for want of one */
       fprintf(f, ",\"vs_default\":{\"deployed_default\":%s,\"note\":", run->deployed_default ? "true" : "false");
@@ -141,12 +156,15 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
     }
     if (run->meta) {
       /* The accuracy bound's moves: candidates screened, split moves and greedy steps measured,
-       * the greedy's longest prefix within the bound (a trial index, -1 none) and each block's
-       * own drop the greedy measured. */
-      fprintf(f,
-              ",\"precision\":{\"screened\":%d,\"split_moves\":%d,\"greedy_steps\":%d,\"greedy_trial\":%d,"
-              "\"block_drops\":[",
-              (int)run->acc_screened, (int)run->split_moves, (int)run->greedy_moves, (int)run->greedy_trial);
+       * the greedy's longest prefix within the bound (its trial, 1-based as the contender's;
+       * null: none) and each block's own drop the greedy measured. */
+      fprintf(f, ",\"precision\":{\"screened\":%d,\"split_moves\":%d,\"greedy_steps\":%d,\"greedy_trial\":",
+              (int)run->acc_screened, (int)run->split_moves, (int)run->greedy_moves);
+      if (run->greedy_trial >= 0)
+        fprintf(f, "%d", (int)run->greedy_trial + 1);
+      else
+        fputs("null", f);
+      fputs(",\"block_drops\":[", f);
       for (int32_t k = 0; k < run->sens_count; k++) {
         const mi_tune_sens_t *e = &run->sens[k];
         fprintf(f, "%s{\"layer\":", k ? "," : "");

@@ -119,6 +119,9 @@ typedef struct mi_tune_run {
   /* Added: the greedy's longest prefix within the accuracy bound (mi_meta_report_t.greedy_best;
    * -1 none); it joins the end-of-tune check as an extra whatever its single median. */
   int32_t greedy_trial;
+  /* Added: each extra's latency over the default's in the paired check (extra[i] / default;
+   * set for the run->extras that ran in it). */
+  mi_compare_ratio_t vs_extra[MI_TUNE_EXTRAS];
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

@@ -133,6 +133,7 @@ static void extra_lead(mi_tune_run_t *run, const mi_compare_result_t *res, int32
   int32_t best = -1;
   for (int32_t i = 0; i < run->extras; i++) {
     const mi_compare_ratio_t *v = &res->vs_first[x0 + i];
+    run->vs_extra[i] = *v;
     if (mi__tune_pays(v) && v->ratio < bar) {
       best = i;
       bar = v->ratio;
