@@ -61,23 +61,17 @@ int mi__blis_wino_default(const mi__blis_conv_t *c) {
     (y)[3] = d12_ + 8.f * d34_ + (o5);                                         \
   } while (0)
 
-typedef float wv16 __attribute__((vector_size(64)));
-typedef int wi16 __attribute__((vector_size(64)));
-typedef float wv16u __attribute__((vector_size(64), aligned(4), may_alias));
 typedef float wv8 __attribute__((vector_size(32)));
 typedef int wi8 __attribute__((vector_size(32)));
 typedef float wv8u __attribute__((vector_size(32), aligned(4), may_alias));
 
 /* Shuffle masks: DI(j) gathers p[4k + j] of two vectors into the low half, CAT joins two low
- * halves, LO/HI interleave the low/high halves of two vectors lane by lane. */
+ * halves, LO/HI interleave the low/high halves of two vectors lane by lane (LO16 / HI16 and the
+ * 16-float types: blis_wino.h). */
 #define DI16(j) \
   (wi16) { j, j + 4, j + 8, j + 12, j + 16, j + 20, j + 24, j + 28, j, j, j, j, j, j, j, j }
 #define CAT16 \
   (wi16) { 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23 }
-#define LO16 \
-  (wi16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 }
-#define HI16 \
-  (wi16) { 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31 }
 #define DI8(j) \
   (wi8) { j, j + 4, j + 8, j + 12, j, j, j, j }
 #define CAT8 \
@@ -111,15 +105,12 @@ typedef float wv8u __attribute__((vector_size(32), aligned(4), may_alias));
   }                                                                                                            \
   ATTR static void in_##SFX(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *x, int64_t r0,   \
                             int64_t r1, float *v, float *tb) {                                                 \
-    int64_t ci, th, i, a, b, q, k0, ld = wn->ld, cs = wn->vs, wtl = wn->wtl, W = c->W, pl = c->pl;             \
+    int64_t ci, th, a, b, q, k0, ld = wn->ld, cs = wn->vs, wtl = wn->wtl, W = c->W, pl = c->pl;                \
     const float *zrow = tb + WA * wtl;                                                                         \
     for (ci = 0; ci < c->C; ci++)                                                                              \
       for (th = r0; th < r1; th++) {                                                                           \
         const float *rp[WA];                                                                                   \
-        for (i = 0; i < WA; i++) {                                                                             \
-          int64_t r = th * WT - c->pt + i;                                                                     \
-          rp[i] = r >= 0 && r < c->H ? x + (ci * c->H + r) * W - pl : zrow - pl;                               \
-        }                                                                                                      \
+        mi__blis_wino_rows(c, x, zrow, ci, th, WT, WA, rp);                                                    \
         for (q = pl; q + VL <= pl + W; q += VL) {                                                              \
           VT o[WA];                                                                                            \
           WINO_BT(*(const VTU *)(rp[0] + q), *(const VTU *)(rp[1] + q), *(const VTU *)(rp[2] + q),             \

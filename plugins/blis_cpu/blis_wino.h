@@ -54,4 +54,25 @@ _Static_assert(sizeof(mi__blis_wino_t) == 128, "conv.winograd's layer header is 
 int32_t mi__blis_wino_drv_prep(mi__blis_prep_t *p, mi__blis_step_t *s, mi__blis_conv_t *c,
                                const mi__blis_wino_tile_t *tile, mi_error_t *err);
 
+/* The input transforms' row pointers: rp[i] for input row th * wt - pt + i of channel ci of image
+ * x (i < n), shifted by -pl so that rp[i][q] is column q - pl; a row outside the image reads
+ * zrow, a row of zeros. */
+static inline void mi__blis_wino_rows(const mi__blis_conv_t *c, const float *x, const float *zrow, int64_t ci,
+                                      int64_t th, int64_t wt, int64_t n, const float **rp) {
+  for (int64_t i = 0; i < n; i++) {
+    int64_t r = th * wt - c->pt + i;
+    rp[i] = r >= 0 && r < c->H ? x + (ci * c->H + r) * c->W - c->pl : zrow - c->pl;
+  }
+}
+
+/* The AVX-512 transforms' vectors (GCC vector extensions): 16 floats, 16 ints, 16 floats at any
+ * float-aligned address; LO16 / HI16 interleave the low / high halves of two vectors lane by lane. */
+typedef float wv16 __attribute__((vector_size(64)));
+typedef int wi16 __attribute__((vector_size(64)));
+typedef float wv16u __attribute__((vector_size(64), aligned(4), may_alias));
+#define LO16 \
+  (wi16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 }
+#define HI16 \
+  (wi16) { 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31 }
+
 #endif

@@ -62,19 +62,12 @@ int mi__blis_wino2_bf16_default(const mi__blis_conv_t *c) {
     (y)[1] = (o1) - (o2) - (o3); \
   } while (0)
 
-typedef float wv16 __attribute__((vector_size(64)));
-typedef int wi16 __attribute__((vector_size(64)));
-typedef float wv16u __attribute__((vector_size(64), aligned(4), may_alias));
-
-/* EVEN / ODD gather p[2k] / p[2k + 1] of two vectors; LO / HI interleave their low / high halves. */
+/* EVEN / ODD gather p[2k] / p[2k + 1] of two vectors (LO16 / HI16, which interleave their low /
+ * high halves, and the vector types: blis_wino.h). */
 #define EVEN16 \
   (wi16) { 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30 }
 #define ODD16 \
   (wi16) { 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 }
-#define LO16 \
-  (wi16) { 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23 }
-#define HI16 \
-  (wi16) { 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31 }
 
 /* Tile rows [r0, r1) of image x into V[p][ci][tile] (tile = (th - r0) * tw + column), 16 tiles at
  * a time, as blis_wino.c's in_: per channel and tile row the column transform on the 4 input rows
@@ -84,15 +77,12 @@ typedef float wv16u __attribute__((vector_size(64), aligned(4), may_alias));
  * last tile spill into the next row's tiles, written after them, or into the spare floats. */
 AVX512_FN static void in2(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, const float *x, int64_t r0, int64_t r1,
                           float *v, float *tb) {
-  int64_t ci, th, i, a, b, q, k0, ld = wn->ld, cs = wn->vs, wtl = wn->wtl, W = c->W, pl = c->pl;
+  int64_t ci, th, a, b, q, k0, ld = wn->ld, cs = wn->vs, wtl = wn->wtl, W = c->W, pl = c->pl;
   const float *zrow = tb + WA * wtl;
   for (ci = 0; ci < c->C; ci++)
     for (th = r0; th < r1; th++) {
       const float *rp[WA];
-      for (i = 0; i < WA; i++) {
-        int64_t r = th * WT - c->pt + i;
-        rp[i] = r >= 0 && r < c->H ? x + (ci * c->H + r) * W - pl : zrow - pl;
-      }
+      mi__blis_wino_rows(c, x, zrow, ci, th, WT, WA, rp);
       for (q = pl; q + WL <= pl + W; q += WL) {
         wv16 o[WA];
         W2_BT(*(const wv16u *)(rp[0] + q), *(const wv16u *)(rp[1] + q), *(const wv16u *)(rp[2] + q),

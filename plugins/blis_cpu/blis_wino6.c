@@ -85,10 +85,7 @@ AVX2_FN static void in6(const mi__blis_conv_t *c, const mi__blis_wino_t *wn, con
   for (ci = 0; ci < c->C; ci++)
     for (th = r0; th < r1; th++) {
       const float *rp[WA];
-      for (i = 0; i < WA; i++) {
-        int64_t r = th * WT - c->pt + i;
-        rp[i] = r >= 0 && r < c->H ? x + (ci * c->H + r) * W - pl : zrow - pl;
-      }
+      mi__blis_wino_rows(c, x, zrow, ci, th, WT, WA, rp);
       for (q = pl; q + 8 <= pl + W; q += 8) {
         __m256 d[WA], o[WA];
 #pragma GCC unroll 8
