@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "meta/meta_internal.h"
+#include "metainfer/mi_measure.h"
 
 #define GREEDY_GAIN 0.9
 #define GREEDY_MAX 8
@@ -87,11 +88,6 @@ static double block_time(const mi__meta_t *st, const int32_t *pd, const double *
   return t;
 }
 
-static int cmp_double(const void *x, const void *y) {
-  double a = *(const double *)x, b = *(const double *)y;
-  return a < b ? -1 : a > b;
-}
-
 /* How much slower trial ls ran than the default (base) where the precision cannot have changed
  * the work: the median, over the timed nodes that carry no precision dim, of their time in ls
  * over their time in base; 1 when fewer than GREEDY_SCALE_NODES such nodes are timed in both.
@@ -104,6 +100,7 @@ static double load_scale(const mi__meta_t *st, const int32_t *pd, int32_t np, co
   int32_t N = st->mo.graph->node_count, n = 0;
   double *r = malloc((size_t)N * sizeof *r + 1), m = 1;
   uint8_t *prec = calloc((size_t)N + 1, 1);
+  mi_stats_t ms;
   if (r && prec) {
     for (int32_t k = 0; k < np; k++) {
       int32_t nd = mi_space_dim_node(st->s, pd[k]);
@@ -112,10 +109,7 @@ static double load_scale(const mi__meta_t *st, const int32_t *pd, int32_t np, co
     for (int32_t nd = 0; nd < N; nd++)
       if (!prec[nd] && base[nd] > 0 && ls[nd] > 0 && isfinite(base[nd]) && isfinite(ls[nd]))
         r[n++] = ls[nd] / base[nd];
-    if (n >= GREEDY_SCALE_NODES) {
-      qsort(r, (size_t)n, sizeof *r, cmp_double);
-      m = n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]);
-    }
+    if (n >= GREEDY_SCALE_NODES && mi_stats_compute(r, n, 0, &ms, NULL) == MI_OK) m = ms.median;
   }
   free(r);
   free(prec);
