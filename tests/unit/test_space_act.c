@@ -76,9 +76,8 @@ static void test_offer(mi_registry_t *r, const mi_graph_t *g, const char *plugin
     free(wo);
   }
 
-  /* Integer weights come with bias correction (ranges stay min-max), INT8 activations with
-   * cross-layer equalization; a weight-only point goes without it, an FP32 or FP16 one keeps
-   * the canonical text histories hold. */
+  /* Rounded weights (integer, BF16, FP16) come with bias correction (ranges stay min-max),
+   * INT8 activations with cross-layer equalization; a weight-only point goes without it. */
   CHECK(canon && strstr(canon, "calibration=minmax bias_correction=1 equalize=1\n"),
         "%s: int8_act canonical %s", plugin, canon ? canon : "");
   {
@@ -91,7 +90,8 @@ static void test_offer(mi_registry_t *r, const mi_graph_t *g, const char *plugin
   {
     char *h = NULL;
     if (layer_of(s, g, d, "fp16", &l, &h) == MI_OK)
-      CHECK(h && strstr(h, "calibration=minmax\n"), "%s: fp16 canonical %s", plugin, h ? h : "");
+      CHECK(h && strstr(h, "calibration=minmax bias_correction=1\n"), "%s: fp16 canonical %s", plugin,
+            h ? h : "");
     free(h);
   }
 

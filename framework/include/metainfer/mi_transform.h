@@ -181,11 +181,27 @@ typedef struct mi_xf_samples {
   int32_t synthetic; /* 1 when generated (deterministic random), not read from files */
 } mi_xf_samples_t;
 
+/** The per-channel input means of a model's weighted layers over one set of calibration
+ * samples, which bias correction reads: computed by the first mi_xf_apply that needs them and
+ * kept for the next ones (each computation is a reference run over the samples). One cache
+ * serves one model and one set of samples; a configuration whose passes change the graph
+ * before quantization (BN folding, equalization, pruning, padding) computes its own. */
+typedef struct mi_xf_means mi_xf_means_t;
+MI_API mi_xf_means_t *mi_xf_means_create(void);
+MI_API void mi_xf_means_destroy(mi_xf_means_t *m);
+/** Writes the means m holds to `path` (whole, by rename; nothing when m holds none yet), so
+ * that other processes serving the same model and samples read them instead of computing. */
+MI_API int32_t mi_xf_means_save(const mi_xf_means_t *m, const char *path, mi_error_t *err);
+/** Replaces what m holds by the means in `path` (mi_xf_means_save's); m is unchanged when the
+ * file is missing or not such a file. */
+MI_API int32_t mi_xf_means_load(mi_xf_means_t *m, const char *path, mi_error_t *err);
+
 /** Options of mi_xf_apply. Zero-initialise. */
 typedef struct mi_xf_apply_opts {
   const mi_xf_samples_t *calib;      /* needed for INT8 activations */
   const mi_variant_desc_t *variants; /* for fusion; NULL: fusion is skipped */
   uint32_t variant_count;
+  mi_xf_means_t *means; /* optional: bias correction's means, kept across calls with `calib` */
 } mi_xf_apply_opts_t;
 
 /** Applies a configuration to a copy of `g`: fold BN, prune, pad, quantize (with calibration),

@@ -102,6 +102,10 @@ typedef struct mi__config_cache {
    * by the first accuracy measurement: every later configuration of the model compares with
    * the same outputs, and on a real model the reference interpreter takes seconds a run. */
   struct mi_array **ref_out;
+  /* Bias correction's means of the original over the samples (mi_xf_means_t), computed by the
+   * first transform that needs them or read from the job's reference folder (means.bin). */
+  void *means;
+  int means_saved; /* 1: the folder has them (read from it, or written) */
   /* Set per job: the folder that keeps the reference outputs across workers ("" none), whether
    * this job's own device outputs may become them, and whether the ones held came from a
    * device (then a transformed model's reference check is not run: worker_config.c). */

@@ -272,6 +272,7 @@ void mi__config_cache_free(mi__config_cache_t *c) {
   struct mi_plugin *fb = c->fb; /* the worker's, not the model's: it stays */
   uint32_t fb_device = c->fb_device;
   ref_out_free(c);
+  mi_xf_means_destroy(c->means);
   mi_graph_destroy(c->g);
   mi_xf_samples_destroy(c->samples);
   memset(c, 0, sizeof *c);
@@ -343,24 +344,42 @@ fail:
 }
 
 /* The model-side transform of `text` applied to the cached model: *xg, or NULL (and *xc NULL)
- * when the text is empty and the model runs as it is. */
-int32_t mi__config_apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache,
+ * when the text is empty and the model runs as it is. Bias correction's means are the cache's,
+ * kept in ref_dir ("" none) for the job's other workers: a tune's paired rounds prepare every
+ * configuration in a fresh worker. */
+int32_t mi__config_apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache, const char *ref_dir,
                             const char *text, mi_xf_config_t **xc, mi_graph_t **xg, mi_error_t *err) {
   mi_variant_desc_t *vars = NULL;
   uint32_t nvar = 0;
   mi_xf_apply_opts_t ao;
+  char path[4096];
   int32_t rc;
+  int file = ref_dir[0] && snprintf(path, sizeof path, "%s/means.bin", ref_dir) < (int)sizeof path;
   *xc = NULL;
   *xg = NULL;
   if (!text[0]) return MI_OK;
   if ((rc = xf_parse(text, xc, err))) return rc;
   if ((rc = mi_plugin_variants(pl, dev, &vars, &nvar, err))) return rc;
+  if (!cache->means) {
+    mi_error_t ignored;
+    if (!(cache->means = mi_xf_means_create())) {
+      free(vars);
+      return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
+    }
+    /* missing or unreadable: computed here when needed */
+    cache->means_saved = file && mi_xf_means_load(cache->means, path, &ignored) == MI_OK;
+  }
   memset(&ao, 0, sizeof ao);
   ao.calib = cache->samples;
   ao.variants = vars;
   ao.variant_count = nvar;
+  ao.means = cache->means;
   rc = mi_xf_apply(cache->g, *xc, &ao, xg, NULL, err);
   free(vars);
+  if (rc == MI_OK && file && !cache->means_saved) {
+    mi_error_t ignored; /* not kept: the next worker computes them again */
+    cache->means_saved = mi_xf_means_save(cache->means, path, &ignored) == MI_OK;
+  }
   return rc;
 }
 
@@ -390,7 +409,7 @@ static int32_t run_config(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, cons
   double t0 = mi__now_s();
   memset(&hw, 0, sizeof hw);
   if ((rc = mi__config_cached_model(cache, job, t, err))) goto done;
-  if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_XF], &xc, &xg, err))) goto done;
+  if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_REFDIR], t[T_XF], &xc, &xg, err))) goto done;
   res->transform_s = mi__now_s() - t0;
   if ((rc = mi__config_hw_parse(hwtext, &hw, err))) goto done;
   mi__config_fallback(cache, &hw.so);

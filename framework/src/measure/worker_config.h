@@ -46,8 +46,9 @@ int32_t mi__config_job_parse(const void *payload, size_t n, cjob_t *job, const c
 int32_t mi__config_cached_model(mi__config_cache_t *c, const cjob_t *job, const char *const *t,
                                 mi_error_t *err);
 /* The model-side transform of `text` applied to the cached model: *xg, or NULL (and *xc NULL)
- * when the text is empty and the model runs as it is. */
-int32_t mi__config_apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache,
+ * when the text is empty and the model runs as it is. Bias correction's means are kept in the
+ * cache and in ref_dir's means.bin ("": the cache only). */
+int32_t mi__config_apply_xf(mi_plugin_t *pl, uint32_t dev, mi__config_cache_t *cache, const char *ref_dir,
                             const char *text, mi_xf_config_t **xc, mi_graph_t **xg,
                             mi_error_t *err);
 /* The inputs a job's runs take: the cached samples' first one, input by input where it fits the

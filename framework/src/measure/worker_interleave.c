@@ -75,7 +75,7 @@ static int32_t prepare_one(mi_plugin_t *pl, uint32_t dev, const cjob_t *job, con
   const mi_array_t **first;
   int32_t rc;
   if ((rc = mi__config_cached_model(cache, job, t, err))) return rc;
-  if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_XF], &p->xc, &p->xg, err))) return rc;
+  if ((rc = mi__config_apply_xf(pl, dev, cache, t[T_REFDIR], t[T_XF], &p->xc, &p->xg, err))) return rc;
   if (!(p->hwtext = strdup(t[T_HW]))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "worker: out of memory");
   if ((rc = mi__config_hw_parse(p->hwtext, &p->hw, err))) return rc;
   mi__config_fallback(cache, &p->hw.so);

@@ -145,20 +145,19 @@ int32_t mi__space_add_node_model_dims(mi_space_t *s, int32_t n, uint32_t dtypes,
   return MI_OK;
 }
 
-/* Integer weights get bias correction, which measured the smaller drop on the real models
- * (docs/tuning.md, "Bias correction and least-MSE ranges"); least-MSE activation ranges did
- * not, so ranges stay min-max. INT8 activations get cross-layer equalization, which evens the
- * channels their per-tensor scale covers (docs/tuning.md, "Cross-layer equalization"); weight-
- * only points do without it, as their per-channel weight scales need no even channels. The
- * data-aware pass (`equalize: data`) is not used here: it lowered blazeface_back's drop but
- * raised ppocr_v4_det's, and fits its scales to the calibration samples (docs/tuning.md,
- * "Data-aware equalization"). Configurations without integer weights keep their canonical
- * text and hash. */
-static void integer_calibration(mi_xf_config_t *c) {
+/* Rounded weights (INT8, INT4, BF16, FP16) get bias correction, which measured the smaller drop
+ * on the real models (docs/tuning.md, "Bias correction and least-MSE ranges", and for BF16 "Bias
+ * correction for rounded BF16 weights"); least-MSE activation ranges did not, so ranges stay
+ * min-max. INT8 activations get cross-layer equalization, which evens the channels their
+ * per-tensor scale covers (docs/tuning.md, "Cross-layer equalization"); weight-only points do
+ * without it, as their per-channel weight scales need no even channels. The data-aware pass
+ * (`equalize: data`) is not used here: it lowered blazeface_back's drop but raised
+ * ppocr_v4_det's, and fits its scales to the calibration samples (docs/tuning.md, "Data-aware
+ * equalization"). Configurations whose weights all stay FP32 keep their canonical text and hash. */
+static void weight_calibration(mi_xf_config_t *c) {
   for (int32_t i = 0; i < c->layer_count; i++) {
     const mi_xf_layer_t *l = &c->layers[i].layer;
-    if ((l->set & MI_XF_SET_WEIGHTS) && (l->weights == MI_XF_INT8 || l->weights == MI_XF_INT4))
-      c->bias_correction = 1;
+    if ((l->set & MI_XF_SET_WEIGHTS) && l->weights != MI_XF_FP32) c->bias_correction = 1;
     if ((l->set & MI_XF_SET_ACTS) && l->activations == MI_XF_INT8) c->equalize = MI_XF_EQUALIZE_WEIGHTS;
   }
 }
@@ -206,7 +205,7 @@ int32_t mi_space_xf_config(const mi_space_t *s, const int32_t *pt, mi_xf_config_
     }
     }
   }
-  if (rc == MI_OK) integer_calibration(c);
+  if (rc == MI_OK) weight_calibration(c);
   if (rc != MI_OK) {
     mi_xf_config_destroy(c);
     return rc;

@@ -48,12 +48,11 @@ static int32_t prune_all(mi_graph_t *g, const mi_xf_config_t *c, mi_xf_stats_t *
 }
 
 /* Quantizes node n's weights; with `means` (bias correction) folds the shift the quantized
- * weights give on the calibration inputs' means into its bias. */
+ * (or BF16/FP16-rounded) weights give on the calibration inputs' means into its bias. */
 static int32_t quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, double **means,
                               const int8_t *mean_axis, mi_xf_stats_t *st, mi_error_t *err) {
   int32_t w = mi__xf_is_weighted(g, n) ? g->nodes[n].inputs[1] : -1, in = g->nodes[n].inputs[0], rc;
-  int integer = l->weights == MI_XF_INT8 || l->weights == MI_XF_INT4;
-  const double *mean = means && w >= 0 && integer && in >= 0 ? means[in] : NULL;
+  const double *mean = means && w >= 0 && l->weights != MI_XF_FP32 && in >= 0 ? means[in] : NULL;
   int64_t cnt = w >= 0 ? mi__xf_numel(g, w) : 0, mc;
   const float *wv = w >= 0 ? g->tensors[w].data : NULL;
   float *deq = NULL;
@@ -68,9 +67,11 @@ static int32_t quantize_layer(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l, 
   return rc;
 }
 
+/* cache: the means kept across calls (NULL: none, or the passes before changed the graph). */
 static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_samples_t *calib,
-                            mi_xf_stats_t *st, mi_error_t *err) {
+                            mi_xf_means_t *cache, mi_xf_stats_t *st, mi_error_t *err) {
   int32_t rc = MI_OK, nn = g->node_count, nt = g->tensor_count, need_calib = 0, need_means = 0;
+  int cached = 0;
   uint8_t *int8 = calloc((size_t)nn + 1, 1), *qt = calloc((size_t)nt + 1, 1);
   int8_t *mean_axis = malloc((size_t)nt + 1);
   double **means = calloc((size_t)nt + 1, sizeof *means);
@@ -87,8 +88,7 @@ static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_
     int8[n] = set[n].activations == MI_XF_INT8;
     /* Bias correction needs the samples; without them (weight-only INT8 in a run that has
      * none) the layer is quantized as before. */
-    if (c->bias_correction && calib && calib->sample_count > 0 &&
-        (set[n].weights == MI_XF_INT8 || set[n].weights == MI_XF_INT4)) {
+    if (c->bias_correction && calib && calib->sample_count > 0 && set[n].weights != MI_XF_FP32) {
       int32_t axis = mi__xf_bias_input_axis(g, n), in = g->nodes[n].inputs[0];
       if (axis >= 0 && in >= 0 && !g->tensors[in].data) {
         mean_axis[in] = (int8_t)axis;
@@ -98,9 +98,11 @@ static int32_t quantize_all(mi_graph_t *g, const mi_xf_config_t *c, const mi_xf_
   }
   if ((rc = mi__xf_plan_qdq(g, int8, c->float_output, qt, err)) != MI_OK) goto done;
   for (int32_t t = 0; t < nt; t++) need_calib |= qt[t];
-  if ((need_calib || need_means) &&
-      (rc = mi__xf_calibrate(g, qt, need_means ? mean_axis : NULL, calib, c->calib_method,
-                             c->percentile, ranges, means, err)) != MI_OK)
+  if (need_means && cache && (rc = mi__xf_means_get(cache, g, mean_axis, calib, means, &cached, err)) != MI_OK)
+    goto done;
+  if ((need_calib || (need_means && !cached)) &&
+      (rc = mi__xf_calibrate(g, qt, need_means && !cached ? mean_axis : NULL, calib, c->calib_method,
+                             c->percentile, ranges, cached ? NULL : means, err)) != MI_OK)
     goto done;
   /* New nodes and tensors go to the end: indices below nn and nt stay put until the refresh. */
   for (int32_t n = 0; n < nn && rc == MI_OK; n++)
@@ -175,7 +177,12 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
     rc = mi_xf_equalize(x, st, err);
   if (rc == MI_OK) rc = prune_all(x, c, st, err);
   if (rc == MI_OK && c->channel_align > 1) rc = mi_xf_pad_channels(x, c->channel_align, st, err);
-  if (rc == MI_OK) rc = quantize_all(x, c, opts->calib, st, err);
+  /* The kept means are the model's own: only where no pass before changed the graph. */
+  if (rc == MI_OK)
+    rc = quantize_all(x, c, opts->calib,
+                      st->bn_folded || st->equalized_pairs || st->pruned_layers || st->padded_layers ? NULL
+                                                                                                    : opts->means,
+                      st, err);
   if (rc == MI_OK && (c->layout == MI_LAYOUT_NHWC || c->layout == MI_LAYOUT_NCHWC))
     rc = mi_xf_layout(x, c->layout, c->block, st, err);
   if (rc == MI_OK && c->fuse && opts->variants)

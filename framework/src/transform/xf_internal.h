@@ -81,17 +81,23 @@ void mi__xf_mse_range(const float *v, int64_t n, float *lo, float *hi);
 /** The channel axis of the data input (input 0) of weighted node n whose per-channel means bias
  * correction needs, or -1 where it does not apply (MatMul, transposed Gemm A). xf_biascorr.c */
 int32_t mi__xf_bias_input_axis(const mi_graph_t *g, int32_t n);
-/** Folds E[(Wq - W) x] into the bias of weighted node n: w is its FP32 weight, wq the weight
- * it now computes with (same layout), mean the per-channel means of its input (from
- * mi__xf_calibrate). Adds a bias where there was none. xf_biascorr.c */
 /* Data-aware cross-layer equalization (`equalize: data`, xf_equalize.c). */
 int32_t mi__xf_equalize_data(mi_graph_t *g, const mi_xf_samples_t *calib, mi_xf_stats_t *st,
                              mi_error_t *err);
+/** Folds E[(Wq - W) x] into the bias of weighted node n: w is its FP32 weight, wq the weight
+ * it now computes with (same layout), mean the per-channel means of its input (from
+ * mi__xf_calibrate). Adds a bias where there was none. xf_biascorr.c */
 int32_t mi__xf_bias_correct(mi_graph_t *g, int32_t n, const float *w, const float *wq,
                             const double *mean, int64_t mean_count, mi_error_t *err);
 
 /** Elements of tensor t: from its data when constant, else its static shape (-1 unknown). */
 int64_t mi__xf_numel(const mi_graph_t *g, int32_t t);
+/** The means mean_axis flags (as mi__xf_calibrate gives them, malloc'd) from cache m, which
+ * computes every weighted layer's input means of g over calib the first time (g: the model m
+ * serves, unchanged by any pass). *hit 0: some flagged tensor is not in m (nothing set), the
+ * caller calibrates them itself. xf_means.c */
+int32_t mi__xf_means_get(mi_xf_means_t *m, const mi_graph_t *g, const int8_t *mean_axis,
+                         const mi_xf_samples_t *calib, double **means, int *hit, mi_error_t *err);
 /** malloc'd copy of s (non-NULL), or NULL when out of memory. */
 char *mi__xf_strdup(const char *s);
 

@@ -17,15 +17,19 @@ static int32_t weight_axis(const mi_graph_t *g, const mi_node_t *x) {
   return w->rank - 1; /* MatMul: B is [..., K, N] */
 }
 
-/* FP16: the weight becomes a float16 initializer read through Cast(to=FLOAT). */
-static int32_t to_fp16(mi_graph_t *g, int32_t n) {
+/* FP16: the weight becomes a float16 initializer read through Cast(to=FLOAT); deq, when given,
+ * gets the values the Cast gives. */
+static int32_t to_fp16(mi_graph_t *g, int32_t n, float *deq) {
   int32_t w = g->nodes[n].inputs[1], rc = MI_ERR_OUT_OF_MEMORY, th, tf;
   int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK];
   int32_t rank = g->tensors[w].rank;
   memcpy(dims, g->tensors[w].dims, sizeof dims);
   uint16_t *h = malloc((size_t)cnt * sizeof *h + 1);
   if (!h) return rc;
-  for (int64_t i = 0; i < cnt; i++) h[i] = mi__ref_float_to_half(((const float *)g->tensors[w].data)[i]);
+  for (int64_t i = 0; i < cnt; i++) {
+    h[i] = mi__ref_float_to_half(((const float *)g->tensors[w].data)[i]);
+    if (deq) deq[i] = mi__ref_half_to_float(h[i]);
+  }
   th = mi__xf_add_const(g, g->nodes[n].name, ".w_fp16", MI_DTYPE_FLOAT16, rank, dims, h,
                         (size_t)cnt * sizeof *h);
   free(h);
@@ -40,8 +44,8 @@ static int32_t to_fp16(mi_graph_t *g, int32_t n) {
 }
 
 /* BF16: the weight's values rounded to BF16, held as a FLOAT32 initializer (the IR computes in
- * FLOAT32; what a BF16 engine reads are exactly these values). */
-static int32_t to_bf16(mi_graph_t *g, int32_t n) {
+ * FLOAT32; what a BF16 engine reads are exactly these values); deq, when given, gets them too. */
+static int32_t to_bf16(mi_graph_t *g, int32_t n, float *deq) {
   int32_t w = g->nodes[n].inputs[1], rank = g->tensors[w].rank, t;
   int64_t cnt = mi__xf_numel(g, w), dims[MI_MAX_RANK];
   float *r = malloc((size_t)cnt * sizeof *r + 1);
@@ -49,6 +53,7 @@ static int32_t to_bf16(mi_graph_t *g, int32_t n) {
   memcpy(dims, g->tensors[w].dims, sizeof dims); /* (adding a tensor may move the table) */
   for (int64_t i = 0; i < cnt; i++)
     r[i] = mi_sdk_bf16_to_float(mi_sdk_float_to_bf16(((const float *)g->tensors[w].data)[i]));
+  if (deq) memcpy(deq, r, (size_t)cnt * sizeof *r);
   t = mi__xf_add_const(g, g->nodes[n].name, ".w_bf16", MI_DTYPE_FLOAT32, rank, dims, r, (size_t)cnt * sizeof *r);
   free(r);
   if (t < 0) return MI_ERR_OUT_OF_MEMORY;
@@ -146,8 +151,8 @@ int32_t mi__xf_quantize_weights(mi_graph_t *g, int32_t n, const mi_xf_layer_t *l
   int32_t rc = MI_OK;
   if (!mi__xf_is_weighted(g, n)) return MI_OK;
   switch (l->weights) {
-  case MI_XF_FP16: rc = to_fp16(g, n); break;
-  case MI_XF_BF16: rc = to_bf16(g, n); break;
+  case MI_XF_FP16: rc = to_fp16(g, n, deq); break;
+  case MI_XF_BF16: rc = to_bf16(g, n, deq); break;
   case MI_XF_INT8: rc = to_int(g, n, 0, l->scales == MI_XF_PER_CHANNEL, deq); break;
   case MI_XF_INT4: rc = to_int(g, n, 1, l->scales == MI_XF_PER_CHANNEL, deq); break;
   default: break;

@@ -270,6 +270,8 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
   base.calibration = task->recipe->calibration;
   base.seed = task->recipe->seed;
   base.samples = 2;
+  /* bias correction's means from the folder, not computed again in each round's fresh workers */
+  base.ref_dir = task->ref_dir[0] ? task->ref_dir : NULL;
   if (!quiet)
     mi__tune_progress(task, 0, "%-14s checking the %s against the %s in paired rounds",
                       task->spec, run->contender >= 0 ? "best other configuration" : "choice",
