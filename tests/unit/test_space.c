@@ -2,7 +2,9 @@
  * declarations, constraints and repair, canonical text and hash, deterministic operators. */
 #include <math.h>
 
+#include "metainfer/mi_ltask.h"
 #include "metainfer/mi_transform.h"
+#include "space/space.h"
 #include "test_space_util.h"
 
 static void test_npu(mi_registry_t *r, const mi_graph_t *g) {
@@ -205,6 +207,19 @@ static void test_blis(mi_registry_t *r, const mi_graph_t *g) {
        * kernel choice: as one, the tuner could take it for an FP32 layer */
       CHECK(strcmp(mi_space_dim_label(s, vd, v), "conv.packed_gemm_bf16") != 0,
             "conv.packed_gemm_bf16 offered as a kernel variant of conv1");
+      /* FP16 weight storage rounds an FP32 layer's weights: never a layer task's kernel choice
+       * (its drop is the fp16 precision's), every FP32 variant is */
+      {
+        const char *l = mi_space_dim_label(s, vd, v);
+        int fp16 = !strcmp(l, "conv.packed_gemm_fp16"), node = mi_space_dim_node(s, vd);
+        char choice[96];
+        mi_space_default(s, pt);
+        snprintf(choice, sizeof choice, "variant=%s", l);
+        CHECK(mi__space_variant_keeps_fp32(s, vd, v) == !fp16, "%s: keeps FP32 %d", l,
+              mi__space_variant_keeps_fp32(s, vd, v));
+        CHECK(mi_ltask_apply(s, pt, node, choice) == !fp16 && (fp16 || pt[vd] == v), "%s as a task's choice: %s", l,
+              fp16 ? "applied" : "refused");
+      }
     }
     mi_space_default(s, pt);
     pt[vd] = gemm;

@@ -374,6 +374,19 @@ uint32_t mi__space_variant_fuse(const mi_space_t *s, int32_t d, int32_t v) {
   return g >= 0 && g < (int64_t)s->variant_count ? s->variants[g].fuse_mask : 0;
 }
 
+int mi__space_variant_keeps_fp32(const mi_space_t *s, int32_t d, int32_t v) {
+  const uint32_t f32 = MI_DTYPE_BIT(MI_DTYPE_FLOAT32);
+  int64_t g;
+  if (!DIM_OK(s, d) || s->dims[d].kind != MI_DIM_VARIANT || v < 0 || v >= s->dims[d].count) return 1;
+  g = s->dims[d].ivals[v];
+  if (g < 0 || g >= (int64_t)s->variant_count || (s->variants[g].dtype_mask & f32)) return 1;
+  for (int32_t i = 0; i < s->dims[d].count; i++) { /* a device that has FP32 kernels for it */
+    int64_t o = s->dims[d].ivals[i];
+    if (o >= 0 && o < (int64_t)s->variant_count && (s->variants[o].dtype_mask & f32)) return 0;
+  }
+  return 1;
+}
+
 double mi_space_log10_size(const mi_space_t *s) {
   double l = 0;
   for (int32_t i = 0; s && i < s->dim_count; i++) l += log10((double)s->dims[i].count);

@@ -79,6 +79,7 @@ int32_t mi__ltask_stand_in(const mi_space_t *s, const mi_ltask_t *k, int j, cons
   }
   /* None measured (the variant stage's list was cut): the first that runs the unit. */
   for (int32_t v = 1; best < 0 && v < mi_space_dim_size(s, d); v++)
-    if (mi__ltask_keeps_unit(s, k, j, d, v) && reads_knob(s, pt, node, d, v, tmp)) best = v;
+    if (mi__ltask_keeps_unit(s, k, j, d, v) && mi__space_variant_keeps_fp32(s, d, v) && reads_knob(s, pt, node, d, v, tmp))
+      best = v;
   return best;
 }

@@ -9,6 +9,7 @@
 #include "core/core.h"
 #include "graph/graph.h"
 #include "metainfer/mi_ltask.h"
+#include "space/space.h"
 
 /* Ops that the sessions fuse after a kernel (exec's auto-fusion): their time counts with the
  * kernel's whatever the variant does with them, and they are part of the workload. */
@@ -429,8 +430,9 @@ MI_API int mi_ltask_apply(const mi_space_t *s, int32_t *pt, int32_t node, const 
       for (int32_t v = 0; v < mi_space_dim_size(s, d); v++) {
         const char *l = mi_space_dim_label(s, d, v);
         if (strlen(l) == (size_t)(end - eq - 1) && strncmp(l, eq + 1, (size_t)(end - eq - 1)) == 0) {
-          tmp[d] = v;
-          found = 1;
+          /* a kernel that rounds an FP32 layer (an older history's best) is not a task's choice */
+          if (mi__space_variant_keeps_fp32(s, d, v)) tmp[d] = v;
+          found = mi__space_variant_keeps_fp32(s, d, v);
           break;
         }
       }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "space/space.h"
 #include "task/ltask_internal.h"
 
 MI_API void mi_ltask_options_default(mi_ltask_options_t *o) {
@@ -275,7 +276,8 @@ static void cold_list(const mi_space_t *s, const int32_t *base, const mi_ltask_t
         int32_t size = mi_space_dim_size(s, d);
         for (int32_t o = 0; o < 2 * size && n[j] < LIST_MAX; o++) {
           int32_t v = o % size;
-          if (v == base[d] || (!pass && (o < size) != mi__ltask_keeps_unit(s, k, j, d, v)) || (pass && o >= size))
+          if (v == base[d] || (!pass && (o < size) != mi__ltask_keeps_unit(s, k, j, d, v)) || (pass && o >= size) ||
+              (!pass && !mi__space_variant_keeps_fp32(s, d, v)))
             continue;
           memcpy(tmp, base, (size_t)D * sizeof *tmp);
           tmp[d] = v;
