@@ -94,7 +94,7 @@ MI_API int32_t mi_tune_contender(const mi_search_result_t *res, uint64_t default
 }
 
 int mi__tune_pays(const mi_compare_ratio_t *v) {
-  return v->verdict == MI_COMPARE_FASTER && v->ratio * MI__TUNE_MIN_GAIN <= 1.0 + 1e-12;
+  return v->verdict == MI_COMPARE_FASTER && v->hi * MI__TUNE_MIN_GAIN <= 1.0 + 1e-12;
 }
 
 /* 1 when trial i of the run succeeded and meets the bounds. */
@@ -349,7 +349,7 @@ void mi_tune_confirm(mi_tune_task_t *task, mi_tune_run_t *run, int32_t first_pre
 
 /* Why a contender that did not pay left the default deployed. */
 static const char *not_paid(const mi_compare_ratio_t *v) {
-  return v->verdict == MI_COMPARE_FASTER ? "faster by less than the " MI__TUNE_MIN_GAIN_TEXT " a non-default must gain"
+  return v->verdict == MI_COMPARE_FASTER ? "its interval not " MI__TUNE_MIN_GAIN_TEXT " faster, as a non-default's must be"
                                          : "not significantly faster";
 }
 
@@ -377,7 +377,7 @@ MI_API void mi_tune_confirm_text(const mi_tune_run_t *run, char *buf, size_t cap
     else if (run->deployed_default)
       at = (size_t)snprintf(buf, cap, "%s (tuned %.2fx, 95%% CI %.2f-%.2f, %d paired rounds); deploying default",
                             v->verdict == MI_COMPARE_SLOWER   ? "tuned is slower than default"
-                            : v->verdict == MI_COMPARE_FASTER ? "tuned gains less than the " MI__TUNE_MIN_GAIN_TEXT " a non-default must"
+                            : v->verdict == MI_COMPARE_FASTER ? "tuned's interval is not " MI__TUNE_MIN_GAIN_TEXT " faster, as a non-default's must be"
                                                               : "no significant difference from default",
                             sp, lo, hi, (int)run->confirm_rounds);
     else if (v->verdict != MI_COMPARE_FASTER)

@@ -52,7 +52,7 @@ static int32_t fill_entry(const mi_tune_run_t *run, mi_deploy_entry_t *e, mi_err
     snprintf(e->vs_default_verdict, sizeof e->vs_default_verdict, "%s",
              run->confirm == 2                 ? "is default"
              : run->deployed_default           ? (v->verdict == MI_COMPARE_SLOWER   ? "default deployed: tuned was slower"
-                                                  : v->verdict == MI_COMPARE_FASTER ? "default deployed: tuned gained under " MI__TUNE_MIN_GAIN_TEXT
+                                                  : v->verdict == MI_COMPARE_FASTER ? "default deployed: tuned not " MI__TUNE_MIN_GAIN_TEXT " faster over its interval"
                                                                                     : "default deployed: no significant difference")
              : v->verdict == MI_COMPARE_FASTER ? "faster"
              : v->verdict == MI_COMPARE_SLOWER ? "slower"
