@@ -181,7 +181,7 @@ MI_API int32_t mi_xf_apply(const mi_graph_t *g, const mi_xf_config_t *c,
   if (rc == MI_OK)
     rc = quantize_all(x, c, opts->calib,
                       st->bn_folded || st->equalized_pairs || st->pruned_layers || st->padded_layers ? NULL
-                                                                                                    : opts->means,
+                                                                                                     : opts->means,
                       st, err);
   if (rc == MI_OK && (c->layout == MI_LAYOUT_NHWC || c->layout == MI_LAYOUT_NCHWC))
     rc = mi_xf_layout(x, c->layout, c->block, st, err);

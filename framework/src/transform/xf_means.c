@@ -57,7 +57,7 @@ static int32_t fill(mi_xf_means_t *m, const mi_graph_t *g, const mi_xf_samples_t
     goto done;
   for (int32_t t = 0; t < nt; t++) {
     means_entry_t *e;
-    if (!means[t] || !g->tensors[t].name) continue;
+    if (!means[t] || !g->tensors[t].name || !g->tensors[t].name[0]) continue;
     if (!(e = realloc(m->e, ((size_t)m->count + 1) * sizeof *e))) goto oom;
     m->e = e;
     e = &m->e[m->count];
@@ -81,30 +81,28 @@ done:
   return rc;
 }
 
+/* The entry of tensor t of g along `axis`, -1 when m has none. */
+static int32_t find(const mi_xf_means_t *m, const mi_graph_t *g, int32_t t, int32_t axis) {
+  const char *name = g->tensors[t].name;
+  for (int32_t i = 0; name && name[0] && i < m->count; i++)
+    if (!strcmp(m->e[i].name, name) && m->e[i].axis == axis && m->e[i].channels == g->tensors[t].dims[axis]) return i;
+  return -1;
+}
+
 int32_t mi__xf_means_get(mi_xf_means_t *m, const mi_graph_t *g, const int8_t *mean_axis,
                          const mi_xf_samples_t *calib, double **means, int *hit, mi_error_t *err) {
   int32_t rc;
   *hit = 0;
   if (!m->filled && (rc = fill(m, g, calib, err)) != MI_OK) return rc;
-  /* every flagged tensor must be there, by name, axis and channel count */
+  for (int32_t t = 0; t < g->tensor_count; t++) /* every flagged tensor, or none */
+    if (mean_axis[t] >= 0 && find(m, g, t, mean_axis[t]) < 0) return MI_OK;
   for (int32_t t = 0; t < g->tensor_count; t++) {
-    int32_t i;
-    if (mean_axis[t] < 0) continue;
-    for (i = 0; i < m->count; i++)
-      if (!strcmp(m->e[i].name, g->tensors[t].name ? g->tensors[t].name : "") && m->e[i].axis == mean_axis[t] &&
-          m->e[i].channels == g->tensors[t].dims[mean_axis[t]])
-        break;
-    if (i == m->count) return MI_OK;
-  }
-  for (int32_t t = 0; t < g->tensor_count; t++) {
-    if (mean_axis[t] < 0) continue;
-    for (int32_t i = 0; i < m->count; i++)
-      if (!strcmp(m->e[i].name, g->tensors[t].name) && m->e[i].axis == mean_axis[t]) {
-        size_t bytes = (size_t)m->e[i].channels * sizeof(double);
-        if (!(means[t] = malloc(bytes + 1))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "calibrate: out of memory");
-        memcpy(means[t], m->e[i].mean, bytes);
-        break;
-      }
+    int32_t i = mean_axis[t] >= 0 ? find(m, g, t, mean_axis[t]) : -1;
+    size_t bytes;
+    if (i < 0) continue;
+    bytes = (size_t)m->e[i].channels * sizeof(double);
+    if (!(means[t] = malloc(bytes + 1))) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "calibrate: out of memory");
+    memcpy(means[t], m->e[i].mean, bytes);
   }
   *hit = 1;
   return MI_OK;
@@ -143,6 +141,7 @@ MI_API int32_t mi_xf_means_save(const mi_xf_means_t *m, const char *path, mi_err
 MI_API int32_t mi_xf_means_load(mi_xf_means_t *m, const char *path, mi_error_t *err) {
   char magic[sizeof k_magic];
   mi_xf_means_t *r;
+  long size = 0;
   int32_t n;
   FILE *f;
   if (!m || !path) return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "means: NULL argument");
@@ -151,16 +150,18 @@ MI_API int32_t mi_xf_means_load(mi_xf_means_t *m, const char *path, mi_error_t *
     fclose(f);
     return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "means: out of memory");
   }
+  /* counts past what the file's bytes can hold are refused before anything is allocated */
+  if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) goto bad;
   if (fread(magic, 1, sizeof k_magic - 1, f) != sizeof k_magic - 1 || memcmp(magic, k_magic, sizeof k_magic - 1) ||
-      fread(&n, sizeof n, 1, f) != 1 || n < 0 || n > (1 << 24) || !(r->e = calloc((size_t)n + 1, sizeof *r->e)))
+      fread(&n, sizeof n, 1, f) != 1 || n < 0 || n > size / 16 || !(r->e = calloc((size_t)n + 1, sizeof *r->e)))
     goto bad;
   for (; r->count < n; r->count++) {
     means_entry_t *e = &r->e[r->count];
     int32_t len;
-    if (fread(&len, sizeof len, 1, f) != 1 || len < 0 || len > 65536 || !(e->name = calloc((size_t)len + 1, 1)) ||
+    if (fread(&len, sizeof len, 1, f) != 1 || len < 0 || len > size || !(e->name = calloc((size_t)len + 1, 1)) ||
         fread(e->name, 1, (size_t)len, f) != (size_t)len || fread(&e->axis, sizeof e->axis, 1, f) != 1 ||
         fread(&e->channels, sizeof e->channels, 1, f) != 1 || e->axis < 0 || e->axis >= MI_MAX_RANK ||
-        e->channels < 1 || e->channels > ((int64_t)1 << 28) ||
+        e->channels < 1 || e->channels > size / (long)sizeof *e->mean ||
         !(e->mean = malloc((size_t)e->channels * sizeof *e->mean)) ||
         fread(e->mean, sizeof *e->mean, (size_t)e->channels, f) != (size_t)e->channels) {
       r->count++; /* its name and means are freed with r */
