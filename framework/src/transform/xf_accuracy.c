@@ -138,16 +138,23 @@ MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
   int32_t rc = MI_OK, n_out = 0;
   mi_xf_sensitivity_t *res = NULL;
   mi_xf_config_t *one = NULL;
+  mi_xf_means_t *means;
   if (out) *out = NULL;
   if (count) *count = 0;
   if (!g || !c || !eval || !out || !count)
     return mi_errorf(err, MI_ERR_INVALID_ARGUMENT, "sensitivity: NULL argument");
   res = calloc((size_t)g->node_count + 1, sizeof *res);
-  if (!res) return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "sensitivity: out of memory");
+  /* bias correction's means, one reference run for every row rather than one each */
+  means = mi_xf_means_create();
+  if (!res || !means) {
+    free(res);
+    mi_xf_means_destroy(means);
+    return mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "sensitivity: out of memory");
+  }
   for (int32_t n = 0; n < g->node_count && rc == MI_OK; n++) {
     mi_xf_layer_t l;
     mi_graph_t *x = NULL;
-    mi_xf_apply_opts_t opts = {.calib = calib ? calib : eval};
+    mi_xf_apply_opts_t opts = {.calib = calib ? calib : eval, .means = means};
     if (!mi__xf_is_weighted(g, n) || !g->nodes[n].name) continue;
     if (probe) l = *probe;
     else
@@ -171,6 +178,7 @@ MI_API int32_t mi_xf_sensitivity(const mi_graph_t *g, const mi_xf_config_t *c,
     mi_xf_config_destroy(one);
     one = NULL;
   }
+  mi_xf_means_destroy(means);
   if (rc != MI_OK) {
     free(res);
     return rc;
