@@ -53,6 +53,17 @@ static void json_trial(FILE *f, const mi_recipe_t *r, const mi_trial_t *t, int32
   fputc('}', f);
 }
 
+/* A paired verdict v (tuned / default time) as `"speedup":X,"ci95":[lo,hi]`, default over tuned. */
+static void json_speedup(FILE *f, const mi_compare_ratio_t *v) {
+  fputs("\"speedup\":", f);
+  mi_json_double(f, 1 / v->ratio);
+  fputs(",\"ci95\":[", f);
+  mi_json_double(f, 1 / v->hi);
+  fputc(',', f);
+  mi_json_double(f, 1 / v->lo);
+  fputc(']', f);
+}
+
 static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32_t n) {
   int32_t failed = mi_tune_failed_model(r, runs, n);
   char why[2048];
@@ -88,36 +99,24 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
     fprintf(f, ",\"measured\":%d,\"replayed\":%d,\"hypervolume\":", run->res->measured, run->res->replayed);
     mi_json_double(f, run->hv);
     if (run->confirm) {
-      fprintf(f, ",\"vs_default\":{\"speedup\":");
-      mi_json_double(f, 1 / run->vs_default.ratio);
-      fputs(",\"ci95\":[", f);
-      mi_json_double(f, 1 / run->vs_default.hi);
-      fputc(',', f);
-      mi_json_double(f, 1 / run->vs_default.lo);
-      fprintf(f, "],\"rounds\":%d,\"deployed_default\":%s,\"chose_default\":%s,\"loaded\":%d}", (int)run->confirm_rounds,
+      fputs(",\"vs_default\":{", f);
+      json_speedup(f, &run->vs_default);
+      fprintf(f, ",\"rounds\":%d,\"deployed_default\":%s,\"chose_default\":%s,\"loaded\":%d}", (int)run->confirm_rounds,
               run->deployed_default ? "true" : "false", run->confirm == 2 ? "true" : "false", (int)run->confirm_loaded);
       if (run->contender >= 0 && run->confirm_rounds > 0) {
         /* the search chose the default; the best other trial had the paired rounds instead */
-        fprintf(f, ",\"contender\":{\"trial\":%d,\"speedup\":", (int)run->contender + 1);
-        mi_json_double(f, 1 / run->vs_contender.ratio);
-        fputs(",\"ci95\":[", f);
-        mi_json_double(f, 1 / run->vs_contender.hi);
-        fputc(',', f);
-        mi_json_double(f, 1 / run->vs_contender.lo);
-        fputs("]}", f);
+        fprintf(f, ",\"contender\":{\"trial\":%d,", (int)run->contender + 1);
+        json_speedup(f, &run->vs_contender);
+        fputc('}', f);
       }
       if (run->extras > 0 && run->confirm_rounds > 0) {
         /* the trials that joined the rounds besides the choice and the runner-up */
         fputs(",\"extras\":[", f);
         for (int32_t k = 0; k < run->extras; k++) {
-          fprintf(f, "%s{\"trial\":%d,\"greedy\":%s,\"speedup\":", k ? "," : "", (int)run->extra[k] + 1,
+          fprintf(f, "%s{\"trial\":%d,\"greedy\":%s,", k ? "," : "", (int)run->extra[k] + 1,
                   run->extra[k] == run->greedy_trial ? "true" : "false");
-          mi_json_double(f, 1 / run->vs_extra[k].ratio);
-          fputs(",\"ci95\":[", f);
-          mi_json_double(f, 1 / run->vs_extra[k].hi);
-          fputc(',', f);
-          mi_json_double(f, 1 / run->vs_extra[k].lo);
-          fputs("]}", f);
+          json_speedup(f, &run->vs_extra[k]);
+          fputc('}', f);
         }
         fputc(']', f);
       }

@@ -431,8 +431,8 @@ MI_API int mi_ltask_apply(const mi_space_t *s, int32_t *pt, int32_t node, const 
         const char *l = mi_space_dim_label(s, d, v);
         if (strlen(l) == (size_t)(end - eq - 1) && strncmp(l, eq + 1, (size_t)(end - eq - 1)) == 0) {
           /* a kernel that rounds an FP32 layer (an older history's best) is not a task's choice */
-          if (mi__space_variant_keeps_fp32(s, d, v)) tmp[d] = v;
           found = mi__space_variant_keeps_fp32(s, d, v);
+          if (found) tmp[d] = v;
           break;
         }
       }
