@@ -439,6 +439,7 @@ static void precision_case(mi_plugin_t *pl, const char *dir, const char *family,
   mi_xf_config_t *xc = mi_xf_config_create();
   mi_error_t err = {0, ""};
   int32_t rc, kernels[2] = {0, 0}, casts = 0; /* Casts each session runs, and the ones expected */
+  int32_t pairs[2] = {0, 0};                  /* kernels that run two Convs (dw+pw groups) */
   snprintf(path, sizeof path, "%s/%s.onnx", dir, family);
   rc = tu_mi_zoo(cmd, sizeof cmd, family, path, args) == 0 ? MI_OK : MI_ERR_IO;
   CHECK(rc == MI_OK, "%s: %s failed", family, cmd);
@@ -480,7 +481,13 @@ static void precision_case(mi_plugin_t *pl, const char *dir, const char *family,
       for (int32_t k = 0; k < mi_session_kernel_count(s); k++) {
         const int32_t *nodes = NULL;
         int32_t c = mi_session_kernel_nodes(s, k, &nodes);
-        for (int32_t j = 0; j < c; j++) kernels[pass] += !strcmp(gb->nodes[nodes[j]].op_type, "Cast");
+        const mi_graph_t *sg = pass ? gb : g;
+        int32_t convs = 0;
+        for (int32_t j = 0; j < c; j++) {
+          kernels[pass] += !strcmp(sg->nodes[nodes[j]].op_type, "Cast");
+          convs += !strcmp(sg->nodes[nodes[j]].op_type, "Conv");
+        }
+        pairs[pass] += convs == 2;
       }
     }
     if (r == MI_OK && pass) {
@@ -494,6 +501,11 @@ static void precision_case(mi_plugin_t *pl, const char *dir, const char *family,
             family, eb, e32);
       CHECK(e32 < 3e-2, "%s: rel L2 %.3g against the FP32 reference", family, e32);
       CHECK(kernels[1] == casts, "%s %s: %d Casts run, want %d", family, what, (int)kernels[1], (int)casts);
+      /* A pointwise conv on its BF16 variant stays in its depthwise conv's kernel (plan.c reads
+       * through the Casts); where it has none, the Casts run between them. */
+      CHECK(pairs[1] == (dense_bf16 ? pairs[0] : 0), "%s %s: %d dw+pw kernels, %d in FP32", family, what,
+            (int)pairs[1], (int)pairs[0]);
+      CHECK(pairs[0] > 0 || strcmp(family, "mobilenetv2"), "%s: no dw+pw kernel in FP32", family);
     }
     mi_array_destroy(got);
     mi_session_destroy(s);

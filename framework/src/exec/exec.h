@@ -257,6 +257,15 @@ int32_t mi__plan_sole_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t
  * and the look-ups scan); mi__plan_build does, once the unread nodes are marked. */
 void mi__plan_index_readers(mi__plan_t *p, const mi_graph_t *g);
 void mi__plan_unindex_readers(mi__plan_t *p);
+/* bf16_in.c. The device's variant of `op` that computes in BF16 (BFLOAT16 and not FLOAT32 in
+ * its dtype_mask), or NULL. */
+const char *mi__bf16_variant(const mi_variant_desc_t *vars, uint32_t n, const char *op);
+/* Node i is a layer the BF16 transform rounded (x -> Cast(to=BFLOAT16) -> Cast(to=FLOAT) -> a
+ * Conv, MatMul or Gemm; each Cast on its own in plan p, read by the next alone) that a BF16
+ * variant of the device can run reading x: x (a FLOAT32 runtime value; every tensor of the layer
+ * stored NCHW), else -1. */
+int32_t mi__bf16_source(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
+                        const mi_variant_desc_t *vars, uint32_t var_count, int32_t i);
 /* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout);

@@ -351,6 +351,21 @@ static int is_pointwise_on(const mi_graph_t *g, mi_array_t *const *consts, int32
   return 1;
 }
 
+/* The pointwise conv (is_pointwise_on) that reads value cur through the BF16 transform's two
+ * Casts, the first of them c1, where the device runs it on a BF16 variant (mi__bf16_source);
+ * else -1. */
+static int32_t bf16_pointwise(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
+                              const mi_variant_desc_t *vars, uint32_t var_count, int32_t c1, int32_t cur) {
+  int32_t c2, pw;
+  if (!mi__graph_is_op(g, c1, "Cast") || g->nodes[c1].output_count != 1 || g->nodes[c1].outputs[0] < 0 ||
+      (c2 = mi__plan_sole_reader(g, p, g->nodes[c1].outputs[0])) < 0 || g->nodes[c2].output_count != 1 ||
+      g->nodes[c2].outputs[0] < 0 || (pw = mi__plan_sole_reader(g, p, g->nodes[c2].outputs[0])) < 0 ||
+      p->role[pw] != MI__ROLE_NODE || !is_pointwise_on(g, consts, pw, g->nodes[c2].outputs[0]) ||
+      mi__bf16_source(g, p, consts, vars, var_count, pw) != cur)
+    return -1;
+  return pw;
+}
+
 /* The one node that reads runtime value t and runs, or -1 (t a graph output, or read by more or
  * none): nodes marked MI__ROLE_UNREAD never run, so they do not count. A spelled-out pattern the
  * session rewrote into one node (graph/ln_fuse.c, graph/gelu_fuse.c) leaves its other pieces
@@ -372,14 +387,14 @@ int32_t mi__plan_live_reader(const mi_graph_t *g, const mi__plan_t *p, int32_t t
  * pointwise conv joins a depthwise one's unit (MI_FUSE_CONV) only when its whole chain fits too:
  * else the unit is matched again without it, so no chain op is left out of a kernel. */
 static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
-                       uint32_t mask, int32_t n, mi__unit_t *u) {
+                       const mi_variant_desc_t *vars, uint32_t var_count, uint32_t mask, int32_t n, mi__unit_t *u) {
   int32_t cur = g->nodes[n].outputs[0], last_conv = 0; /* index in u->nodes of the last Conv */
   int dw = (mask & MI_FUSE_CONV) && is_depthwise(g, consts, n), capped = 0;
   int first = 1; /* nothing but a per-channel bias since the last conv: a BN may still fold */
   memset(u, 0, sizeof *u);
   u->nodes[u->count++] = n;
   while (cur >= 0 && !mi__graph_is_output(g, cur)) {
-    int32_t r = mi__plan_live_reader(g, p, cur), q[4];
+    int32_t r = mi__plan_live_reader(g, p, cur), q[4], pw;
     uint32_t bit;
     /* A pointwise conv with a choice of its own joins only when the plugin runs a member with
      * its own choice (MI_FUSE_MEMBER_CHOICES); else the unit would carry its anchor's only. */
@@ -388,6 +403,17 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
       last_conv = u->count;
       u->nodes[u->count++] = r;
       cur = g->nodes[r].outputs[0];
+      first = 1;
+      continue;
+    }
+    /* The same conv behind the BF16 transform's Casts (cur -> Cast -> Cast -> it), run on the
+     * device's BF16 variant as a member choice (bf16_in.c): it reads cur, which it rounds
+     * itself, and the Casts do not run. Apart, its input would go through memory and back. */
+    if (dw && r >= 0 && last_conv == 0 && (mask & MI_FUSE_MEMBER_CHOICES) && u->count < MI__UNIT_MAX &&
+        (pw = bf16_pointwise(g, p, consts, vars, var_count, r, cur)) >= 0) {
+      last_conv = u->count;
+      u->nodes[u->count++] = pw;
+      cur = g->nodes[pw].outputs[0];
       first = 1;
       continue;
     }
@@ -410,7 +436,8 @@ static int match_chain(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *con
     cur = g->nodes[r].outputs[0];
     first = bit == MI_FUSE_BIAS;
   }
-  if (last_conv > 0 && capped) return match_chain(g, p, consts, mask & ~(uint32_t)MI_FUSE_CONV, n, u);
+  if (last_conv > 0 && capped)
+    return match_chain(g, p, consts, vars, var_count, mask & ~(uint32_t)MI_FUSE_CONV, n, u);
   if (u->count < 2) return 0;
   u->op = n;
   u->at = u->nodes[u->count - 1];
@@ -703,7 +730,8 @@ static int32_t auto_groups(mi__plan_t *p, const mi_graph_t *g, mi_array_t *const
       if (!(mi__graph_is_op(g, n, "Conv") || tr) || p->role[n] != MI__ROLE_NODE || g->nodes[n].output_count != 1 ||
           g->nodes[n].outputs[0] < 0 || consts[g->nodes[n].outputs[0]])
         continue;
-      if (match_chain(g, p, consts, tr ? tmask : mask, n, &u) && add_unit(p, &u)) return MI_ERR_OUT_OF_MEMORY;
+      if (match_chain(g, p, consts, vars, var_count, tr ? tmask : mask, n, &u) && add_unit(p, &u))
+        return MI_ERR_OUT_OF_MEMORY;
     }
   if ((fuse_mask(vars, var_count, "Mul") & MI_FUSE_CONV) && gate_heads(p, g, consts)) return MI_ERR_OUT_OF_MEMORY;
   /* A Mul of two runtime values whose result only an Add reads, the Add's other operand one of

@@ -109,13 +109,22 @@ static int member_choices(const mi__prep_t *p, const int32_t *nodes, int32_t cou
   for (int32_t m = 1; m < count; m++) {
     const mi_node_t *n = &p->s->g->nodes[nodes[m]];
     const mi_node_choice_t *c = strcmp(n->op_type, "Conv") ? NULL : find_choice(p->opts, n->name);
+    const char *bf16 = p->bf16_src && p->bf16_src[nodes[m]] >= 0
+                           ? mi__bf16_variant(p->vars, p->var_count, n->op_type)
+                           : NULL;
+    int own = c && ((c->variant_id && c->variant_id[0]) || c->knob_count > 0);
     mp[m] = NULL;
-    if (!c || !((c->variant_id && c->variant_id[0]) || c->knob_count > 0)) continue;
+    /* A member on its input's BF16 rounding (bf16_in.c) runs on the BF16 variant, with its own
+     * knobs where its choice names that variant or none (as an anchor, mi__prep_try_kernel). */
+    if (bf16 && own && c->variant_id && c->variant_id[0] &&
+        !variant_fits(p, c->variant_id, n->op_type, MI_LAYOUT_NCHW, MI_DTYPE_BIT(MI_DTYPE_BFLOAT16)))
+      own = 0;
+    if (!own && !bf16) continue;
     memset(&mc[m], 0, sizeof mc[m]);
     mc[m].struct_size = (uint32_t)sizeof mc[m];
-    mc[m].variant_id = c->variant_id;
-    mc[m].knob_count = c->knob_count;
-    mc[m].knobs = c->knobs;
+    mc[m].variant_id = own && c->variant_id && c->variant_id[0] ? c->variant_id : bf16;
+    mc[m].knob_count = own ? c->knob_count : 0;
+    mc[m].knobs = own ? c->knobs : NULL;
     mp[m] = &mc[m];
     any = 1;
   }

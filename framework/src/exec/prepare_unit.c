@@ -129,7 +129,7 @@ int32_t mi__prep_group(mi__prep_t *p, mi__unit_t *u, mi_error_t *err) {
   mi_session_t *s = p->s;
   mi__kreq_t req = {u->nodes, u->count, NULL, NULL, 0, 0, NULL, 0, NULL, NULL, NULL};
   const char *variant = NULL;
-  int32_t lay = mi__prep_node_layout(s, u->op), rc, readers[MI__UNIT_MAX];
+  int32_t lay = mi__prep_node_layout(s, u->op), rc, readers[MI__UNIT_MAX + 2], from[1], to[1];
   int refused;
   if (lay != MI_LAYOUT_NCHW)
     variant = mi__variant_for_layout(p->vars, p->var_count, s->g->nodes[u->op].op_type, lay);
@@ -141,6 +141,20 @@ int32_t mi__prep_group(mi__prep_t *p, mi__unit_t *u, mi_error_t *err) {
   req.rd_off = p->rd_off;
   req.rd_node = p->rd_node;
   if (req.absorbed_count && u->dq_state == 0) u->dq_state = 1;
+  /* The pointwise conv a depthwise conv's group took through the BF16 Casts (plan.c): it reads
+   * their source, on its BF16 variant (member_choices, prepare.c); the Casts are no reads. */
+  for (int32_t m = 1; p->bf16_src && m < u->count && !req.subst_count; m++) {
+    int32_t i = u->nodes[m], c2;
+    if (i == u->op || p->bf16_src[i] < 0) continue;
+    from[0] = s->g->nodes[i].inputs[0];
+    to[0] = p->bf16_src[i];
+    c2 = s->g->tensors[from[0]].producer;
+    readers[req.absorbed_count++] = s->g->tensors[s->g->nodes[c2].inputs[0]].producer;
+    readers[req.absorbed_count++] = c2;
+    req.subst_from = from;
+    req.subst_to = to;
+    req.subst_count = 1;
+  }
   if (p->bf16_src && p->bf16_src[u->op] >= 0) {
     /* a BF16 layer and its epilogue: on the BF16 variant, or (refused) the Casts run first */
     if (mi__retake_step(&p->retake, s, u->op, u->nodes, u->count)) return MI_OK;
