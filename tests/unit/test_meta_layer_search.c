@@ -115,6 +115,7 @@ static mi_search_result_t *search(const mi_space_t *s, const mi_graph_t *g, targ
   mo.graph = g;
   mo.screen = 1500;
   mo.report = rep;
+  mo.device_moves = 0; /* the budget for the rounds whose weights this reads */
   mo.sources = src;
   mo.source_count = 1;
   mo.desc[MI_META_FP_OFFSET] = 2.0; /* the target device's fingerprint */

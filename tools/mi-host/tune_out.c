@@ -175,6 +175,7 @@ static void write_json(FILE *f, const mi_recipe_t *r, mi_tune_run_t *runs, int32
         fputc('}', f);
       }
       fputs("]}", f);
+      fprintf(f, ",\"device_moves\":%d", (int)run->device_moves);
     }
     fprintf(f, ",\"energy_modeled\":%s,\"assigned\":%s,\"pruned_variants\":%d,\"prepare_probes\":%d,\"verify\":%d,\"front\":[",
             run->energy_modeled ? "true" : "false", run->assigned ? "true" : "false", (int)run->pruned,

@@ -122,6 +122,8 @@ typedef struct mi_tune_run {
   /* Added: each extra's latency over the default's in the paired check (extra[i] / default;
    * set for the run->extras that ran in it). */
   mi_compare_ratio_t vs_extra[MI_TUNE_EXTRAS];
+  /* Added: the device-level moves measured on the best point (mi_meta_report_t.device_moves). */
+  int32_t device_moves;
 } mi_tune_run_t;
 
 /** What a log line is: INFO lines tell what the tune did and decided (a caller printing JSON

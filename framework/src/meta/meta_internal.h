@@ -41,11 +41,13 @@ typedef struct mi__meta {
   int32_t excluded[64], excluded_count;
   /* The cold design: its random points so far and the attempts to draw them (strategy.c). */
   int32_t design_count, design_tries;
-  int32_t moves_next, moves_done; /* the design's one-factor moves (strategy_design.c) */
-  int32_t moves_prec_only;        /* a small space: only the precision family's moves */
-  double radius;                  /* trust region: share of dimensions allowed to differ */
-  int32_t *center;                /* trust-region centre (best point so far) */
-  double *feat;                   /* scratch: F per candidate */
+  int32_t moves_next, moves_done;    /* the design's one-factor moves (strategy_design.c) */
+  int32_t moves_prec_only;           /* a small space: only the precision family's moves */
+  uint64_t polish_hash;              /* the best point whose device-level knobs are being moved */
+  int32_t polish_next, polish_count; /* its next move; moves measured in all (strategy_design.c) */
+  double radius;                     /* trust region: share of dimensions allowed to differ */
+  int32_t *center;                   /* trust-region centre (best point so far) */
+  double *feat;                      /* scratch: F per candidate */
   /* The per-layer base model (strategy_layer.c): fitted once on the sources' per-layer rows,
    * summed over the target's layers, calibrated on the target's first objective by least squares
    * (measured ~ la * summed + lb, floored at lfloor; the residual sd lsd on the standardised log
@@ -125,6 +127,10 @@ int32_t mi__meta_best(const mi__meta_t *st);
 /* The cold design's next one-factor move over the default point (strategy_design.c): 1 with
  * pt filled, 0 when every move was handed out. */
 int mi__meta_design_move(mi__meta_t *st, int32_t *pt);
+/* The next device-level move over the best feasible point so far (each global knob to each of
+ * its other values, one at a time, at most mo.device_moves per best point): 1 with pt filled (a
+ * point not measured yet), 0 when none is left for this best point. */
+int mi__meta_polish_move(mi__meta_t *st, int32_t *pt);
 int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);
 
 /* The accuracy predictor (strategy_acc.c): refits on the trials so far; a point's predicted

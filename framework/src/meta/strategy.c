@@ -22,6 +22,7 @@ void mi_meta_options_default(mi_meta_options_t *o) {
   o->learner = MI_SURROGATE_AUTO;
   o->primary_share = 0.5;
   o->explore_share = 0.125; /* measured: docs/meta.md, "Exploration in the batch" */
+  o->device_moves = 4;
 }
 
 int mi__meta_has_budget(mi__meta_t *st) {

@@ -234,6 +234,12 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
         mi__meta_greedy_measured(&st, gi);
         mi__meta_acc_fit(&st);
       }
+      /* Then the best point's device-level knobs, one at a time (strategy_design.c). */
+      while (mi__meta_has_budget(&st) && mi__meta_polish_move(&st, pt))
+        if (mi__meta_eval(&st, pt, &fresh) < 0) {
+          rc = mi_errorf(err, MI_ERR_OUT_OF_MEMORY, "meta search: out of memory");
+          goto done;
+        }
       if (!mi__meta_has_budget(&st)) break;
     }
     if (want > st.budget - st.r->measured) want = (int32_t)(st.budget - st.r->measured);
@@ -325,6 +331,7 @@ int32_t mi_meta_search_run(const mi_space_t *s, const mi_search_options_t *so,
     st.mo.report->split_moves = mi__meta_split_count(&st);
     st.mo.report->greedy_moves = mi__meta_greedy_count(&st);
     st.mo.report->greedy_best = mi__meta_greedy_best(&st);
+    st.mo.report->device_moves = st.polish_count;
   }
   if (rc == MI_OK && st.mo.report) rc = saving_report(&st, err);
 done:

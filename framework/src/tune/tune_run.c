@@ -196,6 +196,7 @@ static int32_t run_meta(tune_ctx_t *c, mi_tune_task_t *task, mi_tune_run_t *run,
     run->split_moves = rep->split_moves;
     run->greedy_moves = rep->greedy_moves;
     run->greedy_trial = rep->greedy_best;
+    run->device_moves = rep->device_moves;
     run->sens = task->sens; /* the run owns them from here */
     run->sens_count = task->sens_n;
     task->sens = NULL;
@@ -438,6 +439,9 @@ static void tune_one(tune_ctx_t *c, int32_t d, mi_worker_pool_t *pool, mi_histor
                  "measured; %d split moves (blocks of layers at the fastest lossy precision) and %d per-layer "
                  "precision greedy steps measured",
                  run->model, run->spec, (int)run->acc_screened, (int)run->split_moves, (int)run->greedy_moves);
+  if (run->meta && run->device_moves > 0)
+    mi__tune_log(c->cb, MI_TUNE_LOG_INFO, "%s: %s: %d device-level moves measured on the best point (its global knobs one at a time)",
+                 run->model, run->spec, (int)run->device_moves);
   if (run->meta) {
     if (run->warm_points > 0) {
       /* The saving as docs/meta.md defines it: a cold random search's expected count to come
