@@ -695,6 +695,8 @@ static void pg_part(void *arg, int64_t i0, int64_t i1) {
   }
 }
 
+static void pgb_mv_part(void *arg, int64_t i0, int64_t i1) { mi__blis_pgb_mv_items(arg, i0, i1); }
+
 /* One group of one image (or one chunk of its pixels): rows [g*mg, (g+1)*mg) of image n. */
 void mi__blis_pg_gemm(const mi__blis_conv_t *c, void *const *t, const mi__blis_env_t *env, int64_t n,
                       int64_t g, const float *b, int64_t ldb, int64_t p0, int64_t npix) {
@@ -706,6 +708,7 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
                          int64_t p0, int64_t npix, float *raw, int64_t ldraw) {
   pg_call_t q;
   int64_t mg = c->M / c->G, K = c->C / c->G * c->KH * c->KW, mr = c->pg_mr, ohw = c->OH * c->OW;
+  int mvb;
   q.c = c;
   q.t = t;
   q.mp_n = (mg + mr - 1) / mr;
@@ -727,16 +730,21 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
   q.K = K;
   q.N = npix;
   q.p0 = p0;
+  mvb = q.pwb && !q.seg && npix <= MI__PGB_MV_PIX; /* (its tiles run the whole epilogue) */
   if (c->pg_mv) {
     q.nb_n = 1;
     mi__blis_parallel(env, q.mp_n, 1, mr * K * npix, pg_part, &q);
+  } else if (mvb) {
+    /* BF16 on a few pixels: the channels in the lanes, two row panels an item */
+    q.nb_n = 1;
+    mi__blis_parallel(env, (q.mp_n + 1) / 2, 1, 2 * mr * K * npix, pgb_mv_part, &q);
   } else {
     int64_t cols = nv_cols(c->simd);
     q.nb_n = q.seg ? (q.nseg + cols / 16 - 1) / (cols / 16) : (npix + cols - 1) / cols;
     mi__blis_parallel(env, q.mp_n * q.nb_n, 1, mr * K * cols, pg_part, &q);
   }
   /* Epilogue ops past the vector prefix (sigmoid, ...), on the rows this call wrote. */
-  if (q.epi && !c->pg_mv && c->pg_vec_ops < c->epi_n && c->simd != MI__SIMD_C) {
+  if (q.epi && !c->pg_mv && !mvb && c->pg_vec_ops < c->epi_n && c->simd != MI__SIMD_C) {
     int64_t m;
     for (m = 0; m < mg; m++)
       mi__blis_epi_tail(c, t, n, g * mg + m, p0, q.y + m * ohw + p0, npix, c->pg_vec_ops, 0);

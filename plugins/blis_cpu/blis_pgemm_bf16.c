@@ -172,3 +172,81 @@ BF16_FN void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1) {
   free(heap);
 }
 #undef PGB_EK
+
+/* Few pixels (an STFT as a strided 1-D conv: 5 frames of 512 taps; the last planes of a
+ * network): the "nv" tiles hold 16 pixels a vector, so 5 pixels used 5 of 16 lanes, and
+ * oww_melspectrogram's two 257-channel convs ran slower in BF16 than in FP32 (its model-wide
+ * `bf16` 0.041 ms against the default's 0.031). Here two row panels (16 channels, the pairs of
+ * both read side by side) are the lanes, each pair of k one vdpbf16ps a pixel on a broadcast BF16
+ * pair of B. With one accumulator a pixel the 5 chains waited on vdpbf16ps's latency (13.9 us a
+ * conv, slower than FP32's 12.9): the pairs go round `ph` phases, ph * npx chains (9-16), summed
+ * in a fixed order at the end (the same bits at any thread count). */
+static inline __attribute__((always_inline)) BF16_FN void pgb_mv_sums(const uint32_t *a0, const uint32_t *a1,
+                                                                      const uint32_t *bp, int64_t k2, const int npx,
+                                                                      const int ph, __m512 *out) {
+  __m512 acc[4][MI__PGB_MV_PIX];
+  int64_t j = 0;
+  int f, px;
+  for (f = 0; f < ph; f++)
+    for (px = 0; px < npx; px++) acc[f][px] = _mm512_setzero_ps();
+  for (; j < k2; j += ph)
+    for (f = 0; f < ph && j + f < k2; f++) {
+      __m256i lo = _mm256_loadu_si256((const __m256i *)(a0 + (j + f) * MR512));
+      __m256i hi = a1 ? _mm256_loadu_si256((const __m256i *)(a1 + (j + f) * MR512)) : _mm256_setzero_si256();
+      __m512bh a = (__m512bh)_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+      const uint32_t *b = bp + (j + f) * 32;
+      for (px = 0; px < npx; px++)
+        acc[f][px] = _mm512_dpbf16_ps(acc[f][px], a, (__m512bh)_mm512_set1_epi32((int)b[px]));
+    }
+  for (px = 0; px < npx; px++) {
+    __m512 v = acc[0][px];
+    for (f = 1; f < ph; f++) v = _mm512_add_ps(v, acc[f][px]);
+    out[px] = v;
+  }
+}
+
+static BF16_FN void pgb_mv_tile(const pg_call_t *q, int64_t mp, const uint32_t *bp, int64_t npx) {
+  __m512 acc[MI__PGB_MV_PIX];
+  float out[16][MI__PGB_MV_PIX];
+  int64_t k2 = (q->K + 1) / 2, px, r, rows = q->mg - mp * MR512;
+  const uint32_t *a0 = q->pwb + mp * k2 * MR512, *a1 = mp + 1 < q->mp_n ? a0 + k2 * MR512 : NULL;
+  switch (npx) { /* each count its own instance: the chains in registers */
+  case 1: pgb_mv_sums(a0, a1, bp, k2, 1, 4, acc); break;
+  case 2: pgb_mv_sums(a0, a1, bp, k2, 2, 4, acc); break;
+  case 3: pgb_mv_sums(a0, a1, bp, k2, 3, 4, acc); break;
+  case 4: pgb_mv_sums(a0, a1, bp, k2, 4, 3, acc); break;
+  case 5: pgb_mv_sums(a0, a1, bp, k2, 5, 3, acc); break;
+  case 6: pgb_mv_sums(a0, a1, bp, k2, 6, 2, acc); break;
+  case 7: pgb_mv_sums(a0, a1, bp, k2, 7, 2, acc); break;
+  default: pgb_mv_sums(a0, a1, bp, k2, 8, 2, acc); break;
+  }
+  if (rows > 16) rows = 16;
+  for (px = 0; px < npx; px++) {
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc[px]);
+    for (r = 0; r < rows; r++) out[r][px] = lanes[r];
+  }
+  for (r = 0; r < rows; r++) {
+    int64_t m = mp * MR512 + r;
+    float *yr = q->y + m * q->ldc + q->p0;
+    for (px = 0; px < npx; px++) yr[px] = out[r][px];
+    if (q->epi) mi__blis_epi_tail(q->c, q->t, q->n, q->m0 + m, q->p0, yr, npx, 0, 1);
+  }
+}
+
+BF16_FN void mi__blis_pgb_mv_items(const pg_call_t *q, int64_t i0, int64_t i1) {
+  uint32_t *bp, stack[PGB_KP * 32] __attribute__((aligned(64)));
+  int64_t i, bo[2] = {0, 0}, po[2] = {0, 0}, k2 = (q->K + 1) / 2;
+  __mmask16 k[2] = {0, 0};
+  int two = 0;
+  /* B's pairs once per call: [pair][32] (lanes past N zero) */
+  bp = k2 > PGB_KP ? aligned_alloc(64, (size_t)k2 * 32 * sizeof *bp) : stack;
+  if (!bp) { /* no memory for a long k: the "nv" tiles, which convert in slices */
+    mi__blis_pgb_items(q, i0 * 2, i1 * 2 < q->mp_n ? i1 * 2 : q->mp_n);
+    return;
+  }
+  pgb_block(q, 0, bo, po, k, &two);
+  pgb_convert(q, 0, k2, bo[0], bo[1], two, k[0], k[1], bp);
+  for (i = i0; i < i1; i++) pgb_mv_tile(q, 2 * i, bp, q->N);
+  if (bp != stack) free(bp);
+}

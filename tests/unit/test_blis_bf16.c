@@ -365,6 +365,12 @@ static const struct {
     {"3x3 64->64, 20x20, im2col chunks", {1, 64, 20, 20, 64, 3, 1, 1, 1}, 256},
     {"3x3 grouped 12->8, g 2", {1, 12, 10, 10, 8, 3, 1, 1, 2}, 0},
     {"1x1 2101->9, 6x6 (block on the heap)", {1, 2101, 6, 6, 9, 1, 1, 0, 1}, 0},
+    {"3x3 s2 24->40, 4x4 -> 2x2 (flat planes)", {1, 24, 4, 4, 40, 3, 2, 1, 1}, 0},
+    /* at most 8 pixels read in rows: the channels in the lanes (two row panels a tile, an odd
+     * panel count, a tail panel, B's pairs on the heap past 2048 k), the bias in the epilogue */
+    {"1x1 64->35, 2x3 plane", {1, 64, 2, 3, 35, 1, 1, 0, 1}, 0},
+    {"1x1 600->257, 1x5 plane", {1, 600, 1, 5, 257, 1, 1, 0, 1}, 0},
+    {"1x1 2101->9, 2x2 (pairs on the heap)", {1, 2101, 2, 2, 9, 1, 1, 0, 1}, 0},
 };
 
 static void convs(void) {
@@ -397,6 +403,7 @@ static void exact(void) {
   exact_case(&p, "exact 1x1 63->11, 7x9", (cshape_t){1, 63, 7, 9, 11, 1, 1, 0, 1});
   exact_case(&p, "exact 3x3 7->10, 9x10 (flat planes)", (cshape_t){1, 7, 9, 10, 10, 3, 1, 1, 1});
   exact_case(&p, "exact 3x3 s2 5->9", (cshape_t){1, 5, 13, 11, 9, 3, 2, 1, 1});
+  exact_case(&p, "exact 1x1 63->19, 2x3 (channels in the lanes)", (cshape_t){1, 63, 2, 3, 19, 1, 1, 0, 1});
 }
 
 /* mi_sdk_float_to_bf16 as ONNX's Cast rounds: ties to even, a carry into the exponent, overflow

@@ -464,10 +464,15 @@ static void test_acc_screen(const mi_space_t *s) {
     after++;
     bad += r->trials[i].objectives[MI_OBJ_ACCURACY] > 0.01;
   }
-  printf("accuracy screen: %d of %d searched points over the bound, %d candidate scorings screened\n", (int)bad,
-         (int)after, (int)rep.acc_screened);
+  printf("accuracy screen: %d of %d searched points over the bound, %d candidate scorings screened, %d split moves, %d greedy, %d design\n", (int)bad,
+         (int)after, (int)rep.acc_screened, (int)rep.split_moves, (int)rep.greedy_moves, (int)rep.design_points);
   CHECK(after >= 10, "only %d searched points", (int)after);
-  CHECK(bad <= 1, "%d of %d searched points broke the accuracy bound", (int)bad, (int)after);
+  /* The split moves (strategy_acc.c) measure blocks of layers at the fastest lossy label on
+   * purpose, to find the ones that carry the loss: here every lossy layer does, so each breaks
+   * the bound. They come from the design's model-wide precision moves (a space with at least two
+   * precision dimensions) and stop at 8; the surrogate's own proposals may break it once. */
+  CHECK(rep.split_moves <= 8 && bad <= 1 + rep.split_moves, "%d of %d searched points broke the accuracy bound (%d split moves)",
+        (int)bad, (int)after, (int)rep.split_moves);
   CHECK(rep.acc_screened > 0, "nothing screened");
   mi_search_result_destroy(r);
 }

@@ -87,7 +87,7 @@ static int move(const mi__meta_t *st, int32_t k, int32_t *pt) {
   return 0;
 }
 
-#define MOVES_PREC_MIN 8
+#define MOVES_PREC_MIN 2
 
 int mi__meta_design_move(mi__meta_t *st, int32_t *pt) {
   if (st->moves_next == 0) {
@@ -104,7 +104,9 @@ int mi__meta_design_move(mi__meta_t *st, int32_t *pt) {
      * oww_embedding (20 convolutions, 28 eligible dimensions) got no model-wide INT8 point and
      * its 21 searched mixes ran 1.0-1.8x slower than the default, while all of its convolutions
      * at int8_act run faster. With at least MOVES_PREC_MIN precision dimensions the design
-     * keeps the precision family's moves alone. */
+     * keeps the precision family's moves alone: two, since oww_melspectrogram (its two STFT
+     * convolutions and a MatMul, 3 precision dimensions in 26) never measured its convolutions
+     * both at one label under the random design (budget 40). */
     if (n < 32) {
       if (np >= MOVES_PREC_MIN) st->moves_prec_only = 1;
       else
