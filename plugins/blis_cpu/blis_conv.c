@@ -250,7 +250,8 @@ static inline __attribute__((always_inline)) void im2col_body(const conv_task_t 
   /* A 1-D conv whose windows all lie inside the input (an STFT's strided frames): each column is
    * a contiguous run of the input, copied pixel by pixel into the rows (each row of 5 columns
    * took a loop of its own: as long again as the GEMM). */
-  if (c->H == 1 && c->KH == 1 && c->dw == 1 && c->pl == 0 && (c->OW - 1) * c->sw + c->KW <= c->W) {
+  if (c->H == 1 && c->KH == 1 && c->OH == 1 && c->pt == 0 && c->dw == 1 && c->pl == 0 &&
+      (c->OW - 1) * c->sw + c->KW <= c->W) {
     for (ci = c0; ci < c1; ci++)
       for (int64_t p = ct->p0; p < pend; p++) {
         const float *src = ct->x + ci * c->W + p * c->sw;

@@ -196,8 +196,9 @@ typedef struct mi_meta_report {
    * result (-1: none). Its single median was taken among others' minutes apart; a caller that
    * checks its choice in paired rounds (mi-host tune) lets it join them. */
   int32_t greedy_best;
-  /* Added: device-level moves measured on the best point so far (each global knob to its other
-   * values, one at a time; docs/tuning.md, "Device-level moves on the best point"). */
+  /* Added: device-level moves measured on the best points (each global knob one step down, then
+   * one step up, one at a time; docs/tuning.md, "The BF16 pointwise conv in its dw+pw pass,
+   * device-level moves on the best point, ..."). */
   int32_t device_moves;
 } mi_meta_report_t;
 
@@ -234,8 +235,8 @@ typedef struct mi_meta_options {
    * still measured first (the baseline), then the default with the fixed values. */
   const int32_t *fixed;
   /* Added: the most device-level moves measured on each new best point (its global knobs, such
-   * as the thread count, to their other values one at a time; docs/tuning.md, "Device-level
-   * moves on the best point"). Default 4; 0 none. */
+   * as the thread count, to their neighbouring values one at a time, after the precision greedy;
+   * docs/tuning.md). Default 4; 0 none. */
   int32_t device_moves;
 } mi_meta_options_t;
 

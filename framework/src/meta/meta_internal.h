@@ -127,8 +127,8 @@ int32_t mi__meta_best(const mi__meta_t *st);
 /* The cold design's next one-factor move over the default point (strategy_design.c): 1 with
  * pt filled, 0 when every move was handed out. */
 int mi__meta_design_move(mi__meta_t *st, int32_t *pt);
-/* The next device-level move over the best feasible point so far (each global knob to each of
- * its other values, one at a time, at most mo.device_moves per best point): 1 with pt filled (a
+/* The next device-level move over the best feasible point so far (each global knob one step
+ * down, then each one step up, at most mo.device_moves per best point): 1 with pt filled (a
  * point not measured yet), 0 when none is left for this best point. */
 int mi__meta_polish_move(mi__meta_t *st, int32_t *pt);
 int32_t mi__meta_fix(mi__meta_t *st, int32_t *pt);
