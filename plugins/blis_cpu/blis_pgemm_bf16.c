@@ -207,7 +207,6 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_mv_sums(const uint
 
 static BF16_FN void pgb_mv_tile(const pg_call_t *q, int64_t mp, const uint32_t *bp, int64_t npx) {
   __m512 acc[MI__PGB_MV_PIX];
-  float out[16][MI__PGB_MV_PIX];
   int64_t k2 = (q->K + 1) / 2, px, r, rows = q->mg - mp * MR512;
   const uint32_t *a0 = q->pwb + mp * k2 * MR512, *a1 = mp + 1 < q->mp_n ? a0 + k2 * MR512 : NULL;
   switch (npx) { /* each count its own instance: the chains in registers */
@@ -221,16 +220,15 @@ static BF16_FN void pgb_mv_tile(const pg_call_t *q, int64_t mp, const uint32_t *
   default: pgb_mv_sums(a0, a1, bp, k2, 8, 2, acc); break;
   }
   if (rows > 16) rows = 16;
+  /* lane r of pixel px's sums is row mp * 8 + r; then each row's whole epilogue */
   for (px = 0; px < npx; px++) {
     float lanes[16];
     _mm512_storeu_ps(lanes, acc[px]);
-    for (r = 0; r < rows; r++) out[r][px] = lanes[r];
+    for (r = 0; r < rows; r++) q->y[(mp * MR512 + r) * q->ldc + q->p0 + px] = lanes[r];
   }
-  for (r = 0; r < rows; r++) {
+  for (r = 0; q->epi && r < rows; r++) {
     int64_t m = mp * MR512 + r;
-    float *yr = q->y + m * q->ldc + q->p0;
-    for (px = 0; px < npx; px++) yr[px] = out[r][px];
-    if (q->epi) mi__blis_epi_tail(q->c, q->t, q->n, q->m0 + m, q->p0, yr, npx, 0, 1);
+    mi__blis_epi_tail(q->c, q->t, q->n, q->m0 + m, q->p0, q->y + m * q->ldc + q->p0, npx, 0, 1);
   }
 }
 

@@ -35,6 +35,14 @@ static int stored_other(const mi_tensor_t *t) {
   return t->rank == 4 && !t->data && (t->layout == MI_LAYOUT_NHWC || (t->layout == MI_LAYOUT_NCHWC && t->block > 0));
 }
 
+void mi__bf16_casts(const mi_graph_t *g, int32_t i, int32_t *c1, int32_t *c2) {
+  const mi_node_t *n = &g->nodes[i];
+  *c2 = n->input_count > 0 && n->inputs[0] >= 0 ? g->tensors[n->inputs[0]].producer : -1;
+  *c1 = *c2 >= 0 && g->nodes[*c2].input_count > 0 && g->nodes[*c2].inputs[0] >= 0
+            ? g->tensors[g->nodes[*c2].inputs[0]].producer
+            : -1;
+}
+
 int32_t mi__bf16_source(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
                         const mi_variant_desc_t *vars, uint32_t var_count, int32_t i) {
   const mi_node_t *n = &g->nodes[i];
@@ -43,10 +51,8 @@ int32_t mi__bf16_source(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *co
       (strcmp(n->op_type, "Conv") && strcmp(n->op_type, "MatMul") && strcmp(n->op_type, "Gemm")) ||
       (n->domain && n->domain[0]) || !mi__bf16_variant(vars, var_count, n->op_type))
     return -1;
-  c2 = g->tensors[n->inputs[0]].producer;
-  if (!lone_cast(g, p, c2, 1, i)) return -1;
-  c1 = g->tensors[g->nodes[c2].inputs[0]].producer;
-  if (!lone_cast(g, p, c1, 16, c2)) return -1;
+  mi__bf16_casts(g, i, &c1, &c2);
+  if (!lone_cast(g, p, c2, 1, i) || !lone_cast(g, p, c1, 16, c2)) return -1;
   x = g->nodes[c1].inputs[0];
   if (consts[x] || g->tensors[x].dtype != MI_DTYPE_FLOAT32) return -1;
   for (int32_t j = 0; j < n->input_count + n->output_count; j++) {
@@ -59,7 +65,7 @@ int32_t mi__bf16_source(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *co
 int32_t mi__bf16_plan(mi__prep_t *p, mi_error_t *err) {
   const mi_graph_t *g = p->s->g;
   for (int32_t i = 0; i < g->node_count; i++) {
-    int32_t r = p->plan.role[i], u = p->plan.unit[i], c2, x;
+    int32_t r = p->plan.role[i], u = p->plan.unit[i], c1, c2, x;
     /* alone, the anchor of a fused group (its epilogue), or the pointwise conv a depthwise
      * conv's group took through the Casts (plan.c) */
     if (!(r == MI__ROLE_NODE || (r == MI__ROLE_MEMBER && u >= 0 && p->plan.units[u].kind == 0 &&
@@ -73,8 +79,8 @@ int32_t mi__bf16_plan(mi__prep_t *p, mi_error_t *err) {
       for (int32_t k = 0; k <= g->node_count; k++) p->bf16_src[k] = -1;
     }
     p->bf16_src[i] = x;
-    c2 = g->tensors[g->nodes[i].inputs[0]].producer;
-    p->plan.role[g->tensors[g->nodes[c2].inputs[0]].producer] = p->plan.role[c2] = MI__ROLE_BF16_SKIP;
+    mi__bf16_casts(g, i, &c1, &c2);
+    p->plan.role[c1] = p->plan.role[c2] = MI__ROLE_BF16_SKIP;
   }
   return MI_OK;
 }
@@ -82,8 +88,7 @@ int32_t mi__bf16_plan(mi__prep_t *p, mi_error_t *err) {
 int32_t mi__prep_bf16(mi__prep_t *p, mi__kreq_t *req, int32_t anchor, int *refused, mi_error_t *err) {
   mi_session_t *s = p->s;
   const mi_graph_t *g = s->g;
-  int32_t from[MI__UNIT_MAX + 1], to[MI__UNIT_MAX + 1], c2 = g->tensors[g->nodes[anchor].inputs[0]].producer;
-  int32_t c1 = g->tensors[g->nodes[c2].inputs[0]].producer, rc, ns = req->subst_count;
+  int32_t from[MI__UNIT_MAX + 1], to[MI__UNIT_MAX + 1], c1, c2, rc, ns = req->subst_count;
   const int32_t *keep_from = req->subst_from, *keep_to = req->subst_to;
   const char *variant = mi__bf16_variant(p->vars, p->var_count, g->nodes[anchor].op_type);
   mi_error_t perr = {0};
@@ -91,6 +96,7 @@ int32_t mi__prep_bf16(mi__prep_t *p, mi__kreq_t *req, int32_t anchor, int *refus
   int fatal = 0;
   char line[MI_ERROR_MESSAGE_SIZE + 160], lb[32];
   *refused = 0;
+  mi__bf16_casts(g, anchor, &c1, &c2);
   if (ns > MI__UNIT_MAX) return mi_errorf(err, MI_ERR_INTERNAL, "BF16 layer: %d substitutions", (int)ns);
   /* the anchor's input as its source, after the caller's substitutions (a member's, prepare_unit.c) */
   for (int32_t i = 0; i < ns; i++) {

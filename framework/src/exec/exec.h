@@ -266,6 +266,9 @@ const char *mi__bf16_variant(const mi_variant_desc_t *vars, uint32_t n, const ch
  * stored NCHW), else -1. */
 int32_t mi__bf16_source(const mi_graph_t *g, const mi__plan_t *p, mi_array_t *const *consts,
                         const mi_variant_desc_t *vars, uint32_t var_count, int32_t i);
+/* The two nodes in front of node i's input 0 (c2 producing it, c1 producing c2's input 0; -1
+ * where there is none): the BF16 transform's Casts where mi__bf16_source found them. */
+void mi__bf16_casts(const mi_graph_t *g, int32_t i, int32_t *c1, int32_t *c2);
 /* The variant of `op` that accepts `layout` (first in the plugin's order), or NULL. */
 const char *mi__variant_for_layout(const mi_variant_desc_t *vars, uint32_t n, const char *op,
                                    int32_t layout);

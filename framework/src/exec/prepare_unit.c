@@ -144,13 +144,12 @@ int32_t mi__prep_group(mi__prep_t *p, mi__unit_t *u, mi_error_t *err) {
   /* The pointwise conv a depthwise conv's group took through the BF16 Casts (plan.c): it reads
    * their source, on its BF16 variant (member_choices, prepare.c); the Casts are no reads. */
   for (int32_t m = 1; p->bf16_src && m < u->count && !req.subst_count; m++) {
-    int32_t i = u->nodes[m], c2;
+    int32_t i = u->nodes[m];
     if (i == u->op || p->bf16_src[i] < 0) continue;
     from[0] = s->g->nodes[i].inputs[0];
     to[0] = p->bf16_src[i];
-    c2 = s->g->tensors[from[0]].producer;
-    readers[req.absorbed_count++] = s->g->tensors[s->g->nodes[c2].inputs[0]].producer;
-    readers[req.absorbed_count++] = c2;
+    mi__bf16_casts(s->g, i, &readers[req.absorbed_count], &readers[req.absorbed_count + 1]);
+    req.absorbed_count += 2;
     req.subst_from = from;
     req.subst_to = to;
     req.subst_count = 1;
