@@ -730,7 +730,10 @@ void mi__blis_pg_gemm_ex(const mi__blis_conv_t *c, void *const *t, const mi__bli
   q.K = K;
   q.N = npix;
   q.p0 = p0;
-  mvb = q.pwb && !q.seg && npix <= MI__PGB_MV_PIX; /* (its tiles run the whole epilogue) */
+  /* (its tiles run the whole epilogue). A flat plane's single row segment is one block too: the
+   * 1-D convs of silero-vad's encoder (3 taps, 1-3 output pixels) ran 3 of 32 lanes of the "nv"
+   * tiles, slower in BF16 than in FP32. */
+  mvb = q.pwb && (!q.seg || q.nseg == 1) && npix <= MI__PGB_MV_PIX;
   if (c->pg_mv) {
     q.nb_n = 1;
     mi__blis_parallel(env, q.mp_n, 1, mr * K * npix, pg_part, &q);

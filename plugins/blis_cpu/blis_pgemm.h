@@ -132,8 +132,8 @@ pg_store512(const pg_call_t *q, int64_t mp, int64_t po0, int64_t po1, int two, _
 
 /* The BF16 "nv" tiles' items [i0, i1) (blis_pgemm_bf16.c; q->pwb set, AVX512_BF16 CPUs only). */
 void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1);
-/* conv.packed_gemm_bf16 on at most MI__PGB_MV_PIX pixels (one block, no row segments): the output
- * channels in the lanes, items [i0, i1) of ceil(mp_n / 2) pairs of row panels. */
+/* conv.packed_gemm_bf16 on at most MI__PGB_MV_PIX pixels (one block, or one row segment of a flat
+ * plane): the output channels in the lanes, items [i0, i1) of ceil(mp_n / 2) pairs of row panels. */
 #define MI__PGB_MV_PIX 8
 void mi__blis_pgb_mv_items(const pg_call_t *q, int64_t i0, int64_t i1);
 

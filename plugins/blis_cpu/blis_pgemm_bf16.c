@@ -181,6 +181,19 @@ BF16_FN void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1) {
  * pair of B. With one accumulator a pixel the 5 chains waited on vdpbf16ps's latency (13.9 us a
  * conv, slower than FP32's 12.9): the pairs go round `ph` phases, ph * npx chains (9-16), summed
  * in a fixed order at the end (the same bits at any thread count). */
+/* Pair j of both panels (a1: the second, or a0 again where there is none: its lanes are not
+ * stored) times pixel px's pair of B into acc[px]. */
+static inline __attribute__((always_inline)) BF16_FN void pgb_mv_pair(const uint32_t *a0, const uint32_t *a1,
+                                                                      const uint32_t *bp, int64_t j, const int npx,
+                                                                      __m512 *acc) {
+  __m256i lo = _mm256_loadu_si256((const __m256i *)(a0 + j * MR512));
+  __m512bh a = (__m512bh)_mm512_inserti64x4(_mm512_castsi256_si512(lo),
+                                            _mm256_loadu_si256((const __m256i *)(a1 + j * MR512)), 1);
+  const uint32_t *b = bp + j * 32;
+  int px;
+  for (px = 0; px < npx; px++) acc[px] = _mm512_dpbf16_ps(acc[px], a, (__m512bh)_mm512_set1_epi32((int)b[px]));
+}
+
 static inline __attribute__((always_inline)) BF16_FN void pgb_mv_sums(const uint32_t *a0, const uint32_t *a1,
                                                                       const uint32_t *bp, int64_t k2, const int npx,
                                                                       const int ph, __m512 *out) {
@@ -189,15 +202,11 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_mv_sums(const uint
   int f, px;
   for (f = 0; f < ph; f++)
     for (px = 0; px < npx; px++) acc[f][px] = _mm512_setzero_ps();
-  for (; j < k2; j += ph)
-    for (f = 0; f < ph && j + f < k2; f++) {
-      __m256i lo = _mm256_loadu_si256((const __m256i *)(a0 + (j + f) * MR512));
-      __m256i hi = a1 ? _mm256_loadu_si256((const __m256i *)(a1 + (j + f) * MR512)) : _mm256_setzero_si256();
-      __m512bh a = (__m512bh)_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-      const uint32_t *b = bp + (j + f) * 32;
-      for (px = 0; px < npx; px++)
-        acc[f][px] = _mm512_dpbf16_ps(acc[f][px], a, (__m512bh)_mm512_set1_epi32((int)b[px]));
-    }
+  /* whole rounds of ph pairs unrolled (no bound test inside), then the pairs left in phases
+   * 0.. (the same phase a pair would take in a longer round: the order of the sums is fixed) */
+  for (; j + ph <= k2; j += ph)
+    for (f = 0; f < ph; f++) pgb_mv_pair(a0, a1, bp, j + f, npx, acc[f]);
+  for (f = 0; j + f < k2; f++) pgb_mv_pair(a0, a1, bp, j + f, npx, acc[f]);
   for (px = 0; px < npx; px++) {
     __m512 v = acc[0][px];
     for (f = 1; f < ph; f++) v = _mm512_add_ps(v, acc[f][px]);
@@ -208,7 +217,7 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_mv_sums(const uint
 static BF16_FN void pgb_mv_tile(const pg_call_t *q, int64_t mp, const uint32_t *bp, int64_t npx) {
   __m512 acc[MI__PGB_MV_PIX];
   int64_t k2 = (q->K + 1) / 2, px, r, rows = q->mg - mp * MR512;
-  const uint32_t *a0 = q->pwb + mp * k2 * MR512, *a1 = mp + 1 < q->mp_n ? a0 + k2 * MR512 : NULL;
+  const uint32_t *a0 = q->pwb + mp * k2 * MR512, *a1 = mp + 1 < q->mp_n ? a0 + k2 * MR512 : a0;
   switch (npx) { /* each count its own instance: the chains in registers */
   case 1: pgb_mv_sums(a0, a1, bp, k2, 1, 4, acc); break;
   case 2: pgb_mv_sums(a0, a1, bp, k2, 2, 4, acc); break;

@@ -371,6 +371,10 @@ static const struct {
     {"1x1 64->35, 2x3 plane", {1, 64, 2, 3, 35, 1, 1, 0, 1}, 0},
     {"1x1 600->257, 1x5 plane", {1, 600, 1, 5, 257, 1, 1, 0, 1}, 0},
     {"1x1 2101->9, 2x2 (pairs on the heap)", {1, 2101, 2, 2, 9, 1, 1, 0, 1}, 0},
+    /* one output row of a flat plane (a 1-D conv as silero-vad's encoder: 3 taps, padded): its
+     * single row segment on the channel-lane tiles, stride 1 and 2, a tail panel */
+    {"3x3 40->24, 1x5 plane (one row segment)", {1, 40, 1, 5, 24, 3, 1, 1, 1}, 0},
+    {"3x3 s2 33->20, 1x7 -> 1x4 (one row segment)", {1, 33, 1, 7, 20, 3, 2, 1, 1}, 0},
 };
 
 static void convs(void) {
@@ -404,6 +408,7 @@ static void exact(void) {
   exact_case(&p, "exact 3x3 7->10, 9x10 (flat planes)", (cshape_t){1, 7, 9, 10, 10, 3, 1, 1, 1});
   exact_case(&p, "exact 3x3 s2 5->9", (cshape_t){1, 5, 13, 11, 9, 3, 2, 1, 1});
   exact_case(&p, "exact 1x1 63->19, 2x3 (channels in the lanes)", (cshape_t){1, 63, 2, 3, 19, 1, 1, 0, 1});
+  exact_case(&p, "exact 3x3 s2 7->19, 1x9 (one row segment)", (cshape_t){1, 7, 1, 9, 19, 3, 2, 1, 1});
 }
 
 /* mi_sdk_float_to_bf16 as ONNX's Cast rounds: ties to even, a carry into the exponent, overflow
