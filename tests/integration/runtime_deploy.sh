@@ -34,6 +34,26 @@ log = [json.loads(l) for l in open(t + "/out/decisions.jsonl")]
 assert log[0]["event"] == "open" and not any(e["event"] == "config_id_mismatch" for e in log), log
 PY
 
+# --profile: the chosen configuration's per-layer table, as mi-run --profile prints it; the monitor
+# is off, so a drifting device keeps that one configuration for every profiled run.
+MI_NPU_FAULT=drift "${RUN[@]}" --profile --repeat 60 --json > "$T/p.json"
+"${RUN[@]}" --profile --repeat 3 > "$T/p.txt"
+python3 - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+p = json.load(open(t + "/p.json"))
+a = json.load(open(t + "/a.json"))
+assert p["runs"] == 60 and p["switches"] == 0 and p["alarms"] == 0 and p["config_id"] == a["config_id"], p
+rows = p["profile"]["layers"]
+assert rows and p["profile"]["layers_ms"] > 0, p["profile"]
+assert all(r["name"] and r["ms"] >= 0 and r["where"] in ("device", "host", "fallback") for r in rows), rows
+assert any(r["op"].startswith("Gemm") or r["op"].startswith("MatMul") for r in rows), [r["op"] for r in rows]
+txt = open(t + "/p.txt").read()
+assert "per-layer profile (median of 3 runs" in txt and "layers " in txt, txt
+PY
+if "${RUN[@]}" --profile --readapt 2>"$T/err"; then echo "--profile --readapt ran"; exit 1; fi
+grep -q "not both" "$T/err" || { cat "$T/err"; exit 1; }
+
 # Drift fault: detected, a switch (or a re-adaptation) logged with its figures.
 MI_NPU_FAULT=drift "${RUN[@]}" --repeat 80 --json > "$T/b.json"
 python3 - "$T" <<'PY'

@@ -13,7 +13,7 @@
 typedef struct dep_opts {
   const char *table, *plugins, *model, *device, *output, *log;
   const char *inputs[DEP_MAX_INPUTS];
-  int input_count, repeat, json, readapt, monitor, timeout_s;
+  int input_count, repeat, json, readapt, monitor, timeout_s, profile;
   int32_t policy;
 } dep_opts_t;
 
@@ -33,7 +33,13 @@ int mi_run_wants_deployment(int argc, char **argv) {
   X(O_INPUT, "input", "NAME=FILE",                                                            \
     "a model input from a .npy file (repeatable, at most 256);\n"                             \
     "other inputs get deterministic random data")                                             \
-  X(O_REPEAT, "repeat", "N", "runs (default 1); the summary gives their median")              \
+  X(O_REPEAT, "repeat", "N",                                                                  \
+    "runs (default 1; 20 with --profile); the summary gives\n"                                \
+    "their median")                                                                           \
+  X(O_PROFILE, "profile", NULL,                                                               \
+    "per-layer table of the chosen configuration after the summary, as\n"                     \
+    "mi-run --profile prints it (the drift monitor is off: one\n"                             \
+    "configuration runs throughout)")                                                         \
   MI_CLI_OPTS_OUTPUT_DIR(X)                                                                   \
   MI_CLI_OPT_JSON_SUMMARY(X)                                                                  \
   X(O_POLICY, "stack-policy", "POLICY",                                                       \
@@ -56,7 +62,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   c.prog = "mi-run";
   c.usage =
       "mi-run --deployment DIR/deployment.yaml [--plugins DIR]... [--model NAME] [--device DEV]\n"
-      "  [--input NAME=FILE.npy ...] [--repeat N] [--output-dir DIR] [--json]\n"
+      "  [--input NAME=FILE.npy ...] [--repeat N] [--profile] [--output-dir DIR] [--json]\n"
       "  [--stack-policy use|revalidate|refuse] [--readapt] [--no-monitor] [--log FILE]";
   c.about =
       "Runs the table's chosen configuration for the model on the device, watches latency for\n"
@@ -64,7 +70,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   c.opts = k_opts;
   c.flags = MI_CLI_VERSION_OPT | MI_CLI_NO_ARGS;
   memset(o, 0, sizeof *o);
-  o->repeat = 1;
+  o->repeat = 0;
   o->monitor = 1;
   o->timeout_s = RUN_DEFAULT_TIMEOUT_S;
   *status = 0;
@@ -80,6 +86,7 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
     case O_LOG: o->log = c.value; break;
     case O_JSON: o->json = 1; break;
     case O_READAPT: o->readapt = 1; break;
+    case O_PROFILE: o->profile = 1; break;
     case O_NO_MONITOR: o->monitor = 0; break;
     case O_POLICY:
       if ((o->policy = mi_stack_policy_find(c.value)) < 0)
@@ -99,6 +106,10 @@ static int parse(int argc, char **argv, dep_opts_t *o, int *status) {
   if (st == 0) return 0; /* --help or --version */
   if (st == MI_CLI_USAGE) rc = st;
   if (rc == 0 && (!o->table || !o->table[0])) rc = mi_cli_error(&c, "--deployment needs a file");
+  if (rc == 0 && o->profile && o->readapt)
+    rc = mi_cli_error(&c, "--profile and --readapt: profile the table's configuration, or re-adapt it, not both");
+  if (o->repeat == 0) o->repeat = o->profile ? 20 : 1;
+  if (o->profile) o->monitor = 0;
   if (rc) *status = 2;
   return rc == 0;
 }
@@ -177,7 +188,10 @@ int mi_run_deployment_main(int argc, char **argv) {
   int status = 2;
   int32_t rc = MI_OK;
   mi_guard_t *guard = NULL;
+  run_prof_t prof;
+  run_summary_t sum;
   FILE *f;
+  memset(&prof, 0, sizeof prof);
   if (!parse(argc, argv, &o, &status)) return status;
   /* Plugin code runs in a guarded child: its crash, hang or exit is one line here. */
   if (!run_guard(o.timeout_s, &guard, &status)) return status;
@@ -196,6 +210,7 @@ int mi_run_deployment_main(int argc, char **argv) {
   ro.log_path = o.log;
   ro.on_step = guard_step;
   ro.step_user = guard;
+  ro.per_node_timing = o.profile;
   if ((rc = mi_runtime_open(o.table, reg, &ro, &rt, &err))) goto fail;
   mi_runtime_info(rt, &info);
   {
@@ -211,6 +226,15 @@ int mi_run_deployment_main(int argc, char **argv) {
   if ((rc = check_fixed(g, &o, mi_runtime_inputs(rt), &err)) || (rc = inputs_for(g, &o, in, &err))) goto fail;
   if (o.readapt && (rc = mi_runtime_readapt(rt, &err))) goto fail;
   if (!(lat = calloc((size_t)o.repeat, sizeof *lat))) goto fail;
+  if (o.profile) {
+    const mi_graph_t *sg = NULL;
+    mi_runtime_session(rt, &sg);
+    if (!sg) {
+      rc = mi_errorf(&err, MI_ERR_INTERNAL, "--profile: no configuration is running");
+      goto fail;
+    }
+    if ((rc = run_prof_init(&prof, sg, o.repeat, &err))) goto fail;
+  }
   for (int r = 0; r < o.repeat; r++) {
     for (int32_t k = 0; k < g->output_count; k++) {
       mi_array_destroy(out[k]);
@@ -221,11 +245,16 @@ int mi_run_deployment_main(int argc, char **argv) {
       goto fail;
     mi_runtime_info(rt, &info);
     lat[r] = info.last_ms;
+    if (o.profile) run_prof_take(&prof, mi_runtime_session(rt, NULL));
   }
   mi_guard_stage(guard, NULL, "output");
   if (o.output && (rc = run_write_outputs(g, o.output, out, &err))) goto fail;
   mi_runtime_info(rt, &info);
   qsort(lat, (size_t)o.repeat, sizeof *lat, cmp_d);
+  memset(&sum, 0, sizeof sum);
+  sum.session = mi_runtime_session(rt, NULL);
+  sum.latency.median = lat[o.repeat / 2];
+  sum.latency.count = o.repeat;
   if (o.json) {
     /* names come from the table and the command line: escaped, like every string we print */
     fputs("{\"deployment\":", f);
@@ -238,17 +267,20 @@ int mi_run_deployment_main(int argc, char **argv) {
             ",\"config_id\":\"%s\",\"runs\":%d,"
             "\"latency_ms\":{\"median\":%.9g,\"min\":%.9g,\"max\":%.9g},\"clock\":\"%s\","
             "\"reference_ms\":%.9g,\"alarms\":%d,\"switches\":%d,\"readaptations\":%d,"
-            "\"stack_mismatch\":%s}\n",
+            "\"stack_mismatch\":%s",
             info.config_id, info.runs, lat[o.repeat / 2], lat[0],
             lat[o.repeat - 1], info.device_clock ? "device" : "wall",
             isfinite(info.reference_ms) ? info.reference_ms : -1.0, info.alarms, info.switches,
             info.readaptations, info.stack_mismatch ? "true" : "false");
+    if (o.profile && (rc = run_prof_print(f, &prof, &sum, 1, &err))) goto fail;
+    fputs("}\n", f);
   } else {
     fprintf(f, "deployment %s: %s on %s, configuration %s%s\n", o.table, info.model, info.device,
             info.config_id, info.stack_mismatch ? " (tuned on another software stack)" : "");
     fprintf(f, "%d runs: median %.4f ms (%s clock), tuned %.4f ms; %d drift alarms, %d switches, %d re-adaptations\n",
             info.runs, lat[o.repeat / 2], info.device_clock ? "device" : "wall", info.reference_ms,
             info.alarms, info.switches, info.readaptations);
+    if (o.profile && (rc = run_prof_print(f, &prof, &sum, 0, &err))) goto fail;
   }
   if ((rc = run_close_stdout(f, &err)) != MI_OK) {
     f = NULL;
@@ -268,6 +300,7 @@ done:
     mi_array_destroy(out[k]);
   }
   free(lat);
+  run_prof_free(&prof);
   mi_runtime_close(rt);
   mi_registry_destroy(reg);
   mi_guard_end(guard);

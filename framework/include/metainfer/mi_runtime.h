@@ -156,6 +156,9 @@ typedef struct mi_runtime_options {
    * reaction made of steps that each finish in time is not taken for a hang. */
   void (*on_step)(void *user, const char *device, const char *step); /* device: PLUGIN:INDEX */
   void *step_user;
+  /* 1: the sessions time each step (mi_session_options_t.per_node_timing), for a per-layer
+   * profile of the running configuration (mi_runtime_session); default 0 (appended) */
+  int32_t per_node_timing;
 } mi_runtime_options_t;
 
 MI_API void mi_runtime_options_default(mi_runtime_options_t *o);
@@ -203,6 +206,10 @@ MI_API const mi_graph_t *mi_runtime_graph(const mi_runtime_t *rt);
  * the table's inputs: or its recipe's), or NULL. An input fixed to a value is a constant of
  * mi_runtime_graph, not one of its inputs (mi_input_value_check says whether data agrees). */
 MI_API const char *mi_runtime_inputs(const mi_runtime_t *rt);
+/** The session of the configuration running now and, in *graph when not NULL, the graph it runs
+ * (the model after the configuration's model-side transform): NULL before a configuration runs.
+ * Both change when the runtime switches configuration (mi_runtime_info's config_id says). */
+MI_API const mi_session_t *mi_runtime_session(const mi_runtime_t *rt, const mi_graph_t **graph);
 MI_API void mi_runtime_info(const mi_runtime_t *rt, mi_runtime_info_t *out);
 /** Releases the session, the device instance and the table. NULL is a no-op. */
 MI_API void mi_runtime_close(mi_runtime_t *rt);

@@ -116,6 +116,7 @@ int32_t mi__rt_instantiate(mi_runtime_t *rt, const mi_deploy_config_t *c, int32_
   mi__rt_step(rt, "prepare");
   if ((rc = prepare(rt, c, &p, err))) return rc;
   so = with_fallback(rt, p.hw);
+  so.per_node_timing = rt->o.per_node_timing;
   if ((rc = mi_session_create(p.xg, &rt->plugin->pub, rt->device, &so, &s, err))) {
     prepared_free(&p);
     return rc;

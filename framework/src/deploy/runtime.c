@@ -320,6 +320,11 @@ const mi_graph_t *mi_runtime_graph(const mi_runtime_t *rt) {
   return rt ? rt->graph : NULL;
 }
 
+const mi_session_t *mi_runtime_session(const mi_runtime_t *rt, const mi_graph_t **graph) {
+  if (graph) *graph = rt && rt->session ? (rt->xgraph ? rt->xgraph : rt->graph) : NULL;
+  return rt ? rt->session : NULL;
+}
+
 void mi_runtime_info(const mi_runtime_t *rt, mi_runtime_info_t *out) {
   if (!out) return;
   if (!rt) {
