@@ -173,14 +173,6 @@ BF16_FN void mi__blis_pgb_items(const pg_call_t *q, int64_t i0, int64_t i1) {
 }
 #undef PGB_EK
 
-/* Few pixels (an STFT as a strided 1-D conv: 5 frames of 512 taps; the last planes of a
- * network): the "nv" tiles hold 16 pixels a vector, so 5 pixels used 5 of 16 lanes, and
- * oww_melspectrogram's two 257-channel convs ran slower in BF16 than in FP32 (its model-wide
- * `bf16` 0.041 ms against the default's 0.031). Here two row panels (16 channels, the pairs of
- * both read side by side) are the lanes, each pair of k one vdpbf16ps a pixel on a broadcast BF16
- * pair of B. With one accumulator a pixel the 5 chains waited on vdpbf16ps's latency (13.9 us a
- * conv, slower than FP32's 12.9): the pairs go round `ph` phases, ph * npx chains (9-16), summed
- * in a fixed order at the end (the same bits at any thread count). */
 /* Pair j of both panels (a1: the second, or a0 again where there is none: its lanes are not
  * stored) times pixel px's pair of B into acc[px]. */
 static inline __attribute__((always_inline)) BF16_FN void pgb_mv_pair(const uint32_t *a0, const uint32_t *a1,
@@ -194,6 +186,14 @@ static inline __attribute__((always_inline)) BF16_FN void pgb_mv_pair(const uint
   for (px = 0; px < npx; px++) acc[px] = _mm512_dpbf16_ps(acc[px], a, (__m512bh)_mm512_set1_epi32((int)b[px]));
 }
 
+/* Few pixels (an STFT as a strided 1-D conv: 5 frames of 512 taps; the last planes of a
+ * network): the "nv" tiles hold 16 pixels a vector, so 5 pixels used 5 of 16 lanes, and
+ * oww_melspectrogram's two 257-channel convs ran slower in BF16 than in FP32 (its model-wide
+ * `bf16` 0.041 ms against the default's 0.031). Here two row panels (16 channels, the pairs of
+ * both read side by side) are the lanes, each pair of k one vdpbf16ps a pixel on a broadcast BF16
+ * pair of B. With one accumulator a pixel the 5 chains waited on vdpbf16ps's latency (13.9 us a
+ * conv, slower than FP32's 12.9): the pairs go round `ph` phases, ph * npx chains (9-16), summed
+ * in a fixed order at the end (the same bits at any thread count). */
 static inline __attribute__((always_inline)) BF16_FN void pgb_mv_sums(const uint32_t *a0, const uint32_t *a1,
                                                                       const uint32_t *bp, int64_t k2, const int npx,
                                                                       const int ph, __m512 *out) {

@@ -451,7 +451,7 @@ static void device_moves(void) {
 /* Each odd layer runs inside the previous layer's kernel (a pointwise conv in its depthwise
  * conv's dw+pw kernel): its own time reads NaN and the pair's time is in the first one's row. The
  * greedy makes each pair one block, timed by its first layer's row: the three pairs without a
- * sensitive layer at fp16 are within the bound and 1.38x faster than the default. When a block's
+ * sensitive layer at fp16 are within the bound and 1.39x faster than the default. When a block's
  * time summed its layers' rows, NaN included, no block had a time, the greedy made no step, and
  * the best within the bound was 1.29x (a mix the surrogate proposed). */
 static void fused_pairs(void) {
